@@ -1,0 +1,86 @@
+"""ember: a define-by-run deep-learning framework with PyTorch's API and pluggable
+hardware backends.
+
+    import ember
+    x = ember.randn(3, 4, requires_grad=True)
+    (x @ x.T).sum().backward()
+"""
+
+# Before anything imports NumPy: point OpenBLAS at the kernels this CPU can run (it reads
+# OPENBLAS_CORETYPE once, when it loads). Does nothing if NumPy is already imported.
+from ember.backends.cpu import blas as _blas
+
+_blas.configure_before_numpy()
+
+from ember.core.tensor import Size, Tensor  # noqa: E402, F401 - first: it binds the ops
+from ember.core.autograd import (  # noqa: E402, F401
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from ember.core.creation import (  # noqa: E402, F401
+    Generator,
+    default_generator,
+    get_default_device,
+    initial_seed,
+    set_default_device,
+)
+from ember.core.device import device  # noqa: E402, F401
+from ember.core.dtype import (  # noqa: E402, F401
+    bfloat16,
+    dtype,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int8,
+    int16,
+    int32,
+    int64,
+    promote_types,
+    set_default_dtype,
+    uint8,
+)
+from ember.core.dtype import bool_ as bool  # noqa: E402, A001
+from ember.core.functions import *  # noqa: E402, F401, F403
+from ember.core.functions import (  # noqa: E402, F401 - names `import *` skips or shadows
+    abs,
+    all,
+    any,
+    max,
+    min,
+    pow,
+    round,
+    sum,
+)
+from ember import autograd  # noqa: E402, F401
+
+half, double, long, short = float16, float64, int64, int16
+float = float32  # noqa: A001 - PyTorch's alias
+int = int32  # noqa: A001
+
+__version__ = "0.1.0"
+
+
+def is_tensor(obj: object) -> "builtins.bool":
+    """True if `obj` is an ember Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def devices() -> list:
+    """Every device that can be used now, e.g. `[device(type='cpu'), ...]`."""
+    from ember.core import scheduler
+
+    out = []
+    for backend in scheduler.available_backends():
+        if backend.name == "cpu":
+            out.append(device("cpu"))
+        else:
+            out.extend(device(backend.name, i) for i in range(backend.device_count()))
+    return out
+
+
+import builtins  # noqa: E402

@@ -1,0 +1,85 @@
+"""The CPU backend: kernels on NumPy (OpenBLAS for matmul).
+
+Importing this module is cheap and does not import NumPy, so that ember can point
+OpenBLAS at the right kernels (see blas.py) before NumPy loads.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ember.core.backend import Backend, DeviceInfo, dtype, hookimpl
+
+
+class CPUBackend(Backend):
+    """Tensors in host memory, as NumPy arrays."""
+
+    name = "cpu"
+    priority = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        from ember.backends.cpu import kernels
+
+        self._k = kernels
+        self.kernels.update(kernels.KERNELS)
+
+    def device_count(self) -> int:
+        return 1
+
+    def device_info(self, index: int) -> DeviceInfo:
+        from ember.backends.cpu import blas
+
+        info = blas.openblas_info()
+        details = {"cores": os.cpu_count(), "blas": info.get("corename"),
+                   "blas best": info.get("best")}
+        if info.get("slow"):
+            details["warning"] = info.get("advice")
+        if blas.fast_path_ready():
+            details["fast sgemm"] = f"private OpenBLAS copy on {info.get('best')} kernels"
+        return DeviceInfo(name=_cpu_name(), memory_bytes=_total_memory(),
+                          compute_units=os.cpu_count(), details=details)
+
+    def empty(self, shape: tuple[int, ...], dtype: dtype, device: int) -> Any:
+        return self._k.empty(shape, dtype)
+
+    def from_numpy(self, array: Any, device: int) -> Any:
+        return array  # the CPU shares host memory; core copies where it must
+
+    def to_numpy(self, buffer: Any) -> Any:
+        return buffer
+
+    def to_device(self, buffer: Any, device: int) -> Any:
+        return buffer
+
+    def is_contiguous(self, buffer: Any) -> bool:
+        return buffer.flags.c_contiguous
+
+    def manual_seed(self, seed: int) -> None:
+        self._k.manual_seed(seed)
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or "CPU"
+
+
+def _total_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+@hookimpl
+def ember_backends():
+    return [CPUBackend]

@@ -1,0 +1,345 @@
+"""NumPy kernels for every primitive op (semantics: ember.core.ops' docstring).
+
+Kernels trust their inputs: core has checked shapes, dtypes and devices. They always
+return real `ndarray`s (NumPy turns 0-d results into scalars, which `_arr` undoes).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ember.core.backend import ALL_DTYPES, ViewNotPossible, bfloat16, numpy_dtype
+
+_NP = {d: numpy_dtype(d) for d in ALL_DTYPES}
+_LOW_PRECISION = {np.dtype(np.float16), _NP[bfloat16]}
+_rng = np.random.Generator(np.random.PCG64(0))
+
+
+def manual_seed(seed: int) -> None:
+    global _rng
+    _rng = np.random.Generator(np.random.PCG64(seed))
+
+
+def _arr(x: Any) -> np.ndarray:
+    return x if type(x) is np.ndarray else np.asarray(x)
+
+
+def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    return np.empty(shape, _NP[dtype])
+
+
+# -- elementwise ----------------------------------------------------------------------
+
+def _quiet(f):
+    """Run a ufunc without NumPy's floating-point warnings (PyTorch gives inf/nan
+    silently)."""
+    def kernel(*args):
+        with np.errstate(all="ignore"):
+            return _arr(f(*args))
+    return kernel
+
+
+def _plain(f):
+    def kernel(*args):
+        return _arr(f(*args))
+    return kernel
+
+
+def _sigmoid(x):
+    # tanh form: no overflow for large |x|, and exact to rounding
+    return 0.5 * np.tanh(0.5 * x) + x.dtype.type(0.5)
+
+
+def _rsqrt(x):
+    return 1 / np.sqrt(x)
+
+
+def _relu(x):
+    return np.maximum(x, x.dtype.type(0))
+
+
+def _erf(x):
+    if x.dtype == np.float64:
+        return np.vectorize(math.erf, otypes=[np.float64])(x)
+    # Numerical Recipes' erfc (fractional error < 1.2e-7), enough for 32 bits and below
+    z = np.abs(x.astype(np.float64))
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (
+        0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (
+            1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
+    erfc = t * np.exp(poly)
+    return np.where(x >= 0, 1.0 - erfc, erfc - 1.0).astype(x.dtype)
+
+
+UNARY = {
+    "neg": _plain(np.negative), "abs": _plain(np.abs), "sign": _plain(np.sign),
+    "floor": _plain(np.floor), "ceil": _plain(np.ceil), "round": _plain(np.round),
+    "trunc": _plain(np.trunc), "relu": _plain(_relu),
+    "exp": _quiet(np.exp), "log": _quiet(np.log), "log2": _quiet(np.log2),
+    "log1p": _quiet(np.log1p), "expm1": _quiet(np.expm1), "sqrt": _quiet(np.sqrt),
+    "rsqrt": _quiet(_rsqrt), "sin": _plain(np.sin), "cos": _plain(np.cos),
+    "tan": _plain(np.tan), "tanh": _plain(np.tanh), "sigmoid": _plain(_sigmoid),
+    "erf": _plain(_erf), "asin": _quiet(np.arcsin), "acos": _quiet(np.arccos),
+    "atan": _plain(np.arctan), "reciprocal": _quiet(np.reciprocal),
+    "logical_not": _plain(np.logical_not), "isnan": _plain(np.isnan),
+    "isinf": _plain(np.isinf), "isfinite": _plain(np.isfinite),
+    "bitwise_not": _plain(np.invert),
+}
+
+
+def _int_safe_floor_divide(a, b):
+    with np.errstate(all="ignore"):
+        if np.issubdtype(np.result_type(a, b), np.integer) and np.any(np.equal(b, 0)):
+            raise ZeroDivisionError("floor_divide: integer division by zero")
+        return _arr(np.floor_divide(a, b))
+
+
+def _int_safe_remainder(a, b):
+    with np.errstate(all="ignore"):
+        if np.issubdtype(np.result_type(a, b), np.integer) and np.any(np.equal(b, 0)):
+            raise ZeroDivisionError("remainder: integer division by zero")
+        return _arr(np.remainder(a, b))
+
+
+def _pow(a, b):
+    if np.issubdtype(np.result_type(a, b), np.integer) and np.any(np.less(b, 0)):
+        raise RuntimeError("pow: integers to negative integer powers are not allowed")
+    with np.errstate(all="ignore"):
+        return _arr(np.power(a, b))
+
+
+BINARY = {
+    "add": _plain(np.add), "sub": _plain(np.subtract), "mul": _plain(np.multiply),
+    "div": _quiet(np.true_divide), "pow": _pow,
+    "maximum": _plain(np.maximum), "minimum": _plain(np.minimum),
+    "remainder": _int_safe_remainder, "floor_divide": _int_safe_floor_divide,
+    "atan2": _plain(np.arctan2),
+    "eq": _plain(np.equal), "ne": _plain(np.not_equal), "lt": _plain(np.less),
+    "le": _plain(np.less_equal), "gt": _plain(np.greater), "ge": _plain(np.greater_equal),
+    "logical_and": _plain(np.logical_and), "logical_or": _plain(np.logical_or),
+    "logical_xor": _plain(np.logical_xor), "bitwise_and": _plain(np.bitwise_and),
+    "bitwise_or": _plain(np.bitwise_or), "bitwise_xor": _plain(np.bitwise_xor),
+}
+
+
+def where(cond, x, y):
+    return _arr(np.where(cond, x, y))
+
+
+def clamp(x, min=None, max=None):  # noqa: A002
+    return _arr(np.clip(x, min, max))
+
+
+def cast(x, dtype):
+    return x.astype(_NP[dtype])
+
+
+# -- reductions -----------------------------------------------------------------------
+
+def _accumulating(f):
+    """Sum and product of half-precision values accumulate in float32, as PyTorch does."""
+    def kernel(x, dims=None, keepdim=False):
+        if x.dtype in _LOW_PRECISION:
+            return _arr(f(x.astype(np.float32), axis=dims, keepdims=keepdim).astype(x.dtype))
+        return _arr(f(x, axis=dims, keepdims=keepdim))
+    return kernel
+
+
+def _reduce(f):
+    def kernel(x, dims=None, keepdim=False):
+        return _arr(f(x, axis=dims, keepdims=keepdim))
+    return kernel
+
+
+def _arg(f):
+    def kernel(x, dim=None, keepdim=False):
+        return _arr(f(x, axis=dim, keepdims=keepdim)).astype(np.int64, copy=False)
+    return kernel
+
+
+def cumsum(x, dim):
+    return np.cumsum(x, axis=dim, dtype=x.dtype)
+
+
+# -- shapes and views -----------------------------------------------------------------
+
+def reshape(x, shape, copy=True):
+    if copy:
+        return np.reshape(x, shape, copy=True)
+    try:
+        return np.reshape(x, shape, copy=False)
+    except ValueError:
+        raise ViewNotPossible("reshape: a view is not possible for these strides") from None
+
+
+def permute(x, dims):
+    return np.transpose(x, dims)
+
+
+def expand(x, shape):
+    lead = len(shape) - x.ndim
+    target = tuple(s if n == -1 else n for s, n in zip((1,) * lead + x.shape, shape))
+    return np.broadcast_to(x, target)
+
+
+def flip(x, dims):
+    return np.flip(x, dims).copy()
+
+
+def clone(x):
+    return np.array(x, copy=True, order="C")
+
+
+def tril(x, diagonal=0):
+    return np.tril(x, diagonal)
+
+
+def triu(x, diagonal=0):
+    return np.triu(x, diagonal)
+
+
+# -- indexing -------------------------------------------------------------------------
+
+def _key(index, tensors):
+    key = []
+    for entry in index:
+        kind = entry[0]
+        if kind == "int":
+            key.append(entry[1])
+        elif kind == "slice":
+            key.append(slice(entry[1], entry[2], entry[3]))
+        elif kind == "none":
+            key.append(None)
+        else:
+            key.append(tensors[entry[1]])
+    key.append(Ellipsis)  # keeps 0-d results as arrays (views), not NumPy scalars
+    return tuple(key)
+
+
+def getitem(x, *tensors, index, shape=None):
+    return x[_key(index, tensors)]
+
+
+_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers "
+            "to a single memory location. Please clone() the tensor before performing the "
+            "operation.")
+
+
+def setitem(x, value, *tensors, index, accumulate=False):
+    key = _key(index, tensors)
+    try:
+        if accumulate and tensors:
+            np.add.at(x, key[:-1], value)
+        elif accumulate:
+            x[key] += value
+        else:
+            x[key] = value
+    except ValueError as err:
+        if not x.flags.writeable:
+            raise RuntimeError(_OVERLAP) from None
+        raise RuntimeError(f"setitem: {err}") from None
+
+
+def assign(dst, src):
+    if not dst.flags.writeable:
+        raise RuntimeError(_OVERLAP)
+    np.copyto(dst, src)
+
+
+def cat(*xs, dim):
+    return np.concatenate(xs, axis=dim)
+
+
+def _fit(x, index, dim):
+    """`x` cut down to `index`'s extent on every dimension but `dim`."""
+    key = tuple(slice(None) if d == dim else slice(0, s) for d, s in enumerate(index.shape))
+    return x[key]
+
+
+def gather(x, index, dim):
+    return np.take_along_axis(_fit(x, index, dim), index, axis=dim)
+
+
+def scatter(x, index, src, dim):
+    out = x.copy()
+    np.put_along_axis(_fit(out, index, dim), index,
+                      src[tuple(slice(0, s) for s in index.shape)], axis=dim)
+    return out
+
+
+def scatter_add(x, index, src, dim):
+    out = x.copy()
+    grid = list(np.indices(index.shape, sparse=True))
+    grid[dim] = index
+    np.add.at(out, tuple(grid), src[tuple(slice(0, s) for s in index.shape)])
+    return out
+
+
+def index_select(x, index, dim):
+    return np.take(x, index.reshape(-1), axis=dim)
+
+
+def nonzero(x):
+    return np.argwhere(x).astype(np.int64, copy=False)
+
+
+# -- linear algebra -------------------------------------------------------------------
+
+def matmul(a, b):
+    return _arr(np.matmul(a, b))
+
+
+def einsum(*xs, equation):
+    return _arr(np.einsum(equation, *xs, optimize=len(xs) > 1))
+
+
+# -- creation -------------------------------------------------------------------------
+
+def full(shape, fill_value, dtype, device=0):
+    return np.full(shape, fill_value, dtype=_NP[dtype])
+
+
+def arange(start, end, step, dtype, device=0):
+    n = max(0, math.ceil((end - start) / step))
+    return (start + np.arange(n, dtype=np.float64) * step).astype(_NP[dtype]) \
+        if _NP[dtype].kind == "f" else np.arange(start, end, step).astype(_NP[dtype])
+
+
+def _uniform_like(sample, shape, dtype):
+    native = _NP[dtype] if _NP[dtype] in (np.dtype(np.float32), np.dtype(np.float64)) \
+        else np.dtype(np.float32)
+    return sample(shape, dtype=native).astype(_NP[dtype], copy=False)
+
+
+def rand(shape, dtype, device=0):
+    return _uniform_like(_rng.random, shape, dtype)
+
+
+def randn(shape, dtype, device=0):
+    return _uniform_like(_rng.standard_normal, shape, dtype)
+
+
+def randint(shape, dtype, low, high, device=0):
+    return _rng.integers(low, high, size=shape, dtype=np.int64).astype(_NP[dtype])
+
+
+def randperm(n, dtype, device=0):
+    return _rng.permutation(n).astype(_NP[dtype])
+
+
+KERNELS: dict[str, Any] = {**UNARY, **BINARY}
+KERNELS.update({
+    "where": where, "clamp": clamp, "cast": cast,
+    "sum": _accumulating(np.sum), "prod": _accumulating(np.prod),
+    "max": _reduce(np.max), "min": _reduce(np.min), "all": _reduce(np.all),
+    "any": _reduce(np.any), "argmax": _arg(np.argmax), "argmin": _arg(np.argmin),
+    "cumsum": cumsum, "reshape": reshape, "permute": permute, "expand": expand,
+    "flip": flip, "clone": clone, "tril": tril, "triu": triu, "getitem": getitem,
+    "setitem": setitem, "assign": assign, "cat": cat, "gather": gather, "scatter": scatter,
+    "scatter_add": scatter_add, "index_select": index_select, "nonzero": nonzero,
+    "matmul": matmul, "einsum": einsum, "full": full, "arange": arange, "rand": rand,
+    "randn": randn, "randint": randint, "randperm": randperm,
+})

@@ -1,0 +1,182 @@
+"""The contract a hardware backend implements. Backends import this module and nothing
+else from ember.
+
+A backend owns *buffers*: its own array objects (a NumPy array, a CuPy array, an OpenCL
+buffer with strides ...). A buffer must expose `.shape` (a tuple of ints). ember's core
+never looks inside a buffer; it passes buffers to the backend's kernels and to the
+memory functions below.
+
+Kernels are plain callables in `Backend.kernels`, keyed by op name (see `ember.core.ops`
+for every op's inputs, attributes and semantics):
+
+    kernel(*buffers, **attrs) -> buffer | tuple of buffers
+
+Core has already checked shapes, broadcasting, dtypes and devices when a kernel runs, so
+a kernel trusts its inputs. Binary elementwise kernels receive operands already cast to
+one compute dtype; either operand may instead be a Python scalar of that dtype's kind.
+Creation kernels (`full`, `arange`, `rand`, ...) receive no buffers, and a `device`
+attribute (the device index) instead.
+
+A backend that lacks a kernel still works: the op runs on the CPU backend through
+`to_numpy`/`from_numpy` (with a warning; an error under EMBER_STRICT=1). So a new backend
+needs the memory functions and may add kernels one by one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ember.core.dtype import (  # noqa: F401 - re-exported: the dtype vocabulary of the contract
+    ALL_DTYPES,
+    FLOATING_DTYPES,
+    bfloat16,
+    bool_,
+    dtype,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+)
+
+def numpy_dtype(d: dtype) -> Any:
+    """The NumPy dtype that holds `d` on the host (bfloat16 through ml_dtypes)."""
+    import numpy as np
+
+    if d is bfloat16:
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(d.name)
+
+
+def from_numpy_dtype(np_dtype: Any) -> dtype:
+    """The ember dtype of a NumPy dtype, or TypeError for one ember does not have."""
+    name = str(np_dtype)
+    for d in ALL_DTYPES:
+        if d.name == name:
+            return d
+    raise TypeError(f"can't convert NumPy arrays of dtype {name}; ember supports "
+                    f"{', '.join(d.name for d in ALL_DTYPES)}")
+
+
+API_VERSION = 1
+"""The contract's version. A backend built for another version is refused at load."""
+
+Kernel = Callable[..., Any]
+
+
+class ViewNotPossible(RuntimeError):
+    """Raised by a `reshape` kernel called with copy=False when the buffer's strides do not
+    allow a view; core then copies (`reshape`) or raises (`view`)."""
+
+
+class BackendUnavailable(RuntimeError):
+    """Raised by a backend's memory functions when its hardware or library is missing."""
+
+
+@dataclass
+class DeviceInfo:
+    """What `ember devices` shows of one device, and what the scheduler plans with."""
+
+    name: str
+    memory_bytes: int | None = None  # total memory, None when unknown
+    compute_units: int | None = None
+    peak_gflops: float | None = None  # rough float32 throughput, None when unknown
+    details: dict[str, Any] = field(default_factory=dict)  # anything else worth showing
+
+
+class Backend:
+    """Base class of every backend. Subclasses set `name` and fill in the methods.
+
+    Attributes:
+        name: the device type users write (`"cpu"`, `"cuda"`, `"my_npu"`).
+        api_version: the contract version it was written for (`API_VERSION`).
+        priority: preference among accelerators when ember picks a default device
+            (higher first); the CPU is always the last resort.
+        kernels: op name -> kernel. Another plugin may add to it (the
+            `ember_backend_kernels` hook).
+        dtypes: the dtypes its buffers can hold.
+    """
+
+    name: str = ""
+    api_version: int = API_VERSION
+    priority: int = 0
+    is_accelerator: bool = False
+
+    def __init__(self) -> None:
+        self.kernels: dict[str, Kernel] = {}
+        self.dtypes: frozenset[dtype] = frozenset(ALL_DTYPES)
+
+    # -- availability ---------------------------------------------------------------
+    def is_available(self) -> bool:
+        """Whether at least one device can be used now. Must not raise."""
+        return self.unavailable_reason() is None
+
+    def unavailable_reason(self) -> str | None:
+        """Why the backend cannot be used (missing library, no device ...), or None."""
+        return None
+
+    def device_count(self) -> int:
+        return 1 if self.is_available() else 0
+
+    def device_info(self, index: int) -> DeviceInfo:
+        return DeviceInfo(name=self.name)
+
+    # -- memory ---------------------------------------------------------------------
+    def empty(self, shape: tuple[int, ...], dtype: dtype, device: int) -> Any:
+        """An uninitialised buffer."""
+        raise NotImplementedError
+
+    def from_numpy(self, array: Any, device: int) -> Any:
+        """A buffer holding a copy of a NumPy array (same dtype, same shape)."""
+        raise NotImplementedError
+
+    def to_numpy(self, buffer: Any) -> Any:
+        """A NumPy array holding the buffer's values (a copy, or the buffer itself)."""
+        raise NotImplementedError
+
+    def to_device(self, buffer: Any, device: int) -> Any:
+        """The buffer's values on another device of this backend."""
+        return self.from_numpy(self.to_numpy(buffer), device)
+
+    def buffer_device(self, buffer: Any) -> int:
+        """The index of the device that holds `buffer`."""
+        return 0
+
+    def export_to(self, buffer: Any, other: Backend, device: int) -> Any | None:
+        """Optional direct transfer to another backend (DLPack, peer copy ...); None
+        when there is none, and ember copies through host memory."""
+        return None
+
+    # -- execution ------------------------------------------------------------------
+    def manual_seed(self, seed: int) -> None:
+        """Seed every device's random number generator."""
+
+    def synchronize(self, device: int | None = None) -> None:
+        """Wait for all queued work on a device (all devices when None)."""
+
+    def supports(self, op: str) -> bool:
+        return op in self.kernels
+
+
+# -- plugin registration --------------------------------------------------------------
+import pluggy  # noqa: E402 - kept beside what plugins need from the contract
+
+hookimpl = pluggy.HookimplMarker("ember")
+"""Mark a plugin's hook implementations: `@hookimpl def ember_backends(): ...`."""
+
+REQUIRED_KERNELS = frozenset({"reshape", "permute", "expand", "getitem", "setitem", "assign"})
+"""Kernels every backend must have natively: views and in-place writes cannot be emulated
+through a copy to the CPU. Every other op falls back to the CPU backend when missing."""
+
+
+def write_numpy_fallback(backend: Backend, buffer: Any, array: Any) -> None:
+    """Write a NumPy array's values into an existing buffer, through the backend's
+    `assign` kernel. Used when an in-place op ran on the CPU as a fallback."""
+    backend.kernels["assign"](buffer, backend.from_numpy(array, backend.buffer_device(buffer)))

@@ -1,0 +1,129 @@
+"""The device dispatch table: every primitive op runs through `run`.
+
+`run` checks that the operands share one device, applies the op's shape/dtype rule from
+`ember.core.ops` (which raises on bad input before any kernel runs), casts operands to the
+compute dtype, finds the kernel of the operands' backend, and wraps the result. A backend
+without the kernel falls back to the CPU backend, with one warning per (backend, op), or
+an error under EMBER_STRICT=1.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+from ember.core import plugins
+from ember.core.backend import Backend, numpy_dtype
+from ember.core.device import device as Device
+from ember.core.ops import OPS
+from ember.core.tensor import Tensor
+
+_warned: set[tuple[str, str]] = set()
+
+
+class FallbackWarning(UserWarning):
+    """An op ran on the CPU because its backend has no kernel for it."""
+
+
+def strict() -> bool:
+    return os.environ.get("EMBER_STRICT", "0") not in ("", "0")
+
+
+def _device_mismatch(op: str, a: Tensor, b: Tensor) -> RuntimeError:
+    return RuntimeError(f"{op}: expected all tensors to be on the same device, but found at "
+                        f"least two devices, {a._device} and {b._device}!")
+
+
+def common_device(op: str, args: tuple) -> Tensor | None:
+    """The first tensor operand, after checking that every tensor shares its device."""
+    first = None
+    for a in args:
+        if isinstance(a, Tensor):
+            if first is None:
+                first = a
+            elif a._device is not first._device:
+                raise _device_mismatch(op, first, a)
+    return first
+
+
+def run(op: str, *args: Any, **attrs: Any) -> Tensor:
+    """Run primitive `op` on tensor (or scalar) operands; returns the output tensor."""
+    first = common_device(op, args)
+    meta = OPS[op].rule(*args, **attrs)
+    if meta is not None and meta.compute is not None:
+        args = tuple(cast(a, meta.compute) if isinstance(a, Tensor) and
+                     a._dtype is not meta.compute else a for a in args)
+    backend = first._backend
+    bufs = [a._data if isinstance(a, Tensor) else a for a in args]
+    kernel = backend.kernels.get(op)
+    if kernel is None:
+        out = _fallback(backend, op, first, args, attrs)
+    else:
+        out = kernel(*bufs, **attrs)
+    if meta is None:  # data-dependent shape (nonzero): the dtype is fixed by the op
+        from ember.core.dtype import int64
+        return Tensor._make(out, int64, first._device, backend)
+    return Tensor._make(out, meta.dtype, first._device, backend)
+
+
+def run_inplace(op: str, target: Tensor, *args: Any, **attrs: Any) -> None:
+    """Run an in-place primitive (`assign`, `setitem`) that writes into `target`."""
+    common_device(op, (target,) + args)
+    OPS[op].rule(target, *args, **attrs)
+    backend = target._backend
+    bufs = [a._data if isinstance(a, Tensor) else a for a in args]
+    kernel = backend.kernels.get(op)
+    if kernel is None:  # required kernels are checked at plugin load; be explicit anyway
+        raise RuntimeError(f"{op}: backend {backend.name!r} has no kernel for this in-place op")
+    kernel(target._data, *bufs, **attrs)
+
+
+def run_creation(op: str, device: Device, backend: Backend, **attrs: Any) -> Tensor:
+    """Run a creation op (`full`, `arange`, `rand` ...) on `device`."""
+    meta = OPS[op].rule(**attrs, device=device.index or 0)
+    kernel = backend.kernels.get(op)
+    if kernel is None:
+        cpu = plugins.get_backend("cpu")
+        _warn_fallback(backend, op)
+        host = cpu.kernels[op](**attrs, device=0)
+        out = backend.from_numpy(cpu.to_numpy(host), device.index or 0)
+    else:
+        out = kernel(**attrs, device=device.index or 0)
+    return Tensor._make(out, meta.dtype, device, backend)
+
+
+def cast(x: Tensor, dtype: Any) -> Tensor:
+    """`x` converted to `dtype` (not differentiable here: see functions.to_dtype)."""
+    return run("cast", x, dtype=dtype)
+
+
+def _warn_fallback(backend: Backend, op: str) -> None:
+    if strict():
+        raise RuntimeError(f"{op}: backend {backend.name!r} has no kernel for this op, and "
+                           "EMBER_STRICT=1 forbids running it on the CPU instead")
+    key = (backend.name, op)
+    if key not in _warned:
+        _warned.add(key)
+        warnings.warn(f"{op}: backend {backend.name!r} has no kernel for this op; it runs on "
+                      "the CPU backend instead (copying its operands). Set EMBER_STRICT=1 to "
+                      "make this an error.", FallbackWarning, stacklevel=4)
+
+
+def _fallback(backend: Backend, op: str, first: Tensor, args: tuple, attrs: dict) -> Any:
+    _warn_fallback(backend, op)
+    cpu = plugins.get_backend("cpu")
+    host = [cpu.from_numpy(backend.to_numpy(a._data), 0) if isinstance(a, Tensor) else a
+            for a in args]
+    out = cpu.kernels[op](*host, **attrs)
+    index = backend.buffer_device(first._data)
+    if isinstance(out, tuple):
+        return tuple(backend.from_numpy(cpu.to_numpy(o), index) for o in out)
+    return backend.from_numpy(cpu.to_numpy(out), index)
+
+
+def host_array(x: Tensor) -> Any:
+    """The tensor's values as a NumPy array (shared with the tensor on the CPU)."""
+    arr = x._backend.to_numpy(x._data)
+    want = numpy_dtype(x._dtype)
+    return arr if arr.dtype == want else arr.astype(want)

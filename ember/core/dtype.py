@@ -1,0 +1,140 @@
+"""ember's dtypes and PyTorch's type-promotion rules.
+
+A dtype is a small immutable object (`ember.float32`); backends map it to their own
+array dtype by `name`. Promotion follows PyTorch: categories bool < integer < floating,
+and a Python scalar or a 0-dim tensor only lifts the result's *category*, never its width
+within the category of a dimensioned tensor (`int8_tensor + 1000` stays int8,
+`float16_tensor + 1.5` stays float16, `int_tensor + 1.5` becomes the default float).
+"""
+
+from __future__ import annotations
+
+import functools
+
+
+class dtype:  # noqa: N801 - PyTorch's spelling
+    """The element type of a tensor (`ember.float32`, `ember.int64`, ...)."""
+
+    __slots__ = ("name", "itemsize", "is_floating_point", "is_signed", "_category", "_rank")
+
+    def __init__(self, name: str, itemsize: int, category: int, rank: int, signed: bool):
+        self.name = name
+        self.itemsize = itemsize
+        self.is_floating_point = category == FLOAT
+        self.is_signed = signed
+        self._category = category  # BOOL < INT < FLOAT
+        self._rank = rank  # order within the promotion lattice
+
+    @property
+    def is_complex(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"ember.{self.name}"
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
+    def to_real(self) -> dtype:
+        return self
+
+
+BOOL, INT, FLOAT = 0, 1, 2
+
+bool_ = dtype("bool", 1, BOOL, 0, False)
+uint8 = dtype("uint8", 1, INT, 1, False)
+int8 = dtype("int8", 1, INT, 1, True)
+int16 = dtype("int16", 2, INT, 2, True)
+int32 = dtype("int32", 4, INT, 3, True)
+int64 = dtype("int64", 8, INT, 4, True)
+float16 = dtype("float16", 2, FLOAT, 5, True)
+bfloat16 = dtype("bfloat16", 2, FLOAT, 5, True)
+float32 = dtype("float32", 4, FLOAT, 6, True)
+float64 = dtype("float64", 8, FLOAT, 7, True)
+
+ALL_DTYPES: tuple[dtype, ...] = (
+    bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
+)
+FLOATING_DTYPES = (float16, bfloat16, float32, float64)
+_NAMES = {d.name: d for d in ALL_DTYPES}
+# PyTorch's aliases
+_NAMES.update(half=float16, float=float32, double=float64, short=int16, int=int32, long=int64)
+
+
+def _by_name(name: str) -> dtype:
+    return _NAMES[name]
+
+
+def from_name(name: str) -> dtype:
+    """`"float32"` (or an alias such as `"long"`) -> `ember.float32`."""
+    try:
+        return _NAMES[name]
+    except KeyError:
+        raise TypeError(f"unknown dtype {name!r}; known: {', '.join(sorted(_NAMES))}") from None
+
+
+_default_float = float32
+
+
+def get_default_dtype() -> dtype:
+    """The dtype of floating tensors created from Python floats (float32 unless changed)."""
+    return _default_float
+
+
+def set_default_dtype(d: dtype) -> None:
+    """Set the default floating dtype, as `torch.set_default_dtype` does."""
+    global _default_float
+    if not isinstance(d, dtype) or not d.is_floating_point:
+        raise TypeError(f"set_default_dtype: only floating-point dtypes are allowed, got {d}")
+    _default_float = d
+
+
+@functools.cache
+def promote_types(a: dtype, b: dtype) -> dtype:
+    """The smallest dtype both `a` and `b` convert to without losing their category."""
+    if a is b:
+        return a
+    if a._category != b._category:
+        return a if a._category > b._category else b
+    if {a, b} == {float16, bfloat16}:
+        return float32
+    if {a, b} == {uint8, int8}:
+        return int16
+    if a is uint8 or b is uint8:  # uint8 with a wider signed int
+        other = b if a is uint8 else a
+        return other if other.itemsize > 1 else int16
+    return a if a._rank >= b._rank else b
+
+
+def scalar_dtype(value: object) -> dtype:
+    """The dtype a Python scalar would have as a tensor (its category matters most)."""
+    if isinstance(value, bool):
+        return bool_
+    if isinstance(value, int):
+        return int64
+    if isinstance(value, float):
+        return _default_float
+    raise TypeError(f"expected a number, got {type(value).__name__}")
+
+
+# operand tiers for promotion: a dimensioned tensor, a 0-dim tensor, a Python scalar
+DIMMED, ZERO_DIM, SCALAR = 0, 1, 2
+
+
+@functools.cache
+def result_type(*operands: tuple[dtype, int]) -> dtype:
+    """PyTorch's promotion of `(dtype, tier)` operands.
+
+    Dimensioned tensors decide the result; a 0-dim tensor, then a Python scalar, only
+    replaces it when it belongs to a higher category (int over bool, float over int).
+    """
+    result: dtype | None = None
+    for tier in (DIMMED, ZERO_DIM, SCALAR):
+        in_tier = [d for d, t in operands if t == tier]
+        if not in_tier:
+            continue
+        tier_dtype = functools.reduce(promote_types, in_tier)
+        if result is None or tier_dtype._category > result._category:
+            result = tier_dtype
+    assert result is not None, "result_type needs at least one operand"
+    return result

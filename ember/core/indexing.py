@@ -1,0 +1,152 @@
+"""Parsing of `x[key]` into the `getitem`/`setitem` index spec (see ember.core.ops).
+
+Follows PyTorch (and NumPy): ints, slices with positive steps, None, Ellipsis, integer
+tensors (or lists) and boolean masks. When any tensor index is present, ints count as
+advanced indices too; the advanced result dimensions go where the first advanced index
+stood if they are adjacent, else in front.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, NamedTuple
+
+from ember.core import dtype as dt
+from ember.core.ops import broadcast_shapes, fmt_shape
+from ember.core.tensor import Tensor
+
+
+class ParsedIndex(NamedTuple):
+    spec: tuple  # one entry per input dimension, plus ("none",) entries
+    tensors: tuple  # int64 index tensors referenced by ("tensor", k)
+    shape: tuple[int, ...]  # the result's shape
+    basic: bool  # no tensor index: the result is a view
+
+
+def parse(x: Tensor, key: Any) -> ParsedIndex:
+    from ember.core import functions as F
+
+    if not isinstance(key, tuple):
+        key = (key,)
+    items: list[Any] = []
+    for k in key:
+        if isinstance(k, (list,)) or (hasattr(k, "__array__") and not isinstance(k, Tensor)):
+            k = F.tensor(k, device=x.device)
+            if k.dtype.is_floating_point and k.numel() == 0:
+                k = k.long()
+        if isinstance(k, Tensor):
+            if k.device != x.device and k.device.type != "cpu":
+                raise RuntimeError(f"indexing: indices should be either on cpu or on the same "
+                                   f"device as the indexed tensor ({x.device}), got {k.device}")
+            if k.device != x.device:
+                k = k.to(x.device)
+            if k.dtype is dt.bool_:
+                items.append(("mask", k))
+                continue
+            if k.dtype.is_floating_point:
+                raise IndexError("tensors used as indices must be long, int, byte or bool "
+                                 f"tensors (got {k.dtype})")
+            if k.ndim == 0:
+                items.append(int(k))
+                continue
+            items.append(k if k.dtype is dt.int64 else k.long())
+        elif k is None or k is Ellipsis or isinstance(k, slice):
+            items.append(k)
+        elif isinstance(k, bool):
+            raise IndexError("indexing with a Python bool is not supported; use a bool tensor")
+        elif isinstance(k, numbers.Integral):
+            items.append(int(k))
+        else:
+            raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or "
+                             f"byte or bool tensors are valid indices (got "
+                             f"{type(k).__name__})")
+
+    consumed = sum(k[1].ndim if isinstance(k, tuple) else
+                   (0 if k is None or k is Ellipsis else 1) for k in items)
+    if consumed > x.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {x.ndim} (got {consumed})")
+    if sum(k is Ellipsis for k in items) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if Ellipsis in items:
+        i = items.index(Ellipsis)
+        items[i:i + 1] = [slice(None)] * (x.ndim - consumed)
+    else:
+        items.extend([slice(None)] * (x.ndim - consumed))
+
+    spec: list[tuple] = []
+    tensors: list[Tensor] = []
+    shape_parts: list[Any] = []  # ints (basic dims) or "adv" markers, in order
+    has_tensor = any(isinstance(k, Tensor) or isinstance(k, tuple) for k in items)
+    dim = 0
+    for k in items:
+        if k is None:
+            spec.append(("none",))
+            shape_parts.append(1)
+        elif isinstance(k, slice):
+            size = x.shape[dim]
+            if k.step is not None and int(k.step) <= 0:
+                raise ValueError(f"indexing: slice step must be greater than zero (got "
+                                 f"{k.step})")
+            start, stop, step = k.indices(size)
+            spec.append(("slice", start, stop, step))
+            shape_parts.append(len(range(start, stop, step)))
+            dim += 1
+        elif isinstance(k, int):
+            size = x.shape[dim]
+            if not -size <= k < size:
+                raise IndexError(f"index {k} is out of bounds for dimension {dim} with size "
+                                 f"{size}")
+            if has_tensor:  # NumPy's rule: beside tensors, ints are advanced indices
+                tensors.append(F.tensor(k % size, device=x.device))
+                spec.append(("tensor", len(tensors) - 1))
+                shape_parts.append("adv")
+            else:
+                spec.append(("int", k % size))
+            dim += 1
+        elif isinstance(k, tuple):  # a bool mask covering k.ndim dimensions
+            mask = k[1]
+            want = x.shape[dim:dim + mask.ndim]
+            if tuple(mask.shape) != tuple(want):
+                raise IndexError(f"The shape of the mask {fmt_shape(mask.shape)} at index "
+                                 f"{dim} does not match the shape of the indexed tensor "
+                                 f"{fmt_shape(x.shape)}")
+            nz = F.nonzero(mask)
+            for j in range(mask.ndim):
+                tensors.append(nz[:, j] if mask.ndim > 1 else nz.reshape(-1))
+                spec.append(("tensor", len(tensors) - 1))
+                shape_parts.append("adv")
+            dim += mask.ndim
+        else:  # an integer tensor
+            _check_bounds(k, x.shape[dim], dim)
+            tensors.append(k)
+            spec.append(("tensor", len(tensors) - 1))
+            shape_parts.append("adv")
+            dim += 1
+
+    if not tensors:
+        shape = tuple(s for s, e in zip(shape_parts, spec) if e[0] != "int")
+        return ParsedIndex(tuple(spec), (), shape, True)
+    adv_shape: tuple[int, ...] = ()
+    for t in tensors:
+        adv_shape = broadcast_shapes("index", adv_shape, tuple(t.shape))
+    positions = [i for i, p in enumerate(shape_parts) if p == "adv"]
+    adjacent = positions == list(range(positions[0], positions[-1] + 1))
+    basic = [p for p in shape_parts if p != "adv"]
+    if adjacent:
+        before = [p for p in shape_parts[:positions[0]]]
+        after = [p for p in shape_parts[positions[-1] + 1:]]
+        shape = tuple(before) + adv_shape + tuple(after)
+    else:
+        shape = adv_shape + tuple(basic)
+    return ParsedIndex(tuple(spec), tuple(tensors), shape, False)
+
+
+def _check_bounds(index: Tensor, size: int, dim: int) -> None:
+    if index.numel() == 0:
+        return
+    from ember.core import functions as F
+
+    lo, hi = int(F.amin(index)), int(F.amax(index))
+    bad = hi if hi >= size else (lo if lo < -size else None)
+    if bad is not None:
+        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")

@@ -1,0 +1,281 @@
+"""Backend plugins: discovery through entry points, loaded and managed with pluggy.
+
+Every backend, the built-in ones included, is a module registered in the entry-point
+group `ember.backends` that implements the hooks below. Discovery is lazy (the first
+device query) and each plugin loads inside its own try/except, so a broken plugin never
+breaks `import ember`: its error is kept, shown by `ember devices`, and raised when its
+device is asked for.
+
+Switches:
+    EMBER_PLUGIN_AUTOLOAD=0   load ember's own backends only.
+    EMBER_BACKENDS=cuda,cpu   an allow-list and order of backends; every error is loud.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import os
+import re
+import threading
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pluggy
+
+from ember.core.backend import API_VERSION, REQUIRED_KERNELS, Backend, Kernel
+
+GROUP = "ember.backends"
+BUILTIN = {"cpu": "ember.backends.cpu", "cuda": "ember.backends.cuda",
+           "opencl": "ember.backends.opencl"}
+RESERVED = {"auto", "meta"}
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+hookspec = pluggy.HookspecMarker("ember")
+
+
+class EmberHookSpecs:
+    """The hooks an ember plugin may implement (mark them with
+    `ember.core.backend.hookimpl`)."""
+
+    @hookspec
+    def ember_backends(self) -> list[Callable[[], Backend]]:
+        """Return factories (usually the classes) of the backends this plugin provides.
+
+        Each factory is called once, with no arguments, and must be cheap: import heavy
+        libraries (CuPy, pyopencl) and create contexts on first use, not here.
+        """
+
+    @hookspec
+    def ember_backend_kernels(self, backend: Backend) -> dict[str, Kernel] | None:
+        """Return kernels to add to, or override in, `backend` (any plugin's), keyed by op
+        name, or None. Called once for every loaded backend, after all are created."""
+
+    @hookspec
+    def ember_onnx_converters(self) -> dict[str, Callable[..., Any]] | None:
+        """Return ONNX converters for this plugin's own ops, keyed by op name."""
+
+
+@dataclass
+class PluginRecord:
+    """One entry point found in the `ember.backends` group, and what became of it."""
+
+    name: str
+    target: str  # "module" or "module:attr"
+    distribution: str | None
+    module: Any = None
+    backends: list[str] = field(default_factory=list)
+    error: str | None = None  # why it failed to load, or None
+
+
+class PluginRegistry:
+    """The loaded backends, and the errors of those that failed."""
+
+    def __init__(self) -> None:
+        self.pm = pluggy.PluginManager("ember")
+        self.pm.add_hookspecs(EmberHookSpecs)
+        self.plugins: list[PluginRecord] = []
+        self.backends: dict[str, Backend] = {}
+        self.errors: dict[str, str] = {}  # backend or plugin name -> why it failed
+        self._loaded = False
+        self._lock = threading.RLock()
+
+    # -- discovery --------------------------------------------------------------------
+    def ensure_loaded(self) -> None:
+        if self._loaded:
+            return
+        with self._lock:
+            if not self._loaded:
+                self._load()
+                self._loaded = True
+
+    def _load(self) -> None:
+        allow = _allow_list()
+        loud = allow is not None
+        for record in _entry_points():
+            self.plugins.append(record)
+            try:
+                record.module = _import(record.target)
+                self.pm.register(record.module, name=f"ember-plugin-{record.name}")
+            except Exception as err:  # a broken plugin must not break ember
+                record.error = _describe(err)
+                self.errors[record.name] = record.error
+                if loud:
+                    raise RuntimeError(f"ember plugin {record.name!r} ({record.target}) failed "
+                                       f"to load: {record.error}") from err
+                continue
+            self._create_backends(record, allow, loud)
+        if allow is not None:
+            missing = [n for n in allow if n not in self.backends]
+            if missing:
+                raise RuntimeError(f"EMBER_BACKENDS names {', '.join(missing)}, which no "
+                                   f"plugin provides (found: {', '.join(self.backends)})")
+            self.backends = {n: self.backends[n] for n in allow}
+        self._apply_kernel_hooks(loud)
+
+    def _create_backends(self, record: PluginRecord, allow, loud: bool) -> None:
+        impl = getattr(record.module, "ember_backends", None)
+        if impl is None:
+            return
+        try:
+            factories = list(impl() or [])
+        except Exception as err:
+            record.error = _describe(err)
+            self.errors[record.name] = record.error
+            if loud:
+                raise RuntimeError(f"ember plugin {record.name!r}: ember_backends() failed: "
+                                   f"{record.error}") from err
+            return
+        for factory in factories:
+            try:
+                backend = factory()
+                name = getattr(backend, "name", None)
+                if allow is not None and name not in allow:
+                    continue
+                self._validate(record, backend)
+            except Exception as err:
+                label = getattr(factory, "name", None) or record.name
+                self.errors[label] = _describe(err)
+                if loud:
+                    raise RuntimeError(f"ember plugin {record.name!r}: backend {label!r} "
+                                       f"refused: {self.errors[label]}") from err
+                continue
+            self.backends[backend.name] = backend
+            record.backends.append(backend.name)
+
+    def _validate(self, record: PluginRecord, backend: Any) -> None:
+        name = getattr(backend, "name", None)
+        if not isinstance(backend, Backend):
+            raise TypeError(f"{backend!r} is not an ember.core.backend.Backend")
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ValueError(f"invalid backend name {name!r}: use lower-case letters, digits "
+                             "and '_', starting with a letter")
+        if name in RESERVED:
+            raise ValueError(f"backend name {name!r} is reserved by ember")
+        builtin_module = BUILTIN.get(name)
+        if builtin_module is not None and record.target.split(":")[0] != builtin_module:
+            raise ValueError(f"backend name {name!r} clashes with ember's built-in backend")
+        if name in self.backends:
+            raise ValueError(f"backend name {name!r} is already taken by another plugin")
+        if backend.api_version != API_VERSION:
+            raise RuntimeError(f"backend {name!r} was built for ember backend API version "
+                               f"{backend.api_version}, but this ember speaks version "
+                               f"{API_VERSION}; upgrade the plugin or ember")
+
+    def _apply_kernel_hooks(self, loud: bool) -> None:
+        for impl in self.pm.hook.ember_backend_kernels.get_hookimpls():
+            for backend in self.backends.values():
+                try:
+                    extra = impl.function(backend=backend)
+                    if extra:
+                        backend.kernels.update(extra)
+                except Exception as err:
+                    self.errors[impl.plugin_name] = _describe(err)
+                    if loud:
+                        raise
+
+    # -- queries ----------------------------------------------------------------------
+    def get(self, name: str) -> Backend:
+        """The loaded backend called `name`, or a RuntimeError that says what exists."""
+        self.ensure_loaded()
+        backend = self.backends.get(name)
+        if backend is not None:
+            return backend
+        if name in self.errors:
+            raise RuntimeError(f"device type {name!r} is provided by a plugin that failed to "
+                               f"load: {self.errors[name]}\n{self.summary()}")
+        raise RuntimeError(f"unknown device type {name!r}.\n{self.summary()}")
+
+    def summary(self) -> str:
+        """One line per backend and broken plugin: what can be used and why not."""
+        lines = []
+        for name, backend in self.backends.items():
+            reason = safe_unavailable_reason(backend)
+            lines.append(f"  {name}: " + ("available" if reason is None
+                                          else f"unavailable ({reason})"))
+        for name, error in self.errors.items():
+            lines.append(f"  {name}: broken plugin ({error.splitlines()[0]})")
+        return "Devices:\n" + "\n".join(lines)
+
+    def onnx_converters(self) -> dict[str, Callable[..., Any]]:
+        self.ensure_loaded()
+        out: dict[str, Callable[..., Any]] = {}
+        for result in self.pm.hook.ember_onnx_converters():
+            if result:
+                out.update(result)
+        return out
+
+
+def safe_unavailable_reason(backend: Backend) -> str | None:
+    """Why `backend` cannot be used now, or None. Never raises."""
+    try:
+        reason = backend.unavailable_reason()
+    except Exception as err:  # a backend's probe must not take ember down
+        return f"availability check failed: {_describe(err)}"
+    if reason is None:
+        missing = sorted(REQUIRED_KERNELS - set(backend.kernels))
+        if missing:
+            return (f"it lacks the required kernels {', '.join(missing)} (views and in-place "
+                    "writes must be native)")
+    return reason
+
+
+def _allow_list() -> list[str] | None:
+    raw = os.environ.get("EMBER_BACKENDS", "").strip()
+    if not raw:
+        return None
+    return [n.strip().lower() for n in raw.split(",") if n.strip()]
+
+
+def _entry_points() -> list[PluginRecord]:
+    found = [PluginRecord(ep.name, ep.value, ep.dist.name if ep.dist else None)
+             for ep in importlib.metadata.entry_points(group=GROUP)]
+    found = _dedupe(found)
+    builtin_targets = set(BUILTIN.values())
+    if os.environ.get("EMBER_PLUGIN_AUTOLOAD", "1").strip() == "0":
+        found = [r for r in found if r.target in builtin_targets]
+    # Running from a source tree that was never installed: no entry points of our own.
+    have = {r.target for r in found}
+    for name, target in BUILTIN.items():
+        if target not in have:
+            found.append(PluginRecord(name, target, "ember"))
+    # built-ins first, so their names are taken before any third party's
+    found.sort(key=lambda r: r.target not in builtin_targets)
+    return found
+
+
+def _dedupe(records: list[PluginRecord]) -> list[PluginRecord]:
+    # the same distribution can be visible twice (an editable install plus a source path)
+    seen, out = set(), []
+    for r in records:
+        if (r.name, r.target) not in seen:
+            seen.add((r.name, r.target))
+            out.append(r)
+    return out
+
+
+def _import(target: str) -> Any:
+    module_name, _, attr = target.partition(":")
+    module = importlib.import_module(module_name)
+    return getattr(module, attr) if attr else module
+
+
+def _describe(err: BaseException) -> str:
+    frames = traceback.extract_tb(err.__traceback__)
+    where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(err).__name__}: {err}{where}"
+
+
+registry = PluginRegistry()
+
+
+def get_backend(name: str) -> Backend:
+    return registry.get(name)
+
+
+def reset() -> None:
+    """Forget every loaded plugin (tests use this after changing the switches)."""
+    global registry
+    registry = PluginRegistry()

@@ -1,0 +1,26 @@
+"""The scheduler behind `device="auto"`.
+
+For now it picks the preferred available accelerator (highest `priority`), else the CPU.
+The work-size-aware planner of ARCHITECTURE.md (`ember.plan`) builds on this module.
+"""
+
+from __future__ import annotations
+
+from ember.core import plugins
+from ember.core.device import device as Device
+
+
+def available_backends() -> list:
+    """Loaded backends that can be used now, preferred first (the CPU last)."""
+    plugins.registry.ensure_loaded()
+    usable = [b for b in plugins.registry.backends.values()
+              if plugins.safe_unavailable_reason(b) is None]
+    return sorted(usable, key=lambda b: (b.name == "cpu", -b.priority))
+
+
+def default_device() -> Device:
+    """The device `"auto"` resolves to."""
+    best = available_backends()
+    if not best or best[0].name == "cpu":
+        return Device("cpu")
+    return Device(best[0].name, 0)

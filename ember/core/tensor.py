@@ -1,0 +1,321 @@
+"""The Tensor: a backend buffer, its dtype and device, and its place in the autograd graph.
+
+Tensor methods are thin: the arithmetic lives in `ember.core.functions`, which checks
+every op once (ember.core.ops) and runs it through the dispatch table.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from ember.core import autograd
+from ember.core import dtype as dt
+from ember.core.backend import Backend
+from ember.core.device import device as Device
+
+
+class Tensor:
+    """A multi-dimensional array on a device, with PyTorch's semantics.
+
+    Create tensors with `ember.tensor`, `ember.zeros`, ... rather than this class.
+    """
+
+    __slots__ = ("_data", "_dtype", "_device", "_backend", "_requires_grad", "_node",
+                 "_output_nr", "_grad_acc", "_grad", "_base", "_vc", "_view_fn", "_hooks",
+                 "__weakref__", "__dict__")
+
+    # -- construction -----------------------------------------------------------------
+    @classmethod
+    def _make(cls, data: Any, dtype: dt.dtype, device: Device, backend: Backend) -> Tensor:
+        t = object.__new__(cls)
+        t._data = data
+        t._dtype = dtype
+        t._device = device
+        t._backend = backend
+        t._requires_grad = False
+        t._node = None
+        t._output_nr = 0
+        t._grad_acc = None
+        t._grad = None
+        t._base = None
+        t._vc = [0]
+        t._view_fn = None
+        t._hooks = None
+        return t
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Tensor:
+        # `ember.Tensor(data)` works like `ember.tensor(data)`, as torch.Tensor does for lists
+        return _F.tensor(args[0] if args else [], **kwargs)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    # -- attributes -------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    @property
+    def dtype(self) -> dt.dtype:
+        return self._dtype
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def ndim(self) -> int:
+        return len(self._data.shape)
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._node is None
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set whether autograd records ops on this tensor (leaves only), in place."""
+        if self._node is not None and not requires_grad:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
+                               "you want to use a computed variable in a subgraph that doesn't "
+                               "require differentiation use var_no_grad = var.detach().")
+        if requires_grad and not (self._dtype.is_floating_point):
+            raise RuntimeError(f"only Tensors of floating point dtype can require gradients "
+                               f"(got {self._dtype})")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def grad(self) -> Tensor | None:
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got "
+                                f"{type(value).__name__}")
+            if value.shape != self.shape:
+                raise RuntimeError(f"assigned grad has data of a different size: "
+                                   f"{list(value.shape)} vs {list(self.shape)}")
+            if value._device is not self._device:
+                raise RuntimeError(f"assigned grad has data located on a different device: "
+                                   f"{value._device} vs {self._device}")
+        self._grad = value
+
+    @property
+    def grad_fn(self) -> autograd.Node | None:
+        return self._node
+
+    @property
+    def _version(self) -> int:
+        return self._vc[0]
+
+    @property
+    def data(self) -> Tensor:
+        return self.detach()
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        self._data, self._dtype = value._data, value._dtype
+        self._device, self._backend = value._device, value._backend
+
+    @property
+    def T(self) -> Tensor:  # noqa: N802
+        return _F.permute(self, tuple(reversed(range(self.ndim))))
+
+    @property
+    def mT(self) -> Tensor:  # noqa: N802
+        return _F.transpose(self, -2, -1)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._device.type == "cuda"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self._device.type == "cpu"
+
+    def is_floating_point(self) -> bool:
+        return self._dtype.is_floating_point
+
+    def size(self, dim: int | None = None) -> Size | int:
+        if dim is None:
+            return self.shape
+        from ember.core.ops import normalize_dim
+        return self._data.shape[normalize_dim("size", dim, self.ndim)]
+
+    def dim(self) -> int:
+        return len(self._data.shape)
+
+    def numel(self) -> int:
+        return math.prod(self._data.shape)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._dtype.itemsize
+
+    def __len__(self) -> int:
+        if not self._data.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def type_name(self) -> str:
+        return f"ember.{self._device.type}.{self._dtype.name}"
+
+    # -- conversion -------------------------------------------------------------------
+    def item(self) -> bool | int | float:
+        """The value of a one-element tensor as a Python number."""
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
+                               "Scalar")
+        _F.note_python_value(self, "item")
+        return _F.host(self).reshape(()).item()
+
+    def tolist(self) -> Any:
+        _F.note_python_value(self, "tolist")
+        return _F.host(self).tolist()
+
+    def numpy(self, *, force: bool = False) -> Any:
+        """A NumPy array of the values; shares memory with a CPU tensor."""
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        if self._device.type != "cpu" and not force:
+            raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
+                            "Tensor.cpu() to copy the tensor to host memory first.")
+        return _F.host(self)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        arr = _F.host(self.detach())
+        return arr if dtype is None else arr.astype(dtype)
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {self.numel()} elements is "
+                               "ambiguous")
+        _F.note_python_value(self, "bool")
+        return bool(_F.host(self).reshape(()).item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._dtype.is_floating_point or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self.item())
+
+    def __repr__(self) -> str:
+        from ember.core.printing import tensor_repr
+        return tensor_repr(self)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __iter__(self):
+        if not self._data.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __reduce_ex__(self, protocol: int) -> Any:
+        return (_F.rebuild_tensor, (_F.host(self.detach()).copy(), str(self._device),
+                                    self._requires_grad))
+
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        out = _F.clone(self.detach())
+        out._requires_grad = self._requires_grad
+        if self._grad is not None:
+            out._grad = _F.clone(self._grad)
+        memo[id(self)] = out
+        return out
+
+    # -- autograd ---------------------------------------------------------------------
+    def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: Any = None) -> None:
+        """Accumulate the gradient of this tensor into the `.grad` of graph leaves."""
+        autograd.backward(self, gradient, retain_graph, create_graph, inputs)
+
+    def detach(self) -> Tensor:
+        """A tensor sharing storage with this one, outside the autograd graph."""
+        out = Tensor._make(self._data, self._dtype, self._device, self._backend)
+        out._vc = self._vc
+        out._base = self if self._base is None else self._base
+        return out
+
+    def detach_(self) -> Tensor:
+        self._node = None
+        self._requires_grad = False
+        return self
+
+    def retain_grad(self) -> None:
+        """Keep `.grad` for this non-leaf tensor after backward."""
+        if self._node is None:
+            return
+        node = self._node
+        if node.retain is None:
+            node.retain = {}
+        node.retain[self._output_nr] = self
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._node is not None and bool(self._node.retain) and \
+            self._node.retain.get(self._output_nr) is self
+
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> _RemovableHandle:
+        """Call `hook(grad)` when this tensor's gradient is computed; it may return a new
+        gradient to use instead."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
+                               "gradient")
+        if self._node is None:
+            if self._hooks is None:
+                self._hooks = []
+            self._hooks.append(hook)
+            return _RemovableHandle(self._hooks, hook)
+        node = self._node
+        if node.pre_hooks is None:
+            node.pre_hooks = {}
+        hooks = node.pre_hooks.setdefault(self._output_nr, [])
+        hooks.append(hook)
+        return _RemovableHandle(hooks, hook)
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple of ints that prints as PyTorch's does."""
+
+    def __repr__(self) -> str:
+        return f"ember.Size([{', '.join(str(s) for s in self)}])"
+
+    def numel(self) -> int:
+        return math.prod(self)
+
+    def __getitem__(self, key):
+        out = tuple.__getitem__(self, key)
+        return Size(out) if isinstance(key, slice) else out
+
+
+class _RemovableHandle:
+    def __init__(self, hooks: list, hook: Callable) -> None:
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self) -> None:
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+from ember.core import functions as _F  # noqa: E402  - methods are bound from there
+
+_F.bind_methods(Tensor)
