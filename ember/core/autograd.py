@@ -128,7 +128,7 @@ class Node:
     def __init__(self, next_edges: tuple, saved: Sequence[Any] = (), **attrs: Any) -> None:
         self.next_edges = next_edges  # per input: (Node, output_nr) or None
         self.needs = tuple(e is not None for e in next_edges)
-        self._saved = tuple(SavedTensor(t) for t in saved)
+        self._saved = tuple(SavedTensor(t) for t in saved) if saved else ()
         self._freed = False
         self.pre_hooks: dict[int, list[Callable]] | None = None  # output_nr -> tensor hooks
         self.retain: dict[int, Any] | None = None  # output_nr -> tensor retaining .grad
@@ -151,8 +151,9 @@ class Node:
         raise NotImplementedError
 
     def release(self) -> None:
-        self._saved = ()
-        self._freed = True
+        if self._saved:
+            self._saved = ()
+            self._freed = True
 
     def register_hook(self, hook: Callable) -> None:
         """Called as hook(grad_inputs, grad_outputs) after this node runs (module hooks)."""
@@ -178,17 +179,10 @@ class FnNode(Node):
         return self.label
 
     def apply(self, grads):
-        if self._freed and self._saved == ():
-            if self.attrs.get("_had_saved"):
-                raise RuntimeError(FREED_MESSAGE)
+        # a node that saved tensors raises through `saved_tensors` once freed
         g = grads[0] if self.n_outputs == 1 else grads
         out = self.fn(self, g)
         return out if isinstance(out, tuple) else (out,)
-
-    def release(self) -> None:
-        if self._saved:
-            self.attrs["_had_saved"] = True
-        super().release()
 
 
 class AccumulateGrad(Node):
@@ -224,18 +218,23 @@ def record(label: str, fn: Callable, inputs: Sequence[Any], outputs: Any,
     `inputs` are the op's differentiable operands (non-tensors are skipped).
     """
     if not _state.enabled:
-        return
-    edges = tuple(edge_of(t) if hasattr(t, "_requires_grad") else None for t in inputs)
+        return None
+    edges = tuple(edge_of(t) if getattr(t, "_requires_grad", False) else None
+                  for t in inputs)
     if not any(edges):
-        return
-    outs = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
-    node = FnNode(label, fn, edges, saved, n_outputs=len(outs), **attrs)
-    for i, o in enumerate(outs):
-        if o is None or not o.dtype.is_floating_point:
-            continue
-        o._node = node
-        o._output_nr = i
-        o._requires_grad = True
+        return None
+    if isinstance(outputs, (tuple, list)):
+        node = FnNode(label, fn, edges, saved, n_outputs=len(outputs), **attrs)
+        node.attrs["_out_meta"] = [None if o is None else (tuple(o.shape), o.dtype, o.device)
+                                   for o in outputs]
+        for i, o in enumerate(outputs):
+            if o is not None and o._dtype.is_floating_point:
+                o._node, o._output_nr, o._requires_grad = node, i, True
+        return node
+    node = FnNode(label, fn, edges, saved, **attrs)
+    if outputs._dtype.is_floating_point:
+        outputs._node = node
+        outputs._requires_grad = True
     return node
 
 

@@ -145,7 +145,7 @@ def _to_host(data: Any, dtype: dt.dtype | None) -> tuple[np.ndarray, dt.dtype]:
                            else np.float32)
         except ValueError as err:
             raise ValueError(f"tensor(): expected sequences of equal length: {err}") from None
-    return np.ascontiguousarray(arr, dtype=numpy_dtype(dtype)), dtype
+    return np.array(arr, dtype=numpy_dtype(dtype), order="C", copy=True), dtype
 
 
 def tensor(data: Any, dtype: Any = None, device: DeviceLike = None,
@@ -153,8 +153,6 @@ def tensor(data: Any, dtype: Any = None, device: DeviceLike = None,
     """A new tensor holding a copy of `data` (a number, nested lists, or an array)."""
     arr, d = _to_host(data, _dtype_arg(dtype))
     dev, backend = resolve(device)
-    if isinstance(data, np.ndarray) and backend.name == "cpu":
-        arr = arr.copy() if np.shares_memory(arr, data) else arr
     t = Tensor._make(backend.from_numpy(arr, dev.index or 0), d, dev, backend)
     return _finish(t, requires_grad)
 

@@ -13,6 +13,7 @@ import os
 import warnings
 from typing import Any
 
+from ember.core import dtype as _dt
 from ember.core import plugins
 from ember.core.backend import Backend, numpy_dtype
 from ember.core.device import device as Device
@@ -52,8 +53,9 @@ def run(op: str, *args: Any, **attrs: Any) -> Tensor:
     first = common_device(op, args)
     meta = OPS[op].rule(*args, **attrs)
     if meta is not None and meta.compute is not None:
-        args = tuple(cast(a, meta.compute) if isinstance(a, Tensor) and
-                     a._dtype is not meta.compute else a for a in args)
+        compute = meta.compute
+        args = tuple(cast(a, compute) if isinstance(a, Tensor) and a._dtype is not compute
+                     else (_wrap_int(a, compute) if type(a) is int else a) for a in args)
     backend = first._backend
     bufs = [a._data if isinstance(a, Tensor) else a for a in args]
     kernel = backend.kernels.get(op)
@@ -65,6 +67,45 @@ def run(op: str, *args: Any, **attrs: Any) -> Tensor:
         from ember.core.dtype import int64
         return Tensor._make(out, int64, first._device, backend)
     return Tensor._make(out, meta.dtype, first._device, backend)
+
+
+_binary_meta: dict[tuple, Any] = {}
+
+
+def run_binary(op: str, a: Any, b: Any) -> Tensor:
+    """`run` for binary elementwise ops (the hottest path): the rule's answer is cached
+    per (op, shapes, dtypes), so a repeated op skips straight to its kernel."""
+    if isinstance(a, Tensor):
+        first = a
+        if isinstance(b, Tensor):
+            if b._device is not a._device:
+                raise _device_mismatch(op, a, b)
+            key = (op, a._data.shape, a._dtype, b._data.shape, b._dtype)
+        else:
+            key = (op, a._data.shape, a._dtype, type(b), _dt._default_float)
+    else:
+        first = b
+        key = (op, type(a), _dt._default_float, b._data.shape, b._dtype)
+    meta = _binary_meta.get(key)
+    if meta is None:
+        meta = OPS[op].rule(a, b)
+        if len(_binary_meta) > 4096:  # many distinct shapes: start afresh
+            _binary_meta.clear()
+        _binary_meta[key] = meta
+    backend = first._backend
+    kernel = backend.kernels.get(op)
+    if kernel is None:  # the general path knows how to fall back to the CPU
+        return run(op, a, b)
+    compute = meta.compute
+    if isinstance(a, Tensor):
+        a = a._data if a._dtype is compute else cast(a, compute)._data
+    elif type(a) is int:
+        a = _wrap_int(a, compute)
+    if isinstance(b, Tensor):
+        b = b._data if b._dtype is compute else cast(b, compute)._data
+    elif type(b) is int:
+        b = _wrap_int(b, compute)
+    return Tensor._make(kernel(a, b), meta.dtype, first._device, backend)
 
 
 def run_inplace(op: str, target: Tensor, *args: Any, **attrs: Any) -> None:
@@ -91,6 +132,16 @@ def run_creation(op: str, device: Device, backend: Backend, **attrs: Any) -> Ten
     else:
         out = kernel(**attrs, device=device.index or 0)
     return Tensor._make(out, meta.dtype, device, backend)
+
+
+def _wrap_int(value: int, dtype: Any) -> Any:
+    """A Python int as the integer `dtype` holds it (wrapping, as a C cast does)."""
+    if not dtype.is_floating_point and dtype.itemsize < 8 and dtype.name != "bool":
+        bits = 8 * dtype.itemsize
+        value &= (1 << bits) - 1
+        if dtype.is_signed and value >= 1 << (bits - 1):
+            value -= 1 << bits
+    return value
 
 
 def cast(x: Tensor, dtype: Any) -> Tensor:

@@ -8,6 +8,7 @@ backend may supply a fused kernel under the composite's name, and then it runs i
 
 from __future__ import annotations
 
+import builtins as _builtins  # this module defines sum/min/max/any/all/abs/round/pow
 import math
 import numbers
 from collections import namedtuple
@@ -46,7 +47,7 @@ from ember.core.creation import (  # noqa: F401 - re-exported for the Tensor met
     zeros_like,
     zeros_meta,
 )
-from ember.core.dispatch import host_array, run, run_inplace
+from ember.core.dispatch import host_array, run, run_binary, run_inplace
 from ember.core.ops import (
     ViewNotPossible,
     fmt_shape,
@@ -61,7 +62,8 @@ _Number = (int, float, bool)
 
 
 def _grad_on(*xs: Any) -> bool:
-    return _state.enabled and any(isinstance(x, Tensor) and x._requires_grad for x in xs)
+    return _state.enabled and _builtins.any(
+        isinstance(x, Tensor) and x._requires_grad for x in xs)
 
 
 def host(x: Tensor):
@@ -289,7 +291,8 @@ def _bw_pow(node, g):
         if isinstance(b, _Number) and b == 0:
             ga = _grad_for(mul(g, 0.0), ma)
         else:
-            ga = _grad_for(mul(g, mul(pow(a, sub(b, 1)), b)), ma)
+            b_minus_1 = sub(b, 1) if isinstance(b, Tensor) else b - 1
+            ga = _grad_for(mul(g, mul(pow(a, b_minus_1), b)), ma)
     if mb is not None:
         y = pow(a, b)
         safe_log = log(where(eq(a, 0), 1.0, a)) if isinstance(a, Tensor) else math.log(a) \
@@ -338,20 +341,24 @@ _BINARY_BW = {
 
 
 def _binary(op: str, a: Any, b: Any) -> Tensor:
-    if not isinstance(a, Tensor):
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        raise TypeError(f"{op}(): expected at least one tensor operand, got "
+                        f"{type(a).__name__} and {type(b).__name__}")
+    ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
+    if not ta:
         a = _operand(a, b)
-    if not isinstance(b, Tensor):
+        ta = isinstance(a, Tensor)
+    if not tb:
         b = _operand(b, a)
-    out = run(op, a, b)
-    if _state.enabled and ((isinstance(a, Tensor) and a._requires_grad) or
-                           (isinstance(b, Tensor) and b._requires_grad)):
+        tb = isinstance(b, Tensor)
+    out = run_binary(op, a, b)
+    if _state.enabled and ((ta and a._requires_grad) or (tb and b._requires_grad)):
         entry = _BINARY_BW.get(op)
         if entry is not None and out._dtype.is_floating_point:
             label, fn, needs_values = entry
             saved = tuple(x for x in (a, b) if isinstance(x, Tensor)) if needs_values else ()
             record(label, fn, (a, b), out, saved=saved, metas=(_meta(a), _meta(b)),
-                   scalars=(None if isinstance(a, Tensor) else a,
-                            None if isinstance(b, Tensor) else b))
+                   scalars=(None if ta else a, None if tb else b))
     return out
 
 
@@ -431,7 +438,7 @@ def _compare(op: str):
             input = _operand(input, other)
         if not isinstance(other, Tensor):
             other = _operand(other, input)
-        return run(op, input, other)
+        return run_binary(op, input, other)
     fn.__name__ = op
     return fn
 
@@ -1229,8 +1236,6 @@ def tensor_split(input: Tensor, sections: int, dim: int = 0) -> tuple:
     return split(input, [q + 1 if i < r else q for i in range(sections)], d)
 
 
-import builtins as _builtins  # noqa: E402 - the module shadows sum/min/max
-
 builtins_min, builtins_max, builtins_sum = _builtins.min, _builtins.max, _builtins.sum
 
 
@@ -1357,7 +1362,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
     if not isinstance(src, Tensor):
         src = full(tuple(index.shape), src, dtype=input.dtype, device=input.device)
     indexing._check_bounds(index, input.shape[d], d)
-    out = run("scatter", input, index, src, dim=d)
+    out = run("scatter", input, index, to_dtype(src, input._dtype), dim=d)
     if _grad_on(input, src):
         record("ScatterBackward0", _bw_scatter, (input, None, src), out, saved=(index,), dim=d,
                sshape=tuple(src.shape))
@@ -1385,7 +1390,7 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of `input` with `src` added along `dim` at `index` (repeats accumulate)."""
     d = normalize_dim("scatter_add", dim, input.ndim)
     indexing._check_bounds(index, input.shape[d], d)
-    out = run("scatter_add", input, index, src, dim=d)
+    out = run("scatter_add", input, index, to_dtype(src, input._dtype), dim=d)
     if _grad_on(input, src):
         record("ScatterAddBackward0", _bw_scatter_add, (input, None, src), out,
                saved=(index,), dim=d, sshape=tuple(src.shape))
@@ -1675,7 +1680,7 @@ def _rebase_view(x: Tensor, result: Tensor) -> None:
     """After an in-place write through view `x`, route the base's gradient through it."""
     base, fn = x._base, x._view_fn
     edges = (ag.edge_of(base), ag.edge_of(result) if result._requires_grad else None)
-    node = ag.FnNode("CopySlices", _bw_copy_slices, edges, fn=fn,
+    node = ag.FnNode("CopySlices", _bw_copy_slices, edges, view_fn=fn,
                      meta=(tuple(base.shape), base._dtype, base._device))
     base._node, base._output_nr, base._requires_grad = node, 0, True
     fresh = fn(base)
@@ -1683,7 +1688,7 @@ def _rebase_view(x: Tensor, result: Tensor) -> None:
 
 
 def _bw_copy_slices(node, g):
-    fn = node.attrs["fn"]
+    fn = node.attrs["view_fn"]
     gb = None
     if node.needs[0]:
         mask = zeros_like(g)
@@ -1747,12 +1752,25 @@ def _reflected(fn):
     return lambda self, other: fn(other, self)
 
 
+_OPERAND_TYPES = (Tensor, int, float)
+
+
 def _binary_method(fn):
     def method(self, other):
-        if not isinstance(other, (Tensor, int, float, bool)) and not hasattr(other, "__array__"):
-            if not isinstance(other, numbers.Number):
-                return NotImplemented
+        if not isinstance(other, _OPERAND_TYPES) and not hasattr(other, "__array__") \
+                and not isinstance(other, numbers.Number):
+            return NotImplemented
         return fn(self, other)
+    return method
+
+
+def _binary_operator(op: str, reflected: bool = False):
+    """`a + b` and friends: straight to the op, skipping the `alpha` handling."""
+    def method(self, other):
+        if not isinstance(other, _OPERAND_TYPES) and not hasattr(other, "__array__") \
+                and not isinstance(other, numbers.Number):
+            return NotImplemented
+        return _binary(op, other, self) if reflected else _binary(op, self, other)
     return method
 
 
@@ -1859,9 +1877,15 @@ def bind_methods(cls: type) -> None:
     operators = {"add": add, "sub": sub, "mul": mul, "truediv": div, "floordiv": floor_divide,
                  "mod": remainder, "pow": pow, "and": bitwise_and, "or": bitwise_or,
                  "xor": bitwise_xor}
+    fast = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "pow": "pow",
+            "floordiv": "floor_divide", "mod": "remainder"}
     for name, fn in operators.items():
-        setattr(cls, f"__{name}__", _binary_method(fn))
-        setattr(cls, f"__r{name}__", _binary_method(_reflected(fn)))
+        if name in fast:
+            setattr(cls, f"__{name}__", _binary_operator(fast[name]))
+            setattr(cls, f"__r{name}__", _binary_operator(fast[name], reflected=True))
+        else:
+            setattr(cls, f"__{name}__", _binary_method(fn))
+            setattr(cls, f"__r{name}__", _binary_method(_reflected(fn)))
         setattr(cls, f"__i{name}__", _make_inplace(name, fn))
     for name in ("eq", "ne", "lt", "le", "gt", "ge"):
         setattr(cls, f"__{name}__", _binary_method(globals()[name]))

@@ -416,7 +416,10 @@ def _scatter(op: str):
                 raise RuntimeError(f"{op}: index {fmt_shape(index.shape)} is larger than "
                                    f"src {fmt_shape(src.shape)} or input "
                                    f"{fmt_shape(x.shape)} at dimension {d}")
-        return OutMeta(x.shape, x.dtype, x.dtype)
+        if src.dtype is not x.dtype:
+            raise RuntimeError(f"{op}: expected src ({src.dtype}) to have the same dtype as "
+                               f"self ({x.dtype})")
+        return OutMeta(x.shape, x.dtype, None)
     return rule
 
 

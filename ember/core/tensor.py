@@ -22,9 +22,17 @@ class Tensor:
     Create tensors with `ember.tensor`, `ember.zeros`, ... rather than this class.
     """
 
-    __slots__ = ("_data", "_dtype", "_device", "_backend", "_requires_grad", "_node",
-                 "_output_nr", "_grad_acc", "_grad", "_base", "_vc", "_view_fn", "_hooks",
+    # Fields every tensor sets live in slots; the rarely set ones below are class-level
+    # defaults that an instance overrides in its __dict__ only when needed. This keeps
+    # creating a tensor (every op's output) cheap.
+    __slots__ = ("_data", "_dtype", "_device", "_backend", "_requires_grad", "_node", "_vc",
                  "__weakref__", "__dict__")
+    _output_nr = 0  # which output of `_node` this tensor is
+    _grad_acc = None  # the AccumulateGrad node of a leaf that requires grad
+    _grad = None
+    _base = None  # the tensor whose storage a view shares
+    _view_fn = None  # recreates this view from `_base` (for in-place writes through it)
+    _hooks = None  # gradient hooks of a leaf
 
     # -- construction -----------------------------------------------------------------
     @classmethod
@@ -36,13 +44,7 @@ class Tensor:
         t._backend = backend
         t._requires_grad = False
         t._node = None
-        t._output_nr = 0
-        t._grad_acc = None
-        t._grad = None
-        t._base = None
         t._vc = [0]
-        t._view_fn = None
-        t._hooks = None
         return t
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Tensor:
