@@ -107,7 +107,10 @@ class Backend:
     name: str = ""
     api_version: int = API_VERSION
     priority: int = 0
-    is_accelerator: bool = False
+    is_accelerator: bool = False  # whether device="auto" may choose it
+    supports_out: bool = False
+    """True when elementwise kernels (unary, binary) accept `out=buffer` (same shape and
+    dtype as their result) and write into it; in-place ops then cost one kernel."""
 
     def __init__(self) -> None:
         self.kernels: dict[str, Kernel] = {}

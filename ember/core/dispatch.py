@@ -72,9 +72,12 @@ def run(op: str, *args: Any, **attrs: Any) -> Tensor:
 _binary_meta: dict[tuple, Any] = {}
 
 
-def run_binary(op: str, a: Any, b: Any) -> Tensor:
+def run_binary(op: str, a: Any, b: Any, out: Tensor | None = None) -> Tensor:
     """`run` for binary elementwise ops (the hottest path): the rule's answer is cached
-    per (op, shapes, dtypes), so a repeated op skips straight to its kernel."""
+    per (op, shapes, dtypes), so a repeated op skips straight to its kernel.
+
+    With `out`, the result is written into that tensor (an in-place op; no autograd).
+    """
     if isinstance(a, Tensor):
         first = a
         if isinstance(b, Tensor):
@@ -94,6 +97,11 @@ def run_binary(op: str, a: Any, b: Any) -> Tensor:
         _binary_meta[key] = meta
     backend = first._backend
     kernel = backend.kernels.get(op)
+    if out is not None:
+        check_out(op, out, meta)
+        if kernel is None or not backend.supports_out or meta.dtype is not out._dtype \
+                or meta.compute is not out._dtype:
+            return write_into(out, run_binary(op, a, b))
     if kernel is None:  # the general path knows how to fall back to the CPU
         return run(op, a, b)
     compute = meta.compute
@@ -105,7 +113,44 @@ def run_binary(op: str, a: Any, b: Any) -> Tensor:
         b = b._data if b._dtype is compute else cast(b, compute)._data
     elif type(b) is int:
         b = _wrap_int(b, compute)
+    if out is not None:
+        kernel(a, b, out=out._data)
+        out._vc[0] += 1
+        return out
     return Tensor._make(kernel(a, b), meta.dtype, first._device, backend)
+
+
+def run_unary_into(op: str, x: Tensor) -> Tensor:
+    """Unary elementwise `op` written into `x` itself (an in-place op; no autograd)."""
+    meta = OPS[op].rule(x)
+    check_out(op, x, meta)
+    kernel = x._backend.kernels.get(op)
+    if kernel is None or not x._backend.supports_out or meta.compute not in (None, x._dtype) \
+            or meta.dtype is not x._dtype:
+        return write_into(x, run(op, x))
+    kernel(x._data, out=x._data)
+    x._vc[0] += 1
+    return x
+
+
+def check_out(op: str, out: Tensor, meta: Any) -> None:
+    """An in-place result must keep the destination's shape and fit its dtype."""
+    if tuple(meta.shape) != out._data.shape:
+        from ember.core.ops import fmt_shape
+        raise RuntimeError(f"{op}_: output with shape {fmt_shape(out._data.shape)} doesn't "
+                           f"match the broadcast shape {fmt_shape(tuple(meta.shape))}")
+    if meta.dtype._category > out._dtype._category:
+        raise RuntimeError(f"{op}_: result type {meta.dtype} can't be cast to the desired "
+                           f"output type {out._dtype}")
+
+
+def write_into(dst: Tensor, src: Tensor) -> Tensor:
+    """Copy `src` (same shape; castable dtype) into `dst`'s storage and bump its version."""
+    if src._dtype is not dst._dtype:
+        src = cast(src, dst._dtype)
+    dst._backend.kernels["assign"](dst._data, src._data)
+    dst._vc[0] += 1
+    return dst
 
 
 def run_inplace(op: str, target: Tensor, *args: Any, **attrs: Any) -> None:

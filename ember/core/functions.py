@@ -47,7 +47,14 @@ from ember.core.creation import (  # noqa: F401 - re-exported for the Tensor met
     zeros_like,
     zeros_meta,
 )
-from ember.core.dispatch import host_array, run, run_binary, run_inplace
+from ember.core.dispatch import (
+    host_array,
+    run,
+    run_binary,
+    run_inplace,
+    run_unary_into,
+    write_into,
+)
 from ember.core.ops import (
     ViewNotPossible,
     fmt_shape,
@@ -1634,14 +1641,14 @@ def _check_castable(op: str, src: dt.dtype, dst: dt.dtype) -> None:
 
 def _write(x: Tensor, result: Tensor, op: str) -> None:
     """Copy `result` into `x`'s storage (checks first, so a failure changes nothing)."""
-    if tuple(result.shape) != tuple(x.shape):
+    if result._data.shape != x._data.shape:
         raise RuntimeError(f"{op}: output with shape {fmt_shape(tuple(x.shape))} doesn't match "
                            f"the broadcast shape {fmt_shape(tuple(result.shape))}")
     _check_castable(op, result._dtype, x._dtype)
-    with ag.no_grad():
-        src = result if result._dtype is x._dtype else to_dtype(result, x._dtype)
-        run_inplace("assign", x, src)
-    x._vc[0] += 1
+    if result._device is not x._device:
+        raise RuntimeError(f"{op}: expected all tensors to be on the same device, but found "
+                           f"at least two devices, {x._device} and {result._device}!")
+    write_into(x, result)
 
 
 def _check_inplace_allowed(x: Tensor) -> None:
@@ -1726,6 +1733,66 @@ def _make_inplace(name: str, fn):
         return _inplace(self, lambda old: fn(old, *args, **kwargs), *args, op=name + "_")
     method.__name__ = name + "_"
     return method
+
+
+def _recording(x: Tensor, other: Any = None) -> bool:
+    return _state.enabled and (x._requires_grad or (isinstance(other, Tensor) and
+                                                    other._requires_grad))
+
+
+def _make_inplace_binary(op: str, fn):
+    """`x.add_(y)` and friends: one kernel writing into x when autograd is not recording."""
+    def method(self: Tensor, other: Any, **kwargs: Any) -> Tensor:
+        if kwargs or _recording(self, other):
+            return _inplace(self, lambda old: fn(old, other, **kwargs), other, op=op + "_")
+        if not isinstance(other, Tensor):
+            other = _operand(other, self)
+        return run_binary(op, self, other, out=self)
+    method.__name__ = op + "_"
+    return method
+
+
+def _make_inplace_unary(op: str, fn):
+    def method(self: Tensor) -> Tensor:
+        if _recording(self):
+            return _inplace(self, fn, op=op + "_")
+        return run_unary_into(op, self)
+    method.__name__ = op + "_"
+    return method
+
+
+_inplace_add = _make_inplace_binary("add", add)
+
+
+def _add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    if alpha != 1 and not _recording(self, other):
+        other = mul(other, alpha)
+        alpha = 1
+    if alpha == 1:
+        return _inplace_add(self, other)
+    return _inplace(self, lambda old: add(old, other, alpha=alpha), other, op="add_")
+
+
+def _sub_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    return _add_(self, other, alpha=-alpha)
+
+
+def _addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    if _state.enabled and (self._requires_grad or tensor1._requires_grad or
+                           tensor2._requires_grad):
+        return _inplace(self, lambda old: addcmul(old, tensor1, tensor2, value=value),
+                        tensor1, tensor2, op="addcmul_")
+    prod_ = mul(tensor1, tensor2)
+    return run_binary("add", self, mul(prod_, value) if value != 1 else prod_, out=self)
+
+
+def _addcdiv_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    if _state.enabled and (self._requires_grad or tensor1._requires_grad or
+                           tensor2._requires_grad):
+        return _inplace(self, lambda old: addcdiv(old, tensor1, tensor2, value=value),
+                        tensor1, tensor2, op="addcdiv_")
+    q = div(tensor1, tensor2)
+    return run_binary("add", self, mul(q, value) if value != 1 else q, out=self)
 
 
 def uniform_(x: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> Tensor:
@@ -1883,20 +1950,24 @@ def bind_methods(cls: type) -> None:
         if name in fast:
             setattr(cls, f"__{name}__", _binary_operator(fast[name]))
             setattr(cls, f"__r{name}__", _binary_operator(fast[name], reflected=True))
+            setattr(cls, f"__i{name}__", _make_inplace_binary(fast[name], fn))
         else:
             setattr(cls, f"__{name}__", _binary_method(fn))
             setattr(cls, f"__r{name}__", _binary_method(_reflected(fn)))
-        setattr(cls, f"__i{name}__", _make_inplace(name, fn))
+            setattr(cls, f"__i{name}__", _make_inplace(name, fn))
     for name in ("eq", "ne", "lt", "le", "gt", "ge"):
         setattr(cls, f"__{name}__", _binary_method(globals()[name]))
-    inplace = {"add": add, "sub": sub, "mul": mul, "div": div, "pow": pow, "clamp": clamp,
-               "clamp_min": clamp_min, "clamp_max": clamp_max, "neg": neg, "abs": abs,
-               "exp": exp, "log": log, "sqrt": sqrt, "relu": relu, "sigmoid": sigmoid,
-               "tanh": tanh, "floor": floor, "ceil": ceil, "round": round, "sign": sign,
-               "masked_fill": masked_fill, "scatter": scatter, "scatter_add": scatter_add,
-               "lerp": lerp, "addcmul": addcmul, "addcdiv": addcdiv, "remainder": remainder,
-               "maximum": maximum, "minimum": minimum, "reciprocal": reciprocal,
-               "sin": sin, "cos": cos, "tril": tril, "triu": triu, "log1p": log1p,
-               "rsqrt": rsqrt, "clip": clamp}
+    inplace = {"pow": pow, "clamp": clamp, "clamp_min": clamp_min, "clamp_max": clamp_max,
+               "round": round, "masked_fill": masked_fill, "scatter": scatter,
+               "scatter_add": scatter_add, "lerp": lerp, "tril": tril, "triu": triu,
+               "clip": clamp}
     for name, fn in inplace.items():
         setattr(cls, name + "_", _make_inplace(name, fn))
+    for name, fn in (("mul", mul), ("div", div), ("remainder", remainder),
+                     ("maximum", maximum), ("minimum", minimum)):
+        setattr(cls, name + "_", _make_inplace_binary(name, fn))
+    for name in ("neg", "abs", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "floor",
+                 "ceil", "sign", "reciprocal", "sin", "cos", "log1p", "rsqrt", "trunc"):
+        setattr(cls, name + "_", _make_inplace_unary(name, globals()[name]))
+    cls.add_, cls.sub_ = _add_, _sub_
+    cls.addcmul_, cls.addcdiv_ = _addcmul_, _addcdiv_

@@ -14,7 +14,8 @@ def available_backends() -> list:
     """Loaded backends that can be used now, preferred first (the CPU last)."""
     plugins.registry.ensure_loaded()
     usable = [b for b in plugins.registry.backends.values()
-              if plugins.safe_unavailable_reason(b) is None]
+              if (b.is_accelerator or b.name == "cpu")
+              and plugins.safe_unavailable_reason(b) is None]
     return sorted(usable, key=lambda b: (b.name == "cpu", -b.priority))
 
 

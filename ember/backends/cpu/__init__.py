@@ -17,6 +17,7 @@ class CPUBackend(Backend):
 
     name = "cpu"
     priority = 0
+    supports_out = True
 
     def __init__(self) -> None:
         super().__init__()

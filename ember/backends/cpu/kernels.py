@@ -36,32 +36,43 @@ def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
 def _quiet(f):
     """Run a ufunc without NumPy's floating-point warnings (PyTorch gives inf/nan
     silently)."""
-    def kernel(*args):
+    def kernel(*args, out=None):
         with np.errstate(all="ignore"):
-            return _arr(f(*args))
+            return _arr(f(*args, out=out))
     return kernel
 
 
 def _plain(f):
-    def kernel(*args):
-        return _arr(f(*args))
+    def kernel(*args, out=None):
+        return _arr(f(*args, out=out))
     return kernel
 
 
-def _sigmoid(x):
+def _sigmoid(x, out=None):
     # tanh form: no overflow for large |x|, and exact to rounding
-    return 0.5 * np.tanh(0.5 * x) + x.dtype.type(0.5)
+    y = np.tanh(np.multiply(x, 0.5, out=out), out=out)
+    y *= 0.5
+    y += 0.5
+    return y
 
 
-def _rsqrt(x):
-    return 1 / np.sqrt(x)
+def _rsqrt(x, out=None):
+    return np.reciprocal(np.sqrt(x, out=out), out=out)
 
 
-def _relu(x):
-    return np.maximum(x, x.dtype.type(0))
+def _relu(x, out=None):
+    return np.maximum(x, x.dtype.type(0), out=out)
 
 
-def _erf(x):
+def _erf(x, out=None):
+    y = _erf_values(x)
+    if out is not None:
+        np.copyto(out, y)
+        return out
+    return y
+
+
+def _erf_values(x):
     if x.dtype == np.float64:
         return np.vectorize(math.erf, otypes=[np.float64])(x)
     # Numerical Recipes' erfc (fractional error < 1.2e-7), enough for 32 bits and below
@@ -90,25 +101,25 @@ UNARY = {
 }
 
 
-def _int_safe_floor_divide(a, b):
+def _int_safe_floor_divide(a, b, out=None):
     with np.errstate(all="ignore"):
         if np.issubdtype(np.result_type(a, b), np.integer) and np.any(np.equal(b, 0)):
             raise ZeroDivisionError("floor_divide: integer division by zero")
-        return _arr(np.floor_divide(a, b))
+        return _arr(np.floor_divide(a, b, out=out))
 
 
-def _int_safe_remainder(a, b):
+def _int_safe_remainder(a, b, out=None):
     with np.errstate(all="ignore"):
         if np.issubdtype(np.result_type(a, b), np.integer) and np.any(np.equal(b, 0)):
             raise ZeroDivisionError("remainder: integer division by zero")
-        return _arr(np.remainder(a, b))
+        return _arr(np.remainder(a, b, out=out))
 
 
-def _pow(a, b):
+def _pow(a, b, out=None):
     if np.issubdtype(np.result_type(a, b), np.integer) and np.any(np.less(b, 0)):
         raise RuntimeError("pow: integers to negative integer powers are not allowed")
     with np.errstate(all="ignore"):
-        return _arr(np.power(a, b))
+        return _arr(np.power(a, b, out=out))
 
 
 BINARY = {

@@ -1,0 +1,122 @@
+"""The `ember` command: `ember devices`, `ember tour`, and the tools later issues add."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+
+def _fmt_bytes(n: int | None) -> str:
+    if not n:
+        return "?"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"
+        n /= 1024
+    return str(n)
+
+
+def cmd_devices(args: argparse.Namespace) -> int:
+    """List every backend found, its devices and their state, and why any is unusable."""
+    from ember.core import plugins
+
+    registry = plugins.registry
+    try:
+        registry.ensure_loaded()
+    except RuntimeError as err:  # EMBER_BACKENDS makes plugin errors loud
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print("ember backends:")
+    for name, backend in registry.backends.items():
+        reason = plugins.safe_unavailable_reason(backend)
+        origin = next((p for p in registry.plugins if name in p.backends), None)
+        where = f" [plugin {origin.distribution or origin.name}: {origin.target}]" if origin \
+            else ""
+        if reason is not None:
+            print(f"  {name}: unavailable — {reason}{where}")
+            continue
+        print(f"  {name}: available{where}")
+        for i in range(backend.device_count()):
+            label = name if name == "cpu" else f"{name}:{i}"
+            try:
+                info = backend.device_info(i)
+            except Exception as err:  # a device probe must not break the listing
+                print(f"    {label}: (device_info failed: {type(err).__name__}: {err})")
+                continue
+            extra = []
+            if info.memory_bytes:
+                extra.append(f"memory {_fmt_bytes(info.memory_bytes)}")
+            if info.compute_units:
+                extra.append(f"{info.compute_units} compute units")
+            print(f"    {label}: {info.name}" + (f" ({', '.join(extra)})" if extra else ""))
+            for key, value in info.details.items():
+                if key != "warning":
+                    print(f"      {key}: {value}")
+            if "warning" in info.details:
+                print(f"      WARNING: {info.details['warning']}")
+    for name, error in registry.errors.items():
+        print(f"  {name}: BROKEN plugin — {error}")
+    if args.explain:
+        from ember.core import scheduler
+
+        print(f"\ndevice='auto' resolves to: {scheduler.default_device()} "
+              "(the preferred available accelerator, else the CPU)")
+    return 0
+
+
+def cmd_tour(args: argparse.Namespace) -> int:
+    """A short tour: tensors, autograd and a few steps of gradient descent."""
+    import ember
+
+    device = args.device
+    print(f"ember {ember.__version__} — a short tour on device {device!r}\n")
+    x = ember.tensor([[1.0, 2.0], [3.0, 4.0]], device=device, requires_grad=True)
+    print("x =", x)
+    y = (x @ x.T).relu().sum()
+    y.backward()
+    print("y = relu(x @ x.T).sum() =", y.item())
+    print("dy/dx =", x.grad, "\n")
+
+    ember.manual_seed(0)
+    true_w = ember.tensor([[2.0], [-3.0]], device=device)
+    data = ember.randn(256, 2, device=device)
+    target = data @ true_w + 0.5
+    w = ember.zeros(2, 1, device=device, requires_grad=True)
+    b = ember.zeros(1, device=device, requires_grad=True)
+    start = time.perf_counter()
+    for step in range(200):
+        loss = ((data @ w + b - target) ** 2).mean()
+        loss.backward()
+        with ember.no_grad():
+            w -= 0.1 * w.grad
+            b -= 0.1 * b.grad
+        w.grad = None
+        b.grad = None
+        if step % 50 == 0 or step == 199:
+            print(f"step {step:3d}  loss {loss.item():.6f}")
+    elapsed = time.perf_counter() - start
+    print(f"\nlearned w = {w.detach().reshape(-1).tolist()} (true [2.0, -3.0]), "
+          f"b = {b.item():.4f} (true 0.5)  in {elapsed * 1000:.0f} ms")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ember", description="ember command-line tools")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("devices", help="list backends and devices, and why any is unusable")
+    p.add_argument("--explain", action="store_true", help="also say what 'auto' picks")
+    p.set_defaults(func=cmd_devices)
+    p = sub.add_parser("tour", help="a short tour of tensors and autograd")
+    p.add_argument("--device", default="cpu")
+    p.set_defaults(func=cmd_tour)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

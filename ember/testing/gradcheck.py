@@ -1,0 +1,231 @@
+"""Finite-difference checks of ember's gradients: `gradcheck` and `gradgradcheck`.
+
+They work on any device: the function runs where its inputs live, and only the values
+are brought to the host to be compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+import ember
+from ember.core.tensor import Tensor
+
+
+class GradcheckError(AssertionError):
+    """A gradient computed by autograd differs from its finite-difference estimate.
+
+    It is an `AssertionError`, so pytest reports it as a failed check.
+    """
+
+
+def _as_tuple(x: Any) -> tuple:
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def _host(t: Tensor) -> np.ndarray:
+    """The values of `t` on the host, as float64 (or bool/int for such tensors)."""
+    return np.asarray(t.detach().to("cpu").numpy())
+
+
+def _fmt_index(flat: int, shape: tuple[int, ...]) -> str:
+    if not shape:
+        return "()"
+    return str(tuple(int(i) for i in np.unravel_index(flat, shape)))
+
+
+def _differentiable_outputs(out: Any) -> list[Tensor]:
+    return [o for o in _as_tuple(out) if isinstance(o, Tensor) and o.dtype.is_floating_point]
+
+
+def _evaluate(fn: Callable[..., Any], inputs: Sequence[Any]) -> list[np.ndarray]:
+    # grad mode stays on: `fn` may itself differentiate (gradgradcheck's vjp does)
+    return [_host(o).astype(np.float64) for o in _differentiable_outputs(fn(*inputs))]
+
+
+def _numerical_jacobians(fn: Callable[..., Any], inputs: tuple, which: list[int],
+                         eps: float) -> dict[int, list[np.ndarray]]:
+    """For each input in `which`: one (n_out, n_in) matrix per output, by central
+    differences. Each evaluation gets fresh input tensors, so the caller's tensors are
+    never written to (and no version counter moves)."""
+    result: dict[int, list[np.ndarray]] = {}
+    for i in which:
+        x = inputs[i]
+        base = _host(x)
+        columns: list[list[np.ndarray]] = []
+        for j in range(base.size):
+            plus, minus = base.copy(), base.copy()
+            plus.flat[j] += eps
+            minus.flat[j] -= eps
+            outs = []
+            for arr in (plus, minus):
+                moved = ember.tensor(arr, dtype=x.dtype, device=x.device,
+                                     requires_grad=True)
+                args = list(inputs)
+                args[i] = moved
+                outs.append(_evaluate(fn, args))
+            columns.append([(p - m).reshape(-1) / (2 * eps) for p, m in zip(*outs)])
+        n_outputs = len(columns[0]) if columns else len(_evaluate(fn, inputs))
+        result[i] = [
+            np.stack([col[k] for col in columns], axis=1) if columns else
+            np.zeros((0, 0)) for k in range(n_outputs)]
+    return result
+
+
+def _analytical_jacobians(outputs: list[Tensor], inputs: tuple, which: list[int],
+                          ) -> dict[int, list[np.ndarray]]:
+    """For each input in `which`: one (n_out, n_in) matrix per output, row by row with
+    `ember.autograd.grad`. Checks each gradient's shape, dtype and device on the way."""
+    diff_inputs = [inputs[i] for i in which]
+    result: dict[int, list[np.ndarray]] = {
+        i: [np.zeros((o.numel(), inputs[i].numel())) for o in outputs] for i in which}
+    for k, out in enumerate(outputs):
+        if not out.requires_grad:
+            continue  # no input reaches this output: its Jacobian is zero
+        for row in range(out.numel()):
+            seed = np.zeros(tuple(out.shape), dtype=np.float64)
+            seed.flat[row] = 1.0
+            grad_out = ember.tensor(seed, dtype=out.dtype, device=out.device)
+            grads = ember.autograd.grad(out, diff_inputs, grad_out, retain_graph=True,
+                                        allow_unused=True)
+            for i, g in zip(which, grads):
+                if g is None:
+                    continue
+                x = inputs[i]
+                if tuple(g.shape) != tuple(x.shape):
+                    raise GradcheckError(
+                        f"gradcheck: the gradient of input {i} has shape {list(g.shape)}, "
+                        f"but the input has shape {list(x.shape)}")
+                if g.dtype is not x.dtype:
+                    raise GradcheckError(
+                        f"gradcheck: the gradient of input {i} has dtype {g.dtype}, but the "
+                        f"input has dtype {x.dtype}")
+                if g.device != x.device:
+                    raise GradcheckError(
+                        f"gradcheck: the gradient of input {i} is on {g.device}, but the "
+                        f"input is on {x.device}")
+                result[i][k][row] = _host(g).astype(np.float64).reshape(-1)
+    return result
+
+
+def gradcheck(fn: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol: float = 1e-5,
+              rtol: float = 1e-3, raise_exception: bool = True) -> bool:
+    r"""Check the gradients autograd computes for `fn` against central finite differences.
+
+    Like `torch.autograd.gradcheck`: every input that requires grad is perturbed element
+    by element (:math:`(f(x + \epsilon) - f(x - \epsilon)) / 2\epsilon`), and the
+    resulting Jacobian of every floating-point output is compared with the one autograd
+    gives, row by row. Use float64 inputs: float32 has too few digits for these
+    differences. The gradients' shape, dtype and device must match their input's.
+
+    Args:
+        fn: a function of `inputs` returning a tensor or a tuple of tensors.
+        inputs: a tensor or a tuple of arguments; those that are tensors requiring grad
+            are checked, the rest are passed through unchanged.
+        eps: the perturbation of the finite differences.
+        atol: absolute tolerance.
+        rtol: relative tolerance (relative to the numerical value).
+        raise_exception: raise `GradcheckError` on a mismatch (otherwise return False).
+
+    Returns:
+        True when every gradient matches.
+
+    Raises:
+        GradcheckError: naming the output, the input and the worst element, with both
+            values, when a gradient does not match (and `raise_exception` is true).
+
+    Example::
+
+        >>> x = ember.randn(3, dtype=ember.float64, requires_grad=True)
+        >>> gradcheck(lambda t: (t * t).sin(), (x,))
+        True
+    """
+    inputs = _as_tuple(inputs)
+    which = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    if not which:
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, "
+                         "but none of them have requires_grad=True.")
+    for i in which:
+        if inputs[i].dtype is not ember.float64:
+            raise ValueError(f"gradcheck: input {i} is {inputs[i].dtype}; use float64 inputs "
+                             "(the finite differences need its precision)")
+    outputs = _differentiable_outputs(fn(*inputs))
+    if not outputs:
+        raise ValueError("gradcheck: the function returned no floating-point tensor")
+    try:
+        analytical = _analytical_jacobians(outputs, inputs, which)
+        numerical = _numerical_jacobians(fn, inputs, which, eps)
+        for i in which:
+            for k, (a, n) in enumerate(zip(analytical[i], numerical[i])):
+                _compare(a, n, i, k, tuple(inputs[i].shape), tuple(outputs[k].shape), atol,
+                         rtol)
+    except GradcheckError:
+        if raise_exception:
+            raise
+        return False
+    return True
+
+
+def _compare(a: np.ndarray, n: np.ndarray, i: int, k: int, in_shape: tuple, out_shape: tuple,
+             atol: float, rtol: float) -> None:
+    if a.shape != n.shape:
+        raise GradcheckError(f"gradcheck: Jacobian of output {k} with respect to input {i} has "
+                             f"shape {a.shape} analytically but {n.shape} numerically")
+    err = np.abs(a - n) - (atol + rtol * np.abs(n))
+    bad = ~(err <= 0)  # also catches NaN
+    if not bad.any():
+        return
+    worst = int(np.nanargmax(np.where(np.isnan(err), np.inf, err)))
+    row, col = divmod(worst, a.shape[1])
+    msg = (f"Jacobian mismatch for output {k} with respect to input {i}: "
+           f"{int(bad.sum())} of {a.size} entries differ.\n"
+           f"worst: input {i} element {_fmt_index(col, in_shape)} -> output {k} element "
+           f"{_fmt_index(row, out_shape)}: analytical {a[row, col]!r} vs numerical "
+           f"{n[row, col]!r} (tolerance atol={atol} + rtol={rtol} * |numerical|)")
+    if a.size <= 64:
+        with np.printoptions(precision=6, suppress=True, linewidth=100):
+            msg += f"\nanalytical:\n{a}\nnumerical:\n{n}"
+    raise GradcheckError(msg)
+
+
+def gradgradcheck(fn: Callable[..., Any], inputs: Any, grad_outputs: Any = None, *,
+                  eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
+                  raise_exception: bool = True) -> bool:
+    """Check second derivatives: `gradcheck` of the vector-Jacobian product of `fn`.
+
+    The gradients of `fn(*inputs)` are taken with `ember.autograd.grad(...,
+    create_graph=True)` against `grad_outputs` (random float64 tensors when None, which
+    are then checked too), and that function is checked with `gradcheck`.
+
+    Returns:
+        True when every second derivative matches.
+
+    Raises:
+        GradcheckError: as `gradcheck`.
+    """
+    inputs = _as_tuple(inputs)
+    which = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    outputs = _differentiable_outputs(fn(*inputs))
+    if grad_outputs is None:
+        rng = np.random.default_rng(0)
+        grad_outputs = tuple(
+            ember.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype, device=o.device,
+                         requires_grad=True) for o in outputs)
+    grad_outputs = _as_tuple(grad_outputs)
+    n = len(inputs)
+
+    def vjp(*args: Any) -> tuple:
+        xs, gs = args[:n], args[n:]
+        outs = _differentiable_outputs(fn(*xs))
+        pairs = [(o, g) for o, g in zip(outs, gs) if o.requires_grad]
+        grads = ember.autograd.grad([o for o, _ in pairs], [xs[i] for i in which],
+                                    [g for _, g in pairs], create_graph=True,
+                                    allow_unused=True)
+        # an input the first derivative does not depend on gives no output here
+        return tuple(g for g in grads if g is not None)
+
+    return gradcheck(vjp, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception)
