@@ -13,6 +13,22 @@ from ember.backends.cpu import blas as _blas
 _blas.configure_before_numpy()
 
 from ember.core.tensor import Size, Tensor  # noqa: E402, F401 - first: it binds the ops
+from ember.core.nnops import (  # noqa: E402, F401
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    col2im,
+    constant_pad_nd,
+    conv1d,
+    conv2d,
+    conv_transpose2d,
+    im2col,
+    layer_norm,
+    linear,
+    max_pool1d,
+    max_pool2d,
+)
 from ember.core.autograd import (  # noqa: E402, F401
     enable_grad,
     inference_mode,

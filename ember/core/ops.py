@@ -33,6 +33,13 @@ gather              (x, index, dim=) -> y.   scatter/scatter_add (x, index, src,
 tril/triu           (x, diagonal=) -> y.   nonzero (x) -> int64 (n, ndim).
 matmul              (a, b) -> c with NumPy's matmul semantics (1-D and batch broadcasting).
 einsum              (*xs, equation=) -> y.
+im2col              (x, kernel_size=, dilation=, padding=, stride=) -> cols: x is
+                    (N, C, *spatial) with 1 or 2 spatial dims; cols is (N, C * prod(k), L)
+                    in PyTorch's F.unfold layout (channel-major, then kernel offsets), zero
+                    padding, L output positions in row-major order.
+col2im              (cols, output_size=, kernel_size=, dilation=, padding=, stride=) -> x:
+                    the adjoint of im2col (overlapping entries are summed; F.fold).
+constant_pad        (x, pad=((before, after), ...) per dim, value=) -> y.
 full                (shape=, fill_value=, dtype=, device=) -> y.
 arange              (start=, end=, step=, dtype=, device=) -> y.
 rand/randn          (shape=, dtype=, device=) -> uniform [0, 1) / standard normal.
@@ -496,6 +503,56 @@ def _einsum(*xs, equation):
 
 register("matmul", _matmul)
 register("einsum", _einsum)
+
+
+# -- convolution helpers --------------------------------------------------------------
+
+def conv_out_size(op: str, size: int, k: int, d: int, p: int, s: int,
+                  ceil_mode: bool = False) -> int:
+    """Output length of a sliding window (PyTorch's formula, with its ceil_mode rule)."""
+    span = size + 2 * p - d * (k - 1) - 1
+    if span < 0:
+        raise RuntimeError(f"{op}: the kernel (size {k}, dilation {d}) is larger than the "
+                           f"padded input (size {size} + 2 * {p})")
+    out = (-(-span // s) if ceil_mode else span // s) + 1
+    if ceil_mode and (out - 1) * s >= size + p:  # the last window must start inside
+        out -= 1
+    return out
+
+
+def _im2col(x, kernel_size, dilation, padding, stride):
+    n = len(kernel_size)
+    if x.ndim != n + 2:
+        raise RuntimeError(f"im2col: expected a {n + 2}-D input (batch, channels, "
+                           f"{n} spatial dims), got shape {fmt_shape(x.shape)}")
+    outs = [conv_out_size("im2col", x.shape[2 + i], kernel_size[i], dilation[i], padding[i],
+                          stride[i]) for i in range(n)]
+    if any(o <= 0 for o in outs):
+        raise RuntimeError(f"im2col: the computed output size {outs} is too small for input "
+                           f"{fmt_shape(x.shape)} and kernel {list(kernel_size)}")
+    return OutMeta((x.shape[0], x.shape[1] * math.prod(kernel_size), math.prod(outs)),
+                   x.dtype, None)
+
+
+def _col2im(x, output_size, kernel_size, dilation, padding, stride):
+    n = len(kernel_size)
+    k = math.prod(kernel_size)
+    blocks = math.prod(conv_out_size("col2im", output_size[i], kernel_size[i], dilation[i],
+                                     padding[i], stride[i]) for i in range(n))
+    if x.ndim != 3 or x.shape[1] % k or x.shape[2] != blocks:
+        raise RuntimeError(f"col2im: expected input of shape (N, C * {k}, {blocks}) for "
+                           f"output size {list(output_size)}, got {fmt_shape(x.shape)}")
+    return OutMeta((x.shape[0], x.shape[1] // k) + tuple(output_size), x.dtype, None)
+
+
+def _constant_pad(x, pad, value=0):
+    # `pad`: a (before, after) pair per dimension, all non-negative (core crops first)
+    return OutMeta(tuple(s + a + b for s, (a, b) in zip(x.shape, pad)), x.dtype, None)
+
+
+register("im2col", _im2col)
+register("col2im", _col2im)
+register("constant_pad", _constant_pad)
 
 
 # -- creation -------------------------------------------------------------------------

@@ -354,3 +354,47 @@ KERNELS.update({
     "matmul": matmul, "einsum": einsum, "full": full, "arange": arange, "rand": rand,
     "randn": randn, "randint": randint, "randperm": randperm,
 })
+
+
+# -- convolution helpers --------------------------------------------------------------
+
+def constant_pad(x, pad, value=0):
+    return np.pad(x, pad, mode="constant", constant_values=value)
+
+
+def im2col(x, kernel_size, dilation, padding, stride):
+    n = len(kernel_size)
+    if any(padding):
+        x = np.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in padding])
+    spans = [d * (k - 1) + 1 for k, d in zip(kernel_size, dilation)]
+    axes = tuple(range(2, 2 + n))
+    win = np.lib.stride_tricks.sliding_window_view(x, spans, axis=axes)
+    # win: (N, C, *positions, *span); keep every stride-th position, dilation-th offset
+    win = win[(Ellipsis,) + tuple(slice(None, None, d) for d in dilation)]
+    win = win[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in stride)]
+    # -> (N, C, *kernel, *out) -> (N, C * prod(kernel), prod(out))
+    order = (0, 1) + tuple(range(2 + n, 2 + 2 * n)) + tuple(range(2, 2 + n))
+    cols = win.transpose(order)
+    out_len = math.prod(cols.shape[2 + n:])
+    return np.ascontiguousarray(cols).reshape(x.shape[0], -1, out_len)
+
+
+def col2im(x, output_size, kernel_size, dilation, padding, stride):
+    n = len(kernel_size)
+    batch, ck, _ = x.shape
+    channels = ck // math.prod(kernel_size)
+    outs = [(o + 2 * p - d * (k - 1) - 1) // s + 1 for o, k, d, p, s in
+            zip(output_size, kernel_size, dilation, padding, stride)]
+    padded = np.zeros((batch, channels) + tuple(o + 2 * p for o, p in
+                                                zip(output_size, padding)), dtype=x.dtype)
+    cols = x.reshape((batch, channels) + tuple(kernel_size) + tuple(outs))
+    for offset in np.ndindex(*kernel_size):
+        region = tuple(slice(o * d, o * d + s * (m - 1) + 1, s) for o, d, s, m in
+                       zip(offset, dilation, stride, outs))
+        padded[(slice(None), slice(None)) + region] += cols[(slice(None), slice(None)) +
+                                                            offset]
+    crop = tuple(slice(p, p + o) for p, o in zip(padding, output_size))
+    return np.ascontiguousarray(padded[(slice(None), slice(None)) + crop])
+
+
+KERNELS.update({"constant_pad": constant_pad, "im2col": im2col, "col2im": col2im})
