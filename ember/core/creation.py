@@ -344,6 +344,8 @@ def randint(low: int, high: int | None = None, size: Sequence[int] = (), *,
     """Random integers in [low, high)."""
     if high is None:
         low, high = 0, low
+    elif isinstance(high, (tuple, list)) or hasattr(high, "__len__"):
+        low, high, size = 0, low, high  # randint(high, size), as PyTorch allows
     if low >= high:
         raise RuntimeError(f"randint(): expected low < high, but got low={low} and "
                            f"high={high}")

@@ -659,7 +659,16 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = N
     if _state.enabled and input._requires_grad:
         record("SumBackward1" if dims is not None else "SumBackward0", _bw_sum, (input,), out,
                shape=tuple(input.shape), dims=dims, keepdim=keepdim)
-    return out
+    return _as_requested(out, dtype)
+
+
+def _as_requested(out: Tensor, dtype: Any) -> Tensor:
+    """An explicit `dtype=` is also the output dtype (ints otherwise accumulate in int64;
+    the wrap-around of the narrower type is the same either way)."""
+    if dtype is None:
+        return out
+    from ember.core.creation import _dtype_arg
+    return to_dtype(out, _dtype_arg(dtype))
 
 
 def _bw_sum(node, g):
@@ -687,7 +696,7 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
     if _state.enabled and input._requires_grad:
         record("ProdBackward0", _bw_prod, (input,), out, saved=(input, out), dims=dims,
                keepdim=keepdim)
-    return out
+    return _as_requested(out, dtype)
 
 
 def _bw_prod(node, g):
@@ -853,7 +862,7 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     out = run("cumsum", input, dim=d)
     if _state.enabled and input._requires_grad:
         record("CumsumBackward0", _bw_cumsum, (input,), out, dim=d)
-    return out
+    return _as_requested(out, dtype)
 
 
 def _bw_cumsum(node, g):

@@ -194,7 +194,11 @@ def _binary(op: str, kind: str):
         shape = broadcast_shapes(op, _shape(a), _shape(b))
         common = dt.result_type(_operand(a), _operand(b))
         if kind == "arith":
-            if common is dt.bool_ and op in ("sub", "pow", "remainder", "floor_divide"):
+            if op == "sub" and dt.bool_ in (_operand(a)[0], _operand(b)[0]):
+                raise RuntimeError("sub: Subtraction, the `-` operator, with a bool tensor is "
+                                   "not supported. If you are trying to invert a mask, use "
+                                   "the `~` or `logical_not()` operator instead.")
+            if common is dt.bool_ and op in ("pow", "remainder", "floor_divide"):
                 raise RuntimeError(f"{op}: not implemented for two bool operands; "
                                    "convert one to an integer dtype first")
             return OutMeta(shape, common, common)

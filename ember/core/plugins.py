@@ -80,16 +80,23 @@ class PluginRegistry:
         self.backends: dict[str, Backend] = {}
         self.errors: dict[str, str] = {}  # backend or plugin name -> why it failed
         self._loaded = False
+        self._failure: BaseException | None = None  # a loud (EMBER_BACKENDS) load error
         self._lock = threading.RLock()
 
     # -- discovery --------------------------------------------------------------------
     def ensure_loaded(self) -> None:
         if self._loaded:
+            if self._failure is not None:  # every later query repeats the original error
+                raise self._failure
             return
         with self._lock:
             if not self._loaded:
-                self._load()
                 self._loaded = True
+                try:
+                    self._load()
+                except Exception as err:
+                    self._failure = err
+                    raise
 
     def _load(self) -> None:
         allow = _allow_list()
@@ -100,7 +107,7 @@ class PluginRegistry:
                 record.module = _import(record.target)
                 self.pm.register(record.module, name=f"ember-plugin-{record.name}")
             except Exception as err:  # a broken plugin must not break ember
-                record.error = _describe(err)
+                record.error = f"{_describe(err)} [{_origin(record)}]"
                 self.errors[record.name] = record.error
                 if loud:
                     raise RuntimeError(f"ember plugin {record.name!r} ({record.target}) failed "
@@ -122,7 +129,7 @@ class PluginRegistry:
         try:
             factories = list(impl() or [])
         except Exception as err:
-            record.error = _describe(err)
+            record.error = f"{_describe(err)} [{_origin(record)}]"
             self.errors[record.name] = record.error
             if loud:
                 raise RuntimeError(f"ember plugin {record.name!r}: ember_backends() failed: "
@@ -137,7 +144,11 @@ class PluginRegistry:
                 self._validate(record, backend)
             except Exception as err:
                 label = getattr(factory, "name", None) or record.name
-                self.errors[label] = _describe(err)
+                if not isinstance(label, str):
+                    label = record.name
+                if label in self.backends or label in self.errors:
+                    label = f"{label} (from plugin {record.name})"
+                self.errors[label] = f"{_describe(err)} [{_origin(record)}]"
                 if loud:
                     raise RuntimeError(f"ember plugin {record.name!r}: backend {label!r} "
                                        f"refused: {self.errors[label]}") from err
@@ -186,7 +197,14 @@ class PluginRegistry:
         if name in self.errors:
             raise RuntimeError(f"device type {name!r} is provided by a plugin that failed to "
                                f"load: {self.errors[name]}\n{self.summary()}")
-        raise RuntimeError(f"unknown device type {name!r}.\n{self.summary()}")
+        hint = ""
+        if os.environ.get("EMBER_PLUGIN_AUTOLOAD", "1").strip() == "0":
+            hint = " (third-party plugins are not loaded: EMBER_PLUGIN_AUTOLOAD=0"
+            if any(ep.name == name for ep in
+                   importlib.metadata.entry_points(group=GROUP)):
+                hint += f"; an installed plugin provides {name!r}"
+            hint += ")"
+        raise RuntimeError(f"unknown device type {name!r}{hint}.\n{self.summary()}")
 
     def summary(self) -> str:
         """One line per backend and broken plugin: what can be used and why not."""
@@ -260,6 +278,11 @@ def _import(target: str) -> Any:
     module_name, _, attr = target.partition(":")
     module = importlib.import_module(module_name)
     return getattr(module, attr) if attr else module
+
+
+def _origin(record: PluginRecord) -> str:
+    dist = record.distribution or "unknown distribution"
+    return f"entry point {record.name!r} = {record.target} of {dist}"
 
 
 def _describe(err: BaseException) -> str:
