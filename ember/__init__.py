@@ -91,7 +91,7 @@ def devices() -> list:
     from ember.core import scheduler
 
     out = []
-    for backend in scheduler.available_backends():
+    for backend in sorted(scheduler.available_backends(), key=lambda b: b.name != "cpu"):
         if backend.name == "cpu":
             out.append(device("cpu"))
         else:

@@ -267,11 +267,12 @@ def _bw_sub(node, g):
 
 
 def _saved_operands(node):
-    """The (a, b) operands of a binary node: saved tensors, or the stored scalars."""
+    """The (a, b) operands of a binary node: the saved tensors or the stored scalars (None
+    for a tensor operand that was not saved because no gradient needs it)."""
     saved = iter(node.saved_tensors)
-    sa, sb = node.attrs["scalars"]
-    a = next(saved) if sa is None else sa
-    b = next(saved) if sb is None else sb
+    (sa, sb), (keep_a, keep_b) = node.attrs["scalars"], node.attrs["kept"]
+    a = (next(saved) if keep_a else None) if sa is None else sa
+    b = (next(saved) if keep_b else None) if sb is None else sb
     return a, b
 
 
@@ -336,14 +337,22 @@ def _bw_remainder(node, g):
             None if mb is None else _grad_for(neg(mul(g, floor_divide(a, b))), mb))
 
 
+def _keep_both(need_a: bool, need_b: bool) -> tuple[bool, bool]:
+    return True, True
+
+
+# op -> (node label, backward, which operands to save given which gradients are needed).
+# Saving only what backward reads matters: a saved tensor changed in place later makes
+# backward raise, so `y * 2` must not save `y` when only y's gradient is wanted.
 _BINARY_BW = {
-    "add": ("AddBackward0", _bw_add, False), "sub": ("SubBackward0", _bw_sub, False),
-    "mul": ("MulBackward0", _bw_mul, True), "div": ("DivBackward0", _bw_div, True),
-    "pow": ("PowBackward0", _bw_pow, True),
-    "maximum": ("MaximumBackward0", _bw_maxmin("maximum"), True),
-    "minimum": ("MinimumBackward0", _bw_maxmin("minimum"), True),
-    "atan2": ("Atan2Backward0", _bw_atan2, True),
-    "remainder": ("RemainderBackward0", _bw_remainder, True),
+    "add": ("AddBackward0", _bw_add, None), "sub": ("SubBackward0", _bw_sub, None),
+    "mul": ("MulBackward0", _bw_mul, lambda na, nb: (nb, na)),
+    "div": ("DivBackward0", _bw_div, lambda na, nb: (nb, True)),
+    "pow": ("PowBackward0", _bw_pow, _keep_both),
+    "maximum": ("MaximumBackward0", _bw_maxmin("maximum"), _keep_both),
+    "minimum": ("MinimumBackward0", _bw_maxmin("minimum"), _keep_both),
+    "atan2": ("Atan2Backward0", _bw_atan2, _keep_both),
+    "remainder": ("RemainderBackward0", _bw_remainder, lambda na, nb: (nb, nb)),
 }
 
 
@@ -362,10 +371,13 @@ def _binary(op: str, a: Any, b: Any) -> Tensor:
     if _state.enabled and ((ta and a._requires_grad) or (tb and b._requires_grad)):
         entry = _BINARY_BW.get(op)
         if entry is not None and out._dtype.is_floating_point:
-            label, fn, needs_values = entry
-            saved = tuple(x for x in (a, b) if isinstance(x, Tensor)) if needs_values else ()
+            label, fn, which = entry
+            need_a, need_b = ta and a._requires_grad, tb and b._requires_grad
+            keep_a, keep_b = which(need_a, need_b) if which else (False, False)
+            keep_a, keep_b = keep_a and ta, keep_b and tb
+            saved = tuple(x for x, keep in ((a, keep_a), (b, keep_b)) if keep)
             record(label, fn, (a, b), out, saved=saved, metas=(_meta(a), _meta(b)),
-                   scalars=(None if ta else a, None if tb else b))
+                   scalars=(None if ta else a, None if tb else b), kept=(keep_a, keep_b))
     return out
 
 
@@ -684,7 +696,17 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
                            f"a floating point or complex dtype. Got: {input._dtype}")
     dims = _dims_arg("mean", input, dim)
     n = input.numel() if dims is None else math.prod(input.shape[d] for d in dims)
-    return div(sum(input, dims, keepdim), n if n else float("nan"))
+    with ag.no_grad():
+        out = div(sum(input, dims, keepdim), n if n else float("nan"))
+    if _state.enabled and input._requires_grad:
+        record("MeanBackward1" if dims is not None else "MeanBackward0", _bw_mean, (input,),
+               out, shape=tuple(input.shape), dims=dims, keepdim=keepdim, n=n)
+    return out
+
+
+def _bw_mean(node, g):
+    n = node.attrs["n"]
+    return div(_bw_sum(node, g), n if n else float("nan"))
 
 
 def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
@@ -841,7 +863,12 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
         input = to(input, dtype=dtype)
     dims = _dims_arg("norm", input, dim)
     if p in ("fro", 2, 2.0):
-        return sqrt(sum(mul(input, input), dims, keepdim))
+        with ag.no_grad():
+            out = sqrt(sum(mul(input, input), dims, keepdim))
+        if _state.enabled and input._requires_grad:
+            record("NormBackward1" if dims is not None else "NormBackward0", _bw_norm2,
+                   (input,), out, saved=(input, out), dims=dims, keepdim=keepdim)
+        return out
     if p in (math.inf, float("inf")):
         return _extreme("max", abs(input), dims, keepdim)
     if p in (-math.inf, float("-inf")):
@@ -853,6 +880,14 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
     if isinstance(p, str):
         raise RuntimeError(f"norm(): unsupported norm type {p!r}")
     return pow(sum(pow(abs(input), p), dims, keepdim), 1.0 / p)
+
+
+def _bw_norm2(node, g):
+    x, y = node.saved_tensors
+    shape, dims, keepdim = tuple(x.shape), node.attrs["dims"], node.attrs["keepdim"]
+    norm_ = _expand_back(y, shape, dims, keepdim)
+    scale = where(eq(norm_, 0), 0.0, div(x, norm_))  # 0 at a zero vector, as PyTorch
+    return mul(_expand_back(g, shape, dims, keepdim), scale)
 
 
 def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
@@ -911,7 +946,7 @@ def _reshape_impl(x: Tensor, shape: tuple, must_view: bool, op: str) -> Tensor:
     if viewed:
         _as_view(out, x, lambda b: reshape(b, shape))
     if _state.enabled and x._requires_grad:
-        record("ViewBackward0" if must_view else "ReshapeAliasBackward0", _bw_reshape, (x,),
+        record("ViewBackward0" if viewed else "UnsafeViewBackward0", _bw_reshape, (x,),
                out, shape=tuple(x.shape))
     return out
 
@@ -988,11 +1023,15 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
                            f"not match the length of the desired ordering of dimensions i.e. "
                            f"input.dim() = {input.ndim} is not equal to len(dims) = {len(dims)}")
+    return _permute(input, dims, "PermuteBackward0")
+
+
+def _permute(input: Tensor, dims: tuple, label: str) -> Tensor:
     out = run("permute", input, dims=dims)
     _as_view(out, input, lambda b: permute(b, dims))
     if _state.enabled and input._requires_grad:
         inverse = tuple(sorted(range(len(dims)), key=lambda i: dims[i]))
-        record("PermuteBackward0", _bw_permute, (input,), out, inverse=inverse)
+        record(label, _bw_permute, (input,), out, inverse=inverse)
     return out
 
 
@@ -1008,7 +1047,7 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     a, b = normalize_dim("transpose", dim0, n), normalize_dim("transpose", dim1, n)
     order = list(range(n))
     order[a], order[b] = order[b], order[a]
-    return permute(input, tuple(order))
+    return _permute(input, tuple(order), "TransposeBackward0")
 
 
 swapaxes = transpose
@@ -1020,7 +1059,7 @@ def t(input: Tensor) -> Tensor:
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{input.ndim}D")
-    return transpose(input, 0, 1) if input.ndim == 2 else _alias(input)
+    return _permute(input, (1, 0), "TBackward0") if input.ndim == 2 else _alias(input)
 
 
 def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
@@ -1481,8 +1520,9 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Matrix product with NumPy's rules for 1-D operands and batch broadcasting."""
     out = run("matmul", input, other)
     if _grad_on(input, other):
-        record("MmBackward0" if input.ndim == other.ndim == 2 else "MatmulBackward0",
-               _bw_matmul, (input, other), out, saved=(input, other))
+        label = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBackward0",
+                 (3, 3): "BmmBackward0"}.get((input.ndim, other.ndim), "MatmulBackward0")
+        record(label, _bw_matmul, (input, other), out, saved=(input, other))
     return out
 
 

@@ -1,9 +1,10 @@
 """Parsing of `x[key]` into the `getitem`/`setitem` index spec (see ember.core.ops).
 
-Follows PyTorch (and NumPy): ints, slices with positive steps, None, Ellipsis, integer
-tensors (or lists) and boolean masks. When any tensor index is present, ints count as
-advanced indices too; the advanced result dimensions go where the first advanced index
-stood if they are adjacent, else in front.
+Follows PyTorch: ints, slices with positive steps, None, Ellipsis, integer tensors (or
+lists) and boolean masks. Ints always select (they remove their dimension first, unlike
+NumPy, which treats them as advanced indices beside tensors); the tensor indices then
+broadcast together, and their result dimensions go where the first of them stood if they
+are adjacent (ints in between do not count), else in front.
 """
 
 from __future__ import annotations
@@ -67,16 +68,15 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
         raise IndexError(f"too many indices for tensor of dimension {x.ndim} (got {consumed})")
     if sum(k is Ellipsis for k in items) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    if Ellipsis in items:
-        i = items.index(Ellipsis)
+    if any(k is Ellipsis for k in items):
+        i = next(j for j, k in enumerate(items) if k is Ellipsis)
         items[i:i + 1] = [slice(None)] * (x.ndim - consumed)
     else:
         items.extend([slice(None)] * (x.ndim - consumed))
 
     spec: list[tuple] = []
     tensors: list[Tensor] = []
-    shape_parts: list[Any] = []  # ints (basic dims) or "adv" markers, in order
-    has_tensor = any(isinstance(k, Tensor) or isinstance(k, tuple) for k in items)
+    shape_parts: list[Any] = []  # result sizes of basic entries, or "adv" markers, in order
     dim = 0
     for k in items:
         if k is None:
@@ -96,12 +96,7 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
             if not -size <= k < size:
                 raise IndexError(f"index {k} is out of bounds for dimension {dim} with size "
                                  f"{size}")
-            if has_tensor:  # NumPy's rule: beside tensors, ints are advanced indices
-                tensors.append(F.tensor(k % size, device=x.device))
-                spec.append(("tensor", len(tensors) - 1))
-                shape_parts.append("adv")
-            else:
-                spec.append(("int", k % size))
+            spec.append(("int", k % size))  # removes the dimension: no part of the shape
             dim += 1
         elif isinstance(k, tuple):  # a bool mask covering k.ndim dimensions
             mask = k[1]
@@ -124,8 +119,7 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
             dim += 1
 
     if not tensors:
-        shape = tuple(s for s, e in zip(shape_parts, spec) if e[0] != "int")
-        return ParsedIndex(tuple(spec), (), shape, True)
+        return ParsedIndex(tuple(spec), (), tuple(shape_parts), True)
     adv_shape: tuple[int, ...] = ()
     for t in tensors:
         adv_shape = broadcast_shapes("index", adv_shape, tuple(t.shape))

@@ -24,6 +24,10 @@ getitem             (x, *index_buffers, index=spec) -> y; `spec` is a tuple of
                     ("int", i) | ("slice", start, stop, step) | ("none",) | ("tensor", k)
                     entries covering every dimension (no Ellipsis left; k numbers the
                     int64 index buffers). Basic indexing (no "tensor") returns a view.
+                    PyTorch's rule, not NumPy's: "int" entries select first; the tensor
+                    indices then broadcast together and their dimensions go where the
+                    first stood if they are adjacent among the non-int entries, else
+                    in front. Negative tensor indices count from the end.
 setitem             (x, value, *index_buffers, index=spec, accumulate=bool) -> None;
                     writes `value` (already broadcastable, same dtype) into x in place.
 assign              (dst, src) -> None: copies src (broadcastable, same dtype) into dst.
@@ -112,7 +116,8 @@ def broadcast_shapes(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[i
     n = max(len(a), len(b))
     pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
     out = []
-    for i, (x, y) in enumerate(zip(pa, pb)):
+    for i in reversed(range(n)):  # PyTorch reports the last mismatching dimension
+        x, y = pa[i], pb[i]
         if x == y or y == 1:
             out.append(x)
         elif x == 1:
@@ -122,7 +127,7 @@ def broadcast_shapes(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[i
                 f"{op}: shapes {fmt_shape(a)} and {fmt_shape(b)} cannot be broadcast: the size "
                 f"of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton "
                 f"dimension {i}")
-    return tuple(out)
+    return tuple(reversed(out))
 
 
 def normalize_dim(op: str, dim: int, ndim: int) -> int:

@@ -176,16 +176,22 @@ class PluginRegistry:
                                f"{API_VERSION}; upgrade the plugin or ember")
 
     def _apply_kernel_hooks(self, loud: bool) -> None:
+        records = {f"ember-plugin-{r.name}": r for r in self.plugins}
         for impl in self.pm.hook.ember_backend_kernels.get_hookimpls():
+            record = records.get(impl.plugin_name)
+            label = record.name if record else impl.plugin_name
             for backend in self.backends.values():
                 try:
                     extra = impl.function(backend=backend)
                     if extra:
                         backend.kernels.update(extra)
                 except Exception as err:
-                    self.errors[impl.plugin_name] = _describe(err)
+                    where = f" [{_origin(record)}]" if record else ""
+                    self.errors[label] = (f"ember_backend_kernels({backend.name}) failed: "
+                                          f"{_describe(err)}{where}")
                     if loud:
-                        raise
+                        raise RuntimeError(f"ember plugin {label!r}: "
+                                           f"{self.errors[label]}") from err
 
     # -- queries ----------------------------------------------------------------------
     def get(self, name: str) -> Backend:

@@ -20,19 +20,15 @@ class _Formatter:
                                                        else "int")
         self.sci = False
         self.int_mode = False
-        finite = values[np.isfinite(values)] if self.kind == "float" else values
-        if self.kind == "float" and finite.size:
-            nonzero = np.abs(finite[finite != 0]).astype(np.float64)
-            self.int_mode = bool(np.all(finite == np.round(finite)))
-            if nonzero.size:
-                hi, lo = nonzero.max(), nonzero.min()
-                if self.int_mode:
-                    self.sci = hi > 1e8
-                else:
-                    self.sci = hi / lo > 1000 or hi > 1e8 or lo < 1e-4
-        elif self.kind == "float":
-            self.int_mode = True
-        self.width = max((len(self.raw(v)) for v in values.reshape(-1)), default=1)
+        measured = values.reshape(-1)
+        if self.kind == "float":
+            # PyTorch looks only at nonzero finite values, for the mode and the width
+            measured = values[np.isfinite(values) & (values != 0)].astype(np.float64)
+            self.int_mode = bool(np.all(measured == np.round(measured)))
+            if measured.size:
+                hi, lo = np.abs(measured).max(), np.abs(measured).min()
+                self.sci = hi / lo > 1000 or hi > 1e8 or (not self.int_mode and lo < 1e-4)
+        self.width = max((len(self.raw(v)) for v in measured), default=1)
 
     def raw(self, v) -> str:
         if self.kind == "bool":
@@ -65,7 +61,8 @@ def _format(a: np.ndarray, fmt: _Formatter, indent: int, summarize: bool) -> str
     if a.ndim == 0:
         return fmt(a.item() if fmt.kind != "float" else a.astype(np.float64).item())
     if a.ndim == 1:
-        items = [v if isinstance(v, str) else fmt(v) for v in _edge(a, summarize)]
+        # PyTorch's ellipsis element is " ..." (so ",  ..., " in a summarised row)
+        items = [" ..." if isinstance(v, str) else fmt(v) for v in _edge(a, summarize)]
         per_line = max(1, (LINE_WIDTH - indent) // (fmt.width + 2))
         lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
         return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"

@@ -10,18 +10,19 @@ from ember.core import plugins
 from ember.core.device import device as Device
 
 
-def available_backends() -> list:
-    """Loaded backends that can be used now, preferred first (the CPU last)."""
+def available_backends(accelerators_only: bool = False) -> list:
+    """Loaded backends that can be used now, preferred first (the CPU last). With
+    `accelerators_only`, only those `"auto"` may choose (and the CPU)."""
     plugins.registry.ensure_loaded()
     usable = [b for b in plugins.registry.backends.values()
-              if (b.is_accelerator or b.name == "cpu")
+              if (not accelerators_only or b.is_accelerator or b.name == "cpu")
               and plugins.safe_unavailable_reason(b) is None]
     return sorted(usable, key=lambda b: (b.name == "cpu", -b.priority))
 
 
 def default_device() -> Device:
     """The device `"auto"` resolves to."""
-    best = available_backends()
+    best = available_backends(accelerators_only=True)
     if not best or best[0].name == "cpu":
         return Device("cpu")
     return Device(best[0].name, 0)

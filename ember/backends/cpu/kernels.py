@@ -16,6 +16,9 @@ from ember.core.backend import ALL_DTYPES, ViewNotPossible, bfloat16, numpy_dtyp
 _NP = {d: numpy_dtype(d) for d in ALL_DTYPES}
 _LOW_PRECISION = {np.dtype(np.float16), _NP[bfloat16]}
 _rng = np.random.Generator(np.random.PCG64(0))
+_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers "
+            "to a single memory location. Please clone() the tensor before performing the "
+            "operation.")
 
 
 def manual_seed(seed: int) -> None:
@@ -37,6 +40,8 @@ def _quiet(f):
     """Run a ufunc without NumPy's floating-point warnings (PyTorch gives inf/nan
     silently)."""
     def kernel(*args, out=None):
+        if out is not None and not out.flags.writeable:
+            raise RuntimeError(_OVERLAP)
         with np.errstate(all="ignore"):
             return _arr(f(*args, out=out))
     return kernel
@@ -44,6 +49,8 @@ def _quiet(f):
 
 def _plain(f):
     def kernel(*args, out=None):
+        if out is not None and not out.flags.writeable:
+            raise RuntimeError(_OVERLAP)
         return _arr(f(*args, out=out))
     return kernel
 
@@ -230,16 +237,23 @@ def _key(index, tensors):
     return tuple(key)
 
 
+def _select_ints_first(x, index):
+    """PyTorch's rule: with tensor indices present, ints select before the advanced
+    indexing (NumPy would treat them as advanced). Returns the view and the rest."""
+    if not any(e[0] == "int" for e in index) or not any(e[0] == "tensor" for e in index):
+        return x, index
+    first = tuple(e[1] if e[0] == "int" else slice(None) for e in index if e[0] != "none")
+    rest = tuple(e for e in index if e[0] != "int")
+    return x[first + (Ellipsis,)], rest
+
+
 def getitem(x, *tensors, index, shape=None):
+    x, index = _select_ints_first(x, index)
     return x[_key(index, tensors)]
 
 
-_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers "
-            "to a single memory location. Please clone() the tensor before performing the "
-            "operation.")
-
-
 def setitem(x, value, *tensors, index, accumulate=False):
+    x, index = _select_ints_first(x, index)
     key = _key(index, tensors)
     try:
         if accumulate and tensors:

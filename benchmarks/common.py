@@ -1,0 +1,37 @@
+"""Shared timing helpers: min-of-repeats wall time, and a side-by-side table."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+
+def best_time(fn: Callable[[], object], number: int, repeat: int = 7,
+              sync: Callable[[], object] | None = None) -> float:
+    """Seconds per call: the best of `repeat` runs of `number` calls (after a warm-up)."""
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        if sync is not None:
+            sync()
+        best = min(best, (time.perf_counter() - start) / number)
+    return best
+
+
+def fmt_time(seconds: float) -> str:
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:8.2f} us"
+    return f"{seconds * 1e3:8.2f} ms"
+
+
+def print_table(title: str, rows: list[tuple[str, float, float | None, str]]) -> None:
+    """rows: (name, ember seconds, torch seconds or None, goal text)."""
+    print(f"\n{title}")
+    print(f"{'workload':44s} {'ember':>11s} {'torch':>11s} {'ember/torch':>12s}  goal")
+    for name, ours, theirs, goal in rows:
+        ratio = f"{ours / theirs:11.2f}x" if theirs else "          -"
+        print(f"{name:44s} {fmt_time(ours)} {fmt_time(theirs) if theirs else '          -'} "
+              f"{ratio}  {goal}")
