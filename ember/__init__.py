@@ -13,6 +13,8 @@ from ember.backends.cpu import blas as _blas
 _blas.configure_before_numpy()
 
 from ember.core.tensor import Size, Tensor  # noqa: E402, F401 - first: it binds the ops
+from ember.core.foreach import *  # noqa: E402, F401, F403 - the _foreach_* list ops
+from ember.core.foreach import _foreach_norm  # noqa: E402, F401
 from ember.core.nnops import (  # noqa: E402, F401
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,

@@ -1861,6 +1861,64 @@ def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
     return to_dtype(lt(r, probs), input.dtype)
 
 
+def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    """A copy of `input` with `value` at positions `index` along `dim`."""
+    d = normalize_dim("index_fill", dim, input.ndim)
+    key = (slice(None),) * d + (reshape(index, (-1,)),)
+    out = clone(input)
+    setitem(out, key, value)
+    return out
+
+
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
+              alpha: Any = 1) -> Tensor:
+    """A copy of `input` with `alpha * source` added at `index` along `dim` (repeats
+    accumulate)."""
+    d = normalize_dim("index_add", dim, input.ndim)
+    indexing._check_bounds(index, input.shape[d], d)
+    src = mul(source, alpha) if alpha != 1 else source
+    shape = [1] * input.ndim
+    shape[d] = index.numel()
+    full_index = expand(reshape(index, tuple(shape)), tuple(src.shape))
+    return scatter_add(input, d, full_index, to_dtype(src, input.dtype))
+
+
+def _make_metadata_inplace(fn):
+    """`x.squeeze_()` and friends: x itself becomes the reshaped view."""
+    def method(self: Tensor, *args: Any) -> Tensor:
+        result = fn(self, *args)
+        self._data = result._data
+        if result._node is not None:
+            self._node, self._output_nr = result._node, result._output_nr
+        return self
+    method.__name__ = fn.__name__ + "_"
+    return method
+
+
+def bernoulli_(x: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
+    probs = p if isinstance(p, Tensor) else full_like(x, p, dtype=dt.float32)
+    return copy_(x, bernoulli(probs, generator=generator))
+
+
+def exponential_(x: Tensor, lambd: float = 1.0, *, generator: Any = None) -> Tensor:
+    u = rand(tuple(x.shape), dtype=x.dtype, device=x.device, generator=generator)
+    return copy_(x, div(neg(log1p(neg(u))), lambd))
+
+
+def random_(x: Tensor, from_: int = 0, to: int | None = None, *,
+            generator: Any = None) -> Tensor:
+    if to is None:
+        from_, to = 0, (2 ** 24 if x.dtype.is_floating_point else 2 ** 31)
+    return copy_(x, randint(from_, to, tuple(x.shape), device=x.device, generator=generator))
+
+
+def fill_diagonal_(x: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
+    n = builtins_min(x.shape)
+    idx = arange(n, device=x.device)
+    setitem(x, tuple(idx for _ in range(x.ndim)), fill_value)
+    return x
+
+
 # -- Tensor methods -------------------------------------------------------------------
 
 
@@ -2020,3 +2078,18 @@ def bind_methods(cls: type) -> None:
         setattr(cls, name + "_", _make_inplace_unary(name, globals()[name]))
     cls.add_, cls.sub_ = _add_, _sub_
     cls.addcmul_, cls.addcdiv_ = _addcmul_, _addcdiv_
+    for name, fn in (("floor_divide", floor_divide), ("atan2", atan2),
+                     ("bitwise_and", bitwise_and), ("bitwise_or", bitwise_or),
+                     ("bitwise_xor", bitwise_xor)):
+        setattr(cls, name + "_", _make_inplace_binary(name, fn))
+    for name in ("expm1", "erf"):
+        setattr(cls, name + "_", _make_inplace_unary(name, globals()[name]))
+    for name, fn in (("square", square), ("logical_not", logical_not),
+                     ("index_fill", index_fill), ("index_add", index_add)):
+        setattr(cls, name + "_", _make_inplace(name, fn))
+    for name, fn in (("squeeze", squeeze), ("unsqueeze", unsqueeze), ("t", t),
+                     ("transpose", transpose)):
+        setattr(cls, name + "_", _make_metadata_inplace(fn))
+    cls.index_fill, cls.index_add = index_fill, index_add
+    cls.bernoulli_, cls.exponential_, cls.random_ = bernoulli_, exponential_, random_
+    cls.fill_diagonal_ = fill_diagonal_

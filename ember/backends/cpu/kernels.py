@@ -412,3 +412,82 @@ def col2im(x, output_size, kernel_size, dilation, padding, stride):
 
 
 KERNELS.update({"constant_pad": constant_pad, "im2col": im2col, "col2im": col2im})
+
+
+# -- list ("foreach") kernels: one call updates a whole list of arrays in place --------
+
+def _each(values, n):
+    """A per-tensor list of scalars, or one scalar for every tensor."""
+    return values if isinstance(values, (list, tuple)) else [values] * n
+
+
+def _foreach_binary(ufunc, inplace):
+    def kernel(xs, others, alpha=1):
+        ys = _each(others, len(xs))
+        if inplace:
+            for x, y in zip(xs, ys):
+                ufunc(x, y if alpha == 1 else np.multiply(y, alpha), out=x)
+            return None
+        return [_arr(ufunc(x, y if alpha == 1 else np.multiply(y, alpha)))
+                for x, y in zip(xs, ys)]
+    return kernel
+
+
+def _foreach_addcmul_(xs, t1s, t2s, value=1):
+    for x, a, b, v in zip(xs, t1s, t2s, _each(value, len(xs))):
+        tmp = np.multiply(a, b)
+        if v != 1:
+            tmp *= v
+        x += tmp
+
+
+def _foreach_addcdiv_(xs, t1s, t2s, value=1):
+    with np.errstate(all="ignore"):
+        for x, a, b, v in zip(xs, t1s, t2s, _each(value, len(xs))):
+            tmp = np.divide(a, b)
+            if v != 1:
+                tmp *= v
+            x += tmp
+
+
+def _foreach_lerp_(xs, ends, weight):
+    for x, end, w in zip(xs, ends, _each(weight, len(xs))):
+        x += w * (end - x)
+
+
+def _foreach_sqrt(xs):
+    return [np.sqrt(x) for x in xs]
+
+
+def _foreach_sqrt_(xs):
+    for x in xs:
+        np.sqrt(x, out=x)
+
+
+def _foreach_neg(xs):
+    return [np.negative(x) for x in xs]
+
+
+def _foreach_zero_(xs):
+    for x in xs:
+        x.fill(0)
+
+
+def _foreach_copy_(xs, srcs):
+    for x, s in zip(xs, srcs):
+        np.copyto(x, s, casting="unsafe")
+
+
+KERNELS.update({
+    "_foreach_add_": _foreach_binary(np.add, True), "_foreach_add": _foreach_binary(np.add, False),
+    "_foreach_sub_": _foreach_binary(np.subtract, True),
+    "_foreach_mul_": _foreach_binary(np.multiply, True),
+    "_foreach_mul": _foreach_binary(np.multiply, False),
+    "_foreach_div_": _foreach_binary(np.true_divide, True),
+    "_foreach_div": _foreach_binary(np.true_divide, False),
+    "_foreach_maximum_": _foreach_binary(np.maximum, True),
+    "_foreach_addcmul_": _foreach_addcmul_, "_foreach_addcdiv_": _foreach_addcdiv_,
+    "_foreach_lerp_": _foreach_lerp_, "_foreach_sqrt": _foreach_sqrt,
+    "_foreach_sqrt_": _foreach_sqrt_, "_foreach_neg": _foreach_neg,
+    "_foreach_zero_": _foreach_zero_, "_foreach_copy_": _foreach_copy_,
+})
