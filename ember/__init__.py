@@ -75,6 +75,7 @@ from ember.core.functions import (  # noqa: E402, F401 - names `import *` skips 
     sum,
 )
 from ember import autograd  # noqa: E402, F401
+from ember.serialization import load, save  # noqa: E402, F401
 
 half, double, long, short = float16, float64, int64, int16
 float = float32  # noqa: A001 - PyTorch's alias
