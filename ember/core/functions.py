@@ -1128,7 +1128,11 @@ def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
     return repeat(input, dims)
 
 
-def flip(input: Tensor, dims: Any) -> Tensor:
+def flip(input: Tensor, *dims: Any) -> Tensor:
+    """A copy with the order of elements reversed along `dims` (`x.flip(0, 1)` or
+    `x.flip((0, 1))`)."""
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = tuple(dims[0])
     dims = normalize_dims("flip", dims, input.ndim) or ()
     out = run("flip", input, dims=dims)
     if _state.enabled and input._requires_grad:
@@ -1528,6 +1532,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
 
 def _bw_matmul(node, g):
     a, b = node.saved_tensors
+    if a.ndim == 1 and b.ndim == 1:  # a dot product: g is 0-d
+        return (mul(g, b) if node.needs[0] else None), (mul(g, a) if node.needs[1] else None)
     a2 = unsqueeze(a, 0) if a.ndim == 1 else a
     b2 = unsqueeze(b, -1) if b.ndim == 1 else b
     g2 = g
