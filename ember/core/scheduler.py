@@ -6,6 +6,8 @@ The work-size-aware planner of ARCHITECTURE.md (`ember.plan`) builds on this mod
 
 from __future__ import annotations
 
+import os
+
 from ember.core import plugins
 from ember.core.device import device as Device
 
@@ -17,6 +19,8 @@ def available_backends(accelerators_only: bool = False) -> list:
     usable = [b for b in plugins.registry.backends.values()
               if (not accelerators_only or b.is_accelerator or b.name == "cpu")
               and plugins.safe_unavailable_reason(b) is None]
+    if os.environ.get("EMBER_BACKENDS", "").strip():  # the user's order is the preference
+        return usable
     return sorted(usable, key=lambda b: (b.name == "cpu", -b.priority))
 
 

@@ -11,7 +11,10 @@ from ember.core.backend import Backend, Kernel, dtype, numpy_dtype
 
 
 class NumpyBackend(Backend):
-    """Buffers are NumPy arrays that are never shared with the host (every move copies)."""
+    """Buffers are NumPy arrays that are never shared with the host (every move copies).
+    It poses as an accelerator, so that `ember.devices()` lists it when it is usable."""
+
+    is_accelerator = True
 
     def empty(self, shape: tuple[int, ...], dtype: dtype, device: int) -> Any:
         return np.empty(shape, numpy_dtype(dtype))
