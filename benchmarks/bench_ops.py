@@ -15,8 +15,9 @@ import numpy as np  # noqa: F401 - first, on purpose
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-import ember  # noqa: E402
 from common import best_time, print_table  # noqa: E402
+
+import ember  # noqa: E402
 
 try:
     import torch  # noqa: E402
@@ -31,11 +32,11 @@ def overhead_rows() -> list:
     for grad in (False, True):
         a = ember.ones(4, requires_grad=grad)
         b = ember.ones(4)
-        ours = best_time(lambda: a + b, 20000)
+        ours = best_time(lambda a=a, b=b: a + b, 20000)
         theirs = None
         if torch is not None:
             ta, tb = torch.ones(4, requires_grad=grad), torch.ones(4)
-            theirs = best_time(lambda: ta + tb, 20000)
+            theirs = best_time(lambda ta=ta, tb=tb: ta + tb, 20000)
         rows.append((f"a + b, 4 floats{', requires_grad' if grad else ''}", ours, theirs,
                      "<= 6x"))
     return rows

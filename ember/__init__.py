@@ -6,31 +6,18 @@ hardware backends.
     (x @ x.T).sum().backward()
 """
 
+# ruff: noqa: I001 - the import order below matters (see the two comments)
+
 # Before anything imports NumPy: point OpenBLAS at the kernels this CPU can run (it reads
 # OPENBLAS_CORETYPE once, when it loads). Does nothing if NumPy is already imported.
 from ember.backends.cpu import blas as _blas
 
 _blas.configure_before_numpy()
 
-from ember.core.tensor import Size, Tensor  # noqa: E402, F401 - first: it binds the ops
-from ember.core.foreach import *  # noqa: E402, F401, F403 - the _foreach_* list ops
-from ember.core.foreach import _foreach_norm  # noqa: E402, F401
-from ember.core.nnops import (  # noqa: E402, F401
-    adaptive_avg_pool1d,
-    adaptive_avg_pool2d,
-    avg_pool1d,
-    avg_pool2d,
-    col2im,
-    constant_pad_nd,
-    conv1d,
-    conv2d,
-    conv_transpose2d,
-    im2col,
-    layer_norm,
-    linear,
-    max_pool1d,
-    max_pool2d,
-)
+# The tensor module first: importing it binds the Tensor methods from ember.core.functions,
+# which the other core modules need.
+from ember.core.tensor import Size, Tensor  # noqa: E402, F401
+from ember import autograd  # noqa: E402, F401
 from ember.core.autograd import (  # noqa: E402, F401
     enable_grad,
     inference_mode,
@@ -62,7 +49,9 @@ from ember.core.dtype import (  # noqa: E402, F401
     set_default_dtype,
     uint8,
 )
-from ember.core.dtype import bool_ as bool  # noqa: E402, A001
+from ember.core.dtype import bool_ as bool  # noqa: E402, A001, F401
+from ember.core.foreach import *  # noqa: E402, F401, F403 - the _foreach_* list ops
+from ember.core.foreach import _foreach_norm  # noqa: E402, F401
 from ember.core.functions import *  # noqa: E402, F401, F403
 from ember.core.functions import (  # noqa: E402, F401 - names `import *` skips or shadows
     abs,
@@ -74,7 +63,22 @@ from ember.core.functions import (  # noqa: E402, F401 - names `import *` skips 
     round,
     sum,
 )
-from ember import autograd  # noqa: E402, F401
+from ember.core.nnops import (  # noqa: E402, F401
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    col2im,
+    constant_pad_nd,
+    conv1d,
+    conv2d,
+    conv_transpose2d,
+    im2col,
+    layer_norm,
+    linear,
+    max_pool1d,
+    max_pool2d,
+)
 from ember.serialization import load, save  # noqa: E402, F401
 
 half, double, long, short = float16, float64, int64, int16

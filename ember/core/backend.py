@@ -44,6 +44,7 @@ from ember.core.dtype import (  # noqa: F401 - re-exported: the dtype vocabulary
     uint8,
 )
 
+
 def numpy_dtype(d: dtype) -> Any:
     """The NumPy dtype that holds `d` on the host (bfloat16 through ml_dtypes)."""
     import numpy as np

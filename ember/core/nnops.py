@@ -394,7 +394,7 @@ def _avg_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, ceil
                     pad += [p, p]
                 ones = constant_pad_nd(ones, pad, 1.0)
                 rest = []
-                for p, e in reversed(list(zip(padding_, extra))):
+                for e in reversed(extra):
                     rest += [0, e]
                 covered = constant_pad_nd(ones, rest, 0.0)
             else:

@@ -394,7 +394,6 @@ def im2col(x, kernel_size, dilation, padding, stride):
 
 
 def col2im(x, output_size, kernel_size, dilation, padding, stride):
-    n = len(kernel_size)
     batch, ck, _ = x.shape
     channels = ck // math.prod(kernel_size)
     outs = [(o + 2 * p - d * (k - 1) - 1) // s + 1 for o, k, d, p, s in
