@@ -17,7 +17,7 @@ _blas.configure_before_numpy()
 # The tensor module first: importing it binds the Tensor methods from ember.core.functions,
 # which the other core modules need.
 from ember.core.tensor import Size, Tensor  # noqa: E402, F401
-from ember import autograd  # noqa: E402, F401
+from ember import autograd, utils  # noqa: E402, F401
 from ember.core.autograd import (  # noqa: E402, F401
     enable_grad,
     inference_mode,
