@@ -107,3 +107,15 @@ def devices() -> list:
 
 
 import builtins  # noqa: E402
+
+
+_SUBMODULES = {"nn", "optim", "testing", "demo", "cli"}
+
+
+def __getattr__(name: str):
+    """`ember.nn`, `ember.optim` ... import on first use (keeps `import ember` fast)."""
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"ember.{name}")
+    raise AttributeError(f"module 'ember' has no attribute {name!r}")

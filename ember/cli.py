@@ -1,4 +1,4 @@
-"""The `ember` command: `ember devices`, `ember tour`, and the tools later issues add."""
+"""The `ember` command: `ember devices`, `ember demo`, `ember tour`."""
 
 from __future__ import annotations
 
@@ -101,12 +101,29 @@ def cmd_tour(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Train a small CNN on the digits, checkpoint it, reload it, and report."""
+    from ember import demo
+
+    return demo.main(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ember", description="ember command-line tools")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("devices", help="list backends and devices, and why any is unusable")
     p.add_argument("--explain", action="store_true", help="also say what 'auto' picks")
     p.set_defaults(func=cmd_devices)
+    p = sub.add_parser("demo", help="train a small CNN on handwritten digits, end to end")
+    p.add_argument("--device", default="auto", help="cpu, opencl, cuda, auto (the best "
+                   "available), or a plugin's device")
+    p.add_argument("--epochs", type=int, default=15)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--checkpoint", default=None, help="where to save the trained weights")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_demo)
     p = sub.add_parser("tour", help="a short tour of tensors and autograd")
     p.add_argument("--device", default="cpu")
     p.set_defaults(func=cmd_tour)

@@ -73,7 +73,8 @@ def _apply(name: str, inplace: bool, xs: Sequence[Tensor], *args: Any, **attrs: 
     with ag.no_grad():
         for i, x in enumerate(xs):
             others = [a[i] if isinstance(a, (list, tuple)) else a for a in args]
-            value = per_tensor(x, *others, **attrs)
+            own = {k: v[i] if isinstance(v, (list, tuple)) else v for k, v in attrs.items()}
+            value = per_tensor(x, *others, **own)
             if inplace:
                 F.copy_(x, value)
             else:

@@ -1,0 +1,52 @@
+"""`ember.nn`: modules, parameters, containers, layers and losses, with PyTorch's API.
+
+    import ember
+    from ember import nn
+
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    loss = nn.CrossEntropyLoss()(model(x), y)
+"""
+
+from importlib.util import find_spec as _find_spec
+
+from ember.nn import functional, init, utils  # noqa: F401
+from ember.nn.containers import (  # noqa: F401
+    ModuleDict,
+    ModuleList,
+    ParameterDict,
+    ParameterList,
+    Sequential,
+)
+from ember.nn.module import Module, RemovableHandle  # noqa: F401
+from ember.nn.modules.activation import *  # noqa: F401, F403
+from ember.nn.modules.conv import *  # noqa: F401, F403
+from ember.nn.modules.distance import *  # noqa: F401, F403
+from ember.nn.modules.dropout import *  # noqa: F401, F403
+from ember.nn.modules.flatten import *  # noqa: F401, F403
+from ember.nn.modules.fold import *  # noqa: F401, F403
+from ember.nn.modules.linear import *  # noqa: F401, F403
+from ember.nn.modules.loss import *  # noqa: F401, F403
+from ember.nn.modules.normalization import *  # noqa: F401, F403
+from ember.nn.modules.padding import *  # noqa: F401, F403
+from ember.nn.modules.pooling import *  # noqa: F401, F403
+from ember.nn.modules.sparse import *  # noqa: F401, F403
+from ember.nn.parameter import Buffer, Parameter  # noqa: F401
+
+# The recurrent and attention layers live in their own modules, written separately;
+# they are exported here once they exist (an error inside them is not hidden).
+if _find_spec("ember.nn.modules.rnn") is not None:
+    from ember.nn.modules.rnn import (  # noqa: F401
+        GRU,
+        LSTM,
+        RNN,
+        GRUCell,
+        LSTMCell,
+        RNNBase,
+        RNNCell,
+    )
+if _find_spec("ember.nn.modules.transformer") is not None:
+    from ember.nn.modules.transformer import (  # noqa: F401
+        MultiheadAttention,
+        TransformerEncoder,
+        TransformerEncoderLayer,
+    )

@@ -1,0 +1,1434 @@
+"""`ember.nn.functional`: the stateless functions behind the layers, with PyTorch's names,
+signatures and defaults.
+
+Everything here is written with ember's public Tensor ops, so it runs (and is
+differentiated) on every backend. Convolutions, pooling, unfold/fold, constant padding,
+`linear` and `layer_norm` are core ops (a backend may fuse them); this module only
+checks and forwards their arguments.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import ember
+from ember import Tensor
+
+__all__ = [
+    # linear and convolution
+    "linear", "bilinear", "conv1d", "conv2d", "conv_transpose2d", "unfold", "fold",
+    # pooling
+    "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    # padding and shape
+    "pad", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "one_hot",
+    # normalisation
+    "batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm", "normalize",
+    # dropout and embedding
+    "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "embedding",
+    # activations
+    "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "celu",
+    "gelu", "silu", "mish", "sigmoid", "tanh", "hardtanh", "hardtanh_", "hardsigmoid",
+    "hardswish", "logsigmoid", "softplus", "softsign", "softshrink", "hardshrink",
+    "tanhshrink", "threshold", "threshold_", "glu", "prelu", "softmax", "softmin",
+    "log_softmax",
+    # distances
+    "cosine_similarity", "pairwise_distance",
+    # attention
+    "scaled_dot_product_attention",
+    # losses
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
+    "soft_margin_loss", "margin_ranking_loss", "hinge_embedding_loss",
+    "cosine_embedding_loss", "poisson_nll_loss", "gaussian_nll_loss",
+    "triplet_margin_loss", "multilabel_soft_margin_loss",
+]
+
+
+# -- helpers --------------------------------------------------------------------------
+
+
+def _pair(v: Any, n: int = 2) -> tuple:
+    if isinstance(v, (tuple, list)):
+        return tuple(v)
+    return (v,) * n
+
+
+def _inplace_apply(input: Tensor, fn: Any) -> Tensor:
+    """Write `fn(input)` into `input`. When autograd records, `fn` runs on a clone so the
+    tensors it saves for backward are not the ones the write changes."""
+    src = input.clone() if (ember.is_grad_enabled() and input.requires_grad) else input
+    return input.copy_(fn(src))
+
+
+def _legacy_reduction(size_average: bool | None, reduce: bool | None) -> str:
+    warnings.warn("size_average and reduce args will be deprecated, please use reduction="
+                  f"'{_legacy_string(size_average, reduce)}' instead.", stacklevel=3)
+    return _legacy_string(size_average, reduce)
+
+
+def _legacy_string(size_average: bool | None, reduce: bool | None) -> str:
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if size_average and reduce:
+        return "mean"
+    return "sum" if reduce else "none"
+
+
+def _check_reduction(reduction: str) -> None:
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _channel_shape(input: Tensor) -> tuple:
+    """Shape that broadcasts a per-channel (dim 1) vector against `input`."""
+    return (1, input.shape[1]) + (1,) * (input.ndim - 2)
+
+
+# -- linear and convolution -----------------------------------------------------------
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    r"""Apply an affine map: :math:`y = xA^T + b`.
+
+    Shapes: input ``(*, in_features)``, weight ``(out_features, in_features)`` or
+    ``(in_features,)``, bias ``(out_features,)`` or ``()``; output ``(*, out_features)``.
+    """
+    return ember.linear(input, weight, bias)
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
+             bias: Tensor | None = None) -> Tensor:
+    r"""Apply a bilinear map: :math:`y = x_1^T A x_2 + b`.
+
+    Shapes: input1 ``(*, in1)``, input2 ``(*, in2)``, weight ``(out, in1, in2)``,
+    bias ``(out,)``; output ``(*, out)``.
+    """
+    if input1.shape[:-1] != input2.shape[:-1]:
+        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got "
+                           f"{list(input1.shape[:-1])} and {list(input2.shape[:-1])}")
+    if weight.ndim != 3 or weight.shape[1] != input1.shape[-1] or \
+            weight.shape[2] != input2.shape[-1]:
+        raise RuntimeError(f"bilinear(): weight of shape {list(weight.shape)} does not match "
+                           f"inputs of sizes {input1.shape[-1]} and {input2.shape[-1]}")
+    lead = tuple(input1.shape[:-1])
+    x1 = input1.reshape(-1, input1.shape[-1])
+    x2 = input2.reshape(-1, input2.shape[-1])
+    out = ember.einsum("bi,oij,bj->bo", x1, weight, x2)
+    if bias is not None:
+        out = out + bias
+    return out.reshape(*lead, weight.shape[0])
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    r"""1-D convolution (cross-correlation) over ``(N, C_in, L)`` or ``(C_in, L)`` input.
+
+    ``padding`` is an int, a 1-tuple, ``'valid'`` or ``'same'``.
+    """
+    return ember.conv1d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    r"""2-D convolution (cross-correlation) over ``(N, C_in, H, W)`` or ``(C_in, H, W)``.
+
+    ``padding`` is an int, a pair, ``'valid'`` or ``'same'``.
+    """
+    return ember.conv2d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
+                     groups: int = 1, dilation: Any = 1) -> Tensor:
+    r"""2-D transposed convolution ("deconvolution"); weight ``(C_in, C_out/groups, kH,
+    kW)``."""
+    return ember.conv_transpose2d(input, weight, bias, stride, padding, output_padding,
+                                  groups, dilation)
+
+
+def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
+           stride: Any = 1) -> Tensor:
+    r"""Extract sliding local blocks: ``(N, C, H, W) -> (N, C*kH*kW, L)`` (im2col)."""
+    return ember.im2col(input, _pair(kernel_size), _pair(dilation), _pair(padding),
+                        _pair(stride))
+
+
+def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1,
+         padding: Any = 0, stride: Any = 1) -> Tensor:
+    r"""Sum sliding local blocks into a tensor: ``(N, C*kH*kW, L) -> (N, C, H, W)``
+    (col2im, the adjoint of :func:`unfold`)."""
+    return ember.col2im(input, _pair(output_size), _pair(kernel_size), _pair(dilation),
+                        _pair(padding), _pair(stride))
+
+
+# -- pooling --------------------------------------------------------------------------
+
+
+def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Any:
+    r"""1-D max pooling; with ``return_indices`` also the argmax positions."""
+    return ember.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode,
+                            return_indices)
+
+
+def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Any:
+    r"""2-D max pooling; with ``return_indices`` also the argmax positions (flat over
+    each H*W plane, as torch returns them)."""
+    return ember.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
+                            return_indices)
+
+
+def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
+    r"""1-D average pooling."""
+    return ember.avg_pool1d(input, kernel_size, stride, padding, ceil_mode,
+                            count_include_pad)
+
+
+def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    r"""2-D average pooling."""
+    return ember.avg_pool2d(input, kernel_size, stride, padding, ceil_mode,
+                            count_include_pad, divisor_override)
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
+    r"""2-D average pooling to a fixed output size (``None`` keeps that input size)."""
+    return ember.adaptive_avg_pool2d(input, output_size)
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
+    r"""1-D average pooling to a fixed output length."""
+    size = output_size[0] if isinstance(output_size, (tuple, list)) else output_size
+    out = ember.adaptive_avg_pool2d(input.unsqueeze(-2), (1, size))
+    return out.squeeze(-2)
+
+
+# -- padding and reshaping ------------------------------------------------------------
+
+
+def _pad_indices(n: int, left: int, right: int, mode: str, dim: int, input: Tensor) -> list:
+    idx = range(-left, n + right)
+    if mode == "replicate":
+        return [min(max(i, 0), n - 1) for i in idx]
+    if mode == "reflect":
+        if left >= n or right >= n:
+            raise RuntimeError(f"Padding size should be less than the corresponding input "
+                               f"dimension, but got: padding ({left}, {right}) at dimension "
+                               f"{dim} of input {list(input.shape)}")
+        return [-i if i < 0 else (2 * (n - 1) - i if i >= n else i) for i in idx]
+    if mode == "circular":
+        if left > n or right > n:
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        return [i % n for i in idx]
+    raise NotImplementedError(f"Unsupported padding mode: {mode}")
+
+
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
+        value: float | None = None) -> Tensor:
+    r"""Pad the last ``len(pad) // 2`` dimensions of ``input``.
+
+    ``pad`` lists (left, right) pairs starting from the last dimension:
+    ``(left_W, right_W, top_H, bottom_H, ...)``.
+
+    Args:
+        mode (str): ``'constant'``, ``'reflect'``, ``'replicate'`` or ``'circular'``.
+        value (float): the fill value of ``'constant'`` padding (default 0).
+    """
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2 != 0:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.ndim:
+        raise RuntimeError("Padding length should be less than or equal to two times the "
+                           "input dimension but got padding length "
+                           f"{len(pad)} and input of dimension {input.ndim}")
+    if mode == "constant":
+        return ember.constant_pad_nd(input, pad, 0.0 if value is None else value)
+    if value is not None and value != 0:
+        raise ValueError(f"Padding mode \"{mode}\" doesn't take in value argument.")
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unsupported padding mode: {mode}")
+    n_pad = len(pad) // 2
+    if n_pad not in (1, 2, 3) or input.ndim not in (n_pad + 1, n_pad + 2):
+        # torch's rule: padding k trailing dims needs a (k+1)- or (k+2)-D input
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {input.ndim}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    out = input
+    for i in range(len(pad) // 2):
+        dim = input.ndim - 1 - i
+        left, right = pad[2 * i], pad[2 * i + 1]
+        if left == 0 and right == 0:
+            continue
+        if left < 0 or right < 0:
+            raise NotImplementedError(f"negative padding is only supported by mode "
+                                      f"'constant' (got {pad} for mode '{mode}')")
+        idx = _pad_indices(input.shape[dim], left, right, mode, dim, input)
+        out = ember.index_select(out, dim, ember.tensor(idx, device=input.device))
+    return out
+
+
+def _interp_source(out_size: int, in_size: int, scale: float | None, align_corners: bool,
+                   mode: str) -> tuple[list[int], list[int], list[float]]:
+    """For each output position along one dimension: the two source indices and the
+    weight of the second, with torch's coordinate conventions."""
+    if mode in ("nearest", "nearest-exact"):
+        ratio = (1.0 / scale) if scale else in_size / out_size
+        shift = 0.5 if mode == "nearest-exact" else 0.0
+        idx = [min(int(math.floor((i + shift) * ratio)), in_size - 1) for i in range(out_size)]
+        return idx, idx, [0.0] * out_size
+    if align_corners:
+        ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+        src = [i * ratio for i in range(out_size)]
+    else:
+        ratio = (1.0 / scale) if scale else in_size / out_size
+        src = [max((i + 0.5) * ratio - 0.5, 0.0) for i in range(out_size)]
+    lo = [min(int(math.floor(s)), in_size - 1) for s in src]
+    hi = [min(i + 1, in_size - 1) for i in lo]
+    return lo, hi, [s - i for s, i in zip(src, lo)]
+
+
+def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
+                mode: str = "nearest", align_corners: bool | None = None,
+                recompute_scale_factor: bool | None = None,
+                antialias: bool = False) -> Tensor:
+    r"""Resize the spatial dimensions (all after the first two) of ``input``.
+
+    Args:
+        size: the output spatial size (an int or one per dimension).
+        scale_factor: multiplier of the spatial size (instead of ``size``).
+        mode: ``'nearest'``, ``'nearest-exact'``, ``'linear'`` (3-D input),
+            ``'bilinear'`` (4-D), ``'trilinear'`` (5-D) or ``'area'``.
+        align_corners: for the linear modes, align the corner pixels' centres.
+        recompute_scale_factor: compute the coordinate scale from the output size
+            instead of using ``scale_factor`` directly.
+    """
+    if antialias:
+        raise NotImplementedError("interpolate(): antialias=True is not supported by ember")
+    spatial = input.ndim - 2
+    if spatial < 1:
+        raise ValueError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+                         f"{input.ndim}D) for the modes: nearest | linear | bilinear | "
+                         f"bicubic | trilinear | area | nearest-exact (got {mode})")
+    linear_modes = {"linear": 1, "bilinear": 2, "trilinear": 3}
+    if mode in linear_modes:
+        if linear_modes[mode] != spatial:
+            raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
+                                      f"{linear_modes[mode] + 2}D input")
+        align_corners = bool(align_corners)
+    elif mode in ("nearest", "nearest-exact", "area"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating "
+                             "modes: linear | bilinear | bicubic | trilinear")
+    else:
+        raise NotImplementedError(f"interpolate(): mode '{mode}' is not supported")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("either size or scale_factor should be defined" if size is None
+                         else "only one of size or scale_factor should be defined")
+    in_sizes = list(input.shape[2:])
+    if size is not None:
+        out_sizes = [int(s) for s in _pair(size, spatial)]
+        scales: list = [None] * spatial
+    else:
+        factors = [float(f) for f in _pair(scale_factor, spatial)]
+        out_sizes = [int(math.floor(n * f)) for n, f in zip(in_sizes, factors)]
+        scales = [None] * spatial if recompute_scale_factor else factors
+    if len(out_sizes) != spatial:
+        raise ValueError(f"Input and output must have the same number of spatial dimensions, "
+                         f"but got input with spatial dimensions of {in_sizes} and output "
+                         f"size of {out_sizes}.")
+    if mode == "area":
+        if spatial == 2:
+            return ember.adaptive_avg_pool2d(input, tuple(out_sizes))
+        if spatial == 1:
+            return adaptive_avg_pool1d(input, out_sizes[0])
+        raise NotImplementedError("interpolate(): mode 'area' supports 3-D and 4-D input")
+    out = input
+    for d in range(spatial):
+        dim = 2 + d
+        lo, hi, w = _interp_source(out_sizes[d], in_sizes[d], scales[d], bool(align_corners),
+                                   mode)
+        lo_t = ember.tensor(lo, device=input.device)
+        a = ember.index_select(out, dim, lo_t)
+        if mode.startswith("nearest") or all(x == 0.0 for x in w):
+            out = a
+            continue
+        b = ember.index_select(out, dim, ember.tensor(hi, device=input.device))
+        shape = [1] * input.ndim
+        shape[dim] = out_sizes[d]
+        wt = ember.tensor(w, dtype=input.dtype, device=input.device).reshape(shape)
+        out = a + (b - a) * wt
+    return out
+
+
+def upsample(input: Tensor, size: Any = None, scale_factor: Any = None,
+             mode: str = "nearest", align_corners: bool | None = None) -> Tensor:
+    r"""Deprecated alias of :func:`interpolate`."""
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    r"""Rearrange ``(*, C*r^2, H, W)`` into ``(*, C, H*r, W*r)``."""
+    r = upscale_factor
+    *lead, c, h, w = input.shape
+    if c % (r * r) != 0:
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)={c} "
+                           f"is not divisible by {r * r}")
+    n = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    r"""Rearrange ``(*, C, H*r, W*r)`` into ``(*, C*r^2, H, W)``."""
+    r = downscale_factor
+    *lead, c, h, w = input.shape
+    if h % r != 0 or w % r != 0:
+        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by "
+                           f"downscale_factor, but got {h} and {w} for factor {r}")
+    n = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    r"""``(*)`` class indices -> ``(*, num_classes)`` int64 one-hot vectors; with
+    ``num_classes=-1`` the number of classes is one more than the largest index."""
+    if tensor.dtype.is_floating_point or tensor.dtype is ember.bool:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if tensor.numel() > 0:
+        if int(tensor.min()) < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        top = int(tensor.max())
+        if num_classes == -1:
+            num_classes = top + 1
+        elif top >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    elif num_classes == -1:
+        raise RuntimeError("Can not infer total number of classes from empty tensor.")
+    classes = ember.arange(num_classes, device=tensor.device)
+    return (tensor.unsqueeze(-1) == classes).to(ember.int64)
+
+
+# -- normalisation --------------------------------------------------------------------
+
+
+def _verify_batch_size(size: Sequence[int]) -> None:
+    size_prods = size[0]
+    for i in range(len(size) - 2):
+        size_prods *= size[i + 2]
+    if size_prods == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                         f"size {size}")
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None = None, bias: Tensor | None = None,
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    r"""Batch normalisation over dim 1 of ``(N, C)``, ``(N, C, L)`` or ``(N, C, H, W)``.
+
+    In training (or without running statistics) the batch's statistics normalise; the
+    running ones are updated in place:
+    ``running = (1 - momentum) * running + momentum * batch`` (unbiased variance).
+    Otherwise the running statistics normalise.
+    """
+    if training:
+        _verify_batch_size(input.shape)
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm: expected at least 2D input (got {input.ndim}D input)")
+    c = input.shape[1]
+    shape = _channel_shape(input)
+    dims = (0,) + tuple(range(2, input.ndim))
+    if training or running_mean is None or running_var is None:
+        mean = input.mean(dims, keepdim=True)
+        centered = input - mean
+        var = (centered * centered).mean(dims, keepdim=True)
+        out = centered * ember.rsqrt(var + eps)
+        if training and running_mean is not None and running_var is not None:
+            n = input.numel() // c
+            with ember.no_grad():
+                running_mean.mul_(1.0 - momentum).add_(mean.reshape(c) * momentum)
+                unbiased = var.reshape(c) * (n / (n - 1) if n > 1 else float("nan"))
+                running_var.mul_(1.0 - momentum).add_(unbiased * momentum)
+    else:
+        out = (input - running_mean.reshape(shape)) * ember.rsqrt(running_var.reshape(shape)
+                                                                  + eps)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def instance_norm(input: Tensor, running_mean: Tensor | None = None,
+                  running_var: Tensor | None = None, weight: Tensor | None = None,
+                  bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    r"""Instance normalisation: each (sample, channel) plane normalised by its own
+    statistics; running statistics (averaged over the batch) update when given."""
+    if use_input_stats:
+        dims = tuple(range(2, input.ndim))
+        if math.prod(input.shape[2:]) == 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input "
+                             f"size {input.shape}")
+        mean = input.mean(dims, keepdim=True)
+        centered = input - mean
+        var = (centered * centered).mean(dims, keepdim=True)
+        out = centered * ember.rsqrt(var + eps)
+        if running_mean is not None and running_var is not None:
+            c = input.shape[1]
+            n = math.prod(input.shape[2:])
+            with ember.no_grad():
+                running_mean.mul_(1.0 - momentum).add_(
+                    mean.reshape(input.shape[0], c).mean(0) * momentum)
+                running_var.mul_(1.0 - momentum).add_(
+                    var.reshape(input.shape[0], c).mean(0) * (n / (n - 1) * momentum))
+    else:
+        shape = _channel_shape(input)
+        out = (input - running_mean.reshape(shape)) * ember.rsqrt(running_var.reshape(shape)
+                                                                  + eps)
+    if weight is not None:
+        out = out * weight.reshape(_channel_shape(input))
+    if bias is not None:
+        out = out + bias.reshape(_channel_shape(input))
+    return out
+
+
+def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    r"""Layer normalisation over the last ``len(normalized_shape)`` dimensions."""
+    if isinstance(normalized_shape, numbers.Integral):
+        normalized_shape = (int(normalized_shape),)
+    return ember.layer_norm(input, tuple(normalized_shape), weight, bias, eps)
+
+
+def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    r"""Root-mean-square normalisation over the last ``len(normalized_shape)`` dims;
+    ``eps`` defaults to the dtype's machine epsilon, as in torch."""
+    if isinstance(normalized_shape, numbers.Integral):
+        normalized_shape = (int(normalized_shape),)
+    normalized_shape = tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(normalized_shape):]) != normalized_shape:
+        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input "
+                           f"with shape [*, {', '.join(map(str, normalized_shape))}], but got "
+                           f"input of size{input.shape}")
+    if eps is None:
+        eps = {ember.float64: 2.220446049250313e-16, ember.float16: 0.0009765625,
+               ember.bfloat16: 0.0078125}.get(input.dtype, 1.1920928955078125e-07)
+    dims = tuple(range(input.ndim - len(normalized_shape), input.ndim))
+    out = input * ember.rsqrt((input * input).mean(dims, keepdim=True) + eps)
+    return out if weight is None else out * weight
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    r"""Group normalisation: the channels of each sample are split into ``num_groups``
+    groups, each normalised by its own mean and (biased) variance."""
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{input.ndim}")
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups != 0:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    x = input.reshape(n, num_groups, -1)
+    mean = x.mean(-1, keepdim=True)
+    centered = x - mean
+    var = (centered * centered).mean(-1, keepdim=True)
+    out = (centered * ember.rsqrt(var + eps)).reshape(input.shape)
+    shape = _channel_shape(input)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
+              out: Tensor | None = None) -> Tensor:
+    r"""Divide ``input`` by its ``p``-norm over ``dim``: :math:`v / \max(\|v\|_p, \epsilon)`."""
+    denom = ember.norm(input, p, dim, keepdim=True).clamp_min(eps)
+    result = input / denom
+    if out is not None:
+        return out.copy_(result)
+    return result
+
+
+# -- dropout and embedding ------------------------------------------------------------
+
+
+def _check_p(p: float) -> None:
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _dropout_with_mask_shape(input: Tensor, p: float, mask_shape: tuple,
+                             inplace: bool) -> Tensor:
+    if p == 1.0:
+        out = input * 0.0
+    else:
+        keep = (ember.rand(mask_shape, dtype=input.dtype, device=input.device) >= p)
+        scale = keep.to(input.dtype) * (1.0 / (1.0 - p))
+        if inplace:
+            return _inplace_apply(input, lambda x: x * scale)
+        return input * scale
+    return input.copy_(out) if inplace else out
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True,
+            inplace: bool = False) -> Tensor:
+    r"""Zero each element with probability ``p`` and scale the rest by ``1/(1-p)``
+    (only when ``training``)."""
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    return _dropout_with_mask_shape(input, p, tuple(input.shape), inplace)
+
+
+def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, name: str,
+                     batched_ndim: int) -> Tensor:
+    _check_p(p)
+    if input.ndim not in (batched_ndim - 1, batched_ndim):
+        raise RuntimeError(f"{name}: Expected {batched_ndim - 1}D or {batched_ndim}D input, "
+                           f"but received a {input.ndim}D input.")
+    if not training or p == 0.0:
+        return input
+    channel_dims = 2 if input.ndim == batched_ndim else 1
+    mask_shape = tuple(input.shape[:channel_dims]) + (1,) * (input.ndim - channel_dims)
+    return _dropout_with_mask_shape(input, p, mask_shape, inplace)
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    r"""Zero whole channels of ``(N, C, L)`` / ``(C, L)`` input with probability ``p``."""
+    return _feature_dropout(input, p, training, inplace, "dropout1d", 3)
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    r"""Zero whole channels of ``(N, C, H, W)`` / ``(C, H, W)`` input with probability
+    ``p``."""
+    return _feature_dropout(input, p, training, inplace, "dropout2d", 4)
+
+
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    r"""Zero whole channels of ``(N, C, D, H, W)`` / ``(C, D, H, W)`` input."""
+    return _feature_dropout(input, p, training, inplace, "dropout3d", 5)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                  inplace: bool = False) -> Tensor:
+    r"""Dropout that keeps the mean and variance of SELU activations."""
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    alpha_p = -_SELU_ALPHA * _SELU_SCALE
+    a = 1.0 / math.sqrt((alpha_p * alpha_p * p + 1) * (1 - p))
+    b = -a * alpha_p * p
+    keep = (ember.rand(tuple(input.shape), dtype=input.dtype, device=input.device) >= p)
+    keep = keep.to(input.dtype)
+    out = (input * keep + alpha_p * (1.0 - keep)) * a + b
+    return input.copy_(out) if inplace else out
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
+              max_norm: float | None = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    r"""Look up rows of ``weight`` (``(num_embeddings, embedding_dim)``) by the integer
+    indices in ``input``; output ``(*input.shape, embedding_dim)``.
+
+    Args:
+        padding_idx (int, optional): the row at this index receives no gradient.
+        max_norm (float, optional): rows looked up whose ``norm_type``-norm exceeds it are
+            renormalised to ``max_norm``, in place.
+    """
+    if sparse:
+        raise NotImplementedError("embedding(): sparse gradients are not supported by ember")
+    if input.dtype.is_floating_point or input.dtype is ember.bool:
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got {input.type()} instead "
+                           "(while checking arguments for embedding)")
+    num = weight.shape[0]
+    if padding_idx is not None:
+        if padding_idx > 0:
+            if padding_idx >= num:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+        elif padding_idx < 0:
+            if padding_idx < -num:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx = num + padding_idx
+    flat = input.reshape(-1)
+    # one host read for the bounds check (negative indices would otherwise wrap around)
+    if flat.numel() and bool(((flat < 0) | (flat >= num)).any()):
+        raise IndexError("index out of range in self")
+    if max_norm is not None:
+        _embedding_renorm_(weight, flat, max_norm, norm_type)
+    out = ember.index_select(weight, 0, flat)
+    if scale_grad_by_freq and ember.is_grad_enabled() and weight.requires_grad:
+        # scale each looked-up row's gradient by 1 / (its count in this batch)
+        counts = ember.zeros(num, dtype=weight.dtype, device=weight.device).scatter_add(
+            0, flat, ember.ones(flat.shape, dtype=weight.dtype, device=weight.device))
+        inv = (1.0 / counts.index_select(0, flat)).unsqueeze(1)
+        out = out * inv + (out * (1.0 - inv)).detach()
+    if padding_idx is not None and ember.is_grad_enabled() and weight.requires_grad:
+        # the padding row's lookups pass no gradient back to it
+        is_pad = (flat == padding_idx).unsqueeze(1)
+        out = ember.where(is_pad, out.detach(), out)
+    return out.reshape(*input.shape, weight.shape[1])
+
+
+def _embedding_renorm_(weight: Tensor, flat: Tensor, max_norm: float,
+                       norm_type: float) -> None:
+    with ember.no_grad():
+        num = weight.shape[0]
+        used = ember.zeros(num, dtype=ember.bool, device=weight.device).scatter(
+            0, flat, value=True)
+        norms = ember.norm(weight, norm_type, 1)
+        scale = ember.where(used & (norms > max_norm), max_norm / (norms + 1e-7), 1.0)
+        weight.mul_(scale.unsqueeze(1).to(weight.dtype))
+
+
+# -- activations ----------------------------------------------------------------------
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    r"""Rectified linear unit: :math:`\max(0, x)`."""
+    return input.relu_() if inplace else ember.relu(input)
+
+
+def relu_(input: Tensor) -> Tensor:
+    r"""In-place :func:`relu`."""
+    return input.relu_()
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    r""":math:`y = x` if :math:`x > threshold`, else ``value``."""
+    fn = lambda x: ember.where(x > threshold, x, value)
+    return _inplace_apply(input, fn) if inplace else fn(input)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    r"""In-place :func:`threshold`."""
+    return globals()["threshold"](input, threshold, value, inplace=True)
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
+    r"""Clamp to ``[min_val, max_val]``; the gradient is 1 strictly inside, 0 elsewhere
+    (as torch's)."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+
+    def fn(x: Tensor) -> Tensor:
+        inside = (x > min_val) & (x < max_val)
+        return ember.where(inside, x, x.detach().clamp(min_val, max_val))
+    return _inplace_apply(input, fn) if inplace else fn(input)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    r"""In-place :func:`hardtanh`."""
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    r""":math:`\min(\max(0, x), 6)`."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    r""":math:`x` if :math:`x > 0` else :math:`negative\_slope \cdot x`."""
+    fn = lambda x: ember.where(x > 0, x, x * negative_slope)
+    return _inplace_apply(input, fn) if inplace else fn(input)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    r"""In-place :func:`leaky_relu`."""
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def _elu(x: Tensor, alpha: float, scale: float = 1.0, input_scale: float = 1.0) -> Tensor:
+    # the exp branch sees min(x, 0): exp of a large positive x would be inf, and its
+    # (unselected) gradient 0 * inf would poison the result with NaN
+    neg = ember.expm1(x.clamp(max=0.0) * input_scale) * alpha
+    out = ember.where(x > 0, x, neg)
+    return out * scale if scale != 1.0 else out
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    r""":math:`x` if :math:`x > 0` else :math:`\alpha (e^x - 1)`."""
+    fn = lambda x: _elu(x, alpha)
+    return _inplace_apply(input, fn) if inplace else fn(input)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    r"""In-place :func:`elu`."""
+    return elu(input, alpha, inplace=True)
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    r""":math:`scale \cdot (\max(0,x) + \min(0, \alpha (e^x - 1)))` with the SELU
+    constants."""
+    fn = lambda x: _elu(x, _SELU_ALPHA, _SELU_SCALE)
+    return _inplace_apply(input, fn) if inplace else fn(input)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    r""":math:`\max(0,x) + \min(0, \alpha (e^{x/\alpha} - 1))`."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    fn = lambda x: _elu(x, alpha, 1.0, 1.0 / alpha)
+    return _inplace_apply(input, fn) if inplace else fn(input)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    r"""Gaussian error linear unit: :math:`x \Phi(x)`; ``approximate='tanh'`` uses
+    :math:`0.5x(1 + \tanh(\sqrt{2/\pi}(x + 0.044715x^3)))`."""
+    if approximate == "none":
+        return input * (ember.erf(input * (1.0 / math.sqrt(2.0))) + 1.0) * 0.5
+    if approximate == "tanh":
+        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
+        return input * (ember.tanh(inner) + 1.0) * 0.5
+    raise RuntimeError(f"approximate argument must be either none or tanh, got "
+                       f"'{approximate}'")
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    r"""Sigmoid linear unit (swish): :math:`x \sigma(x)`."""
+    fn = lambda x: x * ember.sigmoid(x)
+    return _inplace_apply(input, fn) if inplace else fn(input)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    r""":math:`x \tanh(\mathrm{softplus}(x))`."""
+    fn = lambda x: x * ember.tanh(softplus(x))
+    return _inplace_apply(input, fn) if inplace else fn(input)
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    r""":math:`1 / (1 + e^{-x})`."""
+    return ember.sigmoid(input)
+
+
+def tanh(input: Tensor) -> Tensor:
+    r"""Hyperbolic tangent."""
+    return ember.tanh(input)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    r""":math:`\mathrm{clamp}(x/6 + 1/2, 0, 1)` (gradient 1/6 strictly inside)."""
+    fn = lambda x: hardtanh(x / 6.0 + 0.5, 0.0, 1.0)
+    return _inplace_apply(input, fn) if inplace else fn(input)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    r""":math:`x \cdot \mathrm{relu6}(x + 3) / 6`."""
+    def fn(x: Tensor) -> Tensor:
+        # torch's gradient: 0 for x < -3, 1 for x > 3, (2x + 3) / 6 in [-3, 3]
+        mid = x * (x + 3.0) / 6.0
+        return ember.where(x <= -3.0, x * 0.0, ember.where(x >= 3.0, x, mid))
+    return _inplace_apply(input, fn) if inplace else fn(input)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    r""":math:`\log(1 / (1 + e^{-x}))`, computed stably."""
+    return ember.minimum(input, 0.0) - ember.log1p(ember.exp(-ember.abs(input)))
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    r""":math:`\frac{1}{\beta}\log(1 + e^{\beta x})`, linear (:math:`x`) where
+    :math:`\beta x > threshold`."""
+    scaled = input * beta if beta != 1.0 else input
+    # the log1p(exp) branch sees the input clamped at the threshold: above it exp may
+    # overflow, and that branch is not selected there anyway
+    soft = ember.log1p(ember.exp(scaled.clamp(max=threshold)))
+    if beta != 1.0:
+        soft = soft / beta
+    return ember.where(scaled > threshold, input, soft)
+
+
+def softsign(input: Tensor) -> Tensor:
+    r""":math:`x / (1 + |x|)`."""
+    return input / (ember.abs(input) + 1.0)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    r""":math:`x - \lambda` if :math:`x > \lambda`, :math:`x + \lambda` if
+    :math:`x < -\lambda`, else 0."""
+    return ember.where(input > lambd, input - lambd,
+                       ember.where(input < -lambd, input + lambd, input * 0.0))
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    r""":math:`x` if :math:`|x| > \lambda`, else 0."""
+    return ember.where((input > lambd) | (input < -lambd), input, input * 0.0)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    r""":math:`x - \tanh(x)`."""
+    return input - ember.tanh(input)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    r"""Gated linear unit: :math:`a \otimes \sigma(b)` where ``input`` is split in half
+    along ``dim`` into ``a`` and ``b``."""
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    if input.shape[dim] % 2 != 0:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.ndim} "
+                           f"is size {input.shape[dim]}")
+    a, b = ember.chunk(input, 2, dim)
+    return a * ember.sigmoid(b)
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    r""":math:`\max(0,x) + a \min(0,x)` with a learnable ``a`` (one per channel, dim 1,
+    or a single one)."""
+    if weight.numel() != 1:
+        if input.ndim < 2 or weight.numel() != input.shape[1]:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {weight.numel()} and channel size = "
+                               f"{input.shape[1] if input.ndim >= 2 else 1}.")
+        weight = weight.reshape(_channel_shape(input))
+    return ember.where(input > 0, input, input * weight)
+
+
+def _softmax_dim(name: str, ndim: int) -> int:
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+                  "to include dim=X as an argument.", stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+            dtype: Any = None) -> Tensor:
+    r"""Softmax over ``dim``: :math:`e^{x_i} / \sum_j e^{x_j}`."""
+    if dim is None:
+        dim = _softmax_dim("softmax", input.ndim)
+    return ember.softmax(input, dim, dtype=dtype)
+
+
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+            dtype: Any = None) -> Tensor:
+    r"""Softmax of ``-input`` over ``dim``."""
+    if dim is None:
+        dim = _softmax_dim("softmin", input.ndim)
+    return ember.softmax(-input, dim, dtype=dtype)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+                dtype: Any = None) -> Tensor:
+    r"""Logarithm of softmax over ``dim``, computed stably."""
+    if dim is None:
+        dim = _softmax_dim("log_softmax", input.ndim)
+    return ember.log_softmax(input, dim, dtype=dtype)
+
+
+# -- distances and attention ----------------------------------------------------------
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    r"""Cosine similarity along ``dim``:
+    :math:`\frac{x_1 \cdot x_2}{\max(\|x_1\|, \epsilon) \max(\|x_2\|, \epsilon)}`."""
+    x1, x2 = ember.broadcast_tensors(x1, x2)
+    n1 = ember.norm(x1, 2, dim, keepdim=True).clamp_min(eps)
+    n2 = ember.norm(x2, 2, dim, keepdim=True).clamp_min(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
+                      keepdim: bool = False) -> Tensor:
+    r""":math:`\|x_1 - x_2 + \epsilon\|_p` over the last dimension."""
+    return ember.norm(x1 - x2 + eps, p, -1, keepdim=keepdim)
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
+                                 attn_mask: Tensor | None = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    r""":math:`\mathrm{softmax}(QK^T \cdot scale + mask) V`, with torch's arguments.
+
+    ``attn_mask`` is boolean (True = take part) or additive; ``is_causal`` masks out the
+    upper triangle. ``dropout_p`` is applied to the attention weights (always: pass 0.0
+    in evaluation).
+    """
+    length, source = query.shape[-2], key.shape[-2]
+    scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if enable_gqa:
+        rep_k = query.shape[-3] // key.shape[-3]
+        rep_v = query.shape[-3] // value.shape[-3]
+        key = _repeat_heads(key, rep_k)
+        value = _repeat_heads(value, rep_v)
+    scores = ember.matmul(query, key.transpose(-2, -1)) * scale_factor
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not "
+                               "be set when is_causal=True")
+        causal = ember.ones(length, source, dtype=ember.bool, device=query.device).tril(0)
+        scores = scores.masked_fill(causal.logical_not(), float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype is ember.bool:
+            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
+        else:
+            scores = scores + attn_mask
+    weights = ember.softmax(scores, -1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, True)
+    return ember.matmul(weights, value)
+
+
+def _repeat_heads(x: Tensor, n: int) -> Tensor:
+    if n == 1:
+        return x
+    shape = tuple(x.shape)
+    x = x.unsqueeze(-3).expand(*shape[:-3], shape[-3], n, shape[-2], shape[-1])
+    return x.reshape(*shape[:-3], shape[-3] * n, shape[-2], shape[-1])
+
+
+# -- losses ---------------------------------------------------------------------------
+
+
+def _target_size_check(input: Tensor, target: Tensor) -> None:
+    if target.shape != input.shape:
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input "
+                      f"size ({input.shape}). This will likely lead to incorrect results due "
+                      "to broadcasting. Please ensure they have the same size.", stacklevel=3)
+
+
+def _weighted(loss: Tensor, input: Tensor, weight: Tensor | None, reduction: str,
+              mean_by_weight: bool = True) -> Tensor:
+    """torch's `weight=` of mse/l1/huber: elementwise; 'mean' divides by the weights' sum
+    (mse, l1) or by the element count (huber), as torch does."""
+    if weight is None:
+        return _reduce(loss, reduction)
+    if weight.shape != input.shape:
+        raise ValueError("Weights and input must have the same size.")
+    loss = loss * weight
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.sum() / weight.sum() if mean_by_weight else loss.mean()
+    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', "
+                     "'sum'.")
+
+
+def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+             reduce: bool | None = None, reduction: str = "mean",
+             weight: Tensor | None = None) -> Tensor:
+    r"""Mean squared error: :math:`(x - y)^2`, reduced."""
+    _target_size_check(input, target)
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    _check_reduction(reduction)
+    diff = input - target
+    return _weighted(diff * diff, diff, weight, reduction)
+
+
+def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+            reduce: bool | None = None, reduction: str = "mean",
+            weight: Tensor | None = None) -> Tensor:
+    r"""Mean absolute error: :math:`|x - y|`, reduced."""
+    _target_size_check(input, target)
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    _check_reduction(reduction)
+    diff = input - target
+    return _weighted(ember.abs(diff), diff, weight, reduction)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+                   reduce: bool | None = None, reduction: str = "mean",
+                   beta: float = 1.0) -> Tensor:
+    r""":math:`0.5 d^2 / \beta` where :math:`|d| < \beta`, else :math:`|d| - 0.5\beta`."""
+    _target_size_check(input, target)
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    _check_reduction(reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    diff = input - target
+    ad = ember.abs(diff)
+    if beta == 0.0:
+        return _reduce(ad, reduction)
+    loss = ember.where(ad < beta, diff * diff * (0.5 / beta), ad - 0.5 * beta)
+    return _reduce(loss, reduction)
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Tensor | None = None) -> Tensor:
+    r""":math:`0.5 d^2` where :math:`|d| < \delta`, else :math:`\delta(|d| - 0.5\delta)`."""
+    _target_size_check(input, target)
+    _check_reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    diff = input - target
+    ad = ember.abs(diff)
+    loss = ember.where(ad < delta, diff * diff * 0.5, (ad - 0.5 * delta) * delta)
+    return _weighted(loss, diff, weight, reduction, mean_by_weight=False)
+
+
+def _class_weight_shape(input: Tensor, class_dim: int) -> tuple:
+    shape = [1] * input.ndim
+    shape[class_dim] = input.shape[class_dim]
+    return tuple(shape)
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+             size_average: bool | None = None, ignore_index: int = -100,
+             reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    r"""Negative log likelihood of log-probabilities ``input`` at class indices
+    ``target``: :math:`-w_{y_n} x_{n, y_n}`; ``'mean'`` divides by the sum of the
+    weights of the non-ignored targets.
+
+    Shapes: input ``(N, C)``, ``(C,)`` or ``(N, C, d1, ...)``; target ``(N)``, ``()`` or
+    ``(N, d1, ...)`` of class indices.
+    """
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    _check_reduction(reduction)
+    if target.dtype.is_floating_point or target.dtype is ember.bool:
+        raise RuntimeError(f"expected scalar type Long but found "
+                           f"{target.dtype.name.capitalize()}")
+    if input.ndim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
+    class_dim = 0 if input.ndim == 1 else 1
+    if input.ndim == 1:
+        if target.ndim != 0 and not (target.ndim == 1 and target.shape[0] == 1):
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    else:
+        if input.shape[0] != target.shape[0]:
+            raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
+                             f"batch_size ({target.shape[0]}).")
+        expected = tuple(input.shape[:1]) + tuple(input.shape[2:])
+        if tuple(target.shape) != expected:
+            if input.ndim == 2:
+                raise RuntimeError("0D or 1D target tensor expected, multi-target not "
+                                   "supported")
+            raise RuntimeError(f"Expected target size {list(expected)}, got "
+                               f"{list(target.shape)}")
+    n_classes = input.shape[class_dim]
+    if weight is not None and (weight.ndim != 1 or weight.shape[0] != n_classes):
+        raise RuntimeError(f"weight tensor should be defined either for all {n_classes} "
+                           f"classes or no classes but got weight tensor of shape: "
+                           f"{list(weight.shape)}")
+    if input.ndim == 1:
+        target = target.reshape(())
+    valid = target != ignore_index
+    safe = ember.where(valid, target, 0)
+    # one host read for the bounds check (gather would wrap negative targets around)
+    if safe.numel() and bool(((safe < 0) | (safe >= n_classes)).any()):
+        lo, hi = int(safe.min()), int(safe.max())
+        raise IndexError(f"Target {lo if lo < 0 else hi} is out of bounds.")
+    picked = ember.gather(input, class_dim, safe.unsqueeze(class_dim)).squeeze(class_dim)
+    if weight is not None:
+        w = ember.where(valid, weight.index_select(0, safe.reshape(-1)).reshape(safe.shape),
+                        0.0)
+    else:
+        w = valid.to(input.dtype)
+    loss = -picked * w
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / w.sum()
+
+
+def _cross_entropy_prob_target(input: Tensor, target: Tensor, weight: Tensor | None,
+                               reduction: str, label_smoothing: float) -> Tensor:
+    class_dim = 0 if input.ndim == 1 else 1
+    n_classes = input.shape[class_dim]
+    logp = ember.log_softmax(input, class_dim)
+    if label_smoothing > 0.0:
+        target = target * (1.0 - label_smoothing) + label_smoothing / n_classes
+    prod = logp * target
+    if weight is not None:
+        prod = prod * weight.reshape(_class_weight_shape(input, class_dim))
+    if reduction == "none":
+        return -prod.sum(class_dim)
+    if reduction == "sum":
+        return -prod.sum()
+    count = input.numel() // n_classes
+    return -prod.sum() / (count if count else float("nan"))
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                  size_average: bool | None = None, ignore_index: int = -100,
+                  reduce: bool | None = None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    r"""Cross entropy between logits ``input`` and ``target``: class indices (int) or
+    class probabilities (float, same shape as ``input``).
+
+    Equivalent to ``nll_loss(log_softmax(input, 1), target)`` for class indices, with
+    optional class ``weight``, ``ignore_index`` and ``label_smoothing`` (a mixture of
+    the target with the uniform distribution), exactly as torch computes them.
+
+    Shapes: input ``(N, C)``, ``(C,)`` or ``(N, C, d1, ...)``.
+    """
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    _check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: "
+                           f"{label_smoothing}")
+    class_dim = 0 if input.ndim == 1 else 1
+    if target.dtype.is_floating_point:
+        if target.shape != input.shape:
+            if input.ndim == 2 and target.ndim == 2:
+                raise RuntimeError("0D or 1D target tensor expected, multi-target not "
+                                   "supported")
+            raise RuntimeError(f"Expected target size {list(input.shape)}, got "
+                               f"{list(target.shape)}")
+        return _cross_entropy_prob_target(input, target, weight, reduction, label_smoothing)
+    logp = ember.log_softmax(input, class_dim)
+    nll = nll_loss(logp, target, weight, None, ignore_index, None, reduction)
+    if label_smoothing == 0.0:
+        return nll
+    n_classes = input.shape[class_dim]
+    t = target.reshape(()) if input.ndim == 1 else target
+    ignore = t == ignore_index
+    if weight is not None:
+        smooth = -(logp * weight.reshape(_class_weight_shape(input, class_dim))).sum(class_dim)
+    else:
+        smooth = -logp.sum(class_dim)
+    smooth = ember.where(ignore, 0.0, smooth)
+    if reduction == "mean":
+        if weight is not None:
+            safe = ember.where(ignore, 0, t)
+            tw = ember.where(ignore, 0.0, weight.index_select(0, safe.reshape(-1))
+                             .reshape(safe.shape))
+            smooth = smooth.sum() / tw.sum()
+        else:
+            smooth = smooth.sum() / ignore.logical_not().sum()
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return nll * (1.0 - label_smoothing) + smooth * (label_smoothing / n_classes)
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         size_average: bool | None = None, reduce: bool | None = None,
+                         reduction: str = "mean") -> Tensor:
+    r"""Binary cross entropy of probabilities ``input``:
+    :math:`-w[y \log x + (1 - y) \log(1 - x)]`, each log clamped at -100 as in torch."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    _check_reduction(reduction)
+    if target.shape != input.shape:
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
+                         f"size ({input.shape}) is deprecated. Please ensure they have the "
+                         "same size.")
+    log_x = ember.log(input).clamp(min=-100.0)
+    log_1mx = ember.log(1.0 - input).clamp(min=-100.0)
+    loss = -(target * log_x + (1.0 - target) * log_1mx)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
+                                     weight: Tensor | None = None,
+                                     size_average: bool | None = None,
+                                     reduce: bool | None = None, reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    r"""Sigmoid + binary cross entropy in one numerically stable step:
+    :math:`-w[p_c\, y \log\sigma(x) + (1 - y)\log(1 - \sigma(x))]`, where ``pos_weight``
+    :math:`p_c` weights the positive examples of each class (broadcast over the last
+    dimension)."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    _check_reduction(reduction)
+    if target.shape != input.shape:
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size "
+                         f"({input.shape})")
+    # -log(sigmoid(x)) = softplus(-x); written so its gradient is exact at x = 0 too
+    neg_log_sig = ember.log1p(ember.exp(-ember.abs(input))) - ember.minimum(input, 0.0)
+    if pos_weight is not None:
+        log_weight = (pos_weight - 1.0) * target + 1.0
+        loss = (1.0 - target) * input + log_weight * neg_log_sig
+    else:
+        loss = (1.0 - target) * input + neg_log_sig
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,
+           reduce: bool | None = None, reduction: str = "mean",
+           log_target: bool = False) -> Tensor:
+    r"""Kullback-Leibler divergence with log-probabilities ``input``:
+    :math:`y (\log y - x)` (``log_target``: :math:`e^y (y - x)`).
+
+    ``reduction='batchmean'`` divides the sum by the batch size (the true KL divergence);
+    ``'mean'`` divides by the number of elements, as torch does (with its warning).
+    """
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    elif reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns with "
+                      "the KL div math definition.'mean' will be changed to behave the same as "
+                      "'batchmean' in the next major release.", stacklevel=2)
+    if reduction not in ("none", "mean", "sum", "batchmean"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_target:
+        loss = ember.exp(target) * (target - input)
+    else:
+        # xlogy(t, t) - t * x, with 0 log 0 = 0
+        positive = target > 0
+        safe = ember.where(positive, target, 1.0)
+        loss = ember.where(positive, target * ember.log(safe), 0.0) - target * input
+    if reduction == "batchmean":
+        if input.ndim == 0:
+            return loss.sum()
+        return loss.sum() / input.shape[0]
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+                     reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    r""":math:`\log(1 + e^{-y x})` for targets :math:`y \in \{-1, 1\}`."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    return _reduce(softplus(-target * input, 1.0, math.inf), reduction)
+
+
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
+                        size_average: bool | None = None, reduce: bool | None = None,
+                        reduction: str = "mean") -> Tensor:
+    r""":math:`\max(0, -y (x_1 - x_2) + margin)`."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    return _reduce((-target * (input1 - input2) + margin).clamp(min=0.0), reduction)
+
+
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
+                         size_average: bool | None = None, reduce: bool | None = None,
+                         reduction: str = "mean") -> Tensor:
+    r""":math:`x` where :math:`y = 1`, :math:`\max(0, margin - x)` where :math:`y = -1`."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    margin_clamp = (margin - input).clamp(min=0.0)
+    out_margin = ember.where(target != 1, margin_clamp, 0.0)
+    out_self = ember.where(target != -1, input, 0.0)
+    return _reduce(out_margin + out_self, reduction)
+
+
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
+                          size_average: bool | None = None, reduce: bool | None = None,
+                          reduction: str = "mean") -> Tensor:
+    r""":math:`1 - \cos(x_1, x_2)` where :math:`y = 1`, :math:`\max(0, \cos - margin)`
+    where :math:`y = -1`."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    eps = 1e-12
+    dim = input1.ndim - 1
+    prod = (input1 * input2).sum(dim)
+    mag1 = (input1 * input1).sum(dim) + eps
+    mag2 = (input2 * input2).sum(dim) + eps
+    cos = prod / ember.sqrt(mag1 * mag2)
+    pos = ember.where(target == 1, 1.0 - cos, 0.0)
+    neg = ember.where(target == -1, (cos - margin).clamp(min=0.0), 0.0)
+    return _reduce(pos + neg, reduction)
+
+
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
+                     size_average: bool | None = None, eps: float = 1e-8,
+                     reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    r"""Poisson negative log likelihood: :math:`e^x - y x` (``log_input``) or
+    :math:`x - y \log(x + \epsilon)`; ``full`` adds the Stirling term."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    _check_reduction(reduction)
+    if log_input:
+        loss = ember.exp(input) - target * input
+    else:
+        loss = input - target * ember.log(input + eps)
+    if full:
+        safe = ember.where(target > 1, target, 1.0)
+        stirling = safe * ember.log(safe) - safe + 0.5 * ember.log(safe * (2 * math.pi))
+        loss = loss + ember.where(target > 1, stirling, 0.0)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: bool = False,
+                      eps: float = 1e-6, reduction: str = "mean") -> Tensor:
+    r"""Gaussian negative log likelihood:
+    :math:`\frac{1}{2}(\log \max(var, \epsilon) + (x - y)^2 / \max(var, \epsilon))`."""
+    _check_reduction(reduction)
+    if not isinstance(var, Tensor):
+        var = ember.full(tuple(input.shape), float(var), dtype=input.dtype,
+                         device=input.device)
+    if var.shape != input.shape:
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
+            raise ValueError("var is of incorrect size")
+    if bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    var = var.clamp(min=eps)
+    diff = input - target
+    loss = (ember.log(var) + diff * diff / var) * 0.5
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
+                        margin: float = 1.0, p: float = 2, eps: float = 1e-6,
+                        swap: bool = False, size_average: bool | None = None,
+                        reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    r""":math:`\max(d(a, p) - d(a, n) + margin, 0)` with the pairwise ``p``-distance."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = ember.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce((d_pos - d_neg + margin).clamp(min=0.0), reduction)
+
+
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                size_average: bool | None = None, reduce: bool | None = None,
+                                reduction: str = "mean") -> Tensor:
+    r"""Multi-label one-versus-all loss: the mean over classes of the binary cross
+    entropy with logits."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    loss = -(target * logsigmoid(input) + (1.0 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.sum(input.ndim - 1) / input.shape[-1]
+    return _reduce(loss, reduction)

@@ -1,0 +1,22 @@
+"""The layers of `ember.nn` (re-exported there)."""
+
+from ember.nn.containers import (  # noqa: F401
+    ModuleDict,
+    ModuleList,
+    ParameterDict,
+    ParameterList,
+    Sequential,
+)
+from ember.nn.module import Module  # noqa: F401
+from ember.nn.modules.activation import *  # noqa: F401, F403
+from ember.nn.modules.conv import *  # noqa: F401, F403
+from ember.nn.modules.distance import *  # noqa: F401, F403
+from ember.nn.modules.dropout import *  # noqa: F401, F403
+from ember.nn.modules.flatten import *  # noqa: F401, F403
+from ember.nn.modules.fold import *  # noqa: F401, F403
+from ember.nn.modules.linear import *  # noqa: F401, F403
+from ember.nn.modules.loss import *  # noqa: F401, F403
+from ember.nn.modules.normalization import *  # noqa: F401, F403
+from ember.nn.modules.padding import *  # noqa: F401, F403
+from ember.nn.modules.pooling import *  # noqa: F401, F403
+from ember.nn.modules.sparse import *  # noqa: F401, F403

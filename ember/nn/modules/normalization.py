@@ -1,0 +1,321 @@
+"""Normalisation layers: `BatchNorm1d/2d/3d`, `InstanceNorm1d/2d`, `LayerNorm`,
+`GroupNorm`, `RMSNorm`."""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+import ember
+from ember import Tensor
+from ember.nn import functional as F
+from ember.nn import init
+from ember.nn.module import Module
+from ember.nn.parameter import Parameter
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
+           "LayerNorm", "GroupNorm", "RMSNorm"]
+
+
+class _NormBase(Module):
+    """Parameters and running statistics shared by batch and instance norm."""
+
+    # version 2 added the num_batches_tracked buffer (older checkpoints lack it)
+    _version = 2
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, device: Any = None,
+                 dtype: Any = None, *, bias: bool = True) -> None:
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if self.affine:
+            self.weight = Parameter(ember.empty(num_features, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(ember.empty(num_features, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if self.track_running_stats:
+            self.register_buffer("running_mean",
+                                 ember.zeros(num_features, device=device, dtype=dtype))
+            self.register_buffer("running_var",
+                                 ember.ones(num_features, device=device, dtype=dtype))
+            self.register_buffer("num_batches_tracked",
+                                 ember.tensor(0, dtype=ember.int64, device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self) -> None:
+        r"""Reset the running mean to 0, variance to 1 and the batch count to 0."""
+        if self.track_running_stats:
+            with ember.no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1)
+                self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        raise NotImplementedError
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict,
+                              strict: bool, missing_keys: list, unexpected_keys: list,
+                              error_msgs: list) -> None:
+        version = local_metadata.get("version", None)
+        if (version is None or version < 2) and self.track_running_stats:
+            key = prefix + "num_batches_tracked"
+            if key not in state_dict:
+                state_dict[key] = (self.num_batches_tracked
+                                   if self.num_batches_tracked is not None
+                                   else ember.tensor(0, dtype=ember.int64))
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict,
+                                      missing_keys, unexpected_keys, error_msgs)
+
+
+class _BatchNorm(_NormBase):
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            with ember.no_grad():
+                self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # cumulative moving average
+                factor = 1.0 / float(self.num_batches_tracked)
+        if self.training:
+            bn_training = True
+        else:
+            bn_training = self.running_mean is None and self.running_var is None
+        use_running = not self.training or self.track_running_stats
+        return F.batch_norm(input, self.running_mean if use_running else None,
+                            self.running_var if use_running else None, self.weight,
+                            self.bias, bn_training, factor, self.eps)
+
+
+class BatchNorm1d(_BatchNorm):
+    r"""Batch normalisation over a 2D ``(N, C)`` or 3D ``(N, C, L)`` input.
+
+    .. math:: y = \frac{x - \mathrm{E}[x]}{\sqrt{\mathrm{Var}[x] + \epsilon}} \gamma + \beta
+
+    Args:
+        num_features: ``C``.
+        eps: added to the variance for stability. Default: 1e-5
+        momentum: weight of the batch statistics in the running ones; ``None`` uses a
+            cumulative average. Default: 0.1
+        affine: learnable ``gamma`` (weight) and ``beta`` (bias). Default: ``True``
+        track_running_stats: keep running statistics (used in eval mode). Default:
+            ``True``
+    """
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.ndim != 2 and input.ndim != 3:
+            raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
+
+
+class BatchNorm2d(_BatchNorm):
+    r"""Batch normalisation over a 4D ``(N, C, H, W)`` input (see :class:`BatchNorm1d`)."""
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.ndim != 4:
+            raise ValueError(f"expected 4D input (got {input.ndim}D input)")
+
+
+class BatchNorm3d(_BatchNorm):
+    r"""Batch normalisation over a 5D ``(N, C, D, H, W)`` input."""
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.ndim != 5:
+            raise ValueError(f"expected 5D input (got {input.ndim}D input)")
+
+
+class _InstanceNorm(_NormBase):
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, device: Any = None,
+                 dtype: Any = None, *, bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype, bias=bias)
+
+    _no_batch_dim = 2
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        feature_dim = input.ndim - self._no_batch_dim
+        if input.shape[feature_dim] != self.num_features and self.affine:
+            raise ValueError(f"expected input's size at dim={feature_dim} to match "
+                             f"num_features ({self.num_features}), but got: "
+                             f"{input.shape[feature_dim]}.")
+        unbatched = input.ndim == self._no_batch_dim
+        x = input.unsqueeze(0) if unbatched else input
+        out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats,
+                              self.momentum if self.momentum is not None else 0.0, self.eps)
+        return out.squeeze(0) if unbatched else out
+
+
+class InstanceNorm1d(_InstanceNorm):
+    r"""Instance normalisation over ``(N, C, L)`` or ``(C, L)`` input."""
+
+    _no_batch_dim = 2
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.ndim not in (2, 3):
+            raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
+
+
+class InstanceNorm2d(_InstanceNorm):
+    r"""Instance normalisation over ``(N, C, H, W)`` or ``(C, H, W)`` input."""
+
+    _no_batch_dim = 3
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.ndim not in (3, 4):
+            raise ValueError(f"expected 3D or 4D input (got {input.ndim}D input)")
+
+
+def _shape_tuple(normalized_shape: int | Sequence[int]) -> tuple[int, ...]:
+    if isinstance(normalized_shape, numbers.Integral):
+        return (int(normalized_shape),)
+    return tuple(normalized_shape)
+
+
+class LayerNorm(Module):
+    r"""Layer normalisation over the last ``len(normalized_shape)`` dimensions.
+
+    Args:
+        normalized_shape: the trailing shape to normalise over.
+        eps: added to the variance for stability. Default: 1e-5
+        elementwise_affine: learnable per-element weight (ones) and bias (zeros).
+        bias: learn the bias (with ``elementwise_affine``). Default: ``True``
+    """
+
+    def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5,
+                 elementwise_affine: bool = True, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        self.normalized_shape = _shape_tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(ember.empty(self.normalized_shape, device=device,
+                                                dtype=dtype))
+            if bias:
+                self.bias = Parameter(ember.empty(self.normalized_shape, device=device,
+                                                  dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
+
+
+class GroupNorm(Module):
+    r"""Group normalisation: the ``num_channels`` channels are split into
+    ``num_groups`` groups, each normalised per sample.
+
+    Args:
+        num_groups: number of groups (must divide ``num_channels``).
+        num_channels: ``C`` of the ``(N, C, *)`` input.
+        eps: added to the variance. Default: 1e-5
+        affine: learnable per-channel weight and bias. Default: ``True``
+    """
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, device: Any = None, dtype: Any = None, *,
+                 bias: bool = True) -> None:
+        super().__init__()
+        if num_channels % num_groups != 0:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        if self.affine:
+            self.weight = Parameter(ember.empty(num_channels, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(ember.empty(num_channels, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, "
+                f"affine={self.affine}, bias={self.bias is not None}")
+
+
+class RMSNorm(Module):
+    r"""Root-mean-square normalisation over the trailing ``normalized_shape``.
+
+    Args:
+        eps: added inside the square root; ``None`` uses the dtype's machine epsilon.
+        elementwise_affine: learnable per-element weight (ones).
+    """
+
+    def __init__(self, normalized_shape: int | Sequence[int], eps: float | None = None,
+                 elementwise_affine: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        self.normalized_shape = _shape_tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(ember.empty(self.normalized_shape, device=device,
+                                                dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")

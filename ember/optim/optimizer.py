@@ -1,0 +1,406 @@
+"""The `Optimizer` base class: parameter groups, per-parameter state, `zero_grad`, step
+hooks, and `state_dict` / `load_state_dict` in PyTorch's layout.
+
+Optimizers are written only against ember's public Tensor API (in-place ops under
+`ember.no_grad()`), so the same update runs on every backend, third-party ones included.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections import OrderedDict, defaultdict
+from collections.abc import Callable, Iterable
+from copy import deepcopy
+from itertools import chain
+from typing import Any
+
+from ember.core.autograd import enable_grad
+from ember.core.tensor import Tensor
+
+__all__ = ["Optimizer", "required"]
+
+ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]]
+StateDict = dict[str, Any]
+
+
+class _RequiredParameter:
+    """Marks an optimizer argument that every parameter group must set."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+# Hooks registered on every optimizer (`register_optimizer_step_pre_hook` ...).
+_global_step_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+_global_step_post_hooks: OrderedDict[int, Callable] = OrderedDict()
+_next_hook_id = [0]
+
+
+class _RemovableHandle:
+    """Returned by the `register_*_hook` methods; `remove()` unregisters the hook."""
+
+    def __init__(self, hooks: OrderedDict) -> None:
+        self._hooks = hooks
+        self.id = _next_hook_id[0]
+        _next_hook_id[0] += 1
+
+    def remove(self) -> None:
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self) -> _RemovableHandle:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.remove()
+
+
+def register_optimizer_step_pre_hook(hook: Callable) -> _RemovableHandle:
+    """Register `hook(optimizer, args, kwargs)` to run before every optimizer's `step`."""
+    handle = _RemovableHandle(_global_step_pre_hooks)
+    _global_step_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_post_hook(hook: Callable) -> _RemovableHandle:
+    """Register `hook(optimizer, args, kwargs)` to run after every optimizer's `step`."""
+    handle = _RemovableHandle(_global_step_post_hooks)
+    _global_step_post_hooks[handle.id] = hook
+    return handle
+
+
+def _hooked_step(step: Callable) -> Callable:
+    """Wrap a subclass's `step`: mark the optimizer as stepped (the LR schedulers check the
+    call order with it) and run the step hooks. The no-hook path adds one branch only."""
+
+    @functools.wraps(step)
+    def wrapper(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
+        self._opt_called = True
+        if not (self._step_pre_hooks or self._step_post_hooks or _global_step_pre_hooks
+                or _global_step_post_hooks) or self._in_hooked_step:
+            return step(self, *args, **kwargs)
+        # A subclass step calling super().step() runs the hooks once, not twice.
+        self._in_hooked_step = True
+        try:
+            for hook in chain(_global_step_pre_hooks.values(), self._step_pre_hooks.values()):
+                result = hook(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError(f"{hook} must return None or a tuple of "
+                                           f"(new_args, new_kwargs), but got {result}.")
+                    args, kwargs = result
+            out = step(self, *args, **kwargs)
+            for hook in chain(self._step_post_hooks.values(), _global_step_post_hooks.values()):
+                hook(self, args, kwargs)
+            return out
+        finally:
+            self._in_hooked_step = False
+
+    wrapper._ember_hooked = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _use_foreach(group: dict[str, Any]) -> bool:
+    """Whether a group's update runs on the list ("foreach") ops: by default (`foreach`
+    None or True); `foreach=False` asks for the per-tensor loop."""
+    return group.get("foreach") is not False
+
+
+def _buckets(*lists: list) -> list[tuple[list, ...]]:
+    """Split parallel lists (the first holding the parameters) into runs whose parameters
+    share one device and dtype, as the foreach ops need. Usually there is just one."""
+    params = lists[0]
+    device, dtype = params[0].device, params[0].dtype
+    if all(p.device is device and p.dtype is dtype for p in params):
+        return [lists]
+    groups: dict[tuple, list[int]] = {}
+    for i, p in enumerate(params):
+        groups.setdefault((p.device, p.dtype), []).append(i)
+    return [tuple([lst[i] for i in idx] for lst in lists) for idx in groups.values()]
+
+
+def _per_step(steps: list[int], fn: Callable[[int], float]) -> float | list[float]:
+    """`fn(step)` as one scalar when every tensor is at the same step (the usual case),
+    else one scalar per tensor."""
+    first = steps[0]
+    if all(s == first for s in steps):
+        return fn(first)
+    return [fn(s) for s in steps]
+
+
+def _typename(obj: Any) -> str:
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = type(obj).__module__
+    name = type(obj).__qualname__
+    return name if module in ("builtins", "__builtin__") else f"{module}.{name}"
+
+
+class Optimizer:
+    r"""Base class for all optimizers.
+
+    Args:
+        params (iterable): an iterable of :class:`ember.Tensor` s, of ``(name, tensor)``
+            pairs, or of dicts. Dicts define parameter groups: each has a ``"params"``
+            entry and may override any of ``defaults`` for its parameters.
+        defaults (dict): the default values of the optimization options, used by groups
+            that do not set them.
+
+    Subclasses implement :meth:`step`; per-parameter state lives in ``self.state[p]``.
+
+    .. note::
+        Parameters must be given in a deterministic order (a list, not a set), so that
+        :meth:`state_dict` refers to them by stable integer indices.
+    """
+
+    _in_hooked_step = False
+    _opt_called = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_ember_hooked", False):
+            cls.step = _hooked_step(step)
+
+    def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        self._step_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._step_post_hooks: OrderedDict[int, Callable] = OrderedDict()
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            "Tensors or dicts, but got " + _typename(params))
+        self.state: defaultdict[Tensor, Any] = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    # -- pickling and printing ----------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        return {"defaults": self.defaults, "state": self.state,
+                "param_groups": self.param_groups}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if "_step_pre_hooks" not in self.__dict__:
+            self._step_pre_hooks = OrderedDict()
+        if "_step_post_hooks" not in self.__dict__:
+            self._step_post_hooks = OrderedDict()
+
+    def __repr__(self) -> str:
+        out = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            out += f"\nParameter Group {i}\n"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    out += f"    {key}: {group[key]}\n"
+        return out + ")"
+
+    # -- parameter groups ---------------------------------------------------------------
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a parameter group to :attr:`param_groups`.
+
+        Useful when fine-tuning: frozen layers can be made trainable and added as training
+        goes on. Options the group does not set take the optimizer's defaults.
+
+        Args:
+            param_group (dict): the group's ``"params"`` (a tensor, or an ordered iterable
+                of tensors or of ``(name, tensor)`` pairs) and its own options.
+        """
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, "
+                            "but the ordering of tensors in sets will change between runs. "
+                            "Please use a list instead.")
+        else:
+            param_group["params"] = list(params)
+
+        tensors, names = [], []
+        for param in param_group["params"]:
+            if isinstance(param, tuple):
+                names.append(param[0])
+                tensors.append(param[1])
+            else:
+                tensors.append(param)
+        param_group["params"] = tensors
+        if names:
+            if len(names) != len(tensors):
+                raise ValueError("all optimizer params should be with/without names. Some "
+                                 "param names are missing")
+            param_group["param_names"] = names
+
+        for param in tensors:
+            if not isinstance(param, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is "
+                                + _typename(param))
+            if not (param.is_leaf or param.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required "
+                                 f"optimization parameter {name}")
+            param_group.setdefault(name, default)
+
+        if len(tensors) != len(set(tensors)):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; "
+                          "in future, this will cause an error; see "
+                          "github.com/pytorch/pytorch/issues/40967 for more information",
+                          stacklevel=3)
+
+        seen: set[Tensor] = set()
+        for group in self.param_groups:
+            seen.update(group["params"])
+            if ("param_names" in param_group) != ("param_names" in group):
+                which = "with names" if "param_names" in param_group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {which} to the optimizer")
+        if not seen.isdisjoint(tensors):
+            raise ValueError("some parameters appear in more than one parameter group")
+
+        self.param_groups.append(param_group)
+
+    # -- gradients ----------------------------------------------------------------------
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all optimized tensors.
+
+        Args:
+            set_to_none (bool): set the grads to ``None`` instead of filling them with
+                zeros (default). This frees memory, and an optimizer skips a parameter
+                whose grad is ``None`` (a zero grad still moves it under momentum or
+                weight decay).
+        """
+        for group in self.param_groups:
+            for p in group["params"]:
+                grad = p.grad
+                if grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    if grad.grad_fn is not None:
+                        grad.detach_()
+                    else:
+                        grad.requires_grad_(False)
+                    grad.zero_()
+
+    def _eval_closure(self, closure: Callable[[], Any] | None) -> Any:
+        """Run `closure` (which recomputes the loss and its gradients) with grad enabled."""
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Perform one optimization step (update every parameter that has a grad).
+
+        Args:
+            closure (Callable, optional): re-evaluates the model and returns the loss;
+                it runs with grad enabled before the update, and its loss is returned.
+        """
+        raise NotImplementedError
+
+    # -- hooks --------------------------------------------------------------------------
+    def register_step_pre_hook(self, hook: Callable) -> _RemovableHandle:
+        """Register `hook(optimizer, args, kwargs)` to run before this optimizer's `step`.
+
+        It may return ``(new_args, new_kwargs)`` to replace the step's arguments.
+        """
+        handle = _RemovableHandle(self._step_pre_hooks)
+        self._step_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_step_post_hook(self, hook: Callable) -> _RemovableHandle:
+        """Register `hook(optimizer, args, kwargs)` to run after this optimizer's `step`."""
+        handle = _RemovableHandle(self._step_post_hooks)
+        self._step_post_hooks[handle.id] = hook
+        return handle
+
+    # -- checkpoints --------------------------------------------------------------------
+    def state_dict(self) -> StateDict:
+        """The optimizer's state as a dict, in PyTorch's layout.
+
+        ``{"state": {index: {name: value}}, "param_groups": [{..., "params": [index]}]}``:
+        parameters are referred to by their position across all groups (0, 1, ...), so
+        the dict can be loaded into a fresh optimizer built over the same parameters in
+        the same order. State tensors are not copied (as in PyTorch): save or copy the
+        dict before stepping again if you need a snapshot.
+        """
+        mapping: dict[int, int] = {}
+        start = 0
+
+        def pack(group: dict[str, Any]) -> dict[str, Any]:
+            nonlocal start
+            packed = {k: v for k, v in group.items() if k != "params"}
+            mapping.update({id(p): i for i, p in enumerate(group["params"], start)
+                            if id(p) not in mapping})
+            packed["params"] = [mapping[id(p)] for p in group["params"]]
+            start += len(packed["params"])
+            return packed
+
+        param_groups = [pack(g) for g in self.param_groups]
+        state = {(mapping[id(k)] if isinstance(k, Tensor) else k):
+                 (dict(v) if isinstance(v, dict) else v) for k, v in self.state.items()}
+        return {"state": state, "param_groups": param_groups}
+
+    def load_state_dict(self, state_dict: StateDict) -> None:
+        """Load a state produced by :meth:`state_dict` (of an optimizer of the same kind
+        over parameters of the same shapes, in the same order and groups).
+
+        State tensors are copied onto each parameter's device (floating-point ones in the
+        parameter's dtype), so the loaded optimizer never aliases the dict's tensors.
+
+        .. warning::
+            Construct LR schedulers *before* loading, since creating one resets the
+            groups' ``lr``.
+        """
+        groups = self.param_groups
+        saved_groups = deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match "
+                             "the size of optimizer's group")
+
+        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                          chain.from_iterable(g["params"] for g in groups)))
+
+        def cast(param: Tensor, value: Any, key: Any = None) -> Any:
+            if isinstance(value, Tensor):
+                if key == "step":
+                    # a step count kept as a tensor (PyTorch does) becomes a Python number
+                    number = value.item()
+                    return int(number) if float(number).is_integer() else number
+                dtype = param.dtype if param.is_floating_point() else value.dtype
+                return value.detach().to(device=param.device, dtype=dtype).clone()
+            if isinstance(value, dict):
+                return {k: cast(param, v, k) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return type(value)(cast(param, v) for v in value)
+            return value
+
+        state: defaultdict[Any, Any] = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                param = id_map[k]
+                state[param] = cast(param, v)
+            else:
+                state[k] = v
+
+        new_groups = []
+        for group, saved in zip(groups, saved_groups):
+            saved["params"] = group["params"]
+            if "param_names" in group and "param_names" not in saved:
+                saved["param_names"] = group["param_names"]
+            new_groups.append(saved)
+        self.__setstate__({"state": state, "param_groups": new_groups})

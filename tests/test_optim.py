@@ -1,0 +1,753 @@
+"""ember.optim: every optimizer's trajectory against PyTorch's (float64, 1e-10 relative),
+LAMB against a NumPy transcription of the paper's Algorithm 2, state_dict round trips,
+parameter groups, zero_grad, closures, hooks and argument validation."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+from ember import optim
+
+torch = pytest.importorskip("torch")
+
+SHAPES = [(3, 4), (5,), (2, 2, 2)]
+STEPS = 6
+RTOL = 1e-10
+
+
+def _values(rng: np.random.Generator) -> tuple[list, list]:
+    init = [rng.standard_normal(s) for s in SHAPES]
+    grads = [[rng.standard_normal(s) for s in SHAPES] for _ in range(STEPS)]
+    return init, grads
+
+
+@pytest.fixture(scope="module")
+def data():
+    return _values(np.random.default_rng(1234))
+
+
+def _ember_params(init):
+    return [ember.tensor(a, dtype=ember.float64, requires_grad=True) for a in init]
+
+
+def _torch_params(init):
+    return [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in init]
+
+
+def _set_grads(params, grads, make):
+    for p, g in zip(params, grads):
+        p.grad = None if g is None else make(g)
+
+
+def _np(t) -> np.ndarray:
+    return t.detach().numpy()
+
+
+def _assert_close(actual, expected, rtol=RTOL):
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=1e-13)
+
+
+# -- trajectories against PyTorch -------------------------------------------------------
+
+CASES = [
+    ("SGD", {"lr": 0.1}),
+    ("SGD", {"lr": 0.1, "momentum": 0.9}),
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "dampening": 0.3}),
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True}),
+    ("SGD", {"lr": 0.1, "weight_decay": 0.05}),
+    ("SGD", {"lr": 0.1, "maximize": True}),
+    ("SGD", {"lr": 0.05, "momentum": 0.8, "nesterov": True, "weight_decay": 0.1,
+             "maximize": True}),
+    ("Adam", {"lr": 0.05}),
+    ("Adam", {"lr": 0.05, "weight_decay": 0.1}),
+    ("Adam", {"lr": 0.05, "amsgrad": True}),
+    ("Adam", {"lr": 0.05, "maximize": True}),
+    ("Adam", {"lr": 0.05, "betas": (0.5, 0.9), "eps": 1e-3, "amsgrad": True,
+              "weight_decay": 0.1, "maximize": True}),
+    ("Adam", {"lr": 0.05, "weight_decay": 0.1, "decoupled_weight_decay": True}),
+    ("AdamW", {"lr": 0.05}),
+    ("AdamW", {"lr": 0.05, "weight_decay": 0.3, "amsgrad": True}),
+    ("AdamW", {"lr": 0.05, "maximize": True, "betas": (0.8, 0.99)}),
+    ("Adagrad", {"lr": 0.1}),
+    ("Adagrad", {"lr": 0.1, "lr_decay": 0.2}),
+    ("Adagrad", {"lr": 0.1, "weight_decay": 0.1, "initial_accumulator_value": 0.5}),
+    ("Adagrad", {"lr": 0.1, "eps": 1e-2, "maximize": True}),
+    ("RMSprop", {"lr": 0.01}),
+    ("RMSprop", {"lr": 0.01, "alpha": 0.9, "eps": 1e-4}),
+    ("RMSprop", {"lr": 0.01, "centered": True}),
+    ("RMSprop", {"lr": 0.01, "momentum": 0.7}),
+    ("RMSprop", {"lr": 0.01, "centered": True, "momentum": 0.5, "weight_decay": 0.1}),
+    ("RMSprop", {"lr": 0.01, "maximize": True, "momentum": 0.3}),
+]
+
+
+def _case_id(case):
+    name, kwargs = case
+    return name + "-" + "-".join(f"{k}={v}" for k, v in kwargs.items())
+
+
+@pytest.mark.parametrize("foreach", [None, False], ids=["foreach", "per-tensor"])
+@pytest.mark.parametrize("case", CASES, ids=[_case_id(c) for c in CASES])
+def test_trajectory_matches_torch(case, foreach, data):
+    name, kwargs = case
+    init, grads = data
+    ep, tp = _ember_params(init), _torch_params(init)
+    eopt = getattr(optim, name)(ep, foreach=foreach, **kwargs)
+    topt = getattr(torch.optim, name)(tp, **kwargs)
+    for step_grads in grads:
+        _set_grads(ep, step_grads, ember.tensor)
+        _set_grads(tp, step_grads, torch.tensor)
+        eopt.step()
+        topt.step()
+        for e, t in zip(ep, tp):
+            _assert_close(_np(e), _np(t))
+    # the state holds the same entries as PyTorch's, with the same values
+    esd, tsd = eopt.state_dict(), topt.state_dict()
+    assert esd["state"].keys() == tsd["state"].keys()
+    for i in tsd["state"]:
+        assert esd["state"][i].keys() == tsd["state"][i].keys()
+        for key, tval in tsd["state"][i].items():
+            if key == "step":
+                assert esd["state"][i][key] == float(tval)
+            else:
+                _assert_close(_np(esd["state"][i][key]), _np(tval))
+
+
+@pytest.mark.parametrize("foreach", [None, False], ids=["foreach", "per-tensor"])
+@pytest.mark.parametrize("name,kwargs", [
+    ("SGD", {"lr": 0.1, "momentum": 0.9}), ("Adam", {"lr": 0.1}),
+    ("Adagrad", {"lr": 0.1, "lr_decay": 0.1}), ("RMSprop", {"lr": 0.01, "momentum": 0.5}),
+])
+def test_params_without_grad_are_skipped(name, kwargs, foreach, data):
+    """Some tensors miss steps, so the tensors of a group are at different step counts."""
+    init, grads = data
+    ep, tp = _ember_params(init), _torch_params(init)
+    eopt = getattr(optim, name)(ep, foreach=foreach, **kwargs)
+    topt = getattr(torch.optim, name)(tp, **kwargs)
+    for k, step_grads in enumerate(grads):
+        # the middle parameter gets a gradient on odd steps only
+        masked = [g if (i != 1 or k % 2) else None for i, g in enumerate(step_grads)]
+        _set_grads(ep, masked, ember.tensor)
+        _set_grads(tp, masked, torch.tensor)
+        eopt.step()
+        topt.step()
+        for e, t in zip(ep, tp):
+            _assert_close(_np(e), _np(t))
+    assert eopt.state_dict()["state"].keys() == topt.state_dict()["state"].keys()
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True}), ("Adam", {"lr": 0.05}),
+    ("Adagrad", {"lr": 0.1}), ("RMSprop", {"lr": 0.01, "centered": True}),
+])
+def test_mixed_dtypes_in_one_group_match_torch(name, kwargs, data):
+    """The foreach path splits a group into runs of one device and dtype."""
+    init, grads = data
+    dtypes = [(ember.float64, torch.float64), (ember.float32, torch.float32),
+              (ember.float64, torch.float64)]
+    ep = [ember.tensor(a, dtype=d[0], requires_grad=True) for a, d in zip(init, dtypes)]
+    tp = [torch.tensor(a, dtype=d[1], requires_grad=True) for a, d in zip(init, dtypes)]
+    eopt, topt = getattr(optim, name)(ep, **kwargs), getattr(torch.optim, name)(tp, **kwargs)
+    for step_grads in grads:
+        for p, q, g, d in zip(ep, tp, step_grads, dtypes):
+            p.grad, q.grad = ember.tensor(g, dtype=d[0]), torch.tensor(g, dtype=d[1])
+        eopt.step()
+        topt.step()
+    for e, t, d in zip(ep, tp, dtypes):
+        assert e.dtype == d[0]
+        _assert_close(_np(e), _np(t), rtol=RTOL if d[0] == ember.float64 else 1e-5)
+
+
+def test_quadratic_loss_with_closure_matches_torch():
+    """A least-squares loss computed with ember ops and with torch ops, minimized with
+    a closure: the losses returned by step() and the iterates agree."""
+    rng = np.random.default_rng(7)
+    a, b, x0 = rng.standard_normal((6, 4)), rng.standard_normal(6), rng.standard_normal(4)
+    ea, eb = ember.tensor(a), ember.tensor(b)
+    ta, tb = torch.tensor(a), torch.tensor(b)
+    ex = ember.tensor(x0, requires_grad=True)
+    tx = torch.tensor(x0, requires_grad=True)
+    eopt = optim.Adam([ex], lr=0.1, amsgrad=True)
+    topt = torch.optim.Adam([tx], lr=0.1, amsgrad=True)
+
+    def eclosure():
+        eopt.zero_grad()
+        loss = ((ea @ ex - eb) ** 2).sum()
+        loss.backward()
+        return loss
+
+    def tclosure():
+        topt.zero_grad()
+        loss = ((ta @ tx - tb) ** 2).sum()
+        loss.backward()
+        return loss
+
+    losses = []
+    for _ in range(8):
+        eloss, tloss = eopt.step(eclosure), topt.step(tclosure)
+        assert isinstance(eloss, ember.Tensor)
+        _assert_close(eloss.item(), tloss.item())
+        _assert_close(_np(ex), _np(tx))
+        losses.append(eloss.item())
+    assert losses[-1] < losses[0]
+
+
+def test_closure_runs_with_grad_enabled_and_update_without():
+    p = ember.tensor([1.0, 2.0], dtype=ember.float64, requires_grad=True)
+    opt = optim.SGD([p], lr=0.5)
+    seen = []
+
+    def closure():
+        seen.append(ember.is_grad_enabled())
+        opt.zero_grad()
+        loss = (p * p).sum()
+        loss.backward()
+        return loss
+
+    with ember.no_grad():
+        loss = opt.step(closure)
+    assert seen == [True]
+    assert loss.item() == 5.0
+    np.testing.assert_array_equal(_np(p), [0.0, 0.0])  # p - 0.5 * 2p
+    assert p.grad_fn is None and p.is_leaf and p.requires_grad
+
+
+def test_step_without_closure_returns_none():
+    p = ember.ones(2, requires_grad=True)
+    p.grad = ember.ones(2)
+    assert optim.SGD([p], lr=0.1).step() is None
+
+
+# -- parameter groups -------------------------------------------------------------------
+
+def test_param_groups_with_their_own_options_match_torch(data):
+    init, grads = data
+    ep, tp = _ember_params(init), _torch_params(init)
+
+    def groups(ps):
+        return [{"params": [ps[0]], "lr": 0.2, "momentum": 0.5},
+                {"params": [ps[1], ps[2]], "weight_decay": 0.1}]
+
+    eopt = optim.SGD(groups(ep), lr=0.01, momentum=0.9, nesterov=False)
+    topt = torch.optim.SGD(groups(tp), lr=0.01, momentum=0.9, nesterov=False)
+    assert [g["lr"] for g in eopt.param_groups] == [0.2, 0.01]
+    assert [g["momentum"] for g in eopt.param_groups] == [0.5, 0.9]
+    assert [g["weight_decay"] for g in eopt.param_groups] == [0, 0.1]
+    for group in eopt.param_groups:  # every default is filled in
+        assert set(eopt.defaults) <= set(group)
+    for step_grads in grads:
+        _set_grads(ep, step_grads, ember.tensor)
+        _set_grads(tp, step_grads, torch.tensor)
+        eopt.step()
+        topt.step()
+    for e, t in zip(ep, tp):
+        _assert_close(_np(e), _np(t))
+    assert eopt.state_dict()["param_groups"][1]["params"] == [1, 2]
+
+
+def test_changing_group_lr_between_steps(data):
+    init, grads = data
+    ep, tp = _ember_params(init), _torch_params(init)
+    eopt, topt = optim.Adam(ep, lr=0.1), torch.optim.Adam(tp, lr=0.1)
+    for k, step_grads in enumerate(grads):
+        for opt in (eopt, topt):
+            opt.param_groups[0]["lr"] = 0.1 / (k + 1)
+        _set_grads(ep, step_grads, ember.tensor)
+        _set_grads(tp, step_grads, torch.tensor)
+        eopt.step()
+        topt.step()
+    for e, t in zip(ep, tp):
+        _assert_close(_np(e), _np(t))
+
+
+def test_add_param_group_later():
+    a = ember.ones(2, requires_grad=True)
+    b = ember.ones(3, requires_grad=True)
+    opt = optim.SGD([a], lr=0.1, momentum=0.9)
+    opt.add_param_group({"params": b, "lr": 0.5})
+    assert opt.param_groups[1]["params"] == [b] or opt.param_groups[1]["params"][0] is b
+    assert opt.param_groups[1]["lr"] == 0.5 and opt.param_groups[1]["momentum"] == 0.9
+    b.grad = ember.ones(3)
+    opt.step()
+    np.testing.assert_allclose(_np(b), [0.5, 0.5, 0.5])
+
+
+def test_adagrad_state_is_created_eagerly_and_for_late_groups():
+    a = ember.ones(2, dtype=ember.float64, requires_grad=True)
+    opt = optim.Adagrad([a], lr=0.1, initial_accumulator_value=0.25)
+    sd = opt.state_dict()
+    assert sd["state"][0]["step"] == 0
+    np.testing.assert_array_equal(_np(sd["state"][0]["sum"]), [0.25, 0.25])
+    b = ember.ones(3, dtype=ember.float64, requires_grad=True)
+    opt.add_param_group({"params": [b]})
+    b.grad = ember.ones(3, dtype=ember.float64)
+    opt.step()
+    # sum = 0.25 + 1; b = 1 - 0.1 * 1 / (sqrt(1.25) + 1e-10)
+    np.testing.assert_allclose(_np(b), 1 - 0.1 / (np.sqrt(1.25) + 1e-10), rtol=1e-12)
+
+
+def test_named_parameters():
+    a = ember.ones(2, requires_grad=True)
+    b = ember.ones(2, requires_grad=True)
+    opt = optim.SGD([("w", a), ("b", b)], lr=0.1)
+    assert opt.param_groups[0]["param_names"] == ["w", "b"]
+    assert opt.state_dict()["param_groups"][0]["param_names"] == ["w", "b"]
+    with pytest.raises(ValueError, match="all optimizer param groups should be with/without"):
+        opt.add_param_group({"params": [ember.ones(2, requires_grad=True)]})
+    with pytest.raises(ValueError, match="Some param names are missing"):
+        optim.SGD([("w", ember.ones(1, requires_grad=True)), ember.ones(1, requires_grad=True)])
+
+
+def test_param_group_errors_like_torch():
+    a = ember.ones(2, requires_grad=True)
+    b = ember.ones(2, requires_grad=True)
+    with pytest.raises(ValueError, match="some parameters appear in more than one parameter "
+                                         "group"):
+        optim.SGD([{"params": [a]}, {"params": [b, a]}], lr=0.1)
+    with pytest.warns(UserWarning, match="duplicate parameters"):
+        optim.SGD([a, a], lr=0.1)
+    with pytest.raises(TypeError, match="optimizer can only optimize Tensors, but one of the "
+                                        "params is int"):
+        optim.SGD([a, 3], lr=0.1)
+    with pytest.raises(TypeError, match="ordered collections"):
+        optim.SGD([{"params": {a, b}}], lr=0.1)
+    with pytest.raises(ValueError, match="can't optimize a non-leaf Tensor"):
+        optim.SGD([a * 2], lr=0.1)
+    with pytest.raises(ValueError, match="optimizer got an empty parameter list"):
+        optim.Adam([])
+    with pytest.raises(TypeError, match="params argument given to the optimizer should be an "
+                                        "iterable of Tensors or dicts, but got "):
+        optim.Adam(a)
+    opt = optim.SGD([a], lr=0.1)
+    with pytest.raises(TypeError, match="param_group must be a dict"):
+        opt.add_param_group([b])
+
+
+def test_required_option():
+    class Plain(optim.Optimizer):
+        def __init__(self, params, lr=optim.required):
+            super().__init__(params, {"lr": lr})
+
+        def step(self, closure=None):
+            return None
+
+    a = ember.ones(1, requires_grad=True)
+    with pytest.raises(ValueError, match="parameter group didn't specify a value of required "
+                                         "optimization parameter lr"):
+        Plain([a])
+    assert Plain([{"params": [a], "lr": 0.3}]).param_groups[0]["lr"] == 0.3
+
+
+def _torch_error(cls_name, kwargs):
+    with pytest.raises(ValueError) as info:
+        getattr(torch.optim, cls_name)([torch.ones(1, requires_grad=True)], **kwargs)
+    return str(info.value)
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("SGD", {"lr": -1}), ("SGD", {"lr": 0.1, "momentum": -0.5}),
+    ("SGD", {"lr": 0.1, "weight_decay": -1e-3}), ("SGD", {"lr": 0.1, "nesterov": True}),
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "dampening": 0.1, "nesterov": True}),
+    ("Adam", {"lr": -0.5}), ("Adam", {"eps": -1.0}), ("Adam", {"betas": (1.0, 0.999)}),
+    ("Adam", {"betas": (0.9, -0.1)}), ("Adam", {"weight_decay": -1.0}),
+    ("AdamW", {"lr": -1e-3}), ("AdamW", {"betas": (0.9, 1.5)}),
+    ("Adagrad", {"lr": -1.0}), ("Adagrad", {"lr_decay": -1.0}),
+    ("Adagrad", {"weight_decay": -0.1}), ("Adagrad", {"initial_accumulator_value": -1.0}),
+    ("Adagrad", {"eps": -1.0}),
+    ("RMSprop", {"lr": -1.0}), ("RMSprop", {"eps": -1.0}), ("RMSprop", {"momentum": -1.0}),
+    ("RMSprop", {"weight_decay": -1.0}), ("RMSprop", {"alpha": -1.0}),
+])
+def test_invalid_arguments_raise_torch_messages(name, kwargs):
+    expected = _torch_error(name, kwargs)
+    with pytest.raises(ValueError) as info:
+        getattr(optim, name)([ember.ones(1, requires_grad=True)], **kwargs)
+    assert str(info.value) == expected
+
+
+def test_invalid_learning_rate_message():
+    with pytest.raises(ValueError, match=r"^Invalid learning rate: -1$"):
+        optim.SGD([ember.ones(1, requires_grad=True)], lr=-1)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"lr": -1.0}, "Invalid learning rate: -1.0"),
+    ({"betas": (0.9, 1.0)}, "Invalid beta parameter at index 1: 1.0"),
+    ({"min_weight_norm": -1.0}, "Invalid min_weight_norm value: -1.0"),
+    ({"max_weight_norm": 0.0}, "Invalid max_weight_norm value: 0.0"),
+    ({"min_weight_norm": 2.0, "max_weight_norm": 1.0}, "must not exceed"),
+])
+def test_lamb_invalid_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        optim.LAMB([ember.ones(1, requires_grad=True)], **kwargs)
+
+
+def test_repr_lists_groups():
+    opt = optim.SGD([ember.ones(1, requires_grad=True)], lr=0.1, momentum=0.9)
+    text = repr(opt)
+    assert text.startswith("SGD (\nParameter Group 0\n")
+    assert "    lr: 0.1\n" in text and "    momentum: 0.9\n" in text
+    assert "params" not in text and text.endswith(")")
+
+
+# -- zero_grad --------------------------------------------------------------------------
+
+def test_zero_grad_set_to_none():
+    a = ember.ones(3, requires_grad=True)
+    (a * 2).sum().backward()
+    opt = optim.SGD([a], lr=0.1)
+    opt.zero_grad()
+    assert a.grad is None
+    opt.zero_grad()  # no grad at all: nothing to do
+    assert a.grad is None
+
+
+def test_zero_grad_in_place_keeps_the_tensor():
+    a = ember.ones(3, requires_grad=True)
+    (a * 2).sum().backward()
+    grad = a.grad
+    opt = optim.SGD([a], lr=0.1)
+    opt.zero_grad(set_to_none=False)
+    assert a.grad is grad
+    np.testing.assert_array_equal(_np(a.grad), [0.0, 0.0, 0.0])
+    (a * 3).sum().backward()  # accumulates into the zeroed grad
+    np.testing.assert_array_equal(_np(a.grad), [3.0, 3.0, 3.0])
+
+
+def test_zero_grad_in_place_detaches_a_grad_with_history():
+    a = ember.tensor([1.0, 2.0], requires_grad=True)
+    (a ** 3).sum().backward(create_graph=True)
+    assert a.grad.requires_grad
+    optim.SGD([a], lr=0.1).zero_grad(set_to_none=False)
+    assert a.grad.grad_fn is None and not a.grad.requires_grad
+    np.testing.assert_array_equal(_np(a.grad), [0.0, 0.0])
+
+
+def test_zero_grad_both_ways_lead_to_the_same_sgd_update():
+    # plain SGD: a zero grad and no grad both leave the parameter where it is
+    for set_to_none in (True, False):
+        a = ember.ones(2, requires_grad=True)
+        opt = optim.SGD([a], lr=0.1)
+        (a * 1).sum().backward()
+        opt.step()
+        opt.zero_grad(set_to_none=set_to_none)
+        opt.step()
+        np.testing.assert_allclose(_np(a), [0.9, 0.9], rtol=1e-6)
+
+
+# -- gradient accumulation --------------------------------------------------------------
+
+@pytest.mark.parametrize("name,kwargs", [("SGD", {"lr": 0.1, "momentum": 0.9}),
+                                         ("Adam", {"lr": 0.01})])
+def test_gradient_accumulation_equals_one_big_batch(name, kwargs):
+    rng = np.random.default_rng(3)
+    w0, b0 = rng.standard_normal((3, 2)), rng.standard_normal(2)
+    x, y = rng.standard_normal((16, 3)), rng.standard_normal((16, 2))
+
+    def make():
+        w = ember.tensor(w0, requires_grad=True)
+        b = ember.tensor(b0, requires_grad=True)
+        return w, b, getattr(optim, name)([w, b], **kwargs)
+
+    def loss_of(w, b, xs, ys):
+        return ((ember.tensor(xs) @ w + b - ember.tensor(ys)) ** 2).mean()
+
+    w1, b1, opt1 = make()
+    w2, b2, opt2 = make()
+    for _ in range(3):
+        opt1.zero_grad()
+        for k in range(4):  # 4 micro-batches of 4, each loss scaled by 1/4
+            (loss_of(w1, b1, x[4 * k:4 * k + 4], y[4 * k:4 * k + 4]) / 4).backward()
+        opt1.step()
+        opt2.zero_grad()
+        loss_of(w2, b2, x, y).backward()
+        opt2.step()
+    np.testing.assert_allclose(_np(w1), _np(w2), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(_np(b1), _np(b2), rtol=1e-12, atol=1e-14)
+    assert not np.allclose(_np(w1), w0)
+
+
+# -- state_dict -------------------------------------------------------------------------
+
+ROUND_TRIP = [
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True}),
+    ("Adam", {"lr": 0.05, "amsgrad": True, "weight_decay": 0.1}),
+    ("AdamW", {"lr": 0.05}),
+    ("Adagrad", {"lr": 0.1, "lr_decay": 0.1}),
+    ("RMSprop", {"lr": 0.01, "centered": True, "momentum": 0.5}),
+    ("LAMB", {"lr": 0.01, "max_weight_norm": 5.0}),
+]
+
+
+@pytest.mark.parametrize("foreach", [None, False], ids=["foreach", "per-tensor"])
+@pytest.mark.parametrize("name,kwargs", ROUND_TRIP)
+def test_state_dict_round_trip_resumes_the_same_trajectory(name, kwargs, foreach, data):
+    init, grads = data
+    kwargs = {**kwargs, "foreach": foreach}
+
+    def groups(ps):
+        return [{"params": [ps[0]], "lr": kwargs["lr"] / 2}, {"params": ps[1:]}]
+
+    full = _ember_params(init)
+    opt = getattr(optim, name)(groups(full), **kwargs)
+    for step_grads in grads:
+        _set_grads(full, step_grads, ember.tensor)
+        opt.step()
+
+    first = _ember_params(init)
+    opt1 = getattr(optim, name)(groups(first), **kwargs)
+    for step_grads in grads[:3]:
+        _set_grads(first, step_grads, ember.tensor)
+        opt1.step()
+    saved = copy.deepcopy(opt1.state_dict())
+    assert sorted(saved["state"]) == [0, 1, 2]
+    assert [g["params"] for g in saved["param_groups"]] == [[0], [1, 2]]
+
+    resumed = [ember.tensor(_np(p).copy(), requires_grad=True) for p in first]
+    opt2 = getattr(optim, name)(groups(resumed), lr=123.0,
+                                **{k: v for k, v in kwargs.items() if k != "lr"})
+    opt2.load_state_dict(saved)
+    assert [g["lr"] for g in opt2.param_groups] == [kwargs["lr"] / 2, kwargs["lr"]]
+    assert opt2.param_groups[0]["params"][0] is resumed[0]
+    for step_grads in grads[3:]:
+        _set_grads(resumed, step_grads, ember.tensor)
+        opt2.step()
+    for a, b in zip(full, resumed):
+        np.testing.assert_array_equal(_np(a), _np(b))
+
+
+def test_load_state_dict_copies_state_tensors():
+    a = ember.ones(2, dtype=ember.float64, requires_grad=True)
+    opt = optim.SGD([a], lr=0.1, momentum=0.9)
+    a.grad = ember.ones(2, dtype=ember.float64)
+    opt.step()
+    sd = opt.state_dict()
+    b = ember.ones(2, dtype=ember.float32, requires_grad=True)
+    opt2 = optim.SGD([b], lr=0.1, momentum=0.9)
+    opt2.load_state_dict(sd)
+    buf = opt2.state[b]["momentum_buffer"]
+    assert buf is not sd["state"][0]["momentum_buffer"]
+    assert buf.dtype == ember.float32  # cast to the parameter's dtype
+    sd["state"][0]["momentum_buffer"].fill_(100.0)
+    np.testing.assert_array_equal(_np(buf), [1.0, 1.0])
+    # the loaded groups are copies too
+    sd["param_groups"][0]["lr"] = 5.0
+    assert opt2.param_groups[0]["lr"] == 0.1
+
+
+def test_load_state_dict_mismatches_raise_like_torch():
+    a, b = ember.ones(2, requires_grad=True), ember.ones(2, requires_grad=True)
+    sd = optim.Adam([a, b]).state_dict()
+    with pytest.raises(ValueError, match="loaded state dict has a different number of "
+                                         "parameter groups"):
+        optim.Adam([{"params": [a]}, {"params": [b]}]).load_state_dict(sd)
+    with pytest.raises(ValueError, match="loaded state dict contains a parameter group that "
+                                         "doesn't match the size of optimizer's group"):
+        optim.Adam([a]).load_state_dict(sd)
+
+
+def test_load_torch_state_dict_continues_torch_trajectory(data):
+    """A PyTorch Adam state dict (tensors converted, step kept as a tensor) loads into
+    ember's Adam, and both continue identically."""
+    init, grads = data
+    tp = _torch_params(init)
+    topt = torch.optim.Adam(tp, lr=0.05, amsgrad=True)
+    for step_grads in grads[:3]:
+        _set_grads(tp, step_grads, torch.tensor)
+        topt.step()
+    tsd = topt.state_dict()
+    esd = {"state": {i: {k: ember.tensor(v.detach().numpy().copy()) for k, v in s.items()}
+                     for i, s in tsd["state"].items()},
+           "param_groups": copy.deepcopy(tsd["param_groups"])}
+    ep = [ember.tensor(_np(p).copy(), requires_grad=True) for p in tp]
+    eopt = optim.Adam(ep, lr=0.05, amsgrad=True)
+    eopt.load_state_dict(esd)
+    assert eopt.state[ep[0]]["step"] == 3
+    for step_grads in grads[3:]:
+        _set_grads(ep, step_grads, ember.tensor)
+        _set_grads(tp, step_grads, torch.tensor)
+        eopt.step()
+        topt.step()
+    for e, t in zip(ep, tp):
+        _assert_close(_np(e), _np(t))
+
+
+def test_deepcopy_of_optimizer_state():
+    a = ember.ones(2, requires_grad=True)
+    opt = optim.Adam([a], lr=0.1)
+    a.grad = ember.ones(2)
+    opt.step()
+    clone = copy.deepcopy(opt.state_dict())
+    a.grad = ember.ones(2)
+    opt.step()
+    assert clone["state"][0]["step"] == 1
+    assert opt.state_dict()["state"][0]["step"] == 2
+
+
+def test_pickled_optimizer_keeps_params_and_state_together():
+    a = ember.tensor([1.0, -2.0], dtype=ember.float64, requires_grad=True)
+    opt = optim.Adam([a], lr=0.1)
+    a.grad = ember.tensor([0.5, 0.5], dtype=ember.float64)
+    opt.step()
+    clone = pickle.loads(pickle.dumps(opt))
+    b = clone.param_groups[0]["params"][0]
+    assert b is not a and clone.state[b]["step"] == 1
+    for p in (a, b):
+        p.grad = ember.tensor([0.25, -1.0], dtype=ember.float64)
+    opt.step()
+    clone.step()
+    np.testing.assert_array_equal(_np(a), _np(b))
+
+
+# -- step hooks -------------------------------------------------------------------------
+
+def test_step_hooks_run_and_can_be_removed():
+    a = ember.ones(2, requires_grad=True)
+    a.grad = ember.ones(2)
+    opt = optim.SGD([a], lr=0.1)
+    calls = []
+    pre = opt.register_step_pre_hook(lambda o, args, kwargs: calls.append(("pre", o)))
+    post = opt.register_step_post_hook(lambda o, args, kwargs: calls.append(("post", o)))
+    opt.step()
+    assert calls == [("pre", opt), ("post", opt)]
+    pre.remove()
+    post.remove()
+    opt.step()
+    assert len(calls) == 2
+    with optim.register_optimizer_step_post_hook(lambda o, a_, k: calls.append("global")):
+        opt.step()
+    opt.step()
+    assert calls[2:] == ["global"]
+
+
+# -- LAMB against the paper --------------------------------------------------------------
+
+def lamb_reference(init, grads, lr, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01,
+                   min_norm=None, max_norm=None, maximize=False):
+    """Algorithm 2 of You et al. (2020), "Large Batch Optimization for Deep Learning",
+    in NumPy, one layer per tensor; phi(z) = clip(z, gamma_l, gamma_u)."""
+    b1, b2 = betas
+    xs = [x.copy() for x in init]
+    ms = [np.zeros_like(x) for x in xs]
+    vs = [np.zeros_like(x) for x in xs]
+    trajectory = []
+    for t, step_grads in enumerate(grads, start=1):
+        for i, g in enumerate(step_grads):
+            if g is None:
+                continue
+            g = -g if maximize else g
+            ms[i] = b1 * ms[i] + (1 - b1) * g
+            vs[i] = b2 * vs[i] + (1 - b2) * g * g
+            m_hat = ms[i] / (1 - b1 ** t)
+            v_hat = vs[i] / (1 - b2 ** t)
+            r = m_hat / (np.sqrt(v_hat) + eps)
+            u = r + weight_decay * xs[i]
+            w_norm, u_norm = np.linalg.norm(xs[i]), np.linalg.norm(u)
+            phi = w_norm
+            if min_norm is not None or max_norm is not None:
+                phi = np.clip(w_norm, min_norm, max_norm)
+            ratio = phi / u_norm if w_norm > 0 and u_norm > 0 else 1.0
+            xs[i] = xs[i] - lr * ratio * u
+        trajectory.append([x.copy() for x in xs])
+    return trajectory
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"lr": 0.01},
+    {"lr": 0.05, "weight_decay": 0.0},
+    {"lr": 0.05, "betas": (0.8, 0.99), "eps": 1e-4, "weight_decay": 0.1},
+    {"lr": 0.05, "max_weight_norm": 1.5},
+    {"lr": 0.05, "min_weight_norm": 3.0, "max_weight_norm": 10.0},
+    {"lr": 0.02, "maximize": True},
+], ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()))
+@pytest.mark.parametrize("foreach", [None, False], ids=["foreach", "per-tensor"])
+def test_lamb_matches_paper_algorithm(kwargs, foreach, data):
+    init, grads = data
+    ep = _ember_params(init)
+    opt = optim.LAMB(ep, foreach=foreach, **kwargs)
+    ref_kwargs = dict(kwargs)
+    ref_kwargs["min_norm"] = ref_kwargs.pop("min_weight_norm", None)
+    ref_kwargs["max_norm"] = ref_kwargs.pop("max_weight_norm", None)
+    expected = lamb_reference(init, grads, **ref_kwargs)
+    for step_grads, want in zip(grads, expected):
+        _set_grads(ep, step_grads, ember.tensor)
+        opt.step()
+        for p, w in zip(ep, want):
+            _assert_close(_np(p), w)
+
+
+@pytest.mark.parametrize("foreach", [None, False], ids=["foreach", "per-tensor"])
+def test_lamb_trust_ratio_is_one_when_a_norm_is_zero(foreach):
+    # a zero weight tensor (||w|| = 0) moves by the plain Adam-style step: lr * m/(sqrt v + eps)
+    w = ember.zeros(4, dtype=ember.float64, requires_grad=True)
+    # a zero update (zero grad, no decay) keeps its weights
+    v = ember.tensor([3.0, 4.0], dtype=ember.float64, requires_grad=True)
+    opt = optim.LAMB([w, v], lr=0.1, weight_decay=0.0, eps=1e-6, foreach=foreach)
+    w.grad = ember.tensor([1.0, -2.0, 0.5, 0.0], dtype=ember.float64)
+    v.grad = ember.zeros(2, dtype=ember.float64)
+    opt.step()
+    g = np.array([1.0, -2.0, 0.5, 0.0])
+    np.testing.assert_allclose(_np(w), -0.1 * g / (np.abs(g) + 1e-6), rtol=1e-12)
+    np.testing.assert_array_equal(_np(v), [3.0, 4.0])
+    ref = lamb_reference([np.zeros(4), np.array([3.0, 4.0])], [[g, np.zeros(2)]], lr=0.1,
+                         weight_decay=0.0)
+    np.testing.assert_allclose(_np(w), ref[0][0], rtol=1e-12)
+
+
+def test_lamb_layerwise_step_length_is_lr_times_weight_norm():
+    # the defining property: each tensor moves by exactly lr * phi(||w||) per step
+    rng = np.random.default_rng(5)
+    x0 = rng.standard_normal((4, 5))
+    p = ember.tensor(x0, requires_grad=True)
+    opt = optim.LAMB([p], lr=0.01, weight_decay=0.05)
+    p.grad = ember.tensor(rng.standard_normal((4, 5)) * 1e3)  # the grad's scale is irrelevant
+    opt.step()
+    np.testing.assert_allclose(np.linalg.norm(_np(p) - x0), 0.01 * np.linalg.norm(x0),
+                               rtol=1e-12)
+
+
+# -- other devices --------------------------------------------------------------------------
+
+def _countdev_available() -> bool:
+    try:
+        ember.ones(1, device="countdev")
+    except Exception:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 0.1}),
+    ("Adam", {"lr": 0.05, "amsgrad": True}), ("AdamW", {"lr": 0.05}),
+    ("Adagrad", {"lr": 0.1}), ("RMSprop", {"lr": 0.01, "centered": True, "momentum": 0.5}),
+    ("LAMB", {"lr": 0.01}),
+])
+@pytest.mark.parametrize("foreach", [None, False], ids=["foreach", "per-tensor"])
+def test_updates_run_on_a_third_party_backend(name, kwargs, foreach, data):
+    """The same update on the example plugin's device, with no CPU fallback allowed."""
+    if not _countdev_available():
+        pytest.skip("the countdev example plugin is not installed")
+    init, grads = data
+    cpu = _ember_params(init)
+    dev = [ember.tensor(a, dtype=ember.float64, device="countdev", requires_grad=True)
+           for a in init]
+    copt = getattr(optim, name)(cpu, **kwargs)
+    dopt = getattr(optim, name)(dev, foreach=foreach, **kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a FallbackWarning would fail the test
+        for step_grads in grads[:3]:
+            _set_grads(cpu, step_grads, ember.tensor)
+            _set_grads(dev, step_grads, lambda g: ember.tensor(g, device="countdev"))
+            copt.step()
+            dopt.step()
+    for c, d in zip(cpu, dev):
+        assert d.device.type == "countdev"
+        _assert_close(d.detach().cpu().numpy(), _np(c))
+    for value in dopt.state[dev[0]].values():
+        if isinstance(value, ember.Tensor):
+            assert value.device.type == "countdev"
