@@ -36,6 +36,7 @@ from ember.core.creation import (  # noqa: E402, F401
 from ember.core.device import device  # noqa: E402, F401
 from ember.core.dtype import (  # noqa: E402, F401
     bfloat16,
+    can_cast,
     dtype,
     float16,
     float32,

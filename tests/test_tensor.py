@@ -499,9 +499,10 @@ class TestDevice:
         with pytest.raises((RuntimeError, ValueError)):
             ember.device(bad)
 
-    def test_devices_lists_cpu_and_countdev(self):
-        kinds = {d.type for d in ember.devices()}
-        assert {"cpu", "countdev"} <= kinds
+    def test_devices_lists_cpu(self):
+        found = ember.devices()
+        assert all(isinstance(d, ember.device) for d in found)
+        assert ember.device("cpu") in found
 
 
 def test_zero_size_tensor():

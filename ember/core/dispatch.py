@@ -52,11 +52,14 @@ def common_device(op: str, args: tuple) -> Tensor | None:
 def run(op: str, *args: Any, **attrs: Any) -> Tensor:
     """Run primitive `op` on tensor (or scalar) operands; returns the output tensor."""
     first = common_device(op, args)
-    meta = OPS[op].rule(*args, **attrs)
+    spec = OPS[op]
+    meta = spec.rule(*args, **attrs)
     if meta is not None and meta.compute is not None:
-        compute = meta.compute
-        args = tuple(cast(a, compute) if isinstance(a, Tensor) and a._dtype is not compute
-                     else (_wrap_int(a, compute) if type(a) is int else a) for a in args)
+        compute, keep = meta.compute, spec.uncast
+        args = tuple(a if i in keep else
+                     (cast(a, compute) if isinstance(a, Tensor) and a._dtype is not compute
+                      else (_wrap_int(a, compute) if type(a) is int else a))
+                     for i, a in enumerate(args))
     backend = first._backend
     bufs = [a._data if isinstance(a, Tensor) else a for a in args]
     kernel = backend.kernels.get(op)

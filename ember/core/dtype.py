@@ -138,3 +138,9 @@ def result_type(*operands: tuple[dtype, int]) -> dtype:
             result = tier_dtype
     assert result is not None, "result_type needs at least one operand"
     return result
+
+
+def can_cast(from_: dtype, to: dtype) -> bool:
+    """Whether PyTorch's casting rules allow `from_` into `to` in an in-place or `out=` op:
+    never to a lower category (float -> int, int -> bool)."""
+    return from_._category <= to._category

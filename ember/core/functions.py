@@ -200,7 +200,12 @@ def _make_unary(op: str):
 
 neg = _make_unary("neg")
 abs = _make_unary("abs")  # noqa: A001 - PyTorch's name
-sign = _make_unary("sign")
+_sign = _make_unary("sign")
+
+
+def sign(input: Tensor) -> Tensor:
+    """-1, 0 or 1 by the sign of each element (a bool tensor is its own sign)."""
+    return clone(input) if input._dtype is dt.bool_ else _sign(input)
 floor = _make_unary("floor")
 ceil = _make_unary("ceil")
 trunc = _make_unary("trunc")
@@ -477,6 +482,11 @@ bitwise_xor = _compare("bitwise_xor")
 greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
 
 
+def result_type(tensor1: Any, tensor2: Any) -> dt.dtype:
+    """The dtype an arithmetic op on these operands (tensors or numbers) would produce."""
+    return dt.result_type(_tier(tensor1), _tier(tensor2))
+
+
 def equal(input: Tensor, other: Tensor) -> bool:
     """True when both tensors have the same shape and elements."""
     return tuple(input.shape) == tuple(other.shape) and bool(all(eq(input, other)))
@@ -742,11 +752,12 @@ def prod_keep(x: Tensor, dims: tuple | None) -> Tensor:
     return prod(x, dims[0], keepdim=True)
 
 
-def _extreme(op: str, input: Tensor, dims: tuple | None, keepdim: bool) -> Tensor:
+def _extreme(op: str, input: Tensor, dims: tuple | None, keepdim: bool,
+             label: str | None = None) -> Tensor:
     out = run(op, input, dims=dims, keepdim=keepdim)
     if _state.enabled and input._requires_grad:
-        record("AmaxBackward0" if op == "max" else "AminBackward0", _bw_extreme, (input,), out,
-               saved=(input, out), dims=dims, keepdim=keepdim)
+        record(label or ("AmaxBackward0" if op == "max" else "AminBackward0"), _bw_extreme,
+               (input,), out, saved=(input, out), dims=dims, keepdim=keepdim)
     return out
 
 
@@ -775,7 +786,8 @@ def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool) -> Any:
     if isinstance(dim, Tensor):  # max(a, b) is maximum(a, b)
         return maximum(input, dim) if op == "max" else minimum(input, dim)
     if dim is None:
-        return _extreme(op, input, None, False)
+        return _extreme(op, input, None, False, "MaxBackward1" if op == "max" else
+                        "MinBackward1")
     d = normalize_dim(op, dim, input.ndim)
     if input.shape and input.shape[d] == 0:
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
@@ -927,7 +939,8 @@ def _sizes(args: tuple) -> tuple:
     return tuple(int(a) for a in args)
 
 
-def _reshape_impl(x: Tensor, shape: tuple, must_view: bool, op: str) -> Tensor:
+def _reshape_impl(x: Tensor, shape: tuple, must_view: bool, op: str,
+                  label: str | None = None) -> Tensor:
     shape = infer_reshape(op, tuple(x.shape), x.numel(), shape)
     if tuple(x.shape) == shape and not must_view:
         return x
@@ -946,8 +959,8 @@ def _reshape_impl(x: Tensor, shape: tuple, must_view: bool, op: str) -> Tensor:
     if viewed:
         _as_view(out, x, lambda b: reshape(b, shape))
     if _state.enabled and x._requires_grad:
-        record("ViewBackward0" if viewed else "UnsafeViewBackward0", _bw_reshape, (x,),
-               out, shape=tuple(x.shape))
+        record(label or ("ViewBackward0" if viewed else "UnsafeViewBackward0"), _bw_reshape,
+               (x,), out, shape=tuple(x.shape))
     return out
 
 
@@ -1008,7 +1021,8 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """Insert a dimension of size 1 at `dim`."""
     d = normalize_dim("unsqueeze", dim, input.ndim + 1)
     shape = tuple(input.shape)
-    return reshape(input, shape[:d] + (1,) + shape[d:])
+    return _reshape_impl(input, shape[:d] + (1,) + shape[d:], False, "unsqueeze",
+                         "UnsqueezeBackward0")
 
 
 def _alias(x: Tensor) -> Tensor:
@@ -1059,7 +1073,8 @@ def t(input: Tensor) -> Tensor:
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{input.ndim}D")
-    return _permute(input, (1, 0), "TBackward0") if input.ndim == 2 else _alias(input)
+    return _permute(input, (1, 0), "TBackward0") if input.ndim == 2 else \
+        _reshape_impl(input, tuple(input.shape), True, "t", "TBackward0")
 
 
 def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
@@ -1189,12 +1204,13 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
         raise IndexError(f"narrow(): start ({start}) + length ({length}) exceeds dimension "
                          f"size ({size}).")
     key = (slice(None),) * d + (slice(start, start + length),)
-    return getitem(input, key)
+    return _index(input, indexing.parse_basic(input._data.shape, key), key)
 
 
 def select(input: Tensor, dim: int, index: int) -> Tensor:
     d = normalize_dim("select", dim, input.ndim)
-    return getitem(input, (slice(None),) * d + (index,))
+    key = (slice(None),) * d + (int(index),)
+    return _index(input, indexing.parse_basic(input._data.shape, key), key)
 
 
 def unbind(input: Tensor, dim: int = 0) -> tuple:
@@ -1303,7 +1319,10 @@ builtins_min, builtins_max, builtins_sum = _builtins.min, _builtins.max, _builti
 
 def getitem(input: Tensor, key: Any) -> Tensor:
     """`input[key]`: basic indexing returns a view; tensor indices copy."""
-    parsed = indexing.parse(input, key)
+    return _index(input, indexing.parse(input, key), key)
+
+
+def _index(input: Tensor, parsed: indexing.ParsedIndex, key: Any) -> Tensor:
     out = run("getitem", input, *parsed.tensors, index=parsed.spec, shape=parsed.shape)
     if parsed.basic:
         _as_view(out, input, lambda b: getitem(b, key))

@@ -24,7 +24,39 @@ class ParsedIndex(NamedTuple):
     basic: bool  # no tensor index: the result is a view
 
 
+def parse_basic(shape: tuple[int, ...], key: Any) -> ParsedIndex | None:
+    """The fast path for keys of plain ints and slices (the common case: `x[i]`,
+    `x[:, a:b]`, narrow, select); None for anything else."""
+    if type(key) is not tuple:
+        key = (key,)
+    if len(key) > len(shape):
+        return None
+    spec, out = [], []
+    for d, k in enumerate(key):
+        kind = type(k)
+        if kind is int:
+            n = shape[d]
+            if not -n <= k < n:
+                raise IndexError(f"index {k} is out of bounds for dimension {d} with size {n}")
+            spec.append(("int", k % n))
+        elif kind is slice:
+            if k.step is not None and (type(k.step) is not int or k.step <= 0):
+                return None  # the general path raises the right error
+            start, stop, step = k.indices(shape[d])
+            spec.append(("slice", start, stop, step))
+            out.append(len(range(start, stop, step)))
+        else:
+            return None
+    for d in range(len(key), len(shape)):
+        spec.append(("slice", 0, shape[d], 1))
+        out.append(shape[d])
+    return ParsedIndex(tuple(spec), (), tuple(out), True)
+
+
 def parse(x: Tensor, key: Any) -> ParsedIndex:
+    fast = parse_basic(x._data.shape, key)
+    if fast is not None:
+        return fast
     from ember.core import functions as F
 
     if not isinstance(key, tuple):

@@ -75,6 +75,7 @@ class OpSpec:
     view: bool = False  # the output shares storage with input 0
     inplace: bool = False  # writes into input 0, returns nothing
     creation: bool = False  # no tensor inputs; takes a `device` attribute
+    uncast: tuple[int, ...] = ()  # operands never cast to the compute dtype (where's cond)
     doc: str = ""
 
 
@@ -171,9 +172,12 @@ BINARY_BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")
 
 def _unary_same(op: str):
     def rule(x):
-        if op == "neg" and x.dtype is dt.bool_:
-            raise RuntimeError("neg: negation, the `-` operator, on a bool tensor is not "
-                               "supported; use `~` or logical_not() instead")
+        if x.dtype is dt.bool_:
+            if op == "neg":
+                raise RuntimeError("neg: negation, the `-` operator, on a bool tensor is not "
+                                   "supported; use `~` or logical_not() instead")
+            if op != "sign":
+                raise RuntimeError(f"{op}: not implemented for dtype ember.bool")
         return OutMeta(x.shape, x.dtype, None)
     return rule
 
@@ -250,7 +254,7 @@ for _names, _kind in ((BINARY_ARITH, "arith"), (BINARY_FLOAT, "float"),
                       (BINARY_BITWISE, "bitwise")):
     for _n in _names:
         register(_n, _binary(_n, _kind))
-register("where", _where)
+register("where", _where, uncast=(0,))
 register("clamp", _clamp)
 register("cast", _cast)
 
@@ -385,21 +389,25 @@ def _assign(dst, src):
 
 
 def _cat(*xs, dim):
-    ref = xs[0]
-    for i, x in enumerate(xs):
-        if x.ndim != ref.ndim:
+    shapes = [tuple(x.shape) for x in xs]
+    ref = shapes[0]
+    for i, shape in enumerate(shapes):
+        if len(shape) != len(ref):
             raise RuntimeError(f"cat: tensors must have the same number of dimensions: got "
-                               f"{ref.ndim} and {x.ndim} (tensor {i})")
-        for d in range(ref.ndim):
-            if d != dim and x.shape[d] != ref.shape[d]:
-                raise RuntimeError(
-                    f"cat: sizes of tensors must match except in dimension {dim}. Expected "
-                    f"size {ref.shape[d]} but got size {x.shape[d]} for tensor number {i} "
-                    f"in the list (shapes {fmt_shape(ref.shape)} and {fmt_shape(x.shape)})")
-    common = functools.reduce(dt.promote_types, (x.dtype for x in xs))
-    shape = list(ref.shape)
-    shape[dim] = sum(x.shape[dim] for x in xs)
-    return OutMeta(tuple(shape), common, common)
+                               f"{len(ref)} and {len(shape)} (tensor {i})")
+        if shape != ref and any(s != r for d, (s, r) in enumerate(zip(shape, ref)) if d != dim):
+            d = next(d for d, (s, r) in enumerate(zip(shape, ref)) if d != dim and s != r)
+            raise RuntimeError(
+                f"cat: sizes of tensors must match except in dimension {dim}. Expected "
+                f"size {ref[d]} but got size {shape[d]} for tensor number {i} "
+                f"in the list (shapes {fmt_shape(ref)} and {fmt_shape(shape)})")
+    common = xs[0].dtype
+    for x in xs[1:]:
+        if x.dtype is not common:
+            common = dt.promote_types(common, x.dtype)
+    out = list(ref)
+    out[dim] = sum(s[dim] for s in shapes)
+    return OutMeta(tuple(out), common, common)
 
 
 def _check_index_tensor(op: str, index) -> None:

@@ -15,6 +15,7 @@ from ember.core.backend import ALL_DTYPES, ViewNotPossible, bfloat16, numpy_dtyp
 
 _NP = {d: numpy_dtype(d) for d in ALL_DTYPES}
 _LOW_PRECISION = {np.dtype(np.float16), _NP[bfloat16]}
+_BF16, _BOOL = _NP[bfloat16], np.dtype(np.bool_)
 _rng = np.random.Generator(np.random.PCG64(0))
 _OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers "
             "to a single memory location. Please clone() the tensor before performing the "
@@ -36,6 +37,19 @@ def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
 
 # -- elementwise ----------------------------------------------------------------------
 
+def _bf16_call(f, args, out):
+    """ml_dtypes' bfloat16 ignores NumPy's weak-scalar rule (`bf16 + 2.0` gives float32):
+    make scalars bfloat16 arrays and keep a bfloat16 result."""
+    args = tuple(a if type(a) is np.ndarray else np.asarray(a, _BF16) for a in args)
+    result = _arr(f(*args, out=out))
+    return result if result.dtype in (_BF16, _BOOL) else result.astype(_BF16)
+
+
+def _is_bf16(args) -> bool:
+    first = args[0] if type(args[0]) is np.ndarray else args[-1]
+    return first.dtype == _BF16
+
+
 def _quiet(f):
     """Run a ufunc without NumPy's floating-point warnings (PyTorch gives inf/nan
     silently)."""
@@ -43,6 +57,8 @@ def _quiet(f):
         if out is not None and not out.flags.writeable:
             raise RuntimeError(_OVERLAP)
         with np.errstate(all="ignore"):
+            if _is_bf16(args):
+                return _bf16_call(f, args, out)
             return _arr(f(*args, out=out))
     return kernel
 
@@ -51,6 +67,8 @@ def _plain(f):
     def kernel(*args, out=None):
         if out is not None and not out.flags.writeable:
             raise RuntimeError(_OVERLAP)
+        if _is_bf16(args):
+            return _bf16_call(f, args, out)
         return _arr(f(*args, out=out))
     return kernel
 
@@ -144,11 +162,16 @@ BINARY = {
 
 
 def where(cond, x, y):
+    ref = x if type(x) is np.ndarray else y
+    if type(ref) is np.ndarray and (type(x) is not np.ndarray or type(y) is not np.ndarray):
+        # a Python scalar takes the array's dtype (np.where would widen to float64)
+        x = x if type(x) is np.ndarray else np.asarray(x, ref.dtype)
+        y = y if type(y) is np.ndarray else np.asarray(y, ref.dtype)
     return _arr(np.where(cond, x, y))
 
 
 def clamp(x, min=None, max=None):  # noqa: A002
-    return _arr(np.clip(x, min, max))
+    return _arr(np.clip(x, min, max)).astype(x.dtype, copy=False)
 
 
 def cast(x, dtype):
@@ -314,7 +337,7 @@ def nonzero(x):
 # -- linear algebra -------------------------------------------------------------------
 
 def matmul(a, b):
-    return _arr(np.matmul(a, b))
+    return _arr(np.matmul(a, b)).astype(a.dtype, copy=False)
 
 
 def einsum(*xs, equation):

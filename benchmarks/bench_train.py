@@ -1,0 +1,133 @@
+"""Training-step time (forward, backward, SGD-momentum step): ember against PyTorch.
+
+    python benchmarks/bench_train.py [--device cpu] [--only mlp,cnn,lstm,tiny]
+
+Each workload builds the same model in both frameworks (ember's copies PyTorch's initial
+weights) and times whole steps on fixed random data. PyTorch runs on its CPU build with
+all cores; ember runs on --device (default cpu). Goals are ember/PyTorch on the CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import ember  # noqa: E402
+from common import best_time, print_table  # noqa: E402
+
+try:
+    import torch  # noqa: E402
+
+    torch.set_num_threads(os.cpu_count() or 1)
+except ImportError:
+    torch = None
+
+
+def _copy_weights(ember_model, torch_model) -> None:
+    state = {k: ember.tensor(v.detach().numpy()) for k, v in torch_model.state_dict().items()}
+    ember_model.load_state_dict(state)
+
+
+def _models(name: str):
+    """(ember model, torch model or None, input shape, target kind) for a workload."""
+    from ember import nn as enn
+
+    def build(nn):
+        if name == "mlp":
+            return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256),
+                                 nn.ReLU(), nn.Linear(256, 10)), (128, 784)
+        if name == "tiny":
+            return nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 8), nn.Tanh(),
+                                 nn.Linear(8, 8)), (4, 8)
+        if name == "cnn":
+            return nn.Sequential(
+                nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2),
+                nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                nn.Linear(1600, 128), nn.ReLU(), nn.Linear(128, 10)), (64, 1, 28, 28)
+        if name == "lstm":
+            class LSTMHead(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.lstm = nn.LSTM(32, 128, batch_first=True)
+                    self.head = nn.Linear(128, 10)
+
+                def forward(self, x):
+                    out, _ = self.lstm(x)
+                    return self.head(out[:, -1])
+            return LSTMHead(), (32, 50, 32)
+        raise ValueError(name)
+
+    ours, shape = build(enn)
+    theirs = None
+    if torch is not None:
+        theirs, _ = build(torch.nn)
+        _copy_weights(ours, theirs)
+    return ours, theirs, shape
+
+
+def _step_fns(name: str, device: str):
+    ours, theirs, shape = _models(name)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape, dtype=np.float32)
+    classes = 8 if name == "tiny" else 10
+    y = rng.integers(0, classes, shape[0])
+    ours.to(device)
+    ex, ey = ember.tensor(x, device=device), ember.tensor(y, device=device)
+    eopt = ember.optim.SGD(ours.parameters(), lr=0.01, momentum=0.9)
+    eloss = ember.nn.CrossEntropyLoss()
+
+    def ember_step():
+        eopt.zero_grad()
+        eloss(ours(ex), ey).backward()
+        eopt.step()
+
+    torch_step = None
+    if theirs is not None:
+        tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+        topt = torch.optim.SGD(theirs.parameters(), lr=0.01, momentum=0.9)
+        tloss = torch.nn.CrossEntropyLoss()
+
+        def torch_step():
+            topt.zero_grad()
+            tloss(theirs(tx), ty).backward()
+            topt.step()
+    sync = None
+    if device != "cpu":
+        backend = ex._backend
+        sync = lambda: backend.synchronize()  # noqa: E731
+    return ember_step, torch_step, sync
+
+
+WORKLOADS = {
+    "mlp": ("MLP 784-512-256-10, batch 128", 30, "<= 1.0x"),
+    "cnn": ("CNN conv32-conv64-fc128, 28x28, batch 64", 5, "<= 1.5x"),
+    "lstm": ("LSTM(32->128) T=50 + linear, batch 32", 5, "<= 1.5x"),
+    "tiny": ("tiny MLP 8-8-8 tanh, batch 4", 300, "<= 3x"),
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--only", default=",".join(WORKLOADS))
+    args = parser.parse_args(argv)
+    print(f"ember {ember.__version__} on {args.device}; torch "
+          f"{torch.__version__ if torch else 'not installed'} on the CPU; "
+          f"{os.cpu_count()} cores")
+    rows = []
+    for name in args.only.split(","):
+        title, number, goal = WORKLOADS[name]
+        ember_step, torch_step, sync = _step_fns(name, args.device)
+        ours = best_time(ember_step, number, repeat=5, sync=sync)
+        theirs = best_time(torch_step, number, repeat=5) if torch_step else None
+        rows.append((title, ours, theirs, goal))
+    print_table("Training step: forward + backward + SGD(momentum) step", rows)
+
+
+if __name__ == "__main__":
+    main()
