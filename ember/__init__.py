@@ -110,7 +110,7 @@ def devices() -> list:
 import builtins  # noqa: E402
 
 
-_SUBMODULES = {"nn", "optim", "testing", "demo", "cli"}
+_SUBMODULES = {"nn", "optim", "jit", "onnx", "exporters", "testing", "demo", "cli"}
 
 
 def __getattr__(name: str):

@@ -15,7 +15,7 @@ import warnings
 from typing import Any
 
 from ember.core import dtype as _dt
-from ember.core import plugins
+from ember.core import plugins, tracing
 from ember.core.backend import Backend, numpy_dtype
 from ember.core.device import device as Device
 from ember.core.ops import OPS
@@ -52,6 +52,7 @@ def common_device(op: str, args: tuple) -> Tensor | None:
 def run(op: str, *args: Any, **attrs: Any) -> Tensor:
     """Run primitive `op` on tensor (or scalar) operands; returns the output tensor."""
     first = common_device(op, args)
+    traced_args = args
     spec = OPS[op]
     meta = spec.rule(*args, **attrs)
     if meta is not None and meta.compute is not None:
@@ -69,8 +70,12 @@ def run(op: str, *args: Any, **attrs: Any) -> Tensor:
         out = kernel(*bufs, **attrs)
     if meta is None:  # data-dependent shape (nonzero): the dtype is fixed by the op
         from ember.core.dtype import int64
-        return Tensor._make(out, int64, first._device, backend)
-    return Tensor._make(out, meta.dtype, first._device, backend)
+        result = Tensor._make(out, int64, first._device, backend)
+    else:
+        result = Tensor._make(out, meta.dtype, first._device, backend)
+    if tracing.active is not None:
+        tracing.primitive(op, traced_args, attrs, result)
+    return result
 
 
 _binary_meta: dict[tuple, Any] = {}
@@ -101,6 +106,11 @@ def run_binary(op: str, a: Any, b: Any, out: Tensor | None = None) -> Tensor:
         _binary_meta[key] = meta
     backend = first._backend
     kernel = backend.kernels.get(op)
+    if tracing.active is not None:  # the general path records the op
+        if out is not None:
+            check_out(op, out, meta)
+            return write_into(out, run(op, a, b))
+        return run(op, a, b)
     if out is not None:
         check_out(op, out, meta)
         if kernel is None or not backend.supports_out or meta.dtype is not out._dtype \
@@ -130,7 +140,7 @@ def run_unary_into(op: str, x: Tensor) -> Tensor:
     check_out(op, x, meta)
     kernel = x._backend.kernels.get(op)
     if kernel is None or not x._backend.supports_out or meta.compute not in (None, x._dtype) \
-            or meta.dtype is not x._dtype:
+            or meta.dtype is not x._dtype or tracing.active is not None:
         return write_into(x, run(op, x))
     kernel(x._data, out=x._data)
     x._vc[0] += 1
@@ -154,6 +164,8 @@ def write_into(dst: Tensor, src: Tensor) -> Tensor:
         src = cast(src, dst._dtype)
     dst._backend.kernels["assign"](dst._data, src._data)
     dst._vc[0] += 1
+    if tracing.active is not None:
+        tracing.primitive("assign", (dst, src), {}, dst)
     return dst
 
 
@@ -167,6 +179,8 @@ def run_inplace(op: str, target: Tensor, *args: Any, **attrs: Any) -> None:
     if kernel is None:  # required kernels are checked at plugin load; be explicit anyway
         raise RuntimeError(f"{op}: backend {backend.name!r} has no kernel for this in-place op")
     kernel(target._data, *bufs, **attrs)
+    if tracing.active is not None:
+        tracing.primitive(op, (target,) + args, attrs, target)
 
 
 def run_creation(op: str, device: Device, backend: Backend, **attrs: Any) -> Tensor:
@@ -180,7 +194,10 @@ def run_creation(op: str, device: Device, backend: Backend, **attrs: Any) -> Ten
         out = backend.from_numpy(cpu.to_numpy(host), device.index or 0)
     else:
         out = kernel(**attrs, device=device.index or 0)
-    return Tensor._make(out, meta.dtype, device, backend)
+    result = Tensor._make(out, meta.dtype, device, backend)
+    if tracing.active is not None:
+        tracing.primitive(op, (), dict(attrs, device=str(device)), result)
+    return result
 
 
 def _wrap_int(value: int, dtype: Any) -> Any:

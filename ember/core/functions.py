@@ -17,7 +17,7 @@ from typing import Any
 
 from ember.core import autograd as ag
 from ember.core import dtype as dt
-from ember.core import indexing
+from ember.core import indexing, tracing
 from ember.core.autograd import record
 from ember.core.creation import (  # noqa: F401 - re-exported for the Tensor methods
     Generator,
@@ -616,6 +616,8 @@ def to_device(x: Tensor, device: Any) -> Tensor:
     out = Tensor._make(buf, x._dtype, dev, backend)
     if _state.enabled and x._requires_grad:
         record("ToCopyBackward0", _bw_to_device, (x,), out, src=x._device)
+    if tracing.active is not None:
+        tracing.primitive("to_device", (x,), {"device": str(dev)}, out)
     return out
 
 
@@ -697,6 +699,7 @@ def _bw_sum(node, g):
     return _expand_back(g, node.attrs["shape"], node.attrs["dims"], node.attrs["keepdim"])
 
 
+@tracing.composite("mean")
 def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Mean over `dim` (all dimensions when None); floating tensors only."""
     if dtype is not None:
@@ -830,6 +833,7 @@ def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
     return sum(ne(input, 0), dim)
 
 
+@tracing.composite("var")
 def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: Any = None) -> Tensor:
     """Variance over `dim`, with Bessel's correction by default (`correction=1`)."""
@@ -855,6 +859,7 @@ def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
             mean(input, _dims_arg("var_mean", input, dim), keepdim))
 
 
+@tracing.composite("logsumexp")
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """`log(sum(exp(input), dim))`, computed stably."""
     dims = _dims_arg("logsumexp", input, dim)
@@ -1650,13 +1655,15 @@ def _bw_einsum(node, g):
 
 
 def _fused(op: str, x: Tensor, **attrs: Any) -> Tensor | None:
-    """Run a backend's fused kernel for composite `op`, if it has one."""
+    """Run a backend's fused kernel for composite `op`, if it has one (not while tracing:
+    a trace records the decomposition, so it can be replayed and exported)."""
     kernel = x._backend.kernels.get(op)
-    if kernel is None:
+    if kernel is None or tracing.active is not None:
         return None
     return Tensor._make(kernel(x._data, **attrs), x._dtype, x._device, x._backend)
 
 
+@tracing.composite("softmax")
 def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """`exp(x) / sum(exp(x), dim)`, computed stably."""
     if dtype is not None:
@@ -1680,6 +1687,7 @@ def _bw_softmax(node, g):
     return mul(y, sub(g, sum(mul(g, y), d, keepdim=True)))
 
 
+@tracing.composite("log_softmax")
 def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """`x - logsumexp(x, dim)`, computed stably."""
     if dtype is not None:

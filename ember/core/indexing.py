@@ -171,8 +171,10 @@ def _check_bounds(index: Tensor, size: int, dim: int) -> None:
     if index.numel() == 0:
         return
     from ember.core import functions as F
+    from ember.core import tracing
 
-    lo, hi = int(F.amin(index)), int(F.amax(index))
+    with tracing.paused():  # a check, not part of the computation
+        lo, hi = F.host(F.amin(index)).item(), F.host(F.amax(index)).item()
     bad = hi if hi >= size else (lo if lo < -size else None)
     if bad is not None:
         raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")

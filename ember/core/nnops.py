@@ -14,6 +14,7 @@ from typing import Any
 
 from ember.core import autograd as ag
 from ember.core import functions as F
+from ember.core import tracing
 from ember.core.autograd import record
 from ember.core.dispatch import run
 from ember.core.ops import conv_out_size, fmt_shape
@@ -36,6 +37,7 @@ def _tuple(value: Any, n: int, name: str) -> tuple[int, ...]:
 # -- im2col / col2im (F.unfold / F.fold) ----------------------------------------------
 
 
+@tracing.composite("im2col")
 def im2col(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
            stride: Any = 1) -> Tensor:
     """Sliding local blocks of a batched (N, C, *spatial) tensor, as (N, C*prod(k), L)."""
@@ -54,6 +56,7 @@ def _bw_im2col(node, g):
     return col2im(g, node.attrs["size"], **node.attrs["attrs"])
 
 
+@tracing.composite("col2im")
 def col2im(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1,
            padding: Any = 0, stride: Any = 1) -> Tensor:
     """Sum sliding local blocks (N, C*prod(k), L) back into (N, C, *output_size)."""
@@ -75,6 +78,7 @@ def _bw_col2im(node, g):
 # -- padding --------------------------------------------------------------------------
 
 
+@tracing.composite("constant_pad_nd")
 def constant_pad_nd(input: Tensor, pad: Sequence[int], value: Any = 0.0) -> Tensor:
     """Pad with a constant; `pad` lists (left, right) pairs from the last dimension
     backwards, as `F.pad` does. Negative amounts crop."""
@@ -108,6 +112,7 @@ def _bw_pad(node, g):
 # -- linear ---------------------------------------------------------------------------
 
 
+@tracing.composite("linear")
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """`input @ weight.T + bias`."""
     if weight.ndim not in (1, 2):
@@ -118,7 +123,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
                            f"({math.prod(input.shape[:-1])}x{input.shape[-1]} and "
                            f"{weight.shape[-1]}x{weight.shape[0] if weight.ndim == 2 else 1})")
     kernel = input._backend.kernels.get("linear")
-    if kernel is not None and weight.ndim == 2 and input._device is weight._device and \
+    if kernel is not None and tracing.active is None and weight.ndim == 2 and input._device is weight._device and \
             (bias is None or bias._device is input._device) and \
             input._dtype is weight._dtype:
         buf = kernel(input._data, weight._data, None if bias is None else bias._data)
@@ -230,18 +235,21 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
     return F.squeeze(out, 0) if unbatched else out
 
 
+@tracing.composite("conv1d")
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """1-D convolution (cross-correlation) over (N, C, L) inputs."""
     return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
 
 
+@tracing.composite("conv2d")
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """2-D convolution (cross-correlation) over (N, C, H, W) inputs."""
     return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
+@tracing.composite("conv_transpose2d")
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
                      stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
                      groups: int = 1, dilation: Any = 1) -> Tensor:
@@ -359,6 +367,7 @@ def _pool_indices(k_index: Tensor, x: Tensor, outs: tuple, geom: tuple) -> Tenso
     return flat
 
 
+@tracing.composite("max_pool1d")
 def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
                dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False):
     """1-D max pooling over (N, C, L) inputs."""
@@ -366,6 +375,7 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                      ceil_mode, return_indices)
 
 
+@tracing.composite("max_pool2d")
 def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
                dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False):
     """2-D max pooling over (N, C, H, W) inputs."""
@@ -409,6 +419,7 @@ def _avg_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, ceil
     return F.squeeze(out, 0) if unbatched else out
 
 
+@tracing.composite("avg_pool1d")
 def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
                ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
     """1-D average pooling over (N, C, L) inputs."""
@@ -416,6 +427,7 @@ def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                      count_include_pad)
 
 
+@tracing.composite("avg_pool2d")
 def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
                ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> Tensor:
@@ -447,10 +459,12 @@ def _adaptive_avg_pool(op: str, n: int, input: Tensor, output_size: Any) -> Tens
     return F.squeeze(out, 0) if unbatched else out
 
 
+@tracing.composite("adaptive_avg_pool1d")
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
     return _adaptive_avg_pool("adaptive_avg_pool1d", 1, input, output_size)
 
 
+@tracing.composite("adaptive_avg_pool2d")
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     """Average pooling to a fixed output size."""
     return _adaptive_avg_pool("adaptive_avg_pool2d", 2, input, output_size)
@@ -459,6 +473,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
 # -- normalization --------------------------------------------------------------------
 
 
+@tracing.composite("layer_norm")
 def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalize over the trailing `normalized_shape` dims, then scale and shift."""

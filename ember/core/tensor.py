@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from ember.core import autograd
+from ember.core import autograd, tracing
 from ember.core import dtype as dt
 from ember.core.backend import Backend
 from ember.core.device import device as Device
@@ -254,7 +254,8 @@ class Tensor:
         """A tensor sharing storage with this one, outside the autograd graph."""
         out = Tensor._make(self._data, self._dtype, self._device, self._backend)
         out._vc = self._vc
-        out._base = self if self._base is None else self._base
+        if tracing.active is not None:
+            tracing.primitive("alias", (self,), {}, out)
         return out
 
     def detach_(self) -> Tensor:

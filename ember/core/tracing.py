@@ -1,0 +1,60 @@
+"""The tracer's hook in core: where ops report themselves while a trace is recording.
+
+Core does not know the tracer (it lives above, in ember.jit); it only offers this
+interface. While `active` is None — always, outside `ember.jit.trace` — each hook costs a
+single global check.
+
+- Every primitive reports through `dispatch` (`primitive`), with its operands, attributes
+  and output tensor.
+- Composite ops (`conv2d`, `linear`, `softmax` ...) are wrapped with `@composite`: they
+  open a scope around the primitives they run, so an exporter can map the composite to one
+  node (ONNX Conv, Gemm ...) or fall back to its primitives.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+active: Any = None
+"""The recording tracer (an object with `primitive`, `enter`, `exit` methods), or None."""
+
+
+def primitive(op: str, args: tuple, attrs: dict, out: Any) -> None:
+    if active is not None:
+        active.primitive(op, args, attrs, out)
+
+
+@contextlib.contextmanager
+def paused() -> Iterator[None]:
+    """Stop recording for a moment: for ember's own checks (index bounds ...), which are
+    not part of the computation a trace should replay or export."""
+    global active
+    saved, active = active, None
+    try:
+        yield
+    finally:
+        active = saved
+
+
+def composite(name: str) -> Callable[[Callable], Callable]:
+    """Mark a public composite op so traces record it as a scope named `name`."""
+    def wrap(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def traced(*args: Any, **kwargs: Any) -> Any:
+            tracer = active
+            if tracer is None:
+                return fn(*args, **kwargs)
+            scope = tracer.enter(name, fn, args, kwargs)
+            try:
+                out = fn(*args, **kwargs)
+            except BaseException:
+                tracer.abandon(scope)
+                raise
+            tracer.exit(scope, out)
+            return out
+        traced.__ember_composite__ = name
+        return traced
+    return wrap

@@ -1,0 +1,298 @@
+"""`ember.jit.trace`: run a forward once, record it as a Graph, and replay it."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import ember
+from ember.core import functions as F
+from ember.core import tracing
+from ember.core.dispatch import run, run_creation, run_inplace
+from ember.jit.graph import Graph, Node, Value
+
+
+class TracerWarning(UserWarning):
+    """The trace may not generalise (a tensor's value was read into Python)."""
+
+
+def _map(structure: Any, fn: Callable[[Any], Any]) -> Any:
+    """Apply `fn` to every leaf of nested tuples/lists/dicts (namedtuples kept)."""
+    if isinstance(structure, tuple):
+        items = [_map(v, fn) for v in structure]
+        return type(structure)(*items) if hasattr(structure, "_fields") else tuple(items)
+    if isinstance(structure, list):
+        return [_map(v, fn) for v in structure]
+    if isinstance(structure, dict):
+        return {k: _map(v, fn) for k, v in structure.items()}
+    return fn(structure)
+
+
+def _leaves(structure: Any) -> list:
+    out: list = []
+    _map(structure, out.append)
+    return out
+
+
+class _Recorder:
+    """Receives the hooks of ember.core.tracing and builds the graph."""
+
+    def __init__(self, names: dict[int, str]) -> None:
+        self.names = names  # id(parameter or buffer) -> its dotted name
+        self.values: dict[int, Value] = {}
+        self.alive: list[Any] = []  # keeps traced tensors alive, so ids stay unique
+        self.constants: dict[str, Value] = {}
+        self.root: list[Node] = []
+        self.stack: list[list[Node]] = [self.root]
+        self.scopes: list[str] = []
+        self.counter = 0
+
+    # -- values ---------------------------------------------------------------------
+    def _fresh(self) -> str:
+        self.counter += 1
+        return str(self.counter)
+
+    def define(self, t: Any, kind: str, name: str | None = None) -> Value:
+        value = Value(name or self._fresh(), tuple(t.shape), t.dtype, kind,
+                      t if kind in ("param", "const") else None)
+        self.values[id(t)] = value
+        self.alive.append(t)
+        return value
+
+    def ref(self, x: Any) -> Any:
+        """A tensor's current Value (a new constant if the trace has not seen it)."""
+        if not isinstance(x, ember.Tensor):
+            return x
+        value = self.values.get(id(x))
+        if value is None:
+            name = self.names.get(id(x))
+            if name is None:
+                name = f"const_{len(self.constants)}"
+                kind = "const"
+            else:
+                kind = "param"
+            value = self.define(x, kind, name)
+            self.constants[name] = value
+        return value
+
+    def _node(self, kind: str, op: str, args: tuple, kwargs: dict, **extra: Any) -> Node:
+        sargs = _map(args, self.ref)
+        skw = _map(kwargs, self.ref)
+        inputs = [v for v in _leaves((sargs, skw)) if isinstance(v, Value)]
+        node = Node(kind, op, sargs, skw, inputs, scope=".".join(s for s in self.scopes if s),
+                    **extra)
+        self.stack[-1].append(node)
+        return node
+
+    def _outputs(self, node: Node, out: Any) -> None:
+        def out_ref(x: Any) -> Any:
+            if isinstance(x, ember.Tensor):
+                value = self.values.get(id(x))
+                if value is None or value.kind != "node":
+                    value = self.define(x, "node")
+                return value
+            return x
+        node.output_structure = _map(out, out_ref)
+        node.outputs = [v for v in _leaves(node.output_structure) if isinstance(v, Value)]
+
+    # -- hooks from ember.core.tracing ---------------------------------------------
+    def primitive(self, op: str, args: tuple, attrs: dict, out: Any) -> None:
+        node = self._node("primitive", op, tuple(args), dict(attrs))
+        if op in ("assign", "setitem"):  # in place: the target gets a new value
+            value = self.define(out, "node")
+            node.outputs, node.output_structure = [value], value
+        else:
+            self._outputs(node, out)
+
+    def enter(self, name: str, fn: Callable, args: tuple, kwargs: dict) -> Node:
+        node = self._node("composite", name, args, kwargs, fn=fn)
+        self.stack.append(node.children)
+        return node
+
+    def exit(self, node: Node, out: Any) -> None:
+        self.stack.pop()
+        self._outputs(node, out)
+
+    def abandon(self, node: Node) -> None:
+        self.stack.pop()
+
+    # -- module scopes (through forward hooks) --------------------------------------
+    def enter_module(self, path: str, module: Any, args: tuple) -> Node:
+        self.scopes.append(path)
+        node = self._node("module", type(module).__name__, args, {}, module=module)
+        node.scope = path
+        self.stack.append(node.children)
+        return node
+
+    def exit_module(self, node: Node, out: Any) -> None:
+        self.stack.pop()
+        self.scopes.pop()
+        self._outputs(node, out)
+
+
+class TracedModule:
+    """A recorded forward: call it to replay the graph on new inputs."""
+
+    def __init__(self, graph: Graph, original: Any) -> None:
+        self.graph = graph
+        self.original = original
+        self.training = False
+
+    def __call__(self, *inputs: Any) -> Any:
+        return replay(self.graph, inputs)
+
+    forward = __call__
+
+    def __repr__(self) -> str:
+        return f"TracedModule({type(self.original).__name__})"
+
+
+def trace(module_or_fn: Any, example_inputs: Any, *, check_trace: bool = True,
+          strict: bool = True) -> TracedModule:
+    """Run `module_or_fn(*example_inputs)` once and record its ops.
+
+    Args:
+        module_or_fn: an `ember.nn.Module` or a function of tensors.
+        example_inputs: a tensor or a tuple of tensors (the positional arguments).
+        check_trace: replay the graph on the example inputs and check it reproduces the
+            outputs.
+    """
+    if tracing.active is not None:
+        raise RuntimeError("ember.jit.trace: a trace is already recording (traces do not "
+                           "nest)")
+    inputs = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
+    names: dict[int, str] = {}
+    modules: list[tuple[str, Any]] = []
+    if isinstance(module_or_fn, ember.nn.Module):
+        for name, p in module_or_fn.named_parameters(remove_duplicate=False):
+            names.setdefault(id(p), name)
+        for name, b in module_or_fn.named_buffers(remove_duplicate=False):
+            names.setdefault(id(b), name)
+        modules = [(n, m) for n, m in module_or_fn.named_modules() if n]
+    recorder = _Recorder(names)
+    graph_inputs = []
+    for i, x in enumerate(inputs):
+        if not isinstance(x, ember.Tensor):
+            raise TypeError(f"ember.jit.trace: example inputs must be tensors; input {i} is a "
+                            f"{type(x).__name__}")
+        graph_inputs.append(recorder.define(x, "input", f"input_{i}"))
+
+    handles = []
+    open_nodes: dict[int, list[Node]] = {}
+    for path, mod in modules:
+        def pre(m, args, path=path):
+            open_nodes.setdefault(id(m), []).append(recorder.enter_module(path, m, args))
+
+        def post(m, args, out):
+            recorder.exit_module(open_nodes[id(m)].pop(), out)
+        handles.append(mod.register_forward_pre_hook(pre))
+        handles.append(mod.register_forward_hook(post))
+
+    def on_python_value(t: Any, how: str) -> None:
+        warnings.warn(f"Converting a tensor to a Python {how} might cause the trace to be "
+                      "incorrect: ember cannot record the data flow of Python values, so this "
+                      "value will be treated as a constant in the future. The trace might "
+                      "not generalize to other inputs!", TracerWarning, stacklevel=4)
+
+    F._python_value_hooks.append(on_python_value)
+    tracing.active = recorder
+    try:
+        with ember.no_grad():
+            out = module_or_fn(*inputs)
+    finally:
+        tracing.active = None
+        F._python_value_hooks.remove(on_python_value)
+        for h in handles:
+            h.remove()
+    outputs = _map(out, lambda x: recorder.ref(x) if isinstance(x, ember.Tensor) else x)
+    graph = Graph(graph_inputs, recorder.root, outputs, recorder.constants)
+    traced = TracedModule(graph, module_or_fn)
+    if check_trace:
+        again = traced(*inputs)
+        for a, b in zip(_leaves(out), _leaves(again)):
+            if isinstance(a, ember.Tensor) and not ember.allclose(a.float(), b.float(),
+                                                                 rtol=1e-4, atol=1e-5):
+                warnings.warn("ember.jit.trace: replaying the graph on the example inputs "
+                              "gives different outputs (a non-deterministic op, or data-"
+                              "dependent control flow?)", TracerWarning, stacklevel=2)
+                break
+    return traced
+
+
+# -- replay ---------------------------------------------------------------------------
+
+
+def replay(graph: Graph, inputs: tuple) -> Any:
+    """Execute a recorded graph on new inputs (same ranks; the batch size may differ)."""
+    if len(inputs) != len(graph.inputs):
+        raise TypeError(f"traced function expects {len(graph.inputs)} inputs, got "
+                        f"{len(inputs)}")
+    env: dict[int, Any] = {}
+    batch: tuple[int, int] | None = None
+    for value, x in zip(graph.inputs, inputs):
+        if tuple(x.shape)[1:] != value.shape[1:] or x.ndim != len(value.shape):
+            raise RuntimeError(f"traced function: input %{value.name} was traced with shape "
+                               f"{list(value.shape)}; got {list(x.shape)} (only the first, "
+                               "batch dimension may change)")
+        if value.shape and x.shape[0] != value.shape[0]:
+            batch = (value.shape[0], x.shape[0])
+        env[id(value)] = x
+    for value in graph.constants.values():
+        env[id(value)] = value.tensor
+    with ember.no_grad():
+        for node in graph.nodes:
+            _run_node(node, env, batch)
+    return _map(graph.outputs, lambda v: env[id(v)] if isinstance(v, Value) else v)
+
+
+def _resize(shape: Any, batch: tuple[int, int] | None) -> Any:
+    """Shapes were recorded at the traced batch size: swap in the new one (leading dim)."""
+    if batch is None or not isinstance(shape, tuple) or not shape or shape[0] != batch[0]:
+        return shape
+    return (batch[1],) + tuple(shape[1:])
+
+
+def _run_node(node: Node, env: dict, batch: tuple[int, int] | None) -> None:
+    def get(x: Any) -> Any:
+        return env[id(x)] if isinstance(x, Value) else x
+
+    args = _map(node.args, get)
+    kwargs = _map(node.kwargs, get)
+    if node.kind == "composite" and node.fn is not None:
+        out = node.fn(*args, **kwargs)
+    elif node.kind == "module" or node.kind == "composite":
+        for child in node.children:
+            _run_node(child, env, batch)
+        return
+    else:
+        out = _run_primitive(node, args, kwargs, batch)
+    for value, result in zip(node.outputs, _leaves(out) if not isinstance(out, ember.Tensor)
+                             else [out]):
+        env[id(value)] = result
+
+
+def _run_primitive(node: Node, args: tuple, attrs: dict, batch: tuple[int, int] | None):
+    op = node.op
+    if batch is not None:
+        for key in ("shape",):
+            if key in attrs:
+                attrs = dict(attrs, **{key: _resize(attrs[key], batch)})
+        if op == "getitem" and args and args[0].shape and args[0].shape[0] == batch[1]:
+            spec = list(attrs["index"])
+            if spec and spec[0] == ("slice", 0, batch[0], 1):
+                spec[0] = ("slice", 0, batch[1], 1)
+            attrs = dict(attrs, index=tuple(spec))
+    if op == "alias":  # detach()
+        return args[0]
+    if op == "to_device":
+        return F.to_device(args[0], attrs["device"])
+    if op in ("assign", "setitem"):
+        target = F.clone(args[0])
+        run_inplace(op, target, *args[1:], **attrs)
+        return target
+    if not args:  # creation
+        from ember.core.creation import resolve
+        device, backend = resolve(attrs.pop("device"))
+        return run_creation(op, device, backend, **attrs)
+    return run(op, *args, **attrs)
