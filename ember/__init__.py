@@ -74,6 +74,7 @@ from ember.core.nnops import (  # noqa: E402, F401
     conv1d,
     conv2d,
     conv_transpose2d,
+    cross_entropy,
     im2col,
     layer_norm,
     linear,

@@ -1,4 +1,4 @@
-"""The `ember` command: `ember devices`, `ember demo`, `ember tour`."""
+"""The `ember` command: `ember devices`, `ember demo`, `ember export`, `ember tour`."""
 
 from __future__ import annotations
 
@@ -108,6 +108,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return demo.main(args)
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """Export a model to ONNX (implemented in ember.exporters.cli)."""
+    from ember.exporters import cli as export_cli
+
+    return export_cli.run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ember", description="ember command-line tools")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -124,6 +131,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", default=None, help="where to save the trained weights")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_demo)
+    p = sub.add_parser("export", help="export a model to ONNX",
+                       description="Export SPEC (path/to/file.py:factory_or_class or "
+                       "package.module:factory) to ONNX.")
+    p.add_argument("spec", metavar="SPEC")
+    p.add_argument("-o", "--output", required=True, help="the .onnx file to write")
+    p.add_argument("--input-shape", required=True,
+                   help="comma-separated input shape, e.g. 1,1,28,28")
+    p.add_argument("--input-dtype", default="float32")
+    p.add_argument("--opset", type=int, default=None, help="ONNX opset version")
+    p.add_argument("--dynamic-batch", action="store_true",
+                   help="make the first dimension of inputs and outputs dynamic")
+    p.add_argument("--checkpoint", default=None, help="weights to load (ember.save file)")
+    p.add_argument("--check", action="store_true", help="run onnx.checker (full_check) and "
+                   "compare onnxruntime's output with ember's on random inputs")
+    p.set_defaults(func=cmd_export)
     p = sub.add_parser("tour", help="a short tour of tensors and autograd")
     p.add_argument("--device", default="cpu")
     p.set_defaults(func=cmd_tour)

@@ -386,9 +386,9 @@ def _accumulate(t: Any, g: Any, create_graph: bool, F) -> None:
     if not create_graph:
         g = g.detach()
     if t.grad is None:
-        # own the buffer: a later in-place `+=` must not write into someone else's tensor
-        t.grad = g if create_graph else (g.clone() if g._base is not None or
-                                         g._node is not None else g)
+        # own the buffer: the same gradient tensor may reach several leaves, or be a view
+        # (an expanded one is read-only), and a later in-place `+=` must touch only .grad
+        t.grad = g if create_graph else g.clone()
     elif create_graph:
         t.grad = t.grad + g
     else:

@@ -142,48 +142,66 @@ def _meta(x: Any) -> tuple | None:
 _LN2 = math.log(2.0)
 
 
+# op -> (what its backward reads: "x" the input or "y" the output, formula(v, g)).
+# Saving only that value matters: a saved tensor changed in place later makes backward
+# raise, and PyTorch saves exactly these.
+_UNARY_GRADS: dict[str, tuple[str, Any]] = {
+    "neg": ("", lambda v, g: neg(g)),
+    "abs": ("x", lambda x, g: mul(g, sign(x))),
+    "relu": ("y", lambda y, g: where(gt(y, 0), g, 0.0)),
+    "exp": ("y", lambda y, g: mul(g, y)),
+    "log": ("x", lambda x, g: div(g, x)),
+    "log2": ("x", lambda x, g: div(g, mul(x, _LN2))),
+    "log1p": ("x", lambda x, g: div(g, add(x, 1.0))),
+    "expm1": ("y", lambda y, g: mul(g, add(y, 1.0))),
+    "sqrt": ("y", lambda y, g: div(g, mul(y, 2.0))),
+    "rsqrt": ("y", lambda y, g: mul(g, mul(pow(y, 3), -0.5))),
+    "sin": ("x", lambda x, g: mul(g, cos(x))),
+    "cos": ("x", lambda x, g: mul(g, neg(sin(x)))),
+    "tan": ("y", lambda y, g: mul(g, add(mul(y, y), 1.0))),
+    "tanh": ("y", lambda y, g: mul(g, rsub(mul(y, y), 1.0))),
+    "sigmoid": ("y", lambda y, g: mul(g, mul(y, rsub(y, 1.0)))),
+    "erf": ("x", lambda x, g: mul(g, mul(exp(neg(mul(x, x))), 2.0 / math.sqrt(math.pi)))),
+    "asin": ("x", lambda x, g: div(g, sqrt(rsub(mul(x, x), 1.0)))),
+    "acos": ("x", lambda x, g: neg(div(g, sqrt(rsub(mul(x, x), 1.0))))),
+    "atan": ("x", lambda x, g: div(g, add(mul(x, x), 1.0))),
+    "reciprocal": ("y", lambda y, g: neg(mul(g, mul(y, y)))),
+}
+
+
 def _unary_backward(op: str):
-    """Backward of unary op `op` given the input x, the output y and the gradient g."""
-    table = {
-        "neg": lambda x, y, g: neg(g),
-        "abs": lambda x, y, g: mul(g, sign(x)),
-        "relu": lambda x, y, g: where(gt(y, 0), g, 0.0),
-        "exp": lambda x, y, g: mul(g, y),
-        "log": lambda x, y, g: div(g, x),
-        "log2": lambda x, y, g: div(g, mul(x, _LN2)),
-        "log1p": lambda x, y, g: div(g, add(x, 1.0)),
-        "expm1": lambda x, y, g: mul(g, add(y, 1.0)),
-        "sqrt": lambda x, y, g: div(g, mul(y, 2.0)),
-        "rsqrt": lambda x, y, g: mul(g, mul(pow(y, 3), -0.5)),
-        "sin": lambda x, y, g: mul(g, cos(x)),
-        "cos": lambda x, y, g: mul(g, neg(sin(x))),
-        "tan": lambda x, y, g: mul(g, add(mul(y, y), 1.0)),
-        "tanh": lambda x, y, g: mul(g, rsub(mul(y, y), 1.0)),
-        "sigmoid": lambda x, y, g: mul(g, mul(y, rsub(y, 1.0))),
-        "erf": lambda x, y, g: mul(g, mul(exp(neg(mul(x, x))), 2.0 / math.sqrt(math.pi))),
-        "asin": lambda x, y, g: div(g, sqrt(rsub(mul(x, x), 1.0))),
-        "acos": lambda x, y, g: neg(div(g, sqrt(rsub(mul(x, x), 1.0)))),
-        "atan": lambda x, y, g: div(g, add(mul(x, x), 1.0)),
-        "reciprocal": lambda x, y, g: neg(mul(g, mul(y, y))),
-    }
-    f = table.get(op)
-    if f is None:  # sign, floor, ceil, round, trunc: zero almost everywhere
+    """Backward of unary `op`. A backend may fuse it: kernel `<op>_backward(v, grad)`,
+    where v is what the formula reads (the input or the output); used when the backward
+    itself is not being recorded (no create_graph)."""
+    entry = _UNARY_GRADS.get(op)
+    if entry is None:  # sign, floor, ceil, round, trunc: zero almost everywhere
         return lambda node, g: mul(g, 0.0)
+    _, formula = entry
+    fused_name = op + "_backward"
 
     def backward(node, g):
-        x, y = node.saved_tensors
-        return f(x, y, g)
+        saved = node.saved_tensors
+        v = saved[0] if saved else None
+        if not _state.enabled and v is not None and v._device is g._device \
+                and v._dtype is g._dtype:
+            fused = g._backend.kernels.get(fused_name)
+            if fused is not None:
+                return Tensor._make(fused(v._data, g._data), g._dtype, g._device, g._backend)
+        return formula(v, g)
     return backward
 
 
 _UNARY_BW: dict[str, Any] = {}
 _UNARY_LABEL: dict[str, str] = {}
+_UNARY_SAVES: dict[str, str] = {op: reads for op, (reads, _) in _UNARY_GRADS.items()}
 
 
 def _unary(op: str, x: Tensor) -> Tensor:
     out = run(op, x)
     if _state.enabled and x._requires_grad:
-        record(_UNARY_LABEL[op], _UNARY_BW[op], (x,), out, saved=(x, out))
+        reads = _UNARY_SAVES.get(op, "")
+        saved = (x,) if reads == "x" else ((out,) if reads == "y" else ())
+        record(_UNARY_LABEL[op], _UNARY_BW[op], (x,), out, saved=saved)
     return out
 
 

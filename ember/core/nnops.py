@@ -142,6 +142,12 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 def _bw_linear(node, g):
     x, w = node.saved_tensors
+    fused = g._backend.kernels.get("linear_backward")
+    if fused is not None and not _state.enabled and w.ndim == 2 and \
+            x._dtype is w._dtype is g._dtype and x._device is g._device is w._device:
+        grads = fused(x._data, w._data, g._data, node.needs)
+        return tuple(None if buf is None else Tensor._make(buf, g._dtype, g._device,
+                                                           g._backend) for buf in grads)
     gx = gw = gb = None
     if w.ndim == 1:
         g = F.unsqueeze(g, -1)
@@ -468,6 +474,79 @@ def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     """Average pooling to a fixed output size."""
     return _adaptive_avg_pool("adaptive_avg_pool2d", 2, input, output_size)
+
+
+# -- losses ---------------------------------------------------------------------------
+
+
+@tracing.composite("cross_entropy")
+def cross_entropy(input: Tensor, target: Tensor, ignore_index: int = -100,
+                  reduction: str = "mean") -> Tensor:
+    """Cross entropy of (N, C) logits against int64 class indices (N,): the common case
+    of `nn.functional.cross_entropy`, as one fused op where the backend has one."""
+    if input.ndim != 2 or target.ndim != 1 or target.shape[0] != input.shape[0]:
+        raise RuntimeError(f"cross_entropy: expected input (N, C) and target (N,), got "
+                           f"{fmt_shape(tuple(input.shape))} and "
+                           f"{fmt_shape(tuple(target.shape))}")
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    _check_targets(target, input.shape[1], ignore_index)
+    kernel = input._backend.kernels.get("cross_entropy")
+    if kernel is None or tracing.active is not None or input._device is not target._device:
+        return _cross_entropy_composite(input, target, ignore_index, reduction)
+    loss, probs = kernel(input._data, target._data, ignore_index=ignore_index,
+                         reduction=reduction)
+    out = Tensor._make(loss, input._dtype, input._device, input._backend)
+    if _state.enabled and input._requires_grad:
+        probs_t = Tensor._make(probs, input._dtype, input._device, input._backend)
+        record("NllLossBackward0", _bw_cross_entropy, (input,), out, saved=(probs_t, target),
+               ignore_index=ignore_index, reduction=reduction)
+    return out
+
+
+def _check_targets(target: Tensor, classes: int, ignore_index: int) -> None:
+    """PyTorch's IndexError for a class index outside [0, classes) (ignore_index aside)."""
+    if target.numel() == 0:
+        return
+    with tracing.paused():
+        values = F.host(target)
+    bad = values[(values != ignore_index) & ((values < 0) | (values >= classes))]
+    if bad.size:
+        raise IndexError(f"Target {int(bad[0])} is out of bounds.")
+
+
+def _bw_cross_entropy(node, g):
+    probs, target = node.saved_tensors
+    fused = probs._backend.kernels.get("cross_entropy_backward")
+    attrs = node.attrs
+    if fused is not None and not _state.enabled:
+        buf = fused(probs._data, target._data, g._data, ignore_index=attrs["ignore_index"],
+                    reduction=attrs["reduction"])
+        return Tensor._make(buf, probs._dtype, probs._device, probs._backend)
+    valid = F.ne(target, attrs["ignore_index"])
+    safe = F.where(valid, target, 0)
+    onehot = F.scatter(F.zeros_like(probs), 1, F.unsqueeze(safe, 1), 1.0)
+    grad = F.mul(F.sub(probs, onehot), F.unsqueeze(F.to_dtype(valid, probs.dtype), 1))
+    if attrs["reduction"] == "none":
+        return F.mul(grad, F.unsqueeze(g, 1))
+    if attrs["reduction"] == "mean":
+        g = F.div(g, F.clamp(F.sum(F.to_dtype(valid, probs.dtype)), min=1.0))
+    return F.mul(grad, g)
+
+
+def _cross_entropy_composite(input: Tensor, target: Tensor, ignore_index: int,
+                             reduction: str) -> Tensor:
+    logp = F.log_softmax(input, 1)
+    valid = F.ne(target, ignore_index)
+    safe = F.where(valid, target, 0)
+    picked = F.squeeze(F.gather(logp, 1, F.unsqueeze(safe, 1)), 1)
+    losses = F.where(valid, F.neg(picked), 0.0)
+    if reduction == "none":
+        return losses
+    total = F.sum(losses)
+    if reduction == "sum":
+        return total
+    return F.div(total, F.sum(F.to_dtype(valid, input.dtype)))
 
 
 # -- normalization --------------------------------------------------------------------

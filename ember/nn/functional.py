@@ -1213,6 +1213,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
             raise RuntimeError(f"Expected target size {list(input.shape)}, got "
                                f"{list(target.shape)}")
         return _cross_entropy_prob_target(input, target, weight, reduction, label_smoothing)
+    if weight is None and label_smoothing == 0.0 and input.ndim == 2 and target.ndim == 1 \
+            and target.shape[0] == input.shape[0]:
+        return ember.cross_entropy(input, target, ignore_index, reduction)  # fused in core
     logp = ember.log_softmax(input, class_dim)
     nll = nll_loss(logp, target, weight, None, ignore_index, None, reduction)
     if label_smoothing == 0.0:

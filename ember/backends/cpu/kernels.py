@@ -513,3 +513,89 @@ KERNELS.update({
     "_foreach_sqrt_": _foreach_sqrt_, "_foreach_neg": _foreach_neg,
     "_foreach_zero_": _foreach_zero_, "_foreach_copy_": _foreach_copy_,
 })
+
+
+# -- fused kernels for composite ops and backward formulas (optional; see ops.py) -------
+
+def _tanh_backward(y, g):
+    out = np.multiply(y, y)
+    np.subtract(1, out, out=out)
+    return np.multiply(out, g, out=out)
+
+
+def _sigmoid_backward(y, g):
+    out = np.subtract(1, y)
+    out *= y
+    return np.multiply(out, g, out=out)
+
+
+def _relu_backward(y, g):
+    return np.where(y > 0, g, g.dtype.type(0))
+
+
+def _exp_backward(y, g):
+    return np.multiply(g, y)
+
+
+def _log_backward(x, g):
+    with np.errstate(all="ignore"):
+        return np.divide(g, x)
+
+
+def linear(x, w, b=None):
+    """x @ w.T + b in one call (the transpose is a BLAS flag, not a copy)."""
+    out = np.matmul(x, w.T)
+    if b is not None:
+        out += b
+    return _arr(out).astype(x.dtype, copy=False)
+
+
+def linear_backward(x, w, g, needs=(True, True, True)):
+    """Gradients of linear: (g @ w, g2.T @ x2, g2.sum(0)) with leading dims flattened."""
+    g2 = g.reshape(-1, g.shape[-1])
+    gx = np.matmul(g, w) if needs[0] else None
+    gw = np.matmul(g2.T, x.reshape(-1, x.shape[-1])) if needs[1] else None
+    gb = g2.sum(0, dtype=np.float32 if g.dtype in _LOW_PRECISION else None).astype(
+        g.dtype, copy=False) if len(needs) > 2 and needs[2] else None
+    return gx, gw, gb
+
+
+def cross_entropy(logits, target, ignore_index=-100, reduction="mean"):
+    """Loss of (N, C) logits against class indices, and the softmax saved for backward."""
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    exp = np.exp(shifted)
+    total = exp.sum(axis=1, keepdims=True)
+    probs = exp / total
+    valid = target != ignore_index
+    safe = np.where(valid, target, 0)
+    picked = np.take_along_axis(shifted, safe[:, None], axis=1)[:, 0]
+    losses = np.where(valid, np.log(total[:, 0]) - picked, 0).astype(logits.dtype)
+    if reduction == "none":
+        return losses, probs
+    total_loss = losses.sum(dtype=np.float64)
+    if reduction == "mean":
+        count = valid.sum()
+        total_loss = total_loss / count if count else np.nan
+    return np.asarray(total_loss, dtype=logits.dtype), probs
+
+
+def cross_entropy_backward(probs, target, g, ignore_index=-100, reduction="mean"):
+    valid = target != ignore_index
+    grad = probs.copy()
+    rows = np.nonzero(valid)[0]
+    grad[rows, target[rows]] -= 1
+    grad[~valid] = 0
+    if reduction == "none":
+        grad *= g[:, None]
+    else:
+        scale = g.item() if reduction == "sum" else g.item() / max(int(valid.sum()), 1)
+        grad *= grad.dtype.type(scale)
+    return grad
+
+
+KERNELS.update({
+    "tanh_backward": _tanh_backward, "sigmoid_backward": _sigmoid_backward,
+    "relu_backward": _relu_backward, "exp_backward": _exp_backward,
+    "log_backward": _log_backward, "linear": linear, "linear_backward": linear_backward,
+    "cross_entropy": cross_entropy, "cross_entropy_backward": cross_entropy_backward,
+})
