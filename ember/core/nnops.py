@@ -123,9 +123,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
                            f"({math.prod(input.shape[:-1])}x{input.shape[-1]} and "
                            f"{weight.shape[-1]}x{weight.shape[0] if weight.ndim == 2 else 1})")
     kernel = input._backend.kernels.get("linear")
-    if kernel is not None and tracing.active is None and weight.ndim == 2 and input._device is weight._device and \
-            (bias is None or bias._device is input._device) and \
-            input._dtype is weight._dtype:
+    if kernel is not None and tracing.active is None and weight.ndim == 2 and \
+            input._device is weight._device and input._dtype is weight._dtype and \
+            (bias is None or (bias._device is input._device and bias._dtype is input._dtype)):
         buf = kernel(input._data, weight._data, None if bias is None else bias._data)
         out = Tensor._make(buf, input._dtype, input._device, input._backend)
     else:
