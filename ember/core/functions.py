@@ -80,9 +80,8 @@ def host(x: Tensor):
 
 def note_python_value(x: Tensor, how: str) -> None:
     """Called when a tensor's value is read into Python (the tracer warns there)."""
-    hook = _python_value_hooks[-1] if _python_value_hooks else None
-    if hook is not None:
-        hook(x, how)
+    if _python_value_hooks and tracing.active is not None:  # not while a check pauses it
+        _python_value_hooks[-1](x, how)
 
 
 _python_value_hooks: list = []

@@ -17,6 +17,7 @@ from typing import Any
 
 import ember
 from ember import Tensor
+from ember.core import tracing as _tracing
 
 __all__ = [
     # linear and convolution
@@ -51,6 +52,11 @@ __all__ = [
 
 # -- helpers --------------------------------------------------------------------------
 
+
+
+# Input checks read values on the host; they are not part of the computation, so a trace
+# (ember.jit) must neither record them nor warn about them.
+_checking = _tracing.paused
 
 def _pair(v: Any, n: int = 2) -> tuple:
     if isinstance(v, (tuple, list)):
@@ -693,7 +699,9 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
             padding_idx = num + padding_idx
     flat = input.reshape(-1)
     # one host read for the bounds check (negative indices would otherwise wrap around)
-    if flat.numel() and bool(((flat < 0) | (flat >= num)).any()):
+    with _checking():
+        out_of_range = flat.numel() and bool(((flat < 0) | (flat >= num)).any())
+    if out_of_range:
         raise IndexError("index out of range in self")
     if max_norm is not None:
         _embedding_renorm_(weight, flat, max_norm, norm_type)
@@ -1150,9 +1158,10 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
     valid = target != ignore_index
     safe = ember.where(valid, target, 0)
     # one host read for the bounds check (gather would wrap negative targets around)
-    if safe.numel() and bool(((safe < 0) | (safe >= n_classes)).any()):
-        lo, hi = int(safe.min()), int(safe.max())
-        raise IndexError(f"Target {lo if lo < 0 else hi} is out of bounds.")
+    with _checking():
+        if safe.numel() and bool(((safe < 0) | (safe >= n_classes)).any()):
+            lo, hi = int(safe.min()), int(safe.max())
+            raise IndexError(f"Target {lo if lo < 0 else hi} is out of bounds.")
     picked = ember.gather(input, class_dim, safe.unsqueeze(class_dim)).squeeze(class_dim)
     if weight is not None:
         w = ember.where(valid, weight.index_select(0, safe.reshape(-1)).reshape(safe.shape),
@@ -1399,7 +1408,9 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: 
             var = var.unsqueeze(-1)
         elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
             raise ValueError("var is of incorrect size")
-    if bool((var < 0).any()):
+    with _checking():
+        negative = bool((var < 0).any())
+    if negative:
         raise ValueError("var has negative entry/entries")
     var = var.clamp(min=eps)
     diff = input - target
