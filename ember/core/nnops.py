@@ -572,3 +572,47 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
     if bias is not None:
         out = F.add(out, bias)
     return out
+
+
+# -- recurrent cells ------------------------------------------------------------------
+
+
+def _fused_lstm_cell(input_gates: Tensor, hidden_gates: Tensor,
+                     cx: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """One LSTM step from precomputed gate pre-activations (PyTorch's gate order i, f, g,
+    o): returns (hy, cy, workspace), the workspace holding the activated gates for
+    `_fused_lstm_cell_backward`. Not differentiable itself (nn's LSTM does its own BPTT);
+    a backend may supply the kernel `lstm_cell`."""
+    kernel = input_gates._backend.kernels.get("lstm_cell")
+    if kernel is not None and tracing.active is None:
+        bufs = kernel(input_gates._data, hidden_gates._data, cx._data)
+        return tuple(Tensor._make(b, cx._dtype, cx._device, cx._backend) for b in bufs)
+    with ag.no_grad():
+        gates = F.add(input_gates, hidden_gates)
+        i, f, g, o = F.chunk(gates, 4, 1)
+        i, f, g, o = F.sigmoid(i), F.sigmoid(f), F.tanh(g), F.sigmoid(o)
+        cy = F.add(F.mul(f, cx), F.mul(i, g))
+        hy = F.mul(o, F.tanh(cy))
+        return hy, cy, F.cat([i, f, g, o], 1)
+
+
+def _fused_lstm_cell_backward(grad_hy: Tensor, grad_cy: Tensor | None, cx: Tensor,
+                              cy: Tensor, workspace: Tensor) -> tuple[Tensor, Tensor]:
+    """Gradients of `_fused_lstm_cell` with respect to its gate pre-activations (the same
+    for input and hidden gates) and to cx. A backend may supply `lstm_cell_backward`."""
+    kernel = grad_hy._backend.kernels.get("lstm_cell_backward")
+    if kernel is not None and tracing.active is None:
+        bufs = kernel(grad_hy._data, None if grad_cy is None else grad_cy._data, cx._data,
+                      cy._data, workspace._data)
+        return tuple(Tensor._make(b, cx._dtype, cx._device, cx._backend) for b in bufs)
+    with ag.no_grad():
+        i, f, g, o = F.chunk(workspace, 4, 1)
+        t = F.tanh(cy)
+        gc = F.mul(F.mul(grad_hy, o), F.rsub(F.mul(t, t), 1.0))
+        if grad_cy is not None:
+            gc = F.add(gc, grad_cy)
+        grad_gates = F.cat([F.mul(F.mul(gc, g), F.mul(i, F.rsub(i, 1.0))),
+                            F.mul(F.mul(gc, cx), F.mul(f, F.rsub(f, 1.0))),
+                            F.mul(F.mul(gc, i), F.rsub(F.mul(g, g), 1.0)),
+                            F.mul(F.mul(grad_hy, t), F.mul(o, F.rsub(o, 1.0)))], 1)
+        return grad_gates, F.mul(gc, f)

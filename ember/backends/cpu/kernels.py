@@ -599,3 +599,67 @@ KERNELS.update({
     "log_backward": _log_backward, "linear": linear, "linear_backward": linear_backward,
     "cross_entropy": cross_entropy, "cross_entropy_backward": cross_entropy_backward,
 })
+
+
+def _sigmoid_(x):
+    """In place: sigmoid(x) = 0.5 * tanh(x / 2) + 0.5."""
+    x *= 0.5
+    np.tanh(x, out=x)
+    x *= 0.5
+    x += 0.5
+    return x
+
+
+def lstm_cell(input_gates, hidden_gates, cx):
+    """One LSTM step (gates i, f, g, o); returns hy, cy and the activated gates."""
+    hidden = cx.shape[1]
+    gates = np.add(input_gates, hidden_gates)
+    _sigmoid_(gates[:, :2 * hidden])
+    np.tanh(gates[:, 2 * hidden:3 * hidden], out=gates[:, 2 * hidden:3 * hidden])
+    _sigmoid_(gates[:, 3 * hidden:])
+    i, f = gates[:, :hidden], gates[:, hidden:2 * hidden]
+    g, o = gates[:, 2 * hidden:3 * hidden], gates[:, 3 * hidden:]
+    cy = np.multiply(f, cx)
+    cy += i * g
+    hy = np.tanh(cy)
+    hy *= o
+    return hy, cy, gates
+
+
+def lstm_cell_backward(grad_hy, grad_cy, cx, cy, gates):
+    hidden = cx.shape[1]
+    i, f = gates[:, :hidden], gates[:, hidden:2 * hidden]
+    g, o = gates[:, 2 * hidden:3 * hidden], gates[:, 3 * hidden:]
+    t = np.tanh(cy)
+    grad = np.empty_like(gates)
+    # output gate: grad_hy * tanh(cy) * o * (1 - o)
+    go = grad[:, 3 * hidden:]
+    np.subtract(1, o, out=go)
+    go *= o
+    go *= t
+    go *= grad_hy
+    # cell: gc = grad_hy * o * (1 - t^2) (+ grad_cy)
+    np.multiply(t, t, out=t)
+    np.subtract(1, t, out=t)
+    t *= o
+    t *= grad_hy
+    gc = t
+    if grad_cy is not None:
+        gc += grad_cy
+    gi, gf, gg = grad[:, :hidden], grad[:, hidden:2 * hidden], grad[:, 2 * hidden:3 * hidden]
+    np.subtract(1, i, out=gi)
+    gi *= i
+    gi *= g
+    gi *= gc
+    np.subtract(1, f, out=gf)
+    gf *= f
+    gf *= cx
+    gf *= gc
+    np.multiply(g, g, out=gg)
+    np.subtract(1, gg, out=gg)
+    gg *= i
+    gg *= gc
+    return grad, np.multiply(gc, f)
+
+
+KERNELS.update({"lstm_cell": lstm_cell, "lstm_cell_backward": lstm_cell_backward})
