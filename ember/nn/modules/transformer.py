@@ -1,0 +1,593 @@
+"""Attention layers: `MultiheadAttention`, `TransformerEncoderLayer`, `TransformerEncoder`,
+with PyTorch's parameters, arguments, mask conventions and output shapes.
+
+Mask conventions (as PyTorch's ``nn.MultiheadAttention``): a boolean ``attn_mask`` or
+``key_padding_mask`` marks with ``True`` the positions that may NOT be attended to; a
+floating-point mask is added to the attention scores. (This is the opposite of
+``F.scaled_dot_product_attention``'s boolean convention, as in PyTorch.)
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import ember
+from ember import Tensor
+from ember.nn import functional as F
+from ember.nn import init
+from ember.nn.containers import ModuleList
+from ember.nn.module import Module
+from ember.nn.modules.activation import GELU, ReLU
+from ember.nn.modules.dropout import Dropout
+from ember.nn.modules.linear import Linear
+from ember.nn.modules.normalization import LayerNorm
+from ember.nn.parameter import Parameter
+
+__all__ = ["MultiheadAttention", "NonDynamicallyQuantizableLinear", "TransformerEncoderLayer",
+           "TransformerEncoder", "multi_head_attention_forward"]
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    r"""A :class:`Linear` under another name: the output projection of
+    :class:`MultiheadAttention` (the name PyTorch gives it, so reprs match)."""
+
+
+# -- masks ---------------------------------------------------------------------------------
+
+
+def _canonical_mask(mask: Tensor | None, mask_name: str, other_type: Any, other_name: str,
+                    target_type: Any, check_other: bool = True) -> Tensor | None:
+    """A boolean mask (True = masked out) as an additive float mask (-inf there)."""
+    if mask is None:
+        return None
+    is_float = mask.dtype.is_floating_point
+    if mask.dtype is not ember.bool and not is_float:
+        raise AssertionError(f"only bool and floating types of {mask_name} are supported")
+    if check_other and other_type is not None and mask.dtype != other_type:
+        warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use "
+                      "same type for both instead.", stacklevel=2)
+    if not is_float:
+        mask = ember.zeros_like(mask, dtype=target_type).masked_fill(mask, float("-inf"))
+    return mask
+
+
+def _none_or_dtype(input: Tensor | None) -> Any:
+    if input is None:
+        return None
+    if isinstance(input, Tensor):
+        return input.dtype
+    raise RuntimeError("input to _none_or_dtype() must be None or ember.Tensor")
+
+
+def _generate_square_subsequent_mask(sz: int, device: Any = None, dtype: Any = None) -> Tensor:
+    """A square causal mask: -inf above the diagonal, 0 elsewhere."""
+    return ember.triu(ember.full((sz, sz), float("-inf"), dtype=dtype, device=device),
+                      diagonal=1)
+
+
+def _detect_is_causal_mask(mask: Tensor | None, is_causal: bool | None = None,
+                           size: int | None = None) -> bool:
+    """``is_causal`` if given, else whether ``mask`` is the causal mask of ``size``."""
+    make_causal = is_causal is True
+    if is_causal is None and mask is not None:
+        sz = size if size is not None else mask.size(-2)
+        causal = _generate_square_subsequent_mask(sz, device=mask.device, dtype=mask.dtype)
+        if tuple(mask.size()) == tuple(causal.size()):
+            make_causal = bool((mask == causal).all())
+        else:
+            make_causal = False
+    return make_causal
+
+
+def _mha_shape_check(query: Tensor, key: Tensor, value: Tensor,
+                     key_padding_mask: Tensor | None, attn_mask: Tensor | None,
+                     num_heads: int) -> bool:
+    """Check the ranks of the inputs; True when they are batched."""
+    if query.dim() == 3:
+        if key.dim() != 3 or value.dim() != 3:
+            raise AssertionError("For batched (3-D) `query`, expected `key` and `value` to be "
+                                 f"3-D but found {key.dim()}-D and {value.dim()}-D tensors "
+                                 "respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 2:
+            raise AssertionError("For batched (3-D) `query`, expected `key_padding_mask` to be "
+                                 f"`None` or 2-D but found {key_padding_mask.dim()}-D tensor "
+                                 "instead")
+        if attn_mask is not None and attn_mask.dim() not in (2, 3):
+            raise AssertionError("For batched (3-D) `query`, expected `attn_mask` to be `None`, "
+                                 f"2-D or 3-D but found {attn_mask.dim()}-D tensor instead")
+        return True
+    if query.dim() == 2:
+        if key.dim() != 2 or value.dim() != 2:
+            raise AssertionError("For unbatched (2-D) `query`, expected `key` and `value` to be "
+                                 f"2-D but found {key.dim()}-D and {value.dim()}-D tensors "
+                                 "respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 1:
+            raise AssertionError("For unbatched (2-D) `query`, expected `key_padding_mask` to "
+                                 f"be `None` or 1-D but found {key_padding_mask.dim()}-D tensor "
+                                 "instead")
+        if attn_mask is not None:
+            if attn_mask.dim() not in (2, 3):
+                raise AssertionError("For unbatched (2-D) `query`, expected `attn_mask` to be "
+                                     f"`None`, 2-D or 3-D but found {attn_mask.dim()}-D tensor "
+                                     "instead")
+            if attn_mask.dim() == 3:
+                expected = (num_heads, query.shape[0], key.shape[0])
+                if tuple(attn_mask.shape) != expected:
+                    raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got "
+                                         f"{attn_mask.shape}")
+        return False
+    raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
+                         f"{query.dim()}-D query tensor")
+
+
+# -- the attention computation -------------------------------------------------------------
+
+
+def _in_projection_packed(q: Tensor, k: Tensor, v: Tensor, w: Tensor,
+                          b: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
+    if q is k and k is v:
+        # self-attention: one matmul for the three projections
+        return tuple(F.linear(q, w, b).chunk(3, -1))  # type: ignore[return-value]
+    w_q, w_k, w_v = w.chunk(3)
+    b_q, b_k, b_v = (None, None, None) if b is None else b.chunk(3)
+    return F.linear(q, w_q, b_q), F.linear(k, w_k, b_k), F.linear(v, w_v, b_v)
+
+
+def multi_head_attention_forward(
+        query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
+        in_proj_weight: Tensor | None, in_proj_bias: Tensor | None, bias_k: Tensor | None,
+        bias_v: Tensor | None, add_zero_attn: bool, dropout_p: float, out_proj_weight: Tensor,
+        out_proj_bias: Tensor | None, training: bool = True,
+        key_padding_mask: Tensor | None = None, need_weights: bool = True,
+        attn_mask: Tensor | None = None, use_separate_proj_weight: bool = False,
+        q_proj_weight: Tensor | None = None, k_proj_weight: Tensor | None = None,
+        v_proj_weight: Tensor | None = None, static_k: Tensor | None = None,
+        static_v: Tensor | None = None, average_attn_weights: bool = True,
+        is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+    r"""The computation of :class:`MultiheadAttention`, with PyTorch's arguments
+    (``torch.nn.functional.multi_head_attention_forward``).
+
+    Shapes: ``query`` ``(L, N, E)`` or ``(L, E)``; ``key``/``value`` ``(S, N, E_k/E_v)`` or
+    ``(S, E_k/E_v)``; ``key_padding_mask`` ``(N, S)`` or ``(S)``; ``attn_mask`` ``(L, S)``
+    or ``(N * num_heads, L, S)``. Returns ``attn_output`` ``(L, N, E)`` and, with
+    ``need_weights``, the attention weights ``(N, L, S)`` (averaged over heads) or
+    ``(N, num_heads, L, S)``; ``None`` otherwise.
+    """
+    is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    if not is_batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask",
+                                       _none_or_dtype(attn_mask), "attn_mask", query.dtype)
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
+                           "Transformer module method `generate_square_subsequent_mask` to "
+                           "create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        # the hint alone says what the mask is (PyTorch hands it to SDPA as is_causal)
+        attn_mask = None
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype,
+                                    check_other=False)
+        if key_padding_mask is not None:
+            is_causal = False
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
+                             f"got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if use_separate_proj_weight:
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise AssertionError(f"key's sequence and batch dims {key.shape[:2]} do not match "
+                                 f"value's {value.shape[:2]}")
+        if q_proj_weight is None or k_proj_weight is None or v_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is True but q_proj_weight, "
+                                 "k_proj_weight or v_proj_weight is None")
+        b_q, b_k, b_v = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
+        q = F.linear(query, q_proj_weight, b_q)
+        k = F.linear(key, k_proj_weight, b_k)
+        v = F.linear(value, v_proj_weight, b_v)
+    else:
+        if tuple(key.shape) != tuple(value.shape):
+            raise AssertionError(f"key shape {key.shape} does not match value shape "
+                                 f"{value.shape}")
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
+
+    if attn_mask is not None:
+        if attn_mask.dim() == 2:
+            if tuple(attn_mask.shape) != (tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but "
+                                   f"should be {(tgt_len, src_len)}.")
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.dim() == 3:
+            if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but "
+                                   f"should be {(bsz * num_heads, tgt_len, src_len)}.")
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None:
+            raise AssertionError("bias cannot be added to static key.")
+        if static_v is not None:
+            raise AssertionError("bias cannot be added to static value.")
+        k = ember.cat([k, bias_k.repeat(1, bsz, 1)])
+        v = ember.cat([v, bias_v.repeat(1, bsz, 1)])
+        if attn_mask is not None:
+            attn_mask = F.pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = F.pad(key_padding_mask, (0, 1))
+    elif bias_k is not None:
+        raise AssertionError("bias_k is set but bias_v is None")
+    elif bias_v is not None:
+        raise AssertionError("bias_v is set but bias_k is None")
+
+    # (seq, batch, E) -> (batch * heads, seq, head_dim)
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    if static_k is None:
+        k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    else:
+        if static_k.size(0) != bsz * num_heads:
+            raise AssertionError(f"expecting static_k.size(0) of {bsz * num_heads}, but got "
+                                 f"{static_k.size(0)}")
+        if static_k.size(2) != head_dim:
+            raise AssertionError(f"expecting static_k.size(2) of {head_dim}, but got "
+                                 f"{static_k.size(2)}")
+        k = static_k
+    if static_v is None:
+        v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    else:
+        if static_v.size(0) != bsz * num_heads:
+            raise AssertionError(f"expecting static_v.size(0) of {bsz * num_heads}, but got "
+                                 f"{static_v.size(0)}")
+        if static_v.size(2) != head_dim:
+            raise AssertionError(f"expecting static_v.size(2) of {head_dim}, but got "
+                                 f"{static_v.size(2)}")
+        v = static_v
+
+    if add_zero_attn:
+        zeros = ember.zeros(bsz * num_heads, 1, head_dim, dtype=k.dtype, device=k.device)
+        k = ember.cat([k, zeros], 1)
+        v = ember.cat([v, zeros.to(v.dtype)], 1)
+        if attn_mask is not None:
+            attn_mask = F.pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = F.pad(key_padding_mask, (0, 1))
+    src_len = k.size(1)
+
+    if key_padding_mask is not None:
+        if key_padding_mask.shape[0] != bsz:
+            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got "
+                                 f"{key_padding_mask.shape[0]}")
+        if key_padding_mask.shape[1] != src_len:
+            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
+                                 f"{key_padding_mask.shape[1]}")
+        key_padding_mask = key_padding_mask.view(bsz, 1, 1, src_len).expand(
+            -1, num_heads, -1, -1).reshape(bsz * num_heads, 1, src_len)
+        attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
+    if is_causal and attn_mask is None:
+        above = ember.ones(tgt_len, src_len, dtype=ember.bool, device=q.device).triu(1)
+        attn_mask = ember.zeros(1, tgt_len, src_len, dtype=q.dtype, device=q.device) \
+            .masked_fill(above, float("-inf"))
+    if not training:
+        dropout_p = 0.0
+
+    scores = ember.bmm(q * math.sqrt(1.0 / float(head_dim)), k.transpose(-2, -1))
+    fully_masked = None
+    if attn_mask is not None:
+        scores = scores + attn_mask
+        if not need_weights:
+            # PyTorch's attention kernel (the need_weights=False path) gives a query whose
+            # every key is masked zero weights, not NaN: keep a fully padded sequence from
+            # poisoning the batch (and its gradients)
+            fully_masked = (scores == float("-inf")).all(-1, keepdim=True)
+            scores = scores.masked_fill(fully_masked, 0.0)
+    weights = ember.softmax(scores, -1)
+    if fully_masked is not None:
+        weights = weights.masked_fill(fully_masked, 0.0)
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p)
+    attn_output = ember.bmm(weights, v)
+    attn_output = attn_output.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+    attn_output = F.linear(attn_output, out_proj_weight, out_proj_bias)
+    attn_output = attn_output.view(tgt_len, bsz, attn_output.size(1))
+    if not is_batched:
+        attn_output = attn_output.squeeze(1)
+    if not need_weights:
+        return attn_output, None
+    weights = weights.view(bsz, num_heads, tgt_len, src_len)
+    if average_attn_weights:
+        weights = weights.mean(dim=1)
+    if not is_batched:
+        weights = weights.squeeze(0)
+    return attn_output, weights
+
+
+class MultiheadAttention(Module):
+    r"""Attend to information from different representation subspaces:
+    :math:`\text{MultiHead}(Q, K, V) = \text{Concat}(head_1, \dots, head_h) W^O`,
+    :math:`head_i = \text{Attention}(Q W_i^Q, K W_i^K, V W_i^V)`.
+
+    Args:
+        embed_dim: total dimension of the model.
+        num_heads: number of parallel attention heads (``embed_dim`` must be divisible by
+            it; each head has dimension ``embed_dim // num_heads``).
+        dropout: dropout probability on the attention weights. Default: 0.0
+        bias: add bias to the input / output projections. Default: ``True``
+        add_bias_kv: add a learned bias to the key and value sequences. Default: ``False``
+        add_zero_attn: add a new batch of zeros to the key and value sequences.
+            Default: ``False``
+        kdim, vdim: number of features of the keys / values. Default: ``embed_dim``
+        batch_first: inputs and outputs are ``(batch, seq, feature)``. Default: ``False``
+
+    Parameters: ``in_proj_weight`` ``(3 * embed_dim, embed_dim)`` and ``in_proj_bias``,
+    or ``q_proj_weight``/``k_proj_weight``/``v_proj_weight`` when ``kdim`` or ``vdim``
+    differ from ``embed_dim``; ``out_proj`` (a Linear); ``bias_k``/``bias_v`` with
+    ``add_bias_kv``.
+    """
+
+    __constants__ = ["batch_first"]
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False,
+                 kdim: int | None = None, vdim: int | None = None, batch_first: bool = False,
+                 device: Any = None, dtype: Any = None) -> None:
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
+                             f"embed_dim={embed_dim} and num_heads={num_heads} instead")
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != self.embed_dim:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        kw = {"device": device, "dtype": dtype}
+        if not self._qkv_same_embed_dim:
+            self.q_proj_weight = Parameter(ember.empty((embed_dim, embed_dim), **kw))
+            self.k_proj_weight = Parameter(ember.empty((embed_dim, self.kdim), **kw))
+            self.v_proj_weight = Parameter(ember.empty((embed_dim, self.vdim), **kw))
+            self.register_parameter("in_proj_weight", None)
+        else:
+            self.in_proj_weight = Parameter(ember.empty((3 * embed_dim, embed_dim), **kw))
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        if bias:
+            self.in_proj_bias = Parameter(ember.empty(3 * embed_dim, **kw))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **kw)
+        if add_bias_kv:
+            self.bias_k = Parameter(ember.empty((1, 1, embed_dim), **kw))
+            self.bias_v = Parameter(ember.empty((1, 1, embed_dim), **kw))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self) -> None:
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            init.xavier_uniform_(self.q_proj_weight)
+            init.xavier_uniform_(self.k_proj_weight)
+            init.xavier_uniform_(self.v_proj_weight)
+        if self.in_proj_bias is not None:
+            init.constant_(self.in_proj_bias, 0.0)
+            init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            init.xavier_normal_(self.bias_v)
+
+    def forward(self, query: Tensor, key: Tensor, value: Tensor,
+                key_padding_mask: Tensor | None = None, need_weights: bool = True,
+                attn_mask: Tensor | None = None, average_attn_weights: bool = True,
+                is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+        r"""Attend from ``query`` to ``key``/``value``.
+
+        Args:
+            query: ``(L, N, E)`` (``(N, L, E)`` with ``batch_first``) or unbatched
+                ``(L, E)``.
+            key, value: ``(S, N, kdim/vdim)`` (``(N, S, .)`` with ``batch_first``) or
+                ``(S, kdim/vdim)``.
+            key_padding_mask: ``(N, S)`` or ``(S)``; ``True`` (bool) marks keys to ignore,
+                a float mask is added to the scores.
+            need_weights: also return the attention weights. Default: ``True``
+            attn_mask: ``(L, S)`` or ``(N * num_heads, L, S)``; ``True`` (bool) = not
+                allowed to attend; a float mask is added.
+            average_attn_weights: average the returned weights over heads. Default: ``True``
+            is_causal: a hint that ``attn_mask`` is the causal mask (``attn_mask`` is then
+                still required, as in PyTorch).
+
+        Returns:
+            ``(attn_output, attn_weights)``: ``(L, N, E)`` (batch first if so configured)
+            and ``(N, L, S)`` / ``(N, num_heads, L, S)`` or ``None``.
+        """
+        is_batched = query.dim() == 3
+        key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask",
+                                           _none_or_dtype(attn_mask), "attn_mask", query.dtype)
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype,
+                                    check_other=False)
+        if self.batch_first and is_batched:
+            # keep the identities (q is k is v) that select the packed projection
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(1, 0)
+                else:
+                    query, key = (x.transpose(1, 0) for x in (query, key))
+                    value = key
+            else:
+                query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        separate = not self._qkv_same_embed_dim
+        attn_output, attn_output_weights = multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+            self.out_proj.weight, self.out_proj.bias, training=self.training,
+            key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
+            use_separate_proj_weight=separate,
+            q_proj_weight=self.q_proj_weight if separate else None,
+            k_proj_weight=self.k_proj_weight if separate else None,
+            v_proj_weight=self.v_proj_weight if separate else None,
+            average_attn_weights=average_attn_weights, is_causal=is_causal)
+        if self.batch_first and is_batched:
+            return attn_output.transpose(1, 0), attn_output_weights
+        return attn_output, attn_output_weights
+
+
+def _get_activation_fn(activation: str) -> Callable[[Tensor], Tensor]:
+    if activation == "relu":
+        return F.relu
+    if activation == "gelu":
+        return F.gelu
+    raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+
+
+class TransformerEncoderLayer(Module):
+    r"""Self-attention followed by a feed-forward network, each with a residual connection
+    and layer norm ("Attention Is All You Need"; ``norm_first`` for the pre-norm variant).
+
+    Args:
+        d_model: number of expected features in the input.
+        nhead: number of attention heads.
+        dim_feedforward: width of the feed-forward network. Default: 2048
+        dropout: dropout probability. Default: 0.1
+        activation: ``"relu"``, ``"gelu"`` or a callable. Default: ``F.relu``
+        layer_norm_eps: eps of the layer norms. Default: 1e-5
+        batch_first: inputs and outputs are ``(batch, seq, feature)``. Default: ``False``
+        norm_first: apply the layer norms before attention / feed-forward (pre-norm).
+            Default: ``False``
+        bias: learn additive biases in the Linear and LayerNorm layers. Default: ``True``
+    """
+
+    __constants__ = ["norm_first"]
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
+                 dropout: float = 0.1,
+                 activation: str | Callable[[Tensor], Tensor] = F.relu,
+                 layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        kw = {"device": device, "dtype": dtype}
+        super().__init__()
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                            batch_first=batch_first, **kw)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        if isinstance(activation, str):
+            activation = _get_activation_fn(activation)
+        if activation is F.relu or isinstance(activation, ReLU):
+            self.activation_relu_or_gelu = 1
+        elif activation is F.gelu or isinstance(activation, GELU):
+            self.activation_relu_or_gelu = 2
+        else:
+            self.activation_relu_or_gelu = 0
+        self.activation = activation
+
+    def forward(self, src: Tensor, src_mask: Tensor | None = None,
+                src_key_padding_mask: Tensor | None = None, is_causal: bool = False) -> Tensor:
+        r"""Pass the input through the layer.
+
+        Args:
+            src: ``(S, N, E)`` (``(N, S, E)`` with ``batch_first``) or ``(S, E)``.
+            src_mask: ``(S, S)`` or ``(N * nhead, S, S)`` attention mask.
+            src_key_padding_mask: ``(N, S)`` or ``(S)``.
+            is_causal: a hint that ``src_mask`` is the causal mask.
+        """
+        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
+                                               _none_or_dtype(src_mask), "src_mask",
+                                               src.dtype)
+        src_mask = _canonical_mask(src_mask, "src_mask", None, "", src.dtype,
+                                   check_other=False)
+        x = src
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask,
+                                   is_causal=is_causal)
+            x = x + self._ff_block(self.norm2(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask,
+                                              is_causal=is_causal))
+            x = self.norm2(x + self._ff_block(x))
+        return x
+
+    def _sa_block(self, x: Tensor, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
+                  is_causal: bool = False) -> Tensor:
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                           need_weights=False, is_causal=is_causal)[0]
+        return self.dropout1(x)
+
+    def _ff_block(self, x: Tensor) -> Tensor:
+        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return self.dropout2(x)
+
+
+class TransformerEncoder(Module):
+    r"""A stack of ``num_layers`` encoder layers (deep copies of ``encoder_layer``), and an
+    optional final ``norm``.
+
+    Args:
+        encoder_layer: an instance of :class:`TransformerEncoderLayer` (copied).
+        num_layers: number of layers.
+        norm: a final normalisation module. Default: ``None``
+        enable_nested_tensor, mask_check: accepted for PyTorch compatibility; ember has
+            no nested tensors, so every layer always runs on the padded input.
+    """
+
+    __constants__ = ["norm"]
+
+    def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int,
+                 norm: Module | None = None, enable_nested_tensor: bool = True,
+                 mask_check: bool = True) -> None:
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+        self.enable_nested_tensor = enable_nested_tensor
+        self.use_nested_tensor = False
+        self.mask_check = mask_check
+
+    def forward(self, src: Tensor, mask: Tensor | None = None,
+                src_key_padding_mask: Tensor | None = None,
+                is_causal: bool | None = None) -> Tensor:
+        r"""Pass the input through every layer in turn.
+
+        Args:
+            src: ``(S, N, E)`` (``(N, S, E)`` with ``batch_first``) or ``(S, E)``.
+            mask: ``(S, S)`` or ``(N * nhead, S, S)`` attention mask.
+            src_key_padding_mask: ``(N, S)`` or ``(S)``.
+            is_causal: whether ``mask`` is the causal mask; detected when ``None``.
+        """
+        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
+                                               _none_or_dtype(mask), "mask", src.dtype)
+        mask = _canonical_mask(mask, "mask", None, "", src.dtype, check_other=False)
+        output = src
+        batch_first = self.layers[0].self_attn.batch_first if len(self.layers) else False
+        seq_len = src.size(0) if src.dim() == 2 else src.size(1 if batch_first else 0)
+        is_causal = _detect_is_causal_mask(mask, is_causal, seq_len)
+        for mod in self.layers:
+            output = mod(output, src_mask=mask, is_causal=is_causal,
+                         src_key_padding_mask=src_key_padding_mask)
+        if self.norm is not None:
+            output = self.norm(output)
+        return output
