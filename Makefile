@@ -10,12 +10,12 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml examples/ember-plugin-example/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]' -e examples/ember-plugin-example
+	$(PY) -m pip install --quiet -e '.[test,data,onnx,opencl]' -e examples/ember-plugin-example
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/ember devices
-	$(VENV)/bin/ember tour
+	$(VENV)/bin/ember demo
 
 test: $(STAMP)
 	$(PY) -m pytest tests
@@ -24,7 +24,9 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check ember tests benchmarks examples
 
 bench: $(STAMP)
+	$(PY) -m pip install --quiet torch==2.13.0 || echo "bench: PyTorch unavailable; no ratios"
 	$(PY) benchmarks/bench_ops.py
+	$(PY) benchmarks/bench_train.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
