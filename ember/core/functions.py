@@ -1550,7 +1550,9 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     """Indices of the non-zero elements, one row per element (or one tensor per dim)."""
     out = run("nonzero", input)
     if as_tuple:
-        return tuple(out[:, i] for i in range(builtins_max(input.ndim, 1)))
+        if input.ndim == 0:  # PyTorch treats a 0-d tensor as 1-d here
+            return (reshape(run("nonzero", reshape(input, (1,))), (-1,)),)
+        return tuple(out[:, i] for i in range(input.ndim))
     return out
 
 
@@ -1634,11 +1636,39 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     """Einstein summation, e.g. `einsum("bij,bjk->bik", a, b)` (no ellipsis yet)."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
-    eq_ = equation.replace(" ", "")
+    eq_ = _expand_ellipsis(equation.replace(" ", ""), operands)
     out = run("einsum", *operands, equation=eq_)
     if _grad_on(*operands):
         record("EinsumBackward0", _bw_einsum, operands, out, saved=operands, equation=eq_)
     return out
+
+
+def _expand_ellipsis(equation: str, operands: Sequence[Tensor]) -> str:
+    """Rewrite `...` into explicit letters (NumPy's rules), so the rest of einsum only
+    ever sees plain subscripts."""
+    if "." not in equation:
+        return equation
+    lhs, arrow, rhs = equation.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise RuntimeError(f"einsum(): equation {equation!r} names {len(terms)} operands but "
+                           f"{len(operands)} were given")
+    spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+             if c not in equation]
+    widths = [x.ndim - (len(t) - 3) if "..." in t else 0 for t, x in zip(terms, operands)]
+    if _builtins.any(w < 0 for w in widths):
+        raise RuntimeError(f"einsum(): operand has fewer dimensions than subscripts in "
+                           f"{equation!r}")
+    n = builtins_max(widths)
+    letters = "".join(spare[:n])
+    terms = [t.replace("...", letters[n - w:]) for t, w in zip(terms, widths)]
+    if arrow:
+        rhs = rhs.replace("...", letters)
+    else:  # implicit output: broadcast dims first, then the letters that occur once
+        joined = "".join(t for t in terms)
+        rhs = letters + "".join(sorted(c for c in set(joined) - set(letters)
+                                       if joined.count(c) == 1))
+    return ",".join(terms) + "->" + rhs
 
 
 def _bw_einsum(node, g):

@@ -13,6 +13,17 @@ from ember.core.dispatch import run, run_creation, run_inplace
 from ember.jit.graph import Graph, Node, Value
 
 
+def _makes_view(op: str, attrs: dict) -> bool:
+    """Whether a primitive's output shares its input's storage (see ember.core.ops)."""
+    if op in ("permute", "expand"):
+        return True
+    if op == "reshape":
+        return not attrs.get("copy", True)
+    if op == "getitem":
+        return all(entry[0] != "tensor" for entry in attrs["index"])
+    return False
+
+
 class TracerWarning(UserWarning):
     """The trace may not generalise (a tensor's value was read into Python)."""
 
@@ -47,6 +58,7 @@ class _Recorder:
         self.stack: list[list[Node]] = [self.root]
         self.scopes: list[str] = []
         self.counter = 0
+        self.view_of: dict[int, tuple[Any, Node]] = {}  # id(view) -> (parent, its node)
 
     # -- values ---------------------------------------------------------------------
     def _fresh(self) -> str:
@@ -80,7 +92,7 @@ class _Recorder:
         sargs = _map(args, self.ref)
         skw = _map(kwargs, self.ref)
         inputs = [v for v in _leaves((sargs, skw)) if isinstance(v, Value)]
-        node = Node(kind, op, sargs, skw, inputs, scope=".".join(s for s in self.scopes if s),
+        node = Node(kind, op, sargs, skw, inputs, scope=self.scopes[-1] if self.scopes else "",
                     **extra)
         self.stack[-1].append(node)
         return node
@@ -102,8 +114,40 @@ class _Recorder:
         if op in ("assign", "setitem"):  # in place: the target gets a new value
             value = self.define(out, "node")
             node.outputs, node.output_structure = [value], value
+            self._write_back(out)
         else:
             self._outputs(node, out)
+            if _makes_view(op, attrs):
+                self.view_of[id(out)] = (args[0], node)
+
+    def _write_back(self, view: Any) -> None:
+        """After an in-place write to a view, give its parent (and so on up to the base) a
+        new value holding the write, as ops the graph can replay and export."""
+        while id(view) in self.view_of:
+            parent, made = self.view_of[id(view)]
+            new = self.values[id(view)]
+            if made.op == "getitem":
+                node = Node("primitive", "setitem", (self.ref(parent), new),
+                            {"index": made.kwargs["index"], "accumulate": False},
+                            [self.ref(parent), new], scope=made.scope)
+            elif made.op == "reshape":
+                node = Node("primitive", "reshape", (new,),
+                            {"shape": tuple(parent.shape), "copy": True}, [new],
+                            scope=made.scope)
+            elif made.op == "permute":
+                dims = made.kwargs["dims"]
+                inverse = tuple(sorted(range(len(dims)), key=lambda i: dims[i]))
+                node = Node("primitive", "permute", (new,), {"dims": inverse}, [new],
+                            scope=made.scope)
+            else:
+                warnings.warn(f"ember.jit.trace: an in-place write through a view made by "
+                              f"{made.op!r} cannot be recorded into its base; the trace may "
+                              "differ from eager execution", TracerWarning, stacklevel=6)
+                return
+            self.stack[-1].append(node)
+            value = self.define(parent, "node")
+            node.outputs, node.output_structure = [value], value
+            view = parent
 
     def enter(self, name: str, fn: Callable, args: tuple, kwargs: dict) -> Node:
         node = self._node("composite", name, args, kwargs, fn=fn)
@@ -190,7 +234,8 @@ def trace(module_or_fn: Any, example_inputs: Any, *, check_trace: bool = True,
         handles.append(mod.register_forward_hook(post))
 
     def on_python_value(t: Any, how: str) -> None:
-        warnings.warn(f"Converting a tensor to a Python {how} might cause the trace to be "
+        what = {"item": "number", "tolist": "list", "bool": "boolean"}.get(how, how)
+        warnings.warn(f"Converting a tensor to a Python {what} might cause the trace to be "
                       "incorrect: ember cannot record the data flow of Python values, so this "
                       "value will be treated as a constant in the future. The trace might "
                       "not generalize to other inputs!", TracerWarning, stacklevel=4)
@@ -283,6 +328,8 @@ def _run_primitive(node: Node, args: tuple, attrs: dict, batch: tuple[int, int] 
             if spec and spec[0] == ("slice", 0, batch[0], 1):
                 spec[0] = ("slice", 0, batch[1], 1)
             attrs = dict(attrs, index=tuple(spec))
+    if op == "reshape":  # replay is functional: a copy where a view is impossible is fine
+        attrs = dict(attrs, copy=True)
     if op == "alias":  # detach()
         return args[0]
     if op == "to_device":

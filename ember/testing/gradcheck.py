@@ -183,8 +183,8 @@ def _compare(a: np.ndarray, n: np.ndarray, i: int, k: int, in_shape: tuple, out_
     msg = (f"Jacobian mismatch for output {k} with respect to input {i}: "
            f"{int(bad.sum())} of {a.size} entries differ.\n"
            f"worst: input {i} element {_fmt_index(col, in_shape)} -> output {k} element "
-           f"{_fmt_index(row, out_shape)}: analytical {a[row, col]!r} vs numerical "
-           f"{n[row, col]!r} (tolerance atol={atol} + rtol={rtol} * |numerical|)")
+           f"{_fmt_index(row, out_shape)}: analytical {float(a[row, col])!r} vs numerical "
+           f"{float(n[row, col])!r} (tolerance atol={atol} + rtol={rtol} * |numerical|)")
     if a.size <= 64:
         with np.printoptions(precision=6, suppress=True, linewidth=100):
             msg += f"\nanalytical:\n{a}\nnumerical:\n{n}"

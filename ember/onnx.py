@@ -1,0 +1,87 @@
+"""`ember.onnx`: export models to ONNX, as `torch.onnx` does.
+
+    import ember
+    model = MyModel().eval()
+    ember.onnx.export(model, ember.randn(1, 3, 32, 32), "model.onnx",
+                      input_names=["image"], output_names=["logits"],
+                      dynamic_axes={"image": {0: "batch"}, "logits": {0: "batch"}})
+
+The model is traced with `ember.jit.trace` and each recorded op is mapped to ONNX
+operators (see `ember.exporters.onnx` for how, and for writing converters). The file is
+checked with `onnx.checker.check_model(full_check=True)` before it is written, and written
+atomically: a failed export leaves no file behind.
+
+Converters for a plugin's own ops come from the plugin's `ember_onnx_converters` hook;
+`register_converter` adds one in-process. A converter is `fn(ctx, node)`: it emits ONNX
+nodes with `ctx.op(op_type, *inputs, **attributes)` (inputs are ONNX names from
+`ctx.name(value)` for the node's tensor arguments) and returns the ONNX names of
+`node.outputs`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import IO, Any
+
+from ember.exporters.onnx import (
+    DEFAULT_OPSET,
+    MAX_OPSET,
+    MIN_OPSET,
+    ExportContext,
+    SymDim,
+    UnsupportedOperatorError,
+    register_converter,
+    unregister_converter,
+)
+from ember.exporters.onnx import export as _export
+
+__all__ = ["export", "register_converter", "unregister_converter", "UnsupportedOperatorError",
+           "ExportContext", "SymDim", "DEFAULT_OPSET", "MIN_OPSET", "MAX_OPSET"]
+
+
+def export(model: Any, args: Any, f: str | os.PathLike | IO[bytes],
+           input_names: list[str] | None = None, output_names: list[str] | None = None,
+           dynamic_axes: dict[str, dict[int, str] | list[int]] | None = None,
+           opset_version: int | None = None, export_params: bool = True,
+           do_constant_folding: bool = True, verbose: bool = False) -> Any:
+    r"""Export a model (an ``ember.nn.Module`` or a function of tensors) to ONNX.
+
+    The model is traced once on ``args`` in eval mode (its modules' training flags are
+    restored afterwards); what its ``forward`` does with Python values (control flow,
+    ``.item()``) is recorded as the path taken on these inputs.
+
+    Args:
+        model: the module or function to export.
+        args: the example input: a tensor or a tuple of tensors (positional arguments).
+        f: a file path, or a binary file object with a ``write`` method.
+        input_names: names of the graph inputs, in order. Default: ``input_0``, ...
+        output_names: names of the graph outputs (the flattened return value), in order.
+            Default: ``output_0``, ...
+        dynamic_axes: axes whose size may change, per input or output name: a dict
+            ``{axis: "name"}`` or a list of axes (named ``<tensor>_dynamic_axes_<k>``).
+            Axes that share a name must have the same size. Example:
+            ``{"input_0": {0: "batch"}, "output_0": {0: "batch"}}``.
+        opset_version: the ONNX opset to write, from ``MIN_OPSET`` (14) to ``MAX_OPSET``
+            (23). Default: ``DEFAULT_OPSET`` (17).
+        export_params: store parameters and buffers as initializers (named by their
+            ``state_dict`` names); if ``False`` they become extra graph inputs.
+        do_constant_folding: evaluate at export time the ops whose inputs are all
+            constants (weight reshapes, transposes, masks ...).
+        verbose: print the exported graph.
+
+    Returns:
+        the ``onnx.ModelProto`` that was written.
+
+    Raises:
+        UnsupportedOperatorError: an op has no ONNX converter; the message names the op and
+            the module path where it was called. No file is written.
+        ValueError: a bad argument (opset, names, dynamic axes).
+
+    Models whose initializers exceed ``ember.exporters.onnx.EXTERNAL_DATA_THRESHOLD``
+    bytes (about 2 GB, protobuf's limit) are written in ONNX's external-data format: the
+    tensors go to ``<f>.data`` next to the model (``f`` must then be a path).
+    """
+    return _export(model, args, f, input_names=input_names, output_names=output_names,
+                   dynamic_axes=dynamic_axes, opset_version=opset_version,
+                   export_params=export_params, do_constant_folding=do_constant_folding,
+                   verbose=verbose)

@@ -1,0 +1,55 @@
+"""ember's backend conformance suite, and gradient checking.
+
+The tests that the built-in backends pass ship inside the package, so the author of a
+backend plugin runs exactly the same tests against their device:
+
+.. code-block:: sh
+
+    pip install "ember[test]" torch   # pytest + hypothesis; torch (optional) is the oracle
+    pip install -e ./my-ember-plugin  # registers your `ember.backends` entry point
+    pytest --pyargs ember.testing --ember-device mydev
+
+The options come from the pytest plugin ``ember.testing.plugin``, which ember registers
+as a ``pytest11`` entry point. Where that entry point is not installed (an ember built
+before it), name the plugin yourself:
+``pytest -p ember.testing.plugin --pyargs ember.testing --ember-device mydev``, or run the
+package by path (``pytest /path/to/site-packages/ember/testing ...``: its conftest.py
+registers the plugin).
+
+``--ember-device`` may be repeated (``--ember-device mydev:0 --ember-device cpu``); with
+none, every available device is tested. ``--ember-examples N`` makes each Hypothesis
+property test draw N examples (default 15) for a longer run; the usual pytest options
+apply (``-x``, ``-k matmul``, ``--lf`` ...). The run's header lists, per device, the
+primitive ops its backend has no kernel for: those still pass, because ember runs them
+on the CPU backend (with a ``FallbackWarning``); run with ``EMBER_STRICT=1`` to make the
+suite fail until every primitive is native. On the CPU backend the whole suite (about
+1,000 tests) takes about 15 s of one core, plus the start-up.
+
+What the suite checks, on the chosen device, for every primitive op in
+``ember.core.ops.OPS`` and every differentiable op of the Tensor API:
+
+* values against NumPy references over shapes, dtypes, memory layouts (transposed,
+  strided) and broadcasting drawn by Hypothesis, and result dtypes against PyTorch's type
+  promotion (``test_elementwise``, ``test_reductions``, ``test_shapes``,
+  ``test_indexing``, ``test_linalg``, ``test_nn``, ``test_creation``);
+* gradients against central finite differences in float64, and second derivatives for a
+  few ops (``test_grads``);
+* forward and backward against PyTorch, float32 and float64, where torch is installed
+  (``test_torch_parity``);
+* views: writes through slices, ``view`` and ``t()`` reach the base (``test_shapes``);
+* that every result stays on the device under test, and (``test_coverage``) that every
+  primitive op in ``OPS`` has a value test and, if differentiable, a gradient test.
+
+A plugin's own tests get the ``device`` fixture and the options too (through the entry
+point, or ``pytest_plugins = ["ember.testing.plugin"]`` in their top-level conftest.py),
+and may call ``gradcheck`` on their own ops.
+
+Public API:
+    gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3): check first derivatives.
+    gradgradcheck(fn, inputs, grad_outputs=None, ...): check second derivatives.
+    GradcheckError: raised by both on a mismatch (an AssertionError).
+"""
+
+from ember.testing.gradcheck import GradcheckError, gradcheck, gradgradcheck
+
+__all__ = ["GradcheckError", "gradcheck", "gradgradcheck"]

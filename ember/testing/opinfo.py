@@ -1,0 +1,395 @@
+"""The table of differentiable ops the gradient and PyTorch-parity tests run.
+
+Each entry's `fn(lib, *inputs)` is written once against the API that ember and PyTorch
+share, so the same function runs with `lib=ember` (on the device under test) and with
+`lib=torch` (the oracle). Inputs are float arrays drawn from a fixed seed inside each
+op's domain (away from kinks and poles, where finite differences mean nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DiffOp:
+    """One differentiable op, and how to draw its inputs.
+
+    Attributes:
+        name: the test id.
+        fn: `fn(lib, *inputs)` -> a tensor or a tuple of tensors.
+        shapes: one shape per input tensor.
+        low, high: the uniform range of the inputs.
+        make: `make(rng)` -> list of float64 arrays, for inputs a range cannot describe.
+        prims: the primitive ops (ember.core.ops.OPS) the forward exercises.
+        gradgrad: also check second derivatives.
+        torch: `fn` runs on torch too (the same spelling means the same thing there).
+        eps: the finite-difference step (larger for ops that round through float32).
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    shapes: tuple[tuple[int, ...], ...] = ((3, 4),)
+    low: float = -2.0
+    high: float = 2.0
+    make: Callable[[np.random.Generator], list[np.ndarray]] | None = None
+    prims: tuple[str, ...] = ()
+    gradgrad: bool = False
+    torch: bool = True
+    eps: float = 1e-6
+
+    def inputs(self, seed: int = 0) -> list[np.ndarray]:
+        rng = np.random.default_rng(seed)
+        if self.make is not None:
+            return [np.asarray(a, dtype=np.float64) for a in self.make(rng)]
+        return [rng.uniform(self.low, self.high, s) for s in self.shapes]
+
+
+def _away_from_zero(shape: tuple[int, ...], lo: float = 0.3, hi: float = 2.0):
+    def make(rng: np.random.Generator) -> list[np.ndarray]:
+        return [rng.uniform(lo, hi, shape) * rng.choice([-1.0, 1.0], shape)]
+    return make
+
+
+def _off_grid(rng: np.random.Generator) -> list[np.ndarray]:
+    """Values k + u with u in (0.1, 0.4) or (0.6, 0.9): away from the integers and the
+    halves where floor/ceil/round/trunc/sign jump."""
+    k = rng.integers(-3, 3, (3, 4))
+    u = rng.uniform(0.1, 0.4, (3, 4)) + rng.choice([0.0, 0.5], (3, 4))
+    return [k + u]
+
+
+def _idx(lib: Any, x: Any, values: Any) -> Any:
+    """An int64 index tensor on `x`'s device."""
+    return lib.tensor(values, dtype=lib.int64, device=x.device)
+
+
+def _setitem(lib: Any, x: Any, v: Any, key: Any) -> Any:
+    y = x.clone()
+    y[key] = v
+    return y
+
+
+def _mask(lib: Any, x: Any) -> Any:
+    return lib.tensor([[True, False, True, False], [False, False, True, True],
+                       [True, True, False, False]], device=x.device)
+
+
+_UNARY: list[DiffOp] = [
+    DiffOp("neg", lambda lib, x: lib.neg(x), prims=("neg",)),
+    DiffOp("abs", lambda lib, x: lib.abs(x), make=_away_from_zero((3, 4)), prims=("abs",)),
+    DiffOp("sign", lambda lib, x: lib.sign(x) * x, make=_off_grid, prims=("sign",)),
+    DiffOp("floor", lambda lib, x: lib.floor(x) * x, make=_off_grid, prims=("floor",)),
+    DiffOp("ceil", lambda lib, x: lib.ceil(x) * x, make=_off_grid, prims=("ceil",)),
+    DiffOp("round", lambda lib, x: lib.round(x) * x, make=_off_grid, prims=("round",)),
+    DiffOp("trunc", lambda lib, x: lib.trunc(x) * x, make=_off_grid, prims=("trunc",)),
+    DiffOp("relu", lambda lib, x: lib.relu(x), make=_away_from_zero((3, 4)),
+           prims=("relu",)),
+    DiffOp("exp", lambda lib, x: lib.exp(x), prims=("exp",), gradgrad=True),
+    DiffOp("log", lambda lib, x: lib.log(x), low=0.2, high=3.0, prims=("log",),
+           gradgrad=True),
+    DiffOp("log2", lambda lib, x: lib.log2(x), low=0.2, high=3.0, prims=("log2",)),
+    DiffOp("log1p", lambda lib, x: lib.log1p(x), low=-0.5, high=3.0, prims=("log1p",)),
+    DiffOp("expm1", lambda lib, x: lib.expm1(x), prims=("expm1",)),
+    DiffOp("sqrt", lambda lib, x: lib.sqrt(x), low=0.2, high=3.0, prims=("sqrt",),
+           gradgrad=True),
+    DiffOp("rsqrt", lambda lib, x: lib.rsqrt(x), low=0.2, high=3.0, prims=("rsqrt",)),
+    DiffOp("sin", lambda lib, x: lib.sin(x), prims=("sin",), gradgrad=True),
+    DiffOp("cos", lambda lib, x: lib.cos(x), prims=("cos",)),
+    DiffOp("tan", lambda lib, x: lib.tan(x), low=-1.0, high=1.0, prims=("tan",)),
+    DiffOp("tanh", lambda lib, x: lib.tanh(x), prims=("tanh",), gradgrad=True),
+    DiffOp("sigmoid", lambda lib, x: lib.sigmoid(x), prims=("sigmoid",), gradgrad=True),
+    DiffOp("erf", lambda lib, x: lib.erf(x), prims=("erf",)),
+    DiffOp("asin", lambda lib, x: lib.asin(x), low=-0.9, high=0.9, prims=("asin",)),
+    DiffOp("acos", lambda lib, x: lib.acos(x), low=-0.9, high=0.9, prims=("acos",)),
+    DiffOp("atan", lambda lib, x: lib.atan(x), prims=("atan",)),
+    DiffOp("reciprocal", lambda lib, x: lib.reciprocal(x), make=_away_from_zero((3, 4)),
+           prims=("reciprocal",), gradgrad=True),
+    DiffOp("square", lambda lib, x: lib.square(x), prims=("mul",)),
+]
+
+# broadcasting pairs: (same), (row), (column x row), (0-dim), (leading dims)
+_PAIRS = [((3, 4), (3, 4)), ((3, 4), (4,)), ((3, 1), (1, 4)), ((3, 4), ()),
+          ((2, 1, 4), (3, 1))]
+
+
+def _binary(name: str, f: Callable[..., Any], prims: tuple[str, ...], gradgrad: bool = False,
+            make_b: Callable[[np.random.Generator, tuple], np.ndarray] | None = None,
+            make_a: Callable[[np.random.Generator, tuple], np.ndarray] | None = None,
+            ) -> list[DiffOp]:
+    ops = []
+    for sa, sb in _PAIRS:
+        def make(rng, sa=sa, sb=sb):
+            a = make_a(rng, sa) if make_a else rng.uniform(-2, 2, sa)
+            b = make_b(rng, sb) if make_b else rng.uniform(-2, 2, sb)
+            return [a, b]
+        label = f"{name}{list(sa)}{list(sb)}".replace(" ", "")
+        ops.append(DiffOp(label, f, shapes=(sa, sb), make=make, prims=prims,
+                          gradgrad=gradgrad and sa == sb))
+    return ops
+
+
+def _nonzero(rng: np.random.Generator, s: tuple) -> np.ndarray:
+    return rng.uniform(0.5, 2.0, s) * rng.choice([-1.0, 1.0], s)
+
+
+def _positive(rng: np.random.Generator, s: tuple) -> np.ndarray:
+    return rng.uniform(0.5, 2.0, s)
+
+
+_BINARY: list[DiffOp] = [
+    *_binary("add", lambda lib, a, b: lib.add(a, b), ("add",)),
+    *_binary("sub", lambda lib, a, b: a - b, ("sub",)),
+    *_binary("mul", lambda lib, a, b: a * b, ("mul",), gradgrad=True),
+    *_binary("div", lambda lib, a, b: a / b, ("div",), gradgrad=True, make_b=_nonzero),
+    *_binary("pow", lambda lib, a, b: lib.pow(a, b), ("pow",), gradgrad=True,
+             make_a=_positive),
+    *_binary("maximum", lambda lib, a, b: lib.maximum(a, b), ("maximum",)),
+    *_binary("minimum", lambda lib, a, b: lib.minimum(a, b), ("minimum",)),
+    *_binary("atan2", lambda lib, a, b: lib.atan2(a, b), ("atan2",), make_b=_nonzero),
+    *_binary("remainder", lambda lib, a, b: lib.remainder(a, b), ("remainder",),
+             make_b=_nonzero),
+    DiffOp("add_alpha", lambda lib, a, b: lib.add(a, b, alpha=-0.5), shapes=((3, 4), (4,)),
+           prims=("add", "mul")),
+    DiffOp("sub_alpha", lambda lib, a, b: lib.sub(a, b, alpha=2.0), shapes=((3, 4), (3, 4)),
+           prims=("sub", "mul")),
+    DiffOp("scalar_ops", lambda lib, x: (2.5 - x) * -1.5 + 3.0 / (x + 3.0) - x / 4.0,
+           low=-1.0, high=1.0, prims=("sub", "mul", "add", "div")),
+    DiffOp("pow_scalar_exponent", lambda lib, x: x ** 2 + x ** 3.0 + lib.pow(x, 0.5),
+           low=0.2, high=2.0, prims=("pow",), gradgrad=True),
+    DiffOp("pow_scalar_base", lambda lib, x: 2.0 ** x, prims=("pow",)),
+    DiffOp("lerp", lambda lib, a, b, w: lib.lerp(a, b, w), shapes=((3, 4), (3, 4), (4,)),
+           prims=("add", "sub", "mul")),
+    DiffOp("lerp_scalar", lambda lib, a, b: a.lerp(b, 0.3), shapes=((3, 4), (1, 4))),
+    DiffOp("addcmul", lambda lib, a, b, c: lib.addcmul(a, b, c, value=0.5),
+           shapes=((3, 4), (3, 1), (4,))),
+    DiffOp("addcdiv", lambda lib, a, b, c: lib.addcdiv(a, b, c, value=-2.0),
+           make=lambda rng: [rng.uniform(-1, 1, (3, 4)), rng.uniform(-1, 1, (3, 4)),
+                             _nonzero(rng, (4,))]),
+    DiffOp("where", lambda lib, a, b: lib.where(a > 0, a, b), shapes=((3, 4), (4,)),
+           prims=("where", "gt")),
+    DiffOp("where_scalar", lambda lib, a: lib.where(a > 0.5, a * a, 0.0), prims=("where",)),
+    DiffOp("clamp", lambda lib, x: lib.clamp(x, -1.0, 1.0), prims=("clamp",)),
+    DiffOp("clamp_min", lambda lib, x: x.clamp_min(0.5), prims=("clamp",)),
+    DiffOp("clamp_max", lambda lib, x: x.clamp(max=0.0), prims=("clamp",)),
+    DiffOp("clamp_tensor", lambda lib, x, lo, hi: lib.clamp(x, lo, hi),
+           make=lambda rng: [rng.uniform(-2, 2, (3, 4)), rng.uniform(-1.5, -0.5, (4,)),
+                             rng.uniform(0.5, 1.5, (3, 1))], prims=("maximum", "minimum")),
+    DiffOp("cast", lambda lib, x: (x.to(lib.float32) * 2).to(lib.float64), eps=1e-2,
+           low=-1.0, high=1.0, prims=("cast",)),
+    DiffOp("to_device", lambda lib, x: (x.cpu() * x.cpu()).to(x.device) * x),
+]
+
+_REDUCTIONS: list[DiffOp] = [
+    DiffOp("sum", lambda lib, x: x.sum(), prims=("sum",)),
+    DiffOp("sum_dim", lambda lib, x: x.sum(1), shapes=((2, 3, 4),), prims=("sum",)),
+    DiffOp("sum_dims_keepdim", lambda lib, x: lib.sum(x, (0, 2), keepdim=True),
+           shapes=((2, 3, 4),), prims=("sum",)),
+    DiffOp("mean", lambda lib, x: x.mean(), prims=("sum", "div")),
+    DiffOp("mean_dim", lambda lib, x: x.mean(-1, keepdim=True), prims=("sum", "div")),
+    DiffOp("prod", lambda lib, x: x.prod(), low=0.5, high=1.5, prims=("prod",)),
+    DiffOp("prod_dim", lambda lib, x: lib.prod(x, 0), prims=("prod",), gradgrad=False),
+    DiffOp("prod_one_zero", lambda lib, x: x.prod(1),
+           make=lambda rng: [np.where(np.eye(3, 4) > 0, 0.0, rng.uniform(0.5, 1.5, (3, 4)))],
+           prims=("prod",)),
+    DiffOp("amax", lambda lib, x: lib.amax(x, 1), prims=("max",)),
+    DiffOp("amin_dims", lambda lib, x: lib.amin(x, (0, 1)), shapes=((2, 3, 4),),
+           prims=("min",)),
+    DiffOp("max_all", lambda lib, x: x.max(), prims=("max",)),
+    DiffOp("min_all", lambda lib, x: x.min(), prims=("min",)),
+    DiffOp("max_dim", lambda lib, x: lib.max(x, 1).values, prims=("argmax", "gather")),
+    DiffOp("min_dim_keepdim", lambda lib, x: x.min(0, keepdim=True)[0],
+           prims=("argmin", "gather")),
+    DiffOp("var", lambda lib, x: x.var(1), prims=("sum", "sub", "mul")),
+    DiffOp("var_biased", lambda lib, x: lib.var(x, 0, unbiased=False, keepdim=True)),
+    DiffOp("std", lambda lib, x: x.std(), prims=("sqrt",)),
+    DiffOp("std_dim", lambda lib, x: lib.std(x, (0, 1), correction=0), shapes=((2, 3, 4),)),
+    DiffOp("logsumexp", lambda lib, x: lib.logsumexp(x, 1), prims=("exp", "log", "max"),
+           gradgrad=True),
+    DiffOp("logsumexp_dims", lambda lib, x: x.logsumexp((0, 2), keepdim=True),
+           shapes=((2, 3, 4),)),
+    DiffOp("norm", lambda lib, x: x.norm(), prims=("sqrt",)),
+    DiffOp("norm_p1_dim", lambda lib, x: lib.norm(x, 1, 1), make=_away_from_zero((3, 4))),
+    DiffOp("norm_inf", lambda lib, x: lib.norm(x, float("inf"), 0),
+           make=_away_from_zero((3, 4))),
+    DiffOp("norm_p3", lambda lib, x: lib.norm(x, 3, -1, keepdim=True),
+           make=_away_from_zero((3, 4))),
+    DiffOp("cumsum", lambda lib, x: x.cumsum(1), prims=("cumsum",)),
+    DiffOp("cumsum_dim0", lambda lib, x: lib.cumsum(x, -3), shapes=((2, 3, 4),),
+           prims=("cumsum",)),
+    DiffOp("softmax", lambda lib, x: lib.softmax(x, 1), prims=("exp", "sum", "div"),
+           gradgrad=True),
+    DiffOp("softmax_dim0", lambda lib, x: x.softmax(0), shapes=((2, 3, 4),)),
+    DiffOp("log_softmax", lambda lib, x: lib.log_softmax(x, -1), gradgrad=True),
+    DiffOp("log_softmax_dim1", lambda lib, x: x.log_softmax(1), shapes=((2, 3, 4),)),
+]
+
+_SHAPES: list[DiffOp] = [
+    DiffOp("reshape", lambda lib, x: x.reshape(2, -1, 2) * 2, prims=("reshape",)),
+    DiffOp("reshape_copy", lambda lib, x: x.t().reshape(12), prims=("reshape",)),
+    DiffOp("view", lambda lib, x: x.view(4, 3), prims=("reshape",)),
+    DiffOp("permute", lambda lib, x: x.permute(2, 0, 1), shapes=((2, 3, 4),),
+           prims=("permute",)),
+    DiffOp("transpose", lambda lib, x: x.transpose(0, 2), shapes=((2, 3, 4),)),
+    DiffOp("t", lambda lib, x: x.t() * x.T.sum(0)),
+    DiffOp("movedim", lambda lib, x: lib.movedim(x, 0, -1), shapes=((2, 3, 4),)),
+    DiffOp("expand", lambda lib, x: x.expand(2, 3, 4), shapes=((3, 1),),
+           prims=("expand",)),
+    DiffOp("broadcast_to", lambda lib, x: lib.broadcast_to(x, (3, 2, 4)), shapes=((4,),)),
+    DiffOp("squeeze", lambda lib, x: x.squeeze(1), shapes=((3, 1, 4),)),
+    DiffOp("squeeze_all", lambda lib, x: lib.squeeze(x), shapes=((1, 3, 1),)),
+    DiffOp("unsqueeze", lambda lib, x: x.unsqueeze(-1), shapes=((3, 4),)),
+    DiffOp("flatten", lambda lib, x: lib.flatten(x, 1), shapes=((2, 3, 2),)),
+    DiffOp("narrow", lambda lib, x: x.narrow(1, 1, 2), prims=("getitem",)),
+    DiffOp("split", lambda lib, x: x.split([1, 3], 1)),
+    DiffOp("chunk", lambda lib, x: lib.chunk(x, 2, 0), shapes=((4, 3),)),
+    DiffOp("unbind", lambda lib, x: x.unbind(1), shapes=((2, 3),)),
+    DiffOp("cat", lambda lib, a, b: lib.cat([a, b, a], 1), shapes=((2, 3), (2, 1)),
+           prims=("cat",)),
+    DiffOp("cat_dim0", lambda lib, a, b: lib.cat((a, b), 0), shapes=((2, 3), (1, 3))),
+    DiffOp("stack", lambda lib, a, b: lib.stack([a, b], 1), shapes=((2, 3), (2, 3))),
+    DiffOp("flip", lambda lib, x: x.flip((0, 1)) * x, prims=("flip",)),
+    DiffOp("tril", lambda lib, x: lib.tril(x, -1), prims=("tril",)),
+    DiffOp("triu", lambda lib, x: x.triu(1), shapes=((4, 4),), prims=("triu",)),
+    DiffOp("repeat", lambda lib, x: x.repeat(2, 1, 3), shapes=((2, 3),)),
+    DiffOp("tile", lambda lib, x: lib.tile(x, (2,)), shapes=((3,),)),
+    DiffOp("clone", lambda lib, x: x.clone() * 1.5, prims=("clone",)),
+    DiffOp("contiguous", lambda lib, x: x.t().contiguous() * x.t()),
+]
+
+_INDEXING: list[DiffOp] = [
+    DiffOp("getitem_slices", lambda lib, x: x[1:3, ::2], prims=("getitem",)),
+    DiffOp("getitem_int", lambda lib, x: x[1] * x[-1], gradgrad=True),
+    DiffOp("getitem_none_ellipsis", lambda lib, x: x[None, ..., 1:], shapes=((2, 3, 4),)),
+    DiffOp("getitem_tensor_repeats", lambda lib, x: x[_idx(lib, x, [0, 2, 0, 1])],
+           gradgrad=True),
+    DiffOp("getitem_two_tensors", lambda lib, x: x[_idx(lib, x, [[0], [2]]),
+                                                 _idx(lib, x, [1, 3, 1])]),
+    DiffOp("getitem_mask", lambda lib, x: x[_mask(lib, x)]),
+    DiffOp("getitem_slice_tensor", lambda lib, x: x[:, _idx(lib, x, [3, 0])]),
+    DiffOp("setitem_slice",
+           lambda lib, x, v: _setitem(lib, x, v, (slice(1, 3), slice(None, None, 2))),
+           shapes=((3, 4), (2, 2)), prims=("setitem",)),
+    DiffOp("setitem_broadcast", lambda lib, x, v: _setitem(lib, x, v, (slice(None), 0)),
+           shapes=((3, 4), (1,))),
+    DiffOp("setitem_tensor",
+           lambda lib, x, v: _setitem(lib, x, v, _idx(lib, x, [2, 0])) * x,
+           shapes=((3, 4), (2, 4))),
+    DiffOp("setitem_mask", lambda lib, x, v: _setitem(lib, x, v, _mask(lib, x)),
+           shapes=((3, 4), (6,))),
+    DiffOp("gather", lambda lib, x: lib.gather(x, 1, _idx(lib, x, [[0, 0], [3, 1],
+                                                                  [2, 2]])),
+           prims=("gather",)),
+    DiffOp("gather_dim0", lambda lib, x: x.gather(0, _idx(lib, x, [[2, 1, 0, 0]]))),
+    DiffOp("scatter", lambda lib, x, s: lib.scatter(x, 1, _idx(lib, x, [[2, 0], [1, 3],
+                                                                       [0, 1]]), s),
+           shapes=((3, 4), (3, 2)), prims=("scatter",)),
+    # src larger than index: torch's own backward rejects this case, so ember only
+    DiffOp("scatter_large_src", lambda lib, x, s: lib.scatter(x, 1, _idx(lib, x, [[2, 0],
+                                                                                 [1, 3]]), s),
+           shapes=((3, 4), (3, 3)), torch=False),
+    DiffOp("scatter_add", lambda lib, x, s: x.scatter_add(0, _idx(lib, x, [[0, 1, 0, 2],
+                                                                          [0, 0, 0, 2]]), s),
+           shapes=((3, 4), (2, 4)), prims=("scatter_add",)),
+    DiffOp("index_select", lambda lib, x: lib.index_select(x, 1, _idx(lib, x, [3, 0, 3])),
+           prims=("index_select",)),
+    DiffOp("masked_fill", lambda lib, x: x.masked_fill(_mask(lib, x), -1.0) * x,
+           prims=("where",)),
+    DiffOp("masked_select", lambda lib, x: lib.masked_select(x, _mask(lib, x))),
+]
+
+_LINALG: list[DiffOp] = [
+    DiffOp("matmul", lambda lib, a, b: a @ b, shapes=((3, 4), (4, 2)), prims=("matmul",),
+           gradgrad=True),
+    DiffOp("matmul_vec_mat", lambda lib, a, b: lib.matmul(a, b), shapes=((4,), (4, 2))),
+    DiffOp("matmul_mat_vec", lambda lib, a, b: lib.matmul(a, b), shapes=((3, 4), (4,))),
+    DiffOp("matmul_vec_vec", lambda lib, a, b: a @ b, shapes=((4,), (4,))),
+    DiffOp("matmul_batched_broadcast", lambda lib, a, b: a @ b,
+           shapes=((2, 1, 3, 4), (3, 4, 2)), gradgrad=True),
+    DiffOp("matmul_batch_vec", lambda lib, a, b: a @ b, shapes=((2, 3, 4), (4,))),
+    DiffOp("mm", lambda lib, a, b: lib.mm(a, b), shapes=((2, 3), (3, 4))),
+    DiffOp("bmm", lambda lib, a, b: a.bmm(b), shapes=((2, 3, 4), (2, 4, 1))),
+    DiffOp("mv", lambda lib, a, b: lib.mv(a, b), shapes=((3, 4), (4,))),
+    DiffOp("dot", lambda lib, a, b: a.dot(b), shapes=((5,), (5,))),
+    DiffOp("outer", lambda lib, a, b: lib.outer(a, b), shapes=((3,), (4,))),
+    DiffOp("addmm", lambda lib, c, a, b: lib.addmm(c, a, b, beta=0.5, alpha=2.0),
+           shapes=((4,), (3, 2), (2, 4))),
+    DiffOp("einsum_mm", lambda lib, a, b: lib.einsum("ij,jk->ik", a, b),
+           shapes=((3, 4), (4, 2)), prims=("einsum",), gradgrad=True),
+    DiffOp("einsum_bmm", lambda lib, a, b: lib.einsum("bij,bjk->bik", a, b),
+           shapes=((2, 3, 4), (2, 4, 2))),
+    DiffOp("einsum_outer", lambda lib, a, b: lib.einsum("i,j->ij", a, b),
+           shapes=((3,), (4,))),
+    DiffOp("einsum_sum", lambda lib, a: lib.einsum("ij->", a)),
+    DiffOp("einsum_rowdot", lambda lib, a, b: lib.einsum("ij,ij->i", a, b),
+           shapes=((3, 4), (3, 4))),
+    DiffOp("einsum_permute", lambda lib, a: lib.einsum("ijk->kji", a), shapes=((2, 3, 4),)),
+    DiffOp("einsum_attention", lambda lib, q, k: lib.einsum("bhqd,bhkd->bhqk", q, k),
+           shapes=((1, 2, 3, 4), (1, 2, 2, 4))),
+    DiffOp("einsum_chain", lambda lib, a, b, c: lib.einsum("ij,jk,kl->il", a, b, c),
+           shapes=((2, 3), (3, 4), (4, 2))),
+]
+
+
+
+def nnf(lib: Any) -> Any:
+    """`lib.nn.functional` (imported on first use: ember.nn is not part of `import ember`)."""
+    import importlib
+
+    return importlib.import_module(lib.__name__ + ".nn.functional")
+
+
+_NN: list[DiffOp] = [
+    DiffOp("linear", lambda lib, x, w, b: nnf(lib).linear(x, w, b),
+           shapes=((2, 3, 4), (5, 4), (5,)), gradgrad=True),
+    DiffOp("linear_no_bias", lambda lib, x, w: nnf(lib).linear(x, w), shapes=((3, 4), (2, 4))),
+    DiffOp("unfold", lambda lib, x: nnf(lib).unfold(x, (2, 3), padding=1, stride=(1, 2)),
+           shapes=((1, 2, 4, 4),), prims=("im2col",)),
+    DiffOp("unfold_dilated", lambda lib, x: nnf(lib).unfold(x, 2, dilation=2),
+           shapes=((2, 1, 4, 5),)),
+    DiffOp("fold", lambda lib, x: nnf(lib).fold(x, (3, 4), 2), shapes=((1, 8, 6),),
+           prims=("col2im",)),
+    DiffOp("fold_strided", lambda lib, x: nnf(lib).fold(x, (5, 5), 3, padding=1, stride=2),
+           shapes=((2, 9, 9),)),
+    DiffOp("pad", lambda lib, x: nnf(lib).pad(x, (1, 2), value=0.5), shapes=((2, 3),),
+           prims=("constant_pad",)),
+    DiffOp("pad_2d_crop", lambda lib, x: nnf(lib).pad(x, (-1, 1, 2, 0)),
+           shapes=((2, 3, 4),)),
+    DiffOp("conv1d", lambda lib, x, w, b: nnf(lib).conv1d(x, w, b, stride=2, padding=1),
+           shapes=((2, 3, 7), (4, 3, 3), (4,)), prims=("im2col", "matmul")),
+    DiffOp("conv2d", lambda lib, x, w, b: nnf(lib).conv2d(x, w, b, stride=(2, 1), padding=1),
+           shapes=((1, 2, 5, 4), (3, 2, 3, 3), (3,))),
+    DiffOp("conv2d_groups_dilation",
+           lambda lib, x, w: nnf(lib).conv2d(x, w, groups=2, dilation=2),
+           shapes=((2, 4, 5, 5), (4, 2, 2, 2))),
+    DiffOp("conv2d_same", lambda lib, x, w: nnf(lib).conv2d(x, w, padding="same"),
+           shapes=((1, 2, 4, 4), (2, 2, 2, 3))),
+    DiffOp("conv_transpose2d",
+           lambda lib, x, w, b: nnf(lib).conv_transpose2d(x, w, b, stride=2,
+                                                            output_padding=1),
+           shapes=((1, 2, 3, 3), (2, 3, 2, 2), (3,)), prims=("col2im",)),
+    DiffOp("max_pool2d", lambda lib, x: nnf(lib).max_pool2d(x, 2), shapes=((1, 2, 4, 4),)),
+    DiffOp("max_pool2d_padded", lambda lib, x: nnf(lib).max_pool2d(x, 3, 2, 1),
+           shapes=((2, 1, 5, 5),)),
+    DiffOp("max_pool1d", lambda lib, x: nnf(lib).max_pool1d(x, 3, 2), shapes=((2, 3, 7),)),
+    DiffOp("avg_pool2d", lambda lib, x: nnf(lib).avg_pool2d(x, 2, 1, 1),
+           shapes=((1, 2, 3, 4),)),
+    DiffOp("avg_pool1d", lambda lib, x: nnf(lib).avg_pool1d(x, 2), shapes=((2, 2, 5),)),
+    DiffOp("adaptive_avg_pool2d", lambda lib, x: nnf(lib).adaptive_avg_pool2d(x, (2, 3)),
+           shapes=((1, 2, 5, 5),)),
+    DiffOp("layer_norm", lambda lib, x, w, b: nnf(lib).layer_norm(x, (4,), w, b),
+           shapes=((2, 3, 4), (4,), (4,)), gradgrad=True),
+    DiffOp("layer_norm_2d", lambda lib, x: nnf(lib).layer_norm(x, (3, 4)),
+           shapes=((2, 3, 4),)),
+]
+
+DIFF_OPS: list[DiffOp] = (_UNARY + _BINARY + _REDUCTIONS + _SHAPES + _INDEXING + _LINALG +
+                          _NN)
+"""Every differentiable op the Tensor API exposes, with inputs in its smooth domain."""
+
+_names = [op.name for op in DIFF_OPS]
+assert len(_names) == len(set(_names)), "duplicate DiffOp names"

@@ -1,0 +1,225 @@
+"""Creation ops on the device under test: tensor, full, zeros, ones, *_like, arange,
+linspace, eye, and the random ones (rand, randn, randint, randperm, rand_like ...):
+shape, dtype, range, rough moments, and reproducibility under `ember.manual_seed`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ember
+from ember.testing import support as S
+
+
+@S.prop()
+@given(data=st.data())
+def test_tensor_roundtrip(device: ember.device, data: st.DataObject) -> None:
+    d = data.draw(st.sampled_from(S.ALL_DTYPES), label="dtype")
+    arr = data.draw(S.arrays(d, data.draw(S.shapes(max_dims=4, min_side=0)), -100, 100),
+                    label="x")
+    x = ember.tensor(arr, device=device)
+    S.assert_matches(x, arr, device, dtype=d, what="tensor(ndarray)")
+    if arr.size:  # nested lists cannot spell an empty shape like (0, 3)
+        S.assert_matches(ember.tensor(arr.tolist(), dtype=d, device=device), arr, device,
+                         dtype=d, what="tensor(list)")
+    assert x.tolist() == arr.tolist()
+    # the device holds its own copy: changing the source afterwards changes nothing
+    if arr.size and device.type != "cpu":
+        before = arr.copy()
+        arr.flat[0] = arr.flat[0] + 1 if d is not ember.bool else not arr.flat[0]
+        S.assert_matches(x, before, device, dtype=d, what="a copy of the source")
+
+
+def test_tensor_dtype_inference(device: ember.device) -> None:
+    assert ember.tensor([1, 2], device=device).dtype is ember.int64
+    assert ember.tensor([1.0, 2], device=device).dtype is ember.get_default_dtype()
+    assert ember.tensor([True, False], device=device).dtype is ember.bool
+    assert ember.tensor(3.5, device=device).shape == ()
+    assert ember.tensor([[1, 2]], dtype=ember.float16, device=device).dtype is ember.float16
+    assert ember.tensor([1.0], device=device).device == device
+
+
+@pytest.mark.parametrize("d", S.ALL_DTYPES, ids=str)
+def test_full_zeros_ones(device: ember.device, d: ember.dtype) -> None:
+    npd = S.np_dtype(d)
+    S.assert_matches(ember.zeros(2, 3, dtype=d, device=device), np.zeros((2, 3), npd),
+                     device, dtype=d)
+    S.assert_matches(ember.ones((4,), dtype=d, device=device), np.ones(4, npd), device,
+                     dtype=d)
+    S.assert_matches(ember.full((2, 2), 1, dtype=d, device=device), np.full((2, 2), 1, npd),
+                     device, dtype=d)
+    like = ember.zeros(3, 1, dtype=d, device=device)
+    S.assert_matches(ember.ones_like(like), np.ones((3, 1), npd), device, dtype=d)
+    S.assert_matches(ember.zeros_like(like), np.zeros((3, 1), npd), device, dtype=d)
+    S.assert_matches(ember.full_like(like, 1), np.ones((3, 1), npd), device, dtype=d)
+    S.assert_matches(like.new_ones(2), np.ones(2, npd), device, dtype=d)
+    S.assert_matches(like.new_zeros((1, 2)), np.zeros((1, 2), npd), device, dtype=d)
+    S.assert_matches(like.new_full((2,), 1), np.ones(2, npd), device, dtype=d)
+    assert ember.empty(2, 5, dtype=d, device=device).shape == (2, 5)
+    assert ember.empty_like(like).device == device
+
+
+def test_full_dtype_from_value(device: ember.device) -> None:
+    assert ember.full((2,), 3, device=device).dtype is ember.int64
+    assert ember.full((2,), 3.5, device=device).dtype is ember.get_default_dtype()
+    assert ember.full((2,), True, device=device).dtype is ember.bool
+    assert ember.zeros(2, device=device).dtype is ember.get_default_dtype()
+    S.assert_matches(ember.full((), -2.5, device=device), -2.5, device)
+    S.assert_matches(ember.zeros((0, 3), device=device), np.zeros((0, 3), np.float32), device)
+    with pytest.raises(RuntimeError, match="negative dimension"):
+        ember.zeros(2, -1, device=device)
+
+
+@pytest.mark.parametrize("args, kwargs", [
+    ((5,), {}), ((2, 9), {}), ((1, 10, 3), {}), ((10, 1, -3), {}), ((0.0, 1.0, 0.1), {}),
+    ((-1.5, 2.5, 0.5), {}), ((0, 5), {"dtype": ember.float64}), ((5,), {"dtype": ember.int8}),
+    ((0,), {}), ((3, 3), {}),
+], ids=lambda v: str(v))
+def test_arange(device: ember.device, args: tuple, kwargs: dict) -> None:
+    x = ember.arange(*args, device=device, **kwargs)
+    ints = all(isinstance(a, int) for a in args)
+    want = kwargs.get("dtype", ember.int64 if ints else ember.get_default_dtype())
+    ref = np.arange(*args, dtype=np.float64)
+    S.assert_matches(x, ref.astype(S.np_dtype(want)), device, dtype=want, atol=1e-6)
+
+
+def test_arange_errors(device: ember.device) -> None:
+    with pytest.raises(RuntimeError, match="step must be nonzero"):
+        ember.arange(0, 5, 0, device=device)
+    with pytest.raises(RuntimeError, match="inconsistent with step sign"):
+        ember.arange(0, 5, -1, device=device)
+
+
+@pytest.mark.parametrize("start, end, steps", [
+    (0.0, 1.0, 5), (-3.0, 7.0, 11), (2.0, -2.0, 4), (0.0, 1.0, 1), (0.0, 1.0, 0),
+    (-1.0, 1.0, 100),
+])
+def test_linspace(device: ember.device, start: float, end: float, steps: int) -> None:
+    x = ember.linspace(start, end, steps, device=device)
+    S.assert_matches(x, np.linspace(start, end, steps), device, dtype=ember.float32,
+                     atol=1e-6)
+    x64 = ember.linspace(start, end, steps, dtype=ember.float64, device=device)
+    S.assert_matches(x64, np.linspace(start, end, steps), device, dtype=ember.float64)
+    if steps > 1:  # both ends exactly, as torch
+        assert x64[0].item() == start and x64[-1].item() == end
+
+
+@pytest.mark.parametrize("n, m", [(1, None), (3, None), (2, 4), (4, 2), (0, 3)])
+def test_eye(device: ember.device, n: int, m: int | None) -> None:
+    S.assert_matches(ember.eye(n, m, device=device), np.eye(n, m), device,
+                     dtype=ember.get_default_dtype())
+    S.assert_matches(ember.eye(n, m, dtype=ember.int32, device=device),
+                     np.eye(n, m, dtype=np.int32), device, dtype=ember.int32)
+
+
+# -- random ---------------------------------------------------------------------------
+
+_N = 20_000  # enough for moments to within a few percent, cheap on any device
+
+
+def _moments(x: ember.Tensor) -> tuple[float, float]:
+    a = S.host(x).astype(np.float64)
+    return float(a.mean()), float(a.std())
+
+
+@pytest.mark.parametrize("d", [ember.float32, ember.float64, ember.float16, ember.bfloat16],
+                         ids=str)
+def test_rand(device: ember.device, d: ember.dtype) -> None:
+    x = ember.rand(_N, dtype=d, device=device)
+    assert x.shape == (_N,) and x.dtype is d and x.device == device
+    a = S.host(x).astype(np.float64)
+    assert a.min() >= 0.0 and a.max() <= 1.0, "rand must lie in [0, 1)"
+    if d in (ember.float32, ember.float64):
+        assert a.max() < 1.0
+    mean, std = _moments(x)
+    assert abs(mean - 0.5) < 0.02 and abs(std - (1 / 12) ** 0.5) < 0.02, (mean, std)
+    assert len(np.unique(a)) > 100
+    assert ember.rand(2, 3, device=device).shape == (2, 3)
+    assert ember.rand((2, 3), device=device).dtype is ember.get_default_dtype()
+
+
+@pytest.mark.parametrize("d", [ember.float32, ember.float64], ids=str)
+def test_randn(device: ember.device, d: ember.dtype) -> None:
+    x = ember.randn(_N // 2, 2, dtype=d, device=device)
+    assert x.shape == (_N // 2, 2) and x.dtype is d and x.device == device
+    mean, std = _moments(x)
+    assert abs(mean) < 0.05 and abs(std - 1.0) < 0.05, (mean, std)
+    a = S.host(x).astype(np.float64)
+    assert 0.6 < np.mean(np.abs(a) < 1.0) < 0.76  # about 68% within one sigma
+
+
+def test_random_dtype_errors(device: ember.device) -> None:
+    with pytest.raises(RuntimeError, match="floating"):
+        ember.rand(3, dtype=ember.int64, device=device)
+    with pytest.raises(RuntimeError, match="low < high|expected low"):
+        ember.randint(5, 5, (2,), device=device)
+
+
+@pytest.mark.parametrize("d", [ember.int64, ember.int32, ember.uint8, ember.float32],
+                         ids=str)
+def test_randint(device: ember.device, d: ember.dtype) -> None:
+    x = ember.randint(-3 if d is not ember.uint8 else 0, 7, (_N,), dtype=d, device=device)
+    assert x.dtype is d and x.shape == (_N,) and x.device == device
+    a = S.host(x)
+    lo = -3 if d is not ember.uint8 else 0
+    assert set(np.unique(a).tolist()) == set(range(lo, 7)), "every value in [low, high)"
+    counts = np.bincount(a.astype(np.int64) - lo)
+    assert counts.min() > 0.8 * _N / (7 - lo)  # roughly uniform
+    y = ember.randint(10, (3, 4), device=device)  # randint(high, size)
+    assert y.shape == (3, 4) and y.dtype is ember.int64
+    assert 0 <= int(y.min()) and int(y.max()) < 10
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 100])
+def test_randperm(device: ember.device, n: int) -> None:
+    p = ember.randperm(n, device=device)
+    assert p.dtype is ember.int64 and p.shape == (n,) and p.device == device
+    assert sorted(S.host(p).tolist()) == list(range(n))
+    if n == 100:
+        assert S.host(p).tolist() != list(range(n))
+
+
+@pytest.mark.parametrize("make", [
+    lambda dev: ember.rand(5, 3, device=dev),
+    lambda dev: ember.randn(4, dtype=ember.float64, device=dev),
+    lambda dev: ember.randint(0, 100, (6,), device=dev),
+    lambda dev: ember.randperm(20, device=dev),
+    lambda dev: ember.rand_like(ember.zeros(3, device=dev)),
+    lambda dev: ember.randn_like(ember.zeros(3, 2, device=dev)),
+    lambda dev: ember.randint_like(ember.zeros(4, device=dev), 0, 9),
+    lambda dev: ember.zeros(8, device=dev).uniform_(-2.0, 3.0),
+    lambda dev: ember.zeros(8, device=dev).normal_(1.0, 0.5),
+    lambda dev: ember.bernoulli(ember.full((16,), 0.5, device=dev)),
+], ids=["rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like",
+        "uniform_", "normal_", "bernoulli"])
+def test_manual_seed_reproduces(device: ember.device, make) -> None:
+    ember.manual_seed(1234)
+    first = make(device)
+    second_draw = make(device)
+    ember.manual_seed(1234)
+    again = make(device)
+    assert first.device == device
+    np.testing.assert_array_equal(S.host(first), S.host(again))
+    assert not np.array_equal(S.host(first), S.host(second_draw)) or first.numel() < 2, \
+        "two draws in a row must differ"
+
+
+def test_generator_is_independent(device: ember.device) -> None:
+    g = ember.Generator().manual_seed(7)
+    a = ember.rand(5, generator=g, device=device)
+    g.manual_seed(7)
+    ember.manual_seed(99)  # the global seed does not affect a private generator
+    b = ember.rand(5, generator=g, device=device)
+    assert a.device == device
+    np.testing.assert_array_equal(S.host(a), S.host(b))
+
+
+def test_uniform_normal_ranges(device: ember.device) -> None:
+    u = ember.empty(_N, device=device).uniform_(-2.0, 3.0)
+    a = S.host(u)
+    assert a.min() >= -2.0 and a.max() < 3.0 and abs(a.mean() - 0.5) < 0.1
+    n = ember.empty(_N, dtype=ember.float64, device=device).normal_(1.0, 0.5)
+    mean, std = _moments(n)
+    assert abs(mean - 1.0) < 0.03 and abs(std - 0.5) < 0.03

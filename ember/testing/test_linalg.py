@@ -1,0 +1,140 @@
+"""Linear algebra and normalisations on the device under test: matmul (1-D operands and
+batch broadcasting), mm, bmm, mv, dot, outer, addmm, einsum, softmax and log_softmax,
+against NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import ember
+from ember.testing import support as S
+
+_MATMUL_DTYPES = [ember.float16, ember.bfloat16, ember.float32, ember.float64, ember.int32,
+                  ember.int64]
+
+
+def _operand(data: st.DataObject, d: ember.dtype, shape: tuple) -> np.ndarray:
+    # halves in [-2, 2]: every product and partial sum is exact even in bfloat16, so the
+    # result does not depend on a backend's summation order
+    arr = data.draw(S.arrays(d, shape, -2, 2, nice=True))
+    return (np.round(arr.astype(np.float64) * 2) / 2).astype(arr.dtype)
+
+
+@S.prop()
+@given(data=st.data())
+def test_matmul(device: ember.device, data: st.DataObject) -> None:
+    d = data.draw(st.sampled_from(_MATMUL_DTYPES), label="dtype")
+    ba, bb = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=2,
+                                                         max_side=3), label="batch").input_shapes
+    m, k, n = (data.draw(st.integers(1, 4)) for _ in range(3))
+    a_vec, b_vec = data.draw(st.booleans(), label="a is 1-D"), data.draw(st.booleans(),
+                                                                         label="b is 1-D")
+    sa = (k,) if a_vec else ba + (m, k)
+    sb = (k,) if b_vec else bb + (k, n)
+    a, b = _operand(data, d, sa), _operand(data, d, sb)
+    x, y = S.on(device, a, d), S.on(device, b, d)
+    ref = np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(S.np_dtype(d))
+    S.assert_matches(ember.matmul(x, y), ref, device, dtype=d, what=f"{sa} @ {sb}")
+    S.assert_matches(x @ y, ref, device, dtype=d, what="operator @")
+    if len(sa) == 2 and len(sb) == 2:
+        S.assert_matches(x.mm(y), ref, device, dtype=d, what="mm")
+    if len(sa) == 3 and len(sb) == 3 and sa[0] == sb[0]:
+        S.assert_matches(ember.bmm(x, y), ref, device, dtype=d, what="bmm")
+    if len(sa) == 2 and len(sb) == 1:
+        S.assert_matches(x.mv(y), ref, device, dtype=d, what="mv")
+    if len(sa) == 1 and len(sb) == 1:
+        S.assert_matches(x.dot(y), ref, device, dtype=d, what="dot")
+        S.assert_matches(ember.outer(x, y), np.outer(a, b).astype(a.dtype), device,
+                         dtype=d, what="outer")
+
+
+def test_matmul_strided_operands(device: ember.device) -> None:
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((5, 4)), rng.standard_normal((3, 5))
+    x, y = S.on(device, a), S.on(device, b)
+    S.assert_matches(x.t() @ y.t(), a.T @ b.T, device)
+    S.assert_matches(x[::2] @ y[:, 1:].t()[:, ::2].t().t(), a[::2] @ b[:, 1:].T[:, ::2],
+                     device)
+    c = S.on(device, 2.0 * np.ones((4, 1)))
+    S.assert_matches(ember.addmm(c, x.t(), y.t(), beta=0.5, alpha=2.0),
+                     0.5 * 2.0 * np.ones((4, 1)) + 2.0 * (a.T @ b.T), device)
+
+
+def test_matmul_errors(device: ember.device) -> None:
+    a, b = S.on(device, np.zeros((2, 3))), S.on(device, np.zeros((4, 5)))
+    with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied "
+                                           r"\(2x3 and 4x5\)"):
+        a @ b
+    with pytest.raises(RuntimeError, match="both arguments need at least 1 dimension"):
+        ember.matmul(S.on(device, 1.0), a)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        a @ S.on(device, np.zeros((3, 2), np.float32))
+    with pytest.raises(RuntimeError, match="bmm: expected 3D tensors"):
+        ember.bmm(a, b)
+    with pytest.raises(RuntimeError, match="mm: expected 2D tensors"):
+        ember.mm(S.on(device, np.zeros(3)), a)
+
+
+_EINSUM = [
+    "ij,jk->ik", "bij,bjk->bik", "ij->ji", "ij->", "ij->j", "i,i->", "i,j->ij",
+    "bhqd,bhkd->bhqk", "ij,ij->ij", "ii->i", "ii->", "ijk->kji", "ij,jk,kl->il", "ij,jk",
+    "ba", "i,i",
+]
+
+
+@pytest.mark.parametrize("equation", _EINSUM)
+@S.prop()
+@given(data=st.data())
+def test_einsum(device: ember.device, equation: str, data: st.DataObject) -> None:
+    d = data.draw(st.sampled_from([ember.float32, ember.float64]), label="dtype")
+    lhs = equation.split("->")[0]
+    sizes = {c: data.draw(st.integers(1, 4), label=f"size of {c}") for c in sorted(
+        set(lhs) - {","})}
+    arrays = [_operand(data, d, tuple(sizes[c] for c in term)) for term in lhs.split(",")]
+    tensors = [S.on(device, a, d) for a in arrays]
+    ref = np.einsum(equation, *[a.astype(np.float64) for a in arrays])
+    S.assert_matches(ember.einsum(equation, *tensors), S.reference_cast(ref, d), device,
+                     dtype=d, what=f"einsum({equation!r})")
+    S.assert_matches(ember.einsum(equation, tensors), S.reference_cast(ref, d), device,
+                     dtype=d, what="operands as a list")
+
+
+def test_einsum_ellipsis(device: ember.device) -> None:
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((2, 3, 4, 5)), rng.standard_normal((3, 5, 2))
+    out = ember.einsum("...ij,...jk->...ik", S.on(device, a), S.on(device, b))
+    S.assert_matches(out, np.einsum("...ij,...jk->...ik", a, b), device)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@S.prop()
+@given(data=st.data())
+def test_softmax(device: ember.device, name: str, data: st.DataObject) -> None:
+    d = data.draw(st.sampled_from(S.FLOATING), label="dtype")
+    arr = data.draw(S.arrays(d, data.draw(S.shapes(min_dims=1)), -8, 8), label="x")
+    if d in (ember.float32, ember.float64):  # large logits: must not overflow
+        arr = (arr.astype(np.float64) + data.draw(st.sampled_from([0.0, 500.0, -500.0]))
+               ).astype(arr.dtype)
+    dim = data.draw(st.integers(-arr.ndim, arr.ndim - 1), label="dim")
+    x = S.on(device, arr, d)
+    a = arr.astype(np.float64)
+    shifted = a - a.max(axis=dim, keepdims=True)
+    lse = np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
+    ref = np.exp(shifted - lse) if name == "softmax" else shifted - lse
+    out = getattr(ember, name)(x, dim)
+    S.assert_matches(out, S.reference_cast(ref, d), device, dtype=d)
+    S.assert_matches(getattr(x, name)(dim), S.reference_cast(ref, d), device, dtype=d)
+    if d is ember.float32:
+        wide = getattr(ember, name)(x, dim, dtype=ember.float64)
+        S.assert_matches(wide, ref, device, dtype=ember.float64, rtol=1e-6, atol=1e-7)
+
+
+def test_softmax_errors(device: ember.device) -> None:
+    with pytest.raises(RuntimeError, match="softmax"):
+        ember.softmax(S.on(device, [1, 2]), 0)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        ember.softmax(S.on(device, [1.0, 2.0]), 1)

@@ -1,0 +1,271 @@
+"""Reductions on the device under test: sum, mean, prod, max/min (with indices), amax,
+amin, argmax, argmin, all, any, var, std, logsumexp, norm, cumsum, count_nonzero, with
+`dim` (int, negative, tuple, None) and `keepdim`, against NumPy."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ember
+from ember.testing import support as S
+
+
+def _draw_input(data: st.DataObject, dtypes: list, lo: float = -4.0, hi: float = 4.0,
+                unique: bool = False, min_dims: int = 0) -> tuple:
+    d = data.draw(st.sampled_from(dtypes), label="dtype")
+    shape = data.draw(S.shapes(min_dims=min_dims), label="shape")
+    if d is ember.uint8:
+        lo = max(lo, 0)
+    if unique:  # distinct values: argmax/max indices are then unambiguous
+        n = int(np.prod(shape))
+        vals = data.draw(st.permutations(range(n)), label="order")
+        arr = (np.array(vals, dtype=np.float64).reshape(shape) - n // 2)
+        arr = (arr / 4 if d.is_floating_point else arr).astype(S.np_dtype(d))
+    else:
+        arr = data.draw(S.arrays(d, shape, lo, hi), label="x")
+    return d, arr
+
+
+def _reduced(arr: np.ndarray, ref, dim, keepdim: bool, **kw) -> np.ndarray:
+    return np.asarray(ref(arr, axis=S.np_dims(dim, arr.ndim), keepdims=keepdim, **kw))
+
+
+@S.prop()
+@given(data=st.data())
+def test_sum(device: ember.device, data: st.DataObject) -> None:
+    d, arr = _draw_input(data, S.ALL_DTYPES)
+    dim = data.draw(S.dims_for(arr.ndim), label="dim")
+    keepdim = data.draw(st.booleans(), label="keepdim")
+    x = S.on(device, arr, d)
+    want = d if d.is_floating_point else ember.int64
+    wide = arr.astype(np.float64 if d.is_floating_point else np.int64)
+    ref = S.reference_cast(_reduced(wide, np.sum, dim, keepdim), want)
+    S.assert_matches(ember.sum(x, dim, keepdim), ref, device, dtype=want)
+    S.assert_matches(x.sum(dim=dim, keepdim=keepdim), ref, device, dtype=want)
+
+
+@S.prop()
+@given(data=st.data())
+def test_mean(device: ember.device, data: st.DataObject) -> None:
+    d, arr = _draw_input(data, S.FLOATING)
+    dim = data.draw(S.dims_for(arr.ndim), label="dim")
+    keepdim = data.draw(st.booleans(), label="keepdim")
+    x = S.on(device, arr, d)
+    ref = S.reference_cast(_reduced(arr.astype(np.float64), np.mean, dim, keepdim), d)
+    S.assert_matches(x.mean(dim, keepdim), ref, device, dtype=d)
+
+
+def test_mean_of_integers_raises(device: ember.device) -> None:
+    with pytest.raises(RuntimeError, match="mean.*dtype"):
+        S.on(device, [1, 2, 3]).mean()
+    S.assert_matches(S.on(device, [1, 2]).mean(dtype=ember.float64), 1.5, device,
+                     dtype=ember.float64)
+
+
+@S.prop()
+@given(data=st.data())
+def test_prod(device: ember.device, data: st.DataObject) -> None:
+    d, arr = _draw_input(data, S.NUMERIC, lo=-1.5, hi=1.5)
+    dim = data.draw(S.dims_for(arr.ndim, allow_tuple=False), label="dim")
+    keepdim = data.draw(st.booleans(), label="keepdim") if dim is not None else False
+    x = S.on(device, arr, d)
+    want = d if d.is_floating_point else ember.int64
+    wide = arr.astype(np.float64 if d.is_floating_point else np.int64)
+    ref = S.reference_cast(_reduced(wide, np.prod, dim, keepdim), want)
+    S.assert_matches(ember.prod(x, dim, keepdim) if dim is not None else ember.prod(x), ref,
+                     device, dtype=want)
+
+
+@pytest.mark.parametrize("name", ["amax", "amin"])
+@S.prop()
+@given(data=st.data())
+def test_amax_amin(device: ember.device, name: str, data: st.DataObject) -> None:
+    d, arr = _draw_input(data, S.ALL_DTYPES)
+    dim = data.draw(S.dims_for(arr.ndim), label="dim")
+    keepdim = data.draw(st.booleans(), label="keepdim")
+    x = S.on(device, arr, d)
+    ref = _reduced(arr, np.max if name == "amax" else np.min, dim, keepdim)
+    out = getattr(ember, name)(x, () if dim is None else dim, keepdim)
+    S.assert_matches(out, ref, device, dtype=d)
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+@S.prop()
+@given(data=st.data())
+def test_max_min(device: ember.device, name: str, data: st.DataObject) -> None:
+    d, arr = _draw_input(data, S.NUMERIC, unique=True)
+    x = S.on(device, arr, d)
+    npf, arg = (np.max, np.argmax) if name == "max" else (np.min, np.argmin)
+    S.assert_matches(getattr(x, name)(), npf(arr), device, dtype=d, what=f"{name}()")
+    if arr.ndim == 0:
+        return
+    dim = data.draw(st.integers(-arr.ndim, arr.ndim - 1), label="dim")
+    keepdim = data.draw(st.booleans(), label="keepdim")
+    result = getattr(ember, name)(x, dim, keepdim)
+    values, indices = result
+    assert result.values is values and result.indices is indices
+    S.assert_matches(values, npf(arr, axis=dim, keepdims=keepdim), device, dtype=d,
+                     what="values")
+    S.assert_matches(indices, arg(arr, axis=dim, keepdims=keepdim), device,
+                     dtype=ember.int64, what="indices")
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+@S.prop()
+@given(data=st.data())
+def test_argmax_argmin(device: ember.device, name: str, data: st.DataObject) -> None:
+    d, arr = _draw_input(data, S.NUMERIC, unique=True)
+    dim = data.draw(st.none() | st.integers(-max(arr.ndim, 1), max(arr.ndim, 1) - 1)
+                    if arr.ndim else st.none(), label="dim")
+    keepdim = data.draw(st.booleans(), label="keepdim")
+    x = S.on(device, arr, d)
+    f = np.argmax if name == "argmax" else np.argmin
+    ref = f(arr, axis=dim, keepdims=keepdim) if dim is not None else \
+        np.asarray(f(arr)).reshape((1,) * arr.ndim if keepdim else ())
+    S.assert_matches(getattr(x, name)(dim, keepdim), ref, device, dtype=ember.int64)
+
+
+def test_ties_pick_the_first(device: ember.device) -> None:
+    x = S.on(device, np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]], np.float32))
+    S.assert_matches(x.argmax(1), [1, 0], device)
+    S.assert_matches(x.argmin(1), [0, 2], device)
+    S.assert_matches(x.max(1).indices, [1, 0], device)
+    S.assert_matches(x.argmax(), 1, device)
+
+
+@pytest.mark.parametrize("name", ["all", "any"])
+@S.prop()
+@given(data=st.data())
+def test_all_any(device: ember.device, name: str, data: st.DataObject) -> None:
+    d, arr = _draw_input(data, S.ALL_DTYPES, lo=-1, hi=1)
+    dim = data.draw(S.dims_for(arr.ndim), label="dim")
+    keepdim = data.draw(st.booleans(), label="keepdim")
+    x = S.on(device, arr, d)
+    ref = _reduced(arr.astype(bool), np.all if name == "all" else np.any, dim, keepdim)
+    S.assert_matches(getattr(ember, name)(x, dim, keepdim), ref, device, dtype=ember.bool)
+
+
+@pytest.mark.parametrize("name", ["var", "std"])
+@S.prop()
+@given(data=st.data())
+def test_var_std(device: ember.device, name: str, data: st.DataObject) -> None:
+    d, arr = _draw_input(data, [ember.float32, ember.float64], min_dims=1)
+    dim = data.draw(S.dims_for(arr.ndim), label="dim")
+    keepdim = data.draw(st.booleans(), label="keepdim")
+    form = data.draw(st.sampled_from(["default", "unbiased=False", "correction=0",
+                                      "correction=2"]), label="form")
+    x = S.on(device, arr, d)
+    fn = getattr(ember, name)
+    if form == "default":
+        out, ddof = fn(x, dim, keepdim=keepdim), 1
+    elif form == "unbiased=False":
+        out, ddof = fn(x, dim, False, keepdim), 0
+    else:
+        ddof = int(form[-1])
+        out = fn(x, dim, keepdim=keepdim, correction=ddof)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # "Degrees of freedom <= 0"
+        ref = _reduced(arr.astype(np.float64), np.var if name == "var" else np.std, dim,
+                       keepdim, ddof=ddof)
+    n = arr.size if dim is None else int(np.prod([arr.shape[i] for i in
+                                                  S.np_dims(dim, arr.ndim)]))
+    if n - ddof <= 0:  # no degrees of freedom left: NaN, as torch (numpy may give inf)
+        ref = np.full(ref.shape, np.nan)
+    S.assert_matches(out, S.reference_cast(ref, d), device, dtype=d, rtol=1e-4, atol=1e-5)
+
+
+@S.prop()
+@given(data=st.data())
+def test_logsumexp(device: ember.device, data: st.DataObject) -> None:
+    d, arr = _draw_input(data, [ember.float32, ember.float64], min_dims=1)
+    offset = data.draw(st.sampled_from([0.0, 200.0, -200.0]), label="offset")
+    arr = (arr.astype(np.float64) * 4 + offset).astype(arr.dtype)  # large: must be stable
+    dim = data.draw(S.dims_for(arr.ndim, allow_none=False), label="dim")
+    keepdim = data.draw(st.booleans(), label="keepdim")
+    x = S.on(device, arr, d)
+    axis = S.np_dims(dim, arr.ndim)
+    a = arr.astype(np.float64)
+    m = a.max(axis=axis, keepdims=True)
+    ref = np.log(np.exp(a - m).sum(axis=axis, keepdims=True)) + m
+    if not keepdim:
+        ref = ref.reshape([s for i, s in enumerate(a.shape) if i not in axis])
+    S.assert_matches(ember.logsumexp(x, dim, keepdim), S.reference_cast(ref, d), device,
+                     dtype=d, rtol=1e-5 if d is ember.float32 else 1e-10)
+
+
+@S.prop()
+@given(data=st.data())
+def test_norm(device: ember.device, data: st.DataObject) -> None:
+    d, arr = _draw_input(data, [ember.float32, ember.float64], min_dims=1)
+    p = data.draw(st.sampled_from(["fro", 1, 2, 3, float("inf"), float("-inf"), 0]),
+                  label="p")
+    dim = data.draw(S.dims_for(arr.ndim), label="dim")
+    keepdim = data.draw(st.booleans(), label="keepdim")
+    x = S.on(device, arr, d)
+    a = np.abs(arr.astype(np.float64))
+    axis = S.np_dims(dim, arr.ndim)
+    if p in ("fro", 2):
+        ref = np.sqrt((a * a).sum(axis=axis, keepdims=keepdim))
+    elif p == float("inf"):
+        ref = a.max(axis=axis, keepdims=keepdim)
+    elif p == float("-inf"):
+        ref = a.min(axis=axis, keepdims=keepdim)
+    elif p == 0:
+        ref = (a != 0).sum(axis=axis, keepdims=keepdim).astype(np.float64)
+    else:
+        ref = (a ** p).sum(axis=axis, keepdims=keepdim) ** (1.0 / p)
+    S.assert_matches(ember.norm(x, p, dim, keepdim), S.reference_cast(ref, d), device,
+                     dtype=d, rtol=1e-5 if d is ember.float32 else 1e-10)
+    if dim is None and not keepdim and p in ("fro", 2):
+        S.assert_matches(x.norm(), S.reference_cast(ref, d), device, dtype=d, rtol=1e-5)
+
+
+@S.prop()
+@given(data=st.data())
+def test_cumsum(device: ember.device, data: st.DataObject) -> None:
+    d, arr = _draw_input(data, S.ALL_DTYPES, min_dims=1)
+    dim = data.draw(st.integers(-arr.ndim, arr.ndim - 1), label="dim")
+    x = S.on(device, arr, d)
+    want = d if d.is_floating_point else ember.int64
+    wide = arr.astype(np.float64 if d.is_floating_point else np.int64)
+    ref = S.reference_cast(np.cumsum(wide, axis=dim), want)
+    # float16/bfloat16 accumulate rounding as they go: allow a few ulps
+    rtol = {ember.float16: 4e-3, ember.bfloat16: 3e-2}.get(d)
+    S.assert_matches(x.cumsum(dim), ref, device, dtype=want, rtol=rtol, atol=rtol)
+
+
+@S.prop()
+@given(data=st.data())
+def test_count_nonzero(device: ember.device, data: st.DataObject) -> None:
+    d, arr = _draw_input(data, S.ALL_DTYPES, lo=-1, hi=1)
+    dim = data.draw(S.dims_for(arr.ndim), label="dim")
+    x = S.on(device, arr, d)
+    ref = np.count_nonzero(arr, axis=S.np_dims(dim, arr.ndim))
+    S.assert_matches(x.count_nonzero(dim), np.asarray(ref), device, dtype=ember.int64)
+
+
+def test_empty_reductions(device: ember.device) -> None:
+    x = S.on(device, np.zeros((2, 0), np.float32))
+    S.assert_matches(x.sum(1), [0.0, 0.0], device)
+    S.assert_matches(x.prod(1), [1.0, 1.0], device)
+    S.assert_matches(x.mean(1), [np.nan, np.nan], device)
+    S.assert_matches(x.any(1), [False, False], device)
+    S.assert_matches(x.all(1), [True, True], device)
+    with pytest.raises((RuntimeError, IndexError), match="zero-size|non-zero size|empty"):
+        x.amax(1)
+    with pytest.raises(RuntimeError, match="argmax"):
+        x.argmax()
+
+
+def test_reduction_dim_errors(device: ember.device) -> None:
+    x = S.on(device, np.zeros((2, 3), np.float32))
+    with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range "
+                                         r"of \[-2, 1\], but got 2\)"):
+        x.sum(2)
+    with pytest.raises(RuntimeError, match="multiple times"):
+        x.sum((0, -2))

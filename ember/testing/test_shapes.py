@@ -1,0 +1,322 @@
+"""Shape ops and views on the device under test: reshape/view/permute/transpose/expand/
+squeeze/unsqueeze/flatten/narrow/split/chunk/cat/stack/flip/tril/triu/repeat against
+NumPy, and views sharing storage with their base (a write through either is seen by
+the other)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ember
+from ember.testing import support as S
+
+
+def _input(data: st.DataObject, min_dims: int = 0, max_dims: int = 3,
+           dtypes: list | None = None) -> tuple[ember.dtype, np.ndarray]:
+    d = data.draw(st.sampled_from(dtypes or S.ALL_DTYPES), label="dtype")
+    shape = data.draw(S.shapes(min_dims=min_dims, max_dims=max_dims), label="shape")
+    return d, data.draw(S.arrays(d, shape, 0, 9), label="x")
+
+
+def _factorizations(n: int) -> list[tuple[int, ...]]:
+    divisors = [k for k in range(1, n + 1) if n % k == 0]
+    out = [(n,), (1, n), (n, 1)]
+    out += [(k, n // k) for k in divisors]
+    out += [(a, b, n // (a * b)) for a in divisors for b in divisors if n % (a * b) == 0]
+    return out
+
+
+@S.prop()
+@given(data=st.data())
+def test_reshape_and_view(device: ember.device, data: st.DataObject) -> None:
+    d, arr = _input(data)
+    new = data.draw(st.sampled_from(_factorizations(arr.size)), label="new shape")
+    infer = data.draw(st.integers(-1, len(new) - 1), label="inferred dim")
+    spec = tuple(-1 if i == infer else s for i, s in enumerate(new))
+    x = S.on(device, arr, d)
+    S.assert_matches(x.reshape(spec), arr.reshape(new), device, dtype=d)
+    S.assert_matches(x.reshape(*spec), arr.reshape(new), device, dtype=d)
+    S.assert_matches(x.view(spec), arr.reshape(new), device, dtype=d)
+    S.assert_matches(ember.reshape(x, spec), arr.reshape(new), device, dtype=d)
+
+
+def test_view_errors(device: ember.device) -> None:
+    x = S.on(device, np.arange(12.0).reshape(3, 4))
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        x.t().view(12)
+    S.assert_matches(x.t().reshape(12), np.arange(12.0).reshape(3, 4).T.reshape(12), device)
+    with pytest.raises(RuntimeError, match=r"shape '\[5, -1\]' is invalid for input of size "
+                                           r"12"):
+        x.reshape(5, -1)
+    with pytest.raises(RuntimeError, match="only one dimension can be inferred"):
+        x.view(-1, -1)
+
+
+@S.prop()
+@given(data=st.data())
+def test_permute_transpose(device: ember.device, data: st.DataObject) -> None:
+    d, arr = _input(data, min_dims=1)
+    order = tuple(data.draw(st.permutations(range(arr.ndim)), label="order"))
+    x = S.on(device, arr, d)
+    S.assert_matches(x.permute(order), arr.transpose(order), device, dtype=d)
+    S.assert_matches(x.permute(*order), arr.transpose(order), device, dtype=d)
+    d0 = data.draw(st.integers(-arr.ndim, arr.ndim - 1), label="dim0")
+    d1 = data.draw(st.integers(-arr.ndim, arr.ndim - 1), label="dim1")
+    S.assert_matches(x.transpose(d0, d1), np.swapaxes(arr, d0, d1), device, dtype=d)
+    S.assert_matches(x.T, arr.transpose(tuple(reversed(range(arr.ndim)))), device, dtype=d)
+    if arr.ndim <= 2:
+        S.assert_matches(x.t(), arr.T, device, dtype=d)
+    if arr.ndim >= 2:
+        S.assert_matches(x.mT, np.swapaxes(arr, -1, -2), device, dtype=d)
+    src = data.draw(st.integers(0, arr.ndim - 1), label="movedim src")
+    dst = data.draw(st.integers(0, arr.ndim - 1), label="movedim dst")
+    S.assert_matches(x.movedim(src, dst), np.moveaxis(arr, src, dst), device, dtype=d)
+
+
+@S.prop()
+@given(data=st.data())
+def test_expand(device: ember.device, data: st.DataObject) -> None:
+    d, arr = _input(data, max_dims=3)
+    lead = data.draw(st.lists(st.integers(1, 3), max_size=2), label="new leading dims")
+    target = []
+    for s in arr.shape:
+        target.append(data.draw(st.sampled_from([-1, 1, 3]) if s == 1 else
+                                st.sampled_from([-1, s])))
+    spec = tuple(lead) + tuple(target)
+    full = tuple(lead) + tuple(s if t == -1 else t for s, t in zip(arr.shape, target))
+    x = S.on(device, arr, d)
+    ref = np.broadcast_to(arr, full)
+    S.assert_matches(x.expand(spec), ref, device, dtype=d)
+    S.assert_matches(x.expand(*spec), ref, device, dtype=d)
+    S.assert_matches(ember.broadcast_to(x, full), ref, device, dtype=d)
+    S.assert_matches(x.expand_as(S.on(device, np.zeros(full))), ref, device, dtype=d)
+
+
+def test_expand_errors(device: ember.device) -> None:
+    x = S.on(device, np.zeros((2, 3)))
+    with pytest.raises(RuntimeError, match=r"expanded size of the tensor \(4\) must match "
+                                           r"the existing size \(3\)"):
+        x.expand(2, 4)
+
+
+@S.prop()
+@given(data=st.data())
+def test_squeeze_unsqueeze_flatten(device: ember.device, data: st.DataObject) -> None:
+    d = data.draw(st.sampled_from(S.ALL_DTYPES), label="dtype")
+    shape = tuple(data.draw(st.lists(st.integers(1, 3), max_size=4), label="shape"))
+    arr = data.draw(S.arrays(d, shape, 0, 9), label="x")
+    x = S.on(device, arr, d)
+    S.assert_matches(x.squeeze(), arr.squeeze(), device, dtype=d)
+    if arr.ndim:
+        dim = data.draw(st.integers(-arr.ndim, arr.ndim - 1), label="squeeze dim")
+        ref = arr.squeeze(dim) if arr.shape[dim] == 1 else arr
+        S.assert_matches(x.squeeze(dim), ref, device, dtype=d)
+        dims = tuple(data.draw(st.lists(st.integers(0, arr.ndim - 1), unique=True,
+                                        min_size=1), label="squeeze dims"))
+        ones = tuple(i for i in dims if arr.shape[i] == 1)
+        S.assert_matches(x.squeeze(dims), arr.squeeze(ones) if ones else arr, device,
+                         dtype=d)
+    u = data.draw(st.integers(-arr.ndim - 1, arr.ndim), label="unsqueeze dim")
+    S.assert_matches(x.unsqueeze(u), np.expand_dims(arr, u), device, dtype=d)
+    S.assert_matches(x.flatten(), arr.reshape(-1), device, dtype=d)
+    if arr.ndim:
+        s = data.draw(st.integers(0, arr.ndim - 1), label="start")
+        e = data.draw(st.integers(s, arr.ndim - 1), label="end")
+        ref = arr.reshape(arr.shape[:s] + (math.prod(arr.shape[s:e + 1]),) +
+                          arr.shape[e + 1:])
+        S.assert_matches(x.flatten(s, e), ref, device, dtype=d)
+        S.assert_matches(ember.flatten(x, s - arr.ndim, e), ref, device, dtype=d)
+        S.assert_matches(x.flatten().unflatten(0, arr.shape), arr, device, dtype=d)
+
+
+@S.prop()
+@given(data=st.data())
+def test_narrow_split_chunk(device: ember.device, data: st.DataObject) -> None:
+    d, arr = _input(data, min_dims=1)
+    dim = data.draw(st.integers(-arr.ndim, arr.ndim - 1), label="dim")
+    size = arr.shape[dim]
+    start = data.draw(st.integers(-size, size - 1), label="start")
+    length = data.draw(st.integers(0, size - (start % size)), label="length")
+    x = S.on(device, arr, d)
+    key = (slice(None),) * (dim % arr.ndim) + (slice(start % size, start % size + length),)
+    S.assert_matches(x.narrow(dim, start, length), arr[key], device, dtype=d)
+
+    step = data.draw(st.integers(1, size + 1), label="split size")
+    pieces = x.split(step, dim)
+    refs = [arr[(slice(None),) * (dim % arr.ndim) + (slice(i, i + step),)]
+            for i in range(0, size, step)]
+    assert len(pieces) == len(refs)
+    for p, r in zip(pieces, refs):
+        S.assert_matches(p, r, device, dtype=d, what="split")
+    cuts = sorted(data.draw(st.lists(st.integers(0, size), max_size=3), label="cuts"))
+    sizes = [b - a for a, b in zip([0] + cuts, cuts + [size])]
+    for p, r in zip(x.split(sizes, dim), np.split(arr, cuts, axis=dim)):
+        S.assert_matches(p, r, device, dtype=d, what="split(sizes)")
+    n = data.draw(st.integers(1, 4), label="chunks")
+    per = -(-size // n)
+    chunks = ember.chunk(x, n, dim)
+    assert len(chunks) == -(-size // per)
+    for i, c in enumerate(chunks):
+        r = arr[(slice(None),) * (dim % arr.ndim) + (slice(i * per, (i + 1) * per),)]
+        S.assert_matches(c, r, device, dtype=d, what="chunk")
+    for c, r in zip(x.tensor_split(n, dim), np.array_split(arr, n, axis=dim)):
+        S.assert_matches(c, r, device, dtype=d, what="tensor_split")
+    for u, r in zip(x.unbind(dim), np.moveaxis(arr, dim, 0)):
+        S.assert_matches(u, r, device, dtype=d, what="unbind")
+
+
+def test_split_errors(device: ember.device) -> None:
+    x = S.on(device, np.zeros((5, 2)))
+    with pytest.raises(RuntimeError, match="split_with_sizes expects split_sizes to sum "
+                                           "exactly to 5"):
+        x.split([2, 2])
+    with pytest.raises(IndexError, match="narrow"):
+        x.narrow(0, 3, 3)
+
+
+@S.prop()
+@given(data=st.data())
+def test_cat_stack(device: ember.device, data: st.DataObject) -> None:
+    shape = data.draw(S.shapes(min_dims=1), label="shape")
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1), label="dim")
+    n = data.draw(st.integers(1, 3), label="count")
+    dtypes = [data.draw(st.sampled_from(S.ALL_DTYPES)) for _ in range(n)]
+    arrays, tensors = [], []
+    for d in dtypes:
+        s = list(shape)
+        s[dim] = data.draw(st.integers(0, 3))
+        a = data.draw(S.arrays(d, tuple(s), 0, 9))
+        arrays.append(a)
+        tensors.append(S.on(device, a, d))
+    want = dtypes[0]
+    for d in dtypes[1:]:
+        want = S.promote_types(want, d)
+    ref = np.concatenate([a.astype(S.np_dtype(want)) for a in arrays], axis=dim)
+    S.assert_matches(ember.cat(tensors, dim), ref, device, dtype=want)
+    same = [S.on(device, arrays[0], dtypes[0]) for _ in range(n)]
+    sdim = data.draw(st.integers(-len(shape) - 1, len(shape)), label="stack dim")
+    S.assert_matches(ember.stack(same, sdim), np.stack([arrays[0]] * n, axis=sdim), device,
+                     dtype=dtypes[0])
+
+
+def test_cat_stack_errors(device: ember.device) -> None:
+    a, b = S.on(device, np.zeros((2, 3))), S.on(device, np.zeros((2, 4)))
+    with pytest.raises(RuntimeError, match="Sizes of tensors must match|sizes of tensors "
+                                           "must match"):
+        ember.cat([a, b], 0)
+    with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size"):
+        ember.stack([a, b])
+    c = S.on(device, np.zeros(3))
+    S.assert_matches(ember.hstack([c, c]), np.zeros(6), device)
+    S.assert_matches(ember.vstack([c, c]), np.zeros((2, 3)), device)
+
+
+@S.prop()
+@given(data=st.data())
+def test_flip_tril_triu_repeat(device: ember.device, data: st.DataObject) -> None:
+    d, arr = _input(data, min_dims=1)
+    x = S.on(device, arr, d)
+    dims = tuple(data.draw(st.lists(st.integers(-arr.ndim, arr.ndim - 1), min_size=1,
+                                    max_size=arr.ndim, unique_by=lambda v: v % arr.ndim),
+                           label="flip dims"))
+    S.assert_matches(x.flip(dims), np.flip(arr, dims), device, dtype=d)
+    S.assert_matches(x.flip(*dims), np.flip(arr, dims), device, dtype=d, what="flip(*dims)")
+    reps = tuple(data.draw(st.lists(st.integers(1, 3), min_size=arr.ndim,
+                                    max_size=arr.ndim + 1), label="repeats"))
+    S.assert_matches(x.repeat(reps), np.tile(arr, reps), device, dtype=d)
+    S.assert_matches(x.tile(reps[-1:]), np.tile(arr, reps[-1:]), device, dtype=d)
+    if arr.ndim >= 2:
+        k = data.draw(st.integers(-3, 3), label="diagonal")
+        S.assert_matches(x.tril(k), np.tril(arr, k), device, dtype=d)
+        S.assert_matches(ember.triu(x, k), np.triu(arr, k), device, dtype=d)
+        S.assert_matches(x.tril(), np.tril(arr), device, dtype=d)
+
+
+def test_clone_and_contiguous(device: ember.device) -> None:
+    x = S.on(device, np.arange(6.0).reshape(2, 3))
+    assert x.is_contiguous()
+    assert x.contiguous() is x
+    t = x.t()
+    assert not t.is_contiguous()
+    c = t.contiguous()
+    assert c.is_contiguous()
+    S.assert_matches(c, np.arange(6.0).reshape(2, 3).T, device)
+    c.fill_(0.0)
+    S.assert_matches(x, np.arange(6.0).reshape(2, 3), device, what="contiguous() copies")
+    y = x.clone()
+    y.add_(1.0)
+    S.assert_matches(x, np.arange(6.0).reshape(2, 3), device, what="clone() copies")
+
+
+# -- views: one storage ---------------------------------------------------------------
+
+_VIEWS = {
+    "slice": (lambda x: x[1:3], lambda a: a[1:3]),
+    "step slice": (lambda x: x[::2, 1::2], lambda a: a[::2, 1::2]),
+    "select": (lambda x: x[1], lambda a: a[1]),
+    "view": (lambda x: x.view(2, 2, 4), lambda a: a.reshape(2, 2, 4)),
+    "reshape": (lambda x: x.reshape(16), lambda a: a.reshape(16)),
+    "t": (lambda x: x.t(), lambda a: a.T),
+    "T": (lambda x: x.T, lambda a: a.T),
+    "transpose": (lambda x: x.transpose(0, 1), lambda a: a.T),
+    "permute": (lambda x: x.permute(1, 0), lambda a: a.T),
+    "narrow": (lambda x: x.narrow(1, 1, 2), lambda a: a[:, 1:3]),
+    "unsqueeze": (lambda x: x.unsqueeze(0), lambda a: a[None]),
+    "squeeze": (lambda x: x[:1].squeeze(0), lambda a: a[0]),
+    "split": (lambda x: x.split(2, 1)[1], lambda a: a[:, 2:4]),
+    "chunk": (lambda x: x.chunk(2, 0)[1], lambda a: a[2:]),
+    "unbind": (lambda x: x.unbind(1)[2], lambda a: a[:, 2]),
+    "flatten": (lambda x: x.flatten(), lambda a: a.reshape(-1)),
+    "ellipsis+None": (lambda x: x[..., None, 2], lambda a: a[..., None, 2]),
+    "view of a view": (lambda x: x.t()[1:3].t(), lambda a: a.T[1:3].T),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_VIEWS))
+def test_write_through_view_reaches_base(device: ember.device, name: str) -> None:
+    make, ref = _VIEWS[name]
+    arr = np.arange(16, dtype=np.float32).reshape(4, 4)
+    x = S.on(device, arr)
+    v = make(x)
+    S.assert_matches(v, ref(arr), device, what=f"{name} values")
+    before = x._version
+    v.mul_(-1.0)  # in place through the view
+    expected = arr.copy()
+    ref(expected)[...] *= -1
+    S.assert_matches(x, expected, device, what=f"base after {name}.mul_")
+    assert x._version > before, "an in-place write through a view must bump the base's version"
+    # and the other way round: a write to the base is seen by the view
+    x.add_(100.0)
+    S.assert_matches(v, ref(expected + 100), device, what=f"{name} after base.add_")
+
+
+def test_setitem_through_views(device: ember.device) -> None:
+    arr = np.arange(12, dtype=np.float64).reshape(3, 4)
+    x = S.on(device, arr)
+    ref = arr.copy()
+    x[1:3][0, ::2] = -1.0
+    ref[1, ::2] = -1.0
+    x.view(4, 3)[3] = S.on(device, np.array([7.0, 8.0, 9.0]))
+    ref.reshape(4, 3)[3] = [7.0, 8.0, 9.0]
+    x.t()[0] = 5.0
+    ref.T[0] = 5.0
+    x[:, 1].zero_()
+    ref[:, 1] = 0.0
+    x[2].copy_(S.on(device, np.array([1.0, 2.0, 3.0, 4.0])))
+    ref[2] = [1.0, 2.0, 3.0, 4.0]
+    x.narrow(0, 0, 1).fill_(3.0)
+    ref[0] = 3.0
+    S.assert_matches(x, ref, device)
+
+
+def test_write_into_expanded_view_raises(device: ember.device) -> None:
+    x = S.on(device, np.zeros((1, 3)))
+    e = x.expand(4, 3)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor "
+                                           "refers to a single memory location"):
+        e.add_(1.0)

@@ -1,0 +1,33 @@
+"""A model that calls a third-party primitive with no ONNX converter (`cli_test_cube`),
+inside the submodule `blocks.1.act`: `ember export` must refuse it and name both."""
+
+from ember import nn
+from ember.core import dispatch, ops, plugins
+
+if "cli_test_cube" not in ops.OPS:
+    ops.register("cli_test_cube", lambda x: ops.OutMeta(tuple(x.shape), x.dtype, None))
+    plugins.get_backend("cpu").kernels["cli_test_cube"] = lambda a: a * a * a
+
+
+class Cube(nn.Module):
+    def forward(self, x):
+        return dispatch.run("cli_test_cube", x)
+
+
+class Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.act = Cube()
+
+    def forward(self, x):
+        return self.act(self.fc(x))
+
+
+class Model(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.Sequential(Block(), Block())
+
+    def forward(self, x):
+        return self.blocks(x)
