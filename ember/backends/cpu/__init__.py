@@ -33,12 +33,13 @@ class CPUBackend(Backend):
         from ember.backends.cpu import blas
 
         info = blas.openblas_info()
-        details = {"cores": os.cpu_count(), "blas": info.get("corename"),
-                   "blas best": info.get("best")}
+        details = {"cores": os.cpu_count(),
+                   "blas": f"OpenBLAS on {info.get('corename')} kernels (this CPU's best: "
+                           f"{info.get('best') or 'unknown'})",
+                   "private blas": (info.get("fast_path") or {}).get("state")
+                   if info.get("slow") else "not needed (NumPy already runs the best tier)"}
         if info.get("slow"):
             details["warning"] = info.get("advice")
-        if blas.fast_path_ready():
-            details["fast sgemm"] = f"private OpenBLAS copy on {info.get('best')} kernels"
         return DeviceInfo(name=_cpu_name(), memory_bytes=_total_memory(),
                           compute_units=os.cpu_count(), details=details)
 

@@ -336,6 +336,9 @@ def _numpy_blas() -> _Blas | None:
 # --------------------------------------------------------------------------
 
 
+_STALE_AFTER_S = 7 * 24 * 3600
+
+
 def _private_copy(src: str) -> tuple[str, bool]:
     """Return (path of a byte copy of ``src``, whether it is a temp file to unlink).
 
@@ -352,6 +355,7 @@ def _private_copy(src: str) -> tuple[str, bool]:
     dst = os.path.join(_cache_dir(), f"{stem}-{st.st_size}-{st.st_mtime_ns}.so")
     try:
         if os.path.getsize(dst) == st.st_size:
+            os.utime(dst)  # mtime = last use, so _prune_stale keeps copies in use
             return dst, False
     except OSError:
         pass
@@ -360,12 +364,34 @@ def _private_copy(src: str) -> tuple[str, bool]:
         tmp = f"{dst}.{os.getpid()}.{threading.get_ident()}.tmp"
         shutil.copyfile(src, tmp)
         os.replace(tmp, dst)  # atomic: concurrent processes never see a partial file
+        _prune_stale(dst, stem)
         return dst, False
     except OSError:
         fd, tmp = tempfile.mkstemp(prefix="ember-openblas-", suffix=".so")
         os.close(fd)
         shutil.copyfile(src, tmp)
         return tmp, True
+
+
+def _prune_stale(dst: str, stem: str) -> None:
+    """Delete copies of the same library (other NumPy installs) unused for a week.
+
+    Each reinstall of NumPy changes the source mtime and so the cache key;
+    without pruning every reinstall would leave another ~25 MB behind.  Removing
+    a copy that some process still has mapped is safe on Linux.
+    """
+    import time
+
+    folder, keep = os.path.dirname(dst), os.path.basename(dst)
+    cutoff = time.time() - _STALE_AFTER_S
+    for name in os.listdir(folder):
+        if name.startswith(f"{stem}-") and not name.startswith(keep):
+            path = os.path.join(folder, name)
+            try:
+                if os.path.getmtime(path) < cutoff:
+                    os.unlink(path)  # stale copy, its probe markers, or a crashed .tmp
+            except OSError:
+                pass
 
 
 def _probe_marker(copy: str, coretype: str) -> str:
@@ -500,18 +526,27 @@ def _load_private_unlocked() -> _Blas:
             why = _probe(copy, coretype, ref, remember=not temporary)
             if why:
                 raise RuntimeError(why)
-        old = os.environ.get("OPENBLAS_CORETYPE")
-        # os.environ assignment calls putenv(), so the copy's constructor sees it
-        # via getenv().  Other threads could observe the value briefly; it is a
-        # valid setting for this CPU, so that is harmless.
-        os.environ["OPENBLAS_CORETYPE"] = coretype
+        # The copy's constructor reads these via getenv(); os.environ assignment
+        # calls putenv(), so setting them around dlopen is enough.  Other threads
+        # could see the values briefly; both are valid settings, so that is harmless.
+        # THREAD_TIMEOUT=4 (2**4 cycles instead of 2**28, ~0.1 s) puts the copy's
+        # worker threads to sleep right after each call instead of spinning:
+        # spinning workers of one pool steal the cores the other pool needs
+        # (measured: alternating np.matmul/fast_matmul ran 3x slower without it).
+        env = {
+            "OPENBLAS_CORETYPE": coretype,
+            "OPENBLAS_THREAD_TIMEOUT": os.environ.get("OPENBLAS_THREAD_TIMEOUT", "4"),
+        }
+        saved = {key: os.environ.get(key) for key in env}
+        os.environ.update(env)
         try:
             lib = ctypes.CDLL(copy, mode=os.RTLD_LOCAL)
         finally:
-            if old is None:
-                del os.environ["OPENBLAS_CORETYPE"]
-            else:
-                os.environ["OPENBLAS_CORETYPE"] = old
+            for key, value in saved.items():
+                if value is None:
+                    del os.environ[key]
+                else:
+                    os.environ[key] = value
         blas = _Blas(copy, lib)
     finally:
         if temporary:
@@ -751,8 +786,8 @@ def benchmark_matmul(n: int = 1024) -> dict[str, Any]:
     return {
         "n": n,
         "dtype": "float32",
-        "numpy_gflops": round(numpy_gflops, 1),
-        "fast_gflops": None if fast_gflops is None else round(fast_gflops, 1),
+        "numpy_gflops": numpy_gflops,
+        "fast_gflops": fast_gflops,
         "numpy_corename": ref.corename() if ref else None,
         "fast_corename": private.corename() if private else None,
         "num_threads": ref.num_threads() if ref else None,

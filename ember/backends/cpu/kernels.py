@@ -11,11 +11,13 @@ from typing import Any
 
 import numpy as np
 
+from ember.backends.cpu import blas
 from ember.core.backend import ALL_DTYPES, ViewNotPossible, bfloat16, numpy_dtype
 
 _NP = {d: numpy_dtype(d) for d in ALL_DTYPES}
 _LOW_PRECISION = {np.dtype(np.float16), _NP[bfloat16]}
 _BF16, _BOOL = _NP[bfloat16], np.dtype(np.bool_)
+_GEMM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _rng = np.random.Generator(np.random.PCG64(0))
 _OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers "
             "to a single memory location. Please clone() the tensor before performing the "
@@ -337,6 +339,11 @@ def nonzero(x):
 # -- linear algebra -------------------------------------------------------------------
 
 def matmul(a, b):
+    if a.ndim >= 2 and b.ndim == 2 and a.dtype == b.dtype and a.dtype in _GEMM_DTYPES and \
+            blas.should_use_fast_path(a.shape[-2], b.shape[1], b.shape[0]):
+        fast = blas.fast_matmul(a, b)  # NumPy's OpenBLAS runs slower kernels than the CPU has
+        if fast is not None:
+            return fast
     return _arr(np.matmul(a, b)).astype(a.dtype, copy=False)
 
 
@@ -544,7 +551,7 @@ def _log_backward(x, g):
 
 def linear(x, w, b=None):
     """x @ w.T + b in one call (the transpose is a BLAS flag, not a copy)."""
-    out = np.matmul(x, w.T)
+    out = matmul(x, w.T)
     if b is not None:
         out += b
     return _arr(out).astype(x.dtype, copy=False)
