@@ -15,6 +15,7 @@ from typing import Any
 import ember
 from ember import nn
 from ember.core import scheduler
+from ember.core.creation import resolve
 from ember.utils.data import DataLoader
 from ember.utils.data.datasets import Digits
 
@@ -56,7 +57,7 @@ def run(device: str = "auto", epochs: int = 15, batch_size: int = 32, lr: float 
     from tqdm import tqdm
 
     ember.manual_seed(seed)
-    dev = scheduler.default_device() if device == "auto" else ember.device(device)
+    dev = scheduler.default_device() if device == "auto" else resolve(device)[0]
     train_set, test_set = Digits(train=True, seed=seed), Digits(train=False, seed=seed)
     generator = ember.Generator().manual_seed(seed)
     train_loader = DataLoader(train_set, batch_size=batch_size, shuffle=True,

@@ -1,51 +1,161 @@
-"""The OpenCL backend (on pyopencl): its plugin entry.
+"""The OpenCL backend (on pyopencl): every primitive op as an OpenCL C kernel, on any
+OpenCL device (GPUs, and CPUs through PoCL: ``pip install 'pyopencl[pocl]'``).
 
-Importing this module never imports pyopencl; the backend probes for pyopencl and an
-OpenCL platform only when asked whether it is available. Its kernels are not written
-yet, so it reports itself unavailable, with the reason, everywhere.
+Importing this module imports no pyopencl: pyopencl is imported, devices are listed and
+contexts are created on first use.
+
+Devices: ``opencl:0`` .. ``opencl:N-1`` cover every device of every OpenCL platform, in
+the ICD loader's platform order and each platform's device order. ``EMBER_OPENCL_DEVICE=k``
+makes device ``k`` of that order ``opencl:0`` (the one ``"opencl"`` means), the others
+following in their order. dtypes: all of ember's; float16 and bfloat16 are stored in 16
+bits and computed in float32 (so they need no cl_khr_fp16); float64 needs cl_khr_fp64, and
+a device without it refuses float64 with a RuntimeError naming the op and the device.
+
+Layout: buffer.py (the strided `CLBuffer` and NumPy's view rules), runtime.py (devices,
+one context per platform, one in-order queue and memory pool per device, the program
+cache), cache.py (compiled binaries on disk), sources.py (the OpenCL C, generated from
+templates: one program per dtype holds every dtype-specific kernel, each family of
+elementwise ops is one kernel switching on the op), kernels.py (the dispatch table).
+
+Switches: ``EMBER_OPENCL_CACHE=0|1`` and ``EMBER_OPENCL_CACHE_DIR`` (the binary cache, see
+cache.py); ``EMBER_OPENCL_TUNING=gpu|cpu`` (launch shapes: by default GPU shapes on GPUs,
+CPU shapes on CPU devices such as PoCL); ``EMBER_OPENCL_MATMUL=tiled|rows`` (matmul with
+local-memory tiles, the GPU default, or by rows, the CPU default).
 """
 
 from __future__ import annotations
 
-from ember.core.backend import Backend, DeviceInfo, hookimpl
+from typing import Any
+
+from ember.core.backend import ALL_DTYPES, Backend, DeviceInfo, dtype, hookimpl
 
 
 class OpenCLBackend(Backend):
+    """Tensors in OpenCL device memory (`CLBuffer`: a pooled buffer plus a strided view)."""
+
     name = "opencl"
     priority = 50
-    is_accelerator = True
+
+    @property
+    def is_accelerator(self) -> bool:
+        """Whether device="auto" may pick OpenCL: only with a device that is not a CPU
+        (PoCL on the host's own cores loses to the CPU backend's BLAS)."""
+        if self.unavailable_reason() is not None:
+            return False
+        from ember.backends.opencl import runtime
+
+        return any(not dev.is_cpu for dev in runtime.devices())
 
     def __init__(self) -> None:
         super().__init__()
         self._reason: str | None = None
         self._probed = False
+        self._dtypes: frozenset[dtype] | None = None
+        self.kernels.update(_kernel_table())
 
+    # -- availability -------------------------------------------------------------------
     def unavailable_reason(self) -> str | None:
         if not self._probed:
+            from ember.backends.opencl import runtime
+
+            try:
+                runtime.devices()
+                self._reason = None
+            except RuntimeError as err:
+                self._reason = str(err)
+            except Exception as err:  # a broken driver must not take ember down
+                self._reason = f"OpenCL probe failed ({type(err).__name__}: {err})"
             self._probed = True
-            self._reason = _probe()
         return self._reason
 
     def device_count(self) -> int:
-        return 0
+        if self.unavailable_reason() is not None:
+            return 0
+        from ember.backends.opencl import runtime
+
+        return len(runtime.devices())
 
     def device_info(self, index: int) -> DeviceInfo:
-        return DeviceInfo(name=f"OpenCL device {index}")
+        from ember.backends.opencl import runtime
+
+        dev = runtime.devices()[index]
+        d = dev.cl_device
+        clock = int(getattr(d, "max_clock_frequency", 0) or 0)
+        details: dict[str, Any] = {
+            "platform": dev.platform_name, "platform version": dev.platform.version.strip(),
+            "device version": d.version.strip(), "driver": d.driver_version.strip(),
+            "type": "CPU" if dev.is_cpu else "GPU" if "GPU" in
+            runtime.cl().device_type.to_string(d.type) else
+            runtime.cl().device_type.to_string(d.type),
+            "max clock MHz": clock, "max work-group size": dev.max_wg,
+            "local memory bytes": dev.local_mem, "max allocation bytes": dev.max_alloc,
+            "fp64": dev.fp64, "fp16 (cl_khr_fp16)": dev.fp16,
+        }
+        return DeviceInfo(name=dev.name, memory_bytes=dev.global_mem,
+                          compute_units=dev.compute_units, details=details)
+
+    @property
+    def dtypes(self) -> frozenset[dtype]:  # type: ignore[override]
+        """The dtypes every OpenCL device here can hold (float64 only with cl_khr_fp64)."""
+        if self._dtypes is None:
+            if self.unavailable_reason() is not None:
+                return frozenset(ALL_DTYPES)
+            from ember.backends.opencl import runtime
+
+            fp64 = all(d.fp64 for d in runtime.devices())
+            self._dtypes = frozenset(d for d in ALL_DTYPES if fp64 or d.name != "float64")
+        return self._dtypes
+
+    @dtypes.setter
+    def dtypes(self, value: frozenset[dtype]) -> None:
+        pass  # decided by the devices (Backend.__init__ sets a default)
+
+    # -- memory -------------------------------------------------------------------------
+    def empty(self, shape: tuple[int, ...], dtype: dtype, device: int) -> Any:
+        from ember.backends.opencl import kernels, runtime
+
+        return kernels.empty(runtime.device(device), tuple(shape), dtype)
+
+    def from_numpy(self, array: Any, device: int) -> Any:
+        from ember.backends.opencl import kernels, runtime
+
+        return kernels.from_numpy(array, runtime.device(device))
+
+    def to_numpy(self, buffer: Any) -> Any:
+        from ember.backends.opencl import kernels
+
+        return kernels.to_numpy(buffer)
+
+    def to_device(self, buffer: Any, device: int) -> Any:
+        from ember.backends.opencl import kernels, runtime
+
+        return kernels.to_device(buffer, runtime.device(device))
+
+    def buffer_device(self, buffer: Any) -> int:
+        return buffer.dev.index
+
+    def is_contiguous(self, buffer: Any) -> bool:
+        return buffer.is_contiguous()
+
+    # -- execution ----------------------------------------------------------------------
+    def manual_seed(self, seed: int) -> None:
+        from ember.backends.opencl import kernels
+
+        kernels.manual_seed(seed)
+
+    def synchronize(self, device: int | None = None) -> None:
+        from ember.backends.opencl import runtime
+
+        devs = runtime.known_devices()
+        for dev in devs if device is None else [devs[device]] if devs else []:
+            dev.finish()
 
 
-def _probe() -> str | None:
-    try:
-        import pyopencl as cl
-    except Exception as err:
-        return (f"pyopencl is not installed or failed to import ({type(err).__name__}: "
-                f"{err}); pip install 'ember[opencl]'")
-    try:
-        devices = [d for p in cl.get_platforms() for d in p.get_devices()]
-    except Exception as err:
-        return f"no OpenCL platform found ({type(err).__name__}: {err})"
-    if not devices:
-        return "no OpenCL device found"
-    return "the OpenCL kernels are not implemented yet in this version of ember"
+def _kernel_table() -> dict[str, Any]:
+    # kernels.py is plain Python (its OpenCL sources compile on first use)
+    from ember.backends.opencl import kernels
+
+    return dict(kernels.TABLE)
 
 
 @hookimpl

@@ -1,0 +1,1292 @@
+"""OpenCL C sources of the kernels, generated from a few templates.
+
+Every dtype has a *storage* type (how it lies in memory) and a *compute* type (what a
+kernel computes in): float16 and bfloat16 are stored as 16 bits and computed in float
+(read and written with vload_half/vstore_half_rte and bit operations, so they need no
+cl_khr_fp16), bool is stored as one byte holding 0 or 1. A kernel family (unary,
+binary, compare, cast, ...) is ONE kernel per dtype that selects the op with a runtime
+switch: a device compiles one kernel for all twenty binary ops of float32, not twenty
+kernels (PoCL spends ~0.2-0.4 s generating each kernel's work-group function).
+
+Index arithmetic is in `long`. Per-call metadata (sizes, shape, strides, offsets, the op
+code) travels as one struct passed by value, so a launch sets a handful of arguments.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class CType(NamedTuple):
+    name: str  # ember dtype name
+    store: str  # C storage type
+    comp: str  # C compute type
+    kind: str  # "b" bool, "u" unsigned, "i" signed int, "f" float/double, "h" 16-bit float
+    pack: str  # struct format char of a compute-type scalar
+    size: int
+    code: int  # the dtype's number in kernels that switch over dtypes
+
+
+TYPES: dict[str, CType] = {t.name: t for t in (
+    CType("bool", "uchar", "uchar", "b", "B", 1, 0),
+    CType("uint8", "uchar", "uchar", "u", "B", 1, 1),
+    CType("int8", "char", "char", "i", "b", 1, 2),
+    CType("int16", "short", "short", "i", "h", 2, 3),
+    CType("int32", "int", "int", "i", "i", 4, 4),
+    CType("int64", "long", "long", "i", "q", 8, 5),
+    CType("float16", "half", "float", "h", "f", 2, 6),
+    CType("bfloat16", "ushort", "float", "h", "f", 2, 7),
+    CType("float32", "float", "float", "f", "f", 4, 8),
+    CType("float64", "double", "double", "f", "d", 8, 9),
+)}
+
+UNSIGNED_OF = {"char": "uchar", "short": "ushort", "int": "uint", "long": "ulong",
+               "uchar": "uchar"}
+ITEM_TYPES = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}  # raw data movement
+
+MAXD = 8  # dims of a kernel's view after merging; bigger views use MAXD_BIG
+MAXD_BIG = 32
+
+
+def header(fp64: bool, atomics64: bool = False) -> str:
+    # no contraction of a * b + c into fma: elementwise results round as NumPy's do
+    lines = ["#pragma OPENCL FP_CONTRACT OFF"]
+    if fp64:
+        lines.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+    if atomics64:
+        lines.append("#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable")
+    lines.append(r"""
+inline float bf2f(ushort b) { return as_float(((uint)b) << 16); }
+inline ushort f2bf(float f) {
+    uint u = as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (ushort)(u >> 16);
+}
+""")
+    return "\n".join(lines)
+
+
+def load(t: CType, ptr: str, idx: str) -> str:
+    """A C expression: element `idx` of `ptr` as the compute type."""
+    if t.name == "float16":
+        return f"vload_half({idx}, {ptr})"
+    if t.name == "bfloat16":
+        return f"bf2f({ptr}[{idx}])"
+    return f"{ptr}[{idx}]"
+
+
+def store(t: CType, ptr: str, idx: str, value: str, wide: bool = False) -> str:
+    """A C statement: write compute-type `value` into element `idx` of `ptr` (`wide`: the
+    value is a double, which float16 rounds directly, once)."""
+    if t.name == "float16":
+        return f"vstore_half_rte(({'double' if wide else 'float'})({value}), {idx}, {ptr});"
+    if t.name == "bfloat16":
+        return f"{ptr}[{idx}] = f2bf((float)({value}));"
+    if t.name == "bool":
+        return f"{ptr}[{idx}] = (uchar)(({value}) != 0);"
+    return f"{ptr}[{idx}] = ({t.store})({value});"
+
+
+def convert(src: CType, dst: CType, value: str) -> str:
+    """`value` (in src's compute type) converted to dst's compute type, as NumPy's astype
+    does (floats to narrow integers go through long, so they wrap as on x86)."""
+    if dst.kind == "b":
+        return f"(uchar)(({value}) != 0)"
+    if src.kind in "fh" and dst.kind in "ui" and dst.size < 4:
+        return f"({dst.comp})(long)({value})"
+    return f"({dst.comp})({value})"
+
+
+def store_any_function(name: str, comp: str, fp64: bool) -> str:
+    """`void name(__global uchar* out, long i, long dt, comp v)`: store v as dtype `dt`."""
+    cases = []
+    src = CType("src", comp, comp, "f" if comp in ("float", "double") else "i", "", 0, 0)
+    for t in TYPES.values():
+        if t.name == "float64" and not fp64:
+            continue
+        ptr = f"((__global {t.store}*)out)"
+        v = convert(src, t, "v") if t.kind != "h" else "v"
+        cases.append(f"    case {t.code}: {store(t, ptr, 'i', v, wide=comp == 'double')} "
+                     "break;")
+    body = "\n".join(cases)
+    return f"""
+inline void {name}(__global uchar* out, long i, long dt, {comp} v) {{
+  switch (dt) {{
+{body}
+  }}
+}}
+"""
+
+
+# -- the strided elementwise template ---------------------------------------------------
+
+def structs(maxd: int, fp64: bool) -> str:
+    """The by-value argument structs of every kernel (all fields 8 bytes wide, so the
+    host's struct.pack layout matches the device's without padding rules)."""
+    ew = "".join(
+        f"typedef struct {{ long n, nd, op, flags, cs, aux0, aux1, aux2; long off[{narr}]; "
+        f"long shape[{maxd}]; long st[{narr * maxd}]; }} P{narr};\n"
+        for narr in (2, 3, 4))
+    f = "double" if fp64 else "float"
+    m = maxd
+    return ew + f"""
+typedef struct {{ long n, nd, adv0, adv1, k, np, xoff, voff, ioff;
+  long shape[{m}]; long xst[{m}]; long vst[{m}]; long ast[{m}]; long asz[{m}]; }} TP;
+typedef struct {{ long n, nd, dim, xoff, ioff, soff, dimsize, pad;
+  long shape[{m}]; long xst[{m}]; long ist[{m}]; long sst[{m}]; }} GP;
+typedef struct {{ long M, K, G, chunk, op, outdt, haveidx, off, ndk, ndr;
+  long kshape[{m}]; long kst[{m}]; long rshape[{m}]; long rst[{m}]; }} RP;
+typedef struct {{ long rows, L, inner, nd, off, st_dim; long shape[{m}]; long st[{m}]; }} CP;
+typedef struct {{ long M, N, K, nb, aoff, boff, ars, acs, brs, bcs, hasbias, biasoff, biasst;
+  long bshape[{m}]; long bast[{m}]; long bbst[{m}]; }} MP;
+typedef struct {{ long rows, L, inner, nd, off, st_dim, log; long shape[{m}]; long st[{m}]; }} SP;
+typedef struct {{ long n, nd, off, chunk; long shape[{m}]; long st[{m}]; }} NZ;
+typedef struct {{ ulong key, ctr; long n, mode, dt, lo; ulong range; }} RG;
+typedef struct {{ long n, nsp, C, K, L, xoff, xs0, xs1, xs2;
+  long size[{m}]; long ks[{m}]; long outs[{m}]; long stride[{m}]; long pad[{m}]; long dil[{m}];
+  long xst[{m}]; }} IM;
+typedef struct {{ long N, C, xoff, xs0, xs1, toff, tst, ignore, goff, gst, mode; }} CE;
+typedef struct {{ long N, H, hasgcy; long off[5]; long s0[5]; long s1[5]; }} LC;
+typedef struct {{ long n, dt, start, step; }} AL;
+typedef struct {{ long n, dt; {f} start, step; }} AF;
+"""
+
+
+def ew_offsets(narr: int, maxd: int) -> str:
+    """C code computing o0..o{narr-1}: the element offsets of work-item i in each array
+    (array 0 is the output), from the merged shape and the per-array strides."""
+    init = " ".join(f"long o{k} = p.off[{k}];" for k in range(narr))
+    one = " ".join(f"o{k} += i * p.st[{k * maxd}];" for k in range(narr))
+    many = " ".join(f"o{k} += c * p.st[{k * maxd} + d];" for k in range(narr))
+    return f"""  {init}
+  if (p.flags & 256) {{ o0 += i; {" ".join(f"o{k} += i * p.st[{k * maxd}];"
+                                            for k in range(1, narr))} }}
+  else if (p.nd == 1) {{ {one} }}
+  else {{
+    long r = i;
+    for (int d = (int)p.nd - 1; d >= 0; d--) {{
+      long sz = p.shape[d]; long c = r % sz; r /= sz; {many}
+    }}
+  }}
+"""
+
+
+def elementwise(name: str, out_t: CType | None, in_ts: list[CType], ops: list[str],
+                maxd: int, extra: str = "", out_generic: bool = False) -> str:
+    """A kernel applying one of `ops` (C statements that store into the output using
+    a, b, c: the loaded inputs, s0..s2: scalars) selected by p.op.
+
+    flags bit k: input k is the scalar s_k; bit 8: p.nd == 1 and the output's stride is
+    1, so o0 == p.off[0] + i (the commonest case: a fresh output merged to 1 dim)."""
+    narr = len(in_ts) + 1
+    comps = [t.comp for t in in_ts] + [in_ts[0].comp] * (3 - len(in_ts))
+    out_decl = ("__global uchar* out" if out_generic else f"__global {out_t.store}* out")
+    ins = ", ".join(f"__global const {t.store}* in{k}" for k, t in enumerate(in_ts))
+    scal = ", ".join(f"const {c} s{k}" for k, c in enumerate(comps))
+    names = "abc"
+    loads = "\n".join(
+        f"  const {t.comp} {names[k]} = (p.flags & {1 << k}) ? s{k} : "
+        f"{load(t, f'in{k}', f'o{k + 1}')};" for k, t in enumerate(in_ts))
+    cases = "\n".join(f"    case {j}: {{ {stmt} }} break;" for j, stmt in enumerate(ops))
+    return f"""{extra}
+__kernel void {name}({out_decl}, {ins}, const P{narr} p, {scal}) {{
+  /* work-item g handles elements [g * cs, (g + 1) * cs): cs is 1 on GPUs, a long run on
+     CPUs (PoCL pays per work-item, and a CPU core likes contiguous runs) */
+  const long i0 = (long)get_global_id(0) * p.cs;
+  const long i1 = min(p.n, i0 + p.cs);
+  for (long i = i0; i < i1; i++) {{
+{ew_offsets(narr, maxd)}
+{loads}
+  switch (p.op) {{
+{cases}
+  }}
+  }}
+}}
+"""
+
+
+# -- op tables: C statements per family and dtype kind ---------------------------------------
+
+def _st(out_t: CType, value: str) -> str:
+    return store(out_t, "out", "o0", value)
+
+
+def _maxnan(c: str, x: str, y: str) -> str:
+    return f"(({x} > {y} || isnan({x})) ? {x} : {y})"
+
+
+def _minnan(c: str, x: str, y: str) -> str:
+    return f"(({x} < {y} || isnan({x})) ? {x} : {y})"
+
+
+def _wrap(t: CType, op: str) -> str:
+    """a op b with wrap-around for int and long (signed overflow is undefined in C)."""
+    if t.comp in ("int", "long"):
+        u = UNSIGNED_OF[t.comp]
+        return f"({t.comp})(({u})a {op} ({u})b)"
+    return f"(a {op} b)"
+
+
+UNARY_OPS = ("copy", "neg", "abs", "sign", "floor", "ceil", "round", "trunc", "relu",
+             "bitwise_not", "clamp", "tril", "triu",
+             "exp", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan",
+             "tanh", "sigmoid", "erf", "asin", "acos", "atan", "reciprocal")
+UNARY_FLOAT_OPS = UNARY_OPS[UNARY_OPS.index("exp"):]
+
+
+def unary_source(t: CType, maxd: int) -> str:
+    c = t.comp
+    floaty = t.kind in "fh"
+    signed = t.kind == "i"
+    stmts = {}
+    stmts["copy"] = _st(t, "a")
+    stmts["neg"] = _st(t, f"({c})(-a)" if not floaty else "-a")
+    stmts["abs"] = _st(t, "fabs(a)" if floaty else (f"({c})(a < 0 ? -a : a)" if signed
+                                                     else "a"))
+    if floaty:
+        stmts["sign"] = _st(t, f"(a > 0 ? ({c})1 : (a < 0 ? ({c})-1 : a))")
+    elif signed:
+        stmts["sign"] = _st(t, f"({c})((a > 0) - (a < 0))")
+    else:
+        stmts["sign"] = _st(t, f"({c})(a > 0)")
+    for op, fn in (("floor", "floor"), ("ceil", "ceil"), ("round", "rint"),
+                   ("trunc", "trunc")):
+        stmts[op] = _st(t, f"{fn}(a)" if floaty else "a")
+    stmts["relu"] = _st(t, f"(a < 0 ? ({c})0 : a)" if (floaty or signed) else "a")
+    stmts["bitwise_not"] = _st(t, "(uchar)(a == 0)" if t.kind == "b" else
+                               ("~a" if not floaty else "a"))
+    if floaty:
+        lo, hi = _maxnan(c, "v", "s1"), _minnan(c, "v", "s2")
+    else:
+        lo, hi = "max(v, s1)", "min(v, s2)"
+    stmts["clamp"] = (f"{c} v = a; if (p.flags & 2) v = {lo}; if (p.flags & 4) v = {hi}; "
+                      + _st(t, "v"))
+    diag = "((i % p.aux1) - ((i / p.aux1) % p.aux2))"
+    stmts["tril"] = _st(t, f"({diag} <= p.aux0) ? a : ({c})0")
+    stmts["triu"] = _st(t, f"({diag} >= p.aux0) ? a : ({c})0")
+    if floaty:
+        half = f"({c})0.5"
+        for op in UNARY_FLOAT_OPS:
+            expr = {"rsqrt": f"({c})1 / sqrt(a)", "reciprocal": f"({c})1 / a",
+                    "sigmoid": f"{half} * tanh({half} * a) + {half}"}.get(op, f"{op}(a)")
+            stmts[op] = _st(t, expr)
+    else:
+        for op in UNARY_FLOAT_OPS:
+            stmts[op] = _st(t, "a")  # never dispatched: core casts integers to float first
+    ops = [stmts[op] for op in UNARY_OPS]
+    return elementwise("unary", t, [t], ops, maxd)
+
+
+PRED_OPS = ("logical_not", "isnan", "isinf", "isfinite")
+
+
+def pred_source(t: CType, maxd: int) -> str:
+    out = TYPES["bool"]
+    floaty = t.kind in "fh"
+    ops = [_st(out, "a == 0"),
+           _st(out, "isnan(a)" if floaty else "0"),
+           _st(out, "isinf(a)" if floaty else "0"),
+           _st(out, "isfinite(a)" if floaty else "1")]
+    return elementwise("pred", out, [t], ops, maxd)
+
+
+BINARY_OPS = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "remainder",
+              "floor_divide", "atan2", "bitwise_and", "bitwise_or", "bitwise_xor",
+              # fused backwards of unary ops, (v, grad) -> grad_in, v the saved input/output
+              "tanh_backward", "sigmoid_backward", "relu_backward", "exp_backward",
+              "log_backward",
+              # a + b * s2 (s2: the third scalar argument), for add/sub with alpha
+              "axpy")
+BACKWARD_OPS = BINARY_OPS[BINARY_OPS.index("tanh_backward"):BINARY_OPS.index("axpy")]
+
+
+def _binary_helpers(t: CType) -> str:
+    c = t.comp
+    if t.kind in "fh":
+        return f"""
+inline {c} py_divmod_{c}({c} a, {c} b, {c}* modulus) {{
+  /* NumPy's npy_divmod: the remainder has the sign of b, the quotient is floored */
+  {c} mod = fmod(a, b);
+  if (b == 0) {{ *modulus = mod; return a / b; }}
+  {c} div = (a - mod) / b;
+  if (mod != 0) {{
+    if ((b < 0) != (mod < 0)) {{ mod += b; div -= ({c})1; }}
+  }} else {{
+    mod = copysign(({c})0, b);
+  }}
+  {c} floordiv;
+  if (div != 0) {{
+    floordiv = floor(div);
+    if (div - floordiv > ({c})0.5) floordiv += ({c})1;
+  }} else {{
+    floordiv = copysign(({c})0, a / b);
+  }}
+  *modulus = mod;
+  return floordiv;
+}}
+inline {c} py_rem_{c}({c} a, {c} b) {{
+  {c} m; if (b == 0) return fmod(a, b); py_divmod_{c}(a, b, &m); return m;
+}}
+inline {c} py_fdiv_{c}({c} a, {c} b) {{
+  {c} m; if (b == 0) return a / b; return py_divmod_{c}(a, b, &m);
+}}
+"""
+    if t.kind == "b":
+        return ""
+    signed = t.kind == "i"
+    u = UNSIGNED_OF.get(c, c)
+    # b == 0 is refused on the host before launch; the guards keep a bad launch from
+    # trapping (x86 raises SIGFPE on x / 0 and on INT_MIN / -1)
+    neg1 = (f"if (b == ({c})-1) return ({c})(-({u})a);" if signed and t.size >= 4 else "")
+    if signed:
+        rem = f"{c} r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? ({c})(r + b) : r;"
+        fdiv = (f"{c} q = a / b; {c} r = a % b; "
+                f"return (r != 0 && ((r < 0) != (b < 0))) ? ({c})(q - 1) : q;")
+    else:
+        rem, fdiv = "return a % b;", "return a / b;"
+    return f"""
+inline {c} py_rem_{c}({c} a, {c} b) {{
+  if (b == 0) return 0; {"if (b == -1) return 0;" if signed else ""}
+  {rem}
+}}
+inline {c} py_fdiv_{c}({c} a, {c} b) {{
+  if (b == 0) return 0; {neg1}
+  {fdiv}
+}}
+inline {c} ipow_{c}({c} a, {c} b) {{
+  if (b < 0) return (a == 1) ? ({c})1 : ((a == ({c})-1) ? ((b & 1) ? a : ({c})1) : ({c})0);
+  {u} r = 1, x = ({u})a; {u} e = ({u})b;
+  while (e) {{ if (e & 1) r *= x; x *= x; e >>= 1; }}
+  return ({c})r;
+}}
+"""
+
+
+def binary_source(t: CType, maxd: int) -> str:
+    c = t.comp
+    floaty = t.kind in "fh"
+    stmts = {
+        "add": _st(t, _wrap(t, "+")), "sub": _st(t, _wrap(t, "-")),
+        "mul": _st(t, _wrap(t, "*")),
+        "div": _st(t, "a / b"),
+        "maximum": _st(t, _maxnan(c, "a", "b") if floaty else "max(a, b)"),
+        "minimum": _st(t, _minnan(c, "a", "b") if floaty else "min(a, b)"),
+        "atan2": _st(t, "atan2(a, b)" if floaty else "a"),
+    }
+    if t.kind == "b":
+        for op in ("pow", "remainder", "floor_divide"):
+            stmts[op] = _st(t, "a")  # refused by core for bool operands
+    else:
+        stmts["pow"] = _st(t, "pow(a, b)" if floaty else f"ipow_{c}(a, b)")
+        stmts["remainder"] = _st(t, f"py_rem_{c}(a, b)")
+        stmts["floor_divide"] = _st(t, f"py_fdiv_{c}(a, b)")
+    for op, sym in (("bitwise_and", "&"), ("bitwise_or", "|"), ("bitwise_xor", "^")):
+        stmts[op] = _st(t, f"(a {sym} b)" if not floaty else "a")
+    one = f"({c})1"
+    backward = {"tanh_backward": f"({one} - a * a) * b", "sigmoid_backward": f"({one} - a) * a * b",
+                "relu_backward": f"(a > 0) ? b : ({c})0", "exp_backward": "b * a",
+                "log_backward": "b / a"}
+    for op, expr in backward.items():
+        stmts[op] = _st(t, expr if floaty else "a")  # gradients are floating only
+    if floaty or t.comp not in ("int", "long"):
+        stmts["axpy"] = _st(t, "a + b * s2")
+    else:  # wrap around without signed overflow
+        u = UNSIGNED_OF[t.comp]
+        stmts["axpy"] = _st(t, f"({t.comp})(({u})a + ({u})b * ({u})s2)")
+    ops = [stmts[op] for op in BINARY_OPS]
+    return elementwise("binary", t, [t, t], ops, maxd, extra=_binary_helpers(t))
+
+
+COMPARE_OPS = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor")
+
+
+def compare_source(t: CType, maxd: int) -> str:
+    out = TYPES["bool"]
+    exprs = ["a == b", "a != b", "a < b", "a <= b", "a > b", "a >= b",
+             "(a != 0) && (b != 0)", "(a != 0) || (b != 0)", "(a != 0) != (b != 0)"]
+    return elementwise("compare", out, [t, t], [_st(out, e) for e in exprs], maxd)
+
+
+TERNARY_OPS = ("addcmul", "addcdiv", "lerp")
+
+
+def ternary_source(t: CType, maxd: int) -> str:
+    """(a, b, c) -> a + s0 * (b * c), a + s0 * (b / c), a + c * (b - a): the optimizer
+    updates (s0 is free for `value`: a tensor operand never reads its scalar slot)."""
+    if t.kind in "fh":
+        ops = [_st(t, "a + (b * c) * s0"), _st(t, "a + (b / c) * s0"),
+               _st(t, "a + c * (b - a)")]
+    else:  # optimizer math is floating; integer x / 0 would trap
+        ops = [_st(t, "a")] * 3
+    return elementwise("ternary", t, [t, t, t], ops, maxd)
+
+
+def where_source(t: CType, maxd: int) -> str:
+    return elementwise("where", t, [TYPES["bool"], t, t], [_st(t, "a ? b : c")], maxd)
+
+
+def cast_source(src: CType, fp64: bool, maxd: int) -> str:
+    """One kernel converting `src` to any dtype: p.op is the target's dtype code."""
+    ops = []
+    for dst in TYPES.values():
+        if dst.name == "float64" and not fp64:
+            ops.append("")
+            continue
+        ptr = f"((__global {dst.store}*)out)"
+        if dst.kind == "h" and src.comp == "double":
+            ops.append(store(dst, ptr, "o0", "a", wide=True))  # one rounding, as NumPy
+        else:
+            ops.append(store(dst, ptr, "o0", convert(src, dst, "a")))
+    return elementwise("cast", None, [src], ops, maxd, out_generic=True)
+
+
+def copy_source(itemsize: int, maxd: int) -> str:
+    """Raw strided copy of `itemsize`-byte elements (clone, assign, cat, flip ...)."""
+    u = ITEM_TYPES[itemsize]
+    t = CType(u, u, u, "u", "", itemsize, 0)
+    return elementwise("copy", t, [t], [_st(t, "a")], maxd)
+
+
+# -- atomics --------------------------------------------------------------------------------
+
+def atomic_add_function(t: CType) -> str:
+    """`void atomic_add_elem(__global T* p, C v)`: *p += v atomically, for every dtype
+    (8- and 16-bit elements by a compare-and-swap on the aligned 32-bit word that holds
+    them; buffers are allocated in multiples of 8 bytes so that word exists)."""
+    c, s = t.comp, t.store
+    if t.name == "int32":
+        body = "atomic_add((volatile __global int*)p, v);"
+    elif t.name == "int64":
+        body = "atom_add((volatile __global long*)p, v);"
+    elif t.name == "float32":
+        body = """union { uint u; float f; } o, n;
+  do { o.f = *p; n.f = o.f + v; }
+  while (atomic_cmpxchg((volatile __global uint*)p, o.u, n.u) != o.u);"""
+    elif t.name == "float64":
+        body = """union { ulong u; double f; } o, n;
+  do { o.f = *p; n.f = o.f + v; }
+  while (atom_cmpxchg((volatile __global ulong*)p, o.u, n.u) != o.u);"""
+    else:
+        mask = "0xffu" if t.size == 1 else "0xffffu"
+        if t.name == "float16":
+            update = ("ushort hb = (ushort)cur; "
+                      "float f = vload_half(0, (const __private half*)&hb) + v; "
+                      "vstore_half_rte(f, 0, (__private half*)&hb); uint nv = hb;")
+            extra = ""
+        elif t.name == "bfloat16":
+            update = "uint nv = f2bf(bf2f((ushort)cur) + v);"
+            extra = ""
+        elif t.name == "bool":
+            update = "uint nv = (cur != 0 || v != 0) ? 1u : 0u;"
+            extra = ""
+        else:
+            update = f"uint nv = ({UNSIGNED_OF.get(s, s)})(({s})cur + v);"
+            extra = ""
+        return f"""{extra}
+inline void atomic_add_elem(__global {s}* p, {c} v) {{
+  size_t addr = (size_t)p;
+  volatile __global uint* w = (volatile __global uint*)(addr & ~(size_t)3);
+  uint shift = (uint)(addr & 3) * 8u;
+  uint mask = {mask} << shift;
+  uint old, nw;
+  do {{
+    old = *w;
+    uint cur = (old & mask) >> shift;
+    {update}
+    nw = (old & ~mask) | ((nv << shift) & mask);
+  }} while (atomic_cmpxchg(w, old, nw) != old);
+}}
+"""
+    return f"""
+inline void atomic_add_elem(__global {s}* p, {c} v) {{
+  {body}
+}}
+"""
+
+
+# -- indexing -------------------------------------------------------------------------------
+
+_TAKE_INDEX = """
+  long r = i, ox = p.xoff, ov = p.voff, pp = 0, mul = 1;
+  for (int d = (int)p.nd - 1; d >= 0; d--) {
+    long sz = p.shape[d]; long c = r % sz; r /= sz;
+    ov += c * p.vst[d];
+    if (d >= p.adv0 && d < p.adv1) { pp += c * mul; mul *= sz; } else ox += c * p.xst[d];
+  }
+  for (int j = 0; j < (int)p.k; j++) {
+    long v = idx[p.ioff + j * p.np + pp];
+    if (v < 0) v += p.asz[j];
+    if (v < 0 || v >= p.asz[j]) { err[0] = 1; return; }  /* reported at the next sync */
+    ox += v * p.ast[j];
+  }
+"""
+
+
+def take_source(itemsize: int) -> str:
+    """Advanced indexing by itemsize: `take` reads x at the indexed positions into a
+    contiguous output; `put` writes a (broadcast) value there."""
+    u = ITEM_TYPES[itemsize]
+    return f"""
+__kernel void take(__global {u}* out, __global const {u}* x, __global const long* idx,
+                   const TP p, __global int* err) {{
+  const long i = get_global_id(0);
+  if (i >= p.n) return;
+{_TAKE_INDEX}
+  out[i] = x[ox];
+}}
+__kernel void put(__global {u}* x, __global const {u}* val, __global const long* idx,
+                  const TP p, __global int* err) {{
+  const long i = get_global_id(0);
+  if (i >= p.n) return;
+{_TAKE_INDEX}
+  x[ox] = val[ov];
+}}
+"""
+
+
+def put_add_source(t: CType) -> str:
+    return f"""
+__kernel void put_add(__global {t.store}* x, __global const {t.store}* val,
+                      __global const long* idx, const TP p, __global int* err) {{
+  const long i = get_global_id(0);
+  if (i >= p.n) return;
+{_TAKE_INDEX}
+  atomic_add_elem(x + ox, {load(t, "val", "ov")});
+}}
+"""
+
+
+_GATHER_INDEX = """
+  long r = i, ox = p.xoff, oi = p.ioff, os = p.soff, cd = 0;
+  for (int d = (int)p.nd - 1; d >= 0; d--) {
+    long sz = p.shape[d]; long c = r % sz; r /= sz;
+    oi += c * p.ist[d]; os += c * p.sst[d];
+    if (d != p.dim) ox += c * p.xst[d];
+  }
+  long v = idx[oi];
+  if (v < 0) v += p.dimsize;
+  if (v < 0 || v >= p.dimsize) { err[0] = 2; return; }  /* reported at the next sync */
+  ox += v * p.xst[p.dim];
+"""
+
+
+def gather_source(itemsize: int) -> str:
+    """gather (out[i] = x[... index[i] ...]) and scatter (x[... index[i] ...] = src[i]),
+    iterating over the index tensor's shape."""
+    u = ITEM_TYPES[itemsize]
+    return f"""
+__kernel void gather(__global {u}* out, __global const {u}* x, __global const long* idx,
+                     const GP p, __global int* err) {{
+  const long i = get_global_id(0);
+  if (i >= p.n) return;
+{_GATHER_INDEX}
+  out[i] = x[ox];
+}}
+__kernel void scatter(__global {u}* x, __global const {u}* src, __global const long* idx,
+                      const GP p, __global int* err) {{
+  const long i = get_global_id(0);
+  if (i >= p.n) return;
+{_GATHER_INDEX}
+  x[ox] = src[os];
+}}
+"""
+
+
+def scatter_add_source(t: CType) -> str:
+    return f"""
+__kernel void scatter_add(__global {t.store}* x, __global const {t.store}* src,
+                          __global const long* idx, const GP p, __global int* err) {{
+  const long i = get_global_id(0);
+  if (i >= p.n) return;
+{_GATHER_INDEX}
+  atomic_add_elem(x + ox, {load(t, "src", "os")});
+}}
+"""
+
+
+# -- reductions -----------------------------------------------------------------------------
+
+REDUCE_OPS = ("sum", "prod", "max", "min", "all", "any", "argmax", "argmin")
+ACC_OF = {"bool": "long", "uint8": "long", "int8": "long", "int16": "long", "int32": "long",
+          "int64": "long", "float16": "float", "bfloat16": "float", "float32": "float",
+          "float64": "double"}
+ACC_DTYPE = {"long": "int64", "float": "float32", "double": "float64"}
+
+
+def _reduce_comb(a: str) -> str:
+    floaty = a in ("float", "double")
+    lo = "-INFINITY" if floaty else "LONG_MIN"
+    hi = "INFINITY" if floaty else "LONG_MAX"
+    if floaty:
+        mx = "*v = (w > *v || isnan(w)) ? w : *v;"
+        mn = "*v = (w < *v || isnan(w)) ? w : *v;"
+        amx = "take = isnan(w) ? (!isnan(*v) || wi < *vi) : (w > *v || (w == *v && wi < *vi));"
+        amn = "take = isnan(w) ? (!isnan(*v) || wi < *vi) : (w < *v || (w == *v && wi < *vi));"
+    else:
+        mx, mn = "*v = max(*v, w);", "*v = min(*v, w);"
+        amx = "take = w > *v || (w == *v && wi < *vi);"
+        amn = "take = w < *v || (w == *v && wi < *vi);"
+    return f"""
+inline {a} red_init(long op) {{
+  switch (op) {{
+    case 1: case 4: return ({a})1;
+    case 2: case 6: return {lo};
+    case 3: case 7: return {hi};
+    default: return ({a})0;
+  }}
+}}
+inline void comb(long op, {a}* v, long* vi, {a} w, long wi) {{
+  int take = 0;
+  switch (op) {{
+    case 0: *v += w; break;
+    case 1: *v *= w; break;
+    case 2: {mx} break;
+    case 3: {mn} break;
+    case 4: *v = (*v != 0 && w != 0) ? ({a})1 : ({a})0; break;
+    case 5: *v = (*v != 0 || w != 0) ? ({a})1 : ({a})0; break;
+    case 6: {amx} break;
+    case 7: {amn} break;
+  }}
+  if (take) {{ *v = w; *vi = wi; }}
+}}
+"""
+
+
+def reduce_source(t: CType, ls: int) -> str:
+    """A work-group tree reduction: group g reduces chunk g % G of output g / G's
+    elements (each work-item a strided share, then a tree in local memory). With G > 1
+    it writes partial values and indices (p.outdt < 0) that a second launch reduces."""
+    a = ACC_OF[t.name]
+    return f"""{_reduce_comb(a)}
+__kernel __attribute__((reqd_work_group_size({ls}, 1, 1)))
+void reduce(__global uchar* out, __global long* out_idx, __global const {t.store}* in,
+            __global const long* in_idx, const RP p) {{
+  __local {a} lv[{ls}];
+  __local long li[{ls}];
+  const long g = get_group_id(0);
+  const int l = get_local_id(0);
+  const long m = g / p.G, c = g % p.G;
+  long base = p.off;
+  {{ long r = m; for (int d = (int)p.ndk - 1; d >= 0; d--) {{
+      long sz = p.kshape[d]; base += (r % sz) * p.kst[d]; r /= sz; }} }}
+  const long k0 = c * p.chunk;
+  const long k1 = min(p.K, k0 + p.chunk);
+  {a} v = red_init(p.op);
+  long vi = LONG_MAX;
+  /* the op switch sits outside the loops: sum and prod run as plain loops */
+#define RED_LOOP(BODY) \
+  for (long k = k0 + l; k < k1; k += {ls}) {{ \
+    long o = base; \
+    if (p.ndr == 1) o += k * p.rst[0]; \
+    else {{ long r = k; for (int d = (int)p.ndr - 1; d >= 0; d--) {{ \
+        long sz = p.rshape[d]; o += (r % sz) * p.rst[d]; r /= sz; }} }} \
+    const {a} w = ({a})({load(t, "in", "o")}); \
+    BODY \
+  }}
+  switch (p.op) {{
+    case 0: RED_LOOP(v += w;) break;
+    case 1: RED_LOOP(v *= w;) break;
+    default: RED_LOOP(comb(p.op, &v, &vi, w, p.haveidx ? in_idx[o] : k);) break;
+  }}
+#undef RED_LOOP
+  lv[l] = v; li[l] = vi;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = {ls} / 2; s > 0; s >>= 1) {{
+    if (l < s) {{
+      {a} x = lv[l]; long xi = li[l];
+      comb(p.op, &x, &xi, lv[l + s], li[l + s]);
+      lv[l] = x; li[l] = xi;
+    }}
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }}
+  if (l == 0) {{
+    if (p.outdt < 0) {{ ((__global {a}*)out)[g] = lv[0]; out_idx[g] = li[0]; }}
+    else if (p.op >= 6) ((__global long*)out)[m] = li[0];
+    else store_any_{a}(out, m, p.outdt, lv[0]);
+  }}
+}}
+"""
+
+
+def cumsum_source(t: CType, ls: int) -> str:
+    """Inclusive scan of each row along one dim: a work-group per row, chunks of LS
+    elements scanned in local memory (Hillis-Steele) with a running carry."""
+    a = ACC_OF[t.name] if t.kind in "fh" else t.comp
+    return f"""
+__kernel __attribute__((reqd_work_group_size({ls}, 1, 1)))
+void cumsum(__global {t.store}* out, __global const {t.store}* in, const CP p) {{
+  __local {a} buf[{ls}];
+  const long row = get_group_id(0);
+  const int l = get_local_id(0);
+  long base = p.off;
+  {{ long r = row; for (int d = (int)p.nd - 1; d >= 0; d--) {{
+      long sz = p.shape[d]; base += (r % sz) * p.st[d]; r /= sz; }} }}
+  const long obase = (row / p.inner) * p.L * p.inner + row % p.inner;
+  {a} carry = 0;
+  for (long j0 = 0; j0 < p.L; j0 += {ls}) {{
+    const long j = j0 + l;
+    buf[l] = (j < p.L) ? ({a})({load(t, "in", "base + j * p.st_dim")}) : ({a})0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = 1; s < {ls}; s <<= 1) {{
+      {a} x = (l >= s) ? buf[l - s] : ({a})0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      buf[l] += x;
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }}
+    if (j < p.L) {{ {store(t, "out", "obase + j * p.inner", "carry + buf[l]")} }}
+    carry += buf[{ls} - 1];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }}
+}}
+"""
+
+
+# -- matmul ---------------------------------------------------------------------------------
+
+def matmul_acc(t: CType) -> str:
+    if t.kind in "fh":
+        return ACC_OF[t.name]
+    return "ulong" if t.size == 8 else "uint"  # integers wrap, as NumPy's do
+
+
+def matmul_source(t: CType) -> str:
+    """C = A @ B (+ bias) for a batch of matrices: 64x64 output tiles per 16x16
+    work-group, each work-item a 4x4 block; A and B read through any strides, tiles of
+    16 along K staged in local memory. Batch dims are broadcast by zero strides."""
+    a = matmul_acc(t)
+    ld_a = load(t, "A", "ao + gr * p.ars + gk * p.acs")
+    ld_b = load(t, "B", "bo + gk2 * p.brs + gc * p.bcs")
+    ld_bias = load(t, "bias", "p.biasoff + col * p.biasst")
+    return f"""
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void matmul(__global {t.store}* C, __global const {t.store}* A,
+            __global const {t.store}* B, __global const {t.store}* bias, const MP p) {{
+  __local {a} As[16][65];
+  __local {a} Bs[16][65];
+  const int tx = get_local_id(0), ty = get_local_id(1);
+  const int tid = ty * 16 + tx;
+  const long col0 = (long)get_group_id(0) * 64, row0 = (long)get_group_id(1) * 64;
+  const long batch = get_group_id(2);
+  long ao = p.aoff, bo = p.boff;
+  {{ long r = batch; for (int d = (int)p.nb - 1; d >= 0; d--) {{
+      long sz = p.bshape[d]; long c = r % sz; r /= sz;
+      ao += c * p.bast[d]; bo += c * p.bbst[d]; }} }}
+  {a} acc[4][4];
+  for (int i = 0; i < 4; i++) for (int j = 0; j < 4; j++) acc[i][j] = 0;
+  for (long k0 = 0; k0 < p.K; k0 += 16) {{
+    for (int t = 0; t < 4; t++) {{
+      const int e = tid + t * 256;
+      const int mm = e / 16, kk = e % 16;
+      const long gr = row0 + mm, gk = k0 + kk;
+      As[kk][mm] = (gr < p.M && gk < p.K) ? ({a})({ld_a}) : ({a})0;
+      const int kb = e / 64, nn = e % 64;
+      const long gk2 = k0 + kb, gc = col0 + nn;
+      Bs[kb][nn] = (gk2 < p.K && gc < p.N) ? ({a})({ld_b}) : ({a})0;
+    }}
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int kk = 0; kk < 16; kk++) {{
+      {a} av[4], bv[4];
+      for (int i = 0; i < 4; i++) av[i] = As[kk][ty + 16 * i];
+      for (int j = 0; j < 4; j++) bv[j] = Bs[kk][tx + 16 * j];
+      for (int i = 0; i < 4; i++) for (int j = 0; j < 4; j++) acc[i][j] += av[i] * bv[j];
+    }}
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }}
+  const long cbase = batch * p.M * p.N;
+  for (int i = 0; i < 4; i++) {{
+    const long row = row0 + ty + 16 * i;
+    if (row >= p.M) continue;
+    for (int j = 0; j < 4; j++) {{
+      const long col = col0 + tx + 16 * j;
+      if (col >= p.N) continue;
+      {a} v = acc[i][j];
+      if (p.hasbias) v += ({a})({ld_bias});
+      {store(t, "C", "cbase + row * p.N + col", "v")}
+    }}
+  }}
+}}
+"""
+
+
+def matmul_rows_source(t: CType) -> str:
+    """C = A @ B (+ bias) without local memory, for CPU devices: each work-item computes
+    4 adjacent outputs of one row, reading A and B through their strides (a CPU's caches
+    do what the tiles do on a GPU, and PoCL runs barrier-free work-groups far faster)."""
+    a = matmul_acc(t)
+    ld_a = load(t, "A", "arow + k * p.acs")
+    ld_b = [load(t, "B", f"brow + (j0 + {j}) * p.bcs") for j in range(4)]
+    ld_bias = load(t, "bias", "p.biasoff + j * p.biasst")
+    return f"""
+__kernel void matmul_rows(__global {t.store}* C, __global const {t.store}* A,
+                          __global const {t.store}* B, __global const {t.store}* bias,
+                          const MP p) {{
+  const long j0 = (long)get_global_id(0) * 4, row = get_global_id(1);
+  const long batch = get_global_id(2);
+  if (row >= p.M || j0 >= p.N) return;
+  long ao = p.aoff, bo = p.boff;
+  {{ long r = batch; for (int d = (int)p.nb - 1; d >= 0; d--) {{
+      long sz = p.bshape[d]; long c = r % sz; r /= sz;
+      ao += c * p.bast[d]; bo += c * p.bbst[d]; }} }}
+  const long arow0 = ao + row * p.ars;
+  {a} acc[4] = {{0, 0, 0, 0}};
+  if (j0 + 3 < p.N) {{
+    for (long k = 0; k < p.K; k++) {{
+      const long arow = arow0, brow = bo + k * p.brs;
+      const {a} av = ({a})({ld_a.replace("arow + k", "arow0 + k")});
+      acc[0] += av * ({a})({ld_b[0]}); acc[1] += av * ({a})({ld_b[1]});
+      acc[2] += av * ({a})({ld_b[2]}); acc[3] += av * ({a})({ld_b[3]});
+    }}
+  }} else {{
+    for (long k = 0; k < p.K; k++) {{
+      const long brow = bo + k * p.brs;
+      const {a} av = ({a})({ld_a.replace("arow + k", "arow0 + k")});
+      for (int q = 0; q < 4 && j0 + q < p.N; q++)
+        acc[q] += av * ({a})({load(t, "B", "brow + (j0 + q) * p.bcs")});
+    }}
+  }}
+  const long cbase = batch * p.M * p.N + row * p.N;
+  for (int q = 0; q < 4 && j0 + q < p.N; q++) {{
+    const long j = j0 + q;
+    {a} v = acc[q];
+    if (p.hasbias) v += ({a})({ld_bias});
+    {store(t, "C", "cbase + j", "v")}
+  }}
+}}
+"""
+
+
+# -- fused training ops ---------------------------------------------------------------------
+
+def cross_entropy_source(t: CType, ls: int) -> str:
+    """Cross entropy of (N, C) logits: a work-group per row computes the softmax (saved
+    for backward), the row's loss (0 where the target is ignore_index) and whether it
+    counts; and the backward, (probs - onehot) * scale, in one pass."""
+    a = ACC_OF[t.name]
+    x = load(t, "x", "base + j * p.xs1")
+    return f"""
+__kernel __attribute__((reqd_work_group_size({ls}, 1, 1)))
+void ce_rows(__global {t.store}* probs, __global {t.store}* losses,
+             __global {t.store}* validf, __global const {t.store}* x,
+             __global const long* target, const CE p, __global int* err) {{
+  __local {a} buf[{ls}];
+  const long row = get_group_id(0);
+  const int l = get_local_id(0);
+  const long base = p.xoff + row * p.xs0;
+  {a} m = -INFINITY;
+  for (long j = l; j < p.C; j += {ls}) {{ {a} v = {x}; m = (v > m || isnan(v)) ? v : m; }}
+  buf[l] = m;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = {ls} / 2; s > 0; s >>= 1) {{
+    if (l < s) {{ {a} o = buf[l + s]; buf[l] = (o > buf[l] || isnan(o)) ? o : buf[l]; }}
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }}
+  m = buf[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  {a} sum = 0;
+  for (long j = l; j < p.C; j += {ls}) sum += exp({x} - m);
+  buf[l] = sum;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = {ls} / 2; s > 0; s >>= 1) {{
+    if (l < s) buf[l] += buf[l + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }}
+  sum = buf[0];
+  for (long j = l; j < p.C; j += {ls}) {{
+    {store(t, "probs", "row * p.C + j", f"exp({x} - m) / sum")}
+  }}
+  if (l == 0) {{
+    const long tg = target[p.toff + row * p.tst];
+    const int valid = tg != p.ignore;
+    const int inside = tg >= 0 && tg < p.C;
+    if (valid && !inside) err[0] = 3;  /* reported at the next sync; the loss is NaN */
+    const {a} picked = valid ? (inside ? ({a})({load(t, "x", "base + tg * p.xs1")}) - m
+                                       : ({a})NAN) : ({a})0;
+    {store(t, "losses", "row", "valid ? log(sum) - picked : 0")}
+    {store(t, "validf", "row", "valid")}
+  }}
+}}
+__kernel void ce_backward(__global {t.store}* grad, __global const {t.store}* probs,
+                          __global const long* target, __global const {t.store}* g,
+                          __global const long* count, const CE p) {{
+  const long i = get_global_id(0);
+  if (i >= p.N * p.C) return;
+  const long row = i / p.C, j = i % p.C;
+  const long tg = target[p.toff + row * p.tst];
+  {a} v = 0;
+  if (tg != p.ignore) {{
+    v = ({a})({load(t, "probs", "p.xoff + row * p.xs0 + j * p.xs1")}) - (j == tg ? 1 : 0);
+    if (p.mode == 0) v *= ({a})({load(t, "g", "p.goff + row * p.gst")});
+    else if (p.mode == 1) v *= ({a})({load(t, "g", "p.goff")});
+    else v *= ({a})({load(t, "g", "p.goff")}) / ({a})max(count[0], 1L);
+  }}
+  {store(t, "grad", "i", "v")}
+}}
+"""
+
+
+def lstm_source(t: CType) -> str:
+    """One LSTM step from gate pre-activations (gates i, f, g, o; sigmoid written as
+    0.5 * tanh(x / 2) + 0.5, as the CPU does), and its backward, elementwise over (N, H).
+    Arrays are 2-D, read through (offset, stride0, stride1) in p.off/s0/s1."""
+    a = ACC_OF[t.name]
+
+    def ld(k: int, ptr: str, col: str) -> str:
+        return f"({a})({load(t, ptr, f'p.off[{k}] + n * p.s0[{k}] + ({col}) * p.s1[{k}]')})"
+
+    def sig(v: str) -> str:
+        return f"(({a})0.5 * tanh(({a})0.5 * ({v})) + ({a})0.5)"
+
+    gate = [f"{ld(0, 'ig', f'{k} * p.H + h')} + {ld(1, 'hg', f'{k} * p.H + h')}"
+            for k in range(4)]
+    return f"""
+__kernel void lstm_cell(__global {t.store}* hy, __global {t.store}* cy,
+                        __global {t.store}* gates, __global const {t.store}* ig,
+                        __global const {t.store}* hg, __global const {t.store}* cx,
+                        const LC p) {{
+  const long e = get_global_id(0);
+  if (e >= p.N * p.H) return;
+  const long n = e / p.H, h = e % p.H;
+  const {a} i = {sig(gate[0])}, f = {sig(gate[1])};
+  const {a} g = tanh({gate[2]}), o = {sig(gate[3])};
+  const {a} c = f * {ld(2, 'cx', 'h')} + i * g;
+  {store(t, "gates", "n * 4 * p.H + h", "i")}
+  {store(t, "gates", "n * 4 * p.H + p.H + h", "f")}
+  {store(t, "gates", "n * 4 * p.H + 2 * p.H + h", "g")}
+  {store(t, "gates", "n * 4 * p.H + 3 * p.H + h", "o")}
+  {store(t, "cy", "e", "c")}
+  {store(t, "hy", "e", "o * tanh(c)")}
+}}
+__kernel void lstm_cell_backward(__global {t.store}* grad, __global {t.store}* gcx,
+                                 __global const {t.store}* ghy,
+                                 __global const {t.store}* gcy,
+                                 __global const {t.store}* cx, __global const {t.store}* cy,
+                                 __global const {t.store}* gates, const LC p) {{
+  const long e = get_global_id(0);
+  if (e >= p.N * p.H) return;
+  const long n = e / p.H, h = e % p.H;
+  const {a} i = {ld(4, 'gates', 'h')}, f = {ld(4, 'gates', 'p.H + h')};
+  const {a} g = {ld(4, 'gates', '2 * p.H + h')}, o = {ld(4, 'gates', '3 * p.H + h')};
+  const {a} gh = {ld(0, 'ghy', 'h')};
+  const {a} tc = tanh({ld(3, 'cy', 'h')});
+  {a} gc = (({a})1 - tc * tc) * o * gh;
+  if (p.hasgcy) gc += {ld(1, 'gcy', 'h')};
+  const long r = n * 4 * p.H;
+  {store(t, "grad", "r + h", f"(({a})1 - i) * i * g * gc")}
+  {store(t, "grad", "r + p.H + h", f"(({a})1 - f) * f * {ld(2, 'cx', 'h')} * gc")}
+  {store(t, "grad", "r + 2 * p.H + h", f"(({a})1 - g * g) * i * gc")}
+  {store(t, "grad", "r + 3 * p.H + h", f"(({a})1 - o) * o * tc * gh")}
+  {store(t, "gcx", "e", "gc * f")}
+}}
+"""
+
+
+# -- nonzero --------------------------------------------------------------------------------
+
+def nonzero_source(ls: int) -> str:
+    """Two passes over a bool tensor: `nz_count` counts each group's chunk, the host
+    turns the counts into offsets, `nz_write` writes the coordinates in order."""
+    offset = """long o = p.off; { long r = j; for (int d = (int)p.nd - 1; d >= 0; d--) {
+        long sz = p.shape[d]; o += (r % sz) * p.st[d]; r /= sz; } }"""
+    return f"""
+__kernel __attribute__((reqd_work_group_size({ls}, 1, 1)))
+void nz_count(__global long* counts, __global const uchar* in, const NZ p) {{
+  __local long sc[{ls}];
+  const long g = get_group_id(0); const int l = get_local_id(0);
+  const long end = min(p.n, (g + 1) * p.chunk);
+  long cnt = 0;
+  for (long j = g * p.chunk + l; j < end; j += {ls}) {{
+    {offset}
+    cnt += in[o] != 0;
+  }}
+  sc[l] = cnt;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = {ls} / 2; s > 0; s >>= 1) {{
+    if (l < s) sc[l] += sc[l + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }}
+  if (l == 0) counts[g] = sc[0];
+}}
+__kernel __attribute__((reqd_work_group_size({ls}, 1, 1)))
+void nz_write(__global long* out, __global const uchar* in, __global const long* starts,
+              const NZ p) {{
+  __local long sc[{ls}];
+  const long g = get_group_id(0); const int l = get_local_id(0);
+  const long end = min(p.n, (g + 1) * p.chunk);
+  long pos = starts[g];
+  for (long j0 = g * p.chunk; j0 < end; j0 += {ls}) {{
+    const long j = j0 + l;
+    int flag = 0;
+    if (j < end) {{ {offset} flag = in[o] != 0; }}
+    sc[l] = flag;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = 1; s < {ls}; s <<= 1) {{
+      long x = (l >= s) ? sc[l - s] : 0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      sc[l] += x;
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }}
+    if (flag) {{
+      long dst = (pos + sc[l] - 1) * p.nd;
+      long r = j;
+      for (int d = (int)p.nd - 1; d >= 0; d--) {{
+        long sz = p.shape[d]; out[dst + d] = r % sz; r /= sz; }}
+    }}
+    pos += sc[{ls} - 1];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }}
+}}
+"""
+
+
+# -- random numbers -------------------------------------------------------------------------
+
+PHILOX = r"""
+/* Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11) */
+inline uint4 philox(uint4 c, uint2 k) {
+  for (int round = 0; round < 10; round++) {
+    if (round) { k.x += 0x9E3779B9u; k.y += 0xBB67AE85u; }
+    uint hi0 = mul_hi(0xD2511F53u, c.x), lo0 = 0xD2511F53u * c.x;
+    uint hi1 = mul_hi(0xCD9E8D57u, c.z), lo1 = 0xCD9E8D57u * c.z;
+    c = (uint4)(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
+  }
+  return c;
+}
+inline uint4 philox_at(ulong key, ulong ctr) {
+  return philox((uint4)((uint)ctr, (uint)(ctr >> 32), 0u, 0u),
+                (uint2)((uint)key, (uint)(key >> 32)));
+}
+"""
+
+RNG_MODES = {"uniform": 0, "uniform_half": 1, "uniform_bf16": 2, "uniform_double": 3,
+             "normal": 4, "normal_double": 5, "randint": 6}
+RNG_PER_CTR = {0: 4, 1: 4, 2: 4, 3: 2, 4: 4, 5: 2, 6: 2}  # outputs per 128-bit block
+
+
+def rng_source(fp64: bool) -> str:
+    """Counter-based random numbers: work-item i uses Philox block (p.ctr + i) under the
+    seed and writes RNG_PER_CTR[mode] outputs, converted to dtype p.dt."""
+    dbl = ""
+    if fp64:
+        dbl = r"""
+    case 3: case 5: {
+      double u[2];
+      for (int h = 0; h < 2; h++) {
+        uint x = h ? r.z : r.x, y = h ? r.w : r.y;
+        u[h] = ((double)(x >> 5) * 67108864.0 + (double)(y >> 6)) * (1.0 / 9007199254740992.0);
+      }
+      if (p.mode == 3) {
+        for (int h = 0; h < 2; h++) if (base + h < p.n) store_any_double(out, base + h, p.dt, u[h]);
+      } else {
+        double rad = sqrt(-2.0 * log(1.0 - u[0])), th = 6.283185307179586 * u[1];
+        if (base < p.n) store_any_double(out, base, p.dt, rad * cos(th));
+        if (base + 1 < p.n) store_any_double(out, base + 1, p.dt, rad * sin(th));
+      }
+    } break;"""
+    return f"""{PHILOX}
+__kernel void rng(__global uchar* out, const RG p) {{
+  const long i = get_global_id(0);
+  const uint4 r = philox_at(p.key, p.ctr + (ulong)i);
+  const uint w[4] = {{r.x, r.y, r.z, r.w}};
+  const long per = (p.mode == 3 || p.mode == 5 || p.mode == 6) ? 2 : 4;
+  const long base = i * per;
+  switch (p.mode) {{
+    case 0: case 1: case 2: {{
+      const int sh = p.mode == 0 ? 8 : (p.mode == 1 ? 21 : 24);
+      const float sc = p.mode == 0 ? 5.9604644775390625e-8f :
+                       (p.mode == 1 ? 4.8828125e-4f : 3.90625e-3f);
+      for (int h = 0; h < 4; h++)
+        if (base + h < p.n) store_any_float(out, base + h, p.dt, (float)(w[h] >> sh) * sc);
+    }} break;
+    case 4: {{
+      for (int h = 0; h < 2; h++) {{
+        float u1 = (float)((w[2 * h] >> 8) + 1u) * 5.9604644775390625e-8f;
+        float u2 = (float)(w[2 * h + 1] >> 8) * 5.9604644775390625e-8f;
+        float rad = sqrt(-2.0f * log(u1)), th = 6.2831853071795865f * u2;
+        if (base + 2 * h < p.n) store_any_float(out, base + 2 * h, p.dt, rad * cos(th));
+        if (base + 2 * h + 1 < p.n) store_any_float(out, base + 2 * h + 1, p.dt, rad * sin(th));
+      }}
+    }} break;{dbl}
+    case 6: {{
+      for (int h = 0; h < 2; h++) {{
+        ulong x = ((ulong)w[2 * h + 1] << 32) | (ulong)w[2 * h];
+        /* range 0 stands for 2**64: every 64-bit value */
+        if (base + h < p.n)
+          store_any_long(out, base + h, p.dt, p.lo + (long)(p.range ? x % p.range : x));
+      }}
+    }} break;
+  }}
+}}
+__kernel void perm_keys(__global ulong* keys, __global long* idx, const RG p) {{
+  const long i = get_global_id(0);
+  const uint4 r = philox_at(p.key, p.ctr + (ulong)i);
+  keys[i] = (i < p.n) ? (((ulong)r.y << 32) | (ulong)r.x) : ULONG_MAX;
+  idx[i] = i;
+}}
+__kernel void bitonic(__global ulong* keys, __global long* idx, const long j, const long k) {{
+  const long i = get_global_id(0);
+  const long l = i ^ j;
+  if (l > i) {{
+    ulong ki = keys[i], kl = keys[l];
+    long ii = idx[i], il = idx[l];
+    int gt = (ki > kl) || (ki == kl && ii > il);
+    if (((i & k) == 0) ? gt : !gt) {{ keys[i] = kl; keys[l] = ki; idx[i] = il; idx[l] = ii; }}
+  }}
+}}
+"""
+
+
+# -- fused softmax --------------------------------------------------------------------------
+
+def softmax_source(t: CType, ls: int) -> str:
+    """softmax / log_softmax along one dim, a work-group per row: the max, the sum of
+    exp(x - max), then the outputs (the same formulas as core's decomposition)."""
+    a = ACC_OF[t.name]
+    x = load(t, "in", "base + j * p.st_dim")
+    return f"""
+__kernel __attribute__((reqd_work_group_size({ls}, 1, 1)))
+void softmax(__global {t.store}* out, __global const {t.store}* in, const SP p) {{
+  __local {a} buf[{ls}];
+  const long row = get_group_id(0);
+  const int l = get_local_id(0);
+  long base = p.off;
+  {{ long r = row; for (int d = (int)p.nd - 1; d >= 0; d--) {{
+      long sz = p.shape[d]; base += (r % sz) * p.st[d]; r /= sz; }} }}
+  const long obase = (row / p.inner) * p.L * p.inner + row % p.inner;
+  {a} m = -INFINITY;
+  for (long j = l; j < p.L; j += {ls}) {{ {a} v = {x}; m = (v > m || isnan(v)) ? v : m; }}
+  buf[l] = m;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = {ls} / 2; s > 0; s >>= 1) {{
+    if (l < s) {{ {a} o = buf[l + s]; buf[l] = (o > buf[l] || isnan(o)) ? o : buf[l]; }}
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }}
+  m = buf[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  {a} sum = 0;
+  for (long j = l; j < p.L; j += {ls}) sum += exp({x} - m);
+  buf[l] = sum;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = {ls} / 2; s > 0; s >>= 1) {{
+    if (l < s) buf[l] += buf[l + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }}
+  sum = buf[0];
+  const {a} lse = log(sum);
+  for (long j = l; j < p.L; j += {ls}) {{
+    {a} v = {x} - m;
+    {store(t, "out", "obase + j * p.inner", "p.log ? v - lse : exp(v) / sum")}
+  }}
+}}
+"""
+
+
+def arange_source(fp64: bool) -> str:
+    """start + i * step: in long for integral start/step (exact, as NumPy's integer
+    arange), else in double (float without cl_khr_fp64), then stored as p.dt."""
+    f = "double" if fp64 else "float"
+    return f"""
+__kernel void arange_l(__global uchar* out, const AL p) {{
+  const long i = get_global_id(0);
+  if (i < p.n) store_any_long(out, i, p.dt, p.start + i * p.step);
+}}
+__kernel void arange_f(__global uchar* out, const AF p) {{
+  const long i = get_global_id(0);
+  if (i < p.n) store_any_{f}(out, i, p.dt, p.start + ({f})i * p.step);
+}}
+"""
+
+
+# -- programs: kernels bundled so that a device compiles few programs ----------------------
+
+def dtype_program(t: CType, fp64: bool, atomics64: bool, maxd: int, ls: int) -> str:
+    """Every kernel whose C types depend on dtype `t`: elementwise families, cast from
+    t, reductions, cumsum, matmul, softmax and the atomic scatters (the latter only where
+    the device has the atomics t needs)."""
+    parts = [header(fp64, atomics64), structs(maxd, fp64)]
+    acc = ACC_OF[t.name]
+    parts.append(store_any_function(f"store_any_{acc}", acc, fp64))
+    parts += [unary_source(t, maxd), pred_source(t, maxd), binary_source(t, maxd),
+              compare_source(t, maxd), where_source(t, maxd), cast_source(t, fp64, maxd),
+              ternary_source(t, maxd),
+              reduce_source(t, ls), cumsum_source(t, ls), matmul_source(t),
+              matmul_rows_source(t), col2im_source(t)]
+    if t.kind in "fh":
+        parts += [softmax_source(t, ls), cross_entropy_source(t, ls), lstm_source(t)]
+    if t.size < 8 or atomics64:
+        parts += [atomic_add_function(t), put_add_source(t), scatter_add_source(t)]
+    return "\n".join(parts)
+
+
+def im2col_source(itemsize: int) -> str:
+    """Sliding blocks of an (N, C, *size) input as (N, C * prod(ks), prod(outs)); positions
+    in the padding read 0."""
+    u = ITEM_TYPES[itemsize]
+    return f"""
+__kernel void im2col(__global {u}* out, __global const {u}* x, const IM p) {{
+  const long i = get_global_id(0);
+  if (i >= p.n) return;
+  long l = i % p.L, r = i / p.L;
+  long kk = r % p.K; r /= p.K;
+  long c = r % p.C, nb = r / p.C;
+  long o = p.xoff + nb * p.xs0 + c * p.xs1;
+  int inside = 1;
+  for (int d = (int)p.nsp - 1; d >= 0; d--) {{
+    long od = l % p.outs[d]; l /= p.outs[d];
+    long kd = kk % p.ks[d]; kk /= p.ks[d];
+    long pos = od * p.stride[d] - p.pad[d] + kd * p.dil[d];
+    if (pos < 0 || pos >= p.size[d]) inside = 0;
+    o += pos * p.xst[d];
+  }}
+  out[i] = inside ? x[o] : ({u})0;
+}}
+"""
+
+
+def col2im_source(t: CType) -> str:
+    """The adjoint of im2col: each output element sums the columns that read it (a
+    gather over kernel offsets, in ascending order: deterministic, no atomics)."""
+    a = ACC_OF[t.name] if t.kind in "fh" else t.comp
+    xi = "p.xoff + nb * p.xs0 + (c * p.K + kk) * p.xs1 + l * p.xs2"
+    return f"""
+__kernel void col2im(__global {t.store}* out, __global const {t.store}* x, const IM p) {{
+  const long i = get_global_id(0);
+  if (i >= p.n) return;
+  long sp = 1;
+  for (int d = 0; d < (int)p.nsp; d++) sp *= p.size[d];
+  const long s = i % sp, nc = i / sp;
+  const long c = nc % p.C, nb = nc / p.C;
+  {a} acc = 0;
+  for (long kk = 0; kk < p.K; kk++) {{
+    long rem_k = kk, rem_s = s, l = 0, lmul = 1;
+    int ok = 1;
+    for (int d = (int)p.nsp - 1; d >= 0; d--) {{
+      long kd = rem_k % p.ks[d]; rem_k /= p.ks[d];
+      long pd = rem_s % p.size[d]; rem_s /= p.size[d];
+      long tpos = pd + p.pad[d] - kd * p.dil[d];
+      if (tpos < 0 || tpos % p.stride[d] != 0 || tpos / p.stride[d] >= p.outs[d]) ok = 0;
+      l += (ok ? tpos / p.stride[d] : 0) * lmul;
+      lmul *= p.outs[d];
+    }}
+    if (ok) acc += ({a})({load(t, "x", xi)});
+  }}
+  {store(t, "out", "i", "acc")}
+}}
+"""
+
+
+def item_program(itemsize: int, maxd: int) -> str:
+    """Data movement by element size: strided copy, advanced-index take/put, gather and
+    scatter (the same kernels serve every dtype of that size)."""
+    return "\n".join([structs(maxd, False), copy_source(itemsize, maxd),
+                      take_source(itemsize), gather_source(itemsize),
+                      im2col_source(itemsize)])
+
+
+def misc_program(fp64: bool, maxd: int, ls: int) -> str:
+    """nonzero, random numbers and arange."""
+    parts = [header(fp64), structs(maxd, fp64)]
+    for comp in ("long", "float") + (("double",) if fp64 else ()):
+        parts.append(store_any_function(f"store_any_{comp}", comp, fp64))
+    parts += [nonzero_source(ls), rng_source(fp64), arange_source(fp64)]
+    return "\n".join(parts)
