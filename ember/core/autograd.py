@@ -13,6 +13,7 @@ nodes in dependency order, summing gradients that meet at a node.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -321,6 +322,7 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
                 nxt, nr = edge
                 if g is not None:
                     _add_grad(buffers, nxt, nr, g, F)
+            results = g = None  # only the buffers may hold gradients (see _accumulate)
             for edge in node.next_edges:
                 if edge is None:
                     continue
@@ -376,6 +378,11 @@ def _run_pre_hooks(node: Node, grads: list) -> None:
                 t.grad = g if t.grad is None else t.grad + g
 
 
+# references to a gradient tensor inside _accumulate when nothing else holds it: the
+# engine's list of the node's gradients, the argument, and getrefcount's own argument
+_STEAL_REFS = 3
+
+
 def _accumulate(t: Any, g: Any, create_graph: bool, F) -> None:
     for hook in t._hooks or ():
         new = hook(g)
@@ -386,9 +393,13 @@ def _accumulate(t: Any, g: Any, create_graph: bool, F) -> None:
     if not create_graph:
         g = g.detach()
     if t.grad is None:
-        # own the buffer: the same gradient tensor may reach several leaves, or be a view
-        # (an expanded one is read-only), and a later in-place `+=` must touch only .grad
-        t.grad = g if create_graph else g.clone()
+        # .grad must own its buffer: a later in-place `+=` must touch nothing else. A fresh
+        # gradient that no other tensor object holds and that owns its memory is kept as
+        # is (as PyTorch's AccumulateGrad does); a shared one, or a view, is copied.
+        if create_graph or (sys.getrefcount(g) <= _STEAL_REFS and g._backend.owns(g._data)):
+            t.grad = g
+        else:
+            t.grad = g.clone()
     elif create_graph:
         t.grad = t.grad + g
     else:

@@ -149,6 +149,11 @@ class Backend:
         """The buffer's values on another device of this backend."""
         return self.from_numpy(self.to_numpy(buffer), device)
 
+    def owns(self, buffer: Any) -> bool:
+        """True when `buffer` is not a view of other memory, so autograd may keep it as a
+        leaf's `.grad` without copying (when no other tensor object refers to it)."""
+        return False
+
     def buffer_device(self, buffer: Any) -> int:
         """The index of the device that holds `buffer`."""
         return 0

@@ -14,6 +14,7 @@ from typing import Any
 
 from ember.core import autograd as ag
 from ember.core import functions as F
+from ember.core import dtype as dt
 from ember.core import tracing
 from ember.core.autograd import record
 from ember.core.dispatch import run
@@ -340,6 +341,9 @@ def _batched(input: Tensor, n: int, op: str) -> tuple[Tensor, bool]:
 def _max_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, dilation,
               ceil_mode, return_indices):
     x, unbatched = _batched(input, n, op)
+    if "max_pool" in x._backend.kernels and tracing.active is None:
+        return _max_pool_fused(op, n, x, unbatched, kernel_size, stride, padding, dilation,
+                               ceil_mode, return_indices)
     windows, outs, geom = _pool_windows(op, n, x, kernel_size, stride, padding, dilation,
                                         ceil_mode, float("-inf"))
     result = F.max(windows, 2)
@@ -350,6 +354,88 @@ def _max_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, dila
         return values
     indices = _pool_indices(result.indices, x, outs, geom)
     return values, (F.squeeze(indices, 0) if unbatched else indices)
+
+
+def _pool_geometry(op: str, n: int, x: Tensor, kernel_size, stride, padding, dilation,
+                   ceil_mode) -> tuple:
+    """Checked (kernel, stride, padding, dilation, extra right padding, output sizes)."""
+    kernel = _tuple(kernel_size, n, "kernel_size")
+    stride = kernel if stride is None or stride == [] or stride == () else \
+        _tuple(stride, n, "stride")
+    padding, dilation = _tuple(padding, n, "padding"), _tuple(dilation, n, "dilation")
+    for k, p in zip(kernel, padding):
+        if p > k // 2:
+            raise RuntimeError(f"{op}: pad should be at most half of effective kernel size, "
+                               f"but got pad={p}, kernel_size={k}")
+    spatial = tuple(x.shape[2:])
+    outs = tuple(conv_out_size(op, spatial[i], kernel[i], dilation[i], padding[i], stride[i],
+                               ceil_mode) for i in range(n))
+    if any(o <= 0 for o in outs):
+        raise RuntimeError(f"{op}: output size {outs} is too small for input "
+                           f"{fmt_shape(tuple(x.shape))}")
+    extra = tuple(max(0, (o - 1) * s + d * (k - 1) + 1 - (size + 2 * p))
+                  for o, s, d, k, size, p in zip(outs, stride, dilation, kernel, spatial,
+                                                 padding))
+    return kernel, stride, padding, dilation, extra, outs
+
+
+def _max_pool_fused(op, n, x, unbatched, kernel_size, stride, padding, dilation, ceil_mode,
+                    return_indices):
+    """Max pooling through the backend's `max_pool` kernel: (values, window-local argmax)
+    forward, and `max_pool_backward` (or a col2im of the scattered gradient)."""
+    kernel, stride, padding, dilation, extra, outs = _pool_geometry(
+        op, n, x, kernel_size, stride, padding, dilation, ceil_mode)
+    attrs = dict(kernel_size=kernel, stride=stride, padding=padding, dilation=dilation,
+                 extra=extra)
+    vbuf, ibuf = x._backend.kernels["max_pool"](x._data, need_indices=return_indices, **attrs)
+    values = Tensor._make(vbuf, x._dtype, x._device, x._backend)
+    k_index = None if ibuf is None else Tensor._make(ibuf, dt.int64, x._device, x._backend)
+    if _state.enabled and x._requires_grad:
+        if k_index is None:  # the backward recovers the positions from input and values
+            saved = (x, Tensor._make(vbuf, x._dtype, x._device, x._backend))
+        else:
+            saved = (k_index,)
+        record("MaxPool2DWithIndicesBackward0" if n == 2 else "MaxPool1DWithIndicesBackward0",
+               _bw_max_pool, (x,), values, saved=saved, shape=tuple(x.shape), attrs=attrs)
+    if unbatched:
+        values = F.squeeze(values, 0)
+    if not return_indices:
+        return values
+    flat_k = F.reshape(k_index, tuple(k_index.shape[:2]) + (-1,))
+    indices = _pool_indices(flat_k, x, outs, (kernel, stride, padding, dilation, extra))
+    return values, (F.squeeze(indices, 0) if unbatched else indices)
+
+
+def _bw_max_pool(node, g):
+    saved = node.saved_tensors
+    attrs, shape = node.attrs["attrs"], node.attrs["shape"]
+    fused = g._backend.kernels.get("max_pool_backward")
+    if len(saved) == 2:  # (input, values): positions are recomputed
+        x, values = saved
+        if fused is not None and not _state.enabled:
+            buf = fused(g._data, x._data, values._data, None, shape, **attrs)
+            return Tensor._make(buf, g._dtype, g._device, g._backend)
+        _, ibuf = x._backend.kernels["max_pool"](x._data, need_indices=True, **attrs)
+        k_index = Tensor._make(ibuf, dt.int64, x._device, x._backend)
+    else:
+        (k_index,) = saved
+        if fused is not None and not _state.enabled:
+            buf = fused(g._data, None, None, k_index._data, shape, **attrs)
+            return Tensor._make(buf, g._dtype, g._device, g._backend)
+    # in ember ops (differentiable): scatter into window slots, then fold with col2im
+    kernel = attrs["kernel_size"]
+    k = math.prod(kernel)
+    flat_g = F.reshape(g, tuple(g.shape[:2]) + (-1, 1))
+    flat_k = F.reshape(k_index, tuple(k_index.shape[:2]) + (-1, 1))
+    slots = F.scatter(F.zeros(tuple(flat_g.shape[:3]) + (k,), dtype=g.dtype, device=g.device),
+                      3, flat_k, flat_g)
+    cols = F.reshape(F.permute(slots, (0, 1, 3, 2)), (g.shape[0], g.shape[1] * k, -1))
+    padded = tuple(s + 2 * p + e for s, p, e in zip(shape[2:], attrs["padding"],
+                                                    attrs["extra"]))
+    grad = col2im(cols, padded, kernel, attrs["dilation"], 0, attrs["stride"])
+    key = (slice(None), slice(None)) + tuple(slice(p, p + s) for p, s in
+                                             zip(attrs["padding"], shape[2:]))
+    return F.getitem(grad, key)
 
 
 def _pool_indices(k_index: Tensor, x: Tensor, outs: tuple, geom: tuple) -> Tensor:

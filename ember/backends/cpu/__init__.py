@@ -58,6 +58,9 @@ class CPUBackend(Backend):
     def is_contiguous(self, buffer: Any) -> bool:
         return buffer.flags.c_contiguous
 
+    def owns(self, buffer: Any) -> bool:
+        return buffer.base is None and buffer.flags.writeable
+
     def manual_seed(self, seed: int) -> None:
         self._k.manual_seed(seed)
 
