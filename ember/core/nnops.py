@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ember.core import autograd as ag
-from ember.core import functions as F
 from ember.core import dtype as dt
+from ember.core import functions as F
 from ember.core import tracing
 from ember.core.autograd import record
 from ember.core.dispatch import run
