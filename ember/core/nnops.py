@@ -228,6 +228,12 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
     batch = input.shape[0]
     outs = tuple(conv_out_size(op, input.shape[2 + i], kernel[i], dilation[i], padding[i],
                                stride[i]) for i in range(n))
+    fused = input._backend.kernels.get("conv")
+    if fused is not None and groups == 1 and tracing.active is None and \
+            input._dtype is weight._dtype and input._device is weight._device and \
+            (bias is None or (bias._dtype is input._dtype and bias._device is input._device)):
+        out = _conv_fused(input, weight, bias, stride, padding, dilation)
+        return F.squeeze(out, 0) if unbatched else out
     cols = im2col(input, kernel, dilation, padding, stride)  # (N, C*K, L)
     out_ch = weight.shape[0]
     if groups == 1:
@@ -243,6 +249,53 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
 
 
 @tracing.composite("conv1d")
+def _conv_fused(x: Tensor, w: Tensor, b: Tensor | None, stride: tuple, padding: tuple,
+                dilation: tuple) -> Tensor:
+    """Convolution through the backend's `conv` kernel (one GEMM for the whole batch) and
+    `conv_backward`; the kernel's im2col columns are kept for the backward."""
+    buf, cols = x._backend.kernels["conv"](x._data, w._data, None if b is None else b._data,
+                                           stride, padding, dilation)
+    out = Tensor._make(buf, x._dtype, x._device, x._backend)
+    if _state.enabled and (x._requires_grad or w._requires_grad or
+                           (b is not None and b._requires_grad)):
+        workspace = Tensor._make(cols, x._dtype, x._device, x._backend)
+        record("ConvolutionBackward0", _bw_conv_fused, (x, w, b), out, saved=(w, workspace),
+               x_shape=tuple(x.shape), geometry=(stride, padding, dilation), x=x)
+    return out
+
+
+def _bw_conv_fused(node, g):
+    w, cols = node.saved_tensors
+    stride, padding, dilation = node.attrs["geometry"]
+    if not _state.enabled:
+        bufs = g._backend.kernels["conv_backward"](g._data, node.attrs["x_shape"], w._data,
+                                                   cols._data, stride, padding, dilation,
+                                                   node.needs)
+        return tuple(None if buf is None else Tensor._make(buf, g._dtype, g._device,
+                                                           g._backend) for buf in bufs)
+    # create_graph: the same gradients through differentiable ops
+    x = node.attrs["x"]
+    with tracing.paused():
+        n = x.ndim - 2
+        gx = conv_transpose_nd(g, w, stride, padding, dilation, tuple(x.shape[2:])) \
+            if node.needs[0] else None
+        cols_t = im2col(x, tuple(w.shape[2:]), dilation, padding, stride)  # (N, CK, L)
+        g_flat = F.reshape(g, (g.shape[0], g.shape[1], -1))  # (N, O, L)
+        gw = F.reshape(F.sum(F.matmul(g_flat, F.transpose(cols_t, 1, 2)), 0),
+                       tuple(w.shape)) if node.needs[1] else None
+        gb = F.sum(g, (0,) + tuple(range(2, 2 + n))) if node.needs[2] else None
+    return gx, gw, gb
+
+
+def conv_transpose_nd(g: Tensor, w: Tensor, stride: tuple, padding: tuple, dilation: tuple,
+                      size: tuple) -> Tensor:
+    """The input gradient of a convolution (groups=1), differentiably: W^T @ g, folded."""
+    batch, out_ch = g.shape[0], g.shape[1]
+    g_flat = F.reshape(g, (batch, out_ch, -1))
+    cols = F.matmul(F.t(F.reshape(w, (out_ch, -1))), g_flat)  # (N, CK, L)
+    return col2im(cols, size, tuple(w.shape[2:]), dilation, padding, stride)
+
+
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """1-D convolution (cross-correlation) over (N, C, L) inputs."""

@@ -770,3 +770,63 @@ def _relu_backward_exact(y, g):
 
 KERNELS.update({"max_pool": max_pool, "max_pool_backward": max_pool_backward,
                 "relu_backward": _relu_backward_exact})
+
+
+# -- convolution as single GEMMs --------------------------------------------------------
+
+def _conv_columns(x, kernel_size, dilation, padding, stride):
+    """im2col in the layout (C*K, N*L): the whole batch as one GEMM operand."""
+    n = len(kernel_size)
+    if any(padding):
+        x = np.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in padding])
+    spans = [d * (k - 1) + 1 for k, d in zip(kernel_size, dilation)]
+    win = np.lib.stride_tricks.sliding_window_view(x, spans, axis=tuple(range(2, 2 + n)))
+    win = win[(Ellipsis,) + tuple(slice(None, None, d) for d in dilation)]
+    win = win[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in stride)]
+    outs = win.shape[2:2 + n]
+    # (N, C, *out, *k) -> (C, *k, N, *out)
+    order = (1,) + tuple(range(2 + n, 2 + 2 * n)) + (0,) + tuple(range(2, 2 + n))
+    cols = np.ascontiguousarray(win.transpose(order))
+    return cols.reshape(-1, x.shape[0] * math.prod(outs)), outs
+
+
+def conv(x, w, b, stride, padding, dilation):
+    """N-d convolution (groups=1) as one GEMM; returns (out, columns kept for backward)."""
+    n = x.ndim - 2
+    cols, outs = _conv_columns(x, w.shape[2:], dilation, padding, stride)
+    out = np.matmul(w.reshape(w.shape[0], -1), cols)  # (O, N*L)
+    if b is not None:
+        out += b[:, None]
+    out = out.reshape((w.shape[0], x.shape[0]) + outs)
+    order = (1, 0) + tuple(range(2, 2 + n))
+    return np.ascontiguousarray(out.transpose(order)), cols
+
+
+def conv_backward(g, x_shape, w, cols, stride, padding, dilation, needs=(True, True, True)):
+    """Gradients of `conv`: (input, weight, bias), each from one GEMM (None if not needed)."""
+    n = len(x_shape) - 2
+    out_ch = w.shape[0]
+    order = (1, 0) + tuple(range(2, 2 + n))
+    g_mat = np.ascontiguousarray(g.transpose(order)).reshape(out_ch, -1)  # (O, N*L)
+    gw = np.matmul(g_mat, cols.T).reshape(w.shape) if needs[1] else None
+    gb = g_mat.sum(axis=1) if needs[2] else None
+    gx = None
+    if needs[0]:
+        g_cols = np.matmul(w.reshape(out_ch, -1).T, g_mat)  # (C*K, N*L)
+        kernel_size = w.shape[2:]
+        outs = g.shape[2:]
+        batch, channels = x_shape[0], x_shape[1]
+        g_cols = g_cols.reshape((channels,) + tuple(kernel_size) + (batch,) + tuple(outs))
+        padded = np.zeros((batch, channels) + tuple(s + 2 * p for s, p in
+                                                    zip(x_shape[2:], padding)), dtype=g.dtype)
+        for offset in np.ndindex(*kernel_size):
+            region = tuple(slice(o * d, o * d + s * (m - 1) + 1, s) for o, d, s, m in
+                           zip(offset, dilation, stride, outs))
+            piece = g_cols[(slice(None),) + offset]  # (C, N, *out)
+            padded[(slice(None), slice(None)) + region] += piece.swapaxes(0, 1)
+        crop = tuple(slice(p, p + s) for p, s in zip(padding, x_shape[2:]))
+        gx = np.ascontiguousarray(padded[(slice(None), slice(None)) + crop])
+    return gx, gw, gb
+
+
+KERNELS.update({"conv": conv, "conv_backward": conv_backward})
