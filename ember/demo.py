@@ -71,7 +71,8 @@ def run(device: str = "auto", epochs: int = 15, batch_size: int = 32, lr: float 
     start = time.perf_counter()
     seen = 0
     bar = tqdm(total=epochs * len(train_loader), desc=f"training on {dev}", unit="step",
-               disable=not progress, dynamic_ncols=True, mininterval=0.5)
+               disable=None if progress else True,  # None: off when not a terminal
+               dynamic_ncols=True, mininterval=0.5)
     for epoch in range(epochs):
         model.train()
         for images, labels in train_loader:
