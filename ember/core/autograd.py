@@ -306,14 +306,11 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
                 if accumulate and grads and grads[0] is not None:
                     _accumulate(node.variable, grads[0], create_graph, F)
                 continue
-            if capture is not None and not accumulate and not _leads_to_wanted(node, wanted):
-                results = ()
-            else:
-                results = node.apply(_fill_missing(node, grads, F))
-                post = node.attrs.get("_post_hooks")
-                if post:
-                    for hook in post:
-                        hook(tuple(results), tuple(grads))
+            results = node.apply(_fill_missing(node, grads, F))
+            post = node.attrs.get("_post_hooks")
+            if post:
+                for hook in post:
+                    hook(tuple(results), tuple(grads))
             if not retain_graph:
                 node.release()
             for edge, g in zip(node.next_edges, results):
@@ -335,11 +332,6 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
     if capture is None:
         return None
     return [captured.get(edge_of(t)) for t in capture]
-
-
-def _leads_to_wanted(node: Node, wanted: dict) -> bool:
-    # cheap: in autograd.grad we still run every node (pruning is an optimisation)
-    return True
 
 
 def _add_grad(buffers: dict, node: Node, nr: int, g: Any, F) -> None:

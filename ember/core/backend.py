@@ -77,10 +77,6 @@ class ViewNotPossible(RuntimeError):
     allow a view; core then copies (`reshape`) or raises (`view`)."""
 
 
-class BackendUnavailable(RuntimeError):
-    """Raised by a backend's memory functions when its hardware or library is missing."""
-
-
 @dataclass
 class DeviceInfo:
     """What `ember devices` shows of one device, and what the scheduler plans with."""
@@ -183,9 +179,3 @@ hookimpl = pluggy.HookimplMarker("ember")
 REQUIRED_KERNELS = frozenset({"reshape", "permute", "expand", "getitem", "setitem", "assign"})
 """Kernels every backend must have natively: views and in-place writes cannot be emulated
 through a copy to the CPU. Every other op falls back to the CPU backend when missing."""
-
-
-def write_numpy_fallback(backend: Backend, buffer: Any, array: Any) -> None:
-    """Write a NumPy array's values into an existing buffer, through the backend's
-    `assign` kernel. Used when an in-place op ran on the CPU as a fallback."""
-    backend.kernels["assign"](buffer, backend.from_numpy(array, backend.buffer_device(buffer)))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Sequence
 from typing import Any
@@ -456,7 +455,3 @@ class Generator:
 
 
 default_generator = Generator()
-
-
-def numel_of(shape: Sequence[int]) -> int:
-    return math.prod(shape)
