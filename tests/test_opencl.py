@@ -472,6 +472,29 @@ def test_matmul(d: ember.dtype) -> None:
               want, d, tol=tol, what=f"{sa} @ {sb}")
 
 
+@pytest.mark.parametrize("d", [E.float32, E.float64, E.int32], ids=str)
+def test_matmul_register_tiles_at_edges(d: ember.dtype) -> None:
+    """Sizes around the packed CPU kernel's 6x16 (float64: 6x8) register tiles, big
+    enough to take it rather than the small-matrix path, through every input layout,
+    with broadcast batch dims and linear's bias epilogue."""
+    rng = np.random.default_rng(15)
+    shapes = [((17, 33), (33, 65)), ((130, 3), (3, 97)), ((1, 130), (130, 257)),
+              ((65, 130), (130, 1)), ((2, 1, 13, 40), (3, 40, 17)), ((7, 50), (4, 50, 33))]
+    tol = 1e-4 if d is E.float32 else None
+    for sa, sb in shapes:
+        a, b = sample(rng, sa, d, -3, 3), sample(rng, sb, d, -3, 3)
+        want = np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
+        for la, lb in (("contiguous", "transposed"), ("transposed", "strided"),
+                       ("strided", "contiguous")):
+            check(OCL.kernels["matmul"](up(a, la), up(b, lb)), want, d, tol=tol,
+                  what=f"{sa} @ {sb} ({la}, {lb})")
+    if d.is_floating_point:
+        x, w, bias = sample(rng, (33, 70), d), sample(rng, (45, 70), d), sample(rng, (45,), d)
+        want = x.astype(np.float64) @ w.T.astype(np.float64) + bias
+        check(OCL.kernels["linear"](up(x), up(w, "transposed"), up(bias)),
+              want.astype(x.dtype), d, tol=tol)
+
+
 def test_einsum() -> None:
     rng = np.random.default_rng(11)
     cases = [("ij,jk->ik", [(3, 4), (4, 5)]), ("ii->i", [(4, 4)]), ("ii", [(3, 3)]),

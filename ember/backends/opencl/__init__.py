@@ -19,8 +19,9 @@ elementwise ops is one kernel switching on the op), kernels.py (the dispatch tab
 
 Switches: ``EMBER_OPENCL_CACHE=0|1`` and ``EMBER_OPENCL_CACHE_DIR`` (the binary cache, see
 cache.py); ``EMBER_OPENCL_TUNING=gpu|cpu`` (launch shapes: by default GPU shapes on GPUs,
-CPU shapes on CPU devices such as PoCL); ``EMBER_OPENCL_MATMUL=tiled|rows`` (matmul with
-local-memory tiles, the GPU default, or by rows, the CPU default).
+CPU shapes on CPU devices such as PoCL); ``EMBER_OPENCL_MATMUL=tiled|packed|rows`` (matmul
+with local-memory tiles, the GPU default; with packed panels and register tiles, the CPU
+default, which takes the rows kernel for small products; or by rows).
 """
 
 from __future__ import annotations

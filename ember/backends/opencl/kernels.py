@@ -506,6 +506,11 @@ def reduce_op(op: str, x: CLBuffer, dims: Any, keepdim: bool,
     out = empty(dev, shape, out_dtype, op)
     if M == 0:
         return out
+    if G == 1 and dev.cpu_like and M >= 64:
+        k = dtype_kernel(dev, ctype(dev, x.dtype, op), maxd, "reduce_rows")
+        _launch_reduce(dev, k, out.mem, out.mem, x.mem, x.mem,
+                       (M, K, 1, K, code, out_code, 0, x.offset), tail, M, rows=True)
+        return out
     kernel = _reduce_kernel(dev, ctype(dev, x.dtype, op), maxd)
     if G == 1:
         _launch_reduce(dev, kernel, out.mem, out.mem, x.mem, x.mem,
@@ -561,13 +566,16 @@ def _reduce_tail(ksh, kst, rsh, rst, maxd) -> bytes:
 
 
 def _launch_reduce(dev, kernel, out_mem, out_idx_mem, in_mem, in_idx_mem, head, tail,
-                   groups) -> None:
+                   groups, rows: bool = False) -> None:
     kernel.set_arg(0, out_mem)
     kernel.set_arg(1, out_idx_mem)
     kernel.set_arg(2, in_mem)
     kernel.set_arg(3, in_idx_mem)
     kernel._set_arg_buf(4, _longs(8).pack(*head) + tail)
-    dev.launch(kernel, (groups * dev.red_ls,), (dev.red_ls,))
+    if rows:  # reduce_rows: a work-item per output
+        dev.launch(kernel, (groups,), None)
+    else:
+        dev.launch(kernel, (groups * dev.red_ls,), (dev.red_ls,))
 
 
 def _reduction(op: str):
@@ -982,22 +990,29 @@ def matmul(a: CLBuffer, b: CLBuffer, bias: CLBuffer | None = None) -> CLBuffer:
         if len(_matmul_plans) > 4096:
             _matmul_plans.clear()
         _matmul_plans[key] = plan
-    full_shape, shape, M, N, nb, maxd, (head, mid, rest) = plan
+    full_shape, shape, M, N, nb, maxd, (head, mid, rest), once = plan
     out = empty(dev, full_shape, a.dtype, "matmul")
     if out.size:
-        tiled = dev.matmul == "tiled"
-        kernel = dtype_kernel(dev, ctype(dev, a.dtype, "matmul"), maxd,
-                              "matmul" if tiled else "matmul_rows")
-        kernel.set_arg(0, out.mem)
-        kernel.set_arg(1, a.mem)
-        kernel.set_arg(2, b.mem)
-        kernel.set_arg(3, (bias if bias is not None else out).mem)
-        kernel._set_arg_buf(4, head + _longs(2).pack(a.offset, b.offset) + mid
-                            + _longs(1).pack(bias.offset if bias is not None else 0) + rest)
-        if tiled:
-            dev.launch(kernel, (-(-N // 64) * 16, -(-M // 64) * 16, nb), (16, 16, 1))
+        t = ctype(dev, a.dtype, "matmul")
+        meta = (head + _longs(2).pack(a.offset, b.offset) + mid
+                + _longs(1).pack(bias.offset if bias is not None else 0) + rest)
+        bias_mem = (bias if bias is not None else out).mem
+        mode = dev.matmul
+        if mode == "packed" and M * N * a.shape[-1] * nb <= 32768:
+            mode = "rows"  # small: one launch beats three (packing pays off on big ones)
+        if mode == "packed":
+            _matmul_packed(dev, t, maxd, out, a, b, bias_mem, meta, M, N, nb, once)
         else:
-            dev.launch(kernel, (-(-N // 4), M, nb), None)
+            kernel = dtype_kernel(dev, t, maxd, "matmul" if mode == "tiled" else "matmul_rows")
+            kernel.set_arg(0, out.mem)
+            kernel.set_arg(1, a.mem)
+            kernel.set_arg(2, b.mem)
+            kernel.set_arg(3, bias_mem)
+            kernel._set_arg_buf(4, meta)
+            if mode == "tiled":
+                dev.launch(kernel, (-(-N // 64) * 16, -(-M // 64) * 16, nb), (16, 16, 1))
+            else:
+                dev.launch(kernel, (-(-N // 4), M, nb), None)
     if shape != full_shape:
         out = out.view(shape, contiguous_strides(shape), 0)
     return out
@@ -1023,8 +1038,43 @@ def _matmul_plan(a: CLBuffer, b: CLBuffer, bias: CLBuffer | None) -> tuple:
         *_pad(bsh, maxd, 1), *_pad(ast, maxd), *_pad(bst, maxd))
     shape = batch + (() if a1 else (M,)) + (() if b1 else (N,))
     full_shape = batch + (M, N)
-    # the struct is head, (aoff, boff), mid, biasoff, rest: the offsets vary per call
-    return (full_shape, shape, M, N, math.prod(batch), maxd, (head, mid, rest))
+    # the struct is head, (aoff, boff), mid, biasoff, rest: the offsets vary per call;
+    # `once`: whether A, B are the same matrix for every batch entry (packed once)
+    once = (not any(ast), not any(bst))
+    return (full_shape, shape, M, N, math.prod(batch), maxd, (head, mid, rest), once)
+
+
+def _matmul_packed(dev: rt.Device, t: S.CType, maxd: int, out: CLBuffer, a: CLBuffer,
+                   b: CLBuffer, bias_mem: Any, meta: bytes, M: int, N: int, nb: int,
+                   once: tuple[bool, bool]) -> None:
+    """The CPU matmul (sources.matmul_packed_source): pack A's row panels and B's column
+    panels into scratch buffers, then one register tile of C per work-item."""
+    mr, nr, _ = S.matmul_tile(t)
+    K = a.shape[-1]
+    mt, nt = -(-M // mr), -(-N // nr)
+    nba, nbb = (1 if once[0] else nb), (1 if once[1] else nb)
+    acc = 8 if S.matmul_acc(t) in ("double", "ulong") else 4
+    # scratch from the pool: released when this returns, but the in-order queue runs
+    # anything that reuses the memory after these kernels
+    ap = dev.alloc(nba * mt * mr * K * acc)
+    bp = dev.alloc(nbb * nt * nr * K * acc)
+    q = _longs(4).pack(mt, nt, 0 if once[0] else mt, 0 if once[1] else nt)
+    for name, dst, src, grid in (("mm_pack_a", ap, a.mem, (mt, nba)),
+                                 ("mm_pack_b", bp, b.mem, (nt, nbb))):
+        k = dtype_kernel(dev, t, maxd, name)
+        k.set_arg(0, dst)
+        k.set_arg(1, src)
+        k._set_arg_buf(2, meta)
+        k._set_arg_buf(3, q)
+        dev.launch(k, grid, None)
+    k = dtype_kernel(dev, t, maxd, "mm_micro")
+    k.set_arg(0, out.mem)
+    k.set_arg(1, ap)
+    k.set_arg(2, bp)
+    k.set_arg(3, bias_mem)
+    k._set_arg_buf(4, meta)
+    k._set_arg_buf(5, q)
+    dev.launch(k, (nt, mt, nb), None)
 
 
 def linear(x: CLBuffer, weight: CLBuffer, bias: CLBuffer | None = None) -> CLBuffer:
@@ -1653,11 +1703,15 @@ def im2col(x: CLBuffer, kernel_size: tuple, dilation: tuple, padding: tuple,
         maxd, body = _im_body(n, nsp, C, K, L, x.offset, (x.strides[0], x.strides[1], 0),
                               size, kernel_size, outs, stride, padding, dilation,
                               x.strides[2:])
-        kernel = item_kernel(dev, x.dtype.itemsize, maxd, "im2col")
+        rows = dev.cpu_like and nsp <= 8  # im2col_rows: a work-item per output row
+        kernel = item_kernel(dev, x.dtype.itemsize, maxd, "im2col_rows" if rows else "im2col")
         kernel.set_arg(0, out.mem)
         kernel.set_arg(1, x.mem)
         kernel._set_arg_buf(2, body)
-        dev.launch(kernel, (_groups(n, dev.ls),), (dev.ls,))
+        if rows:
+            dev.launch(kernel, (N * C * K,), None)
+        else:
+            dev.launch(kernel, (_groups(n, dev.ls),), (dev.ls,))
     return out
 
 
@@ -1674,11 +1728,17 @@ def col2im(x: CLBuffer, output_size: tuple, kernel_size: tuple, dilation: tuple,
     if n:
         maxd, body = _im_body(n, nsp, C, K, math.prod(outs), x.offset, x.strides,
                               output_size, kernel_size, outs, stride, padding, dilation, ())
-        kernel = dtype_kernel(dev, ctype(dev, x.dtype, "col2im"), maxd, "col2im")
+        t = ctype(dev, x.dtype, "col2im")
+        # col2im_rows (a work-item per plane) accumulates in the output's storage type
+        rows = dev.cpu_like and nsp <= 8 and t.kind not in "hb"
+        kernel = dtype_kernel(dev, t, maxd, "col2im_rows" if rows else "col2im")
         kernel.set_arg(0, out.mem)
         kernel.set_arg(1, x.mem)
         kernel._set_arg_buf(2, body)
-        dev.launch(kernel, (_groups(n, dev.ls),), (dev.ls,))
+        if rows:
+            dev.launch(kernel, (N * C,), None)
+        else:
+            dev.launch(kernel, (_groups(n, dev.ls),), (dev.ls,))
     return out
 
 

@@ -68,17 +68,17 @@ class Device:
         # Launch shapes. A GPU likes work-groups of 256 work-items, one element each, and
         # matmul tiles in local memory. PoCL runs a work-group as a loop over its
         # work-items and pays per work-item and per barrier: there each work-item takes a
-        # long run of elements (chunk()), work-groups stay small, and matmul reads rows
-        # (sources.matmul_rows_source). EMBER_OPENCL_TUNING=gpu|cpu overrides the choice
-        # (so the GPU shapes can be tested on PoCL); EMBER_OPENCL_MATMUL=tiled|rows too.
+        # long run of elements (chunk()), work-groups stay small, and matmul uses register tiles
+        # (sources.matmul_packed_source). EMBER_OPENCL_TUNING=gpu|cpu overrides the choice
+        # (so the GPU shapes can be tested on PoCL); EMBER_OPENCL_MATMUL=tiled|packed|rows too.
         tuning = os.environ.get("EMBER_OPENCL_TUNING", "").strip().lower()
         cpu_like = self.is_cpu if tuning not in ("gpu", "cpu") else tuning == "cpu"
         self.cpu_like = cpu_like
         self.ls = min(8 if cpu_like else 256, self.max_wg)
         self.red_ls = _pow2_floor(min(16 if cpu_like else 256, self.max_wg))
         choice = os.environ.get("EMBER_OPENCL_MATMUL", "").strip().lower()
-        self.matmul = choice if choice in ("tiled", "rows") else (
-            "rows" if cpu_like else "tiled")
+        self.matmul = choice if choice in ("tiled", "rows", "packed") else (
+            "packed" if cpu_like else "tiled")
         self.ls_tuple = (self.ls,)
         self.enqueue = cl_._cl.enqueue_nd_range_kernel
         self.context: Any = None

@@ -140,6 +140,7 @@ typedef struct {{ long M, K, G, chunk, op, outdt, haveidx, off, ndk, ndr;
 typedef struct {{ long rows, L, inner, nd, off, st_dim; long shape[{m}]; long st[{m}]; }} CP;
 typedef struct {{ long M, N, K, nb, aoff, boff, ars, acs, brs, bcs, hasbias, biasoff, biasst;
   long bshape[{m}]; long bast[{m}]; long bbst[{m}]; }} MP;
+typedef struct {{ long mtiles, ntiles, apb, bpb; }} MQ;
 typedef struct {{ long rows, L, inner, nd, off, st_dim, log; long shape[{m}]; long st[{m}]; }} SP;
 typedef struct {{ long n, nd, off, chunk; long shape[{m}]; long st[{m}]; }} NZ;
 typedef struct {{ ulong key, ctr; long n, mode, dt, lo; ulong range; }} RG;
@@ -706,6 +707,37 @@ void reduce(__global uchar* out, __global long* out_idx, __global const {t.store
     else store_any_{a}(out, m, p.outdt, lv[0]);
   }}
 }}
+/* the same reduction without local memory or barriers, one output per work-item (the
+   elements in ascending order), for CPU devices when there are many outputs: PoCL runs
+   the barrier-free loop far faster than a work-group tree per output */
+__kernel void reduce_rows(__global uchar* out, __global long* out_idx,
+                          __global const {t.store}* in, __global const long* in_idx,
+                          const RP p) {{
+  const long m = get_global_id(0);
+  if (m >= p.M) return;
+  long base = p.off;
+  {{ long r = m; for (int d = (int)p.ndk - 1; d >= 0; d--) {{
+      long sz = p.kshape[d]; base += (r % sz) * p.kst[d]; r /= sz; }} }}
+  {a} v = red_init(p.op);
+  long vi = LONG_MAX;
+#define RED_LOOP(BODY) \
+  for (long k = 0; k < p.K; k++) {{ \
+    long o = base; \
+    if (p.ndr == 1) o += k * p.rst[0]; \
+    else {{ long r = k; for (int d = (int)p.ndr - 1; d >= 0; d--) {{ \
+        long sz = p.rshape[d]; o += (r % sz) * p.rst[d]; r /= sz; }} }} \
+    const {a} w = ({a})({load(t, "in", "o")}); \
+    BODY \
+  }}
+  switch (p.op) {{
+    case 0: RED_LOOP(v += w;) break;
+    case 1: RED_LOOP(v *= w;) break;
+    default: RED_LOOP(comb(p.op, &v, &vi, w, p.haveidx ? in_idx[o] : k);) break;
+  }}
+#undef RED_LOOP
+  if (p.op >= 6) ((__global long*)out)[m] = vi;
+  else store_any_{a}(out, m, p.outdt, v);
+}}
 """
 
 
@@ -852,6 +884,113 @@ __kernel void matmul_rows(__global {t.store}* C, __global const {t.store}* A,
     if (p.hasbias) v += ({a})({ld_bias});
     {store(t, "C", "cbase + j", "v")}
   }}
+}}
+"""
+
+
+# the register tile of the packed matmul per accumulator type: MR rows x NR columns, the
+# columns as NR / VW vectors of VW lanes (VW * size = 32 bytes, one AVX2 register). 6x16
+# floats are 12 accumulator registers + 2 of B + 1 broadcast of A: 15 of AVX2's 16.
+PACKED_TILE = {"float": (6, 16, 8), "double": (6, 8, 4), "uint": (6, 16, 8),
+               "ulong": (6, 8, 4)}
+
+
+def matmul_tile(t: CType) -> tuple[int, int, int]:
+    """(MR, NR, VW) of dtype t's packed matmul."""
+    return PACKED_TILE[matmul_acc(t)]
+
+
+def matmul_packed_source(t: CType) -> str:
+    """C = A @ B (+ bias) for CPU devices, in two steps. `mm_pack_a` / `mm_pack_b` copy A's
+    panels of MR rows and B's panels of NR columns (read through any strides, converted
+    to the accumulator type, zero padded at the edges) into tile order: panel-major, then
+    k, then the MR (NR) values of that k contiguous. `mm_micro` then gives each
+    work-item one MR x NR tile of C held in MR * NR / VW vector registers, and its K loop
+    reads both panels contiguously: a broadcast of A and NR / VW vector loads of B per
+    row of FMAs (the shape of BLIS's AVX2 micro-kernel), so LLVM emits packed FMAs.
+
+    MQ: the tile counts, and the panels' batch strides in panels (0 where an operand is
+    broadcast over the whole batch and packed once). Written with plain operators and
+    casts, not fma()/vload: PoCL compiles those builtins as out-of-line calls, which
+    spill every accumulator on each use."""
+    a = matmul_acc(t)
+    mr, nr, vw = matmul_tile(t)
+    v = f"{a}{vw}"
+    nv = nr // vw
+    lda = load(t, "A", "ao + (m0 + r) * p.ars + k * p.acs")
+    ldb = load(t, "B", "bo + k * p.brs + (n0 + j) * p.bcs")
+    batch_off = """long ao = p.aoff, bo = p.boff;
+  { long r = batch; for (int d = (int)p.nb - 1; d >= 0; d--) {
+      long sz = p.bshape[d]; long c = r % sz; r /= sz;
+      ao += c * p.bast[d]; bo += c * p.bbst[d]; } }"""
+
+    def pack(name: str, side: str, w: int, tiles: str, bound: str, ld: str, x: str) -> str:
+        # x: the loop variable across the panel (r: A's rows, j: B's columns)
+        first = "m0" if side == "A" else "n0"
+        return f"""
+__kernel void {name}(__global {a}* dst, __global const {t.store}* {side}, const MP p,
+                     const MQ q) {{
+  const long tile = get_global_id(0), batch = get_global_id(1);
+  if (tile >= q.{tiles}) return;
+  {batch_off}
+  const long {first} = tile * {w};
+  __global {a}* out = dst + (batch * q.{tiles} + tile) * p.K * {w};
+  if ({first} + {w} <= p.{bound}) {{
+    for (long k = 0; k < p.K; k++)
+      for (int {x} = 0; {x} < {w}; {x}++) out[k * {w} + {x}] = ({a})({ld});
+  }} else {{
+    for (long k = 0; k < p.K; k++)
+      for (int {x} = 0; {x} < {w}; {x}++)
+        out[k * {w} + {x}] = ({first} + {x} < p.{bound}) ? ({a})({ld}) : ({a})0;
+  }}
+}}"""
+
+    pa = pack("mm_pack_a", "A", mr, "mtiles", "M", lda, "r")
+    pb = pack("mm_pack_b", "B", nr, "ntiles", "N", ldb, "j")
+    mac = "{c} += av * b{q};"
+    decl = " ".join(f"{v} c{r}_{q} = ({v})(0);" for r in range(mr) for q in range(nv))
+
+    def step(u: int) -> str:
+        loads = " ".join(f"const {v} b{q} = ((__global const {v}*)bp)[{u * nv + q}];"
+                         for q in range(nv))
+        rows = " ".join(f"{{ const {v} av = ({v})(ap[{u * mr + r}]); "
+                        + " ".join(mac.format(c=f"c{r}_{q}", q=q) for q in range(nv)) + " }"
+                        for r in range(mr))
+        return f"{{ {loads}\n        {rows} }}"
+
+    ldbias = load(t, "bias", "p.biasoff + (n0 + j) * p.biasst")
+    stores = []
+    for r in range(mr):
+        for q in range(nv):
+            stores.append(
+                f"if (m0 + {r} < p.M) {{ const {v} x = c{r}_{q}; "
+                f"for (int e = 0; e < {vw}; e++) {{ const long j = {q * vw} + e; "
+                f"if (n0 + j < p.N) {{ {a} y = x[e]; if (p.hasbias) y += ({a})({ldbias}); "
+                f"{store(t, 'C', f'cb + {r} * p.N + n0 + j', 'y')} }} }} }}")
+    stores_s = "\n  ".join(stores)
+    return f"""{pa}{pb}
+__kernel void mm_micro(__global {t.store}* C, __global const {a}* Ap,
+                       __global const {a}* Bp, __global const {t.store}* bias, const MP p,
+                       const MQ q) {{
+  /* contract a * b + c into one fma here only (the header turns contraction off for
+     elementwise kernels, whose results must round as NumPy's do) */
+  #pragma OPENCL FP_CONTRACT ON
+  const long nt = get_global_id(0), mt = get_global_id(1), batch = get_global_id(2);
+  if (nt >= q.ntiles || mt >= q.mtiles) return;
+  const long m0 = mt * {mr}, n0 = nt * {nr};
+  __global const {a}* ap = Ap + (batch * q.apb + mt) * p.K * {mr};
+  __global const {a}* bp = Bp + (batch * q.bpb + nt) * p.K * {nr};
+  {decl}
+  long k = 0;
+  for (; k + 2 <= p.K; k += 2, ap += {2 * mr}, bp += {2 * nr}) {{
+      {step(0)}
+      {step(1)}
+  }}
+  if (k < p.K) {{
+      {step(0)}
+  }}
+  const long cb = batch * p.M * p.N + m0 * p.N;
+  {stores_s}
 }}
 """
 
@@ -1210,7 +1349,8 @@ def dtype_program(t: CType, fp64: bool, atomics64: bool, maxd: int, ls: int) -> 
               compare_source(t, maxd), where_source(t, maxd), cast_source(t, fp64, maxd),
               ternary_source(t, maxd),
               reduce_source(t, ls), cumsum_source(t, ls), matmul_source(t),
-              matmul_rows_source(t), col2im_source(t)]
+              matmul_rows_source(t), matmul_packed_source(t), col2im_source(t),
+              col2im_rows_source(t)]
     if t.kind in "fh":
         parts += [softmax_source(t, ls), cross_entropy_source(t, ls), lstm_source(t)]
     if t.size < 8 or atomics64:
@@ -1239,6 +1379,29 @@ __kernel void im2col(__global {u}* out, __global const {u}* x, const IM p) {{
     o += pos * p.xst[d];
   }}
   out[i] = inside ? x[o] : ({u})0;
+}}
+/* the same for CPU devices: a work-item per output row (nb, c, kk), walking the L output
+   positions with an odometer instead of divisions (up to 8 spatial dims) */
+__kernel void im2col_rows(__global {u}* out, __global const {u}* x, const IM p) {{
+  const long row = get_global_id(0);
+  if (row >= p.n / p.L) return;
+  long kk = row % p.K, r = row / p.K;
+  const long c = r % p.C, nb = r / p.C;
+  const long o0 = p.xoff + nb * p.xs0 + c * p.xs1;
+  long kb[8], od[8];
+  for (int d = (int)p.nsp - 1; d >= 0; d--) {{
+    kb[d] = (kk % p.ks[d]) * p.dil[d] - p.pad[d]; kk /= p.ks[d]; od[d] = 0; }}
+  __global {u}* dst = out + row * p.L;
+  for (long l = 0; l < p.L; l++) {{
+    long o = o0; int inside = 1;
+    for (int d = 0; d < (int)p.nsp; d++) {{
+      const long pos = od[d] * p.stride[d] + kb[d];
+      inside &= (pos >= 0) & (pos < p.size[d]);
+      o += pos * p.xst[d];
+    }}
+    dst[l] = inside ? x[o] : ({u})0;
+    for (int d = (int)p.nsp - 1; d >= 0; d--) {{ if (++od[d] < p.outs[d]) break; od[d] = 0; }}
+  }}
 }}
 """
 
@@ -1271,6 +1434,43 @@ __kernel void col2im(__global {t.store}* out, __global const {t.store}* x, const
     if (ok) acc += ({a})({load(t, "x", xi)});
   }}
   {store(t, "out", "i", "acc")}
+}}
+"""
+
+
+def col2im_rows_source(t: CType) -> str:
+    """col2im for CPU devices and dtypes computed in their storage type: a work-item per
+    (nb, c) plane adds the columns into it, kernel offsets in ascending order (each
+    element sums its terms in the same order as col2im's gather: the same results)."""
+    if t.kind in "hb":  # 16-bit floats accumulate in float, bool in int: col2im only
+        return ""
+    xi = "p.xoff + nb * p.xs0 + (c * p.K + kk) * p.xs1 + l * p.xs2"
+    return f"""
+__kernel void col2im_rows(__global {t.store}* out, __global const {t.store}* x,
+                          const IM p) {{
+  const long nc = get_global_id(0);
+  long sp = 1;
+  for (int d = 0; d < (int)p.nsp; d++) sp *= p.size[d];
+  if (nc >= p.n / sp) return;
+  const long c = nc % p.C, nb = nc / p.C;
+  __global {t.store}* dst = out + nc * sp;
+  for (long s = 0; s < sp; s++) dst[s] = 0;
+  for (long kk = 0; kk < p.K; kk++) {{
+    long kb[8], od[8];
+    {{ long rk = kk; for (int d = (int)p.nsp - 1; d >= 0; d--) {{
+        kb[d] = (rk % p.ks[d]) * p.dil[d] - p.pad[d]; rk /= p.ks[d]; od[d] = 0; }} }}
+    for (long l = 0; l < p.L; l++) {{
+      long s = 0; int inside = 1;
+      for (int d = 0; d < (int)p.nsp; d++) {{
+        const long pos = od[d] * p.stride[d] + kb[d];
+        inside &= (pos >= 0) & (pos < p.size[d]);
+        s = s * p.size[d] + pos;
+      }}
+      if (inside) dst[s] += x[{xi}];
+      for (int d = (int)p.nsp - 1; d >= 0; d--) {{
+        if (++od[d] < p.outs[d]) break; od[d] = 0; }}
+    }}
+  }}
 }}
 """
 
