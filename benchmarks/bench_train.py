@@ -18,14 +18,20 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 
 import ember  # noqa: E402
-from common import best_time, print_table  # noqa: E402
+from common import best_time, in_child, print_table  # noqa: E402
 
-try:
-    import torch  # noqa: E402
+torch = None  # imported only where PyTorch is timed (see common.in_child)
 
-    torch.set_num_threads(os.cpu_count() or 1)
-except ImportError:
-    torch = None
+
+def _import_torch():
+    global torch
+    try:
+        import torch as module
+    except ImportError:
+        return None
+    module.set_num_threads(os.cpu_count() or 1)
+    torch = module
+    return module
 
 
 def _copy_weights(ember_model, torch_model) -> None:
@@ -64,7 +70,7 @@ def _models(name: str):
 
     ours, shape = build(enn)
     theirs = None
-    if torch is not None:
+    if torch is not None:  # the same starting weights, when both frameworks are loaded
         theirs, _ = build(torch.nn)
         _copy_weights(ours, theirs)
     return ours, theirs, shape
@@ -111,21 +117,40 @@ WORKLOADS = {
 }
 
 
+def _child(framework: str, names: list[str], device: str) -> None:
+    """Time one framework's steps and print {name: seconds} as JSON (see common.in_child)."""
+    import json
+
+    times = {}
+    for name in names:
+        _, number, _ = WORKLOADS[name]
+        ember_step, torch_step, sync = _step_fns(name, device)
+        if framework == "ember":
+            times[name] = best_time(ember_step, number, repeat=5, sync=sync)
+        elif torch_step is not None:
+            times[name] = best_time(torch_step, number, repeat=5)
+    print(json.dumps(times))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--only", default=",".join(WORKLOADS))
+    parser.add_argument("--child", choices=["ember", "torch"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    names = args.only.split(",")
+    if args.child:
+        if args.child == "torch":
+            _import_torch()
+        _child(args.child, names, args.device)
+        return
+    _import_torch()
     print(f"ember {ember.__version__} on {args.device}; torch "
           f"{torch.__version__ if torch else 'not installed'} on the CPU; "
-          f"{os.cpu_count()} cores")
-    rows = []
-    for name in args.only.split(","):
-        title, number, goal = WORKLOADS[name]
-        ember_step, torch_step, sync = _step_fns(name, args.device)
-        ours = best_time(ember_step, number, repeat=5, sync=sync)
-        theirs = best_time(torch_step, number, repeat=5) if torch_step else None
-        rows.append((title, ours, theirs, goal))
+          f"{os.cpu_count()} cores; each framework timed in its own process")
+    ours = in_child(__file__, "ember", names, ["--device", args.device])
+    theirs = in_child(__file__, "torch", names) if torch is not None else {}
+    rows = [(WORKLOADS[n][0], ours[n], theirs.get(n), WORKLOADS[n][2]) for n in names]
     print_table("Training step: forward + backward + SGD(momentum) step", rows)
 
 

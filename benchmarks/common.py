@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -35,3 +39,18 @@ def print_table(title: str, rows: list[tuple[str, float, float | None, str]]) ->
         ratio = f"{ours / theirs:11.2f}x" if theirs else "          -"
         print(f"{name:44s} {fmt_time(ours)} {fmt_time(theirs) if theirs else '          -'} "
               f"{ratio}  {goal}")
+
+
+def in_child(script: str, framework: str, names: list[str], extra: list[str] = ()) -> dict:
+    """Time `names` with one framework in a child process: {name: seconds}.
+
+    Each framework runs alone, because two thread pools in one process fight: PyTorch's
+    OpenMP threads and NumPy's OpenBLAS threads spin for a while after each parallel call,
+    so whichever framework runs second loses cores to the other's spinning (measured: an
+    ember MLP step 3.2 ms alone, 5.2 ms with PyTorch merely imported).
+    """
+    cmd = [sys.executable, script, "--child", framework, "--only", ",".join(names), *extra]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ))
+    if out.returncode != 0:
+        raise RuntimeError(f"benchmark child ({framework}) failed:\n{out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
