@@ -18,9 +18,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-import ember  # noqa: E402
 from bench_train import WORKLOADS, _step_fns  # noqa: E402
 from common import best_time, fmt_time  # noqa: E402
+
+import ember  # noqa: E402
 
 
 def _row(name: str, ours: float, cpu: float, goal: str) -> None:

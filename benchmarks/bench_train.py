@@ -17,8 +17,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-import ember  # noqa: E402
 from common import best_time, in_child, print_table  # noqa: E402
+
+import ember  # noqa: E402
 
 torch = None  # imported only where PyTorch is timed (see common.in_child)
 
