@@ -18,8 +18,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from bench_train import WORKLOADS, _step_fns  # noqa: E402
-from common import best_time, fmt_time  # noqa: E402
+from bench_train import WORKLOADS  # noqa: E402
+from common import best_time, fmt_time, in_child  # noqa: E402
 
 import ember  # noqa: E402
 
@@ -56,14 +56,14 @@ def main(argv: list[str] | None = None) -> None:
     flops = 2 * n ** 3
     _row(f"matmul {n}x{n} ({flops / times[0] / 1e9:.1f} vs {flops / times[1] / 1e9:.0f} "
          "GFLOP/s)", times[0], times[1], "report")
-    for name in args.only.split(","):
-        title, number, _ = WORKLOADS[name]
-        steps = []
-        for device in ("opencl", "cpu"):
-            ember_step, _, device_sync = _step_fns(name, device)
-            steps.append(best_time(ember_step, max(1, number // 3), repeat=3,
-                                   sync=device_sync))
-        _row(title, steps[0], steps[1], "<= 3x" if name in ("mlp", "cnn") else "report")
+    # training steps: each backend in its own process (thread pools fight in one)
+    names = args.only.split(",")
+    script = os.path.join(os.path.dirname(__file__), "bench_train.py")
+    on_cl = in_child(script, "ember", names, ["--device", "opencl"])
+    on_cpu = in_child(script, "ember", names, ["--device", "cpu"])
+    for name in names:
+        _row(WORKLOADS[name][0], on_cl[name], on_cpu[name],
+             "<= 3x" if name in ("mlp", "cnn") else "report")
 
 
 if __name__ == "__main__":

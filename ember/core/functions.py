@@ -1446,6 +1446,8 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
 def _bw_gather(node, g):
     (index,) = node.saved_tensors
     z = zeros(node.attrs["shape"], dtype=g.dtype, device=g.device)
+    if index.shape[node.attrs["dim"]] == 1:  # one pick per row: no repeats to add up
+        return scatter(z, node.attrs["dim"], index, g)
     return scatter_add(z, node.attrs["dim"], index, g)
 
 
