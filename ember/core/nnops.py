@@ -354,24 +354,8 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
 def _pool_windows(op: str, n: int, input: Tensor, kernel_size: Any, stride: Any, padding: Any,
                   dilation: Any, ceil_mode: bool, fill: float):
     """im2col of the input padded with `fill`: (N, C, K, L) windows and the output size."""
-    kernel = _tuple(kernel_size, n, "kernel_size")
-    stride = kernel if stride is None or stride == [] or stride == () else \
-        _tuple(stride, n, "stride")
-    padding, dilation = _tuple(padding, n, "padding"), _tuple(dilation, n, "dilation")
-    for k, p in zip(kernel, padding):
-        if p > k // 2:
-            raise RuntimeError(f"{op}: pad should be at most half of effective kernel size, "
-                               f"but got pad={p}, kernel_size={k}")
-    spatial = tuple(input.shape[2:])
-    outs = tuple(conv_out_size(op, spatial[i], kernel[i], dilation[i], padding[i], stride[i],
-                               ceil_mode) for i in range(n))
-    if any(o <= 0 for o in outs):
-        raise RuntimeError(f"{op}: output size {outs} is too small for input "
-                           f"{fmt_shape(tuple(input.shape))}")
-    # extra right padding so ceil_mode windows fit
-    extra = tuple(max(0, (o - 1) * s + d * (k - 1) + 1 - (size + 2 * p))
-                  for o, s, d, k, size, p in zip(outs, stride, dilation, kernel, spatial,
-                                                 padding))
+    kernel, stride, padding, dilation, extra, outs = _pool_geometry(
+        op, n, input, kernel_size, stride, padding, dilation, ceil_mode)
     pad = []
     for p, e in reversed(list(zip(padding, extra))):
         pad += [p, p + e]
@@ -411,7 +395,8 @@ def _max_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, dila
 
 def _pool_geometry(op: str, n: int, x: Tensor, kernel_size, stride, padding, dilation,
                    ceil_mode) -> tuple:
-    """Checked (kernel, stride, padding, dilation, extra right padding, output sizes)."""
+    """Checked (kernel, stride, padding, dilation, extra right padding, output sizes); the
+    extra right padding lets ceil_mode windows fit."""
     kernel = _tuple(kernel_size, n, "kernel_size")
     stride = kernel if stride is None or stride == [] or stride == () else \
         _tuple(stride, n, "stride")
