@@ -664,6 +664,136 @@ def test_convolution_helpers() -> None:
               CPU.kernels["constant_pad"](x, pad=pad, value=2), d)
 
 
+CONV_GEOMETRIES = [  # (spatial size, kernel, stride, padding, dilation)
+    ((7, 6), (3, 3), (1, 1), (0, 0), (1, 1)),
+    ((7, 6), (3, 2), (2, 1), (1, 2), (1, 2)),
+    ((5, 8), (1, 1), (2, 3), (0, 0), (1, 1)),
+    ((6, 6), (2, 2), (2, 2), (1, 1), (2, 1)),
+    ((9,), (4,), (2,), (1,), (2,)),
+    ((8,), (3,), (1,), (2,), (1,)),
+]
+
+
+@pytest.mark.parametrize("d", [E.float32, E.float64, E.float16, E.int32], ids=str)
+def test_fused_convolution_matches_the_cpu_kernels(d: ember.dtype) -> None:
+    """`conv` (im2col into (C*K, N*L) columns + one batched GEMM, bias in the epilogue) and
+    `conv_backward` (each gradient one GEMM, gx folded): equal to the CPU kernels, inputs
+    read through non-contiguous views, for 1-D and 2-D geometries with stride, padding
+    and dilation."""
+    rng = np.random.default_rng(21)
+    tol = 2e-2 if d is E.float16 else 1e-4 if d is E.float32 else None
+    for size, ks, st, pad, dil in CONV_GEOMETRIES:
+        x = sample(rng, (3, 4) + size, d, -2, 2)
+        w = sample(rng, (5, 4) + ks, d, -2, 2)
+        for b in (sample(rng, (5,), d), None):
+            ref, ref_cols = CPU.kernels["conv"](x, w, b, st, pad, dil)
+            out, cols = OCL.kernels["conv"](up(x, "transposed"), up(w, "strided"),
+                                            None if b is None else up(b, "strided"),
+                                            st, pad, dil)
+            what = f"conv {size} {ks} {st} {pad} {dil}"
+            check(out, ref, d, tol=tol, what=what)
+            check(cols, ref_cols, d, what=what + " columns")
+        g = sample(rng, ref.shape, d, -2, 2)
+        for needs in ((True, True, True), (False, True, False), (True, False, True)):
+            got = OCL.kernels["conv_backward"](up(g, "transposed"), x.shape, up(w), cols, st,
+                                               pad, dil, needs)
+            want = CPU.kernels["conv_backward"](g, x.shape, w, ref_cols, st, pad, dil, needs)
+            for name, a, e in zip(("gx", "gw", "gb"), got, want):
+                assert (a is None) == (e is None), name
+                if a is not None:
+                    check(a, e, d, tol=None if tol is None else 10 * tol,
+                          what=f"{what} {name}")
+    # big enough for the packed GEMM's register tiles (the bias added by rows at the edges)
+    x, w, b = sample(rng, (3, 8, 11, 12), d, -1, 1), sample(rng, (13, 8, 3, 3), d, -1, 1), \
+        sample(rng, (13,), d)
+    ref, ref_cols = CPU.kernels["conv"](x, w, b, (1, 1), (1, 1), (1, 1))
+    out, cols = OCL.kernels["conv"](up(x), up(w), up(b), (1, 1), (1, 1), (1, 1))
+    check(out, ref, d, tol=None if tol is None else 5 * tol, what="conv packed")
+    g = sample(rng, ref.shape, d, -1, 1)
+    got = OCL.kernels["conv_backward"](up(g), x.shape, up(w), cols, (1, 1), (1, 1), (1, 1))
+    want = CPU.kernels["conv_backward"](g, x.shape, w, ref_cols, (1, 1), (1, 1), (1, 1))
+    for name, a, e in zip(("gx", "gw", "gb"), got, want):
+        check(a, e, d, tol=None if tol is None else 20 * tol, what=f"conv packed {name}")
+
+
+POOL_GEOMETRIES = [  # (spatial size, kernel, stride, padding, dilation, extra)
+    ((6, 7), (2, 2), (2, 2), (0, 0), (1, 1), (0, 0)),  # tiles (the last column left out)
+    ((7, 7), (3, 3), (2, 2), (1, 1), (1, 1), (0, 0)),  # overlapping: the gather backward
+    ((7, 6), (3, 2), (2, 1), (1, 1), (2, 1), (1, 0)),  # dilation, ceil_mode's extra
+    ((5, 5), (2, 2), (2, 2), (1, 1), (1, 1), (1, 1)),  # padding, ceil_mode
+    ((9,), (3,), (2,), (1,), (1,), (0,)),
+    ((8,), (2,), (3,), (0,), (3,), (1,)),
+]
+
+
+@pytest.mark.parametrize("d", [E.float32, E.float16, E.float64], ids=str)
+def test_fused_max_pool_matches_the_cpu_kernels(d: ember.dtype) -> None:
+    """`max_pool` (values and window-local argmax: the first maximum, NaN wins, padding
+    skipped) and `max_pool_backward` from those indices, or from the input when core
+    saved no indices: equal to the CPU kernels on strided inputs with ties and NaNs."""
+    rng = np.random.default_rng(22)
+    for size, ks, st, pad, dil, extra in POOL_GEOMETRIES:
+        # few distinct values: ties inside windows pick the first maximum
+        x = sample(rng, (2, 3) + size, d, -3, 3).round()
+        if d.is_floating_point:
+            x.reshape(-1)[::7] = np.nan
+            if not any(pad):  # -inf in padded windows: see the test below
+                x.reshape(-1)[3::11] = -np.inf
+        x = x.astype(npd(d))
+        attrs = dict(kernel_size=ks, stride=st, padding=pad, dilation=dil, extra=extra)
+        what = f"max_pool {size} {ks} {st} {pad} {dil} {extra}"
+        values, idx = OCL.kernels["max_pool"](up(x, "strided"), need_indices=False, **attrs)
+        ref_v, ref_i = CPU.kernels["max_pool"](x, need_indices=True, **attrs)
+        check(values, ref_v, d, what=what)
+        check(idx, ref_i, E.int64, what=what + " indices")
+        g = sample(rng, ref_v.shape, d, -2, 2)
+        want = CPU.kernels["max_pool_backward"](g, None, None, ref_i, x.shape, **attrs)
+        check(OCL.kernels["max_pool_backward"](up(g, "transposed"), None, None, idx, x.shape,
+                                               **attrs), want, d, what=what + " backward")
+        check(OCL.kernels["max_pool_backward"](up(g), up(x), values, None, x.shape, **attrs),
+              want, d, what=what + " backward from the input")
+
+
+def test_max_pool_skips_the_padding_as_pytorch_does() -> None:
+    """A padded window whose real elements are all -inf picks its first real element (as
+    PyTorch does; the padding is never chosen), so that element gets the gradient."""
+    x = np.array([[[[-np.inf, 1.0], [2.0, 3.0]]]], np.float32)
+    attrs = dict(kernel_size=(2, 2), stride=(2, 2), padding=(1, 1), dilation=(1, 1),
+                 extra=(0, 0))
+    values, idx = OCL.kernels["max_pool"](up(x), need_indices=True, **attrs)
+    np.testing.assert_array_equal(down(values), x)
+    np.testing.assert_array_equal(down(idx), [[[[3, 2], [1, 0]]]])
+    g = OCL.kernels["max_pool_backward"](up(np.ones_like(x)), None, None, idx, x.shape,
+                                         **attrs)
+    np.testing.assert_array_equal(down(g), np.ones_like(x))
+
+
+def test_cnn_training_steps_match_the_cpu() -> None:
+    """A small CNN (conv, relu, max_pool, linear) trained a few steps on each backend
+    through the fused kernels ends with equal weights."""
+    def train(device: str):
+        ember.manual_seed(0)
+        nn = ember.nn
+        model = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                              nn.Conv2d(4, 6, 3, stride=2), nn.ReLU(), nn.Flatten(),
+                              nn.Linear(6, 3)).to(device)
+        opt = ember.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        rng = np.random.default_rng(3)
+        x = ember.tensor(rng.standard_normal((5, 2, 8, 8)).astype(np.float32), device=device)
+        y = ember.tensor(rng.integers(0, 3, 5), device=device)
+        for _ in range(3):
+            opt.zero_grad()
+            loss = ember.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+        return loss.item(), [p.detach().cpu().numpy() for p in model.parameters()]
+
+    (l1, p1), (l2, p2) = train("cpu"), train("opencl")
+    assert abs(l1 - l2) < 1e-5
+    for a, b in zip(p1, p2):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+
+
 # -- creation and random numbers ----------------------------------------------------------------
 
 def test_full_and_arange() -> None:

@@ -978,15 +978,18 @@ def nonzero(x: CLBuffer) -> CLBuffer:
 _matmul_plans: dict[Any, Any] = {}
 
 
-def matmul(a: CLBuffer, b: CLBuffer, bias: CLBuffer | None = None) -> CLBuffer:
-    """NumPy's matmul (1-D operands, broadcast batch dims), with an optional bias added to
-    each output row (linear's epilogue). Inputs are read through their strides."""
+def matmul(a: CLBuffer, b: CLBuffer, bias: CLBuffer | None = None,
+           bias_rows: bool = False) -> CLBuffer:
+    """NumPy's matmul (1-D operands, broadcast batch dims), with an optional bias added in
+    the epilogue: bias[j] to column j (linear's), or with `bias_rows` bias[i] to row i
+    (a convolution's, whose rows are output channels). Inputs are read through their
+    strides."""
     dev = a.dev
     key = (a.shape, a.strides, b.shape, b.strides, a.dtype, dev.index,
-           None if bias is None else bias.strides)
+           None if bias is None else bias.strides, bias_rows)
     plan = _matmul_plans.get(key)
     if plan is None:
-        plan = _matmul_plan(a, b, bias)
+        plan = _matmul_plan(a, b, bias, bias_rows)
         if len(_matmul_plans) > 4096:
             _matmul_plans.clear()
         _matmul_plans[key] = plan
@@ -1018,7 +1021,7 @@ def matmul(a: CLBuffer, b: CLBuffer, bias: CLBuffer | None = None) -> CLBuffer:
     return out
 
 
-def _matmul_plan(a: CLBuffer, b: CLBuffer, bias: CLBuffer | None) -> tuple:
+def _matmul_plan(a: CLBuffer, b: CLBuffer, bias: CLBuffer | None, bias_rows: bool) -> tuple:
     a1, b1 = a.ndim == 1, b.ndim == 1
     A = a.view((1,) + a.shape, (0,) + a.strides, 0) if a1 else a.view(a.shape, a.strides, 0)
     B = b.view(b.shape + (1,), b.strides + (0,), 0) if b1 else b.view(b.shape, b.strides, 0)
@@ -1032,7 +1035,7 @@ def _matmul_plan(a: CLBuffer, b: CLBuffer, bias: CLBuffer | None) -> tuple:
     # MP: M, N, K, nb, aoff, boff, ars, acs, brs, bcs, hasbias, biasoff, biasst, arrays
     head = _longs(4).pack(M, N, K, len(bsh))
     mid = _longs(5).pack(A.strides[-2], A.strides[-1], B.strides[-2], B.strides[-1],
-                         1 if bias is not None else 0)
+                         0 if bias is None else 2 if bias_rows else 1)
     rest = _longs(1 + 3 * maxd).pack(
         bias.strides[-1] if bias is not None and bias.ndim else 0,
         *_pad(bsh, maxd, 1), *_pad(ast, maxd), *_pad(bst, maxd))
@@ -1753,3 +1756,200 @@ def constant_pad(x: CLBuffer, pad: tuple, value: Any = 0) -> CLBuffer:
 
 
 TABLE.update({"im2col": im2col, "col2im": col2im, "constant_pad": constant_pad})
+
+
+# -- fused convolution and max pooling (core uses them when present) ---------------------------
+
+def _conv_columns(x: CLBuffer, kernel_size: tuple, dilation: tuple, padding: tuple,
+                  stride: tuple) -> tuple[CLBuffer, list]:
+    """im2col of x in the layout (C * K, N * L), so that one GEMM computes the whole
+    batch; x is read through its strides (no contiguous copy)."""
+    dev = x.dev
+    nsp = len(kernel_size)
+    N, C = x.shape[0], x.shape[1]
+    outs = _conv_outs(x.shape[2:], kernel_size, dilation, padding, stride)
+    K, L = math.prod(kernel_size), math.prod(outs)
+    cols = empty(dev, (C * K, N * L), x.dtype, "conv")
+    n = cols.size
+    if n:
+        # a work-item per (row, sample) block of L columns on a CPU (im2col_cn_rows), per
+        # element on a GPU
+        rows = dev.cpu_like and nsp <= 8
+        maxd, body = _im_body(n, nsp, C, K, L, x.offset, (x.strides[0], x.strides[1], 1),
+                              x.shape[2:], kernel_size, outs, stride, padding, dilation,
+                              x.strides[2:])
+        kernel = item_kernel(dev, x.dtype.itemsize, maxd,
+                             "im2col_cn_rows" if rows else "im2col_cn")
+        kernel.set_arg(0, cols.mem)
+        kernel.set_arg(1, x.mem)
+        kernel._set_arg_buf(2, body)
+        if rows:
+            dev.launch(kernel, (n // L,), None)
+        else:
+            dev.launch(kernel, (_groups(n, dev.ls),), (dev.ls,))
+    return cols, outs
+
+
+def _batched_cols(cols: CLBuffer, N: int) -> CLBuffer:
+    """The (C * K, N * L) columns as an (N, C * K, L) view (sample n's block of columns)."""
+    CK, NL = cols.shape
+    L = NL // N if N else 0
+    return cols.view((N, CK, L), (L, NL, 1), cols.offset)
+
+
+def conv(x: CLBuffer, w: CLBuffer, b: CLBuffer | None, stride: tuple, padding: tuple,
+         dilation: tuple) -> tuple[CLBuffer, CLBuffer]:
+    """N-d convolution (groups=1): im2col into (C * K, N * L) columns, then one batched
+    GEMM W (O, C * K) @ columns of each sample -> (N, O, L), written in the output's
+    layout (W packed once for the whole batch), the bias added in its epilogue. Returns
+    (output, columns): core keeps the columns for `conv_backward`."""
+    N, O = x.shape[0], w.shape[0]
+    cols, outs = _conv_columns(x, tuple(w.shape[2:]), dilation, padding, stride)
+    CK = cols.shape[0]
+    out = matmul(_as(w, (O, CK)), _batched_cols(cols, N), b, bias_rows=True)  # (N, O, L)
+    shape = (N, O) + tuple(outs)
+    return out.view(shape, contiguous_strides(shape), out.offset), cols
+
+
+def _as(x: CLBuffer, shape: tuple) -> CLBuffer:
+    """x reshaped to `shape`: a view where the strides allow, else a contiguous copy."""
+    try:
+        return reshape(x, shape, copy=False)
+    except ViewNotPossible:
+        return reshape(x, shape, copy=True)
+
+
+def conv_backward(g: CLBuffer, x_shape: tuple, w: CLBuffer, cols: CLBuffer, stride: tuple,
+                  padding: tuple, dilation: tuple, needs: tuple = (True, True, True)) -> tuple:
+    """Gradients of `conv` (None where not needed), each from one GEMM: with g as
+    g_mat (O, N * L), gw = g_mat @ columns^T, gb = g_mat's row sums and gx = the fold
+    (col2im, overlaps summed, padding cropped) of W^T @ g_mat."""
+    N, O = g.shape[0], g.shape[1]
+    CK = cols.shape[0]
+    L = math.prod(g.shape[2:])
+    g3 = _as(g, (N, O, L))
+    gx = gw = gb = None
+    g_mat = None
+    if needs[1] or needs[2]:
+        # (O, N * L): the GEMM's A operand needs one stride per dim; a 1-wide im2col of
+        # g is that copy, a row at a time
+        g_mat, _ = _conv_columns(g3, (1,), (1,), (0,), (1,))
+    if needs[1]:
+        cols_t = cols.view((cols.shape[1], CK), (1, cols.shape[1]), cols.offset)
+        gw = matmul(g_mat, cols_t)
+        gw = gw.view(w.shape, contiguous_strides(w.shape), gw.offset)
+    if needs[2]:
+        gb = reduce_op("sum", g_mat, (1,), False)
+    if needs[0]:
+        w2 = _as(w, (O, CK))
+        wt = w2.view((CK, O), (w2.strides[1], w2.strides[0]), w2.offset)
+        gcols = matmul(wt, g3)  # (N, CK, L)
+        gx = col2im(gcols, tuple(x_shape[2:]), tuple(w.shape[2:]), dilation, padding, stride)
+    return gx, gw, gb
+
+
+def _dense(x: CLBuffer) -> CLBuffer:
+    """x when contiguous from the start of its memory (kernels index it from 0), else a
+    copy that is."""
+    return x if x.offset == 0 and is_contiguous(x.shape, x.strides) else clone(x)
+
+
+def _pool_body(n: int, x: CLBuffer | None, C: int, size: tuple, kernel_size: tuple,
+               outs: tuple, stride: tuple, padding: tuple, dilation: tuple, cs: int) -> tuple:
+    nsp = len(kernel_size)
+    maxd = _maxd(nsp)
+    if not 1 <= nsp <= 3:
+        raise RuntimeError(f"max_pool: the OpenCL backend pools over 1 to 3 spatial dims, "
+                           f"got {nsp}")
+    xoff, xs0, xs1 = (x.offset, x.strides[0], x.strides[1]) if x is not None else (0, 0, 0)
+    xst = x.strides[2:] if x is not None else ()
+    body = _longs(10 + 7 * maxd).pack(
+        n, nsp, C, math.prod(kernel_size), math.prod(outs), cs, xoff, xs0, xs1,
+        math.prod(size), *_pad(size, maxd, 1), *_pad(kernel_size, maxd, 1),
+        *_pad(outs, maxd, 1), *_pad(stride, maxd, 1), *_pad(padding, maxd),
+        *_pad(dilation, maxd, 1), *_pad(xst, maxd))
+    return maxd, body
+
+
+def _pool_outs(size: tuple, kernel_size: tuple, stride: tuple, padding: tuple,
+               dilation: tuple, extra: tuple) -> tuple:
+    return tuple((s + 2 * p + e - d * (k - 1) - 1) // st + 1 for s, k, st, p, d, e in
+                 zip(size, kernel_size, stride, padding, dilation, extra))
+
+
+def _launch_runs(dev: rt.Device, kernel: Any, n: int, cs: int) -> None:
+    items = -(-n // cs)
+    if dev.cpu_like:
+        dev.launch(kernel, (items,), None)
+    else:
+        dev.launch(kernel, (_groups(items, dev.ls),), (dev.ls,))
+
+
+def max_pool(x: CLBuffer, kernel_size: tuple, stride: tuple, padding: tuple, dilation: tuple,
+             extra: tuple, need_indices: bool = True) -> tuple[CLBuffer, CLBuffer]:
+    """Max pooling over 1 to 8 spatial dims: (values, window-local argmax indices), one
+    launch. The indices are always returned (need_indices is ignored): the backward then
+    reads them instead of searching the windows again."""
+    dev = x.dev
+    t = ctype(dev, x.dtype, "max_pool")
+    N, C = x.shape[0], x.shape[1]
+    outs = _pool_outs(x.shape[2:], kernel_size, stride, padding, dilation, extra)
+    values = empty(dev, (N, C) + outs, x.dtype, "max_pool")
+    idx = empty(dev, (N, C) + outs, INT64, "max_pool")
+    n = values.size
+    if n:
+        cs = dev.chunk(n)
+        maxd, body = _pool_body(n, x, C, x.shape[2:], kernel_size, outs, stride, padding,
+                                dilation, cs)
+        kernel = dtype_kernel(dev, t, maxd, f"max_pool_fw_{len(kernel_size)}")
+        kernel.set_arg(0, values.mem)
+        kernel.set_arg(1, idx.mem)
+        kernel.set_arg(2, x.mem)
+        kernel._set_arg_buf(3, body)
+        _launch_runs(dev, kernel, n, cs)
+    return values, idx
+
+
+def max_pool_backward(g: CLBuffer, x: CLBuffer | None, values: CLBuffer | None,
+                      idx: CLBuffer | None, input_shape: tuple, kernel_size: tuple,
+                      stride: tuple, padding: tuple, dilation: tuple,
+                      extra: tuple) -> CLBuffer:
+    """The input gradient of max pooling: each output's gradient goes to the input element
+    its window chose (`idx`, or found again from x when idx is None). Windows that never
+    overlap scatter into a zeroed gradient (no two outputs share an element); overlapping
+    ones gather, a work-item per input element summing the outputs that chose it."""
+    if idx is None:
+        _, idx = max_pool(x, kernel_size, stride, padding, dilation, extra)
+    dev = g.dev
+    t = ctype(dev, g.dtype, "max_pool_backward")
+    input_shape = tuple(input_shape)
+    C = input_shape[1]
+    size = input_shape[2:]
+    outs = tuple(g.shape[2:])
+    g, idx = _dense(g), _dense(idx)
+    grad = empty(dev, input_shape, g.dtype, "max_pool_backward")
+    if grad.size == 0:
+        return grad
+    disjoint = all(s >= d * (k - 1) + 1 for s, d, k in zip(stride, dilation, kernel_size))
+    if disjoint:
+        _copy_into(grad, 0)
+        n = g.size
+        if n == 0:
+            return grad
+        name = "max_pool_bw_scatter"
+    else:
+        n = grad.size
+        name = "max_pool_bw_gather"
+    cs = dev.chunk(n)
+    maxd, body = _pool_body(n, None, C, size, kernel_size, outs, stride, padding, dilation, cs)
+    kernel = dtype_kernel(dev, t, maxd, f"{name}_{len(kernel_size)}")
+    kernel.set_arg(0, grad.mem)
+    kernel.set_arg(1, g.mem)
+    kernel.set_arg(2, idx.mem)
+    kernel._set_arg_buf(3, body)
+    _launch_runs(dev, kernel, n, cs)
+    return grad
+
+
+TABLE.update({"conv": conv, "conv_backward": conv_backward, "max_pool": max_pool,
+              "max_pool_backward": max_pool_backward})

@@ -147,6 +147,9 @@ typedef struct {{ ulong key, ctr; long n, mode, dt, lo; ulong range; }} RG;
 typedef struct {{ long n, nsp, C, K, L, xoff, xs0, xs1, xs2;
   long size[{m}]; long ks[{m}]; long outs[{m}]; long stride[{m}]; long pad[{m}]; long dil[{m}];
   long xst[{m}]; }} IM;
+typedef struct {{ long n, nsp, C, K, L, cs, xoff, xs0, xs1, sp;
+  long size[{m}]; long ks[{m}]; long outs[{m}]; long stride[{m}]; long pad[{m}]; long dil[{m}];
+  long xst[{m}]; }} PL;
 typedef struct {{ long N, C, xoff, xs0, xs1, toff, tst, ignore, goff, gst, mode; }} CE;
 typedef struct {{ long N, H, hasgcy; long off[5]; long s0[5]; long s1[5]; }} LC;
 typedef struct {{ long n, dt, start, step; }} AL;
@@ -789,7 +792,7 @@ def matmul_source(t: CType) -> str:
     a = matmul_acc(t)
     ld_a = load(t, "A", "ao + gr * p.ars + gk * p.acs")
     ld_b = load(t, "B", "bo + gk2 * p.brs + gc * p.bcs")
-    ld_bias = load(t, "bias", "p.biasoff + col * p.biasst")
+    ld_bias = load(t, "bias", "p.biasoff + (p.hasbias == 2 ? row : col) * p.biasst")
     return f"""
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void matmul(__global {t.store}* C, __global const {t.store}* A,
@@ -848,7 +851,7 @@ def matmul_rows_source(t: CType) -> str:
     a = matmul_acc(t)
     ld_a = load(t, "A", "arow + k * p.acs")
     ld_b = [load(t, "B", f"brow + (j0 + {j}) * p.bcs") for j in range(4)]
-    ld_bias = load(t, "bias", "p.biasoff + j * p.biasst")
+    ld_bias = load(t, "bias", "p.biasoff + (p.hasbias == 2 ? row : j) * p.biasst")
     return f"""
 __kernel void matmul_rows(__global {t.store}* C, __global const {t.store}* A,
                           __global const {t.store}* B, __global const {t.store}* bias,
@@ -958,14 +961,15 @@ __kernel void {name}(__global {a}* dst, __global const {t.store}* {side}, const 
                         for r in range(mr))
         return f"{{ {loads}\n        {rows} }}"
 
-    ldbias = load(t, "bias", "p.biasoff + (n0 + j) * p.biasst")
+    ldbias = load(t, "bias", "p.biasoff + (p.hasbias == 2 ? m0 + R : n0 + j) * p.biasst")
     stores = []
     for r in range(mr):
+        bias_r = ldbias.replace("R", str(r))
         for q in range(nv):
             stores.append(
                 f"if (m0 + {r} < p.M) {{ const {v} x = c{r}_{q}; "
                 f"for (int e = 0; e < {vw}; e++) {{ const long j = {q * vw} + e; "
-                f"if (n0 + j < p.N) {{ {a} y = x[e]; if (p.hasbias) y += ({a})({ldbias}); "
+                f"if (n0 + j < p.N) {{ {a} y = x[e]; if (p.hasbias) y += ({a})({bias_r}); "
                 f"{store(t, 'C', f'cb + {r} * p.N + n0 + j', 'y')} }} }} }}")
     stores_s = "\n  ".join(stores)
     return f"""{pa}{pb}
@@ -1350,7 +1354,7 @@ def dtype_program(t: CType, fp64: bool, atomics64: bool, maxd: int, ls: int) -> 
               ternary_source(t, maxd),
               reduce_source(t, ls), cumsum_source(t, ls), matmul_source(t),
               matmul_rows_source(t), matmul_packed_source(t), col2im_source(t),
-              col2im_rows_source(t)]
+              col2im_rows_source(t), max_pool_source(t)]
     if t.kind in "fh":
         parts += [softmax_source(t, ls), cross_entropy_source(t, ls), lstm_source(t)]
     if t.size < 8 or atomics64:
@@ -1403,6 +1407,77 @@ __kernel void im2col_rows(__global {u}* out, __global const {u}* x, const IM p) 
     for (int d = (int)p.nsp - 1; d >= 0; d--) {{ if (++od[d] < p.outs[d]) break; od[d] = 0; }}
   }}
 }}
+/* im2col in the layout (C * K, N * L) that the convolution's single GEMM takes (row
+   (c, kk), column (nb, l)): a work-item per run of p.xs2 columns of one row (a whole
+   (row, nb) block of L on a CPU, one element on a GPU) */
+__kernel void im2col_cn(__global {u}* out, __global const {u}* x, const IM p) {{
+  const long i0 = (long)get_global_id(0) * p.xs2;
+  if (i0 >= p.n) return;
+  const long i1 = min(p.n, i0 + p.xs2);
+  const long NL = p.n / (p.C * p.K), N = NL / p.L;
+  long ck = i0 / NL, col = i0 % NL;
+  long nb = col / p.L, l = col % p.L;
+  long kb[8], od[8], o0 = 0;
+  for (long i = i0; i < i1; ) {{
+    {{ long kk = ck % p.K, r = l;
+      o0 = p.xoff + nb * p.xs0 + (ck / p.K) * p.xs1;
+      for (int d = (int)p.nsp - 1; d >= 0; d--) {{
+        kb[d] = (kk % p.ks[d]) * p.dil[d] - p.pad[d]; kk /= p.ks[d];
+        od[d] = r % p.outs[d]; r /= p.outs[d]; }} }}
+    /* the rest of this (row, nb) block: an odometer over the output positions */
+    const long stop = min(i1, i + (p.L - l));
+    for (; i < stop; i++) {{
+      long o = o0; int inside = 1;
+      for (int d = 0; d < (int)p.nsp; d++) {{
+        const long pos = od[d] * p.stride[d] + kb[d];
+        inside &= (pos >= 0) & (pos < p.size[d]);
+        o += pos * p.xst[d];
+      }}
+      out[i] = inside ? x[o] : ({u})0;
+      for (int d = (int)p.nsp - 1; d >= 0; d--) {{ if (++od[d] < p.outs[d]) break; od[d] = 0; }}
+    }}
+    l = 0;
+    if (++nb == N) {{ nb = 0; ck++; }}
+  }}
+}}
+/* im2col_cn for CPU devices: a work-item per (row, sample) block of L columns, the last
+   spatial dim an inner loop whose in-bounds range is computed once (no per-element tests) */
+__kernel void im2col_cn_rows(__global {u}* out, __global const {u}* x, const IM p) {{
+  const long blk = get_global_id(0);
+  const long N = p.n / (p.C * p.K * p.L);
+  if (blk >= p.C * p.K * N) return;
+  const long ck = blk / N, nb = blk % N;
+  long kk = ck % p.K;
+  const long o0 = p.xoff + nb * p.xs0 + (ck / p.K) * p.xs1;
+  long kb[8], od[8];
+  for (int d = (int)p.nsp - 1; d >= 0; d--) {{
+    kb[d] = (kk % p.ks[d]) * p.dil[d] - p.pad[d]; kk /= p.ks[d]; od[d] = 0; }}
+  const int last = (int)p.nsp - 1;
+  const long S = p.stride[last], kl = kb[last], W = p.outs[last];
+  const long xl = p.xst[last], step = S * xl;
+  long lo = kl >= 0 ? 0 : (-kl + S - 1) / S;
+  long hi = p.size[last] - kl > 0 ? (p.size[last] - kl + S - 1) / S : 0;
+  hi = min(hi, W); lo = min(lo, hi);
+  __global {u}* dst = out + blk * p.L;
+  for (long rows = p.L / W; rows > 0; rows--, dst += W) {{
+    long o = o0 + kl * xl; int inside = 1;
+    for (int d = 0; d < last; d++) {{
+      const long pos = od[d] * p.stride[d] + kb[d];
+      inside &= (pos >= 0) & (pos < p.size[d]);
+      o += pos * p.xst[d];
+    }}
+    if (inside) {{
+      long w = 0;
+      for (; w < lo; w++) dst[w] = 0;
+      __global const {u}* src = x + o;
+      for (; w < hi; w++) dst[w] = src[w * step];
+      for (; w < W; w++) dst[w] = 0;
+    }} else {{
+      for (long w = 0; w < W; w++) dst[w] = 0;
+    }}
+    for (int d = last - 1; d >= 0; d--) {{ if (++od[d] < p.outs[d]) break; od[d] = 0; }}
+  }}
+}}
 """
 
 
@@ -1441,10 +1516,10 @@ __kernel void col2im(__global {t.store}* out, __global const {t.store}* x, const
 def col2im_rows_source(t: CType) -> str:
     """col2im for CPU devices and dtypes computed in their storage type: a work-item per
     (nb, c) plane adds the columns into it, kernel offsets in ascending order (each
-    element sums its terms in the same order as col2im's gather: the same results)."""
+    element sums its terms in the same order as col2im's gather: the same results); the
+    last spatial dim is an inner loop over its in-bounds range, computed once per row."""
     if t.kind in "hb":  # 16-bit floats accumulate in float, bool in int: col2im only
         return ""
-    xi = "p.xoff + nb * p.xs0 + (c * p.K + kk) * p.xs1 + l * p.xs2"
     return f"""
 __kernel void col2im_rows(__global {t.store}* out, __global const {t.store}* x,
                           const IM p) {{
@@ -1455,24 +1530,163 @@ __kernel void col2im_rows(__global {t.store}* out, __global const {t.store}* x,
   const long c = nc % p.C, nb = nc / p.C;
   __global {t.store}* dst = out + nc * sp;
   for (long s = 0; s < sp; s++) dst[s] = 0;
+  const int last = (int)p.nsp - 1;
+  const long S = p.stride[last], W = p.outs[last];
   for (long kk = 0; kk < p.K; kk++) {{
     long kb[8], od[8];
     {{ long rk = kk; for (int d = (int)p.nsp - 1; d >= 0; d--) {{
         kb[d] = (rk % p.ks[d]) * p.dil[d] - p.pad[d]; rk /= p.ks[d]; od[d] = 0; }} }}
-    for (long l = 0; l < p.L; l++) {{
+    const long kl = kb[last];
+    long lo = kl >= 0 ? 0 : (-kl + S - 1) / S;
+    long hi = p.size[last] - kl > 0 ? (p.size[last] - kl + S - 1) / S : 0;
+    hi = min(hi, W); lo = min(lo, hi);
+    __global const {t.store}* src = x + p.xoff + nb * p.xs0 + (c * p.K + kk) * p.xs1;
+    for (long l = 0; l < p.L; l += W, src += W * p.xs2) {{
       long s = 0; int inside = 1;
-      for (int d = 0; d < (int)p.nsp; d++) {{
+      for (int d = 0; d < last; d++) {{
         const long pos = od[d] * p.stride[d] + kb[d];
         inside &= (pos >= 0) & (pos < p.size[d]);
         s = s * p.size[d] + pos;
       }}
-      if (inside) dst[s] += x[{xi}];
-      for (int d = (int)p.nsp - 1; d >= 0; d--) {{
-        if (++od[d] < p.outs[d]) break; od[d] = 0; }}
+      if (inside) {{
+        __global {t.store}* row = dst + s * p.size[last] + kl;
+        for (long w = lo; w < hi; w++) row[w * S] += src[w * p.xs2];
+      }}
+      for (int d = last - 1; d >= 0; d--) {{ if (++od[d] < p.outs[d]) break; od[d] = 0; }}
     }}
   }}
 }}
 """
+
+
+def _odometer(var: str, bound: str, nsp: int, carry: str) -> str:
+    """C code stepping the unrolled counters var0..var{nsp-1} (row-major, each below
+    bound[d]) to the next position; `carry` runs when the last one wraps around."""
+    code = carry
+    for d in range(nsp):
+        code = f"if (++{var}{d} == p.{bound}[{d}]) {{ {var}{d} = 0; {code} }}"
+    return code
+
+
+def max_pool_source(t: CType) -> str:
+    """Max pooling over 1 to 3 spatial dims (struct PL), the loops over dims unrolled per
+    dim count (kernels named ..._1, _2, _3). `max_pool_fw_`: a work-item per run of p.cs
+    outputs writes each window's maximum and its window-local index (row-major over the
+    kernel offsets; the first maximum, a NaN beating any number and the first NaN kept,
+    as NumPy's argmax; positions in the padding are skipped, as PyTorch does).
+    `max_pool_bw_scatter_` adds each output's gradient to the input element it chose, a
+    work-item per run of outputs, into a zeroed gradient: race-free only where windows
+    never overlap (the host checks). `max_pool_bw_gather_`, for overlapping windows: a
+    work-item per run of input elements sums the outputs that chose it, kernel offsets in
+    ascending order (deterministic, no atomics)."""
+    return "\n".join(_max_pool_kernels(t, nsp) for nsp in (1, 2, 3))
+
+
+def _max_pool_kernels(t: CType, nsp: int) -> str:
+    a = ACC_OF[t.name] if t.kind in "fh" else t.comp
+    floaty = t.kind in "fh"
+    better = "(v > best || (isnan(v) && !isnan(best)))" if floaty else "v > best"
+    dims = range(nsp)
+    rev = range(nsp - 1, -1, -1)
+    decode_out = " ".join(f"long od{d} = r % p.outs[{d}]; r /= p.outs[{d}];" for d in rev)
+    decode_in = " ".join(f"long pd{d} = r % p.size[{d}]; r /= p.size[{d}];" for d in rev)
+    # forward: nested loops over the kernel offsets, the padding skipped per dim
+    open_fw = ""
+    for d in dims:
+        prev = f"o{d - 1}" if d else "base"
+        open_fw += (f"for (long k{d} = 0; k{d} < p.ks[{d}]; k{d}++) {{ "
+                    f"const long q{d} = s{d} + k{d} * p.dil[{d}]; "
+                    f"if (q{d} < 0 || q{d} >= p.size[{d}]) continue; "
+                    f"const long o{d} = {prev} + q{d} * p.xst[{d}];\n")
+    kk = " + ".join(f"k{d} * {'*'.join(f'p.ks[{e}]' for e in range(d + 1, nsp)) or '1'}"
+                    for d in dims)
+    starts = " ".join(f"const long s{d} = od{d} * p.stride[{d}] - p.pad[{d}];" for d in dims)
+    fw = f"""
+__kernel void max_pool_fw_{nsp}(__global {t.store}* out, __global long* oidx,
+                                __global const {t.store}* x, const PL p) {{
+  const long i0 = (long)get_global_id(0) * p.cs;
+  if (i0 >= p.n) return;
+  const long i1 = min(p.n, i0 + p.cs);
+  long r = i0 % p.L, nc = i0 / p.L;
+  {decode_out}
+  long c = nc % p.C, nb = nc / p.C;
+  long base = p.xoff + nb * p.xs0 + c * p.xs1;
+  for (long i = i0; i < i1; i++) {{
+    {a} best = {"-INFINITY" if floaty else "0"};  /* a window all in the padding: -inf */
+    long bi = 0;
+    int have = 0;
+    {starts}
+    {open_fw}
+      const {a} v = ({a})({load(t, "x", f"o{nsp - 1}")});
+      if (!have || {better}) {{ best = v; bi = {kk}; have = 1; }}
+    {"}" * nsp}
+    {store(t, "out", "i", "best")}
+    oidx[i] = bi;
+    {_odometer("od", "outs", nsp, "if (++c == p.C) { c = 0; nb++; } "
+               "base = p.xoff + nb * p.xs0 + c * p.xs1;")}
+  }}
+}}
+"""
+    # backward by outputs: the chosen offset decoded per dim
+    dec_k = " ".join(f"const long k{d} = kk % p.ks[{d}]; kk /= p.ks[{d}];" for d in rev)
+    pos = " ".join(f"const long q{d} = od{d} * p.stride[{d}] - p.pad[{d}] + k{d} * p.dil[{d}];"
+                   for d in dims)
+    inside = " && ".join(f"q{d} >= 0 && q{d} < p.size[{d}]" for d in dims)
+    flat = "q0"
+    for d in range(1, nsp):
+        flat = f"({flat}) * p.size[{d}] + q{d}"
+    scatter = f"""
+__kernel void max_pool_bw_scatter_{nsp}(__global {t.store}* grad, __global const {t.store}* g,
+                                        __global const long* idx, const PL p) {{
+  const long i0 = (long)get_global_id(0) * p.cs;
+  if (i0 >= p.n) return;
+  const long i1 = min(p.n, i0 + p.cs);
+  long r = i0 % p.L, nc = i0 / p.L;
+  {decode_out}
+  for (long i = i0; i < i1; i++) {{
+    long kk = idx[i];
+    if (kk >= 0 && kk < p.K) {{
+      {dec_k}
+      {pos}
+      if ({inside}) {{
+        const long e = nc * p.sp + {flat};
+        const {a} v = ({a})({load(t, "grad", "e")}) + ({a})({load(t, "g", "i")});
+        {store(t, "grad", "e", "v")}
+      }}
+    }}
+    {_odometer("od", "outs", nsp, "nc++;")}
+  }}
+}}
+"""
+    # backward by inputs: the outputs whose window holds this element, offsets ascending
+    open_g = ""
+    for d in dims:
+        prev = f"l{d - 1} * p.outs[{d}]" if d else "0"
+        open_g += (f"for (long k{d} = 0; k{d} < p.ks[{d}]; k{d}++) {{ "
+                   f"const long t{d} = pd{d} + p.pad[{d}] - k{d} * p.dil[{d}]; "
+                   f"if (t{d} < 0) break; const long u{d} = t{d} / p.stride[{d}]; "
+                   f"if (u{d} * p.stride[{d}] != t{d} || u{d} >= p.outs[{d}]) continue; "
+                   f"const long l{d} = {prev} + u{d};\n")
+    gather = f"""
+__kernel void max_pool_bw_gather_{nsp}(__global {t.store}* grad, __global const {t.store}* g,
+                                       __global const long* idx, const PL p) {{
+  const long i0 = (long)get_global_id(0) * p.cs;
+  if (i0 >= p.n) return;
+  const long i1 = min(p.n, i0 + p.cs);
+  long r = i0 % p.sp, nc = i0 / p.sp;
+  {decode_in}
+  for (long i = i0; i < i1; i++) {{
+    {a} acc = 0;
+    const long ob = nc * p.L;
+    {open_g}
+      if (idx[ob + l{nsp - 1}] == {kk}) acc += ({a})({load(t, "g", f"ob + l{nsp - 1}")});
+    {"}" * nsp}
+    {store(t, "grad", "i", "acc")}
+    {_odometer("pd", "size", nsp, "nc++;")}
+  }}
+}}
+"""
+    return fw + scatter + gather
 
 
 def item_program(itemsize: int, maxd: int) -> str:
