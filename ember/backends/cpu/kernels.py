@@ -712,6 +712,17 @@ def max_pool(x, kernel_size, stride, padding, dilation, extra, need_indices=True
     win = _pool_view(x, kernel_size, stride, padding, dilation, extra, -np.inf)
     flat = win.reshape(win.shape[:-len(kernel_size)] + (-1,))  # windows last, contiguous
     idx = flat.argmax(axis=-1)
+    if any(padding) or any(extra):
+        # PyTorch never picks padding: where a window's real elements are all -inf, the
+        # argmax may have landed on a pad slot; take the window's first real element then
+        real = np.ones((1, 1) + x.shape[2:], dtype=np.int8)
+        real_win = _pool_view(real, kernel_size, stride, padding, dilation, extra, 0)
+        real_flat = real_win.reshape(real_win.shape[:-len(kernel_size)] + (-1,))
+        first_real = real_flat.argmax(axis=-1)  # (1, 1, *out)
+        on_pad = np.take_along_axis(np.broadcast_to(real_flat, flat.shape), idx[..., None],
+                                    axis=-1)[..., 0] == 0
+        if on_pad.any():
+            idx = np.where(on_pad, np.broadcast_to(first_real, idx.shape), idx)
     values = np.take_along_axis(flat, idx[..., None], axis=-1)[..., 0]
     return values, idx
 
