@@ -663,44 +663,10 @@ def expand(x: CLBuffer, shape: tuple) -> CLBuffer:
     return x.view(tuple(new_shape), tuple(new_strides), x.offset)
 
 
-def _basic_view(x: CLBuffer, index: tuple) -> CLBuffer:
-    shape, strides = [], []
-    offset = x.offset
-    d = 0
-    for entry in index:
-        kind = entry[0]
-        if kind == "int":
-            offset += entry[1] * x.strides[d]
-            d += 1
-        elif kind == "slice":
-            start, stop, step = entry[1], entry[2], entry[3]
-            n = len(range(start, stop, step))
-            if n:
-                offset += start * x.strides[d]
-            shape.append(n)
-            strides.append(x.strides[d] * step)
-            d += 1
-        elif kind == "none":
-            shape.append(1)
-            strides.append(0)
-        else:
-            raise RuntimeError("getitem: a tensor index in a basic view")
-    shape.extend(x.shape[d:])
-    strides.extend(x.strides[d:])
-    return x.view(tuple(shape), tuple(strides), offset)
-
-
-def _check_writable(x: CLBuffer) -> None:
-    if any(st == 0 and s > 1 for s, st in zip(x.shape, x.strides)):
-        raise RuntimeError(_OVERLAP)
-
-
-# -- indexing -------------------------------------------------------------------------------
-
-def _advanced(x: CLBuffer, index: tuple, tensors: tuple):
-    """The layout of x[index] with tensor indices (NumPy's rules): the view of x with
-    the basic entries applied, the result shape, the block of result dims the broadcast
-    index tensors fill, and per result dim the stride in x (0 inside the block)."""
+def _index_layout(x: CLBuffer, index: tuple, tensors: tuple = ()):
+    """Walk an index spec over x: the shape, strides and offset its basic entries give
+    (ints select and drop their dimension first, PyTorch's rule), the result positions of
+    the tensor entries, and those index tensors."""
     shape, strides, adv_pos, idx = [], [], [], []
     offset = x.offset
     d = 0
@@ -728,6 +694,29 @@ def _advanced(x: CLBuffer, index: tuple, tensors: tuple):
             d += 1
     shape.extend(x.shape[d:])
     strides.extend(x.strides[d:])
+    return shape, strides, offset, adv_pos, idx
+
+
+def _basic_view(x: CLBuffer, index: tuple) -> CLBuffer:
+    shape, strides, offset, adv_pos, _ = _index_layout(x, index)
+    if adv_pos:
+        raise RuntimeError("getitem: a tensor index in a basic view")
+    return x.view(tuple(shape), tuple(strides), offset)
+
+
+def _check_writable(x: CLBuffer) -> None:
+    if any(st == 0 and s > 1 for s, st in zip(x.shape, x.strides)):
+        raise RuntimeError(_OVERLAP)
+
+
+# -- indexing -------------------------------------------------------------------------------
+
+def _advanced(x: CLBuffer, index: tuple, tensors: tuple):
+    """The layout of x[index] with tensor indices: the view of x with the basic entries
+    applied, the result shape, the block of result dims the broadcast index tensors fill
+    (where the first stood if they are adjacent, else in front), and per result dim the
+    stride in x (0 inside the block)."""
+    shape, strides, offset, adv_pos, idx = _index_layout(x, index, tensors)
     adv_shape: tuple = ()
     for t in idx:
         adv_shape = _broadcast_shape(adv_shape, t.shape)
