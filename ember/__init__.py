@@ -53,7 +53,8 @@ from ember.core.dtype import (  # noqa: E402, F401
 from ember.core.dtype import bool_ as bool  # noqa: E402, A001, F401
 from ember.core.foreach import *  # noqa: E402, F401, F403 - the _foreach_* list ops
 from ember.core.foreach import _foreach_norm  # noqa: E402, F401
-from ember.core.nnops import _fused_lstm_cell, _fused_lstm_cell_backward  # noqa: E402, F401
+from ember.core.nnops import (  # noqa: E402, F401
+    _fused_lstm_cell, _fused_lstm_cell_backward, _fused_lstm_layer, _fused_lstm_layer_backward)
 from ember.core.functions import *  # noqa: E402, F401, F403
 from ember.core.functions import (  # noqa: E402, F401 - names `import *` skips or shadows
     abs,

@@ -1020,3 +1020,31 @@ def test_gradients_of_common_ops_against_finite_differences():
     f(None, a).backward()
     expected = numeric_grad(lambda v: f(v).item(), a0)
     np.testing.assert_allclose(a.grad.numpy(), expected, rtol=1e-5, atol=1e-8)
+
+
+def test_leaf_grads_never_share_a_buffer():
+    # add's backward hands one gradient to both inputs; a custom Function may return one
+    # tensor for two inputs. Each .grad must own its memory: writing one leaves the other.
+    a = ember.ones(3, requires_grad=True)
+    b = ember.ones(3, requires_grad=True)
+    (a + b).backward(ember.ones(3))
+
+    class Twice(Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x + y
+
+        @staticmethod
+        def backward(ctx, g):
+            shared = g * 2
+            return shared, shared
+
+    c = ember.ones(3, requires_grad=True)
+    d = ember.ones(3, requires_grad=True)
+    Twice.apply(c, d).backward(ember.ones(3))
+    with ember.no_grad():
+        a.grad.add_(1)
+        c.grad.add_(1)
+    np.testing.assert_array_equal(b.grad.numpy(), [1, 1, 1])
+    np.testing.assert_array_equal(d.grad.numpy(), [2, 2, 2])
+    np.testing.assert_array_equal(c.grad.numpy(), [3, 3, 3])

@@ -373,6 +373,9 @@ def _run_pre_hooks(node: Node, grads: list) -> None:
 # references to a gradient tensor inside _accumulate when nothing else holds it: the
 # engine's list of the node's gradients, the argument, and getrefcount's own argument
 _STEAL_REFS = 3
+# references to its buffer when only that tensor holds it: its slot and getrefcount's
+# argument (a backward that returns one buffer for two inputs wraps it twice)
+_STEAL_BUFFER_REFS = 2
 
 
 def _accumulate(t: Any, g: Any, create_graph: bool, F) -> None:
@@ -382,13 +385,17 @@ def _accumulate(t: Any, g: Any, create_graph: bool, F) -> None:
             g = new
     if g.shape != t.shape:
         g = F.sum_to_shape(g, t.shape)
+    # .grad must own its buffer: a later in-place `+=` must touch nothing else. A fresh
+    # gradient that no other tensor object holds (e.g. add's backward passes one gradient
+    # to both inputs), whose buffer no other tensor wraps, and that owns its memory is kept
+    # as is (as PyTorch's AccumulateGrad does); a shared one, or a view, is copied.
+    # (Counted before detach, which makes another tensor on the same buffer.)
+    unshared = sys.getrefcount(g) <= _STEAL_REFS and \
+        sys.getrefcount(g._data) <= _STEAL_BUFFER_REFS and g._backend.owns(g._data)
     if not create_graph:
         g = g.detach()
     if t.grad is None:
-        # .grad must own its buffer: a later in-place `+=` must touch nothing else. A fresh
-        # gradient that no other tensor object holds and that owns its memory is kept as
-        # is (as PyTorch's AccumulateGrad does); a shared one, or a view, is copied.
-        if create_graph or (sys.getrefcount(g) <= _STEAL_REFS and g._backend.owns(g._data)):
+        if create_graph or unshared:
             t.grad = g
         else:
             t.grad = g.clone()

@@ -744,3 +744,33 @@ def _fused_lstm_cell_backward(grad_hy: Tensor, grad_cy: Tensor | None, cx: Tenso
                             F.mul(F.mul(gc, i), F.rsub(F.mul(g, g), 1.0)),
                             F.mul(F.mul(grad_hy, t), F.mul(o, F.rsub(o, 1.0)))], 1)
         return grad_gates, F.mul(gc, f)
+
+
+def _fused_lstm_layer(x: Tensor, h0: Tensor, c0: Tensor, w_ih: Tensor, w_hh: Tensor,
+                      bias: Tensor | None, reverse: bool, keep: bool) -> tuple | None:
+    """A whole LSTM layer (one direction, padded time-major input ``x`` of (T*B, I) rows,
+    last step first if `reverse`) in one backend kernel: ``(out, h_n, c_n, saved)``, ``saved`` opaque to core and only
+    passed to `_fused_lstm_layer_backward`. None when the backend has no `lstm_layer`
+    kernel, the dtype is not float32/float64, or a trace records (nn's LSTM then runs
+    per step)."""
+    kernel = x._backend.kernels.get("lstm_layer")
+    if kernel is None or tracing.active is not None or x._dtype not in (dt.float32,
+                                                                         dt.float64):
+        return None
+    out, hn, cn, saved = kernel(x._data, w_ih._data, w_hh._data,
+                                None if bias is None else bias._data, h0._data, c0._data,
+                                reverse, keep)
+    return (*(Tensor._make(b, x._dtype, x._device, x._backend) for b in (out, hn, cn)),
+            saved)
+
+
+def _fused_lstm_layer_backward(like: Tensor, saved: Any, grad_out: Tensor | None,
+                               grad_hn: Tensor | None, grad_cn: Tensor | None,
+                               needs: tuple) -> tuple:
+    """Gradients of `_fused_lstm_layer` for (x, w_ih, w_hh, bias, h0, c0), None where
+    ``needs`` is false; `like` gives the dtype and device."""
+    kernel = like._backend.kernels["lstm_layer_backward"]
+    bufs = kernel(saved, *(None if g is None else g._data for g in (grad_out, grad_hn,
+                                                                      grad_cn)), needs)
+    return tuple(None if b is None else Tensor._make(b, like._dtype, like._device,
+                                                     like._backend) for b in bufs)

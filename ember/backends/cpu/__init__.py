@@ -21,10 +21,12 @@ class CPUBackend(Backend):
 
     def __init__(self) -> None:
         super().__init__()
-        from ember.backends.cpu import kernels
+        from ember.backends.cpu import kernels, lstm, memory
 
+        self.malloc_policy = memory.keep_freed_memory()
         self._k = kernels
         self.kernels.update(kernels.KERNELS)
+        self.kernels.update(lstm.KERNELS)
 
     def device_count(self) -> int:
         return 1
@@ -37,7 +39,8 @@ class CPUBackend(Backend):
                    "blas": f"OpenBLAS on {info.get('corename')} kernels (this CPU's best: "
                            f"{info.get('best') or 'unknown'})",
                    "private blas": (info.get("fast_path") or {}).get("state")
-                   if info.get("slow") else "not needed (NumPy already runs the best tier)"}
+                   if info.get("slow") else "not needed (NumPy already runs the best tier)",
+                   "host memory": _MALLOC_POLICY.get(self.malloc_policy, self.malloc_policy)}
         if info.get("slow"):
             details["warning"] = info.get("advice")
         return DeviceInfo(name=_cpu_name(), memory_bytes=_total_memory(),
@@ -63,6 +66,12 @@ class CPUBackend(Backend):
 
     def manual_seed(self, seed: int) -> None:
         self._k.manual_seed(seed)
+
+
+_MALLOC_POLICY = {
+    "cached": "freed memory kept for reuse (memory.py; EMBER_CPU_MALLOC=system to turn off)",
+    "system": "the C library's defaults (EMBER_CPU_MALLOC=system)",
+}
 
 
 def _cpu_name() -> str:

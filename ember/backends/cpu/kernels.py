@@ -451,10 +451,16 @@ def _each(values, n):
 
 
 def _foreach_binary(ufunc, inplace):
+    # an in-place add of a large tensor (the optimizers' updates) goes through BLAS's axpy
+    # where it applies: one threaded pass, no temporary for `alpha`
+    axpy = inplace and ufunc is np.add
+
     def kernel(xs, others, alpha=1):
         ys = _each(others, len(xs))
         if inplace:
             for x, y in zip(xs, ys):
+                if axpy and type(y) is np.ndarray and blas.axpy(alpha, y, x):
+                    continue
                 ufunc(x, y if alpha == 1 else np.multiply(y, alpha), out=x)
             return None
         return [_arr(ufunc(x, y if alpha == 1 else np.multiply(y, alpha)))
@@ -570,13 +576,18 @@ def linear_backward(x, w, g, needs=(True, True, True)):
 def cross_entropy(logits, target, ignore_index=-100, reduction="mean"):
     """Loss of (N, C) logits against class indices, and the softmax saved for backward."""
     shifted = logits - logits.max(axis=1, keepdims=True)
-    exp = np.exp(shifted)
-    total = exp.sum(axis=1, keepdims=True)
-    probs = exp / total
+    probs = np.exp(shifted)
+    total = probs.sum(axis=1, keepdims=True)
+    probs /= total
     valid = target != ignore_index
-    safe = np.where(valid, target, 0)
-    picked = np.take_along_axis(shifted, safe[:, None], axis=1)[:, 0]
-    losses = np.where(valid, np.log(total[:, 0]) - picked, 0).astype(logits.dtype)
+    rows = np.arange(len(target))
+    if valid.all():  # the common case, without the masking
+        losses = np.log(total[:, 0])
+        losses -= shifted[rows, target]
+        losses = losses.astype(logits.dtype, copy=False)
+    else:
+        picked = shifted[rows, np.where(valid, target, 0)]
+        losses = np.where(valid, np.log(total[:, 0]) - picked, 0).astype(logits.dtype)
     if reduction == "none":
         return losses, probs
     total_loss = losses.sum(dtype=np.float64)
@@ -589,9 +600,12 @@ def cross_entropy(logits, target, ignore_index=-100, reduction="mean"):
 def cross_entropy_backward(probs, target, g, ignore_index=-100, reduction="mean"):
     valid = target != ignore_index
     grad = probs.copy()
-    rows = np.nonzero(valid)[0]
-    grad[rows, target[rows]] -= 1
-    grad[~valid] = 0
+    if valid.all():  # the common case, without the masking
+        grad[np.arange(len(target)), target] -= 1
+    else:
+        rows = np.nonzero(valid)[0]
+        grad[rows, target[rows]] -= 1
+        grad[~valid] = 0
     if reduction == "none":
         grad *= g[:, None]
     else:
@@ -774,7 +788,9 @@ def _relu_backward_exact(y, g):
     """g where y > 0, else 0: a multiply by the mask (3x faster than np.where), with
     np.where's exact zeros kept where g holds a NaN or an infinity."""
     out = np.multiply(g, y > 0)
-    if not np.isfinite(out).all():
+    # a sum is one pass without a temporary; it is not finite if any element is not (or,
+    # rarely, if it overflows: then the slow path is merely unneeded)
+    if not np.isfinite(out.sum()):
         out = np.where(y > 0, g, g.dtype.type(0))
     return out
 

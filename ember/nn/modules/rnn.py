@@ -56,7 +56,7 @@ class _Steps:
     initial one).
     """
 
-    __slots__ = ("sizes", "offsets", "batch", "count")
+    __slots__ = ("sizes", "offsets", "batch", "count", "padded")
 
     def __init__(self, sizes: list[int]) -> None:
         self.sizes = sizes
@@ -67,6 +67,7 @@ class _Steps:
             total += size
         self.batch = sizes[0] if sizes else 0
         self.count = len(sizes)
+        self.padded = all(size == self.batch for size in sizes)  # every step has B rows
 
     def rows(self, x: Tensor, t: int) -> Tensor:
         off = self.offsets[t]
@@ -166,9 +167,24 @@ def _fused_lstm_kernels() -> tuple | None:
     return (fwd, bwd) if fwd is not None and bwd is not None else None
 
 
+class _FusedLayer:
+    """What a backend's whole-layer LSTM kernel saved for backward (opaque here)."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+
+
 def _lstm_forward(steps: _Steps, x: Tensor, h: Tensor, c: Tensor, w_ih: Tensor, w_hh: Tensor,
                   b_ih: Tensor | None, b_hh: Tensor | None, w_hr: Tensor | None,
                   reverse: bool, keep: bool) -> tuple:
+    if w_hr is None and steps.padded and steps.count:
+        # the backend may run the whole layer in one kernel (see ember._fused_lstm_layer)
+        layer = ember._fused_lstm_layer(x, h, c, w_ih, w_hh, _bias_sum(b_ih, b_hh),
+                                        reverse, keep)
+        if layer is not None:
+            return (*layer[:3], _FusedLayer(layer[3]))
     hid = w_hh.shape[0] // 4
     batch = steps.batch
     xp = F.linear(x, w_ih, _bias_sum(b_ih, b_hh))
@@ -331,6 +347,13 @@ def _weight_grads(needs: tuple, x: Tensor, w_ih: Tensor, d_in: Tensor, prev: Ten
 def _lstm_backward(ctx: Any, d_out: Tensor | None, d_hn: Tensor | None,
                    d_cn: Tensor | None) -> tuple:
     x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, out = ctx.saved_tensors
+    needs = ctx.needs_input_grad
+    if isinstance(ctx.saved_steps, _FusedLayer):
+        dx, dw_ih, dw_hh, db, dh0, dc0 = ember._fused_lstm_layer_backward(
+            x, ctx.saved_steps.state, d_out, d_hn, d_cn,
+            (needs[3], needs[6], needs[7], needs[8] or needs[9], needs[4], needs[5]))
+        return (None, None, None, dx, dh0, dc0, dw_ih, dw_hh, db if needs[8] else None,
+                db if needs[9] else None, None)
     h_prev, c_prev, sig, tg, cs, tcs, hpre, was_fused = ctx.saved_steps
     steps, reverse = ctx.steps, ctx.reverse
     hid = w_hh.shape[0] // 4
@@ -364,7 +387,6 @@ def _lstm_backward(ctx: Any, d_out: Tensor | None, d_hn: Tensor | None,
         dc_carry.give(dc_prev, size)
         d_gates[t] = dg
     dgates = ember.cat(d_gates)
-    needs = ctx.needs_input_grad
     dx, dw_ih, dw_hh, db_ih, db_hh = _weight_grads(
         (needs[3], needs[6], needs[7], needs[8], needs[9]), x, w_ih, dgates,
         ember.cat(h_prev), dgates)

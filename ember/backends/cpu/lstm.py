@@ -1,0 +1,215 @@
+"""A whole LSTM layer (one direction, every time step) as one CPU kernel pair.
+
+``ember.nn.LSTM`` otherwise runs one ``lstm_cell`` kernel and a recurrent matmul per time
+step through the dispatcher; over a sequence, that per-step bookkeeping costs more than
+the arithmetic. Here the time loop is plain NumPy on preallocated buffers.
+
+Two layout choices make each step's ops few and contiguous:
+
+- **Transposed state.** The state is kept as ``(H, B)`` and a step's gates as
+  ``(4H, B)``, so each gate is one contiguous block of rows and ``W_hh @ h`` writes it
+  directly. The input projection of all steps is one batched matmul into ``(T, 4H, B)``.
+- **Gate order o, i, f, g with halved sigmoid rows.** ``sigmoid(z) = (tanh(z/2) + 1)/2``:
+  scaling the o, i, f rows of the weights and bias by 1/2 up front turns a step's four
+  activations into one ``tanh`` over all gates plus two affine ops on the first three
+  blocks. In the backward pass, o is multiplied by ``dh`` and i, f, g by ``dc``:
+  contiguous again.
+
+The backward pass computes each step's gate-gradient factors for all steps at once
+before its time loop (they depend only on the forward pass), so the loop is the carry:
+seven small elementwise ops and one matmul per step. The weight gradients are then one
+GEMM each over all steps.
+
+PyTorch's gate order (i, f, g, o) is kept at the interface: inputs, outputs and
+gradients are in PyTorch's layout, ``x`` and ``out`` are time-major ``(T * B, F)`` rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember.backends.cpu import blas
+
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112  # CBLAS enums
+
+
+class _Saved:
+    """What the backward pass reads: the forward activations, in the kernel's layout."""
+
+    __slots__ = ("xs", "reverse", "w_ih", "w_hh", "perm", "acts", "hs", "cs", "tcs")
+
+    def __init__(self, **fields: Any) -> None:
+        for name, value in fields.items():
+            setattr(self, name, value)
+
+
+def _gate_order(hidden: int) -> np.ndarray:
+    """Row indices of PyTorch's (i, f, g, o) weights in the kernel's (o, i, f, g) order."""
+    h = hidden
+    return np.concatenate([np.arange(3 * h, 4 * h), np.arange(0, 3 * h)])
+
+
+def lstm_layer(x, w_ih, w_hh, bias, h0, c0, reverse=False, keep=True):
+    """Run an LSTM layer over a padded, time-major sequence (last step first if
+    ``reverse``).
+
+    ``x`` (T*B, I), ``w_ih`` (4H, I), ``w_hh`` (4H, H), ``bias`` (4H,) or None (b_ih +
+    b_hh), ``h0``/``c0`` (B, H). Returns ``(out (T*B, H), h_n, c_n, saved)``; ``saved``
+    (None unless ``keep``) is opaque and only read by :func:`lstm_layer_backward`.
+    Internally every per-step array is in processing order.
+    """
+    batch, hidden = h0.shape
+    steps = x.shape[0] // batch
+    dt = x.dtype
+    perm = _gate_order(hidden)
+    half = np.ones((4 * hidden, 1), dtype=dt)
+    half[:3 * hidden] = 0.5  # the sigmoid gates o, i, f take z / 2
+    w_hh_p = w_hh[perm]
+    w_hh_s = w_hh_p * half
+    xs = x.reshape(steps, batch, -1)
+    if reverse:
+        xs = xs[::-1]
+    # (T, 4H, B): every step's input projection, each step one contiguous block. The bias
+    # rides in the same batched matmul as a column of W_ih against a row of ones.
+    w_in = w_ih if bias is None else np.concatenate([w_ih, bias[:, None]], axis=1)
+    x_in = np.empty((steps, w_in.shape[1], batch), dtype=dt)
+    x_in[:, :x.shape[1]] = xs.transpose(0, 2, 1)
+    x_in[:, x.shape[1]:] = 1
+    acts = np.matmul(w_in[perm] * half, x_in)
+    hs = np.empty((steps + 1, hidden, batch), dtype=dt)
+    cs = np.empty((steps + 1, hidden, batch), dtype=dt)
+    tcs = np.empty((steps, hidden, batch), dtype=dt)
+    hs[0], cs[0] = h0.T, c0.T
+    tmp = np.empty((4 * hidden, batch), dtype=dt)
+    ig = tmp[:hidden]
+    h3 = 3 * hidden
+    gemm = blas.gemm_fn(dt)
+    # raw addresses for the BLAS calls (taking one from an array costs more than the add)
+    p_w, p_h, p_a = w_hh_s.ctypes.data, hs.ctypes.data, acts.ctypes.data
+    step_h, step_a = hs.strides[0], acts.strides[0]
+    for t in range(steps):
+        a = acts[t]
+        if gemm is not None:  # a += W_hh @ h in one call (BLAS's beta = 1)
+            gemm(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, 4 * hidden, batch, hidden, 1.0, p_w,
+                 hidden, p_h + t * step_h, batch, 1.0, p_a + t * step_a, batch)
+        else:
+            np.matmul(w_hh_s, hs[t], out=tmp)
+            a += tmp
+        np.tanh(a, out=a)
+        sig = a[:h3]
+        sig *= 0.5
+        sig += 0.5
+        o, i, f, g = a[:hidden], a[hidden:2 * hidden], a[2 * hidden:h3], a[h3:]
+        c = cs[t + 1]
+        np.multiply(f, cs[t], out=c)
+        np.multiply(i, g, out=ig)
+        c += ig
+        np.tanh(c, out=tcs[t])
+        np.multiply(o, tcs[t], out=hs[t + 1])
+    outs = hs[1:].transpose(0, 2, 1)
+    out = np.ascontiguousarray(outs[::-1] if reverse else outs).reshape(steps * batch, hidden)
+    saved = _Saved(xs=xs, reverse=reverse, w_ih=w_ih, w_hh=w_hh_p, perm=perm, acts=acts,
+                   hs=hs, cs=cs, tcs=tcs) if keep else None
+    return out, np.ascontiguousarray(hs[-1].T), np.ascontiguousarray(cs[-1].T), saved
+
+
+def _step_factors(s: _Saved, hidden: int) -> tuple[np.ndarray, np.ndarray]:
+    """For all steps: P (T, 4H, B) with d(gates) = [dh, dc, dc, dc] * P, and K (T, H, B)
+    with dc += dh * K."""
+    h, h3 = hidden, 3 * hidden
+    a = s.acts
+    o, i, f, g = a[:, :h], a[:, h:2 * h], a[:, 2 * h:h3], a[:, h3:]
+    tc, c_prev = s.tcs, s.cs[:-1]
+    p = np.empty_like(a)
+    po, pi, pf, pg = p[:, :h], p[:, h:2 * h], p[:, 2 * h:h3], p[:, h3:]
+    np.subtract(1, o, out=po)   # o' = tanh(c) * o(1 - o)
+    po *= o
+    np.multiply(po, tc, out=po)
+    np.subtract(1, i, out=pi)   # i' = g * i(1 - i)
+    pi *= i
+    pi *= g
+    np.subtract(1, f, out=pf)   # f' = c_prev * f(1 - f)
+    pf *= f
+    pf *= c_prev
+    np.multiply(g, g, out=pg)   # g' = i * (1 - g^2)
+    np.subtract(1, pg, out=pg)
+    pg *= i
+    k = np.multiply(tc, tc)     # dc/dh = o * (1 - tanh(c)^2)
+    np.subtract(1, k, out=k)
+    k *= o
+    return p, k
+
+
+def lstm_layer_backward(saved, grad_out, grad_hn, grad_cn, needs=(True,) * 6):
+    """Gradients of :func:`lstm_layer` for (x, w_ih, w_hh, bias, h0, c0), each None when
+    ``needs`` says so; ``grad_out``/``grad_hn``/``grad_cn`` may be None (zero)."""
+    s = saved
+    steps, four_h, batch = s.acts.shape
+    hidden = four_h // 4
+    dt = s.acts.dtype
+    p, k = _step_factors(s, hidden)
+    f = s.acts[:, 2 * hidden:3 * hidden]
+    dgates = np.empty_like(s.acts)
+    # dh_t, the gradient reaching step t's output: the layer output's gradient plus what
+    # step t+1 sends back (W_hh^T @ its gate gradients, added by BLAS's beta = 1)
+    if grad_out is None:
+        dhs = np.zeros((steps, hidden, batch), dt)
+    else:
+        d_out = grad_out.reshape(steps, batch, hidden).transpose(0, 2, 1)
+        dhs = np.ascontiguousarray(d_out[::-1] if s.reverse else d_out, dtype=dt)
+    if grad_hn is not None:
+        dhs[-1] += grad_hn.T
+    dc = np.zeros((hidden, batch), dt) if grad_cn is None else \
+        np.array(grad_cn.T, dtype=dt, order="C")  # a copy: the loop writes into it
+    w_t = s.w_hh.T
+    gemm = blas.gemm_fn(dt)
+    p_w, p_d, p_dh = s.w_hh.ctypes.data, dgates.ctypes.data, dhs.ctypes.data
+    step_d, step_dh = dgates.strides[0], dhs.strides[0]
+    tmp = np.empty((hidden, batch), dtype=dt)
+    dh0 = np.empty((hidden, batch), dtype=dt)
+    for t in range(steps - 1, -1, -1):
+        dh = dhs[t]
+        np.multiply(dh, k[t], out=tmp)
+        dc += tmp
+        d, pt = dgates[t], p[t]
+        np.multiply(pt[:hidden], dh, out=d[:hidden])
+        np.multiply(pt[hidden:].reshape(3, hidden, batch), dc,
+                    out=d[hidden:].reshape(3, hidden, batch))
+        dc *= f[t]
+        if t == 0:
+            np.matmul(w_t, d, out=dh0)
+        elif gemm is not None:
+            gemm(_ROW_MAJOR, _TRANS, _NO_TRANS, hidden, batch, four_h, 1.0, p_w, hidden,
+                 p_d + t * step_d, batch, 1.0, p_dh + (t - 1) * step_dh, batch)
+        else:
+            dhs[t - 1] += w_t @ d
+    # (4H, T*B): column t*B + n is step t, sample n, the row order of x
+    dg = np.ascontiguousarray(dgates.transpose(1, 0, 2)).reshape(four_h, steps * batch)
+    inverse = np.argsort(s.perm)
+    dx = None
+    if needs[0]:
+        dx = np.matmul(dg.T, s.w_ih[s.perm]).reshape(steps, batch, -1)
+        dx = np.ascontiguousarray(dx[::-1] if s.reverse else dx).reshape(steps * batch, -1)
+    dw_ih = db = None
+    if needs[1]:  # with the bias gradient as one more column: dg @ [x, 1]
+        inputs = s.xs.shape[2]
+        x_in = np.empty((steps * batch, inputs + needs[3]), dtype=dt)
+        x_in[:, :inputs] = s.xs.reshape(steps * batch, inputs)
+        x_in[:, inputs:] = 1
+        dw_in = np.matmul(dg, x_in)[inverse]
+        dw_ih = np.ascontiguousarray(dw_in[:, :inputs])
+        db = dw_in[:, inputs] if needs[3] else None
+    elif needs[3]:
+        db = dg.sum(axis=1)[inverse]
+    dw_hh = None
+    if needs[2]:
+        h_prev = np.ascontiguousarray(s.hs[:-1].transpose(1, 0, 2)).reshape(hidden, -1)
+        dw_hh = np.matmul(dg, h_prev.T)[inverse]
+    dh0 = np.ascontiguousarray(dh0.T) if needs[4] else None
+    dc0 = np.ascontiguousarray(dc.T) if needs[5] else None
+    return dx, dw_ih, dw_hh, db, dh0, dc0
+
+
+KERNELS = {"lstm_layer": lstm_layer, "lstm_layer_backward": lstm_layer_backward}
