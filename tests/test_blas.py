@@ -352,3 +352,49 @@ def test_private_copy_is_reused_and_stale_copies_pruned(
     src.write_bytes(b"\x7fELF reinstalled, different size")
     second, _ = blas._private_copy(str(src))
     assert second != first and not stale.exists() and fresh.exists()
+
+
+# ---------------------------------------------------------------- level 1 and gemm_fn
+
+
+NUMPY_BLAS = blas._numpy_blas() is not None
+
+
+@pytest.mark.skipif(not NUMPY_BLAS, reason="NumPy's OpenBLAS is not reachable")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_axpy_updates_in_place(dtype: type) -> None:
+    rng = np.random.default_rng(0)
+    n = blas.level1_min_size + 5
+    x, y = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+    want = y + dtype(-0.25) * x
+    assert blas.axpy(-0.25, x, y)
+    assert_close(y, want)
+    assert blas.axpy(1.0, y, y)  # x is y: each element reads itself
+    assert_close(y, 2 * want)
+
+
+def test_axpy_declines_what_it_cannot_do_exactly() -> None:
+    n = blas.level1_min_size
+    y = np.ones(2 * n, np.float32)
+    before = y.copy()
+    assert not blas.axpy(1.0, np.ones(8, np.float32), np.ones(8, np.float32))  # small
+    assert not blas.axpy(1.0, y[1:n + 1], y[:n])        # overlapping, not the same
+    assert not blas.axpy(1.0, y[::2], y[:n])            # strided operand
+    assert not blas.axpy(1.0, np.ones(2 * n), y)        # another dtype
+    assert not blas.axpy(1.0, np.ones(2 * n, np.int32), np.ones(2 * n, np.int32))
+    inf = np.full(2 * n, np.inf, np.float32)
+    assert not blas.axpy(0.0, inf, y)                   # BLAS would skip inf * 0 = nan
+    np.testing.assert_array_equal(y, before)
+
+
+@pytest.mark.skipif(not NUMPY_BLAS, reason="NumPy's OpenBLAS is not reachable")
+def test_gemm_fn_accumulates_with_beta() -> None:
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((5, 3)), rng.standard_normal((3, 4))
+    c = rng.standard_normal((5, 4))
+    want = c + a @ b
+    gemm = blas.gemm_fn(np.float64)
+    gemm(101, 111, 111, 5, 4, 3, 1.0, a.ctypes.data, 3, b.ctypes.data, 4, 1.0,
+         c.ctypes.data, 4)
+    assert_close(c, want)
+    assert blas.gemm_fn(np.int64) is None

@@ -422,6 +422,53 @@ def test_lstm_with_fused_cell_kernels(torch, monkeypatch):
     assert calls == {"fwd": 4 * T_LEN, "bwd": 4 * T_LEN}
 
 
+def test_padded_lstm_runs_as_one_layer_kernel(torch, monkeypatch):
+    """On the CPU a padded LSTM layer direction is one `lstm_layer` kernel call forward and
+    one backward (not a kernel per step); packed input and projections run per step."""
+    backend = ember.zeros(1)._backend
+    calls = {"fwd": 0, "bwd": 0}
+    fwd, bwd = backend.kernels["lstm_layer"], backend.kernels["lstm_layer_backward"]
+
+    def count(key, fn):
+        def wrapper(*args):
+            calls[key] += 1
+            return fn(*args)
+        return wrapper
+
+    monkeypatch.setitem(backend.kernels, "lstm_layer", count("fwd", fwd))
+    monkeypatch.setitem(backend.kernels, "lstm_layer_backward", count("bwd", bwd))
+    torch.manual_seed(3)
+    tm, em = make_pair(torch, "LSTM", IN, HID, num_layers=2, bidirectional=True)
+    run_and_compare(torch, tm, em, torch.randn(T_LEN, BATCH, IN, dtype=torch.float64))
+    assert calls == {"fwd": 4, "bwd": 4}
+    tm, em = make_pair(torch, "LSTM", IN, HID, proj_size=2)
+    run_and_compare(torch, tm, em, torch.randn(T_LEN, BATCH, IN, dtype=torch.float64))
+    assert calls == {"fwd": 4, "bwd": 4}  # unchanged: projections run per step
+
+
+@pytest.mark.parametrize("bidirectional,with_hx", [(False, True), (True, False)])
+def test_lstm_per_step_path_without_layer_kernel(torch, monkeypatch, bidirectional, with_hx):
+    """Backends without `lstm_layer` run the per-step path; it gives the same results."""
+    monkeypatch.setattr(ember, "_fused_lstm_layer", lambda *args: None)
+    torch.manual_seed(4)
+    tm, em = make_pair(torch, "LSTM", IN, HID, num_layers=2, bidirectional=bidirectional)
+    n = 4 if bidirectional else 2
+    hx = (torch.randn(n, BATCH, HID, dtype=torch.float64),
+          torch.randn(n, BATCH, HID, dtype=torch.float64)) if with_hx else None
+    run_and_compare(torch, tm, em, torch.randn(T_LEN, BATCH, IN, dtype=torch.float64), hx)
+
+
+@pytest.mark.parametrize("use", [[2], [1, 2], [0]], ids=["c_n", "h_n+c_n", "output"])
+def test_lstm_layer_kernel_partial_gradients(torch, use):
+    # the kernel's backward with grad_out and/or grad_hn absent
+    torch.manual_seed(5)
+    tm, em = make_pair(torch, "LSTM", IN, HID, bidirectional=True, batch_first=True)
+    hx = (torch.randn(2, BATCH, HID, dtype=torch.float64),
+          torch.randn(2, BATCH, HID, dtype=torch.float64))
+    run_and_compare(torch, tm, em, torch.randn(BATCH, T_LEN, IN, dtype=torch.float64), hx,
+                    use=use)
+
+
 # -- errors ---------------------------------------------------------------------------------
 
 

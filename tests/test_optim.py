@@ -119,6 +119,30 @@ def test_trajectory_matches_torch(case, foreach, data):
                 _assert_close(_np(esd["state"][i][key]), _np(tval))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name,kwargs", [
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True}), ("Adam", {"lr": 0.01}),
+])
+def test_large_parameters_match_torch(name, kwargs, dtype):
+    # large tensors take the CPU's BLAS path for in-place adds (axpy): same trajectory
+    rng = np.random.default_rng(7)
+    shape = (300, 400)
+    init = rng.standard_normal(shape)
+    ep = [ember.tensor(init, dtype=getattr(ember, dtype), requires_grad=True)]
+    tp = [torch.tensor(init, dtype=getattr(torch, dtype), requires_grad=True)]
+    eopt, topt = getattr(optim, name)(ep, **kwargs), getattr(torch.optim, name)(tp, **kwargs)
+    for _ in range(4):
+        g = rng.standard_normal(shape)
+        _set_grads(ep, [g], lambda a: ember.tensor(a, dtype=getattr(ember, dtype)))
+        _set_grads(tp, [g], lambda a: torch.tensor(a, dtype=getattr(torch, dtype)))
+        eopt.step()
+        topt.step()
+    if dtype == "float32":
+        np.testing.assert_allclose(_np(ep[0]), _np(tp[0]), rtol=1e-5, atol=1e-6)
+    else:
+        _assert_close(_np(ep[0]), _np(tp[0]))
+
+
 @pytest.mark.parametrize("foreach", [None, False], ids=["foreach", "per-tensor"])
 @pytest.mark.parametrize("name,kwargs", [
     ("SGD", {"lr": 0.1, "momentum": 0.9}), ("Adam", {"lr": 0.1}),

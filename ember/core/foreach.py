@@ -108,10 +108,58 @@ _foreach_zero_ = _make("zero", True)
 _foreach_copy_ = _make("copy", True)
 
 
+def _fused_sgd_(params: list[Tensor], grads: list[Tensor],
+                momentum_buffers: list[Tensor | None], *, lr: float, momentum: float = 0.0,
+                dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False,
+                maximize: bool = False) -> None:
+    """One SGD step over lists of tensors on one device and dtype, in place, with
+    PyTorch's update rule (the role of ``torch._fused_sgd_``).
+
+    ``momentum_buffers`` has an entry per parameter (used when ``momentum != 0``); a None
+    entry is replaced by a new buffer, the step's gradient, as on PyTorch's first step. A
+    backend may provide a ``_fused_sgd_`` kernel (one pass per tensor where it can); it
+    is called when every buffer exists. Otherwise the step runs as `_foreach_*` ops.
+    """
+    if not params:
+        return
+    _check("sgd", params, [grads])
+    kernel = params[0]._backend.kernels.get("_fused_sgd_")
+    first_step = momentum != 0 and any(b is None for b in momentum_buffers)
+    if kernel is not None and not first_step:
+        bufs = [b._data for b in momentum_buffers] if momentum != 0 else None
+        kernel([p._data for p in params], [g._data for g in grads], bufs, lr, momentum,
+               dampening, weight_decay, nesterov, maximize)
+        for t in params + (list(momentum_buffers) if momentum != 0 else []):
+            t._vc[0] += 1
+        return
+    if maximize:
+        grads = _foreach_neg(grads)
+    if weight_decay != 0:
+        if maximize:  # `grads` is already a fresh list of tensors: reuse it
+            _foreach_add_(grads, params, alpha=weight_decay)
+        else:
+            grads = _foreach_add(grads, params, alpha=weight_decay)
+    if momentum != 0:
+        bufs = momentum_buffers
+        if first_step:  # buffers start as the gradient
+            with ag.no_grad():
+                for i, grad in enumerate(grads):
+                    if bufs[i] is None:
+                        bufs[i] = grad.clone()
+                    else:
+                        bufs[i].mul_(momentum).add_(grad, alpha=1 - dampening)
+        else:
+            _foreach_mul_(bufs, momentum)
+            _foreach_add_(bufs, grads, alpha=1 - dampening)
+        # (PyTorch adds in place here, which would write into p.grad)
+        grads = _foreach_add(grads, bufs, alpha=momentum) if nesterov else list(bufs)
+    _foreach_add_(params, grads, alpha=-lr)
+
+
 def _foreach_norm(self: Sequence[Tensor], ord: float = 2) -> list[Tensor]:
     """The p-norm of each tensor, as a list of 0-d tensors."""
     with ag.no_grad():
         return [F.norm(x, ord) for x in self]
 
 
-__all__ = [n for n in dir() if n.startswith("_foreach_")]
+__all__ = [n for n in dir() if n.startswith("_foreach_")] + ["_fused_sgd_"]

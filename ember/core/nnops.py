@@ -749,10 +749,10 @@ def _fused_lstm_cell_backward(grad_hy: Tensor, grad_cy: Tensor | None, cx: Tenso
 def _fused_lstm_layer(x: Tensor, h0: Tensor, c0: Tensor, w_ih: Tensor, w_hh: Tensor,
                       bias: Tensor | None, reverse: bool, keep: bool) -> tuple | None:
     """A whole LSTM layer (one direction, padded time-major input ``x`` of (T*B, I) rows,
-    last step first if `reverse`) in one backend kernel: ``(out, h_n, c_n, saved)``, ``saved`` opaque to core and only
-    passed to `_fused_lstm_layer_backward`. None when the backend has no `lstm_layer`
-    kernel, the dtype is not float32/float64, or a trace records (nn's LSTM then runs
-    per step)."""
+    last step first if `reverse`) in one backend kernel: ``(out, h_n, c_n, saved)``,
+    ``saved`` opaque to core and only passed to `_fused_lstm_layer_backward`. None when
+    the backend has no `lstm_layer` kernel, the dtype is not float32/float64, or a trace
+    records (nn's LSTM then runs per step)."""
     kernel = x._backend.kernels.get("lstm_layer")
     if kernel is None or tracing.active is not None or x._dtype not in (dt.float32,
                                                                          dt.float64):

@@ -137,24 +137,7 @@ def _sgd_single(params: list[Tensor], grads: list[Tensor], bufs: list[Tensor | N
 def _sgd_foreach(params: list[Tensor], grads: list[Tensor], bufs: list[Tensor | None],
                  lr: float, momentum: float, dampening: float, weight_decay: float,
                  nesterov: bool, maximize: bool) -> None:
-    """The same update with one list op per stage (parameters on one device and dtype)."""
-    if maximize:
-        grads = fe._foreach_neg(grads)
-    if weight_decay != 0:
-        if maximize:  # `grads` is already a fresh list of tensors: reuse it
-            fe._foreach_add_(grads, params, alpha=weight_decay)
-        else:
-            grads = fe._foreach_add(grads, params, alpha=weight_decay)
-    if momentum != 0:
-        if any(b is None for b in bufs):  # the first step: buffers start as the gradient
-            for i, grad in enumerate(grads):
-                if bufs[i] is None:
-                    bufs[i] = grad.clone()
-                else:
-                    bufs[i].mul_(momentum).add_(grad, alpha=1 - dampening)
-        else:
-            fe._foreach_mul_(bufs, momentum)
-            fe._foreach_add_(bufs, grads, alpha=1 - dampening)
-        # (PyTorch adds in place here, which would write into p.grad)
-        grads = fe._foreach_add(grads, bufs, alpha=momentum) if nesterov else bufs
-    fe._foreach_add_(params, grads, alpha=-lr)
+    """The same update for parameters on one device and dtype: one fused list op (the
+    backend's `_fused_sgd_` kernel, else a few `_foreach_*` ops)."""
+    fe._fused_sgd_(params, grads, bufs, lr=lr, momentum=momentum, dampening=dampening,
+                   weight_decay=weight_decay, nesterov=nesterov, maximize=maximize)

@@ -34,6 +34,7 @@ import threading
 from typing import Any
 
 __all__ = [
+    "axpby",
     "axpy",
     "benchmark_matmul",
     "configure_before_numpy",
@@ -246,6 +247,8 @@ class _Blas:
         # level 1, for optimizer updates (y += a * x in one threaded pass, no temporary)
         self.saxpy = self._fn("cblas_saxpy", None, [i, f, p, i, p, i])
         self.daxpy = self._fn("cblas_daxpy", None, [i, d, p, i, p, i])
+        self.saxpby = self._fn("cblas_saxpby", None, [i, f, p, i, f, p, i])  # OpenBLAS's
+        self.daxpby = self._fn("cblas_daxpby", None, [i, d, p, i, d, p, i])
         self.sgemm_name = sgemm_name
 
     def _name(self, base: str) -> str | None:
@@ -817,9 +820,9 @@ if __name__ == "__main__":  # python ember/backends/cpu/blas.py: quick report
 level1_min_size = 65536
 
 
-def _axpy_fn(x: Any) -> Any:
-    """The axpy for x's dtype when x is a large, writable, contiguous float32/float64
-    ndarray and NumPy's OpenBLAS exports it; else None."""
+def _level1_fn(x: Any, name: str) -> Any:
+    """NumPy's OpenBLAS ``?<name>`` for x's dtype when x is a large, writable, contiguous
+    float32/float64 ndarray and the library exports it; else None."""
     import numpy as np
 
     if type(x) is not np.ndarray or x.size < level1_min_size or \
@@ -834,23 +837,42 @@ def _axpy_fn(x: Any) -> Any:
     blas = _numpy_blas()
     if blas is None:
         return None
-    return getattr(blas, which + "axpy")
+    return getattr(blas, which + name)
+
+
+def _operands(fn: Any, x: Any, y: Any) -> tuple[int, int] | None:
+    """(address of x, address of y) when `fn` exists and x matches y's shape, dtype and
+    layout and overlaps it only by being it; else None."""
+    import numpy as np
+
+    if fn is None or type(x) is not np.ndarray or x.shape != y.shape or \
+            x.dtype != y.dtype or not (x.flags.c_contiguous and x.flags.aligned):
+        return None
+    px, py = x.__array_interface__["data"][0], y.__array_interface__["data"][0]
+    if px != py and np.may_share_memory(x, y):
+        return None
+    return px, py
 
 
 def axpy(alpha: float, x: Any, y: Any) -> bool:
     """``y += alpha * x`` in place, in one pass; False (nothing done) when it does not
-    apply: see `_axpy_fn`, plus x must match y's shape, dtype and layout and must not
-    overlap it other than being it."""
-    import numpy as np
+    apply (see `_level1_fn` and `_operands`)."""
+    fn = _level1_fn(y, "axpy") if alpha != 0 else None  # BLAS skips alpha 0: inf * 0 is nan
+    ptrs = _operands(fn, x, y)
+    if ptrs is None:
+        return False
+    fn(y.size, alpha, ptrs[0], 1, ptrs[1], 1)
+    return True
 
-    fn = _axpy_fn(y) if alpha != 0 else None  # BLAS skips alpha 0, but inf * 0 is nan
-    if fn is None or type(x) is not np.ndarray or x.shape != y.shape or \
-            x.dtype != y.dtype or not (x.flags.c_contiguous and x.flags.aligned):
+
+def axpby(alpha: float, x: Any, beta: float, y: Any) -> bool:
+    """``y = alpha * x + beta * y`` in place, in one pass; False (nothing done) when it
+    does not apply (as `axpy`; both factors non-zero)."""
+    fn = _level1_fn(y, "axpby") if alpha != 0 and beta != 0 else None
+    ptrs = _operands(fn, x, y)
+    if ptrs is None:
         return False
-    px, py = x.__array_interface__["data"][0], y.__array_interface__["data"][0]
-    if px != py and np.may_share_memory(x, y):
-        return False
-    fn(y.size, alpha, px, 1, py, 1)
+    fn(y.size, alpha, ptrs[0], 1, beta, ptrs[1], 1)
     return True
 
 
