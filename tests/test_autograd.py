@@ -1048,3 +1048,17 @@ def test_leaf_grads_never_share_a_buffer():
     np.testing.assert_array_equal(b.grad.numpy(), [1, 1, 1])
     np.testing.assert_array_equal(d.grad.numpy(), [2, 2, 2])
     np.testing.assert_array_equal(c.grad.numpy(), [3, 3, 3])
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_relu_backward_keeps_exact_zeros(torch, dtype):
+    # where the input is <= 0 the gradient is exactly 0, even for an inf or NaN incoming
+    # gradient; huge finite values (whose squares overflow) pass through unchanged
+    x = np.array([[-1.0, 0.5, 2.0, 0.0, -3.0, 4.0]] * 3, dtype=dtype)
+    g = np.array([[np.inf, np.nan, 1e30, np.nan, -np.inf, 2.0]] * 3, dtype=dtype)
+    xe = ember.tensor(x, requires_grad=True)
+    ember.relu(xe).backward(ember.tensor(g))
+    xt = torch.tensor(x, requires_grad=True)
+    torch.relu(xt).backward(torch.tensor(g))
+    np.testing.assert_array_equal(xe.grad.numpy(), xt.grad.numpy())

@@ -812,12 +812,22 @@ def max_pool_backward(g, x, values, idx, input_shape, kernel_size, stride, paddi
 def _relu_backward_exact(y, g):
     """g where y > 0, else 0: a multiply by the mask (3x faster than np.where), with
     np.where's exact zeros kept where g holds a NaN or an infinity."""
-    out = np.multiply(g, (y > 0).astype(g.dtype))  # (a float mask multiplies faster)
-    # a sum is one pass without a temporary; it is not finite if any element is not (or,
-    # rarely, if it overflows: then the slow path is merely unneeded)
-    if not np.isfinite(out.sum()):
+    with np.errstate(invalid="ignore"):  # inf * 0 is replaced below
+        out = np.multiply(g, (y > 0).astype(g.dtype))  # (a float mask multiplies faster)
+    if not _all_finite(out):
         out = np.where(y > 0, g, g.dtype.type(0))
     return out
+
+
+def _all_finite(x) -> bool:
+    """Whether x holds no NaN or infinity; may say False for finite values whose squares
+    overflow (callers then take an exact slow path). A BLAS dot is one pass without a
+    temporary (2.5x faster than NumPy's pairwise sum, 1.1x than isfinite(...).all())."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        if x.dtype in _GEMM_DTYPES and x.flags.c_contiguous:
+            flat = x.reshape(-1)
+            return bool(np.isfinite(np.dot(flat, flat)))
+        return bool(np.isfinite(x.sum()))
 
 
 KERNELS.update({"max_pool": max_pool, "max_pool_backward": max_pool_backward,
