@@ -469,6 +469,13 @@ def test_lstm_layer_kernel_partial_gradients(torch, use):
                     use=use)
 
 
+@pytest.mark.parametrize("name,extra", RECURRENT, ids=["LSTM", "GRU", "RNN_tanh", "RNN_relu"])
+def test_empty_batch(torch, name, extra):
+    torch.manual_seed(6)
+    tm, em = make_pair(torch, name, IN, HID, bidirectional=True, **extra)
+    run_and_compare(torch, tm, em, torch.randn(T_LEN, 0, IN, dtype=torch.float64))
+
+
 # -- errors ---------------------------------------------------------------------------------
 
 

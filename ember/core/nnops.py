@@ -757,6 +757,9 @@ def _fused_lstm_layer(x: Tensor, h0: Tensor, c0: Tensor, w_ih: Tensor, w_hh: Ten
     if kernel is None or tracing.active is not None or x._dtype not in (dt.float32,
                                                                          dt.float64):
         return None
+    if any(t is not None and (t._dtype is not x._dtype or t._device is not x._device)
+           for t in (h0, c0, w_ih, w_hh, bias)):
+        return None  # the per-step path promotes or raises as the ops do
     out, hn, cn, saved = kernel(x._data, w_ih._data, w_hh._data,
                                 None if bias is None else bias._data, h0._data, c0._data,
                                 reverse, keep)

@@ -63,6 +63,9 @@ def lstm_layer(x, w_ih, w_hh, bias, h0, c0, reverse=False, keep=True):
     batch, hidden = h0.shape
     steps = x.shape[0] // batch
     dt = x.dtype
+    # the BLAS calls below take raw pointers: every array must be in x's dtype
+    w_ih, w_hh = w_ih.astype(dt, copy=False), w_hh.astype(dt, copy=False)
+    bias = None if bias is None else bias.astype(dt, copy=False)
     perm = _gate_order(hidden)
     half = np.ones((4 * hidden, 1), dtype=dt)
     half[:3 * hidden] = 0.5  # the sigmoid gates o, i, f take z / 2

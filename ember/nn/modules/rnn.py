@@ -179,7 +179,7 @@ class _FusedLayer:
 def _lstm_forward(steps: _Steps, x: Tensor, h: Tensor, c: Tensor, w_ih: Tensor, w_hh: Tensor,
                   b_ih: Tensor | None, b_hh: Tensor | None, w_hr: Tensor | None,
                   reverse: bool, keep: bool) -> tuple:
-    if w_hr is None and steps.padded and steps.count:
+    if w_hr is None and steps.padded and steps.count and steps.batch:
         # the backend may run the whole layer in one kernel (see ember._fused_lstm_layer)
         layer = ember._fused_lstm_layer(x, h, c, w_ih, w_hh, _bias_sum(b_ih, b_hh),
                                         reverse, keep)
@@ -734,8 +734,8 @@ class RNNBase(Module):
         """`_run` on a batched ``(T, B, F)`` (``(B, T, F)``) input tensor."""
         x = input.transpose(0, 1) if self.batch_first else input
         length, batch = x.shape[0], x.shape[1]
-        out, h_n, c_n = self._run(_Steps([batch] * length), x.reshape(length * batch, -1),
-                                  h0, c0)
+        rows = x.reshape(length * batch, x.shape[2])  # (not -1: the batch may be empty)
+        out, h_n, c_n = self._run(_Steps([batch] * length), rows, h0, c0)
         out = out.view(length, batch, out.shape[1])
         return (out.transpose(0, 1) if self.batch_first else out), h_n, c_n
 
