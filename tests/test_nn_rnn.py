@@ -572,3 +572,24 @@ def test_cell_errors():
     cell.nonlinearity = "gelu"
     with pytest.raises(RuntimeError, match="Unknown nonlinearity: gelu"):
         cell(ember.randn(2, 3))
+
+
+def test_lstm_layer_kernel_leaves_its_inputs_alone():
+    # batch 1 makes the transposed output gradient a free view: the kernel must still copy
+    from ember.backends.cpu import lstm
+
+    rng = np.random.default_rng(8)
+    steps, batch, inputs, hidden = 4, 1, 3, 5
+    x = rng.standard_normal((steps * batch, inputs))
+    w_ih, w_hh = rng.standard_normal((4 * hidden, inputs)), rng.standard_normal((4 * hidden,
+                                                                                 hidden))
+    bias, h0, c0 = rng.standard_normal(4 * hidden), rng.standard_normal((batch, hidden)), \
+        rng.standard_normal((batch, hidden))
+    originals = [a.copy() for a in (x, w_ih, w_hh, bias, h0, c0)]
+    out, hn, cn, saved = lstm.lstm_layer(x, w_ih, w_hh, bias, h0, c0)
+    g_out, g_hn, g_cn = (rng.standard_normal(a.shape) for a in (out, hn, cn))
+    kept = [a.copy() for a in (g_out, g_hn, g_cn)]
+    lstm.lstm_layer_backward(saved, g_out, g_hn, g_cn)
+    for before, after in zip(originals + kept, (x, w_ih, w_hh, bias, h0, c0, g_out, g_hn,
+                                                 g_cn)):
+        np.testing.assert_array_equal(before, after)

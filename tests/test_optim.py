@@ -775,3 +775,24 @@ def test_updates_run_on_a_third_party_backend(name, kwargs, foreach, data):
     for value in dopt.state[dev[0]].values():
         if isinstance(value, ember.Tensor):
             assert value.device.type == "countdev"
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"lr": 0.1, "momentum": 0.9}, {"lr": 0.1, "momentum": 0.9, "nesterov": True,
+                                   "weight_decay": 0.1},
+    {"lr": 0.1, "momentum": 0.5, "dampening": 0.3, "maximize": True}, {"lr": 0.1},
+], ids=["momentum", "nesterov+wd", "dampening+maximize", "plain"])
+def test_sgd_without_a_fused_kernel_matches_torch(kwargs, data, monkeypatch):
+    # a backend without `_fused_sgd_` runs the step as `_foreach_*` ops: same trajectory
+    backend = ember.zeros(1)._backend
+    monkeypatch.delitem(backend.kernels, "_fused_sgd_")
+    init, grads = data
+    ep, tp = _ember_params(init), _torch_params(init)
+    eopt, topt = optim.SGD(ep, **kwargs), torch.optim.SGD(tp, **kwargs)
+    for step_grads in grads:
+        _set_grads(ep, step_grads, ember.tensor)
+        _set_grads(tp, step_grads, torch.tensor)
+        eopt.step()
+        topt.step()
+    for e, t in zip(ep, tp):
+        _assert_close(_np(e), _np(t))

@@ -17,8 +17,10 @@ Two layout choices make each step's ops few and contiguous:
 
 The backward pass computes each step's gate-gradient factors for all steps at once
 before its time loop (they depend only on the forward pass), so the loop is the carry:
-seven small elementwise ops and one matmul per step. The weight gradients are then one
-GEMM each over all steps.
+five small elementwise ops and one matmul per step. The weight gradients are then one
+GEMM each over all steps. The recurrent matmuls go straight to BLAS with ``beta = 1``,
+adding into the precomputed input projection (forward) and into the output gradient
+(backward) instead of a matmul and an add.
 
 PyTorch's gate order (i, f, g, o) is kept at the interface: inputs, outputs and
 gradients are in PyTorch's layout, ``x`` and ``out`` are time-major ``(T * B, F)`` rows.
@@ -161,7 +163,8 @@ def lstm_layer_backward(saved, grad_out, grad_hn, grad_cn, needs=(True,) * 6):
         dhs = np.zeros((steps, hidden, batch), dt)
     else:
         d_out = grad_out.reshape(steps, batch, hidden).transpose(0, 2, 1)
-        dhs = np.ascontiguousarray(d_out[::-1] if s.reverse else d_out, dtype=dt)
+        # always a copy (the loop accumulates into it), even where the transpose is free
+        dhs = np.array(d_out[::-1] if s.reverse else d_out, dtype=dt, order="C")
     if grad_hn is not None:
         dhs[-1] += grad_hn.T
     dc = np.zeros((hidden, batch), dt) if grad_cn is None else \
@@ -203,7 +206,7 @@ def lstm_layer_backward(saved, grad_out, grad_hn, grad_cn, needs=(True,) * 6):
         x_in[:, inputs:] = 1
         dw_in = np.matmul(dg, x_in)[inverse]
         dw_ih = np.ascontiguousarray(dw_in[:, :inputs])
-        db = dw_in[:, inputs] if needs[3] else None
+        db = np.ascontiguousarray(dw_in[:, inputs]) if needs[3] else None
     elif needs[3]:
         db = dg.sum(axis=1)[inverse]
     dw_hh = None
