@@ -87,10 +87,24 @@ def _rsqrt(x, out=None):
     return np.reciprocal(np.sqrt(x, out=out), out=out)
 
 
+_RELU_ROW = 1024
+
+
 def _relu(x, out=None):
+    # NumPy's maximum against a scalar takes a slow loop; against a row of zeros broadcast
+    # over rows it runs its fast one (128x512 float32: 35 us vs 15 us). Contiguous arrays
+    # with short rows (a conv's 26 wide) are viewed as rows of 1024 (1.38M floats: 0.38 ms
+    # instead of 0.63 ms as 26-wide rows, 0.71 ms against a scalar).
+    if x.ndim and x.shape[-1] < 256 and x.size >= _RELU_ROW and x.flags.c_contiguous and \
+            (out is None or out.flags.c_contiguous):
+        res = np.empty_like(x) if out is None else out
+        src, dst = x.reshape(-1), res.reshape(-1)
+        whole = src.size - src.size % _RELU_ROW
+        np.maximum(src[:whole].reshape(-1, _RELU_ROW), np.zeros(_RELU_ROW, x.dtype),
+                   out=dst[:whole].reshape(-1, _RELU_ROW))
+        np.maximum(src[whole:], x.dtype.type(0), out=dst[whole:])
+        return res
     if x.ndim and x.shape[-1] > 1:
-        # a row of zeros broadcast along the last dim: NumPy's maximum against a scalar
-        # takes a slow loop (measured 35 us vs 15 us for 128x512 float32)
         return np.maximum(x, np.zeros(x.shape[-1], x.dtype), out=out)
     return np.maximum(x, x.dtype.type(0), out=out)
 
