@@ -125,19 +125,16 @@ def _step_factors(s: _Saved, hidden: int) -> tuple[np.ndarray, np.ndarray]:
     with dc += dh * K."""
     h, h3 = hidden, 3 * hidden
     a = s.acts
-    o, i, f, g = a[:, :h], a[:, h:2 * h], a[:, 2 * h:h3], a[:, h3:]
+    o, i, g = a[:, :h], a[:, h:2 * h], a[:, h3:]
     tc, c_prev = s.tcs, s.cs[:-1]
     p = np.empty_like(a)
     po, pi, pf, pg = p[:, :h], p[:, h:2 * h], p[:, 2 * h:h3], p[:, h3:]
-    np.subtract(1, o, out=po)   # o' = tanh(c) * o(1 - o)
-    po *= o
-    np.multiply(po, tc, out=po)
-    np.subtract(1, i, out=pi)   # i' = g * i(1 - i)
-    pi *= i
-    pi *= g
-    np.subtract(1, f, out=pf)   # f' = c_prev * f(1 - f)
-    pf *= f
-    pf *= c_prev
+    sig = p[:, :h3]             # s(1 - s) for the three sigmoid gates at once
+    np.subtract(1, a[:, :h3], out=sig)
+    sig *= a[:, :h3]
+    po *= tc                    # o' = tanh(c) * o(1 - o)
+    pi *= g                     # i' = g * i(1 - i)
+    pf *= c_prev                # f' = c_prev * f(1 - f)
     np.multiply(g, g, out=pg)   # g' = i * (1 - g^2)
     np.subtract(1, pg, out=pg)
     pg *= i
