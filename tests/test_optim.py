@@ -796,3 +796,17 @@ def test_sgd_without_a_fused_kernel_matches_torch(kwargs, data, monkeypatch):
         topt.step()
     for e, t in zip(ep, tp):
         _assert_close(_np(e), _np(t))
+
+
+def test_list_op_errors_name_the_op():
+    a, b = [ember.ones(3)], [ember.ones(3), ember.ones(3)]
+    with pytest.raises(RuntimeError, match=r"^_foreach_add_: tensor lists must have the same "
+                                           r"length, got 1 and 2"):
+        ember._foreach_add_(a, b)
+    with pytest.raises(RuntimeError, match=r"^_fused_sgd_: tensor lists must have the same "
+                                           r"length, got 1 and 2"):
+        ember._fused_sgd_(a, b, [None], lr=0.1)
+    p = [ember.ones(3, requires_grad=True)]
+    with pytest.raises(RuntimeError, match=r"^_fused_sgd_: list ops do not record autograd; "
+                                           r"run them under ember.no_grad\(\)"):
+        ember._fused_sgd_(p, [ember.ones(3)], [None], lr=0.1)

@@ -32,29 +32,30 @@ _PER_TENSOR = {
 }
 
 
-def _check(name: str, xs: list, lists: list) -> None:
+def _check(op: str, xs: list, lists: list) -> None:
+    """Same lengths, one device, no autograd recording; errors name `op`."""
     if not xs:
         return
     device = xs[0]._device
     for other in lists:
         if len(other) != len(xs):
-            raise RuntimeError(f"_foreach_{name}: tensor lists must have the same length, got "
+            raise RuntimeError(f"{op}: tensor lists must have the same length, got "
                                f"{len(xs)} and {len(other)}")
     for i, group in enumerate(zip(xs, *lists)):
         for t in group:
             if isinstance(t, Tensor) and t._device is not device:
-                raise RuntimeError(f"_foreach_{name}: expected all tensors on {device}, but "
+                raise RuntimeError(f"{op}: expected all tensors on {device}, but "
                                    f"tensor {i} is on {t._device}")
     if ag.is_grad_enabled() and any(x._requires_grad for x in xs):
-        raise RuntimeError(f"_foreach_{name}_: in-place list ops do not record autograd; run "
-                           "them under ember.no_grad()")
+        raise RuntimeError(f"{op}: list ops do not record autograd; run them under "
+                           "ember.no_grad()")
 
 
 def _apply(name: str, inplace: bool, xs: Sequence[Tensor], *args: Any, **attrs: Any):
     xs = list(xs)
     lists = [list(a) for a in args if isinstance(a, (list, tuple)) and a and
              isinstance(a[0], Tensor)]
-    _check(name, xs, lists)
+    _check(f"_foreach_{name}{'_' if inplace else ''}", xs, lists)
     if not xs:
         return None if inplace else []
     backend = xs[0]._backend
@@ -122,7 +123,7 @@ def _fused_sgd_(params: list[Tensor], grads: list[Tensor],
     """
     if not params:
         return
-    _check("sgd", params, [grads])
+    _check("_fused_sgd_", params, [grads])
     kernel = params[0]._backend.kernels.get("_fused_sgd_")
     first_step = momentum != 0 and any(b is None for b in momentum_buffers)
     if kernel is not None and not first_step:
