@@ -40,7 +40,7 @@ _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112  # CBLAS enums
 class _Saved:
     """What the backward pass reads: the forward activations, in the kernel's layout."""
 
-    __slots__ = ("xs", "reverse", "w_ih", "w_hh", "perm", "acts", "hs", "cs", "tcs")
+    __slots__ = ("x_in", "reverse", "w_ih", "w_hh", "perm", "acts", "hs", "cs", "tcs")
 
     def __init__(self, **fields: Any) -> None:
         for name, value in fields.items():
@@ -64,10 +64,7 @@ def lstm_layer(x, w_ih, w_hh, bias, h0, c0, reverse=False, keep=True):
     """
     batch, hidden = h0.shape
     steps = x.shape[0] // batch
-    dt = x.dtype
-    # the BLAS calls below take raw pointers: every array must be in x's dtype
-    w_ih, w_hh = w_ih.astype(dt, copy=False), w_hh.astype(dt, copy=False)
-    bias = None if bias is None else bias.astype(dt, copy=False)
+    dt = x.dtype  # (core passes every array in this dtype: the BLAS calls rely on it)
     perm = _gate_order(hidden)
     half = np.ones((4 * hidden, 1), dtype=dt)
     half[:3 * hidden] = 0.5  # the sigmoid gates o, i, f take z / 2
@@ -115,8 +112,8 @@ def lstm_layer(x, w_ih, w_hh, bias, h0, c0, reverse=False, keep=True):
         np.multiply(o, tcs[t], out=hs[t + 1])
     outs = hs[1:].transpose(0, 2, 1)
     out = np.ascontiguousarray(outs[::-1] if reverse else outs).reshape(steps * batch, hidden)
-    saved = _Saved(xs=xs, reverse=reverse, w_ih=w_ih, w_hh=w_hh_p, perm=perm, acts=acts,
-                   hs=hs, cs=cs, tcs=tcs) if keep else None
+    saved = _Saved(x_in=x_in, reverse=reverse, w_ih=w_ih, w_hh=w_hh_p, perm=perm,
+                   acts=acts, hs=hs, cs=cs, tcs=tcs) if keep else None
     return out, np.ascontiguousarray(hs[-1].T), np.ascontiguousarray(cs[-1].T), saved
 
 
@@ -196,16 +193,13 @@ def lstm_layer_backward(saved, grad_out, grad_hn, grad_cn, needs=(True,) * 6):
         dx = np.matmul(dg.T, s.w_ih[s.perm]).reshape(steps, batch, -1)
         dx = np.ascontiguousarray(dx[::-1] if s.reverse else dx).reshape(steps * batch, -1)
     dw_ih = db = None
-    if needs[1]:  # with the bias gradient as one more column: dg @ [x, 1]
-        inputs = s.xs.shape[2]
-        x_in = np.empty((steps * batch, inputs + needs[3]), dtype=dt)
-        x_in[:, :inputs] = s.xs.reshape(steps * batch, inputs)
-        x_in[:, inputs:] = 1
-        dw_in = np.matmul(dg, x_in)[inverse]
-        dw_ih = np.ascontiguousarray(dw_in[:, :inputs])
+    if needs[1] or needs[3]:
+        # the forward's [x, 1] columns as rows: the bias gradient is dg @ [x, 1]'s last column
+        inputs = s.w_ih.shape[1]
+        rows = s.x_in.transpose(0, 2, 1).reshape(steps * batch, -1)
+        dw_in = np.matmul(dg, rows)[inverse]
+        dw_ih = np.ascontiguousarray(dw_in[:, :inputs]) if needs[1] else None
         db = np.ascontiguousarray(dw_in[:, inputs]) if needs[3] else None
-    elif needs[3]:
-        db = dg.sum(axis=1)[inverse]
     dw_hh = None
     if needs[2]:
         h_prev = np.ascontiguousarray(s.hs[:-1].transpose(1, 0, 2)).reshape(hidden, -1)
