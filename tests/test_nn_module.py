@@ -142,6 +142,14 @@ class TestRegistration:
             m.get_submodule("a.zz")
         bn = nn.BatchNorm1d(2)
         assert bn.get_buffer("running_mean") is bn.running_mean
+        with pytest.raises(AttributeError, match="has no attribute `nope`"):
+            m.get_parameter("a.0.nope")
+        with pytest.raises(AttributeError, match="has no attribute `nope`"):
+            bn.get_buffer("nope")
+        with pytest.raises(AttributeError, match="`running_mean` is not an nn.Parameter"):
+            bn.get_parameter("running_mean")
+        with pytest.raises(AttributeError, match="`weight` is not a buffer"):
+            bn.get_buffer("weight")
 
     def test_forward_not_implemented(self):
         with pytest.raises(NotImplementedError, match='missing the required "forward"'):
@@ -581,6 +589,12 @@ class TestSequential:
         assert isinstance(sub, nn.Sequential) and list(sub._modules) == ["1", "2"]
         with pytest.raises(IndexError, match="index 3 is out of range"):
             seq[3]
+        with pytest.raises(IndexError, match="index -4 is out of range"):
+            seq[-4]
+        for listed in (nn.ModuleList(layers), nn.ParameterList([nn.Parameter(ember.ones(1))])):
+            assert listed[-1] is list(listed)[-1]
+            with pytest.raises(IndexError, match=f"index {len(listed)} is out of range"):
+                listed[len(listed)]
         seq[1] = nn.Tanh()
         assert isinstance(seq[1], nn.Tanh)
 

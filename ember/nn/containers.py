@@ -16,6 +16,15 @@ from ember.nn.parameter import Parameter
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
 
+def _abs_index(idx: Any, size: int) -> int:
+    """`idx` as a position in ``range(size)`` (negative counts from the end); PyTorch's
+    IndexError outside."""
+    idx = operator.index(idx)
+    if not -size <= idx < size:
+        raise IndexError(f"index {idx} is out of range")
+    return idx % size
+
+
 class Sequential(Module):
     r"""A sequential container: modules run in the order they were passed in.
 
@@ -35,12 +44,7 @@ class Sequential(Module):
                 self.add_module(str(idx), module)
 
     def _get_item_by_idx(self, iterator: Iterable, idx: int) -> Any:
-        size = len(self)
-        idx = operator.index(idx)
-        if not -size <= idx < size:
-            raise IndexError(f"index {idx} is out of range")
-        idx %= size
-        return next(islice(iterator, idx, None))
+        return next(islice(iterator, _abs_index(idx, len(self)), None))
 
     def __getitem__(self, idx: int | slice) -> Any:
         if isinstance(idx, slice):
@@ -154,12 +158,7 @@ class ModuleList(Module):
             self += modules
 
     def _get_abs_string_index(self, idx: int) -> str:
-        idx = operator.index(idx)
-        if not (-len(self) <= idx < len(self)):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
+        return str(_abs_index(idx, len(self)))
 
     def __getitem__(self, idx: int | slice) -> Any:
         if isinstance(idx, slice):
@@ -333,12 +332,7 @@ class ParameterList(Module):
             self += values
 
     def _get_abs_string_index(self, idx: int) -> str:
-        idx = operator.index(idx)
-        if not (-len(self) <= idx < len(self)):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
+        return str(_abs_index(idx, len(self)))
 
     def __getitem__(self, idx: int | slice) -> Any:
         if isinstance(idx, slice):

@@ -361,12 +361,17 @@ class Module:
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
 
+    def _owner_of(self, target: str) -> tuple[Module, str]:
+        """(the submodule holding dotted path ``target``'s last name, that name)."""
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
+        return mod, name
+
     def get_parameter(self, target: str) -> Parameter:
         """The parameter at dotted path ``target``."""
-        module_path, _, param_name = target.rpartition(".")
-        mod = self.get_submodule(module_path)
-        if not hasattr(mod, param_name):
-            raise AttributeError(mod._get_name() + " has no attribute `" + param_name + "`")
+        mod, param_name = self._owner_of(target)
         param = getattr(mod, param_name)
         if not isinstance(param, Parameter):
             raise AttributeError("`" + param_name + "` is not an nn.Parameter")
@@ -374,10 +379,7 @@ class Module:
 
     def get_buffer(self, target: str) -> Tensor:
         """The buffer at dotted path ``target``."""
-        module_path, _, buffer_name = target.rpartition(".")
-        mod = self.get_submodule(module_path)
-        if not hasattr(mod, buffer_name):
-            raise AttributeError(mod._get_name() + " has no attribute `" + buffer_name + "`")
+        mod, buffer_name = self._owner_of(target)
         if buffer_name not in mod._buffers:
             raise AttributeError("`" + buffer_name + "` is not a buffer")
         return getattr(mod, buffer_name)
