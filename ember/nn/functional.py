@@ -71,10 +71,20 @@ def _inplace_apply(input: Tensor, fn: Any) -> Tensor:
     return input.copy_(fn(src))
 
 
-def _legacy_reduction(size_average: bool | None, reduce: bool | None) -> str:
+def _legacy_reduction(size_average: bool | None, reduce: bool | None,
+                      stacklevel: int = 3) -> str:
     warnings.warn("size_average and reduce args will be deprecated, please use reduction="
-                  f"'{_legacy_string(size_average, reduce)}' instead.", stacklevel=3)
+                  f"'{_legacy_string(size_average, reduce)}' instead.", stacklevel=stacklevel)
     return _legacy_string(size_average, reduce)
+
+
+def _reduction_arg(size_average: bool | None, reduce: bool | None, reduction: str) -> str:
+    """The reduction a loss function uses: the deprecated `size_average`/`reduce` pair wins
+    (with PyTorch's warning, pointing at the loss's caller); an invalid one raises."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce, stacklevel=4)
+    _check_reduction(reduction)
+    return reduction
 
 
 def _legacy_string(size_average: bool | None, reduce: bool | None) -> str:
@@ -1059,9 +1069,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
              weight: Tensor | None = None) -> Tensor:
     r"""Mean squared error: :math:`(x - y)^2`, reduced."""
     _target_size_check(input, target)
-    if size_average is not None or reduce is not None:
-        reduction = _legacy_reduction(size_average, reduce)
-    _check_reduction(reduction)
+    reduction = _reduction_arg(size_average, reduce, reduction)
     diff = input - target
     return _weighted(diff * diff, diff, weight, reduction)
 
@@ -1071,9 +1079,7 @@ def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
             weight: Tensor | None = None) -> Tensor:
     r"""Mean absolute error: :math:`|x - y|`, reduced."""
     _target_size_check(input, target)
-    if size_average is not None or reduce is not None:
-        reduction = _legacy_reduction(size_average, reduce)
-    _check_reduction(reduction)
+    reduction = _reduction_arg(size_average, reduce, reduction)
     diff = input - target
     return _weighted(ember.abs(diff), diff, weight, reduction)
 
@@ -1083,9 +1089,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = No
                    beta: float = 1.0) -> Tensor:
     r""":math:`0.5 d^2 / \beta` where :math:`|d| < \beta`, else :math:`|d| - 0.5\beta`."""
     _target_size_check(input, target)
-    if size_average is not None or reduce is not None:
-        reduction = _legacy_reduction(size_average, reduce)
-    _check_reduction(reduction)
+    reduction = _reduction_arg(size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     diff = input - target
@@ -1125,9 +1129,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
     Shapes: input ``(N, C)``, ``(C,)`` or ``(N, C, d1, ...)``; target ``(N)``, ``()`` or
     ``(N, d1, ...)`` of class indices.
     """
-    if size_average is not None or reduce is not None:
-        reduction = _legacy_reduction(size_average, reduce)
-    _check_reduction(reduction)
+    reduction = _reduction_arg(size_average, reduce, reduction)
     if target.dtype.is_floating_point or target.dtype is ember.bool:
         raise RuntimeError(f"expected scalar type Long but found "
                            f"{target.dtype.name.capitalize()}")
@@ -1207,9 +1209,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
 
     Shapes: input ``(N, C)``, ``(C,)`` or ``(N, C, d1, ...)``.
     """
-    if size_average is not None or reduce is not None:
-        reduction = _legacy_reduction(size_average, reduce)
-    _check_reduction(reduction)
+    reduction = _reduction_arg(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: "
                            f"{label_smoothing}")
@@ -1255,9 +1255,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                          reduction: str = "mean") -> Tensor:
     r"""Binary cross entropy of probabilities ``input``:
     :math:`-w[y \log x + (1 - y) \log(1 - x)]`, each log clamped at -100 as in torch."""
-    if size_average is not None or reduce is not None:
-        reduction = _legacy_reduction(size_average, reduce)
-    _check_reduction(reduction)
+    reduction = _reduction_arg(size_average, reduce, reduction)
     if target.shape != input.shape:
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
                          f"size ({input.shape}) is deprecated. Please ensure they have the "
@@ -1279,9 +1277,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     :math:`-w[p_c\, y \log\sigma(x) + (1 - y)\log(1 - \sigma(x))]`, where ``pos_weight``
     :math:`p_c` weights the positive examples of each class (broadcast over the last
     dimension)."""
-    if size_average is not None or reduce is not None:
-        reduction = _legacy_reduction(size_average, reduce)
-    _check_reduction(reduction)
+    reduction = _reduction_arg(size_average, reduce, reduction)
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
@@ -1332,8 +1328,7 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
                      reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     r""":math:`\log(1 + e^{-y x})` for targets :math:`y \in \{-1, 1\}`."""
-    if size_average is not None or reduce is not None:
-        reduction = _legacy_reduction(size_average, reduce)
+    reduction = _reduction_arg(size_average, reduce, reduction)
     return _reduce(softplus(-target * input, 1.0, math.inf), reduction)
 
 
@@ -1341,8 +1336,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
                         size_average: bool | None = None, reduce: bool | None = None,
                         reduction: str = "mean") -> Tensor:
     r""":math:`\max(0, -y (x_1 - x_2) + margin)`."""
-    if size_average is not None or reduce is not None:
-        reduction = _legacy_reduction(size_average, reduce)
+    reduction = _reduction_arg(size_average, reduce, reduction)
     return _reduce((-target * (input1 - input2) + margin).clamp(min=0.0), reduction)
 
 
@@ -1350,8 +1344,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
                          size_average: bool | None = None, reduce: bool | None = None,
                          reduction: str = "mean") -> Tensor:
     r""":math:`x` where :math:`y = 1`, :math:`\max(0, margin - x)` where :math:`y = -1`."""
-    if size_average is not None or reduce is not None:
-        reduction = _legacy_reduction(size_average, reduce)
+    reduction = _reduction_arg(size_average, reduce, reduction)
     margin_clamp = (margin - input).clamp(min=0.0)
     out_margin = ember.where(target != 1, margin_clamp, 0.0)
     out_self = ember.where(target != -1, input, 0.0)
@@ -1363,8 +1356,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
                           reduction: str = "mean") -> Tensor:
     r""":math:`1 - \cos(x_1, x_2)` where :math:`y = 1`, :math:`\max(0, \cos - margin)`
     where :math:`y = -1`."""
-    if size_average is not None or reduce is not None:
-        reduction = _legacy_reduction(size_average, reduce)
+    reduction = _reduction_arg(size_average, reduce, reduction)
     eps = 1e-12
     dim = input1.ndim - 1
     prod = (input1 * input2).sum(dim)
@@ -1381,9 +1373,7 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
                      reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     r"""Poisson negative log likelihood: :math:`e^x - y x` (``log_input``) or
     :math:`x - y \log(x + \epsilon)`; ``full`` adds the Stirling term."""
-    if size_average is not None or reduce is not None:
-        reduction = _legacy_reduction(size_average, reduce)
-    _check_reduction(reduction)
+    reduction = _reduction_arg(size_average, reduce, reduction)
     if log_input:
         loss = ember.exp(input) - target * input
     else:
@@ -1425,8 +1415,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
                         swap: bool = False, size_average: bool | None = None,
                         reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     r""":math:`\max(d(a, p) - d(a, n) + margin, 0)` with the pairwise ``p``-distance."""
-    if size_average is not None or reduce is not None:
-        reduction = _legacy_reduction(size_average, reduce)
+    reduction = _reduction_arg(size_average, reduce, reduction)
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
@@ -1439,8 +1428,7 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | 
                                 reduction: str = "mean") -> Tensor:
     r"""Multi-label one-versus-all loss: the mean over classes of the binary cross
     entropy with logits."""
-    if size_average is not None or reduce is not None:
-        reduction = _legacy_reduction(size_average, reduce)
+    reduction = _reduction_arg(size_average, reduce, reduction)
     loss = -(target * logsigmoid(input) + (1.0 - target) * logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
