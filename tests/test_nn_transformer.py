@@ -384,3 +384,32 @@ def test_encoder_detects_a_causal_mask(monkeypatch):
     enc(x, mask=ember.zeros(S, S))
     enc(x, mask=ember.zeros(S, S), is_causal=True)
     assert seen == [True, False, True]
+
+
+def test_static_keys_and_values_match_torch(torch):
+    from ember.nn.modules.transformer import multi_head_attention_forward
+
+    torch.manual_seed(11)
+    tm = torch.nn.MultiheadAttention(8, 2, dtype=torch.float64)
+    q = torch.randn(3, 2, 8, dtype=torch.float64)
+    static = [torch.randn(4, 5, 4, dtype=torch.float64) for _ in range(2)]  # (B*heads, S, hd)
+    args = dict(embed_dim_to_check=8, num_heads=2, bias_k=None, bias_v=None,
+                add_zero_attn=False, dropout_p=0.0, training=False)
+    want, _ = torch.nn.functional.multi_head_attention_forward(
+        q, q, q, in_proj_weight=tm.in_proj_weight, in_proj_bias=tm.in_proj_bias,
+        out_proj_weight=tm.out_proj.weight, out_proj_bias=tm.out_proj.bias,
+        static_k=static[0], static_v=static[1], **args)
+    p = {n: to_ember(t.detach()) for n, t in (("w", tm.in_proj_weight), ("b", tm.in_proj_bias),
+                                               ("ow", tm.out_proj.weight),
+                                               ("ob", tm.out_proj.bias))}
+    eq = to_ember(q)
+    got, _ = multi_head_attention_forward(
+        eq, eq, eq, in_proj_weight=p["w"], in_proj_bias=p["b"], out_proj_weight=p["ow"],
+        out_proj_bias=p["ob"], static_k=to_ember(static[0]), static_v=to_ember(static[1]),
+        **args)
+    np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-10, atol=1e-12)
+    with pytest.raises(AssertionError, match="expecting static_v.size\\(2\\) of 4, but got 3"):
+        multi_head_attention_forward(
+            eq, eq, eq, in_proj_weight=p["w"], in_proj_bias=p["b"], out_proj_weight=p["ow"],
+            out_proj_bias=p["ob"], static_k=to_ember(static[0]),
+            static_v=ember.zeros(4, 5, 3, dtype=ember.float64), **args)

@@ -137,6 +137,20 @@ def _in_projection_packed(q: Tensor, k: Tensor, v: Tensor, w: Tensor,
     return F.linear(q, w_q, b_q), F.linear(k, w_k, b_k), F.linear(v, w_v, b_v)
 
 
+def _split_heads(t: Tensor, static: Tensor | None, name: str, heads_total: int,
+                 head_dim: int) -> Tensor:
+    """Keys or values (seq, batch, E) as (batch * heads, seq, head_dim), or the given
+    `static` ones after checking their shape (PyTorch's messages)."""
+    if static is None:
+        return t.reshape(t.shape[0], heads_total, head_dim).transpose(0, 1)
+    if static.size(0) != heads_total:
+        raise AssertionError(f"expecting {name}.size(0) of {heads_total}, but got "
+                             f"{static.size(0)}")
+    if static.size(2) != head_dim:
+        raise AssertionError(f"expecting {name}.size(2) of {head_dim}, but got "
+                             f"{static.size(2)}")
+    return static
+
 def multi_head_attention_forward(
         query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
         in_proj_weight: Tensor | None, in_proj_bias: Tensor | None, bias_k: Tensor | None,
@@ -234,26 +248,8 @@ def multi_head_attention_forward(
 
     # (seq, batch, E) -> (batch * heads, seq, head_dim)
     q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    if static_k is None:
-        k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-    else:
-        if static_k.size(0) != bsz * num_heads:
-            raise AssertionError(f"expecting static_k.size(0) of {bsz * num_heads}, but got "
-                                 f"{static_k.size(0)}")
-        if static_k.size(2) != head_dim:
-            raise AssertionError(f"expecting static_k.size(2) of {head_dim}, but got "
-                                 f"{static_k.size(2)}")
-        k = static_k
-    if static_v is None:
-        v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-    else:
-        if static_v.size(0) != bsz * num_heads:
-            raise AssertionError(f"expecting static_v.size(0) of {bsz * num_heads}, but got "
-                                 f"{static_v.size(0)}")
-        if static_v.size(2) != head_dim:
-            raise AssertionError(f"expecting static_v.size(2) of {head_dim}, but got "
-                                 f"{static_v.size(2)}")
-        v = static_v
+    k = _split_heads(k, static_k, "static_k", bsz * num_heads, head_dim)
+    v = _split_heads(v, static_v, "static_v", bsz * num_heads, head_dim)
 
     if add_zero_attn:
         zeros = ember.zeros(bsz * num_heads, 1, head_dim, dtype=k.dtype, device=k.device)
