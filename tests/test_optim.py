@@ -810,3 +810,28 @@ def test_list_op_errors_name_the_op():
     with pytest.raises(RuntimeError, match=r"^_fused_sgd_: list ops do not record autograd; "
                                            r"run them under ember.no_grad\(\)"):
         ember._fused_sgd_(p, [ember.ones(3)], [None], lr=0.1)
+
+
+@pytest.mark.parametrize("name,late", [
+    ("SGD", {"nesterov": False, "maximize": False, "foreach": None}),
+    ("Adam", {"amsgrad": False, "maximize": False, "foreach": None,
+              "decoupled_weight_decay": False}),
+    ("AdamW", {"amsgrad": False, "maximize": False, "foreach": None}),
+    ("Adagrad", {"foreach": None, "maximize": False}),
+    ("RMSprop", {"momentum": 0, "centered": False, "foreach": None, "maximize": False}),
+    ("LAMB", {"min_weight_norm": None, "max_weight_norm": None, "maximize": False,
+              "foreach": None}),
+])
+def test_unpickled_old_state_gets_new_option_defaults(name, late):
+    # a group pickled before an option existed gets its default (as PyTorch's __setstate__)
+    opt = getattr(optim, name)([ember.ones(2, requires_grad=True)], lr=0.1)
+    state = opt.__getstate__()
+    for group in state["param_groups"]:
+        for key in late:
+            del group[key]
+    fresh = object.__new__(type(opt))
+    fresh.__setstate__(state)
+    for key, value in late.items():
+        assert fresh.param_groups[0][key] == value
+    if name == "AdamW":
+        assert fresh.param_groups[0]["decoupled_weight_decay"] is True

@@ -45,6 +45,8 @@ class Adagrad(Optimizer):
     State per parameter (created with the optimizer, as in PyTorch): ``step`` and ``sum``.
     """
 
+    _option_defaults = {"foreach": None, "maximize": False}
+
     def __init__(self, params: ParamsT, lr: float = 1e-2, lr_decay: float = 0,
                  weight_decay: float = 0, initial_accumulator_value: float = 0,
                  eps: float = 1e-10, foreach: bool | None = None, *,
@@ -73,12 +75,6 @@ class Adagrad(Optimizer):
         pstate["step"] = 0
         pstate["sum"] = full_like(p, group["initial_accumulator_value"])
         return pstate
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step.

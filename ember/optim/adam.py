@@ -66,6 +66,9 @@ class Adam(Optimizer):
     amsgrad, ``max_exp_avg_sq``.
     """
 
+    _option_defaults = {"amsgrad": False, "maximize": False, "foreach": None,
+                        "decoupled_weight_decay": False}
+
     def __init__(self, params: ParamsT, lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, amsgrad: bool = False, *, maximize: bool = False,
@@ -75,14 +78,6 @@ class Adam(Optimizer):
                     "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
                     "decoupled_weight_decay": decoupled_weight_decay}
         super().__init__(params, defaults)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("amsgrad", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("decoupled_weight_decay", False)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step.

@@ -61,6 +61,9 @@ class LAMB(Optimizer):
     State per parameter: ``step``, ``exp_avg`` and ``exp_avg_sq``.
     """
 
+    _option_defaults = {"min_weight_norm": None, "max_weight_norm": None, "maximize": False,
+                        "foreach": None}
+
     def __init__(self, params: ParamsT, lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-6,
                  weight_decay: float = 1e-2, *, min_weight_norm: float | None = None,
@@ -79,14 +82,6 @@ class LAMB(Optimizer):
                     "min_weight_norm": min_weight_norm, "max_weight_norm": max_weight_norm,
                     "maximize": maximize, "foreach": foreach}
         super().__init__(params, defaults)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("min_weight_norm", None)
-            group.setdefault("max_weight_norm", None)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step.

@@ -157,6 +157,9 @@ class Optimizer:
 
     _in_hooked_step = False
     _opt_called = False
+    # options added to a subclass after its first version: a group unpickled from an older
+    # optimizer gets these defaults (PyTorch's subclasses each override __setstate__ for it)
+    _option_defaults: dict[str, Any] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -192,6 +195,9 @@ class Optimizer:
             self._step_pre_hooks = OrderedDict()
         if "_step_post_hooks" not in self.__dict__:
             self._step_post_hooks = OrderedDict()
+        for group in self.param_groups:
+            for name, value in self._option_defaults.items():
+                group.setdefault(name, value)
 
     def __repr__(self) -> str:
         out = self.__class__.__name__ + " ("

@@ -50,6 +50,8 @@ class RMSprop(Optimizer):
     and ``grad_avg`` (centered).
     """
 
+    _option_defaults = {"momentum": 0, "centered": False, "foreach": None, "maximize": False}
+
     def __init__(self, params: ParamsT, lr: float = 1e-2, alpha: float = 0.99,
                  eps: float = 1e-8, weight_decay: float = 0, momentum: float = 0,
                  centered: bool = False, foreach: bool | None = None,
@@ -68,14 +70,6 @@ class RMSprop(Optimizer):
                     "centered": centered, "weight_decay": weight_decay, "foreach": foreach,
                     "maximize": maximize}
         super().__init__(params, defaults)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("momentum", 0)
-            group.setdefault("centered", False)
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step.

@@ -52,6 +52,8 @@ class SGD(Optimizer):
         >>> opt.step()
     """
 
+    _option_defaults = {"nesterov": False, "maximize": False, "foreach": None}
+
     def __init__(self, params: ParamsT, lr: float = 1e-3, momentum: float = 0,
                  dampening: float = 0, weight_decay: float = 0, nesterov: bool = False, *,
                  maximize: bool = False, foreach: bool | None = None) -> None:
@@ -67,13 +69,6 @@ class SGD(Optimizer):
                     "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize,
                     "foreach": foreach}
         super().__init__(params, defaults)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step.
