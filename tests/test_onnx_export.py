@@ -19,19 +19,10 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 from ember.exporters import onnx as onnx_exporter  # noqa: E402 - needs onnx
+from ember.exporters.cli import _flat  # noqa: E402 - flattens nested outputs, as the CLI
 from ember.onnx import UnsupportedOperatorError  # noqa: E402
 
 RTOL, ATOL = 1e-4, 1e-5
-
-
-def _flat(out):
-    if isinstance(out, ember.Tensor):
-        return [out]
-    if isinstance(out, (tuple, list)):
-        return [t for o in out for t in _flat(o)]
-    if isinstance(out, dict):
-        return [t for o in out.values() for t in _flat(o)]
-    return []
 
 
 def _grow(x: ember.Tensor, batch: int) -> ember.Tensor:
