@@ -597,6 +597,26 @@ def _arg_reduction(op: str):
     return kernel
 
 
+def _launch_along_dim(dev: Any, t: Any, name: str, out: CLBuffer, x: CLBuffer, dim: int,
+                      *extra: int) -> None:
+    """Run kernel `name` (cumsum, softmax) with one work-group per row of x along `dim`.
+    Its params: rows, row length, the elements after `dim`, the number of other dims, x's
+    offset, x's stride along `dim`, `extra`, then the other dims' shapes and strides."""
+    others = [d for d in range(x.ndim) if d != dim]
+    length = x.shape[dim]
+    rows = out.size // length
+    maxd = _maxd(len(others))
+    kernel = dtype_kernel(dev, t, maxd, name)
+    kernel.set_arg(0, out.mem)
+    kernel.set_arg(1, x.mem)
+    kernel._set_arg_buf(2, _longs(6 + len(extra) + 2 * maxd).pack(
+        rows, length, math.prod(x.shape[dim + 1:]), len(others), x.offset, x.strides[dim],
+        *extra, *_pad([x.shape[d] for d in others], maxd, 1),
+        *_pad([x.strides[d] for d in others], maxd)))
+    ls = dev.red_ls
+    dev.launch(kernel, (rows * ls,), (ls,))
+
+
 def cumsum(x: CLBuffer, dim: int) -> CLBuffer:
     dev = x.dev
     t = ctype(dev, x.dtype, "cumsum")
@@ -607,21 +627,7 @@ def cumsum(x: CLBuffer, dim: int) -> CLBuffer:
     if nd == 0:
         _copy_into(out, x)
         return out
-    dim %= nd
-    others = [d for d in range(nd) if d != dim]
-    L = x.shape[dim]
-    inner = math.prod(x.shape[dim + 1:])
-    rows = out.size // L
-    maxd = _maxd(len(others))
-    ls = dev.red_ls
-    kernel = dtype_kernel(dev, t, maxd, "cumsum")
-    kernel.set_arg(0, out.mem)
-    kernel.set_arg(1, x.mem)
-    kernel._set_arg_buf(2, _longs(6 + 2 * maxd).pack(
-        rows, L, inner, len(others), x.offset, x.strides[dim],
-        *_pad([x.shape[d] for d in others], maxd, 1),
-        *_pad([x.strides[d] for d in others], maxd)))
-    dev.launch(kernel, (rows * ls,), (ls,))
+    _launch_along_dim(dev, t, "cumsum", out, x, dim % nd)
     return out
 
 
@@ -1199,21 +1205,7 @@ def _softmax(x: CLBuffer, dim: int, log: bool) -> CLBuffer:
         return out
     if x.ndim == 0:
         return full((), 0.0 if log else 1.0, x.dtype, dev.index)
-    dim %= x.ndim
-    others = [d for d in range(x.ndim) if d != dim]
-    L = x.shape[dim]
-    inner = math.prod(x.shape[dim + 1:])
-    rows = out.size // L
-    maxd = _maxd(len(others))
-    ls = dev.red_ls
-    kernel = dtype_kernel(dev, t, maxd, "softmax")
-    kernel.set_arg(0, out.mem)
-    kernel.set_arg(1, x.mem)
-    kernel._set_arg_buf(2, _longs(7 + 2 * maxd).pack(
-        rows, L, inner, len(others), x.offset, x.strides[dim], 1 if log else 0,
-        *_pad([x.shape[d] for d in others], maxd, 1),
-        *_pad([x.strides[d] for d in others], maxd)))
-    dev.launch(kernel, (rows * ls,), (ls,))
+    _launch_along_dim(dev, t, "softmax", out, x, dim % x.ndim, 1 if log else 0)
     return out
 
 
