@@ -682,3 +682,29 @@ class TestParameter:
         assert ember.allclose(net3(x), net(x))
         p = pickle.loads(pickle.dumps(nn.Parameter(ember.ones(2), requires_grad=False)))
         assert isinstance(p, nn.Parameter) and not p.requires_grad
+
+
+@pytest.mark.parametrize("kind", ["buffer", "parameter"])
+def test_registration_errors_match_torch(torch, kind):
+    def attempts(lib, make):
+        register = f"register_{kind}"
+        value = make()
+        plain = lib.nn.Module()
+        plain.x = 1
+        early = object.__new__(lib.nn.Module)
+        return [lambda: getattr(plain, register)(3, value),
+                lambda: getattr(plain, register)("a.b", value),
+                lambda: getattr(plain, register)("", value),
+                lambda: getattr(plain, register)("x", value),
+                lambda: getattr(early, register)("w", value)]
+
+    ours = attempts(ember, lambda: nn.Parameter(ember.ones(1)) if kind == "parameter"
+                    else ember.ones(1))
+    theirs = attempts(torch, lambda: torch.nn.Parameter(torch.ones(1)) if kind == "parameter"
+                      else torch.ones(1))
+    for mine, reference in zip(ours, theirs):
+        with pytest.raises(Exception) as expected:
+            reference()
+        with pytest.raises(type(expected.value)) as got:
+            mine()
+        assert str(got.value) == str(expected.value)

@@ -280,16 +280,7 @@ class Module:
                 by :meth:`to` and :meth:`state_dict`.
             persistent (bool): whether the buffer is part of this module's state_dict.
         """
-        if "_buffers" not in self.__dict__:
-            raise AttributeError("cannot assign buffer before Module.__init__() call")
-        if not isinstance(name, str):
-            raise TypeError(f"buffer name should be a string. Got {_typename(name)}")
-        if "." in name:
-            raise KeyError('buffer name can\'t contain "."')
-        if name == "":
-            raise KeyError('buffer name can\'t be empty string ""')
-        if hasattr(self, name) and name not in self._buffers:
-            raise KeyError(f"attribute '{name}' already exists")
+        self._check_new_name("buffer", name, "_buffers")
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             "(ember Tensor or None required)")
@@ -299,6 +290,20 @@ class Module:
         else:
             self._non_persistent_buffers_set.add(name)
 
+    def _check_new_name(self, kind: str, name: Any, table: str) -> None:
+        """PyTorch's errors for registering a `kind` ("buffer", "parameter") under `name`
+        in the dict attribute `table`."""
+        if table not in self.__dict__:
+            raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {_typename(name)}")
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain "."')
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        if hasattr(self, name) and name not in self.__dict__[table]:
+            raise KeyError(f"attribute '{name}' already exists")
+
     def register_parameter(self, name: str, param: Parameter | None) -> None:
         r"""Add a parameter to the module, accessible as an attribute.
 
@@ -307,16 +312,7 @@ class Module:
             param (Parameter or None): parameter to be added. ``None`` parameters are
                 skipped by :meth:`to` and :meth:`state_dict`.
         """
-        if "_parameters" not in self.__dict__:
-            raise AttributeError("cannot assign parameter before Module.__init__() call")
-        if not isinstance(name, str):
-            raise TypeError(f"parameter name should be a string. Got {_typename(name)}")
-        if "." in name:
-            raise KeyError('parameter name can\'t contain "."')
-        if name == "":
-            raise KeyError('parameter name can\'t be empty string ""')
-        if hasattr(self, name) and name not in self._parameters:
-            raise KeyError(f"attribute '{name}' already exists")
+        self._check_new_name("parameter", name, "_parameters")
         if param is None:
             self._parameters[name] = None
         elif not isinstance(param, Parameter):
