@@ -7,9 +7,9 @@
                       dynamic_axes={"image": {0: "batch"}, "logits": {0: "batch"}})
 
 The model is traced with `ember.jit.trace` and each recorded op is mapped to ONNX
-operators (see `ember.exporters.onnx` for how, and for writing converters). The file is
-checked with `onnx.checker.check_model(full_check=True)` before it is written, and written
-atomically: a failed export leaves no file behind.
+operators (see `ember.exporters.onnx` for how, and `ember.exporters.onnx_context` for
+writing converters). The file is checked with `onnx.checker.check_model(full_check=True)`
+before it is written, and written atomically: a failed export leaves no file behind.
 
 Converters for a plugin's own ops come from the plugin's `ember_onnx_converters` hook;
 `register_converter` adds one in-process. A converter is `fn(ctx, node)`: it emits ONNX

@@ -13,6 +13,7 @@ import pytest
 
 import ember
 from ember import cli
+from ember.exporters import onnx_registry
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -194,7 +195,7 @@ def test_failed_check_removes_the_file(capsys, tmp_path, monkeypatch):
     def wrong_tanh(ctx, node):
         return ctx.op("Sigmoid", ctx.name(node.args[0]))
 
-    monkeypatch.setitem(ember.exporters.onnx._USER, "Tanh", wrong_tanh)
+    monkeypatch.setitem(onnx_registry._EXPORT_USER, "Tanh", wrong_tanh)
     _fails(capsys, [f"{MODELS / 'small_cnn.py'}:make_model", "--input-shape", "4,6",
                     "--check"], tmp_path, code=1,
            match="check failed: onnxruntime's output_0 differs from ember's by up to ")

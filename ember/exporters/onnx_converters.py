@@ -4,6 +4,8 @@ composite ops (`linear`, `conv2d`, `softmax`, `layer_norm`, pools ...).
 A converter is `fn(ctx, node)`; it emits nodes with `ctx.op(...)` and returns the ONNX
 names of `node.outputs` (or `NotImplemented` to decline, for a composite: its children are
 converted instead). Semantics of each primitive: the docstring of ember/core/ops.py.
+They enter the export table (`onnx_registry`) when this module is imported, as the driver
+does.
 """
 
 from __future__ import annotations
@@ -12,18 +14,11 @@ import math
 from typing import Any
 
 import numpy as np
-import onnx
 
 from ember.core import dtype as dt
 from ember.core.ops import OPS, UNARY_BOOL, UNARY_FLOAT, UNARY_SAME
-from ember.exporters.onnx import (
-    ExportContext,
-    SymDim,
-    converter,
-    meta,
-    numpy_dtype,
-    onnx_type,
-)
+from ember.exporters.onnx_context import ExportContext, SymDim, meta, numpy_dtype, onnx_type
+from ember.exporters.onnx_registry import converter
 from ember.jit.graph import Node, Value
 
 _INT64_MAX = int(np.iinfo(np.int64).max)
@@ -86,9 +81,7 @@ def _unary_bool(ctx: ExportContext, node: Node) -> Any:
         return ctx.op("Not", ctx.value(x, dt.bool_))
     if not floating:  # integers are never NaN or infinite
         const = node.op == "isfinite"
-        zeros = ctx.op("ConstantOfShape", ctx.shape(ctx.name(x)),
-                       value=onnx.numpy_helper.from_array(np.array([const])))
-        return zeros
+        return ctx.fill(ctx.shape(ctx.name(x)), const, dt.bool_)
     name = ctx.value(x)
     if node.op == "isnan":
         return ctx.op("IsNaN", name)
@@ -592,10 +585,6 @@ def _constant_pad(ctx: ExportContext, node: Node) -> Any:
 # -- creation ------------------------------------------------------------------------------------
 
 
-def _fill_value(value: Any, dtype: Any) -> Any:
-    return onnx.numpy_helper.from_array(np.array([value], dtype=numpy_dtype(dtype)))
-
-
 @converter("full", dynamic=True)
 def _full(ctx: ExportContext, node: Node) -> Any:
     _, kw = ctx.args(node)
@@ -603,8 +592,7 @@ def _full(ctx: ExportContext, node: Node) -> Any:
     shape = list(kw["shape"])
     if not shape:
         return ctx.const(np.array(kw["fill_value"], dtype=numpy_dtype(dtype)))
-    return ctx.op("ConstantOfShape", ctx.shape_tensor(shape),
-                  value=_fill_value(kw["fill_value"], dtype))
+    return ctx.fill(ctx.shape_tensor(shape), kw["fill_value"], dtype)
 
 
 @converter("arange", dynamic=True)
@@ -623,8 +611,7 @@ def _arange(ctx: ExportContext, node: Node) -> Any:
 def _random(ctx: ExportContext, op_type: str, shape: list, dtype: Any, **attrs: Any) -> str:
     work = dtype if dtype.name in ("float16", "float32", "float64") else dt.float32
     if any(isinstance(s, SymDim) for s in shape):
-        like = ctx.op("ConstantOfShape", ctx.shape_tensor(shape),
-                      value=_fill_value(0, work))
+        like = ctx.fill(ctx.shape_tensor(shape), 0, work)
         out = ctx.op(op_type + "Like", like, dtype=onnx_type(work), **attrs)
     else:
         out = ctx.op(op_type, dtype=onnx_type(work), shape=[int(s) for s in shape], **attrs)

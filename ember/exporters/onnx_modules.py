@@ -5,7 +5,8 @@ tensor arguments (`node.args`), and emits the ONNX operator that does the same t
 (Conv, Gemm, LSTM, BatchNormalization ...). It returns `NotImplemented` for a
 configuration the ONNX operator does not cover (a subclass that overrides `forward`, a
 training-mode module, an LSTM projection ...): the ops the module ran are then exported
-one by one instead, which is always correct, only less compact.
+one by one instead, which is always correct, only less compact. They enter the export
+table (`onnx_registry`) when this module is imported, as the driver does.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ import numpy as np
 
 from ember import nn
 from ember.core import dtype as dt
-from ember.exporters.onnx import ExportContext, converter, numpy_dtype
+from ember.exporters.onnx_context import ExportContext, numpy_dtype
 from ember.exporters.onnx_converters import (
     emit_conv,
     emit_conv_transpose,
     emit_layer_norm,
     emit_linear,
 )
+from ember.exporters.onnx_registry import converter
 from ember.jit.graph import Node, Value
 
 
