@@ -4,37 +4,43 @@ hardware backends.
     import ember
     x = ember.randn(3, 4, requires_grad=True)
     (x @ x.T).sum().backward()
+
+The names below are ember's public API: PyTorch's names, each op's function taken from
+its one declaration (ember/core/ops). `ember.nn`, `ember.optim` and the other
+subpackages load on first use.
 """
 
-# ruff: noqa: I001 - the import order below matters (see the two comments)
-
-# Before anything imports NumPy: point OpenBLAS at the kernels this CPU can run (it reads
-# OPENBLAS_CORETYPE once, when it loads). Does nothing if NumPy is already imported.
-from ember.backends.cpu import blas as _blas
-
-_blas.configure_before_numpy()
-
-# The tensor module first: importing it binds the Tensor methods from ember.core.functions,
-# which the other core modules need.
-from ember.core.tensor import Size, Tensor  # noqa: E402, F401
-from ember import autograd, utils  # noqa: E402, F401
-from ember.core.autograd import (  # noqa: E402, F401
-    enable_grad,
-    inference_mode,
-    is_grad_enabled,
-    is_inference_mode_enabled,
-    no_grad,
-    set_grad_enabled,
-)
-from ember.core.creation import (  # noqa: E402, F401
+import ember._early  # noqa: F401 - first: before anything loads NumPy (see the module)
+from ember import autograd, utils
+from ember.core.creation import (
     Generator,
+    arange,
+    as_tensor,
     default_generator,
-    get_default_device,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
     initial_seed,
-    set_default_device,
+    linspace,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    randperm,
+    tensor,
+    zeros,
+    zeros_like,
 )
-from ember.core.device import device  # noqa: E402, F401
-from ember.core.dtype import (  # noqa: E402, F401
+from ember.core.device import device
+from ember.core.dtype import (
     bfloat16,
     can_cast,
     dtype,
@@ -50,40 +56,203 @@ from ember.core.dtype import (  # noqa: E402, F401
     set_default_dtype,
     uint8,
 )
-from ember.core.dtype import bool_ as bool  # noqa: E402, A001, F401
-from ember.core.foreach import *  # noqa: E402, F401, F403 - the _foreach_* list ops
-from ember.core.foreach import _foreach_norm  # noqa: E402, F401
-from ember.core.nnops import (  # noqa: E402, F401
-    _fused_lstm_cell, _fused_lstm_cell_backward, _fused_lstm_layer, _fused_lstm_layer_backward)
-from ember.core.functions import *  # noqa: E402, F401, F403
-from ember.core.functions import (  # noqa: E402, F401 - names `import *` skips or shadows
-    abs,
-    all,
-    any,
-    max,
-    min,
-    pow,
-    round,
-    sum,
+from ember.core.dtype import bool_ as bool  # noqa: A004 - PyTorch's name
+from ember.core.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
 )
-from ember.core.nnops import (  # noqa: E402, F401
+from ember.core.ops.elementwise import (
+    abs,
+    absolute,
+    acos,
+    add,
+    addcdiv,
+    addcmul,
+    allclose,
+    arccos,
+    arcsin,
+    arctan,
+    asin,
+    atan,
+    atan2,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
+    ceil,
+    clamp,
+    clamp_max,
+    clamp_min,
+    clip,
+    cos,
+    div,
+    divide,
+    eq,
+    equal,
+    erf,
+    exp,
+    expm1,
+    fix,
+    floor,
+    floor_divide,
+    ge,
+    greater,
+    greater_equal,
+    gt,
+    isclose,
+    isfinite,
+    isinf,
+    isnan,
+    le,
+    lerp,
+    less,
+    less_equal,
+    log,
+    log1p,
+    log2,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    lt,
+    maximum,
+    minimum,
+    mul,
+    multiply,
+    ne,
+    neg,
+    negative,
+    not_equal,
+    positive,
+    pow,
+    reciprocal,
+    relu,
+    remainder,
+    result_type,
+    round,
+    rsqrt,
+    rsub,
+    sigmoid,
+    sign,
+    sin,
+    sqrt,
+    square,
+    sub,
+    subtract,
+    tan,
+    tanh,
+    true_divide,
+    trunc,
+    where,
+)
+from ember.core.ops.foreach import (
+    _foreach_add,
+    _foreach_add_,
+    _foreach_addcdiv_,
+    _foreach_addcmul_,
+    _foreach_copy_,
+    _foreach_div,
+    _foreach_div_,
+    _foreach_lerp_,
+    _foreach_maximum_,
+    _foreach_mul,
+    _foreach_mul_,
+    _foreach_neg,
+    _foreach_norm,
+    _foreach_sqrt,
+    _foreach_sqrt_,
+    _foreach_sub_,
+    _foreach_zero_,
+    _fused_sgd_,
+)
+from ember.core.ops.indexing import (
+    chunk,
+    gather,
+    index_add,
+    index_fill,
+    index_select,
+    masked_fill,
+    masked_select,
+    narrow,
+    nonzero,
+    scatter,
+    scatter_add,
+    select,
+    split,
+    take_along_dim,
+    tensor_split,
+    unbind,
+)
+from ember.core.ops.linalg import addmm, bmm, dot, einsum, ger, matmul, mm, mv, outer
+from ember.core.ops.nn import (
     adaptive_avg_pool1d,
-    adaptive_avg_pool2d,
     avg_pool1d,
-    avg_pool2d,
-    col2im,
     constant_pad_nd,
     conv1d,
     conv2d,
     conv_transpose2d,
-    cross_entropy,
-    im2col,
     layer_norm,
-    linear,
+    log_softmax,
     max_pool1d,
     max_pool2d,
+    softmax,
 )
-from ember.serialization import load, save  # noqa: E402, F401
+from ember.core.ops.reduction import (
+    all,
+    amax,
+    amin,
+    any,
+    argmax,
+    argmin,
+    count_nonzero,
+    cumsum,
+    logsumexp,
+    max,
+    mean,
+    min,
+    norm,
+    prod,
+    std,
+    std_mean,
+    sum,
+    var,
+    var_mean,
+)
+from ember.core.ops.shape import (
+    broadcast_tensors,
+    broadcast_to,
+    cat,
+    clone,
+    concat,
+    concatenate,
+    flatten,
+    flip,
+    hstack,
+    moveaxis,
+    movedim,
+    permute,
+    reshape,
+    squeeze,
+    stack,
+    swapaxes,
+    swapdims,
+    t,
+    tile,
+    transpose,
+    tril,
+    triu,
+    unflatten,
+    unsqueeze,
+    vstack,
+)
+from ember.core.ops.writes import bernoulli, fill_, zero_
+from ember.core.placement import get_default_device, set_default_device
+from ember.core.tensor import Size, Tensor
+from ember.serialization import load, save
 
 half, double, long, short = float16, float64, int64, int16
 float = float32  # noqa: A001 - PyTorch's alias
@@ -92,7 +261,7 @@ int = int32  # noqa: A001
 __version__ = "0.1.0"
 
 
-def is_tensor(obj: object) -> "builtins.bool":
+def is_tensor(obj: object) -> bool:
     """True if `obj` is an ember Tensor."""
     return isinstance(obj, Tensor)
 
@@ -110,9 +279,6 @@ def devices() -> list:
     return out
 
 
-import builtins  # noqa: E402
-
-
 _SUBMODULES = {"nn", "optim", "jit", "onnx", "exporters", "testing", "demo", "cli"}
 
 
@@ -123,3 +289,56 @@ def __getattr__(name: str):
 
         return importlib.import_module(f"ember.{name}")
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
+
+
+__all__ = [
+    # tensors, dtypes, devices
+    "Tensor", "Size", "dtype", "device", "is_tensor", "devices",
+    "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
+    "float64", "half", "double", "long", "short", "float", "int",
+    "get_default_dtype", "set_default_dtype", "promote_types", "can_cast", "result_type",
+    "get_default_device", "set_default_device",
+    # autograd
+    "autograd", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
+    "is_grad_enabled", "is_inference_mode_enabled",
+    # factories and random numbers
+    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
+    "ones_like", "empty_like", "full_like", "arange", "linspace", "eye", "rand", "randn",
+    "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli",
+    "Generator", "default_generator", "manual_seed", "initial_seed",
+    # elementwise
+    "abs", "absolute", "neg", "negative", "positive", "sign", "floor", "ceil", "trunc",
+    "fix", "round", "relu", "exp", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "sin",
+    "cos", "tan", "tanh", "sigmoid", "erf", "asin", "arcsin", "acos", "arccos", "atan",
+    "arctan", "reciprocal", "square", "add", "sub", "subtract", "rsub", "mul", "multiply",
+    "div", "divide", "true_divide", "floor_divide", "remainder", "pow", "maximum", "minimum",
+    "atan2", "lerp", "addcmul", "addcdiv", "clamp", "clip", "clamp_min", "clamp_max", "where",
+    "eq", "ne", "not_equal", "lt", "less", "le", "less_equal", "gt", "greater", "ge",
+    "greater_equal", "equal", "allclose", "isclose", "isnan", "isinf", "isfinite",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "bitwise_not", "fill_", "zero_",
+    # reductions
+    "sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "all", "any",
+    "count_nonzero", "var", "std", "var_mean", "std_mean", "logsumexp", "norm", "cumsum",
+    # shapes, views and joins
+    "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "permute", "transpose",
+    "swapaxes", "swapdims", "t", "movedim", "moveaxis", "broadcast_to", "broadcast_tensors",
+    "tile", "flip", "tril", "triu", "clone", "cat", "concat", "concatenate", "stack",
+    "hstack", "vstack",
+    # indexing
+    "narrow", "select", "unbind", "split", "chunk", "tensor_split", "gather", "scatter",
+    "scatter_add", "index_select", "index_fill", "index_add", "masked_fill", "masked_select",
+    "nonzero", "take_along_dim",
+    # linear algebra
+    "matmul", "mm", "bmm", "mv", "dot", "outer", "ger", "addmm", "einsum",
+    # neural-network ops
+    "conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
+    "adaptive_avg_pool1d", "constant_pad_nd", "layer_norm", "softmax", "log_softmax",
+    # list ops (optimizers)
+    "_foreach_add", "_foreach_add_", "_foreach_sub_", "_foreach_mul", "_foreach_mul_",
+    "_foreach_div", "_foreach_div_", "_foreach_maximum_", "_foreach_addcmul_",
+    "_foreach_addcdiv_", "_foreach_lerp_", "_foreach_sqrt", "_foreach_sqrt_", "_foreach_neg",
+    "_foreach_zero_", "_foreach_copy_", "_foreach_norm", "_fused_sgd_",
+    # checkpoints, subpackages
+    "save", "load", "utils",
+]

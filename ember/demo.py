@@ -15,7 +15,7 @@ from typing import Any
 import ember
 from ember import nn
 from ember.core import scheduler
-from ember.core.creation import resolve
+from ember.core.placement import resolve
 from ember.utils.data import DataLoader
 from ember.utils.data.datasets import Digits
 

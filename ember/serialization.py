@@ -22,7 +22,7 @@ import numpy as np
 from ember.core import dtype as dt
 from ember.core.backend import numpy_dtype
 from ember.core.device import device as Device
-from ember.core.dispatch import host_array
+from ember.core.host import host_array
 from ember.core.tensor import Tensor
 
 FORMAT = "ember.checkpoint/1"

@@ -19,6 +19,7 @@ import pytest
 
 import ember
 from ember import nn
+from ember.core.ops import nn as _nnops
 from ember.nn.utils import rnn as ember_rnn
 
 T_LEN, BATCH, IN, HID = 4, 3, 3, 5
@@ -412,8 +413,8 @@ def test_lstm_with_fused_cell_kernels(torch, monkeypatch):
                                 gc * i * (1 - g * g), grad_hy * tcy * o * (1 - o)], 1)
         return grad_gates, gc * f
 
-    monkeypatch.setattr(ember, "_fused_lstm_cell", fused_cell, raising=False)
-    monkeypatch.setattr(ember, "_fused_lstm_cell_backward", fused_cell_backward, raising=False)
+    monkeypatch.setattr(_nnops, "_fused_lstm_cell", fused_cell)
+    monkeypatch.setattr(_nnops, "_fused_lstm_cell_backward", fused_cell_backward)
     torch.manual_seed(10)
     tm, em = make_pair(torch, "LSTM", IN, HID, num_layers=2, bidirectional=True, proj_size=2)
     hx = (torch.randn(4, BATCH, 2, dtype=torch.float64),
@@ -449,7 +450,7 @@ def test_padded_lstm_runs_as_one_layer_kernel(torch, monkeypatch):
 @pytest.mark.parametrize("bidirectional,with_hx", [(False, True), (True, False)])
 def test_lstm_per_step_path_without_layer_kernel(torch, monkeypatch, bidirectional, with_hx):
     """Backends without `lstm_layer` run the per-step path; it gives the same results."""
-    monkeypatch.setattr(ember, "_fused_lstm_layer", lambda *args: None)
+    monkeypatch.setattr(_nnops, "_fused_lstm_layer", lambda *args: None)
     torch.manual_seed(4)
     tm, em = make_pair(torch, "LSTM", IN, HID, num_layers=2, bidirectional=bidirectional)
     n = 4 if bidirectional else 2

@@ -1,7 +1,7 @@
 """The OpenCL backend against the CPU backend, on whatever OpenCL device is present (PoCL,
 an OpenCL for CPUs from PyPI, in CI). Skipped when pyopencl or an OpenCL device is missing.
 
-Every primitive of `ember.core.ops.OPS` runs on both backends on the same inputs, the
+Every primitive of `ember.core.opdef.OPS` runs on both backends on the same inputs, the
 OpenCL inputs given as non-contiguous views (transposed, strided, offset, broadcast)
 wherever the op takes tensors; the views, the program cache, the Philox generator, the
 device list and the errors are checked on their own; and the backend conformance suite
@@ -23,7 +23,10 @@ pytest.importorskip("pyopencl")
 import ember  # noqa: E402
 from ember.core import plugins  # noqa: E402
 from ember.core.backend import ViewNotPossible, numpy_dtype  # noqa: E402
-from ember.core.ops import OPS  # noqa: E402
+from ember.core.opdef import OPS as _DECLARED  # noqa: E402
+from ember.core.opdef import Kind  # noqa: E402
+
+OPS = {n for n, op in _DECLARED.items() if op.kind is Kind.PRIMITIVE}
 
 OCL = plugins.get_backend("opencl")
 _reason = plugins.safe_unavailable_reason(OCL)

@@ -1,63 +1,34 @@
-"""Factories (`tensor`, `zeros`, `arange`, `rand` ...), device resolution, and seeding."""
+"""Factories: tensors from data (`tensor`, `as_tensor`, `from_numpy`), filled (`zeros`,
+`full`, `empty` ...), ranges (`arange`, `linspace`, `eye`), random (`rand`, `randn`,
+`randint`, `randperm`), the `new_*` methods, and seeding.
+
+`full`, `arange`, `rand`, `randn`, `randint` and `randperm` are the creation primitives:
+kernels that take no tensor, only a shape, a dtype and a device index. The other
+factories are written with them.
+"""
 
 from __future__ import annotations
 
+import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from ember.core import costs, plugins
 from ember.core import dtype as dt
-from ember.core import plugins
-from ember.core.backend import Backend, from_numpy_dtype, numpy_dtype
+from ember.core.backend import from_numpy_dtype, numpy_dtype
+from ember.core.declare import composite, define, primitive
 from ember.core.device import device as Device
+from ember.core.dispatch import run_creation
+from ember.core.host import dtype_arg
+from ember.core.opdef import Kind, OutMeta
+from ember.core.placement import DeviceLike, get_default_device, resolve, set_default_device
 from ember.core.tensor import Tensor
 
-DeviceLike = str | Device | int | None
-
-_default_device: Device | None = None
-
-
-def set_default_device(device: DeviceLike) -> None:
-    """Make factories create tensors on `device` when none is given (None: the CPU)."""
-    global _default_device
-    _default_device = None if device is None else resolve(device)[0]
-
-
-def get_default_device() -> Device:
-    return _default_device or Device("cpu")
-
-
-def resolve(device: DeviceLike) -> tuple[Device, Backend]:
-    """A device-like value -> (the normalised device, its backend), or a clear error that
-    lists what is available and why the rest is not."""
-    if device is None:
-        device = _default_device or "cpu"
-    if isinstance(device, int):
-        device = Device("cuda", device)
-    if not isinstance(device, Device):
-        device = Device(device)
-    if device.type == "auto":
-        from ember.core import scheduler
-
-        device = scheduler.default_device()
-    backend = plugins.get_backend(device.type)
-    reason = plugins.safe_unavailable_reason(backend)
-    if reason is not None:
-        raise RuntimeError(f"device {str(device)!r} is not available: {reason}\n"
-                           f"{plugins.registry.summary()}")
-    if backend.name == "cpu":
-        if device.index not in (None, 0):
-            raise RuntimeError(f"device 'cpu:{device.index}' does not exist: the CPU backend "
-                               "has one device, 'cpu'")
-        return Device("cpu"), backend
-    index = device.index or 0
-    count = backend.device_count()
-    if index >= count:
-        raise RuntimeError(f"device '{backend.name}:{index}' does not exist: {backend.name} "
-                           f"has {count} device(s)")
-    return Device(backend.name, index), backend
+__all__ = ["Generator", "default_generator", "get_default_device", "initial_seed",
+           "manual_seed", "set_default_device"]
 
 
 def _shape_arg(op: str, size: tuple) -> tuple[int, ...]:
@@ -83,82 +54,141 @@ def _finish(t: Tensor, requires_grad: bool) -> Tensor:
     return t
 
 
-def _dtype_arg(dtype: Any) -> dt.dtype | None:
-    if dtype is None or isinstance(dtype, dt.dtype):
-        return dtype
-    if isinstance(dtype, str):
-        return dt.from_name(dtype)
-    if dtype in (float, int, bool):
-        return {float: dt.get_default_dtype(), int: dt.int64, bool: dt.bool_}[dtype]
-    try:
-        return from_numpy_dtype(np.dtype(dtype))
-    except TypeError:
-        raise TypeError(f"dtype must be an ember.dtype, got {dtype!r}") from None
+# -- the creation primitives ----------------------------------------------------------
+# Each kernel takes only attributes: `kernel(**attrs, device=index)`.
+
+def _filled(*, shape: tuple[int, ...], dtype: dt.dtype, device: int, **_: Any) -> OutMeta:
+    return OutMeta(tuple(shape), dtype, None)
+
+
+def _arange_rule(*, start: Any, end: Any, step: Any, dtype: dt.dtype, device: int) -> OutMeta:
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step "
+                           f"sign (start={start}, end={end}, step={step})")
+    return OutMeta((max(0, math.ceil((end - start) / step)),), dtype, None)
+
+
+def _randperm_rule(*, n: int, dtype: dt.dtype, device: int) -> OutMeta:
+    return OutMeta((n,), dtype, None)
+
+
+def _full_rule(*, shape: tuple[int, ...], fill_value: Any, dtype: dt.dtype,
+               device: int) -> OutMeta:
+    return _filled(shape=shape, dtype=dtype, device=device)
+
+
+def _rand_rule(*, shape: tuple[int, ...], dtype: dt.dtype, device: int) -> OutMeta:
+    return _filled(shape=shape, dtype=dtype, device=device)
+
+
+def _randint_rule(*, shape: tuple[int, ...], dtype: dt.dtype, low: int, high: int,
+                  device: int) -> OutMeta:
+    return _filled(shape=shape, dtype=dtype, device=device)
+
+
+@primitive(variants="function", rule=_full_rule, creation=True, cost=costs.creation)
+def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: DeviceLike = None,
+         requires_grad: bool = False) -> Tensor:
+    """A tensor of `size` filled with `fill_value`."""
+    d = dtype_arg(dtype) or dt.scalar_dtype(
+        fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    dev, backend = resolve(device)
+    t = run_creation("full", dev, backend, shape=_shape_arg("full", tuple(size)),
+                     fill_value=fill_value, dtype=d)
+    return _finish(t, requires_grad)
+
+
+@primitive(variants="function", rule=_arange_rule, creation=True, cost=costs.creation)
+def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
+           device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
+    """Values from `start` to `end` (exclusive) every `step`."""
+    if end is None:
+        start, end = 0, start
+    start, end, step = (float(v) if isinstance(v, Tensor) and v.is_floating_point()
+                        else (int(v) if isinstance(v, Tensor) else v) for v in (start, end, step))
+    d = dtype_arg(dtype)
+    if d is None:
+        d = dt.int64 if all(isinstance(v, numbers.Integral) for v in (start, end, step)) \
+            else dt.get_default_dtype()
+    dev, backend = resolve(device)
+    t = run_creation("arange", dev, backend, start=start, end=end, step=step, dtype=d)
+    return _finish(t, requires_grad)
+
+
+def _random(op: str, size: tuple, dtype: Any, device: DeviceLike, requires_grad: bool,
+            **attrs: Any) -> Tensor:
+    d = dtype_arg(dtype) or dt.get_default_dtype()
+    if op in ("rand", "randn") and not d.is_floating_point:
+        raise RuntimeError(f"{op}(): expected a floating-point dtype, got {d}")
+    dev, backend = resolve(device)
+    t = run_creation(op, dev, backend, shape=_shape_arg(op, size), dtype=d, **attrs)
+    return _finish(t, requires_grad)
+
+
+@primitive(variants="function", rule=_rand_rule, creation=True, cost=costs.creation)
+def rand(*size: Any, dtype: Any = None, device: DeviceLike = None, requires_grad: bool = False,
+         generator: Any = None) -> Tensor:
+    """Uniform random numbers in [0, 1)."""
+    if generator is not None:
+        return generator._rand("rand", size, dtype, device, requires_grad)
+    return _random("rand", size, dtype, device, requires_grad)
+
+
+@primitive(variants="function", rule=_rand_rule, creation=True, cost=costs.creation)
+def randn(*size: Any, dtype: Any = None, device: DeviceLike = None,
+          requires_grad: bool = False, generator: Any = None) -> Tensor:
+    """Standard normal random numbers."""
+    if generator is not None:
+        return generator._rand("randn", size, dtype, device, requires_grad)
+    return _random("randn", size, dtype, device, requires_grad)
+
+
+@primitive(variants="function", rule=_randint_rule, creation=True, cost=costs.creation)
+def randint(low: int, high: int | None = None, size: Sequence[int] = (), *,
+            dtype: Any = None, device: DeviceLike = None, generator: Any = None) -> Tensor:
+    """Random integers in [low, high)."""
+    if high is None:
+        low, high = 0, low
+    elif isinstance(high, (tuple, list)) or hasattr(high, "__len__"):
+        low, high, size = 0, low, high  # randint(high, size), as PyTorch allows
+    if low >= high:
+        raise RuntimeError(f"randint(): expected low < high, but got low={low} and "
+                           f"high={high}")
+    d = dtype_arg(dtype) or dt.int64
+    if generator is not None:
+        return generator._randint(low, high, tuple(size), d, device)
+    return _random("randint", tuple(size), d, device, False, low=low, high=high)
+
+
+@primitive(variants="function", rule=_randperm_rule, creation=True, cost=costs.creation)
+def randperm(n: int, *, dtype: Any = None, device: DeviceLike = None,
+             generator: Any = None) -> Tensor:
+    """A random permutation of 0 .. n-1."""
+    d = dtype_arg(dtype) or dt.int64
+    if generator is not None:
+        return generator._randperm(n, d, device)
+    dev, backend = resolve(device)
+    return run_creation("randperm", dev, backend, n=int(n), dtype=d)
 
 
 # -- from data ------------------------------------------------------------------------
 
-def _infer_dtype(data: Any) -> dt.dtype:
-    """PyTorch's dtype for nested Python data: bool, else int64, else the default float."""
-    kinds = set()
-    stack = [data]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, (list, tuple)):
-            stack.extend(item)
-        elif isinstance(item, Tensor):
-            kinds.add(item.dtype)
-        elif isinstance(item, bool) or isinstance(item, np.bool_):
-            kinds.add(dt.bool_)
-        elif isinstance(item, numbers.Integral):
-            kinds.add(dt.int64)
-        elif isinstance(item, numbers.Real):
-            kinds.add(dt.get_default_dtype())
-        elif isinstance(item, numbers.Number):
-            raise TypeError(f"complex numbers are not supported (got {item!r})")
-        else:
-            raise TypeError(f"tensor(): could not infer dtype of {type(item).__name__}")
-    if not kinds:
-        return dt.get_default_dtype()
-    out = kinds.pop()
-    for k in kinds:
-        out = dt.promote_types(out, k)
-    return out
 
-
-def _to_host(data: Any, dtype: dt.dtype | None) -> tuple[np.ndarray, dt.dtype]:
-    if isinstance(data, Tensor):
-        arr = data.detach().cpu().numpy()
-        dtype = dtype or data.dtype
-    elif isinstance(data, np.ndarray) or isinstance(data, np.generic):
-        arr = np.asarray(data)
-        dtype = dtype or from_numpy_dtype(arr.dtype)
-    else:
-        if hasattr(data, "__array__") and not isinstance(data, (list, tuple)):
-            return _to_host(np.asarray(data), dtype)
-        dtype = dtype or _infer_dtype(data)
-        if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
-            data = [x.detach().cpu().numpy() if isinstance(x, Tensor) else x for x in data]
-        try:
-            arr = np.array(data, dtype=numpy_dtype(dtype) if dtype is not dt.bfloat16
-                           else np.float32)
-        except ValueError as err:
-            raise ValueError(f"tensor(): expected sequences of equal length: {err}") from None
-    return np.array(arr, dtype=numpy_dtype(dtype), order="C", copy=True), dtype
-
-
+@composite(variants="function")
 def tensor(data: Any, dtype: Any = None, device: DeviceLike = None,
            requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A new tensor holding a copy of `data` (a number, nested lists, or an array)."""
-    arr, d = _to_host(data, _dtype_arg(dtype))
-    dev, backend = resolve(device)
-    t = Tensor._make(backend.from_numpy(arr, dev.index or 0), d, dev, backend)
-    return _finish(t, requires_grad)
+    return _finish(Tensor._from_data(data, dtype, device), requires_grad)
 
 
+@composite(variants="function")
 def as_tensor(data: Any, dtype: Any = None, device: DeviceLike = None) -> Tensor:
     """Like `tensor`, but shares memory with `data` when no conversion is needed."""
-    d = _dtype_arg(dtype)
+    d = dtype_arg(dtype)
     if isinstance(data, Tensor):
         out = data
         if d is not None and d is not data.dtype:
@@ -172,6 +202,7 @@ def as_tensor(data: Any, dtype: Any = None, device: DeviceLike = None) -> Tensor
     return tensor(data, dtype=d, device=device)
 
 
+@composite(variants="function")
 def from_numpy(array: np.ndarray) -> Tensor:
     """A CPU tensor sharing memory with a NumPy array."""
     if not isinstance(array, np.ndarray):
@@ -181,205 +212,162 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return Tensor._make(array, d, dev, backend)
 
 
-def rebuild_tensor(array: np.ndarray, device: str, requires_grad: bool) -> Tensor:
-    """Unpickling support (pickling is never used for ember.save; this is for copy/mp)."""
-    return tensor(array, device=device, requires_grad=requires_grad)
-
-
 # -- filled ---------------------------------------------------------------------------
 
-def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: DeviceLike = None,
-         requires_grad: bool = False) -> Tensor:
-    """A tensor of `size` filled with `fill_value`."""
-    d = _dtype_arg(dtype) or dt.scalar_dtype(
-        fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
-    if isinstance(fill_value, Tensor):
-        fill_value = fill_value.item()
-    dev, backend = resolve(device)
-    from ember.core.dispatch import run_creation
-    t = run_creation("full", dev, backend, shape=_shape_arg("full", tuple(size)),
-                     fill_value=fill_value, dtype=d)
-    return _finish(t, requires_grad)
 
-
+@composite(variants="function")
 def zeros(*size: Any, dtype: Any = None, device: DeviceLike = None,
           requires_grad: bool = False) -> Tensor:
     """A tensor of zeros."""
     return full(_shape_arg("zeros", size), 0,
-                dtype=_dtype_arg(dtype) or dt.get_default_dtype(), device=device,
+                dtype=dtype_arg(dtype) or dt.get_default_dtype(), device=device,
                 requires_grad=requires_grad)
 
 
+@composite(variants="function")
 def ones(*size: Any, dtype: Any = None, device: DeviceLike = None,
          requires_grad: bool = False) -> Tensor:
     """A tensor of ones."""
     return full(_shape_arg("ones", size), 1,
-                dtype=_dtype_arg(dtype) or dt.get_default_dtype(), device=device,
+                dtype=dtype_arg(dtype) or dt.get_default_dtype(), device=device,
                 requires_grad=requires_grad)
 
 
+@composite(variants="function")
 def empty(*size: Any, dtype: Any = None, device: DeviceLike = None,
           requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor."""
-    d = _dtype_arg(dtype) or dt.get_default_dtype()
+    d = dtype_arg(dtype) or dt.get_default_dtype()
     dev, backend = resolve(device)
     buf = backend.empty(_shape_arg("empty", size), d, dev.index or 0)
     return _finish(Tensor._make(buf, d, dev, backend), requires_grad)
 
 
 def _like(x: Tensor, dtype: Any, device: DeviceLike) -> tuple[dt.dtype, DeviceLike]:
-    return (_dtype_arg(dtype) or x.dtype), (device if device is not None else x.device)
+    return (dtype_arg(dtype) or x.dtype), (device if device is not None else x.device)
 
 
-def zeros_like(x: Tensor, *, dtype: Any = None, device: DeviceLike = None,
+@composite(variants="function")
+def zeros_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
                requires_grad: bool = False) -> Tensor:
-    d, dev = _like(x, dtype, device)
-    return full(x.shape, 0, dtype=d, device=dev, requires_grad=requires_grad)
+    """Zeros of `input`'s shape (and its dtype and device unless given)."""
+    d, dev = _like(input, dtype, device)
+    return full(input.shape, 0, dtype=d, device=dev, requires_grad=requires_grad)
 
 
-def ones_like(x: Tensor, *, dtype: Any = None, device: DeviceLike = None,
+@composite(variants="function")
+def ones_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
               requires_grad: bool = False) -> Tensor:
-    d, dev = _like(x, dtype, device)
-    return full(x.shape, 1, dtype=d, device=dev, requires_grad=requires_grad)
+    """Ones of `input`'s shape (and its dtype and device unless given)."""
+    d, dev = _like(input, dtype, device)
+    return full(input.shape, 1, dtype=d, device=dev, requires_grad=requires_grad)
 
 
-def full_like(x: Tensor, fill_value: Any, *, dtype: Any = None, device: DeviceLike = None,
+@composite(variants="function")
+def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: DeviceLike = None,
               requires_grad: bool = False) -> Tensor:
-    d, dev = _like(x, dtype, device)
-    return full(x.shape, fill_value, dtype=d, device=dev, requires_grad=requires_grad)
+    """`fill_value` in `input`'s shape (and its dtype and device unless given)."""
+    d, dev = _like(input, dtype, device)
+    return full(input.shape, fill_value, dtype=d, device=dev, requires_grad=requires_grad)
 
 
-def empty_like(x: Tensor, *, dtype: Any = None, device: DeviceLike = None,
+@composite(variants="function")
+def empty_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
                requires_grad: bool = False) -> Tensor:
-    d, dev = _like(x, dtype, device)
-    return empty(x.shape, dtype=d, device=dev, requires_grad=requires_grad)
+    """An uninitialised tensor of `input`'s shape (and its dtype and device unless given)."""
+    d, dev = _like(input, dtype, device)
+    return empty(input.shape, dtype=d, device=dev, requires_grad=requires_grad)
 
 
-def zeros_meta(meta: tuple) -> Tensor:
-    """Zeros of a (shape, dtype, device) triple: the gradient of an unused output."""
-    shape, d, dev = meta
-    return full(shape, 0, dtype=d, device=dev)
+@composite(variants="function")
+def rand_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None) -> Tensor:
+    """Uniform random numbers in [0, 1) of `input`'s shape."""
+    d, dev = _like(input, dtype, device)
+    return rand(input.shape, dtype=d, device=dev)
+
+
+@composite(variants="function")
+def randn_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None) -> Tensor:
+    """Standard normal random numbers of `input`'s shape."""
+    d, dev = _like(input, dtype, device)
+    return randn(input.shape, dtype=d, device=dev)
+
+
+@composite(variants="function")
+def randint_like(input: Tensor, low: int, high: int | None = None, *, dtype: Any = None,
+                 device: DeviceLike = None) -> Tensor:
+    """Random integers in [low, high) of `input`'s shape."""
+    d, dev = _like(input, dtype, device)
+    return randint(low, high, input.shape, dtype=d, device=dev)
+
+
+# -- the new_* methods: a new tensor with this one's dtype and device ---------------------
+
+
+def _new(factory: Callable[..., Tensor], doc: str) -> Callable[..., Tensor]:
+    def method(self: Tensor, *size: Any, dtype: Any = None, device: DeviceLike = None,
+               requires_grad: bool = False) -> Tensor:
+        return factory(*size, dtype=dtype or self.dtype, device=device or self.device,
+                       requires_grad=requires_grad)
+    method.__doc__ = doc
+    return method
+
+
+for _name, _factory in (("new_zeros", zeros), ("new_ones", ones), ("new_empty", empty)):
+    define(_name, Kind.COMPOSITE, _new(_factory, f"`{_factory.__name__}` of `size`, with this "
+                                                  "tensor's dtype and device unless given."),
+           variants="method")
+
+
+@composite(variants="method")
+def new_full(self: Tensor, size: Sequence[int], fill_value: Any, *, dtype: Any = None,
+             device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
+    """`fill_value` in `size`, with this tensor's dtype and device unless given."""
+    return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                requires_grad=requires_grad)
+
+
+@composite(variants="method")
+def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: DeviceLike = None,
+               requires_grad: bool = False) -> Tensor:
+    """A copy of `data`, with this tensor's dtype and device unless given."""
+    return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                  requires_grad=requires_grad)
 
 
 # -- ranges ---------------------------------------------------------------------------
 
-def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
-           device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
-    """Values from `start` to `end` (exclusive) every `step`."""
-    if end is None:
-        start, end = 0, start
-    start, end, step = (float(v) if isinstance(v, Tensor) and v.is_floating_point()
-                        else (int(v) if isinstance(v, Tensor) else v) for v in (start, end, step))
-    d = _dtype_arg(dtype)
-    if d is None:
-        d = dt.int64 if all(isinstance(v, numbers.Integral) for v in (start, end, step)) \
-            else dt.get_default_dtype()
-    dev, backend = resolve(device)
-    from ember.core.dispatch import run_creation
-    t = run_creation("arange", dev, backend, start=start, end=end, step=step, dtype=d)
-    return _finish(t, requires_grad)
 
-
+@composite(variants="function")
 def linspace(start: float, end: float, steps: int, *, dtype: Any = None,
              device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
     """`steps` evenly spaced values from `start` to `end`, both included."""
     if steps < 0:
         raise RuntimeError(f"linspace(): number of steps must be non-negative (got {steps})")
-    d = _dtype_arg(dtype) or dt.get_default_dtype()
+    d = dtype_arg(dtype) or dt.get_default_dtype()
     if steps == 1:
         return full((1,), start, dtype=d, device=device, requires_grad=requires_grad)
     step = (end - start) / max(steps - 1, 1)
     # PyTorch fills the first half from `start` and the second half back from `end`
     idx = arange(steps, dtype=dt.float64, device=device)
     half = steps // 2
-    from ember.core import functions as F
     lo = idx * step + start
     hi = end - (steps - 1 - idx) * step
-    out = F.where(idx < half, lo, hi).to(d)
-    return _finish(out, requires_grad)
+    return _finish(lo.where(idx < half, hi).to(d), requires_grad)
 
 
+@composite(variants="function")
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: DeviceLike = None,
         requires_grad: bool = False) -> Tensor:
     """A 2-D tensor with ones on the diagonal."""
     m = n if m is None else m
-    d = _dtype_arg(dtype) or dt.get_default_dtype()
+    d = dtype_arg(dtype) or dt.get_default_dtype()
     rows = arange(n, device=device).reshape(n, 1)
     cols = arange(m, device=device).reshape(1, m)
     return _finish((rows == cols).to(d), requires_grad)
 
 
-# -- random ---------------------------------------------------------------------------
-
-def _random(op: str, size: tuple, dtype: Any, device: DeviceLike, requires_grad: bool,
-            **attrs: Any) -> Tensor:
-    d = _dtype_arg(dtype) or dt.get_default_dtype()
-    if op in ("rand", "randn") and not d.is_floating_point:
-        raise RuntimeError(f"{op}(): expected a floating-point dtype, got {d}")
-    dev, backend = resolve(device)
-    from ember.core.dispatch import run_creation
-    t = run_creation(op, dev, backend, shape=_shape_arg(op, size), dtype=d, **attrs)
-    return _finish(t, requires_grad)
-
-
-def rand(*size: Any, dtype: Any = None, device: DeviceLike = None, requires_grad: bool = False,
-         generator: Any = None) -> Tensor:
-    """Uniform random numbers in [0, 1)."""
-    if generator is not None:
-        return generator._rand("rand", size, dtype, device, requires_grad)
-    return _random("rand", size, dtype, device, requires_grad)
-
-
-def randn(*size: Any, dtype: Any = None, device: DeviceLike = None,
-          requires_grad: bool = False, generator: Any = None) -> Tensor:
-    """Standard normal random numbers."""
-    if generator is not None:
-        return generator._rand("randn", size, dtype, device, requires_grad)
-    return _random("randn", size, dtype, device, requires_grad)
-
-
-def randint(low: int, high: int | None = None, size: Sequence[int] = (), *,
-            dtype: Any = None, device: DeviceLike = None, generator: Any = None) -> Tensor:
-    """Random integers in [low, high)."""
-    if high is None:
-        low, high = 0, low
-    elif isinstance(high, (tuple, list)) or hasattr(high, "__len__"):
-        low, high, size = 0, low, high  # randint(high, size), as PyTorch allows
-    if low >= high:
-        raise RuntimeError(f"randint(): expected low < high, but got low={low} and "
-                           f"high={high}")
-    d = _dtype_arg(dtype) or dt.int64
-    if generator is not None:
-        return generator._randint(low, high, tuple(size), d, device)
-    return _random("randint", tuple(size), d, device, False, low=low, high=high)
-
-
-def randperm(n: int, *, dtype: Any = None, device: DeviceLike = None,
-             generator: Any = None) -> Tensor:
-    """A random permutation of 0 .. n-1."""
-    d = _dtype_arg(dtype) or dt.int64
-    if generator is not None:
-        return generator._randperm(n, d, device)
-    dev, backend = resolve(device)
-    from ember.core.dispatch import run_creation
-    return run_creation("randperm", dev, backend, n=int(n), dtype=d)
-
-
-def rand_like(x: Tensor, *, dtype: Any = None, device: DeviceLike = None) -> Tensor:
-    d, dev = _like(x, dtype, device)
-    return rand(x.shape, dtype=d, device=dev)
-
-
-def randn_like(x: Tensor, *, dtype: Any = None, device: DeviceLike = None) -> Tensor:
-    d, dev = _like(x, dtype, device)
-    return randn(x.shape, dtype=d, device=dev)
-
-
-def randint_like(x: Tensor, low: int, high: int | None = None, *, dtype: Any = None,
-                 device: DeviceLike = None) -> Tensor:
-    d, dev = _like(x, dtype, device)
-    return randint(low, high, x.shape, dtype=d, device=dev)
-
+# -- seeding --------------------------------------------------------------------------
 
 _seed = 0
 
@@ -399,6 +387,7 @@ def manual_seed(seed: int) -> Generator:
 
 
 def initial_seed() -> int:
+    """The seed last given to `manual_seed` (0 before any)."""
     return _seed
 
 
@@ -441,7 +430,7 @@ class Generator:
         return self
 
     def _rand(self, op: str, size: tuple, dtype: Any, device: DeviceLike, requires_grad: bool):
-        d = _dtype_arg(dtype) or dt.get_default_dtype()
+        d = dtype_arg(dtype) or dt.get_default_dtype()
         shape = _shape_arg(op, size)
         arr = self._rng.random(shape) if op == "rand" else self._rng.standard_normal(shape)
         return tensor(arr.astype(numpy_dtype(d)), device=device, requires_grad=requires_grad)
@@ -455,3 +444,4 @@ class Generator:
 
 
 default_generator = Generator()
+"""The generator random ops use when none is given."""

@@ -1,10 +1,14 @@
-"""The device dispatch table: every primitive op runs through `run`.
+"""The device dispatch table: every kernel runs through this module.
 
 `run` checks that the operands share one device, applies the op's shape/dtype rule from
-`ember.core.ops` (which raises on bad input before any kernel runs), casts operands to the
-compute dtype, finds the kernel of the operands' backend, and wraps the result. A backend
-without the kernel falls back to the CPU backend, with one warning per (backend, op), or
-an error under EMBER_STRICT=1.
+its declaration (which raises on bad input before any kernel runs), checks that the
+backend holds the result's dtype, casts operands to the compute dtype, finds the kernel
+of the operands' backend, and wraps the result. A backend without the kernel falls back
+to the CPU backend, with one warning per (backend, op), or an error under EMBER_STRICT=1.
+
+`run_fused` runs an optional fused kernel (ember.core.opdef.FusedKernel) when the
+operands' backend has it; the device, dtype and tracing checks every fused kernel needs
+are made here, once.
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ from typing import Any
 
 from ember.core import dtype as _dt
 from ember.core import plugins, tracing
-from ember.core.backend import Backend, numpy_dtype
+from ember.core.backend import Backend
 from ember.core.device import device as Device
-from ember.core.ops import OPS
+from ember.core.grad_mode import state as _grad_state
+from ember.core.opdef import FUSED, OPS
+from ember.core.shapes import fmt_shape
 from ember.core.tensor import Tensor
 
 _warned: set[tuple[str, str]] = set()
@@ -49,30 +55,38 @@ def common_device(op: str, args: tuple) -> Tensor | None:
     return first
 
 
+def check_dtype(op: str, backend: Backend, d: _dt.dtype, device: Device) -> None:
+    """A backend holds only the dtypes it declares (`Backend.dtypes`)."""
+    if d not in backend.dtypes:
+        held = ", ".join(x.name for x in _dt.ALL_DTYPES if x in backend.dtypes)
+        raise RuntimeError(f"{op}: device {device} cannot hold {d} tensors (it holds {held})")
+
+
 def run(op: str, *args: Any, **attrs: Any) -> Tensor:
     """Run primitive `op` on tensor (or scalar) operands; returns the output tensor."""
     first = common_device(op, args)
     traced_args = args
-    spec = OPS[op]
-    meta = spec.rule(*args, **attrs)
-    if meta is not None and meta.compute is not None:
-        compute, keep = meta.compute, spec.uncast
-        args = tuple(a if i in keep else
-                     (cast(a, compute) if isinstance(a, Tensor) and a._dtype is not compute
-                      else (_wrap_int(a, compute) if type(a) is int else a))
-                     for i, a in enumerate(args))
+    decl = OPS[op]
+    meta = decl.rule(*args, **attrs)
     backend = first._backend
+    if meta is not None:
+        if meta.dtype not in backend.dtypes:
+            check_dtype(op, backend, meta.dtype, first._device)
+        if meta.compute is not None:
+            compute, keep = meta.compute, decl.uncast
+            args = tuple(a if i in keep else
+                         (cast(a, compute) if isinstance(a, Tensor) and a._dtype is not compute
+                          else (_wrap_int(a, compute) if type(a) is int else a))
+                         for i, a in enumerate(args))
     bufs = [a._data if isinstance(a, Tensor) else a for a in args]
     kernel = backend.kernels.get(op)
     if kernel is None:
         out = _fallback(backend, op, first, args, attrs)
     else:
         out = kernel(*bufs, **attrs)
-    if meta is None:  # data-dependent shape (nonzero): the dtype is fixed by the op
-        from ember.core.dtype import int64
-        result = Tensor._make(out, int64, first._device, backend)
-    else:
-        result = Tensor._make(out, meta.dtype, first._device, backend)
+    # meta None: a data-dependent shape (nonzero), whose dtype is int64
+    result = Tensor._make(out, _dt.int64 if meta is None else meta.dtype, first._device,
+                          backend)
     if tracing.active is not None:
         tracing.primitive(op, traced_args, attrs, result)
     return result
@@ -83,7 +97,7 @@ _binary_meta: dict[tuple, Any] = {}
 
 def run_binary(op: str, a: Any, b: Any, out: Tensor | None = None) -> Tensor:
     """`run` for binary elementwise ops (the hottest path): the rule's answer is cached
-    per (op, shapes, dtypes), so a repeated op skips straight to its kernel.
+    per (op, shapes, dtypes, backend), so a repeated op skips straight to its kernel.
 
     With `out`, the result is written into that tensor (an in-place op; no autograd).
     """
@@ -92,19 +106,20 @@ def run_binary(op: str, a: Any, b: Any, out: Tensor | None = None) -> Tensor:
         if isinstance(b, Tensor):
             if b._device is not a._device:
                 raise _device_mismatch(op, a, b)
-            key = (op, a._data.shape, a._dtype, b._data.shape, b._dtype)
+            key = (op, a._data.shape, a._dtype, b._data.shape, b._dtype, a._backend)
         else:
-            key = (op, a._data.shape, a._dtype, type(b), _dt._default_float)
+            key = (op, a._data.shape, a._dtype, type(b), _dt._default_float, a._backend)
     else:
         first = b
-        key = (op, type(a), _dt._default_float, b._data.shape, b._dtype)
+        key = (op, type(a), _dt._default_float, b._data.shape, b._dtype, b._backend)
+    backend = first._backend
     meta = _binary_meta.get(key)
     if meta is None:
         meta = OPS[op].rule(a, b)
+        check_dtype(op, backend, meta.dtype, first._device)
         if len(_binary_meta) > 4096:  # many distinct shapes: start afresh
             _binary_meta.clear()
         _binary_meta[key] = meta
-    backend = first._backend
     kernel = backend.kernels.get(op)
     if tracing.active is not None:  # the general path records the op
         if out is not None:
@@ -150,7 +165,6 @@ def run_unary_into(op: str, x: Tensor) -> Tensor:
 def check_out(op: str, out: Tensor, meta: Any) -> None:
     """An in-place result must keep the destination's shape and fit its dtype."""
     if tuple(meta.shape) != out._data.shape:
-        from ember.core.ops import fmt_shape
         raise RuntimeError(f"{op}_: output with shape {fmt_shape(out._data.shape)} doesn't "
                            f"match the broadcast shape {fmt_shape(tuple(meta.shape))}")
     if meta.dtype._category > out._dtype._category:
@@ -186,6 +200,7 @@ def run_inplace(op: str, target: Tensor, *args: Any, **attrs: Any) -> None:
 def run_creation(op: str, device: Device, backend: Backend, **attrs: Any) -> Tensor:
     """Run a creation op (`full`, `arange`, `rand` ...) on `device`."""
     meta = OPS[op].rule(**attrs, device=device.index or 0)
+    check_dtype(op, backend, meta.dtype, device)
     kernel = backend.kernels.get(op)
     if kernel is None:
         cpu = plugins.get_backend("cpu")
@@ -200,6 +215,79 @@ def run_creation(op: str, device: Device, backend: Backend, **attrs: Any) -> Ten
     return result
 
 
+def run_fused(name: str, *args: Any, **attrs: Any) -> Any:
+    """Run fused kernel `name` on the backend of the first tensor argument.
+
+    Returns None when it does not run: the backend has no such kernel, a trace is
+    recording (a trace keeps the decomposition, so it can be replayed and exported), the
+    kernel computes a gradient while the backward pass is itself recorded, or a tensor
+    argument is on another device or (for `same_dtype` kernels) of another dtype. Else
+    its outputs as the declaration says: none `()`, one tensor, or a tuple. Arguments may
+    be tensors, lists of tensors (list ops), None, or plain values.
+    """
+    decl = FUSED[name]
+    first = _first_tensor(args)
+    if first is None or tracing.active is not None or (decl.backward and _grad_state.enabled):
+        return None
+    kernel = first._backend.kernels.get(name)
+    if kernel is None:
+        return None
+    device, dtype, same = first._device, first._dtype, decl.same_dtype
+    bufs = []
+    for a in args:
+        if isinstance(a, Tensor):
+            if a._device is not device or (same and a._dtype is not dtype):
+                return None
+            bufs.append(a._data)
+        elif _is_tensor_list(a):
+            for t in a:
+                if t is not None and (t._device is not device or
+                                      (same and t._dtype is not dtype)):
+                    return None
+            bufs.append([None if t is None else t._data for t in a])
+        else:
+            bufs.append(a)
+    out = kernel(*bufs, **attrs)
+    for i in decl.writes:
+        for t in (args[i] if isinstance(args[i], list) else (args[i],)):
+            if isinstance(t, Tensor):
+                t._vc[0] += 1
+    return _wrap_fused(decl.outputs, out, first, args)
+
+
+def _is_tensor_list(a: Any) -> bool:
+    """A list of tensors (some entries may be None), as list ops take."""
+    return isinstance(a, list) and any(isinstance(t, Tensor) for t in a) and \
+        all(t is None or isinstance(t, Tensor) for t in a)
+
+
+def _first_tensor(args: tuple) -> Tensor | None:
+    for a in args:
+        if isinstance(a, Tensor):
+            return a
+        if _is_tensor_list(a):
+            return next(t for t in a if t is not None)
+    return None
+
+
+def _wrap_fused(kinds: tuple[str, ...], out: Any, first: Tensor, args: tuple) -> Any:
+    if not kinds:
+        return ()
+    outs = (out,) if len(kinds) == 1 else tuple(out)
+    wrapped = []
+    for kind, buf in zip(kinds, outs):
+        if buf is None or kind == "opaque":
+            wrapped.append(buf)
+        elif kind == "each":  # a list, element i like element i of the first list argument
+            like = next(a for a in args if _is_tensor_list(a))
+            wrapped.append([Tensor._make(b, t._dtype, t._device, t._backend)
+                            for b, t in zip(buf, like)])
+        else:
+            d = _dt.int64 if kind == "int64" else first._dtype
+            wrapped.append(Tensor._make(buf, d, first._device, first._backend))
+    return wrapped[0] if len(kinds) == 1 else tuple(wrapped)
+
+
 def _wrap_int(value: int, dtype: Any) -> Any:
     """A Python int as the integer `dtype` holds it (wrapping, as a C cast does)."""
     if not dtype.is_floating_point and dtype.itemsize < 8 and dtype.name != "bool":
@@ -211,7 +299,7 @@ def _wrap_int(value: int, dtype: Any) -> Any:
 
 
 def cast(x: Tensor, dtype: Any) -> Tensor:
-    """`x` converted to `dtype` (not differentiable here: see functions.to_dtype)."""
+    """`x` converted to `dtype` (not differentiable here: see Tensor.to)."""
     return run("cast", x, dtype=dtype)
 
 
@@ -248,10 +336,3 @@ def _fallback(backend: Backend, op: str, first: Tensor, args: tuple, attrs: dict
     if isinstance(out, tuple):
         return tuple(backend.from_numpy(cpu.to_numpy(o), index) for o in out)
     return backend.from_numpy(cpu.to_numpy(out), index)
-
-
-def host_array(x: Tensor) -> Any:
-    """The tensor's values as a NumPy array (shared with the tensor on the CPU)."""
-    arr = x._backend.to_numpy(x._data)
-    want = numpy_dtype(x._dtype)
-    return arr if arr.dtype == want else arr.astype(want)

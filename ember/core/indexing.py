@@ -1,4 +1,4 @@
-"""Parsing of `x[key]` into the `getitem`/`setitem` index spec (see ember.core.ops).
+"""Parsing of `x[key]` into the `getitem`/`setitem` index spec (see ember.core.ops.indexing).
 
 Follows PyTorch: ints, slices with positive steps, None, Ellipsis, integer tensors (or
 lists) and boolean masks. Ints always select (they remove their dimension first, unlike
@@ -13,7 +13,10 @@ import numbers
 from typing import Any, NamedTuple
 
 from ember.core import dtype as dt
-from ember.core.ops import broadcast_shapes, fmt_shape
+from ember.core import tracing
+from ember.core.dispatch import run
+from ember.core.host import host_array
+from ember.core.shapes import broadcast_shapes, fmt_shape
 from ember.core.tensor import Tensor
 
 
@@ -57,14 +60,12 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
     fast = parse_basic(x._data.shape, key)
     if fast is not None:
         return fast
-    from ember.core import functions as F
-
     if not isinstance(key, tuple):
         key = (key,)
     items: list[Any] = []
     for k in key:
         if isinstance(k, (list,)) or (hasattr(k, "__array__") and not isinstance(k, Tensor)):
-            k = F.tensor(k, device=x.device)
+            k = Tensor._from_data(k, device=x.device)
             if k.dtype.is_floating_point and k.numel() == 0:
                 k = k.long()
         if isinstance(k, Tensor):
@@ -137,14 +138,14 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
                 raise IndexError(f"The shape of the mask {fmt_shape(mask.shape)} at index "
                                  f"{dim} does not match the shape of the indexed tensor "
                                  f"{fmt_shape(x.shape)}")
-            nz = F.nonzero(mask)
+            nz = run("nonzero", mask)
             for j in range(mask.ndim):
                 tensors.append(nz[:, j] if mask.ndim > 1 else nz.reshape(-1))
                 spec.append(("tensor", len(tensors) - 1))
                 shape_parts.append("adv")
             dim += mask.ndim
         else:  # an integer tensor
-            _check_bounds(k, x.shape[dim], dim)
+            check_bounds(k, x.shape[dim], dim)
             tensors.append(k)
             spec.append(("tensor", len(tensors) - 1))
             shape_parts.append("adv")
@@ -167,14 +168,13 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
     return ParsedIndex(tuple(spec), tuple(tensors), shape, False)
 
 
-def _check_bounds(index: Tensor, size: int, dim: int) -> None:
+def check_bounds(index: Tensor, size: int, dim: int) -> None:
+    """PyTorch's IndexError for an index outside [-size, size)."""
     if index.numel() == 0:
         return
-    from ember.core import functions as F
-    from ember.core import tracing
-
     with tracing.paused():  # a check, not part of the computation
-        lo, hi = F.host(F.amin(index)).item(), F.host(F.amax(index)).item()
+        lo = host_array(run("min", index, dims=None, keepdim=False)).item()
+        hi = host_array(run("max", index, dims=None, keepdim=False)).item()
     bad = hi if hi >= size else (lo if lo < -size else None)
     if bad is not None:
         raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")

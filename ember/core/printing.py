@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.core import dtype as dt
+from ember.core.host import host_array
 
 LINE_WIDTH = 80
 THRESHOLD = 1000  # more elements than this are summarised with "..."
@@ -79,8 +80,6 @@ def _edge(a: np.ndarray, summarize: bool) -> list:
 
 
 def tensor_repr(t) -> str:
-    from ember.core.dispatch import host_array
-
     values = host_array(t.detach())
     if t.dtype in (dt.float16, dt.bfloat16):
         values = values.astype(np.float32)

@@ -1,7 +1,9 @@
 """The Tensor: a backend buffer, its dtype and device, and its place in the autograd graph.
 
-Tensor methods are thin: the arithmetic lives in `ember.core.functions`, which checks
-every op once (ember.core.ops) and runs it through the dispatch table.
+This module holds what a tensor *is*: its fields, attributes, conversions to Python and
+NumPy, and its autograd entry points. Its ops (`x.add(y)`, `x + y`, `x.sum()`, `x.add_(y)`
+...) are not written here: each op is declared once (ember.core.ops) and its declaration
+attaches the methods, operators and in-place variants it names to this class.
 """
 
 from __future__ import annotations
@@ -10,10 +12,15 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from ember.core import autograd, tracing
 from ember.core import dtype as dt
+from ember.core import engine, tracing
 from ember.core.backend import Backend
 from ember.core.device import device as Device
+from ember.core.graph import Node
+from ember.core.host import dtype_arg, host_array, to_host
+from ember.core.placement import resolve
+from ember.core.printing import tensor_repr
+from ember.core.shapes import normalize_dim
 
 
 class Tensor:
@@ -47,9 +54,18 @@ class Tensor:
         t._vc = [0]
         return t
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Tensor:
+    @classmethod
+    def _from_data(cls, data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+        """A new tensor holding a copy of `data` (a number, nested lists, an array)."""
+        arr, d = to_host(data, dtype_arg(dtype))
+        dev, backend = resolve(device)
+        return cls._make(backend.from_numpy(arr, dev.index or 0), d, dev, backend)
+
+    def __new__(cls, *args: Any, dtype: Any = None, device: Any = None,
+                requires_grad: bool = False) -> Tensor:
         # `ember.Tensor(data)` works like `ember.tensor(data)`, as torch.Tensor does for lists
-        return _F.tensor(args[0] if args else [], **kwargs)
+        t = cls._from_data(args[0] if args else [], dtype, device)
+        return t.requires_grad_(True) if requires_grad else t
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         pass
@@ -114,7 +130,7 @@ class Tensor:
         self._grad = value
 
     @property
-    def grad_fn(self) -> autograd.Node | None:
+    def grad_fn(self) -> Node | None:
         return self._node
 
     @property
@@ -132,11 +148,11 @@ class Tensor:
 
     @property
     def T(self) -> Tensor:  # noqa: N802
-        return _F.permute(self, tuple(reversed(range(self.ndim))))
+        return self.permute(tuple(reversed(range(self.ndim))))
 
     @property
     def mT(self) -> Tensor:  # noqa: N802
-        return _F.transpose(self, -2, -1)
+        return self.transpose(-2, -1)
 
     @property
     def is_cuda(self) -> bool:
@@ -152,7 +168,6 @@ class Tensor:
     def size(self, dim: int | None = None) -> Size | int:
         if dim is None:
             return self.shape
-        from ember.core.ops import normalize_dim
         return self._data.shape[normalize_dim("size", dim, self.ndim)]
 
     def dim(self) -> int:
@@ -180,12 +195,12 @@ class Tensor:
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
                                "Scalar")
-        _F.note_python_value(self, "item")
-        return _F.host(self).reshape(()).item()
+        tracing.note_python_value(self, "item")
+        return host_array(self).reshape(()).item()
 
     def tolist(self) -> Any:
-        _F.note_python_value(self, "tolist")
-        return _F.host(self).tolist()
+        tracing.note_python_value(self, "tolist")
+        return host_array(self).tolist()
 
     def numpy(self, *, force: bool = False) -> Any:
         """A NumPy array of the values; shares memory with a CPU tensor."""
@@ -195,18 +210,18 @@ class Tensor:
         if self._device.type != "cpu" and not force:
             raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
                             "Tensor.cpu() to copy the tensor to host memory first.")
-        return _F.host(self)
+        return host_array(self)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
-        arr = _F.host(self.detach())
+        arr = host_array(self)
         return arr if dtype is None else arr.astype(dtype)
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
             raise RuntimeError(f"Boolean value of Tensor with {self.numel()} elements is "
                                "ambiguous")
-        _F.note_python_value(self, "bool")
-        return bool(_F.host(self).reshape(()).item())
+        tracing.note_python_value(self, "bool")
+        return bool(host_array(self).reshape(()).item())
 
     def __float__(self) -> float:
         return float(self.item())
@@ -221,7 +236,6 @@ class Tensor:
         return int(self.item())
 
     def __repr__(self) -> str:
-        from ember.core.printing import tensor_repr
         return tensor_repr(self)
 
     def __hash__(self) -> int:
@@ -233,14 +247,14 @@ class Tensor:
         return (self[i] for i in range(self._data.shape[0]))
 
     def __reduce_ex__(self, protocol: int) -> Any:
-        return (_F.rebuild_tensor, (_F.host(self.detach()).copy(), str(self._device),
-                                    self._requires_grad))
+        return (_rebuild_tensor, (host_array(self).copy(), str(self._device),
+                                  self._requires_grad))
 
     def __deepcopy__(self, memo: dict) -> Tensor:
-        out = _F.clone(self.detach())
+        out = self.detach().clone()
         out._requires_grad = self._requires_grad
         if self._grad is not None:
-            out._grad = _F.clone(self._grad)
+            out._grad = self._grad.clone()
         memo[id(self)] = out
         return out
 
@@ -248,7 +262,7 @@ class Tensor:
     def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
                  create_graph: bool = False, inputs: Any = None) -> None:
         """Accumulate the gradient of this tensor into the `.grad` of graph leaves."""
-        autograd.backward(self, gradient, retain_graph, create_graph, inputs)
+        engine.backward(self, gradient, retain_graph, create_graph, inputs)
 
     def detach(self) -> Tensor:
         """A tensor sharing storage with this one, outside the autograd graph."""
@@ -319,6 +333,7 @@ class _RemovableHandle:
             self._hooks.remove(self._hook)
 
 
-from ember.core import functions as _F  # noqa: E402  - methods are bound from there
 
-_F.bind_methods(Tensor)
+def _rebuild_tensor(array: Any, device: str, requires_grad: bool) -> Tensor:
+    """Unpickling (for copies and DataLoader workers; ember.save never pickles)."""
+    return Tensor(array, device=device, requires_grad=requires_grad)

@@ -21,6 +21,16 @@ from typing import Any
 active: Any = None
 """The recording tracer (an object with `primitive`, `enter`, `exit` methods), or None."""
 
+python_value_hooks: list[Callable[[Any, str], None]] = []
+"""Called as `hook(tensor, how)` when a traced tensor's value is read into Python
+(`item`, `tolist`, `bool`): the tracer warns there, since the trace cannot replay it."""
+
+
+def note_python_value(x: Any, how: str) -> None:
+    """Report that `x`'s value is being read into Python (`how`: "item", "tolist" ...)."""
+    if python_value_hooks and active is not None:  # not while a check pauses the tracer
+        python_value_hooks[-1](x, how)
+
 
 def primitive(op: str, args: tuple, attrs: dict, out: Any) -> None:
     if active is not None:

@@ -1,9 +1,9 @@
-"""ONNX converters for ember's primitive ops (every op of `ember.core.ops.OPS`) and its core
-composite ops (`linear`, `conv2d`, `softmax`, `layer_norm`, pools ...).
+"""ONNX converters for ember's primitive ops (every primitive of `ember.core.opdef.OPS`)
+and its core composite ops (`linear`, `conv2d`, `softmax`, `layer_norm`, pools ...).
 
 A converter is `fn(ctx, node)`; it emits nodes with `ctx.op(...)` and returns the ONNX
 names of `node.outputs` (or `NotImplemented` to decline, for a composite: its children are
-converted instead). Semantics of each primitive: the docstring of ember/core/ops.py.
+converted instead). Semantics of each primitive: its family's module in ember/core/ops/.
 They enter the export table (`onnx_registry`) when this module is imported, as the driver
 does.
 """
@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from ember.core import dtype as dt
-from ember.core.ops import OPS, UNARY_BOOL, UNARY_FLOAT, UNARY_SAME
+from ember.core.opdef import OPS
+from ember.core.ops.elementwise import UNARY_BY_RULE
 from ember.exporters.onnx_context import ExportContext, SymDim, meta, numpy_dtype, onnx_type
 from ember.exporters.onnx_registry import converter
 from ember.jit.graph import Node, Value
@@ -44,7 +45,7 @@ _UNARY = {"neg": "Neg", "abs": "Abs", "sign": "Sign", "floor": "Floor", "ceil": 
           "relu": "Relu"}
 
 
-@converter(*UNARY_SAME, *UNARY_FLOAT)
+@converter(*UNARY_BY_RULE["same"], *UNARY_BY_RULE["float"])
 def _unary(ctx: ExportContext, node: Node) -> Any:
     (x,) = node.args
     out_dtype, compute = _compute(node, x)
@@ -73,7 +74,7 @@ def _unary(ctx: ExportContext, node: Node) -> Any:
     raise ctx.unsupported(node, "no ONNX form")
 
 
-@converter(*UNARY_BOOL)
+@converter(*UNARY_BY_RULE["predicate"])
 def _unary_bool(ctx: ExportContext, node: Node) -> Any:
     (x,) = node.args
     floating = x.dtype.is_floating_point
@@ -327,7 +328,7 @@ def _trilu(ctx: ExportContext, node: Node) -> Any:
 
 def emit_getitem(ctx: ExportContext, data: str, dims: tuple, spec: tuple,
                  indices: list[Value]) -> str:
-    """Index the ONNX tensor `data` (sizes `dims`) by a getitem `spec` of ember.core.ops."""
+    """Index the ONNX tensor `data` (sizes `dims`) by a getitem `spec` (ember.core.ops.indexing)."""
     starts, ends, axes, steps = [], [], [], []
     squeeze: list[int] = []
     kept: list[tuple] = []  # the entries left after "int" ones: ("dim", size) | ("none",)

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 import ember
-from ember.core import functions as F
 from ember.core import tracing
 from ember.core.dispatch import run, run_creation, run_inplace
+from ember.core.placement import resolve
 from ember.jit.graph import Graph, Node, Value
 
 
@@ -240,14 +240,14 @@ def trace(module_or_fn: Any, example_inputs: Any, *, check_trace: bool = True,
                       "value will be treated as a constant in the future. The trace might "
                       "not generalize to other inputs!", TracerWarning, stacklevel=4)
 
-    F._python_value_hooks.append(on_python_value)
+    tracing.python_value_hooks.append(on_python_value)
     tracing.active = recorder
     try:
         with ember.no_grad():
             out = module_or_fn(*inputs)
     finally:
         tracing.active = None
-        F._python_value_hooks.remove(on_python_value)
+        tracing.python_value_hooks.remove(on_python_value)
         for h in handles:
             h.remove()
     outputs = _map(out, lambda x: recorder.ref(x) if isinstance(x, ember.Tensor) else x)
@@ -333,13 +333,12 @@ def _run_primitive(node: Node, args: tuple, attrs: dict, batch: tuple[int, int] 
     if op == "alias":  # detach()
         return args[0]
     if op == "to_device":
-        return F.to_device(args[0], attrs["device"])
+        return args[0].to(attrs["device"])
     if op in ("assign", "setitem"):
-        target = F.clone(args[0])
+        target = args[0].clone()
         run_inplace(op, target, *args[1:], **attrs)
         return target
     if not args:  # creation
-        from ember.core.creation import resolve
         device, backend = resolve(attrs.pop("device"))
         return run_creation(op, device, backend, **attrs)
     return run(op, *args, **attrs)

@@ -18,6 +18,7 @@ from typing import Any
 import ember
 from ember import Tensor
 from ember.core import tracing as _tracing
+from ember.core.ops import nn as _nnops
 
 __all__ = [
     # linear and convolution
@@ -124,7 +125,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     Shapes: input ``(*, in_features)``, weight ``(out_features, in_features)`` or
     ``(in_features,)``, bias ``(out_features,)`` or ``()``; output ``(*, out_features)``.
     """
-    return ember.linear(input, weight, bias)
+    return _nnops.linear(input, weight, bias)
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
@@ -180,7 +181,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
 def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
            stride: Any = 1) -> Tensor:
     r"""Extract sliding local blocks: ``(N, C, H, W) -> (N, C*kH*kW, L)`` (im2col)."""
-    return ember.im2col(input, _pair(kernel_size), _pair(dilation), _pair(padding),
+    return _nnops.im2col(input, _pair(kernel_size), _pair(dilation), _pair(padding),
                         _pair(stride))
 
 
@@ -188,7 +189,7 @@ def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1,
          padding: Any = 0, stride: Any = 1) -> Tensor:
     r"""Sum sliding local blocks into a tensor: ``(N, C*kH*kW, L) -> (N, C, H, W)``
     (col2im, the adjoint of :func:`unfold`)."""
-    return ember.col2im(input, _pair(output_size), _pair(kernel_size), _pair(dilation),
+    return _nnops.col2im(input, _pair(output_size), _pair(kernel_size), _pair(dilation),
                         _pair(padding), _pair(stride))
 
 
@@ -223,19 +224,19 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> Tensor:
     r"""2-D average pooling."""
-    return ember.avg_pool2d(input, kernel_size, stride, padding, ceil_mode,
+    return _nnops.avg_pool2d(input, kernel_size, stride, padding, ceil_mode,
                             count_include_pad, divisor_override)
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     r"""2-D average pooling to a fixed output size (``None`` keeps that input size)."""
-    return ember.adaptive_avg_pool2d(input, output_size)
+    return _nnops.adaptive_avg_pool2d(input, output_size)
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
     r"""1-D average pooling to a fixed output length."""
     size = output_size[0] if isinstance(output_size, (tuple, list)) else output_size
-    out = ember.adaptive_avg_pool2d(input.unsqueeze(-2), (1, size))
+    out = _nnops.adaptive_avg_pool2d(input.unsqueeze(-2), (1, size))
     return out.squeeze(-2)
 
 
@@ -377,7 +378,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
                          f"size of {out_sizes}.")
     if mode == "area":
         if spatial == 2:
-            return ember.adaptive_avg_pool2d(input, tuple(out_sizes))
+            return _nnops.adaptive_avg_pool2d(input, tuple(out_sizes))
         if spatial == 1:
             return adaptive_avg_pool1d(input, out_sizes[0])
         raise NotImplementedError("interpolate(): mode 'area' supports 3-D and 4-D input")
@@ -1224,7 +1225,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         return _cross_entropy_prob_target(input, target, weight, reduction, label_smoothing)
     if weight is None and label_smoothing == 0.0 and input.ndim == 2 and target.ndim == 1 \
             and target.shape[0] == input.shape[0]:
-        return ember.cross_entropy(input, target, ignore_index, reduction)  # fused in core
+        return _nnops.cross_entropy(input, target, ignore_index, reduction)  # fused in core
     logp = ember.log_softmax(input, class_dim)
     nll = nll_loss(logp, target, weight, None, ignore_index, None, reduction)
     if label_smoothing == 0.0:

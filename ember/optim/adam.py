@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ember.core import foreach as fe
-from ember.core.autograd import no_grad
 from ember.core.creation import zeros_like
+from ember.core.grad_mode import no_grad
+from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
 from ember.optim.optimizer import Optimizer, ParamsT, _buckets, _per_step, _use_foreach
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ember.core import foreach as fe
-from ember.core import functions as F
-from ember.core.autograd import no_grad
+import ember
 from ember.core.creation import zeros_like
+from ember.core.grad_mode import no_grad
+from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
 from ember.optim.adam import _check_adam_args
 from ember.optim.optimizer import Optimizer, ParamsT, _buckets, _per_step, _use_foreach
@@ -127,8 +127,8 @@ def _trust_ratio(w_norm: Tensor, u_norm: Tensor, lo: float | None,
     """phi(||w||) / ||u||, and 1 where either norm is 0 (elementwise, so it also works on
     stacked norms). A zero-initialized layer, or a zero update, still takes the plain step."""
     phi = w_norm if lo is None and hi is None else w_norm.clamp(lo, hi)
-    usable = F.logical_and(w_norm > 0, u_norm > 0)
-    return F.where(usable, phi / F.where(usable, u_norm, 1.0), 1.0)
+    usable = (w_norm > 0).logical_and(u_norm > 0)
+    return ember.where(usable, phi / ember.where(usable, u_norm, 1.0), 1.0)
 
 
 def _lamb_single(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
@@ -168,8 +168,8 @@ def _lamb_foreach(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tens
     fe._foreach_div_(updates, denom)
     if weight_decay != 0:
         fe._foreach_add_(updates, params, alpha=weight_decay)
-    w_norms = F.stack(fe._foreach_norm(params))
-    u_norms = F.stack(fe._foreach_norm(updates))
+    w_norms = ember.stack(fe._foreach_norm(params))
+    u_norms = ember.stack(fe._foreach_norm(updates))
     scales = (_trust_ratio(w_norms, u_norms, lo, hi) * lr).unbind(0)
     fe._foreach_mul_(updates, list(scales))
     fe._foreach_sub_(params, updates)

@@ -15,7 +15,7 @@ from copy import deepcopy
 from itertools import chain
 from typing import Any
 
-from ember.core.autograd import enable_grad
+from ember.core.grad_mode import enable_grad
 from ember.core.tensor import Tensor
 
 __all__ = ["Optimizer", "required"]

@@ -73,7 +73,7 @@ def available_devices() -> list[Any]:
 
 
 def _resolve(name: str) -> Any:
-    from ember.core.creation import resolve
+    from ember.core.placement import resolve
 
     return resolve(name)[0]  # validates, and normalises "countdev" -> countdev:0
 
@@ -115,12 +115,13 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if not (config.getoption("ember_devices") or config.option.pyargs):
         return []
     from ember.core import plugins
-    from ember.core.ops import OPS
+    from ember.core.opdef import OPS, Kind
 
     lines = []
     for dev in _devices(config):
         backend = plugins.get_backend(dev.type)
-        missing = sorted(op for op in OPS if op not in backend.kernels)
+        missing = sorted(name for name, op in OPS.items()
+                         if op.kind is Kind.PRIMITIVE and name not in backend.kernels)
         note = f"no kernel for {', '.join(missing)} (runs on the CPU)" if missing else \
             "a kernel for every primitive"
         lines.append(f"ember device {dev}: {note}")

@@ -30,6 +30,7 @@ from typing import Any
 import ember
 from ember import Tensor
 from ember.autograd import Function
+from ember.core.ops import nn as _nnops
 from ember.nn import functional as F
 from ember.nn import init
 from ember.nn.module import Module
@@ -154,17 +155,15 @@ def _bias_sum(a: Tensor | None, b: Tensor | None) -> Tensor | None:
     return a if b is None else a + b
 
 
-def _fused_lstm_kernels() -> tuple | None:
-    """The backend-fusable LSTM cell ops, when core provides them.
+def _fused_lstm_kernels() -> tuple:
+    """The backend-fusable LSTM cell ops of core (ember.core.ops.nn):
 
-    ``ember._fused_lstm_cell(input_gates, hidden_gates, cx) -> (hy, cy, workspace)`` and
-    ``ember._fused_lstm_cell_backward(grad_hy, grad_cy, cx, cy, workspace)
+    ``_fused_lstm_cell(input_gates, hidden_gates, cx) -> (hy, cy, workspace)`` and
+    ``_fused_lstm_cell_backward(grad_hy, grad_cy, cx, cy, workspace)
     -> (grad_gates, grad_cx)`` (``grad_cy`` may be None), with ``workspace`` the activated
     gates ``[i, f, g, o]``: one op each per time step instead of ~10.
     """
-    fwd = getattr(ember, "_fused_lstm_cell", None)
-    bwd = getattr(ember, "_fused_lstm_cell_backward", None)
-    return (fwd, bwd) if fwd is not None and bwd is not None else None
+    return _nnops._fused_lstm_cell, _nnops._fused_lstm_cell_backward
 
 
 class _FusedLayer:
@@ -180,8 +179,8 @@ def _lstm_forward(steps: _Steps, x: Tensor, h: Tensor, c: Tensor, w_ih: Tensor, 
                   b_ih: Tensor | None, b_hh: Tensor | None, w_hr: Tensor | None,
                   reverse: bool, keep: bool) -> tuple:
     if w_hr is None and steps.padded and steps.count and steps.batch:
-        # the backend may run the whole layer in one kernel (see ember._fused_lstm_layer)
-        layer = ember._fused_lstm_layer(x, h, c, w_ih, w_hh, _bias_sum(b_ih, b_hh),
+        # the backend may run the whole layer in one kernel (see _fused_lstm_layer)
+        layer = _nnops._fused_lstm_layer(x, h, c, w_ih, w_hh, _bias_sum(b_ih, b_hh),
                                         reverse, keep)
         if layer is not None:
             return (*layer[:3], _FusedLayer(layer[3]))
@@ -349,7 +348,7 @@ def _lstm_backward(ctx: Any, d_out: Tensor | None, d_hn: Tensor | None,
     x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, out = ctx.saved_tensors
     needs = ctx.needs_input_grad
     if isinstance(ctx.saved_steps, _FusedLayer):
-        dx, dw_ih, dw_hh, db, dh0, dc0 = ember._fused_lstm_layer_backward(
+        dx, dw_ih, dw_hh, db, dh0, dc0 = _nnops._fused_lstm_layer_backward(
             x, ctx.saved_steps.state, d_out, d_hn, d_cn,
             (needs[3], needs[6], needs[7], needs[8] or needs[9], needs[4], needs[5]))
         return (None, None, None, dx, dh0, dc0, dw_ih, dw_hh, db if needs[8] else None,

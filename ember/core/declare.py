@@ -1,0 +1,183 @@
+"""Declaring an op: one call registers its declaration and makes all its variants.
+
+    @primitive(rule=..., grad=..., variants="function method inplace", ...)
+    def exp(input): ...
+
+    @composite(variants="function method", precision=Precision.FLOAT32, ...)
+    def softmax(input, dim, dtype=None): ...
+
+    fused_kernel("softmax", replaces="softmax", signature="softmax(x, *, dim) -> y", ...)
+
+From the declaration alone (ember.core.opdef.Op) this module makes:
+
+- the public function (`Op.public`): `fn`, taking an `out=` keyword when "out" is a
+  variant, and recorded by `ember.jit.trace` as one node when `traced_as_node`;
+- `Tensor.<name>` and its aliases, when "method" is a variant;
+- `Tensor.<name>_`, when "inplace" is a variant: the op computed out of place and
+  written into the tensor through ember.core.inplace, unless the declaration gives a
+  faster `inplace_method`;
+- the Python operators the declaration lists (`__add__`, `__radd__`, `__iadd__` ...).
+
+`ember/__init__.py` exports the functions of the ops with a "function" variant.
+"""
+
+from __future__ import annotations
+
+import functools
+import numbers
+import warnings
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ember.core import tracing
+from ember.core.dispatch import write_into
+from ember.core.grad_mode import state
+from ember.core.inplace import apply_inplace, check_castable
+from ember.core.opdef import FusedKernel, Kind, Op, register, register_fused
+from ember.core.shapes import fmt_shape
+from ember.core.tensor import Tensor
+
+VARIANTS = frozenset({"function", "method", "inplace", "out"})
+
+_BINARY = ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "and", "or",
+           "xor")
+REFLECTED = frozenset(f"__r{n}__" for n in _BINARY)
+INPLACE = frozenset(f"__i{n}__" for n in _BINARY)
+FORWARD = frozenset(f"__{n}__" for n in _BINARY + ("eq", "ne", "lt", "le", "gt", "ge"))
+
+
+def declare(op: Op) -> Callable[..., Any]:
+    """Register `op` and attach its variants; returns its public function."""
+    if not op.doc and op.fn is not None:
+        op.doc = (op.fn.__doc__ or "").strip()
+    unknown = op.variants - VARIANTS
+    if unknown:
+        raise ValueError(f"op {op.name!r}: unknown variants {sorted(unknown)}")
+    register(op)
+    fn = op.fn
+    if op.traced_as_node:
+        fn = tracing.composite(op.name)(fn)
+    public = _with_out(op, fn) if "out" in op.variants else fn
+    op.public = public
+    names = (op.name,) + op.aliases
+    if "method" in op.variants:
+        for name in names:
+            setattr(Tensor, name, op.method or fn)
+    if "inplace" in op.variants:
+        inplace = op.inplace_method or _inplace_method(op, fn)
+        for name in names:
+            setattr(Tensor, name + "_", inplace)
+    for dunder in op.operators:
+        setattr(Tensor, dunder, _operator(op, dunder, op.operator_impl or fn))
+    return public
+
+
+def _fields(variants: str | Iterable[str], fields: dict) -> dict:
+    if isinstance(variants, str):
+        variants = variants.split()
+    fields["variants"] = frozenset(variants)
+    for key in ("operators", "aliases", "fused"):
+        if isinstance(fields.get(key), str):
+            fields[key] = tuple(fields[key].split())
+    return fields
+
+
+def primitive(*, variants: str | Iterable[str] = "function method",
+              **fields: Any) -> Callable[[Callable], Callable]:
+    """Decorator: declare the decorated function as the public face of a primitive."""
+    def wrap(fn: Callable) -> Callable:
+        return declare(Op(fn.__name__, Kind.PRIMITIVE, fn=fn, **_fields(variants, fields)))
+    return wrap
+
+
+def composite(*, variants: str | Iterable[str] = "function method",
+              **fields: Any) -> Callable[[Callable], Callable]:
+    """Decorator: declare the decorated function as a composite op."""
+    def wrap(fn: Callable) -> Callable:
+        return declare(Op(fn.__name__, Kind.COMPOSITE, fn=fn, **_fields(variants, fields)))
+    return wrap
+
+
+def define(name: str, kind: Kind, fn: Callable, *, variants: str | Iterable[str] = (),
+           **fields: Any) -> Callable[..., Any]:
+    """Declare an op whose function is built rather than written (a row of a family's
+    table, such as the unary math ops)."""
+    fn.__name__ = fn.__qualname__ = name
+    return declare(Op(name, kind, fn=fn, **_fields(variants, fields)))
+
+
+def fused_kernel(name: str, *, replaces: str, signature: str, doc: str,
+                 **fields: Any) -> FusedKernel:
+    """Declare a fused kernel (see ember.core.opdef.FusedKernel)."""
+    return register_fused(FusedKernel(name, replaces, signature, doc, **fields))
+
+
+# -- out= -----------------------------------------------------------------------------
+
+
+def _with_out(op: Op, fn: Callable) -> Callable:
+    @functools.wraps(fn)
+    def public(*args: Any, out: Tensor | None = None, **kwargs: Any) -> Any:
+        if out is None:
+            return fn(*args, **kwargs)
+        if state.enabled and any(isinstance(a, Tensor) and a._requires_grad
+                                 for a in (out, *args, *kwargs.values())):
+            raise RuntimeError(f"{op.name}(): functions with out=... arguments don't support "
+                               "automatic differentiation, but one of the arguments requires "
+                               "grad.")
+        return write_out(op.name, out, fn(*args, **kwargs))
+    return public
+
+
+def write_out(name: str, out: Tensor, result: Tensor) -> Tensor:
+    """Write `result` into the `out=` tensor, resizing it as PyTorch does."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if result._device is not out._device:
+        raise RuntimeError(f"{name}(): Expected out tensor to be on device {result.device}, "
+                           f"but got {out.device}")
+    check_castable(f"{name}()", result._dtype, out._dtype)
+    if out._data.shape != result._data.shape:
+        if out.numel():
+            warnings.warn(f"An output with one or more elements was resized since it had "
+                          f"shape {fmt_shape(tuple(out.shape))}, which does not match the "
+                          f"required output shape {fmt_shape(tuple(result.shape))}. This "
+                          "behavior is deprecated, and in a future PyTorch release outputs "
+                          "will not be resized unless they have zero elements.", UserWarning,
+                          stacklevel=3)
+        out._data = out._backend.empty(tuple(result.shape), out._dtype,
+                                       out._device.index or 0)
+    return write_into(out, result)
+
+
+# -- in-place variants and operators --------------------------------------------------
+
+
+def _inplace_method(op: Op, fn: Callable) -> Callable:
+    name = op.name + "_"
+
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        return apply_inplace(self, lambda old: fn(old, *args, **kwargs), *args,
+                             *kwargs.values(), op=name)
+    method.__name__ = name
+    return method
+
+
+def is_operand(x: Any) -> bool:
+    """Whether a Python operator should handle `x` (else it returns NotImplemented)."""
+    return isinstance(x, (Tensor, int, float)) or hasattr(x, "__array__") or \
+        isinstance(x, numbers.Number)
+
+
+def _operator(op: Op, dunder: str, impl: Callable) -> Callable:
+    if dunder in INPLACE:
+        return getattr(Tensor, op.name + "_")
+    if dunder in REFLECTED:
+        def reflected(self: Tensor, other: Any) -> Any:
+            return impl(other, self) if is_operand(other) else NotImplemented
+        return reflected
+    if dunder in FORWARD:
+        def forward(self: Tensor, other: Any) -> Any:
+            return impl(self, other) if is_operand(other) else NotImplemented
+        return forward
+    return impl  # unary operators, __getitem__, __setitem__

@@ -1,0 +1,264 @@
+"""The backward engine: `backward` and `grad` run the recorded graph in reverse.
+
+The engine walks the graph without recursion: it counts each node's consumers, then runs
+nodes in dependency order, summing gradients that meet at a node. It does arithmetic only
+through Tensor methods (`g + h`, `t.new_ones(...)`, `g.sum_to_size(...)`), so it needs no
+op module: whatever records a gradient also provides the ops to add it up.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ember.core.grad_mode import no_grad, state
+from ember.core.graph import AccumulateGrad, Node, edge_of
+
+
+def _collect(roots: Iterable[Node]) -> dict[Node, int]:
+    """Count, for every node reachable from `roots`, how many edges lead into it."""
+    deps: dict[Node, int] = {}
+    stack = [r for r in roots]
+    seen = set(stack)
+    while stack:
+        node = stack.pop()
+        for edge in node.next_edges:
+            if edge is None:
+                continue
+            nxt = edge[0]
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return deps
+
+
+def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_graph: bool,
+                 create_graph: bool, capture: Sequence[Any] | None = None,
+                 accumulate: bool = True) -> list[Any] | None:
+    """Run the graph backward from `tensors` seeded with `grad_tensors`.
+
+    With `capture` (autograd.grad), returns the gradients reaching those tensors and
+    leaves `.grad` untouched when `accumulate` is False.
+    """
+    buffers: dict[Node, list] = {}
+    roots = []
+    for t, g in zip(tensors, grad_tensors):
+        edge = edge_of(t)
+        if edge is None:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have "
+                               "a grad_fn")
+        node, nr = edge
+        _add_grad(buffers, node, nr, g)
+        roots.append(node)
+
+    captured: dict[tuple[Node, int], Any] = {}
+    wanted: dict[tuple[Node, int], int] = {}
+    if capture is not None:
+        for i, t in enumerate(capture):
+            edge = edge_of(t)
+            if edge is None:
+                raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not "
+                                   "require grad")
+            wanted[edge] = i
+
+    deps = _collect(set(roots))
+    ready = [n for n in dict.fromkeys(roots) if deps.get(n, 0) == 0]
+    prev = state.enabled
+    state.enabled = create_graph
+    try:
+        while ready:
+            node = ready.pop()
+            grads = buffers.pop(node, None) or []
+            _run_pre_hooks(node, grads)
+            for key in [k for k in wanted if k[0] is node]:
+                captured[key] = grads[key[1]] if key[1] < len(grads) else None
+            if isinstance(node, AccumulateGrad):
+                if accumulate and grads and grads[0] is not None:
+                    _accumulate(node.variable, grads[0], create_graph)
+                continue
+            if any(g is not None for g in grads):
+                results = node.apply(_fill_missing(node, grads))
+            else:  # nothing reached this node: it sends nothing on
+                results = (None,) * len(node.next_edges)
+            post = node.attrs.get("_post_hooks")
+            if post:
+                for hook in post:
+                    hook(tuple(results), tuple(grads))
+            if not retain_graph:
+                node.release()
+            for edge, g in zip(node.next_edges, results):
+                if edge is None:
+                    continue
+                nxt, nr = edge
+                if g is not None:
+                    _add_grad(buffers, nxt, nr, g)
+            results = g = None  # only the buffers may hold gradients (see _accumulate)
+            for edge in node.next_edges:
+                if edge is None:
+                    continue
+                nxt = edge[0]
+                deps[nxt] -= 1
+                if deps[nxt] == 0:
+                    ready.append(nxt)
+    finally:
+        state.enabled = prev
+    if capture is None:
+        return None
+    return [captured.get(edge_of(t)) for t in capture]
+
+
+def _add_grad(buffers: dict, node: Node, nr: int, g: Any) -> None:
+    slots = buffers.get(node)
+    if slots is None:
+        n = getattr(node, "n_outputs", 1)
+        slots = buffers[node] = [None] * max(n, nr + 1)
+    if nr >= len(slots):
+        slots.extend([None] * (nr + 1 - len(slots)))
+    slots[nr] = g if slots[nr] is None else slots[nr] + g
+
+
+def zeros_for_missing(grads: Sequence[Any], metas: Sequence[Any]) -> list:
+    """Zero gradients for the outputs that got none, from their (shape, dtype, device):
+    made by a gradient that did arrive (a node runs only when one did)."""
+    present = next(g for g in grads if g is not None)
+    return [present.new_zeros(m[0], dtype=m[1], device=m[2]) if g is None else g
+            for g, m in zip(grads, metas)]
+
+
+def _fill_missing(node: Node, grads: list) -> list:
+    n = getattr(node, "n_outputs", 1)
+    if len(grads) < n:
+        grads = list(grads) + [None] * (n - len(grads))
+    if any(g is None for g in grads):
+        metas = node.attrs.get("_out_meta")
+        if metas is not None:  # multi-output nodes: unused outputs get zero gradients
+            grads = zeros_for_missing(grads, metas)
+    return grads
+
+
+def _run_pre_hooks(node: Node, grads: list) -> None:
+    if node.pre_hooks:
+        for nr, hooks in node.pre_hooks.items():
+            for hook in hooks:
+                if nr < len(grads) and grads[nr] is not None:
+                    new = hook(grads[nr])
+                    if new is not None:
+                        grads[nr] = new
+    if node.retain:
+        for nr, t in node.retain.items():
+            if nr < len(grads) and grads[nr] is not None:
+                g = grads[nr] if state.enabled else grads[nr].detach()
+                t.grad = g if t.grad is None else t.grad + g
+
+
+# references to a gradient tensor inside _accumulate when nothing else holds it: the
+# engine's list of the node's gradients, the argument, and getrefcount's own argument
+_STEAL_REFS = 3
+# references to its buffer when only that tensor holds it: its slot and getrefcount's
+# argument (a backward that returns one buffer for two inputs wraps it twice)
+_STEAL_BUFFER_REFS = 2
+
+
+def _accumulate(t: Any, g: Any, create_graph: bool) -> None:
+    for hook in t._hooks or ():
+        new = hook(g)
+        if new is not None:
+            g = new
+    if g.shape != t.shape:
+        g = g.sum_to_size(t.shape)
+    # .grad must own its buffer: a later in-place `+=` must touch nothing else. A fresh
+    # gradient that no other tensor object holds (e.g. add's backward passes one gradient
+    # to both inputs), whose buffer no other tensor wraps, and that owns its memory is kept
+    # as is (as PyTorch's AccumulateGrad does); a shared one, or a view, is copied.
+    # (Counted before detach, which makes another tensor on the same buffer.)
+    unshared = sys.getrefcount(g) <= _STEAL_REFS and \
+        sys.getrefcount(g._data) <= _STEAL_BUFFER_REFS and g._backend.owns(g._data)
+    if not create_graph:
+        g = g.detach()
+    if t.grad is None:
+        if create_graph or unshared:
+            t.grad = g
+        else:
+            t.grad = g.clone()
+    elif create_graph:
+        t.grad = t.grad + g
+    else:
+        with no_grad():
+            t.grad.add_(g)
+
+
+def _is_tensor(x: Any) -> bool:
+    return hasattr(x, "_requires_grad")
+
+
+def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
+             create_graph: bool = False, inputs: Sequence[Any] | None = None) -> None:
+    """Compute gradients of `tensors` with respect to graph leaves (into their `.grad`)."""
+    tensors = [tensors] if _is_tensor(tensors) else list(tensors)
+    if grad_tensors is None:
+        grad_tensors = [None] * len(tensors)
+    elif _is_tensor(grad_tensors):
+        grad_tensors = [grad_tensors]
+    seeds = [_seed(t, g) for t, g in zip(tensors, grad_tensors)]
+    if retain_graph is None:
+        retain_graph = create_graph
+    if inputs is not None:
+        inputs = [inputs] if _is_tensor(inputs) else list(inputs)
+        grads = run_backward(tensors, seeds, retain_graph, create_graph, capture=inputs,
+                             accumulate=False)
+        for t, g in zip(inputs, grads):
+            if g is not None:
+                _accumulate(t, g, create_graph)
+        return
+    run_backward(tensors, seeds, retain_graph, create_graph)
+
+
+def _seed(t: Any, g: Any) -> Any:
+    if g is None:
+        if t.numel() != 1:
+            raise RuntimeError(f"grad can be implicitly created only for scalar outputs "
+                               f"(got a tensor of shape {list(t.shape)}); pass `gradient=` to "
+                               f"backward()")
+        return t.new_ones(t.shape)
+    if not _is_tensor(g):
+        g = t.new_tensor(g)
+    if g.shape != t.shape:
+        raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {list(g.shape)} "
+                           f"and output[0] has a shape of {list(t.shape)}.")
+    return g
+
+
+def grad(outputs: Any, inputs: Any, grad_outputs: Any = None,
+         retain_graph: bool | None = None, create_graph: bool = False,
+         allow_unused: bool | None = None, materialize_grads: bool = False) -> tuple:
+    """Compute and return the gradients of `outputs` with respect to `inputs`.
+
+    Unlike `backward`, leaves' `.grad` is not changed. With `create_graph=True` the
+    returned gradients are themselves differentiable (second derivatives).
+    """
+    outputs = [outputs] if _is_tensor(outputs) else list(outputs)
+    inputs = [inputs] if _is_tensor(inputs) else list(inputs)
+    if grad_outputs is None:
+        grad_outputs = [None] * len(outputs)
+    elif _is_tensor(grad_outputs):
+        grad_outputs = [grad_outputs]
+    seeds = [_seed(t, g) for t, g in zip(outputs, grad_outputs)]
+    if retain_graph is None:
+        retain_graph = create_graph
+    grads = run_backward(outputs, seeds, retain_graph, create_graph, capture=inputs,
+                         accumulate=False)
+    result = []
+    for i, (t, g) in enumerate(zip(inputs, grads)):
+        if g is None:
+            if materialize_grads:
+                g = t.new_zeros(t.shape)
+            elif not allow_unused:
+                raise RuntimeError(f"One of the differentiated Tensors (input {i}) appears to "
+                                   "not have been used in the graph. Set allow_unused=True if "
+                                   "this is the desired behavior.")
+        elif g.shape != t.shape:
+            g = g.sum_to_size(t.shape)
+        result.append(g)
+    return tuple(result)

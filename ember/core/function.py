@@ -1,0 +1,112 @@
+"""Custom differentiable operations: `ember.autograd.Function`, as in PyTorch.
+
+Subclasses define `forward(ctx, *args)` and `backward(ctx, *grad_outputs)` as static
+methods and are called through `MyFunction.apply(*args)`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember.core.engine import zeros_for_missing
+from ember.core.grad_mode import no_grad, state
+from ember.core.graph import FREED_MESSAGE, Node, SavedTensor, edge_of
+
+
+class FunctionCtx:
+    """The `ctx` of a custom `Function`: what forward leaves for backward."""
+
+    def __init__(self) -> None:
+        self.needs_input_grad: tuple[bool, ...] = ()
+        self._to_save: tuple = ()
+        self._node: Node | None = None
+        self.materialize_grads = True
+        self._non_differentiable: set[int] = set()
+        self._dirty: tuple = ()
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        self._to_save = tensors
+
+    @property
+    def saved_tensors(self) -> tuple:
+        if self._node is None:
+            return tuple(self._to_save)
+        if self._node._freed:
+            raise RuntimeError(FREED_MESSAGE)
+        return tuple(None if s is None else s.unpack(self._node) for s in self._node._saved)
+
+    def mark_non_differentiable(self, *tensors: Any) -> None:
+        self._non_differentiable.update(id(t) for t in tensors)
+
+    def mark_dirty(self, *tensors: Any) -> None:
+        self._dirty = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self.materialize_grads = value
+
+
+class _CustomNode(Node):
+    __slots__ = ("fn_cls", "ctx", "n_outputs", "out_meta")
+
+    def name(self) -> str:
+        return f"{self.fn_cls.__name__}Backward"
+
+    def apply(self, grads):
+        if self._freed:
+            raise RuntimeError(FREED_MESSAGE)
+        if self.ctx.materialize_grads and any(g is None for g in grads):
+            grads = zeros_for_missing(grads, self.out_meta)
+        out = self.fn_cls.backward(self.ctx, *grads)
+        out = out if isinstance(out, tuple) else (out,)
+        n = len(self.next_edges)
+        if len(out) < n:
+            raise RuntimeError(f"function {self.fn_cls.__name__}Backward returned an incorrect "
+                               f"number of gradients (expected {n}, got {len(out)})")
+        return out[:n]
+
+
+def _is_tensor(x: Any) -> bool:
+    return hasattr(x, "_requires_grad")
+
+
+class Function:
+    """Base class of user-defined differentiable operations, as in PyTorch.
+
+    Subclasses define `forward(ctx, *args)` and `backward(ctx, *grad_outputs)` as static
+    methods and are called through `MyFunction.apply(*args)`.
+    """
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grad_outputs: Any) -> Any:
+        raise NotImplementedError
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        ctx = FunctionCtx()
+        tensor_args = [a if _is_tensor(a) else None for a in args]
+        ctx.needs_input_grad = tuple(a is not None and a._requires_grad for a in tensor_args)
+        with no_grad():
+            out = cls.forward(ctx, *args, **kwargs)
+        outs = out if isinstance(out, tuple) else (out,)
+        if not (state.enabled and any(ctx.needs_input_grad)):
+            return out
+        edges = tuple(None if a is None else edge_of(a) for a in tensor_args)
+        node = _CustomNode(edges)
+        node.fn_cls, node.ctx = cls, ctx
+        node.n_outputs = len(outs)
+        node.out_meta = [(o.shape, o.dtype, o.device) for o in outs]
+        node._saved = tuple(None if t is None else SavedTensor(t) for t in ctx._to_save)
+        ctx._node = node
+        results = []
+        for i, o in enumerate(outs):
+            if _is_tensor(o) and id(o) not in ctx._non_differentiable \
+                    and o.dtype.is_floating_point:
+                if any(o is a for a in args):  # returned an input: give it a fresh identity
+                    o = o.view_as(o)
+                o._node, o._output_nr, o._requires_grad = node, i, True
+            results.append(o)
+        return tuple(results) if isinstance(out, tuple) else results[0]

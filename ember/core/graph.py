@@ -1,0 +1,164 @@
+"""The autograd graph: nodes, the tensors they save, and the edges between them.
+
+Every differentiable op that sees an input requiring grad records a `Node`: the function
+that maps the gradient of its output to gradients of its inputs, the tensors it saved for
+that, and edges to the nodes that produced its inputs. Leaves get an `AccumulateGrad`
+node that adds into `.grad` (see engine.py). This module only builds the graph; it works
+on any object with Tensor's autograd fields, so it needs no import of the Tensor class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ember.core.grad_mode import state
+
+FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward.")
+
+
+class SavedTensor:
+    """A tensor kept for backward, with the version it had when saved."""
+
+    __slots__ = ("tensor", "version")
+
+    def __init__(self, tensor: Any) -> None:
+        self.tensor = tensor
+        self.version = tensor._vc[0]
+
+    def unpack(self, node: Node) -> Any:
+        t = self.tensor
+        if t._vc[0] != self.version:
+            where = (f", which is output 0 of {t._node.name()}," if t._node is not None
+                     else "")
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by "
+                f"an inplace operation: [{t.type_name()} {list(t.shape)}]{where} is at version "
+                f"{t._vc[0]}; expected version {self.version} instead (needed by "
+                f"{node.name()}).")
+        return t
+
+
+class Node:
+    """A recorded operation: maps output gradients to input gradients."""
+
+    __slots__ = ("next_edges", "_saved", "_freed", "pre_hooks", "retain", "attrs",
+                 "needs", "__weakref__")
+
+    def __init__(self, next_edges: tuple, saved: Sequence[Any] = (), **attrs: Any) -> None:
+        self.next_edges = next_edges  # per input: (Node, output_nr) or None
+        self.needs = tuple(e is not None for e in next_edges)
+        self._saved = tuple(SavedTensor(t) for t in saved) if saved else ()
+        self._freed = False
+        self.pre_hooks: dict[int, list[Callable]] | None = None  # output_nr -> tensor hooks
+        self.retain: dict[int, Any] | None = None  # output_nr -> tensor retaining .grad
+        self.attrs = attrs
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def saved_tensors(self) -> tuple:
+        if self._freed:
+            raise RuntimeError(FREED_MESSAGE)
+        return tuple(s.unpack(self) for s in self._saved)
+
+    @property
+    def next_functions(self) -> tuple:
+        return tuple((e[0], e[1]) if e is not None else (None, 0) for e in self.next_edges)
+
+    def apply(self, grads: list) -> Sequence[Any]:
+        raise NotImplementedError
+
+    def release(self) -> None:
+        if self._saved:
+            self._saved = ()
+            self._freed = True
+
+    def register_hook(self, hook: Callable) -> None:
+        """Called as hook(grad_inputs, grad_outputs) after this node runs (module hooks)."""
+        self.attrs.setdefault("_post_hooks", []).append(hook)
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {id(self):#x}>"
+
+
+class FnNode(Node):
+    """A node whose backward is a plain function `fn(node, grad) -> tuple of grads`."""
+
+    __slots__ = ("fn", "label", "n_outputs")
+
+    def __init__(self, label: str, fn: Callable, next_edges: tuple, saved=(), n_outputs=1,
+                 **attrs: Any) -> None:
+        super().__init__(next_edges, saved, **attrs)
+        self.fn = fn
+        self.label = label
+        self.n_outputs = n_outputs
+
+    def name(self) -> str:
+        return self.label
+
+    def apply(self, grads):
+        # a node that saved tensors raises through `saved_tensors` once freed
+        g = grads[0] if self.n_outputs == 1 else grads
+        out = self.fn(self, g)
+        return out if isinstance(out, tuple) else (out,)
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf tensor: the engine adds the incoming gradient into `.grad`."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable: Any) -> None:
+        super().__init__(())
+        self.variable = variable
+
+    def apply(self, grads):
+        return ()
+
+
+def edge_of(t: Any) -> tuple | None:
+    """The graph edge a tensor contributes as an op input, or None if it needs no grad."""
+    if not t._requires_grad:
+        return None
+    node = t._node
+    if node is not None:
+        return (node, t._output_nr)
+    acc = t._grad_acc
+    if acc is None:
+        acc = t._grad_acc = AccumulateGrad(t)
+    return (acc, 0)
+
+
+def record(label: str, fn: Callable, inputs: Sequence[Any], outputs: Any,
+           saved: Sequence[Any] = (), **attrs: Any) -> Node | None:
+    """Attach a backward node to `outputs` (a tensor or a sequence) if any input needs it.
+
+    `inputs` are the op's differentiable operands (non-tensors are skipped). Only floating
+    outputs join the graph.
+    """
+    if not state.enabled:
+        return None
+    edges = tuple(edge_of(t) if getattr(t, "_requires_grad", False) else None
+                  for t in inputs)
+    if not any(edges):
+        return None
+    if isinstance(outputs, (tuple, list)):
+        node = FnNode(label, fn, edges, saved, n_outputs=len(outputs), **attrs)
+        node.attrs["_out_meta"] = [None if o is None else (tuple(o.shape), o.dtype, o.device)
+                                   for o in outputs]
+        for i, o in enumerate(outputs):
+            if o is not None and o._dtype.is_floating_point:
+                o._node, o._output_nr, o._requires_grad = node, i, True
+        return node
+    node = FnNode(label, fn, edges, saved, **attrs)
+    if outputs._dtype.is_floating_point:
+        outputs._node = node
+        outputs._requires_grad = True
+    return node

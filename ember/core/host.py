@@ -1,0 +1,92 @@
+"""Host data in and out: Python numbers, nested lists and NumPy arrays to a host array of
+an ember dtype, and a tensor's values back as a NumPy array.
+
+Works on tensors by duck typing (their `_backend`, `_data`, `_dtype`), so it sits below
+the Tensor class, which builds tensors from data through it.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from ember.core import dtype as dt
+from ember.core.backend import from_numpy_dtype, numpy_dtype
+
+
+def _is_tensor(x: Any) -> bool:
+    return hasattr(x, "_backend") and hasattr(x, "_data")
+
+
+def host_array(x: Any) -> np.ndarray:
+    """A tensor's values as a NumPy array (shared with the tensor on the CPU)."""
+    arr = x._backend.to_numpy(x._data)
+    want = numpy_dtype(x._dtype)
+    return arr if arr.dtype == want else arr.astype(want)
+
+
+def dtype_arg(dtype: Any) -> dt.dtype | None:
+    """Whatever users pass as `dtype=` (an ember dtype, a name, a Python or NumPy type)
+    -> an ember dtype, or None."""
+    if dtype is None or isinstance(dtype, dt.dtype):
+        return dtype
+    if isinstance(dtype, str):
+        return dt.from_name(dtype)
+    if dtype in (float, int, bool):
+        return {float: dt.get_default_dtype(), int: dt.int64, bool: dt.bool_}[dtype]
+    try:
+        return from_numpy_dtype(np.dtype(dtype))
+    except TypeError:
+        raise TypeError(f"dtype must be an ember.dtype, got {dtype!r}") from None
+
+
+def infer_dtype(data: Any) -> dt.dtype:
+    """PyTorch's dtype for nested Python data: bool, else int64, else the default float."""
+    kinds = set()
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif _is_tensor(item):
+            kinds.add(item.dtype)
+        elif isinstance(item, bool) or isinstance(item, np.bool_):
+            kinds.add(dt.bool_)
+        elif isinstance(item, numbers.Integral):
+            kinds.add(dt.int64)
+        elif isinstance(item, numbers.Real):
+            kinds.add(dt.get_default_dtype())
+        elif isinstance(item, numbers.Number):
+            raise TypeError(f"complex numbers are not supported (got {item!r})")
+        else:
+            raise TypeError(f"tensor(): could not infer dtype of {type(item).__name__}")
+    if not kinds:
+        return dt.get_default_dtype()
+    out = kinds.pop()
+    for k in kinds:
+        out = dt.promote_types(out, k)
+    return out
+
+
+def to_host(data: Any, dtype: dt.dtype | None) -> tuple[np.ndarray, dt.dtype]:
+    """`data` as a new C-contiguous host array of `dtype` (inferred when None)."""
+    if _is_tensor(data):
+        arr = host_array(data)
+        dtype = dtype or data.dtype
+    elif isinstance(data, np.ndarray) or isinstance(data, np.generic):
+        arr = np.asarray(data)
+        dtype = dtype or from_numpy_dtype(arr.dtype)
+    else:
+        if hasattr(data, "__array__") and not isinstance(data, (list, tuple)):
+            return to_host(np.asarray(data), dtype)
+        dtype = dtype or infer_dtype(data)
+        if isinstance(data, (list, tuple)) and any(_is_tensor(x) for x in data):
+            data = [host_array(x) if _is_tensor(x) else x for x in data]
+        try:
+            arr = np.array(data, dtype=numpy_dtype(dtype) if dtype is not dt.bfloat16
+                           else np.float32)
+        except ValueError as err:
+            raise ValueError(f"tensor(): expected sequences of equal length: {err}") from None
+    return np.array(arr, dtype=numpy_dtype(dtype), order="C", copy=True), dtype

@@ -1,0 +1,120 @@
+"""In-place writes: how `x.add_(y)`, `x.copy_(y)` and `x[i] = v` change a tensor and, when
+autograd records, its place in the graph — through views too.
+
+A view shares its base's storage and version counter, and remembers a function that
+recreates it from the base (`as_view`). An in-place op computes its result out of place,
+then writes it into the tensor's storage (`write`). When autograd records, the old value
+is kept as a clone (ops that saved it stay valid), and the tensor — or, for a view, its
+base, through a `CopySlices` node as in PyTorch — takes the result's place in the graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ember.core.dispatch import write_into
+from ember.core.grad_mode import no_grad, state
+from ember.core.graph import FnNode, edge_of
+from ember.core.shapes import fmt_shape
+from ember.core.tensor import Tensor
+
+
+def as_view(out: Tensor, x: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
+    """Mark `out` as a view of `x`: it shares `x`'s storage and version counter, and
+    `fn(x)` recreates it (so in-place writes through it reach the base's graph)."""
+    out._vc = x._vc
+    if x._base is None:
+        out._base, out._view_fn = x, fn
+    else:
+        parent = x._view_fn
+        out._base = x._base
+        out._view_fn = (lambda b: fn(parent(b))) if parent is not None else None
+    return out
+
+
+def check_castable(op: str, src: Any, dst: Any) -> None:
+    """PyTorch's rule for in-place and `out=` results: never into a lower category."""
+    if src._category > dst._category:
+        raise RuntimeError(f"{op}: result type {src} can't be cast to the desired output type "
+                           f"{dst}")
+
+
+def write(x: Tensor, result: Tensor, op: str) -> None:
+    """Copy `result` into `x`'s storage (checks first, so a failure changes nothing)."""
+    if result._data.shape != x._data.shape:
+        raise RuntimeError(f"{op}: output with shape {fmt_shape(tuple(x.shape))} doesn't match "
+                           f"the broadcast shape {fmt_shape(tuple(result.shape))}")
+    check_castable(op, result._dtype, x._dtype)
+    if result._device is not x._device:
+        raise RuntimeError(f"{op}: expected all tensors to be on the same device, but found "
+                           f"at least two devices, {x._device} and {result._device}!")
+    write_into(x, result)
+
+
+def recording(*tensors: Any) -> bool:
+    """Whether autograd records an op on these operands."""
+    return state.enabled and any(isinstance(t, Tensor) and t._requires_grad for t in tensors)
+
+
+def _check_allowed(x: Tensor) -> None:
+    if x._requires_grad and x._node is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    base = x._base
+    if base is not None and x._view_fn is not None and base._requires_grad and \
+            base._node is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
+
+
+def apply_inplace(x: Tensor, compute: Callable[[Tensor], Tensor], *others: Any,
+                  op: str = "inplace") -> Tensor:
+    """Run `compute(x)` out of place and write the result into `x`; `others` are the
+    op's other operands (autograd records when any of them, or `x`, requires grad)."""
+    if not recording(x, *others):
+        write(x, compute(x), op)
+        return x
+    _check_allowed(x)
+    result = compute(x.clone())
+    write(x, result, op)
+    if x._view_fn is None:
+        x._node, x._output_nr = result._node, result._output_nr
+        x._requires_grad = result._requires_grad
+    else:
+        _rebase_view(x, result)
+    return x
+
+
+def _rebase_view(x: Tensor, result: Tensor) -> None:
+    """After an in-place write through view `x`, route the base's gradient through it."""
+    base, fn = x._base, x._view_fn
+    edges = (edge_of(base), edge_of(result) if result._requires_grad else None)
+    node = FnNode("CopySlices", _bw_copy_slices, edges, view_fn=fn,
+                  meta=(tuple(base.shape), base._dtype, base._device))
+    base._node, base._output_nr, base._requires_grad = node, 0, True
+    fresh = fn(base)
+    x._node, x._output_nr, x._requires_grad = fresh._node, fresh._output_nr, True
+
+
+def _bw_copy_slices(node: FnNode, g: Tensor) -> tuple:
+    fn = node.attrs["view_fn"]
+    gb = None
+    if node.needs[0]:
+        mask = g.new_zeros(g.shape)
+        with no_grad():
+            fn(mask).fill_(1.0)
+        gb = g * (1.0 - mask)
+    return gb, (fn(g) if node.needs[1] else None)
+
+
+def metadata_inplace(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """`x.squeeze_()` and friends: `x` itself becomes the reshaped view."""
+    def method(self: Tensor, *args: Any) -> Tensor:
+        result = fn(self, *args)
+        self._data = result._data
+        if result._node is not None:
+            self._node, self._output_nr = result._node, result._output_nr
+        return self
+    method.__name__ = fn.__name__ + "_"
+    return method

@@ -1,0 +1,776 @@
+"""Elementwise ops: unary math, binary arithmetic with broadcasting and PyTorch's type
+promotion, comparisons, `where`, `clamp`, and dtype and device moves.
+
+Each op is declared once below; its kernel has the signature of its rule:
+
+    unary     kernel(x) -> y, same shape (float ops receive floating x)
+    binary    kernel(x, y) -> z, NumPy broadcasting; x and y already share the compute
+              dtype, or one of them is a Python scalar of its kind. Comparisons and
+              logical ops return bool. With `Backend.supports_out`, unary and binary
+              kernels also take `out=buffer` and write into it (one kernel in-place ops).
+    where     kernel(condition, input, other) -> z, broadcasting.
+    clamp     kernel(input, min=, max=) -> y; min and max are Python numbers or None.
+    cast      kernel(input, dtype=) -> y.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+from ember.core import costs, tracing
+from ember.core import dtype as dt
+from ember.core.apply import apply, record_grad
+from ember.core.declare import composite, define, fused_kernel, primitive
+from ember.core.dispatch import run, run_binary, run_fused, run_unary_into
+from ember.core.grad_mode import state
+from ember.core.host import dtype_arg
+from ember.core.inplace import apply_inplace, recording
+from ember.core.opdef import OPS, Grad, Kind, OutMeta
+from ember.core.opdef import Precision as P
+from ember.core.placement import resolve
+from ember.core.shapes import broadcast_shapes
+from ember.core.tensor import Tensor
+
+_Number = (int, float, bool)
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return x.shape if hasattr(x, "shape") else ()
+
+
+def operand_tier(x: Any) -> tuple[dt.dtype, int]:
+    """(dtype, promotion tier) of a tensor or a Python scalar."""
+    if hasattr(x, "dtype"):
+        return x.dtype, (dt.DIMMED if x.shape else dt.ZERO_DIM)
+    return dt.scalar_dtype(x), dt.SCALAR
+
+
+def _require(op: str, x: dt.dtype, ok: Any, what: str) -> None:
+    if not ok(x):
+        raise RuntimeError(f"{op}: not implemented for dtype {x} (takes {what})")
+
+
+def as_operand(x: Any, like: Tensor) -> Any:
+    """A Python number stays as is; an array-like becomes a tensor on `like`'s device."""
+    if isinstance(x, Tensor) or isinstance(x, _Number):
+        return x
+    if isinstance(x, numbers.Number):
+        return x.item() if hasattr(x, "item") else float(x)
+    if hasattr(x, "__array__") or isinstance(x, (list, tuple)):
+        return Tensor._from_data(x, device=like.device)
+    raise TypeError(f"unsupported operand type {type(x).__name__} for a tensor op")
+
+
+# -- rules ----------------------------------------------------------------------------
+
+
+def _same_dtype_rule(op: str):
+    def rule(input):
+        if input.dtype is dt.bool_:
+            if op == "neg":
+                raise RuntimeError("neg: negation, the `-` operator, on a bool tensor is not "
+                                   "supported; use `~` or logical_not() instead")
+            if op != "sign":
+                raise RuntimeError(f"{op}: not implemented for dtype ember.bool")
+        return OutMeta(input.shape, input.dtype, None)
+    return rule
+
+
+def _float_rule(input):
+    out = input.dtype if input.dtype.is_floating_point else dt.get_default_dtype()
+    return OutMeta(input.shape, out, out)
+
+
+def _predicate_rule(input):
+    return OutMeta(input.shape, dt.bool_, None)
+
+
+def _bitwise_not_rule(input):
+    _require("bitwise_not", input.dtype, lambda d: not d.is_floating_point, "integer or bool")
+    return OutMeta(input.shape, input.dtype, None)
+
+
+def _binary_rule(op: str, kind: str):
+    def rule(input, other):
+        shape = broadcast_shapes(op, _shape(input), _shape(other))
+        common = dt.result_type(operand_tier(input), operand_tier(other))
+        if kind == "arith":
+            if op == "sub" and dt.bool_ in (operand_tier(input)[0], operand_tier(other)[0]):
+                raise RuntimeError("sub: Subtraction, the `-` operator, with a bool tensor is "
+                                   "not supported. If you are trying to invert a mask, use "
+                                   "the `~` or `logical_not()` operator instead.")
+            if common is dt.bool_ and op in ("pow", "remainder", "floor_divide"):
+                raise RuntimeError(f"{op}: not implemented for two bool operands; "
+                                   "convert one to an integer dtype first")
+            return OutMeta(shape, common, common)
+        if kind == "float":
+            out = common if common.is_floating_point else dt.get_default_dtype()
+            return OutMeta(shape, out, out)
+        if kind == "bitwise":
+            _require(op, common, lambda d: not d.is_floating_point, "integer or bool")
+            return OutMeta(shape, common, common)
+        return OutMeta(shape, dt.bool_, common)  # compare / logical
+    return rule
+
+
+def _where_rule(condition, input, other):
+    if condition.dtype is not dt.bool_:
+        raise RuntimeError(f"where: expected condition to be a bool tensor, got "
+                           f"{condition.dtype}")
+    shape = broadcast_shapes("where", broadcast_shapes("where", condition.shape, _shape(input)),
+                             _shape(other))
+    common = dt.result_type(operand_tier(input), operand_tier(other))
+    return OutMeta(shape, common, common)
+
+
+def _clamp_rule(input, *, min=None, max=None):  # noqa: A002 - PyTorch's names
+    if min is None and max is None:
+        raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
+    tiers = [operand_tier(input)] + [operand_tier(v) for v in (min, max) if v is not None]
+    out = dt.result_type(*tiers)
+    return OutMeta(input.shape, out, out)
+
+
+def _cast_rule(input, *, dtype):
+    return OutMeta(input.shape, dtype, None)
+
+
+# -- unary ops ------------------------------------------------------------------------
+
+
+def _fusable(kernel: str, reads: str, formula: Any) -> Any:
+    """A gradient formula that a backend's fused kernel `kernel(v, grad)` may replace
+    (`v`: the input or the output, whichever `reads` names)."""
+    def on_result(grad, result):
+        out = run_fused(kernel, result, grad)
+        return formula(grad, result) if out is None else out
+
+    def on_input(grad, input):
+        out = run_fused(kernel, input, grad)
+        return formula(grad, input) if out is None else out
+    return on_result if reads == "result" else on_input
+
+
+def _unary_inplace(name: str, fn: Any) -> Any:
+    """`x.exp_()`: one kernel writing into x when autograd does not record."""
+    def method(self: Tensor) -> Tensor:
+        if recording(self):
+            return apply_inplace(self, fn, op=name + "_")
+        return run_unary_into(name, self)
+    method.__name__ = name + "_"
+    return method
+
+
+def _zero_grad(grad):
+    return grad * 0.0
+
+
+_RULES = {"float": _float_rule, "predicate": _predicate_rule, "bitwise": _bitwise_not_rule}
+UNARY_BY_RULE: dict[str, list[str]] = {"same": [], "float": [], "predicate": [], "bitwise": []}
+"""The unary primitives of each rule (exporters convert each family alike)."""
+
+
+def _unary(name: str, rule: str, grad: Any, doc: str, *, precision: P = P.KEEP,
+           flops: float = 1, fused_backward: str | None = None, inplace: bool = True,
+           **fields: Any) -> Any:
+    """Declare unary elementwise primitive `name`: `rule` is "same" (the input's dtype),
+    "float" (floating result), "predicate" (bool result) or "bitwise"; `grad` is the
+    formula for the input's gradient (None: not differentiable); with `fused_backward`,
+    a backend's `<name>_backward(v, grad)` kernel may replace the formula, `v` being what
+    the formula reads ("input" or "result")."""
+    UNARY_BY_RULE[rule].append(name)
+    if grad is not None and fused_backward is not None:
+        grad = _fusable(name + "_backward", fused_backward, grad)
+        fused_kernel(name + "_backward", replaces=f"{name} backward", backward=True,
+                     signature=f"{name}_backward(v, grad) -> grad_input",
+                     doc=f"The gradient of {name} from `grad` and `v`, the {fused_backward} "
+                         "its formula reads.")
+
+    def fn(input: Tensor) -> Tensor:
+        return run(name, input) if grad is None else apply(OPS[name], input)
+    return define(name, Kind.PRIMITIVE, fn, rule=_RULES.get(rule) or _same_dtype_rule(name),
+                  grad=None if grad is None else Grad(input=grad), precision=precision,
+                  cost=costs.pointwise(flops), doc=doc,
+                  variants="function method inplace" if inplace else "function method",
+                  inplace_method=_unary_inplace(name, fn), **fields)
+
+
+_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_LN2 = math.log(2.0)
+
+neg = _unary("neg", "same", lambda grad: -grad, aliases="negative", operators="__neg__",
+             doc="Returns a new tensor with the negative of the elements of `input`.")
+abs = _unary("abs", "same", lambda grad, input: grad * input.sign(),  # noqa: A001
+             aliases="absolute", operators="__abs__",
+             doc="Computes the absolute value of each element in `input`.")
+floor = _unary("floor", "same", _zero_grad,
+               doc="Returns the largest integer less than or equal to each element.")
+ceil = _unary("ceil", "same", _zero_grad,
+              doc="Returns the smallest integer greater than or equal to each element.")
+trunc = _unary("trunc", "same", _zero_grad, aliases="fix",
+               doc="Returns the integer part of each element, rounding toward zero.")
+relu = _unary("relu", "same", lambda grad, result: grad.where(result > 0, 0.0),
+              fused_backward="result",
+              doc="Applies the rectified linear unit function element-wise: max(0, x).")
+exp = _unary("exp", "float", lambda grad, result: grad * result, precision=P.FLOAT32, flops=8,
+             fused_backward="result",
+             doc="Returns a new tensor with the exponential of the elements of `input`.")
+log = _unary("log", "float", lambda grad, input: grad / input, precision=P.FLOAT32, flops=8,
+             fused_backward="input",
+             doc="Returns a new tensor with the natural logarithm of the elements of `input`.")
+log2 = _unary("log2", "float", lambda grad, input: grad / (input * _LN2), precision=P.FLOAT32,
+              flops=8, doc="Returns a new tensor with the base-2 logarithm of the elements.")
+log1p = _unary("log1p", "float", lambda grad, input: grad / (input + 1.0),
+               precision=P.FLOAT32, flops=8,
+               doc="Returns the natural logarithm of (1 + `input`), accurate for small values.")
+expm1 = _unary("expm1", "float", lambda grad, result: grad * (result + 1.0),
+               precision=P.FLOAT32, flops=8,
+               doc="Returns exp(x) - 1 of each element, accurate for small values.")
+sqrt = _unary("sqrt", "float", lambda grad, result: grad / (result * 2.0), flops=4,
+              doc="Returns the square root of each element.")
+rsqrt = _unary("rsqrt", "float", lambda grad, result: grad * (result.pow(3) * -0.5),
+               precision=P.FLOAT32, flops=4,
+               doc="Returns the reciprocal of the square root of each element.")
+sin = _unary("sin", "float", lambda grad, input: grad * input.cos(), flops=8,
+             doc="Returns the sine of each element.")
+cos = _unary("cos", "float", lambda grad, input: grad * -input.sin(), flops=8,
+             doc="Returns the cosine of each element.")
+tan = _unary("tan", "float", lambda grad, result: grad * (result * result + 1.0),
+             precision=P.FLOAT32, flops=8, doc="Returns the tangent of each element.")
+tanh = _unary("tanh", "float", lambda grad, result: grad * (1.0 - result * result), flops=8,
+              fused_backward="result", doc="Returns the hyperbolic tangent of each element.")
+sigmoid = _unary("sigmoid", "float", lambda grad, result: grad * (result * (1.0 - result)),
+                 flops=8, fused_backward="result",
+                 doc="Returns the logistic sigmoid 1 / (1 + exp(-x)) of each element.")
+erf = _unary("erf", "float", lambda grad, input: grad * ((-(input * input)).exp() * _SQRT_PI),
+             flops=16, doc="Computes the error function of each element.")
+asin = _unary("asin", "float", lambda grad, input: grad / (1.0 - input * input).sqrt(),
+              precision=P.FLOAT32, flops=8, aliases="arcsin",
+              doc="Returns the arcsine of each element.")
+acos = _unary("acos", "float", lambda grad, input: -(grad / (1.0 - input * input).sqrt()),
+              precision=P.FLOAT32, flops=8, aliases="arccos",
+              doc="Returns the arccosine of each element.")
+atan = _unary("atan", "float", lambda grad, input: grad / (input * input + 1.0), flops=8,
+              aliases="arctan", doc="Returns the arctangent of each element.")
+reciprocal = _unary("reciprocal", "float", lambda grad, result: -(grad * (result * result)),
+                    precision=P.FLOAT32, doc="Returns the reciprocal 1 / x of each element.")
+logical_not = _unary("logical_not", "predicate", None,
+                     doc="Computes the logical NOT of each element (nonzero is True).")
+isnan = _unary("isnan", "predicate", None, inplace=False, doc="Tests each element for NaN.")
+isinf = _unary("isinf", "predicate", None, inplace=False,
+               doc="Tests each element for positive or negative infinity.")
+isfinite = _unary("isfinite", "predicate", None, inplace=False,
+                  doc="Tests each element for being finite (neither NaN nor infinite).")
+bitwise_not = _unary("bitwise_not", "bitwise", None, operators="__invert__",
+                     doc="Computes the bitwise NOT of an integer tensor (logical NOT of a "
+                         "bool one).")
+
+
+def _sign(input: Tensor) -> Tensor:
+    return input.clone() if input._dtype is dt.bool_ else apply(OPS["sign"], input)
+
+
+UNARY_BY_RULE["same"] += ["sign", "round"]
+sign = define("sign", Kind.PRIMITIVE, _sign, variants="function method inplace",
+              rule=_same_dtype_rule("sign"), grad=Grad(input=_zero_grad),
+              cost=costs.pointwise(1), inplace_method=_unary_inplace("sign", _sign),
+              doc="Returns -1, 0 or 1 by the sign of each element (a bool tensor is its own "
+                  "sign).")
+
+
+def _round(input: Tensor) -> Tensor:
+    return apply(OPS["round"], input)
+
+
+@primitive(variants="function method inplace", rule=_same_dtype_rule("round"),
+           grad=Grad(input=_zero_grad), cost=costs.pointwise(1))
+def round(input: Tensor, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's name
+    """Rounds each element to the nearest integer, halves to even as PyTorch does;
+    `decimals` shifts the rounding position."""
+    if decimals == 0:
+        return _round(input)
+    scale = 10.0 ** decimals
+    return _round(input * scale) / scale
+
+
+@composite(variants="function method", operators="__pos__")
+def positive(input: Tensor) -> Tensor:
+    """Returns `input` itself (`+x`)."""
+    return input
+
+
+# -- binary ops -----------------------------------------------------------------------
+
+
+def binary(name: str, a: Any, b: Any) -> Tensor:
+    """Run binary elementwise primitive `name` (the operators' fast path)."""
+    ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
+    if not ta and not tb:
+        raise TypeError(f"{name}(): expected at least one tensor operand, got "
+                        f"{type(a).__name__} and {type(b).__name__}")
+    if not ta:
+        a = as_operand(a, b)
+        ta = isinstance(a, Tensor)
+    if not tb:
+        b = as_operand(b, a)
+        tb = isinstance(b, Tensor)
+    out = run_binary(name, a, b)
+    if state.enabled and ((ta and a._requires_grad) or (tb and b._requires_grad)):
+        op = OPS[name]
+        if op.grad is not None:
+            record_grad(op, (a, b), {}, out)
+    return out
+
+
+def _binary_inplace(name: str, fn: Any) -> Any:
+    """`x.mul_(y)`: one kernel writing into x when autograd does not record."""
+    def method(self: Tensor, other: Any, **kwargs: Any) -> Tensor:
+        if kwargs or recording(self, other):
+            return apply_inplace(self, lambda old: fn(old, other, **kwargs), other,
+                                 op=name + "_")
+        if not isinstance(other, Tensor):
+            other = as_operand(other, self)
+        return run_binary(name, self, other, out=self)
+    method.__name__ = name + "_"
+    return method
+
+
+def _scaled(other: Any, alpha: Any) -> Any:
+    """`alpha * other`, for `add`/`sub`'s alpha (plain arithmetic on a Python number)."""
+    if isinstance(other, numbers.Number) and not isinstance(other, Tensor):
+        return other * alpha
+    return mul(other, alpha)
+
+
+def _add_inplace(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    if alpha != 1:
+        if recording(self, other):
+            return apply_inplace(self, lambda old: add(old, other, alpha=alpha), other,
+                                 op="add_")
+        other = _scaled(other, alpha)
+    return _fast_add_(self, other)
+
+
+def _sub_inplace(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    return _add_inplace(self, other, alpha=-alpha)
+
+
+def _safe_log(x: Any) -> Any:
+    """log(x) with log(0) replaced by 0 (pow's exponent gradient at a zero base)."""
+    if isinstance(x, Tensor):
+        return x.where(x != 0, 1.0).log()
+    return math.log(x) if x > 0 else float("nan")
+
+
+def _pow_grad_input(grad, input, other):
+    if isinstance(other, _Number) and other == 0:
+        return grad * 0.0
+    return grad * (input ** (other - 1) * other)
+
+
+def _share(a: Any, b: Any, like: Tensor, op: str) -> Tensor:
+    """maximum/minimum: 1 where `a` wins, 1/2 at ties, 0 where `b` wins."""
+    wins = (a > b) if op == "maximum" else (a < b)
+    return wins.to(like.dtype) + (a == b).to(like.dtype) * 0.5
+
+
+def _atan2_denominator(input: Any, other: Any) -> Any:
+    return input * input + other * other
+
+
+_ARITH = "function method inplace out"
+
+_GRADS = {
+    "add": Grad(input=lambda grad: grad, other=lambda grad: grad),
+    "sub": Grad(input=lambda grad: grad, other=lambda grad: -grad),
+    "mul": Grad(input=lambda grad, other: grad * other,
+                other=lambda grad, input: grad * input),
+    "div": Grad(input=lambda grad, other: grad / other,
+                other=lambda grad, input, other: -(grad * input / (other * other))),
+    "pow": Grad(input=_pow_grad_input,
+                other=lambda grad, input, result: grad * (result * _safe_log(input))),
+    "maximum": Grad(input=lambda grad, input, other: grad * _share(input, other, grad, "maximum"),
+                    other=lambda grad, input, other:
+                    grad * (1.0 - _share(input, other, grad, "maximum"))),
+    "minimum": Grad(input=lambda grad, input, other: grad * _share(input, other, grad, "minimum"),
+                    other=lambda grad, input, other:
+                    grad * (1.0 - _share(input, other, grad, "minimum"))),
+    "atan2": Grad(input=lambda grad, input, other:
+                  grad * other / _atan2_denominator(input, other),
+                  other=lambda grad, input, other:
+                  -(grad * input / _atan2_denominator(input, other))),
+    "remainder": Grad(input=lambda grad: grad,
+                      other=lambda grad, input, other: -(grad * input.floor_divide(other))),
+}
+
+
+@primitive(variants=_ARITH, rule=_binary_rule("add", "arith"), grad=_GRADS["add"],
+           cost=costs.pointwise(1), operators="__add__ __radd__ __iadd__",
+           operator_impl=lambda a, b: binary("add", a, b), inplace_method=_add_inplace)
+def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """Adds `other`, scaled by `alpha`, to `input`: `input + alpha * other`, with
+    broadcasting and type promotion."""
+    if alpha != 1:
+        other = _scaled(other, alpha)
+    return binary("add", input, other)
+
+
+_fast_add_ = _binary_inplace("add", add)
+
+
+@primitive(variants=_ARITH, rule=_binary_rule("sub", "arith"), grad=_GRADS["sub"],
+           cost=costs.pointwise(1), operators="__sub__ __rsub__ __isub__",
+           operator_impl=lambda a, b: binary("sub", a, b), inplace_method=_sub_inplace,
+           aliases="subtract")
+def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """Subtracts `other`, scaled by `alpha`, from `input`: `input - alpha * other`."""
+    if alpha != 1:
+        other = _scaled(other, alpha)
+    return binary("sub", input, other)
+
+
+@composite(variants="function")
+def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """`other - alpha * input`."""
+    return sub(other, input, alpha=alpha)
+
+
+def _binary_fn(name: str) -> Any:
+    def fn(input: Any, other: Any) -> Tensor:
+        return binary(name, input, other)
+    return fn
+
+
+def _declare_binary(name: str, kind: str, doc: str, *, precision: P = P.KEEP,
+                    operators: str = "", aliases: str = "", flops: float = 1,
+                    variants: str = _ARITH) -> Any:
+    fn = _binary_fn(name)
+    return define(name, Kind.PRIMITIVE, fn, variants=variants, rule=_binary_rule(name, kind),
+                  grad=_GRADS.get(name), precision=precision, cost=costs.pointwise(flops),
+                  doc=doc, operators=operators, aliases=aliases,
+                  operator_impl=fn if operators else None,
+                  inplace_method=_binary_inplace(name, fn) if "inplace" in variants else None)
+
+
+mul = _declare_binary("mul", "arith", "Multiplies `input` by `other`, with broadcasting.",
+                      operators="__mul__ __rmul__ __imul__", aliases="multiply")
+floor_divide = _declare_binary(
+    "floor_divide", "arith", "Divides `input` by `other` and rounds the quotient down.",
+    operators="__floordiv__ __rfloordiv__ __ifloordiv__")
+remainder = _declare_binary(
+    "remainder", "arith", "Python's modulus: the remainder has the sign of the divisor.",
+    operators="__mod__ __rmod__ __imod__")
+pow = _declare_binary(  # noqa: A001 - PyTorch's name
+    "pow", "arith", "Takes the power of each element of `input` with `exponent`.",
+    precision=P.FLOAT32, operators="__pow__ __rpow__ __ipow__", flops=8)
+maximum = _declare_binary("maximum", "arith", "The elementwise maximum (NaN propagates).")
+minimum = _declare_binary("minimum", "arith", "The elementwise minimum (NaN propagates).")
+atan2 = _declare_binary(
+    "atan2", "float", "Element-wise arctangent of `input / other`, in the quadrant given by "
+    "the signs of both.", precision=P.PROMOTE, flops=16)
+
+
+def _div_fn(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+    if rounding_mode is None:
+        return binary("div", input, other)
+    if rounding_mode == "floor":
+        return floor_divide(input, other)
+    if rounding_mode == "trunc":
+        out = binary("div", input, other).trunc()
+        common = dt.result_type(operand_tier(input), operand_tier(other))
+        return out if common.is_floating_point else out.to(common)
+    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                     f"found '{rounding_mode}'")
+
+
+_div_fn.__doc__ = ("Divides `input` by `other` (true division); `rounding_mode=\"floor\"` "
+                   "or `\"trunc\"` rounds the quotient.")
+div = define("div", Kind.PRIMITIVE, _div_fn, variants=_ARITH, rule=_binary_rule("div", "float"),
+             grad=_GRADS["div"], cost=costs.pointwise(1),
+             operators="__truediv__ __rtruediv__ __itruediv__",
+             operator_impl=lambda a, b: binary("div", a, b), aliases="divide true_divide",
+             inplace_method=_binary_inplace("div", _binary_fn("div")))
+true_divide = divide = div
+subtract = sub
+multiply = mul
+negative, absolute, fix, arcsin, arccos, arctan = neg, abs, trunc, asin, acos, atan
+
+# comparisons and logical ops: bool results, no gradient
+_COMPARE = "function method out"
+_LOGICAL = "function method inplace out"
+eq = _declare_binary("eq", "compare", "Computes `input == other` element-wise.",
+                     operators="__eq__", variants=_COMPARE)
+ne = _declare_binary("ne", "compare", "Computes `input != other` element-wise.",
+                     operators="__ne__", variants=_COMPARE, aliases="not_equal")
+lt = _declare_binary("lt", "compare", "Computes `input < other` element-wise.",
+                     operators="__lt__", variants=_COMPARE, aliases="less")
+le = _declare_binary("le", "compare", "Computes `input <= other` element-wise.",
+                     operators="__le__", variants=_COMPARE, aliases="less_equal")
+gt = _declare_binary("gt", "compare", "Computes `input > other` element-wise.",
+                     operators="__gt__", variants=_COMPARE, aliases="greater")
+ge = _declare_binary("ge", "compare", "Computes `input >= other` element-wise.",
+                     operators="__ge__", variants=_COMPARE, aliases="greater_equal")
+logical_and = _declare_binary("logical_and", "logical", "The element-wise logical AND "
+                              "(nonzero is True).", variants=_LOGICAL)
+logical_or = _declare_binary("logical_or", "logical", "The element-wise logical OR "
+                             "(nonzero is True).", variants=_LOGICAL)
+logical_xor = _declare_binary("logical_xor", "logical", "The element-wise logical XOR "
+                              "(nonzero is True).", variants=_LOGICAL)
+bitwise_and = _declare_binary("bitwise_and", "bitwise", "The bitwise AND of integer or bool "
+                              "tensors.", operators="__and__ __rand__ __iand__",
+                              variants=_LOGICAL)
+bitwise_or = _declare_binary("bitwise_or", "bitwise", "The bitwise OR of integer or bool "
+                             "tensors.", operators="__or__ __ror__ __ior__", variants=_LOGICAL)
+bitwise_xor = _declare_binary("bitwise_xor", "bitwise", "The bitwise XOR of integer or bool "
+                              "tensors.", operators="__xor__ __rxor__ __ixor__",
+                              variants=_LOGICAL)
+not_equal, less, less_equal, greater, greater_equal = ne, lt, le, gt, ge
+
+
+@composite(variants="function")
+def result_type(tensor1: Any, tensor2: Any) -> dt.dtype:
+    """The dtype an arithmetic op on these operands (tensors or numbers) would produce."""
+    return dt.result_type(operand_tier(tensor1), operand_tier(tensor2))
+
+
+@composite(variants="function method")
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8,
+            equal_nan: bool = False) -> Tensor:
+    """Whether each element of `input` is close to `other`:
+    `|input - other| <= atol + rtol * |other|`."""
+    close = (input - other).abs() <= other.abs() * rtol + atol
+    close = close.logical_or(input == other)
+    if equal_nan:
+        close = close.logical_or(input.isnan().logical_and(other.isnan()))
+    return close
+
+
+@composite(variants="function method")
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8,
+             equal_nan: bool = False) -> bool:
+    """Whether every element of `input` is close to `other` (see `isclose`)."""
+    return bool(isclose(input, other, rtol, atol, equal_nan).all())
+
+
+@composite(variants="function method")
+def equal(input: Tensor, other: Tensor) -> bool:
+    """True when both tensors have the same shape and elements."""
+    return tuple(input.shape) == tuple(other.shape) and bool((input == other).all())
+
+
+# -- where and clamp ------------------------------------------------------------------
+
+
+def _first_tensor(*xs: Any) -> Tensor:
+    for x in xs:
+        if isinstance(x, Tensor):
+            return x
+    raise TypeError("expected at least one tensor operand")
+
+
+def _where_method(self: Tensor, condition: Tensor, other: Any) -> Tensor:
+    return where(condition, self, other)
+
+
+@primitive(rule=_where_rule, uncast=(0,), variants="function method out",
+           method=_where_method, cost=costs.pointwise(1),
+           grad=Grad(input=lambda grad, condition: where(condition, grad, 0.0),
+                     other=lambda grad, condition: where(condition, 0.0, grad)))
+def where(condition: Tensor, input: Any = None, other: Any = None) -> Tensor:
+    """`input` where `condition` holds, else `other` (broadcasting); with only a condition,
+    the indices of its true elements, like `nonzero(as_tuple=True)`."""
+    if input is None and other is None:
+        return condition.nonzero(as_tuple=True)
+    t = _first_tensor(condition, input, other)
+    if not isinstance(condition, Tensor):
+        condition = Tensor._from_data(condition, device=t.device)
+    return apply(OPS["where"], condition, as_operand(input, t), as_operand(other, t))
+
+
+def _clamp_grad(grad, input, min, max):  # noqa: A002
+    keep = None
+    if min is not None:
+        keep = input >= min
+    if max is not None:
+        keep = input <= max if keep is None else keep.logical_and(input <= max)
+    return grad.where(keep, 0.0)
+
+
+@primitive(rule=_clamp_rule, variants="function method inplace out", aliases="clip",
+           grad=Grad("ClampBackward1", input=_clamp_grad), cost=costs.pointwise(2))
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    """Clamps every element into [min, max]; either bound may be None or a tensor."""
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = input
+        if min is not None:
+            out = maximum(out, min)
+        if max is not None:
+            out = minimum(out, max)
+        return out
+    return apply(OPS["clamp"], input, min=min, max=max)
+
+
+clip = clamp
+
+
+@composite(variants="function method inplace")
+def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002
+    """Clamps every element to at least `min`."""
+    return clamp(input, min=min)
+
+
+@composite(variants="function method inplace")
+def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002
+    """Clamps every element to at most `max`."""
+    return clamp(input, max=max)
+
+
+# -- composites of the arithmetic ------------------------------------------------------
+
+
+@composite(variants="function method inplace", cost=costs.pointwise(3))
+def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
+    """Linear interpolation: `input + weight * (end - input)`."""
+    return add(input, mul(sub(end, input), weight))
+
+
+def _addcmul_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
+                     value: Any = 1) -> Tensor:
+    if recording(self, tensor1, tensor2):
+        return apply_inplace(self, lambda old: addcmul(old, tensor1, tensor2, value=value),
+                             tensor1, tensor2, op="addcmul_")
+    prod_ = mul(tensor1, tensor2)
+    return run_binary("add", self, mul(prod_, value) if value != 1 else prod_, out=self)
+
+
+def _addcdiv_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
+                     value: Any = 1) -> Tensor:
+    if recording(self, tensor1, tensor2):
+        return apply_inplace(self, lambda old: addcdiv(old, tensor1, tensor2, value=value),
+                             tensor1, tensor2, op="addcdiv_")
+    q = div(tensor1, tensor2)
+    return run_binary("add", self, mul(q, value) if value != 1 else q, out=self)
+
+
+@composite(variants="function method inplace", precision=P.PROMOTE,
+           inplace_method=_addcmul_inplace, cost=costs.pointwise(3))
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """`input + value * tensor1 * tensor2`."""
+    return add(input, mul(mul(tensor1, tensor2), value))
+
+
+@composite(variants="function method inplace", precision=P.PROMOTE,
+           inplace_method=_addcdiv_inplace, cost=costs.pointwise(3))
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """`input + value * tensor1 / tensor2`."""
+    return add(input, mul(div(tensor1, tensor2), value))
+
+
+@composite(variants="function method inplace", cost=costs.pointwise(1))
+def square(input: Tensor) -> Tensor:
+    """Returns the square of each element."""
+    return mul(input, input)
+
+
+# -- dtype and device moves -----------------------------------------------------------
+
+
+def _cast(input: Tensor, dtype: dt.dtype) -> Tensor:
+    if input._dtype is dtype:
+        return input
+    return apply(OPS["cast"], input, dtype=dtype)
+
+
+to_dtype = define("cast", Kind.PRIMITIVE, _cast, rule=_cast_rule, cost=costs.movement,
+                  grad=Grad("ToCopyBackward0", input=lambda grad: grad),
+                  doc="`input` as `dtype`; differentiable between floating dtypes (users "
+                      "write `x.to(dtype)`).")
+
+
+@composite(variants="", cost=costs.movement,
+           grad=Grad("ToCopyBackward0", input=lambda grad, source: to_device(grad, source)))
+def to_device(input: Tensor, device: Any) -> Tensor:
+    """`input` on another device; differentiable (the gradient moves back). Written with
+    the backends' memory functions: a direct transfer when the source backend offers one
+    (`Backend.export_to`), else through host memory."""
+    dev, backend = resolve(device)
+    if dev is input._device:
+        return input
+    src = input._backend
+    if backend is src:
+        buf = src.to_device(input._data, dev.index or 0)
+    else:
+        buf = src.export_to(input._data, backend, dev.index or 0)
+        if buf is None:
+            buf = backend.from_numpy(src.to_numpy(input._data), dev.index or 0)
+    out = Tensor._make(buf, input._dtype, dev, backend)
+    record_grad(OPS["to_device"], (input,), {"source": input._device}, out)
+    if tracing.active is not None:
+        tracing.primitive("to_device", (input,), {"device": str(dev)}, out)
+    return out
+
+
+@composite(variants="method")
+def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """`x.to(device)`, `x.to(dtype)`, `x.to(device, dtype)` or `x.to(other)`: this tensor
+    on another device or as another dtype (itself when nothing changes)."""
+    device = kwargs.pop("device", None)
+    d = kwargs.pop("dtype", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, Tensor):
+            device, d = a.device, a.dtype
+        elif isinstance(a, dt.dtype):
+            d = a
+        elif a is not None:
+            device = a
+    out = self
+    if device is not None:
+        out = to_device(out, device)
+    if d is not None:
+        out = to_dtype(out, dtype_arg(d))
+    if copy and out is self:
+        out = out.clone()
+    return out
+
+
+@composite(variants="method")
+def cpu(self: Tensor) -> Tensor:
+    """This tensor in CPU memory (itself if it is there)."""
+    return to_device(self, "cpu")
+
+
+@composite(variants="method")
+def cuda(self: Tensor, device: Any = None, non_blocking: bool = False) -> Tensor:
+    """This tensor on a CUDA device (`cuda:0` unless given)."""
+    return to_device(self, "cuda" if device is None else
+                     (f"cuda:{device}" if isinstance(device, int) else device))
+
+
+@composite(variants="method")
+def type(self: Tensor, dtype: Any = None) -> Any:  # noqa: A001 - PyTorch's name
+    """With no argument, the tensor's type name (`ember.FloatTensor`); else this tensor as
+    `dtype`."""
+    if dtype is None:
+        return f"ember.{self.dtype.name.capitalize()}Tensor"
+    return to(self, dtype=dtype)
+
+
+def _as_dtype(d: dt.dtype) -> Any:
+    def method(self: Tensor, memory_format: Any = None) -> Tensor:
+        return to_dtype(self, d)
+    method.__doc__ = f"This tensor as {d!r} (itself if it is one)."
+    return method
+
+
+for _name, _d in (("float", dt.float32), ("double", dt.float64), ("half", dt.float16),
+                  ("bfloat16", dt.bfloat16), ("long", dt.int64), ("int", dt.int32),
+                  ("short", dt.int16), ("char", dt.int8), ("byte", dt.uint8),
+                  ("bool", dt.bool_)):
+    define(_name, Kind.COMPOSITE, _as_dtype(_d), variants="method")

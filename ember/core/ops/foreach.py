@@ -1,0 +1,193 @@
+"""List ("foreach") ops for optimizer updates: one dispatch for a whole list of tensors.
+
+PyTorch's `torch._foreach_*` names and semantics. Each is a composite whose fused kernel
+of the same name takes lists of buffers (the CPU backend loops NumPy ufuncs writing in
+place); without one, ember loops the per-tensor op, which works on every backend. They
+do not record autograd (optimizer updates run under no_grad). `_fused_sgd_` is SGD's
+whole update (the role of `torch._fused_sgd_`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ember.core import costs
+from ember.core.declare import composite, define, fused_kernel
+from ember.core.dispatch import run_fused
+from ember.core.grad_mode import is_grad_enabled, no_grad
+from ember.core.opdef import Cost, Kind
+from ember.core.ops.elementwise import add, addcdiv, addcmul, div, lerp, maximum, mul, sub
+from ember.core.ops.reduction import norm
+from ember.core.tensor import Tensor
+
+# per-tensor meaning of each op: (x, *others, **attrs) -> new value (in-place ops) or result
+_PER_TENSOR: dict[str, Callable[..., Tensor]] = {
+    "add": lambda x, y, alpha=1: add(x, y, alpha=alpha),
+    "sub": lambda x, y, alpha=1: sub(x, y, alpha=alpha),
+    "mul": lambda x, y: mul(x, y),
+    "div": lambda x, y: div(x, y),
+    "maximum": lambda x, y: maximum(x, y),
+    "addcmul": lambda x, a, b, value=1: addcmul(x, a, b, value=value),
+    "addcdiv": lambda x, a, b, value=1: addcdiv(x, a, b, value=value),
+    "lerp": lambda x, end, weight: lerp(x, end, weight),
+    "sqrt": lambda x: x.sqrt(),
+    "neg": lambda x: -x,
+    "zero": lambda x: x.new_zeros(x.shape),
+    "copy": lambda x, src: src.to(x.device, x.dtype),
+}
+_SIGNATURES = {
+    "add": "(xs, others | scalar | scalars, *, alpha=1)",
+    "sub": "(xs, others | scalar | scalars, *, alpha=1)",
+    "mul": "(xs, others | scalar | scalars)", "div": "(xs, others | scalar | scalars)",
+    "maximum": "(xs, others)", "addcmul": "(xs, tensors1, tensors2, *, value=1)",
+    "addcdiv": "(xs, tensors1, tensors2, *, value=1)", "lerp": "(xs, ends, weight)",
+    "sqrt": "(xs)", "neg": "(xs)", "zero": "(xs)", "copy": "(xs, srcs)",
+}
+
+
+def _check(op: str, xs: list, lists: list) -> None:
+    """Same lengths, one device, no autograd recording; errors name `op`."""
+    if not xs:
+        return
+    device = xs[0]._device
+    for other in lists:
+        if len(other) != len(xs):
+            raise RuntimeError(f"{op}: tensor lists must have the same length, got "
+                               f"{len(xs)} and {len(other)}")
+    for i, group in enumerate(zip(xs, *lists)):
+        for t in group:
+            if isinstance(t, Tensor) and t._device is not device:
+                raise RuntimeError(f"{op}: expected all tensors on {device}, but "
+                                   f"tensor {i} is on {t._device}")
+    if is_grad_enabled() and any(x._requires_grad for x in xs):
+        raise RuntimeError(f"{op}: list ops do not record autograd; run them under "
+                           "ember.no_grad()")
+
+
+def _is_list(a: Any) -> bool:
+    return isinstance(a, (list, tuple)) and bool(a) and isinstance(a[0], Tensor)
+
+
+def _list_op(name: str, inplace: bool) -> Callable[..., Any]:
+    op = f"_foreach_{name}{'_' if inplace else ''}"
+    per_tensor = _PER_TENSOR[name]
+
+    def fn(self: Sequence[Tensor], *args: Any, **kwargs: Any) -> Any:
+        xs = list(self)
+        args = tuple(list(a) if _is_list(a) else a for a in args)
+        _check(op, xs, [a for a in args if _is_list(a)])
+        if not xs:
+            return None if inplace else []
+        fused = run_fused(op, xs, *args, **kwargs)
+        if fused is not None:
+            return None if inplace else fused
+        out = []
+        with no_grad():
+            for i, x in enumerate(xs):
+                others = [a[i] if isinstance(a, (list, tuple)) else a for a in args]
+                own = {k: v[i] if isinstance(v, (list, tuple)) else v for k, v in kwargs.items()}
+                value = per_tensor(x, *others, **own)
+                if inplace:
+                    x.copy_(value)
+                else:
+                    out.append(value)
+        return None if inplace else out
+    fn.__doc__ = f"`{name}` over a list of tensors{' in place' if inplace else ''}."
+    return fn
+
+
+def _list_cost(xs: Sequence[Any], *args: Any, **kwargs: Any) -> Cost:
+    total = Cost()
+    for x in xs:
+        c = costs.pointwise(1)(x)
+        total = Cost(total.flops + c.flops, total.bytes + c.bytes)
+    return total
+
+
+def _declare_list_op(name: str, inplace: bool) -> Callable[..., Any]:
+    op = f"_foreach_{name}{'_' if inplace else ''}"
+    fused_kernel(op, replaces=op, same_dtype=False,
+                 outputs=() if inplace else ("each",), writes=(0,) if inplace else (),
+                 signature=f"{op}{_SIGNATURES[name]} -> "
+                           f"{'None (writes into xs)' if inplace else 'list'}",
+                 doc=f"`{name}` over lists of buffers in one call.")
+    return define(op, Kind.COMPOSITE, _list_op(name, inplace), variants="function",
+                  fused=(op,), cost=_list_cost)
+
+
+_foreach_add_ = _declare_list_op("add", True)
+_foreach_add = _declare_list_op("add", False)
+_foreach_sub_ = _declare_list_op("sub", True)
+_foreach_mul_ = _declare_list_op("mul", True)
+_foreach_mul = _declare_list_op("mul", False)
+_foreach_div_ = _declare_list_op("div", True)
+_foreach_div = _declare_list_op("div", False)
+_foreach_maximum_ = _declare_list_op("maximum", True)
+_foreach_addcmul_ = _declare_list_op("addcmul", True)
+_foreach_addcdiv_ = _declare_list_op("addcdiv", True)
+_foreach_lerp_ = _declare_list_op("lerp", True)
+_foreach_sqrt = _declare_list_op("sqrt", False)
+_foreach_sqrt_ = _declare_list_op("sqrt", True)
+_foreach_neg = _declare_list_op("neg", False)
+_foreach_zero_ = _declare_list_op("zero", True)
+_foreach_copy_ = _declare_list_op("copy", True)
+
+
+@composite(variants="function", cost=_list_cost)
+def _foreach_norm(self: Sequence[Tensor], ord: float = 2) -> list[Tensor]:
+    """The p-norm of each tensor, as a list of 0-d tensors."""
+    with no_grad():
+        return [norm(x, ord) for x in self]
+
+
+@composite(variants="function", fused="_fused_sgd_", cost=_list_cost)
+def _fused_sgd_(params: list[Tensor], grads: list[Tensor],
+                momentum_buffers: list[Tensor | None], *, lr: float, momentum: float = 0.0,
+                dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False,
+                maximize: bool = False) -> None:
+    """One SGD step over lists of tensors on one device and dtype, in place, with
+    PyTorch's update rule (the role of ``torch._fused_sgd_``).
+
+    ``momentum_buffers`` has an entry per parameter (used when ``momentum != 0``); a None
+    entry is replaced by a new buffer, the step's gradient, as on PyTorch's first step. A
+    backend's ``_fused_sgd_`` kernel (one pass per tensor where it can) runs when every
+    buffer exists; otherwise the step runs as `_foreach_*` ops.
+    """
+    if not params:
+        return
+    _check("_fused_sgd_", params, [grads])
+    first_step = momentum != 0 and any(b is None for b in momentum_buffers)
+    if not first_step and run_fused(
+            "_fused_sgd_", params, grads, momentum_buffers if momentum != 0 else None, lr,
+            momentum, dampening, weight_decay, nesterov, maximize) is not None:
+        return
+    if maximize:
+        grads = _foreach_neg(grads)
+    if weight_decay != 0:
+        if maximize:  # `grads` is already a fresh list of tensors: reuse it
+            _foreach_add_(grads, params, alpha=weight_decay)
+        else:
+            grads = _foreach_add(grads, params, alpha=weight_decay)
+    if momentum != 0:
+        bufs = momentum_buffers
+        if first_step:  # buffers start as the gradient
+            with no_grad():
+                for i, grad in enumerate(grads):
+                    if bufs[i] is None:
+                        bufs[i] = grad.clone()
+                    else:
+                        bufs[i].mul_(momentum).add_(grad, alpha=1 - dampening)
+        else:
+            _foreach_mul_(bufs, momentum)
+            _foreach_add_(bufs, grads, alpha=1 - dampening)
+        # (PyTorch adds in place here, which would write into p.grad)
+        grads = _foreach_add(grads, bufs, alpha=momentum) if nesterov else list(bufs)
+    _foreach_add_(params, grads, alpha=-lr)
+
+
+fused_kernel("_fused_sgd_", replaces="_fused_sgd_", same_dtype=False, outputs=(),
+             writes=(0, 2),
+             signature="_fused_sgd_(params, grads, momentum_buffers | None, lr, momentum, "
+                       "dampening, weight_decay, nesterov, maximize) -> None",
+             doc="SGD's whole update in place, every momentum buffer existing.")

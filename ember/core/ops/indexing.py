@@ -1,0 +1,448 @@
+"""Indexing ops: `x[key]` and `x[key] = v`, gather/scatter, index_select, masks,
+nonzero, and the views that pick part of a tensor (`narrow`, `select`, `split` ...).
+
+Kernels (signatures of their rules):
+
+    getitem        kernel(input, *index_tensors, index=spec, shape=) -> y. `spec` is a
+                   tuple of ("int", i) | ("slice", start, stop, step) | ("none",) |
+                   ("tensor", k) entries covering every dimension (no Ellipsis left; k
+                   numbers the int64 index tensors). Basic indexing (no "tensor") returns
+                   a view. PyTorch's rule, not NumPy's: "int" entries select first; the
+                   tensor indices then broadcast together and their dimensions go where
+                   the first stood if they are adjacent among the non-int entries, else
+                   in front. Negative tensor indices count from the end.
+    setitem        kernel(input, value, *index_tensors, index=spec, accumulate=) -> None:
+                   writes `value` (broadcastable, same dtype) into input in place.
+    assign         kernel(dst, src) -> None: copies src (broadcastable, same dtype) in.
+    gather         kernel(input, index, dim=) -> y.
+    scatter        kernel(input, index, src, dim=) -> y, a new buffer (also scatter_add).
+    index_select   kernel(input, index, dim=) -> y.
+    nonzero        kernel(input) -> int64 (n, ndim).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember.core import costs
+from ember.core import dtype as dt
+from ember.core.apply import apply, apply_labelled
+from ember.core.creation import arange, full, zeros
+from ember.core.declare import composite, primitive
+from ember.core.dispatch import run, run_inplace
+from ember.core.grad_mode import state
+from ember.core.graph import record
+from ember.core.indexing import ParsedIndex, check_bounds, parse, parse_basic
+from ember.core.inplace import apply_inplace, as_view, check_castable
+from ember.core.opdef import OPS, Grad, OutMeta
+from ember.core.opdef import Precision as P
+from ember.core.ops.elementwise import as_operand, to_dtype, where
+from ember.core.ops.shape import broadcast_tensors, reshape
+from ember.core.shapes import broadcast_shapes, fmt_shape, normalize_dim
+from ember.core.tensor import Tensor
+
+# -- rules ----------------------------------------------------------------------------
+
+
+def _getitem_rule(input, *index_tensors, index, shape):
+    # the index was parsed and checked in ember.core.indexing, which computed `shape`
+    return OutMeta(shape, input.dtype, None)
+
+
+def _setitem_rule(input, value, *index_tensors, index, accumulate=False):
+    return None
+
+
+def _assign_rule(dst, src):
+    return None
+
+
+def _check_index_tensor(op: str, index) -> None:
+    if index.dtype is not dt.int64:
+        raise RuntimeError(f"{op}: expected an int64 index tensor, got {index.dtype}")
+
+
+def _gather_rule(input, index, *, dim):
+    _check_index_tensor("gather", index)
+    if index.ndim != input.ndim:
+        raise RuntimeError(f"gather: index tensor must have the same number of dimensions "
+                           f"as input tensor (input {fmt_shape(input.shape)}, index "
+                           f"{fmt_shape(index.shape)})")
+    for d in range(input.ndim):
+        if d != dim and index.shape[d] > input.shape[d]:
+            raise RuntimeError(f"gather: size of index {fmt_shape(index.shape)} does not fit "
+                               f"input {fmt_shape(input.shape)} at dimension {d}")
+    return OutMeta(index.shape, input.dtype, None)
+
+
+def _scatter_rule(op: str):
+    def rule(input, index, src, *, dim):
+        _check_index_tensor(op, index)
+        if not (index.ndim == input.ndim == src.ndim):
+            raise RuntimeError(f"{op}: index, input and src must have the same number of "
+                               f"dimensions (input {fmt_shape(input.shape)}, index "
+                               f"{fmt_shape(index.shape)}, src {fmt_shape(src.shape)})")
+        for d in range(input.ndim):
+            if index.shape[d] > src.shape[d] or (d != dim and index.shape[d] > input.shape[d]):
+                raise RuntimeError(f"{op}: index {fmt_shape(index.shape)} is larger than "
+                                   f"src {fmt_shape(src.shape)} or input "
+                                   f"{fmt_shape(input.shape)} at dimension {d}")
+        if src.dtype is not input.dtype:
+            raise RuntimeError(f"{op}: expected src ({src.dtype}) to have the same dtype as "
+                               f"self ({input.dtype})")
+        return OutMeta(input.shape, input.dtype, None)
+    return rule
+
+
+def _index_select_rule(input, index, *, dim):
+    _check_index_tensor("index_select", index)
+    if index.ndim > 1:
+        raise IndexError(f"index_select: index must be 0-D or 1-D, got {index.ndim}-D")
+    shape = list(input.shape)
+    shape[dim] = index.numel()
+    return OutMeta(tuple(shape), input.dtype, None)
+
+
+def _nonzero_rule(input):
+    return None  # the data decides the shape; the result is int64
+
+
+# -- getitem and setitem --------------------------------------------------------------
+
+
+def _parsed(index: tuple, index_tensors: list, shape: tuple, basic: bool) -> ParsedIndex:
+    return ParsedIndex(index, tuple(index_tensors), shape, basic)
+
+
+def _getitem_grad(grad, input_shape, index, index_tensors, shape):
+    parsed = _parsed(index, index_tensors, shape, not index_tensors)
+    return index_put_into_zeros(grad, input_shape, parsed)
+
+
+def _index(input: Tensor, parsed: ParsedIndex, key: Any) -> Tensor:
+    label = "SelectBackward0" if parsed.basic else "IndexBackward0"
+    out = apply_labelled(OPS["getitem"], label, input, *parsed.tensors, index=parsed.spec,
+                         shape=parsed.shape)
+    if parsed.basic:
+        as_view(out, input, lambda b: getitem(b, key))
+    return out
+
+
+@primitive(variants="", rule=_getitem_rule, view=True, cost=costs.movement,
+           operators="__getitem__", grad=Grad("IndexBackward0", input=_getitem_grad))
+def getitem(input: Tensor, key: Any) -> Tensor:
+    """`input[key]`: basic indexing (ints, slices, None, ...) returns a view; tensor and
+    mask indices copy. PyTorch's rules (see ember.core.indexing)."""
+    return _index(input, parse(input, key), key)
+
+
+def index_put_into_zeros(g: Tensor, shape: tuple, parsed: ParsedIndex) -> Tensor:
+    """Zeros of `shape` with `g` written (accumulated, for tensor indices) at `parsed`:
+    the gradient of indexing, itself differentiable."""
+    out = zeros(shape, dtype=g.dtype, device=g.device)
+    run_inplace("setitem", out, g, *parsed.tensors, index=parsed.spec,
+                accumulate=not parsed.basic)
+    if state.enabled and g._requires_grad:
+        record("IndexPutBackward0", _bw_index_put_zeros, (g,), out, parsed=parsed)
+    return out
+
+
+def _bw_index_put_zeros(node, gg):
+    return _getitem_parsed(gg, node.attrs["parsed"])
+
+
+def _getitem_parsed(x: Tensor, parsed: ParsedIndex) -> Tensor:
+    return apply_labelled(OPS["getitem"], "IndexBackward0", x, *parsed.tensors,
+                          index=parsed.spec, shape=parsed.shape)
+
+
+def _check_value(input: Tensor, value: Any, parsed: ParsedIndex) -> Tensor:
+    if isinstance(value, Tensor):
+        if value.device != input.device:
+            raise RuntimeError(f"setitem: expected value on device {input.device}, got "
+                               f"{value.device}")
+        check_castable("setitem", value._dtype, input._dtype)
+    else:
+        value = as_operand(value, input)
+        if not isinstance(value, Tensor):
+            value = full((), value, dtype=input._dtype, device=input.device)
+    try:
+        target = broadcast_shapes("setitem", tuple(value.shape), parsed.shape)
+    except RuntimeError:
+        target = None
+    if target != parsed.shape:
+        raise RuntimeError(f"setitem: shape mismatch: value tensor of shape "
+                           f"{fmt_shape(tuple(value.shape))} cannot be broadcast to indexing "
+                           f"result of shape {fmt_shape(parsed.shape)}")
+    return value
+
+
+@primitive(variants="", rule=_setitem_rule, mutates=True, cost=costs.movement,
+           operators="__setitem__")
+def setitem(input: Tensor, key: Any, value: Any) -> None:
+    """`input[key] = value`, in place (differentiable through `value` and `input`)."""
+    parsed = parse(input, key)
+    value = _check_value(input, value, parsed)
+    if not (state.enabled and (input._requires_grad or value._requires_grad)):
+        run_inplace("setitem", input, to_dtype(value, input._dtype), *parsed.tensors,
+                    index=parsed.spec, accumulate=False)
+        input._vc[0] += 1
+        return
+    apply_inplace(input, lambda old: _index_put(old, parsed, to_dtype(value, input._dtype)),
+                  value, op="setitem")
+
+
+def _index_put(x: Tensor, parsed: ParsedIndex, value: Tensor) -> Tensor:
+    """Out of place: a copy of `x` with `value` written at `parsed`."""
+    out = run("clone", x)
+    run_inplace("setitem", out, value, *parsed.tensors, index=parsed.spec, accumulate=False)
+    if state.enabled and (x._requires_grad or value._requires_grad):
+        record("IndexPutBackward0", _bw_index_put, (x, value), out, parsed=parsed,
+               vshape=tuple(value.shape))
+    return out
+
+
+def _bw_index_put(node, g):
+    parsed = node.attrs["parsed"]
+    gx = gv = None
+    if node.needs[0]:
+        gx = _index_put(g, parsed, zeros((), dtype=g.dtype, device=g.device))
+    if node.needs[1]:
+        gv = _getitem_parsed(g, parsed).sum_to_size(node.attrs["vshape"])
+    return gx, gv
+
+
+@primitive(variants="", rule=_assign_rule, mutates=True, cost=costs.movement)
+def assign(dst: Tensor, src: Tensor) -> None:
+    """Copies `src` (broadcastable, same dtype and device) into `dst`'s storage."""
+    run_inplace("assign", dst, src)
+    dst._vc[0] += 1
+
+
+# -- gather and scatter ---------------------------------------------------------------
+
+
+def _gather_grad(grad, index, dim, input_shape):
+    z = zeros(input_shape, dtype=grad.dtype, device=grad.device)
+    if index.shape[dim] == 1:  # one pick per row: no repeats to add up
+        return scatter(z, dim, index, grad)
+    return scatter_add(z, dim, index, grad)
+
+
+@primitive(rule=_gather_rule, cost=costs.movement, grad=Grad(input=_gather_grad))
+def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """Values of `input` along `dim` at `index` (`out[i][j] = input[index[i][j]][j]` for
+    dim 0)."""
+    d = normalize_dim("gather", dim, input.ndim)
+    check_bounds(index, input.shape[d], d)
+    return apply(OPS["gather"], input, index, dim=d)
+
+
+@composite(cost=costs.movement)
+def take_along_dim(input: Tensor, indices: Tensor, dim: int) -> Tensor:
+    """`gather` with the arguments in NumPy's order."""
+    return gather(input, dim, indices)
+
+
+def _pad_to(g: Tensor, shape: tuple) -> Tensor:
+    """Zero-pad `g` up to `shape` (src may be larger than index in scatter)."""
+    if tuple(g.shape) == shape:
+        return g
+    out = zeros(shape, dtype=g.dtype, device=g.device)
+    key = tuple(slice(0, s) for s in g.shape)
+    return _index_put(out, parse(out, key), g)
+
+
+@primitive(variants="function method inplace", rule=_scatter_rule("scatter"),
+           cost=costs.movement, grad=Grad(
+               input=lambda grad, index, dim: grad.scatter(dim, index, 0.0),
+               src=lambda grad, index, dim, src_shape: _pad_to(grad.gather(dim, index),
+                                                               src_shape)))
+def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
+            reduce: str | None = None) -> Tensor:
+    """A copy of `input` with `src` (or `value`) written along `dim` at `index`."""
+    if reduce is not None:
+        if reduce != "add":
+            raise RuntimeError(f"scatter(): reduce={reduce!r} is not supported (use 'add')")
+        return scatter_add(input, dim, index, src)
+    d = normalize_dim("scatter", dim, input.ndim)
+    if src is None:
+        src = value
+    if not isinstance(src, Tensor):
+        src = full(tuple(index.shape), src, dtype=input.dtype, device=input.device)
+    check_bounds(index, input.shape[d], d)
+    return apply(OPS["scatter"], input, index, to_dtype(src, input._dtype), dim=d)
+
+
+@primitive(variants="function method inplace", rule=_scatter_rule("scatter_add"),
+           cost=costs.movement, precision=P.PROMOTE, grad=Grad(
+               input=lambda grad: grad,
+               src=lambda grad, index, dim, src_shape: _pad_to(grad.gather(dim, index),
+                                                               src_shape)))
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """A copy of `input` with `src` added along `dim` at `index` (repeats accumulate)."""
+    d = normalize_dim("scatter_add", dim, input.ndim)
+    check_bounds(index, input.shape[d], d)
+    return apply(OPS["scatter_add"], input, index, to_dtype(src, input._dtype), dim=d)
+
+
+def _index_select_grad(grad, index, dim, input_shape):
+    key = (slice(None),) * dim + (reshape(index, (-1,)),)
+    z = zeros(input_shape, dtype=grad.dtype, device=grad.device)
+    return index_put_into_zeros(grad, input_shape, parse(z, key))
+
+
+@primitive(rule=_index_select_rule, cost=costs.movement, grad=Grad(input=_index_select_grad))
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """Entries of `input` along `dim` at the 1-D `index`."""
+    d = normalize_dim("index_select", dim, input.ndim)
+    check_bounds(index, input.shape[d], d)
+    return apply(OPS["index_select"], input, index, dim=d)
+
+
+@composite(variants="function method inplace", cost=costs.movement)
+def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    """A copy of `input` with `value` at positions `index` along `dim`."""
+    d = normalize_dim("index_fill", dim, input.ndim)
+    key = (slice(None),) * d + (reshape(index, (-1,)),)
+    out = input.clone()
+    setitem(out, key, value)
+    return out
+
+
+@composite(variants="function method inplace", cost=costs.movement)
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
+              alpha: Any = 1) -> Tensor:
+    """A copy of `input` with `alpha * source` added at `index` along `dim` (repeats
+    accumulate)."""
+    d = normalize_dim("index_add", dim, input.ndim)
+    check_bounds(index, input.shape[d], d)
+    src = source * alpha if alpha != 1 else source
+    shape = [1] * input.ndim
+    shape[d] = index.numel()
+    full_index = reshape(index, tuple(shape)).expand(tuple(src.shape))
+    return scatter_add(input, d, full_index, to_dtype(src, input.dtype))
+
+
+# -- masks ----------------------------------------------------------------------------
+
+
+@composite(variants="function method inplace", cost=costs.pointwise(1))
+def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """A copy of `input` with `value` where `mask` is true."""
+    if mask.dtype is not dt.bool_:
+        raise RuntimeError(f"masked_fill only supports boolean masks, but got mask with dtype "
+                           f"{mask.dtype}")
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError(f"masked_fill only supports a 0-dimensional value tensor, but "
+                               f"got tensor with {value.ndim} dimension(s).")
+        value = to_dtype(value, input._dtype)
+    elif not input._dtype.is_floating_point:
+        value = int(value) if input._dtype is not dt.bool_ else bool(value)
+    else:
+        value = float(value)
+    out = where(mask, value, input)
+    return out if out._dtype is input._dtype else to_dtype(out, input._dtype)
+
+
+@composite(cost=costs.movement)
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+    """The elements of `input` where `mask` (broadcast) is true, as a 1-D tensor."""
+    input, mask = broadcast_tensors(input, mask)
+    return getitem(input, mask)
+
+
+@primitive(rule=_nonzero_rule, cost=costs.movement)
+def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
+    """Indices of the non-zero elements, one row per element (or one tensor per dim)."""
+    out = run("nonzero", input)
+    if as_tuple:
+        if input.ndim == 0:  # PyTorch treats a 0-d tensor as 1-d here
+            return (reshape(run("nonzero", reshape(input, (1,))), (-1,)),)
+        return tuple(out[:, i] for i in range(input.ndim))
+    return out
+
+
+@composite(variants="method")
+def fill_diagonal_(self: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
+    """Fills the main diagonal with `fill_value`, in place."""
+    n = min(self.shape)
+    idx = arange(n, device=self.device)
+    setitem(self, tuple(idx for _ in range(self.ndim)), fill_value)
+    return self
+
+
+# -- views of parts -------------------------------------------------------------------
+
+
+@composite(cost=costs.view)
+def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """A view of `length` elements of `dim` from `start`."""
+    d = normalize_dim("narrow", dim, input.ndim)
+    size = input.shape[d]
+    if start < 0:
+        start += size
+    if not (0 <= start <= size and 0 <= length and start + length <= size):
+        raise IndexError(f"narrow(): start ({start}) + length ({length}) exceeds dimension "
+                         f"size ({size}).")
+    key = (slice(None),) * d + (slice(start, start + length),)
+    return _index(input, parse_basic(input._data.shape, key), key)
+
+
+@composite(cost=costs.view)
+def select(input: Tensor, dim: int, index: int) -> Tensor:
+    """A view of index `index` of dimension `dim` (which it removes)."""
+    d = normalize_dim("select", dim, input.ndim)
+    key = (slice(None),) * d + (int(index),)
+    return _index(input, parse_basic(input._data.shape, key), key)
+
+
+@composite(cost=costs.view)
+def unbind(input: Tensor, dim: int = 0) -> tuple:
+    """Every slice along `dim`, as views."""
+    d = normalize_dim("unbind", dim, input.ndim)
+    return tuple(select(input, d, i) for i in range(input.shape[d]))
+
+
+@composite(cost=costs.view)
+def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
+    """Splits into chunks of a given size, or of the given list of sizes (views)."""
+    d = normalize_dim("split", dim, input.ndim)
+    size = input.shape[d]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step <= 0 and size:
+            raise RuntimeError(f"split(): split_size must be positive, got {step}")
+        sizes = [min(step, size - s) for s in range(0, size, step)] if size else [0]
+    else:
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != size:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} "
+                               f"(input tensor's size at dimension {d}), but got "
+                               f"split_sizes={sizes}")
+    out, start = [], 0
+    for s in sizes:
+        out.append(narrow(input, d, start, s))
+        start += s
+    return tuple(out)
+
+
+@composite(cost=costs.view)
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    """Splits into `chunks` nearly equal pieces (views)."""
+    if chunks <= 0:
+        raise RuntimeError(f"chunk(): chunks must be greater than 0, got {chunks}")
+    d = normalize_dim("chunk", dim, input.ndim)
+    step = -(-input.shape[d] // chunks)
+    return split(input, max(step, 1), d)
+
+
+@composite(cost=costs.view)
+def tensor_split(input: Tensor, sections: int, dim: int = 0) -> tuple:
+    """Splits into `sections` pieces whose sizes differ by at most one (views)."""
+    d = normalize_dim("tensor_split", dim, input.ndim)
+    n = input.shape[d]
+    q, r = divmod(n, sections)
+    return split(input, [q + 1 if i < r else q for i in range(sections)], d)
+

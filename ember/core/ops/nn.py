@@ -1,0 +1,981 @@
+"""Neural-network ops: convolution, pooling, padding, linear, layer norm, softmax and
+log-softmax, cross entropy, and the LSTM cell and layer kernels.
+
+Convolution is im2col + one matmul (ARCHITECTURE.md's default decomposition), pooling is
+im2col + a reduction; both primitives have CPU kernels and a backward (col2im / im2col).
+Many of these composites have fused kernels a backend may supply (declared below each);
+without them the decomposition runs. `ember.nn.functional` is written with these.
+
+Kernels of the primitives (signatures of their rules):
+
+    im2col        kernel(input, kernel_size=, dilation=, padding=, stride=) -> cols: input
+                  is (N, C, *spatial) with 1 or 2 spatial dims; cols is (N, C * prod(k), L)
+                  in PyTorch's F.unfold layout (channel-major, then kernel offsets), zero
+                  padding, L output positions in row-major order.
+    col2im        kernel(cols, output_size=, kernel_size=, dilation=, padding=, stride=) ->
+                  x: the adjoint of im2col (overlapping entries are summed; F.fold).
+    constant_pad  kernel(input, pad=((before, after), ...) per dim, value=) -> y.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from ember.core import costs, tracing
+from ember.core import dtype as dt
+from ember.core.apply import apply, record_grad
+from ember.core.creation import arange, ones, zeros, zeros_like
+from ember.core.declare import composite, fused_kernel, primitive
+from ember.core.dispatch import run_fused
+from ember.core.grad_mode import no_grad, state
+from ember.core.host import host_array
+from ember.core.opdef import OPS, Cost, Grad, OutMeta
+from ember.core.opdef import Precision as P
+from ember.core.ops import reduction as R
+from ember.core.ops.elementwise import (
+    add,
+    clamp,
+    div,
+    floor_divide,
+    mul,
+    ne,
+    neg,
+    remainder,
+    rsqrt,
+    rsub,
+    sigmoid,
+    sub,
+    tanh,
+    to_dtype,
+    where,
+)
+from ember.core.ops.indexing import chunk, gather, getitem, narrow, scatter
+from ember.core.ops.linalg import matmul
+from ember.core.ops.shape import cat, permute, reshape, squeeze, t, transpose, unsqueeze
+from ember.core.shapes import conv_out_size, fmt_shape, normalize_dim
+from ember.core.tensor import Tensor
+
+
+def _tuple(value: Any, n: int, name: str) -> tuple[int, ...]:
+    if isinstance(value, int):
+        return (value,) * n
+    value = tuple(int(v) for v in value)
+    if len(value) == 1:
+        return value * n
+    if len(value) != n:
+        raise ValueError(f"expected {name} to be an int or a tuple of {n} ints, got {value}")
+    return value
+
+
+# -- im2col / col2im (F.unfold / F.fold) ----------------------------------------------
+
+
+def _window_attrs(n: int, kernel_size: Any, dilation: Any, padding: Any,
+                  stride: Any) -> dict:
+    return dict(kernel_size=_tuple(kernel_size, n, "kernel_size"),
+                dilation=_tuple(dilation, n, "dilation"),
+                padding=_tuple(padding, n, "padding"), stride=_tuple(stride, n, "stride"))
+
+
+def _im2col_rule(input, *, kernel_size, dilation, padding, stride):
+    n = len(kernel_size)
+    if input.ndim != n + 2:
+        raise RuntimeError(f"im2col: expected a {n + 2}-D input (batch, channels, "
+                           f"{n} spatial dims), got shape {fmt_shape(input.shape)}")
+    outs = [conv_out_size("im2col", input.shape[2 + i], kernel_size[i], dilation[i],
+                          padding[i], stride[i]) for i in range(n)]
+    if any(o <= 0 for o in outs):
+        raise RuntimeError(f"im2col: the computed output size {outs} is too small for input "
+                           f"{fmt_shape(input.shape)} and kernel {list(kernel_size)}")
+    return OutMeta((input.shape[0], input.shape[1] * math.prod(kernel_size), math.prod(outs)),
+                   input.dtype, None)
+
+
+def _col2im_rule(input, *, output_size, kernel_size, dilation, padding, stride):
+    n = len(kernel_size)
+    k = math.prod(kernel_size)
+    blocks = math.prod(conv_out_size("col2im", output_size[i], kernel_size[i], dilation[i],
+                                     padding[i], stride[i]) for i in range(n))
+    if input.ndim != 3 or input.shape[1] % k or input.shape[2] != blocks:
+        raise RuntimeError(f"col2im: expected input of shape (N, C * {k}, {blocks}) for "
+                           f"output size {list(output_size)}, got {fmt_shape(input.shape)}")
+    return OutMeta((input.shape[0], input.shape[1] // k) + tuple(output_size), input.dtype,
+                   None)
+
+
+@primitive(variants="", rule=_im2col_rule, traced_as_node=True, cost=costs.movement,
+           grad=Grad(input=lambda grad, input_shape, kernel_size, dilation, padding, stride:
+                     col2im(grad, input_shape[2:], kernel_size, dilation, padding, stride)))
+def im2col(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
+           stride: Any = 1) -> Tensor:
+    """Sliding local blocks of a batched (N, C, *spatial) tensor, as (N, C*prod(k), L)
+    (`nn.functional.unfold`)."""
+    attrs = _window_attrs(input.ndim - 2, kernel_size, dilation, padding, stride)
+    return apply(OPS["im2col"], input, **attrs)
+
+
+@primitive(variants="", rule=_col2im_rule, traced_as_node=True, cost=costs.movement,
+           grad=Grad(input=lambda grad, kernel_size, dilation, padding, stride:
+                     im2col(grad, kernel_size, dilation, padding, stride)))
+def col2im(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1,
+           padding: Any = 0, stride: Any = 1) -> Tensor:
+    """Sums sliding local blocks (N, C*prod(k), L) back into (N, C, *output_size)
+    (`nn.functional.fold`)."""
+    n = len(output_size) if not isinstance(output_size, int) else 2
+    attrs = _window_attrs(n, kernel_size, dilation, padding, stride)
+    size = _tuple(output_size, n, "output_size")
+    return apply(OPS["col2im"], input, output_size=size, **attrs)
+
+
+# -- padding --------------------------------------------------------------------------
+
+
+def _constant_pad_rule(input, *, pad, value=0):
+    # `pad`: a (before, after) pair per dimension, all non-negative (constant_pad_nd crops)
+    return OutMeta(tuple(s + a + b for s, (a, b) in zip(input.shape, pad)), input.dtype, None)
+
+
+def _unpad(grad, input_shape, pad):
+    key = tuple(slice(a, a + s) for (a, _), s in zip(pad, input_shape))
+    return getitem(grad, key)
+
+
+@primitive(variants="", rule=_constant_pad_rule, cost=costs.movement,
+           grad=Grad("ConstantPadNdBackward0", input=_unpad))
+def constant_pad(input: Tensor, pad: tuple, value: Any = 0) -> Tensor:
+    """Pads with `value`: `pad` holds a non-negative (before, after) pair per dimension."""
+    return apply(OPS["constant_pad"], input, pad=pad, value=value)
+
+
+@composite(variants="function", traced_as_node=True, cost=costs.movement)
+def constant_pad_nd(input: Tensor, pad: Sequence[int], value: Any = 0.0) -> Tensor:
+    """Pads with a constant; `pad` lists (left, right) pairs from the last dimension
+    backwards, as `F.pad` does. Negative amounts crop."""
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2 or len(pad) // 2 > input.ndim:
+        raise RuntimeError(f"constant_pad_nd: padding length {len(pad)} must be even and at "
+                           f"most twice the number of dimensions ({input.ndim})")
+    pairs = [(0, 0)] * input.ndim
+    for i in range(len(pad) // 2):
+        pairs[input.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    if any(a < 0 or b < 0 for a, b in pairs):  # crop first, then pad what is positive
+        key = tuple(slice(-a if a < 0 else 0, s + b if b < 0 else s)
+                    for (a, b), s in zip(pairs, input.shape))
+        input = getitem(input, key)
+        pairs = [(max(a, 0), max(b, 0)) for a, b in pairs]
+    pairs = tuple(pairs)
+    if not any(a or b for a, b in pairs):
+        return input
+    return constant_pad(input, pairs, value)
+
+
+# -- linear ---------------------------------------------------------------------------
+
+
+def _linear_grads(grad, input, weight, needs):
+    g, x, w = grad, input, weight
+    if w.ndim == 2:
+        fused = run_fused("linear_backward", x, w, g, needs)
+        if fused is not None:
+            return fused
+    gx = gw = gb = None
+    if w.ndim == 1:
+        g = unsqueeze(g, -1)
+        w2 = unsqueeze(w, 0)
+    else:
+        w2 = w
+    if needs[0]:
+        gx = matmul(g, w2)
+        if w.ndim == 1:
+            gx = reshape(gx, tuple(x.shape))
+    if needs[1] or needs[2]:
+        g2 = reshape(g, (-1, g.shape[-1]))
+        if needs[1]:
+            gw = matmul(t(g2), reshape(x, (-1, x.shape[-1])))
+            if w.ndim == 1:
+                gw = reshape(gw, tuple(w.shape))
+        if needs[2]:
+            gb = R.sum(g2, 0)
+            if w.ndim == 1:
+                gb = reshape(gb, ())
+    return gx, gw, gb
+
+
+def _linear_cost(input: Any, weight: Any, bias: Any = None) -> Cost:
+    rows = math.prod(input.shape[:-1])
+    out = rows * (weight.shape[0] if len(weight.shape) == 2 else 1)
+    return Cost(2.0 * out * input.shape[-1] + (out if bias is not None else 0),
+                costs.nbytes(input) + costs.nbytes(weight) + out * input.dtype.itemsize)
+
+
+@composite(variants="", traced_as_node=True, precision=P.LOWER, cpu_precision=P.LOWER,
+           cost=_linear_cost, fused=("linear", "linear_backward"),
+           grad=Grad("AddmmBackward0", each=_linear_grads,
+                     operands=("input", "weight", "bias")))
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """`input @ weight.T + bias` (`nn.functional.linear`)."""
+    if weight.ndim not in (1, 2):
+        raise RuntimeError(f"linear: weight must be 1-D or 2-D, got shape "
+                           f"{fmt_shape(tuple(weight.shape))}")
+    if input.shape[-1] != weight.shape[-1]:
+        raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied "
+                           f"({math.prod(input.shape[:-1])}x{input.shape[-1]} and "
+                           f"{weight.shape[-1]}x{weight.shape[0] if weight.ndim == 2 else 1})")
+    out = run_fused("linear", input, weight, bias) if weight.ndim == 2 else None
+    if out is None:
+        with no_grad():
+            out = matmul(input, t(weight) if weight.ndim == 2 else weight)
+            if bias is not None:
+                out = add(out, bias)
+    record_grad(OPS["linear"], (input, weight, bias), {}, out)
+    return out
+
+
+fused_kernel("linear", replaces="linear", signature="linear(x, w, b | None) -> y",
+             doc="x @ w.T + b in one call, for a 2-D weight (the transpose a BLAS flag, not "
+                 "a copy).")
+fused_kernel("linear_backward", replaces="linear backward", backward=True,
+             outputs=("like", "like", "like"),
+             signature="linear_backward(x, w, grad, needs) -> (gx | None, gw | None, "
+                       "gb | None)",
+             doc="linear's gradients (grad @ w, grad2.T @ x2, grad2.sum(0), leading dims "
+                 "flattened), None where `needs` is false.")
+
+
+# -- convolution ----------------------------------------------------------------------
+
+
+def _conv_check(op: str, input: Tensor, weight: Tensor, groups: int, n: int) -> bool:
+    """Validate shapes; returns True when `input` lacks the batch dimension."""
+    if weight.ndim != n + 2:
+        raise RuntimeError(f"{op}: expected weight to be {n + 2}-D, got shape "
+                           f"{fmt_shape(tuple(weight.shape))}")
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(f"{op}: Expected {n + 1}D (unbatched) or {n + 2}D (batched) input "
+                           f"to {op}, but got input of size: {list(input.shape)}")
+    channels = input.shape[-n - 1]
+    if channels != weight.shape[1] * groups:
+        raise RuntimeError(
+            f"{op}: Given groups={groups}, weight of size {list(weight.shape)}, expected "
+            f"input{list(input.shape)} to have {weight.shape[1] * groups} channels, but got "
+            f"{channels} channels instead")
+    if weight.shape[0] % groups:
+        raise RuntimeError(f"{op}: out_channels ({weight.shape[0]}) must be divisible by "
+                           f"groups ({groups})")
+    return input.ndim == n + 1
+
+
+def _same_padding(kernel: tuple, dilation: tuple) -> tuple[tuple, tuple]:
+    total = [d * (k - 1) for k, d in zip(kernel, dilation)]
+    return tuple(t // 2 for t in total), tuple(t - t // 2 for t in total)
+
+
+def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
+          padding: Any, dilation: Any, groups: int) -> Tensor:
+    unbatched = _conv_check(op, input, weight, groups, n)
+    if unbatched:
+        input = unsqueeze(input, 0)
+    kernel = tuple(weight.shape[2:])
+    stride, dilation = _tuple(stride, n, "stride"), _tuple(dilation, n, "dilation")
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = (0,) * n
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError(f"{op}: padding='same' is not supported for strided "
+                                 "convolutions")
+            left, right = _same_padding(kernel, dilation)
+            if left != right:  # uneven: pad the extra element on the right, as PyTorch does
+                extra = []
+                for a, b in reversed(list(zip(left, right))):
+                    extra += [0, b - a]
+                input = constant_pad_nd(input, extra)
+            padding = left
+        else:
+            raise ValueError(f"{op}: invalid padding string {padding!r}, should be one of "
+                             "'valid' or 'same'")
+    padding = _tuple(padding, n, "padding")
+    batch = input.shape[0]
+    outs = tuple(conv_out_size(op, input.shape[2 + i], kernel[i], dilation[i], padding[i],
+                               stride[i]) for i in range(n))
+    if groups == 1:
+        out = convolution(input, weight, bias, stride, padding, dilation)
+        if out is not None:
+            return squeeze(out, 0) if unbatched else out
+    cols = im2col(input, kernel, dilation, padding, stride)  # (N, C*K, L)
+    out_ch = weight.shape[0]
+    if groups == 1:
+        out = matmul(reshape(weight, (out_ch, -1)), cols)  # (N, O, L)
+    else:
+        cols_g = reshape(cols, (batch, groups, -1, cols.shape[-1]))
+        w_g = reshape(weight, (groups, out_ch // groups, -1))
+        out = reshape(matmul(w_g, cols_g), (batch, out_ch, -1))
+    out = reshape(out, (batch, out_ch) + outs)
+    if bias is not None:
+        out = add(out, reshape(bias, (out_ch,) + (1,) * n))
+    return squeeze(out, 0) if unbatched else out
+
+
+def _convolution_grads(grad, input, weight, workspace, stride, padding, dilation, needs):
+    g, x, w = grad, input, weight
+    fused = run_fused("conv_backward", g, tuple(x.shape), w, workspace, stride, padding,
+                      dilation, needs)
+    if fused is not None:
+        return fused
+    # create_graph: the same gradients through differentiable ops
+    with tracing.paused():
+        n = x.ndim - 2
+        gx = conv_transpose_nd(g, w, stride, padding, dilation, tuple(x.shape[2:])) \
+            if needs[0] else None
+        cols_t = im2col(x, tuple(w.shape[2:]), dilation, padding, stride)  # (N, CK, L)
+        g_flat = reshape(g, (g.shape[0], g.shape[1], -1))  # (N, O, L)
+        gw = reshape(R.sum(matmul(g_flat, transpose(cols_t, 1, 2)), 0),
+                     tuple(w.shape)) if needs[1] else None
+        gb = R.sum(g, (0,) + tuple(range(2, 2 + n))) if needs[2] else None
+    return gx, gw, gb
+
+
+def _conv_cost(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,
+               dilation: Any = 1, groups: int = 1) -> Cost:
+    n = len(weight.shape) - 2
+    spatial = tuple(input.shape[-n:])
+    if isinstance(padding, str):
+        outs = spatial if padding == "same" else tuple(
+            s - d * (k - 1) for s, k, d in zip(spatial, weight.shape[2:],
+                                                _tuple(dilation, n, "dilation")))
+    else:
+        outs = tuple(conv_out_size("conv", s, k, d, p, st) for s, k, d, p, st in zip(
+            spatial, weight.shape[2:], _tuple(dilation, n, "dilation"),
+            _tuple(padding, n, "padding"), _tuple(stride, n, "stride")))
+    batch = input.shape[0] if len(input.shape) == n + 2 else 1
+    out = batch * weight.shape[0] * math.prod(outs)
+    macs = out * math.prod(weight.shape[1:])
+    return Cost(2.0 * macs, costs.nbytes(input) + costs.nbytes(weight) +
+                out * input.dtype.itemsize)
+
+
+@composite(variants="", cost=_conv_cost, precision=P.LOWER, cpu_precision=P.LOWER,
+           fused=("conv", "conv_backward"),
+           grad=Grad("ConvolutionBackward0", each=_convolution_grads,
+                     operands=("input", "weight", "bias")))
+def convolution(input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple,
+                padding: tuple, dilation: tuple) -> Tensor | None:
+    """A batched convolution (groups=1) as the backend's fused `conv` kernel, one GEMM for
+    the whole batch, and `conv_backward`; None when the backend has no `conv` kernel
+    (conv1d and conv2d then run im2col + matmul)."""
+    fused = run_fused("conv", input, weight, bias, stride, padding, dilation)
+    if fused is None:
+        return None
+    out, workspace = fused  # the kernel's im2col columns, kept for its backward
+    record_grad(OPS["convolution"], (input, weight, bias),
+                {"workspace": workspace, "stride": stride, "padding": padding,
+                 "dilation": dilation}, out)
+    return out
+
+
+fused_kernel("conv", replaces="convolution", outputs=("like", "like"),
+             signature="conv(x, w, b | None, stride, padding, dilation) -> (y, workspace)",
+             doc="An N-d convolution (groups=1) of a batch as one GEMM, (O, C*K) @ (C*K, N*L); "
+                 "`workspace` (its im2col columns) is handed back to `conv_backward`.")
+fused_kernel("conv_backward", replaces="convolution backward", backward=True,
+             outputs=("like", "like", "like"),
+             signature="conv_backward(grad, x_shape, w, workspace, stride, padding, "
+                       "dilation, needs) -> (gx | None, gw | None, gb | None)",
+             doc="The convolution's gradients, each from one GEMM; None where `needs` is "
+                 "false.")
+
+
+def conv_transpose_nd(g: Tensor, w: Tensor, stride: tuple, padding: tuple, dilation: tuple,
+                      size: tuple) -> Tensor:
+    """The input gradient of a convolution (groups=1), differentiably: W^T @ g, folded."""
+    batch, out_ch = g.shape[0], g.shape[1]
+    g_flat = reshape(g, (batch, out_ch, -1))
+    cols = matmul(t(reshape(w, (out_ch, -1))), g_flat)  # (N, CK, L)
+    return col2im(cols, size, tuple(w.shape[2:]), dilation, padding, stride)
+
+
+@composite(variants="function", cost=_conv_cost, precision=P.LOWER, cpu_precision=P.LOWER)
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """1-D convolution (cross-correlation) over (N, C, L) inputs."""
+    return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+@composite(variants="function", traced_as_node=True, cost=_conv_cost, precision=P.LOWER,
+           cpu_precision=P.LOWER)
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """2-D convolution (cross-correlation) over (N, C, H, W) inputs."""
+    return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+@composite(variants="function", traced_as_node=True, precision=P.LOWER,
+           cpu_precision=P.LOWER)
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
+                     groups: int = 1, dilation: Any = 1) -> Tensor:
+    """2-D transposed convolution: the gradient of conv2d with respect to its input."""
+    n = 2
+    if weight.ndim != 4:
+        raise RuntimeError(f"conv_transpose2d: expected a 4-D weight, got shape "
+                           f"{fmt_shape(tuple(weight.shape))}")
+    unbatched = input.ndim == 3
+    if unbatched:
+        input = unsqueeze(input, 0)
+    if input.ndim != 4 or input.shape[1] != weight.shape[0]:
+        raise RuntimeError(f"conv_transpose2d: Given transposed=1, weight of size "
+                           f"{list(weight.shape)}, expected input{list(input.shape)} to have "
+                           f"{weight.shape[0]} channels, but got "
+                           f"{input.shape[1] if input.ndim > 1 else '?'} channels instead")
+    stride, padding = _tuple(stride, n, "stride"), _tuple(padding, n, "padding")
+    dilation, output_padding = _tuple(dilation, n, "dilation"), _tuple(output_padding, n,
+                                                                       "output_padding")
+    for op_, s, d in zip(output_padding, stride, dilation):
+        if op_ >= s and op_ >= d:
+            raise RuntimeError("conv_transpose2d: output padding must be smaller than either "
+                               "stride or dilation")
+    batch, in_ch, h, w = input.shape
+    kernel = tuple(weight.shape[2:])
+    out_ch = weight.shape[1] * groups
+    size = tuple((i - 1) * s - 2 * p + d * (k - 1) + op_ + 1 for i, s, p, d, k, op_ in
+                 zip((h, w), stride, padding, dilation, kernel, output_padding))
+    x = reshape(input, (batch, groups, in_ch // groups, h * w))
+    wg = reshape(weight, (groups, in_ch // groups, -1))  # (G, Cin/G, Cout/G*K)
+    cols = matmul(transpose(wg, 1, 2), x)  # (N, G, Cout/G*K, L)
+    cols = reshape(cols, (batch, -1, h * w))
+    out = col2im(cols, size, kernel, dilation, padding, stride)
+    if bias is not None:
+        out = add(out, reshape(bias, (out_ch, 1, 1)))
+    return squeeze(out, 0) if unbatched else out
+
+
+# -- pooling --------------------------------------------------------------------------
+
+
+def _pool_windows(op: str, n: int, input: Tensor, kernel_size: Any, stride: Any, padding: Any,
+                  dilation: Any, ceil_mode: bool, fill: float):
+    """im2col of the input padded with `fill`: (N, C, K, L) windows and the output size."""
+    kernel, stride, padding, dilation, extra, outs = _pool_geometry(
+        op, n, input, kernel_size, stride, padding, dilation, ceil_mode)
+    pad = []
+    for p, e in reversed(list(zip(padding, extra))):
+        pad += [p, p + e]
+    padded = constant_pad_nd(input, pad, fill)
+    cols = im2col(padded, kernel, dilation, 0, stride)
+    batch, channels = input.shape[0], input.shape[1]
+    windows = reshape(cols, (batch, channels, math.prod(kernel), -1))
+    return windows, outs, (kernel, stride, padding, dilation, extra)
+
+
+def _batched(input: Tensor, n: int, op: str) -> tuple[Tensor, bool]:
+    if input.ndim == n + 1:
+        return unsqueeze(input, 0), True
+    if input.ndim != n + 2:
+        raise RuntimeError(f"{op}: Expected {n + 1}D or {n + 2}D input, got shape "
+                           f"{fmt_shape(tuple(input.shape))}")
+    return input, False
+
+
+def _max_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, dilation,
+              ceil_mode, return_indices):
+    x, unbatched = _batched(input, n, op)
+    fused = max_pool_with_indices(op, n, x, kernel_size, stride, padding, dilation, ceil_mode,
+                                  return_indices)
+    if fused is not None:
+        values, indices = fused
+        if unbatched:
+            values = squeeze(values, 0)
+        if not return_indices:
+            return values
+        return values, (squeeze(indices, 0) if unbatched else indices)
+    windows, outs, geom = _pool_windows(op, n, x, kernel_size, stride, padding, dilation,
+                                        ceil_mode, float("-inf"))
+    result = R.max(windows, 2)
+    values = reshape(result.values, tuple(x.shape[:2]) + outs)
+    if unbatched:
+        values = squeeze(values, 0)
+    if not return_indices:
+        return values
+    indices = _pool_indices(result.indices, x, outs, geom)
+    return values, (squeeze(indices, 0) if unbatched else indices)
+
+
+def _pool_geometry(op: str, n: int, x: Tensor, kernel_size, stride, padding, dilation,
+                   ceil_mode) -> tuple:
+    """Checked (kernel, stride, padding, dilation, extra right padding, output sizes); the
+    extra right padding lets ceil_mode windows fit."""
+    kernel = _tuple(kernel_size, n, "kernel_size")
+    stride = kernel if stride is None or stride == [] or stride == () else \
+        _tuple(stride, n, "stride")
+    padding, dilation = _tuple(padding, n, "padding"), _tuple(dilation, n, "dilation")
+    for k, p in zip(kernel, padding):
+        if p > k // 2:
+            raise RuntimeError(f"{op}: pad should be at most half of effective kernel size, "
+                               f"but got pad={p}, kernel_size={k}")
+    spatial = tuple(x.shape[2:])
+    outs = tuple(conv_out_size(op, spatial[i], kernel[i], dilation[i], padding[i], stride[i],
+                               ceil_mode) for i in range(n))
+    if any(o <= 0 for o in outs):
+        raise RuntimeError(f"{op}: output size {outs} is too small for input "
+                           f"{fmt_shape(tuple(x.shape))}")
+    extra = tuple(max(0, (o - 1) * s + d * (k - 1) + 1 - (size + 2 * p))
+                  for o, s, d, k, size, p in zip(outs, stride, dilation, kernel, spatial,
+                                                 padding))
+    return kernel, stride, padding, dilation, extra, outs
+
+
+def _max_pool_grad(grad, input_shape, indices, x, values, output_version, kernel_size,
+                   stride, padding, dilation, extra):
+    attrs = dict(kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
+                 extra=extra)
+    if indices is None:  # the positions are recovered from the input and the values...
+        counter, version = output_version
+        if counter[0] == version:  # ...unless an in-place op has changed the values since
+            out = run_fused("max_pool_backward", grad, x, values, None, input_shape, **attrs)
+            if out is not None:
+                return out
+        _, indices = run_fused("max_pool", x, need_indices=True, **attrs)
+    else:
+        out = run_fused("max_pool_backward", grad, None, None, indices, input_shape, **attrs)
+        if out is not None:
+            return out
+    # in ember ops (differentiable): scatter into window slots, then fold with col2im
+    k = math.prod(kernel_size)
+    g = grad
+    flat_g = reshape(g, tuple(g.shape[:2]) + (-1, 1))
+    flat_k = reshape(indices, tuple(indices.shape[:2]) + (-1, 1))
+    slots = scatter(zeros(tuple(flat_g.shape[:3]) + (k,), dtype=g.dtype, device=g.device),
+                    3, flat_k, flat_g)
+    cols = reshape(permute(slots, (0, 1, 3, 2)), (g.shape[0], g.shape[1] * k, -1))
+    padded = tuple(s + 2 * p + e for s, p, e in zip(input_shape[2:], padding, extra))
+    grad_padded = col2im(cols, padded, kernel_size, dilation, 0, stride)
+    key = (slice(None), slice(None)) + tuple(slice(p, p + s) for p, s in
+                                             zip(padding, input_shape[2:]))
+    return getitem(grad_padded, key)
+
+
+@composite(variants="", cost=costs.reduction(1), fused=("max_pool", "max_pool_backward"),
+           grad=Grad(input=_max_pool_grad))
+def max_pool_with_indices(op: str, n: int, input: Tensor, kernel_size: Any, stride: Any,
+                          padding: Any, dilation: Any, ceil_mode: bool,
+                          return_indices: bool) -> tuple | None:
+    """Batched max pooling through the backend's fused `max_pool` kernel: (values, flat
+    input indices or None); None when the backend has no such kernel (max_pool1d/2d then
+    take the maximum of im2col windows)."""
+    kernel, stride, padding, dilation, extra, outs = _pool_geometry(
+        op, n, input, kernel_size, stride, padding, dilation, ceil_mode)
+    attrs = dict(kernel_size=kernel, stride=stride, padding=padding, dilation=dilation,
+                 extra=extra)
+    fused = run_fused("max_pool", input, need_indices=return_indices, **attrs)
+    if fused is None:
+        return None
+    values, k_index = fused
+    if state.enabled and input._requires_grad:
+        # without indices, the backward recovers the positions from input and values (a
+        # tensor of its own on the values' buffer, so that an in-place op on the output,
+        # such as relu_, does not make backward raise; the backward then recomputes them)
+        own = Tensor._make(values._data, values._dtype, values._device, values._backend)
+        recovered = dict(indices=None, x=input, values=own,
+                         output_version=(values._vc, values._vc[0])) if k_index is None \
+            else dict(indices=k_index, x=None, values=None, output_version=None)
+        record_grad(OPS["max_pool_with_indices"], (input,), {**attrs, **recovered}, values,
+                    f"MaxPool{n}DWithIndicesBackward0")
+    if not return_indices:
+        return values, None
+    flat_k = reshape(k_index, tuple(k_index.shape[:2]) + (-1,))
+    return values, _pool_indices(flat_k, input, outs, (kernel, stride, padding, dilation,
+                                                       extra))
+
+
+fused_kernel("max_pool", replaces="max_pool_with_indices", outputs=("like", "int64"),
+             signature="max_pool(x, *, kernel_size, stride, padding, dilation, extra, "
+                       "need_indices) -> (values, window-local argmax | None)",
+             doc="Max pooling over 1 or 2 spatial dims, `extra` right padding for ceil_mode; "
+                 "the indices may be None when not asked for (the backward then recovers "
+                 "them).")
+fused_kernel("max_pool_backward", replaces="max_pool_with_indices backward", backward=True,
+             same_dtype=False,
+             signature="max_pool_backward(grad, x | None, values | None, indices | None, "
+                       "input_shape, *, kernel_size, stride, padding, dilation, extra) -> gx",
+             doc="Sends each output's gradient to the input element its window picked (the "
+                 "first maximum), from the indices or from x and the values.")
+
+
+def _pool_indices(k_index: Tensor, x: Tensor, outs: tuple, geom: tuple) -> Tensor:
+    """Flat input positions (PyTorch's return_indices) of the chosen window elements.
+
+    Along dim i, output o's window starts at o * stride - padding, and the chosen kernel
+    offset adds offset * dilation; the flat index is row-major over the input's dims.
+    """
+    kernel, stride, padding, dilation, _ = geom
+    n = len(kernel)
+    k = reshape(k_index, tuple(k_index.shape[:2]) + outs)
+    flat = None
+    for i in range(n):
+        offset = remainder(floor_divide(k, math.prod(kernel[i + 1:])), kernel[i])
+        shape = [1] * (2 + n)
+        shape[2 + i] = outs[i]
+        start = reshape(sub(mul(arange(outs[i], device=x.device), stride[i]),
+                                padding[i]), tuple(shape))
+        coord = add(start, mul(offset, dilation[i]))
+        flat = coord if flat is None else add(mul(flat, x.shape[2 + i]), coord)
+    return flat
+
+
+@composite(variants="function", traced_as_node=True, cost=costs.reduction(1))
+def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False):
+    """1-D max pooling over (N, C, L) inputs."""
+    return _max_pool("max_pool1d", 1, input, kernel_size, stride, padding, dilation,
+                     ceil_mode, return_indices)
+
+
+@composite(variants="function", traced_as_node=True, cost=costs.reduction(1))
+def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False):
+    """2-D max pooling over (N, C, H, W) inputs."""
+    return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation,
+                     ceil_mode, return_indices)
+
+
+def _avg_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, ceil_mode,
+              count_include_pad, divisor_override=None):
+    x, unbatched = _batched(input, n, op)
+    windows, outs, geom = _pool_windows(op, n, x, kernel_size, stride, padding, 1, ceil_mode,
+                                        0.0)
+    kernel, stride_, padding_, _, extra = geom
+    total = R.sum(windows, 2)
+    if divisor_override:
+        out = div(total, divisor_override)
+    elif not any(padding_) and not any(extra):
+        out = div(total, math.prod(kernel))
+    else:
+        # count what each window covers: the input, plus the explicit padding if included
+        with no_grad():
+            inside = ones((1, 1) + tuple(x.shape[2:]), dtype=x.dtype, device=x.device)
+            if count_include_pad:
+                pad = []
+                for p in reversed(padding_):
+                    pad += [p, p]
+                inside = constant_pad_nd(inside, pad, 1.0)
+                rest = []
+                for e in reversed(extra):
+                    rest += [0, e]
+                covered = constant_pad_nd(inside, rest, 0.0)
+            else:
+                pad = []
+                for p, e in reversed(list(zip(padding_, extra))):
+                    pad += [p, p + e]
+                covered = constant_pad_nd(inside, pad, 0.0)
+            counts = R.sum(reshape(im2col(covered, kernel, 1, 0, stride_),
+                                     (1, 1, math.prod(kernel), -1)), 2)
+        out = div(total, counts)
+    out = reshape(out, tuple(x.shape[:2]) + outs)
+    return squeeze(out, 0) if unbatched else out
+
+
+@composite(variants="function", traced_as_node=True, cost=costs.reduction(1))
+def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
+    """1-D average pooling over (N, C, L) inputs."""
+    return _avg_pool("avg_pool1d", 1, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad)
+
+
+@composite(variants="", traced_as_node=True, cost=costs.reduction(1))
+def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    """2-D average pooling over (N, C, H, W) inputs."""
+    return _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+def _adaptive_avg_pool(op: str, n: int, input: Tensor, output_size: Any) -> Tensor:
+    x, unbatched = _batched(input, n, op)
+    spatial = tuple(x.shape[2:])
+    outs = tuple(s if o is None else o for s, o in
+                 zip(spatial, _tuple(output_size, n, "output_size")
+                     if not isinstance(output_size, (tuple, list)) or None not in output_size
+                     else output_size))
+    if all(s % o == 0 for s, o in zip(spatial, outs)):
+        k = tuple(s // o for s, o in zip(spatial, outs))
+        out = _avg_pool(op, n, x, k, k, 0, False, True)
+    else:  # PyTorch's windows: [floor(i*S/O), ceil((i+1)*S/O))
+        out = x
+        for dim in range(n):
+            size, o = spatial[dim], outs[dim]
+            pieces = []
+            for i in range(o):
+                lo, hi = (i * size) // o, -(-((i + 1) * size) // o)
+                pieces.append(R.mean(narrow(out, 2 + dim, lo, hi - lo), 2 + dim,
+                                     keepdim=True))
+            out = cat(pieces, 2 + dim)
+    return squeeze(out, 0) if unbatched else out
+
+
+@composite(variants="function", traced_as_node=True, cost=costs.reduction(1))
+def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
+    """Average pooling of (N, C, L) inputs to a fixed output size."""
+    return _adaptive_avg_pool("adaptive_avg_pool1d", 1, input, output_size)
+
+
+@composite(variants="", traced_as_node=True, cost=costs.reduction(1))
+def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
+    """Average pooling of (N, C, H, W) inputs to a fixed output size."""
+    return _adaptive_avg_pool("adaptive_avg_pool2d", 2, input, output_size)
+
+
+# -- softmax --------------------------------------------------------------------------
+
+
+def _softmax_input(op: str, input: Tensor, dim: int, dtype: Any) -> tuple[Tensor, int]:
+    if dtype is not None:
+        input = input.to(dtype=dtype)
+    if not input._dtype.is_floating_point:
+        raise RuntimeError(f"{op}: expected a floating-point input, got {input._dtype}")
+    return input, normalize_dim(op, dim, input.ndim)
+
+
+@composite(traced_as_node=True, precision=P.FLOAT32, cost=costs.reduction(10),
+           fused="softmax", grad=Grad(input=lambda grad, result, dim: result * (
+               grad - R.sum(grad * result, dim, keepdim=True))))
+def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """`exp(x) / sum(exp(x), dim)`, computed stably."""
+    input, d = _softmax_input("softmax", input, dim, dtype)
+    out = run_fused("softmax", input, dim=d)
+    if out is None:
+        with no_grad():
+            e = (input - R.amax(input, d, keepdim=True)).exp()
+            out = e / R.sum(e, d, keepdim=True)
+    record_grad(OPS["softmax"], (input,), {"dim": d}, out)
+    return out
+
+
+@composite(traced_as_node=True, precision=P.FLOAT32, cost=costs.reduction(10),
+           fused="log_softmax", grad=Grad(input=lambda grad, result, dim: grad - (
+               result.exp() * R.sum(grad, dim, keepdim=True))))
+def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """`x - logsumexp(x, dim)`, computed stably."""
+    input, d = _softmax_input("log_softmax", input, dim, dtype)
+    out = run_fused("log_softmax", input, dim=d)
+    if out is None:
+        with no_grad():
+            shifted = input - R.amax(input, d, keepdim=True)
+            out = shifted - R.sum(shifted.exp(), d, keepdim=True).log()
+    record_grad(OPS["log_softmax"], (input,), {"dim": d}, out)
+    return out
+
+
+fused_kernel("softmax", replaces="softmax", signature="softmax(x, *, dim) -> y",
+             doc="softmax along `dim` in one kernel.")
+fused_kernel("log_softmax", replaces="log_softmax", signature="log_softmax(x, *, dim) -> y",
+             doc="log-softmax along `dim` in one kernel.")
+
+
+# -- losses ---------------------------------------------------------------------------
+
+
+def _cross_entropy_grad(grad, probs, target, ignore_index, reduction):
+    fused = run_fused("cross_entropy_backward", probs, target, grad,
+                      ignore_index=ignore_index, reduction=reduction)
+    if fused is not None:
+        return fused
+    valid = ne(target, ignore_index)
+    safe = where(valid, target, 0)
+    onehot = scatter(zeros_like(probs), 1, unsqueeze(safe, 1), 1.0)
+    g = mul(sub(probs, onehot), unsqueeze(to_dtype(valid, probs.dtype), 1))
+    if reduction == "none":
+        return mul(g, unsqueeze(grad, 1))
+    if reduction == "mean":
+        grad = div(grad, clamp(R.sum(to_dtype(valid, probs.dtype)), min=1.0))
+    return mul(g, grad)
+
+
+@composite(variants="", traced_as_node=True, precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(10), fused=("cross_entropy", "cross_entropy_backward"),
+           grad=Grad("NllLossBackward0", input=_cross_entropy_grad))
+def cross_entropy(input: Tensor, target: Tensor, ignore_index: int = -100,
+                  reduction: str = "mean") -> Tensor:
+    """Cross entropy of (N, C) logits against int64 class indices (N,): the common case
+    of `nn.functional.cross_entropy`, as one fused op where the backend has one."""
+    if input.ndim != 2 or target.ndim != 1 or target.shape[0] != input.shape[0]:
+        raise RuntimeError(f"cross_entropy: expected input (N, C) and target (N,), got "
+                           f"{fmt_shape(tuple(input.shape))} and "
+                           f"{fmt_shape(tuple(target.shape))}")
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    _check_targets(target, input.shape[1], ignore_index)
+    fused = run_fused("cross_entropy", input, target, ignore_index=ignore_index,
+                      reduction=reduction)
+    if fused is None:
+        return _cross_entropy_composite(input, target, ignore_index, reduction)
+    loss, probs = fused
+    record_grad(OPS["cross_entropy"], (input,), {"probs": probs, "target": target,
+                                                 "ignore_index": ignore_index,
+                                                 "reduction": reduction}, loss)
+    return loss
+
+
+fused_kernel("cross_entropy", replaces="cross_entropy", same_dtype=False,
+             outputs=("like", "like"),
+             signature="cross_entropy(logits, target, *, ignore_index, reduction) -> "
+                       "(loss, softmax)",
+             doc="The loss of (N, C) logits against int64 class indices, and the softmax "
+                 "its backward reads.")
+fused_kernel("cross_entropy_backward", replaces="cross_entropy backward", backward=True,
+             same_dtype=False,
+             signature="cross_entropy_backward(softmax, target, grad, *, ignore_index, "
+                       "reduction) -> grad_logits",
+             doc="The gradient of cross_entropy with respect to the logits.")
+
+
+def _check_targets(target: Tensor, classes: int, ignore_index: int) -> None:
+    """PyTorch's IndexError for a class index outside [0, classes) (ignore_index aside).
+
+    Only for CPU targets, where the values are already in host memory: on an accelerator
+    the check would wait for the device every step (PyTorch's CUDA kernels do not check
+    synchronously either); backends' kernels must stay in bounds on their own."""
+    if target.numel() == 0 or target._device.type != "cpu":
+        return
+    with tracing.paused():
+        values = host_array(target)
+    bad = values[(values != ignore_index) & ((values < 0) | (values >= classes))]
+    if bad.size:
+        raise IndexError(f"Target {int(bad[0])} is out of bounds.")
+
+
+def _cross_entropy_composite(input: Tensor, target: Tensor, ignore_index: int,
+                             reduction: str) -> Tensor:
+    logp = log_softmax(input, 1)
+    valid = ne(target, ignore_index)
+    safe = where(valid, target, 0)
+    picked = squeeze(gather(logp, 1, unsqueeze(safe, 1)), 1)
+    losses = where(valid, neg(picked), 0.0)
+    if reduction == "none":
+        return losses
+    total = R.sum(losses)
+    if reduction == "sum":
+        return total
+    return div(total, R.sum(to_dtype(valid, input.dtype)))
+
+
+# -- normalization --------------------------------------------------------------------
+
+
+@composite(variants="function", traced_as_node=True, precision=P.FLOAT32,
+           cost=costs.reduction(8))
+def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalizes over the trailing `normalized_shape` dims, then scales and shifts."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else \
+        tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape:
+        raise RuntimeError(f"layer_norm: Given normalized_shape={list(shape)}, expected input "
+                           f"with shape [*, {', '.join(str(s) for s in shape)}], but got "
+                           f"input of size{list(input.shape)}")
+    dims = tuple(range(input.ndim - len(shape), input.ndim))
+    mean = R.mean(input, dims, keepdim=True)
+    centered = sub(input, mean)
+    var = R.mean(mul(centered, centered), dims, keepdim=True)
+    out = mul(centered, rsqrt(add(var, eps)))
+    if weight is not None:
+        out = mul(out, weight)
+    if bias is not None:
+        out = add(out, bias)
+    return out
+
+
+# -- recurrent cells ------------------------------------------------------------------
+# Not differentiable themselves: ember.nn's LSTM runs its own backpropagation through
+# time on them.
+
+
+@composite(variants="", cost=costs.pointwise(20), fused="lstm_cell")
+def _fused_lstm_cell(input_gates: Tensor, hidden_gates: Tensor,
+                     cx: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """One LSTM step from precomputed gate pre-activations (PyTorch's gate order i, f, g,
+    o): returns (hy, cy, workspace), the workspace holding the activated gates for
+    `_fused_lstm_cell_backward`."""
+    fused = run_fused("lstm_cell", input_gates, hidden_gates, cx)
+    if fused is not None:
+        return fused
+    with no_grad():
+        gates = add(input_gates, hidden_gates)
+        i, f, g, o = chunk(gates, 4, 1)
+        i, f, g, o = sigmoid(i), sigmoid(f), tanh(g), sigmoid(o)
+        cy = add(mul(f, cx), mul(i, g))
+        hy = mul(o, tanh(cy))
+        return hy, cy, cat([i, f, g, o], 1)
+
+
+@composite(variants="", cost=costs.pointwise(30), fused="lstm_cell_backward")
+def _fused_lstm_cell_backward(grad_hy: Tensor, grad_cy: Tensor | None, cx: Tensor,
+                              cy: Tensor, workspace: Tensor) -> tuple[Tensor, Tensor]:
+    """Gradients of `_fused_lstm_cell` with respect to its gate pre-activations (the same
+    for input and hidden gates) and to cx."""
+    fused = run_fused("lstm_cell_backward", grad_hy, grad_cy, cx, cy, workspace)
+    if fused is not None:
+        return fused
+    with no_grad():
+        i, f, g, o = chunk(workspace, 4, 1)
+        t = tanh(cy)
+        gc = mul(mul(grad_hy, o), rsub(mul(t, t), 1.0))
+        if grad_cy is not None:
+            gc = add(gc, grad_cy)
+        grad_gates = cat([mul(mul(gc, g), mul(i, rsub(i, 1.0))),
+                          mul(mul(gc, cx), mul(f, rsub(f, 1.0))),
+                          mul(mul(gc, i), rsub(mul(g, g), 1.0)),
+                          mul(mul(grad_hy, t), mul(o, rsub(o, 1.0)))], 1)
+        return grad_gates, mul(gc, f)
+
+
+@composite(variants="", fused=("lstm_layer", "lstm_layer_backward"))
+def _fused_lstm_layer(x: Tensor, h0: Tensor, c0: Tensor, w_ih: Tensor, w_hh: Tensor,
+                      bias: Tensor | None, reverse: bool, keep: bool) -> tuple | None:
+    """A whole LSTM layer (one direction, padded time-major input ``x`` of (T*B, I) rows,
+    last step first if `reverse`) in one backend kernel: ``(out, h_n, c_n, saved)``,
+    ``saved`` opaque to core and only passed to `_fused_lstm_layer_backward`. None when
+    the backend has no `lstm_layer` kernel, the dtype is not float32/float64, the
+    tensors' dtypes or devices differ (the per-step path promotes or raises as the ops
+    do), or a trace records: nn's LSTM then runs per step."""
+    if x._dtype not in (dt.float32, dt.float64):
+        return None
+    return run_fused("lstm_layer", x, w_ih, w_hh, bias, h0, c0, reverse, keep)
+
+
+@composite(variants="")
+def _fused_lstm_layer_backward(like: Tensor, saved: Any, grad_out: Tensor | None,
+                               grad_hn: Tensor | None, grad_cn: Tensor | None,
+                               needs: tuple) -> tuple:
+    """Gradients of `_fused_lstm_layer` for (x, w_ih, w_hh, bias, h0, c0), None where
+    ``needs`` is false; `like` is a tensor of the layer's dtype and device."""
+    grads = run_fused("lstm_layer_backward", saved, grad_out, grad_hn, grad_cn, needs)
+    if grads is None:
+        raise RuntimeError(f"_fused_lstm_layer_backward: backend {like._backend.name!r} ran "
+                           "lstm_layer but cannot run its backward now (no output gradient, "
+                           "or a trace is recording)")
+    return grads
+
+
+fused_kernel("lstm_cell", replaces="_fused_lstm_cell", outputs=("like", "like", "like"),
+             signature="lstm_cell(input_gates, hidden_gates, cx) -> (hy, cy, workspace)",
+             doc="One LSTM step (gates i, f, g, o): the ~12 elementwise ops in one kernel.")
+fused_kernel("lstm_cell_backward", replaces="_fused_lstm_cell_backward",
+             outputs=("like", "like"),
+             signature="lstm_cell_backward(grad_hy, grad_cy | None, cx, cy, workspace) -> "
+                       "(grad_gates, grad_cx)",
+             doc="The gradients of one LSTM step from its saved gates.")
+fused_kernel("lstm_layer", replaces="_fused_lstm_layer",
+             outputs=("like", "like", "like", "opaque"),
+             signature="lstm_layer(x, w_ih, w_hh, bias | None, h0, c0, reverse, keep) -> "
+                       "(out, h_n, c_n, saved)",
+             doc="A whole LSTM layer direction over a padded sequence, the time loop inside "
+                 "the backend; `saved` is opaque to core.")
+fused_kernel("lstm_layer_backward", replaces="_fused_lstm_layer_backward",
+             outputs=("like",) * 6,
+             signature="lstm_layer_backward(saved, grad_out | None, grad_hn | None, "
+                       "grad_cn | None, needs) -> (gx, gw_ih, gw_hh, gbias, gh0, gc0)",
+             doc="The whole layer's gradients, None where `needs` is false.")

@@ -1,0 +1,384 @@
+"""Reductions and scans: `sum`, `mean`, `prod`, `max`/`min` and friends, `all`/`any`,
+`var`/`std`, `logsumexp`, `norm`, `cumsum`.
+
+Kernels (signatures of their rules):
+
+    sum prod max min all any   kernel(input, dims=tuple|None, keepdim=) -> y; `dims=None`
+                               reduces all. (`max`/`min` are amax/amin.)
+    argmax argmin              kernel(input, dim=int|None, keepdim=) -> int64; None: over
+                               the flattened tensor.
+    cumsum                     kernel(input, dim=) -> y.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+from typing import Any
+
+from ember.core import costs
+from ember.core import dtype as dt
+from ember.core.apply import apply_labelled, record_grad
+from ember.core.declare import composite, primitive
+from ember.core.dispatch import run
+from ember.core.grad_mode import no_grad, state
+from ember.core.host import dtype_arg
+from ember.core.opdef import OPS, Grad, OutMeta
+from ember.core.opdef import Precision as P
+from ember.core.ops.elementwise import maximum, minimum, to_dtype, where
+from ember.core.ops.indexing import gather
+from ember.core.ops.shape import expand, reshape, squeeze
+from ember.core.shapes import fmt_shape, normalize_dim, normalize_dims, reduced_shape
+from ember.core.tensor import Tensor
+
+# -- rules ----------------------------------------------------------------------------
+
+
+def _reduction_rule(op: str):
+    def rule(input, *, dims=None, keepdim=False):
+        if op in ("max", "min") and input.numel() == 0 and (
+                dims is None or 0 in (input.shape[d] for d in dims)):
+            raise RuntimeError(f"{op}: cannot reduce over a zero-size dimension "
+                               f"(input shape {fmt_shape(input.shape)})")
+        shape = reduced_shape(input.shape, dims, keepdim)
+        if op in ("all", "any"):
+            return OutMeta(shape, dt.bool_, None)
+        if op in ("sum", "prod") and not input.dtype.is_floating_point:
+            return OutMeta(shape, dt.int64, dt.int64)
+        return OutMeta(shape, input.dtype, None)
+    return rule
+
+
+def _arg_rule(op: str):
+    def rule(input, *, dim=None, keepdim=False):
+        if input.numel() == 0:
+            raise RuntimeError(f"{op}: expected a non-empty tensor, got shape "
+                               f"{fmt_shape(input.shape)}")
+        dims = None if dim is None else (dim,)
+        return OutMeta(reduced_shape(input.shape, dims, keepdim), dt.int64, None)
+    return rule
+
+
+def _cumsum_rule(input, *, dim):
+    floating = input.dtype.is_floating_point
+    return OutMeta(input.shape, input.dtype if floating else dt.int64,
+                   None if floating else dt.int64)
+
+
+# -- helpers --------------------------------------------------------------------------
+
+
+def _dims_arg(op: str, x: Tensor, dim: Any) -> tuple[int, ...] | None:
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return None
+    return normalize_dims(op, dim, x.ndim)
+
+
+def expand_back(g: Tensor, shape: tuple, dims: tuple | None, keepdim: bool) -> Tensor:
+    """Broadcast a reduction's gradient back to the input's shape."""
+    if not keepdim:
+        if dims is None:
+            g = reshape(g, (1,) * len(shape))
+        else:
+            g = reshape(g, tuple(1 if i in dims else s for i, s in enumerate(shape)))
+    return expand(g, shape)
+
+
+def _as_requested(out: Tensor, dtype: Any) -> Tensor:
+    """An explicit `dtype=` is also the output dtype (ints otherwise accumulate in int64;
+    the wrap-around of the narrower type is the same either way)."""
+    return out if dtype is None else to_dtype(out, dtype_arg(dtype))
+
+
+def _cast_first(input: Tensor, dtype: Any) -> Tensor:
+    return input if dtype is None else to_dtype(input, dtype_arg(dtype))
+
+
+# -- sum, mean, prod ------------------------------------------------------------------
+
+
+@primitive(variants="function method out", rule=_reduction_rule("sum"),
+           precision=P.FLOAT32, cost=costs.reduction(1), grad=Grad(
+               input=lambda grad, input_shape, dims, keepdim: expand_back(
+                   grad, input_shape, dims, keepdim)))
+def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001
+        dtype: Any = None) -> Tensor:
+    """The sum of the elements over `dim` (all dimensions when None)."""
+    input = _cast_first(input, dtype)
+    dims = _dims_arg("sum", input, dim)
+    out = apply_labelled(OPS["sum"], "SumBackward1" if dims is not None else "SumBackward0",
+                         input, dims=dims, keepdim=keepdim)
+    return _as_requested(out, dtype)
+
+
+@composite(variants="method", cost=costs.reduction(1))
+def sum_to_size(self: Tensor, *size: Any) -> Tensor:
+    """This tensor summed down to `size`, which it must broadcast to (the gradient of a
+    broadcast)."""
+    shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) \
+        else tuple(size)
+    if tuple(self.shape) == shape:
+        return self
+    lead = self.ndim - len(shape)
+    dims = tuple(range(lead)) + tuple(
+        i + lead for i, s in enumerate(shape) if s == 1 and self.shape[i + lead] != 1)
+    out = sum(self, dims, keepdim=True) if dims else self
+    return reshape(out, shape) if tuple(out.shape) != shape else out
+
+
+def _mean_grad(grad, input_shape, dims, keepdim, n):
+    return expand_back(grad, input_shape, dims, keepdim) / (n if n else float("nan"))
+
+
+@composite(variants="function method out", traced_as_node=True, cost=costs.reduction(1),
+           grad=Grad(input=_mean_grad))
+def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
+         dtype: Any = None) -> Tensor:
+    """The mean of the elements over `dim` (all dimensions when None); floating tensors
+    only."""
+    input = _cast_first(input, dtype)
+    if not input._dtype.is_floating_point:
+        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either "
+                           f"a floating point or complex dtype. Got: {input._dtype}")
+    dims = _dims_arg("mean", input, dim)
+    n = input.numel() if dims is None else math.prod(input.shape[d] for d in dims)
+    with no_grad():
+        out = sum(input, dims, keepdim) / (n if n else float("nan"))
+    record_grad(OPS["mean"], (input,), {"dims": dims, "keepdim": keepdim, "n": n}, out,
+                "MeanBackward1" if dims is not None else "MeanBackward0")
+    return out
+
+
+def _prod_keep(x: Tensor, dims: tuple | None) -> Tensor:
+    if dims is None:
+        return reshape(prod(reshape(x, (-1,))), (1,) * x.ndim)
+    return prod(x, dims[0], keepdim=True)
+
+
+def _prod_grad(grad, input, result, dims, keepdim):
+    shape = tuple(input.shape)
+    gy = expand_back(grad * result, shape, dims, keepdim)
+    # product of the others = y / x where x != 0; where x == 0, recompute without it
+    is_zero = input == 0
+    safe = input.where(input != 0, 1.0)
+    others = expand_back(_prod_keep(safe, dims), shape, dims, True)
+    zeros_count = expand_back(sum(to_dtype(is_zero, input.dtype), dims, keepdim=True), shape,
+                              dims, True)
+    g_full = expand_back(grad, shape, dims, keepdim)
+    at_zero = where(zeros_count == 1.0, g_full * others, 0.0)
+    return where(is_zero, at_zero, gy / safe)
+
+
+@primitive(variants="function method", rule=_reduction_rule("prod"), precision=P.FLOAT32,
+           cpu_precision=P.FLOAT32, cost=costs.reduction(1), grad=Grad(input=_prod_grad))
+def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
+         dtype: Any = None) -> Tensor:
+    """The product of the elements over `dim` (all of them when None)."""
+    input = _cast_first(input, dtype)
+    dims = None if dim is None else (normalize_dim("prod", dim, input.ndim),)
+    out = apply_labelled(OPS["prod"], "ProdBackward0", input, dims=dims, keepdim=keepdim)
+    return _as_requested(out, dtype)
+
+
+# -- extremes -------------------------------------------------------------------------
+
+
+def _extreme_grad(grad, input, result, dims, keepdim):
+    shape = tuple(input.shape)
+    hit = to_dtype(input == expand_back(result, shape, dims, keepdim), grad.dtype)
+    count = sum(hit, dims, keepdim=True)
+    return expand_back(grad, shape, dims, keepdim) * hit / count
+
+
+def _extreme(op: str, input: Tensor, dims: tuple | None, keepdim: bool,
+             label: str | None = None) -> Tensor:
+    return apply_labelled(OPS[op], label or ("AmaxBackward0" if op == "max" else
+                                             "AminBackward0"), input, dims=dims,
+                          keepdim=keepdim)
+
+
+@composite(cost=costs.reduction(1))
+def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    """The maximum over `dim` (all dimensions when empty); the gradient is shared by
+    ties."""
+    return _extreme("max", input, _dims_arg("amax", input, dim), keepdim)
+
+
+@composite(cost=costs.reduction(1))
+def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    """The minimum over `dim` (all dimensions when empty); the gradient is shared by
+    ties."""
+    return _extreme("min", input, _dims_arg("amin", input, dim), keepdim)
+
+
+MaxResult = namedtuple("max", ["values", "indices"])
+MinResult = namedtuple("min", ["values", "indices"])
+
+
+def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool) -> Any:
+    if isinstance(dim, Tensor):  # max(a, b) is maximum(a, b)
+        return maximum(input, dim) if op == "max" else minimum(input, dim)
+    if dim is None:
+        return _extreme(op, input, None, False, "MaxBackward1" if op == "max" else
+                        "MinBackward1")
+    d = normalize_dim(op, dim, input.ndim)
+    if input.shape and input.shape[d] == 0:
+        raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+    idx = run("argmax" if op == "max" else "argmin", input, dim=d, keepdim=True)
+    values = gather(input, d, idx)
+    if not keepdim:
+        values, idx = squeeze(values, d), squeeze(idx, d)
+    return (MaxResult if op == "max" else MinResult)(values, idx)
+
+
+@primitive(rule=_reduction_rule("max"), cost=costs.reduction(1),
+           grad=Grad(input=_extreme_grad))
+def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    """The largest element; with `dim`, a (values, indices) pair along it; with a tensor,
+    the elementwise maximum."""
+    return _max_min("max", input, dim, keepdim)
+
+
+@primitive(rule=_reduction_rule("min"), cost=costs.reduction(1),
+           grad=Grad(input=_extreme_grad))
+def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    """The smallest element; with `dim`, a (values, indices) pair along it; with a tensor,
+    the elementwise minimum."""
+    return _max_min("min", input, dim, keepdim)
+
+
+@primitive(rule=_arg_rule("argmax"), cost=costs.reduction(1))
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """The index of the largest element (over the flattened tensor when `dim` is None)."""
+    d = None if dim is None else normalize_dim("argmax", dim, input.ndim)
+    return run("argmax", input, dim=d, keepdim=keepdim)
+
+
+@primitive(rule=_arg_rule("argmin"), cost=costs.reduction(1))
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """The index of the smallest element (over the flattened tensor when `dim` is None)."""
+    d = None if dim is None else normalize_dim("argmin", dim, input.ndim)
+    return run("argmin", input, dim=d, keepdim=keepdim)
+
+
+# -- logical --------------------------------------------------------------------------
+
+
+@primitive(rule=_reduction_rule("all"), cost=costs.reduction(1))
+def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    """Whether every element over `dim` is nonzero."""
+    return run("all", input, dims=_dims_arg("all", input, dim), keepdim=keepdim)
+
+
+@primitive(rule=_reduction_rule("any"), cost=costs.reduction(1))
+def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    """Whether any element over `dim` is nonzero."""
+    return run("any", input, dims=_dims_arg("any", input, dim), keepdim=keepdim)
+
+
+@composite(cost=costs.reduction(1))
+def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
+    """The number of nonzero elements over `dim`."""
+    return sum(input != 0, dim)
+
+
+# -- statistics -----------------------------------------------------------------------
+
+
+@composite(traced_as_node=True, cost=costs.reduction(4))
+def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
+        *, correction: Any = None) -> Tensor:
+    """The variance over `dim`, with Bessel's correction by default (`correction=1`)."""
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    if not input._dtype.is_floating_point:
+        raise RuntimeError(f"var(): expected a floating-point input, got {input._dtype}")
+    dims = _dims_arg("var", input, dim)
+    n = input.numel() if dims is None else math.prod(input.shape[d] for d in dims)
+    centered = input - mean(input, dims, keepdim=True)
+    total = sum(centered * centered, dims, keepdim)
+    return total / (n - correction if n - correction > 0 else float("nan"))
+
+
+@composite(cost=costs.reduction(5))
+def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
+        *, correction: Any = None) -> Tensor:
+    """The standard deviation over `dim` (see `var`)."""
+    return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
+
+
+@composite(variants="function", cost=costs.reduction(5))
+def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
+             keepdim: bool = False, *, correction: Any = None) -> tuple:
+    """(`var`, `mean`) over `dim`."""
+    return (var(input, dim, unbiased, keepdim, correction=correction),
+            mean(input, _dims_arg("var_mean", input, dim), keepdim))
+
+
+@composite(variants="function", cost=costs.reduction(5))
+def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
+             keepdim: bool = False, *, correction: Any = None) -> tuple:
+    """(`std`, `mean`) over `dim`."""
+    return (std(input, dim, unbiased, keepdim, correction=correction),
+            mean(input, _dims_arg("std_mean", input, dim), keepdim))
+
+
+@composite(traced_as_node=True, cost=costs.reduction(10))
+def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    """`log(sum(exp(input), dim))`, computed stably."""
+    dims = _dims_arg("logsumexp", input, dim)
+    with no_grad():
+        m = amax(input, dims if dims is not None else (), keepdim=True)
+        m = where(m.isinf(), 0.0, m)
+    out = ((input - m).exp().sum(dims, keepdim=True)).log() + m
+    if not keepdim:
+        out = reshape(out, tuple(s for i, s in enumerate(input.shape)
+                                 if dims is not None and i not in dims))
+    return out
+
+
+def _norm2_grad(grad, input, result, dims, keepdim):
+    shape = tuple(input.shape)
+    norm_ = expand_back(result, shape, dims, keepdim)
+    scale = where(norm_ == 0, 0.0, input / norm_)  # 0 at a zero vector, as PyTorch
+    return expand_back(grad, shape, dims, keepdim) * scale
+
+
+@composite(precision=P.FLOAT32, cost=costs.reduction(2),
+           grad=Grad(input=_norm2_grad))
+def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
+         dtype: Any = None) -> Tensor:
+    """The vector p-norm over `dim` (the Frobenius norm by default)."""
+    input = _cast_first(input, dtype)
+    dims = _dims_arg("norm", input, dim)
+    if p in ("fro", 2, 2.0):
+        with no_grad():
+            out = sum(input * input, dims, keepdim).sqrt()
+        if state.enabled:
+            record_grad(OPS["norm"], (input,), {"dims": dims, "keepdim": keepdim}, out,
+                        "NormBackward1" if dims is not None else "NormBackward0")
+        return out
+    if p in (math.inf, float("inf")):
+        return _extreme("max", input.abs(), dims, keepdim)
+    if p in (-math.inf, float("-inf")):
+        return _extreme("min", input.abs(), dims, keepdim)
+    if p == 1:
+        return sum(input.abs(), dims, keepdim)
+    if p == 0:
+        return sum(to_dtype(input != 0, input.dtype), dims, keepdim)
+    if isinstance(p, str):
+        raise RuntimeError(f"norm(): unsupported norm type {p!r}")
+    return sum(input.abs() ** p, dims, keepdim) ** (1.0 / p)
+
+
+# -- scans ----------------------------------------------------------------------------
+
+
+@primitive(variants="function method inplace out", rule=_cumsum_rule, precision=P.FLOAT32,
+           cost=costs.reduction(1),
+           grad=Grad(input=lambda grad, dim: grad.flip((dim,)).cumsum(dim).flip((dim,))))
+def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """The cumulative sum along `dim`."""
+    input = _cast_first(input, dtype)
+    d = normalize_dim("cumsum", dim, input.ndim)
+    return _as_requested(apply_labelled(OPS["cumsum"], "CumsumBackward0", input, dim=d), dtype)

@@ -1,0 +1,491 @@
+"""Shape ops: views that share storage (`reshape`/`view`, `permute`/`transpose`,
+`expand`, `squeeze` ...), copies (`clone`, `flip`, `tril`/`triu`, `repeat`), and joining
+(`cat`, `stack`).
+
+Kernels (signatures of their rules):
+
+    reshape   kernel(input, shape=, copy=) -> y; with copy=False it must return a view or
+              raise `ember.core.backend.ViewNotPossible`; with copy=True it may copy.
+    permute   kernel(input, dims=) -> a view.      expand  kernel(input, shape=) -> a view.
+    flip      kernel(input, dims=) -> a copy.      clone   kernel(input) -> a copy.
+    tril/triu kernel(input, diagonal=) -> a copy.  cat     kernel(*tensors, dim=) -> y.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from ember.core import costs
+from ember.core import dtype as dt
+from ember.core.apply import apply, apply_labelled, record_grad
+from ember.core.backend import ViewNotPossible
+from ember.core.declare import composite, primitive
+from ember.core.dispatch import run
+from ember.core.grad_mode import state
+from ember.core.inplace import as_view, metadata_inplace
+from ember.core.opdef import OPS, Grad, OutMeta
+from ember.core.opdef import Precision as P
+from ember.core.shapes import (
+    broadcast_shapes,
+    fmt_shape,
+    infer_reshape,
+    normalize_dim,
+    normalize_dims,
+)
+from ember.core.tensor import Tensor
+
+# -- rules ----------------------------------------------------------------------------
+
+
+def _reshape_rule(input, *, shape, copy=True):
+    return OutMeta(shape, input.dtype, None)
+
+
+def _permute_rule(input, *, dims):
+    if sorted(dims) != list(range(input.ndim)):
+        raise RuntimeError(f"permute: dims {list(dims)} are not a permutation of the "
+                           f"{input.ndim} dimensions of a tensor of shape "
+                           f"{fmt_shape(input.shape)}")
+    return OutMeta(tuple(input.shape[d] for d in dims), input.dtype, None)
+
+
+def _expand_rule(input, *, shape):
+    if len(shape) < input.ndim:
+        raise RuntimeError(f"expand: the number of sizes provided ({len(shape)}) must be "
+                           f"greater or equal to the number of dimensions in the tensor "
+                           f"({input.ndim})")
+    lead = len(shape) - input.ndim
+    out = list(shape[:lead])
+    for i, (s, n) in enumerate(zip(input.shape, shape[lead:])):
+        if n == -1:
+            n = s
+        if s != n and s != 1:
+            raise RuntimeError(
+                f"expand: the expanded size of the tensor ({n}) must match the existing size "
+                f"({s}) at non-singleton dimension {i + lead}.  Target sizes: "
+                f"{fmt_shape(shape)}.  Tensor sizes: {fmt_shape(input.shape)}")
+        out.append(n)
+    if any(s < 0 for s in out):
+        raise RuntimeError(f"expand: -1 is not allowed in a leading, non-existing dimension "
+                           f"(target sizes {fmt_shape(shape)})")
+    return OutMeta(tuple(out), input.dtype, None)
+
+
+def _flip_rule(input, *, dims):
+    return OutMeta(input.shape, input.dtype, None)
+
+
+def _clone_rule(input):
+    return OutMeta(input.shape, input.dtype, None)
+
+
+def _triangle_rule(input, *, diagonal=0):
+    return OutMeta(input.shape, input.dtype, None)
+
+
+def _cat_rule(*tensors, dim):
+    shapes = [tuple(x.shape) for x in tensors]
+    ref = shapes[0]
+    for i, shape in enumerate(shapes):
+        if len(shape) != len(ref):
+            raise RuntimeError(f"cat: tensors must have the same number of dimensions: got "
+                               f"{len(ref)} and {len(shape)} (tensor {i})")
+        if shape != ref and any(s != r for d, (s, r) in enumerate(zip(shape, ref)) if d != dim):
+            d = next(d for d, (s, r) in enumerate(zip(shape, ref)) if d != dim and s != r)
+            raise RuntimeError(
+                f"cat: sizes of tensors must match except in dimension {dim}. Expected "
+                f"size {ref[d]} but got size {shape[d]} for tensor number {i} "
+                f"in the list (shapes {fmt_shape(ref)} and {fmt_shape(shape)})")
+    common = tensors[0].dtype
+    for x in tensors[1:]:
+        if x.dtype is not common:
+            common = dt.promote_types(common, x.dtype)
+    out = list(ref)
+    out[dim] = sum(s[dim] for s in shapes)
+    return OutMeta(tuple(out), common, common)
+
+
+def sizes_arg(args: tuple, kwargs: dict | None = None, name: str = "size") -> tuple[int, ...]:
+    """Sizes given as separate ints (`x.view(2, 3)`), as one sequence (`x.view((2, 3))`),
+    or by keyword (`x.view(size=(2, 3))`)."""
+    if kwargs:
+        if args or set(kwargs) != {name}:
+            raise TypeError(f"expected the sizes as arguments or as {name}=, got {args} and "
+                            f"{sorted(kwargs)}")
+        args = (kwargs[name],)
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = tuple(args[0])
+    return tuple(int(a) for a in args)
+
+
+# -- reshape and view -----------------------------------------------------------------
+
+
+def _reshape_impl(x: Tensor, shape: tuple, must_view: bool, op: str,
+                  label: str | None = None) -> Tensor:
+    shape = infer_reshape(op, tuple(x.shape), x.numel(), shape)
+    if tuple(x.shape) == shape and not must_view:
+        return x
+    reshape_op = OPS["reshape"]
+    try:
+        out = run("reshape", x, shape=shape, copy=False)
+        viewed = True
+    except ViewNotPossible:
+        if must_view:
+            raise RuntimeError(
+                f"view size is not compatible with input tensor's size and stride (at least "
+                f"one dimension spans across two contiguous subspaces); shape "
+                f"{fmt_shape(tuple(x.shape))} -> {fmt_shape(shape)}. Use .reshape(...) "
+                "instead.") from None
+        out = run("reshape", x, shape=shape, copy=True)
+        viewed = False
+    if viewed:
+        as_view(out, x, lambda b: reshape(b, shape))
+    if state.enabled and x._requires_grad:
+        record_grad(reshape_op, (x,), {"shape": shape, "copy": not viewed}, out,
+                    label or ("ViewBackward0" if viewed else "UnsafeViewBackward0"))
+    return out
+
+
+def _reshape_method(self: Tensor, *shape: Any, **kwargs: Any) -> Tensor:
+    return _reshape_impl(self, sizes_arg(shape, kwargs, "shape"), False, "reshape")
+
+
+@primitive(rule=_reshape_rule, view=True, cost=costs.view, method=_reshape_method,
+           grad=Grad(input=lambda grad, input_shape: grad.reshape(input_shape)))
+def reshape(input: Tensor, shape: Sequence[int]) -> Tensor:
+    """The same values in a new shape: a view when the strides allow one, else a copy.
+    One dimension may be -1 (inferred)."""
+    return _reshape_impl(input, sizes_arg((shape,)), False, "reshape")
+
+
+@composite(variants="method", cost=costs.view)
+def view(self: Tensor, *shape: Any, **kwargs: Any) -> Tensor:
+    """A view with a new shape; raises when the strides do not allow one."""
+    if len(shape) == 1 and isinstance(shape[0], dt.dtype):
+        raise NotImplementedError("view(dtype) is not supported")
+    return _reshape_impl(self, sizes_arg(shape, kwargs), True, "view")
+
+
+@composite(variants="method", cost=costs.view)
+def view_as(self: Tensor, other: Tensor) -> Tensor:
+    """A view of this tensor with `other`'s shape."""
+    return view(self, tuple(other.shape))
+
+
+@composite(variants="method", cost=costs.view)
+def reshape_as(self: Tensor, other: Tensor) -> Tensor:
+    """This tensor reshaped to `other`'s shape."""
+    return reshape(self, tuple(other.shape))
+
+
+@composite(cost=costs.view)
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Flattens dimensions `start_dim` to `end_dim` into one."""
+    if input.ndim == 0:
+        return reshape(input, (1,))
+    s = normalize_dim("flatten", start_dim, input.ndim)
+    e = normalize_dim("flatten", end_dim, input.ndim)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    shape = tuple(input.shape)
+    return reshape(input, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
+
+
+@composite(cost=costs.view)
+def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+    """Expands dimension `dim` into `sizes`."""
+    d = normalize_dim("unflatten", dim, input.ndim)
+    shape = tuple(input.shape)
+    inner = infer_reshape("unflatten", (shape[d],), shape[d], tuple(sizes))
+    return reshape(input, shape[:d] + inner + shape[d + 1:])
+
+
+def _alias(x: Tensor) -> Tensor:
+    """A new tensor object that views all of `x` (PyTorch returns one for no-op views)."""
+    return _reshape_impl(x, tuple(x.shape), True, "view")
+
+
+@composite(variants="function method inplace", cost=costs.view,
+           inplace_method=metadata_inplace(lambda self, dim=None: squeeze(self, dim)))
+def squeeze(input: Tensor, dim: Any = None) -> Tensor:
+    """Removes dimensions of size 1 (only `dim`, an int or a tuple, when given)."""
+    shape = tuple(input.shape)
+    if dim is None:
+        new = tuple(s for s in shape if s != 1)
+    else:
+        dims = normalize_dims("squeeze", dim, input.ndim) or ()
+        new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
+    return reshape(input, new) if new != shape else _alias(input)
+
+
+@composite(variants="function method inplace", cost=costs.view,
+           inplace_method=metadata_inplace(lambda self, dim: unsqueeze(self, dim)))
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    """Inserts a dimension of size 1 at `dim`."""
+    d = normalize_dim("unsqueeze", dim, input.ndim + 1)
+    shape = tuple(input.shape)
+    return _reshape_impl(input, shape[:d] + (1,) + shape[d:], False, "unsqueeze",
+                         "UnsqueezeBackward0")
+
+
+# -- permutations ---------------------------------------------------------------------
+
+
+def _permute_impl(input: Tensor, dims: tuple, label: str) -> Tensor:
+    out = apply_labelled(OPS["permute"], label, input, dims=dims)
+    return as_view(out, input, lambda b: permute(b, dims))
+
+
+def _inverse(dims: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(sorted(range(len(dims)), key=lambda i: dims[i]))
+
+
+def _permute_method(self: Tensor, *dims: Any, **kwargs: Any) -> Tensor:
+    return permute(self, sizes_arg(dims, kwargs, "dims"))
+
+
+@primitive(rule=_permute_rule, view=True, cost=costs.view, method=_permute_method,
+           grad=Grad(input=lambda grad, dims: grad.permute(_inverse(dims))))
+def permute(input: Tensor, dims: Sequence[int]) -> Tensor:
+    """A view with the dimensions reordered as `dims`."""
+    dims = tuple(normalize_dim("permute", d, input.ndim) for d in sizes_arg((dims,)))
+    if len(dims) != input.ndim:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
+                           f"not match the length of the desired ordering of dimensions i.e. "
+                           f"input.dim() = {input.ndim} is not equal to len(dims) = {len(dims)}")
+    return _permute_impl(input, dims, "PermuteBackward0")
+
+
+@composite(variants="function method inplace", cost=costs.view, aliases="swapaxes swapdims",
+           inplace_method=metadata_inplace(lambda self, d0, d1: transpose(self, d0, d1)))
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """A view with dimensions `dim0` and `dim1` swapped."""
+    n = input.ndim
+    if n == 0:
+        return _alias(input)
+    a, b = normalize_dim("transpose", dim0, n), normalize_dim("transpose", dim1, n)
+    order = list(range(n))
+    order[a], order[b] = order[b], order[a]
+    return _permute_impl(input, tuple(order), "TransposeBackward0")
+
+
+swapaxes = swapdims = transpose
+
+
+@composite(variants="function method inplace", cost=costs.view,
+           inplace_method=metadata_inplace(lambda self: t(self)))
+def t(input: Tensor) -> Tensor:
+    """Transpose of a tensor with at most 2 dimensions."""
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                           f"{input.ndim}D")
+    return _permute_impl(input, (1, 0), "TBackward0") if input.ndim == 2 else \
+        _reshape_impl(input, tuple(input.shape), True, "t", "TBackward0")
+
+
+@composite(cost=costs.view, aliases="moveaxis")
+def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
+    """Moves the dimensions `source` to the positions `destination`."""
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    n = input.ndim
+    src = [normalize_dim("movedim", s, n) for s in src]
+    dst = [normalize_dim("movedim", d, n) for d in dst]
+    order = [i for i in range(n) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute(input, tuple(order))
+
+
+moveaxis = movedim
+
+
+# -- broadcasting ---------------------------------------------------------------------
+
+
+def _expand_method(self: Tensor, *sizes: Any, **kwargs: Any) -> Tensor:
+    return expand(self, sizes_arg(sizes, kwargs))
+
+
+def _expand(input: Tensor, shape: tuple[int, ...]) -> Tensor:
+    if shape == tuple(input.shape):
+        return input
+    out = apply(OPS["expand"], input, shape=shape)
+    return as_view(out, input, lambda b: _expand(b, shape))
+
+
+@primitive(variants="method", rule=_expand_rule, view=True, cost=costs.view,
+           method=_expand_method,
+           grad=Grad(input=lambda grad, input_shape: grad.sum_to_size(input_shape)))
+def expand(input: Tensor, size: Sequence[int]) -> Tensor:
+    """A view with size-1 dimensions repeated to `size` (no copy); -1 keeps a size."""
+    return _expand(input, sizes_arg((size,)))
+
+
+@composite(variants="method", cost=costs.view)
+def expand_as(self: Tensor, other: Tensor) -> Tensor:
+    """This tensor expanded to `other`'s shape."""
+    return expand(self, tuple(other.shape))
+
+
+@composite(cost=costs.view)
+def broadcast_to(input: Tensor, size: Sequence[int]) -> Tensor:
+    """`input` broadcast to `size` (a view)."""
+    return expand(input, tuple(size))
+
+
+@composite(variants="function", cost=costs.view)
+def broadcast_tensors(*tensors: Tensor) -> tuple:
+    """The tensors broadcast to their common shape (views)."""
+    shape: tuple = ()
+    for x in tensors:
+        shape = broadcast_shapes("broadcast_tensors", shape, tuple(x.shape))
+    return tuple(expand(x, shape) for x in tensors)
+
+
+def _repeat_method(self: Tensor, *repeats: Any, **kwargs: Any) -> Tensor:
+    return repeat(self, sizes_arg(repeats, kwargs, "repeats"))
+
+
+@composite(variants="method", method=_repeat_method, cost=costs.movement)
+def repeat(input: Tensor, repeats: Sequence[int]) -> Tensor:
+    """Tiles the tensor `repeats[i]` times along each dimension (a copy)."""
+    reps = sizes_arg((repeats,))
+    if len(reps) < input.ndim:
+        raise RuntimeError("repeat(): Number of dimensions of repeat dims can not be smaller "
+                           "than number of dimensions of tensor")
+    x = reshape(input, (1,) * (len(reps) - input.ndim) + tuple(input.shape))
+    shape = tuple(x.shape)
+    # insert a broadcast axis before each dimension, expand it, and fold it in
+    inter = tuple(v for s in shape for v in (1, s))
+    target = tuple(v for r, s in zip(reps, shape) for v in (r, s))
+    out = expand(reshape(x, inter), target)
+    return reshape(contiguous(out), tuple(r * s for r, s in zip(reps, shape)))
+
+
+@composite(cost=costs.movement)
+def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
+    """Like `repeat`, with missing leading repeats taken as 1."""
+    dims = tuple(dims)
+    if len(dims) < input.ndim:
+        dims = (1,) * (input.ndim - len(dims)) + dims
+    return repeat(input, dims)
+
+
+# -- copies ---------------------------------------------------------------------------
+
+
+def _flip_method(self: Tensor, *dims: Any, **kwargs: Any) -> Tensor:
+    return flip(self, sizes_arg(dims, kwargs, "dims"))
+
+
+@primitive(rule=_flip_rule, cost=costs.movement, method=_flip_method,
+           grad=Grad(input=lambda grad, dims: grad.flip(dims)))
+def flip(input: Tensor, dims: Sequence[int]) -> Tensor:
+    """A copy with the order of elements reversed along `dims`."""
+    dims = normalize_dims("flip", sizes_arg((dims,)), input.ndim) or ()
+    return apply(OPS["flip"], input, dims=dims)
+
+
+def _triangle(op: str, input: Tensor, diagonal: int) -> Tensor:
+    if input.ndim < 2:
+        raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions")
+    return apply(OPS[op], input, diagonal=diagonal)
+
+
+@primitive(variants="function method inplace", rule=_triangle_rule, cost=costs.movement,
+           grad=Grad(input=lambda grad, diagonal: grad.tril(diagonal)))
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    """The lower triangle of the last two dimensions (the rest zeroed)."""
+    return _triangle("tril", input, diagonal)
+
+
+@primitive(variants="function method inplace", rule=_triangle_rule, cost=costs.movement,
+           grad=Grad(input=lambda grad, diagonal: grad.triu(diagonal)))
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    """The upper triangle of the last two dimensions (the rest zeroed)."""
+    return _triangle("triu", input, diagonal)
+
+
+@primitive(rule=_clone_rule, cost=costs.movement, grad=Grad(input=lambda grad: grad))
+def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
+    """A copy with its own storage; differentiable."""
+    return apply(OPS["clone"], input)
+
+
+@composite(variants="method", cost=costs.movement)
+def contiguous(self: Tensor, memory_format: Any = None) -> Tensor:
+    """This tensor if its elements are dense in row-major order, else a copy that is."""
+    if self._backend.is_contiguous(self._data):
+        return self
+    return clone(self)
+
+
+@composite(variants="method", cost=costs.view)
+def is_contiguous(self: Tensor, memory_format: Any = None) -> bool:
+    """Whether this tensor's elements are dense in row-major order."""
+    return bool(self._backend.is_contiguous(self._data))
+
+
+# -- joining --------------------------------------------------------------------------
+
+
+def _cat_grads(grad, dim, tensors_shape, needs):
+    grads, start = [], 0
+    for shape, need in zip(tensors_shape, needs):
+        grads.append(grad.narrow(dim, start, shape[dim]) if need else None)
+        start += shape[dim]
+    return tuple(grads)
+
+
+@primitive(variants="function out", rule=_cat_rule, cost=costs.movement,
+           precision=P.PROMOTE, cpu_precision=P.PROMOTE, aliases="concat concatenate",
+           grad=Grad(each=_cat_grads))
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Concatenates tensors along an existing dimension."""
+    tensors = [x for x in tensors]
+    if not tensors:
+        raise RuntimeError("cat(): expected a non-empty list of Tensors")
+    if not isinstance(tensors[0], Tensor):
+        raise TypeError(f"cat(): expected a sequence of Tensors, got "
+                        f"{type(tensors[0]).__name__}")
+    # PyTorch skips legacy empty 1-D tensors of shape (0,)
+    tensors = [x for x in tensors if not (x.ndim == 1 and x.shape[0] == 0)] or tensors[:1]
+    d = normalize_dim("cat", dim, tensors[0].ndim)
+    return apply(OPS["cat"], *tensors, dim=d)
+
+
+concat = concatenate = cat
+
+
+@composite(variants="function out", cost=costs.movement, precision=P.PROMOTE,
+           cpu_precision=P.PROMOTE)
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Joins tensors of one shape along a new dimension."""
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack(): expected a non-empty list of Tensors")
+    shape = tuple(tensors[0].shape)
+    for i, x in enumerate(tensors):
+        if tuple(x.shape) != shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{fmt_shape(shape)} at entry 0 and {fmt_shape(tuple(x.shape))} "
+                               f"at entry {i}")
+    d = normalize_dim("stack", dim, len(shape) + 1)
+    return cat([unsqueeze(x, d) for x in tensors], d)
+
+
+@composite(variants="function", cost=costs.movement)
+def hstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Joins tensors column-wise (along dim 1; dim 0 for 1-D tensors)."""
+    tensors = list(tensors)
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+@composite(variants="function", cost=costs.movement)
+def vstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Joins tensors row-wise (1-D tensors become rows)."""
+    return cat([x if x.ndim > 1 else unsqueeze(x, 0) for x in tensors], 0)

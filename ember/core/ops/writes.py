@@ -1,0 +1,95 @@
+"""Ops that write new values into a tensor: `fill_`, `zero_`, `copy_`, and the random
+fills (`uniform_`, `normal_`, `bernoulli_`, `exponential_`, `random_`), plus
+`bernoulli`. Through ember.core.inplace, they are differentiable where PyTorch's are
+(`copy_` and a tensor `fill_` pass the gradient to their source).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember.core import costs
+from ember.core import dtype as dt
+from ember.core.creation import full, full_like, rand, randint, randn
+from ember.core.declare import composite
+from ember.core.inplace import apply_inplace
+from ember.core.ops.elementwise import lt, to_device, to_dtype
+from ember.core.ops.shape import expand
+from ember.core.tensor import Tensor
+
+
+@composite(variants="function method", cost=costs.creation)
+def fill_(self: Tensor, value: Any) -> Tensor:
+    """Fills this tensor with `value` (a number or a 0-d tensor), in place."""
+    if isinstance(value, Tensor):
+        return apply_inplace(self, lambda old: expand(to_dtype(value, self._dtype),
+                                                      tuple(self.shape)), value, op="fill_")
+    return apply_inplace(self, lambda old: full_like(old, value), op="fill_")
+
+
+@composite(variants="function method", cost=costs.creation)
+def zero_(self: Tensor) -> Tensor:
+    """Fills this tensor with zeros, in place."""
+    return fill_(self, 0)
+
+
+@composite(variants="method", cost=costs.movement)
+def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
+    """Copies `src` (broadcastable; any device or dtype) into this tensor, in place."""
+    if not isinstance(src, Tensor):
+        src = Tensor._from_data(src, device=self.device)
+
+    def compute(old: Tensor) -> Tensor:
+        moved = to_dtype(to_device(src, self.device), self._dtype)
+        return expand(moved, tuple(self.shape)) if tuple(moved.shape) != tuple(self.shape) \
+            else moved
+    return apply_inplace(self, compute, src, op="copy_")
+
+
+@composite(variants="method", cost=costs.creation)
+def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> Tensor:
+    """Fills this tensor with numbers drawn uniformly from [a, b), in place."""
+    r = rand(tuple(self.shape), dtype=self.dtype, device=self.device, generator=generator)
+    return apply_inplace(self, lambda old: r * (b - a) + a, op="uniform_")
+
+
+@composite(variants="method", cost=costs.creation)
+def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *,
+            generator: Any = None) -> Tensor:
+    """Fills this tensor with numbers drawn from N(mean, std²), in place."""
+    r = randn(tuple(self.shape), dtype=self.dtype, device=self.device, generator=generator)
+    return apply_inplace(self, lambda old: r * std + mean, op="normal_")
+
+
+@composite(variants="function method", cost=costs.creation)
+def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
+    """1 with probability `input` (or `p`) for each element, else 0."""
+    probs = input if p is None else full_like(input, p)
+    r = rand(tuple(input.shape), dtype=probs.dtype if probs.dtype.is_floating_point else
+             dt.get_default_dtype(), device=input.device, generator=generator)
+    return to_dtype(lt(r, probs), input.dtype)
+
+
+@composite(variants="method", cost=costs.creation)
+def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
+    """Fills this tensor with 1 with probability `p` (else 0), in place."""
+    probs = p if isinstance(p, Tensor) else full(tuple(self.shape), p, dtype=dt.float32,
+                                                  device=self.device)
+    return copy_(self, bernoulli(probs, generator=generator))
+
+
+@composite(variants="method", cost=costs.creation)
+def exponential_(self: Tensor, lambd: float = 1.0, *, generator: Any = None) -> Tensor:
+    """Fills this tensor with numbers drawn from the exponential distribution, in place."""
+    u = rand(tuple(self.shape), dtype=self.dtype, device=self.device, generator=generator)
+    return copy_(self, -(-u).log1p() / lambd)
+
+
+@composite(variants="method", cost=costs.creation)
+def random_(self: Tensor, from_: int = 0, to: int | None = None, *,
+            generator: Any = None) -> Tensor:
+    """Fills this tensor with integers drawn uniformly from [from_, to), in place."""
+    if to is None:
+        from_, to = 0, (2 ** 24 if self.dtype.is_floating_point else 2 ** 31)
+    return copy_(self, randint(from_, to, tuple(self.shape), device=self.device,
+                               generator=generator))

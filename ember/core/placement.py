@@ -1,0 +1,54 @@
+"""Which backend serves a device: `resolve("cuda:1")`, and the default device that
+factories use when none is given (`ember.set_default_device`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember.core import plugins, scheduler
+from ember.core.backend import Backend
+from ember.core.device import device as Device
+
+DeviceLike = str | Device | int | None
+
+_default_device: Device | None = None
+
+
+def set_default_device(device: DeviceLike) -> None:
+    """Make factories create tensors on `device` when none is given (None: the CPU)."""
+    global _default_device
+    _default_device = None if device is None else resolve(device)[0]
+
+
+def get_default_device() -> Device:
+    """The device factories use when none is given."""
+    return _default_device or Device("cpu")
+
+
+def resolve(device: Any) -> tuple[Device, Backend]:
+    """A device-like value -> (the normalised device, its backend), or a clear error that
+    lists what is available and why the rest is not."""
+    if device is None:
+        device = _default_device or "cpu"
+    if isinstance(device, int):
+        device = Device("cuda", device)
+    if not isinstance(device, Device):
+        device = Device(device)
+    if device.type == "auto":
+        device = scheduler.default_device()
+    backend = plugins.get_backend(device.type)
+    reason = plugins.safe_unavailable_reason(backend)
+    if reason is not None:
+        raise RuntimeError(f"device {str(device)!r} is not available: {reason}\n"
+                           f"{plugins.registry.summary()}")
+    if backend.name == "cpu":
+        if device.index not in (None, 0):
+            raise RuntimeError(f"device 'cpu:{device.index}' does not exist: the CPU backend "
+                               "has one device, 'cpu'")
+        return Device("cpu"), backend
+    index = device.index or 0
+    count = backend.device_count()
+    if index >= count:
+        raise RuntimeError(f"device '{backend.name}:{index}' does not exist: {backend.name} "
+                           f"has {count} device(s)")
+    return Device(backend.name, index), backend
