@@ -10,8 +10,13 @@ its one declaration (ember/core/ops). `ember.nn`, `ember.optim` and the other
 subpackages load on first use.
 """
 
-import ember._early  # noqa: F401 - first: before anything loads NumPy (see the module)
-from ember import autograd, utils
+from __future__ import annotations
+
+from ember import (
+    _early,  # noqa: F401 - first: before anything loads NumPy (see the module)
+    autograd,
+    utils,
+)
 from ember.core.creation import (
     Generator,
     arange,

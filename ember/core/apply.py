@@ -65,23 +65,23 @@ def record_grad(op: Op, operands: Sequence[Any], attrs: dict, result: Tensor,
     """
     if not (state.enabled and result._dtype.is_floating_point):
         return
-    needs = tuple(isinstance(v, Tensor) and v._requires_grad for v in operands)
-    if not any(needs):
+    needs = tuple([isinstance(v, Tensor) and v._requires_grad for v in operands])
+    if True not in needs:
         return
-    spec = op.grad
-    plan = _plan(op, spec, needs, len(operands))
+    plan = op.grad.plans.get(needs)
+    if plan is None:
+        plan = op.grad.plans[needs] = _make_plan(op, needs)
     saved: list[Tensor] = []
     values: dict[str, Any] = {}
-    for name in plan.reads:
-        source, where = plan.sources[name]
+    for name, source, where in plan.steps:
         if source == "operand":
-            value = operands[where] if isinstance(where, int) else list(operands[where])
-            if isinstance(value, list):
-                values[name] = ("list", len(saved), len(value))
-                saved.extend(value)
-            elif isinstance(value, Tensor):
+            value = operands[where]
+            if isinstance(value, Tensor):
                 values[name] = ("saved", len(saved))
                 saved.append(value)
+            elif isinstance(where, slice):  # a `*rest` operand: a list of tensors
+                values[name] = ("list", len(saved), len(value))
+                saved.extend(value)
             else:  # a Python number: kept as it is
                 values[name] = ("value", value)
         elif source == "result":
@@ -89,8 +89,8 @@ def record_grad(op: Op, operands: Sequence[Any], attrs: dict, result: Tensor,
             saved.append(result)
         elif source == "shape":
             v = operands[where]
-            values[name] = ("value", [tuple(t.shape) for t in v] if isinstance(where, slice)
-                            else tuple(v.shape))
+            values[name] = ("value", [t._data.shape for t in v] if isinstance(where, slice)
+                            else v._data.shape)
         elif source == "attr":
             value = attrs[name]
             if isinstance(value, Tensor):  # a tensor attribute is saved like an operand
@@ -100,38 +100,29 @@ def record_grad(op: Op, operands: Sequence[Any], attrs: dict, result: Tensor,
                 values[name] = ("value", value)
         else:  # "needs"
             values[name] = ("value", needs)
-    edges = tuple(edge_of(v) if need else None for v, need in zip(operands, needs))
-    metas = tuple((tuple(v.shape), v._dtype) if need else None
-                  for v, need in zip(operands, needs))
-    node = FnNode(label or spec.label or default_label(op.name), _backward, edges, saved,
-                  spec=spec, names=plan.names, values=values, metas=metas)
+    edges = tuple([edge_of(v) if need else None for v, need in zip(operands, needs)])
+    metas = tuple([(v._data.shape, v._dtype) if need else None
+                   for v, need in zip(operands, needs)])
+    node = FnNode(label or plan.label, _backward, edges, saved, plan=plan, values=values,
+                  metas=metas)
     result._node = node
     result._requires_grad = True
 
 
 class _Plan:
-    """What a node of `op` keeps, for one combination of operands needing a gradient."""
+    """What a node of an op keeps, for one combination of operands needing a gradient."""
 
-    __slots__ = ("names", "reads", "sources")
+    __slots__ = ("spec", "label", "names", "steps")
 
-    def __init__(self, names: tuple[str, ...], reads: tuple[str, ...], sources: dict):
+    def __init__(self, spec: Grad, label: str, names: tuple[str, ...], steps: tuple) -> None:
+        self.spec = spec
+        self.label = label  # the node's name unless the caller gives one
         self.names = names  # the name of each operand (a `*rest` name repeats)
-        self.reads = reads  # every name a formula to run reads
-        self.sources = sources  # name -> (kind, operand index or slice)
+        self.steps = steps  # (name, source, operand index or slice) for what formulas read
 
 
-_plans: dict[tuple, _Plan] = {}
-
-
-def _plan(op: Op, spec: Grad, needs: tuple[bool, ...], count: int) -> _Plan:
-    key = (op.name, needs)
-    plan = _plans.get(key)
-    if plan is None:
-        plan = _plans[key] = _make_plan(op, spec, needs, count)
-    return plan
-
-
-def _make_plan(op: Op, spec: Grad, needs: tuple[bool, ...], count: int) -> _Plan:
+def _make_plan(op: Op, needs: tuple[bool, ...]) -> _Plan:
+    spec, count = op.grad, len(needs)
     declared = grad_operands(op)
     rest = _rest_name(op)
     fixed = [n for n in declared if n != rest]
@@ -146,19 +137,17 @@ def _make_plan(op: Op, spec: Grad, needs: tuple[bool, ...], count: int) -> _Plan
         for name, need in zip(names, needs):
             if need and name in spec.formulas:
                 reads.update(spec.formulas[name].reads)
-    sources = {}
-    for name in reads:
+    steps = []
+    for name in sorted(reads):
         if name in where:
-            sources[name] = ("operand", where[name])
-        elif name == "result":
-            sources[name] = ("result", None)
-        elif name == "needs":
-            sources[name] = ("needs", None)
+            steps.append((name, "operand", where[name]))
+        elif name in ("result", "needs"):
+            steps.append((name, name, None))
         elif name.endswith("_shape") and name[:-6] in where:
-            sources[name] = ("shape", where[name[:-6]])
+            steps.append((name, "shape", where[name[:-6]]))
         else:
-            sources[name] = ("attr", None)
-    return _Plan(names, tuple(sorted(reads)), sources)
+            steps.append((name, "attr", None))
+    return _Plan(spec, spec.label or default_label(op.name), names, tuple(steps))
 
 
 def _rest_name(op: Op) -> str | None:
@@ -173,7 +162,8 @@ def _rest_name(op: Op) -> str | None:
 
 def _backward(node: FnNode, grad: Tensor) -> tuple:
     a = node.attrs
-    spec: Grad = a["spec"]
+    plan: _Plan = a["plan"]
+    spec = plan.spec
     saved = node.saved_tensors
     values = {}
     for name, entry in a["values"].items():
@@ -187,7 +177,7 @@ def _backward(node: FnNode, grad: Tensor) -> tuple:
         grads = spec.each.fn(grad, **{r: values[r] for r in spec.each.reads})
     else:
         grads = []
-        for name, need in zip(a["names"], node.needs):
+        for name, need in zip(plan.names, node.needs):
             formula = spec.formulas.get(name) if need else None
             if need and formula is None:
                 raise RuntimeError(f"the derivative of {node.name()} with respect to its "

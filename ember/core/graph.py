@@ -52,8 +52,8 @@ class Node:
 
     def __init__(self, next_edges: tuple, saved: Sequence[Any] = (), **attrs: Any) -> None:
         self.next_edges = next_edges  # per input: (Node, output_nr) or None
-        self.needs = tuple(e is not None for e in next_edges)
-        self._saved = tuple(SavedTensor(t) for t in saved) if saved else ()
+        self.needs = tuple([e is not None for e in next_edges])
+        self._saved = tuple([SavedTensor(t) for t in saved]) if saved else ()
         self._freed = False
         self.pre_hooks: dict[int, list[Callable]] | None = None  # output_nr -> tensor hooks
         self.retain: dict[int, Any] | None = None  # output_nr -> tensor retaining .grad

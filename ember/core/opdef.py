@@ -113,6 +113,7 @@ class Grad:
         self.formulas = {name: _formula(f) for name, f in formulas.items()}
         self.each = None if each is None else _formula(each)
         self.operands = operands
+        self.plans: dict[tuple[bool, ...], Any] = {}  # ember.core.apply's, by `needs`
 
     def reads(self, name: str | None = None) -> tuple[str, ...]:
         """What the formula of operand `name` (or the `each` formula) reads."""

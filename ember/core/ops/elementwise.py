@@ -462,9 +462,16 @@ floor_divide = _declare_binary(
 remainder = _declare_binary(
     "remainder", "arith", "Python's modulus: the remainder has the sign of the divisor.",
     operators="__mod__ __rmod__ __imod__")
-pow = _declare_binary(  # noqa: A001 - PyTorch's name
-    "pow", "arith", "Takes the power of each element of `input` with `exponent`.",
-    precision=P.FLOAT32, operators="__pow__ __rpow__ __ipow__", flops=8)
+def _pow(input: Any, exponent: Any) -> Tensor:
+    return binary("pow", input, exponent)
+
+
+pow = define("pow", Kind.PRIMITIVE, _pow, variants=_ARITH,  # noqa: A001 - PyTorch's name
+             rule=_binary_rule("pow", "arith"), grad=_GRADS["pow"], precision=P.FLOAT32,
+             cost=costs.pointwise(8), operators="__pow__ __rpow__ __ipow__",
+             operator_impl=_pow, inplace_method=_binary_inplace("pow", _pow),
+             doc="Takes the power of each element of `input` with `exponent` (a number or "
+                 "a tensor).")
 maximum = _declare_binary("maximum", "arith", "The elementwise maximum (NaN propagates).")
 minimum = _declare_binary("minimum", "arith", "The elementwise minimum (NaN propagates).")
 atan2 = _declare_binary(

@@ -19,18 +19,18 @@ from ember.core.tensor import Tensor
 
 
 @composite(variants="function method", cost=costs.creation)
-def fill_(self: Tensor, value: Any) -> Tensor:
-    """Fills this tensor with `value` (a number or a 0-d tensor), in place."""
+def fill_(input: Tensor, value: Any) -> Tensor:
+    """Fills `input` with `value` (a number or a 0-d tensor), in place."""
     if isinstance(value, Tensor):
-        return apply_inplace(self, lambda old: expand(to_dtype(value, self._dtype),
-                                                      tuple(self.shape)), value, op="fill_")
-    return apply_inplace(self, lambda old: full_like(old, value), op="fill_")
+        return apply_inplace(input, lambda old: expand(to_dtype(value, input._dtype),
+                                                       tuple(input.shape)), value, op="fill_")
+    return apply_inplace(input, lambda old: full_like(old, value), op="fill_")
 
 
 @composite(variants="function method", cost=costs.creation)
-def zero_(self: Tensor) -> Tensor:
-    """Fills this tensor with zeros, in place."""
-    return fill_(self, 0)
+def zero_(input: Tensor) -> Tensor:
+    """Fills `input` with zeros, in place."""
+    return fill_(input, 0)
 
 
 @composite(variants="method", cost=costs.movement)
