@@ -1,10 +1,12 @@
-"""The `ember` command: `ember devices`, `ember demo`, `ember export`, `ember tour`."""
+"""The `ember` command: `ember devices`, `ember ops`, `ember demo`, `ember export`,
+`ember tour`."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from typing import Any
 
 
 def _fmt_bytes(n: int | None) -> str:
@@ -65,6 +67,64 @@ def cmd_devices(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ops(args: argparse.Namespace) -> int:
+    """List every declared op (or, with --kernels, the kernels a backend implements)."""
+    import ember  # noqa: F401 - declares every op
+    from ember.core import plugins
+    from ember.core.opdef import FUSED, OPS, Kind
+
+    backend = None
+    if args.device:
+        try:
+            backend = plugins.get_backend(args.device.split(":")[0])
+        except RuntimeError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+    if args.kernels:
+        head = ["kernel", "kind", "signature"] + (["on " + args.device] if backend else [])
+        rows = [[name, "primitive", f"{name}{_plain(op.kernel_signature)}"]
+                for name, op in sorted(OPS.items()) if op.kind is Kind.PRIMITIVE]
+        rows += [[name, f"fused ({k.replaces})", k.signature] for name, k in sorted(FUSED.items())]
+        if backend is not None:
+            for row in rows:
+                row.append("native" if row[0] in backend.kernels else "-")
+    else:
+        head = ["op", "kind", "variants", "autocast (accelerators / cpu)", "cost", "gradient",
+                "fused kernels"]
+        rows = []
+        for name, op in sorted(OPS.items()):
+            grad = "declared" if op.grad is not None else (
+                "through its ops" if op.kind is Kind.COMPOSITE else "none")
+            rows.append([name, op.kind.value, " ".join(sorted(op.variants)) or "internal",
+                         f"{op.precision.value} / {op.cpu_precision.value}",
+                         "yes" if op.cost is not None else "no", grad, " ".join(op.fused)])
+    _print_table(head, rows, args.markdown)
+    if not args.markdown:
+        kinds = [op.kind for op in OPS.values()]
+        print(f"\n{len(OPS)} ops ({kinds.count(Kind.PRIMITIVE)} primitives, "
+              f"{kinds.count(Kind.COMPOSITE)} composites) and {len(FUSED)} fused kernels")
+    return 0
+
+
+def _plain(sig: Any) -> str:
+    """A signature without its annotations: `(input, *, dims=None, keepdim=False)`."""
+    empty = sig.empty
+    params = [p.replace(annotation=empty) for p in sig.parameters.values()]
+    return str(sig.replace(parameters=params, return_annotation=empty))
+
+
+def _print_table(head: list[str], rows: list[list[str]], markdown: bool) -> None:
+    if markdown:
+        print("| " + " | ".join(head) + " |")
+        print("|" + "|".join(" --- " for _ in head) + "|")
+        for row in rows:
+            print("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
+        return
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+    for row in [head] + rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+
+
 def cmd_tour(args: argparse.Namespace) -> int:
     """A short tour: tensors, autograd and a few steps of gradient descent."""
     import ember
@@ -121,6 +181,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("devices", help="list backends and devices, and why any is unusable")
     p.add_argument("--explain", action="store_true", help="also say what 'auto' picks")
     p.set_defaults(func=cmd_devices)
+    p = sub.add_parser("ops", help="list every declared op: kind, variants, autocast class, "
+                       "cost, gradient, fused kernels")
+    p.add_argument("--kernels", action="store_true", help="list the kernels a backend "
+                   "implements instead: every primitive's and fused kernel's signature")
+    p.add_argument("--device", default=None, help="with --kernels: mark the kernels this "
+                   "device's backend has natively")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.set_defaults(func=cmd_ops)
     p = sub.add_parser("demo", help="train a small CNN on handwritten digits, end to end")
     p.add_argument("--device", default="auto", help="cpu, opencl, cuda, auto (the best "
                    "available), or a plugin's device")

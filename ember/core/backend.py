@@ -6,20 +6,23 @@ buffer with strides ...). A buffer must expose `.shape` (a tuple of ints). ember
 never looks inside a buffer; it passes buffers to the backend's kernels and to the
 memory functions below.
 
-Kernels are plain callables in `Backend.kernels`, keyed by op name (see `ember.core.ops`
-for every op's inputs, attributes and semantics):
+Kernels are plain callables in `Backend.kernels`, keyed by op name:
 
     kernel(*buffers, **attrs) -> buffer | tuple of buffers
 
-Core has already checked shapes, broadcasting, dtypes and devices when a kernel runs, so
-a kernel trusts its inputs. Binary elementwise kernels receive operands already cast to
-one compute dtype; either operand may instead be a Python scalar of that dtype's kind.
-Creation kernels (`full`, `arange`, `rand`, ...) receive no buffers, and a `device`
-attribute (the device index) instead.
+Every op is declared once in core (ember.core.opdef; `ember ops --kernels` lists them):
+a primitive's kernel takes the positional operands and keyword-only attributes of its
+declared rule; a fused kernel (optional: without it, core runs the composite it replaces)
+has its declared signature. Core has already checked shapes, broadcasting, dtypes and
+devices when a kernel runs, so a kernel trusts its inputs. Binary elementwise kernels
+receive operands already cast to one compute dtype; either operand may instead be a
+Python scalar of that dtype's kind. Creation kernels (`full`, `arange`, `rand`, ...)
+receive no buffers, and a `device` attribute (the device index) instead.
 
-A backend that lacks a kernel still works: the op runs on the CPU backend through
-`to_numpy`/`from_numpy` (with a warning; an error under EMBER_STRICT=1). So a new backend
-needs the memory functions and may add kernels one by one.
+A backend that lacks a primitive's kernel still works: the op runs on the CPU backend
+through `to_numpy`/`from_numpy` (with a warning; an error under EMBER_STRICT=1). So a new
+backend needs the memory functions and the view/in-place kernels (`REQUIRED_KERNELS`),
+and may add kernels one by one.
 """
 
 from __future__ import annotations
@@ -98,7 +101,8 @@ class Backend:
             (higher first); the CPU is always the last resort.
         kernels: op name -> kernel. Another plugin may add to it (the
             `ember_backend_kernels` hook).
-        dtypes: the dtypes its buffers can hold.
+        dtypes: the dtypes its buffers can hold; core refuses, naming the op and the
+            device, to make a tensor of any other dtype on it.
     """
 
     name: str = ""
@@ -154,6 +158,12 @@ class Backend:
         """The index of the device that holds `buffer`."""
         return 0
 
+    def is_contiguous(self, buffer: Any) -> bool:
+        """Whether the buffer's elements are dense in row-major order (`Tensor.contiguous`
+        copies the ones that are not). A backend whose buffers are always dense keeps
+        this default."""
+        return True
+
     def export_to(self, buffer: Any, other: Backend, device: int) -> Any | None:
         """Optional direct transfer to another backend (DLPack, peer copy ...); None
         when there is none, and ember copies through host memory."""
@@ -165,9 +175,6 @@ class Backend:
 
     def synchronize(self, device: int | None = None) -> None:
         """Wait for all queued work on a device (all devices when None)."""
-
-    def supports(self, op: str) -> bool:
-        return op in self.kernels
 
 
 # -- plugin registration --------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import ember
 from ember.core.creation import zeros_like
 from ember.core.grad_mode import no_grad
 from ember.core.ops import foreach as fe
@@ -143,7 +144,7 @@ def _adam_single(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tenso
         bias_correction1 = 1 - beta1 ** step
         bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
         if amsgrad:
-            max_sqs[i].maximum_(exp_avg_sq)
+            ember.maximum(max_sqs[i], exp_avg_sq, out=max_sqs[i])
             denom = max_sqs[i].sqrt()
         else:
             denom = exp_avg_sq.sqrt()

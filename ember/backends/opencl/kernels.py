@@ -1511,7 +1511,8 @@ for _op in S.UNARY_OPS:
 for _op in S.PRED_OPS:
     TABLE[_op] = _pred_kernel(_op)
 for _op in S.BINARY_OPS + S.COMPARE_OPS:  # BINARY_OPS holds the fused unary backwards
-    TABLE[_op] = _binary_kernel(_op)
+    if _op != "axpy":  # a step of the list ops (FOREACH), not a kernel core knows
+        TABLE[_op] = _binary_kernel(_op)
 for _op in ("sum", "prod", "max", "min", "all", "any"):
     TABLE[_op] = _reduction(_op)
 for _op in ("argmax", "argmin"):

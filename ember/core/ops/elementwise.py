@@ -182,6 +182,7 @@ def _unary(name: str, rule: str, grad: Any, doc: str, *, precision: P = P.KEEP,
     the formula reads ("input" or "result")."""
     UNARY_BY_RULE[rule].append(name)
     if grad is not None and fused_backward is not None:
+        fields["fused"] = (name + "_backward",)
         grad = _fusable(name + "_backward", fused_backward, grad)
         fused_kernel(name + "_backward", replaces=f"{name} backward", backward=True,
                      signature=f"{name}_backward(v, grad) -> grad_input",
@@ -193,7 +194,7 @@ def _unary(name: str, rule: str, grad: Any, doc: str, *, precision: P = P.KEEP,
     return define(name, Kind.PRIMITIVE, fn, rule=_RULES.get(rule) or _same_dtype_rule(name),
                   grad=None if grad is None else Grad(input=grad), precision=precision,
                   cost=costs.pointwise(flops), doc=doc,
-                  variants="function method inplace" if inplace else "function method",
+                  variants="function method out" + (" inplace" if inplace else ""),
                   inplace_method=_unary_inplace(name, fn), **fields)
 
 
@@ -472,8 +473,10 @@ pow = define("pow", Kind.PRIMITIVE, _pow, variants=_ARITH,  # noqa: A001 - PyTor
              operator_impl=_pow, inplace_method=_binary_inplace("pow", _pow),
              doc="Takes the power of each element of `input` with `exponent` (a number or "
                  "a tensor).")
-maximum = _declare_binary("maximum", "arith", "The elementwise maximum (NaN propagates).")
-minimum = _declare_binary("minimum", "arith", "The elementwise minimum (NaN propagates).")
+maximum = _declare_binary("maximum", "arith", "The elementwise maximum (NaN propagates).",
+                          variants="function method out")  # PyTorch has no maximum_
+minimum = _declare_binary("minimum", "arith", "The elementwise minimum (NaN propagates).",
+                          variants="function method out")
 atan2 = _declare_binary(
     "atan2", "float", "Element-wise arctangent of `input / other`, in the quadrant given by "
     "the signs of both.", precision=P.PROMOTE, flops=16)

@@ -240,8 +240,8 @@ def _einsum_cost(*operands: Any, equation: str) -> Cost:
                 sum(costs.nbytes(x) for x in operands))
 
 
-@primitive(variants="function", rule=_einsum_rule, cost=_einsum_cost,
-           grad=Grad(each=_einsum_grads))
+@primitive(variants="function", rule=_einsum_rule, cost=_einsum_cost, precision=P.LOWER,
+           cpu_precision=P.LOWER, grad=Grad(each=_einsum_grads))
 def einsum(equation: str, *operands: Any) -> Tensor:
     """Einstein summation, e.g. `einsum("bij,bjk->bik", a, b)`; `...` stands for
     broadcast dimensions."""

@@ -893,7 +893,7 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
 # time on them.
 
 
-@composite(variants="", cost=costs.pointwise(20), fused="lstm_cell")
+@composite(variants="", cost=costs.pointwise(20), precision=P.LOWER, fused="lstm_cell")
 def _fused_lstm_cell(input_gates: Tensor, hidden_gates: Tensor,
                      cx: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """One LSTM step from precomputed gate pre-activations (PyTorch's gate order i, f, g,
@@ -932,7 +932,7 @@ def _fused_lstm_cell_backward(grad_hy: Tensor, grad_cy: Tensor | None, cx: Tenso
         return grad_gates, mul(gc, f)
 
 
-@composite(variants="", fused=("lstm_layer", "lstm_layer_backward"))
+@composite(variants="", precision=P.LOWER, cpu_precision=P.LOWER, fused="lstm_layer")
 def _fused_lstm_layer(x: Tensor, h0: Tensor, c0: Tensor, w_ih: Tensor, w_hh: Tensor,
                       bias: Tensor | None, reverse: bool, keep: bool) -> tuple | None:
     """A whole LSTM layer (one direction, padded time-major input ``x`` of (T*B, I) rows,
@@ -946,7 +946,7 @@ def _fused_lstm_layer(x: Tensor, h0: Tensor, c0: Tensor, w_ih: Tensor, w_hh: Ten
     return run_fused("lstm_layer", x, w_ih, w_hh, bias, h0, c0, reverse, keep)
 
 
-@composite(variants="")
+@composite(variants="", fused="lstm_layer_backward")
 def _fused_lstm_layer_backward(like: Tensor, saved: Any, grad_out: Tensor | None,
                                grad_hn: Tensor | None, grad_cn: Tensor | None,
                                needs: tuple) -> tuple:

@@ -323,7 +323,7 @@ def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
             mean(input, _dims_arg("std_mean", input, dim), keepdim))
 
 
-@composite(traced_as_node=True, cost=costs.reduction(10))
+@composite(traced_as_node=True, precision=P.FLOAT32, cost=costs.reduction(10))
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """`log(sum(exp(input), dim))`, computed stably."""
     dims = _dims_arg("logsumexp", input, dim)

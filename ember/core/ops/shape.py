@@ -442,7 +442,7 @@ def _cat_grads(grad, dim, tensors_shape, needs):
 
 
 @primitive(variants="function out", rule=_cat_rule, cost=costs.movement,
-           precision=P.PROMOTE, cpu_precision=P.PROMOTE, aliases="concat concatenate",
+           cpu_precision=P.PROMOTE, aliases="concat concatenate",
            grad=Grad(each=_cat_grads))
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenates tensors along an existing dimension."""
@@ -461,8 +461,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 concat = concatenate = cat
 
 
-@composite(variants="function out", cost=costs.movement, precision=P.PROMOTE,
-           cpu_precision=P.PROMOTE)
+@composite(variants="function out", cost=costs.movement, cpu_precision=P.PROMOTE)
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Joins tensors of one shape along a new dimension."""
     tensors = list(tensors)

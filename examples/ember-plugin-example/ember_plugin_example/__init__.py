@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.core import plugins
 from ember.core.backend import Backend, DeviceInfo, dtype, hookimpl, numpy_dtype
 
 NOT_NATIVE = frozenset({"einsum"})  # left out on purpose: ember falls back to the CPU
@@ -50,24 +51,16 @@ def _counted(op: str, kernel):
     return run
 
 
-_countdev: CountingBackend | None = None
-
-
-def _make() -> CountingBackend:
-    global _countdev
-    _countdev = CountingBackend()
-    return _countdev
-
-
 @hookimpl
 def ember_backends():
-    return [_make]
+    return [CountingBackend]
 
 
 @hookimpl
 def ember_backend_kernels(backend: Backend):
-    """Borrow the CPU backend's NumPy kernels for countdev (both hold NumPy arrays)."""
-    if backend.name == "cpu" and _countdev is not None:
-        _countdev.kernels.update({op: _counted(op, k) for op, k in backend.kernels.items()
-                                  if op not in NOT_NATIVE})
-    return None
+    """countdev's kernels: the CPU backend's NumPy kernels (both hold NumPy arrays), each
+    counted. Called for every loaded backend; returns kernels for countdev only."""
+    if backend.name != "countdev":
+        return None
+    cpu = plugins.get_backend("cpu")
+    return {op: _counted(op, k) for op, k in cpu.kernels.items() if op not in NOT_NATIVE}
