@@ -1,4 +1,4 @@
-"""The OpenCL kernels of every primitive op (semantics: ember.core.ops' docstring; the
+"""The OpenCL kernels of every primitive op (semantics: each op's declaration in ember/core/ops; the
 NumPy reference is ember.backends.cpu.kernels).
 
 Each function here is a kernel of the dispatch table, `kernel(*buffers, **attrs)`: it

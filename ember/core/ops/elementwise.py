@@ -24,7 +24,7 @@ from ember.core import dtype as dt
 from ember.core.apply import apply, record_grad
 from ember.core.declare import composite, define, fused_kernel, primitive
 from ember.core.dispatch import run, run_binary, run_fused, run_unary_into
-from ember.core.grad_mode import state
+from ember.core.grad_mode import no_grad, state
 from ember.core.host import dtype_arg
 from ember.core.inplace import apply_inplace, recording
 from ember.core.opdef import OPS, Grad, Kind, OutMeta
@@ -377,38 +377,11 @@ def _share(a: Any, b: Any, like: Tensor, op: str) -> Tensor:
     return wins.to(like.dtype) + (a == b).to(like.dtype) * 0.5
 
 
-def _atan2_denominator(input: Any, other: Any) -> Any:
-    return input * input + other * other
-
-
 _ARITH = "function method inplace out"
 
-_GRADS = {
-    "add": Grad(input=lambda grad: grad, other=lambda grad: grad),
-    "sub": Grad(input=lambda grad: grad, other=lambda grad: -grad),
-    "mul": Grad(input=lambda grad, other: grad * other,
-                other=lambda grad, input: grad * input),
-    "div": Grad(input=lambda grad, other: grad / other,
-                other=lambda grad, input, other: -(grad * input / (other * other))),
-    "pow": Grad(input=_pow_grad_input,
-                other=lambda grad, input, result: grad * (result * _safe_log(input))),
-    "maximum": Grad(input=lambda grad, input, other: grad * _share(input, other, grad, "maximum"),
-                    other=lambda grad, input, other:
-                    grad * (1.0 - _share(input, other, grad, "maximum"))),
-    "minimum": Grad(input=lambda grad, input, other: grad * _share(input, other, grad, "minimum"),
-                    other=lambda grad, input, other:
-                    grad * (1.0 - _share(input, other, grad, "minimum"))),
-    "atan2": Grad(input=lambda grad, input, other:
-                  grad * other / _atan2_denominator(input, other),
-                  other=lambda grad, input, other:
-                  -(grad * input / _atan2_denominator(input, other))),
-    "remainder": Grad(input=lambda grad: grad,
-                      other=lambda grad, input, other: -(grad * input.floor_divide(other))),
-}
-
-
-@primitive(variants=_ARITH, rule=_binary_rule("add", "arith"), grad=_GRADS["add"],
-           cost=costs.pointwise(1), operators="__add__ __radd__ __iadd__",
+@primitive(variants=_ARITH, rule=_binary_rule("add", "arith"), cost=costs.pointwise(1),
+           grad=Grad(input=lambda grad: grad, other=lambda grad: grad),
+           operators="__add__ __radd__ __iadd__",
            operator_impl=lambda a, b: binary("add", a, b), inplace_method=_add_inplace)
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """Adds `other`, scaled by `alpha`, to `input`: `input + alpha * other`, with
@@ -421,8 +394,9 @@ def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
 _fast_add_ = _binary_inplace("add", add)
 
 
-@primitive(variants=_ARITH, rule=_binary_rule("sub", "arith"), grad=_GRADS["sub"],
-           cost=costs.pointwise(1), operators="__sub__ __rsub__ __isub__",
+@primitive(variants=_ARITH, rule=_binary_rule("sub", "arith"), cost=costs.pointwise(1),
+           grad=Grad(input=lambda grad: grad, other=lambda grad: -grad),
+           operators="__sub__ __rsub__ __isub__",
            operator_impl=lambda a, b: binary("sub", a, b), inplace_method=_sub_inplace,
            aliases="subtract")
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
@@ -444,42 +418,57 @@ def _binary_fn(name: str) -> Any:
     return fn
 
 
-def _declare_binary(name: str, kind: str, doc: str, *, precision: P = P.KEEP,
+def _declare_binary(name: str, kind: str, doc: str, *, grad: Grad | None = None,
+                    precision: P = P.KEEP,
                     operators: str = "", aliases: str = "", flops: float = 1,
                     variants: str = _ARITH) -> Any:
     fn = _binary_fn(name)
     return define(name, Kind.PRIMITIVE, fn, variants=variants, rule=_binary_rule(name, kind),
-                  grad=_GRADS.get(name), precision=precision, cost=costs.pointwise(flops),
+                  grad=grad, precision=precision, cost=costs.pointwise(flops),
                   doc=doc, operators=operators, aliases=aliases,
                   operator_impl=fn if operators else None,
                   inplace_method=_binary_inplace(name, fn) if "inplace" in variants else None)
 
 
 mul = _declare_binary("mul", "arith", "Multiplies `input` by `other`, with broadcasting.",
-                      operators="__mul__ __rmul__ __imul__", aliases="multiply")
+                      operators="__mul__ __rmul__ __imul__", aliases="multiply",
+                      grad=Grad(input=lambda grad, other: grad * other,
+                                other=lambda grad, input: grad * input))
 floor_divide = _declare_binary(
     "floor_divide", "arith", "Divides `input` by `other` and rounds the quotient down.",
     operators="__floordiv__ __rfloordiv__ __ifloordiv__")
 remainder = _declare_binary(
     "remainder", "arith", "Python's modulus: the remainder has the sign of the divisor.",
-    operators="__mod__ __rmod__ __imod__")
+    operators="__mod__ __rmod__ __imod__",
+    grad=Grad(input=lambda grad: grad,
+              other=lambda grad, input, other: -(grad * input.floor_divide(other))))
 def _pow(input: Any, exponent: Any) -> Tensor:
     return binary("pow", input, exponent)
 
 
 pow = define("pow", Kind.PRIMITIVE, _pow, variants=_ARITH,  # noqa: A001 - PyTorch's name
-             rule=_binary_rule("pow", "arith"), grad=_GRADS["pow"], precision=P.FLOAT32,
+             rule=_binary_rule("pow", "arith"), precision=P.FLOAT32,
+             grad=Grad(input=_pow_grad_input, other=lambda grad, input, result:
+                       grad * (result * _safe_log(input))),
              cost=costs.pointwise(8), operators="__pow__ __rpow__ __ipow__",
              operator_impl=_pow, inplace_method=_binary_inplace("pow", _pow),
              doc="Takes the power of each element of `input` with `exponent` (a number or "
                  "a tensor).")
-maximum = _declare_binary("maximum", "arith", "The elementwise maximum (NaN propagates).",
-                          variants="function method out")  # PyTorch has no maximum_
-minimum = _declare_binary("minimum", "arith", "The elementwise minimum (NaN propagates).",
-                          variants="function method out")
+maximum = _declare_binary(  # (PyTorch has no maximum_)
+    "maximum", "arith", "The elementwise maximum (NaN propagates).", variants="function method out",
+    grad=Grad(input=lambda grad, input, other: grad * _share(input, other, grad, "maximum"),
+              other=lambda grad, input, other: grad * (1.0 - _share(input, other, grad,
+                                                                    "maximum"))))
+minimum = _declare_binary(
+    "minimum", "arith", "The elementwise minimum (NaN propagates).", variants="function method out",
+    grad=Grad(input=lambda grad, input, other: grad * _share(input, other, grad, "minimum"),
+              other=lambda grad, input, other: grad * (1.0 - _share(input, other, grad,
+                                                                    "minimum"))))
 atan2 = _declare_binary(
     "atan2", "float", "Element-wise arctangent of `input / other`, in the quadrant given by "
-    "the signs of both.", precision=P.PROMOTE, flops=16)
+    "the signs of both.", precision=P.PROMOTE, flops=16,
+    grad=Grad(input=lambda grad, input, other: grad * other / (input * input + other * other),
+              other=lambda grad, input, other: -(grad * input / (input * input + other * other))))
 
 
 def _div_fn(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
@@ -498,7 +487,9 @@ def _div_fn(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tens
 _div_fn.__doc__ = ("Divides `input` by `other` (true division); `rounding_mode=\"floor\"` "
                    "or `\"trunc\"` rounds the quotient.")
 div = define("div", Kind.PRIMITIVE, _div_fn, variants=_ARITH, rule=_binary_rule("div", "float"),
-             grad=_GRADS["div"], cost=costs.pointwise(1),
+             cost=costs.pointwise(1),
+             grad=Grad(input=lambda grad, other: grad / other,
+                       other=lambda grad, input, other: -(grad * input / (other * other))),
              operators="__truediv__ __rtruediv__ __itruediv__",
              operator_impl=lambda a, b: binary("div", a, b), aliases="divide true_divide",
              inplace_method=_binary_inplace("div", _binary_fn("div")))
@@ -682,6 +673,24 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
 def square(input: Tensor) -> Tensor:
     """Returns the square of each element."""
     return mul(input, input)
+
+
+@composite(variants="function method out", cost=costs.pointwise(6), grad=Grad(
+    input=lambda grad, input, result: grad * (input - result).exp(),
+    other=lambda grad, other, result: grad * (other - result).exp()))
+def logaddexp(input: Tensor, other: Tensor) -> Tensor:
+    """`log(exp(input) + exp(other))`, computed without overflow or underflow."""
+    common = dt.result_type(operand_tier(input), operand_tier(other))
+    if not common.is_floating_point:
+        raise RuntimeError(f"logaddexp: not implemented for dtype {common} (takes floating "
+                           "tensors)")
+    with no_grad():
+        larger = maximum(input, other)
+        out = larger + (-(input - other).abs()).exp().log1p()
+        # equal infinities: their own value (inf - inf would make the formula NaN)
+        out = where(larger.isinf().logical_and(input == other), larger, out)
+    record_grad(OPS["logaddexp"], (input, other), {}, out)
+    return out
 
 
 # -- dtype and device moves -----------------------------------------------------------
