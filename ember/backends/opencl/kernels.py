@@ -1,5 +1,5 @@
-"""The OpenCL kernels of every primitive op (semantics: each op's declaration in ember/core/ops; the
-NumPy reference is ember.backends.cpu.kernels).
+"""The OpenCL kernels of every primitive op (semantics: each op's declaration in
+ember/core/ops; the NumPy reference is ember.backends.xp).
 
 Each function here is a kernel of the dispatch table, `kernel(*buffers, **attrs)`: it
 computes the output's view on the host, fetches the compiled OpenCL kernel of its family
