@@ -6,9 +6,9 @@ evaluates the op's `Grad` formulas (ember.core.opdef.Grad). Composites with thei
 gradient call `record_grad` after running their decomposition without recording.
 
 What a node keeps is decided by what the formulas of the operands that need a gradient
-read: `y * 2` keeps neither `y` nor 2 for `y`'s gradient beyond the scalar, and `a * b`
-with only `a` requiring grad saves `b` alone. Saving less matters: a saved tensor changed
-in place later makes backward raise, and saved tensors hold memory.
+read: `y * 2` saves no tensor (y's gradient reads only the 2), and `a * b` with only `a`
+requiring grad saves `b` alone. Saving less matters: a saved tensor changed in place
+later makes backward raise, and saved tensors hold memory.
 """
 
 from __future__ import annotations

@@ -48,8 +48,10 @@ FORWARD = frozenset(f"__{n}__" for n in _BINARY + ("eq", "ne", "lt", "le", "gt",
 
 def declare(op: Op) -> Callable[..., Any]:
     """Register `op` and attach its variants; returns its public function."""
-    if not op.doc and op.fn is not None:
+    if not op.doc:
         op.doc = (op.fn.__doc__ or "").strip()
+    elif not op.fn.__doc__:
+        op.fn.__doc__ = op.doc  # `help(ember.exp)` shows the declaration's documentation
     unknown = op.variants - VARIANTS
     if unknown:
         raise ValueError(f"op {op.name!r}: unknown variants {sorted(unknown)}")
