@@ -68,9 +68,9 @@ class ArrayLib:
         self.hooks = hooks
         # CuPy keeps NumPy's dtype objects, so one vocabulary serves every array module
         self.dtypes: dict[Any, Any] = {d: numpy_dtype(d) for d in ALL_DTYPES}
+        # half precision: sums and products accumulate in float32, as PyTorch's do
         self.low_precision = frozenset({self.dtypes[float16], self.dtypes[bfloat16]})
-        """Half-precision dtypes: their sums and products accumulate in float32."""
-        self.gemm_dtypes = (self.dtypes[float32], self.dtypes[float64])
+        self.gemm_dtypes = (self.dtypes[float32], self.dtypes[float64])  # BLAS's own
         self.read_only: Callable[[Any], bool] = hooks.read_only or (lambda buffer: False)
         self.as_array = _array_maker(xp)
         self.quiet = _quiet(xp)
