@@ -1,0 +1,25 @@
+"""Creation kernels that need no random numbers: `full` and `arange`. (Random numbers come
+from each backend's own generator.) The `device` attribute is the backend's concern: the
+kernels create on the array module's current device."""
+
+from __future__ import annotations
+
+import math
+
+from ember.backends.xp.lib import ArrayLib, Kernel
+
+
+def kernels(lib: ArrayLib) -> dict[str, Kernel]:
+    xp, dtypes = lib.xp, lib.dtypes
+
+    def full(shape, fill_value, dtype, device=0):
+        return xp.full(shape, fill_value, dtype=dtypes[dtype])
+
+    def arange(start, end, step, dtype, device=0):
+        if dtypes[dtype].kind == "f":
+            # start + i * step, computed in float64 and then cast to the dtype
+            n = max(0, math.ceil((end - start) / step))
+            return (start + xp.arange(n, dtype=xp.float64) * step).astype(dtypes[dtype])
+        return xp.arange(start, end, step).astype(dtypes[dtype])
+
+    return {"full": full, "arange": arange}

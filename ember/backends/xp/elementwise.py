@@ -1,0 +1,131 @@
+"""Unary and binary elementwise kernels (with `out=`), `where`, `clamp` and `cast`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember.backends.xp.lib import OVERLAP, ArrayLib, Kernel
+
+# op name -> the xp function that computes it
+_XP_FUNCTIONS = {
+    "neg": "negative", "abs": "abs", "sign": "sign", "floor": "floor", "ceil": "ceil",
+    "round": "round", "trunc": "trunc", "exp": "exp", "log": "log", "log2": "log2",
+    "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt", "sin": "sin", "cos": "cos",
+    "tan": "tan", "tanh": "tanh", "asin": "arcsin", "acos": "arccos", "atan": "arctan",
+    "reciprocal": "reciprocal", "logical_not": "logical_not", "isnan": "isnan",
+    "isinf": "isinf", "isfinite": "isfinite", "bitwise_not": "invert",
+    "add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide",
+    "maximum": "maximum", "minimum": "minimum", "atan2": "arctan2", "eq": "equal",
+    "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
+    "ge": "greater_equal", "logical_and": "logical_and", "logical_or": "logical_or",
+    "logical_xor": "logical_xor", "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or",
+    "bitwise_xor": "bitwise_xor",
+}
+
+# the ops that make inf or nan from finite input: they run with floating-point warnings off
+_QUIET = frozenset({"exp", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "asin", "acos",
+                    "reciprocal", "div"})
+
+
+def kernels(lib: ArrayLib) -> dict[str, Kernel]:
+    xp, as_array, quiet, read_only = lib.xp, lib.as_array, lib.quiet, lib.read_only
+    ndarray, float64 = xp.ndarray, xp.float64
+    call = lib.hooks.call_elementwise or (lambda f, args, out: as_array(f(*args, out=out)))
+
+    def plain(f):
+        def kernel(*args, out=None):
+            if out is not None and read_only(out):
+                raise RuntimeError(OVERLAP)
+            return call(f, args, out)
+        return kernel
+
+    def silenced(f):
+        def kernel(*args, out=None):
+            if out is not None and read_only(out):
+                raise RuntimeError(OVERLAP)
+            with quiet():
+                return call(f, args, out)
+        return kernel
+
+    def sigmoid(x, out=None):
+        # tanh form: no overflow for large |x|, and exact to rounding
+        y = xp.tanh(xp.multiply(x, 0.5, out=out), out=out)
+        y *= 0.5
+        y += 0.5
+        return y
+
+    def rsqrt(x, out=None):
+        return xp.reciprocal(xp.sqrt(x, out=out), out=out)
+
+    def relu(x, out=None):
+        return xp.maximum(x, x.dtype.type(0), out=out)
+
+    exact_erf = lib.hooks.exact_erf
+
+    def erf(x, out=None):
+        y = exact_erf(x) if exact_erf is not None and x.dtype == float64 else \
+            _erf_polynomial(xp, x)
+        if out is not None:
+            xp.copyto(out, y)
+            return out
+        return y
+
+    functions = {op: getattr(xp, name) for op, name in _XP_FUNCTIONS.items()}
+    functions.update(sigmoid=sigmoid, rsqrt=rsqrt, relu=relu, erf=erf)
+    functions.update(lib.hooks.elementwise)
+    table = {op: (silenced if op in _QUIET else plain)(f) for op, f in functions.items()}
+
+    def is_integer(a, b) -> bool:
+        return xp.issubdtype(xp.result_type(a, b), xp.integer)
+
+    def integer_division(f, name):
+        def kernel(a, b, out=None):
+            with quiet():
+                if is_integer(a, b) and _any(b == 0):
+                    raise ZeroDivisionError(f"{name}: integer division by zero")
+                return as_array(f(a, b, out=out))
+        return kernel
+
+    def power(a, b, out=None):
+        if is_integer(a, b) and _any(b < 0):
+            raise RuntimeError("pow: integers to negative integer powers are not allowed")
+        with quiet():
+            return as_array(xp.power(a, b, out=out))
+
+    def where(cond, x, y):
+        ref = x if isinstance(x, ndarray) else y
+        if isinstance(ref, ndarray) and not (isinstance(x, ndarray) and isinstance(y, ndarray)):
+            # a Python scalar takes the array's dtype (xp.where would widen to float64)
+            x = x if isinstance(x, ndarray) else xp.asarray(x, ref.dtype)
+            y = y if isinstance(y, ndarray) else xp.asarray(y, ref.dtype)
+        return as_array(xp.where(cond, x, y))
+
+    def clamp(x, min=None, max=None):  # noqa: A002
+        return as_array(xp.clip(x, min, max)).astype(x.dtype, copy=False)
+
+    def cast(x, dtype):
+        return x.astype(lib.dtypes[dtype])
+
+    table.update({
+        "pow": power, "remainder": integer_division(xp.remainder, "remainder"),
+        "floor_divide": integer_division(xp.floor_divide, "floor_divide"),
+        "where": where, "clamp": clamp, "cast": cast,
+    })
+    return table
+
+
+def _any(flags: Any) -> bool:
+    """Whether any of `flags` (an array, or one Python bool for a scalar operand) is set."""
+    return bool(flags.any()) if hasattr(flags, "any") else bool(flags)
+
+
+def _erf_polynomial(xp: Any, x: Any) -> Any:
+    """Numerical Recipes' erfc (fractional error < 1.2e-7), enough for 32 bits and below;
+    computed in float64, returned in x's dtype."""
+    z = xp.abs(x.astype(xp.float64))
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (
+        0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (
+            1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
+    erfc = t * xp.exp(poly)
+    return xp.where(x >= 0, 1.0 - erfc, erfc - 1.0).astype(x.dtype)

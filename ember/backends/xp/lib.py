@@ -1,0 +1,93 @@
+"""What every family of shared kernels is written against: the array module `xp`, and the
+few things a backend does its own way (`Hooks`).
+
+Only what NumPy and CuPy both provide is used through `xp`. Where they differ, the
+difference is either derived here from what `xp` has (`errstate` exists in NumPy only:
+CuPy never warns) or is a hook the backend passes in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ember.core.backend import ALL_DTYPES, bfloat16, float16, float32, float64, numpy_dtype
+
+Kernel = Callable[..., Any]
+
+OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers "
+           "to a single memory location. Please clone() the tensor before performing the "
+           "operation.")
+"""PyTorch's error for a write into a tensor whose elements share memory (an expanded
+view): raised where `Hooks.read_only` says a buffer must not be written."""
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """What a backend does its own way. Every hook is optional: left out, the kernels use
+    their own code, written for any NumPy-like module."""
+
+    call_elementwise: Callable[[Callable[..., Any], tuple, Any], Any] | None = None
+    """How a unary or binary kernel calls its function: `call(f, args, out)` returns the
+    result as an array. Default: `f(*args, out=out)`, made an array if it is a scalar.
+    The CPU's keeps bfloat16 results bfloat16 (ml_dtypes ignores the weak-scalar rule)."""
+
+    elementwise: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    """Elementwise functions `f(*args, out=None)` that replace the shared ones, by op name
+    (the CPU's `relu` picks NumPy's fastest loop)."""
+
+    read_only: Callable[[Any], bool] | None = None
+    """Whether a buffer must not be written because its elements share memory (NumPy marks
+    broadcast views read-only); writes into it then raise `OVERLAP`. Default: never."""
+
+    matmul: Callable[[Any, Any], Any] | None = None
+    """The product of the `matmul` and `linear` kernels. Default: `xp.matmul`."""
+
+    axpy: Callable[[float, Any, Any], bool] | None = None
+    """`y += alpha * x` in place in one pass (a BLAS axpy) for the optimizer updates;
+    returns False, having done nothing, where it does not apply. Default: never applies."""
+
+    axpby: Callable[[float, Any, float, Any], bool] | None = None
+    """`y = alpha * x + beta * y` in place, as `axpy`."""
+
+    exact_erf: Callable[[Any], Any] | None = None
+    """erf of a float64 array to float64 precision. Default: the polynomial that every
+    other dtype uses (fractional error < 1.2e-7)."""
+
+
+class ArrayLib:
+    """`xp` and the hooks, with what several kernel families derive from them. Kernel
+    families copy what they use into locals when they build their kernels, so a kernel
+    call pays no attribute look-ups on this object."""
+
+    def __init__(self, xp: Any, hooks: Hooks) -> None:
+        self.xp = xp
+        self.hooks = hooks
+        # CuPy keeps NumPy's dtype objects, so one vocabulary serves every array module
+        self.dtypes: dict[Any, Any] = {d: numpy_dtype(d) for d in ALL_DTYPES}
+        # half precision: sums and products accumulate in float32, as PyTorch's do
+        self.low_precision = frozenset({self.dtypes[float16], self.dtypes[bfloat16]})
+        self.gemm_dtypes = (self.dtypes[float32], self.dtypes[float64])  # BLAS's own
+        self.read_only: Callable[[Any], bool] = hooks.read_only or (lambda buffer: False)
+        self.as_array = _array_maker(xp)
+        self.quiet = _quiet(xp)
+
+
+def _array_maker(xp: Any) -> Callable[[Any], Any]:
+    ndarray, asarray = xp.ndarray, xp.asarray
+
+    def as_array(x: Any) -> Any:
+        """`x` as an array: NumPy returns 0-d results as scalars (CuPy never does)."""
+        return x if isinstance(x, ndarray) else asarray(x)
+    return as_array
+
+
+def _quiet(xp: Any) -> Callable[[], contextlib.AbstractContextManager]:
+    """A context that silences floating-point warnings (PyTorch gives inf/nan silently).
+    NumPy warns and has `errstate`; CuPy has neither."""
+    if hasattr(xp, "errstate"):
+        return functools.partial(xp.errstate, all="ignore")
+    return contextlib.nullcontext

@@ -1,0 +1,40 @@
+"""Reductions over some or all dimensions, arg-reductions and cumsum."""
+
+from __future__ import annotations
+
+from ember.backends.xp.lib import ArrayLib, Kernel
+
+
+def kernels(lib: ArrayLib) -> dict[str, Kernel]:
+    xp, as_array, low_precision = lib.xp, lib.as_array, lib.low_precision
+    float32, int64 = xp.float32, xp.int64
+
+    def accumulating(f):
+        """Sum and product of half-precision values accumulate in float32, as PyTorch
+        does."""
+        def kernel(x, dims=None, keepdim=False):
+            if x.dtype in low_precision:
+                return as_array(f(x.astype(float32), axis=dims, keepdims=keepdim)
+                                .astype(x.dtype))
+            return as_array(f(x, axis=dims, keepdims=keepdim))
+        return kernel
+
+    def reduction(f):
+        def kernel(x, dims=None, keepdim=False):
+            return as_array(f(x, axis=dims, keepdims=keepdim))
+        return kernel
+
+    def arg_reduction(f):
+        def kernel(x, dim=None, keepdim=False):
+            return as_array(f(x, axis=dim, keepdims=keepdim)).astype(int64, copy=False)
+        return kernel
+
+    def cumsum(x, dim):
+        return xp.cumsum(x, axis=dim, dtype=x.dtype)
+
+    return {
+        "sum": accumulating(xp.sum), "prod": accumulating(xp.prod),
+        "max": reduction(xp.max), "min": reduction(xp.min), "all": reduction(xp.all),
+        "any": reduction(xp.any), "argmax": arg_reduction(xp.argmax),
+        "argmin": arg_reduction(xp.argmin), "cumsum": cumsum,
+    }

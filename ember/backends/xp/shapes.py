@@ -1,0 +1,49 @@
+"""Shape kernels: views (reshape, permute, expand) and the copies that rearrange or join
+arrays (flip, clone, tril/triu, cat, constant_pad)."""
+
+from __future__ import annotations
+
+from ember.backends.xp.lib import ArrayLib, Kernel
+from ember.core.backend import ViewNotPossible
+
+
+def kernels(lib: ArrayLib) -> dict[str, Kernel]:
+    xp = lib.xp
+
+    def reshape(x, shape, copy=True):
+        if copy:
+            return xp.reshape(x, shape, copy=True)
+        try:
+            return xp.reshape(x, shape, copy=False)
+        except ValueError:
+            raise ViewNotPossible("reshape: a view is not possible for these strides") from None
+
+    def permute(x, dims):
+        return xp.transpose(x, dims)
+
+    def expand(x, shape):
+        lead = len(shape) - x.ndim
+        target = tuple(s if n == -1 else n for s, n in zip((1,) * lead + x.shape, shape))
+        return xp.broadcast_to(x, target)
+
+    def flip(x, dims):
+        return xp.flip(x, dims).copy()
+
+    def clone(x):
+        return xp.array(x, copy=True, order="C")
+
+    def tril(x, diagonal=0):
+        return xp.tril(x, diagonal)
+
+    def triu(x, diagonal=0):
+        return xp.triu(x, diagonal)
+
+    def cat(*xs, dim):
+        return xp.concatenate(xs, axis=dim)
+
+    def constant_pad(x, pad, value=0):
+        return xp.pad(x, pad, mode="constant", constant_values=value)
+
+    return {"reshape": reshape, "permute": permute, "expand": expand, "flip": flip,
+            "clone": clone, "tril": tril, "triu": triu, "cat": cat,
+            "constant_pad": constant_pad}

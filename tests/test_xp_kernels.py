@@ -1,0 +1,302 @@
+"""ember/backends/xp: the kernels written once against an array module `xp` (NumPy on the
+CPU backend, CuPy on the CUDA backend).
+
+No GPU is needed here: the shared kernels run on NumPy, and once more on NumPy seen
+through only the names CuPy also has, so a kernel that reaches for a NumPy-only function
+fails here rather than on the first GPU machine.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import pathlib
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from ember.backends.xp import OVERLAP, Hooks, make_kernels
+from ember.core import plugins
+from ember.core.backend import ViewNotPossible, bfloat16, float32, numpy_dtype
+
+XP_DIR = pathlib.Path(__file__).resolve().parents[1] / "ember" / "backends" / "xp"
+
+# The table before the kernels moved out of backends/cpu, less what stays CPU-only.
+SHARED_OPS = frozenset("""
+    _foreach_add _foreach_add_ _foreach_addcdiv_ _foreach_addcmul_ _foreach_copy_
+    _foreach_div _foreach_div_ _foreach_lerp_ _foreach_maximum_ _foreach_mul _foreach_mul_
+    _foreach_neg _foreach_sqrt _foreach_sqrt_ _foreach_sub_ _foreach_zero_ _fused_sgd_
+    abs acos add all any arange argmax argmin asin assign atan atan2 bitwise_and
+    bitwise_not bitwise_or bitwise_xor cast cat ceil clamp clone col2im constant_pad conv
+    conv_backward cos cross_entropy cross_entropy_backward cumsum div einsum eq erf exp
+    exp_backward expand expm1 flip floor floor_divide full gather ge getitem gt im2col
+    index_select isfinite isinf isnan le linear linear_backward log log1p log2
+    log_backward logical_and logical_not logical_or logical_xor lstm_cell
+    lstm_cell_backward lt matmul max max_pool max_pool_backward maximum min minimum mul ne
+    neg nonzero permute pow prod reciprocal relu relu_backward remainder reshape round
+    rsqrt scatter scatter_add setitem sigmoid sigmoid_backward sign sin sqrt sub sum tan
+    tanh tanh_backward tril triu trunc where
+""".split())
+CPU_ONLY = frozenset({"rand", "randn", "randint", "randperm", "lstm_layer",
+                      "lstm_layer_backward"})
+
+# Every top-level `xp` name the shared kernels use, checked to exist in CuPy 13.6 and 14.2
+# (hasattr on the installed packages; CuPy imports without a GPU). `errstate` is the one
+# NumPy-only name, and the kernels look for it with hasattr.
+CUPY_NAMES = frozenset("""
+    abs add all any arange arccos arcsin arctan arctan2 argmax argmin argwhere array asarray
+    ascontiguousarray bitwise_and bitwise_or bitwise_xor broadcast_to ceil clip concatenate
+    copyto cos cumsum divide dot einsum empty_like equal exp expm1 flip float32 float64
+    floor floor_divide full greater greater_equal int64 int8 integer invert isfinite isinf
+    isnan issubdtype less less_equal lib log log1p log2 logical_and logical_not logical_or
+    logical_xor matmul max maximum min minimum multiply ndarray negative nonzero not_equal
+    ones pad power prod reciprocal remainder reshape result_type round sign sin sqrt
+    subtract sum take take_along_axis tan tanh transpose tril triu true_divide trunc where
+    zeros
+""".split())
+
+
+class CupyShapedNumpy:
+    """NumPy, with only the names CuPy also has: any other raises AttributeError."""
+
+    def __getattr__(self, name: str):
+        if name not in CUPY_NAMES:
+            raise AttributeError(f"xp.{name} is not among the names checked in CuPy")
+        return getattr(np, name)
+
+
+def _imports(path: pathlib.Path) -> list[str]:
+    """Every module a file imports, at any depth (relative imports resolved)."""
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = ["ember", "backends", "xp"][:4 - node.level]
+                base = ".".join(parent + ([node.module] if node.module else []))
+            names.append(base)
+    return names
+
+
+def test_xp_imports_nothing_of_ember_but_the_contract_and_no_array_module():
+    files = sorted(XP_DIR.glob("*.py"))
+    assert files
+    for path in files:
+        for name in _imports(path):
+            top = name.split(".")[0]
+            if top == "ember":
+                assert name == "ember.core.backend" or name.startswith("ember.backends.xp"), \
+                    f"{path.name} imports {name}"
+            else:
+                assert top in sys.stdlib_module_names or top == "__future__", \
+                    f"{path.name} imports {name}: the array module is a parameter"
+
+
+def test_make_kernels_covers_the_shared_ops():
+    assert set(make_kernels(np)) == SHARED_OPS
+    cpu = plugins.get_backend("cpu")
+    assert set(cpu.kernels) == SHARED_OPS | CPU_ONLY
+
+
+def test_xp_uses_only_names_checked_in_cupy():
+    names = set()
+    for path in XP_DIR.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                    node.value.id == "xp":
+                names.add(node.attr)
+    from ember.backends.xp.elementwise import _XP_FUNCTIONS
+
+    names |= set(_XP_FUNCTIONS.values())
+    assert names - {"errstate"} <= CUPY_NAMES
+
+
+def _f32(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def _calls():
+    """(op, args, attrs): one call of every shared kernel."""
+    x, y = _f32(3, 4), _f32(3, 4, seed=1) + 5
+    img, w = _f32(2, 3, 6, 6), _f32(4, 3, 3, 3)
+    pool = dict(kernel_size=(2, 2), stride=(2, 2), padding=(1, 1), dilation=(1, 1),
+                extra=(0, 0))
+    values, idx = make_kernels(np)["max_pool"](img, **pool)
+    conv_attrs = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1))
+    out, cols = make_kernels(np)["conv"](img, w, None, **conv_attrs)
+    target = np.array([0, 3, 1])
+    gates = _f32(3, 16)
+    window = dict(kernel_size=(3, 3), dilation=(1, 1), padding=(1, 1), stride=(2, 2))
+    calls = [(op, (x,), {}) for op in (
+        "neg abs sign floor ceil round trunc relu exp log log2 log1p expm1 sqrt rsqrt sin "
+        "cos tan tanh sigmoid erf asin acos atan reciprocal isnan isinf isfinite").split()]
+    calls += [(op, (x, y), {}) for op in (
+        "add sub mul div pow maximum minimum remainder floor_divide atan2 eq ne lt le gt "
+        "ge").split()]
+    calls += [(op, (x > 0, y > 0), {}) for op in
+              "logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor".split()]
+    calls += [("logical_not", (x > 0,), {}), ("bitwise_not", (target,), {}),
+              ("where", (x > 0, x, 2.0), {}), ("clamp", (x,), {"min": -0.5}),
+              ("cast", (x,), {"dtype": float32})]
+    calls += [(op, (x,), {"dims": (1,), "keepdim": True}) for op in
+              "sum prod max min all any".split()]
+    calls += [("argmax", (x,), {"dim": 1}), ("argmin", (x,), {"dim": None}),
+              ("cumsum", (x,), {"dim": 0})]
+    calls += [("reshape", (x,), {"shape": (4, 3), "copy": False}),
+              ("permute", (x,), {"dims": (1, 0)}), ("expand", (x[:1],), {"shape": (2, 3, 4)}),
+              ("flip", (x,), {"dims": (0,)}), ("clone", (x.T,), {}),
+              ("tril", (x,), {}), ("triu", (x,), {"diagonal": 1}), ("cat", (x, y), {"dim": 0}),
+              ("constant_pad", (x,), {"pad": [(1, 0), (0, 2)], "value": 1.0}),
+              ("full", (), {"shape": (2,), "fill_value": 3, "dtype": float32}),
+              ("arange", (), {"start": 0, "end": 2, "step": 0.5, "dtype": float32})]
+    calls += [("getitem", (x, target % 3), {"index": (("tensor", 0), ("int", 1))}),
+              ("setitem", (x.copy(), np.float32(1), target % 3),
+               {"index": (("tensor", 0),), "accumulate": True}),
+              ("assign", (x.copy(), y), {}),
+              ("gather", (x, np.array([[0, 0], [3, 1]])), {"dim": 1}),
+              ("scatter", (x, np.array([[0, 2]]), y), {"dim": 1}),
+              ("scatter_add", (x, np.array([[0, 0]]), y), {"dim": 1}),
+              ("index_select", (x, target), {"dim": 1}), ("nonzero", (x > 0,), {})]
+    calls += [("matmul", (x, y.T), {}), ("einsum", (x, y), {"equation": "ij,ij->i"}),
+              ("linear", (x, y, y[:, 0]), {}), ("linear_backward", (x, y, _f32(3, 3)), {})]
+    calls += [(op, (y / 10, x), {}) for op in
+              "tanh_backward sigmoid_backward relu_backward exp_backward log_backward".split()]
+    calls += [("cross_entropy", (x, target), {}),
+              ("cross_entropy_backward", (x, target, np.float32(1.0)), {}),
+              ("lstm_cell", (gates, gates, x), {}),
+              ("lstm_cell_backward", (x, x, x, x, np.abs(gates) / 4), {})]
+    calls += [("im2col", (img,), window),
+              ("col2im", (make_kernels(np)["im2col"](img, **window),),
+               dict(window, output_size=(6, 6))),
+              ("conv", (img, w, _f32(4)), conv_attrs),
+              ("conv_backward", (out, img.shape, w, cols), conv_attrs),
+              ("max_pool", (img,), pool),
+              ("max_pool_backward", (values, img, values, idx),
+               dict(pool, input_shape=img.shape))]
+    xs = [_f32(3), _f32(2, 2)]
+    calls += [(op, ([a.copy() for a in xs], [a + 1 for a in xs]), {}) for op in
+              "_foreach_add_ _foreach_add _foreach_sub_ _foreach_mul_ _foreach_mul "
+              "_foreach_div_ _foreach_div _foreach_maximum_ _foreach_copy_".split()]
+    calls += [(op, ([a.copy() for a in xs], xs, xs), {"value": 0.5}) for op in
+              ("_foreach_addcmul_", "_foreach_addcdiv_")]
+    calls += [("_foreach_lerp_", ([a.copy() for a in xs], xs), {"weight": 0.3})]
+    calls += [(op, ([np.abs(a) for a in xs],), {}) for op in
+              "_foreach_sqrt _foreach_sqrt_ _foreach_neg _foreach_zero_".split()]
+    calls += [("_fused_sgd_", ([a.copy() for a in xs], xs, [a.copy() for a in xs]),
+               dict(lr=0.1, momentum=0.9, dampening=0, weight_decay=0.01, nesterov=True,
+                    maximize=False))]
+    return calls
+
+
+def _copied(value):
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, list):
+        return [_copied(v) for v in value]
+    return value
+
+
+def _assert_same(got, want, what):
+    if isinstance(want, (tuple, list)):
+        assert len(got) == len(want), what
+        for g, w in zip(got, want):
+            _assert_same(g, w, what)
+    elif isinstance(want, np.ndarray):
+        assert isinstance(got, np.ndarray), what
+        assert got.dtype == want.dtype and got.shape == want.shape, what
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7, err_msg=what)
+    else:  # None, or a scalar or shape passed in
+        assert got == want, what
+
+
+def test_every_shared_kernel_runs_on_cupy_names_as_on_the_cpu_backend():
+    """Each kernel, built for an array module with only CuPy's names (and so without its
+    CPU hooks), computes what the CPU backend's does, inputs written in place included."""
+    calls = _calls()
+    assert {op for op, _, _ in calls} == SHARED_OPS
+    shared = make_kernels(CupyShapedNumpy())
+    cpu = plugins.get_backend("cpu").kernels
+    for op, args, attrs in calls:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # no errstate: NumPy warns
+            ours_args, cpu_args = _copied(list(args)), _copied(list(args))
+            ours = shared[op](*ours_args, **attrs)
+            want = cpu[op](*cpu_args, **attrs)
+        _assert_same(ours, want, op)
+        _assert_same(ours_args, cpu_args, f"{op} (its inputs afterwards)")
+
+
+def test_half_precision_sums_accumulate_in_float32():
+    x = np.array([256, 1, 1, 1, 1, 1, 1], numpy_dtype(bfloat16))  # in bfloat16, 256 + 1 == 256
+    total = make_kernels(np)["sum"](x)
+    assert total.dtype == x.dtype and float(total) == 262
+
+
+def test_erf_float64_is_exact_only_with_the_hook():
+    x = np.linspace(-3, 3, 101)
+    exact = np.array([math.erf(v) for v in x])
+    polynomial = make_kernels(np)["erf"](x)
+    np.testing.assert_allclose(polynomial, exact, rtol=0, atol=2e-7)
+    assert not np.array_equal(polynomial, exact)
+    hooked = make_kernels(np, hooks=Hooks(exact_erf=np.vectorize(math.erf)))["erf"](x)
+    np.testing.assert_array_equal(hooked, exact)
+
+
+def test_scatter_add_and_accumulating_setitem_add_every_repeated_index():
+    k = make_kernels(np)
+    out = k["scatter_add"](np.zeros((2, 3)), np.array([[1, 1, 1], [0, 2, 0]]),
+                           np.ones((2, 3)), dim=1)
+    np.testing.assert_array_equal(out, [[0, 3, 0], [2, 0, 1]])
+    x = np.zeros(3)
+    k["setitem"](x, np.ones(4), np.array([0, 0, 2, 0]), index=(("tensor", 0),),
+                 accumulate=True)
+    np.testing.assert_array_equal(x, [3, 0, 1])
+
+
+def test_reshape_without_a_view_raises_view_not_possible():
+    with pytest.raises(ViewNotPossible):
+        make_kernels(np)["reshape"](np.zeros((3, 4)).T, (12,), copy=False)
+
+
+def test_writes_into_read_only_buffers_raise_the_overlap_error():
+    hooks = Hooks(read_only=lambda buffer: not buffer.flags.writeable)
+    k = make_kernels(np, hooks=hooks)
+    expanded = np.broadcast_to(np.zeros(3), (2, 3))
+    for write in (lambda: k["add"](expanded, 1.0, out=expanded),
+                  lambda: k["assign"](expanded, np.ones((2, 3))),
+                  lambda: k["setitem"](expanded, np.ones(3), index=(("int", 0),))):
+        with pytest.raises(RuntimeError, match="more than one element"):
+            write()
+    assert "clone()" in OVERLAP
+
+
+def test_hooks_replace_what_they_name():
+    seen = []
+
+    def product(a, b):
+        seen.append("matmul")
+        return np.matmul(a, b)
+
+    def axpy(alpha, x, y):
+        seen.append("axpy")
+        return False  # "does not apply": the shared code does the update
+
+    def call(f, args, out):
+        seen.append("call")
+        return np.asarray(f(*args, out=out))
+
+    k = make_kernels(np, hooks=Hooks(matmul=product, axpy=axpy, call_elementwise=call,
+                                     elementwise={"relu": lambda x, out=None: x * 0 + 7}))
+    x = np.ones((2, 2), np.float32)
+    k["matmul"](x, x)
+    k["linear"](x, x)
+    k["add"](x, x)
+    np.testing.assert_array_equal(k["relu"](x), np.full((2, 2), 7))
+    p = [x.copy()]
+    k["_foreach_add_"](p, [x], alpha=-0.5)
+    np.testing.assert_array_equal(p[0], np.full((2, 2), 0.5))
+    assert seen == ["matmul", "matmul", "call", "call", "axpy"]
