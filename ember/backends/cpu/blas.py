@@ -11,7 +11,7 @@ every choice here is derived from what the CPU and OS actually enable.
 
 This module offers three layers of defence, cheapest first:
 
-1. :func:`configure_before_numpy` -- called from ``ember/__init__`` -- sets
+1. :func:`configure_before_numpy` -- called from ``ember/_early`` -- sets
    ``OPENBLAS_CORETYPE`` from :func:`detect_coretype` if NumPy is not loaded yet.
 2. :func:`openblas_info` reports which kernels NumPy's OpenBLAS really runs and
    how to fix it when they are slower than the CPU allows.
@@ -189,7 +189,7 @@ def detect_coretype() -> str | None:
 def configure_before_numpy() -> str:
     """Point NumPy's OpenBLAS at the best kernels, if it is not too late.
 
-    Called by ``ember/__init__`` at import time.  Sets ``OPENBLAS_CORETYPE``
+    Called by ``ember/_early`` at import time.  Sets ``OPENBLAS_CORETYPE``
     only when NumPy is not imported yet (OpenBLAS reads the variable once, when
     it loads) and the user has not set it.  Never imports NumPy; costs about
     0.1 ms (one read of the first /proc/cpuinfo block).  Returns a one-line

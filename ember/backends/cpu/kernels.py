@@ -1,5 +1,5 @@
 """The CPU backend's kernel table: the shared kernels of ember/backends/xp on NumPy, with
-what only the CPU has (semantics of every op: ember.core.ops' docstring).
+what only the CPU has (each op's semantics: its declaration in ember/core/ops).
 
 CPU-only, passed to the shared kernels as hooks or added to the table here:
 

@@ -4,7 +4,8 @@ Each kernel is written once against an array module `xp` (NumPy or CuPy, which m
 NumPy's API): the CPU backend builds its table with `make_kernels(numpy, ...)`, the CUDA
 backend with `make_kernels(cupy, ...)`. What one backend does its own way (its BLAS, the
 quirks of its dtypes) comes in as `Hooks`. Kernel names, arguments and semantics are the
-backend contract's (`ember.core.backend`; every op is described in `ember.core.ops`).
+backend contract's (`ember.core.backend`; each op's declaration in ember/core/ops, and
+`ember ops --kernels`, say what its kernel takes).
 
 This package imports no backend, no array module and nothing of ember but the contract.
 Random numbers are not here: each backend draws them from its own generator.
