@@ -23,22 +23,28 @@ apply (``-x``, ``-k matmul``, ``--lf`` ...). The run's header lists, per device,
 primitive ops its backend has no kernel for: those still pass, because ember runs them
 on the CPU backend (with a ``FallbackWarning``); run with ``EMBER_STRICT=1`` to make the
 suite fail until every primitive is native. On the CPU backend the whole suite (about
-1,000 tests) takes about 15 s of one core, plus the start-up.
+1,250 tests) takes about 16 s of one core, plus the start-up.
 
-What the suite checks, on the chosen device, for every primitive op in
-``ember.core.ops.OPS`` and every differentiable op of the Tensor API:
+What the suite checks, on the chosen device, for every op declared in
+``ember.core.opdef.OPS`` (primitive or composite) and every fused kernel in ``FUSED``:
 
 * values against NumPy references over shapes, dtypes, memory layouts (transposed,
   strided) and broadcasting drawn by Hypothesis, and result dtypes against PyTorch's type
   promotion (``test_elementwise``, ``test_reductions``, ``test_shapes``,
-  ``test_indexing``, ``test_linalg``, ``test_nn``, ``test_creation``);
+  ``test_indexing``, ``test_linalg``, ``test_nn``, ``test_creation``); the list ops of
+  the optimizers (``test_foreach``); moves between devices (``test_transfers``);
+* every in-place (``x.add_()``) and ``out=`` variant the declarations give: it writes what
+  the op returns into its tensor, as PyTorch does (``test_variants``);
+* every fused kernel the backend has: the op it replaces gives the same values and
+  gradients with the kernel and without it (``test_fused``);
 * gradients against central finite differences in float64, and second derivatives for a
   few ops (``test_grads``);
 * forward and backward against PyTorch, float32 and float64, where torch is installed
   (``test_torch_parity``);
 * views: writes through slices, ``view`` and ``t()`` reach the base (``test_shapes``);
 * that every result stays on the device under test, and (``test_coverage``) that every
-  primitive op in ``OPS`` has a value test and, if differentiable, a gradient test.
+  declared op and fused kernel has a test: every primitive a value test, and every op
+  declaring a gradient formula a gradient test.
 
 A plugin's own tests get the ``device`` fixture and the options too (through the entry
 point, or ``pytest_plugins = ["ember.testing.plugin"]`` in their top-level conftest.py),

@@ -1,50 +1,89 @@
-"""The suite itself: every primitive op in ember.core.opdef.OPS is exercised by some test,
-so a new primitive cannot be added to core without a conformance test for it."""
+"""The suite covers every declared op: each op in ember.core.opdef.OPS (primitive or
+composite) and each fused kernel in FUSED is exercised by a conformance test, so an op
+cannot be declared in core without one.
+
+What covers what is written next to the tests, and read here:
+
+* `COVERS` in each value-test module (`_VALUE_MODULES`): the ops whose values its tests
+  check, against NumPy or PyTorch;
+* `DiffOp.ops` in ember.testing.opinfo: the ops each gradient (gradcheck) and
+  PyTorch-parity entry exercises (by default, the op the entry is named after);
+* `CASES` in test_fused: one case per fused kernel;
+* test_variants takes the in-place and `out=` variants from the declarations themselves.
+
+The rules: every declared op is covered (`declared - covered` must be empty); every
+primitive has a value test of its own (a DiffOp's values are compared only where PyTorch
+is installed); every op that declares a gradient formula (`Op.grad`) has a DiffOp; and
+every name a list gives is declared (a typo would hide a missing test).
+"""
 
 from __future__ import annotations
 
+import importlib
+
 import ember  # noqa: F401 - declares every op
-from ember.core.opdef import OPS as _ALL
-from ember.core.opdef import Kind
-from ember.testing import test_elementwise
-from ember.testing.opinfo import DIFF_OPS
+from ember.core.opdef import FUSED, OPS, Kind
+from ember.testing.opinfo import DIFF_OPS, DiffOp
 
-OPS = {name for name, op in _ALL.items() if op.kind is Kind.PRIMITIVE}
+_VALUE_MODULES = ["test_elementwise", "test_reductions", "test_shapes", "test_indexing",
+                  "test_linalg", "test_nn", "test_creation", "test_foreach", "test_transfers",
+                  "test_fused"]
 
-# primitives whose values each module checks against NumPy (beyond the tables it imports)
-FORWARD_TESTED = {
-    "test_elementwise": {u.name for u in test_elementwise.UNARY} |
-    {b.name for b in test_elementwise.BINARY} | {"where", "clamp", "cast"},
-    "test_reductions": {"sum", "prod", "max", "min", "all", "any", "argmax", "argmin",
-                        "cumsum"},
-    "test_shapes": {"reshape", "permute", "expand", "flip", "clone", "tril", "triu", "cat",
-                    "getitem", "setitem", "assign"},
-    "test_indexing": {"getitem", "setitem", "gather", "scatter", "scatter_add",
-                      "index_select", "nonzero", "where"},
-    "test_linalg": {"matmul", "einsum"},
-    "test_creation": {"full", "arange", "rand", "randn", "randint", "randperm"},
-    "test_nn": {"im2col", "col2im", "constant_pad"},
-}
+
+def _module(name: str):
+    return importlib.import_module(f"ember.testing.{name}")
+
+
+def value_covered() -> dict[str, set[str]]:
+    """Module name -> the ops whose values it checks (its `COVERS`)."""
+    return {name: set(_module(name).COVERS) for name in _VALUE_MODULES}
+
+
+def diff_op_covers(op: DiffOp) -> tuple[str, ...]:
+    """The declared ops a DiffOp exercises: its `ops`, or else the op it is named after."""
+    return op.ops or ((op.name,) if op.name in OPS else ())
+
+
+def gradient_covered() -> set[str]:
+    return {name for op in DIFF_OPS for name in diff_op_covers(op)}
+
+
+def _unknown(names: set[str]) -> list[str]:
+    return sorted(names - set(OPS))
+
+
+def test_every_declared_op_has_a_test() -> None:
+    covered = set().union(*value_covered().values()) | gradient_covered()
+    missing = sorted(set(OPS) - covered)
+    assert not missing, f"declared ops without a conformance test: {missing} (test them, " \
+                        "and name them in a module's COVERS or a DiffOp's ops)"
 
 
 def test_every_primitive_has_a_value_test() -> None:
-    tested = set().union(*FORWARD_TESTED.values())
-    missing = sorted(set(OPS) - tested)
+    tested = set().union(*value_covered().values())
+    missing = sorted(name for name, op in OPS.items()
+                     if op.kind is Kind.PRIMITIVE and name not in tested)
     assert not missing, f"primitive ops without a conformance test of their values: {missing}"
-    unknown = sorted(tested - set(OPS))
-    assert not unknown, f"FORWARD_TESTED names ops that are not primitives: {unknown}"
 
 
-def test_every_differentiable_primitive_has_a_gradient_test() -> None:
-    not_differentiable = {
-        "sign", "floor", "ceil", "round", "trunc",  # zero gradient; their DiffOps check it
-        "logical_not", "isnan", "isinf", "isfinite", "bitwise_not", "floor_divide", "eq",
-        "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
-        "bitwise_and", "bitwise_or", "bitwise_xor", "all", "any", "argmax", "argmin",
-        "nonzero", "full", "arange", "rand", "randn", "randint", "randperm", "assign",
-    }
-    covered = {p for op in DIFF_OPS for p in op.prims}
-    missing = sorted(set(OPS) - covered - not_differentiable)
-    assert not missing, f"differentiable primitives without a gradcheck entry: {missing}"
-    unknown = sorted(covered - set(OPS))
-    assert not unknown, f"DiffOp.prims names ops that are not primitives: {unknown}"
+def test_every_op_with_a_gradient_formula_has_a_gradient_test() -> None:
+    missing = sorted(name for name, op in OPS.items()
+                     if op.grad is not None and name not in gradient_covered())
+    assert not missing, f"ops declaring a gradient without a DiffOp (gradcheck) entry: " \
+                        f"{missing}"
+
+
+def test_every_fused_kernel_has_a_case() -> None:
+    cases = set(_module("test_fused").CASES)
+    assert not sorted(set(FUSED) - cases), \
+        f"fused kernels without a test_fused case: {sorted(set(FUSED) - cases)}"
+    assert not sorted(cases - set(FUSED)), \
+        f"test_fused cases for kernels that are not declared: {sorted(cases - set(FUSED))}"
+
+
+def test_coverage_lists_name_declared_ops() -> None:
+    for module, names in value_covered().items():
+        assert not _unknown(names), f"{module}.COVERS names undeclared ops: {_unknown(names)}"
+    for op in DIFF_OPS:
+        assert not _unknown(set(op.ops)), \
+            f"DiffOp {op.name!r} names undeclared ops: {_unknown(set(op.ops))}"

@@ -320,3 +320,101 @@ def test_masked_fill_errors(device: ember.device) -> None:
     x = S.on(device, np.zeros(3))
     with pytest.raises(RuntimeError, match="masked_fill only supports boolean masks"):
         x.masked_fill(S.on(device, np.array([1, 0, 1])), 1.0)
+
+
+# -- select, take_along_dim, index_add, index_fill, fill_diagonal_ --------------------
+
+
+def test_select(device: ember.device) -> None:
+    arr = np.arange(24.0).reshape(2, 3, 4)
+    x = S.on(device, arr)
+    for dim, index in ((0, 1), (1, -1), (-1, 2)):
+        S.assert_matches(ember.select(x, dim, index), np.take(arr, index, axis=dim), device,
+                         what=f"select({dim}, {index})")
+    s = x.select(2, 0)
+    s.fill_(-1.0)  # a view: the write reaches x
+    ref = arr.copy()
+    ref[..., 0] = -1.0
+    S.assert_matches(x, ref, device, what="x after select(2, 0).fill_")
+    with pytest.raises(IndexError, match="index 3"):
+        x.select(1, 3)
+
+
+def test_take_along_dim(device: ember.device) -> None:
+    arr = np.random.default_rng(6).uniform(-1, 1, (3, 4))
+    x = S.on(device, arr)
+    order = np.argsort(arr, axis=1)
+    S.assert_matches(ember.take_along_dim(x, S.on(device, order), 1),
+                     np.take_along_axis(arr, order, 1), device, what="rows sorted")
+    idx = np.array([[2, 0, 1, 1], [0, 0, 2, 1]])
+    S.assert_matches(x.take_along_dim(S.on(device, idx), 0), np.take_along_axis(arr, idx, 0),
+                     device, what="dim 0")
+
+
+@pytest.mark.xfail(strict=True, reason="take_along_dim: ember neither broadcasts the indices "
+                   "against the input (torch does, outside `dim`) nor takes dim=None "
+                   "(flattened input)")
+def test_take_along_dim_broadcasts_and_flattens(device: ember.device) -> None:
+    arr = np.arange(12.0).reshape(3, 4)
+    x = S.on(device, arr)
+    idx = np.array([[0], [2]])
+    S.assert_matches(ember.take_along_dim(x, S.on(device, idx), 0),
+                     np.take_along_axis(arr, np.broadcast_to(idx, (2, 4)), 0), device)
+    S.assert_matches(ember.take_along_dim(x, S.on(device, np.array([0, 5, 11])), None),
+                     [0.0, 5.0, 11.0], device)
+
+
+def test_index_add_and_index_fill(device: ember.device) -> None:
+    arr = np.arange(12.0).reshape(3, 4)
+    src = np.random.default_rng(7).uniform(-1, 1, (3, 4))
+    x, s = S.on(device, arr), S.on(device, src)
+    rows = np.array([2, 0, 2])  # a repeated index accumulates
+    ref = arr.copy()
+    np.add.at(ref, rows, 2.0 * src)
+    S.assert_matches(ember.index_add(x, 0, S.on(device, rows), s, alpha=2.0), ref, device,
+                     what="index_add(dim 0, alpha 2)")
+    cols = np.array([3, 1, 3, 0])
+    ref_cols = arr.copy()
+    np.add.at(ref_cols.T, cols, src.T)
+    y = x.clone()
+    assert y.index_add_(1, S.on(device, cols), s) is y
+    S.assert_matches(y, ref_cols, device, what="index_add_(dim 1)")
+    S.assert_matches(x, arr, device, what="input unchanged by the out-of-place forms")
+    ref_fill = arr.copy()
+    ref_fill[:, [0, 2]] = -1.5
+    S.assert_matches(ember.index_fill(x, 1, S.on(device, np.array([0, 2])), -1.5), ref_fill,
+                     device, what="index_fill")
+    ints = S.on(device, np.arange(6).reshape(2, 3))
+    ints.index_fill_(0, S.on(device, np.array([1])), S.on(device, np.array(7)))
+    S.assert_matches(ints, [[0, 1, 2], [7, 7, 7]], device, dtype=ember.int64,
+                     what="index_fill_ with a 0-dim tensor value")
+
+
+def test_fill_diagonal_(device: ember.device) -> None:
+    for shape, ref_rows in (((3, 3), 3), ((2, 4), 2), ((5, 3), 3)):
+        x = S.on(device, np.zeros(shape))
+        assert x.fill_diagonal_(2.5) is x
+        ref = np.zeros(shape)
+        ref[range(ref_rows), range(ref_rows)] = 2.5
+        S.assert_matches(x, ref, device, what=f"fill_diagonal_ of {shape}")
+    cube = S.on(device, np.zeros((2, 2, 2), np.int32)).fill_diagonal_(3)
+    ref = np.zeros((2, 2, 2), np.int32)
+    ref[0, 0, 0] = ref[1, 1, 1] = 3
+    S.assert_matches(cube, ref, device, dtype=ember.int32, what="fill_diagonal_ of a cube")
+
+
+@pytest.mark.xfail(strict=True, reason="fill_diagonal_(wrap=True) on a tall matrix: ember "
+                   "ignores wrap; torch restarts the diagonal after a gap row")
+def test_fill_diagonal_wraps(device: ember.device) -> None:
+    x = S.on(device, np.zeros((7, 3))).fill_diagonal_(1.0, wrap=True)
+    ref = np.zeros((7, 3))
+    ref[[0, 1, 2, 4, 5, 6], [0, 1, 2, 0, 1, 2]] = 1.0
+    S.assert_matches(x, ref, device)
+
+
+# -- what this module checks (ember.testing.test_coverage reads it) ---------------------
+
+COVERS = {"getitem", "setitem", "gather", "scatter", "scatter_add", "index_select", "nonzero",
+          "where", "masked_fill", "masked_select", "select", "take_along_dim", "index_add",
+          "index_fill", "fill_diagonal_", "fill_"}
+"""The declared ops whose values this module's tests check."""

@@ -138,3 +138,18 @@ def test_softmax_errors(device: ember.device) -> None:
         ember.softmax(S.on(device, [1, 2]), 0)
     with pytest.raises(IndexError, match="Dimension out of range"):
         ember.softmax(S.on(device, [1.0, 2.0]), 1)
+
+
+@pytest.mark.xfail(strict=True, reason="addmm(beta=0): torch ignores `input` (its NaN and "
+                   "inf do not propagate, as documented); ember computes 0 * input")
+def test_addmm_beta_zero_ignores_input(device: ember.device) -> None:
+    c = S.on(device, np.full((2, 2), np.nan))
+    a = S.on(device, np.ones((2, 3)))
+    S.assert_matches(ember.addmm(c, a, a.t(), beta=0), np.full((2, 2), 3.0), device)
+
+
+# -- what this module checks (ember.testing.test_coverage reads it) ---------------------
+
+COVERS = {"matmul", "mm", "bmm", "mv", "dot", "outer", "addmm", "einsum", "softmax",
+          "log_softmax"}
+"""The declared ops whose values this module's tests check."""

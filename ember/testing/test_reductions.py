@@ -269,3 +269,46 @@ def test_reduction_dim_errors(device: ember.device) -> None:
         x.sum(2)
     with pytest.raises(RuntimeError, match="multiple times"):
         x.sum((0, -2))
+
+
+def test_std_mean_var_mean(device: ember.device) -> None:
+    arr = np.random.default_rng(5).uniform(-3, 3, (2, 3, 4))
+    x = S.on(device, arr)
+    for kwargs, dims, ddof in (({}, None, 1), ({"dim": 1}, 1, 1),
+                               ({"dim": (0, 2), "keepdim": True}, (0, 2), 1),
+                               ({"dim": 2, "correction": 0}, 2, 0),
+                               ({"dim": 0, "unbiased": False}, 0, 0)):
+        keep = kwargs.get("keepdim", False)
+        mean = arr.mean(axis=dims, keepdims=keep)
+        for fn, ref in ((ember.var_mean, np.var), (ember.std_mean, np.std)):
+            spread, centre = fn(x, **kwargs)
+            what = f"{fn.__name__}({kwargs})"
+            S.assert_matches(spread, ref(arr, axis=dims, ddof=ddof, keepdims=keep), device,
+                             what=what + "[0]")
+            S.assert_matches(centre, mean, device, what=what + "[1]")
+
+
+def test_sum_to_size(device: ember.device) -> None:
+    arr = np.arange(24.0).reshape(2, 3, 4)
+    x = S.on(device, arr)
+    S.assert_matches(x.sum_to_size(3, 1), arr.sum(axis=(0, 2), keepdims=True)[0], device)
+    S.assert_matches(x.sum_to_size((1, 3, 4)), arr.sum(axis=0, keepdims=True), device)
+    S.assert_matches(x.sum_to_size(4), arr.sum(axis=(0, 1)), device)
+    S.assert_matches(x.sum_to_size(2, 3, 4), arr, device)
+    with pytest.raises(RuntimeError):  # (torch: "size {[2, 4]} is not expandable to ...")
+        x.sum_to_size(2, 4)
+
+
+@pytest.mark.xfail(strict=True, reason="norm of an integer tensor: torch raises "
+                   "('Expected a floating point or complex tensor'); ember returns a float")
+def test_norm_of_integers_raises(device: ember.device) -> None:
+    with pytest.raises(RuntimeError):
+        ember.norm(S.on(device, np.array([3, 4])))
+
+
+# -- what this module checks (ember.testing.test_coverage reads it) ---------------------
+
+COVERS = {"sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "all",
+          "any", "var", "std", "std_mean", "var_mean", "logsumexp", "norm", "cumsum",
+          "count_nonzero", "sum_to_size"}
+"""The declared ops whose values this module's tests check."""

@@ -1,0 +1,216 @@
+"""The in-place (`x.<op>_(...)`) and `out=` variants of every op that declares one, through
+the public API, on the device under test.
+
+The ops' values are checked elsewhere; here, that each variant writes what the
+out-of-place op returns: an in-place op returns the tensor itself, keeps its dtype (the
+result cast to it, or an error when it cannot be cast, as torch) and bumps its version (so
+autograd notices the write); an `out=` call returns `out`, resized from empty as needed. The
+parameters come from the declarations, so a new variant is checked without a new test (one
+whose op takes arguments needs a row in `_INPLACE_ARGS` / `_OUT_ARGS`). Where torch is
+installed, the same call on torch tensors gives the same values.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ember
+from ember.core.opdef import OPS
+from ember.testing import support as S
+
+_RNG = np.random.default_rng(13)
+# inputs inside every op's domain (log, sqrt, asin, acos, reciprocal ...): floats in
+# (0.1, 0.9), integers in [1, 9]; `col` is a (3, 1) column for squeeze_
+_INPUTS = {
+    "float": (_RNG.uniform(0.1, 0.9, (3, 4)), _RNG.uniform(0.1, 0.9, (3, 4))),
+    "int": (_RNG.integers(1, 10, (3, 4)), _RNG.integers(1, 10, (3, 4))),
+    "col": (_RNG.uniform(0.1, 0.9, (3, 1)), _RNG.uniform(0.1, 0.9, (3, 1))),
+}
+
+
+def _index(lib: Any, like: Any, values: list) -> Any:
+    return lib.tensor(values, dtype=lib.int64, device=like.device)
+
+
+Args = Callable[[Any, Any], tuple[tuple, dict]]  # (lib, other) -> (args, kwargs)
+
+# ops whose in-place variant takes more than the tensor: (input kind, arguments)
+_INPLACE_ARGS: dict[str, tuple[str, Args]] = {
+    **{name: ("float", lambda lib, y: ((y,), {})) for name in (
+        "mul", "div", "pow", "atan2", "maximum", "minimum", "remainder", "floor_divide",
+        "logical_and", "logical_or", "logical_xor")},
+    **{name: ("int", lambda lib, y: ((y,), {})) for name in (
+        "bitwise_and", "bitwise_or", "bitwise_xor")},
+    "bitwise_not": ("int", lambda lib, y: ((), {})),
+    "add": ("float", lambda lib, y: ((y,), {"alpha": 2})),
+    "sub": ("float", lambda lib, y: ((y,), {"alpha": 0.5})),
+    "clamp": ("float", lambda lib, y: ((0.3, 0.6), {})),
+    "clamp_min": ("float", lambda lib, y: ((0.5,), {})),
+    "clamp_max": ("float", lambda lib, y: ((y,), {})),
+    "cumsum": ("float", lambda lib, y: ((1,), {})),
+    "addcmul": ("float", lambda lib, y: ((y, y), {"value": 0.5})),
+    "addcdiv": ("float", lambda lib, y: ((y, y * y), {"value": 2})),
+    "lerp": ("float", lambda lib, y: ((y, 0.25), {})),
+    "index_add": ("float", lambda lib, y: ((0, _index(lib, y, [2, 0]), y[:2]), {"alpha": 2})),
+    "index_fill": ("float", lambda lib, y: ((1, _index(lib, y, [0, 2]), -1.0), {})),
+    "masked_fill": ("float", lambda lib, y: ((y > 0.5, 0.0), {})),
+    "scatter": ("float", lambda lib, y: ((1, _index(lib, y, [[0], [3], [1]]), y), {})),
+    "scatter_add": ("float", lambda lib, y: ((0, _index(lib, y, [[2, 0, 0, 1]]), y), {})),
+    "tril": ("float", lambda lib, y: ((1,), {})),
+    "triu": ("float", lambda lib, y: ((-1,), {})),
+    "squeeze": ("col", lambda lib, y: ((1,), {})),
+    "unsqueeze": ("float", lambda lib, y: ((1,), {})),
+    "transpose": ("float", lambda lib, y: ((0, 1), {})),
+}
+_UNARY_ARGS: tuple[str, Args] = ("float", lambda lib, y: ((), {}))
+
+# in-place view ops that change the tensor's shape without bumping its version (see
+# test_inplace_view_ops_bump_the_version below)
+_NO_VERSION_BUMP = {"t", "transpose", "squeeze", "unsqueeze"}
+
+_INPLACE_OPS = sorted(name for name, op in OPS.items() if "inplace" in op.variants)
+
+
+def _reference(name: str, x: Any, args: tuple, kwargs: dict) -> Any:
+    """The out-of-place op: `ember.<name>(x, ...)`, or the method where there is none."""
+    fn = getattr(ember, name) if "function" in OPS[name].variants else getattr(type(x), name)
+    return fn(x, *args, **kwargs)
+
+
+@pytest.mark.parametrize("name", _INPLACE_OPS)
+def test_inplace_variant(device: ember.device, name: str) -> None:
+    kind, make_args = _INPLACE_ARGS.get(name, _UNARY_ARGS)
+    a, b = _INPUTS[kind]
+    x, y = S.on(device, a), S.on(device, b)
+    args, kwargs = make_args(ember, y)
+    want = _reference(name, x, args, kwargs).to(x.dtype)
+    target = x.clone()
+    before = target._version
+    out = getattr(target, name + "_")(*args, **kwargs)
+    assert out is target, f"{name}_ must return the tensor it wrote"
+    S.assert_matches(target, S.host(want), device, dtype=x.dtype, what=f"{name}_")
+    if name not in _NO_VERSION_BUMP:
+        assert target._version > before, f"{name}_ must bump the tensor's version"
+    S.assert_matches(x, a, device, what=f"{name}_ wrote into the clone only")
+    if S.torch is not None and hasattr(S.torch.Tensor, name + "_"):  # (no maximum_ there)
+        t = S.torch.tensor(a)
+        t_args, t_kwargs = make_args(S.torch, S.torch.tensor(b))
+        getattr(t, name + "_")(*t_args, **t_kwargs)
+        S.assert_matches(target, t.numpy(), device, what=f"{name}_ vs torch")
+
+
+def test_inplace_result_must_fit_the_tensor(device: ember.device) -> None:
+    """As torch: an in-place result keeps the tensor's shape and a dtype it can hold."""
+    i = S.on(device, np.array([1, 2, 3]))
+    for write in (lambda: i.exp_(), lambda: i.sqrt_(), lambda: i.div_(2),
+                  lambda: i.add_(1.5), lambda: i.mul_(S.on(device, np.array([0.5])))):
+        with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+            write()
+    S.assert_matches(i, [1, 2, 3], device, what="unchanged after the refused writes")
+    row = S.on(device, np.zeros((1, 3)))
+    with pytest.raises(RuntimeError, match=r"output with shape \[1, 3\] doesn't match the "
+                                           r"broadcast shape \[2, 3\]"):
+        row.add_(S.on(device, np.ones((2, 3))))
+    f = S.on(device, np.array([0.5, 1.5]))
+    f.add_(S.on(device, np.array([1, 2])))  # an int operand is fine: the result is float
+    S.assert_matches(f, [1.5, 3.5], device, dtype=ember.float64)
+
+
+@pytest.mark.xfail(strict=True, reason="t_, transpose_, squeeze_ and unsqueeze_ do not bump "
+                   "the version, so backward silently uses the reshaped tensor where torch "
+                   "raises 'modified by an inplace operation'")
+@pytest.mark.parametrize("name", sorted(_NO_VERSION_BUMP))
+def test_inplace_view_ops_bump_the_version(device: ember.device, name: str) -> None:
+    kind, make_args = _INPLACE_ARGS.get(name, _UNARY_ARGS)
+    args, kwargs = make_args(ember, S.on(device, _INPUTS[kind][1]))
+    w = S.on(device, np.ones(_INPUTS[kind][0].shape), requires_grad=True)
+    x = S.on(device, _INPUTS[kind][0])
+    y = x * w  # saves x for w's gradient
+    before = x._version
+    getattr(x, name + "_")(*args, **kwargs)
+    assert x._version > before
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+# -- out= -----------------------------------------------------------------------------
+
+# (input kind, arguments(lib, x, y)) of each op with an out= variant
+_OUT_ARGS: dict[str, tuple[str, Callable[[Any, Any, Any], tuple[tuple, dict]]]] = {
+    **{name: ("float", lambda lib, x, y: ((x, y), {})) for name in (
+        "mul", "div", "pow", "atan2", "maximum", "minimum", "remainder", "floor_divide",
+        "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor")},
+    **{name: ("int", lambda lib, x, y: ((x, y), {})) for name in (
+        "bitwise_and", "bitwise_or", "bitwise_xor")},
+    "add": ("float", lambda lib, x, y: ((x, y), {"alpha": 2})),
+    "sub": ("float", lambda lib, x, y: ((x, y), {"alpha": 0.5})),
+    "clamp": ("float", lambda lib, x, y: ((x, 0.3, 0.6), {})),
+    "cumsum": ("float", lambda lib, x, y: ((x, 1), {})),
+    "where": ("float", lambda lib, x, y: ((x > 0.5, x, y), {})),
+    "sum": ("float", lambda lib, x, y: ((x, 1), {})),
+    "mean": ("float", lambda lib, x, y: ((x, 0), {"keepdim": True})),
+    "cat": ("float", lambda lib, x, y: (([x, y], 1), {})),
+    "stack": ("float", lambda lib, x, y: (([x, y], 0), {})),
+    "matmul": ("float", lambda lib, x, y: ((x, y.t()), {})),
+    "mm": ("float", lambda lib, x, y: ((x, y.t()), {})),
+    "bmm": ("float", lambda lib, x, y: ((x[None], y.t()[None]), {})),
+    "mv": ("float", lambda lib, x, y: ((x, y[0]), {})),
+    "dot": ("float", lambda lib, x, y: ((x[0], y[0]), {})),
+    "outer": ("float", lambda lib, x, y: ((x[0], y[1]), {})),
+    "addmm": ("float", lambda lib, x, y: ((x[:, :3], x, y.t()), {"beta": 0.5, "alpha": 2})),
+}
+
+_OUT_OPS = sorted(name for name, op in OPS.items() if "out" in op.variants)
+
+
+@pytest.mark.parametrize("name", _OUT_OPS)
+def test_out_variant(device: ember.device, name: str) -> None:
+    assert name in _OUT_ARGS, f"{name} declares an out= variant: give it a row in _OUT_ARGS"
+    kind, make_args = _OUT_ARGS[name]
+    a, b = _INPUTS[kind]
+    args, kwargs = make_args(ember, S.on(device, a), S.on(device, b))
+    fn = getattr(ember, name)
+    want = fn(*args, **kwargs)
+    out = ember.empty(0, dtype=want.dtype, device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # resizing an empty out= tensor is silent, as torch
+        got = fn(*args, **kwargs, out=out)
+    assert got is out, f"{name}(out=) must return `out`"
+    S.assert_matches(out, S.host(want), device, dtype=want.dtype, what=f"{name}(out=)")
+    again = fn(*args, **kwargs, out=out)  # the right shape now: written in place
+    assert again is out
+    S.assert_matches(out, S.host(want), device, dtype=want.dtype, what=f"{name}(out=) again")
+    if S.torch is not None:
+        t_args, t_kwargs = make_args(S.torch, S.torch.tensor(a), S.torch.tensor(b))
+        t_out = S.torch.empty(0, dtype=getattr(S.torch, want.dtype.name))
+        getattr(S.torch, name)(*t_args, **t_kwargs, out=t_out)
+        S.assert_matches(out, t_out.numpy(), device, what=f"{name}(out=) vs torch")
+
+
+def test_out_rules(device: ember.device) -> None:
+    """torch's rules for out=: resizing a non-empty tensor warns; the result is cast to
+    `out`'s dtype when it can be; out= does not record autograd."""
+    x = S.on(device, np.array([[1.0, 2.0], [3.0, 4.0]]))
+    small = ember.zeros(3, dtype=ember.float64, device=device)
+    with pytest.warns(UserWarning, match="was resized"):
+        ember.add(x, 1.0, out=small)
+    S.assert_matches(small, [[2.0, 3.0], [4.0, 5.0]], device, what="resized out")
+    narrow = ember.empty(0, dtype=ember.float32, device=device)
+    ember.mul(x, 0.5, out=narrow)  # float64 result into float32: same category, allowed
+    S.assert_matches(narrow, [[0.5, 1.0], [1.5, 2.0]], device, dtype=ember.float32)
+    flags = ember.empty(0, dtype=ember.int64, device=device)
+    ember.gt(x, 2.5, out=flags)  # bool result into int64
+    S.assert_matches(flags, [[0, 0], [1, 1]], device, dtype=ember.int64)
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+        ember.div(x, 2, out=ember.empty(0, dtype=ember.int64, device=device))
+    w = S.on(device, np.ones(2), requires_grad=True)
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        ember.mul(x, w, out=ember.empty(0, dtype=ember.float64, device=device))
+    if device.type != "cpu":
+        with pytest.raises(RuntimeError, match="Expected out tensor to be on device"):
+            ember.add(x, 1.0, out=ember.empty(0, dtype=ember.float64))
