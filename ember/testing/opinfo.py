@@ -163,6 +163,8 @@ _BINARY: list[DiffOp] = [
     *_binary("atan2", lambda lib, a, b: lib.atan2(a, b), ("atan2",), make_b=_nonzero),
     *_binary("remainder", lambda lib, a, b: lib.remainder(a, b), ("remainder",),
              make_b=_nonzero),
+    *_binary("logaddexp", lambda lib, a, b: lib.logaddexp(a, b), ("logaddexp",),
+             gradgrad=True),
     DiffOp("add_alpha", lambda lib, a, b: lib.add(a, b, alpha=-0.5), shapes=((3, 4), (4,)),
            ops=("add", "mul")),
     DiffOp("sub_alpha", lambda lib, a, b: lib.sub(a, b, alpha=2.0), shapes=((3, 4), (3, 4)),

@@ -578,6 +578,6 @@ COVERS = (
     {"where", "clamp", "clamp_min", "clamp_max", "cast", "to", "type", "float", "double",
      "half", "bfloat16", "long", "int", "short", "char", "byte", "bool", "isclose",
      "allclose", "equal", "positive", "rsub", "result_type", "lerp", "addcmul", "addcdiv",
-     "square"}
+     "square", "logaddexp"}
 )
 """The declared ops whose values this module's tests check."""

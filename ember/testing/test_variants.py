@@ -21,6 +21,7 @@ import pytest
 
 import ember
 from ember.core.opdef import OPS
+from ember.core.ops.elementwise import UNARY_BY_RULE
 from ember.testing import support as S
 
 _RNG = np.random.default_rng(13)
@@ -144,7 +145,12 @@ def test_inplace_view_ops_bump_the_version(device: ember.device, name: str) -> N
 _OUT_ARGS: dict[str, tuple[str, Callable[[Any, Any, Any], tuple[tuple, dict]]]] = {
     **{name: ("float", lambda lib, x, y: ((x, y), {})) for name in (
         "mul", "div", "pow", "atan2", "maximum", "minimum", "remainder", "floor_divide",
-        "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor")},
+        "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+        "logaddexp")},
+    "square": ("float", lambda lib, x, y: ((x,), {})),
+    **{name: ("float", lambda lib, x, y: ((x,), {})) for name in (  # the unary math ops
+        UNARY_BY_RULE["same"] + UNARY_BY_RULE["float"] + UNARY_BY_RULE["predicate"])},
+    "bitwise_not": ("int", lambda lib, x, y: ((x,), {})),
     **{name: ("int", lambda lib, x, y: ((x, y), {})) for name in (
         "bitwise_and", "bitwise_or", "bitwise_xor")},
     "add": ("float", lambda lib, x, y: ((x, y), {"alpha": 2})),

@@ -174,7 +174,7 @@ UNARY_BY_RULE: dict[str, list[str]] = {"same": [], "float": [], "predicate": [],
 
 def _unary(name: str, rule: str, grad: Any, doc: str, *, precision: P = P.KEEP,
            flops: float = 1, fused_backward: str | None = None, inplace: bool = True,
-           **fields: Any) -> Any:
+           out: bool = True, **fields: Any) -> Any:
     """Declare unary elementwise primitive `name`: `rule` is "same" (the input's dtype),
     "float" (floating result), "predicate" (bool result) or "bitwise"; `grad` is the
     formula for the input's gradient (None: not differentiable); with `fused_backward`,
@@ -194,7 +194,8 @@ def _unary(name: str, rule: str, grad: Any, doc: str, *, precision: P = P.KEEP,
     return define(name, Kind.PRIMITIVE, fn, rule=_RULES.get(rule) or _same_dtype_rule(name),
                   grad=None if grad is None else Grad(input=grad), precision=precision,
                   cost=costs.pointwise(flops), doc=doc,
-                  variants="function method out" + (" inplace" if inplace else ""),
+                  variants="function method" + (" inplace" if inplace else "") +
+                  (" out" if out else ""),
                   inplace_method=_unary_inplace(name, fn), **fields)
 
 
@@ -213,7 +214,7 @@ ceil = _unary("ceil", "same", _zero_grad,
 trunc = _unary("trunc", "same", _zero_grad, aliases="fix",
                doc="Returns the integer part of each element, rounding toward zero.")
 relu = _unary("relu", "same", lambda grad, result: grad.where(result > 0, 0.0),
-              fused_backward="result",
+              fused_backward="result", out=False,
               doc="Applies the rectified linear unit function element-wise: max(0, x).")
 exp = _unary("exp", "float", lambda grad, result: grad * result, precision=P.FLOAT32, flops=8,
              fused_backward="result",
@@ -259,10 +260,11 @@ reciprocal = _unary("reciprocal", "float", lambda grad, result: -(grad * (result
                     precision=P.FLOAT32, doc="Returns the reciprocal 1 / x of each element.")
 logical_not = _unary("logical_not", "predicate", None,
                      doc="Computes the logical NOT of each element (nonzero is True).")
-isnan = _unary("isnan", "predicate", None, inplace=False, doc="Tests each element for NaN.")
-isinf = _unary("isinf", "predicate", None, inplace=False,
+isnan = _unary("isnan", "predicate", None, inplace=False, out=False,
+               doc="Tests each element for NaN.")
+isinf = _unary("isinf", "predicate", None, inplace=False, out=False,
                doc="Tests each element for positive or negative infinity.")
-isfinite = _unary("isfinite", "predicate", None, inplace=False,
+isfinite = _unary("isfinite", "predicate", None, inplace=False, out=False,
                   doc="Tests each element for being finite (neither NaN nor infinite).")
 bitwise_not = _unary("bitwise_not", "bitwise", None, operators="__invert__",
                      doc="Computes the bitwise NOT of an integer tensor (logical NOT of a "
@@ -669,7 +671,7 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
     return add(input, mul(div(tensor1, tensor2), value))
 
 
-@composite(variants="function method inplace", cost=costs.pointwise(1))
+@composite(variants="function method inplace out", cost=costs.pointwise(1))
 def square(input: Tensor) -> Tensor:
     """Returns the square of each element."""
     return mul(input, input)
