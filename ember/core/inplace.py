@@ -109,12 +109,15 @@ def _bw_copy_slices(node: FnNode, g: Tensor) -> tuple:
 
 
 def metadata_inplace(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
-    """`x.squeeze_()` and friends: `x` itself becomes the reshaped view."""
+    """`x.squeeze_()` and friends: `x` itself becomes the reshaped view. Its version
+    advances, as for any in-place op: a node that saved `x` before must not read the
+    reshaped tensor."""
     def method(self: Tensor, *args: Any) -> Tensor:
         result = fn(self, *args)
         self._data = result._data
         if result._node is not None:
             self._node, self._output_nr = result._node, result._output_nr
+        self._vc[0] += 1
         return self
     method.__name__ = fn.__name__ + "_"
     return method

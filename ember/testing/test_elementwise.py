@@ -465,9 +465,6 @@ def test_cast_methods(device: ember.device) -> None:
     assert x.type(ember.float64) is x  # no-op, like to()
 
 
-@pytest.mark.xfail(strict=True, reason="ember names types after the dtype (ember.Float32Tensor)"
-                   " where torch (and ember's own docstring) say FloatTensor, and type() does "
-                   "not take those names back")
 def test_type_names_follow_torch(device: ember.device) -> None:
     for d, name in ((ember.float32, "FloatTensor"), (ember.float64, "DoubleTensor"),
                     (ember.int64, "LongTensor"), (ember.bool, "BoolTensor")):
@@ -512,9 +509,6 @@ def test_positive_and_rsub(device: ember.device) -> None:
                      what="rsub keeps the integer dtype")
 
 
-@pytest.mark.xfail(strict=True, reason="isclose: ember finds every finite value (and -inf) "
-                   "close to inf, since |x - inf| <= rtol * |inf| is inf <= inf; torch and "
-                   "NumPy say infinities are close only to themselves")
 def test_isclose_infinities_follow_torch(device: ember.device) -> None:
     a = np.array([1.0, -np.inf, np.inf, 0.0])
     b = np.array([np.inf, np.inf, -np.inf, -np.inf])
@@ -529,7 +523,6 @@ _TORCH_REFUSES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="ember returns a result where torch raises")
 @pytest.mark.parametrize("case", sorted(_TORCH_REFUSES))
 def test_refuses_what_torch_refuses(device: ember.device, case: str) -> None:
     b, i = S.on(device, np.array([True, False])), S.on(device, np.array([1, 2, 3]))
@@ -537,8 +530,6 @@ def test_refuses_what_torch_refuses(device: ember.device, case: str) -> None:
         _TORCH_REFUSES[case](b, i)
 
 
-@pytest.mark.xfail(strict=True, reason="square(bool) stays bool in ember; torch promotes it "
-                   "like pow(x, 2), to int64")
 def test_square_of_bool_is_int64(device: ember.device) -> None:
     out = ember.square(S.on(device, np.array([True, False])))
     S.assert_matches(out, [1, 0], device, dtype=ember.int64)

@@ -351,9 +351,6 @@ def test_take_along_dim(device: ember.device) -> None:
                      device, what="dim 0")
 
 
-@pytest.mark.xfail(strict=True, reason="take_along_dim: ember neither broadcasts the indices "
-                   "against the input (torch does, outside `dim`) nor takes dim=None "
-                   "(flattened input)")
 def test_take_along_dim_broadcasts_and_flattens(device: ember.device) -> None:
     arr = np.arange(12.0).reshape(3, 4)
     x = S.on(device, arr)
@@ -403,8 +400,6 @@ def test_fill_diagonal_(device: ember.device) -> None:
     S.assert_matches(cube, ref, device, dtype=ember.int32, what="fill_diagonal_ of a cube")
 
 
-@pytest.mark.xfail(strict=True, reason="fill_diagonal_(wrap=True) on a tall matrix: ember "
-                   "ignores wrap; torch restarts the diagonal after a gap row")
 def test_fill_diagonal_wraps(device: ember.device) -> None:
     x = S.on(device, np.zeros((7, 3))).fill_diagonal_(1.0, wrap=True)
     ref = np.zeros((7, 3))

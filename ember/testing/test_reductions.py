@@ -299,8 +299,6 @@ def test_sum_to_size(device: ember.device) -> None:
         x.sum_to_size(2, 4)
 
 
-@pytest.mark.xfail(strict=True, reason="norm of an integer tensor: torch raises "
-                   "('Expected a floating point or complex tensor'); ember returns a float")
 def test_norm_of_integers_raises(device: ember.device) -> None:
     with pytest.raises(RuntimeError):
         ember.norm(S.on(device, np.array([3, 4])))

@@ -243,8 +243,6 @@ def test_broadcast_tensors_and_shape_of_another(device: ember.device) -> None:
     assert x[0, 0].item() == 100
 
 
-@pytest.mark.xfail(strict=True, reason="tensor_split takes only a number of sections; torch "
-                   "also takes a list of split indices")
 def test_tensor_split_at_indices(device: ember.device) -> None:
     arr = np.arange(12.0).reshape(3, 4)
     parts = ember.tensor_split(S.on(device, arr), [1, 3], 1)

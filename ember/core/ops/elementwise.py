@@ -301,6 +301,8 @@ def round(input: Tensor, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's
 @composite(variants="function method", operators="__pos__")
 def positive(input: Tensor) -> Tensor:
     """Returns `input` itself (`+x`)."""
+    if input.dtype is dt.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return input
 
 
@@ -542,12 +544,13 @@ def result_type(tensor1: Any, tensor2: Any) -> dt.dtype:
 def isclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8,
             equal_nan: bool = False) -> Tensor:
     """Whether each element of `input` is close to `other`:
-    `|input - other| <= atol + rtol * |other|`."""
-    close = (input - other).abs() <= other.abs() * rtol + atol
-    close = close.logical_or(input == other)
+    `|input - other| <= atol + rtol * |other|`; an infinity is close only to itself, and
+    NaN to NaN only with `equal_nan`."""
+    close = input == other
     if equal_nan:
         close = close.logical_or(input.isnan().logical_and(other.isnan()))
-    return close
+    error = (input - other).abs()
+    return close.logical_or(error.isfinite().logical_and(error <= other.abs() * rtol + atol))
 
 
 @composite(variants="function method")
@@ -653,6 +656,7 @@ def _addcdiv_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
     if recording(self, tensor1, tensor2):
         return apply_inplace(self, lambda old: addcdiv(old, tensor1, tensor2, value=value),
                              tensor1, tensor2, op="addcdiv_")
+    _no_integer_addcdiv(tensor1, tensor2)
     q = div(tensor1, tensor2)
     return run_binary("add", self, mul(q, value) if value != 1 else q, out=self)
 
@@ -668,12 +672,27 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
            inplace_method=_addcdiv_inplace, cost=costs.pointwise(3))
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """`input + value * tensor1 / tensor2`."""
+    _no_integer_addcdiv(tensor1, tensor2)
     return add(input, mul(div(tensor1, tensor2), value))
+
+
+def _no_integer_addcdiv(tensor1: Tensor, tensor2: Tensor) -> None:
+    if not (tensor1.dtype.is_floating_point or tensor2.dtype.is_floating_point):
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a "
+                           "future  release addcdiv will perform a true division of tensor1 "
+                           "and tensor2. The historic addcdiv behavior can be implemented as "
+                           "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) "
+                           "for integer inputs and as (input + value * tensor1 / tensor2) for "
+                           "float inputs. The future addcdiv behavior is just the latter "
+                           "implementation: (input + value * tensor1 / tensor2), for all "
+                           "dtypes.")
 
 
 @composite(variants="function method inplace out", cost=costs.pointwise(1))
 def square(input: Tensor) -> Tensor:
-    """Returns the square of each element."""
+    """Returns the square of each element (of a bool tensor: as int64, like `pow(x, 2)`)."""
+    if input.dtype is dt.bool_:
+        input = to_dtype(input, dt.int64)
     return mul(input, input)
 
 
@@ -777,10 +796,21 @@ def cuda(self: Tensor, device: Any = None, non_blocking: bool = False) -> Tensor
 @composite(variants="method")
 def type(self: Tensor, dtype: Any = None) -> Any:  # noqa: A001 - PyTorch's name
     """With no argument, the tensor's type name (`ember.FloatTensor`); else this tensor as
-    `dtype`."""
+    `dtype` (an ember dtype, or a type name such as `"ember.DoubleTensor"`)."""
     if dtype is None:
-        return f"ember.{self.dtype.name.capitalize()}Tensor"
+        return f"ember.{_TYPE_NAMES[self.dtype.name]}"
+    if isinstance(dtype, str) and dtype.startswith("ember.") and dtype.endswith("Tensor"):
+        by_name = {v: k for k, v in _TYPE_NAMES.items()}
+        if dtype[6:] not in by_name:
+            raise TypeError(f"type(): invalid type {dtype!r}")
+        dtype = dt.from_name(by_name[dtype[6:]])
     return to(self, dtype=dtype)
+
+
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+               "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
+               "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+               "bool": "BoolTensor"}
 
 
 def _as_dtype(d: dt.dtype) -> Any:

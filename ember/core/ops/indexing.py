@@ -239,9 +239,23 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
 
 
 @composite(cost=costs.movement)
-def take_along_dim(input: Tensor, indices: Tensor, dim: int) -> Tensor:
-    """`gather` with the arguments in NumPy's order."""
-    return gather(input, dim, indices)
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    """The values of `input` at `indices` along `dim` (NumPy's take_along_axis): the two
+    broadcast against each other outside `dim`; with `dim=None`, over the flattened
+    input."""
+    if dim is None:
+        return gather(reshape(input, (-1,)), 0, reshape(indices, (-1,)))
+    d = normalize_dim("take_along_dim", dim, input.ndim)
+    if indices.ndim != input.ndim:
+        raise RuntimeError(f"take_along_dim: input and indices should have the same number "
+                           f"of dimensions, but got {input.ndim} dimensions for input, and "
+                           f"{indices.ndim} dimensions for indices")
+    outside = [broadcast_shapes("take_along_dim", (a,), (b,))[0] if i != d else None
+               for i, (a, b) in enumerate(zip(input.shape, indices.shape))]
+    input = input.expand(tuple(s if s is not None else input.shape[d] for s in outside))
+    indices = indices.expand(tuple(s if s is not None else indices.shape[d]
+                                   for s in outside))
+    return gather(input, d, indices)
 
 
 def _pad_to(g: Tensor, shape: tuple) -> Tensor:
@@ -366,7 +380,17 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
 
 @composite(variants="method")
 def fill_diagonal_(self: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
-    """Fills the main diagonal with `fill_value`, in place."""
+    """Fills the main diagonal with `fill_value`, in place. A tall matrix's diagonal
+    restarts after one skipped row with `wrap=True` (NumPy's and PyTorch's rule)."""
+    if self.ndim < 2 or (self.ndim > 2 and len(set(self.shape)) != 1):
+        raise RuntimeError("fill_diagonal_: dimensions must be larger than 1, and all "
+                           "dimensions of input must be of equal length")
+    if self.ndim == 2 and wrap and self.shape[0] > self.shape[1] + 1:
+        step = self.shape[1] + 1  # the diagonal's stride in the flattened matrix
+        flat = arange(0, self.numel(), step, device=self.device)
+        rows, cols = flat // self.shape[1], flat % self.shape[1]
+        setitem(self, (rows, cols), fill_value)
+        return self
     n = min(self.shape)
     idx = arange(n, device=self.device)
     setitem(self, tuple(idx for _ in range(self.ndim)), fill_value)
@@ -439,10 +463,25 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
 
 
 @composite(cost=costs.view)
-def tensor_split(input: Tensor, sections: int, dim: int = 0) -> tuple:
-    """Splits into `sections` pieces whose sizes differ by at most one (views)."""
+def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> tuple:
+    """Splits into that many pieces whose sizes differ by at most one, or at the given
+    indices along `dim` (views, as NumPy's array_split)."""
     d = normalize_dim("tensor_split", dim, input.ndim)
     n = input.shape[d]
-    q, r = divmod(n, sections)
-    return split(input, [q + 1 if i < r else q for i in range(sections)], d)
+    if isinstance(indices_or_sections, Tensor):
+        indices_or_sections = indices_or_sections.tolist()
+    if isinstance(indices_or_sections, int):
+        if indices_or_sections <= 0:
+            raise RuntimeError(f"tensor_split: number of sections must be greater than 0, "
+                               f"but got {indices_or_sections}")
+        q, r = divmod(n, indices_or_sections)
+        return split(input, [q + 1 if i < r else q for i in range(indices_or_sections)], d)
+    bounds = [min(max(int(i) + n if int(i) < 0 else int(i), 0), n)
+              for i in indices_or_sections]
+    out, start = [], 0
+    for stop in bounds + [n]:
+        stop = max(stop, start)
+        out.append(narrow(input, d, start, stop - start))
+        start = stop
+    return tuple(out)
 

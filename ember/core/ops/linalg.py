@@ -165,10 +165,13 @@ def _addmm_cost(input: Any, mat1: Any, mat2: Any, **kwargs: Any) -> Cost:
            cpu_precision=P.LOWER)
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,
           alpha: Any = 1) -> Tensor:
-    """`beta * input + alpha * (mat1 @ mat2)`."""
+    """`beta * input + alpha * (mat1 @ mat2)`; with `beta=0`, `input` is ignored (its NaN
+    and infinities do not reach the result)."""
     prod_ = matmul(mat1, mat2)
     if alpha != 1:
         prod_ = prod_ * alpha
+    if beta == 0:
+        return prod_.expand(broadcast_shapes("addmm", tuple(input.shape), tuple(prod_.shape)))
     return (input * beta if beta != 1 else input) + prod_
 
 

@@ -12,6 +12,7 @@ Kernels (signatures of their rules):
 
 from __future__ import annotations
 
+import builtins  # this module defines sum, max, min, all and any: the ops
 import math
 from collections import namedtuple
 from typing import Any
@@ -37,7 +38,7 @@ from ember.core.tensor import Tensor
 def _reduction_rule(op: str):
     def rule(input, *, dims=None, keepdim=False):
         if op in ("max", "min") and input.numel() == 0 and (
-                dims is None or 0 in (input.shape[d] for d in dims)):
+                dims is None or builtins.any(input.shape[d] == 0 for d in dims)):
             raise RuntimeError(f"{op}: cannot reduce over a zero-size dimension "
                                f"(input shape {fmt_shape(input.shape)})")
         shape = reduced_shape(input.shape, dims, keepdim)
@@ -120,6 +121,9 @@ def sum_to_size(self: Tensor, *size: Any) -> Tensor:
     if tuple(self.shape) == shape:
         return self
     lead = self.ndim - len(shape)
+    if lead < 0 or builtins.any(s not in (1, n) for s, n in zip(shape, self.shape[lead:])):
+        raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size "
+                           f"{{{list(self.shape)}}}.")
     dims = tuple(range(lead)) + tuple(
         i + lead for i, s in enumerate(shape) if s == 1 and self.shape[i + lead] != 1)
     out = sum(self, dims, keepdim=True) if dims else self
@@ -350,6 +354,9 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
          dtype: Any = None) -> Tensor:
     """The vector p-norm over `dim` (the Frobenius norm by default)."""
     input = _cast_first(input, dtype)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
+                           f"as input. Got {_TYPE_WORD[input.dtype.name]}")
     dims = _dims_arg("norm", input, dim)
     if p in ("fro", 2, 2.0):
         with no_grad():
@@ -369,6 +376,10 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
     if isinstance(p, str):
         raise RuntimeError(f"norm(): unsupported norm type {p!r}")
     return sum(input.abs() ** p, dims, keepdim) ** (1.0 / p)
+
+
+_TYPE_WORD = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+              "uint8": "Byte", "bool": "Bool"}
 
 
 # -- scans ----------------------------------------------------------------------------

@@ -85,11 +85,20 @@ def exponential_(self: Tensor, lambd: float = 1.0, *, generator: Any = None) -> 
     return copy_(self, -(-u).log1p() / lambd)
 
 
+# the exclusive upper bound of `random_()` with no bounds: every integer the dtype holds
+# exactly (floats: up to 2**digits of their mantissa), from 0 (PyTorch's)
+_RANDOM_TO = {"float64": 2 ** 53 + 1, "float32": 2 ** 24 + 1, "float16": 2 ** 11 + 1,
+              "bfloat16": 2 ** 8 + 1, "int64": 2 ** 63, "int32": 2 ** 31, "int16": 2 ** 15,
+              "int8": 2 ** 7, "uint8": 2 ** 8, "bool": 2}
+
+
 @composite(variants="method", cost=costs.creation)
-def random_(self: Tensor, from_: int = 0, to: int | None = None, *,
+def random_(self: Tensor, from_: int | None = None, to: int | None = None, *,
             generator: Any = None) -> Tensor:
-    """Fills this tensor with integers drawn uniformly from [from_, to), in place."""
+    """Fills this tensor with integers drawn uniformly from [from_, to), in place:
+    `random_(to)` draws from [0, to); `random_()` from 0 to the largest integer the dtype
+    holds exactly."""
     if to is None:
-        from_, to = 0, (2 ** 24 if self.dtype.is_floating_point else 2 ** 31)
+        from_, to = 0, (_RANDOM_TO[self.dtype.name] if from_ is None else from_)
     return copy_(self, randint(from_, to, tuple(self.shape), device=self.device,
                                generator=generator))
