@@ -18,15 +18,15 @@ from typing import Any
 
 from ember.core.dispatch import run
 from ember.core.grad_mode import state
-from ember.core.graph import FnNode, edge_of
-from ember.core.opdef import Grad, Kind, Op
+from ember.core.graph import Node, SavedTensor, edge_of
+from ember.core.opdef import Kind, Op
 from ember.core.tensor import Tensor
 
 
 def apply(op: Op, *operands: Any, **attrs: Any) -> Tensor:
     """Run primitive `op` and record its declared gradient when autograd needs it."""
     out = run(op.name, *operands, **attrs)
-    if state.enabled and op.grad is not None:
+    if op.grad is not None and state.enabled:
         record_grad(op, operands, attrs, out)
     return out
 
@@ -36,7 +36,7 @@ def apply_labelled(op: Op, label: str, *operands: Any, **attrs: Any) -> Tensor:
     that ran it: a `reshape` run by `view` is `ViewBackward0`, by `unsqueeze`
     `UnsqueezeBackward0`)."""
     out = run(op.name, *operands, **attrs)
-    if state.enabled and op.grad is not None:
+    if op.grad is not None and state.enabled:
         record_grad(op, operands, attrs, out, label)
     return out
 
@@ -53,6 +53,10 @@ def grad_operands(op: Op) -> tuple[str, ...]:
         return op.operand_names
     spec = op.grad
     return spec.operands if spec.each is not None else tuple(spec.formulas)
+
+
+# where a value a formula reads comes from
+_OPERAND, _REST, _RESULT, _SHAPE, _REST_SHAPES, _ATTR, _NEEDS = range(7)
 
 
 def record_grad(op: Op, operands: Sequence[Any], attrs: dict, result: Tensor,
@@ -72,53 +76,112 @@ def record_grad(op: Op, operands: Sequence[Any], attrs: dict, result: Tensor,
     if plan is None:
         plan = op.grad.plans[needs] = _make_plan(op, needs)
     saved: list[Tensor] = []
-    values: dict[str, Any] = {}
-    for name, source, where in plan.steps:
-        if source == "operand":
+    values: list[Any] = []  # per plan step: the value, or a marker of where it was saved
+    for source, where in plan.steps:
+        if source is _OPERAND:
             value = operands[where]
-            if isinstance(value, Tensor):
-                values[name] = ("saved", len(saved))
-                saved.append(value)
-            elif isinstance(where, slice):  # a `*rest` operand: a list of tensors
-                values[name] = ("list", len(saved), len(value))
-                saved.extend(value)
-            else:  # a Python number: kept as it is
-                values[name] = ("value", value)
-        elif source == "result":
-            values[name] = ("saved", len(saved))
-            saved.append(result)
-        elif source == "shape":
-            v = operands[where]
-            values[name] = ("value", [t._data.shape for t in v] if isinstance(where, slice)
-                            else v._data.shape)
-        elif source == "attr":
-            value = attrs[name]
-            if isinstance(value, Tensor):  # a tensor attribute is saved like an operand
-                values[name] = ("saved", len(saved))
-                saved.append(value)
-            else:
-                values[name] = ("value", value)
-        else:  # "needs"
-            values[name] = ("value", needs)
-    edges = tuple([edge_of(v) if need else None for v, need in zip(operands, needs)])
-    metas = tuple([(v._data.shape, v._dtype) if need else None
-                   for v, need in zip(operands, needs)])
-    node = FnNode(label or plan.label, _backward, edges, saved, plan=plan, values=values,
-                  metas=metas)
-    result._node = node
+        elif source is _RESULT:
+            value = result
+        elif source is _ATTR:
+            value = attrs[where]
+        elif source is _SHAPE:
+            value = operands[where]._data.shape
+        elif source is _REST:
+            values.append(_Stored(len(saved), len(operands) - where))
+            saved.extend(operands[where:])
+            continue
+        elif source is _REST_SHAPES:
+            value = [t._data.shape for t in operands[where:]]
+        else:
+            value = needs
+        if isinstance(value, Tensor):  # saved: a later in-place change makes backward raise
+            values.append(_Stored(len(saved), None))
+            saved.append(value)
+        else:  # a Python number, a shape, an attribute: kept as it is
+            values.append(value)
+    edges = []
+    metas = []
+    for v, need in zip(operands, needs):
+        if need:
+            edges.append(edge_of(v))
+            metas.append((v._data.shape, v._dtype))
+        else:
+            edges.append(None)
+            metas.append(None)
+    result._node = DeclaredNode(label or plan.label, plan, tuple(edges), needs, saved,
+                                values, metas)
     result._requires_grad = True
 
 
+class _Stored:
+    """Where a value a formula reads was saved: its index among the node's saved tensors
+    (`count` of them for a `*rest` operand, else one)."""
+
+    __slots__ = ("index", "count")
+
+    def __init__(self, index: int, count: int | None) -> None:
+        self.index, self.count = index, count
+
+
+class DeclaredNode(Node):
+    """The graph node of an op with a declared gradient: its backward evaluates the
+    declaration's formulas on what the node kept."""
+
+    __slots__ = ("label", "plan", "values", "metas")
+
+    def __init__(self, label: str, plan: _Plan, edges: tuple, needs: tuple, saved: list,
+                 values: list, metas: list) -> None:
+        # Node's fields, set here directly: a node is made for every recorded op
+        self.next_edges, self.needs, self.attrs = edges, needs, {}
+        self._saved = tuple([SavedTensor(t) for t in saved])
+        self._freed, self.pre_hooks, self.retain = False, None, None
+        self.label, self.plan, self.values, self.metas = label, plan, values, metas
+
+    def name(self) -> str:
+        return self.label
+
+    def apply(self, grads: list) -> tuple:
+        grad = grads[0]
+        plan = self.plan
+        saved = self.saved_tensors  # raises if freed, or if a saved tensor changed since
+        values = [v if type(v) is not _Stored else
+                  (saved[v.index] if v.count is None else list(saved[v.index:v.index + v.count]))
+                  for v in self.values]
+        if plan.each is not None:
+            fn, positions = plan.each
+            grads = fn(grad, *[values[i] for i in positions])
+        elif len(plan.formulas) == 1:  # one operand (unary ops): no list to build
+            fn, positions = plan.formulas[0]
+            grads = (fn(grad, *[values[i] for i in positions]),)
+        else:
+            grads = [None if formula is None else
+                     formula[0](grad, *[values[i] for i in formula[1]])
+                     for formula in plan.formulas]
+        # each gradient summed down to its operand's shape and cast to its dtype
+        out = []
+        for g, meta in zip(grads, self.metas):
+            if g is None or meta is None:
+                out.append(None)
+                continue
+            if g._data.shape != meta[0]:
+                g = g.sum_to_size(meta[0])
+            if g._dtype is not meta[1]:
+                g = g.to(meta[1])
+            out.append(g)
+        return tuple(out)
+
+
 class _Plan:
-    """What a node of an op keeps, for one combination of operands needing a gradient."""
+    """What a node of an op keeps, for one combination of operands needing a gradient,
+    and how its formulas read it back."""
 
-    __slots__ = ("spec", "label", "names", "steps")
+    __slots__ = ("label", "steps", "formulas", "each")
 
-    def __init__(self, spec: Grad, label: str, names: tuple[str, ...], steps: tuple) -> None:
-        self.spec = spec
+    def __init__(self, label: str, steps: tuple, formulas: tuple, each: tuple | None):
         self.label = label  # the node's name unless the caller gives one
-        self.names = names  # the name of each operand (a `*rest` name repeats)
-        self.steps = steps  # (name, source, operand index or slice) for what formulas read
+        self.steps = steps  # (source, where) of each value a formula reads
+        self.formulas = formulas  # per operand: (fn, positions in steps) or None
+        self.each = each  # or (fn, positions) for a formula of all operands
 
 
 def _make_plan(op: Op, needs: tuple[bool, ...]) -> _Plan:
@@ -127,27 +190,43 @@ def _make_plan(op: Op, needs: tuple[bool, ...]) -> _Plan:
     rest = _rest_name(op)
     fixed = [n for n in declared if n != rest]
     names = tuple(fixed) + (rest,) * (count - len(fixed)) if rest else tuple(declared)
-    where: dict[str, Any] = {n: i for i, n in enumerate(fixed)}
-    if rest:
-        where[rest] = slice(len(fixed), count)
-    if spec.each is not None:
-        reads = set(spec.each.reads)
-    else:
-        reads = set()
-        for name, need in zip(names, needs):
-            if need and name in spec.formulas:
-                reads.update(spec.formulas[name].reads)
+    index = {n: i for i, n in enumerate(fixed)}
+    needed = [] if spec.each is not None else \
+        [spec.formulas.get(name) if need else None for name, need in zip(names, needs)]
+    reads = sorted(set(spec.each.reads) if spec.each is not None else
+                   {r for f in needed if f is not None for r in f.reads})
     steps = []
-    for name in sorted(reads):
-        if name in where:
-            steps.append((name, "operand", where[name]))
-        elif name in ("result", "needs"):
-            steps.append((name, name, None))
-        elif name.endswith("_shape") and name[:-6] in where:
-            steps.append((name, "shape", where[name[:-6]]))
+    for name in reads:
+        if name in index:
+            steps.append((_OPERAND, index[name]))
+        elif name == rest:
+            steps.append((_REST, len(fixed)))
+        elif name == "result":
+            steps.append((_RESULT, None))
+        elif name == "needs":
+            steps.append((_NEEDS, None))
+        elif name.endswith("_shape") and name[:-6] in index:
+            steps.append((_SHAPE, index[name[:-6]]))
+        elif name.endswith("_shape") and name[:-6] == rest:
+            steps.append((_REST_SHAPES, len(fixed)))
         else:
-            steps.append((name, "attr", None))
-    return _Plan(spec, spec.label or default_label(op.name), names, tuple(steps))
+            steps.append((_ATTR, name))
+    position = {name: i for i, name in enumerate(reads)}
+
+    def compiled(formula: Any, name: str = "", need: bool = False) -> tuple | None:
+        if formula is None:
+            return (_not_implemented(op.name, name), ()) if need else None
+        return formula.fn, tuple(position[r] for r in formula.reads)
+    return _Plan(spec.label or default_label(op.name), tuple(steps),
+                 tuple(compiled(f, n, need) for f, n, need in zip(needed, names, needs)),
+                 compiled(spec.each))
+
+
+def _not_implemented(op: str, operand: str) -> Any:
+    def formula(grad: Any) -> Any:
+        raise RuntimeError(f"the derivative of {op} with respect to its operand "
+                           f"{operand!r} is not implemented")
+    return formula
 
 
 def _rest_name(op: Op) -> str | None:
@@ -158,42 +237,3 @@ def _rest_name(op: Op) -> str | None:
         if p.kind is p.VAR_POSITIONAL:
             return p.name
     return None
-
-
-def _backward(node: FnNode, grad: Tensor) -> tuple:
-    a = node.attrs
-    plan: _Plan = a["plan"]
-    spec = plan.spec
-    saved = node.saved_tensors
-    values = {}
-    for name, entry in a["values"].items():
-        if entry[0] == "saved":
-            values[name] = saved[entry[1]]
-        elif entry[0] == "list":
-            values[name] = list(saved[entry[1]:entry[1] + entry[2]])
-        else:
-            values[name] = entry[1]
-    if spec.each is not None:
-        grads = spec.each.fn(grad, **{r: values[r] for r in spec.each.reads})
-    else:
-        grads = []
-        for name, need in zip(plan.names, node.needs):
-            formula = spec.formulas.get(name) if need else None
-            if need and formula is None:
-                raise RuntimeError(f"the derivative of {node.name()} with respect to its "
-                                   f"operand {name!r} is not implemented")
-            grads.append(None if formula is None else
-                         formula.fn(grad, **{r: values[r] for r in formula.reads}))
-    return tuple(_reduce_to(g, m) for g, m in zip(grads, a["metas"]))
-
-
-def _reduce_to(g: Any, meta: tuple | None) -> Any:
-    """A gradient summed down to its operand's shape and cast to its dtype."""
-    if g is None or meta is None:
-        return None
-    shape, d = meta
-    if tuple(g.shape) != shape:
-        g = g.sum_to_size(shape)
-    if g._dtype is not d:
-        g = g.to(d)
-    return g

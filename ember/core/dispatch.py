@@ -223,63 +223,71 @@ def run_fused(name: str, *args: Any, **attrs: Any) -> Any:
     kernel computes a gradient while the backward pass is itself recorded, or a tensor
     argument is on another device or (for `same_dtype` kernels) of another dtype. Else
     its outputs as the declaration says: none `()`, one tensor, or a tuple. Arguments may
-    be tensors, lists of tensors (list ops), None, or plain values.
+    be tensors, lists of tensors (list ops; entries may be None), None, or plain values.
     """
     decl = FUSED[name]
-    first = _first_tensor(args)
-    if first is None or tracing.active is not None or (decl.backward and _grad_state.enabled):
+    if tracing.active is not None or (decl.backward and _grad_state.enabled):
+        return None
+    same = decl.same_dtype
+    first = None
+    bufs = []
+    for a in args:  # one pass: find the first tensor, check the others against it
+        if isinstance(a, Tensor):
+            if first is None:
+                first = a
+                device, dtype = a._device, a._dtype
+            elif a._device is not device or (same and a._dtype is not dtype):
+                return None
+            bufs.append(a._data)
+        elif type(a) is list and _has_tensor(a):
+            if first is None:
+                first = next(t for t in a if t is not None)
+                device, dtype = first._device, first._dtype
+            if [t for t in a if t is not None and (t._device is not device or
+                                                   (same and t._dtype is not dtype))]:
+                return None
+            bufs.append([None if t is None else t._data for t in a])
+        else:
+            bufs.append(a)
+    if first is None:
         return None
     kernel = first._backend.kernels.get(name)
     if kernel is None:
         return None
-    device, dtype, same = first._device, first._dtype, decl.same_dtype
-    bufs = []
-    for a in args:
-        if isinstance(a, Tensor):
-            if a._device is not device or (same and a._dtype is not dtype):
-                return None
-            bufs.append(a._data)
-        elif _is_tensor_list(a):
-            for t in a:
-                if t is not None and (t._device is not device or
-                                      (same and t._dtype is not dtype)):
-                    return None
-            bufs.append([None if t is None else t._data for t in a])
-        else:
-            bufs.append(a)
     out = kernel(*bufs, **attrs)
-    for i in decl.writes:
-        for t in (args[i] if isinstance(args[i], list) else (args[i],)):
-            if isinstance(t, Tensor):
-                t._vc[0] += 1
+    if decl.writes:
+        for i in decl.writes:
+            for t in (args[i] if type(args[i]) is list else (args[i],)):
+                if isinstance(t, Tensor):
+                    t._vc[0] += 1
+    if decl.one_like:  # the common case: one output of the first tensor's dtype
+        return Tensor._make(out, first._dtype, first._device, first._backend)
+    if decl.all_like:  # several (gradients ...), some possibly None
+        d, dev, backend = first._dtype, first._device, first._backend
+        return tuple([None if b is None else Tensor._make(b, d, dev, backend) for b in out])
     return _wrap_fused(decl.outputs, out, first, args)
 
 
-def _is_tensor_list(a: Any) -> bool:
-    """A list of tensors (some entries may be None), as list ops take."""
-    return isinstance(a, list) and any(isinstance(t, Tensor) for t in a) and \
-        all(t is None or isinstance(t, Tensor) for t in a)
-
-
-def _first_tensor(args: tuple) -> Tensor | None:
-    for a in args:
-        if isinstance(a, Tensor):
-            return a
-        if _is_tensor_list(a):
-            return next(t for t in a if t is not None)
-    return None
+def _has_tensor(a: list) -> bool:
+    """Whether a list argument is a list of tensors (list ops): entries tensors or None."""
+    for t in a:
+        if isinstance(t, Tensor):
+            return True
+        if t is not None:
+            return False
+    return False
 
 
 def _wrap_fused(kinds: tuple[str, ...], out: Any, first: Tensor, args: tuple) -> Any:
     if not kinds:
         return ()
-    outs = (out,) if len(kinds) == 1 else tuple(out)
+    outs = (out,) if len(kinds) == 1 else out
     wrapped = []
     for kind, buf in zip(kinds, outs):
         if buf is None or kind == "opaque":
             wrapped.append(buf)
         elif kind == "each":  # a list, element i like element i of the first list argument
-            like = next(a for a in args if _is_tensor_list(a))
+            like = next(a for a in args if type(a) is list and _has_tensor(a))
             wrapped.append([Tensor._make(b, t._dtype, t._device, t._backend)
                             for b, t in zip(buf, like)])
         else:

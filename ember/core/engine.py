@@ -71,14 +71,16 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
         while ready:
             node = ready.pop()
             grads = buffers.pop(node, None) or []
-            _run_pre_hooks(node, grads)
-            for key in [k for k in wanted if k[0] is node]:
-                captured[key] = grads[key[1]] if key[1] < len(grads) else None
+            if node.pre_hooks or node.retain:
+                _run_pre_hooks(node, grads)
+            if wanted:
+                for key in [k for k in wanted if k[0] is node]:
+                    captured[key] = grads[key[1]] if key[1] < len(grads) else None
             if isinstance(node, AccumulateGrad):
                 if accumulate and grads and grads[0] is not None:
                     _accumulate(node.variable, grads[0], create_graph)
                 continue
-            if any(g is not None for g in grads):
+            if grads and (grads[0] is not None or any(g is not None for g in grads)):
                 results = node.apply(_fill_missing(node, grads))
             else:  # nothing reached this node: it sends nothing on
                 results = (None,) * len(node.next_edges)
@@ -112,8 +114,7 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
 def _add_grad(buffers: dict, node: Node, nr: int, g: Any) -> None:
     slots = buffers.get(node)
     if slots is None:
-        n = getattr(node, "n_outputs", 1)
-        slots = buffers[node] = [None] * max(n, nr + 1)
+        slots = buffers[node] = [None] * max(node.n_outputs, nr + 1)
     if nr >= len(slots):
         slots.extend([None] * (nr + 1 - len(slots)))
     slots[nr] = g if slots[nr] is None else slots[nr] + g
@@ -128,7 +129,9 @@ def zeros_for_missing(grads: Sequence[Any], metas: Sequence[Any]) -> list:
 
 
 def _fill_missing(node: Node, grads: list) -> list:
-    n = getattr(node, "n_outputs", 1)
+    n = node.n_outputs
+    if n == 1 and len(grads) == 1:  # the common case: one output, its gradient arrived
+        return grads
     if len(grads) < n:
         grads = list(grads) + [None] * (n - len(grads))
     if any(g is None for g in grads):
@@ -166,7 +169,7 @@ def _accumulate(t: Any, g: Any, create_graph: bool) -> None:
         new = hook(g)
         if new is not None:
             g = new
-    if g.shape != t.shape:
+    if g._data.shape != t._data.shape:
         g = g.sum_to_size(t.shape)
     # .grad must own its buffer: a later in-place `+=` must touch nothing else. A fresh
     # gradient that no other tensor object holds (e.g. add's backward passes one gradient

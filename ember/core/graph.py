@@ -49,6 +49,7 @@ class Node:
 
     __slots__ = ("next_edges", "_saved", "_freed", "pre_hooks", "retain", "attrs",
                  "needs", "__weakref__")
+    n_outputs = 1  # how many outputs the op had (nodes of several outputs say so)
 
     def __init__(self, next_edges: tuple, saved: Sequence[Any] = (), **attrs: Any) -> None:
         self.next_edges = next_edges  # per input: (Node, output_nr) or None
@@ -66,7 +67,7 @@ class Node:
     def saved_tensors(self) -> tuple:
         if self._freed:
             raise RuntimeError(FREED_MESSAGE)
-        return tuple(s.unpack(self) for s in self._saved)
+        return tuple([s.unpack(self) for s in self._saved])
 
     @property
     def next_functions(self) -> tuple:

@@ -231,6 +231,14 @@ class FusedKernel:
     backward: bool = False
     same_dtype: bool = True
     writes: tuple[int, ...] = ()
+    one_like: bool = field(init=False, repr=False)
+    """One output, of the first tensor argument's dtype (the common case)."""
+    all_like: bool = field(init=False, repr=False)
+    """Several outputs, each of the first tensor argument's dtype (or None)."""
+
+    def __post_init__(self) -> None:
+        self.one_like = self.outputs == ("like",)
+        self.all_like = len(self.outputs) > 1 and set(self.outputs) == {"like"}
 
 
 OPS: dict[str, Op] = {}

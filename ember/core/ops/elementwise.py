@@ -23,7 +23,7 @@ from ember.core import costs, tracing
 from ember.core import dtype as dt
 from ember.core.apply import apply, record_grad
 from ember.core.declare import composite, define, fused_kernel, primitive
-from ember.core.dispatch import run, run_binary, run_fused, run_unary_into
+from ember.core.dispatch import run_binary, run_fused, run_unary_into
 from ember.core.grad_mode import no_grad, state
 from ember.core.host import dtype_arg
 from ember.core.inplace import apply_inplace, recording
@@ -189,14 +189,18 @@ def _unary(name: str, rule: str, grad: Any, doc: str, *, precision: P = P.KEEP,
                      doc=f"The gradient of {name} from `grad` and `v`, the {fused_backward} "
                          "its formula reads.")
 
+    op = None  # the declaration, made below (fn reads it when called)
+
     def fn(input: Tensor) -> Tensor:
-        return run(name, input) if grad is None else apply(OPS[name], input)
-    return define(name, Kind.PRIMITIVE, fn, rule=_RULES.get(rule) or _same_dtype_rule(name),
-                  grad=None if grad is None else Grad(input=grad), precision=precision,
-                  cost=costs.pointwise(flops), doc=doc,
-                  variants="function method" + (" inplace" if inplace else "") +
-                  (" out" if out else ""),
-                  inplace_method=_unary_inplace(name, fn), **fields)
+        return apply(op, input)
+    public = define(name, Kind.PRIMITIVE, fn, rule=_RULES.get(rule) or _same_dtype_rule(name),
+                    grad=None if grad is None else Grad(input=grad), precision=precision,
+                    cost=costs.pointwise(flops), doc=doc,
+                    variants="function method" + (" inplace" if inplace else "") +
+                    (" out" if out else ""),
+                    inplace_method=_unary_inplace(name, fn), **fields)
+    op = OPS[name]
+    return public
 
 
 _SQRT_PI = 2.0 / math.sqrt(math.pi)

@@ -47,22 +47,25 @@ _SIGNATURES = {
 
 
 def _check(op: str, xs: list, lists: list) -> None:
-    """Same lengths, one device, no autograd recording; errors name `op`."""
-    if not xs:
-        return
-    device = xs[0]._device
+    """Same lengths, no autograd recording; errors name `op`. (Devices are checked by
+    `run_fused` for the kernel, and by `_check_devices` before the per-tensor loop.)"""
     for other in lists:
         if len(other) != len(xs):
             raise RuntimeError(f"{op}: tensor lists must have the same length, got "
                                f"{len(xs)} and {len(other)}")
+    if is_grad_enabled() and any(x._requires_grad for x in xs):
+        raise RuntimeError(f"{op}: list ops do not record autograd; run them under "
+                           "ember.no_grad()")
+
+
+def _check_devices(op: str, xs: list, lists: list) -> None:
+    """Every tensor on the first one's device; the error names `op` and the tensor."""
+    device = xs[0]._device
     for i, group in enumerate(zip(xs, *lists)):
         for t in group:
             if isinstance(t, Tensor) and t._device is not device:
                 raise RuntimeError(f"{op}: expected all tensors on {device}, but "
                                    f"tensor {i} is on {t._device}")
-    if is_grad_enabled() and any(x._requires_grad for x in xs):
-        raise RuntimeError(f"{op}: list ops do not record autograd; run them under "
-                           "ember.no_grad()")
 
 
 def _is_list(a: Any) -> bool:
@@ -76,12 +79,14 @@ def _list_op(name: str, inplace: bool) -> Callable[..., Any]:
     def fn(self: Sequence[Tensor], *args: Any, **kwargs: Any) -> Any:
         xs = list(self)
         args = tuple(list(a) if _is_list(a) else a for a in args)
-        _check(op, xs, [a for a in args if _is_list(a)])
+        lists = [a for a in args if _is_list(a)]
+        _check(op, xs, lists)
         if not xs:
             return None if inplace else []
         fused = run_fused(op, xs, *args, **kwargs)
         if fused is not None:
             return None if inplace else fused
+        _check_devices(op, xs, lists)
         out = []
         with no_grad():
             for i, x in enumerate(xs):
@@ -162,6 +167,7 @@ def _fused_sgd_(params: list[Tensor], grads: list[Tensor],
             "_fused_sgd_", params, grads, momentum_buffers if momentum != 0 else None, lr,
             momentum, dampening, weight_decay, nesterov, maximize) is not None:
         return
+    _check_devices("_fused_sgd_", params, [grads])
     if maximize:
         grads = _foreach_neg(grads)
     if weight_decay != 0:

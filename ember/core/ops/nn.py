@@ -216,17 +216,18 @@ def _linear_cost(input: Any, weight: Any, bias: Any = None) -> Cost:
                      operands=("input", "weight", "bias")))
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """`input @ weight.T + bias` (`nn.functional.linear`)."""
-    if weight.ndim not in (1, 2):
+    x_shape, w_shape = input._data.shape, weight._data.shape  # (a layer's hot path)
+    if len(w_shape) not in (1, 2):
         raise RuntimeError(f"linear: weight must be 1-D or 2-D, got shape "
-                           f"{fmt_shape(tuple(weight.shape))}")
-    if input.shape[-1] != weight.shape[-1]:
+                           f"{fmt_shape(w_shape)}")
+    if x_shape[-1] != w_shape[-1]:
         raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied "
-                           f"({math.prod(input.shape[:-1])}x{input.shape[-1]} and "
-                           f"{weight.shape[-1]}x{weight.shape[0] if weight.ndim == 2 else 1})")
-    out = run_fused("linear", input, weight, bias) if weight.ndim == 2 else None
+                           f"({math.prod(x_shape[:-1])}x{x_shape[-1]} and "
+                           f"{w_shape[-1]}x{w_shape[0] if len(w_shape) == 2 else 1})")
+    out = run_fused("linear", input, weight, bias) if len(w_shape) == 2 else None
     if out is None:
         with no_grad():
-            out = matmul(input, t(weight) if weight.ndim == 2 else weight)
+            out = matmul(input, t(weight) if len(w_shape) == 2 else weight)
             if bias is not None:
                 out = add(out, bias)
     record_grad(OPS["linear"], (input, weight, bias), {}, out)
@@ -801,13 +802,13 @@ def cross_entropy(input: Tensor, target: Tensor, ignore_index: int = -100,
                   reduction: str = "mean") -> Tensor:
     """Cross entropy of (N, C) logits against int64 class indices (N,): the common case
     of `nn.functional.cross_entropy`, as one fused op where the backend has one."""
-    if input.ndim != 2 or target.ndim != 1 or target.shape[0] != input.shape[0]:
+    x_shape, t_shape = input._data.shape, target._data.shape
+    if len(x_shape) != 2 or len(t_shape) != 1 or t_shape[0] != x_shape[0]:
         raise RuntimeError(f"cross_entropy: expected input (N, C) and target (N,), got "
-                           f"{fmt_shape(tuple(input.shape))} and "
-                           f"{fmt_shape(tuple(target.shape))}")
+                           f"{fmt_shape(x_shape)} and {fmt_shape(t_shape)}")
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    _check_targets(target, input.shape[1], ignore_index)
+    _check_targets(target, x_shape[1], ignore_index)
     fused = run_fused("cross_entropy", input, target, ignore_index=ignore_index,
                       reduction=reduction)
     if fused is None:
@@ -840,8 +841,7 @@ def _check_targets(target: Tensor, classes: int, ignore_index: int) -> None:
     synchronously either); backends' kernels must stay in bounds on their own."""
     if target.numel() == 0 or target._device.type != "cpu":
         return
-    with tracing.paused():
-        values = host_array(target)
+    values = host_array(target)  # (reading the host array records nothing in a trace)
     bad = values[(values != ignore_index) & ((values < 0) | (values >= classes))]
     if bad.size:
         raise IndexError(f"Target {int(bad[0])} is out of bounds.")
