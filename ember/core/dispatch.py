@@ -229,24 +229,30 @@ def run_fused(name: str, *args: Any, **attrs: Any) -> Any:
     if tracing.active is not None or (decl.backward and _grad_state.enabled):
         return None
     same = decl.same_dtype
-    first = None
+    first = device = dtype = None
     bufs = []
     for a in args:  # one pass: find the first tensor, check the others against it
         if isinstance(a, Tensor):
             if first is None:
-                first = a
-                device, dtype = a._device, a._dtype
+                first, device, dtype = a, a._device, a._dtype
             elif a._device is not device or (same and a._dtype is not dtype):
                 return None
             bufs.append(a._data)
-        elif type(a) is list and _has_tensor(a):
-            if first is None:
-                first = next(t for t in a if t is not None)
-                device, dtype = first._device, first._dtype
-            if [t for t in a if t is not None and (t._device is not device or
-                                                   (same and t._dtype is not dtype))]:
-                return None
-            bufs.append([None if t is None else t._data for t in a])
+        elif type(a) is list:  # a list of tensors (entries may be None), or of values
+            datas = []
+            for t in a:
+                if t is None:
+                    datas.append(None)
+                    continue
+                if not isinstance(t, Tensor):
+                    datas = a  # a list of plain values: passed as it is
+                    break
+                if first is None:
+                    first, device, dtype = t, t._device, t._dtype
+                elif t._device is not device or (same and t._dtype is not dtype):
+                    return None
+                datas.append(t._data)
+            bufs.append(datas)
         else:
             bufs.append(a)
     if first is None:
