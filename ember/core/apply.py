@@ -18,7 +18,7 @@ from typing import Any
 
 from ember.core.dispatch import run
 from ember.core.grad_mode import state
-from ember.core.graph import Node, SavedTensor, edge_of
+from ember.core.graph import Node, SavedTensor, default_label, edge_of
 from ember.core.opdef import Kind, Op
 from ember.core.tensor import Tensor
 
@@ -39,11 +39,6 @@ def apply_labelled(op: Op, label: str, *operands: Any, **attrs: Any) -> Tensor:
     if op.grad is not None and state.enabled:
         record_grad(op, operands, attrs, out, label)
     return out
-
-
-def default_label(name: str) -> str:
-    """PyTorch's node name for an op: `log_softmax` -> `LogSoftmaxBackward0`."""
-    return "".join(p.capitalize() for p in name.split("_") if p) + "Backward0"
 
 
 def grad_operands(op: Op) -> tuple[str, ...]:

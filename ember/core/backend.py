@@ -80,6 +80,11 @@ class ViewNotPossible(RuntimeError):
     allow a view; core then copies (`reshape`) or raises (`view`)."""
 
 
+class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
+    """Raised by integer division and remainder kernels for a zero divisor: a RuntimeError,
+    as PyTorch raises, and a ZeroDivisionError, as Python does."""
+
+
 @dataclass
 class DeviceInfo:
     """What `ember devices` shows of one device, and what the scheduler plans with."""

@@ -22,7 +22,7 @@ from ember.core.backend import from_numpy_dtype, numpy_dtype
 from ember.core.declare import composite, define, primitive
 from ember.core.device import device as Device
 from ember.core.dispatch import run_creation
-from ember.core.host import dtype_arg
+from ember.core.host import dtype_arg, python_scalar
 from ember.core.opdef import Kind, OutMeta
 from ember.core.placement import DeviceLike, get_default_device, resolve, set_default_device
 from ember.core.tensor import Tensor
@@ -92,10 +92,9 @@ def _randint_rule(*, shape: tuple[int, ...], dtype: dt.dtype, low: int, high: in
 def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: DeviceLike = None,
          requires_grad: bool = False) -> Tensor:
     """A tensor of `size` filled with `fill_value`."""
-    d = dtype_arg(dtype) or dt.scalar_dtype(
-        fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
-    if isinstance(fill_value, Tensor):
-        fill_value = fill_value.item()
+    fill_value = fill_value.item() if isinstance(fill_value, Tensor) else \
+        python_scalar(fill_value)
+    d = dtype_arg(dtype) or dt.scalar_dtype(fill_value)
     dev, backend = resolve(device)
     t = run_creation("full", dev, backend, shape=_shape_arg("full", tuple(size)),
                      fill_value=fill_value, dtype=d)

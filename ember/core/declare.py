@@ -30,9 +30,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ember.core import tracing
-from ember.core.dispatch import write_into
+from ember.core.dispatch import check_castable, write_into
 from ember.core.grad_mode import state
-from ember.core.inplace import apply_inplace, check_castable
+from ember.core.inplace import apply_inplace
 from ember.core.opdef import FusedKernel, Kind, Op, register, register_fused
 from ember.core.shapes import fmt_shape
 from ember.core.tensor import Tensor
@@ -122,13 +122,27 @@ def _with_out(op: Op, fn: Callable) -> Callable:
     def public(*args: Any, out: Tensor | None = None, **kwargs: Any) -> Any:
         if out is None:
             return fn(*args, **kwargs)
-        if state.enabled and any(isinstance(a, Tensor) and a._requires_grad
-                                 for a in (out, *args, *kwargs.values())):
+        if state.enabled and _any_requires_grad((out, *args, *kwargs.values())):
             raise RuntimeError(f"{op.name}(): functions with out=... arguments don't support "
                                "automatic differentiation, but one of the arguments requires "
                                "grad.")
-        return write_out(op.name, out, fn(*args, **kwargs))
+        result = fn(*args, **kwargs)
+        if op.exact_out and isinstance(out, Tensor) and out._dtype is not result._dtype:
+            raise RuntimeError(f"{op.name}(): Expected out tensor to have dtype "
+                               f"{result.dtype}, but got {out.dtype} instead")
+        return write_out(op.name, out, result)
     return public
+
+
+def _any_requires_grad(values: Iterable[Any]) -> bool:
+    """Whether a tensor among `values`, or in a list among them (cat's), requires grad."""
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            if _any_requires_grad(v):
+                return True
+        elif isinstance(v, Tensor) and v._requires_grad:
+            return True
+    return False
 
 
 def write_out(name: str, out: Tensor, result: Tensor) -> Tensor:
@@ -140,6 +154,10 @@ def write_out(name: str, out: Tensor, result: Tensor) -> Tensor:
                            f"but got {out.device}")
     check_castable(f"{name}()", result._dtype, out._dtype)
     if out._data.shape != result._data.shape:
+        if out._base is not None:  # its storage is its base's: a new buffer would cut it off
+            raise RuntimeError(f"{name}(): the out= tensor, a view of another tensor, has "
+                               f"shape {fmt_shape(tuple(out.shape))} but the result has shape "
+                               f"{fmt_shape(tuple(result.shape))}; a view cannot be resized")
         if out.numel():
             warnings.warn(f"An output with one or more elements was resized since it had "
                           f"shape {fmt_shape(tuple(out.shape))}, which does not match the "

@@ -38,7 +38,7 @@ def strict() -> bool:
     return os.environ.get("EMBER_STRICT", "0") not in ("", "0")
 
 
-def _device_mismatch(op: str, a: Tensor, b: Tensor) -> RuntimeError:
+def device_mismatch(op: str, a: Tensor, b: Tensor) -> RuntimeError:
     return RuntimeError(f"{op}: expected all tensors to be on the same device, but found at "
                         f"least two devices, {a._device} and {b._device}!")
 
@@ -51,7 +51,7 @@ def common_device(op: str, args: tuple) -> Tensor | None:
             if first is None:
                 first = a
             elif a._device is not first._device:
-                raise _device_mismatch(op, first, a)
+                raise device_mismatch(op, first, a)
     return first
 
 
@@ -97,7 +97,8 @@ _binary_meta: dict[tuple, Any] = {}
 
 def run_binary(op: str, a: Any, b: Any, out: Tensor | None = None) -> Tensor:
     """`run` for binary elementwise ops (the hottest path): the rule's answer is cached
-    per (op, shapes, dtypes, backend), so a repeated op skips straight to its kernel.
+    per (op, shapes, dtypes, default dtype, backend), so a repeated op skips straight to
+    its kernel.
 
     With `out`, the result is written into that tensor (an in-place op; no autograd).
     """
@@ -105,8 +106,9 @@ def run_binary(op: str, a: Any, b: Any, out: Tensor | None = None) -> Tensor:
         first = a
         if isinstance(b, Tensor):
             if b._device is not a._device:
-                raise _device_mismatch(op, a, b)
-            key = (op, a._data.shape, a._dtype, b._data.shape, b._dtype, a._backend)
+                raise device_mismatch(op, a, b)
+            key = (op, a._data.shape, a._dtype, b._data.shape, b._dtype, _dt._default_float,
+                   a._backend)
         else:
             key = (op, a._data.shape, a._dtype, type(b), _dt._default_float, a._backend)
     else:
@@ -123,11 +125,11 @@ def run_binary(op: str, a: Any, b: Any, out: Tensor | None = None) -> Tensor:
     kernel = backend.kernels.get(op)
     if tracing.active is not None:  # the general path records the op
         if out is not None:
-            check_out(op, out, meta)
+            check_out(op + "_", out, meta.shape, meta.dtype)
             return write_into(out, run(op, a, b))
         return run(op, a, b)
     if out is not None:
-        check_out(op, out, meta)
+        check_out(op + "_", out, meta.shape, meta.dtype)
         if kernel is None or not backend.supports_out or meta.dtype is not out._dtype \
                 or meta.compute is not out._dtype:
             return write_into(out, run_binary(op, a, b))
@@ -152,7 +154,7 @@ def run_binary(op: str, a: Any, b: Any, out: Tensor | None = None) -> Tensor:
 def run_unary_into(op: str, x: Tensor) -> Tensor:
     """Unary elementwise `op` written into `x` itself (an in-place op; no autograd)."""
     meta = OPS[op].rule(x)
-    check_out(op, x, meta)
+    check_out(op + "_", x, meta.shape, meta.dtype)
     kernel = x._backend.kernels.get(op)
     if kernel is None or not x._backend.supports_out or meta.compute not in (None, x._dtype) \
             or meta.dtype is not x._dtype or tracing.active is not None:
@@ -162,14 +164,20 @@ def run_unary_into(op: str, x: Tensor) -> Tensor:
     return x
 
 
-def check_out(op: str, out: Tensor, meta: Any) -> None:
-    """An in-place result must keep the destination's shape and fit its dtype."""
-    if tuple(meta.shape) != out._data.shape:
-        raise RuntimeError(f"{op}_: output with shape {fmt_shape(out._data.shape)} doesn't "
-                           f"match the broadcast shape {fmt_shape(tuple(meta.shape))}")
-    if meta.dtype._category > out._dtype._category:
-        raise RuntimeError(f"{op}_: result type {meta.dtype} can't be cast to the desired "
-                           f"output type {out._dtype}")
+def check_castable(op: str, src: Any, dst: Any) -> None:
+    """PyTorch's rule for in-place and `out=` results: never into a lower category."""
+    if src._category > dst._category:
+        raise RuntimeError(f"{op}: result type {src} can't be cast to the desired output type "
+                           f"{dst}")
+
+
+def check_out(op: str, out: Tensor, shape: Any, dtype: Any) -> None:
+    """A result of `shape` and `dtype` written in place (op `op`, e.g. "add_") must keep
+    the destination's shape and fit its dtype."""
+    if tuple(shape) != out._data.shape:
+        raise RuntimeError(f"{op}: output with shape {fmt_shape(out._data.shape)} doesn't "
+                           f"match the broadcast shape {fmt_shape(tuple(shape))}")
+    check_castable(op, dtype, out._dtype)
 
 
 def write_into(dst: Tensor, src: Tensor) -> Tensor:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ember.core.grad_mode import no_grad, state
-from ember.core.graph import AccumulateGrad, Node, edge_of
+from ember.core.graph import AccumulateGrad, Node, edge_of, is_tensor
 
 
 def _collect(roots: Iterable[Node]) -> dict[Node, int]:
@@ -192,23 +192,19 @@ def _accumulate(t: Any, g: Any, create_graph: bool) -> None:
             t.grad.add_(g)
 
 
-def _is_tensor(x: Any) -> bool:
-    return hasattr(x, "_requires_grad")
-
-
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
              create_graph: bool = False, inputs: Sequence[Any] | None = None) -> None:
     """Compute gradients of `tensors` with respect to graph leaves (into their `.grad`)."""
-    tensors = [tensors] if _is_tensor(tensors) else list(tensors)
+    tensors = [tensors] if is_tensor(tensors) else list(tensors)
     if grad_tensors is None:
         grad_tensors = [None] * len(tensors)
-    elif _is_tensor(grad_tensors):
+    elif is_tensor(grad_tensors):
         grad_tensors = [grad_tensors]
     seeds = [_seed(t, g) for t, g in zip(tensors, grad_tensors)]
     if retain_graph is None:
         retain_graph = create_graph
     if inputs is not None:
-        inputs = [inputs] if _is_tensor(inputs) else list(inputs)
+        inputs = [inputs] if is_tensor(inputs) else list(inputs)
         grads = run_backward(tensors, seeds, retain_graph, create_graph, capture=inputs,
                              accumulate=False)
         for t, g in zip(inputs, grads):
@@ -225,7 +221,7 @@ def _seed(t: Any, g: Any) -> Any:
                                f"(got a tensor of shape {list(t.shape)}); pass `gradient=` to "
                                f"backward()")
         return t.new_ones(t.shape)
-    if not _is_tensor(g):
+    if not is_tensor(g):
         g = t.new_tensor(g)
     if g.shape != t.shape:
         raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {list(g.shape)} "
@@ -241,11 +237,11 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None,
     Unlike `backward`, leaves' `.grad` is not changed. With `create_graph=True` the
     returned gradients are themselves differentiable (second derivatives).
     """
-    outputs = [outputs] if _is_tensor(outputs) else list(outputs)
-    inputs = [inputs] if _is_tensor(inputs) else list(inputs)
+    outputs = [outputs] if is_tensor(outputs) else list(outputs)
+    inputs = [inputs] if is_tensor(inputs) else list(inputs)
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)
-    elif _is_tensor(grad_outputs):
+    elif is_tensor(grad_outputs):
         grad_outputs = [grad_outputs]
     seeds = [_seed(t, g) for t, g in zip(outputs, grad_outputs)]
     if retain_graph is None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ember.core.engine import zeros_for_missing
 from ember.core.grad_mode import no_grad, state
-from ember.core.graph import FREED_MESSAGE, Node, SavedTensor, edge_of
+from ember.core.graph import FREED_MESSAGE, Node, SavedTensor, edge_of, is_tensor
 
 
 class FunctionCtx:
@@ -65,10 +65,6 @@ class _CustomNode(Node):
         return out[:n]
 
 
-def _is_tensor(x: Any) -> bool:
-    return hasattr(x, "_requires_grad")
-
-
 class Function:
     """Base class of user-defined differentiable operations, as in PyTorch.
 
@@ -87,7 +83,7 @@ class Function:
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         ctx = FunctionCtx()
-        tensor_args = [a if _is_tensor(a) else None for a in args]
+        tensor_args = [a if is_tensor(a) else None for a in args]
         ctx.needs_input_grad = tuple(a is not None and a._requires_grad for a in tensor_args)
         with no_grad():
             out = cls.forward(ctx, *args, **kwargs)
@@ -103,7 +99,7 @@ class Function:
         ctx._node = node
         results = []
         for i, o in enumerate(outs):
-            if _is_tensor(o) and id(o) not in ctx._non_differentiable \
+            if is_tensor(o) and id(o) not in ctx._non_differentiable \
                     and o.dtype.is_floating_point:
                 if any(o is a for a in args):  # returned an input: give it a fresh identity
                     o = o.view_as(o)

@@ -22,6 +22,11 @@ FREED_MESSAGE = (
     "calling backward.")
 
 
+saves_seen: list[SavedTensor] | None = None
+"""While not None, every tensor saved for backward is also listed here (an in-place op
+watches what its computation saved: see ember.core.inplace)."""
+
+
 class SavedTensor:
     """A tensor kept for backward, with the version it had when saved."""
 
@@ -30,6 +35,8 @@ class SavedTensor:
     def __init__(self, tensor: Any) -> None:
         self.tensor = tensor
         self.version = tensor._vc[0]
+        if saves_seen is not None:
+            saves_seen.append(self)
 
     def unpack(self, node: Node) -> Any:
         t = self.tensor
@@ -42,6 +49,16 @@ class SavedTensor:
                 f"{t._vc[0]}; expected version {self.version} instead (needed by "
                 f"{node.name()}).")
         return t
+
+
+def is_tensor(x: Any) -> bool:
+    """Whether `x` is a tensor (duck-typed: this layer sits below the Tensor class)."""
+    return hasattr(x, "_requires_grad")
+
+
+def default_label(name: str) -> str:
+    """PyTorch's node name for an op: `log_softmax` -> `LogSoftmaxBackward0`."""
+    return "".join(p.capitalize() for p in name.split("_") if p) + "Backward0"
 
 
 class Node:

@@ -14,10 +14,13 @@ import numpy as np
 
 from ember.core import dtype as dt
 from ember.core.backend import from_numpy_dtype, numpy_dtype
+from ember.core.graph import is_tensor
 
 
-def _is_tensor(x: Any) -> bool:
-    return hasattr(x, "_backend") and hasattr(x, "_data")
+def python_scalar(x: Any) -> Any:
+    """A NumPy scalar (`np.float32(2)`, `np.bool_(True)`) as the Python number it holds,
+    as PyTorch takes one; anything else as it is."""
+    return x.item() if isinstance(x, np.generic) else x
 
 
 def host_array(x: Any) -> np.ndarray:
@@ -50,7 +53,7 @@ def infer_dtype(data: Any) -> dt.dtype:
         item = stack.pop()
         if isinstance(item, (list, tuple)):
             stack.extend(item)
-        elif _is_tensor(item):
+        elif is_tensor(item):
             kinds.add(item.dtype)
         elif isinstance(item, bool) or isinstance(item, np.bool_):
             kinds.add(dt.bool_)
@@ -72,7 +75,7 @@ def infer_dtype(data: Any) -> dt.dtype:
 
 def to_host(data: Any, dtype: dt.dtype | None) -> tuple[np.ndarray, dt.dtype]:
     """`data` as a new C-contiguous host array of `dtype` (inferred when None)."""
-    if _is_tensor(data):
+    if is_tensor(data):
         arr = host_array(data)
         dtype = dtype or data.dtype
     elif isinstance(data, np.ndarray) or isinstance(data, np.generic):
@@ -82,11 +85,14 @@ def to_host(data: Any, dtype: dt.dtype | None) -> tuple[np.ndarray, dt.dtype]:
         if hasattr(data, "__array__") and not isinstance(data, (list, tuple)):
             return to_host(np.asarray(data), dtype)
         dtype = dtype or infer_dtype(data)
-        if isinstance(data, (list, tuple)) and any(_is_tensor(x) for x in data):
-            data = [host_array(x) if _is_tensor(x) else x for x in data]
+        if isinstance(data, (list, tuple)) and any(is_tensor(x) for x in data):
+            data = [host_array(x) if is_tensor(x) else x for x in data]
         try:
             arr = np.array(data, dtype=numpy_dtype(dtype) if dtype is not dt.bfloat16
                            else np.float32)
         except ValueError as err:
             raise ValueError(f"tensor(): expected sequences of equal length: {err}") from None
+        except OverflowError:  # PyTorch's error (NumPy raises OverflowError)
+            raise RuntimeError(f"value cannot be converted to type {dtype.name} without "
+                               "overflow") from None
     return np.array(arr, dtype=numpy_dtype(dtype), order="C", copy=True), dtype

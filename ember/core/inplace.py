@@ -4,7 +4,8 @@ autograd records, its place in the graph — through views too.
 A view shares its base's storage and version counter, and remembers a function that
 recreates it from the base (`as_view`). An in-place op computes its result out of place,
 then writes it into the tensor's storage (`write`). When autograd records, the old value
-is kept as a clone (ops that saved it stay valid), and the tensor — or, for a view, its
+is kept as a clone where the computation saved it for backward (so those nodes stay
+valid; PyTorch's `original_self`), and the tensor — or, for a view, its
 base, through a `CopySlices` node as in PyTorch — takes the result's place in the graph.
 """
 
@@ -13,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ember.core.dispatch import write_into
+from ember.core import graph
+from ember.core.dispatch import check_out, device_mismatch, write_into
 from ember.core.grad_mode import no_grad, state
-from ember.core.graph import FnNode, edge_of
-from ember.core.shapes import fmt_shape
+from ember.core.graph import FnNode, default_label, edge_of
 from ember.core.tensor import Tensor
 
 
@@ -33,22 +34,11 @@ def as_view(out: Tensor, x: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
     return out
 
 
-def check_castable(op: str, src: Any, dst: Any) -> None:
-    """PyTorch's rule for in-place and `out=` results: never into a lower category."""
-    if src._category > dst._category:
-        raise RuntimeError(f"{op}: result type {src} can't be cast to the desired output type "
-                           f"{dst}")
-
-
 def write(x: Tensor, result: Tensor, op: str) -> None:
     """Copy `result` into `x`'s storage (checks first, so a failure changes nothing)."""
-    if result._data.shape != x._data.shape:
-        raise RuntimeError(f"{op}: output with shape {fmt_shape(tuple(x.shape))} doesn't match "
-                           f"the broadcast shape {fmt_shape(tuple(result.shape))}")
-    check_castable(op, result._dtype, x._dtype)
+    check_out(op, x, result._data.shape, result._dtype)
     if result._device is not x._device:
-        raise RuntimeError(f"{op}: expected all tensors to be on the same device, but found "
-                           f"at least two devices, {x._device} and {result._device}!")
+        raise device_mismatch(op, x, result)
     write_into(x, result)
 
 
@@ -76,8 +66,24 @@ def apply_inplace(x: Tensor, compute: Callable[[Tensor], Tensor], *others: Any,
         write(x, compute(x), op)
         return x
     _check_allowed(x)
-    result = compute(x.clone())
+    outer, graph.saves_seen = graph.saves_seen, []
+    try:
+        result = compute(x)
+    finally:
+        saved, graph.saves_seen = graph.saves_seen, outer
+        if outer is not None:
+            outer.extend(saved)
+    for s in saved:  # what saved x (or a view of it) keeps x's old value instead
+        if s.tensor._vc is x._vc:
+            s.tensor = s.tensor.clone()
+            s.version = s.tensor._vc[0]
     write(x, result, op)
+    if x._requires_grad and not result._requires_grad:
+        # the new value ignores the old (fill_, zero_, copy_ of a constant): x stays in the
+        # graph, its old value getting a zero gradient, as in PyTorch
+        result = result.detach()
+        result._node = FnNode(default_label(op), _bw_zero, (edge_of(x),))
+        result._output_nr, result._requires_grad = 0, True
     if x._view_fn is None:
         x._node, x._output_nr = result._node, result._output_nr
         x._requires_grad = result._requires_grad
@@ -97,6 +103,10 @@ def _rebase_view(x: Tensor, result: Tensor) -> None:
     x._node, x._output_nr, x._requires_grad = fresh._node, fresh._output_nr, True
 
 
+def _bw_zero(node: FnNode, g: Tensor) -> Tensor:
+    return g.new_zeros(g.shape)
+
+
 def _bw_copy_slices(node: FnNode, g: Tensor) -> tuple:
     fn = node.attrs["view_fn"]
     gb = None
@@ -113,10 +123,14 @@ def metadata_inplace(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     advances, as for any in-place op: a node that saved `x` before must not read the
     reshaped tensor."""
     def method(self: Tensor, *args: Any) -> Tensor:
+        if recording(self):
+            _check_allowed(self)
         result = fn(self, *args)
         self._data = result._data
         if result._node is not None:
             self._node, self._output_nr = result._node, result._output_nr
+        if self._base is not None:  # still a view of its base, now through `fn` too
+            self._view_fn = result._view_fn
         self._vc[0] += 1
         return self
     method.__name__ = fn.__name__ + "_"

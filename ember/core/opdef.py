@@ -5,9 +5,10 @@ the op family module that implements it (ember/core/ops/*.py, ember/core/creatio
 with `ember.core.declare`. Everything else reads the declarations: dispatch takes an op's
 shape/dtype rule from here, autograd its gradient formulas, `ember` and `Tensor` their
 functions, methods, operators and in-place variants, the conformance suite its op list,
-`ember ops` its table, and autocast, the profiler and the scheduler its precision class
-and cost. PyTorch's native_functions.yaml and derivatives.yaml are the model, kept in
-Python and without a code generator.
+`ember ops` its table. Each op's precision class (autocast) and cost (the profiler's
+FLOPs, the scheduler's estimates) are declared here for those features to read; until
+they land, `ember ops` lists them and tests check them. PyTorch's native_functions.yaml
+and derivatives.yaml are the model, kept in Python and without a code generator.
 
 Three kinds of declaration:
 
@@ -115,10 +116,6 @@ class Grad:
         self.operands = operands
         self.plans: dict[tuple[bool, ...], Any] = {}  # ember.core.apply's, by `needs`
 
-    def reads(self, name: str | None = None) -> tuple[str, ...]:
-        """What the formula of operand `name` (or the `each` formula) reads."""
-        return self.each.reads if name is None else self.formulas[name].reads
-
 
 @dataclass(eq=False)
 class Op:
@@ -158,6 +155,9 @@ class Op:
         mutates: primitives: the kernel writes into operand 0 and returns nothing.
         creation: primitives: no tensor operands; the kernel takes a `device` index.
         uncast: primitives: operands never cast to the compute dtype (`where`'s condition).
+        exact_out: an `out=` tensor must have the result's dtype (PyTorch's rule for its
+            ops outside TensorIterator, such as `mm` and `where`, and for the unary ops
+            that keep their input's dtype); else any dtype the result casts to.
     """
 
     name: str
@@ -181,6 +181,7 @@ class Op:
     mutates: bool = False
     creation: bool = False
     uncast: tuple[int, ...] = ()
+    exact_out: bool = False
     public: Callable[..., Any] | None = field(default=None, repr=False)
     """The function users call (`fn`, wrapped for `out=` and tracing); set by declare."""
 

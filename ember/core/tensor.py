@@ -212,6 +212,10 @@ class Tensor:
                             "Tensor.cpu() to copy the tensor to host memory first.")
         return host_array(self)
 
+    # NumPy defers to Tensor's reflected operators (`np.float64(2) * x` is a Tensor, as in
+    # PyTorch) rather than turning the tensor into an array
+    __array_priority__ = 1000
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
         arr = host_array(self)
         return arr if dtype is None else arr.astype(dtype)

@@ -97,6 +97,10 @@ _UNARY: list[DiffOp] = [
     DiffOp("ceil", lambda lib, x: lib.ceil(x) * x, make=_off_grid),
     DiffOp("round", lambda lib, x: lib.round(x) * x, make=_off_grid),
     DiffOp("trunc", lambda lib, x: lib.trunc(x) * x, make=_off_grid),
+    # (PyTorch declares no derivative for floor_divide: its backward raises; ember gives
+    # the zero gradient of a step function, as div(rounding_mode="floor") does there)
+    DiffOp("floor_divide", lambda lib, x: lib.floor_divide(x, 1.0) * x, make=_off_grid,
+           torch=False),
     DiffOp("relu", lambda lib, x: lib.relu(x), make=_away_from_zero((3, 4))),
     DiffOp("exp", lambda lib, x: lib.exp(x), gradgrad=True),
     DiffOp("log", lambda lib, x: lib.log(x), low=0.2, high=3.0,
@@ -194,7 +198,8 @@ _BINARY: list[DiffOp] = [
            ops=("clamp_max", "clamp")),
     DiffOp("clamp_tensor", lambda lib, x, lo, hi: lib.clamp(x, lo, hi),
            make=lambda rng: [rng.uniform(-2, 2, (3, 4)), rng.uniform(-1.5, -0.5, (4,)),
-                             rng.uniform(0.5, 1.5, (3, 1))], ops=("maximum", "minimum")),
+                             rng.uniform(0.5, 1.5, (3, 1))],
+           ops=("maximum", "minimum", "_clamp_tensors")),
     DiffOp("cast", lambda lib, x: (x.to(lib.float32) * 2).to(lib.float64), eps=1e-2,
            low=-1.0, high=1.0, ops=("cast", "to")),
     DiffOp("cast_methods", lambda lib, x: (x.float() * 2).double() + x.type(lib.float64),

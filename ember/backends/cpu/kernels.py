@@ -10,12 +10,14 @@ CPU-only, passed to the shared kernels as hooks or added to the table here:
 - ReLU laid out for NumPy's fastest `maximum` loop;
 - erf to float64 precision through the C library's `math.erf`;
 - random numbers from a NumPy Generator;
-- the whole-layer LSTM kernel (lstm.py, registered beside this table).
+- the whole-layer LSTM kernel (lstm.py, registered beside this table);
+- NumPy's RuntimeWarnings on inf and NaN arithmetic, which PyTorch does not give.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -23,6 +25,11 @@ import numpy as np
 from ember.backends.cpu import blas
 from ember.backends.xp import Hooks, make_kernels
 from ember.core.backend import ALL_DTYPES, bfloat16, numpy_dtype
+
+# NumPy reports IEEE arithmetic (inf - inf, 0 / 0, overflow) as RuntimeWarnings; PyTorch
+# computes the same NaN and inf silently. Hide them for the kernels only (an errstate
+# around each call would cost a microsecond per op).
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.backends\.")
 
 _NP = {d: numpy_dtype(d) for d in ALL_DTYPES}
 _BF16, _BOOL = _NP[bfloat16], np.dtype(np.bool_)

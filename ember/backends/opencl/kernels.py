@@ -24,7 +24,7 @@ from ember.backends.opencl.buffer import (
     is_contiguous,
     reshape_strides,
 )
-from ember.core.backend import ALL_DTYPES, ViewNotPossible
+from ember.core.backend import ALL_DTYPES, IntegerDivisionByZero, ViewNotPossible
 
 DTYPES = {d.name: d for d in ALL_DTYPES}
 BOOL, INT64 = DTYPES["bool"], DTYPES["int64"]
@@ -416,7 +416,7 @@ def _check_integer_operand(op: str, b: Any) -> None:
         bad = (b == 0) if type(b) is not CLBuffer else _any_true(
             _binary_kernel("eq")(b, 0))
         if bad:
-            raise ZeroDivisionError(f"{op}: integer division by zero")
+            raise IntegerDivisionByZero(f"{op}: integer division by zero")
 
 
 def _any_true(mask: CLBuffer) -> bool:

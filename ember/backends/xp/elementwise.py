@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.backends.xp.lib import OVERLAP, ArrayLib, Kernel
+from ember.core.backend import IntegerDivisionByZero
 
 # op name -> the xp function that computes it
 _XP_FUNCTIONS = {
@@ -82,7 +83,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         def kernel(a, b, out=None):
             with quiet():
                 if is_integer(a, b) and _any(b == 0):
-                    raise ZeroDivisionError(f"{name}: integer division by zero")
+                    raise IntegerDivisionByZero(f"{name}: integer division by zero")
                 return as_array(f(a, b, out=out))
         return kernel
 

@@ -21,11 +21,11 @@ from typing import Any
 
 from ember.core import costs, tracing
 from ember.core import dtype as dt
-from ember.core.apply import apply, record_grad
+from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.declare import composite, define, fused_kernel, primitive
 from ember.core.dispatch import run_binary, run_fused, run_unary_into
 from ember.core.grad_mode import no_grad, state
-from ember.core.host import dtype_arg
+from ember.core.host import dtype_arg, python_scalar
 from ember.core.inplace import apply_inplace, recording
 from ember.core.opdef import OPS, Grad, Kind, OutMeta
 from ember.core.opdef import Precision as P
@@ -42,6 +42,7 @@ def _shape(x: Any) -> tuple[int, ...]:
 
 def operand_tier(x: Any) -> tuple[dt.dtype, int]:
     """(dtype, promotion tier) of a tensor or a Python scalar."""
+    x = python_scalar(x)
     if hasattr(x, "dtype"):
         return x.dtype, (dt.DIMMED if x.shape else dt.ZERO_DIM)
     return dt.scalar_dtype(x), dt.SCALAR
@@ -54,10 +55,13 @@ def _require(op: str, x: dt.dtype, ok: Any, what: str) -> None:
 
 def as_operand(x: Any, like: Tensor) -> Any:
     """A Python number stays as is; an array-like becomes a tensor on `like`'s device."""
-    if isinstance(x, Tensor) or isinstance(x, _Number):
+    if isinstance(x, Tensor):
+        return x
+    x = python_scalar(x)
+    if isinstance(x, _Number):
         return x
     if isinstance(x, numbers.Number):
-        return x.item() if hasattr(x, "item") else float(x)
+        return float(x)
     if hasattr(x, "__array__") or isinstance(x, (list, tuple)):
         return Tensor._from_data(x, device=like.device)
     raise TypeError(f"unsupported operand type {type(x).__name__} for a tensor op")
@@ -97,10 +101,8 @@ def _binary_rule(op: str, kind: str):
         shape = broadcast_shapes(op, _shape(input), _shape(other))
         common = dt.result_type(operand_tier(input), operand_tier(other))
         if kind == "arith":
-            if op == "sub" and dt.bool_ in (operand_tier(input)[0], operand_tier(other)[0]):
-                raise RuntimeError("sub: Subtraction, the `-` operator, with a bool tensor is "
-                                   "not supported. If you are trying to invert a mask, use "
-                                   "the `~` or `logical_not()` operator instead.")
+            if op == "sub":
+                _no_bool_sub(operand_tier(input)[0], operand_tier(other)[0])
             if common is dt.bool_ and op in ("pow", "remainder", "floor_divide"):
                 raise RuntimeError(f"{op}: not implemented for two bool operands; "
                                    "convert one to an integer dtype first")
@@ -113,6 +115,13 @@ def _binary_rule(op: str, kind: str):
             return OutMeta(shape, common, common)
         return OutMeta(shape, dt.bool_, common)  # compare / logical
     return rule
+
+
+def _no_bool_sub(a: dt.dtype, b: dt.dtype) -> None:
+    if dt.bool_ in (a, b):
+        raise RuntimeError("sub: Subtraction, the `-` operator, with a bool tensor is not "
+                           "supported. If you are trying to invert a mask, use the `~` or "
+                           "`logical_not()` operator instead.")
 
 
 def _where_rule(condition, input, other):
@@ -197,7 +206,7 @@ def _unary(name: str, rule: str, grad: Any, doc: str, *, precision: P = P.KEEP,
                     grad=None if grad is None else Grad(input=grad), precision=precision,
                     cost=costs.pointwise(flops), doc=doc,
                     variants="function method" + (" inplace" if inplace else "") +
-                    (" out" if out else ""),
+                    (" out" if out else ""), exact_out=rule in ("same", "bitwise"),
                     inplace_method=_unary_inplace(name, fn), **fields)
     op = OPS[name]
     return public
@@ -279,10 +288,20 @@ def _sign(input: Tensor) -> Tensor:
     return input.clone() if input._dtype is dt.bool_ else apply(OPS["sign"], input)
 
 
+_sign_kernel_ = _unary_inplace("sign", _sign)
+
+
+def _sign_(self: Tensor) -> Tensor:
+    if self._dtype is dt.bool_:  # its own sign: nothing to write
+        self._vc[0] += 1
+        return self
+    return _sign_kernel_(self)
+
+
 UNARY_BY_RULE["same"] += ["sign", "round"]
 sign = define("sign", Kind.PRIMITIVE, _sign, variants="function method inplace",
               rule=_same_dtype_rule("sign"), grad=Grad(input=_zero_grad),
-              cost=costs.pointwise(1), inplace_method=_unary_inplace("sign", _sign),
+              cost=costs.pointwise(1), inplace_method=_sign_,
               doc="Returns -1, 0 or 1 by the sign of each element (a bool tensor is its own "
                   "sign).")
 
@@ -333,6 +352,12 @@ def binary(name: str, a: Any, b: Any) -> Tensor:
     return out
 
 
+def _binary_fn(name: str) -> Any:
+    def fn(input: Any, other: Any) -> Tensor:
+        return binary(name, input, other)
+    return fn
+
+
 def _binary_inplace(name: str, fn: Any) -> Any:
     """`x.mul_(y)`: one kernel writing into x when autograd does not record."""
     def method(self: Tensor, other: Any, **kwargs: Any) -> Tensor:
@@ -346,37 +371,64 @@ def _binary_inplace(name: str, fn: Any) -> Any:
     return method
 
 
-def _scaled(other: Any, alpha: Any) -> Any:
-    """`alpha * other`, for `add`/`sub`'s alpha (plain arithmetic on a Python number)."""
+def _scaled(name: str, input: Any, other: Any, alpha: Any) -> Any:
+    """`alpha * other`, the operand `add`/`sub` take with an `alpha`, after PyTorch's
+    checks of alpha's type against the operands' (a number stays a number)."""
+    other, alpha = python_scalar(other), python_scalar(alpha)
+    a, b = operand_tier(input), operand_tier(other)
+    if name == "sub":
+        _no_bool_sub(a[0], b[0])
+    common = dt.result_type(a, b)
+    if common is dt.bool_:
+        alpha = alpha != 0  # alpha takes the result's dtype
+    elif isinstance(alpha, bool):
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    elif isinstance(alpha, float) and not common.is_floating_point:
+        raise RuntimeError("For integral input tensors, argument alpha must not be a "
+                           "floating point number.")
     if isinstance(other, numbers.Number) and not isinstance(other, Tensor):
         return other * alpha
     return mul(other, alpha)
 
 
-def _add_inplace(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
-    if alpha != 1:
-        if recording(self, other):
-            return apply_inplace(self, lambda old: add(old, other, alpha=alpha), other,
-                                 op="add_")
-        other = _scaled(other, alpha)
-    return _fast_add_(self, other)
+def _plain(alpha: Any) -> bool:
+    """Whether `alpha` is the default (the int 1: True and 1.0 get checked)."""
+    return type(alpha) is int and alpha == 1
 
 
-def _sub_inplace(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
-    return _add_inplace(self, other, alpha=-alpha)
+def _scaled_inplace(name: str) -> Any:
+    """`x.add_(y, alpha=a)` / `x.sub_(y, alpha=a)`: one kernel unless autograd records."""
+    fast = _binary_inplace(name, _binary_fn(name))
 
-
-def _safe_log(x: Any) -> Any:
-    """log(x) with log(0) replaced by 0 (pow's exponent gradient at a zero base)."""
-    if isinstance(x, Tensor):
-        return x.where(x != 0, 1.0).log()
-    return math.log(x) if x > 0 else float("nan")
+    def method(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+        if not _plain(alpha):
+            if recording(self, other):
+                fn = OPS[name].fn
+                return apply_inplace(self, lambda old: fn(old, other, alpha=alpha), other,
+                                     op=name + "_")
+            other = _scaled(name, self, other, alpha)
+        return fast(self, other)
+    method.__name__ = name + "_"
+    return method
 
 
 def _pow_grad_input(grad, input, other):
-    if isinstance(other, _Number) and other == 0:
-        return grad * 0.0
-    return grad * (input ** (other - 1) * other)
+    """PyTorch's pow_backward: 0 wherever the exponent is 0 (even at a zero base)."""
+    if not isinstance(other, Tensor):
+        return grad * 0.0 if other == 0 else grad * (input ** (other - 1) * other)
+    return grad * (input ** (other - 1) * other).masked_fill(other == 0, 0.0)
+
+
+def _pow_grad_exponent(grad, input, other, result):
+    """PyTorch's pow_backward_exponent: `result * log(input)`, but 0 where a zero base
+    meets an exponent >= 0 (where log(0) would make it NaN)."""
+    if not isinstance(input, Tensor):
+        log = math.log(input) if input > 0 else (-math.inf if input == 0 else math.nan)
+        if input == 0:
+            return grad * (result * log).masked_fill(other >= 0, 0.0)
+        return grad * (result * log)
+    return grad * (result * input.log()).masked_fill((input == 0).logical_and(other >= 0),
+                                                     0.0)
 
 
 def _share(a: Any, b: Any, like: Tensor, op: str) -> Tensor:
@@ -390,27 +442,24 @@ _ARITH = "function method inplace out"
 @primitive(variants=_ARITH, rule=_binary_rule("add", "arith"), cost=costs.pointwise(1),
            grad=Grad(input=lambda grad: grad, other=lambda grad: grad),
            operators="__add__ __radd__ __iadd__",
-           operator_impl=lambda a, b: binary("add", a, b), inplace_method=_add_inplace)
+           operator_impl=lambda a, b: binary("add", a, b), inplace_method=_scaled_inplace("add"))
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """Adds `other`, scaled by `alpha`, to `input`: `input + alpha * other`, with
     broadcasting and type promotion."""
-    if alpha != 1:
-        other = _scaled(other, alpha)
+    if not _plain(alpha):
+        other = _scaled("add", input, other, alpha)
     return binary("add", input, other)
-
-
-_fast_add_ = _binary_inplace("add", add)
 
 
 @primitive(variants=_ARITH, rule=_binary_rule("sub", "arith"), cost=costs.pointwise(1),
            grad=Grad(input=lambda grad: grad, other=lambda grad: -grad),
            operators="__sub__ __rsub__ __isub__",
-           operator_impl=lambda a, b: binary("sub", a, b), inplace_method=_sub_inplace,
+           operator_impl=lambda a, b: binary("sub", a, b), inplace_method=_scaled_inplace("sub"),
            aliases="subtract")
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """Subtracts `other`, scaled by `alpha`, from `input`: `input - alpha * other`."""
-    if alpha != 1:
-        other = _scaled(other, alpha)
+    if not _plain(alpha):
+        other = _scaled("sub", input, other, alpha)
     return binary("sub", input, other)
 
 
@@ -418,12 +467,6 @@ def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
 def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """`other - alpha * input`."""
     return sub(other, input, alpha=alpha)
-
-
-def _binary_fn(name: str) -> Any:
-    def fn(input: Any, other: Any) -> Tensor:
-        return binary(name, input, other)
-    return fn
 
 
 def _declare_binary(name: str, kind: str, doc: str, *, grad: Grad | None = None,
@@ -444,7 +487,8 @@ mul = _declare_binary("mul", "arith", "Multiplies `input` by `other`, with broad
                                 other=lambda grad, input: grad * input))
 floor_divide = _declare_binary(
     "floor_divide", "arith", "Divides `input` by `other` and rounds the quotient down.",
-    operators="__floordiv__ __rfloordiv__ __ifloordiv__")
+    operators="__floordiv__ __rfloordiv__ __ifloordiv__",
+    grad=Grad(input=_zero_grad, other=_zero_grad))
 remainder = _declare_binary(
     "remainder", "arith", "Python's modulus: the remainder has the sign of the divisor.",
     operators="__mod__ __rmod__ __imod__",
@@ -456,8 +500,7 @@ def _pow(input: Any, exponent: Any) -> Tensor:
 
 pow = define("pow", Kind.PRIMITIVE, _pow, variants=_ARITH,  # noqa: A001 - PyTorch's name
              rule=_binary_rule("pow", "arith"), precision=P.FLOAT32,
-             grad=Grad(input=_pow_grad_input, other=lambda grad, input, result:
-                       grad * (result * _safe_log(input))),
+             grad=Grad(input=_pow_grad_input, other=_pow_grad_exponent),
              cost=costs.pointwise(8), operators="__pow__ __rpow__ __ipow__",
              operator_impl=_pow, inplace_method=_binary_inplace("pow", _pow),
              doc="Takes the power of each element of `input` with `exponent` (a number or "
@@ -485,9 +528,16 @@ def _div_fn(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tens
     if rounding_mode == "floor":
         return floor_divide(input, other)
     if rounding_mode == "trunc":
-        out = binary("div", input, other).trunc()
         common = dt.result_type(operand_tier(input), operand_tier(other))
-        return out if common.is_floating_point else out.to(common)
+        if common.is_floating_point:
+            return binary("div", input, other).trunc()
+        if common is dt.bool_:
+            raise NotImplementedError("div: rounding_mode='trunc' is not implemented for "
+                                      "dtype ember.bool")
+        # integers, exactly (not through a float quotient): the floor, moved up by one
+        # where the quotient is negative and inexact
+        q = floor_divide(input, other)
+        return q + (q < 0).logical_and(q * other != input).to(q.dtype)
     raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                      f"found '{rounding_mode}'")
 
@@ -500,7 +550,7 @@ div = define("div", Kind.PRIMITIVE, _div_fn, variants=_ARITH, rule=_binary_rule(
                        other=lambda grad, input, other: -(grad * input / (other * other))),
              operators="__truediv__ __rtruediv__ __itruediv__",
              operator_impl=lambda a, b: binary("div", a, b), aliases="divide true_divide",
-             inplace_method=_binary_inplace("div", _binary_fn("div")))
+             inplace_method=_binary_inplace("div", _div_fn))
 true_divide = divide = div
 subtract = sub
 multiply = mul
@@ -584,7 +634,7 @@ def _where_method(self: Tensor, condition: Tensor, other: Any) -> Tensor:
     return where(condition, self, other)
 
 
-@primitive(rule=_where_rule, uncast=(0,), variants="function method out",
+@primitive(rule=_where_rule, uncast=(0,), variants="function method out", exact_out=True,
            method=_where_method, cost=costs.pointwise(1),
            grad=Grad(input=lambda grad, condition: where(condition, grad, 0.0),
                      other=lambda grad, condition: where(condition, 0.0, grad)))
@@ -609,17 +659,41 @@ def _clamp_grad(grad, input, min, max):  # noqa: A002
 
 
 @primitive(rule=_clamp_rule, variants="function method inplace out", aliases="clip",
+           exact_out=True,
            grad=Grad("ClampBackward1", input=_clamp_grad), cost=costs.pointwise(2))
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
     """Clamps every element into [min, max]; either bound may be None or a tensor."""
     if isinstance(min, Tensor) or isinstance(max, Tensor):
+        return _clamp_tensors(input, min, max)
+    return apply(OPS["clamp"], input, min=python_scalar(min), max=python_scalar(max))
+
+
+def _clamp_min_grad(grad, input, min, max):  # noqa: A002
+    below = input < min
+    return grad.where(below if max is None else below.logical_and(min < max), 0.0)
+
+
+def _clamp_max_grad(grad, input, min, max):  # noqa: A002
+    above = input > max
+    return grad.where(above if min is None else above.logical_or(max < min), 0.0)
+
+
+@composite(variants="", cost=costs.pointwise(2),
+           grad=Grad("ClampBackward0", input=_clamp_grad, min=_clamp_min_grad,
+                     max=_clamp_max_grad))
+def _clamp_tensors(input: Tensor, min: Any, max: Any) -> Tensor:  # noqa: A002
+    """clamp with tensor bounds: `minimum(maximum(input, min), max)`, whose gradient goes
+    where PyTorch sends it (to `input` when it is inside the bounds, ties included)."""
+    with no_grad():
         out = input
         if min is not None:
             out = maximum(out, min)
         if max is not None:
             out = minimum(out, max)
-        return out
-    return apply(OPS["clamp"], input, min=min, max=max)
+        if out is input:
+            out = input.clone()
+    record_grad(OPS["_clamp_tensors"], (input, min, max), {}, out)
+    return out
 
 
 clip = clamp
@@ -628,13 +702,19 @@ clip = clamp
 @composite(variants="function method inplace")
 def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002
     """Clamps every element to at least `min`."""
-    return clamp(input, min=min)
+    if isinstance(min, Tensor):
+        return clamp(input, min=min)
+    return apply_labelled(OPS["clamp"], "ClampMinBackward0", input, min=python_scalar(min),
+                          max=None)
 
 
 @composite(variants="function method inplace")
 def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002
     """Clamps every element to at most `max`."""
-    return clamp(input, max=max)
+    if isinstance(max, Tensor):
+        return clamp(input, max=max)
+    return apply_labelled(OPS["clamp"], "ClampMaxBackward0", input, min=None,
+                          max=python_scalar(max))
 
 
 # -- composites of the arithmetic ------------------------------------------------------
@@ -797,8 +877,7 @@ def cuda(self: Tensor, device: Any = None, non_blocking: bool = False) -> Tensor
                      (f"cuda:{device}" if isinstance(device, int) else device))
 
 
-@composite(variants="method")
-def type(self: Tensor, dtype: Any = None) -> Any:  # noqa: A001 - PyTorch's name
+def _type(self: Tensor, dtype: Any = None) -> Any:
     """With no argument, the tensor's type name (`ember.FloatTensor`); else this tensor as
     `dtype` (an ember dtype, or a type name such as `"ember.DoubleTensor"`)."""
     if dtype is None:
@@ -811,6 +890,8 @@ def type(self: Tensor, dtype: Any = None) -> Any:  # noqa: A001 - PyTorch's name
     return to(self, dtype=dtype)
 
 
+# declared by name: a module-level `type` would hide the builtin from this module's code
+define("type", Kind.COMPOSITE, _type, variants="method")
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
                "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
                "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",

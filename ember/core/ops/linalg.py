@@ -102,7 +102,7 @@ _MATMUL_LABELS = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBack
                   (3, 3): "BmmBackward0"}
 
 
-@primitive(variants="function method out", rule=_matmul_rule, cost=costs.matmul,
+@primitive(variants="function method out", exact_out=True, rule=_matmul_rule, cost=costs.matmul,
            precision=P.LOWER, cpu_precision=P.LOWER, grad=Grad(each=_matmul_grads),
            operators="__matmul__ __rmatmul__")
 def matmul(input: Tensor, other: Tensor) -> Tensor:
@@ -111,7 +111,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     return apply_labelled(OPS["matmul"], label, input, other)
 
 
-@composite(variants="function method out", cost=costs.matmul, precision=P.LOWER,
+@composite(variants="function method out", exact_out=True, cost=costs.matmul, precision=P.LOWER,
            cpu_precision=P.LOWER)
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """The product of two matrices."""
@@ -120,7 +120,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     return matmul(input, mat2)
 
 
-@composite(variants="function method out", cost=costs.matmul, precision=P.LOWER,
+@composite(variants="function method out", exact_out=True, cost=costs.matmul, precision=P.LOWER,
            cpu_precision=P.LOWER)
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """The batched product of two (b, n, m) and (b, m, p) tensors."""
@@ -132,13 +132,13 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     return matmul(input, mat2)
 
 
-@composite(variants="function method out", cost=costs.matmul, precision=P.LOWER)
+@composite(variants="function method out", exact_out=True, cost=costs.matmul, precision=P.LOWER)
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     """The product of a matrix and a vector."""
     return matmul(input, vec)
 
 
-@composite(variants="function method out", cost=costs.matmul, precision=P.PROMOTE)
+@composite(variants="function method out", exact_out=True, cost=costs.matmul, precision=P.PROMOTE)
 def dot(input: Tensor, other: Tensor) -> Tensor:
     """The dot product of two 1-D tensors."""
     if input.ndim != 1 or other.ndim != 1:
@@ -161,7 +161,7 @@ def _addmm_cost(input: Any, mat1: Any, mat2: Any, **kwargs: Any) -> Cost:
     return Cost(c.flops + 2 * costs.numel(input), c.bytes + costs.nbytes(input))
 
 
-@composite(variants="function method out", cost=_addmm_cost, precision=P.LOWER,
+@composite(variants="function method out", exact_out=True, cost=_addmm_cost, precision=P.LOWER,
            cpu_precision=P.LOWER)
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,
           alpha: Any = 1) -> Tensor:
@@ -224,9 +224,12 @@ def _einsum_grads(grad, operands, equation, needs):
         kept = "".join(c for c in term if c in avail)
         sub_eq = ",".join(others + [rhs]) + "->" + kept
         gi = einsum(sub_eq, *[o for j, o in enumerate(operands) if j != i], grad)
-        if kept != term:  # letters summed only within this operand: broadcast back
-            shape = tuple(x.shape[term.index(c)] if c in kept else 1 for c in term)
-            gi = gi.reshape(shape).expand(tuple(x.shape))
+        # broadcast back over letters summed only within this operand, and where this
+        # operand's size 1 met a larger size (the node then sums those down)
+        sizes = [gi.shape[kept.index(c)] if c in kept else 1 for c in term]
+        full = tuple(x.shape[k] if n == 1 else n for k, n in enumerate(sizes))
+        if tuple(gi.shape) != full:
+            gi = gi.reshape(tuple(sizes)).expand(full)
         grads.append(gi)
     return tuple(grads)
 

@@ -27,7 +27,7 @@ from ember.core.host import dtype_arg
 from ember.core.opdef import OPS, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import maximum, minimum, to_dtype, where
-from ember.core.ops.indexing import gather
+from ember.core.ops.indexing import gather_in_bounds
 from ember.core.ops.shape import expand, reshape, squeeze
 from ember.core.shapes import fmt_shape, normalize_dim, normalize_dims, reduced_shape
 from ember.core.tensor import Tensor
@@ -229,7 +229,7 @@ def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool) -> Any:
     if input.shape and input.shape[d] == 0:
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
     idx = run("argmax" if op == "max" else "argmin", input, dim=d, keepdim=True)
-    values = gather(input, d, idx)
+    values = gather_in_bounds(input, d, idx)
     if not keepdim:
         values, idx = squeeze(values, d), squeeze(idx, d)
     return (MaxResult if op == "max" else MinResult)(values, idx)

@@ -452,6 +452,10 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     if not isinstance(tensors[0], Tensor):
         raise TypeError(f"cat(): expected a sequence of Tensors, got "
                         f"{type(tensors[0]).__name__}")
+    for i, x in enumerate(tensors):
+        if isinstance(x, Tensor) and x.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
+                               "concatenated")
     # PyTorch skips legacy empty 1-D tensors of shape (0,)
     tensors = [x for x in tensors if not (x.ndim == 1 and x.shape[0] == 0)] or tensors[:1]
     d = normalize_dim("cat", dim, tensors[0].ndim)

@@ -22,6 +22,9 @@ from ember.core.tensor import Tensor
 def fill_(input: Tensor, value: Any) -> Tensor:
     """Fills `input` with `value` (a number or a 0-d tensor), in place."""
     if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
+                               f"with {value.ndim} dimensions.")
         return apply_inplace(input, lambda old: expand(to_dtype(value, input._dtype),
                                                        tuple(input.shape)), value, op="fill_")
     return apply_inplace(input, lambda old: full_like(old, value), op="fill_")
