@@ -97,13 +97,22 @@ def cmd_ops(args: argparse.Namespace) -> int:
                 "through its ops" if op.kind is Kind.COMPOSITE else "none")
             rows.append([name, op.kind.value, " ".join(sorted(op.variants)) or "internal",
                          f"{op.precision.value} / {op.cpu_precision.value}",
-                         "yes" if op.cost is not None else "no", grad, " ".join(op.fused)])
+                         _cost_column(op), grad, " ".join(op.fused)])
     _print_table(head, rows, args.markdown)
     if not args.markdown:
         kinds = [op.kind for op in OPS.values()]
         print(f"\n{len(OPS)} ops ({kinds.count(Kind.PRIMITIVE)} primitives, "
               f"{kinds.count(Kind.COMPOSITE)} composites) and {len(FUSED)} fused kernels")
     return 0
+
+
+def _cost_column(op: Any) -> str:
+    """"yes": a declared cost function; "through its ops": a composite whose work is the
+    declared costs of the ops it runs; "no": a composite a fused kernel may replace
+    without a cost of its own."""
+    if op.cost is not None:
+        return "yes"
+    return "no" if op.fused else "through its ops"
 
 
 def _plain(sig: Any) -> str:

@@ -932,7 +932,19 @@ def _fused_lstm_cell_backward(grad_hy: Tensor, grad_cy: Tensor | None, cx: Tenso
         return grad_gates, mul(gc, f)
 
 
-@composite(variants="", precision=P.LOWER, cpu_precision=P.LOWER, fused="lstm_layer")
+def _lstm_layer_cost(x: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, bias: Any = None,
+                     *args: Any) -> Cost:
+    """Both gate GEMMs of every step and ~12 elementwise ops a gate value; bytes: the
+    input, the weights and the (T*B, H) output."""
+    rows, gates = x.shape[0], w_ih.shape[0]
+    hidden = w_hh.shape[1]
+    flops = 2.0 * rows * gates * (w_ih.shape[1] + hidden) + 12.0 * rows * gates
+    return Cost(flops, costs.nbytes(x) + costs.nbytes(w_ih) + costs.nbytes(w_hh) +
+                rows * hidden * x.dtype.itemsize)
+
+
+@composite(variants="", precision=P.LOWER, cpu_precision=P.LOWER, fused="lstm_layer",
+           cost=_lstm_layer_cost)
 def _fused_lstm_layer(x: Tensor, h0: Tensor, c0: Tensor, w_ih: Tensor, w_hh: Tensor,
                       bias: Tensor | None, reverse: bool, keep: bool) -> tuple | None:
     """A whole LSTM layer (one direction, padded time-major input ``x`` of (T*B, I) rows,
