@@ -6,6 +6,7 @@ path, backends held to their dtypes, and autocast classes that match PyTorch's."
 from __future__ import annotations
 
 import ast
+import inspect
 import pathlib
 import subprocess
 import sys
@@ -190,7 +191,8 @@ def test_methods_in_place_variants_and_operators_are_bound():
         names = (name,) + op.aliases
         if "method" in op.variants:
             for n in names:
-                assert getattr(Tensor, n) is (op.method or op.fn) or op.traced_as_node, n
+                # (bound through the op-entry check: see test_op_entry_hooks)
+                assert inspect.unwrap(getattr(Tensor, n)) is (op.method or op.fn), n
         if "inplace" in op.variants:
             for n in names:
                 assert callable(getattr(Tensor, n + "_")), n + "_"
@@ -507,3 +509,44 @@ def test_promoting_ops_are_declared(torch):
     assert OPS["stack"].cpu_precision is P.PROMOTE
     for name in ("addcmul", "addcdiv", "atan2", "dot", "scatter_add"):  # PyTorch's CUDA list
         assert OPS[name].precision is P.PROMOTE, name
+
+
+def test_op_entry_hooks():
+    """Every way of calling a declared op passes its entry hooks (ember.core.interpose),
+    outermost first by order; a hook may change the arguments; with none installed,
+    `active` is None."""
+    from ember.core import interpose
+    seen = []
+
+    def outer(op, name, call, args, kwargs):
+        seen.append(("outer", op.name, name))
+        return call(args, kwargs)
+
+    def doubling(op, name, call, args, kwargs):
+        seen.append(("inner", op.name, name))
+        if name == "exp":
+            args = (args[0] * 2,)  # nested: `*` passes the hooks too
+        return call(args, kwargs)
+
+    x = ember.tensor([0.0, 1.0])
+    interpose.install(doubling, 10)
+    interpose.install(outer, 0)
+    try:
+        assert ember.exp(x).tolist() == pytest.approx([1.0, np.exp(2.0)])
+        x.exp()
+        _ = x + 1
+        _ = 1 - x
+        _ = -x
+        x.clone().add_(1)
+        _ = x[0]
+        ember.add(x, x, out=ember.empty(2))
+    finally:
+        interpose.remove(outer)
+        interpose.remove(doubling)
+    assert interpose.active is None
+    names = [s[1:] for s in seen if s[0] == "outer"]
+    assert names == [("exp", "exp"), ("mul", "__mul__"), ("exp", "exp"), ("mul", "__mul__"),
+                     ("add", "__add__"), ("sub", "__rsub__"), ("neg", "__neg__"),
+                     ("clone", "clone"), ("add", "add_"), ("getitem", "__getitem__"),
+                     ("empty", "empty"), ("add", "add")]
+    assert seen[0] == ("outer", "exp", "exp") and seen[1] == ("inner", "exp", "exp")

@@ -29,7 +29,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ember.core import tracing
+from ember.core import interpose, tracing
 from ember.core.dispatch import check_castable, write_into
 from ember.core.grad_mode import state
 from ember.core.inplace import apply_inplace
@@ -59,19 +59,33 @@ def declare(op: Op) -> Callable[..., Any]:
     fn = op.fn
     if op.traced_as_node:
         fn = tracing.composite(op.name)(fn)
-    public = _with_out(op, fn) if "out" in op.variants else fn
+    public = _entered(op, op.name, _with_out(op, fn) if "out" in op.variants else fn)
     op.public = public
     names = (op.name,) + op.aliases
     if "method" in op.variants:
+        method = public if op.method is None and "out" not in op.variants else \
+            _entered(op, op.name, op.method or fn)
         for name in names:
-            setattr(Tensor, name, op.method or fn)
+            setattr(Tensor, name, method)
     if "inplace" in op.variants:
-        inplace = op.inplace_method or _inplace_method(op, fn)
+        inplace = _entered(op, op.name + "_", op.inplace_method or _inplace_method(op, fn))
         for name in names:
             setattr(Tensor, name + "_", inplace)
     for dunder in op.operators:
         setattr(Tensor, dunder, _operator(op, dunder, op.operator_impl or fn))
     return public
+
+
+def _entered(op: Op, name: str, fn: Callable) -> Callable:
+    """`fn` with the op-entry check: the hooks of ember.core.interpose run first when any
+    is installed (autocast, the profiler)."""
+    @functools.wraps(fn)
+    def entered(*args: Any, **kwargs: Any) -> Any:
+        hook = interpose.active
+        if hook is None:
+            return fn(*args, **kwargs)
+        return hook(op, name, fn, args, kwargs)
+    return entered
 
 
 def _fields(variants: str | Iterable[str], fields: dict) -> dict:
@@ -190,14 +204,25 @@ def is_operand(x: Any) -> bool:
 
 
 def _operator(op: Op, dunder: str, impl: Callable) -> Callable:
+    # (the binary operators check the op-entry hooks inline: `a + b` is the hottest call)
     if dunder in INPLACE:
         return getattr(Tensor, op.name + "_")
     if dunder in REFLECTED:
         def reflected(self: Tensor, other: Any) -> Any:
-            return impl(other, self) if is_operand(other) else NotImplemented
+            if not is_operand(other):
+                return NotImplemented
+            hook = interpose.active
+            if hook is None:
+                return impl(other, self)
+            return hook(op, dunder, impl, (other, self), {})
         return reflected
     if dunder in FORWARD:
         def forward(self: Tensor, other: Any) -> Any:
-            return impl(self, other) if is_operand(other) else NotImplemented
+            if not is_operand(other):
+                return NotImplemented
+            hook = interpose.active
+            if hook is None:
+                return impl(self, other)
+            return hook(op, dunder, impl, (self, other), {})
         return forward
-    return impl  # unary operators, __getitem__, __setitem__
+    return _entered(op, dunder, impl)  # unary operators, __getitem__, __setitem__

@@ -1,0 +1,58 @@
+"""Op-entry hooks: what runs when a declared op is called while a feature watches or
+changes op calls — autocast (ember.amp) and the profiler (ember.profiler).
+
+Core does not know those features; it only offers this interface. Every declared op's
+public function, method, in-place method and operator checks `active` on entry: while no
+hook is installed it is None, and that one global check is all an op pays.
+
+A hook is `hook(op, name, call, args, kwargs)`: `op` is the declaration
+(`ember.core.opdef.Op`), `name` what was called (`"add"`, `"add_"`, `"__add__"` runs
+`add`), and `call(args, kwargs)` runs the op — through the next hook, if any. A hook may
+change the arguments (autocast casts them), time the call (the profiler), or run code
+around it. Hooks run outermost first, by their `order` (the profiler's 0 sits outside
+autocast's 10, so a profile shows the casts autocast adds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Hook = Callable[[Any, str, Callable[[tuple, dict], Any], tuple, dict], Any]
+
+active: Callable[[Any, str, Callable[..., Any], tuple, dict], Any] | None = None
+"""The installed hooks, composed: `active(op, name, fn, args, kwargs)`; None if none."""
+
+_hooks: list[tuple[int, Hook]] = []
+
+
+def install(hook: Hook, order: int) -> None:
+    """Run `hook` at the entry of every declared op (until `remove(hook)`)."""
+    _hooks.append((order, hook))
+    _hooks.sort(key=lambda h: h[0])
+    _compose()
+
+
+def remove(hook: Hook) -> None:
+    """Stop running `hook` (installed with `install`)."""
+    for i, (_, h) in enumerate(_hooks):
+        if h is hook:
+            del _hooks[i]
+            break
+    _compose()
+
+
+def _compose() -> None:
+    global active
+    hooks = tuple(h for _, h in _hooks)
+    if not hooks:
+        active = None
+        return
+
+    def run(op: Any, name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        def step(i: int, args: tuple, kwargs: dict) -> Any:
+            if i == len(hooks):
+                return fn(*args, **kwargs)
+            return hooks[i](op, name, lambda a, k: step(i + 1, a, k), args, kwargs)
+        return step(0, args, kwargs)
+    active = run
