@@ -1,15 +1,19 @@
 """Training-step time (forward, backward, SGD-momentum step): ember against PyTorch.
 
     python benchmarks/bench_train.py [--device cpu] [--only mlp,cnn,lstm,tiny] [--rounds 3]
+                                     [--amp bfloat16|float16]
 
 Each workload builds the same model in both frameworks (ember's copies PyTorch's initial
 weights) and times whole steps on fixed random data. PyTorch runs on its CPU build with
 all cores; ember runs on --device (default cpu). Goals are ember/PyTorch on the CPU.
+With --amp, both frameworks run the forward pass under autocast in that dtype
+(benchmarks/bench_amp.py sets those times beside float32's).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -77,7 +81,7 @@ def _models(name: str):
     return ours, theirs, shape
 
 
-def _step_fns(name: str, device: str):
+def _step_fns(name: str, device: str, amp: str | None = None):
     ours, theirs, shape = _models(name)
     rng = np.random.default_rng(0)
     x = rng.standard_normal(shape, dtype=np.float32)
@@ -88,9 +92,16 @@ def _step_fns(name: str, device: str):
     eopt = ember.optim.SGD(ours.parameters(), lr=0.01, momentum=0.9)
     eloss = ember.nn.CrossEntropyLoss()
 
+    def ember_region():
+        if amp is None:
+            return contextlib.nullcontext()
+        return ember.autocast(device.split(":")[0], dtype=getattr(ember, amp))
+
     def ember_step():
         eopt.zero_grad()
-        eloss(ours(ex), ey).backward()
+        with ember_region():
+            loss = eloss(ours(ex), ey)
+        loss.backward()
         eopt.step()
 
     torch_step = None
@@ -99,9 +110,16 @@ def _step_fns(name: str, device: str):
         topt = torch.optim.SGD(theirs.parameters(), lr=0.01, momentum=0.9)
         tloss = torch.nn.CrossEntropyLoss()
 
+        def torch_region():
+            if amp is None:
+                return contextlib.nullcontext()
+            return torch.autocast("cpu", dtype=getattr(torch, amp))
+
         def torch_step():
             topt.zero_grad()
-            tloss(theirs(tx), ty).backward()
+            with torch_region():
+                loss = tloss(theirs(tx), ty)
+            loss.backward()
             topt.step()
     sync = None
     if device != "cpu":
@@ -118,14 +136,14 @@ WORKLOADS = {
 }
 
 
-def _child(framework: str, names: list[str], device: str) -> None:
+def _child(framework: str, names: list[str], device: str, amp: str | None = None) -> None:
     """Time one framework's steps and print {name: seconds} as JSON (see common.in_child)."""
     import json
 
     times = {}
     for name in names:
         _, number, _ = WORKLOADS[name]
-        ember_step, torch_step, sync = _step_fns(name, device)
+        ember_step, torch_step, sync = _step_fns(name, device, amp)
         if framework == "ember":
             times[name] = best_time(ember_step, number, repeat=5, sync=sync)
         elif torch_step is not None:
@@ -144,13 +162,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", default=",".join(WORKLOADS))
     parser.add_argument("--rounds", type=int, default=3,
                         help="alternating ember/torch child runs; the best of each is kept")
+    parser.add_argument("--amp", choices=["bfloat16", "float16"], default=None,
+                        help="run the forward passes under autocast in this dtype")
     parser.add_argument("--child", choices=["ember", "torch"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     names = args.only.split(",")
     if args.child:
         if args.child == "torch":
             _import_torch()
-        _child(args.child, names, args.device)
+        _child(args.child, names, args.device, args.amp)
         return
     _import_torch()
     print(f"ember {ember.__version__} on {args.device}; torch "
@@ -161,12 +181,14 @@ def main(argv: list[str] | None = None) -> None:
     # tenants, the kernel's memory scanner) cannot land on one framework only.
     ours: dict = {}
     theirs: dict = {}
+    amp = ["--amp", args.amp] if args.amp else []
     for _ in range(max(args.rounds, 1)):
-        _keep_best(ours, in_child(__file__, "ember", names, ["--device", args.device]))
+        _keep_best(ours, in_child(__file__, "ember", names, ["--device", args.device] + amp))
         if torch is not None:
-            _keep_best(theirs, in_child(__file__, "torch", names))
+            _keep_best(theirs, in_child(__file__, "torch", names, amp))
     rows = [(WORKLOADS[n][0], ours[n], theirs.get(n), WORKLOADS[n][2]) for n in names]
-    print_table("Training step: forward + backward + SGD(momentum) step", rows)
+    title = "Training step: forward + backward + SGD(momentum) step"
+    print_table(title + (f", autocast {args.amp}" if args.amp else ""), rows)
 
 
 if __name__ == "__main__":

@@ -285,15 +285,20 @@ def devices() -> list:
     return out
 
 
-_SUBMODULES = {"nn", "optim", "jit", "onnx", "exporters", "testing", "demo", "cli"}
+_SUBMODULES = {"nn", "optim", "jit", "onnx", "exporters", "testing", "demo", "cli", "amp",
+               "cuda", "cpu"}
+_FROM_AMP = {"autocast", "is_autocast_enabled", "get_autocast_dtype",
+             "is_autocast_available", "clear_autocast_cache", "is_autocast_cache_enabled"}
 
 
 def __getattr__(name: str):
     """`ember.nn`, `ember.optim` ... import on first use (keeps `import ember` fast)."""
-    if name in _SUBMODULES:
-        import importlib
+    import importlib
 
+    if name in _SUBMODULES:
         return importlib.import_module(f"ember.{name}")
+    if name in _FROM_AMP:  # torch.autocast & co
+        return getattr(importlib.import_module("ember.amp"), name)
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
 
 

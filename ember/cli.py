@@ -207,6 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--checkpoint", default=None, help="where to save the trained weights")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--amp", choices=["bfloat16", "float16"], default=None,
+                   help="train in mixed precision: autocast in this dtype (float16 with a "
+                   "GradScaler)")
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser("export", help="export a model to ONNX",
                        description="Export SPEC (path/to/file.py:factory_or_class or "

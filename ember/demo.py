@@ -52,8 +52,12 @@ def evaluate(model: nn.Module, loader: DataLoader, device: Any) -> float:
 
 
 def run(device: str = "auto", epochs: int = 15, batch_size: int = 32, lr: float = 2e-3,
-        seed: int = 0, checkpoint: str | None = None, progress: bool = True) -> dict:
-    """Train, evaluate, checkpoint, reload and re-evaluate. Returns the figures."""
+        seed: int = 0, checkpoint: str | None = None, progress: bool = True,
+        amp: str | None = None) -> dict:
+    """Train, evaluate, checkpoint, reload and re-evaluate. Returns the figures.
+
+    `amp`: "bfloat16" trains under autocast in bfloat16; "float16" under autocast in
+    float16 with a GradScaler (mixed precision, as PyTorch's AMP recipe)."""
     from tqdm import tqdm
 
     ember.manual_seed(seed)
@@ -67,6 +71,11 @@ def run(device: str = "auto", epochs: int = 15, batch_size: int = 32, lr: float 
     optimizer = ember.optim.Adam(model.parameters(), lr=lr)
     lr_schedule = ember.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs)
     loss_fn = nn.CrossEntropyLoss()
+    if amp not in (None, "bfloat16", "float16"):
+        raise ValueError(f"demo: amp must be 'bfloat16' or 'float16', not {amp!r}")
+    region = ember.autocast(dev.type, dtype=getattr(ember, amp or "bfloat16"),
+                            enabled=amp is not None)
+    scaler = ember.amp.GradScaler(dev.type, enabled=amp == "float16")
 
     start = time.perf_counter()
     seen = 0
@@ -77,10 +86,12 @@ def run(device: str = "auto", epochs: int = 15, batch_size: int = 32, lr: float 
         model.train()
         for images, labels in train_loader:
             images, labels = images.to(dev), labels.to(dev)
-            loss = loss_fn(model(images), labels)
+            with region:
+                loss = loss_fn(model(images), labels)
             optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+            scaler.scale(loss).backward()  # (a pass-through unless amp="float16")
+            scaler.step(optimizer)
+            scaler.update()
             seen += labels.shape[0]
             bar.set_postfix(epoch=epoch + 1, loss=f"{loss.item():.4f}",
                             img_per_s=f"{seen / (time.perf_counter() - start):.0f}")
@@ -98,7 +109,7 @@ def run(device: str = "auto", epochs: int = 15, batch_size: int = 32, lr: float 
     saved = ember.load(path, map_location=dev)
     restored.load_state_dict(saved["model"])
     reloaded_accuracy = evaluate(restored, test_loader, dev)
-    return {"device": str(dev), "epochs": epochs, "train_samples": len(train_set),
+    return {"device": str(dev), "epochs": epochs, "amp": amp, "train_samples": len(train_set),
             "test_samples": len(test_set), "train_seconds": train_seconds,
             "images_per_second": seen / train_seconds, "accuracy": accuracy,
             "reloaded_accuracy": reloaded_accuracy, "checkpoint": path,
@@ -108,9 +119,10 @@ def run(device: str = "auto", epochs: int = 15, batch_size: int = 32, lr: float 
 def main(args: Any) -> int:
     result = run(device=args.device, epochs=args.epochs, batch_size=args.batch_size,
                  lr=args.lr, seed=args.seed, checkpoint=args.checkpoint,
-                 progress=not args.no_progress)
+                 progress=not args.no_progress, amp=getattr(args, "amp", None))
     ok = result["accuracy"] >= 0.97 and result["reloaded_accuracy"] == result["accuracy"]
-    print(f"\nember demo — DigitsCNN on {result['device']}")
+    amp = f", autocast {result['amp']}" if result["amp"] else ""
+    print(f"\nember demo — DigitsCNN on {result['device']}{amp}")
     print(f"  data        {result['train_samples']} training / {result['test_samples']} "
           "held-out 8x8 digits (scikit-learn)")
     print(f"  training    {result['epochs']} epochs in {result['train_seconds']:.1f} s "

@@ -114,6 +114,9 @@ class Backend:
     api_version: int = API_VERSION
     priority: int = 0
     is_accelerator: bool = False  # whether device="auto" may choose it
+    autocast_dtype: dtype | None = None
+    """The low-precision dtype `ember.autocast(<this device type>)` uses when given none
+    (PyTorch's: bfloat16 on the CPU, float16 on CUDA); None: float16."""
     supports_out: bool = False
     """True when elementwise kernels (unary, binary) accept `out=buffer` (same shape and
     dtype as their result) and write into it; in-place ops then cost one kernel."""

@@ -46,7 +46,7 @@ class FunctionCtx:
 
 
 class _CustomNode(Node):
-    __slots__ = ("fn_cls", "ctx", "n_outputs", "out_meta")
+    __slots__ = ("fn_cls", "ctx", "n_outputs", "out_meta", "in_meta")
 
     def name(self) -> str:
         return f"{self.fn_cls.__name__}Backward"
@@ -62,7 +62,23 @@ class _CustomNode(Node):
         if len(out) < n:
             raise RuntimeError(f"function {self.fn_cls.__name__}Backward returned an incorrect "
                                f"number of gradients (expected {n}, got {len(out)})")
-        return out[:n]
+        return tuple(self._validate(i, g) for i, g in enumerate(out[:n]))
+
+    def _validate(self, i: int, g: Any) -> Any:
+        """PyTorch's check of a returned gradient: summed to its input's shape where it
+        broadcast, cast to its input's dtype (a float32 gradient of a bfloat16 input)."""
+        meta = self.in_meta[i]
+        if g is None or meta is None:
+            return g
+        shape, dtype = meta
+        if tuple(g.shape) != shape:
+            try:
+                g = g.sum_to_size(shape)
+            except RuntimeError:
+                raise RuntimeError(f"Function {self.name()} returned an invalid gradient at "
+                                   f"index {i} - got {list(g.shape)} but expected shape "
+                                   f"compatible with {list(shape)}") from None
+        return g if g.dtype is dtype else g.to(dtype)
 
 
 class Function:
@@ -95,6 +111,7 @@ class Function:
         node.fn_cls, node.ctx = cls, ctx
         node.n_outputs = len(outs)
         node.out_meta = [(o.shape, o.dtype, o.device) for o in outs]
+        node.in_meta = [None if a is None else (tuple(a.shape), a.dtype) for a in tensor_args]
         node._saved = tuple(None if t is None else SavedTensor(t) for t in ctx._to_save)
         ctx._node = node
         results = []

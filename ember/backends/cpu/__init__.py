@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ember.core.backend import Backend, DeviceInfo, dtype, hookimpl
+from ember.core.backend import Backend, DeviceInfo, bfloat16, dtype, hookimpl
 
 
 class CPUBackend(Backend):
@@ -18,6 +18,7 @@ class CPUBackend(Backend):
     name = "cpu"
     priority = 0
     supports_out = True
+    autocast_dtype = bfloat16  # PyTorch's CPU autocast default
 
     def __init__(self) -> None:
         super().__init__()

@@ -87,7 +87,14 @@ def _relu(x, out=None):
     return np.maximum(x, x.dtype.type(0), out=out)
 
 
+_HALF = (np.dtype(np.float16), _BF16)
+
+
 def _matmul(a, b):
+    if a.dtype in _HALF and b.dtype == a.dtype:
+        # NumPy multiplies half floats in a scalar loop (256x256: 65 ms); PyTorch's CPU
+        # kernels accumulate them in float32 too, so go through BLAS in float32
+        return _matmul(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype)
     if a.ndim >= 2 and b.ndim == 2 and a.dtype == b.dtype and a.dtype in _NATIVE_FLOATS and \
             blas.should_use_fast_path(a.shape[-2], b.shape[1], b.shape[0]):
         fast = blas.fast_matmul(a, b)  # NumPy's OpenBLAS runs slower kernels than the CPU has

@@ -7,13 +7,14 @@ unavailable, with the reason, everywhere.
 
 from __future__ import annotations
 
-from ember.core.backend import Backend, DeviceInfo, hookimpl
+from ember.core.backend import Backend, DeviceInfo, float16, hookimpl
 
 
 class CUDABackend(Backend):
     name = "cuda"
     priority = 100
     is_accelerator = True
+    autocast_dtype = float16  # PyTorch's CUDA autocast default
 
     def __init__(self) -> None:
         super().__init__()

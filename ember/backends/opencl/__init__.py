@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.core.backend import ALL_DTYPES, Backend, DeviceInfo, dtype, hookimpl
+from ember.core.backend import ALL_DTYPES, Backend, DeviceInfo, dtype, float16, hookimpl
 
 
 class OpenCLBackend(Backend):
@@ -36,6 +36,7 @@ class OpenCLBackend(Backend):
 
     name = "opencl"
     priority = 50
+    autocast_dtype = float16  # OpenCL's half type (cl_khr_fp16 where the device has it)
 
     @property
     def is_accelerator(self) -> bool:

@@ -10,7 +10,7 @@ from ember.backends.xp.windows import add_windows, crop, windows
 
 
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
-    xp = lib.xp
+    xp, product = lib.xp, lib.matmul
 
     def im2col(x, kernel_size, dilation, padding, stride):
         n = len(kernel_size)
@@ -48,7 +48,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         backward)."""
         n = x.ndim - 2
         cols, outs = columns(x, w.shape[2:], dilation, padding, stride)
-        out = xp.matmul(w.reshape(w.shape[0], -1), cols)  # (O, N*L)
+        out = product(w.reshape(w.shape[0], -1), cols)  # (O, N*L)
         if b is not None:
             out += b[:, None]
         out = out.reshape((w.shape[0], x.shape[0]) + outs)
@@ -63,11 +63,11 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         out_ch = w.shape[0]
         order = (1, 0) + tuple(range(2, 2 + n))
         g_mat = xp.ascontiguousarray(g.transpose(order)).reshape(out_ch, -1)  # (O, N*L)
-        gw = xp.matmul(g_mat, cols.T).reshape(w.shape) if needs[1] else None
+        gw = product(g_mat, cols.T).reshape(w.shape) if needs[1] else None
         gb = g_mat.sum(axis=1) if needs[2] else None
         gx = None
         if needs[0]:
-            g_cols = xp.matmul(w.reshape(out_ch, -1).T, g_mat)  # (C*K, N*L)
+            g_cols = product(w.reshape(out_ch, -1).T, g_mat)  # (C*K, N*L)
             kernel_size = w.shape[2:]
             outs = g.shape[2:]
             batch, channels = x_shape[0], x_shape[1]

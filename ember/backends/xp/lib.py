@@ -44,7 +44,8 @@ class Hooks:
     broadcast views read-only); writes into it then raise `OVERLAP`. Default: never."""
 
     matmul: Callable[[Any, Any], Any] | None = None
-    """The product of the `matmul` and `linear` kernels. Default: `xp.matmul`."""
+    """The matrix product of every kernel that multiplies matrices (matmul, linear, conv
+    and their backwards). Default: `xp.matmul`."""
 
     axpy: Callable[[float, Any, Any], bool] | None = None
     """`y += alpha * x` in place in one pass (a BLAS axpy) for the optimizer updates;
@@ -71,6 +72,8 @@ class ArrayLib:
         # half precision: sums and products accumulate in float32, as PyTorch's do
         self.low_precision = frozenset({self.dtypes[float16], self.dtypes[bfloat16]})
         self.gemm_dtypes = (self.dtypes[float32], self.dtypes[float64])  # BLAS's own
+        # every matrix product of the kernels (matmul, linear, conv and their backwards)
+        self.matmul: Callable[[Any, Any], Any] = hooks.matmul or xp.matmul
         self.read_only: Callable[[Any], bool] = hooks.read_only or (lambda buffer: False)
         self.as_array = _array_maker(xp)
         self.quiet = _quiet(xp)

@@ -1,0 +1,46 @@
+"""`ember.cuda.amp`, as the (deprecated) `torch.cuda.amp`: autocast and GradScaler for
+the "cuda" device type. Without CUDA both disable themselves with a warning, as
+PyTorch's do, so a training loop written for a GPU still runs."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import Any
+
+from ember.amp import autocast as _autocast
+from ember.amp import custom_bwd as _custom_bwd
+from ember.amp import custom_fwd as _custom_fwd
+from ember.amp.grad_scaler import GradScaler as _GradScaler
+from ember.core.dtype import float16
+
+
+class autocast(_autocast):  # noqa: N801 - PyTorch's name
+    """``ember.cuda.amp.autocast(args...)`` is ``ember.autocast("cuda", args...)``."""
+
+    def __init__(self, enabled: bool = True, dtype: Any = float16,
+                 cache_enabled: bool = True) -> None:
+        warnings.warn("`ember.cuda.amp.autocast(args...)` is deprecated. Please use "
+                      "`ember.amp.autocast('cuda', args...)` instead.", FutureWarning,
+                      stacklevel=2)
+        super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+
+class GradScaler(_GradScaler):
+    """``ember.cuda.amp.GradScaler(args...)`` is ``ember.amp.GradScaler("cuda", args...)``."""
+
+    def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0,
+                 backoff_factor: float = 0.5, growth_interval: int = 2000,
+                 enabled: bool = True) -> None:
+        warnings.warn("`ember.cuda.amp.GradScaler(args...)` is deprecated. Please use "
+                      "`ember.amp.GradScaler('cuda', args...)` instead.", FutureWarning,
+                      stacklevel=2)
+        super().__init__("cuda", init_scale=init_scale, growth_factor=growth_factor,
+                         backoff_factor=backoff_factor, growth_interval=growth_interval,
+                         enabled=enabled)
+
+
+custom_fwd = functools.partial(_custom_fwd, device_type="cuda")
+custom_bwd = functools.partial(_custom_bwd, device_type="cuda")
+
+__all__ = ["GradScaler", "autocast", "custom_bwd", "custom_fwd"]

@@ -1,0 +1,370 @@
+"""Mixed precision: autocast regions and GradScaler, against PyTorch's (the oracle)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember.amp import autocast_mode
+from ember.core import interpose
+from ember.core.opdef import OPS
+from ember.core.opdef import Precision as P
+
+torch = pytest.importorskip("torch")
+
+_RNG = np.random.default_rng(0)
+A = _RNG.standard_normal((4, 8)).astype(np.float32)
+W = _RNG.standard_normal((3, 8)).astype(np.float32)
+
+
+def _dtype_name(x) -> str:
+    return str(x.dtype).split(".")[-1]
+
+
+def _low(lib, x):
+    """`x` in the autocast region's low-precision dtype."""
+    return x.to(lib.get_autocast_dtype("cpu"))
+
+
+# PyTorch call -> ember call, on the same data: every op of a CPU class but KEEP, some of
+# KEEP, and the accelerator-only classes (KEEP on the CPU)
+CASES = {
+    "linear": lambda lib, F, a, w: F.linear(a, w),
+    "matmul": lambda lib, F, a, w: a @ w.T,
+    "matmul_f64": lambda lib, F, a, w: a.double() @ w.double().T,
+    "mm": lambda lib, F, a, w: lib.mm(a, w.T),
+    "bmm": lambda lib, F, a, w: lib.bmm(a[None], w.T[None]),
+    "addmm": lambda lib, F, a, w: lib.addmm(lib.zeros(4, 3), a, w.T),
+    "einsum": lambda lib, F, a, w: lib.einsum("ij,kj->ik", a, w),
+    "conv1d": lambda lib, F, a, w: F.conv1d(a[None], w[:, :4, None].expand(3, 4, 2)),
+    "conv2d": lambda lib, F, a, w: F.conv2d(a[None, None], w[None, None, :2, :2]),
+    "conv_transpose2d": lambda lib, F, a, w: F.conv_transpose2d(a[None, None],
+                                                                w[None, None, :2, :2]),
+    "prod": lambda lib, F, a, w: a[0, :3].to(lib.bfloat16).prod(),
+    "cross_entropy": lambda lib, F, a, w: F.cross_entropy(a.to(lib.bfloat16),
+                                                          lib.tensor([0, 1, 2, 3])),
+    "cat": lambda lib, F, a, w: lib.cat([a, _low(lib, a)]),
+    "cat_low": lambda lib, F, a, w: lib.cat([_low(lib, a), _low(lib, a)]),
+    "stack": lambda lib, F, a, w: lib.stack([_low(lib, a), a]),
+    "stack_f64": lambda lib, F, a, w: lib.stack([a.double(), _low(lib, a)]),
+    "add": lambda lib, F, a, w: a + a.to(lib.bfloat16),
+    "softmax": lambda lib, F, a, w: lib.softmax(a.to(lib.bfloat16), 1),
+    "log_softmax": lambda lib, F, a, w: F.log_softmax(a.to(lib.bfloat16), 1),
+    "exp": lambda lib, F, a, w: lib.exp(a.to(lib.bfloat16)),
+    "sum": lambda lib, F, a, w: a.to(lib.bfloat16).sum(),
+    "layer_norm": lambda lib, F, a, w: F.layer_norm(a.to(lib.bfloat16), (8,)),
+    "relu_of_linear": lambda lib, F, a, w: F.relu(F.linear(a, w)),
+    "max_pool2d": lambda lib, F, a, w: F.max_pool2d(a[None, None], 2),
+    "atan2": lambda lib, F, a, w: lib.atan2(a, a.to(lib.bfloat16)),
+    "addcmul": lambda lib, F, a, w: lib.addcmul(a, a.to(lib.bfloat16), a),
+    "dot": lambda lib, F, a, w: lib.dot(a[0], a[1]),
+}
+
+
+def _run(lib, F, dtype_name, case):
+    a = lib.tensor(A)
+    w = lib.tensor(W, requires_grad=True)
+    with lib.autocast("cpu", dtype=getattr(lib, dtype_name)):
+        return _dtype_name(case(lib, F, a, w))
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_output_dtypes_match_pytorch_cpu_autocast(name, dtype):
+    expected = _run(torch, torch.nn.functional, dtype, CASES[name])
+    assert _run(ember, F, dtype, CASES[name]) == expected
+
+
+def test_every_op_of_a_cpu_class_is_exercised():
+    """The cases above cover every op whose CPU class casts (LOWER, FLOAT32, PROMOTE)."""
+    casting = {n for n, op in OPS.items() if op.cpu_precision is not P.KEEP}
+    covered = {n.split("_f64")[0].removesuffix("_low") for n in CASES} | {
+        "convolution", "_fused_lstm_layer"}  # (conv1d/conv2d and nn.LSTM run them)
+    assert casting <= covered, sorted(casting - covered)
+
+
+def test_values_match_pytorch():
+    def run(lib, F):
+        a, w = lib.tensor(A), lib.tensor(W)
+        with lib.autocast("cpu"):
+            return F.linear(a, w).float().numpy()
+    np.testing.assert_allclose(run(ember, F), run(torch, torch.nn.functional), rtol=2e-2,
+                               atol=2e-2)
+
+
+def test_gradients_reach_float32_weights():
+    def run(lib, F):
+        a = lib.tensor(A)
+        w = lib.tensor(W, requires_grad=True)
+        with lib.autocast("cpu"):
+            loss = F.cross_entropy(F.linear(a, w), lib.tensor([0, 1, 2, 0]))
+        loss.backward()
+        return _dtype_name(loss), _dtype_name(w.grad), w.grad.float().numpy()
+    (el, eg, ev), (tl, tg, tv) = run(ember, F), run(torch, torch.nn.functional)
+    assert (el, eg) == (tl, tg) == ("float32", "float32")
+    np.testing.assert_allclose(ev, tv, rtol=3e-2, atol=3e-2)
+
+
+def test_regions_nest_and_decorate():
+    assert not ember.is_autocast_enabled("cpu")
+    with ember.autocast("cpu"):
+        assert ember.is_autocast_enabled("cpu")
+        assert ember.get_autocast_dtype("cpu") is ember.bfloat16
+        with ember.autocast("cpu", enabled=False):
+            assert not ember.is_autocast_enabled("cpu")
+            assert (ember.tensor(A) @ ember.tensor(W).T).dtype is ember.float32
+        with ember.autocast("cpu", dtype=ember.float16):
+            assert ember.get_autocast_dtype("cpu") is ember.float16
+        assert ember.get_autocast_dtype("cpu") is ember.bfloat16
+        assert (ember.tensor(A) @ ember.tensor(W).T).dtype is ember.bfloat16
+    assert not ember.is_autocast_enabled("cpu") and interpose.active is None
+
+    @ember.autocast("cpu")
+    def forward(a, w):
+        return a @ w.T
+    assert forward(ember.tensor(A), ember.tensor(W)).dtype is ember.bfloat16
+    assert not ember.is_autocast_enabled("cpu")
+    assert ember.amp.autocast is ember.autocast
+    with ember.cpu.amp.autocast():
+        assert ember.is_autocast_enabled("cpu")
+
+
+def test_region_ends_on_error():
+    with pytest.raises(ZeroDivisionError), ember.autocast("cpu"):
+        raise ZeroDivisionError
+    assert not ember.is_autocast_enabled("cpu") and interpose.active is None
+
+
+def test_weights_are_cast_once_per_region():
+    casts = []
+
+    def count(op, name, call, args, kwargs):
+        if op.name == "to":
+            casts.append(name)
+        return call(args, kwargs)
+
+    w = ember.nn.Parameter(ember.tensor(W))
+    interpose.install(count, 0)
+    try:
+        with ember.autocast("cpu"):
+            for _ in range(3):
+                F.linear(ember.tensor(A), w)
+            assert len(casts) == 4  # w once, the input each time
+        with ember.autocast("cpu", cache_enabled=False):
+            for _ in range(3):
+                F.linear(ember.tensor(A), w)
+            assert len(casts) == 10
+    finally:
+        interpose.remove(count)
+    assert not autocast_mode._cache  # forgotten when the outermost region ends
+
+
+def test_a_weight_changed_in_place_is_cast_again():
+    w = ember.nn.Parameter(ember.tensor(W))
+    with ember.autocast("cpu"):
+        first = F.linear(ember.tensor(A), w)
+        with ember.no_grad():
+            w.mul_(2)
+        second = F.linear(ember.tensor(A), w)
+    np.testing.assert_allclose(second.detach().float().numpy(),
+                               2 * first.detach().float().numpy(), rtol=2e-2)
+
+
+def test_custom_fwd_and_bwd():
+    seen = {}
+
+    class Square(ember.autograd.Function):
+        @staticmethod
+        @ember.amp.custom_fwd(device_type="cpu", cast_inputs=ember.float32)
+        def forward(ctx, x):
+            seen["fwd"] = (ember.is_autocast_enabled("cpu"), x.dtype)
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        @ember.amp.custom_bwd(device_type="cpu")
+        def backward(ctx, g):
+            seen["bwd"] = ember.is_autocast_enabled("cpu")
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = ember.tensor([1.0, 2.0], dtype=ember.bfloat16, requires_grad=True)
+    with ember.autocast("cpu"):
+        y = Square.apply(x)
+    y.sum().backward()
+    assert seen == {"fwd": (False, ember.float32), "bwd": False}
+    assert x.grad.dtype is ember.bfloat16 and x.grad.tolist() == [2.0, 4.0]
+
+
+def test_bad_arguments_change_nothing():
+    with pytest.raises(RuntimeError, match="unsupported autocast device_type 'tpu9'"):
+        ember.autocast("tpu9")
+    with pytest.raises(TypeError, match="dtype"):
+        ember.autocast("cpu", dtype="float17")
+    assert not ember.is_autocast_enabled("cpu") and interpose.active is None
+    with pytest.warns(UserWarning, match="target dtype is not supported"):
+        region = ember.autocast("cpu", dtype=ember.float64)
+    with region:
+        assert not ember.is_autocast_enabled("cpu")
+
+
+def test_cuda_amp_without_cuda_disables_itself_as_pytorch():
+    if ember.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    with pytest.warns(UserWarning, match="CUDA is not available"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            region = ember.cuda.amp.autocast()
+    with region:
+        assert not ember.is_autocast_enabled("cuda")
+    with pytest.warns(UserWarning, match="not available"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            scaler = ember.cuda.amp.GradScaler()
+    assert not scaler.is_enabled() and scaler.get_scale() == 1.0
+    model = ember.nn.Linear(2, 1)
+    opt = ember.optim.SGD(model.parameters(), lr=0.1)
+    loss = model(ember.ones(1, 2)).sum()
+    scaler.scale(loss).backward()
+    scaler.step(opt)  # a plain step
+    scaler.update()
+
+
+# -- GradScaler --------------------------------------------------------------------------
+
+
+def _model_and_opt(lib, lr=0.1):
+    model = lib.nn.Linear(3, 1)
+    with lib.no_grad():
+        model.weight.copy_(lib.tensor([[0.5, -0.25, 1.0]]))
+        model.bias.fill_(0.1)
+    return model, lib.optim.SGD(model.parameters(), lr=lr)
+
+
+def _scaler_run(lib, steps, poison, **kw):
+    """Scale factors and weights after each step; `poison`: steps given an inf gradient."""
+    model, opt = _model_and_opt(lib)
+    scaler = lib.amp.GradScaler("cpu", **kw)
+    scales, weights = [], []
+    for i in range(steps):
+        opt.zero_grad()
+        x = lib.tensor([[1.0, 2.0, 3.0]])
+        loss = model(x).sum()
+        scaler.scale(loss).backward()
+        if i in poison:
+            model.weight.grad[0, 0] = float("inf")
+        scaler.step(opt)
+        scaler.update()
+        scales.append(scaler.get_scale())
+        weights.append(model.weight.detach().numpy().copy())
+    return scales, weights, scaler.state_dict()
+
+
+def test_grad_scaler_follows_pytorch():
+    kw = dict(init_scale=1024.0, growth_interval=3)
+    e = _scaler_run(ember, 9, {1, 5}, **kw)
+    t = _scaler_run(torch, 9, {1, 5}, **kw)
+    assert e[0] == t[0]
+    for ew, tw in zip(e[1], t[1]):
+        np.testing.assert_allclose(ew, tw, rtol=1e-6)
+    assert e[2] == t[2]
+
+
+def test_an_inf_gradient_skips_the_step_and_halves_the_scale():
+    model, opt = _model_and_opt(ember)
+    scaler = ember.amp.GradScaler("cpu")
+    before = model.weight.detach().numpy().copy()
+    scaler.scale(model(ember.ones(1, 3)).sum()).backward()
+    model.weight.grad[0, 1] = float("nan")
+    scaler.step(opt)
+    scaler.update()
+    np.testing.assert_array_equal(model.weight.detach().numpy(), before)
+    assert scaler.get_scale() == 2.0**15
+
+
+def test_grad_scaler_defaults_and_state_dict():
+    scaler = ember.amp.GradScaler("cpu")
+    assert (scaler.get_scale(), scaler.get_growth_factor(), scaler.get_backoff_factor(),
+            scaler.get_growth_interval()) == (2.0**16, 2.0, 0.5, 2000)
+    other = ember.amp.GradScaler("cpu")
+    other.load_state_dict({"scale": 8.0, "growth_factor": 3.0, "backoff_factor": 0.25,
+                           "growth_interval": 7, "_growth_tracker": 2})
+    assert other.state_dict() == {"scale": 8.0, "growth_factor": 3.0, "backoff_factor": 0.25,
+                                  "growth_interval": 7, "_growth_tracker": 2}
+    with pytest.raises(RuntimeError, match="source state dict is empty"):
+        other.load_state_dict({})
+
+
+def test_grad_scaler_misuse_raises_pytorchs_errors():
+    model, opt = _model_and_opt(ember)
+    scaler = ember.amp.GradScaler("cpu")
+    with pytest.raises(AssertionError, match="_scale is None"):
+        scaler.unscale_(opt)
+    loss = model(ember.ones(1, 3)).sum()
+    # no gradients yet: a clear error, and the scaler is left as it was
+    scaled = scaler.scale(loss)
+    with pytest.raises(AssertionError, match="No inf checks were recorded"):
+        scaler.step(opt)
+    scaled.backward()
+    scaler.unscale_(opt)
+    with pytest.raises(RuntimeError, match="unscale_\\(\\) has already been called"):
+        scaler.unscale_(opt)
+    scaler.step(opt)
+    with pytest.raises(RuntimeError, match="unscale_\\(\\) is being called after step"):
+        scaler.unscale_(opt)
+    with pytest.raises(RuntimeError, match="step\\(\\) has already been called"):
+        scaler.step(opt)
+    with pytest.raises(RuntimeError, match="Closure use is not currently supported"):
+        scaler.step(opt, closure=lambda: 0)
+    scaler.update()
+    assert scaler.get_scale() == 2.0**16
+
+
+def test_unscale_refuses_float16_gradients():
+    w = ember.nn.Parameter(ember.ones(2, dtype=ember.float16))
+    opt = ember.optim.SGD([w], lr=0.1)
+    scaler = ember.amp.GradScaler("cpu")
+    scaler.scale(w.sum()).backward()
+    with pytest.raises(ValueError, match="Attempting to unscale FP16 gradients"):
+        scaler.unscale_(opt)
+
+
+# -- the demo in mixed precision ---------------------------------------------------------
+
+
+def _demo_accuracy(epochs: int, amp: str | None) -> float:
+    from ember import demo
+
+    result = demo.run(device="cpu", epochs=epochs, progress=False, amp=amp)
+    assert result["amp"] == amp
+    return result["accuracy"]
+
+
+def test_demo_trains_in_bfloat16_to_float32_accuracy():
+    full = _demo_accuracy(15, None)
+    assert abs(_demo_accuracy(15, "bfloat16") - full) <= 0.01
+
+
+def test_demo_trains_in_float16_with_a_grad_scaler():
+    # float16 runs through NumPy's slow half-precision loops: a shorter run, compared with
+    # float32 trained as long
+    short = _demo_accuracy(3, None)
+    assert abs(_demo_accuracy(3, "float16") - short) <= 0.01
+
+
+def test_demo_region_casts():
+    """Inside the demo's region the convolutions and linear layers really run in bfloat16
+    and the loss in float32."""
+    from ember.demo import DigitsCNN
+
+    model = DigitsCNN()
+    with ember.autocast("cpu"):
+        logits = model(ember.randn(4, 1, 8, 8))
+        loss = ember.nn.CrossEntropyLoss()(logits, ember.tensor([0, 1, 2, 3]))
+    assert logits.dtype is ember.bfloat16 and loss.dtype is ember.float32
+    loss.backward()
+    assert all(p.grad.dtype is ember.float32 for p in model.parameters())
