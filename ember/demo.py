@@ -52,8 +52,14 @@ def evaluate(model: nn.Module, loader: DataLoader, device: Any) -> float:
 
 
 def run(device: str = "auto", epochs: int = 15, batch_size: int = 32, lr: float = 2e-3,
-        seed: int = 0, checkpoint: str | None = None, progress: bool = True) -> dict:
-    """Train, evaluate, checkpoint, reload and re-evaluate. Returns the figures."""
+        seed: int = 0, checkpoint: str | None = None, progress: bool = True,
+        tensorboard: str | None = None) -> dict:
+    """Train, evaluate, checkpoint, reload and re-evaluate. Returns the figures.
+
+    With ``tensorboard`` (a log directory), each step's loss, batch accuracy and learning
+    rate are logged (``train/loss``, ``train/accuracy``, ``train/lr``), and the held-out
+    accuracy after each epoch (``test/accuracy``).
+    """
     from tqdm import tqdm
 
     ember.manual_seed(seed)
@@ -68,8 +74,13 @@ def run(device: str = "auto", epochs: int = 15, batch_size: int = 32, lr: float 
     lr_schedule = ember.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs)
     loss_fn = nn.CrossEntropyLoss()
 
+    writer = None
+    if tensorboard:
+        from ember.utils.tensorboard import SummaryWriter
+
+        writer = SummaryWriter(tensorboard)
     start = time.perf_counter()
-    seen = 0
+    seen = step = 0
     bar = tqdm(total=epochs * len(train_loader), desc=f"training on {dev}", unit="step",
                disable=None if progress else True,  # None: off when not a terminal
                dynamic_ncols=True, mininterval=0.5)
@@ -77,7 +88,8 @@ def run(device: str = "auto", epochs: int = 15, batch_size: int = 32, lr: float 
         model.train()
         for images, labels in train_loader:
             images, labels = images.to(dev), labels.to(dev)
-            loss = loss_fn(model(images), labels)
+            logits = model(images)
+            loss = loss_fn(logits, labels)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -85,8 +97,18 @@ def run(device: str = "auto", epochs: int = 15, batch_size: int = 32, lr: float 
             bar.set_postfix(epoch=epoch + 1, loss=f"{loss.item():.4f}",
                             img_per_s=f"{seen / (time.perf_counter() - start):.0f}")
             bar.update()
+            if writer is not None:
+                correct = int((logits.argmax(1) == labels).sum())
+                writer.add_scalar("train/loss", loss, step)
+                writer.add_scalar("train/accuracy", correct / labels.shape[0], step)
+                writer.add_scalar("train/lr", optimizer.param_groups[0]["lr"], step)
+            step += 1
         lr_schedule.step()
+        if writer is not None:
+            writer.add_scalar("test/accuracy", evaluate(model, test_loader, dev), step)
     bar.close()
+    if writer is not None:
+        writer.close()
     train_seconds = time.perf_counter() - start
     accuracy = evaluate(model, test_loader, dev)
 
@@ -102,13 +124,13 @@ def run(device: str = "auto", epochs: int = 15, batch_size: int = 32, lr: float 
             "test_samples": len(test_set), "train_seconds": train_seconds,
             "images_per_second": seen / train_seconds, "accuracy": accuracy,
             "reloaded_accuracy": reloaded_accuracy, "checkpoint": path,
-            "checkpoint_bytes": os.path.getsize(path)}
+            "checkpoint_bytes": os.path.getsize(path), "tensorboard": tensorboard}
 
 
 def main(args: Any) -> int:
     result = run(device=args.device, epochs=args.epochs, batch_size=args.batch_size,
                  lr=args.lr, seed=args.seed, checkpoint=args.checkpoint,
-                 progress=not args.no_progress)
+                 progress=not args.no_progress, tensorboard=getattr(args, "tensorboard", None))
     ok = result["accuracy"] >= 0.97 and result["reloaded_accuracy"] == result["accuracy"]
     print(f"\nember demo — DigitsCNN on {result['device']}")
     print(f"  data        {result['train_samples']} training / {result['test_samples']} "
@@ -119,5 +141,8 @@ def main(args: Any) -> int:
     print(f"  checkpoint  {result['checkpoint']} ({result['checkpoint_bytes'] / 1024:.0f} KiB)")
     print(f"  reloaded    {result['reloaded_accuracy'] * 100:.2f}% "
           f"({'same' if result['reloaded_accuracy'] == result['accuracy'] else 'DIFFERENT'})")
+    if result["tensorboard"]:
+        print(f"  tensorboard {result['tensorboard']} (see it with: tensorboard --logdir "
+              f"{result['tensorboard']})")
     print("  result      " + ("OK" if ok else "FAILED (accuracy below 97% or reload differs)"))
     return 0 if ok else 1
