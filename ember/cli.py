@@ -210,6 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--amp", choices=["bfloat16", "float16"], default=None,
                    help="train in mixed precision: autocast in this dtype (float16 with a "
                    "GradScaler)")
+    p.add_argument("--tensorboard", metavar="DIR", default=None, help="log loss, accuracy "
+                   "and learning rate to TensorBoard event files in DIR")
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser("export", help="export a model to ONNX",
                        description="Export SPEC (path/to/file.py:factory_or_class or "

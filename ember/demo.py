@@ -53,11 +53,16 @@ def evaluate(model: nn.Module, loader: DataLoader, device: Any) -> float:
 
 def run(device: str = "auto", epochs: int = 15, batch_size: int = 32, lr: float = 2e-3,
         seed: int = 0, checkpoint: str | None = None, progress: bool = True,
-        amp: str | None = None) -> dict:
+        amp: str | None = None, tensorboard: str | None = None) -> dict:
     """Train, evaluate, checkpoint, reload and re-evaluate. Returns the figures.
 
     `amp`: "bfloat16" trains under autocast in bfloat16; "float16" under autocast in
-    float16 with a GradScaler (mixed precision, as PyTorch's AMP recipe)."""
+    float16 with a GradScaler (mixed precision, as PyTorch's AMP recipe).
+
+    With ``tensorboard`` (a log directory), each step's loss, batch accuracy and learning
+    rate are logged (``train/loss``, ``train/accuracy``, ``train/lr``), and the held-out
+    accuracy after each epoch (``test/accuracy``).
+    """
     from tqdm import tqdm
 
     ember.manual_seed(seed)
@@ -77,8 +82,13 @@ def run(device: str = "auto", epochs: int = 15, batch_size: int = 32, lr: float 
                             enabled=amp is not None)
     scaler = ember.amp.GradScaler(dev.type, enabled=amp == "float16")
 
+    writer = None
+    if tensorboard:
+        from ember.utils.tensorboard import SummaryWriter
+
+        writer = SummaryWriter(tensorboard)
     start = time.perf_counter()
-    seen = 0
+    seen = step = 0
     bar = tqdm(total=epochs * len(train_loader), desc=f"training on {dev}", unit="step",
                disable=None if progress else True,  # None: off when not a terminal
                dynamic_ncols=True, mininterval=0.5)
@@ -87,7 +97,8 @@ def run(device: str = "auto", epochs: int = 15, batch_size: int = 32, lr: float 
         for images, labels in train_loader:
             images, labels = images.to(dev), labels.to(dev)
             with region:
-                loss = loss_fn(model(images), labels)
+                logits = model(images)
+                loss = loss_fn(logits, labels)
             optimizer.zero_grad()
             scaler.scale(loss).backward()  # (a pass-through unless amp="float16")
             scaler.step(optimizer)
@@ -96,8 +107,18 @@ def run(device: str = "auto", epochs: int = 15, batch_size: int = 32, lr: float 
             bar.set_postfix(epoch=epoch + 1, loss=f"{loss.item():.4f}",
                             img_per_s=f"{seen / (time.perf_counter() - start):.0f}")
             bar.update()
+            if writer is not None:
+                correct = int((logits.argmax(1) == labels).sum())
+                writer.add_scalar("train/loss", loss, step)
+                writer.add_scalar("train/accuracy", correct / labels.shape[0], step)
+                writer.add_scalar("train/lr", optimizer.param_groups[0]["lr"], step)
+            step += 1
         lr_schedule.step()
+        if writer is not None:
+            writer.add_scalar("test/accuracy", evaluate(model, test_loader, dev), step)
     bar.close()
+    if writer is not None:
+        writer.close()
     train_seconds = time.perf_counter() - start
     accuracy = evaluate(model, test_loader, dev)
 
@@ -113,13 +134,14 @@ def run(device: str = "auto", epochs: int = 15, batch_size: int = 32, lr: float 
             "test_samples": len(test_set), "train_seconds": train_seconds,
             "images_per_second": seen / train_seconds, "accuracy": accuracy,
             "reloaded_accuracy": reloaded_accuracy, "checkpoint": path,
-            "checkpoint_bytes": os.path.getsize(path)}
+            "checkpoint_bytes": os.path.getsize(path), "tensorboard": tensorboard}
 
 
 def main(args: Any) -> int:
     result = run(device=args.device, epochs=args.epochs, batch_size=args.batch_size,
                  lr=args.lr, seed=args.seed, checkpoint=args.checkpoint,
-                 progress=not args.no_progress, amp=getattr(args, "amp", None))
+                 progress=not args.no_progress, amp=getattr(args, "amp", None),
+                 tensorboard=getattr(args, "tensorboard", None))
     ok = result["accuracy"] >= 0.97 and result["reloaded_accuracy"] == result["accuracy"]
     amp = f", autocast {result['amp']}" if result["amp"] else ""
     print(f"\nember demo — DigitsCNN on {result['device']}{amp}")
@@ -131,5 +153,8 @@ def main(args: Any) -> int:
     print(f"  checkpoint  {result['checkpoint']} ({result['checkpoint_bytes'] / 1024:.0f} KiB)")
     print(f"  reloaded    {result['reloaded_accuracy'] * 100:.2f}% "
           f"({'same' if result['reloaded_accuracy'] == result['accuracy'] else 'DIFFERENT'})")
+    if result["tensorboard"]:
+        print(f"  tensorboard {result['tensorboard']} (see it with: tensorboard --logdir "
+              f"{result['tensorboard']})")
     print("  result      " + ("OK" if ok else "FAILED (accuracy below 97% or reload differs)"))
     return 0 if ok else 1

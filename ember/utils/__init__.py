@@ -1,4 +1,5 @@
-"""Utilities built on ember's public Tensor API (data loading: `ember.utils.data`).
+"""Utilities built on ember's public Tensor API: data loading (`ember.utils.data`) and
+TensorBoard logging (`ember.utils.tensorboard`).
 
 Sub-packages load on first use (`ember.utils.data`), so importing this package is free.
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-_SUBMODULES = ("data",)
+_SUBMODULES = ("data", "tensorboard")
 
 
 def __getattr__(name: str) -> ModuleType:
