@@ -24,6 +24,10 @@ adding into the precomputed input projection (forward) and into the output gradi
 
 PyTorch's gate order (i, f, g, o) is kept at the interface: inputs, outputs and
 gradients are in PyTorch's layout, ``x`` and ``out`` are time-major ``(T * B, F)`` rows.
+
+Half precision (float16, bfloat16: autocast's LSTM) runs the same loop in float32 and
+returns results in the inputs' dtype: NumPy has no fast half-precision kernels, and
+PyTorch's CPU kernels accumulate half-precision LSTMs in float32 as well.
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ from typing import Any
 import numpy as np
 
 from ember.backends.cpu import blas
+from ember.core.backend import bfloat16, float16, numpy_dtype
+
+_HALF = (numpy_dtype(float16), numpy_dtype(bfloat16))
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112  # CBLAS enums
 
@@ -40,7 +47,8 @@ _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112  # CBLAS enums
 class _Saved:
     """What the backward pass reads: the forward activations, in the kernel's layout."""
 
-    __slots__ = ("x_in", "reverse", "w_ih", "w_hh", "perm", "acts", "hs", "cs", "tcs")
+    __slots__ = ("x_in", "reverse", "w_ih", "w_hh", "perm", "acts", "hs", "cs", "tcs",
+                 "low")  # the inputs' dtype when they were half precision, else None
 
     def __init__(self, **fields: Any) -> None:
         for name, value in fields.items():
@@ -62,6 +70,10 @@ def lstm_layer(x, w_ih, w_hh, bias, h0, c0, reverse=False, keep=True):
     (None unless ``keep``) is opaque and only read by :func:`lstm_layer_backward`.
     Internally every per-step array is in processing order.
     """
+    low = x.dtype if x.dtype in _HALF else None
+    if low is not None:  # computed in float32, returned in the inputs' dtype
+        x, w_ih, w_hh, bias, h0, c0 = (None if a is None else a.astype(np.float32)
+                                       for a in (x, w_ih, w_hh, bias, h0, c0))
     batch, hidden = h0.shape
     steps = x.shape[0] // batch
     dt = x.dtype  # (core passes every array in this dtype: the BLAS calls rely on it)
@@ -113,8 +125,11 @@ def lstm_layer(x, w_ih, w_hh, bias, h0, c0, reverse=False, keep=True):
     outs = hs[1:].transpose(0, 2, 1)
     out = np.ascontiguousarray(outs[::-1] if reverse else outs).reshape(steps * batch, hidden)
     saved = _Saved(x_in=x_in, reverse=reverse, w_ih=w_ih, w_hh=w_hh_p, perm=perm,
-                   acts=acts, hs=hs, cs=cs, tcs=tcs) if keep else None
-    return out, np.ascontiguousarray(hs[-1].T), np.ascontiguousarray(cs[-1].T), saved
+                   acts=acts, hs=hs, cs=cs, tcs=tcs, low=low) if keep else None
+    results = out, np.ascontiguousarray(hs[-1].T), np.ascontiguousarray(cs[-1].T)
+    if low is not None:
+        results = tuple(r.astype(low) for r in results)
+    return (*results, saved)
 
 
 def _step_factors(s: _Saved, hidden: int) -> tuple[np.ndarray, np.ndarray]:
@@ -145,6 +160,9 @@ def lstm_layer_backward(saved, grad_out, grad_hn, grad_cn, needs=(True,) * 6):
     """Gradients of :func:`lstm_layer` for (x, w_ih, w_hh, bias, h0, c0), each None when
     ``needs`` says so; ``grad_out``/``grad_hn``/``grad_cn`` may be None (zero)."""
     s = saved
+    if s.low is not None:  # the forward ran in float32
+        grad_out, grad_hn, grad_cn = (None if g is None else g.astype(np.float32)
+                                      for g in (grad_out, grad_hn, grad_cn))
     steps, four_h, batch = s.acts.shape
     hidden = four_h // 4
     dt = s.acts.dtype
@@ -206,7 +224,10 @@ def lstm_layer_backward(saved, grad_out, grad_hn, grad_cn, needs=(True,) * 6):
         dw_hh = np.matmul(dg, h_prev.T)[inverse]
     dh0 = np.ascontiguousarray(dh0.T) if needs[4] else None
     dc0 = np.ascontiguousarray(dc.T) if needs[5] else None
-    return dx, dw_ih, dw_hh, db, dh0, dc0
+    grads = dx, dw_ih, dw_hh, db, dh0, dc0
+    if s.low is not None:
+        grads = tuple(None if g is None else g.astype(s.low) for g in grads)
+    return grads
 
 
 KERNELS = {"lstm_layer": lstm_layer, "lstm_layer_backward": lstm_layer_backward}

@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from ember.core import costs, tracing
-from ember.core import dtype as dt
 from ember.core.apply import apply, record_grad
 from ember.core.creation import arange, ones, zeros, zeros_like
 from ember.core.declare import composite, fused_kernel, primitive
@@ -950,10 +949,10 @@ def _fused_lstm_layer(x: Tensor, h0: Tensor, c0: Tensor, w_ih: Tensor, w_hh: Ten
     """A whole LSTM layer (one direction, padded time-major input ``x`` of (T*B, I) rows,
     last step first if `reverse`) in one backend kernel: ``(out, h_n, c_n, saved)``,
     ``saved`` opaque to core and only passed to `_fused_lstm_layer_backward`. None when
-    the backend has no `lstm_layer` kernel, the dtype is not float32/float64, the
-    tensors' dtypes or devices differ (the per-step path promotes or raises as the ops
-    do), or a trace records: nn's LSTM then runs per step."""
-    if x._dtype not in (dt.float32, dt.float64):
+    the backend has no `lstm_layer` kernel, the tensors' dtypes or devices differ (the
+    per-step path promotes or raises as the ops do), or a trace records: nn's LSTM then
+    runs per step."""
+    if not x._dtype.is_floating_point:
         return None
     return run_fused("lstm_layer", x, w_ih, w_hh, bias, h0, c0, reverse, keep)
 
@@ -985,7 +984,8 @@ fused_kernel("lstm_layer", replaces="_fused_lstm_layer",
              signature="lstm_layer(x, w_ih, w_hh, bias | None, h0, c0, reverse, keep) -> "
                        "(out, h_n, c_n, saved)",
              doc="A whole LSTM layer direction over a padded sequence, the time loop inside "
-                 "the backend; `saved` is opaque to core.")
+                 "the backend, in any floating dtype the backend holds; `saved` is opaque "
+                 "to core.")
 fused_kernel("lstm_layer_backward", replaces="_fused_lstm_layer_backward",
              outputs=("like",) * 6,
              signature="lstm_layer_backward(saved, grad_out | None, grad_hn | None, "
