@@ -368,3 +368,25 @@ def test_demo_region_casts():
     assert logits.dtype is ember.bfloat16 and loss.dtype is ember.float32
     loss.backward()
     assert all(p.grad.dtype is ember.float32 for p in model.parameters())
+
+
+def test_lstm_under_autocast_matches_pytorch():
+    """nn.LSTM's whole-layer kernel runs in bfloat16 under autocast, as PyTorch's."""
+    ember.manual_seed(0)
+    lstm = ember.nn.LSTM(4, 8, batch_first=True)
+    theirs = torch.nn.LSTM(4, 8, batch_first=True)
+    with torch.no_grad():
+        for name, p in lstm.named_parameters():
+            getattr(theirs, name).copy_(torch.tensor(p.detach().numpy()))
+    x = ember.randn(3, 5, 4)
+    with ember.autocast("cpu"):
+        out, (h, _) = lstm(x)
+    with torch.autocast("cpu"):
+        tout, (th, _) = theirs(torch.tensor(x.numpy()))
+    assert (_dtype_name(out), _dtype_name(h)) == (_dtype_name(tout), _dtype_name(th))
+    np.testing.assert_allclose(out.detach().float().numpy(), tout.detach().float().numpy(),
+                               atol=2e-2)
+    out.float().sum().backward()
+    tout.float().sum().backward()
+    np.testing.assert_allclose(lstm.weight_hh_l0.grad.numpy(),
+                               theirs.weight_hh_l0.grad.numpy(), atol=5e-2, rtol=5e-2)
