@@ -21,8 +21,8 @@ import pytest
 EMBER_TEST_DEVICES = ["cpu", "countdev"]
 
 _MODULES = ["test_elementwise", "test_reductions", "test_shapes", "test_indexing",
-            "test_linalg", "test_nn", "test_creation", "test_foreach", "test_transfers",
-            "test_variants", "test_fused", "test_grads", "test_torch_parity",
+            "test_linalg", "test_nn", "test_losses", "test_creation", "test_foreach",
+            "test_transfers", "test_variants", "test_fused", "test_grads", "test_torch_parity",
             "test_training", "test_coverage"]
 
 

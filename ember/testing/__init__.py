@@ -23,7 +23,7 @@ apply (``-x``, ``-k matmul``, ``--lf`` ...). The run's header lists, per device,
 primitive ops its backend has no kernel for: those still pass, because ember runs them
 on the CPU backend (with a ``FallbackWarning``); run with ``EMBER_STRICT=1`` to make the
 suite fail until every primitive is native. On the CPU backend the whole suite (about
-1,250 tests) takes about 16 s of one core, plus the start-up.
+1,470 tests) takes about 20 s of one core, plus the start-up.
 
 What the suite checks, on the chosen device, for every op declared in
 ``ember.core.opdef.OPS`` (primitive or composite) and every fused kernel in ``FUSED``:
@@ -31,8 +31,9 @@ What the suite checks, on the chosen device, for every op declared in
 * values against NumPy references over shapes, dtypes, memory layouts (transposed,
   strided) and broadcasting drawn by Hypothesis, and result dtypes against PyTorch's type
   promotion (``test_elementwise``, ``test_reductions``, ``test_shapes``,
-  ``test_indexing``, ``test_linalg``, ``test_nn``, ``test_creation``); the list ops of
-  the optimizers (``test_foreach``); moves between devices (``test_transfers``);
+  ``test_indexing``, ``test_linalg``, ``test_nn``, ``test_losses``, ``test_creation``);
+  the list ops of the optimizers (``test_foreach``); moves between devices
+  (``test_transfers``);
 * every in-place (``x.add_()``) and ``out=`` variant the declarations give: it writes what
   the op returns into its tensor, as PyTorch does (``test_variants``);
 * every fused kernel the backend has: the op it replaces gives the same values and

@@ -482,8 +482,102 @@ _NN: list[DiffOp] = [
            ops=("cross_entropy",)),
 ]
 
+# -- losses: their gradients (their values: ember.testing.test_losses) ------------------
+
+
+def _const(lib: Any, x: Any, values: Any) -> Any:
+    """A constant (no gradient) of `x`'s dtype on its device: targets and weights."""
+    return lib.tensor(values, dtype=x.dtype, device=x.device)
+
+
+_SIGNS = [[1.0, -1.0, 1.0, -1.0], [-1.0, -1.0, 1.0, 1.0], [1.0, 1.0, -1.0, -1.0]]
+_LABELS = [[1.0, 0.0, 1.0, 0.0], [0.0, 0.0, 1.0, 1.0], [1.0, 1.0, 0.0, 0.0]]
+_SOFT_LABELS = [[0.9, 0.1, 0.5, 0.0], [0.3, 1.0, 0.7, 0.2], [0.6, 0.4, 0.0, 1.0]]
+_COUNTS = [[0.0, 1.0, 3.0, 0.5], [2.0, 4.0, 1.5, 0.0], [1.0, 0.2, 6.0, 2.5]]
+_CLASS_W = [0.5, 1.5, 1.0, 0.8, 1.2]
+_SPATIAL = [[0, 4, 2], [1, -100, 3]]
+
+
+def _apart(rng: np.random.Generator) -> list[np.ndarray]:
+    """Two (3, 4) arrays at least 0.4 apart elementwise: away from the kinks of |a - b|
+    and of the margin losses (margins below 0.3)."""
+    a = rng.uniform(-2, 2, (3, 4))
+    return [a, a + rng.uniform(0.4, 2.0, (3, 4)) * rng.choice([-1.0, 1.0], (3, 4))]
+
+
+def _probabilities(rng: np.random.Generator) -> list[np.ndarray]:
+    """(4, 5) logits and (4, 5) class probabilities."""
+    e = np.exp(rng.uniform(-2, 2, (4, 5)))
+    return [rng.uniform(-2, 2, (4, 5)), e / e.sum(1, keepdims=True)]
+
+
+def _near(rng: np.random.Generator) -> list[np.ndarray]:
+    """(3, 4) anchors, close positives and farther negatives (triplets with a loss)."""
+    a = rng.uniform(-2, 2, (3, 4))
+    return [a, a + 0.2 * rng.uniform(-1, 1, (3, 4)), a + 0.6 * rng.uniform(-1, 1, (3, 4))]
+
+
+_LOSSES: list[DiffOp] = [
+    DiffOp("mse_loss", lambda lib, x, y: nnf(lib).mse_loss(x, y), shapes=((3, 4), (3, 4))),
+    DiffOp("mse_loss_weight", lambda lib, x, y: nnf(lib).mse_loss(
+        x, y, reduction="sum", weight=_const(lib, x, _COUNTS)), shapes=((3, 4), (3, 4)),
+        ops=("mse_loss",)),
+    DiffOp("l1_loss", lambda lib, x, y: nnf(lib).l1_loss(x, y, reduction="sum"), make=_apart),
+    DiffOp("smooth_l1_loss", lambda lib, x, y: nnf(lib).smooth_l1_loss(x, y, beta=0.5),
+           shapes=((3, 4), (3, 4))),
+    DiffOp("huber_loss", lambda lib, x, y: nnf(lib).huber_loss(x, y, reduction="none",
+                                                               delta=0.7),
+           shapes=((3, 4), (3, 4))),
+    DiffOp("nll_loss", lambda lib, x: nnf(lib).nll_loss(
+        x, _idx(lib, x, [1, -100, 4, 1]), weight=_const(lib, x, _CLASS_W)), make=_classes),
+    DiffOp("nll_loss_spatial", lambda lib, x: nnf(lib).nll_loss(
+        x, _idx(lib, x, _SPATIAL), reduction="sum"), shapes=((2, 5, 3),), ops=("nll_loss",)),
+    DiffOp("cross_entropy_weight_smoothing", lambda lib, x: nnf(lib).cross_entropy(
+        x, _idx(lib, x, [1, -100, 4, 1]), weight=_const(lib, x, _CLASS_W),
+        label_smoothing=0.2), make=_classes, ops=("cross_entropy", "nll_loss")),
+    DiffOp("cross_entropy_probabilities", lambda lib, x, t: nnf(lib).cross_entropy(
+        x, t, label_smoothing=0.1), make=_probabilities, ops=("cross_entropy",)),
+    DiffOp("cross_entropy_spatial", lambda lib, x: nnf(lib).cross_entropy(
+        x, _idx(lib, x, _SPATIAL), reduction="none"), shapes=((2, 5, 3),),
+        ops=("cross_entropy", "nll_loss")),
+    DiffOp("binary_cross_entropy", lambda lib, x: nnf(lib).binary_cross_entropy(
+        x, _const(lib, x, _SOFT_LABELS), weight=_const(lib, x, _COUNTS[0])), low=0.1,
+        high=0.9),
+    DiffOp("binary_cross_entropy_with_logits",
+           lambda lib, x: nnf(lib).binary_cross_entropy_with_logits(
+               x, _const(lib, x, _SOFT_LABELS), weight=_const(lib, x, _COUNTS),
+               pos_weight=_const(lib, x, [2.0, 0.5, 1.0, 3.0])), low=-3.0, high=3.0),
+    DiffOp("kl_div", lambda lib, x, t: nnf(lib).kl_div(x, t, reduction="batchmean"),
+           make=lambda rng: [rng.uniform(-3, 0, (3, 4)), rng.uniform(0.1, 1.0, (3, 4))]),
+    DiffOp("kl_div_log_target", lambda lib, x, t: nnf(lib).kl_div(
+        x, t, reduction="sum", log_target=True), shapes=((3, 4), (3, 4)), ops=("kl_div",)),
+    DiffOp("soft_margin_loss", lambda lib, x: nnf(lib).soft_margin_loss(
+        x, _const(lib, x, _SIGNS))),
+    DiffOp("multilabel_soft_margin_loss", lambda lib, x: nnf(lib).multilabel_soft_margin_loss(
+        x, _const(lib, x, _LABELS), weight=_const(lib, x, _COUNTS[2]), reduction="none")),
+    DiffOp("poisson_nll_loss", lambda lib, x: nnf(lib).poisson_nll_loss(
+        x, _const(lib, x, _COUNTS), full=True)),
+    DiffOp("poisson_nll_loss_rates", lambda lib, x: nnf(lib).poisson_nll_loss(
+        x, _const(lib, x, _COUNTS), log_input=False, reduction="sum"), low=0.2, high=2.0,
+        ops=("poisson_nll_loss",)),
+    DiffOp("gaussian_nll_loss", lambda lib, x, y, v: nnf(lib).gaussian_nll_loss(
+        x, y, v, full=True), make=lambda rng: [rng.uniform(-2, 2, (3, 4)),
+                                               rng.uniform(-2, 2, (3, 4)),
+                                               rng.uniform(0.2, 2.0, (3, 4))]),
+    DiffOp("margin_ranking_loss", lambda lib, a, b: nnf(lib).margin_ranking_loss(
+        a, b, _const(lib, a, _SIGNS), margin=0.1), make=_apart),
+    DiffOp("hinge_embedding_loss", lambda lib, x: nnf(lib).hinge_embedding_loss(
+        x + 1.0, _const(lib, x, _SIGNS)), make=_away_from_zero((3, 4))),
+    DiffOp("cosine_embedding_loss", lambda lib, a, b: nnf(lib).cosine_embedding_loss(
+        a, b, _const(lib, a, [1.0, -1.0, -1.0])),
+        make=lambda rng: (lambda a: [a, a + 0.3 * rng.uniform(-1, 1, (3, 4))])(
+            rng.uniform(-2, 2, (3, 4)))),
+    DiffOp("triplet_margin_loss", lambda lib, a, p, n: nnf(lib).triplet_margin_loss(
+        a, p, n, margin=2.0), make=_near),
+]
+
 DIFF_OPS: list[DiffOp] = (_UNARY + _BINARY + _REDUCTIONS + _SHAPES + _INDEXING + _LINALG +
-                          _NN)
+                          _NN + _LOSSES)
 """Every differentiable op the Tensor API exposes, with inputs in its smooth domain."""
 
 _names = [op.name for op in DIFF_OPS]

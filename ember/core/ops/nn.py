@@ -1,5 +1,6 @@
 """Neural-network ops: convolution, pooling, padding, linear, layer norm, softmax and
-log-softmax, cross entropy, and the LSTM cell and layer kernels.
+log-softmax, and the LSTM cell and layer kernels (the losses are the next family,
+ember.core.ops.losses).
 
 Convolution is im2col + one matmul (ARCHITECTURE.md's default decomposition), pooling is
 im2col + a reduction; both primitives have CPU kernels and a backward (col2im / im2col).
@@ -25,32 +26,26 @@ from typing import Any
 
 from ember.core import costs, tracing
 from ember.core.apply import apply, record_grad
-from ember.core.creation import arange, ones, zeros, zeros_like
+from ember.core.creation import arange, ones, zeros
 from ember.core.declare import composite, fused_kernel, primitive
 from ember.core.dispatch import run_fused
 from ember.core.grad_mode import no_grad, state
-from ember.core.host import host_array
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops import reduction as R
 from ember.core.ops.elementwise import (
     add,
-    clamp,
     div,
     floor_divide,
     mul,
-    ne,
-    neg,
     remainder,
     rsqrt,
     rsub,
     sigmoid,
     sub,
     tanh,
-    to_dtype,
-    where,
 )
-from ember.core.ops.indexing import chunk, gather, getitem, narrow, scatter
+from ember.core.ops.indexing import chunk, getitem, narrow, scatter
 from ember.core.ops.linalg import matmul
 from ember.core.ops.shape import cat, permute, reshape, squeeze, t, transpose, unsqueeze
 from ember.core.shapes import conv_out_size, fmt_shape, normalize_dim
@@ -773,92 +768,6 @@ fused_kernel("softmax", replaces="softmax", signature="softmax(x, *, dim) -> y",
              doc="softmax along `dim` in one kernel.")
 fused_kernel("log_softmax", replaces="log_softmax", signature="log_softmax(x, *, dim) -> y",
              doc="log-softmax along `dim` in one kernel.")
-
-
-# -- losses ---------------------------------------------------------------------------
-
-
-def _cross_entropy_grad(grad, probs, target, ignore_index, reduction):
-    fused = run_fused("cross_entropy_backward", probs, target, grad,
-                      ignore_index=ignore_index, reduction=reduction)
-    if fused is not None:
-        return fused
-    valid = ne(target, ignore_index)
-    safe = where(valid, target, 0)
-    onehot = scatter(zeros_like(probs), 1, unsqueeze(safe, 1), 1.0)
-    g = mul(sub(probs, onehot), unsqueeze(to_dtype(valid, probs.dtype), 1))
-    if reduction == "none":
-        return mul(g, unsqueeze(grad, 1))
-    if reduction == "mean":
-        grad = div(grad, clamp(R.sum(to_dtype(valid, probs.dtype)), min=1.0))
-    return mul(g, grad)
-
-
-@composite(variants="", traced_as_node=True, precision=P.FLOAT32, cpu_precision=P.FLOAT32,
-           cost=costs.reduction(10), fused=("cross_entropy", "cross_entropy_backward"),
-           grad=Grad("NllLossBackward0", input=_cross_entropy_grad))
-def cross_entropy(input: Tensor, target: Tensor, ignore_index: int = -100,
-                  reduction: str = "mean") -> Tensor:
-    """Cross entropy of (N, C) logits against int64 class indices (N,): the common case
-    of `nn.functional.cross_entropy`, as one fused op where the backend has one."""
-    x_shape, t_shape = input._data.shape, target._data.shape
-    if len(x_shape) != 2 or len(t_shape) != 1 or t_shape[0] != x_shape[0]:
-        raise RuntimeError(f"cross_entropy: expected input (N, C) and target (N,), got "
-                           f"{fmt_shape(x_shape)} and {fmt_shape(t_shape)}")
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"{reduction} is not a valid value for reduction")
-    _check_targets(target, x_shape[1], ignore_index)
-    fused = run_fused("cross_entropy", input, target, ignore_index=ignore_index,
-                      reduction=reduction)
-    if fused is None:
-        return _cross_entropy_composite(input, target, ignore_index, reduction)
-    loss, probs = fused
-    record_grad(OPS["cross_entropy"], (input,), {"probs": probs, "target": target,
-                                                 "ignore_index": ignore_index,
-                                                 "reduction": reduction}, loss)
-    return loss
-
-
-fused_kernel("cross_entropy", replaces="cross_entropy", same_dtype=False,
-             outputs=("like", "like"),
-             signature="cross_entropy(logits, target, *, ignore_index, reduction) -> "
-                       "(loss, softmax)",
-             doc="The loss of (N, C) logits against int64 class indices, and the softmax "
-                 "its backward reads.")
-fused_kernel("cross_entropy_backward", replaces="cross_entropy backward", backward=True,
-             same_dtype=False,
-             signature="cross_entropy_backward(softmax, target, grad, *, ignore_index, "
-                       "reduction) -> grad_logits",
-             doc="The gradient of cross_entropy with respect to the logits.")
-
-
-def _check_targets(target: Tensor, classes: int, ignore_index: int) -> None:
-    """PyTorch's IndexError for a class index outside [0, classes) (ignore_index aside).
-
-    Only for CPU targets, where the values are already in host memory: on an accelerator
-    the check would wait for the device every step (PyTorch's CUDA kernels do not check
-    synchronously either); backends' kernels must stay in bounds on their own."""
-    if target.numel() == 0 or target._device.type != "cpu":
-        return
-    values = host_array(target)  # (reading the host array records nothing in a trace)
-    bad = values[(values != ignore_index) & ((values < 0) | (values >= classes))]
-    if bad.size:
-        raise IndexError(f"Target {int(bad[0])} is out of bounds.")
-
-
-def _cross_entropy_composite(input: Tensor, target: Tensor, ignore_index: int,
-                             reduction: str) -> Tensor:
-    logp = log_softmax(input, 1)
-    valid = ne(target, ignore_index)
-    safe = where(valid, target, 0)
-    picked = squeeze(gather(logp, 1, unsqueeze(safe, 1)), 1)
-    losses = where(valid, neg(picked), 0.0)
-    if reduction == "none":
-        return losses
-    total = R.sum(losses)
-    if reduction == "sum":
-        return total
-    return div(total, R.sum(to_dtype(valid, input.dtype)))
 
 
 # -- normalization --------------------------------------------------------------------

@@ -1,0 +1,647 @@
+"""Losses: the loss functions of `nn.functional`, each declared once, with PyTorch's
+signatures and semantics (the deprecated `size_average`/`reduce` pair, `reduction`,
+weights, `ignore_index` ...).
+
+They are composites, written with the ops of the families before this one, and
+differentiated through those ops — except cross entropy of (N, C) logits against class
+indices, which has fused kernels and a declared gradient. Declaring them gives autocast
+their classes: PyTorch's autocast computes most losses in float32 (its CPU lists, and
+`AT_FORALL_FP32` of `aten/src/ATen/autocast_mode.h` on CUDA). `ember.nn.functional`
+re-exports them; they are not in the top-level namespace (PyTorch's `torch.kl_div` and
+the like are ATen ops with other signatures), so every one has the "internal" variant.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import warnings
+
+from ember.core import costs, tracing
+from ember.core import dtype as dt
+from ember.core.apply import record_grad
+from ember.core.creation import full as _full
+from ember.core.creation import zeros_like
+from ember.core.declare import composite, fused_kernel
+from ember.core.dispatch import run_fused
+from ember.core.host import host_array
+from ember.core.opdef import OPS, Grad
+from ember.core.opdef import Precision as P
+from ember.core.ops import elementwise as E
+from ember.core.ops import reduction as R
+from ember.core.ops.indexing import gather, scatter
+from ember.core.ops.nn import log_softmax
+from ember.core.ops.shape import squeeze, unsqueeze
+from ember.core.tensor import Tensor
+
+# -- reductions and warnings ----------------------------------------------------------
+
+
+def _warn_at_caller(message: str) -> None:
+    """Warn at the frame that called the loss: the first one outside ember.core (the op's
+    function and the wrappers `declare` puts around it are all in core)."""
+    frame, level = sys._getframe(0), 1
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("ember.core"):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, UserWarning, stacklevel=level)
+
+
+def _legacy_string(size_average: bool | None, reduce: bool | None) -> str:
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if size_average and reduce:
+        return "mean"
+    return "sum" if reduce else "none"
+
+
+def _legacy_message(reduction: str) -> str:
+    return ("size_average and reduce args will be deprecated, please use reduction="
+            f"'{reduction}' instead.")
+
+
+def _legacy_reduction(size_average: bool | None, reduce: bool | None,
+                      stacklevel: int = 3) -> str:
+    """The reduction the deprecated `size_average`/`reduce` pair means, with PyTorch's
+    warning `stacklevel` frames up (the loss modules' constructors call this)."""
+    reduction = _legacy_string(size_average, reduce)
+    warnings.warn(_legacy_message(reduction), stacklevel=stacklevel)
+    return reduction
+
+
+def _reduction_arg(size_average: bool | None, reduce: bool | None, reduction: str) -> str:
+    """The reduction a loss function uses: the deprecated `size_average`/`reduce` pair wins
+    (with PyTorch's warning, pointing at the loss's caller); an invalid one raises."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_string(size_average, reduce)
+        _warn_at_caller(_legacy_message(reduction))
+    _check_reduction(reduction)
+    return reduction
+
+
+def _check_reduction(reduction: str) -> None:
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _target_size_check(input: Tensor, target: Tensor) -> None:
+    if target.shape != input.shape:
+        _warn_at_caller(f"Using a target size ({target.shape}) that is different to the "
+                        f"input size ({input.shape}). This will likely lead to incorrect "
+                        "results due to broadcasting. Please ensure they have the same size.")
+
+
+def _weighted(loss: Tensor, input: Tensor, weight: Tensor | None, reduction: str,
+              mean_by_weight: bool = True) -> Tensor:
+    """torch's `weight=` of mse/l1/huber: elementwise; 'mean' divides by the weights' sum
+    (mse, l1) or by the element count (huber), as torch does."""
+    if weight is None:
+        return _reduce(loss, reduction)
+    if weight.shape != input.shape:
+        raise ValueError("Weights and input must have the same size.")
+    loss = loss * weight
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.sum() / weight.sum() if mean_by_weight else loss.mean()
+    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', "
+                     "'sum'.")
+
+
+def _log1p_exp(x: Tensor) -> Tensor:
+    """`log(1 + e^x)` (softplus with beta 1 and no threshold)."""
+    return E.log1p(E.exp(x))
+
+
+def _logsigmoid(x: Tensor) -> Tensor:
+    """`log(1 / (1 + e^-x))`, computed stably."""
+    return E.minimum(x, 0.0) - E.log1p(E.exp(-E.abs(x)))
+
+
+def _pairwise_distance(x1: Tensor, x2: Tensor, p: float, eps: float) -> Tensor:
+    """`nn.functional.pairwise_distance`: the p-norm of `x1 - x2 + eps` over the last dim."""
+    return R.norm(x1 - x2 + eps, p, -1)
+
+
+# -- regression losses ----------------------------------------------------------------
+
+
+@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(3))
+def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+             reduce: bool | None = None, reduction: str = "mean",
+             weight: Tensor | None = None) -> Tensor:
+    r"""Mean squared error: :math:`(x - y)^2`, reduced."""
+    _target_size_check(input, target)
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    diff = input - target
+    return _weighted(diff * diff, diff, weight, reduction)
+
+
+@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(3))
+def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+            reduce: bool | None = None, reduction: str = "mean",
+            weight: Tensor | None = None) -> Tensor:
+    r"""Mean absolute error: :math:`|x - y|`, reduced."""
+    _target_size_check(input, target)
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    diff = input - target
+    return _weighted(E.abs(diff), diff, weight, reduction)
+
+
+@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(6))
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+                   reduce: bool | None = None, reduction: str = "mean",
+                   beta: float = 1.0) -> Tensor:
+    r""":math:`0.5 d^2 / \beta` where :math:`|d| < \beta`, else :math:`|d| - 0.5\beta`."""
+    _target_size_check(input, target)
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    diff = input - target
+    ad = E.abs(diff)
+    if beta == 0.0:
+        return _reduce(ad, reduction)
+    loss = E.where(ad < beta, diff * diff * (0.5 / beta), ad - 0.5 * beta)
+    return _reduce(loss, reduction)
+
+
+@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(6))
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Tensor | None = None) -> Tensor:
+    r""":math:`0.5 d^2` where :math:`|d| < \delta`, else :math:`\delta(|d| - 0.5\delta)`."""
+    _target_size_check(input, target)
+    _check_reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    diff = input - target
+    ad = E.abs(diff)
+    loss = E.where(ad < delta, diff * diff * 0.5, (ad - 0.5 * delta) * delta)
+    return _weighted(loss, diff, weight, reduction, mean_by_weight=False)
+
+
+# -- classification: negative log likelihood and cross entropy -------------------------
+
+
+def _class_weight_shape(input: Tensor, class_dim: int) -> tuple:
+    shape = [1] * input.ndim
+    shape[class_dim] = input.shape[class_dim]
+    return tuple(shape)
+
+
+@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(1))
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+             size_average: bool | None = None, ignore_index: int = -100,
+             reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    r"""Negative log likelihood of log-probabilities ``input`` at class indices
+    ``target``: :math:`-w_{y_n} x_{n, y_n}`; ``'mean'`` divides by the sum of the
+    weights of the non-ignored targets.
+
+    Shapes: input ``(N, C)``, ``(C,)`` or ``(N, C, d1, ...)``; target ``(N)``, ``()`` or
+    ``(N, d1, ...)`` of class indices.
+    """
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    if target.dtype.is_floating_point or target.dtype is dt.bool_:
+        raise RuntimeError(f"expected scalar type Long but found "
+                           f"{target.dtype.name.capitalize()}")
+    if input.ndim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
+    class_dim = 0 if input.ndim == 1 else 1
+    if input.ndim == 1:
+        if target.ndim != 0 and not (target.ndim == 1 and target.shape[0] == 1):
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    else:
+        if input.shape[0] != target.shape[0]:
+            raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
+                             f"batch_size ({target.shape[0]}).")
+        expected = tuple(input.shape[:1]) + tuple(input.shape[2:])
+        if tuple(target.shape) != expected:
+            if input.ndim == 2:
+                raise RuntimeError("0D or 1D target tensor expected, multi-target not "
+                                   "supported")
+            raise RuntimeError(f"Expected target size {list(expected)}, got "
+                               f"{list(target.shape)}")
+    n_classes = input.shape[class_dim]
+    if weight is not None and (weight.ndim != 1 or weight.shape[0] != n_classes):
+        raise RuntimeError(f"weight tensor should be defined either for all {n_classes} "
+                           f"classes or no classes but got weight tensor of shape: "
+                           f"{list(weight.shape)}")
+    if input.ndim == 1:
+        target = target.reshape(())
+    valid = target != ignore_index
+    safe = E.where(valid, target, 0)
+    # one host read for the bounds check (gather would wrap negative targets around);
+    # a check, not part of the computation: a trace records none of it
+    with tracing.paused():
+        if safe.numel() and bool(((safe < 0) | (safe >= n_classes)).any()):
+            lo, hi = int(safe.min()), int(safe.max())
+            raise IndexError(f"Target {lo if lo < 0 else hi} is out of bounds.")
+    picked = squeeze(gather(input, class_dim, unsqueeze(safe, class_dim)), class_dim)
+    if weight is not None:
+        w = E.where(valid, weight.index_select(0, safe.reshape(-1)).reshape(safe.shape), 0.0)
+    else:
+        w = valid.to(input.dtype)
+    loss = -picked * w
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / w.sum()
+
+
+def _cross_entropy_prob_target(input: Tensor, target: Tensor, weight: Tensor | None,
+                               reduction: str, label_smoothing: float) -> Tensor:
+    class_dim = 0 if input.ndim == 1 else 1
+    n_classes = input.shape[class_dim]
+    logp = log_softmax(input, class_dim)
+    if label_smoothing > 0.0:
+        target = target * (1.0 - label_smoothing) + label_smoothing / n_classes
+    prod = logp * target
+    if weight is not None:
+        prod = prod * weight.reshape(_class_weight_shape(input, class_dim))
+    if reduction == "none":
+        return -prod.sum(class_dim)
+    if reduction == "sum":
+        return -prod.sum()
+    count = input.numel() // n_classes
+    return -prod.sum() / (count if count else float("nan"))
+
+
+def _cross_entropy_grad(grad, probs, target, ignore_index, reduction):
+    fused = run_fused("cross_entropy_backward", probs, target, grad,
+                      ignore_index=ignore_index, reduction=reduction)
+    if fused is not None:
+        return fused
+    valid = E.ne(target, ignore_index)
+    safe = E.where(valid, target, 0)
+    onehot = scatter(zeros_like(probs), 1, unsqueeze(safe, 1), 1.0)
+    g = E.mul(E.sub(probs, onehot), unsqueeze(E.to_dtype(valid, probs.dtype), 1))
+    if reduction == "none":
+        return E.mul(g, unsqueeze(grad, 1))
+    if reduction == "mean":
+        grad = E.div(grad, E.clamp(R.sum(E.to_dtype(valid, probs.dtype)), min=1.0))
+    return E.mul(g, grad)
+
+
+@composite(variants="", traced_as_node=True, precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(10), fused=("cross_entropy", "cross_entropy_backward"),
+           grad=Grad("NllLossBackward0", input=_cross_entropy_grad))
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                  size_average: bool | None = None, ignore_index: int = -100,
+                  reduce: bool | None = None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    r"""Cross entropy between logits ``input`` and ``target``: class indices (int) or
+    class probabilities (float, same shape as ``input``).
+
+    Equivalent to ``nll_loss(log_softmax(input, 1), target)`` for class indices, with
+    optional class ``weight``, ``ignore_index`` and ``label_smoothing`` (a mixture of
+    the target with the uniform distribution), exactly as torch computes them. (N, C)
+    logits against (N,) class indices without weights or smoothing, the common case, run
+    as one fused kernel where the backend has one, with one gradient node.
+
+    Shapes: input ``(N, C)``, ``(C,)`` or ``(N, C, d1, ...)``.
+    """
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: "
+                           f"{label_smoothing}")
+    class_dim = 0 if input.ndim == 1 else 1
+    if target.dtype.is_floating_point:
+        if target.shape != input.shape:
+            if input.ndim == 2 and target.ndim == 2:
+                raise RuntimeError("0D or 1D target tensor expected, multi-target not "
+                                   "supported")
+            raise RuntimeError(f"Expected target size {list(input.shape)}, got "
+                               f"{list(target.shape)}")
+        return _cross_entropy_prob_target(input, target, weight, reduction, label_smoothing)
+    if weight is None and label_smoothing == 0.0 and input.ndim == 2 and target.ndim == 1 \
+            and target.shape[0] == input.shape[0]:
+        return _cross_entropy_indices(input, target, ignore_index, reduction)
+    logp = log_softmax(input, class_dim)
+    nll = nll_loss(logp, target, weight, None, ignore_index, None, reduction)
+    if label_smoothing == 0.0:
+        return nll
+    n_classes = input.shape[class_dim]
+    t = target.reshape(()) if input.ndim == 1 else target
+    ignore = t == ignore_index
+    if weight is not None:
+        smooth = -(logp * weight.reshape(_class_weight_shape(input, class_dim))).sum(class_dim)
+    else:
+        smooth = -logp.sum(class_dim)
+    smooth = E.where(ignore, 0.0, smooth)
+    if reduction == "mean":
+        if weight is not None:
+            safe = E.where(ignore, 0, t)
+            tw = E.where(ignore, 0.0, weight.index_select(0, safe.reshape(-1))
+                         .reshape(safe.shape))
+            smooth = smooth.sum() / tw.sum()
+        else:
+            smooth = smooth.sum() / ignore.logical_not().sum()
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return nll * (1.0 - label_smoothing) + smooth * (label_smoothing / n_classes)
+
+
+def _cross_entropy_indices(input: Tensor, target: Tensor, ignore_index: int,
+                           reduction: str) -> Tensor:
+    """(N, C) logits against (N,) class indices: one fused kernel and one gradient node
+    where the backend has the kernels, else log_softmax + gather, differentiated through
+    its ops."""
+    _check_targets(target, input.shape[1], ignore_index)
+    fused = run_fused("cross_entropy", input, target, ignore_index=ignore_index,
+                      reduction=reduction)
+    if fused is None:
+        return _cross_entropy_composite(input, target, ignore_index, reduction)
+    loss, probs = fused
+    record_grad(OPS["cross_entropy"], (input,), {"probs": probs, "target": target,
+                                                 "ignore_index": ignore_index,
+                                                 "reduction": reduction}, loss)
+    return loss
+
+
+fused_kernel("cross_entropy", replaces="cross_entropy", same_dtype=False,
+             outputs=("like", "like"),
+             signature="cross_entropy(logits, target, *, ignore_index, reduction) -> "
+                       "(loss, softmax)",
+             doc="The loss of (N, C) logits against int64 class indices, and the softmax "
+                 "its backward reads.")
+fused_kernel("cross_entropy_backward", replaces="cross_entropy backward", backward=True,
+             same_dtype=False,
+             signature="cross_entropy_backward(softmax, target, grad, *, ignore_index, "
+                       "reduction) -> grad_logits",
+             doc="The gradient of cross_entropy with respect to the logits.")
+
+
+def _check_targets(target: Tensor, classes: int, ignore_index: int) -> None:
+    """PyTorch's IndexError for a class index outside [0, classes) (ignore_index aside).
+
+    Only for CPU targets, where the values are already in host memory: on an accelerator
+    the check would wait for the device every step (PyTorch's CUDA kernels do not check
+    synchronously either); backends' kernels must stay in bounds on their own."""
+    if target.numel() == 0 or target._device.type != "cpu":
+        return
+    values = host_array(target)  # (reading the host array records nothing in a trace)
+    bad = values[(values != ignore_index) & ((values < 0) | (values >= classes))]
+    if bad.size:
+        raise IndexError(f"Target {int(bad[0])} is out of bounds.")
+
+
+def _cross_entropy_composite(input: Tensor, target: Tensor, ignore_index: int,
+                             reduction: str) -> Tensor:
+    logp = log_softmax(input, 1)
+    valid = E.ne(target, ignore_index)
+    safe = E.where(valid, target, 0)
+    picked = squeeze(gather(logp, 1, unsqueeze(safe, 1)), 1)
+    losses = E.where(valid, E.neg(picked), 0.0)
+    if reduction == "none":
+        return losses
+    total = R.sum(losses)
+    if reduction == "sum":
+        return total
+    return E.div(total, R.sum(E.to_dtype(valid, input.dtype)))
+
+
+# -- binary classification ------------------------------------------------------------
+
+
+# (PyTorch's CUDA autocast refuses binary_cross_entropy, "unsafe to autocast"; ember has
+# no such class, so accelerators compute it in float32 as the CPU does)
+@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(8))
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         size_average: bool | None = None, reduce: bool | None = None,
+                         reduction: str = "mean") -> Tensor:
+    r"""Binary cross entropy of probabilities ``input``:
+    :math:`-w[y \log x + (1 - y) \log(1 - x)]`, each log clamped at -100 as in torch."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    if target.shape != input.shape:
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
+                         f"size ({input.shape}) is deprecated. Please ensure they have the "
+                         "same size.")
+    log_x = E.log(input).clamp(min=-100.0)
+    log_1mx = E.log(1.0 - input).clamp(min=-100.0)
+    loss = -(target * log_x + (1.0 - target) * log_1mx)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(10))
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
+                                     weight: Tensor | None = None,
+                                     size_average: bool | None = None,
+                                     reduce: bool | None = None, reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    r"""Sigmoid + binary cross entropy in one numerically stable step:
+    :math:`-w[p_c\, y \log\sigma(x) + (1 - y)\log(1 - \sigma(x))]`, where ``pos_weight``
+    :math:`p_c` weights the positive examples of each class (broadcast over the last
+    dimension)."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    if target.shape != input.shape:
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size "
+                         f"({input.shape})")
+    # -log(sigmoid(x)) = softplus(-x); written so its gradient is exact at x = 0 too
+    neg_log_sig = E.log1p(E.exp(-E.abs(input))) - E.minimum(input, 0.0)
+    if pos_weight is not None:
+        log_weight = (pos_weight - 1.0) * target + 1.0
+        loss = (1.0 - target) * input + log_weight * neg_log_sig
+    else:
+        loss = (1.0 - target) * input + neg_log_sig
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(5))
+def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+                     reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    r""":math:`\log(1 + e^{-y x})` for targets :math:`y \in \{-1, 1\}`."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    return _reduce(_log1p_exp(-target * input), reduction)
+
+
+# (not in PyTorch's autocast lists: a composite of logsigmoid, sum and division there, so
+# its class is its ops')
+@composite(variants="", cost=costs.reduction(12))
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                size_average: bool | None = None, reduce: bool | None = None,
+                                reduction: str = "mean") -> Tensor:
+    r"""Multi-label one-versus-all loss: the mean over classes of the binary cross
+    entropy with logits."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    loss = -(target * _logsigmoid(input) + (1.0 - target) * _logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.sum(input.ndim - 1) / input.shape[-1]
+    return _reduce(loss, reduction)
+
+
+# -- distributions --------------------------------------------------------------------
+
+
+@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(5))
+def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,
+           reduce: bool | None = None, reduction: str = "mean",
+           log_target: bool = False) -> Tensor:
+    r"""Kullback-Leibler divergence with log-probabilities ``input``:
+    :math:`y (\log y - x)` (``log_target``: :math:`e^y (y - x)`).
+
+    ``reduction='batchmean'`` divides the sum by the batch size (the true KL divergence);
+    ``'mean'`` divides by the number of elements, as torch does (with its warning).
+    """
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_string(size_average, reduce)
+        _warn_at_caller(_legacy_message(reduction))
+    elif reduction == "mean":
+        _warn_at_caller("reduction: 'mean' divides the total loss by both the batch size and "
+                        "the support size.'batchmean' divides only by the batch size, and "
+                        "aligns with the KL div math definition.'mean' will be changed to "
+                        "behave the same as 'batchmean' in the next major release.")
+    if reduction not in ("none", "mean", "sum", "batchmean"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_target:
+        loss = E.exp(target) * (target - input)
+    else:
+        # xlogy(t, t) - t * x, with 0 log 0 = 0
+        positive = target > 0
+        safe = E.where(positive, target, 1.0)
+        loss = E.where(positive, target * E.log(safe), 0.0) - target * input
+    if reduction == "batchmean":
+        if input.ndim == 0:
+            return loss.sum()
+        return loss.sum() / input.shape[0]
+    return _reduce(loss, reduction)
+
+
+@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(4))
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
+                     size_average: bool | None = None, eps: float = 1e-8,
+                     reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    r"""Poisson negative log likelihood: :math:`e^x - y x` (``log_input``) or
+    :math:`x - y \log(x + \epsilon)`; ``full`` adds the Stirling term."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    if log_input:
+        loss = E.exp(input) - target * input
+    else:
+        loss = input - target * E.log(input + eps)
+    if full:
+        safe = E.where(target > 1, target, 1.0)
+        stirling = safe * E.log(safe) - safe + 0.5 * E.log(safe * (2 * math.pi))
+        loss = loss + E.where(target > 1, stirling, 0.0)
+    return _reduce(loss, reduction)
+
+
+# (not in PyTorch's autocast lists: a Python composite there, whose bfloat16 inputs give a
+# bfloat16 loss under CPU autocast)
+@composite(variants="", cost=costs.reduction(7))
+def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: bool = False,
+                      eps: float = 1e-6, reduction: str = "mean") -> Tensor:
+    r"""Gaussian negative log likelihood:
+    :math:`\frac{1}{2}(\log \max(var, \epsilon) + (x - y)^2 / \max(var, \epsilon))`."""
+    _check_reduction(reduction)
+    if not isinstance(var, Tensor):
+        var = _full(tuple(input.shape), float(var), dtype=input.dtype, device=input.device)
+    if var.shape != input.shape:
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
+            raise ValueError("var is of incorrect size")
+    with tracing.paused():
+        negative = bool((var < 0).any())
+    if negative:
+        raise ValueError("var has negative entry/entries")
+    var = var.clamp(min=eps)
+    diff = input - target
+    loss = (E.log(var) + diff * diff / var) * 0.5
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+
+# -- margins and embeddings -----------------------------------------------------------
+
+
+@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(5))
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
+                        size_average: bool | None = None, reduce: bool | None = None,
+                        reduction: str = "mean") -> Tensor:
+    r""":math:`\max(0, -y (x_1 - x_2) + margin)`."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    return _reduce((-target * (input1 - input2) + margin).clamp(min=0.0), reduction)
+
+
+@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(6))
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
+                         size_average: bool | None = None, reduce: bool | None = None,
+                         reduction: str = "mean") -> Tensor:
+    r""":math:`x` where :math:`y = 1`, :math:`\max(0, margin - x)` where :math:`y = -1`."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    margin_clamp = (margin - input).clamp(min=0.0)
+    out_margin = E.where(target != 1, margin_clamp, 0.0)
+    out_self = E.where(target != -1, input, 0.0)
+    return _reduce(out_margin + out_self, reduction)
+
+
+@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(6))
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
+                          size_average: bool | None = None, reduce: bool | None = None,
+                          reduction: str = "mean") -> Tensor:
+    r""":math:`1 - \cos(x_1, x_2)` where :math:`y = 1`, :math:`\max(0, \cos - margin)`
+    where :math:`y = -1`."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    eps = 1e-12
+    dim = input1.ndim - 1
+    prod = (input1 * input2).sum(dim)
+    mag1 = (input1 * input1).sum(dim) + eps
+    mag2 = (input2 * input2).sum(dim) + eps
+    cos = prod / E.sqrt(mag1 * mag2)
+    pos = E.where(target == 1, 1.0 - cos, 0.0)
+    neg = E.where(target == -1, (cos - margin).clamp(min=0.0), 0.0)
+    return _reduce(pos + neg, reduction)
+
+
+@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(8))
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
+                        margin: float = 1.0, p: float = 2, eps: float = 1e-6,
+                        swap: bool = False, size_average: bool | None = None,
+                        reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    r""":math:`\max(d(a, p) - d(a, n) + margin, 0)` with the pairwise ``p``-distance."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    d_pos = _pairwise_distance(anchor, positive, p, eps)
+    d_neg = _pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = E.minimum(d_neg, _pairwise_distance(positive, negative, p, eps))
+    return _reduce((d_pos - d_neg + margin).clamp(min=0.0), reduction)
+
+
+__all__ = [
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "soft_margin_loss",
+    "multilabel_soft_margin_loss", "kl_div", "poisson_nll_loss", "gaussian_nll_loss",
+    "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
+    "triplet_margin_loss",
+]
