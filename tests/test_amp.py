@@ -62,6 +62,30 @@ CASES = {
     "atan2": lambda lib, F, a, w: lib.atan2(a, a.to(lib.bfloat16)),
     "addcmul": lambda lib, F, a, w: lib.addcmul(a, a.to(lib.bfloat16), a),
     "dot": lambda lib, F, a, w: lib.dot(a[0], a[1]),
+    # the losses: FLOAT32 on the CPU (their inputs in the region's dtype come out float32)
+    "mse_loss": lambda lib, F, a, w: F.mse_loss(_low(lib, a), _low(lib, a.flip(0))),
+    "l1_loss": lambda lib, F, a, w: F.l1_loss(_low(lib, a), _low(lib, a.flip(0))),
+    "smooth_l1_loss": lambda lib, F, a, w: F.smooth_l1_loss(_low(lib, a), a.flip(0)),
+    "huber_loss": lambda lib, F, a, w: F.huber_loss(_low(lib, a), _low(lib, a.flip(0))),
+    "nll_loss": lambda lib, F, a, w: F.nll_loss(_low(lib, a), lib.tensor([0, 1, 2, 3])),
+    "binary_cross_entropy": lambda lib, F, a, w: F.binary_cross_entropy(
+        _low(lib, a.sigmoid()), _low(lib, a.flip(0).sigmoid())),
+    "binary_cross_entropy_with_logits": lambda lib, F, a, w:
+        F.binary_cross_entropy_with_logits(_low(lib, a), _low(lib, a.flip(0).sigmoid())),
+    "kl_div": lambda lib, F, a, w: F.kl_div(_low(lib, a), _low(lib, a.flip(0)),
+                                            reduction="batchmean"),
+    "soft_margin_loss": lambda lib, F, a, w: F.soft_margin_loss(_low(lib, a), a.sign()),
+    "margin_ranking_loss": lambda lib, F, a, w: F.margin_ranking_loss(
+        _low(lib, a[0]), _low(lib, a[1]), a[2].sign()),
+    "hinge_embedding_loss": lambda lib, F, a, w: F.hinge_embedding_loss(_low(lib, a),
+                                                                        a.sign()),
+    "cosine_embedding_loss": lambda lib, F, a, w: F.cosine_embedding_loss(
+        _low(lib, a), _low(lib, a.flip(0)), lib.tensor([1.0, -1.0, 1.0, -1.0])),
+    "triplet_margin_loss": lambda lib, F, a, w: F.triplet_margin_loss(
+        _low(lib, a), _low(lib, a.flip(0)), _low(lib, a.flip(1))),
+    "poisson_nll_loss": lambda lib, F, a, w: F.poisson_nll_loss(_low(lib, a), a.abs()),
+    "gaussian_nll_loss": lambda lib, F, a, w: F.gaussian_nll_loss(
+        _low(lib, a), _low(lib, a.flip(0)), _low(lib, a.abs() + 1)),
 }
 
 
