@@ -285,7 +285,7 @@ def devices() -> list:
     return out
 
 
-_SUBMODULES = {"nn", "optim", "jit", "onnx", "exporters", "testing", "demo", "cli"}
+_SUBMODULES = {"nn", "optim", "jit", "onnx", "exporters", "testing", "demo", "cli", "profiler"}
 
 
 def __getattr__(name: str):

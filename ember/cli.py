@@ -207,6 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--checkpoint", default=None, help="where to save the trained weights")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--profile", action="store_true", help="print the profiler's op table "
+                   "of one training step instead of training")
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser("export", help="export a model to ONNX",
                        description="Export SPEC (path/to/file.py:factory_or_class or "
