@@ -212,6 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "GradScaler)")
     p.add_argument("--tensorboard", metavar="DIR", default=None, help="log loss, accuracy "
                    "and learning rate to TensorBoard event files in DIR")
+    p.add_argument("--profile", action="store_true", help="print the profiler's op table "
+                   "of one training step instead of training")
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser("export", help="export a model to ONNX",
                        description="Export SPEC (path/to/file.py:factory_or_class or "

@@ -184,6 +184,46 @@ class Backend:
     def synchronize(self, device: int | None = None) -> None:
         """Wait for all queued work on a device (all devices when None)."""
 
+    # -- device timing (ember.profiler) ---------------------------------------------------
+    def start_device_timing(self) -> bool:
+        """Start timing the work this backend's devices run, on the devices' own clocks,
+        until `stop_device_timing`. Returns False when there is nothing to time apart from
+        the host: a synchronous backend (the CPU), whose kernels' time is the op's own.
+        Must not create a device context that does not exist yet: a device first used
+        while timing is on is timed from its first use."""
+        return False
+
+    def device_activities(self) -> list[DeviceActivity]:
+        """The device work launched since the last call, oldest first, while timing is on.
+        The profiler calls this on entering and leaving every op, and gives the work to the
+        op that launched it: it must be cheap (no waiting for the device)."""
+        return []
+
+    def stop_device_timing(self) -> None:
+        """Stop timing. Activities already returned stay readable."""
+
+
+class DeviceActivity:
+    """Work that ran on a device while timing was on: one kernel (`name` is the kernel's),
+    or everything queued between two of the profiler's calls (`name` None: the profiler
+    names it after the op that launched it).
+
+    `times()` gives its (start, end) in nanoseconds of the host's `time.perf_counter_ns`
+    clock, waiting for the work to finish; a backend maps its device clock onto the host's
+    (OpenCL: from the time each kernel was queued, on both clocks).
+    """
+
+    __slots__ = ("name", "device", "_times")
+
+    def __init__(self, name: str | None, device: int,
+                 times: Callable[[], tuple[int, int]]) -> None:
+        self.name = name
+        self.device = device
+        self._times = times
+
+    def times(self) -> tuple[int, int]:
+        return self._times()
+
 
 # -- plugin registration --------------------------------------------------------------
 import pluggy  # noqa: E402 - kept beside what plugins need from the contract

@@ -8,10 +8,12 @@ op module: whatever records a gradient also provides the ops to add it up.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ember.core import interpose
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import AccumulateGrad, Node, edge_of, is_tensor
 
@@ -76,12 +78,21 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
             if wanted:
                 for key in [k for k in wanted if k[0] is node]:
                     captured[key] = grads[key[1]] if key[1] < len(grads) else None
+            hook = interpose.backward_active  # the profiler's ranges, when one records
             if isinstance(node, AccumulateGrad):
                 if accumulate and grads and grads[0] is not None:
-                    _accumulate(node.variable, grads[0], create_graph)
+                    if hook is None:
+                        _accumulate(node.variable, grads[0], create_graph)
+                    else:
+                        hook(node, functools.partial(_accumulate_first, node.variable, grads,
+                                                     create_graph))
                 continue
             if grads and (grads[0] is not None or any(g is not None for g in grads)):
-                results = node.apply(_fill_missing(node, grads))
+                if hook is None:
+                    results = node.apply(_fill_missing(node, grads))
+                else:
+                    results = hook(node, functools.partial(node.apply,
+                                                           _fill_missing(node, grads)))
             else:  # nothing reached this node: it sends nothing on
                 results = (None,) * len(node.next_edges)
             post = node.attrs.get("_post_hooks")
@@ -109,6 +120,12 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
     if capture is None:
         return None
     return [captured.get(edge_of(t)) for t in capture]
+
+
+def _accumulate_first(t: Any, grads: list, create_graph: bool) -> None:
+    # reads the gradient from the engine's list, holding no extra reference to it
+    # (_accumulate keeps a gradient nothing else refers to without copying it)
+    _accumulate(t, grads[0], create_graph)
 
 
 def _add_grad(buffers: dict, node: Node, nr: int, g: Any) -> None:

@@ -11,6 +11,11 @@ A hook is `hook(op, name, call, args, kwargs)`: `op` is the declaration
 change the arguments (autocast casts them), time the call (the profiler), or run code
 around it. Hooks run outermost first, by their `order` (the profiler's 0 sits outside
 autocast's 10, so a profile shows the casts autocast adds).
+
+The autograd engine offers the same for the nodes it runs backward (`backward_active`,
+`install_backward`): a hook `hook(node, run)` returns `run()`, possibly timing it (the
+profiler names each node's range after it, as PyTorch's `MulBackward0`). Gradient
+formulas are ops, so their op events nest inside the node's range.
 """
 
 from __future__ import annotations
@@ -56,3 +61,43 @@ def _compose() -> None:
             return hooks[i](op, name, lambda a, k: step(i + 1, a, k), args, kwargs)
         return step(0, args, kwargs)
     active = run
+
+
+BackwardHook = Callable[[Any, Callable[[], Any]], Any]
+
+backward_active: BackwardHook | None = None
+"""The installed backward-node hooks, composed: `backward_active(node, run)`; None if none."""
+
+_backward_hooks: list[BackwardHook] = []
+
+
+def install_backward(hook: BackwardHook) -> None:
+    """Run `hook(node, run)` around every node the autograd engine runs (until
+    `remove_backward(hook)`); hooks installed earlier run outermost."""
+    _backward_hooks.append(hook)
+    _compose_backward()
+
+
+def remove_backward(hook: BackwardHook) -> None:
+    """Stop running `hook` (installed with `install_backward`)."""
+    for i, h in enumerate(_backward_hooks):
+        if h is hook:
+            del _backward_hooks[i]
+            break
+    _compose_backward()
+
+
+def _compose_backward() -> None:
+    global backward_active
+    hooks = tuple(_backward_hooks)
+    if not hooks:
+        backward_active = None
+        return
+
+    def run(node: Any, fn: Callable[[], Any]) -> Any:
+        def step(i: int) -> Any:
+            if i == len(hooks):
+                return fn()
+            return hooks[i](node, lambda: step(i + 1))
+        return step(0)
+    backward_active = run

@@ -20,7 +20,8 @@ from ember import Tensor
 from ember.autograd import Function
 from ember.nn.parameter import Buffer, Parameter
 
-__all__ = ["Module", "RemovableHandle"]
+__all__ = ["Module", "RemovableHandle", "register_module_forward_hook",
+           "register_module_forward_pre_hook"]
 
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 
@@ -66,6 +67,72 @@ class RemovableHandle:
 
     def __exit__(self, *exc: Any) -> None:
         self.remove()
+
+
+# -- global module hooks (every module's calls: for debugging and the profiler) -------
+
+_global_forward_pre_hooks: dict[int, Callable] = OrderedDict()
+_global_forward_hooks: dict[int, Callable] = OrderedDict()
+_global_forward_hooks_always_called: dict[int, bool] = OrderedDict()
+_global_forward_hooks_with_kwargs: dict[int, bool] = OrderedDict()
+_global_hooks = False
+"""True once a global hook is registered; `Module.__call__` checks this one flag (it is
+cleared when a call finds the hooks all removed)."""
+
+
+def register_module_forward_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    r"""Register a forward pre-hook common to all modules.
+
+    .. warning ::
+        This adds global state to the `nn.module` module and is only intended for
+        debugging and profiling (`ember.profiler` uses it for its module ranges).
+
+    The hook is called before every module's :meth:`forward` as
+    ``hook(module, args) -> None or modified args``; ``args`` are the positional
+    arguments only. A single returned value that is not a tuple is wrapped into one. It
+    runs before the hooks registered with ``register_forward_pre_hook``.
+
+    Returns:
+        RemovableHandle: a handle whose ``remove()`` removes the hook.
+    """
+    global _global_hooks
+    handle = RemovableHandle(_global_forward_pre_hooks)
+    _global_forward_pre_hooks[handle.id] = hook
+    _global_hooks = True
+    return handle
+
+
+def register_module_forward_hook(hook: Callable[..., Any], *, with_kwargs: bool = False,
+                                 always_call: bool = False) -> RemovableHandle:
+    r"""Register a forward hook common to all modules.
+
+    .. warning ::
+        This adds global state to the `nn.module` module and is only intended for
+        debugging and profiling.
+
+    The hook is called after every module's :meth:`forward` as
+    ``hook(module, args, output) -> None or modified output`` (``hook(module, args,
+    kwargs, output)`` with ``with_kwargs=True``). It runs before the hooks registered with
+    ``register_forward_hook``.
+
+    Args:
+        hook (Callable): the hook.
+        with_kwargs (bool): pass the keyword arguments of the call too.
+        always_call (bool): run it even when ``forward`` raises.
+
+    Returns:
+        RemovableHandle: a handle whose ``remove()`` removes the hook.
+    """
+    global _global_hooks
+    handle = RemovableHandle(_global_forward_hooks, extra_dict=[
+        _global_forward_hooks_always_called, _global_forward_hooks_with_kwargs])
+    _global_forward_hooks[handle.id] = hook
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs[handle.id] = True
+    if always_call:
+        _global_forward_hooks_always_called[handle.id] = True
+    _global_hooks = True
+    return handle
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -801,17 +868,22 @@ class Module:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # the common case, no hooks: straight to forward
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
-                or self._backward_pre_hooks):
+                or self._backward_pre_hooks or _global_hooks):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
     _call_impl = __call__
 
     def _call_with_hooks(self, args: tuple, kwargs: dict) -> Any:
+        global _global_hooks
+        if _global_hooks and not (_global_forward_pre_hooks or _global_forward_hooks):
+            _global_hooks = False  # all removed: calls take the fast path again
+        forward_hooks = None
         result = None
         called_always: set = set()
         try:
-            for hook_id, hook in list(self._forward_pre_hooks.items()):
+            for hook_id, hook in [*_global_forward_pre_hooks.items(),
+                                  *self._forward_pre_hooks.items()]:
                 if hook_id in self._forward_pre_hooks_with_kwargs:
                     out = hook(self, args, kwargs)
                     if out is not None:
@@ -832,10 +904,14 @@ class Module:
                 args = bw_hook.setup_input_hook(args)
 
             result = self.forward(*args, **kwargs)
-            for hook_id, hook in list(self._forward_hooks.items()):
-                if hook_id in self._forward_hooks_always_called:
+            # global hooks first, as in PyTorch
+            forward_hooks = [*_global_forward_hooks.items(), *self._forward_hooks.items()]
+            for hook_id, hook in forward_hooks:
+                if hook_id in self._forward_hooks_always_called or \
+                        hook_id in _global_forward_hooks_always_called:
                     called_always.add(hook_id)
-                if hook_id in self._forward_hooks_with_kwargs:
+                if hook_id in self._forward_hooks_with_kwargs or \
+                        hook_id in _global_forward_hooks_with_kwargs:
                     out = hook(self, args, kwargs, result)
                 else:
                     out = hook(self, args, result)
@@ -851,11 +927,15 @@ class Module:
                     result = bw_hook.setup_output_hook(result)
             return result
         except Exception:
-            for hook_id, hook in self._forward_hooks.items():
-                if hook_id in self._forward_hooks_always_called and \
+            if forward_hooks is None:
+                forward_hooks = [*_global_forward_hooks.items(), *self._forward_hooks.items()]
+            for hook_id, hook in forward_hooks:
+                if (hook_id in self._forward_hooks_always_called or
+                        hook_id in _global_forward_hooks_always_called) and \
                         hook_id not in called_always:
                     try:
-                        if hook_id in self._forward_hooks_with_kwargs:
+                        if hook_id in self._forward_hooks_with_kwargs or \
+                                hook_id in _global_forward_hooks_with_kwargs:
                             out = hook(self, args, kwargs, result)
                         else:
                             out = hook(self, args, result)

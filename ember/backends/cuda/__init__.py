@@ -7,6 +7,8 @@ unavailable, with the reason, everywhere.
 
 from __future__ import annotations
 
+import sys
+
 from ember.core.backend import Backend, DeviceInfo, float16, hookimpl
 
 
@@ -32,6 +34,28 @@ class CUDABackend(Backend):
 
     def device_info(self, index: int) -> DeviceInfo:
         return DeviceInfo(name=f"CUDA device {index}")
+
+    # -- device timing (ember.profiler; see timing.py) -----------------------------------
+    def start_device_timing(self) -> bool:
+        # CUDA work needs CuPy imported: without it there is nothing to time (and the
+        # profiler must not import CuPy, which is slow, on machines that do not use it)
+        if "cupy" not in sys.modules:
+            return False
+        try:
+            from ember.backends.cuda import timing
+
+            self._timer = timing.Timer()
+        except Exception:  # no GPU, or a CuPy built for another CUDA
+            self._timer = None
+            return False
+        return True
+
+    def device_activities(self) -> list:
+        timer = getattr(self, "_timer", None)
+        return timer.take() if timer is not None else []
+
+    def stop_device_timing(self) -> None:
+        self._timer = None
 
 
 def _probe() -> str | None:

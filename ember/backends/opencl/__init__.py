@@ -22,13 +22,26 @@ cache.py); ``EMBER_OPENCL_TUNING=gpu|cpu`` (launch shapes: by default GPU shapes
 CPU shapes on CPU devices such as PoCL); ``EMBER_OPENCL_MATMUL=tiled|packed|rows`` (matmul
 with local-memory tiles, the GPU default; with packed panels and register tiles, the CPU
 default, which takes the rows kernel for small products; or by rows).
+
+Profiling: while `ember.profiler` times devices, each device's work goes to a second
+in-order queue created with profiling enabled, and every kernel launch is listed with its
+event, so the profiler reads each kernel's start and end from the device (runtime.py).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from ember.core.backend import ALL_DTYPES, Backend, DeviceInfo, dtype, float16, hookimpl
+from ember.core.backend import (
+    ALL_DTYPES,
+    Backend,
+    DeviceActivity,
+    DeviceInfo,
+    dtype,
+    float16,
+    hookimpl,
+)
 
 
 class OpenCLBackend(Backend):
@@ -151,6 +164,26 @@ class OpenCLBackend(Backend):
         devs = runtime.known_devices()
         for dev in devs if device is None else [devs[device]] if devs else []:
             dev.finish()
+
+
+    # -- device timing (ember.profiler) ------------------------------------------------
+    def start_device_timing(self) -> bool:
+        from ember.backends.opencl import runtime
+
+        runtime.start_timing()  # devices not used yet start timing on first use
+        return True
+
+    def device_activities(self) -> list[DeviceActivity]:
+        from ember.backends.opencl import runtime
+
+        return [DeviceActivity(name, index, functools.partial(runtime.event_times, event,
+                                                              queued))
+                for index, name, event, queued in runtime.take_launches()]
+
+    def stop_device_timing(self) -> None:
+        from ember.backends.opencl import runtime
+
+        runtime.stop_timing()
 
 
 def _kernel_table() -> dict[str, Any]:

@@ -88,6 +88,8 @@ class Device:
         self.programs: dict[Any, Any] = {}
         self.rng_offset = 0  # Philox counter: 128-bit blocks used so far
         self.pending: list[Any] = []  # events of non-blocking host writes (keep alive)
+        self.plain_queue: Any = None  # the usual queue, while a profiling one runs (timing)
+        self.timed_queue: Any = None
         opts = []
         try:
             if cl_device.single_fp_config & cl_.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
@@ -117,6 +119,8 @@ class Device:
                                               hostbuf=self._flag_host)
                     self.context = ctx
                     self.queue = queue
+                    if _timing is not None:  # first used while the profiler records
+                        self.start_timing(_timing)
         return self
 
     def chunk(self, n: int) -> int:
@@ -215,6 +219,40 @@ class Device:
             while pending and pending[0].command_execution_status == complete:
                 pending.pop(0)
 
+    # -- device timing (ember.profiler) ---------------------------------------------------
+    def start_timing(self, launches: list) -> None:
+        """Run later work on a queue with profiling enabled, and append each kernel launch
+        to `launches` as (device, kernel, event, host ns when queued): the device's own
+        start and end times are read from the events later (`timings`). The usual queue is
+        drained first, so the work stays in order; the in-order queue that replaces it is
+        the only one used until `stop_timing`."""
+        if self.plain_queue is not None:
+            return
+        self.finish()
+        cl_ = cl()
+        if self.timed_queue is None:
+            self.timed_queue = cl_.CommandQueue(
+                self.context, self.cl_device,
+                properties=cl_.command_queue_properties.PROFILING_ENABLE)
+        self.plain_queue, self.queue = self.queue, self.timed_queue
+        real, index, now, append = self.enqueue, self.index, time.perf_counter_ns, \
+            launches.append
+
+        def enqueue(queue: Any, kernel: Any, *args: Any) -> Any:
+            queued = now()
+            event = real(queue, kernel, *args)
+            append((index, kernel, event, queued))
+            return event
+        self.enqueue = enqueue
+
+    def stop_timing(self) -> None:
+        """Back to the usual queue (after the profiling one has drained)."""
+        if self.plain_queue is None:
+            return
+        self.finish()
+        self.queue, self.plain_queue = self.plain_queue, None
+        self.enqueue = cl()._cl.enqueue_nd_range_kernel
+
     def finish(self) -> None:
         if self.queue is not None:
             self.read_errors()
@@ -239,6 +277,58 @@ class Device:
             raise IndexError(f"{what} was out of range on {self.label}; the kernel skipped "
                              "it (detected at this synchronization, like CUDA's "
                              "device-side assertions)")
+
+
+# -- device timing (ember.profiler) -----------------------------------------------------
+
+_timing: list | None = None  # the launches recorded while timing is on, else None
+_kernel_names: dict[Any, str] = {}
+
+
+def start_timing() -> None:
+    """Time every kernel of the devices in use, and of those first used from now on."""
+    global _timing
+    with _lock:
+        if _timing is None:
+            _timing = []
+            for dev in known_devices():
+                if dev.queue is not None:
+                    dev.start_timing(_timing)
+
+
+def take_launches() -> list:
+    """The launches recorded since the last call: (device, kernel name, event, host ns)."""
+    launches = _timing
+    if not launches:
+        return []
+    taken = launches[:]
+    del launches[:len(taken)]
+    out = []
+    for index, kernel, event, queued in taken:
+        name = _kernel_names.get(kernel)
+        if name is None:
+            name = _kernel_names[kernel] = kernel.function_name
+        out.append((index, name, event, queued))
+    return out
+
+
+def event_times(event: Any, queued_host: int) -> tuple[int, int]:
+    """A kernel's (start, end) on the host's perf_counter_ns clock: the device's clock
+    is not the host's, so its times are taken relative to the moment the kernel was
+    queued, which both clocks saw (waits for the kernel to finish)."""
+    event.wait()
+    profile = event.profile
+    base = queued_host - profile.queued
+    return profile.start + base, profile.end + base
+
+
+def stop_timing() -> None:
+    """Back to the usual queues; launches already taken stay readable."""
+    global _timing
+    with _lock:
+        _timing = None
+        for dev in known_devices():
+            dev.stop_timing()
 
 
 def _pow2_floor(n: int) -> int:

@@ -1,0 +1,13 @@
+"""`Module` and the global module hooks at PyTorch's path
+(`torch.nn.modules.module.register_module_forward_pre_hook`); they live in
+`ember.nn.module`."""
+
+from ember.nn.module import (  # noqa: F401
+    Module,
+    RemovableHandle,
+    register_module_forward_hook,
+    register_module_forward_pre_hook,
+)
+
+__all__ = ["Module", "RemovableHandle", "register_module_forward_hook",
+           "register_module_forward_pre_hook"]
