@@ -289,6 +289,7 @@ _SUBMODULES = {"nn", "optim", "jit", "onnx", "exporters", "testing", "demo", "cl
                "cuda", "cpu", "profiler"}
 _FROM_AMP = {"autocast", "is_autocast_enabled", "get_autocast_dtype",
              "is_autocast_available", "clear_autocast_cache", "is_autocast_cache_enabled"}
+_FROM_SCHEDULING = {"plan", "Plan"}  # auto-scheduling: imported on first use
 
 
 def __getattr__(name: str):
@@ -299,6 +300,8 @@ def __getattr__(name: str):
         return importlib.import_module(f"ember.{name}")
     if name in _FROM_AMP:  # torch.autocast & co
         return getattr(importlib.import_module("ember.amp"), name)
+    if name in _FROM_SCHEDULING:
+        return getattr(importlib.import_module("ember.scheduling"), name)
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
 
 

@@ -22,7 +22,11 @@ def _fmt_bytes(n: int | None) -> str:
 def cmd_devices(args: argparse.Namespace) -> int:
     """List every backend found, its devices and their state, and why any is unusable."""
     from ember.core import plugins
+    from ember.scheduling import cli as sched_cli
 
+    status = sched_cli.run(args)  # --calibrate, --explain SPEC
+    if status is not None:
+        return status
     registry = plugins.registry
     try:
         registry.ensure_loaded()
@@ -57,13 +61,12 @@ def cmd_devices(args: argparse.Namespace) -> int:
                     print(f"      {key}: {value}")
             if "warning" in info.details:
                 print(f"      WARNING: {info.details['warning']}")
+            for line in sched_cli.trait_lines(label):
+                print(f"      {line}")
     for name, error in registry.errors.items():
         print(f"  {name}: BROKEN plugin — {error}")
     if args.explain:
-        from ember.core import scheduler
-
-        print(f"\ndevice='auto' resolves to: {scheduler.default_device()} "
-              "(the preferred available accelerator, else the CPU)")
+        print(f"\n{sched_cli.auto_line()}")
     return 0
 
 
@@ -188,7 +191,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ember", description="ember command-line tools")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("devices", help="list backends and devices, and why any is unusable")
-    p.add_argument("--explain", action="store_true", help="also say what 'auto' picks")
+    p.add_argument("--explain", nargs="?", const=True, default=False, metavar="SPEC",
+                   help="say what 'auto' picks; with SPEC (as `ember export`'s) and "
+                   "--input-shape, print the plan for that model")
+    p.add_argument("--input-shape", default=None, help="with --explain SPEC: e.g. 64,784")
+    p.add_argument("--input-dtype", default="float32")
+    p.add_argument("--inference", action="store_true", help="with --explain SPEC: plan a "
+                   "forward pass instead of a training step")
+    p.add_argument("--calibrate", action="store_true", help="measure every device's traits "
+                   "again (a few seconds) and cache them")
     p.set_defaults(func=cmd_devices)
     p = sub.add_parser("ops", help="list every declared op: kind, variants, autocast class, "
                        "cost, gradient, fused kernels")

@@ -95,7 +95,7 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Dev
     fill_value = fill_value.item() if isinstance(fill_value, Tensor) else \
         python_scalar(fill_value)
     d = dtype_arg(dtype) or dt.scalar_dtype(fill_value)
-    dev, backend = resolve(device)
+    dev, backend = resolve(device, _nbytes(size, d))
     t = run_creation("full", dev, backend, shape=_shape_arg("full", tuple(size)),
                      fill_value=fill_value, dtype=d)
     return _finish(t, requires_grad)
@@ -123,7 +123,7 @@ def _random(op: str, size: tuple, dtype: Any, device: DeviceLike, requires_grad:
     d = dtype_arg(dtype) or dt.get_default_dtype()
     if op in ("rand", "randn") and not d.is_floating_point:
         raise RuntimeError(f"{op}(): expected a floating-point dtype, got {d}")
-    dev, backend = resolve(device)
+    dev, backend = resolve(device, _nbytes(size, d))
     t = run_creation(op, dev, backend, shape=_shape_arg(op, size), dtype=d, **attrs)
     return _finish(t, requires_grad)
 
@@ -237,9 +237,19 @@ def empty(*size: Any, dtype: Any = None, device: DeviceLike = None,
           requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor."""
     d = dtype_arg(dtype) or dt.get_default_dtype()
-    dev, backend = resolve(device)
+    dev, backend = resolve(device, _nbytes(size, d))
     buf = backend.empty(_shape_arg("empty", size), d, dev.index or 0)
     return _finish(Tensor._make(buf, d, dev, backend), requires_grad)
+
+
+def _nbytes(size: Any, d: dt.dtype) -> int:
+    """The bytes of a tensor of `size` (for `"auto"`; 0 when `size` is not plain ints)."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    try:
+        return math.prod(int(n) for n in size) * d.itemsize
+    except (TypeError, ValueError):
+        return 0
 
 
 def _like(x: Tensor, dtype: Any, device: DeviceLike) -> tuple[dt.dtype, DeviceLike]:

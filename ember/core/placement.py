@@ -15,19 +15,28 @@ _default_device: Device | None = None
 
 
 def set_default_device(device: DeviceLike) -> None:
-    """Make factories create tensors on `device` when none is given (None: the CPU)."""
+    """Make factories create tensors on `device` when none is given (None: the CPU).
+    `"auto"` stays `"auto"`: each factory call asks the scheduler (which agrees with its
+    recorded choice once there is one)."""
     global _default_device
+    if isinstance(device, (str, Device)) and Device(device).type == "auto":
+        _default_device = Device("auto")
+        return
     _default_device = None if device is None else resolve(device)[0]
 
 
 def get_default_device() -> Device:
-    """The device factories use when none is given."""
+    """The device factories use when none is given (under `"auto"`: its choice so far,
+    the CPU before any)."""
+    if _default_device is not None and _default_device.type == "auto":
+        return scheduler.chosen() or Device("cpu")
     return _default_device or Device("cpu")
 
 
-def resolve(device: Any) -> tuple[Device, Backend]:
+def resolve(device: Any, nbytes: int = 0) -> tuple[Device, Backend]:
     """A device-like value -> (the normalised device, its backend), or a clear error that
-    lists what is available and why the rest is not."""
+    lists what is available and why the rest is not. `nbytes`: the size of the tensor
+    about to be made there, the work `"auto"` judges when it has no choice yet."""
     if device is None:
         device = _default_device or "cpu"
     if isinstance(device, int):
@@ -35,7 +44,7 @@ def resolve(device: Any) -> tuple[Device, Backend]:
     if not isinstance(device, Device):
         device = Device(device)
     if device.type == "auto":
-        device = scheduler.default_device()
+        device = scheduler.default_device(nbytes)
     backend = plugins.get_backend(device.type)
     reason = plugins.safe_unavailable_reason(backend)
     if reason is not None:

@@ -1,15 +1,35 @@
-"""The scheduler behind `device="auto"`.
+"""The scheduler behind `device="auto"`: which device a piece of work should run on.
 
-For now it picks the preferred available accelerator (highest `priority`), else the CPU.
-The work-size-aware planner of ARCHITECTURE.md (`ember.plan`) builds on this module.
+It compares the cost model's estimate (`ember.core.costmodel`) of the work on every
+device `"auto"` may choose (the accelerators and the CPU), using each device's measured
+traits (`ember.core.traits`), and applies three rules:
+
+- a device that cannot hold the work (memory needed > its free memory) is out;
+- the CPU keeps the work unless another device is estimated at least `MARGIN` times
+  faster (moving a program off the host for a gain within the model's error is a loss);
+- otherwise the fastest device wins.
+
+The choice is recorded (`chosen()`): once made, every later `"auto"` resolves to it, so
+the rest of the program agrees with it. `ember.plan` makes an informed choice and
+replaces the record; without one, the first `"auto"` that has work to judge makes it
+(`model.to("auto")`: the model's parameters; a factory: the tensor it makes).
 """
 
 from __future__ import annotations
 
 import os
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from ember.core import plugins
+from ember.core import costmodel, plugins, traits
 from ember.core.device import device as Device
+
+MARGIN = 1.1
+"""How much faster than the CPU another device must be estimated to take the work."""
+HEADROOM = 0.9
+"""The share of a device's free memory the work may use."""
 
 
 def available_backends(accelerators_only: bool = False) -> list:
@@ -24,9 +44,224 @@ def available_backends(accelerators_only: bool = False) -> list:
     return sorted(usable, key=lambda b: (b.name == "cpu", -b.priority))
 
 
-def default_device() -> Device:
-    """The device `"auto"` resolves to."""
-    best = available_backends(accelerators_only=True)
-    if not best or best[0].name == "cpu":
+def candidate_devices(accelerators_only: bool = True) -> list[Device]:
+    """Every device of the usable backends (those `"auto"` may choose by default)."""
+    out = []
+    for b in available_backends(accelerators_only):
+        if b.name == "cpu":
+            out.append(Device("cpu"))
+            continue
+        try:
+            count = b.device_count()
+        except Exception:  # a device probe must not break planning
+            count = 0
+        out.extend(Device(b.name, i) for i in range(count))
+    return out
+
+
+@dataclass
+class Option:
+    """One device's case for a piece of work."""
+
+    device: Device
+    estimate: costmodel.Estimate
+    memory_free: int | None
+    fits: bool
+    eligible: bool = True  # False: listed for comparison, but "auto" does not choose it
+    measured_traits: bool = True
+
+
+@dataclass
+class Decision:
+    device: Device
+    options: list[Option]  # fastest first
+    reasons: list[str]
+    order: list[Device]  # the fallback order: the chosen device, then the next ...
+
+
+def fmt_time(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} µs"
+
+
+def fmt_bytes(n: float | None) -> str:
+    if n is None:
+        return "unknown"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def options(works: list[costmodel.OpWork], memory_needed: int, input_bytes: int,
+            devices: list[Device], source: str = "cpu", eligible: list[Device] | None = None,
+            history: costmodel.History | None = None) -> list[Option]:
+    """The estimate of `works` on each device, fastest first. `input_bytes` come from the
+    host every step (to every device but the CPU)."""
+    out = []
+    for d in devices:
+        t = traits.get(d)
+        moved = input_bytes if d.type != "cpu" else 0
+        est = costmodel.estimate(works, t, moved, history)
+        free = t.memory_free
+        fits = free is None or memory_needed <= free * HEADROOM
+        out.append(Option(d, est, free, fits, eligible is None or d in eligible, t.measured))
+    return sorted(out, key=lambda o: o.estimate.total_s)
+
+
+def decide(opts: list[Option], memory_needed: int) -> Decision:
+    """Apply the rules (module doc) to the options; the reasons say why, in words."""
+    reasons: list[str] = []
+    usable = [o for o in opts if o.eligible and o.fits]
+    for o in opts:
+        if o.eligible and not o.fits:
+            reasons.append(f"{o.device} cannot hold the work: it needs "
+                           f"{fmt_bytes(memory_needed)}, {fmt_bytes(o.memory_free)} free")
+    if not usable:
+        cpu = next((o for o in opts if o.device.type == "cpu"), None)
+        reasons.append("no device has room for it; the CPU runs it (it may swap)")
+        chosen = cpu.device if cpu is not None else Device("cpu")
+        return Decision(chosen, opts, reasons, [chosen])
+    best = usable[0]
+    cpu = next((o for o in usable if o.device.type == "cpu"), None)
+    chosen = best
+    if cpu is not None and best is not cpu:
+        gain = cpu.estimate.total_s / max(best.estimate.total_s, 1e-12)
+        if gain < MARGIN:
+            chosen = cpu
+            reasons.append(f"{best.device} is estimated only {gain:.2f}x faster than the CPU "
+                           f"(less than {MARGIN}x): the work stays on the CPU")
+        else:
+            reasons.append(f"{best.device} is estimated {gain:.1f}x faster than the CPU "
+                           f"({fmt_time(best.estimate.total_s)} against "
+                           f"{fmt_time(cpu.estimate.total_s)} a step)")
+    elif cpu is not None:
+        others = [o for o in usable if o is not cpu]
+        if others:
+            o = others[0]
+            ratio = o.estimate.total_s / max(cpu.estimate.total_s, 1e-12)
+            reasons.append(f"small work stays on the CPU: the next best, {o.device}, is "
+                           f"estimated {ratio:.1f}x slower ({_dominant(o.estimate)})")
+        else:
+            reasons.append("the CPU is the only device 'auto' may choose")
+    for o in opts:
+        if not o.eligible:
+            reasons.append(f"{o.device} is listed for comparison; 'auto' does not choose it "
+                           "(its backend is not an accelerator)")
+    if any(not o.measured_traits for o in opts):
+        reasons.append("some devices' traits are defaults, not measurements "
+                       "(run `ember devices --calibrate`)")
+    order = [chosen.device] + [o.device for o in usable if o is not chosen]
+    return Decision(chosen.device, opts, reasons, order)
+
+
+def _dominant(e: costmodel.Estimate) -> str:
+    parts = {"op launches": e.launch_s, "compute": e.compute_s, "memory traffic": e.memory_s,
+             "host<->device transfers": e.transfer_s, "measured op times": e.measured_s}
+    name, seconds = max(parts.items(), key=lambda kv: kv[1])
+    return f"mostly {name}: {fmt_time(seconds)} of {fmt_time(e.total_s)}"
+
+
+# -- the recorded choice ----------------------------------------------------------------
+
+_chosen: Device | None = None
+_order: list[Device] = []
+
+
+def chosen() -> Device | None:
+    """The device `"auto"` resolves to now, or None before any choice."""
+    return _chosen
+
+
+def record(device: Device, order: list[Device] | None = None) -> None:
+    """Make `device` the choice every later `"auto"` resolves to."""
+    global _chosen, _order
+    _chosen = Device(device)
+    _order = list(order or [_chosen])
+
+
+def forget() -> None:
+    """Forget the recorded choice: the next `"auto"` chooses afresh."""
+    global _chosen, _order
+    _chosen, _order = None, []
+
+
+def choose(works: list[costmodel.OpWork], memory_needed: int, input_bytes: int = 0,
+           source: str = "cpu") -> Decision:
+    """Decide where `works` run among the devices `"auto"` may choose, and record it."""
+    devices = candidate_devices()
+    decision = decide(options(works, memory_needed, input_bytes, devices, source),
+                      memory_needed)
+    record(decision.device, decision.order)
+    return decision
+
+
+def default_device(nbytes: int = 0) -> Device:
+    """The device `"auto"` resolves to: the recorded choice; else a choice for a tensor of
+    `nbytes` (one elementwise pass over it), recorded."""
+    if _chosen is not None:
+        return _chosen
+    work = [costmodel.OpWork("add", f"{nbytes} bytes", nbytes / 4, 3.0 * nbytes)]
+    try:
+        return choose(work, nbytes).device
+    except Exception as err:  # planning must never make "auto" fail: the CPU always works
+        warnings.warn(f"ember: 'auto' could not plan ({type(err).__name__}: {err}); "
+                      "using the CPU", stacklevel=3)
+        record(Device("cpu"))
         return Device("cpu")
-    return Device(best[0].name, 0)
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    """Whether `err` is a device running out of memory (MemoryError, CuPy's
+    OutOfMemoryError, OpenCL's MEM_OBJECT_ALLOCATION_FAILURE ...)."""
+    if isinstance(err, MemoryError):
+        return True
+    text = f"{type(err).__name__} {err}".lower()
+    return any(s in text for s in ("out of memory", "outofmemory", "allocation_failure",
+                                   "allocation failure", "out_of_resources"))
+
+
+T = TypeVar("T")
+
+
+def with_fallback(place: Callable[[Device], T], order: list[Device] | None = None) -> T:
+    """`place(device)` on the chosen device; if it runs out of memory there, on the next
+    device of the plan's order, with a warning naming both. The device that worked
+    becomes the recorded choice."""
+    order = list(order or _order or [chosen() or Device("cpu")])
+    if Device("cpu") not in order:
+        order.append(Device("cpu"))
+    last: BaseException | None = None
+    for i, device in enumerate(order):
+        try:
+            result = place(device)
+        except Exception as err:
+            if not is_out_of_memory(err) or i == len(order) - 1:
+                raise
+            nxt = order[i + 1]
+            warnings.warn(f"ember: out of memory on {device} ({type(err).__name__}: {err}); "
+                          f"'auto' falls back to {nxt}", ResourceWarning, stacklevel=3)
+            last = err
+            continue
+        if last is not None or _chosen != device:
+            record(device, order[i:])
+        return result
+    raise RuntimeError("unreachable")  # pragma: no cover
+
+
+def describe_auto() -> str:
+    """One line for `ember devices`: what `"auto"` resolves to now."""
+    if _chosen is not None:
+        return f"device='auto' resolves to {_chosen} (recorded by an earlier choice)"
+    return ("device='auto' chooses per workload: small work stays on the CPU, large work "
+            "goes to the fastest device that can hold it (`ember devices --explain SPEC "
+            "--input-shape ...` shows a plan)")
+
+
+def known_traits(device: Device) -> Any:
+    """The traits of `device` without measuring (cached or defaults)."""
+    return traits.get(device, calibrate=False)

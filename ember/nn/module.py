@@ -723,6 +723,13 @@ class Module:
         def convert(t: Tensor) -> Tensor:
             return t.to(device, dtype if t.is_floating_point() else None)
 
+        if isinstance(device, (str, ember.device)) and ember.device(device).type == "auto":
+            from ember.scheduling import place_module  # the scheduler picks (and records)
+
+            def move(chosen: ember.device) -> Module:
+                return self._apply(lambda t: t.to(chosen, dtype if t.is_floating_point()
+                                                   else None))
+            return place_module(self, move)
         return self._apply(convert)
 
     def cuda(self, device: Any = None) -> Module:

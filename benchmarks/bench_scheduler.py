@@ -1,0 +1,162 @@
+"""The scheduler's estimates against measured training steps, and what "auto" picks.
+
+    python benchmarks/bench_scheduler.py [--devices cpu,opencl:0,countdev:0]
+                                         [--only accuracy,grid] [--repeat 5]
+
+Part 1 (accuracy): for the MLP, CNN, LSTM and tiny-MLP training steps of
+bench_train.py, `ember.plan`'s estimate on each device beside the measured step time
+(goal: within 2x). Part 2 (grid): MLPs of several widths x batch sizes; for each cell
+the measured step on every device, the device measurement shows fastest, and the one
+`ember.plan` chooses (goals: the fastest in >= 90% of the cells, never > 1.2x slower).
+
+Traits come from the cache (`ember devices --calibrate` measures them). Steps are timed
+as in bench_train.py: SGD with momentum and cross-entropy, best of `--repeat` rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import ember  # noqa: E402
+
+GRID_WIDTHS = (16, 128, 512, 2048)
+GRID_BATCHES = (4, 64, 512)
+
+
+def _accuracy_model(name: str):
+    from bench_train import _models
+
+    model, _, shape = _models(name)
+    return model, shape, 8 if name == "tiny" else 10
+
+
+def _mlp(width: int, classes: int = 10):
+    from ember import nn
+
+    return nn.Sequential(nn.Linear(256, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
+                         nn.Linear(width, classes))
+
+
+def measure_step(model, shape: tuple, classes: int, device: str, repeat: int = 5,
+                 budget_s: float = 0.3) -> float:
+    """Seconds per training step of `model` on `device` (the best of `repeat` rounds)."""
+    import copy
+
+    model = copy.deepcopy(model).to(device)
+    rng = np.random.default_rng(0)
+    x = ember.tensor(rng.standard_normal(shape, dtype=np.float32), device=device)
+    y = ember.tensor(rng.integers(0, classes, shape[0]), device=device)
+    opt = ember.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = ember.nn.CrossEntropyLoss()
+    backend = x._backend
+
+    def step():
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+
+    step()
+    backend.synchronize()
+    start = time.perf_counter()
+    step()
+    backend.synchronize()
+    once = time.perf_counter() - start
+    number = max(1, min(200, int(budget_s / repeat / max(once, 1e-6))))
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            step()
+        backend.synchronize()
+        best = min(best, (time.perf_counter() - start) / number)
+    return best
+
+
+def estimate(model, shape: tuple, devices: list[str]):
+    """The plan for one step of `model` at `shape` among `devices`."""
+    x = ember.randn(*shape)
+    return ember.plan(model, x, devices=devices)
+
+
+def accuracy(devices: list[str], names=("mlp", "cnn", "lstm", "tiny"), repeat: int = 5):
+    """[(workload, device, estimated s, measured s)]"""
+    rows = []
+    for name in names:
+        model, shape, classes = _accuracy_model(name)
+        plan = estimate(model, shape, devices)
+        for d in devices:
+            rows.append((name, d, plan.estimate(d).total_s,
+                         measure_step(model, shape, classes, d, repeat)))
+    return rows
+
+
+def grid(devices: list[str], widths=GRID_WIDTHS, batches=GRID_BATCHES, repeat: int = 5):
+    """[(width, batch, {device: measured s}, {device: estimated s}, chosen device)]"""
+    rows = []
+    for w in widths:
+        for b in batches:
+            ember.manual_seed(0)
+            model = _mlp(w)
+            plan = estimate(model, (b, 256), devices)
+            measured = {d: measure_step(model, (b, 256), 10, d, repeat) for d in devices}
+            rows.append((w, b, measured, {d: plan.estimate(d).total_s for d in devices},
+                         str(plan.device)))
+    return rows
+
+
+def grid_score(rows) -> tuple[float, float]:
+    """(share of cells where the choice is the measured fastest, worst slowdown ratio).
+    A choice within 5% of the fastest counts as the fastest (timing noise)."""
+    hits, worst = 0, 1.0
+    for _, _, measured, _, chosen in rows:
+        best = min(measured.values())
+        ratio = measured[chosen] / best
+        worst = max(worst, ratio)
+        hits += ratio <= 1.05
+    return hits / len(rows), worst
+
+
+def _ms(s: float) -> str:
+    return f"{s * 1e3:9.3f}"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--devices", default=None, help="comma-separated (default: every "
+                        "available device)")
+    parser.add_argument("--only", default="accuracy,grid")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    devices = args.devices.split(",") if args.devices else [str(d) for d in ember.devices()]
+    parts = args.only.split(",")
+    if "accuracy" in parts:
+        print(f"Estimated vs measured training step (ms), devices {', '.join(devices)}")
+        print(f"{'workload':8} {'device':11} {'estimate':>9} {'measured':>9} {'ratio':>6}")
+        for name, d, est, meas in accuracy(devices, repeat=args.repeat):
+            print(f"{name:8} {d:11} {_ms(est)} {_ms(meas)} {est / meas:6.2f}")
+        print()
+    if "grid" in parts:
+        rows = grid(devices, repeat=args.repeat)
+        print("Grid: MLP 256-W-W-10, training step (ms): measured / estimated per device")
+        head = f"{'width':>5} {'batch':>5} " + " ".join(f"{d:>21}" for d in devices)
+        print(head + f" {'fastest':>11} {'auto':>11} {'slowdown':>8}")
+        for w, b, measured, est, chosen in rows:
+            fastest = min(measured, key=measured.get)
+            cells = " ".join(f"{_ms(measured[d])} /{_ms(est[d])}" for d in devices)
+            print(f"{w:5d} {b:5d} {cells} {fastest:>11} {chosen:>11} "
+                  f"{measured[chosen] / measured[fastest]:8.2f}")
+        share, worst = grid_score(rows)
+        print(f"\n'auto' picked the measured fastest in {share:.0%} of {len(rows)} cells "
+              f"(goal >= 90%); worst slowdown {worst:.2f}x (goal <= 1.2x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""Calibration: measure a device's traits (`ember.core.traits.DeviceTraits`) in a few
+seconds, through ember's own dispatch, so the numbers include what every op pays on the
+host (argument checks, the result's Tensor, the backend's launch).
+
+Each figure is the best of a few timed rounds: on a busy machine the best round is the
+one least disturbed by other work. Under ten seconds for the devices found here (the CPU,
+OpenCL on PoCL, the example plugin); `ember devices --calibrate` runs it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ember.core import plugins, traits
+from ember.core.device import device as Device
+
+MATMUL_SIZES = (64, 256, 1024)
+ELEMENTWISE_SIZES = (1 << 16, 1 << 22)  # elements: an array in cache, and one far beyond
+TRANSFER_BYTES = 16 << 20
+ROUND_S = 0.04  # each timed round runs at least this long
+ROUNDS = 3
+
+
+def _best_time(fn: Callable[[], Any], sync: Callable[[], None], budget_s: float = 1.0) -> float:
+    """Seconds one call of `fn` takes: the best of `ROUNDS` rounds of repeated calls,
+    each at least `ROUND_S` long (waiting for the device at each round's end)."""
+    fn()
+    sync()
+    start = time.perf_counter()
+    fn()
+    sync()
+    once = max(time.perf_counter() - start, 1e-7)
+    reps = max(1, min(1000, int(ROUND_S / once)))
+    best = math.inf
+    spent = 0.0
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        sync()
+        elapsed = time.perf_counter() - start
+        best = min(best, elapsed / reps)
+        spent += elapsed
+        if spent > budget_s:
+            break
+    return best
+
+
+def _steps(device: Device) -> list[tuple[str, Callable[[dict], None]]]:
+    """The measurements of one device, each filling its part of a dict of results."""
+    import numpy as np
+
+    from ember.core.opdef import OPS
+    from ember.core.tensor import Tensor
+
+    backend = plugins.get_backend(device.type)
+    index = device.index or 0
+
+    def sync() -> None:
+        backend.synchronize(index)
+
+    def put(shape: tuple[int, ...]) -> Any:
+        rng = np.random.default_rng(0)
+        return Tensor._from_data(rng.standard_normal(shape, dtype=np.float32), device=device)
+
+    def launch(out: dict) -> None:
+        a, b = put((1,)), put((1,))
+        out["launch_s"] = _best_time(lambda: a + b, sync)
+
+    def matmul(out: dict) -> None:
+        rates = {}
+        for n in MATMUL_SIZES:
+            a, b = put((n, n)), put((n, n))
+            rates[n] = 2.0 * n ** 3 / _best_time(lambda a=a, b=b: a @ b, sync) / 1e9
+        out["matmul_gflops"] = rates
+
+    def elementwise(out: dict) -> None:
+        rates = {}
+        for n in ELEMENTWISE_SIZES:
+            a, b = put((n,)), put((n,))
+            moved = 3 * 4 * n  # two reads, one write
+            seconds = _best_time(lambda a=a, b=b: a + b, sync) - out.get("launch_s", 0.0)
+            rates[moved] = moved / max(seconds, 1e-9) / 1e9
+        out["elementwise_gbs"] = rates
+        a = put((1 << 20,))
+        flops = OPS["exp"].cost(a).flops  # what the cost model will charge an exp
+        out["vector_gflops"] = flops / _best_time(a.exp, sync) / 1e9
+
+    def transfers(out: dict) -> None:
+        if device.type == "cpu":  # the host's own memory: nothing to move
+            out["h2d_gbs"] = out["d2h_gbs"] = math.inf
+            return
+        host = np.ones(TRANSFER_BYTES // 4, np.float32)
+        buf = backend.from_numpy(host, index)
+        out["h2d_gbs"] = TRANSFER_BYTES / _best_time(
+            lambda: backend.from_numpy(host, index), sync, 0.5) / 1e9
+        out["d2h_gbs"] = TRANSFER_BYTES / _best_time(
+            lambda: backend.to_numpy(buf), sync, 0.5) / 1e9
+
+    return [("launch latency", launch), ("matmul GFLOP/s", matmul),
+            ("elementwise GB/s", elementwise), ("host<->device GB/s", transfers)]
+
+
+def measure(devices: list[Device], progress: bool = True) -> list[traits.DeviceTraits]:
+    """Measure each device's traits, with one tqdm progress bar over all the steps."""
+    from ember.core.grad_mode import no_grad
+
+    plans = [(d, _steps(d)) for d in devices]
+    total = sum(len(steps) for _, steps in plans)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, desc="ember: calibrating", unit="step", leave=False)
+    results = []
+    try:
+        with no_grad():
+            for device, steps in plans:
+                out: dict[str, Any] = {}
+                for label, step in steps:
+                    if bar is not None:
+                        bar.set_postfix_str(f"{device}: {label}")
+                    step(out)
+                    if bar is not None:
+                        bar.update(1)
+                results.append(traits.DeviceTraits(
+                    device=str(device), key=traits.device_key(device),
+                    memory_free=traits.free_memory(device), **out))
+    finally:
+        if bar is not None:
+            bar.close()
+    return results

@@ -1,0 +1,126 @@
+"""`ember.plan(model, example_inputs)`: where a model's step should run, and why."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ember.core import costmodel, scheduler
+from ember.core.device import device as Device
+from ember.core.scheduler import fmt_bytes, fmt_time
+from ember.scheduling.workload import Workload, from_parameters, record_step
+
+
+@dataclass
+class Plan:
+    """The scheduler's answer for one model step.
+
+    Attributes:
+        device: the device chosen (what `"auto"` now resolves to).
+        candidates: every device considered, fastest estimate first: each with its
+            estimate (`.estimate`: compute, memory traffic, launches, transfers, total)
+            and its free memory (`.memory_free`, bytes).
+        memory_needed: bytes the step needs on its device (parameters, gradients,
+            optimizer state, activations, inputs).
+        reasons: the decision in words.
+        workload: the ops recorded (`.works`), their FLOPs and bytes.
+    """
+
+    device: Device
+    candidates: list[scheduler.Option]
+    memory_needed: int
+    reasons: list[str]
+    workload: Workload
+    order: list[Device]
+
+    def estimate(self, device: Any) -> costmodel.Estimate:
+        """The estimate for one device."""
+        want = Device(device)
+        for o in self.candidates:
+            if o.device == want:
+                return o.estimate
+        raise KeyError(f"{want} was not a candidate of this plan (candidates: "
+                       f"{', '.join(str(o.device) for o in self.candidates)})")
+
+    def __str__(self) -> str:
+        w = self.workload
+        kind = "training step" if w.training else "forward pass"
+        lines = [f"Plan: run on {self.device}",
+                 f"  work: one {kind}: {len(w.works)} ops ({w.count('forward')} forward, "
+                 f"{w.count('backward')} backward, {w.count('optimizer')} optimizer), "
+                 f"{w.flops / 1e9:.3g} GFLOP, {fmt_bytes(w.bytes)} of memory traffic, "
+                 f"{fmt_bytes(w.input_bytes)} of inputs a step",
+                 f"  memory needed: {fmt_bytes(self.memory_needed)}", ""]
+        head = ["device", "estimate", "compute", "memory", "launches", "transfers",
+                "measured", "free memory", ""]
+        rows = []
+        for o in self.candidates:
+            e = o.estimate
+            note = "chosen" if o.device == self.device else (
+                "too small" if not o.fits else "not an accelerator" if not o.eligible else "")
+            if not o.measured_traits:
+                note = (note + ", default traits").lstrip(", ")
+            rows.append([str(o.device), fmt_time(e.total_s), fmt_time(e.compute_s),
+                         fmt_time(e.memory_s), f"{fmt_time(e.launch_s)} ({e.ops})",
+                         fmt_time(e.transfer_s),
+                         f"{fmt_time(e.measured_s)} ({e.measured_ops})" if e.measured_ops
+                         else "-", fmt_bytes(o.memory_free), note])
+        widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+        for row in [head] + rows:
+            lines.append("  " + "  ".join(c.ljust(n) for c, n in zip(row, widths)).rstrip())
+        lines.append("")
+        lines += [f"  - {r}" for r in self.reasons]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def plan(model: Any, example_inputs: Any, training: bool = True,
+         devices: list[Any] | None = None,
+         history: costmodel.History | None = None) -> Plan:
+    r"""Estimate one step of `model` on every device `"auto"` may choose, choose one, and
+    record the choice (every later `"auto"` resolves to it).
+
+    Args:
+        model (Module or callable): the model; it runs once at `example_inputs`, on its
+            own device, to record its ops (its weights are left unchanged).
+        example_inputs (Tensor or tuple): one batch, as the model is called with it.
+        training (bool): estimate a training step (forward, backward, optimizer update);
+            False: a forward pass. Default: True.
+        devices (list, optional): the devices to choose among. Default: every available
+            device is estimated and listed, and the choice is among those `"auto"` may
+            pick (the accelerators and the CPU).
+        history (History, optional): measured op times that replace the formula's
+            (default: the saved history, `ember.core.costmodel.History.load()`).
+
+    Returns:
+        Plan: the choice, every candidate's estimate with its breakdown, the memory
+        needed against the memory free, and the reasons. ``print(plan)`` shows it.
+    """
+    work = record_step(model, example_inputs, training)
+    return _plan(work, devices, history)
+
+
+def _plan(work: Workload, devices: list[Any] | None,
+          history: costmodel.History | None) -> Plan:
+    if devices is None:  # every available device is listed; "auto" chooses among some
+        eligible = scheduler.candidate_devices()
+        wanted = scheduler.candidate_devices(accelerators_only=False)
+    else:  # the caller's list: all of them may be chosen
+        eligible = wanted = [Device(d) for d in devices]
+    if history is None:
+        history = costmodel.History.load()
+    opts = scheduler.options(work.works, work.memory_bytes, work.input_bytes, wanted,
+                             work.source_device, eligible, history)
+    decision = scheduler.decide(opts, work.memory_bytes)
+    scheduler.record(decision.device, decision.order)
+    return Plan(decision.device, opts, work.memory_bytes, decision.reasons, work,
+                decision.order)
+
+
+def place_module(module: Any, convert: Any) -> Any:
+    """`module.to("auto")`: the recorded choice, else a plan from the module's parameters;
+    moved with `convert(device)`, falling back to the next device on out-of-memory."""
+    if scheduler.chosen() is None:
+        _plan(from_parameters(module), None, None)
+    return scheduler.with_fallback(convert)

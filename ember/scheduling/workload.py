@@ -1,0 +1,192 @@
+"""A model's step as a list of op calls with their declared costs (`Workload`).
+
+`record_step` runs one step at the example inputs' shapes, on the model's own device, and
+records every op that does work, forward and (for training) backward. It watches the op
+entries (`ember.core.interpose`, the profiler's interface), not the tracer: a trace
+deliberately runs the composites' decompositions (fused kernels off, so the graph can be
+replayed and exported), while a plan must count what a step really runs — a fused
+`linear` is one kernel, not a transpose and a matmul and an add.
+
+- An op call that makes no nested op call is one kernel: its declared cost counts.
+- A backward node whose formula ran as a fused kernel makes no op call: it is counted as
+  twice its forward op's cost (the usual ratio: a matmul's backward is two matmuls), named
+  "<op> backward". Every other backward op is recorded as it runs.
+- The optimizer is estimated, not run (running it would change the weights): SGD with
+  momentum, three list ops over the parameters, gradients and momentum buffers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import ember
+from ember.core import interpose
+from ember.core.costmodel import OpWork, op_cost, signature
+
+
+@dataclass
+class Workload:
+    """One step of a model: its ops, the bytes it brings from the host each step, and the
+    memory it needs."""
+
+    works: list[OpWork]
+    input_bytes: int  # the example inputs: moved to the device every step
+    param_bytes: int  # parameters and buffers: moved once
+    memory_bytes: int  # parameters, gradients, optimizer state, activations
+    training: bool
+    source_device: str  # where the model's tensors are now
+
+    @property
+    def flops(self) -> float:
+        return sum(w.flops for w in self.works)
+
+    @property
+    def bytes(self) -> float:
+        return sum(w.bytes for w in self.works)
+
+    def count(self, phase: str) -> int:
+        return sum(1 for w in self.works if w.phase == phase)
+
+
+@dataclass
+class _Frame:
+    op: str
+    args: tuple
+    kwargs: dict
+    nested: int = 0
+
+
+@dataclass
+class _Recorder:
+    phase: str = "forward"
+    works: list[OpWork] = field(default_factory=list)
+    stack: list[_Frame] = field(default_factory=list)
+    by_node: dict[int, OpWork] = field(default_factory=dict)  # id(grad_fn) -> forward op
+    nodes: list[Any] = field(default_factory=list)  # keeps grad_fns alive: ids stay unique
+    activation_bytes: int = 0
+
+    def op_hook(self, op: Any, name: str, call: Callable[[tuple, dict], Any], args: tuple,
+                kwargs: dict) -> Any:
+        if self.stack:
+            self.stack[-1].nested += 1
+        frame = _Frame(op.name, args, kwargs)
+        self.stack.append(frame)
+        try:
+            out = call(args, kwargs)
+        finally:
+            self.stack.pop()
+        if frame.nested == 0:  # it ran as one kernel
+            cost = op_cost(op.name, args, kwargs)
+            work = OpWork(op.name, signature(args), cost.flops, cost.bytes, self.phase)
+            self.works.append(work)
+            first = out[0] if isinstance(out, (tuple, list)) and out else out
+            if self.phase == "forward" and isinstance(first, ember.Tensor):
+                self.activation_bytes += first.numel() * first.element_size()
+                node = first.grad_fn
+                if node is not None:
+                    self.by_node[id(node)] = work
+                    self.nodes.append(node)
+        return out
+
+    def node_hook(self, node: Any, run: Callable[[], Any]) -> Any:
+        before = len(self.works)
+        self.stack.append(_Frame(node.name(), (), {}))
+        try:
+            result = run()
+        finally:
+            frame = self.stack.pop()
+        forward = self.by_node.get(id(node))
+        if frame.nested == 0 and len(self.works) == before and forward is not None:
+            self.works.append(OpWork(f"{forward.op} backward", forward.signature,
+                                     2 * forward.flops, 2 * forward.bytes, "backward"))
+        return result
+
+
+def _tensors(x: Any) -> list:
+    if isinstance(x, ember.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for v in x for t in _tensors(v)]
+    if isinstance(x, dict):
+        return [t for v in x.values() for t in _tensors(v)]
+    return []
+
+
+def _nbytes(t: Any) -> int:
+    return t.numel() * t.element_size()
+
+
+def optimizer_works(params: list) -> list[OpWork]:
+    """SGD with momentum's update as three list ops (`buf = m*buf + g`, `p -= lr*buf`,
+    and zeroing the gradients), each reading and writing the lists it touches."""
+    if not params:
+        return []
+    numel = sum(p.numel() for p in params)
+    nbytes = sum(_nbytes(p) for p in params)
+    sig = f"{len(params)} tensors, {numel} elements"
+    return [OpWork("_foreach_add_", sig, 2.0 * numel, 3.0 * nbytes, "optimizer"),
+            OpWork("_foreach_add_", sig, 2.0 * numel, 3.0 * nbytes, "optimizer"),
+            OpWork("_foreach_zero_", sig, 0.0, float(nbytes), "optimizer")]
+
+
+def record_step(model: Callable[..., Any], example_inputs: Any,
+                training: bool = True) -> Workload:
+    """Run one step of `model` at `example_inputs` and record what it does (see the
+    module's doc). The model's weights and gradients are left as they were."""
+    inputs = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
+    tensors_in = _tensors(inputs)
+    params = list(model.parameters()) if hasattr(model, "parameters") else []
+    trainable = [p for p in params if p.requires_grad]
+    buffers = list(model.buffers()) if hasattr(model, "buffers") else []
+    state = [t.detach().clone() for t in buffers]  # batch norm's running stats move
+    rec = _Recorder()
+    interpose.install(rec.op_hook, -10)  # outside the profiler and autocast
+    interpose.install_backward(rec.node_hook)
+    try:
+        with ember.enable_grad() if training else ember.no_grad():
+            out = model(*inputs)
+            outs = [t for t in _tensors(out) if t.is_floating_point()]
+            if training and trainable and outs:
+                loss = outs[0].sum()
+                for t in outs[1:]:
+                    loss = loss + t.sum()
+                rec.phase = "backward"
+                ember.autograd.grad(loss, trainable, allow_unused=True)
+    finally:
+        interpose.remove(rec.op_hook)
+        interpose.remove_backward(rec.node_hook)
+        with ember.no_grad():
+            for t, saved in zip(buffers, state):
+                t.copy_(saved)
+    works = rec.works + (optimizer_works(trainable) if training else [])
+    param_bytes = sum(_nbytes(p) for p in params) + sum(_nbytes(b) for b in buffers)
+    grad_state = 2 * sum(_nbytes(p) for p in trainable) if training else 0  # grads, momentum
+    # training keeps every activation for the backward; inference about two at a time
+    acts = rec.activation_bytes if training else 2 * max([_nbytes(t) for t in outs] + [0])
+    memory = param_bytes + grad_state + acts + sum(_nbytes(t) for t in tensors_in)
+    source = str(params[0].device) if params else (
+        str(tensors_in[0].device) if tensors_in else "cpu")
+    return Workload(works, sum(_nbytes(t) for t in tensors_in), param_bytes, int(memory),
+                    training, source)
+
+
+def from_parameters(model: Any, batch: int = 32) -> Workload:
+    """A rough step of `model` without example inputs (`model.to("auto")` with no plan):
+    2 FLOPs per parameter per sample forward, twice that backward, over `batch` samples;
+    each parameter tensor read by one op forward and two backward."""
+    params = list(model.parameters())
+    numel = sum(p.numel() for p in params)
+    nbytes = sum(_nbytes(p) for p in params)
+    works = []
+    for p in params:
+        n, b = p.numel(), _nbytes(p)
+        sig = f"parameter {list(p.shape)}"
+        works.append(OpWork("matmul", sig, 2.0 * n * batch, 2.0 * b, "forward"))
+        works.append(OpWork("matmul", sig, 4.0 * n * batch, 4.0 * b, "backward"))
+    works += optimizer_works(params)
+    activations = int(math.sqrt(max(numel, 1)) * batch * 4 * max(len(params), 1))
+    return Workload(works, 0, nbytes, 3 * nbytes + activations, True,
+                    str(params[0].device) if params else "cpu")
