@@ -8,6 +8,30 @@ import pytest
 pytest_plugins = ["ember.testing.plugin"]
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _trait_cache(tmp_path_factory):
+    """The scheduler's device-trait cache in a folder of this session (inherited by the
+    subprocesses tests start): tests never read or write the user's cache, and a device is
+    calibrated at most once a session."""
+    saved = os.environ.get("EMBER_CACHE_DIR")
+    os.environ["EMBER_CACHE_DIR"] = str(tmp_path_factory.mktemp("ember-cache"))
+    yield
+    if saved is None:
+        os.environ.pop("EMBER_CACHE_DIR", None)
+    else:
+        os.environ["EMBER_CACHE_DIR"] = saved
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `long` (measured soak runs) run only with EMBER_LONG_TESTS=1."""
+    if os.environ.get("EMBER_LONG_TESTS", "0") not in ("", "0"):
+        return
+    skip = pytest.mark.skip(reason="a long measured run: set EMBER_LONG_TESTS=1")
+    for item in items:
+        if "long" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture
 def clean_env(monkeypatch):
     """Clear ember's switches so a test starts from the defaults."""

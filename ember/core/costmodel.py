@@ -3,7 +3,7 @@
     time(op) = launch + max(FLOPs / rate, bytes / bandwidth)
 
 `launch` is the measured end-to-end time of a tiny op (ember's dispatch plus the
-device's launch); `rate` is the matmul rate at that op's FLOPs for the BLAS-like ops
+device's launch, plus recording its autograd node when the op records one); `rate` is the matmul rate at that op's FLOPs for the BLAS-like ops
 (matmul, and any op doing more than `BLAS_INTENSITY` FLOPs a byte: linear, convolution)
 and the elementwise FLOP rate for the rest;
 `bandwidth` the elementwise bandwidth at that many bytes. The larger of the two terms
@@ -62,6 +62,7 @@ class OpWork:
     flops: float
     bytes: float
     phase: str = "forward"  # "forward", "backward" or "optimizer"
+    records_grad: bool = False  # autograd records a node for it (training's forward)
 
 
 BLAS_INTENSITY = 4.0
@@ -97,9 +98,10 @@ def estimate_op(work: OpWork, t: traits.DeviceTraits, history: History | None = 
     rate = t.matmul_rate(work.flops) if is_blas(work) else t.vector_gflops * 1e9
     compute = work.flops / rate
     memory = work.bytes / t.bandwidth(work.bytes) if work.bytes else 0.0
+    launch = t.launch_s + (t.record_s if work.records_grad else 0.0)
     if compute >= memory:
-        return Estimate(compute_s=compute, launch_s=t.launch_s, ops=1)
-    return Estimate(memory_s=memory, launch_s=t.launch_s, ops=1)
+        return Estimate(compute_s=compute, launch_s=launch, ops=1)
+    return Estimate(memory_s=memory, launch_s=launch, ops=1)
 
 
 def estimate(works: list[OpWork], t: traits.DeviceTraits, transfer_bytes: float = 0.0,
@@ -108,7 +110,7 @@ def estimate(works: list[OpWork], t: traits.DeviceTraits, transfer_bytes: float 
     total = Estimate(transfer_s=t.transfer_s(transfer_bytes))
     cache: dict[tuple[str, str, str], Estimate] = {}
     for w in works:
-        key = (w.op, w.signature, w.phase)
+        key = (w.op, w.signature, w.records_grad)
         one = cache.get(key)
         if one is None:
             one = cache[key] = estimate_op(w, t, history)

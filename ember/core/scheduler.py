@@ -194,6 +194,11 @@ def choose(works: list[costmodel.OpWork], memory_needed: int, input_bytes: int =
            source: str = "cpu") -> Decision:
     """Decide where `works` run among the devices `"auto"` may choose, and record it."""
     devices = candidate_devices()
+    if len(devices) == 1:  # nothing to compare (the CPU alone): nothing to measure
+        decision = Decision(devices[0], [], ["the only device 'auto' may choose"],
+                            devices)
+        record(decision.device, decision.order)
+        return decision
     decision = decide(options(works, memory_needed, input_bytes, devices, source),
                       memory_needed)
     record(decision.device, decision.order)

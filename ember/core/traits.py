@@ -38,6 +38,7 @@ class DeviceTraits:
         device: the device string (`"cpu"`, `"opencl:0"`).
         key: the device's name and driver; the cache entry is valid only for this key.
         launch_s: seconds one tiny op takes, end to end through ember's dispatch.
+        record_s: the extra seconds an op pays while autograd records it (its node).
         matmul_gflops: square matmul size n -> measured float32 GFLOP/s.
         vector_gflops: FLOP/s of elementwise arithmetic (a transcendental op), GFLOP/s.
         elementwise_gbs: bytes size -> measured GB/s of an elementwise op (reads + write).
@@ -49,6 +50,7 @@ class DeviceTraits:
     device: str
     key: str
     launch_s: float
+    record_s: float
     matmul_gflops: dict[int, float]
     vector_gflops: float
     elementwise_gbs: dict[int, float]
@@ -90,6 +92,7 @@ class DeviceTraits:
             if d.get("format") != FORMAT:
                 raise ValueError(f"format {d.get('format')!r}, expected {FORMAT}")
             t = cls(device=str(d["device"]), key=str(d["key"]), launch_s=float(d["launch_s"]),
+                    record_s=float(d["record_s"]),
                     matmul_gflops={int(k): float(v) for k, v in d["matmul_gflops"].items()},
                     vector_gflops=float(d["vector_gflops"]),
                     elementwise_gbs={int(k): float(v) for k, v in d["elementwise_gbs"].items()},
@@ -99,6 +102,8 @@ class DeviceTraits:
                     measured=bool(d["measured"]), measured_at=float(d["measured_at"]))
         except (KeyError, TypeError, AttributeError) as err:
             raise ValueError(f"missing or mistyped field: {err}") from None
+        if t.record_s < 0 or math.isnan(t.record_s):
+            raise ValueError("record_s is negative or NaN")
         rates = [t.launch_s, t.vector_gflops, t.h2d_gbs, t.d2h_gbs,
                  *t.matmul_gflops.values(), *t.elementwise_gbs.values()]
         if not t.matmul_gflops or not t.elementwise_gbs or \
@@ -128,11 +133,11 @@ def default_traits(device: Device, key: str = "", memory_free: int | None = None
     """Modest guesses: a 2-core CPU, and an accelerator that is faster at large work and
     slower to start an op. `peak_gflops` (a backend's own figure) replaces the guess."""
     if device.type == "cpu":
-        return DeviceTraits(str(device), key, 15e-6, {64: 10.0, 256: 50.0, 1024: 100.0}, 1.0,
+        return DeviceTraits(str(device), key, 15e-6, 15e-6, {64: 10.0, 256: 50.0, 1024: 100.0}, 1.0,
                             {1 << 20: 20.0, 1 << 26: 8.0}, math.inf, math.inf, memory_free,
                             measured=False)
     peak = peak_gflops or 1000.0
-    return DeviceTraits(str(device), key, 30e-6,
+    return DeviceTraits(str(device), key, 30e-6, 15e-6,
                         {64: peak / 100, 256: peak / 10, 1024: peak / 2}, peak / 50,
                         {1 << 20: 50.0, 1 << 26: 200.0}, 8.0, 8.0, memory_free,
                         measured=False)

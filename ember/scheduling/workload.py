@@ -80,15 +80,16 @@ class _Recorder:
             self.stack.pop()
         if frame.nested == 0:  # it ran as one kernel
             cost = op_cost(op.name, args, kwargs)
-            work = OpWork(op.name, signature(args), cost.flops, cost.bytes, self.phase)
-            self.works.append(work)
             first = out[0] if isinstance(out, (tuple, list)) and out else out
+            node = first.grad_fn if isinstance(first, ember.Tensor) else None
+            work = OpWork(op.name, signature(args), cost.flops, cost.bytes, self.phase,
+                          records_grad=node is not None)
+            self.works.append(work)
             if self.phase == "forward" and isinstance(first, ember.Tensor):
                 self.activation_bytes += first.numel() * first.element_size()
-                node = first.grad_fn
-                if node is not None:
-                    self.by_node[id(node)] = work
-                    self.nodes.append(node)
+            if node is not None:
+                self.by_node[id(node)] = work
+                self.nodes.append(node)
         return out
 
     def node_hook(self, node: Any, run: Callable[[], Any]) -> Any:

@@ -1,0 +1,420 @@
+"""The scheduler: device traits and their cache, the cost model, the decision rules (with
+given traits), `ember.plan`, `device="auto"`, and `ember devices --calibrate/--explain`.
+
+Real calibration runs at most once a session (`calibrated`); the decision rules use given
+traits. The measured-accuracy checks (estimate within 2x of measured steps; the grid) are
+in `test_plan_matches_measurements_long`, which runs only with EMBER_LONG_TESTS=1, and in
+benchmarks/bench_scheduler.py.
+"""
+
+import json
+import math
+import os
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+from ember import nn
+from ember.core import costmodel, scheduler, traits
+from ember.core.costmodel import OpWork
+from ember.core.device import device as Device
+
+ALL_DEVICES = [str(d) for d in ember.devices()]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_choice():
+    """Each test starts with no recorded choice and no remembered traits."""
+    scheduler.forget()
+    traits.forget()
+    yield
+    scheduler.forget()
+    traits.forget()
+    ember.set_default_device(None)
+
+
+@pytest.fixture(scope="session")
+def calibrated():
+    """Every device here measured once for the session (a few seconds)."""
+    devices = [Device(d) for d in ALL_DEVICES]
+    return {t.device: t for t in traits.measure_and_save(devices, progress=False)}
+
+
+def given(device, launch=10e-6, matmul=100.0, bw=20.0, h2d=math.inf, memory=1 << 34,
+          vector=None):
+    """Given traits (GFLOP/s, GB/s), remembered for `device` in this process."""
+    t = traits.DeviceTraits(str(device), "given", launch, 0.0, {64: matmul, 1024: matmul},
+                            vector or matmul / 10, {1 << 10: bw, 1 << 30: bw}, h2d, h2d,
+                            memory, measured=True)
+    traits.remember(t)
+    return t
+
+
+CPU, GPU = Device("cpu"), Device("fastgpu", 0)
+
+
+def small_work(n_ops=40):
+    return [OpWork("add", "f32[64]", 64.0, 768.0) for _ in range(n_ops)]
+
+
+def large_work():
+    n = 4096
+    return [OpWork("matmul", f"f32[{n},{n}]x2", 2.0 * n ** 3, 3 * 4.0 * n * n)] * 3
+
+
+def decide(works, memory=1 << 20, input_bytes=0):
+    opts = scheduler.options(works, memory, input_bytes, [CPU, GPU])
+    return scheduler.decide(opts, memory)
+
+
+# -- the decision rules, with given traits ---------------------------------------------
+
+def test_small_work_stays_on_the_cpu():
+    given(CPU, launch=5e-6, matmul=100)
+    given(GPU, launch=20e-6, matmul=50_000, bw=2000, h2d=20)
+    d = decide(small_work())
+    assert d.device == CPU
+    assert any("small work stays on the CPU" in r and "fastgpu:0" in r for r in d.reasons)
+    gpu = next(o for o in d.options if o.device == GPU)
+    assert gpu.estimate.launch_s == pytest.approx(40 * 20e-6)
+
+
+def test_large_work_goes_to_the_fastest_device():
+    given(CPU, launch=5e-6, matmul=100)
+    given(GPU, launch=20e-6, matmul=50_000, bw=2000, h2d=20)
+    d = decide(large_work())
+    assert d.device == GPU and d.order == [GPU, CPU]
+    cpu = next(o for o in d.options if o.device == CPU)
+    assert cpu.estimate.compute_s == pytest.approx(3 * 2 * 4096 ** 3 / 100e9)
+    assert any("estimated" in r and "faster than the CPU" in r for r in d.reasons)
+
+
+def test_fast_gpu_with_little_memory_is_passed_over():
+    given(CPU, launch=5e-6, matmul=100)
+    given(GPU, launch=20e-6, matmul=50_000, bw=2000, h2d=20, memory=1 << 30)
+    d = decide(large_work(), memory=4 << 30)
+    assert d.device == CPU
+    assert any("fastgpu:0 cannot hold the work: it needs 4.0 GiB, 1.0 GiB free" in r
+               for r in d.reasons)
+    assert not next(o for o in d.options if o.device == GPU).fits
+
+
+def test_transfers_can_outweigh_faster_compute():
+    given(CPU, launch=5e-6, matmul=100, bw=20)
+    given(GPU, launch=5e-6, matmul=50_000, bw=2000, h2d=1.0)  # a slow link
+    works = [OpWork("matmul", "m", 2e9, 1e6)]  # 20 ms on the CPU
+    assert decide(works, input_bytes=0).device == GPU
+    d = decide(works, input_bytes=100_000_000)  # 100 ms to move the inputs each step
+    assert d.device == CPU
+    gpu = next(o for o in d.options if o.device == GPU)
+    assert gpu.estimate.transfer_s == pytest.approx(0.1)
+    assert next(o for o in d.options if o.device == CPU).estimate.transfer_s == 0
+
+
+def test_a_device_must_beat_the_cpu_by_the_margin():
+    given(CPU, launch=10e-6, matmul=100)
+    given(GPU, launch=10e-6, matmul=105)  # 5% faster at matmuls: not worth moving
+    d = decide(large_work())
+    assert d.device == CPU
+    assert any(f"less than {scheduler.MARGIN}x" in r for r in d.reasons)
+
+
+def test_cost_model_formula():
+    t = given(CPU, launch=1e-5, matmul=100, bw=10, vector=2)
+    mm = costmodel.estimate_op(OpWork("matmul", "", 1e9, 1e6), t)  # compute-bound
+    assert (mm.compute_s, mm.memory_s, mm.launch_s) == pytest.approx((1e-2, 0, 1e-5))
+    add = costmodel.estimate_op(OpWork("add", "", 1e6, 12e6), t)  # memory-bound
+    assert (add.compute_s, add.memory_s) == pytest.approx((0, 12e6 / 10e9))
+    exp = costmodel.estimate_op(OpWork("exp", "", 8e9, 8e9), t)  # 1 FLOP a byte: elementwise
+    assert exp.compute_s == pytest.approx(8e9 / 2e9)
+    linear = costmodel.estimate_op(OpWork("linear", "", 2e9, 1e6), t)  # BLAS by intensity
+    assert linear.compute_s == pytest.approx(2e9 / 100e9)
+
+
+def test_history_replaces_the_formula_once_measured_enough():
+    t = given(CPU, launch=1e-5, matmul=100)
+    h = costmodel.History()
+    w = OpWork("matmul", "f32[8,8],f32[8,8]", 1024.0, 768.0)
+    for seconds in (3e-3, 1e-3):
+        h.record(w.op, w.signature, "cpu", seconds)
+    assert costmodel.estimate_op(w, t, h).measured_ops == 0  # two samples: not yet
+    h.record(w.op, w.signature, "cpu", 2e-3)
+    e = costmodel.estimate_op(w, t, h)
+    assert (e.measured_ops, e.measured_s, e.total_s) == (1, 2e-3, 2e-3)
+    h.save()
+    assert costmodel.History.load().lookup(w.op, w.signature, "cpu") == 2e-3
+    costmodel.History.path().write_text("{not json")
+    assert len(costmodel.History.load()) == 0  # a corrupt history is dropped
+
+
+def test_out_of_memory_falls_back_with_a_warning_naming_both():
+    tried = []
+
+    def place(device):
+        tried.append(str(device))
+        if device == GPU:
+            raise MemoryError("out of memory allocating 4.0 GiB")
+        return device
+
+    scheduler.record(GPU, [GPU, CPU])
+    with pytest.warns(ResourceWarning, match=r"out of memory on fastgpu:0 .*falls back to cpu"):
+        assert scheduler.with_fallback(place) == CPU
+    assert tried == ["fastgpu:0", "cpu"]
+    assert scheduler.chosen() == CPU  # the program now agrees with the fallback
+
+    def fails(device):
+        raise ValueError("not a memory problem")
+    with pytest.raises(ValueError, match="not a memory problem"):
+        scheduler.with_fallback(fails)
+
+
+def test_is_out_of_memory_recognises_device_errors():
+    class OutOfMemoryError(Exception):
+        pass
+    assert scheduler.is_out_of_memory(MemoryError())
+    assert scheduler.is_out_of_memory(OutOfMemoryError("Out of memory allocating 1 bytes"))
+    assert scheduler.is_out_of_memory(RuntimeError("clEnqueue: MEM_OBJECT_ALLOCATION_FAILURE"))
+    assert not scheduler.is_out_of_memory(RuntimeError("shape mismatch"))
+
+
+# -- the trait cache --------------------------------------------------------------------
+
+def test_traits_round_trip_and_reject_nonsense():
+    t = given(GPU, launch=2e-5, h2d=12.5)
+    assert traits.DeviceTraits.from_json(json.loads(json.dumps(t.to_json()))) == t
+    cpu = given(CPU)
+    assert math.isinf(traits.DeviceTraits.from_json(cpu.to_json()).h2d_gbs)
+    for bad in ({**t.to_json(), "launch_s": -1.0}, {**t.to_json(), "format": 99},
+                {k: v for k, v in t.to_json().items() if k != "matmul_gflops"},
+                {**t.to_json(), "elementwise_gbs": {}}):
+        with pytest.raises(ValueError):
+            traits.DeviceTraits.from_json(bad)
+
+
+def test_matmul_rate_interpolates_between_measured_sizes():
+    t = traits.DeviceTraits("cpu", "k", 1e-6, 0.0, {64: 10.0, 1024: 100.0}, 1.0, {1: 1.0},
+                            math.inf, math.inf, None)
+    assert t.matmul_rate(2.0 * 64 ** 3) == pytest.approx(10e9)
+    assert t.matmul_rate(2.0 * 1024 ** 3) == pytest.approx(100e9)
+    assert t.matmul_rate(1.0) == pytest.approx(10e9)  # flat beyond the ends
+    mid = t.matmul_rate(2.0 * 256 ** 3)
+    assert 10e9 < mid < 100e9
+
+
+def test_calibration_measures_every_device_and_caches_it(calibrated):
+    assert set(calibrated) == set(ALL_DEVICES)
+    for name, t in calibrated.items():
+        assert t.measured and t.key == traits.device_key(Device(name))
+        assert 0 < t.launch_s < 0.1 and all(g > 0 for g in t.matmul_gflops.values())
+        assert sorted(t.matmul_gflops) == list(traits_sizes())
+        on_disk = json.loads(traits.cache_file(Device(name)).read_text())
+        assert on_disk["key"] == t.key and on_disk["format"] == traits.FORMAT
+    assert math.isinf(calibrated["cpu"].h2d_gbs)
+    if "opencl:0" in calibrated:
+        assert 0 < calibrated["opencl:0"].h2d_gbs < math.inf
+    traits.forget()
+    assert traits.get("cpu", calibrate=False).launch_s == calibrated["cpu"].launch_s
+
+
+def traits_sizes():
+    from ember.core import calibration
+    return calibration.MATMUL_SIZES
+
+
+def test_a_corrupt_cache_is_measured_again(calibrated):
+    path = traits.cache_file(CPU)
+    good = path.read_text()
+    try:
+        path.write_text('{"format": 1, "device": "cpu", "launch_s": "fast"')
+        with pytest.warns(UserWarning, match=r"trait cache .* is corrupt .*measuring cpu again"):
+            t = traits.get("cpu", progress=False)
+        assert t.measured and json.loads(path.read_text())["key"] == t.key  # rewritten
+        # another device or driver under the same name: not trusted either
+        path.write_text(json.dumps({**json.loads(good), "key": "cpu: another CPU"}))
+        assert traits.load(CPU) is None
+    finally:
+        path.write_text(good)
+
+
+def test_unwritable_cache_uses_defaults_and_says_so_once(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(blocker / "cache"))  # cannot be created
+    with pytest.warns(UserWarning, match="cannot write the device-trait cache") as caught:
+        t = traits.get("cpu")
+    assert not t.measured and len(caught) == 1
+    traits._memo.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once: not again
+        assert not traits.get("cpu").measured
+
+
+# -- ember.plan on the devices here ----------------------------------------------------
+
+def _mlp():
+    ember.manual_seed(0)
+    return nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10))
+
+
+def test_plan_estimates_every_device_and_explains(calibrated):
+    model = _mlp()
+    x = ember.randn(16, 32)
+    before = [p.detach().clone() for p in model.parameters()]
+    plan = ember.plan(model, x, devices=ALL_DEVICES)
+    assert isinstance(plan, ember.Plan)
+    assert {str(o.device) for o in plan.candidates} == set(ALL_DEVICES)
+    totals = [o.estimate.total_s for o in plan.candidates]
+    assert totals == sorted(totals) and all(s > 0 for s in totals)
+    w = plan.workload
+    # forward: 2 linear + relu (+ the sum standing for the loss); backward: fused linear
+    # backward x2, relu backward, and the loss's gradient; optimizer: 3 list ops
+    assert [x.op for x in w.works if x.phase == "forward"] == ["linear", "relu", "linear",
+                                                                "sum"]
+    assert w.count("backward") >= 3 and w.count("optimizer") == 3
+    flops = 2 * 16 * (32 * 64 + 64 * 10)
+    assert flops < w.flops < 5 * flops
+    params = sum(p.numel() * 4 for p in model.parameters())
+    assert plan.memory_needed >= 3 * params + x.numel() * 4
+    for o in plan.candidates:
+        assert o.estimate.ops == len(w.works)
+        assert (o.estimate.transfer_s > 0) == (o.device.type != "cpu")
+    # the model was not changed: weights as before, no gradients left behind
+    assert all(np.array_equal(a.numpy(), b.detach().numpy()) for a, b in zip(before,
+                                                                     model.parameters()))
+    assert all(p.grad is None for p in model.parameters())
+    text = str(plan)
+    assert text.startswith(f"Plan: run on {plan.device}")
+    for word in ("estimate", "compute", "memory", "launches", "transfers", "free memory",
+                 "chosen", "memory needed"):
+        assert word in text
+    assert plan.reasons and all(r in text for r in plan.reasons)
+    with pytest.raises(KeyError, match="cuda:3 was not a candidate"):
+        plan.estimate("cuda:3")
+
+
+def test_plan_for_inference_records_no_backward(calibrated):
+    plan = ember.plan(_mlp(), ember.randn(4, 32), training=False, devices=["cpu"])
+    assert plan.workload.count("backward") == plan.workload.count("optimizer") == 0
+    assert plan.device == CPU
+
+
+def test_the_choice_is_recorded_and_auto_agrees(calibrated):
+    given(CPU, launch=5e-6, matmul=100)
+    given(Device("countdev", 0), launch=1e-6, matmul=100_000, bw=1000, h2d=1000)
+    plan = ember.plan(_mlp(), ember.randn(256, 32), devices=["cpu", "countdev:0"])
+    assert plan.device == Device("countdev", 0) and scheduler.chosen() == plan.device
+    assert ember.zeros(3, device="auto").device == plan.device
+    model = _mlp().to("auto")
+    assert all(p.device == plan.device for p in model.parameters())
+    ember.set_default_device("auto")
+    assert ember.randn(2, 2).device == plan.device
+    assert ember.get_default_device() == plan.device
+
+
+def test_auto_without_a_plan(calibrated):
+    # here "auto" may choose only the CPU (PoCL is a CPU device; countdev no accelerator)
+    only_cpu = scheduler.candidate_devices() == [CPU]
+    t = ember.ones(1000, 1000, device="auto")
+    assert t.device == scheduler.chosen()
+    if only_cpu:
+        assert t.device == CPU
+    m = _mlp().to("auto")
+    assert next(m.parameters()).device == t.device  # the program agrees with the choice
+
+
+def test_model_to_auto_falls_back_when_the_device_runs_out_of_memory(calibrated):
+    """A real backend whose memory is too small for the model: moving it there fails, and
+    ember moves it to the next device instead, saying so."""
+    from ember.backends.cpu import CPUBackend
+    from ember.core import plugins
+
+    class TinyMemory(CPUBackend):
+        name = "tinymem"
+        is_accelerator = True
+
+        def from_numpy(self, array, device):
+            if array.nbytes > 1024:
+                raise MemoryError(f"tinymem: out of memory allocating {array.nbytes} bytes")
+            return np.array(array, copy=True)
+
+    backend = TinyMemory()
+    backend.kernels = dict(plugins.get_backend("cpu").kernels)
+    plugins.registry.backends["tinymem"] = backend
+    try:
+        given(CPU, launch=5e-6, matmul=100)
+        given(Device("tinymem", 0), launch=1e-6, matmul=100_000, bw=1000, h2d=1000)
+        model = _mlp()
+        with pytest.warns(ResourceWarning, match=r"out of memory on tinymem:0 .*falls back "
+                                                 r"to cpu"):
+            model.to("auto")
+        assert all(p.device == CPU for p in model.parameters())
+        assert scheduler.chosen() == CPU
+        assert ember.zeros(2, device="auto").device == CPU
+    finally:
+        del plugins.registry.backends["tinymem"]
+
+
+def test_plan_estimate_is_in_the_right_range_on_the_cpu(calibrated):
+    """A coarse check that runs everywhere: the estimate of a real step is within 20x of
+    its measured time on the CPU (the machine may be loaded; the 2x check is the long
+    test's). It catches unit slips and missing phases."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+    import bench_scheduler as bench
+
+    model = _mlp()
+    estimate = ember.plan(model, ember.randn(64, 32), devices=["cpu"]).estimate("cpu").total_s
+    measured = bench.measure_step(model, (64, 32), 10, "cpu", repeat=3, budget_s=0.2)
+    assert measured / 20 < estimate < measured * 20
+
+
+@pytest.mark.long
+def test_plan_matches_measurements_long(calibrated):
+    """The issue's measured goals, on every device here: the estimate within 2x of the
+    measured step for the MLP, CNN, LSTM and tiny MLP; and on the 12-cell grid, "auto"
+    picks the measured fastest in >= 90% of the cells, never > 1.2x slower."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+    import bench_scheduler as bench
+
+    off = [(name, d, est, meas) for name, d, est, meas in bench.accuracy(ALL_DEVICES)
+           if not meas / 2 <= est <= meas * 2]
+    assert not off, f"estimates off by more than 2x: {off}"
+    rows = bench.grid(ALL_DEVICES)
+    share, worst = bench.grid_score(rows)
+    assert len(rows) >= 12 and share >= 0.9 and worst <= 1.2, (share, worst, rows)
+
+
+# -- the command line -------------------------------------------------------------------
+
+def test_cli_explain_prints_the_plan(calibrated, tmp_path, capsys):
+    from ember import cli
+
+    spec = tmp_path / "models.py"
+    spec.write_text("import ember.nn as nn\n\ndef mlp():\n"
+                    "    return nn.Sequential(nn.Linear(20, 30), nn.ReLU(), nn.Linear(30, 5))\n")
+    assert cli.main(["devices", "--explain", f"{spec}:mlp", "--input-shape", "8,20"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Plan: run on ") and "training step" in out
+    assert cli.main(["devices", "--explain", f"{spec}:mlp", "--input-shape", "8,20",
+                     "--inference"]) == 0
+    assert "forward pass" in capsys.readouterr().out
+    assert cli.main(["devices", "--explain", f"{spec}:mlp"]) == 2
+    assert "needs --input-shape" in capsys.readouterr().err
+    assert cli.main(["devices", "--explain", f"{spec}:mlp", "--input-shape", "8,x"]) == 2
+    assert "'x' is not an integer" in capsys.readouterr().err
+    assert cli.main(["devices", "--explain", f"{spec}:mlp", "--input-shape", "8,21"]) == 1
+    err = capsys.readouterr().err
+    assert "running Sequential on an input of shape [8, 21] failed" in err
+
+
+def test_cli_devices_shows_traits(calibrated, capsys):
+    from ember import cli
+
+    assert cli.main(["devices"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("traits: op latency") == len(ALL_DEVICES)
+    assert "matmul GFLOP/s" in out and "elementwise GB/s" in out
+    assert cli.main(["devices", "--explain"]) == 0
+    assert "device='auto'" in capsys.readouterr().out
