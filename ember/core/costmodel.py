@@ -2,12 +2,12 @@
 
     time(op) = launch + max(FLOPs / rate, bytes / bandwidth)
 
-`launch` is the measured end-to-end time of a tiny op (ember's dispatch plus the
-device's launch, plus recording its autograd node when the op records one); `rate` is the matmul rate at that op's FLOPs for the BLAS-like ops
-(matmul, and any op doing more than `BLAS_INTENSITY` FLOPs a byte: linear, convolution)
-and the elementwise FLOP rate for the rest;
-`bandwidth` the elementwise bandwidth at that many bytes. The larger of the two terms
-goes to the estimate's "compute" or "memory" part. Moving data that is not on the
+`launch` is the measured end-to-end time of a tiny op: ember's dispatch, the device's
+launch, and recording its autograd node when the op records one. `rate` is the matmul
+rate at that op's FLOPs for the BLAS-like ops (matmul, and any op doing more than
+`BLAS_INTENSITY` FLOPs a byte: linear, convolution) and the elementwise FLOP rate for the
+rest; `bandwidth` the elementwise bandwidth at that many bytes. The larger of the two
+terms goes to the estimate's "compute" or "memory" part. Moving data that is not on the
 device yet adds bytes / host<->device bandwidth ("transfers").
 
 A history refines it, as StarPU's history-based performance models do: measured times
