@@ -18,7 +18,7 @@ import pytest
 
 import ember
 from ember import nn
-from ember.core import costmodel, scheduler, traits
+from ember.core import calibration, costmodel, scheduler, traits
 from ember.core.costmodel import OpWork
 from ember.core.device import device as Device
 
@@ -29,10 +29,10 @@ ALL_DEVICES = [str(d) for d in ember.devices()]
 def _fresh_choice():
     """Each test starts with no recorded choice and no remembered traits."""
     scheduler.forget()
-    traits.forget()
+    calibration.forget()
     yield
     scheduler.forget()
-    traits.forget()
+    calibration.forget()
     ember.set_default_device(None)
 
 
@@ -40,7 +40,7 @@ def _fresh_choice():
 def calibrated():
     """Every device here measured once for the session (a few seconds)."""
     devices = [Device(d) for d in ALL_DEVICES]
-    return {t.device: t for t in traits.measure_and_save(devices, progress=False)}
+    return {t.device: t for t in calibration.measure_and_save(devices, progress=False)}
 
 
 def given(device, launch=10e-6, matmul=100.0, bw=20.0, h2d=math.inf, memory=1 << 34,
@@ -49,7 +49,7 @@ def given(device, launch=10e-6, matmul=100.0, bw=20.0, h2d=math.inf, memory=1 <<
     t = traits.DeviceTraits(str(device), "given", launch, 0.0, {64: matmul, 1024: matmul},
                             vector or matmul / 10, {1 << 10: bw, 1 << 30: bw}, h2d, h2d,
                             memory, measured=True)
-    traits.remember(t)
+    calibration.remember(t)
     return t
 
 
@@ -215,8 +215,8 @@ def test_calibration_measures_every_device_and_caches_it(calibrated):
     assert math.isinf(calibrated["cpu"].h2d_gbs)
     if "opencl:0" in calibrated:
         assert 0 < calibrated["opencl:0"].h2d_gbs < math.inf
-    traits.forget()
-    assert traits.get("cpu", calibrate=False).launch_s == calibrated["cpu"].launch_s
+    calibration.forget()
+    assert calibration.traits_of("cpu", calibrate=False).launch_s == calibrated["cpu"].launch_s
 
 
 def traits_sizes():
@@ -230,7 +230,7 @@ def test_a_corrupt_cache_is_measured_again(calibrated):
     try:
         path.write_text('{"format": 1, "device": "cpu", "launch_s": "fast"')
         with pytest.warns(UserWarning, match=r"trait cache .* is corrupt .*measuring cpu again"):
-            t = traits.get("cpu", progress=False)
+            t = calibration.traits_of("cpu", progress=False)
         assert t.measured and json.loads(path.read_text())["key"] == t.key  # rewritten
         # another device or driver under the same name: not trusted either
         path.write_text(json.dumps({**json.loads(good), "key": "cpu: another CPU"}))
@@ -244,12 +244,12 @@ def test_unwritable_cache_uses_defaults_and_says_so_once(tmp_path, monkeypatch):
     blocker.write_text("")
     monkeypatch.setenv("EMBER_CACHE_DIR", str(blocker / "cache"))  # cannot be created
     with pytest.warns(UserWarning, match="cannot write the device-trait cache") as caught:
-        t = traits.get("cpu")
+        t = calibration.traits_of("cpu")
     assert not t.measured and len(caught) == 1
-    traits._memo.clear()
+    calibration._memo.clear()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # said once: not again
-        assert not traits.get("cpu").measured
+        assert not calibration.traits_of("cpu").measured
 
 
 # -- ember.plan on the devices here ----------------------------------------------------
@@ -281,7 +281,9 @@ def test_plan_estimates_every_device_and_explains(calibrated):
     for o in plan.candidates:
         assert o.estimate.ops == len(w.works)
         assert (o.estimate.transfer_s > 0) == (o.device.type != "cpu")
-    # the model was not changed: weights as before, no gradients left behind
+    # the model was not changed: weights as before, no gradients left behind, no hooks
+    from ember.core import interpose
+    assert interpose.active is None and interpose.backward_active is None
     assert all(np.array_equal(a.numpy(), b.detach().numpy()) for a, b in zip(before,
                                                                      model.parameters()))
     assert all(p.grad is None for p in model.parameters())

@@ -5,12 +5,18 @@ host (argument checks, the result's Tensor, the backend's launch).
 Each figure is the best of a few timed rounds: on a busy machine the best round is the
 one least disturbed by other work. Under ten seconds for the devices found here (the CPU,
 OpenCL on PoCL, the example plugin); `ember devices --calibrate` runs it.
+
+`traits_of(device)` is the policy the scheduler asks: the traits used in this process,
+else the cached ones, else measured now (and cached). When the cache cannot be written
+(a read-only folder), measuring would repeat in every process: it uses defaults instead
+and says so once.
 """
 
 from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -139,3 +145,69 @@ def measure(devices: list[Device], progress: bool = True) -> list[traits.DeviceT
         if bar is not None:
             bar.close()
     return results
+
+
+_memo: dict[str, traits.DeviceTraits] = {}  # device -> traits used in this process
+_told_defaults = False
+
+
+def traits_of(device: Any, calibrate: bool = True,
+              progress: bool = True) -> traits.DeviceTraits:
+    """The traits of `device`: remembered, else cached, else measured now (and cached).
+
+    When the cache cannot be written, measuring would repeat in every process: defaults
+    are used instead, with a one-time notice. `calibrate=False` never measures.
+    """
+    global _told_defaults
+    device = Device(device)
+    if device.type == "cpu":
+        device = Device("cpu")
+    elif device.index is None:
+        device = Device(device.type, 0)
+    name = str(device)
+    if name in _memo:
+        return _memo[name]
+    t = traits.load(device)
+    if t is None:
+        if calibrate and traits.cache_writable():
+            t = measure_and_save([device], progress=progress)[0]
+        else:
+            backend = plugins.get_backend(device.type)
+            info = backend.device_info(device.index or 0)
+            t = traits.default_traits(device, traits.device_key(device), traits.free_memory(device),
+                               info.peak_gflops)
+            if calibrate and not _told_defaults:
+                _told_defaults = True
+                warnings.warn(f"ember: cannot write the device-trait cache in "
+                              f"{traits.cache_dir()}; 'auto' plans with default device "
+                              "traits (set EMBER_CACHE_DIR to a writable folder, then run "
+                              "`ember devices --calibrate`)", stacklevel=2)
+    else:
+        t.memory_free = traits.free_memory(device)  # free memory changes: ask again each process
+    _memo[name] = t
+    return t
+
+
+def measure_and_save(devices: list[Device], progress: bool = True) -> list[traits.DeviceTraits]:
+    """Calibrate `devices` (one progress bar for all) and cache what was measured."""
+    measured = measure(devices, progress=progress)
+    for t in measured:
+        _memo[t.device] = t
+        try:
+            traits.save(t)
+        except OSError as err:
+            warnings.warn(f"ember: could not cache the traits of {t.device}: {err}",
+                          stacklevel=2)
+    return measured
+
+
+def forget() -> None:
+    """Drop the traits remembered in this process (the cache files stay)."""
+    global _told_defaults
+    _memo.clear()
+    _told_defaults = False
+
+
+def remember(t: traits.DeviceTraits) -> None:
+    """Use `t` for its device in this process (given traits: tests, what-if plans)."""
+    _memo[t.device] = t

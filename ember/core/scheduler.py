@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ember.core import costmodel, plugins, traits
+from ember.core import calibration, costmodel, plugins
 from ember.core.device import device as Device
 
 MARGIN = 1.1
@@ -104,7 +104,7 @@ def options(works: list[costmodel.OpWork], memory_needed: int, input_bytes: int,
     host every step (to every device but the CPU)."""
     out = []
     for d in devices:
-        t = traits.get(d)
+        t = calibration.traits_of(d)
         moved = input_bytes if d.type != "cpu" else 0
         est = costmodel.estimate(works, t, moved, history)
         free = t.memory_free
@@ -269,4 +269,4 @@ def describe_auto() -> str:
 
 def known_traits(device: Device) -> Any:
     """The traits of `device` without measuring (cached or defaults)."""
-    return traits.get(device, calibrate=False)
+    return calibration.traits_of(device, calibrate=False)

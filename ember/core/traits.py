@@ -7,8 +7,7 @@ host<->device GB/s, and free memory. They are cached as JSON in the user's cache
 directory (`platformdirs.user_cache_dir("ember")`, or `$EMBER_CACHE_DIR`), one file per
 device, keyed by the device's name and driver: another device or driver is measured
 afresh. A file that does not parse or holds nonsense is measured again, not trusted.
-When the cache cannot be written (a read-only directory), ember does not measure on
-every start: it plans with defaults and says so once.
+Measuring, and the policy of when to measure, is `ember.core.calibration`'s.
 """
 
 from __future__ import annotations
@@ -188,10 +187,6 @@ def free_memory(device: Device) -> int | None:
     return int(free) if isinstance(free, (int, float)) else info.memory_bytes
 
 
-_memo: dict[str, DeviceTraits] = {}
-_told_defaults = False
-
-
 def load(device: Device) -> DeviceTraits | None:
     """The cached traits of `device`, or None when there are none valid for it (absent,
     another device or driver, or corrupt: a corrupt file is reported and ignored)."""
@@ -230,66 +225,3 @@ def cache_writable() -> bool:
         return True
     except OSError:
         return False
-
-
-def get(device: Any, calibrate: bool = True, progress: bool = True) -> DeviceTraits:
-    """The traits of `device`: remembered, else cached, else measured now (and cached).
-
-    When the cache cannot be written, measuring would repeat in every process: defaults
-    are used instead, with a one-time notice. `calibrate=False` never measures.
-    """
-    global _told_defaults
-    device = Device(device)
-    if device.type == "cpu":
-        device = Device("cpu")
-    elif device.index is None:
-        device = Device(device.type, 0)
-    name = str(device)
-    if name in _memo:
-        return _memo[name]
-    t = load(device)
-    if t is None:
-        if calibrate and cache_writable():
-            t = measure_and_save([device], progress=progress)[0]
-        else:
-            backend = plugins.get_backend(device.type)
-            info = backend.device_info(device.index or 0)
-            t = default_traits(device, device_key(device), free_memory(device),
-                               info.peak_gflops)
-            if calibrate and not _told_defaults:
-                _told_defaults = True
-                warnings.warn(f"ember: cannot write the device-trait cache in {cache_dir()}; "
-                              "'auto' plans with default device traits (set EMBER_CACHE_DIR "
-                              "to a writable folder, then run `ember devices --calibrate`)",
-                              stacklevel=2)
-    else:
-        t.memory_free = free_memory(device)  # free memory changes: ask again each process
-    _memo[name] = t
-    return t
-
-
-def measure_and_save(devices: list[Device], progress: bool = True) -> list[DeviceTraits]:
-    """Calibrate `devices` (one progress bar for all) and cache what was measured."""
-    from ember.core import calibration
-
-    measured = calibration.measure(devices, progress=progress)
-    for t in measured:
-        _memo[t.device] = t
-        try:
-            save(t)
-        except OSError as err:
-            warnings.warn(f"ember: could not cache the traits of {t.device}: {err}",
-                          stacklevel=2)
-    return measured
-
-
-def forget() -> None:
-    """Drop the traits remembered in this process (the cache files stay)."""
-    global _told_defaults
-    _memo.clear()
-    _told_defaults = False
-
-
-def remember(t: DeviceTraits) -> None:
-    """Use `t` for its device in this process (given traits: tests, what-if plans)."""
-    _memo[t.device] = t

@@ -7,7 +7,7 @@ import argparse
 import math
 import sys
 
-from ember.core import scheduler, traits
+from ember.core import calibration, scheduler, traits
 from ember.core.device import device as Device
 from ember.core.scheduler import fmt_bytes, fmt_time
 
@@ -39,8 +39,8 @@ def calibrate() -> int:
         print(f"error: cannot write the trait cache folder {traits.cache_dir()} (set "
               "EMBER_CACHE_DIR to a writable folder)", file=sys.stderr)
         return 1
-    traits.forget()
-    measured = traits.measure_and_save(devices, progress=True)
+    calibration.forget()
+    measured = calibration.measure_and_save(devices, progress=True)
     print(f"calibrated {len(measured)} device(s); cached in {traits.cache_dir()}")
     for t in measured:
         print(f"  {t.device}:")

@@ -144,8 +144,10 @@ def record_step(model: Callable[..., Any], example_inputs: Any,
     buffers = list(model.buffers()) if hasattr(model, "buffers") else []
     state = [t.detach().clone() for t in buffers]  # batch norm's running stats move
     rec = _Recorder()
-    interpose.install(rec.op_hook, -10)  # outside the profiler and autocast
-    interpose.install_backward(rec.node_hook)
+    # one bound method each: `remove` finds a hook by identity
+    op_hook, node_hook = rec.op_hook, rec.node_hook
+    interpose.install(op_hook, -10)  # outside the profiler and autocast
+    interpose.install_backward(node_hook)
     try:
         with ember.enable_grad() if training else ember.no_grad():
             out = model(*inputs)
@@ -157,8 +159,8 @@ def record_step(model: Callable[..., Any], example_inputs: Any,
                 rec.phase = "backward"
                 ember.autograd.grad(loss, trainable, allow_unused=True)
     finally:
-        interpose.remove(rec.op_hook)
-        interpose.remove_backward(rec.node_hook)
+        interpose.remove(op_hook)
+        interpose.remove_backward(node_hook)
         with ember.no_grad():
             for t, saved in zip(buffers, state):
                 t.copy_(saved)
