@@ -37,17 +37,18 @@ class Estimate:
     launch_s: float = 0.0
     transfer_s: float = 0.0
     measured_s: float = 0.0  # ops whose time comes from the history, not the formula
+    host_s: float = 0.0  # the host's work between ops (Python: modules, autograd engine)
     ops: int = 0
     measured_ops: int = 0
 
     @property
     def total_s(self) -> float:
         return self.compute_s + self.memory_s + self.launch_s + self.transfer_s + \
-            self.measured_s
+            self.measured_s + self.host_s
 
     def __iadd__(self, other: Estimate) -> Estimate:
-        for name in ("compute_s", "memory_s", "launch_s", "transfer_s", "measured_s", "ops",
-                     "measured_ops"):
+        for name in ("compute_s", "memory_s", "launch_s", "transfer_s", "measured_s",
+                     "host_s", "ops", "measured_ops"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         return self
 
@@ -105,9 +106,10 @@ def estimate_op(work: OpWork, t: traits.DeviceTraits, history: History | None = 
 
 
 def estimate(works: list[OpWork], t: traits.DeviceTraits, transfer_bytes: float = 0.0,
-             history: History | None = None) -> Estimate:
-    """The summed estimate of `works` on one device, plus moving `transfer_bytes` there."""
-    total = Estimate(transfer_s=t.transfer_s(transfer_bytes))
+             history: History | None = None, host_s: float = 0.0) -> Estimate:
+    """The summed estimate of `works` on one device, plus moving `transfer_bytes` there,
+    plus `host_s` of the host's own work between the ops."""
+    total = Estimate(transfer_s=t.transfer_s(transfer_bytes), host_s=host_s)
     cache: dict[tuple[str, str, str], Estimate] = {}
     for w in works:
         key = (w.op, w.signature, w.records_grad)

@@ -98,15 +98,16 @@ def fmt_bytes(n: float | None) -> str:
 
 
 def options(works: list[costmodel.OpWork], memory_needed: int, input_bytes: int,
-            devices: list[Device], source: str = "cpu", eligible: list[Device] | None = None,
-            history: costmodel.History | None = None) -> list[Option]:
+            devices: list[Device], eligible: list[Device] | None = None,
+            history: costmodel.History | None = None, host_s: float = 0.0) -> list[Option]:
     """The estimate of `works` on each device, fastest first. `input_bytes` come from the
-    host every step (to every device but the CPU)."""
+    host every step (to every device but the CPU); `host_s` is the host's own work a step,
+    the same whichever device runs the ops."""
     out = []
     for d in devices:
         t = calibration.traits_of(d)
         moved = input_bytes if d.type != "cpu" else 0
-        est = costmodel.estimate(works, t, moved, history)
+        est = costmodel.estimate(works, t, moved, history, host_s)
         free = t.memory_free
         fits = free is None or memory_needed <= free * HEADROOM
         out.append(Option(d, est, free, fits, eligible is None or d in eligible, t.measured))
@@ -161,7 +162,8 @@ def decide(opts: list[Option], memory_needed: int) -> Decision:
 
 def _dominant(e: costmodel.Estimate) -> str:
     parts = {"op launches": e.launch_s, "compute": e.compute_s, "memory traffic": e.memory_s,
-             "host<->device transfers": e.transfer_s, "measured op times": e.measured_s}
+             "host<->device transfers": e.transfer_s, "measured op times": e.measured_s,
+             "the host's own work": e.host_s}
     name, seconds = max(parts.items(), key=lambda kv: kv[1])
     return f"mostly {name}: {fmt_time(seconds)} of {fmt_time(e.total_s)}"
 
@@ -190,8 +192,8 @@ def forget() -> None:
     _chosen, _order = None, []
 
 
-def choose(works: list[costmodel.OpWork], memory_needed: int, input_bytes: int = 0,
-           source: str = "cpu") -> Decision:
+def choose(works: list[costmodel.OpWork], memory_needed: int,
+           input_bytes: int = 0) -> Decision:
     """Decide where `works` run among the devices `"auto"` may choose, and record it."""
     devices = candidate_devices()
     if len(devices) == 1:  # nothing to compare (the CPU alone): nothing to measure
@@ -199,8 +201,7 @@ def choose(works: list[costmodel.OpWork], memory_needed: int, input_bytes: int =
                             devices)
         record(decision.device, decision.order)
         return decision
-    decision = decide(options(works, memory_needed, input_bytes, devices, source),
-                      memory_needed)
+    decision = decide(options(works, memory_needed, input_bytes, devices), memory_needed)
     record(decision.device, decision.order)
     return decision
 

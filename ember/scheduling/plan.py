@@ -18,7 +18,8 @@ class Plan:
     Attributes:
         device: the device chosen (what `"auto"` now resolves to).
         candidates: every device considered, fastest estimate first: each with its
-            estimate (`.estimate`: compute, memory traffic, launches, transfers, total)
+            estimate (`.estimate`: compute, memory traffic, launches, transfers, the
+            host's own work, total)
             and its free memory (`.memory_free`, bytes).
         memory_needed: bytes the step needs on its device (parameters, gradients,
             optimizer state, activations, inputs).
@@ -51,7 +52,7 @@ class Plan:
                  f"{w.flops / 1e9:.3g} GFLOP, {fmt_bytes(w.bytes)} of memory traffic, "
                  f"{fmt_bytes(w.input_bytes)} of inputs a step",
                  f"  memory needed: {fmt_bytes(self.memory_needed)}", ""]
-        head = ["device", "estimate", "compute", "memory", "launches", "transfers",
+        head = ["device", "estimate", "compute", "memory", "launches", "transfers", "host",
                 "measured", "free memory", ""]
         rows = []
         for o in self.candidates:
@@ -62,7 +63,7 @@ class Plan:
                 note = (note + ", default traits").lstrip(", ")
             rows.append([str(o.device), fmt_time(e.total_s), fmt_time(e.compute_s),
                          fmt_time(e.memory_s), f"{fmt_time(e.launch_s)} ({e.ops})",
-                         fmt_time(e.transfer_s),
+                         fmt_time(e.transfer_s), fmt_time(e.host_s),
                          f"{fmt_time(e.measured_s)} ({e.measured_ops})" if e.measured_ops
                          else "-", fmt_bytes(o.memory_free), note])
         widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
@@ -110,12 +111,27 @@ def _plan(work: Workload, devices: list[Any] | None,
         eligible = wanted = [Device(d) for d in devices]
     if history is None:
         history = costmodel.History.load()
+    host_s = host_overhead(work, history)
     opts = scheduler.options(work.works, work.memory_bytes, work.input_bytes, wanted,
-                             work.source_device, eligible, history)
+                             eligible, history, host_s)
     decision = scheduler.decide(opts, work.memory_bytes)
     scheduler.record(decision.device, decision.order)
     return Plan(decision.device, opts, work.memory_bytes, decision.reasons, work,
                 decision.order)
+
+
+def host_overhead(work: Workload, history: costmodel.History | None = None) -> float:
+    """Seconds a step spends on the host beyond what the cost model charges its ops: the
+    recorded pass's measured time on its own device, less that device's estimate of the
+    same ops (never below 0). The host's Python work (modules, the autograd engine) does
+    not depend on the device that runs the kernels, so every device pays it."""
+    if work.measured_s is None:
+        return 0.0
+    ran = [w for w in work.works if w.phase != "optimizer"]
+    from ember.core import calibration
+
+    t = calibration.traits_of(work.source_device)
+    return max(0.0, work.measured_s - costmodel.estimate(ran, t, 0, history).total_s)
 
 
 def place_module(module: Any, convert: Any) -> Any:

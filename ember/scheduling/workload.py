@@ -13,11 +13,15 @@ replayed and exported), while a plan must count what a step really runs — a fu
   "<op> backward". Every other backward op is recorded as it runs.
 - The optimizer is estimated, not run (running it would change the weights): SGD with
   momentum, three list ops over the parameters, gradients and momentum buffers.
+- The pass is then run again without the hooks and timed (`measured_s`): the plan takes
+  from it how much time the host spends beyond the ops' launches (Python: modules, the
+  autograd engine), which is the same whichever device runs the ops.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +42,7 @@ class Workload:
     memory_bytes: int  # parameters, gradients, optimizer state, activations
     training: bool
     source_device: str  # where the model's tensors are now
+    measured_s: float | None = None  # the recorded pass (no optimizer), timed on source
 
     @property
     def flops(self) -> float:
@@ -143,12 +148,8 @@ def record_step(model: Callable[..., Any], example_inputs: Any,
     trainable = [p for p in params if p.requires_grad]
     buffers = list(model.buffers()) if hasattr(model, "buffers") else []
     state = [t.detach().clone() for t in buffers]  # batch norm's running stats move
-    rec = _Recorder()
-    # one bound method each: `remove` finds a hook by identity
-    op_hook, node_hook = rec.op_hook, rec.node_hook
-    interpose.install(op_hook, -10)  # outside the profiler and autocast
-    interpose.install_backward(node_hook)
-    try:
+
+    def one_pass() -> list:
         with ember.enable_grad() if training else ember.no_grad():
             out = model(*inputs)
             outs = [t for t in _tensors(out) if t.is_floating_point()]
@@ -158,9 +159,21 @@ def record_step(model: Callable[..., Any], example_inputs: Any,
                     loss = loss + t.sum()
                 rec.phase = "backward"
                 ember.autograd.grad(loss, trainable, allow_unused=True)
+        return outs
+
+    rec = _Recorder()
+    # one bound method each: `remove` finds a hook by identity
+    op_hook, node_hook = rec.op_hook, rec.node_hook
+    interpose.install(op_hook, -10)  # outside the profiler and autocast
+    interpose.install_backward(node_hook)
+    try:
+        outs = one_pass()
     finally:
         interpose.remove(op_hook)
         interpose.remove_backward(node_hook)
+    try:  # the same pass again, timed without the hooks: what the host really spends
+        measured = _best_time(one_pass, _sync(params or tensors_in))
+    finally:
         with ember.no_grad():
             for t, saved in zip(buffers, state):
                 t.copy_(saved)
@@ -173,7 +186,28 @@ def record_step(model: Callable[..., Any], example_inputs: Any,
     source = str(params[0].device) if params else (
         str(tensors_in[0].device) if tensors_in else "cpu")
     return Workload(works, sum(_nbytes(t) for t in tensors_in), param_bytes, int(memory),
-                    training, source)
+                    training, source, measured)
+
+
+def _sync(tensors: list) -> Callable[[], None]:
+    if not tensors:
+        return lambda: None
+    t = tensors[0]
+    return lambda: t._backend.synchronize(t.device.index)
+
+
+def _best_time(fn: Callable[[], Any], sync: Callable[[], None], budget_s: float = 0.5) -> float:
+    """The best of up to five timed calls of `fn` (fewer when one is slow)."""
+    best, spent = math.inf, 0.0
+    for _ in range(5):
+        start = time.perf_counter()
+        fn()
+        sync()
+        elapsed = time.perf_counter() - start
+        best, spent = min(best, elapsed), spent + elapsed
+        if spent > budget_s:
+            break
+    return best
 
 
 def from_parameters(model: Any, batch: int = 32) -> Workload:
