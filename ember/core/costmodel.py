@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,7 +143,9 @@ class History:
         times = self.samples.get(self._key(op, signature, device))
         if not times or len(times) < self.min_samples:
             return None
-        return statistics.median(times)
+        ordered = sorted(times)
+        mid = len(ordered) // 2
+        return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
     def __len__(self) -> int:
         return len(self.samples)

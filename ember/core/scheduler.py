@@ -21,10 +21,13 @@ import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from ember.core import calibration, costmodel, plugins
+from ember.core import plugins
 from ember.core.device import device as Device
+
+if TYPE_CHECKING:  # imported where used: `import ember` does not load the cost model
+    from ember.core import costmodel
 
 MARGIN = 1.1
 """How much faster than the CPU another device must be estimated to take the work."""
@@ -103,6 +106,8 @@ def options(works: list[costmodel.OpWork], memory_needed: int, input_bytes: int,
     """The estimate of `works` on each device, fastest first. `input_bytes` come from the
     host every step (to every device but the CPU); `host_s` is the host's own work a step,
     the same whichever device runs the ops."""
+    from ember.core import calibration, costmodel
+
     out = []
     for d in devices:
         t = calibration.traits_of(d)
@@ -211,6 +216,8 @@ def default_device(nbytes: int = 0) -> Device:
     `nbytes` (one elementwise pass over it), recorded."""
     if _chosen is not None:
         return _chosen
+    from ember.core import costmodel
+
     work = [costmodel.OpWork("add", f"{nbytes} bytes", nbytes / 4, 3.0 * nbytes)]
     try:
         return choose(work, nbytes).device
@@ -267,7 +274,3 @@ def describe_auto() -> str:
             "goes to the fastest device that can hold it (`ember devices --explain SPEC "
             "--input-shape ...` shows a plan)")
 
-
-def known_traits(device: Device) -> Any:
-    """The traits of `device` without measuring (cached or defaults)."""
-    return calibration.traits_of(device, calibrate=False)
