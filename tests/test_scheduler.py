@@ -422,3 +422,31 @@ def test_cli_devices_shows_traits(calibrated, capsys):
     assert "matmul GFLOP/s" in out and "elementwise GB/s" in out
     assert cli.main(["devices", "--explain"]) == 0
     assert "device='auto'" in capsys.readouterr().out
+
+
+def test_each_device_is_estimated_with_the_fused_kernels_it_has(calibrated):
+    """The CPU runs a whole LSTM layer in one kernel; OpenCL runs it step by step: the
+    plan records the step both ways and estimates each device with its own ops."""
+    if "opencl:0" not in ALL_DEVICES:
+        pytest.skip("OpenCL is not available here")
+    from ember.core import plugins
+
+    class Tail(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(4, 8, batch_first=True)
+
+        def forward(self, x):
+            return self.lstm(x)[0]
+
+    cpu_kernels = plugins.get_backend("cpu").kernels
+    assert "lstm_layer" in cpu_kernels
+    assert "lstm_layer" not in plugins.get_backend("opencl").kernels
+    before = dict(cpu_kernels)
+    plan = ember.plan(Tail(), ember.randn(2, 6, 4), devices=["cpu", "opencl:0"])
+    assert plugins.get_backend("cpu").kernels == before  # every kernel offered again
+    cpu_ops = [w.op for w in plan.workload.works_for(cpu_kernels)]
+    cl_ops = [w.op for w in plan.workload.works_for(plugins.get_backend("opencl").kernels)]
+    assert "_fused_lstm_layer" in cpu_ops and "_fused_lstm_layer" not in cl_ops
+    assert cl_ops.count("_fused_lstm_cell") == 6  # one a time step
+    assert plan.estimate("opencl:0").ops == len(cl_ops) > plan.estimate("cpu").ops

@@ -63,6 +63,7 @@ class OpWork:
     bytes: float
     phase: str = "forward"  # "forward", "backward" or "optimizer"
     records_grad: bool = False  # autograd records a node for it (training's forward)
+    group: int = -1  # a fused op's forward and backward share a group (see Workload)
 
 
 BLAS_INTENSITY = 4.0

@@ -100,19 +100,21 @@ def fmt_bytes(n: float | None) -> str:
     return str(n)
 
 
-def options(works: list[costmodel.OpWork], memory_needed: int, input_bytes: int,
-            devices: list[Device], eligible: list[Device] | None = None,
-            history: costmodel.History | None = None, host_s: float = 0.0) -> list[Option]:
-    """The estimate of `works` on each device, fastest first. `input_bytes` come from the
-    host every step (to every device but the CPU); `host_s` is the host's own work a step,
-    the same whichever device runs the ops."""
+def options(works: list[costmodel.OpWork] | Callable[[Device], list[costmodel.OpWork]],
+            memory_needed: int, input_bytes: int, devices: list[Device],
+            eligible: list[Device] | None = None, history: costmodel.History | None = None,
+            host_s: float = 0.0) -> list[Option]:
+    """The estimate of `works` (a list, or a function giving each device's list) on each
+    device, fastest first. `input_bytes` come from the host every step (to every device
+    but the CPU); `host_s` is the host's own work a step, the same on every device."""
     from ember.core import calibration, costmodel
 
     out = []
     for d in devices:
         t = calibration.traits_of(d)
         moved = input_bytes if d.type != "cpu" else 0
-        est = costmodel.estimate(works, t, moved, history, host_s)
+        ops = works(d) if callable(works) else works
+        est = costmodel.estimate(ops, t, moved, history, host_s)
         free = t.memory_free
         fits = free is None or memory_needed <= free * HEADROOM
         out.append(Option(d, est, free, fits, eligible is None or d in eligible, t.measured))

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ember.core import costmodel, scheduler
+from ember.core import costmodel, plugins, scheduler
 from ember.core.device import device as Device
 from ember.core.scheduler import fmt_bytes, fmt_time
-from ember.scheduling.workload import Workload, from_parameters, record_step
+from ember.scheduling.workload import Workload, from_parameters, fused_set, record_step
 
 
 @dataclass
@@ -98,21 +98,31 @@ def plan(model: Any, example_inputs: Any, training: bool = True,
         Plan: the choice, every candidate's estimate with its breakdown, the memory
         needed against the memory free, and the reasons. ``print(plan)`` shows it.
     """
-    work = record_step(model, example_inputs, training)
+    eligible, wanted = _candidates(devices)
+    kernels = [plugins.get_backend(d.type).kernels for d in wanted]
+    work = record_step(model, example_inputs, training, [fused_set(k) for k in kernels])
     return _plan(work, devices, history)
+
+
+def _candidates(devices: list[Any] | None) -> tuple[list[Device], list[Device]]:
+    """(the devices that may be chosen, the devices estimated)."""
+    if devices is None:  # every available device is listed; "auto" chooses among some
+        return (scheduler.candidate_devices(),
+                scheduler.candidate_devices(accelerators_only=False))
+    chosen = [Device(d) for d in devices]  # the caller's list: all of them may be chosen
+    return chosen, chosen
 
 
 def _plan(work: Workload, devices: list[Any] | None,
           history: costmodel.History | None) -> Plan:
-    if devices is None:  # every available device is listed; "auto" chooses among some
-        eligible = scheduler.candidate_devices()
-        wanted = scheduler.candidate_devices(accelerators_only=False)
-    else:  # the caller's list: all of them may be chosen
-        eligible = wanted = [Device(d) for d in devices]
+    eligible, wanted = _candidates(devices)
     if history is None:
         history = costmodel.History.load()
     host_s = host_overhead(work, history)
-    opts = scheduler.options(work.works, work.memory_bytes, work.input_bytes, wanted,
+    def works_on(device: Device) -> list[costmodel.OpWork]:
+        return work.works_for(plugins.get_backend(device.type).kernels)
+
+    opts = scheduler.options(works_on, work.memory_bytes, work.input_bytes, wanted,
                              eligible, history, host_s)
     decision = scheduler.decide(opts, work.memory_bytes)
     scheduler.record(decision.device, decision.order)

@@ -11,24 +11,35 @@ replayed and exported), while a plan must count what a step really runs — a fu
 - A backward node whose formula ran as a fused kernel makes no op call: it is counted as
   twice its forward op's cost (the usual ratio: a matmul's backward is two matmuls), named
   "<op> backward". Every other backward op is recorded as it runs.
+- Backends differ in the fused kernels they have (OpenCL runs an LSTM step by step where
+  the CPU runs a whole layer in one kernel). For each other set of fused kernels among
+  the devices compared, the pass is recorded again with the model's backend offering
+  only those (`fused_sets`), so each device is estimated with the ops it would run.
 - The optimizer is estimated, not run (running it would change the weights): SGD with
   momentum, three list ops over the parameters, gradients and momentum buffers.
-- The pass is then run again without the hooks and timed (`measured_s`): the plan takes
-  from it how much time the host spends beyond the ops' launches (Python: modules, the
+- The pass is run once more without hooks and timed (`measured_s`): the plan takes from
+  it how much time the host spends beyond the ops' launches (Python: modules, the
   autograd engine), which is the same whichever device runs the ops.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import ember
 from ember.core import interpose
 from ember.core.costmodel import OpWork, op_cost, signature
+from ember.core.opdef import FUSED
+
+
+def fused_set(kernels: Any) -> frozenset[str]:
+    """The fused kernels among a backend's `kernels`."""
+    return frozenset(k for k in FUSED if k in kernels)
 
 
 @dataclass
@@ -36,13 +47,21 @@ class Workload:
     """One step of a model: its ops, the bytes it brings from the host each step, and the
     memory it needs."""
 
-    works: list[OpWork]
+    works: list[OpWork]  # as the model's own device runs them
     input_bytes: int  # the example inputs: moved to the device every step
     param_bytes: int  # parameters and buffers: moved once
     memory_bytes: int  # parameters, gradients, optimizer state, activations
     training: bool
     source_device: str  # where the model's tensors are now
     measured_s: float | None = None  # the recorded pass (no optimizer), timed on source
+    own_fused: frozenset[str] = frozenset()  # the fused kernels of the model's backend
+    variants: dict[frozenset[str], list[OpWork]] = field(default_factory=dict)
+    """The ops recorded with only some of those fused kernels offered: fused set -> ops."""
+
+    def works_for(self, kernels: Any) -> list[OpWork]:
+        """The ops a backend with `kernels` runs: the recording made with its fused
+        kernels when there is one, else the model's own device's."""
+        return self.variants.get(fused_set(kernels) & self.own_fused, self.works)
 
     @property
     def flops(self) -> float:
@@ -59,8 +78,6 @@ class Workload:
 @dataclass
 class _Frame:
     op: str
-    args: tuple
-    kwargs: dict
     nested: int = 0
 
 
@@ -77,7 +94,7 @@ class _Recorder:
                 kwargs: dict) -> Any:
         if self.stack:
             self.stack[-1].nested += 1
-        frame = _Frame(op.name, args, kwargs)
+        frame = _Frame(op.name)
         self.stack.append(frame)
         try:
             out = call(args, kwargs)
@@ -99,7 +116,7 @@ class _Recorder:
 
     def node_hook(self, node: Any, run: Callable[[], Any]) -> Any:
         before = len(self.works)
-        self.stack.append(_Frame(node.name(), (), {}))
+        self.stack.append(_Frame(node.name()))
         try:
             result = run()
         finally:
@@ -109,6 +126,30 @@ class _Recorder:
             self.works.append(OpWork(f"{forward.op} backward", forward.signature,
                                      2 * forward.flops, 2 * forward.bytes, "backward"))
         return result
+
+    @contextlib.contextmanager
+    def watching(self) -> Iterator[None]:
+        # one bound method each: `remove` finds a hook by identity
+        op_hook, node_hook = self.op_hook, self.node_hook
+        interpose.install(op_hook, -10)  # outside the profiler and autocast
+        interpose.install_backward(node_hook)
+        try:
+            yield
+        finally:
+            interpose.remove(op_hook)
+            interpose.remove_backward(node_hook)
+
+
+@contextlib.contextmanager
+def _offering_only(backend: Any, keep: frozenset[str]) -> Iterator[None]:
+    """While a pass is recorded, `backend` offers only the fused kernels in `keep` (the
+    others are put back afterwards, whatever happens)."""
+    hidden = {k: backend.kernels.pop(k) for k in list(backend.kernels)
+              if k in FUSED and k not in keep}
+    try:
+        yield
+    finally:
+        backend.kernels.update(hidden)
 
 
 def _tensors(x: Any) -> list:
@@ -138,18 +179,21 @@ def optimizer_works(params: list) -> list[OpWork]:
             OpWork("_foreach_zero_", sig, 0.0, float(nbytes), "optimizer")]
 
 
-def record_step(model: Callable[..., Any], example_inputs: Any,
-                training: bool = True) -> Workload:
+def record_step(model: Callable[..., Any], example_inputs: Any, training: bool = True,
+                fused_sets: list[frozenset[str]] | None = None) -> Workload:
     """Run one step of `model` at `example_inputs` and record what it does (see the
-    module's doc). The model's weights and gradients are left as they were."""
+    module's doc). `fused_sets`: the fused kernels of other backends to record the step
+    for as well. The model's weights and gradients are left as they were."""
     inputs = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
     tensors_in = _tensors(inputs)
     params = list(model.parameters()) if hasattr(model, "parameters") else []
     trainable = [p for p in params if p.requires_grad]
     buffers = list(model.buffers()) if hasattr(model, "buffers") else []
     state = [t.detach().clone() for t in buffers]  # batch norm's running stats move
+    anchor = (params or tensors_in or [None])[0]
+    backend = anchor._backend if anchor is not None else None
 
-    def one_pass() -> list:
+    def one_pass(rec: _Recorder | None) -> list:
         with ember.enable_grad() if training else ember.no_grad():
             out = model(*inputs)
             outs = [t for t in _tensors(out) if t.is_floating_point()]
@@ -157,43 +201,46 @@ def record_step(model: Callable[..., Any], example_inputs: Any,
                 loss = outs[0].sum()
                 for t in outs[1:]:
                     loss = loss + t.sum()
-                rec.phase = "backward"
+                if rec is not None:
+                    rec.phase = "backward"
                 ember.autograd.grad(loss, trainable, allow_unused=True)
         return outs
 
-    rec = _Recorder()
-    # one bound method each: `remove` finds a hook by identity
-    op_hook, node_hook = rec.op_hook, rec.node_hook
-    interpose.install(op_hook, -10)  # outside the profiler and autocast
-    interpose.install_backward(node_hook)
+    def recorded() -> tuple[_Recorder, list]:
+        rec = _Recorder()
+        with rec.watching():
+            outs = one_pass(rec)
+        return rec, outs
+
+    optimizer = optimizer_works(trainable) if training else []
+    own = fused_set(backend.kernels) if backend is not None else frozenset()
+    variants: dict[frozenset[str], list[OpWork]] = {}
     try:
-        outs = one_pass()
-    finally:
-        interpose.remove(op_hook)
-        interpose.remove_backward(node_hook)
-    try:  # the same pass again, timed without the hooks: what the host really spends
-        measured = _best_time(one_pass, _sync(params or tensors_in))
+        rec, outs = recorded()
+        works = rec.works + optimizer
+        for offered in {s & own for s in fused_sets or []} - {own}:
+            with _offering_only(backend, offered):
+                variants[offered] = recorded()[0].works + optimizer
+        # the same pass again, timed without the hooks: what the host really spends
+        measured = _best_time(lambda: one_pass(None), _sync(anchor))
     finally:
         with ember.no_grad():
             for t, saved in zip(buffers, state):
                 t.copy_(saved)
-    works = rec.works + (optimizer_works(trainable) if training else [])
     param_bytes = sum(_nbytes(p) for p in params) + sum(_nbytes(b) for b in buffers)
     grad_state = 2 * sum(_nbytes(p) for p in trainable) if training else 0  # grads, momentum
     # training keeps every activation for the backward; inference about two at a time
     acts = rec.activation_bytes if training else 2 * max([_nbytes(t) for t in outs] + [0])
     memory = param_bytes + grad_state + acts + sum(_nbytes(t) for t in tensors_in)
-    source = str(params[0].device) if params else (
-        str(tensors_in[0].device) if tensors_in else "cpu")
+    source = str(anchor.device) if anchor is not None else "cpu"
     return Workload(works, sum(_nbytes(t) for t in tensors_in), param_bytes, int(memory),
-                    training, source, measured)
+                    training, source, measured, own, variants)
 
 
-def _sync(tensors: list) -> Callable[[], None]:
-    if not tensors:
+def _sync(anchor: Any) -> Callable[[], None]:
+    if anchor is None:
         return lambda: None
-    t = tensors[0]
-    return lambda: t._backend.synchronize(t.device.index)
+    return lambda: anchor._backend.synchronize(anchor.device.index)
 
 
 def _best_time(fn: Callable[[], Any], sync: Callable[[], None], budget_s: float = 0.5) -> float:
