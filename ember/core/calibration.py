@@ -151,6 +151,22 @@ _memo: dict[str, traits.DeviceTraits] = {}  # device -> traits used in this proc
 _told_defaults = False
 
 
+def _normalise(device: Any) -> Device:
+    device = Device(device)
+    if device.type == "cpu":
+        return Device("cpu")
+    return device if device.index is not None else Device(device.type, 0)
+
+
+def prepare(devices: list[Any], progress: bool = True) -> None:
+    """Measure, under one progress bar, those of `devices` with no traits yet (nothing
+    when the cache cannot be written: `traits_of` then uses defaults)."""
+    missing = [d for d in map(_normalise, devices)
+               if str(d) not in _memo and traits.load(d) is None]
+    if missing and traits.cache_writable():
+        measure_and_save(missing, progress=progress)
+
+
 def traits_of(device: Any, calibrate: bool = True,
               progress: bool = True) -> traits.DeviceTraits:
     """The traits of `device`: remembered, else cached, else measured now (and cached).
@@ -159,11 +175,7 @@ def traits_of(device: Any, calibrate: bool = True,
     are used instead, with a one-time notice. `calibrate=False` never measures.
     """
     global _told_defaults
-    device = Device(device)
-    if device.type == "cpu":
-        device = Device("cpu")
-    elif device.index is None:
-        device = Device(device.type, 0)
+    device = _normalise(device)
     name = str(device)
     if name in _memo:
         return _memo[name]

@@ -109,6 +109,7 @@ def options(works: list[costmodel.OpWork] | Callable[[Device], list[costmodel.Op
     but the CPU); `host_s` is the host's own work a step, the same on every device."""
     from ember.core import calibration, costmodel
 
+    calibration.prepare(devices)  # the devices not measured yet: under one progress bar
     out = []
     for d in devices:
         t = calibration.traits_of(d)

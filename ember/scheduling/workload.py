@@ -100,7 +100,7 @@ class _Recorder:
             out = call(args, kwargs)
         finally:
             self.stack.pop()
-        if frame.nested == 0:  # it ran as one kernel
+        if frame.nested == 0 and not _declined(op.name, args):  # it ran as one kernel
             cost = op_cost(op.name, args, kwargs)
             first = out[0] if isinstance(out, (tuple, list)) and out else out
             node = first.grad_fn if isinstance(first, ember.Tensor) else None
@@ -138,6 +138,21 @@ class _Recorder:
         finally:
             interpose.remove(op_hook)
             interpose.remove_backward(node_hook)
+
+
+def fused_forward(op: str) -> tuple[str, ...]:
+    """The fused kernels that do op `op`'s work in one call."""
+    return tuple(k for k, f in FUSED.items() if f.replaces == op)
+
+
+def _declined(op: str, args: tuple) -> bool:
+    """Whether a call of a fused-kernel op found no kernel and returned without work
+    (its caller then runs the decomposition, recorded op by op)."""
+    kernels = fused_forward(op)
+    if not kernels:
+        return False
+    tensors = _tensors(args)
+    return bool(tensors) and not any(k in tensors[0]._backend.kernels for k in kernels)
 
 
 @contextlib.contextmanager
