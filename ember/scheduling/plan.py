@@ -132,16 +132,15 @@ def _plan(work: Workload, devices: list[Any] | None,
 
 def host_overhead(work: Workload, history: costmodel.History | None = None) -> float:
     """Seconds a step spends on the host beyond what the cost model charges its ops: the
-    recorded pass's measured time on its own device, less that device's estimate of the
-    same ops (never below 0). The host's Python work (modules, the autograd engine) does
+    step's measured time on its own device, less that device's estimate of the same ops
+    (never below 0). The host's Python work (modules, the autograd engine) does
     not depend on the device that runs the kernels, so every device pays it."""
     if work.measured_s is None:
         return 0.0
-    ran = [w for w in work.works if w.phase != "optimizer"]
     from ember.core import calibration
 
     t = calibration.traits_of(work.source_device)
-    return max(0.0, work.measured_s - costmodel.estimate(ran, t, 0, history).total_s)
+    return max(0.0, work.measured_s - costmodel.estimate(work.works, t, 0, history).total_s)
 
 
 def place_module(module: Any, convert: Any) -> Any:

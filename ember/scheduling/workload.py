@@ -17,9 +17,10 @@ replayed and exported), while a plan must count what a step really runs — a fu
   only those (`fused_sets`), so each device is estimated with the ops it would run.
 - The optimizer is estimated, not run (running it would change the weights): SGD with
   momentum, three list ops over the parameters, gradients and momentum buffers.
-- The pass is run once more without hooks and timed (`measured_s`): the plan takes from
-  it how much time the host spends beyond the ops' launches (Python: modules, the
-  autograd engine), which is the same whichever device runs the ops.
+- The pass is run once more without hooks and timed, and so is an optimizer step over
+  copies of the parameters (`measured_s`): the plan takes from them how much time the
+  host spends beyond the ops' launches (Python: modules, the autograd engine, the
+  optimizer's bookkeeping), which is the same whichever device runs the ops.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class Workload:
     memory_bytes: int  # parameters, gradients, optimizer state, activations
     training: bool
     source_device: str  # where the model's tensors are now
-    measured_s: float | None = None  # the recorded pass (no optimizer), timed on source
+    measured_s: float | None = None  # the step (pass + optimizer), timed on the source
     own_fused: frozenset[str] = frozenset()  # the fused kernels of the model's backend
     variants: dict[frozenset[str], list[OpWork]] = field(default_factory=dict)
     """The ops recorded with only some of those fused kernels offered: fused set -> ops."""
@@ -238,6 +239,8 @@ def record_step(model: Callable[..., Any], example_inputs: Any, training: bool =
                 variants[offered] = recorded()[0].works + optimizer
         # the same pass again, timed without the hooks: what the host really spends
         measured = _best_time(lambda: one_pass(None), _sync(anchor))
+        if training:
+            measured += _time_optimizer(trainable, _sync(anchor))
     finally:
         with ember.no_grad():
             for t, saved in zip(buffers, state):
@@ -250,6 +253,24 @@ def record_step(model: Callable[..., Any], example_inputs: Any, training: bool =
     source = str(anchor.device) if anchor is not None else "cpu"
     return Workload(works, sum(_nbytes(t) for t in tensors_in), param_bytes, int(memory),
                     training, source, measured, own, variants)
+
+
+OPTIMIZER_TIMING_LIMIT = 256 << 20
+"""Parameters above this many bytes are not copied to time an optimizer step (its host
+work is then small beside its kernels' anyway)."""
+
+
+def _time_optimizer(params: list, sync: Callable[[], None]) -> float:
+    """Seconds of one SGD-with-momentum step over copies of `params` (the model's own
+    weights are not touched), or 0 when they are too large to copy."""
+    if not params or sum(_nbytes(p) for p in params) > OPTIMIZER_TIMING_LIMIT:
+        return 0.0
+    copies = [p.detach().clone().requires_grad_(True) for p in params]
+    for c in copies:
+        c.grad = ember.zeros_like(c)
+    opt = ember.optim.SGD(copies, lr=0.0, momentum=0.9)
+    opt.step()  # the first step makes the momentum buffers
+    return _best_time(opt.step, sync)
 
 
 def _sync(anchor: Any) -> Callable[[], None]:

@@ -819,7 +819,7 @@ def to_device(input: Tensor, device: Any) -> Tensor:
     """`input` on another device; differentiable (the gradient moves back). Written with
     the backends' memory functions: a direct transfer when the source backend offers one
     (`Backend.export_to`), else through host memory."""
-    dev, backend = resolve(device)
+    dev, backend = resolve(device, math.prod(input.shape) * input._dtype.itemsize)
     if dev is input._device:
         return input
     src = input._backend
