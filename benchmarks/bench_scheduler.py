@@ -10,7 +10,8 @@ the measured step on every device, the device measurement shows fastest, and the
 `ember.plan` chooses (goals: the fastest in >= 90% of the cells, never > 1.2x slower).
 
 Traits come from the cache (`ember devices --calibrate` measures them). Steps are timed
-as in bench_train.py: SGD with momentum and cross-entropy, best of `--repeat` rounds.
+as in bench_train.py: SGD with momentum and cross-entropy, best of `--repeat` rounds,
+the devices of a workload timed in alternation.
 """
 
 from __future__ import annotations
@@ -44,9 +45,8 @@ def _mlp(width: int, classes: int = 10):
                          nn.Linear(width, classes))
 
 
-def measure_step(model, shape: tuple, classes: int, device: str, repeat: int = 5,
-                 budget_s: float = 0.3) -> float:
-    """Seconds per training step of `model` on `device` (the best of `repeat` rounds)."""
+def _step(model, shape: tuple, classes: int, device: str):
+    """One training step of a copy of `model` on `device`, and the wait for the device."""
     import copy
 
     model = copy.deepcopy(model).to(device)
@@ -55,28 +55,43 @@ def measure_step(model, shape: tuple, classes: int, device: str, repeat: int = 5
     y = ember.tensor(rng.integers(0, classes, shape[0]), device=device)
     opt = ember.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = ember.nn.CrossEntropyLoss()
-    backend = x._backend
 
     def step():
         opt.zero_grad()
         loss_fn(model(x), y).backward()
         opt.step()
+    return step, x._backend.synchronize
 
-    step()
-    backend.synchronize()
-    start = time.perf_counter()
-    step()
-    backend.synchronize()
-    once = time.perf_counter() - start
-    number = max(1, min(200, int(budget_s / repeat / max(once, 1e-6))))
-    best = float("inf")
-    for _ in range(repeat):
+
+def measure_steps(model, shape: tuple, classes: int, devices: list[str], repeat: int = 5,
+                  budget_s: float = 0.3) -> dict[str, float]:
+    """Seconds per training step of `model` on each device: the best of `repeat` rounds,
+    the devices timed in alternation (so a burst of load on a shared machine hits all)."""
+    fns = {d: _step(model, shape, classes, d) for d in devices}
+    number = {}
+    for d, (step, sync) in fns.items():
+        step()
+        sync()
         start = time.perf_counter()
-        for _ in range(number):
-            step()
-        backend.synchronize()
-        best = min(best, (time.perf_counter() - start) / number)
+        step()
+        sync()
+        once = time.perf_counter() - start
+        number[d] = max(1, min(200, int(budget_s / repeat / max(once, 1e-6))))
+    best = dict.fromkeys(devices, float("inf"))
+    for _ in range(repeat):
+        for d, (step, sync) in fns.items():
+            start = time.perf_counter()
+            for _ in range(number[d]):
+                step()
+            sync()
+            best[d] = min(best[d], (time.perf_counter() - start) / number[d])
     return best
+
+
+def measure_step(model, shape: tuple, classes: int, device: str, repeat: int = 5,
+                 budget_s: float = 0.3) -> float:
+    """Seconds per training step of `model` on `device` (the best of `repeat` rounds)."""
+    return measure_steps(model, shape, classes, [device], repeat, budget_s)[device]
 
 
 def estimate(model, shape: tuple, devices: list[str]):
@@ -91,9 +106,8 @@ def accuracy(devices: list[str], names=("mlp", "cnn", "lstm", "tiny"), repeat: i
     for name in names:
         model, shape, classes = _accuracy_model(name)
         plan = estimate(model, shape, devices)
-        for d in devices:
-            rows.append((name, d, plan.estimate(d).total_s,
-                         measure_step(model, shape, classes, d, repeat)))
+        measured = measure_steps(model, shape, classes, devices, repeat)
+        rows += [(name, d, plan.estimate(d).total_s, measured[d]) for d in devices]
     return rows
 
 
@@ -105,7 +119,7 @@ def grid(devices: list[str], widths=GRID_WIDTHS, batches=GRID_BATCHES, repeat: i
             ember.manual_seed(0)
             model = _mlp(w)
             plan = estimate(model, (b, 256), devices)
-            measured = {d: measure_step(model, (b, 256), 10, d, repeat) for d in devices}
+            measured = measure_steps(model, (b, 256), 10, devices, repeat)
             rows.append((w, b, measured, {d: plan.estimate(d).total_s for d in devices},
                          str(plan.device)))
     return rows
