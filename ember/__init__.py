@@ -290,6 +290,7 @@ _SUBMODULES = {"nn", "optim", "jit", "onnx", "exporters", "testing", "demo", "cl
 _FROM_AMP = {"autocast", "is_autocast_enabled", "get_autocast_dtype",
              "is_autocast_available", "clear_autocast_cache", "is_autocast_cache_enabled"}
 _FROM_SCHEDULING = {"plan", "Plan"}  # auto-scheduling: imported on first use
+_SUBMODULES = _SUBMODULES | {"scheduling"}  # ember.scheduling.learn & co
 
 
 def __getattr__(name: str):

@@ -450,3 +450,26 @@ def test_each_device_is_estimated_with_the_fused_kernels_it_has(calibrated):
     assert "_fused_lstm_layer" in cpu_ops and "_fused_lstm_layer" not in cl_ops
     assert cl_ops.count("_fused_lstm_cell") == 6  # one a time step
     assert plan.estimate("opencl:0").ops == len(cl_ops) > plan.estimate("cpu").ops
+
+
+def test_profiler_times_refine_the_plan(calibrated):
+    """ember.scheduling.learn feeds the profiler's op times into the history; the plan
+    then uses them for the ops measured (three samples or more)."""
+    model = _mlp()
+    x = ember.randn(16, 32)
+    with ember.profiler.profile(record_shapes=True) as prof:
+        for _ in range(3):
+            model(x).sum().backward()
+    history = ember.scheduling.learn(prof, costmodel.History(), save=False)
+    key = "cpu|linear|float32[16, 32],float32[64, 32],float32[64]"
+    assert len(history.samples[key]) == 3 and all(t > 0 for t in history.samples[key])
+    assert not any("|sequential|" in k.lower() for k in history.samples)  # modules: no
+    plan = ember.plan(model, x, devices=["cpu"], history=history)
+    e = plan.estimate("cpu")
+    assert e.measured_ops >= 4 and e.measured_s > 0  # both linears, relu, sum at least
+    assert "measured" in str(plan)
+    ember.scheduling.learn(prof)  # the saved history, by default
+    try:
+        assert costmodel.History.load().lookup("linear", key.split("|")[2], "cpu") > 0
+    finally:
+        costmodel.History.path().unlink()  # later plans of this session start unrefined

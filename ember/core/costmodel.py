@@ -174,14 +174,22 @@ class History:
 
 
 def signature(args: Any) -> str:
-    """A key for an op call's operands: each tensor's shape and dtype, in order."""
-    parts = []
+    """A key for an op call's operands, as the history keeps it: each tensor's dtype and
+    shape, and each list of tensors' shapes, in order (`float32[64, 32],TensorList[[3]]`);
+    other arguments are left out. `signature_of` makes the same key from the profiler's
+    description of a call."""
+    shapes, dtypes = [], []
+    for a in args:
+        if hasattr(a, "shape") and hasattr(a, "dtype"):
+            shapes.append(list(a.shape))
+            dtypes.append(getattr(a.dtype, "name", str(a.dtype)))
+        elif isinstance(a, (list, tuple)) and a and all(hasattr(x, "shape") for x in a):
+            shapes.append([list(x.shape) for x in a])
+            dtypes.append("TensorList")
+    return signature_of(shapes, dtypes)
 
-    def walk(x: Any) -> None:
-        if hasattr(x, "shape") and hasattr(x, "dtype"):
-            parts.append(f"{getattr(x.dtype, 'name', x.dtype)}{list(x.shape)}")
-        elif isinstance(x, (list, tuple)):
-            for v in x:
-                walk(v)
-    walk(args)
-    return ",".join(parts)
+
+def signature_of(shapes: list, dtypes: list) -> str:
+    """`signature` from shapes and dtype names (the profiler's `input_shapes` and
+    `input_dtypes`: scalars and other arguments, whose dtype is "Scalar" or "", skipped)."""
+    return ",".join(f"{d}{s}" for s, d in zip(shapes, dtypes) if d not in ("", "Scalar"))

@@ -5,4 +5,5 @@ Core holds the parts every `"auto"` needs (ember.core.traits, costmodel, schedul
 this package holds what needs a model: running a step to see its ops.
 """
 
+from ember.scheduling.history import learn  # noqa: F401
 from ember.scheduling.plan import Plan, place_module, plan  # noqa: F401

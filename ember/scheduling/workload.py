@@ -105,7 +105,8 @@ class _Recorder:
             cost = op_cost(op.name, args, kwargs)
             first = out[0] if isinstance(out, (tuple, list)) and out else out
             node = first.grad_fn if isinstance(first, ember.Tensor) else None
-            work = OpWork(op.name, signature(args), cost.flops, cost.bytes, self.phase,
+            work = OpWork(op.name, signature((*args, *kwargs.values())), cost.flops,
+                          cost.bytes, self.phase,
                           records_grad=node is not None)
             self.works.append(work)
             if self.phase == "forward" and isinstance(first, ember.Tensor):
