@@ -80,6 +80,11 @@ class ViewNotPossible(RuntimeError):
     allow a view; core then copies (`reshape`) or raises (`view`)."""
 
 
+class OutOfMemoryError(RuntimeError):
+    """A device ran out of memory (`torch.OutOfMemoryError`): the message names the device,
+    the bytes asked for and the bytes free. The allocator stays usable afterwards."""
+
+
 class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
     """Raised by integer division and remainder kernels for a zero divisor: a RuntimeError,
     as PyTorch raises, and a ZeroDivisionError, as Python does."""
@@ -140,6 +145,10 @@ class Backend:
     def device_info(self, index: int) -> DeviceInfo:
         return DeviceInfo(name=self.name)
 
+    def current_device(self) -> int:
+        """The device index that a device string without an index (`"cuda"`) means."""
+        return 0
+
     # -- memory ---------------------------------------------------------------------
     def empty(self, shape: tuple[int, ...], dtype: dtype, device: int) -> Any:
         """An uninitialised buffer."""
@@ -156,6 +165,17 @@ class Backend:
     def to_device(self, buffer: Any, device: int) -> Any:
         """The buffer's values on another device of this backend."""
         return self.from_numpy(self.to_numpy(buffer), device)
+
+    def from_host_async(self, array: Any, device: int) -> Any | None:
+        """Optional: a copy of a host array that need not be finished when this returns
+        (`x.to(device, non_blocking=True)`); None when the backend has none, and
+        `from_numpy` is used."""
+        return None
+
+    def memory_stats(self, device: int) -> dict[str, int]:
+        """Optional: the device allocator's counters, by PyTorch's names
+        (`allocated_bytes.all.current`, `reserved_bytes.all.peak` ...); {} when none."""
+        return {}
 
     def owns(self, buffer: Any) -> bool:
         """True when `buffer` is not a view of other memory, so autograd may keep it as a

@@ -180,8 +180,14 @@ def randperm(n: int, *, dtype: Any = None, device: DeviceLike = None,
 @composite(variants="function")
 def tensor(data: Any, dtype: Any = None, device: DeviceLike = None,
            requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
-    """A new tensor holding a copy of `data` (a number, nested lists, or an array)."""
-    return _finish(Tensor._from_data(data, dtype, device), requires_grad)
+    """A new tensor holding a copy of `data` (a number, nested lists, or an array);
+    `pin_memory=True` puts a CPU tensor in page-locked memory."""
+    out = Tensor._from_data(data, dtype, device)
+    if pin_memory:
+        from ember.core import pinning
+
+        out = pinning.pin_memory(out, message=pinning.NO_ALLOCATOR)
+    return _finish(out, requires_grad)
 
 
 @composite(variants="function")

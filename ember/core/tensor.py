@@ -212,6 +212,32 @@ class Tensor:
                             "Tensor.cpu() to copy the tensor to host memory first.")
         return host_array(self)
 
+    def pin_memory(self) -> Tensor:
+        """A copy of this CPU tensor in page-locked memory, for asynchronous copies to an
+        accelerator (`to(device, non_blocking=True)`); itself if pinned already."""
+        from ember.core import pinning
+
+        return pinning.pin_memory(self)
+
+    def is_pinned(self) -> bool:
+        """Whether this tensor is in page-locked host memory."""
+        from ember.core import pinning
+
+        return pinning.is_pinned(self)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None,
+                   dl_device: Any = None, copy: Any = None) -> Any:
+        """A DLPack capsule sharing this tensor's memory (the DLPack protocol)."""
+        from ember.core import dlpack
+
+        return dlpack.tensor_dlpack(self, stream=stream, max_version=max_version,
+                                    dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        from ember.core import dlpack
+
+        return dlpack.tensor_dlpack_device(self)
+
     # NumPy defers to Tensor's reflected operators (`np.float64(2) * x` is a Tensor, as in
     # PyTorch) rather than turning the tensor into an array
     __array_priority__ = 1000
