@@ -147,7 +147,11 @@ class Backend:
 
     def current_device(self) -> int:
         """The device index that a device string without an index (`"cuda"`) means."""
-        return 0
+        return getattr(self, "_current_device", 0)
+
+    def set_device(self, index: int) -> None:
+        """Make `index` the current device (`ember.accelerator.set_device_index`)."""
+        self._current_device = index
 
     # -- memory ---------------------------------------------------------------------
     def empty(self, shape: tuple[int, ...], dtype: dtype, device: int) -> Any:

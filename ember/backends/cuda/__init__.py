@@ -33,7 +33,12 @@ from ember.core.backend import (
 def is_built() -> bool:
     """Whether ember can use CUDA here at all: CuPy is installed (as
     `torch.backends.cuda.is_built()`, whether PyTorch was built with CUDA)."""
-    return "cupy" in sys.modules or importlib.util.find_spec("cupy") is not None
+    if "cupy" in sys.modules:
+        return sys.modules["cupy"] is not None  # None: imports of it are blocked
+    try:
+        return importlib.util.find_spec("cupy") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 class CUDABackend(Backend):
