@@ -27,8 +27,11 @@ def tensor_dlpack(tensor: Any, *, stream: Any = None, max_version: Any = None,
                   dl_device: Any = None, copy: Any = None) -> Any:
     """`Tensor.__dlpack__`: a DLPack capsule sharing the tensor's memory."""
     if tensor.requires_grad:
-        raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
     buffer = tensor._data
+    bf16 = tensor.dtype.name == "bfloat16" and tensor.device.type == "cpu"
+    if bf16:  # NumPy exports no ml_dtypes type: its bits as uint16, then the dtype patched
+        buffer = buffer.view(np.uint16)
     export = getattr(buffer, "__dlpack__", None)
     if export is None:
         raise BufferError(f"the {tensor.device.type} backend's buffers do not support DLPack; "
@@ -43,10 +46,13 @@ def tensor_dlpack(tensor: Any, *, stream: Any = None, max_version: Any = None,
     if copy is not None:
         kwargs["copy"] = copy
     try:
-        return export(**kwargs)
+        capsule = export(**kwargs)
     except BufferError as err:
         raise BufferError(f"can't export a {tensor.dtype} tensor through DLPack: {err}") \
             from None
+    if bf16:
+        _dl_tensor(capsule).dtype_code = _BFLOAT
+    return capsule
 
 
 def tensor_dlpack_device(tensor: Any) -> tuple[int, int]:
@@ -74,10 +80,7 @@ def from_dlpack(ext: Any) -> Any:
                         f"capsule, got {type(ext).__name__}")
     kind, index = ext.__dlpack_device__()
     if kind in (_CPU, _CUDA_HOST):
-        try:
-            array = np.from_dlpack(ext)
-        except (BufferError, RuntimeError, TypeError) as err:
-            raise BufferError(f"from_dlpack(): can't import from host memory: {err}") from None
+        array = _host_array(ext.__dlpack__())
         backend = plugins.get_backend("cpu")
         return Tensor._make(array, from_numpy_dtype(array.dtype), Device("cpu"), backend)
     name = _BACKEND_OF.get(int(kind))
@@ -105,29 +108,102 @@ def _is_capsule(obj: Any) -> bool:
     return type(obj).__name__ == "PyCapsule"
 
 
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
+                ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                ("dtype_code", ctypes.c_uint8), ("dtype_bits", ctypes.c_uint8),
+                ("dtype_lanes", ctypes.c_uint16), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
 
 
-class _DLTensorHead(ctypes.Structure):
-    # the start of DLTensor: void* data, then DLDevice (what the device query needs)
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice)]
+_Deleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class _DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p)]
+
+
+_VERSIONED_HEADER = 32  # DLManagedTensorVersioned: version, manager_ctx, deleter, flags
+_BFLOAT = 4  # kDLBfloat
+_NUMPY_OF = {(0, 8): "int8", (0, 16): "int16", (0, 32): "int32", (0, 64): "int64",
+             (1, 8): "uint8", (2, 16): "float16", (2, 32): "float32", (2, 64): "float64",
+             (6, 8): "bool", (_BFLOAT, 16): "bfloat16"}  # (DLDataTypeCode, bits)
+
+_api = ctypes.pythonapi
+_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_IsValid.restype = ctypes.c_int
+_api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_SetName.restype = ctypes.c_int
+_api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def _dl_tensor(capsule: Any) -> _DLTensor:
+    """The DLTensor inside a capsule, legacy ("dltensor") or versioned."""
+    for name, offset in ((b"dltensor", 0), (b"dltensor_versioned", _VERSIONED_HEADER)):
+        if _api.PyCapsule_IsValid(capsule, name):
+            return _DLTensor.from_address(_api.PyCapsule_GetPointer(capsule, name) + offset)
+    raise RuntimeError("from_dlpack(): the capsule is not a DLPack tensor, or was consumed "
+                       "already (a DLPack capsule can be used only once)")
+
+
+class _Owner:
+    """Keeps a consumed DLPack tensor's memory: calls the producer's deleter when the last
+    array viewing it is gone (the capsule is renamed "used_dltensor", as consumers do)."""
+
+    def __init__(self, managed: int) -> None:
+        self.managed = managed
+
+    def __del__(self) -> None:
+        deleter = _DLManagedTensor.from_address(self.managed).deleter
+        if deleter:
+            _Deleter(deleter)(self.managed)
+
+
+def _host_array(capsule: Any) -> np.ndarray:
+    """A writable NumPy array over a legacy DLPack capsule's host memory (NumPy's own
+    from_dlpack makes legacy capsules read-only, and knows no bfloat16)."""
+    t = _dl_tensor(capsule)
+    if not _api.PyCapsule_IsValid(capsule, b"dltensor"):
+        raise BufferError("from_dlpack(): expected a legacy DLPack capsule for host memory")
+    name = _NUMPY_OF.get((t.dtype_code, t.dtype_bits))
+    if name is None or t.dtype_lanes != 1:
+        raise BufferError(f"from_dlpack(): DLPack dtype (code {t.dtype_code}, "
+                          f"{t.dtype_bits} bits, {t.dtype_lanes} lanes) has no ember dtype")
+    from ember.core.backend import numpy_dtype
+    from ember.core.dtype import from_name
+
+    dtype = numpy_dtype(from_name(name))
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    itemsize = dtype.itemsize
+    if t.strides:
+        strides = tuple(t.strides[i] * itemsize for i in range(t.ndim))
+    else:  # dense, row-major
+        strides, step = [], itemsize
+        for n in reversed(shape):
+            strides.insert(0, step)
+            step *= n
+        strides = tuple(strides)
+    nbytes = sum((n - 1) * st for n, st in zip(shape, strides)) + itemsize \
+        if all(shape) else 0
+    managed = _api.PyCapsule_GetPointer(capsule, b"dltensor")
+    _api.PyCapsule_SetName(capsule, b"used_dltensor")
+    owner = _Owner(managed)
+    if nbytes == 0:
+        return np.empty(shape, dtype)  # `owner` frees the producer's tensor now
+    raw = (ctypes.c_char * nbytes).from_address(t.data + t.byte_offset)
+    raw._ember_owner = owner  # the memory lives as long as any array viewing it
+    return np.ndarray(shape, dtype, buffer=raw, offset=0, strides=strides)
 
 
 class _Capsule:
-    """A DLPack capsule given the `__dlpack__` protocol, so that consumers take it. Its
-    device is read from the DLTensor the capsule holds (DLManagedTensor starts with it)."""
+    """A DLPack capsule given the `__dlpack__` protocol, so that consumers take it (its
+    device read from the DLTensor the capsule holds)."""
 
     def __init__(self, capsule: Any) -> None:
-        get = ctypes.pythonapi.PyCapsule_GetPointer
-        get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-        is_valid = ctypes.pythonapi.PyCapsule_IsValid
-        is_valid.restype, is_valid.argtypes = ctypes.c_int, [ctypes.py_object, ctypes.c_char_p]
-        if not is_valid(capsule, b"dltensor"):
-            raise RuntimeError("from_dlpack(): the capsule is not a DLPack tensor, or was "
-                               "consumed already (a DLPack capsule can be used only once)")
-        head = _DLTensorHead.from_address(get(capsule, b"dltensor"))
-        self.device = (int(head.device.device_type), int(head.device.device_id))
+        t = _dl_tensor(capsule)
+        self.device = (int(t.device_type), int(t.device_id))
         self.capsule = capsule
 
     def __dlpack__(self, **kwargs: Any) -> Any:
