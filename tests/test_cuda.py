@@ -39,10 +39,10 @@ needs_cupy = pytest.mark.skipif(not HAVE_CUPY, reason="CuPy is not installed "
                                 "(pip install 'ember[cuda13]'; `make test` does)")
 
 
-def _outcome(fn):
-    """(result, None) or (None, (error type, message))."""
+def _outcome(fn, *args):
+    """(result, None) or (None, (error type, message)) of `fn(*args)`."""
     try:
-        return fn(), None
+        return fn(*args), None
     except Exception as err:  # noqa: BLE001 - the error is what is compared
         return None, (type(err), str(err))
 
@@ -121,8 +121,8 @@ def test_streams_and_events_need_cuda(cls):
 def test_cuda_device_argument_errors_match_torch():
     torch = pytest.importorskip("torch")
     for call in ("set_device('cpu')", "device('opencl:0')"):
-        mine = _outcome(lambda: on(ember.cuda, call))
-        theirs = _outcome(lambda: on(torch.cuda, call.replace("opencl", "cpu")))
+        mine = _outcome(on, ember.cuda, call)
+        theirs = _outcome(on, torch.cuda, call.replace("opencl", "cpu"))
         assert mine[1] is not None and mine[1][0] is theirs[1][0] is ValueError
         assert mine[1][1].startswith("Expected a cuda device, but got: ")
 
@@ -234,8 +234,8 @@ def test_accelerator_is_none_here_as_torchs():
     assert acc.device_count() == torch.accelerator.device_count() == 0
     for call in ("current_device_index()", "set_device_index(0)", "synchronize()",
                  "memory_allocated()", "device_index(0).__enter__()", "empty_cache()"):
-        mine = _outcome(lambda: on(ember.accelerator, call))
-        theirs = _outcome(lambda: on(torch.accelerator, call))
+        mine = _outcome(on, ember.accelerator, call)
+        theirs = _outcome(on, torch.accelerator, call)
         assert mine == theirs, call
     assert _outcome(lambda: ember.zeros(2).pin_memory()) == \
         _outcome(lambda: torch.zeros(2).pin_memory())
@@ -306,8 +306,7 @@ def test_backend_flags_defaults_and_checks_match_torch():
                              (ember.backends.cuda.matmul, "no_such_flag", True)):
         theirs = torch.backends.cudnn if obj is ember.backends.cudnn else \
             torch.backends.cuda.matmul
-        assert _outcome(lambda o=obj: setattr(o, name, value)) == \
-            _outcome(lambda t=theirs: setattr(t, name, value))
+        assert _outcome(setattr, obj, name, value) == _outcome(setattr, theirs, name, value)
     assert _outcome(lambda: ember.backends.cuda.matmul.no_such_flag) == \
         _outcome(lambda: torch.backends.cuda.matmul.no_such_flag)
 
