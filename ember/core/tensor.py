@@ -59,6 +59,10 @@ class Tensor:
         """A new tensor holding a copy of `data` (a number, nested lists, an array)."""
         arr, d = to_host(data, dtype_arg(dtype))
         dev, backend = resolve(device)
+        if d not in backend.dtypes:
+            from ember.core.dispatch import check_dtype
+
+            check_dtype("tensor", backend, d, dev)
         return cls._make(backend.from_numpy(arr, dev.index or 0), d, dev, backend)
 
     def __new__(cls, *args: Any, dtype: Any = None, device: Any = None,

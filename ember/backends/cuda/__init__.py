@@ -144,12 +144,10 @@ class CUDABackend(Backend):
         return buffer.get()  # waits for the work queued on the current stream
 
     def to_device(self, buffer: Any, device: int) -> Any:
-        import cupy
-
         if buffer.device.id == device:
             return buffer
         with self._rt.device(device):
-            return cupy.array(buffer, copy=True)  # a peer copy
+            return buffer.copy()  # CuPy copies to the current device (peer to peer)
 
     def owns(self, buffer: Any) -> bool:
         return buffer.base is None

@@ -23,7 +23,7 @@ from ember.core import costs, tracing
 from ember.core import dtype as dt
 from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.declare import composite, define, fused_kernel, primitive
-from ember.core.dispatch import run_binary, run_fused, run_unary_into
+from ember.core.dispatch import check_dtype, run_binary, run_fused, run_unary_into
 from ember.core.grad_mode import no_grad, state
 from ember.core.host import dtype_arg, python_scalar
 from ember.core.inplace import apply_inplace, recording
@@ -822,6 +822,7 @@ def to_device(input: Tensor, device: Any, non_blocking: bool = False) -> Tensor:
     dev, backend = resolve(device)
     if dev is input._device:
         return input
+    check_dtype("to", backend, input._dtype, dev)
     src = input._backend
     if backend is src:
         buf = src.to_device(input._data, dev.index or 0)
