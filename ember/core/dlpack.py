@@ -2,9 +2,12 @@
 `Tensor.__dlpack__` / `__dlpack_device__` protocol.
 
 A tensor exports its buffer's own DLPack (NumPy's for the CPU, CuPy's for CUDA), so the
-consumer shares ember's memory. Imports go by the producer's device: host memory through
-NumPy's `from_dlpack` into a CPU tensor; a CUDA device through the CUDA backend
-(`Backend.from_dlpack`: CuPy's), found by the plugin manager like every backend.
+consumer shares ember's memory; a bfloat16 CPU tensor exports its bits as uint16 with the
+capsule's dtype patched to kDLBfloat (NumPy knows no bfloat16). Imports go by the
+producer's device: host memory is read from the capsule's DLTensor here, with ctypes, into
+a writable NumPy array that keeps the producer's memory alive (NumPy's own `from_dlpack`
+makes legacy capsules read-only and has no bfloat16); a CUDA device goes to the CUDA
+backend (`from_dlpack`: CuPy's), found by the plugin manager like every backend.
 """
 
 from __future__ import annotations
@@ -156,9 +159,12 @@ class _Owner:
         self.managed = managed
 
     def __del__(self) -> None:
-        deleter = _DLManagedTensor.from_address(self.managed).deleter
-        if deleter:
-            _Deleter(deleter)(self.managed)
+        try:
+            deleter = _DLManagedTensor.from_address(self.managed).deleter
+            if deleter:
+                _Deleter(deleter)(self.managed)
+        except Exception:  # noqa: S110 - at interpreter exit ctypes may be gone already
+            pass
 
 
 def _host_array(capsule: Any) -> np.ndarray:
@@ -185,16 +191,17 @@ def _host_array(capsule: Any) -> np.ndarray:
             strides.insert(0, step)
             step *= n
         strides = tuple(strides)
-    nbytes = sum((n - 1) * st for n, st in zip(shape, strides)) + itemsize \
-        if all(shape) else 0
     managed = _api.PyCapsule_GetPointer(capsule, b"dltensor")
     _api.PyCapsule_SetName(capsule, b"used_dltensor")
     owner = _Owner(managed)
-    if nbytes == 0:
+    if not all(shape):
         return np.empty(shape, dtype)  # `owner` frees the producer's tensor now
-    raw = (ctypes.c_char * nbytes).from_address(t.data + t.byte_offset)
+    # the bytes the elements span: negative strides reach below the first element
+    low = sum((n - 1) * st for n, st in zip(shape, strides) if st < 0)
+    high = sum((n - 1) * st for n, st in zip(shape, strides) if st > 0) + itemsize
+    raw = (ctypes.c_char * (high - low)).from_address(t.data + t.byte_offset + low)
     raw._ember_owner = owner  # the memory lives as long as any array viewing it
-    return np.ndarray(shape, dtype, buffer=raw, offset=0, strides=strides)
+    return np.ndarray(shape, dtype, buffer=raw, offset=-low, strides=strides)
 
 
 class _Capsule:

@@ -27,6 +27,11 @@ def _pinning_backend() -> Any:
     return None
 
 
+def can_pin() -> bool:
+    """Whether an available accelerator offers pinned host memory."""
+    return _pinning_backend() is not None
+
+
 def pin_memory(tensor: Any, *, message: str = NO_ACCELERATOR) -> Any:
     """`Tensor.pin_memory()`: a copy of a CPU tensor in pinned memory (itself if pinned)."""
     from ember.core.tensor import Tensor

@@ -169,6 +169,10 @@ class Tensor:
     def is_floating_point(self) -> bool:
         return self._dtype.is_floating_point
 
+    def get_device(self) -> int:
+        """The index of the device holding this tensor; -1 for the CPU."""
+        return -1 if self._device.type == "cpu" else (self._device.index or 0)
+
     def size(self, dim: int | None = None) -> Size | int:
         if dim is None:
             return self.shape

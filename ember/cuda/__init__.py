@@ -321,7 +321,7 @@ class Stream:
     def __init__(self, device: Any = None, priority: int = 0, **kwargs: Any) -> None:
         backend = _needs_cuda("ember.cuda.Stream")
         index = _device_index(device, optional=True)
-        self._handle = kwargs.get("_handle") or backend.new_stream(index, priority)
+        self._handle = backend.new_stream(index, priority)
         self.device = _Device("cuda", index)
         self.priority = priority
 

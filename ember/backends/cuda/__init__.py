@@ -135,9 +135,12 @@ class CUDABackend(Backend):
         memory the copy overlaps other work: `non_blocking=True`)."""
         import cupy
 
+        if not array.flags.c_contiguous:
+            return None  # CuPy's set() copies dense host memory only: from_numpy instead
         with self._rt.device(device):
             out = cupy.empty(array.shape, array.dtype)
             out.set(array, stream=cupy.cuda.get_current_stream())
+            self._rt.keep_until_done(array)
             return out
 
     def to_numpy(self, buffer: Any) -> Any:

@@ -15,6 +15,7 @@ device, the bytes asked for and the bytes free, and the pool stays usable.
 
 from __future__ import annotations
 
+import collections
 import threading
 from typing import Any
 
@@ -172,6 +173,23 @@ def allocator() -> _Allocator:
             if _allocator is None:
                 _allocator = _Allocator()
     return _allocator
+
+
+# -- asynchronous host copies --------------------------------------------------------
+
+_in_flight: collections.deque = collections.deque()  # (event, host array) of queued copies
+
+
+def keep_until_done(host: Any) -> None:
+    """Keep `host` (the source of a copy just queued on the current stream) alive until the
+    copy has run: pinned memory freed early would go back to CuPy's pool and could be
+    reused while the GPU still reads it (PyTorch's caching host allocator does the same
+    with events)."""
+    event = cupy.cuda.Event(disable_timing=True)
+    event.record()
+    _in_flight.append((event, host))
+    while _in_flight and _in_flight[0][0].done:
+        _in_flight.popleft()
 
 
 # -- streams and events ---------------------------------------------------------------
