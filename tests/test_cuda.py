@@ -246,6 +246,35 @@ def test_every_array_function_the_shared_kernels_use_exists_in_cupy():
     assert sorted(n for n in used if missing(n)) == ["errstate"]
 
 
+def test_a_backend_without_bfloat16_refuses_it_everywhere(monkeypatch):
+    """As the CUDA backend (CuPy has no bfloat16): a backend that does not declare a dtype
+    gets no tensor of it, by any road (a real backend object on private NumPy memory, the
+    test plugins' own, registered beside the built-ins)."""
+    sys.path.insert(0, str(Path(__file__).parent / "plugin_fixtures"))
+    try:
+        from emb_common import NumpyBackend, borrow_cpu_kernels
+    finally:
+        sys.path.pop(0)
+
+    class NoBFloat16(NumpyBackend):
+        name = "nobf16"
+
+    backend = NoBFloat16()
+    backend.dtypes = frozenset(d for d in backend.dtypes if d is not ember.bfloat16)
+    borrow_cpu_kernels(backend, plugins.get_backend("cpu"))
+    monkeypatch.setitem(plugins.registry.backends, "nobf16", backend)
+    bf16 = ember.bfloat16
+    for make in (lambda: ember.zeros(2, dtype=bf16).to("nobf16"),
+                 lambda: ember.tensor([1.0], dtype=bf16, device="nobf16"),
+                 lambda: ember.empty(2, dtype=bf16, device="nobf16"),
+                 lambda: ember.zeros(2, dtype=bf16, device="nobf16"),
+                 lambda: ember.ones(2, device="nobf16").to(bf16)):
+        with pytest.raises(RuntimeError, match=r"device nobf16:0 cannot hold "
+                           r"ember.bfloat16 tensors \(it holds bool, "):
+            make()
+    assert ember.ones(2, device="nobf16").half().dtype == ember.float16
+
+
 # == ember.accelerator ==================================================================
 
 
