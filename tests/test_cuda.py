@@ -275,6 +275,33 @@ def test_a_backend_without_bfloat16_refuses_it_everywhere(monkeypatch):
     assert ember.ones(2, device="nobf16").half().dtype == ember.float16
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("ignored", [0, 3, 16], ids=["all-valid", "some-ignored",
+                                                    "all-ignored"])
+def test_cuda_cross_entropy_code_matches_the_shared_kernels(reduction, ignored):
+    """The CUDA table's sync-free cross_entropy (ember/backends/cuda/losses.py) is written
+    against `xp`: run here on NumPy, it gives what the shared kernels give."""
+    from ember.backends.cuda import losses
+
+    mine = losses.kernels(np)
+    shared = plugins.get_backend("cpu").kernels
+    rng = np.random.default_rng(ignored)
+    logits = rng.standard_normal((16, 7)).astype(np.float32) * 3
+    target = rng.integers(0, 7, 16)
+    target[rng.permutation(16)[:ignored]] = -100
+    g = rng.standard_normal(16).astype(np.float32) if reduction == "none" else \
+        np.asarray(1.7, np.float32)
+    loss, probs = mine["cross_entropy"](logits, target, reduction=reduction)
+    ref_loss, ref_probs = shared["cross_entropy"](logits, target, reduction=reduction)
+    assert loss.dtype == ref_loss.dtype and loss.shape == ref_loss.shape
+    np.testing.assert_allclose(loss, ref_loss, rtol=1e-6, equal_nan=True)
+    np.testing.assert_allclose(probs, ref_probs, rtol=1e-6)
+    grad = mine["cross_entropy_backward"](probs, target, g, reduction=reduction)
+    ref = shared["cross_entropy_backward"](ref_probs, target, g, reduction=reduction)
+    assert grad.dtype == ref.dtype
+    np.testing.assert_allclose(grad, ref, rtol=1e-6, atol=1e-7)
+
+
 # == ember.accelerator ==================================================================
 
 

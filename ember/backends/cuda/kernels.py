@@ -4,14 +4,16 @@ NVRTC on first use, per dtype):
 
 - the activation backwards in one pass each (the shared `relu_backward` reads a flag back
   from the device to decide on a slow path, which would wait for the GPU on every call);
+- cross_entropy and its backward with masks instead of branches on device values
+  (losses.py: the shared ones wait for the GPU three times a step);
 - SGD's in-place updates (`axpy`, `axpby` hooks: one pass each, as BLAS's on the CPU);
 - matmul through cuBLAS, float16 with float32 accumulation (CuPy's compute type), TF32
   for float32 when `ember.backends.cuda.matmul.allow_tf32` is set;
 - random numbers from one cupy.random.RandomState per device, seeded by ember.manual_seed.
 
-Everything else (cross_entropy and its backward, the LSTM cell, conv as one GEMM over the
-batch, max_pool and its backward, the _foreach_* list ops, softmax through its
-decomposition) is the shared xp code, which runs on CuPy unchanged.
+Everything else (the LSTM cell, conv as one GEMM over the batch, max_pool and its
+backward, the _foreach_* list ops, softmax through its decomposition) is the shared xp
+code, which runs on CuPy unchanged.
 
 CuPy 14 has no bfloat16 dtype, so this backend does not hold bfloat16 tensors (core
 refuses them, naming the op and the device).
@@ -23,7 +25,7 @@ from typing import Any
 
 import cupy
 
-from ember.backends.cuda import flags, runtime
+from ember.backends.cuda import flags, losses, runtime
 from ember.backends.xp import Hooks, make_kernels
 from ember.core.backend import ALL_DTYPES, bfloat16, numpy_dtype
 
@@ -128,6 +130,7 @@ KERNELS: dict[str, Any] = make_kernels(cupy, hooks=Hooks(
     axpy=axpy,
     axpby=axpby,
 ))
+KERNELS.update(losses.kernels(cupy))  # the shared ones read values back (see losses.py)
 KERNELS.update({
     "tanh_backward": lambda y, g: _tanh_backward(y, g),
     "sigmoid_backward": lambda y, g: _sigmoid_backward(y, g),
