@@ -17,7 +17,11 @@ from ember import (
     autograd,
     utils,
 )
-from ember.core.backend import OutOfMemoryError
+from ember.core.backend import (
+    OutOfMemoryError,
+    get_float32_matmul_precision,
+    set_float32_matmul_precision,
+)
 from ember.core.creation import (
     Generator,
     arange,
@@ -311,7 +315,8 @@ __all__ = [
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
     "float64", "half", "double", "long", "short", "float", "int",
     "get_default_dtype", "set_default_dtype", "promote_types", "can_cast", "result_type",
-    "get_default_device", "set_default_device",
+    "get_default_device", "set_default_device", "get_float32_matmul_precision",
+    "set_float32_matmul_precision",
     # autograd
     "autograd", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
     "is_grad_enabled", "is_inference_mode_enabled",

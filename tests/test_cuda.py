@@ -413,6 +413,26 @@ def test_backend_flags_are_set_and_restored():
         ember.backends.cuda.matmul.allow_tf32 = False
 
 
+def test_float32_matmul_precision_is_the_tf32_switch():
+    torch = pytest.importorskip("torch")
+    assert ember.get_float32_matmul_precision() == torch.get_float32_matmul_precision() \
+        == "highest"
+    try:
+        ember.set_float32_matmul_precision("medium")
+        assert ember.backends.cuda.matmul.allow_tf32 is True
+        ember.backends.cuda.matmul.allow_tf32 = False
+        assert ember.get_float32_matmul_precision() == "highest"
+        ember.backends.cuda.matmul.allow_tf32 = True
+        assert ember.get_float32_matmul_precision() == "high"
+        with pytest.warns(UserWarning, match="x is not one of 'highest', 'high', or 'medium'"):
+            ember.set_float32_matmul_precision("x")
+        assert ember.get_float32_matmul_precision() == "high"
+        assert _outcome(ember.set_float32_matmul_precision, 1) == \
+            _outcome(torch.set_float32_matmul_precision, 1)
+    finally:
+        ember.set_float32_matmul_precision("highest")
+
+
 # == DLPack =============================================================================
 
 DLPACK_DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32",

@@ -69,6 +69,32 @@ def from_numpy_dtype(np_dtype: Any) -> dtype:
                     f"{', '.join(d.name for d in ALL_DTYPES)}")
 
 
+_float32_matmul_precision = "highest"
+
+
+def get_float32_matmul_precision() -> str:
+    """The precision float32 matrix products may use: "highest" (float32 throughout, the
+    default), "high" or "medium" (a backend may use TF32 or similar; the CUDA backend uses
+    TF32 tensor cores). `ember.backends.cuda.matmul.allow_tf32` reads and sets the same."""
+    return _float32_matmul_precision
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """Set the precision float32 matrix products may use ("highest", "high", "medium");
+    as PyTorch, anything else warns and changes nothing."""
+    global _float32_matmul_precision
+    if not isinstance(precision, str):
+        raise RuntimeError(f"set_float32_matmul_precision expects a str, but got "
+                           f"{type(precision).__name__}")
+    if precision not in ("highest", "high", "medium"):
+        import warnings
+
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      "set_float32_matmul_precision call has no effect.", stacklevel=2)
+        return
+    _float32_matmul_precision = precision
+
+
 API_VERSION = 1
 """The contract's version. A backend built for another version is refused at load."""
 

@@ -1,10 +1,13 @@
 """`ember.backends.cuda.matmul`, as `torch.backends.cuda.matmul`: cuBLAS's switches that
 scripts set. Plain Python state: reading or setting a flag never imports CuPy. The CUDA
-kernels read `allow_tf32` at every float32 matmul."""
+kernels read `allow_tf32` at every float32 matmul; as in PyTorch, it is the same switch as
+`ember.set_float32_matmul_precision` ("high" or "medium": TF32 allowed)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from ember.core import backend as contract
 
 
 class cuBLASModule:  # noqa: N801 - PyTorch's name
@@ -20,6 +23,8 @@ class cuBLASModule:  # noqa: N801 - PyTorch's name
         object.__setattr__(self, "_values", dict(self._DEFAULTS))
 
     def __getattr__(self, name: str) -> Any:
+        if name == "allow_tf32":  # the same switch as ember.set_float32_matmul_precision
+            return contract.get_float32_matmul_precision() != "highest"
         values = object.__getattribute__(self, "_values")
         if name in values:
             return values[name]
@@ -28,9 +33,12 @@ class cuBLASModule:  # noqa: N801 - PyTorch's name
     def __setattr__(self, name: str, value: Any) -> None:
         if name not in self._DEFAULTS:
             raise AttributeError("Unknown attribute " + name)
-        if name == "allow_tf32" and not isinstance(value, bool):
-            raise RuntimeError(f"set_allow_tf32_cublas expects a bool, but got "
-                               f"{type(value).__name__}")
+        if name == "allow_tf32":
+            if not isinstance(value, bool):
+                raise RuntimeError(f"set_allow_tf32_cublas expects a bool, but got "
+                                   f"{type(value).__name__}")
+            contract.set_float32_matmul_precision("high" if value else "highest")
+            return
         if name.endswith("_reduction"):
             if isinstance(value, (list, tuple)) and value and isinstance(value[0], bool):
                 value = value[0]
