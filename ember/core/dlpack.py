@@ -19,6 +19,7 @@ import numpy as np
 
 from ember.core import plugins
 from ember.core.backend import from_numpy_dtype
+from ember.core.declare import composite
 from ember.core.device import device as Device
 
 # DLDeviceType codes (dlpack.h)
@@ -69,6 +70,7 @@ def tensor_dlpack_device(tensor: Any) -> tuple[int, int]:
     raise BufferError(f"the {tensor.device.type} backend's buffers do not support DLPack")
 
 
+@composite(variants="function")
 def from_dlpack(ext: Any) -> Any:
     """A tensor sharing the memory of `ext`: any object with `__dlpack__` (a NumPy or CuPy
     array, a PyTorch tensor ...) or a DLPack capsule (from `to_dlpack`)."""
@@ -133,13 +135,19 @@ _NUMPY_OF = {(0, 8): "int8", (0, 16): "int16", (0, 32): "int32", (0, 64): "int64
              (1, 8): "uint8", (2, 16): "float16", (2, 32): "float32", (2, 64): "float64",
              (6, 8): "bool", (_BFLOAT, 16): "bfloat16"}  # (DLDataTypeCode, bits)
 
-_api = ctypes.pythonapi
-_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_api.PyCapsule_IsValid.restype = ctypes.c_int
-_api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_api.PyCapsule_SetName.restype = ctypes.c_int
-_api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def _capi(name: str, restype: Any) -> Any:
+    """A private prototype of a CPython C function (ctypes.pythonapi's own are shared with
+    every other library in the process, which may set other argtypes)."""
+    proto = ctypes.PYFUNCTYPE(restype, ctypes.py_object, ctypes.c_char_p)
+    return proto((name, ctypes.pythonapi))
+
+
+class _api:  # noqa: N801 - the C API's names
+    PyCapsule_GetPointer = _capi("PyCapsule_GetPointer", ctypes.c_void_p)
+    PyCapsule_IsValid = _capi("PyCapsule_IsValid", ctypes.c_int)
+    PyCapsule_SetName = _capi("PyCapsule_SetName", ctypes.c_int)
 
 
 def _dl_tensor(capsule: Any) -> _DLTensor:
