@@ -175,6 +175,8 @@ def test_is_out_of_memory_recognises_device_errors():
     class OutOfMemoryError(Exception):
         pass
     assert scheduler.is_out_of_memory(MemoryError())
+    assert scheduler.is_out_of_memory(ember.OutOfMemoryError("cuda:0: 4.0 GiB asked, 1.0 "
+                                                             "GiB free"))
     assert scheduler.is_out_of_memory(OutOfMemoryError("Out of memory allocating 1 bytes"))
     assert scheduler.is_out_of_memory(RuntimeError("clEnqueue: MEM_OBJECT_ALLOCATION_FAILURE"))
     assert not scheduler.is_out_of_memory(RuntimeError("shape mismatch"))

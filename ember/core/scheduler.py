@@ -232,9 +232,12 @@ def default_device(nbytes: int = 0) -> Device:
 
 
 def is_out_of_memory(err: BaseException) -> bool:
-    """Whether `err` is a device running out of memory (MemoryError, CuPy's
+    """Whether `err` is a device running out of memory: ember's `OutOfMemoryError` (what
+    the CUDA backend raises), MemoryError, or a device library's own (CuPy's
     OutOfMemoryError, OpenCL's MEM_OBJECT_ALLOCATION_FAILURE ...)."""
-    if isinstance(err, MemoryError):
+    from ember.core.backend import OutOfMemoryError
+
+    if isinstance(err, (MemoryError, OutOfMemoryError)):
         return True
     text = f"{type(err).__name__} {err}".lower()
     return any(s in text for s in ("out of memory", "outofmemory", "allocation_failure",
