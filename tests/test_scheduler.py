@@ -475,3 +475,14 @@ def test_profiler_times_refine_the_plan(calibrated):
         assert costmodel.History.load().lookup("linear", key.split("|")[2], "cpu") > 0
     finally:
         costmodel.History.path().unlink()  # later plans of this session start unrefined
+
+
+def test_cli_calibrate_needs_a_writable_cache(tmp_path, monkeypatch, capsys):
+    from ember import cli
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(blocker / "cache"))
+    assert cli.main(["devices", "--calibrate"]) == 1
+    err = capsys.readouterr().err
+    assert "cannot write the trait cache folder" in err and "EMBER_CACHE_DIR" in err
