@@ -12,7 +12,10 @@ traits (`ember.core.traits`), and applies three rules:
 The choice is recorded (`chosen()`): once made, every later `"auto"` resolves to it, so
 the rest of the program agrees with it. `ember.plan` makes an informed choice and
 replaces the record; without one, the first `"auto"` that has work to judge makes it
-(`model.to("auto")`: the model's parameters; a factory: the tensor it makes).
+(`model.to("auto")`: the model's parameters; a factory or `tensor.to("auto")`: the
+tensor's size). `with_fallback` moves on to the next device when placing runs out of
+memory (`model.to("auto")` uses it); a single tensor made with `"auto"` that does not fit
+raises its device's error, as it would on that device named.
 """
 
 from __future__ import annotations
