@@ -83,8 +83,9 @@ def plan(model: Any, example_inputs: Any, training: bool = True,
     record the choice (every later `"auto"` resolves to it).
 
     Args:
-        model (Module or callable): the model; it runs once at `example_inputs`, on its
-            own device, to record its ops (its weights are left unchanged).
+        model (Module or callable): the model; it runs a few times at `example_inputs`,
+            on its own device, to record and time its ops (its weights, gradients and
+            buffers are left as they were; random ops such as dropout do draw numbers).
         example_inputs (Tensor or tuple): one batch, as the model is called with it.
         training (bool): estimate a training step (forward, backward, optimizer update);
             False: a forward pass. Default: True.
