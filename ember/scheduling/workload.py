@@ -7,6 +7,8 @@ deliberately runs the composites' decompositions (fused kernels off, so the grap
 replayed and exported), while a plan must count what a step really runs — a fused
 `linear` is one kernel, not a transpose and a matmul and an add.
 
+- The step is a training loop's: gradients set to None, forward, the outputs' sum as
+  the loss, `backward()` (the gradients the model had are put back afterwards).
 - An op call that makes no nested op call is one kernel: its declared cost counts.
 - A backward node whose formula ran as a fused kernel makes no op call: it is counted as
   twice its forward op's cost (the usual ratio: a matmul's backward is two matmuls), named
@@ -211,6 +213,10 @@ def record_step(model: Callable[..., Any], example_inputs: Any, training: bool =
     backend = anchor._backend if anchor is not None else None
 
     def one_pass(rec: _Recorder | None) -> list:
+        """A step as a training loop runs it (gradients set to None, forward, the
+        outputs' sum as the loss, backward into `.grad`); the optimizer is apart."""
+        for p in trainable:
+            p.grad = None
         with ember.enable_grad() if training else ember.no_grad():
             out = model(*inputs)
             outs = [t for t in _tensors(out) if t.is_floating_point()]
@@ -220,7 +226,7 @@ def record_step(model: Callable[..., Any], example_inputs: Any, training: bool =
                     loss = loss + t.sum()
                 if rec is not None:
                     rec.phase = "backward"
-                ember.autograd.grad(loss, trainable, allow_unused=True)
+                loss.backward()
         return outs
 
     def recorded() -> tuple[_Recorder, list]:
@@ -232,6 +238,7 @@ def record_step(model: Callable[..., Any], example_inputs: Any, training: bool =
     optimizer = optimizer_works(trainable) if training else []
     own = fused_set(backend.kernels) if backend is not None else frozenset()
     variants: dict[frozenset[str], list[OpWork]] = {}
+    grads = [p.grad for p in trainable]
     try:
         rec, outs = recorded()
         works = rec.works + optimizer
@@ -242,7 +249,9 @@ def record_step(model: Callable[..., Any], example_inputs: Any, training: bool =
         measured = _best_time(lambda: one_pass(None), _sync(anchor))
         if training:
             measured += _time_optimizer(trainable, _sync(anchor))
-    finally:
+    finally:  # the model as it was: its gradients, and its buffers' values
+        for p, g in zip(trainable, grads):
+            p.grad = g
         with ember.no_grad():
             for t, saved in zip(buffers, state):
                 t.copy_(saved)
