@@ -65,6 +65,33 @@ def _failed(exc: BaseException) -> None:
         stderr_line(f"ember.distributed: could not notify the other ranks: {err}")
 
 
+def active() -> bool:
+    """Whether this process is a rank of a distributed run (init_process_group ran)."""
+    return _state["monitor"] is not None
+
+
+def exit_failed(status: int, what: str) -> None:
+    """Leave now with `status`, after telling the other ranks (if this process is in a
+    distributed run) that this rank failed, and why."""
+    monitor = _state["monitor"]
+    if monitor is not None and not _state["failed"]:
+        _state["failed"] = True
+        try:
+            monitor.notify(monitor.rank, what)
+        except Exception as err:  # noqa: BLE001 - best effort: the exit must go on
+            stderr_line(f"ember.distributed: could not notify the other ranks: {err}")
+    _flush()
+    os._exit(status)
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a closed stream must not stop the exit
+            pass
+
+
 def _at_exit() -> None:
     monitor = _state["monitor"]
     if monitor is None:
@@ -77,9 +104,5 @@ def _at_exit() -> None:
             return  # MPI_Finalize (mpi4py's own exit hook) can run safely
         except DistBackendError as err:
             stderr_line(str(err))
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:  # noqa: BLE001
-            pass
+    _flush()
     os._exit(1)
