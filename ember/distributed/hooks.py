@@ -101,7 +101,12 @@ def _at_exit() -> None:
             req = monitor.ctl.Ibarrier()
             monitor.wait([req], "the exit barrier (every rank finishing)",
                          list(range(len(monitor.peers))), _state["exit_timeout"])
-            return  # MPI_Finalize (mpi4py's own exit hook) can run safely
+            # every rank is done: MPI_Finalize (mpi4py's own exit hook) can run safely.
+            # hydra may signal ranks as the first ones leave; that is no failure now,
+            # and Python's default action (death) must not turn it into one
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+            return
         except DistBackendError as err:
             stderr_line(str(err))
     _flush()
