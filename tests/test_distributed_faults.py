@@ -59,7 +59,7 @@ def test_a_sigkilled_rank_is_named_within_the_timeout():
     assert sorted(errors) == [0, 1, 2], out
     for msg in errors.values():
         assert f"rank 3 failed: its process (pid {pids[3]}" in msg and \
-            "no longer running" in msg, msg
+            "no longer running" in msg, out
     for pid in pids.values():  # nothing left behind
         assert not _running(pid), f"rank process {pid} still runs"
 
@@ -106,3 +106,18 @@ def _running(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_a_rank_failing_before_init_stops_the_run():
+    """Rank 1 raises before init_process_group: rank 0 would wait in MPI_Init (C code no
+    timeout reaches) forever; ember run stops it and ends with rank 1's status."""
+    script = ("import os\nimport ember.distributed as dist\n"
+              "if os.environ['RANK'] == '1':\n    raise ImportError('missing module')\n"
+              "dist.init_process_group()\n")
+    start = time.monotonic()
+    code, out = run_ranks(2, script, timeout=60)
+    assert time.monotonic() - start < 20, out
+    assert code == 1, out
+    assert "ImportError: missing module" in out
+    assert "rank 1 exited with status 1 before init_process_group; stopping the other " \
+        "ranks" in out

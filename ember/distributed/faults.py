@@ -30,6 +30,7 @@ NOTICE, PING, PONG = 101, 102, 103  # tags on the control communicator
 _LIVENESS_EVERY = 0.25  # seconds between checks of the local peers' pids
 _PROBE_EVERY = 0.002  # seconds between probes for notices and pings while waiting
 _PING_WAIT = 1.0  # seconds a timed-out rank waits for its peers to answer
+_NOTICE_GRACE = 0.2  # seconds to wait for a notice from a peer found dead
 
 
 def _running(pid: int) -> bool:
@@ -106,6 +107,14 @@ class Monitor:
         for r in self.local:
             host, pid = self.peers[r]
             if not _running(pid):
+                # a rank that failed because another did leaves after telling everyone:
+                # give its notice (which names the rank that caused it) time to arrive
+                deadline = time.monotonic() + _NOTICE_GRACE
+                while self.failure is None and time.monotonic() < deadline:
+                    self._drain()
+                    time.sleep(0.001)
+                if self.failure is not None:
+                    return
                 what = (f"its process (pid {pid} on {host}) is no longer running: it was "
                         "killed or exited without finishing its collectives")
                 self.failure = DistBackendError(
@@ -179,17 +188,24 @@ class Monitor:
 
 
 def record_failure(rank: int, kind: str) -> None:
-    """Note in `ember run`'s run directory (when there is one on this host) that this
-    rank failed at this time: "cause" (its own error) or "consequence" (another rank's
-    failure reached it), so `ember run` ends with the status of the rank that caused the
-    failure."""
+    """Note in `ember run`'s run directory that this rank failed now: "cause" (its own
+    error) or "consequence" (another rank's failure reached it), so `ember run` ends
+    with the status of the rank that caused the failure."""
+    record(rank, "failure", f"{kind} {time.time()!r}\n")
+
+
+def record(rank: int, name: str, text: str) -> None:
+    """Write `rank<rank>.<name>` in `ember run`'s run directory, when there is one on this
+    host (first write wins)."""
     run_dir = os.environ.get("EMBER_RUN_DIR")
-    path = os.path.join(run_dir, f"rank{rank}.failure") if run_dir else None
-    if path is None or not os.path.isdir(run_dir) or os.path.exists(path):
+    if not run_dir or not os.path.isdir(run_dir):
+        return
+    path = os.path.join(run_dir, f"rank{rank}.{name}")
+    if os.path.exists(path):
         return
     try:
         with open(path, "w") as f:
-            f.write(f"{kind} {time.time()!r}\n")
+            f.write(text)
     except OSError:
         pass
 

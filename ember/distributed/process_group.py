@@ -175,8 +175,10 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     WORLD.default = ProcessGroup(data, list(range(size)), "mpi", seconds,
                                  group_name or "default_pg")
     from ember.distributed import hooks
+    from ember.distributed.faults import record
 
     hooks.install(mon, seconds)
+    record(me, "init", "")  # `ember run`: this rank got past init
 
 
 def _bounded_wait(requests: list[Any], seconds: float, what: str) -> None:

@@ -7,8 +7,11 @@ installed MPI (the mpich wheel's), as torchrun starts workers.
   variables.
 - hydra runs with `-disable-auto-cleanup`, so when a rank fails the others live on long
   enough to raise an error naming it (faults.py) instead of being killed silently.
-- Ctrl-C (SIGINT) is passed to every rank (hydra forwards it); ranks still running
-  after a grace period are interrupted again, then killed. The exit status is then 130.
+- Ctrl-C (SIGINT) or SIGTERM is passed to every rank as SIGINT (hydra forwards it);
+  ranks still running after a grace period are interrupted again, then killed. The exit
+  status is then 130 (143 for SIGTERM).
+- A rank that ends with an error before init_process_group stops the run: the others
+  would wait in MPI_Init forever.
 - The exit status is otherwise the failing rank's: of the ranks that ended with a
   non-zero status, the first to end (128 + N for a rank killed by signal N); 0 when
   all pass.
@@ -84,22 +87,33 @@ def launch(nproc: int, script: str, args: Sequence[str] = (), hosts: str | None 
     run_dir = tempfile.mkdtemp(prefix="ember-run-")
     env = dict(os.environ, EMBER_RUN_DIR=run_dir)
     interrupted: list[float] = []
-    previous = signal.getsignal(signal.SIGINT)
+    stop_status = [130]
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
 
-    def on_sigint(signum: int, frame: object) -> None:
+    def on_stop(signum: int, frame: object) -> None:
         interrupted.append(time.monotonic())
+        stop_status[0] = 128 + signum
 
     # our own session: a terminal's Ctrl-C reaches this process only, which forwards it
     proc = subprocess.Popen(cmd, env=env, start_new_session=True)
-    signal.signal(signal.SIGINT, on_sigint)
+    for sig in previous:  # SIGTERM (a batch system's, `timeout`'s) stops the ranks as well
+        signal.signal(sig, on_stop)
     try:
         forwarded = 0
+        doomed = None
         while True:
             try:
                 code = proc.wait(timeout=0.05)
                 break
             except subprocess.TimeoutExpired:
                 pass
+            if doomed is None and not interrupted:
+                doomed = _failed_before_init(run_dir)
+                if doomed is not None:  # the others wait in MPI_Init forever: stop them
+                    print(f"ember run: rank {doomed[0]} exited with status {doomed[1]} "
+                          "before init_process_group; stopping the other ranks",
+                          file=sys.stderr)
+                    interrupted.append(time.monotonic() - grace)  # the short way
             if interrupted and forwarded == 0:
                 proc.send_signal(signal.SIGINT)  # hydra passes it to every rank
                 forwarded = 1
@@ -111,17 +125,42 @@ def launch(nproc: int, script: str, args: Sequence[str] = (), hosts: str | None 
                 proc.kill()
                 forwarded = 3
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         _kill_ranks(run_dir)  # nothing should be left; make sure of it
         first_failure = _first_failure(run_dir)
         shutil.rmtree(run_dir, ignore_errors=True)
+    if doomed is not None:
+        return doomed[1]
     if interrupted:
-        print("ember run: interrupted (Ctrl-C); every rank was stopped", file=sys.stderr)
-        return 130
+        how = "Ctrl-C" if stop_status[0] == 130 else "SIGTERM"
+        print(f"ember run: interrupted ({how}); every rank was stopped", file=sys.stderr)
+        return stop_status[0]
     return first_failure or (code if code >= 0 else 128 - code)
+
+
+def _failed_before_init(run_dir: str) -> tuple[int, int] | None:
+    """(rank, status) of a rank of this host that ended with an error before it got
+    through init_process_group, or None. The others can then never finish MPI_Init,
+    which blocks in C where no timeout can reach it."""
+    try:
+        names = set(os.listdir(run_dir))
+    except OSError:
+        return None
+    for name in names:
+        rank, _, kind = name.partition(".")
+        if kind == "status" and f"{rank}.init" not in names:
+            try:
+                with open(os.path.join(run_dir, name)) as f:
+                    code = int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue
+            if code != 0:
+                return int(rank.removeprefix("rank")), code
+    return None
 
 
 def _first_failure(run_dir: str) -> int:
