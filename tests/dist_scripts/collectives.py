@@ -111,6 +111,21 @@ p = ember.ones(3, requires_grad=True)
 dist.all_reduce(p)
 check(p.detach(), np.full(3, N, np.float32), "all_reduce requires_grad")
 
+# another device (OpenCL on PoCL here, at 2 ranks: its kernels compile per process):
+# staged through host memory, the result lands in the same tensor, on its device
+if N == 2 and any(d.type == "opencl" for d in ember.devices()):
+    t = ember.tensor([1.0, 2.0, 3.0], device="opencl") * (R + 1)
+    same = t
+    dist.all_reduce(t)
+    assert t is same and t.device.type == "opencl", t.device
+    check(t.cpu(), np.array([3.0, 6.0, 9.0], np.float32), "all_reduce on opencl")
+    dist.broadcast(t, src=1)
+    check(t.cpu(), np.array([3.0, 6.0, 9.0], np.float32), "broadcast on opencl")
+    outs = [ember.zeros(2, device="opencl") for _ in range(N)]
+    dist.all_gather(outs, ember.tensor([R, R + 0.5], device="opencl"))
+    check(ember.cat([o.cpu() for o in outs]), np.array([0, 0.5, 1, 1.5], np.float32),
+          "all_gather on opencl")
+
 # async: several all-reduces in flight at once, then waited in reverse order
 ts = [ember.full((1000,), float(R + i)) for i in range(4)]
 works = [dist.all_reduce(t, async_op=True) for t in ts]
