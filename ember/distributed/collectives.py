@@ -376,3 +376,126 @@ def recv(tensor: ember.Tensor, src: int | None = None, group: ProcessGroup | Non
     work.wait()
     status, pg = info
     return pg.ranks[status.Get_source()]
+
+
+# -- list forms and all-to-all ----------------------------------------------------------
+def reduce_scatter(output: ember.Tensor, input_list: list[ember.Tensor],
+                   op: RedOpType = ReduceOp.SUM, group: ProcessGroup | None = None,
+                   async_op: bool = False) -> Work | None:
+    """Reduce `input_list[i]` across the group with `op` into `output` of rank i."""
+    where = "reduce_scatter"
+    check_tensor(output, where, "output")
+    pg = _group(group)
+    if pg is None:
+        return None
+    if not isinstance(input_list, list) or len(input_list) != pg.size():
+        raise ValueError(f"{where}: input_list must be a list of {pg.size()} tensors, got "
+                         f"{_describe(input_list)}")
+    for i, part in enumerate(input_list):
+        check_tensor(part, where, f"input_list[{i}]")
+        _same_layout(where, f"input_list[{i}]", part, output)
+    return reduce_scatter_tensor(output, ember.stack([p.reshape(-1) for p in input_list]),
+                                 op, group, async_op)
+
+
+def all_to_all_single(output: ember.Tensor, input: ember.Tensor,
+                      output_split_sizes: list[int] | None = None,
+                      input_split_sizes: list[int] | None = None,
+                      group: ProcessGroup | None = None,
+                      async_op: bool = False) -> Work | None:
+    """Split `input` along its first dimension, send the i-th piece to rank i, and
+    concatenate the pieces received, in rank order, into `output`. Without split sizes
+    the pieces are equal."""
+    where = "all_to_all_single"
+    check_tensor(output, where, "output")
+    check_tensor(input, where, "input")
+    pg = _group(group)
+    if pg is None:
+        return None
+    n = pg.size()
+    if output.dtype != input.dtype:
+        raise TypeError(f"{where}: output has dtype {output.dtype}, input {input.dtype}")
+    in_sizes = _splits(where, "input", input, input_split_sizes, n)
+    out_sizes = _splits(where, "output", output, output_split_sizes, n)
+    row = input.element_size() * (input.numel() // max(input.shape[0], 1) if input.ndim
+                                  else 1)
+    send = host_values(input).view(np.uint8)
+    out = stage(output, read=False)
+    counts_in = [s * row for s in in_sizes]
+    counts_out = [s * row for s in out_sizes]
+    msg_in = [send, (counts_in, _offsets(counts_in)), pgs.monitor().MPI.BYTE]
+    msg_out = [out.raw, (counts_out, _offsets(counts_out)), pgs.monitor().MPI.BYTE]
+    return _launch(pg, where, lambda comm: [comm.Ialltoallv(msg_in, msg_out)],
+                   out.write_back, async_op, [output])
+
+
+def _splits(where: str, name: str, t: ember.Tensor, sizes: list[int] | None,
+            n: int) -> list[int]:
+    rows = t.shape[0] if t.ndim else 1
+    if sizes is None:
+        if rows % n:
+            raise ValueError(f"{where}: {name}'s first dimension ({rows}) does not split "
+                             f"into {n} equal parts; give {name}_split_sizes")
+        return [rows // n] * n
+    sizes = [int(s) for s in sizes]
+    if len(sizes) != n or sum(sizes) != rows:
+        raise ValueError(f"{where}: {name}_split_sizes {sizes} must have {n} entries "
+                         f"summing to {name}'s first dimension ({rows})")
+    return sizes
+
+
+def _offsets(counts: list[int]) -> list[int]:
+    return [int(x) for x in np.concatenate([[0], np.cumsum(counts)[:-1]])] if counts else []
+
+
+def all_to_all(output_tensor_list: list[ember.Tensor], input_tensor_list: list[ember.Tensor],
+               group: ProcessGroup | None = None, async_op: bool = False) -> Work | None:
+    """Send `input_tensor_list[i]` to rank i, and receive rank i's piece for this rank
+    into `output_tensor_list[i]`."""
+    where = "all_to_all"
+    pg = _group(group)
+    if pg is None:
+        return None
+    n = pg.size()
+    for name, lst in (("output_tensor_list", output_tensor_list),
+                      ("input_tensor_list", input_tensor_list)):
+        if not isinstance(lst, list) or len(lst) != n:
+            raise ValueError(f"{where}: {name} must be a list of {n} tensors, got "
+                             f"{_describe(lst)}")
+        for i, t in enumerate(lst):
+            check_tensor(t, where, f"{name}[{i}]")
+    sends = [host_values(t).view(np.uint8) for t in input_tensor_list]
+    send = np.concatenate(sends) if sends else np.empty(0, np.uint8)
+    counts_in = [s.size for s in sends]
+    counts_out = [t.numel() * t.element_size() for t in output_tensor_list]
+    recv = np.empty(sum(counts_out), np.uint8)
+    MPI = pgs.monitor().MPI
+    msg_in = [send, (counts_in, _offsets(counts_in)), MPI.BYTE]
+    msg_out = [recv, (counts_out, _offsets(counts_out)), MPI.BYTE]
+
+    def finish() -> None:
+        for t, start, count in zip(output_tensor_list, _offsets(counts_out), counts_out):
+            _write(t, recv[start:start + count])
+    return _launch(pg, where, lambda comm: [comm.Ialltoallv(msg_in, msg_out)], finish,
+                   async_op, list(output_tensor_list))
+
+
+class P2POp:
+    """A point-to-point operation for `batch_isend_irecv`: `P2POp(dist.isend, tensor,
+    peer)` or `P2POp(dist.irecv, tensor, peer)`."""
+
+    def __init__(self, op: Callable, tensor: ember.Tensor, peer: int | None = None,
+                 group: ProcessGroup | None = None, tag: int = 0,
+                 group_peer: int | None = None) -> None:
+        if op not in (isend, irecv):
+            raise ValueError("Invalid ``op``. Expected ``op`` to be of type "
+                             "``torch.distributed.isend`` or ``torch.distributed.irecv``.")
+        self.op, self.tensor, self.peer, self.group = op, tensor, peer, group
+        self.tag, self.group_peer = tag, group_peer
+
+
+def batch_isend_irecv(p2p_op_list: list[P2POp]) -> list[Work]:
+    """Start every send and receive of the list; returns their Works."""
+    if not p2p_op_list or not all(isinstance(p, P2POp) for p in p2p_op_list):
+        raise ValueError("batch_isend_irecv: expected a non-empty list of P2POp")
+    return [p.op(p.tensor, p.peer, p.group, p.tag, p.group_peer) for p in p2p_op_list]

@@ -101,3 +101,34 @@ def broadcast_object_list(object_list: list[Any], src: int | None = None,
                              f"{len(values)} objects, but this rank's list has "
                              f"{len(object_list)} entries")
         object_list[:] = values
+
+
+def scatter_object_list(scatter_object_output_list: list[Any],
+                        scatter_object_input_list: list[Any] | None = None,
+                        src: int | None = None, group: ProcessGroup | None = None,
+                        group_src: int | None = None) -> None:
+    """Give rank i the object `scatter_object_input_list[i]` of rank `src` (default 0),
+    in `scatter_object_output_list[0]`."""
+    pg = _group(group)
+    if pg is None:
+        return
+    root = _root(pg, "scatter_object_list", "src",
+                 0 if src is None and group_src is None else src, group_src)
+    if not isinstance(scatter_object_output_list, list) or not scatter_object_output_list:
+        raise ValueError("Expected argument scatter_object_output_list to be a list of size "
+                         "at least 1.")
+    mine = pg.rank() == root
+    if mine and (not isinstance(scatter_object_input_list, list) or
+                 len(scatter_object_input_list) != pg.size()):
+        raise ValueError(f"scatter_object_list: on the source rank, the input list must "
+                         f"have {pg.size()} entries, got {scatter_object_input_list!r}")
+    parts = [_pickled(o) for o in scatter_object_input_list] if mine else []
+    sizes = np.array([p.size for p in parts] if mine else [0] * pg.size(), np.int64)
+    size = np.zeros(1, np.int64)
+    _wait(pg, "scatter_object_list", [pg.comm.Iscatter(sizes if mine else None, size,
+                                                       root=root)])
+    recv = np.empty(int(size[0]), np.uint8)
+    send = _vector(np.concatenate(parts) if parts else np.empty(0, np.uint8), sizes,
+                   np.concatenate([[0], np.cumsum(sizes)[:-1]])) if mine else None
+    _wait(pg, "scatter_object_list", [pg.comm.Iscatterv(send, recv, root=root)])
+    scatter_object_output_list[0] = pickle.loads(recv.tobytes())

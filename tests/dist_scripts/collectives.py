@@ -90,6 +90,45 @@ for dtype in ("float32", "float64", "int64"):
     dist.reduce_scatter_tensor(out, ember.tensor(inputs[R]))
     check(out, inputs.sum(0)[3 * R:3 * R + 3], f"reduce_scatter_tensor {dtype}")
 
+right, left = (R + 1) % N, (R - 1) % N
+
+# list forms and all-to-all
+ins = [ember.tensor(data(R, (2, 2), "float32", 20 + i)) for i in range(N)]
+out = ember.zeros(2, 2)
+dist.reduce_scatter(out, ins)
+check(out, sum(data(r, (2, 2), "float32", 20 + R) for r in range(N)), "reduce_scatter list")
+x = ember.tensor(np.arange(2 * N) + 100 * R)  # rank R sends [2i, 2i+1] + 100R to rank i
+y = ember.zeros(2 * N, dtype=ember.int64)
+dist.all_to_all_single(y, x)
+check(y, np.concatenate([np.array([2 * R, 2 * R + 1]) + 100 * r for r in range(N)]),
+      "all_to_all_single")
+# unequal splits: rank r sends i+1 rows of 3 to rank i, each filled with 10r + i
+sizes_in = [i + 1 for i in range(N)]
+x = ember.tensor(np.concatenate([np.full((i + 1, 3), 10 * R + i) for i in range(N)]),
+                 dtype=ember.float64)
+y = ember.zeros(N * (R + 1), 3, dtype=ember.float64)
+dist.all_to_all_single(y, x, output_split_sizes=[R + 1] * N, input_split_sizes=sizes_in)
+check(y, np.concatenate([np.full((R + 1, 3), 10.0 * r + R) for r in range(N)]),
+      "all_to_all_single with splits")
+outs = [ember.zeros(r + 1) for r in range(N)]  # from rank r: r+1 values
+dist.all_to_all(outs, [ember.full((R + 1,), float(R * N + i)) for i in range(N)])
+for r in range(N):
+    check(outs[r], np.full(r + 1, float(r * N + R), np.float32), f"all_to_all [{r}]")
+got = [None]
+dist.scatter_object_list(got, [{"to": r} for r in range(N)] if R == 0 else None, src=0)
+assert got == [{"to": R}], got
+ops = [dist.P2POp(dist.isend, ember.tensor([float(R)]), right),
+       dist.P2POp(dist.irecv, ember.zeros(1), left)]
+for work in dist.batch_isend_irecv(ops):
+    work.wait()
+check(ops[1].tensor, np.array([float(left)]), "batch_isend_irecv")
+assert dist.get_node_local_rank() == R and dist.GroupMember.WORLD is dist.group.WORLD
+try:
+    dist.init_process_group("mpi")
+    raise AssertionError("init twice")
+except ValueError as err:
+    assert str(err) == "trying to initialize the default process group twice!", err
+
 # in place on views: a strided column and a transposed block write through to the base
 base = ember.tensor(np.arange(12, dtype=np.float32).reshape(3, 4) * (R + 1))
 col = base[:, 1]
