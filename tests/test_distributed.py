@@ -93,7 +93,7 @@ def test_without_mpi4py_init_says_what_to_install(tmp_path):
     assert "pip install 'ember[mpi]'" in out and "mpi4py blocked" in out
 
 
-def test_ember_run_command_line():
+def test_ember_run_command_line(tmp_path):
     from ember.distributed import run
 
     cmd = run.command(3, "train.py", ["--lr", "0.1"], hosts="10.0.0.1,10.0.0.2")
@@ -104,6 +104,13 @@ def test_ember_run_command_line():
     assert cmd[-4].endswith("_rank.py") and cmd[-3:] == ["train.py", "--lr", "0.1"]
     with pytest.raises(ValueError, match="-n must be at least 1"):
         run.command(0, "train.py", [])
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("# the cluster\nnode7:2\nnode8:2\n")
+    cmd = run.command(4, "train.py", [], hostfile=str(hostfile))
+    assert cmd[cmd.index("-f") + 1] == str(hostfile)
+    assert cmd[cmd.index("MASTER_ADDR") + 1] == "node7"
+    with pytest.raises(FileNotFoundError, match="no hostfile"):
+        run.command(2, "train.py", [], hostfile=str(tmp_path / "missing"))
     args = ember.cli.build_parser().parse_args(["run", "-n", "2", "s.py", "--x", "1"])
     assert args.nproc == 2 and args.script == "s.py" and args.args == ["--x", "1"]
 

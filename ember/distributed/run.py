@@ -56,7 +56,7 @@ def command(nproc: int, script: str, args: Sequence[str], hosts: str | None = No
             master_port: int = 29500) -> list[str]:
     """The mpiexec command line that starts `nproc` ranks of `script`."""
     if nproc < 1:
-        raise ValueError(f"ember run: -n must be at least 1, got {nproc}")
+        raise ValueError(f"-n must be at least 1, got {nproc}")
     cmd = [mpiexec(), "-disable-auto-cleanup", "-n", str(nproc)]
     master = "127.0.0.1"
     if hosts:
@@ -64,7 +64,7 @@ def command(nproc: int, script: str, args: Sequence[str], hosts: str | None = No
         master = hosts.split(",")[0].split(":")[0]
     elif hostfile:
         if not os.path.isfile(hostfile):
-            raise FileNotFoundError(f"ember run: no hostfile {hostfile!r}")
+            raise FileNotFoundError(f"no hostfile {hostfile!r}")
         cmd += ["-f", hostfile]
         with open(hostfile) as f:
             first = next((ln.split("#")[0].strip() for ln in f if ln.split("#")[0].strip()),
