@@ -71,13 +71,14 @@ def _root(pg: ProcessGroup, where: str, what: str, rank: int | None,
         raise ValueError(f"{where}: give {what} or group_{what}, not both")
     if group_rank is not None:
         if not 0 <= group_rank < pg.size():
-            raise ValueError(f"{where}: group_{what}={group_rank} is not a rank of the "
+            raise RuntimeError(f"{where}: group_{what}={group_rank} is not a rank of the "
                              f"group of {pg.size()} ranks")
         return group_rank
     if rank is None:
         raise ValueError(f"{where}: {what} must be given")
     if rank not in pg.ranks:
-        raise ValueError(f"{where}: {what}={rank} is not a rank of the group {pg.ranks}")
+        raise RuntimeError(f"{where}: invalid root rank: {what}={rank} is not a rank of the "
+                           f"group {pg.ranks}")
     return pg.ranks.index(rank)
 
 
@@ -87,7 +88,7 @@ def _same_layout(where: str, name: str, t: ember.Tensor, like: ember.Tensor,
         raise TypeError(f"{where}: {name} has dtype {t.dtype}, expected {like.dtype}")
     want = like.numel() if numel is None else numel
     if t.numel() != want:
-        raise ValueError(f"{where}: {name} has {t.numel()} elements (shape "
+        raise RuntimeError(f"{where}: invalid tensor size: {name} has {t.numel()} elements (shape "
                          f"{list(t.shape)}), expected {want}")
 
 
@@ -191,9 +192,7 @@ def all_gather(tensor_list: list[ember.Tensor], tensor: ember.Tensor,
     pg = _group(group)
     if pg is None:
         return None
-    if not isinstance(tensor_list, list) or len(tensor_list) != pg.size():
-        raise ValueError(f"{where}: tensor_list must be a list of {pg.size()} tensors (one "
-                         f"per rank), got {_describe(tensor_list)}")
+    _check_list(where, "tensor_list", tensor_list, pg.size())
     for i, out in enumerate(tensor_list):
         check_tensor(out, where, f"tensor_list[{i}]")
         _same_layout(where, f"tensor_list[{i}]", out, tensor)
@@ -266,9 +265,7 @@ def gather(tensor: ember.Tensor, gather_list: list[ember.Tensor] | None = None,
                              "non-destination ranks.")
         return _launch(pg, where, lambda comm: [comm.Igather(send, None, root=root)], None,
                        async_op, [])
-    if not isinstance(gather_list, list) or len(gather_list) != pg.size():
-        raise ValueError(f"{where}: on the destination rank, gather_list must be a list of "
-                         f"{pg.size()} tensors, got {_describe(gather_list)}")
+    _check_list(where, "gather_list", gather_list, pg.size())
     for i, out in enumerate(gather_list):
         check_tensor(out, where, f"gather_list[{i}]")
         _same_layout(where, f"gather_list[{i}]", out, tensor)
@@ -299,9 +296,7 @@ def scatter(tensor: ember.Tensor, scatter_list: list[ember.Tensor] | None = None
                              "non-source ranks.")
         return _launch(pg, where, lambda comm: [comm.Iscatter(None, out.raw, root=root)],
                        out.write_back, async_op, [tensor])
-    if not isinstance(scatter_list, list) or len(scatter_list) != pg.size():
-        raise ValueError(f"{where}: on the source rank, scatter_list must be a list of "
-                         f"{pg.size()} tensors, got {_describe(scatter_list)}")
+    _check_list(where, "scatter_list", scatter_list, pg.size())
     for i, part in enumerate(scatter_list):
         check_tensor(part, where, f"scatter_list[{i}]")
         _same_layout(where, f"scatter_list[{i}]", part, tensor)
@@ -311,8 +306,15 @@ def scatter(tensor: ember.Tensor, scatter_list: list[ember.Tensor] | None = None
                    out.write_back, async_op, [tensor])
 
 
-def _describe(x: Any) -> str:
-    return f"a list of {len(x)}" if isinstance(x, list) else type(x).__name__
+def _check_list(where: str, name: str, lst: Any, n: int) -> None:
+    """A list of `n` tensors (one per rank), or PyTorch's errors: TypeError for what is
+    not a list, RuntimeError for a wrong length."""
+    if not isinstance(lst, list):
+        raise TypeError(f"Invalid function argument. Expected parameter `{name}` of type "
+                        f"List[ember.Tensor] but got {type(lst)} instead ({where}).")
+    if len(lst) != n:
+        raise RuntimeError(f"{where}: invalid {name} (expected length {n}, one tensor per "
+                           f"rank, got {len(lst)})")
 
 
 # -- point to point -------------------------------------------------------------------
@@ -326,7 +328,8 @@ def isend(tensor: ember.Tensor, dst: int | None = None, group: ProcessGroup | No
         return None
     peer = _root(pg, where, "dst", dst, group_dst)
     if peer == pg.rank():
-        raise ValueError(f"{where}: dst={pg.ranks[peer]} is this rank; cannot send to self")
+        raise ValueError("Invalid destination rank: destination rank should not be the same "
+                         "as the rank of the current process.")
     data = host_values(tensor).view(np.uint8).copy()  # the caller may change tensor meanwhile
     return _launch(pg, where, lambda comm: [comm.Isend(data, dest=peer, tag=tag)], None,
                    True, [tensor])
@@ -349,8 +352,8 @@ def _irecv(tensor: ember.Tensor, src: int | None, group: ProcessGroup | None, ta
     peer = MPI.ANY_SOURCE if src is None and group_src is None else \
         _root(pg, where, "src", src, group_src)
     if peer == pg.rank():
-        raise ValueError(f"{where}: src={pg.ranks[peer]} is this rank; cannot receive from "
-                         "self")
+        raise ValueError("Invalid source rank: source rank should not be the same as the "
+                         "rank of the current process.")
     buf = stage(tensor, read=False)
     status = MPI.Status()
     work = _launch(pg, where, lambda comm: [comm.Irecv(buf.raw, source=peer, tag=tag)],
@@ -388,9 +391,7 @@ def reduce_scatter(output: ember.Tensor, input_list: list[ember.Tensor],
     pg = _group(group)
     if pg is None:
         return None
-    if not isinstance(input_list, list) or len(input_list) != pg.size():
-        raise ValueError(f"{where}: input_list must be a list of {pg.size()} tensors, got "
-                         f"{_describe(input_list)}")
+    _check_list(where, "input_list", input_list, pg.size())
     for i, part in enumerate(input_list):
         check_tensor(part, where, f"input_list[{i}]")
         _same_layout(where, f"input_list[{i}]", part, output)
@@ -459,9 +460,7 @@ def all_to_all(output_tensor_list: list[ember.Tensor], input_tensor_list: list[e
     n = pg.size()
     for name, lst in (("output_tensor_list", output_tensor_list),
                       ("input_tensor_list", input_tensor_list)):
-        if not isinstance(lst, list) or len(lst) != n:
-            raise ValueError(f"{where}: {name} must be a list of {n} tensors, got "
-                             f"{_describe(lst)}")
+        _check_list(where, name, lst, n)
         for i, t in enumerate(lst):
             check_tensor(t, where, f"{name}[{i}]")
     sends = [host_values(t).view(np.uint8) for t in input_tensor_list]

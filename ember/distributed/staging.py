@@ -55,9 +55,10 @@ class HostBuffer:
 
 
 def check_tensor(t: Any, where: str, name: str = "tensor") -> ember.Tensor:
-    """`t`, or a TypeError naming the call and the argument."""
+    """`t`, or PyTorch's TypeError naming the argument (and the call)."""
     if not isinstance(t, ember.Tensor):
-        raise TypeError(f"{where}: {name} must be an ember.Tensor, got {type(t).__name__}")
+        raise TypeError(f"Invalid function argument. Expected parameter `{name}` of type "
+                        f"ember.Tensor but got {type(t)} instead ({where}).")
     return t
 
 

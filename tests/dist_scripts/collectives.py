@@ -228,8 +228,29 @@ checks += 3
 try:
     dist.all_gather([ember.zeros(2)], ember.zeros(2))
     raise AssertionError("all_gather accepted a short list")
+except RuntimeError as err:
+    assert f"invalid tensor_list (expected length {N}" in str(err), err
+try:
+    dist.all_gather("x", ember.zeros(2))
+    raise AssertionError("all_gather accepted a string")
+except TypeError as err:
+    assert "Expected parameter `tensor_list` of type List[ember.Tensor]" in str(err), err
+try:
+    dist.all_reduce([1.0])
+    raise AssertionError("all_reduce accepted a list")
+except TypeError as err:
+    assert "Expected parameter `tensor` of type ember.Tensor but got <class 'list'>" in \
+        str(err), err
+try:
+    dist.send(ember.ones(1), dst=R)
+    raise AssertionError("send to self")
 except ValueError as err:
-    assert "tensor_list must be a list of" in str(err), err
+    assert str(err).startswith("Invalid destination rank: destination rank should not"), err
+try:
+    dist.all_gather_into_tensor(ember.zeros(N + 1), ember.zeros(1))
+    raise AssertionError("all_gather_into_tensor of the wrong size")
+except RuntimeError as err:
+    assert "invalid tensor size: output_tensor has" in str(err), err
 try:
     dist.all_reduce(ember.ones(2), op=dist.ReduceOp.BAND)
     raise AssertionError("BAND on floats")
@@ -238,8 +259,8 @@ except ValueError as err:
 try:
     dist.broadcast(ember.ones(2), src=N)
     raise AssertionError("broadcast from a rank outside the group")
-except ValueError as err:
-    assert f"src={N} is not a rank of the group" in str(err), err
+except RuntimeError as err:
+    assert f"invalid root rank: src={N} is not a rank of the group" in str(err), err
 dist.barrier()
 dist.destroy_process_group()
 assert not dist.is_initialized()
