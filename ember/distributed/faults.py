@@ -2,14 +2,16 @@
 stopped answering.
 
 Each rank keeps a `Monitor` over a control communicator (a duplicate of the world's, so
-its messages never mix with the user's). A wait (`wait_requests`) tests its MPI requests
+its messages never mix with the user's). A wait (`Monitor.wait`) tests its MPI requests
 in a loop and, between tests:
 
 - receives *failure notices*: a rank whose script raises sends one to every other rank
   before it exits (see hooks.py), and so does a rank that finds a peer dead;
 - checks that the peers on its own host are still running (their pids, exchanged at
   init), at once when the launcher signals that a process ended (hydra's SIGUSR1 under
-  `-disable-auto-cleanup`), else every few tenths of a second;
+  `-disable-auto-cleanup`), else every few tenths of a second. A peer found gone gets a
+  moment first: it may have finished its part and left, or its own notice may be on
+  the way;
 - answers *pings*: a rank whose wait times out asks its peers what they are doing, so
   its error says which ranks did not respond and which are waiting too.
 
@@ -69,20 +71,24 @@ class Monitor:
         self._sends: list[Any] = []
 
     # -- what peers tell us ---------------------------------------------------------
-    def check(self, now: float, force: bool = False) -> None:
-        """Raise the failure of a peer if one is known; handle pings. Cheap when nothing
-        is due."""
+    def check(self, now: float, requests: list[Any] = (), statuses: Any = None) -> bool:
+        """Raise the failure of a peer if one is known; answer pings. Cheap when nothing
+        is due. Returns True when `requests` completed while a peer found dead was given
+        its grace (see `_peer_gone`)."""
         if self.failure is not None:
             raise self.failure
-        if force or self.signalled or now >= self._next_probe:
+        if self.signalled or now >= self._next_probe:
             self._next_probe = now + _PROBE_EVERY
             self._drain()
-        if force or self.signalled or now >= self._next_liveness:
+        if self.signalled or now >= self._next_liveness:
             self._next_liveness = now + _LIVENESS_EVERY
             self.signalled = False
-            self._check_local_peers()
+            dead = self._dead_peer()
+            if dead is not None:
+                return self._peer_gone(dead, list(requests), statuses)
         if self.failure is not None:
             raise self.failure
+        return False
 
     def _drain(self) -> None:
         """Receive the notices and pings that have arrived (pongs are left to the
@@ -103,27 +109,33 @@ class Monitor:
                     record_failure(self.rank, "consequence")
         self._sends = [r for r in self._sends if not r.Test()]
 
-    def _check_local_peers(self) -> None:
-        for r in self.local:
-            host, pid = self.peers[r]
-            if not _running(pid):
-                # a rank that failed because another did leaves after telling everyone:
-                # give its notice (which names the rank that caused it) time to arrive
-                deadline = time.monotonic() + _NOTICE_GRACE
-                while self.failure is None and time.monotonic() < deadline:
-                    self._drain()
-                    time.sleep(0.001)
-                if self.failure is not None:
-                    return
-                what = (f"its process (pid {pid} on {host}) is no longer running: it was "
-                        "killed or exited without finishing its collectives")
-                self.failure = DistBackendError(
-                    f"ember.distributed: rank {r} failed: {what} (found by rank {self.rank} "
-                    f"while in {self.doing})")
-                record_failure(self.rank, "consequence")
-                self.notify(r, what, skip=(r,))
-                self.local.remove(r)
-                return
+    def _dead_peer(self) -> int | None:
+        """A rank on this host whose process no longer runs, or None."""
+        return next((r for r in self.local if not _running(self.peers[r][1])), None)
+
+    def _peer_gone(self, r: int, requests: list[Any], statuses: Any) -> bool:
+        """Rank `r`'s process is gone. It may have finished its part and left (then our
+        requests complete as MPI progresses), or have failed because another rank did
+        (then its notice, naming that rank, is on its way): give both a moment. Else
+        declare `r` failed, tell every rank, and raise."""
+        deadline = time.monotonic() + _NOTICE_GRACE
+        while time.monotonic() < deadline:
+            if requests and self.MPI.Request.Testall(requests, statuses):
+                return True
+            self._drain()
+            if self.failure is not None:
+                raise self.failure
+            time.sleep(0.001)
+        host, pid = self.peers[r]
+        what = (f"its process (pid {pid} on {host}) is no longer running: it was killed or "
+                "exited without finishing its collectives")
+        self.failure = DistBackendError(
+            f"ember.distributed: rank {r} failed: {what} (found by rank {self.rank} while "
+            f"in {self.doing})")
+        self.local.remove(r)
+        record_failure(self.rank, "consequence")
+        self.notify(r, what, skip=(r,))
+        raise self.failure
 
     # -- what we tell peers ---------------------------------------------------------
     def notify(self, rank: int, what: str, skip: tuple[int, ...] = ()) -> None:
@@ -152,7 +164,8 @@ class Monitor:
             pause = 0.0
             while not MPI.Request.Testall(requests, statuses):
                 now = time.monotonic()
-                self.check(now)
+                if self.check(now, requests, statuses):
+                    return
                 if now > deadline:
                     raise self._timed_out(what, ranks, timeout)
                 if now - start > 0.0005:  # spin briefly, then back off to at most 1 ms
