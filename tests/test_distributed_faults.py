@@ -11,6 +11,7 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 from distributed_util import RunningRanks, needs_mpi, run_ranks
 
 SCRIPT = Path(__file__).parent / "dist_scripts" / "faults.py"
@@ -121,3 +122,13 @@ def test_a_rank_failing_before_init_stops_the_run():
     assert "ImportError: missing module" in out
     assert "rank 1 exited with status 1 before init_process_group; stopping the other " \
         "ranks" in out
+
+
+@pytest.mark.skipif(not os.environ.get("EMBER_DIST_SOAK"),
+                    reason="soak run: set EMBER_DIST_SOAK=N to repeat each fault N times")
+def test_soak_every_fault_repeatedly():
+    for _ in range(int(os.environ.get("EMBER_DIST_SOAK", "0"))):
+        test_a_rank_that_raises_is_named_by_every_other_rank()
+        test_a_rank_exiting_with_an_error_status_ends_the_run_with_it()
+        test_a_sigkilled_rank_is_named_within_the_timeout()
+        test_ctrl_c_stops_every_rank_promptly()
