@@ -124,6 +124,16 @@ def barrier(group: ProcessGroup | None = None, async_op: bool = False,
     return None
 
 
+def monitored_barrier(group: ProcessGroup | None = None, timeout: timedelta | None = None,
+                      wait_all_ranks: bool = False) -> None:
+    """A barrier that names the ranks that did not reach it within `timeout` (default:
+    the group's): it raises DistBackendError saying which ranks did not respond and
+    what the others are waiting in. Every barrier of ember.distributed does this, so
+    this is `barrier(group, timeout=timeout)`; `wait_all_ranks` is accepted for
+    PyTorch's signature (every silent rank is always named)."""
+    barrier(group, timeout=timeout)
+
+
 def all_reduce(tensor: ember.Tensor, op: RedOpType = ReduceOp.SUM,
                group: ProcessGroup | None = None, async_op: bool = False) -> Work | None:
     """Reduce `tensor` across the group with `op`; every rank gets the result in

@@ -4,6 +4,7 @@ Each rank can compute every rank's inputs (seeded by rank), so each checks its r
 against NumPy on its own. Prints `rank R: N checks passed`; any mismatch raises."""
 
 import os
+from datetime import timedelta
 
 import numpy as np
 
@@ -174,6 +175,7 @@ for i, (t, w) in reversed(list(enumerate(zip(ts, works)))):
     check(t, np.full(1000, sum(r + i for r in range(N)), np.float32), f"async all_reduce {i}")
 w = dist.broadcast(ember.zeros(2) + R, src=0, async_op=True)
 w.wait()
+dist.monitored_barrier(timeout=timedelta(seconds=30))
 w = dist.barrier(async_op=True)
 w.wait()
 assert w.is_completed()
