@@ -132,3 +132,31 @@ def test_ember_run_missing_script_and_exit_status(tmp_path):
     code, out = run_ranks(2, "import sys, os\nsys.exit(int(os.environ['RANK']) * 4)\n",
                           timeout=30)
     assert code == 4, out  # the failing rank's status
+
+
+def test_staging_shares_dense_cpu_memory_and_writes_views_back():
+    import numpy as np
+
+    from ember.distributed.staging import stage
+
+    t = ember.ones(4)
+    buf = stage(t, reduce=True)
+    assert buf.shared  # MPI works on the tensor's own memory
+    buf.values[:] = 3
+    assert t.tolist() == [3.0] * 4
+    base = ember.zeros(3, 4)
+    col = base[:, 1]
+    buf = stage(col, reduce=True)
+    assert not buf.shared and buf.values.flags.c_contiguous
+    buf.values[:] = [1, 2, 3]
+    buf.write_back()  # through the view, into its base
+    np.testing.assert_array_equal(base.numpy()[:, 1], [1, 2, 3])
+    half = ember.tensor([1.5, 2.5], dtype=ember.bfloat16)
+    buf = stage(half, reduce=True)
+    assert buf.values.dtype == np.float32  # MPI does not reduce bfloat16: widened
+    buf.values *= 2
+    buf.write_back()
+    assert half.dtype is ember.bfloat16 and half.float().tolist() == [3.0, 5.0]
+    flags = stage(ember.tensor([True, False]), reduce=True)
+    assert flags.values.dtype == np.uint8
+    assert stage(ember.ones(2, dtype=ember.bfloat16)).raw.nbytes == 4  # bytes as they are

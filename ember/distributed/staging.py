@@ -68,7 +68,8 @@ def stage(t: ember.Tensor, *, reduce: bool = False, read: bool = True) -> HostBu
     its starting values need not be `t`'s."""
     if t.device.type == "cpu":
         arr = host_array(t)
-        if arr.flags.c_contiguous and arr.flags.writeable and (
+        own = arr is t._data  # the tensor's memory itself, not a converted copy
+        if own and arr.flags.c_contiguous and arr.flags.writeable and (
                 not reduce or arr.dtype in _REDUCIBLE):
             return HostBuffer(t, arr.reshape(-1), shared=True)
     want = numpy_dtype(t.dtype)
