@@ -19,7 +19,7 @@ from ember.distributed import process_group as pgs
 from ember.distributed.process_group import GroupMember, ProcessGroup
 from ember.distributed.reduce_op import RedOpType, ReduceOp, as_red_op
 from ember.distributed.staging import HostBuffer, check_tensor, host_values, stage
-from ember.distributed.work import Work
+from ember.distributed.work import Work, progress
 
 _FLOAT_ONLY = (RedOpType.AVG,)
 _INT_ONLY = (RedOpType.BAND, RedOpType.BOR, RedOpType.BXOR)
@@ -55,11 +55,12 @@ def _launch(pg: ProcessGroup, name: str, start: Callable[[Any], list[Any]],
             finish: Callable[[], None] | None, async_op: bool, tensors: list[Any],
             statuses: list[Any] | None = None) -> Work | None:
     pg.seq += 1
+    progress()  # the operations already in flight move along too
     requests = start(pg.comm)
     work = Work(requests, finish, pgs.monitor(), f"{name} #{pg.seq} of {pg.name}", pg.ranks,
                 pg.timeout, tensors, statuses)
     if async_op:
-        return work
+        return work.track()
     work.wait()
     return None
 

@@ -4,6 +4,7 @@ Each rank can compute every rank's inputs (seeded by rank), so each checks its r
 against NumPy on its own. Prints `rank R: N checks passed`; any mismatch raises."""
 
 import os
+import time
 from datetime import timedelta
 
 import numpy as np
@@ -173,6 +174,18 @@ assert all(isinstance(w, dist.Work) for w in works)
 for i, (t, w) in reversed(list(enumerate(zip(ts, works)))):
     assert w.wait() is True and w.is_completed()
     check(t, np.full(1000, sum(r + i for r in range(N)), np.float32), f"async all_reduce {i}")
+# progress(): what DDP calls between buckets; a work it saw complete finishes in wait()
+from ember.distributed.work import progress  # noqa: E402
+
+ts = [ember.full((50000,), float(R)) for _ in range(3)]
+works = [dist.all_reduce(t, async_op=True) for t in ts]
+deadline = time.monotonic() + 30
+while not all(w._ready for w in works) and time.monotonic() < deadline:
+    progress()
+assert all(w._ready for w in works)
+for t, w in zip(ts, works):
+    w.wait()
+    check(t, np.full(50000, float(sum(range(N))), np.float32), "all_reduce after progress()")
 w = dist.broadcast(ember.zeros(2) + R, src=0, async_op=True)
 w.wait()
 dist.monitored_barrier(timeout=timedelta(seconds=30))
