@@ -15,25 +15,19 @@ Launch N ranks with `ember run -n N script.py`.
 from __future__ import annotations
 
 from ember.distributed.collectives import (
-    P2POp,
     all_gather,
     all_gather_into_tensor,
     all_reduce,
     all_to_all,
     all_to_all_single,
     barrier,
-    batch_isend_irecv,
     broadcast,
     gather,
-    irecv,
-    isend,
     monitored_barrier,
-    recv,
     reduce,
     reduce_scatter,
     reduce_scatter_tensor,
     scatter,
-    send,
 )
 from ember.distributed.errors import DistBackendError, DistError
 from ember.distributed.objects import (
@@ -42,6 +36,7 @@ from ember.distributed.objects import (
     gather_object,
     scatter_object_list,
 )
+from ember.distributed.p2p import P2POp, batch_isend_irecv, irecv, isend, recv, send
 from ember.distributed.process_group import (
     Backend,
     GroupMember,

@@ -183,6 +183,8 @@ def _first_failure(run_dir: str) -> int:
                     notes.setdefault(rank, {})[kind] = f.read().split()
             except OSError:
                 continue
+    # a note cut short (its writer interrupted) counts as absent
+    notes = {rank: {k: v for k, v in n.items() if len(v) == 2} for rank, n in notes.items()}
     failed = {rank: n for rank, n in notes.items()
               if "status" in n and int(n["status"][0]) != 0}
     if not failed:
