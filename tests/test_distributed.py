@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from distributed_util import needs_mpi, rank_env, run_ranks
+from distributed_util import ember_run_command, needs_mpi, rank_env, run_ranks
 
 import ember
 import ember.distributed as dist
@@ -160,3 +160,19 @@ def test_staging_shares_dense_cpu_memory_and_writes_views_back():
     flags = stage(ember.tensor([True, False]), reduce=True)
     assert flags.values.dtype == np.uint8
     assert stage(ember.ones(2, dtype=ember.bfloat16)).raw.nbytes == 4  # bytes as they are
+
+
+@needs_mpi
+def test_ember_run_module(tmp_path):
+    pkg = tmp_path / "trainpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "main.py").write_text(
+        "import os, sys\nimport ember.distributed as dist\ndist.init_process_group()\n"
+        "os.write(1, f'rank {dist.get_rank()} {__name__} {sys.argv[1:]}\\n'.encode())\n")
+    proc = subprocess.run(ember_run_command(2, "trainpkg.main", ["--lr", "3"], ["-m"]),
+                          cwd=tmp_path, env=rank_env(), capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for r in range(2):
+        assert f"rank {r} __main__ ['--lr', '3']" in proc.stdout, proc.stdout

@@ -41,12 +41,17 @@ def _record(name: str, text: str) -> None:
 
 
 def run_script(argv: list[str]) -> None:
-    """Run the script as __main__ in this process (the rank)."""
-    script = argv[0]
-    sys.argv = list(argv)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    """Run the script (or, after `-m`, the module) as __main__ in this process (the
+    rank), as `python script.py args` (`python -m module args`) would."""
     try:
-        runpy.run_path(script, run_name="__main__")
+        if argv[0] == "-m":
+            sys.argv = [argv[1], *argv[2:]]
+            sys.path.insert(0, os.getcwd())
+            runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        else:
+            sys.argv = list(argv)
+            sys.path.insert(0, os.path.dirname(os.path.abspath(argv[0])))
+            runpy.run_path(argv[0], run_name="__main__")
     except SystemExit as done:
         code = done.code
         status = code if isinstance(code, int) else (0 if code is None else 1)
@@ -70,8 +75,8 @@ def supervise(child: int) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
-        print("usage: python _rank.py script.py [args...]", file=sys.stderr)
+    if not argv or argv == ["-m"]:
+        print("usage: python _rank.py (script.py | -m module) [args...]", file=sys.stderr)
         return 2
     set_torchrun_env(os.environ)
     sys.stdout.flush()

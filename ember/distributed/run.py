@@ -47,13 +47,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mpiexec-arg", action="append", default=[], metavar="ARG",
                         help="an extra argument for mpiexec (repeatable), e.g. "
                         "--mpiexec-arg=-launcher-exec --mpiexec-arg=/path/to/launcher")
+    parser.add_argument("-m", "--module", action="store_true", help="SCRIPT is a module "
+                        "name, run as `python -m SCRIPT` (as torchrun's -m)")
     parser.add_argument("script", help="the Python script every rank runs")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
 
 
 def command(nproc: int, script: str, args: Sequence[str], hosts: str | None = None,
             hostfile: str | None = None, extra: Sequence[str] = (),
-            master_port: int = 29500) -> list[str]:
+            master_port: int = 29500, module: bool = False) -> list[str]:
     """The mpiexec command line that starts `nproc` ranks of `script`."""
     if nproc < 1:
         raise ValueError(f"-n must be at least 1, got {nproc}")
@@ -72,18 +74,19 @@ def command(nproc: int, script: str, args: Sequence[str], hosts: str | None = No
         master = first.split(":")[0]
     cmd += ["-genv", "MASTER_ADDR", master, "-genv", "MASTER_PORT", str(master_port)]
     cmd += list(extra)
-    cmd += [sys.executable, os.path.join(os.path.dirname(__file__), "_rank.py"), script, *args]
+    cmd += [sys.executable, os.path.join(os.path.dirname(__file__), "_rank.py"),
+            *(["-m"] if module else []), script, *args]
     return cmd
 
 
 def launch(nproc: int, script: str, args: Sequence[str] = (), hosts: str | None = None,
            hostfile: str | None = None, extra: Sequence[str] = (),
-           master_port: int = 29500, grace: float = GRACE_S) -> int:
+           master_port: int = 29500, grace: float = GRACE_S, module: bool = False) -> int:
     """Run the ranks to the end; returns the exit status (130 after Ctrl-C)."""
-    if not os.path.isfile(script):
+    if not module and not os.path.isfile(script):
         print(f"ember run: no script {script!r}", file=sys.stderr)
         return 2
-    cmd = command(nproc, script, args, hosts, hostfile, extra, master_port)
+    cmd = command(nproc, script, args, hosts, hostfile, extra, master_port, module)
     run_dir = tempfile.mkdtemp(prefix="ember-run-")
     env = dict(os.environ, EMBER_RUN_DIR=run_dir)
     interrupted: list[float] = []
@@ -226,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
 def run_from_args(ns: argparse.Namespace) -> int:
     try:
         return launch(ns.nproc, ns.script, ns.args, ns.hosts, ns.hostfile, ns.mpiexec_arg,
-                      ns.master_port)
+                      ns.master_port, module=ns.module)
     except (RuntimeError, ValueError, FileNotFoundError) as err:
         print(f"ember run: {err}", file=sys.stderr)
         return 2
