@@ -76,8 +76,8 @@ def all_reduce(tensor: ember.Tensor, op: RedOpType = ReduceOp.SUM,
     buf = stage(tensor, reduce=True)
     MPI = pgs.monitor().MPI
     return launch(pg, where,
-                   lambda comm: [comm.Iallreduce(MPI.IN_PLACE, buf.values, op=mop)],
-                   finish_reduce(buf, op, pg.size()), async_op, [tensor])
+                  lambda comm: [comm.Iallreduce(MPI.IN_PLACE, buf.values, op=mop)],
+                  finish_reduce(buf, op, pg.size()), async_op, [tensor])
 
 
 def broadcast(tensor: ember.Tensor, src: int | None = None,
@@ -92,7 +92,7 @@ def broadcast(tensor: ember.Tensor, src: int | None = None,
     root = root_rank(pg, where, "src", src, group_src)
     buf = stage(tensor, read=pg.rank() == root)
     return launch(pg, where, lambda comm: [comm.Ibcast(buf.raw, root=root)],
-                   buf.write_back, async_op, [tensor])
+                  buf.write_back, async_op, [tensor])
 
 
 def reduce(tensor: ember.Tensor, dst: int | None = None, op: RedOpType = ReduceOp.SUM,
@@ -111,11 +111,11 @@ def reduce(tensor: ember.Tensor, dst: int | None = None, op: RedOpType = ReduceO
     buf = stage(tensor, reduce=True)
     if pg.rank() == root:
         return launch(pg, where, lambda comm: [comm.Ireduce(MPI.IN_PLACE, buf.values,
-                                                             op=mop, root=root)],
-                       finish_reduce(buf, op, pg.size()), async_op, [tensor])
+                                                            op=mop, root=root)],
+                      finish_reduce(buf, op, pg.size()), async_op, [tensor])
     return launch(pg, where, lambda comm: [comm.Ireduce(buf.values, None, op=mop,
-                                                         root=root)],
-                   None, async_op, [tensor])
+                                                        root=root)],
+                  None, async_op, [tensor])
 
 
 def all_gather(tensor_list: list[ember.Tensor], tensor: ember.Tensor,
@@ -138,7 +138,7 @@ def all_gather(tensor_list: list[ember.Tensor], tensor: ember.Tensor,
         for out, row in zip(tensor_list, recv):
             write_values(out, row)
     return launch(pg, where, lambda comm: [comm.Iallgather(send, recv)], finish, async_op,
-                   list(tensor_list))
+                  list(tensor_list))
 
 
 def all_gather_into_tensor(output_tensor: ember.Tensor, input_tensor: ember.Tensor,
@@ -158,7 +158,7 @@ def all_gather_into_tensor(output_tensor: ember.Tensor, input_tensor: ember.Tens
     send = host_values(input_tensor).view(np.uint8)
     out = stage(output_tensor, read=False)
     return launch(pg, where, lambda comm: [comm.Iallgather(send, out.raw)], out.write_back,
-                   async_op, [output_tensor])
+                  async_op, [output_tensor])
 
 
 def reduce_scatter_tensor(output: ember.Tensor, input: ember.Tensor,
@@ -178,8 +178,8 @@ def reduce_scatter_tensor(output: ember.Tensor, input: ember.Tensor,
     send = stage(input, reduce=True)
     out = stage(output, reduce=True, read=False)
     return launch(pg, where,
-                   lambda comm: [comm.Ireduce_scatter_block(send.values, out.values, op=mop)],
-                   finish_reduce(out, op, pg.size()), async_op, [output])
+                  lambda comm: [comm.Ireduce_scatter_block(send.values, out.values, op=mop)],
+                  finish_reduce(out, op, pg.size()), async_op, [output])
 
 
 def gather(tensor: ember.Tensor, gather_list: list[ember.Tensor] | None = None,
@@ -192,14 +192,14 @@ def gather(tensor: ember.Tensor, gather_list: list[ember.Tensor] | None = None,
     if pg is None:
         return None
     root = root_rank(pg, where, "dst", 0 if dst is None and group_dst is None else dst,
-                 group_dst)
+                     group_dst)
     send = host_values(tensor).view(np.uint8)
     if pg.rank() != root:
         if gather_list:
             raise ValueError("Argument ``gather_list`` must NOT be specified on "
                              "non-destination ranks.")
         return launch(pg, where, lambda comm: [comm.Igather(send, None, root=root)], None,
-                       async_op, [])
+                      async_op, [])
     check_list(where, "gather_list", gather_list, pg.size())
     for i, out in enumerate(gather_list):
         check_tensor(out, where, f"gather_list[{i}]")
@@ -210,7 +210,7 @@ def gather(tensor: ember.Tensor, gather_list: list[ember.Tensor] | None = None,
         for out, row in zip(gather_list, recv):
             write_values(out, row)
     return launch(pg, where, lambda comm: [comm.Igather(send, recv, root=root)], finish,
-                   async_op, list(gather_list))
+                  async_op, list(gather_list))
 
 
 def scatter(tensor: ember.Tensor, scatter_list: list[ember.Tensor] | None = None,
@@ -223,14 +223,14 @@ def scatter(tensor: ember.Tensor, scatter_list: list[ember.Tensor] | None = None
     if pg is None:
         return None
     root = root_rank(pg, where, "src", 0 if src is None and group_src is None else src,
-                 group_src)
+                     group_src)
     out = stage(tensor, read=False)
     if pg.rank() != root:
         if scatter_list:
             raise ValueError("Argument ``scatter_list`` must NOT be specified on "
                              "non-source ranks.")
         return launch(pg, where, lambda comm: [comm.Iscatter(None, out.raw, root=root)],
-                       out.write_back, async_op, [tensor])
+                      out.write_back, async_op, [tensor])
     check_list(where, "scatter_list", scatter_list, pg.size())
     for i, part in enumerate(scatter_list):
         check_tensor(part, where, f"scatter_list[{i}]")
@@ -238,7 +238,7 @@ def scatter(tensor: ember.Tensor, scatter_list: list[ember.Tensor] | None = None
     send = np.stack([host_values(p).view(np.uint8) for p in scatter_list]) if tensor.numel() \
         else np.empty((pg.size(), 0), np.uint8)
     return launch(pg, where, lambda comm: [comm.Iscatter(send, out.raw, root=root)],
-                   out.write_back, async_op, [tensor])
+                  out.write_back, async_op, [tensor])
 
 
 # -- list forms and all-to-all ----------------------------------------------------------
@@ -287,7 +287,7 @@ def all_to_all_single(output: ember.Tensor, input: ember.Tensor,
     msg_in = [send, (counts_in, offsets(counts_in)), pgs.monitor().MPI.BYTE]
     msg_out = [out.raw, (counts_out, offsets(counts_out)), pgs.monitor().MPI.BYTE]
     return launch(pg, where, lambda comm: [comm.Ialltoallv(msg_in, msg_out)],
-                   out.write_back, async_op, [output])
+                  out.write_back, async_op, [output])
 
 
 def _splits(where: str, name: str, t: ember.Tensor, sizes: list[int] | None,
@@ -332,6 +332,6 @@ def all_to_all(output_tensor_list: list[ember.Tensor], input_tensor_list: list[e
         for t, start, count in zip(output_tensor_list, offsets(counts_out), counts_out):
             write_values(t, recv[start:start + count])
     return launch(pg, where, lambda comm: [comm.Ialltoallv(msg_in, msg_out)], finish,
-                   async_op, list(output_tensor_list))
+                  async_op, list(output_tensor_list))
 
 

@@ -62,7 +62,7 @@ def gather_object(obj: Any, object_gather_list: list[Any] | None = None,
     if pg is None:
         return
     root = root_rank(pg, "gather_object", "dst", 0 if dst is None and group_dst is None else dst,
-                 group_dst)
+                     group_dst)
     mine = pg.rank() == root
     if mine and (not isinstance(object_gather_list, list) or
                  len(object_gather_list) != pg.size()):
@@ -87,7 +87,7 @@ def broadcast_object_list(object_list: list[Any], src: int | None = None,
     if pg is None:
         return
     root = root_rank(pg, "broadcast_object_list", "src",
-                 0 if src is None and group_src is None else src, group_src)
+                     0 if src is None and group_src is None else src, group_src)
     if not isinstance(object_list, list):
         raise TypeError(f"broadcast_object_list: object_list must be a list, got "
                         f"{type(object_list).__name__}")
@@ -117,7 +117,7 @@ def scatter_object_list(scatter_object_output_list: list[Any],
     if pg is None:
         return
     root = root_rank(pg, "scatter_object_list", "src",
-                 0 if src is None and group_src is None else src, group_src)
+                     0 if src is None and group_src is None else src, group_src)
     if not isinstance(scatter_object_output_list, list) or not scatter_object_output_list:
         raise ValueError("Expected argument scatter_object_output_list to be a list of size "
                          "at least 1.")

@@ -31,7 +31,7 @@ def isend(tensor: ember.Tensor, dst: int | None = None, group: ProcessGroup | No
                          "as the rank of the current process.")
     data = host_values(tensor).view(np.uint8).copy()  # the caller may change tensor meanwhile
     return launch(pg, where, lambda comm: [comm.Isend(data, dest=peer, tag=tag)], None,
-                   True, [tensor])
+                  True, [tensor])
 
 
 def irecv(tensor: ember.Tensor, src: int | None = None, group: ProcessGroup | None = None,
@@ -56,7 +56,7 @@ def _irecv(tensor: ember.Tensor, src: int | None, group: ProcessGroup | None, ta
     buf = stage(tensor, read=False)
     status = MPI.Status()
     work = launch(pg, where, lambda comm: [comm.Irecv(buf.raw, source=peer, tag=tag)],
-                   buf.write_back, True, [tensor], [status])
+                  buf.write_back, True, [tensor], [status])
     return work, (status, pg)
 
 
