@@ -17,7 +17,7 @@ import ember
 from ember import Tensor
 from ember.nn.module import Module
 from ember.nn.parallel.replicate import replicate
-from ember.nn.parallel.scatter_gather import gather, scatter
+from ember.nn.parallel.scatter_gather import gather, scatter, tensors_in
 
 __all__ = ["DataParallel", "DataParallelPlan", "data_parallel"]
 
@@ -58,17 +58,8 @@ def _split(total: int, shares: Sequence[float]) -> list[int]:
     return rows
 
 
-def _tensors(obj: Any) -> list[Tensor]:
-    """The tensors in `obj`, walking lists, tuples and dicts."""
-    if isinstance(obj, Tensor):
-        return [obj]
-    items = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) \
-        else ()
-    return [t for item in items for t in _tensors(item)]
-
-
 def _first_tensor(obj: Any) -> Tensor | None:
-    return next(iter(_tensors(obj)), None)
+    return next(iter(tensors_in(obj)), None)
 
 
 def _wait(out: Any) -> None:
@@ -188,7 +179,7 @@ class DataParallel(Module):
 
     def _measure(self, batch: int, inputs: tuple, kwargs: dict) -> list[float]:
         key = tuple(tuple(t.shape[:self.dim] + t.shape[self.dim + 1:]) + (str(t.dtype),)
-                    for t in _tensors((inputs, kwargs)))
+                    for t in tensors_in((inputs, kwargs)))
         cached = self._seconds_per_sample.get(key)
         if cached is not None:
             return cached

@@ -60,3 +60,12 @@ def _rebuild(like: list | tuple, items: Sequence[Any]) -> list | tuple:
     if hasattr(like, "_fields"):
         return type(like)(*items)
     return type(like)(items)
+
+
+def tensors_in(obj: Any) -> list[Tensor]:
+    """The tensors in `obj`, walking lists, tuples and dicts."""
+    if isinstance(obj, Tensor):
+        return [obj]
+    items = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) \
+        else ()
+    return [t for item in items for t in tensors_in(item)]
