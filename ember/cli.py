@@ -1,5 +1,5 @@
 """The `ember` command: `ember devices`, `ember ops`, `ember demo`, `ember export`,
-`ember tour`."""
+`ember run`, `ember tour`."""
 
 from __future__ import annotations
 
@@ -184,6 +184,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     return export_cli.run(args)
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    """Start N ranks of a script through mpiexec (implemented in ember.distributed.run)."""
+    from ember.distributed import run
+
+    return run.run_from_args(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ember", description="ember command-line tools")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -230,6 +237,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="run onnx.checker (full_check) and "
                    "compare onnxruntime's output with ember's on random inputs")
     p.set_defaults(func=cmd_export)
+    p = sub.add_parser("run", help="start N ranks of a script through mpiexec, as torchrun "
+                       "does (ember.distributed)")
+    from ember.distributed import run as dist_run  # argparse only: no MPI import
+
+    dist_run.add_arguments(p)
+    p.set_defaults(func=cmd_run)
     p = sub.add_parser("tour", help="a short tour of tensors and autograd")
     p.add_argument("--device", default="cpu")
     p.set_defaults(func=cmd_tour)

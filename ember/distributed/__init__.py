@@ -1,0 +1,65 @@
+"""ember.distributed: PyTorch's torch.distributed on MPI.
+
+    import ember.distributed as dist
+    dist.init_process_group("mpi")          # rank and size from MPI (ember run / mpiexec)
+    t = ember.ones(3) * dist.get_rank()
+    dist.all_reduce(t)                      # in place, on every rank
+
+Collectives stage tensors through host memory (any device), run as non-blocking MPI
+operations, and wait by polling, so a rank that raises, dies or stops answering makes
+the others raise DistBackendError naming it, within the group's timeout. mpi4py is
+imported on first use only; `pip install 'ember[mpi]'` brings it and an MPI (mpich).
+Launch N ranks with `ember run -n N script.py`.
+"""
+
+from __future__ import annotations
+
+from ember.distributed.collectives import (
+    all_gather,
+    all_gather_into_tensor,
+    all_reduce,
+    barrier,
+    broadcast,
+    gather,
+    irecv,
+    isend,
+    recv,
+    reduce,
+    reduce_scatter_tensor,
+    scatter,
+    send,
+)
+from ember.distributed.errors import DistBackendError, DistError
+from ember.distributed.objects import all_gather_object, broadcast_object_list, gather_object
+from ember.distributed.process_group import (
+    Backend,
+    GroupMember,
+    ProcessGroup,
+    destroy_process_group,
+    get_backend,
+    get_global_rank,
+    get_group_rank,
+    get_process_group_ranks,
+    get_rank,
+    get_world_size,
+    group,
+    init_process_group,
+    is_available,
+    is_initialized,
+    is_mpi_available,
+    is_nccl_available,
+    new_group,
+)
+from ember.distributed.reduce_op import ReduceOp
+from ember.distributed.work import Work
+
+__all__ = [
+    "is_available", "is_initialized", "is_mpi_available", "is_nccl_available",
+    "init_process_group", "destroy_process_group", "new_group", "get_rank",
+    "get_world_size", "get_backend", "get_process_group_ranks", "get_global_rank",
+    "get_group_rank", "group", "GroupMember", "ProcessGroup", "Backend", "ReduceOp", "Work",
+    "DistError", "DistBackendError",
+    "barrier", "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
+    "reduce_scatter_tensor", "gather", "scatter", "send", "recv", "isend", "irecv",
+    "all_gather_object", "broadcast_object_list", "gather_object",
+]

@@ -1,0 +1,157 @@
+"""`ember run -n N [--hosts h1,h2 | --hostfile F] script.py args...` (also
+`python -m ember.distributed.run`): start N ranks of a script through the mpiexec of the
+installed MPI (the mpich wheel's), as torchrun starts workers.
+
+- Every rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE (and MASTER_ADDR,
+  MASTER_PORT, harmless under MPI), set by `ember.distributed._rank` from hydra's
+  variables.
+- hydra runs with `-disable-auto-cleanup`, so when a rank fails the others live on long
+  enough to raise an error naming it (faults.py) instead of being killed silently.
+- Ctrl-C (SIGINT) is passed to every rank (hydra forwards it); ranks still running
+  after a grace period are interrupted again, then killed. The exit status is then 130.
+- The exit status is otherwise the failing rank's (hydra's own rule), 0 when all pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+
+from ember.distributed._mpi import mpiexec
+
+GRACE_S = 5.0  # after Ctrl-C: how long ranks get to stop before they are forced
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-n", "--nproc", type=int, required=True, metavar="N",
+                        help="number of ranks to start")
+    hosts = parser.add_mutually_exclusive_group()
+    hosts.add_argument("--hosts", default=None, help="comma-separated hosts to run on "
+                       "(host or host:ranks), passed to mpiexec -hosts")
+    hosts.add_argument("--hostfile", default=None, help="a file of hosts, one per line "
+                       "(host[:ranks]), passed to mpiexec -f")
+    parser.add_argument("--master-port", type=int, default=29500,
+                        help="MASTER_PORT given to every rank (unused by MPI)")
+    parser.add_argument("--mpiexec-arg", action="append", default=[], metavar="ARG",
+                        help="an extra argument for mpiexec (repeatable), e.g. "
+                        "--mpiexec-arg=-launcher-exec --mpiexec-arg=/path/to/launcher")
+    parser.add_argument("script", help="the Python script every rank runs")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
+
+
+def command(nproc: int, script: str, args: Sequence[str], hosts: str | None = None,
+            hostfile: str | None = None, extra: Sequence[str] = (),
+            master_port: int = 29500) -> list[str]:
+    """The mpiexec command line that starts `nproc` ranks of `script`."""
+    if nproc < 1:
+        raise ValueError(f"ember run: -n must be at least 1, got {nproc}")
+    cmd = [mpiexec(), "-disable-auto-cleanup", "-n", str(nproc)]
+    master = "127.0.0.1"
+    if hosts:
+        cmd += ["-hosts", hosts]
+        master = hosts.split(",")[0].split(":")[0]
+    elif hostfile:
+        if not os.path.isfile(hostfile):
+            raise FileNotFoundError(f"ember run: no hostfile {hostfile!r}")
+        cmd += ["-f", hostfile]
+        with open(hostfile) as f:
+            first = next((ln.split("#")[0].strip() for ln in f if ln.split("#")[0].strip()),
+                         master)
+        master = first.split(":")[0]
+    cmd += ["-genv", "MASTER_ADDR", master, "-genv", "MASTER_PORT", str(master_port)]
+    cmd += list(extra)
+    cmd += [sys.executable, "-m", "ember.distributed._rank", script, *args]
+    return cmd
+
+
+def launch(nproc: int, script: str, args: Sequence[str] = (), hosts: str | None = None,
+           hostfile: str | None = None, extra: Sequence[str] = (),
+           master_port: int = 29500, grace: float = GRACE_S) -> int:
+    """Run the ranks to the end; returns the exit status (130 after Ctrl-C)."""
+    if not os.path.isfile(script):
+        print(f"ember run: no script {script!r}", file=sys.stderr)
+        return 2
+    cmd = command(nproc, script, args, hosts, hostfile, extra, master_port)
+    run_dir = tempfile.mkdtemp(prefix="ember-run-")
+    env = dict(os.environ, EMBER_RUN_DIR=run_dir)
+    interrupted: list[float] = []
+    previous = signal.getsignal(signal.SIGINT)
+
+    def on_sigint(signum: int, frame: object) -> None:
+        interrupted.append(time.monotonic())
+
+    # our own session: a terminal's Ctrl-C reaches this process only, which forwards it
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+    signal.signal(signal.SIGINT, on_sigint)
+    try:
+        forwarded = 0
+        while True:
+            try:
+                code = proc.wait(timeout=0.05)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if interrupted and forwarded == 0:
+                proc.send_signal(signal.SIGINT)  # hydra passes it to every rank
+                forwarded = 1
+            elif forwarded == 1 and time.monotonic() - interrupted[0] > grace:
+                proc.send_signal(signal.SIGINT)  # hydra: a second Ctrl-C forces the abort
+                forwarded = 2
+            elif forwarded == 2 and time.monotonic() - interrupted[0] > 2 * grace:
+                _kill_ranks(run_dir)
+                proc.kill()
+                forwarded = 3
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        _kill_ranks(run_dir)  # nothing should be left; make sure of it
+        shutil.rmtree(run_dir, ignore_errors=True)
+    if interrupted:
+        print("ember run: interrupted (Ctrl-C); every rank was stopped", file=sys.stderr)
+        return 130
+    return code if code >= 0 else 128 - code
+
+
+def _kill_ranks(run_dir: str) -> None:
+    """SIGKILL the ranks of this host still running (their pids are in the run dir)."""
+    try:
+        names = os.listdir(run_dir)
+    except OSError:
+        return
+    for name in names:
+        if name.endswith(".pid"):
+            try:
+                with open(os.path.join(run_dir, name)) as f:
+                    os.kill(int(f.read()), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="ember run", description="Start N ranks of a "
+                                     "script through mpiexec (as torchrun does).")
+    add_arguments(parser)
+    ns = parser.parse_args(argv)
+    return run_from_args(ns)
+
+
+def run_from_args(ns: argparse.Namespace) -> int:
+    try:
+        return launch(ns.nproc, ns.script, ns.args, ns.hosts, ns.hostfile, ns.mpiexec_arg,
+                      ns.master_port)
+    except (RuntimeError, ValueError, FileNotFoundError) as err:
+        print(f"ember run: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""`Work`: the handle of an operation started with `async_op=True` (and of isend/irecv).
+
+The operation is under way in MPI (non-blocking requests on host buffers); `wait()`
+polls it to completion with the fault checks of faults.py, then finishes it: copies
+staged results back into the caller's tensors, divides for AVG."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from ember.distributed.faults import Monitor
+
+
+class Work:
+    """A collective or point-to-point operation in flight (torch.distributed.Work)."""
+
+    def __init__(self, requests: list[Any], finish: Callable[[], None] | None,
+                 monitor: Monitor, what: str, ranks: list[int], timeout: float,
+                 tensors: list[Any] | None = None, statuses: list[Any] | None = None) -> None:
+        self._requests = requests
+        self._statuses = statuses
+        self._finish = finish
+        self._monitor = monitor
+        self._what = what
+        self._ranks = ranks
+        self._timeout = timeout
+        self._tensors = tensors or []
+        self._done = False
+        self._error: BaseException | None = None
+
+    def wait(self, timeout: timedelta | float | None = None) -> bool:
+        """Block until the operation completes and its results are in the tensors.
+
+        Raises DistBackendError (naming the rank) when a peer fails, or when `timeout`
+        (default: the process group's) passes first. Returns True."""
+        if self._done:
+            if self._error is not None:
+                raise self._error
+            return True
+        seconds = self._timeout if timeout is None else (
+            timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout))
+        try:
+            self._monitor.wait(self._requests, self._what, self._ranks, seconds,
+                               self._statuses)
+        except BaseException as err:
+            self._done, self._error = True, err
+            raise
+        self._complete()
+        return True
+
+    def is_completed(self) -> bool:
+        """Whether the operation has completed (finishing it if so); never blocks."""
+        if not self._done:
+            MPI = self._monitor.MPI
+            if MPI.Request.Testall(self._requests, self._statuses):
+                self._complete()
+        return self._done
+
+    def is_success(self) -> bool:
+        return self._done and self._error is None
+
+    def exception(self) -> BaseException | None:
+        return self._error
+
+    def result(self) -> list[Any]:
+        """The tensors the operation wrote (after `wait()`)."""
+        return list(self._tensors)
+
+    def synchronize(self) -> None:
+        self.wait()
+
+    def _complete(self) -> None:
+        self._done = True
+        if self._finish is not None:
+            finish, self._finish = self._finish, None
+            finish()
+
+    def __repr__(self) -> str:
+        state = "completed" if self._done else "in flight"
+        return f"<ember.distributed.Work {self._what} ({state})>"

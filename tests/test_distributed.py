@@ -1,0 +1,127 @@
+"""ember.distributed: errors before init and the API's PyTorch forms in this process; every
+collective on 2 and 4 real ranks (started with the mpich wheel's mpiexec through
+`ember run`), checked against NumPy inside the ranks (dist_scripts/collectives.py)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from distributed_util import needs_mpi, rank_env, run_ranks
+
+import ember
+import ember.distributed as dist
+
+SCRIPTS = Path(__file__).parent / "dist_scripts"
+NOT_INIT = ("Default process group has not been initialized, please make sure to call "
+            "init_process_group.")
+
+
+@pytest.mark.parametrize("call", [
+    lambda: dist.get_rank(), lambda: dist.get_world_size(), lambda: dist.get_backend(),
+    lambda: dist.barrier(), lambda: dist.all_reduce(ember.ones(2)),
+    lambda: dist.broadcast(ember.ones(2), src=0), lambda: dist.new_group([0]),
+    lambda: dist.send(ember.ones(1), dst=1), lambda: dist.all_gather_object([None], 1),
+])
+def test_calls_before_init_raise_torchs_error(call):
+    assert not dist.is_initialized()
+    with pytest.raises(ValueError) as err:
+        call()
+    assert str(err.value) == NOT_INIT
+
+
+def test_errors_before_init_match_torch():
+    torch = pytest.importorskip("torch")
+    import torch.distributed as tdist
+
+    for ours, theirs in ((dist.get_rank, tdist.get_rank),
+                         (lambda: dist.all_reduce(ember.ones(1)),
+                          lambda: tdist.all_reduce(torch.ones(1)))):
+        with pytest.raises(ValueError) as a:
+            ours()
+        with pytest.raises(ValueError) as b:
+            theirs()
+        assert str(a.value) == str(b.value)
+    with pytest.raises(AssertionError, match="Process group cannot be None"):
+        dist.destroy_process_group()
+
+
+def test_reduce_op_and_errors_look_like_torchs():
+    torch = pytest.importorskip("torch")
+    import torch.distributed as tdist
+
+    for name in ("SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR"):
+        ours, theirs = getattr(dist.ReduceOp, name), getattr(tdist.ReduceOp, name)
+        assert repr(ours) == repr(theirs) and str(ours) == str(theirs)
+    assert issubclass(dist.DistBackendError, dist.DistError)
+    assert issubclass(dist.DistError, RuntimeError)
+    assert dist.Backend("MPI") == "mpi" == dist.Backend.MPI
+    del torch
+
+
+def test_backend_choice_errors():
+    with pytest.raises(ValueError, match="Invalid backend: 'nope'"):
+        dist.init_process_group("nope")
+    # no GPU here: NCCL is refused clearly, as torch does without CUDA
+    with pytest.raises(RuntimeError, match="backend='nccl'.*use backend='mpi'|"
+                       "backend='nccl'.*Use backend='mpi'"):
+        dist.init_process_group("nccl")
+    assert not dist.is_initialized()
+
+
+def test_import_ember_does_not_load_mpi():
+    code = ("import sys, ember, ember.distributed, ember.cli; ember.cli.build_parser(); "
+            "print('mpi4py' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=rank_env(), check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_without_mpi4py_init_says_what_to_install(tmp_path):
+    blocker = tmp_path / "mpi4py"
+    blocker.mkdir()
+    (blocker / "__init__.py").write_text("raise ImportError('mpi4py blocked for the test')")
+    code = ("import ember.distributed as d\n"
+            "print(d.is_available())\n"
+            "try:\n    d.init_process_group()\nexcept RuntimeError as e:\n    print(e)\n")
+    env = rank_env({"PYTHONPATH": f"{tmp_path}:{rank_env()['PYTHONPATH']}"})
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True).stdout
+    assert "pip install 'ember[mpi]'" in out and "mpi4py blocked" in out
+
+
+def test_ember_run_command_line():
+    from ember.distributed import run
+
+    cmd = run.command(3, "train.py", ["--lr", "0.1"], hosts="10.0.0.1,10.0.0.2")
+    assert cmd[0].endswith("mpiexec") and "-disable-auto-cleanup" in cmd
+    assert cmd[cmd.index("-n") + 1] == "3" and cmd[cmd.index("-hosts") + 1] == \
+        "10.0.0.1,10.0.0.2"
+    assert cmd[cmd.index("MASTER_ADDR") + 1] == "10.0.0.1"
+    assert cmd[-4:] == ["ember.distributed._rank", "train.py", "--lr", "0.1"]
+    with pytest.raises(ValueError, match="-n must be at least 1"):
+        run.command(0, "train.py", [])
+    args = ember.cli.build_parser().parse_args(["run", "-n", "2", "s.py", "--x", "1"])
+    assert args.nproc == 2 and args.script == "s.py" and args.args == ["--x", "1"]
+
+
+@needs_mpi
+@pytest.mark.parametrize("n", [2, 4])
+def test_every_collective_against_numpy(n):
+    code, out = run_ranks(n, SCRIPTS / "collectives.py", timeout=120)
+    assert code == 0, out
+    passed = dict(re.findall(r"rank (\d+): (\d+) checks passed", out))
+    assert sorted(passed) == [str(r) for r in range(n)], out
+    assert min(int(c) for c in passed.values()) > 150, out
+
+
+@needs_mpi
+def test_ember_run_missing_script_and_exit_status(tmp_path):
+    code, out = run_ranks(2, str(tmp_path / "missing.py"), timeout=30)
+    assert code == 2 and "no script" in out
+    code, out = run_ranks(2, "import sys, os\nsys.exit(int(os.environ['RANK']) * 4)\n",
+                          timeout=30)
+    assert code == 4, out  # the failing rank's status
