@@ -11,7 +11,7 @@ from typing import Any
 import ember
 from ember import Tensor
 from ember.nn.module import Module
-from ember.nn.parallel.reducer import Reducer
+from ember.nn.parallel.reducer import FIRST_BUCKET_BYTES, Reducer
 
 __all__ = ["DDP", "DistributedDataParallel"]
 
@@ -125,7 +125,9 @@ class DistributedDataParallel(Module):
         self._world_size = dist.get_world_size(process_group)
         if init_sync and self._world_size > 1:
             broadcast_coalesced(params + self._buffers_to_sync, 0, process_group)
-        self.reducer = Reducer(params, names, self.bucket_bytes_cap, process_group,
+        # as PyTorch: a small first bucket by default, all buckets alike when a cap is given
+        first_cap = FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
+        self.reducer = Reducer(params, names, self.bucket_bytes_cap, first_cap, process_group,
                                find_unused_parameters)
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:

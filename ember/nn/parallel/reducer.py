@@ -2,12 +2,12 @@
 are all-reduced, each as soon as it is complete, while backward goes on.
 
 Parameters go into buckets in reverse registration order (backward meets the last layers
-first), at most `bucket_cap_mb` each, the first one small (1 MiB, PyTorch's default) so
-the first all-reduce starts early. A post-accumulate-grad hook on every parameter counts
-the gradients a bucket still waits for; a complete bucket is flattened, divided by the
-world size and handed to a non-blocking all-reduce, in bucket order (every rank must issue
-its collectives in the same order). A final callback of the backward pass waits for the
-all-reduces and copies the averaged gradients back into `.grad`.
+first), at most `bucket_cap_mb` each, the first one small (1 MiB, PyTorch's default,
+unless a cap is given) so the first all-reduce starts early. A post-accumulate-grad hook
+on every parameter counts the gradients a bucket still waits for; a complete bucket is
+flattened, divided by the world size and handed to a non-blocking all-reduce, in bucket
+order (every rank must issue its collectives in the same order). A final callback of the
+backward pass waits for the all-reduces and copies the averaged gradients back into `.grad`.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class Reducer:
     """Averages the gradients of `params` over the ranks of `group` during backward."""
 
     def __init__(self, params: Sequence[Tensor], names: Sequence[str], cap_bytes: int,
-                 group: Any, find_unused_parameters: bool) -> None:
+                 first_cap_bytes: int, group: Any, find_unused_parameters: bool) -> None:
         from ember import distributed as dist
 
         self._dist = dist
@@ -70,7 +70,7 @@ class Reducer:
         self.group = group
         self.world_size = dist.get_world_size(group)
         self.find_unused_parameters = find_unused_parameters
-        self.bucket_indices = assign_buckets(self.params, cap_bytes)
+        self.bucket_indices = assign_buckets(self.params, cap_bytes, first_cap_bytes)
         self._bucket_of = {i: b for b, idx in enumerate(self.bucket_indices) for i in idx}
         self._index = {id(p): i for i, p in enumerate(self.params)}
         self._buckets: list[_Bucket] = []

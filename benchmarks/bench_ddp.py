@@ -1,0 +1,142 @@
+"""Data-parallel training on MPI ranks: scaling efficiency and all-reduce overlap.
+
+    python benchmarks/bench_ddp.py [--only mlp,cnn] [--steps 5] [--repeat 5]
+
+For the MLP and the CNN of bench_train.py (same models, same global batches), times one
+training step (zero_grad, forward, cross-entropy, backward, SGD-momentum step) in three
+set-ups, every process with one BLAS thread (OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=1):
+
+- 1 rank, the full batch, no communication;
+- 2 ranks (``ember run -n 2``), half the batch each, DistributedDataParallel: buckets
+  all-reduced without blocking as soon as their gradients are ready (overlap);
+- 2 ranks, half the batch each, one blocking all-reduce of all gradients after backward.
+
+Scaling efficiency = t(1 rank) / (2 * t(2 ranks)): 1.0 when two ranks halve the step.
+A 2-rank step's time is the slowest rank's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from bench_train import WORKLOADS, _models  # noqa: E402
+from common import best_time, fmt_time  # noqa: E402
+
+import ember  # noqa: E402
+
+MODES = ("single", "ddp", "allreduce")
+ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def _step_fn(name: str, mode: str, batch: int, rank: int, world: int):
+    """One training step of workload `name` on this rank's share of the global batch."""
+    from ember import distributed as dist
+
+    ember.manual_seed(0)
+    model, _, shape = _models(name)
+    rng = np.random.default_rng(0)  # the same global batch on every rank
+    x = rng.standard_normal((batch,) + tuple(shape[1:]), dtype=np.float32)
+    y = rng.integers(0, 10, batch)
+    share = batch // world
+    x = ember.tensor(x[rank * share:(rank + 1) * share])
+    y = ember.tensor(y[rank * share:(rank + 1) * share])
+    net = ember.nn.parallel.DistributedDataParallel(model) if mode == "ddp" else model
+    params = list(model.parameters())
+    opt = ember.optim.SGD(params, lr=0.01, momentum=0.9)
+    loss_fn = ember.nn.CrossEntropyLoss()
+
+    def all_reduce_after_backward() -> None:
+        # the baseline: one flat buffer of every gradient, one blocking all-reduce
+        with ember.no_grad():
+            flat = ember.cat([p.grad.reshape(-1) for p in params])
+            dist.all_reduce(flat)
+            flat.div_(world)
+            offset = 0
+            for p in params:
+                p.grad.copy_(flat[offset:offset + p.numel()].view(p.shape))
+                offset += p.numel()
+
+    def step() -> None:
+        opt.zero_grad()
+        loss_fn(net(x), y).backward()
+        if mode == "allreduce":
+            all_reduce_after_backward()
+        opt.step()
+
+    return step
+
+
+def _worker(names: list[str], mode: str, steps: int, repeat: int) -> None:
+    """Time the steps of `mode` on every rank; rank 0 prints {name: slowest rank's s}."""
+    rank, world = 0, 1
+    if mode != "single":
+        from ember import distributed as dist
+
+        dist.init_process_group("mpi")
+        rank, world = dist.get_rank(), dist.get_world_size()
+    times = {}
+    for name in names:
+        batch = _models(name)[2][0]
+        step = _step_fn(name, mode, batch, rank, world)
+        if world > 1:
+            dist.barrier()
+        seconds = ember.tensor([best_time(step, steps, repeat=repeat)], dtype=ember.float64)
+        if world > 1:
+            dist.all_reduce(seconds, op=dist.ReduceOp.MAX)
+        times[name] = seconds.item()
+    if rank == 0:
+        print(json.dumps(times), flush=True)
+    if world > 1:
+        dist.destroy_process_group()
+
+
+def _run(mode: str, names: list[str], steps: int, repeat: int) -> dict:
+    """Start the worker for `mode` (through `ember run -n 2` for the 2-rank modes) and read
+    its JSON line."""
+    worker = [__file__, "--worker", mode, "--only", ",".join(names), "--steps", str(steps),
+              "--repeat", str(repeat)]
+    if mode == "single":
+        cmd = [sys.executable] + worker
+    else:
+        cmd = [sys.executable, "-m", "ember.cli", "run", "-n", "2"] + worker
+    env = dict(os.environ, **ONE_THREAD)
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        raise RuntimeError(f"bench_ddp: {' '.join(cmd)} failed:\n{done.stdout}{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--only", default="mlp,cnn")
+    parser.add_argument("--steps", type=int, default=5, help="steps per timed repeat")
+    parser.add_argument("--repeat", type=int, default=5, help="repeats; the best is kept")
+    parser.add_argument("--worker", choices=MODES, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    names = args.only.split(",")
+    if args.worker:
+        _worker(names, args.worker, args.steps, args.repeat)
+        return
+    times = {mode: _run(mode, names, args.steps, args.repeat) for mode in MODES}
+    print(f"ember {ember.__version__}; {os.cpu_count()} cores; 1 BLAS thread per process; "
+          f"best of {args.repeat} x {args.steps} steps")
+    print(f"\n{'workload':42s} {'1 rank':>11s} {'2 DDP':>11s} {'2 after-bw':>11s} "
+          f"{'eff DDP':>8s} {'eff after':>9s} {'DDP/after':>9s}")
+    for n in names:
+        one, ddp, after = times["single"][n], times["ddp"][n], times["allreduce"][n]
+        print(f"{WORKLOADS[n][0]:42s} {fmt_time(one)} {fmt_time(ddp)} {fmt_time(after)} "
+              f"{one / (2 * ddp):8.2f} {one / (2 * after):9.2f} {ddp / after:9.2f}")
+    print("\ngoals: scaling efficiency >= 0.9 at 2 ranks; DDP (overlap) no slower than one "
+          "all-reduce after backward (DDP/after <= 1.0)")
+
+
+if __name__ == "__main__":
+    main()
