@@ -106,7 +106,7 @@ def _run(mode: str, names: list[str], steps: int, repeat: int) -> dict:
     if mode == "single":
         cmd = [sys.executable] + worker
     else:
-        cmd = [sys.executable, "-m", "ember.cli", "run", "-n", "2"] + worker
+        cmd = [sys.executable, "-m", "ember.distributed.run", "-n", "2"] + worker
     env = dict(os.environ, **ONE_THREAD)
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
