@@ -99,6 +99,17 @@ def test_speed_is_measured_once_per_input_shape_and_the_plan_prints():
     assert len(dp._seconds_per_sample) == 1
     text = repr(first)
     assert "DataParallel plan: 10 rows along dim 0" in text and text.count("cpu") == 2
+    assert sum(dp.plan().rows) == 4  # without inputs: the last forward's plan
+    with pytest.raises(RuntimeError, match="no forward has run yet"):
+        nn.DataParallel(_mlp(), ["cpu", "cpu"]).plan()
+
+
+def test_measuring_keeps_each_submodules_mode():
+    model = _mlp()
+    model[1].eval()  # a mixed state: the measurement must give it back as it was
+    dp = nn.DataParallel(model, ["cpu", "cpu"])
+    dp(ember.randn(6, 6))
+    assert model.training and model[0].training and not model[1].training
 
 
 def test_state_dict_and_module_as_torchs():

@@ -139,6 +139,7 @@ class DataParallel(Module):
         self.dim = dim
         self.balance = None if balance is None else [float(b) for b in balance]
         self._seconds_per_sample: dict[tuple, list[float]] = {}  # input shapes -> per device
+        self._last_plan: DataParallelPlan | None = None
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         if len(self.device_ids) == 1:
@@ -154,7 +155,13 @@ class DataParallel(Module):
 
     def plan(self, *inputs: Any, **kwargs: Any) -> DataParallelPlan:
         """The split of these inputs over the devices, measuring the devices' speeds on
-        them first if this input shape has not been measured yet."""
+        them first if this input shape has not been measured yet. Without inputs, the
+        plan of the last forward."""
+        if not inputs and not kwargs:
+            if self._last_plan is None:
+                raise RuntimeError("DataParallel.plan(): no forward has run yet; pass an "
+                                   "example input to plan for it")
+            return self._last_plan
         batch = self._batch_size(inputs, kwargs)
         if self.balance is not None:
             total = sum(self.balance)
@@ -164,8 +171,10 @@ class DataParallel(Module):
             per_sample = self._measure(batch, inputs, kwargs)
             speeds = [1.0 / max(s, 1e-12) for s in per_sample]
             shares = [s / sum(speeds) for s in speeds]
-        return DataParallelPlan(self.device_ids, per_sample, shares, _split(batch, shares),
+        plan = DataParallelPlan(self.device_ids, per_sample, shares, _split(batch, shares),
                                 self.dim)
+        self._last_plan = plan
+        return plan
 
     def _batch_size(self, inputs: tuple, kwargs: dict) -> int:
         t = _first_tensor((inputs, kwargs))
@@ -188,7 +197,7 @@ class DataParallel(Module):
         sample = scatter((inputs, kwargs), [rows, batch - rows], [self.device_ids[0]] * 2,
                          self.dim)[0]
         times = []
-        was_training = self.module.training
+        modes = [(m, m.training) for m in self.module.modules()]
         self.module.eval()  # no running-statistics updates while timing
         try:
             with ember.no_grad():
@@ -201,7 +210,8 @@ class DataParallel(Module):
                         _wait(replica(*args, **kw))
                     times.append((time.perf_counter() - start) / _TIMED_RUNS / rows)
         finally:
-            self.module.train(was_training)
+            for m, training in modes:
+                m.training = training
         self._seconds_per_sample[key] = times
         return times
 

@@ -12,6 +12,7 @@ backward pass waits for the all-reduces and copies the averaged gradients back i
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -79,8 +80,15 @@ class Reducer:
         self._next = 0  # the next bucket to launch: buckets start in order on every rank
         self.armed = False  # set by a forward that expects this backward to synchronize
         self._finalizing = False
-        self._handles = [p.register_post_accumulate_grad_hook(self._on_grad)
-                         for p in self.params]
+        # the hooks hold the reducer weakly: a dropped DDP wrapper leaves only a no-op behind
+        this = weakref.ref(self)
+
+        def on_grad(param: Tensor) -> None:
+            reducer = this()
+            if reducer is not None:
+                reducer._on_grad(param)
+
+        self._handles = [p.register_post_accumulate_grad_hook(on_grad) for p in self.params]
 
     # -- per iteration ----------------------------------------------------------------
     def prepare(self, outputs: Any) -> None:
