@@ -1,5 +1,5 @@
 """nn.DataParallel in one process: outputs and gradients equal single-device ones, on two
-CPU slots and on the CPU with the OpenCL device."""
+CPU slots, on the CPU with the OpenCL device, and on the CPU with a plugin's device."""
 
 import pytest
 
@@ -9,9 +9,13 @@ from ember import nn
 torch = pytest.importorskip("torch")
 
 HAS_OPENCL = any(d.type == "opencl" for d in ember.devices())
+# the example plugin's device (examples/ember-plugin-example, installed by `make`)
+HAS_PLUGIN = any(d.type == "countdev" for d in ember.devices())
 DEVICE_SETS = [["cpu", "cpu"],
                pytest.param(["cpu", "opencl:0"], marks=pytest.mark.skipif(
-                   not HAS_OPENCL, reason="no OpenCL device"))]
+                   not HAS_OPENCL, reason="no OpenCL device")),
+               pytest.param(["cpu", "countdev:0"], marks=pytest.mark.skipif(
+                   not HAS_PLUGIN, reason="the example plugin is not installed"))]
 
 
 def _mlp():
