@@ -53,16 +53,19 @@ def _step_fn(name: str, mode: str, batch: int, rank: int, world: int):
     opt = ember.optim.SGD(params, lr=0.01, momentum=0.9)
     loss_fn = ember.nn.CrossEntropyLoss()
 
+    # the baseline: the same flat buffer and copies as DDP's buckets, but one bucket for
+    # all gradients and one blocking all-reduce once backward is over (no overlap)
+    flat = ember.zeros(sum(p.numel() for p in params))
+    views = [v.view(p.shape) for v, p in zip(flat.split([p.numel() for p in params]),
+                                                params)]
+
     def all_reduce_after_backward() -> None:
-        # the baseline: one flat buffer of every gradient, one blocking all-reduce
         with ember.no_grad():
-            flat = ember.cat([p.grad.reshape(-1) for p in params])
+            for p, view in zip(params, views):
+                ember.mul(p.grad, 1.0 / world, out=view)
             dist.all_reduce(flat)
-            flat.div_(world)
-            offset = 0
-            for p in params:
-                p.grad.copy_(flat[offset:offset + p.numel()].view(p.shape))
-                offset += p.numel()
+            for p, view in zip(params, views):
+                p.grad.copy_(view)
 
     def step() -> None:
         opt.zero_grad()

@@ -17,8 +17,8 @@ from ember.nn.parallel import DDP, DistributedDataParallel
 from ember.nn.parallel.reducer import FIRST_BUCKET_BYTES, assign_buckets
 
 ROOT = Path(__file__).resolve().parent.parent
-CHECKS = ["training", "overlap", "no_sync", "no_sync local", "unused parameters",
-          "unused parameter error", "buffers and state_dict", "sampler"]
+CHECKS = ["training", "gradient as bucket view", "overlap", "no_sync", "no_sync local",
+          "unused parameters", "unused parameter error", "buffers and state_dict", "sampler"]
 
 
 def test_buckets_take_parameters_in_reverse_order_under_the_cap():

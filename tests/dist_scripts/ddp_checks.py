@@ -41,10 +41,10 @@ def assert_close(ours, ref, what, atol=1e-5):
     print(f"rank {R}: {what} ok", flush=True)
 
 
-def train(net, params, steps, split, micro=1):
+def train(net, params, steps, split, micro=1, set_to_none=True):
     opt = ember.optim.SGD(params, lr=0.1, momentum=0.9)
     for step in range(steps):
-        opt.zero_grad()
+        opt.zero_grad(set_to_none=set_to_none)
         for k in range(micro):
             x, y = batch(10 * step + k)
             if split:
@@ -74,6 +74,14 @@ def check_training():
     assert ddp.reducer.bucket_indices[0][0] == len(list(local.parameters())) - 1
     train(ddp, ddp.parameters(), 5, split=True)
     assert_close(local, ref, "training")
+
+    # gradients as views of the buckets, zeroed in place: the same steps
+    local = model(R)
+    ddp = DDP(local, bucket_cap_mb=0.0005, gradient_as_bucket_view=True)
+    train(ddp, ddp.parameters(), 5, split=True, set_to_none=False)
+    bucket = ddp.reducer._buckets[0]
+    assert local[-1].bias.grad is bucket.views[0], "grad is not the bucket's view"
+    assert_close(local, ref, "gradient as bucket view")
 
 
 def check_overlap():

@@ -72,8 +72,11 @@ class DistributedDataParallel(Module):
         find_unused_parameters (bool): traverse the autograd graph of each forward's
             outputs and count the parameters it does not reach as ready (their gradient
             counts as zero on this rank). Default: ``False``.
-        check_reduction, gradient_as_bucket_view, static_graph: accepted for PyTorch
-            compatibility; they change nothing here.
+        gradient_as_bucket_view (bool): make each ``.grad`` a view of its bucket's flat
+            buffer, saving the copy back after the all-reduce (as PyTorch's: ``.grad``
+            then changes with the next iteration's reduction). Default: ``False``.
+        check_reduction, static_graph: accepted for PyTorch compatibility; they change
+            nothing here.
 
     Example::
 
@@ -128,7 +131,7 @@ class DistributedDataParallel(Module):
         # as PyTorch: a small first bucket by default, all buckets alike when a cap is given
         first_cap = FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
         self.reducer = Reducer(params, names, self.bucket_bytes_cap, first_cap, process_group,
-                               find_unused_parameters)
+                               find_unused_parameters, gradient_as_bucket_view)
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         if self.broadcast_buffers and self._buffers_to_sync and self._world_size > 1:

@@ -49,20 +49,31 @@ def assign_buckets(params: Sequence[Tensor], cap_bytes: int,
 
 
 class _Bucket:
-    __slots__ = ("indices", "pending", "flat", "work")
+    """One bucket's flat buffer, kept from step to step, and each parameter's view of it;
+    plus this iteration's state."""
 
-    def __init__(self, indices: list[int]) -> None:
+    __slots__ = ("indices", "flat", "views", "pending", "work")
+
+    def __init__(self, indices: list[int], params: Sequence[Tensor]) -> None:
         self.indices = indices
+        first = params[indices[0]]
+        sizes = [params[i].numel() for i in indices]
+        self.flat = first.new_zeros((sum(sizes),))
+        self.views = [v.view(params[i].shape) for v, i in zip(self.flat.split(sizes), indices)]
         self.pending = len(indices)
-        self.flat: Tensor | None = None
         self.work: Any = None
+
+    def reset(self) -> None:
+        self.pending = len(self.indices)
+        self.work = None
 
 
 class Reducer:
     """Averages the gradients of `params` over the ranks of `group` during backward."""
 
     def __init__(self, params: Sequence[Tensor], names: Sequence[str], cap_bytes: int,
-                 first_cap_bytes: int, group: Any, find_unused_parameters: bool) -> None:
+                 first_cap_bytes: int, group: Any, find_unused_parameters: bool,
+                 gradient_as_bucket_view: bool = False) -> None:
         from ember import distributed as dist
 
         self._dist = dist
@@ -71,10 +82,11 @@ class Reducer:
         self.group = group
         self.world_size = dist.get_world_size(group)
         self.find_unused_parameters = find_unused_parameters
+        self.gradient_as_bucket_view = gradient_as_bucket_view
         self.bucket_indices = assign_buckets(self.params, cap_bytes, first_cap_bytes)
         self._bucket_of = {i: b for b, idx in enumerate(self.bucket_indices) for i in idx}
         self._index = {id(p): i for i, p in enumerate(self.params)}
-        self._buckets: list[_Bucket] = []
+        self._buckets = [_Bucket(idx, self.params) for idx in self.bucket_indices]
         self._ready: list[bool] = []  # gradient counted in its bucket
         self._used: list[bool] = []  # gradient produced by this rank's backward
         self._next = 0  # the next bucket to launch: buckets start in order on every rank
@@ -95,7 +107,8 @@ class Reducer:
         """Arm the reducer for the backward of `outputs` (called by each synchronizing
         forward); with `find_unused_parameters`, parameters the outputs do not depend on
         are ready at once."""
-        self._buckets = [_Bucket(idx) for idx in self.bucket_indices]
+        for bucket in self._buckets:
+            bucket.reset()
         self._ready = [False] * len(self.params)
         self._used = [False] * len(self.params)
         self._next = 0
@@ -132,17 +145,20 @@ class Reducer:
             self._next += 1
 
     def _launch(self, bucket: _Bucket) -> None:
+        # each gradient goes into its view of the bucket, divided by the world size on
+        # the way (one pass); a gradient that already is that view is divided in place
+        scale = 1.0 / self.world_size
         with ember.no_grad():
-            parts = []
-            for i in bucket.indices:
-                p = self.params[i]
-                g = p.grad
-                parts.append(p.new_zeros((p.numel(),)) if g is None else g.reshape(-1))
-            flat = ember.cat(parts) if len(parts) > 1 else parts[0].clone()
-            if self.world_size > 1:
-                flat.div_(self.world_size)
-            bucket.flat = flat
-            bucket.work = self._dist.all_reduce(flat, group=self.group, async_op=True)
+            for i, view in zip(bucket.indices, bucket.views):
+                g = self.params[i].grad
+                if g is None:
+                    view.zero_()
+                elif g is view:
+                    if scale != 1.0:
+                        view.mul_(scale)
+                else:
+                    ember.mul(g, scale, out=view)
+        bucket.work = self._dist.all_reduce(bucket.flat, group=self.group, async_op=True)
 
     def _progress(self) -> None:
         # polling a started all-reduce lets MPI move its data while backward computes
@@ -167,19 +183,19 @@ class Reducer:
         globally_used = self._globally_used() if self.find_unused_parameters else None
         with ember.no_grad():
             for bucket in self._buckets:
-                offset = 0
-                for i in bucket.indices:
+                for i, avg in zip(bucket.indices, bucket.views):
                     p = self.params[i]
-                    n = p.numel()
-                    avg = bucket.flat[offset:offset + n].view(p.shape)
-                    offset += n
                     if globally_used is not None and not globally_used[i]:
                         continue  # no rank used it: its .grad stays as it was
-                    if p.grad is None:
+                    if p.grad is avg:
+                        continue  # the gradient is the bucket's view: nothing to copy
+                    if self.gradient_as_bucket_view:
+                        p.grad = avg
+                    elif p.grad is None:
                         p.grad = avg.clone()
                     else:
                         p.grad.copy_(avg)
-                bucket.flat = bucket.work = None
+                bucket.work = None
 
     def _globally_used(self) -> list[bool]:
         """Which parameters some rank used (one all-reduce of the usage flags)."""
