@@ -9,7 +9,10 @@ set-ups, every process with one BLAS thread (OPENBLAS_NUM_THREADS=OMP_NUM_THREAD
 - 1 rank, the full batch, no communication;
 - 2 ranks (``ember run -n 2``), half the batch each, DistributedDataParallel: buckets
   all-reduced without blocking as soon as their gradients are ready (overlap);
-- 2 ranks, half the batch each, one blocking all-reduce of all gradients after backward.
+- 2 ranks, half the batch each, one blocking all-reduce of all gradients after backward;
+- 2 ranks, half the batch each, no communication at all: the ceiling the machine allows
+  (two processes computing at once share caches, memory bandwidth and, on a shared
+  machine, cores with other work).
 
 Scaling efficiency = t(1 rank) / (2 * t(2 ranks)): 1.0 when two ranks halve the step.
 A 2-rank step's time is the slowest rank's.
@@ -32,11 +35,12 @@ from common import best_time, fmt_time  # noqa: E402
 
 import ember  # noqa: E402
 
-MODES = ("single", "ddp", "allreduce")
+MODES = ("single", "local", "ddp", "allreduce")
 ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-def _step_fn(name: str, mode: str, batch: int, rank: int, world: int):
+def _step_fn(name: str, mode: str, batch: int, rank: int, world: int,
+             bucket_cap_mb: float | None = None):
     """One training step of workload `name` on this rank's share of the global batch."""
     from ember import distributed as dist
 
@@ -48,7 +52,9 @@ def _step_fn(name: str, mode: str, batch: int, rank: int, world: int):
     share = batch // world
     x = ember.tensor(x[rank * share:(rank + 1) * share])
     y = ember.tensor(y[rank * share:(rank + 1) * share])
-    net = ember.nn.parallel.DistributedDataParallel(model) if mode == "ddp" else model
+    net = model
+    if mode == "ddp":
+        net = ember.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_cap_mb)
     params = list(model.parameters())
     opt = ember.optim.SGD(params, lr=0.01, momentum=0.9)
     loss_fn = ember.nn.CrossEntropyLoss()
@@ -77,7 +83,8 @@ def _step_fn(name: str, mode: str, batch: int, rank: int, world: int):
     return step
 
 
-def _worker(names: list[str], mode: str, steps: int, repeat: int) -> None:
+def _worker(names: list[str], mode: str, steps: int, repeat: int,
+            bucket_cap_mb: float | None) -> None:
     """Time the steps of `mode` on every rank; rank 0 prints {name: slowest rank's s}."""
     rank, world = 0, 1
     if mode != "single":
@@ -88,7 +95,7 @@ def _worker(names: list[str], mode: str, steps: int, repeat: int) -> None:
     times = {}
     for name in names:
         batch = _models(name)[2][0]
-        step = _step_fn(name, mode, batch, rank, world)
+        step = _step_fn(name, mode, batch, rank, world, bucket_cap_mb)
         if world > 1:
             dist.barrier()
         seconds = ember.tensor([best_time(step, steps, repeat=repeat)], dtype=ember.float64)
@@ -101,11 +108,11 @@ def _worker(names: list[str], mode: str, steps: int, repeat: int) -> None:
         dist.destroy_process_group()
 
 
-def _run(mode: str, names: list[str], steps: int, repeat: int) -> dict:
+def _run(mode: str, names: list[str], steps: int, repeat: int, cap: float | None) -> dict:
     """Start the worker for `mode` (through `ember run -n 2` for the 2-rank modes) and read
     its JSON line."""
     worker = [__file__, "--worker", mode, "--only", ",".join(names), "--steps", str(steps),
-              "--repeat", str(repeat)]
+              "--repeat", str(repeat)] + ([] if cap is None else ["--bucket-cap-mb", str(cap)])
     if mode == "single":
         cmd = [sys.executable] + worker
     else:
@@ -122,21 +129,28 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", default="mlp,cnn")
     parser.add_argument("--steps", type=int, default=5, help="steps per timed repeat")
     parser.add_argument("--repeat", type=int, default=5, help="repeats; the best is kept")
+    parser.add_argument("--bucket-cap-mb", type=float, default=0.25,
+                        help="DDP's bucket size (PyTorch's default, 25 with a first bucket of "
+                             "1 MiB, puts each model in one bucket: nothing to overlap)")
     parser.add_argument("--worker", choices=MODES, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     names = args.only.split(",")
     if args.worker:
-        _worker(names, args.worker, args.steps, args.repeat)
+        _worker(names, args.worker, args.steps, args.repeat, args.bucket_cap_mb)
         return
-    times = {mode: _run(mode, names, args.steps, args.repeat) for mode in MODES}
+    times = {mode: _run(mode, names, args.steps, args.repeat, args.bucket_cap_mb)
+             for mode in MODES}
     print(f"ember {ember.__version__}; {os.cpu_count()} cores; 1 BLAS thread per process; "
-          f"best of {args.repeat} x {args.steps} steps")
+          f"best of {args.repeat} x {args.steps} steps; DDP buckets of "
+          f"{args.bucket_cap_mb} MiB")
     print(f"\n{'workload':42s} {'1 rank':>11s} {'2 DDP':>11s} {'2 after-bw':>11s} "
-          f"{'eff DDP':>8s} {'eff after':>9s} {'DDP/after':>9s}")
+          f"{'2 no-comm':>11s} {'eff DDP':>8s} {'eff after':>9s} {'eff no-comm':>11s} "
+          f"{'DDP/after':>9s}")
     for n in names:
-        one, ddp, after = times["single"][n], times["ddp"][n], times["allreduce"][n]
+        one, ddp, after, local = (times[m][n] for m in ("single", "ddp", "allreduce", "local"))
         print(f"{WORKLOADS[n][0]:42s} {fmt_time(one)} {fmt_time(ddp)} {fmt_time(after)} "
-              f"{one / (2 * ddp):8.2f} {one / (2 * after):9.2f} {ddp / after:9.2f}")
+              f"{fmt_time(local)} {one / (2 * ddp):8.2f} {one / (2 * after):9.2f} "
+              f"{one / (2 * local):11.2f} {ddp / after:9.2f}")
     print("\ngoals: scaling efficiency >= 0.9 at 2 ranks; DDP (overlap) no slower than one "
           "all-reduce after backward (DDP/after <= 1.0)")
 
