@@ -64,3 +64,12 @@ def test_drives_a_dataloader():
     ds = TensorDataset(ember.arange(10))
     loader = DataLoader(ds, batch_size=2, sampler=DistributedSampler(ds, 2, 1, shuffle=False))
     assert [b[0].tolist() for b in loader] == [[1, 3], [5, 7], [9]]
+
+
+def test_without_a_process_group_the_defaults_fail_as_torchs():
+    with pytest.raises(ValueError) as ours:
+        DistributedSampler(range(4))
+    with pytest.raises(ValueError) as theirs:
+        TorchSampler(range(4))
+    assert str(ours.value) == str(theirs.value)
+    assert "init_process_group" in str(ours.value)
