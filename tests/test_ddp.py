@@ -6,6 +6,8 @@ where each rank compares itself with single-process training); the DDP example u
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,14 @@ def test_buckets_take_parameters_in_reverse_order_under_the_cap():
     mixed = [ember.zeros(4), ember.zeros(4, dtype=ember.float64), ember.zeros(4)]
     assert assign_buckets(mixed, 10 ** 6, 10 ** 6) == [[2], [1], [0]]  # one dtype a bucket
     assert FIRST_BUCKET_BYTES == 1024 * 1024
+
+
+def test_importing_the_parallel_modules_loads_no_mpi():
+    code = ("import sys, ember.nn.parallel, ember.utils.data; "
+            "print([m for m in ('mpi4py', 'ember.distributed') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
 def test_needs_an_initialized_process_group():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -126,7 +127,7 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
     return [captured.get(edge_of(t)) for t in capture]
 
 
-class _Callbacks:
+class _Callbacks(threading.local):  # per thread, as each thread runs its own backward
     queue: list | None = None  # the running backward's final callbacks; None outside one
 
 
