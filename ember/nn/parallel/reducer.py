@@ -108,6 +108,11 @@ class Reducer:
         forward); with `find_unused_parameters`, parameters the outputs do not depend on
         are ready at once."""
         for bucket in self._buckets:
+            if bucket.work is not None:
+                # started by an iteration whose backward never finished (it raised, or
+                # never ran): every rank started it, so waiting is safe, and the buffer
+                # must not be reused while MPI still writes it
+                bucket.work.wait()
             bucket.reset()
         self._ready = [False] * len(self.params)
         self._used = [False] * len(self.params)
@@ -163,9 +168,8 @@ class Reducer:
     def _progress(self) -> None:
         # polling a started all-reduce lets MPI move its data while backward computes
         for bucket in self._buckets[:self._next]:
-            work = bucket.work
-            if work is not None and hasattr(work, "is_completed"):
-                work.is_completed()
+            if bucket.work is not None:
+                bucket.work.is_completed()
 
     def _finalize(self) -> None:
         """End of backward: wait for every bucket's all-reduce, write the averages back."""
