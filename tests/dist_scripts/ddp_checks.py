@@ -132,8 +132,12 @@ class Branchy(nn.Module):
 def check_unused():
     ember.manual_seed(0)
     local = Branchy()
-    ddp = DDP(local, find_unused_parameters=True)
+    # one bucket per parameter: the buckets of `never` start at forward time; a forward
+    # whose backward never runs must leave the next iteration intact
+    ddp = DDP(local, find_unused_parameters=True, bucket_cap_mb=1e-6)
+    assert len(ddp.reducer.bucket_indices) == 6
     x = ember.ones(2, 4) * (R + 1)
+    ddp(x * 100)
     ddp(x).sum().backward()
     # what single-process would give for the same inputs: every rank's gradient, averaged
     expected = {name: ember.zeros_like(p) for name, p in local.named_parameters()}
