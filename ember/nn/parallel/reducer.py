@@ -109,9 +109,8 @@ class Reducer:
         are ready at once."""
         for bucket in self._buckets:
             if bucket.work is not None:
-                # started by an iteration whose backward never finished (it raised, or
-                # never ran): every rank started it, so waiting is safe, and the buffer
-                # must not be reused while MPI still writes it
+                # started by an iteration whose backward did not finish (it raised):
+                # the buffer must not be reused while MPI may still write it
                 bucket.work.wait()
             bucket.reset()
         self._ready = [False] * len(self.params)
@@ -123,7 +122,7 @@ class Reducer:
             used = _reachable_leaves(outputs)
             for i, p in enumerate(self.params):
                 if id(p) not in used:
-                    self._mark_ready(i, queue=False)
+                    self._mark_ready(i, in_backward=False)
 
     def _on_grad(self, param: Tensor) -> None:
         if not self.armed:
@@ -135,16 +134,20 @@ class Reducer:
                 "twice in one iteration (a second backward through the same forward, or "
                 "reentrant backward); call forward again before each backward")
         self._used[i] = True
-        self._mark_ready(i, queue=True)
+        self._mark_ready(i, in_backward=True)
         self._progress()
 
-    def _mark_ready(self, i: int, queue: bool) -> None:
-        if queue and not self._finalizing:
+    def _mark_ready(self, i: int, in_backward: bool) -> None:
+        self._ready[i] = True
+        self._buckets[self._bucket_of[i]].pending -= 1
+        if not in_backward:
+            # (unused parameters, marked at forward time) all-reduces start only in
+            # backward: a forward whose backward never runs must start none, or the ranks
+            # would disagree on how many collectives they have issued
+            return
+        if not self._finalizing:
             self._finalizing = True
             queue_callback(self._finalize)
-        self._ready[i] = True
-        bucket = self._buckets[self._bucket_of[i]]
-        bucket.pending -= 1
         while self._next < len(self._buckets) and self._buckets[self._next].pending == 0:
             self._launch(self._buckets[self._next])
             self._next += 1
