@@ -199,9 +199,30 @@ def check_sampler_defaults():
     print(f"rank {R}: sampler ok", flush=True)
 
 
+def check_opencl():
+    # the same training with the model and data on an OpenCL device (staged through host
+    # memory by ember.distributed)
+    if not any(d.type == "opencl" for d in ember.devices()):
+        print(f"rank {R}: opencl skipped", flush=True)
+        return
+    ref = model(0)
+    train(ref, ref.parameters(), 2, split=False)
+    local = model(R).to("opencl:0")
+    ddp = DDP(local, bucket_cap_mb=0.0005)
+    opt = ember.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
+    for step in range(2):
+        opt.zero_grad()
+        x, y = batch(10 * step)
+        nn.functional.cross_entropy(ddp(mine(x).to("opencl:0")), mine(y).to("opencl:0")
+                                    ).backward()
+        opt.step()
+    assert next(local.parameters()).device == ember.device("opencl:0")
+    assert_close(local.cpu(), ref, "opencl")
+
+
 CHECKS = {"training": check_training, "overlap": check_overlap, "no_sync": check_no_sync,
           "unused": check_unused, "buffers": check_buffers_and_state_dict,
-          "sampler": check_sampler_defaults}
+          "sampler": check_sampler_defaults, "opencl": check_opencl}
 for name in sys.argv[1:] or CHECKS:
     CHECKS[name]()
 dist.destroy_process_group()
