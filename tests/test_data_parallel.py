@@ -142,3 +142,10 @@ def test_bad_arguments_are_named():
         nn.DataParallel(_mlp(), ["cpu", "cpu"], balance=[1])
     with pytest.raises(ValueError, match="DataParallel: no tensor among the inputs"):
         nn.DataParallel(_mlp(), ["cpu", "cpu"])(x=3)
+
+
+def test_a_batch_smaller_than_the_devices_runs_where_it_has_rows():
+    model, x = _mlp(), ember.randn(1, 6)
+    dp = nn.DataParallel(model, ["cpu", "cpu"], balance=[1, 1])
+    assert dp.plan(x).rows == [1, 0]
+    assert ember.allclose(dp(x), model(x))
