@@ -150,7 +150,11 @@ class DataParallel(Module):
         sizes = [plan.rows[i] for i in used]
         in_pieces = scatter(tuple(inputs), sizes, devices, self.dim)
         kw_pieces = scatter(kwargs, sizes, devices, self.dim) if kwargs else [{}] * len(used)
-        outputs = [self._replica(d)(*a, **k) for d, a, k in zip(devices, in_pieces, kw_pieces)]
+        # accelerators first: their queues run on while the CPU computes its share
+        order = sorted(range(len(devices)), key=lambda i: devices[i].type == "cpu")
+        outputs: list[Any] = [None] * len(devices)
+        for i in order:
+            outputs[i] = self._replica(devices[i])(*in_pieces[i], **kw_pieces[i])
         return gather(outputs, self.output_device, self.dim)
 
     def plan(self, *inputs: Any, **kwargs: Any) -> DataParallelPlan:
