@@ -95,3 +95,58 @@ def run_ranks(n: int, script: str | os.PathLike, timeout: float = 60,
             pytest.fail(f"{n} ranks of {script!r} were not done within {timeout} s; "
                         f"output:\n{out}")
         return proc.returncode, out
+
+
+class RunningRanks:
+    """`ember run` started in the background, its output collected by a thread, for tests
+    that act on ranks while they run (kill one, press Ctrl-C). Use as a context manager:
+    leaving it kills whatever is left."""
+
+    def __init__(self, n: int, script: str | os.PathLike, args: Sequence[str] = (),
+                 env: dict[str, str] | None = None) -> None:
+        import threading
+
+        self.proc = subprocess.Popen(ember_run_command(n, str(script), args),
+                                     env=rank_env(env), stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True,
+                                     start_new_session=True)
+        self._chunks: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self._chunks.append(line)
+
+    @property
+    def output(self) -> str:
+        return "".join(self._chunks)
+
+    def wait_for(self, pattern: str, count: int, timeout: float) -> list[tuple[str, ...]]:
+        """Wait until the output has `count` matches of regex `pattern`; returns them."""
+        import re
+        import time
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = re.findall(pattern, self.output)
+            if len(found) >= count:
+                return found
+            if self.proc.poll() is not None and not self._reader.is_alive():
+                break
+            time.sleep(0.05)
+        pytest.fail(f"expected {count} lines matching {pattern!r}; output:\n{self.output}")
+
+    def wait(self, timeout: float) -> int:
+        """Wait for `ember run` to end; returns its exit status."""
+        code = self.proc.wait(timeout=timeout)
+        self._reader.join(timeout=5)
+        return code
+
+    def __enter__(self) -> RunningRanks:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()

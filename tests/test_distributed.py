@@ -101,7 +101,7 @@ def test_ember_run_command_line():
     assert cmd[cmd.index("-n") + 1] == "3" and cmd[cmd.index("-hosts") + 1] == \
         "10.0.0.1,10.0.0.2"
     assert cmd[cmd.index("MASTER_ADDR") + 1] == "10.0.0.1"
-    assert cmd[-4:] == ["ember.distributed._rank", "train.py", "--lr", "0.1"]
+    assert cmd[-4].endswith("_rank.py") and cmd[-3:] == ["train.py", "--lr", "0.1"]
     with pytest.raises(ValueError, match="-n must be at least 1"):
         run.command(0, "train.py", [])
     args = ember.cli.build_parser().parse_args(["run", "-n", "2", "s.py", "--x", "1"])

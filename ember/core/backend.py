@@ -184,6 +184,11 @@ class Backend:
     def synchronize(self, device: int | None = None) -> None:
         """Wait for all queued work on a device (all devices when None)."""
 
+    def collectives(self) -> Any | None:
+        """Optional: this backend's own collective communication for ember.distributed
+        (NCCL on CUDA), or None: tensors are then staged through host memory for MPI."""
+        return None
+
     # -- device timing (ember.profiler) ---------------------------------------------------
     def start_device_timing(self) -> bool:
         """Start timing the work this backend's devices run, on the devices' own clocks,

@@ -1,19 +1,29 @@
-"""What `ember run` starts on every rank: sets torchrun's environment variables from the
-launcher's, records this process in the run directory, and runs the script as
-`__main__` (as `python script.py` would).
+"""What `ember run` starts on every rank (run by path, so that it loads nothing but the
+standard library): sets torchrun's environment variables from the launcher's, then forks.
 
-A script that ends with a non-zero `sys.exit` status after init_process_group tells the
-other ranks, so they raise instead of waiting for it, and the run ends with that
-status."""
+- The child is the rank: it runs the script as `__main__`, as `python script.py` would.
+  A script that ends with a non-zero `sys.exit` status after init_process_group tells
+  the other ranks, so they raise instead of waiting for it.
+- The parent stays as the process hydra launched: it passes signals on to the child
+  and, when the child ends, exits *normally* with its status (128 + N when the child was
+  killed by signal N). hydra tears the whole job down, killing the surviving ranks
+  before they can report, when a process it launched dies of a signal; this way a
+  SIGKILLed rank is only a failed exit status, and the others name it (faults.py).
+  The parent records the status in the run directory, for `ember run`'s exit status.
+"""
 
 from __future__ import annotations
 
 import os
 import runpy
+import signal
 import sys
+import time
+
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGHUP)
 
 
-def set_torchrun_env(env: dict[str, str]) -> None:
+def set_torchrun_env(env: os._Environ | dict) -> None:
     """RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE from hydra's PMI variables."""
     for ours, theirs in (("RANK", "PMI_RANK"), ("WORLD_SIZE", "PMI_SIZE"),
                          ("LOCAL_RANK", "MPI_LOCALRANKID"),
@@ -22,14 +32,15 @@ def set_torchrun_env(env: dict[str, str]) -> None:
             env[ours] = env[theirs]
 
 
-def main(argv: list[str]) -> None:
-    if not argv:
-        sys.exit("usage: python -m ember.distributed._rank script.py [args...]")
-    set_torchrun_env(os.environ)
+def _record(name: str, text: str) -> None:
     run_dir = os.environ.get("EMBER_RUN_DIR")
-    if run_dir and os.path.isdir(run_dir):
-        with open(os.path.join(run_dir, f"rank{os.environ.get('RANK', '0')}.pid"), "w") as f:
-            f.write(f"{os.getpid()}\n")
+    if run_dir and os.path.isdir(run_dir):  # on another host it may not exist
+        with open(os.path.join(run_dir, f"rank{os.environ.get('RANK', '0')}.{name}"), "w") as f:
+            f.write(text)
+
+
+def run_script(argv: list[str]) -> None:
+    """Run the script as __main__ in this process (the rank)."""
     script = argv[0]
     sys.argv = list(argv)
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
@@ -46,5 +57,40 @@ def main(argv: list[str]) -> None:
         raise
 
 
+def supervise(child: int) -> int:
+    """Pass signals on to the rank; its exit status, once it ends."""
+    for sig in FORWARDED:
+        signal.signal(sig, lambda signum, frame: _forward(child, signum))
+    _, status = os.waitpid(child, 0)
+    for sig in FORWARDED:  # no one to pass them to now, and they must not kill us
+        signal.signal(sig, signal.SIG_IGN)
+    code = os.waitstatus_to_exitcode(status)
+    return code if code >= 0 else 128 - code
+
+
+def _forward(child: int, signum: int) -> None:
+    try:
+        os.kill(child, signum)
+    except ProcessLookupError:
+        pass
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print("usage: python _rank.py script.py [args...]", file=sys.stderr)
+        return 2
+    set_torchrun_env(os.environ)
+    sys.stdout.flush()
+    child = os.fork()
+    if child == 0:
+        _record("pid", f"{os.getpid()}\n")
+        run_script(argv)
+        return 0
+    code = supervise(child)
+    _record("status", f"{code} {time.time()!r}\n")
+    return code
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    del sys.path[0]  # this file's folder: its module names must not shadow the script's
+    sys.exit(main(sys.argv[1:]))

@@ -84,18 +84,22 @@ class Monitor:
             raise self.failure
 
     def _drain(self) -> None:
+        """Receive the notices and pings that have arrived (pongs are left to the
+        timed-out wait that asked for them)."""
         MPI = self.MPI
         status = MPI.Status()
-        while self.ctl.Iprobe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=status):
-            src, tag = status.Get_source(), status.Get_tag()
-            msg = self.ctl.recv(source=src, tag=tag)  # already arrived: returns at once
-            if tag == NOTICE and self.failure is None:
-                via = f"reported by rank {src}; " if src != msg["rank"] else ""
-                self.failure = DistBackendError(
-                    f"ember.distributed: rank {msg['rank']} failed: {msg['what']} "
-                    f"({via}rank {self.rank} was in {self.doing})")
-            elif tag == PING:
-                self._sends.append(self.ctl.isend(self.doing, dest=src, tag=PONG))
+        for tag in (NOTICE, PING):
+            while self.ctl.Iprobe(source=MPI.ANY_SOURCE, tag=tag, status=status):
+                src = status.Get_source()
+                msg = self.ctl.recv(source=src, tag=tag)  # already arrived: returns at once
+                if tag == PING:
+                    self._sends.append(self.ctl.isend(self.doing, dest=src, tag=PONG))
+                elif self.failure is None:
+                    via = f"reported by rank {src}; " if src != msg["rank"] else ""
+                    self.failure = DistBackendError(
+                        f"ember.distributed: rank {msg['rank']} failed: {msg['what']} "
+                        f"({via}rank {self.rank} was in {self.doing})")
+                    record_failure(self.rank, "consequence")
         self._sends = [r for r in self._sends if not r.Test()]
 
     def _check_local_peers(self) -> None:
@@ -107,6 +111,7 @@ class Monitor:
                 self.failure = DistBackendError(
                     f"ember.distributed: rank {r} failed: {what} (found by rank {self.rank} "
                     f"while in {self.doing})")
+                record_failure(self.rank, "consequence")
                 self.notify(r, what, skip=(r,))
                 self.local.remove(r)
                 return
@@ -171,6 +176,22 @@ class Monitor:
         if waiting:
             msg += f"; {waiting}"
         return DistBackendError(msg)
+
+
+def record_failure(rank: int, kind: str) -> None:
+    """Note in `ember run`'s run directory (when there is one on this host) that this
+    rank failed at this time: "cause" (its own error) or "consequence" (another rank's
+    failure reached it), so `ember run` ends with the status of the rank that caused the
+    failure."""
+    run_dir = os.environ.get("EMBER_RUN_DIR")
+    path = os.path.join(run_dir, f"rank{rank}.failure") if run_dir else None
+    if path is None or not os.path.isdir(run_dir) or os.path.exists(path):
+        return
+    try:
+        with open(path, "w") as f:
+            f.write(f"{kind} {time.time()!r}\n")
+    except OSError:
+        pass
 
 
 def describe_exception(exc: BaseException) -> str:

@@ -21,7 +21,7 @@ import threading
 from typing import Any
 
 from ember.distributed.errors import DistBackendError
-from ember.distributed.faults import Monitor, describe_exception, stderr_line
+from ember.distributed.faults import Monitor, describe_exception, record_failure, stderr_line
 
 _state: dict[str, Any] = {"monitor": None, "installed": False, "failed": False}
 
@@ -57,8 +57,12 @@ def _failed(exc: BaseException) -> None:
     report of another rank's failure, which they learn on their own)."""
     _state["failed"] = True
     monitor = _state["monitor"]
-    if monitor is None or isinstance(exc, DistBackendError) or isinstance(exc, KeyboardInterrupt):
+    if monitor is None:
         return
+    if isinstance(exc, DistBackendError | KeyboardInterrupt):
+        record_failure(monitor.rank, "consequence")
+        return
+    record_failure(monitor.rank, "cause")
     try:
         monitor.notify(monitor.rank, describe_exception(exc))
     except Exception as err:  # noqa: BLE001 - best effort: the exit must go on
@@ -76,6 +80,7 @@ def exit_failed(status: int, what: str) -> None:
     monitor = _state["monitor"]
     if monitor is not None and not _state["failed"]:
         _state["failed"] = True
+        record_failure(monitor.rank, "cause")
         try:
             monitor.notify(monitor.rank, what)
         except Exception as err:  # noqa: BLE001 - best effort: the exit must go on

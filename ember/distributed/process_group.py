@@ -221,7 +221,7 @@ def _refuse_nccl() -> None:
                            f"ember's cuda backend is unavailable: {reason}. Use "
                            "backend='mpi' (any device: tensors are staged through host "
                            "memory).")
-    if getattr(cuda, "collectives", lambda: None)() is None:
+    if cuda.collectives() is None:
         raise RuntimeError("init_process_group(backend='nccl'): ember's cuda backend does "
                            "not provide NCCL collectives yet; use backend='mpi' (cuda "
                            "tensors are staged through host memory).")

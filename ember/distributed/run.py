@@ -9,7 +9,9 @@ installed MPI (the mpich wheel's), as torchrun starts workers.
   enough to raise an error naming it (faults.py) instead of being killed silently.
 - Ctrl-C (SIGINT) is passed to every rank (hydra forwards it); ranks still running
   after a grace period are interrupted again, then killed. The exit status is then 130.
-- The exit status is otherwise the failing rank's (hydra's own rule), 0 when all pass.
+- The exit status is otherwise the failing rank's: of the ranks that ended with a
+  non-zero status, the first to end (128 + N for a rank killed by signal N); 0 when
+  all pass.
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ def command(nproc: int, script: str, args: Sequence[str], hosts: str | None = No
         master = first.split(":")[0]
     cmd += ["-genv", "MASTER_ADDR", master, "-genv", "MASTER_PORT", str(master_port)]
     cmd += list(extra)
-    cmd += [sys.executable, "-m", "ember.distributed._rank", script, *args]
+    cmd += [sys.executable, os.path.join(os.path.dirname(__file__), "_rank.py"), script, *args]
     return cmd
 
 
@@ -114,11 +116,47 @@ def launch(nproc: int, script: str, args: Sequence[str] = (), hosts: str | None 
             proc.kill()
             proc.wait()
         _kill_ranks(run_dir)  # nothing should be left; make sure of it
+        first_failure = _first_failure(run_dir)
         shutil.rmtree(run_dir, ignore_errors=True)
     if interrupted:
         print("ember run: interrupted (Ctrl-C); every rank was stopped", file=sys.stderr)
         return 130
-    return code if code >= 0 else 128 - code
+    return first_failure or (code if code >= 0 else 128 - code)
+
+
+def _first_failure(run_dir: str) -> int:
+    """The exit status of the rank that caused the failure, or 0 when none failed.
+
+    _rank.py records each rank's status, and faults.py whether a failed rank failed on
+    its own ("cause": it raised, or exited with an error) or because another did
+    ("consequence"). The first cause wins; else (a killed rank records nothing) the
+    first failed rank that is no consequence; else the first failed rank."""
+    notes: dict[str, dict[str, list[str]]] = {}
+    try:
+        names = os.listdir(run_dir)
+    except OSError:
+        return 0
+    for name in names:
+        rank, _, kind = name.partition(".")
+        if kind in ("status", "failure"):
+            try:
+                with open(os.path.join(run_dir, name)) as f:
+                    notes.setdefault(rank, {})[kind] = f.read().split()
+            except OSError:
+                continue
+    failed = {rank: n for rank, n in notes.items()
+              if "status" in n and int(n["status"][0]) != 0}
+    if not failed:
+        return 0
+
+    def first(ranks: list[str], key: str) -> int:
+        return int(failed[min(ranks, key=lambda r: float(failed[r][key][1]))]["status"][0])
+
+    causes = [r for r, n in failed.items() if n.get("failure", [""])[0] == "cause"]
+    if causes:
+        return first(causes, "failure")
+    unexplained = [r for r, n in failed.items() if "failure" not in n]
+    return first(unexplained or list(failed), "status")
 
 
 def _kill_ranks(run_dir: str) -> None:
