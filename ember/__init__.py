@@ -17,6 +17,11 @@ from ember import (
     autograd,
     utils,
 )
+from ember.core.backend import (
+    OutOfMemoryError,
+    get_float32_matmul_precision,
+    set_float32_matmul_precision,
+)
 from ember.core.creation import (
     Generator,
     arange,
@@ -45,6 +50,7 @@ from ember.core.creation import (
     zeros_like,
 )
 from ember.core.device import device
+from ember.core.dlpack import from_dlpack
 from ember.core.dtype import (
     bfloat16,
     can_cast,
@@ -286,7 +292,8 @@ def devices() -> list:
 
 
 _SUBMODULES = {"nn", "optim", "jit", "onnx", "exporters", "testing", "demo", "cli", "amp",
-               "cuda", "cpu", "profiler", "distributed"}
+               "cuda", "cpu", "profiler", "accelerator", "backends",
+               "distributed"}
 _FROM_AMP = {"autocast", "is_autocast_enabled", "get_autocast_dtype",
              "is_autocast_available", "clear_autocast_cache", "is_autocast_cache_enabled"}
 
@@ -304,11 +311,13 @@ def __getattr__(name: str):
 
 __all__ = [
     # tensors, dtypes, devices
-    "Tensor", "Size", "dtype", "device", "is_tensor", "devices",
+    "Tensor", "Size", "dtype", "device", "is_tensor", "devices", "from_dlpack",
+    "OutOfMemoryError",
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
     "float64", "half", "double", "long", "short", "float", "int",
     "get_default_dtype", "set_default_dtype", "promote_types", "can_cast", "result_type",
-    "get_default_device", "set_default_device",
+    "get_default_device", "set_default_device", "get_float32_matmul_precision",
+    "set_float32_matmul_precision",
     # autograd
     "autograd", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
     "is_grad_enabled", "is_inference_mode_enabled",

@@ -69,6 +69,32 @@ def from_numpy_dtype(np_dtype: Any) -> dtype:
                     f"{', '.join(d.name for d in ALL_DTYPES)}")
 
 
+_float32_matmul_precision = "highest"
+
+
+def get_float32_matmul_precision() -> str:
+    """The precision float32 matrix products may use: "highest" (float32 throughout, the
+    default), "high" or "medium" (a backend may use TF32 or similar; the CUDA backend uses
+    TF32 tensor cores). `ember.backends.cuda.matmul.allow_tf32` reads and sets the same."""
+    return _float32_matmul_precision
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """Set the precision float32 matrix products may use ("highest", "high", "medium");
+    as PyTorch, anything else warns and changes nothing."""
+    global _float32_matmul_precision
+    if not isinstance(precision, str):
+        raise RuntimeError(f"set_float32_matmul_precision expects a str, but got "
+                           f"{type(precision).__name__}")
+    if precision not in ("highest", "high", "medium"):
+        import warnings
+
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      "set_float32_matmul_precision call has no effect.", stacklevel=2)
+        return
+    _float32_matmul_precision = precision
+
+
 API_VERSION = 1
 """The contract's version. A backend built for another version is refused at load."""
 
@@ -78,6 +104,11 @@ Kernel = Callable[..., Any]
 class ViewNotPossible(RuntimeError):
     """Raised by a `reshape` kernel called with copy=False when the buffer's strides do not
     allow a view; core then copies (`reshape`) or raises (`view`)."""
+
+
+class OutOfMemoryError(RuntimeError):
+    """A device ran out of memory (`torch.OutOfMemoryError`): the message names the device,
+    the bytes asked for and the bytes free. The allocator stays usable afterwards."""
 
 
 class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
@@ -140,6 +171,14 @@ class Backend:
     def device_info(self, index: int) -> DeviceInfo:
         return DeviceInfo(name=self.name)
 
+    def current_device(self) -> int:
+        """The device index that a device string without an index (`"cuda"`) means."""
+        return getattr(self, "_current_device", 0)
+
+    def set_device(self, index: int) -> None:
+        """Make `index` the current device (`ember.accelerator.set_device_index`)."""
+        self._current_device = index
+
     # -- memory ---------------------------------------------------------------------
     def empty(self, shape: tuple[int, ...], dtype: dtype, device: int) -> Any:
         """An uninitialised buffer."""
@@ -156,6 +195,17 @@ class Backend:
     def to_device(self, buffer: Any, device: int) -> Any:
         """The buffer's values on another device of this backend."""
         return self.from_numpy(self.to_numpy(buffer), device)
+
+    def from_host_async(self, array: Any, device: int) -> Any | None:
+        """Optional: a copy of a host array that need not be finished when this returns
+        (`x.to(device, non_blocking=True)`); None when the backend has none, and
+        `from_numpy` is used."""
+        return None
+
+    def memory_stats(self, device: int) -> dict[str, int]:
+        """Optional: the device allocator's counters, by PyTorch's names
+        (`allocated_bytes.all.current`, `reserved_bytes.all.peak` ...); {} when none."""
+        return {}
 
     def owns(self, buffer: Any) -> bool:
         """True when `buffer` is not a view of other memory, so autograd may keep it as a

@@ -21,7 +21,7 @@ from ember.core import dtype as dt
 from ember.core.backend import from_numpy_dtype, numpy_dtype
 from ember.core.declare import composite, define, primitive
 from ember.core.device import device as Device
-from ember.core.dispatch import run_creation
+from ember.core.dispatch import check_dtype, run_creation
 from ember.core.host import dtype_arg, python_scalar
 from ember.core.opdef import Kind, OutMeta
 from ember.core.placement import DeviceLike, get_default_device, resolve, set_default_device
@@ -180,8 +180,14 @@ def randperm(n: int, *, dtype: Any = None, device: DeviceLike = None,
 @composite(variants="function")
 def tensor(data: Any, dtype: Any = None, device: DeviceLike = None,
            requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
-    """A new tensor holding a copy of `data` (a number, nested lists, or an array)."""
-    return _finish(Tensor._from_data(data, dtype, device), requires_grad)
+    """A new tensor holding a copy of `data` (a number, nested lists, or an array);
+    `pin_memory=True` puts a CPU tensor in page-locked memory."""
+    out = Tensor._from_data(data, dtype, device)
+    if pin_memory:
+        from ember.core import pinning
+
+        out = pinning.pin_memory(out, message=pinning.NO_ALLOCATOR)
+    return _finish(out, requires_grad)
 
 
 @composite(variants="function")
@@ -238,6 +244,7 @@ def empty(*size: Any, dtype: Any = None, device: DeviceLike = None,
     """An uninitialised tensor."""
     d = dtype_arg(dtype) or dt.get_default_dtype()
     dev, backend = resolve(device)
+    check_dtype("empty", backend, d, dev)
     buf = backend.empty(_shape_arg("empty", size), d, dev.index or 0)
     return _finish(Tensor._make(buf, d, dev, backend), requires_grad)
 

@@ -46,7 +46,7 @@ def resolve(device: Any) -> tuple[Device, Backend]:
             raise RuntimeError(f"device 'cpu:{device.index}' does not exist: the CPU backend "
                                "has one device, 'cpu'")
         return Device("cpu"), backend
-    index = device.index or 0
+    index = backend.current_device() if device.index is None else device.index
     count = backend.device_count()
     if index >= count:
         raise RuntimeError(f"device '{backend.name}:{index}' does not exist: {backend.name} "

@@ -60,6 +60,10 @@ class Tensor:
         """A new tensor holding a copy of `data` (a number, nested lists, an array)."""
         arr, d = to_host(data, dtype_arg(dtype))
         dev, backend = resolve(device)
+        if d not in backend.dtypes:
+            from ember.core.dispatch import check_dtype
+
+            check_dtype("tensor", backend, d, dev)
         return cls._make(backend.from_numpy(arr, dev.index or 0), d, dev, backend)
 
     def __new__(cls, *args: Any, dtype: Any = None, device: Any = None,
@@ -166,6 +170,10 @@ class Tensor:
     def is_floating_point(self) -> bool:
         return self._dtype.is_floating_point
 
+    def get_device(self) -> int:
+        """The index of the device holding this tensor; -1 for the CPU."""
+        return -1 if self._device.type == "cpu" else (self._device.index or 0)
+
     def size(self, dim: int | None = None) -> Size | int:
         if dim is None:
             return self.shape
@@ -212,6 +220,32 @@ class Tensor:
             raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
                             "Tensor.cpu() to copy the tensor to host memory first.")
         return host_array(self)
+
+    def pin_memory(self) -> Tensor:
+        """A copy of this CPU tensor in page-locked memory, for asynchronous copies to an
+        accelerator (`to(device, non_blocking=True)`); itself if pinned already."""
+        from ember.core import pinning
+
+        return pinning.pin_memory(self)
+
+    def is_pinned(self) -> bool:
+        """Whether this tensor is in page-locked host memory."""
+        from ember.core import pinning
+
+        return pinning.is_pinned(self)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None,
+                   dl_device: Any = None, copy: Any = None) -> Any:
+        """A DLPack capsule sharing this tensor's memory (the DLPack protocol)."""
+        from ember.core import dlpack
+
+        return dlpack.tensor_dlpack(self, stream=stream, max_version=max_version,
+                                    dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        from ember.core import dlpack
+
+        return dlpack.tensor_dlpack_device(self)
 
     # NumPy defers to Tensor's reflected operators (`np.float64(2) * x` is a Tensor, as in
     # PyTorch) rather than turning the tensor into an array

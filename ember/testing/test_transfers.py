@@ -62,8 +62,36 @@ def test_from_numpy_of_a_strided_array() -> None:
     S.assert_matches(ember.from_numpy(arr[::2, 1:]), arr[::2, 1:], "cpu", what="sliced")
 
 
+def test_from_dlpack_shares_memory() -> None:
+    """`ember.from_dlpack` of a NumPy array: a CPU tensor over its memory, and back."""
+    arr = np.arange(6.0).reshape(2, 3)
+    t = ember.from_dlpack(arr)
+    S.assert_matches(t, arr, "cpu", dtype=ember.float64, what="from_dlpack")
+    arr[0, 1] = 9
+    assert t[0, 1].item() == 9, "a write to the array shows in the tensor"
+    back = np.from_dlpack(t)
+    back[1, 2] = -1
+    assert t[1, 2].item() == -1 and arr[1, 2] == -1, "the tensor exports its own memory"
+    assert ember.from_dlpack(t) is t
+
+
+def test_dlpack_round_trip(device: ember.device) -> None:
+    """A tensor of the device under test through a DLPack capsule and back: the same values
+    (on its own device for CPU and CUDA memory; other memory is host memory to DLPack)."""
+    arr = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = S.on(device, arr)
+    try:
+        capsule = ember.utils.dlpack.to_dlpack(x)
+    except BufferError as err:
+        pytest.skip(f"{device.type} tensors do not export DLPack ({err})")
+    y = ember.utils.dlpack.from_dlpack(capsule)
+    expected = x.device if device.type in ("cpu", "cuda") else y.device
+    S.assert_matches(y, arr, expected, dtype=ember.float32, what="DLPack round trip")
+
+
 # -- what this module checks (ember.testing.test_coverage reads it) ---------------------
 
-# `cuda` and `from_numpy` do not depend on the device under test: they run once
-COVERS = {"cpu", "cuda", "to", "to_device", "from_numpy"}
+# `cuda`, `from_numpy` and `from_dlpack` do not depend on the device under test: they run
+# once
+COVERS = {"cpu", "cuda", "to", "to_device", "from_numpy", "from_dlpack"}
 """The declared ops whose values this module's tests check."""

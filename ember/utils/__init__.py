@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-_SUBMODULES = ("data", "tensorboard")
+_SUBMODULES = ("data", "tensorboard", "dlpack")
 
 
 def __getattr__(name: str) -> ModuleType:

@@ -95,6 +95,17 @@ def _total_memory() -> int | None:
         return None
 
 
+def get_cpu_capability() -> str:
+    """The widest SIMD instruction set this CPU and OS run: "AVX512", "AVX2" or "DEFAULT"
+    (`torch.backends.cpu.get_cpu_capability()`)."""
+    from ember.backends.cpu import blas
+
+    core = blas.detect_coretype()
+    if core in ("SkylakeX", "Cooperlake"):
+        return "AVX512"
+    return "AVX2" if core in ("Haswell", "Zen") else "DEFAULT"
+
+
 @hookimpl
 def ember_backends():
     return [CPUBackend]

@@ -23,7 +23,7 @@ from ember.core import costs, tracing
 from ember.core import dtype as dt
 from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.declare import composite, define, fused_kernel, primitive
-from ember.core.dispatch import run_binary, run_fused, run_unary_into
+from ember.core.dispatch import check_dtype, run_binary, run_fused, run_unary_into
 from ember.core.grad_mode import no_grad, state
 from ember.core.host import dtype_arg, python_scalar
 from ember.core.inplace import apply_inplace, recording
@@ -815,20 +815,25 @@ to_dtype = define("cast", Kind.PRIMITIVE, _cast, rule=_cast_rule, cost=costs.mov
 
 @composite(variants="", cost=costs.movement,
            grad=Grad("ToCopyBackward0", input=lambda grad, source: to_device(grad, source)))
-def to_device(input: Tensor, device: Any) -> Tensor:
+def to_device(input: Tensor, device: Any, non_blocking: bool = False) -> Tensor:
     """`input` on another device; differentiable (the gradient moves back). Written with
     the backends' memory functions: a direct transfer when the source backend offers one
     (`Backend.export_to`), else through host memory."""
     dev, backend = resolve(device)
     if dev is input._device:
         return input
+    check_dtype("to", backend, input._dtype, dev)
     src = input._backend
     if backend is src:
         buf = src.to_device(input._data, dev.index or 0)
     else:
         buf = src.export_to(input._data, backend, dev.index or 0)
         if buf is None:
-            buf = backend.from_numpy(src.to_numpy(input._data), dev.index or 0)
+            host = src.to_numpy(input._data)
+            if non_blocking:  # from pinned memory the copy overlaps the host's work
+                buf = backend.from_host_async(host, dev.index or 0)
+            if buf is None:
+                buf = backend.from_numpy(host, dev.index or 0)
     out = Tensor._make(buf, input._dtype, dev, backend)
     record_grad(OPS["to_device"], (input,), {"source": input._device}, out)
     if tracing.active is not None:
@@ -843,7 +848,7 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     device = kwargs.pop("device", None)
     d = kwargs.pop("dtype", None)
     copy = kwargs.pop("copy", False)
-    kwargs.pop("non_blocking", None)
+    non_blocking = bool(kwargs.pop("non_blocking", False))
     kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
@@ -852,11 +857,13 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
             device, d = a.device, a.dtype
         elif isinstance(a, dt.dtype):
             d = a
+        elif isinstance(a, bool):  # to(device, dtype, non_blocking) positionally
+            non_blocking = a
         elif a is not None:
             device = a
     out = self
     if device is not None:
-        out = to_device(out, device)
+        out = to_device(out, device, non_blocking)
     if d is not None:
         out = to_dtype(out, dtype_arg(d))
     if copy and out is self:
@@ -874,7 +881,7 @@ def cpu(self: Tensor) -> Tensor:
 def cuda(self: Tensor, device: Any = None, non_blocking: bool = False) -> Tensor:
     """This tensor on a CUDA device (`cuda:0` unless given)."""
     return to_device(self, "cuda" if device is None else
-                     (f"cuda:{device}" if isinstance(device, int) else device))
+                     (f"cuda:{device}" if isinstance(device, int) else device), non_blocking)
 
 
 def _type(self: Tensor, dtype: Any = None) -> Any:

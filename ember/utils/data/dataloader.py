@@ -95,8 +95,9 @@ class DataLoader(Generic[T_co]):
             Default: ``0``.
         collate_fn (Callable, optional): merges a list of samples into a batch. Default:
             `default_collate` (`default_convert` when batching is off).
-        pin_memory (bool, optional): page-lock the batches' host memory. No ember backend
-            offers pinned memory yet: it warns and has no effect. Default: ``False``.
+        pin_memory (bool, optional): page-lock the batches' host memory (for
+            ``.to(device, non_blocking=True)``); without an accelerator that offers pinned
+            memory (CUDA), it warns and has no effect, as in PyTorch. Default: ``False``.
         drop_last (bool, optional): drop the last incomplete batch. Default: ``False``.
         timeout (float, optional): seconds to wait for a batch from the workers before
             raising RuntimeError; ``0`` waits forever. Needs ``num_workers > 0``.
@@ -326,11 +327,13 @@ class _BaseDataLoaderIter:
         self._num_workers = loader.num_workers
         self._pin_memory = False
         if loader.pin_memory:
-            if hasattr(ember.Tensor, "pin_memory"):
+            from ember.core import pinning
+
+            if pinning.can_pin():
                 self._pin_memory = True
-            else:
-                warnings.warn("'pin_memory' argument is set as true but no ember backend "
-                              "offers pinned host memory, so it has no effect.", stacklevel=5)
+            else:  # PyTorch's warning
+                warnings.warn("'pin_memory' argument is set as true but no accelerator is "
+                              "found, then device pinned memory won't be used.", stacklevel=5)
         self._timeout = loader.timeout
         self._collate_fn = loader.collate_fn
         self._sampler_iter = iter(self._index_sampler)

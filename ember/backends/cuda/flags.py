@@ -1,0 +1,53 @@
+"""`ember.backends.cuda.matmul`, as `torch.backends.cuda.matmul`: cuBLAS's switches that
+scripts set. Plain Python state: reading or setting a flag never imports CuPy. The CUDA
+kernels read `allow_tf32` at every float32 matmul; as in PyTorch, it is the same switch as
+`ember.set_float32_matmul_precision` ("high" or "medium": TF32 allowed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember.core import backend as contract
+
+
+class cuBLASModule:  # noqa: N801 - PyTorch's name
+    """cuBLAS's flags. `allow_tf32` (default False) lets float32 matmuls use TF32 tensor
+    cores; the reduced-precision reductions (default True) are cuBLAS's own default for
+    float16 (CuPy accumulates float16 products in float32 either way)."""
+
+    _DEFAULTS = {"allow_tf32": False, "allow_fp16_reduced_precision_reduction": True,
+                 "allow_bf16_reduced_precision_reduction": True,
+                 "allow_fp16_accumulation": False}
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_values", dict(self._DEFAULTS))
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "allow_tf32":  # the same switch as ember.set_float32_matmul_precision
+            return contract.get_float32_matmul_precision() != "highest"
+        values = object.__getattribute__(self, "_values")
+        if name in values:
+            return values[name]
+        raise AttributeError("Unknown attribute " + name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in self._DEFAULTS:
+            raise AttributeError("Unknown attribute " + name)
+        if name == "allow_tf32":
+            if not isinstance(value, bool):
+                raise RuntimeError(f"set_allow_tf32_cublas expects a bool, but got "
+                                   f"{type(value).__name__}")
+            contract.set_float32_matmul_precision("high" if value else "highest")
+            return
+        if name.endswith("_reduction"):
+            if isinstance(value, (list, tuple)) and value and isinstance(value[0], bool):
+                value = value[0]
+            elif not isinstance(value, bool):
+                raise TypeError(f"{name} expects a bool or a tuple/list of bools, but got "
+                                f"{type(value)!r}")
+        elif not isinstance(value, bool):
+            raise TypeError(f"{name} expects a bool, but got {type(value)!r}")
+        self._values[name] = value
+
+
+matmul = cuBLASModule()

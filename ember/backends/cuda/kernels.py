@@ -1,0 +1,158 @@
+"""The CUDA backend's kernel table: the shared kernels of ember/backends/xp on CuPy, with
+what CuPy's NumPy API cannot do as well, as CuPy ElementwiseKernels (each compiled by
+NVRTC on first use, per dtype):
+
+- the activation backwards in one pass each (the shared `relu_backward` reads a flag back
+  from the device to decide on a slow path, which would wait for the GPU on every call);
+- cross_entropy and its backward with masks instead of branches on device values
+  (losses.py: the shared ones wait for the GPU three times a step);
+- SGD's in-place updates (`axpy`, `axpby` hooks: one pass each, as BLAS's on the CPU);
+- matmul through cuBLAS, float16 with float32 accumulation (CuPy's compute type), TF32
+  for float32 when `ember.backends.cuda.matmul.allow_tf32` is set;
+- random numbers from one cupy.random.RandomState per device, seeded by ember.manual_seed.
+
+Everything else (the LSTM cell, conv as one GEMM over the batch, max_pool and its
+backward, the _foreach_* list ops, softmax through its decomposition) is the shared xp
+code, which runs on CuPy unchanged.
+
+CuPy 14 has no bfloat16 dtype, so this backend does not hold bfloat16 tensors (core
+refuses them, naming the op and the device).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cupy
+
+from ember.backends.cuda import flags, losses, runtime
+from ember.backends.xp import Hooks, make_kernels
+from ember.core.backend import ALL_DTYPES, bfloat16, numpy_dtype
+
+_NP = {d: numpy_dtype(d) for d in ALL_DTYPES if d is not bfloat16}
+_FLOATS = (cupy.dtype(cupy.float32), cupy.dtype(cupy.float64))
+
+generators = runtime.Generators()
+
+# -- one-pass kernels -------------------------------------------------------------------
+
+_tanh_backward = cupy.ElementwiseKernel("T y, T g", "T out", "out = (T(1) - y * y) * g",
+                                        "ember_tanh_backward")
+_sigmoid_backward = cupy.ElementwiseKernel("T y, T g", "T out", "out = (T(1) - y) * y * g",
+                                           "ember_sigmoid_backward")
+_relu_backward = cupy.ElementwiseKernel("T y, T g", "T out", "out = y > T(0) ? g : T(0)",
+                                        "ember_relu_backward")
+_axpy = cupy.ElementwiseKernel("T x, T a", "T y", "y += a * x", "ember_axpy")
+_axpby = cupy.ElementwiseKernel("T x, T a, T b", "T y", "y = a * x + b * y", "ember_axpby")
+
+
+def _same(x: Any, y: Any) -> bool:
+    return isinstance(x, cupy.ndarray) and x.dtype == y.dtype and x.shape == y.shape
+
+
+def axpy(alpha: float, x: Any, y: Any) -> bool:
+    if not _same(x, y):
+        return False
+    _axpy(x, y.dtype.type(alpha), y)
+    return True
+
+
+def axpby(alpha: float, x: Any, beta: float, y: Any) -> bool:
+    if not _same(x, y):
+        return False
+    _axpby(x, y.dtype.type(alpha), y.dtype.type(beta), y)
+    return True
+
+
+def _matmul(a: Any, b: Any) -> Any:
+    if a.dtype == cupy.float32 and flags.matmul.allow_tf32:
+        # CuPy reads its compute type per call; TF32 only while the flag is on
+        with _tf32():
+            return cupy.matmul(a, b)
+    return cupy.matmul(a, b)  # cuBLAS; float16 accumulates in float32 (CuPy's default)
+
+
+_COMPUTE_TYPE_TF32 = 7  # CuPy's compute type (cupy._core._routines_linalg.pxd)
+
+
+class _tf32:
+    """float32 matmuls on TF32 tensor cores while inside."""
+
+    def __enter__(self) -> None:
+        from cupy._core import _routines_linalg as linalg
+
+        self.linalg, self.saved = linalg, linalg.get_compute_type(cupy.float32)
+        linalg.set_compute_type(cupy.float32, _COMPUTE_TYPE_TF32)
+
+    def __exit__(self, *exc: Any) -> None:
+        self.linalg.set_compute_type(cupy.float32, self.saved)
+
+
+# -- random numbers ---------------------------------------------------------------------
+
+
+def _uniform_like(draw: Any, shape: tuple, dtype: Any) -> Any:
+    native = _NP[dtype] if _NP[dtype] in _FLOATS else cupy.dtype(cupy.float32)
+    return draw(shape, dtype=native).astype(_NP[dtype], copy=False)
+
+
+def rand(shape, dtype, device=0):
+    with runtime.device(device):
+        return _uniform_like(generators.get(device).random_sample, shape, dtype)
+
+
+def randn(shape, dtype, device=0):
+    with runtime.device(device):
+        return _uniform_like(generators.get(device).standard_normal, shape, dtype)
+
+
+def randint(shape, dtype, low, high, device=0):
+    with runtime.device(device):
+        out = generators.get(device).randint(low, high, size=shape, dtype=cupy.int64)
+        return out.astype(_NP[dtype], copy=False)
+
+
+def randperm(n, dtype, device=0):
+    with runtime.device(device):
+        return generators.get(device).permutation(n).astype(_NP[dtype], copy=False)
+
+
+def _on_device(kernel: Any) -> Any:
+    """A creation kernel run with its `device` current (CuPy allocates there)."""
+    def run(*args: Any, device: int = 0, **attrs: Any) -> Any:
+        with runtime.device(device):
+            return kernel(*args, device=device, **attrs)
+    return run
+
+
+KERNELS: dict[str, Any] = make_kernels(cupy, hooks=Hooks(
+    matmul=_matmul,
+    axpy=axpy,
+    axpby=axpby,
+))
+KERNELS.update(losses.kernels(cupy))  # the shared ones read values back (see losses.py)
+KERNELS.update({
+    "tanh_backward": lambda y, g: _tanh_backward(y, g),
+    "sigmoid_backward": lambda y, g: _sigmoid_backward(y, g),
+    "relu_backward": lambda y, g: _relu_backward(y, g),
+    "rand": rand, "randn": randn, "randint": randint, "randperm": randperm,
+})
+for _name in ("full", "arange"):
+    KERNELS[_name] = _on_device(KERNELS[_name])
+
+
+def guard_devices(table: dict[str, Any]) -> dict[str, Any]:
+    """With several GPUs: each kernel runs with the device of its first array current, as
+    CuPy launches on the current device. (With one GPU this costs nothing, and is skipped.)"""
+    def guarded(kernel: Any) -> Any:
+        def run(*args: Any, **attrs: Any) -> Any:
+            for a in args:
+                if isinstance(a, cupy.ndarray):
+                    with a.device:
+                        return kernel(*args, **attrs)
+                if isinstance(a, (list, tuple)) and a and isinstance(a[0], cupy.ndarray):
+                    with a[0].device:
+                        return kernel(*args, **attrs)
+            return kernel(*args, **attrs)
+        return run
+    return {name: guarded(k) for name, k in table.items()}
