@@ -110,8 +110,11 @@ class DistributedDataParallel(Module):
             want = str(ember.device(device_ids[0]))
             if devices != {want} or (output_device is not None and
                                      str(ember.device(output_device)) != want):
-                raise ValueError(f"DistributedDataParallel: device_ids={list(device_ids)} but "
-                                 f"the module is on {sorted(devices)}")
+                raise ValueError(
+                    "DistributedDataParallel device_ids and output_device arguments only work "
+                    "with single-device modules on that device, but got device_ids "
+                    f"{list(device_ids)}, output_device {output_device}, and module "
+                    f"parameters {{{', '.join(sorted(devices))}}}.")
         self.module = module
         self.device_ids = device_ids
         self.output_device = output_device
@@ -124,18 +127,23 @@ class DistributedDataParallel(Module):
         self.require_backward_grad_sync = True
         cap_mb = _DEFAULT_BUCKET_CAP_MB if bucket_cap_mb is None else bucket_cap_mb
         self.bucket_bytes_cap = int(cap_mb * 1024 * 1024)
-        self._buffers_to_sync = [b for b in module.buffers() if b is not None]
         self._world_size = dist.get_world_size(process_group)
         if init_sync and self._world_size > 1:
-            broadcast_coalesced(params + self._buffers_to_sync, 0, process_group)
+            broadcast_coalesced(params + self._module_buffers(), 0, process_group)
         # as PyTorch: a small first bucket by default, all buckets alike when a cap is given
         first_cap = FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
         self.reducer = Reducer(params, names, self.bucket_bytes_cap, first_cap, process_group,
                                find_unused_parameters, gradient_as_bucket_view)
 
+    def _module_buffers(self) -> list[Tensor]:
+        # read at each use: a module may replace its buffer tensors
+        return [b for b in self.module.buffers() if b is not None]
+
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
-        if self.broadcast_buffers and self._buffers_to_sync and self._world_size > 1:
-            broadcast_coalesced(self._buffers_to_sync, 0, self.process_group)
+        if self.broadcast_buffers and self._world_size > 1:
+            buffers = self._module_buffers()
+            if buffers:
+                broadcast_coalesced(buffers, 0, self.process_group)
         outputs = self.module(*inputs, **kwargs)
         if ember.is_grad_enabled():  # a forward under no_grad leaves the reducer alone
             if self.require_backward_grad_sync:
