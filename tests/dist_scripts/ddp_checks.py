@@ -185,6 +185,14 @@ def check_buffers_and_state_dict():
     keys = list(ddp.state_dict())
     assert keys[0] == "module.0.weight" and all(k.startswith("module.") for k in keys), keys
     assert ddp.module is local
+    for bad in (["cpu", "cpu"], ["opencl:0"]):
+        try:
+            DDP(local, device_ids=bad)
+        except ValueError as err:
+            assert "device_ids" in str(err), err
+        else:
+            raise AssertionError(f"device_ids={bad} accepted for a CPU module")
+    DDP(local, device_ids=["cpu"])  # the module's own device is fine
     print(f"rank {R}: buffers and state_dict ok", flush=True)
 
 
