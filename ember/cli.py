@@ -238,7 +238,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "compare onnxruntime's output with ember's on random inputs")
     p.set_defaults(func=cmd_export)
     p = sub.add_parser("run", help="start N ranks of a script through mpiexec, as torchrun "
-                       "does (ember.distributed)")
+                       "does (ember.distributed)",
+                       description="Start N ranks of a script through the mpiexec of the "
+                       "installed MPI. Every rank gets RANK, WORLD_SIZE, LOCAL_RANK and "
+                       "LOCAL_WORLD_SIZE; Ctrl-C stops them all; the exit status is the "
+                       "failing rank's.")
     from ember.distributed import run as dist_run  # argparse only: no MPI import
 
     dist_run.add_arguments(p)

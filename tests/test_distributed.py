@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from distributed_util import needs_mpi, rank_env, run_ranks
+from distributed_util import ember_run_command, needs_mpi, rank_env, run_ranks
 
 import ember
 import ember.distributed as dist
@@ -93,7 +93,7 @@ def test_without_mpi4py_init_says_what_to_install(tmp_path):
     assert "pip install 'ember[mpi]'" in out and "mpi4py blocked" in out
 
 
-def test_ember_run_command_line():
+def test_ember_run_command_line(tmp_path):
     from ember.distributed import run
 
     cmd = run.command(3, "train.py", ["--lr", "0.1"], hosts="10.0.0.1,10.0.0.2")
@@ -104,6 +104,13 @@ def test_ember_run_command_line():
     assert cmd[-4].endswith("_rank.py") and cmd[-3:] == ["train.py", "--lr", "0.1"]
     with pytest.raises(ValueError, match="-n must be at least 1"):
         run.command(0, "train.py", [])
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("# the cluster\nnode7:2\nnode8:2\n")
+    cmd = run.command(4, "train.py", [], hostfile=str(hostfile))
+    assert cmd[cmd.index("-f") + 1] == str(hostfile)
+    assert cmd[cmd.index("MASTER_ADDR") + 1] == "node7"
+    with pytest.raises(FileNotFoundError, match="no hostfile"):
+        run.command(2, "train.py", [], hostfile=str(tmp_path / "missing"))
     args = ember.cli.build_parser().parse_args(["run", "-n", "2", "s.py", "--x", "1"])
     assert args.nproc == 2 and args.script == "s.py" and args.args == ["--x", "1"]
 
@@ -125,3 +132,47 @@ def test_ember_run_missing_script_and_exit_status(tmp_path):
     code, out = run_ranks(2, "import sys, os\nsys.exit(int(os.environ['RANK']) * 4)\n",
                           timeout=30)
     assert code == 4, out  # the failing rank's status
+
+
+def test_staging_shares_dense_cpu_memory_and_writes_views_back():
+    import numpy as np
+
+    from ember.distributed.staging import stage
+
+    t = ember.ones(4)
+    buf = stage(t, reduce=True)
+    assert buf.shared  # MPI works on the tensor's own memory
+    buf.values[:] = 3
+    assert t.tolist() == [3.0] * 4
+    base = ember.zeros(3, 4)
+    col = base[:, 1]
+    buf = stage(col, reduce=True)
+    assert not buf.shared and buf.values.flags.c_contiguous
+    buf.values[:] = [1, 2, 3]
+    buf.write_back()  # through the view, into its base
+    np.testing.assert_array_equal(base.numpy()[:, 1], [1, 2, 3])
+    half = ember.tensor([1.5, 2.5], dtype=ember.bfloat16)
+    buf = stage(half, reduce=True)
+    assert buf.values.dtype == np.float32  # MPI does not reduce bfloat16: widened
+    buf.values *= 2
+    buf.write_back()
+    assert half.dtype is ember.bfloat16 and half.float().tolist() == [3.0, 5.0]
+    flags = stage(ember.tensor([True, False]), reduce=True)
+    assert flags.values.dtype == np.uint8
+    assert stage(ember.ones(2, dtype=ember.bfloat16)).raw.nbytes == 4  # bytes as they are
+
+
+@needs_mpi
+def test_ember_run_module(tmp_path):
+    pkg = tmp_path / "trainpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "main.py").write_text(
+        "import os, sys\nimport ember.distributed as dist\ndist.init_process_group()\n"
+        "os.write(1, f'rank {dist.get_rank()} {__name__} {sys.argv[1:]}\\n'.encode())\n")
+    proc = subprocess.run(ember_run_command(2, "trainpkg.main", ["--lr", "3"], ["-m"]),
+                          cwd=tmp_path, env=rank_env(), capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for r in range(2):
+        assert f"rank {r} __main__ ['--lr', '3']" in proc.stdout, proc.stdout

@@ -11,6 +11,7 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 from distributed_util import RunningRanks, needs_mpi, run_ranks
 
 SCRIPT = Path(__file__).parent / "dist_scripts" / "faults.py"
@@ -59,7 +60,7 @@ def test_a_sigkilled_rank_is_named_within_the_timeout():
     assert sorted(errors) == [0, 1, 2], out
     for msg in errors.values():
         assert f"rank 3 failed: its process (pid {pids[3]}" in msg and \
-            "no longer running" in msg, msg
+            "no longer running" in msg, out
     for pid in pids.values():  # nothing left behind
         assert not _running(pid), f"rank process {pid} still runs"
 
@@ -106,3 +107,28 @@ def _running(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_a_rank_failing_before_init_stops_the_run():
+    """Rank 1 raises before init_process_group: rank 0 would wait in MPI_Init (C code no
+    timeout reaches) forever; ember run stops it and ends with rank 1's status."""
+    script = ("import os\nimport ember.distributed as dist\n"
+              "if os.environ['RANK'] == '1':\n    raise ImportError('missing module')\n"
+              "dist.init_process_group()\n")
+    start = time.monotonic()
+    code, out = run_ranks(2, script, timeout=60)
+    assert time.monotonic() - start < 20, out
+    assert code == 1, out
+    assert "ImportError: missing module" in out
+    assert "rank 1 exited with status 1 before init_process_group; stopping the other " \
+        "ranks" in out
+
+
+@pytest.mark.skipif(not os.environ.get("EMBER_DIST_SOAK"),
+                    reason="soak run: set EMBER_DIST_SOAK=N to repeat each fault N times")
+def test_soak_every_fault_repeatedly():
+    for _ in range(int(os.environ.get("EMBER_DIST_SOAK", "0"))):
+        test_a_rank_that_raises_is_named_by_every_other_rank()
+        test_a_rank_exiting_with_an_error_status_ends_the_run_with_it()
+        test_a_sigkilled_rank_is_named_within_the_timeout()
+        test_ctrl_c_stops_every_rank_promptly()

@@ -18,19 +18,25 @@ from ember.distributed.collectives import (
     all_gather,
     all_gather_into_tensor,
     all_reduce,
+    all_to_all,
+    all_to_all_single,
     barrier,
     broadcast,
     gather,
-    irecv,
-    isend,
-    recv,
+    monitored_barrier,
     reduce,
+    reduce_scatter,
     reduce_scatter_tensor,
     scatter,
-    send,
 )
 from ember.distributed.errors import DistBackendError, DistError
-from ember.distributed.objects import all_gather_object, broadcast_object_list, gather_object
+from ember.distributed.objects import (
+    all_gather_object,
+    broadcast_object_list,
+    gather_object,
+    scatter_object_list,
+)
+from ember.distributed.p2p import P2POp, batch_isend_irecv, irecv, isend, recv, send
 from ember.distributed.process_group import (
     Backend,
     GroupMember,
@@ -39,6 +45,7 @@ from ember.distributed.process_group import (
     get_backend,
     get_global_rank,
     get_group_rank,
+    get_node_local_rank,
     get_process_group_ranks,
     get_rank,
     get_world_size,
@@ -57,9 +64,12 @@ __all__ = [
     "is_available", "is_initialized", "is_mpi_available", "is_nccl_available",
     "init_process_group", "destroy_process_group", "new_group", "get_rank",
     "get_world_size", "get_backend", "get_process_group_ranks", "get_global_rank",
-    "get_group_rank", "group", "GroupMember", "ProcessGroup", "Backend", "ReduceOp", "Work",
+    "get_group_rank", "get_node_local_rank", "group", "GroupMember", "ProcessGroup",
+    "Backend", "ReduceOp", "Work",
     "DistError", "DistBackendError",
-    "barrier", "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
-    "reduce_scatter_tensor", "gather", "scatter", "send", "recv", "isend", "irecv",
-    "all_gather_object", "broadcast_object_list", "gather_object",
+    "barrier", "monitored_barrier", "all_reduce", "broadcast", "reduce", "all_gather",
+    "all_gather_into_tensor",
+    "reduce_scatter_tensor", "reduce_scatter", "all_to_all_single", "all_to_all", "gather",
+    "scatter", "send", "recv", "isend", "irecv", "P2POp", "batch_isend_irecv",
+    "all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list",
 ]

@@ -4,11 +4,12 @@ standard library): sets torchrun's environment variables from the launcher's, th
 - The child is the rank: it runs the script as `__main__`, as `python script.py` would.
   A script that ends with a non-zero `sys.exit` status after init_process_group tells
   the other ranks, so they raise instead of waiting for it.
-- The parent stays as the process hydra launched: it passes signals on to the child
-  and, when the child ends, exits *normally* with its status (128 + N when the child was
-  killed by signal N). hydra tears the whole job down, killing the surviving ranks
-  before they can report, when a process it launched dies of a signal; this way a
-  SIGKILLed rank is only a failed exit status, and the others name it (faults.py).
+- The parent stays as the process hydra launched: it ignores the signals hydra sends
+  to the process group (the child gets them itself) and, when the child ends, exits
+  *normally* with its status (128 + N when the child was killed by signal N). hydra
+  tears the whole job down, killing the surviving ranks before they can report, when a
+  process it launched dies of a signal; this way a SIGKILLed rank is only a failed exit
+  status, and the others name it (faults.py).
   The parent records the status in the run directory, for `ember run`'s exit status.
 """
 
@@ -20,7 +21,7 @@ import signal
 import sys
 import time
 
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGHUP)
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGHUP)
 
 
 def set_torchrun_env(env: os._Environ | dict) -> None:
@@ -40,12 +41,17 @@ def _record(name: str, text: str) -> None:
 
 
 def run_script(argv: list[str]) -> None:
-    """Run the script as __main__ in this process (the rank)."""
-    script = argv[0]
-    sys.argv = list(argv)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    """Run the script (or, after `-m`, the module) as __main__ in this process (the
+    rank), as `python script.py args` (`python -m module args`) would."""
     try:
-        runpy.run_path(script, run_name="__main__")
+        if argv[0] == "-m":
+            sys.argv = [argv[1], *argv[2:]]
+            sys.path.insert(0, os.getcwd())
+            runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        else:
+            sys.argv = list(argv)
+            sys.path.insert(0, os.path.dirname(os.path.abspath(argv[0])))
+            runpy.run_path(argv[0], run_name="__main__")
     except SystemExit as done:
         code = done.code
         status = code if isinstance(code, int) else (0 if code is None else 1)
@@ -58,26 +64,19 @@ def run_script(argv: list[str]) -> None:
 
 
 def supervise(child: int) -> int:
-    """Pass signals on to the rank; its exit status, once it ends."""
-    for sig in FORWARDED:
-        signal.signal(sig, lambda signum, frame: _forward(child, signum))
-    _, status = os.waitpid(child, 0)
-    for sig in FORWARDED:  # no one to pass them to now, and they must not kill us
+    """Wait for the rank; its exit status. hydra signals the whole process group (Ctrl-C,
+    SIGUSR1), which the rank shares: the rank gets each signal itself, and this process
+    ignores them, so it outlives the rank to report its status."""
+    for sig in SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
+    _, status = os.waitpid(child, 0)
     code = os.waitstatus_to_exitcode(status)
     return code if code >= 0 else 128 - code
 
 
-def _forward(child: int, signum: int) -> None:
-    try:
-        os.kill(child, signum)
-    except ProcessLookupError:
-        pass
-
-
 def main(argv: list[str]) -> int:
-    if not argv:
-        print("usage: python _rank.py script.py [args...]", file=sys.stderr)
+    if not argv or argv == ["-m"]:
+        print("usage: python _rank.py (script.py | -m module) [args...]", file=sys.stderr)
         return 2
     set_torchrun_env(os.environ)
     sys.stdout.flush()

@@ -2,14 +2,16 @@
 stopped answering.
 
 Each rank keeps a `Monitor` over a control communicator (a duplicate of the world's, so
-its messages never mix with the user's). A wait (`wait_requests`) tests its MPI requests
+its messages never mix with the user's). A wait (`Monitor.wait`) tests its MPI requests
 in a loop and, between tests:
 
 - receives *failure notices*: a rank whose script raises sends one to every other rank
   before it exits (see hooks.py), and so does a rank that finds a peer dead;
 - checks that the peers on its own host are still running (their pids, exchanged at
   init), at once when the launcher signals that a process ended (hydra's SIGUSR1 under
-  `-disable-auto-cleanup`), else every few tenths of a second;
+  `-disable-auto-cleanup`), else every few tenths of a second. A peer found gone gets a
+  moment first: it may have finished its part and left, or its own notice may be on
+  the way;
 - answers *pings*: a rank whose wait times out asks its peers what they are doing, so
   its error says which ranks did not respond and which are waiting too.
 
@@ -30,6 +32,7 @@ NOTICE, PING, PONG = 101, 102, 103  # tags on the control communicator
 _LIVENESS_EVERY = 0.25  # seconds between checks of the local peers' pids
 _PROBE_EVERY = 0.002  # seconds between probes for notices and pings while waiting
 _PING_WAIT = 1.0  # seconds a timed-out rank waits for its peers to answer
+_NOTICE_GRACE = 0.2  # seconds to wait for a notice from a peer found dead
 
 
 def _running(pid: int) -> bool:
@@ -68,20 +71,24 @@ class Monitor:
         self._sends: list[Any] = []
 
     # -- what peers tell us ---------------------------------------------------------
-    def check(self, now: float, force: bool = False) -> None:
-        """Raise the failure of a peer if one is known; handle pings. Cheap when nothing
-        is due."""
+    def check(self, now: float, requests: list[Any] = (), statuses: Any = None) -> bool:
+        """Raise the failure of a peer if one is known; answer pings. Cheap when nothing
+        is due. Returns True when `requests` completed while a peer found dead was given
+        its grace (see `_peer_gone`)."""
         if self.failure is not None:
             raise self.failure
-        if force or self.signalled or now >= self._next_probe:
+        if self.signalled or now >= self._next_probe:
             self._next_probe = now + _PROBE_EVERY
             self._drain()
-        if force or self.signalled or now >= self._next_liveness:
+        if self.signalled or now >= self._next_liveness:
             self._next_liveness = now + _LIVENESS_EVERY
             self.signalled = False
-            self._check_local_peers()
+            dead = self._dead_peer()
+            if dead is not None:
+                return self._peer_gone(dead, list(requests), statuses)
         if self.failure is not None:
             raise self.failure
+        return False
 
     def _drain(self) -> None:
         """Receive the notices and pings that have arrived (pongs are left to the
@@ -102,19 +109,33 @@ class Monitor:
                     record_failure(self.rank, "consequence")
         self._sends = [r for r in self._sends if not r.Test()]
 
-    def _check_local_peers(self) -> None:
-        for r in self.local:
-            host, pid = self.peers[r]
-            if not _running(pid):
-                what = (f"its process (pid {pid} on {host}) is no longer running: it was "
-                        "killed or exited without finishing its collectives")
-                self.failure = DistBackendError(
-                    f"ember.distributed: rank {r} failed: {what} (found by rank {self.rank} "
-                    f"while in {self.doing})")
-                record_failure(self.rank, "consequence")
-                self.notify(r, what, skip=(r,))
-                self.local.remove(r)
-                return
+    def _dead_peer(self) -> int | None:
+        """A rank on this host whose process no longer runs, or None."""
+        return next((r for r in self.local if not _running(self.peers[r][1])), None)
+
+    def _peer_gone(self, r: int, requests: list[Any], statuses: Any) -> bool:
+        """Rank `r`'s process is gone. It may have finished its part and left (then our
+        requests complete as MPI progresses), or have failed because another rank did
+        (then its notice, naming that rank, is on its way): give both a moment. Else
+        declare `r` failed, tell every rank, and raise."""
+        deadline = time.monotonic() + _NOTICE_GRACE
+        while time.monotonic() < deadline:
+            if requests and self.MPI.Request.Testall(requests, statuses):
+                return True
+            self._drain()
+            if self.failure is not None:
+                raise self.failure
+            time.sleep(0.001)
+        host, pid = self.peers[r]
+        what = (f"its process (pid {pid} on {host}) is no longer running: it was killed or "
+                "exited without finishing its collectives")
+        self.failure = DistBackendError(
+            f"ember.distributed: rank {r} failed: {what} (found by rank {self.rank} while "
+            f"in {self.doing})")
+        self.local.remove(r)
+        record_failure(self.rank, "consequence")
+        self.notify(r, what, skip=(r,))
+        raise self.failure
 
     # -- what we tell peers ---------------------------------------------------------
     def notify(self, rank: int, what: str, skip: tuple[int, ...] = ()) -> None:
@@ -143,7 +164,8 @@ class Monitor:
             pause = 0.0
             while not MPI.Request.Testall(requests, statuses):
                 now = time.monotonic()
-                self.check(now)
+                if self.check(now, requests, statuses):
+                    return
                 if now > deadline:
                     raise self._timed_out(what, ranks, timeout)
                 if now - start > 0.0005:  # spin briefly, then back off to at most 1 ms
@@ -179,17 +201,24 @@ class Monitor:
 
 
 def record_failure(rank: int, kind: str) -> None:
-    """Note in `ember run`'s run directory (when there is one on this host) that this
-    rank failed at this time: "cause" (its own error) or "consequence" (another rank's
-    failure reached it), so `ember run` ends with the status of the rank that caused the
-    failure."""
+    """Note in `ember run`'s run directory that this rank failed now: "cause" (its own
+    error) or "consequence" (another rank's failure reached it), so `ember run` ends
+    with the status of the rank that caused the failure."""
+    record(rank, "failure", f"{kind} {time.time()!r}\n")
+
+
+def record(rank: int, name: str, text: str) -> None:
+    """Write `rank<rank>.<name>` in `ember run`'s run directory, when there is one on this
+    host (first write wins)."""
     run_dir = os.environ.get("EMBER_RUN_DIR")
-    path = os.path.join(run_dir, f"rank{rank}.failure") if run_dir else None
-    if path is None or not os.path.isdir(run_dir) or os.path.exists(path):
+    if not run_dir or not os.path.isdir(run_dir):
+        return
+    path = os.path.join(run_dir, f"rank{rank}.{name}")
+    if os.path.exists(path):
         return
     try:
         with open(path, "w") as f:
-            f.write(f"{kind} {time.time()!r}\n")
+            f.write(text)
     except OSError:
         pass
 

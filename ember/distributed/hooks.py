@@ -30,6 +30,7 @@ def install(monitor: Monitor, exit_timeout: float) -> None:
     """Arm the hooks for `monitor`'s world (once per process)."""
     _state["monitor"] = monitor
     _state["exit_timeout"] = exit_timeout
+    _state["pid"] = os.getpid()  # a forked child (a DataLoader worker) is not the rank
     if _state["installed"]:
         return
     _state["installed"] = True
@@ -37,7 +38,8 @@ def install(monitor: Monitor, exit_timeout: float) -> None:
 
     def excepthook(kind: type, exc: BaseException, tb: Any) -> None:
         previous(kind, exc, tb)
-        _failed(exc)
+        if os.getpid() == _state["pid"]:
+            _failed(exc)
 
     sys.excepthook = excepthook
     atexit.register(_at_exit)  # registered after mpi4py's finalizer, so runs before it
@@ -99,7 +101,7 @@ def _flush() -> None:
 
 def _at_exit() -> None:
     monitor = _state["monitor"]
-    if monitor is None:
+    if monitor is None or os.getpid() != _state["pid"]:
         return
     if not _state["failed"]:
         try:

@@ -165,6 +165,12 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     if rank not in (-1, None) and rank != me:
         raise ValueError(f"init_process_group: rank={rank}, but MPI says this process is "
                          f"rank {me}")
+    env_size = os.environ.get("WORLD_SIZE")
+    if env_size is not None and env_size.isdigit() and int(env_size) != size:
+        # e.g. started by torchrun: every process would be an MPI world of its own
+        raise RuntimeError(f"init_process_group: WORLD_SIZE={env_size} in the environment, "
+                           f"but MPI started {size} rank(s) together; launch with "
+                           f"`ember run -n {env_size} script.py` (or mpiexec)")
     ctl, req = world.Idup()
     _bounded_wait([req], seconds, "init_process_group (duplicating MPI_COMM_WORLD)")
     peers = _exchange_identities(world, seconds)
@@ -175,8 +181,10 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     WORLD.default = ProcessGroup(data, list(range(size)), "mpi", seconds,
                                  group_name or "default_pg")
     from ember.distributed import hooks
+    from ember.distributed.faults import record
 
     hooks.install(mon, seconds)
+    record(me, "init", "")  # `ember run`: this rank got past init
 
 
 def _bounded_wait(requests: list[Any], seconds: float, what: str) -> None:
@@ -275,10 +283,30 @@ def new_group(ranks: list[int] | None = None, timeout: timedelta | None = None,
     return pg
 
 
-class GroupMember:
-    """`GroupMember.WORLD` (the default group) and `NON_GROUP_MEMBER`, as in torch."""
+class _WorldMeta(type):
+    @property
+    def WORLD(cls) -> ProcessGroup | None:  # noqa: N802 - PyTorch's name
+        return WORLD.default
+
+
+class GroupMember(metaclass=_WorldMeta):
+    """`GroupMember.WORLD` (the default group, None before init) and `NON_GROUP_MEMBER`,
+    as in torch."""
 
     NON_GROUP_MEMBER = -100
+
+
+def get_node_local_rank(fallback_rank: int | None = None) -> int:
+    """This process's rank on its node: `LOCAL_RANK` (set by `ember run`), else
+    `fallback_rank`."""
+    if "LOCAL_RANK" in os.environ:
+        return int(os.environ["LOCAL_RANK"])
+    if fallback_rank is not None:
+        return int(fallback_rank)
+    raise RuntimeError(
+        "LOCAL_RANK is not in the environment. Consider passing fallback_rank to allow "
+        "`get_node_local_rank` to work, assuming you are not running in a multi-device "
+        "context and want the code to run locally instead.")
 
 
 def get_rank(group: ProcessGroup | None = None) -> int:

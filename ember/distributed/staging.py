@@ -55,9 +55,10 @@ class HostBuffer:
 
 
 def check_tensor(t: Any, where: str, name: str = "tensor") -> ember.Tensor:
-    """`t`, or a TypeError naming the call and the argument."""
+    """`t`, or PyTorch's TypeError naming the argument (and the call)."""
     if not isinstance(t, ember.Tensor):
-        raise TypeError(f"{where}: {name} must be an ember.Tensor, got {type(t).__name__}")
+        raise TypeError(f"Invalid function argument. Expected parameter `{name}` of type "
+                        f"ember.Tensor but got {type(t)} instead ({where}).")
     return t
 
 
@@ -67,7 +68,8 @@ def stage(t: ember.Tensor, *, reduce: bool = False, read: bool = True) -> HostBu
     its starting values need not be `t`'s."""
     if t.device.type == "cpu":
         arr = host_array(t)
-        if arr.flags.c_contiguous and arr.flags.writeable and (
+        own = arr is t._data  # the tensor's memory itself, not a converted copy
+        if own and arr.flags.c_contiguous and arr.flags.writeable and (
                 not reduce or arr.dtype in _REDUCIBLE):
             return HostBuffer(t, arr.reshape(-1), shared=True)
     want = numpy_dtype(t.dtype)

@@ -12,6 +12,20 @@ from typing import Any
 
 from ember.distributed.faults import Monitor
 
+_in_flight: list[Work] = []  # operations started with async_op=True, not yet finished
+
+
+def progress() -> None:
+    """Let MPI move the operations in flight along. MPICH progresses non-blocking
+    operations only inside MPI calls, so a long stretch of computation between starting
+    an all-reduce and waiting on it would otherwise leave it idle; ember.distributed
+    calls this whenever it starts an operation, and DDP may call it from its gradient
+    hooks. Results are not copied back here: `wait()` does that."""
+    _in_flight[:] = [w for w in _in_flight if not w._done]
+    for work in _in_flight:
+        if work._monitor.MPI.Request.Testall(work._requests, work._statuses):
+            work._ready = True
+
 
 class Work:
     """A collective or point-to-point operation in flight (torch.distributed.Work)."""
@@ -28,7 +42,13 @@ class Work:
         self._timeout = timeout
         self._tensors = tensors or []
         self._done = False
+        self._ready = False  # its requests completed (progress() saw it); not finished yet
         self._error: BaseException | None = None
+
+    def track(self) -> Work:
+        """Count this operation among those `progress()` moves along."""
+        _in_flight.append(self)
+        return self
 
     def wait(self, timeout: timedelta | float | None = None) -> bool:
         """Block until the operation completes and its results are in the tensors.
@@ -42,8 +62,9 @@ class Work:
         seconds = self._timeout if timeout is None else (
             timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout))
         try:
-            self._monitor.wait(self._requests, self._what, self._ranks, seconds,
-                               self._statuses)
+            if not self._ready:
+                self._monitor.wait(self._requests, self._what, self._ranks, seconds,
+                                   self._statuses)
         except BaseException as err:
             self._done, self._error = True, err
             raise
@@ -54,7 +75,7 @@ class Work:
         """Whether the operation has completed (finishing it if so); never blocks."""
         if not self._done:
             MPI = self._monitor.MPI
-            if MPI.Request.Testall(self._requests, self._statuses):
+            if self._ready or MPI.Request.Testall(self._requests, self._statuses):
                 self._complete()
         return self._done
 

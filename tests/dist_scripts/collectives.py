@@ -4,6 +4,8 @@ Each rank can compute every rank's inputs (seeded by rank), so each checks its r
 against NumPy on its own. Prints `rank R: N checks passed`; any mismatch raises."""
 
 import os
+import time
+from datetime import timedelta
 
 import numpy as np
 
@@ -90,6 +92,45 @@ for dtype in ("float32", "float64", "int64"):
     dist.reduce_scatter_tensor(out, ember.tensor(inputs[R]))
     check(out, inputs.sum(0)[3 * R:3 * R + 3], f"reduce_scatter_tensor {dtype}")
 
+right, left = (R + 1) % N, (R - 1) % N
+
+# list forms and all-to-all
+ins = [ember.tensor(data(R, (2, 2), "float32", 20 + i)) for i in range(N)]
+out = ember.zeros(2, 2)
+dist.reduce_scatter(out, ins)
+check(out, sum(data(r, (2, 2), "float32", 20 + R) for r in range(N)), "reduce_scatter list")
+x = ember.tensor(np.arange(2 * N) + 100 * R)  # rank R sends [2i, 2i+1] + 100R to rank i
+y = ember.zeros(2 * N, dtype=ember.int64)
+dist.all_to_all_single(y, x)
+check(y, np.concatenate([np.array([2 * R, 2 * R + 1]) + 100 * r for r in range(N)]),
+      "all_to_all_single")
+# unequal splits: rank r sends i+1 rows of 3 to rank i, each filled with 10r + i
+sizes_in = [i + 1 for i in range(N)]
+x = ember.tensor(np.concatenate([np.full((i + 1, 3), 10 * R + i) for i in range(N)]),
+                 dtype=ember.float64)
+y = ember.zeros(N * (R + 1), 3, dtype=ember.float64)
+dist.all_to_all_single(y, x, output_split_sizes=[R + 1] * N, input_split_sizes=sizes_in)
+check(y, np.concatenate([np.full((R + 1, 3), 10.0 * r + R) for r in range(N)]),
+      "all_to_all_single with splits")
+outs = [ember.zeros(r + 1) for r in range(N)]  # from rank r: r+1 values
+dist.all_to_all(outs, [ember.full((R + 1,), float(R * N + i)) for i in range(N)])
+for r in range(N):
+    check(outs[r], np.full(r + 1, float(r * N + R), np.float32), f"all_to_all [{r}]")
+got = [None]
+dist.scatter_object_list(got, [{"to": r} for r in range(N)] if R == 0 else None, src=0)
+assert got == [{"to": R}], got
+ops = [dist.P2POp(dist.isend, ember.tensor([float(R)]), right),
+       dist.P2POp(dist.irecv, ember.zeros(1), left)]
+for work in dist.batch_isend_irecv(ops):
+    work.wait()
+check(ops[1].tensor, np.array([float(left)]), "batch_isend_irecv")
+assert dist.get_node_local_rank() == R and dist.GroupMember.WORLD is dist.group.WORLD
+try:
+    dist.init_process_group("mpi")
+    raise AssertionError("init twice")
+except ValueError as err:
+    assert str(err) == "trying to initialize the default process group twice!", err
+
 # in place on views: a strided column and a transposed block write through to the base
 base = ember.tensor(np.arange(12, dtype=np.float32).reshape(3, 4) * (R + 1))
 col = base[:, 1]
@@ -111,6 +152,21 @@ p = ember.ones(3, requires_grad=True)
 dist.all_reduce(p)
 check(p.detach(), np.full(3, N, np.float32), "all_reduce requires_grad")
 
+# another device (OpenCL on PoCL here, at 2 ranks: its kernels compile per process):
+# staged through host memory, the result lands in the same tensor, on its device
+if N == 2 and any(d.type == "opencl" for d in ember.devices()):
+    t = ember.tensor([1.0, 2.0, 3.0], device="opencl") * (R + 1)
+    same = t
+    dist.all_reduce(t)
+    assert t is same and t.device.type == "opencl", t.device
+    check(t.cpu(), np.array([3.0, 6.0, 9.0], np.float32), "all_reduce on opencl")
+    dist.broadcast(t, src=1)
+    check(t.cpu(), np.array([3.0, 6.0, 9.0], np.float32), "broadcast on opencl")
+    outs = [ember.zeros(2, device="opencl") for _ in range(N)]
+    dist.all_gather(outs, ember.tensor([R, R + 0.5], device="opencl"))
+    check(ember.cat([o.cpu() for o in outs]), np.array([0, 0.5, 1, 1.5], np.float32),
+          "all_gather on opencl")
+
 # async: several all-reduces in flight at once, then waited in reverse order
 ts = [ember.full((1000,), float(R + i)) for i in range(4)]
 works = [dist.all_reduce(t, async_op=True) for t in ts]
@@ -118,8 +174,21 @@ assert all(isinstance(w, dist.Work) for w in works)
 for i, (t, w) in reversed(list(enumerate(zip(ts, works)))):
     assert w.wait() is True and w.is_completed()
     check(t, np.full(1000, sum(r + i for r in range(N)), np.float32), f"async all_reduce {i}")
+# progress(): what DDP calls between buckets; a work it saw complete finishes in wait()
+from ember.distributed.work import progress  # noqa: E402
+
+ts = [ember.full((50000,), float(R)) for _ in range(3)]
+works = [dist.all_reduce(t, async_op=True) for t in ts]
+deadline = time.monotonic() + 30
+while not all(w._ready for w in works) and time.monotonic() < deadline:
+    progress()
+assert all(w._ready for w in works)
+for t, w in zip(ts, works):
+    w.wait()
+    check(t, np.full(50000, float(sum(range(N))), np.float32), "all_reduce after progress()")
 w = dist.broadcast(ember.zeros(2) + R, src=0, async_op=True)
 w.wait()
+dist.monitored_barrier(timeout=timedelta(seconds=30))
 w = dist.barrier(async_op=True)
 w.wait()
 assert w.is_completed()
@@ -174,8 +243,29 @@ checks += 3
 try:
     dist.all_gather([ember.zeros(2)], ember.zeros(2))
     raise AssertionError("all_gather accepted a short list")
+except RuntimeError as err:
+    assert f"invalid tensor_list (expected length {N}" in str(err), err
+try:
+    dist.all_gather("x", ember.zeros(2))
+    raise AssertionError("all_gather accepted a string")
+except TypeError as err:
+    assert "Expected parameter `tensor_list` of type List[ember.Tensor]" in str(err), err
+try:
+    dist.all_reduce([1.0])
+    raise AssertionError("all_reduce accepted a list")
+except TypeError as err:
+    assert "Expected parameter `tensor` of type ember.Tensor but got <class 'list'>" in \
+        str(err), err
+try:
+    dist.send(ember.ones(1), dst=R)
+    raise AssertionError("send to self")
 except ValueError as err:
-    assert "tensor_list must be a list of" in str(err), err
+    assert str(err).startswith("Invalid destination rank: destination rank should not"), err
+try:
+    dist.all_gather_into_tensor(ember.zeros(N + 1), ember.zeros(1))
+    raise AssertionError("all_gather_into_tensor of the wrong size")
+except RuntimeError as err:
+    assert "invalid tensor size: output_tensor has" in str(err), err
 try:
     dist.all_reduce(ember.ones(2), op=dist.ReduceOp.BAND)
     raise AssertionError("BAND on floats")
@@ -184,8 +274,8 @@ except ValueError as err:
 try:
     dist.broadcast(ember.ones(2), src=N)
     raise AssertionError("broadcast from a rank outside the group")
-except ValueError as err:
-    assert f"src={N} is not a rank of the group" in str(err), err
+except RuntimeError as err:
+    assert f"invalid root rank: src={N} is not a rank of the group" in str(err), err
 dist.barrier()
 dist.destroy_process_group()
 assert not dist.is_initialized()
