@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ember.core import interpose
@@ -69,6 +70,8 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
     ready = [n for n in dict.fromkeys(roots) if deps.get(n, 0) == 0]
     prev = state.enabled
     state.enabled = create_graph
+    outer_callbacks = _callbacks.queue
+    _callbacks.queue = []
     try:
         while ready:
             node = ready.pop()
@@ -115,11 +118,35 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
                 deps[nxt] -= 1
                 if deps[nxt] == 0:
                     ready.append(nxt)
+        _run_callbacks()
     finally:
         state.enabled = prev
+        _callbacks.queue = outer_callbacks
     if capture is None:
         return None
     return [captured.get(edge_of(t)) for t in capture]
+
+
+class _Callbacks(threading.local):  # per thread, as each thread runs its own backward
+    queue: list | None = None  # the running backward's final callbacks; None outside one
+
+
+_callbacks = _Callbacks()
+
+
+def queue_callback(callback: Callable[[], None]) -> None:
+    """Run `callback()` once the backward pass now running has finished (PyTorch's
+    `Variable._execution_engine.queue_callback`); callbacks run in the order queued, and
+    one may queue another. DistributedDataParallel waits for its all-reduces this way."""
+    if _callbacks.queue is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _callbacks.queue.append(callback)
+
+
+def _run_callbacks() -> None:
+    queue = _callbacks.queue
+    while queue:
+        queue.pop(0)()
 
 
 def _accumulate_first(t: Any, grads: list, create_graph: bool) -> None:
@@ -207,6 +234,8 @@ def _accumulate(t: Any, g: Any, create_graph: bool) -> None:
     else:
         with no_grad():
             t.grad.add_(g)
+    for hook in t._post_accumulate_hooks or ():
+        hook(t)
 
 
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,

@@ -40,6 +40,7 @@ class Tensor:
     _base = None  # the tensor whose storage a view shares
     _view_fn = None  # recreates this view from `_base` (for in-place writes through it)
     _hooks = None  # gradient hooks of a leaf
+    _post_accumulate_hooks = None  # hooks run after a leaf's .grad is accumulated
 
     # -- construction -----------------------------------------------------------------
     @classmethod
@@ -346,6 +347,25 @@ class Tensor:
         hooks = node.pre_hooks.setdefault(self._output_nr, [])
         hooks.append(hook)
         return _RemovableHandle(hooks, hook)
+
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]
+                                           ) -> _RemovableHandle:
+        """Call `hook(tensor)` after a gradient has been accumulated into this leaf's
+        `.grad` during backward (not by `autograd.grad`); the hook returns None.
+
+        Returns a handle whose `remove()` removes the hook.
+        """
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
+                               "gradient")
+        if self._node is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                               "tensors")
+        if self._post_accumulate_hooks is None:
+            self._post_accumulate_hooks = []
+        self._post_accumulate_hooks.append(hook)
+        return _RemovableHandle(self._post_accumulate_hooks, hook)
 
 
 class Size(tuple):

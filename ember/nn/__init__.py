@@ -9,7 +9,7 @@
 
 from importlib.util import find_spec as _find_spec
 
-from ember.nn import functional, init, utils  # noqa: F401
+from ember.nn import functional, init, parallel, utils  # noqa: F401
 from ember.nn.containers import (  # noqa: F401
     ModuleDict,
     ModuleList,
@@ -30,6 +30,7 @@ from ember.nn.modules.normalization import *  # noqa: F401, F403
 from ember.nn.modules.padding import *  # noqa: F401, F403
 from ember.nn.modules.pooling import *  # noqa: F401, F403
 from ember.nn.modules.sparse import *  # noqa: F401, F403
+from ember.nn.parallel import DataParallel  # noqa: F401
 from ember.nn.parameter import Buffer, Parameter  # noqa: F401
 
 # The recurrent and attention layers live in their own modules, written separately;
