@@ -1,0 +1,116 @@
+"""What an ONNX import converter works with: `ImportContext`, the import errors, dtypes.
+
+An import converter is `fn(ctx, *inputs)`: `inputs` are the node's inputs as ember
+tensors (None where an optional input is omitted), and it returns the node's output(s) as
+ember tensors, computed with ember ops only, so that the imported model runs on every
+device and autograd sees every step. `ctx` reads the node's attributes and turns small
+tensors (shapes, axes, pads) into Python values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import ember
+
+__all__ = ["ImportContext", "OnnxLoadError", "UnsupportedOnnxOpError", "ember_dtype",
+           "MAX_IMPORT_OPSET"]
+
+MAX_IMPORT_OPSET = 28
+"""The newest opset of the default domain the converters were written against (onnx
+1.23's). A model that asks for a newer one is refused: an op may have changed meaning."""
+
+
+class OnnxLoadError(ValueError):
+    """The ONNX model cannot be loaded: not ONNX, truncated, invalid, or too new."""
+
+
+class UnsupportedOnnxOpError(OnnxLoadError):
+    """A node of the model has no import converter for its (domain, op type, opset)."""
+
+
+# ONNX TensorProto element type -> ember dtype name (the types ember has)
+_ELEM_TYPES = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64",
+               9: "bool", 10: "float16", 11: "float64", 16: "bfloat16"}
+
+
+def ember_dtype(elem_type: int, what: str = "a tensor") -> Any:
+    """The ember dtype of an ONNX element type; `TypeError` naming `what` if ember has none."""
+    name = _ELEM_TYPES.get(elem_type)
+    if name is None:
+        from onnx import TensorProto
+
+        raise TypeError(f"{what} has ONNX element type "
+                        f"{TensorProto.DataType.Name(elem_type)}, which ember has no dtype for "
+                        f"(it has {', '.join(sorted(set(_ELEM_TYPES.values())))})")
+    return getattr(ember, name)
+
+
+class ImportContext:
+    """One node's view for its converter: attributes, opset, device, and helpers.
+
+    Attributes:
+        node: the `onnx.NodeProto`.
+        opset: the model's opset of the node's domain.
+        device: the device the graph runs on (that of its inputs and parameters).
+        run_graph: `run_graph(name, inputs: list) -> list` runs a graph attribute (the
+            branch of an If, the body of a Loop) with the enclosing scope visible.
+    """
+
+    def __init__(self, node: Any, attrs: dict[str, Any], opset: int, device: Any,
+                 run_graph: Callable[[str, list], list]) -> None:
+        self.node = node
+        self.attrs = attrs
+        self.opset = opset
+        self.device = device
+        self.run_graph = run_graph
+
+    @property
+    def n_outputs(self) -> int:
+        """How many outputs the node has (optional trailing ones omitted)."""
+        return len(self.node.output)
+
+    def wants(self, i: int) -> bool:
+        """Whether output `i` is used (named) by the node."""
+        return i < len(self.node.output) and self.node.output[i] != ""
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        """The attribute `name` (ints, floats, strings decoded, tensors as NumPy arrays),
+        or `default`."""
+        return self.attrs.get(name, default)
+
+    def ints(self, t: Any) -> list[int] | None:
+        """The values of a small integer tensor (a shape, axes, pads) as Python ints."""
+        if t is None:
+            return None
+        return [int(v) for v in np.asarray(t.tolist()).reshape(-1).tolist()]
+
+    def scalar(self, t: Any, default: Any = None) -> Any:
+        """The one value of a tensor as a Python number (or `default` if `t` is None)."""
+        if t is None:
+            return default
+        return t.reshape(-1).tolist()[0] if t.numel() else default
+
+    def tensor(self, data: Any, dtype: Any = None, device: Any = None) -> Any:
+        """A new tensor from Python or NumPy data on the graph's device (or `device`)."""
+        device = self.device if device is None else device
+        if isinstance(data, np.ndarray):
+            arr = np.ascontiguousarray(data)
+            t = ember.from_numpy(arr.copy())
+            if dtype is not None:
+                t = t.to(dtype)
+            return t.to(device) if str(device) != "cpu" else t
+        return ember.tensor(data, dtype=dtype, device=device)
+
+    def host(self, values: list[int]) -> Any:
+        """An int64 tensor of shape values kept on the CPU: shapes are read by Python
+        (`ctx.ints`), so computing them on an accelerator would only add round trips."""
+        return ember.tensor(values, dtype=ember.int64)
+
+    def fail(self, reason: str, exc: type[Exception] = ValueError) -> Exception:
+        """An error naming this node and its op type, to raise."""
+        n = self.node
+        return exc(f"ONNX {n.op_type} node {n.name or '(unnamed)'!r}: {reason}")

@@ -1,0 +1,304 @@
+"""ONNX import converters: elementwise math, comparisons, logic, reductions, matmul, cast.
+
+Each maps one ONNX op onto ember ops (see `onnx_import_context` for the converter's
+signature); ONNX's dtype rules that differ from PyTorch's (integer division truncates,
+`Pow` keeps the base's dtype) are spelled out where they apply.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ember
+from ember.exporters.onnx_import_context import ImportContext, ember_dtype
+from ember.exporters.onnx_registry import importer
+
+# -- elementwise -----------------------------------------------------------------------------
+
+
+def _unary(name: str, fn: Any) -> None:
+    importer(name)(lambda ctx, x: fn(x))
+
+
+for _name, _fn in {
+    "Abs": ember.abs, "Neg": ember.neg, "Exp": ember.exp, "Log": ember.log,
+    "Sqrt": ember.sqrt, "Reciprocal": ember.reciprocal, "Floor": ember.floor,
+    "Ceil": ember.ceil, "Sign": ember.sign, "Sin": ember.sin, "Cos": ember.cos,
+    "Tan": ember.tan, "Asin": ember.asin, "Acos": ember.acos, "Atan": ember.atan,
+    "Tanh": ember.tanh, "Sigmoid": ember.sigmoid, "Relu": ember.relu, "Erf": ember.erf,
+    "Not": ember.logical_not, "BitwiseNot": ember.bitwise_not, "IsNaN": ember.isnan,
+    "Round": ember.round, "Identity": lambda x: x,
+    "Sinh": lambda x: (ember.exp(x) - ember.exp(-x)) / 2,
+    "Cosh": lambda x: (ember.exp(x) + ember.exp(-x)) / 2,
+    "Asinh": lambda x: ember.log(x + ember.sqrt(x * x + 1)),
+    "Acosh": lambda x: ember.log(x + ember.sqrt(x * x - 1)),
+    "Atanh": lambda x: 0.5 * ember.log((1 + x) / (1 - x)),
+    "Softsign": lambda x: x / (1 + ember.abs(x)),
+    "Softplus": lambda x: ember.nn.functional.softplus(x),
+    "Mish": lambda x: ember.nn.functional.mish(x),
+}.items():
+    _unary(_name, _fn)
+
+
+@importer("IsInf", since=10)
+def _isinf(ctx: ImportContext, x: Any) -> Any:
+    pos, neg = ctx.attr("detect_positive", 1), ctx.attr("detect_negative", 1)
+    inf = ember.isinf(x)
+    if pos and neg:
+        return inf
+    if pos:
+        return ember.logical_and(inf, x > 0)
+    if neg:
+        return ember.logical_and(inf, x < 0)
+    return ember.zeros_like(inf)
+
+
+@importer("Div", since=7)
+def _div(ctx: ImportContext, a: Any, b: Any) -> Any:
+    if a.dtype.is_floating_point:
+        return a / b
+    return ember.div(a, b, rounding_mode="trunc")  # C's integer division, as ONNX's
+
+
+@importer("Mod", since=10)
+def _mod(ctx: ImportContext, a: Any, b: Any) -> Any:
+    if ctx.attr("fmod", 0):  # the sign of the dividend, as C's fmod
+        if a.dtype.is_floating_point:
+            return a - ember.trunc(a / b) * b
+        return a - ember.div(a, b, rounding_mode="trunc") * b
+    return ember.remainder(a, b)
+
+
+@importer("Pow", since=7)
+def _pow(ctx: ImportContext, a: Any, b: Any) -> Any:
+    if b.dtype != a.dtype:
+        b = b.to(a.dtype) if a.dtype.is_floating_point or not b.dtype.is_floating_point \
+            else b
+    return ember.pow(a, b).to(a.dtype)
+
+
+def _binary(name: str, fn: Any) -> None:
+    importer(name)(lambda ctx, a, b: fn(a, b))
+
+
+for _name, _fn in {
+    "Add": ember.add, "Sub": ember.sub, "Mul": ember.mul, "Equal": ember.eq,
+    "Greater": ember.gt, "Less": ember.lt, "GreaterOrEqual": ember.ge,
+    "LessOrEqual": ember.le, "And": ember.logical_and, "Or": ember.logical_or,
+    "Xor": ember.logical_xor, "BitwiseAnd": ember.bitwise_and, "BitwiseOr": ember.bitwise_or,
+    "BitwiseXor": ember.bitwise_xor, "MatMul": ember.matmul,
+}.items():
+    _binary(_name, _fn)
+
+
+def _variadic(name: str, fn: Any) -> None:
+    def convert(ctx: ImportContext, *xs: Any) -> Any:
+        out = xs[0]
+        for x in xs[1:]:
+            out = fn(out, x)
+        return out
+    importer(name)(convert)
+
+
+_variadic("Sum", ember.add)
+_variadic("Max", ember.maximum)
+_variadic("Min", ember.minimum)
+
+
+@importer("Mean")
+def _mean(ctx: ImportContext, *xs: Any) -> Any:
+    out = xs[0]
+    for x in xs[1:]:
+        out = out + x
+    return out / len(xs)
+
+
+@importer("Where", since=9)
+def _where(ctx: ImportContext, cond: Any, a: Any, b: Any) -> Any:
+    return ember.where(cond, a, b)
+
+
+@importer("Clip", since=1)
+def _clip_attrs(ctx: ImportContext, x: Any) -> Any:
+    return ember.clamp(x, min=ctx.attr("min", -3.4028234663852886e38),
+                       max=ctx.attr("max", 3.4028234663852886e38))
+
+
+@importer("Clip", since=11)
+def _clip(ctx: ImportContext, x: Any, lo: Any = None, hi: Any = None) -> Any:
+    if lo is not None:
+        x = ember.maximum(x, lo.to(x.dtype))
+    if hi is not None:
+        x = ember.minimum(x, hi.to(x.dtype))
+    return x
+
+
+@importer("Cast", since=6)
+def _cast(ctx: ImportContext, x: Any) -> Any:
+    return x.to(ember_dtype(ctx.attr("to"), f"the target of Cast node {ctx.node.name!r}"))
+
+
+@importer("CastLike", since=15)
+def _cast_like(ctx: ImportContext, x: Any, like: Any) -> Any:
+    return x.to(like.dtype)
+
+
+# -- activations -----------------------------------------------------------------------------
+
+F = ember.nn.functional
+
+
+@importer("LeakyRelu", since=6)
+def _leaky_relu(ctx: ImportContext, x: Any) -> Any:
+    return F.leaky_relu(x, ctx.attr("alpha", 0.01))
+
+
+@importer("Elu", since=6)
+def _elu(ctx: ImportContext, x: Any) -> Any:
+    return F.elu(x, ctx.attr("alpha", 1.0))
+
+
+@importer("Celu", since=12)
+def _celu(ctx: ImportContext, x: Any) -> Any:
+    return F.celu(x, ctx.attr("alpha", 1.0))
+
+
+@importer("Selu", since=6)
+def _selu(ctx: ImportContext, x: Any) -> Any:
+    alpha = ctx.attr("alpha", 1.67326319217681884765625)
+    gamma = ctx.attr("gamma", 1.05070102214813232421875)
+    return gamma * ember.where(x > 0, x, alpha * (ember.exp(x) - 1))
+
+
+@importer("ThresholdedRelu", since=10)
+def _thresholded_relu(ctx: ImportContext, x: Any) -> Any:
+    return ember.where(x > ctx.attr("alpha", 1.0), x, ember.zeros_like(x))
+
+
+@importer("HardSigmoid", since=6)
+def _hard_sigmoid(ctx: ImportContext, x: Any) -> Any:
+    return ember.clamp(ctx.attr("alpha", 0.2) * x + ctx.attr("beta", 0.5), 0.0, 1.0)
+
+
+@importer("HardSwish", since=14)
+def _hard_swish(ctx: ImportContext, x: Any) -> Any:
+    return x * ember.clamp(x / 6 + 0.5, 0.0, 1.0)
+
+
+@importer("PRelu", since=9)
+def _prelu(ctx: ImportContext, x: Any, slope: Any) -> Any:
+    return ember.where(x < 0, x * slope, x)
+
+
+@importer("Gelu", since=20)
+def _gelu(ctx: ImportContext, x: Any) -> Any:
+    return F.gelu(x, approximate=ctx.attr("approximate", "none"))
+
+
+@importer("Shrink", since=9)
+def _shrink(ctx: ImportContext, x: Any) -> Any:
+    lambd, bias = ctx.attr("lambd", 0.5), ctx.attr("bias", 0.0)
+    zero = ember.zeros_like(x)
+    return ember.where(x < -lambd, x + bias, ember.where(x > lambd, x - bias, zero))
+
+
+# -- matmul ----------------------------------------------------------------------------------
+
+
+@importer("Gemm", since=7)
+def _gemm(ctx: ImportContext, a: Any, b: Any, c: Any = None) -> Any:
+    if ctx.attr("transA", 0):
+        a = a.t()
+    if ctx.attr("transB", 0):
+        b = b.t()
+    alpha, beta = ctx.attr("alpha", 1.0), ctx.attr("beta", 1.0)
+    y = a @ b
+    if alpha != 1.0:
+        y = y * alpha
+    if c is not None:
+        y = y + (c * beta if beta != 1.0 else c)
+    return y
+
+
+@importer("Einsum", since=12)
+def _einsum(ctx: ImportContext, *xs: Any) -> Any:
+    return ember.einsum(ctx.attr("equation").replace(" ", ""), *xs)
+
+
+# -- reductions ------------------------------------------------------------------------------
+
+def _axes(ctx: ImportContext, x: Any, axes_input: Any, from_input: bool) -> list[int] | None:
+    axes = ctx.ints(axes_input) if from_input else ctx.attr("axes")
+    if not axes:
+        return None
+    return [a % x.ndim if x.ndim else 0 for a in axes]
+
+
+def _reduce(fn: Any, post: Any = None) -> Any:
+    def make(from_input: bool) -> Any:
+        def convert(ctx: ImportContext, x: Any, axes: Any = None) -> Any:
+            dims = _axes(ctx, x, axes, from_input)
+            keep = bool(ctx.attr("keepdims", 1))
+            if dims is None and ctx.attr("noop_with_empty_axes", 0):
+                return x
+            if dims is None:
+                dims = list(range(x.ndim))
+            if x.ndim == 0:
+                y = fn(x.reshape(1), [0], False)
+            else:
+                y = fn(x, dims, keep)
+            return post(y) if post else y
+        return convert
+    return make
+
+
+_REDUCTIONS = {
+    "ReduceSum": (_reduce(lambda x, d, k: x.sum(dim=d, keepdim=k)), 13),
+    "ReduceMean": (_reduce(lambda x, d, k: x.mean(dim=d, keepdim=k)), 18),
+    "ReduceMax": (_reduce(lambda x, d, k: x.amax(dim=d, keepdim=k)), 18),
+    "ReduceMin": (_reduce(lambda x, d, k: x.amin(dim=d, keepdim=k)), 18),
+    "ReduceProd": (_reduce(lambda x, d, k: _prod(x, d, k)), 18),
+    "ReduceSumSquare": (_reduce(lambda x, d, k: (x * x).sum(dim=d, keepdim=k)), 18),
+    "ReduceL1": (_reduce(lambda x, d, k: x.abs().sum(dim=d, keepdim=k)), 18),
+    "ReduceL2": (_reduce(lambda x, d, k: (x * x).sum(dim=d, keepdim=k).sqrt()), 18),
+    "ReduceLogSum": (_reduce(lambda x, d, k: x.sum(dim=d, keepdim=k).log()), 18),
+    "ReduceLogSumExp": (_reduce(lambda x, d, k: ember.logsumexp(x, dim=d, keepdim=k)), 18),
+}
+
+
+def _prod(x: Any, dims: list[int], keep: bool) -> Any:
+    for d in sorted(dims, reverse=True):
+        x = x.prod(dim=d, keepdim=keep)
+    return x
+
+
+for _name, (_make, _since) in _REDUCTIONS.items():
+    importer(_name, since=1)(_make(False))
+    importer(_name, since=_since)(_make(True))
+
+
+def _arg(fn_name: str) -> Any:
+    def convert(ctx: ImportContext, x: Any) -> Any:
+        axis = ctx.attr("axis", 0) % max(x.ndim, 1)
+        keep = bool(ctx.attr("keepdims", 1))
+        if ctx.attr("select_last_index", 0):
+            flipped = ember.flip(x, [axis])
+            idx = getattr(flipped, fn_name)(dim=axis, keepdim=keep)
+            return x.shape[axis] - 1 - idx
+        return getattr(x, fn_name)(dim=axis, keepdim=keep)
+    return convert
+
+
+importer("ArgMax")(_arg("argmax"))
+importer("ArgMin")(_arg("argmin"))
+
+
+@importer("CumSum", since=11)
+def _cumsum(ctx: ImportContext, x: Any, axis: Any) -> Any:
+    dim = int(ctx.scalar(axis)) % x.ndim
+    if ctx.attr("reverse", 0):
+        x = ember.flip(x, [dim])
+    y = ember.cumsum(x, dim)
+    if ctx.attr("exclusive", 0):
+        y = y - x
+    return ember.flip(y, [dim]) if ctx.attr("reverse", 0) else y

@@ -1,0 +1,397 @@
+"""ONNX import converters: shapes and data movement (Shape, Reshape, Concat, Slice, Gather,
+Pad ...), constants, and control flow (If, Loop).
+
+Shape values (the output of `Shape`, `Size`) are int64 tensors kept on the CPU
+(`ImportContext.host`): the ops that consume them (`Reshape`, `Expand`, `Slice` ...) read
+them as Python ints, so a shape subgraph costs no device round trip.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import ember
+from ember.exporters.onnx_import_context import ImportContext, ember_dtype
+from ember.exporters.onnx_registry import importer
+
+F = ember.nn.functional
+
+# -- constants -------------------------------------------------------------------------------
+
+
+@importer("Constant", since=1)
+def _constant(ctx: ImportContext) -> Any:
+    for key, dtype in (("value", None), ("value_float", ember.float32),
+                       ("value_floats", ember.float32), ("value_int", ember.int64),
+                       ("value_ints", ember.int64)):
+        if key in ctx.attrs:
+            v = ctx.attrs[key]
+            if dtype is None:
+                return ctx.tensor(v)
+            return ctx.tensor(np.asarray(v, dtype=np.dtype(dtype.name)))
+    raise ctx.fail(f"holds {', '.join(ctx.attrs) or 'no value'}, which ember cannot import "
+                   "(strings and sparse tensors are not supported)", NotImplementedError)
+
+
+@importer("ConstantOfShape", since=9)
+def _constant_of_shape(ctx: ImportContext, shape: Any) -> Any:
+    value = ctx.attr("value")
+    arr = np.asarray(value if value is not None else np.zeros(1, np.float32)).reshape(-1)
+    return ctx.tensor(np.full(ctx.ints(shape), arr[0], dtype=arr.dtype))
+
+
+@importer("Shape", since=1)
+def _shape(ctx: ImportContext, x: Any) -> Any:
+    dims = list(x.shape)
+    start, end = ctx.attr("start", 0), ctx.attr("end", None)
+    return ctx.host(dims[slice(start, end)])
+
+
+@importer("Size", since=1)
+def _size(ctx: ImportContext, x: Any) -> Any:
+    return ctx.host([x.numel()]).reshape(())
+
+
+@importer("Range", since=11)
+def _range(ctx: ImportContext, start: Any, limit: Any, delta: Any) -> Any:
+    s, lim, d = ctx.scalar(start), ctx.scalar(limit), ctx.scalar(delta)
+    n = max(int(np.ceil((lim - s) / d)), 0)
+    values = ember.arange(n, dtype=ember.float64 if start.dtype.is_floating_point
+                          else ember.int64, device=start.device)
+    return (values * d + s).to(start.dtype)
+
+
+# -- reshaping -------------------------------------------------------------------------------
+
+
+@importer("Reshape", since=5)
+def _reshape(ctx: ImportContext, x: Any, shape: Any) -> Any:
+    dims = ctx.ints(shape)
+    if not ctx.attr("allowzero", 0):
+        dims = [x.shape[i] if d == 0 else d for i, d in enumerate(dims)]
+    return x.reshape(dims)
+
+
+@importer("Flatten", since=1)
+def _flatten(ctx: ImportContext, x: Any) -> Any:
+    axis = ctx.attr("axis", 1) % (x.ndim + 1) if x.ndim else 0
+    lead = int(np.prod(x.shape[:axis], dtype=np.int64))
+    return x.reshape(lead, -1) if lead else x.reshape(0, int(np.prod(x.shape[axis:])))
+
+
+def _squeeze_axes(ctx: ImportContext, x: Any, axes: Any, from_input: bool) -> list[int]:
+    values = ctx.ints(axes) if from_input else ctx.attr("axes")
+    if values is None:
+        return [i for i, s in enumerate(x.shape) if s == 1]
+    return sorted(a % x.ndim for a in values)
+
+
+@importer("Squeeze", since=1)
+def _squeeze_attr(ctx: ImportContext, x: Any) -> Any:
+    return _squeeze(x, _squeeze_axes(ctx, x, None, False))
+
+
+@importer("Squeeze", since=13)
+def _squeeze_input(ctx: ImportContext, x: Any, axes: Any = None) -> Any:
+    return _squeeze(x, _squeeze_axes(ctx, x, axes, True))
+
+
+def _squeeze(x: Any, axes: list[int]) -> Any:
+    return x.reshape([s for i, s in enumerate(x.shape) if i not in axes])
+
+
+def _unsqueeze(x: Any, axes: list[int]) -> Any:
+    rank = x.ndim + len(axes)
+    axes = sorted(a % rank for a in axes)
+    dims = list(x.shape)
+    for a in axes:
+        dims.insert(a, 1)
+    return x.reshape(dims)
+
+
+@importer("Unsqueeze", since=1)
+def _unsqueeze_attr(ctx: ImportContext, x: Any) -> Any:
+    return _unsqueeze(x, ctx.attr("axes"))
+
+
+@importer("Unsqueeze", since=13)
+def _unsqueeze_input(ctx: ImportContext, x: Any, axes: Any) -> Any:
+    return _unsqueeze(x, ctx.ints(axes))
+
+
+@importer("Transpose", since=1)
+def _transpose(ctx: ImportContext, x: Any) -> Any:
+    perm = ctx.attr("perm") or list(range(x.ndim))[::-1]
+    return x.permute(*perm) if x.ndim else x
+
+
+@importer("Concat", since=4)
+def _concat(ctx: ImportContext, *xs: Any) -> Any:
+    xs = [x for x in xs if x is not None]
+    axis = ctx.attr("axis") % xs[0].ndim
+    return ember.cat(xs, axis)
+
+
+@importer("Split", since=1)
+def _split(ctx: ImportContext, x: Any, split: Any = None) -> Any:
+    axis = ctx.attr("axis", 0) % x.ndim
+    sizes = ctx.ints(split) if split is not None else ctx.attr("split")
+    if not sizes:
+        n = ctx.attr("num_outputs", ctx.n_outputs)
+        step = -(-x.shape[axis] // n)
+        sizes = [min(step, x.shape[axis] - i * step) for i in range(n)]
+    return tuple(ember.split(x, sizes, axis))
+
+
+importer("Split", since=13)(_split)
+
+
+@importer("Expand", since=8)
+def _expand(ctx: ImportContext, x: Any, shape: Any) -> Any:
+    target = ctx.ints(shape)
+    out = list(np.broadcast_shapes(tuple(x.shape), tuple(target)))
+    return ember.broadcast_to(x, out)
+
+
+@importer("Tile", since=6)
+def _tile(ctx: ImportContext, x: Any, repeats: Any) -> Any:
+    return x.repeat(*ctx.ints(repeats)) if x.ndim else x
+
+
+# -- slicing and gathering --------------------------------------------------------------------
+
+def _slice_dim(x: Any, axis: int, start: int, end: int, step: int) -> Any:
+    n = x.shape[axis]
+    idx = range(n)[slice(start, end, step)]
+    if step == 1:
+        return x.narrow(axis, idx.start, len(idx)) if len(idx) else \
+            x.narrow(axis, 0, 0)
+    index = ember.tensor(list(idx), dtype=ember.int64, device=x.device)
+    return ember.index_select(x, axis, index)
+
+
+def _slice(x: Any, starts: list[int], ends: list[int], axes: list[int] | None,
+           steps: list[int] | None) -> Any:
+    axes = axes if axes is not None else list(range(len(starts)))
+    steps = steps or [1] * len(starts)
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        x = _slice_dim(x, a % x.ndim, s, e, st)
+    return x
+
+
+@importer("Slice", since=1)
+def _slice_attr(ctx: ImportContext, x: Any) -> Any:
+    return _slice(x, ctx.attr("starts"), ctx.attr("ends"), ctx.attr("axes"), None)
+
+
+@importer("Slice", since=10)
+def _slice_input(ctx: ImportContext, x: Any, starts: Any, ends: Any, axes: Any = None,
+                 steps: Any = None) -> Any:
+    return _slice(x, ctx.ints(starts), ctx.ints(ends), ctx.ints(axes), ctx.ints(steps))
+
+
+def _positive(idx: Any, n: int) -> Any:
+    return ember.where(idx < 0, idx + n, idx)
+
+
+@importer("Gather", since=1)
+def _gather(ctx: ImportContext, x: Any, idx: Any) -> Any:
+    axis = ctx.attr("axis", 0) % x.ndim
+    idx = _positive(idx.to(ember.int64), x.shape[axis]).to(x.device)
+    flat = ember.index_select(x, axis, idx.reshape(-1))
+    return flat.reshape(list(x.shape[:axis]) + list(idx.shape) + list(x.shape[axis + 1:]))
+
+
+@importer("GatherElements", since=11)
+def _gather_elements(ctx: ImportContext, x: Any, idx: Any) -> Any:
+    axis = ctx.attr("axis", 0) % x.ndim
+    return ember.gather(x, axis, _positive(idx.to(ember.int64), x.shape[axis]))
+
+
+@importer("GatherND", since=11)
+def _gather_nd(ctx: ImportContext, x: Any, idx: Any) -> Any:
+    b = ctx.attr("batch_dims", 0)
+    k = idx.shape[-1]
+    idx = idx.to(ember.int64)
+    if b == 0:
+        parts = tuple(_positive(idx[..., i], x.shape[i]) for i in range(k))
+        return x[parts]
+    # batch dims: flatten them into one leading index
+    batch = list(x.shape[:b])
+    nb = int(np.prod(batch))
+    xf = x.reshape([nb] + list(x.shape[b:]))
+    idf = idx.reshape([nb] + list(idx.shape[b:]))
+    lead = ember.arange(nb, device=x.device).reshape([nb] + [1] * (idf.ndim - 2))
+    lead = ember.broadcast_to(lead, list(idf.shape[:-1]))
+    parts = (lead,) + tuple(_positive(idf[..., i], xf.shape[i + 1]) for i in range(k))
+    out = xf[parts]
+    return out.reshape(batch + list(out.shape[1:]))
+
+
+@importer("ScatterElements", since=11)
+def _scatter_elements(ctx: ImportContext, x: Any, idx: Any, updates: Any) -> Any:
+    axis = ctx.attr("axis", 0) % x.ndim
+    idx = _positive(idx.to(ember.int64), x.shape[axis])
+    reduction = ctx.attr("reduction", "none")
+    if reduction == "none":
+        return ember.scatter(x, axis, idx, updates)
+    if reduction == "add":
+        return ember.scatter_add(x, axis, idx, updates)
+    if reduction == "mul":
+        return ember.scatter(x, axis, idx, updates, reduce="multiply")
+    raise ctx.fail(f"reduction {reduction!r} is not supported (none, add, mul are)",
+                   NotImplementedError)
+
+
+importer("Scatter", since=9)(_scatter_elements)
+
+
+@importer("ScatterND", since=11)
+def _scatter_nd(ctx: ImportContext, x: Any, idx: Any, updates: Any) -> Any:
+    reduction = ctx.attr("reduction", "none")
+    k = idx.shape[-1]
+    idx = idx.to(ember.int64)
+    parts = tuple(_positive(idx[..., i], x.shape[i]) for i in range(k))
+    out = x.clone()
+    if reduction == "none":
+        out[parts] = updates
+    elif reduction == "add":
+        out[parts] = out[parts] + updates
+    elif reduction == "mul":
+        out[parts] = out[parts] * updates
+    else:
+        raise ctx.fail(f"reduction {reduction!r} is not supported (none, add, mul are)",
+                       NotImplementedError)
+    return out
+
+
+@importer("NonZero", since=9)
+def _nonzero(ctx: ImportContext, x: Any) -> Any:
+    if x.ndim == 0:
+        x = x.reshape(1)
+        return ember.nonzero(x).t()[:0] if not bool(x.reshape(-1)[0].item()) else \
+            ember.zeros(0, 1, dtype=ember.int64)
+    return ember.nonzero(x).t().contiguous()
+
+
+@importer("Trilu", since=14)
+def _trilu(ctx: ImportContext, x: Any, k: Any = None) -> Any:
+    diagonal = int(ctx.scalar(k, 0))
+    return ember.triu(x, diagonal) if ctx.attr("upper", 1) else ember.tril(x, diagonal)
+
+
+@importer("EyeLike", since=9)
+def _eye_like(ctx: ImportContext, x: Any) -> Any:
+    dtype = ember_dtype(ctx.attr("dtype"), "EyeLike's dtype") if "dtype" in ctx.attrs \
+        else x.dtype
+    n, m = x.shape
+    k = ctx.attr("k", 0)
+    rows = ember.arange(n, device=x.device).reshape(n, 1)
+    cols = ember.arange(m, device=x.device).reshape(1, m)
+    return (cols - rows == k).to(dtype)
+
+
+@importer("OneHot", since=9)
+def _one_hot(ctx: ImportContext, indices: Any, depth: Any, values: Any) -> Any:
+    d = int(ctx.scalar(depth))
+    axis = ctx.attr("axis", -1)
+    idx = indices.to(ember.int64)
+    idx = ember.where(idx < 0, idx + d, idx)
+    hot = idx.unsqueeze(-1) == ember.arange(d, device=idx.device)
+    off, on = values[0], values[1]
+    out = ember.where(hot, on, off)
+    rank = out.ndim
+    return out.movedim(-1, axis % rank)
+
+
+@importer("Pad", since=2)
+def _pad_attr(ctx: ImportContext, x: Any) -> Any:
+    return _pad(ctx, x, ctx.attr("pads"), ctx.attr("value", 0.0), None)
+
+
+@importer("Pad", since=11)
+def _pad_input(ctx: ImportContext, x: Any, pads: Any, value: Any = None,
+               axes: Any = None) -> Any:
+    return _pad(ctx, x, ctx.ints(pads), ctx.scalar(value, 0), ctx.ints(axes))
+
+
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "edge": "replicate",
+              "wrap": "circular"}
+
+
+def _pad(ctx: ImportContext, x: Any, pads: list[int], value: Any, axes: list[int] | None
+         ) -> Any:
+    axes = [a % x.ndim for a in axes] if axes is not None else list(range(x.ndim))
+    n = len(axes)
+    begin, end = dict(zip(axes, pads[:n])), dict(zip(axes, pads[n:]))
+    mode = ctx.attr("mode", "constant")
+    # negative pads crop
+    for a in axes:
+        if begin[a] < 0:
+            x = x.narrow(a, -begin[a], x.shape[a] + begin[a])
+            begin[a] = 0
+        if end[a] < 0:
+            x = x.narrow(a, 0, x.shape[a] + end[a])
+            end[a] = 0
+    last = max((a for a in axes if begin[a] or end[a]), default=None)
+    if last is None:
+        return x
+    first = min(a for a in axes if begin[a] or end[a])
+    flat = []
+    for a in range(x.ndim - 1, first - 1, -1):
+        flat += [begin.get(a, 0), end.get(a, 0)]
+    if mode == "constant":
+        return F.pad(x, flat, value=value)
+    # ember (like PyTorch) pads only the trailing dims of (N, C, ...) this way: move the
+    # padded dims to the end, two at a time at most per call
+    return _pad_nonconstant(x, begin, end, _PAD_MODES[mode])
+
+
+def _pad_nonconstant(x: Any, begin: dict, end: dict, mode: str) -> Any:
+    for a in range(x.ndim):
+        b, e = begin.get(a, 0), end.get(a, 0)
+        if not (b or e):
+            continue
+        moved = x.movedim(a, -1)
+        shape = list(moved.shape)
+        y = F.pad(moved.reshape(1, -1, shape[-1]), [b, e], mode=mode)
+        x = y.reshape(shape[:-1] + [shape[-1] + b + e]).movedim(-1, a)
+    return x
+
+
+# -- control flow ----------------------------------------------------------------------------
+
+
+@importer("If", since=1)
+def _if(ctx: ImportContext, cond: Any) -> Any:
+    branch = ctx.attr("then_branch") if bool(cond.reshape(-1)[0].item()) else \
+        ctx.attr("else_branch")
+    return tuple(ctx.run_graph(branch, []))
+
+
+@importer("Loop", since=1)
+def _loop(ctx: ImportContext, trip: Any = None, cond: Any = None, *carried: Any) -> Any:
+    body = ctx.attr("body")
+    n = int(ctx.scalar(trip)) if trip is not None else None
+    keep = bool(cond.reshape(-1)[0].item()) if cond is not None else True
+    state = list(carried)
+    n_carried = len(state)
+    scans: list[list[Any]] = []
+    i = 0
+    while keep and (n is None or i < n):
+        outs = ctx.run_graph(body, [ctx.host([i]).reshape(()),
+                                    ember.tensor(keep)] + state)
+        keep = bool(outs[0].reshape(-1)[0].item())
+        state = list(outs[1:1 + n_carried])
+        extra = outs[1 + n_carried:]
+        if not scans:
+            scans = [[] for _ in extra]
+        for acc, v in zip(scans, extra):
+            acc.append(v)
+        i += 1
+    n_scan = len(ctx.node.output) - n_carried
+    stacked = [ember.stack(acc, 0) if acc else ember.zeros(0) for acc in scans]
+    stacked += [ember.zeros(0)] * (n_scan - len(stacked))
+    return tuple(state + stacked)
