@@ -265,7 +265,7 @@ class OnnxModule(nn.Module):
         inits = {t.name: t for t in model.graph.initializer}
         for name, proto in inits.items():
             arr = numpy_helper.to_array(proto)
-            t = ember.from_numpy(np.ascontiguousarray(arr).copy()) if arr.dtype != object \
+            t = ember.from_numpy(np.array(arr, order="C")) if arr.dtype != object \
                 else None
             if t is None:
                 raise OnnxLoadError(f"initializer {name!r} holds strings, which ember has no "
@@ -321,7 +321,7 @@ class OnnxModule(nn.Module):
     def _check_input(self, spec: Any, x: Any) -> Any:
         if not isinstance(x, ember.Tensor):
             if isinstance(x, np.ndarray):
-                x = ember.from_numpy(np.ascontiguousarray(x))
+                x = ember.from_numpy(np.array(x, order="C"))
             else:
                 raise TypeError(f"input {spec.name!r} of the ONNX model must be a tensor, got "
                                 f"{type(x).__name__}")

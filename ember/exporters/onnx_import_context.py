@@ -98,7 +98,7 @@ class ImportContext:
         """A new tensor from Python or NumPy data on the graph's device (or `device`)."""
         device = self.device if device is None else device
         if isinstance(data, np.ndarray):
-            arr = np.ascontiguousarray(data)
+            arr = np.array(data, order="C")
             t = ember.from_numpy(arr.copy())
             if dtype is not None:
                 t = t.to(dtype)

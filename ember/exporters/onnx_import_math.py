@@ -302,3 +302,52 @@ def _cumsum(ctx: ImportContext, x: Any, axis: Any) -> Any:
     if ctx.attr("exclusive", 0):
         y = y - x
     return ember.flip(y, [dim]) if ctx.attr("reverse", 0) else y
+
+
+@importer("CumProd", since=26)
+def _cumprod(ctx: ImportContext, x: Any, axis: Any) -> Any:
+    dim = int(ctx.scalar(axis)) % x.ndim
+    reverse, exclusive = ctx.attr("reverse", 0), ctx.attr("exclusive", 0)
+    if reverse:
+        x = ember.flip(x, [dim])
+    if exclusive:  # shift right by one, a 1 first
+        ones = ember.ones_like(x.narrow(dim, 0, 1))
+        x = ember.cat([ones, x.narrow(dim, 0, x.shape[dim] - 1)], dim)
+    parts, acc = [], None
+    for i in range(x.shape[dim]):  # ember has no cumprod: a running product, kept exact
+        step = x.narrow(dim, i, 1)
+        acc = step if acc is None else acc * step
+        parts.append(acc)
+    y = ember.cat(parts, dim) if parts else x
+    return ember.flip(y, [dim]) if reverse else y
+
+
+@importer("Swish", since=24)
+def _swish(ctx: ImportContext, x: Any) -> Any:
+    return x * ember.sigmoid(ctx.attr("alpha", 1.0) * x)
+
+
+@importer("BitShift", since=11)
+def _bitshift(ctx: ImportContext, x: Any, y: Any) -> Any:
+    factor = ember.pow(ember.full_like(y, 2), y)
+    if ctx.attr("direction") == "LEFT":
+        return x * factor
+    return ember.div(x, factor, rounding_mode="floor")
+
+
+def _window(fn: Any) -> Any:
+    def convert(ctx: ImportContext, size: Any) -> Any:
+        n = int(ctx.scalar(size))
+        dtype = ember_dtype(ctx.attr("output_datatype", 1), "the window's dtype")
+        periodic = ctx.attr("periodic", 1)
+        denom = n if periodic else n - 1
+        k = ember.arange(n, dtype=ember.float64)
+        return fn(2 * 3.141592653589793 * k / denom).to(dtype)
+    return convert
+
+
+importer("HannWindow", since=17)(_window(lambda a: 0.5 - 0.5 * ember.cos(a)))
+importer("HammingWindow", since=17)(_window(
+    lambda a: 25 / 46 - (1 - 25 / 46) * ember.cos(a)))
+importer("BlackmanWindow", since=17)(_window(
+    lambda a: 0.42 - 0.5 * ember.cos(a) + 0.08 * ember.cos(2 * a)))

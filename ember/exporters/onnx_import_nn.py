@@ -401,3 +401,43 @@ def _topk(ctx: ImportContext, x: Any, k: Any) -> Any:
         return ember.zeros(shape, dtype=x.dtype), ember.zeros(shape, dtype=ember.int64)
     indices = ember.cat(picks, axis)
     return ember.gather(x, axis, indices), indices
+
+
+@importer("RMSNormalization", since=23)
+def _rms_norm(ctx: ImportContext, x: Any, scale: Any) -> Any:
+    axis = ctx.attr("axis", -1) % x.ndim
+    eps = ctx.attr("epsilon", 1e-5)
+    dtype = ember_dtype(ctx.attr("stash_type", 1), "RMSNormalization's stash_type")
+    xs = x.to(dtype)
+    ms = (xs * xs).mean(dim=list(range(axis, x.ndim)), keepdim=True)
+    return (xs / ember.sqrt(ms + eps)).to(x.dtype) * scale
+
+
+@importer("LRN", since=1)
+def _lrn(ctx: ImportContext, x: Any) -> Any:
+    size = ctx.attr("size")
+    alpha, beta, bias = ctx.attr("alpha", 1e-4), ctx.attr("beta", 0.75), ctx.attr("bias", 1.0)
+    sq = (x * x).unsqueeze(1)  # (N, 1, C, ...): pool the channels as a spatial dim
+    lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+    flat = sq.reshape(sq.shape[0], 1, sq.shape[2], -1)
+    summed = F.avg_pool2d(F.pad(flat, [0, 0, lo, hi]), (size, 1), 1) * size
+    return x / (bias + alpha / size * summed.reshape(x.shape)) ** beta
+
+
+@importer("CenterCropPad", since=18)
+def _center_crop_pad(ctx: ImportContext, x: Any, shape: Any) -> Any:
+    sizes = ctx.ints(shape)
+    axes = ctx.attr("axes") or list(range(x.ndim))
+    for a, want in zip([a % x.ndim for a in axes], sizes):
+        have = x.shape[a]
+        if want < have:
+            x = x.narrow(a, (have - want) // 2, want)
+        elif want > have:
+            before = (want - have) // 2
+            zeros = list(x.shape)
+            zeros[a] = before
+            after = list(x.shape)
+            after[a] = want - have - before
+            x = ember.cat([ember.zeros(zeros, dtype=x.dtype, device=x.device), x,
+                           ember.zeros(after, dtype=x.dtype, device=x.device)], a)
+    return x

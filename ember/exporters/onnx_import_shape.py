@@ -76,7 +76,8 @@ def _reshape(ctx: ImportContext, x: Any, shape: Any) -> Any:
 
 @importer("Flatten", since=1)
 def _flatten(ctx: ImportContext, x: Any) -> Any:
-    axis = ctx.attr("axis", 1) % (x.ndim + 1) if x.ndim else 0
+    axis = ctx.attr("axis", 1)
+    axis = axis + x.ndim if axis < 0 else axis
     lead = int(np.prod(x.shape[:axis], dtype=np.int64))
     return x.reshape(lead, -1) if lead else x.reshape(0, int(np.prod(x.shape[axis:])))
 
@@ -395,3 +396,26 @@ def _loop(ctx: ImportContext, trip: Any = None, cond: Any = None, *carried: Any)
     stacked = [ember.stack(acc, 0) if acc else ember.zeros(0) for acc in scans]
     stacked += [ember.zeros(0)] * (n_scan - len(stacked))
     return tuple(state + stacked)
+
+
+@importer("Compress", since=9)
+def _compress(ctx: ImportContext, x: Any, cond: Any) -> Any:
+    keep = [i for i, c in enumerate(cond.reshape(-1).tolist()) if c]
+    axis = ctx.attr("axis")
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    axis %= x.ndim
+    keep = [i for i in keep if i < x.shape[axis]]
+    return ember.index_select(x, axis, ember.tensor(keep, dtype=ember.int64, device=x.device))
+
+
+@importer("ReverseSequence", since=10)
+def _reverse_sequence(ctx: ImportContext, x: Any, lens: Any) -> Any:
+    batch_axis, time_axis = ctx.attr("batch_axis", 1), ctx.attr("time_axis", 0)
+    rows = []
+    for b, n in enumerate(ctx.ints(lens)):
+        row = x.narrow(batch_axis, b, 1)
+        head = ember.flip(row.narrow(time_axis, 0, n), [time_axis])
+        rows.append(ember.cat([head, row.narrow(time_axis, n, row.shape[time_axis] - n)],
+                              time_axis))
+    return ember.cat(rows, batch_axis)

@@ -1,0 +1,86 @@
+"""An ONNX backend (`onnx.backend.base.Backend`) that runs models with `ember.onnx.load`,
+so that ONNX's own backend test suite (`onnx.backend.test.BackendTest`) can test ember.
+
+    import onnx.backend.test
+    from ember.exporters.onnx_backend import EmberBackend
+    tests = onnx.backend.test.BackendTest(EmberBackend.on("opencl"), __name__)
+
+ONNX's "CPU" device maps to the ember device the class was made for (`on(device)`;
+default "cpu"); ONNX's "CUDA" is supported when ember's "cuda" device is available.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx.backend.base as base
+
+import ember
+from ember.exporters.onnx_import import load
+
+__all__ = ["EmberBackend", "EmberRep"]
+
+
+class EmberRep(base.BackendRep):
+    """A loaded model, ready to run on NumPy inputs."""
+
+    def __init__(self, module: Any, device: str) -> None:
+        self.module = module
+        self.device = device
+
+    def run(self, inputs: Any, **kwargs: Any) -> tuple:
+        """Run on `inputs` (a list in the graph's input order, or a dict by name); returns
+        the outputs as NumPy arrays."""
+        if isinstance(inputs, dict):
+            given = {k: self._tensor(v) for k, v in inputs.items()}
+            args: list = []
+        else:
+            inputs = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
+            args = [self._tensor(v) for v in inputs]
+            given = {}
+        with ember.no_grad():
+            out = self.module(*args, **given)
+        outs = out if isinstance(out, tuple) else (out,)
+        return tuple(o.cpu().numpy() if isinstance(o, ember.Tensor) else np.asarray(o)
+                     for o in outs)
+
+    def _tensor(self, value: Any) -> Any:
+        arr = np.asarray(value)
+        t = ember.from_numpy(np.array(arr, order="C"))
+        return t.to(self.device) if self.device != "cpu" else t
+
+
+class EmberBackend(base.Backend):
+    """Runs ONNX models with ember (see the module's docstring)."""
+
+    ember_device = "cpu"
+
+    @classmethod
+    def on(cls, device: str) -> type[EmberBackend]:
+        """This backend, running on the ember `device` ("cpu", "opencl", ...)."""
+        return type(f"EmberBackend_{device.replace(':', '_')}", (cls,),
+                    {"ember_device": device})
+
+    @classmethod
+    def _device(cls, device: str) -> str:
+        return "cuda" if str(device).upper().startswith("CUDA") else cls.ember_device
+
+    @classmethod
+    def supports_device(cls, device: str) -> bool:
+        if str(device).upper().startswith("CUDA"):
+            try:
+                return ember.cuda.is_available()
+            except Exception:  # no CUDA backend at all
+                return False
+        return True
+
+    @classmethod
+    def prepare(cls, model: Any, device: str = "CPU", **kwargs: Any) -> EmberRep:
+        super().prepare(model, device, **kwargs)
+        target = cls._device(device)
+        return EmberRep(load(model, device=target), target)
+
+    @classmethod
+    def run_model(cls, model: Any, inputs: Any, device: str = "CPU", **kwargs: Any) -> tuple:
+        return cls.prepare(model, device, **kwargs).run(inputs)
