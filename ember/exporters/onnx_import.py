@@ -26,6 +26,7 @@ from ember import nn
 from ember.exporters import (  # noqa: F401 - the converter modules enter the registry
     onnx_import_math,
     onnx_import_nn,
+    onnx_import_rnn,
     onnx_import_shape,
     onnx_registry,
 )
