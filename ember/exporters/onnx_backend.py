@@ -42,13 +42,20 @@ class EmberRep(base.BackendRep):
         with ember.no_grad():
             out = self.module(*args, **given)
         outs = out if isinstance(out, tuple) else (out,)
-        return tuple(o.cpu().numpy() if isinstance(o, ember.Tensor) else np.asarray(o)
-                     for o in outs)
+        return tuple(_numpy(o) for o in outs)
 
     def _tensor(self, value: Any) -> Any:
+        if value is None or isinstance(value, list):  # an optional, a sequence
+            return None if value is None else [self._tensor(v) for v in value]
         arr = np.asarray(value)
         t = ember.from_numpy(np.array(arr, order="C"))
         return t.to(self.device) if self.device != "cpu" else t
+
+
+def _numpy(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_numpy(v) for v in value]
+    return value.cpu().numpy() if isinstance(value, ember.Tensor) else value
 
 
 class EmberBackend(base.Backend):

@@ -27,6 +27,7 @@ from ember.exporters import (  # noqa: F401 - the converter modules enter the re
     onnx_import_math,
     onnx_import_nn,
     onnx_import_rnn,
+    onnx_import_sequence,
     onnx_import_shape,
     onnx_registry,
 )
@@ -300,10 +301,15 @@ class OnnxModule(nn.Module):
             rest.append(node)
         needed = {i for n in rest for i in n.inputs} | set(self.output_names) | _subgraph_reads(
             rest)
+        self._folded_values: dict[str, Any] = {}  # folded sequences, optionals
         for name, value in known.items():
-            if name in needed:
+            if name not in needed:
+                continue
+            if isinstance(value, ember.Tensor):
                 self._keys[name] = _place(self, f"_folded.{name}", value, used,
                                           persistent=False)
+            else:
+                self._folded_values[name] = value
         self._graph = _Graph(self._graph.proto, rest)
 
     def _value(self, name: str) -> Any:
@@ -320,6 +326,8 @@ class OnnxModule(nn.Module):
         return None
 
     def _check_input(self, spec: Any, x: Any) -> Any:
+        if not spec.type.HasField("tensor_type"):  # a sequence or optional: as given
+            return x
         if not isinstance(x, ember.Tensor):
             if isinstance(x, np.ndarray):
                 x = ember.from_numpy(np.array(x, order="C"))
@@ -366,9 +374,11 @@ class OnnxModule(nn.Module):
             env[spec.name] = self._check_input(spec, given[spec.name])
         for name in self._keys:
             env[name] = self._value(name)
+        env.update(self._folded_values)
         device = self._device()
         if device is None:
-            device = next((t.device for t in env.values()), "cpu")
+            device = next((t.device for t in env.values() if isinstance(t, ember.Tensor)),
+                          "cpu")
         outs = self._run_graph(self._graph, env, device)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
@@ -403,11 +413,13 @@ class OnnxModule(nn.Module):
 def _same_device(args: list) -> list:
     """Shape tensors live on the CPU (see `ImportContext.host`): when a node mixes them
     with tensors of an accelerator, they move there."""
-    devices = {str(a.device) for a in args if a is not None}
+    tensors = [a for a in args if isinstance(a, ember.Tensor)]
+    devices = {str(a.device) for a in tensors}
     if len(devices) < 2 or "cpu" not in devices:
         return args
-    other = next(a.device for a in args if a is not None and str(a.device) != "cpu")
-    return [a.to(other) if a is not None and str(a.device) == "cpu" else a for a in args]
+    other = next(a.device for a in tensors if str(a.device) != "cpu")
+    return [a.to(other) if isinstance(a, ember.Tensor) and str(a.device) == "cpu" else a
+            for a in args]
 
 
 def _subgraph_reads(nodes: list[_Node]) -> set[str]:

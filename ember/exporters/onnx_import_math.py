@@ -53,8 +53,9 @@ def _isinf(ctx: ImportContext, x: Any) -> Any:
     return ember.zeros_like(inf)
 
 
-@importer("Div", since=7)
+@importer("Div", since=1)
 def _div(ctx: ImportContext, a: Any, b: Any) -> Any:
+    b = _legacy_broadcast(ctx, a, b)
     if a.dtype.is_floating_point:
         return a / b
     return ember.div(a, b, rounding_mode="trunc")  # C's integer division, as ONNX's
@@ -69,16 +70,26 @@ def _mod(ctx: ImportContext, a: Any, b: Any) -> Any:
     return ember.remainder(a, b)
 
 
-@importer("Pow", since=7)
+@importer("Pow", since=1)
 def _pow(ctx: ImportContext, a: Any, b: Any) -> Any:
+    b = _legacy_broadcast(ctx, a, b)
     if b.dtype != a.dtype:
         b = b.to(a.dtype) if a.dtype.is_floating_point or not b.dtype.is_floating_point \
             else b
     return ember.pow(a, b).to(a.dtype)
 
 
+def _legacy_broadcast(ctx: ImportContext, a: Any, b: Any) -> Any:
+    """Before opset 7, `broadcast=1` with `axis=k` aligned `b` with `a` from dim k on
+    (not from the right, as NumPy does): give `b` trailing ones."""
+    if ctx.opset < 7 and ctx.attr("broadcast", 0) and "axis" in ctx.attrs and b.ndim:
+        axis = ctx.attr("axis") % a.ndim
+        b = b.reshape(list(b.shape) + [1] * (a.ndim - axis - b.ndim))
+    return b
+
+
 def _binary(name: str, fn: Any) -> None:
-    importer(name)(lambda ctx, a, b: fn(a, b))
+    importer(name)(lambda ctx, a, b: fn(a, _legacy_broadcast(ctx, a, b)))
 
 
 for _name, _fn in {
@@ -185,8 +196,10 @@ def _hard_swish(ctx: ImportContext, x: Any) -> Any:
     return x * ember.clamp(x / 6 + 0.5, 0.0, 1.0)
 
 
-@importer("PRelu", since=9)
+@importer("PRelu", since=1)
 def _prelu(ctx: ImportContext, x: Any, slope: Any) -> Any:
+    if ctx.opset < 7 and slope.ndim == 1 and x.ndim > 2 and slope.shape[0] == x.shape[1]:
+        slope = slope.reshape([-1] + [1] * (x.ndim - 2))  # one slope per channel
     return ember.where(x < 0, x * slope, x)
 
 
@@ -205,7 +218,7 @@ def _shrink(ctx: ImportContext, x: Any) -> Any:
 # -- matmul ----------------------------------------------------------------------------------
 
 
-@importer("Gemm", since=7)
+@importer("Gemm", since=1)
 def _gemm(ctx: ImportContext, a: Any, b: Any, c: Any = None) -> Any:
     if ctx.attr("transA", 0):
         a = a.t()
