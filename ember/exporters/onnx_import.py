@@ -24,6 +24,7 @@ import numpy as np
 import ember
 from ember import nn
 from ember.exporters import (  # noqa: F401 - the converter modules enter the registry
+    onnx_import_attention,
     onnx_import_math,
     onnx_import_nn,
     onnx_import_rnn,
