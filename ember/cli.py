@@ -1,5 +1,5 @@
 """The `ember` command: `ember devices`, `ember ops`, `ember demo`, `ember export`,
-`ember tour`."""
+`ember onnx run`, `ember tour`."""
 
 from __future__ import annotations
 
@@ -184,6 +184,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     return export_cli.run(args)
 
 
+def cmd_onnx(args: argparse.Namespace) -> int:
+    """Run an ONNX model (implemented in ember.exporters.onnx_run)."""
+    from ember.exporters import onnx_run
+
+    return onnx_run.run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ember", description="ember command-line tools")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -230,6 +237,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="run onnx.checker (full_check) and "
                    "compare onnxruntime's output with ember's on random inputs")
     p.set_defaults(func=cmd_export)
+    from ember.exporters.onnx_run import add_parser as add_onnx_parser
+
+    add_onnx_parser(sub)
+    sub.choices["onnx"].set_defaults(func=cmd_onnx)
     p = sub.add_parser("tour", help="a short tour of tensors and autograd")
     p.add_argument("--device", default="cpu")
     p.set_defaults(func=cmd_tour)
