@@ -57,6 +57,15 @@ def _onnx() -> Any:
 def read_model(f: Any) -> Any:
     """An `onnx.ModelProto` from a path, bytes, a binary file or a ModelProto, checked
     with `onnx.checker`; `OnnxLoadError` if it is not a valid ONNX model."""
+    model, where = _parse(f)
+    bad = _check(model, where)
+    if bad is not None:
+        raise bad
+    return model
+
+
+def _parse(f: Any) -> tuple[Any, str]:
+    """The ModelProto (not yet checked), and how to name it in errors."""
     onnx = _onnx()
     if isinstance(f, onnx.ModelProto):
         model, where = f, "the ModelProto"
@@ -77,13 +86,20 @@ def read_model(f: Any) -> Any:
                                 f"{type(err).__name__}: {err}") from err
     if not model.graph.node and not model.graph.output:
         raise OnnxLoadError(f"{where} is not an ONNX model (it has no graph)")
+    return model, where
+
+
+def _check(model: Any, where: str) -> OnnxLoadError | None:
+    """onnx.checker's verdict: None, or the error to raise."""
     try:
-        onnx.checker.check_model(model)
+        _onnx().checker.check_model(model)
     except Exception as err:
         msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise OnnxLoadError(f"{where} is not a valid ONNX model (truncated or corrupt?): "
-                            f"onnx.checker: {msg}") from err
-    return model
+        bad = OnnxLoadError(f"{where} is not a valid ONNX model (truncated or corrupt?): "
+                            f"onnx.checker: {msg}")
+        bad.__cause__ = err
+        return bad
+    return None
 
 
 def _opsets(model: Any) -> dict[str, int]:
@@ -460,7 +476,18 @@ def load(f: str | os.PathLike | IO[bytes] | bytes | Any, device: Any = None) -> 
         UnsupportedOnnxOpError: some node has no converter; the message lists each one (op
             type, node, domain, opset) and what the registry has for it.
     """
-    model = read_model(f)
-    graph = _compile(model)
+    model, where = _parse(f)
+    _opsets(model)  # too new: say so before the checker (which may not know it either)
+    bad = _check(model, where)
+    try:
+        graph = _compile(model)  # a missing converter is the more useful error
+    except UnsupportedOnnxOpError:
+        raise
+    except Exception as err:
+        if bad is not None:
+            raise bad from err
+        raise
+    if bad is not None:
+        raise bad
     module = OnnxModule(model, graph, device)
     return module.eval()

@@ -59,11 +59,10 @@ def _describe(spec: Any) -> str:
 def run(args: argparse.Namespace) -> int:
     """`ember onnx run`: returns the exit status (0, or 1 with the error on stderr)."""
     import ember
-    from ember.exporters.onnx_import import load, read_model
+    from ember.exporters.onnx_import import load
 
     try:
-        proto = read_model(args.model)
-        model = load(proto, device=args.device)
+        model = load(args.model, device=args.device)
         arrays = _parse_inputs(args.input)
         specs = model._inputs
         unknown = sorted(set(arrays) - set(model.input_names))
@@ -95,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         for name, value in results.items():
             np.save(os.path.join(args.save, f"{_filename(name)}.npy"), value)
     if args.check:
-        return _check(proto, arrays, results)
+        return _check(args.model, arrays, results)
     return 0
 
 
@@ -103,15 +102,14 @@ def _filename(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
-def _check(proto: Any, arrays: dict[str, np.ndarray], results: dict[str, np.ndarray]) -> int:
+def _check(path: str, arrays: dict[str, np.ndarray], results: dict[str, np.ndarray]) -> int:
     try:
         import onnxruntime as ort
     except ImportError:
         print("error: --check needs onnxruntime: pip install 'ember[onnx]'", file=sys.stderr)
         return 1
     try:
-        session = ort.InferenceSession(proto.SerializeToString(),
-                                       providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         want = session.run(list(results), arrays)
     except Exception as err:  # onnxruntime's own errors have no common base class
         print(f"error: onnxruntime cannot run the model: {type(err).__name__}: {err}",
