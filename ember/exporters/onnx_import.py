@@ -423,7 +423,8 @@ class OnnxModule(nn.Module):
         args = _same_device(args)
         ctx = ImportContext(node.proto, node.attrs, node.opset, device, run_sub)
         out = node.fn(ctx, *args)
-        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        # a tuple holds the node's outputs; a list is one value (an ONNX sequence)
+        outs = list(out) if isinstance(out, tuple) else [out]
         return outs
 
 

@@ -7,7 +7,10 @@ signature); ONNX's dtype rules that differ from PyTorch's (integer division trun
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+import numpy as np
 
 import ember
 from ember.exporters.onnx_import_context import ImportContext, ember_dtype
@@ -235,7 +238,10 @@ def _gemm(ctx: ImportContext, a: Any, b: Any, c: Any = None) -> Any:
 
 @importer("Einsum", since=12)
 def _einsum(ctx: ImportContext, *xs: Any) -> Any:
-    return ember.einsum(ctx.attr("equation").replace(" ", ""), *xs)
+    equation = ctx.attr("equation").replace(" ", "")
+    if xs[0].dtype in (ember.bfloat16, ember.float16):  # computed in float32, as autocast
+        return ember.einsum(equation, *[x.float() for x in xs]).to(xs[0].dtype)
+    return ember.einsum(equation, *xs)
 
 
 # -- reductions ------------------------------------------------------------------------------
@@ -247,7 +253,21 @@ def _axes(ctx: ImportContext, x: Any, axes_input: Any, from_input: bool) -> list
     return [a % x.ndim if x.ndim else 0 for a in axes]
 
 
-def _reduce(fn: Any, post: Any = None) -> Any:
+def _lowest(dtype: Any) -> Any:
+    if dtype == ember.bool:
+        return False
+    return -math.inf if dtype.is_floating_point else int(np.iinfo(dtype.name).min)
+
+
+def _highest(dtype: Any) -> Any:
+    if dtype == ember.bool:
+        return True
+    return math.inf if dtype.is_floating_point else int(np.iinfo(dtype.name).max)
+
+
+def _reduce(fn: Any, post: Any = None, empty: Any = None) -> Any:
+    """`empty(dtype)`: the result over no elements where `fn` cannot reduce an empty
+    dim (max, min); sums and products of nothing are ember's own 0 and 1."""
     def make(from_input: bool) -> Any:
         def convert(ctx: ImportContext, x: Any, axes: Any = None) -> Any:
             dims = _axes(ctx, x, axes, from_input)
@@ -256,6 +276,10 @@ def _reduce(fn: Any, post: Any = None) -> Any:
                 return x
             if dims is None:
                 dims = list(range(x.ndim))
+            if empty is not None and any(x.shape[d] == 0 for d in dims):
+                shape = [1 if d in dims else s for d, s in enumerate(x.shape)] if keep \
+                    else [s for d, s in enumerate(x.shape) if d not in dims]
+                return ember.full(shape, empty(x.dtype), dtype=x.dtype, device=x.device)
             if x.ndim == 0:
                 y = fn(x.reshape(1), [0], False)
             else:
@@ -268,14 +292,15 @@ def _reduce(fn: Any, post: Any = None) -> Any:
 _REDUCTIONS = {
     "ReduceSum": (_reduce(lambda x, d, k: x.sum(dim=d, keepdim=k)), 13),
     "ReduceMean": (_reduce(lambda x, d, k: x.mean(dim=d, keepdim=k)), 18),
-    "ReduceMax": (_reduce(lambda x, d, k: x.amax(dim=d, keepdim=k)), 18),
-    "ReduceMin": (_reduce(lambda x, d, k: x.amin(dim=d, keepdim=k)), 18),
+    "ReduceMax": (_reduce(lambda x, d, k: x.amax(dim=d, keepdim=k), empty=_lowest), 18),
+    "ReduceMin": (_reduce(lambda x, d, k: x.amin(dim=d, keepdim=k), empty=_highest), 18),
     "ReduceProd": (_reduce(lambda x, d, k: _prod(x, d, k)), 18),
     "ReduceSumSquare": (_reduce(lambda x, d, k: (x * x).sum(dim=d, keepdim=k)), 18),
     "ReduceL1": (_reduce(lambda x, d, k: x.abs().sum(dim=d, keepdim=k)), 18),
     "ReduceL2": (_reduce(lambda x, d, k: (x * x).sum(dim=d, keepdim=k).sqrt()), 18),
     "ReduceLogSum": (_reduce(lambda x, d, k: x.sum(dim=d, keepdim=k).log()), 18),
-    "ReduceLogSumExp": (_reduce(lambda x, d, k: ember.logsumexp(x, dim=d, keepdim=k)), 18),
+    "ReduceLogSumExp": (_reduce(lambda x, d, k: ember.logsumexp(x, dim=d, keepdim=k),
+                                empty=lambda dtype: -math.inf), 18),
 }
 
 
@@ -311,7 +336,7 @@ def _cumsum(ctx: ImportContext, x: Any, axis: Any) -> Any:
     dim = int(ctx.scalar(axis)) % x.ndim
     if ctx.attr("reverse", 0):
         x = ember.flip(x, [dim])
-    y = ember.cumsum(x, dim)
+    y = ember.cumsum(x, dim).to(x.dtype)  # ONNX keeps the input's dtype
     if ctx.attr("exclusive", 0):
         y = y - x
     return ember.flip(y, [dim]) if ctx.attr("reverse", 0) else y

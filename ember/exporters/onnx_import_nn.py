@@ -94,15 +94,14 @@ def _conv_transpose(ctx: ImportContext, x: Any, w: Any, b: Any = None) -> Any:
     full = [(i - 1) * s + (k - 1) * d + 1 + op for i, s, k, d, op in
             zip(x.shape[2:], strides, kernel, dilations, out_pad)]
     if out_shape is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
+        # ONNX's rule: total = full - wanted; SAME_UPPER puts the smaller half first
         want = list(out_shape)[-n:] if out_shape is not None else \
             [i * s for i, s in zip(x.shape[2:], strides)]
         begin, end = [], []
         for f, o in zip(full, want):
             total = f - o
-            small = total // 2
-            first = small if auto != "SAME_UPPER" else total - small
-            if auto == "NOTSET" or out_shape is not None:
-                first = small if auto != "SAME_LOWER" else total - small
+            half = total // 2
+            first = half if auto == "SAME_UPPER" else total - half
             begin.append(first)
             end.append(total - first)
     else:
@@ -112,6 +111,11 @@ def _conv_transpose(ctx: ImportContext, x: Any, w: Any, b: Any = None) -> Any:
                            groups=ctx.attr("group", 1), dilation=_lift(dilations, n, 1))
     y = _from_2d(y, n)
     for axis, (bg, en) in enumerate(zip(begin, end), start=2):
+        if en < 0:  # a wanted output longer than the full one: zeros at the end
+            tail = list(y.shape)
+            tail[axis] = -en
+            y = ember.cat([y, ember.zeros(tail, dtype=y.dtype, device=y.device)], axis)
+            en = 0
         if bg or en:
             y = y.narrow(axis, bg, y.shape[axis] - bg - en)
     return y
@@ -126,9 +130,12 @@ def _max_pool(ctx: ImportContext, x: Any) -> Any:
     strides, dilations, begin, end = _spatial(ctx, x, kernel)
     n = len(kernel)
     ceil = bool(ctx.attr("ceil_mode", 0))
-    if not x.dtype.is_floating_point:
-        raise ctx.fail(f"MaxPool of {x.dtype} is not supported (floating point only)",
-                       NotImplementedError)
+    if not x.dtype.is_floating_point:  # 8/16-bit integers are exact in float32
+        if x.dtype.name not in ("uint8", "int8", "int16"):
+            raise ctx.fail(f"MaxPool of {x.dtype} is not supported", NotImplementedError)
+        out = _max_pool(ctx, x.float())
+        return out.to(x.dtype) if not isinstance(out, tuple) else \
+            (out[0].to(x.dtype), out[1])
     symmetric = begin == end and all(p <= k // 2 for p, k in zip(begin, kernel))
     padding = _lift(begin, n, 0) if symmetric else 0
     if not symmetric:
@@ -251,7 +258,8 @@ def _lp_norm(ctx: ImportContext, x: Any) -> Any:
     axis, p = ctx.attr("axis", -1), ctx.attr("p", 2)
     norm = x.abs().sum(dim=axis, keepdim=True) if p == 1 else \
         (x * x).sum(dim=axis, keepdim=True).sqrt()
-    return x / norm
+    safe = ember.where(norm == 0, ember.ones_like(norm), norm)
+    return ember.where(norm == 0, ember.zeros_like(x), x / safe)  # 0 where the norm is
 
 
 @importer("MeanVarianceNormalization", since=9)
@@ -378,7 +386,11 @@ def _depth_to_space(ctx: ImportContext, x: Any) -> Any:
 def _space_to_depth(ctx: ImportContext, x: Any) -> Any:
     b = ctx.attr("blocksize")
     n, c, h, w = x.shape
-    y = x.reshape(n, c, h // b, b, w // b, b).permute(0, 3, 5, 1, 2, 4)
+    y = x.reshape(n, c, h // b, b, w // b, b)
+    if ctx.attr("mode", "DCR") == "CRD":
+        y = y.permute(0, 1, 3, 5, 2, 4)
+    else:
+        y = y.permute(0, 3, 5, 1, 2, 4)
     return y.reshape(n, c * b * b, h // b, w // b)
 
 

@@ -1,5 +1,5 @@
 """ONNX import converters: sequences (`seq(tensor)` values, held as Python lists of
-tensors) and optionals (a list of zero or one value)."""
+tensors) and optionals (the value, or None when empty)."""
 
 from __future__ import annotations
 
@@ -22,19 +22,19 @@ def _position(ctx: ImportContext, seq: list, pos: Any, insert: bool = False) -> 
 
 @importer("SequenceConstruct", since=11)
 def _construct(ctx: ImportContext, *xs: Any) -> Any:
-    return [list(xs)]  # one output: the list
+    return list(xs)
 
 
 @importer("SequenceEmpty", since=11)
 def _empty(ctx: ImportContext) -> Any:
-    return [[]]
+    return []
 
 
 @importer("SequenceInsert", since=11)
 def _insert(ctx: ImportContext, seq: list, x: Any, pos: Any = None) -> Any:
     out = list(seq)
     out.insert(_position(ctx, seq, pos, insert=True), x)
-    return [out]
+    return out
 
 
 @importer("SequenceAt", since=11)
@@ -46,7 +46,7 @@ def _at(ctx: ImportContext, seq: list, pos: Any) -> Any:
 def _erase(ctx: ImportContext, seq: list, pos: Any = None) -> Any:
     out = list(seq)
     del out[_position(ctx, seq, pos)]
-    return [out]
+    return out
 
 
 @importer("SequenceLength", since=11)
@@ -69,11 +69,11 @@ def _split_to(ctx: ImportContext, x: Any, split: Any = None) -> Any:
         parts = ember.split(x, 1, axis)
         if not ctx.attr("keepdims", 1):
             parts = [p.squeeze(axis) for p in parts]
-        return [list(parts)]
+        return list(parts)
     sizes = ctx.ints(split)
     if split.ndim == 0:
         sizes = sizes[0]
-    return [list(ember.split(x, sizes, axis))]
+    return list(ember.split(x, sizes, axis))
 
 
 @importer("SequenceMap", since=17)
@@ -85,12 +85,12 @@ def _map(ctx: ImportContext, seq: list, *others: Any) -> Any:
         extra = [o[i] if isinstance(o, list) else o for o in others]
         for acc, v in zip(outs, ctx.run_graph(body, [seq[i]] + extra)):
             acc.append(v)
-    return outs
+    return tuple(outs)
 
 
 @importer("Optional", since=15)
 def _optional(ctx: ImportContext, x: Any = None) -> Any:
-    return [None if x is None else x]
+    return x
 
 
 @importer("OptionalHasElement", since=15)
@@ -102,4 +102,4 @@ def _has(ctx: ImportContext, x: Any = None) -> Any:
 def _get(ctx: ImportContext, x: Any) -> Any:
     if x is None:
         raise ctx.fail("the optional is empty", ValueError)
-    return [x]
+    return x
