@@ -2,8 +2,9 @@
 
 An import converter is `fn(ctx, *inputs)`: `inputs` are the node's inputs as ember
 tensors (None where an optional input is omitted; a Python list for an ONNX sequence), and
-it returns the node's output, or a tuple of its outputs, as ember tensors, computed with ember ops only, so that the imported model runs on every
-device and autograd sees every step. `ctx` reads the node's attributes and turns small
+it returns the node's output, or a tuple of its outputs, as ember tensors computed with
+ember ops only, so that the imported model runs on every device and autograd sees every
+step. `ctx` reads the node's attributes and turns small
 tensors (shapes, axes, pads) into Python values.
 """
 
