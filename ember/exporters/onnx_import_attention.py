@@ -124,3 +124,44 @@ def _attention(ctx: ImportContext, q: Any, k: Any, v: Any, mask: Any = None,
         y = y.permute(0, 2, 1, 3)
         y = y.reshape(y.shape[0], y.shape[1], -1)
     return y, present_k, present_v, qk_out.to(dtype)
+
+
+@importer("SwiGLU", since=26)
+def _swiglu(ctx: ImportContext, a: Any, b: Any) -> Any:
+    alpha = ctx.attr("alpha", 1.0)
+    return a * ember.sigmoid(a * alpha) * b
+
+
+@importer("RotaryEmbedding", since=23)
+def _rotary(ctx: ImportContext, x: Any, cos: Any, sin: Any, positions: Any = None) -> Any:
+    shape = list(x.shape)
+    if x.ndim == 4:  # (batch, heads, seq, head) -> (batch, seq, heads, head)
+        x = x.permute(0, 2, 1, 3)
+    else:
+        heads = ctx.attr("num_heads")
+        x = x.reshape(shape[0], shape[1], heads, shape[2] // heads)
+    head = x.shape[3]
+    dim = ctx.attr("rotary_embedding_dim", 0) or head
+    rot, keep = x[..., :dim], x[..., dim:]
+    if positions is not None:
+        cos = ember.index_select(cos, 0, positions.reshape(-1).to(ember.int64)).reshape(
+            list(positions.shape) + [cos.shape[-1]])
+        sin = ember.index_select(sin, 0, positions.reshape(-1).to(ember.int64)).reshape(
+            list(positions.shape) + [sin.shape[-1]])
+    cos, sin = cos.unsqueeze(2), sin.unsqueeze(2)
+    interleaved = ctx.attr("interleaved", 0)
+    if interleaved:
+        pairs = rot.reshape(list(rot.shape[:-1]) + [dim // 2, 2])
+        x1, x2 = pairs[..., 0], pairs[..., 1]
+    else:
+        x1, x2 = rot[..., :dim // 2], rot[..., dim // 2:]
+    real = cos * x1 - sin * x2
+    imag = sin * x1 + cos * x2
+    if interleaved:
+        rot = ember.stack([real, imag], -1).reshape(rot.shape)
+    else:
+        rot = ember.cat([real, imag], -1)
+    out = ember.cat([rot, keep], -1)
+    if len(shape) == 3:
+        return out.reshape(shape)
+    return out.permute(0, 2, 1, 3)

@@ -389,3 +389,28 @@ importer("HammingWindow", since=17)(_window(
     lambda a: 25 / 46 - (1 - 25 / 46) * ember.cos(a)))
 importer("BlackmanWindow", since=17)(_window(
     lambda a: 0.42 - 0.5 * ember.cos(a) + 0.08 * ember.cos(2 * a)))
+
+
+@importer("Det", since=11)
+def _det(ctx: ImportContext, x: Any) -> Any:
+    """Gaussian elimination with partial pivoting, batched, in ember ops (differentiable)."""
+    n = x.shape[-1]
+    batch = list(x.shape[:-2])
+    a = x.reshape(-1, n, n)
+    det = ember.ones(a.shape[0], dtype=x.dtype, device=x.device)
+    for k in range(n):
+        col = a[:, k:, k].abs()
+        pivot = col.argmax(dim=1) + k  # (B,)
+        rows = ember.arange(n, device=x.device).reshape(1, n)
+        p = pivot.reshape(-1, 1)
+        order = ember.where(rows == k, p, ember.where(rows == p, ember.full_like(p, k), rows))
+        a = ember.gather(a, 1, order.unsqueeze(-1).expand(-1, -1, n))
+        sign = ember.where(pivot == k, ember.ones_like(det), -ember.ones_like(det))
+        diag = a[:, k, k]
+        det = det * sign * diag
+        if k + 1 < n:
+            safe = ember.where(diag == 0, ember.ones_like(diag), diag)
+            factors = a[:, k + 1:, k] / safe.reshape(-1, 1)
+            lower = a[:, k + 1:, :] - factors.unsqueeze(-1) * a[:, k:k + 1, :]
+            a = ember.cat([a[:, :k + 1, :], lower], 1)
+    return det.reshape(batch)

@@ -453,3 +453,47 @@ def _center_crop_pad(ctx: ImportContext, x: Any, shape: Any) -> Any:
             x = ember.cat([ember.zeros(zeros, dtype=x.dtype, device=x.device), x,
                            ember.zeros(after, dtype=x.dtype, device=x.device)], a)
     return x
+
+
+@importer("LpPool", since=1)
+def _lp_pool(ctx: ImportContext, x: Any) -> Any:
+    """(sum over the window of |x|^p)^(1/p): an average pool of |x|^p, times the window."""
+    kernel = ctx.attr("kernel_shape")
+    p = ctx.attr("p", 2)
+    strides, dilations, begin, end = _spatial(ctx, x, kernel)
+    if any(d != 1 for d in dilations):
+        raise ctx.fail("dilated LpPool is not supported", NotImplementedError)
+    n = len(kernel)
+    powered = _as_2d(_pad_explicit(x.abs() ** p, begin, end, 0.0), n)
+    avg = F.avg_pool2d(powered, _lift(kernel, n, 1), _lift(strides, n, 1), 0,
+                       ceil_mode=bool(ctx.attr("ceil_mode", 0)))
+    return _from_2d(avg * int(np.prod(kernel)), n) ** (1.0 / p)
+
+
+@importer("Col2Im", since=18)
+def _col2im(ctx: ImportContext, x: Any, image_shape: Any, block_shape: Any) -> Any:
+    size, block = ctx.ints(image_shape), ctx.ints(block_shape)
+    if len(size) != 2:
+        raise ctx.fail(f"{len(size)}-D images are not supported (2-D are)",
+                       NotImplementedError)
+    pads = ctx.attr("pads") or [0, 0, 0, 0]
+    if pads[:2] != pads[2:]:
+        raise ctx.fail("asymmetric pads are not supported", NotImplementedError)
+    return F.fold(x, size, block, dilation=ctx.attr("dilations") or 1,
+                  padding=pads[:2], stride=ctx.attr("strides") or 1)
+
+
+@importer("MaxUnpool", since=9)
+def _max_unpool(ctx: ImportContext, x: Any, indices: Any, output_shape: Any = None) -> Any:
+    kernel = ctx.attr("kernel_shape")
+    strides = ctx.attr("strides") or [1] * len(kernel)
+    pads = ctx.attr("pads") or [0] * (2 * len(kernel))
+    if output_shape is not None:
+        shape = ctx.ints(output_shape)
+    else:
+        spatial = [(i - 1) * s + k - pads[j] - pads[j + len(kernel)]
+                   for j, (i, s, k) in enumerate(zip(x.shape[2:], strides, kernel))]
+        shape = list(x.shape[:2]) + spatial
+    flat = ember.zeros(int(np.prod(shape)), dtype=x.dtype, device=x.device)
+    flat = ember.scatter(flat, 0, indices.reshape(-1).to(ember.int64), x.reshape(-1))
+    return flat.reshape(shape)

@@ -419,3 +419,21 @@ def _reverse_sequence(ctx: ImportContext, x: Any, lens: Any) -> Any:
         rows.append(ember.cat([head, row.narrow(time_axis, n, row.shape[time_axis] - n)],
                               time_axis))
     return ember.cat(rows, batch_axis)
+
+
+@importer("TensorScatter", since=24)
+def _tensor_scatter(ctx: ImportContext, cache: Any, update: Any, write: Any = None) -> Any:
+    axis = ctx.attr("axis", -2) % cache.ndim
+    circular = ctx.attr("mode", "linear") == "circular"
+    size, length = cache.shape[axis], update.shape[axis]
+    starts = ctx.ints(write) if write is not None else [0] * cache.shape[0]
+    rows = []
+    for b, start in enumerate(starts):
+        row, upd = cache[b], update[b]
+        positions = [(start + i) % size if circular else start + i for i in range(length)]
+        index = ember.tensor(positions, dtype=ember.int64, device=cache.device)
+        shape = [1] * (row.ndim)
+        shape[axis - 1] = length
+        index = ember.broadcast_to(index.reshape(shape), list(upd.shape))
+        rows.append(ember.scatter(row, axis - 1, index, upd))
+    return ember.stack(rows, 0)
