@@ -437,3 +437,45 @@ def _tensor_scatter(ctx: ImportContext, cache: Any, update: Any, write: Any = No
         index = ember.broadcast_to(index.reshape(shape), list(upd.shape))
         rows.append(ember.scatter(row, axis - 1, index, upd))
     return ember.stack(rows, 0)
+
+
+@importer("Scan", since=9)
+def _scan(ctx: ImportContext, *args: Any) -> Any:
+    body = ctx.attr("body")
+    n_scan = ctx.attr("num_scan_inputs")
+    n_state = len(args) - n_scan
+    states, scans = list(args[:n_state]), list(args[n_state:])
+    in_axes = ctx.attr("scan_input_axes") or [0] * n_scan
+    in_dirs = ctx.attr("scan_input_directions") or [0] * n_scan
+    in_axes = [a % s.ndim for a, s in zip(in_axes, scans)]
+    steps = scans[0].shape[in_axes[0]]
+    collected: list[list[Any]] = []
+    for t in range(steps):
+        slices = [s.select(a, steps - 1 - t if d else t)
+                  for s, a, d in zip(scans, in_axes, in_dirs)]
+        outs = ctx.run_graph(body, states + slices)
+        states = list(outs[:n_state])
+        if not collected:
+            collected = [[] for _ in outs[n_state:]]
+        for acc, v in zip(collected, outs[n_state:]):
+            acc.append(v)
+    n_out = len(body.outputs) - n_state
+    out_axes = ctx.attr("scan_output_axes") or [0] * n_out
+    out_dirs = ctx.attr("scan_output_directions") or [0] * n_out
+    stacked = []
+    for acc, a, d in zip(collected, out_axes, out_dirs):
+        if d:
+            acc = acc[::-1]
+        stacked.append(ember.stack(acc, a % (acc[0].ndim + 1)))
+    return tuple(states + stacked)
+
+
+@importer("Scan", since=8)
+def _scan_8(ctx: ImportContext, lens: Any, *args: Any) -> Any:
+    """Opset 8's Scan: a batch axis first on every input, each batch item scanned alone."""
+    if lens is not None:
+        raise ctx.fail("sequence_lens is not supported", NotImplementedError)
+    if "directions" in ctx.attrs:
+        ctx.attrs = dict(ctx.attrs, scan_input_directions=ctx.attr("directions"))
+    per_item = [_scan(ctx, *[a[b] for a in args]) for b in range(args[0].shape[0])]
+    return tuple(ember.stack(list(vals), 0) for vals in zip(*per_item))

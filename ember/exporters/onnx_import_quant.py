@@ -1,0 +1,79 @@
+"""ONNX import converters: linear quantization (QuantizeLinear, DequantizeLinear,
+DynamicQuantizeLinear) for the integer types ember has (int8, uint8, int16, int32).
+
+Scales apply per tensor, per axis (a 1-D scale along `axis`) or per block (`block_size`
+elements of `axis` share one scale); rounding is half to even and results saturate, as
+ONNX specifies.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import ember
+from ember.exporters.onnx_import_context import ImportContext, ember_dtype
+from ember.exporters.onnx_registry import importer
+
+
+def _along(ctx: ImportContext, x: Any, param: Any) -> Any:
+    """`param` (scale or zero point) shaped to broadcast against `x`."""
+    if param.ndim == 0 or param.numel() == 1 and x.ndim and param.ndim <= 1 \
+            and not ctx.attr("block_size", 0):
+        return param.reshape(())
+    axis = ctx.attr("axis", 1) % x.ndim
+    block = ctx.attr("block_size", 0)
+    if block:  # repeat each entry block times along axis
+        expanded = param.unsqueeze(axis + 1)
+        shape = list(expanded.shape)
+        shape[axis + 1] = block
+        merged = list(param.shape)
+        merged[axis] *= block
+        return ember.broadcast_to(expanded, shape).reshape(merged).narrow(
+            axis, 0, x.shape[axis])
+    shape = [1] * x.ndim
+    shape[axis] = -1
+    return param.reshape(shape)
+
+
+def _limits(dtype: Any) -> tuple[int, int]:
+    info = np.iinfo(dtype.name)
+    return int(info.min), int(info.max)
+
+
+@importer("QuantizeLinear", since=10)
+def _quantize(ctx: ImportContext, x: Any, scale: Any, zero: Any = None) -> Any:
+    if zero is not None:
+        dtype = zero.dtype
+    elif "output_dtype" in ctx.attrs and ctx.attr("output_dtype"):
+        dtype = ember_dtype(ctx.attr("output_dtype"), "QuantizeLinear's output_dtype")
+    else:
+        dtype = ember.uint8
+    work = ember.float32 if x.dtype != ember.float64 else ember.float64
+    q = ember.round(x.to(work) / _along(ctx, x, scale).to(work))
+    if zero is not None:
+        q = q + _along(ctx, x, zero).to(work)
+    lo, hi = _limits(dtype)
+    return ember.clamp(q, lo, hi).to(dtype)
+
+
+@importer("DequantizeLinear", since=10)
+def _dequantize(ctx: ImportContext, x: Any, scale: Any, zero: Any = None) -> Any:
+    work = x.to(ember.float32)
+    if zero is not None:
+        work = work - _along(ctx, x, zero).to(ember.float32)
+    out_dtype = ember_dtype(ctx.attr("output_dtype"), "DequantizeLinear's output_dtype") \
+        if ctx.attr("output_dtype") else scale.dtype
+    return (work * _along(ctx, x, scale).to(ember.float32)).to(out_dtype)
+
+
+@importer("DynamicQuantizeLinear", since=11)
+def _dynamic_quantize(ctx: ImportContext, x: Any) -> Any:
+    lo = ember.minimum(x.amin(), ember.zeros((), dtype=x.dtype, device=x.device))
+    hi = ember.maximum(x.amax(), ember.zeros((), dtype=x.dtype, device=x.device))
+    scale = (hi - lo) / 255
+    safe = ember.where(scale == 0, ember.ones_like(scale), scale)
+    zero = ember.clamp(ember.round(-lo / safe), 0, 255)
+    y = ember.clamp(ember.round(x / safe) + zero, 0, 255).to(ember.uint8)
+    return y, scale, zero.to(ember.uint8)
