@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 import ember
+from ember.exporters import onnx_import_windows as windows
 from ember.exporters.onnx_import_context import ImportContext, ember_dtype
 from ember.exporters.onnx_registry import importer
 
@@ -23,9 +24,6 @@ F = ember.nn.functional
 def _spatial(ctx: ImportContext, x: Any, kernel: list[int]) -> tuple[list, list, list, list]:
     """(strides, dilations, pads_begin, pads_end) of a conv/pool node, "auto_pad" resolved."""
     n = len(kernel)
-    if n not in (1, 2):
-        raise ctx.fail(f"{n}-D is not supported (ember has 1-D and 2-D convolutions and "
-                       "pools)", NotImplementedError)
     strides = ctx.attr("strides") or [1] * n
     dilations = ctx.attr("dilations") or [1] * n
     pads = ctx.attr("pads") or [0] * (2 * n)
@@ -67,6 +65,8 @@ def _conv(ctx: ImportContext, x: Any, w: Any, b: Any = None) -> Any:
     kernel = ctx.attr("kernel_shape") or list(w.shape[2:])
     strides, dilations, begin, end = _spatial(ctx, x, kernel)
     n = len(kernel)
+    if n > 2:
+        return windows.conv(x, w, b, strides, dilations, begin, end, ctx.attr("group", 1))
     padding = 0
     if begin == end:
         padding = _lift(begin, n, 0)
@@ -137,6 +137,10 @@ def _max_pool(ctx: ImportContext, x: Any) -> Any:
         return out.to(x.dtype) if not isinstance(out, tuple) else \
             (out[0].to(x.dtype), out[1])
     symmetric = begin == end and all(p <= k // 2 for p, k in zip(begin, kernel))
+    if n > 2 and not ctx.wants(1):
+        return windows.max_pool(x, kernel, strides, dilations, begin, end, ceil)
+    if n > 2:
+        raise ctx.fail("indices of a 3-D MaxPool are not supported", NotImplementedError)
     padding = _lift(begin, n, 0) if symmetric else 0
     if not symmetric:
         x = _pad_explicit(x, begin, end, -math.inf)
@@ -165,11 +169,11 @@ def _max_pool(ctx: ImportContext, x: Any) -> Any:
 def _avg_pool(ctx: ImportContext, x: Any) -> Any:
     kernel = ctx.attr("kernel_shape")
     strides, dilations, begin, end = _spatial(ctx, x, kernel)
-    if any(d != 1 for d in dilations):
-        raise ctx.fail("dilated AveragePool is not supported", NotImplementedError)
     n = len(kernel)
     ceil = bool(ctx.attr("ceil_mode", 0))
     include = bool(ctx.attr("count_include_pad", 0))
+    if n > 2 or any(d != 1 for d in dilations):
+        return windows.avg_pool(x, kernel, strides, dilations, begin, end, ceil, include)
     symmetric = begin == end and all(p <= k // 2 for p, k in zip(begin, kernel))
     k2, s2 = _lift(kernel, n, 1), _lift(strides, n, 1)
     if symmetric:
@@ -461,9 +465,11 @@ def _lp_pool(ctx: ImportContext, x: Any) -> Any:
     kernel = ctx.attr("kernel_shape")
     p = ctx.attr("p", 2)
     strides, dilations, begin, end = _spatial(ctx, x, kernel)
-    if any(d != 1 for d in dilations):
-        raise ctx.fail("dilated LpPool is not supported", NotImplementedError)
     n = len(kernel)
+    if n > 2 or any(d != 1 for d in dilations):
+        total = windows.sum_pool(x.abs() ** p, kernel, strides, dilations, begin, end,
+                                 bool(ctx.attr("ceil_mode", 0)))
+        return total ** (1.0 / p)
     powered = _as_2d(_pad_explicit(x.abs() ** p, begin, end, 0.0), n)
     avg = F.avg_pool2d(powered, _lift(kernel, n, 1), _lift(strides, n, 1), 0,
                        ceil_mode=bool(ctx.attr("ceil_mode", 0)))
