@@ -14,6 +14,7 @@ import numpy as np
 
 import ember
 from ember.exporters.onnx_import_context import ImportContext, ember_dtype
+from ember.exporters.onnx_import_nn import _conv as float_conv
 from ember.exporters.onnx_registry import importer
 
 
@@ -77,3 +78,64 @@ def _dynamic_quantize(ctx: ImportContext, x: Any) -> Any:
     zero = ember.clamp(ember.round(-lo / safe), 0, 255)
     y = ember.clamp(ember.round(x / safe) + zero, 0, 255).to(ember.uint8)
     return y, scale, zero.to(ember.uint8)
+
+
+def _centered(x: Any, zero: Any, per_row: bool = False) -> Any:
+    """`x - zero` in float64 (exact for 8-bit values); a 1-D zero point of a weight is
+    per output channel."""
+    x = x.to(ember.float64)
+    if zero is None:
+        return x
+    zero = zero.to(ember.float64)
+    if per_row and zero.ndim == 1 and zero.numel() == x.shape[0] and zero.numel() > 1:
+        zero = zero.reshape([-1] + [1] * (x.ndim - 1))
+    return x - zero
+
+
+def _requantize(ctx: ImportContext, acc: Any, scale: Any, zero: Any, like: Any) -> Any:
+    y = acc * scale
+    dtype = zero.dtype if zero is not None else like.dtype
+    if zero is not None:
+        y = y + zero.to(ember.float64)
+    lo, hi = _limits(dtype)
+    return ember.clamp(ember.round(y), lo, hi).to(dtype)
+
+
+@importer("MatMulInteger", since=10)
+def _matmul_integer(ctx: ImportContext, a: Any, b: Any, a_zero: Any = None,
+                    b_zero: Any = None) -> Any:
+    return ember.matmul(_centered(a, a_zero), _centered(b, b_zero)).to(ember.int32)
+
+
+@importer("QLinearMatMul", since=10)
+def _qlinear_matmul(ctx: ImportContext, a: Any, a_scale: Any, a_zero: Any, b: Any,
+                    b_scale: Any, b_zero: Any, y_scale: Any, y_zero: Any = None) -> Any:
+    acc = ember.matmul(_centered(a, a_zero), _centered(b, b_zero))
+    scale = (a_scale.to(ember.float64) * b_scale.to(ember.float64) /
+             y_scale.to(ember.float64))
+    return _requantize(ctx, acc, scale, y_zero, a)
+
+
+def _integer_conv(ctx: ImportContext, x: Any, w: Any) -> Any:
+    return float_conv(ctx, x, w, None)  # exact: 8-bit products summed in float64
+
+
+@importer("ConvInteger", since=10)
+def _conv_integer(ctx: ImportContext, x: Any, w: Any, x_zero: Any = None,
+                  w_zero: Any = None) -> Any:
+    acc = _integer_conv(ctx, _centered(x, x_zero), _centered(w, w_zero, per_row=True))
+    return ember.round(acc).to(ember.int32)
+
+
+@importer("QLinearConv", since=10)
+def _qlinear_conv(ctx: ImportContext, x: Any, x_scale: Any, x_zero: Any, w: Any,
+                  w_scale: Any, w_zero: Any, y_scale: Any, y_zero: Any = None,
+                  bias: Any = None) -> Any:
+    acc = _integer_conv(ctx, _centered(x, x_zero), _centered(w, w_zero, per_row=True))
+    if bias is not None:
+        acc = acc + bias.to(ember.float64).reshape([1, -1] + [1] * (acc.ndim - 2))
+    ws = w_scale.to(ember.float64)
+    if ws.numel() > 1:
+        ws = ws.reshape([1, -1] + [1] * (acc.ndim - 2))
+    scale = x_scale.to(ember.float64) * ws / y_scale.to(ember.float64)
+    return _requantize(ctx, acc, scale, y_zero, x)

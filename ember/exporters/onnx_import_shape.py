@@ -479,3 +479,70 @@ def _scan_8(ctx: ImportContext, lens: Any, *args: Any) -> Any:
         ctx.attrs = dict(ctx.attrs, scan_input_directions=ctx.attr("directions"))
     per_item = [_scan(ctx, *[a[b] for a in args]) for b in range(args[0].shape[0])]
     return tuple(ember.stack(list(vals), 0) for vals in zip(*per_item))
+
+
+@importer("Unique", since=11)
+def _unique(ctx: ImportContext, x: Any) -> Any:
+    """The unique slices are found on the host; the values are gathered from `x` with
+    `index_select`, so they keep its device and autograd."""
+    axis = ctx.attr("axis")
+    flat = x.reshape(-1) if axis is None else x
+    axis = 0 if axis is None else axis % x.ndim
+    values = np.asarray(flat.to(ember.float64).tolist() if flat.dtype == ember.bfloat16
+                        else flat.tolist())
+    moved = np.moveaxis(values, axis, 0).reshape(values.shape[axis], -1)
+    keys = [tuple(row) for row in moved.tolist()]
+    first: dict[tuple, int] = {}
+    for i, k in enumerate(keys):
+        first.setdefault(k, i)
+    order = sorted(first, key=lambda k: k) if ctx.attr("sorted", 1) else list(first)
+    position = {k: j for j, k in enumerate(order)}
+    indices = [first[k] for k in order]
+    inverse = [position[k] for k in keys]
+    counts = [0] * len(order)
+    for k in keys:
+        counts[position[k]] += 1
+    y = ember.index_select(flat, axis, ember.tensor(indices, dtype=ember.int64,
+                                                    device=x.device))
+    return y, ctx.host(indices), ctx.host(inverse), ctx.host(counts)
+
+
+@importer("NonMaxSuppression", since=10)
+def _nms(ctx: ImportContext, boxes: Any, scores: Any, max_out: Any = None,
+         iou_threshold: Any = None, score_threshold: Any = None) -> Any:
+    """Greedy non-maximum suppression per (batch, class), on the host (its output is
+    indices, data-dependent in length)."""
+    limit = int(ctx.scalar(max_out, 0))
+    iou_max = float(ctx.scalar(iou_threshold, 0.0))
+    floor = ctx.scalar(score_threshold, None)
+    b = np.asarray(boxes.tolist(), np.float64).reshape(boxes.shape)
+    s = np.asarray(scores.tolist(), np.float64).reshape(scores.shape)
+    if ctx.attr("center_point_box", 0):
+        cx, cy, w, h = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+        b = np.stack([cy - h / 2, cx - w / 2, cy + h / 2, cx + w / 2], -1)
+    y1, y2 = np.minimum(b[..., 0], b[..., 2]), np.maximum(b[..., 0], b[..., 2])
+    x1, x2 = np.minimum(b[..., 1], b[..., 3]), np.maximum(b[..., 1], b[..., 3])
+    area = (y2 - y1) * (x2 - x1)
+    picked: list[list[int]] = []
+    for n in range(s.shape[0]):
+        for c in range(s.shape[1]):
+            order = sorted(range(s.shape[2]), key=lambda i: -s[n, c, i])
+            kept: list[int] = []
+            for i in order:
+                if len(kept) >= limit or (floor is not None and s[n, c, i] <= floor):
+                    break
+                ok = True
+                for j in kept:
+                    ih = max(0.0, min(y2[n, i], y2[n, j]) - max(y1[n, i], y1[n, j]))
+                    iw = max(0.0, min(x2[n, i], x2[n, j]) - max(x1[n, i], x1[n, j]))
+                    inter = ih * iw
+                    union = area[n, i] + area[n, j] - inter
+                    if union > 0 and inter / union > iou_max:
+                        ok = False
+                        break
+                if ok:
+                    kept.append(i)
+            picked += [[n, c, i] for i in kept]
+    out = ember.tensor(picked, dtype=ember.int64) if picked else \
+        ember.zeros(0, 3, dtype=ember.int64)
+    return out.to(boxes.device) if str(boxes.device) != "cpu" else out
