@@ -32,6 +32,7 @@ from ember.exporters import (  # noqa: F401 - the converter modules enter the re
     onnx_import_rnn,
     onnx_import_sequence,
     onnx_import_shape,
+    onnx_import_spectral,
     onnx_import_training,
     onnx_registry,
 )
