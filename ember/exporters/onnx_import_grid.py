@@ -1,0 +1,128 @@
+"""ONNX import converters: GridSample and AffineGrid, for 2-D and 3-D images.
+
+GridSample follows onnx's reference step by step: the grid's normalised coordinates are
+denormalised, out-of-range ones clamped or reflected by `padding_mode`, then every tap
+of the interpolation (1 for nearest, 2 per axis for linear, 4 for cubic) is gathered
+from the flattened image and weighted. All in ember ops: differentiable in the image and
+in the grid, on every device.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import ember
+from ember.exporters.onnx_import_context import ImportContext
+from ember.exporters.onnx_registry import importer
+
+
+def _reflect(x: Any, lo: float, hi: float) -> Any:
+    span = hi - lo
+    below, above = lo - x, x - hi
+    nb, na = ember.floor(below / span), ember.floor(above / span)
+    rb, ra = below - nb * span, above - na * span
+    even_b, even_a = ember.remainder(nb, 2) == 0, ember.remainder(na, 2) == 0
+    from_below = ember.where(even_b, lo + rb, hi - rb)
+    from_above = ember.where(even_a, hi - ra, lo + ra)
+    return ember.where(x < lo, from_below, ember.where(x > hi, from_above, x))
+
+
+def _cubic(t: Any) -> list[Any]:
+    a = -0.75
+    t1, t2 = t + 1, 1 - t
+    t3 = 2 - t
+    return [((a * t1 - 5 * a) * t1 + 8 * a) * t1 - 4 * a,
+            ((a + 2) * t - (a + 3)) * t * t + 1,
+            ((a + 2) * t2 - (a + 3)) * t2 * t2 + 1,
+            ((a * t3 - 5 * a) * t3 + 8 * a) * t3 - 4 * a]
+
+
+def _taps(x: Any, mode: str) -> list[tuple[Any, Any]]:
+    """(integer index, weight) of each tap along one axis."""
+    if mode == "nearest":
+        return [(x, None)]
+    base = ember.floor(x)
+    t = x - base
+    if mode == "linear":
+        return [(base, 1 - t), (base + 1, t)]
+    return [(base + (k - 1), w) for k, w in enumerate(_cubic(t))]
+
+
+@importer("GridSample", since=16)
+def _grid_sample(ctx: ImportContext, image: Any, grid: Any) -> Any:
+    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(ctx.attr("mode", "linear"),
+                                                         ctx.attr("mode", "linear"))
+    if ctx.opset < 20 and "mode" not in ctx.attrs:
+        mode = "linear"
+    padding = ctx.attr("padding_mode", "zeros")
+    align = bool(ctx.attr("align_corners", 0))
+    n, c = image.shape[0], image.shape[1]
+    dims = list(image.shape[2:])
+    out = list(grid.shape[1:-1])
+    points = 1
+    for s in out:
+        points *= s
+    g = grid.reshape(n, points, len(dims)).to(ember.float32)
+    taps_per_axis = []
+    for i, d in enumerate(dims):
+        v = g[..., len(dims) - 1 - i]  # the grid lists x (the last axis) first
+        x = (v + 1) / 2 * (d - 1) if align else ((v + 1) * d - 1) / 2
+        if mode == "nearest":
+            x = ember.round(x)
+        lo, hi = (0.0, d - 1.0) if align else (-0.5, d - 0.5)
+        if padding == "border":
+            x = ember.clamp(x, 0, d - 1)
+        elif padding == "reflection":
+            x = _reflect(x, lo, hi)
+        axis_taps = []
+        for idx, w in _taps(x, mode):
+            valid = None
+            if padding == "zeros":
+                valid = ember.logical_and(idx >= 0, idx <= d - 1)
+                idx = ember.clamp(idx, 0, d - 1)
+            elif padding == "border":
+                idx = ember.clamp(idx, 0, d - 1)
+            else:
+                idx = ember.clamp(ember.trunc(_reflect(idx, lo, hi)), 0, d - 1)
+            axis_taps.append((idx.to(ember.int64), w, valid))
+        taps_per_axis.append(axis_taps)
+    flat = image.reshape(n, c, -1)
+    strides = [1] * len(dims)
+    for i in range(len(dims) - 2, -1, -1):
+        strides[i] = strides[i + 1] * dims[i + 1]
+    y = None
+    for combo in itertools.product(*taps_per_axis):
+        index = sum(t[0] * s for t, s in zip(combo, strides))
+        vals = ember.gather(flat, 2, index.unsqueeze(1).expand(n, c, points))
+        weight = None
+        for _, w, valid in combo:
+            if w is not None:
+                weight = w if weight is None else weight * w
+            if valid is not None:
+                mask = valid.to(vals.dtype)
+                weight = mask if weight is None else weight * mask
+        term = vals * weight.unsqueeze(1).to(vals.dtype) if weight is not None else vals
+        y = term if y is None else y + term
+    return y.reshape([n, c] + out).to(image.dtype)
+
+
+@importer("AffineGrid", since=20)
+def _affine_grid(ctx: ImportContext, theta: Any, size: Any) -> Any:
+    shape = ctx.ints(size)
+    spatial = shape[2:]
+    align = bool(ctx.attr("align_corners", 0))
+    axes = []
+    for d in reversed(spatial):  # x (the last axis) first, as a grid lists them
+        k = ember.arange(d, dtype=ember.float64, device=theta.device)
+        axes.append(k * 2 / (d - 1) - 1 if align and d > 1 else
+                    (k * 2 + 1) / d - 1 if not align else k * 0)
+    grids = []
+    for i, a in enumerate(axes):  # broadcast axis i (reversed order) over the others
+        view = [1] * len(spatial)
+        view[len(spatial) - 1 - i] = -1
+        grids.append(ember.broadcast_to(a.reshape(view), spatial))
+    ones = ember.ones(spatial, dtype=ember.float64, device=theta.device)
+    base = ember.stack(grids + [ones], -1).reshape(-1, len(spatial) + 1)
+    out = ember.matmul(base.to(theta.dtype), theta.transpose(1, 2))
+    return out.reshape([shape[0]] + spatial + [len(spatial)])
