@@ -26,7 +26,8 @@ def _activations(ctx: ImportContext, default: list[str], directions: int) -> lis
 
 
 def _recurrent(ctx: ImportContext, x: Any, w: Any, r: Any, b: Any, lens: Any, h0: Any,
-               gates: int, default_acts: list[str], step: Any, c0: Any = None) -> Any:
+               gates: int, default_acts: list[str], step: Any, c0: Any = None,
+               peepholes: Any = None) -> Any:
     if lens is not None and len(set(ctx.ints(lens))) > 1:
         raise ctx.fail("sequence_lens of different lengths are not supported",
                        NotImplementedError)
@@ -58,8 +59,9 @@ def _recurrent(ctx: ImportContext, x: Any, w: Any, r: Any, b: Any, lens: Any, h0
         order = range(seq - 1, -1, -1) if reverse else range(seq)
         outs = [None] * seq
         for t in order:
+            extra = {"peep": peepholes[d]} if peepholes is not None else {}
             h, c = step(ctx, xw[t], h, c, r[d], rb, hidden, acts[d * per:(d + 1) * per],
-                        clip)
+                        clip, **extra)
             outs[t] = h
         ys.append(ember.stack(outs, 0))
         hs.append(h)
@@ -101,14 +103,21 @@ def _gru_step(ctx, xw, h, c, r, rb, hidden, acts, clip):  # noqa: ANN001, ANN202
     return (1 - z) * cand + z * h, None
 
 
-def _lstm_step(ctx, xw, h, c, r, rb, hidden, acts, clip):  # noqa: ANN001, ANN202
+def _lstm_step(ctx, xw, h, c, r, rb, hidden, acts, clip, peep=None):  # noqa: ANN001, ANN202
     f, g, hact = acts
     pre = xw + ember.matmul(h, r.t())
     if rb is not None:
         pre = pre + rb
     pre = _clip(pre, clip)
     i, o, fg, cand = (pre[:, k * hidden:(k + 1) * hidden] for k in range(4))
-    c = f(fg) * c + f(i) * g(cand)
+    if peep is not None:  # peepholes (input, output, forget) look at the cell state
+        pi, po, pf = peep[:hidden], peep[hidden:2 * hidden], peep[2 * hidden:]
+        i, fg = i + pi * c, fg + pf * c
+    gate_i = f(i)
+    gate_f = 1 - gate_i if ctx.attr("input_forget", 0) else f(fg)
+    c = gate_f * c + gate_i * g(cand)
+    if peep is not None:
+        o = o + po * c
     return f(o) * hact(c), c
 
 
@@ -127,7 +136,5 @@ def _gru(ctx: ImportContext, x: Any, w: Any, r: Any, b: Any = None, lens: Any = 
 @importer("LSTM", since=7)
 def _lstm(ctx: ImportContext, x: Any, w: Any, r: Any, b: Any = None, lens: Any = None,
           h0: Any = None, c0: Any = None, p: Any = None) -> Any:
-    if p is not None or ctx.attr("input_forget", 0):
-        raise ctx.fail("peepholes and input_forget are not supported", NotImplementedError)
     return _recurrent(ctx, x, w, r, b, lens, h0, 4, ["Sigmoid", "Tanh", "Tanh"], _lstm_step,
-                      c0)
+                      c0, p)

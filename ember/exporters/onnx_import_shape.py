@@ -240,32 +240,59 @@ def _scatter_elements(ctx: ImportContext, x: Any, idx: Any, updates: Any) -> Any
         return ember.scatter(x, axis, idx, updates)
     if reduction == "add":
         return ember.scatter_add(x, axis, idx, updates)
-    if reduction == "mul":
-        return ember.scatter(x, axis, idx, updates, reduce="multiply")
-    raise ctx.fail(f"reduction {reduction!r} is not supported (none, add, mul are)",
-                   NotImplementedError)
+    # every update's flat position in x: its own index, with `axis` taken from idx
+    grid = np.indices(tuple(idx.shape)).reshape(idx.ndim, -1)
+    grid[axis] = np.asarray(idx.tolist(), np.int64).reshape(-1)
+    targets = np.ravel_multi_index(tuple(grid), tuple(x.shape)).tolist()
+    flat = _scatter_rows(ctx, x.reshape(-1, 1), targets, updates.reshape(-1, 1), reduction)
+    return flat.reshape(x.shape)
 
 
 importer("Scatter", since=9)(_scatter_elements)
 
+_REDUCE = {"none": lambda cur, new: new, "add": ember.add, "mul": ember.mul,
+           "max": ember.maximum, "min": ember.minimum}
+
+
+def _scatter_rows(ctx: ImportContext, rows: Any, targets: list[int], updates: Any,
+                  reduction: str) -> Any:
+    """`rows[targets[r]] = reduce(rows[targets[r]], updates[r])` for every r, in order.
+    Updates that hit the same row go in successive rounds (each round a gather, the
+    reduction and a scatter), so repeats combine as the reduction says."""
+    if reduction not in _REDUCE:
+        raise ctx.fail(f"reduction {reduction!r} is not supported ({', '.join(_REDUCE)} "
+                       "are)", NotImplementedError)
+    reduce = _REDUCE[reduction]
+    pending = list(range(len(targets)))
+    width = rows.shape[1]
+    while pending:
+        seen: set[int] = set()
+        now, later = [], []
+        for r in pending:
+            (later if targets[r] in seen else now).append(r)
+            seen.add(targets[r])
+        where = ember.tensor([targets[r] for r in now], dtype=ember.int64, device=rows.device)
+        src = ember.index_select(updates, 0, ember.tensor(now, dtype=ember.int64,
+                                                          device=rows.device))
+        merged = reduce(ember.index_select(rows, 0, where), src.to(rows.dtype))
+        rows = ember.scatter(rows, 0, where.reshape(-1, 1).expand(-1, width), merged)
+        pending = later
+    return rows
+
 
 @importer("ScatterND", since=11)
 def _scatter_nd(ctx: ImportContext, x: Any, idx: Any, updates: Any) -> Any:
-    reduction = ctx.attr("reduction", "none")
     k = idx.shape[-1]
-    idx = idx.to(ember.int64)
-    parts = tuple(_positive(idx[..., i], x.shape[i]) for i in range(k))
-    out = x.clone()
-    if reduction == "none":
-        out[parts] = updates
-    elif reduction == "add":
-        out[parts] = out[parts] + updates
-    elif reduction == "mul":
-        out[parts] = out[parts] * updates
-    else:
-        raise ctx.fail(f"reduction {reduction!r} is not supported (none, add, mul are)",
-                       NotImplementedError)
-    return out
+    lead = [int(v) for v in x.shape[:k]]
+    where = np.asarray(idx.tolist(), np.int64).reshape(-1, k)
+    where = np.where(where < 0, where + np.asarray(lead), where)
+    targets = np.ravel_multi_index(tuple(where.T), tuple(lead)).tolist() if k else \
+        [0] * where.shape[0]
+    rows = x.reshape([int(np.prod(lead, dtype=np.int64))] + list(x.shape[k:])).reshape(
+        int(np.prod(lead, dtype=np.int64)), -1)
+    upd = updates.reshape(len(targets), -1)
+    out = _scatter_rows(ctx, rows, targets, upd, ctx.attr("reduction", "none"))
+    return out.reshape(x.shape)
 
 
 @importer("NonZero", since=9)
