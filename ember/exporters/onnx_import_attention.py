@@ -165,3 +165,59 @@ def _rotary(ctx: ImportContext, x: Any, cos: Any, sin: Any, positions: Any = Non
     if len(shape) == 3:
         return out.reshape(shape)
     return out.permute(0, 2, 1, 3)
+
+
+def _heads_of(x: Any, n: int) -> Any:
+    """(batch, seq, n * d) -> (batch, n, seq, d), in float32 as onnx's reference."""
+    return _heads(x, n).to(ember.float32)
+
+
+@importer("LinearAttention", since=26)
+def _linear_attention(ctx: ImportContext, q: Any, k: Any, v: Any, past: Any = None,
+                      decay: Any = None, beta: Any = None) -> Any:
+    """Recurrent linear attention: a (d_k x d_v) state per head, decayed (gated), corrected
+    (delta rule) and read by the query at every step."""
+    hq, hkv = ctx.attr("q_num_heads"), ctx.attr("kv_num_heads")
+    rule = ctx.attr("update_rule", "gated_delta")
+    b, t = q.shape[0], q.shape[1]
+    dk, dv = q.shape[-1] // hq, v.shape[-1] // hkv
+    q4, k4, v4 = _heads_of(q, hq), _heads_of(k, hkv), _heads_of(v, hkv)
+    if decay is not None:
+        decay4 = (decay.reshape(b, t, hkv, 1) if decay.shape[-1] == hkv else
+                  decay.reshape(b, t, hkv, dk)).permute(0, 2, 1, 3).to(ember.float32)
+    if beta is not None:
+        beta4 = beta.reshape(b, t, beta.shape[-1], 1).permute(0, 2, 1, 3).to(ember.float32)
+    state = past.to(ember.float32) if past is not None else \
+        ember.zeros(b, hkv, dk, dv, device=q.device)
+    scale = ctx.attr("scale") or 1 / math.sqrt(dk)
+    group = hq // hkv
+    outs = []
+    for i in range(t):
+        k_t, v_t = k4[:, :, i, :], v4[:, :, i, :]
+        if rule in ("gated", "gated_delta"):
+            state = state * ember.exp(decay4[:, :, i, :]).unsqueeze(-1)
+        if rule in ("delta", "gated_delta"):
+            retrieved = ember.matmul(k_t.unsqueeze(-2), state).squeeze(-2)
+            v_t = beta4[:, :, i, :] * (v_t - retrieved)
+        state = state + k_t.unsqueeze(-1) * v_t.unsqueeze(-2)
+        read = state if group == 1 else state.unsqueeze(2).expand(
+            -1, -1, group, -1, -1).reshape(b, hq, dk, dv)
+        outs.append(scale * ember.matmul(q4[:, :, i, :].unsqueeze(-2), read).squeeze(-2))
+    y = ember.stack(outs, 2).permute(0, 2, 1, 3).reshape(b, t, hq * dv)
+    return y.to(q.dtype), state.to(past.dtype if past is not None else q.dtype)
+
+
+@importer("CausalConvWithState", since=26)
+def _causal_conv(ctx: ImportContext, x: Any, w: Any, bias: Any = None,
+                 past: Any = None) -> Any:
+    """A depthwise causal 1-D convolution that carries its last k-1 inputs as state."""
+    b, c = x.shape[0], x.shape[1]
+    k = w.shape[2]
+    pad = past if past is not None else ember.zeros(b, c, k - 1, dtype=x.dtype,
+                                                    device=x.device)
+    padded = ember.cat([pad, x], 2)
+    y = ember.nn.functional.conv1d(padded, w, bias, groups=c).to(x.dtype)
+    if ctx.attr("activation", "none") in ("silu", "swish"):
+        y32 = y.to(ember.float32)
+        y = (y32 * ember.sigmoid(y32)).to(x.dtype)
+    return y, padded.narrow(2, padded.shape[2] - (k - 1), k - 1)
