@@ -142,6 +142,17 @@ class _Graph:
         self.nodes = nodes
         self.inputs = [i.name for i in proto.input]
         self.outputs = [o.name for o in proto.output]
+        self.constants: dict[str, str] = {}  # a subgraph's initializer -> buffer key
+
+    def subgraphs(self) -> list[_Graph]:
+        """The graphs in its nodes' attributes, recursively."""
+        out = []
+        for node in self.nodes:
+            for v in node.attrs.values():
+                for g in (v if isinstance(v, list) else [v]):
+                    if isinstance(g, _Graph):
+                        out += [g] + g.subgraphs()
+        return out
 
 
 def _attributes(node: Any, compile_graph: Callable[[Any], _Graph]) -> dict[str, Any]:
@@ -266,6 +277,18 @@ def _place(root: nn.Module, name: str, value: Any, used: set[str], persistent: b
 
 # -- the module ------------------------------------------------------------------------------
 
+def _initializer(proto: Any, device: Any) -> Any:
+    from onnx import numpy_helper
+
+    arr = numpy_helper.to_array(proto)
+    if arr.dtype == object:
+        raise OnnxLoadError(f"initializer {proto.name!r} holds strings, which ember has no "
+                            "dtype for")
+    t = ember.from_numpy(np.array(arr, order="C"))
+    t = t.to(ember_dtype(proto.data_type, f"initializer {proto.name!r}"))
+    return t.to(device) if device is not None else t
+
+
 class OnnxModule(nn.Module):
     r"""An ONNX model imported by :func:`ember.onnx.load`: calling it runs the graph with
     ember ops on the device of its parameters.
@@ -279,8 +302,6 @@ class OnnxModule(nn.Module):
 
     def __init__(self, model: Any, graph: _Graph, device: Any = None) -> None:
         super().__init__()
-        from onnx import numpy_helper
-
         self._graph = graph
         self.opsets = _opsets(model)
         self.initializer_names: dict[str, str] = {}
@@ -288,21 +309,18 @@ class OnnxModule(nn.Module):
         used: set[str] = set()
         inits = {t.name: t for t in model.graph.initializer}
         for name, proto in inits.items():
-            arr = numpy_helper.to_array(proto)
-            t = ember.from_numpy(np.array(arr, order="C")) if arr.dtype != object \
-                else None
-            if t is None:
-                raise OnnxLoadError(f"initializer {name!r} holds strings, which ember has no "
-                                    "dtype for")
-            t = t.to(ember_dtype(proto.data_type, f"initializer {name!r}"))
-            if device is not None:
-                t = t.to(device)
+            t = _initializer(proto, device)
             value = nn.Parameter(t) if t.dtype.name in _FLOATS else t
             self.initializer_names[name] = _place(self, name, value, used)
         self._keys.update(self.initializer_names)
         self._inputs = [i for i in model.graph.input if i.name not in inits]
         self.input_names = [i.name for i in self._inputs]
         self.output_names = list(graph.outputs)
+        for k, sub in enumerate(graph.subgraphs()):  # their weights: buffers, too
+            for proto in sub.proto.initializer:
+                value = _initializer(proto, device)
+                sub.constants[proto.name] = _place(self, f"_subgraph{k}.{proto.name}",
+                                                   value, used, persistent=False)
         self._fold(used, device)
 
     # Constant nodes, and nodes fed only by them, run once here. Their results are
@@ -335,8 +353,11 @@ class OnnxModule(nn.Module):
         self._graph = _Graph(self._graph.proto, rest)
 
     def _value(self, name: str) -> Any:
+        return self._value_at(self._keys[name])
+
+    def _value_at(self, key: str) -> Any:
         obj: Any = self
-        for part in self._keys[name].split("."):
+        for part in key.split("."):
             obj = getattr(obj, part)
         return obj
 
@@ -417,7 +438,9 @@ class OnnxModule(nn.Module):
 
     def _run_node(self, node: _Node, env: Any, device: Any) -> list:
         def run_sub(sub: _Graph, inputs: list) -> list:
-            scope = collections.ChainMap(dict(zip(sub.inputs, inputs)), env)
+            local = {n: self._value_at(key) for n, key in sub.constants.items()}
+            local.update(zip(sub.inputs, inputs))
+            scope = collections.ChainMap(local, env)
             return self._run_graph(sub, scope, device)
 
         try:

@@ -221,3 +221,29 @@ def _causal_conv(ctx: ImportContext, x: Any, w: Any, bias: Any = None,
         y32 = y.to(ember.float32)
         y = (y32 * ember.sigmoid(y32)).to(x.dtype)
     return y, padded.narrow(2, padded.shape[2] - (k - 1), k - 1)
+
+
+@importer("FlexAttention", since=1, domain="ai.onnx.preview")
+def _flex_attention(ctx: ImportContext, q: Any, k: Any, v: Any) -> Any:
+    """Attention whose scores and probabilities pass through the node's own subgraphs
+    (`score_mod`, `prob_mod`), as PyTorch's flex_attention."""
+    heads_q, heads_kv = q.shape[1], k.shape[1]
+    if heads_q != heads_kv:
+        reps = heads_q // heads_kv
+        k = k.unsqueeze(2).expand(-1, -1, reps, -1, -1).reshape(
+            k.shape[0], heads_q, k.shape[2], k.shape[3])
+        v = v.unsqueeze(2).expand(-1, -1, reps, -1, -1).reshape(
+            v.shape[0], heads_q, v.shape[2], v.shape[3])
+    scale = ctx.attr("scale")
+    root = math.sqrt(1 / math.sqrt(q.shape[3]) if scale is None else scale)
+    scores = ember.matmul(q * root, k.transpose(-1, -2) * root)
+    precision = ctx.attr("softmax_precision")
+    work = ember_dtype(precision, "softmax_precision") if precision is not None else (
+        ember.float32 if q.dtype in (ember.float16, ember.bfloat16) else q.dtype)
+    scores = scores.to(work)
+    if ctx.attr("score_mod") is not None:
+        scores = ctx.run_graph(ctx.attr("score_mod"), [scores])[0].to(work)
+    probs = ember.softmax(scores, -1)
+    if ctx.attr("prob_mod") is not None:
+        probs = ctx.run_graph(ctx.attr("prob_mod"), [probs])[0].to(work)
+    return ember.matmul(probs, v.to(work)).to(v.dtype)
