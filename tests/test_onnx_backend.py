@@ -49,33 +49,18 @@ EXCLUDED: dict[str, str] = {
     # -- ops without a converter yet --
     r"test_ai_onnx_ml_": "the ai.onnx.ml domain (classical ML) has no converters",
     r"test_gradient_of_": "the Gradient op of ai.onnx.preview.training has no converter",
-    r"test_affine_grid_(2d|3d)(_align_corners)?_cpu|test_gridsample":
-        "AffineGrid and GridSample: no converter yet",
     r"test_(basic_)?deform_conv": "DeformConv: no converter yet",
     r"test_roialign_": "RoiAlign: no converter yet",
-    r"test_nonmaxsuppression_": "NonMaxSuppression: no converter yet",
-    r"test_unique_": "Unique: no converter yet",
-    r"test_dft|test_stft|test_melweightmatrix": "DFT, STFT, MelWeightMatrix: no converters "
-                                               "yet (complex numbers as a trailing axis)",
-    r"test_qlinear(matmul|conv)|test_matmulinteger|test_convinteger":
-        "QLinearMatMul, QLinearConv, MatMulInteger, ConvInteger: no converters yet",
-    r"test_(linear_attention|causal_conv_with_state|flexattention)_?(?!.*expanded)":
-        "LinearAttention, CausalConvWithState, FlexAttention (opset 26): no converters yet",
+    r"test_melweightmatrix": "MelWeightMatrix: no converter yet",
     # -- what ember's ops cannot do (yet) --
-    r"test_(averagepool|maxpool|lppool)_3d_|test_convtranspose_3d_|test_col2im_5d|"
-    r"test_(AvgPool|MaxPool|Conv)3d": "3-D convolution and pooling: ember has 1-D and 2-D "
-                                      "ones",
-    r"test_averagepool_2d_dilations|test_lppool_2d_dilations": "dilated average pooling",
-    r"test_scatter_elements_with_reduction_(max|min|mul)|test_scatternd_(max|min)":
-        "scatter with max/min/mul reduction: ember's scatter reduces by add only",
-    r"test_scatternd_(add|multiply)_cpu": "ScatterND add/mul with repeated indices: the "
-                                      "repeats overwrite each other instead of adding up",
+    r"test_convtranspose_3d_|test_col2im_5d": "3-D transposed convolution and Col2Im",
     r"test_bitshift_(left|right)_int(8|32)_negative_shift|test_bitshift_right_int(8|32)_"
-    r"shift_ge_width":
-        "BitShift by negative amounts, or right by the type's width or more",
-    r"test_lstm_with_peepholes": "LSTM peepholes",
+    r"shift_ge_width": "BitShift by negative amounts, or right by the type's width or more",
     r"test_maxunpool_export_with_output_shape": "MaxUnpool to an explicit output_shape",
+    # -- reference outputs ember cannot (or should not) match --
     r"test_swiglu_float16": "float16 SwiGLU rounds differently from onnx's reference",
+    r"test_dft_inverse(_opset19)?_cpu": "the expected output holds float32 FFT noise "
+                                        "(1.9e-7 where 0 is exact) above the runner's atol",
     r"test_loop16_seq_none": "onnx's runner cannot compare its optional-sequence output",
 }
 
@@ -85,7 +70,7 @@ OPENCL_EXCLUDED: dict[str, str] = {
 }
 
 # Pass counts reached on the CPU (onnx 1.23): a change that loses a case fails here.
-PASSING = {"node": 1453, "simple": 15, "pytorch-converted": 69, "pytorch-operator": 35}
+PASSING = {"node": 1575, "simple": 15, "pytorch-converted": 82, "pytorch-operator": 35}
 
 
 @functools.cache
