@@ -35,8 +35,9 @@ KINDS = {"node": "OnnxBackendNodeModelTest", "simple": "OnnxBackendSimpleModelTe
 _NO_DTYPE = "ember has no such dtype"
 EXCLUDED: dict[str, str] = {
     # -- dtypes ember does not have (its dtypes: bool, (u)int8, int16/32/64, float16,
-    #    bfloat16, float32/64) --
-    r"(?i)uint(16|32|64)|_ui64_|test_bitwise_not_3d_": f"uint16/32/64: {_NO_DTYPE}",
+    #    bfloat16, float32/64; the importer holds uint16/32/64 in int32/int64) --
+    r"test_quantizelinear_uint16": "uint16 is held in int32, so quantization saturates at "
+                                   "int32's bounds, not uint16's",
     r"(?i)float8|e4m3|e5m2|e8m0": f"float8 formats: {_NO_DTYPE}",
     r"(?i)(u?int[24]|float4e2m1)(?![0-9])": f"2- and 4-bit integers and floats: {_NO_DTYPE}",
     r"(?i)string|strnorm|regex_full_match|tfidfvectorizer|label_encoder":
@@ -70,7 +71,7 @@ OPENCL_EXCLUDED: dict[str, str] = {
 }
 
 # Pass counts reached on the CPU (onnx 1.23): a change that loses a case fails here.
-PASSING = {"node": 1575, "simple": 15, "pytorch-converted": 82, "pytorch-operator": 35}
+PASSING = {"node": 1631, "simple": 15, "pytorch-converted": 82, "pytorch-operator": 35}
 
 
 @functools.cache

@@ -18,6 +18,7 @@ import onnx.backend.base as base
 
 import ember
 from ember.exporters.onnx_import import load
+from ember.exporters.onnx_import_context import from_array, held_numpy
 
 __all__ = ["EmberBackend", "EmberRep"]
 
@@ -42,13 +43,18 @@ class EmberRep(base.BackendRep):
         with ember.no_grad():
             out = self.module(*args, **given)
         outs = out if isinstance(out, tuple) else (out,)
-        return tuple(_numpy(o) for o in outs)
+        arrays = [_numpy(o) for o in outs]
+        for i, spec in enumerate(self.module._graph.proto.output[:len(arrays)]):
+            held = held_numpy(spec.type.tensor_type.elem_type) \
+                if spec.type.HasField("tensor_type") else None
+            if held is not None:  # hand back the unsigned type ember held in a wider one
+                arrays[i] = arrays[i].astype(held)
+        return tuple(arrays)
 
     def _tensor(self, value: Any) -> Any:
         if value is None or isinstance(value, list):  # an optional, a sequence
             return None if value is None else [self._tensor(v) for v in value]
-        arr = np.asarray(value)
-        t = ember.from_numpy(np.array(arr, order="C"))
+        t = from_array(np.asarray(value))
         return t.to(self.device) if self.device != "cpu" else t
 
 

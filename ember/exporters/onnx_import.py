@@ -43,6 +43,7 @@ from ember.exporters.onnx_import_context import (
     OnnxLoadError,
     UnsupportedOnnxOpError,
     ember_dtype,
+    from_array,
 )
 
 __all__ = ["load", "OnnxModule", "read_model"]
@@ -284,7 +285,7 @@ def _initializer(proto: Any, device: Any) -> Any:
     if arr.dtype == object:
         raise OnnxLoadError(f"initializer {proto.name!r} holds strings, which ember has no "
                             "dtype for")
-    t = ember.from_numpy(np.array(arr, order="C"))
+    t = from_array(arr)
     t = t.to(ember_dtype(proto.data_type, f"initializer {proto.name!r}"))
     return t.to(device) if device is not None else t
 
@@ -373,7 +374,7 @@ class OnnxModule(nn.Module):
             return x
         if not isinstance(x, ember.Tensor):
             if isinstance(x, np.ndarray):
-                x = ember.from_numpy(np.array(x, order="C"))
+                x = from_array(x)
             else:
                 raise TypeError(f"input {spec.name!r} of the ONNX model must be a tensor, got "
                                 f"{type(x).__name__}")

@@ -18,7 +18,7 @@ import numpy as np
 import ember
 
 __all__ = ["ImportContext", "OnnxLoadError", "UnsupportedOnnxOpError", "ember_dtype",
-           "MAX_IMPORT_OPSET"]
+           "from_array", "held_numpy", "MAX_IMPORT_OPSET"]
 
 MAX_IMPORT_OPSET = 28
 """The newest opset of the default domain the converters were written against (onnx
@@ -36,18 +36,41 @@ class UnsupportedOnnxOpError(OnnxLoadError):
 # ONNX TensorProto element type -> ember dtype name (the types ember has)
 _ELEM_TYPES = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64",
                9: "bool", 10: "float16", 11: "float64", 16: "bfloat16"}
+# Unsigned types ember lacks are held in a wider signed one: exact for uint16 and uint32,
+# and for uint64 below 2**63; wrap-around on overflow is not emulated.
+_HELD = {4: "int32", 12: "int64", 13: "int64"}  # UINT16, UINT32, UINT64
+_HELD_NUMPY = {np.dtype(np.uint16): np.int32, np.dtype(np.uint32): np.int64,
+               np.dtype(np.uint64): np.int64}
 
 
 def ember_dtype(elem_type: int, what: str = "a tensor") -> Any:
-    """The ember dtype of an ONNX element type; `TypeError` naming `what` if ember has none."""
-    name = _ELEM_TYPES.get(elem_type)
+    """The ember dtype that holds an ONNX element type (uint16/32/64 are held in int32/
+    int64/int64); `TypeError` naming `what` if ember has none."""
+    name = _ELEM_TYPES.get(elem_type) or _HELD.get(elem_type)
     if name is None:
         from onnx import TensorProto
 
         raise TypeError(f"{what} has ONNX element type "
                         f"{TensorProto.DataType.Name(elem_type)}, which ember has no dtype for "
-                        f"(it has {', '.join(sorted(set(_ELEM_TYPES.values())))})")
+                        f"(it has {', '.join(sorted(set(_ELEM_TYPES.values())))}, and holds "
+                        "uint16/32/64 in int32/int64)")
     return getattr(ember, name)
+
+
+def held_numpy(elem_type: int) -> Any:
+    """The NumPy dtype an output of ONNX element type `elem_type` is handed back in, when
+    ember held it in a wider type (uint16/32/64), else None."""
+    from onnx import helper
+
+    return helper.tensor_dtype_to_np_dtype(elem_type) if elem_type in _HELD else None
+
+
+def from_array(arr: Any) -> Any:
+    """An ember tensor (on the CPU) of a NumPy array of ONNX data: a copy, C-ordered, in
+    the dtype that holds it (uint16/32/64 widened, see `ember_dtype`)."""
+    arr = np.array(arr, order="C")
+    wider = _HELD_NUMPY.get(arr.dtype)
+    return ember.from_numpy(arr.astype(wider) if wider is not None else arr)
 
 
 class ImportContext:
@@ -99,8 +122,7 @@ class ImportContext:
         """A new tensor from Python or NumPy data on the graph's device (or `device`)."""
         device = self.device if device is None else device
         if isinstance(data, np.ndarray):
-            arr = np.array(data, order="C")
-            t = ember.from_numpy(arr.copy())
+            t = from_array(data)
             if dtype is not None:
                 t = t.to(dtype)
             return t.to(device) if str(device) != "cpu" else t

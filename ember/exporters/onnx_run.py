@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     """`ember onnx run`: returns the exit status (0, or 1 with the error on stderr)."""
     import ember
     from ember.exporters.onnx_import import load
+    from ember.exporters.onnx_import_context import from_array
 
     try:
         model = load(args.model, device=args.device)
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
                 parts.append("missing --input for " + ", ".join(_describe(s) for s in missing))
             raise ValueError("; ".join(parts) + " (the model's inputs: " +
                              ", ".join(_describe(s) for s in specs) + ")")
-        inputs = {n: ember.from_numpy(np.array(a, order="C")).to(args.device)
+        inputs = {n: from_array(a).to(args.device)
                   for n, a in arrays.items()}
         with ember.no_grad():
             out = model(**inputs)
