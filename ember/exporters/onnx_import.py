@@ -27,6 +27,7 @@ from ember.exporters import (  # noqa: F401 - the converter modules enter the re
     onnx_import_attention,
     onnx_import_grid,
     onnx_import_math,
+    onnx_import_ml,
     onnx_import_nn,
     onnx_import_quant,
     onnx_import_resize,

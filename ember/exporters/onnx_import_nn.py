@@ -82,9 +82,6 @@ def _conv(ctx: ImportContext, x: Any, w: Any, b: Any = None) -> Any:
 def _conv_transpose(ctx: ImportContext, x: Any, w: Any, b: Any = None) -> Any:
     kernel = ctx.attr("kernel_shape") or list(w.shape[2:])
     n = len(kernel)
-    if n not in (1, 2):
-        raise ctx.fail(f"{n}-D is not supported (ember has 1-D and 2-D transposed "
-                       "convolutions)", NotImplementedError)
     strides = ctx.attr("strides") or [1] * n
     dilations = ctx.attr("dilations") or [1] * n
     out_pad = ctx.attr("output_padding") or [0] * n
@@ -106,10 +103,14 @@ def _conv_transpose(ctx: ImportContext, x: Any, w: Any, b: Any = None) -> Any:
             end.append(total - first)
     else:
         begin, end = list(pads[:n]), list(pads[n:])
-    y = F.conv_transpose2d(_as_2d(x, n), _as_2d(w, n), b, stride=_lift(strides, n, 1),
-                           padding=0, output_padding=_lift(out_pad, n, 0),
-                           groups=ctx.attr("group", 1), dilation=_lift(dilations, n, 1))
-    y = _from_2d(y, n)
+    if n > 2:
+        y = windows.conv_transpose(x, w, b, strides, dilations, out_pad,
+                                   ctx.attr("group", 1))
+    else:
+        y = _from_2d(F.conv_transpose2d(
+            _as_2d(x, n), _as_2d(w, n), b, stride=_lift(strides, n, 1), padding=0,
+            output_padding=_lift(out_pad, n, 0), groups=ctx.attr("group", 1),
+            dilation=_lift(dilations, n, 1)), n)
     for axis, (bg, en) in enumerate(zip(begin, end), start=2):
         if en < 0:  # a wanted output longer than the full one: zeros at the end
             tail = list(y.shape)
@@ -479,12 +480,11 @@ def _lp_pool(ctx: ImportContext, x: Any) -> Any:
 @importer("Col2Im", since=18)
 def _col2im(ctx: ImportContext, x: Any, image_shape: Any, block_shape: Any) -> Any:
     size, block = ctx.ints(image_shape), ctx.ints(block_shape)
-    if len(size) != 2:
-        raise ctx.fail(f"{len(size)}-D images are not supported (2-D are)",
-                       NotImplementedError)
-    pads = ctx.attr("pads") or [0, 0, 0, 0]
-    if pads[:2] != pads[2:]:
-        raise ctx.fail("asymmetric pads are not supported", NotImplementedError)
+    n = len(size)
+    pads = ctx.attr("pads") or [0] * (2 * n)
+    if n != 2 or pads[:2] != pads[2:]:
+        return windows.col2im(x, size, block, ctx.attr("strides") or [1] * n,
+                              ctx.attr("dilations") or [1] * n, pads[:n], pads[n:])
     return F.fold(x, size, block, dilation=ctx.attr("dilations") or 1,
                   padding=pads[:2], stride=ctx.attr("strides") or 1)
 

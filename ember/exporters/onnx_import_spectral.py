@@ -97,3 +97,32 @@ def _stft(ctx: ImportContext, signal: Any, step: Any, window: Any = None,
     if window is not None:
         stacked = stacked * window.to(stacked.dtype).reshape(1, 1, -1, 1)
     return dft(stacked, 2, n, False, bool(ctx.attr("onesided", 1)))
+
+
+@importer("MelWeightMatrix", since=17)
+def _mel_weight_matrix(ctx: ImportContext, bins: Any, length: Any, rate: Any, low: Any,
+                       high: Any) -> Any:
+    """The (dft_length // 2 + 1, num_mel_bins) triangular filter bank of onnx's reference:
+    a constant of its inputs, built on the host."""
+    from ember.exporters.onnx_import_context import ember_dtype
+
+    n_mel, n_fft, sr = int(ctx.scalar(bins)), int(ctx.scalar(length)), ctx.scalar(rate)
+    lo, hi = float(ctx.scalar(low)), float(ctx.scalar(high))
+    edges = np.arange(n_mel + 2)
+    mel_lo = 2595 * np.log1p(lo / 700) / np.log(10)
+    mel_hi = 2595 * np.log1p(hi / 700) / np.log(10)
+    edges = edges * ((mel_hi - mel_lo) / edges.shape[0]) + mel_lo
+    edges = 700 * np.expm1(edges / 2595 * np.log(10))
+    edges = (((n_fft + 1) * edges) // sr).astype(int)
+    out = np.zeros((n_fft // 2 + 1, n_mel))
+    for i in range(n_mel):
+        left, center, right = edges[i], edges[i + 1], edges[i + 2]
+        if center == left:
+            out[center, i] = 1
+        else:
+            for j in range(left, center + 1):
+                out[j, i] = (j - left) / (center - left)
+        for j in range(center, right):
+            out[j, i] = (right - j) / (right - center)
+    dtype = ember_dtype(ctx.attr("output_datatype", 1), "MelWeightMatrix's output_datatype")
+    return ctx.tensor(out, dtype=dtype)

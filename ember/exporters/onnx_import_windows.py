@@ -113,3 +113,57 @@ def conv(x: Any, w: Any, b: Any, strides: list[int], dilations: list[int],
     if b is not None:
         y = y + b.reshape([1, -1] + [1] * (y.ndim - 2))
     return y
+
+
+def _dilate(x: Any, axis: int, stride: int) -> Any:
+    """Insert stride - 1 zeros between the elements of `x` along `axis`."""
+    if stride == 1:
+        return x
+    moved = x.movedim(axis, -1).unsqueeze(-1)
+    zeros = ember.zeros(list(moved.shape[:-1]) + [stride - 1], dtype=x.dtype,
+                        device=x.device)
+    spread = ember.cat([moved, zeros], -1).reshape(list(moved.shape[:-2]) + [-1])
+    return spread.narrow(-1, 0, (x.shape[axis] - 1) * stride + 1).movedim(-1, axis)
+
+
+def conv_transpose(x: Any, w: Any, b: Any, strides: list[int], dilations: list[int],
+                   output_padding: list[int], groups: int) -> Any:
+    """The full (uncropped) transposed convolution of any rank: the input spread by the
+    stride, padded by the dilated kernel's reach, convolved with the flipped kernel."""
+    kernel = list(w.shape[2:])
+    for i, s in enumerate(strides):
+        x = _dilate(x, 2 + i, s)
+    reach = [d * (k - 1) for d, k in zip(dilations, kernel)]
+    cin = w.shape[0] // groups
+    flipped = ember.flip(w, list(range(2, w.ndim)))
+    per_group = [flipped.narrow(0, g * cin, cin).transpose(0, 1) for g in range(groups)]
+    weight = ember.cat(per_group, 0) if groups > 1 else per_group[0]
+    return conv(x, weight, b, [1] * len(kernel), dilations, reach,
+                [r + p for r, p in zip(reach, output_padding)], groups)
+
+
+def col2im(cols: Any, size: list[int], block: list[int], strides: list[int],
+           dilations: list[int], begin: list[int], end: list[int]) -> Any:
+    """Sum the columns (N, C * prod(block), L) back into images (N, C, *size) of any rank."""
+    import numpy as np
+
+    n = cols.shape[0]
+    taps = int(np.prod(block))
+    c = cols.shape[1] // taps
+    padded = [s + b + e for s, b, e in zip(size, begin, end)]
+    counts = [(p - d * (k - 1) - 1) // s + 1 for p, k, s, d in
+              zip(padded, block, strides, dilations)]
+    starts = np.stack(np.meshgrid(*[np.arange(m) * s for m, s in zip(counts, strides)],
+                                  indexing="ij"), -1).reshape(-1, len(size))
+    image = ember.zeros(n, c, int(np.prod(padded)), dtype=cols.dtype, device=cols.device)
+    grouped = cols.reshape(n, c, taps, -1)
+    for t, offset in enumerate(itertools.product(*[range(k) for k in block])):
+        where = starts + np.asarray(offset) * np.asarray(dilations)
+        flat = np.ravel_multi_index(tuple(where.T), tuple(padded))
+        index = ember.tensor(flat.tolist(), dtype=ember.int64, device=cols.device)
+        image = ember.scatter_add(image, 2, index.reshape(1, 1, -1).expand(n, c, -1),
+                                  grouped[:, :, t, :])
+    image = image.reshape([n, c] + padded)
+    for axis, (b, s) in enumerate(zip(begin, size), start=2):
+        image = image.narrow(axis, b, s)
+    return image
