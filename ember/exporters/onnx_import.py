@@ -125,15 +125,17 @@ def _opsets(model: Any) -> dict[str, int]:
 class _Node:
     """One node, resolved: its converter and its parsed attributes."""
 
-    __slots__ = ("proto", "fn", "attrs", "opset", "inputs", "outputs")
+    __slots__ = ("proto", "fn", "attrs", "opset", "inputs", "outputs", "input_types")
 
-    def __init__(self, proto: Any, fn: Callable, attrs: dict, opset: int) -> None:
+    def __init__(self, proto: Any, fn: Callable, attrs: dict, opset: int,
+                 types: dict[str, int]) -> None:
         self.proto = proto
         self.fn = fn
         self.attrs = attrs
         self.opset = opset
         self.inputs = list(proto.input)
         self.outputs = list(proto.output)
+        self.input_types = [types.get(i) for i in proto.input]  # declared, where known
 
 
 class _Graph:
@@ -204,6 +206,10 @@ def _compile(model: Any) -> _Graph:
     missing: list[str] = []
 
     def compile_graph(g: Any) -> _Graph:
+        types = {t.name: t.data_type for t in g.initializer}
+        for vi in list(g.input) + list(g.value_info) + list(g.output):
+            if vi.type.HasField("tensor_type"):
+                types.setdefault(vi.name, vi.type.tensor_type.elem_type)
         nodes = []
         for proto in g.node:
             domain = "" if proto.domain == "ai.onnx" else proto.domain
@@ -218,7 +224,7 @@ def _compile(model: Any) -> _Graph:
             if found is None:
                 missing.append(_describe_missing(table, proto, domain, opset))
                 continue
-            nodes.append(_Node(proto, found[1], attrs, opset))
+            nodes.append(_Node(proto, found[1], attrs, opset, types))
         return _Graph(g, nodes)
 
     graph = compile_graph(model.graph)
@@ -451,7 +457,8 @@ class OnnxModule(nn.Module):
             raise RuntimeError(f"ONNX {node.proto.op_type} node {node.proto.name!r}: its input "
                                f"{err.args[0]!r} is computed by no earlier node") from None
         args = _same_device(args)
-        ctx = ImportContext(node.proto, node.attrs, node.opset, device, run_sub)
+        ctx = ImportContext(node.proto, node.attrs, node.opset, device, run_sub,
+                            node.input_types)
         out = node.fn(ctx, *args)
         # a tuple holds the node's outputs; a list is one value (an ONNX sequence)
         outs = list(out) if isinstance(out, tuple) else [out]

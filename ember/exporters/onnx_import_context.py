@@ -82,15 +82,25 @@ class ImportContext:
         device: the device the graph runs on (that of its inputs and parameters).
         run_graph: `run_graph(name, inputs: list) -> list` runs a graph attribute (the
             branch of an If, the body of a Loop) with the enclosing scope visible.
+        input_types: the ONNX element types declared for the node's inputs (see
+            `input_type`).
     """
 
     def __init__(self, node: Any, attrs: dict[str, Any], opset: int, device: Any,
-                 run_graph: Callable[[str, list], list]) -> None:
+                 run_graph: Callable[[str, list], list],
+                 input_types: list[int | None] | None = None) -> None:
         self.node = node
         self.attrs = attrs
         self.opset = opset
         self.device = device
         self.run_graph = run_graph
+        self.input_types = input_types or []
+
+    def input_type(self, i: int) -> int | None:
+        """The ONNX element type the model declares for input `i` (a graph input, an
+        initializer or a value_info), or None where it declares none: it tells types ember
+        holds in wider ones (uint16 in int32) from those it has."""
+        return self.input_types[i] if i < len(self.input_types) else None
 
     @property
     def n_outputs(self) -> int:

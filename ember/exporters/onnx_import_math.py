@@ -365,12 +365,27 @@ def _swish(ctx: ImportContext, x: Any) -> Any:
     return x * ember.sigmoid(ctx.attr("alpha", 1.0) * x)
 
 
+_BITS = {"uint8": 8, "int8": 8, "int16": 16, "int32": 32, "int64": 64}
+
+
 @importer("BitShift", since=11)
 def _bitshift(ctx: ImportContext, x: Any, y: Any) -> Any:
-    factor = ember.pow(ember.full_like(y, 2), y)
+    """Shifts as multiplication or floor division by 2**y, computed in int64 (exact below
+    64 bits) and wrapped back; a shift outside [0, width) empties the value (left) or
+    leaves its sign (right), as onnx's reference does."""
+    width = _BITS.get(x.dtype.name, 64)
+    wide_x, wide_y = x.to(ember.int64), y.to(ember.int64)
+    outside = ember.logical_or(wide_y < 0, wide_y >= min(width, 63))
+    factor = ember.pow(ember.full_like(wide_y, 2), ember.where(outside,
+                                                               ember.zeros_like(wide_y),
+                                                               wide_y))
+    zero = ember.zeros_like(wide_x)
     if ctx.attr("direction") == "LEFT":
-        return x * factor
-    return ember.div(x, factor, rounding_mode="floor")
+        out = ember.where(outside, zero, wide_x * factor)
+    else:
+        sign = ember.where(wide_x < 0, zero - 1, zero)
+        out = ember.where(outside, sign, ember.div(wide_x, factor, rounding_mode="floor"))
+    return out.to(x.dtype)
 
 
 def _window(fn: Any) -> Any:

@@ -494,12 +494,16 @@ def _max_unpool(ctx: ImportContext, x: Any, indices: Any, output_shape: Any = No
     kernel = ctx.attr("kernel_shape")
     strides = ctx.attr("strides") or [1] * len(kernel)
     pads = ctx.attr("pads") or [0] * (2 * len(kernel))
-    if output_shape is not None:
-        shape = ctx.ints(output_shape)
-    else:
-        spatial = [(i - 1) * s + k - pads[j] - pads[j + len(kernel)]
-                   for j, (i, s, k) in enumerate(zip(x.shape[2:], strides, kernel))]
-        shape = list(x.shape[:2]) + spatial
+    spatial = [(i - 1) * s + k - pads[j] - pads[j + len(kernel)]
+               for j, (i, s, k) in enumerate(zip(x.shape[2:], strides, kernel))]
+    shape = list(x.shape[:2]) + spatial  # where the indices point (as onnx's reference)
     flat = ember.zeros(int(np.prod(shape)), dtype=x.dtype, device=x.device)
     flat = ember.scatter(flat, 0, indices.reshape(-1).to(ember.int64), x.reshape(-1))
-    return flat.reshape(shape)
+    y = flat.reshape(shape)
+    if output_shape is not None:  # a larger output: the unpooled values at its start
+        for axis, want in enumerate(ctx.ints(output_shape)):
+            if want > y.shape[axis]:
+                tail = list(y.shape)
+                tail[axis] = want - y.shape[axis]
+                y = ember.cat([y, ember.zeros(tail, dtype=y.dtype, device=y.device)], axis)
+    return y

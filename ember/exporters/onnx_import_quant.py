@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 import ember
-from ember.exporters.onnx_import_context import ImportContext, ember_dtype
+from ember.exporters.onnx_import_context import ImportContext, ember_dtype, held_numpy
 from ember.exporters.onnx_import_nn import _conv as float_conv
 from ember.exporters.onnx_registry import importer
 
@@ -46,17 +46,20 @@ def _limits(dtype: Any) -> tuple[int, int]:
 @importer("QuantizeLinear", since=10)
 def _quantize(ctx: ImportContext, x: Any, scale: Any, zero: Any = None) -> Any:
     if zero is not None:
-        dtype = zero.dtype
-    elif "output_dtype" in ctx.attrs and ctx.attr("output_dtype"):
-        dtype = ember_dtype(ctx.attr("output_dtype"), "QuantizeLinear's output_dtype")
+        dtype, limits = zero.dtype, _limits(zero.dtype)
+        declared = ctx.input_type(2)
+        if held_numpy(declared) is not None:  # e.g. uint16 held in int32: its own bounds
+            info = np.iinfo(held_numpy(declared))
+            limits = (int(info.min), int(info.max))
     else:
-        dtype = ember.uint8
+        dtype = ember_dtype(ctx.attr("output_dtype"), "QuantizeLinear's output_dtype") \
+            if ctx.attr("output_dtype") else ember.uint8
+        limits = _limits(dtype)
     work = ember.float32 if x.dtype != ember.float64 else ember.float64
     q = ember.round(x.to(work) / _along(ctx, x, scale).to(work))
     if zero is not None:
         q = q + _along(ctx, x, zero).to(work)
-    lo, hi = _limits(dtype)
-    return ember.clamp(q, lo, hi).to(dtype)
+    return ember.clamp(q, *limits).to(dtype)
 
 
 @importer("DequantizeLinear", since=10)
