@@ -129,6 +129,8 @@ def _attention(ctx: ImportContext, q: Any, k: Any, v: Any, mask: Any = None,
 @importer("SwiGLU", since=26)
 def _swiglu(ctx: ImportContext, a: Any, b: Any) -> Any:
     alpha = ctx.attr("alpha", 1.0)
+    if a.dtype in (ember.float16, ember.bfloat16):  # the gate in float32, then rounded
+        return a * ember.sigmoid(a.float() * alpha).to(a.dtype) * b
     return a * ember.sigmoid(a * alpha) * b
 
 

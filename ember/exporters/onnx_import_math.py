@@ -362,7 +362,10 @@ def _cumprod(ctx: ImportContext, x: Any, axis: Any) -> Any:
 
 @importer("Swish", since=24)
 def _swish(ctx: ImportContext, x: Any) -> Any:
-    return x * ember.sigmoid(ctx.attr("alpha", 1.0) * x)
+    alpha = ctx.attr("alpha", 1.0)
+    if x.dtype in (ember.float16, ember.bfloat16):  # the gate in float32, then rounded
+        return x * ember.sigmoid(x.float() * alpha).to(x.dtype)
+    return x * ember.sigmoid(alpha * x)
 
 
 _BITS = {"uint8": 8, "int8": 8, "int16": 16, "int32": 32, "int64": 64}
