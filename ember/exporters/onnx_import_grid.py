@@ -126,3 +126,77 @@ def _affine_grid(ctx: ImportContext, theta: Any, size: Any) -> Any:
     base = ember.stack(grids + [ones], -1).reshape(-1, len(spatial) + 1)
     out = ember.matmul(base.to(theta.dtype), theta.transpose(1, 2))
     return out.reshape([shape[0]] + spatial + [len(spatial)])
+
+
+def _roi_taps(box: list[float], scale: float, half: bool, size: tuple[int, int],
+              pooled: tuple[int, int], ratio: int) -> tuple[Any, Any, int]:
+    """The 4 bilinear taps (flat positions, weights) of every sample of every bin of one
+    region, as onnx's reference computes them: (bins, samples, 4) each, and the count."""
+    import numpy as np
+
+    height, width = size
+    ph_n, pw_n = pooled
+    offset = 0.5 if half else 0.0
+    x0, y0, x1, y1 = (v * scale - offset for v in box)
+    rw, rh = x1 - x0, y1 - y0
+    if not half:
+        rw, rh = max(rw, 1.0), max(rh, 1.0)
+    bh, bw = rh / ph_n, rw / pw_n
+    gh = ratio if ratio > 0 else int(np.ceil(rh / ph_n))
+    gw = ratio if ratio > 0 else int(np.ceil(rw / pw_n))
+    pos = np.zeros((ph_n * pw_n, gh * gw, 4), np.int64)
+    wts = np.zeros((ph_n * pw_n, gh * gw, 4))
+    for ph in range(ph_n):
+        for pw in range(pw_n):
+            for iy in range(gh):
+                y = y0 + ph * bh + (iy + 0.5) * bh / gh
+                for ix in range(gw):
+                    x = x0 + pw * bw + (ix + 0.5) * bw / gw
+                    if y < -1.0 or y > height or x < -1.0 or x > width:
+                        continue
+                    y, x = max(y, 0.0), max(x, 0.0)
+                    yl, xl = int(y), int(x)
+                    if yl >= height - 1:
+                        yh = yl = height - 1
+                        y = yl
+                    else:
+                        yh = yl + 1
+                    if xl >= width - 1:
+                        xh = xl = width - 1
+                        x = xl
+                    else:
+                        xh = xl + 1
+                    ly, lx = y - yl, x - xl
+                    b, s = ph * pw_n + pw, iy * gw + ix
+                    pos[b, s] = [yl * width + xl, yl * width + xh, yh * width + xl,
+                                 yh * width + xh]
+                    wts[b, s] = [(1 - ly) * (1 - lx), (1 - ly) * lx, ly * (1 - lx), ly * lx]
+    return pos, wts, max(gh * gw, 1)
+
+
+@importer("RoiAlign", since=10)
+def _roi_align(ctx: ImportContext, x: Any, rois: Any, batch: Any) -> Any:
+    """Each region's bins average (or max) bilinear samples of the feature map. The
+    sample positions depend on the regions' values and are computed on the host; the
+    features are gathered with ember ops (differentiable in `x`)."""
+    n_c, height, width = x.shape[1], x.shape[2], x.shape[3]
+    pooled = (ctx.attr("output_height", 1), ctx.attr("output_width", 1))
+    half = ctx.attr("coordinate_transformation_mode",
+                    "half_pixel" if ctx.opset >= 16 else "output_half_pixel") == "half_pixel"
+    mode = ctx.attr("mode", "avg")
+    flat = x.reshape(x.shape[0], n_c, height * width)
+    outs = []
+    for box, b in zip(rois.tolist(), ctx.ints(batch)):
+        pos, wts, count = _roi_taps(box, ctx.attr("spatial_scale", 1.0), half,
+                                    (height, width), pooled, ctx.attr("sampling_ratio", 0))
+        index = ember.tensor(pos.reshape(-1).tolist(), dtype=ember.int64, device=x.device)
+        vals = ember.index_select(flat[b], 1, index).reshape((n_c,) + pos.shape)
+        weighted = vals * ember.tensor(wts.tolist(), dtype=x.dtype, device=x.device)
+        if mode == "avg":
+            pooled_vals = weighted.sum(dim=3).sum(dim=2) / count
+        else:
+            pooled_vals = weighted.amax(dim=3).amax(dim=2)
+        outs.append(pooled_vals.reshape(n_c, *pooled))
+    if not outs:
+        return ember.zeros(0, n_c, *pooled, dtype=x.dtype, device=x.device)
+    return ember.stack(outs, 0)
