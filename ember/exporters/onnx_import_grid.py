@@ -200,3 +200,70 @@ def _roi_align(ctx: ImportContext, x: Any, rois: Any, batch: Any) -> Any:
     if not outs:
         return ember.zeros(0, n_c, *pooled, dtype=x.dtype, device=x.device)
     return ember.stack(outs, 0)
+
+
+def _bilinear_zeros(flat: Any, py: Any, px: Any, height: int, width: int) -> Any:
+    """Samples of `flat` (N, C, H*W) at pixel coordinates py, px (N, Q): bilinear, zero
+    outside the image (GridSample's zeros padding with align_corners=1). (N, C, Q)."""
+    n, c = flat.shape[0], flat.shape[1]
+    y0, x0 = ember.floor(py), ember.floor(px)
+    out = None
+    for dy, dx in itertools.product((0, 1), (0, 1)):
+        yi, xi = y0 + dy, x0 + dx
+        wy = 1 - (py - y0) if dy == 0 else py - y0
+        wx = 1 - (px - x0) if dx == 0 else px - x0
+        valid = ember.logical_and(ember.logical_and(yi >= 0, yi <= height - 1),
+                                  ember.logical_and(xi >= 0, xi <= width - 1))
+        index = (ember.clamp(yi, 0, height - 1) * width +
+                 ember.clamp(xi, 0, width - 1)).to(ember.int64)
+        vals = ember.gather(flat, 2, index.unsqueeze(1).expand(n, c, index.shape[1]))
+        term = vals * (wy * wx * valid.to(wy.dtype)).unsqueeze(1).to(vals.dtype)
+        out = term if out is None else out + term
+    return out
+
+
+@importer("DeformConv", since=19)
+def _deform_conv(ctx: ImportContext, x: Any, w: Any, offset: Any, bias: Any = None,
+                 mask: Any = None) -> Any:
+    """2-D deformable convolution: each kernel tap samples the input (bilinearly) at its
+    place shifted by the learned offset, scaled by the mask, then a grouped matmul."""
+    if x.ndim != 4:
+        raise ctx.fail(f"{x.ndim - 2}-D inputs are not supported (2-D are)",
+                       NotImplementedError)
+    n, ic, height, width = x.shape
+    oc = w.shape[0]
+    kh, kw = ctx.attr("kernel_shape") or list(w.shape[2:])
+    sh, sw = ctx.attr("strides") or [1, 1]
+    dh, dw = ctx.attr("dilations") or [1, 1]
+    pads = ctx.attr("pads") or [0, 0, 0, 0]
+    groups, ogroups = ctx.attr("group", 1), ctx.attr("offset_group", 1)
+    oh, ow = offset.shape[2], offset.shape[3]
+    k, p = kh * kw, oh * ow
+    off = offset.reshape(n, ogroups, kh, kw, 2, oh, ow)
+    msk = mask.reshape(n, ogroups, k, p) if mask is not None else None
+    base_y = (ember.arange(kh, device=x.device) * dh).reshape(kh, 1, 1, 1) + \
+        (ember.arange(oh, device=x.device) * sh - pads[0]).reshape(1, 1, oh, 1)
+    base_x = (ember.arange(kw, device=x.device) * dw).reshape(1, kw, 1, 1) + \
+        (ember.arange(ow, device=x.device) * sw - pads[1]).reshape(1, 1, 1, ow)
+    per_og = ic // ogroups
+    flat = x.reshape(n, ic, height * width)
+    cols = []
+    for g in range(ogroups):
+        py = (base_y.to(x.dtype) + off[:, g, :, :, 0]).reshape(n, k * p)
+        px = (base_x.to(x.dtype) + off[:, g, :, :, 1]).reshape(n, k * p)
+        samples = _bilinear_zeros(flat.narrow(1, g * per_og, per_og), py, px, height,
+                                  width).reshape(n, per_og, k, p)
+        if msk is not None:
+            samples = samples * msk[:, g].unsqueeze(1)
+        cols.append(samples)
+    cols = ember.cat(cols, 1) if ogroups > 1 else cols[0]  # (N, IC, K, P)
+    icg, ocg = ic // groups, oc // groups
+    outs = []
+    for g in range(groups):
+        cg = cols.narrow(1, g * icg, icg).reshape(n, icg * k, p)
+        wg = w.narrow(0, g * ocg, ocg).reshape(ocg, icg * k)
+        outs.append(ember.matmul(wg, cg))
+    y = (ember.cat(outs, 1) if groups > 1 else outs[0]).reshape(n, oc, oh, ow)
+    if bias is not None:
+        y = y + bias.reshape(1, -1, 1, 1)
+    return y
