@@ -403,3 +403,56 @@ def test_cli_onnx_run_errors(tmp_path):
         assert res.returncode == 1, args
         assert message in res.stderr, (args, res.stderr)
         assert "Traceback" not in res.stderr
+
+
+# -- a model PyTorch exported --------------------------------------------------------------
+
+def test_a_pytorch_exported_model_matches_pytorch_outputs_and_gradients():
+    """Conv, BatchNorm, MaxPool, a bidirectional LSTM, Gemm and LogSoftmax, with the batch
+    dynamic (shape subgraphs: Shape, Gather, Concat, Reshape), as torch.onnx exports them;
+    values and gradients against PyTorch's own."""
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(1, 4, 3, padding=1)
+            self.bn = torch.nn.BatchNorm2d(4)
+            self.lstm = torch.nn.LSTM(8, 6, batch_first=True, bidirectional=True)
+            self.fc = torch.nn.Linear(16 * 12, 3)
+
+        def forward(self, x):
+            h = torch.nn.functional.max_pool2d(torch.relu(self.bn(self.conv(x))), 2)
+            out, _ = self.lstm(h.reshape(h.size(0), 16, 8))
+            return torch.log_softmax(self.fc(out.reshape(out.size(0), -1)), dim=1)
+
+    torch.manual_seed(0)
+    net = Net().eval()
+    with torch.no_grad():  # running statistics that are not the identity
+        net.bn.running_mean.uniform_(-0.5, 0.5)
+        net.bn.running_var.uniform_(0.5, 2.0)
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, (torch.randn(2, 1, 8, 16),), buf, dynamo=False,
+                          input_names=["x"], output_names=["y"], opset_version=17,
+                          dynamic_axes={"x": {0: "b"}, "y": {0: "b"}},
+                          do_constant_folding=False)
+    loaded = ember.onnx.load(buf.getvalue())
+    ops = {n.proto.op_type for n in loaded._graph.nodes}
+    assert {"LSTM", "Shape", "Gather", "Concat", "Reshape"} <= ops
+    for batch in (2, 5):
+        x = torch.randn(batch, 1, 8, 16)
+        net.zero_grad()
+        want = net(x)
+        (want ** 2).sum().backward()
+        got = loaded(ember.from_numpy(x.numpy()))
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(),
+                                   rtol=1e-5, atol=1e-5)
+        loaded.zero_grad()
+        (got ** 2).sum().backward()
+        ours = dict(loaded.named_parameters())  # (ONNX has no buffers: BatchNorm's
+        for name, p in net.named_parameters():  # running stats are parameters here)
+            np.testing.assert_allclose(ours[name].grad.numpy(), p.grad.numpy(),
+                                       rtol=1e-4, atol=1e-5, err_msg=name)
