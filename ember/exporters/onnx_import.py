@@ -337,9 +337,7 @@ class OnnxModule(nn.Module):
         known: dict[str, Any] = {}
         rest = []
         for node in self._graph.nodes:
-            if (node.proto.op_type not in _NEVER_FOLD and not any(
-                    g for g in node.attrs.values() if isinstance(g, (_Graph, list)) and
-                    (isinstance(g, _Graph) or (g and isinstance(g[0], _Graph))))
+            if (node.proto.op_type not in _NEVER_FOLD and not _has_subgraph(node)
                     and all(i == "" or i in known for i in node.inputs)):
                 outs = self._run_node(node, known, device or "cpu")
                 for name, value in zip(node.outputs, outs):
@@ -385,9 +383,7 @@ class OnnxModule(nn.Module):
             else:
                 raise TypeError(f"input {spec.name!r} of the ONNX model must be a tensor, got "
                                 f"{type(x).__name__}")
-        tt = spec.type.tensor_type if spec.type.HasField("tensor_type") else None
-        if tt is None:
-            return x
+        tt = spec.type.tensor_type
         want = ember_dtype(tt.elem_type, f"input {spec.name!r}")
         if x.dtype != want:
             raise TypeError(f"input {spec.name!r} of the ONNX model must have dtype "
@@ -475,6 +471,11 @@ def _same_device(args: list) -> list:
     other = next(a.device for a in tensors if str(a.device) != "cpu")
     return [a.to(other) if isinstance(a, ember.Tensor) and str(a.device) == "cpu" else a
             for a in args]
+
+
+def _has_subgraph(node: _Node) -> bool:
+    return any(isinstance(g, _Graph) for v in node.attrs.values()
+               for g in (v if isinstance(v, list) else [v]))
 
 
 def _subgraph_reads(nodes: list[_Node]) -> set[str]:
