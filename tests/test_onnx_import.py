@@ -458,3 +458,59 @@ def test_a_pytorch_exported_model_matches_pytorch_outputs_and_gradients():
         for name, p in net.named_parameters():  # running stats are parameters here)
             np.testing.assert_allclose(ours[name].grad.numpy(), p.grad.numpy(),
                                        rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+# -- types ember holds in wider ones ---------------------------------------------------------
+
+def _float_grid(ml_dtype):
+    """Every finite value of a narrow float format, sorted."""
+    bits = np.arange(256, dtype=np.uint8)
+    if np.dtype(ml_dtype).itemsize == 1 and "float4" not in np.dtype(ml_dtype).name:
+        values = bits.view(ml_dtype).astype(np.float32)
+    else:  # float4: 16 codes, from its own conversion
+        values = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6], np.float32)
+        values = np.concatenate([values, -values])
+    return np.unique(values[np.isfinite(values)])
+
+
+@pytest.mark.parametrize("name", ["FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
+                                  "FLOAT8E5M2FNUZ", "FLOAT4E2M1"])
+def test_casts_to_narrow_floats_round_as_onnx_reference(name):
+    """Ties, subnormals, overflow, inf, NaN and -0, against ml_dtypes (what onnx's reference
+    casts with), saturating as onnx.numpy_helper.saturate_cast and not."""
+    ml = pytest.importorskip("ml_dtypes")
+    from ember.exporters.onnx_import_cast import round_to_float
+
+    elem = getattr(TensorProto, name)
+    dtype = helper.tensor_dtype_to_np_dtype(elem)
+    grid = _float_grid(dtype)
+    largest = float(ml.finfo(dtype).max)
+    rng = np.random.default_rng(0)
+    x = np.concatenate([
+        grid, (grid[:-1] + grid[1:]) / 2,  # every value and every tie between two
+        (rng.standard_normal(2000) * np.exp2(rng.integers(-12, 12, 2000))),
+        [largest * 1.02, largest * 1.2, -largest * 3, np.inf, -np.inf, np.nan, -0.0, 1e-30],
+    ]).astype(np.float32)
+    t = ember.from_numpy(x)
+    with np.errstate(invalid="ignore", over="ignore"):
+        saturated = np.clip(x, -largest, largest).astype(dtype).astype(np.float32)
+        plain = x.astype(dtype).astype(np.float32)
+    for saturate, want in ((True, saturated), (False, plain)):
+        got = round_to_float(t, elem, saturate).numpy()
+        np.testing.assert_array_equal(got, want, err_msg=f"{name} saturate={saturate}")
+        assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all()
+
+
+@pytest.mark.parametrize("name", ["INT4", "UINT4", "INT2", "UINT2"])
+def test_casts_to_narrow_ints_truncate_and_wrap_as_onnx_reference(name):
+    from ember.exporters.onnx_import_cast import wrap_to_int
+    from ember.exporters.onnx_import_context import ember_dtype
+
+    elem = getattr(TensorProto, name)
+    dtype = helper.tensor_dtype_to_np_dtype(elem)
+    floats = np.random.default_rng(1).uniform(-40, 40, 500).astype(np.float32)
+    ints = np.arange(-70, 70, dtype=np.int32)
+    for x in (floats, ints):
+        want = x.astype(dtype).astype(np.int32)
+        got = wrap_to_int(ember.from_numpy(x), elem, ember_dtype(elem)).numpy()
+        np.testing.assert_array_equal(got.astype(np.int32), want)

@@ -25,6 +25,7 @@ import ember
 from ember import nn
 from ember.exporters import (  # noqa: F401 - the converter modules enter the registry
     onnx_import_attention,
+    onnx_import_cast,
     onnx_import_grid,
     onnx_import_math,
     onnx_import_ml,

@@ -36,11 +36,21 @@ class UnsupportedOnnxOpError(OnnxLoadError):
 # ONNX TensorProto element type -> ember dtype name (the types ember has)
 _ELEM_TYPES = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64",
                9: "bool", 10: "float16", 11: "float64", 16: "bfloat16"}
-# Unsigned types ember lacks are held in a wider signed one: exact for uint16 and uint32,
-# and for uint64 below 2**63; wrap-around on overflow is not emulated.
-_HELD = {4: "int32", 12: "int64", 13: "int64"}  # UINT16, UINT32, UINT64
-_HELD_NUMPY = {np.dtype(np.uint16): np.int32, np.dtype(np.uint32): np.int64,
-               np.dtype(np.uint64): np.int64}
+# Types ember lacks are held in a wider one that holds every value exactly: uint16/32/64
+# in int32/int64/int64 (uint64 below 2**63; wrap-around on overflow is not emulated),
+# float8 and float4 in float32, 4- and 2-bit integers in int8/uint8. Casts to them round
+# (or wrap) to the narrow type's values (`onnx_import_cast`).
+_HELD = {4: "int32", 12: "int64", 13: "int64",  # UINT16, UINT32, UINT64
+         17: "float32", 18: "float32", 19: "float32", 20: "float32",  # FLOAT8 E4M3FN ...
+         23: "float32",  # FLOAT4E2M1
+         21: "uint8", 22: "int8", 25: "uint8", 26: "int8"}  # UINT4, INT4, UINT2, INT2
+
+
+def _held_numpy_types() -> dict:
+    from onnx import helper
+
+    return {np.dtype(helper.tensor_dtype_to_np_dtype(t)): np.dtype(name)
+            for t, name in _HELD.items()}
 
 
 def ember_dtype(elem_type: int, what: str = "a tensor") -> Any:
@@ -69,8 +79,15 @@ def from_array(arr: Any) -> Any:
     """An ember tensor (on the CPU) of a NumPy array of ONNX data: a copy, C-ordered, in
     the dtype that holds it (uint16/32/64 widened, see `ember_dtype`)."""
     arr = np.array(arr, order="C")
-    wider = _HELD_NUMPY.get(arr.dtype)
-    return ember.from_numpy(arr.astype(wider) if wider is not None else arr)
+    if arr.dtype not in _NATIVE:  # (bfloat16 is ember's own too: no entry, kept)
+        wider = _held_numpy_types().get(arr.dtype)
+        if wider is not None:
+            arr = arr.astype(wider)
+    return ember.from_numpy(arr)
+
+
+_NATIVE = {np.dtype(n) for n in ("bool", "uint8", "int8", "int16", "int32", "int64",
+                                 "float16", "float32", "float64")}
 
 
 class ImportContext:

@@ -147,16 +147,6 @@ def _clip(ctx: ImportContext, x: Any, lo: Any = None, hi: Any = None) -> Any:
     return x
 
 
-@importer("Cast", since=6)
-def _cast(ctx: ImportContext, x: Any) -> Any:
-    return x.to(ember_dtype(ctx.attr("to"), f"the target of Cast node {ctx.node.name!r}"))
-
-
-@importer("CastLike", since=15)
-def _cast_like(ctx: ImportContext, x: Any, like: Any) -> Any:
-    return x.to(like.dtype)
-
-
 # -- activations -----------------------------------------------------------------------------
 
 F = ember.nn.functional

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 import ember
+from ember.exporters.onnx_import_cast import NARROW_FLOATS, NARROW_INTS, round_to_float
 from ember.exporters.onnx_import_context import ImportContext, ember_dtype, held_numpy
 from ember.exporters.onnx_import_nn import _conv as float_conv
 from ember.exporters.onnx_registry import importer
@@ -45,21 +46,36 @@ def _limits(dtype: Any) -> tuple[int, int]:
 
 @importer("QuantizeLinear", since=10)
 def _quantize(ctx: ImportContext, x: Any, scale: Any, zero: Any = None) -> Any:
-    if zero is not None:
-        dtype, limits = zero.dtype, _limits(zero.dtype)
-        declared = ctx.input_type(2)
-        if held_numpy(declared) is not None:  # e.g. uint16 held in int32: its own bounds
-            info = np.iinfo(held_numpy(declared))
-            limits = (int(info.min), int(info.max))
-    else:
-        dtype = ember_dtype(ctx.attr("output_dtype"), "QuantizeLinear's output_dtype") \
-            if ctx.attr("output_dtype") else ember.uint8
-        limits = _limits(dtype)
+    # the target: the zero point's declared type (it may be one ember holds in a wider
+    # type, e.g. int4 in int8), else output_dtype, else uint8
+    target = ctx.input_type(2) if zero is not None else None
+    if target is None:
+        target = ctx.attr("output_dtype") or _UINT8
     work = ember.float32 if x.dtype != ember.float64 else ember.float64
-    q = ember.round(x.to(work) / _along(ctx, x, scale).to(work))
+    q = x.to(work) / _along(ctx, x, scale).to(work)
+    if target in NARROW_FLOATS:  # float8/float4: rounded to the format, saturating
+        if zero is not None:
+            q = q + _along(ctx, x, zero).to(work)
+        return round_to_float(q, target, bool(ctx.attr("saturate", 1)))
+    q = ember.round(q)
     if zero is not None:
         q = q + _along(ctx, x, zero).to(work)
-    return ember.clamp(q, *limits).to(dtype)
+    return ember.clamp(q, *_int_limits(target)).to(
+        ember_dtype(target, "QuantizeLinear's output type"))
+
+
+_UINT8 = 2  # TensorProto.UINT8, QuantizeLinear's default
+
+
+def _int_limits(elem_type: int) -> tuple[int, int]:
+    """The range of an ONNX integer type (4- and 2-bit ones included)."""
+    if elem_type in NARROW_INTS:
+        low, span = NARROW_INTS[elem_type]
+        return low, low + span - 1
+    held = held_numpy(elem_type)
+    info = np.iinfo(held if held is not None else
+                    np.dtype(ember_dtype(elem_type, "an integer type").name))
+    return int(info.min), int(info.max)
 
 
 @importer("DequantizeLinear", since=10)
