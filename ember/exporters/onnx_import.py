@@ -431,8 +431,8 @@ class OnnxModule(nn.Module):
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _run_graph(self, graph: _Graph, env: Any, device: Any) -> list:
-        for node in graph.nodes:
-            outs = self._run_node(node, env, device)
+        for k, node in enumerate(graph.nodes):
+            outs = self._run_node(node, env, device, graph.nodes[:k])
             for name, value in zip(node.outputs, outs):
                 if name:
                     env[name] = value
@@ -441,12 +441,28 @@ class OnnxModule(nn.Module):
             raise OnnxLoadError(f"the graph's output(s) {missing} are computed by no node")
         return [env[o] for o in graph.outputs]
 
-    def _run_node(self, node: _Node, env: Any, device: Any) -> list:
+    def _run_node(self, node: _Node, env: Any, device: Any, before: list | None = None
+                  ) -> list:
         def run_sub(sub: _Graph, inputs: list) -> list:
             local = {n: self._value_at(key) for n, key in sub.constants.items()}
             local.update(zip(sub.inputs, inputs))
             scope = collections.ChainMap(local, env)
             return self._run_graph(sub, scope, device)
+
+        def recompute(target: str, replaced: dict[str, Any]) -> Any:
+            # the earlier nodes that lead to `target`, run again with `replaced` values
+            needed, chain = {target}, []
+            for earlier in reversed(before or []):
+                if any(o in needed for o in earlier.outputs):
+                    chain.append(earlier)
+                    needed |= {i for i in earlier.inputs if i and i not in replaced}
+            scope = collections.ChainMap(dict(replaced), env)
+            for earlier in reversed(chain):
+                for name, value in zip(earlier.outputs,
+                                       self._run_node(earlier, scope, device)):
+                    if name:
+                        scope[name] = value
+            return scope[target]
 
         try:
             args = [env[i] if i else None for i in node.inputs]
@@ -455,7 +471,7 @@ class OnnxModule(nn.Module):
                                f"{err.args[0]!r} is computed by no earlier node") from None
         args = _same_device(args)
         ctx = ImportContext(node.proto, node.attrs, node.opset, device, run_sub,
-                            node.input_types)
+                            node.input_types, recompute)
         out = node.fn(ctx, *args)
         # a tuple holds the node's outputs; a list is one value (an ONNX sequence)
         outs = list(out) if isinstance(out, tuple) else [out]
@@ -493,7 +509,8 @@ def _subgraph_reads(nodes: list[_Node]) -> set[str]:
 
 # Random ops must draw anew on every call, never once at load.
 _NEVER_FOLD = frozenset({"RandomUniform", "RandomNormal", "RandomUniformLike",
-                         "RandomNormalLike", "Multinomial", "Bernoulli", "Dropout"})
+                         "RandomNormalLike", "Multinomial", "Bernoulli", "Dropout",
+                         "Gradient"})  # (Gradient reruns the nodes before it)
 
 
 def load(f: str | os.PathLike | IO[bytes] | bytes | Any, device: Any = None) -> OnnxModule:

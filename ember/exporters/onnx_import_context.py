@@ -101,17 +101,22 @@ class ImportContext:
             branch of an If, the body of a Loop) with the enclosing scope visible.
         input_types: the ONNX element types declared for the node's inputs (see
             `input_type`).
+        recompute: `recompute(name, {input_name: tensor})` runs again the nodes before this
+            one that compute the value `name`, with some of their inputs replaced
+            (ai.onnx.preview.training's Gradient differentiates through it).
     """
 
     def __init__(self, node: Any, attrs: dict[str, Any], opset: int, device: Any,
                  run_graph: Callable[[str, list], list],
-                 input_types: list[int | None] | None = None) -> None:
+                 input_types: list[int | None] | None = None,
+                 recompute: Callable[[str, dict], Any] | None = None) -> None:
         self.node = node
         self.attrs = attrs
         self.opset = opset
         self.device = device
         self.run_graph = run_graph
         self.input_types = input_types or []
+        self.recompute = recompute
 
     def input_type(self, i: int) -> int | None:
         """The ONNX element type the model declares for input `i` (a graph input, an

@@ -1,7 +1,7 @@
-"""ONNX import converters: the optimizer update ops of the `ai.onnx.preview.training`
-domain (Adagrad, Adam, Momentum). Each takes the learning rate R, the step count T, then
-groups of tensors (parameters, gradients, state), and returns the updated parameters and
-states, as onnx's reference does."""
+"""ONNX import converters: the `ai.onnx.preview.training` domain. Gradient differentiates
+with ember's autograd; the optimizer updates (Adagrad, Adam, Momentum) take the learning
+rate R, the step count T, then groups of tensors (parameters, gradients, state), and
+return the updated parameters and states, as onnx's reference does."""
 
 from __future__ import annotations
 
@@ -67,3 +67,16 @@ def _momentum(ctx: ImportContext, r: Any, t: Any, *tensors: Any) -> Any:
         v = alpha * v + beta * g
         out.append((x - rate * ((g + alpha * v) if nesterov else v), v))
     return _regroup(out)
+
+
+@importer("Gradient", since=1, domain=TRAINING)
+def _gradient(ctx: ImportContext, *xs: Any) -> Any:
+    """d y / d xs: the nodes that compute `y` run again from fresh leaves for `xs`, and
+    ember's autograd differentiates them."""
+    names, target = ctx.attr("xs"), ctx.attr("y")
+    with ember.enable_grad():
+        leaves = {n: x.detach().requires_grad_() for n, x in zip(names, xs)}
+        y = ctx.recompute(target, leaves)
+        grads = ember.autograd.grad(y, list(leaves.values()), ember.ones_like(y),
+                                    allow_unused=True)
+    return tuple(ember.zeros_like(x) if g is None else g for g, x in zip(grads, xs))
