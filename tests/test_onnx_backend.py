@@ -43,9 +43,6 @@ EXCLUDED: dict[str, str] = {
         f"strings: {_NO_DTYPE}",
     r"test_image_decoder_": "decodes image file bytes (strings of bytes): not a tensor op",
     r"test_bitcast_": "reinterprets bits between dtypes: not expressible with ember's ops",
-    # -- random numbers: ember's generator draws other values than onnx's reference --
-    r"test_bernoulli|test_training_dropout(?!_zero_ratio)":
-        "random: ember's generator draws other values",
     # -- ops without a converter yet --
     r"test_ai_onnx_ml_(label_encoder|tree_ensemble)": "LabelEncoder and TreeEnsemble of "
                                                       "ai.onnx.ml: no converters",
@@ -53,6 +50,14 @@ EXCLUDED: dict[str, str] = {
     r"test_dft_inverse(_opset19)?_cpu": "the expected output holds float32 FFT noise "
                                         "(1.9e-7 where 0 is exact) above the runner's atol",
     r"test_loop16_seq_none": "onnx's runner cannot compare its optional-sequence output",
+}
+
+# Random ops: ember's generator draws other values than onnx's reference, so these fail
+# almost always, but may match by chance (a few 0/1 draws): excluded, and not held to
+# failing.
+RANDOM: dict[str, str] = {
+    r"test_bernoulli|test_training_dropout(?!_zero_ratio)":
+        "random: ember's generator draws other values",
 }
 
 # ember's cases that also fail on OpenCL (PoCL) only, beside those above.
@@ -89,6 +94,11 @@ def _run_kind(kind: str, device: str) -> tuple[list[str], dict[str, str]]:
     return [n for n in names if n not in failed], failed
 
 
+def _random_cases(kind: str) -> int:
+    cases = _backend_test().test_cases[KINDS[kind]]
+    return sum(1 for n in dir(cases) if n.endswith("_cpu") and _excluded(n, RANDOM))
+
+
 def _excluded(name: str, table: dict[str, str]) -> str | None:
     return next((why for pattern, why in table.items() if re.search(pattern, name)), None)
 
@@ -97,7 +107,8 @@ def _check(kind: str, device: str, table: dict[str, str], capsys, strict: bool =
            ) -> int:
     passed, failed = _run_kind(kind, device)
     total = len(passed) + len(failed)
-    unexpected = {n: why for n, why in failed.items() if _excluded(n, table) is None}
+    unexpected = {n: why for n, why in failed.items()
+                  if _excluded(n, {**table, **RANDOM}) is None}
     stale = [n for n in passed if _excluded(n, table) is not None]
     with capsys.disabled():
         print(f"\nONNX backend suite, {kind} cases on {device}: {len(passed)} of {total} "
@@ -111,7 +122,8 @@ def _check(kind: str, device: str, table: dict[str, str], capsys, strict: bool =
 
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_onnx_backend_suite_on_cpu(kind, capsys):
-    assert _check(kind, "cpu", EXCLUDED, capsys) == PASSING[kind]
+    passed = _check(kind, "cpu", EXCLUDED, capsys)
+    assert PASSING[kind] <= passed <= PASSING[kind] + _random_cases(kind)
 
 
 def test_onnx_backend_node_suite_on_opencl(capsys):
@@ -128,6 +140,6 @@ def test_onnx_backend_node_suite_on_opencl(capsys):
 
 if os.environ.get("EMBER_ONNX_BACKEND_CASES"):  # every case as a test of its own
     _cases = _backend_test()
-    for _pattern in EXCLUDED:
+    for _pattern in {**EXCLUDED, **RANDOM}:
         _cases.exclude(_pattern)
     globals().update(_cases.test_cases)
