@@ -4,8 +4,8 @@ An import converter is `fn(ctx, *inputs)`: `inputs` are the node's inputs as emb
 tensors (None where an optional input is omitted; a Python list for an ONNX sequence), and
 it returns the node's output, or a tuple of its outputs, as ember tensors computed with
 ember ops only, so that the imported model runs on every device and autograd sees every
-step. `ctx` reads the node's attributes and turns small
-tensors (shapes, axes, pads) into Python values.
+step. `ctx` reads the node's attributes and turns small tensors (shapes, axes, pads) into
+Python values.
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ def _held_numpy_types() -> dict:
 
 
 def ember_dtype(elem_type: int, what: str = "a tensor") -> Any:
-    """The ember dtype that holds an ONNX element type (uint16/32/64 are held in int32/
-    int64/int64); `TypeError` naming `what` if ember has none."""
+    """The ember dtype that holds an ONNX element type (its own, or the wider one that
+    holds it: see `_HELD`); `TypeError` naming `what` if there is none."""
     name = _ELEM_TYPES.get(elem_type) or _HELD.get(elem_type)
     if name is None:
         from onnx import TensorProto
@@ -63,13 +63,14 @@ def ember_dtype(elem_type: int, what: str = "a tensor") -> Any:
         raise TypeError(f"{what} has ONNX element type "
                         f"{TensorProto.DataType.Name(elem_type)}, which ember has no dtype for "
                         f"(it has {', '.join(sorted(set(_ELEM_TYPES.values())))}, and holds "
-                        "uint16/32/64 in int32/int64)")
+                        "uint16/32/64, float8, float4 and 4- and 2-bit integers in wider "
+                        "ones)")
     return getattr(ember, name)
 
 
 def held_numpy(elem_type: int) -> Any:
-    """The NumPy dtype an output of ONNX element type `elem_type` is handed back in, when
-    ember held it in a wider type (uint16/32/64), else None."""
+    """The NumPy dtype of ONNX element type `elem_type` when ember holds it in a wider one
+    (uint16, float8, int4 ...: an output is handed back in it), else None."""
     from onnx import helper
 
     return helper.tensor_dtype_to_np_dtype(elem_type) if elem_type in _HELD else None
@@ -77,7 +78,7 @@ def held_numpy(elem_type: int) -> Any:
 
 def from_array(arr: Any) -> Any:
     """An ember tensor (on the CPU) of a NumPy array of ONNX data: a copy, C-ordered, in
-    the dtype that holds it (uint16/32/64 widened, see `ember_dtype`)."""
+    the dtype that holds it (narrow types widened, see `ember_dtype`)."""
     arr = np.array(arr, order="C")
     if arr.dtype not in _NATIVE:  # (bfloat16 is ember's own too: no entry, kept)
         wider = _held_numpy_types().get(arr.dtype)
