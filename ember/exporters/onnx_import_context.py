@@ -76,6 +76,10 @@ def held_numpy(elem_type: int) -> Any:
     return helper.tensor_dtype_to_np_dtype(elem_type) if elem_type in _HELD else None
 
 
+_NATIVE = {np.dtype(n) for n in ("bool", "uint8", "int8", "int16", "int32", "int64",
+                                 "float16", "float32", "float64")}
+
+
 def from_array(arr: Any) -> Any:
     """An ember tensor (on the CPU) of a NumPy array of ONNX data: a copy, C-ordered, in
     the dtype that holds it (narrow types widened, see `ember_dtype`)."""
@@ -87,9 +91,6 @@ def from_array(arr: Any) -> Any:
     return ember.from_numpy(arr)
 
 
-_NATIVE = {np.dtype(n) for n in ("bool", "uint8", "int8", "int16", "int32", "int64",
-                                 "float16", "float32", "float64")}
-
 
 class ImportContext:
     """One node's view for its converter: attributes, opset, device, and helpers.
@@ -98,8 +99,9 @@ class ImportContext:
         node: the `onnx.NodeProto`.
         opset: the model's opset of the node's domain.
         device: the device the graph runs on (that of its inputs and parameters).
-        run_graph: `run_graph(name, inputs: list) -> list` runs a graph attribute (the
-            branch of an If, the body of a Loop) with the enclosing scope visible.
+        run_graph: `run_graph(graph, inputs: list) -> list` runs a graph attribute (as
+            `ctx.attr` gives it: the branch of an If, the body of a Loop) with the
+            enclosing scope visible.
         input_types: the ONNX element types declared for the node's inputs (see
             `input_type`).
         recompute: `recompute(name, {input_name: tensor})` runs again the nodes before this
@@ -108,7 +110,7 @@ class ImportContext:
     """
 
     def __init__(self, node: Any, attrs: dict[str, Any], opset: int, device: Any,
-                 run_graph: Callable[[str, list], list],
+                 run_graph: Callable[[Any, list], list],
                  input_types: list[int | None] | None = None,
                  recompute: Callable[[str, dict], Any] | None = None) -> None:
         self.node = node
