@@ -44,10 +44,9 @@ class EmberRep(base.BackendRep):
             out = self.module(*args, **given)
         outs = out if isinstance(out, tuple) else (out,)
         arrays = [_numpy(o) for o in outs]
-        for i, spec in enumerate(self.module._graph.proto.output[:len(arrays)]):
-            held = held_numpy(spec.type.tensor_type.elem_type) \
-                if spec.type.HasField("tensor_type") else None
-            if held is not None:  # hand back the unsigned type ember held in a wider one
+        for i, elem_type in enumerate(self.module.output_types[:len(arrays)]):
+            held = held_numpy(elem_type) if elem_type is not None else None
+            if held is not None:  # hand back the narrow type ember held in a wider one
                 arrays[i] = arrays[i].astype(held)
         return tuple(arrays)
 

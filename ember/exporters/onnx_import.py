@@ -304,7 +304,9 @@ class OnnxModule(nn.Module):
 
     Attributes:
         input_names: the graph's inputs (initializers excluded), in order.
+        input_specs: their ``onnx.ValueInfoProto`` (declared type and shape).
         output_names: the graph's outputs, in order.
+        output_types: their declared ONNX element types (None for a sequence ...).
         initializer_names: ONNX initializer name -> its key in ``state_dict()``.
         opsets: the model's opset per domain (``""`` is ONNX's own).
     """
@@ -322,9 +324,11 @@ class OnnxModule(nn.Module):
             value = nn.Parameter(t) if t.dtype.name in _FLOATS else t
             self.initializer_names[name] = _place(self, name, value, used)
         self._keys.update(self.initializer_names)
-        self._inputs = [i for i in model.graph.input if i.name not in inits]
-        self.input_names = [i.name for i in self._inputs]
+        self.input_specs = [i for i in model.graph.input if i.name not in inits]
+        self.input_names = [i.name for i in self.input_specs]
         self.output_names = list(graph.outputs)
+        self.output_types = [o.type.tensor_type.elem_type if o.type.HasField("tensor_type")
+                             else None for o in model.graph.output]
         for k, sub in enumerate(graph.subgraphs()):  # their weights: buffers, too
             for proto in sub.proto.initializer:
                 value = _initializer(proto, device)
@@ -403,8 +407,8 @@ class OnnxModule(nn.Module):
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """Run the graph on the inputs (positional in ``input_names`` order, or by name).
         Returns one tensor, or a tuple when the graph has several outputs."""
-        if len(args) > len(self._inputs):
-            raise TypeError(f"the ONNX model takes {len(self._inputs)} input(s) "
+        if len(args) > len(self.input_specs):
+            raise TypeError(f"the ONNX model takes {len(self.input_specs)} input(s) "
                             f"({', '.join(self.input_names)}), got {len(args)}")
         given = dict(zip(self.input_names, args))
         for k, v in kwargs.items():
@@ -415,7 +419,7 @@ class OnnxModule(nn.Module):
                 raise TypeError(f"input {k!r} of the ONNX model given twice")
             given[k] = v
         env: dict[str, Any] = {}
-        for spec in self._inputs:
+        for spec in self.input_specs:
             if spec.name not in given:
                 raise TypeError(f"input {spec.name!r} of the ONNX model is missing (its "
                                 f"inputs: {', '.join(self.input_names)})")

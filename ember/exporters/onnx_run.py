@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         model = load(args.model, device=args.device)
         arrays = _parse_inputs(args.input)
-        specs = model._inputs
+        specs = model.input_specs
         unknown = sorted(set(arrays) - set(model.input_names))
         missing = [s for s in specs if s.name not in arrays]
         if unknown or missing:
