@@ -514,3 +514,23 @@ def test_casts_to_narrow_ints_truncate_and_wrap_as_onnx_reference(name):
         want = x.astype(dtype).astype(np.int32)
         got = wrap_to_int(ember.from_numpy(x), elem, ember_dtype(elem)).numpy()
         np.testing.assert_array_equal(got.astype(np.int32), want)
+
+
+@pytest.mark.parametrize("mode", ["up", "down", "nearest"])
+def test_casts_to_e8m0_round_as_onnx_reference(mode):
+    from onnx.numpy_helper import to_float8e8m0
+
+    from ember.exporters.onnx_import_cast import round_to_e8m0
+
+    rng = np.random.default_rng(2)
+    powers = np.exp2(np.arange(-149, 128, dtype=np.float64)).astype(np.float32)
+    x = np.concatenate([
+        powers, powers * 1.5, powers * 1.25, powers * 1.75, -powers * 1.3,  # ties and signs
+        rng.standard_normal(1000).astype(np.float32) * np.exp2(rng.integers(-140, 127, 1000)),
+        [0.0, -0.0, np.inf, -np.inf, np.nan, 3.4e38, 1.7e38],
+    ]).astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for saturate in (True, False):
+            want = to_float8e8m0(x, saturate, mode).astype(np.float32)
+            got = round_to_e8m0(ember.from_numpy(x), saturate, mode).numpy()
+            np.testing.assert_array_equal(got, want, err_msg=f"{mode} saturate={saturate}")

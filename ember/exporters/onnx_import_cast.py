@@ -18,7 +18,8 @@ import ember
 from ember.exporters.onnx_import_context import ImportContext, ember_dtype
 from ember.exporters.onnx_registry import importer
 
-__all__ = ["cast", "round_to_float", "wrap_to_int", "NARROW_FLOATS", "NARROW_INTS"]
+__all__ = ["cast", "round_to_float", "round_to_e8m0", "wrap_to_int", "NARROW_FLOATS",
+           "NARROW_INTS", "E8M0"]
 
 # elem type: (mantissa bits, smallest normal exponent, largest finite, overflow without
 # saturation: "inf" or "nan", keeps -0)
@@ -60,6 +61,44 @@ def round_to_float(x: Any, elem_type: int, saturate: bool) -> Any:
     return out.to(ember.float32)
 
 
+E8M0 = 24  # FLOAT8E8M0: a power of two, 2**(e - 127), e in 0..254 (255 is NaN)
+
+
+def _pow2(e: Any) -> Any:
+    return ember.pow(ember.full_like(e, 2.0), e)
+
+
+def round_to_e8m0(x: Any, saturate: bool, mode: str) -> Any:
+    """`x` rounded to a power of two as onnx.numpy_helper.to_float8e8m0 does from the
+    float32 bits: the sign is dropped, "up" rounds up anything with a fraction, "nearest"
+    rounds on the guard, round and sticky bits, "down" truncates; in float32."""
+    a = x.to(ember.float32).to(ember.float64).abs()
+    special = ~ember.isfinite(a)
+    a = ember.where(special, ember.ones_like(a), a)
+    subnormal = a < 2.0 ** -126
+    e = ember.where(subnormal, ember.zeros_like(a),
+                    ember.floor(ember.log2(ember.where(a > 0, a, ember.ones_like(a)))) + 127)
+    fraction = ember.where(subnormal, a * 2.0 ** 149, (a / _pow2(e - 127) - 1) * 2.0 ** 23)
+    if mode == "nearest":
+        guard = fraction >= 2.0 ** 22
+        rest = ember.remainder(fraction, 2.0 ** 22)
+        round_up = ember.logical_and(guard, ember.logical_or(
+            ember.logical_or(rest >= 2.0 ** 21, ember.remainder(rest, 2.0 ** 21) > 0), e > 0))
+    elif mode == "up":
+        round_up = fraction > 0
+    elif mode == "down":
+        round_up = ember.zeros_like(fraction, dtype=ember.bool)
+    else:
+        raise ValueError(f"Cast to FLOAT8E8M0: unknown round_mode {mode!r} (up, down, "
+                         "nearest are)")
+    if saturate:
+        round_up = ember.logical_and(round_up, e != 254)
+    e = e + round_up.to(e.dtype)
+    nan = ember.logical_or(special, e >= 255)
+    value = _pow2(ember.where(nan, ember.zeros_like(e), e) - 127)
+    return ember.where(nan, ember.full_like(value, math.nan), value).to(ember.float32)
+
+
 def wrap_to_int(x: Any, elem_type: int, held: Any) -> Any:
     """`x` truncated towards zero and wrapped into a 4- or 2-bit integer's range."""
     low, span = NARROW_INTS[elem_type]
@@ -68,8 +107,10 @@ def wrap_to_int(x: Any, elem_type: int, held: Any) -> Any:
     return (ember.remainder(v - low, span) + low).to(held)
 
 
-def cast(x: Any, elem_type: int, saturate: bool, what: str) -> Any:
+def cast(x: Any, elem_type: int, saturate: bool, what: str, round_mode: str = "up") -> Any:
     """`x` cast to the ONNX element type `elem_type` (held as ember holds it)."""
+    if elem_type == E8M0:
+        return round_to_e8m0(x, saturate, round_mode)
     held = ember_dtype(elem_type, what)
     if elem_type in NARROW_FLOATS:
         return round_to_float(x, elem_type, saturate)
@@ -81,7 +122,7 @@ def cast(x: Any, elem_type: int, saturate: bool, what: str) -> Any:
 @importer("Cast", since=6)
 def _cast(ctx: ImportContext, x: Any) -> Any:
     return cast(x, ctx.attr("to"), bool(ctx.attr("saturate", 1)),
-                f"the target of Cast node {ctx.node.name!r}")
+                f"the target of Cast node {ctx.node.name!r}", ctx.attr("round_mode", "up"))
 
 
 @importer("CastLike", since=15)

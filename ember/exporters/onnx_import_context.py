@@ -42,7 +42,7 @@ _ELEM_TYPES = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "
 # (or wrap) to the narrow type's values (`onnx_import_cast`).
 _HELD = {4: "int32", 12: "int64", 13: "int64",  # UINT16, UINT32, UINT64
          17: "float32", 18: "float32", 19: "float32", 20: "float32",  # FLOAT8 E4M3FN ...
-         23: "float32",  # FLOAT4E2M1
+         23: "float32", 24: "float32",  # FLOAT4E2M1, FLOAT8E8M0
          21: "uint8", 22: "int8", 25: "uint8", 26: "int8"}  # UINT4, INT4, UINT2, INT2
 
 
