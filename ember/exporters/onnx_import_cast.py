@@ -132,3 +132,23 @@ def _cast_like(ctx: ImportContext, x: Any, like: Any) -> Any:
         return cast(x, declared, bool(ctx.attr("saturate", 1)),
                     f"the target of CastLike node {ctx.node.name!r}")
     return x.to(like.dtype)
+
+
+@importer("BitCast", since=26)
+def _bitcast(ctx: ImportContext, x: Any) -> Any:
+    """The same bits read as another type of the same width. Bits are no ember op: the
+    values go through the host (a NumPy view), as a data-dependent index op's would."""
+    import numpy as np
+    from onnx import helper
+
+    from ember.exporters.onnx_context import numpy_dtype
+    from ember.exporters.onnx_import_context import held_numpy
+
+    source = held_numpy(ctx.input_type(0)) if ctx.input_type(0) is not None else None
+    source = np.dtype(source) if source is not None else numpy_dtype(x.dtype)
+    target = np.dtype(helper.tensor_dtype_to_np_dtype(ctx.attr("to")))
+    if source.itemsize != target.itemsize:
+        raise ctx.fail(f"cannot reinterpret {source} as {target}: their widths differ")
+    values = np.asarray(x.to(ember.float64).tolist() if x.dtype == ember.bfloat16
+                        else x.tolist()).astype(source).reshape(tuple(x.shape))
+    return ctx.tensor(values.view(target), device=x.device)
