@@ -248,9 +248,9 @@ def _sanitize(part: str) -> str:
     return s
 
 
-class _Container(nn.Module):
-    """A plain holder of parameters and buffers, so `state_dict` keys follow the
-    initializers' dotted names."""
+class Initializers(nn.Module):
+    """A plain holder of an imported model's parameters and buffers, so that `state_dict`
+    keys follow the initializers' dotted names (``"0.weight"``)."""
 
     def forward(self, *args: Any) -> Any:  # pragma: no cover - never called
         raise RuntimeError("a container of an imported ONNX model's weights is not callable")
@@ -274,7 +274,7 @@ def _place(root: nn.Module, name: str, value: Any, used: set[str], persistent: b
     for p in parts[:-1]:
         child = owner._modules.get(p)
         if child is None:
-            child = _Container()
+            child = Initializers()
             owner.add_module(p, child)
         owner = child
     if isinstance(value, nn.Parameter):
@@ -362,6 +362,11 @@ class OnnxModule(nn.Module):
             else:
                 self._folded_values[name] = value
         self._graph = _Graph(self._graph.proto, rest)
+
+    def extra_repr(self) -> str:
+        ops = sorted({n.proto.op_type for n in self._graph.nodes})
+        return (f"inputs={self.input_names}, outputs={self.output_names}, "
+                f"nodes={len(self._graph.nodes)} ({', '.join(ops)})")
 
     def _value(self, name: str) -> Any:
         return self._value_at(self._keys[name])
