@@ -1,5 +1,5 @@
 """The `ember` command: `ember devices`, `ember ops`, `ember demo`, `ember export`,
-`ember onnx run`, `ember tour`."""
+`ember tour`."""
 
 from __future__ import annotations
 
@@ -177,18 +177,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return demo.main(args)
 
 
-def cmd_export(args: argparse.Namespace) -> int:
-    """Export a model to ONNX (implemented in ember.exporters.cli)."""
-    from ember.exporters import cli as export_cli
-
-    return export_cli.run(args)
-
-
 def cmd_onnx(args: argparse.Namespace) -> int:
     """Run an ONNX model (implemented in ember.exporters.onnx_run)."""
     from ember.exporters import onnx_run
 
     return onnx_run.run(args)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Export a model to ONNX (implemented in ember.exporters.cli)."""
+    from ember.exporters import cli as export_cli
+
+    return export_cli.run(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -222,6 +222,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", action="store_true", help="print the profiler's op table "
                    "of one training step instead of training")
     p.set_defaults(func=cmd_demo)
+    from ember.exporters.onnx_run import add_parser as add_onnx_parser  # `ember onnx run`
+
+    add_onnx_parser(sub)
+    sub.choices["onnx"].set_defaults(func=cmd_onnx)
     p = sub.add_parser("export", help="export a model to ONNX",
                        description="Export SPEC (path/to/file.py:factory_or_class or "
                        "package.module:factory) to ONNX.")
@@ -237,10 +241,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="run onnx.checker (full_check) and "
                    "compare onnxruntime's output with ember's on random inputs")
     p.set_defaults(func=cmd_export)
-    from ember.exporters.onnx_run import add_parser as add_onnx_parser
-
-    add_onnx_parser(sub)
-    sub.choices["onnx"].set_defaults(func=cmd_onnx)
     p = sub.add_parser("tour", help="a short tour of tensors and autograd")
     p.add_argument("--device", default="cpu")
     p.set_defaults(func=cmd_tour)
