@@ -180,6 +180,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return demo.main(args)
 
 
+def cmd_onnx(args: argparse.Namespace) -> int:
+    """Run an ONNX model (implemented in ember.exporters.onnx_run)."""
+    from ember.exporters import onnx_run
+
+    return onnx_run.run(args)
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     """Export a model to ONNX (implemented in ember.exporters.cli)."""
     from ember.exporters import cli as export_cli
@@ -233,6 +240,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", action="store_true", help="print the profiler's op table "
                    "of one training step instead of training")
     p.set_defaults(func=cmd_demo)
+    from ember.exporters.onnx_run import add_parser as add_onnx_parser  # `ember onnx run`
+
+    add_onnx_parser(sub)
+    sub.choices["onnx"].set_defaults(func=cmd_onnx)
     p = sub.add_parser("export", help="export a model to ONNX",
                        description="Export SPEC (path/to/file.py:factory_or_class or "
                        "package.module:factory) to ONNX.")

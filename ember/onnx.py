@@ -1,4 +1,5 @@
-"""`ember.onnx`: export models to ONNX, as `torch.onnx` does.
+"""`ember.onnx`: export models to ONNX, as `torch.onnx` does, and load ONNX models back
+as ember modules (`ember.onnx.load`), to run or fine-tune on any ember device.
 
     import ember
     model = MyModel().eval()
@@ -34,9 +35,19 @@ from ember.exporters.onnx import (
     unregister_converter,
 )
 from ember.exporters.onnx import export as _export
+from ember.exporters.onnx_import import OnnxModule, load
+from ember.exporters.onnx_import_context import (
+    MAX_IMPORT_OPSET,
+    ImportContext,
+    OnnxLoadError,
+    UnsupportedOnnxOpError,
+)
+from ember.exporters.onnx_registry import register_importer, unregister_importer
 
 __all__ = ["export", "register_converter", "unregister_converter", "UnsupportedOperatorError",
-           "ExportContext", "SymDim", "DEFAULT_OPSET", "MIN_OPSET", "MAX_OPSET"]
+           "ExportContext", "SymDim", "DEFAULT_OPSET", "MIN_OPSET", "MAX_OPSET",
+           "load", "OnnxModule", "register_importer", "unregister_importer", "ImportContext",
+           "OnnxLoadError", "UnsupportedOnnxOpError", "MAX_IMPORT_OPSET"]
 
 
 def export(model: Any, args: Any, f: str | os.PathLike | IO[bytes],

@@ -68,12 +68,25 @@ def roundtrip(model, inputs, *, dynamic=False, other_batch=5, opset=None, f=None
             assert g.shape == w.shape
             assert g.dtype == w.dtype
             np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL)
+        _check_import(loaded, xs, want)
     ops = {n.op_type for n in loaded.graph.node}
     for op in expect_ops:
         assert op in ops, f"{op} not in {sorted(ops)}"
     for op in forbid_ops:
         assert op not in ops, f"{op} in {sorted(ops)}"
     return loaded
+
+
+def _check_import(proto, xs, want):
+    """The round trip: `ember.onnx.load` of the exported file gives ember's outputs."""
+    imported = ember.onnx.load(proto)
+    with ember.no_grad():
+        got = _flat(imported(*xs))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert tuple(g.shape) == w.shape
+        assert g.numpy().dtype == w.dtype
+        np.testing.assert_allclose(g.numpy(), w, rtol=RTOL, atol=ATOL)
 
 
 @pytest.fixture(autouse=True)

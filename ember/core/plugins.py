@@ -55,7 +55,8 @@ class EmberHookSpecs:
 
     @hookspec
     def ember_onnx_converters(self) -> dict[str, Callable[..., Any]] | None:
-        """Return ONNX converters for this plugin's own ops, keyed by op name."""
+        """Return ONNX converters for this plugin's own ops: export converters keyed by
+        ember op name (str), import converters keyed by (domain, op_type, since_version)."""
 
 
 @dataclass
@@ -223,7 +224,7 @@ class PluginRegistry:
             lines.append(f"  {name}: broken plugin ({error.splitlines()[0]})")
         return "Devices:\n" + "\n".join(lines)
 
-    def onnx_converters(self) -> dict[str, Callable[..., Any]]:
+    def onnx_converters(self) -> dict[Any, Callable[..., Any]]:
         self.ensure_loaded()
         out: dict[str, Callable[..., Any]] = {}
         for result in self.pm.hook.ember_onnx_converters():

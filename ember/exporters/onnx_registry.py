@@ -15,18 +15,28 @@ overriding the one before:
    (a plugin loaded late still counts);
 3. converters added in-process with `register_converter`.
 
-Import (`ember.onnx.load`, not written yet) goes the other way, through converters keyed
-by (domain, op type, since-version); its table belongs here too, beside the export one,
-so that both directions keep their registries in one module.
+Import (`ember.onnx.load`) goes the other way: its table maps (domain, op type) to
+converters keyed by since-version, `fn(ctx, *inputs)` (see `onnx_import_context.
+ImportContext`); the one used for a node is the newest at or below the model's opset of
+that domain. Its sources are the same three: `@importer` (in `onnx_import_*` modules),
+plugins' (the same `ember_onnx_converters` hook, whose keys are then
+`(domain, op_type, since_version)` tuples instead of op names), and `register_importer`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from ember.exporters.onnx_context import Converter, mark_dynamic
 
-__all__ = ["converter", "register_converter", "unregister_converter", "converters"]
+__all__ = ["converter", "register_converter", "unregister_converter", "converters",
+           "importer", "register_importer", "unregister_importer", "importers",
+           "find_importer", "versions_of", "ImportKey"]
+
+ImportKey = tuple[str, str, int]
+"""(domain, op type, since-version) of an import converter; domain "" is ONNX's own
+(an alias "ai.onnx" is read as "")."""
 
 # -- export: ember op name -> converter ----------------------------------------------------
 
@@ -72,6 +82,77 @@ def converters() -> dict[str, Converter]:
     table = dict(_EXPORT_BUILTIN)
     from ember.core.plugins import registry
 
-    table.update(registry.onnx_converters())
+    table.update((k, fn) for k, fn in registry.onnx_converters().items() if isinstance(k, str))
     table.update(_EXPORT_USER)
     return table
+
+
+# -- import: (domain, op type, since-version) -> converter -----------------------------------
+
+_IMPORT_BUILTIN: dict[ImportKey, Callable[..., Any]] = {}
+_IMPORT_USER: dict[ImportKey, Callable[..., Any]] = {}
+
+
+def _key(domain: str, op_type: str, since_version: int) -> ImportKey:
+    if not isinstance(since_version, int) or since_version < 1:
+        raise ValueError(f"since_version must be an opset number >= 1, got {since_version!r}")
+    return ("" if domain == "ai.onnx" else domain, op_type, since_version)
+
+
+def importer(*op_types: str, since: int = 1, domain: str = ""
+             ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a built-in import converter for the ONNX ops `op_types` of `domain`, valid
+    from opset `since` until a newer one replaces it (decorator)."""
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for op_type in op_types:
+            _IMPORT_BUILTIN[_key(domain, op_type, since)] = fn
+        return fn
+    return wrap
+
+
+def register_importer(op_type: str, fn: Callable[..., Any], *, since_version: int = 1,
+                      domain: str = "") -> None:
+    """Add (or override) the import converter of the ONNX op `op_type` of `domain` from
+    opset `since_version` on, for this process. `fn(ctx, *inputs)` gets the node's
+    inputs as ember tensors (None for an omitted optional input) and returns its
+    output(s); `ctx.attr(name, default)` reads the node's attributes."""
+    _IMPORT_USER[_key(domain, op_type, since_version)] = fn
+
+
+def unregister_importer(op_type: str, *, since_version: int = 1, domain: str = "") -> None:
+    """Remove an import converter added with `register_importer`."""
+    _IMPORT_USER.pop(_key(domain, op_type, since_version), None)
+
+
+def importers() -> dict[ImportKey, Callable[..., Any]]:
+    """Every import converter in force, keyed by (domain, op type, since-version):
+    built-in, then plugins' (tuple keys of `ember_onnx_converters`), then those added
+    with `register_importer`; a later source overrides an earlier one."""
+    table = dict(_IMPORT_BUILTIN)
+    from ember.core.plugins import registry
+
+    for k, fn in registry.onnx_converters().items():
+        if isinstance(k, tuple):
+            table[_key(*k)] = fn
+    table.update(_IMPORT_USER)
+    return table
+
+
+def find_importer(table: dict[ImportKey, Callable[..., Any]], domain: str, op_type: str,
+                  opset: int) -> tuple[int, Callable[..., Any]] | None:
+    """The newest converter of (`domain`, `op_type`) at or below `opset`, with its
+    since-version, or None."""
+    domain = "" if domain == "ai.onnx" else domain
+    best = None
+    for (d, op, since), fn in table.items():
+        if d == domain and op == op_type and since <= opset and (best is None
+                                                                 or since > best[0]):
+            best = (since, fn)
+    return best
+
+
+def versions_of(table: dict[ImportKey, Callable[..., Any]], domain: str, op_type: str
+                ) -> list[int]:
+    """The since-versions the table has for (`domain`, `op_type`), oldest first."""
+    domain = "" if domain == "ai.onnx" else domain
+    return sorted(s for d, op, s in table if d == domain and op == op_type)
