@@ -227,7 +227,7 @@ def _label_table(ctx: ImportContext) -> tuple[list, list, Any, np.dtype]:
         dtype = ctx.attr("values_tensor").dtype
         values = ctx.attr("values_tensor").tolist()
         default = ctx.attr("default_tensor")
-        default = default.reshape(-1)[0].item() if default is not None else \
+        default = default.reshape(-1).tolist()[0] if default is not None else \
             ("_Unused" if dtype.kind in "OUS" else -1 if dtype.kind in "iu" else -0.0)
     elif "values_strings" in ctx.attrs:
         values, dtype = ctx.attr("values_strings"), object
