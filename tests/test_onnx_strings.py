@@ -162,3 +162,21 @@ def test_bad_string_op_arguments_name_the_node():
                                     [_vi("y", TensorProto.BOOL, [1])]))
     with pytest.raises(ValueError, match=r"ONNX RegexFullMatch node 're': invalid pattern"):
         loaded(np.array(["a"]))
+
+
+def test_cli_onnx_run_takes_and_saves_string_arrays(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("onnxruntime")
+    from ember.cli import main
+
+    nodes = [helper.make_node("StringConcat", ["x", "x"], ["y"]),
+             helper.make_node("RegexFullMatch", ["x"], ["m"], pattern="t.*")]
+    onnx.save(_model(nodes, [_vi("x", STR, [3])], [_vi("y", STR, [3]),
+                                                   _vi("m", TensorProto.BOOL, [3])]),
+              str(tmp_path / "s.onnx"))
+    np.save(tmp_path / "x.npy", np.array(["tea", "cup", "toast"]))  # a str array: no pickle
+    monkeypatch.chdir(tmp_path)
+    assert main(["onnx", "run", "s.onnx", "--input", "x=x.npy", "--check", "--save", "out"]) == 0
+    out = capsys.readouterr().out
+    assert "y: <U10[3]" in out and "y: strings equal (ok)" in out
+    assert "m: largest difference 0 (ok:" in out
+    assert np.load(tmp_path / "out" / "y.npy").tolist() == ["teatea", "cupcup", "toasttoast"]
