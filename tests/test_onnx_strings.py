@@ -162,6 +162,11 @@ def test_bad_string_op_arguments_name_the_node():
                                     [_vi("y", TensorProto.BOOL, [1])]))
     with pytest.raises(ValueError, match=r"ONNX RegexFullMatch node 're': invalid pattern"):
         loaded(np.array(["a"]))
+    node = helper.make_node("Cast", ["x"], ["y"], name="num", to=F32)
+    loaded = ember.onnx.load(_model([node], [_vi("x", STR, [2])], [_vi("y", F32, [2])]))
+    with pytest.raises(ValueError, match=r"ONNX Cast node 'num': cannot cast the strings to "
+                                         r"numbers: could not convert string to float: 'x1'"):
+        loaded(np.array(["1.5", "x1"]))
 
 
 def test_cli_onnx_run_takes_and_saves_string_arrays(tmp_path, monkeypatch, capsys):

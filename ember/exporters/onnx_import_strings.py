@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 import ember
-from ember.exporters.onnx_import_context import ImportContext
+from ember.exporters.onnx_import_context import ImportContext, ember_dtype
 from ember.exporters.onnx_registry import importer
 
 __all__ = ["STRING", "is_strings", "host_strings", "to_strings", "from_strings"]
@@ -48,7 +48,7 @@ def host_strings(value: Any, what: str = "a string value") -> np.ndarray:
         if not isinstance(s, str):
             raise TypeError(f"{what} holds ONNX strings: it must hold only str, got "
                             f"{type(s).__name__}")
-        out[i] = s
+        out[i] = str(s)  # (NumPy hands out np.str_)
     return out
 
 
@@ -63,17 +63,21 @@ def to_strings(x: Any) -> np.ndarray:
     """Cast to ONNX string: each number as NumPy writes it (as onnx's reference does)."""
     if is_strings(x):
         return host_strings(x)
-    return np.asarray(_host(x).astype(np.str_), dtype=object)
+    return host_strings(_host(x).astype(np.str_))
 
 
 def from_strings(ctx: ImportContext, x: np.ndarray, to: int) -> Any:
     """Cast strings to the numbers of ONNX type `to` (a tensor on the graph's device)."""
     from ember.exporters.onnx_import_cast import cast
 
-    floating = to in (1, 10, 11, 16, 17, 18, 19, 20, 23, 24)
+    held = ember_dtype(to, f"the target of {ctx.node.op_type} node {ctx.node.name!r}")
     try:
-        values = x.astype(np.float64 if floating else np.int64) if to != 9 else \
-            np.vectorize(lambda s: s.strip().lower() in ("1", "true"), otypes=[bool])(x)
+        if held == ember.bool:
+            parse: Any = lambda s: s.strip().lower() in ("1", "true")  # noqa: E731
+        else:
+            parse = float if held.is_floating_point else int
+        values = np.array([parse(s) for s in x.reshape(-1)],
+                          dtype=bool if held == ember.bool else None).reshape(x.shape)
     except ValueError as err:
         raise ctx.fail(f"cannot cast the strings to numbers: {err}") from None
     return cast(ctx.tensor(values), to, bool(ctx.attr("saturate", 1)),
