@@ -19,6 +19,7 @@ import onnx.backend.base as base
 import ember
 from ember.exporters.onnx_import import load
 from ember.exporters.onnx_import_context import from_array, held_numpy
+from ember.exporters.onnx_import_strings import host_strings, is_strings
 
 __all__ = ["EmberBackend", "EmberRep"]
 
@@ -53,7 +54,10 @@ class EmberRep(base.BackendRep):
     def _tensor(self, value: Any) -> Any:
         if value is None or isinstance(value, list):  # an optional, a sequence
             return None if value is None else [self._tensor(v) for v in value]
-        t = from_array(np.asarray(value))
+        value = np.asarray(value)
+        if is_strings(value):  # strings stay host values (`onnx_import_strings`)
+            return host_strings(value)
+        t = from_array(value)
         return t.to(self.device) if self.device != "cpu" else t
 
 

@@ -36,6 +36,7 @@ from ember.exporters import (  # noqa: F401 - the converter modules enter the re
     onnx_import_sequence,
     onnx_import_shape,
     onnx_import_spectral,
+    onnx_import_strings,
     onnx_import_training,
     onnx_registry,
 )
@@ -287,12 +288,13 @@ def _place(root: nn.Module, name: str, value: Any, used: set[str], persistent: b
 # -- the module ------------------------------------------------------------------------------
 
 def _initializer(proto: Any, device: Any) -> Any:
+    """An initializer as a tensor on `device`, or strings as a host value (a NumPy array:
+    see `onnx_import_strings`)."""
     from onnx import numpy_helper
 
     arr = numpy_helper.to_array(proto)
-    if arr.dtype == object:
-        raise OnnxLoadError(f"initializer {proto.name!r} holds strings, which ember has no "
-                            "dtype for")
+    if proto.data_type == onnx_import_strings.STRING:
+        return onnx_import_strings.host_strings(arr, f"initializer {proto.name!r}")
     t = from_array(arr)
     t = t.to(ember_dtype(proto.data_type, f"initializer {proto.name!r}"))
     return t.to(device) if device is not None else t
@@ -317,10 +319,15 @@ class OnnxModule(nn.Module):
         self.opsets = _opsets(model)
         self.initializer_names: dict[str, str] = {}
         self._keys: dict[str, str] = {}  # ONNX name -> parameter/buffer key (folded too)
+        # host values: strings, and folded sequences and optionals (not tensors)
+        self._host_values: dict[str, Any] = {}
         used: set[str] = set()
         inits = {t.name: t for t in model.graph.initializer}
         for name, proto in inits.items():
             t = _initializer(proto, device)
+            if not isinstance(t, ember.Tensor):
+                self._host_values[name] = t
+                continue
             value = nn.Parameter(t) if t.dtype.name in _FLOATS else t
             self.initializer_names[name] = _place(self, name, value, used)
         self._keys.update(self.initializer_names)
@@ -332,6 +339,9 @@ class OnnxModule(nn.Module):
         for k, sub in enumerate(graph.subgraphs()):  # their weights: buffers, too
             for proto in sub.proto.initializer:
                 value = _initializer(proto, device)
+                if not isinstance(value, ember.Tensor):
+                    raise OnnxLoadError(f"initializer {proto.name!r} of a subgraph holds "
+                                        "strings: only the main graph's may")
                 sub.constants[proto.name] = _place(self, f"_subgraph{k}.{proto.name}",
                                                    value, used, persistent=False)
         self._fold(used, device)
@@ -352,7 +362,6 @@ class OnnxModule(nn.Module):
             rest.append(node)
         needed = {i for n in rest for i in n.inputs} | set(self.output_names) | _subgraph_reads(
             rest)
-        self._folded_values: dict[str, Any] = {}  # folded sequences, optionals
         for name, value in known.items():
             if name not in needed:
                 continue
@@ -360,7 +369,7 @@ class OnnxModule(nn.Module):
                 self._keys[name] = _place(self, f"_folded.{name}", value, used,
                                           persistent=False)
             else:
-                self._folded_values[name] = value
+                self._host_values[name] = value
         self._graph = _Graph(self._graph.proto, rest)
 
     def extra_repr(self) -> str:
@@ -384,20 +393,27 @@ class OnnxModule(nn.Module):
             return t.device
         return None
 
-    def _check_input(self, spec: Any, x: Any) -> Any:
-        if not spec.type.HasField("tensor_type"):  # a sequence or optional: as given
-            return x
+    def _check_dtype(self, spec: Any, x: Any) -> Any:
         if not isinstance(x, ember.Tensor):
             if isinstance(x, np.ndarray):
                 x = from_array(x)
             else:
                 raise TypeError(f"input {spec.name!r} of the ONNX model must be a tensor, got "
                                 f"{type(x).__name__}")
-        tt = spec.type.tensor_type
-        want = ember_dtype(tt.elem_type, f"input {spec.name!r}")
+        want = ember_dtype(spec.type.tensor_type.elem_type, f"input {spec.name!r}")
         if x.dtype != want:
             raise TypeError(f"input {spec.name!r} of the ONNX model must have dtype "
                             f"{want}, got {x.dtype}")
+        return x
+
+    def _check_input(self, spec: Any, x: Any) -> Any:
+        if not spec.type.HasField("tensor_type"):  # a sequence or optional: as given
+            return x
+        tt = spec.type.tensor_type
+        if tt.elem_type == onnx_import_strings.STRING:  # a host value, not a tensor
+            x = onnx_import_strings.host_strings(x, f"input {spec.name!r} of the ONNX model")
+        else:
+            x = self._check_dtype(spec, x)
         if tt.HasField("shape"):
             dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
                     for d in tt.shape.dim]
@@ -431,7 +447,7 @@ class OnnxModule(nn.Module):
             env[spec.name] = self._check_input(spec, given[spec.name])
         for name in self._keys:
             env[name] = self._value(name)
-        env.update(self._folded_values)
+        env.update(self._host_values)
         device = self._device()
         if device is None:
             device = next((t.device for t in env.values() if isinstance(t, ember.Tensor)),

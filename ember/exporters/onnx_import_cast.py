@@ -16,6 +16,7 @@ from typing import Any
 
 import ember
 from ember.exporters.onnx_import_context import ImportContext, ember_dtype
+from ember.exporters.onnx_import_strings import STRING, from_strings, is_strings, to_strings
 from ember.exporters.onnx_registry import importer
 
 __all__ = ["cast", "round_to_float", "round_to_e8m0", "wrap_to_int", "NARROW_FLOATS",
@@ -121,17 +122,34 @@ def cast(x: Any, elem_type: int, saturate: bool, what: str, round_mode: str = "u
 
 @importer("Cast", since=6)
 def _cast(ctx: ImportContext, x: Any) -> Any:
+    if ctx.attr("to") == STRING:  # strings are host values (`onnx_import_strings`)
+        return to_strings(x)
+    if is_strings(x):
+        return from_strings(ctx, x, ctx.attr("to"))
     return cast(x, ctx.attr("to"), bool(ctx.attr("saturate", 1)),
                 f"the target of Cast node {ctx.node.name!r}", ctx.attr("round_mode", "up"))
 
 
 @importer("CastLike", since=15)
 def _cast_like(ctx: ImportContext, x: Any, like: Any) -> Any:
+    if is_strings(like):
+        return to_strings(x)
     declared = ctx.input_type(1)  # the narrow type `like` is held for, if any
+    if is_strings(x):
+        return from_strings(ctx, x, declared if declared is not None else
+                            _elem_type(like))
     if declared is not None:
         return cast(x, declared, bool(ctx.attr("saturate", 1)),
                     f"the target of CastLike node {ctx.node.name!r}")
     return x.to(like.dtype)
+
+
+def _elem_type(t: Any) -> int:
+    from onnx import helper
+
+    from ember.exporters.onnx_context import numpy_dtype
+
+    return helper.np_dtype_to_tensor_dtype(numpy_dtype(t.dtype))
 
 
 @importer("BitCast", since=26)

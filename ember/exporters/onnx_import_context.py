@@ -1,7 +1,8 @@
 """What an ONNX import converter works with: `ImportContext`, the import errors, dtypes.
 
 An import converter is `fn(ctx, *inputs)`: `inputs` are the node's inputs as ember
-tensors (None where an optional input is omitted; a Python list for an ONNX sequence), and
+tensors (None where an optional input is omitted; a Python list for an ONNX sequence; a
+NumPy `object` array of `str` for an ONNX string tensor, see `onnx_import_strings`), and
 it returns the node's output, or a tuple of its outputs, as ember tensors computed with
 ember ops only, so that the imported model runs on every device and autograd sees every
 step. `ctx` reads the node's attributes and turns small tensors (shapes, axes, pads) into

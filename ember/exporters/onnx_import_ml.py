@@ -1,5 +1,6 @@
 """ONNX import converters: the tensor ops of the `ai.onnx.ml` domain that map onto ember
-ops (Binarizer, ArrayFeatureExtractor). Its string, encoder and tree ops have none."""
+ops (Binarizer, ArrayFeatureExtractor). LabelEncoder runs on the host with the string ops
+(`onnx_import_strings`); the tree ops have no converter."""
 
 from __future__ import annotations
 

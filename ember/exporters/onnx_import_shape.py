@@ -14,6 +14,7 @@ import numpy as np
 
 import ember
 from ember.exporters.onnx_import_context import ImportContext, ember_dtype
+from ember.exporters.onnx_import_strings import host_strings, is_strings
 from ember.exporters.onnx_registry import importer
 
 F = ember.nn.functional
@@ -23,6 +24,11 @@ F = ember.nn.functional
 
 @importer("Constant", since=1)
 def _constant(ctx: ImportContext) -> Any:
+    for key in ("value_string", "value_strings"):  # host values (`onnx_import_strings`)
+        if key in ctx.attrs:
+            return host_strings(ctx.attrs[key])
+    if is_strings(ctx.attrs.get("value")):
+        return host_strings(ctx.attrs["value"])
     for key, dtype in (("value", None), ("value_float", ember.float32),
                        ("value_floats", ember.float32), ("value_int", ember.int64),
                        ("value_ints", ember.int64)):
@@ -32,7 +38,7 @@ def _constant(ctx: ImportContext) -> Any:
                 return ctx.tensor(v)
             return ctx.tensor(np.asarray(v, dtype=np.dtype(dtype.name)))
     raise ctx.fail(f"holds {', '.join(ctx.attrs) or 'no value'}, which ember cannot import "
-                   "(strings and sparse tensors are not supported)", NotImplementedError)
+                   "(sparse tensors are not supported)", NotImplementedError)
 
 
 @importer("ConstantOfShape", since=9)

@@ -61,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     import ember
     from ember.exporters.onnx_import import load
     from ember.exporters.onnx_import_context import from_array
+    from ember.exporters.onnx_import_strings import is_strings
 
     try:
         model = load(args.model, device=args.device)
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
                 parts.append("missing --input for " + ", ".join(_describe(s) for s in missing))
             raise ValueError("; ".join(parts) + " (the model's inputs: " +
                              ", ".join(_describe(s) for s in specs) + ")")
-        inputs = {n: from_array(a).to(args.device)
+        inputs = {n: a if is_strings(a) else from_array(a).to(args.device)  # strings: host
                   for n, a in arrays.items()}
         with ember.no_grad():
             out = model(**inputs)
@@ -84,7 +85,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     outs = out if isinstance(out, tuple) else (out,)
-    results = {name: o.cpu().numpy() for name, o in zip(model.output_names, outs)}
+    # strings come back as NumPy object arrays: saved as str arrays (no pickle to load)
+    results = {name: o.astype(str) if is_strings(o) else o.cpu().numpy()
+               for name, o in zip(model.output_names, outs)}
     print(f"ran {args.model} on {args.device}")
     for name, value in results.items():
         print(f"  {name}: {value.dtype}{list(value.shape)}  "
@@ -104,6 +107,8 @@ def _filename(name: str) -> str:
 
 
 def _check(path: str, arrays: dict[str, np.ndarray], results: dict[str, np.ndarray]) -> int:
+    from ember.exporters.onnx_import_strings import is_strings
+
     try:
         import onnxruntime as ort
     except ImportError:
@@ -124,6 +129,11 @@ def _check(path: str, arrays: dict[str, np.ndarray], results: dict[str, np.ndarr
             print(f"  {name}: shape {list(got.shape)} but onnxruntime gives "
                   f"{list(ref.shape)}")
             worst_ok = False
+            continue
+        if is_strings(got):
+            ok = bool(np.array_equal(got, ref.astype(str)))
+            worst_ok &= ok
+            print(f"  {name}: strings {'equal (ok)' if ok else 'differ (MISMATCH)'}")
             continue
         diff = np.abs(got.astype(np.float64) - ref.astype(np.float64)) if got.size else \
             np.zeros(1)
