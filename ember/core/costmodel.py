@@ -12,7 +12,8 @@ device yet adds bytes / host<->device bandwidth ("transfers").
 
 A history refines it, as StarPU's history-based performance models do: measured times
 kept per (op, shapes, dtypes, device) replace the formula for the ops measured
-(`History`).
+(`History`). On the device a plan's step was recorded on, the op times measured while
+recording replace both (`estimate(..., seconds=)`).
 """
 
 from __future__ import annotations
@@ -106,12 +107,20 @@ def estimate_op(work: OpWork, t: traits.DeviceTraits, history: History | None = 
 
 
 def estimate(works: list[OpWork], t: traits.DeviceTraits, transfer_bytes: float = 0.0,
-             history: History | None = None, host_s: float = 0.0) -> Estimate:
+             history: History | None = None, host_s: float = 0.0,
+             seconds: list[float | None] | None = None) -> Estimate:
     """The summed estimate of `works` on one device, plus moving `transfer_bytes` there,
-    plus `host_s` of the host's own work between the ops."""
+    plus `host_s` of the host's own work between the ops. `seconds`: each work's kernel
+    time (beyond a tiny op's) measured on this very device (None where not measured),
+    used before the history and the formula; its launch is still the traits'."""
     total = Estimate(transfer_s=t.transfer_s(transfer_bytes), host_s=host_s)
-    cache: dict[tuple[str, str, str], Estimate] = {}
-    for w in works:
+    cache: dict[tuple[str, str, bool], Estimate] = {}
+    for i, w in enumerate(works):
+        measured = seconds[i] if seconds is not None else None
+        if measured is not None:  # the kernel's work, measured; its launch, the traits'
+            launch = t.launch_s + (t.record_s if w.records_grad else 0.0)
+            total += Estimate(measured_s=measured, launch_s=launch, ops=1, measured_ops=1)
+            continue
         key = (w.op, w.signature, w.records_grad)
         one = cache.get(key)
         if one is None:

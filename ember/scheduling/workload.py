@@ -37,7 +37,7 @@ from typing import Any
 import ember
 from ember.core import interpose
 from ember.core.costmodel import OpWork, op_cost, signature
-from ember.core.opdef import FUSED
+from ember.core.opdef import FUSED, Cost
 
 
 def fused_set(kernels: Any) -> frozenset[str]:
@@ -60,6 +60,10 @@ class Workload:
     own_fused: frozenset[str] = frozenset()  # the fused kernels of the model's backend
     variants: dict[frozenset[str], list[OpWork]] = field(default_factory=dict)
     """The ops recorded with only some of those fused kernels offered: fused set -> ops."""
+    seconds: list[float | None] | None = None
+    """Each of `works`' measured time on the source device beyond a tiny op's (its
+    kernel's work: the best of a few passes, the device waited for after each op, less a
+    one-element op's time); None for the optimizer's ops, which are not run."""
 
     def works_for(self, kernels: Any) -> list[OpWork]:
         """The ops a backend with `kernels` runs: the recording made with its fused
@@ -86,11 +90,14 @@ class _Frame:
 
 @dataclass
 class _Recorder:
+    sync: Callable[[], None] = lambda: None  # waits for the model's device
     phase: str = "forward"
     works: list[OpWork] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)  # each work's measured time
     stack: list[_Frame] = field(default_factory=list)
     by_node: dict[int, OpWork] = field(default_factory=dict)  # id(grad_fn) -> forward op
     nodes: list[Any] = field(default_factory=list)  # keeps grad_fns alive: ids stay unique
+    backward_of: list[OpWork | None] = field(default_factory=list)  # the nodes running
     activation_bytes: int = 0
 
     def op_hook(self, op: Any, name: str, call: Callable[[tuple, dict], Any], args: tuple,
@@ -99,18 +106,28 @@ class _Recorder:
             self.stack[-1].nested += 1
         frame = _Frame(op.name)
         self.stack.append(frame)
+        start = time.perf_counter()
         try:
             out = call(args, kwargs)
+            if frame.nested == 0:  # a kernel: its time is the device's, waited for
+                self.sync()
         finally:
             self.stack.pop()
+        elapsed = time.perf_counter() - start
         if frame.nested == 0 and not _declined(op.name, args):  # it ran as one kernel
             cost = op_cost(op.name, args, kwargs)
+            forward = self.backward_of[-1] if self.backward_of else None
+            if not cost.flops and not cost.bytes and forward is not None \
+                    and op.name.endswith("_backward"):
+                # a fused backward kernel declares no cost: twice its forward's, as below
+                cost = Cost(2 * forward.flops, 2 * forward.bytes)
             first = out[0] if isinstance(out, (tuple, list)) and out else out
             node = first.grad_fn if isinstance(first, ember.Tensor) else None
             work = OpWork(op.name, signature((*args, *kwargs.values())), cost.flops,
                           cost.bytes, self.phase,
                           records_grad=node is not None)
             self.works.append(work)
+            self.seconds.append(elapsed)
             if self.phase == "forward" and isinstance(first, ember.Tensor):
                 self.activation_bytes += first.numel() * first.element_size()
             if node is not None:
@@ -120,15 +137,20 @@ class _Recorder:
 
     def node_hook(self, node: Any, run: Callable[[], Any]) -> Any:
         before = len(self.works)
+        forward = self.by_node.get(id(node))
         self.stack.append(_Frame(node.name()))
+        self.backward_of.append(forward)
+        start = time.perf_counter()
         try:
             result = run()
+            self.sync()
         finally:
             frame = self.stack.pop()
-        forward = self.by_node.get(id(node))
+            self.backward_of.pop()
         if frame.nested == 0 and len(self.works) == before and forward is not None:
             self.works.append(OpWork(f"{forward.op} backward", forward.signature,
                                      2 * forward.flops, 2 * forward.bytes, "backward"))
+            self.seconds.append(time.perf_counter() - start)
         return result
 
     @contextlib.contextmanager
@@ -230,7 +252,7 @@ def record_step(model: Callable[..., Any], example_inputs: Any, training: bool =
         return outs
 
     def recorded() -> tuple[_Recorder, list]:
-        rec = _Recorder()
+        rec = _Recorder(_sync(anchor))
         with rec.watching():
             outs = one_pass(rec)
         return rec, outs
@@ -242,6 +264,11 @@ def record_step(model: Callable[..., Any], example_inputs: Any, training: bool =
     try:
         rec, outs = recorded()
         works = rec.works + optimizer
+        floor = {False: _hooked_tiny_op(anchor, False), True: _hooked_tiny_op(anchor, True)}
+        seconds = [s - floor[w.records_grad] if s > max(KERNEL_BOUND * floor[w.records_grad],
+                                                        floor[w.records_grad] + KERNEL_MIN_S)
+                   else None  # within the hooks' noise: the formula's
+                   for w, s in zip(rec.works, _best_op_times(rec, lambda: recorded()[0]))]
         for offered in {s & own for s in fused_sets or []} - {own}:
             with _offering_only(backend, offered):
                 variants[offered] = recorded()[0].works + optimizer
@@ -262,8 +289,48 @@ def record_step(model: Callable[..., Any], example_inputs: Any, training: bool =
     memory = param_bytes + grad_state + acts + sum(_nbytes(t) for t in tensors_in)
     source = str(anchor.device) if anchor is not None else "cpu"
     return Workload(works, sum(_nbytes(t) for t in tensors_in), param_bytes, int(memory),
-                    training, source, measured, own, variants)
+                    training, source, measured, own, variants,
+                    seconds + [None] * len(optimizer))
 
+
+def _best_op_times(first: _Recorder, again: Callable[[], _Recorder],
+                   budget_s: float = 0.5) -> list[float]:
+    """Each op's best time over `first` and up to `OP_TIMING_PASSES - 1` more recorded
+    passes (fewer when a pass is slow): on a shared machine the best is the least
+    disturbed. A pass that runs other ops (it should not) is not compared."""
+    best, spent = list(first.seconds), sum(first.seconds)
+    for _ in range(OP_TIMING_PASSES - 1):
+        if spent > budget_s:
+            break
+        rec = again()
+        spent += sum(rec.seconds)
+        if [w.op for w in rec.works] == [w.op for w in first.works]:
+            best = [min(a, b) for a, b in zip(best, rec.seconds)]
+    return best
+
+
+def _hooked_tiny_op(anchor: Any, grad: bool, calls: int = 30) -> float:
+    """Seconds a one-element add takes as a recorded op (the hooks' path and the wait for
+    the device included; with `grad`, its autograd node too): what a recorded op's time
+    holds beyond its kernel's work."""
+    if anchor is None:
+        return 0.0
+    a = ember.ones(1, device=anchor.device)
+    b = ember.ones(1, device=anchor.device).requires_grad_(grad)
+    rec = _Recorder(_sync(anchor))
+    with ember.enable_grad() if grad else ember.no_grad(), rec.watching():
+        for _ in range(calls):
+            a + b
+    return min(rec.seconds)
+
+
+KERNEL_BOUND, KERNEL_MIN_S = 4.0, 50e-6
+"""A recorded op's time counts as its kernel's measured work only above `KERNEL_BOUND`
+times a tiny op's and `KERNEL_MIN_S` beyond it: below, what the hooks and the op's own
+host work cost (tens of µs that vary from op to op) would pass for work, and the
+formula's estimate is the better one."""
+OP_TIMING_PASSES = 3
+"""Recorded passes whose op times are compared (the first included)."""
 
 OPTIMIZER_TIMING_LIMIT = 256 << 20
 """Parameters above this many bytes are not copied to time an optimizer step (its host
@@ -289,17 +356,19 @@ def _sync(anchor: Any) -> Callable[[], None]:
     return lambda: anchor._backend.synchronize(anchor.device.index)
 
 
-def _best_time(fn: Callable[[], Any], sync: Callable[[], None], budget_s: float = 0.5) -> float:
-    """The best of up to five timed calls of `fn` (fewer when one is slow)."""
+def _best_time(fn: Callable[[], Any], sync: Callable[[], None], budget_s: float = 0.5,
+               least: int = 3, most: int = 7) -> float:
+    """The best of `least` to `most` timed calls of `fn` (more while within `budget_s`):
+    on a shared machine the best call is the one least disturbed by other work."""
     best, spent = math.inf, 0.0
-    for _ in range(5):
+    for i in range(most):
+        if i >= least and spent > budget_s:
+            break
         start = time.perf_counter()
         fn()
         sync()
         elapsed = time.perf_counter() - start
         best, spent = min(best, elapsed), spent + elapsed
-        if spent > budget_s:
-            break
     return best
 
 
