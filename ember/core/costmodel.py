@@ -1,9 +1,10 @@
 """The cost model: an op's time on a device from its declared cost and the device's traits.
 
-    time(op) = launch + max(FLOPs / rate, bytes / bandwidth)
+    time(op) = launches * launch + max(FLOPs / rate, bytes / bandwidth)
 
 `launch` is the measured end-to-end time of a tiny op: ember's dispatch, the device's
-launch, and recording its autograd node when the op records one. `rate` is the matmul
+launch, and recording its autograd node when the op records one. A list op (`_foreach_add_`)
+launches one kernel per tensor: the backends loop over the list. `rate` is the matmul
 rate at that op's FLOPs for the BLAS-like ops (matmul, and any op doing more than
 `BLAS_INTENSITY` FLOPs a byte: linear, convolution) and the elementwise FLOP rate for the
 rest; `bandwidth` the elementwise bandwidth at that many bytes. The larger of the two
@@ -65,6 +66,7 @@ class OpWork:
     phase: str = "forward"  # "forward", "backward" or "optimizer"
     records_grad: bool = False  # autograd records a node for it (training's forward)
     group: int = -1  # a fused op's forward and backward share a group (see Workload)
+    launches: int = 1  # kernels it launches: a list op launches one per tensor
 
 
 BLAS_INTENSITY = 4.0
@@ -100,7 +102,7 @@ def estimate_op(work: OpWork, t: traits.DeviceTraits, history: History | None = 
     rate = t.matmul_rate(work.flops) if is_blas(work) else t.vector_gflops * 1e9
     compute = work.flops / rate
     memory = work.bytes / t.bandwidth(work.bytes) if work.bytes else 0.0
-    launch = t.launch_s + (t.record_s if work.records_grad else 0.0)
+    launch = t.launch_s * work.launches + (t.record_s if work.records_grad else 0.0)
     if compute >= memory:
         return Estimate(compute_s=compute, launch_s=launch, ops=1)
     return Estimate(memory_s=memory, launch_s=launch, ops=1)
@@ -114,14 +116,14 @@ def estimate(works: list[OpWork], t: traits.DeviceTraits, transfer_bytes: float 
     time (beyond a tiny op's) measured on this very device (None where not measured),
     used before the history and the formula; its launch is still the traits'."""
     total = Estimate(transfer_s=t.transfer_s(transfer_bytes), host_s=host_s)
-    cache: dict[tuple[str, str, bool], Estimate] = {}
+    cache: dict[tuple[str, str, bool, int], Estimate] = {}
     for i, w in enumerate(works):
         measured = seconds[i] if seconds is not None else None
         if measured is not None:  # the kernel's work, measured; its launch, the traits'
-            launch = t.launch_s + (t.record_s if w.records_grad else 0.0)
+            launch = t.launch_s * w.launches + (t.record_s if w.records_grad else 0.0)
             total += Estimate(measured_s=measured, launch_s=launch, ops=1, measured_ops=1)
             continue
-        key = (w.op, w.signature, w.records_grad)
+        key = (w.op, w.signature, w.records_grad, w.launches)
         one = cache.get(key)
         if one is None:
             one = cache[key] = estimate_op(w, t, history)

@@ -17,8 +17,12 @@ replayed and exported), while a plan must count what a step really runs — a fu
   the CPU runs a whole layer in one kernel). For each other set of fused kernels among
   the devices compared, the pass is recorded again with the model's backend offering
   only those (`fused_sets`), so each device is estimated with the ops it would run.
-- The optimizer is estimated, not run (running it would change the weights): SGD with
-  momentum, three list ops over the parameters, gradients and momentum buffers.
+- The optimizer's step is recorded on copies of the parameters (running it on the
+  model would change its weights): SGD with momentum, as the backend runs it (one fused
+  kernel, or a few list ops). A list op launches a kernel per tensor. Parameters too
+  large to copy are estimated instead (`optimizer_works`).
+- Each op is timed as it is recorded (the best of a few passes): on the model's own
+  device, those times are the estimate of the ops' work (`Workload.seconds`).
 - The pass is run once more without hooks and timed, and so is an optimizer step over
   copies of the parameters (`measured_s`): the plan takes from them how much time the
   host spends beyond the ops' launches (Python: modules, the autograd engine, the
@@ -125,7 +129,8 @@ class _Recorder:
             node = first.grad_fn if isinstance(first, ember.Tensor) else None
             work = OpWork(op.name, signature((*args, *kwargs.values())), cost.flops,
                           cost.bytes, self.phase,
-                          records_grad=node is not None)
+                          records_grad=node is not None,
+                          launches=_list_length(args))
             self.works.append(work)
             self.seconds.append(elapsed)
             if self.phase == "forward" and isinstance(first, ember.Tensor):
@@ -164,6 +169,13 @@ class _Recorder:
         finally:
             interpose.remove(op_hook)
             interpose.remove_backward(node_hook)
+
+
+def _list_length(args: tuple) -> int:
+    """The kernels an op call launches: one per tensor of a list op (the backends loop
+    over the list), else one."""
+    first = args[0] if args else None
+    return max(1, len(first)) if isinstance(first, (list, tuple)) else 1
 
 
 def fused_forward(op: str) -> tuple[str, ...]:
@@ -208,16 +220,18 @@ def _nbytes(t: Any) -> int:
 
 
 def optimizer_works(params: list) -> list[OpWork]:
-    """SGD with momentum's update as three list ops (`buf = m*buf + g`, `p -= lr*buf`,
-    and zeroing the gradients), each reading and writing the lists it touches."""
+    """SGD with momentum's update as three list ops (`buf *= m`, `buf += g`,
+    `p -= lr*buf`), each reading and writing the lists it touches (the gradients are set
+    to None, not zeroed, as `zero_grad()` does by default)."""
     if not params:
         return []
     numel = sum(p.numel() for p in params)
     nbytes = sum(_nbytes(p) for p in params)
     sig = f"{len(params)} tensors, {numel} elements"
-    return [OpWork("_foreach_add_", sig, 2.0 * numel, 3.0 * nbytes, "optimizer"),
-            OpWork("_foreach_add_", sig, 2.0 * numel, 3.0 * nbytes, "optimizer"),
-            OpWork("_foreach_zero_", sig, 0.0, float(nbytes), "optimizer")]
+    n = len(params)
+    return [OpWork("_foreach_mul_", sig, 1.0 * numel, 2.0 * nbytes, "optimizer", launches=n),
+            OpWork("_foreach_add_", sig, 2.0 * numel, 3.0 * nbytes, "optimizer", launches=n),
+            OpWork("_foreach_add_", sig, 2.0 * numel, 3.0 * nbytes, "optimizer", launches=n)]
 
 
 def record_step(model: Callable[..., Any], example_inputs: Any, training: bool = True,
@@ -251,13 +265,19 @@ def record_step(model: Callable[..., Any], example_inputs: Any, training: bool =
                 loss.backward()
         return outs
 
+    opt_step = _optimizer_on_copies(trainable) if training else None
+
     def recorded() -> tuple[_Recorder, list]:
         rec = _Recorder(_sync(anchor))
         with rec.watching():
             outs = one_pass(rec)
+            if opt_step is not None:
+                rec.phase = "optimizer"
+                opt_step()
         return rec, outs
 
-    optimizer = optimizer_works(trainable) if training else []
+    # parameters too large to copy: the optimizer's step is estimated, not recorded
+    optimizer = optimizer_works(trainable) if training and opt_step is None else []
     own = fused_set(backend.kernels) if backend is not None else frozenset()
     variants: dict[frozenset[str], list[OpWork]] = {}
     grads = [p.grad for p in trainable]
@@ -274,8 +294,8 @@ def record_step(model: Callable[..., Any], example_inputs: Any, training: bool =
                 variants[offered] = recorded()[0].works + optimizer
         # the same pass again, timed without the hooks: what the host really spends
         measured = _best_time(lambda: one_pass(None), _sync(anchor))
-        if training:
-            measured += _time_optimizer(trainable, _sync(anchor))
+        if opt_step is not None:
+            measured += _best_time(opt_step, _sync(anchor))
     finally:  # the model as it was: its gradients, and its buffers' values
         for p, g in zip(trainable, grads):
             p.grad = g
@@ -332,22 +352,23 @@ formula's estimate is the better one."""
 OP_TIMING_PASSES = 3
 """Recorded passes whose op times are compared (the first included)."""
 
-OPTIMIZER_TIMING_LIMIT = 256 << 20
-"""Parameters above this many bytes are not copied to time an optimizer step (its host
-work is then small beside its kernels' anyway)."""
+OPTIMIZER_COPY_LIMIT = 256 << 20
+"""Parameters above this many bytes are not copied to record an optimizer step (it is
+estimated from `optimizer_works` instead)."""
 
 
-def _time_optimizer(params: list, sync: Callable[[], None]) -> float:
-    """Seconds of one SGD-with-momentum step over copies of `params` (the model's own
-    weights are not touched), or 0 when they are too large to copy."""
-    if not params or sum(_nbytes(p) for p in params) > OPTIMIZER_TIMING_LIMIT:
-        return 0.0
+def _optimizer_on_copies(params: list) -> Callable[[], Any] | None:
+    """One SGD-with-momentum step over copies of `params` (the model's own weights are
+    not touched; the learning rate is 0), as a function; None when there are no
+    parameters or they are too large to copy."""
+    if not params or sum(_nbytes(p) for p in params) > OPTIMIZER_COPY_LIMIT:
+        return None
     copies = [p.detach().clone().requires_grad_(True) for p in params]
     for c in copies:
         c.grad = ember.zeros_like(c)
     opt = ember.optim.SGD(copies, lr=0.0, momentum=0.9)
     opt.step()  # the first step makes the momentum buffers
-    return _best_time(opt.step, sync)
+    return opt.step
 
 
 def _sync(anchor: Any) -> Callable[[], None]:
