@@ -108,6 +108,36 @@ def estimate_op(work: OpWork, t: traits.DeviceTraits, history: History | None = 
     return Estimate(memory_s=memory, launch_s=launch, ops=1)
 
 
+def kernel_s(work: OpWork, t: traits.DeviceTraits) -> float:
+    """The formula's time of an op's work on the device of traits `t`, launch left out."""
+    rate = t.matmul_rate(work.flops) if is_blas(work) else t.vector_gflops * 1e9
+    return max(work.flops / rate, work.bytes / t.bandwidth(work.bytes) if work.bytes else 0.0)
+
+
+def carried_over(works: list[OpWork], seconds: list[float | None], source: traits.DeviceTraits,
+                 target: list[OpWork], t: traits.DeviceTraits) -> list[float | None]:
+    """The kernel times `seconds` of `works`, measured on the device of traits `source`,
+    carried over to the ops `target` on the device of traits `t`: an op measured there
+    (the same op and operands) takes its measured time scaled by the formula's ratio
+    between the two devices, so what the formula misses on both (a fused LSTM layer's
+    time steps, a slow BLAS path) is kept and only the devices' difference is modelled;
+    other ops get None (the formula's)."""
+    measured: dict[tuple[str, str], tuple[float, OpWork]] = {}
+    for w, s in zip(works, seconds):
+        if s is not None:
+            measured.setdefault((w.op, w.signature), (s, w))
+    out: list[float | None] = []
+    for w in target:
+        found = measured.get((w.op, w.signature))
+        if found is None:
+            out.append(None)
+            continue
+        s, w0 = found
+        base = kernel_s(w0, source)
+        out.append(s * kernel_s(w, t) / base if base > 0 else s)
+    return out
+
+
 def estimate(works: list[OpWork], t: traits.DeviceTraits, transfer_bytes: float = 0.0,
              history: History | None = None, host_s: float = 0.0,
              seconds: list[float | None] | None = None) -> Estimate:

@@ -128,7 +128,13 @@ def _plan(work: Workload, devices: list[Any] | None,
         return work.works_for(plugins.get_backend(device.type).kernels)
 
     def seconds_on(device: Device) -> list[float | None] | None:
-        return work.seconds if _normal(device) == source else None
+        if work.seconds is None or _normal(device) == source:
+            return work.seconds
+        from ember.core import calibration
+
+        return costmodel.carried_over(work.works, work.seconds,
+                                      calibration.traits_of(source), works_on(device),
+                                      calibration.traits_of(device))
 
     opts = scheduler.options(works_on, work.memory_bytes, work.input_bytes, wanted,
                              eligible, history, host_s, seconds_on)

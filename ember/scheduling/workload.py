@@ -86,6 +86,11 @@ class Workload:
         return sum(1 for w in self.works if w.phase == phase)
 
 
+SPAN_S = 0.2
+"""Seconds over which a step's (and its ops') best time is looked for: a burst of other
+work shorter than this leaves some calls undisturbed."""
+
+
 @dataclass
 class _Frame:
     op: str
@@ -314,13 +319,14 @@ def record_step(model: Callable[..., Any], example_inputs: Any, training: bool =
 
 
 def _best_op_times(first: _Recorder, again: Callable[[], _Recorder],
-                   budget_s: float = 0.5) -> list[float]:
-    """Each op's best time over `first` and up to `OP_TIMING_PASSES - 1` more recorded
-    passes (fewer when a pass is slow): on a shared machine the best is the least
-    disturbed. A pass that runs other ops (it should not) is not compared."""
+                   span_s: float = SPAN_S) -> list[float]:
+    """Each op's best time over `first` and more recorded passes, at least
+    `OP_TIMING_PASSES` in all, more (up to 30) until `span_s` has passed: on a shared
+    machine the best is the least disturbed. A pass that runs other ops (it should not)
+    is not compared."""
     best, spent = list(first.seconds), sum(first.seconds)
-    for _ in range(OP_TIMING_PASSES - 1):
-        if spent > budget_s:
+    for i in range(1, 30):
+        if i >= OP_TIMING_PASSES and spent > span_s:
             break
         rec = again()
         spent += sum(rec.seconds)
@@ -350,7 +356,7 @@ times a tiny op's and `KERNEL_MIN_S` beyond it: below, what the hooks and the op
 host work cost (tens of µs that vary from op to op) would pass for work, and the
 formula's estimate is the better one."""
 OP_TIMING_PASSES = 3
-"""Recorded passes whose op times are compared (the first included)."""
+"""Recorded passes whose op times are compared at least (the first included)."""
 
 OPTIMIZER_COPY_LIMIT = 256 << 20
 """Parameters above this many bytes are not copied to record an optimizer step (it is
@@ -377,13 +383,14 @@ def _sync(anchor: Any) -> Callable[[], None]:
     return lambda: anchor._backend.synchronize(anchor.device.index)
 
 
-def _best_time(fn: Callable[[], Any], sync: Callable[[], None], budget_s: float = 0.5,
-               least: int = 3, most: int = 7) -> float:
-    """The best of `least` to `most` timed calls of `fn` (more while within `budget_s`):
-    on a shared machine the best call is the one least disturbed by other work."""
+def _best_time(fn: Callable[[], Any], sync: Callable[[], None], span_s: float = SPAN_S,
+               least: int = 3, most: int = 50) -> float:
+    """The best of `least` to `most` timed calls of `fn`, called until `span_s` has
+    passed: on a shared machine the best call is the one least disturbed by other work,
+    and a burst of it must not cover every call."""
     best, spent = math.inf, 0.0
     for i in range(most):
-        if i >= least and spent > budget_s:
+        if i >= least and spent > span_s:
             break
         start = time.perf_counter()
         fn()
