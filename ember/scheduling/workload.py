@@ -125,11 +125,15 @@ class _Recorder:
         elapsed = time.perf_counter() - start
         if frame.nested == 0 and not _declined(op.name, args):  # it ran as one kernel
             cost = op_cost(op.name, args, kwargs)
-            forward = self.backward_of[-1] if self.backward_of else None
-            if not cost.flops and not cost.bytes and forward is not None \
-                    and op.name.endswith("_backward"):
-                # a fused backward kernel declares no cost: twice its forward's, as below
-                cost = Cost(2 * forward.flops, 2 * forward.bytes)
+            if not cost.flops and not cost.bytes and op.name.endswith("_backward"):
+                # a fused backward kernel that declares no cost: twice its forward's, as
+                # below (the forward: the node's op, else the last op of the name)
+                forward = self.backward_of[-1] if self.backward_of else None
+                if forward is None or f"{forward.op}_backward" != op.name:
+                    forward = next((w for w in reversed(self.works)
+                                    if f"{w.op}_backward" == op.name), None)
+                if forward is not None:
+                    cost = Cost(2 * forward.flops, 2 * forward.bytes)
             first = out[0] if isinstance(out, (tuple, list)) and out else out
             node = first.grad_fn if isinstance(first, ember.Tensor) else None
             work = OpWork(op.name, signature((*args, *kwargs.values())), cost.flops,
