@@ -450,9 +450,9 @@ def test_plan_matches_measurements_long(calibrated):
 
     off = [(name, d, est, meas) for name, d, est, meas in bench.accuracy(ALL_DEVICES)
            if not meas / 2 <= est <= meas * 2]
-    assert not off, f"estimates off by more than 2x: {off}"
-    rows = bench.grid(ALL_DEVICES)
+    rows = bench.grid(ALL_DEVICES)  # both parts measured, whichever misses its goal
     share, worst = bench.grid_score(rows)
+    assert not off, f"estimates off by more than 2x: {off}; grid: {share:.0%}, {worst:.2f}x"
     assert len(rows) >= 12 and share >= 0.9 and worst <= 1.2, (share, worst, rows)
 
 

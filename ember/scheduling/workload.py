@@ -67,7 +67,8 @@ class Workload:
     seconds: list[float | None] | None = None
     """Each of `works`' measured time on the source device beyond a tiny op's (its
     kernel's work: the best of a few passes, the device waited for after each op, less a
-    one-element op's time); None for the optimizer's ops, which are not run."""
+    one-element op's time); None where the formula is used instead (an op within the
+    hooks' noise, `KERNEL_BOUND`; the optimizer's ops when estimated, not recorded)."""
 
     def works_for(self, kernels: Any) -> list[OpWork]:
         """The ops a backend with `kernels` runs: the recording made with its fused
