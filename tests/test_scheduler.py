@@ -161,6 +161,11 @@ def test_measured_kernel_times_replace_the_formula_and_carry_over():
     assert e.total_s == pytest.approx(40e-3 + 2e-6 + formula_add.total_s)
     carried = costmodel.carried_over(works, seconds, cpu, [add, lstm], gpu)
     assert carried[0] is None and carried[1] == pytest.approx(40e-3 / 10)  # 10x the rate
+    # a backend with other kernels: halfway (geometrically) to the formula's own time
+    other = costmodel.carried_over(works, seconds, cpu, [lstm], gpu, same_kernels=False)
+    own = costmodel.kernel_s(lstm, gpu)
+    assert own < other[0] < 40e-3 / 10
+    assert other[0] == pytest.approx(math.sqrt(own * 40e-3 / 10))
     # the host's overhead is the step less its ops' time, measured where it was
     from ember.scheduling.plan import host_overhead
     from ember.scheduling.workload import Workload

@@ -20,6 +20,7 @@ recording replace both (`estimate(..., seconds=)`).
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,13 +116,16 @@ def kernel_s(work: OpWork, t: traits.DeviceTraits) -> float:
 
 
 def carried_over(works: list[OpWork], seconds: list[float | None], source: traits.DeviceTraits,
-                 target: list[OpWork], t: traits.DeviceTraits) -> list[float | None]:
+                 target: list[OpWork], t: traits.DeviceTraits,
+                 same_kernels: bool = True) -> list[float | None]:
     """The kernel times `seconds` of `works`, measured on the device of traits `source`,
     carried over to the ops `target` on the device of traits `t`: an op measured there
     (the same op and operands) takes its measured time scaled by the formula's ratio
     between the two devices, so what the formula misses on both (a fused LSTM layer's
     time steps, a slow BLAS path) is kept and only the devices' difference is modelled;
-    other ops get None (the formula's)."""
+    other ops get None (the formula's). With `same_kernels` False (the target's backend
+    has other kernels: what the formula misses is partly the source's implementation's),
+    the geometric mean of that and the formula's own time."""
     measured: dict[tuple[str, str], tuple[float, OpWork]] = {}
     for w, s in zip(works, seconds):
         if s is not None:
@@ -133,8 +137,9 @@ def carried_over(works: list[OpWork], seconds: list[float | None], source: trait
             out.append(None)
             continue
         s, w0 = found
-        base = kernel_s(w0, source)
-        out.append(s * kernel_s(w, t) / base if base > 0 else s)
+        base, own = kernel_s(w0, source), kernel_s(w, t)
+        carried = s * own / base if base > 0 else s
+        out.append(carried if same_kernels else math.sqrt(carried * own))
     return out
 
 

@@ -132,9 +132,10 @@ def _plan(work: Workload, devices: list[Any] | None,
             return work.seconds
         from ember.core import calibration
 
+        same = fused_set(plugins.get_backend(device.type).kernels) == work.own_fused
         return costmodel.carried_over(work.works, work.seconds,
                                       calibration.traits_of(source), works_on(device),
-                                      calibration.traits_of(device))
+                                      calibration.traits_of(device), same_kernels=same)
 
     opts = scheduler.options(works_on, work.memory_bytes, work.input_bytes, wanted,
                              eligible, history, host_s, seconds_on)
