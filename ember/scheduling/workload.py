@@ -87,7 +87,7 @@ class Workload:
         return sum(1 for w in self.works if w.phase == phase)
 
 
-SPAN_S = 0.2
+SPAN_S = 0.3
 """Seconds over which a step's (and its ops') best time is looked for: a burst of other
 work shorter than this leaves some calls undisturbed."""
 
@@ -295,17 +295,17 @@ def record_step(model: Callable[..., Any], example_inputs: Any, training: bool =
         rec, outs = recorded()
         works = rec.works + optimizer
         floor = {False: _hooked_tiny_op(anchor, False), True: _hooked_tiny_op(anchor, True)}
+        # the same step without the hooks (what the host really spends), timed in turn
+        # with the recorded passes: a burst of other work then spoils some of each
+        plain = [lambda: one_pass(None)] + ([opt_step] if opt_step is not None else [])
+        op_times, measured = _best_times(rec, lambda: recorded()[0], plain, _sync(anchor))
         seconds = [s - floor[w.records_grad] if s > max(KERNEL_BOUND * floor[w.records_grad],
                                                         floor[w.records_grad] + KERNEL_MIN_S)
                    else None  # within the hooks' noise: the formula's
-                   for w, s in zip(rec.works, _best_op_times(rec, lambda: recorded()[0]))]
+                   for w, s in zip(rec.works, op_times)]
         for offered in {s & own for s in fused_sets or []} - {own}:
             with _offering_only(backend, offered):
                 variants[offered] = recorded()[0].works + optimizer
-        # the same pass again, timed without the hooks: what the host really spends
-        measured = _best_time(lambda: one_pass(None), _sync(anchor))
-        if opt_step is not None:
-            measured += _best_time(opt_step, _sync(anchor))
     finally:  # the model as it was: its gradients, and its buffers' values
         for p, g in zip(trainable, grads):
             p.grad = g
@@ -323,21 +323,31 @@ def record_step(model: Callable[..., Any], example_inputs: Any, training: bool =
                     seconds + [None] * len(optimizer))
 
 
-def _best_op_times(first: _Recorder, again: Callable[[], _Recorder],
-                   span_s: float = SPAN_S) -> list[float]:
-    """Each op's best time over `first` and more recorded passes, at least
-    `OP_TIMING_PASSES` in all, more (up to 30) until `span_s` has passed: on a shared
-    machine the best is the least disturbed. A pass that runs other ops (it should not)
-    is not compared."""
-    best, spent = list(first.seconds), sum(first.seconds)
-    for i in range(1, 30):
+def _best_times(first: _Recorder, again: Callable[[], _Recorder],
+                plain: list[Callable[[], Any]], sync: Callable[[], None],
+                span_s: float = SPAN_S) -> tuple[list[float], float]:
+    """(each op's best time over `first` and more recorded passes, the summed best times
+    of the `plain` calls), the recorded passes and the plain calls in turn, at least
+    `OP_TIMING_PASSES` rounds, more (up to 30) until `span_s` has passed: on a shared
+    machine the best is the least disturbed, and a burst of other work spoils rounds of
+    both. A pass that runs other ops (it should not) is not compared."""
+    best, spent = list(first.seconds), 0.0
+    plain_best = [math.inf] * len(plain)
+    for i in range(30):
         if i >= OP_TIMING_PASSES and spent > span_s:
             break
-        rec = again()
-        spent += sum(rec.seconds)
-        if [w.op for w in rec.works] == [w.op for w in first.works]:
-            best = [min(a, b) for a, b in zip(best, rec.seconds)]
-    return best
+        start = time.perf_counter()
+        for k, fn in enumerate(plain):
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            plain_best[k] = min(plain_best[k], time.perf_counter() - t0)
+        if i:
+            rec = again()
+            if [w.op for w in rec.works] == [w.op for w in first.works]:
+                best = [min(a, b) for a, b in zip(best, rec.seconds)]
+        spent += time.perf_counter() - start
+    return best, sum(plain_best)
 
 
 def _hooked_tiny_op(anchor: Any, grad: bool, calls: int = 30) -> float:
@@ -386,23 +396,6 @@ def _sync(anchor: Any) -> Callable[[], None]:
     if anchor is None:
         return lambda: None
     return lambda: anchor._backend.synchronize(anchor.device.index)
-
-
-def _best_time(fn: Callable[[], Any], sync: Callable[[], None], span_s: float = SPAN_S,
-               least: int = 3, most: int = 50) -> float:
-    """The best of `least` to `most` timed calls of `fn`, called until `span_s` has
-    passed: on a shared machine the best call is the one least disturbed by other work,
-    and a burst of it must not cover every call."""
-    best, spent = math.inf, 0.0
-    for i in range(most):
-        if i >= least and spent > span_s:
-            break
-        start = time.perf_counter()
-        fn()
-        sync()
-        elapsed = time.perf_counter() - start
-        best, spent = min(best, elapsed), spent + elapsed
-    return best
 
 
 def from_parameters(model: Any, batch: int = 32) -> Workload:
