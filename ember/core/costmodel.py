@@ -1,9 +1,10 @@
 """The cost model: an op's time on a device from its declared cost and the device's traits.
 
-    time(op) = launch + max(FLOPs / rate, bytes / bandwidth)
+    time(op) = launches * launch + max(FLOPs / rate, bytes / bandwidth)
 
 `launch` is the measured end-to-end time of a tiny op: ember's dispatch, the device's
-launch, and recording its autograd node when the op records one. `rate` is the matmul
+launch, and recording its autograd node when the op records one. A list op (`_foreach_add_`)
+launches one kernel per tensor: the backends loop over the list. `rate` is the matmul
 rate at that op's FLOPs for the BLAS-like ops (matmul, and any op doing more than
 `BLAS_INTENSITY` FLOPs a byte: linear, convolution) and the elementwise FLOP rate for the
 rest; `bandwidth` the elementwise bandwidth at that many bytes. The larger of the two
@@ -12,12 +13,14 @@ device yet adds bytes / host<->device bandwidth ("transfers").
 
 A history refines it, as StarPU's history-based performance models do: measured times
 kept per (op, shapes, dtypes, device) replace the formula for the ops measured
-(`History`).
+(`History`). On the device a plan's step was recorded on, the op times measured while
+recording replace both (`estimate(..., seconds=)`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +67,7 @@ class OpWork:
     phase: str = "forward"  # "forward", "backward" or "optimizer"
     records_grad: bool = False  # autograd records a node for it (training's forward)
     group: int = -1  # a fused op's forward and backward share a group (see Workload)
+    launches: int = 1  # kernels it launches: a list op launches one per tensor
 
 
 BLAS_INTENSITY = 4.0
@@ -99,20 +103,62 @@ def estimate_op(work: OpWork, t: traits.DeviceTraits, history: History | None = 
     rate = t.matmul_rate(work.flops) if is_blas(work) else t.vector_gflops * 1e9
     compute = work.flops / rate
     memory = work.bytes / t.bandwidth(work.bytes) if work.bytes else 0.0
-    launch = t.launch_s + (t.record_s if work.records_grad else 0.0)
+    launch = t.launch_s * work.launches + (t.record_s if work.records_grad else 0.0)
     if compute >= memory:
         return Estimate(compute_s=compute, launch_s=launch, ops=1)
     return Estimate(memory_s=memory, launch_s=launch, ops=1)
 
 
+def kernel_s(work: OpWork, t: traits.DeviceTraits) -> float:
+    """The formula's time of an op's work on the device of traits `t`, launch left out."""
+    rate = t.matmul_rate(work.flops) if is_blas(work) else t.vector_gflops * 1e9
+    return max(work.flops / rate, work.bytes / t.bandwidth(work.bytes) if work.bytes else 0.0)
+
+
+def carried_over(works: list[OpWork], seconds: list[float | None], source: traits.DeviceTraits,
+                 target: list[OpWork], t: traits.DeviceTraits,
+                 same_kernels: bool = True) -> list[float | None]:
+    """The kernel times `seconds` of `works`, measured on the device of traits `source`,
+    carried over to the ops `target` on the device of traits `t`: an op measured there
+    (the same op and operands) takes its measured time scaled by the formula's ratio
+    between the two devices, so what the formula misses on both (a fused LSTM layer's
+    time steps, a slow BLAS path) is kept and only the devices' difference is modelled;
+    other ops get None (the formula's). With `same_kernels` False (the target's backend
+    has other kernels: what the formula misses is partly the source's implementation's),
+    the geometric mean of that and the formula's own time."""
+    measured: dict[tuple[str, str], tuple[float, OpWork]] = {}
+    for w, s in zip(works, seconds):
+        if s is not None:
+            measured.setdefault((w.op, w.signature), (s, w))
+    out: list[float | None] = []
+    for w in target:
+        found = measured.get((w.op, w.signature))
+        if found is None:
+            out.append(None)
+            continue
+        s, w0 = found
+        base, own = kernel_s(w0, source), kernel_s(w, t)
+        carried = s * own / base if base > 0 else s
+        out.append(carried if same_kernels else math.sqrt(carried * own))
+    return out
+
+
 def estimate(works: list[OpWork], t: traits.DeviceTraits, transfer_bytes: float = 0.0,
-             history: History | None = None, host_s: float = 0.0) -> Estimate:
+             history: History | None = None, host_s: float = 0.0,
+             seconds: list[float | None] | None = None) -> Estimate:
     """The summed estimate of `works` on one device, plus moving `transfer_bytes` there,
-    plus `host_s` of the host's own work between the ops."""
+    plus `host_s` of the host's own work between the ops. `seconds`: each work's kernel
+    time (beyond a tiny op's) measured on this very device (None where not measured),
+    used before the history and the formula; its launch is still the traits'."""
     total = Estimate(transfer_s=t.transfer_s(transfer_bytes), host_s=host_s)
-    cache: dict[tuple[str, str, str], Estimate] = {}
-    for w in works:
-        key = (w.op, w.signature, w.records_grad)
+    cache: dict[tuple[str, str, bool, int], Estimate] = {}
+    for i, w in enumerate(works):
+        measured = seconds[i] if seconds is not None else None
+        if measured is not None:  # the kernel's work, measured; its launch, the traits'
+            launch = t.launch_s * w.launches + (t.record_s if w.records_grad else 0.0)
+            total += Estimate(measured_s=measured, launch_s=launch, ops=1, measured_ops=1)
+            continue
+        key = (w.op, w.signature, w.records_grad, w.launches)
         one = cache.get(key)
         if one is None:
             one = cache[key] = estimate_op(w, t, history)

@@ -106,10 +106,13 @@ def fmt_bytes(n: float | None) -> str:
 def options(works: list[costmodel.OpWork] | Callable[[Device], list[costmodel.OpWork]],
             memory_needed: int, input_bytes: int, devices: list[Device],
             eligible: list[Device] | None = None, history: costmodel.History | None = None,
-            host_s: float = 0.0) -> list[Option]:
+            host_s: float = 0.0,
+            seconds: Callable[[Device], list[float | None] | None] | None = None,
+            ) -> list[Option]:
     """The estimate of `works` (a list, or a function giving each device's list) on each
     device, fastest first. `input_bytes` come from the host every step (to every device
-    but the CPU); `host_s` is the host's own work a step, the same on every device."""
+    but the CPU); `host_s` is the host's own work a step, the same on every device;
+    `seconds(device)`: the ops' times measured on that device, where there are some."""
     from ember.core import calibration, costmodel
 
     calibration.prepare(devices)  # the devices not measured yet: under one progress bar
@@ -118,7 +121,8 @@ def options(works: list[costmodel.OpWork] | Callable[[Device], list[costmodel.Op
         t = calibration.traits_of(d)
         moved = input_bytes if d.type != "cpu" else 0
         ops = works(d) if callable(works) else works
-        est = costmodel.estimate(ops, t, moved, history, host_s)
+        est = costmodel.estimate(ops, t, moved, history, host_s,
+                                 seconds(d) if seconds is not None else None)
         free = t.memory_free
         fits = free is None or memory_needed <= free * HEADROOM
         out.append(Option(d, est, free, fits, eligible is None or d in eligible, t.measured))

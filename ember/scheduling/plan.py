@@ -120,28 +120,49 @@ def _plan(work: Workload, devices: list[Any] | None,
     if history is None:
         history = costmodel.History.load()
     host_s = host_overhead(work, history)
+    source = _normal(work.source_device)
+
     def works_on(device: Device) -> list[costmodel.OpWork]:
+        if _normal(device) == source:
+            return work.works
         return work.works_for(plugins.get_backend(device.type).kernels)
 
+    def seconds_on(device: Device) -> list[float | None] | None:
+        if work.seconds is None or _normal(device) == source:
+            return work.seconds
+        from ember.core import calibration
+
+        same = fused_set(plugins.get_backend(device.type).kernels) == work.own_fused
+        return costmodel.carried_over(work.works, work.seconds,
+                                      calibration.traits_of(source), works_on(device),
+                                      calibration.traits_of(device), same_kernels=same)
+
     opts = scheduler.options(works_on, work.memory_bytes, work.input_bytes, wanted,
-                             eligible, history, host_s)
+                             eligible, history, host_s, seconds_on)
     decision = scheduler.decide(opts, work.memory_bytes)
     scheduler.record(decision.device, decision.order)
     return Plan(decision.device, opts, work.memory_bytes, decision.reasons, work,
                 decision.order)
 
 
+def _normal(device: Any) -> Device:
+    d = Device(device)
+    return d if d.type == "cpu" or d.index is not None else Device(d.type, 0)
+
+
 def host_overhead(work: Workload, history: costmodel.History | None = None) -> float:
-    """Seconds a step spends on the host beyond what the cost model charges its ops: the
-    step's measured time on its own device, less that device's estimate of the same ops
-    (never below 0). The host's Python work (modules, the autograd engine) does
-    not depend on the device that runs the kernels, so every device pays it."""
+    """Seconds a step spends on the host between its ops: the step's measured time on its
+    own device, less the time of its ops there (each op timed while the step was recorded;
+    the optimizer's from the formula), never below 0. The host's Python work (modules, the
+    autograd engine) does not depend on the device that runs the kernels, so every device
+    pays it; the ops' own time, measured on one device, is that device's alone."""
     if work.measured_s is None:
         return 0.0
     from ember.core import calibration
 
     t = calibration.traits_of(work.source_device)
-    return max(0.0, work.measured_s - costmodel.estimate(work.works, t, 0, history).total_s)
+    ops = costmodel.estimate(work.works, t, 0, history, seconds=work.seconds)
+    return max(0.0, work.measured_s - ops.total_s)
 
 
 def place_module(module: Any, convert: Any) -> Any:

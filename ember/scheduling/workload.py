@@ -17,8 +17,12 @@ replayed and exported), while a plan must count what a step really runs — a fu
   the CPU runs a whole layer in one kernel). For each other set of fused kernels among
   the devices compared, the pass is recorded again with the model's backend offering
   only those (`fused_sets`), so each device is estimated with the ops it would run.
-- The optimizer is estimated, not run (running it would change the weights): SGD with
-  momentum, three list ops over the parameters, gradients and momentum buffers.
+- The optimizer's step is recorded on copies of the parameters (running it on the
+  model would change its weights): SGD with momentum, as the backend runs it (one fused
+  kernel, or a few list ops). A list op launches a kernel per tensor. Parameters too
+  large to copy are estimated instead (`optimizer_works`).
+- Each op is timed as it is recorded (the best of a few passes): on the model's own
+  device, those times are the estimate of the ops' work (`Workload.seconds`).
 - The pass is run once more without hooks and timed, and so is an optimizer step over
   copies of the parameters (`measured_s`): the plan takes from them how much time the
   host spends beyond the ops' launches (Python: modules, the autograd engine, the
@@ -37,7 +41,7 @@ from typing import Any
 import ember
 from ember.core import interpose
 from ember.core.costmodel import OpWork, op_cost, signature
-from ember.core.opdef import FUSED
+from ember.core.opdef import FUSED, Cost
 
 
 def fused_set(kernels: Any) -> frozenset[str]:
@@ -60,6 +64,11 @@ class Workload:
     own_fused: frozenset[str] = frozenset()  # the fused kernels of the model's backend
     variants: dict[frozenset[str], list[OpWork]] = field(default_factory=dict)
     """The ops recorded with only some of those fused kernels offered: fused set -> ops."""
+    seconds: list[float | None] | None = None
+    """Each of `works`' measured time on the source device beyond a tiny op's (its
+    kernel's work: the best of a few passes, the device waited for after each op, less a
+    one-element op's time); None where the formula is used instead (an op within the
+    hooks' noise, `KERNEL_BOUND`; the optimizer's ops when estimated, not recorded)."""
 
     def works_for(self, kernels: Any) -> list[OpWork]:
         """The ops a backend with `kernels` runs: the recording made with its fused
@@ -78,6 +87,11 @@ class Workload:
         return sum(1 for w in self.works if w.phase == phase)
 
 
+SPAN_S = 0.3
+"""Seconds over which a step's (and its ops') best time is looked for: a burst of other
+work shorter than this leaves some calls undisturbed."""
+
+
 @dataclass
 class _Frame:
     op: str
@@ -86,11 +100,14 @@ class _Frame:
 
 @dataclass
 class _Recorder:
+    sync: Callable[[], None] = lambda: None  # waits for the model's device
     phase: str = "forward"
     works: list[OpWork] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)  # each work's measured time
     stack: list[_Frame] = field(default_factory=list)
     by_node: dict[int, OpWork] = field(default_factory=dict)  # id(grad_fn) -> forward op
     nodes: list[Any] = field(default_factory=list)  # keeps grad_fns alive: ids stay unique
+    backward_of: list[OpWork | None] = field(default_factory=list)  # the nodes running
     activation_bytes: int = 0
 
     def op_hook(self, op: Any, name: str, call: Callable[[tuple, dict], Any], args: tuple,
@@ -99,18 +116,33 @@ class _Recorder:
             self.stack[-1].nested += 1
         frame = _Frame(op.name)
         self.stack.append(frame)
+        start = time.perf_counter()
         try:
             out = call(args, kwargs)
+            if frame.nested == 0:  # a kernel: its time is the device's, waited for
+                self.sync()
         finally:
             self.stack.pop()
+        elapsed = time.perf_counter() - start
         if frame.nested == 0 and not _declined(op.name, args):  # it ran as one kernel
             cost = op_cost(op.name, args, kwargs)
+            if not cost.flops and not cost.bytes and op.name.endswith("_backward"):
+                # a fused backward kernel that declares no cost: twice its forward's, as
+                # below (the forward: the node's op, else the last op of the name)
+                forward = self.backward_of[-1] if self.backward_of else None
+                if forward is None or f"{forward.op}_backward" != op.name:
+                    forward = next((w for w in reversed(self.works)
+                                    if f"{w.op}_backward" == op.name), None)
+                if forward is not None:
+                    cost = Cost(2 * forward.flops, 2 * forward.bytes)
             first = out[0] if isinstance(out, (tuple, list)) and out else out
             node = first.grad_fn if isinstance(first, ember.Tensor) else None
             work = OpWork(op.name, signature((*args, *kwargs.values())), cost.flops,
                           cost.bytes, self.phase,
-                          records_grad=node is not None)
+                          records_grad=node is not None,
+                          launches=_list_length(args))
             self.works.append(work)
+            self.seconds.append(elapsed)
             if self.phase == "forward" and isinstance(first, ember.Tensor):
                 self.activation_bytes += first.numel() * first.element_size()
             if node is not None:
@@ -120,15 +152,20 @@ class _Recorder:
 
     def node_hook(self, node: Any, run: Callable[[], Any]) -> Any:
         before = len(self.works)
+        forward = self.by_node.get(id(node))
         self.stack.append(_Frame(node.name()))
+        self.backward_of.append(forward)
+        start = time.perf_counter()
         try:
             result = run()
+            self.sync()
         finally:
             frame = self.stack.pop()
-        forward = self.by_node.get(id(node))
+            self.backward_of.pop()
         if frame.nested == 0 and len(self.works) == before and forward is not None:
             self.works.append(OpWork(f"{forward.op} backward", forward.signature,
                                      2 * forward.flops, 2 * forward.bytes, "backward"))
+            self.seconds.append(time.perf_counter() - start)
         return result
 
     @contextlib.contextmanager
@@ -142,6 +179,13 @@ class _Recorder:
         finally:
             interpose.remove(op_hook)
             interpose.remove_backward(node_hook)
+
+
+def _list_length(args: tuple) -> int:
+    """The kernels an op call launches: one per tensor of a list op (the backends loop
+    over the list), else one."""
+    first = args[0] if args else None
+    return max(1, len(first)) if isinstance(first, (list, tuple)) else 1
 
 
 def fused_forward(op: str) -> tuple[str, ...]:
@@ -186,16 +230,18 @@ def _nbytes(t: Any) -> int:
 
 
 def optimizer_works(params: list) -> list[OpWork]:
-    """SGD with momentum's update as three list ops (`buf = m*buf + g`, `p -= lr*buf`,
-    and zeroing the gradients), each reading and writing the lists it touches."""
+    """SGD with momentum's update as three list ops (`buf *= m`, `buf += g`,
+    `p -= lr*buf`), each reading and writing the lists it touches (the gradients are set
+    to None, not zeroed, as `zero_grad()` does by default)."""
     if not params:
         return []
     numel = sum(p.numel() for p in params)
     nbytes = sum(_nbytes(p) for p in params)
     sig = f"{len(params)} tensors, {numel} elements"
-    return [OpWork("_foreach_add_", sig, 2.0 * numel, 3.0 * nbytes, "optimizer"),
-            OpWork("_foreach_add_", sig, 2.0 * numel, 3.0 * nbytes, "optimizer"),
-            OpWork("_foreach_zero_", sig, 0.0, float(nbytes), "optimizer")]
+    n = len(params)
+    return [OpWork("_foreach_mul_", sig, 1.0 * numel, 2.0 * nbytes, "optimizer", launches=n),
+            OpWork("_foreach_add_", sig, 2.0 * numel, 3.0 * nbytes, "optimizer", launches=n),
+            OpWork("_foreach_add_", sig, 2.0 * numel, 3.0 * nbytes, "optimizer", launches=n)]
 
 
 def record_step(model: Callable[..., Any], example_inputs: Any, training: bool = True,
@@ -229,26 +275,37 @@ def record_step(model: Callable[..., Any], example_inputs: Any, training: bool =
                 loss.backward()
         return outs
 
+    opt_step = _optimizer_on_copies(trainable) if training else None
+
     def recorded() -> tuple[_Recorder, list]:
-        rec = _Recorder()
+        rec = _Recorder(_sync(anchor))
         with rec.watching():
             outs = one_pass(rec)
+            if opt_step is not None:
+                rec.phase = "optimizer"
+                opt_step()
         return rec, outs
 
-    optimizer = optimizer_works(trainable) if training else []
+    # parameters too large to copy: the optimizer's step is estimated, not recorded
+    optimizer = optimizer_works(trainable) if training and opt_step is None else []
     own = fused_set(backend.kernels) if backend is not None else frozenset()
     variants: dict[frozenset[str], list[OpWork]] = {}
     grads = [p.grad for p in trainable]
     try:
         rec, outs = recorded()
         works = rec.works + optimizer
+        floor = {False: _hooked_tiny_op(anchor, False), True: _hooked_tiny_op(anchor, True)}
+        # the same step without the hooks (what the host really spends), timed in turn
+        # with the recorded passes: a burst of other work then spoils some of each
+        plain = [lambda: one_pass(None)] + ([opt_step] if opt_step is not None else [])
+        op_times, measured = _best_times(rec, lambda: recorded()[0], plain, _sync(anchor))
+        seconds = [s - floor[w.records_grad] if s > max(KERNEL_BOUND * floor[w.records_grad],
+                                                        floor[w.records_grad] + KERNEL_MIN_S)
+                   else None  # within the hooks' noise: the formula's
+                   for w, s in zip(rec.works, op_times)]
         for offered in {s & own for s in fused_sets or []} - {own}:
             with _offering_only(backend, offered):
                 variants[offered] = recorded()[0].works + optimizer
-        # the same pass again, timed without the hooks: what the host really spends
-        measured = _best_time(lambda: one_pass(None), _sync(anchor))
-        if training:
-            measured += _time_optimizer(trainable, _sync(anchor))
     finally:  # the model as it was: its gradients, and its buffers' values
         for p, g in zip(trainable, grads):
             p.grad = g
@@ -262,45 +319,83 @@ def record_step(model: Callable[..., Any], example_inputs: Any, training: bool =
     memory = param_bytes + grad_state + acts + sum(_nbytes(t) for t in tensors_in)
     source = str(anchor.device) if anchor is not None else "cpu"
     return Workload(works, sum(_nbytes(t) for t in tensors_in), param_bytes, int(memory),
-                    training, source, measured, own, variants)
+                    training, source, measured, own, variants,
+                    seconds + [None] * len(optimizer))
 
 
-OPTIMIZER_TIMING_LIMIT = 256 << 20
-"""Parameters above this many bytes are not copied to time an optimizer step (its host
-work is then small beside its kernels' anyway)."""
+def _best_times(first: _Recorder, again: Callable[[], _Recorder],
+                plain: list[Callable[[], Any]], sync: Callable[[], None],
+                span_s: float = SPAN_S) -> tuple[list[float], float]:
+    """(each op's best time over `first` and more recorded passes, the summed best times
+    of the `plain` calls), the recorded passes and the plain calls in turn, at least
+    `OP_TIMING_PASSES` rounds, more (up to 30) until `span_s` has passed: on a shared
+    machine the best is the least disturbed, and a burst of other work spoils rounds of
+    both. A pass that runs other ops (it should not) is not compared."""
+    best, spent = list(first.seconds), 0.0
+    plain_best = [math.inf] * len(plain)
+    for i in range(30):
+        if i >= OP_TIMING_PASSES and spent > span_s:
+            break
+        start = time.perf_counter()
+        for k, fn in enumerate(plain):
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            plain_best[k] = min(plain_best[k], time.perf_counter() - t0)
+        if i:
+            rec = again()
+            if [w.op for w in rec.works] == [w.op for w in first.works]:
+                best = [min(a, b) for a, b in zip(best, rec.seconds)]
+        spent += time.perf_counter() - start
+    return best, sum(plain_best)
 
 
-def _time_optimizer(params: list, sync: Callable[[], None]) -> float:
-    """Seconds of one SGD-with-momentum step over copies of `params` (the model's own
-    weights are not touched), or 0 when they are too large to copy."""
-    if not params or sum(_nbytes(p) for p in params) > OPTIMIZER_TIMING_LIMIT:
+def _hooked_tiny_op(anchor: Any, grad: bool, calls: int = 30) -> float:
+    """Seconds a one-element add takes as a recorded op (the hooks' path and the wait for
+    the device included; with `grad`, its autograd node too): what a recorded op's time
+    holds beyond its kernel's work."""
+    if anchor is None:
         return 0.0
+    a = ember.ones(1, device=anchor.device)
+    b = ember.ones(1, device=anchor.device).requires_grad_(grad)
+    rec = _Recorder(_sync(anchor))
+    with ember.enable_grad() if grad else ember.no_grad(), rec.watching():
+        for _ in range(calls):
+            a + b
+    return min(rec.seconds)
+
+
+KERNEL_BOUND, KERNEL_MIN_S = 4.0, 50e-6
+"""A recorded op's time counts as its kernel's measured work only above `KERNEL_BOUND`
+times a tiny op's and `KERNEL_MIN_S` beyond it: below, what the hooks and the op's own
+host work cost (tens of µs that vary from op to op) would pass for work, and the
+formula's estimate is the better one."""
+OP_TIMING_PASSES = 3
+"""Recorded passes whose op times are compared at least (the first included)."""
+
+OPTIMIZER_COPY_LIMIT = 256 << 20
+"""Parameters above this many bytes are not copied to record an optimizer step (it is
+estimated from `optimizer_works` instead)."""
+
+
+def _optimizer_on_copies(params: list) -> Callable[[], Any] | None:
+    """One SGD-with-momentum step over copies of `params` (the model's own weights are
+    not touched; the learning rate is 0), as a function; None when there are no
+    parameters or they are too large to copy."""
+    if not params or sum(_nbytes(p) for p in params) > OPTIMIZER_COPY_LIMIT:
+        return None
     copies = [p.detach().clone().requires_grad_(True) for p in params]
     for c in copies:
         c.grad = ember.zeros_like(c)
     opt = ember.optim.SGD(copies, lr=0.0, momentum=0.9)
     opt.step()  # the first step makes the momentum buffers
-    return _best_time(opt.step, sync)
+    return opt.step
 
 
 def _sync(anchor: Any) -> Callable[[], None]:
     if anchor is None:
         return lambda: None
     return lambda: anchor._backend.synchronize(anchor.device.index)
-
-
-def _best_time(fn: Callable[[], Any], sync: Callable[[], None], budget_s: float = 0.5) -> float:
-    """The best of up to five timed calls of `fn` (fewer when one is slow)."""
-    best, spent = math.inf, 0.0
-    for _ in range(5):
-        start = time.perf_counter()
-        fn()
-        sync()
-        elapsed = time.perf_counter() - start
-        best, spent = min(best, elapsed), spent + elapsed
-        if spent > budget_s:
-            break
-    return best
 
 
 def from_parameters(model: Any, batch: int = 32) -> Workload:
