@@ -48,6 +48,9 @@ if _find_spec("ember.nn.modules.rnn") is not None:
 if _find_spec("ember.nn.modules.transformer") is not None:
     from ember.nn.modules.transformer import (  # noqa: F401
         MultiheadAttention,
+        Transformer,
+        TransformerDecoder,
+        TransformerDecoderLayer,
         TransformerEncoder,
         TransformerEncoderLayer,
     )

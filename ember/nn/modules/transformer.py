@@ -1,5 +1,6 @@
 """Attention layers: `MultiheadAttention`, `TransformerEncoderLayer`, `TransformerEncoder`,
-with PyTorch's parameters, arguments, mask conventions and output shapes.
+`TransformerDecoderLayer`, `TransformerDecoder` and the whole `Transformer`, with PyTorch's
+parameters, arguments, mask conventions and output shapes.
 
 Mask conventions (as PyTorch's ``nn.MultiheadAttention``): a boolean ``attn_mask`` or
 ``key_padding_mask`` marks with ``True`` the positions that may NOT be attended to; a
@@ -28,7 +29,8 @@ from ember.nn.modules.normalization import LayerNorm
 from ember.nn.parameter import Parameter
 
 __all__ = ["MultiheadAttention", "NonDynamicallyQuantizableLinear", "TransformerEncoderLayer",
-           "TransformerEncoder", "multi_head_attention_forward"]
+           "TransformerEncoder", "TransformerDecoderLayer", "TransformerDecoder", "Transformer",
+           "multi_head_attention_forward"]
 
 
 class NonDynamicallyQuantizableLinear(Linear):
@@ -64,9 +66,19 @@ def _none_or_dtype(input: Tensor | None) -> Any:
 
 
 def _generate_square_subsequent_mask(sz: int, device: Any = None, dtype: Any = None) -> Tensor:
-    """A square causal mask: -inf above the diagonal, 0 elsewhere."""
+    """A square causal mask: -inf above the diagonal, 0 elsewhere (float32 unless given,
+    whatever the default dtype, as in PyTorch)."""
+    if dtype is None:
+        dtype = ember.float32
     return ember.triu(ember.full((sz, sz), float("-inf"), dtype=dtype, device=device),
                       diagonal=1)
+
+
+def _get_seq_len(src: Tensor, batch_first: bool) -> int:
+    """The sequence length of ``(S, E)``, ``(S, N, E)`` or (batch first) ``(N, S, E)``."""
+    if src.dim() == 2:
+        return src.size(0)
+    return src.size(1 if batch_first else 0)
 
 
 def _detect_is_causal_mask(mask: Tensor | None, is_causal: bool | None = None,
@@ -579,11 +591,262 @@ class TransformerEncoder(Module):
         mask = _canonical_mask(mask, "mask", None, "", src.dtype, check_other=False)
         output = src
         batch_first = self.layers[0].self_attn.batch_first if len(self.layers) else False
-        seq_len = src.size(0) if src.dim() == 2 else src.size(1 if batch_first else 0)
-        is_causal = _detect_is_causal_mask(mask, is_causal, seq_len)
+        is_causal = _detect_is_causal_mask(mask, is_causal, _get_seq_len(src, batch_first))
         for mod in self.layers:
             output = mod(output, src_mask=mask, is_causal=is_causal,
                          src_key_padding_mask=src_key_padding_mask)
         if self.norm is not None:
             output = self.norm(output)
         return output
+
+
+class TransformerDecoderLayer(Module):
+    r"""Self-attention, attention over the encoder's output (``memory``), then a
+    feed-forward network, each with a residual connection and layer norm ("Attention Is All
+    You Need"; ``norm_first`` for the pre-norm variant).
+
+    Args:
+        d_model: number of expected features in the input.
+        nhead: number of attention heads.
+        dim_feedforward: width of the feed-forward network. Default: 2048
+        dropout: dropout probability. Default: 0.1
+        activation: ``"relu"``, ``"gelu"`` or a callable. Default: ``F.relu``
+        layer_norm_eps: eps of the layer norms. Default: 1e-5
+        batch_first: inputs and outputs are ``(batch, seq, feature)``. Default: ``False``
+        norm_first: apply the layer norms before each block (pre-norm). Default: ``False``
+        bias: learn additive biases in the Linear and LayerNorm layers. Default: ``True``
+
+    Examples::
+
+        >>> layer = nn.TransformerDecoderLayer(d_model=512, nhead=8)
+        >>> out = layer(ember.rand(20, 32, 512), ember.rand(10, 32, 512))
+    """
+
+    __constants__ = ["norm_first"]
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
+                 dropout: float = 0.1,
+                 activation: str | Callable[[Tensor], Tensor] = F.relu,
+                 layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        kw = {"device": device, "dtype": dtype}
+        super().__init__()
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout,
+                                            batch_first=batch_first, bias=bias, **kw)
+        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout,
+                                                 batch_first=batch_first, bias=bias, **kw)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.dropout3 = Dropout(dropout)
+        self.activation = (_get_activation_fn(activation) if isinstance(activation, str)
+                           else activation)
+
+    def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
+                memory_mask: Tensor | None = None,
+                tgt_key_padding_mask: Tensor | None = None,
+                memory_key_padding_mask: Tensor | None = None, tgt_is_causal: bool = False,
+                memory_is_causal: bool = False) -> Tensor:
+        r"""Pass the target and the encoder's output through the layer.
+
+        Args:
+            tgt: ``(T, N, E)`` (``(N, T, E)`` with ``batch_first``) or ``(T, E)``.
+            memory: ``(S, N, E)`` (``(N, S, E)`` with ``batch_first``) or ``(S, E)``.
+            tgt_mask: ``(T, T)`` or ``(N * nhead, T, T)`` self-attention mask.
+            memory_mask: ``(T, S)`` or ``(N * nhead, T, S)`` mask over ``memory``.
+            tgt_key_padding_mask: ``(N, T)`` or ``(T)``.
+            memory_key_padding_mask: ``(N, S)`` or ``(S)``.
+            tgt_is_causal: a hint that ``tgt_mask`` is the causal mask.
+            memory_is_causal: a hint that ``memory_mask`` is the causal mask.
+        """
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask,
+                                   tgt_is_causal)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask,
+                                    memory_key_padding_mask, memory_is_causal)
+            x = x + self._ff_block(self.norm3(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask,
+                                              tgt_is_causal))
+            x = self.norm2(x + self._mha_block(x, memory, memory_mask,
+                                               memory_key_padding_mask, memory_is_causal))
+            x = self.norm3(x + self._ff_block(x))
+        return x
+
+    def _sa_block(self, x: Tensor, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
+                  is_causal: bool = False) -> Tensor:
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                           is_causal=is_causal, need_weights=False)[0]
+        return self.dropout1(x)
+
+    def _mha_block(self, x: Tensor, mem: Tensor, attn_mask: Tensor | None,
+                   key_padding_mask: Tensor | None, is_causal: bool = False) -> Tensor:
+        x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask,
+                                key_padding_mask=key_padding_mask, is_causal=is_causal,
+                                need_weights=False)[0]
+        return self.dropout2(x)
+
+    def _ff_block(self, x: Tensor) -> Tensor:
+        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return self.dropout3(x)
+
+
+class TransformerDecoder(Module):
+    r"""A stack of ``num_layers`` decoder layers (deep copies of ``decoder_layer``), and an
+    optional final ``norm``.
+
+    Args:
+        decoder_layer: an instance of :class:`TransformerDecoderLayer` (copied).
+        num_layers: number of layers.
+        norm: a final normalisation module. Default: ``None``
+    """
+
+    __constants__ = ["norm"]
+
+    def __init__(self, decoder_layer: TransformerDecoderLayer, num_layers: int,
+                 norm: Module | None = None) -> None:
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
+                memory_mask: Tensor | None = None,
+                tgt_key_padding_mask: Tensor | None = None,
+                memory_key_padding_mask: Tensor | None = None,
+                tgt_is_causal: bool | None = None, memory_is_causal: bool = False) -> Tensor:
+        r"""Pass the target and the encoder's output through every layer in turn.
+
+        Args:
+            tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
+            memory_key_padding_mask, memory_is_causal: as in
+                :meth:`TransformerDecoderLayer.forward`.
+            tgt_is_causal: whether ``tgt_mask`` is the causal mask; detected when ``None``.
+        """
+        output = tgt
+        seq_len = _get_seq_len(tgt, self.layers[0].self_attn.batch_first)
+        tgt_is_causal = _detect_is_causal_mask(tgt_mask, tgt_is_causal, seq_len)
+        for mod in self.layers:
+            output = mod(output, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                         tgt_key_padding_mask=tgt_key_padding_mask,
+                         memory_key_padding_mask=memory_key_padding_mask,
+                         tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
+        if self.norm is not None:
+            output = self.norm(output)
+        return output
+
+
+class Transformer(Module):
+    r"""The encoder-decoder transformer of "Attention Is All You Need": a
+    :class:`TransformerEncoder` over ``src`` and a :class:`TransformerDecoder` from ``tgt``
+    attending to the encoder's output, each ending in a :class:`LayerNorm`.
+
+    Args:
+        d_model: number of expected features in the inputs. Default: 512
+        nhead: number of attention heads. Default: 8
+        num_encoder_layers: number of encoder layers. Default: 6
+        num_decoder_layers: number of decoder layers. Default: 6
+        dim_feedforward: width of the feed-forward networks. Default: 2048
+        dropout: dropout probability. Default: 0.1
+        activation: ``"relu"``, ``"gelu"`` or a callable. Default: ``F.relu``
+        custom_encoder: a module used as the encoder instead. Default: ``None``
+        custom_decoder: a module used as the decoder instead. Default: ``None``
+        layer_norm_eps: eps of the layer norms. Default: 1e-5
+        batch_first: inputs and outputs are ``(batch, seq, feature)``. Default: ``False``
+        norm_first: pre-norm layers. Default: ``False``
+        bias: learn additive biases in the Linear and LayerNorm layers. Default: ``True``
+
+    Examples::
+
+        >>> model = nn.Transformer(nhead=16, num_encoder_layers=12)
+        >>> out = model(ember.rand(10, 32, 512), ember.rand(20, 32, 512))
+    """
+
+    def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,
+                 num_decoder_layers: int = 6, dim_feedforward: int = 2048,
+                 dropout: float = 0.1,
+                 activation: str | Callable[[Tensor], Tensor] = F.relu,
+                 custom_encoder: Any | None = None, custom_decoder: Any | None = None,
+                 layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        kw = {"device": device, "dtype": dtype}
+        super().__init__()
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            encoder_layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout,
+                                                    activation, layer_norm_eps, batch_first,
+                                                    norm_first, bias, **kw)
+            encoder_norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+            self.encoder = TransformerEncoder(encoder_layer, num_encoder_layers, encoder_norm)
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            decoder_layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout,
+                                                    activation, layer_norm_eps, batch_first,
+                                                    norm_first, bias, **kw)
+            decoder_norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+            self.decoder = TransformerDecoder(decoder_layer, num_decoder_layers, decoder_norm)
+        self._reset_parameters()
+        self.d_model = d_model
+        self.nhead = nhead
+        self.batch_first = batch_first
+
+    def forward(self, src: Tensor, tgt: Tensor, src_mask: Tensor | None = None,
+                tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None,
+                src_key_padding_mask: Tensor | None = None,
+                tgt_key_padding_mask: Tensor | None = None,
+                memory_key_padding_mask: Tensor | None = None,
+                src_is_causal: bool | None = None, tgt_is_causal: bool | None = None,
+                memory_is_causal: bool = False) -> Tensor:
+        r"""Encode ``src`` and decode ``tgt`` attending to it.
+
+        Args:
+            src: ``(S, N, E)`` (``(N, S, E)`` with ``batch_first``) or ``(S, E)``.
+            tgt: ``(T, N, E)`` (``(N, T, E)`` with ``batch_first``) or ``(T, E)``.
+            src_mask: ``(S, S)`` or ``(N * nhead, S, S)``.
+            tgt_mask: ``(T, T)`` or ``(N * nhead, T, T)``.
+            memory_mask: ``(T, S)`` or ``(N * nhead, T, S)``.
+            src_key_padding_mask, tgt_key_padding_mask, memory_key_padding_mask:
+                ``(N, S)``, ``(N, T)``, ``(N, S)`` (unbatched: ``(S)``, ``(T)``, ``(S)``).
+            src_is_causal, tgt_is_causal: whether ``src_mask`` / ``tgt_mask`` is the causal
+                mask; detected when ``None``.
+            memory_is_causal: a hint that ``memory_mask`` is the causal mask.
+
+        Returns:
+            ``(T, N, E)`` (``(N, T, E)`` with ``batch_first``) or ``(T, E)``.
+        """
+        is_batched = src.dim() == 3
+        if is_batched and src.size(0 if self.batch_first else 1) != \
+                tgt.size(0 if self.batch_first else 1):
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.size(-1) != self.d_model or tgt.size(-1) != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask,
+                              is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask,
+                            tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz: int, device: Any = None,
+                                        dtype: Any = None) -> Tensor:
+        r"""A square causal mask for a sequence of ``sz``: ``-inf`` above the diagonal
+        (future positions), ``0.0`` elsewhere; float32 unless ``dtype`` is given."""
+        return _generate_square_subsequent_mask(sz, dtype=dtype, device=device)
+
+    def _reset_parameters(self) -> None:
+        # PyTorch's init: Xavier-uniform every matrix (the biases keep their own init)
+        for p in self.parameters():
+            if p.dim() > 1:
+                init.xavier_uniform_(p)
