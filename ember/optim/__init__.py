@@ -17,6 +17,7 @@ PyTorch's layout, so a step-for-step comparison with PyTorch, or a resumed run, 
 """
 
 from ember.optim import lr_scheduler
+from ember.optim.adadelta import Adadelta
 from ember.optim.adagrad import Adagrad
 from ember.optim.adam import Adam
 from ember.optim.adamw import AdamW
@@ -32,6 +33,6 @@ from ember.optim.sgd import SGD
 
 Lamb = LAMB  # the spelling some libraries use
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "LAMB", "Lamb",
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "Adadelta", "LAMB", "Lamb",
            "lr_scheduler", "required", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]
