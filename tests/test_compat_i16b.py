@@ -115,3 +115,80 @@ def test_defaults_match_torch():
         epos = [p for p, v in esig.items() if v.kind == v.POSITIONAL_OR_KEYWORD]
         tpos = [p for p, v in tsig.items() if v.kind == v.POSITIONAL_OR_KEYWORD]
         assert epos == tpos[:len(epos)], name
+
+
+# -- LBFGS: a closure over a real model, both line-search options ------------------------
+
+def _lbfgs_problem(lib, dtype):
+    """A small least-squares + tanh regression problem written with `lib`'s ops."""
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((20, 5)), rng.standard_normal(20)
+    w0, c0 = rng.standard_normal(5) * 0.1, np.array([0.3])
+    tensor = lib.tensor
+    A, B = tensor(a, dtype=dtype), tensor(b, dtype=dtype)
+    w = tensor(w0, dtype=dtype, requires_grad=True)
+    c = tensor(c0, dtype=dtype, requires_grad=True)
+
+    def loss_fn():
+        pred = (A @ w).tanh() * 2 + c
+        return ((pred - B) ** 2).mean() + 0.01 * (w * w).sum()
+    return [w, c], loss_fn
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("kwargs", [
+    {},
+    {"line_search_fn": "strong_wolfe"},
+    {"lr": 0.5, "max_iter": 4, "history_size": 3},
+    {"lr": 0.8, "max_iter": 7, "history_size": 2, "line_search_fn": "strong_wolfe"},
+], ids=["default", "strong_wolfe", "small-history", "small-history-strong_wolfe"])
+def test_lbfgs_trajectory_matches_torch(kwargs, dtype):
+    ep, eloss = _lbfgs_problem(ember, getattr(ember, dtype))
+    tp, tloss = _lbfgs_problem(torch, getattr(torch, dtype))
+    eopt, topt = optim.LBFGS(ep, **kwargs), torch.optim.LBFGS(tp, **kwargs)
+
+    def closure(opt, loss_fn):
+        def run():
+            opt.zero_grad()
+            loss = loss_fn()
+            loss.backward()
+            return loss
+        return run
+
+    # float32: the two libraries' float32 forward passes round differently and L-BFGS's
+    # curvature pairs amplify that, so only float64 can check the algorithm tightly
+    rtol, atol = (1e-9, 1e-12) if dtype == "float64" else (1e-3, 1e-4)
+    for _ in range(5):
+        el = eopt.step(closure(eopt, eloss))
+        tl = topt.step(closure(topt, tloss))
+        np.testing.assert_allclose(float(el), float(tl), rtol=rtol)
+        for e, t in zip(ep, tp):
+            assert str(e.dtype).split(".")[-1] == dtype
+            np.testing.assert_allclose(_np(e), _np(t), rtol=rtol, atol=atol)
+    es, ts = eopt.state_dict()["state"][0], topt.state_dict()["state"][0]
+    assert es.keys() == ts.keys()
+    if dtype == "float32":  # the stopping tests may end an iteration earlier or later
+        return
+    assert es["func_evals"] == ts["func_evals"] and es["n_iter"] == ts["n_iter"]
+    assert len(es["old_dirs"]) == len(ts["old_dirs"])
+    np.testing.assert_allclose(_np(es["d"]), _np(ts["d"]), rtol=rtol * 10, atol=atol)
+
+
+def test_lbfgs_rejects_groups_and_unknown_line_search_like_torch():
+    msg = "LBFGS doesn't support per-parameter options (parameter groups)"
+    with pytest.raises(ValueError, match=msg.replace("(", r"\(").replace(")", r"\)")):
+        optim.LBFGS([{"params": [ember.zeros(1, requires_grad=True)]},
+                     {"params": [ember.zeros(1, requires_grad=True)]}])
+    with pytest.raises(ValueError, match="Invalid learning rate: -1"):
+        optim.LBFGS([ember.zeros(1, requires_grad=True)], lr=-1)
+    w = ember.tensor([1.0, 2.0], requires_grad=True)
+    opt = optim.LBFGS([w], line_search_fn="armijo")
+
+    def closure():
+        opt.zero_grad()
+        loss = (w * w).sum()
+        loss.backward()
+        return loss
+    with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
+        opt.step(closure)
+    assert optim.LBFGS([w], max_iter=8).defaults["max_eval"] == 10

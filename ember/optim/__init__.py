@@ -22,6 +22,7 @@ from ember.optim.adagrad import Adagrad
 from ember.optim.adam import Adam
 from ember.optim.adamw import AdamW
 from ember.optim.lamb import LAMB
+from ember.optim.lbfgs import LBFGS
 from ember.optim.optimizer import (
     Optimizer,
     register_optimizer_step_post_hook,
@@ -33,6 +34,7 @@ from ember.optim.sgd import SGD
 
 Lamb = LAMB  # the spelling some libraries use
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "Adadelta", "LAMB", "Lamb",
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "LAMB", "Lamb",
+           "Adadelta", "LBFGS",
            "lr_scheduler", "required", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]
