@@ -37,6 +37,18 @@ CASES = [
     ("Adadelta", {"lr": 0.5, "rho": 0.8, "eps": 1e-4}),
     ("Adadelta", {"weight_decay": 0.1}),
     ("Adadelta", {"weight_decay": 0.1, "maximize": True}),
+    ("Adamax", {}),
+    ("Adamax", {"lr": 0.05, "betas": (0.8, 0.9), "eps": 1e-3}),
+    ("Adamax", {"lr": 0.05, "weight_decay": 0.1, "maximize": True}),
+    ("NAdam", {}),
+    ("NAdam", {"lr": 0.05, "momentum_decay": 0.1, "betas": (0.8, 0.95)}),
+    ("NAdam", {"lr": 0.05, "weight_decay": 0.1, "maximize": True}),
+    ("NAdam", {"lr": 0.05, "weight_decay": 0.1, "decoupled_weight_decay": True}),
+    ("RAdam", {}),
+    ("RAdam", {"lr": 0.05, "betas": (0.9, 0.99)}),  # rectified from step 6 on
+    ("RAdam", {"lr": 0.05, "betas": (0.8, 0.6), "weight_decay": 0.1, "maximize": True}),
+    ("RAdam", {"lr": 0.05, "betas": (0.9, 0.95), "weight_decay": 0.1,
+               "decoupled_weight_decay": True}),
 ]
 
 
@@ -71,6 +83,8 @@ def test_trajectory_matches_torch(case, foreach, data):
         for key, tval in tsd["state"][i].items():
             if key == "step":
                 assert float(esd["state"][i][key]) == float(tval)
+            elif isinstance(tval, torch.Tensor) and tval.dim() == 0:  # NAdam's mu_product
+                assert float(esd["state"][i][key]) == float(tval)
             elif isinstance(tval, torch.Tensor):
                 _assert_close(_np(esd["state"][i][key]), _np(tval))
             else:
@@ -88,6 +102,14 @@ BAD_ARGS = [
     ("Adadelta", {"rho": -0.1}),
     ("Adadelta", {"eps": -1.0}),
     ("Adadelta", {"weight_decay": -1.0}),
+    ("Adamax", {"lr": -1.0}),
+    ("Adamax", {"betas": (1.0, 0.9)}),
+    ("Adamax", {"betas": (0.9, -0.1)}),
+    ("Adamax", {"eps": -1.0}),
+    ("NAdam", {"momentum_decay": -1.0}),
+    ("NAdam", {"weight_decay": -1.0}),
+    ("RAdam", {"betas": (0.9, 1.0)}),
+    ("RAdam", {"lr": -0.1}),
 ]
 
 
