@@ -49,6 +49,12 @@ CASES = [
     ("RAdam", {"lr": 0.05, "betas": (0.8, 0.6), "weight_decay": 0.1, "maximize": True}),
     ("RAdam", {"lr": 0.05, "betas": (0.9, 0.95), "weight_decay": 0.1,
                "decoupled_weight_decay": True}),
+    ("ASGD", {}),
+    ("ASGD", {"lr": 0.05, "lambd": 0.1, "alpha": 0.5, "t0": 3}),  # averaging from step 4
+    ("ASGD", {"lr": 0.05, "t0": 2, "weight_decay": 0.1, "maximize": True}),
+    ("Rprop", {}),
+    ("Rprop", {"lr": 0.05, "etas": (0.3, 1.5), "step_sizes": (1e-3, 0.1)}),
+    ("Rprop", {"lr": 0.05, "maximize": True}),
 ]
 
 
@@ -110,6 +116,11 @@ BAD_ARGS = [
     ("NAdam", {"weight_decay": -1.0}),
     ("RAdam", {"betas": (0.9, 1.0)}),
     ("RAdam", {"lr": -0.1}),
+    ("ASGD", {"lr": -0.1}),
+    ("ASGD", {"weight_decay": -0.1}),
+    ("Rprop", {"lr": -0.1}),
+    ("Rprop", {"etas": (1.1, 1.2)}),
+    ("Rprop", {"etas": (0.5, 0.9)}),
 ]
 
 
@@ -214,3 +225,24 @@ def test_lbfgs_rejects_groups_and_unknown_line_search_like_torch():
     with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
         opt.step(closure)
     assert optim.LBFGS([w], max_iter=8).defaults["max_eval"] == 10
+
+
+@pytest.mark.parametrize("name", ["Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop"])
+def test_state_dict_round_trip_resumes_the_same_trajectory(name, data):
+    init, grads = data
+    kwargs = {"lr": 0.05, "t0": 2} if name == "ASGD" else {}
+    a = [ember.tensor(v, dtype=ember.float64, requires_grad=True) for v in init]
+    b = [ember.tensor(v, dtype=ember.float64, requires_grad=True) for v in init]
+    opt_a = getattr(optim, name)(a, **kwargs)
+    opt_b = getattr(optim, name)(b, **kwargs)
+    for k, step_grads in enumerate(grads):
+        for pa, pb, g in zip(a, b, step_grads):
+            pa.grad, pb.grad = ember.tensor(g), ember.tensor(g)
+        opt_a.step()
+        opt_b.step()
+        if k == 3:  # resume b from a copy of its state in a new optimizer
+            sd = opt_b.state_dict()
+            opt_b = getattr(optim, name)(b, **kwargs)
+            opt_b.load_state_dict(sd)
+    for pa, pb in zip(a, b):
+        np.testing.assert_array_equal(_np(pa), _np(pb))

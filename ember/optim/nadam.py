@@ -3,7 +3,6 @@ Dozat), with the momentum-decay schedule of PyTorch's ``NAdam``."""
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -16,16 +15,12 @@ from ember.optim.optimizer import (
     Optimizer,
     ParamsT,
     _buckets,
+    _float32,
     _foreach_penalized_grads,
     _use_foreach,
 )
 
 __all__ = ["NAdam"]
-
-
-def _float32(x: float) -> float:
-    """`x` rounded to the nearest float32."""
-    return struct.unpack("f", struct.pack("f", x))[0]
 
 
 def _mu(beta1: float, momentum_decay: float, step: int) -> float:

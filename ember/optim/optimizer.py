@@ -8,6 +8,7 @@ Optimizers are written only against ember's public Tensor API (in-place ops unde
 from __future__ import annotations
 
 import functools
+import struct
 import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
@@ -129,6 +130,13 @@ def _per_step(steps: list[int], fn: Callable[[int], float]) -> float | list[floa
     if all(s == first for s in steps):
         return fn(first)
     return [fn(s) for s in steps]
+
+
+def _float32(x: float) -> float:
+    """`x` rounded to the nearest float32: PyTorch keeps some per-parameter scalars
+    (NAdam's ``mu_product``, ASGD's ``eta`` and ``mu``) in float32 tensors, and a
+    trajectory only matches its own when they round the same way."""
+    return struct.unpack("f", struct.pack("f", x))[0]
 
 
 def _foreach_penalized_grads(params: list[Tensor], grads: list[Tensor],
