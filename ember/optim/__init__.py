@@ -17,21 +17,30 @@ PyTorch's layout, so a step-for-step comparison with PyTorch, or a resumed run, 
 """
 
 from ember.optim import lr_scheduler
+from ember.optim.adadelta import Adadelta
 from ember.optim.adagrad import Adagrad
 from ember.optim.adam import Adam
+from ember.optim.adamax import Adamax
 from ember.optim.adamw import AdamW
+from ember.optim.asgd import ASGD
 from ember.optim.lamb import LAMB
+from ember.optim.lbfgs import LBFGS
+from ember.optim.nadam import NAdam
 from ember.optim.optimizer import (
     Optimizer,
     register_optimizer_step_post_hook,
     register_optimizer_step_pre_hook,
     required,
 )
+from ember.optim.radam import RAdam
 from ember.optim.rmsprop import RMSprop
+from ember.optim.rprop import Rprop
 from ember.optim.sgd import SGD
 
 Lamb = LAMB  # the spelling some libraries use
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "LAMB", "Lamb",
+           "Adadelta", "LBFGS", "Adamax", "NAdam", "RAdam", "ASGD",
+           "Rprop",
            "lr_scheduler", "required", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]

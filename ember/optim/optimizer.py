@@ -8,6 +8,7 @@ Optimizers are written only against ember's public Tensor API (in-place ops unde
 from __future__ import annotations
 
 import functools
+import struct
 import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
@@ -16,6 +17,7 @@ from itertools import chain
 from typing import Any
 
 from ember.core.grad_mode import enable_grad
+from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
 
 __all__ = ["Optimizer", "required"]
@@ -128,6 +130,27 @@ def _per_step(steps: list[int], fn: Callable[[int], float]) -> float | list[floa
     if all(s == first for s in steps):
         return fn(first)
     return [fn(s) for s in steps]
+
+
+def _float32(x: float) -> float:
+    """`x` rounded to the nearest float32: PyTorch keeps some per-parameter scalars
+    (NAdam's ``mu_product``, ASGD's ``eta`` and ``mu``) in float32 tensors, and a
+    trajectory only matches its own when they round the same way."""
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def _foreach_penalized_grads(params: list[Tensor], grads: list[Tensor],
+                             weight_decay: float, maximize: bool) -> list[Tensor]:
+    """The gradients negated when maximizing, plus the L2 penalty ``weight_decay * p``,
+    as new tensors when either applies (``p.grad`` itself is never written)."""
+    if maximize:
+        grads = fe._foreach_neg(grads)
+    if weight_decay != 0:
+        if maximize:
+            fe._foreach_add_(grads, params, alpha=weight_decay)
+        else:
+            grads = fe._foreach_add(grads, params, alpha=weight_decay)
+    return grads
 
 
 def _typename(obj: Any) -> str:

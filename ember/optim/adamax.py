@@ -1,0 +1,127 @@
+"""Adamax, the infinity-norm variant of Adam ("Adam: A Method for Stochastic
+Optimization", Kingma and Ba, section 7)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ember.core.creation import zeros_like
+from ember.core.grad_mode import no_grad
+from ember.core.ops import foreach as fe
+from ember.core.tensor import Tensor
+from ember.optim.adam import _check_adam_args
+from ember.optim.optimizer import (
+    Optimizer,
+    ParamsT,
+    _buckets,
+    _foreach_penalized_grads,
+    _per_step,
+    _use_foreach,
+)
+
+__all__ = ["Adamax"]
+
+
+class Adamax(Optimizer):
+    r"""Adamax, as PyTorch's ``Adamax``.
+
+    For each parameter :math:`\theta` with gradient :math:`g_t` (negated when
+    ``maximize``), at step :math:`t = 1, 2, \dots`:
+
+    .. math::
+        \begin{aligned}
+        g_t &\leftarrow g_t + \lambda \theta_{t-1} \\
+        m_t &= \beta_1 m_{t-1} + (1 - \beta_1) g_t \\
+        u_t &= \max(\beta_2 u_{t-1}, |g_t| + \epsilon) \\
+        \theta_t &= \theta_{t-1} - \frac{\gamma}{1 - \beta_1^t} \frac{m_t}{u_t}
+        \end{aligned}
+
+    Args:
+        params (iterable): tensors to optimize, or dicts defining parameter groups.
+        lr (float): learning rate :math:`\gamma` (default: 2e-3).
+        betas (Tuple[float, float]): coefficients for the running averages of the
+            gradient and of its infinity norm (default: (0.9, 0.999)).
+        eps (float): added to the denominator for numerical stability (default: 1e-8).
+        weight_decay (float): L2 penalty :math:`\lambda` (default: 0).
+        foreach (bool, optional): ``None`` or ``True`` (default) updates all parameters
+            of a device and dtype with one list op per stage; ``False`` runs the
+            per-tensor loop. Both compute the same update.
+        maximize (bool): maximize the objective instead of minimizing it (default: False).
+
+    State per parameter: ``step``, ``exp_avg`` and ``exp_inf``.
+    """
+
+    _option_defaults = {"foreach": None, "maximize": False}
+
+    def __init__(self, params: ParamsT, lr: float = 2e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, foreach: bool | None = None, *,
+                 maximize: bool = False) -> None:
+        _check_adam_args(lr, betas, eps, weight_decay)
+        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
+                    "foreach": foreach, "maximize": maximize}
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Perform one optimization step.
+
+        Args:
+            closure (Callable, optional): re-evaluates the model and returns the loss.
+        """
+        loss = self._eval_closure(closure)
+        state = self.state
+        with no_grad():
+            for group in self.param_groups:
+                params, grads, exp_avgs, exp_infs, steps = [], [], [], [], []
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    pstate = state[p]
+                    if not pstate:
+                        pstate["step"] = 0
+                        pstate["exp_avg"] = zeros_like(p)
+                        pstate["exp_inf"] = zeros_like(p)
+                    pstate["step"] += 1
+                    params.append(p)
+                    grads.append(p.grad)
+                    exp_avgs.append(pstate["exp_avg"])
+                    exp_infs.append(pstate["exp_inf"])
+                    steps.append(pstate["step"])
+                if not params:
+                    continue
+                beta1, beta2 = group["betas"]
+                options = (group["lr"], beta1, beta2, group["eps"], group["weight_decay"],
+                           group["maximize"])
+                run = _adamax_foreach if _use_foreach(group) else _adamax_single
+                for bucket in _buckets(params, grads, exp_avgs, exp_infs, steps):
+                    run(*bucket, *options)
+        return loss
+
+
+def _adamax_single(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
+                   exp_infs: list[Tensor], steps: list[int], lr: float, beta1: float,
+                   beta2: float, eps: float, weight_decay: float, maximize: bool) -> None:
+    """The per-tensor update (`steps` already counts this step)."""
+    for p, grad, exp_avg, exp_inf, step in zip(params, grads, exp_avgs, exp_infs, steps):
+        if maximize:
+            grad = -grad
+        if weight_decay != 0:
+            grad = grad.add(p, alpha=weight_decay)
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_inf.copy_(exp_inf.mul_(beta2).maximum(grad.abs().add_(eps)))
+        p.addcdiv_(exp_avg, exp_inf, value=-lr / (1 - beta1 ** step))
+
+
+def _adamax_foreach(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
+                    exp_infs: list[Tensor], steps: list[int], lr: float, beta1: float,
+                    beta2: float, eps: float, weight_decay: float, maximize: bool) -> None:
+    """The same update with one list op per stage (parameters on one device and dtype)."""
+    grads = _foreach_penalized_grads(params, grads, weight_decay, maximize)
+    fe._foreach_lerp_(exp_avgs, grads, 1 - beta1)
+    fe._foreach_mul_(exp_infs, beta2)
+    norm = [g.abs() for g in grads]  # (no list op for abs)
+    fe._foreach_add_(norm, eps)
+    fe._foreach_maximum_(exp_infs, norm)
+    fe._foreach_addcdiv_(params, exp_avgs, exp_infs,
+                         _per_step(steps, lambda s: -lr / (1 - beta1 ** s)))

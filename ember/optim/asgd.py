@@ -1,0 +1,101 @@
+"""ASGD, averaged stochastic gradient descent ("Acceleration of Stochastic Approximation
+by Averaging", Polyak and Juditsky)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ember.core.creation import zeros_like
+from ember.core.grad_mode import no_grad
+from ember.core.tensor import Tensor
+from ember.optim.optimizer import Optimizer, ParamsT, _float32
+
+__all__ = ["ASGD"]
+
+
+class ASGD(Optimizer):
+    r"""Averaged SGD, as PyTorch's ``ASGD``.
+
+    For each parameter :math:`\theta` with gradient :math:`g_t` (negated when
+    ``maximize``), at step :math:`t = 1, 2, \dots` (:math:`\eta_0 = \gamma`,
+    :math:`\mu_0 = 1`):
+
+    .. math::
+        \begin{aligned}
+        g_t &\leftarrow g_t + \lambda \theta_{t-1} \\
+        \theta_t &= (1 - \lambda_d \eta_{t-1}) \theta_{t-1} - \eta_{t-1} g_t \\
+        a_t &= a_{t-1} + \mu_{t-1} (\theta_t - a_{t-1}) \\
+        \eta_t &= \gamma / (1 + \lambda_d \gamma t)^\alpha, \qquad
+            \mu_t = 1 / \max(1, t - t_0)
+        \end{aligned}
+
+    Args:
+        params (iterable): tensors to optimize, or dicts defining parameter groups.
+        lr (float): learning rate :math:`\gamma` (default: 1e-2).
+        lambd (float): decay term :math:`\lambda_d` (default: 1e-4).
+        alpha (float): power for the eta update (default: 0.75).
+        t0 (float): point at which to start averaging (default: 1e6).
+        weight_decay (float): L2 penalty :math:`\lambda` (default: 0).
+        foreach (bool, optional): accepted for PyTorch compatibility; the update always
+            runs per tensor, as PyTorch's does on the CPU.
+        maximize (bool): maximize the objective instead of minimizing it (default: False).
+
+    State per parameter: ``step``, ``eta``, ``mu`` (both kept in float32, as PyTorch
+    keeps them, so that trajectories match) and ``ax`` (the average :math:`a_t`).
+    """
+
+    _option_defaults = {"foreach": None, "maximize": False}
+
+    def __init__(self, params: ParamsT, lr: float = 1e-2, lambd: float = 1e-4,
+                 alpha: float = 0.75, t0: float = 1e6, weight_decay: float = 0,
+                 foreach: bool | None = None, maximize: bool = False) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = {"lr": lr, "lambd": lambd, "alpha": alpha, "t0": t0,
+                    "weight_decay": weight_decay, "foreach": foreach, "maximize": maximize}
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Perform one optimization step.
+
+        Args:
+            closure (Callable, optional): re-evaluates the model and returns the loss.
+        """
+        loss = self._eval_closure(closure)
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    pstate = self.state[p]
+                    if not pstate:
+                        pstate["step"] = 0
+                        pstate["eta"] = _float32(group["lr"])
+                        pstate["mu"] = 1.0
+                        pstate["ax"] = zeros_like(p)
+                    pstate["step"] += 1
+                    _asgd_update(p, p.grad, pstate, group)
+        return loss
+
+
+def _asgd_update(p: Tensor, grad: Tensor, pstate: dict[str, Any],
+                 group: dict[str, Any]) -> None:
+    """One parameter's update; `pstate["step"]` already counts this step."""
+    lr, lambd, alpha, t0 = group["lr"], group["lambd"], group["alpha"], group["t0"]
+    if group["maximize"]:
+        grad = -grad
+    if group["weight_decay"] != 0:
+        grad = grad.add(p, alpha=group["weight_decay"])
+    eta, mu, ax = pstate["eta"], pstate["mu"], pstate["ax"]
+    p.mul_(1 - lambd * eta)
+    p.add_(grad, alpha=-eta)
+    if mu != 1:
+        ax.add_(p.sub(ax).mul_(mu))
+    else:
+        ax.copy_(p)
+    step = pstate["step"]
+    pstate["eta"] = _float32(lr / ((1 + lambd * lr * step) ** alpha))
+    pstate["mu"] = _float32(1 / max(1, step - t0))

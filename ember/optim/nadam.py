@@ -1,0 +1,188 @@
+"""NAdam, Adam with Nesterov momentum ("Incorporating Nesterov Momentum into Adam",
+Dozat), with the momentum-decay schedule of PyTorch's ``NAdam``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ember.core.creation import zeros_like
+from ember.core.grad_mode import no_grad
+from ember.core.ops import foreach as fe
+from ember.core.tensor import Tensor
+from ember.optim.adam import _check_adam_args
+from ember.optim.optimizer import (
+    Optimizer,
+    ParamsT,
+    _buckets,
+    _float32,
+    _foreach_penalized_grads,
+    _use_foreach,
+)
+
+__all__ = ["NAdam"]
+
+
+def _mu(beta1: float, momentum_decay: float, step: int) -> float:
+    """The momentum coefficient :math:`\\mu_t` of step `step`."""
+    return beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
+
+
+class NAdam(Optimizer):
+    r"""NAdam, as PyTorch's ``NAdam``.
+
+    For each parameter :math:`\theta` with gradient :math:`g_t` (negated when
+    ``maximize``), at step :math:`t = 1, 2, \dots`:
+
+    .. math::
+        \begin{aligned}
+        g_t &\leftarrow g_t + \lambda \theta_{t-1}
+            \quad (\text{or } \theta_{t-1} \leftarrow (1 - \gamma\lambda)\theta_{t-1}
+            \text{ if decoupled\_weight\_decay}) \\
+        \mu_t &= \beta_1 (1 - \tfrac12 \, 0.96^{t \psi}), \qquad
+            \Pi_t = \textstyle\prod_{i \le t} \mu_i \\
+        m_t &= \beta_1 m_{t-1} + (1 - \beta_1) g_t, \qquad
+            v_t = \beta_2 v_{t-1} + (1 - \beta_2) g_t^2 \\
+        \theta_t &= \theta_{t-1} - \gamma \Big(\frac{(1 - \mu_t) g_t}{1 - \Pi_t}
+            + \frac{\mu_{t+1} m_t}{1 - \Pi_t \mu_{t+1}}\Big)
+            \Big/ \Big(\sqrt{v_t / (1 - \beta_2^t)} + \epsilon\Big)
+        \end{aligned}
+
+    Args:
+        params (iterable): tensors to optimize, or dicts defining parameter groups.
+        lr (float): learning rate :math:`\gamma` (default: 2e-3).
+        betas (Tuple[float, float]): coefficients for the running averages of the
+            gradient and its square (default: (0.9, 0.999)).
+        eps (float): added to the denominator for numerical stability (default: 1e-8).
+        weight_decay (float): weight decay :math:`\lambda` (default: 0).
+        momentum_decay (float): momentum decay :math:`\psi` (default: 4e-3).
+        decoupled_weight_decay (bool): decay the weights directly, as AdamW does, instead
+            of adding the L2 penalty to the gradient (default: False).
+        foreach (bool, optional): ``None`` or ``True`` (default) updates all parameters
+            of a device and dtype with one list op per stage; ``False`` runs the
+            per-tensor loop. Both compute the same update.
+        maximize (bool): maximize the objective instead of minimizing it (default: False).
+
+    State per parameter: ``step``, ``mu_product`` (:math:`\Pi_t`, kept in float32 as
+    PyTorch keeps it, so that trajectories match), ``exp_avg`` and ``exp_avg_sq``.
+    """
+
+    _option_defaults = {"decoupled_weight_decay": False, "foreach": None,
+                        "maximize": False}
+
+    def __init__(self, params: ParamsT, lr: float = 2e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, momentum_decay: float = 4e-3,
+                 decoupled_weight_decay: bool = False, *, foreach: bool | None = None,
+                 maximize: bool = False) -> None:
+        _check_adam_args(lr, betas, eps, weight_decay)
+        if not 0.0 <= momentum_decay:
+            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
+                    "momentum_decay": momentum_decay,
+                    "decoupled_weight_decay": decoupled_weight_decay,
+                    "maximize": maximize, "foreach": foreach}
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Perform one optimization step.
+
+        Args:
+            closure (Callable, optional): re-evaluates the model and returns the loss.
+        """
+        loss = self._eval_closure(closure)
+        state = self.state
+        with no_grad():
+            for group in self.param_groups:
+                beta1, beta2 = group["betas"]
+                params, grads, exp_avgs, exp_avg_sqs, steps, mu_products = ([] for _ in range(6))
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    pstate = state[p]
+                    if not pstate:
+                        pstate["step"] = 0
+                        pstate["mu_product"] = 1.0
+                        pstate["exp_avg"] = zeros_like(p)
+                        pstate["exp_avg_sq"] = zeros_like(p)
+                    pstate["step"] += 1
+                    mu = _mu(beta1, group["momentum_decay"], pstate["step"])
+                    # PyTorch holds the product in a float32 tensor: round as it does
+                    # (the double product of two float32 values is exact, so rounding
+                    # it once is float32 multiplication)
+                    pstate["mu_product"] = _float32(pstate["mu_product"] * _float32(mu))
+                    params.append(p)
+                    grads.append(p.grad)
+                    exp_avgs.append(pstate["exp_avg"])
+                    exp_avg_sqs.append(pstate["exp_avg_sq"])
+                    steps.append(pstate["step"])
+                    mu_products.append(pstate["mu_product"])
+                if not params:
+                    continue
+                options = (group["lr"], beta1, beta2, group["eps"], group["weight_decay"],
+                           group["momentum_decay"], group["decoupled_weight_decay"],
+                           group["maximize"])
+                run = _nadam_foreach if _use_foreach(group) else _nadam_single
+                for bucket in _buckets(params, grads, exp_avgs, exp_avg_sqs, steps,
+                                       mu_products):
+                    run(*bucket, *options)
+        return loss
+
+
+def _coefficients(step: int, mu_product: float, lr: float, beta1: float, beta2: float,
+                  momentum_decay: float) -> tuple[float, float, float]:
+    """(1 - beta2^t, the gradient's coefficient, the momentum's coefficient)."""
+    mu = _mu(beta1, momentum_decay, step)
+    mu_next = _mu(beta1, momentum_decay, step + 1)
+    return (1 - beta2 ** step, -lr * (1.0 - mu) / (1.0 - mu_product),
+            (-lr * mu_next) / (1.0 - mu_product * mu_next))
+
+
+def _nadam_single(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
+                  exp_avg_sqs: list[Tensor], steps: list[int], mu_products: list[float],
+                  lr: float, beta1: float, beta2: float, eps: float, weight_decay: float,
+                  momentum_decay: float, decoupled_weight_decay: bool,
+                  maximize: bool) -> None:
+    """The per-tensor update (`steps` and `mu_products` already count this step)."""
+    for p, grad, exp_avg, exp_avg_sq, step, mu_product in zip(
+            params, grads, exp_avgs, exp_avg_sqs, steps, mu_products):
+        if maximize:
+            grad = -grad
+        if weight_decay != 0:
+            if decoupled_weight_decay:
+                p.mul_(1 - lr * weight_decay)
+            else:
+                grad = grad.add(p, alpha=weight_decay)
+        bias_correction2, grad_coef, avg_coef = _coefficients(
+            step, mu_product, lr, beta1, beta2, momentum_decay)
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        denom = exp_avg_sq.div(bias_correction2).sqrt().add_(eps)
+        p.addcdiv_(grad, denom, value=grad_coef)
+        p.addcdiv_(exp_avg, denom, value=avg_coef)
+
+
+def _nadam_foreach(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
+                   exp_avg_sqs: list[Tensor], steps: list[int], mu_products: list[float],
+                   lr: float, beta1: float, beta2: float, eps: float, weight_decay: float,
+                   momentum_decay: float, decoupled_weight_decay: bool,
+                   maximize: bool) -> None:
+    """The same update with one list op per stage (parameters on one device and dtype)."""
+    if weight_decay != 0 and decoupled_weight_decay:
+        fe._foreach_mul_(params, 1 - lr * weight_decay)
+        grads = _foreach_penalized_grads(params, grads, 0, maximize)
+    else:
+        grads = _foreach_penalized_grads(params, grads, weight_decay, maximize)
+    coefs = [_coefficients(s, m, lr, beta1, beta2, momentum_decay)
+             for s, m in zip(steps, mu_products)]
+    same = all(c == coefs[0] for c in coefs)
+    bias_correction2, grad_coef, avg_coef = (
+        coefs[0] if same else tuple(list(c) for c in zip(*coefs)))
+    fe._foreach_lerp_(exp_avgs, grads, 1 - beta1)
+    fe._foreach_mul_(exp_avg_sqs, beta2)
+    fe._foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - beta2)
+    denom = fe._foreach_div(exp_avg_sqs, bias_correction2)
+    fe._foreach_sqrt_(denom)
+    fe._foreach_add_(denom, eps)
+    fe._foreach_addcdiv_(params, grads, denom, grad_coef)
+    fe._foreach_addcdiv_(params, exp_avgs, denom, avg_coef)

@@ -1,0 +1,159 @@
+"""RAdam, Adam with a rectified adaptive learning rate ("On the Variance of the Adaptive
+Learning Rate and Beyond", Liu et al.)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ember.core.creation import zeros_like
+from ember.core.grad_mode import no_grad
+from ember.core.ops import foreach as fe
+from ember.core.tensor import Tensor
+from ember.optim.adam import _check_adam_args
+from ember.optim.optimizer import (
+    Optimizer,
+    ParamsT,
+    _buckets,
+    _foreach_penalized_grads,
+    _use_foreach,
+)
+
+__all__ = ["RAdam"]
+
+
+class RAdam(Optimizer):
+    r"""RAdam, as PyTorch's ``RAdam``.
+
+    For each parameter :math:`\theta` with gradient :math:`g_t` (negated when
+    ``maximize``), at step :math:`t = 1, 2, \dots`, with
+    :math:`\rho_\infty = 2 / (1 - \beta_2) - 1`:
+
+    .. math::
+        \begin{aligned}
+        g_t &\leftarrow g_t + \lambda \theta_{t-1}
+            \quad (\text{or } \theta_{t-1} \leftarrow (1 - \gamma\lambda)\theta_{t-1}
+            \text{ if decoupled\_weight\_decay}) \\
+        m_t &= \beta_1 m_{t-1} + (1 - \beta_1) g_t, \qquad
+            v_t = \beta_2 v_{t-1} + (1 - \beta_2) g_t^2 \\
+        \rho_t &= \rho_\infty - 2 t \beta_2^t / (1 - \beta_2^t) \\
+        \theta_t &= \theta_{t-1} - \gamma \frac{m_t}{1 - \beta_1^t} \cdot
+            \begin{cases}
+            r_t \sqrt{1 - \beta_2^t} / (\sqrt{v_t} + \epsilon) & \rho_t > 5 \\
+            1 & \text{otherwise}
+            \end{cases}, \quad
+            r_t = \sqrt{\frac{(\rho_t - 4)(\rho_t - 2)\rho_\infty}
+                              {(\rho_\infty - 4)(\rho_\infty - 2)\rho_t}}
+        \end{aligned}
+
+    Args:
+        params (iterable): tensors to optimize, or dicts defining parameter groups.
+        lr (float): learning rate :math:`\gamma` (default: 1e-3).
+        betas (Tuple[float, float]): coefficients for the running averages of the
+            gradient and its square (default: (0.9, 0.999)).
+        eps (float): added to the denominator for numerical stability (default: 1e-8).
+        weight_decay (float): weight decay :math:`\lambda` (default: 0).
+        decoupled_weight_decay (bool): decay the weights directly, as AdamW does, instead
+            of adding the L2 penalty to the gradient (default: False).
+        foreach (bool, optional): ``None`` or ``True`` (default) updates all parameters
+            of a device and dtype with one list op per stage; ``False`` runs the
+            per-tensor loop. Both compute the same update.
+        maximize (bool): maximize the objective instead of minimizing it (default: False).
+
+    State per parameter: ``step``, ``exp_avg`` and ``exp_avg_sq``.
+    """
+
+    _option_defaults = {"decoupled_weight_decay": False, "foreach": None,
+                        "maximize": False}
+
+    def __init__(self, params: ParamsT, lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, decoupled_weight_decay: bool = False, *,
+                 foreach: bool | None = None, maximize: bool = False) -> None:
+        _check_adam_args(lr, betas, eps, weight_decay)
+        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
+                    "maximize": maximize, "foreach": foreach,
+                    "decoupled_weight_decay": decoupled_weight_decay}
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Perform one optimization step.
+
+        Args:
+            closure (Callable, optional): re-evaluates the model and returns the loss.
+        """
+        loss = self._eval_closure(closure)
+        state = self.state
+        with no_grad():
+            for group in self.param_groups:
+                params, grads, exp_avgs, exp_avg_sqs, steps = [], [], [], [], []
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    pstate = state[p]
+                    if not pstate:
+                        pstate["step"] = 0
+                        pstate["exp_avg"] = zeros_like(p)
+                        pstate["exp_avg_sq"] = zeros_like(p)
+                    pstate["step"] += 1
+                    params.append(p)
+                    grads.append(p.grad)
+                    exp_avgs.append(pstate["exp_avg"])
+                    exp_avg_sqs.append(pstate["exp_avg_sq"])
+                    steps.append(pstate["step"])
+                if not params:
+                    continue
+                beta1, beta2 = group["betas"]
+                options = (group["lr"], beta1, beta2, group["eps"], group["weight_decay"],
+                           group["decoupled_weight_decay"], group["maximize"])
+                if _use_foreach(group):
+                    # one run per step count, since the rectification depends on it
+                    for bucket in _buckets(params, grads, exp_avgs, exp_avg_sqs, steps):
+                        for idx in _by_step(bucket[-1]):
+                            _radam_foreach(*([lst[i] for i in idx] for lst in bucket[:-1]),
+                                           bucket[-1][idx[0]], *options)
+                else:
+                    for i in range(len(params)):
+                        _radam_foreach([params[i]], [grads[i]], [exp_avgs[i]],
+                                       [exp_avg_sqs[i]], steps[i], *options)
+        return loss
+
+
+def _by_step(steps: list[int]) -> list[list[int]]:
+    """Indices of `steps` grouped by value (usually one group)."""
+    groups: dict[int, list[int]] = {}
+    for i, s in enumerate(steps):
+        groups.setdefault(s, []).append(i)
+    return list(groups.values())
+
+
+def _radam_foreach(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
+                   exp_avg_sqs: list[Tensor], step: int, lr: float, beta1: float,
+                   beta2: float, eps: float, weight_decay: float,
+                   decoupled_weight_decay: bool, maximize: bool) -> None:
+    """The update of tensors all at step `step` (already counting this step), one list op
+    per stage; ``foreach=False`` runs it on one-tensor lists (the per-tensor loop)."""
+    if weight_decay != 0 and decoupled_weight_decay:
+        fe._foreach_mul_(params, 1 - lr * weight_decay)
+        grads = _foreach_penalized_grads(params, grads, 0, maximize)
+    else:
+        grads = _foreach_penalized_grads(params, grads, weight_decay, maximize)
+    fe._foreach_lerp_(exp_avgs, grads, 1 - beta1)
+    fe._foreach_mul_(exp_avg_sqs, beta2)
+    fe._foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - beta2)
+    bias_correction1 = 1 - beta1 ** step
+    bias_correction2 = 1 - beta2 ** step
+    rho_inf = 2 / (1 - beta2) - 1
+    rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+    # PyTorch's order of operations: ((m / bc1) * lr) * adaptive_lr * rect
+    update = fe._foreach_div(exp_avgs, bias_correction1)
+    fe._foreach_mul_(update, lr)
+    if rho_t > 5.0:
+        rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
+                / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+        adaptive = fe._foreach_sqrt(exp_avg_sqs)
+        fe._foreach_add_(adaptive, eps)
+        adaptive = [(bias_correction2 ** 0.5) / a for a in adaptive]  # scalar / tensor
+        fe._foreach_mul_(update, adaptive)
+        fe._foreach_mul_(update, rect)
+    fe._foreach_add_(params, update, alpha=-1.0)
