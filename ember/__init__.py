@@ -261,7 +261,7 @@ from ember.core.ops.shape import (
     unsqueeze,
     vstack,
 )
-from ember.core.ops.writes import bernoulli, fill_, zero_
+from ember.core.ops.writes import bernoulli, fill_, multinomial, zero_
 from ember.core.placement import get_default_device, set_default_device
 from ember.core.tensor import Size, Tensor
 from ember.serialization import load, save
@@ -328,7 +328,7 @@ __all__ = [
     # factories and random numbers
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
     "ones_like", "empty_like", "full_like", "arange", "linspace", "eye", "rand", "randn",
-    "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli",
+    "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
     "Generator", "default_generator", "manual_seed", "initial_seed",
     # elementwise
     "abs", "absolute", "neg", "negative", "positive", "sign", "floor", "ceil", "trunc",

@@ -1,0 +1,94 @@
+"""Issue 16 slice: multinomial, the legacy tensor types, saving NumPy arrays, and
+ember.hub / ember.utils.model_zoo — each against PyTorch as the oracle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+
+def _chi_square_p(counts: np.ndarray, probs: np.ndarray) -> float:
+    from math import erfc, sqrt
+    expected = probs / probs.sum() * counts.sum()
+    keep = expected > 0
+    assert counts[~keep].sum() == 0, "a zero-weight category was drawn"
+    stat = float((((counts - expected) ** 2)[keep] / expected[keep]).sum())
+    dof = int(keep.sum()) - 1
+    if dof == 0:  # one possible category, and nothing else was drawn
+        return 1.0
+    # Wilson–Hilferty: the chi-square tail as a normal tail
+    z = ((stat / dof) ** (1 / 3) - (1 - 2 / (9 * dof))) / sqrt(2 / (9 * dof))
+    return 0.5 * erfc(z / sqrt(2))
+
+
+# -- multinomial ----------------------------------------------------------------------
+
+
+def test_multinomial_with_replacement_follows_the_weights() -> None:
+    ember.manual_seed(0)
+    weights = np.array([1.0, 0.0, 3.0, 2.0, 4.0])
+    draws = ember.multinomial(ember.tensor(weights), 20000, replacement=True)
+    assert draws.dtype is ember.int64 and tuple(draws.shape) == (20000,)
+    assert _chi_square_p(np.bincount(draws.numpy(), minlength=5), weights) > 1e-3
+
+
+def test_multinomial_rows_draw_independently() -> None:
+    ember.manual_seed(1)
+    weights = np.array([[0.2, 0.8, 0.0], [0.0, 0.0, 5.0], [1.0, 1.0, 1.0]])
+    draws = ember.tensor(weights).multinomial(6000, True).numpy()
+    assert draws.shape == (3, 6000) and draws.dtype == np.int64
+    for row, w in zip(draws, weights):
+        assert _chi_square_p(np.bincount(row, minlength=3), w) > 1e-3
+
+
+def test_multinomial_without_replacement_never_repeats() -> None:
+    ember.manual_seed(2)
+    draws = ember.multinomial(ember.rand(50, 7) + 0.01, 7).numpy()
+    assert (np.sort(draws, 1) == np.arange(7)).all()
+    # zero weights come last, as in torch: [1, 0, 0] draws 0 first
+    assert ember.multinomial(ember.tensor([1.0, 0.0, 0.0]), 2)[0].item() == 0
+
+
+def test_multinomial_first_draw_without_replacement_follows_the_weights() -> None:
+    ember.manual_seed(3)
+    weights = np.array([1.0, 2.0, 3.0, 4.0])
+    first = ember.multinomial(ember.tensor(weights).expand(8000, 4), 2)[:, 0].numpy()
+    assert _chi_square_p(np.bincount(first, minlength=4), weights) > 1e-3
+    # the second draw of [1, 3] is always the other one
+    both = ember.multinomial(ember.tensor([1.0, 3.0]).expand(100, 2), 2).numpy()
+    assert (both.sum(1) == 1).all()
+
+
+def test_multinomial_is_reproducible_with_a_generator() -> None:
+    a = ember.multinomial(ember.ones(10), 5, generator=ember.Generator().manual_seed(7))
+    b = ember.multinomial(ember.ones(10), 5, generator=ember.Generator().manual_seed(7))
+    assert a.tolist() == b.tolist()
+
+
+def test_multinomial_empty_rows_and_half() -> None:
+    e = ember.multinomial(ember.ones(0, 3), 2)
+    assert tuple(e.shape) == (0, 2) and e.dtype is ember.int64
+    h = ember.multinomial(ember.tensor([0.0, 1.0], dtype=ember.float16), 3, True)
+    assert h.tolist() == [1, 1, 1]
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.multinomial(lib.tensor([-1.0, 2.0]), 1),
+    lambda lib: lib.multinomial(lib.tensor([float("inf"), 2.0]), 1),
+    lambda lib: lib.multinomial(lib.tensor([float("nan"), 2.0]), 1),
+    lambda lib: lib.multinomial(lib.tensor([[1.0, 2.0], [0.0, 0.0]]), 1),
+    lambda lib: lib.multinomial(lib.tensor([1.0, 2.0]), 3),
+    lambda lib: lib.multinomial(lib.zeros(1, 1, 2), 1),
+    lambda lib: lib.multinomial(lib.tensor([1.0, 2.0]), 0, True),
+    lambda lib: lib.multinomial(lib.tensor([1, 2]), 1),
+], ids=["negative", "inf", "nan", "zero-sum", "too-many", "3-d", "zero-samples", "int"])
+def test_multinomial_errors_match_torch(make) -> None:
+    with pytest.raises(RuntimeError) as expected:
+        make(torch)
+    with pytest.raises(RuntimeError) as got:
+        make(ember)
+    assert str(got.value) == str(expected.value)
