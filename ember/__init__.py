@@ -76,6 +76,18 @@ from ember.core.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from ember.core.legacy_types import (
+    BFloat16Tensor,
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+)
 from ember.core.ops.elementwise import (
     abs,
     absolute,
@@ -315,7 +327,9 @@ def __getattr__(name: str):
 
 __all__ = [
     # tensors, dtypes, devices
-    "Tensor", "Size", "dtype", "device", "is_tensor", "devices", "from_dlpack",
+    "Tensor", "Size", "dtype", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor",
+    "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
+    "device", "is_tensor", "devices", "from_dlpack",
     "OutOfMemoryError",
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
     "float64", "half", "double", "long", "short", "float", "int",

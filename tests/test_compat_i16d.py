@@ -92,3 +92,49 @@ def test_multinomial_errors_match_torch(make) -> None:
     with pytest.raises(RuntimeError) as got:
         make(ember)
     assert str(got.value) == str(expected.value)
+
+
+# -- legacy tensor types --------------------------------------------------------------
+
+LEGACY = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
+          "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"]
+
+
+@pytest.mark.parametrize("name", LEGACY)
+def test_legacy_constructors_match_torch(name: str) -> None:
+    ours, theirs = getattr(ember, name), getattr(torch, name)
+    for args in [(2, 3), (ember.Size([4]),), ()]:
+        targs = tuple(torch.Size(a) if isinstance(a, ember.Size) else a for a in args)
+        t, e = theirs(*targs), ours(*args)
+        assert tuple(e.shape) == tuple(t.shape) and str(e.dtype)[6:] == str(t.dtype)[6:]
+    data = [[1, 0], [3, 1]] if name == "BoolTensor" else [[1.7, -0.2], [3.0, 100.0]]
+    if name == "ByteTensor":
+        data = [[1.7, 0.2], [3.0, 100.0]]
+    e, t = ours(data), theirs(data)
+    assert str(e.dtype)[6:] == str(t.dtype)[6:]
+    np.testing.assert_array_equal(e.float().numpy(), t.float().numpy())
+    assert e.type() == f"ember.{name}" and t.type() == f"torch.{name}"
+    assert isinstance(e, ours) and isinstance(e, ember.Tensor) and type(e) is ember.Tensor
+    other = "LongTensor" if name != "LongTensor" else "FloatTensor"
+    assert not isinstance(e, getattr(ember, other)) and not isinstance(1, ours)
+    assert ours(e) is e  # a tensor of the type is returned as is, as in torch
+
+
+def test_legacy_types_convert_and_reject_bad_arguments() -> None:
+    x = ember.tensor([1.5, -2.5])
+    assert x.type(ember.LongTensor).tolist() == torch.tensor([1.5, -2.5]).type(
+        torch.LongTensor).tolist()
+    assert repr(ember.FloatTensor) == "<class 'ember.FloatTensor'>"
+    for args in [(2.5,), (True,)]:
+        with pytest.raises(TypeError) as expected:
+            torch.FloatTensor(*args)
+        with pytest.raises(TypeError) as got:
+            ember.FloatTensor(*args)
+        assert str(got.value) == str(expected.value)
+    with pytest.raises(TypeError, match="expected a tensor of type ember.FloatTensor"):
+        ember.FloatTensor(ember.zeros(2, dtype=ember.int64))
+    with pytest.raises(RuntimeError, match="legacy constructor expects device type: cpu "
+                       "but device type: meta was passed"):
+        ember.FloatTensor(2, device="meta")
+    with pytest.raises(TypeError, match="size must be integers"):
+        ember.FloatTensor(2, "a")
