@@ -305,7 +305,7 @@ def devices() -> list:
 
 _SUBMODULES = {"nn", "optim", "jit", "onnx", "exporters", "testing", "demo", "cli", "amp",
                "cuda", "cpu", "profiler", "accelerator", "backends",
-               "distributed"}
+               "distributed", "hub"}
 _FROM_AMP = {"autocast", "is_autocast_enabled", "get_autocast_dtype",
              "is_autocast_available", "clear_autocast_cache", "is_autocast_cache_enabled"}
 _FROM_SCHEDULING = {"plan", "Plan"}  # auto-scheduling: imported on first use

@@ -163,3 +163,65 @@ def test_saving_an_unsupported_numpy_dtype_names_it_and_leaves_no_file(tmp_path)
                        r"'x.0': .*complex64"):
         ember.save({"x": [np.zeros(2, np.complex64)]}, tmp_path / "bad.ckpt")
     assert not list(tmp_path.iterdir())
+
+
+# -- ember.hub / ember.utils.model_zoo ------------------------------------------------
+
+
+def _published(tmp_path, name: str = "weights.ckpt"):
+    src = tmp_path / "server" / name
+    src.parent.mkdir()
+    ember.save({"fc.weight": ember.arange(6.0).reshape(2, 3), "fc.bias": ember.zeros(2)}, src)
+    return src
+
+
+def test_load_state_dict_from_url_downloads_once_then_uses_the_cache(tmp_path,
+                                                                     capsys) -> None:
+    import ember.utils.model_zoo
+    src = _published(tmp_path)
+    cache = tmp_path / "cache"
+    sd = ember.hub.load_state_dict_from_url(src.as_uri(), model_dir=str(cache))
+    assert sd["fc.weight"].tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    assert (cache / "weights.ckpt").read_bytes() == src.read_bytes()
+    assert "Downloading" in capsys.readouterr().err
+    src.unlink()  # from now on only the cached copy can answer
+    again = ember.utils.model_zoo.load_url(src.as_uri(), model_dir=str(cache),
+                                           progress=False, file_name=None)
+    assert again["fc.bias"].tolist() == [0.0, 0.0] and capsys.readouterr().err == ""
+    assert ember.utils.model_zoo.load_url is ember.hub.load_state_dict_from_url
+
+
+def test_load_state_dict_from_url_defaults_to_the_hub_cache(tmp_path, monkeypatch) -> None:
+    src = _published(tmp_path)
+    monkeypatch.setenv("EMBER_HOME", str(tmp_path / "home"))
+    assert ember.hub.get_dir() == str(tmp_path / "home" / "hub")
+    sd = ember.hub.load_state_dict_from_url(src.as_uri(), progress=False, file_name="w.ckpt",
+                                            map_location="cpu")
+    assert (tmp_path / "home" / "hub" / "checkpoints" / "w.ckpt").exists()
+    assert sorted(sd) == ["fc.bias", "fc.weight"]
+
+
+def test_check_hash_verifies_the_sha256_prefix(tmp_path) -> None:
+    import hashlib
+    digest = hashlib.sha256(_published(tmp_path).read_bytes()).hexdigest()
+    good = tmp_path / "server" / f"net-{digest[:8]}.ckpt"
+    (tmp_path / "server" / "weights.ckpt").rename(good)
+    sd = ember.hub.load_state_dict_from_url(good.as_uri(), model_dir=str(tmp_path / "c"),
+                                            check_hash=True, progress=False)
+    assert "fc.weight" in sd
+    bad = tmp_path / "server" / "net-0000beef.ckpt"
+    good.rename(bad)
+    with pytest.raises(RuntimeError, match=f'invalid hash value \\(expected "0000beef", got '
+                       f'"{digest}"\\)'):
+        ember.hub.load_state_dict_from_url(bad.as_uri(), model_dir=str(tmp_path / "c"),
+                                           check_hash=True, progress=False)
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == [good.name]  # no partial
+
+
+def test_hub_signatures_match_torch() -> None:
+    import inspect
+    for name in ("load_state_dict_from_url", "download_url_to_file"):
+        ours = inspect.signature(getattr(ember.hub, name)).parameters
+        theirs = inspect.signature(getattr(torch.hub, name)).parameters
+        assert [(p.name, p.default) for p in ours.values()] == \
+            [(p.name, p.default) for p in theirs.values()]
