@@ -76,6 +76,18 @@ from ember.core.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from ember.core.legacy_types import (
+    BFloat16Tensor,
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+)
 from ember.core.ops.elementwise import (
     abs,
     absolute,
@@ -261,7 +273,7 @@ from ember.core.ops.shape import (
     unsqueeze,
     vstack,
 )
-from ember.core.ops.writes import bernoulli, fill_, zero_
+from ember.core.ops.writes import bernoulli, fill_, multinomial, zero_
 from ember.core.placement import get_default_device, set_default_device
 from ember.core.tensor import Size, Tensor
 from ember.serialization import load, save
@@ -293,7 +305,7 @@ def devices() -> list:
 
 _SUBMODULES = {"nn", "optim", "jit", "onnx", "exporters", "testing", "demo", "cli", "amp",
                "cuda", "cpu", "profiler", "accelerator", "backends",
-               "distributed"}
+               "distributed", "hub"}
 _FROM_AMP = {"autocast", "is_autocast_enabled", "get_autocast_dtype",
              "is_autocast_available", "clear_autocast_cache", "is_autocast_cache_enabled"}
 _FROM_SCHEDULING = {"plan", "Plan"}  # auto-scheduling: imported on first use
@@ -315,7 +327,9 @@ def __getattr__(name: str):
 
 __all__ = [
     # tensors, dtypes, devices
-    "Tensor", "Size", "dtype", "device", "is_tensor", "devices", "from_dlpack",
+    "Tensor", "Size", "dtype", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor",
+    "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
+    "device", "is_tensor", "devices", "from_dlpack",
     "OutOfMemoryError",
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
     "float64", "half", "double", "long", "short", "float", "int",
@@ -328,7 +342,7 @@ __all__ = [
     # factories and random numbers
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
     "ones_like", "empty_like", "full_like", "arange", "linspace", "eye", "rand", "randn",
-    "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli",
+    "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
     "Generator", "default_generator", "manual_seed", "initial_seed",
     # elementwise
     "abs", "absolute", "neg", "negative", "positive", "sign", "floor", "ceil", "trunc",

@@ -52,6 +52,8 @@ class _Encoder:
     def encode(self, value: Any, path: str) -> Any:
         if isinstance(value, Tensor):
             return self._tensor(value, path)
+        if isinstance(value, (np.ndarray, np.number, np.bool_)):
+            return self._numpy(value, path)
         if isinstance(value, bool) or value is None or isinstance(value, str):
             return value
         if isinstance(value, int):
@@ -91,9 +93,22 @@ class _Encoder:
         return {"__tensor__": key, "device": str(t.device), "requires_grad": t.requires_grad}
 
 
+    def _numpy(self, value: np.ndarray | np.generic, path: str) -> dict:
+        # stored as tensor data (no pickle), tagged so that it loads back as NumPy: what
+        # torch.load gives for a NumPy array or scalar it saved
+        try:
+            as_tensor = Tensor._from_data(np.asarray(value))
+        except TypeError as err:
+            raise TypeError(f"ember.save: cannot store the NumPy {type(value).__name__} at "
+                            f"'{path or '<root>'}': {err}") from None
+        record = self._tensor(as_tensor, path)
+        return {"__numpy__": record["__tensor__"], "scalar": isinstance(value, np.generic)}
+
+
 def save(obj: Any, f: str | os.PathLike) -> None:
-    """Save `obj` (a state dict, or any nest of tensors, numbers, strings, lists, tuples and
-    dicts) to the file `f` in the safetensors format, atomically."""
+    """Save `obj` (a state dict, or any nest of tensors, NumPy arrays and scalars, numbers,
+    strings, lists, tuples and dicts) to the file `f` in the safetensors format,
+    atomically."""
     safetensors = _safetensors()
     encoder = _Encoder()
     structure = encoder.encode(obj, "")  # fails before the file is touched
@@ -211,6 +226,9 @@ class _Decoder:
             return node
         if "__tensor__" in node:
             return self._tensor(node)
+        if "__numpy__" in node:
+            arr = self._array(node["__numpy__"]).copy()  # writable, as unpickled arrays are
+            return arr[()] if node.get("scalar") else arr
         if "__dict__" in node:
             return {(k["__int__"] if isinstance(k, dict) else k): self.decode(v)
                     for k, v in node["__dict__"]}
@@ -229,11 +247,14 @@ class _Decoder:
     def _tensor(self, node: dict) -> Tensor:
         from ember.core.creation import tensor
 
-        key = node["__tensor__"]
-        if key not in self.arrays:
-            raise RuntimeError(f"ember.load: {self.path!r} lacks tensor {key!r} that its "
-                               "structure names (the file is damaged)")
-        t = _place(tensor(self.arrays[key]), node.get("device", "cpu"), self.map_location)
+        t = _place(tensor(self._array(node["__tensor__"])), node.get("device", "cpu"),
+                   self.map_location)
         if node.get("requires_grad"):
             t.requires_grad_(True)
         return t
+
+    def _array(self, key: str) -> np.ndarray:
+        if key not in self.arrays:
+            raise RuntimeError(f"ember.load: {self.path!r} lacks tensor {key!r} that its "
+                               "structure names (the file is damaged)")
+        return self.arrays[key]

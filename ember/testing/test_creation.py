@@ -288,11 +288,21 @@ def test_random_without_bounds_is_not_negative(device: ember.device) -> None:
         assert S.host(ember.zeros(1000, dtype=d, device=device).random_()).min() >= 0
 
 
+def test_multinomial_draws_only_weighted_categories(device: ember.device) -> None:
+    w = S.on(device, np.array([[0.0, 1.0, 0.0, 3.0], [2.0, 0.0, 0.0, 0.0]], np.float32))
+    drawn = S.host(ember.multinomial(w, 200, replacement=True))
+    assert drawn.shape == (2, 200) and drawn.dtype == np.int64
+    assert set(np.unique(drawn[0]).tolist()) == {1, 3} and (drawn[1] == 0).all()
+    assert (drawn[0] == 3).mean() > 0.6  # weight 3/4
+    once = S.host(w[0].multinomial(2))  # without replacement: both weighted ones
+    assert sorted(once.tolist()) == [1, 3]
+
+
 # -- what this module checks (ember.testing.test_coverage reads it) ---------------------
 
 COVERS = {"tensor", "as_tensor", "full", "zeros", "ones", "empty", "full_like", "zeros_like",
           "ones_like", "empty_like", "new_full", "new_zeros", "new_ones", "new_empty",
           "new_tensor", "arange", "linspace", "eye", "rand", "randn", "randint", "randperm",
           "rand_like", "randn_like", "randint_like", "uniform_", "normal_", "bernoulli",
-          "bernoulli_", "exponential_", "random_"}
+          "bernoulli_", "exponential_", "random_", "multinomial"}
 """The declared ops whose values this module's tests check."""

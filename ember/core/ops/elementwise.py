@@ -889,6 +889,8 @@ def _type(self: Tensor, dtype: Any = None) -> Any:
     `dtype` (an ember dtype, or a type name such as `"ember.DoubleTensor"`)."""
     if dtype is None:
         return f"ember.{_TYPE_NAMES[self.dtype.name]}"
+    if isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), dt.dtype):
+        dtype = dtype.dtype  # a legacy type: t.type(ember.LongTensor)
     if isinstance(dtype, str) and dtype.startswith("ember.") and dtype.endswith("Tensor"):
         by_name = {v: k for k, v in _TYPE_NAMES.items()}
         if dtype[6:] not in by_name:

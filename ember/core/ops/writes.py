@@ -1,7 +1,7 @@
 """Ops that write new values into a tensor: `fill_`, `zero_`, `copy_`, and the random
 fills (`uniform_`, `normal_`, `bernoulli_`, `exponential_`, `random_`), plus
-`bernoulli`. Through ember.core.inplace, they are differentiable where PyTorch's are
-(`copy_` and a tensor `fill_` pass the gradient to their source).
+`bernoulli` and `multinomial`. Through ember.core.inplace, they are differentiable where
+PyTorch's are (`copy_` and a tensor `fill_` pass the gradient to their source).
 """
 
 from __future__ import annotations
@@ -10,11 +10,15 @@ from typing import Any
 
 from ember.core import costs
 from ember.core import dtype as dt
-from ember.core.creation import full, full_like, rand, randint, randn
+from ember.core.creation import arange, full, full_like, rand, randint, randn
 from ember.core.declare import composite
+from ember.core.grad_mode import no_grad
 from ember.core.inplace import apply_inplace
-from ember.core.ops.elementwise import lt, to_device, to_dtype
-from ember.core.ops.shape import expand
+from ember.core.ops.elementwise import eq, isfinite, lt, to_device, to_dtype, where
+from ember.core.ops.reduction import all as all_
+from ember.core.ops.reduction import argmax, cumsum
+from ember.core.ops.reduction import sum as sum_
+from ember.core.ops.shape import cat, expand, squeeze, unsqueeze
 from ember.core.tensor import Tensor
 
 
@@ -105,3 +109,70 @@ def random_(self: Tensor, from_: int | None = None, to: int | None = None, *,
         from_, to = 0, (_RANDOM_TO[self.dtype.name] if from_ is None else from_)
     return copy_(self, randint(from_, to, tuple(self.shape), device=self.device,
                                generator=generator))
+
+
+# PyTorch's ScalarType names, which its multinomial error message prints
+_SCALAR_TYPE = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+                "uint8": "Byte", "bool": "Bool"}
+
+
+@composite(variants="function method", cost=costs.creation)
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
+                generator: Any = None) -> Tensor:
+    """Indices drawn from the categorical distribution of each row of `input`
+    (non-negative weights, not necessarily normalized): `num_samples` per row, as int64,
+    shaped `(num_samples,)` for a 1-d `input` and `(rows, num_samples)` for a 2-d one.
+    Without `replacement` a row never repeats an index."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("multinomial only supports floating-point dtypes for input, got: "
+                           f"{_SCALAR_TYPE.get(input.dtype.name, input.dtype.name)}")
+    if input.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    categories = input.shape[-1]
+    if not replacement and num_samples > categories:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                           "replacement")
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    with no_grad():
+        probs = input if input.ndim == 2 else unsqueeze(input, 0)
+        # float16/bfloat16 weights are drawn in float32 (cumulative sums need the range)
+        work = probs.dtype if probs.dtype.itemsize >= 4 else dt.float32
+        probs = to_dtype(probs, work)
+        rows = probs.shape[0]
+        if rows == 0:
+            out = full((0, num_samples), 0, dtype=dt.int64, device=input.device)
+        else:
+            if not all_(isfinite(probs).logical_and(probs >= 0)).item():
+                raise RuntimeError("probability tensor contains either `inf`, `nan` or "
+                                   "element < 0")
+            if not all_(sum_(probs, 1) > 0).item():
+                raise RuntimeError("invalid multinomial distribution (sum of probabilities "
+                                   "<= 0)")
+            out = (_draw_with_replacement if replacement else _draw_without_replacement)(
+                probs, num_samples, generator)
+        return squeeze(out, 0) if input.ndim == 1 else out
+
+
+def _draw_with_replacement(probs: Tensor, num_samples: int, generator: Any) -> Tensor:
+    # inverse CDF: a uniform draw u·total lands in category j when cdf[j-1] <= it < cdf[j];
+    # the index is how many of the first k-1 cumulative sums it passed (a zero-weight
+    # category has an empty interval, so it is never drawn)
+    cdf = cumsum(probs, 1)
+    target = rand((probs.shape[0], num_samples), dtype=probs.dtype, device=probs.device,
+                  generator=generator) * cdf[:, -1:]
+    return sum_(unsqueeze(cdf[:, :-1], 1) <= unsqueeze(target, 2), 2)
+
+
+def _draw_without_replacement(probs: Tensor, num_samples: int, generator: Any) -> Tensor:
+    # an exponential race (PyTorch's algorithm): each category gets weight / Exp(1), and
+    # the num_samples largest keys, in order, are a draw without replacement
+    u = rand(tuple(probs.shape), dtype=probs.dtype, device=probs.device, generator=generator)
+    keys = probs / (-(-u).log1p()).clamp_min(1e-30)
+    columns = unsqueeze(arange(probs.shape[1], device=probs.device), 0)
+    picks = []
+    for _ in range(num_samples):
+        pick = argmax(keys, 1, keepdim=True)
+        picks.append(pick)
+        keys = where(eq(columns, pick), -1.0, keys)  # taken: below every weight (>= 0)
+    return cat(picks, 1)

@@ -1,0 +1,77 @@
+"""PyTorch's legacy tensor types: `ember.FloatTensor`, `ember.LongTensor`, ...
+
+Each is a constructor, not a tensor class (as in PyTorch, `type(ember.FloatTensor(2))` is
+`ember.Tensor`): `FloatTensor(2, 3)` is an uninitialized tensor of that size,
+`FloatTensor([1, 2])` one of that data, `FloatTensor(t)` the tensor `t` itself when it is
+already of that type. `isinstance(t, ember.FloatTensor)` is true for a CPU float32
+tensor, and `t.type(ember.LongTensor)` converts.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+from ember.core import dtype as dt
+from ember.core.creation import empty, tensor
+from ember.core.device import device as Device
+from ember.core.tensor import Size, Tensor
+
+
+class _LegacyTensorType(type):
+    """The metaclass that makes `isinstance(t, ember.FloatTensor)` a dtype-and-device test."""
+
+    dtype: dt.dtype
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.type == "cpu"
+
+    def __repr__(cls) -> str:
+        return f"<class 'ember.{cls.__name__}'>"
+
+
+class _LegacyTensor(metaclass=_LegacyTensorType):
+    dtype: dt.dtype
+
+    def __new__(cls, *args: Any, device: Any = None) -> Tensor:  # type: ignore[misc]
+        if device is not None and Device(device).type != "cpu":
+            raise RuntimeError(f"legacy constructor expects device type: cpu but device "
+                               f"type: {Device(device).type} was passed")
+        if not args:
+            return empty(0, dtype=cls.dtype, device="cpu")
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            t = args[0]
+            if not isinstance(t, cls):
+                raise TypeError(f"{cls.__name__}(): expected a tensor of type "
+                                f"ember.{cls.__name__} on cpu, got {t.type()} on {t.device}")
+            return t
+        if len(args) == 1 and isinstance(args[0], Size):
+            return empty(tuple(args[0]), dtype=cls.dtype, device="cpu")
+        if all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args):
+            return empty(*args, dtype=cls.dtype, device="cpu")
+        if len(args) == 1 and not isinstance(args[0], (numbers.Number, str)):
+            return tensor(args[0], dtype=cls.dtype, device="cpu")
+        bad = next(a for a in args if not isinstance(a, numbers.Integral) or
+                   isinstance(a, bool))
+        if len(args) == 1:
+            raise TypeError(f"new(): data must be a sequence (got {type(bad).__name__})")
+        raise TypeError(f"new(): size must be integers, got {type(bad).__name__} {bad!r}")
+
+
+def _legacy(name: str, d: dt.dtype) -> type:
+    doc = (f"PyTorch's legacy constructor of CPU {d} tensors: `{name}(*sizes)` "
+           f"(uninitialized), `{name}(data)`, or `{name}(tensor)`.")
+    return _LegacyTensorType(name, (_LegacyTensor,), {"dtype": d, "__doc__": doc,
+                                                      "__module__": "ember"})
+
+
+FloatTensor = _legacy("FloatTensor", dt.float32)
+DoubleTensor = _legacy("DoubleTensor", dt.float64)
+HalfTensor = _legacy("HalfTensor", dt.float16)
+BFloat16Tensor = _legacy("BFloat16Tensor", dt.bfloat16)
+LongTensor = _legacy("LongTensor", dt.int64)
+IntTensor = _legacy("IntTensor", dt.int32)
+ShortTensor = _legacy("ShortTensor", dt.int16)
+CharTensor = _legacy("CharTensor", dt.int8)
+ByteTensor = _legacy("ByteTensor", dt.uint8)
+BoolTensor = _legacy("BoolTensor", dt.bool_)
