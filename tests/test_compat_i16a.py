@@ -1,0 +1,103 @@
+"""PyTorch programs that port unchanged (issue 16): topk, indexing with a `range`,
+`format(tensor, spec)`, `out=` for the matrix products, `autograd.Variable`. PyTorch is
+the oracle."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+
+def _pair(shape, seed=0):
+    arr = np.random.default_rng(seed).permutation(int(np.prod(shape))).reshape(shape)
+    arr = (arr / 4.0).astype(np.float32)
+    return ember.tensor(arr), torch.tensor(arr)
+
+
+# -- topk ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("k, dim, largest", [(2, -1, True), (3, 0, False), (0, 1, True),
+                                             (4, 1, False), (1, -2, True)])
+def test_topk_matches_torch(k, dim, largest):
+    x, t = _pair((4, 5))
+    got, want = ember.topk(x, k, dim, largest), torch.topk(t, k, dim, largest)
+    np.testing.assert_array_equal(got.values.numpy(), want.values.numpy())
+    np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy())
+    assert got.indices.dtype is ember.int64
+    assert type(got).__name__ == "topk" and got.values is got[0] and got.indices is got[1]
+    method = x.topk(k, dim=dim, largest=largest, sorted=True)
+    np.testing.assert_array_equal(method.indices.numpy(), want.indices.numpy())
+
+
+def test_topk_nan_is_largest_and_zero_dim():
+    data = [1.0, float("nan"), 3.0]
+    for largest in (True, False):
+        got = ember.topk(ember.tensor(data), 2, largest=largest)
+        want = torch.topk(torch.tensor(data), 2, largest=largest)
+        np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy())
+        np.testing.assert_array_equal(got.values.numpy(), want.values.numpy())
+    got = ember.topk(ember.tensor(2.5), 1)
+    assert got.values.shape == () and got.values.item() == 2.5 and got.indices.item() == 0
+
+
+def test_topk_gradient_matches_torch():
+    x, t = _pair((3, 6), seed=1)
+    x.requires_grad_(True)
+    t.requires_grad_(True)
+    w = np.arange(9, dtype=np.float32).reshape(3, 3)
+    (ember.topk(x, 3).values * ember.tensor(w)).sum().backward()
+    (torch.topk(t, 3).values * torch.tensor(w)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())
+
+
+def test_topk_out():
+    x, t = _pair((3, 4))
+    v, i = ember.empty(0), ember.empty(0, dtype=ember.int64)
+    r = ember.topk(x, 2, out=(v, i))
+    want = torch.topk(t, 2)
+    np.testing.assert_array_equal(v.numpy(), want.values.numpy())
+    np.testing.assert_array_equal(i.numpy(), want.indices.numpy())
+    assert r.values is v and r.indices is i
+    with pytest.raises(TypeError, match="expected tuple of 2 elements but got 1"):
+        ember.topk(x, 2, out=(v,))
+
+
+def test_topk_errors_match_torch():
+    x, t = _pair((3, 4))
+    for call in (lambda m, a: m.topk(a, 5), lambda m, a: m.topk(a, -1)):
+        with pytest.raises(RuntimeError, match="selected index k out of range"):
+            call(torch, t)
+        with pytest.raises(RuntimeError, match="selected index k out of range"):
+            call(ember, x)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        ember.topk(x, 1, dim=2)
+    with pytest.raises(TypeError, match="argument 'k' \\(position 2\\) must be int, not float"):
+        ember.topk(x, 2.0)
+    with pytest.raises(RuntimeError, match="topk does not support bool dtypes"):
+        ember.topk(ember.tensor([True, False]), 1)
+
+
+def test_topk_exports_to_onnx():
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    x, _ = _pair((3, 5), seed=2)
+
+    def fn(a):
+        r = a.topk(2, 1)
+        return r.values, r.indices, a.topk(1, 0, largest=False).values
+
+    buf = io.BytesIO()
+    ember.onnx.export(fn, (x,), buf)
+    model = onnx.load_from_string(buf.getvalue())
+    assert "TopK" in {n.op_type for n in model.graph.node}
+    session = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"])
+    got = session.run(None, {session.get_inputs()[0].name: x.numpy()})
+    for g, want in zip(got, fn(x)):
+        np.testing.assert_array_equal(g, want.numpy())
