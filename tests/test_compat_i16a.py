@@ -101,3 +101,25 @@ def test_topk_exports_to_onnx():
     got = session.run(None, {session.get_inputs()[0].name: x.numpy()})
     for g, want in zip(got, fn(x)):
         np.testing.assert_array_equal(g, want.numpy())
+
+
+# -- indexing with a range ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", [range(2), range(0), (1, range(3, 0, -1)),
+                                 (slice(None), range(1, 3)), (range(1, 3), range(2)),
+                                 (range(-1, 1), Ellipsis)])
+def test_range_index_reads_and_writes_as_torch(key):
+    x, t = _pair((3, 4))
+    np.testing.assert_array_equal(x[key].numpy(), t[key].numpy())
+    x[key] = -1.0
+    t[key] = -1.0
+    np.testing.assert_array_equal(x.numpy(), t.numpy())
+
+
+def test_range_index_gradient():
+    x = ember.ones(3, 4, requires_grad=True)
+    x[range(0, 3, 2)].sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy()[:, 0], [1.0, 0.0, 1.0])
+    with pytest.raises(IndexError, match="is out of bounds for dimension 0 with size 3"):
+        x[range(4, 6)]
