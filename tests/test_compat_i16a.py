@@ -5,6 +5,7 @@ the oracle."""
 from __future__ import annotations
 
 import io
+import re
 
 import numpy as np
 import pytest
@@ -123,3 +124,27 @@ def test_range_index_gradient():
     np.testing.assert_array_equal(x.grad.numpy()[:, 0], [1.0, 0.0, 1.0])
     with pytest.raises(IndexError, match="is out of bounds for dimension 0 with size 3"):
         x[range(4, 6)]
+
+
+# -- format(tensor, spec) -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value, dtype", [(1.23456, "float32"), (3, "int64"), (True, "bool"),
+                                          (2.5, "float64"), ([1.5], "float32"),
+                                          ([1.0, 2.0], "float32")])
+@pytest.mark.parametrize("spec", [".4f", "", ">10", "d", "e"])
+def test_format_matches_torch(value, dtype, spec):
+    t = torch.tensor(value, dtype=getattr(torch, dtype))
+    x = ember.tensor(value, dtype=getattr(ember, dtype))
+    try:
+        want = format(t, spec)
+    except (TypeError, ValueError) as e:
+        with pytest.raises(type(e), match=re.escape(str(e))):
+            format(x, spec)
+        return
+    assert format(x, spec) == want
+
+
+def test_format_of_a_loss_that_requires_grad():
+    loss = (ember.tensor([0.5, 0.25], requires_grad=True) ** 2).sum()
+    assert f"{loss:.4f}" == "0.3125" and f"loss={loss:8.3f}" == "loss=   0.312"
