@@ -148,3 +148,41 @@ def test_format_matches_torch(value, dtype, spec):
 def test_format_of_a_loss_that_requires_grad():
     loss = (ember.tensor([0.5, 0.25], requires_grad=True) ** 2).sum()
     assert f"{loss:.4f}" == "0.3125" and f"loss={loss:8.3f}" == "loss=   0.312"
+
+
+# -- out= for the matrix products ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, shapes", [("matmul", ((2, 3), (3, 4))), ("mm", ((2, 3), (3, 4))),
+                                          ("bmm", ((2, 2, 3), (2, 3, 4))),
+                                          ("matmul", ((2, 2, 3), (3,)))])
+def test_matrix_products_write_out(name, shapes):
+    (a, ta), (b, tb) = _pair(shapes[0], 3), _pair(shapes[1], 4)
+    out = ember.empty(0)
+    assert getattr(ember, name)(a, b, out=out) is out
+    np.testing.assert_allclose(out.numpy(), getattr(torch, name)(ta, tb).numpy(), rtol=1e-6)
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype"):
+        getattr(ember, name)(a, b, out=ember.empty(0, dtype=ember.float64))
+
+
+# -- autograd.Variable --------------------------------------------------------------------
+
+
+def test_variable_returns_a_detached_tensor_as_torch():
+    from torch.autograd import Variable as TorchVariable
+
+    from ember.autograd import Variable
+    for lib, V in ((ember, Variable), (torch, TorchVariable)):
+        base = lib.ones(2, requires_grad=True) * 2
+        v = V(base)
+        assert type(v) is lib.Tensor and isinstance(base, V) and v is not base
+        assert not v.requires_grad and v.grad_fn is None
+        w = V(lib.ones(2), requires_grad=True)
+        assert w.requires_grad and w.is_leaf
+        v[0] = 5.0  # shares storage with its data
+        assert base[0].item() == 5.0
+        assert V().shape == (0,)
+        with pytest.raises(TypeError, match="Variable data has to be a tensor, but got list"):
+            V([1.0, 2.0])
+        with pytest.warns(UserWarning, match="volatile was removed"):
+            V(lib.ones(2), volatile=True)
