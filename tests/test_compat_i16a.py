@@ -186,3 +186,24 @@ def test_variable_returns_a_detached_tensor_as_torch():
             V([1.0, 2.0])
         with pytest.warns(UserWarning, match="volatile was removed"):
             V(lib.ones(2), volatile=True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "int64"])
+def test_topk_on_opencl_matches_the_cpu(dtype):
+    pytest.importorskip("pyopencl")
+    try:
+        dev = ember.device("opencl")
+        ember.zeros(1, device=dev)
+    except Exception as e:  # no OpenCL platform here
+        pytest.skip(f"no OpenCL device: {e}")
+    arr = np.random.default_rng(5).integers(-4, 4, (4, 6, 5)).astype(dtype)
+    if dtype.startswith("float"):
+        arr[0, 1, 2] = arr[2, 3, 0] = np.nan
+    x = ember.tensor(arr)
+    y = x.to(dev)
+    for dim in (0, 1, 2):
+        for largest in (True, False):
+            for a, b in ((x, y), (x[:, ::2], y[:, ::2])):
+                want, got = a.topk(2, dim, largest), b.topk(2, dim, largest)
+                np.testing.assert_array_equal(got.indices.cpu().numpy(), want.indices.numpy())
+                np.testing.assert_array_equal(got.values.cpu().numpy(), want.values.numpy())
