@@ -35,7 +35,10 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     def topk(x, k, dim, largest=True):
         """Indices of the k largest (smallest) along `dim`, in order, ties by index. A stable
         ascending sort puts NaN last; for the largest, sort the reversed axis and read it
-        back to front, so NaN comes first and ties still keep their index order."""
+        back to front, so NaN comes first and ties still keep their index order. (NumPy's
+        sort of ml_dtypes' bfloat16 does not place NaN: half precision sorts as float32.)"""
+        if x.dtype in low_precision:
+            x = x.astype(float32)
         if not largest:
             order = xp.argsort(x, axis=dim, kind="stable")
         else:
