@@ -243,6 +243,7 @@ from ember.core.ops.reduction import (
     std,
     std_mean,
     sum,
+    topk,
     var,
     var_mean,
 )
@@ -357,7 +358,7 @@ __all__ = [
     "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
     "bitwise_xor", "bitwise_not", "fill_", "zero_",
     # reductions
-    "sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "all", "any",
+    "sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "topk", "all", "any",
     "count_nonzero", "var", "std", "var_mean", "std_mean", "logsumexp", "norm", "cumsum",
     # shapes, views and joins
     "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "permute", "transpose",

@@ -270,6 +270,11 @@ def test_reductions(d: ember.dtype) -> None:
             xs = up(acc, "strided")
             check(OCL.kernels["cumsum"](xs, dim=dim), CPU.kernels["cumsum"](acc, dim=dim),
                   xs.dtype, tol=3e-2 if d in (E.float16, E.bfloat16) else None)
+        for k, (dim, largest) in enumerate([(0, True), (1, False), (2, True), (2, False)]):
+            # ties (small integers) and NaN: both kernels order ties by index, NaN largest
+            check(OCL.kernels["topk"](up(a, LAYOUTS[k % 3]), k=3, dim=dim, largest=largest),
+                  CPU.kernels["topk"](a, k=3, dim=dim, largest=largest), E.int64,
+                  what=f"topk {dim} {largest}")
 
 
 def test_large_reductions_use_partials() -> None:
@@ -990,7 +995,7 @@ def test_importing_the_plugin_does_not_import_pyopencl() -> None:
 # the primitives the tests above compare with the CPU backend, besides the op lists
 TESTED = set(UNARY_SAME + UNARY_FLOAT + PRED + ARITH + COMPARE + BITWISE) | {
     "div", "atan2", "where", "clamp", "cast", "sum", "prod", "max", "min", "all", "any",
-    "argmax", "argmin", "cumsum", "reshape", "permute", "expand", "getitem", "setitem",
+    "argmax", "argmin", "cumsum", "topk", "reshape", "permute", "expand", "getitem", "setitem",
     "assign", "clone", "gather", "scatter", "scatter_add", "index_select", "nonzero", "cat",
     "flip", "tril", "triu", "matmul", "einsum", "im2col", "col2im", "constant_pad", "full",
     "arange", "rand", "randn", "randint", "randperm"}

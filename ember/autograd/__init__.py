@@ -1,9 +1,11 @@
-"""Automatic differentiation: `backward`, `grad`, grad modes, and custom `Function`s."""
+"""Automatic differentiation: `backward`, `grad`, grad modes, custom `Function`s, and the
+deprecated `Variable`."""
 
+from ember.autograd.variable import Variable
 from ember.core.engine import backward, grad, queue_callback
 from ember.core.function import Function, FunctionCtx
 from ember.core.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 from ember.core.graph import Node
 
 __all__ = ["Function", "FunctionCtx", "Node", "backward", "enable_grad", "grad",
-           "inference_mode", "no_grad", "queue_callback", "set_grad_enabled"]
+           "inference_mode", "no_grad", "queue_callback", "set_grad_enabled", "Variable"]

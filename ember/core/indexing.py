@@ -64,6 +64,8 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
         key = (key,)
     items: list[Any] = []
     for k in key:
+        if isinstance(k, range):  # a sequence of integers, as PyTorch takes it: like a list
+            k = list(k)
         if isinstance(k, (list,)) or (hasattr(k, "__array__") and not isinstance(k, Tensor)):
             k = Tensor._from_data(k, device=x.device)
             if k.dtype.is_floating_point and k.numel() == 0:

@@ -277,6 +277,13 @@ class Tensor:
     def __repr__(self) -> str:
         return tensor_repr(self)
 
+    def __format__(self, format_spec: str) -> str:
+        """`f"{loss:.4f}"`: a 0-d tensor formats as its Python number, as in PyTorch;
+        any other tensor takes only the empty spec (its printed form)."""
+        if self._data.ndim == 0 and type(self) is Tensor:
+            return self.detach().item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
     def __hash__(self) -> int:
         return id(self)
 

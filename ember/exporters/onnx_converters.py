@@ -252,6 +252,19 @@ def _argreduce(ctx: ExportContext, node: Node) -> Any:
     return ctx.op(op, name, axis=dim % len(x.shape), keepdims=int(keep))
 
 
+@converter("topk")
+def _topk(ctx: ExportContext, node: Node) -> Any:
+    """ONNX TopK gives values and indices; the op's kernel is the indices (its values are
+    the `gather` that follows it)."""
+    (x,) = node.args
+    kw = node.kwargs
+    work = dt.int32 if x.dtype.name in _SMALL_INTS else x.dtype
+    k = ctx.const(np.array([kw["k"]], dtype=np.int64))
+    _, indices = ctx.op("TopK", ctx.value(x, work), k, outputs=2, axis=kw["dim"],
+                        largest=int(kw.get("largest", True)), sorted=1)
+    return indices
+
+
 @converter("cumsum")
 def _cumsum(ctx: ExportContext, node: Node) -> Any:
     (x,) = node.args

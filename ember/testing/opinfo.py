@@ -229,6 +229,8 @@ _REDUCTIONS: list[DiffOp] = [
     DiffOp("max_dim", lambda lib, x: lib.max(x, 1).values, ops=("max", "argmax", "gather")),
     DiffOp("min_dim_keepdim", lambda lib, x: x.min(0, keepdim=True)[0],
            ops=("min", "argmin", "gather")),
+    DiffOp("topk", lambda lib, x: lib.topk(x, 2, 0, largest=False).values,
+           ops=("topk", "gather")),
     DiffOp("var", lambda lib, x: x.var(1), ops=("var", "sum", "sub", "mul")),
     DiffOp("var_biased", lambda lib, x: lib.var(x, 0, unbiased=False, keepdim=True),
            ops=("var",)),

@@ -130,6 +130,22 @@ def test_argmax_argmin(device: ember.device, name: str, data: st.DataObject) -> 
     S.assert_matches(getattr(x, name)(dim, keepdim), ref, device, dtype=ember.int64)
 
 
+@S.prop()
+@given(data=st.data())
+def test_topk(device: ember.device, data: st.DataObject) -> None:
+    d, arr = _draw_input(data, S.NUMERIC, unique=True, min_dims=1)
+    dim = data.draw(st.integers(-arr.ndim, arr.ndim - 1), label="dim")
+    k = data.draw(st.integers(0, arr.shape[dim]), label="k")
+    largest = data.draw(st.booleans(), label="largest")
+    x = S.on(device, arr, d)
+    order = np.argsort(-arr if largest else arr, axis=dim, kind="stable")
+    ref_idx = np.take(order, np.arange(k), axis=dim)
+    values, indices = ember.topk(x, k, dim, largest)
+    S.assert_matches(indices, ref_idx, device, dtype=ember.int64, what="indices")
+    S.assert_matches(values, np.take_along_axis(arr, ref_idx, dim), device, dtype=d,
+                     what="values")
+
+
 def test_ties_pick_the_first(device: ember.device) -> None:
     x = S.on(device, np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]], np.float32))
     S.assert_matches(x.argmax(1), [1, 0], device)
@@ -308,5 +324,5 @@ def test_norm_of_integers_raises(device: ember.device) -> None:
 
 COVERS = {"sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "all",
           "any", "var", "std", "std_mean", "var_mean", "logsumexp", "norm", "cumsum",
-          "count_nonzero", "sum_to_size"}
+          "count_nonzero", "sum_to_size", "topk"}
 """The declared ops whose values this module's tests check."""

@@ -599,12 +599,12 @@ def _arg_reduction(op: str):
 
 def _launch_along_dim(dev: Any, t: Any, name: str, out: CLBuffer, x: CLBuffer, dim: int,
                       *extra: int) -> None:
-    """Run kernel `name` (cumsum, softmax) with one work-group per row of x along `dim`.
+    """Run kernel `name` (cumsum, softmax, topk) with one work-group per row of x along `dim`.
     Its params: rows, row length, the elements after `dim`, the number of other dims, x's
     offset, x's stride along `dim`, `extra`, then the other dims' shapes and strides."""
     others = [d for d in range(x.ndim) if d != dim]
     length = x.shape[dim]
-    rows = out.size // length
+    rows = x.size // length
     maxd = _maxd(len(others))
     kernel = dtype_kernel(dev, t, maxd, name)
     kernel.set_arg(0, out.mem)
@@ -628,6 +628,16 @@ def cumsum(x: CLBuffer, dim: int) -> CLBuffer:
         _copy_into(out, x)
         return out
     _launch_along_dim(dev, t, "cumsum", out, x, dim % nd)
+    return out
+
+
+def topk(x: CLBuffer, k: int, dim: int, largest: bool = True) -> CLBuffer:
+    """int64 indices of the k largest (smallest) elements along `dim`, in order."""
+    dev = x.dev
+    t = ctype(dev, x.dtype, "topk")
+    out = empty(dev, x.shape[:dim] + (k,) + x.shape[dim + 1:], INT64, "topk")
+    if out.size:
+        _launch_along_dim(dev, t, "topk", out, x, dim, k, 1 if largest else 0)
     return out
 
 
@@ -1518,7 +1528,7 @@ for _op in ("sum", "prod", "max", "min", "all", "any"):
 for _op in ("argmax", "argmin"):
     TABLE[_op] = _arg_reduction(_op)
 TABLE.update({
-    "where": where, "clamp": clamp, "cast": cast, "cumsum": cumsum,
+    "where": where, "clamp": clamp, "cast": cast, "cumsum": cumsum, "topk": topk,
     "reshape": reshape, "permute": permute, "expand": expand, "flip": flip, "clone": clone,
     "tril": tril, "triu": triu, "getitem": getitem, "setitem": setitem, "assign": assign,
     "cat": cat, "gather": gather, "scatter": scatter, "scatter_add": scatter_add,

@@ -143,6 +143,8 @@ typedef struct {{ long M, N, K, nb, aoff, boff, ars, acs, brs, bcs, hasbias, bia
 typedef struct {{ long mtiles, ntiles, apb, bpb; }} MQ;
 typedef struct {{ long rows, L, inner, nd, off, st_dim, log; long shape[{m}]; long st[{m}]; }} SP;
 typedef struct {{ long n, nd, off, chunk; long shape[{m}]; long st[{m}]; }} NZ;
+typedef struct {{ long rows, L, inner, nd, off, st_dim, k, largest; long shape[{m}];
+  long st[{m}]; }} KP;
 typedef struct {{ ulong key, ctr; long n, mode, dt, lo; ulong range; }} RG;
 typedef struct {{ long n, nsp, C, K, L, xoff, xs0, xs1, xs2;
   long size[{m}]; long ks[{m}]; long outs[{m}]; long stride[{m}]; long pad[{m}]; long dil[{m}];
@@ -777,6 +779,42 @@ void cumsum(__global {t.store}* out, __global const {t.store}* in, const CP p) {
 """
 
 
+def topk_source(t: CType, ls: int) -> str:
+    """The indices of the k largest (smallest) of each row along one dim, in order: a
+    work-group per row, each work-item ranks its elements by counting those that come
+    before them (larger, or equal at a lower index; NaN is larger than any number) and
+    writes the index at its rank when that is below k. O(L^2 / ls) a row: for the small k
+    and rows of models, not for sorting long rows."""
+    a = ACC_OF[t.name] if t.kind in "fh" else t.comp
+    nan = """const int vn = isnan(v), wn = isnan(w);
+  if (vn || wn) return (vn && wn) ? j < i : (largest ? vn : wn);""" if t.kind in "fh" else ""
+    return f"""
+inline int topk_before_{t.name}({a} v, long j, {a} w, long i, long largest) {{
+  {nan}
+  if (v == w) return j < i;
+  return largest ? v > w : v < w;
+}}
+__kernel __attribute__((reqd_work_group_size({ls}, 1, 1)))
+void topk(__global long* out, __global const {t.store}* in, const KP p) {{
+  const long row = get_group_id(0);
+  const int l = get_local_id(0);
+  long base = p.off;
+  {{ long r = row; for (int d = (int)p.nd - 1; d >= 0; d--) {{
+      long sz = p.shape[d]; base += (r % sz) * p.st[d]; r /= sz; }} }}
+  const long obase = (row / p.inner) * p.k * p.inner + row % p.inner;
+  for (long i = l; i < p.L; i += {ls}) {{
+    const {a} w = ({a})({load(t, "in", "base + i * p.st_dim")});
+    long rank = 0;
+    for (long j = 0; j < p.L && rank < p.k; j++) {{
+      const {a} v = ({a})({load(t, "in", "base + j * p.st_dim")});
+      rank += topk_before_{t.name}(v, j, w, i, p.largest);
+    }}
+    if (rank < p.k) out[obase + rank * p.inner] = i;
+  }}
+}}
+"""
+
+
 # -- matmul ---------------------------------------------------------------------------------
 
 def matmul_acc(t: CType) -> str:
@@ -1344,7 +1382,7 @@ __kernel void arange_f(__global uchar* out, const AF p) {{
 
 def dtype_program(t: CType, fp64: bool, atomics64: bool, maxd: int, ls: int) -> str:
     """Every kernel whose C types depend on dtype `t`: elementwise families, cast from
-    t, reductions, cumsum, matmul, softmax and the atomic scatters (the latter only where
+    t, reductions, cumsum, topk, matmul, softmax and the atomic scatters (the latter only where
     the device has the atomics t needs)."""
     parts = [header(fp64, atomics64), structs(maxd, fp64)]
     acc = ACC_OF[t.name]
@@ -1352,7 +1390,7 @@ def dtype_program(t: CType, fp64: bool, atomics64: bool, maxd: int, ls: int) -> 
     parts += [unary_source(t, maxd), pred_source(t, maxd), binary_source(t, maxd),
               compare_source(t, maxd), where_source(t, maxd), cast_source(t, fp64, maxd),
               ternary_source(t, maxd),
-              reduce_source(t, ls), cumsum_source(t, ls), matmul_source(t),
+              reduce_source(t, ls), cumsum_source(t, ls), topk_source(t, ls), matmul_source(t),
               matmul_rows_source(t), matmul_packed_source(t), col2im_source(t),
               col2im_rows_source(t), max_pool_source(t)]
     if t.kind in "fh":

@@ -1,4 +1,4 @@
-"""Reductions over some or all dimensions, arg-reductions and cumsum."""
+"""Reductions over some or all dimensions, arg-reductions, cumsum and topk."""
 
 from __future__ import annotations
 
@@ -32,9 +32,24 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     def cumsum(x, dim):
         return xp.cumsum(x, axis=dim, dtype=x.dtype)
 
+    def topk(x, k, dim, largest=True):
+        """Indices of the k largest (smallest) along `dim`, in order, ties by index. A stable
+        ascending sort puts NaN last; for the largest, sort the reversed axis and read it
+        back to front, so NaN comes first and ties still keep their index order. (NumPy's
+        sort of ml_dtypes' bfloat16 does not place NaN: half precision sorts as float32.)"""
+        if x.dtype in low_precision:
+            x = x.astype(float32)
+        if not largest:
+            order = xp.argsort(x, axis=dim, kind="stable")
+        else:
+            n = x.shape[dim]
+            order = n - 1 - xp.flip(xp.argsort(xp.flip(x, axis=dim), axis=dim, kind="stable"),
+                                    axis=dim)
+        return as_array(xp.take(order, xp.arange(k), axis=dim)).astype(int64, copy=False)
+
     return {
         "sum": accumulating(xp.sum), "prod": accumulating(xp.prod),
         "max": reduction(xp.max), "min": reduction(xp.min), "all": reduction(xp.all),
         "any": reduction(xp.any), "argmax": arg_reduction(xp.argmax),
-        "argmin": arg_reduction(xp.argmin), "cumsum": cumsum,
+        "argmin": arg_reduction(xp.argmin), "cumsum": cumsum, "topk": topk,
     }

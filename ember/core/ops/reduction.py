@@ -8,6 +8,8 @@ Kernels (signatures of their rules):
     argmax argmin              kernel(input, dim=int|None, keepdim=) -> int64; None: over
                                the flattened tensor.
     cumsum                     kernel(input, dim=) -> y.
+    topk                       kernel(input, k=, dim=, largest=) -> int64 indices of the k
+                               largest (smallest) along `dim`, in order, NaN largest.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import apply_labelled, record_grad
-from ember.core.declare import composite, primitive
+from ember.core.declare import composite, primitive, write_out
 from ember.core.dispatch import run
 from ember.core.grad_mode import no_grad, state
 from ember.core.host import dtype_arg
@@ -263,6 +265,53 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
     """The index of the smallest element (over the flattened tensor when `dim` is None)."""
     d = None if dim is None else normalize_dim("argmin", dim, input.ndim)
     return run("argmin", input, dim=d, keepdim=keepdim)
+
+
+TopkResult = namedtuple("topk", ["values", "indices"])
+
+
+def _topk_rule(input, *, k, dim, largest=True):
+    if input.dtype is dt.bool_:
+        raise RuntimeError("topk does not support bool dtypes on CPU")
+    size = input.shape[dim] if input.shape else 1
+    if not 0 <= k <= size:
+        raise RuntimeError("selected index k out of range")
+    shape = tuple(input.shape)
+    return OutMeta(shape[:dim] + (k,) + shape[dim + 1:] if shape else (), dt.int64, None)
+
+
+@primitive(rule=_topk_rule, cost=costs.reduction(8))
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True,
+         *, out: Any = None) -> Any:
+    """The `k` largest elements along `dim` (smallest with `largest=False`), as a named
+    (values, indices) pair, largest first; NaN counts as larger than any number.
+    `sorted=False` may return them in any order (here: still sorted). `out` is an optional
+    (values, indices) pair of tensors to write the result into."""
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise TypeError(f"topk(): argument 'k' (position 2) must be int, not "
+                        f"{type(k).__name__}")
+    d = normalize_dim("topk", dim, builtins.max(input.ndim, 1))
+    if out is not None:
+        return _topk_out(input, k, d, largest, out)
+    if not input.ndim:  # a 0-d tensor: topk of its one element, then 0-d again
+        x = reshape(input, (1,))
+        idx = run("topk", x, k=k, dim=0, largest=bool(largest))
+        return TopkResult(reshape(gather_in_bounds(x, 0, idx), ()) if k else
+                          gather_in_bounds(x, 0, idx), reshape(idx, ()) if k else idx)
+    idx = run("topk", input, k=k, dim=d, largest=bool(largest))
+    return TopkResult(gather_in_bounds(input, d, idx), idx)
+
+
+def _topk_out(input: Tensor, k: int, d: int, largest: bool, out: Any) -> Any:
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        n = len(out) if isinstance(out, (tuple, list)) else 1
+        raise TypeError(f"expected tuple of 2 elements but got {n}")
+    if state.enabled and builtins.any(
+            isinstance(t, Tensor) and t._requires_grad for t in (input, *out)):
+        raise RuntimeError("topk(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    values, indices = topk(input, k, d, largest)
+    return TopkResult(write_out("topk", out[0], values), write_out("topk", out[1], indices))
 
 
 # -- logical --------------------------------------------------------------------------
