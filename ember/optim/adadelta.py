@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ember.core.creation import zeros_like
 from ember.core.grad_mode import no_grad
 from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
-from ember.optim.optimizer import Optimizer, ParamsT, _buckets, _use_foreach
+from ember.optim.optimizer import Optimizer, ParamsT, _advance, _buckets, _use_foreach
 
 __all__ = ["Adadelta"]
 
@@ -72,21 +71,8 @@ class Adadelta(Optimizer):
         state = self.state
         with no_grad():
             for group in self.param_groups:
-                params, grads, square_avgs, acc_deltas = [], [], [], []
-                for p in group["params"]:
-                    grad = p.grad
-                    if grad is None:
-                        continue
-                    pstate = state[p]
-                    if not pstate:
-                        pstate["step"] = 0
-                        pstate["square_avg"] = zeros_like(p)
-                        pstate["acc_delta"] = zeros_like(p)
-                    pstate["step"] += 1
-                    params.append(p)
-                    grads.append(grad)
-                    square_avgs.append(pstate["square_avg"])
-                    acc_deltas.append(pstate["acc_delta"])
+                params, grads, (square_avgs, acc_deltas), _, _ = _advance(
+                    state, group, ("square_avg", "acc_delta"))
                 if not params:
                     continue
                 options = (group["lr"], group["rho"], group["eps"], group["weight_decay"],

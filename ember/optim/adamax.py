@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ember.core.creation import zeros_like
 from ember.core.grad_mode import no_grad
 from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
@@ -14,6 +13,7 @@ from ember.optim.adam import _check_adam_args
 from ember.optim.optimizer import (
     Optimizer,
     ParamsT,
+    _advance,
     _buckets,
     _foreach_penalized_grads,
     _per_step,
@@ -73,21 +73,8 @@ class Adamax(Optimizer):
         state = self.state
         with no_grad():
             for group in self.param_groups:
-                params, grads, exp_avgs, exp_infs, steps = [], [], [], [], []
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    pstate = state[p]
-                    if not pstate:
-                        pstate["step"] = 0
-                        pstate["exp_avg"] = zeros_like(p)
-                        pstate["exp_inf"] = zeros_like(p)
-                    pstate["step"] += 1
-                    params.append(p)
-                    grads.append(p.grad)
-                    exp_avgs.append(pstate["exp_avg"])
-                    exp_infs.append(pstate["exp_inf"])
-                    steps.append(pstate["step"])
+                params, grads, (exp_avgs, exp_infs), steps, _ = _advance(
+                    state, group, ("exp_avg", "exp_inf"))
                 if not params:
                     continue
                 beta1, beta2 = group["betas"]

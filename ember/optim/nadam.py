@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ember.core.creation import zeros_like
 from ember.core.grad_mode import no_grad
 from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
@@ -14,6 +13,7 @@ from ember.optim.adam import _check_adam_args
 from ember.optim.optimizer import (
     Optimizer,
     ParamsT,
+    _advance,
     _buckets,
     _float32,
     _foreach_penalized_grads,
@@ -95,27 +95,15 @@ class NAdam(Optimizer):
         with no_grad():
             for group in self.param_groups:
                 beta1, beta2 = group["betas"]
-                params, grads, exp_avgs, exp_avg_sqs, steps, mu_products = ([] for _ in range(6))
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    pstate = state[p]
-                    if not pstate:
-                        pstate["step"] = 0
-                        pstate["mu_product"] = 1.0
-                        pstate["exp_avg"] = zeros_like(p)
-                        pstate["exp_avg_sq"] = zeros_like(p)
-                    pstate["step"] += 1
+                params, grads, (exp_avgs, exp_avg_sqs), steps, states = _advance(
+                    state, group, ("exp_avg", "exp_avg_sq"), {"mu_product": 1.0})
+                mu_products = []
+                for pstate in states:
                     mu = _mu(beta1, group["momentum_decay"], pstate["step"])
                     # PyTorch holds the product in a float32 tensor: round as it does
                     # (the double product of two float32 values is exact, so rounding
                     # it once is float32 multiplication)
                     pstate["mu_product"] = _float32(pstate["mu_product"] * _float32(mu))
-                    params.append(p)
-                    grads.append(p.grad)
-                    exp_avgs.append(pstate["exp_avg"])
-                    exp_avg_sqs.append(pstate["exp_avg_sq"])
-                    steps.append(pstate["step"])
                     mu_products.append(pstate["mu_product"])
                 if not params:
                     continue

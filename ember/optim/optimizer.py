@@ -16,6 +16,7 @@ from copy import deepcopy
 from itertools import chain
 from typing import Any
 
+from ember.core.creation import zeros_like
 from ember.core.grad_mode import enable_grad
 from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
@@ -108,6 +109,31 @@ def _use_foreach(group: dict[str, Any]) -> bool:
     """Whether a group's update runs on the list ("foreach") ops: by default (`foreach`
     None or True); `foreach=False` asks for the per-tensor loop."""
     return group.get("foreach") is not False
+
+
+def _advance(state: dict, group: dict[str, Any], buffers: tuple[str, ...],
+             scalars: dict[str, Any] | None = None) -> tuple[list, list, list, list, list]:
+    """One step's lists for a parameter group: the parameters that have a gradient, their
+    gradients, one list per state buffer named in `buffers`, their step counts, and their
+    state dicts. At a parameter's first step its state is made: `step` 0, then `scalars`,
+    then each buffer as zeros like the parameter (PyTorch's order of state keys). Each
+    step count is advanced by one."""
+    params, grads, steps, states = [], [], [], []
+    for p in group["params"]:
+        if p.grad is None:
+            continue
+        pstate = state[p]
+        if not pstate:
+            pstate["step"] = 0
+            pstate.update(scalars or {})
+            for name in buffers:
+                pstate[name] = zeros_like(p)
+        pstate["step"] += 1
+        params.append(p)
+        grads.append(p.grad)
+        steps.append(pstate["step"])
+        states.append(pstate)
+    return params, grads, [[s[name] for s in states] for name in buffers], steps, states
 
 
 def _buckets(*lists: list) -> list[tuple[list, ...]]:
