@@ -37,7 +37,7 @@ SHARED_OPS = frozenset("""
     lstm_cell_backward lt matmul max max_pool max_pool_backward maximum min minimum mul ne
     neg nonzero permute pow prod reciprocal relu relu_backward remainder reshape round
     rsqrt scatter scatter_add setitem sigmoid sigmoid_backward sign sin sqrt sub sum tan
-    tanh tanh_backward tril triu trunc where
+    tanh tanh_backward topk tril triu trunc where
 """.split())
 CPU_ONLY = frozenset({"rand", "randn", "randint", "randperm", "lstm_layer",
                       "lstm_layer_backward"})
@@ -46,7 +46,7 @@ CPU_ONLY = frozenset({"rand", "randn", "randint", "randperm", "lstm_layer",
 # (hasattr on the installed packages; CuPy imports without a GPU). `errstate` is the one
 # NumPy-only name, and the kernels look for it with hasattr.
 CUPY_NAMES = frozenset("""
-    abs add all any arange arccos arcsin arctan arctan2 argmax argmin argwhere array asarray
+    abs add all any arange arccos arcsin arctan arctan2 argmax argmin argsort argwhere array asarray
     ascontiguousarray bitwise_and bitwise_or bitwise_xor broadcast_to ceil clip concatenate
     copyto cos cumsum divide dot einsum empty_like equal exp expm1 flip float32 float64
     floor floor_divide full greater greater_equal int64 int8 integer invert isfinite isinf
@@ -145,7 +145,8 @@ def _calls():
     calls += [(op, (x,), {"dims": (1,), "keepdim": True}) for op in
               "sum prod max min all any".split()]
     calls += [("argmax", (x,), {"dim": 1}), ("argmin", (x,), {"dim": None}),
-              ("cumsum", (x,), {"dim": 0})]
+              ("cumsum", (x,), {"dim": 0}), ("topk", (x,), {"k": 2, "dim": 1}),
+              ("topk", (x,), {"k": 3, "dim": 0, "largest": False})]
     calls += [("reshape", (x,), {"shape": (4, 3), "copy": False}),
               ("permute", (x,), {"dims": (1, 0)}), ("expand", (x[:1],), {"shape": (2, 3, 4)}),
               ("flip", (x,), {"dims": (0,)}), ("clone", (x.T,), {}),
