@@ -654,3 +654,23 @@ def test_demo_profile_prints_one_training_steps_table():
                  "Self CPU %", "Total "):
         assert name in table
     assert _row(table, "training step")[-2] == "1"
+
+
+def test_device_kernels_that_overlap_go_on_separate_tracks():
+    # PoCL's CPU device may report a kernel of an in-order queue starting before the one
+    # before it ends: the trace must still nest on every track
+    from types import SimpleNamespace
+
+    from ember.profiler import trace as chrome
+
+    def kernel(name, start_ns, end_ns):
+        return SimpleNamespace(device_type=DeviceType.OPENCL, device="opencl:0",
+                               device_index=0, trace_name=name, linked=None,
+                               _ns=(start_ns, end_ns))
+
+    events = [kernel("pack", 0, 2_500), kernel("micro", 650, 16_600),
+              kernel("add", 17_000, 18_000)]
+    out = chrome.build(events, pid=1)
+    tracks = {e["name"]: e["tid"] for e in out["traceEvents"] if e["ph"] == "X"}
+    assert tracks == {"pack": 0, "micro": 1, "add": 0}
+    _check_nesting(out["traceEvents"])

@@ -63,6 +63,25 @@ def _op_args(e: Any) -> dict[str, Any]:
     return args
 
 
+def _device_lanes(events: list[Any]) -> dict[int, int]:
+    """A track (tid) for each device event: 0, unless the device reports it overlapping an
+    earlier one without nesting in it (PoCL's CPU device may start a kernel of an in-order
+    queue before the previous one ends); it then goes on the first track where it does not
+    overlap, so every track of the trace nests as the format requires."""
+    ends: dict[str, list[float]] = {}  # per device: when the last event of each lane ends
+    lanes: dict[int, int] = {}
+    device_events = [e for e in events if e.device_type.value != "cpu"]
+    for e in sorted(device_events, key=lambda e: _times(e)[0]):
+        ts, dur = _times(e)
+        tracks = ends.setdefault(e.device or f"{e.device_type.value}:{e.device_index}", [])
+        lane = next((i for i, end in enumerate(tracks) if end <= ts + 1e-6), len(tracks))
+        if lane == len(tracks):
+            tracks.append(0.0)
+        tracks[lane] = ts + dur
+        lanes[id(e)] = lane
+    return lanes
+
+
 def build(events: Iterable[Any], *, memory: Iterable[Any] = (), base_ns: int | None = None,
           devices: dict[str, str] | None = None, metadata: dict[str, Any] | None = None,
           pid: int | None = None) -> dict[str, Any]:
@@ -74,8 +93,11 @@ def build(events: Iterable[Any], *, memory: Iterable[Any] = (), base_ns: int | N
     ]
     threads: set[int] = set()
     device_pids: dict[str, int] = {}
+    threads_of_devices: set[tuple[int, int]] = set()
     devices = dict(devices or {})
     flows = 0
+    events = list(events)
+    lanes = _device_lanes(events)
     for e in events:
         ts, dur = _times(e)
         if e.device_type.value == "cpu":
@@ -93,8 +115,11 @@ def build(events: Iterable[Any], *, memory: Iterable[Any] = (), base_ns: int | N
             name = devices.get(label)
             trace.append({"ph": "M", "name": "process_name", "pid": dpid, "tid": 0,
                           "args": {"name": f"{label} ({name})" if name else label}})
-            trace.append({"ph": "M", "name": "thread_name", "pid": dpid, "tid": 0,
-                          "args": {"name": "queue 0"}})
+        lane = lanes[id(e)]
+        if (dpid, lane) not in threads_of_devices:
+            threads_of_devices.add((dpid, lane))
+            trace.append({"ph": "M", "name": "thread_name", "pid": dpid, "tid": lane,
+                          "args": {"name": f"queue 0 (lane {lane})" if lane else "queue 0"}})
         args: dict[str, Any] = {"device": e.device_index}
         launcher = getattr(e, "linked", None)
         if launcher is not None:
@@ -104,10 +129,10 @@ def build(events: Iterable[Any], *, memory: Iterable[Any] = (), base_ns: int | N
             launch_ts, _ = _times(launcher)
             trace.append({"ph": "s", "id": flows, "pid": pid, "tid": launcher.thread,
                           "ts": launch_ts, "cat": "ac2g", "name": "ac2g"})
-            trace.append({"ph": "f", "id": flows, "pid": dpid, "tid": 0, "ts": ts,
+            trace.append({"ph": "f", "id": flows, "pid": dpid, "tid": lane, "ts": ts,
                           "cat": "ac2g", "name": "ac2g", "bp": "e"})
-        trace.append({"ph": "X", "cat": "kernel", "name": e.trace_name, "pid": dpid, "tid": 0,
-                      "ts": ts, "dur": dur, "args": args})
+        trace.append({"ph": "X", "cat": "kernel", "name": e.trace_name, "pid": dpid,
+                      "tid": lane, "ts": ts, "dur": dur, "args": args})
     for m in memory:
         kind = m.device.split(":")[0]
         index = int(m.device.split(":")[1]) if ":" in m.device else -1
