@@ -201,6 +201,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run.run_from_args(args)
 
 
+def cmd_compat(args: argparse.Namespace) -> int:
+    """Print ember's coverage of the installed PyTorch's public API, per namespace."""
+    from ember.utils import compat
+
+    try:
+        report = compat.measure()
+    except ImportError:
+        print("ember compat: PyTorch is not installed; it is what ember's coverage is "
+              "measured against (pip install torch)", file=sys.stderr)
+        return 1
+    print(compat.format_report(report, show_missing=not args.summary))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ember", description="ember command-line tools")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -269,6 +283,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     dist_run.add_arguments(p)
     p.set_defaults(func=cmd_run)
+    p = sub.add_parser("compat", help="how much of the installed PyTorch's public API ember "
+                       "has, per namespace, and what it lacks")
+    p.add_argument("--summary", action="store_true", help="the coverage figures only, "
+                   "without the missing names")
+    p.set_defaults(func=cmd_compat)
     p = sub.add_parser("tour", help="a short tour of tensors and autograd")
     p.add_argument("--device", default="cpu")
     p.set_defaults(func=cmd_tour)
