@@ -95,6 +95,7 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Dev
     fill_value = fill_value.item() if isinstance(fill_value, Tensor) else \
         python_scalar(fill_value)
     d = dtype_arg(dtype) or dt.scalar_dtype(fill_value)
+    fill_value = dt.fit_scalar(fill_value, d)
     dev, backend = resolve(device, _nbytes(size, d))
     t = run_creation("full", dev, backend, shape=_shape_arg("full", tuple(size)),
                      fill_value=fill_value, dtype=d)

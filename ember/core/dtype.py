@@ -10,6 +10,7 @@ within the category of a dimensioned tensor (`int8_tensor + 1000` stays int8,
 from __future__ import annotations
 
 import functools
+import math
 
 
 class dtype:  # noqa: N801 - PyTorch's spelling
@@ -144,3 +145,36 @@ def can_cast(from_: dtype, to: dtype) -> bool:
     """Whether PyTorch's casting rules allow `from_` into `to` in an in-place or `out=` op:
     never to a lower category (float -> int, int -> bool)."""
     return from_._category <= to._category
+
+
+# PyTorch's C++ names of the dtypes, as its overflow errors print them
+_C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+            "int64": "int64_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+            "float32": "float", "float64": "double"}
+_FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
+              "float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308}
+
+
+def fit_scalar(value: object, to: dtype) -> object:
+    """A Python number written into a tensor of dtype `to` (`fill_`, `full`, `x[i] = v`,
+    `masked_fill`), checked as PyTorch's `checked_convert` does: a value outside the
+    dtype's range (NaN or an infinity into an integer dtype, 1000 into int8, 1e300 into
+    float32) raises instead of wrapping. As in PyTorch, a negative integer down to
+    -max wraps into an unsigned dtype (-1 into uint8 is 255), and NaN and the infinities
+    fit every floating dtype. Returns the value to write."""
+    if to is bool_ or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    if to.is_floating_point:
+        top = _FLOAT_MAX[to.name]
+        fits = math.isinf(value) or math.isnan(value) or -top <= value <= top
+    else:
+        bits = 8 * to.itemsize
+        half = 1 << (bits - 1)
+        lo, hi = (-half, half - 1) if to.is_signed else (0, 2 * half - 1)
+        if not to.is_signed and isinstance(value, int) and -hi <= value < 0:
+            return value + 2 * half
+        fits = not math.isnan(value) and lo <= value <= hi
+    if not fits:
+        raise RuntimeError(f"value cannot be converted to type {_C_NAMES[to.name]} without "
+                           f"overflow")
+    return value

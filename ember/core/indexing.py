@@ -170,13 +170,34 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
     return ParsedIndex(tuple(spec), tuple(tensors), shape, False)
 
 
+def _index_range(index: Tensor) -> tuple[int, int]:
+    """The smallest and largest entry of a non-empty index tensor."""
+    with tracing.paused():  # a check, not part of the computation
+        lo = host_array(run("min", index, dims=None, keepdim=False)).item()
+        hi = host_array(run("max", index, dims=None, keepdim=False)).item()
+    return lo, hi
+
+
 def check_bounds(index: Tensor, size: int, dim: int) -> None:
     """PyTorch's IndexError for an index outside [-size, size)."""
     if index.numel() == 0:
         return
-    with tracing.paused():  # a check, not part of the computation
-        lo = host_array(run("min", index, dims=None, keepdim=False)).item()
-        hi = host_array(run("max", index, dims=None, keepdim=False)).item()
+    lo, hi = _index_range(index)
     bad = hi if hi >= size else (lo if lo < -size else None)
     if bad is not None:
         raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+
+
+def check_in_range(index: Tensor, size: int, dim: int, *, select: bool = False) -> None:
+    """PyTorch's check of the indices of gather, scatter, index_select and index_add:
+    in [0, size), a negative index never counts from the end. `select`: index_select's
+    and index_add's IndexError; else gather's and scatter's RuntimeError."""
+    if index.numel() == 0:
+        return
+    lo, hi = _index_range(index)
+    bad = hi if hi >= size else (lo if lo < 0 else None)
+    if bad is None:
+        return
+    if select:
+        raise IndexError("index out of range in self")
+    raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {size}")

@@ -251,7 +251,7 @@ def unary_source(t: CType, maxd: int) -> str:
     stmts["abs"] = _st(t, "fabs(a)" if floaty else (f"({c})(a < 0 ? -a : a)" if signed
                                                      else "a"))
     if floaty:
-        stmts["sign"] = _st(t, f"(a > 0 ? ({c})1 : (a < 0 ? ({c})-1 : a))")
+        stmts["sign"] = _st(t, f"(a > 0 ? ({c})1 : (a < 0 ? ({c})-1 : ({c})0))")  # 0 at NaN
     elif signed:
         stmts["sign"] = _st(t, f"({c})((a > 0) - (a < 0))")
     else:
@@ -272,10 +272,11 @@ def unary_source(t: CType, maxd: int) -> str:
     stmts["tril"] = _st(t, f"({diag} <= p.aux0) ? a : ({c})0")
     stmts["triu"] = _st(t, f"({diag} >= p.aux0) ? a : ({c})0")
     if floaty:
-        half = f"({c})0.5"
+        # sigmoid as e / (1 + e), e = exp(-|a|): relative precision kept for very negative a
+        sigmoid = f"(a >= 0 ? ({c})1 : exp(a)) / (({c})1 + exp(-fabs(a)))"
         for op in UNARY_FLOAT_OPS:
             expr = {"rsqrt": f"({c})1 / sqrt(a)", "reciprocal": f"({c})1 / a",
-                    "sigmoid": f"{half} * tanh({half} * a) + {half}"}.get(op, f"{op}(a)")
+                    "sigmoid": sigmoid}.get(op, f"{op}(a)")
             stmts[op] = _st(t, expr)
     else:
         for op in UNARY_FLOAT_OPS:
@@ -391,7 +392,7 @@ def binary_source(t: CType, maxd: int) -> str:
         stmts[op] = _st(t, f"(a {sym} b)" if not floaty else "a")
     one = f"({c})1"
     backward = {"tanh_backward": f"({one} - a * a) * b", "sigmoid_backward": f"({one} - a) * a * b",
-                "relu_backward": f"(a > 0) ? b : ({c})0", "exp_backward": "b * a",
+                "relu_backward": f"(a <= 0) ? ({c})0 : b", "exp_backward": "b * a",
                 "log_backward": "b / a"}
     for op, expr in backward.items():
         stmts[op] = _st(t, expr if floaty else "a")  # gradients are floating only

@@ -49,10 +49,17 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return kernel
 
     def sigmoid(x, out=None):
-        # tanh form: no overflow for large |x|, and exact to rounding
-        y = xp.tanh(xp.multiply(x, 0.5, out=out), out=out)
-        y *= 0.5
-        y += 0.5
+        # e / (1 + e) with e = exp(-|x|) <= 1: never overflows, and keeps its relative
+        # precision for very negative x (the tanh form rounds 0.5 - 0.5 to 0 below -17)
+        e = as_array(xp.exp(-xp.abs(x)))
+        y = xp.where(x >= 0, x.dtype.type(1), e)
+        return as_array(xp.true_divide(y, xp.add(e, 1, out=e), out=out))
+
+    def sign(x, out=None):
+        # PyTorch's (0 < x) - (x < 0): 0 at NaN (NumPy's sign gives NaN)
+        y = as_array(xp.sign(x, out=out))
+        if xp.issubdtype(x.dtype, xp.inexact):
+            y[xp.isnan(x)] = 0
         return y
 
     def rsqrt(x, out=None):
@@ -72,7 +79,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return y
 
     functions = {op: getattr(xp, name) for op, name in _XP_FUNCTIONS.items()}
-    functions.update(sigmoid=sigmoid, rsqrt=rsqrt, relu=relu, erf=erf)
+    functions.update(sigmoid=sigmoid, sign=sign, rsqrt=rsqrt, relu=relu, erf=erf)
     functions.update(lib.hooks.elementwise)
     table = {op: (silenced if op in _QUIET else plain)(f) for op, f in functions.items()}
 

@@ -31,12 +31,14 @@ def _backward_formulas(lib: ArrayLib) -> dict[str, Kernel]:
         return xp.multiply(out, g, out=out)
 
     def relu_backward(y, g):
-        """g where y > 0, else 0: a multiply by the mask (3x faster than xp.where), with
-        xp.where's exact zeros kept where g holds a NaN or an infinity."""
+        """0 where y <= 0, else g (g at a NaN y, as PyTorch's threshold_backward): a
+        multiply by the mask (3x faster than xp.where), with xp.where's exact zeros kept
+        where g holds a NaN or an infinity."""
+        keep = xp.logical_not(y <= 0)
         with quiet():  # inf * 0 is replaced below
-            out = xp.multiply(g, (y > 0).astype(g.dtype))  # (a float mask multiplies faster)
+            out = xp.multiply(g, keep.astype(g.dtype))  # (a float mask multiplies faster)
         if not all_finite(out):
-            out = xp.where(y > 0, g, g.dtype.type(0))
+            out = xp.where(keep, g, g.dtype.type(0))
         return out
 
     def all_finite(x) -> bool:

@@ -226,7 +226,7 @@ ceil = _unary("ceil", "same", _zero_grad,
               doc="Returns the smallest integer greater than or equal to each element.")
 trunc = _unary("trunc", "same", _zero_grad, aliases="fix",
                doc="Returns the integer part of each element, rounding toward zero.")
-relu = _unary("relu", "same", lambda grad, result: grad.where(result > 0, 0.0),
+relu = _unary("relu", "same", lambda grad, result: grad.where((result <= 0).logical_not(), 0.0),
               fused_backward="result", out=False,
               doc="Applies the rectified linear unit function element-wise: max(0, x).")
 exp = _unary("exp", "float", lambda grad, result: grad * result, precision=P.FLOAT32, flops=8,
@@ -495,6 +495,9 @@ remainder = _declare_binary(
     grad=Grad(input=lambda grad: grad,
               other=lambda grad, input, other: -(grad * input.floor_divide(other))))
 def _pow(input: Any, exponent: Any) -> Tensor:
+    if isinstance(exponent, int) and isinstance(input, Tensor) and \
+            not input._dtype.is_floating_point:  # PyTorch converts it to input's dtype
+        exponent = dt.fit_scalar(exponent, input._dtype)
     return binary("pow", input, exponent)
 
 
@@ -646,7 +649,24 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Tensor:
     t = _first_tensor(condition, input, other)
     if not isinstance(condition, Tensor):
         condition = Tensor._from_data(condition, device=t.device)
-    return apply(OPS["where"], condition, as_operand(input, t), as_operand(other, t))
+    input, other = as_operand(input, t), as_operand(other, t)
+    common = dt.result_type(operand_tier(input), operand_tier(other))
+    if not common.is_floating_point:  # a number outside an integer result's range raises
+        input, other = _fit_numbers(common, input, other)
+    return apply(OPS["where"], condition, input, other)
+
+
+def _fit_numbers(to: dt.dtype, *values: Any) -> list[Any]:
+    """Python numbers among `values` converted to dtype `to` as PyTorch checks them (1000
+    into int8 raises; -1 into uint8 is 255); tensors and None as they are."""
+    return [v if v is None or isinstance(v, Tensor) else dt.fit_scalar(v, to) for v in values]
+
+
+def _clamp_bounds(input: Tensor, min: Any, max: Any) -> list[Any]:  # noqa: A002
+    """clamp's Python-number bounds, checked against its result's dtype."""
+    min, max = python_scalar(min), python_scalar(max)  # noqa: A001
+    tiers = [operand_tier(input)] + [operand_tier(v) for v in (min, max) if v is not None]
+    return _fit_numbers(dt.result_type(*tiers), min, max)
 
 
 def _clamp_grad(grad, input, min, max):  # noqa: A002
@@ -665,7 +685,8 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
     """Clamps every element into [min, max]; either bound may be None or a tensor."""
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_tensors(input, min, max)
-    return apply(OPS["clamp"], input, min=python_scalar(min), max=python_scalar(max))
+    min, max = _clamp_bounds(input, min, max)  # noqa: A001
+    return apply(OPS["clamp"], input, min=min, max=max)
 
 
 def _clamp_min_grad(grad, input, min, max):  # noqa: A002
@@ -704,8 +725,8 @@ def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002
     """Clamps every element to at least `min`."""
     if isinstance(min, Tensor):
         return clamp(input, min=min)
-    return apply_labelled(OPS["clamp"], "ClampMinBackward0", input, min=python_scalar(min),
-                          max=None)
+    return apply_labelled(OPS["clamp"], "ClampMinBackward0", input,
+                          min=_clamp_bounds(input, min, None)[0], max=None)
 
 
 @composite(variants="function method inplace")
@@ -714,7 +735,7 @@ def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002
     if isinstance(max, Tensor):
         return clamp(input, max=max)
     return apply_labelled(OPS["clamp"], "ClampMaxBackward0", input, min=None,
-                          max=python_scalar(max))
+                          max=_clamp_bounds(input, None, max)[1])
 
 
 # -- composites of the arithmetic ------------------------------------------------------

@@ -32,7 +32,8 @@ from ember.core.declare import composite, primitive
 from ember.core.dispatch import check_castable, run, run_inplace
 from ember.core.grad_mode import state
 from ember.core.graph import record
-from ember.core.indexing import ParsedIndex, check_bounds, parse, parse_basic
+from ember.core.host import python_scalar
+from ember.core.indexing import ParsedIndex, check_in_range, parse, parse_basic
 from ember.core.inplace import apply_inplace, as_view
 from ember.core.opdef import OPS, Grad, OutMeta
 from ember.core.opdef import Precision as P
@@ -223,7 +224,7 @@ def assign(dst: Tensor, src: Tensor) -> None:
 
 
 # The gradients below reuse indices their forward op checked, and max/min(dim) gather at
-# the indices argmax/argmin found: they run the primitives without `check_bounds` again
+# the indices argmax/argmin found: they run the primitives without `check_in_range` again
 # (its min/max of the index cost two reductions and, off the CPU, two transfers).
 
 
@@ -244,7 +245,7 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Values of `input` along `dim` at `index` (`out[i][j] = input[index[i][j]][j]` for
     dim 0)."""
     d = normalize_dim("gather", dim, input.ndim)
-    check_bounds(index, input.shape[d], d)
+    check_in_range(index, input.shape[d], d)
     return apply(OPS["gather"], input, index, dim=d)
 
 
@@ -294,7 +295,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
         src = value
     if not isinstance(src, Tensor):
         src = full(tuple(index.shape), src, dtype=input.dtype, device=input.device)
-    check_bounds(index, input.shape[d], d)
+    check_in_range(index, input.shape[d], d)
     return apply(OPS["scatter"], input, index, to_dtype(src, input._dtype), dim=d)
 
 
@@ -306,7 +307,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of `input` with `src` added along `dim` at `index` (repeats accumulate)."""
     d = normalize_dim("scatter_add", dim, input.ndim)
-    check_bounds(index, input.shape[d], d)
+    check_in_range(index, input.shape[d], d)
     return apply(OPS["scatter_add"], input, index, to_dtype(src, input._dtype), dim=d)
 
 
@@ -320,7 +321,7 @@ def _index_select_grad(grad, index, dim, input_shape):
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Entries of `input` along `dim` at the 1-D `index`."""
     d = normalize_dim("index_select", dim, input.ndim)
-    check_bounds(index, input.shape[d], d)
+    check_in_range(index, input.shape[d], d, select=True)
     return apply(OPS["index_select"], input, index, dim=d)
 
 
@@ -340,7 +341,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
     """A copy of `input` with `alpha * source` added at `index` along `dim` (repeats
     accumulate)."""
     d = normalize_dim("index_add", dim, input.ndim)
-    check_bounds(index, input.shape[d], d)
+    check_in_range(index, input.shape[d], d, select=True)
     src = source * alpha if alpha != 1 else source
     shape = [1] * input.ndim
     shape[d] = index.numel()
@@ -363,9 +364,10 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
                                f"got tensor with {value.ndim} dimension(s).")
         value = to_dtype(value, input._dtype)
     elif not input._dtype.is_floating_point:
+        value = dt.fit_scalar(python_scalar(value), input._dtype)
         value = int(value) if input._dtype is not dt.bool_ else bool(value)
     else:
-        value = float(value)
+        value = float(dt.fit_scalar(python_scalar(value), input._dtype))
     out = where(mask, value, input)
     return out if out._dtype is input._dtype else to_dtype(out, input._dtype)
 
