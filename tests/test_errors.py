@@ -70,7 +70,8 @@ def test_matmul_zero_dim():
 def test_mm_bmm_checks():
     with pytest.raises(RuntimeError, match=r"cannot be multiplied \(3x2 and 3x2\)"):
         ember.mm(ember.ones(3, 2), ember.ones(3, 2))
-    with pytest.raises(RuntimeError, match=r"cannot be multiplied"):
+    with pytest.raises(RuntimeError, match=r"bmm: Expected size for first two dimensions of "
+                                           r"batch2 tensor to be: \[2, 2\] but got: \[2, 3\]"):
         ember.bmm(ember.ones(2, 3, 2), ember.ones(2, 3, 2))
 
 

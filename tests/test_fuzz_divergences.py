@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from torch_oracle import DEVICES, assert_same  # noqa: E402
+from torch_oracle import DEVICES, Raised, assert_same, outcomes  # noqa: E402
 
 import ember  # noqa: E402
 
@@ -120,3 +120,150 @@ def test_relu_backward_passes_the_gradient_at_nan(device):
         x.relu().backward(T([1.0, 2.0, 3.0, 4.0, 5.0]))
         return x.grad
     assert_same(case, device)
+
+
+def test_floor_divide_claims_requires_grad_as_pytorch_does(device):
+    # PyTorch's output requires grad too (its backward then raises: no derivative is
+    # declared; ember's gives the zero gradient of a step, docs/architecture.md)
+    assert_same(lambda lib, T: lib.floor_divide(T([3.0, 5.0], requires_grad=True), 2)
+                .requires_grad, device)
+    assert_same(lambda lib, T: lib.floor_divide(T([3, 5]), 2).requires_grad, device)
+
+
+# -- shapes and dtypes of edge cases ------------------------------------------------------
+
+
+SCALAR = 3.0
+
+
+@pytest.mark.parametrize("case", [
+    lambda lib, T: T(SCALAR).sum(0), lambda lib, T: T(SCALAR).sum(-1, keepdim=True),
+    lambda lib, T: T(SCALAR).sum((0,)), lambda lib, T: T(SCALAR).mean(0),
+    lambda lib, T: T(SCALAR).prod(0), lambda lib, T: T(SCALAR).amax(0),
+    lambda lib, T: T(SCALAR).amin(-1), lambda lib, T: tuple(T(SCALAR).max(0)),
+    lambda lib, T: tuple(T(SCALAR).min(0, keepdim=True)), lambda lib, T: T(SCALAR).argmax(0),
+    lambda lib, T: T(SCALAR).logsumexp(0), lambda lib, T: T(SCALAR).softmax(0),
+    lambda lib, T: T(SCALAR).log_softmax(-1), lambda lib, T: T(SCALAR).cumsum(0),
+    lambda lib, T: T(3).cumsum(0), lambda lib, T: T(SCALAR).var(0),
+    lambda lib, T: T(SCALAR).std(0, correction=0), lambda lib, T: lib.var_mean(T(SCALAR), 0),
+    lambda lib, T: T(SCALAR).all(0), lambda lib, T: T(SCALAR).any(-1),
+    lambda lib, T: T(SCALAR).norm(dim=0), lambda lib, T: lib.count_nonzero(T(SCALAR), 0),
+    lambda lib, T: T(SCALAR).flip(0), lambda lib, T: T(SCALAR).movedim(0, -1),
+    lambda lib, T: T(SCALAR).masked_select(T(True)),
+    lambda lib, T: T(SCALAR).masked_select(T(False)),
+    lambda lib, T: T(SCALAR).gather(0, T([0, 0])), lambda lib, T: T(SCALAR).gather(0, T(0)),
+    lambda lib, T: T(SCALAR).index_select(0, T([0])),
+    lambda lib, T: T(SCALAR).index_select(0, T([0, 0])),
+    lambda lib, T: T(SCALAR).scatter(0, T([0]), 5.0),
+    lambda lib, T: T(SCALAR).scatter_add(0, T([0, 0]), T([1.0, 2.0])),
+    lambda lib, T: T(SCALAR).index_fill(0, T([0]), 1.0),
+    lambda lib, T: T(SCALAR).index_add(0, T([0]), T(1.0)),
+    lambda lib, T: T(SCALAR).index_add(0, T([0]), T([1.0])),
+    lambda lib, T: T(SCALAR).select(0, 0), lambda lib, T: T(SCALAR).narrow(0, 0, 1),
+    lambda lib, T: T(SCALAR).chunk(1, 0), lambda lib, T: T(SCALAR).split(1, 0),
+    lambda lib, T: T(SCALAR).unbind(0), lambda lib, T: lib.take_along_dim(T(SCALAR), T(0), 0),
+    lambda lib, T: T(SCALAR).unflatten(0, (1,)),
+    # dims out of a 0-d tensor's range [-1, 0]
+    lambda lib, T: T(SCALAR).transpose(0, 1), lambda lib, T: T(SCALAR).transpose(-1, 0),
+    lambda lib, T: T(SCALAR).flatten(0, 1), lambda lib, T: T(SCALAR).flatten(-2),
+    lambda lib, T: T(SCALAR).sum(1), lambda lib, T: T(SCALAR).softmax(2),
+    lambda lib, T: T(SCALAR).movedim(0, 1),
+])
+def test_zero_dim_tensors_with_a_dim(device, case):
+    assert_same(case, device, match="")
+
+
+@pytest.mark.parametrize("case", [
+    lambda lib, T: T([[1.0, 2.0]])[:0].softmax(0), lambda lib, T: T([[1.0, 2.0]])[:, :0].softmax(1),
+    lambda lib, T: T([[1.0, 2.0]])[:, :0].log_softmax(1),
+    lambda lib, T: T([[1.0, 2.0]])[:, :0].logsumexp(1),
+    lambda lib, T: T([[1.0, 2.0]])[:0].logsumexp(1),
+    lambda lib, T: T([[1.0, 2.0]])[:, :0].logsumexp((0, 1), keepdim=True),
+])
+def test_zero_size_dims_in_softmax_and_logsumexp(device, case):
+    assert_same(case, device)
+
+
+@pytest.mark.parametrize("case", [
+    lambda lib, T: T([True, False]).square(),
+    lambda lib, T: T([1, 2], dtype=lib.uint8).all(),
+    lambda lib, T: T([1, 0], dtype=lib.uint8).any(0),
+    lambda lib, T: T([[1, 2]], dtype=lib.uint8).all(1, keepdim=True),
+    lambda lib, T: lib.nn.functional.avg_pool1d(T([[[1, 2, 3, 4]]]), 2),
+    lambda lib, T: lib.nn.functional.avg_pool2d(T([[[[1, 2], [3, -4]]]]), 2),
+    lambda lib, T: lib.nn.functional.avg_pool2d(T([[[[1, 2], [3, -4]]]]), 2, padding=1),
+    lambda lib, T: lib.nn.functional.avg_pool2d(T([[[[1, 2], [3, -9]]]]), 2,
+                                                divisor_override=3),
+    lambda lib, T: lib.nn.functional.avg_pool1d(T([[[1, 2, 3, 4]]], dtype=lib.int32), 2),
+])
+def test_result_dtypes(device, case):
+    assert_same(case, device, match="not implemented for 'Int'")
+
+
+@pytest.mark.parametrize("case", [
+    lambda lib, T: lib.mv(T([[1.0, 2.0]]), T([1.0, 2.0, 3.0])),
+    lambda lib, T: lib.mv(T([[1.0, 2.0]]), T([[1.0], [2.0]])),
+    lambda lib, T: lib.mv(T([1.0, 2.0]), T([1.0, 2.0])),
+    lambda lib, T: lib.dot(T([1.0, 2.0]), T([1.0, 2.0, 3.0])),
+    lambda lib, T: lib.mm(T([1.0, 2.0]), T([[1.0, 2.0]])),
+    lambda lib, T: lib.bmm(T([[[1.0, 2.0]]]), T([[[1.0, 2.0]]])),
+    lambda lib, T: lib.bmm(T([[1.0, 2.0]]), T([[[1.0, 2.0]]])),
+    lambda lib, T: lib.bmm(T([[[1.0, 2.0]]]), T([[[1.0], [2.0]]] * 2)),
+])
+def test_linear_algebra_shape_errors_name_the_op_as_pytorch(device, case):
+    e, t = outcomes(case, device)
+    assert isinstance(e, Raised) and isinstance(t, Raised), (e, t)
+    assert e.type == t.type
+    assert t.message in e.message, (e, t)
+    assert "matmul" not in e.message
+
+
+_X = [[[[1.0, 2.0, 3.0, 4.0]] * 4]]
+
+
+@pytest.mark.parametrize("case", [
+    lambda lib, T: lib.nn.functional.max_pool2d(T(_X), 0),
+    lambda lib, T: lib.nn.functional.max_pool2d(T(_X), 0, 1),
+    lambda lib, T: lib.nn.functional.max_pool2d(T(_X), 2, -1),
+    lambda lib, T: lib.nn.functional.max_pool2d(T(_X), 2, 1, -1),
+    lambda lib, T: lib.nn.functional.max_pool2d(T(_X), 2, 1, 0, 0),
+    lambda lib, T: lib.nn.functional.max_pool1d(T(_X)[0], 2, 0),
+    lambda lib, T: lib.nn.functional.avg_pool2d(T(_X), 0),
+    lambda lib, T: lib.nn.functional.avg_pool1d(T(_X)[0], 2, 1, -1),
+    lambda lib, T: lib.nn.functional.conv2d(T(_X), T([[[[1.0]]]]), padding=-1),
+    lambda lib, T: lib.nn.functional.conv2d(T(_X), T([[[[1.0]]]]), stride=0),
+    lambda lib, T: lib.nn.functional.conv1d(T(_X)[0], T([[[1.0]]]), stride=-1),
+    lambda lib, T: lib.nn.functional.conv2d(T(_X), T([[[[1.0]]]]), dilation=0),
+    lambda lib, T: T([1.0]).repeat(-1), lambda lib, T: T([[1.0, 2.0]]).repeat(2, -1),
+    lambda lib, T: T([[1.0, 2.0]]).prod(dim=(0, 1)),
+])
+def test_invalid_arguments_are_refused_as_pytorch_refuses_them(device, case):
+    e, t = outcomes(case, device)
+    assert isinstance(e, Raised) and isinstance(t, Raised), (e, t)
+    assert e.type == t.type, (e, t)
+    assert t.message.split(",")[0].split("(")[0] in e.message or "prod" in e.message, (e, t)
+
+
+@pytest.mark.parametrize("case", [
+    lambda lib, T: lib.nn.functional.conv2d(lib.zeros(0, 1, 3, 3) if lib is torch else
+                                            T([[[[0.0] * 3] * 3]])[:0], T([[[[1.0]]]] * 2)),
+    lambda lib, T: lib.nn.functional.conv1d(T([[[0.0] * 3]])[:0], T([[[1.0, 2.0]]] * 2),
+                                            padding=1, stride=2),
+])
+def test_convolution_of_an_empty_batch(device, case):
+    assert_same(case, device)
+
+
+def test_losses_ignore_nan_at_ignored_targets_and_check_probabilities(device):
+    def nll(lib, T):
+        x = T([[NAN, 0.0, 1.0], [0.5, 0.2, -1.0]])
+        return lib.nn.functional.nll_loss(x, T([-100, 2]), reduction="none")
+    assert_same(nll, device)
+
+    def spatial(lib, T):
+        x = T([[[NAN, 0.0], [1.0, 2.0]]])
+        return lib.nn.functional.cross_entropy(x, T([[-100, 1]]), reduction="sum")
+    assert_same(spatial, device)
+    for bad in (-0.5, 1.5, NAN):
+        assert_same(lambda lib, T, bad=bad: lib.nn.functional.binary_cross_entropy(
+            T([0.5, bad]), T([1.0, 0.0])), device)

@@ -41,7 +41,8 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         # (N, C, *out, *k) -> (C, *k, N, *out)
         order = (1,) + tuple(range(2 + n, 2 + 2 * n)) + (0,) + tuple(range(2, 2 + n))
         cols = xp.ascontiguousarray(win.transpose(order))
-        return cols.reshape(-1, x.shape[0] * math.prod(outs)), outs
+        # (rows named, not -1: a batch of 0 leaves nothing to infer them from)
+        return cols.reshape(math.prod(cols.shape[:1 + n]), x.shape[0] * math.prod(outs)), outs
 
     def conv(x, w, b, stride, padding, dilation):
         """N-d convolution (groups=1) as one GEMM; returns (out, columns kept for

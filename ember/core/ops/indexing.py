@@ -245,6 +245,9 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Values of `input` along `dim` at `index` (`out[i][j] = input[index[i][j]][j]` for
     dim 0)."""
     d = normalize_dim("gather", dim, input.ndim)
+    if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
+        return reshape(gather(reshape(input, (1,)), 0, reshape(index, (-1,))),
+                       tuple(index.shape))
     check_in_range(index, input.shape[d], d)
     return apply(OPS["gather"], input, index, dim=d)
 
@@ -257,6 +260,7 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     if dim is None:
         return gather(reshape(input, (-1,)), 0, reshape(indices, (-1,)))
     d = normalize_dim("take_along_dim", dim, input.ndim)
+    _require_dims("take_along_dim", input, dim)
     if indices.ndim != input.ndim:
         raise RuntimeError(f"take_along_dim: input and indices should have the same number "
                            f"of dimensions, but got {input.ndim} dimensions for input, and "
@@ -295,6 +299,9 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
         src = value
     if not isinstance(src, Tensor):
         src = full(tuple(index.shape), src, dtype=input.dtype, device=input.device)
+    if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
+        return reshape(scatter(reshape(input, (1,)), 0, reshape(index, (-1,)),
+                               reshape(src, (-1,))), ())
     check_in_range(index, input.shape[d], d)
     return apply(OPS["scatter"], input, index, to_dtype(src, input._dtype), dim=d)
 
@@ -307,6 +314,9 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of `input` with `src` added along `dim` at `index` (repeats accumulate)."""
     d = normalize_dim("scatter_add", dim, input.ndim)
+    if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
+        return reshape(scatter_add(reshape(input, (1,)), 0, reshape(index, (-1,)),
+                                   reshape(src, (-1,))), ())
     check_in_range(index, input.shape[d], d)
     return apply(OPS["scatter_add"], input, index, to_dtype(src, input._dtype), dim=d)
 
@@ -321,6 +331,11 @@ def _index_select_grad(grad, index, dim, input_shape):
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Entries of `input` along `dim` at the 1-D `index`."""
     d = normalize_dim("index_select", dim, input.ndim)
+    if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
+        if index.numel() != 1:
+            raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
+                               f"{index.numel()} value(s)")
+        return reshape(index_select(reshape(input, (1,)), 0, reshape(index, (1,))), ())
     check_in_range(index, input.shape[d], d, select=True)
     return apply(OPS["index_select"], input, index, dim=d)
 
@@ -329,6 +344,8 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     """A copy of `input` with `value` at positions `index` along `dim`."""
     d = normalize_dim("index_fill", dim, input.ndim)
+    if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
+        return reshape(index_fill(reshape(input, (1,)), 0, index, value), ())
     key = (slice(None),) * d + (reshape(index, (-1,)),)
     out = input.clone()
     setitem(out, key, value)
@@ -341,6 +358,13 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
     """A copy of `input` with `alpha * source` added at `index` along `dim` (repeats
     accumulate)."""
     d = normalize_dim("index_add", dim, input.ndim)
+    if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
+        if source.ndim:
+            raise RuntimeError(f"source tensor shape must match self tensor shape, excluding "
+                               f"the specified dimension. Got self.shape = [] source.shape = "
+                               f"{list(source.shape)}")
+        return reshape(index_add(reshape(input, (1,)), 0, reshape(index, (-1,)),
+                                 reshape(source, (1,)).expand(index.numel()), alpha=alpha), ())
     check_in_range(index, input.shape[d], d, select=True)
     src = source * alpha if alpha != 1 else source
     shape = [1] * input.ndim
@@ -376,6 +400,8 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The elements of `input` where `mask` (broadcast) is true, as a 1-D tensor."""
     input, mask = broadcast_tensors(input, mask)
+    if not input.ndim:  # a 1-D result even for 0-d operands, as PyTorch's
+        input, mask = reshape(input, (1,)), reshape(mask, (1,))
     return getitem(input, mask)
 
 
@@ -412,9 +438,17 @@ def fill_diagonal_(self: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
 # -- views of parts -------------------------------------------------------------------
 
 
+def _require_dims(op: str, input: Tensor, dim: int) -> None:
+    """PyTorch's IndexError for an op that needs a dimension, given a 0-d tensor."""
+    if not input.ndim:
+        raise IndexError(f"{op}: Dimension specified as {dim} but tensor has no dimensions")
+
+
 @composite(cost=costs.view)
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """A view of `length` elements of `dim` from `start`."""
+    if not input.ndim:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = normalize_dim("narrow", dim, input.ndim)
     size = input.shape[d]
     if start < 0:
@@ -429,6 +463,8 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
 @composite(cost=costs.view)
 def select(input: Tensor, dim: int, index: int) -> Tensor:
     """A view of index `index` of dimension `dim` (which it removes)."""
+    if not input.ndim:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = normalize_dim("select", dim, input.ndim)
     key = (slice(None),) * d + (int(index),)
     return _index(input, parse_basic(input._data.shape, key), key)
@@ -437,6 +473,7 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
 @composite(cost=costs.view)
 def unbind(input: Tensor, dim: int = 0) -> tuple:
     """Every slice along `dim`, as views."""
+    _require_dims("unbind", input, dim)
     d = normalize_dim("unbind", dim, input.ndim)
     return tuple(select(input, d, i) for i in range(input.shape[d]))
 
@@ -444,6 +481,8 @@ def unbind(input: Tensor, dim: int = 0) -> tuple:
 @composite(cost=costs.view)
 def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
     """Splits into chunks of a given size, or of the given list of sizes (views)."""
+    if not input.ndim:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
     d = normalize_dim("split", dim, input.ndim)
     size = input.shape[d]
     if isinstance(split_size_or_sections, int):
@@ -469,6 +508,8 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     """Splits into `chunks` nearly equal pieces (views)."""
     if chunks <= 0:
         raise RuntimeError(f"chunk(): chunks must be greater than 0, got {chunks}")
+    if not input.ndim:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     d = normalize_dim("chunk", dim, input.ndim)
     step = -(-input.shape[d] // chunks)
     return split(input, max(step, 1), d)

@@ -116,7 +116,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """The product of two matrices."""
     if input.ndim != 2 or mat2.ndim != 2:
-        raise RuntimeError(f"mm: expected 2D tensors, got {input.ndim}D and {mat2.ndim}D")
+        raise RuntimeError(f"mm: {'self' if input.ndim != 2 else 'mat2'} must be a matrix "
+                           f"(expected 2D tensors, got {input.ndim}D and {mat2.ndim}D)")
     return matmul(input, mat2)
 
 
@@ -125,16 +126,24 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """The batched product of two (b, n, m) and (b, m, p) tensors."""
     if input.ndim != 3 or mat2.ndim != 3:
-        raise RuntimeError(f"bmm: expected 3D tensors, got {input.ndim}D and {mat2.ndim}D")
-    if input.shape[0] != mat2.shape[0]:
-        raise RuntimeError(f"bmm: batch sizes must match, got {input.shape[0]} and "
-                           f"{mat2.shape[0]}")
+        raise RuntimeError(f"bmm: {'batch1' if input.ndim != 3 else 'batch2'} must be a 3D "
+                           f"tensor (got {input.ndim}D and {mat2.ndim}D)")
+    want = [input.shape[0], input.shape[2]]
+    if list(mat2.shape[:2]) != want:
+        raise RuntimeError(f"bmm: Expected size for first two dimensions of batch2 tensor to "
+                           f"be: {want} but got: {list(mat2.shape[:2])}.")
     return matmul(input, mat2)
 
 
 @composite(variants="function method out", exact_out=True, cost=costs.matmul, precision=P.LOWER)
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     """The product of a matrix and a vector."""
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"mv: vector + matrix @ vector expected, got 1, {input.ndim}, "
+                           f"{vec.ndim}")
+    if input.shape[1] != vec.shape[0]:
+        raise RuntimeError(f"mv: size mismatch, got input ({input.shape[0]}), mat "
+                           f"({input.shape[0]}x{input.shape[1]}), vec ({vec.shape[0]})")
     return matmul(input, vec)
 
 
@@ -144,6 +153,11 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"dot: 1D tensors expected, but got {input.ndim}D and "
                            f"{other.ndim}D tensors")
+    if input.shape[0] != other.shape[0]:
+        raise RuntimeError(f"dot: inconsistent tensor size, expected tensor [{input.shape[0]}] "
+                           f"and src [{other.shape[0]}] to have the same number of elements, "
+                           f"but got {input.shape[0]} and {other.shape[0]} elements "
+                           f"respectively")
     return matmul(input, other)
 
 

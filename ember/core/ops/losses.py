@@ -256,7 +256,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
         w = E.where(valid, weight.index_select(0, safe.reshape(-1)).reshape(safe.shape), 0.0)
     else:
         w = valid.to(input.dtype)
-    loss = -picked * w
+    loss = E.where(valid, -picked * w, 0.0)  # an ignored target's NaN input counts 0
     if reduction == "none":
         return loss
     if reduction == "sum":
@@ -433,6 +433,9 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
                          f"size ({input.shape}) is deprecated. Please ensure they have the "
                          "same size.")
+    with tracing.paused():  # a check, not part of the computation (NaN fails it too)
+        if input.numel() and not bool(R.all(E.logical_and(input >= 0, input <= 1))):
+            raise RuntimeError("all elements of input should be between 0 and 1")
     log_x = E.log(input).clamp(min=-100.0)
     log_1mx = E.log(1.0 - input).clamp(min=-100.0)
     loss = -(target * log_x + (1.0 - target) * log_1mx)

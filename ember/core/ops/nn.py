@@ -20,11 +20,13 @@ Kernels of the primitives (signatures of their rules):
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
 
 from ember.core import costs, tracing
+from ember.core import dtype as dt
 from ember.core.apply import apply, record_grad
 from ember.core.creation import arange, ones, zeros
 from ember.core.declare import composite, fused_kernel, primitive
@@ -269,6 +271,14 @@ def _same_padding(kernel: tuple, dilation: tuple) -> tuple[tuple, tuple]:
 
 def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
           padding: Any, dilation: Any, groups: int) -> Tensor:
+    # PyTorch's checks of the arguments, in its order, before the shapes'
+    if not isinstance(padding, str) and any(p < 0 for p in _tuple(padding, n, "padding")):
+        raise RuntimeError(f"{op}: negative padding is not supported")
+    if any(s <= 0 for s in _tuple(stride, n, "stride")):
+        raise RuntimeError(f"{op}: non-positive stride is not supported")
+    if any(d <= 0 for d in _tuple(dilation, n, "dilation")):
+        raise RuntimeError(f"{op}: dilation should be greater than zero, but got "
+                           f"{list(_tuple(dilation, n, 'dilation'))}")
     unbatched = _conv_check(op, input, weight, groups, n)
     if unbatched:
         input = unsqueeze(input, 0)
@@ -505,6 +515,16 @@ def _pool_geometry(op: str, n: int, x: Tensor, kernel_size, stride, padding, dil
     stride = kernel if stride is None or stride == [] or stride == () else \
         _tuple(stride, n, "stride")
     padding, dilation = _tuple(padding, n, "padding"), _tuple(dilation, n, "dilation")
+    # PyTorch's checks, in its order
+    if any(s == 0 for s in stride):
+        raise RuntimeError(f"{op}: stride should not be zero")
+    for what, values in (("kernel size", kernel), ("stride", stride),
+                         ("dilation", dilation)):
+        if any(v <= 0 for v in values):
+            raise RuntimeError(f"{op}: {what} should be greater than zero, but got "
+                               f"{list(values)}")
+    if any(p < 0 for p in padding):
+        raise RuntimeError(f"{op}: pad must be non-negative, but got pad: {list(padding)}")
     for k, p in zip(kernel, padding):
         if p > k // 2:
             raise RuntimeError(f"{op}: pad should be at most half of effective kernel size, "
@@ -638,14 +658,20 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
 def _avg_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, ceil_mode,
               count_include_pad, divisor_override=None):
     x, unbatched = _batched(input, n, op)
+    integral = not x.dtype.is_floating_point
+    if integral and x.dtype is not dt.int64:  # PyTorch's CPU kernels: int64 and floats
+        raise NotImplementedError(f'{op}: "avg_pool2d" not implemented for '
+                                  f"'{R._TYPE_WORD[x.dtype.name]}'")
     windows, outs, geom = _pool_windows(op, n, x, kernel_size, stride, padding, 1, ceil_mode,
                                         0.0)
     kernel, stride_, padding_, _, extra = geom
     total = R.sum(windows, 2)
+    # an integer mean stays an integer, rounded toward zero (C's division), as PyTorch's
+    divide = functools.partial(div, rounding_mode="trunc") if integral else div
     if divisor_override:
-        out = div(total, divisor_override)
+        out = divide(total, divisor_override)
     elif not any(padding_) and not any(extra):
-        out = div(total, math.prod(kernel))
+        out = divide(total, math.prod(kernel))
     else:
         # count what each window covers: the input, plus the explicit padding if included
         with no_grad():
@@ -666,7 +692,7 @@ def _avg_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, ceil
                 covered = constant_pad_nd(inside, pad, 0.0)
             counts = R.sum(reshape(im2col(covered, kernel, 1, 0, stride_),
                                      (1, 1, math.prod(kernel), -1)), 2)
-        out = div(total, counts)
+        out = divide(total, counts)
     out = reshape(out, tuple(x.shape[:2]) + outs)
     return squeeze(out, 0) if unbatched else out
 
@@ -740,6 +766,10 @@ def _softmax_input(op: str, input: Tensor, dim: int, dtype: Any) -> tuple[Tensor
 def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """`exp(x) / sum(exp(x), dim)`, computed stably."""
     input, d = _softmax_input("softmax", input, dim, dtype)
+    if not input.ndim:  # as PyTorch: the one element, as a 1-element vector
+        return reshape(softmax(reshape(input, (1,)), 0), ())
+    if not input.numel():
+        return input.clone()
     out = run_fused("softmax", input, dim=d)
     if out is None:
         with no_grad():
@@ -755,6 +785,10 @@ def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
 def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """`x - logsumexp(x, dim)`, computed stably."""
     input, d = _softmax_input("log_softmax", input, dim, dtype)
+    if not input.ndim:  # as PyTorch: the one element, as a 1-element vector
+        return reshape(log_softmax(reshape(input, (1,)), 0), ())
+    if not input.numel():
+        return input.clone()
     out = run_fused("log_softmax", input, dim=d)
     if out is None:
         with no_grad():

@@ -74,7 +74,8 @@ def _cumsum_rule(input, *, dim):
 def _dims_arg(op: str, x: Tensor, dim: Any) -> tuple[int, ...] | None:
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return None
-    return normalize_dims(op, dim, x.ndim)
+    dims = normalize_dims(op, dim, x.ndim)
+    return None if not x.ndim else dims  # a 0-d tensor's dim 0 (or -1) is all of it
 
 
 def expand_back(g: Tensor, shape: tuple, dims: tuple | None, keepdim: bool) -> Tensor:
@@ -181,7 +182,11 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
          dtype: Any = None) -> Tensor:
     """The product of the elements over `dim` (all of them when None)."""
     input = _cast_first(input, dtype)
+    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int)):
+        raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__} "
+                        f"(prod reduces over one dim, or all of them)")
     dims = None if dim is None else (normalize_dim("prod", dim, input.ndim),)
+    dims = dims if input.ndim else None
     out = apply_labelled(OPS["prod"], "ProdBackward0", input, dims=dims, keepdim=keepdim)
     return _as_requested(out, dtype)
 
@@ -228,13 +233,17 @@ def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool) -> Any:
         return _extreme(op, input, None, False, "MaxBackward1" if op == "max" else
                         "MinBackward1")
     d = normalize_dim(op, dim, input.ndim)
-    if input.shape and input.shape[d] == 0:
+    result = MaxResult if op == "max" else MinResult
+    if not input.ndim:  # a 0-d tensor is its own extreme, at index 0
+        return result(_extreme(op, input, None, False, "MaxBackward1" if op == "max" else
+                               "MinBackward1"), run("argmax", input, dim=0, keepdim=False))
+    if input.shape[d] == 0:
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
     idx = run("argmax" if op == "max" else "argmin", input, dim=d, keepdim=True)
     values = gather_in_bounds(input, d, idx)
     if not keepdim:
         values, idx = squeeze(values, d), squeeze(idx, d)
-    return (MaxResult if op == "max" else MinResult)(values, idx)
+    return result(values, idx)
 
 
 @primitive(rule=_reduction_rule("max"), cost=costs.reduction(1),
@@ -319,14 +328,16 @@ def _topk_out(input: Tensor, k: int, d: int, largest: bool, out: Any) -> Any:
 
 @primitive(rule=_reduction_rule("all"), cost=costs.reduction(1))
 def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
-    """Whether every element over `dim` is nonzero."""
-    return run("all", input, dims=_dims_arg("all", input, dim), keepdim=keepdim)
+    """Whether every element over `dim` is nonzero (uint8 for a uint8 input, as PyTorch)."""
+    out = run("all", input, dims=_dims_arg("all", input, dim), keepdim=keepdim)
+    return to_dtype(out, dt.uint8) if input._dtype is dt.uint8 else out
 
 
 @primitive(rule=_reduction_rule("any"), cost=costs.reduction(1))
 def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
-    """Whether any element over `dim` is nonzero."""
-    return run("any", input, dims=_dims_arg("any", input, dim), keepdim=keepdim)
+    """Whether any element over `dim` is nonzero (uint8 for a uint8 input, as PyTorch)."""
+    out = run("any", input, dims=_dims_arg("any", input, dim), keepdim=keepdim)
+    return to_dtype(out, dt.uint8) if input._dtype is dt.uint8 else out
 
 
 @composite(cost=costs.reduction(1))
@@ -380,6 +391,8 @@ def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """`log(sum(exp(input), dim))`, computed stably."""
     dims = _dims_arg("logsumexp", input, dim)
+    if not input.numel():  # no maximum to shift by: the sum of no terms is 0, its log -inf
+        return input.exp().sum(dims, keepdim).log()
     with no_grad():
         m = amax(input, dims if dims is not None else (), keepdim=True)
         m = where(m.isinf(), 0.0, m)
@@ -441,4 +454,6 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """The cumulative sum along `dim`."""
     input = _cast_first(input, dtype)
     d = normalize_dim("cumsum", dim, input.ndim)
+    if not input.ndim:  # a 0-d tensor's cumsum is itself, 0-d
+        return reshape(cumsum(reshape(input, (1,)), 0, dtype=dtype), ())
     return _as_requested(apply_labelled(OPS["cumsum"], "CumsumBackward0", input, dim=d), dtype)

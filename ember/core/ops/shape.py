@@ -185,6 +185,8 @@ def reshape_as(self: Tensor, other: Tensor) -> Tensor:
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Flattens dimensions `start_dim` to `end_dim` into one."""
     if input.ndim == 0:
+        normalize_dim("flatten", start_dim, 0)
+        normalize_dim("flatten", end_dim, 0)
         return reshape(input, (1,))
     s = normalize_dim("flatten", start_dim, input.ndim)
     e = normalize_dim("flatten", end_dim, input.ndim)
@@ -197,6 +199,9 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 @composite(cost=costs.view)
 def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     """Expands dimension `dim` into `sizes`."""
+    if not input.ndim:
+        raise RuntimeError(f"unflatten: Dimension specified as {dim} but tensor has no "
+                           f"dimensions")
     d = normalize_dim("unflatten", dim, input.ndim)
     shape = tuple(input.shape)
     inner = infer_reshape("unflatten", (shape[d],), shape[d], tuple(sizes))
@@ -264,9 +269,9 @@ def permute(input: Tensor, dims: Sequence[int]) -> Tensor:
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """A view with dimensions `dim0` and `dim1` swapped."""
     n = input.ndim
+    a, b = normalize_dim("transpose", dim0, n), normalize_dim("transpose", dim1, n)
     if n == 0:
         return _alias(input)
-    a, b = normalize_dim("transpose", dim0, n), normalize_dim("transpose", dim1, n)
     order = list(range(n))
     order[a], order[b] = order[b], order[a]
     return _permute_impl(input, tuple(order), "TransposeBackward0")
@@ -294,6 +299,8 @@ def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
     n = input.ndim
     src = [normalize_dim("movedim", s, n) for s in src]
     dst = [normalize_dim("movedim", d, n) for d in dst]
+    if n == 0:
+        return _alias(input)
     order = [i for i in range(n) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -359,6 +366,10 @@ def repeat(input: Tensor, repeats: Sequence[int]) -> Tensor:
                            "than number of dimensions of tensor")
     x = reshape(input, (1,) * (len(reps) - input.ndim) + tuple(input.shape))
     shape = tuple(x.shape)
+    sizes = [r * s for r, s in zip(reps, shape)]
+    if any(n < 0 for n in sizes):
+        raise RuntimeError(f"repeat: Trying to create tensor with negative dimension "
+                           f"{next(n for n in sizes if n < 0)}: {sizes}")
     # insert a broadcast axis before each dimension, expand it, and fold it in
     inter = tuple(v for s in shape for v in (1, s))
     target = tuple(v for r, s in zip(reps, shape) for v in (r, s))
@@ -387,6 +398,8 @@ def _flip_method(self: Tensor, *dims: Any, **kwargs: Any) -> Tensor:
 def flip(input: Tensor, dims: Sequence[int]) -> Tensor:
     """A copy with the order of elements reversed along `dims`."""
     dims = normalize_dims("flip", sizes_arg((dims,)), input.ndim) or ()
+    if not input.ndim:  # a 0-d tensor reversed along its one (implicit) dim
+        dims = ()
     return apply(OPS["flip"], input, dims=dims)
 
 
