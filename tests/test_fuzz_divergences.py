@@ -267,3 +267,32 @@ def test_losses_ignore_nan_at_ignored_targets_and_check_probabilities(device):
     for bad in (-0.5, 1.5, NAN):
         assert_same(lambda lib, T, bad=bad: lib.nn.functional.binary_cross_entropy(
             T([0.5, bad]), T([1.0, 0.0])), device)
+
+
+@pytest.mark.parametrize("case", [
+    lambda lib, T: lib.zeros(2 ** 62), lambda lib, T: lib.ones(2 ** 61, 4),
+    lambda lib, T: lib.empty(2 ** 31, 2 ** 31), lambda lib, T: lib.rand(2 ** 62),
+    lambda lib, T: lib.full((2 ** 62, 2), 1.0), lambda lib, T: lib.zeros(-1),
+])
+def test_sizes_whose_storage_overflows_are_refused(device, case):
+    e, t = outcomes(case, device)
+    assert isinstance(e, Raised) and isinstance(t, Raised), (e, t)
+    assert e.type == t.type == "RuntimeError", (e, t)
+    assert "overflowed" in t.message or "negative" in t.message
+    assert t.message.split(" sizes=")[0].split(":")[0] in e.message or \
+        "negative dimension" in e.message, (e, t)
+
+
+def test_opencl_float32_sums_of_long_rows_stay_accurate(device):
+    # an expanded (stride 0) tensor: 2^26 elements read, 4 bytes stored. A float32 running
+    # sum stalls at 2^24 adding ones, so one work-item may add only a short run in order
+    # (the plan splits long rows into chunks); without it a row of 2^20 tenths summed in
+    # order is off by several percent, and a 2^31-element sum of ones came out 2^24 * 128
+    if device != "opencl":
+        pytest.skip("the OpenCL reduction plan")
+    rows = ember.full((1, 1), 0.1, device=device).expand(64, 2 ** 20).sum(1)
+    assert rows.shape == (64,)
+    exact = 0.1 * 2 ** 20  # float32(0.1) differs from 0.1 by 1.5e-9 relative
+    assert rows.cpu().numpy() == pytest.approx([exact] * 64, rel=1e-4)
+    ones = ember.ones(1, device=device).expand(2 ** 25).sum()
+    assert ones.item() == 2 ** 25

@@ -31,7 +31,9 @@ __all__ = ["Generator", "default_generator", "get_default_device", "initial_seed
            "manual_seed", "set_default_device"]
 
 
-def _shape_arg(op: str, size: tuple) -> tuple[int, ...]:
+def _shape_arg(op: str, size: tuple, dtype: dt.dtype | None = None) -> tuple[int, ...]:
+    """`size` (ints, or one sequence of them) checked as PyTorch checks it; with `dtype`,
+    also that its storage's byte count fits in 64 bits."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     out = []
@@ -45,6 +47,8 @@ def _shape_arg(op: str, size: tuple) -> tuple[int, ...]:
             raise RuntimeError(f"{op}(): Trying to create tensor with negative dimension {s}: "
                                f"{list(size)}")
         out.append(int(s))
+    if dtype is not None and math.prod(out) * dtype.itemsize >= 1 << 63:
+        raise RuntimeError(f"{op}: Storage size calculation overflowed with sizes={out}")
     return tuple(out)
 
 
@@ -97,7 +101,7 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Dev
     d = dtype_arg(dtype) or dt.scalar_dtype(fill_value)
     fill_value = dt.fit_scalar(fill_value, d)
     dev, backend = resolve(device, _nbytes(size, d))
-    t = run_creation("full", dev, backend, shape=_shape_arg("full", tuple(size)),
+    t = run_creation("full", dev, backend, shape=_shape_arg("full", tuple(size), d),
                      fill_value=fill_value, dtype=d)
     return _finish(t, requires_grad)
 
@@ -125,7 +129,7 @@ def _random(op: str, size: tuple, dtype: Any, device: DeviceLike, requires_grad:
     if op in ("rand", "randn") and not d.is_floating_point:
         raise RuntimeError(f"{op}(): expected a floating-point dtype, got {d}")
     dev, backend = resolve(device, _nbytes(size, d))
-    t = run_creation(op, dev, backend, shape=_shape_arg(op, size), dtype=d, **attrs)
+    t = run_creation(op, dev, backend, shape=_shape_arg(op, size, d), dtype=d, **attrs)
     return _finish(t, requires_grad)
 
 
@@ -225,8 +229,8 @@ def from_numpy(array: np.ndarray) -> Tensor:
 def zeros(*size: Any, dtype: Any = None, device: DeviceLike = None,
           requires_grad: bool = False) -> Tensor:
     """A tensor of zeros."""
-    return full(_shape_arg("zeros", size), 0,
-                dtype=dtype_arg(dtype) or dt.get_default_dtype(), device=device,
+    d = dtype_arg(dtype) or dt.get_default_dtype()
+    return full(_shape_arg("zeros", size, d), 0, dtype=d, device=device,
                 requires_grad=requires_grad)
 
 
@@ -234,8 +238,8 @@ def zeros(*size: Any, dtype: Any = None, device: DeviceLike = None,
 def ones(*size: Any, dtype: Any = None, device: DeviceLike = None,
          requires_grad: bool = False) -> Tensor:
     """A tensor of ones."""
-    return full(_shape_arg("ones", size), 1,
-                dtype=dtype_arg(dtype) or dt.get_default_dtype(), device=device,
+    d = dtype_arg(dtype) or dt.get_default_dtype()
+    return full(_shape_arg("ones", size, d), 1, dtype=d, device=device,
                 requires_grad=requires_grad)
 
 
@@ -246,7 +250,7 @@ def empty(*size: Any, dtype: Any = None, device: DeviceLike = None,
     d = dtype_arg(dtype) or dt.get_default_dtype()
     dev, backend = resolve(device, _nbytes(size, d))
     check_dtype("empty", backend, d, dev)
-    buf = backend.empty(_shape_arg("empty", size), d, dev.index or 0)
+    buf = backend.empty(_shape_arg("empty", size, d), d, dev.index or 0)
     return _finish(Tensor._make(buf, d, dev, backend), requires_grad)
 
 

@@ -486,6 +486,11 @@ def _reduce_kernel(dev: rt.Device, t: S.CType, maxd: int) -> Any:
 
 
 _reduce_plans: dict[Any, Any] = {}
+# The most elements one work-item adds up in sequence. A float32 running sum stalls at
+# 2^24 when adding ones and loses precision long before, so long reductions split into
+# more chunks (partials a second launch combines): a 2^31-element sum on a 2-core PoCL
+# device, 16 work-items a group, once ran 2^24 adds per work-item and came out wrong.
+_REDUCE_RUN = 4096
 _OUT_DTYPE = {"all": BOOL, "any": BOOL, "argmax": INT64, "argmin": INT64}
 
 
@@ -506,7 +511,7 @@ def reduce_op(op: str, x: CLBuffer, dims: Any, keepdim: bool,
     out = empty(dev, shape, out_dtype, op)
     if M == 0:
         return out
-    if G == 1 and dev.cpu_like and M >= 64:
+    if G == 1 and dev.cpu_like and M >= 64 and K <= _REDUCE_RUN:
         k = dtype_kernel(dev, ctype(dev, x.dtype, op), maxd, "reduce_rows")
         _launch_reduce(dev, k, out.mem, out.mem, x.mem, x.mem,
                        (M, K, 1, K, code, out_code, 0, x.offset), tail, M, rows=True)
@@ -555,6 +560,8 @@ def _reduce_plan(op: str, x: CLBuffer, dims: Any, keepdim: bool, out_dtype: Any)
     G = 1
     if 0 < M < target and K > 4 * ls:
         G = max(1, min(-(-target // M), -(-K // (4 * ls)), 1024))
+    if M:  # no work-item adds more than _REDUCE_RUN elements in a row (see there)
+        G = max(G, -(-K // (ls * _REDUCE_RUN)))
     acc = DTYPES[S.ACC_DTYPE[S.ACC_OF[t.name]]]
     return (shape, out_dtype, M, K, G, maxd, _reduce_tail(ksh, kst, rsh, rst, maxd),
             REDUCE[op], S.TYPES[out_dtype.name].code, acc)
