@@ -31,6 +31,12 @@ __all__ = ["Generator", "default_generator", "get_default_device", "initial_seed
            "manual_seed", "set_default_device"]
 
 
+def _sizes_given(op: str, size: tuple) -> None:
+    """PyTorch's TypeError for `zeros()`: the sizes are required (`zeros(())` is 0-d)."""
+    if not size:
+        raise TypeError(f'{op}() missing 1 required positional arguments: "size"')
+
+
 def _shape_arg(op: str, size: tuple, dtype: dt.dtype | None = None) -> tuple[int, ...]:
     """`size` (ints, or one sequence of them) checked as PyTorch checks it; with `dtype`,
     also that its storage's byte count fits in 64 bits."""
@@ -229,6 +235,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
 def zeros(*size: Any, dtype: Any = None, device: DeviceLike = None,
           requires_grad: bool = False) -> Tensor:
     """A tensor of zeros."""
+    _sizes_given("zeros", size)
     d = dtype_arg(dtype) or dt.get_default_dtype()
     return full(_shape_arg("zeros", size, d), 0, dtype=d, device=device,
                 requires_grad=requires_grad)
@@ -238,6 +245,7 @@ def zeros(*size: Any, dtype: Any = None, device: DeviceLike = None,
 def ones(*size: Any, dtype: Any = None, device: DeviceLike = None,
          requires_grad: bool = False) -> Tensor:
     """A tensor of ones."""
+    _sizes_given("ones", size)
     d = dtype_arg(dtype) or dt.get_default_dtype()
     return full(_shape_arg("ones", size, d), 1, dtype=d, device=device,
                 requires_grad=requires_grad)
@@ -247,6 +255,7 @@ def ones(*size: Any, dtype: Any = None, device: DeviceLike = None,
 def empty(*size: Any, dtype: Any = None, device: DeviceLike = None,
           requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor."""
+    _sizes_given("empty", size)
     d = dtype_arg(dtype) or dt.get_default_dtype()
     dev, backend = resolve(device, _nbytes(size, d))
     check_dtype("empty", backend, d, dev)

@@ -58,7 +58,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     def sign(x, out=None):
         # PyTorch's (0 < x) - (x < 0): 0 at NaN (NumPy's sign gives NaN)
         y = as_array(xp.sign(x, out=out))
-        if xp.issubdtype(x.dtype, xp.inexact):
+        if x.dtype.kind not in "biu":  # floats, bfloat16 (ml_dtypes) included
             y[xp.isnan(x)] = 0
         return y
 
@@ -96,7 +96,17 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 
     def power(a, b, out=None):
         if is_integer(a, b) and _any(b < 0):
-            raise RuntimeError("pow: integers to negative integer powers are not allowed")
+            if not isinstance(b, ndarray):  # PyTorch refuses a negative number exponent
+                raise RuntimeError("pow: integers to negative integer powers are not allowed")
+            # and for a tensor of them gives 1 ** -n = 1, (-1) ** -n = +-1, else 0
+            a = xp.asarray(a, dtype=xp.result_type(a, b))
+            mag = xp.power(a, xp.where(b < 0, 0, b))
+            tiny = xp.where(a == 1, 1, xp.where(a == -1, 1 - 2 * (b & 1), 0)).astype(a.dtype)
+            y = xp.where(b < 0, tiny, mag)
+            if out is None:
+                return as_array(y)
+            xp.copyto(out, y)
+            return out
         with quiet():
             return as_array(xp.power(a, b, out=out))
 

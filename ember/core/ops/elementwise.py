@@ -50,7 +50,9 @@ def operand_tier(x: Any) -> tuple[dt.dtype, int]:
 
 def _require(op: str, x: dt.dtype, ok: Any, what: str) -> None:
     if not ok(x):
-        raise RuntimeError(f"{op}: not implemented for dtype {x} (takes {what})")
+        # (NotImplementedError, a RuntimeError, as PyTorch raises for a dtype its kernel
+        # lacks)
+        raise NotImplementedError(f"{op}: not implemented for dtype {x} (takes {what})")
 
 
 def as_operand(x: Any, like: Tensor) -> Any:
@@ -76,8 +78,10 @@ def _same_dtype_rule(op: str):
             if op == "neg":
                 raise RuntimeError("neg: negation, the `-` operator, on a bool tensor is not "
                                    "supported; use `~` or logical_not() instead")
+            if op == "relu":
+                raise RuntimeError("relu: Boolean inputs not supported for relu")
             if op != "sign":
-                raise RuntimeError(f"{op}: not implemented for dtype ember.bool")
+                raise NotImplementedError(f"{op}: not implemented for dtype ember.bool")
         return OutMeta(input.shape, input.dtype, None)
     return rule
 
@@ -104,8 +108,8 @@ def _binary_rule(op: str, kind: str):
             if op == "sub":
                 _no_bool_sub(operand_tier(input)[0], operand_tier(other)[0])
             if common is dt.bool_ and op in ("pow", "remainder", "floor_divide"):
-                raise RuntimeError(f"{op}: not implemented for two bool operands; "
-                                   "convert one to an integer dtype first")
+                raise NotImplementedError(f"{op}: not implemented for two bool operands; "
+                                          "convert one to an integer dtype first")
             return OutMeta(shape, common, common)
         if kind == "float":
             out = common if common.is_floating_point else dt.get_default_dtype()
@@ -743,8 +747,15 @@ def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002
 
 @composite(variants="function method inplace", cost=costs.pointwise(3))
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
-    """Linear interpolation: `input + weight * (end - input)`."""
-    return add(input, mul(sub(end, input), weight))
+    """Linear interpolation: `input + weight * (end - input)`, or `end - (end - input) *
+    (1 - weight)` where `|weight| >= 0.5` (PyTorch's formula: exact at weight 1, and the
+    same infinities and NaNs)."""
+    diff = sub(end, input)
+    if not isinstance(weight, Tensor):
+        return add(input, mul(diff, weight)) if -0.5 < weight < 0.5 else \
+            sub(end, mul(diff, 1 - weight))
+    return where(abs(weight) < 0.5, add(input, mul(diff, weight)),
+                 sub(end, mul(diff, rsub(weight, 1))))
 
 
 def _addcmul_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,

@@ -268,6 +268,8 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     outside = [broadcast_shapes("take_along_dim", (a,), (b,))[0] if i != d else None
                for i, (a, b) in enumerate(zip(input.shape, indices.shape))]
     input = input.expand(tuple(s if s is not None else input.shape[d] for s in outside))
+    # PyTorch counts a negative index from the end here (gather alone refuses one)
+    indices = where(indices < 0, indices + input.shape[d], indices)
     indices = indices.expand(tuple(s if s is not None else indices.shape[d]
                                    for s in outside))
     return gather(input, d, indices)
@@ -297,12 +299,13 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
     d = normalize_dim("scatter", dim, input.ndim)
     if src is None:
         src = value
+    if input.ndim:  # (the indices first, then the value, as PyTorch checks them)
+        check_in_range(index, input.shape[d], d)
     if not isinstance(src, Tensor):
         src = full(tuple(index.shape), src, dtype=input.dtype, device=input.device)
     if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
         return reshape(scatter(reshape(input, (1,)), 0, reshape(index, (-1,)),
                                reshape(src, (-1,))), ())
-    check_in_range(index, input.shape[d], d)
     return apply(OPS["scatter"], input, index, to_dtype(src, input._dtype), dim=d)
 
 
@@ -451,11 +454,16 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = normalize_dim("narrow", dim, input.ndim)
     size = input.shape[d]
+    if not -size <= start <= size:
+        raise IndexError(f"narrow(): start out of range (expected to be in range of "
+                         f"[{-size}, {size}], but got {start})")
     if start < 0:
         start += size
-    if not (0 <= start <= size and 0 <= length and start + length <= size):
-        raise IndexError(f"narrow(): start ({start}) + length ({length}) exceeds dimension "
-                         f"size ({size}).")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start + length > size:
+        raise RuntimeError(f"narrow(): start ({start}) + length ({length}) exceeds dimension "
+                           f"size ({size}).")
     key = (slice(None),) * d + (slice(start, start + length),)
     return _index(input, parse_basic(input._data.shape, key), key)
 

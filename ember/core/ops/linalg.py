@@ -138,6 +138,8 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
 @composite(variants="function method out", exact_out=True, cost=costs.matmul, precision=P.LOWER)
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     """The product of a matrix and a vector."""
+    if not input.ndim:
+        raise IndexError("mv: Dimension specified as 0 but tensor has no dimensions")
     if input.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"mv: vector + matrix @ vector expected, got 1, {input.ndim}, "
                            f"{vec.ndim}")
@@ -164,6 +166,9 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
 @composite(variants="function method out", cost=costs.pointwise(1), aliases="ger")
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
     """The outer product of two 1-D tensors."""
+    for what, x in (("self", input), ("vec2", vec2)):
+        if x.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {what}, but got {x.ndim}-D")
     return input.unsqueeze(1) * vec2.unsqueeze(0)
 
 

@@ -756,7 +756,8 @@ def _softmax_input(op: str, input: Tensor, dim: int, dtype: Any) -> tuple[Tensor
     if dtype is not None:
         input = input.to(dtype=dtype)
     if not input._dtype.is_floating_point:
-        raise RuntimeError(f"{op}: expected a floating-point input, got {input._dtype}")
+        raise NotImplementedError(f"{op}: expected a floating-point input, got "
+                                  f"{input._dtype}")
     return input, normalize_dim(op, dim, input.ndim)
 
 

@@ -54,9 +54,13 @@ def _reduction_rule(op: str):
 
 def _arg_rule(op: str):
     def rule(input, *, dim=None, keepdim=False):
-        if input.numel() == 0:
-            raise RuntimeError(f"{op}: expected a non-empty tensor, got shape "
-                               f"{fmt_shape(input.shape)}")
+        if input.dtype is dt.bool_:
+            raise RuntimeError(f"{op}(): does not support bool input")
+        if dim is None and input.numel() == 0:
+            raise IndexError(f"{op}(): Expected reduction dim to be specified for "
+                             f"input.numel() == 0.")
+        if dim is not None and input.ndim and input.shape[dim] == 0:
+            raise IndexError(f"{op}(): Expected reduction dim {dim} to have non-zero size.")
         dims = None if dim is None else (dim,)
         return OutMeta(reduced_shape(input.shape, dims, keepdim), dt.int64, None)
     return rule
@@ -356,7 +360,8 @@ def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
     if not input._dtype.is_floating_point:
-        raise RuntimeError(f"var(): expected a floating-point input, got {input._dtype}")
+        raise RuntimeError(f"var(): std and var only support floating point and complex "
+                           f"dtypes (got {input._dtype})")
     dims = _dims_arg("var", input, dim)
     n = input.numel() if dims is None else math.prod(input.shape[d] for d in dims)
     centered = input - mean(input, dims, keepdim=True)
@@ -391,6 +396,8 @@ def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """`log(sum(exp(input), dim))`, computed stably."""
     dims = _dims_arg("logsumexp", input, dim)
+    if not input._dtype.is_floating_point:  # as PyTorch: in the default float dtype
+        input = to_dtype(input, dt.get_default_dtype())
     if not input.numel():  # no maximum to shift by: the sum of no terms is 0, its log -inf
         return input.exp().sum(dims, keepdim).log()
     with no_grad():

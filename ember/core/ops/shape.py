@@ -249,6 +249,8 @@ def _inverse(dims: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _permute_method(self: Tensor, *dims: Any, **kwargs: Any) -> Tensor:
+    if not dims and not kwargs:
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
     return permute(self, sizes_arg(dims, kwargs, "dims"))
 
 
@@ -314,6 +316,8 @@ moveaxis = movedim
 
 
 def _expand_method(self: Tensor, *sizes: Any, **kwargs: Any) -> Tensor:
+    if not sizes and not kwargs:
+        raise TypeError('expand() missing 1 required positional arguments: "size"')
     return expand(self, sizes_arg(sizes, kwargs))
 
 
