@@ -296,3 +296,33 @@ def test_opencl_float32_sums_of_long_rows_stay_accurate(device):
     assert rows.cpu().numpy() == pytest.approx([exact] * 64, rel=1e-4)
     ones = ember.ones(1, device=device).expand(2 ** 25).sum()
     assert ones.item() == 2 ** 25
+
+
+# -- what the fuzz suite (test_fuzz_ops.py) found beyond the list ------------------
+
+
+@pytest.mark.parametrize("case", [
+    lambda lib, T: T([True]).abs(), lambda lib, T: T([True]).floor(),
+    lambda lib, T: T([True]).relu(), lambda lib, T: T([1.0]).bitwise_not(),
+    lambda lib, T: lib.bitwise_and(T([1.0]), T([2.0])), lambda lib, T: T([1, 2]).softmax(0),
+    lambda lib, T: lib.pow(T([True]), T([True])), lambda lib, T: T([True]) % T([True]),
+    lambda lib, T: T([True, False]).argmax(), lambda lib, T: T([[1.0]])[:, :0].argmin(),
+    lambda lib, T: T([[1.0]])[:, :0].argmax(1), lambda lib, T: T([[1.0]])[:, :0].argmax(0),
+    lambda lib, T: T([1, 2]).logsumexp(0), lambda lib, T: T([True, False]).logsumexp(0),
+    lambda lib, T: T([1, 2]).std(), lambda lib, T: lib.outer(T([[1.0]]), T([1.0])),
+    lambda lib, T: lib.mv(T(1.0), T([1.0])), lambda lib, T: T([1.0, 2.0]).narrow(0, 0, -1),
+    lambda lib, T: T([1.0, 2.0]).narrow(0, 1, 2), lambda lib, T: T([1.0, 2.0]).narrow(0, -3, 1),
+    lambda lib, T: lib.zeros(), lambda lib, T: lib.ones(dtype=lib.int8),
+    lambda lib, T: lib.empty(), lambda lib, T: T(1.0).permute(),
+    lambda lib, T: T(1.0).expand(),
+    lambda lib, T: T([2, 1, -1, 0, -1, 3], dtype=lib.int32).pow(T([-1, -1, -1, -1, -2, 0],
+                                                                   dtype=lib.int32)),
+    lambda lib, T: lib.pow(2, T([-1, 1])), lambda lib, T: T([2]).pow(-1),
+    lambda lib, T: T([-1], dtype=lib.int32).pow(T([-2 ** 31], dtype=lib.int32)),
+    lambda lib, T: lib.lerp(T([INF, 1.0, -INF, NAN]), T([1.0, INF, 0.0, 1.0]), 0.75),
+    lambda lib, T: lib.lerp(T([INF, 1.0, 2.0]), T([1.0, INF, 3.0]), T([0.25, 0.75, NAN])),
+    lambda lib, T: lib.take_along_dim(T([5.0, 6.0, 7.0]), T([-2, -3]), 0),
+    lambda lib, T: T([1, 2]).scatter(0, T([-3]), 1e38),
+])
+def test_found_by_fuzzing(device, case):
+    assert_same(case, device, match="")
