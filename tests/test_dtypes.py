@@ -268,8 +268,11 @@ class TestOpDtypes:
                 t = getattr(torch, red)(tt, *args)
                 assert name_of(e.dtype) == name_of(t.dtype), (red, dname)
                 assert e.tolist() == t.tolist(), (red, dname)
-            assert ember.argmax(et).dtype is ember.int64
-            assert ember.all(et).dtype is ember.bool and ember.any(et).dtype is ember.bool
+            if dname != "bool":  # (PyTorch's argmax refuses bool)
+                assert ember.argmax(et).dtype is ember.int64
+            for red in ("all", "any"):  # bool, but uint8 for uint8
+                assert name_of(getattr(ember, red)(et).dtype) == \
+                    name_of(getattr(torch, red)(tt).dtype), (red, dname)
 
     def test_sum_dtype_argument(self):
         x = ember.tensor([1, 2, 3], dtype=ember.int8)

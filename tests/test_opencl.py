@@ -193,7 +193,13 @@ def test_integer_division_and_power_errors_match_cpu() -> None:
         with pytest.raises(ZeroDivisionError):
             OCL.kernels[op](x, 0)
     with pytest.raises(RuntimeError, match="negative integer powers"):
-        OCL.kernels["pow"](x, up(np.array([1, -1, 2], np.int32)))
+        OCL.kernels["pow"](x, -1)
+    # a tensor of negative exponents: PyTorch's 1 ** -n = 1, (-1) ** -n = +-1, else 0
+    base = np.array([2, 1, -1, -1, 0, 3], np.int32)
+    exponent = np.array([-1, -1, -1, -2, -1, 2], np.int32)
+    got = OCL.kernels["pow"](up(base), up(exponent))
+    np.testing.assert_array_equal(down(got), CPU.kernels["pow"](base, exponent))
+    np.testing.assert_array_equal(down(got), [0, 1, -1, 1, 0, 9])
     # wrap-around and Python's floor semantics, exactly as NumPy
     a = np.array([-7, 7, -128, 127], np.int8)
     b = np.array([2, -2, -1, 3], np.int8)

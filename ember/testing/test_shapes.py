@@ -92,7 +92,8 @@ def test_expand(device: ember.device, data: st.DataObject) -> None:
     x = S.on(device, arr, d)
     ref = np.broadcast_to(arr, full)
     S.assert_matches(x.expand(spec), ref, device, dtype=d)
-    S.assert_matches(x.expand(*spec), ref, device, dtype=d)
+    if spec:  # (`x.expand()` without sizes is PyTorch's TypeError)
+        S.assert_matches(x.expand(*spec), ref, device, dtype=d)
     S.assert_matches(ember.broadcast_to(x, full), ref, device, dtype=d)
     S.assert_matches(x.expand_as(S.on(device, np.zeros(full))), ref, device, dtype=d)
 
@@ -175,7 +176,7 @@ def test_split_errors(device: ember.device) -> None:
     with pytest.raises(RuntimeError, match="split_with_sizes expects split_sizes to sum "
                                            "exactly to 5"):
         x.split([2, 2])
-    with pytest.raises(IndexError, match="narrow"):
+    with pytest.raises(RuntimeError, match="narrow"):  # PyTorch's type
         x.narrow(0, 3, 3)
 
 
