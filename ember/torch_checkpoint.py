@@ -62,6 +62,9 @@ def is_legacy(head: bytes) -> bool:
     return head[:4] == b"\x80\x02\x8a\x0a"
 
 
+_TENSOR_TYPE, _PARAMETER_TYPE = "torch.Tensor", "torch.nn.parameter.Parameter"
+
+
 class _Storage:
     """One storage: a byte buffer, and the element dtype its typed class names (None
     for an `UntypedStorage`, whose tensors name their dtype)."""
@@ -102,8 +105,10 @@ class _TorchReader:
             "torch._tensor._rebuild_from_type_v2": self.rebuild_from_type_v2,
             "torch.Size": Size,
             "torch.device": _torch_device,
-            "torch.Tensor": Tensor,
-            "torch.nn.parameter.Parameter": _parameter_class(),
+            # types named only as the new_type of _rebuild_from_type_v2: markers, never
+            # classes, so that a pickle cannot construct (allocate) them with its own args
+            "torch.Tensor": _TENSOR_TYPE,
+            "torch.nn.parameter.Parameter": _PARAMETER_TYPE,
             "torch.storage.UntypedStorage": "UntypedStorage",
         }
         for storage in _STORAGE_DTYPES:
@@ -132,11 +137,11 @@ class _TorchReader:
         return _parameter_class()(_check_tensor(data), requires_grad=bool(requires_grad))
 
     def rebuild_from_type_v2(self, func: Any, new_type: Any, args: Any, state: Any) -> Tensor:
-        result = func(*args)
-        if new_type is _parameter_class() and not isinstance(result, new_type):
-            result = new_type(result, requires_grad=result.requires_grad)
-        elif new_type is not Tensor and new_type is not _parameter_class():
+        if new_type not in (_TENSOR_TYPE, _PARAMETER_TYPE) or not isinstance(args, tuple):
             raise UnsupportedError(f"it holds a tensor subclass {new_type!r}")
+        result = _check_tensor(func(*args))
+        if new_type == _PARAMETER_TYPE and not isinstance(result, _parameter_class()):
+            result = _parameter_class()(result, requires_grad=result.requires_grad)
         if isinstance(state, dict):
             result.__dict__.update({k: v for k, v in state.items() if isinstance(k, str)})
         return result
