@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
-import secrets
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -61,7 +60,7 @@ def atomic_write(path: str | os.PathLike) -> Iterator[BinaryIO]:
     path = os.fspath(path)
     folder, base = os.path.split(os.path.abspath(path))
     remove_stale_temps(path)
-    tmp = os.path.join(folder, f".{base}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
+    tmp = os.path.join(folder, f".{base}.{os.getpid()}.{os.urandom(4).hex()}{TEMP_SUFFIX}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
     try:
         with os.fdopen(fd, "wb") as out:

@@ -32,8 +32,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ember import checkpoint_io, torch_checkpoint
-from ember.atomic_write import atomic_write
+from ember import checkpoint_io
 from ember.checkpoint_io import FormatError, UnsupportedError, place
 from ember.core import dtype as dt
 from ember.core.device import device as Device
@@ -178,6 +177,8 @@ def save(obj: Any, f: str | os.PathLike | BinaryIO, pickle_module: Any = pickle,
     if hasattr(f, "write"):
         checkpoint_io.write(f, encoder.arrays, metadata)
         return
+    from ember.atomic_write import atomic_write
+
     with atomic_write(f) as out:
         checkpoint_io.write(out, encoder.arrays, metadata)
 
@@ -214,6 +215,8 @@ def load(f: str | os.PathLike | BinaryIO, map_location: Any = None, pickle_modul
                            "specified")
     if mmap and hasattr(f, "read"):
         raise ValueError("ember.load: mmap=True needs a file path, not a file object")
+    from ember import torch_checkpoint  # zipfile: imported when a file is loaded
+
     name = repr(os.fspath(f)) if not hasattr(f, "read") else "the file object"
     with _opened(f) as fh:
         head = fh.read(8)
@@ -253,6 +256,8 @@ def _opened(f: Any) -> Iterator[BinaryIO]:
 
 
 def _kind_hint(head: bytes) -> str:
+    from ember import torch_checkpoint
+
     if torch_checkpoint.is_zip(head) or torch_checkpoint.is_legacy(head):
         return " [read as a pickle-based PyTorch file (torch.save)]"
     return ""

@@ -400,5 +400,6 @@ class _RemovableHandle:
 
 
 def _rebuild_tensor(array: Any, device: str, requires_grad: bool) -> Tensor:
-    """Unpickling (for copies and DataLoader workers; ember.save never pickles)."""
+    """Unpickling (for copies and DataLoader workers; ember.save keeps tensors out of its
+    pickles)."""
     return Tensor(array, device=device, requires_grad=requires_grad)
