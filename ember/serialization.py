@@ -113,7 +113,8 @@ class _Encoder:
         while key in self.arrays:
             key = f"{path or 'tensor'}#{n}"
             n += 1
-        self.arrays[key] = np.array(host_array(t.detach()), order="C")  # keeps 0-d
+        arr = host_array(t.detach())  # a CPU tensor's own array: written, not copied
+        self.arrays[key] = arr if arr.flags.c_contiguous else np.array(arr, order="C")
         self._entry_of[id(t._data)] = key
         self._keep.append(t._data)
         return key
@@ -179,6 +180,9 @@ def save(obj: Any, f: str | os.PathLike | BinaryIO, pickle_module: Any = pickle,
         return
     from ember.atomic_write import atomic_write
 
+    folder = os.path.dirname(os.path.abspath(os.fspath(f)))
+    if not os.path.isdir(folder):
+        raise RuntimeError(f"Parent directory {folder} does not exist.")  # PyTorch's words
     with atomic_write(f) as out:
         checkpoint_io.write(out, encoder.arrays, metadata)
 
@@ -347,9 +351,11 @@ class _Decoder:
         data = io.BytesIO(base64.b64decode(text, validate=True))
 
         def persistent(pid: Any) -> Any:
+            kinds = {"ember.tensor": "__tensor__", "ember.numpy": "__numpy__"}
             if not (isinstance(pid, tuple) and len(pid) == 2 and isinstance(pid[1], dict)
-                    and pid[0] in ("ember.tensor", "ember.numpy")):
-                raise pickle.UnpicklingError(f"persistent id {pid!r} is not an ember tensor")
+                    and kinds.get(pid[0]) in pid[1]):
+                raise pickle.UnpicklingError(f"persistent id {str(pid)[:80]} is not an "
+                                             "ember tensor")
             return self.decode(pid[1])
 
         if self.weights_only:

@@ -291,6 +291,11 @@ def test_corrupted_or_hostile_files_give_a_clear_error_naming_the_file(tmp_path,
         ember.load(path)
 
 
+def test_missing_folder_on_save_is_named(tmp_path):
+    with pytest.raises(RuntimeError, match=r"Parent directory .*nowhere does not exist"):
+        ember.save({"a": 1}, tmp_path / "nowhere" / "ck")
+
+
 def test_missing_file_raises_file_not_found(tmp_path):
     with pytest.raises(FileNotFoundError):
         ember.load(tmp_path / "nope.safetensors")
