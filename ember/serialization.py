@@ -262,22 +262,16 @@ def _opened(f: Any) -> Iterator[BinaryIO]:
 def _kind_hint(head: bytes) -> str:
     from ember import torch_checkpoint
 
-    if torch_checkpoint.is_zip(head) or torch_checkpoint.is_legacy(head):
-        return " [read as a pickle-based PyTorch file (torch.save)]"
+    if torch_checkpoint.is_zip(head):
+        return " [a zip archive, read as a PyTorch (torch.save) file]"
+    if torch_checkpoint.is_legacy(head):
+        return " [a pickle stream, read as a legacy PyTorch (torch.save) file]"
     return ""
 
 
 def _load_ember(fh: BinaryIO, map_location: Any, weights_only: bool, pickle_module: Any,
                 mmap_path: str | None) -> Any:
-    head = fh.read(2)
-    try:
-        arrays, metadata = checkpoint_io.read(fh, mmap_path)
-    except FormatError:
-        if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
-            raise FormatError("it is a pickle, but not a torch.save file (no PyTorch magic "
-                              "number); ember.load reads ember.save and torch.save "
-                              "files") from None
-        raise
+    arrays, metadata = checkpoint_io.read(fh, mmap_path)
     from ember.core.creation import from_numpy
 
     if metadata.get("format") != FORMAT:  # plain safetensors from another tool

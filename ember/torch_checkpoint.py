@@ -26,8 +26,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from ember.checkpoint_io import MAX_HEADER, UnsupportedError, place, read_into
 from ember.checkpoint_io import FormatError as CheckpointError
-from ember.checkpoint_io import UnsupportedError, place, read_into
 from ember.core import dtype as dt
 from ember.core.backend import numpy_dtype
 from ember.core.device import device as Device
@@ -58,8 +58,11 @@ def is_zip(head: bytes) -> bool:
 
 
 def is_legacy(head: bytes) -> bool:
-    # pickle protocol 2, then LONG1 of 10 bytes: the magic number
-    return head[:4] == b"\x80\x02\x8a\x0a"
+    """A pickle stream (PROTO 2-5) whose first 8 bytes, read as safetensors' header
+    length, are no plausible length: the legacy layout starts with the pickled magic
+    number. (An ember file's header length can begin with byte 0x80 too.)"""
+    return (len(head) == 8 and head[0] == 0x80 and 2 <= head[1] <= 5
+            and int.from_bytes(head, "little") > MAX_HEADER)
 
 
 _TENSOR_TYPE, _PARAMETER_TYPE = "torch.Tensor", "torch.nn.parameter.Parameter"
@@ -304,7 +307,8 @@ def load_legacy(fh: BinaryIO, map_location: Any, trusted: bool = False) -> Any:
         return WeightsUnpickler(fh, {}).load()
 
     if plain() != LEGACY_MAGIC:
-        raise CheckpointError("invalid magic number")
+        raise CheckpointError("a pickle, but not a torch.save file (no PyTorch magic "
+                              "number); ember.load reads ember.save and torch.save files")
     if plain() != LEGACY_PROTOCOL:
         raise CheckpointError("invalid protocol version")
     sys_info = plain()

@@ -91,6 +91,15 @@ def test_every_dtype(tmp_path, layout, dtype):
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("protocol", [4, 5])
+def test_newer_pickle_protocols(tmp_path, layout, protocol):
+    path = tmp_path / "p.pt"
+    torch.save({"w": torch.arange(4)}, path, pickle_protocol=protocol,
+               _use_new_zipfile_serialization=layout == "zip")
+    assert ember.load(path)["w"].tolist() == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
 def test_views_share_memory_and_strides_survive(tmp_path, layout):
     base = torch.arange(24.0)
     views = {"base": base, "slice": base[2:8], "t": base.view(4, 6).t(),
