@@ -146,6 +146,43 @@ def _count(n: Any) -> bool:
     return isinstance(n, int) and not isinstance(n, bool) and n >= 0
 
 
+# -- views of a storage ---------------------------------------------------------------
+
+
+def storage_view(arr: np.ndarray) -> tuple[np.ndarray, int, tuple[int, ...]] | None:
+    """(root, offset, strides in elements) when `arr` views a C-contiguous array of its
+    dtype (its storage, as far as NumPy tells), else None."""
+    if arr.size == 0:
+        return None
+    root = arr
+    while isinstance(root.base, np.ndarray) and root.base.dtype == arr.dtype:
+        root = root.base
+    itemsize = arr.itemsize
+    delta = arr.ctypes.data - root.ctypes.data
+    if not root.flags.c_contiguous or delta < 0 or delta % itemsize or any(
+            s < 0 or s % itemsize for s in arr.strides):
+        return None
+    return root, delta // itemsize, tuple(s // itemsize for s in arr.strides)
+
+
+def strided_view(flat: np.ndarray, offset: Any, size: Any, stride: Any) -> np.ndarray:
+    """The view (`offset`, `size`, `stride` in elements) of the 1-d `flat`, after checking
+    that every element it reaches lies inside `flat` (the numbers come from a file)."""
+    if not (_count(offset) and isinstance(size, (list, tuple)) and isinstance(
+            stride, (list, tuple)) and len(size) == len(stride)
+            and all(map(_count, size)) and all(map(_count, stride))):
+        raise FormatError(f"a tensor has size {size!r}, stride {stride!r} and offset "
+                          f"{offset!r}")
+    if 0 in size:
+        return flat[:0].reshape(tuple(size))
+    last = offset + sum((n - 1) * s for n, s in zip(size, stride))
+    if last >= flat.size:
+        raise FormatError(f"a tensor of size {tuple(size)}, stride {tuple(stride)} and offset "
+                          f"{offset} reaches past its storage of {flat.size} elements")
+    return np.lib.stride_tricks.as_strided(
+        flat[offset:], shape=tuple(size), strides=tuple(s * flat.itemsize for s in stride))
+
+
 # -- placement ------------------------------------------------------------------------
 
 

@@ -73,6 +73,20 @@ class _Encoder:
         self._entry_of: dict[int, str] = {}  # id of a tensor's storage -> its entry
         self._keep: list[Any] = []  # keeps those ids' objects alive while saving
         self.pickle_module, self.protocol = pickle_module, protocol
+        # CPU tensors that view one storage differently (a base and its slices) are saved
+        # as that storage once plus each view's offset and strides, so they share memory
+        # again after loading, as in PyTorch. A first pass (`plan`) finds such storages.
+        self._planning = False
+        self._views: dict[int, set] = {}  # id of a storage -> the views saved of it
+        self._shared: set[int] = set()
+
+    def plan(self, value: Any) -> None:
+        self._planning = True
+        try:
+            self.encode(value, "")
+        finally:
+            self._planning = False
+        self._shared = {root for root, views in self._views.items() if len(views) > 1}
 
     def encode(self, value: Any, path: str) -> Any:
         if isinstance(value, Tensor):
@@ -101,6 +115,21 @@ class _Encoder:
             return {"__device__": str(value)}
         return {"__pickle__": self._pickle(value, path)}
 
+    def _storage_entry(self, root: np.ndarray, path: str) -> str:
+        key = self._entry_of.get(id(root))
+        if key is None:
+            key = self._new_key(path)
+            self.arrays[key] = root
+            self._entry_of[id(root)] = key
+        return key
+
+    def _new_key(self, path: str) -> str:
+        key, n = path or "tensor", 1
+        while key in self.arrays:
+            key = f"{path or 'tensor'}#{n}"
+            n += 1
+        return key
+
     def _entry(self, t: Tensor, path: str) -> str:
         """The entry holding `t`'s values: one per storage, so tensors that share one
         (tied weights, a parameter and its state-dict alias) are stored once."""
@@ -108,11 +137,7 @@ class _Encoder:
         if known is not None and tuple(self.arrays[known].shape) == tuple(t.shape) \
                 and self.arrays[known].dtype == host_array(t).dtype:
             return known
-        key = path or "tensor"
-        n = 1
-        while key in self.arrays:
-            key = f"{path or 'tensor'}#{n}"
-            n += 1
+        key = self._new_key(path)
         arr = host_array(t.detach())  # a CPU tensor's own array: written, not copied
         self.arrays[key] = arr if arr.flags.c_contiguous else np.array(arr, order="C")
         self._entry_of[id(t._data)] = key
@@ -120,14 +145,26 @@ class _Encoder:
         return key
 
     def _tensor(self, t: Tensor, path: str) -> dict:
-        record = {"__tensor__": self._entry(t, path), "device": str(t.device),
-                  "requires_grad": t.requires_grad}
+        view = checkpoint_io.storage_view(host_array(t)) if t.device.type == "cpu" else None
+        if self._planning:
+            if view is not None:
+                self._views.setdefault(id(view[0]), set()).add((view[1], t.shape, view[2]))
+                self._keep.append(view[0])
+            return {}
+        if view is not None and id(view[0]) in self._shared:
+            record = {"__tensor__": self._storage_entry(view[0], path),
+                      "view": [view[1], list(t.shape), list(view[2])]}
+        else:
+            record = {"__tensor__": self._entry(t, path)}
+        record.update(device=str(t.device), requires_grad=t.requires_grad)
         if isinstance(t, _parameter_class()):
             record["parameter"] = True
         return record
 
     def _numpy(self, value: np.ndarray | np.generic, path: str) -> dict:
         # stored as tensor data (no pickle), tagged so that it loads back as NumPy
+        if self._planning:
+            return {}
         try:
             as_tensor = Tensor._from_data(np.asarray(value))
         except TypeError as err:
@@ -171,6 +208,7 @@ def save(obj: Any, f: str | os.PathLike | BinaryIO, pickle_module: Any = pickle,
     """
     encoder = _Encoder(pickle_module, pickle_protocol)
     try:
+        encoder.plan(obj)
         structure = encoder.encode(obj, "")  # fails before the file is touched
     except RecursionError:
         raise RuntimeError("ember.save: the object is nested too deeply to save") from None
@@ -322,11 +360,17 @@ class _Decoder:
     def _tensor(self, node: dict) -> Tensor:
         from ember.core.creation import from_numpy
 
+        view = node.get("view")
         key = (node["__tensor__"], node.get("device", "cpu"), bool(node.get("requires_grad")),
-               bool(node.get("parameter")))
+               bool(node.get("parameter")), str(view))
         t = self._tensors.get(key)
         if t is None:  # the same record twice is the same tensor (tied weights)
-            t = place(from_numpy(self._array(key[0])), key[1], self.map_location)
+            arr = self._array(key[0])
+            if view is not None:  # a view of a storage that other tensors share
+                if not (isinstance(view, list) and len(view) == 3):
+                    raise FormatError(f"tensor {key[0]!r} has a damaged view {view!r}")
+                arr = checkpoint_io.strided_view(arr.reshape(-1), *view)
+            t = place(from_numpy(arr), key[1], self.map_location)
             if key[3]:
                 t = _parameter_class()(t, requires_grad=key[2])
             elif key[2]:

@@ -26,7 +26,13 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ember.checkpoint_io import MAX_HEADER, UnsupportedError, place, read_into
+from ember.checkpoint_io import (
+    MAX_HEADER,
+    UnsupportedError,
+    place,
+    read_into,
+    strided_view,
+)
 from ember.checkpoint_io import FormatError as CheckpointError
 from ember.core import dtype as dt
 from ember.core.backend import numpy_dtype
@@ -158,22 +164,8 @@ class _TorchReader:
         d = d if d is not None else storage.dtype
         if not isinstance(d, dt.dtype):
             raise CheckpointError("an untyped storage's tensor names no dtype")
-        size, stride = _ints("size", size), _ints("stride", stride)
-        if len(size) != len(stride) or not isinstance(offset, int) or offset < 0:
-            raise CheckpointError(f"a tensor has size {size}, stride {stride}, offset {offset}")
         flat = storage.typed(d, self.big_endian)
-        if any(s < 0 for s in size + stride):
-            raise CheckpointError(f"a tensor has negative size or stride: {size}, {stride}")
-        if 0 not in size:  # the last element it reaches must lie inside its storage
-            last = offset + sum((n - 1) * s for n, s in zip(size, stride))
-            if last >= flat.size:
-                raise CheckpointError(f"a tensor of size {tuple(size)}, stride {tuple(stride)}"
-                                      f" and offset {offset} reaches past its storage of "
-                                      f"{flat.size} elements")
-        itemsize = flat.itemsize
-        arr = np.lib.stride_tricks.as_strided(
-            flat[offset:] if 0 not in size else flat[:0], shape=tuple(size),
-            strides=tuple(s * itemsize for s in stride))
+        arr = strided_view(flat, offset, _ints("size", size), _ints("stride", stride))
         t = place(from_numpy(arr), storage.location, self.map_location)
         if requires_grad:
             t.requires_grad_(True)

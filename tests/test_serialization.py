@@ -190,6 +190,24 @@ def test_shared_storage_is_saved_once_and_loads_as_one_tensor(tmp_path):
     assert back["enc"][0, 0].item() == 42.0
 
 
+def test_views_of_one_storage_share_memory_after_loading(tmp_path):
+    """As torch.save does: the storage is stored once, each view as offset and strides."""
+    base = ember.arange(24.0)
+    views = {"base": base, "slice": base[2:8], "t": base.view(4, 6).t(),
+             "alone": ember.ones(2, 3).t()}  # a view alone: stored contiguous, as it reads
+    path = tmp_path / "views.ckpt"
+    ember.save(views, path)
+    back = ember.load(path)
+    for key, value in views.items():
+        np.testing.assert_array_equal(back[key].numpy(), value.numpy())
+    back["base"][3] = -1.0
+    assert back["slice"][1].item() == -1.0 and back["t"][3, 0].item() == -1.0
+    from safetensors.numpy import load_file
+
+    stored = load_file(str(path))
+    assert sorted(stored) == ["alone", "base"] and stored["alone"].shape == (3, 2)
+
+
 def test_file_objects(tmp_path):
     buffer = io.BytesIO()
     ember.save({"w": ember.arange(3)}, buffer)
@@ -258,7 +276,8 @@ def _with_structure(structure_json: str) -> bytes:
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "flipped_header",
                                     "huge_header", "bad_offsets", "deep_structure",
-                                    "deep_pickle", "bad_pickle", "bare_pickle"])
+                                    "deep_pickle", "bad_pickle", "bare_pickle",
+                                    "view_past_storage"])
 def test_corrupted_or_hostile_files_give_a_clear_error_naming_the_file(tmp_path, damage):
     path = tmp_path / "ck.safetensors"
     ember.save(_state(), path)
@@ -282,6 +301,12 @@ def test_corrupted_or_hostile_files_give_a_clear_error_naming_the_file(tmp_path,
     elif damage == "deep_pickle":  # 200k nested lists, then garbage instead of STOP
         data = _with_structure(json.dumps({"__pickle__": __import__("base64").b64encode(
             b"\x80\x02" + b"]" * 200_000 + b"a" * 199_999 + b"\xff").decode()}))
+    elif damage == "view_past_storage":  # would read memory beyond the tensor's bytes
+        header = json.dumps({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                             "__metadata__": {"format": "ember.checkpoint/1", "structure":
+                                              json.dumps({"__tensor__": "w",
+                                                          "view": [0, [100], [1]]})}})
+        data = struct.pack("<Q", len(header)) + header.encode() + bytes(8)
     elif damage == "bad_pickle":
         data = _with_structure(json.dumps({"__pickle__": "bm90IGEgcGlja2xl"}))
     else:
