@@ -80,6 +80,7 @@ class PluginRegistry:
         self.plugins: list[PluginRecord] = []
         self.backends: dict[str, Backend] = {}
         self.errors: dict[str, str] = {}  # backend or plugin name -> why it failed
+        self.offered: list[str] = []  # every backend the plugins offer, EMBER_BACKENDS or not
         self._loaded = False
         self._failure: BaseException | None = None  # a loud (EMBER_BACKENDS) load error
         self._lock = threading.RLock()
@@ -118,8 +119,9 @@ class PluginRegistry:
         if allow is not None:
             missing = [n for n in allow if n not in self.backends]
             if missing:
+                offered = ", ".join(self.offered) or "none"
                 raise RuntimeError(f"EMBER_BACKENDS names {', '.join(missing)}, which no "
-                                   f"plugin provides (found: {', '.join(self.backends)})")
+                                   f"plugin provides (the plugins offer: {offered})")
             self.backends = {n: self.backends[n] for n in allow}
         self._apply_kernel_hooks(loud)
 
@@ -140,6 +142,7 @@ class PluginRegistry:
             try:
                 backend = factory()
                 name = getattr(backend, "name", None)
+                self.offered.append(str(name))
                 if allow is not None and name not in allow:
                     continue
                 self._validate(record, backend)
