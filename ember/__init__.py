@@ -45,6 +45,7 @@ from ember.core.creation import (
     randn,
     randn_like,
     randperm,
+    seed,
     tensor,
     zeros,
     zeros_like,
@@ -344,7 +345,7 @@ __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
     "ones_like", "empty_like", "full_like", "arange", "linspace", "eye", "rand", "randn",
     "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
-    "Generator", "default_generator", "manual_seed", "initial_seed",
+    "Generator", "default_generator", "manual_seed", "initial_seed", "seed",
     # elementwise
     "abs", "absolute", "neg", "negative", "positive", "sign", "floor", "ceil", "trunc",
     "fix", "round", "relu", "exp", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "sin",

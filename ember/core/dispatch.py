@@ -13,9 +13,12 @@ are made here, once.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from ember.core import dtype as _dt
@@ -223,6 +226,28 @@ def run_creation(op: str, device: Device, backend: Backend, **attrs: Any) -> Ten
     return result
 
 
+# Fused kernels withheld per thread (thread id -> names): while the scheduler records the
+# ops another backend would run, that thread sees only that backend's fused kernels. Empty
+# almost always, so run_fused pays one truth test.
+_withheld: dict[int, frozenset[str]] = {}
+
+
+@contextlib.contextmanager
+def withholding_fused(names: frozenset[str]) -> Iterator[None]:
+    """In this thread, `run_fused` declines the fused kernels `names` (their composites
+    run their decompositions); other threads are unaffected."""
+    me = threading.get_ident()
+    before = _withheld.get(me)
+    _withheld[me] = names | (before or frozenset())
+    try:
+        yield
+    finally:
+        if before is None:
+            del _withheld[me]
+        else:
+            _withheld[me] = before
+
+
 def run_fused(name: str, *args: Any, **attrs: Any) -> Any:
     """Run fused kernel `name` on the backend of the first tensor argument.
 
@@ -235,6 +260,8 @@ def run_fused(name: str, *args: Any, **attrs: Any) -> Any:
     """
     decl = FUSED[name]
     if tracing.active is not None or (decl.backward and _grad_state.enabled):
+        return None
+    if _withheld and name in _withheld.get(threading.get_ident(), ()):
         return None
     same = decl.same_dtype
     first = device = dtype = None

@@ -81,6 +81,9 @@ class PluginRegistry:
         self.backends: dict[str, Backend] = {}
         self.errors: dict[str, str] = {}  # backend or plugin name -> why it failed
         self.offered: list[str] = []  # every backend the plugins offer, EMBER_BACKENDS or not
+        # Every backend's generator starts from one seed drawn from the OS, as PyTorch
+        # seeds its default generator at start-up (ember.initial_seed() returns it).
+        self.startup_seed = int.from_bytes(os.urandom(8), "little") >> 1
         self._loaded = False
         self._failure: BaseException | None = None  # a loud (EMBER_BACKENDS) load error
         self._lock = threading.RLock()
@@ -159,6 +162,10 @@ class PluginRegistry:
                 continue
             self.backends[backend.name] = backend
             record.backends.append(backend.name)
+            try:
+                backend.manual_seed(self.startup_seed)
+            except Exception:  # noqa: S110 - a backend that cannot seed yet seeds on demand
+                pass
 
     def _validate(self, record: PluginRecord, backend: Any) -> None:
         name = getattr(backend, "name", None)
