@@ -311,6 +311,7 @@ _SUBMODULES = {"nn", "optim", "jit", "onnx", "exporters", "testing", "demo", "cl
 _FROM_AMP = {"autocast", "is_autocast_enabled", "get_autocast_dtype",
              "is_autocast_available", "clear_autocast_cache", "is_autocast_cache_enabled"}
 _FROM_SCHEDULING = {"plan", "Plan"}  # auto-scheduling: imported on first use
+_FROM_COMPILED = {"compile"}  # ember.compile: kernel replay (ember.jit.compiled)
 _SUBMODULES = _SUBMODULES | {"scheduling"}  # ember.scheduling.learn & co
 
 
@@ -324,6 +325,8 @@ def __getattr__(name: str):
         return getattr(importlib.import_module("ember.amp"), name)
     if name in _FROM_SCHEDULING:
         return getattr(importlib.import_module("ember.scheduling"), name)
+    if name in _FROM_COMPILED:
+        return getattr(importlib.import_module("ember.jit.compiled"), name)
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
 
 

@@ -87,6 +87,10 @@ def run(op: str, *args: Any, **attrs: Any) -> Tensor:
         out = _fallback(backend, op, first, args, attrs)
     else:
         out = kernel(*bufs, **attrs)
+    if tracing.tape is not None:
+        if meta is None:
+            tracing.refuse_tape(f"{op} makes a shape that depends on the data")
+        tracing.tape.call(op, kernel, args, attrs, out)
     # meta None: a data-dependent shape (nonzero), whose dtype is int64
     result = Tensor._make(out, _dt.int64 if meta is None else meta.dtype, first._device,
                           backend)
@@ -126,7 +130,7 @@ def run_binary(op: str, a: Any, b: Any, out: Tensor | None = None) -> Tensor:
             _binary_meta.clear()
         _binary_meta[key] = meta
     kernel = backend.kernels.get(op)
-    if tracing.active is not None:  # the general path records the op
+    if tracing.active is not None or tracing.tape is not None:  # the general path records
         if out is not None:
             check_out(op + "_", out, meta.shape, meta.dtype)
             return write_into(out, run(op, a, b))
@@ -160,7 +164,8 @@ def run_unary_into(op: str, x: Tensor) -> Tensor:
     check_out(op + "_", x, meta.shape, meta.dtype)
     kernel = x._backend.kernels.get(op)
     if kernel is None or not x._backend.supports_out or meta.compute not in (None, x._dtype) \
-            or meta.dtype is not x._dtype or tracing.active is not None:
+            or meta.dtype is not x._dtype or tracing.active is not None \
+            or tracing.tape is not None:
         return write_into(x, run(op, x))
     kernel(x._data, out=x._data)
     x._vc[0] += 1
@@ -187,7 +192,10 @@ def write_into(dst: Tensor, src: Tensor) -> Tensor:
     """Copy `src` (same shape; castable dtype) into `dst`'s storage and bump its version."""
     if src._dtype is not dst._dtype:
         src = cast(src, dst._dtype)
-    dst._backend.kernels["assign"](dst._data, src._data)
+    assign = dst._backend.kernels["assign"]
+    assign(dst._data, src._data)
+    if tracing.tape is not None:
+        tracing.tape.call("assign", assign, (dst, src), {}, None)
     dst._vc[0] += 1
     if tracing.active is not None:
         tracing.primitive("assign", (dst, src), {}, dst)
@@ -204,6 +212,8 @@ def run_inplace(op: str, target: Tensor, *args: Any, **attrs: Any) -> None:
     if kernel is None:  # required kernels are checked at plugin load; be explicit anyway
         raise RuntimeError(f"{op}: backend {backend.name!r} has no kernel for this in-place op")
     kernel(target._data, *bufs, **attrs)
+    if tracing.tape is not None:
+        tracing.tape.call(op, kernel, (target,) + args, attrs, None)
     if tracing.active is not None:
         tracing.primitive(op, (target,) + args, attrs, target)
 
@@ -220,6 +230,8 @@ def run_creation(op: str, device: Device, backend: Backend, **attrs: Any) -> Ten
         out = backend.from_numpy(cpu.to_numpy(host), device.index or 0)
     else:
         out = kernel(**attrs, device=device.index or 0)
+        if tracing.tape is not None:
+            tracing.tape.call(op, kernel, (), dict(attrs, device=device.index or 0), out)
     result = Tensor._make(out, meta.dtype, device, backend)
     if tracing.active is not None:
         tracing.primitive(op, (), dict(attrs, device=str(device)), result)
@@ -296,6 +308,8 @@ def run_fused(name: str, *args: Any, **attrs: Any) -> Any:
     if kernel is None:
         return None
     out = kernel(*bufs, **attrs)
+    if tracing.tape is not None:
+        tracing.tape.call(name, kernel, args, attrs, out)
     if decl.writes:
         for i in decl.writes:
             for t in (args[i] if type(args[i]) is list else (args[i],)):
@@ -353,6 +367,7 @@ def cast(x: Tensor, dtype: Any) -> Tensor:
 
 
 def _warn_fallback(backend: Backend, op: str) -> None:
+    tracing.refuse_tape(f"{op} has no kernel on {backend.name} and runs on the CPU")
     if strict():
         raise RuntimeError(f"{op}: backend {backend.name!r} has no kernel for this op, and "
                            "EMBER_STRICT=1 forbids running it on the CPU instead")

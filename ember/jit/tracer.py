@@ -184,12 +184,17 @@ class TracedModule:
     submodules) are the traced module's, as a PyTorch traced module shares them."""
 
     def __init__(self, graph: Graph, original: Any) -> None:
+        from ember.jit.compiled import CompiledFunction
+
         self.graph = graph
         self.original = original
         self.training = False
+        # The graph's replay is itself replayed as its kernels once two calls agree
+        # (ember.compile): the ops' Python dispatch runs only while it records.
+        self._replay = CompiledFunction(lambda *inputs: replay(graph, inputs))
 
     def __call__(self, *inputs: Any) -> Any:
-        return replay(self.graph, inputs)
+        return self._replay(*inputs)
 
     forward = __call__
 
