@@ -65,6 +65,18 @@ class CPUBackend(Backend):
     def owns(self, buffer: Any) -> bool:
         return buffer.base is None and buffer.flags.writeable
 
+    def strides(self, buffer: Any) -> tuple[int, ...]:
+        return tuple(s // buffer.itemsize for s in buffer.strides)
+
+    def storage_offset(self, buffer: Any) -> int:
+        root = buffer  # the array owning the memory: the end of the chain of views
+        while type(root.base) is type(buffer):
+            root = root.base
+        return (self.data_ptr(buffer) - self.data_ptr(root)) // buffer.itemsize
+
+    def data_ptr(self, buffer: Any) -> int:
+        return buffer.__array_interface__["data"][0]
+
     def manual_seed(self, seed: int) -> None:
         self._k.manual_seed(seed)
 
