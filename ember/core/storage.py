@@ -96,12 +96,19 @@ class UntypedStorage(TypedStorage):
 _TYPED: dict[str, type] = {}
 
 
+_SCALAR_TYPES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                 "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
+                 "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def scalar_type_name(d: dt.dtype) -> str:
+    """PyTorch's C++ name of a dtype (`Float`, `Long` ...), as its messages print it."""
+    return _SCALAR_TYPES.get(d.name, d.name.capitalize())
+
+
 def storage_type(d: dt.dtype) -> type:
     """PyTorch's legacy storage class of a dtype (`FloatStorage` ...): a TypedStorage."""
-    names = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-             "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-             "uint8": "Byte", "bool": "Bool"}
-    name = names.get(d.name, d.name.capitalize()) + "Storage"
+    name = scalar_type_name(d) + "Storage"
     if name not in _TYPED:
         _TYPED[name] = type(name, (TypedStorage,), {"__module__": "ember"})
     return _TYPED[name]

@@ -201,7 +201,14 @@ class Tensor:
     # -- memory layout (SHAPE family: tensor attributes) --------------------------------
     def stride(self, dim: int | None = None) -> tuple[int, ...] | int:
         """The step, in elements, between neighbours along each dimension (`dim`'s)."""
-        strides = self._backend.strides(self._data)
+        strides = list(self._backend.strides(self._data))
+        shape = self._data.shape
+        for d in range(len(strides) - 1, -1, -1):
+            # a dimension of size 1 added by indexing with None or by expand has stride 0
+            # in NumPy-like backends; PyTorch gives it unsqueeze's stride
+            if shape[d] == 1 and strides[d] == 0:
+                strides[d] = shape[d + 1] * strides[d + 1] if d + 1 < len(strides) else 1
+        strides = tuple(strides)
         if dim is None:
             return strides
         return strides[normalize_dim("stride", dim, self.ndim)]
@@ -305,7 +312,9 @@ class Tensor:
     def H(self) -> Tensor:  # noqa: N802
         if self.ndim not in (0, 2):
             raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
-                               f"{self.ndim}-D tensor.")
+                               f"{self.ndim}-D tensor."
+                               + (" For batches of matrices, consider using tensor.mH"
+                                  if self.ndim > 2 else ""))
         return self.adjoint() if self.ndim == 2 else self.view_as(self)
 
     @property
@@ -338,6 +347,39 @@ class Tensor:
             self.detach().view(-1)[:keep].copy_(old)
         self._vc[0] += 1
         return self
+
+    def resize(self, *sizes: Any) -> Tensor:
+        """Deprecated: this tensor viewed with the shape `sizes`, which must hold as many
+        elements (the differentiable form of `resize_`)."""
+        from ember.core.ops.shape import sizes_arg
+
+        return self._resized(sizes_arg(sizes), "resize")
+
+    def resize_as(self, tensor: Tensor) -> Tensor:
+        """Deprecated: `resize` to the shape of `tensor`."""
+        return self._resized(tuple(tensor.shape), "resize_as")
+
+    def _resized(self, shape: tuple[int, ...], op: str) -> Tensor:
+        import warnings
+
+        warnings.warn(f"non-inplace {op} is deprecated", UserWarning, stacklevel=3)
+        if math.prod(shape) != self.numel():
+            raise RuntimeError(f"requested resize to {'x'.join(map(str, shape))} "
+                               f"({math.prod(shape)} elements in total), but the given tensor "
+                               f"has a size of {'x'.join(map(str, self.shape))} "
+                               f"({self.numel()} elements). autograd's resize can only change "
+                               "the shape of a given tensor, while preserving the number of "
+                               "elements. ")
+        return self.reshape(shape)
+
+    def is_set_to(self, tensor: Tensor) -> bool:
+        """Whether this tensor and `tensor` are the same view of the same memory (storage,
+        offset, shape and strides)."""
+        return (self._storage_owner() is tensor._storage_owner()
+                or self.data_ptr() - self.storage_offset() * self.element_size()
+                == tensor.data_ptr() - tensor.storage_offset() * tensor.element_size()) \
+            and self.storage_offset() == tensor.storage_offset() \
+            and tuple(self.shape) == tuple(tensor.shape) and self.stride() == tensor.stride()
 
     def resize_as_(self, the_template: Tensor, memory_format: Any = None) -> Tensor:
         """`resize_` to the shape of `the_template`."""

@@ -67,6 +67,8 @@ _INPLACE_ARGS: dict[str, tuple[str, Args]] = {
     "squeeze": ("col", lambda lib, y: ((1,), {})),
     "unsqueeze": ("float", lambda lib, y: ((1,), {})),
     "transpose": ("float", lambda lib, y: ((0, 1), {})),
+    # SHAPE family
+    "as_strided": ("float", lambda lib, y: (((2, 3), (1, 3), 1), {})),
 }
 _UNARY_ARGS: tuple[str, Args] = ("float", lambda lib, y: ((), {}))
 

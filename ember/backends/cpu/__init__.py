@@ -69,9 +69,13 @@ class CPUBackend(Backend):
         return tuple(s // buffer.itemsize for s in buffer.strides)
 
     def storage_offset(self, buffer: Any) -> int:
-        root = buffer  # the array owning the memory: the end of the chain of views
-        while type(root.base) is type(buffer):
-            root = root.base
+        # the array owning the memory: the last array down the chain of `base`s (a strided
+        # view's base is NumPy's stride-tricks wrapper, whose base is the array again)
+        root = node = buffer
+        while getattr(node, "base", None) is not None:
+            node = node.base
+            if type(node) is type(buffer):
+                root = node
         return (self.data_ptr(buffer) - self.data_ptr(root)) // buffer.itemsize
 
     def data_ptr(self, buffer: Any) -> int:

@@ -25,6 +25,7 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.creation import arange, zeros
 from ember.core.declare import composite
+from ember.core.inplace import metadata_inplace
 from ember.core.ops.elementwise import to_dtype
 from ember.core.ops.indexing import index_select, narrow, select, split, tensor_split, unbind
 from ember.core.ops.shape import (
@@ -48,6 +49,7 @@ from ember.core.ops.shape import (
 )
 from ember.core.placement import DeviceLike, resolve
 from ember.core.shapes import fmt_shape, normalize_dim
+from ember.core.storage import scalar_type_name
 from ember.core.tensor import Tensor
 
 _diagonal = diagonal  # `diag`'s parameter is named `diagonal`, as PyTorch's
@@ -102,7 +104,8 @@ def atleast_3d(*tensors: Any) -> Any:
 
 def _check_list(op: str, tensors: Any) -> list[Tensor]:
     if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
-        raise TypeError(f"{op}(): argument 'tensors' must be tuple of Tensors, not "
+        raise TypeError(f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, "
+                        f"not "
                         f"{type(tensors).__name__}")
     if not tensors:
         raise RuntimeError(f"{op} expects a non-empty TensorList")
@@ -135,8 +138,7 @@ def dstack(tensors: Sequence[Tensor]) -> Tensor:
 def _numpy_split(op: str, input: Tensor, sections: Any, dim: int, min_dims: int) -> tuple:
     if input.ndim < min_dims:
         raise RuntimeError(f"torch.{op} requires a tensor with at least {min_dims} "
-                           f"dimension{'s' if min_dims > 1 else ''}, but got a tensor with "
-                           f"{input.ndim} dimensions!")
+                           f"dimension, but got a tensor with {input.ndim} dimensions!")
     if isinstance(sections, int) and not isinstance(sections, bool):
         size = input.shape[dim]
         if sections == 0 or size % sections:
@@ -306,14 +308,11 @@ def _scatter_into(op: str, input: Tensor, src: Tensor, key: tuple, target_shape:
     shape `target_shape`); `value` lays `src` out as `copy[key]` is laid out. The write is
     to the copy itself, not through a view of it, so traces replay and export it."""
     if tuple(target_shape) != tuple(src.shape):
-        raise RuntimeError(f"{op}: expected src to have a size equal to the slice of self. "
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. "
                            f"src size = {fmt_shape(tuple(src.shape))}, slice size = "
                            f"{fmt_shape(tuple(target_shape))}")
-    if src.dtype is not input.dtype:
-        raise RuntimeError(f"{op}: expected src to have the dtype of self ({input.dtype}), "
-                           f"but got {src.dtype}")
     out = clone(input)
-    out[key] = value(src)
+    out[key] = value(src)  # cast to input's dtype, as PyTorch's copy_
     return out
 
 
@@ -376,7 +375,10 @@ def _storage_root(input: Tensor) -> Tensor:
     return input._base if input._base is not None else input
 
 
-@composite(cost=costs.view)
+@composite(variants="function method inplace", cost=costs.view,
+           inplace_method=metadata_inplace(
+               lambda self, size, stride, storage_offset=None:
+               as_strided(self, size, stride, storage_offset)))
 def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],
                storage_offset: int | None = None) -> Tensor:
     """A view of `input`'s storage with the given sizes, strides and offset, in elements
@@ -387,11 +389,13 @@ def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],
     base is: the strides then mean the same memory as in PyTorch."""
     size, stride = sizes_arg((size,)), sizes_arg((stride,))
     if len(size) != len(stride):
-        raise RuntimeError(f"mismatch in length of strides and shape: {len(stride)} strides "
-                           f"for {len(size)} sizes")
-    if any(s < 0 for s in size) or any(s < 0 for s in stride):
-        raise RuntimeError(f"as_strided: Negative strides or sizes are not supported, got "
-                           f"sizes {list(size)} and strides {list(stride)}")
+        raise RuntimeError("mismatch in length of strides and shape")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, "
+                           f"got strides: {list(stride)}")
+    if any(s < 0 for s in size):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(size)}: "
+                           f"{list(size)}")
     offset = input.storage_offset() if storage_offset is None else int(storage_offset)
     if offset < 0:
         raise RuntimeError(f"Tensor: invalid storage offset {offset}")
@@ -530,10 +534,11 @@ def _triangle_indices(op: str, np_fn: Callable, row: int, col: int, offset: int,
                       device: DeviceLike) -> Tensor:
     d = dt.int64 if dtype is None else dtype
     if d not in (dt.int32, dt.int64):
-        raise RuntimeError(f'"{op}" not implemented for \'{str(d).capitalize()}\'')
-    if row < 0 or col < 0:
-        raise RuntimeError(f"{op} expects row and column to be non-negative, got row = "
-                           f"{row} and column = {col}")
+        raise NotImplementedError(f'"{op}" not implemented for \'{scalar_type_name(d)}\'')
+    if row < 0:
+        raise RuntimeError(f"row must be non-negative, got{row}")
+    if col < 0:
+        raise RuntimeError(f"col must be non-negative, got{col}")
     rows, cols = np_fn(row, offset, col)
     dev, _ = resolve(device)
     return Tensor._from_data(np.stack([rows, cols]).astype(np.int64).reshape(2, -1),
@@ -595,7 +600,7 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None
         return _by_counts(x, repeats, d, output_size)
     r = int(repeats)
     if r < 0:
-        raise RuntimeError("repeats can not be negative")
+        raise RuntimeError("Repeats must be non-negative")
     if r == 1:
         return clone(x)
     shape = tuple(x.shape)
@@ -606,8 +611,9 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None
 def _by_counts(x: Tensor, counts: Tensor, d: int, output_size: int | None) -> Tensor:
     if counts.ndim != 1:
         raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
-    if counts.dtype.is_floating_point:
-        raise RuntimeError("repeats has to be Long or Int tensor")
+    if counts.dtype not in (dt.int32, dt.int64):
+        raise NotImplementedError(f'"repeat_interleave_cpu" not implemented for '
+                                  f"'{scalar_type_name(counts.dtype)}'")
     c = np.asarray(counts.tolist(), dtype=np.int64)
     if len(c) != x.shape[d]:
         raise RuntimeError("repeats must have the same size as input along dim, but got "
@@ -615,8 +621,7 @@ def _by_counts(x: Tensor, counts: Tensor, d: int, output_size: int | None) -> Te
     if (c < 0).any():
         raise RuntimeError("repeats can not be negative")
     if output_size is not None and output_size != int(c.sum()):
-        raise RuntimeError(f"allocated size does not match required size ({output_size} vs "
-                           f"{int(c.sum())})")
+        raise RuntimeError("allocated size does not match required size")
     index = _index_tensor(np.repeat(np.arange(len(c)), c), x.device)
     return index_select(x, d, index)
 
@@ -624,7 +629,8 @@ def _by_counts(x: Tensor, counts: Tensor, d: int, output_size: int | None) -> Te
 # -- the *_copy forms of the views ----------------------------------------------------
 
 
-def _copy_of(view: Callable[..., Any], name: str) -> Callable[..., Any]:
+def _copy_of(view: Callable[..., Any], name: str, variants: str = "function"
+             ) -> Callable[..., Any]:
     """`torch.<view>_copy`: the view's result as a new tensor with its own storage (a
     tuple of them for the views that return several)."""
     def fn(input: Tensor, *args: Any, **kwargs: Any) -> Any:
@@ -633,7 +639,7 @@ def _copy_of(view: Callable[..., Any], name: str) -> Callable[..., Any]:
             return tuple(clone(o) for o in out)
         return clone(out)
     fn.__doc__ = f"`{view.__name__}`, copied: the result shares no storage with `input`."
-    return composite(variants="function", cost=costs.movement)(_named(fn, name))
+    return composite(variants=variants, cost=costs.movement)(_named(fn, name))
 
 
 def _named(fn: Callable, name: str) -> Callable:
@@ -646,7 +652,7 @@ as_strided_copy = _copy_of(as_strided, "as_strided_copy")
 detach_copy = _copy_of(lambda x: x.detach(), "detach_copy")
 diagonal_copy = _copy_of(diagonal, "diagonal_copy")
 expand_copy = _copy_of(lambda x, size, *, implicit=False: expand(x, size), "expand_copy")
-narrow_copy = _copy_of(narrow, "narrow_copy")
+narrow_copy = _copy_of(narrow, "narrow_copy", "function method")
 permute_copy = _copy_of(permute, "permute_copy")
 select_copy = _copy_of(select, "select_copy")
 slice_copy = _copy_of(lambda x, dim=0, start=None, end=None, step=1:

@@ -553,8 +553,6 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
     """A view of the diagonal of `input` in the plane of `dim1` and `dim2` (`offset`
     above the main one when positive, below when negative), as a new last dimension."""
     n = input.ndim
-    if n < 2:
-        raise RuntimeError(f"diagonal dimensions requires ndim larger than 1, but got {n}")
     d1, d2 = normalize_dim("diagonal", dim1, n), normalize_dim("diagonal", dim2, n)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
@@ -585,8 +583,8 @@ def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
         raise RuntimeError(f"step is {step} but must be > 0")
     if size < 0:
         raise RuntimeError(f"size is {size} but must be >= 0")
-    if n == 0:
-        return reshape(self, (size,)) if size else reshape(self, (0,))
+    if n == 0:  # a 0-d tensor unfolds as one of one element
+        return _strided(self, (size,), ((),), (), "UnfoldBackward0")
     shape = list(self.shape)
     shape[d] = (length - size) // step + 1
     steps = [tuple(int(i == k) * (step if k == d else 1) for i in range(n)) for k in range(n)]
