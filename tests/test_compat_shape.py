@@ -160,6 +160,8 @@ VIEWS = {
     "as_strided": lambda x: x.as_strided((3, 3), (1, 5), 2),
     "as_strided of a view": lambda x: x[1].as_strided((2, 2), (4, 1)),
     "as_strided of a transpose": lambda x: x.transpose(0, 1).as_strided((2, 2), (1, 8), 1),
+    "as_strided reaching before a view": lambda x: x[1].as_strided((3,), (5,), 0),
+    "as_strided of a column": lambda x: x[:, 1].as_strided((2, 2), (1, 12), 4),
     "hsplit": lambda x: x.hsplit([1])[1],
     "dsplit": lambda x: x.dsplit(2)[1],
     "split_with_sizes": lambda x: x.split_with_sizes([1, 3], 2)[1],
@@ -216,6 +218,7 @@ def test_as_strided_inplace_makes_the_tensor_the_view():
 
 GRAD_CASES = {
     "diagonal": lambda L, x: L.diagonal(x, 1, 0, 2) * 2,
+    "as_strided of a transpose": lambda L, x: x.transpose(0, 2).as_strided((2, 3), (1, 4)) ** 2,
     "overlapping unfold": lambda L, x: x.unfold(2, 3, 1) ** 2,
     "overlapping as_strided": lambda L, x: L.as_strided(x, (3, 3), (1, 1), 2) ** 2,
     "diag of a vector": lambda L, x: L.diag(x[0, 0], 1) ** 2,

@@ -7,8 +7,9 @@ a view of a copy (`diagonal_scatter`, `select_scatter`, `slice_scatter`,
 forms of the views.
 
 Every op here is a composite: it runs on every backend and exports through its parts.
-Those that write into a fresh tensor (the scatters, `diag_embed`) write through a view of
-it with `copy_`, so autograd routes the gradient through PyTorch's `CopySlices` rule.
+The scatters (and `diag_embed`, a diagonal scatter into zeros) write into a copy of their
+input with indexing, never through a view of it, so a trace records the write and
+replays and exports it.
 """
 
 from __future__ import annotations
@@ -105,14 +106,13 @@ def atleast_3d(*tensors: Any) -> Any:
 def _check_list(op: str, tensors: Any) -> list[Tensor]:
     if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, "
-                        f"not "
-                        f"{type(tensors).__name__}")
+                        f"not {type(tensors).__name__}")
     if not tensors:
         raise RuntimeError(f"{op} expects a non-empty TensorList")
     return list(tensors)
 
 
-@composite(variants="function", cost=costs.movement)
+@composite(variants="function out", cost=costs.movement)
 def column_stack(tensors: Sequence[Tensor]) -> Tensor:
     """Joins tensors as columns: 0-d and 1-D tensors become columns, the others are
     joined along dim 1."""
@@ -120,13 +120,13 @@ def column_stack(tensors: Sequence[Tensor]) -> Tensor:
     return cat([reshape(x, (x.numel(), 1)) if x.ndim <= 1 else x for x in xs], 1)
 
 
-@composite(variants="function", cost=costs.movement)
+@composite(variants="function out", cost=costs.movement)
 def row_stack(tensors: Sequence[Tensor]) -> Tensor:
     """Alias of `vstack`: joins tensors row-wise (1-D tensors become rows)."""
     return vstack(_check_list("row_stack", tensors))
 
 
-@composite(variants="function", cost=costs.movement)
+@composite(variants="function out", cost=costs.movement)
 def dstack(tensors: Sequence[Tensor]) -> Tensor:
     """Joins tensors depth-wise (along dim 2), after `atleast_3d`."""
     return cat(list(atleast_3d(_check_list("dstack", tensors))), 2)
@@ -267,7 +267,7 @@ def ravel(input: Tensor) -> Tensor:
 # -- diagonals ------------------------------------------------------------------------
 
 
-@composite(cost=costs.movement)
+@composite(variants="function method out", cost=costs.movement)
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     """Of a 1-D tensor, the square matrix with it on diagonal `diagonal`; of a 2-D tensor,
     a copy of its diagonal `diagonal`."""
@@ -341,7 +341,7 @@ def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
     return _scatter_into("select_scatter", input, src, key, tuple(select(input, d, index).shape))
 
 
-@composite(cost=costs.movement)
+@composite(variants="function method out", cost=costs.movement)
 def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None,
                   end: int | None = None, step: int = 1) -> Tensor:
     """A copy of `input` with `src` written into the slice `start:end:step` of `dim`."""
@@ -383,10 +383,9 @@ def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],
                storage_offset: int | None = None) -> Tensor:
     """A view of `input`'s storage with the given sizes, strides and offset, in elements
     (the offset is `input.storage_offset()` when not given). Every element it reaches
-    must lie in the storage.
-
-    A view of a view that is not dense in row-major order is taken on its base when the
-    base is: the strides then mean the same memory as in PyTorch."""
+    must lie in the storage. The gradient goes to `input`, or to its base where the view
+    reaches beyond `input`'s elements (PyTorch drops the gradient of the elements outside
+    `input` there)."""
     size, stride = sizes_arg((size,)), sizes_arg((stride,))
     if len(size) != len(stride):
         raise RuntimeError("mismatch in length of strides and shape")
@@ -399,31 +398,32 @@ def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],
     offset = input.storage_offset() if storage_offset is None else int(storage_offset)
     if offset < 0:
         raise RuntimeError(f"Tensor: invalid storage offset {offset}")
-    owner = input
-    if not input.is_contiguous():
-        owner = _storage_root(input)
-        if owner is input or not owner.is_contiguous():
-            raise NotImplementedError("as_strided of a view that is not contiguous, of a "
-                                      "base that is not contiguous, is not supported")
-    flat = reshape(owner, (-1,)) if owner.ndim != 1 else owner
-    storage = owner.storage_offset() + owner.numel()
-    first = owner.storage_offset()
-    last = offset + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else offset
-    if offset < first:
-        raise NotImplementedError(f"as_strided: storage offset {offset} lies before the "
-                                  f"first element this tensor can reach ({first})")
-    if last >= storage and math.prod(size):
-        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, "
-                           f"storage offset {offset}, and itemsize {input.element_size()} "
-                           f"requiring a storage size of {(last + 1) * input.element_size()} "
-                           f"are out of bounds for storage of size "
-                           f"{storage * input.element_size()}")
-    start = offset - first if math.prod(size) else 0
-    out = _strided(flat, size, tuple((s,) for s in stride), (start,), "AsStridedBackward0")
+    empty = math.prod(size) == 0
+    last = offset + sum((n - 1) * s for n, s in zip(size, stride)) if not empty else offset
+    # the view is taken on `input` when its elements are dense and hold every element
+    # reached, else on the tensor owning the storage (`input`'s base), when that is dense
+    root = _storage_root(input)
+    for owner in (input, root):
+        first = owner.storage_offset()
+        if owner.is_contiguous() and (empty or first <= offset and
+                                      last < first + owner.numel()):
+            break
+    else:
+        end = root.storage_offset() + root.numel()
+        if not empty and last >= end:
+            size_of = input.element_size()
+            raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, "
+                               f"storage offset {offset}, and itemsize {size_of} requiring a "
+                               f"storage size of {(last + 1) * size_of} are out of bounds "
+                               f"for storage of size {end * size_of}")
+        raise NotImplementedError("as_strided: the storage of this tensor is not dense (its "
+                                  "base is a strided view)")
     if owner is not input and input._requires_grad and not owner._requires_grad:
-        raise NotImplementedError("as_strided of a non-contiguous view that requires grad "
-                                  "(its base does not) is not supported")
-    return out
+        raise NotImplementedError("as_strided beyond the elements of a view that requires "
+                                  "grad, of a base that does not, is not supported")
+    flat = reshape(owner, (-1,)) if owner.ndim != 1 else owner
+    start = 0 if empty else offset - first
+    return _strided(flat, size, tuple((s,) for s in stride), (start,), "AsStridedBackward0")
 
 
 # -- index grids ----------------------------------------------------------------------
@@ -629,7 +629,7 @@ def _by_counts(x: Tensor, counts: Tensor, d: int, output_size: int | None) -> Te
 # -- the *_copy forms of the views ----------------------------------------------------
 
 
-def _copy_of(view: Callable[..., Any], name: str, variants: str = "function"
+def _copy_of(view: Callable[..., Any], name: str, variants: str = "function out"
              ) -> Callable[..., Any]:
     """`torch.<view>_copy`: the view's result as a new tensor with its own storage (a
     tuple of them for the views that return several)."""
@@ -652,18 +652,19 @@ as_strided_copy = _copy_of(as_strided, "as_strided_copy")
 detach_copy = _copy_of(lambda x: x.detach(), "detach_copy")
 diagonal_copy = _copy_of(diagonal, "diagonal_copy")
 expand_copy = _copy_of(lambda x, size, *, implicit=False: expand(x, size), "expand_copy")
-narrow_copy = _copy_of(narrow, "narrow_copy", "function method")
+narrow_copy = _copy_of(narrow, "narrow_copy", "function method out")
 permute_copy = _copy_of(permute, "permute_copy")
 select_copy = _copy_of(select, "select_copy")
 slice_copy = _copy_of(lambda x, dim=0, start=None, end=None, step=1:
                       x[(slice(None),) * normalize_dim("slice_copy", dim, x.ndim)
                         + (slice(start, end, step),)], "slice_copy")
-split_copy = _copy_of(split, "split_copy")
-split_with_sizes_copy = _copy_of(split_with_sizes, "split_with_sizes_copy")
+# (the ones returning several tensors take no out=: PyTorch's is a list of tensors)
+split_copy = _copy_of(split, "split_copy", "function")
+split_with_sizes_copy = _copy_of(split_with_sizes, "split_with_sizes_copy", "function")
 squeeze_copy = _copy_of(squeeze, "squeeze_copy")
 t_copy = _copy_of(t, "t_copy")
 transpose_copy = _copy_of(transpose, "transpose_copy")
-unbind_copy = _copy_of(unbind, "unbind_copy")
+unbind_copy = _copy_of(unbind, "unbind_copy", "function")
 unfold_copy = _copy_of(lambda x, dimension, size, step: x.unfold(dimension, size, step),
                        "unfold_copy")
 unsqueeze_copy = _copy_of(unsqueeze, "unsqueeze_copy")
