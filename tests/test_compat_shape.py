@@ -434,9 +434,26 @@ def test_python_callables_elementwise():
     _same(i.apply_(lambda a: a * 3), ti.apply_(lambda a: a * 3))
 
 
+def test_grad_dtype_as_torch():
+    for lib in (ember, torch):
+        x = lib.ones(2, requires_grad=True)
+        assert str(x.grad_dtype).endswith("float32")
+        x.grad_dtype = lib.float64
+        (x * 2).sum().backward()
+        assert str(x.grad.dtype).endswith("float64") and x.grad.tolist() == [2.0, 2.0]
+        x.grad_dtype = None
+        assert x.grad_dtype is None
+        with pytest.raises(RuntimeError, match="grad_dtype can only be accessed on leaf"):
+            assert (x * 2).grad_dtype is None  # raises first
+        with pytest.raises(RuntimeError, match="grad_dtype can only be set on leaf"):
+            (x * 2).grad_dtype = lib.float32
+        with pytest.raises(RuntimeError, match="grad_dtype must be a"):
+            x.grad_dtype = 3
+
+
 def test_misc_attributes():
     x = ember.ones(2, 3)
-    assert x.share_memory_() is x and not x.is_shared()
+    assert not x.is_shared() and x.share_memory_() is x and x.is_shared()
     with pytest.warns(UserWarning, match="volatile was removed"):
         assert x.volatile is False
     assert ember.detach(x.requires_grad_()).requires_grad is False

@@ -41,6 +41,8 @@ class Tensor:
     _view_fn = None  # recreates this view from `_base` (for in-place writes through it)
     _hooks = None  # gradient hooks of a leaf
     _post_accumulate_hooks = None  # hooks run after a leaf's .grad is accumulated
+    _shared = False  # share_memory_ was called
+    _grad_dtype: Any = "same"  # the dtype backward casts a leaf's gradient to (None: none)
 
     # -- construction -----------------------------------------------------------------
     @classmethod
@@ -276,9 +278,21 @@ class Tensor:
         return False
 
     @property
-    def grad_dtype(self) -> dt.dtype:
-        """The dtype a gradient of this tensor has: its own."""
-        return self._dtype
+    def grad_dtype(self) -> dt.dtype | None:
+        """The dtype backward gives this leaf's `.grad` (its own dtype unless set; None:
+        whatever dtype the gradient has)."""
+        if self._node is not None:
+            raise RuntimeError("grad_dtype can only be accessed on leaf tensors.")
+        return self._dtype if self._grad_dtype == "same" else self._grad_dtype
+
+    @grad_dtype.setter
+    def grad_dtype(self, value: dt.dtype | None) -> None:
+        if self._node is not None:
+            raise RuntimeError("grad_dtype can only be set on leaf tensors.")
+        if value is not None and not isinstance(value, dt.dtype):
+            raise RuntimeError(f"grad_dtype must be a ember.dtype or None, but got "
+                               f"{type(value).__name__}")
+        self._grad_dtype = value
 
     @property
     def is_meta(self) -> bool:
@@ -297,12 +311,13 @@ class Tensor:
         return self._device.type == "maia"
 
     def is_shared(self) -> bool:
-        """Whether the storage is in shared memory (never: see `share_memory_`)."""
-        return False
+        """Whether `share_memory_` was called on this tensor."""
+        return self._shared
 
     def share_memory_(self) -> Tensor:
         """PyTorch moves the storage to shared memory for worker processes; ember's
-        workers receive tensors pickled, so this is a no-op returning self."""
+        workers receive tensors pickled, so this only marks the tensor (`is_shared()`)."""
+        self._shared = True
         return self
 
     def ndimension(self) -> int:
