@@ -412,6 +412,11 @@ def test_resize_and_set_match_torch():
     assert y.tolist() == [1.0, 2.0, 3.0, 4.0]
     y.set_(src, 1, (2,), (2,))
     assert y.tolist() == [2.0, 4.0]
+    assert y.storage().tolist() == src.tolist()
+    view = ember.zeros(3, 4)[1]
+    view.set_(src)  # no longer a view of the zeros: writes reach src
+    view.mul_(2)
+    assert src.tolist() == [2.0, 4.0, 6.0, 8.0]
     assert tuple(y.set_().shape) == (0,)
     with pytest.raises(TypeError, match="expected a Tensor source"):
         y.set_(3)

@@ -224,7 +224,8 @@ class Backend:
 
     def strides(self, buffer: Any) -> tuple[int, ...]:
         """The buffer's strides, in elements (`Tensor.stride`). Default: a dense
-        row-major buffer's."""
+        row-major buffer's (a backend whose buffers can be strided views overrides this,
+        `storage_offset` and `data_ptr`)."""
         strides, acc = [], 1
         for s in reversed(tuple(buffer.shape)):
             strides.append(acc)

@@ -414,10 +414,16 @@ class Tensor:
                 if stride is None:
                     stride = tuple(math.prod(size[d + 1:]) for d in range(len(size)))
                 source = source.as_strided(size, stride, storage_offset)
+            owner = source._storage_owner()
             self._data, self._dtype = source._data, source._dtype
             self._device, self._backend = source._device, source._backend
         else:
             raise TypeError(f"set_(): expected a Tensor source, got {type(source).__name__}")
+        # no longer a view of its old base: its storage is now `source`'s (or its own)
+        self.__dict__.pop("_view_fn", None)
+        self.__dict__.pop("_base", None)
+        if source is not None and owner is not self:
+            self._base = owner
         self._vc[0] += 1
         return self
 
