@@ -227,8 +227,21 @@ from ember.core.ops.nn import (
 )
 
 # SHAPE family: views, splits, joins, diagonals, index grids, predicates
-from ember.core.ops.rearrange import (
+from ember.core.ops.predicates import (
     adjoint,
+    detach,
+    get_device,
+    is_distributed,
+    is_floating_point,
+    is_inference,
+    is_neg,
+    is_nonzero,
+    is_same_size,
+    is_signed,
+    numel,
+    resolve_neg,
+)
+from ember.core.ops.rearrange import (
     alias_copy,
     as_strided,
     as_strided_copy,
@@ -240,7 +253,6 @@ from ember.core.ops.rearrange import (
     cartesian_prod,
     column_stack,
     combinations,
-    detach,
     detach_copy,
     diag,
     diag_embed,
@@ -252,22 +264,12 @@ from ember.core.ops.rearrange import (
     expand_copy,
     fliplr,
     flipud,
-    get_device,
     hsplit,
-    is_distributed,
-    is_floating_point,
-    is_inference,
-    is_neg,
-    is_nonzero,
-    is_same_size,
-    is_signed,
     meshgrid,
     narrow_copy,
-    numel,
     permute_copy,
     ravel,
     repeat_interleave,
-    resolve_neg,
     roll,
     rot90,
     row_stack,
