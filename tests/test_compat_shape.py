@@ -505,3 +505,16 @@ def test_a_trace_replays_the_scatters():
     traced = ember.jit.trace(f, (x, s))
     x2, s2 = ember.randn(3, 3), ember.randn(3)
     np.testing.assert_allclose(traced(x2, s2).numpy(), f(x2, s2).numpy())
+
+
+def test_result_layouts_match_torch():
+    """The copies come out with PyTorch's strides too (rot90 is a transposed copy)."""
+    for k in range(-1, 5):
+        assert ember.rot90(ember.zeros(2, 3, 4), k, (1, 2)).stride() == \
+            torch.rot90(torch.zeros(2, 3, 4), k, (1, 2)).stride()
+    for make in (lambda L: L.diag_embed(L.zeros(3, 4)), lambda L: L.roll(L.zeros(2, 3), 1, 1),
+                 lambda L: L.repeat_interleave(L.zeros(2, 3), 2, 1),
+                 lambda L: L.meshgrid(L.zeros(3), L.zeros(2), indexing="xy")[0],
+                 lambda L: L.atleast_3d(L.zeros(4)), lambda L: L.cartesian_prod(L.zeros(2),
+                                                                                L.zeros(3))):
+        assert make(ember).stride() == make(torch).stride()
