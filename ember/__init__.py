@@ -226,6 +226,76 @@ from ember.core.ops.nn import (
     max_pool2d,
     softmax,
 )
+
+# SHAPE family: views, splits, joins, diagonals, index grids, predicates
+from ember.core.ops.predicates import (
+    adjoint,
+    detach,
+    get_device,
+    is_distributed,
+    is_floating_point,
+    is_inference,
+    is_neg,
+    is_nonzero,
+    is_same_size,
+    is_signed,
+    numel,
+    resolve_neg,
+)
+from ember.core.ops.rearrange import (
+    alias_copy,
+    as_strided,
+    as_strided_copy,
+    as_strided_scatter,
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    block_diag,
+    cartesian_prod,
+    column_stack,
+    combinations,
+    detach_copy,
+    diag,
+    diag_embed,
+    diagflat,
+    diagonal_copy,
+    diagonal_scatter,
+    dsplit,
+    dstack,
+    expand_copy,
+    fliplr,
+    flipud,
+    hsplit,
+    meshgrid,
+    narrow_copy,
+    permute_copy,
+    ravel,
+    repeat_interleave,
+    roll,
+    rot90,
+    row_stack,
+    select_copy,
+    select_scatter,
+    slice_copy,
+    slice_scatter,
+    split_copy,
+    split_with_sizes,
+    split_with_sizes_copy,
+    squeeze_copy,
+    t_copy,
+    transpose_copy,
+    tril_indices,
+    triu_indices,
+    unbind_copy,
+    unfold_copy,
+    unravel_index,
+    unsafe_chunk,
+    unsafe_split,
+    unsafe_split_with_sizes,
+    unsqueeze_copy,
+    view_copy,
+    vsplit,
+)
 from ember.core.ops.reduction import (
     all,
     amax,
@@ -255,6 +325,7 @@ from ember.core.ops.shape import (
     clone,
     concat,
     concatenate,
+    diagonal,  # SHAPE family
     flatten,
     flip,
     hstack,
@@ -277,6 +348,7 @@ from ember.core.ops.shape import (
 )
 from ember.core.ops.writes import bernoulli, fill_, multinomial, zero_
 from ember.core.placement import get_default_device, set_default_device
+from ember.core.storage import layout, strided  # SHAPE family
 from ember.core.tensor import Size, Tensor
 from ember.serialization import load, save
 
@@ -383,6 +455,20 @@ __all__ = [
     "_foreach_div", "_foreach_div_", "_foreach_maximum_", "_foreach_addcmul_",
     "_foreach_addcdiv_", "_foreach_lerp_", "_foreach_sqrt", "_foreach_sqrt_", "_foreach_neg",
     "_foreach_zero_", "_foreach_copy_", "_foreach_norm", "_fused_sgd_",
+    # SHAPE family: views, splits, joins, diagonals, index grids, predicates
+    "adjoint", "alias_copy", "as_strided", "as_strided_copy", "as_strided_scatter",
+    "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "unravel_index", "cartesian_prod",
+    "column_stack",
+    "combinations", "detach", "detach_copy", "diag", "diag_embed", "diagflat",
+    "diagonal_copy", "diagonal_scatter", "dsplit", "dstack", "expand_copy", "fliplr",
+    "flipud", "get_device", "hsplit", "is_distributed", "is_floating_point", "is_inference",
+    "is_neg", "is_nonzero", "is_same_size", "is_signed", "meshgrid", "narrow_copy", "numel",
+    "permute_copy", "ravel", "repeat_interleave", "resolve_neg", "roll", "rot90",
+    "row_stack", "select_copy", "select_scatter", "slice_copy", "slice_scatter",
+    "split_copy", "split_with_sizes", "split_with_sizes_copy", "squeeze_copy", "t_copy",
+    "transpose_copy", "tril_indices", "triu_indices", "unbind_copy", "unfold_copy",
+    "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "unsqueeze_copy",
+    "view_copy", "vsplit", "diagonal", "layout", "strided",
     # checkpoints, subpackages
     "save", "load", "utils",
 ]

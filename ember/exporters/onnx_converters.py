@@ -18,6 +18,7 @@ import numpy as np
 from ember.core import dtype as dt
 from ember.core.opdef import OPS
 from ember.core.ops.elementwise import UNARY_BY_RULE
+from ember.core.ops.shape import strided_positions
 from ember.exporters.onnx_context import ExportContext, SymDim, meta, numpy_dtype, onnx_type
 from ember.exporters.onnx_registry import converter
 from ember.jit.graph import Node, Value
@@ -293,6 +294,16 @@ def _permute(ctx: ExportContext, node: Node) -> Any:
     if perm == sorted(perm):
         return ctx.name(x)
     return ctx.op("Transpose", ctx.name(x), perm=perm)
+
+
+@converter("strided_view")
+def _strided_view(ctx: ExportContext, node: Node) -> Any:
+    # (SHAPE family) a Gather of the flattened input at each element's position
+    (x,) = node.args
+    kw = node.kwargs
+    pos = strided_positions(tuple(kw["shape"]), kw["steps"], kw["start"], tuple(x.shape))
+    flat = ctx.op("Reshape", ctx.name(x), ctx.ints([-1]))
+    return ctx.op("Gather", flat, ctx.const(pos), axis=0)
 
 
 @converter("expand", dynamic=True)

@@ -578,8 +578,76 @@ _LOSSES: list[DiffOp] = [
         a, p, n, margin=2.0), make=_near),
 ]
 
+# -- SHAPE family: views, splits, joins, diagonals, index grids ------------------------
+_SHAPE_FAMILY: list[DiffOp] = [
+    DiffOp("diagonal", lambda lib, x: lib.diagonal(x, 1, 0, 2).sum(0) * x.diagonal(-1, -1, 1)[0],
+           shapes=((3, 4, 3),), ops=("diagonal", "strided_view")),
+    DiffOp("tensor_unfold", lambda lib, x: x.unfold(1, 2, 1) * 2,
+           ops=("unfold", "strided_view")),
+    DiffOp("as_strided", lambda lib, x: lib.as_strided(x, (3, 3), (1, 2), 1) +
+           x.as_strided((2,), (5,)).sum()),
+    DiffOp("diag", lambda lib, x: lib.diag(x, 1) + lib.diag(x[0], -1)[:3, :3].sum()),
+    DiffOp("diag_embed", lambda lib, x: lib.diag_embed(x, 1, 0, 2), shapes=((2, 3),)),
+    DiffOp("diagflat", lambda lib, x: lib.diagflat(x, -1), shapes=((2, 2),)),
+    DiffOp("diagonal_scatter", lambda lib, x, s: lib.diagonal_scatter(x, s, 1, 1, 0),
+           shapes=((4, 3), (3,))),
+    DiffOp("select_scatter", lambda lib, x, s: lib.select_scatter(x, s, 1, -1),
+           shapes=((3, 4), (3,))),
+    DiffOp("slice_scatter", lambda lib, x, s: lib.slice_scatter(x, s, 1, 1, None, 2),
+           shapes=((3, 4), (3, 2))),
+    DiffOp("as_strided_scatter", lambda lib, x, s: lib.as_strided_scatter(x, s, (2, 2),
+                                                                           (1, 4), 1),
+           # PyTorch 2.13's gradient of `input` is zero off the written part and not on it
+           # (its AsStridedScatterBackward0); gradcheck checks ember's
+           shapes=((3, 4), (2, 2)), torch=False),
+    DiffOp("roll", lambda lib, x: lib.roll(x, (1, -2), (0, 1)) * lib.roll(x, 5)),
+    DiffOp("rot90", lambda lib, x: lib.rot90(x, 1, (0, 1)) * x.rot90(3).flipud(),
+           shapes=((3, 3),), ops=("rot90", "flipud")),
+    DiffOp("fliplr", lambda lib, x: lib.fliplr(x) * x),
+    DiffOp("ravel", lambda lib, x: x.t().ravel() * lib.ravel(x)),
+    DiffOp("atleast_nd", lambda lib, x, y: (lib.atleast_1d(x[0, 0]), lib.atleast_2d(y)) +
+           lib.atleast_3d(x, y), shapes=((3, 4), (4,)),
+           ops=("atleast_1d", "atleast_2d", "atleast_3d")),
+    DiffOp("column_row_dstack", lambda lib, x, y: (lib.column_stack([x, y]),
+                                                   lib.row_stack([x.t(), y]),
+                                                   lib.dstack((x, x.t()))),
+           shapes=((4, 4), (4,)), ops=("column_stack", "row_stack", "dstack")),
+    DiffOp("numpy_splits", lambda lib, x: lib.hsplit(x, 2) + x.vsplit([1]) + lib.dsplit(x, 2),
+           shapes=((2, 4, 2),), ops=("hsplit", "vsplit", "dsplit")),
+    DiffOp("split_with_sizes", lambda lib, x: lib.split_with_sizes(x, [1, 3], 1) +
+           x.unsafe_split(2, 1) + lib.unsafe_split_with_sizes(x, [2, 1]) +
+           x.unsafe_chunk(2, 1),
+           ops=("split_with_sizes", "unsafe_split", "unsafe_split_with_sizes",
+                "unsafe_chunk")),
+    DiffOp("block_diag", lambda lib, a, b: lib.block_diag(a, b, a[0, 0]),
+           shapes=((2, 3), (3,))),
+    DiffOp("cartesian_prod", lambda lib, a, b: lib.cartesian_prod(a, b) * 2,
+           shapes=((3,), (2,))),
+    DiffOp("combinations", lambda lib, a: lib.combinations(a, 2) +
+           lib.combinations(a, 2, with_replacement=True)[:6], shapes=((4,),)),
+    DiffOp("meshgrid", lambda lib, a, b: lib.meshgrid(a, b, indexing="xy")[0] *
+           lib.meshgrid([a, b], indexing="ij")[1].t(), shapes=((3,), (2,))),
+    DiffOp("repeat_interleave", lambda lib, x: (lib.repeat_interleave(x, 2),
+                                                x.repeat_interleave(lib.tensor([1, 0, 2]), 0)),
+           shapes=((3, 2),)),
+    DiffOp("view_copies", lambda lib, x: (
+        lib.alias_copy(x), lib.diagonal_copy(x), lib.expand_copy(x[:1], (2, 4)),
+        lib.narrow_copy(x, 1, 1, 2), lib.permute_copy(x, (1, 0)), lib.select_copy(x, 0, 1),
+        lib.slice_copy(x, 1, 0, 3, 2), lib.squeeze_copy(x[:1]), lib.t_copy(x),
+        lib.transpose_copy(x, 0, 1), lib.unsqueeze_copy(x, 1), lib.view_copy(x, (4, 3)),
+        lib.unfold_copy(x, 1, 2, 2), lib.as_strided_copy(x, (2,), (3,))) +
+        lib.split_copy(x, 2, 1) + lib.split_with_sizes_copy(x, [1, 2]) + lib.unbind_copy(x),
+        ops=("alias_copy", "diagonal_copy", "expand_copy", "narrow_copy", "permute_copy",
+             "select_copy", "slice_copy", "squeeze_copy", "t_copy", "transpose_copy",
+             "unsqueeze_copy", "view_copy", "unfold_copy", "as_strided_copy", "split_copy",
+             "split_with_sizes_copy", "unbind_copy")),
+    DiffOp("adjoint", lambda lib, x: lib.adjoint(x) * x.mH * x.H.T.t(), shapes=((3, 3),)),
+    DiffOp("type_as", lambda lib, x: x.type_as(x * 2) * lib.resolve_neg(x),
+           ops=("type_as", "resolve_neg")),
+]
+
 DIFF_OPS: list[DiffOp] = (_UNARY + _BINARY + _REDUCTIONS + _SHAPES + _INDEXING + _LINALG +
-                          _NN + _LOSSES)
+                          _NN + _LOSSES + _SHAPE_FAMILY)
 """Every differentiable op the Tensor API exposes, with inputs in its smooth domain."""
 
 _names = [op.name for op in DIFF_OPS]

@@ -67,6 +67,8 @@ _INPLACE_ARGS: dict[str, tuple[str, Args]] = {
     "squeeze": ("col", lambda lib, y: ((1,), {})),
     "unsqueeze": ("float", lambda lib, y: ((1,), {})),
     "transpose": ("float", lambda lib, y: ((0, 1), {})),
+    # SHAPE family
+    "as_strided": ("float", lambda lib, y: (((2, 3), (1, 3), 1), {})),
 }
 _UNARY_ARGS: tuple[str, Args] = ("float", lambda lib, y: ((), {}))
 
@@ -165,6 +167,27 @@ _OUT_ARGS: dict[str, tuple[str, Callable[[Any, Any, Any], tuple[tuple, dict]]]] 
     "dot": ("float", lambda lib, x, y: ((x[0], y[0]), {})),
     "outer": ("float", lambda lib, x, y: ((x[0], y[1]), {})),
     "addmm": ("float", lambda lib, x, y: ((x[:, :3], x, y.t()), {"beta": 0.5, "alpha": 2})),
+    # SHAPE family
+    "column_stack": ("float", lambda lib, x, y: (([x[:, 0], y],), {})),
+    "row_stack": ("float", lambda lib, x, y: (([x, y[0]],), {})),
+    "dstack": ("float", lambda lib, x, y: (([x, y],), {})),
+    "diag": ("float", lambda lib, x, y: ((x, 1), {})),
+    "slice_scatter": ("float", lambda lib, x, y: ((x, y[:, :2], 1, 1, None, 2), {})),
+    "alias_copy": ("float", lambda lib, x, y: ((x,), {})),
+    "as_strided_copy": ("float", lambda lib, x, y: ((x, (2, 2), (1, 4), 1), {})),
+    "detach_copy": ("float", lambda lib, x, y: ((x,), {})),
+    "diagonal_copy": ("float", lambda lib, x, y: ((x, 1), {})),
+    "expand_copy": ("float", lambda lib, x, y: ((x[:1], (2, 4)), {})),
+    "narrow_copy": ("float", lambda lib, x, y: ((x, 1, 1, 2), {})),
+    "permute_copy": ("float", lambda lib, x, y: ((x, (1, 0)), {})),
+    "select_copy": ("float", lambda lib, x, y: ((x, 1, -1), {})),
+    "slice_copy": ("float", lambda lib, x, y: ((x, 1, 0, 3, 2), {})),
+    "squeeze_copy": ("float", lambda lib, x, y: ((x[:1],), {})),
+    "t_copy": ("float", lambda lib, x, y: ((x,), {})),
+    "transpose_copy": ("float", lambda lib, x, y: ((x, 0, 1), {})),
+    "unfold_copy": ("float", lambda lib, x, y: ((x, 1, 2, 1), {})),
+    "unsqueeze_copy": ("float", lambda lib, x, y: ((x, 1), {})),
+    "view_copy": ("float", lambda lib, x, y: ((x, (2, 6)), {})),
 }
 
 _OUT_OPS = sorted(name for name, op in OPS.items() if "out" in op.variants)

@@ -179,6 +179,15 @@ class OpenCLBackend(Backend):
     def is_contiguous(self, buffer: Any) -> bool:
         return buffer.is_contiguous()
 
+    def strides(self, buffer: Any) -> tuple[int, ...]:
+        return tuple(buffer.strides)
+
+    def storage_offset(self, buffer: Any) -> int:
+        return buffer.offset
+
+    def data_ptr(self, buffer: Any) -> int:
+        return buffer.mem.int_ptr + buffer.offset * buffer.dtype.itemsize
+
     # -- execution ----------------------------------------------------------------------
     def manual_seed(self, seed: int) -> None:
         from ember.backends.opencl import kernels
