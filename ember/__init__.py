@@ -173,6 +173,32 @@ from ember.core.ops.elementwise import (
     trunc,
     where,
 )
+
+# linear algebra: factorizations (family: linalg)
+from ember.core.ops.factorizations import (
+    cdist,
+    cholesky,
+    cholesky_inverse,
+    cholesky_solve,
+    corrcoef,
+    cov,
+    det,
+    dist,
+    frobenius_norm,
+    inverse,
+    logdet,
+    lu,
+    lu_solve,
+    lu_unpack,
+    matrix_exp,
+    matrix_power,
+    nuclear_norm,
+    pinverse,
+    qr,
+    slogdet,
+    svd,
+    triangular_solve,
+)
 from ember.core.ops.foreach import (
     _foreach_add,
     _foreach_add_,
@@ -211,7 +237,27 @@ from ember.core.ops.indexing import (
     tensor_split,
     unbind,
 )
-from ember.core.ops.linalg import addmm, bmm, dot, einsum, ger, matmul, mm, mv, outer
+from ember.core.ops.linalg import (
+    addbmm,
+    addmm,
+    addmv,
+    addr,
+    baddbmm,
+    bmm,
+    chain_matmul,
+    cross,
+    dot,
+    einsum,
+    ger,
+    inner,
+    kron,
+    matmul,
+    mm,
+    mv,
+    outer,
+    tensordot,
+    vdot,
+)
 from ember.core.ops.nn import (
     adaptive_avg_pool1d,
     avg_pool1d,
@@ -311,6 +357,7 @@ _FROM_AMP = {"autocast", "is_autocast_enabled", "get_autocast_dtype",
              "is_autocast_available", "clear_autocast_cache", "is_autocast_cache_enabled"}
 _FROM_SCHEDULING = {"plan", "Plan"}  # auto-scheduling: imported on first use
 _SUBMODULES = _SUBMODULES | {"scheduling"}  # ember.scheduling.learn & co
+_SUBMODULES = _SUBMODULES | {"linalg"}  # ember.linalg, as torch.linalg
 
 
 def __getattr__(name: str):
@@ -371,6 +418,12 @@ __all__ = [
     "nonzero", "take_along_dim",
     # linear algebra
     "matmul", "mm", "bmm", "mv", "dot", "outer", "ger", "addmm", "einsum",
+    # linear algebra (family: linalg)
+    "addbmm", "addmv", "addr", "baddbmm", "chain_matmul", "cross", "inner", "kron",
+    "tensordot", "vdot", "cdist", "cholesky", "cholesky_inverse", "cholesky_solve",
+    "corrcoef", "cov", "det", "dist", "frobenius_norm", "inverse", "logdet", "lu", "lu_solve",
+    "lu_unpack", "matrix_exp", "matrix_power", "nuclear_norm", "pinverse", "qr", "slogdet",
+    "svd", "triangular_solve",
     # neural-network ops
     "conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
     "adaptive_avg_pool1d", "constant_pad_nd", "layer_norm", "softmax", "log_softmax",
