@@ -8,9 +8,9 @@ are out of scope, and with them `eig` and `eigvals` (complex even for real input
 
 from __future__ import annotations
 
+from ember.core.backend import LinAlgError
 from ember.core.ops import factorizations as _f
 from ember.core.ops import linalg as _l
-from ember.core.ops.factorizations import LinAlgError
 
 __all__ = [
     "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",

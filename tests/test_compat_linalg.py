@@ -113,6 +113,32 @@ VALUES = {
                                L.cdist(a, b.mT, float("inf"))), A, B),
     "cdist_zero_size": (lambda L: L.cdist(L.zeros(2, 0, 3), L.zeros(2, 4, 3)),),
     "nan_propagates": (lambda L, a: (L.linalg.inv(a * np.nan), L.det(a * np.nan)), A),
+    "zero_size": (lambda L: (L.linalg.inv(L.zeros(0, 2, 2)), L.linalg.cholesky(L.zeros(0, 0)),
+                             *L.linalg.lu_factor(L.zeros(0, 0)), *L.linalg.qr(L.zeros(0, 3)),
+                             *L.linalg.svd(L.zeros(2, 0, 3), full_matrices=False),
+                             L.linalg.eigvalsh(L.zeros(0, 0)), L.linalg.pinv(L.zeros(0, 3)),
+                             L.matrix_exp(L.zeros(0, 0)), L.linalg.vector_norm(L.zeros(0)),
+                             L.cov(L.zeros(2, 0)), L.linalg.matrix_norm(L.zeros(2, 0, 3), 1)),),
+    "zero_d": (lambda L: (L.inner(L.tensor(2.0), L.tensor(3.0)), L.kron(L.tensor(2.0),
+                          L.tensor([1.0, 2.0])), L.linalg.vector_norm(L.tensor(-3.0)),
+                          L.cov(L.tensor(2.0)), L.dist(L.tensor(1.0), L.tensor(3.0))),),
+    "integers": (lambda L, i: (L.inner(i, i), L.kron(i, i), L.tensordot(i, i),
+                               L.linalg.cross(i[0, :3], i[1, :3]),
+                               L.addmv(i[0, :2], i[:2, :2], i[0, :2], alpha=2),
+                               L.matrix_power(i[:2, :2], 10), L.matrix_power(i[:2, :2], 0),
+                               L.linalg.multi_dot([i, i.mT, i]), L.linalg.vander(i[0]),
+                               L.cov(i), L.corrcoef(i)), np.arange(12).reshape(3, 4)),
+    # (PyTorch truncates a float alpha/beta to the integer dtype, except in addr)
+    "integer_scalars_truncate": (lambda L, i: (L.addmm(i, i, i, beta=0.5),
+                                               L.addbmm(i, i[None], i[None], alpha=0.5)),
+                                 np.array([[1, 2], [3, 4]])),
+    "infinities": (lambda L: (L.linalg.vector_norm(L.tensor([1.0, float("inf")]), 0.5),
+                              L.linalg.vector_norm(L.tensor([1.0, float("nan")]), 1),
+                              L.cdist(L.ones(2, 3), L.zeros(2, 3), float("inf"))),),
+    "cond_singular_is_inf": (lambda L: L.linalg.cond(L.zeros(2, 2), 1),),
+    "lstsq_gelsd_residuals": (lambda L: tuple(L.linalg.lstsq(
+        L.tensor([[1.0, 0], [0, 1], [1, 1]]), L.tensor([[1.0], [2], [4]]), driver="gelsd")),),
+    "nuclear_norm_batch": (lambda L, a: L.nuclear_norm(a), A),
 }
 
 
@@ -195,6 +221,22 @@ ERRORS = [
     (lambda L: L.cov(L.ones(2, 2, 2)), RuntimeError, "two or fewer dimensions"),
     (lambda L: L.linalg.tensorinv(L.ones(2, 3), ind=1), RuntimeError, "prod"),
     (lambda L: L.linalg.lu_factor(L.zeros(2, 2)), RuntimeError, "U\\[1,1\\] is zero"),
+    (lambda L: L.linalg.cholesky(L.full((2, 2), float("nan"))), "LinAlgError",
+     "leading minor of order 1"),
+    (lambda L: L.linalg.svd(L.full((2, 2), float("nan"))), "LinAlgError",
+     "failed to converge because the input matrix contained non-finite values"),
+    (lambda L: L.addr(L.ones(2, 2, dtype=L.int64), L.ones(2, dtype=L.int64),
+                      L.ones(2, dtype=L.int64), beta=0.5), RuntimeError,
+     "argument beta must not be a floating point number"),
+    (lambda L: L.linalg.cross(L.ones(3, dtype=L.int64), L.ones(3)), RuntimeError,
+     "expected scalar type Long but found Float"),
+    (lambda L: L.cdist(L.ones(2, 3), L.ones(2, 3, dtype=L.float64)), RuntimeError,
+     "expected scalar type Float but found Double"),
+    (lambda L: L.linalg.vecdot(L.ones(2, dtype=L.int64), L.ones(2, dtype=L.int64)),
+     RuntimeError, "Expected a floating point"),
+    (lambda L: L.linalg.vander(L.ones(1)), RuntimeError, "N must be greater than 1"),
+    (lambda L: L.linalg.solve(L.ones(2, 2), L.ones(2, dtype=L.float64)), RuntimeError,
+     "same dtype"),
 ]
 
 
@@ -208,3 +250,22 @@ def test_errors_match_torch(case):
         fn(ember)
     if kind is not RuntimeError:
         assert isinstance(expected.value, torch.linalg.LinAlgError)
+
+
+def test_deprecated_functions_warn_once_as_torch_does():
+    from ember.core.ops import factorizations
+    factorizations._WARNED.discard("qr")
+    x = ember.eye(2)
+    with pytest.warns(UserWarning, match="torch.qr is deprecated in favor of torch.linalg.qr"):
+        ember.qr(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x.qr()  # once per process
+
+
+def test_lu_pivots_and_permutation_match_lapack():
+    a = RNG.standard_normal((3, 5, 5))
+    got, want = ember.linalg.lu_factor(ember.tensor(a)), torch.linalg.lu_factor(torch.tensor(a))
+    assert got.pivots.tolist() == want.pivots.tolist()
+    p, lower, upper = ember.linalg.lu(ember.tensor(a))
+    np.testing.assert_allclose((p @ lower @ upper).numpy(), a, atol=1e-12)

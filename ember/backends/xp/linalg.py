@@ -3,7 +3,10 @@ matrix factorizations (inverse, solve, det, slogdet, Cholesky, QR, SVD, eigh, LU
 
 from __future__ import annotations
 
+import math
+
 from ember.backends.xp.lib import ArrayLib, Kernel
+from ember.core.backend import LinAlgError
 
 
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
@@ -44,7 +47,8 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     lapack_error = getattr(linalg, "LinAlgError", ArithmeticError)
 
     def pack(*parts, batch):
-        flat = [as_array(p).reshape(batch + (-1,)) for p in parts]
+        flat = [as_array(p) for p in parts]
+        flat = [p.reshape(batch + (math.prod(p.shape[len(batch):]),)) for p in flat]
         dtype = flat[0].dtype
         return xp.concatenate([f.astype(dtype, copy=False) for f in flat], axis=-1)
 
@@ -76,7 +80,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         """Per matrix of a (..., n, n) batch: the 1-based index of the first zero pivot
         of its LU factorization (0: invertible)."""
         batch = a.shape[:-2]
-        lu = a.reshape((-1,) + a.shape[-2:]).copy()
+        lu = a.reshape((math.prod(batch),) + a.shape[-2:]).copy()
         return lu_in_place(lu)[1].reshape(batch)
 
     def with_info(f, a, *rest):
@@ -103,7 +107,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return as_array(linalg.det(a))
 
     def slogdet(a):
-        sign, logabsdet = linalg.slogdet(a)
+        sign, logabsdet = converged("linalg.slogdet", linalg.slogdet, a)
         return pack(sign, logabsdet, batch=a.shape[:-2])
 
     def cholesky_info(m):
@@ -122,11 +126,16 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             factor = linalg.cholesky(src)
             info = xp.zeros(batch, dtype=xp.int64)
         except lapack_error:
-            flat = src.reshape((-1,) + src.shape[-2:])
+            flat = src.reshape((math.prod(batch),) + src.shape[-2:])
             info = xp.asarray([cholesky_info(m) for m in flat], dtype=xp.int64).reshape(batch)
             bad = (info > 0)[..., None, None]
             factor = xp.where(bad, xp.nan, linalg.cholesky(
                 xp.where(bad, xp.eye(a.shape[-1], dtype=a.dtype), src)))
+        # LAPACK stops at a NaN pivot too (NumPy's factor is then NaN from there on)
+        diagonal = xp.diagonal(factor, axis1=-2, axis2=-1)
+        if diagonal.shape[-1]:
+            nan = xp.isnan(diagonal)
+            info = xp.where((info == 0) & nan.any(axis=-1), xp.argmax(nan, axis=-1) + 1, info)
         if upper:
             factor = xp.swapaxes(factor, -1, -2)
         return pack(factor, info, batch=batch)
@@ -135,20 +144,30 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         batch = a.shape[:-2]
         if mode == "r":
             return pack(linalg.qr(a, mode="r"), batch=batch)
-        q, r = linalg.qr(a, mode=mode)
+        q, r = converged("linalg.qr", linalg.qr, a, mode=mode)
         return pack(q, r, batch=batch)
 
+    def converged(op, f, a, *args, **kwargs):
+        try:
+            return f(a, *args, **kwargs)
+        except lapack_error:
+            why = ("the input matrix is ill-conditioned or has too many repeated "
+                   "values") if bool(xp.isfinite(a).all()) else \
+                "the input matrix contained non-finite values"
+            raise LinAlgError(f"{op}: The algorithm failed to converge because {why}.") \
+                from None
+
     def svd(a, *, full_matrices):
-        u, s, vh = linalg.svd(a, full_matrices=full_matrices)
+        u, s, vh = converged("linalg.svd", linalg.svd, a, full_matrices=full_matrices)
         return pack(u, s, vh, batch=a.shape[:-2])
 
     def eigh(a, *, UPLO):
-        w, v = linalg.eigh(a, UPLO=UPLO)
+        w, v = converged("linalg.eigh", linalg.eigh, a, UPLO=UPLO)
         return pack(w, v, batch=a.shape[:-2])
 
     def lu_factor_ex(a):
         batch, (m, n) = a.shape[:-2], a.shape[-2:]
-        lu = a.reshape((-1, m, n)).copy()
+        lu = a.reshape((math.prod(batch), m, n)).copy()
         pivots, info = lu_in_place(lu)
         return pack(lu, pivots, info, batch=batch)
 

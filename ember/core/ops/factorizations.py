@@ -38,6 +38,7 @@ from typing import Any
 from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import apply_labelled, record_grad
+from ember.core.backend import LinAlgError
 from ember.core.creation import arange, eye, tensor, zeros
 from ember.core.declare import composite, primitive, write_out
 from ember.core.grad_mode import no_grad
@@ -47,12 +48,6 @@ from ember.core.ops.linalg import _word, matmul
 from ember.core.ops.shape import cat
 from ember.core.shapes import broadcast_shapes, normalize_dim
 from ember.core.tensor import Tensor
-
-
-class LinAlgError(RuntimeError):
-    """A matrix the factorization cannot handle: singular for an inverse or a solve, not
-    positive-definite for Cholesky (`torch.linalg.LinAlgError`, a RuntimeError)."""
-
 
 # -- checks -----------------------------------------------------------------------------
 
@@ -117,6 +112,17 @@ def _matrix_cost(flops_per_n3: float):
         batch = costs.numel(A) / max(1, A.shape[-1] * A.shape[-2]) if len(A.shape) >= 2 else 1
         return Cost(flops_per_n3 * batch * n ** 3, 2 * costs.nbytes(A))
     return cost
+
+
+_WARNED: set[str] = set()
+
+
+def deprecated(op: str, advice: str) -> None:
+    """PyTorch's deprecation warning for `torch.<op>`, once per process as PyTorch does."""
+    if op not in _WARNED:
+        _WARNED.add(op)
+        warnings.warn(f"torch.{op} is deprecated in favor of {advice}", UserWarning,
+                      stacklevel=4)
 
 
 # -- determinants ---------------------------------------------------------------------------
@@ -338,6 +344,11 @@ def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bo
     """The solution X of `A @ X = input` (`A^T @ X = input` with `transpose`) for a
     triangular A, and a copy of A (deprecated in PyTorch for
     `linalg.solve_triangular`)."""
+    deprecated("triangular_solve", "torch.linalg.solve_triangularand will be removed in a "
+               "future PyTorch release.\ntorch.linalg.solve_triangular has its arguments "
+               "reversed and does not return a copy of one of the inputs.\nX = "
+               "torch.triangular_solve(B, A).solution\nshould be replaced with\nX = "
+               "torch.linalg.solve_triangular(A, B).")
     T = _triangular(A, upper, unitriangular)
     X, _ = _solve("triangular_solve", T.mT if transpose else T, input, True, False)
     return TriangularSolveResult(X, A.clone())
@@ -410,6 +421,11 @@ def linalg_cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = F
 @composite(variants="function method", cost=_matrix_cost(1 / 3))
 def cholesky(input: Tensor, upper: bool = False, *, out: Any = None) -> Tensor:
     """The Cholesky factor (deprecated in PyTorch for `linalg.cholesky`)."""
+    deprecated("cholesky", "torch.linalg.cholesky and will be removed in a future PyTorch "
+               "release.\nL = torch.cholesky(A)\nshould be replaced with\nL = "
+               "torch.linalg.cholesky(A)\nand\nU = torch.cholesky(A, upper=True)\nshould be "
+               "replaced with\nU = torch.linalg.cholesky(A).mH\nThis transform will produce "
+               "equivalent results for all valid (symmetric positive definite) inputs.")
     return linalg_cholesky(input, upper=upper, out=out)
 
 
@@ -526,6 +542,10 @@ QrResult = namedtuple("qr", ["Q", "R"])
 def qr(input: Tensor, some: bool = True) -> Any:
     """The QR decomposition (deprecated in PyTorch for `linalg.qr`): reduced with `some`,
     else complete."""
+    deprecated("qr", "torch.linalg.qr and will be removed in a future PyTorch release.\nThe "
+               "boolean parameter 'some' has been replaced with a string parameter 'mode'.\n"
+               "Q, R = torch.qr(A, some)\nshould be replaced with\nQ, R = torch.linalg.qr(A, "
+               "'reduced' if some else 'complete')")
     return QrResult(*linalg_qr(input, "reduced" if some else "complete"))
 
 
@@ -755,7 +775,16 @@ def linalg_lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,
     rank = linalg_matrix_rank(A, rtol=rtol) if driver != "gels" else \
         zeros(0, dtype=dt.int64, device=A.device)
     sv = empty if driver in (None, "gelsy", "gels") else _svd(A, False)[1]
-    return LstsqResult(X, empty, rank, sv)
+    residuals = empty
+    m, n = A.shape[-2:]
+    # the drivers other than gelsy return the squared residuals of full-rank tall problems
+    if driver not in (None, "gelsy") and m > n and (
+            driver == "gels" or bool((rank == n).all())):
+        Xm = X.unsqueeze(-1) if vector else X
+        residuals = ((A @ Xm - Bm) ** 2).sum(-2)
+        if vector:
+            residuals = residuals.squeeze(-1)
+    return LstsqResult(X, residuals, rank, sv)
 
 
 # -- LU ------------------------------------------------------------------------------------
@@ -828,6 +857,11 @@ def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out: Any = None) 
     """The LU factorization in compact form, `(A_LU, pivots)` (with `get_infos`, also the
     int32 infos; singular matrices then do not raise). Deprecated in PyTorch for
     `linalg.lu_factor`."""
+    deprecated("lu", "torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be removed "
+               "in a future PyTorch release.\nLU, pivots = torch.lu(A, compute_pivots)\nshould "
+               "be replaced with\nLU, pivots = torch.linalg.lu_factor(A, compute_pivots)\nand"
+               "\nLU, pivots, info = torch.lu(A, compute_pivots, get_infos=True)\nshould be "
+               "replaced with\nLU, pivots, info = torch.linalg.lu_factor_ex(A, compute_pivots)")
     LU, pivots, info = _lu_factor("lu", A, pivot)
     if get_infos:
         return LU, pivots, info
@@ -902,6 +936,10 @@ def linalg_lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
 def lu_solve(input: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
     """The solution of `A @ X = input` given A's LU factorization (deprecated in PyTorch
     for `linalg.lu_solve`)."""
+    deprecated("lu_solve", "torch.linalg.lu_solveand will be removed in a future PyTorch "
+               "release.\nNote that torch.linalg.lu_solve has its arguments reversed.\nX = "
+               "torch.lu_solve(B, LU, pivots)\nshould be replaced with\nX = "
+               "torch.linalg.lu_solve(LU, pivots, B)")
     return linalg_lu_solve(LU_data, LU_pivots, input)
 
 
@@ -1087,9 +1125,6 @@ def nuclear_norm(input: Tensor, dim: Any = None, keepdim: bool = False, *,
     if isinstance(dim, bool):
         dim, keepdim = None, dim
     if dim is None:
-        if input.ndim != 2:
-            raise RuntimeError(f"nuclear_norm: Expected a 2D tensor, but got a {input.ndim}D "
-                               "tensor")
         dim = (-2, -1)
     result = linalg_matrix_norm(input, "nuc", dim, keepdim)
     return result if out is None else _write("nuclear_norm", out, result)
@@ -1105,8 +1140,11 @@ def linalg_cond(A: Tensor, p: Any = None, *, out: Any = None) -> Tensor:
         result = S[..., 0] / S[..., -1] if p in (None, 2) else S[..., -1] / S[..., 0]
     else:
         _check("linalg.cond", A)
+        inverse_, info = _inv_ex(A)  # a singular matrix's condition number is inf
         result = _matrix_norm(A, p, A.ndim - 2, A.ndim - 1, False) * \
-            _matrix_norm(linalg_inv(A), p, A.ndim - 2, A.ndim - 1, False)
+            _matrix_norm(where(info.unsqueeze(-1).unsqueeze(-1) != 0, 0.0, inverse_), p,
+                         A.ndim - 2, A.ndim - 1, False)
+        result = where(info != 0, math.inf, result)
     return result if out is None else _write("linalg.cond", out, result)
 
 
@@ -1169,8 +1207,7 @@ def linalg_vander(x: Tensor, *, N: int | None = None) -> Tensor:
         raise RuntimeError("linalg.vander: x must have at least one dimension.")
     n = x.shape[-1] if N is None else N
     if n <= 1:
-        if n < 0:
-            raise RuntimeError("N must be greater than 1.")
+        raise RuntimeError("N must be greater than 1.")
     powers = arange(n, device=x.device)
     if x.dtype is dt.bool_:
         x = x.to(dt.int64)
@@ -1277,6 +1314,9 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
         if x.ndim < 2:
             raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: "
                                f"{x.ndim}D")
+    if x1.dtype is not x2.dtype:
+        raise RuntimeError(f"expected scalar type {_word(x1.dtype)} but found "
+                           f"{_word(x2.dtype)}")
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
                            f"{x1.shape[-1]} X2: {x2.shape[-1]}")

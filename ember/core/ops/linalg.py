@@ -168,13 +168,15 @@ def _addmm_cost(input: Any, mat1: Any, mat2: Any, **kwargs: Any) -> Cost:
 
 def _scaled_sum(op: str, input: Tensor, product: Tensor, beta: Any, alpha: Any) -> Tensor:
     """`beta * input + alpha * product`, PyTorch's way for the addmm family: with `beta=0`
-    `input` is ignored (its NaN and infinities do not reach the result), and integer
-    operands take no floating-point `alpha` or `beta`."""
-    if not (input.dtype.is_floating_point or product.dtype.is_floating_point) and any(
-            isinstance(v, float) for v in (alpha, beta)):
-        name = "alpha" if isinstance(alpha, float) else "beta"
-        raise RuntimeError(f"{op}: For integral input tensors, argument {name} must not be "
-                           "a floating point number.")
+    `input` is ignored (its NaN and infinities do not reach the result), and for integer
+    operands a floating-point `alpha` or `beta` is truncated to an integer (`addr` refuses
+    it)."""
+    if not (input.dtype.is_floating_point or product.dtype.is_floating_point):
+        for name, v in (("beta", beta), ("alpha", alpha)):
+            if isinstance(v, float) and op == "addr":
+                raise RuntimeError(f"For integral input tensors, argument {name} must not be "
+                                   "a floating point number.")
+        alpha, beta = int(alpha), int(beta)
     if alpha != 1:
         product = product * alpha
     if beta == 0:
@@ -399,6 +401,7 @@ def chain_matmul(*matrices: Tensor, out: Any = None) -> Tensor:
         matrices = tuple(matrices[0])
     if not matrices:
         raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    _deprecated_chain_matmul()
     for t in matrices:
         if t.ndim != 2:
             raise RuntimeError(f"Tensor dimension is {t.ndim}, expected 2 instead.")
@@ -407,7 +410,22 @@ def chain_matmul(*matrices: Tensor, out: Any = None) -> Tensor:
     return result if out is None else write_out("chain_matmul", out, result)
 
 
+_CHAIN_MATMUL_WARNED: list[bool] = []
+
+
+def _deprecated_chain_matmul() -> None:
+    """PyTorch's deprecation warning, once per process as PyTorch gives it."""
+    if not _CHAIN_MATMUL_WARNED:
+        _CHAIN_MATMUL_WARNED.append(True)
+        warnings.warn("torch.chain_matmul is deprecated and will be removed in a future "
+                      "PyTorch release. Use torch.linalg.multi_dot instead, which accepts a "
+                      "list of two or more tensors rather than multiple parameters.",
+                      UserWarning, stacklevel=4)
+
+
 def _cross_dim(op: str, a: Tensor, b: Tensor, dim: int | None) -> tuple[Tensor, Tensor, int]:
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"expected scalar type {_word(a.dtype)} but found {_word(b.dtype)}")
     if a.ndim != b.ndim:
         raise RuntimeError(f"{op}: inputs must have the same number of dimensions.")
     shape = broadcast_shapes(op, tuple(a.shape), tuple(b.shape))
@@ -454,6 +472,9 @@ def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Any = None
 @composite(variants="", cost=costs.pointwise(2))
 def linalg_vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
     """`linalg.vecdot`: the dot product of vectors along `dim` (broadcasting)."""
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as "
+                           f"input. Got {_word(x.dtype)}")
     if x.dtype is not y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but x "
                            f"has dtype {_word(x.dtype)} and y has dtype {_word(y.dtype)} "
