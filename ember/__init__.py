@@ -185,6 +185,7 @@ from ember.core.ops.factorizations import (
     det,
     dist,
     frobenius_norm,
+    geqrf,
     inverse,
     logdet,
     lu,
@@ -193,10 +194,14 @@ from ember.core.ops.factorizations import (
     matrix_exp,
     matrix_power,
     nuclear_norm,
+    orgqr,
+    ormqr,
+    pca_lowrank,
     pinverse,
     qr,
     slogdet,
     svd,
+    svd_lowrank,
     triangular_solve,
 )
 from ember.core.ops.foreach import (
@@ -423,7 +428,8 @@ __all__ = [
     "tensordot", "vdot", "cdist", "cholesky", "cholesky_inverse", "cholesky_solve",
     "corrcoef", "cov", "det", "dist", "frobenius_norm", "inverse", "logdet", "lu", "lu_solve",
     "lu_unpack", "matrix_exp", "matrix_power", "nuclear_norm", "pinverse", "qr", "slogdet",
-    "svd", "triangular_solve",
+    "svd", "triangular_solve", "geqrf", "orgqr", "ormqr",
+    "svd_lowrank", "pca_lowrank",
     # neural-network ops
     "conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
     "adaptive_avg_pool1d", "constant_pad_nd", "layer_norm", "softmax", "log_softmax",

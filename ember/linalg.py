@@ -14,7 +14,8 @@ from ember.core.ops import linalg as _l
 
 __all__ = [
     "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",
-    "eigvalsh", "inv", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
+    "eigvalsh", "householder_product", "inv", "inv_ex", "lstsq", "lu", "lu_factor",
+    "lu_factor_ex", "lu_solve",
     "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot",
     "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd",
     "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm",
@@ -28,6 +29,7 @@ det = _f.det
 diagonal = _f.linalg_diagonal
 eigh = _f.linalg_eigh
 eigvalsh = _f.linalg_eigvalsh
+householder_product = _f.linalg_householder_product
 inv = _f.linalg_inv
 inv_ex = _f.linalg_inv_ex
 lstsq = _f.linalg_lstsq

@@ -139,6 +139,12 @@ VALUES = {
     "lstsq_gelsd_residuals": (lambda L: tuple(L.linalg.lstsq(
         L.tensor([[1.0, 0], [0, 1], [1, 1]]), L.tensor([[1.0], [2], [4]]), driver="gelsd")),),
     "nuclear_norm_batch": (lambda L, a: L.nuclear_norm(a), A),
+    "geqrf": (lambda L, b: tuple(L.geqrf(b)), B),
+    "householder_product": (lambda L, b: (lambda g: (L.linalg.householder_product(*g),
+                                                     L.orgqr(*g)))(L.geqrf(b)), B),
+    "ormqr": (lambda L, b, a: (lambda g: tuple(L.ormqr(*g, c, left=left, transpose=t)
+                                               for c, left in ((a, True), (a.mT, False))
+                                               for t in (False, True)))(L.geqrf(b)), B, A),
 }
 
 
@@ -235,6 +241,8 @@ ERRORS = [
     (lambda L: L.linalg.vecdot(L.ones(2, dtype=L.int64), L.ones(2, dtype=L.int64)),
      RuntimeError, "Expected a floating point"),
     (lambda L: L.linalg.vander(L.ones(1)), RuntimeError, "N must be greater than 1"),
+    (lambda L: L.linalg.householder_product(L.ones(4, 3), L.ones(4)), RuntimeError,
+     "input.shape\\[-1\\] must be greater than or equal to tau.shape\\[-1\\]"),
     (lambda L: L.linalg.solve(L.ones(2, 2), L.ones(2, dtype=L.float64)), RuntimeError,
      "same dtype"),
 ]
@@ -269,3 +277,19 @@ def test_lu_pivots_and_permutation_match_lapack():
     assert got.pivots.tolist() == want.pivots.tolist()
     p, lower, upper = ember.linalg.lu(ember.tensor(a))
     np.testing.assert_allclose((p @ lower @ upper).numpy(), a, atol=1e-12)
+
+
+def test_low_rank_svd_matches_torch_where_the_answer_is_unique():
+    a = RNG.standard_normal((7, 2)) @ RNG.standard_normal((2, 5))
+    m = RNG.standard_normal((7, 5))
+    for args in ((), (3, 1)):
+        u, s, v = ember.svd_lowrank(ember.tensor(a).mT, *args)
+        tu, ts, tv = torch.svd_lowrank(torch.tensor(a).mT, *args)
+        np.testing.assert_allclose(s.numpy()[:2], ts.numpy()[:2], rtol=1e-10)
+        assert tuple(u.shape) == tuple(tu.shape) and tuple(v.shape) == tuple(tv.shape)
+    s = ember.svd_lowrank(ember.tensor(a + m), q=5, M=ember.tensor(m))[1]
+    np.testing.assert_allclose(s.numpy()[:2], np.linalg.svd(a)[1][:2], rtol=1e-8)
+    s, ts = ember.pca_lowrank(ember.tensor(a))[1], torch.pca_lowrank(torch.tensor(a))[1]
+    np.testing.assert_allclose(s.numpy()[:2], ts.numpy()[:2], rtol=1e-8)
+    with pytest.raises(ValueError, match="must be non-negative integer"):
+        ember.pca_lowrank(ember.tensor(a), q=9)

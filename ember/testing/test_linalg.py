@@ -154,7 +154,8 @@ COVERS = {"matmul", "mm", "bmm", "mv", "dot", "outer", "addmm", "einsum", "softm
           "det", "_linalg_slogdet", "_linalg_inv_ex", "_linalg_solve_ex", "_linalg_cholesky_ex",
           "_linalg_qr", "_linalg_svd", "_linalg_eigh", "_linalg_lu_factor_ex", "linalg_inv_ex",
           "linalg_solve_ex", "linalg_cholesky_ex", "linalg_matrix_rank", "linalg_lu_factor",
-          "linalg_lu_factor_ex", "lu", "linalg_lu"}
+          "linalg_lu_factor_ex", "lu", "linalg_lu", "_geqrf", "geqrf",
+          "svd_lowrank", "pca_lowrank"}
 """The declared ops whose values this module's tests check."""
 
 
@@ -199,6 +200,23 @@ def test_factorizations_reconstruct_their_input(device: ember.device, dtype) -> 
     assert pivots.dtype is ember.int32
     S.assert_matches(ember.lu(x)[0], lu_.cpu().numpy(), device, dtype=dtype)
     assert int(ember.linalg.matrix_rank(x[..., :2] @ x[..., :2, :]).max()) == 2
+    h, tau = ember.geqrf(S.on(device, a[..., :2], dtype))
+    S.assert_matches(h.triu()[..., :2, :], np.linalg.qr(a[..., :2], mode="r"), device,
+                     dtype=dtype, rtol=tol, atol=tol)
+    S.assert_matches(ember.linalg.householder_product(h, tau) @ h.triu()[..., :2, :],
+                     a[..., :2], device, dtype=dtype, rtol=tol, atol=tol)
+
+
+def test_low_rank_svd_and_pca_are_exact_on_low_rank_matrices(device: ember.device) -> None:
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((2, 7, 2)) @ rng.standard_normal((2, 2, 5))  # rank 2
+    x = S.on(device, a)
+    u, sv, v = ember.svd_lowrank(x, q=3)
+    S.assert_matches(sv[..., :2], np.linalg.svd(a)[1][..., :2], device, rtol=1e-8, atol=1e-8)
+    S.assert_matches((u * sv.unsqueeze(-2)) @ v.mT, a, device, rtol=1e-8, atol=1e-8)
+    centered = a - a.mean(-2, keepdims=True)
+    u, sv, v = ember.pca_lowrank(x.mT.mT, q=3)
+    S.assert_matches((u * sv.unsqueeze(-2)) @ v.mT, centered, device, rtol=1e-8, atol=1e-8)
 
 
 def test_singular_and_indefinite_matrices_report_lapack_info(device: ember.device) -> None:

@@ -157,6 +157,10 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             raise LinAlgError(f"{op}: The algorithm failed to converge because {why}.") \
                 from None
 
+    def geqrf(a):
+        h, tau = converged("geqrf", linalg.qr, a, mode="raw")  # h is LAPACK's, transposed
+        return pack(xp.swapaxes(h, -1, -2), tau, batch=a.shape[:-2])
+
     def svd(a, *, full_matrices):
         u, s, vh = converged("linalg.svd", linalg.svd, a, full_matrices=full_matrices)
         return pack(u, s, vh, batch=a.shape[:-2])
@@ -173,6 +177,6 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 
     table.update({"_linalg_inv_ex": inv_ex, "_linalg_solve_ex": solve_ex, "det": det,
                   "_linalg_slogdet": slogdet, "_linalg_cholesky_ex": cholesky_ex,
-                  "_linalg_qr": qr, "_linalg_svd": svd, "_linalg_eigh": eigh,
+                  "_linalg_qr": qr, "_geqrf": geqrf, "_linalg_svd": svd, "_linalg_eigh": eigh,
                   "_linalg_lu_factor_ex": lu_factor_ex})
     return table

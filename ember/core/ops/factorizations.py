@@ -20,6 +20,8 @@ that failed are NaN:
                           batch dimensions
     _linalg_cholesky_ex   kernel(A, *, upper) -> [L (or U), info] (.., n*n + 1)
     _linalg_qr            kernel(A, *, mode) -> [Q, R] (mode "r": [R])
+    _geqrf                kernel(A) -> [a, tau]: LAPACK's compact QR (Householder vectors
+                          below R's diagonal, and their scales)
     _linalg_svd           kernel(A, *, full_matrices) -> [U, S, Vh]
     _linalg_eigh          kernel(A, *, UPLO) -> [eigenvalues, eigenvectors]
     _linalg_lu_factor_ex  kernel(A) -> [LU, pivots (1-based), info] (partial pivoting)
@@ -39,7 +41,7 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import apply_labelled, record_grad
 from ember.core.backend import LinAlgError
-from ember.core.creation import arange, eye, tensor, zeros
+from ember.core.creation import arange, eye, randn, tensor, zeros
 from ember.core.declare import composite, primitive, write_out
 from ember.core.grad_mode import no_grad
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
@@ -549,6 +551,106 @@ def qr(input: Tensor, some: bool = True) -> Any:
     return QrResult(*linalg_qr(input, "reduced" if some else "complete"))
 
 
+# -- Householder reflectors: geqrf and what reads its output ------------------------------
+
+
+def _geqrf_rule(A):
+    _check("geqrf", A, square=False)
+    m, n = A.shape[-2:]
+    return OutMeta(tuple(A.shape[:-2]) + (m * n + min(m, n),), A.dtype, None)
+
+
+@primitive(variants="", rule=_geqrf_rule, cost=_matrix_cost(4 / 3))
+def _geqrf(A: Tensor) -> Tensor:
+    """LAPACK's geqrf output, packed."""
+    return apply_labelled(OPS["_geqrf"], "GeqrfBackward0", A)
+
+
+GeqrfResult = namedtuple("geqrf", ["a", "tau"])
+
+
+@composite(variants="function method", cost=_matrix_cost(4 / 3))
+def geqrf(input: Tensor) -> Any:
+    """The QR decomposition in LAPACK's compact form `(a, tau)`: R on and above `a`'s
+    diagonal, the Householder vectors below it (their leading 1 implied), and their
+    scales `tau` (see `linalg.householder_product`, `ormqr`). Not differentiable, as in
+    PyTorch."""
+    _check("geqrf", input, square=False)
+    m, n = input.shape[-2:]
+    a, tau = _split(_geqrf(input), (m, n), (min(m, n),))
+    return GeqrfResult(a, tau)
+
+
+def _reflect(A: Tensor, tau: Tensor, C: Tensor, left: bool, transpose: bool) -> Tensor:
+    """`Q @ C` (`Q^T @ C` with `transpose`; `C @ Q` / `C @ Q^T` with `left=False`) for
+    Q = H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i column i of A below the diagonal with
+    a 1 on it: the reflectors applied one by one, without forming Q."""
+    m, k = A.shape[-2], tau.shape[-1]
+    rows = arange(m, device=A.device)
+    order = range(k) if left == transpose else range(k - 1, -1, -1)
+    for i in order:
+        v = where(rows > i, A[..., :, i], 0.0) + (rows == i).to(A.dtype)
+        t = tau[..., i].unsqueeze(-1).unsqueeze(-1)
+        if left:  # H C = C - tau v (v^T C)
+            C = C - t * (v.unsqueeze(-1) @ (v.unsqueeze(-2) @ C))
+        else:  # C H = C - tau (C v) v^T
+            C = C - t * ((C @ v.unsqueeze(-1)) @ v.unsqueeze(-2))
+    return C
+
+
+def _householder_checks(op: str, A: Tensor, tau: Tensor) -> None:
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
+    if A.shape[-2] < A.shape[-1]:
+        raise RuntimeError(f"{op}: input.shape[-2] must be greater than or equal to "
+                           "input.shape[-1]")
+    if A.shape[-1] < tau.shape[-1]:
+        raise RuntimeError(f"{op}: input.shape[-1] must be greater than or equal to "
+                           "tau.shape[-1]")
+    if A.ndim - tau.ndim != 1:
+        raise RuntimeError(f"{op}: Expected tau to have one dimension less than input, but "
+                           f"got tau.ndim equal to {tau.ndim} and input.ndim is equal to "
+                           f"{A.ndim}")
+    if A.dtype is not tau.dtype:
+        raise RuntimeError(f"{op}: tau dtype {tau.dtype} does not match input dtype "
+                           f"{A.dtype}")
+
+
+@composite(variants="", cost=_matrix_cost(4 / 3))
+def linalg_householder_product(A: Tensor, tau: Tensor, *, out: Any = None) -> Tensor:
+    """`linalg.householder_product`: the first n columns of the product of the Householder
+    reflectors stored in A (m x n, m >= n) and `tau` (geqrf's output gives Q of the QR
+    decomposition). Differentiable through its parts."""
+    _householder_checks("torch.linalg.householder_product", A, tau)
+    m, n = A.shape[-2:]
+    eye_ = _eye_like(m, A)[:, :n].expand(tuple(A.shape))
+    result = _reflect(A, tau, eye_, True, False)
+    return result if out is None else _write("linalg.householder_product", out, result)
+
+
+@composite(variants="function method", cost=_matrix_cost(4 / 3))
+def orgqr(input: Tensor, input2: Tensor) -> Tensor:
+    """The Q of geqrf's compact form (`linalg.householder_product`)."""
+    return linalg_householder_product(input, input2)
+
+
+@composite(variants="function method", cost=_matrix_cost(4 / 3))
+def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True,
+          transpose: bool = False) -> Tensor:
+    """`Q @ input3` for the Q (m x m) of geqrf's compact form `(input, input2)`:
+    `Q^T` with `transpose`, from the right with `left=False`."""
+    if input.ndim < 2 or input3.ndim < 2:
+        raise RuntimeError("torch.ormqr: input must have at least 2 dimensions.")
+    if input.shape[-1] < input2.shape[-1]:
+        raise RuntimeError("torch.ormqr: input.shape[-1] must be greater than or equal to "
+                           "tau.shape[-1]")
+    m = input3.shape[-2] if left else input3.shape[-1]
+    if input.shape[-2] != m:
+        raise RuntimeError(f"torch.ormqr: other.shape[{-2 if left else -1}] must be equal to "
+                           f"input.shape[-2]")
+    return _reflect(input, input2, input3, left, transpose)
+
+
 # -- SVD and the symmetric eigendecomposition -------------------------------------------
 
 
@@ -641,6 +743,63 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> Any:
                          zeros(batch + (n, n), dtype=input.dtype, device=input.device))
     U, S, Vh = _svd(input, not some)
     return SvdResult(U, S, Vh.mT)
+
+
+def _approximate_basis(A: Tensor, q: int, niter: int, M: Tensor | None) -> Tensor:
+    """An orthonormal basis (.., m, q) of A's range, by randomized subspace iteration
+    (Halko, Martinsson and Tropp 2009, algorithm 4.4, as PyTorch's `_lowrank`)."""
+    def times(X: Tensor, adjoint: bool = False) -> Tensor:
+        op, off = (A.mT, None if M is None else M.mT) if adjoint else (A, M)
+        return op @ X if off is None else op @ X - off @ X
+    R = randn(A.shape[-1], q, dtype=A.dtype, device=A.device)
+    Q = linalg_qr(times(R)).Q
+    for _ in range(niter):
+        Q = linalg_qr(times(Q, adjoint=True)).Q
+        Q = linalg_qr(times(Q)).Q
+    return Q
+
+
+def _svd_lowrank(op: str, A: Tensor, q: int | None, niter: int, M: Tensor | None) -> Any:
+    q = 6 if q is None else q
+    if not A.dtype.is_floating_point:
+        A = A.to(dt.get_default_dtype())
+    m, n = A.shape[-2:]
+    if M is not None:
+        M = M.expand(tuple(A.shape))
+    if m < n:
+        A = A.mT
+        M = None if M is None else M.mT
+    Q = _approximate_basis(A, q, niter, M)
+    B = Q.mT @ A if M is None else Q.mT @ A - Q.mT @ M
+    U, S, Vh = _svd(B, False)
+    U, V = Q @ U, Vh.mT
+    return (V, S, U) if m < n else (U, S, V)  # a plain tuple, as PyTorch's
+
+
+@composite(variants="function", cost=_matrix_cost(12.0))
+def svd_lowrank(A: Tensor, q: int | None = 6, niter: int = 2, M: Tensor | None = None) -> Any:
+    """An approximate rank-`q` SVD `(U, S, V)` of `A - M` by randomized subspace iteration
+    (`niter` power iterations); exact up to rounding when the rank is at most `q`. Draws
+    from ember's random generator, so U and V differ from PyTorch's by the generator (not
+    the subspace they span)."""
+    return _svd_lowrank("svd_lowrank", A, q, niter, M)
+
+
+@composite(variants="function", cost=_matrix_cost(12.0))
+def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True, niter: int = 2) -> Any:
+    """Principal component analysis of the rows of `A`: `svd_lowrank` of A with its
+    column means subtracted (`center`); `q` defaults to min(6, m, n)."""
+    m, n = A.shape[-2:]
+    if q is None:
+        q = min(6, m, n)
+    elif not (q >= 0 and q <= min(m, n)):
+        raise ValueError(f"q(={q}) must be non-negative integer and not greater than "
+                         f"min(m, n)={min(m, n)}")
+    if not niter >= 0:
+        raise ValueError(f"niter(={niter}) must be non-negative integer")
+    if center:
+        A = A - A.mean(-2, keepdim=True)
+    return _svd_lowrank("pca_lowrank", A, q, niter, None)
 
 
 def _eigh_rule(A, *, UPLO):
