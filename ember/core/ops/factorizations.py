@@ -955,7 +955,33 @@ def _lu_rule(A):
     return OutMeta(tuple(A.shape[:-2]) + (m * n + min(m, n) + 1,), A.dtype, None)
 
 
-@primitive(variants="", rule=_lu_rule, cost=_matrix_cost(2 / 3))
+def _lu_grad(grad, result, A_shape):
+    """PyTorch's linalg_lu_backward: the gradient of the compact LU (its strictly lower
+    part L's, the rest U's) back to A = P L U, for square, wide and tall A."""
+    m, n = A_shape[-2], A_shape[-1]
+    k = min(m, n)
+    gLU, _, _ = _split(grad, (m, n), (k,), ())
+    LU, pivots, _ = _split(result, (m, n), (k,), ())
+    P, L, U = lu_unpack(LU.detach(), pivots.detach().to(dt.int32))
+    gL, gU = gLU[..., :, :k].tril(-1), gLU[..., :k, :].triu()
+    if m == n:
+        gA = (L.mT @ gL).tril(-1) + (gU @ U.mT).triu()
+        gA = linalg_solve_triangular(U.mT, gA, upper=False, left=False)
+        gA = linalg_solve_triangular(L.mT, gA, upper=True, unitriangular=True)
+    elif m < n:  # wide: U = [U1 | U2]
+        gA = (L.mT @ gL - gU @ U.mT).tril(-1)
+        gA = linalg_solve_triangular(U[..., :k].mT, gA, upper=False, left=False)
+        gA = cat([gA + gU[..., :k].triu(), gU[..., k:]], -1)
+        gA = linalg_solve_triangular(L.mT, gA, upper=True, unitriangular=True)
+    else:  # tall: L = [L1; L2]
+        gA = (gU @ U.mT - L.mT @ gL).triu()
+        gA = linalg_solve_triangular(L[..., :k, :].mT, gA, upper=True, unitriangular=True)
+        gA = cat([gA + gL[..., :k, :].tril(-1), gL[..., k:, :]], -2)
+        gA = linalg_solve_triangular(U.mT, gA, upper=False, left=False)
+    return P @ gA
+
+
+@primitive(variants="", rule=_lu_rule, cost=_matrix_cost(2 / 3), grad=Grad(A=_lu_grad))
 def _linalg_lu_factor_ex(A: Tensor) -> Tensor:
     """LU (partial pivoting), the 1-based pivots and LAPACK's info, packed."""
     return apply_labelled(OPS["_linalg_lu_factor_ex"], "LinalgLuFactorExBackward0", A)
@@ -978,7 +1004,7 @@ def _lu_factor(op: str, A: Tensor, pivot: bool) -> tuple[Tensor, Tensor, Tensor]
 def linalg_lu_factor(A: Tensor, *, pivot: bool = True, out: Any = None) -> Any:
     """`linalg.lu_factor`: the LU factorization with partial pivoting in LAPACK's compact
     form: L (unit diagonal, below it) and U in one matrix, and the 1-based pivots (int32).
-    Raises LinAlgError for a singular matrix. Not differentiable here."""
+    Raises LinAlgError for a singular matrix."""
     LU, pivots, info = _lu_factor("linalg.lu_factor", A, pivot)
     _raise_info("linalg.lu_factor", info, "U[{info},{info}] is zero and using it on "
                 "lu_solve would result in a division by zero. If you still want to perform "
