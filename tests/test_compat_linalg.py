@@ -293,3 +293,48 @@ def test_low_rank_svd_matches_torch_where_the_answer_is_unique():
     np.testing.assert_allclose(s.numpy()[:2], ts.numpy()[:2], rtol=1e-8)
     with pytest.raises(ValueError, match="must be non-negative integer"):
         ember.pca_lowrank(ember.tensor(a), q=9)
+
+
+def _autocast_cases(L, d):
+    r = L.randn
+    sq = (r(3, 3) + 3 * L.eye(3)).to(d)
+    return {
+        "addbmm": lambda: L.addbmm(r(3, 5, dtype=d), r(2, 3, 4, dtype=d), r(2, 4, 5, dtype=d)),
+        "linalg.vecdot": lambda: L.linalg.vecdot(r(3, dtype=d), r(3, dtype=d)),
+        "det": lambda: L.det(sq), "linalg.inv": lambda: L.linalg.inv(sq),
+        "linalg.solve": lambda: L.linalg.solve(sq, r(3, dtype=d)),
+        "linalg.cholesky": lambda: L.linalg.cholesky(sq @ sq.mT),
+        "linalg.qr": lambda: L.linalg.qr(sq)[0], "linalg.svd": lambda: L.linalg.svd(sq)[1],
+        "linalg.eigh": lambda: L.linalg.eigh(sq)[0],
+        "linalg.lu_factor": lambda: L.linalg.lu_factor(sq)[0],
+        "pinverse": lambda: L.pinverse(sq), "cdist": lambda: L.cdist(sq, sq),
+        "matrix_power": lambda: L.matrix_power(sq, 2), "cov": lambda: L.cov(sq),
+        "linalg.lstsq": lambda: L.linalg.lstsq(sq, sq)[0], "geqrf": lambda: L.geqrf(sq)[0],
+        "inner": lambda: L.inner(sq, sq), "tensordot": lambda: L.tensordot(sq, sq, 1),
+        "multi_dot": lambda: L.linalg.multi_dot([sq, sq, sq]),
+        "corrcoef": lambda: L.corrcoef(sq), "addmv": lambda: L.addmv(sq[0], sq, sq[1]),
+        "addr": lambda: L.addr(sq, sq[0], sq[1]), "kron": lambda: L.kron(sq, sq),
+        "vector_norm": lambda: L.linalg.vector_norm(sq), "cond": lambda: L.linalg.cond(sq),
+        "matrix_exp": lambda: L.matrix_exp(sq), "lu_solve": lambda: L.linalg.lu_solve(
+            *L.linalg.lu_factor(sq), sq), "svd_lowrank": lambda: L.svd_lowrank(sq, q=2)[1],
+    }
+
+
+def test_cpu_autocast_casts_as_pytorchs_lists():
+    """Under CPU autocast (bfloat16), each op's result dtype from float32 and bfloat16
+    inputs is PyTorch's (an error where PyTorch's kernel has no bfloat16). (Not `pinv`:
+    PyTorch's casts only its last product, so float32 in gives bfloat16 out; ember's runs
+    in float32 throughout, as an op ember declares is cast as a whole.)"""
+    def dtypes(L, d):
+        out = {}
+        for name, call in _autocast_cases(L, getattr(L, d)).items():
+            with L.autocast("cpu", dtype=L.bfloat16):
+                try:
+                    out[name] = str(call().dtype).split(".")[-1]
+                except (RuntimeError, NotImplementedError):
+                    out[name] = "error"
+        return out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for d in ("float32", "bfloat16"):
+            assert dtypes(ember, d) == dtypes(torch, d), d

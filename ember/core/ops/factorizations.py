@@ -45,6 +45,7 @@ from ember.core.creation import arange, eye, randn, tensor, zeros
 from ember.core.declare import composite, primitive, write_out
 from ember.core.grad_mode import no_grad
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
+from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import where
 from ember.core.ops.linalg import _word, matmul
 from ember.core.ops.shape import cat
@@ -215,7 +216,7 @@ _SINGULAR = ("The diagonal element {info} is zero, the inversion could not be co
              "because the input matrix is singular.")
 
 
-@composite(variants="", cost=_matrix_cost(2.0))
+@composite(variants="", cost=_matrix_cost(2.0), cpu_precision=P.FLOAT32)
 def linalg_inv(A: Tensor, *, out: Any = None) -> Tensor:
     """`linalg.inv`: the inverse of a square matrix (or of each in a batch); raises
     LinAlgError for a singular one."""
@@ -224,13 +225,13 @@ def linalg_inv(A: Tensor, *, out: Any = None) -> Tensor:
     return inverse if out is None else _write("linalg.inv", out, inverse)
 
 
-@composite(variants="function method", cost=_matrix_cost(2.0))
+@composite(variants="function method", cost=_matrix_cost(2.0), cpu_precision=P.FLOAT32)
 def inverse(input: Tensor, *, out: Any = None) -> Tensor:
     """The inverse of a square matrix (`linalg.inv`)."""
     return linalg_inv(input, out=out)
 
 
-@composite(variants="", cost=_matrix_cost(2.0))
+@composite(variants="", cost=_matrix_cost(2.0), cpu_precision=P.FLOAT32)
 def linalg_inv_ex(A: Tensor, *, check_errors: bool = False) -> Any:
     """`linalg.inv_ex`: the inverse and LAPACK's `info` (int32: 0, or the index of the
     first zero pivot of a singular matrix, whose inverse is then NaN) without raising,
@@ -292,7 +293,7 @@ def _solve(op: str, A: Tensor, B: Tensor, left: bool, check: bool) -> tuple[Tens
 SolveExResult = namedtuple("linalg_solve_ex", ["result", "info"])
 
 
-@composite(variants="", cost=_matrix_cost(2 / 3))
+@composite(variants="", cost=_matrix_cost(2 / 3), cpu_precision=P.FLOAT32)
 def linalg_solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor:
     """`linalg.solve`: the solution X of `A @ X = B` (`X @ A = B` with `left=False`); B is
     a matrix, or a vector (B.ndim == 1, or A's shape without its last dimension); batches
@@ -340,7 +341,7 @@ def linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = T
 TriangularSolveResult = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
 
 
-@composite(variants="function method", cost=_matrix_cost(1 / 3))
+@composite(variants="function method", cost=_matrix_cost(1 / 3), cpu_precision=P.FLOAT32)
 def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
                      unitriangular: bool = False) -> Any:
     """The solution X of `A @ X = input` (`A^T @ X = input` with `transpose`) for a
@@ -399,7 +400,7 @@ def _cholesky_ex(A: Tensor, upper: bool) -> tuple[Tensor, Tensor]:
     return L, info.to(dt.int32)
 
 
-@composite(variants="", cost=_matrix_cost(1 / 3))
+@composite(variants="", cost=_matrix_cost(1 / 3), cpu_precision=P.FLOAT32)
 def linalg_cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
     """`linalg.cholesky`: the lower-triangular L with `A = L @ L^T` of a symmetric
     positive-definite A (reading its lower triangle), or the upper U = L^T with `upper`
@@ -409,7 +410,7 @@ def linalg_cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tenso
     return L if out is None else _write("linalg.cholesky", out, L)
 
 
-@composite(variants="", cost=_matrix_cost(1 / 3))
+@composite(variants="", cost=_matrix_cost(1 / 3), cpu_precision=P.FLOAT32)
 def linalg_cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -> Any:
     """`linalg.cholesky_ex`: `linalg.cholesky` and LAPACK's `info` (int32: 0, or the order
     of the leading minor that is not positive-definite, whose factor is then NaN) without
@@ -420,7 +421,7 @@ def linalg_cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = F
     return CholeskyExResult(L, info)
 
 
-@composite(variants="function method", cost=_matrix_cost(1 / 3))
+@composite(variants="function method", cost=_matrix_cost(1 / 3), cpu_precision=P.FLOAT32)
 def cholesky(input: Tensor, upper: bool = False, *, out: Any = None) -> Tensor:
     """The Cholesky factor (deprecated in PyTorch for `linalg.cholesky`)."""
     deprecated("cholesky", "torch.linalg.cholesky and will be removed in a future PyTorch "
@@ -458,7 +459,7 @@ def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor
     return X
 
 
-@composite(variants="function method", cost=_matrix_cost(1.0))
+@composite(variants="function method", cost=_matrix_cost(1.0), cpu_precision=P.FLOAT32)
 def cholesky_inverse(input: Tensor, upper: bool = False) -> Tensor:
     """The inverse of `A = L @ L^T` given its Cholesky factor L (`A = U^T @ U` given U
     with `upper`)."""
@@ -521,7 +522,7 @@ def _linalg_qr(A: Tensor, *, mode: str = "reduced") -> Tensor:
 QRResult = namedtuple("linalg_qr", ["Q", "R"])
 
 
-@composite(variants="", cost=_matrix_cost(4 / 3))
+@composite(variants="", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
 def linalg_qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> Any:
     """`linalg.qr`: `A = Q @ R` with Q orthonormal columns and R upper triangular, as a
     named pair. `mode`: "reduced" (Q is m x k, R k x n, k = min(m, n)), "complete" (Q is
@@ -540,7 +541,7 @@ def linalg_qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> Any:
 QrResult = namedtuple("qr", ["Q", "R"])
 
 
-@composite(variants="function method", cost=_matrix_cost(4 / 3))
+@composite(variants="function method", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
 def qr(input: Tensor, some: bool = True) -> Any:
     """The QR decomposition (deprecated in PyTorch for `linalg.qr`): reduced with `some`,
     else complete."""
@@ -569,7 +570,7 @@ def _geqrf(A: Tensor) -> Tensor:
 GeqrfResult = namedtuple("geqrf", ["a", "tau"])
 
 
-@composite(variants="function method", cost=_matrix_cost(4 / 3))
+@composite(variants="function method", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
 def geqrf(input: Tensor) -> Any:
     """The QR decomposition in LAPACK's compact form `(a, tau)`: R on and above `a`'s
     diagonal, the Householder vectors below it (their leading 1 implied), and their
@@ -616,7 +617,7 @@ def _householder_checks(op: str, A: Tensor, tau: Tensor) -> None:
                            f"{A.dtype}")
 
 
-@composite(variants="", cost=_matrix_cost(4 / 3))
+@composite(variants="", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
 def linalg_householder_product(A: Tensor, tau: Tensor, *, out: Any = None) -> Tensor:
     """`linalg.householder_product`: the first n columns of the product of the Householder
     reflectors stored in A (m x n, m >= n) and `tau` (geqrf's output gives Q of the QR
@@ -628,13 +629,13 @@ def linalg_householder_product(A: Tensor, tau: Tensor, *, out: Any = None) -> Te
     return result if out is None else _write("linalg.householder_product", out, result)
 
 
-@composite(variants="function method", cost=_matrix_cost(4 / 3))
+@composite(variants="function method", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
 def orgqr(input: Tensor, input2: Tensor) -> Tensor:
     """The Q of geqrf's compact form (`linalg.householder_product`)."""
     return linalg_householder_product(input, input2)
 
 
-@composite(variants="function method", cost=_matrix_cost(4 / 3))
+@composite(variants="function method", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
 def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True,
           transpose: bool = False) -> Tensor:
     """`Q @ input3` for the Q (m x m) of geqrf's compact form `(input, input2)`:
@@ -713,7 +714,7 @@ def _svd(A: Tensor, full_matrices: bool) -> list[Tensor]:
                   *_svd_shapes(tuple(A.shape), full_matrices))
 
 
-@composite(variants="", cost=_matrix_cost(12.0))
+@composite(variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
 def linalg_svd(A: Tensor, full_matrices: bool = True, *, driver: Any = None) -> Any:
     """`linalg.svd`: `A = U @ diag(S) @ Vh`, singular values descending, as a named triple;
     U is m x m and Vh n x n with `full_matrices`, else m x k and k x n. The gradient is
@@ -722,7 +723,7 @@ def linalg_svd(A: Tensor, full_matrices: bool = True, *, driver: Any = None) -> 
     return SVDResult(*_svd(A, full_matrices))
 
 
-@composite(variants="", cost=_matrix_cost(12.0))
+@composite(variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
 def linalg_svdvals(A: Tensor, *, driver: Any = None) -> Tensor:
     """`linalg.svdvals`: the singular values, descending."""
     return _svd(A, False)[1]
@@ -731,7 +732,7 @@ def linalg_svdvals(A: Tensor, *, driver: Any = None) -> Tensor:
 SvdResult = namedtuple("svd", ["U", "S", "V"])
 
 
-@composite(variants="function method", cost=_matrix_cost(12.0))
+@composite(variants="function method", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
 def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> Any:
     """The SVD as `(U, S, V)` with `input = U @ diag(S) @ V^T` (note V, not Vh): reduced
     with `some`. With `compute_uv=False`, U and V are zero-filled (m x m and n x n)."""
@@ -776,7 +777,7 @@ def _svd_lowrank(op: str, A: Tensor, q: int | None, niter: int, M: Tensor | None
     return (V, S, U) if m < n else (U, S, V)  # a plain tuple, as PyTorch's
 
 
-@composite(variants="function", cost=_matrix_cost(12.0))
+@composite(variants="function", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
 def svd_lowrank(A: Tensor, q: int | None = 6, niter: int = 2, M: Tensor | None = None) -> Any:
     """An approximate rank-`q` SVD `(U, S, V)` of `A - M` by randomized subspace iteration
     (`niter` power iterations); exact up to rounding when the rank is at most `q`. Draws
@@ -785,7 +786,7 @@ def svd_lowrank(A: Tensor, q: int | None = 6, niter: int = 2, M: Tensor | None =
     return _svd_lowrank("svd_lowrank", A, q, niter, M)
 
 
-@composite(variants="function", cost=_matrix_cost(12.0))
+@composite(variants="function", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
 def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True, niter: int = 2) -> Any:
     """Principal component analysis of the rows of `A`: `svd_lowrank` of A with its
     column means subtracted (`center`); `q` defaults to min(6, m, n)."""
@@ -839,14 +840,14 @@ def _eigh(A: Tensor, UPLO: str) -> list[Tensor]:
     return _split(_linalg_eigh(A, UPLO=UPLO), (n,), (n, n))
 
 
-@composite(variants="", cost=_matrix_cost(9.0))
+@composite(variants="", cost=_matrix_cost(9.0), cpu_precision=P.FLOAT32)
 def linalg_eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Any:
     """`linalg.eigh`: the eigenvalues (ascending) and orthonormal eigenvectors (columns) of
     a symmetric matrix, reading its lower triangle (`UPLO="U"`: the upper one)."""
     return EighResult(*_eigh(A, UPLO))
 
 
-@composite(variants="", cost=_matrix_cost(9.0))
+@composite(variants="", cost=_matrix_cost(9.0), cpu_precision=P.FLOAT32)
 def linalg_eigvalsh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Tensor:
     """`linalg.eigvalsh`: the eigenvalues of a symmetric matrix, ascending."""
     return _eigh(A, UPLO)[0]
@@ -891,13 +892,13 @@ def linalg_pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: boo
     return result if out is None else _write("linalg.pinv", out, result)
 
 
-@composite(variants="function method", cost=_matrix_cost(12.0))
+@composite(variants="function method", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
 def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     """The pseudo-inverse (`linalg.pinv` with `rtol=rcond`)."""
     return linalg_pinv(input, rtol=rcond)
 
 
-@composite(variants="", cost=_matrix_cost(12.0))
+@composite(variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
 def linalg_matrix_rank(A: Tensor, *, atol: Any = None, rtol: Any = None,
                        hermitian: bool = False, out: Any = None) -> Tensor:
     """`linalg.matrix_rank`: the number of singular values above `max(atol, rtol *
@@ -912,7 +913,7 @@ def linalg_matrix_rank(A: Tensor, *, atol: Any = None, rtol: Any = None,
 LstsqResult = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 
 
-@composite(variants="", cost=_matrix_cost(12.0))
+@composite(variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
 def linalg_lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,
                  driver: str | None = None) -> Any:
     """`linalg.lstsq`: the X minimizing `||A @ X - B||` (through the pseudo-inverse), with
@@ -1037,7 +1038,7 @@ def _permutation(pivots: Tensor, m: int) -> Tensor:
     return tensor(rows, dtype=dt.int64, device=pivots.device).reshape(batch + (m,))
 
 
-@composite(variants="function method", cost=_matrix_cost(2 / 3))
+@composite(variants="function method", cost=_matrix_cost(2 / 3), cpu_precision=P.FLOAT32)
 def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out: Any = None) -> Any:
     """The LU factorization in compact form, `(A_LU, pivots)` (with `get_infos`, also the
     int32 infos; singular matrices then do not raise). Deprecated in PyTorch for
@@ -1131,7 +1132,8 @@ def lu_solve(input: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
 # -- powers and exponentials -----------------------------------------------------------
 
 
-@composite(variants="function method", cost=_matrix_cost(2.0))
+@composite(variants="function method", cost=_matrix_cost(2.0),
+           cpu_precision=P.LOWER)
 def matrix_power(input: Tensor, n: int) -> Tensor:
     """The matrix raised to the integer power `n` (by repeated squaring; a negative power
     is one of the inverse, 0 the identity)."""
@@ -1209,7 +1211,7 @@ def _vector_norm(x: Tensor, ord: Any, dims: Any, keepdim: bool) -> Tensor:
     return (x.abs() ** ord).sum(dims, keepdim) ** (1.0 / ord)
 
 
-@composite(variants="", cost=costs.reduction(2))
+@composite(variants="", cost=costs.reduction(2), precision=P.FLOAT32)
 def linalg_vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False, *,
                        dtype: Any = None, out: Any = None) -> Tensor:
     """`linalg.vector_norm`: the `ord`-norm of the vectors along `dim` (all elements, as one
@@ -1256,7 +1258,7 @@ def _matrix_norm(A: Tensor, ord: Any, d0: int, d1: int, keepdim: bool) -> Tensor
     raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
 
 
-@composite(variants="", cost=costs.reduction(2))
+@composite(variants="", cost=costs.reduction(2), precision=P.FLOAT32)
 def linalg_matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1),
                        keepdim: bool = False, *, dtype: Any = None,
                        out: Any = None) -> Tensor:
@@ -1290,7 +1292,7 @@ def linalg_norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = Fal
     return result if out is None else _write("linalg.norm", out, result)
 
 
-@composite(variants="function", cost=costs.reduction(2))
+@composite(variants="function", cost=costs.reduction(2), precision=P.FLOAT32)
 def frobenius_norm(input: Tensor, dim: Any = (-2, -1), keepdim: bool = False, *,
                    out: Any = None) -> Tensor:
     """The Frobenius norm over `dim` (deprecated in PyTorch for `linalg.matrix_norm`)."""
@@ -1302,7 +1304,7 @@ def frobenius_norm(input: Tensor, dim: Any = (-2, -1), keepdim: bool = False, *,
     return result if out is None else _write("frobenius_norm", out, result)
 
 
-@composite(variants="function", cost=_matrix_cost(12.0))
+@composite(variants="function", cost=_matrix_cost(12.0), precision=P.FLOAT32)
 def nuclear_norm(input: Tensor, dim: Any = None, keepdim: bool = False, *,
                  out: Any = None) -> Tensor:
     """The nuclear norm (the sum of the singular values) over `dim` (the last two when
@@ -1315,7 +1317,7 @@ def nuclear_norm(input: Tensor, dim: Any = None, keepdim: bool = False, *,
     return result if out is None else _write("nuclear_norm", out, result)
 
 
-@composite(variants="", cost=_matrix_cost(12.0))
+@composite(variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
 def linalg_cond(A: Tensor, p: Any = None, *, out: Any = None) -> Tensor:
     """`linalg.cond`: the condition number `norm(A, p) * norm(inv(A), p)`; for p None or 2
     (the default) and -2, the ratio of the extreme singular values."""
@@ -1351,7 +1353,7 @@ def linalg_tensorinv(A: Tensor, ind: int = 2, *, out: Any = None) -> Tensor:
     return result if out is None else _write("linalg.tensorinv", out, result)
 
 
-@composite(variants="", cost=_matrix_cost(2 / 3))
+@composite(variants="", cost=_matrix_cost(2 / 3), cpu_precision=P.FLOAT32)
 def linalg_tensorsolve(A: Tensor, B: Tensor, dims: Any = None, *, out: Any = None) -> Tensor:
     """`linalg.tensorsolve`: the X with `tensordot(A, X, X.ndim) == B` (the dimensions
     `dims` of A moved to the end first)."""
@@ -1402,7 +1404,8 @@ def linalg_vander(x: Tensor, *, N: int | None = None) -> Tensor:
 # -- statistics and distances ------------------------------------------------------------
 
 
-@composite(variants="function method", cost=costs.matmul)
+@composite(variants="function method", cost=costs.matmul,
+           cpu_precision=P.LOWER)
 def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         aweights: Tensor | None = None) -> Tensor:
     """The covariance matrix of the variables in the rows of `input` (observations in the
@@ -1458,7 +1461,8 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     return (c / norm_factor).squeeze()
 
 
-@composite(variants="function method", cost=costs.matmul)
+@composite(variants="function method", cost=costs.matmul,
+           cpu_precision=P.LOWER)
 def corrcoef(input: Tensor) -> Tensor:
     """The Pearson correlation coefficients of the variables in the rows of `input`,
     clipped to [-1, 1]."""
@@ -1471,7 +1475,7 @@ def corrcoef(input: Tensor) -> Tensor:
     return c.clamp(-1, 1)
 
 
-@composite(variants="function method", cost=costs.pointwise(3))
+@composite(variants="function method", cost=costs.pointwise(3), precision=P.FLOAT32)
 def dist(input: Tensor, other: Tensor, p: Any = 2) -> Tensor:
     """The p-norm of `input - other` (broadcast), as a 0-d tensor."""
     if not (input.dtype.is_floating_point and other.dtype.is_floating_point):
@@ -1484,7 +1488,8 @@ _CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
                 "donot_use_mm_for_euclid_dist")
 
 
-@composite(variants="function", cost=costs.pointwise(3))
+@composite(variants="function", cost=costs.pointwise(3), cpu_precision=P.FLOAT32,
+           precision=P.FLOAT32)
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
           compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """The p-norm distance between each row vector of `x1` (.., P, M) and each of `x2`

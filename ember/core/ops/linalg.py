@@ -206,7 +206,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,
 
 
 @composite(variants="function method inplace out", exact_out=True, cost=_addmm_cost,
-           precision=P.LOWER, cpu_precision=P.LOWER)
+           precision=P.LOWER)
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """`beta * input + alpha * (mat @ vec)` for a matrix `mat` and a vector `vec`."""
     if mat.ndim != 2 or vec.ndim != 1 or mat.shape[1] != vec.shape[0]:
@@ -215,7 +215,8 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any 
     return _scaled_sum("addmv", input, matmul(mat, vec), beta, alpha)
 
 
-@composite(variants="function method inplace out", exact_out=True, cost=_addmm_cost)
+@composite(variants="function method inplace out", exact_out=True, cost=_addmm_cost,
+           precision=P.LOWER)
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """`beta * input + alpha * outer(vec1, vec2)`."""
     _need_dims("addr", "vec1", vec1, 1)
@@ -257,7 +258,8 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
 # -- products of vectors and tensors ----------------------------------------------------
 
 
-@composite(variants="function method out", cost=costs.matmul)
+@composite(variants="function method out", cost=costs.matmul,
+           cpu_precision=P.LOWER)
 def inner(input: Tensor, other: Tensor) -> Tensor:
     """The dot product over the last dimension of both tensors (a product with a 0-d one)."""
     if input.ndim == 0 or other.ndim == 0:
@@ -306,7 +308,8 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
     return (a * b).reshape(tuple(x * y for x, y in zip(sa, sb)))
 
 
-@composite(variants="function", cost=costs.matmul)
+@composite(variants="function", cost=costs.matmul,
+           cpu_precision=P.LOWER)
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
     """Contracts `a`'s dimensions `dims[0]` with `b`'s `dims[1]` (an int `d`: `a`'s last
     `d` with `b`'s first `d`); the free dimensions of `a`, then of `b`, remain."""
@@ -383,7 +386,8 @@ def _multi_dot(op: str, tensors: Sequence[Tensor]) -> Tensor:
     return result
 
 
-@composite(variants="", cost=costs.matmul)
+@composite(variants="", cost=costs.matmul, precision=P.LOWER,
+           cpu_precision=P.LOWER)
 def linalg_multi_dot(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
     """`linalg.multi_dot`: the product of two or more matrices in the cheapest order; the
     first may be a row vector and the last a column vector (1-D)."""
@@ -393,7 +397,8 @@ def linalg_multi_dot(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
     return result if out is None else write_out("linalg.multi_dot", out, result)
 
 
-@composite(variants="function", cost=costs.matmul)
+@composite(variants="function", cost=costs.matmul, precision=P.LOWER,
+           cpu_precision=P.LOWER)
 def chain_matmul(*matrices: Tensor, out: Any = None) -> Tensor:
     """The product of 2-D matrices in the cheapest order (deprecated in PyTorch for
     `linalg.multi_dot`)."""
@@ -469,7 +474,7 @@ def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Any = None
     return result if out is None else write_out("linalg.cross", out, result)
 
 
-@composite(variants="", cost=costs.pointwise(2))
+@composite(variants="", cost=costs.pointwise(2), cpu_precision=P.LOWER)
 def linalg_vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
     """`linalg.vecdot`: the dot product of vectors along `dim` (broadcasting)."""
     if not x.dtype.is_floating_point:
