@@ -241,10 +241,25 @@ ERRORS = [
     (lambda L: L.linalg.vecdot(L.ones(2, dtype=L.int64), L.ones(2, dtype=L.int64)),
      RuntimeError, "Expected a floating point"),
     (lambda L: L.linalg.vander(L.ones(1)), RuntimeError, "N must be greater than 1"),
+    (lambda L: L.addmm(L.ones(2, 2), L.ones(2), L.ones(2, 2)), RuntimeError,
+     "^mat1 must be a matrix, got 1-D tensor$"),
+    (lambda L: L.addr(L.ones(2, 2), L.ones(2, 2), L.ones(2)), RuntimeError,
+     "^addr: Expected 1-D argument vec1, but got 2-D$"),
+    (lambda L: L.addbmm(L.ones(2, 2), L.ones(2, 2, 3), L.ones(3, 2, 2)), RuntimeError,
+     "^batch1 and batch2 must have same number of batches, got 2 and 3$"),
+    (lambda L: L.baddbmm(L.ones(2, 2, 2), L.ones(2, 2, 3), L.ones(2, 2, 2)), RuntimeError,
+     "^Expected size for first two dimensions of batch2 tensor to be: \\[2, 3\\] but got: "
+     "\\[2, 2\\].$"),
     (lambda L: L.linalg.householder_product(L.ones(4, 3), L.ones(4)), RuntimeError,
      "input.shape\\[-1\\] must be greater than or equal to tau.shape\\[-1\\]"),
     (lambda L: L.linalg.solve(L.ones(2, 2), L.ones(2, dtype=L.float64)), RuntimeError,
-     "same dtype"),
+     "^linalg.solve: Expected A and B to have the same dtype, but found A of type Float and B "
+     "of type Double instead$"),
+    (lambda L: L.linalg.solve(L.zeros(2, 2), L.ones(2)), "LinAlgError",
+     "^torch.linalg.solve: The solver failed because the input matrix is singular.$"),
+    (lambda L: L.linalg.inv(L.zeros(2, 2)), "LinAlgError",
+     "^linalg.inv: The diagonal element 1 is zero, the inversion could not be completed "
+     "because the input matrix is singular.$"),
 ]
 
 
@@ -338,3 +353,13 @@ def test_cpu_autocast_casts_as_pytorchs_lists():
         warnings.simplefilter("ignore")
         for d in ("float32", "bfloat16"):
             assert dtypes(ember, d) == dtypes(torch, d), d
+
+
+def test_out_arguments_of_the_linalg_namespace():
+    a, o = ember.tensor(A), ember.empty(0, dtype=ember.float64)
+    assert ember.linalg.inv(a, out=o) is o
+    np.testing.assert_allclose(o.numpy(), np.linalg.inv(A), atol=1e-12)
+    assert ember.linalg.vector_norm(a, 1, dim=-1, out=o) is o
+    np.testing.assert_allclose(o.numpy(), np.abs(A).sum(-1), atol=1e-12)
+    assert ember.linalg.solve(a, ember.tensor(B), out=o) is o and tuple(o.shape) == B.shape
+    assert ember.inverse(a[0], out=o) is o and tuple(o.shape) == (4, 4)

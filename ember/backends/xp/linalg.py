@@ -85,15 +85,20 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 
     def with_info(f, a, *rest):
         """`f(a, *rest)` for a batch where some matrices may be singular: those get NaN
-        results and their info; the others are computed."""
+        results and their info; the others are computed. (NumPy raises for a singular
+        matrix; CuPy returns non-finite values instead, so those are checked too.)"""
+        batch = a.shape[:-2]
         try:
-            return f(a, *rest), xp.zeros(a.shape[:-2], dtype=xp.int64)
+            out = as_array(f(a, *rest))
+            if bool(xp.isfinite(out).all()) or not bool(xp.isfinite(a).all()):
+                return out, xp.zeros(batch, dtype=xp.int64)
         except lapack_error:
-            info = singular_info(a)
-            bad = (info > 0)[..., None, None]
-            eye = xp.eye(a.shape[-1], dtype=a.dtype)
-            out = as_array(f(xp.where(bad, eye, a), *rest))
-            return xp.where(bad, xp.nan, out), info
+            pass
+        info = singular_info(a)
+        bad = (info > 0)[..., None, None]
+        eye = xp.eye(a.shape[-1], dtype=a.dtype)
+        out = as_array(f(xp.where(bad, eye, a), *rest))
+        return xp.where(bad, xp.nan, out), info
 
     def inv_ex(a):
         x, info = with_info(linalg.inv, a)

@@ -285,8 +285,9 @@ def _solve(op: str, A: Tensor, B: Tensor, left: bool, check: bool) -> tuple[Tens
     A, B, vector = _solve_operands(op, A, B)
     X, info = _split(_linalg_solve_ex(A, B), tuple(B.shape[-2:]), ())
     info = info.to(dt.int32)
-    if check:
-        _raise_info(op, info, "The solver failed because the input matrix is singular.")
+    if check:  # (PyTorch names this one error torch.linalg.solve, its others linalg.solve)
+        _raise_info("torch." + op if op == "linalg.solve" else op, info,
+                    "The solver failed because the input matrix is singular.")
     return (X.squeeze(-1) if vector else X), info
 
 
@@ -298,7 +299,7 @@ def linalg_solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) ->
     """`linalg.solve`: the solution X of `A @ X = B` (`X @ A = B` with `left=False`); B is
     a matrix, or a vector (B.ndim == 1, or A's shape without its last dimension); batches
     broadcast. Raises LinAlgError for a singular A."""
-    X, _ = _solve("torch.linalg.solve", A, B, left, True)
+    X, _ = _solve("linalg.solve", A, B, left, True)
     return X if out is None else _write("linalg.solve", out, X)
 
 
@@ -1007,7 +1008,7 @@ def linalg_lu_factor(A: Tensor, *, pivot: bool = True, out: Any = None) -> Any:
     form: L (unit diagonal, below it) and U in one matrix, and the 1-based pivots (int32).
     Raises LinAlgError for a singular matrix."""
     LU, pivots, info = _lu_factor("linalg.lu_factor", A, pivot)
-    _raise_info("linalg.lu_factor", info, "U[{info},{info}] is zero and using it on "
+    _raise_info("torch.linalg.lu_factor", info, "U[{info},{info}] is zero and using it on "
                 "lu_solve would result in a division by zero. If you still want to perform "
                 "the factorization, consider calling linalg.lu(A, pivot) or "
                 "linalg.lu_factor_ex(A, pivot)")

@@ -189,9 +189,11 @@ def _scaled_sum(op: str, input: Tensor, product: Tensor, beta: Any, alpha: Any) 
 
 
 def _need_dims(op: str, name: str, x: Tensor, ndim: int) -> None:
+    """PyTorch's message for an operand of the addmm family with the wrong rank."""
     if x.ndim != ndim:
-        raise RuntimeError(f"{op}: {name} must be a {ndim}D tensor, but got a {x.ndim}D "
-                           f"tensor of shape {fmt_shape(tuple(x.shape))}")
+        raise RuntimeError(f"{name} must be a matrix, got {x.ndim}-D tensor" if ndim == 2 else
+                           f"addr: Expected 1-D argument {name}, but got {x.ndim}-D"
+                           if ndim == 1 else f"{name} must be a 3D tensor")
 
 
 @composite(variants="function method inplace out", exact_out=True, cost=_addmm_cost,
@@ -210,8 +212,10 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """`beta * input + alpha * (mat @ vec)` for a matrix `mat` and a vector `vec`."""
     if mat.ndim != 2 or vec.ndim != 1 or mat.shape[1] != vec.shape[0]:
-        raise RuntimeError(f"addmv: size mismatch, got input {fmt_shape(tuple(input.shape))}, "
-                           f"mat {fmt_shape(tuple(mat.shape))}, vec {fmt_shape(tuple(vec.shape))}")
+        def sizes(x: Tensor) -> str:
+            return "(" + "x".join(str(n) for n in x.shape) + ")"
+        raise RuntimeError(f"size mismatch, got input {sizes(input)}, mat {sizes(mat)}, vec "
+                           f"{sizes(vec)}")
     return _scaled_sum("addmv", input, matmul(mat, vec), beta, alpha)
 
 
@@ -234,6 +238,10 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
     """`beta * input + alpha * bmm(batch1, batch2)`."""
     _need_dims("baddbmm", "batch1", batch1, 3)
     _need_dims("baddbmm", "batch2", batch2, 3)
+    if tuple(batch2.shape[:2]) != (batch1.shape[0], batch1.shape[2]):
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{batch1.shape[0]}, {batch1.shape[2]}] but got: "
+                           f"[{batch2.shape[0]}, {batch2.shape[1]}].")
     return _scaled_sum("baddbmm", input, bmm(batch1, batch2), beta, alpha)
 
 
@@ -246,10 +254,12 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
     _need_dims("addbmm", "batch1", batch1, 3)
     _need_dims("addbmm", "batch2", batch2, 3)
     b, n, m = batch1.shape
-    if tuple(batch2.shape[:2]) != (b, m):
-        raise RuntimeError(f"addbmm: batch1 and batch2 shapes cannot be multiplied "
-                           f"({fmt_shape(tuple(batch1.shape))} and "
-                           f"{fmt_shape(tuple(batch2.shape))})")
+    if batch2.shape[0] != b:
+        raise RuntimeError(f"batch1 and batch2 must have same number of batches, got {b} and "
+                           f"{batch2.shape[0]}")
+    if batch2.shape[1] != m:
+        raise RuntimeError(f"Incompatible matrix sizes for bmm ({n}x{m} and "
+                           f"{batch2.shape[1]}x{batch2.shape[2]})")
     product = matmul(batch1.permute(1, 0, 2).reshape(n, b * m),
                      batch2.reshape(b * m, batch2.shape[2]))
     return _scaled_sum("addbmm", input, product, beta, alpha)
@@ -320,18 +330,18 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
         if dims > min(a.ndim, b.ndim):
             raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
-        da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+        da, db = list(range(-dims, 0)), list(range(dims))
     else:
         da, db = ([d] if isinstance(d, int) else list(d) for d in dims)
     if len(da) != len(db):
         raise RuntimeError("both dimension lists should have same length")
-    da = [d % a.ndim if a.ndim else d for d in da]
-    db = [d % b.ndim if b.ndim else d for d in db]
     for i, j in zip(da, db):
         if a.shape[i] != b.shape[j]:
             raise RuntimeError(f"contracted dimensions need to match, but first has size "
                                f"{a.shape[i]} in dim {i} and second has size {b.shape[j]} in "
                                f"dim {j}")
+    da = [d % a.ndim if a.ndim else d for d in da]
+    db = [d % b.ndim if b.ndim else d for d in db]
     if a.dtype is not b.dtype:
         raise RuntimeError(f"expected scalar type {_word(a.dtype)} but found {_word(b.dtype)}")
     free_a = [d for d in range(a.ndim) if d not in da]
