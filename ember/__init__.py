@@ -176,15 +176,10 @@ from ember.core.ops.elementwise import (
 
 # linear algebra: factorizations (family: linalg)
 from ember.core.ops.factorizations import (
-    cdist,
     cholesky,
     cholesky_inverse,
     cholesky_solve,
-    corrcoef,
-    cov,
     det,
-    dist,
-    frobenius_norm,
     geqrf,
     inverse,
     logdet,
@@ -193,7 +188,6 @@ from ember.core.ops.factorizations import (
     lu_unpack,
     matrix_exp,
     matrix_power,
-    nuclear_norm,
     orgqr,
     ormqr,
     pca_lowrank,
@@ -275,6 +269,14 @@ from ember.core.ops.nn import (
     max_pool1d,
     max_pool2d,
     softmax,
+)
+from ember.core.ops.norms import (
+    cdist,
+    corrcoef,
+    cov,
+    dist,
+    frobenius_norm,
+    nuclear_norm,
 )
 from ember.core.ops.reduction import (
     all,

@@ -1,9 +1,10 @@
 """`ember.linalg`, PyTorch's `torch.linalg`: linear algebra on matrices and batches of them.
 
-Every function here is a declared op's (ember/core/ops/factorizations.py and linalg.py):
-the namespace only gives them their `torch.linalg` names, so there is one implementation
-and the same checks, gradients and backends as `ember.det`, `ember.svd` ... Complex dtypes
-are out of scope, and with them `eig` and `eigvals` (complex even for real input).
+Every function here is a declared op's (ember/core/ops/factorizations.py, norms.py and
+linalg.py): the namespace only gives them their `torch.linalg` names, so there is one
+implementation and the same checks, gradients and backends as `ember.det`, `ember.svd` ...
+Complex dtypes are out of scope, and with them `eig` and `eigvals` (complex even for real
+input).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from ember.core.backend import LinAlgError
 from ember.core.ops import factorizations as _f
 from ember.core.ops import linalg as _l
+from ember.core.ops import norms as _n
 
 __all__ = [
     "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",
@@ -23,7 +25,7 @@ __all__ = [
 
 cholesky = _f.linalg_cholesky
 cholesky_ex = _f.linalg_cholesky_ex
-cond = _f.linalg_cond
+cond = _n.linalg_cond
 cross = _l.linalg_cross
 det = _f.det
 diagonal = _f.linalg_diagonal
@@ -39,11 +41,11 @@ lu_factor_ex = _f.linalg_lu_factor_ex
 lu_solve = _f.linalg_lu_solve
 matmul = _l.matmul
 matrix_exp = _f.matrix_exp
-matrix_norm = _f.linalg_matrix_norm
+matrix_norm = _n.linalg_matrix_norm
 matrix_power = _f.matrix_power
 matrix_rank = _f.linalg_matrix_rank
 multi_dot = _l.linalg_multi_dot
-norm = _f.linalg_norm
+norm = _n.linalg_norm
 pinv = _f.linalg_pinv
 qr = _f.linalg_qr
 slogdet = _f.slogdet
@@ -56,4 +58,4 @@ tensorinv = _f.linalg_tensorinv
 tensorsolve = _f.linalg_tensorsolve
 vander = _f.linalg_vander
 vecdot = _l.linalg_vecdot
-vector_norm = _f.linalg_vector_norm
+vector_norm = _n.linalg_vector_norm

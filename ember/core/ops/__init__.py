@@ -3,7 +3,7 @@
 Importing this package declares every op: the registry (`ember.core.opdef.OPS`) is then
 complete, and `Tensor` has all its methods and operators. The families import one
 another one way only: elementwise <- shape <- indexing <- reduction <- linalg <-
-factorizations <- nn <- losses, and writes, foreach. A gradient formula that needs an op of
+factorizations <- norms <- nn <- losses, and writes, foreach. A gradient formula that needs an op of
 a later family calls it as a Tensor method (`grad.sum_to_size(...)`), bound by the time any
 backward runs.
 """
@@ -16,6 +16,7 @@ from ember.core.ops import (  # noqa: F401 - imported for their declarations
     linalg,
     losses,
     nn,
+    norms,
     reduction,
     shape,
     writes,
