@@ -63,7 +63,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         info = xp.zeros(b, dtype=xp.int64)
         with quiet():
             for j in range(k):
-                p = xp.argmax(xp.abs(lu[:, j:, j]), axis=1) + j if m > j else xp.zeros(b)
+                p = xp.argmax(xp.abs(lu[:, j:, j]), axis=1) + j
                 pivots[:, j] = p + 1
                 top = lu[rows, j].copy()
                 lu[rows, j] = lu[rows, p]
