@@ -174,6 +174,31 @@ from ember.core.ops.elementwise import (
     trunc,
     where,
 )
+
+# linear algebra: factorizations (family: linalg)
+from ember.core.ops.factorizations import (
+    cholesky,
+    cholesky_inverse,
+    cholesky_solve,
+    det,
+    geqrf,
+    inverse,
+    logdet,
+    lu,
+    lu_solve,
+    lu_unpack,
+    matrix_exp,
+    matrix_power,
+    orgqr,
+    ormqr,
+    pca_lowrank,
+    pinverse,
+    qr,
+    slogdet,
+    svd,
+    svd_lowrank,
+    triangular_solve,
+)
 from ember.core.ops.foreach import (
     _foreach_add,
     _foreach_add_,
@@ -212,7 +237,27 @@ from ember.core.ops.indexing import (
     tensor_split,
     unbind,
 )
-from ember.core.ops.linalg import addmm, bmm, dot, einsum, ger, matmul, mm, mv, outer
+from ember.core.ops.linalg import (
+    addbmm,
+    addmm,
+    addmv,
+    addr,
+    baddbmm,
+    bmm,
+    chain_matmul,
+    cross,
+    dot,
+    einsum,
+    ger,
+    inner,
+    kron,
+    matmul,
+    mm,
+    mv,
+    outer,
+    tensordot,
+    vdot,
+)
 from ember.core.ops.nn import (
     adaptive_avg_pool1d,
     avg_pool1d,
@@ -225,6 +270,14 @@ from ember.core.ops.nn import (
     max_pool1d,
     max_pool2d,
     softmax,
+)
+from ember.core.ops.norms import (
+    cdist,
+    corrcoef,
+    cov,
+    dist,
+    frobenius_norm,
+    nuclear_norm,
 )
 
 # SHAPE family: views, splits, joins, diagonals, index grids, predicates
@@ -385,6 +438,7 @@ _FROM_AMP = {"autocast", "is_autocast_enabled", "get_autocast_dtype",
 _FROM_SCHEDULING = {"plan", "Plan"}  # auto-scheduling: imported on first use
 _FROM_COMPILED = {"compile"}  # ember.compile: kernel replay (ember.jit.compiled)
 _SUBMODULES = _SUBMODULES | {"scheduling"}  # ember.scheduling.learn & co
+_SUBMODULES = _SUBMODULES | {"linalg"}  # ember.linalg, as torch.linalg
 
 
 def __getattr__(name: str):
@@ -447,6 +501,13 @@ __all__ = [
     "nonzero", "take_along_dim",
     # linear algebra
     "matmul", "mm", "bmm", "mv", "dot", "outer", "ger", "addmm", "einsum",
+    # linear algebra (family: linalg)
+    "addbmm", "addmv", "addr", "baddbmm", "chain_matmul", "cross", "inner", "kron",
+    "tensordot", "vdot", "cdist", "cholesky", "cholesky_inverse", "cholesky_solve",
+    "corrcoef", "cov", "det", "dist", "frobenius_norm", "inverse", "logdet", "lu", "lu_solve",
+    "lu_unpack", "matrix_exp", "matrix_power", "nuclear_norm", "pinverse", "qr", "slogdet",
+    "svd", "triangular_solve", "geqrf", "orgqr", "ormqr",
+    "svd_lowrank", "pca_lowrank",
     # neural-network ops
     "conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
     "adaptive_avg_pool1d", "constant_pad_nd", "layer_norm", "softmax", "log_softmax",

@@ -111,6 +111,13 @@ class OutOfMemoryError(RuntimeError):
     the bytes asked for and the bytes free. The allocator stays usable afterwards."""
 
 
+class LinAlgError(RuntimeError):
+    """A matrix a factorization cannot handle: singular for an inverse or a solve, not
+    positive-definite for Cholesky, an SVD that does not converge
+    (`torch.linalg.LinAlgError`, a RuntimeError; `ember.linalg.LinAlgError`). Kernels
+    raise it only where they cannot report LAPACK's `info` in their result."""
+
+
 class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
     """Raised by integer division and remainder kernels for a zero divisor: a RuntimeError,
     as PyTorch raises, and a ZeroDivisionError, as Python does."""

@@ -538,6 +538,23 @@ def _einsum(ctx: ExportContext, node: Node) -> Any:
     return ctx.op("Einsum", *names, equation=node.kwargs["equation"].replace(" ", ""))
 
 
+# -- matrix factorizations (family: linalg) --
+
+
+@converter("det")
+def _det(ctx: ExportContext, node: Node) -> Any:
+    (a,) = node.args
+    return ctx.op("Det", ctx.value(a, a.dtype))
+
+
+@converter("_linalg_slogdet", "_linalg_inv_ex", "_linalg_solve_ex", "_linalg_cholesky_ex",
+           "_linalg_qr", "_geqrf", "_linalg_svd", "_linalg_eigh", "_linalg_lu_factor_ex")
+def _factorization(ctx: ExportContext, node: Node) -> Any:
+    raise ctx.unsupported(node, "ONNX has no operator for this matrix factorization")
+
+# -- end linalg --
+
+
 # -- im2col / col2im as a one-hot (grouped) convolution -------------------------------------
 
 
