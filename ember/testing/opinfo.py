@@ -778,7 +778,7 @@ _LINALG_FACTOR: list[DiffOp] = [
     DiffOp("tensorsolve", lambda lib, a, b: _la(lib).tensorsolve(a.reshape(2, 2, 4), b),
            make=lambda rng: _square(4)(rng) + [rng.uniform(-1, 1, (2, 2))],
            ops=("linalg_tensorsolve",)),
-    DiffOp("diagonal", lambda lib, a: _la(lib).diagonal(a, offset=1, dim1=0, dim2=2),
+    DiffOp("linalg_diagonal", lambda lib, a: _la(lib).diagonal(a, offset=1, dim1=0, dim2=2),
            shapes=((3, 2, 4),), ops=("linalg_diagonal",)),
     DiffOp("vander", lambda lib, a: _la(lib).vander(a, N=4), shapes=((2, 3),),
            ops=("linalg_vander",)),
