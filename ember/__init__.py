@@ -214,15 +214,22 @@ from ember.core.ops.indexing import (
 from ember.core.ops.linalg import addmm, bmm, dot, einsum, ger, matmul, mm, mv, outer
 from ember.core.ops.nn import (
     adaptive_avg_pool1d,
+    adaptive_max_pool1d,
     avg_pool1d,
     constant_pad_nd,
     conv1d,
     conv2d,
+    conv3d,
+    conv_tbc,
+    conv_transpose1d,
     conv_transpose2d,
+    conv_transpose3d,
     layer_norm,
     log_softmax,
     max_pool1d,
+    max_pool1d_with_indices,
     max_pool2d,
+    max_pool3d,
     softmax,
 )
 from ember.core.ops.reduction import (
@@ -374,6 +381,9 @@ __all__ = [
     # neural-network ops
     "conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
     "adaptive_avg_pool1d", "constant_pad_nd", "layer_norm", "softmax", "log_softmax",
+    # convolutions, pooling and resampling (nnconv)
+    "conv3d", "conv_transpose1d", "conv_transpose3d", "conv_tbc", "max_pool3d",
+    "max_pool1d_with_indices", "adaptive_max_pool1d",
     # list ops (optimizers)
     "_foreach_add", "_foreach_add_", "_foreach_sub_", "_foreach_mul", "_foreach_mul_",
     "_foreach_div", "_foreach_div_", "_foreach_maximum_", "_foreach_addcmul_",

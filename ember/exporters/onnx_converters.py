@@ -719,7 +719,7 @@ def emit_conv(ctx: ExportContext, x: str, rank: int, weight: str, bias: str | No
     return ctx.squeeze(out, [0]) if unbatched else out
 
 
-@converter("conv1d", "conv2d")
+@converter("conv1d", "conv2d", "conv3d")
 def _conv(ctx: ExportContext, node: Node) -> Any:
     a = ctx.call_args(node)
     x, weight, bias = a["input"], a["weight"], a["bias"]
@@ -745,7 +745,7 @@ def emit_conv_transpose(ctx: ExportContext, x: str, weight: str, bias: str | Non
     return ctx.squeeze(out, [0]) if unbatched else out
 
 
-@converter("conv_transpose2d")
+@converter("conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
 def _conv_transpose(ctx: ExportContext, node: Node) -> Any:
     a = ctx.call_args(node)
     x, weight, bias = a["input"], a["weight"], a["bias"]
@@ -755,7 +755,7 @@ def _conv_transpose(ctx: ExportContext, node: Node) -> Any:
                                None if bias is None else ctx.name(bias),
                                tuple(weight.shape[2:]), a["stride"], a["padding"],
                                a["output_padding"], a["groups"], a["dilation"],
-                               unbatched=len(x.shape) == 3)
+                               unbatched=len(x.shape) == len(weight.shape) - 1)
 
 
 def _pool_common(a: dict, n: int) -> tuple[list, list, list]:
@@ -765,11 +765,11 @@ def _pool_common(a: dict, n: int) -> tuple[list, list, list]:
     return kernel, stride, _ntuple(a.get("padding", 0), n)
 
 
-@converter("max_pool1d", "max_pool2d")
+@converter("max_pool1d", "max_pool2d", "max_pool3d")
 def _max_pool(ctx: ExportContext, node: Node) -> Any:
     a = ctx.call_args(node)
     x = a["input"]
-    n = 1 if node.op.endswith("1d") else 2
+    n = int(node.op[-2])  # the spatial rank: max_pool3d -> 3
     if a["return_indices"] or not x.dtype.is_floating_point:
         return NotImplemented
     kernel, stride, pad = _pool_common(a, n)
@@ -780,11 +780,11 @@ def _max_pool(ctx: ExportContext, node: Node) -> Any:
     return ctx.squeeze(out, [0]) if unbatched else out
 
 
-@converter("avg_pool1d", "avg_pool2d")
+@converter("avg_pool1d", "avg_pool2d", "avg_pool3d")
 def _avg_pool(ctx: ExportContext, node: Node) -> Any:
     a = ctx.call_args(node)
     x = a["input"]
-    n = 1 if node.op.endswith("1d") else 2
+    n = int(node.op[-2])  # the spatial rank: max_pool3d -> 3
     if a.get("divisor_override") or not x.dtype.is_floating_point:
         return NotImplemented
     kernel, stride, pad = _pool_common(a, n)
@@ -798,11 +798,11 @@ def _avg_pool(ctx: ExportContext, node: Node) -> Any:
     return ctx.squeeze(out, [0]) if unbatched else out
 
 
-@converter("adaptive_avg_pool1d", "adaptive_avg_pool2d")
+@converter("adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d")
 def _adaptive_avg_pool(ctx: ExportContext, node: Node) -> Any:
     a = ctx.call_args(node)
     x = a["input"]
-    n = 1 if node.op.endswith("1d") else 2
+    n = int(node.op[-2])  # the spatial rank: max_pool3d -> 3
     if not x.dtype.is_floating_point:
         return NotImplemented
     unbatched = len(x.shape) == n + 1

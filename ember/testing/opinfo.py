@@ -484,6 +484,42 @@ _NN: list[DiffOp] = [
            ops=("cross_entropy",)),
 ]
 
+# -- convolutions, pooling and resampling in 1 to 3 dims (nnconv) ----------------------
+_NN += [
+    DiffOp("conv3d", lambda lib, x, w, b: nnf(lib).conv3d(x, w, b, stride=(1, 2, 1),
+                                                          padding=(1, 0, 1)),
+           shapes=((1, 2, 3, 4, 3), (2, 2, 2, 2, 2), (2,)), ops=("conv3d", "convolution")),
+    DiffOp("conv3d_groups", lambda lib, x, w: nnf(lib).conv3d(x, w, groups=2, dilation=(1, 2, 1)),
+           shapes=((1, 4, 3, 4, 3), (2, 2, 2, 2, 2)), ops=("conv3d",)),
+    DiffOp("conv_transpose1d",
+           lambda lib, x, w, b: nnf(lib).conv_transpose1d(x, w, b, stride=2, padding=1,
+                                                            output_padding=1, groups=2),
+           shapes=((2, 4, 3), (4, 1, 3), (2,)), ops=("conv_transpose1d", "col2im")),
+    DiffOp("conv_transpose3d",
+           lambda lib, x, w, b: nnf(lib).conv_transpose3d(x, w, b, stride=(1, 2, 1),
+                                                            dilation=(2, 1, 1)),
+           shapes=((1, 2, 2, 2, 2), (2, 2, 2, 2, 2), (2,)), ops=("conv_transpose3d",)),
+    DiffOp("conv_tbc", lambda lib, x, w, b: lib.conv_tbc(x, w, b, 1),
+           shapes=((4, 2, 3), (3, 3, 2), (2,))),
+    DiffOp("max_pool3d", lambda lib, x: nnf(lib).max_pool3d(x, 2, (1, 2, 1), (1, 0, 1)),
+           shapes=((1, 2, 3, 4, 3),), ops=("max_pool3d", "max_pool_with_indices")),
+    DiffOp("max_pool1d_with_indices",
+           lambda lib, x: lib.max_pool1d_with_indices(x, 3, 2, 1)[0], shapes=((2, 3, 7),)),
+    DiffOp("avg_pool3d", lambda lib, x: nnf(lib).avg_pool3d(x, 3, 2, 1, ceil_mode=True,
+                                                            count_include_pad=False),
+           shapes=((1, 2, 4, 5, 4),)),
+    DiffOp("avg_pool3d_divisor", lambda lib, x: nnf(lib).avg_pool3d(x, 2, divisor_override=3),
+           shapes=((1, 1, 4, 4, 2),), ops=("avg_pool3d",)),
+    DiffOp("adaptive_avg_pool3d", lambda lib, x: nnf(lib).adaptive_avg_pool3d(x, (2, 3, None)),
+           shapes=((1, 2, 3, 5, 2),)),
+    DiffOp("adaptive_max_pool1d", lambda lib, x: lib.adaptive_max_pool1d(x, 3)[0],
+           shapes=((2, 3, 7),)),
+    DiffOp("adaptive_max_pool2d", lambda lib, x: nnf(lib).adaptive_max_pool2d(x, (2, 3)),
+           shapes=((2, 2, 5, 4),)),
+    DiffOp("adaptive_max_pool3d", lambda lib, x: nnf(lib).adaptive_max_pool3d(x, (2, 1, 3)),
+           shapes=((1, 2, 3, 2, 5),)),
+]
+
 # -- losses: their gradients (their values: ember.testing.test_losses) ------------------
 
 

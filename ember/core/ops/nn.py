@@ -24,9 +24,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ember.core import costs, tracing
+from ember.core import dtype as dt
 from ember.core.apply import apply, record_grad
-from ember.core.creation import arange, ones, zeros
+from ember.core.backend import numpy_dtype
+from ember.core.creation import arange, full, ones, tensor, zeros
 from ember.core.declare import composite, fused_kernel, primitive
 from ember.core.dispatch import run_fused
 from ember.core.grad_mode import no_grad, state
@@ -44,10 +48,21 @@ from ember.core.ops.elementwise import (
     sigmoid,
     sub,
     tanh,
+    to_dtype,
+    trunc,
 )
-from ember.core.ops.indexing import chunk, getitem, narrow, scatter
+from ember.core.ops.indexing import chunk, gather, getitem, narrow, scatter
 from ember.core.ops.linalg import matmul
-from ember.core.ops.shape import cat, permute, reshape, squeeze, t, transpose, unsqueeze
+from ember.core.ops.shape import (
+    cat,
+    expand,
+    permute,
+    reshape,
+    squeeze,
+    t,
+    transpose,
+    unsqueeze,
+)
 from ember.core.shapes import conv_out_size, fmt_shape, normalize_dim
 from ember.core.tensor import Tensor
 
@@ -406,44 +421,107 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
+@composite(variants="function", traced_as_node=True, cost=_conv_cost, precision=P.LOWER,
+           cpu_precision=P.LOWER)
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """3-D convolution (cross-correlation) over (N, C, D, H, W) inputs."""
+    return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv_transpose(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None,
+                    stride: Any, padding: Any, output_padding: Any, groups: int,
+                    dilation: Any) -> Tensor:
+    """The gradient of an n-d convolution with respect to its input: W^T @ x per group,
+    its columns folded back (col2im) into the output's spatial size."""
+    if weight.ndim != n + 2:
+        raise RuntimeError(f"{op}: expected a {n + 2}-D weight, got shape "
+                           f"{fmt_shape(tuple(weight.shape))}")
+    unbatched = input.ndim == n + 1
+    if unbatched:
+        input = unsqueeze(input, 0)
+    if input.ndim != n + 2 or input.shape[1] != weight.shape[0]:
+        raise RuntimeError(f"{op}: Given transposed=1, weight of size "
+                           f"{list(weight.shape)}, expected input{list(input.shape)} to have "
+                           f"{weight.shape[0]} channels, but got "
+                           f"{input.shape[1] if input.ndim > 1 else '?'} channels instead")
+    if groups <= 0 or weight.shape[0] % groups:
+        raise RuntimeError(f"{op}: in_channels ({weight.shape[0]}) must be divisible by "
+                           f"groups ({groups})")
+    stride, padding = _tuple(stride, n, "stride"), _tuple(padding, n, "padding")
+    dilation = _tuple(dilation, n, "dilation")
+    output_padding = _tuple(output_padding, n, "output_padding")
+    for op_, s, d in zip(output_padding, stride, dilation):
+        if op_ >= s and op_ >= d:
+            raise RuntimeError(f"{op}: output padding must be smaller than either stride or "
+                               "dilation")
+    batch, in_ch = input.shape[0], input.shape[1]
+    spatial = tuple(input.shape[2:])
+    kernel = tuple(weight.shape[2:])
+    out_ch = weight.shape[1] * groups
+    size = tuple((i - 1) * s - 2 * p + d * (k - 1) + op_ + 1 for i, s, p, d, k, op_ in
+                 zip(spatial, stride, padding, dilation, kernel, output_padding))
+    if any(o <= 0 for o in size):
+        raise RuntimeError(f"{op}: the computed output size {list(size)} is too small for "
+                           f"input {fmt_shape(tuple(input.shape))}")
+    length = math.prod(spatial)
+    x = reshape(input, (batch, groups, in_ch // groups, length))
+    wg = reshape(weight, (groups, in_ch // groups, -1))  # (G, Cin/G, Cout/G*K)
+    cols = matmul(transpose(wg, 1, 2), x)  # (N, G, Cout/G*K, L)
+    cols = reshape(cols, (batch, -1, length))
+    out = col2im(cols, size, kernel, dilation, padding, stride)
+    if bias is not None:
+        out = add(out, reshape(bias, (out_ch,) + (1,) * n))
+    return squeeze(out, 0) if unbatched else out
+
+
+@composite(variants="function", traced_as_node=True, precision=P.LOWER,
+           cpu_precision=P.LOWER)
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
+                     groups: int = 1, dilation: Any = 1) -> Tensor:
+    """1-D transposed convolution: the gradient of conv1d with respect to its input."""
+    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
 @composite(variants="function", traced_as_node=True, precision=P.LOWER,
            cpu_precision=P.LOWER)
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
                      stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
                      groups: int = 1, dilation: Any = 1) -> Tensor:
     """2-D transposed convolution: the gradient of conv2d with respect to its input."""
-    n = 2
-    if weight.ndim != 4:
-        raise RuntimeError(f"conv_transpose2d: expected a 4-D weight, got shape "
-                           f"{fmt_shape(tuple(weight.shape))}")
-    unbatched = input.ndim == 3
-    if unbatched:
-        input = unsqueeze(input, 0)
-    if input.ndim != 4 or input.shape[1] != weight.shape[0]:
-        raise RuntimeError(f"conv_transpose2d: Given transposed=1, weight of size "
-                           f"{list(weight.shape)}, expected input{list(input.shape)} to have "
-                           f"{weight.shape[0]} channels, but got "
-                           f"{input.shape[1] if input.ndim > 1 else '?'} channels instead")
-    stride, padding = _tuple(stride, n, "stride"), _tuple(padding, n, "padding")
-    dilation, output_padding = _tuple(dilation, n, "dilation"), _tuple(output_padding, n,
-                                                                       "output_padding")
-    for op_, s, d in zip(output_padding, stride, dilation):
-        if op_ >= s and op_ >= d:
-            raise RuntimeError("conv_transpose2d: output padding must be smaller than either "
-                               "stride or dilation")
-    batch, in_ch, h, w = input.shape
-    kernel = tuple(weight.shape[2:])
-    out_ch = weight.shape[1] * groups
-    size = tuple((i - 1) * s - 2 * p + d * (k - 1) + op_ + 1 for i, s, p, d, k, op_ in
-                 zip((h, w), stride, padding, dilation, kernel, output_padding))
-    x = reshape(input, (batch, groups, in_ch // groups, h * w))
-    wg = reshape(weight, (groups, in_ch // groups, -1))  # (G, Cin/G, Cout/G*K)
-    cols = matmul(transpose(wg, 1, 2), x)  # (N, G, Cout/G*K, L)
-    cols = reshape(cols, (batch, -1, h * w))
-    out = col2im(cols, size, kernel, dilation, padding, stride)
-    if bias is not None:
-        out = add(out, reshape(bias, (out_ch, 1, 1)))
-    return squeeze(out, 0) if unbatched else out
+    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+@composite(variants="function", traced_as_node=True, precision=P.LOWER,
+           cpu_precision=P.LOWER)
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
+                     groups: int = 1, dilation: Any = 1) -> Tensor:
+    """3-D transposed convolution: the gradient of conv3d with respect to its input."""
+    return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+@composite(variants="function", precision=P.LOWER, cpu_precision=P.LOWER)
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    """1-D convolution in the (time, batch, channels) layout: weight is
+    (kernel width, in channels, out channels)."""
+    if input.ndim != 3 or weight.ndim != 3 or bias.ndim != 1:
+        raise RuntimeError(f"conv_tbc: expected a 3-D input and weight and a 1-D bias, got "
+                           f"{fmt_shape(tuple(input.shape))}, {fmt_shape(tuple(weight.shape))}"
+                           f" and {fmt_shape(tuple(bias.shape))}")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError(f"conv_tbc: Input dim 2 (input channels) is not == dim 1 in the "
+                           f"weight tensor ({input.shape[2]} != {weight.shape[1]})")
+    if bias.shape[0] != weight.shape[2]:
+        raise RuntimeError(f"conv_tbc: Bias has incorrect size in dim 0 ({bias.shape[0]} != "
+                           f"{weight.shape[2]})")
+    out = _conv("conv_tbc", 1, permute(input, (1, 2, 0)), permute(weight, (2, 1, 0)), bias,
+                1, pad, 1, 1)
+    return permute(out, (2, 0, 1))
 
 
 # -- pooling --------------------------------------------------------------------------
@@ -635,6 +713,23 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                      ceil_mode, return_indices)
 
 
+@composite(variants="function", traced_as_node=True, cost=costs.reduction(1))
+def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False):
+    """3-D max pooling over (N, C, D, H, W) inputs."""
+    return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation,
+                     ceil_mode, return_indices)
+
+
+@composite(variants="function", cost=costs.reduction(1))
+def max_pool1d_with_indices(input: Tensor, kernel_size: Any, stride: Any = (),
+                            padding: Any = 0, dilation: Any = 1,
+                            ceil_mode: bool = False) -> tuple[Tensor, Tensor]:
+    """1-D max pooling over (N, C, L) inputs: (values, flat input indices)."""
+    return _max_pool("max_pool1d_with_indices", 1, input, kernel_size, stride, padding,
+                     dilation, ceil_mode, True)
+
+
 def _avg_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, ceil_mode,
               count_include_pad, divisor_override=None):
     x, unbatched = _batched(input, n, op)
@@ -688,6 +783,15 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                      count_include_pad, divisor_override)
 
 
+@composite(variants="", traced_as_node=True, cost=costs.reduction(1))
+def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    """3-D average pooling over (N, C, D, H, W) inputs."""
+    return _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
 def _adaptive_avg_pool(op: str, n: int, input: Tensor, output_size: Any) -> Tensor:
     x, unbatched = _batched(input, n, op)
     spatial = tuple(x.shape[2:])
@@ -721,6 +825,166 @@ def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     """Average pooling of (N, C, H, W) inputs to a fixed output size."""
     return _adaptive_avg_pool("adaptive_avg_pool2d", 2, input, output_size)
+
+
+@composite(variants="", traced_as_node=True, cost=costs.reduction(1))
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
+    """Average pooling of (N, C, D, H, W) inputs to a fixed output size."""
+    return _adaptive_avg_pool("adaptive_avg_pool3d", 3, input, output_size)
+
+
+# -- pooling over windows given as a table of input positions --------------------------
+# Adaptive and fractional max pooling have windows of uneven sizes or random starts: a
+# table of each window's flat input positions (an uneven window repeats its last position,
+# which changes neither its maximum nor which element comes first), one gather and one max.
+
+
+def _output_sizes(op: str, n: int, spatial: tuple, output_size: Any) -> tuple[int, ...]:
+    if isinstance(output_size, (tuple, list)):
+        sizes = tuple(output_size)
+        if len(sizes) == 1:
+            sizes = sizes * n
+    else:
+        sizes = (output_size,) * n
+    if len(sizes) != n:
+        raise RuntimeError(f"{op}: output_size must have {n} elements, got {list(sizes)}")
+    sizes = tuple(s if o is None else int(o) for s, o in zip(spatial, sizes))
+    if any(o < 0 for o in sizes):
+        raise RuntimeError(f"{op}: elements of output_size must be greater than or equal to "
+                           f"0 but received {list(sizes)}")
+    return sizes
+
+
+def _windows_max(op: str, x: Tensor, table: Tensor, outs: tuple) -> tuple[Tensor, Tensor]:
+    """Max over windows of x (N, C, *spatial): `table` (N or 1, C or 1, L, K) holds the
+    flat input position of each window's K elements. Returns (values, flat indices), each
+    (N, C, *outs)."""
+    batch, channels = x.shape[0], x.shape[1]
+    length, k = table.shape[-2], table.shape[-1]
+    table = expand(table, (batch, channels, length, k))
+    flat = reshape(x, (batch, channels, -1))
+    picked = reshape(gather(flat, 2, reshape(table, (batch, channels, length * k))),
+                     (batch, channels, length, k))
+    result = R.max(picked, 3)
+    indices = squeeze(gather(table, 3, unsqueeze(result.indices, 3)), 3)
+    shape = (batch, channels) + tuple(outs)
+    return reshape(result.values, shape), reshape(indices, shape)
+
+
+def _adaptive_table(spatial: tuple, outs: tuple, device: Any) -> Tensor:
+    """(1, 1, L, K) flat input positions of PyTorch's adaptive windows, along each dim
+    [floor(i*S/O), ceil((i+1)*S/O))."""
+    flat = np.zeros((1,) * (2 * len(spatial)), dtype=np.int64)
+    for d, (size, o) in enumerate(zip(spatial, outs)):
+        starts = np.array([(i * size) // o for i in range(o)], dtype=np.int64)
+        ends = np.array([-(-((i + 1) * size) // o) for i in range(o)], dtype=np.int64)
+        k = int((ends - starts).max())
+        pos = np.minimum(starts[:, None] + np.arange(k)[None, :], ends[:, None] - 1)
+        shape = [1] * (2 * len(spatial))
+        shape[d], shape[len(spatial) + d] = o, k
+        flat = flat * size + pos.reshape(shape)
+    table = flat.reshape(math.prod(outs), -1)
+    return reshape(tensor(table, device=device), (1, 1) + table.shape)
+
+
+def _adaptive_max_pool(op: str, n: int, input: Tensor, output_size: Any) -> tuple:
+    x, unbatched = _batched(input, n, op)
+    spatial = tuple(x.shape[2:])
+    if any(s == 0 for s in x.shape[1:]):
+        raise RuntimeError(f"{op}: Expected input to have non-zero size for non-batch "
+                           f"dimensions, but input has sizes {list(input.shape)}")
+    outs = _output_sizes(op, n, spatial, output_size)
+    if any(o == 0 for o in outs):  # an empty result (still connected to the input)
+        empty = narrow(reshape(x, tuple(x.shape[:2]) + (-1,)), 2, 0, 0)
+        values = reshape(empty, tuple(x.shape[:2]) + outs)
+        indices = zeros(tuple(values.shape), dtype=dt.int64, device=x.device)
+    else:
+        values, indices = _windows_max(op, x, _adaptive_table(spatial, outs, x.device), outs)
+    if unbatched:
+        values, indices = squeeze(values, 0), squeeze(indices, 0)
+    return values, indices
+
+
+@composite(variants="function", cost=costs.reduction(1))
+def adaptive_max_pool1d(input: Tensor, output_size: Any) -> tuple[Tensor, Tensor]:
+    """Max pooling of (N, C, L) inputs to a fixed output length: (values, indices)."""
+    return _adaptive_max_pool("adaptive_max_pool1d", 1, input, output_size)
+
+
+@composite(variants="", cost=costs.reduction(1))
+def adaptive_max_pool2d(input: Tensor, output_size: Any) -> tuple[Tensor, Tensor]:
+    """Max pooling of (N, C, H, W) inputs to a fixed output size: (values, indices)."""
+    return _adaptive_max_pool("adaptive_max_pool2d", 2, input, output_size)
+
+
+@composite(variants="", cost=costs.reduction(1))
+def adaptive_max_pool3d(input: Tensor, output_size: Any) -> tuple[Tensor, Tensor]:
+    """Max pooling of (N, C, D, H, W) inputs to a fixed output size: (values, indices)."""
+    return _adaptive_max_pool("adaptive_max_pool3d", 3, input, output_size)
+
+
+def _fractional_starts(samples: Tensor, size: int, out: int, pool: int) -> Tensor:
+    """(N, C, out) window starts along one dim, PyTorch's pseudo-random intervals: with
+    alpha = (size - pool) / (out - 1) in the input's dtype, start i is
+    int((i + u) * alpha) - int(u * alpha), and the last window ends at the input's end."""
+    last = full(tuple(samples.shape) + (1,), size - pool, dtype=dt.int64,
+                device=samples.device)
+    if out == 1:
+        return last
+    host = numpy_dtype(samples.dtype)
+    alpha = float(np.asarray(size - pool, dtype=host) / np.asarray(out - 1, dtype=host))
+    steps = arange(out - 1, dtype=samples.dtype, device=samples.device)
+    u = unsqueeze(samples, -1)
+    starts = sub(trunc(mul(add(u, steps), alpha)), trunc(mul(u, alpha)))
+    return cat([to_dtype(starts, dt.int64), last], -1)
+
+
+def fractional_max_pool(op: str, n: int, input: Tensor, kernel_size: Any, output_size: Any,
+                        samples: Tensor) -> tuple[Tensor, Tensor]:
+    """Fractional max pooling (Graham, 2014) of (N, C, *spatial) or unbatched input over
+    `n` dims: windows of `kernel_size` at the pseudo-random starts `samples` (N, C, n) in
+    [0, 1) give; sample 0 drives the last dim for 2-d pooling and the first for 3-d, as
+    PyTorch's kernels read them. Returns (values, flat input indices)."""
+    x, unbatched = _batched(input, n, op)
+    if samples.dtype is not x.dtype:
+        raise RuntimeError(f"{op}(): expected _random_samples of dtype {x.dtype}, got "
+                           f"{samples.dtype}")
+    if any(s == 0 for s in x.shape[1:]):
+        raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch "
+                           f"dimensions, but got input with sizes {list(input.shape)}")
+    kernel = _tuple(kernel_size, n, "kernel_size")
+    outs = _tuple(output_size, n, "output_size")
+    spatial = tuple(x.shape[2:])
+    batch, channels = x.shape[0], x.shape[1]
+    names = ("height", "width") if n == 2 else ("time", "height", "width")
+    for o, k, size, name in zip(outs, kernel, spatial, names):
+        if o <= 0 or k <= 0:
+            raise RuntimeError(f"{op}(): output_size and kernel_size must be greater than 0, "
+                               f"got {list(outs)} and {list(kernel)}")
+        if o + k - 1 > size:
+            raise RuntimeError(f"{op}(): pool {name} {k} too large relative to input {name} "
+                               f"{size}")
+    if tuple(samples.shape) != (batch, channels, n):
+        raise RuntimeError(f"{op}(): expected _random_samples of shape "
+                           f"{[batch, channels, n]}, got {list(samples.shape)}")
+    order = list(range(n)) if n == 3 else list(reversed(range(n)))
+    flat = None
+    # positions laid out (N, C, O1, K1, ..., On, Kn), then permuted to (N, C, *O, *K)
+    for d in range(n):
+        starts = _fractional_starts(getitem(samples, (slice(None), slice(None), order[d])),
+                                    spatial[d], outs[d], kernel[d])
+        offsets = arange(kernel[d], device=x.device)
+        pos = add(unsqueeze(starts, -1), offsets)  # (N, C, O, K)
+        shape = [batch, channels] + [1] * (2 * n)
+        shape[2 + 2 * d], shape[3 + 2 * d] = outs[d], kernel[d]
+        pos = reshape(pos, tuple(shape))
+        flat = pos if flat is None else add(mul(flat, spatial[d]), pos)
+    dims = (0, 1) + tuple(2 + 2 * d for d in range(n)) + tuple(3 + 2 * d for d in range(n))
+    table = reshape(permute(flat, dims), (batch, channels, math.prod(outs), -1))
+    values, indices = _windows_max(op, x, table, outs)
+    if unbatched:
+        values, indices = squeeze(values, 0), squeeze(indices, 0)
+    return values, indices
 
 
 # -- softmax --------------------------------------------------------------------------
