@@ -215,6 +215,7 @@ from ember.core.ops.linalg import addmm, bmm, dot, einsum, ger, matmul, mm, mv, 
 from ember.core.ops.nn import (
     adaptive_avg_pool1d,
     adaptive_max_pool1d,
+    affine_grid_generator,
     avg_pool1d,
     constant_pad_nd,
     conv1d,
@@ -224,6 +225,9 @@ from ember.core.ops.nn import (
     conv_transpose1d,
     conv_transpose2d,
     conv_transpose3d,
+    grid_sampler,
+    grid_sampler_2d,
+    grid_sampler_3d,
     layer_norm,
     log_softmax,
     max_pool1d,
@@ -383,7 +387,8 @@ __all__ = [
     "adaptive_avg_pool1d", "constant_pad_nd", "layer_norm", "softmax", "log_softmax",
     # convolutions, pooling and resampling (nnconv)
     "conv3d", "conv_transpose1d", "conv_transpose3d", "conv_tbc", "max_pool3d",
-    "max_pool1d_with_indices", "adaptive_max_pool1d",
+    "max_pool1d_with_indices", "adaptive_max_pool1d", "affine_grid_generator", "grid_sampler",
+    "grid_sampler_2d", "grid_sampler_3d",
     # list ops (optimizers)
     "_foreach_add", "_foreach_add_", "_foreach_sub_", "_foreach_mul", "_foreach_mul_",
     "_foreach_div", "_foreach_div_", "_foreach_maximum_", "_foreach_addcmul_",

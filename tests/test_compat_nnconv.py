@@ -451,3 +451,115 @@ def test_onnx_export_runs_in_onnxruntime(make, shape, op):
     with ember.no_grad():
         want = model(x).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+# -- grid_sample and affine_grid ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("n, mode", [(2, "bilinear"), (2, "nearest"), (2, "bicubic"),
+                                     (3, "bilinear"), (3, "nearest")])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_matches_torch(n, mode, padding_mode, align_corners):
+    x, g = _arrays((2, 3) + (5, 4, 6)[:n], (2,) + (3, 4, 2)[:n] + (n,), seed=n)
+    g = g * 0.8  # some coordinates fall outside [-1, 1]
+    check(lambda x, g: F.grid_sample(x, g, mode, padding_mode, align_corners),
+          lambda x, g: TF.grid_sample(x, g, mode, padding_mode, align_corners), x, g,
+          rtol=1e-4, atol=1e-5)
+
+
+def test_grid_sampler_functions_match_torch():
+    x, g = _arrays((1, 2, 4, 5), (1, 3, 3, 2))
+    for name in ("grid_sampler", "grid_sampler_2d"):
+        check(lambda x, g, name=name: getattr(ember, name)(x, g, 0, 2, False),
+              lambda x, g, name=name: getattr(torch, name)(x, g, 0, 2, False), x, g)
+    x, g = _arrays((1, 2, 3, 4, 5), (1, 2, 3, 2, 3))
+    check(lambda x, g: ember.grid_sampler_3d(x, g, 1, 1, True),
+          lambda x, g: torch.grid_sampler_3d(x, g, 1, 1, True), x, g)
+
+
+def test_grid_sample_identity_affine_grid_reproduces_input():
+    (x,) = _arrays((2, 3, 4, 5))
+    theta = ember.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]] * 2)
+    for align in (False, True):
+        grid = F.affine_grid(theta, (2, 3, 4, 5), align_corners=align)
+        out = F.grid_sample(ember.tensor(x), grid, align_corners=align)
+        np.testing.assert_allclose(out.numpy(), x, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("size", [(2, 3, 4, 5), (2, 1, 1, 3), (2, 2, 3, 4, 2)])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_affine_grid_matches_torch(size, align_corners):
+    n = len(size) - 2
+    (theta,) = _arrays((2, n, n + 1))
+    check(lambda t: F.affine_grid(t, size, align_corners),
+          lambda t: TF.affine_grid(t, size, align_corners), theta)
+    check(lambda t: ember.affine_grid_generator(t, size, align_corners),
+          lambda t: torch.affine_grid_generator(t, size, align_corners), theta)
+
+
+def test_grid_sample_and_affine_grid_errors_and_warnings():
+    x, g = ember.zeros(1, 2, 3, 3), ember.zeros(1, 2, 2, 2)
+    with pytest.warns(UserWarning, match="align_corners=False since 1.3.0"):
+        F.grid_sample(x, g)
+    with pytest.warns(UserWarning, match="align_corners=False since 1.3.0"):
+        F.affine_grid(ember.zeros(1, 2, 3), (1, 1, 2, 2))
+    with pytest.raises(ValueError, match="expected mode to be"):
+        F.grid_sample(x, g, mode="linear", align_corners=False)
+    with pytest.raises(ValueError, match="expected padding_mode"):
+        F.grid_sample(x, g, padding_mode="wrap", align_corners=False)
+    with pytest.raises(RuntimeError, match="grid_sampler.*size 2 in last dimension"):
+        F.grid_sample(x, ember.zeros(1, 2, 2, 3), align_corners=False)
+    with pytest.raises(RuntimeError, match="grid_sampler.*same batch size"):
+        F.grid_sample(x, ember.zeros(2, 2, 2, 2), align_corners=False)
+    with pytest.raises(RuntimeError, match="grid_sampler.*same dtype"):
+        F.grid_sample(x, g.double(), align_corners=False)
+    with pytest.raises(RuntimeError, match="bicubic interpolation only supports 4D"):
+        F.grid_sample(ember.zeros(1, 1, 2, 2, 2), ember.zeros(1, 1, 1, 1, 3), "bicubic",
+                      align_corners=False)
+    with pytest.raises(ValueError, match="Expected a batch of 2D affine matrices"):
+        F.affine_grid(ember.zeros(1, 3, 4), (1, 1, 2, 2), align_corners=False)
+    with pytest.raises(ValueError, match="floating point type"):
+        F.affine_grid(ember.zeros(1, 2, 3, dtype=ember.int64), (1, 1, 2, 2),
+                      align_corners=False)
+    with pytest.raises(ValueError, match="non-zero, positive output size"):
+        F.affine_grid(ember.zeros(1, 2, 3), (1, 1, 0, 2), align_corners=False)
+    with pytest.raises(NotImplementedError, match="4D and 5D sizes"):
+        F.affine_grid(ember.zeros(1, 2, 3), (1, 1, 2), align_corners=False)
+
+
+class _SpatialTransformer(nn.Module):
+    """affine_grid + grid_sample of a learned map: what a spatial transformer runs."""
+
+    def __init__(self, n, mode, padding_mode):
+        super().__init__()
+        self.n, self.mode, self.padding_mode = n, mode, padding_mode
+        self.fc = nn.Linear(2 * 3 * 4 * (3 if n == 3 else 1), n * (n + 1))
+
+    def forward(self, x):
+        theta = self.fc(x.flatten(1)).reshape(-1, self.n, self.n + 1)
+        grid = F.affine_grid(theta, list(x.shape), align_corners=False)
+        return F.grid_sample(x, grid, self.mode, self.padding_mode, align_corners=True)
+
+
+@pytest.mark.parametrize("n, mode, padding_mode, opset", [
+    (2, "bilinear", "zeros", 17), (2, "bicubic", "reflection", 17),
+    (2, "nearest", "border", 20), (3, "bilinear", "border", 20), (3, "nearest", "zeros", 17),
+])
+def test_grid_sample_exports_as_grid_sample(n, mode, padding_mode, opset):
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    ember.manual_seed(0)
+    model = _SpatialTransformer(n, mode, padding_mode).eval()
+    x = ember.randn(*((2, 2) + (3, 4, 3)[:n] if n == 3 else (2, 2, 3, 4)))
+    buf = io.BytesIO()
+    ember.onnx.export(model, (x,), buf, opset_version=opset)
+    proto = onnx.load_from_string(buf.getvalue())
+    onnx.checker.check_model(proto, full_check=True)
+    ops = {node.op_type for node in proto.graph.node}
+    assert ("GridSample" in ops) == (n == 2 or opset >= 20)  # else: the decomposition
+    session = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"])
+    (got,) = session.run(None, {session.get_inputs()[0].name: x.numpy()})
+    with ember.no_grad():
+        want = model(x).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

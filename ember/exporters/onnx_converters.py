@@ -823,6 +823,23 @@ def _adaptive_avg_pool(ctx: ExportContext, node: Node) -> Any:
     return ctx.squeeze(out, [0]) if unbatched else out
 
 
+@converter("grid_sampler", "grid_sampler_2d", "grid_sampler_3d")
+def _grid_sampler(ctx: ExportContext, node: Node) -> Any:
+    """One GridSample node: 2-d from opset 16, N-d (and the new mode names) from 20;
+    older opsets, or a 3-d grid before 20, export the decomposition."""
+    a = ctx.call_args(node)
+    x, grid = a["input"], a["grid"]
+    n = len(x.shape) - 2
+    if ctx.opset < 16 or (n != 2 and ctx.opset < 20) or not x.dtype.is_floating_point:
+        return NotImplemented
+    modes = ("linear", "nearest", "cubic") if ctx.opset >= 20 else \
+        ("bilinear", "nearest", "bicubic")
+    return ctx.op("GridSample", ctx.name(x), ctx.name(grid),
+                  mode=modes[a["interpolation_mode"]],
+                  padding_mode=("zeros", "border", "reflection")[a["padding_mode"]],
+                  align_corners=int(bool(a["align_corners"])))
+
+
 @converter("softmax", "log_softmax")
 def _softmax(ctx: ExportContext, node: Node) -> Any:
     a = ctx.call_args(node)

@@ -55,7 +55,7 @@ __all__ = [
     "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices", "max_unpool1d",
     "max_unpool2d", "max_unpool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d",
     "fractional_max_pool2d", "fractional_max_pool3d", "fractional_max_pool2d_with_indices",
-    "fractional_max_pool3d_with_indices",
+    "fractional_max_pool3d_with_indices", "grid_sample", "affine_grid",
     # padding and shape
     "pad", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "one_hot",
     # normalisation
@@ -1317,3 +1317,70 @@ def fractional_max_pool3d(input: Tensor, kernel_size: Any, output_size: Any = No
     out = _fractional_max_pool(3, input, kernel_size, output_size, output_ratio,
                                _random_samples)
     return out if return_indices else out[0]
+
+
+_GRID_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+_GRID_PADDING = {"zeros": 0, "border": 1, "reflection": 2}
+_ALIGN_CORNERS_CHANGED = (
+    "Default grid_sample and affine_grid behavior has changed to align_corners=False since "
+    "1.3.0. Please specify align_corners=True if the old behavior is desired. See the "
+    "documentation of grid_sample for details.")
+
+
+def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
+                padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
+    r"""Sample ``input`` ``(N, C, H, W)`` (or ``(N, C, D, H, W)``) at the normalised
+    coordinates of ``grid`` ``(N, H_out, W_out, 2)`` (or ``(..., 3)``): ``(-1, -1)`` is the
+    top-left corner (its pixel's centre with ``align_corners=True``).
+
+    Args:
+        mode: ``'bilinear'`` (trilinear for 5-D input), ``'nearest'`` or ``'bicubic'``
+            (4-D only).
+        padding_mode: what a coordinate outside the input reads: ``'zeros'``, the
+            ``'border'`` value, or the ``'reflection'`` of the input.
+        align_corners: whether -1 and 1 are the centres of the corner pixels (default
+            ``False``, with a warning as PyTorch gives).
+    """
+    if mode not in _GRID_MODES:
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
+                         f"'nearest' or 'bicubic', but got: '{mode}'")
+    if padding_mode not in _GRID_PADDING:
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    if align_corners is None:
+        warnings.warn(_ALIGN_CORNERS_CHANGED, stacklevel=2)
+        align_corners = False
+    return ember.grid_sampler(input, grid, _GRID_MODES[mode], _GRID_PADDING[padding_mode],
+                              align_corners)
+
+
+def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None = None
+                ) -> Tensor:
+    r"""The sampling grid (for :func:`grid_sample`) of a batch of affine maps: ``theta``
+    ``(N, 2, 3)`` for a 2-D ``size`` ``(N, C, H, W)``, ``(N, 3, 4)`` for a 3-D one; the
+    grid is ``(N, H, W, 2)`` (or ``(N, D, H, W, 3)``)."""
+    if align_corners is None:
+        warnings.warn(_ALIGN_CORNERS_CHANGED, stacklevel=2)
+        align_corners = False
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    size = list(size)
+    if len(size) == 4:
+        if theta.ndim != 3 or theta.shape[-2] != 2 or theta.shape[-1] != 3:
+            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                             f"{size}. Got {theta.shape}.")
+    elif len(size) == 5:
+        if theta.ndim != 3 or theta.shape[-2] != 3 or theta.shape[-1] != 4:
+            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size "
+                             f"{size}. Got {theta.shape}.")
+    else:
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
+                                  f"affine transforms, respectively. Got size {size}.")
+    if align_corners and min(size[2:]) == 1:
+        warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size "
+                      "grids when align_corners=True. This is not an intended use case of "
+                      "affine_grid. See the documentation of affine_grid for details.",
+                      stacklevel=2)
+    elif min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    return ember.affine_grid_generator(theta, size, align_corners)

@@ -518,6 +518,16 @@ _NN += [
            shapes=((2, 2, 5, 4),)),
     DiffOp("adaptive_max_pool3d", lambda lib, x: nnf(lib).adaptive_max_pool3d(x, (2, 1, 3)),
            shapes=((1, 2, 3, 2, 5),)),
+    # grid coordinates in [-1.2, 1.2]: some taps fall outside the input
+    DiffOp("grid_sampler", lambda lib, x, g: nnf(lib).grid_sample(x, g, align_corners=False),
+           shapes=((1, 2, 3, 4), (1, 2, 3, 2)), low=-1.2, high=1.2),
+    DiffOp("grid_sampler_2d", lambda lib, x, g: lib.grid_sampler_2d(x, g, 2, 2, True),
+           shapes=((2, 1, 4, 3), (2, 3, 2, 2)), low=-1.2, high=1.2),
+    DiffOp("grid_sampler_3d", lambda lib, x, g: lib.grid_sampler_3d(x, g, 0, 1, False),
+           shapes=((1, 2, 2, 3, 3), (1, 2, 1, 3, 3)), low=-1.2, high=1.2),
+    DiffOp("affine_grid_generator",
+           lambda lib, t: nnf(lib).affine_grid(t, (2, 1, 3, 4), align_corners=False),
+           shapes=((2, 2, 3),)),
 ]
 
 # -- losses: their gradients (their values: ember.testing.test_losses) ------------------

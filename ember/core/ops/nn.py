@@ -37,10 +37,17 @@ from ember.core.grad_mode import no_grad, state
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops import reduction as R
+from ember.core.ops.elementwise import abs as abs_
 from ember.core.ops.elementwise import (
     add,
+    clamp,
     div,
+    eq,
+    floor,
     floor_divide,
+    ge,
+    logical_and,
+    lt,
     mul,
     remainder,
     rsqrt,
@@ -50,7 +57,9 @@ from ember.core.ops.elementwise import (
     tanh,
     to_dtype,
     trunc,
+    where,
 )
+from ember.core.ops.elementwise import round as round_
 from ember.core.ops.indexing import chunk, gather, getitem, narrow, scatter
 from ember.core.ops.linalg import matmul
 from ember.core.ops.shape import (
@@ -985,6 +994,207 @@ def fractional_max_pool(op: str, n: int, input: Tensor, kernel_size: Any, output
     if unbatched:
         values, indices = squeeze(values, 0), squeeze(indices, 0)
     return values, indices
+
+
+# -- sampling grids (spatial transformers) --------------------------------------------
+# affine_grid_generator maps a base grid of normalised output coordinates through a batch
+# of affine matrices; grid_sampler reads the input at those coordinates (x along the last
+# spatial dim) with one gather per interpolation tap, so the input's gradient is the
+# gather's and the grid's comes from the taps' weights.
+
+
+def _base_grid(size: tuple, align_corners: bool, dtype: Any, device: Any) -> Tensor:
+    """(prod(spatial), n + 1) rows [x, y, (z,) 1] of PyTorch's normalised coordinates."""
+    axes = []
+    for steps in reversed(size[2:]):  # x runs along the last dim
+        if steps <= 1:
+            axes.append(np.zeros(max(steps, 0)))
+        else:
+            line = np.linspace(-1.0, 1.0, steps)
+            axes.append(line if align_corners else line * (steps - 1) / steps)
+    mesh = np.meshgrid(*reversed(axes), indexing="ij")  # each (D, H, W) or (H, W)
+    cols = [m.reshape(-1) for m in reversed(mesh)] + [np.ones(math.prod(size[2:]))]
+    return tensor(np.stack(cols, 1).astype(numpy_dtype(dtype)), device=device)
+
+
+@composite(variants="function", cost=costs.reduction(4))
+def affine_grid_generator(theta: Tensor, size: Sequence[int], align_corners: bool) -> Tensor:
+    """The (N, *spatial, n) sampling grid of the affine maps `theta` (N, n, n + 1) over
+    an output of `size` (N, C, *spatial) (`nn.functional.affine_grid` checks arguments)."""
+    size = tuple(int(s) for s in size)
+    n = len(size) - 2
+    if n not in (2, 3) or theta.ndim != 3 or tuple(theta.shape[1:]) != (n, n + 1) or \
+            theta.shape[0] != size[0]:
+        raise RuntimeError(f"affine_grid_generator: expected theta of shape (N, {n}, {n + 1})"
+                           f" with N = size[0] for size {list(size)}, got "
+                           f"{fmt_shape(tuple(theta.shape))}")
+    base = _base_grid(size, bool(align_corners), theta.dtype, theta.device)
+    grid = matmul(base, transpose(theta, 1, 2))  # (N, L, n)
+    return reshape(grid, size[:1] + size[2:] + (n,))
+
+
+def _unnormalize(coord: Tensor, size: int, align_corners: bool) -> Tensor:
+    if align_corners:
+        return mul(add(coord, 1.0), (size - 1) / 2)
+    return div(sub(mul(add(coord, 1.0), size), 1.0), 2)
+
+
+def _reflect(coord: Tensor, twice_low: int, twice_high: int) -> Tensor:
+    """`coord` reflected off the bounds [twice_low / 2, twice_high / 2] until inside."""
+    if twice_low == twice_high:
+        return mul(coord, 0.0)
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    distance = abs_(sub(coord, low))
+    extra = remainder(distance, span)
+    flips = floor(div(distance, span))
+    even = eq(remainder(flips, 2), 0)
+    return where(even, add(extra, low), add(rsub(extra, span), low))
+
+
+def _padded_coordinate(coord: Tensor, size: int, padding_mode: int,
+                       align_corners: bool) -> Tensor:
+    """Source coordinate after the padding mode: border clamps, reflection reflects
+    then clamps, zeros leaves it (out-of-range taps then read 0)."""
+    if padding_mode == 2:
+        coord = _reflect(coord, 0, 2 * (size - 1)) if align_corners else \
+            _reflect(coord, -1, 2 * size - 1)
+    if padding_mode in (1, 2):
+        coord = clamp(coord, 0, size - 1)
+    return coord
+
+
+def _tap(flat: Tensor, sizes: tuple, indices: list, weight: Tensor) -> Tensor:
+    """Input values (N, C, L) at integer coordinates `indices` (each (N, L)), zero where
+    any is out of range, times `weight` (N, L)."""
+    inside, position = None, None
+    for idx, size in zip(indices, sizes):
+        ok = logical_and(ge(idx, 0), lt(idx, size))
+        inside = ok if inside is None else logical_and(inside, ok)
+        clamped = clamp(idx, 0, size - 1)
+        position = clamped if position is None else add(mul(position, size), clamped)
+    batch, channels, length = flat.shape[0], flat.shape[1], position.shape[1]
+    values = gather(flat, 2, expand(unsqueeze(position, 1), (batch, channels, length)))
+    return mul(values, unsqueeze(where(inside, weight, 0.0), 1))
+
+
+def _cubic_weights(t: Tensor) -> list[Tensor]:
+    """The four cubic-convolution weights (A = -0.75) of taps at -1, 0, 1, 2 from t."""
+    a = -0.75
+
+    def near(x):  # |x| <= 1
+        return add(mul(mul(sub(mul(x, a + 2), a + 3), x), x), 1.0)
+
+    def far(x):  # 1 < |x| < 2
+        return sub(mul(add(mul(sub(mul(x, a), 5 * a), x), 8 * a), x), 4 * a)
+
+    u = rsub(t, 1.0)
+    return [far(add(t, 1.0)), near(t), near(u), far(add(u, 1.0))]
+
+
+def _grid_sample(op: str, input: Tensor, grid: Tensor, interpolation_mode: int,
+                 padding_mode: int, align_corners: bool) -> Tensor:
+    n = input.ndim - 2
+    if grid.ndim != input.ndim or n not in (2, 3):
+        raise RuntimeError(f"{op}(): expected 4D or 5D input and grid with same number of "
+                           f"dimensions, but got input with sizes {list(input.shape)} and "
+                           f"grid with sizes {list(grid.shape)}")
+    if input.dtype is not grid.dtype:
+        raise RuntimeError(f"{op}(): expected input and grid to have same dtype, but input "
+                           f"has {input.dtype} and grid has {grid.dtype}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"{op}(): expected a floating-point input, got {input.dtype}")
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError(f"{op}(): expected grid and input to have same batch size, but "
+                           f"got input with sizes {list(input.shape)} and grid with sizes "
+                           f"{list(grid.shape)}")
+    if grid.shape[-1] != n:
+        raise RuntimeError(f"{op}(): expected grid to have size {n} in last dimension, but "
+                           f"got grid with sizes {list(grid.shape)}")
+    for i, s in enumerate(input.shape[2:]):
+        if s == 0:
+            raise RuntimeError(f"{op}(): expected input to have non-empty spatial "
+                               f"dimensions, but input has sizes {list(input.shape)} with "
+                               f"dimension {i + 2} being empty")
+    if interpolation_mode not in (0, 1, 2) or padding_mode not in (0, 1, 2):
+        raise RuntimeError(f"{op}(): unknown interpolation mode {interpolation_mode} or "
+                           f"padding mode {padding_mode}")
+    if interpolation_mode == 2 and n != 2:
+        raise RuntimeError(f"{op}(): bicubic interpolation only supports 4D input")
+    batch, channels = input.shape[0], input.shape[1]
+    sizes = tuple(input.shape[2:])
+    outs = tuple(grid.shape[1:-1])
+    flat = reshape(input, (batch, channels, -1))
+    points = reshape(grid, (batch, -1, n))
+    # the source coordinate along each spatial dim (D, H, W order; the grid holds x first)
+    coords = [_unnormalize(getitem(points, (slice(None), slice(None), n - 1 - d)),
+                           sizes[d], align_corners) for d in range(n)]
+    if interpolation_mode == 2:  # bicubic: the padding applies to each of the 4x4 taps
+        base = [floor(c) for c in coords]
+        weights = [_cubic_weights(sub(c, b)) for c, b in zip(coords, base)]
+        out = None
+        for i in range(4):
+            for j in range(4):
+                taps = [_padded_coordinate(add(base[0], i - 1.0), sizes[0], padding_mode,
+                                           align_corners),
+                        _padded_coordinate(add(base[1], j - 1.0), sizes[1], padding_mode,
+                                           align_corners)]
+                taps = [to_dtype(trunc(t_), dt.int64) for t_ in taps]
+                term = _tap(flat, sizes, taps, mul(weights[0][i], weights[1][j]))
+                out = term if out is None else add(out, term)
+        return reshape(out, (batch, channels) + outs)
+    coords = [_padded_coordinate(c, s, padding_mode, align_corners)
+              for c, s in zip(coords, sizes)]
+    if interpolation_mode == 1:  # nearest, halves to even
+        # weight 1, written with the grid so that the grid's gradient is zeros (PyTorch's)
+        # rather than absent
+        one = add(mul(coords[0], 0.0), 1.0)
+        out = _tap(flat, sizes, [to_dtype(round_(c), dt.int64) for c in coords], one)
+        return reshape(out, (batch, channels) + outs)
+    base = [floor(c) for c in coords]
+    fracs = [sub(c, b) for c, b in zip(coords, base)]
+    base = [to_dtype(b, dt.int64) for b in base]
+    out = None
+    for corner in range(2 ** n):
+        offsets = [(corner >> (n - 1 - d)) & 1 for d in range(n)]
+        weight = None
+        for f, o in zip(fracs, offsets):
+            w = f if o else rsub(f, 1.0)
+            weight = w if weight is None else mul(weight, w)
+        term = _tap(flat, sizes, [add(b, o) for b, o in zip(base, offsets)], weight)
+        out = term if out is None else add(out, term)
+    return reshape(out, (batch, channels) + outs)
+
+
+@composite(variants="function", traced_as_node=True, cost=costs.reduction(8))
+def grid_sampler(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int,
+                 align_corners: bool) -> Tensor:
+    """Samples `input` (N, C, *spatial) at the normalised coordinates `grid` (N, *out, n):
+    interpolation 0 bilinear, 1 nearest, 2 bicubic; padding 0 zeros, 1 border, 2
+    reflection (`nn.functional.grid_sample` names them)."""
+    return _grid_sample("grid_sampler", input, grid, interpolation_mode, padding_mode,
+                        align_corners)
+
+
+@composite(variants="function", traced_as_node=True, cost=costs.reduction(8))
+def grid_sampler_2d(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int,
+                    align_corners: bool) -> Tensor:
+    """`grid_sampler` of a 4-D input."""
+    if input.ndim != 4:
+        raise RuntimeError(f"grid_sampler_2d(): expected 4D input, got sizes "
+                           f"{list(input.shape)}")
+    return _grid_sample("grid_sampler_2d", input, grid, interpolation_mode, padding_mode,
+                        align_corners)
+
+
+@composite(variants="function", traced_as_node=True, cost=costs.reduction(8))
+def grid_sampler_3d(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int,
+                    align_corners: bool) -> Tensor:
+    """`grid_sampler` of a 5-D input."""
+    if input.ndim != 5:
+        raise RuntimeError(f"grid_sampler_3d(): expected 5D input, got sizes "
+                           f"{list(input.shape)}")
+    return _grid_sample("grid_sampler_3d", input, grid, interpolation_mode, padding_mode,
+                        align_corners)
 
 
 # -- softmax --------------------------------------------------------------------------
