@@ -225,6 +225,7 @@ from ember.core.ops.nn import (
     conv_transpose1d,
     conv_transpose2d,
     conv_transpose3d,
+    convolution,
     grid_sampler,
     grid_sampler_2d,
     grid_sampler_3d,
@@ -386,7 +387,7 @@ __all__ = [
     "conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
     "adaptive_avg_pool1d", "constant_pad_nd", "layer_norm", "softmax", "log_softmax",
     # convolutions, pooling and resampling (nnconv)
-    "conv3d", "conv_transpose1d", "conv_transpose3d", "conv_tbc", "max_pool3d",
+    "conv3d", "conv_transpose1d", "conv_transpose3d", "conv_tbc", "convolution", "max_pool3d",
     "max_pool1d_with_indices", "adaptive_max_pool1d", "affine_grid_generator", "grid_sampler",
     "grid_sampler_2d", "grid_sampler_3d",
     # list ops (optimizers)

@@ -563,3 +563,17 @@ def test_grid_sample_exports_as_grid_sample(n, mode, padding_mode, opset):
     with ember.no_grad():
         want = model(x).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_torch_convolution_matches_torch():
+    x, w, b = _arrays((2, 2, 5, 6, 4), (3, 2, 2, 3, 2), (3,))
+    args = ((2, 1, 1), (1, 0, 1), (1, 2, 1), False, (0, 0, 0), 1)
+    check(lambda x, w, b: ember.convolution(x, w, b, *args),
+          lambda x, w, b: torch.convolution(x, w, b, *args), x, w, b, rtol=1e-4)
+    x, w = _arrays((2, 4, 5), (4, 3, 3))
+    args = ((2,), (1,), (1,), True, (1,), 2)
+    check(lambda x, w: ember.convolution(x, w, None, *args),
+          lambda x, w: torch.convolution(x, w, None, *args), x, w)
+    with pytest.raises(RuntimeError, match="convolution"):
+        ember.convolution(ember.tensor(x), ember.zeros(4, 3), None, (1,), (0,), (1,), False,
+                          (0,), 1)

@@ -758,6 +758,23 @@ def _conv_transpose(ctx: ExportContext, node: Node) -> Any:
                                unbatched=len(x.shape) == len(weight.shape) - 1)
 
 
+@converter("convolution")
+def _convolution(ctx: ExportContext, node: Node) -> Any:
+    a = ctx.call_args(node)
+    x, weight, bias = a["input"], a["weight"], a["bias"]
+    if not x.dtype.is_floating_point:
+        return NotImplemented
+    n = len(weight.shape) - 2
+    bias_name = None if bias is None else ctx.name(bias)
+    unbatched = len(x.shape) == n + 1
+    if a["transposed"]:
+        return emit_conv_transpose(ctx, ctx.name(x), ctx.name(weight), bias_name,
+                                   tuple(weight.shape[2:]), a["stride"], a["padding"],
+                                   a["output_padding"], a["groups"], a["dilation"], unbatched)
+    return emit_conv(ctx, ctx.name(x), n, ctx.name(weight), bias_name, tuple(weight.shape[2:]),
+                     a["stride"], a["padding"], a["dilation"], a["groups"], unbatched)
+
+
 def _pool_common(a: dict, n: int) -> tuple[list, list, list]:
     kernel = _ntuple(a["kernel_size"], n)
     stride = a.get("stride")

@@ -320,7 +320,7 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
     outs = tuple(conv_out_size(op, input.shape[2 + i], kernel[i], dilation[i], padding[i],
                                stride[i]) for i in range(n))
     if groups == 1:
-        out = convolution(input, weight, bias, stride, padding, dilation)
+        out = _fused_convolution(input, weight, bias, stride, padding, dilation)
         if out is not None:
             return squeeze(out, 0) if unbatched else out
     cols = im2col(input, kernel, dilation, padding, stride)  # (N, C*K, L)
@@ -379,26 +379,26 @@ def _conv_cost(input: Any, weight: Any, bias: Any = None, stride: Any = 1, paddi
            fused=("conv", "conv_backward"),
            grad=Grad("ConvolutionBackward0", each=_convolution_grads,
                      operands=("input", "weight", "bias")))
-def convolution(input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple,
-                padding: tuple, dilation: tuple) -> Tensor | None:
+def _fused_convolution(input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple,
+                       padding: tuple, dilation: tuple) -> Tensor | None:
     """A batched convolution (groups=1) as the backend's fused `conv` kernel, one GEMM for
     the whole batch, and `conv_backward`; None when the backend has no `conv` kernel
-    (conv1d and conv2d then run im2col + matmul)."""
+    (conv1d/2d/3d then run im2col + matmul)."""
     fused = run_fused("conv", input, weight, bias, stride, padding, dilation)
     if fused is None:
         return None
     out, workspace = fused  # the kernel's im2col columns, kept for its backward
-    record_grad(OPS["convolution"], (input, weight, bias),
+    record_grad(OPS["_fused_convolution"], (input, weight, bias),
                 {"workspace": workspace, "stride": stride, "padding": padding,
                  "dilation": dilation}, out)
     return out
 
 
-fused_kernel("conv", replaces="convolution", outputs=("like", "like"),
+fused_kernel("conv", replaces="_fused_convolution", outputs=("like", "like"),
              signature="conv(x, w, b | None, stride, padding, dilation) -> (y, workspace)",
              doc="An N-d convolution (groups=1) of a batch as one GEMM, (O, C*K) @ (C*K, N*L); "
                  "`workspace` (its im2col columns) is handed back to `conv_backward`.")
-fused_kernel("conv_backward", replaces="convolution backward", backward=True,
+fused_kernel("conv_backward", replaces="_fused_convolution backward", backward=True,
              outputs=("like", "like", "like"),
              signature="conv_backward(grad, x_shape, w, workspace, stride, padding, "
                        "dilation, needs) -> (gx | None, gw | None, gb | None)",
@@ -512,6 +512,22 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
     """3-D transposed convolution: the gradient of conv3d with respect to its input."""
     return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding,
                            output_padding, groups, dilation)
+
+
+@composite(variants="function", traced_as_node=True, precision=P.LOWER)  # (not on the CPU)
+def convolution(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Sequence[int],
+                padding: Sequence[int], dilation: Sequence[int], transposed: bool,
+                output_padding: Sequence[int], groups: int) -> Tensor:
+    """An N-d convolution (1 to 3 spatial dims, from the weight's rank), or with
+    `transposed` a transposed one: every argument given, as ATen's `convolution`."""
+    n = weight.ndim - 2
+    if n not in (1, 2, 3):
+        raise RuntimeError(f"convolution: expected a 3-D, 4-D or 5-D weight, got shape "
+                           f"{fmt_shape(tuple(weight.shape))}")
+    if transposed:
+        return _conv_transpose("convolution", n, input, weight, bias, stride, padding,
+                               output_padding, groups, dilation)
+    return _conv("convolution", n, input, weight, bias, stride, padding, dilation, groups)
 
 
 @composite(variants="function", precision=P.LOWER, cpu_precision=P.LOWER)
