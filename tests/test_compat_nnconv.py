@@ -577,3 +577,33 @@ def test_torch_convolution_matches_torch():
     with pytest.raises(RuntimeError, match="convolution"):
         ember.convolution(ember.tensor(x), ember.zeros(4, 3), None, (1,), (0,), (1,), False,
                           (0,), 1)
+
+
+_EMPTY = {
+    "conv_transpose3d": lambda L, F_: F_.conv_transpose3d(L.zeros(0, 2, 2, 2, 2),
+                                                          L.ones(2, 3, 2, 2, 2)),
+    "conv3d_groups": lambda L, F_: F_.conv3d(L.zeros(0, 4, 3, 3, 3), L.ones(2, 2, 2, 2, 2),
+                                             groups=2),
+    "adaptive_max_pool2d": lambda L, F_: F_.adaptive_max_pool2d(L.zeros(0, 2, 4, 4), 3, True),
+    "adaptive_max_pool1d_size_0": lambda L, F_: L.adaptive_max_pool1d(L.ones(1, 2, 4), 0),
+    "avg_pool3d": lambda L, F_: F_.avg_pool3d(L.zeros(0, 2, 4, 4, 4), 2),
+    "grid_sample": lambda L, F_: F_.grid_sample(L.zeros(0, 2, 4, 4), L.zeros(0, 3, 3, 2),
+                                                align_corners=False),
+    "grid_sample_no_points": lambda L, F_: F_.grid_sample(L.ones(1, 2, 4, 4),
+                                                          L.zeros(1, 0, 3, 2),
+                                                          align_corners=False),
+    "fractional_max_pool2d": lambda L, F_: F_.fractional_max_pool2d(
+        L.zeros(0, 2, 5, 5), 2, 3, _random_samples=L.zeros(0, 2, 2)),
+    "max_unpool2d": lambda L, F_: F_.max_unpool2d(L.zeros(0, 2, 2, 2),
+                                                  L.zeros(0, 2, 2, 2, dtype=L.int64), 2),
+    "lp_pool3d": lambda L, F_: F_.lp_pool3d(L.zeros(0, 2, 4, 4, 4), 2, 2),
+    "conv_tbc": lambda L, F_: L.conv_tbc(L.zeros(4, 0, 2), L.ones(2, 2, 3), L.ones(3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_EMPTY))
+def test_zero_size_inputs_match_torch(name):
+    got, want = _flat(_EMPTY[name](ember, F)), _flat(_EMPTY[name](torch, TF))
+    assert [tuple(g.shape) for g in got] == [tuple(w.shape) for w in want]
+    assert [str(g.dtype).split(".")[-1] for g in got] == \
+        [str(w.dtype).split(".")[-1] for w in want]

@@ -1184,7 +1184,8 @@ def _max_unpool(op: str, n: int, input: Tensor, indices: Tensor, kernel_size: An
                                                            indices.unsqueeze(0))
     batch, channels = x.shape[0], x.shape[1]
     total = math.prod(size)
-    flat_idx = idx.reshape(batch, channels, -1)
+    length = math.prod(x.shape[2:])  # (not -1: ambiguous for an empty batch)
+    flat_idx = idx.reshape(batch, channels, length)
     if flat_idx.numel():
         with _checking():
             low, high = int(flat_idx.min()), int(flat_idx.max())
@@ -1193,7 +1194,7 @@ def _max_unpool(op: str, n: int, input: Tensor, indices: Tensor, kernel_size: An
                                f"{low if low < 0 else high} (output volumes are of size "
                                f"{'x'.join(str(s) for s in size)})")
     out = ember.zeros(batch, channels, total, dtype=x.dtype, device=x.device)
-    out = out.scatter(2, flat_idx, x.reshape(batch, channels, -1))
+    out = out.scatter(2, flat_idx, x.reshape(batch, channels, length))
     out = out.reshape(batch, channels, *size)
     return out if input.ndim == n + 2 else out.squeeze(0)
 
@@ -1364,7 +1365,6 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
         align_corners = False
     if not theta.is_floating_point():
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
-    size = list(size)
     if len(size) == 4:
         if theta.ndim != 3 or theta.shape[-2] != 2 or theta.shape[-1] != 3:
             raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
@@ -1376,7 +1376,7 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
     else:
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
                                   f"affine transforms, respectively. Got size {size}.")
-    if align_corners and min(size[2:]) == 1:
+    if align_corners and min(list(size)[2:]) == 1:
         warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size "
                       "grids when align_corners=True. This is not an intended use case of "
                       "affine_grid. See the documentation of affine_grid for details.",

@@ -328,9 +328,10 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
     if groups == 1:
         out = matmul(reshape(weight, (out_ch, -1)), cols)  # (N, O, L)
     else:
-        cols_g = reshape(cols, (batch, groups, -1, cols.shape[-1]))
+        # explicit sizes: a -1 is ambiguous when the batch is empty
+        cols_g = reshape(cols, (batch, groups, cols.shape[1] // groups, cols.shape[-1]))
         w_g = reshape(weight, (groups, out_ch // groups, -1))
-        out = reshape(matmul(w_g, cols_g), (batch, out_ch, -1))
+        out = reshape(matmul(w_g, cols_g), (batch, out_ch, math.prod(outs)))
     out = reshape(out, (batch, out_ch) + outs)
     if bias is not None:
         out = add(out, reshape(bias, (out_ch,) + (1,) * n))
@@ -477,7 +478,7 @@ def _conv_transpose(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor
     x = reshape(input, (batch, groups, in_ch // groups, length))
     wg = reshape(weight, (groups, in_ch // groups, -1))  # (G, Cin/G, Cout/G*K)
     cols = matmul(transpose(wg, 1, 2), x)  # (N, G, Cout/G*K, L)
-    cols = reshape(cols, (batch, -1, length))
+    cols = reshape(cols, (batch, out_ch * math.prod(kernel), length))
     out = col2im(cols, size, kernel, dilation, padding, stride)
     if bias is not None:
         out = add(out, reshape(bias, (out_ch,) + (1,) * n))
@@ -563,7 +564,7 @@ def _pool_windows(op: str, n: int, input: Tensor, kernel_size: Any, stride: Any,
     padded = constant_pad_nd(input, pad, fill)
     cols = im2col(padded, kernel, dilation, 0, stride)
     batch, channels = input.shape[0], input.shape[1]
-    windows = reshape(cols, (batch, channels, math.prod(kernel), -1))
+    windows = reshape(cols, (batch, channels, math.prod(kernel), math.prod(outs)))
     return windows, outs, (kernel, stride, padding, dilation, extra)
 
 
@@ -886,13 +887,16 @@ def _windows_max(op: str, x: Tensor, table: Tensor, outs: tuple) -> tuple[Tensor
     (N, C, *outs)."""
     batch, channels = x.shape[0], x.shape[1]
     length, k = table.shape[-2], table.shape[-1]
+    shape = (batch, channels) + tuple(outs)
+    if batch * channels * length == 0:  # nothing to reduce (still connected to x)
+        empty = narrow(reshape(x, (batch, channels, math.prod(x.shape[2:]))), 2, 0, 0)
+        return (reshape(empty, shape), zeros(shape, dtype=dt.int64, device=x.device))
     table = expand(table, (batch, channels, length, k))
-    flat = reshape(x, (batch, channels, -1))
+    flat = reshape(x, (batch, channels, math.prod(x.shape[2:])))
     picked = reshape(gather(flat, 2, reshape(table, (batch, channels, length * k))),
                      (batch, channels, length, k))
     result = R.max(picked, 3)
     indices = squeeze(gather(table, 3, unsqueeze(result.indices, 3)), 3)
-    shape = (batch, channels) + tuple(outs)
     return reshape(result.values, shape), reshape(indices, shape)
 
 
@@ -919,12 +923,9 @@ def _adaptive_max_pool(op: str, n: int, input: Tensor, output_size: Any) -> tupl
         raise RuntimeError(f"{op}: Expected input to have non-zero size for non-batch "
                            f"dimensions, but input has sizes {list(input.shape)}")
     outs = _output_sizes(op, n, spatial, output_size)
-    if any(o == 0 for o in outs):  # an empty result (still connected to the input)
-        empty = narrow(reshape(x, tuple(x.shape[:2]) + (-1,)), 2, 0, 0)
-        values = reshape(empty, tuple(x.shape[:2]) + outs)
-        indices = zeros(tuple(values.shape), dtype=dt.int64, device=x.device)
-    else:
-        values, indices = _windows_max(op, x, _adaptive_table(spatial, outs, x.device), outs)
+    table = _adaptive_table(spatial, outs, x.device) if all(outs) else \
+        zeros((1, 1, 0, 1), dtype=dt.int64, device=x.device)
+    values, indices = _windows_max(op, x, table, outs)
     if unbatched:
         values, indices = squeeze(values, 0), squeeze(indices, 0)
     return values, indices
@@ -1005,7 +1006,7 @@ def fractional_max_pool(op: str, n: int, input: Tensor, kernel_size: Any, output
         pos = reshape(pos, tuple(shape))
         flat = pos if flat is None else add(mul(flat, spatial[d]), pos)
     dims = (0, 1) + tuple(2 + 2 * d for d in range(n)) + tuple(3 + 2 * d for d in range(n))
-    table = reshape(permute(flat, dims), (batch, channels, math.prod(outs), -1))
+    table = reshape(permute(flat, dims), (batch, channels, math.prod(outs), math.prod(kernel)))
     values, indices = _windows_max(op, x, table, outs)
     if unbatched:
         values, indices = squeeze(values, 0), squeeze(indices, 0)
@@ -1139,8 +1140,8 @@ def _grid_sample(op: str, input: Tensor, grid: Tensor, interpolation_mode: int,
     batch, channels = input.shape[0], input.shape[1]
     sizes = tuple(input.shape[2:])
     outs = tuple(grid.shape[1:-1])
-    flat = reshape(input, (batch, channels, -1))
-    points = reshape(grid, (batch, -1, n))
+    flat = reshape(input, (batch, channels, math.prod(sizes)))
+    points = reshape(grid, (batch, math.prod(outs), n))
     # the source coordinate along each spatial dim (D, H, W order; the grid holds x first)
     coords = [_unnormalize(getitem(points, (slice(None), slice(None), n - 1 - d)),
                            sizes[d], align_corners) for d in range(n)]
