@@ -298,6 +298,8 @@ def test_max_unpool_errors():
         F.max_unpool2d(v, ember.tensor([[[[0, 1], [2, 16]]]]), 2)
     with pytest.raises(ValueError, match="invalid output_size"):
         F.max_unpool2d(v, ember.zeros(1, 1, 2, 2, dtype=ember.int64), 2, output_size=(9, 9))
+    with pytest.raises(RuntimeError, match="max_unpool3d.*4D or 5D input"):
+        F.max_unpool3d(v[0, 0], ember.zeros(2, 2, dtype=ember.int64), 2)
     with pytest.raises(RuntimeError, match="max_unpool2d.*shape of indices"):
         F.max_unpool2d(v, ember.zeros(1, 1, 2, 1, dtype=ember.int64), 2)
 
@@ -373,6 +375,8 @@ def test_fractional_max_pool_errors():
         F.fractional_max_pool2d(x, 3, output_size=4)
     with pytest.raises(RuntimeError, match="fractional_max_pool2d.*_random_samples"):
         F.fractional_max_pool2d(x, 2, output_size=3, _random_samples=ember.rand(1, 3, 2))
+    with pytest.raises(RuntimeError, match="fractional_max_pool3d.*4D or 5D"):
+        F.fractional_max_pool3d(x[0, 0], 2, output_size=2)
     with pytest.raises(ValueError, match="output_ratio must be between 0 and 1"):
         nn.FractionalMaxPool2d(2, output_ratio=1.5)
     with pytest.raises(ValueError, match="only one of"):

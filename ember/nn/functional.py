@@ -1166,6 +1166,9 @@ def _max_unpool(op: str, n: int, input: Tensor, indices: Tensor, kernel_size: An
                 stride: Any, padding: Any, output_size: Any) -> Tensor:
     """Each input value written at its flat index (per sample and channel) of a zero
     output: the inverse of max pooling with ``return_indices``."""
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(f"{op}(): Expected {n + 1}D or {n + 2}D input, but got input of "
+                           f"shape {list(input.shape)}")
     kernel = _pair(kernel_size, n)
     stride = kernel if stride is None else _pair(stride, n)
     padding = _pair(padding, n)
@@ -1177,9 +1180,6 @@ def _max_unpool(op: str, n: int, input: Tensor, indices: Tensor, kernel_size: An
         raise RuntimeError(f"{op}(): Expected shape of indices to be same as that of the "
                            f"input tensor ({list(input.shape)}) but got indices tensor with "
                            f"shape: {list(indices.shape)}")
-    if input.ndim not in (n + 1, n + 2):
-        raise RuntimeError(f"{op}(): Expected {n + 1}D or {n + 2}D input, but got input of "
-                           f"shape {list(input.shape)}")
     x, idx = (input, indices) if input.ndim == n + 2 else (input.unsqueeze(0),
                                                            indices.unsqueeze(0))
     batch, channels = x.shape[0], x.shape[1]
@@ -1260,6 +1260,9 @@ def _fractional_max_pool(n: int, input: Tensor, kernel_size: Any, output_size: A
                          output_ratio: Any, _random_samples: Tensor | None
                          ) -> tuple[Tensor, Tensor]:
     op = f"fractional_max_pool{n}d"
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(f"{op}(): Expected {n + 1}D or {n + 2}D tensor, but got: "
+                           f"{list(input.shape)}")
     if output_size is None and output_ratio is None:
         raise ValueError(f"{op} requires specifying either an output_size or an "
                          "output_ratio")
@@ -1271,8 +1274,7 @@ def _fractional_max_pool(n: int, input: Tensor, kernel_size: Any, output_size: A
         output_size = [int(input.shape[input.ndim - n + d] * ratio[d]) for d in range(n)]
     if _random_samples is None:
         batch = 1 if input.ndim == n + 1 else input.shape[0]
-        channels = input.shape[-n - 1] if input.ndim > n else 0
-        _random_samples = ember.rand(batch, channels, n, dtype=input.dtype,
+        _random_samples = ember.rand(batch, input.shape[-n - 1], n, dtype=input.dtype,
                                      device=input.device)
     return _nnops.fractional_max_pool(op, n, input, kernel_size, output_size,
                                       _random_samples)
