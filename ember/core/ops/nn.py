@@ -10,8 +10,8 @@ without them the decomposition runs. `ember.nn.functional` is written with these
 Kernels of the primitives (signatures of their rules):
 
     im2col        kernel(input, kernel_size=, dilation=, padding=, stride=) -> cols: input
-                  is (N, C, *spatial) with 1 or 2 spatial dims; cols is (N, C * prod(k), L)
-                  in PyTorch's F.unfold layout (channel-major, then kernel offsets), zero
+                  is (N, C, *spatial), any number of spatial dims; cols is (N, C * prod(k),
+                  L) in PyTorch's F.unfold layout (channel-major, then kernel offsets), zero
                   padding, L output positions in row-major order.
     col2im        kernel(cols, output_size=, kernel_size=, dilation=, padding=, stride=) ->
                   x: the adjoint of im2col (overlapping entries are summed; F.fold).
@@ -661,7 +661,7 @@ def max_pool_with_indices(op: str, n: int, input: Tensor, kernel_size: Any, stri
                           padding: Any, dilation: Any, ceil_mode: bool,
                           return_indices: bool) -> tuple | None:
     """Batched max pooling through the backend's fused `max_pool` kernel: (values, flat
-    input indices or None); None when the backend has no such kernel (max_pool1d/2d then
+    input indices or None); None when the backend has no such kernel (max_pool1d/2d/3d then
     take the maximum of im2col windows)."""
     kernel, stride, padding, dilation, extra, outs = _pool_geometry(
         op, n, input, kernel_size, stride, padding, dilation, ceil_mode)
@@ -691,7 +691,7 @@ def max_pool_with_indices(op: str, n: int, input: Tensor, kernel_size: Any, stri
 fused_kernel("max_pool", replaces="max_pool_with_indices", outputs=("like", "int64"),
              signature="max_pool(x, *, kernel_size, stride, padding, dilation, extra, "
                        "need_indices) -> (values, window-local argmax | None)",
-             doc="Max pooling over 1 or 2 spatial dims, `extra` right padding for ceil_mode; "
+             doc="Max pooling over 1 to 3 spatial dims, `extra` right padding for ceil_mode; "
                  "the indices may be None when not asked for (the backward then recovers "
                  "them).")
 fused_kernel("max_pool_backward", replaces="max_pool_with_indices backward", backward=True,
