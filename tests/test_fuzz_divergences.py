@@ -326,3 +326,9 @@ def test_opencl_float32_sums_of_long_rows_stay_accurate(device):
 ])
 def test_found_by_fuzzing(device, case):
     assert_same(case, device, match="")
+
+
+def test_max_and_min_along_a_dim_take_bool(device):
+    # (argmax and argmin refuse bool; max and min with a dim, which run them, do not)
+    assert_same(lambda lib, T: tuple(T([True, False]).max(0)), device)
+    assert_same(lambda lib, T: tuple(T([[False, True]]).min(1, keepdim=True)), device)

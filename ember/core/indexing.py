@@ -188,7 +188,8 @@ def check_bounds(index: Tensor, size: int, dim: int) -> None:
         raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
 
 
-def check_in_range(index: Tensor, size: int, dim: int, *, select: bool = False) -> None:
+def check_in_range(op: str, index: Tensor, size: int, dim: int, *,
+                   select: bool = False) -> None:
     """PyTorch's check of the indices of gather, scatter, index_select and index_add:
     in [0, size), a negative index never counts from the end. `select`: index_select's
     and index_add's IndexError; else gather's and scatter's RuntimeError."""
@@ -200,4 +201,5 @@ def check_in_range(index: Tensor, size: int, dim: int, *, select: bool = False) 
         return
     if select:
         raise IndexError("index out of range in self")
-    raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+    raise RuntimeError(f"{op}(): index {bad} is out of bounds for dimension {dim} with size "
+                       f"{size}")

@@ -248,7 +248,7 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
         return reshape(gather(reshape(input, (1,)), 0, reshape(index, (-1,))),
                        tuple(index.shape))
-    check_in_range(index, input.shape[d], d)
+    check_in_range("gather", index, input.shape[d], d)
     return apply(OPS["gather"], input, index, dim=d)
 
 
@@ -300,7 +300,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
     if src is None:
         src = value
     if input.ndim:  # (the indices first, then the value, as PyTorch checks them)
-        check_in_range(index, input.shape[d], d)
+        check_in_range("scatter", index, input.shape[d], d)
     if not isinstance(src, Tensor):
         src = full(tuple(index.shape), src, dtype=input.dtype, device=input.device)
     if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
@@ -320,7 +320,7 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
         return reshape(scatter_add(reshape(input, (1,)), 0, reshape(index, (-1,)),
                                    reshape(src, (-1,))), ())
-    check_in_range(index, input.shape[d], d)
+    check_in_range("scatter_add", index, input.shape[d], d)
     return apply(OPS["scatter_add"], input, index, to_dtype(src, input._dtype), dim=d)
 
 
@@ -339,7 +339,7 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
             raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
                                f"{index.numel()} value(s)")
         return reshape(index_select(reshape(input, (1,)), 0, reshape(index, (1,))), ())
-    check_in_range(index, input.shape[d], d, select=True)
+    check_in_range("index_select", index, input.shape[d], d, select=True)
     return apply(OPS["index_select"], input, index, dim=d)
 
 
@@ -368,7 +368,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
                                f"{list(source.shape)}")
         return reshape(index_add(reshape(input, (1,)), 0, reshape(index, (-1,)),
                                  reshape(source, (1,)).expand(index.numel()), alpha=alpha), ())
-    check_in_range(index, input.shape[d], d, select=True)
+    check_in_range("index_add", index, input.shape[d], d, select=True)
     src = source * alpha if alpha != 1 else source
     shape = [1] * input.ndim
     shape[d] = index.numel()

@@ -54,8 +54,6 @@ def _reduction_rule(op: str):
 
 def _arg_rule(op: str):
     def rule(input, *, dim=None, keepdim=False):
-        if input.dtype is dt.bool_:
-            raise RuntimeError(f"{op}(): does not support bool input")
         if dim is None and input.numel() == 0:
             raise IndexError(f"{op}(): Expected reduction dim to be specified for "
                              f"input.numel() == 0.")
@@ -266,9 +264,16 @@ def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: 
     return _max_min("min", input, dim, keepdim)
 
 
+def _no_bool(op: str, input: Tensor) -> None:
+    """PyTorch's argmax and argmin refuse bool (its max and min with a dim do not)."""
+    if input._dtype is dt.bool_:
+        raise RuntimeError(f"{op}(): does not support bool input")
+
+
 @primitive(rule=_arg_rule("argmax"), cost=costs.reduction(1))
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """The index of the largest element (over the flattened tensor when `dim` is None)."""
+    _no_bool("argmax", input)
     d = None if dim is None else normalize_dim("argmax", dim, input.ndim)
     return run("argmax", input, dim=d, keepdim=keepdim)
 
@@ -276,6 +281,7 @@ def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
 @primitive(rule=_arg_rule("argmin"), cost=costs.reduction(1))
 def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """The index of the smallest element (over the flattened tensor when `dim` is None)."""
+    _no_bool("argmin", input)
     d = None if dim is None else normalize_dim("argmin", dim, input.ndim)
     return run("argmin", input, dim=d, keepdim=keepdim)
 
