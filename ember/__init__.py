@@ -88,6 +88,55 @@ from ember.core.legacy_types import (
     LongTensor,
     ShortTensor,
 )
+# elementwise math (issue 16)
+from ember.core.ops.elementwise import arctan2
+from ember.core.ops.elementwise_math import (
+    acosh,
+    arccosh,
+    arcsinh,
+    arctanh,
+    asinh,
+    atanh,
+    bitwise_left_shift,
+    bitwise_right_shift,
+    copysign,
+    cosh,
+    deg2rad,
+    digamma,
+    erfc,
+    erfinv,
+    exp2,
+    float_power,
+    fmax,
+    fmin,
+    fmod,
+    frac,
+    frexp,
+    gcd,
+    heaviside,
+    hypot,
+    i0,
+    igamma,
+    igammac,
+    isneginf,
+    isposinf,
+    lcm,
+    ldexp,
+    lgamma,
+    log10,
+    logaddexp2,
+    logit,
+    mvlgamma,
+    nan_to_num,
+    nextafter,
+    polygamma,
+    rad2deg,
+    sgn,
+    signbit,
+    sinc,
+    sinh,
+    xlogy,
+)
 from ember.core.ops.elementwise import (
     abs,
     absolute,
@@ -311,6 +360,7 @@ _FROM_AMP = {"autocast", "is_autocast_enabled", "get_autocast_dtype",
              "is_autocast_available", "clear_autocast_cache", "is_autocast_cache_enabled"}
 _FROM_SCHEDULING = {"plan", "Plan"}  # auto-scheduling: imported on first use
 _SUBMODULES = _SUBMODULES | {"scheduling"}  # ember.scheduling.learn & co
+_SUBMODULES = _SUBMODULES | {"special"}  # ember.special: torch.special's functions
 
 
 def __getattr__(name: str):
@@ -357,6 +407,13 @@ __all__ = [
     "greater_equal", "equal", "allclose", "isclose", "isnan", "isinf", "isfinite",
     "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
     "bitwise_xor", "bitwise_not", "fill_", "zero_",
+    # elementwise math (issue 16)
+    "arctan2", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh",
+    "exp2", "log10", "erfc", "erfinv", "lgamma", "digamma", "i0", "polygamma", "signbit",
+    "fmod", "hypot", "nextafter", "igamma", "igammac", "gcd", "lcm", "bitwise_left_shift",
+    "bitwise_right_shift", "deg2rad", "rad2deg", "frac", "sinc", "sgn", "logit", "nan_to_num",
+    "isposinf", "isneginf", "mvlgamma", "frexp", "copysign", "heaviside", "logaddexp2",
+    "xlogy", "fmax", "fmin", "float_power", "ldexp",
     # reductions
     "sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "topk", "all", "any",
     "count_nonzero", "var", "std", "var_mean", "std_mean", "logsumexp", "norm", "cumsum",

@@ -389,7 +389,7 @@ def _shape_of(x: Any) -> tuple:
 def _binary_kernel(op: str):
     family = "compare" if op in COMPARE else "binary"
     code = COMPARE[op] if op in COMPARE else BINARY[op]
-    checked = op in ("pow", "remainder", "floor_divide")
+    checked = op in ("pow", "remainder", "floor_divide", "fmod")
 
     def kernel(a: Any, b: Any) -> CLBuffer:
         ref = a if type(a) is CLBuffer else b

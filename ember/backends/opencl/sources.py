@@ -237,7 +237,9 @@ def _wrap(t: CType, op: str) -> str:
 UNARY_OPS = ("copy", "neg", "abs", "sign", "floor", "ceil", "round", "trunc", "relu",
              "bitwise_not", "clamp", "tril", "triu",
              "exp", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan",
-             "tanh", "sigmoid", "erf", "asin", "acos", "atan", "reciprocal")
+             "tanh", "sigmoid", "erf", "asin", "acos", "atan", "reciprocal",
+             # elementwise math (issue 16): OpenCL C's own functions
+             "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "log10", "erfc", "lgamma")
 UNARY_FLOAT_OPS = UNARY_OPS[UNARY_OPS.index("exp"):]
 
 
@@ -284,7 +286,7 @@ def unary_source(t: CType, maxd: int) -> str:
     return elementwise("unary", t, [t], ops, maxd)
 
 
-PRED_OPS = ("logical_not", "isnan", "isinf", "isfinite")
+PRED_OPS = ("logical_not", "isnan", "isinf", "isfinite", "signbit")
 
 
 def pred_source(t: CType, maxd: int) -> str:
@@ -293,7 +295,8 @@ def pred_source(t: CType, maxd: int) -> str:
     ops = [_st(out, "a == 0"),
            _st(out, "isnan(a)" if floaty else "0"),
            _st(out, "isinf(a)" if floaty else "0"),
-           _st(out, "isfinite(a)" if floaty else "1")]
+           _st(out, "isfinite(a)" if floaty else "1"),
+           _st(out, "signbit(a)" if floaty else "0")]  # (core sends floats only)
     return elementwise("pred", out, [t], ops, maxd)
 
 
@@ -303,7 +306,9 @@ BINARY_OPS = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "remainde
               "tanh_backward", "sigmoid_backward", "relu_backward", "exp_backward",
               "log_backward",
               # a + b * s2 (s2: the third scalar argument), for add/sub with alpha
-              "axpy")
+              "axpy",
+              # elementwise math (issue 16)
+              "fmod", "hypot")
 BACKWARD_OPS = BINARY_OPS[BINARY_OPS.index("tanh_backward"):BINARY_OPS.index("axpy")]
 
 
@@ -400,6 +405,16 @@ def binary_source(t: CType, maxd: int) -> str:
     else:  # wrap around without signed overflow
         u = UNSIGNED_OF[t.comp]
         stmts["axpy"] = _st(t, f"({t.comp})(({u})a + ({u})b * ({u})s2)")
+    # elementwise math (issue 16): C's fmod (integer division by zero is refused on the
+    # host; the guard keeps a bad launch from trapping), hypot for floats only
+    if floaty:
+        stmts["fmod"], stmts["hypot"] = _st(t, "fmod(a, b)"), _st(t, "hypot(a, b)")
+    elif t.kind == "b":
+        stmts["fmod"] = stmts["hypot"] = _st(t, "a")  # refused by core for bool operands
+    else:
+        guard = f"(b == 0 || b == ({c})-1) ? ({c})0 : " if t.kind == "i" else "(b == 0) ? 0 : "
+        stmts["fmod"] = _st(t, f"{guard}({c})(a % b)")
+        stmts["hypot"] = _st(t, "a")  # refused by core for integer operands
     ops = [stmts[op] for op in BINARY_OPS]
     return elementwise("binary", t, [t, t], ops, maxd, extra=_binary_helpers(t))
 

@@ -1,0 +1,67 @@
+"""Special functions (lgamma, digamma, polygamma, erfinv, erfc, erfcx, the modified Bessel
+functions i0/i1 and their scaled forms, the regularized incomplete gamma functions, the
+Bessel functions j0/j1) through the array module's SciPy: `scipy.special` for NumPy,
+`cupyx.scipy.special` for CuPy (the `special` hook, imported on the first call).
+
+SciPy's ufuncs have float32 and float64 loops: half-precision inputs are computed in
+float32 and the result cast back, as PyTorch's CPU kernels do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember.backends.xp.lib import OVERLAP, ArrayLib, Kernel
+
+# op name -> the scipy.special function that computes it
+_UNARY = {
+    "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "psi", "i0": "i0",
+    "special_i0e": "i0e", "special_i1": "i1", "special_i1e": "i1e",
+    "special_erfcx": "erfcx", "special_bessel_j0": "j0", "special_bessel_j1": "j1",
+}
+_BINARY = {"igamma": "gammainc", "igammac": "gammaincc"}
+
+
+def kernels(lib: ArrayLib) -> dict[str, Kernel]:
+    load = lib.hooks.special
+    if load is None:  # this array module has no SciPy: the CPU's kernels run them
+        return {}
+    xp, as_array, quiet, read_only = lib.xp, lib.as_array, lib.quiet, lib.read_only
+    native = lib.gemm_dtypes  # float32 and float64: SciPy's own loops
+    work_dtype = lib.dtypes[next(d for d in lib.dtypes if d.name == "float32")]
+
+    def computed(x: Any) -> Any:
+        return x if x.dtype in native else x.astype(work_dtype)
+
+    def finish(y: Any, like: Any, out: Any) -> Any:
+        y = as_array(y).astype(like.dtype, copy=False)
+        if out is None:
+            return y
+        if read_only(out):
+            raise RuntimeError(OVERLAP)
+        xp.copyto(out, y)
+        return out
+
+    def unary(name: str) -> Kernel:
+        def kernel(x: Any, out: Any = None) -> Any:
+            with quiet():
+                return finish(getattr(load(), name)(computed(x)), x, out)
+        return kernel
+
+    def binary(name: str) -> Kernel:
+        def kernel(a: Any, b: Any, out: Any = None) -> Any:
+            like = a if hasattr(a, "dtype") else b
+            a = computed(a) if hasattr(a, "dtype") else a
+            b = computed(b) if hasattr(b, "dtype") else b
+            with quiet():
+                return finish(getattr(load(), name)(a, b), like, out)
+        return kernel
+
+    def polygamma(x: Any, n: int) -> Any:
+        with quiet():
+            return finish(load().polygamma(n, computed(x)), x, None)
+
+    table: dict[str, Kernel] = {op: unary(name) for op, name in _UNARY.items()}
+    table.update({op: binary(name) for op, name in _BINARY.items()})
+    table["polygamma"] = polygamma
+    return table
