@@ -939,7 +939,7 @@ _UNARY.update({"sinh": "Sinh", "cosh": "Cosh", "asinh": "Asinh", "acosh": "Acosh
                "atanh": "Atanh"})
 _MATH_UNARY = ("sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "log10", "erfc", "erfinv",
                "lgamma", "digamma", "i0", "special_i0e", "special_i1", "special_i1e",
-               "special_erfcx", "special_bessel_j0", "special_bessel_j1")
+               "special_erfcx", "special_bessel_j0", "special_bessel_j1", "special_ndtri")
 
 
 @converter(*_MATH_UNARY)

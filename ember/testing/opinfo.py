@@ -578,8 +578,84 @@ _LOSSES: list[DiffOp] = [
         a, p, n, margin=2.0), make=_near),
 ]
 
+# -- elementwise math (issue 16) ---------------------------------------------------------------
+
+
+def _math_binary(name: str, f: Callable[..., Any], ops: tuple[str, ...], **kw: Any
+                 ) -> list[DiffOp]:
+    """Two of `_binary`'s broadcasting pairs (same shape, and column x row)."""
+    return [e for e in _binary(name, f, ops, **kw) if e.name.endswith(("[3,4][3,4]",
+                                                                       "[3,1][1,4]"))]
+
+
+def _special(lib: Any) -> Any:
+    return lib.special
+
+
+_ELEMENTWISE_MATH: list[DiffOp] = [
+    DiffOp("sinh", lambda lib, x: lib.sinh(x)),
+    DiffOp("cosh", lambda lib, x: lib.cosh(x)),
+    DiffOp("asinh", lambda lib, x: lib.arcsinh(x), ops=("asinh",)),
+    DiffOp("acosh", lambda lib, x: lib.acosh(x), low=1.2, high=3.0),
+    DiffOp("atanh", lambda lib, x: x.arctanh(), low=-0.8, high=0.8, ops=("atanh",)),
+    DiffOp("exp2", lambda lib, x: lib.exp2(x)),
+    DiffOp("log10", lambda lib, x: lib.log10(x), low=0.2, high=3.0),
+    DiffOp("erfc", lambda lib, x: lib.erfc(x)),
+    DiffOp("erfinv", lambda lib, x: lib.erfinv(x), low=-0.9, high=0.9),
+    DiffOp("lgamma", lambda lib, x: lib.lgamma(x), low=0.2, high=4.0),
+    # (gradients are polygammas, where SciPy's and PyTorch's differ by ~1e-9 relative:
+    # tests/test_compat_elem.py compares them with torch at a fitting tolerance)
+    DiffOp("digamma", lambda lib, x: lib.digamma(x), low=0.2, high=4.0, torch=False),
+    DiffOp("polygamma", lambda lib, x: lib.polygamma(1, x) + x.polygamma(0), low=0.5,
+           high=4.0, torch=False),
+    DiffOp("i0", lambda lib, x: lib.i0(x)),
+    DiffOp("special_i0e", lambda lib, x: _special(lib).i0e(x), make=_away_from_zero((3, 4))),
+    DiffOp("special_i1", lambda lib, x: _special(lib).i1(x)),
+    DiffOp("special_i1e", lambda lib, x: _special(lib).i1e(x), make=_away_from_zero((3, 4))),
+    DiffOp("special_erfcx", lambda lib, x: _special(lib).erfcx(x)),
+    DiffOp("special_ndtr", lambda lib, x: _special(lib).ndtr(x), ops=("special_ndtr", "erfc")),
+    DiffOp("special_ndtri", lambda lib, x: _special(lib).ndtri(x), low=0.1, high=0.9),
+    DiffOp("special_log_ndtr", lambda lib, x: _special(lib).log_ndtr(x * 3.0),
+           ops=("special_log_ndtr", "special_erfcx", "erfc")),
+    DiffOp("special_entr", lambda lib, x: _special(lib).entr(x), low=0.2, high=3.0),
+    DiffOp("deg2rad", lambda lib, x: lib.deg2rad(x) + x.rad2deg(), ops=("deg2rad", "rad2deg")),
+    DiffOp("frac", lambda lib, x: lib.frac(x) * x, make=_off_grid),
+    DiffOp("sinc", lambda lib, x: lib.sinc(x)),
+    DiffOp("sinc_at_zero", lambda lib, x: lib.sinc(x * 0.0) * x, ops=("sinc",)),
+    DiffOp("logit", lambda lib, x: lib.logit(x), low=0.1, high=0.9),
+    DiffOp("logit_eps", lambda lib, x: x.logit(0.2), low=0.05, high=0.95, ops=("logit",)),
+    DiffOp("nan_to_num", lambda lib, x: lib.nan_to_num(x.log(), 1.5) * x,
+           make=_away_from_zero((3, 4))),
+    DiffOp("mvlgamma", lambda lib, x: lib.mvlgamma(x, 3), low=1.5, high=4.0),
+    DiffOp("frexp", lambda lib, x: lib.frexp(x)[0], make=_away_from_zero((3, 4))),
+    DiffOp("float_power", lambda lib, a, b: lib.float_power(a, b) + lib.float_power(a, 2),
+           make=lambda rng: [rng.uniform(0.5, 2, (3, 4)), rng.uniform(-2, 2, (4,))]),
+    # (non-negative exponents: PyTorch's LdexpBackward0 computes 2**other in the integer
+    # dtype, so its gradient is 0 where other < 0)
+    DiffOp("ldexp", lambda lib, x: lib.ldexp(x, _idx(lib, x, [1, 2, 0, 3]))),
+    DiffOp("copysign", lambda lib, a, b: lib.copysign(a, b), shapes=((3, 4), (4,)),
+           make=lambda rng: [_nonzero(rng, (3, 4)), _nonzero(rng, (4,))]),
+    DiffOp("copysign_scalar", lambda lib, x: x.copysign(-1.0), make=_away_from_zero((3, 4)),
+           ops=("copysign",)),
+    *_math_binary("fmod", lambda lib, a, b: lib.fmod(a, b), ("fmod",), make_b=_nonzero),
+    *_math_binary("hypot", lambda lib, a, b: lib.hypot(a, b), ("hypot",), make_b=_nonzero),
+    *_math_binary("logaddexp2", lambda lib, a, b: lib.logaddexp2(a, b), ("logaddexp2",),
+                  gradgrad=True),
+    *_math_binary("xlogy", lambda lib, a, b: lib.xlogy(a, b), ("xlogy",), make_b=_positive),
+    *_math_binary("fmax", lambda lib, a, b: lib.fmax(a, b), ("fmax",)),
+    *_math_binary("fmin", lambda lib, a, b: lib.fmin(a, b), ("fmin",)),
+    DiffOp("xlogy_scalar", lambda lib, x: lib.xlogy(2.0, x) + x.xlogy(3.0), low=0.5,
+           high=2.0, ops=("xlogy",)),
+    DiffOp("special_xlog1py", lambda lib, a, b: _special(lib).xlog1py(a, b),
+           make=lambda rng: [rng.uniform(-2, 2, (3, 4)), rng.uniform(-0.5, 2, (4,))]),
+    # (PyTorch has no derivative for the first argument of igamma and igammac)
+    DiffOp("igamma", lambda lib, x: lib.igamma(lib.full_like(x, 1.5), x), low=0.5, high=3.0),
+    DiffOp("igammac", lambda lib, x: lib.igammac(lib.full_like(x, 2.5), x), low=0.5,
+           high=3.0),
+]
+
 DIFF_OPS: list[DiffOp] = (_UNARY + _BINARY + _REDUCTIONS + _SHAPES + _INDEXING + _LINALG +
-                          _NN + _LOSSES)
+                          _NN + _LOSSES + _ELEMENTWISE_MATH)
 """Every differentiable op the Tensor API exposes, with inputs in its smooth domain."""
 
 _names = [op.name for op in DIFF_OPS]

@@ -78,8 +78,11 @@ _INPLACE_OPS = sorted(name for name, op in OPS.items() if "inplace" in op.varian
 
 
 def _reference(name: str, x: Any, args: tuple, kwargs: dict) -> Any:
-    """The out-of-place op: `ember.<name>(x, ...)`, or the method where there is none."""
-    fn = getattr(ember, name) if "function" in OPS[name].variants else getattr(type(x), name)
+    """The out-of-place op: `ember.<name>(x, ...)`, or the method where there is none or
+    where it takes other arguments (`polygamma(n, x)` is `x.polygamma(n)`)."""
+    op = OPS[name]
+    fn = getattr(ember, name) if "function" in op.variants and op.method is None else \
+        getattr(type(x), name)
     return fn(x, *args, **kwargs)
 
 
@@ -166,6 +169,31 @@ _OUT_ARGS: dict[str, tuple[str, Callable[[Any, Any, Any], tuple[tuple, dict]]]] 
     "outer": ("float", lambda lib, x, y: ((x[0], y[1]), {})),
     "addmm": ("float", lambda lib, x, y: ((x[:, :3], x, y.t()), {"beta": 0.5, "alpha": 2})),
 }
+
+# elementwise math (issue 16)
+_MATH_BINARY = ("fmod", "hypot", "nextafter", "igamma", "igammac", "copysign", "xlogy",
+                "heaviside")
+_MATH_INTEGER = ("gcd", "lcm", "bitwise_left_shift", "bitwise_right_shift")
+_INPLACE_ARGS.update({
+    **{name: ("float", lambda lib, y: ((y,), {})) for name in (
+        "eq", "ne", "lt", "le", "gt", "ge") + _MATH_BINARY},
+    **{name: ("int", lambda lib, y: ((y,), {})) for name in _MATH_INTEGER},
+    "float_power": ("float", lambda lib, y: ((y,), {})),
+    "ldexp": ("float", lambda lib, y: ((_index(lib, y, [1, 2, 0, 3]),), {})),
+    "mvlgamma": ("float", lambda lib, y: ((2,), {})),
+    "polygamma": ("float", lambda lib, y: ((2,), {})),
+})
+_OUT_ARGS.update({
+    **{name: ("float", lambda lib, x, y: ((x, y), {})) for name in (
+        _MATH_BINARY + ("logaddexp2", "fmax", "fmin", "float_power"))},
+    **{name: ("int", lambda lib, x, y: ((x, y), {})) for name in _MATH_INTEGER},
+    **{name: ("float", lambda lib, x, y: ((x,), {})) for name in (
+        "deg2rad", "rad2deg", "frac", "sinc", "sgn", "logit", "nan_to_num", "isposinf",
+        "isneginf", "signbit")},
+    "ldexp": ("float", lambda lib, x, y: ((x, _index(lib, x, [1, 2, 0, 3])), {})),
+    "mvlgamma": ("float", lambda lib, x, y: ((x, 2), {})),
+    "polygamma": ("float", lambda lib, x, y: ((2, x), {})),
+})
 
 _OUT_OPS = sorted(name for name, op in OPS.items() if "out" in op.variants)
 

@@ -18,6 +18,7 @@ _UNARY = {
     "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "psi", "i0": "i0",
     "special_i0e": "i0e", "special_i1": "i1", "special_i1e": "i1e",
     "special_erfcx": "erfcx", "special_bessel_j0": "j0", "special_bessel_j1": "j1",
+    "special_ndtri": "ndtri",
 }
 _BINARY = {"igamma": "gammainc", "igammac": "gammaincc"}
 
@@ -45,7 +46,10 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     def unary(name: str) -> Kernel:
         def kernel(x: Any, out: Any = None) -> Any:
             with quiet():
-                return finish(getattr(load(), name)(computed(x)), x, out)
+                y = getattr(load(), name)(computed(x))
+                if name == "gammaln":  # PyTorch's lgamma(-inf) is +inf (SciPy's, -inf)
+                    y = xp.where(x == -xp.inf, xp.inf, y)
+                return finish(y, x, out)
         return kernel
 
     def binary(name: str) -> Kernel:

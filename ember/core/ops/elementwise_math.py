@@ -164,6 +164,12 @@ special_erfcx = _unary("special_erfcx", "float",
                        variants=_SPECIAL, flops=32,
                        doc="Computes the scaled complementary error function "
                            "exp(x**2) * erfc(x), without overflow for large x.")
+special_ndtri = _unary("special_ndtri", "float",
+                       lambda grad, result: grad * ((result * result * 0.5).exp() *
+                                                    math.sqrt(2.0 * math.pi)),
+                       variants=_SPECIAL, flops=32,
+                       doc="The inverse of `ndtr`: the x whose area under the standard "
+                           "Gaussian density from -inf is `input`.")
 # (PyTorch declares no derivative for the Bessel functions of the first kind)
 special_bessel_j0 = _unary("special_bessel_j0", "float", None,
                            variants=_SPECIAL, flops=32,
@@ -326,8 +332,11 @@ def sinc(input: Tensor) -> Tensor:
 
 @composite(variants="function method inplace out", cost=costs.pointwise(1))
 def sgn(input: Tensor) -> Tensor:
-    """The sign of each element (`sign` for real tensors)."""
-    return sign(input)
+    """The sign of each element (for real tensors `sign`, with PyTorch's 0 for NaN)."""
+    out = sign(input)
+    if input.dtype.is_floating_point:
+        out = where(input.isnan(), 0.0, out)
+    return out
 
 
 def _logit_grad(grad: Tensor, input: Tensor, eps: Any) -> Tensor:
@@ -491,7 +500,8 @@ def _xlogy_like(op: str, input: Any, other: Any, f: Any) -> Tensor:
 
 
 def _xlogy_grad_input(grad: Tensor, input: Any, other: Any) -> Tensor:
-    return grad * xlogy(input != 0, other) if isinstance(input, Tensor) else grad * 0.0
+    # (the mask in the gradient's dtype: a bool and a Python float would compute in float32)
+    return grad * xlogy((input != 0).to(grad.dtype), other)
 
 
 @composite(variants="function method inplace out", cost=costs.pointwise(10), grad=Grad(
@@ -570,8 +580,7 @@ def ldexp(input: Tensor, other: Tensor) -> Tensor:
 
 
 @composite(variants="", cost=costs.pointwise(10), grad=Grad(
-    input=lambda grad, input, other: grad * special_xlog1py(input != 0, other)
-    if isinstance(input, Tensor) else grad * 0.0,
+    input=lambda grad, input, other: grad * special_xlog1py((input != 0).to(grad.dtype), other),
     other=lambda grad, input, other: grad * input / (other + 1.0)))
 def special_xlog1py(input: Any, other: Any) -> Tensor:
     """`input * log1p(other)`, and 0 where `input` is 0 (unless `other` is NaN)."""
@@ -589,7 +598,8 @@ def special_entr(input: Tensor) -> Tensor:
         x = _as_float(input)
         positive = x > 0
         safe = where(positive, x, 1.0)
-        out = where(positive, -x * log(safe), where(x == 0, 0.0, -_INF))
+        # (two Python numbers would make a default-dtype tensor: cast back to x's)
+        out = where(positive, -x * log(safe), to_dtype(where(x == 0, 0.0, -_INF), x.dtype))
         out = where(x.isnan(), x, out)
     record_grad(OPS["special_entr"], (input,), {}, out)
     return out
@@ -603,12 +613,6 @@ def special_ndtr(input: Tensor) -> Tensor:
     """The standard normal distribution function: the area under the Gaussian density
     from -inf to x."""
     return erfc(_as_float(input) * -_SQRT1_2) * 0.5
-
-
-@composite(variants="", cost=costs.pointwise(32))
-def special_ndtri(input: Tensor) -> Tensor:
-    """The inverse of `ndtr`: the x whose area under the Gaussian density is `input`."""
-    return erfinv(_as_float(input) * 2.0 - 1.0) * math.sqrt(2.0)
 
 
 @composite(variants="", cost=costs.pointwise(32))
