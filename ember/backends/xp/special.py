@@ -52,13 +52,23 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
                 return finish(y, x, out)
         return kernel
 
-    def binary(name: str) -> Kernel:
-        def kernel(a: Any, b: Any, out: Any = None) -> Any:
-            like = a if hasattr(a, "dtype") else b
-            a = computed(a) if hasattr(a, "dtype") else a
-            b = computed(b) if hasattr(b, "dtype") else b
+    def incomplete_gamma(name: str) -> Kernel:
+        lower = name == "gammainc"
+
+        def kernel(a: Any, x: Any, out: Any = None) -> Any:
+            like = a if hasattr(a, "dtype") else x
+            a = computed(a) if hasattr(a, "dtype") else xp.asarray(a, like.dtype)
+            x = computed(x) if hasattr(x, "dtype") else xp.asarray(x, like.dtype)
             with quiet():
-                return finish(getattr(load(), name)(a, b), like, out)
+                y = getattr(load(), name)(a, x)
+                # PyTorch's cases, in its order (they decide for a NaN `a` too)
+                one, zero, nan = (1.0, 0.0, xp.nan) if lower else (0.0, 1.0, xp.nan)
+                y = xp.where(xp.isinf(x), one, y)
+                y = xp.where(xp.isinf(a), xp.where(xp.isinf(x), nan, zero), y)
+                y = xp.where(x == 0, zero, y)
+                y = xp.where(a == 0, xp.where(x > 0, one, nan), y)
+                y = xp.where((x < 0) | (a < 0), nan, y)
+                return finish(y, like, out)
         return kernel
 
     def polygamma(x: Any, n: int) -> Any:
@@ -66,6 +76,6 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             return finish(load().polygamma(n, computed(x)), x, None)
 
     table: dict[str, Kernel] = {op: unary(name) for op, name in _UNARY.items()}
-    table.update({op: binary(name) for op, name in _BINARY.items()})
+    table.update({op: incomplete_gamma(name) for op, name in _BINARY.items()})
     table["polygamma"] = polygamma
     return table
