@@ -324,3 +324,19 @@ def test_special_namespace_functions_with_arguments():
     _same(S.logit(a / 4, eps=0.2), TS.logit(ta / 4, eps=0.2))
     assert set(S.__all__) <= set(dir(TS)), set(S.__all__) - set(dir(TS))
     assert "special" in dir(ember) or ember.special is S
+
+
+def test_hardshrink_and_prelu_methods_match_torch():
+    x = _RNG.uniform(-2, 2, (2, 3, 4))
+    e, t = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    w = np.array([0.1, 0.2, 0.3])
+    ew, tw = ember.tensor(w, requires_grad=True), torch.tensor(w, requires_grad=True)
+    ye = e.hardshrink(0.7) + e.prelu(ew) + ember.prelu(e, ember.tensor([0.25], dtype=ember.float64))
+    yt = t.hardshrink(0.7) + t.prelu(tw) + torch.prelu(t, torch.tensor([0.25], dtype=torch.float64))
+    _same(ye, yt, rtol=1e-12)
+    g = _RNG.uniform(-1, 1, ye.shape)
+    ye.backward(ember.tensor(g))
+    yt.backward(torch.tensor(g))
+    _same(e.grad, t.grad, rtol=1e-12)
+    _same(ew.grad, tw.grad, rtol=1e-12)
+    _same(ember.tensor(0.3).hardshrink(), torch.tensor(0.3).hardshrink(), what="0-d")

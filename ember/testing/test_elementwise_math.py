@@ -329,12 +329,35 @@ def test_in_place_comparisons(device: ember.device) -> None:
     S.assert_matches(i, [1, 0, 0], device, dtype=ember.int64)
 
 
+def test_hardshrink_and_prelu(device: ember.device) -> None:
+    arr = np.array([-2.0, -0.5, -0.2, 0.0, 0.3, 0.5, 1.5, np.nan])
+    x = S.on(device, arr)
+    S.assert_matches(x.hardshrink(), np.where(np.abs(arr) <= 0.5, 0.0, arr), device,
+                     dtype=ember.float64)
+    S.assert_matches(ember.hardshrink(x, 0.25), np.where(np.abs(arr) <= 0.25, 0.0, arr),
+                     device)
+    img = _RNG.uniform(-2, 2, (2, 3, 4))
+    w = np.array([0.1, 0.2, 0.3])
+    S.assert_matches(S.on(device, img).prelu(S.on(device, w)),
+                     np.where(img > 0, img, img * w[None, :, None]), device)
+    S.assert_matches(ember.prelu(S.on(device, arr[:7]), S.on(device, [0.25])),
+                     np.where(arr[:7] > 0, arr[:7], 0.25 * arr[:7]), device)
+    S.assert_matches(ember.prelu(S.on(device, np.array(-2.0)), S.on(device, [0.5])),
+                     np.array(-1.0), device, what="a 0-d input keeps its shape")
+    with pytest.raises(RuntimeError, match="Mismatch of parameter numbers and input channel "
+                                           "size. Found parameter numbers = 4 and channel "
+                                           "size = 3."):
+        ember.prelu(S.on(device, img), S.on(device, np.ones(4)))
+    with pytest.raises(NotImplementedError, match="hardshrink"):
+        ember.hardshrink(S.on(device, [1, 2]))
+
+
 # -- what this module checks (ember.testing.test_coverage reads it) ---------------------
 
 COVERS = (
     {u.name for u in UNARY} | {b.name for b in BINARY} |
     {"polygamma", "signbit", "nan_to_num", "isposinf", "isneginf", "frexp", "gcd", "lcm",
      "bitwise_left_shift", "bitwise_right_shift", "heaviside", "float_power", "sgn",
-     "logit", "fmod"}
+     "logit", "fmod", "hardshrink", "prelu"}
 )
 """The declared ops whose values this module's tests check."""

@@ -625,3 +625,31 @@ def special_log_ndtr(input: Tensor) -> Tensor:
     upper = log1p(erfc(where(lower, 1.0, x) * _SQRT1_2) * -0.5)
     return where(lower, tail, upper)
 
+
+
+# -- activations PyTorch also has as tensor methods ----------------------------------------------
+
+
+@composite(variants="function method", cost=costs.pointwise(3))
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """The hard shrinkage function: `input` where `|input| > lambd`, else 0 (NaN stays)."""
+    _floating_only("hardshrink", input.dtype)
+    inside = (input >= -lambd).logical_and(input <= lambd)
+    return where(inside, 0.0, input)
+
+
+@composite(variants="function method", cost=costs.pointwise(3))
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """The parametric ReLU: `input` where it is > 0, else `weight * input`; `weight` has
+    one element, or one per channel (dim 1)."""
+    _floating_only("prelu", input.dtype)
+    if weight.numel() != 1:
+        channels = input.shape[1] if input.ndim >= 2 else 1
+        if weight.numel() != channels:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {weight.numel()} and channel size = "
+                               f"{channels}.")
+        weight = weight.reshape((1, channels) + (1,) * (input.ndim - 2))
+    else:  # one weight for all: a 0-d tensor, so that it broadcasts to any input's shape
+        weight = weight.reshape(())
+    return where(input > 0, input, input * weight)
