@@ -24,15 +24,25 @@ from ember.core.ops.elementwise_math import (
     sinc,
     special_bessel_j0,
     special_bessel_j1,
+    special_bessel_y0,
+    special_bessel_y1,
     special_entr,
     special_erfcx,
     special_i0e,
     special_i1,
     special_i1e,
     special_log_ndtr,
+    special_modified_bessel_i0,
+    special_modified_bessel_i1,
+    special_modified_bessel_k0,
+    special_modified_bessel_k1,
     special_ndtr,
     special_ndtri,
+    special_scaled_modified_bessel_k0,
+    special_scaled_modified_bessel_k1,
+    special_spherical_bessel_j0,
     special_xlog1py,
+    special_zeta,
     xlogy,
 )
 from ember.core.ops.nn import log_softmax, softmax
@@ -55,9 +65,22 @@ xlog1py = special_xlog1py
 entr = special_entr
 bessel_j0 = special_bessel_j0
 bessel_j1 = special_bessel_j1
+bessel_y0 = special_bessel_y0
+bessel_y1 = special_bessel_y1
+modified_bessel_i0 = special_modified_bessel_i0
+modified_bessel_i1 = special_modified_bessel_i1
+modified_bessel_k0 = special_modified_bessel_k0
+modified_bessel_k1 = special_modified_bessel_k1
+scaled_modified_bessel_k0 = special_scaled_modified_bessel_k0
+scaled_modified_bessel_k1 = special_scaled_modified_bessel_k1
+spherical_bessel_j0 = special_spherical_bessel_j0
+zeta = special_zeta
 
 __all__ = [
-    "bessel_j0", "bessel_j1", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2",
+    "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0",
+    "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
+    "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "spherical_bessel_j0", "zeta",
+    "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2",
     "expit", "expm1", "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e",
     "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr",
     "ndtri", "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy",

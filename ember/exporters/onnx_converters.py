@@ -939,7 +939,11 @@ _UNARY.update({"sinh": "Sinh", "cosh": "Cosh", "asinh": "Asinh", "acosh": "Acosh
                "atanh": "Atanh"})
 _MATH_UNARY = ("sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "log10", "erfc", "erfinv",
                "lgamma", "digamma", "i0", "special_i0e", "special_i1", "special_i1e",
-               "special_erfcx", "special_bessel_j0", "special_bessel_j1", "special_ndtri")
+               "special_erfcx", "special_bessel_j0", "special_bessel_j1", "special_ndtri",
+               "special_bessel_y0", "special_bessel_y1", "special_modified_bessel_i0",
+               "special_modified_bessel_i1", "special_modified_bessel_k0",
+               "special_modified_bessel_k1", "special_scaled_modified_bessel_k0",
+               "special_scaled_modified_bessel_k1")
 
 
 @converter(*_MATH_UNARY)
@@ -972,9 +976,9 @@ def _signbit(ctx: ExportContext, node: Node) -> Any:
 
 
 @converter("fmod", "hypot", "nextafter", "igamma", "igammac", "gcd", "lcm",
-           "bitwise_left_shift", "bitwise_right_shift", "polygamma")
+           "bitwise_left_shift", "bitwise_right_shift", "polygamma", "special_zeta")
 def _math_binary(ctx: ExportContext, node: Node) -> Any:
-    if node.op == "polygamma":
+    if node.op in ("polygamma", "special_zeta"):
         raise ctx.unsupported(node, "no ONNX form (a special function ONNX does not define)")
     a, b = node.args
     out_dtype, compute = _compute(node, a, b)

@@ -652,6 +652,8 @@ _ELEMENTWISE_MATH: list[DiffOp] = [
            make=lambda rng: [rng.uniform(0.6, 2, (3, 4)) * rng.choice([-1.0, 1.0], (3, 4))]),
     DiffOp("prelu", lambda lib, x, w: x.prelu(w), shapes=((2, 3, 4), (3,)),
            make=lambda rng: [_nonzero(rng, (2, 3, 4)), rng.uniform(0.1, 0.5, (3,))]),
+    DiffOp("special_zeta", lambda lib, x: _special(lib).zeta(lib.full_like(x, 2.5), x),
+           low=0.5, high=3.0),
     # (PyTorch has no derivative for the first argument of igamma and igammac)
     DiffOp("igamma", lambda lib, x: lib.igamma(lib.full_like(x, 1.5), x), low=0.5, high=3.0),
     DiffOp("igammac", lambda lib, x: lib.igammac(lib.full_like(x, 2.5), x), low=0.5,

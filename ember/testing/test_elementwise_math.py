@@ -59,6 +59,18 @@ UNARY = [
     Math1("special_erfcx", ember.special.erfcx, sp.erfcx),
     Math1("special_bessel_j0", ember.special.bessel_j0, sp.j0, lo=-8.0, hi=8.0),
     Math1("special_bessel_j1", ember.special.bessel_j1, sp.j1, lo=-8.0, hi=8.0),
+    Math1("special_bessel_y0", ember.special.bessel_y0, sp.y0, lo=0.1, hi=8.0),
+    Math1("special_bessel_y1", ember.special.bessel_y1, sp.y1, lo=0.1, hi=8.0),
+    Math1("special_modified_bessel_i0", ember.special.modified_bessel_i0, sp.i0),
+    Math1("special_modified_bessel_i1", ember.special.modified_bessel_i1, sp.i1),
+    Math1("special_modified_bessel_k0", ember.special.modified_bessel_k0, sp.k0, lo=0.1),
+    Math1("special_modified_bessel_k1", ember.special.modified_bessel_k1, sp.k1, lo=0.1),
+    Math1("special_scaled_modified_bessel_k0", ember.special.scaled_modified_bessel_k0,
+          sp.k0e, lo=0.1),
+    Math1("special_scaled_modified_bessel_k1", ember.special.scaled_modified_bessel_k1,
+          sp.k1e, lo=0.1),
+    Math1("special_spherical_bessel_j0", ember.special.spherical_bessel_j0,
+          lambda x: sp.spherical_jn(0, x), lo=-8.0, hi=8.0),
     Math1("special_ndtr", ember.special.ndtr, sp.ndtr),
     Math1("special_ndtri", ember.special.ndtri, sp.ndtri, lo=0.01, hi=0.99, ints=False),
     Math1("special_log_ndtr", ember.special.log_ndtr, sp.log_ndtr, lo=-30.0, hi=6.0),
@@ -181,6 +193,20 @@ class Math2:
     #                      "no" an error
 
 
+def _incomplete_gamma(lower: bool) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """SciPy's gammainc/gammaincc with PyTorch's cases first, in its order (they decide
+    for a NaN `a` too)."""
+    def ref(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+        one, zero = (1.0, 0.0) if lower else (0.0, 1.0)
+        y = (sp.gammainc if lower else sp.gammaincc)(a, x)
+        y = np.where(np.isinf(x), one, y)
+        y = np.where(np.isinf(a), np.where(np.isinf(x), np.nan, zero), y)
+        y = np.where(x == 0, zero, y)
+        y = np.where(a == 0, np.where(x > 0, one, np.nan), y)
+        return np.where((x < 0) | (a < 0), np.nan, y)
+    return ref
+
+
 def _b(name: str, ref: Any, **kw: Any) -> Math2:
     return Math2(name, getattr(ember, name), ref, **kw)
 
@@ -189,8 +215,8 @@ BINARY = [
     _b("fmod", np.fmod, b=(0.5, 3.0), ints="same"),
     _b("hypot", np.hypot, ints="no"),
     _b("nextafter", np.nextafter, ints="no"),
-    _b("igamma", sp.gammainc, a=(0.1, 4.0), b=(0.0, 6.0), ints="no"),
-    _b("igammac", sp.gammaincc, a=(0.1, 4.0), b=(0.0, 6.0), ints="no"),
+    _b("igamma", _incomplete_gamma(True), a=(0.1, 4.0), b=(0.0, 6.0), ints="no"),
+    _b("igammac", _incomplete_gamma(False), a=(0.1, 4.0), b=(0.0, 6.0), ints="no"),
     _b("copysign", np.copysign),
     _b("logaddexp2", np.logaddexp2, ints="no"),
     _b("xlogy", sp.xlogy, b=(0.1, 5.0)),
@@ -198,6 +224,9 @@ BINARY = [
     _b("fmax", np.fmax, ints="same"),
     _b("fmin", np.fmin, ints="same"),
     _b("ldexp", lambda a, b: a * 2.0 ** b, b=(-3, 4)),
+    # (PyTorch's zeta(x > 1, inf) is NaN, SciPy's 0)
+    Math2("special_zeta", ember.special.zeta, lambda a, b: np.where(
+        (b == np.inf) & (a > 1), np.nan, sp.zeta(a, b)), a=(1.5, 5.0), b=(1.0, 4.0)),
 ]
 
 

@@ -12,15 +12,19 @@ from __future__ import annotations
 from typing import Any
 
 from ember.backends.xp.lib import OVERLAP, ArrayLib, Kernel
+from ember.core.backend import float32
 
 # op name -> the scipy.special function that computes it
 _UNARY = {
     "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "psi", "i0": "i0",
     "special_i0e": "i0e", "special_i1": "i1", "special_i1e": "i1e",
     "special_erfcx": "erfcx", "special_bessel_j0": "j0", "special_bessel_j1": "j1",
-    "special_ndtri": "ndtri",
+    "special_ndtri": "ndtri", "special_bessel_y0": "y0", "special_bessel_y1": "y1",
+    "special_modified_bessel_i0": "i0", "special_modified_bessel_i1": "i1",
+    "special_modified_bessel_k0": "k0", "special_modified_bessel_k1": "k1",
+    "special_scaled_modified_bessel_k0": "k0e", "special_scaled_modified_bessel_k1": "k1e",
 }
-_BINARY = {"igamma": "gammainc", "igammac": "gammaincc"}
+_BINARY = {"igamma": "gammainc", "igammac": "gammaincc"}  # (and zeta)
 
 
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
@@ -29,7 +33,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return {}
     xp, as_array, quiet, read_only = lib.xp, lib.as_array, lib.quiet, lib.read_only
     native = lib.gemm_dtypes  # float32 and float64: SciPy's own loops
-    work_dtype = lib.dtypes[next(d for d in lib.dtypes if d.name == "float32")]
+    work_dtype = lib.dtypes[float32]
 
     def computed(x: Any) -> Any:
         return x if x.dtype in native else x.astype(work_dtype)
@@ -71,6 +75,15 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
                 return finish(y, like, out)
         return kernel
 
+    def zeta(x: Any, q: Any, out: Any = None) -> Any:
+        like = x if hasattr(x, "dtype") else q
+        x = computed(x) if hasattr(x, "dtype") else x
+        q = computed(q) if hasattr(q, "dtype") else q
+        with quiet():
+            y = load().zeta(x, q)
+            # PyTorch's zeta(x > 1, inf) is NaN (SciPy's, 0)
+            return finish(xp.where((q == xp.inf) & (x > 1), xp.nan, y), like, out)
+
     def polygamma(x: Any, n: int) -> Any:
         with quiet():
             return finish(load().polygamma(n, computed(x)), x, None)
@@ -78,4 +91,5 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     table: dict[str, Kernel] = {op: unary(name) for op, name in _UNARY.items()}
     table.update({op: incomplete_gamma(name) for op, name in _BINARY.items()})
     table["polygamma"] = polygamma
+    table["special_zeta"] = zeta
     return table

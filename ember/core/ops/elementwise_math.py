@@ -170,12 +170,35 @@ special_ndtri = _unary("special_ndtri", "float",
                        variants=_SPECIAL, flops=32,
                        doc="The inverse of `ndtr`: the x whose area under the standard "
                            "Gaussian density from -inf is `input`.")
-# (PyTorch declares no derivative for the Bessel functions of the first kind)
-special_bessel_j0 = _unary("special_bessel_j0", "float", None,
-                           variants=_SPECIAL, flops=32,
-                           doc="Computes the Bessel function of the first kind of order 0.")
-special_bessel_j1 = _unary("special_bessel_j1", "float", None, variants=_SPECIAL, flops=32,
-                           doc="Computes the Bessel function of the first kind of order 1.")
+
+
+def _bessel(name: str, doc: str) -> Any:
+    # (PyTorch declares no derivative for torch.special's Bessel functions)
+    return _unary(name, "float", None, variants=_SPECIAL, flops=32, doc=doc)
+
+
+special_bessel_j0 = _bessel("special_bessel_j0", "Computes the Bessel function of the first "
+                            "kind of order 0.")
+special_bessel_j1 = _bessel("special_bessel_j1", "Computes the Bessel function of the first "
+                            "kind of order 1.")
+special_bessel_y0 = _bessel("special_bessel_y0", "Computes the Bessel function of the second "
+                            "kind of order 0.")
+special_bessel_y1 = _bessel("special_bessel_y1", "Computes the Bessel function of the second "
+                            "kind of order 1.")
+special_modified_bessel_i0 = _bessel("special_modified_bessel_i0", "Computes the modified "
+                                     "Bessel function of the first kind of order 0.")
+special_modified_bessel_i1 = _bessel("special_modified_bessel_i1", "Computes the modified "
+                                     "Bessel function of the first kind of order 1.")
+special_modified_bessel_k0 = _bessel("special_modified_bessel_k0", "Computes the modified "
+                                     "Bessel function of the second kind of order 0.")
+special_modified_bessel_k1 = _bessel("special_modified_bessel_k1", "Computes the modified "
+                                     "Bessel function of the second kind of order 1.")
+special_scaled_modified_bessel_k0 = _bessel(
+    "special_scaled_modified_bessel_k0", "Computes the exponentially scaled modified Bessel "
+    "function of the second kind of order 0: exp(x) * k0(x).")
+special_scaled_modified_bessel_k1 = _bessel(
+    "special_scaled_modified_bessel_k1", "Computes the exponentially scaled modified Bessel "
+    "function of the second kind of order 1: exp(x) * k1(x).")
 
 
 # -- polygamma: a primitive with an attribute ------------------------------------------------
@@ -237,9 +260,11 @@ signbit = define("signbit", Kind.PRIMITIVE, _signbit, variants="function method 
 
 def _binary_rule_of(op: str, kind: str):
     """`kind`: "arith" (type promotion; integer division by zero raises in the kernel),
-    "float" (floating operands only, a floating result) or "integer" (integer operands
-    only)."""
+    "float" (floating operands only, a floating result), "to_float" (a floating result,
+    integers computed in the default dtype) or "integer" (integer operands only)."""
     base = _binary_rule(op, "arith")
+    if kind == "to_float":
+        return _binary_rule(op, "float")
 
     def rule(input, other):
         meta = base(input, other)
@@ -296,6 +321,11 @@ bitwise_left_shift = _declare(
 bitwise_right_shift = _declare(
     "bitwise_right_shift", "integer", "Shifts the bits of `input` right by `other`, "
     "arithmetically (the sign fills in).", operators="__rshift__ __rrshift__ __irshift__")
+special_zeta = _declare(
+    "special_zeta", "to_float", "The Hurwitz zeta function: the sum over k >= 0 of "
+    "(k + other) ** -input.", flops=64, variants="", grad=Grad(
+        input=_not_implemented("zeta: input"),
+        other=lambda grad, input, other: grad * -input * special_zeta(input + 1.0, other)))
 
 
 # -- unary composites ------------------------------------------------------------------------
@@ -603,6 +633,18 @@ def special_entr(input: Tensor) -> Tensor:
         out = where(x.isnan(), x, out)
     record_grad(OPS["special_entr"], (input,), {}, out)
     return out
+
+
+@composite(variants="", cost=costs.pointwise(12))
+def special_spherical_bessel_j0(input: Tensor) -> Tensor:
+    """The spherical Bessel function of the first kind of order 0: sin(x) / x, 1 at 0
+    (not differentiable, as in PyTorch)."""
+    with no_grad():
+        x = _as_float(input)
+        zero = x == 0
+        safe = where(zero, 1.0, x)
+        out = where(zero, 1.0, sin(safe) / safe)
+        return where(x.isinf(), 0.0, out)
 
 
 _SQRT1_2 = math.sqrt(0.5)
