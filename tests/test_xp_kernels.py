@@ -57,6 +57,55 @@ CUPY_NAMES = frozenset("""
     zeros
 """.split())
 
+# elementwise math (issue 16): NumPy's own functions are shared kernels; the special
+# functions come through the `special` hook (SciPy on the CPU, cupyx.scipy.special on CUDA)
+MATH_OPS = frozenset("""
+    sinh cosh asinh acosh atanh exp2 log10 signbit hypot nextafter gcd lcm fmod
+    bitwise_left_shift bitwise_right_shift
+""".split())
+SPECIAL_OPS = frozenset("""
+    erfc erfinv lgamma digamma i0 polygamma igamma igammac special_zeta special_i0e
+    special_i1 special_i1e special_erfcx special_ndtri special_bessel_j0 special_bessel_j1
+    special_bessel_y0 special_bessel_y1 special_modified_bessel_i0 special_modified_bessel_i1
+    special_modified_bessel_k0 special_modified_bessel_k1 special_scaled_modified_bessel_k0
+    special_scaled_modified_bessel_k1
+""".split())
+SHARED_OPS = SHARED_OPS | MATH_OPS
+CPU_ONLY = CPU_ONLY | SPECIAL_OPS  # (the CPU passes the hook; a bare make_kernels has none)
+CUPY_NAMES = CUPY_NAMES | frozenset("""
+    sinh cosh arcsinh arccosh arctanh exp2 log10 signbit hypot nextafter gcd lcm fmod
+    left_shift right_shift inf nan
+""".split())
+
+
+def _math_calls() -> list:
+    x, y = _f32(3, 4), _f32(3, 4, seed=1) + 5
+    i, s = np.array([12, -7, 5, 1 << 20]), np.array([8, 3, 70, -1])
+    calls = [(op, (x,), {}) for op in "sinh cosh asinh atanh exp2 log10 signbit".split()]
+    calls += [("acosh", (y,), {})]
+    calls += [(op, (x, y), {}) for op in "hypot nextafter fmod".split()]
+    calls += [(op, (i, s), {}) for op in
+              "gcd lcm bitwise_left_shift bitwise_right_shift".split()]
+    calls += [("fmod", (i, s), {}), ("bitwise_right_shift", (-i, 2), {})]
+    return calls
+
+
+def test_special_functions_come_through_the_hook():
+    """With a `special` module, the special-function kernels run on CuPy's names as the
+    CPU's do; without one there are none."""
+    import scipy.special
+
+    assert not SPECIAL_OPS & set(make_kernels(np))
+    shared = make_kernels(CupyShapedNumpy(), hooks=Hooks(special=lambda: scipy.special))
+    cpu = plugins.get_backend("cpu").kernels
+    x, y = np.abs(_f32(3, 4)) + 0.5, np.abs(_f32(3, 4, seed=1)) + 0.5
+    for op in sorted(SPECIAL_OPS):
+        args = (x, y) if op in ("igamma", "igammac", "special_zeta") else (x,)
+        attrs = {"n": 2} if op == "polygamma" else {}
+        _assert_same(shared[op](*args, **attrs), cpu[op](*args, **attrs), op)
+    lgamma = shared["lgamma"](np.array([-np.inf, 0.5], np.float16))
+    assert lgamma.dtype == np.float16 and lgamma[0] == np.inf
+
 
 class CupyShapedNumpy:
     """NumPy, with only the names CuPy also has: any other raises AttributeError."""
@@ -217,7 +266,7 @@ def _assert_same(got, want, what):
 def test_every_shared_kernel_runs_on_cupy_names_as_on_the_cpu_backend():
     """Each kernel, built for an array module with only CuPy's names (and so without its
     CPU hooks), computes what the CPU backend's does, inputs written in place included."""
-    calls = _calls()
+    calls = _calls() + _math_calls()
     assert {op for op, _, _ in calls} == SHARED_OPS
     shared = make_kernels(CupyShapedNumpy())
     cpu = plugins.get_backend("cpu").kernels
