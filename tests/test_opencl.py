@@ -1000,11 +1000,49 @@ TESTED = set(UNARY_SAME + UNARY_FLOAT + PRED + ARITH + COMPARE + BITWISE) | {
     "flip", "tril", "triu", "matmul", "einsum", "im2col", "col2im", "constant_pad", "full",
     "arange", "rand", "randn", "randint", "randperm"}
 
+# elementwise math (issue 16): OpenCL C's own functions run on the device; the special
+# functions OpenCL C lacks (digamma, erfinv, the Bessel functions ...) and the rare integer
+# ops run on the CPU through the fallback, by design
+MATH_UNARY = ["sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "log10", "erfc", "lgamma"]
+MATH_DOMAIN = {"acosh": (1.0, 5.0), "atanh": (-0.95, 0.95), "log10": (0.05, 8.0),
+               "lgamma": (0.05, 6.0)}
+TESTED |= set(MATH_UNARY) | {"signbit", "fmod", "hypot"}
+RUN_ON_THE_CPU = {n for n in OPS if n.startswith("special_")} | {
+    "bitwise_left_shift", "bitwise_right_shift", "digamma", "erfinv", "gcd", "i0", "igamma",
+    "igammac", "lcm", "nextafter", "polygamma"}
+
+
+@pytest.mark.parametrize("d", FLOATS, ids=str)
+def test_elementwise_math_kernels(d: ember.dtype) -> None:
+    rng = np.random.default_rng(16)
+    for k, op in enumerate(MATH_UNARY):
+        a = sample(rng, (3, 5), d, *MATH_DOMAIN.get(op, (-3.0, 3.0)))
+        a[0, :3] = np.array([np.nan, np.inf, -np.inf]).astype(a.dtype)
+        check(OCL.kernels[op](up(a, LAYOUTS[k % 3])), CPU.kernels[op](a), d,
+              tol=max(TOL[d], 1e-5 if d is E.float32 else 0.0), what=f"{op}({d})")
+    a = np.array([0.0, -0.0, -1.5, 2.0, np.nan, -np.inf], npd(d))
+    check(OCL.kernels["signbit"](up(a)), CPU.kernels["signbit"](a), E.bool, what="signbit")
+    a, b = sample(rng, (3, 4), d), sample(rng, (4,), d, nonzero=True)
+    for op in ("fmod", "hypot"):
+        check(OCL.kernels[op](up(a), up(b)), CPU.kernels[op](a, b), d, what=f"{op}({d})")
+        check(OCL.kernels[op](up(a), 1.5), CPU.kernels[op](a, 1.5), d, what=f"{op} scalar")
+
+
+@pytest.mark.parametrize("d", INTS, ids=str)
+def test_integer_fmod(d: ember.dtype) -> None:
+    rng = np.random.default_rng(17)
+    a, b = sample(rng, (3, 4), d, -9, 9), sample(rng, (4,), d, -4, 4, nonzero=True)
+    check(OCL.kernels["fmod"](up(a), up(b)), CPU.kernels["fmod"](a, b), d, what=f"fmod({d})")
+    with pytest.raises(ZeroDivisionError, match="fmod"):
+        OCL.kernels["fmod"](up(a), up(np.zeros(4, npd(d))))
+
 
 def test_every_primitive_has_a_kernel_and_a_test() -> None:
-    """A primitive new in core must get an OpenCL kernel, and a comparison here."""
-    assert sorted(set(OPS) - set(OCL.kernels)) == []
-    assert sorted(set(OPS) - TESTED) == []
+    """A primitive new in core must get an OpenCL kernel (or be one the backend runs on the
+    CPU by design), and a comparison here."""
+    assert sorted(set(OPS) - set(OCL.kernels) - RUN_ON_THE_CPU) == []
+    assert sorted(set(OPS) - TESTED - RUN_ON_THE_CPU) == []
+    assert not RUN_ON_THE_CPU & set(OCL.kernels), "now a kernel: compare it above"
 
 
 def test_programs_are_built_once_per_process() -> None:
