@@ -36,6 +36,7 @@ if _reason is not None:  # pragma: no cover - depends on the machine
 from ember.backends.opencl import kernels as K  # noqa: E402
 from ember.backends.opencl import runtime as rt  # noqa: E402
 from ember.backends.opencl.buffer import CLBuffer, reshape_strides  # noqa: E402
+from ember.backends.opencl.host import HOST_OPS  # noqa: E402
 from ember.backends.opencl.sources import BACKWARD_OPS as S_BACKWARD  # noqa: E402
 
 CPU = plugins.get_backend("cpu")
@@ -1002,14 +1003,28 @@ TESTED = set(UNARY_SAME + UNARY_FLOAT + PRED + ARITH + COMPARE + BITWISE) | {
 
 # elementwise math (issue 16): OpenCL C's own functions run on the device; the special
 # functions OpenCL C lacks (digamma, erfinv, the Bessel functions ...) and the rare integer
-# ops run on the CPU through the fallback, by design
+# ops are computed on the host (ember/backends/opencl/host.py)
 MATH_UNARY = ["sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "log10", "erfc", "lgamma"]
 MATH_DOMAIN = {"acosh": (1.0, 5.0), "atanh": (-0.95, 0.95), "log10": (0.05, 8.0),
                "lgamma": (0.05, 6.0)}
-TESTED |= set(MATH_UNARY) | {"signbit", "fmod", "hypot"}
-RUN_ON_THE_CPU = {n for n in OPS if n.startswith("special_")} | {
-    "bitwise_left_shift", "bitwise_right_shift", "digamma", "erfinv", "gcd", "i0", "igamma",
-    "igammac", "lcm", "nextafter", "polygamma"}
+TESTED |= set(MATH_UNARY) | {"signbit", "fmod", "hypot"} | set(HOST_OPS)
+
+
+@pytest.mark.parametrize("op", HOST_OPS)
+def test_host_computed_kernels(op: str) -> None:
+    rng = np.random.default_rng(18)
+    integer = op in ("bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm")
+    d = E.int32 if integer else E.float32
+    a = sample(rng, (3, 4), d, 0.2 if not integer else -9, 5 if not integer else 9)
+    b = sample(rng, (4,), d, 0.5 if not integer else 0, 3 if not integer else 5)
+    binary = integer or op in ("nextafter", "igamma", "igammac", "special_zeta")
+    args = (a, b) if binary else (a,)
+    attrs = {"n": 2} if op == "polygamma" else {}
+    got = OCL.kernels[op](*[up(x) for x in args], **attrs)
+    check(got, CPU.kernels[op](*args, **attrs), d, what=op)
+    if binary:  # a Python scalar operand
+        got = OCL.kernels[op](up(a), 2, **attrs)
+        check(got, CPU.kernels[op](a, 2, **attrs), d, what=f"{op} scalar")
 
 
 @pytest.mark.parametrize("d", FLOATS, ids=str)
@@ -1038,11 +1053,9 @@ def test_integer_fmod(d: ember.dtype) -> None:
 
 
 def test_every_primitive_has_a_kernel_and_a_test() -> None:
-    """A primitive new in core must get an OpenCL kernel (or be one the backend runs on the
-    CPU by design), and a comparison here."""
-    assert sorted(set(OPS) - set(OCL.kernels) - RUN_ON_THE_CPU) == []
-    assert sorted(set(OPS) - TESTED - RUN_ON_THE_CPU) == []
-    assert not RUN_ON_THE_CPU & set(OCL.kernels), "now a kernel: compare it above"
+    """A primitive new in core must get an OpenCL kernel, and a comparison here."""
+    assert sorted(set(OPS) - set(OCL.kernels)) == []
+    assert sorted(set(OPS) - TESTED) == []
 
 
 def test_programs_are_built_once_per_process() -> None:

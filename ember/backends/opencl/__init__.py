@@ -188,9 +188,9 @@ class OpenCLBackend(Backend):
 
 def _kernel_table() -> dict[str, Any]:
     # kernels.py is plain Python (its OpenCL sources compile on first use)
-    from ember.backends.opencl import kernels
+    from ember.backends.opencl import host, kernels
 
-    return dict(kernels.TABLE)
+    return dict(kernels.TABLE, **host.KERNELS)
 
 
 @hookimpl
