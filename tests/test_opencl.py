@@ -36,7 +36,7 @@ if _reason is not None:  # pragma: no cover - depends on the machine
 from ember.backends.opencl import kernels as K  # noqa: E402
 from ember.backends.opencl import runtime as rt  # noqa: E402
 from ember.backends.opencl.buffer import CLBuffer, reshape_strides  # noqa: E402
-from ember.backends.opencl.host import HOST_OPS  # noqa: E402
+from ember.backends.opencl.host import HOST_LINALG, HOST_OPS  # noqa: E402
 from ember.backends.opencl.sources import BACKWARD_OPS as S_BACKWARD  # noqa: E402
 
 CPU = plugins.get_backend("cpu")
@@ -1043,6 +1043,30 @@ def test_host_computed_kernels(op: str) -> None:
     if binary:  # a Python scalar operand
         got = OCL.kernels[op](up(a), 2, **attrs)
         check(got, CPU.kernels[op](a, 2, **attrs), d, what=f"{op} scalar")
+
+
+TESTED |= set(HOST_LINALG)
+
+
+def test_factorizations_run_on_the_host_and_match_the_cpu() -> None:
+    """det, inv, solve, Cholesky, QR, SVD, eigh and LU of OpenCL tensors: LAPACK on the
+    host (ember/backends/opencl/host.py), the same numbers as the CPU backend's."""
+    rng = np.random.default_rng(19)
+    a = rng.uniform(-1, 1, (2, 3, 3)).astype(np.float32) + 3 * np.eye(3, dtype=np.float32)
+    spd = a @ a.transpose(0, 2, 1)
+    b = rng.uniform(-1, 1, (2, 3, 2)).astype(np.float32)
+    la = ember.linalg
+    cases = {
+        "det": lambda t, s, r: ember.det(t), "slogdet": lambda t, s, r: la.slogdet(t)[1],
+        "inv": lambda t, s, r: la.inv(t), "solve": lambda t, s, r: la.solve(t, r),
+        "cholesky": lambda t, s, r: la.cholesky(s), "qr": lambda t, s, r: la.qr(t)[1].abs(),
+        "svd": lambda t, s, r: la.svdvals(t), "eigh": lambda t, s, r: la.eigvalsh(s),
+        "lu": lambda t, s, r: la.lu_factor(t)[0], "geqrf": lambda t, s, r: ember.geqrf(t)[0]}
+    for name, fn in cases.items():
+        want = fn(ember.tensor(a), ember.tensor(spd), ember.tensor(b))
+        got = fn(*(ember.tensor(x, device="opencl") for x in (a, spd, b)))
+        np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), rtol=1e-4, atol=1e-5,
+                                   err_msg=name)
 
 
 @pytest.mark.parametrize("d", FLOATS, ids=str)

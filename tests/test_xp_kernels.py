@@ -77,6 +77,15 @@ CUPY_NAMES = CUPY_NAMES | frozenset("""
     left_shift right_shift inf nan
 """.split())
 
+# linear algebra (issue 16): the factorizations run xp.linalg (numpy.linalg, cupy.linalg);
+# LU with partial pivoting is written against xp itself
+LINALG_OPS = frozenset("""
+    det _linalg_slogdet _linalg_inv_ex _linalg_solve_ex _linalg_cholesky_ex _linalg_qr
+    _geqrf _linalg_svd _linalg_eigh _linalg_lu_factor_ex
+""".split())
+SHARED_OPS = SHARED_OPS | LINALG_OPS | {"strided_view"}
+CUPY_NAMES = CUPY_NAMES | frozenset("eye diagonal swapaxes empty linalg".split())
+
 
 def _math_calls() -> list:
     x, y = _f32(3, 4), _f32(3, 4, seed=1) + 5
@@ -88,6 +97,20 @@ def _math_calls() -> list:
               "gcd lcm bitwise_left_shift bitwise_right_shift".split()]
     calls += [("fmod", (i, s), {}), ("bitwise_right_shift", (-i, 2), {})]
     return calls
+
+
+def _linalg_calls() -> list:
+    rng = np.random.default_rng(3)
+    a = (rng.uniform(-1, 1, (2, 3, 3)) + 3 * np.eye(3)).astype(np.float32)
+    spd = a @ a.transpose(0, 2, 1)
+    b = rng.uniform(-1, 1, (2, 3, 2)).astype(np.float32)
+    return [("det", (a,), {}), ("_linalg_slogdet", (a,), {}), ("_linalg_inv_ex", (a,), {}),
+            ("_linalg_solve_ex", (a, b), {}), ("_linalg_cholesky_ex", (spd,), {"upper": False}),
+            ("_linalg_qr", (a,), {"mode": "reduced"}), ("_geqrf", (a,), {}),
+            ("_linalg_svd", (a,), {"full_matrices": False}),
+            ("_linalg_eigh", (spd,), {"UPLO": "L"}), ("_linalg_lu_factor_ex", (a,), {}),
+            ("strided_view", (_f32(3, 4),), {"shape": (3, 2), "steps": ((1, 0), (1, 1)),
+                                             "start": (0, 0)})]
 
 
 def test_special_functions_come_through_the_hook():
@@ -266,7 +289,7 @@ def _assert_same(got, want, what):
 def test_every_shared_kernel_runs_on_cupy_names_as_on_the_cpu_backend():
     """Each kernel, built for an array module with only CuPy's names (and so without its
     CPU hooks), computes what the CPU backend's does, inputs written in place included."""
-    calls = _calls() + _math_calls()
+    calls = _calls() + _math_calls() + _linalg_calls()
     assert {op for op, _, _ in calls} == SHARED_OPS
     shared = make_kernels(CupyShapedNumpy())
     cpu = plugins.get_backend("cpu").kernels

@@ -1,6 +1,7 @@
 """The ops OpenCL C has no functions for, computed on the host: the special functions
 (digamma, polygamma, erfinv, i0, the Bessel functions, the incomplete gamma and zeta
-functions ...), the rarer integer ops (gcd, lcm, the shifts) and nextafter.
+functions ...), the rarer integer ops (gcd, lcm, the shifts), nextafter, and the matrix
+factorizations (LAPACK's work: det, inv, solve, Cholesky, QR, SVD, eigh, LU).
 
 Each kernel reads its operands back, runs the shared xp kernel over NumPy (SciPy for the
 special functions, imported on the first call) and writes the result to the device. It
@@ -25,6 +26,10 @@ HOST_OPS = (
     "special_modified_bessel_k1", "special_scaled_modified_bessel_k0",
     "special_scaled_modified_bessel_k1",
 )
+# the factorizations: small matrices, sequential pivoting: LAPACK on the host
+HOST_LINALG = ("det", "_linalg_slogdet", "_linalg_inv_ex", "_linalg_solve_ex",
+               "_linalg_cholesky_ex", "_linalg_qr", "_geqrf", "_linalg_svd", "_linalg_eigh",
+               "_linalg_lu_factor_ex")
 
 _table: dict[str, Any] = {}
 
@@ -53,4 +58,4 @@ def _on_host(op: str) -> Any:
     return kernel
 
 
-KERNELS: dict[str, Any] = {op: _on_host(op) for op in HOST_OPS}
+KERNELS: dict[str, Any] = {op: _on_host(op) for op in HOST_OPS + HOST_LINALG}
