@@ -247,6 +247,7 @@ from ember.core.ops.reduction import (
     var,
     var_mean,
 )
+from ember.core.ops.scans import cummax, cummin, cumprod, logcumsumexp  # the REDUCE family
 from ember.core.ops.shape import (
     broadcast_tensors,
     broadcast_to,
@@ -273,6 +274,17 @@ from ember.core.ops.shape import (
     unflatten,
     unsqueeze,
     vstack,
+)
+from ember.core.ops.sorting import (
+    argsort,
+    kthvalue,
+    median,
+    mode,
+    msort,
+    nanmedian,
+    nanquantile,
+    quantile,
+    sort,
 )
 from ember.core.ops.writes import bernoulli, fill_, multinomial, zero_
 from ember.core.placement import get_default_device, set_default_device
@@ -379,6 +391,10 @@ __all__ = [
     "_foreach_div", "_foreach_div_", "_foreach_maximum_", "_foreach_addcmul_",
     "_foreach_addcdiv_", "_foreach_lerp_", "_foreach_sqrt", "_foreach_sqrt_", "_foreach_neg",
     "_foreach_zero_", "_foreach_copy_", "_foreach_norm", "_fused_sgd_",
+    # reductions, sorting, scans, search and index writes (the REDUCE family)
+    "sort", "argsort", "msort", "kthvalue", "median", "nanmedian", "mode", "quantile",
+    "nanquantile", "cumprod", "cummax", "cummin", "logcumsumexp",
+    # (end of the REDUCE family's names)
     # checkpoints, subpackages
     "save", "load", "utils",
 ]

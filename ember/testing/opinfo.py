@@ -582,5 +582,53 @@ DIFF_OPS: list[DiffOp] = (_UNARY + _BINARY + _REDUCTIONS + _SHAPES + _INDEXING +
                           _NN + _LOSSES)
 """Every differentiable op the Tensor API exposes, with inputs in its smooth domain."""
 
+# -- reductions, sorting, scans, search and index writes (the REDUCE family) ----------
+
+
+def _q(lib: Any, x: Any, values: list) -> Any:
+    """Quantile levels as a tensor of `x`'s dtype and device."""
+    return lib.tensor(values, dtype=x.dtype, device=x.device)
+
+
+def _with_zeros(rng: np.random.Generator) -> list[np.ndarray]:
+    x = rng.uniform(0.5, 1.5, (3, 4)) * rng.choice([-1.0, 1.0], (3, 4))
+    x[1, 1] = x[2, 0] = x[2, 2] = 0.0  # one zero in a row, two in another
+    return [x]
+
+
+_REDUCE_FAMILY: list[DiffOp] = [
+    DiffOp("sort", lambda lib, x: lib.sort(x, 1).values, ops=("sort", "gather")),
+    DiffOp("sort_descending", lambda lib, x: x.sort(0, descending=True)[0],
+           ops=("sort",)),
+    DiffOp("argsort", lambda lib, x: x.gather(1, lib.argsort(x, 1, descending=True)),
+           ops=("argsort", "gather")),
+    DiffOp("msort", lambda lib, x: lib.msort(x)),
+    DiffOp("kthvalue", lambda lib, x: lib.kthvalue(x, 2, 1).values),
+    DiffOp("kthvalue_keepdim", lambda lib, x: x.kthvalue(3, 0, keepdim=True)[0],
+           ops=("kthvalue",)),
+    DiffOp("median", lambda lib, x: lib.median(x)),
+    DiffOp("median_dim", lambda lib, x: lib.median(x, 1).values, ops=("median",)),
+    DiffOp("nanmedian", lambda lib, x: x.nanmedian(0, keepdim=True).values),
+    DiffOp("nanmedian_all", lambda lib, x: lib.nanmedian(x), ops=("nanmedian",)),
+    DiffOp("mode", lambda lib, x: lib.mode(x.round(), 1).values * 0 + lib.mode(x, 1).values,
+           ops=("mode",)),
+    DiffOp("quantile", lambda lib, x: lib.quantile(x, 0.3, 1)),
+    DiffOp("quantile_levels", lambda lib, x: lib.quantile(x, _q(lib, x, [0.1, 0.5, 0.95]),
+                                                          keepdim=True), ops=("quantile",)),
+    DiffOp("quantile_midpoint", lambda lib, x: x.quantile(0.4, 0, interpolation="midpoint"),
+           ops=("quantile",)),
+    DiffOp("nanquantile", lambda lib, x: lib.nanquantile(x, _q(lib, x, [0.25, 0.75]), 1,
+                                                         interpolation="nearest")),
+    DiffOp("cumprod", lambda lib, x: lib.cumprod(x, 1)),
+    DiffOp("cumprod_zeros", lambda lib, x: x.cumprod(1), make=_with_zeros, ops=("cumprod",)),
+    DiffOp("cummax", lambda lib, x: lib.cummax(x, 1).values),
+    DiffOp("cummin", lambda lib, x: x.cummin(0)[0]),
+    DiffOp("logcumsumexp", lambda lib, x: lib.logcumsumexp(x, 1)),
+    DiffOp("logcumsumexp_dim0", lambda lib, x: x.logcumsumexp(0), shapes=((5, 2),),
+           ops=("logcumsumexp",)),
+]
+DIFF_OPS += _REDUCE_FAMILY
+# -- end of the REDUCE family's entries --
+
 _names = [op.name for op in DIFF_OPS]
 assert len(_names) == len(set(_names)), "duplicate DiffOp names"

@@ -167,6 +167,16 @@ _OUT_ARGS: dict[str, tuple[str, Callable[[Any, Any, Any], tuple[tuple, dict]]]] 
     "addmm": ("float", lambda lib, x, y: ((x[:, :3], x, y.t()), {"beta": 0.5, "alpha": 2})),
 }
 
+# -- reductions, sorting, scans, search and index writes (the REDUCE family) ----------
+_INPLACE_ARGS.update({
+    "cumprod": ("float", lambda lib, y: ((1,), {})),
+})
+_OUT_ARGS.update({
+    "cumprod": ("float", lambda lib, x, y: ((x, 0), {})),
+    "logcumsumexp": ("float", lambda lib, x, y: ((x, 1), {})),
+})
+# -- end of the REDUCE family's rows --
+
 _OUT_OPS = sorted(name for name, op in OPS.items() if "out" in op.variants)
 
 

@@ -303,15 +303,22 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 
 
 def _topk_out(input: Tensor, k: int, d: int, largest: bool, out: Any) -> Any:
+    return pair_out("topk", input, out, lambda: topk(input, k, d, largest))
+
+
+def pair_out(name: str, input: Tensor, out: Any, compute: Any) -> Any:
+    """An op with a (values, indices) result, written into `out`, a pair of tensors:
+    PyTorch's `out=` for topk, sort, kthvalue and the like."""
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         n = len(out) if isinstance(out, (tuple, list)) else 1
         raise TypeError(f"expected tuple of 2 elements but got {n}")
     if state.enabled and builtins.any(
             isinstance(t, Tensor) and t._requires_grad for t in (input, *out)):
-        raise RuntimeError("topk(): functions with out=... arguments don't support automatic "
-                           "differentiation, but one of the arguments requires grad.")
-    values, indices = topk(input, k, d, largest)
-    return TopkResult(write_out("topk", out[0], values), write_out("topk", out[1], indices))
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
+                           "automatic differentiation, but one of the arguments requires "
+                           "grad.")
+    values, indices = result = compute()
+    return type(result)(write_out(name, out[0], values), write_out(name, out[1], indices))
 
 
 # -- logical --------------------------------------------------------------------------

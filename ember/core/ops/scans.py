@@ -1,0 +1,122 @@
+"""Scans beyond `cumsum` (`cumprod`, `cummax`, `cummin`, `logcumsumexp`) and finite
+differences and integrals (`diff`, `gradient`, `trapezoid`, `cumulative_trapezoid`).
+
+Every op here is a composite: a scan is Hillis and Steele's, ceil(log2(n)) steps of
+elementwise work on shifted slices, so it runs on every backend and exports to ONNX
+through its parts. cummax/cummin find their indices that way (without recording) and
+take their values with `gather`, whose gradient is PyTorch's for them.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from collections.abc import Callable
+from typing import Any
+
+from ember.core import costs
+from ember.core import dtype as dt
+from ember.core.creation import arange, full
+from ember.core.declare import composite
+from ember.core.grad_mode import no_grad
+from ember.core.host import dtype_arg
+from ember.core.ops.elementwise import logaddexp, to_dtype, where
+from ember.core.ops.indexing import gather_in_bounds, narrow
+from ember.core.ops.shape import cat, reshape
+from ember.core.shapes import normalize_dim
+from ember.core.tensor import Tensor
+
+
+def _scan(state: tuple, d: int, combine: Callable[[tuple, tuple], tuple]) -> tuple:
+    """The inclusive scan of `state` (tensors of one shape) along `d`: each position
+    combined with all before it, `combine(earlier, later)` associative."""
+    n = state[0].shape[d]
+    step = 1
+    while step < n:
+        earlier = tuple(narrow(t, d, 0, n - step) for t in state)
+        later = tuple(narrow(t, d, step, n - step) for t in state)
+        merged = combine(earlier, later)
+        state = tuple(cat([narrow(t, d, 0, step), m], d) for t, m in zip(state, merged))
+        step *= 2
+    return state
+
+
+def _scan_dim(op: str, input: Tensor, dim: int) -> int:
+    return normalize_dim(op, dim, input.ndim)
+
+
+# -- cumprod, logcumsumexp ----------------------------------------------------------
+
+
+@composite(variants="function method inplace out", cost=costs.reduction(2))
+def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """The cumulative product along `dim` (integer and bool inputs give int64, as
+    `cumsum`; `dtype` casts first)."""
+    if dtype is not None:
+        input = to_dtype(input, dtype_arg(dtype))
+    elif not input.dtype.is_floating_point:
+        input = to_dtype(input, dt.int64)
+    d = _scan_dim("cumprod", input, dim)
+    if input.ndim == 0:
+        return input.clone()
+    (out,) = _scan((input,), d, lambda a, b: (a[0] * b[0],))
+    return out
+
+
+@composite(variants="function method out", cost=costs.reduction(6))
+def logcumsumexp(input: Tensor, dim: int) -> Tensor:
+    """`log(cumsum(exp(input), dim))`, computed without overflow."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"\"logcumsumexp_out_cpu\" not implemented for "
+                           f"'{_SCALAR.get(input.dtype.name, input.dtype.name)}'")
+    d = _scan_dim("logcumsumexp", input, dim)
+    if input.ndim == 0:
+        return input.clone()
+    (out,) = _scan((input,), d, lambda a, b: (logaddexp(a[0], b[0]),))
+    return out
+
+
+_SCALAR = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+           "uint8": "Byte", "bool": "Bool"}
+
+
+# -- cummax, cummin -----------------------------------------------------------------
+
+CummaxResult = namedtuple("cummax", ["values", "indices"])
+CumminResult = namedtuple("cummin", ["values", "indices"])
+
+
+def _cum_extreme(op: str, input: Tensor, dim: int) -> tuple[Tensor, Tensor]:
+    """Values and indices of the running max (min): the latest position that holds it
+    wins ties, and a NaN, once seen, holds (PyTorch's rule)."""
+    d = _scan_dim(op, input, dim)
+    if input.ndim == 0:
+        return input.clone(), full((), 0, dtype=dt.int64, device=input.device)
+    with no_grad():
+        key = to_dtype(input, dt.uint8) if input.dtype is dt.bool_ else input
+        shape = [1] * input.ndim
+        shape[d] = input.shape[d]
+        idx = reshape(arange(input.shape[d], device=input.device), tuple(shape))
+        idx = idx.expand(tuple(input.shape))
+        better = (lambda new, old: new >= old) if op == "cummax" else \
+            (lambda new, old: new <= old)
+
+        def combine(earlier: tuple, later: tuple) -> tuple:
+            (ev, ei), (lv, li) = earlier, later
+            take = lv.isnan().logical_or(ev.isnan().logical_not().logical_and(better(lv, ev)))
+            return where(take, lv, ev), where(take, li, ei)
+        _, indices = _scan((key, idx), d, combine)
+    return gather_in_bounds(input, d, indices), indices
+
+
+@composite(variants="function method", cost=costs.reduction(4))
+def cummax(input: Tensor, dim: int) -> Any:
+    """The running maximum along `dim` and where it was found, as a named (values,
+    indices) pair."""
+    return CummaxResult(*_cum_extreme("cummax", input, dim))
+
+
+@composite(variants="function method", cost=costs.reduction(4))
+def cummin(input: Tensor, dim: int) -> Any:
+    """The running minimum along `dim` and where it was found, as a named (values,
+    indices) pair."""
+    return CumminResult(*_cum_extreme("cummin", input, dim))

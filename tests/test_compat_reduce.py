@@ -1,0 +1,202 @@
+"""Sorting, order statistics, scans, search, histograms and index writes against PyTorch:
+values and dtypes on ordinary, 0-d, zero-size, NaN/inf and integer inputs, gradients,
+and errors (type and message)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+NAN, INF = float("nan"), float("inf")
+RNG = np.random.default_rng(7)
+FLOATS = RNG.standard_normal((3, 5))
+SPECIAL = np.array([[3.0, NAN, 1.0, 1.0, -INF, 2.0], [5.0, 4.0, 4.0, INF, 2.0, 9.0]])
+INTS = np.array([[3, 1, 2, 2, 7], [0, -4, 4, 4, 1]])
+
+
+def _tuple(x):
+    return tuple(x) if isinstance(x, tuple) else (x,)
+
+
+def same(fn, *arrays, tfn=None, indices: bool = True):
+    """`fn(ember, *tensors)` and `fn(torch, *tensors)` (or `tfn`) give the same values,
+    dtypes and shapes (or raise the same exception type); `indices=False` skips the
+    second output of a (values, indices) pair where ties make it implementation-defined."""
+    tfn = tfn or fn
+    try:
+        want = _tuple(tfn(torch, *[torch.tensor(a) for a in arrays]))
+    except Exception as err:  # noqa: BLE001 - torch's refusal is the expectation
+        with pytest.raises(type(err)):
+            fn(ember, *[ember.tensor(a) for a in arrays])
+        return
+    got = _tuple(fn(ember, *[ember.tensor(a) for a in arrays]))
+    assert len(got) == len(want)
+    for k, (g, w) in enumerate(zip(got, want)):
+        if k == 1 and not indices:
+            continue
+        assert str(g.dtype).split(".")[-1] == str(w.dtype).split(".")[-1], (g.dtype, w.dtype)
+        assert tuple(g.shape) == tuple(w.shape), (g.shape, w.shape)
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6, atol=1e-9,
+                                   equal_nan=True)
+
+
+def same_grad(fn, *arrays):
+    """The gradients of `fn` agree with torch's for a random upstream gradient."""
+    e_in = [ember.tensor(a, requires_grad=True) for a in arrays]
+    t_in = [torch.tensor(a, requires_grad=True) for a in arrays]
+    e_out, t_out = _tuple(fn(ember, *e_in))[0], _tuple(fn(torch, *t_in))[0]
+    seed = RNG.standard_normal(tuple(t_out.shape))
+    e_out.backward(ember.tensor(seed))
+    t_out.backward(torch.tensor(seed))
+    for e, t in zip(e_in, t_in):
+        np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-7, atol=1e-10)
+
+
+def raises(exc, match, fn):
+    with pytest.raises(exc, match=match):
+        fn()
+
+
+# -- sort ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arr", [FLOATS, SPECIAL, INTS, np.array(2.5), np.zeros((0, 3)),
+                                 np.array([True, False, True])])
+def test_sort_values_indices_and_argsort(arr):
+    stable = dict(stable=True)
+    same(lambda lib, x: lib.sort(x, **stable), arr)
+    same(lambda lib, x: lib.sort(x, dim=0, descending=True, **stable), arr)
+    same(lambda lib, x: x.sort(dim=-1, descending=True, **stable), arr)
+    same(lambda lib, x: lib.argsort(x, dim=0, stable=True), arr)
+    same(lambda lib, x: x.argsort(0, True), arr[..., :1] if arr.ndim else arr)
+    same(lambda lib, x: lib.msort(x), arr)
+
+
+def test_sort_result_is_named_and_takes_out():
+    r = ember.sort(ember.tensor([3.0, 1.0, 2.0]))
+    assert type(r).__name__ == "sort" and r._fields == ("values", "indices")
+    v, i = ember.empty(0), ember.empty(0, dtype=ember.int64)
+    out = ember.sort(ember.tensor([3.0, 1.0, 2.0]), descending=True, out=(v, i))
+    assert out.values is v and v.tolist() == [3.0, 2.0, 1.0] and i.tolist() == [0, 2, 1]
+
+
+def test_sort_gradient_and_errors():
+    same_grad(lambda lib, x: lib.sort(x, 0, descending=True).values, FLOATS)
+    raises(IndexError, "Dimension out of range", lambda: ember.sort(ember.ones(3), 1))
+
+
+# -- order statistics ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arr", [FLOATS, SPECIAL, INTS, np.array(2.5), np.zeros((2, 0))])
+def test_median_nanmedian_kthvalue_mode(arr):
+    same(lambda lib, x: lib.median(x), arr)
+    same(lambda lib, x: lib.nanmedian(x), arr)
+    same(lambda lib, x: lib.median(x, -1), arr)
+    same(lambda lib, x: x.nanmedian(0, keepdim=True), arr)
+    same(lambda lib, x: lib.kthvalue(x, 1, 0), arr, indices=False)
+    # (mode of a row with NaN is left undefined: PyTorch's order of NaN is not a sort's)
+    same(lambda lib, x: lib.mode(x, -1), np.where(np.isnan(arr), 0, arr), indices=False)
+
+
+def test_median_picks_the_lower_median_and_the_first_nan():
+    r = ember.median(ember.tensor([[1.0, 5.0, 2.0, 2.0], [1.0, NAN, 0.0, NAN]]), 1)
+    assert type(r).__name__ == "median"
+    assert r.indices.tolist() == [2, 1]
+    assert ember.nanmedian(ember.tensor([NAN, NAN]), 0).indices.item() == 0
+    m = ember.mode(ember.tensor([[1, 5, 2, 2, 1, 7]]), 1)
+    assert (m.values.item(), m.indices.item()) == (1, 4)  # smallest, last occurrence
+
+
+def test_order_statistic_gradients():
+    same_grad(lambda lib, x: lib.median(x), FLOATS)
+    same_grad(lambda lib, x: lib.median(x, 0).values, FLOATS)
+    same_grad(lambda lib, x: lib.nanmedian(x, 1, True).values, FLOATS)
+    same_grad(lambda lib, x: lib.kthvalue(x, 4, 1).values, FLOATS)
+    same_grad(lambda lib, x: lib.mode(x, 1).values, FLOATS)
+    tied = np.array([1.0, 2.0, 2.0, 3.0, 2.0])  # the median's gradient is shared by ties
+    same_grad(lambda lib, x: lib.median(x), tied)
+
+
+def test_order_statistic_errors():
+    raises(RuntimeError, r"kthvalue\(\): selected number k out of range for dimension 0",
+           lambda: ember.kthvalue(ember.ones(3), 4))
+    raises(IndexError, r"median\(\): Expected reduction dim 0 to have non-zero size",
+           lambda: ember.median(ember.ones(0, 2), 0))
+    raises(IndexError, r"mode\(\): Expected reduction dim 1", lambda: ember.mode(ember.ones(2, 0)))
+
+
+# -- quantiles -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("interpolation", ["linear", "lower", "higher", "midpoint", "nearest"])
+@pytest.mark.parametrize("arr", [FLOATS, SPECIAL, np.array(2.5)])
+def test_quantile_and_nanquantile(arr, interpolation):
+    kw = dict(interpolation=interpolation)
+    for name in ("quantile", "nanquantile"):
+        same(lambda lib, x, n=name: getattr(lib, n)(x, 0.3, **kw), arr)
+        same(lambda lib, x, n=name: getattr(lib, n)(x, 0.5, -1, True, **kw), arr)
+        same(lambda lib, x, n=name: getattr(x, n)(
+            lib.tensor([0.0, 0.25, 0.5, 1.0], dtype=x.dtype), 0, **kw), arr)
+        same(lambda lib, x, n=name: getattr(lib, n)(
+            x, lib.tensor(0.75, dtype=x.dtype), keepdim=True, **kw), arr)
+
+
+def test_quantile_gradient_and_errors():
+    same_grad(lambda lib, x: lib.quantile(x, lib.tensor([0.1, 0.6], dtype=x.dtype), 1), FLOATS)
+    same_grad(lambda lib, x: lib.nanquantile(x, 0.35, interpolation="midpoint"), FLOATS)
+    x = ember.tensor([1.0, 2.0, 3.0])
+    raises(RuntimeError, r"quantile\(\) q must be in the range \[0, 1\] but got 1.5",
+           lambda: ember.quantile(x, 1.5))
+    raises(RuntimeError, r"q values must be in the range \[0, 1\]",
+           lambda: ember.quantile(x, ember.tensor([0.5, -0.1])))
+    raises(RuntimeError, "must be either float or double dtype",
+           lambda: ember.quantile(ember.tensor([1, 2]), 0.5))
+    raises(RuntimeError, "q must be a scalar or 1D tensor",
+           lambda: ember.quantile(x, ember.tensor([[0.5]])))
+    raises(RuntimeError, "q tensor must be same dtype as the input tensor",
+           lambda: ember.quantile(x, ember.tensor([0.5], dtype=ember.float64)))
+    raises(RuntimeError, "interpolation must be one of linear, lower, higher, midpoint or "
+           "nearest, but got foo", lambda: ember.quantile(x, 0.5, interpolation="foo"))
+    raises(RuntimeError, "input tensor must be non-empty", lambda: ember.quantile(
+        ember.ones(0), 0.5))
+
+
+# -- scans -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arr", [FLOATS, SPECIAL, INTS, np.array(2.5), np.zeros((0, 3)),
+                                 np.array([[True, False], [True, True]])])
+def test_scans(arr):
+    for dim in (0, -1):
+        same(lambda lib, x, d=dim: lib.cumprod(x, d), arr)
+        same(lambda lib, x, d=dim: x.cummax(d), arr)
+        same(lambda lib, x, d=dim: lib.cummin(x, d), arr)
+        if arr.dtype.kind == "f":
+            same(lambda lib, x, d=dim: lib.logcumsumexp(x, d), arr)
+    same(lambda lib, x: lib.cumprod(x, 0, dtype=lib.float64), arr)
+
+
+def test_scans_over_long_rows_and_in_place():
+    long_row = RNG.uniform(0.9, 1.1, (2, 37))
+    same(lambda lib, x: lib.cumprod(x, 1), long_row)
+    same(lambda lib, x: lib.logcumsumexp(x, 1), long_row)
+    same(lambda lib, x: lib.cummax(x, 1), np.round(long_row * 10))
+    x = ember.tensor([1.0, 2.0, 3.0])
+    assert x.cumprod_(0) is x and x.tolist() == [1.0, 2.0, 6.0]
+
+
+def test_scan_gradients_and_errors():
+    with_zeros = FLOATS.copy()
+    with_zeros[0, 1] = with_zeros[1, 1] = with_zeros[1, 3] = 0.0
+    same_grad(lambda lib, x: lib.cumprod(x, 1), with_zeros)
+    same_grad(lambda lib, x: lib.cummax(x, 1).values, FLOATS)
+    same_grad(lambda lib, x: lib.cummin(x, 0).values, FLOATS)
+    same_grad(lambda lib, x: lib.logcumsumexp(x, 1), FLOATS)
+    raises(RuntimeError, "not implemented for 'Long'", lambda: ember.logcumsumexp(
+        ember.tensor([1, 2]), 0))
+    assert type(ember.cummax(ember.ones(2), 0)).__name__ == "cummax"
