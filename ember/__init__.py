@@ -229,6 +229,7 @@ from ember.core.ops.reduction import (
     all,
     amax,
     amin,
+    aminmax,
     any,
     argmax,
     argmin,
@@ -238,16 +239,29 @@ from ember.core.ops.reduction import (
     max,
     mean,
     min,
+    nanmean,
+    nansum,
     norm,
     prod,
+    renorm,
     std,
     std_mean,
     sum,
     topk,
+    trace,
     var,
     var_mean,
 )
-from ember.core.ops.scans import cummax, cummin, cumprod, logcumsumexp  # the REDUCE family
+from ember.core.ops.scans import (  # the REDUCE family
+    cummax,
+    cummin,
+    cumprod,
+    cumulative_trapezoid,
+    diff,
+    logcumsumexp,
+    trapezoid,
+    trapz,
+)
 from ember.core.ops.shape import (
     broadcast_tensors,
     broadcast_to,
@@ -393,7 +407,8 @@ __all__ = [
     "_foreach_zero_", "_foreach_copy_", "_foreach_norm", "_fused_sgd_",
     # reductions, sorting, scans, search and index writes (the REDUCE family)
     "sort", "argsort", "msort", "kthvalue", "median", "nanmedian", "mode", "quantile",
-    "nanquantile", "cumprod", "cummax", "cummin", "logcumsumexp",
+    "nanquantile", "cumprod", "cummax", "cummin", "logcumsumexp", "nansum", "nanmean",
+    "aminmax", "trace", "renorm", "diff", "trapezoid", "trapz", "cumulative_trapezoid",
     # (end of the REDUCE family's names)
     # checkpoints, subpackages
     "save", "load", "utils",

@@ -200,3 +200,70 @@ def test_scan_gradients_and_errors():
     raises(RuntimeError, "not implemented for 'Long'", lambda: ember.logcumsumexp(
         ember.tensor([1, 2]), 0))
     assert type(ember.cummax(ember.ones(2), 0)).__name__ == "cummax"
+
+
+# -- NaN-ignoring reductions, aminmax, trace, renorm -------------------------------------
+
+
+@pytest.mark.parametrize("arr", [FLOATS, SPECIAL, INTS, np.array(2.5), np.zeros((0, 3)),
+                                 np.array([[True, False], [True, True]])])
+def test_nansum_nanmean_aminmax(arr):
+    same(lambda lib, x: lib.nansum(x), arr)
+    same(lambda lib, x: x.nansum(0, keepdim=True), arr)
+    same(lambda lib, x: lib.nansum(x, dtype=lib.float64), arr)
+    same(lambda lib, x: lib.nanmean(x, -1), arr)
+    same(lambda lib, x: lib.aminmax(x), arr)
+    same(lambda lib, x: x.aminmax(dim=0, keepdim=True), arr)
+    same(lambda lib, x: lib.aminmax(x, keepdim=True), arr)
+
+
+def test_trace_renorm_diff():
+    for arr in (FLOATS, INTS, np.zeros((0, 3)), np.ones(3), np.array([[True, True]])):
+        same(lambda lib, x: lib.trace(x), arr)
+    same(lambda lib, x: lib.renorm(x, 2, 0, 1.0), FLOATS)
+    same(lambda lib, x: x.renorm(1, 1, 0.5), FLOATS)
+    same(lambda lib, x: lib.renorm(x, 2, 0, 1.0), INTS)
+    x = ember.tensor(FLOATS.copy())
+    assert x.renorm_(3, -1, 0.2) is x
+    np.testing.assert_allclose(x.numpy(), torch.tensor(FLOATS).renorm(3, -1, 0.2).numpy())
+    for arr in (FLOATS, INTS, np.array([True, False, False, True]), np.array(1.0),
+                np.zeros((2, 0)), INTS.astype(np.uint8)):
+        same(lambda lib, x: lib.diff(x), arr)
+        same(lambda lib, x: x.diff(2, 0), arr)
+    same(lambda lib, x: lib.diff(x, 1, 0, prepend=x[:1], append=x[:2] * 2), FLOATS)
+    same(lambda lib, x: lib.diff(x, 5), np.arange(3.0))
+    raises(RuntimeError, "order must be non-negative but got -1",
+           lambda: ember.diff(ember.ones(3), -1))
+    raises(RuntimeError, r"trace: expected a matrix, but got tensor with dim 1",
+           lambda: ember.trace(ember.ones(3)))
+
+
+def test_nan_reduction_gradients():
+    same_grad(lambda lib, x: lib.nansum(x, 1), SPECIAL[:, :3])
+    same_grad(lambda lib, x: lib.nanmean(x, 0), SPECIAL[:, :3])
+    same_grad(lambda lib, x: lib.aminmax(x, dim=0).max, FLOATS)
+    same_grad(lambda lib, x: lib.trace(x), FLOATS)
+    same_grad(lambda lib, x: lib.renorm(x, 2, 1, 0.7), FLOATS)
+    same_grad(lambda lib, x: lib.diff(x, 2), FLOATS)
+    raises(RuntimeError, r"nanmean\(\): expected input to have floating point",
+           lambda: ember.nanmean(ember.tensor([1, 2])))
+    raises(RuntimeError, "aminmax over an empty dimension", lambda: ember.aminmax(ember.ones(0)))
+
+
+# -- integrals -------------------------------------------------------------------------
+
+
+def test_trapezoid_and_cumulative_trapezoid():
+    coords = np.array([0.0, 0.5, 2.0])
+    for name in ("trapezoid", "trapz", "cumulative_trapezoid"):
+        for arr in (FLOATS[:, :3], INTS[:, :3], np.zeros((2, 0))):
+            same(lambda lib, y, n=name: getattr(lib, n)(y), arr)
+            same(lambda lib, y, n=name: getattr(lib, n)(y, dx=0.5, dim=0), arr)
+        same(lambda lib, y, x, n=name: getattr(lib, n)(y, x), FLOATS[:, :3], coords)
+        same(lambda lib, y, x, n=name: getattr(lib, n)(y, x, dim=0), FLOATS[:, :3],
+             FLOATS[:, :3] ** 2)
+        same(lambda lib, y, x, n=name: getattr(lib, n)(y, x), FLOATS, coords)  # mismatch
+        same(lambda lib, y, n=name: getattr(lib, n)(y), np.array(2.0))
+        same(lambda lib, y, n=name: getattr(lib, n)(y), np.array([True, False]))
+    same_grad(lambda lib, y, x: lib.trapezoid(y, x), FLOATS[:, :3], coords)
+    same_grad(lambda lib, y: lib.cumulative_trapezoid(y, dx=0.3, dim=0), FLOATS)

@@ -626,6 +626,20 @@ _REDUCE_FAMILY: list[DiffOp] = [
     DiffOp("logcumsumexp", lambda lib, x: lib.logcumsumexp(x, 1)),
     DiffOp("logcumsumexp_dim0", lambda lib, x: x.logcumsumexp(0), shapes=((5, 2),),
            ops=("logcumsumexp",)),
+    DiffOp("nansum", lambda lib, x: lib.nansum(x.where(x > -1.5, float("nan")), 1),
+           ops=("nansum", "where")),
+    DiffOp("nanmean", lambda lib, x: x.where(x > -1.5, float("nan")).nanmean((0, 1))),
+    DiffOp("aminmax", lambda lib, x: lib.aminmax(x, dim=1)),
+    DiffOp("aminmax_all", lambda lib, x: lib.aminmax(x), ops=("aminmax",)),
+    DiffOp("trace", lambda lib, x: lib.trace(x)),
+    DiffOp("renorm", lambda lib, x: lib.renorm(x, 2, 0, 1.5)),
+    DiffOp("renorm_p1", lambda lib, x: x.renorm(1, 1, 2.0), ops=("renorm",)),
+    DiffOp("diff", lambda lib, x, y: lib.diff(x, 2, 0, prepend=y), shapes=((3, 4), (1, 4))),
+    DiffOp("diff_append", lambda lib, x: x.diff(append=x[:, :1]), ops=("diff",)),
+    DiffOp("trapezoid", lambda lib, y, x: lib.trapezoid(y, x, dim=0), shapes=((3, 4), (3,))),
+    DiffOp("trapz", lambda lib, y: lib.trapz(y, dx=0.5)),
+    DiffOp("cumulative_trapezoid", lambda lib, y, x: lib.cumulative_trapezoid(y, x),
+           shapes=((3, 4), (3, 4))),
 ]
 DIFF_OPS += _REDUCE_FAMILY
 # -- end of the REDUCE family's entries --

@@ -170,10 +170,14 @@ _OUT_ARGS: dict[str, tuple[str, Callable[[Any, Any, Any], tuple[tuple, dict]]]] 
 # -- reductions, sorting, scans, search and index writes (the REDUCE family) ----------
 _INPLACE_ARGS.update({
     "cumprod": ("float", lambda lib, y: ((1,), {})),
+    "renorm": ("float", lambda lib, y: ((2, 0, 0.5), {})),
 })
 _OUT_ARGS.update({
     "cumprod": ("float", lambda lib, x, y: ((x, 0), {})),
     "logcumsumexp": ("float", lambda lib, x, y: ((x, 1), {})),
+    "nansum": ("float", lambda lib, x, y: ((x, 1), {})),
+    "nanmean": ("float", lambda lib, x, y: ((x,), {})),
+    "renorm": ("float", lambda lib, x, y: ((x, 1, 1, 0.7), {})),
 })
 # -- end of the REDUCE family's rows --
 

@@ -22,6 +22,7 @@ from typing import Any
 from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import apply_labelled, record_grad
+from ember.core.creation import arange
 from ember.core.declare import composite, primitive, write_out
 from ember.core.dispatch import run
 from ember.core.grad_mode import no_grad, state
@@ -74,7 +75,8 @@ def _cumsum_rule(input, *, dim):
 def _dims_arg(op: str, x: Tensor, dim: Any) -> tuple[int, ...] | None:
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return None
-    return normalize_dims(op, dim, x.ndim)
+    dims = normalize_dims(op, dim, x.ndim)
+    return None if x.ndim == 0 else dims  # a 0-d tensor's dim 0 (or -1) is all of it
 
 
 def expand_back(g: Tensor, shape: tuple, dims: tuple | None, keepdim: bool) -> Tensor:
@@ -449,3 +451,80 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     input = _cast_first(input, dtype)
     d = normalize_dim("cumsum", dim, input.ndim)
     return _as_requested(apply_labelled(OPS["cumsum"], "CumsumBackward0", input, dim=d), dtype)
+
+
+# -- NaN-ignoring reductions, aminmax, trace, renorm ----------------------------------
+
+AminmaxResult = namedtuple("aminmax", ["min", "max"])
+
+
+@composite(variants="function method out", cost=costs.reduction(2))
+def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *,
+           dtype: Any = None) -> Tensor:
+    """The sum over `dim`, counting NaN as zero."""
+    if input._dtype.is_floating_point:
+        input = where(input.isnan(), 0.0, input)
+    return sum(input, dim, keepdim, dtype=dtype)
+
+
+@composite(variants="function method out", cost=costs.reduction(3))
+def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
+            dtype: Any = None) -> Tensor:
+    """The mean over `dim` of the elements that are not NaN."""
+    if not input._dtype.is_floating_point and dtype is None:
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
+                           f"dtype but got {_TYPE_WORD.get(input.dtype.name, input.dtype)}")
+    input = _cast_first(input, dtype)
+    numbers = sum(input.isnan().logical_not(), dim, keepdim)
+    return nansum(input, dim, keepdim) / numbers
+
+
+@composite(variants="function method", cost=costs.reduction(2))
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> Any:
+    """The minimum and maximum over `dim` (all elements when None), as a named
+    (min, max) pair."""
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as "
+                               "the operation has no identity.")
+        lo, hi = amin(input), amax(input)
+        if keepdim:
+            shape = (1,) * input.ndim
+            lo, hi = reshape(lo, shape), reshape(hi, shape)
+        return AminmaxResult(lo, hi)
+    d = normalize_dim("aminmax", dim, input.ndim)
+    if input.ndim and input.shape[d] == 0:
+        raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
+    if not input.ndim:
+        return AminmaxResult(amin(input), amax(input))
+    return AminmaxResult(amin(input, d, keepdim), amax(input, d, keepdim))
+
+
+@composite(variants="function method", cost=costs.reduction(1))
+def trace(input: Tensor) -> Tensor:
+    """The sum of the main diagonal of a matrix (int64 for integer matrices)."""
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    if input.dtype is dt.bool_:
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
+    i = arange(builtins.min(input.shape), device=input.device)
+    return sum(input[i, i])
+
+
+@composite(variants="function method inplace out", cost=costs.reduction(4))
+def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
+    """Each slice along `dim` (over all the other dimensions) with a `p`-norm above
+    `maxnorm` scaled down to norm `maxnorm` (PyTorch's `maxnorm / (norm + 1e-7)`)."""
+    if not input._dtype.is_floating_point:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
+                           f"as input. Got {_TYPE_WORD[input.dtype.name]}")
+    if p < 0:
+        raise RuntimeError(f"renorm: non-positive-norm not supported, got p={p}")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    d = normalize_dim("renorm", dim, input.ndim)
+    others = tuple(i for i in range(input.ndim) if i != d)
+    n = norm(input, p, others, keepdim=True) if others else input.abs()
+    with no_grad():
+        big = n > maxnorm
+    return input * where(big, maxnorm / (n + 1e-7), 1.0)

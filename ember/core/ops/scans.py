@@ -21,6 +21,7 @@ from ember.core.grad_mode import no_grad
 from ember.core.host import dtype_arg
 from ember.core.ops.elementwise import logaddexp, to_dtype, where
 from ember.core.ops.indexing import gather_in_bounds, narrow
+from ember.core.ops.reduction import sum as sum_
 from ember.core.ops.shape import cat, reshape
 from ember.core.shapes import normalize_dim
 from ember.core.tensor import Tensor
@@ -120,3 +121,84 @@ def cummin(input: Tensor, dim: int) -> Any:
     """The running minimum along `dim` and where it was found, as a named (values,
     indices) pair."""
     return CumminResult(*_cum_extreme("cummin", input, dim))
+
+
+# -- finite differences and integrals --------------------------------------------------
+
+
+@composite(variants="function method", cost=costs.pointwise(1))
+def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
+         append: Tensor | None = None) -> Tensor:
+    """The `n`-th forward difference along `dim` (`out[i] = input[i + 1] - input[i]`,
+    `n` times), after joining `prepend` and `append` to `input` there. Booleans give
+    whether neighbours differ."""
+    if input.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = normalize_dim("diff", dim, input.ndim)
+    parts = [t if t.ndim else t.expand(tuple(1 if i == d else s for i, s in enumerate(
+        input.shape))) for t in (prepend, input, append) if t is not None]
+    out = cat(parts, d) if len(parts) > 1 else input
+    for _ in range(n):
+        length = out.shape[d]
+        if length == 0:
+            break
+        later, earlier = narrow(out, d, 1, length - 1), narrow(out, d, 0, length - 1)
+        out = later.logical_xor(earlier) if out.dtype is dt.bool_ else later - earlier
+    return out
+
+
+def _spacing(op: str, y: Tensor, x: Tensor | None, dx: Any, d: int) -> Any:
+    """The sample spacing along `d`: a number, or differences of `x` shaped to broadcast
+    against `y`'s neighbour sums."""
+    if x is None:
+        return 1 if dx is None else dx
+    if x.ndim == 1:
+        if x.shape[0] != y.shape[d]:
+            raise RuntimeError(f"{op}: There must be one `x` value for each sample point")
+        shape = [1] * y.ndim
+        shape[d] = max(y.shape[d] - 1, 0)
+        return reshape(diff(x), tuple(shape))
+    return diff(x, dim=d - y.ndim)
+
+
+def _neighbour_sums(op: str, y: Tensor, dim: int) -> tuple[Tensor, int]:
+    if y.dtype is dt.bool_:
+        raise RuntimeError(f"{op}: received a bool input for `y`, but bool is not supported")
+    if y.ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    d = normalize_dim(op, dim, y.ndim)
+    length = y.shape[d]
+    if length == 0:
+        return y, d
+    return narrow(y, d, 1, length - 1) + narrow(y, d, 0, length - 1), d
+
+
+@composite(variants="function", cost=costs.reduction(3))
+def trapezoid(y: Tensor, x: Tensor | None = None, *, dx: Any = None, dim: int = -1) -> Tensor:
+    """The integral of `y` along `dim` by the trapezoidal rule, at points `x` (or evenly
+    spaced `dx` apart, 1 by default)."""
+    pairs, d = _neighbour_sums("trapezoid", y, dim)
+    if y.shape[d] == 0:
+        return sum_(to_dtype(pairs, dt.get_default_dtype()) if not pairs.dtype.is_floating_point
+                    else pairs, d)
+    return sum_(pairs * _spacing("trapezoid", y, x, dx, d), d) / 2.0
+
+
+@composite(variants="function", cost=costs.reduction(3))
+def trapz(y: Tensor, x: Tensor | None = None, *, dx: Any = None, dim: int = -1) -> Tensor:
+    """`trapezoid` (its older name)."""
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+@composite(variants="function", cost=costs.reduction(3))
+def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: Any = None,
+                         dim: int = -1) -> Tensor:
+    """The running integral of `y` along `dim` by the trapezoidal rule (one element
+    fewer than `y` there)."""
+    pairs, d = _neighbour_sums("cumulative_trapezoid", y, dim)
+    if y.shape[d] == 0:
+        return to_dtype(pairs, dt.get_default_dtype()) if not pairs.dtype.is_floating_point \
+            else pairs
+    return (pairs * _spacing("cumulative_trapezoid", y, x, dx, d)).cumsum(d) / 2.0
