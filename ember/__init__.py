@@ -262,6 +262,16 @@ from ember.core.ops.scans import (  # the REDUCE family
     trapezoid,
     trapz,
 )
+from ember.core.ops.search import (  # the REDUCE family
+    bincount,
+    bucketize,
+    histc,
+    histogram,
+    isin,
+    searchsorted,
+    unique,
+    unique_consecutive,
+)
 from ember.core.ops.shape import (
     broadcast_tensors,
     broadcast_to,
@@ -409,6 +419,8 @@ __all__ = [
     "sort", "argsort", "msort", "kthvalue", "median", "nanmedian", "mode", "quantile",
     "nanquantile", "cumprod", "cummax", "cummin", "logcumsumexp", "nansum", "nanmean",
     "aminmax", "trace", "renorm", "diff", "trapezoid", "trapz", "cumulative_trapezoid",
+    "searchsorted", "bucketize", "isin", "unique", "unique_consecutive", "bincount", "histc",
+    "histogram",
     # (end of the REDUCE family's names)
     # checkpoints, subpackages
     "save", "load", "utils",

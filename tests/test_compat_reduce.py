@@ -267,3 +267,114 @@ def test_trapezoid_and_cumulative_trapezoid():
         same(lambda lib, y, n=name: getattr(lib, n)(y), np.array([True, False]))
     same_grad(lambda lib, y, x: lib.trapezoid(y, x), FLOATS[:, :3], coords)
     same_grad(lambda lib, y: lib.cumulative_trapezoid(y, dx=0.3, dim=0), FLOATS)
+
+
+# -- search ----------------------------------------------------------------------------
+
+SEQ = np.array([1.0, 2.0, 2.0, 3.0, NAN])
+VALS = np.array([[0.0, 2.0, 2.5], [3.0, NAN, INF]])
+
+
+def test_searchsorted_and_bucketize():
+    for kw in ({}, {"right": True}, {"side": "right", "out_int32": True}, {"side": "left"}):
+        same(lambda lib, s, v, k=kw: lib.searchsorted(s, v, **k), SEQ, VALS)
+        same(lambda lib, s, v, k=kw: lib.searchsorted(s, v, **k), np.array([[1.0, 3.0, 5.0],
+                                                                      [2.0, 4.0, 6.0]]), VALS)
+        same(lambda lib, s, v, k=kw: lib.searchsorted(s, v, **k), np.zeros(0), VALS)
+        same(lambda lib, s, v, k=kw: lib.searchsorted(s, v, **k), SEQ, np.array(2.0))
+    same(lambda lib, s: lib.searchsorted(s, 3), np.array([1, 3, 5]))
+    same(lambda lib, s, v: lib.searchsorted(s, v), np.array([1, 3, 5]), VALS)  # int vs float
+    same(lambda lib, s, v: lib.searchsorted(s, v, sorter=lib.argsort(s)),
+         np.array([5.0, 1.0, 3.0, 3.0]), VALS)
+    for kw in ({}, {"right": True}, {"out_int32": True}):
+        same(lambda lib, v, b, k=kw: lib.bucketize(v, b, **k), VALS, np.array([1.0, 2.0, 3.0]))
+        same(lambda lib, v, b, k=kw: lib.bucketize(v, b, **k), INTS, np.array([-1, 2, 4]))
+    same(lambda lib, b: lib.bucketize(2.5, b), np.array([1.0, 2.0, 3.0]))
+
+
+def test_search_errors():
+    s, v = ember.ones(2, 3), ember.ones(3, 1)
+    raises(RuntimeError, r"boundaries tensor should be 1 dimension or the first N-1 "
+           r"dimensions .* boundaries tensor \[2, 3\] and input value tensor \[3, 1\]",
+           lambda: ember.searchsorted(s, v))
+    raises(RuntimeError, "side can only be 'left' or 'right' but got foo",
+           lambda: ember.searchsorted(ember.ones(3), ember.ones(2), side="foo"))
+    raises(RuntimeError, "side and right can't be set to opposites",
+           lambda: ember.searchsorted(ember.ones(3), ember.ones(2), side="left", right=True))
+    raises(RuntimeError, "boundary and sorter must have the same size",
+           lambda: ember.searchsorted(ember.ones(3), ember.ones(2),
+                                      sorter=ember.tensor([0, 1])))
+    raises(RuntimeError, "sorter must be a tensor of long dtype but got dtype Float",
+           lambda: ember.searchsorted(ember.ones(3), ember.ones(2), sorter=ember.ones(3)))
+    raises(RuntimeError, r"boundaries tensor must be 1 dimension, but got dim\(2\)",
+           lambda: ember.bucketize(ember.ones(2), ember.ones(2, 2)))
+
+
+def test_isin():
+    for kw in ({}, {"invert": True}, {"assume_unique": True}):
+        same(lambda lib, e, t, k=kw: lib.isin(e, t, **k), INTS, np.array([4, 1, 9]))
+        same(lambda lib, e, t, k=kw: lib.isin(e, t, **k), SPECIAL, np.array([NAN, 3.0, INF]))
+        same(lambda lib, e, t, k=kw: lib.isin(e, t, **k), INTS, np.array([2.5, 3.0]))
+        same(lambda lib, e, t, k=kw: lib.isin(e, t, **k), np.zeros((0, 2)), np.zeros(0))
+        same(lambda lib, e, t, k=kw: lib.isin(e, t, **k), np.array(2.0), np.array([[NAN, NAN]]))
+    same(lambda lib, t: lib.isin(2, t), np.array([2, 3]))
+    same(lambda lib, e: lib.isin(e, 2), np.array([2, 4]))
+
+
+# -- unique and counting -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kw", [{}, {"return_inverse": True}, {"return_counts": True},
+                                {"return_inverse": True, "return_counts": True}])
+def test_unique_and_unique_consecutive(kw):
+    runs = np.array([[3, 1, 2, 1], [1, 3, 3, 1], [3, 1, 2, 1]])
+    for arr in (runs, SPECIAL, np.array(3.0), np.zeros(0), np.array([True, False, True])):
+        same(lambda lib, x: lib.unique(x, **kw), arr)
+        same(lambda lib, x: x.unique(sorted=True, **kw), arr)
+        same(lambda lib, x: lib.unique_consecutive(x, **kw), arr)
+    for dim in (0, 1, -1):
+        same(lambda lib, x, d=dim: lib.unique(x, dim=d, **kw), runs)
+        same(lambda lib, x, d=dim: x.unique_consecutive(dim=d, **kw), runs)
+
+
+def test_bincount():
+    idx = np.array([1, 1, 3, 0])
+    same(lambda lib, i: lib.bincount(i), idx)
+    same(lambda lib, i: i.bincount(minlength=7), idx)
+    same(lambda lib, i: lib.bincount(i), np.zeros(0, dtype=np.int64))
+    same(lambda lib, i: lib.bincount(i, minlength=3), np.zeros(0, dtype=np.int64))
+    for w in (np.array([0.5, 1, 2, 4], np.float32), np.array([0.5, 1, 2, 4]),
+              np.array([5, 1, 2, 4]), np.array([0.5, 1, 2, 4], np.float16)):
+        same(lambda lib, i, w_: lib.bincount(i, w_), idx, w)
+    same(lambda lib, i: lib.bincount(i), np.array([1, -1]))
+    same(lambda lib, i: lib.bincount(i), np.array([[1]]))
+    same(lambda lib, i: lib.bincount(i), np.array([1.0]))
+    raises(RuntimeError, "minlength should be >= 0",
+           lambda: ember.bincount(ember.tensor([1]), minlength=-1))
+    raises(RuntimeError, "weights should be 1-d and have the same length as input",
+           lambda: ember.bincount(ember.tensor([1]), ember.ones(2)))
+
+
+DATA = np.array([1.0, 2.0, 1.0, 4.0, 3.5, 0.2, 2.75])
+
+
+def test_histc_and_histogram():
+    for arr in (DATA, DATA.reshape(7, 1).astype(np.float32), np.array([1.0, 1.0]),
+                np.zeros(0), np.array(2.0)):
+        same(lambda lib, x: lib.histc(x, 4), arr)
+        same(lambda lib, x: x.histc(3, 0, 2), arr)
+        same(lambda lib, x: lib.histogram(x, 4), arr)
+        same(lambda lib, x: x.histogram(3, range=(0.0, 3.0), density=True), arr)
+    same(lambda lib, x: lib.histc(x, 3, 0, 2), np.array([1.0, NAN, 3.0, -INF, 2.0]))
+    same(lambda lib, x, w: lib.histogram(x, 3, weight=w), DATA, np.arange(7.0))
+    same(lambda lib, x, b: lib.histogram(x, b), DATA, np.array([0.0, 1.0, 3.0]))
+    same(lambda lib, x, b: lib.histogram(x, b, density=True), DATA, np.array([0.0, 1, 3, 3.5]))
+    same(lambda lib, x: lib.histc(x), np.array([1, 2]))
+    same(lambda lib, x: lib.histogram(x), np.array([1, 2]))
+    same(lambda lib, x: lib.histc(x, bins=2), np.array([1.0, NAN, 3.0]))
+    assert type(ember.histogram(ember.ones(3), 2)).__name__ == "histogram"
+    assert ember.histogram(ember.ones(3), 2)._fields == ("hist", "bin_edges")
+    raises(RuntimeError, "bins must be > 0, but got 0",
+           lambda: ember.histc(ember.ones(2), bins=0))
+    raises(RuntimeError, "max must be larger than min",
+           lambda: ember.histc(ember.ones(2), min=2, max=1))

@@ -3,9 +3,9 @@
 Importing this package declares every op: the registry (`ember.core.opdef.OPS`) is then
 complete, and `Tensor` has all its methods and operators. The families import one
 another one way only: elementwise <- shape <- indexing <- reduction <- scans <- sorting
-<- linalg <- nn <- losses, and writes, foreach. A gradient formula that needs an op of a
-later family calls it as a Tensor method (`grad.sum_to_size(...)`), bound by the time any
-backward runs.
+<- search <- linalg <- nn <- losses, and writes, foreach. A gradient formula that needs an
+op of a later family calls it as a Tensor method (`grad.sum_to_size(...)`), bound by the
+time any backward runs.
 """
 
 from ember.core.ops import (  # noqa: F401 - imported for their declarations
@@ -17,6 +17,7 @@ from ember.core.ops import (  # noqa: F401 - imported for their declarations
     nn,
     reduction,
     scans,
+    search,
     shape,
     sorting,
     writes,
