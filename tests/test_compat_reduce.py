@@ -378,3 +378,164 @@ def test_histc_and_histogram():
            lambda: ember.histc(ember.ones(2), bins=0))
     raises(RuntimeError, "max must be larger than min",
            lambda: ember.histc(ember.ones(2), min=2, max=1))
+
+
+# -- index writes --------------------------------------------------------------------------
+
+GRID = np.arange(12.0).reshape(3, 4) - 4
+ROWS = np.array([[2.0, -1.0, 3.0, 0.5], [4.0, 5.0, -2.0, NAN]])
+
+
+def _i(lib, values):
+    return lib.tensor(values, dtype=lib.int64)
+
+
+def test_take_and_put():
+    same(lambda lib, x: lib.take(x, _i(lib, [[0, -1], [5, 11]])), GRID)
+    same(lambda lib, x: x.take(_i(lib, [])), GRID)
+    same(lambda lib, x: lib.take(x, _i(lib, 0)), np.array(7.0))
+    same(lambda lib, x: lib.take(x, _i(lib, [12])), GRID)
+    same(lambda lib, x: x.put(_i(lib, [0, -1]), x[0, :2] * 3), GRID)
+    same(lambda lib, x: x.put(_i(lib, [[0, 0], [3, 0]]), x[1] + 1, accumulate=True), GRID)
+    same(lambda lib, x: x.put(_i(lib, [0, 1]), x[0, :1]), GRID)
+    same(lambda lib, x: x.put(_i(lib, [13]), x[0, :1]), GRID)
+    same(lambda lib, x: x.put(_i(lib, [0]), x[0, :1].float()), GRID)
+    x = ember.tensor(GRID.copy())
+    assert x.put_(ember.tensor([1]), ember.tensor([9.0], dtype=ember.float64)) is x
+    assert x[0, 1].item() == 9.0
+    same_grad(lambda lib, x, s: x.put(_i(lib, [0, -1, 0]), s, accumulate=True), GRID, GRID[0, :3])
+    same_grad(lambda lib, x: lib.take(x, _i(lib, [[1, 1], [0, 7]])), GRID)
+
+
+def test_index_copy_and_index_put():
+    same(lambda lib, x: lib.index_copy(x, 1, _i(lib, [2, 0]), x[:, :2] * 10), GRID)
+    same(lambda lib, x: x.index_copy(0, _i(lib, [1]), x[:1] + 7), GRID)
+    same(lambda lib, x: x.index_copy(1, _i(lib, [2, 0]), x[:, :3]), GRID)
+    same(lambda lib, x: x.index_copy(1, _i(lib, [4]), x[:, :1]), GRID)
+    same(lambda lib, x: x.index_copy(1, _i(lib, [0]), x[:2, :1]), GRID)
+    same(lambda lib, x: x.index_copy(1, _i(lib, [0]), x[:, :1].float()), GRID)
+    same(lambda lib, x: lib.index_put(x, (_i(lib, [0, 0]),), x[2], accumulate=True), GRID)
+    same(lambda lib, x: lib.index_put(x, (_i(lib, [0, 2]), _i(lib, [1, 1])), x[0, :2]), GRID)
+    same(lambda lib, x: x.index_put((x > 2,), x[0, 0]), GRID)
+    same(lambda lib, x: x.index_put((_i(lib, [0, 1]),), x[0, 0] * 2, accumulate=True), INTS)
+    same(lambda lib, x: x.index_put((_i(lib, [0]),), x[0].float()), GRID)
+    same(lambda lib, x: x.index_put((_i(lib, [5]),), x[0]), GRID)
+    y = ember.tensor(GRID.copy())
+    assert y.index_put_((ember.tensor([0]),), ember.zeros(4, dtype=ember.float64)) is y
+    assert y[0].tolist() == [0.0] * 4
+    same_grad(lambda lib, x, v: lib.index_put(x, (_i(lib, [0, 0]), _i(lib, [1, 1])), v,
+                                              accumulate=True), GRID, GRID[0, :2])
+    same_grad(lambda lib, x, s: x.index_copy(1, _i(lib, [3, 0]), s), GRID, GRID[:, :2] * 2)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_and_index_reduce(reduce, include_self):
+    kw = dict(include_self=include_self)
+    index = [[0, 1, 0, 2], [0, 0, 0, 1]]
+    same(lambda lib, x, s: lib.scatter_reduce(x, 0, _i(lib, index), s, reduce, **kw), GRID,
+         ROWS)
+    same(lambda lib, x, s: x.scatter_reduce(1, _i(lib, [[0, 0], [3, 3]]), s, reduce, **kw),
+         INTS, INTS[:, :2] * 3)
+    same(lambda lib, x, s: x.scatter_reduce(0, _i(lib, [[0, 1], [0, 1]]), s, reduce, **kw),
+         np.array([[True, False], [False, True]]), np.array([[True, True], [False, False]]))
+    same(lambda lib, x, s: lib.scatter_reduce(x, 0, _i(lib, [[5, 0, 0, 0]]), s, reduce),
+         GRID, ROWS)
+    finite = np.nan_to_num(ROWS)
+    same_grad(lambda lib, x, s: lib.scatter_reduce(x, 0, _i(lib, index), s, reduce, **kw),
+              GRID, finite)
+    if reduce != "sum":
+        same(lambda lib, x, s: lib.index_reduce(x, 0, _i(lib, [2, 2]), s, reduce, **kw), GRID,
+             ROWS)
+        same(lambda lib, x, s: x.index_reduce(1, _i(lib, [0, 0, 3]), s, reduce, **kw), INTS,
+             INTS[:, :3] + 4)
+        same_grad(lambda lib, x, s: lib.index_reduce(x, 1, _i(lib, [1, 3, 1]), s, reduce, **kw),
+                  GRID, GRID[:, :3] * 0.5 + 1)
+    x = ember.tensor(GRID.copy())
+    assert x.scatter_reduce_(0, ember.tensor([[1, 1, 1, 1]]),
+                             ember.tensor(ROWS[:1]), reduce, **kw) is x
+
+
+def test_scatter_reduce_product_gradient_with_zeros():
+    x = GRID + 0.5
+    x[0, 0] = 0.0
+    s = np.array([[0.0, 1.5, 0.0, 2.0], [0.0, 3.0, 0.5, 0.0]])
+    for include_self in (True, False):
+        same_grad(lambda lib, a, b, i=include_self: lib.scatter_reduce(
+            a, 0, _i(lib, [[0, 1, 0, 2], [1, 1, 0, 0]]), b, "prod", include_self=i), x, s)
+
+
+def test_index_reduction_errors():
+    x = ember.zeros(3, 4)
+    raises(RuntimeError, "reduce argument must be either sum, prod, mean, amax or amin, got foo",
+           lambda: ember.scatter_reduce(x, 0, ember.tensor([[0]]), ember.ones(1, 1), "foo"))
+    raises(RuntimeError, "Expected reduce to be one of prod, mean, amax or amin but got sum",
+           lambda: ember.index_reduce(x, 0, ember.tensor([0]), ember.ones(1, 4), "sum"))
+    raises(RuntimeError, r"Number of indices \(2\) should be equal to source.size\(dim\): "
+           r"\(3\), for dim: 1", lambda: ember.index_reduce(
+               x, 1, ember.tensor([0, 1]), ember.ones(3, 3), "amax"))
+    raises(RuntimeError, "source tensor shape must match self tensor shape",
+           lambda: ember.index_reduce(x, 1, ember.tensor([0]), ember.ones(2, 1), "amax"))
+    raises(IndexError, r"index_copy_\(\): Number of indices \(2\) should be equal to "
+           r"source.size\(dim\) \(3\)", lambda: x.index_copy(1, ember.tensor([2, 0]),
+                                                            ember.ones(3, 3)))
+    raises(RuntimeError, "Index put requires the source and destination dtypes match, got "
+           "Float for the destination and Double for the source", lambda: x.index_put(
+               (ember.tensor([0]),), ember.zeros(4, dtype=ember.float64)))
+
+
+def test_scatter_reduce_kernel_without_ufunc_at():
+    """The rounds fallback (CuPy has no multiply.at) reduces repeats like ufunc.at."""
+    from ember.backends.xp.indexing import _reduce_by_rounds, along_axis
+
+    index = np.array([[0, 1, 0, 2], [0, 0, 0, 1], [2, 0, 0, 1]])
+    src = RNG.uniform(0.5, 2.0, (3, 4))
+    key = along_axis(np, index, 0)
+    for ufunc in (np.multiply, np.maximum, np.minimum):
+        want, got = GRID.copy() + 5, GRID.copy() + 5
+        ufunc.at(want, key, src)
+        _reduce_by_rounds(np, ufunc, got, key, src)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_masked_scatter():
+    same(lambda lib, x, s: lib.masked_scatter(x, x > 2, s), GRID, np.arange(10.0, 22.0))
+    same(lambda lib, x, s: x.masked_scatter(lib.tensor([True, False, False, True]), s), GRID,
+         np.arange(10.0, 22.0))
+    same(lambda lib, x, s: lib.masked_scatter(x, x > 2, s), GRID, np.arange(2.0))
+    same(lambda lib, x, s: lib.masked_scatter(x, (x > 2).long(), s), GRID, np.arange(12.0))
+    same(lambda lib, x, s: lib.masked_scatter(x, x > 2, s), INTS, np.arange(10))
+    x = ember.tensor(GRID.copy())
+    assert x.masked_scatter_(x > 6, ember.zeros(12, dtype=ember.float64)) is x
+    assert x.max().item() == 6.0
+    same_grad(lambda lib, x, s: lib.masked_scatter(x, x > 0, s), GRID, np.arange(12.0))
+
+
+def test_argwhere_and_nonzero_static():
+    for arr in (INTS, SPECIAL, np.array(0.0), np.array(3), np.zeros((0, 2))):
+        same(lambda lib, x: lib.argwhere(x), arr)
+        same(lambda lib, x: x.nonzero_static(size=3), arr)
+        same(lambda lib, x: lib.nonzero_static(x, size=12, fill_value=-7), arr)
+    raises(RuntimeError, "'size' must be an non-negative integer",
+           lambda: ember.nonzero_static(ember.ones(2), size=-1))
+
+
+def test_scatter_reduce_exports_to_onnx():
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    import io
+
+    class Model(ember.nn.Module):
+        def forward(self, x, s):
+            index = ember.tensor([[0, 1, 0, 2], [0, 0, 0, 1]])
+            return (x.scatter_reduce(0, index, s, "amax") +
+                    x.scatter_reduce(0, index, s, "prod") + ember.sort(x, 1).values)
+
+    x, s = ember.tensor(GRID, dtype=ember.float32), ember.tensor(np.nan_to_num(ROWS),
+                                                               dtype=ember.float32)
+    buf = io.BytesIO()
+    ember.onnx.export(Model(), (x, s), buf, opset_version=18)
+    onnx.checker.check_model(onnx.load_from_string(buf.getvalue()), full_check=True)
+    session = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"])
+    feeds = {i.name: a.numpy() for i, a in zip(session.get_inputs(), (x, s))}
+    np.testing.assert_allclose(session.run(None, feeds)[0], Model()(x, s).numpy(), rtol=1e-6)

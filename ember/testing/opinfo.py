@@ -640,6 +640,32 @@ _REDUCE_FAMILY: list[DiffOp] = [
     DiffOp("trapz", lambda lib, y: lib.trapz(y, dx=0.5)),
     DiffOp("cumulative_trapezoid", lambda lib, y, x: lib.cumulative_trapezoid(y, x),
            shapes=((3, 4), (3, 4))),
+    DiffOp("take", lambda lib, x: lib.take(x, _idx(lib, x, [[0, -1], [5, 5]])),
+           ops=("take", "gather")),
+    DiffOp("put", lambda lib, x, s: x.put(_idx(lib, x, [0, -1, 0]), s, accumulate=True),
+           shapes=((3, 4), (3,)), ops=("put", "index_put")),
+    DiffOp("index_copy", lambda lib, x, s: lib.index_copy(x, 1, _idx(lib, x, [3, 0]), s),
+           shapes=((3, 4), (3, 2)), ops=("index_copy", "scatter")),
+    DiffOp("index_put", lambda lib, x, v: lib.index_put(
+        x, (_idx(lib, x, [0, 2]), _idx(lib, x, [1, 1])), v), shapes=((3, 4), (2,))),
+    DiffOp("index_put_accumulate", lambda lib, x, v: x.index_put(
+        (_idx(lib, x, [0, 0]),), v, accumulate=True), shapes=((3, 4), (4,)),
+        ops=("index_put",)),
+    DiffOp("masked_scatter", lambda lib, x, s: lib.masked_scatter(x, x > 0, s),
+           shapes=((3, 4), (12,))),
+    *[DiffOp(f"scatter_reduce_{reduce}{'' if include_self else '_exclude_self'}",
+             lambda lib, x, s, r=reduce, i=include_self: lib.scatter_reduce(
+                 x, 0, _idx(lib, x, [[0, 1, 0, 2], [0, 0, 0, 1]]), s, r, include_self=i),
+             shapes=((3, 4), (2, 4)), low=0.5, high=2.0, ops=("scatter_reduce",))
+      for reduce in ("sum", "prod", "mean", "amax", "amin") for include_self in (True, False)],
+    DiffOp("scatter_reduce_prod_zeros", lambda lib, x, s: x.scatter_reduce(
+        1, _idx(lib, x, [[0, 0, 1], [2, 2, 2], [3, 3, 0]]), s, "prod"),
+        make=lambda rng: [rng.uniform(0.5, 1.5, (3, 4)),
+                          np.array([[0.0, 1.5, 0.7], [0.0, 0.0, 1.2], [0.9, 1.1, 0.0]])],
+        ops=("scatter_reduce",)),
+    DiffOp("index_reduce", lambda lib, x, s: lib.index_reduce(
+        x, 1, _idx(lib, x, [0, 0, 3]), s, "amax", include_self=False),
+        shapes=((3, 4), (3, 3))),
 ]
 DIFF_OPS += _REDUCE_FAMILY
 # -- end of the REDUCE family's entries --
