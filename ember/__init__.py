@@ -266,6 +266,7 @@ from ember.core.ops.scans import (  # the REDUCE family
     cumprod,
     cumulative_trapezoid,
     diff,
+    gradient,
     logcumsumexp,
     trapezoid,
     trapz,
@@ -429,7 +430,7 @@ __all__ = [
     "aminmax", "trace", "renorm", "diff", "trapezoid", "trapz", "cumulative_trapezoid",
     "searchsorted", "bucketize", "isin", "unique", "unique_consecutive", "bincount", "histc",
     "histogram", "take", "index_copy", "index_put", "index_reduce", "scatter_reduce",
-    "masked_scatter", "argwhere", "nonzero_static",
+    "masked_scatter", "argwhere", "nonzero_static", "gradient",
     # (end of the REDUCE family's names)
     # checkpoints, subpackages
     "save", "load", "utils",

@@ -539,3 +539,26 @@ def test_scatter_reduce_exports_to_onnx():
     session = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"])
     feeds = {i.name: a.numpy() for i, a in zip(session.get_inputs(), (x, s))}
     np.testing.assert_allclose(session.run(None, feeds)[0], Model()(x, s).numpy(), rtol=1e-6)
+
+
+# -- gradient ---------------------------------------------------------------------------
+
+SAMPLES = np.array([[1, 2, 4, 8, 3], [3, 1, 0, 5, 2]])
+
+
+@pytest.mark.parametrize("edge_order", [1, 2])
+def test_gradient(edge_order):
+    kw = dict(edge_order=edge_order)
+    coords = np.array([0.0, 1.0, 3.0, 4.0, 7.0])
+    same(lambda lib, x: lib.gradient(x, **kw), SAMPLES)
+    same(lambda lib, x: lib.gradient(x, spacing=2.0, dim=1, **kw), SAMPLES.astype(np.float32))
+    same(lambda lib, x: lib.gradient(x, spacing=[2.0, 3.0], **kw), GRID[:3, :3])
+    same(lambda lib, x, c: lib.gradient(x, spacing=(c,), dim=-1, **kw), SAMPLES * 1.0, coords)
+    same(lambda lib, x, c: lib.gradient(x, spacing=(c[:3], c), **kw), FLOATS[:, :5] * 1.0,
+         coords)
+    same(lambda lib, x: lib.gradient(x, **kw), np.ones((1, 3)))
+    same(lambda lib, x: lib.gradient(x, spacing=[1.0, 2.0, 3.0], **kw), SAMPLES)
+    same_grad(lambda lib, x, c: lib.gradient(x, spacing=(c,), dim=1, **kw)[0], FLOATS, coords)
+    assert ember.gradient(ember.tensor(2.0)) == ()
+    raises(RuntimeError, "only supports edge_order=1 and edge_order=2",
+           lambda: ember.gradient(ember.ones(4), edge_order=3))

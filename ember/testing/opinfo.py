@@ -663,6 +663,10 @@ _REDUCE_FAMILY: list[DiffOp] = [
         make=lambda rng: [rng.uniform(0.5, 1.5, (3, 4)),
                           np.array([[0.0, 1.5, 0.7], [0.0, 0.0, 1.2], [0.9, 1.1, 0.0]])],
         ops=("scatter_reduce",)),
+    DiffOp("gradient", lambda lib, x: lib.gradient(x, spacing=0.5, edge_order=2)),
+    DiffOp("gradient_coordinates", lambda lib, x, c: lib.gradient(x, spacing=(c,), dim=1),
+           make=lambda rng: [rng.uniform(-2, 2, (3, 4)), np.cumsum(rng.uniform(0.5, 1.5, 4))],
+           ops=("gradient",)),
     DiffOp("index_reduce", lambda lib, x, s: lib.index_reduce(
         x, 1, _idx(lib, x, [0, 0, 3]), s, "amax", include_self=False),
         shapes=((3, 4), (3, 3))),

@@ -202,3 +202,79 @@ def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: Any = None,
         return to_dtype(pairs, dt.get_default_dtype()) if not pairs.dtype.is_floating_point \
             else pairs
     return (pairs * _spacing("cumulative_trapezoid", y, x, dx, d)).cumsum(d) / 2.0
+
+
+def _gradient_along(f: Tensor, d: int, h: Any, edge_order: int) -> Tensor:
+    """numpy.gradient along `d` for one spacing: a number, or the coordinates (1-d)."""
+    n = f.shape[d]
+
+    def part(start: int, length: int) -> Tensor:
+        return narrow(f, d, start, length)
+
+    if isinstance(h, Tensor):
+        shape = [1] * f.ndim
+        shape[d] = n - 2
+        dx = diff(h)
+        dx1, dx2 = (reshape(narrow(dx, 0, 0, n - 2), tuple(shape)),
+                    reshape(narrow(dx, 0, 1, n - 2), tuple(shape)))
+        a = -dx2 / (dx1 * (dx1 + dx2))
+        b = (dx2 - dx1) / (dx1 * dx2)
+        c = dx1 / (dx2 * (dx1 + dx2))
+        center = a * part(0, n - 2) + b * part(1, n - 2) + c * part(2, n - 2)
+        first_h, last_h = dx[0], dx[-1]
+        if edge_order == 2:
+            d1, d2 = dx[0], dx[1]
+            first = (-(2 * d1 + d2) / (d1 * (d1 + d2)) * part(0, 1) +
+                     (d1 + d2) / (d1 * d2) * part(1, 1) - d1 / (d2 * (d1 + d2)) * part(2, 1))
+            d1, d2 = dx[-2], dx[-1]
+            last = (d2 / (d1 * (d1 + d2)) * part(n - 3, 1) - (d2 + d1) / (d1 * d2) *
+                    part(n - 2, 1) + (2 * d2 + d1) / (d2 * (d1 + d2)) * part(n - 1, 1))
+            return cat([first, center, last], d)
+    else:
+        center = (part(2, n - 2) - part(0, n - 2)) / (2 * h)
+        first_h = last_h = h
+        if edge_order == 2:
+            first = (part(0, 1) * -1.5 + part(1, 1) * 2 - part(2, 1) * 0.5) / h
+            last = (part(n - 3, 1) * 0.5 - part(n - 2, 1) * 2 + part(n - 1, 1) * 1.5) / h
+            return cat([first, center, last], d)
+    first = (part(1, 1) - part(0, 1)) / first_h
+    last = (part(n - 1, 1) - part(n - 2, 1)) / last_h
+    return cat([first, center, last], d)
+
+
+@composite(variants="function", cost=costs.pointwise(4))
+def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None,
+             edge_order: int = 1) -> tuple:
+    """The derivative of `input` along each dim of `dim` (every dim when None) by central
+    differences inside and one-sided ones (of order `edge_order`, 1 or 2) at the ends.
+    `spacing` is the distance between samples: one number, one per dim, or the samples'
+    coordinates (1-d tensors, one per dim)."""
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    dims = list(range(input.ndim)) if dim is None else \
+        [normalize_dim("gradient", d, input.ndim) for d in
+         ((dim,) if isinstance(dim, int) else dim)]
+    spacings = list(spacing) if isinstance(spacing, (tuple, list)) else [spacing] * len(dims)
+    if len(spacings) == 1 and len(dims) > 1 and not isinstance(spacings[0], Tensor):
+        spacings = spacings * len(dims)
+    if len(spacings) != len(dims):
+        what = "since dim argument was not given" if dim is None else \
+            f"the length of dim ({len(dims)})"
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar, or a "
+                           f"list of length equal to 'self.dim() = {input.ndim}', {what}, but "
+                           f"got a list of length {len(spacings)}")
+    for d in dims:
+        if input.shape[d] < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least "
+                               "edge_order+1")
+    f = input if input.dtype.is_floating_point else to_dtype(input, dt.get_default_dtype())
+    out = []
+    for d, h in zip(dims, spacings):
+        if isinstance(h, Tensor):
+            if h.ndim != 1 or h.shape[0] != input.shape[d]:
+                raise RuntimeError(f"torch.gradient expected the coordinates of dimension {d} "
+                                   f"to be a 1-d tensor of its size {input.shape[d]}, got "
+                                   f"shape {list(h.shape)}")
+            h = h if h.dtype.is_floating_point else to_dtype(h, f.dtype)
+        out.append(_gradient_along(f, d, h, edge_order))
+    return tuple(out)
