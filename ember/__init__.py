@@ -276,6 +276,7 @@ from ember.core.ops.search import (  # the REDUCE family
     bucketize,
     histc,
     histogram,
+    histogramdd,
     isin,
     searchsorted,
     unique,
@@ -430,7 +431,7 @@ __all__ = [
     "aminmax", "trace", "renorm", "diff", "trapezoid", "trapz", "cumulative_trapezoid",
     "searchsorted", "bucketize", "isin", "unique", "unique_consecutive", "bincount", "histc",
     "histogram", "take", "index_copy", "index_put", "index_reduce", "scatter_reduce",
-    "masked_scatter", "argwhere", "nonzero_static", "gradient",
+    "masked_scatter", "argwhere", "nonzero_static", "gradient", "histogramdd",
     # (end of the REDUCE family's names)
     # checkpoints, subpackages
     "save", "load", "utils",

@@ -19,7 +19,10 @@ INTS = np.array([[3, 1, 2, 2, 7], [0, -4, 4, 4, 1]])
 
 
 def _tuple(x):
-    return tuple(x) if isinstance(x, tuple) else (x,)
+    """The tensors of a result, nested tuples (histogramdd's edges) flattened."""
+    if isinstance(x, (tuple, list)):
+        return tuple(t for part in x for t in _tuple(part))
+    return (x,)
 
 
 def same(fn, *arrays, tfn=None, indices: bool = True):
@@ -562,3 +565,18 @@ def test_gradient(edge_order):
     assert ember.gradient(ember.tensor(2.0)) == ()
     raises(RuntimeError, "only supports edge_order=1 and edge_order=2",
            lambda: ember.gradient(ember.ones(4), edge_order=3))
+
+
+def test_histogramdd():
+    points = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 0.0], [2.0, 2.0], [0.5, 7.0]])
+    same(lambda lib, x, w: lib.histogramdd(x, bins=[3, 2], weight=w), points, np.arange(5.0))
+    same(lambda lib, x: lib.histogramdd(x, bins=2, range=[0.0, 1.0, 0.0, 1.0], density=True),
+         points)
+    same(lambda lib, x, a, b: lib.histogramdd(x, bins=[a, b]), points, np.array([0.0, 1, 2]),
+         np.array([0.0, 2.0]))
+    same(lambda lib, x: lib.histogramdd(x, bins=[2, 3, 1]), RNG.uniform(0, 1, (4, 2, 3)))
+    same(lambda lib, x: lib.histogramdd(x, bins=2), np.zeros((0, 2)))
+    same(lambda lib, x: lib.histogramdd(x, bins=2), np.array([1.0, 2.0]))
+    same(lambda lib, x: lib.histogramdd(x, bins=[2, 2, 2]), points)
+    r = ember.histogramdd(ember.tensor(points), bins=2)
+    assert type(r).__name__ == "histogramdd" and isinstance(r.bin_edges, tuple)

@@ -384,7 +384,16 @@ def test_unique_and_counting(device: ember.device) -> None:
     S.assert_matches(edges, ref_edges, device)
 
 
-COVERS |= {"sort", "argsort", "median", "mode", "cumprod", "cummax", "searchsorted",
+def test_histogramdd(device: ember.device) -> None:
+    points = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 0.0], [2.0, 2.0], [0.5, 1.5]])
+    hist, edges = ember.histogramdd(S.on(device, points), bins=[3, 2])
+    ref_hist, ref_edges = np.histogramdd(points, bins=[3, 2])
+    S.assert_matches(hist, ref_hist, device, dtype=ember.float64)
+    for e, ref in zip(edges, ref_edges):
+        S.assert_matches(e, ref, device)
+
+
+COVERS |= {"histogramdd", "sort", "argsort", "median", "mode", "cumprod", "cummax", "searchsorted",
            "bucketize", "isin", "unique", "unique_consecutive", "bincount", "histc",
            "histogram"}
 # -- end of the REDUCE family's tests --

@@ -1,5 +1,5 @@
 """Search and counting: `searchsorted`, `bucketize`, `isin`, `unique`,
-`unique_consecutive`, `bincount`, `histc`, `histogram`.
+`unique_consecutive`, `bincount`, `histc`, `histogram`, `histogramdd`.
 
 All are composites. `searchsorted` is a binary search written with `gather` and `where`,
 ceil(log2(n + 1)) steps for every value at once, with PyTorch's comparisons (a NaN value
@@ -341,3 +341,63 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Any = None,  # noqa: A00
         if density:
             hist = hist / (sum_(hist) * diff(edges))
     return HistogramResult(hist, edges)
+
+
+HistogramddResult = namedtuple("histogramdd", ["hist", "bin_edges"])
+
+
+@composite(variants="function", cost=costs.movement)
+def histogramdd(input: Tensor, bins: Any, *, range: Any = None,  # noqa: A002
+                weight: Tensor | None = None, density: bool = False) -> Any:
+    """A D-dimensional histogram of the points in the rows of `input` (..., D), as a
+    named (hist, bin_edges) pair: `bins` is a count for every dim, one count per dim, or
+    one tensor of edges per dim; `range` the [min, max] of each dim, flattened."""
+    if input.ndim < 2:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"histogramdd\" not implemented for "
+                                  f"'{_TYPE_WORD[input.dtype.name]}'")
+    dims = input.shape[-1]
+    bins = [bins] * dims if isinstance(bins, int) else list(bins)
+    if len(bins) != dims:
+        raise RuntimeError(f"torch.histogramdd: expected {dims} sequences of bin edges for a "
+                           f"{dims}-dimensional histogram but got {len(bins)}")
+    if range is not None and len(range) != 2 * dims:
+        raise RuntimeError(f"torch.histogramdd: for a {dims}-dimensional histogram range "
+                           f"should have {2 * dims} elements, but got {len(range)}")
+    points = reshape(input, (-1, dims))
+    with no_grad():
+        edges, flat, inside, sizes = [], None, None, []
+        for k, b in enumerate(bins):
+            column = points[:, k]
+            if isinstance(b, Tensor):
+                e = to_dtype(b, input.dtype)
+            else:
+                if b <= 0:
+                    raise RuntimeError(f"torch.histogramdd(): bins must be > 0, but got {b} for "
+                                       f"dimension {k}")
+                lo, hi = _outer_edges("torch.histogramdd", column, *(
+                    range[2 * k:2 * k + 2] if range is not None else (None, None)), 0.5,
+                    (0.0, 1.0))
+                e = linspace(lo, hi, b + 1, dtype=input.dtype, device=input.device)
+            edges.append(e)
+            sizes.append(e.shape[0] - 1)
+            index, ok = _bin_index(column, e)
+            flat = index if flat is None else flat * sizes[-1] + index
+            inside = ok if inside is None else inside.logical_and(ok)
+        w = to_dtype(inside, input.dtype) if weight is None else \
+            where(inside, reshape(weight, (-1,)), 0.0)
+        total = 1
+        for s in sizes:
+            total *= s
+        hist = reshape(scatter_add(zeros((total,), dtype=input.dtype, device=input.device), 0,
+                                   flat, w), tuple(sizes))
+        if density:
+            volume = None
+            for k, e in enumerate(edges):
+                shape = [1] * dims
+                shape[k] = sizes[k]
+                width = reshape(diff(e), tuple(shape))
+                volume = width if volume is None else volume * width
+            hist = hist / (sum_(hist) * volume)
+    return HistogramddResult(hist, tuple(edges))
