@@ -580,3 +580,16 @@ def test_histogramdd():
     same(lambda lib, x: lib.histogramdd(x, bins=[2, 2, 2]), points)
     r = ember.histogramdd(ember.tensor(points), bins=2)
     assert type(r).__name__ == "histogramdd" and isinstance(r.bin_edges, tuple)
+
+
+# -- reductions over dim 0 of a 0-d tensor (all of it, as in PyTorch) ----------------------
+
+
+@pytest.mark.parametrize("name, args", [
+    ("sum", (0,)), ("mean", (0, True)), ("prod", (-1,)), ("amax", (0,)), ("amin", (0, True)),
+    ("logsumexp", (0,)), ("all", (0,)), ("any", (-1,)), ("cumsum", (0,)), ("max", (0,)),
+    ("min", (0, True)), ("argmax", (0,)), ("norm", (2, 0))])
+def test_zero_dim_reductions_over_dim_zero(name, args):
+    same(lambda lib, x: getattr(lib, name)(x, *args), np.array(2.5))
+    if name not in ("all", "any", "argmax"):
+        same_grad(lambda lib, x: _tuple(getattr(lib, name)(x, *args))[0], np.array(2.5))

@@ -184,6 +184,8 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
     """The product of the elements over `dim` (all of them when None)."""
     input = _cast_first(input, dtype)
     dims = None if dim is None else (normalize_dim("prod", dim, input.ndim),)
+    if not input.ndim:  # a 0-d tensor's dim 0 (or -1) is all of it
+        dims = None
     out = apply_labelled(OPS["prod"], "ProdBackward0", input, dims=dims, keepdim=keepdim)
     return _as_requested(out, dtype)
 
@@ -230,6 +232,9 @@ def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool) -> Any:
         return _extreme(op, input, None, False, "MaxBackward1" if op == "max" else
                         "MinBackward1")
     d = normalize_dim(op, dim, input.ndim)
+    if not input.ndim:  # a 0-d tensor is its own max, at index 0
+        flat = _max_min(op, reshape(input, (1,)), 0, False)
+        return type(flat)(reshape(flat.values, ()), reshape(flat.indices, ()))
     if input.shape and input.shape[d] == 0:
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
     idx = run("argmax" if op == "max" else "argmin", input, dim=d, keepdim=True)
@@ -450,6 +455,8 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """The cumulative sum along `dim`."""
     input = _cast_first(input, dtype)
     d = normalize_dim("cumsum", dim, input.ndim)
+    if not input.ndim:  # a 0-d tensor: the sum of its one element, still 0-d
+        return reshape(cumsum(reshape(input, (1,)), 0, dtype=dtype), ())
     return _as_requested(apply_labelled(OPS["cumsum"], "CumsumBackward0", input, dim=d), dtype)
 
 
