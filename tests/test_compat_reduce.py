@@ -593,3 +593,22 @@ def test_zero_dim_reductions_over_dim_zero(name, args):
     same(lambda lib, x: getattr(lib, name)(x, *args), np.array(2.5))
     if name not in ("all", "any", "argmax"):
         same_grad(lambda lib, x: _tuple(getattr(lib, name)(x, *args))[0], np.array(2.5))
+
+
+def test_long_rows_sort_quickly_on_opencl():
+    """OpenCL's topk ranks by counting; a whole order of a long row is sorted on the host
+    instead (the same stable order, NaN first descending)."""
+    pytest.importorskip("pyopencl")
+    try:
+        ember.zeros(1, device="opencl")
+    except Exception as err:  # noqa: BLE001 - any reason the device is missing
+        pytest.skip(f"no OpenCL device: {err}")
+    a = np.round(RNG.standard_normal((2, 5000)), 1)
+    a[:, ::97] = NAN
+    x = ember.tensor(a, device="opencl")
+    values, indices = ember.sort(x, 1, descending=True)
+    want = torch.sort(torch.tensor(a), dim=1, descending=True, stable=True)
+    np.testing.assert_array_equal(indices.cpu().numpy(), want.indices.numpy())
+    np.testing.assert_array_equal(values.cpu().numpy(), want.values.numpy())
+    np.testing.assert_array_equal(ember.topk(x, 3, 1, largest=False).values.cpu().numpy(),
+                                  torch.topk(torch.tensor(a), 3, 1, largest=False).values)

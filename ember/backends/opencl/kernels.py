@@ -635,10 +635,27 @@ def cumsum(x: CLBuffer, dim: int) -> CLBuffer:
     return out
 
 
+# the device's topk ranks each element by counting (about row length * k comparisons a
+# row); past this much work a whole order (sort, quantile, unique of a long row) is far
+# quicker as a stable sort on the host, two copies and O(n log n)
+_HOST_ORDER_WORK = 1 << 22
+
+
+@functools.cache
+def _host_topk() -> Any:
+    import numpy as np
+
+    from ember.backends.xp import reductions
+    from ember.backends.xp.lib import ArrayLib, Hooks
+    return reductions.kernels(ArrayLib(np, Hooks()))["topk"]
+
+
 def topk(x: CLBuffer, k: int, dim: int, largest: bool = True) -> CLBuffer:
     """int64 indices of the k largest (smallest) elements along `dim`, in order."""
     dev = x.dev
     t = ctype(dev, x.dtype, "topk")
+    if x.ndim and x.shape[dim] * k > _HOST_ORDER_WORK:
+        return from_numpy(_host_topk()(to_numpy(x), k, dim, largest), dev)
     out = empty(dev, x.shape[:dim] + (k,) + x.shape[dim + 1:], INT64, "topk")
     if out.size:
         _launch_along_dim(dev, t, "topk", out, x, dim, k, 1 if largest else 0)
