@@ -44,6 +44,12 @@ from ember.core.ops.shape import broadcast_tensors, cat, reshape
 from ember.core.shapes import broadcast_shapes, fmt_shape, normalize_dim
 from ember.core.tensor import Tensor
 
+SCALAR_TYPE_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+                     "uint8": "Byte", "bool": "Bool", "float32": "Float", "float64": "Double",
+                     "float16": "Half", "bfloat16": "BFloat16"}
+"""PyTorch's ScalarType names by dtype name, as its error messages print them."""
+
+
 # -- rules ----------------------------------------------------------------------------
 
 
@@ -537,8 +543,8 @@ def put(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -
                          f"index.numel() = {index.numel()}")
     if source.dtype is not self.dtype:
         raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
-                           f"self.dtype = {_NAMES[self.dtype.name]} and source.dtype = "
-                           f"{_NAMES[source.dtype.name]}")
+                           f"self.dtype = {SCALAR_TYPE_NAMES[self.dtype.name]} and source.dtype = "
+                           f"{SCALAR_TYPE_NAMES[source.dtype.name]}")
     flat = _flat_index("put_", index, self.numel())
     out = index_put(reshape(self, (-1,)), (flat,), reshape(source, (-1,)), accumulate)
     return reshape(out, tuple(self.shape))
@@ -590,9 +596,6 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     return apply(OPS["scatter"], input, _along(index, d, tuple(source.shape)), source, dim=d)
 
 
-_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-          "bool": "Bool", "float32": "Float", "float64": "Double", "float16": "Half",
-          "bfloat16": "BFloat16"}
 
 
 @composite(variants="function method inplace", cost=costs.movement)
@@ -604,8 +607,8 @@ def index_put(input: Tensor, indices: Any, values: Tensor, accumulate: bool = Fa
                         f"{type(values).__name__}")
     if values.dtype is not input.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{_NAMES[input.dtype.name]} for the destination and "
-                           f"{_NAMES[values.dtype.name]} for the source.")
+                           f"{SCALAR_TYPE_NAMES[input.dtype.name]} for the destination and "
+                           f"{SCALAR_TYPE_NAMES[values.dtype.name]} for the source.")
     parsed = parse(input, tuple(indices))
     values = _check_value(input, values, parsed)
     if not accumulate:

@@ -30,7 +30,7 @@ from ember.core.host import dtype_arg
 from ember.core.opdef import OPS, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import maximum, minimum, to_dtype, where
-from ember.core.ops.indexing import gather_in_bounds
+from ember.core.ops.indexing import SCALAR_TYPE_NAMES, gather_in_bounds
 from ember.core.ops.shape import expand, reshape, squeeze
 from ember.core.shapes import fmt_shape, normalize_dim, normalize_dims, reduced_shape
 from ember.core.tensor import Tensor
@@ -419,7 +419,7 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
     input = _cast_first(input, dtype)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
-                           f"as input. Got {_TYPE_WORD[input.dtype.name]}")
+                           f"as input. Got {SCALAR_TYPE_NAMES[input.dtype.name]}")
     dims = _dims_arg("norm", input, dim)
     if p in ("fro", 2, 2.0):
         with no_grad():
@@ -441,8 +441,6 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
     return sum(input.abs() ** p, dims, keepdim) ** (1.0 / p)
 
 
-_TYPE_WORD = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-              "uint8": "Byte", "bool": "Bool"}
 
 
 # -- scans ----------------------------------------------------------------------------
@@ -480,7 +478,7 @@ def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
     """The mean over `dim` of the elements that are not NaN."""
     if not input._dtype.is_floating_point and dtype is None:
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
-                           f"dtype but got {_TYPE_WORD.get(input.dtype.name, input.dtype)}")
+                           f"dtype but got {SCALAR_TYPE_NAMES.get(input.dtype.name, input.dtype)}")
     input = _cast_first(input, dtype)
     numbers = sum(input.isnan().logical_not(), dim, keepdim)
     return nansum(input, dim, keepdim) / numbers
@@ -524,7 +522,7 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     `maxnorm` scaled down to norm `maxnorm` (PyTorch's `maxnorm / (norm + 1e-7)`)."""
     if not input._dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
-                           f"as input. Got {_TYPE_WORD[input.dtype.name]}")
+                           f"as input. Got {SCALAR_TYPE_NAMES[input.dtype.name]}")
     if p < 0:
         raise RuntimeError(f"renorm: non-positive-norm not supported, got p={p}")
     if maxnorm < 0:

@@ -20,7 +20,7 @@ from ember.core.declare import composite
 from ember.core.grad_mode import no_grad
 from ember.core.host import dtype_arg
 from ember.core.ops.elementwise import logaddexp, to_dtype, where
-from ember.core.ops.indexing import gather_in_bounds, narrow
+from ember.core.ops.indexing import SCALAR_TYPE_NAMES, gather_in_bounds, narrow
 from ember.core.ops.reduction import sum as sum_
 from ember.core.ops.shape import cat, reshape
 from ember.core.shapes import normalize_dim
@@ -68,7 +68,7 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     """`log(cumsum(exp(input), dim))`, computed without overflow."""
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"\"logcumsumexp_out_cpu\" not implemented for "
-                           f"'{_SCALAR.get(input.dtype.name, input.dtype.name)}'")
+                           f"'{SCALAR_TYPE_NAMES[input.dtype.name]}'")
     d = _scan_dim("logcumsumexp", input, dim)
     if input.ndim == 0:
         return input.clone()
@@ -76,8 +76,6 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     return out
 
 
-_SCALAR = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-           "uint8": "Byte", "bool": "Bool"}
 
 
 # -- cummax, cummin -----------------------------------------------------------------

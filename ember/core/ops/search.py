@@ -19,7 +19,14 @@ from ember.core.creation import full, linspace, ones, zeros
 from ember.core.declare import composite
 from ember.core.grad_mode import no_grad
 from ember.core.ops.elementwise import to_dtype, where
-from ember.core.ops.indexing import gather_in_bounds, getitem, nonzero, scatter, scatter_add
+from ember.core.ops.indexing import (
+    SCALAR_TYPE_NAMES,
+    gather_in_bounds,
+    getitem,
+    nonzero,
+    scatter,
+    scatter_add,
+)
 from ember.core.ops.reduction import amax, amin, cumsum
 from ember.core.ops.reduction import any as any_
 from ember.core.ops.reduction import sum as sum_
@@ -31,9 +38,6 @@ from ember.core.tensor import Tensor
 
 HistogramResult = namedtuple("histogram", ["hist", "bin_edges"])
 
-_TYPE_WORD = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-              "uint8": "Byte", "bool": "Bool", "float32": "Float", "float64": "Double",
-              "float16": "Half", "bfloat16": "BFloat16"}
 
 
 # -- searchsorted, bucketize, isin -----------------------------------------------------
@@ -74,7 +78,7 @@ def _search(op: str, seq: Tensor, values: Any, right: bool, out_int32: bool,
     if sorter is not None:
         if sorter.dtype is not dt.int64:
             raise RuntimeError(f"{op}(): sorter must be a tensor of long dtype but got dtype "
-                               f"{_TYPE_WORD.get(sorter.dtype.name, sorter.dtype.name)}")
+                               f"{SCALAR_TYPE_NAMES[sorter.dtype.name]}")
         if tuple(sorter.shape) != tuple(seq.shape):
             raise RuntimeError(f"{op}(): boundary and sorter must have the same size, but got "
                                f"boundary tensor {fmt_shape(seq.shape)}and got sorter tensor "
@@ -241,7 +245,7 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     `weights` at its occurrences), for 0 to max(input) and at least `minlength` bins."""
     if input.dtype.is_floating_point or input.dtype is dt.bool_:
         raise NotImplementedError(f"\"bincount_cpu\" not implemented for "
-                                  f"'{_TYPE_WORD[input.dtype.name]}'")
+                                  f"'{SCALAR_TYPE_NAMES[input.dtype.name]}'")
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")
     if input.ndim != 1 or (input.numel() and int(amin(input).item()) < 0):
@@ -298,7 +302,7 @@ def histc(input: Tensor, bins: int = 100, min: Any = 0, max: Any = 0) -> Tensor:
     they are equal); values outside are left out."""
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"histogram_cpu\" not implemented for "
-                                  f"'{_TYPE_WORD[input.dtype.name]}'")
+                                  f"'{SCALAR_TYPE_NAMES[input.dtype.name]}'")
     if bins <= 0:
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for "
                            f"dimension 0")
@@ -316,7 +320,7 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Any = None,  # noqa: A00
     sums of weights; with `density`, normalized to integrate to 1."""
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"histogramdd\" not implemented for "
-                                  f"'{_TYPE_WORD[input.dtype.name]}'")
+                                  f"'{SCALAR_TYPE_NAMES[input.dtype.name]}'")
     if weight is not None and tuple(weight.shape) != tuple(input.shape):
         raise RuntimeError("torch.histogram(): if weight tensor is provided it should have "
                            "the same shape as the input tensor excluding its innermost "
@@ -356,7 +360,7 @@ def histogramdd(input: Tensor, bins: Any, *, range: Any = None,  # noqa: A002
         raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"histogramdd\" not implemented for "
-                                  f"'{_TYPE_WORD[input.dtype.name]}'")
+                                  f"'{SCALAR_TYPE_NAMES[input.dtype.name]}'")
     dims = input.shape[-1]
     bins = [bins] * dims if isinstance(bins, int) else list(bins)
     if len(bins) != dims:
