@@ -88,8 +88,9 @@ def _reduce_by_rounds(xp: Any, ufunc: Any, out: Any, key: tuple, values: Any) ->
     every target position, the first of its pending values, so no round writes a
     position twice."""
     shape = out.shape
-    flat_target = xp.ravel_multi_index(tuple(xp.broadcast_to(k, values.shape).ravel()
-                                             for k in key), shape)
+    flat_target = 0
+    for k, stride in zip(key, _row_major_strides(shape)):
+        flat_target = flat_target + xp.broadcast_to(k, values.shape).ravel() * stride
     flat_values = values.ravel()
     flat_out = out.reshape(-1)
     while flat_target.size:
@@ -104,6 +105,14 @@ def _reduce_by_rounds(xp: Any, ufunc: Any, out: Any, key: tuple, values: Any) ->
         keep[take] = False
         flat_target, flat_values = flat_target[keep], flat_values[keep]
     out[...] = flat_out.reshape(shape)
+
+
+def _row_major_strides(shape: tuple) -> list[int]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return strides[::-1]
 
 
 def _fit(x: Any, index: Any, dim: int | None) -> Any:
