@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ember.core import interpose
+from ember.core import interpose, tracing
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import AccumulateGrad, Node, edge_of, is_tensor
 
@@ -104,6 +104,8 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
                     hook(tuple(results), tuple(grads))
             if not retain_graph:
                 node.release()
+                if tracing.tape is not None:  # ember.compile: this graph is spent
+                    tracing.tape.spent(node)
             for edge, g in zip(node.next_edges, results):
                 if edge is None:
                     continue
@@ -215,6 +217,8 @@ def _accumulate(t: Any, g: Any, create_graph: bool) -> None:
             g = new
     if g._data.shape != t._data.shape:
         g = g.sum_to_size(t.shape)
+    if t._grad_dtype != "same" and t._grad_dtype is not None and g._dtype is not t._grad_dtype:
+        g = g.to(t._grad_dtype)  # the leaf's `grad_dtype`, set by the user
     # .grad must own its buffer: a later in-place `+=` must touch nothing else. A fresh
     # gradient that no other tensor object holds (e.g. add's backward passes one gradient
     # to both inputs), whose buffer no other tensor wraps, and that owns its memory is kept

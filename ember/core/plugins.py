@@ -36,6 +36,11 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 hookspec = pluggy.HookspecMarker("ember")
 
 
+# What a plugin's code may raise without ending the program: SystemExit too (a plugin
+# calling sys.exit while it loads), not KeyboardInterrupt.
+PLUGIN_ERRORS = (Exception, SystemExit)
+
+
 class EmberHookSpecs:
     """The hooks an ember plugin may implement (mark them with
     `ember.core.backend.hookimpl`)."""
@@ -80,6 +85,10 @@ class PluginRegistry:
         self.plugins: list[PluginRecord] = []
         self.backends: dict[str, Backend] = {}
         self.errors: dict[str, str] = {}  # backend or plugin name -> why it failed
+        self.offered: list[str] = []  # every backend the plugins offer, EMBER_BACKENDS or not
+        # Every backend's generator starts from one seed drawn from the OS, as PyTorch
+        # seeds its default generator at start-up (ember.initial_seed() returns it).
+        self.startup_seed = int.from_bytes(os.urandom(8), "little") >> 1
         self._loaded = False
         self._failure: BaseException | None = None  # a loud (EMBER_BACKENDS) load error
         self._lock = threading.RLock()
@@ -107,7 +116,7 @@ class PluginRegistry:
             try:
                 record.module = _import(record.target)
                 self.pm.register(record.module, name=f"ember-plugin-{record.name}")
-            except Exception as err:  # a broken plugin must not break ember
+            except PLUGIN_ERRORS as err:  # a broken plugin must not break ember
                 record.error = f"{_describe(err)} [{_origin(record)}]"
                 self.errors[record.name] = record.error
                 if loud:
@@ -118,8 +127,9 @@ class PluginRegistry:
         if allow is not None:
             missing = [n for n in allow if n not in self.backends]
             if missing:
+                offered = ", ".join(self.offered) or "none"
                 raise RuntimeError(f"EMBER_BACKENDS names {', '.join(missing)}, which no "
-                                   f"plugin provides (found: {', '.join(self.backends)})")
+                                   f"plugin provides (the plugins offer: {offered})")
             self.backends = {n: self.backends[n] for n in allow}
         self._apply_kernel_hooks(loud)
 
@@ -129,7 +139,7 @@ class PluginRegistry:
             return
         try:
             factories = list(impl() or [])
-        except Exception as err:
+        except PLUGIN_ERRORS as err:
             record.error = f"{_describe(err)} [{_origin(record)}]"
             self.errors[record.name] = record.error
             if loud:
@@ -140,10 +150,11 @@ class PluginRegistry:
             try:
                 backend = factory()
                 name = getattr(backend, "name", None)
+                self.offered.append(str(name))
                 if allow is not None and name not in allow:
                     continue
                 self._validate(record, backend)
-            except Exception as err:
+            except PLUGIN_ERRORS as err:
                 label = getattr(factory, "name", None) or record.name
                 if not isinstance(label, str):
                     label = record.name
@@ -156,6 +167,10 @@ class PluginRegistry:
                 continue
             self.backends[backend.name] = backend
             record.backends.append(backend.name)
+            try:
+                backend.manual_seed(self.startup_seed)
+            except Exception:  # noqa: S110 - a backend that cannot seed yet seeds on demand
+                pass
 
     def _validate(self, record: PluginRecord, backend: Any) -> None:
         name = getattr(backend, "name", None)
@@ -186,7 +201,7 @@ class PluginRegistry:
                     extra = impl.function(backend=backend)
                     if extra:
                         backend.kernels.update(extra)
-                except Exception as err:
+                except PLUGIN_ERRORS as err:
                     where = f" [{_origin(record)}]" if record else ""
                     self.errors[label] = (f"ember_backend_kernels({backend.name}) failed: "
                                           f"{_describe(err)}{where}")
@@ -234,10 +249,14 @@ class PluginRegistry:
 
 
 def safe_unavailable_reason(backend: Backend) -> str | None:
-    """Why `backend` cannot be used now, or None. Never raises."""
+    """Why `backend` cannot be used now, or None. Never raises: a plugin may override
+    `unavailable_reason` or `is_available`, and either may fail."""
     try:
         reason = backend.unavailable_reason()
-    except Exception as err:  # a backend's probe must not take ember down
+        if reason is None and type(backend).is_available is not Backend.is_available \
+                and not backend.is_available():
+            reason = "is_available() returned False"
+    except PLUGIN_ERRORS as err:  # a backend's probe must not take ember down
         return f"availability check failed: {_describe(err)}"
     if reason is None:
         missing = sorted(REQUIRED_KERNELS - set(backend.kernels))
