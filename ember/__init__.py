@@ -270,19 +270,27 @@ from ember.core.ops.foreach import (
     _fused_sgd_,
 )
 from ember.core.ops.indexing import (
+    argwhere,
     chunk,
     gather,
     index_add,
+    index_copy,
     index_fill,
+    index_put,
+    index_reduce,
     index_select,
     masked_fill,
+    masked_scatter,
     masked_select,
     narrow,
     nonzero,
+    nonzero_static,
     scatter,
     scatter_add,
+    scatter_reduce,
     select,
     split,
+    take,
     take_along_dim,
     tensor_split,
     unbind,
@@ -415,6 +423,7 @@ from ember.core.ops.reduction import (
     all,
     amax,
     amin,
+    aminmax,
     any,
     argmax,
     argmin,
@@ -424,14 +433,40 @@ from ember.core.ops.reduction import (
     max,
     mean,
     min,
+    nanmean,
+    nansum,
     norm,
     prod,
+    renorm,
     std,
     std_mean,
     sum,
     topk,
+    trace,
     var,
     var_mean,
+)
+from ember.core.ops.scans import (  # the REDUCE family
+    cummax,
+    cummin,
+    cumprod,
+    cumulative_trapezoid,
+    diff,
+    gradient,
+    logcumsumexp,
+    trapezoid,
+    trapz,
+)
+from ember.core.ops.search import (  # the REDUCE family
+    bincount,
+    bucketize,
+    histc,
+    histogram,
+    histogramdd,
+    isin,
+    searchsorted,
+    unique,
+    unique_consecutive,
 )
 from ember.core.ops.shape import (
     broadcast_tensors,
@@ -460,6 +495,17 @@ from ember.core.ops.shape import (
     unflatten,
     unsqueeze,
     vstack,
+)
+from ember.core.ops.sorting import (
+    argsort,
+    kthvalue,
+    median,
+    mode,
+    msort,
+    nanmedian,
+    nanquantile,
+    quantile,
+    sort,
 )
 from ember.core.ops.writes import bernoulli, fill_, multinomial, zero_
 from ember.core.placement import get_default_device, set_default_device
@@ -604,6 +650,14 @@ __all__ = [
     "transpose_copy", "tril_indices", "triu_indices", "unbind_copy", "unfold_copy",
     "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "unsqueeze_copy",
     "view_copy", "vsplit", "diagonal", "layout", "strided",
+    # reductions, sorting, scans, search and index writes (the REDUCE family)
+    "sort", "argsort", "msort", "kthvalue", "median", "nanmedian", "mode", "quantile",
+    "nanquantile", "cumprod", "cummax", "cummin", "logcumsumexp", "nansum", "nanmean",
+    "aminmax", "trace", "renorm", "diff", "trapezoid", "trapz", "cumulative_trapezoid",
+    "searchsorted", "bucketize", "isin", "unique", "unique_consecutive", "bincount", "histc",
+    "histogram", "take", "index_copy", "index_put", "index_reduce", "scatter_reduce",
+    "masked_scatter", "argwhere", "nonzero_static", "gradient", "histogramdd",
+    # (end of the REDUCE family's names)
     # checkpoints, subpackages
     "save", "load", "utils",
 ]

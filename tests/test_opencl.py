@@ -1094,6 +1094,30 @@ def test_integer_fmod(d: ember.dtype) -> None:
         OCL.kernels["fmod"](up(a), up(np.zeros(4, npd(d))))
 
 
+# -- scatter_reduce (the REDUCE family) ------------------------------------------------------
+TESTED |= {"scatter_reduce"}
+
+
+@pytest.mark.parametrize("d", [E.float32, E.float64, E.int64, E.int32, E.int16, E.int8,
+                               E.uint8, E.float16, E.bfloat16, E.bool], ids=str)
+def test_scatter_reduce(d: ember.dtype) -> None:
+    """prod, amax and amin through atomic compare-and-swap loops, repeats included, for
+    every element size (8- and 16-bit ones update their 32-bit word)."""
+    rng = np.random.default_rng(9)
+    a = sample(rng, (4, 5), d, -2, 2)
+    if d.is_floating_point:
+        a[1, 2] = np.nan  # propagates through max and min, as in PyTorch
+    for dim in (0, 1):
+        ix = rng.integers(0, a.shape[dim], (6, 5) if dim == 0 else (4, 7))
+        s = sample(rng, ix.shape, d, -2, 2)
+        for reduce in ("prod", "amax", "amin"):
+            check(OCL.kernels["scatter_reduce"](up(a, "strided"), up(ix, "transposed"), up(s),
+                                                dim=dim, reduce=reduce),
+                  CPU.kernels["scatter_reduce"](a, ix, s, dim=dim, reduce=reduce), d,
+                  tol=0.05 if d in (E.float16, E.bfloat16) else None, what=f"{reduce} {dim}")
+# -- end of the REDUCE family's tests --
+
+
 def test_every_primitive_has_a_kernel_and_a_test() -> None:
     """A primitive new in core must get an OpenCL kernel, and a comparison here."""
     assert sorted(set(OPS) - set(OCL.kernels)) == []

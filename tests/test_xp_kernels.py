@@ -36,7 +36,8 @@ SHARED_OPS = frozenset("""
     log_backward logical_and logical_not logical_or logical_xor lstm_cell
     lstm_cell_backward lt matmul max max_pool max_pool_backward maximum min minimum mul ne
     neg nonzero permute pow prod reciprocal relu relu_backward remainder reshape round
-    rsqrt scatter scatter_add setitem sigmoid sigmoid_backward sign sin sqrt sub sum tan
+    rsqrt scatter scatter_add scatter_reduce setitem sigmoid sigmoid_backward sign sin sqrt
+    sub sum tan
     tanh tanh_backward topk tril triu trunc where
 """.split())
 CPU_ONLY = frozenset({"rand", "randn", "randint", "randperm", "lstm_layer",
@@ -233,6 +234,8 @@ def _calls():
               ("gather", (x, np.array([[0, 0], [3, 1]])), {"dim": 1}),
               ("scatter", (x, np.array([[0, 2]]), y), {"dim": 1}),
               ("scatter_add", (x, np.array([[0, 0]]), y), {"dim": 1}),
+              ("scatter_reduce", (x, np.array([[0, 0], [2, 2]]), y), {"dim": 1,
+                                                                      "reduce": "prod"}),
               ("index_select", (x, target), {"dim": 1}), ("nonzero", (x > 0,), {})]
     calls += [("matmul", (x, y.T), {}), ("einsum", (x, y), {"equation": "ij,ij->i"}),
               ("linear", (x, y, y[:, 0]), {}), ("linear_backward", (x, y, _f32(3, 3)), {})]

@@ -502,6 +502,24 @@ def _scatter(ctx: ExportContext, node: Node) -> Any:
                   axis=node.kwargs["dim"], reduction="add" if add else None)
 
 
+@converter("scatter_reduce")
+def _scatter_reduce(ctx: ExportContext, node: Node) -> Any:
+    """ScatterElements with reduction "mul" (opset 16), "max" or "min" (opset 18)."""
+    x, index, src = node.args
+    reduce = node.kwargs["reduce"]
+    if ctx.opset < (16 if reduce == "prod" else 18):
+        raise ctx.unsupported(node, f"scatter_reduce {reduce!r} needs opset "
+                                    f"{16 if reduce == 'prod' else 18} or newer")
+    src_name = ctx.name(src)
+    if tuple(index.shape) != tuple(src.shape):  # ONNX wants them equal: crop src
+        n = len(index.shape)
+        src_name = ctx.op("Slice", src_name, ctx.ints([0] * n), ctx.shape(ctx.name(index)),
+                          ctx.ints(range(n)))
+    return ctx.op("ScatterElements", ctx.name(x), ctx.name(index), src_name,
+                  axis=node.kwargs["dim"],
+                  reduction={"prod": "mul", "amax": "max", "amin": "min"}[reduce])
+
+
 @converter("index_select")
 def _index_select(ctx: ExportContext, node: Node) -> Any:
     x, index = node.args

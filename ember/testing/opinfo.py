@@ -933,5 +933,97 @@ DIFF_OPS: list[DiffOp] = (_UNARY + _BINARY + _REDUCTIONS + _SHAPES + _INDEXING +
                           _NN + _LOSSES + _SHAPE_FAMILY + _LINALG_FACTOR + _ELEMENTWISE_MATH)
 """Every differentiable op the Tensor API exposes, with inputs in its smooth domain."""
 
+# -- reductions, sorting, scans, search and index writes (the REDUCE family) ----------
+
+
+def _q(lib: Any, x: Any, values: list) -> Any:
+    """Quantile levels as a tensor of `x`'s dtype and device."""
+    return lib.tensor(values, dtype=x.dtype, device=x.device)
+
+
+def _with_zeros(rng: np.random.Generator) -> list[np.ndarray]:
+    x = rng.uniform(0.5, 1.5, (3, 4)) * rng.choice([-1.0, 1.0], (3, 4))
+    x[1, 1] = x[2, 0] = x[2, 2] = 0.0  # one zero in a row, two in another
+    return [x]
+
+
+_REDUCE_FAMILY: list[DiffOp] = [
+    DiffOp("sort", lambda lib, x: lib.sort(x, 1).values, ops=("sort", "gather")),
+    DiffOp("sort_descending", lambda lib, x: x.sort(0, descending=True)[0],
+           ops=("sort",)),
+    DiffOp("argsort", lambda lib, x: x.gather(1, lib.argsort(x, 1, descending=True)),
+           ops=("argsort", "gather")),
+    DiffOp("msort", lambda lib, x: lib.msort(x)),
+    DiffOp("kthvalue", lambda lib, x: lib.kthvalue(x, 2, 1).values),
+    DiffOp("kthvalue_keepdim", lambda lib, x: x.kthvalue(3, 0, keepdim=True)[0],
+           ops=("kthvalue",)),
+    DiffOp("median", lambda lib, x: lib.median(x)),
+    DiffOp("median_dim", lambda lib, x: lib.median(x, 1).values, ops=("median",)),
+    DiffOp("nanmedian", lambda lib, x: x.nanmedian(0, keepdim=True).values),
+    DiffOp("nanmedian_all", lambda lib, x: lib.nanmedian(x), ops=("nanmedian",)),
+    DiffOp("mode", lambda lib, x: lib.mode(x.round(), 1).values * 0 + lib.mode(x, 1).values,
+           ops=("mode",)),
+    DiffOp("quantile", lambda lib, x: lib.quantile(x, 0.3, 1)),
+    DiffOp("quantile_levels", lambda lib, x: lib.quantile(x, _q(lib, x, [0.1, 0.5, 0.95]),
+                                                          keepdim=True), ops=("quantile",)),
+    DiffOp("quantile_midpoint", lambda lib, x: x.quantile(0.4, 0, interpolation="midpoint"),
+           ops=("quantile",)),
+    DiffOp("nanquantile", lambda lib, x: lib.nanquantile(x, _q(lib, x, [0.25, 0.75]), 1,
+                                                         interpolation="nearest")),
+    DiffOp("cumprod", lambda lib, x: lib.cumprod(x, 1)),
+    DiffOp("cumprod_zeros", lambda lib, x: x.cumprod(1), make=_with_zeros, ops=("cumprod",)),
+    DiffOp("cummax", lambda lib, x: lib.cummax(x, 1).values),
+    DiffOp("cummin", lambda lib, x: x.cummin(0)[0]),
+    DiffOp("logcumsumexp", lambda lib, x: lib.logcumsumexp(x, 1)),
+    DiffOp("logcumsumexp_dim0", lambda lib, x: x.logcumsumexp(0), shapes=((5, 2),),
+           ops=("logcumsumexp",)),
+    DiffOp("nansum", lambda lib, x: lib.nansum(x.where(x > -1.5, float("nan")), 1),
+           ops=("nansum", "where")),
+    DiffOp("nanmean", lambda lib, x: x.where(x > -1.5, float("nan")).nanmean((0, 1))),
+    DiffOp("aminmax", lambda lib, x: lib.aminmax(x, dim=1)),
+    DiffOp("aminmax_all", lambda lib, x: lib.aminmax(x), ops=("aminmax",)),
+    DiffOp("trace", lambda lib, x: lib.trace(x)),
+    DiffOp("renorm", lambda lib, x: lib.renorm(x, 2, 0, 1.5)),
+    DiffOp("renorm_p1", lambda lib, x: x.renorm(1, 1, 2.0), ops=("renorm",)),
+    DiffOp("diff", lambda lib, x, y: lib.diff(x, 2, 0, prepend=y), shapes=((3, 4), (1, 4))),
+    DiffOp("diff_append", lambda lib, x: x.diff(append=x[:, :1]), ops=("diff",)),
+    DiffOp("trapezoid", lambda lib, y, x: lib.trapezoid(y, x, dim=0), shapes=((3, 4), (3,))),
+    DiffOp("trapz", lambda lib, y: lib.trapz(y, dx=0.5)),
+    DiffOp("cumulative_trapezoid", lambda lib, y, x: lib.cumulative_trapezoid(y, x),
+           shapes=((3, 4), (3, 4))),
+    DiffOp("take", lambda lib, x: lib.take(x, _idx(lib, x, [[0, -1], [5, 5]])),
+           ops=("take", "gather")),
+    DiffOp("put", lambda lib, x, s: x.put(_idx(lib, x, [0, -1, 0]), s, accumulate=True),
+           shapes=((3, 4), (3,)), ops=("put", "index_put")),
+    DiffOp("index_copy", lambda lib, x, s: lib.index_copy(x, 1, _idx(lib, x, [3, 0]), s),
+           shapes=((3, 4), (3, 2)), ops=("index_copy", "scatter")),
+    DiffOp("index_put", lambda lib, x, v: lib.index_put(
+        x, (_idx(lib, x, [0, 2]), _idx(lib, x, [1, 1])), v), shapes=((3, 4), (2,))),
+    DiffOp("index_put_accumulate", lambda lib, x, v: x.index_put(
+        (_idx(lib, x, [0, 0]),), v, accumulate=True), shapes=((3, 4), (4,)),
+        ops=("index_put",)),
+    DiffOp("masked_scatter", lambda lib, x, s: lib.masked_scatter(x, x > 0, s),
+           shapes=((3, 4), (12,))),
+    *[DiffOp(f"scatter_reduce_{reduce}{'' if include_self else '_exclude_self'}",
+             lambda lib, x, s, r=reduce, i=include_self: lib.scatter_reduce(
+                 x, 0, _idx(lib, x, [[0, 1, 0, 2], [0, 0, 0, 1]]), s, r, include_self=i),
+             shapes=((3, 4), (2, 4)), low=0.5, high=2.0, ops=("scatter_reduce",))
+      for reduce in ("sum", "prod", "mean", "amax", "amin") for include_self in (True, False)],
+    DiffOp("scatter_reduce_prod_zeros", lambda lib, x, s: x.scatter_reduce(
+        1, _idx(lib, x, [[0, 0, 1], [2, 2, 2], [3, 3, 0]]), s, "prod"),
+        make=lambda rng: [rng.uniform(0.5, 1.5, (3, 4)),
+                          np.array([[0.0, 1.5, 0.7], [0.0, 0.0, 1.2], [0.9, 1.1, 0.0]])],
+        ops=("scatter_reduce",)),
+    DiffOp("gradient", lambda lib, x: lib.gradient(x, spacing=0.5, edge_order=2)),
+    DiffOp("gradient_coordinates", lambda lib, x, c: lib.gradient(x, spacing=(c,), dim=1),
+           make=lambda rng: [rng.uniform(-2, 2, (3, 4)), np.cumsum(rng.uniform(0.5, 1.5, 4))],
+           ops=("gradient",)),
+    DiffOp("index_reduce", lambda lib, x, s: lib.index_reduce(
+        x, 1, _idx(lib, x, [0, 0, 3]), s, "amax", include_self=False),
+        shapes=((3, 4), (3, 3))),
+]
+DIFF_OPS += _REDUCE_FAMILY
+# -- end of the REDUCE family's entries --
+
 _names = [op.name for op in DIFF_OPS]
 assert len(_names) == len(set(_names)), "duplicate DiffOp names"

@@ -248,6 +248,29 @@ _OUT_ARGS.update({
 })
 # -- end linalg --
 
+# -- reductions, sorting, scans, search and index writes (the REDUCE family) ----------
+_INPLACE_ARGS.update({
+    "cumprod": ("float", lambda lib, y: ((1,), {})),
+    "renorm": ("float", lambda lib, y: ((2, 0, 0.5), {})),
+    "put": ("float", lambda lib, y: ((_index(lib, y, [0, -1]), y[0, :2]), {})),
+    "index_copy": ("float", lambda lib, y: ((1, _index(lib, y, [2, 0]), y[:, :2]), {})),
+    "index_put": ("float", lambda lib, y: (((_index(lib, y, [0, 0]),), y[1]),
+                                           {"accumulate": True})),
+    "index_reduce": ("float", lambda lib, y: ((0, _index(lib, y, [2, 2]), y[:2], "amax"),
+                                              {})),
+    "scatter_reduce": ("float", lambda lib, y: ((0, _index(lib, y, [[2, 0, 0, 1]]), y,
+                                                 "prod"), {"include_self": False})),
+    "masked_scatter": ("float", lambda lib, y: ((y > 0.5, y), {})),
+})
+_OUT_ARGS.update({
+    "cumprod": ("float", lambda lib, x, y: ((x, 0), {})),
+    "logcumsumexp": ("float", lambda lib, x, y: ((x, 1), {})),
+    "nansum": ("float", lambda lib, x, y: ((x, 1), {})),
+    "nanmean": ("float", lambda lib, x, y: ((x,), {})),
+    "renorm": ("float", lambda lib, x, y: ((x, 1, 1, 0.7), {})),
+})
+# -- end of the REDUCE family's rows --
+
 _OUT_OPS = sorted(name for name, op in OPS.items() if "out" in op.variants)
 
 

@@ -15,6 +15,7 @@ from ember.core.declare import composite
 from ember.core.grad_mode import no_grad
 from ember.core.inplace import apply_inplace
 from ember.core.ops.elementwise import eq, isfinite, lt, to_device, to_dtype, where
+from ember.core.ops.indexing import SCALAR_TYPE_NAMES
 from ember.core.ops.reduction import all as all_
 from ember.core.ops.reduction import argmax, cumsum
 from ember.core.ops.reduction import sum as sum_
@@ -111,9 +112,6 @@ def random_(self: Tensor, from_: int | None = None, to: int | None = None, *,
                                generator=generator))
 
 
-# PyTorch's ScalarType names, which its multinomial error message prints
-_SCALAR_TYPE = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-                "uint8": "Byte", "bool": "Bool"}
 
 
 @composite(variants="function method", cost=costs.creation)
@@ -125,7 +123,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     Without `replacement` a row never repeats an index."""
     if not input.dtype.is_floating_point:
         raise RuntimeError("multinomial only supports floating-point dtypes for input, got: "
-                           f"{_SCALAR_TYPE.get(input.dtype.name, input.dtype.name)}")
+                           f"{SCALAR_TYPE_NAMES[input.dtype.name]}")
     if input.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     categories = input.shape[-1]
