@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from distributed_util import needs_mpi, run_ranks
 
 import ember
 import ember.nn.functional as F  # noqa: F401
@@ -183,3 +184,376 @@ def test_sparse_adam_refuses_dense_gradients_like_torch():
         (opt.param_groups[0]["params"][0] * 2).sum().backward()
         with pytest.raises(RuntimeError, match="does not support dense gradients"):
             opt.step()
+
+
+# -- nn.functional and nn modules -------------------------------------------------------
+
+
+def _both(fn_e, fn_t, *arrays, grad=True, atol=1e-6):
+    """Run `fn_e` on ember tensors and `fn_t` on torch tensors of the same values; values
+    and (for float inputs) the gradients of the output's sum agree."""
+    es = [ember.tensor(a, requires_grad=grad and a.dtype.kind == "f") for a in arrays]
+    ts = [torch.tensor(a, requires_grad=grad and a.dtype.kind == "f") for a in arrays]
+    oe, ot = fn_e(*es), fn_t(*ts)
+    _close(oe, ot, atol=atol)
+    assert str(oe.dtype).split(".")[-1] == str(ot.dtype).split(".")[-1]
+    if grad:
+        oe.sum().backward()
+        ot.sum().backward()
+        for e, t in zip(es, ts):
+            if t.grad is not None:
+                _close(e.grad, t.grad, atol=atol)
+    return oe
+
+
+RNG = np.random.default_rng(7)
+W = RNG.standard_normal((6, 3))
+IDX = np.array([1, 2, 4, 4, 3, 0, 5, 2])
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("padding_idx", [None, 2, -2])
+def test_embedding_bag_matches_torch(mode, padding_idx):
+    kw = {"mode": mode, "padding_idx": padding_idx}
+    _both(lambda w: F.embedding_bag(ember.tensor(IDX), w, ember.tensor([0, 3, 3, 6]), **kw),
+          lambda w: TF.embedding_bag(torch.tensor(IDX), w, torch.tensor([0, 3, 3, 6]), **kw), W)
+    _both(lambda w: F.embedding_bag(ember.tensor(IDX.reshape(2, 4)), w, **kw),
+          lambda w: TF.embedding_bag(torch.tensor(IDX.reshape(2, 4)), w, **kw), W)
+    _both(lambda w: F.embedding_bag(ember.tensor(IDX), w, ember.tensor([0, 2, 8]),
+                                    include_last_offset=True, **kw),
+          lambda w: TF.embedding_bag(torch.tensor(IDX), w, torch.tensor([0, 2, 8]),
+                                     include_last_offset=True, **kw), W)
+
+
+def test_embedding_bag_weights_module_and_errors():
+    psw = RNG.random(8)
+    _both(lambda w, p: F.embedding_bag(ember.tensor(IDX), w, ember.tensor([0, 5]), mode="sum",
+                                       per_sample_weights=p),
+          lambda w, p: TF.embedding_bag(torch.tensor(IDX), w, torch.tensor([0, 5]), mode="sum",
+                                        per_sample_weights=p), W, psw)
+    ember.manual_seed(0)
+    bag = nn.EmbeddingBag(6, 3, mode="max", padding_idx=1)
+    assert repr(bag) == repr(torch.nn.EmbeddingBag(6, 3, mode="max", padding_idx=1))
+    assert float(bag.weight[1].abs().sum()) == 0.0
+    pre = nn.EmbeddingBag.from_pretrained(ember.tensor(W), mode="sum")
+    assert not pre.weight.requires_grad
+    _close(pre(ember.tensor(IDX.reshape(2, 4))),
+           torch.nn.EmbeddingBag.from_pretrained(torch.tensor(W), mode="sum")(
+               torch.tensor(IDX.reshape(2, 4))))
+    w = ember.tensor(W)
+    with pytest.raises(ValueError, match="mode has to be one of sum, mean or max"):
+        F.embedding_bag(ember.tensor(IDX), w, ember.tensor([0]), mode="min")
+    with pytest.raises(RuntimeError, match="offsets\\[0\\] has to be 0"):
+        F.embedding_bag(ember.tensor(IDX), w, ember.tensor([1, 3]))
+    with pytest.raises(ValueError, match="offsets has to be None"):
+        F.embedding_bag(ember.tensor(IDX.reshape(2, 4)), w, ember.tensor([0, 1]))
+    with pytest.raises(NotImplementedError, match="only supported for mode='sum'"):
+        F.embedding_bag(ember.tensor(IDX), w, ember.tensor([0]),
+                        per_sample_weights=ember.ones(8, dtype=ember.float64))
+    with pytest.raises(IndexError, match="index out of range"):
+        F.embedding_bag(ember.tensor([1, 9]), w, ember.tensor([0]))
+    with pytest.raises(RuntimeError, match="'indices' to have one of the following"):
+        F.embedding_bag(ember.tensor([1.0, 2.0]), w, ember.tensor([0]))
+    empty = F.embedding_bag(ember.tensor([], dtype=ember.int64), w, ember.tensor([0, 0]),
+                            mode="max")
+    assert empty.shape == (2, 3) and float(empty.abs().sum()) == 0.0
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_ctc_loss_values_and_gradients_match_torch(reduction):
+    T, N, C = 12, 3, 5
+    lp = np.log(RNG.dirichlet(np.ones(C), (T, N)))
+    targets, lens = np.array([[1, 2, 2, 0], [3, 1, 0, 0], [4, 4, 4, 4]]), ([12, 9, 5], [3, 2, 4])
+    for zero_infinity in (True, False):
+        kw = {"reduction": reduction, "zero_infinity": zero_infinity}
+        fe = lambda x, kw=kw: F.ctc_loss(x, ember.tensor(targets), ember.tensor(lens[0]),  # noqa: E731
+                                  ember.tensor(lens[1]), **kw)
+        ft = lambda x, kw=kw: TF.ctc_loss(x, torch.tensor(targets), torch.tensor(lens[0]),  # noqa: E731
+                                   torch.tensor(lens[1]), **kw)
+        if zero_infinity:  # the third target cannot fit in 5 frames: an infinite loss
+            _both(fe, ft, lp)
+        else:
+            _close(fe(ember.tensor(lp)), ft(torch.tensor(lp)))
+
+
+def test_ctc_loss_concatenated_unbatched_module_and_errors():
+    lp = np.log(RNG.dirichlet(np.ones(4), (7, 2))).astype(np.float32)
+    flat, il, tl = np.array([1, 2, 3, 3, 1], dtype=np.int32), [7, 6], [2, 3]
+    loss = nn.CTCLoss(blank=0, reduction="sum")
+    _both(lambda x: loss(x, ember.tensor(flat), il, tl),
+          lambda x: torch.nn.CTCLoss(reduction="sum")(x, torch.tensor(flat), torch.tensor(il),
+                                                       torch.tensor(tl)), lp, atol=1e-5)
+    _both(lambda x: F.ctc_loss(x[:, 0], ember.tensor([1, 2]), 7, 2),
+          lambda x: TF.ctc_loss(x[:, 0], torch.tensor([1, 2]), torch.tensor(7), torch.tensor(2)),
+          lp, atol=1e-5)
+    empty = F.ctc_loss(ember.tensor(lp), ember.tensor([2]), [7, 0], [0, 1], reduction="none")
+    _close(empty, TF.ctc_loss(torch.tensor(lp), torch.tensor([2]), torch.tensor([7, 0]),
+                              torch.tensor([0, 1]), reduction="none").abs())
+    with pytest.raises(RuntimeError, match="blank must be in label range"):
+        F.ctc_loss(ember.tensor(lp), ember.tensor(flat), il, tl, blank=4)
+    with pytest.raises(RuntimeError, match="input_lengths to have value at most 7"):
+        F.ctc_loss(ember.tensor(lp), ember.tensor(flat), [8, 6], tl)
+    with pytest.raises(RuntimeError, match="input_lengths must be of size batch_size"):
+        F.ctc_loss(ember.tensor(lp), ember.tensor(flat), [7], tl)
+    with pytest.raises(ValueError, match="not a valid value for reduction"):
+        F.ctc_loss(ember.tensor(lp), ember.tensor(flat), il, tl, reduction="max")
+
+
+def test_margin_losses_match_torch():
+    x = RNG.standard_normal((4, 5))
+    t = np.array([1, 0, 4, 2])
+    w = RNG.random(5)
+    for kw in ({}, {"p": 2, "margin": 0.5}, {"reduction": "none"}):
+        _both(lambda x, kw=kw: F.multi_margin_loss(x, ember.tensor(t), weight=ember.tensor(w),
+                                                  **kw),
+              lambda x, kw=kw: TF.multi_margin_loss(x, torch.tensor(t), weight=torch.tensor(w),
+                                                    **kw),
+              x)
+    _both(lambda x: nn.MultiMarginLoss()(x[0], ember.tensor(3)),
+          lambda x: torch.nn.MultiMarginLoss()(x[0], torch.tensor(3)), x)
+    y = np.array([[3, 0, -1, 1, 2], [1, 2, 3, -1, 0], [0, 1, 2, 3, 4], [-1, 1, 2, 3, 4]])
+    for red in ("mean", "sum", "none"):
+        _both(lambda x, red=red: nn.MultiLabelMarginLoss(reduction=red)(x, ember.tensor(y)),
+              lambda x, red=red: torch.nn.MultiLabelMarginLoss(reduction=red)(
+                  x, torch.tensor(y)), x)
+    _both(lambda x: F.multilabel_margin_loss(x[1], ember.tensor(y[1])),
+          lambda x: TF.multilabel_margin_loss(x[1], torch.tensor(y[1])), x)
+    with pytest.raises(ValueError, match="only p == 1 and p == 2 supported"):
+        F.multi_margin_loss(ember.tensor(x), ember.tensor(t), p=3)
+    with pytest.raises(IndexError, match="out of bounds"):
+        F.multi_margin_loss(ember.tensor(x), ember.tensor([1, 0, 5, 2]))
+    with pytest.raises(RuntimeError, match="inconsistent target size"):
+        F.multilabel_margin_loss(ember.tensor(x), ember.tensor(y[:2]))
+    with pytest.warns(UserWarning, match="NLLLoss2d has been deprecated"):
+        nll2d = nn.NLLLoss2d()
+    _both(lambda x: nll2d(x.reshape(1, 4, 5, 1).log_softmax(1), ember.tensor([[[1]] * 5])),
+          lambda x: torch.nn.NLLLoss()(x.reshape(1, 4, 5, 1).log_softmax(1),
+                                       torch.tensor([[[1]] * 5])), x)
+
+
+def test_triplet_with_distance_and_linear_cross_entropy_match_torch():
+    a, p, n = RNG.standard_normal((3, 4, 5))
+    cos = lambda lib: lambda u, v: 1 - lib.nn.functional.cosine_similarity(u, v)  # noqa: E731
+    _both(lambda a, p, n: nn.TripletMarginWithDistanceLoss(swap=True)(a, p, n),
+          lambda a, p, n: torch.nn.TripletMarginWithDistanceLoss(swap=True)(a, p, n), a, p, n)
+    _both(lambda a, p, n: F.triplet_margin_with_distance_loss(
+        a, p, n, distance_function=cos(ember), margin=0.5, reduction="none"),
+        lambda a, p, n: TF.triplet_margin_with_distance_loss(
+        a, p, n, distance_function=cos(torch), margin=0.5, reduction="none"), a, p, n)
+    with pytest.raises(ValueError, match="margin must be greater than 0"):
+        F.triplet_margin_with_distance_loss(ember.tensor(a), ember.tensor(p), ember.tensor(n),
+                                            margin=0)
+    inp, lw = RNG.standard_normal((4, 3)), RNG.standard_normal((5, 3))
+    t = np.array([1, 0, 4, 2])
+    _both(lambda i, w: F.linear_cross_entropy(i, w, ember.tensor(t), label_smoothing=0.1),
+          lambda i, w: TF.linear_cross_entropy(i, w, torch.tensor(t), label_smoothing=0.1),
+          inp, lw)
+    lw3, lb = RNG.standard_normal((5, 2, 3)), RNG.standard_normal((5, 2))
+    t2 = np.array([[1, 0], [4, 2], [0, 0], [3, 3]])
+    _both(lambda i, w, b: F.linear_cross_entropy(i, w, ember.tensor(t2), linear_bias=b,
+                                                 reduction="none"),
+          lambda i, w, b: TF.linear_cross_entropy(i, w, torch.tensor(t2), linear_bias=b,
+                                                  reduction="none"), inp, lw3, lb)
+    with pytest.raises(RuntimeError, match="requires batched input"):
+        F.linear_cross_entropy(ember.tensor(inp[0]), ember.tensor(lw3), ember.tensor(t2[0]))
+    ember.manual_seed(1)
+    mod = nn.LinearCrossEntropyLoss(3, 5, bias=True)
+    tmod = torch.nn.LinearCrossEntropyLoss(3, 5, bias=True)
+    assert repr(mod) == repr(tmod)
+    with torch.no_grad():
+        tmod.linear.weight.copy_(torch.tensor(mod.linear.weight.detach().numpy()))
+        tmod.linear.bias.copy_(torch.tensor(mod.linear.bias.detach().numpy()))
+    inp32 = inp.astype(np.float32)
+    _close(mod(ember.tensor(inp32), ember.tensor(t)), tmod(torch.tensor(inp32), torch.tensor(t)))
+
+
+def test_normalisation_and_shuffle_match_torch():
+    x = RNG.standard_normal((2, 6, 3, 4))
+    _both(lambda x: nn.LocalResponseNorm(3)(x), lambda x: torch.nn.LocalResponseNorm(3)(x), x)
+    _both(lambda x: F.local_response_norm(x[:, :, 0], 2, alpha=0.1, beta=0.5, k=2.0),
+          lambda x: TF.local_response_norm(x[:, :, 0], 2, alpha=0.1, beta=0.5, k=2.0), x)
+    for size in (1, 2, 3, 5, 8):
+        _both(lambda x, size=size: nn.CrossMapLRN2d(size, alpha=0.5)(x),
+              lambda x, size=size: torch.nn.CrossMapLRN2d(size, alpha=0.5)(x), x, grad=False)
+    _both(lambda x: nn.CrossMapLRN2d(3, alpha=0.5)(x) * 0.5,
+          lambda x: torch.nn.CrossMapLRN2d(3, alpha=0.5)(x) * 0.5, x, atol=1e-5)
+    assert repr(nn.LocalResponseNorm(3)) == repr(torch.nn.LocalResponseNorm(3))
+    weights = ember.arange(72.0, dtype=ember.float64).reshape(2, 6, 3, 2)
+    tweights = torch.arange(72.0, dtype=torch.float64).reshape(2, 6, 3, 2)
+    _both(lambda x: nn.ChannelShuffle(3)(x[..., :2]) * weights,
+          lambda x: torch.nn.ChannelShuffle(3)(x[..., :2]) * tweights, x)
+    _both(lambda x: F.native_channel_shuffle(x, 2), lambda x: TF.native_channel_shuffle(x, 2), x,
+          grad=False)
+    assert repr(nn.ChannelShuffle(3)) == repr(torch.nn.ChannelShuffle(3))
+    _both(lambda x: nn.Softmax2d()(x) * weights[..., :1].expand(2, 6, 3, 4),
+          lambda x: torch.nn.Softmax2d()(x) * tweights[..., :1].expand(2, 6, 3, 4), x)
+    with pytest.raises(RuntimeError, match="divisible by groups"):
+        F.channel_shuffle(ember.tensor(x), 4)
+    with pytest.raises(RuntimeError, match="expects input with > 2 dims"):
+        F.channel_shuffle(ember.tensor(x[0, 0]), 1)
+    with pytest.raises(ValueError, match="Expected 3D or higher"):
+        F.local_response_norm(ember.tensor(x[0, 0]), 2)
+    with pytest.raises(ValueError, match="CrossMapLRN2d: Expected input to be 4D"):
+        nn.CrossMapLRN2d(3)(ember.tensor(x[0]))
+    with pytest.raises(ValueError, match="Softmax2d: expected input to be 3D or 4D"):
+        nn.Softmax2d()(ember.tensor(x[0, 0]))
+    assert F.local_response_norm(ember.zeros(0, 3, 2), 2).shape == (0, 3, 2)
+
+
+def test_pdist_and_gumbel_softmax():
+    x = RNG.standard_normal((5, 3))
+    for p in (2, 1, 1.5, float("inf")):
+        _both(lambda x, p=p: F.pdist(x, p), lambda x, p=p: TF.pdist(x, p), x)
+    assert F.pdist(ember.ones(1, 3)).shape == (0,)
+    with pytest.raises(RuntimeError, match="pdist only supports 2D tensors"):
+        F.pdist(ember.ones(3))
+    with pytest.raises(RuntimeError, match="non-negative p"):
+        F.pdist(ember.ones(3, 2), -1)
+    logits = ember.tensor(RNG.standard_normal((200, 4)), requires_grad=True)
+    ember.manual_seed(0)
+    soft = F.gumbel_softmax(logits, tau=0.5)
+    _close(soft.sum(-1), np.ones(200))
+    hard = F.gumbel_softmax(logits, hard=True, dim=-1)
+    assert set(np.unique(hard.detach().numpy())) == {0.0, 1.0}
+    _close(hard.sum(-1), np.ones(200))
+    (hard * ember.arange(4.0, dtype=ember.float64)).sum().backward()
+    assert logits.grad is not None and float(logits.grad.abs().sum()) > 0  # straight-through
+    # samples follow softmax(logits): the argmax frequencies of a fixed row
+    row = ember.tensor([[1.0, 0.0, -1.0]]).expand(4000, 3)
+    freq = np.bincount(F.gumbel_softmax(row, hard=True).argmax(-1).numpy(), minlength=3) / 4000
+    np.testing.assert_allclose(freq, torch.softmax(torch.tensor([1.0, 0.0, -1.0]), 0),
+                               atol=0.03)
+    with pytest.warns(UserWarning, match="`eps` parameter is deprecated"):
+        F.gumbel_softmax(logits, eps=1e-3)
+
+
+def test_rrelu_and_feature_alpha_dropout():
+    x = RNG.standard_normal((4, 6, 5))
+    _both(lambda x: F.rrelu(x), lambda x: TF.rrelu(x), x)  # eval: the mean slope
+    _both(lambda x: nn.RReLU(0.1, 0.3).eval()(x), lambda x: torch.nn.RReLU(0.1, 0.3).eval()(x),
+          x)
+    assert repr(nn.RReLU(0.1, 0.3, inplace=True)) == repr(torch.nn.RReLU(0.1, 0.3, True))
+    e = ember.tensor(x, requires_grad=True)
+    out = F.rrelu(e, 0.1, 0.3, training=True)
+    slope = (out / e).detach().numpy()
+    assert np.all(slope[x >= 0] == 1.0)
+    assert np.all((slope[x < 0] >= 0.1) & (slope[x < 0] <= 0.3)) and np.std(slope[x < 0]) > 0.01
+    out.sum().backward()
+    np.testing.assert_allclose(e.grad.numpy(), slope)
+    y = ember.tensor(x.copy())
+    F.rrelu_(y)
+    _close(y, TF.rrelu(torch.tensor(x)))
+    with pytest.raises(RuntimeError, match="Lower bound should be less than or equal"):
+        F.rrelu(e, 0.5, 0.2, training=True)
+    # feature alpha dropout: a dropped channel is constant (SELU's saturation, mapped)
+    ember.manual_seed(3)
+    big = ember.tensor(RNG.standard_normal((64, 32, 8)))
+    out = F.feature_alpha_dropout(big, 0.5, training=True).numpy()
+    per_channel_std = out.std(-1)
+    dropped = per_channel_std < 1e-12
+    assert 0.35 < dropped.mean() < 0.65
+    alpha, p = 1.7580993408473766, 0.5
+    a = 1.0 / np.sqrt((alpha * alpha * p + 1) * (1 - p))
+    np.testing.assert_allclose(out[dropped.nonzero()][:, 0], -alpha * a + alpha * a * p)
+    kept = ~dropped
+    np.testing.assert_allclose(out[kept], a * big.numpy()[kept] + alpha * a * p)
+    assert F.feature_alpha_dropout(big, 0.5, training=False) is big
+    assert nn.FeatureAlphaDropout(0.2).eval()(big) is big
+    assert repr(nn.FeatureAlphaDropout(0.2)) == repr(torch.nn.FeatureAlphaDropout(0.2))
+    with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1"):
+        F.feature_alpha_dropout(big, 1.5)
+
+
+def test_adaptive_log_softmax_matches_torch():
+    ember.manual_seed(0)
+    m = nn.AdaptiveLogSoftmaxWithLoss(8, 10, cutoffs=[3, 6], div_value=2.0, head_bias=True)
+    t = torch.nn.AdaptiveLogSoftmaxWithLoss(8, 10, cutoffs=[3, 6], div_value=2.0,
+                                            head_bias=True)
+    t.load_state_dict({k: torch.tensor(v.numpy()) for k, v in m.state_dict().items()})
+    assert repr(m) == repr(t)
+    x = RNG.standard_normal((7, 8)).astype(np.float32)
+    target = np.array([0, 4, 9, 2, 6, 7, 3])
+    ex = ember.tensor(x, requires_grad=True)
+    tx = torch.tensor(x, requires_grad=True)
+    eo, to = m(ex, ember.tensor(target)), t(tx, torch.tensor(target))
+    _close(eo.output, to.output)
+    _close(eo.loss, to.loss)
+    eo.loss.backward()
+    to.loss.backward()
+    _close(ex.grad, tx.grad)
+    _close(m.head.weight.grad, t.head.weight.grad)
+    _close(m.log_prob(ember.tensor(x)), t.log_prob(torch.tensor(x)))
+    _close(m.predict(ember.tensor(x)), t.predict(torch.tensor(x)))
+    single = m(ember.tensor(x[0]), ember.tensor(target[0]))
+    assert single.output.shape == ()
+    with pytest.raises(RuntimeError, match="Target values should be in \\[0, 9\\]"):
+        m(ember.tensor(x), ember.tensor([0, 1, 2, 3, 4, 5, 10]))
+    with pytest.raises(ValueError, match="cutoffs should be a sequence of unique"):
+        nn.AdaptiveLogSoftmaxWithLoss(8, 10, cutoffs=[6, 3])
+
+
+def test_container_rnn_cell_base_and_sync_batch_norm_without_a_group():
+    with pytest.warns(FutureWarning, match="`nn.Container` is deprecated"):
+        c = nn.Container(lin=nn.Linear(2, 3))
+    assert [n for n, _ in c.named_children()] == ["lin"]
+    assert issubclass(nn.LSTMCell, nn.RNNCellBase) and issubclass(nn.GRUCell, nn.RNNCellBase)
+    # world size 1 (no group): BatchNorm's semantics on any (N, C, *) input
+    ember.manual_seed(0)
+    x = RNG.standard_normal((4, 3, 5)).astype(np.float32)
+    sbn, tbn = nn.SyncBatchNorm(3, momentum=0.3), torch.nn.BatchNorm1d(3, momentum=0.3)
+    assert repr(sbn) == repr(torch.nn.SyncBatchNorm(3, momentum=0.3))
+    _both(lambda x: sbn(x) * ember.arange(5.0), lambda x: tbn(x) * torch.arange(5.0), x,
+          atol=1e-5)
+    _close(sbn.running_var, tbn.running_var)
+    sbn.eval()
+    tbn.eval()
+    _close(sbn(ember.tensor(x)), tbn(torch.tensor(x)), atol=1e-5)
+    model = nn.Sequential(nn.Conv2d(3, 4, 1), nn.BatchNorm2d(4), nn.Sequential(nn.BatchNorm1d(4)))
+    model[1].running_mean.fill_(2.0)
+    converted = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    assert type(converted[1]) is nn.SyncBatchNorm and type(converted[2][0]) is nn.SyncBatchNorm
+    assert converted[1].weight is model[1].weight
+    assert float(converted[1].running_mean[0]) == 2.0
+    with pytest.raises(ValueError, match="expected at least 2D input"):
+        sbn(ember.ones(3))
+
+
+SYNC_BN_SCRIPT = """
+import numpy as np
+import ember
+import ember.distributed as dist
+from ember import nn
+
+dist.init_process_group()
+rank, size = dist.get_rank(), dist.get_world_size()
+rng = np.random.default_rng(0)
+full = rng.standard_normal((4 * size, 3, 5)).astype(np.float64)
+mine = full[4 * rank:4 * rank + 4]
+weights = rng.standard_normal((4 * size, 3, 5))
+ember.manual_seed(0)
+sync = nn.SyncBatchNorm(3, momentum=0.2).double()
+ref = nn.BatchNorm1d(3, momentum=0.2).double()
+x = ember.tensor(mine, requires_grad=True)
+xf = ember.tensor(full, requires_grad=True)
+out = sync(x)
+(out * ember.tensor(weights[4 * rank:4 * rank + 4])).sum().backward()
+ref_out = ref(xf)
+(ref_out * ember.tensor(weights)).sum().backward()
+np.testing.assert_allclose(out.detach().numpy(), ref_out.detach().numpy()[4 * rank:4 * rank + 4],
+                           atol=1e-10)
+np.testing.assert_allclose(x.grad.numpy(), xf.grad.numpy()[4 * rank:4 * rank + 4], atol=1e-10)
+np.testing.assert_allclose(sync.running_var.numpy(), ref.running_var.numpy(), atol=1e-12)
+np.testing.assert_allclose(sync.running_mean.numpy(), ref.running_mean.numpy(), atol=1e-12)
+# each rank's weight gradient is its share; all-reduced (as DDP does) they are the total
+g = sync.weight.grad.clone()
+dist.all_reduce(g)
+np.testing.assert_allclose(g.numpy(), ref.weight.grad.numpy(), atol=1e-10)
+print(f"rank {rank}: sync batchnorm ok")
+"""
+
+
+@needs_mpi
+def test_sync_batch_norm_across_ranks_is_batch_norm_of_the_whole_batch():
+    code, out = run_ranks(2, SYNC_BN_SCRIPT, timeout=120)
+    assert code == 0, out
+    assert out.count("sync batchnorm ok") == 2, out
