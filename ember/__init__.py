@@ -311,6 +311,18 @@ _FROM_AMP = {"autocast", "is_autocast_enabled", "get_autocast_dtype",
              "is_autocast_available", "clear_autocast_cache", "is_autocast_cache_enabled"}
 _FROM_SCHEDULING = {"plan", "Plan"}  # auto-scheduling: imported on first use
 _SUBMODULES = _SUBMODULES | {"scheduling"}  # ember.scheduling.learn & co
+# nnmisc family (issue 16): torch.batch_norm, torch.kl_div, torch.lstm ... with ATen's
+# signatures, from ember.nn.torch_functions (imported on first use: ember.nn is heavy)
+_FROM_NN_TORCH_FUNCTIONS = {
+    "batch_norm", "instance_norm", "group_norm", "rms_norm", "native_batch_norm",
+    "native_group_norm", "native_layer_norm", "native_dropout", "dropout", "dropout_",
+    "alpha_dropout", "alpha_dropout_", "feature_dropout", "feature_dropout_",
+    "feature_alpha_dropout", "feature_alpha_dropout_", "embedding", "celu", "celu_", "selu",
+    "selu_", "threshold", "threshold_", "rrelu", "rrelu_", "binary_cross_entropy_with_logits",
+    "cosine_embedding_loss", "hinge_embedding_loss", "kl_div", "margin_ranking_loss",
+    "poisson_nll_loss", "triplet_margin_loss", "ctc_loss", "lstm", "gru", "rnn_tanh",
+    "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
+}
 
 
 def __getattr__(name: str):
@@ -323,6 +335,8 @@ def __getattr__(name: str):
         return getattr(importlib.import_module("ember.amp"), name)
     if name in _FROM_SCHEDULING:
         return getattr(importlib.import_module("ember.scheduling"), name)
+    if name in _FROM_NN_TORCH_FUNCTIONS:
+        return getattr(importlib.import_module("ember.nn.torch_functions"), name)
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
 
 

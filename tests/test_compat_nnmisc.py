@@ -557,3 +557,186 @@ def test_sync_batch_norm_across_ranks_is_batch_norm_of_the_whole_batch():
     code, out = run_ranks(2, SYNC_BN_SCRIPT, timeout=120)
     assert code == 0, out
     assert out.count("sync batchnorm ok") == 2, out
+
+
+# -- torch.* nn functions (ATen's signatures) -------------------------------------------
+
+
+def _lib_call(name, *args, **kwargs):
+    """`name` called in ember and in torch with the same arguments (numpy arrays become
+    tensors of each)."""
+    def conv(lib, a):
+        if isinstance(a, np.ndarray):
+            return lib.tensor(a)
+        if isinstance(a, (list, tuple)) and a and isinstance(a[0], np.ndarray):
+            return [lib.tensor(x) for x in a]
+        return a
+    e = getattr(ember, name)(*[conv(ember, a) for a in args],
+                             **{k: conv(ember, v) for k, v in kwargs.items()})
+    t = getattr(torch, name)(*[conv(torch, a) for a in args],
+                             **{k: conv(torch, v) for k, v in kwargs.items()})
+    return e, t
+
+
+def _assert_same(e, t, atol=1e-6):
+    if isinstance(t, (tuple, list)):
+        assert len(e) == len(t)
+        for a, b in zip(e, t):
+            _assert_same(a, b, atol)
+        return
+    _close(e, t, atol=atol)
+
+
+X4 = RNG.standard_normal((4, 3, 5))
+C3 = RNG.standard_normal(3)
+
+
+@pytest.mark.parametrize("name,args,kwargs", [
+    ("batch_norm", (X4, C3, C3 + 2, np.zeros(3), np.ones(3), True, 0.1, 1e-5, False), {}),
+    ("batch_norm", (X4, None, None, C3, np.ones(3) * 2, False, 0.1, 1e-5, True), {}),
+    ("instance_norm", (X4, C3, C3, None, None, True, 0.1, 1e-5, False), {}),
+    ("group_norm", (RNG.standard_normal((2, 6, 4)), 3, RNG.standard_normal(6)), {"eps": 1e-3}),
+    ("rms_norm", (X4, [5]), {"weight": RNG.standard_normal(5)}),
+    ("native_batch_norm", (X4, C3, None, np.zeros(3), np.ones(3), True, 0.3, 1e-5), {}),
+    ("native_batch_norm", (X4, None, None, np.zeros(3), np.ones(3), False, 0.3, 1e-5), {}),
+    ("native_group_norm", (RNG.standard_normal((2, 6, 4)), None, None, 2, 6, 4, 3, 1e-5), {}),
+    ("native_layer_norm", (X4, [3, 5], None, RNG.standard_normal((3, 5)), 1e-5), {}),
+    ("embedding", (W, np.array([[0, 5], [2, 2]])), {"padding_idx": 2}),
+    ("celu", (X4,), {"alpha": 0.5}),
+    ("selu", (X4,), {}),
+    ("threshold", (X4, 0.2, -3.0), {}),
+    ("rrelu", (X4, 0.1, 0.4), {}),
+    ("binary_cross_entropy_with_logits", (X4, (X4 > 0).astype(np.float64)),
+     {"pos_weight": np.full((5,), 2.0), "reduction": 2}),
+    ("cosine_embedding_loss", (X4[0], X4[1], np.array([1.0, -1.0, 1.0])), {"margin": 0.1}),
+    ("cosine_embedding_loss", (X4[0], X4[1], np.array([1.0, -1.0, 1.0]), 0.0, 1), {}),
+    ("hinge_embedding_loss", (X4, np.sign(X4)), {"reduction": 0}),
+    ("kl_div", (np.log(np.abs(X4) + 0.1), np.abs(X4[::-1].copy())), {}),
+    ("kl_div", (X4, X4[::-1].copy(), 2), {"log_target": True}),
+    ("margin_ranking_loss", (X4[0], X4[1], np.sign(X4[2])), {"margin": 0.3}),
+    ("poisson_nll_loss", (X4, np.abs(X4), True, True, 1e-8, 1), {}),
+    ("triplet_margin_loss", (X4[0], X4[1], X4[2]), {"swap": True}),
+    ("triplet_margin_loss", (X4[0], X4[1], X4[2]), {"p": 1.0, "reduction": 2}),
+])
+def test_torch_functions_match_torch(name, args, kwargs):
+    e, t = _lib_call(name, *args, **kwargs)
+    _assert_same(e, t)
+
+
+def test_torch_function_state_updates_gradients_and_errors():
+    rm_e, rv_e = ember.zeros(3, dtype=ember.float64), ember.ones(3, dtype=ember.float64)
+    rm_t, rv_t = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    ember.batch_norm(ember.tensor(X4), None, None, rm_e, rv_e, True, 0.2, 1e-5, False)
+    torch.batch_norm(torch.tensor(X4), None, None, rm_t, rv_t, True, 0.2, 1e-5, False)
+    _close(rm_e, rm_t)
+    _close(rv_e, rv_t)
+    _both(lambda x: ember.kl_div(x, x.detach().abs(), 1),
+          lambda x: torch.kl_div(x, x.detach().abs(), 1), X4)
+    for name in ("hinge_embedding_loss", "kl_div", "margin_ranking_loss"):
+        # PyTorch's Python binding defaults these to no reduction
+        args = (X4, np.sign(X4)) + ((np.sign(X4[::-1].copy()),) if "ranking" in name else ())
+        e, t = _lib_call(name, *args)
+        _assert_same(e, t)
+    with pytest.raises(TypeError, match="argument 'reduction' must be int"):
+        ember.kl_div(ember.tensor(X4), ember.tensor(X4), "mean")
+    with pytest.raises(ValueError, match="reduction must be 0"):
+        ember.hinge_embedding_loss(ember.tensor(X4), ember.tensor(X4), 1.0, 3)
+    with pytest.raises(RuntimeError, match="Feature dropout requires at least 2 dimensions"):
+        ember.feature_dropout(ember.ones(3), 0.5, True)
+    with pytest.raises(NotImplementedError, match="generator"):
+        ember.rrelu(ember.tensor(X4), generator=object())
+
+
+def test_torch_dropout_functions():
+    x = ember.ones(200, 50)
+    assert ember.dropout(x, 0.3, False) is x and ember.alpha_dropout(x, 0.3, False) is x
+    out = ember.dropout(x, 0.3, True).numpy()
+    assert set(np.unique(out)) == {0.0, np.float32(1 / 0.7)} and abs((out == 0).mean() - 0.3) < 0.03
+    out, mask = ember.native_dropout(x, 0.3, True)
+    assert mask.dtype is ember.bool
+    np.testing.assert_allclose(out.numpy(), mask.numpy() / 0.7, rtol=1e-6)
+    out, mask = ember.native_dropout(x, 0.3, False)
+    assert bool(mask.all()) and out is not x and bool((out == x).all())
+    feat = ember.feature_dropout(ember.ones(40, 30, 4), 0.5, True).numpy()
+    assert (feat.std(-1) == 0).all() and set(np.unique(feat)) == {0.0, 2.0}
+    y = ember.ones(40, 30, 4)
+    assert ember.feature_dropout_(y, 0.5, True) is y and set(np.unique(y.numpy())) == {0.0, 2.0}
+    fa = ember.feature_alpha_dropout(ember.ones(40, 30, 4), 0.5, True).numpy()
+    assert (fa.std(-1) < 1e-6).all() and len(np.unique(fa.round(6))) == 2
+    z = ember.tensor(X4.copy())
+    ember.selu_(z)
+    _close(z, torch.selu(torch.tensor(X4)))
+    ember.threshold_(z, 0.0, 7.0)
+    ember.celu_(z)
+    _close(z, torch.celu(torch.threshold(torch.selu(torch.tensor(X4)), 0.0, 7.0)))
+
+
+def _rnn_params(mode, layers, bidirectional, input_size=3, hidden=4, bias=True, proj=0):
+    kw = {"num_layers": layers, "bidirectional": bidirectional, "bias": bias}
+    if proj:
+        kw["proj_size"] = proj
+    cls = {"LSTM": torch.nn.LSTM, "GRU": torch.nn.GRU, "RNN_TANH": torch.nn.RNN,
+           "RNN_RELU": torch.nn.RNN}[mode]
+    if mode.startswith("RNN"):
+        kw["nonlinearity"] = mode[4:].lower()
+    torch.manual_seed(0)
+    return [p.detach().double().numpy() for p in cls(input_size, hidden, **kw)._flat_weights]
+
+
+@pytest.mark.parametrize("mode,layers,bidirectional,bias,proj,batch_first", [
+    ("LSTM", 2, True, True, 0, False), ("LSTM", 1, False, False, 2, True),
+    ("GRU", 2, False, True, 0, True), ("RNN_TANH", 1, True, True, 0, False),
+    ("RNN_RELU", 2, False, False, 0, False),
+])
+def test_torch_recurrent_functions_match_torch(mode, layers, bidirectional, bias, proj,
+                                               batch_first):
+    params = _rnn_params(mode, layers, bidirectional, bias=bias, proj=proj)
+    directions = 2 if bidirectional else 1
+    x = RNG.standard_normal((2, 5, 3) if batch_first else (5, 2, 3))
+    h0 = RNG.standard_normal((layers * directions, 2, proj or 4))
+    name = mode.lower()
+    if mode == "LSTM":
+        c0 = RNG.standard_normal((layers * directions, 2, 4))
+        hx = [h0, c0]
+    else:
+        hx = h0
+    args = (x, hx, params, bias, layers, 0.0, False, bidirectional, batch_first)
+    e, t = _lib_call(name, *args)
+    _assert_same(e, t, atol=1e-10)
+    ex = ember.tensor(x, requires_grad=True)
+    tx = torch.tensor(x, requires_grad=True)
+    ehx = [ember.tensor(h) for h in hx] if mode == "LSTM" else ember.tensor(hx)
+    thx = [torch.tensor(h) for h in hx] if mode == "LSTM" else torch.tensor(hx)
+    getattr(ember, name)(ex, ehx, [ember.tensor(p) for p in params], *args[3:])[0].sum() \
+        .backward()
+    getattr(torch, name)(tx, thx, [torch.tensor(p) for p in params], *args[3:])[0].sum() \
+        .backward()
+    _close(ex.grad, tx.grad, atol=1e-10)
+
+
+def test_torch_cell_functions_match_torch():
+    x, h, c = RNG.standard_normal((2, 3)), RNG.standard_normal((2, 4)), RNG.standard_normal((2, 4))
+    for name, gates in (("lstm_cell", 4), ("gru_cell", 3), ("rnn_tanh_cell", 1),
+                        ("rnn_relu_cell", 1)):
+        w_ih, w_hh = RNG.standard_normal((gates * 4, 3)), RNG.standard_normal((gates * 4, 4))
+        b_ih, b_hh = RNG.standard_normal(gates * 4), RNG.standard_normal(gates * 4)
+        hx = [h, c] if name == "lstm_cell" else h
+        e, t = _lib_call(name, x, hx, w_ih, w_hh, b_ih, b_hh)
+        _assert_same(e, t, atol=1e-10)
+        e, t = _lib_call(name, x, hx, w_ih, w_hh)
+        _assert_same(e, t, atol=1e-10)
+    with pytest.raises(RuntimeError, match="expected hx of size"):
+        ember.gru(ember.tensor(RNG.standard_normal((5, 2, 3))), ember.zeros(1, 3, 4), [
+            ember.tensor(p) for p in _rnn_params("GRU", 1, False)], True, 1, 0.0, False, False,
+            False)
+    with pytest.raises(RuntimeError, match="inconsistent input_size"):
+        ember.gru_cell(ember.tensor(h), ember.tensor(h), ember.ones(12, 3, dtype=ember.float64),
+                       ember.ones(12, 4, dtype=ember.float64))
+
+
+def test_import_ember_does_not_load_nn_for_the_torch_functions():
+    import subprocess
+    import sys
+    code = ("import sys, ember; assert 'ember.nn' not in sys.modules; "
+            "ember.selu; assert 'ember.nn' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)

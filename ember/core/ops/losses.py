@@ -520,10 +520,10 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,
     if log_target:
         loss = E.exp(target) * (target - input)
     else:
-        # xlogy(t, t) - t * x, with 0 log 0 = 0
-        positive = target > 0
-        safe = E.where(positive, target, 1.0)
-        loss = E.where(positive, target * E.log(safe), 0.0) - target * input
+        # xlogy(t, t) - t * x: 0 log 0 = 0, and a negative target gives NaN, as in torch
+        zero = target == 0
+        safe = E.where(zero, 1.0, target)
+        loss = E.where(zero, 0.0, target * E.log(safe)) - target * input
     if reduction == "batchmean":
         if input.ndim == 0:
             return loss.sum()
