@@ -274,7 +274,7 @@ from ember.core.ops.shape import (
     unsqueeze,
     vstack,
 )
-from ember.core.ops.writes import bernoulli, fill_, multinomial, zero_
+from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, poisson, zero_
 from ember.core.placement import get_default_device, set_default_device
 from ember.core.tensor import Size, Tensor
 from ember.serialization import load, save
@@ -359,6 +359,7 @@ __all__ = [
     "ones_like", "empty_like", "full_like", "arange", "linspace", "eye", "rand", "randn",
     "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
     "Generator", "default_generator", "manual_seed", "initial_seed",
+    "poisson", "binomial",  # nnmisc family (issue 16)
     # elementwise
     "abs", "absolute", "neg", "negative", "positive", "sign", "floor", "ceil", "trunc",
     "fix", "round", "relu", "exp", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "sin",

@@ -334,6 +334,8 @@ def test_margin_losses_match_torch():
 def test_triplet_with_distance_and_linear_cross_entropy_match_torch():
     a, p, n = RNG.standard_normal((3, 4, 5))
     cos = lambda lib: lambda u, v: 1 - lib.nn.functional.cosine_similarity(u, v)  # noqa: E731
+    assert repr(nn.TripletMarginWithDistanceLoss()) == \
+        repr(torch.nn.TripletMarginWithDistanceLoss())
     _both(lambda a, p, n: nn.TripletMarginWithDistanceLoss(swap=True)(a, p, n),
           lambda a, p, n: torch.nn.TripletMarginWithDistanceLoss(swap=True)(a, p, n), a, p, n)
     _both(lambda a, p, n: F.triplet_margin_with_distance_loss(
@@ -740,3 +742,41 @@ def test_import_ember_does_not_load_nn_for_the_torch_functions():
     code = ("import sys, ember; assert 'ember.nn' not in sys.modules; "
             "ember.selu; assert 'ember.nn' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# -- random draws -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lam", [0.7, 6.0, 25.0])
+def test_poisson_frequencies_follow_the_pmf(lam):
+    ember.manual_seed(1)
+    x = ember.poisson(ember.full((20000,), lam, dtype=ember.float64)).numpy()
+    assert x.dtype == np.float64
+    ks = np.arange(int(lam + 4 * np.sqrt(lam)) + 2)
+    pmf = torch.distributions.Poisson(lam).log_prob(torch.tensor(ks, dtype=torch.float64)).exp()
+    np.testing.assert_allclose(np.bincount(x.astype(int), minlength=ks.size)[:ks.size] / x.size,
+                               pmf.numpy(), atol=0.012)
+
+
+@pytest.mark.parametrize("n,p", [(9, 0.3), (60, 0.4), (60, 0.85)])
+def test_binomial_frequencies_follow_the_pmf(n, p):
+    ember.manual_seed(2)
+    x = ember.binomial(ember.full((20000,), float(n)), ember.tensor([p])).numpy()
+    assert x.shape == (20000,) and x.dtype == np.float32
+    ks = np.arange(n + 1)
+    pmf = torch.distributions.Binomial(n, torch.tensor(p, dtype=torch.float64)).log_prob(
+        torch.tensor(ks, dtype=torch.float64)).exp()
+    np.testing.assert_allclose(np.bincount(x.astype(int), minlength=n + 1) / x.size,
+                               pmf.numpy(), atol=0.012)
+
+
+def test_poisson_and_binomial_errors_match_torch():
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError, match="invalid Poisson rate"):
+            lib.poisson(lib.tensor([1.0, -1.0]))
+        with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+            lib.poisson(lib.tensor([1]))
+        with pytest.raises(ValueError, match="binomial only supports floating-point dtypes "
+                                             "for count, got: Long"):
+            lib.binomial(lib.tensor([5]), lib.tensor([0.5]))
+    assert ember.poisson(ember.zeros(0)).shape == (0,)

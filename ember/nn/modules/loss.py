@@ -304,8 +304,10 @@ class TripletMarginWithDistanceLoss(_Loss):
         if margin <= 0:
             raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater "
                              f"than 0, got {margin} instead")
+        from ember.nn.modules.distance import PairwiseDistance
+        # PyTorch's default is a PairwiseDistance module (a submodule: it shows in repr)
         self.distance_function = distance_function if distance_function is not None \
-            else F.pairwise_distance
+            else PairwiseDistance()
         self.margin = margin
         self.swap = swap
 
