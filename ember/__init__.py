@@ -322,6 +322,9 @@ _FROM_NN_TORCH_FUNCTIONS = {
     "cosine_embedding_loss", "hinge_embedding_loss", "kl_div", "margin_ranking_loss",
     "poisson_nll_loss", "triplet_margin_loss", "ctc_loss", "lstm", "gru", "rnn_tanh",
     "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
+    "batch_norm_stats", "batch_norm_elemt", "batch_norm_gather_stats",
+    "batch_norm_gather_stats_with_counts", "batch_norm_backward_reduce",
+    "batch_norm_backward_elemt", "batch_norm_update_stats",
 }
 
 

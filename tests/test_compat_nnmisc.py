@@ -780,3 +780,50 @@ def test_poisson_and_binomial_errors_match_torch():
                                              "for count, got: Long"):
             lib.binomial(lib.tensor([5]), lib.tensor([0.5]))
     assert ember.poisson(ember.zeros(0)).shape == (0,)
+
+
+def test_sync_batch_norm_pieces_compose_to_batch_norm():
+    """The CUDA-only pieces of PyTorch's SyncBatchNorm (here on every device): per-chunk
+    statistics gathered, the elementwise normalisation, and the two backward halves give
+    batch norm's output and gradients (PyTorch's, on the whole batch)."""
+    x = RNG.standard_normal((6, 3, 4))
+    w, b, dy = RNG.standard_normal(3), RNG.standard_normal(3), RNG.standard_normal((6, 3, 4))
+    chunks = [ember.tensor(x[:2]), ember.tensor(x[2:])]
+    stats = [ember.batch_norm_stats(c, 1e-5) for c in chunks]
+    means = ember.stack([s[0] for s in stats])
+    invstds = ember.stack([s[1] for s in stats])
+    rm, rv = ember.zeros(3, dtype=ember.float64), ember.ones(3, dtype=ember.float64)
+    counts = ember.tensor([2 * 4, 4 * 4], dtype=ember.float64)
+    mean, invstd = ember.batch_norm_gather_stats_with_counts(
+        chunks[0], means, invstds, rm, rv, 0.1, 1e-5, counts)
+    tx = torch.tensor(x, requires_grad=True)
+    tw, tb = torch.tensor(w, requires_grad=True), torch.tensor(b, requires_grad=True)
+    trm, trv = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    tout = TF.batch_norm(tx, trm, trv, tw, tb, True, 0.1, 1e-5)
+    (tout * torch.tensor(dy)).sum().backward()
+    _close(rm, trm)
+    _close(rv, trv)
+    out = ember.batch_norm_elemt(ember.tensor(x), ember.tensor(w), ember.tensor(b), mean,
+                                 invstd, 1e-5)
+    _close(out, tout)
+    sum_dy, sum_dy_xmu, gw, gb = ember.batch_norm_backward_reduce(
+        ember.tensor(dy), ember.tensor(x), mean, invstd, ember.tensor(w), True, True, True)
+    _close(gw, tw.grad)
+    _close(gb, tb.grad)
+    gx = ember.batch_norm_backward_elemt(ember.tensor(dy), ember.tensor(x), mean, invstd,
+                                         ember.tensor(w), sum_dy, sum_dy_xmu,
+                                         ember.tensor([6 * 4], dtype=ember.int32))
+    _close(gx, tx.grad)
+    m1, i1 = ember.batch_norm_gather_stats(chunks[0], means[:1].expand(2, 3),
+                                           invstds[:1].expand(2, 3), None, None, 0.1, 1e-5, 8)
+    _close(m1, stats[0][0])
+    _close(i1, stats[0][1])
+    empty = ember.batch_norm_backward_reduce(ember.tensor(dy), ember.tensor(x), mean, invstd,
+                                             None, False, False, True)
+    assert [t.numel() for t in empty] == [0, 0, 0, 3]
+    rm, rv = ember.zeros(3, dtype=ember.float64), ember.ones(3, dtype=ember.float64)
+    trm, trv = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    _assert_same(ember.batch_norm_update_stats(ember.tensor(x), rm, rv, 0.3),
+                 torch.batch_norm_update_stats(torch.tensor(x), trm, trv, 0.3))
+    _close(rm, trm)
+    _close(rv, trv)

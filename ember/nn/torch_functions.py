@@ -28,6 +28,9 @@ __all__ = [
     "cosine_embedding_loss", "hinge_embedding_loss", "kl_div", "margin_ranking_loss",
     "poisson_nll_loss", "triplet_margin_loss", "ctc_loss", "lstm", "gru", "rnn_tanh",
     "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
+    "batch_norm_stats", "batch_norm_elemt", "batch_norm_gather_stats",
+    "batch_norm_gather_stats_with_counts", "batch_norm_backward_reduce",
+    "batch_norm_backward_elemt", "batch_norm_update_stats",
 ]
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
@@ -443,3 +446,117 @@ def rnn_relu(input: Tensor, hx: Tensor, params: Sequence[Tensor], has_biases: bo
     out, h_n, _ = _recurrent("RNN_RELU", input, hx, None, params, has_biases, num_layers,
                              dropout, train, bidirectional, batch_first)
     return out, h_n
+
+
+# -- the pieces of synchronised batch norm --------------------------------------------
+# (PyTorch has them on CUDA only, for its SyncBatchNorm; here they run on every device)
+
+
+def _channel_view(t: Tensor, input: Tensor) -> Tensor:
+    return t.reshape((1, -1) + (1,) * (input.ndim - 2))
+
+
+def _reduce_dims(input: Tensor) -> tuple:
+    return (0,) + tuple(range(2, input.ndim))
+
+
+def batch_norm_stats(input: Tensor, eps: float) -> tuple[Tensor, Tensor]:
+    r"""``torch.batch_norm_stats``: each channel's mean and :math:`1/\sqrt{var + eps}`
+    (biased variance) over every dim but 1."""
+    dims = _reduce_dims(input)
+    return input.mean(dims), ember.rsqrt(input.var(dims, correction=0) + eps)
+
+
+def batch_norm_elemt(input: Tensor, weight: Tensor | None, bias: Tensor | None,
+                     mean: Tensor, invstd: Tensor, eps: float) -> Tensor:
+    r"""``torch.batch_norm_elemt``: :math:`(x - mean) \cdot invstd \cdot w + b` per
+    channel (``eps`` is already in ``invstd``)."""
+    out = (input - _channel_view(mean, input)) * _channel_view(invstd, input)
+    if weight is not None:
+        out = out * _channel_view(weight, input)
+    if bias is not None:
+        out = out + _channel_view(bias, input)
+    return out
+
+
+def batch_norm_gather_stats_with_counts(input: Tensor, mean: Tensor, invstd: Tensor,
+                                        running_mean: Tensor | None,
+                                        running_var: Tensor | None, momentum: float,
+                                        eps: float, counts: Tensor) -> tuple[Tensor, Tensor]:
+    r"""``torch.batch_norm_gather_stats_with_counts``: the global mean and invstd from the
+    ``(world, C)`` per-rank ``mean``/``invstd`` of ``counts`` elements each; updates the
+    running statistics in place (unbiased variance)."""
+    n = counts.to(mean.dtype).reshape(-1, 1)
+    total = n.sum()
+    global_mean = (mean * n).sum(0) / total
+    var = 1.0 / (invstd * invstd) - eps
+    global_var = ((var + (mean - global_mean) ** 2) * n).sum(0) / total
+    if running_mean is not None or running_var is not None:
+        with ember.no_grad():
+            if running_mean is not None:
+                running_mean.mul_(1 - momentum).add_(global_mean.to(running_mean.dtype)
+                                                     * momentum)
+            if running_var is not None:
+                unbiased = global_var * (total / (total - 1))
+                running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
+    return global_mean, ember.rsqrt(global_var + eps)
+
+
+def batch_norm_gather_stats(input: Tensor, mean: Tensor, invstd: Tensor,
+                            running_mean: Tensor | None, running_var: Tensor | None,
+                            momentum: float, eps: float, count: int) -> tuple[Tensor, Tensor]:
+    r"""``torch.batch_norm_gather_stats``: :func:`batch_norm_gather_stats_with_counts`
+    with ``count`` elements on every rank."""
+    counts = ember.full((mean.shape[0],), float(count), dtype=mean.dtype, device=mean.device)
+    return batch_norm_gather_stats_with_counts(input, mean, invstd, running_mean, running_var,
+                                               momentum, eps, counts)
+
+
+def batch_norm_backward_reduce(grad_out: Tensor, input: Tensor, mean: Tensor, invstd: Tensor,
+                               weight: Tensor | None, input_g: bool, weight_g: bool,
+                               bias_g: bool) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    r"""``torch.batch_norm_backward_reduce``: per channel, ``sum_dy`` :math:`\sum dy`,
+    ``sum_dy_xmu`` :math:`\sum dy (x - mean)`, and the weight and bias gradients (empty
+    where not asked for)."""
+    dims = _reduce_dims(input)
+    sum_dy = grad_out.sum(dims)
+    sum_dy_xmu = (grad_out * (input - _channel_view(mean, input))).sum(dims)
+    empty = ember.empty(0, dtype=grad_out.dtype, device=grad_out.device)
+    grad_weight = sum_dy_xmu * invstd if weight_g else empty
+    grad_bias = sum_dy if bias_g else empty.clone()
+    if not input_g:
+        sum_dy, sum_dy_xmu = empty.clone(), empty.clone()
+    return sum_dy, sum_dy_xmu, grad_weight, grad_bias
+
+
+def batch_norm_backward_elemt(grad_out: Tensor, input: Tensor, mean: Tensor, invstd: Tensor,
+                              weight: Tensor | None, sum_dy: Tensor, sum_dy_xmu: Tensor,
+                              count: Tensor) -> Tensor:
+    r"""``torch.batch_norm_backward_elemt``: the input's gradient from the sums over every
+    rank (``count``: each rank's element count per channel)."""
+    total = count.to(grad_out.dtype).sum()
+    mean_dy = _channel_view(sum_dy / total, input)
+    mean_dy_xmu = _channel_view(sum_dy_xmu / total, input)
+    inv = _channel_view(invstd, input)
+    scale = inv if weight is None else inv * _channel_view(weight, input)
+    centered = input - _channel_view(mean, input)
+    return (grad_out - mean_dy - centered * inv * inv * mean_dy_xmu) * scale
+
+
+def batch_norm_update_stats(input: Tensor, running_mean: Tensor | None,
+                            running_var: Tensor | None, momentum: float
+                            ) -> tuple[Tensor, Tensor]:
+    r"""``torch.batch_norm_update_stats``: the batch's per-channel mean and (biased)
+    variance; the running statistics, if given, move towards them in place (unbiased
+    variance)."""
+    dims = _reduce_dims(input)
+    mean = input.mean(dims)
+    var = input.var(dims, correction=0)
+    n = input.numel() // max(input.shape[1], 1)
+    with ember.no_grad():
+        if running_mean is not None:
+            running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype) * momentum)
+        if running_var is not None:
+            unbiased = var * (n / (n - 1)) if n > 1 else var * float("nan")
+            running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
+    return mean, var
