@@ -324,7 +324,7 @@ _FROM_NN_TORCH_FUNCTIONS = {
     "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
     "batch_norm_stats", "batch_norm_elemt", "batch_norm_gather_stats",
     "batch_norm_gather_stats_with_counts", "batch_norm_backward_reduce",
-    "batch_norm_backward_elemt", "batch_norm_update_stats",
+    "batch_norm_backward_elemt", "batch_norm_update_stats", "embedding_bag",
 }
 
 

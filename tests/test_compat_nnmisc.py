@@ -827,3 +827,20 @@ def test_sync_batch_norm_pieces_compose_to_batch_norm():
                  torch.batch_norm_update_stats(torch.tensor(x), trm, trv, 0.3))
     _close(rm, trm)
     _close(rv, trv)
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2])
+@pytest.mark.parametrize("padding_idx", [None, 2])
+def test_torch_embedding_bag_returns_torchs_four_tensors(mode, padding_idx):
+    for offsets, last in (([0, 3, 3, 6], False), ([0, 3, 3, 8], True)):
+        for weight in (W, W.astype(np.float32)):
+            e, t = _lib_call("embedding_bag", weight, IDX, np.array(offsets), False, mode,
+                             False, None, last, padding_idx)
+            for a, b in zip(e, t):
+                assert str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1]
+                _close(a, b)
+    e, t = _lib_call("embedding_bag", W, IDX.astype(np.int32), np.array([0, 2], np.int32),
+                     False, 1)
+    for a, b in zip(e, t):
+        assert str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1]
+        _close(a, b)

@@ -691,6 +691,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
                 raise AssertionError("Padding_idx must be within num_embeddings")
             padding_idx = num + padding_idx
     flat = input.reshape(-1)
+    if flat.dtype is not ember.int64:  # int32 indices, as torch accepts
+        flat = flat.to(ember.int64)
     # one host read for the bounds check (negative indices would otherwise wrap around)
     with _checking():
         out_of_range = flat.numel() and bool(((flat < 0) | (flat >= num)).any())

@@ -30,7 +30,7 @@ __all__ = [
     "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
     "batch_norm_stats", "batch_norm_elemt", "batch_norm_gather_stats",
     "batch_norm_gather_stats_with_counts", "batch_norm_backward_reduce",
-    "batch_norm_backward_elemt", "batch_norm_update_stats",
+    "batch_norm_backward_elemt", "batch_norm_update_stats", "embedding_bag",
 ]
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
@@ -206,6 +206,70 @@ def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
     a negative ``padding_idx`` means none."""
     return F.embedding(indices, weight, padding_idx if padding_idx >= 0 else None,
                        scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor,
+                  scale_grad_by_freq: bool = False, mode: int = 0, sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    r"""``torch.embedding_bag`` (weight first; ``mode`` 0 sum, 1 mean, 2 max):
+    ``(output, offset2bag, bag_size, max_indices)`` as PyTorch's CPU kernel returns them:
+    each index's bag (empty for a sum on its fast path), each bag's size without padding
+    (zeros, one per offset, for sums), and for max the row each maximum came from (else
+    the bag sizes, or zeros)."""
+    if mode not in (0, 1, 2):
+        raise ValueError(f"embedding_bag: mode must be 0 (sum), 1 (mean) or 2 (max), got "
+                         f"{mode}")
+    out = F.embedding_bag(indices, weight, offsets, None, 2, scale_grad_by_freq,
+                          ("sum", "mean", "max")[mode], sparse, per_sample_weights,
+                          include_last_offset, padding_idx)
+    num = weight.shape[0]
+    pad = None if padding_idx is None else padding_idx % num
+    flat, bag, _, count = F._bags(indices, offsets if indices.ndim == 1 else None, None,
+                                  include_last_offset)
+    kind = indices.dtype
+    if mode == 0:
+        # PyTorch's CPU sum: zeros per offset; the bags only where its fast path (no
+        # padding, a float type other than float64) does not run
+        fast = pad is None and weight.dtype is not ember.float64
+        offset2bag = ember.empty(0, dtype=kind, device=indices.device) if fast \
+            else bag.to(kind)
+        entries = count if indices.ndim == 2 else offsets.shape[0]
+        zeros = ember.zeros(entries, dtype=kind, device=indices.device)
+        return out, offset2bag, zeros, zeros.clone()
+    keep = ember.ones(flat.shape, dtype=ember.bool, device=flat.device) if pad is None \
+        else flat != pad
+    sizes = ember.zeros(count, dtype=ember.int64, device=flat.device).index_add(
+        0, bag, keep.to(ember.int64))
+    if mode == 1:
+        return out, bag.to(kind), sizes.to(kind), sizes.to(kind)
+    return out, bag.to(kind), sizes.to(kind), _max_rows(weight, flat, bag, keep, count).to(kind)
+
+
+def _max_rows(weight: Tensor, flat: Tensor, bag: Tensor, keep: Tensor, count: int) -> Tensor:
+    """For each bag and column, the row (index value) its maximum came from; 0 for a bag
+    with no rows."""
+    dim = weight.shape[1]
+    if flat.numel() == 0:
+        return ember.zeros(count, dim, dtype=ember.int64, device=flat.device)
+    with ember.no_grad():
+        sizes = ember.zeros(count, dtype=ember.int64, device=flat.device).index_add(
+            0, bag, ember.ones_like(bag)).tolist()
+        longest = max(sizes)
+        first = [sum(sizes[:i]) for i in range(count)]
+        place = ember.arange(flat.shape[0], device=flat.device) - ember.tensor(
+            first, dtype=ember.int64, device=flat.device).index_select(0, bag)
+        slot = bag * longest + place
+        rows = ember.where(keep.unsqueeze(1), weight.index_select(0, flat), float("-inf"))
+        dense = ember.full((count * longest, dim), float("-inf"), dtype=weight.dtype,
+                           device=weight.device).scatter(
+            0, slot.unsqueeze(1).expand(flat.shape[0], dim), rows)
+        ids = ember.zeros(count * longest, dtype=ember.int64, device=flat.device).scatter(
+            0, slot, flat.to(ember.int64))
+        dense = dense.reshape(count, longest, dim)
+        best = dense.argmax(1)
+        picked = ids.reshape(count, longest).gather(1, best)
+        return ember.where(dense.amax(1) == float("-inf"), 0, picked)
 
 
 def celu(input: Tensor, alpha: float = 1.0) -> Tensor:
