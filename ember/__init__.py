@@ -362,7 +362,6 @@ __all__ = [
     "ones_like", "empty_like", "full_like", "arange", "linspace", "eye", "rand", "randn",
     "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
     "Generator", "default_generator", "manual_seed", "initial_seed",
-    "poisson", "binomial",  # nnmisc family (issue 16)
     # elementwise
     "abs", "absolute", "neg", "negative", "positive", "sign", "floor", "ceil", "trunc",
     "fix", "round", "relu", "exp", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "sin",
@@ -392,6 +391,8 @@ __all__ = [
     # neural-network ops
     "conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
     "adaptive_avg_pool1d", "constant_pad_nd", "layer_norm", "softmax", "log_softmax",
+    # random draws (nnmisc family, issue 16)
+    "poisson", "binomial",
     # list ops (optimizers)
     "_foreach_add", "_foreach_add_", "_foreach_sub_", "_foreach_mul", "_foreach_mul_",
     "_foreach_div", "_foreach_div_", "_foreach_maximum_", "_foreach_addcmul_",
