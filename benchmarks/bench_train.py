@@ -1,13 +1,17 @@
 """Training-step time (forward, backward, SGD-momentum step): ember against PyTorch.
 
     python benchmarks/bench_train.py [--device cpu] [--only mlp,cnn,lstm,tiny] [--rounds 3]
-                                     [--amp bfloat16|float16]
+                                     [--amp bfloat16|float16] [--no-compiled]
 
 Each workload builds the same model in both frameworks (ember's copies PyTorch's initial
 weights) and times whole steps on fixed random data. PyTorch runs on its CPU build with
 all cores; ember runs on --device (default cpu). Goals are ember/PyTorch on the CPU.
 With --amp, both frameworks run the forward pass under autocast in that dtype
 (benchmarks/bench_amp.py sets those times beside float32's).
+
+A second table times the same step under `ember.compile` (the step replayed as its
+kernels, ember/jit/compiled.py) against ember's eager step: goals >= 1.5x faster on tiny
+and LSTM, >= 1.1x on MLP and CNN.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from common import best_time, in_child, print_table  # noqa: E402
+from common import best_time, fmt_time, in_child, print_table  # noqa: E402
 
 import ember  # noqa: E402
 
@@ -136,6 +140,9 @@ WORKLOADS = {
 }
 
 
+COMPILED_GOALS = {"mlp": 1.1, "cnn": 1.1, "lstm": 1.5, "tiny": 1.5}
+
+
 def _child(framework: str, names: list[str], device: str, amp: str | None = None) -> None:
     """Time one framework's steps and print {name: seconds} as JSON (see common.in_child)."""
     import json
@@ -146,6 +153,11 @@ def _child(framework: str, names: list[str], device: str, amp: str | None = None
         ember_step, torch_step, sync = _step_fns(name, device, amp)
         if framework == "ember":
             times[name] = best_time(ember_step, number, repeat=5, sync=sync)
+        elif framework == "ember-compiled":
+            step = ember.compile(ember_step)
+            for _ in range(3):  # warm-up and the two recordings; then it replays
+                step()
+            times[name] = best_time(step, number, repeat=5, sync=sync)
         elif torch_step is not None:
             times[name] = best_time(torch_step, number, repeat=5)
     print(json.dumps(times))
@@ -164,7 +176,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="alternating ember/torch child runs; the best of each is kept")
     parser.add_argument("--amp", choices=["bfloat16", "float16"], default=None,
                         help="run the forward passes under autocast in this dtype")
-    parser.add_argument("--child", choices=["ember", "torch"], help=argparse.SUPPRESS)
+    parser.add_argument("--no-compiled", action="store_true",
+                        help="skip the table of ember.compile against eager")
+    parser.add_argument("--child", choices=["ember", "ember-compiled", "torch"],
+                        help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     names = args.only.split(",")
     if args.child:
@@ -181,14 +196,27 @@ def main(argv: list[str] | None = None) -> None:
     # tenants, the kernel's memory scanner) cannot land on one framework only.
     ours: dict = {}
     theirs: dict = {}
+    compiled: dict = {}
     amp = ["--amp", args.amp] if args.amp else []
+    ember_args = ["--device", args.device] + amp
     for _ in range(max(args.rounds, 1)):
-        _keep_best(ours, in_child(__file__, "ember", names, ["--device", args.device] + amp))
+        _keep_best(ours, in_child(__file__, "ember", names, ember_args))
+        if not args.no_compiled:
+            _keep_best(compiled, in_child(__file__, "ember-compiled", names, ember_args))
         if torch is not None:
             _keep_best(theirs, in_child(__file__, "torch", names, amp))
     rows = [(WORKLOADS[n][0], ours[n], theirs.get(n), WORKLOADS[n][2]) for n in names]
     title = "Training step: forward + backward + SGD(momentum) step"
     print_table(title + (f", autocast {args.amp}" if args.amp else ""), rows)
+    if compiled:
+        print("\nThe same step under ember.compile, against ember eager (speed-up = eager "
+              "/ compiled) and PyTorch eager")
+        print(f"{'workload':44s} {'compiled':>11s} {'eager':>11s} {'speed-up':>9s} "
+              f"{'vs torch':>9s}  goal")
+        for n in names:
+            vs_torch = f"{compiled[n] / theirs[n]:8.2f}x" if theirs.get(n) else "        -"
+            print(f"{WORKLOADS[n][0]:44s} {fmt_time(compiled[n])} {fmt_time(ours[n])} "
+                  f"{ours[n] / compiled[n]:8.2f}x {vs_torch}  >= {COMPILED_GOALS[n]}x")
 
 
 if __name__ == "__main__":

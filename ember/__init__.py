@@ -45,6 +45,7 @@ from ember.core.creation import (
     randn,
     randn_like,
     randperm,
+    seed,
     tensor,
     zeros,
     zeros_like,
@@ -310,6 +311,7 @@ _SUBMODULES = {"nn", "optim", "jit", "onnx", "exporters", "testing", "demo", "cl
 _FROM_AMP = {"autocast", "is_autocast_enabled", "get_autocast_dtype",
              "is_autocast_available", "clear_autocast_cache", "is_autocast_cache_enabled"}
 _FROM_SCHEDULING = {"plan", "Plan"}  # auto-scheduling: imported on first use
+_FROM_COMPILED = {"compile"}  # ember.compile: kernel replay (ember.jit.compiled)
 _SUBMODULES = _SUBMODULES | {"scheduling"}  # ember.scheduling.learn & co
 # nnmisc family (issue 16): torch.batch_norm, torch.kl_div, torch.lstm ... with ATen's
 # signatures, from ember.nn.torch_functions (imported on first use: ember.nn is heavy)
@@ -338,6 +340,8 @@ def __getattr__(name: str):
         return getattr(importlib.import_module("ember.amp"), name)
     if name in _FROM_SCHEDULING:
         return getattr(importlib.import_module("ember.scheduling"), name)
+    if name in _FROM_COMPILED:
+        return getattr(importlib.import_module("ember.jit.compiled"), name)
     if name in _FROM_NN_TORCH_FUNCTIONS:
         return getattr(importlib.import_module("ember.nn.torch_functions"), name)
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
@@ -361,7 +365,7 @@ __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
     "ones_like", "empty_like", "full_like", "arange", "linspace", "eye", "rand", "randn",
     "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
-    "Generator", "default_generator", "manual_seed", "initial_seed",
+    "Generator", "default_generator", "manual_seed", "initial_seed", "seed",
     # elementwise
     "abs", "absolute", "neg", "negative", "positive", "sign", "floor", "ceil", "trunc",
     "fix", "round", "relu", "exp", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "sin",

@@ -1,11 +1,12 @@
 """The `ember` command: `ember devices`, `ember ops`, `ember demo`, `ember export`,
-`ember run`, `ember tour`."""
+`ember onnx run`, `ember run`, `ember compat`, `ember tour`."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 
@@ -176,7 +177,14 @@ def cmd_tour(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     """Train a small CNN on the digits, checkpoint it, reload it, and report."""
     from ember import demo
+    from ember.core.placement import resolve
 
+    if args.device != "auto":
+        try:  # an unknown or unusable device is a usage error, not a traceback
+            resolve(args.device)
+        except (RuntimeError, ValueError, TypeError) as err:
+            print(f"ember demo: error: --device {args.device}: {err}", file=sys.stderr)
+            return 2
     return demo.main(args)
 
 
@@ -215,6 +223,20 @@ def cmd_compat(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An argparse type: `kind` of the text, which must be above zero (else exit 2)."""
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid {kind.__name__} value: {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
+        return value
+    parse.__name__ = kind.__name__
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ember", description="ember command-line tools")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -223,7 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="say what 'auto' picks; with SPEC (as `ember export`'s) and "
                    "--input-shape, print the plan for that model")
     p.add_argument("--input-shape", default=None, help="with --explain SPEC: e.g. 64,784")
-    p.add_argument("--input-dtype", default="float32")
+    p.add_argument("--input-dtype", default="float32", help="with --explain SPEC: the "
+                   "input's dtype (default float32)")
     p.add_argument("--inference", action="store_true", help="with --explain SPEC: plan a "
                    "forward pass instead of a training step")
     p.add_argument("--calibrate", action="store_true", help="measure every device's traits "
@@ -240,10 +263,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="train a small CNN on handwritten digits, end to end")
     p.add_argument("--device", default="auto", help="cpu, opencl, cuda, auto (the best "
                    "available), or a plugin's device")
-    p.add_argument("--epochs", type=int, default=15)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--lr", type=float, default=2e-3)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--epochs", type=_positive(int), default=15, help="passes over the "
+                   "training set (default 15; the 97%% accuracy check needs them all)")
+    p.add_argument("--batch-size", type=_positive(int), default=32, help="images per "
+                   "training step (default 32)")
+    p.add_argument("--lr", type=_positive(float), default=2e-3, help="Adam's learning rate "
+                   "(default 0.002)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the data split, the "
+                   "initial weights and the shuffling (default 0)")
     p.add_argument("--checkpoint", default=None, help="where to save the trained weights")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--amp", choices=["bfloat16", "float16"], default=None,
@@ -261,11 +288,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="export a model to ONNX",
                        description="Export SPEC (path/to/file.py:factory_or_class or "
                        "package.module:factory) to ONNX.")
-    p.add_argument("spec", metavar="SPEC")
+    p.add_argument("spec", metavar="SPEC", help="path/to/file.py:name or "
+                   "package.module:name (found from the current folder too): a Module class "
+                   "or a function that returns the model")
     p.add_argument("-o", "--output", required=True, help="the .onnx file to write")
     p.add_argument("--input-shape", required=True,
                    help="comma-separated input shape, e.g. 1,1,28,28")
-    p.add_argument("--input-dtype", default="float32")
+    p.add_argument("--input-dtype", default="float32", help="the input's dtype (default "
+                   "float32)")
     p.add_argument("--opset", type=int, default=None, help="ONNX opset version")
     p.add_argument("--dynamic-batch", action="store_true",
                    help="make the first dimension of inputs and outputs dynamic")
@@ -289,7 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "without the missing names")
     p.set_defaults(func=cmd_compat)
     p = sub.add_parser("tour", help="a short tour of tensors and autograd")
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--device", default="cpu", help="where the tour's tensors live "
+                   "(default cpu)")
     p.set_defaults(func=cmd_tour)
     return parser
 

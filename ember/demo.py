@@ -52,7 +52,10 @@ def evaluate(model: nn.Module, loader: DataLoader, device: Any) -> float:
     return correct / total
 
 
-def run(device: str = "auto", epochs: int = 15, batch_size: int = 32, lr: float = 2e-3,
+DEFAULT_EPOCHS = 15
+
+
+def run(device: str = "auto", epochs: int = DEFAULT_EPOCHS, batch_size: int = 32, lr: float = 2e-3,
         seed: int = 0, checkpoint: str | None = None, progress: bool = True,
         amp: str | None = None, tensorboard: str | None = None) -> dict:
     """Train, evaluate, checkpoint, reload and re-evaluate. Returns the figures.
@@ -123,19 +126,21 @@ def run(device: str = "auto", epochs: int = 15, batch_size: int = 32, lr: float 
     train_seconds = time.perf_counter() - start
     accuracy = evaluate(model, test_loader, dev)
 
-    path = checkpoint or os.path.join(tempfile.mkdtemp(prefix="ember-demo-"),
-                                      "digits_cnn.safetensors")
-    ember.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                "epochs": epochs, "accuracy": accuracy}, path)
-    restored = DigitsCNN().to(dev)
-    saved = ember.load(path, map_location=dev)
-    restored.load_state_dict(saved["model"])
-    reloaded_accuracy = evaluate(restored, test_loader, dev)
+    # Without --checkpoint the round trip goes through a temporary folder, removed after.
+    with tempfile.TemporaryDirectory(prefix="ember-demo-") as scratch:
+        path = checkpoint or os.path.join(scratch, "digits_cnn.safetensors")
+        ember.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                    "epochs": epochs, "accuracy": accuracy}, path)
+        checkpoint_bytes = os.path.getsize(path)
+        restored = DigitsCNN().to(dev)
+        saved = ember.load(path, map_location=dev)
+        restored.load_state_dict(saved["model"])
+        reloaded_accuracy = evaluate(restored, test_loader, dev)
     return {"device": str(dev), "epochs": epochs, "amp": amp, "train_samples": len(train_set),
             "test_samples": len(test_set), "train_seconds": train_seconds,
             "images_per_second": seen / train_seconds, "accuracy": accuracy,
-            "reloaded_accuracy": reloaded_accuracy, "checkpoint": path,
-            "checkpoint_bytes": os.path.getsize(path), "tensorboard": tensorboard}
+            "reloaded_accuracy": reloaded_accuracy, "checkpoint": checkpoint,
+            "checkpoint_bytes": checkpoint_bytes, "tensorboard": tensorboard}
 
 
 def profile_step(device: str = "auto", batch_size: int = 32, lr: float = 2e-3,
@@ -178,19 +183,30 @@ def main(args: Any) -> int:
                  lr=args.lr, seed=args.seed, checkpoint=args.checkpoint,
                  progress=not args.no_progress, amp=getattr(args, "amp", None),
                  tensorboard=getattr(args, "tensorboard", None))
-    ok = result["accuracy"] >= 0.97 and result["reloaded_accuracy"] == result["accuracy"]
+    # The 97% check is the full run's promise; a shorter run checks only the round trip.
+    full_run = result["epochs"] >= DEFAULT_EPOCHS
+    reload_same = result["reloaded_accuracy"] == result["accuracy"]
+    ok = reload_same and (result["accuracy"] >= 0.97 or not full_run)
     amp = f", autocast {result['amp']}" if result["amp"] else ""
     print(f"\nember demo — DigitsCNN on {result['device']}{amp}")
     print(f"  data        {result['train_samples']} training / {result['test_samples']} "
           "held-out 8x8 digits (scikit-learn)")
-    print(f"  training    {result['epochs']} epochs in {result['train_seconds']:.1f} s "
+    epochs = f"{result['epochs']} epoch" + ("s" if result["epochs"] != 1 else "")
+    print(f"  training    {epochs} in {result['train_seconds']:.1f} s "
           f"({result['images_per_second']:.0f} images/s)")
     print(f"  accuracy    {result['accuracy'] * 100:.2f}% on held-out digits")
-    print(f"  checkpoint  {result['checkpoint']} ({result['checkpoint_bytes'] / 1024:.0f} KiB)")
+    where = result["checkpoint"] or "a temporary file (removed; --checkpoint keeps one)"
+    print(f"  checkpoint  {where} ({result['checkpoint_bytes'] / 1024:.0f} KiB)")
     print(f"  reloaded    {result['reloaded_accuracy'] * 100:.2f}% "
           f"({'same' if result['reloaded_accuracy'] == result['accuracy'] else 'DIFFERENT'})")
     if result["tensorboard"]:
         print(f"  tensorboard {result['tensorboard']} (see it with: tensorboard --logdir "
               f"{result['tensorboard']})")
-    print("  result      " + ("OK" if ok else "FAILED (accuracy below 97% or reload differs)"))
+    if ok:
+        verdict = "OK" if full_run else (f"OK (round trip only: the 97% accuracy check needs "
+                                         f"{DEFAULT_EPOCHS} epochs)")
+    else:
+        verdict = ("FAILED (reloaded weights score differently)" if not reload_same
+                   else "FAILED (accuracy below 97%)")
+    print("  result      " + verdict)
     return 0 if ok else 1

@@ -555,3 +555,29 @@ def test_cli_calibrate_needs_a_writable_cache(tmp_path, monkeypatch, capsys):
     assert cli.main(["devices", "--calibrate"]) == 1
     err = capsys.readouterr().err
     assert "cannot write the trait cache folder" in err and "EMBER_CACHE_DIR" in err
+
+
+def test_withholding_fused_kernels_is_per_thread() -> None:
+    """Recording another backend's ops declines fused kernels in the recording thread only;
+    the backend's table is not touched, so other threads keep their fused kernels."""
+    import threading
+
+    from ember.core import dispatch
+
+    x = ember.randn(4, 5)
+    backend = x._backend
+    assert "_foreach_neg" in backend.kernels
+    table = dict(backend.kernels)
+    seen = {}
+
+    def other_thread() -> None:
+        seen["other"] = dispatch.run_fused("_foreach_neg", [x]) is not None
+
+    with dispatch.withholding_fused(frozenset({"_foreach_neg"})):
+        seen["here"] = dispatch.run_fused("_foreach_neg", [x]) is not None
+        worker = threading.Thread(target=other_thread)
+        worker.start()
+        worker.join()
+    assert seen == {"here": False, "other": True}
+    assert backend.kernels == table
+    assert dispatch.run_fused("_foreach_neg", [x]) is not None

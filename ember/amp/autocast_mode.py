@@ -70,6 +70,12 @@ def get_autocast_dtype(device_type: str) -> dt.dtype:
     return _dtype.get(device_type) or default_dtype(device_type)
 
 
+def state_key() -> tuple:
+    """The autocast state that decides what ops run: the devices it is on for, and their
+    dtypes (ember.compile keys its replays by it)."""
+    return tuple(sorted((d, _dtype.get(d)) for d, on in _enabled.items() if on))
+
+
 def is_autocast_cache_enabled() -> bool:
     return _cache_enabled
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -27,7 +28,7 @@ from ember.core.opdef import Kind, OutMeta
 from ember.core.placement import DeviceLike, get_default_device, resolve, set_default_device
 from ember.core.tensor import Tensor
 
-__all__ = ["Generator", "default_generator", "get_default_device", "initial_seed",
+__all__ = ["Generator", "default_generator", "get_default_device", "initial_seed", "seed",
            "manual_seed", "set_default_device"]
 
 
@@ -385,7 +386,7 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: DeviceLike =
 
 # -- seeding --------------------------------------------------------------------------
 
-_seed = 0
+_seed: int | None = None  # None: the seed drawn at start-up (plugins.registry.startup_seed)
 
 
 def manual_seed(seed: int) -> Generator:
@@ -402,9 +403,17 @@ def manual_seed(seed: int) -> Generator:
     return default_generator
 
 
+def seed() -> int:
+    """Seed every generator from the OS, non-deterministically, and return the seed."""
+    s = int.from_bytes(os.urandom(8), "little") >> 1
+    manual_seed(s)
+    return s
+
+
 def initial_seed() -> int:
-    """The seed last given to `manual_seed` (0 before any)."""
-    return _seed
+    """The seed last given to `manual_seed`; before any, the seed drawn from the OS at
+    start-up (different in every process, as PyTorch's)."""
+    return plugins.registry.startup_seed if _seed is None else _seed
 
 
 class Generator:
@@ -459,5 +468,5 @@ class Generator:
         return tensor(self._rng.permutation(n).astype(numpy_dtype(d)), device=device)
 
 
-default_generator = Generator()
+default_generator = Generator().manual_seed(plugins.registry.startup_seed)
 """The generator random ops use when none is given."""

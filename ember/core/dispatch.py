@@ -13,9 +13,12 @@ are made here, once.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from ember.core import dtype as _dt
@@ -84,6 +87,10 @@ def run(op: str, *args: Any, **attrs: Any) -> Tensor:
         out = _fallback(backend, op, first, args, attrs)
     else:
         out = kernel(*bufs, **attrs)
+    if tracing.tape is not None:
+        if meta is None:
+            tracing.refuse_tape(f"{op} makes a shape that depends on the data")
+        tracing.tape.call(op, kernel, args, attrs, out)
     # meta None: a data-dependent shape (nonzero), whose dtype is int64
     result = Tensor._make(out, _dt.int64 if meta is None else meta.dtype, first._device,
                           backend)
@@ -123,7 +130,7 @@ def run_binary(op: str, a: Any, b: Any, out: Tensor | None = None) -> Tensor:
             _binary_meta.clear()
         _binary_meta[key] = meta
     kernel = backend.kernels.get(op)
-    if tracing.active is not None:  # the general path records the op
+    if tracing.active is not None or tracing.tape is not None:  # the general path records
         if out is not None:
             check_out(op + "_", out, meta.shape, meta.dtype)
             return write_into(out, run(op, a, b))
@@ -157,7 +164,8 @@ def run_unary_into(op: str, x: Tensor) -> Tensor:
     check_out(op + "_", x, meta.shape, meta.dtype)
     kernel = x._backend.kernels.get(op)
     if kernel is None or not x._backend.supports_out or meta.compute not in (None, x._dtype) \
-            or meta.dtype is not x._dtype or tracing.active is not None:
+            or meta.dtype is not x._dtype or tracing.active is not None \
+            or tracing.tape is not None:
         return write_into(x, run(op, x))
     kernel(x._data, out=x._data)
     x._vc[0] += 1
@@ -184,7 +192,10 @@ def write_into(dst: Tensor, src: Tensor) -> Tensor:
     """Copy `src` (same shape; castable dtype) into `dst`'s storage and bump its version."""
     if src._dtype is not dst._dtype:
         src = cast(src, dst._dtype)
-    dst._backend.kernels["assign"](dst._data, src._data)
+    assign = dst._backend.kernels["assign"]
+    assign(dst._data, src._data)
+    if tracing.tape is not None:
+        tracing.tape.call("assign", assign, (dst, src), {}, None)
     dst._vc[0] += 1
     if tracing.active is not None:
         tracing.primitive("assign", (dst, src), {}, dst)
@@ -201,6 +212,8 @@ def run_inplace(op: str, target: Tensor, *args: Any, **attrs: Any) -> None:
     if kernel is None:  # required kernels are checked at plugin load; be explicit anyway
         raise RuntimeError(f"{op}: backend {backend.name!r} has no kernel for this in-place op")
     kernel(target._data, *bufs, **attrs)
+    if tracing.tape is not None:
+        tracing.tape.call(op, kernel, (target,) + args, attrs, None)
     if tracing.active is not None:
         tracing.primitive(op, (target,) + args, attrs, target)
 
@@ -217,10 +230,34 @@ def run_creation(op: str, device: Device, backend: Backend, **attrs: Any) -> Ten
         out = backend.from_numpy(cpu.to_numpy(host), device.index or 0)
     else:
         out = kernel(**attrs, device=device.index or 0)
+        if tracing.tape is not None:
+            tracing.tape.call(op, kernel, (), dict(attrs, device=device.index or 0), out)
     result = Tensor._make(out, meta.dtype, device, backend)
     if tracing.active is not None:
         tracing.primitive(op, (), dict(attrs, device=str(device)), result)
     return result
+
+
+# Fused kernels withheld per thread (thread id -> names): while the scheduler records the
+# ops another backend would run, that thread sees only that backend's fused kernels. Empty
+# almost always, so run_fused pays one truth test.
+_withheld: dict[int, frozenset[str]] = {}
+
+
+@contextlib.contextmanager
+def withholding_fused(names: frozenset[str]) -> Iterator[None]:
+    """In this thread, `run_fused` declines the fused kernels `names` (their composites
+    run their decompositions); other threads are unaffected."""
+    me = threading.get_ident()
+    before = _withheld.get(me)
+    _withheld[me] = names | (before or frozenset())
+    try:
+        yield
+    finally:
+        if before is None:
+            del _withheld[me]
+        else:
+            _withheld[me] = before
 
 
 def run_fused(name: str, *args: Any, **attrs: Any) -> Any:
@@ -235,6 +272,8 @@ def run_fused(name: str, *args: Any, **attrs: Any) -> Any:
     """
     decl = FUSED[name]
     if tracing.active is not None or (decl.backward and _grad_state.enabled):
+        return None
+    if _withheld and name in _withheld.get(threading.get_ident(), ()):
         return None
     same = decl.same_dtype
     first = device = dtype = None
@@ -269,6 +308,8 @@ def run_fused(name: str, *args: Any, **attrs: Any) -> Any:
     if kernel is None:
         return None
     out = kernel(*bufs, **attrs)
+    if tracing.tape is not None:
+        tracing.tape.call(name, kernel, args, attrs, out)
     if decl.writes:
         for i in decl.writes:
             for t in (args[i] if type(args[i]) is list else (args[i],)):
@@ -326,6 +367,7 @@ def cast(x: Tensor, dtype: Any) -> Tensor:
 
 
 def _warn_fallback(backend: Backend, op: str) -> None:
+    tracing.refuse_tape(f"{op} has no kernel on {backend.name} and runs on the CPU")
     if strict():
         raise RuntimeError(f"{op}: backend {backend.name!r} has no kernel for this op, and "
                            "EMBER_STRICT=1 forbids running it on the CPU instead")

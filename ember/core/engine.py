@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ember.core import interpose
+from ember.core import interpose, tracing
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import AccumulateGrad, Node, edge_of, is_tensor
 
@@ -104,6 +104,8 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
                     hook(tuple(results), tuple(grads))
             if not retain_graph:
                 node.release()
+                if tracing.tape is not None:  # ember.compile: this graph is spent
+                    tracing.tape.spent(node)
             for edge, g in zip(node.next_edges, results):
                 if edge is None:
                     continue

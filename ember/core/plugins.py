@@ -80,6 +80,10 @@ class PluginRegistry:
         self.plugins: list[PluginRecord] = []
         self.backends: dict[str, Backend] = {}
         self.errors: dict[str, str] = {}  # backend or plugin name -> why it failed
+        self.offered: list[str] = []  # every backend the plugins offer, EMBER_BACKENDS or not
+        # Every backend's generator starts from one seed drawn from the OS, as PyTorch
+        # seeds its default generator at start-up (ember.initial_seed() returns it).
+        self.startup_seed = int.from_bytes(os.urandom(8), "little") >> 1
         self._loaded = False
         self._failure: BaseException | None = None  # a loud (EMBER_BACKENDS) load error
         self._lock = threading.RLock()
@@ -118,8 +122,9 @@ class PluginRegistry:
         if allow is not None:
             missing = [n for n in allow if n not in self.backends]
             if missing:
+                offered = ", ".join(self.offered) or "none"
                 raise RuntimeError(f"EMBER_BACKENDS names {', '.join(missing)}, which no "
-                                   f"plugin provides (found: {', '.join(self.backends)})")
+                                   f"plugin provides (the plugins offer: {offered})")
             self.backends = {n: self.backends[n] for n in allow}
         self._apply_kernel_hooks(loud)
 
@@ -140,6 +145,7 @@ class PluginRegistry:
             try:
                 backend = factory()
                 name = getattr(backend, "name", None)
+                self.offered.append(str(name))
                 if allow is not None and name not in allow:
                     continue
                 self._validate(record, backend)
@@ -156,6 +162,10 @@ class PluginRegistry:
                 continue
             self.backends[backend.name] = backend
             record.backends.append(backend.name)
+            try:
+                backend.manual_seed(self.startup_seed)
+            except Exception:  # noqa: S110 - a backend that cannot seed yet seeds on demand
+                pass
 
     def _validate(self, record: PluginRecord, backend: Any) -> None:
         name = getattr(backend, "name", None)

@@ -53,6 +53,8 @@ class Tensor:
         t._requires_grad = False
         t._node = None
         t._vc = [0]
+        if tracing.tape is not None:
+            tracing.tape.created(t)
         return t
 
     @classmethod

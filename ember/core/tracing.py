@@ -21,6 +21,19 @@ from typing import Any
 active: Any = None
 """The recording tracer (an object with `primitive`, `enter`, `exit` methods), or None."""
 
+tape: Any = None
+"""The kernel tape recording for `ember.compile` (an object with `call`, `created` and
+`refuse` methods), or None. Unlike a trace it records what the backends run, fused
+kernels and the backward pass included, and the run it records is a normal eager run."""
+
+
+def refuse_tape(reason: str) -> None:
+    """Say that the step being taped does something a replay of its kernels cannot redo
+    (read a value into Python, move between devices, fall back to the CPU ...)."""
+    if tape is not None:
+        tape.refuse(reason)
+
+
 python_value_hooks: list[Callable[[Any, str], None]] = []
 """Called as `hook(tensor, how)` when a traced tensor's value is read into Python
 (`item`, `tolist`, `bool`): the tracer warns there, since the trace cannot replay it."""
@@ -30,6 +43,8 @@ def note_python_value(x: Any, how: str) -> None:
     """Report that `x`'s value is being read into Python (`how`: "item", "tolist" ...)."""
     if python_value_hooks and active is not None:  # not while a check pauses the tracer
         python_value_hooks[-1](x, how)
+    if tape is not None:
+        tape.refuse(f"it reads a tensor's value into Python ({how})")
 
 
 def primitive(op: str, args: tuple, attrs: dict, out: Any) -> None:
@@ -40,13 +55,15 @@ def primitive(op: str, args: tuple, attrs: dict, out: Any) -> None:
 @contextlib.contextmanager
 def paused() -> Iterator[None]:
     """Stop recording for a moment: for ember's own checks (index bounds ...), which are
-    not part of the computation a trace should replay or export."""
-    global active
+    not part of the computation a trace should replay or export. A kernel tape pauses
+    too: `ember.compile`'s replays skip these checks, as they skip all Python."""
+    global active, tape
     saved, active = active, None
+    saved_tape, tape = tape, None
     try:
         yield
     finally:
-        active = saved
+        active, tape = saved, saved_tape
 
 
 def composite(name: str) -> Callable[[Callable], Callable]:

@@ -89,6 +89,10 @@ def load_model(spec: str) -> Any:
     if is_file:
         module = _import_file(where)
     else:
+        # The current folder first, as `python -m` has it: a console script lacks it.
+        added = os.getcwd() not in sys.path
+        if added:
+            sys.path.insert(0, os.getcwd())
         try:
             module = importlib.import_module(where)
         except ImportError as err:
@@ -97,6 +101,9 @@ def load_model(spec: str) -> Any:
         except Exception as err:
             raise CLIError(f"SPEC: importing {where} failed: {type(err).__name__}: "
                            f"{_one_line(err)}") from err
+        finally:
+            if added and os.getcwd() in sys.path:
+                sys.path.remove(os.getcwd())
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):

@@ -21,7 +21,7 @@ def add_parser(sub: Any) -> None:
     onnx_sub = p.add_subparsers(dest="onnx_command", required=True)
     r = onnx_sub.add_parser("run", help="run an ONNX model on an ember device",
                             description="Run MODEL.onnx with ember ops on a device.")
-    r.add_argument("model", metavar="MODEL.onnx")
+    r.add_argument("model", metavar="MODEL.onnx", help="the ONNX model file to run")
     r.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
                    help="an input of the model, from a .npy file (repeat for each input)")
     r.add_argument("--device", default="cpu", help="cpu, opencl, cuda, or a plugin's "

@@ -16,7 +16,29 @@ Exporters (ember.exporters) map the outermost node they know and descend into th
 children of the rest, so every traced model can be exported op by op.
 Data-dependent Python control flow is recorded as the path taken; reading a tensor's
 value into Python (`.item()`, `bool(t)`) during a trace warns, as PyTorch's tracer does.
+`traced.code` prints the recorded forward as Python.
+
+`ember.jit.script` and TorchScript's other names run the code eagerly:
+ember has no TorchScript compiler, and eager code gives the scripted results.
 """
 
 from ember.jit.graph import Graph, Node, Value  # noqa: F401
+from ember.jit.script import (  # noqa: F401
+    Final,
+    Future,
+    annotate,
+    export,
+    fork,
+    freeze,
+    ignore,
+    interface,
+    is_scripting,
+    is_tracing,
+    load,
+    optimize_for_inference,
+    save,
+    script,
+    unused,
+    wait,
+)
 from ember.jit.tracer import TracedModule, TracerWarning, trace  # noqa: F401

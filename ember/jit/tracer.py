@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -10,6 +11,7 @@ import ember
 from ember.core import tracing
 from ember.core.dispatch import run, run_creation, run_inplace
 from ember.core.placement import resolve
+from ember.jit.code import python_code
 from ember.jit.graph import Graph, Node, Value
 
 
@@ -176,17 +178,53 @@ class _Recorder:
 
 
 class TracedModule:
-    """A recorded forward: call it to replay the graph on new inputs."""
+    """A recorded forward: call it to replay the graph on new inputs.
+
+    Attributes it does not have itself (`parameters()`, `state_dict()`, `eval()`,
+    submodules) are the traced module's, as a PyTorch traced module shares them."""
 
     def __init__(self, graph: Graph, original: Any) -> None:
+        from ember.jit.compiled import CompiledFunction
+
         self.graph = graph
         self.original = original
         self.training = False
+        # The graph's replay is itself replayed as its kernels once two calls agree
+        # (ember.compile): the ops' Python dispatch runs only while it records.
+        self._replay = CompiledFunction(lambda *inputs: replay(graph, inputs))
 
     def __call__(self, *inputs: Any) -> Any:
-        return replay(self.graph, inputs)
+        return self._replay(*inputs)
 
     forward = __call__
+
+    def train(self, mode: bool = True) -> TracedModule:
+        if isinstance(self.original, ember.nn.Module):
+            self.original.train(mode)
+        self.training = mode
+        return self
+
+    def eval(self) -> TracedModule:
+        return self.train(False)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "original":  # not set yet (while unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.original, name)
+
+    @property
+    def code(self) -> str:
+        """The recorded forward as Python source (PyTorch's `traced.code`)."""
+        is_module = isinstance(self.original, ember.nn.Module)
+        fn = self.original.forward if is_module else self.original
+        try:
+            params = [p.name for p in inspect.signature(fn).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        except (TypeError, ValueError):
+            params = []
+        names = params + [f"input_{i}" for i in range(len(params), len(self.graph.inputs))]
+        name = "forward" if is_module else getattr(fn, "__name__", "forward")
+        return python_code(self.graph, names, name=name, method=is_module)
 
     def __repr__(self) -> str:
         return f"TracedModule({type(self.original).__name__})"

@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import contextlib
 import math
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import ember
-from ember.core import interpose
+from ember.core import dispatch, interpose
 from ember.core.costmodel import OpWork, op_cost, signature
 from ember.core.opdef import FUSED, Cost
 
@@ -200,19 +201,16 @@ def _declined(op: str, args: tuple) -> bool:
     if not kernels:
         return False
     tensors = _tensors(args)
-    return bool(tensors) and not any(k in tensors[0]._backend.kernels for k in kernels)
+    withheld = dispatch._withheld.get(threading.get_ident(), frozenset())
+    return bool(tensors) and not any(k in tensors[0]._backend.kernels and k not in withheld
+                                     for k in kernels)
 
 
-@contextlib.contextmanager
-def _offering_only(backend: Any, keep: frozenset[str]) -> Iterator[None]:
-    """While a pass is recorded, `backend` offers only the fused kernels in `keep` (the
-    others are put back afterwards, whatever happens)."""
-    hidden = {k: backend.kernels.pop(k) for k in list(backend.kernels)
-              if k in FUSED and k not in keep}
-    try:
-        yield
-    finally:
-        backend.kernels.update(hidden)
+def _offering_only(backend: Any, keep: frozenset[str]) -> contextlib.AbstractContextManager:
+    """While a pass is recorded in this thread, `backend`'s fused kernels outside `keep`
+    are declined (its table is not changed, so other threads run as usual)."""
+    return dispatch.withholding_fused(frozenset(k for k in backend.kernels
+                                                if k in FUSED and k not in keep))
 
 
 def _tensors(x: Any) -> list:

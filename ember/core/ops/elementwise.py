@@ -823,6 +823,7 @@ def to_device(input: Tensor, device: Any, non_blocking: bool = False) -> Tensor:
     if dev is input._device:
         return input
     check_dtype("to", backend, input._dtype, dev)
+    tracing.refuse_tape(f"it moves a tensor from {input._device} to {dev}")
     src = input._backend
     if backend is src:
         buf = src.to_device(input._data, dev.index or 0)

@@ -2,7 +2,7 @@
 log-softmax, and the LSTM cell and layer kernels (the losses are the next family,
 ember.core.ops.losses).
 
-Convolution is im2col + one matmul (ARCHITECTURE.md's default decomposition), pooling is
+Convolution is im2col + one matmul (the backend contract's default decomposition), pooling is
 im2col + a reduction; both primitives have CPU kernels and a backward (col2im / im2col).
 Many of these composites have fused kernels a backend may supply (declared below each);
 without them the decomposition runs. `ember.nn.functional` is written with these.

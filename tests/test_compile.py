@@ -1,0 +1,234 @@
+"""`ember.compile`: a replayed step equals the eager step, values and gradients, on every
+model of the benchmarks; what cannot be replayed runs eagerly and says why."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+import ember
+from ember import nn
+
+
+def _models() -> dict:
+    ember.manual_seed(0)
+
+    class LSTMNet(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = nn.LSTM(6, 12, batch_first=True)
+            self.fc = nn.Linear(12, 10)
+
+        def forward(self, x):
+            out, _ = self.lstm(x)
+            return self.fc(out[:, -1])
+
+    return {
+        "mlp": (nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 16), nn.ReLU(),
+                              nn.Linear(16, 10)), (8, 20)),
+        "cnn": (nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                              nn.Linear(4 * 3 * 3, 10)), (4, 1, 8, 8)),
+        "lstm": (LSTMNet(), (3, 5, 6)),
+        "tiny": (nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 8), nn.Tanh(),
+                               nn.Linear(8, 10)), (4, 8)),
+    }
+
+
+def _step(model, optimizer):
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step(x, y):
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss
+    return step
+
+
+def _pair(model, make_optimizer):
+    """(compiled step, eager step, model, eager model) from two copies of `model`."""
+    twin = copy.deepcopy(model)
+    compiled = ember.compile(_step(model, make_optimizer(model)))
+    eager = _step(twin, make_optimizer(twin))
+    return compiled, eager, model, twin
+
+
+def _assert_same(model, twin, a, b) -> None:
+    assert ember.equal(a, b), (a, b)
+    for (name, p), q in zip(model.named_parameters(), twin.parameters()):
+        assert ember.allclose(p, q, rtol=1e-6, atol=1e-7), name
+        assert ember.allclose(p.grad, q.grad, rtol=1e-6, atol=1e-7), name
+
+
+def _sgd(m):
+    return ember.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "lstm", "tiny"])
+def test_a_compiled_training_step_equals_eager_values_and_gradients(name: str) -> None:
+    model, shape = _models()[name]
+    compiled, eager, model, twin = _pair(model, _sgd)
+    x, y = ember.randn(*shape), ember.randint(0, 10, (shape[0],))
+    losses = []
+    for _ in range(6):
+        a, b = compiled(x, y), eager(x, y)
+        losses.append(a)
+        _assert_same(model, twin, a, b)
+    assert "replayed" in compiled.explain(), compiled.explain()
+    # each call returned its own loss; the earlier ones keep their values
+    assert len({float(v) for v in losses}) == len(losses)
+
+
+def test_adam_and_new_inputs_every_call() -> None:
+    """Adam's bias corrections are Python numbers that change every step: the recordings
+    disagree, so the step stays eager (and correct), and explain() says why."""
+    model, shape = _models()["mlp"]
+    compiled, eager, model, twin = _pair(model, lambda m: ember.optim.Adam(m.parameters(),
+                                                                          lr=1e-2))
+    for _ in range(6):
+        x, y = ember.randn(*shape), ember.randint(0, 10, (shape[0],))
+        _assert_same(model, twin, compiled(x, y), eager(x, y))
+    assert "eager: the kernels it runs change from call to call" in compiled.explain()
+
+
+def test_a_shape_change_re_traces_and_control_flow_follows_it() -> None:
+    """A branch on the batch size: each shape is its own recording, and each replays the
+    branch its shape took."""
+    model, shape = _models()["mlp"]
+    twin = copy.deepcopy(model)
+    opt, topt = _sgd(model), _sgd(twin)
+
+    def make(m, o):
+        def step(x, y):
+            o.zero_grad()
+            out = m(x)
+            if x.shape[0] > 4:  # big batches: label smoothing; small: plain
+                loss = nn.functional.cross_entropy(out, y, label_smoothing=0.1)
+            else:
+                loss = nn.functional.cross_entropy(out, y)
+            loss.backward()
+            o.step()
+            return loss
+        return step
+
+    compiled, eager = ember.compile(make(model, opt)), make(twin, topt)
+    for batch in (8, 2, 8, 2, 8, 2, 8, 2, 8, 2):
+        x, y = ember.randn(batch, 20), ember.randint(0, 10, (batch,))
+        _assert_same(model, twin, compiled(x, y), eager(x, y))
+    assert compiled.explain().count("replayed") == 2
+
+
+def test_dropout_draws_the_same_numbers_as_eager() -> None:
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(10, 10), nn.Dropout(0.5), nn.Linear(10, 3))
+    compiled, eager, model, twin = _pair(model, _sgd)
+    x, y = ember.randn(6, 10), ember.randint(0, 3, (6,))
+    for _ in range(5):
+        ember.manual_seed(7)
+        a = compiled(x, y)
+        ember.manual_seed(7)
+        _assert_same(model, twin, a, eager(x, y))
+
+
+def test_mode_and_learning_rate_changes_are_guarded() -> None:
+    model, shape = _models()["mlp"]
+    model.append(nn.Dropout(0.3))
+    twin = copy.deepcopy(model)
+    opt, topt = _sgd(model), _sgd(twin)
+    compiled, eager = ember.compile(_step(model, opt)), _step(twin, topt)
+    x, y = ember.randn(*shape), ember.randint(0, 10, (shape[0],))
+    for i in range(12):
+        for m in (model, twin):
+            m.train(i % 4 < 2)
+        for o in (opt, topt):
+            o.param_groups[0]["lr"] = 0.05 if i < 6 else 0.01
+        ember.manual_seed(i)
+        a = compiled(x, y)
+        ember.manual_seed(i)
+        _assert_same(model, twin, a, eager(x, y))
+
+
+def test_what_cannot_be_replayed_runs_eagerly_and_says_why() -> None:
+    model, shape = _models()["tiny"]
+    opt = _sgd(model)
+    seen = []
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        seen.append(loss.item())  # a value read into Python every call
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = ember.compile(step)
+    x, y = ember.randn(*shape), ember.randint(0, 10, (shape[0],))
+    for _ in range(5):
+        compiled(x, y)
+    assert len(seen) == 5  # every call ran the Python
+    assert "eager: it reads a tensor's value into Python (item)" in compiled.explain()
+    strict = ember.compile(step, fullgraph=True)
+    strict(x, y)
+    with pytest.raises(RuntimeError, match=r"fullgraph=True.*reads a tensor's value"):
+        strict(x, y)
+
+
+def test_a_compiled_module_forward_keeps_autograd_working() -> None:
+    """A forward whose output autograd will go back through stays eager: correct."""
+    model, shape = _models()["mlp"]
+    twin = copy.deepcopy(model)
+    compiled = ember.compile(model)
+    x = ember.randn(*shape)
+    for _ in range(4):
+        out = compiled(x)
+        out.sum().backward()
+        twin(x).sum().backward()
+    for p, q in zip(model.parameters(), twin.parameters()):
+        assert ember.allclose(p.grad, q.grad)
+    assert "requires grad" in model.forward.explain()
+
+
+def test_inference_under_no_grad_replays() -> None:
+    model, shape = _models()["cnn"]
+    model.eval()
+    compiled = ember.compile(lambda x: model(x).softmax(1))
+    x = ember.randn(*shape)
+    with ember.no_grad():
+        for _ in range(5):
+            out = compiled(x)
+        assert ember.allclose(out, model(x).softmax(1))
+        assert "replayed" in compiled.explain()
+
+
+def test_the_profiler_shows_the_replayed_kernels() -> None:
+    model, shape = _models()["tiny"]
+    compiled = ember.compile(_step(model, _sgd(model)))
+    x, y = ember.randn(*shape), ember.randint(0, 10, (shape[0],))
+    for _ in range(4):
+        compiled(x, y)
+    with ember.profiler.profile() as prof:
+        compiled(x, y)
+    names = {e.key for e in prof.key_averages()}
+    assert any(n.startswith("ember.compile: step") for n in names), names
+    assert {"compiled::linear", "compiled::tanh"} & names or \
+        any(n.startswith("compiled::") for n in names), names
+
+
+def test_opencl_steps_replay_too() -> None:
+    pytest.importorskip("pyopencl")
+    try:
+        ember.zeros(1, device="opencl")
+    except RuntimeError as err:
+        pytest.skip(f"no OpenCL device: {err}")
+    model, shape = _models()["mlp"]
+    model.to("opencl")
+    compiled, eager, model, twin = _pair(model, _sgd)
+    x = ember.randn(*shape, device="opencl")
+    y = ember.randint(0, 10, (shape[0],), device="opencl")
+    for _ in range(5):
+        a, b = compiled(x, y), eager(x, y)
+        assert ember.allclose(a.cpu(), b.cpu(), rtol=1e-5)
+    for p, q in zip(model.parameters(), twin.parameters()):
+        assert ember.allclose(p.cpu(), q.cpu(), rtol=1e-4, atol=1e-6)
+    assert "replayed" in compiled.explain()

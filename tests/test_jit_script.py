@@ -1,0 +1,116 @@
+"""TorchScript's Python API in ember (`ember.jit.script` and friends run eagerly) and the
+`.code` of a traced module or function."""
+from __future__ import annotations
+
+import pytest
+
+import ember
+from ember import nn
+
+
+class Branchy(nn.Module):
+    """Data-dependent control flow: what scripting keeps and tracing freezes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x: ember.Tensor) -> ember.Tensor:
+        y = self.fc(x)
+        if y.sum() > 0:
+            return y * 2
+        return -y
+
+
+def test_script_keeps_control_flow_and_the_module_itself() -> None:
+    model = Branchy()
+    scripted = ember.jit.script(model)
+    assert scripted is model
+    for sign in (1.0, -1.0):
+        x = ember.full((2, 3), sign * 10.0)
+        assert ember.equal(scripted(x), model(x))
+    assert ember.jit.script(lambda t: t + 1)(ember.ones(2)).tolist() == [2.0, 2.0]
+
+
+def test_script_as_a_decorator_and_the_compiler_directives() -> None:
+    @ember.jit.script
+    def double(x: ember.Tensor) -> ember.Tensor:
+        return x * 2
+
+    class M(nn.Module):
+        @ember.jit.ignore
+        def helper(self, x):
+            return x + 1
+
+        @ember.jit.unused
+        def unused(self, x):
+            return x
+
+        @ember.jit.export
+        def exported(self, x):
+            return x - 1
+
+        @ember.jit.ignore(drop=True)
+        def dropped(self, x):
+            return x * 3
+
+    m = M()
+    x = ember.ones(2)
+    assert double(x).tolist() == [2.0, 2.0]
+    assert m.helper(x).tolist() == [2.0, 2.0] and m.exported(x).tolist() == [0.0, 0.0]
+    assert m.dropped(x).tolist() == [3.0, 3.0]
+    assert ember.jit.annotate(list[int], [1, 2]) == [1, 2]
+    assert ember.jit.is_scripting() is False and ember.jit.is_tracing() is False
+    future = ember.jit.fork(double, x)
+    assert ember.jit.wait(future).tolist() == [2.0, 2.0]
+
+
+def test_script_rejects_what_is_not_code() -> None:
+    with pytest.raises(RuntimeError, match="ember.jit.script: expected an nn.Module"):
+        ember.jit.script(3)
+
+
+def test_is_tracing_is_true_inside_a_trace() -> None:
+    seen = []
+
+    def f(x):
+        seen.append(ember.jit.is_tracing())
+        return x + 1
+
+    ember.jit.trace(f, ember.ones(2), check_trace=False)
+    assert seen == [True]
+
+
+def test_traced_module_code_calls_submodules_in_order() -> None:
+    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    traced = ember.jit.trace(model, ember.randn(2, 4))
+    code = traced.code
+    assert code.startswith("def forward(self,\n    input: Tensor) -> Tensor:")
+    calls = [line.strip() for line in code.splitlines()[2:]]
+    assert calls == ['_0 = getattr(self, "0")(input)', '_1 = getattr(self, "1")(_0)',
+                     '_2 = getattr(self, "2")(_1)', "return _2"]
+    # the traced module shares the original's parameters and modes, as PyTorch's does
+    assert [p is q for p, q in zip(traced.parameters(), model.parameters())] == [True] * 4
+    assert traced.eval() is traced and not model.training and not traced.training
+
+
+def test_traced_function_code_names_its_arguments_and_ops() -> None:
+    def f(x, y):
+        return (x * y).sum(1) + 1
+
+    code = ember.jit.trace(f, (ember.randn(2, 3), ember.randn(2, 3))).code
+    assert code.splitlines()[:2] == ["def f(x: Tensor,", "    y: Tensor) -> Tensor:"]
+    assert "ember.mul(x, y)" in code and "ember.sum(_0" in code and "return _2" in code
+
+
+def test_traced_code_names_parameters_through_self_and_constants() -> None:
+    class M(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = nn.Parameter(ember.ones(3))
+
+        def forward(self, x):
+            return x * self.w + ember.tensor([1.0, 2.0, 3.0])
+
+    code = ember.jit.trace(M(), ember.randn(2, 3)).code
+    assert "ember.mul(x, self.w)" in code and "CONSTANTS.c0" in code
