@@ -174,6 +174,31 @@ from ember.core.ops.elementwise import (
     trunc,
     where,
 )
+
+# linear algebra: factorizations (family: linalg)
+from ember.core.ops.factorizations import (
+    cholesky,
+    cholesky_inverse,
+    cholesky_solve,
+    det,
+    geqrf,
+    inverse,
+    logdet,
+    lu,
+    lu_solve,
+    lu_unpack,
+    matrix_exp,
+    matrix_power,
+    orgqr,
+    ormqr,
+    pca_lowrank,
+    pinverse,
+    qr,
+    slogdet,
+    svd,
+    svd_lowrank,
+    triangular_solve,
+)
 from ember.core.ops.foreach import (
     _foreach_add,
     _foreach_add_,
@@ -212,7 +237,27 @@ from ember.core.ops.indexing import (
     tensor_split,
     unbind,
 )
-from ember.core.ops.linalg import addmm, bmm, dot, einsum, ger, matmul, mm, mv, outer
+from ember.core.ops.linalg import (
+    addbmm,
+    addmm,
+    addmv,
+    addr,
+    baddbmm,
+    bmm,
+    chain_matmul,
+    cross,
+    dot,
+    einsum,
+    ger,
+    inner,
+    kron,
+    matmul,
+    mm,
+    mv,
+    outer,
+    tensordot,
+    vdot,
+)
 from ember.core.ops.nn import (
     adaptive_avg_pool1d,
     avg_pool1d,
@@ -225,6 +270,84 @@ from ember.core.ops.nn import (
     max_pool1d,
     max_pool2d,
     softmax,
+)
+from ember.core.ops.norms import (
+    cdist,
+    corrcoef,
+    cov,
+    dist,
+    frobenius_norm,
+    nuclear_norm,
+)
+
+# SHAPE family: views, splits, joins, diagonals, index grids, predicates
+from ember.core.ops.predicates import (
+    adjoint,
+    detach,
+    get_device,
+    is_distributed,
+    is_floating_point,
+    is_inference,
+    is_neg,
+    is_nonzero,
+    is_same_size,
+    is_signed,
+    numel,
+    resolve_neg,
+)
+from ember.core.ops.rearrange import (
+    alias_copy,
+    as_strided,
+    as_strided_copy,
+    as_strided_scatter,
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    block_diag,
+    cartesian_prod,
+    column_stack,
+    combinations,
+    detach_copy,
+    diag,
+    diag_embed,
+    diagflat,
+    diagonal_copy,
+    diagonal_scatter,
+    dsplit,
+    dstack,
+    expand_copy,
+    fliplr,
+    flipud,
+    hsplit,
+    meshgrid,
+    narrow_copy,
+    permute_copy,
+    ravel,
+    repeat_interleave,
+    roll,
+    rot90,
+    row_stack,
+    select_copy,
+    select_scatter,
+    slice_copy,
+    slice_scatter,
+    split_copy,
+    split_with_sizes,
+    split_with_sizes_copy,
+    squeeze_copy,
+    t_copy,
+    transpose_copy,
+    tril_indices,
+    triu_indices,
+    unbind_copy,
+    unfold_copy,
+    unravel_index,
+    unsafe_chunk,
+    unsafe_split,
+    unsafe_split_with_sizes,
+    unsqueeze_copy,
+    view_copy,
+    vsplit,
 )
 from ember.core.ops.reduction import (
     all,
@@ -255,6 +378,7 @@ from ember.core.ops.shape import (
     clone,
     concat,
     concatenate,
+    diagonal,  # SHAPE family
     flatten,
     flip,
     hstack,
@@ -277,6 +401,7 @@ from ember.core.ops.shape import (
 )
 from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, poisson, zero_
 from ember.core.placement import get_default_device, set_default_device
+from ember.core.storage import layout, strided  # SHAPE family
 from ember.core.tensor import Size, Tensor
 from ember.serialization import load, save
 
@@ -328,6 +453,7 @@ _FROM_NN_TORCH_FUNCTIONS = {
     "batch_norm_gather_stats_with_counts", "batch_norm_backward_reduce",
     "batch_norm_backward_elemt", "batch_norm_update_stats", "embedding_bag",
 }
+_SUBMODULES = _SUBMODULES | {"linalg"}  # ember.linalg, as torch.linalg
 
 
 def __getattr__(name: str):
@@ -392,6 +518,13 @@ __all__ = [
     "nonzero", "take_along_dim",
     # linear algebra
     "matmul", "mm", "bmm", "mv", "dot", "outer", "ger", "addmm", "einsum",
+    # linear algebra (family: linalg)
+    "addbmm", "addmv", "addr", "baddbmm", "chain_matmul", "cross", "inner", "kron",
+    "tensordot", "vdot", "cdist", "cholesky", "cholesky_inverse", "cholesky_solve",
+    "corrcoef", "cov", "det", "dist", "frobenius_norm", "inverse", "logdet", "lu", "lu_solve",
+    "lu_unpack", "matrix_exp", "matrix_power", "nuclear_norm", "pinverse", "qr", "slogdet",
+    "svd", "triangular_solve", "geqrf", "orgqr", "ormqr",
+    "svd_lowrank", "pca_lowrank",
     # neural-network ops
     "conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
     "adaptive_avg_pool1d", "constant_pad_nd", "layer_norm", "softmax", "log_softmax",
@@ -402,6 +535,20 @@ __all__ = [
     "_foreach_div", "_foreach_div_", "_foreach_maximum_", "_foreach_addcmul_",
     "_foreach_addcdiv_", "_foreach_lerp_", "_foreach_sqrt", "_foreach_sqrt_", "_foreach_neg",
     "_foreach_zero_", "_foreach_copy_", "_foreach_norm", "_fused_sgd_",
+    # SHAPE family: views, splits, joins, diagonals, index grids, predicates
+    "adjoint", "alias_copy", "as_strided", "as_strided_copy", "as_strided_scatter",
+    "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "unravel_index", "cartesian_prod",
+    "column_stack",
+    "combinations", "detach", "detach_copy", "diag", "diag_embed", "diagflat",
+    "diagonal_copy", "diagonal_scatter", "dsplit", "dstack", "expand_copy", "fliplr",
+    "flipud", "get_device", "hsplit", "is_distributed", "is_floating_point", "is_inference",
+    "is_neg", "is_nonzero", "is_same_size", "is_signed", "meshgrid", "narrow_copy", "numel",
+    "permute_copy", "ravel", "repeat_interleave", "resolve_neg", "roll", "rot90",
+    "row_stack", "select_copy", "select_scatter", "slice_copy", "slice_scatter",
+    "split_copy", "split_with_sizes", "split_with_sizes_copy", "squeeze_copy", "t_copy",
+    "transpose_copy", "tril_indices", "triu_indices", "unbind_copy", "unfold_copy",
+    "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "unsqueeze_copy",
+    "view_copy", "vsplit", "diagonal", "layout", "strided",
     # checkpoints, subpackages
     "save", "load", "utils",
 ]

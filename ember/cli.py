@@ -44,11 +44,16 @@ def cmd_devices(args: argparse.Namespace) -> int:
             print(f"  {name}: unavailable — {reason}{where}")
             continue
         print(f"  {name}: available{where}")
-        for i in range(backend.device_count()):
+        try:
+            count = backend.device_count()
+        except plugins.PLUGIN_ERRORS as err:  # a device probe must not break the listing
+            print(f"    (device_count failed: {type(err).__name__}: {err})")
+            continue
+        for i in range(count):
             label = name if name == "cpu" else f"{name}:{i}"
             try:
                 info = backend.device_info(i)
-            except Exception as err:  # a device probe must not break the listing
+            except plugins.PLUGIN_ERRORS as err:  # a device probe must not break the listing
                 print(f"    {label}: (device_info failed: {type(err).__name__}: {err})")
                 continue
             extra = []

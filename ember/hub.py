@@ -3,8 +3,9 @@
 `load_state_dict_from_url` downloads a checkpoint once into the hub cache
 (`$EMBER_HOME/hub/checkpoints`, `EMBER_HOME` defaulting to `$XDG_CACHE_HOME/ember`, i.e.
 `~/.cache/ember`; `set_dir` moves it) and loads it with `ember.load`. Any URL urllib
-opens works, `file://` included. Loading never runs code (checkpoints are safetensors),
-so `weights_only` is accepted for PyTorch's signature and changes nothing.
+opens works, `file://` included. The file may be an `ember.save` checkpoint or a PyTorch
+`.pth`; `weights_only` defaults to False as in PyTorch (pass True to refuse pickled
+objects).
 """
 
 from __future__ import annotations
@@ -91,7 +92,8 @@ def load_state_dict_from_url(url: str, model_dir: str | None = None,
         check_hash: require the file's SHA-256 to start with the hex digits after the
             last `-` of its name (`resnet18-f37072fd.pth`).
         file_name: the name to keep it under (default: the URL's last path part).
-        weights_only: accepted for PyTorch's signature; ember.load never runs code.
+        weights_only: passed to `ember.load`: only tensors, containers and numbers load,
+            and no code from the file runs. Default: ``False``, as in PyTorch.
     """
     if model_dir is None:
         model_dir = os.path.join(get_dir(), "checkpoints")
@@ -107,4 +109,4 @@ def load_state_dict_from_url(url: str, model_dir: str | None = None,
             found = HASH_REGEX.search(filename)
             hash_prefix = found.group(1) if found else None
         download_url_to_file(url, cached_file, hash_prefix, progress=progress)
-    return load(cached_file, map_location=map_location)
+    return load(cached_file, map_location=map_location, weights_only=weights_only)

@@ -118,7 +118,7 @@ def _fails(capsys, args, tmp_path, code=None, match=""):
     assert lines[0].startswith("ember export: error: ")
     assert match in lines[0], lines[0]
     assert not out_file.exists() and not [p for p in os.listdir(tmp_path) if
-                                          p.startswith(".ember-onnx")]
+                                          p.startswith(".")]  # no staging leftovers
     return lines[0]
 
 
@@ -190,7 +190,7 @@ def test_bad_spec_in_a_subprocess(tmp_path):
     assert "Traceback" not in result.stderr and os.listdir(tmp_path) == []
 
 
-def test_failed_check_removes_the_file(capsys, tmp_path, monkeypatch):
+def test_failed_check_writes_nothing(capsys, tmp_path, monkeypatch):
     """A converter that gets the numbers wrong is caught by --check."""
     def wrong_tanh(ctx, node):
         return ctx.op("Sigmoid", ctx.name(node.args[0]))
@@ -199,3 +199,27 @@ def test_failed_check_removes_the_file(capsys, tmp_path, monkeypatch):
     _fails(capsys, [f"{MODELS / 'small_cnn.py'}:make_model", "--input-shape", "4,6",
                     "--check"], tmp_path, code=1,
            match="check failed: onnxruntime's output_0 differs from ember's by up to ")
+
+
+def test_failed_check_keeps_an_existing_output_and_its_data(capsys, tmp_path, monkeypatch):
+    out, data = tmp_path / "model.onnx", tmp_path / "model.onnx.data"
+    out.write_bytes(b"the previous export")
+    data.write_bytes(b"its external weights")
+    monkeypatch.setitem(onnx_registry._EXPORT_USER, "Tanh",
+                        lambda ctx, node: ctx.op("Sigmoid", ctx.name(node.args[0])))
+    status = cli.main(["export", f"{MODELS / 'small_cnn.py'}:make_model", "--input-shape",
+                       "4,6", "--check", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert status == 1 and "was not written (an existing file is left as it was)" in err
+    assert out.read_bytes() == b"the previous export"
+    assert data.read_bytes() == b"its external weights"
+    assert sorted(os.listdir(tmp_path)) == ["model.onnx", "model.onnx.data"]
+    # a passing export then replaces both: its weights are inside the model
+    monkeypatch.delitem(onnx_registry._EXPORT_USER, "Tanh")
+    assert cli.main(["export", f"{MODELS / 'small_cnn.py'}:make_model", "--input-shape",
+                     "4,6", "--check", "-o", str(out)]) == 0
+    assert os.listdir(tmp_path) == ["model.onnx"]
+    assert onnx.load(str(out)).graph.node
+    old = os.umask(0o022)
+    os.umask(old)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~old  # created as open() would

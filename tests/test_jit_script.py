@@ -114,3 +114,18 @@ def test_traced_code_names_parameters_through_self_and_constants() -> None:
 
     code = ember.jit.trace(M(), ember.randn(2, 3)).code
     assert "ember.mul(x, self.w)" in code and "CONSTANTS.c0" in code
+
+
+def test_jit_save_and_load_keep_a_whole_module(tmp_path) -> None:
+    model = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
+    path = tmp_path / "model.pt"
+    ember.jit.save(ember.jit.script(model), path)
+    loaded = ember.jit.load(path)
+    x = ember.randn(4, 3)
+    assert type(loaded) is nn.Sequential and ember.equal(loaded(x), model(x))
+    traced = ember.jit.trace(model, x)
+    ember.jit.save(traced, tmp_path / "traced.pt")
+    assert ember.equal(ember.jit.load(tmp_path / "traced.pt")(x), model(x))
+    import pickle
+    with pytest.raises(pickle.UnpicklingError):  # a whole module: code, so not by default
+        ember.load(path)

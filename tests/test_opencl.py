@@ -992,13 +992,31 @@ def test_importing_the_plugin_does_not_import_pyopencl() -> None:
     assert int(out.stdout) >= len(OPS)
 
 
+# -- SHAPE family: strided views ------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided"])
+def test_strided_view_is_a_view_and_matches_the_cpu(layout: str) -> None:
+    a = np.random.default_rng(5).standard_normal((3, 4, 5)).astype(np.float32)
+    x = up(a, layout)
+    cases = [((3, 4), ((1, 0, 1), (0, 1, 0)), (0, 0, 0)),  # a diagonal of dims 0 and 2
+             ((3, 3, 2), ((1, 0, 0), (0, 0, 1), (0, 0, 1)), (0, 1, 1)),  # unfold windows
+             ((0, 2), ((1, 0, 0), (0, 1, 0)), (0, 0, 0))]  # empty
+    for shape, steps, start in cases:
+        got = OCL.kernels["strided_view"](x, shape=shape, steps=steps, start=start)
+        want = CPU.kernels["strided_view"](a, shape=shape, steps=steps, start=start)
+        check(got, want, E.float32, what=f"{layout} {shape}")
+        if got.size:
+            assert got.mem is x.mem  # a view: the same memory
+
+
 # the primitives the tests above compare with the CPU backend, besides the op lists
 TESTED = set(UNARY_SAME + UNARY_FLOAT + PRED + ARITH + COMPARE + BITWISE) | {
     "div", "atan2", "where", "clamp", "cast", "sum", "prod", "max", "min", "all", "any",
     "argmax", "argmin", "cumsum", "topk", "reshape", "permute", "expand", "getitem", "setitem",
     "assign", "clone", "gather", "scatter", "scatter_add", "index_select", "nonzero", "cat",
     "flip", "tril", "triu", "matmul", "einsum", "im2col", "col2im", "constant_pad", "full",
-    "arange", "rand", "randn", "randint", "randperm"}
+    "arange", "rand", "randn", "randint", "randperm", "strided_view"}
 
 
 def test_every_primitive_has_a_kernel_and_a_test() -> None:

@@ -395,6 +395,11 @@ BROKEN = [
     Broken(Fake("probefail", "emb_probefail"), "probefail",
            r"availability check failed: RuntimeError: emb_probefail: simulated probe crash",
            refused=False),
+    Broken(Fake("availfail", "emb_availfail"), "availfail",
+           r"availability check failed: RuntimeError: emb_availfail: simulated is_available",
+           refused=False),
+    Broken(Fake("sysexit", "emb_sysexit"), "sysexit",
+           r"SystemExit: emb_sysexit: simulated sys.exit while importing"),
 ]
 
 ISOLATED = """
@@ -408,6 +413,7 @@ out["summary"] = plugins.registry.summary()
 out["available"] = [str(d) for d in ember.devices()]
 DEVICE = {device!r}
 out["device_error"] = DEVICE and attempt(lambda: ember.tensor([1.0], device=DEVICE))
+out["auto_device"] = str(ember.tensor([1.0], device="auto").device)
 """
 
 
@@ -425,6 +431,7 @@ def test_broken_plugin_never_breaks_ember(broken):
     assert (out["cpu_values"], out["cpu_device"]) == ([4.0, 7.0], "cpu")
     assert out["cpu_backend"] == "ember.backends.cpu"  # never a plugin's impostor
     assert "cpu" in out["available"]
+    assert out["auto_device"] in out["available"]  # "auto" still chooses a usable device
     shown = lines_matching(out["summary"], case.reason)
     assert shown, f"{case.reason!r} not in the summary:\n{out['summary']}"
     if case.refused:

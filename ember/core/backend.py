@@ -111,6 +111,13 @@ class OutOfMemoryError(RuntimeError):
     the bytes asked for and the bytes free. The allocator stays usable afterwards."""
 
 
+class LinAlgError(RuntimeError):
+    """A matrix a factorization cannot handle: singular for an inverse or a solve, not
+    positive-definite for Cholesky, an SVD that does not converge
+    (`torch.linalg.LinAlgError`, a RuntimeError; `ember.linalg.LinAlgError`). Kernels
+    raise it only where they cannot report LAPACK's `info` in their result."""
+
+
 class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
     """Raised by integer division and remainder kernels for a zero divisor: a RuntimeError,
     as PyTorch raises, and a ZeroDivisionError, as Python does."""
@@ -222,6 +229,26 @@ class Backend:
         this default."""
         return True
 
+    def strides(self, buffer: Any) -> tuple[int, ...]:
+        """The buffer's strides, in elements (`Tensor.stride`). Default: a dense
+        row-major buffer's (a backend whose buffers can be strided views overrides this,
+        `storage_offset` and `data_ptr`)."""
+        strides, acc = [], 1
+        for s in reversed(tuple(buffer.shape)):
+            strides.append(acc)
+            acc *= max(s, 1)
+        return tuple(reversed(strides))
+
+    def storage_offset(self, buffer: Any) -> int:
+        """Where the buffer's first element lies in the memory it shares with other views,
+        in elements (`Tensor.storage_offset`). Default: 0."""
+        return 0
+
+    def data_ptr(self, buffer: Any) -> int:
+        """The address of the buffer's first element (`Tensor.data_ptr`); views of one
+        memory give addresses `storage_offset * itemsize` apart. Default: 0."""
+        return 0
+
     def export_to(self, buffer: Any, other: Backend, device: int) -> Any | None:
         """Optional direct transfer to another backend (DLPack, peer copy ...); None
         when there is none, and ember copies through host memory."""
@@ -286,6 +313,7 @@ import pluggy  # noqa: E402 - kept beside what plugins need from the contract
 hookimpl = pluggy.HookimplMarker("ember")
 """Mark a plugin's hook implementations: `@hookimpl def ember_backends(): ...`."""
 
-REQUIRED_KERNELS = frozenset({"reshape", "permute", "expand", "getitem", "setitem", "assign"})
+REQUIRED_KERNELS = frozenset({"reshape", "permute", "expand", "getitem", "setitem", "assign",
+                              "strided_view"})
 """Kernels every backend must have natively: views and in-place writes cannot be emulated
 through a copy to the CPU. Every other op falls back to the CPU backend when missing."""

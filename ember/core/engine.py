@@ -217,6 +217,8 @@ def _accumulate(t: Any, g: Any, create_graph: bool) -> None:
             g = new
     if g._data.shape != t._data.shape:
         g = g.sum_to_size(t.shape)
+    if t._grad_dtype != "same" and t._grad_dtype is not None and g._dtype is not t._grad_dtype:
+        g = g.to(t._grad_dtype)  # the leaf's `grad_dtype`, set by the user
     # .grad must own its buffer: a later in-place `+=` must touch nothing else. A fresh
     # gradient that no other tensor object holds (e.g. add's backward passes one gradient
     # to both inputs), whose buffer no other tensor wraps, and that owns its memory is kept

@@ -36,6 +36,11 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 hookspec = pluggy.HookspecMarker("ember")
 
 
+# What a plugin's code may raise without ending the program: SystemExit too (a plugin
+# calling sys.exit while it loads), not KeyboardInterrupt.
+PLUGIN_ERRORS = (Exception, SystemExit)
+
+
 class EmberHookSpecs:
     """The hooks an ember plugin may implement (mark them with
     `ember.core.backend.hookimpl`)."""
@@ -111,7 +116,7 @@ class PluginRegistry:
             try:
                 record.module = _import(record.target)
                 self.pm.register(record.module, name=f"ember-plugin-{record.name}")
-            except Exception as err:  # a broken plugin must not break ember
+            except PLUGIN_ERRORS as err:  # a broken plugin must not break ember
                 record.error = f"{_describe(err)} [{_origin(record)}]"
                 self.errors[record.name] = record.error
                 if loud:
@@ -134,7 +139,7 @@ class PluginRegistry:
             return
         try:
             factories = list(impl() or [])
-        except Exception as err:
+        except PLUGIN_ERRORS as err:
             record.error = f"{_describe(err)} [{_origin(record)}]"
             self.errors[record.name] = record.error
             if loud:
@@ -149,7 +154,7 @@ class PluginRegistry:
                 if allow is not None and name not in allow:
                     continue
                 self._validate(record, backend)
-            except Exception as err:
+            except PLUGIN_ERRORS as err:
                 label = getattr(factory, "name", None) or record.name
                 if not isinstance(label, str):
                     label = record.name
@@ -196,7 +201,7 @@ class PluginRegistry:
                     extra = impl.function(backend=backend)
                     if extra:
                         backend.kernels.update(extra)
-                except Exception as err:
+                except PLUGIN_ERRORS as err:
                     where = f" [{_origin(record)}]" if record else ""
                     self.errors[label] = (f"ember_backend_kernels({backend.name}) failed: "
                                           f"{_describe(err)}{where}")
@@ -244,10 +249,14 @@ class PluginRegistry:
 
 
 def safe_unavailable_reason(backend: Backend) -> str | None:
-    """Why `backend` cannot be used now, or None. Never raises."""
+    """Why `backend` cannot be used now, or None. Never raises: a plugin may override
+    `unavailable_reason` or `is_available`, and either may fail."""
     try:
         reason = backend.unavailable_reason()
-    except Exception as err:  # a backend's probe must not take ember down
+        if reason is None and type(backend).is_available is not Backend.is_available \
+                and not backend.is_available():
+            reason = "is_available() returned False"
+    except PLUGIN_ERRORS as err:  # a backend's probe must not take ember down
         return f"availability check failed: {_describe(err)}"
     if reason is None:
         missing = sorted(REQUIRED_KERNELS - set(backend.kernels))

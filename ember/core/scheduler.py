@@ -59,7 +59,7 @@ def candidate_devices(accelerators_only: bool = True) -> list[Device]:
             continue
         try:
             count = b.device_count()
-        except Exception:  # a device probe must not break planning
+        except plugins.PLUGIN_ERRORS:  # a device probe must not break planning
             count = 0
         out.extend(Device(b.name, i) for i in range(count))
     return out

@@ -41,6 +41,8 @@ class Tensor:
     _view_fn = None  # recreates this view from `_base` (for in-place writes through it)
     _hooks = None  # gradient hooks of a leaf
     _post_accumulate_hooks = None  # hooks run after a leaf's .grad is accumulated
+    _shared = False  # share_memory_ was called
+    _grad_dtype: Any = "same"  # the dtype backward casts a leaf's gradient to (None: none)
 
     # -- construction -----------------------------------------------------------------
     @classmethod
@@ -199,6 +201,257 @@ class Tensor:
 
     def type_name(self) -> str:
         return f"ember.{self._device.type}.{self._dtype.name}"
+
+    # -- memory layout (SHAPE family: tensor attributes) --------------------------------
+    def stride(self, dim: int | None = None) -> tuple[int, ...] | int:
+        """The step, in elements, between neighbours along each dimension (`dim`'s)."""
+        strides = list(self._backend.strides(self._data))
+        shape = self._data.shape
+        for d in range(len(strides) - 1, -1, -1):
+            # a dimension of size 1 added by indexing with None or by expand has stride 0
+            # in NumPy-like backends; PyTorch gives it unsqueeze's stride
+            if shape[d] == 1 and strides[d] == 0:
+                strides[d] = shape[d + 1] * strides[d + 1] if d + 1 < len(strides) else 1
+        strides = tuple(strides)
+        if dim is None:
+            return strides
+        return strides[normalize_dim("stride", dim, self.ndim)]
+
+    def storage_offset(self) -> int:
+        """Where this tensor's first element lies in its storage, in elements."""
+        return self._backend.storage_offset(self._data)
+
+    def data_ptr(self) -> int:
+        """The address of the first element (views of one storage differ by their
+        `storage_offset` times the element size)."""
+        return self._backend.data_ptr(self._data)
+
+    const_data_ptr = data_ptr
+
+    def _storage_owner(self) -> Tensor:
+        return self._base if self._base is not None else self
+
+    def untyped_storage(self) -> Any:
+        """The memory this tensor shares with its views, counted in bytes."""
+        from ember.core.storage import UntypedStorage
+
+        return UntypedStorage(self._storage_owner())
+
+    def storage(self) -> Any:
+        """The memory this tensor shares with its views, as a typed 1-D array."""
+        from ember.core.storage import storage_type
+
+        return storage_type(self._dtype)(self._storage_owner())
+
+    def storage_type(self) -> type:
+        """The class of `storage()` (`ember.FloatStorage` for float32 ...)."""
+        from ember.core.storage import storage_type
+
+        return storage_type(self._dtype)
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel() * self._dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def layout(self) -> Any:
+        from ember.core.storage import strided
+
+        return strided
+
+    @property
+    def output_nr(self) -> int:
+        return self._output_nr
+
+    @property
+    def name(self) -> None:
+        return None  # named tensors are not supported
+
+    @property
+    def volatile(self) -> bool:
+        import warnings
+
+        warnings.warn("volatile was removed (Variable.volatile is always False)",
+                      UserWarning, stacklevel=2)
+        return False
+
+    @property
+    def grad_dtype(self) -> dt.dtype | None:
+        """The dtype backward gives this leaf's `.grad` (its own dtype unless set; None:
+        whatever dtype the gradient has)."""
+        if self._node is not None:
+            raise RuntimeError("grad_dtype can only be accessed on leaf tensors.")
+        return self._dtype if self._grad_dtype == "same" else self._grad_dtype
+
+    @grad_dtype.setter
+    def grad_dtype(self, value: dt.dtype | None) -> None:
+        if self._node is not None:
+            raise RuntimeError("grad_dtype can only be set on leaf tensors.")
+        if value is not None and not isinstance(value, dt.dtype):
+            raise RuntimeError(f"grad_dtype must be a ember.dtype or None, but got "
+                               f"{type(value).__name__}")
+        self._grad_dtype = value
+
+    @property
+    def is_meta(self) -> bool:
+        return self._device.type == "meta"
+
+    @property
+    def is_mps(self) -> bool:
+        return self._device.type == "mps"
+
+    @property
+    def is_xla(self) -> bool:
+        return self._device.type == "xla"
+
+    @property
+    def is_maia(self) -> bool:
+        return self._device.type == "maia"
+
+    def is_shared(self) -> bool:
+        """Whether `share_memory_` was called on this tensor."""
+        return self._shared
+
+    def share_memory_(self) -> Tensor:
+        """PyTorch moves the storage to shared memory for worker processes; ember's
+        workers receive tensors pickled, so this only marks the tensor (`is_shared()`)."""
+        self._shared = True
+        return self
+
+    def ndimension(self) -> int:
+        return self.dim()
+
+    @property
+    def H(self) -> Tensor:  # noqa: N802
+        if self.ndim not in (0, 2):
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
+                               f"{self.ndim}-D tensor."
+                               + (" For batches of matrices, consider using tensor.mH"
+                                  if self.ndim > 2 else ""))
+        return self.adjoint() if self.ndim == 2 else self.view_as(self)
+
+    @property
+    def mH(self) -> Tensor:  # noqa: N802
+        if self.ndim < 2:
+            raise RuntimeError(f"tensor.mH is only supported on matrices or batches of "
+                               f"matrices. Got {self.ndim}-D tensor.")
+        return self.adjoint()
+
+    def resize_(self, *sizes: Any, memory_format: Any = None) -> Tensor:
+        """Gives this tensor the shape `sizes` in place: its first elements are kept (in
+        row-major order), any new ones are uninitialized."""
+        from ember.core.ops.shape import sizes_arg
+        from ember.core.shapes import fmt_shape
+
+        shape = sizes_arg(sizes)
+        if self._requires_grad:
+            raise RuntimeError("cannot resize variables that require grad")
+        if any(s < 0 for s in shape):
+            raise RuntimeError(f"Trying to create tensor with negative dimension "
+                               f"{min(shape)}: {fmt_shape(shape)}")
+        if shape == tuple(self.shape):
+            return self
+        if self._base is not None:
+            raise RuntimeError("resize_: a view of another tensor cannot be resized")
+        keep = min(self.numel(), math.prod(shape))
+        old = self.detach().reshape(-1)[:keep].clone()
+        self._data = self._backend.empty(shape, self._dtype, self._device.index or 0)
+        if keep:
+            self.detach().view(-1)[:keep].copy_(old)
+        self._vc[0] += 1
+        return self
+
+    def resize(self, *sizes: Any) -> Tensor:
+        """Deprecated: this tensor viewed with the shape `sizes`, which must hold as many
+        elements (the differentiable form of `resize_`)."""
+        from ember.core.ops.shape import sizes_arg
+
+        return self._resized(sizes_arg(sizes), "resize")
+
+    def resize_as(self, tensor: Tensor) -> Tensor:
+        """Deprecated: `resize` to the shape of `tensor`."""
+        return self._resized(tuple(tensor.shape), "resize_as")
+
+    def _resized(self, shape: tuple[int, ...], op: str) -> Tensor:
+        import warnings
+
+        warnings.warn(f"non-inplace {op} is deprecated", UserWarning, stacklevel=3)
+        if math.prod(shape) != self.numel():
+            raise RuntimeError(f"requested resize to {'x'.join(map(str, shape))} "
+                               f"({math.prod(shape)} elements in total), but the given tensor "
+                               f"has a size of {'x'.join(map(str, self.shape))} "
+                               f"({self.numel()} elements). autograd's resize can only change "
+                               "the shape of a given tensor, while preserving the number of "
+                               "elements. ")
+        return self.reshape(shape)
+
+    def is_set_to(self, tensor: Tensor) -> bool:
+        """Whether this tensor and `tensor` are the same view of the same memory (storage,
+        offset, shape and strides)."""
+        return (self._storage_owner() is tensor._storage_owner()
+                or self.data_ptr() - self.storage_offset() * self.element_size()
+                == tensor.data_ptr() - tensor.storage_offset() * tensor.element_size()) \
+            and self.storage_offset() == tensor.storage_offset() \
+            and tuple(self.shape) == tuple(tensor.shape) and self.stride() == tensor.stride()
+
+    def resize_as_(self, the_template: Tensor, memory_format: Any = None) -> Tensor:
+        """`resize_` to the shape of `the_template`."""
+        return self.resize_(tuple(the_template.shape))
+
+    def set_(self, source: Any = None, storage_offset: int = 0, size: Any = None,
+             stride: Any = None) -> Tensor:
+        """Makes this tensor share `source`'s memory, shape and dtype (a tensor); with
+        no source, an empty tensor."""
+        if self._requires_grad and self._node is None:
+            raise RuntimeError("set_: a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
+        if source is None:
+            self._data = self._backend.empty((0,), self._dtype, self._device.index or 0)
+        elif isinstance(source, Tensor):
+            if size is not None:
+                if stride is None:
+                    stride = tuple(math.prod(size[d + 1:]) for d in range(len(size)))
+                source = source.as_strided(size, stride, storage_offset)
+            owner = source._storage_owner()
+            self._data, self._dtype = source._data, source._dtype
+            self._device, self._backend = source._device, source._backend
+        else:
+            raise TypeError(f"set_(): expected a Tensor source, got {type(source).__name__}")
+        # no longer a view of its old base: its storage is now `source`'s (or its own)
+        self.__dict__.pop("_view_fn", None)
+        self.__dict__.pop("_base", None)
+        if source is not None and owner is not self:
+            self._base = owner
+        self._vc[0] += 1
+        return self
+
+    def _apply_python(self, op: str, fn: Callable, *others: Tensor) -> Tensor:
+        if self._device.type != "cpu":
+            raise RuntimeError(f"{op} is only implemented on CPU tensors")
+        import numpy as np
+
+        args = [host_array(self)] + [host_array(o.expand_as(self)) for o in others]
+        values = np.vectorize(fn, otypes=[args[0].dtype])(*args)
+        from ember.core.creation import tensor
+
+        self.copy_(tensor(values, dtype=self._dtype))
+        return self
+
+    def apply_(self, callable: Callable) -> Tensor:  # noqa: A002 - PyTorch's name
+        """Replaces each element `x` with `callable(x)` (CPU tensors; slow, as PyTorch's)."""
+        return self._apply_python("apply_", callable)
+
+    def map_(self, tensor: Tensor, callable: Callable) -> Tensor:  # noqa: A002
+        """Replaces each element `x` with `callable(x, y)`, `y` from `tensor` (broadcast)."""
+        return self._apply_python("map_", callable, tensor)
+
+    def map2_(self, x: Tensor, y: Tensor, callable: Callable) -> Tensor:  # noqa: A002
+        """Replaces each element `a` with `callable(a, b, c)`, `b` and `c` from `x` and `y`."""
+        return self._apply_python("map2_", callable, x, y)
 
     # -- conversion -------------------------------------------------------------------
     def item(self) -> bool | int | float:
@@ -402,5 +655,6 @@ class _RemovableHandle:
 
 
 def _rebuild_tensor(array: Any, device: str, requires_grad: bool) -> Tensor:
-    """Unpickling (for copies and DataLoader workers; ember.save never pickles)."""
+    """Unpickling (for copies and DataLoader workers; ember.save keeps tensors out of its
+    pickles)."""
     return Tensor(array, device=device, requires_grad=requires_grad)

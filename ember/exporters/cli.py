@@ -15,7 +15,9 @@ import argparse
 import importlib
 import importlib.util
 import os
+import shutil
 import sys
+import tempfile
 from typing import Any
 
 PROG = "ember export"
@@ -270,13 +272,36 @@ def _run(args: argparse.Namespace) -> int:
     if args.dynamic_batch:
         axes = {"input_0": {0: "batch"}}
         axes.update({f"output_{i}": {0: "batch"} for i, t in enumerate(outputs) if t.ndim})
+    # Written and checked in a private folder beside the output, then moved into place:
+    # an export or check that fails leaves an existing output (and its .data) as it was.
+    folder = os.path.dirname(path)
+    work = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.ember-export-", dir=folder)
     try:
-        proto = ember.onnx.export(model, example, path, dynamic_axes=axes,
+        staged = os.path.join(work, os.path.basename(path))
+        _export_and_check(model, example, staged, axes, args, shape, dtype)
+        data, staged_data = path + ".data", staged + ".data"
+        if os.path.exists(staged_data):
+            os.replace(staged_data, data)
+        elif os.path.exists(data):  # the new model keeps its weights inside: drop the old ones
+            os.unlink(data)
+        os.replace(staged, path)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def _export_and_check(model: Any, example: Any, staged: str, axes: Any,
+                      args: argparse.Namespace, shape: tuple[int, ...], dtype: Any) -> Any:
+    import ember
+    from ember.exporters import onnx as exporter
+
+    try:
+        proto = ember.onnx.export(model, example, staged, dynamic_axes=axes,
                                   opset_version=args.opset)
     except exporter.UnsupportedOperatorError as err:
         raise CLIError(_one_line(err)) from err
-    written = os.path.getsize(path)
-    data = path + ".data"
+    written = os.path.getsize(staged)
+    data = staged + ".data"
     external = any(t.data_location == 1 for t in proto.graph.initializer) and \
         os.path.exists(data)
     if external:
@@ -290,15 +315,11 @@ def _run(args: argparse.Namespace) -> int:
         print(f"  output  {info.name}: {_describe(info)}")
     if args.check:
         try:
-            print("check: " + _check(model, path, shape, dtype, args.dynamic_batch))
-        except BaseException as err:  # a file that fails its check is not left behind
-            for leftover in (path, data):
-                if os.path.exists(leftover):
-                    os.unlink(leftover)
-            if isinstance(err, CLIError):
-                raise CLIError(f"{err}; removed {args.output}") from err
-            raise
-    return 0
+            print("check: " + _check(model, staged, shape, dtype, args.dynamic_batch))
+        except CLIError as err:
+            raise CLIError(f"{err}; {args.output} was not written (an existing file is "
+                           "left as it was)") from err
+    return proto
 
 
 def run(args: argparse.Namespace) -> int:

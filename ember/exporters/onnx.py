@@ -42,6 +42,7 @@ from collections.abc import Iterable
 from typing import IO, Any
 
 import ember
+from ember.atomic_write import atomic_write
 from ember.exporters import onnx_converters, onnx_modules  # noqa: F401 - fill the table
 from ember.exporters.onnx_context import (
     Converter,
@@ -263,15 +264,8 @@ def save(model: Any, f: str | os.PathLike | IO[bytes]) -> None:
     if not external:
         onnx.checker.check_model(model, full_check=True)
         data = model.SerializeToString()
-        fd, tmp = tempfile.mkstemp(prefix=".ember-onnx-", suffix=".tmp", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        with atomic_write(path) as out:
+            out.write(data)
         return
     # external data: write both files into a private folder next to the target, check the
     # result there (the checker reads the data file), then move the data and the model

@@ -18,6 +18,7 @@ import numpy as np
 from ember.core import dtype as dt
 from ember.core.opdef import OPS
 from ember.core.ops.elementwise import UNARY_BY_RULE
+from ember.core.ops.shape import strided_positions
 from ember.exporters.onnx_context import ExportContext, SymDim, meta, numpy_dtype, onnx_type
 from ember.exporters.onnx_registry import converter
 from ember.jit.graph import Node, Value
@@ -295,6 +296,16 @@ def _permute(ctx: ExportContext, node: Node) -> Any:
     return ctx.op("Transpose", ctx.name(x), perm=perm)
 
 
+@converter("strided_view")
+def _strided_view(ctx: ExportContext, node: Node) -> Any:
+    # (SHAPE family) a Gather of the flattened input at each element's position
+    (x,) = node.args
+    kw = node.kwargs
+    pos = strided_positions(tuple(kw["shape"]), kw["steps"], kw["start"], tuple(x.shape))
+    flat = ctx.op("Reshape", ctx.name(x), ctx.ints([-1]))
+    return ctx.op("Gather", flat, ctx.const(pos), axis=0)
+
+
 @converter("expand", dynamic=True)
 def _expand(ctx: ExportContext, node: Node) -> Any:
     (x,), kw = ctx.args(node)
@@ -525,6 +536,23 @@ def _einsum(ctx: ExportContext, node: Node) -> Any:
     out_dtype = _out(node).dtype
     names = [ctx.value(x, out_dtype) for x in node.args]
     return ctx.op("Einsum", *names, equation=node.kwargs["equation"].replace(" ", ""))
+
+
+# -- matrix factorizations (family: linalg) --
+
+
+@converter("det")
+def _det(ctx: ExportContext, node: Node) -> Any:
+    (a,) = node.args
+    return ctx.op("Det", ctx.value(a, a.dtype))
+
+
+@converter("_linalg_slogdet", "_linalg_inv_ex", "_linalg_solve_ex", "_linalg_cholesky_ex",
+           "_linalg_qr", "_geqrf", "_linalg_svd", "_linalg_eigh", "_linalg_lu_factor_ex")
+def _factorization(ctx: ExportContext, node: Node) -> Any:
+    raise ctx.unsupported(node, "ONNX has no operator for this matrix factorization")
+
+# -- end linalg --
 
 
 # -- im2col / col2im as a one-hot (grouped) convolution -------------------------------------

@@ -17,7 +17,7 @@ from ember.jit.graph import Graph, Node, Value
 
 def _makes_view(op: str, attrs: dict) -> bool:
     """Whether a primitive's output shares its input's storage (see ember.core.ops)."""
-    if op in ("permute", "expand"):
+    if op in ("permute", "expand", "strided_view"):
         return True
     if op == "reshape":
         return not attrs.get("copy", True)

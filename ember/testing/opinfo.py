@@ -607,8 +607,227 @@ _NNMISC: list[DiffOp] = [
     DiffOp("ctc_loss_none", _ctc("none"), make=_ctc_inputs, ops=("ctc_loss", "_ctc_nll")),
 ]
 
+# -- SHAPE family: views, splits, joins, diagonals, index grids ------------------------
+_SHAPE_FAMILY: list[DiffOp] = [
+    DiffOp("diagonal", lambda lib, x: lib.diagonal(x, 1, 0, 2).sum(0) * x.diagonal(-1, -1, 1)[0],
+           shapes=((3, 4, 3),), ops=("diagonal", "strided_view")),
+    DiffOp("tensor_unfold", lambda lib, x: x.unfold(1, 2, 1) * 2,
+           ops=("unfold", "strided_view")),
+    DiffOp("as_strided", lambda lib, x: lib.as_strided(x, (3, 3), (1, 2), 1) +
+           x.as_strided((2,), (5,)).sum()),
+    DiffOp("diag", lambda lib, x: lib.diag(x, 1) + lib.diag(x[0], -1)[:3, :3].sum()),
+    DiffOp("diag_embed", lambda lib, x: lib.diag_embed(x, 1, 0, 2), shapes=((2, 3),)),
+    DiffOp("diagflat", lambda lib, x: lib.diagflat(x, -1), shapes=((2, 2),)),
+    DiffOp("diagonal_scatter", lambda lib, x, s: lib.diagonal_scatter(x, s, 1, 1, 0),
+           shapes=((4, 3), (3,))),
+    DiffOp("select_scatter", lambda lib, x, s: lib.select_scatter(x, s, 1, -1),
+           shapes=((3, 4), (3,))),
+    DiffOp("slice_scatter", lambda lib, x, s: lib.slice_scatter(x, s, 1, 1, None, 2),
+           shapes=((3, 4), (3, 2))),
+    DiffOp("as_strided_scatter", lambda lib, x, s: lib.as_strided_scatter(x, s, (2, 2),
+                                                                           (1, 4), 1),
+           # PyTorch 2.13's gradient of `input` is zero off the written part and not on it
+           # (its AsStridedScatterBackward0); gradcheck checks ember's
+           shapes=((3, 4), (2, 2)), torch=False),
+    DiffOp("roll", lambda lib, x: lib.roll(x, (1, -2), (0, 1)) * lib.roll(x, 5)),
+    DiffOp("rot90", lambda lib, x: lib.rot90(x, 1, (0, 1)) * x.rot90(3).flipud(),
+           shapes=((3, 3),), ops=("rot90", "flipud")),
+    DiffOp("fliplr", lambda lib, x: lib.fliplr(x) * x),
+    DiffOp("ravel", lambda lib, x: x.t().ravel() * lib.ravel(x)),
+    DiffOp("atleast_nd", lambda lib, x, y: (lib.atleast_1d(x[0, 0]), lib.atleast_2d(y)) +
+           lib.atleast_3d(x, y), shapes=((3, 4), (4,)),
+           ops=("atleast_1d", "atleast_2d", "atleast_3d")),
+    DiffOp("column_row_dstack", lambda lib, x, y: (lib.column_stack([x, y]),
+                                                   lib.row_stack([x.t(), y]),
+                                                   lib.dstack((x, x.t()))),
+           shapes=((4, 4), (4,)), ops=("column_stack", "row_stack", "dstack")),
+    DiffOp("numpy_splits", lambda lib, x: lib.hsplit(x, 2) + x.vsplit([1]) + lib.dsplit(x, 2),
+           shapes=((2, 4, 2),), ops=("hsplit", "vsplit", "dsplit")),
+    DiffOp("split_with_sizes", lambda lib, x: lib.split_with_sizes(x, [1, 3], 1) +
+           x.unsafe_split(2, 1) + lib.unsafe_split_with_sizes(x, [2, 1]) +
+           x.unsafe_chunk(2, 1),
+           ops=("split_with_sizes", "unsafe_split", "unsafe_split_with_sizes",
+                "unsafe_chunk")),
+    DiffOp("block_diag", lambda lib, a, b: lib.block_diag(a, b, a[0, 0]),
+           shapes=((2, 3), (3,))),
+    DiffOp("cartesian_prod", lambda lib, a, b: lib.cartesian_prod(a, b) * 2,
+           shapes=((3,), (2,))),
+    DiffOp("combinations", lambda lib, a: lib.combinations(a, 2) +
+           lib.combinations(a, 2, with_replacement=True)[:6], shapes=((4,),)),
+    DiffOp("meshgrid", lambda lib, a, b: lib.meshgrid(a, b, indexing="xy")[0] *
+           lib.meshgrid([a, b], indexing="ij")[1].t(), shapes=((3,), (2,))),
+    DiffOp("repeat_interleave", lambda lib, x: (lib.repeat_interleave(x, 2),
+                                                x.repeat_interleave(lib.tensor([1, 0, 2]), 0)),
+           shapes=((3, 2),)),
+    DiffOp("view_copies", lambda lib, x: (
+        lib.alias_copy(x), lib.diagonal_copy(x), lib.expand_copy(x[:1], (2, 4)),
+        lib.narrow_copy(x, 1, 1, 2), lib.permute_copy(x, (1, 0)), lib.select_copy(x, 0, 1),
+        lib.slice_copy(x, 1, 0, 3, 2), lib.squeeze_copy(x[:1]), lib.t_copy(x),
+        lib.transpose_copy(x, 0, 1), lib.unsqueeze_copy(x, 1), lib.view_copy(x, (4, 3)),
+        lib.unfold_copy(x, 1, 2, 2), lib.as_strided_copy(x, (2,), (3,))) +
+        lib.split_copy(x, 2, 1) + lib.split_with_sizes_copy(x, [1, 2]) + lib.unbind_copy(x),
+        ops=("alias_copy", "diagonal_copy", "expand_copy", "narrow_copy", "permute_copy",
+             "select_copy", "slice_copy", "squeeze_copy", "t_copy", "transpose_copy",
+             "unsqueeze_copy", "view_copy", "unfold_copy", "as_strided_copy", "split_copy",
+             "split_with_sizes_copy", "unbind_copy")),
+    DiffOp("adjoint", lambda lib, x: lib.adjoint(x) * x.mH * x.H.T.t(), shapes=((3, 3),)),
+    DiffOp("type_as", lambda lib, x: x.type_as(x * 2) * lib.resolve_neg(x),
+           ops=("type_as", "resolve_neg")),
+]
+
+# -- linear algebra: products, factorizations, norms (family: linalg) --
+
+
+def _square(n: int = 3, batch: tuple = (), shift: float = 3.0):
+    """Well-conditioned square matrices (the diagonal shifted away from singular)."""
+    def make(rng: np.random.Generator) -> list[np.ndarray]:
+        return [rng.uniform(-1, 1, batch + (n, n)) + shift * np.eye(n)]
+    return make
+
+
+def _spd(rng: np.random.Generator) -> list[np.ndarray]:
+    a = rng.uniform(-1, 1, (2, 3, 3))
+    return [a @ a.swapaxes(-1, -2) + 3 * np.eye(3)]
+
+
+def _sym(rng: np.random.Generator) -> list[np.ndarray]:
+    a = rng.uniform(-1, 1, (3, 3)) + np.diag([0.0, 2.0, 4.0])  # distinct eigenvalues
+    return [a + a.T]
+
+
+_FIXED_MATRIX = [[0.5, 2.0, -1.0], [3.0, 0.25, 1.0], [-1.0, 1.0, 2.0]]  # LU pivots rows
+
+
+def _la(lib: Any) -> Any:
+    return lib.linalg
+
+
+def _sym_of(x: Any) -> Any:
+    return x + x.mT  # differentiate through a symmetric input, as PyTorch's own tests do
+
+
+_LINALG_FACTOR: list[DiffOp] = [
+    DiffOp("addbmm", lambda lib, c, a, b: lib.addbmm(c, a, b, beta=0.5, alpha=2.0),
+           shapes=((3, 2), (2, 3, 4), (2, 4, 2))),
+    DiffOp("baddbmm", lambda lib, c, a, b: c.baddbmm(a, b, alpha=-1.0),
+           shapes=((2, 3, 2), (2, 3, 4), (2, 4, 2))),
+    DiffOp("addmv", lambda lib, c, a, b: lib.addmv(c, a, b, beta=2.0),
+           shapes=((3,), (3, 4), (4,))),
+    DiffOp("addr", lambda lib, c, a, b: c.addr(a, b, alpha=0.5), shapes=((3, 4), (3,), (4,))),
+    DiffOp("inner", lambda lib, a, b: lib.inner(a, b), shapes=((2, 4), (3, 4))),
+    DiffOp("vdot", lambda lib, a, b: lib.vdot(a, b), shapes=((4,), (4,))),
+    DiffOp("kron", lambda lib, a, b: lib.kron(a, b), shapes=((2, 3), (3, 2))),
+    DiffOp("tensordot", lambda lib, a, b: lib.tensordot(a, b, ([0, 2], [1, 0])),
+           shapes=((2, 3, 4), (4, 2, 3))),
+    DiffOp("multi_dot", lambda lib, a, b, c: _la(lib).multi_dot([a, b, c]),
+           shapes=((3,), (3, 4), (4, 2)), ops=("linalg_multi_dot",)),
+    DiffOp("chain_matmul", lambda lib, a, b, c: lib.chain_matmul(a, b, c),
+           shapes=((2, 3), (3, 4), (4, 2))),
+    DiffOp("cross", lambda lib, a, b: lib.cross(a, b, dim=1), shapes=((2, 3), (2, 3))),
+    DiffOp("linalg_cross", lambda lib, a, b: _la(lib).cross(a, b), shapes=((2, 3), (1, 3))),
+    DiffOp("vecdot", lambda lib, a, b: _la(lib).vecdot(a, b, dim=0), shapes=((3, 4), (3, 1)),
+           ops=("linalg_vecdot",)),
+    DiffOp("det", lambda lib, a: lib.det(a), make=_square(3, (2,))),
+    DiffOp("slogdet", lambda lib, a: lib.slogdet(a).logabsdet, make=_square(3, (2,)),
+           ops=("slogdet", "_linalg_slogdet")),
+    DiffOp("logdet", lambda lib, a: lib.logdet(a), make=_square(3)),
+    DiffOp("inv", lambda lib, a: _la(lib).inv(a), make=_square(3, (2,)),
+           ops=("linalg_inv", "_linalg_inv_ex")),
+    DiffOp("inverse", lambda lib, a: a.inverse(), make=_square(3)),
+    DiffOp("solve", lambda lib, a, b: _la(lib).solve(a, b),
+           make=lambda rng: _square(3, (2,))(rng) + [rng.uniform(-1, 1, (3, 2))],
+           ops=("linalg_solve", "_linalg_solve_ex")),
+    DiffOp("solve_triangular", lambda lib, a, b: _la(lib).solve_triangular(
+        a, b, upper=False, left=False), make=lambda rng: _square(3)(rng) + [
+        rng.uniform(-1, 1, (2, 3))], ops=("linalg_solve_triangular",)),
+    DiffOp("triangular_solve", lambda lib, b, a: lib.triangular_solve(b, a).solution,
+           make=lambda rng: [rng.uniform(-1, 1, (3, 2))] + _square(3)(rng)),
+    DiffOp("cholesky", lambda lib, a: _la(lib).cholesky(_sym_of(a)), make=_spd,
+           ops=("linalg_cholesky", "_linalg_cholesky_ex")),
+    DiffOp("cholesky_upper", lambda lib, a: lib.cholesky(_sym_of(a), upper=True), make=_spd,
+           ops=("cholesky",)),
+    # (the factor's gradient is PyTorch's, for the whole matrix: give it a triangular one)
+    DiffOp("cholesky_solve", lambda lib, b, a: lib.cholesky_solve(b, a.tril()),
+           make=lambda rng: [rng.uniform(-1, 1, (3, 2))] + [np.tril(_square(3)(rng)[0])]),
+    DiffOp("cholesky_inverse", lambda lib, a: lib.cholesky_inverse(a.triu(), upper=True),
+           make=lambda rng: [np.triu(_square(3)(rng)[0])]),
+    DiffOp("qr", lambda lib, a: (lambda q, r: (q, r))(*_la(lib).qr(a)), shapes=((4, 3),),
+           ops=("linalg_qr", "_linalg_qr")),
+    DiffOp("qr_wide", lambda lib, a: (lambda q, r: (q, r))(*lib.qr(a)), shapes=((3, 4),),
+           ops=("qr",)),
+    # singular vectors are defined up to sign: differentiate what does not depend on it
+    DiffOp("svd", lambda lib, a: (lambda u, s, vh: (u @ vh, s))(
+        *_la(lib).svd(a, full_matrices=False)), shapes=((4, 3),),
+        ops=("linalg_svd", "_linalg_svd")),
+    DiffOp("svd_v", lambda lib, a: (lambda u, s, v: (u * s.unsqueeze(-2)) @ v.mT)(
+        *lib.svd(a)), shapes=((3, 4),), ops=("svd",)),
+    DiffOp("svdvals", lambda lib, a: _la(lib).svdvals(a), shapes=((2, 3, 4),),
+           ops=("linalg_svdvals",)),
+    DiffOp("eigh", lambda lib, a: (lambda w, v: (w, v * v))(*_la(lib).eigh(_sym_of(a))),
+           make=_sym, ops=("linalg_eigh", "_linalg_eigh")),
+    DiffOp("eigvalsh", lambda lib, a: _la(lib).eigvalsh(_sym_of(a), UPLO="U"), make=_sym,
+           ops=("linalg_eigvalsh",)),
+    DiffOp("pinv", lambda lib, a: _la(lib).pinv(a), shapes=((4, 3),), ops=("linalg_pinv",)),
+    DiffOp("pinverse", lambda lib, a: lib.pinverse(a), shapes=((3, 4),)),
+    DiffOp("lstsq", lambda lib, a, b: _la(lib).lstsq(a, b).solution, shapes=((4, 3), (4, 2)),
+           ops=("linalg_lstsq",)),
+    DiffOp("lu_solve", lambda lib, b: (lambda lu, piv: _la(lib).lu_solve(
+        lu, piv, b, adjoint=True) + lib.lu_solve(b, lu, piv))(*_la(lib).lu_factor(
+            lib.tensor(_FIXED_MATRIX, dtype=b.dtype, device=b.device))), shapes=((3, 2),),
+           ops=("linalg_lu_solve", "lu_solve", "lu_unpack")),
+    DiffOp("lu_factor", lambda lib, a: _la(lib).lu_factor(a).LU, make=_square(3, (2,)),
+           ops=("linalg_lu_factor", "_linalg_lu_factor_ex")),
+    DiffOp("linalg_lu_tall", lambda lib, a: (lambda p, lo, up: (lo, up))(*_la(lib).lu(a)),
+           shapes=((4, 3),), ops=("linalg_lu", "lu_unpack")),
+    DiffOp("lu_solve_through_a", lambda lib, a, b: _la(lib).lu_solve(*_la(lib).lu_factor(a),
+                                                                      b.mT, left=False),
+           make=lambda rng: _square(3)(rng) + [rng.uniform(-1, 1, (3, 2))],
+           ops=("linalg_lu_solve",)),
+    DiffOp("matrix_power", lambda lib, a: lib.matrix_power(a, 3) + a.matrix_power(-2),
+           make=_square(3)),
+    DiffOp("matrix_exp", lambda lib, a: lib.matrix_exp(a), shapes=((2, 3, 3),), low=-1.0,
+           high=1.0),
+    DiffOp("vector_norm", lambda lib, a: _la(lib).vector_norm(a, 3, dim=-1),
+           make=_away_from_zero((3, 4)), ops=("linalg_vector_norm",)),
+    DiffOp("matrix_norm", lambda lib, a: (_la(lib).matrix_norm(a), _la(lib).matrix_norm(
+        a, "nuc"), _la(lib).matrix_norm(a, -2), _la(lib).matrix_norm(a, float("inf"))),
+        shapes=((2, 3, 4),), ops=("linalg_matrix_norm",)),
+    DiffOp("linalg_norm", lambda lib, a: (_la(lib).norm(a), _la(lib).norm(a, 1, dim=(0, 1))),
+           shapes=((3, 4),), ops=("linalg_norm",)),
+    DiffOp("frobenius_norm", lambda lib, a: lib.frobenius_norm(a, (0, 1)),
+           shapes=((3, 4, 2),)),
+    DiffOp("nuclear_norm", lambda lib, a: lib.nuclear_norm(a), shapes=((3, 4),)),
+    DiffOp("cond", lambda lib, a: _la(lib).cond(a), make=_square(3), ops=("linalg_cond",)),
+    # (PyTorch's own backward of cond with a matrix-norm order fails: an in-place change
+    # to the inverse it saved)
+    DiffOp("cond_fro", lambda lib, a: _la(lib).cond(a, "fro"), make=_square(3),
+           ops=("linalg_cond",), torch=False),
+    DiffOp("tensorinv", lambda lib, a: _la(lib).tensorinv(a.reshape(2, 2, 4), ind=2),
+           make=_square(4), ops=("linalg_tensorinv",)),
+    DiffOp("tensorsolve", lambda lib, a, b: _la(lib).tensorsolve(a.reshape(2, 2, 4), b),
+           make=lambda rng: _square(4)(rng) + [rng.uniform(-1, 1, (2, 2))],
+           ops=("linalg_tensorsolve",)),
+    DiffOp("diagonal", lambda lib, a: _la(lib).diagonal(a, offset=1, dim1=0, dim2=2),
+           shapes=((3, 2, 4),), ops=("linalg_diagonal",)),
+    DiffOp("vander", lambda lib, a: _la(lib).vander(a, N=4), shapes=((2, 3),),
+           ops=("linalg_vander",)),
+    DiffOp("householder_product", lambda lib, a, t: _la(lib).householder_product(a, t),
+           shapes=((4, 3), (2,)), ops=("linalg_householder_product",)),
+    DiffOp("orgqr", lambda lib, a, t: lib.orgqr(a, t), shapes=((2, 3, 2), (2, 2))),
+    DiffOp("ormqr", lambda lib, a, t, c: (lib.ormqr(a, t, c, transpose=True),
+                                          a.ormqr(t, c.mT, left=False)),
+           shapes=((4, 3), (3,), (4, 2))),
+    DiffOp("cov", lambda lib, a: lib.cov(a, correction=0), shapes=((3, 5),)),
+    DiffOp("corrcoef", lambda lib, a: a.corrcoef(), shapes=((3, 5),)),
+    DiffOp("dist", lambda lib, a, b: lib.dist(a, b, 3), shapes=((3, 4), (4,))),
+    DiffOp("cdist", lambda lib, a, b: (lib.cdist(a, b), lib.cdist(a, b, p=1.5)),
+           shapes=((2, 3, 4), (2, 5, 4))),
+]
+# -- end linalg --
+
 DIFF_OPS: list[DiffOp] = (_UNARY + _BINARY + _REDUCTIONS + _SHAPES + _INDEXING + _LINALG +
-                          _NN + _LOSSES + _NNMISC)
+                          _NN + _LOSSES + _SHAPE_FAMILY + _LINALG_FACTOR +
+                          _NNMISC)
 """Every differentiable op the Tensor API exposes, with inputs in its smooth domain."""
 
 _names = [op.name for op in DIFF_OPS]

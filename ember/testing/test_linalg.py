@@ -149,5 +149,88 @@ def test_addmm_beta_zero_ignores_input(device: ember.device) -> None:
 # -- what this module checks (ember.testing.test_coverage reads it) ---------------------
 
 COVERS = {"matmul", "mm", "bmm", "mv", "dot", "outer", "addmm", "einsum", "softmax",
-          "log_softmax"}
+          "log_softmax",
+          # linear algebra: factorizations (family: linalg)
+          "det", "_linalg_slogdet", "_linalg_inv_ex", "_linalg_solve_ex", "_linalg_cholesky_ex",
+          "_linalg_qr", "_linalg_svd", "_linalg_eigh", "_linalg_lu_factor_ex", "linalg_inv_ex",
+          "linalg_solve_ex", "linalg_cholesky_ex", "linalg_matrix_rank", "linalg_lu_factor",
+          "linalg_lu_factor_ex", "lu", "linalg_lu", "_geqrf", "geqrf",
+          "svd_lowrank", "pca_lowrank"}
 """The declared ops whose values this module's tests check."""
+
+
+# -- matrix factorizations (family: linalg) --
+
+
+def _well_conditioned(rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    return rng.uniform(-1, 1, shape) + 3 * np.eye(shape[-1])
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_factorizations_reconstruct_their_input(device: ember.device, dtype) -> None:
+    rng = np.random.default_rng(0)
+    tol = 1e-4 if dtype is ember.float32 else 1e-10
+    a = _well_conditioned(rng, (2, 3, 3))
+    b = rng.uniform(-1, 1, (2, 3, 2))
+    x, y = S.on(device, a, dtype), S.on(device, b, dtype)
+    S.assert_matches(ember.det(x), np.linalg.det(a), device, dtype=dtype, rtol=tol, atol=tol)
+    sign, logabsdet = ember.linalg.slogdet(x)
+    S.assert_matches(logabsdet, np.linalg.slogdet(a)[1], device, dtype=dtype, rtol=tol,
+                     atol=tol)
+    S.assert_matches(ember.linalg.inv(x), np.linalg.inv(a), device, dtype=dtype, rtol=tol,
+                     atol=tol)
+    S.assert_matches(ember.linalg.solve(x, y), np.linalg.solve(a, b), device, dtype=dtype,
+                     rtol=tol, atol=tol)
+    spd = a @ a.swapaxes(-1, -2)
+    S.assert_matches(ember.linalg.cholesky(S.on(device, spd, dtype)), np.linalg.cholesky(spd),
+                     device, dtype=dtype, rtol=tol, atol=tol)
+    q, r = ember.linalg.qr(S.on(device, a[..., :2], dtype))
+    S.assert_matches(q @ r, a[..., :2], device, dtype=dtype, rtol=tol, atol=tol)
+    S.assert_matches(r, np.triu(r.cpu().numpy()), device, dtype=dtype)
+    u, sv, vh = ember.linalg.svd(x)
+    S.assert_matches(sv, np.linalg.svd(a)[1], device, dtype=dtype, rtol=tol, atol=tol)
+    S.assert_matches((u * sv.unsqueeze(-2)) @ vh, a, device, dtype=dtype, rtol=tol, atol=tol)
+    w, v = ember.linalg.eigh(S.on(device, spd, dtype))
+    S.assert_matches(w, np.linalg.eigvalsh(spd), device, dtype=dtype, rtol=tol, atol=tol)
+    S.assert_matches((v * w.unsqueeze(-2)) @ v.mT, spd, device, dtype=dtype, rtol=tol,
+                     atol=tol)
+    p, lower, upper = ember.linalg.lu(x)
+    S.assert_matches(p @ lower @ upper, a, device, dtype=dtype, rtol=tol, atol=tol)
+    lu_, pivots = ember.linalg.lu_factor(x)
+    assert pivots.dtype is ember.int32
+    S.assert_matches(ember.lu(x)[0], lu_.cpu().numpy(), device, dtype=dtype)
+    assert int(ember.linalg.matrix_rank(x[..., :2] @ x[..., :2, :]).max()) == 2
+    h, tau = ember.geqrf(S.on(device, a[..., :2], dtype))
+    S.assert_matches(h.triu()[..., :2, :], np.linalg.qr(a[..., :2], mode="r"), device,
+                     dtype=dtype, rtol=tol, atol=tol)
+    S.assert_matches(ember.linalg.householder_product(h, tau) @ h.triu()[..., :2, :],
+                     a[..., :2], device, dtype=dtype, rtol=tol, atol=tol)
+
+
+def test_low_rank_svd_and_pca_are_exact_on_low_rank_matrices(device: ember.device) -> None:
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((2, 7, 2)) @ rng.standard_normal((2, 2, 5))  # rank 2
+    x = S.on(device, a)
+    u, sv, v = ember.svd_lowrank(x, q=3)
+    S.assert_matches(sv[..., :2], np.linalg.svd(a)[1][..., :2], device, rtol=1e-8, atol=1e-8)
+    S.assert_matches((u * sv.unsqueeze(-2)) @ v.mT, a, device, rtol=1e-8, atol=1e-8)
+    centered = a - a.mean(-2, keepdims=True)
+    u, sv, v = ember.pca_lowrank(x.mT.mT, q=3)
+    S.assert_matches((u * sv.unsqueeze(-2)) @ v.mT, centered, device, rtol=1e-8, atol=1e-8)
+
+
+def test_singular_and_indefinite_matrices_report_lapack_info(device: ember.device) -> None:
+    singular = np.array([[[1.0, 2.0], [2.0, 4.0]], [[2.0, 0.0], [0.0, 1.0]]])
+    x = S.on(device, singular)
+    inverse, info = ember.linalg.inv_ex(x)
+    assert info.tolist() == [2, 0] and bool(inverse[0].isnan().all())
+    S.assert_matches(inverse[1], np.linalg.inv(singular[1]), device)
+    with pytest.raises(ember.linalg.LinAlgError, match=r"linalg.inv: \(Batch element 0\): "
+                       "The diagonal element 2 is zero"):
+        ember.linalg.inv(x)
+    assert ember.linalg.solve_ex(x, x).info.tolist() == [2, 0]
+    assert ember.linalg.lu_factor_ex(x).info.tolist() == [2, 0]
+    indefinite = S.on(device, np.array([[1.0, 2.0], [2.0, 1.0]]))
+    assert int(ember.linalg.cholesky_ex(indefinite).info) == 2
+    with pytest.raises(RuntimeError, match="leading minor of order 2"):
+        ember.linalg.cholesky(indefinite)

@@ -365,3 +365,113 @@ COVERS = {"reshape", "view", "view_as", "reshape_as", "permute", "transpose", "t
           "contiguous", "is_contiguous", "getitem", "setitem", "assign", "fill_", "zero_",
           "copy_"}
 """The declared ops whose values this module's tests check."""
+
+
+# -- SHAPE family: strided views, NumPy-style joins and splits, index grids, predicates --
+
+COVERS |= {"strided_view", "diagonal", "unfold", "as_strided", "fliplr", "flipud", "rot90",
+           "roll", "ravel", "diag", "diag_embed", "diagflat", "tril_indices", "triu_indices",
+           "unravel_index", "meshgrid", "combinations", "cartesian_prod", "block_diag",
+           "detach", "numel", "is_floating_point", "get_device", "is_signed", "is_nonzero",
+           "is_same_size", "is_inference", "is_neg", "is_distributed", "resolve_neg",
+           "adjoint", "type_as", "detach_copy"}
+
+def _np_strided(a: np.ndarray, offset: int, shape: tuple, strides: tuple) -> np.ndarray:
+    return np.lib.stride_tricks.as_strided(a.reshape(-1)[offset:], shape,
+                                           tuple(s * a.itemsize for s in strides))
+
+
+_STRIDED_VIEWS = {
+    # (NumPy's diagonal is read-only: the references are its strided form)
+    "diagonal": (lambda x: x.diagonal(), lambda a: _np_strided(a, 0, (4,), (5,))),
+    "diagonal offset": (lambda x: ember.diagonal(x, -1, 1, 0),
+                        lambda a: _np_strided(a, 1, (3,), (5,))),
+    "diagonal of a transpose": (lambda x: x.t()[1:].diagonal(1),
+                                lambda a: _np_strided(a, 5, (3,), (5,))),
+    "unfold": (lambda x: x.unfold(1, 2, 2), lambda a: a.reshape(4, 2, 2)),
+    "as_strided": (lambda x: x.as_strided((2, 2), (5, 1), 2),
+                   lambda a: _np_strided(a, 2, (2, 2), (5, 1))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_STRIDED_VIEWS))
+def test_strided_views_share_storage(device: ember.device, name: str) -> None:
+    make, ref = _STRIDED_VIEWS[name]
+    arr = np.arange(16, dtype=np.float32).reshape(4, 4)
+    x = S.on(device, arr)
+    v = make(x)
+    S.assert_matches(v, ref(arr), device, what=f"{name} values")
+    v.mul_(-1.0)  # a write through the view reaches the base ...
+    expected = arr.copy()
+    ref(expected)[...] *= -1
+    S.assert_matches(x, expected, device, what=f"base after {name}.mul_")
+    x.add_(100.0)  # ... and one to the base is seen by the view
+    S.assert_matches(v, ref(expected + 100), device, what=f"{name} after base.add_")
+
+
+def test_strided_view_layout(device: ember.device) -> None:
+    x = S.on(device, np.arange(24, dtype=np.float32).reshape(2, 3, 4))
+    assert x.stride() == (12, 4, 1) and x.stride(-2) == 4 and x.storage_offset() == 0
+    v = x[1, 1:].t()
+    assert v.stride() == (1, 4) and v.storage_offset() == 16
+    assert v.data_ptr() - x.data_ptr() == 16 * 4
+    d = x.diagonal(0, 1, 2)
+    assert d.stride() == (12, 5) and d.storage_offset() == 0
+    assert x.unfold(2, 2, 1).stride() == (12, 4, 1, 1)
+    e = S.on(device, np.zeros((2, 0)))
+    assert tuple(e.diagonal().shape) == (0,) and tuple(e.unfold(1, 0, 1).shape) == (2, 1, 0)
+
+
+def test_rearranging_ops_match_numpy(device: ember.device) -> None:
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    x = S.on(device, a)
+    m = S.on(device, a[0])
+    v = S.on(device, np.array([1.0, 2.0, 3.0], dtype=np.float32))
+    S.assert_matches(ember.fliplr(x), a[:, ::-1], device)
+    S.assert_matches(x.flipud(), a[::-1], device)
+    S.assert_matches(ember.rot90(x, 1, (1, 2)), np.rot90(a, 1, (1, 2)), device)
+    S.assert_matches(x.rot90(-3, (2, 0)), np.rot90(a, -3, (2, 0)), device)
+    S.assert_matches(ember.roll(x, (1, -5), (0, 2)), np.roll(a, (1, -5), (0, 2)), device)
+    S.assert_matches(x.roll(7), np.roll(a, 7), device)
+    S.assert_matches(x.transpose(0, 2).ravel(), a.transpose(2, 1, 0).ravel(), device)
+    S.assert_matches(ember.diag(v, -1), np.diag(a[0, 0, :0].tolist() + [1.0, 2, 3], -1),
+                     device)
+    S.assert_matches(m.diag(2), np.diag(a[0], 2), device)
+    S.assert_matches(ember.diag_embed(m, 1)[1], np.diag(a[0, 1], 1), device)
+    S.assert_matches(ember.diagflat(m[:2, :2]), np.diagflat(a[0, :2, :2]), device)
+    S.assert_matches(ember.block_diag(m[:1, :2], v), [[0, 1, 0, 0, 0], [0, 0, 1, 2, 3]],
+                     device, dtype=ember.float32)
+    S.assert_matches(ember.combinations(v, 2), [[1, 2], [1, 3], [2, 3]], device,
+                     dtype=ember.float32)
+    S.assert_matches(ember.cartesian_prod(v[:2], v[1:]), [[1, 2], [1, 3], [2, 2], [2, 3]],
+                     device, dtype=ember.float32)
+    gx, gy = ember.meshgrid(v, v[:2], indexing="xy")
+    nx, ny = np.meshgrid([1.0, 2, 3], [1.0, 2])
+    S.assert_matches(gx, nx, device, dtype=ember.float32)
+    S.assert_matches(gy, ny, device, dtype=ember.float32)
+    S.assert_matches(ember.tril_indices(3, 4, 1, device=device), np.tril_indices(3, 1, 4),
+                     device, dtype=ember.int64)
+    S.assert_matches(ember.triu_indices(4, 3, -1, device=device), np.triu_indices(4, -1, 3),
+                     device, dtype=ember.int64)
+    flat = S.on(device, np.array([0, 5, 11, -1]), ember.int64)
+    for got, want in zip(ember.unravel_index(flat, (3, 4)),
+                         np.unravel_index(np.array([0, 5, 11, 11]), (3, 4))):
+        S.assert_matches(got, want, device, dtype=ember.int64)
+
+
+def test_tensor_predicates(device: ember.device) -> None:
+    x = S.on(device, np.ones((2, 3), dtype=np.float32))
+    i = S.on(device, np.array([0, 1], dtype=np.uint8), ember.uint8)
+    assert ember.numel(x) == 6 and ember.is_floating_point(x) and not ember.is_floating_point(i)
+    assert ember.get_device(x) == x.get_device()
+    assert ember.is_signed(x) and not i.is_signed()
+    assert ember.is_nonzero(x[0, :1]) and not ember.is_nonzero(i[:1])
+    with pytest.raises(RuntimeError, match="more than one value is ambiguous"):
+        ember.is_nonzero(x)
+    assert ember.is_same_size(x, x.t().t()) and not x.is_same_size(x.t())
+    assert not (ember.is_inference(x) or ember.is_neg(x) or ember.is_distributed(x))
+    assert ember.resolve_neg(x) is x
+    assert ember.detach(x).data_ptr() == x.data_ptr()
+    assert ember.detach_copy(x).data_ptr() != x.data_ptr()
+    S.assert_matches(ember.adjoint(x), np.ones((3, 2)), device, dtype=ember.float32)
+    S.assert_matches(x.type_as(i), np.ones((2, 3)), device, dtype=ember.uint8)

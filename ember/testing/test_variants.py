@@ -67,6 +67,8 @@ _INPLACE_ARGS: dict[str, tuple[str, Args]] = {
     "squeeze": ("col", lambda lib, y: ((1,), {})),
     "unsqueeze": ("float", lambda lib, y: ((1,), {})),
     "transpose": ("float", lambda lib, y: ((0, 1), {})),
+    # SHAPE family
+    "as_strided": ("float", lambda lib, y: (((2, 3), (1, 3), 1), {})),
 }
 _UNARY_ARGS: tuple[str, Args] = ("float", lambda lib, y: ((), {}))
 
@@ -165,7 +167,58 @@ _OUT_ARGS: dict[str, tuple[str, Callable[[Any, Any, Any], tuple[tuple, dict]]]] 
     "dot": ("float", lambda lib, x, y: ((x[0], y[0]), {})),
     "outer": ("float", lambda lib, x, y: ((x[0], y[1]), {})),
     "addmm": ("float", lambda lib, x, y: ((x[:, :3], x, y.t()), {"beta": 0.5, "alpha": 2})),
+    # SHAPE family
+    "column_stack": ("float", lambda lib, x, y: (([x[:, 0], y],), {})),
+    "row_stack": ("float", lambda lib, x, y: (([x, y[0]],), {})),
+    "dstack": ("float", lambda lib, x, y: (([x, y],), {})),
+    "diag": ("float", lambda lib, x, y: ((x, 1), {})),
+    "slice_scatter": ("float", lambda lib, x, y: ((x, y[:, :2], 1, 1, None, 2), {})),
+    "alias_copy": ("float", lambda lib, x, y: ((x,), {})),
+    "as_strided_copy": ("float", lambda lib, x, y: ((x, (2, 2), (1, 4), 1), {})),
+    "detach_copy": ("float", lambda lib, x, y: ((x,), {})),
+    "diagonal_copy": ("float", lambda lib, x, y: ((x, 1), {})),
+    "expand_copy": ("float", lambda lib, x, y: ((x[:1], (2, 4)), {})),
+    "narrow_copy": ("float", lambda lib, x, y: ((x, 1, 1, 2), {})),
+    "permute_copy": ("float", lambda lib, x, y: ((x, (1, 0)), {})),
+    "select_copy": ("float", lambda lib, x, y: ((x, 1, -1), {})),
+    "slice_copy": ("float", lambda lib, x, y: ((x, 1, 0, 3, 2), {})),
+    "squeeze_copy": ("float", lambda lib, x, y: ((x[:1],), {})),
+    "t_copy": ("float", lambda lib, x, y: ((x,), {})),
+    "transpose_copy": ("float", lambda lib, x, y: ((x, 0, 1), {})),
+    "unfold_copy": ("float", lambda lib, x, y: ((x, 1, 2, 1), {})),
+    "unsqueeze_copy": ("float", lambda lib, x, y: ((x, 1), {})),
+    "view_copy": ("float", lambda lib, x, y: ((x, (2, 6)), {})),
 }
+
+# -- linear algebra (family: linalg): a vector and a batch of matrices as inputs, and the
+# arguments of the addmm family and the products --
+_INPUTS["vec"] = (_RNG.uniform(0.1, 0.9, (4,)), _RNG.uniform(0.1, 0.9, (4,)))
+_INPUTS["batch"] = (_RNG.uniform(0.1, 0.9, (2, 3, 4)), _RNG.uniform(0.1, 0.9, (2, 3, 4)))
+
+
+def _batches(lib: Any, y: Any) -> tuple:
+    """(2, 3, 3) and (2, 3, 4) batches made of a (3, 4) matrix."""
+    return lib.stack([y[:, :3], y[:, 1:]]), lib.stack([y[:3], y[:3]])
+
+
+_INPLACE_ARGS.update({
+    "addmm": ("float", lambda lib, y: ((y[:, :3], y[:3]), {"beta": 0.5, "alpha": 2})),
+    "addmv": ("vec", lambda lib, y: ((y.unsqueeze(1) * y, y), {"beta": 0.5, "alpha": 2})),
+    "addr": ("float", lambda lib, y: ((y[:, 0], y[0]), {"alpha": 0.5})),
+    "baddbmm": ("batch", lambda lib, y: ((y[..., :3], y), {"beta": 2})),
+    "addbmm": ("float", lambda lib, y: (_batches(lib, y), {"alpha": 0.5})),
+})
+_OUT_ARGS.update({
+    "addmv": ("vec", lambda lib, x, y: ((x, y.unsqueeze(1) * y, x), {"beta": 0.5})),
+    "addr": ("float", lambda lib, x, y: ((x, y[:, 0], y[0]), {})),
+    "baddbmm": ("batch", lambda lib, x, y: ((x, y[..., :3], y), {"alpha": 2})),
+    "addbmm": ("float", lambda lib, x, y: ((x, *_batches(lib, y)), {})),
+    "inner": ("float", lambda lib, x, y: ((x, y), {})),
+    "vdot": ("float", lambda lib, x, y: ((x[0], y[0]), {})),
+    "kron": ("float", lambda lib, x, y: ((x, y), {})),
+    "cross": ("float", lambda lib, x, y: ((x[:, :3], y[:, :3]), {"dim": 1})),
+})
+# -- end linalg --
 
 _OUT_OPS = sorted(name for name, op in OPS.items() if "out" in op.variants)
 

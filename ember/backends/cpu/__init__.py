@@ -65,6 +65,22 @@ class CPUBackend(Backend):
     def owns(self, buffer: Any) -> bool:
         return buffer.base is None and buffer.flags.writeable
 
+    def strides(self, buffer: Any) -> tuple[int, ...]:
+        return tuple(s // buffer.itemsize for s in buffer.strides)
+
+    def storage_offset(self, buffer: Any) -> int:
+        # the array owning the memory: the last array down the chain of `base`s (a strided
+        # view's base is NumPy's stride-tricks wrapper, whose base is the array again)
+        root = node = buffer
+        while getattr(node, "base", None) is not None:
+            node = node.base
+            if type(node) is type(buffer):
+                root = node
+        return (self.data_ptr(buffer) - self.data_ptr(root)) // buffer.itemsize
+
+    def data_ptr(self, buffer: Any) -> int:
+        return buffer.__array_interface__["data"][0]
+
     def manual_seed(self, seed: int) -> None:
         self._k.manual_seed(seed)
 

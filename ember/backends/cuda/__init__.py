@@ -161,6 +161,15 @@ class CUDABackend(Backend):
     def is_contiguous(self, buffer: Any) -> bool:
         return buffer.flags.c_contiguous
 
+    def strides(self, buffer: Any) -> tuple[int, ...]:
+        return tuple(s // buffer.itemsize for s in buffer.strides)
+
+    def storage_offset(self, buffer: Any) -> int:
+        return (buffer.data.ptr - buffer.data.mem.ptr) // buffer.itemsize
+
+    def data_ptr(self, buffer: Any) -> int:
+        return buffer.data.ptr
+
     def memory_stats(self, device: int) -> dict[str, int]:
         return self._rt.allocator().memory_stats(device)
 

@@ -31,6 +31,8 @@ event, so the profiler reads each kernel's start and end from the device (runtim
 from __future__ import annotations
 
 import functools
+import os
+import weakref
 from typing import Any
 
 from ember.core.backend import (
@@ -66,7 +68,28 @@ class OpenCLBackend(Backend):
         self._reason: str | None = None
         self._probed = False
         self._dtypes: frozenset[dtype] | None = None
+        self._forked = False
         self.kernels.update(_kernel_table())
+        after_fork = weakref.WeakMethod(self._after_fork_in_child)
+        os.register_at_fork(after_in_child=lambda: (after_fork() or (lambda: None))())
+
+    # -- fork ---------------------------------------------------------------------------
+    def _after_fork_in_child(self) -> None:
+        """A child forked after the parent created an OpenCL context inherits the
+        context's handles but not the driver's threads: its first kernel would wait
+        forever (a DataLoader worker indexing an OpenCL dataset hung so). As PyTorch does
+        for CUDA, every OpenCL use in such a child raises instead."""
+        from ember.backends.opencl import runtime
+
+        if not runtime.initialized():
+            return  # nothing was created: the child may start OpenCL afresh
+        self._forked = True
+        self._reason, self._probed = FORKED_MESSAGE, True
+        self.kernels.update({name: _forked_kernel for name in self.kernels})
+
+    def _check_fork(self) -> None:
+        if self._forked:
+            raise RuntimeError(FORKED_MESSAGE)
 
     # -- availability -------------------------------------------------------------------
     def unavailable_reason(self) -> str | None:
@@ -127,21 +150,25 @@ class OpenCLBackend(Backend):
 
     # -- memory -------------------------------------------------------------------------
     def empty(self, shape: tuple[int, ...], dtype: dtype, device: int) -> Any:
+        self._check_fork()
         from ember.backends.opencl import kernels, runtime
 
         return kernels.empty(runtime.device(device), tuple(shape), dtype)
 
     def from_numpy(self, array: Any, device: int) -> Any:
+        self._check_fork()
         from ember.backends.opencl import kernels, runtime
 
         return kernels.from_numpy(array, runtime.device(device))
 
     def to_numpy(self, buffer: Any) -> Any:
+        self._check_fork()
         from ember.backends.opencl import kernels
 
         return kernels.to_numpy(buffer)
 
     def to_device(self, buffer: Any, device: int) -> Any:
+        self._check_fork()
         from ember.backends.opencl import kernels, runtime
 
         return kernels.to_device(buffer, runtime.device(device))
@@ -152,6 +179,15 @@ class OpenCLBackend(Backend):
     def is_contiguous(self, buffer: Any) -> bool:
         return buffer.is_contiguous()
 
+    def strides(self, buffer: Any) -> tuple[int, ...]:
+        return tuple(buffer.strides)
+
+    def storage_offset(self, buffer: Any) -> int:
+        return buffer.offset
+
+    def data_ptr(self, buffer: Any) -> int:
+        return buffer.mem.int_ptr + buffer.offset * buffer.dtype.itemsize
+
     # -- execution ----------------------------------------------------------------------
     def manual_seed(self, seed: int) -> None:
         from ember.backends.opencl import kernels
@@ -159,6 +195,8 @@ class OpenCLBackend(Backend):
         kernels.manual_seed(seed)
 
     def synchronize(self, device: int | None = None) -> None:
+        if self._forked:
+            return  # a forked child queued nothing (and its queues cannot finish)
         from ember.backends.opencl import runtime
 
         devs = runtime.known_devices()
@@ -184,6 +222,17 @@ class OpenCLBackend(Backend):
         from ember.backends.opencl import runtime
 
         runtime.stop_timing()
+
+
+FORKED_MESSAGE = (
+    "Cannot use OpenCL in a forked subprocess: the parent process had created its OpenCL "
+    "context before fork(). To use OpenCL with multiprocessing (e.g. DataLoader workers "
+    "that touch OpenCL tensors), you must use the 'spawn' or 'forkserver' start method "
+    "(DataLoader(..., multiprocessing_context='spawn')), or keep the dataset on the CPU.")
+
+
+def _forked_kernel(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError(FORKED_MESSAGE)
 
 
 def _kernel_table() -> dict[str, Any]:

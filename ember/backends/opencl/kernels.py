@@ -679,6 +679,12 @@ def expand(x: CLBuffer, shape: tuple) -> CLBuffer:
     return x.view(tuple(new_shape), tuple(new_strides), x.offset)
 
 
+def strided_view(x: CLBuffer, shape: tuple, steps: tuple, start: tuple) -> CLBuffer:
+    strides = tuple(sum(a * st for a, st in zip(row, x.strides)) for row in steps)
+    offset = x.offset + sum(b * st for b, st in zip(start, x.strides))
+    return x.view(tuple(shape), strides, offset if math.prod(shape) else x.offset)
+
+
 def _index_layout(x: CLBuffer, index: tuple, tensors: tuple = ()):
     """Walk an index spec over x: the shape, strides and offset its basic entries give
     (ints select and drop their dimension first, PyTorch's rule), the result positions of
@@ -1530,6 +1536,7 @@ for _op in ("argmax", "argmin"):
 TABLE.update({
     "where": where, "clamp": clamp, "cast": cast, "cumsum": cumsum, "topk": topk,
     "reshape": reshape, "permute": permute, "expand": expand, "flip": flip, "clone": clone,
+    "strided_view": strided_view,
     "tril": tril, "triu": triu, "getitem": getitem, "setitem": setitem, "assign": assign,
     "cat": cat, "gather": gather, "scatter": scatter, "scatter_add": scatter_add,
     "index_select": index_select, "nonzero": nonzero, "matmul": matmul,

@@ -418,6 +418,12 @@ def _discover() -> list[Device]:
     return [Device(i, d, p) for i, (p, d) in enumerate(pairs)]
 
 
+def initialized() -> bool:
+    """Whether this process has created an OpenCL context (and so the driver's threads
+    and locks that a fork() does not copy)."""
+    return any(d.queue is not None for d in _devices or [])
+
+
 def known_devices() -> list[Device]:
     """The devices discovered so far (none before the first device query)."""
     return list(_devices or [])

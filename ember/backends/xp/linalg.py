@@ -1,12 +1,16 @@
-"""Matrix products: matmul, einsum, and the fused linear layer with its backward."""
+"""Matrix products (matmul, einsum, the fused linear layer with its backward) and the
+matrix factorizations (inverse, solve, det, slogdet, Cholesky, QR, SVD, eigh, LU)."""
 
 from __future__ import annotations
 
+import math
+
 from ember.backends.xp.lib import ArrayLib, Kernel
+from ember.core.backend import LinAlgError
 
 
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
-    xp, as_array, low_precision = lib.xp, lib.as_array, lib.low_precision
+    xp, as_array, low_precision, quiet = lib.xp, lib.as_array, lib.low_precision, lib.quiet
     product = lib.matmul
 
     def matmul(a, b):
@@ -32,5 +36,152 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             g.dtype, copy=False) if len(needs) > 2 and needs[2] else None
         return gx, gw, gb
 
-    return {"matmul": matmul, "einsum": einsum, "linear": linear,
-            "linear_backward": linear_backward}
+    table = {"matmul": matmul, "einsum": einsum, "linear": linear,
+             "linear_backward": linear_backward}
+
+    # -- factorizations (LAPACK through xp.linalg): each returns its outputs flattened
+    # and concatenated along one last axis, the layout core's unpacking expects (a
+    # primitive has one output; ember/core/ops/factorizations.py splits it back)
+
+    linalg = xp.linalg
+    lapack_error = getattr(linalg, "LinAlgError", ArithmeticError)
+
+    def pack(*parts, batch):
+        flat = [as_array(p) for p in parts]
+        flat = [p.reshape(batch + (math.prod(p.shape[len(batch):]),)) for p in flat]
+        dtype = flat[0].dtype
+        return xp.concatenate([f.astype(dtype, copy=False) for f in flat], axis=-1)
+
+    def lu_in_place(lu):
+        """Partial-pivoting LU of a (b, m, n) array, in place (LAPACK's getrf semantics:
+        the first largest |pivot|, a zero pivot leaves its column unscaled); returns the
+        1-based pivots (b, k) and the 1-based index of the first zero pivot (0: none)."""
+        b, m, n = lu.shape
+        k = min(m, n)
+        rows = xp.arange(b)
+        pivots = xp.zeros((b, k), dtype=xp.int64)
+        info = xp.zeros(b, dtype=xp.int64)
+        with quiet():
+            for j in range(k):
+                p = xp.argmax(xp.abs(lu[:, j:, j]), axis=1) + j
+                pivots[:, j] = p + 1
+                top = lu[rows, j].copy()
+                lu[rows, j] = lu[rows, p]
+                lu[rows, p] = top
+                d = lu[:, j, j]
+                zero = d == 0
+                info = xp.where((info == 0) & zero, j + 1, info)
+                scale = xp.where(zero, 1, d)
+                lu[:, j + 1:, j] /= scale[:, None]
+                lu[:, j + 1:, j + 1:] -= lu[:, j + 1:, j:j + 1] * lu[:, j:j + 1, j + 1:]
+        return pivots, info
+
+    def singular_info(a):
+        """Per matrix of a (..., n, n) batch: the 1-based index of the first zero pivot
+        of its LU factorization (0: invertible)."""
+        batch = a.shape[:-2]
+        lu = a.reshape((math.prod(batch),) + a.shape[-2:]).copy()
+        return lu_in_place(lu)[1].reshape(batch)
+
+    def with_info(f, a, *rest):
+        """`f(a, *rest)` for a batch where some matrices may be singular: those get NaN
+        results and their info; the others are computed. (NumPy raises for a singular
+        matrix; CuPy returns non-finite values instead, so those are checked too.)"""
+        batch = a.shape[:-2]
+        try:
+            out = as_array(f(a, *rest))
+            if bool(xp.isfinite(out).all()) or not bool(xp.isfinite(a).all()):
+                return out, xp.zeros(batch, dtype=xp.int64)
+        except lapack_error:
+            pass
+        info = singular_info(a)
+        bad = (info > 0)[..., None, None]
+        eye = xp.eye(a.shape[-1], dtype=a.dtype)
+        out = as_array(f(xp.where(bad, eye, a), *rest))
+        return xp.where(bad, xp.nan, out), info
+
+    def inv_ex(a):
+        x, info = with_info(linalg.inv, a)
+        return pack(x, info, batch=a.shape[:-2])
+
+    def solve_ex(a, b):
+        x, info = with_info(linalg.solve, a, b)
+        return pack(x, info, batch=a.shape[:-2])
+
+    def det(a):
+        return as_array(linalg.det(a))
+
+    def slogdet(a):
+        sign, logabsdet = converged("linalg.slogdet", linalg.slogdet, a)
+        return pack(sign, logabsdet, batch=a.shape[:-2])
+
+    def cholesky_info(m):
+        """The order of the first leading minor of `m` that is not positive-definite."""
+        for k in range(1, m.shape[-1] + 1):
+            try:
+                linalg.cholesky(m[:k, :k])
+            except lapack_error:
+                return k
+        return 0
+
+    def cholesky_ex(a, *, upper):
+        src = xp.swapaxes(a, -1, -2) if upper else a  # LAPACK reads the named triangle
+        batch = a.shape[:-2]
+        try:
+            factor = linalg.cholesky(src)
+            info = xp.zeros(batch, dtype=xp.int64)
+        except lapack_error:
+            flat = src.reshape((math.prod(batch),) + src.shape[-2:])
+            info = xp.asarray([cholesky_info(m) for m in flat], dtype=xp.int64).reshape(batch)
+            bad = (info > 0)[..., None, None]
+            factor = xp.where(bad, xp.nan, linalg.cholesky(
+                xp.where(bad, xp.eye(a.shape[-1], dtype=a.dtype), src)))
+        # LAPACK stops at a NaN pivot too (NumPy's factor is then NaN from there on)
+        diagonal = xp.diagonal(factor, axis1=-2, axis2=-1)
+        if diagonal.shape[-1]:
+            nan = xp.isnan(diagonal)
+            info = xp.where((info == 0) & nan.any(axis=-1), xp.argmax(nan, axis=-1) + 1, info)
+        if upper:
+            factor = xp.swapaxes(factor, -1, -2)
+        return pack(factor, info, batch=batch)
+
+    def qr(a, *, mode):
+        batch = a.shape[:-2]
+        if mode == "r":
+            return pack(linalg.qr(a, mode="r"), batch=batch)
+        q, r = converged("linalg.qr", linalg.qr, a, mode=mode)
+        return pack(q, r, batch=batch)
+
+    def converged(op, f, a, *args, **kwargs):
+        try:
+            return f(a, *args, **kwargs)
+        except lapack_error:
+            why = ("the input matrix is ill-conditioned or has too many repeated "
+                   "values") if bool(xp.isfinite(a).all()) else \
+                "the input matrix contained non-finite values"
+            raise LinAlgError(f"{op}: The algorithm failed to converge because {why}.") \
+                from None
+
+    def geqrf(a):
+        h, tau = converged("geqrf", linalg.qr, a, mode="raw")  # h is LAPACK's, transposed
+        return pack(xp.swapaxes(h, -1, -2), tau, batch=a.shape[:-2])
+
+    def svd(a, *, full_matrices):
+        u, s, vh = converged("linalg.svd", linalg.svd, a, full_matrices=full_matrices)
+        return pack(u, s, vh, batch=a.shape[:-2])
+
+    def eigh(a, *, UPLO):
+        w, v = converged("linalg.eigh", linalg.eigh, a, UPLO=UPLO)
+        return pack(w, v, batch=a.shape[:-2])
+
+    def lu_factor_ex(a):
+        batch, (m, n) = a.shape[:-2], a.shape[-2:]
+        lu = a.reshape((math.prod(batch), m, n)).copy()
+        pivots, info = lu_in_place(lu)
+        return pack(lu, pivots, info, batch=batch)
+
+    table.update({"_linalg_inv_ex": inv_ex, "_linalg_solve_ex": solve_ex, "det": det,
+                  "_linalg_slogdet": slogdet, "_linalg_cholesky_ex": cholesky_ex,
+                  "_linalg_qr": qr, "_geqrf": geqrf, "_linalg_svd": svd, "_linalg_eigh": eigh,
+                  "_linalg_lu_factor_ex": lu_factor_ex})
+    return table

@@ -26,6 +26,14 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         target = tuple(s if n == -1 else n for s, n in zip((1,) * lead + x.shape, shape))
         return xp.broadcast_to(x, target)
 
+    def strided_view(x, shape, steps, start):
+        # a view through the input's own strides: `steps` and `start` count indices
+        strides = tuple(sum(a * st for a, st in zip(row, x.strides)) for row in steps)
+        if any(s == 0 for s in shape):
+            return xp.empty(tuple(shape), x.dtype)
+        first = x[tuple(slice(b, b + 1) for b in start)] if start else x
+        return xp.lib.stride_tricks.as_strided(first, shape=tuple(shape), strides=strides)
+
     def flip(x, dims):
         return xp.flip(x, dims).copy()
 
@@ -45,5 +53,6 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return xp.pad(x, pad, mode="constant", constant_values=value)
 
     return {"reshape": reshape, "permute": permute, "expand": expand, "flip": flip,
+            "strided_view": strided_view,
             "clone": clone, "tril": tril, "triu": triu, "cat": cat,
             "constant_pad": constant_pad}

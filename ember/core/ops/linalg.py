@@ -1,5 +1,7 @@
-"""Linear algebra: `matmul` (and `mm`, `bmm`, `mv`, `dot`, `@`), `outer`, `addmm`,
-`einsum`.
+"""Linear algebra: products. `matmul` (and `mm`, `bmm`, `mv`, `dot`, `@`), `outer`, the
+addmm family (`addmm`, `addmv`, `addr`, `baddbmm`, `addbmm`), `inner`, `vdot`, `kron`,
+`tensordot`, `multi_dot`, `cross`, `vecdot`, `einsum`. Factorizations and what is built
+on them: ember.core.ops.factorizations.
 
 Kernels (signatures of their rules):
 
@@ -11,16 +13,19 @@ Kernels (signatures of their rules):
 from __future__ import annotations
 
 import functools
+import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import apply, apply_labelled
-from ember.core.declare import composite, primitive
+from ember.core.declare import composite, primitive, write_out
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
 from ember.core.opdef import Precision as P
-from ember.core.shapes import broadcast_shapes, fmt_shape
+from ember.core.ops.shape import cat
+from ember.core.shapes import broadcast_shapes, fmt_shape, normalize_dim
 from ember.core.tensor import Tensor
 
 # -- rules ----------------------------------------------------------------------------
@@ -161,18 +166,336 @@ def _addmm_cost(input: Any, mat1: Any, mat2: Any, **kwargs: Any) -> Cost:
     return Cost(c.flops + 2 * costs.numel(input), c.bytes + costs.nbytes(input))
 
 
-@composite(variants="function method out", exact_out=True, cost=_addmm_cost, precision=P.LOWER,
-           cpu_precision=P.LOWER)
+def _scaled_sum(op: str, input: Tensor, product: Tensor, beta: Any, alpha: Any) -> Tensor:
+    """`beta * input + alpha * product`, PyTorch's way for the addmm family: with `beta=0`
+    `input` is ignored (its NaN and infinities do not reach the result), and for integer
+    operands a floating-point `alpha` or `beta` is truncated to an integer (`addr` refuses
+    it)."""
+    if not (input.dtype.is_floating_point or product.dtype.is_floating_point):
+        for name, v in (("beta", beta), ("alpha", alpha)):
+            if isinstance(v, float) and op == "addr":
+                raise RuntimeError(f"For integral input tensors, argument {name} must not be "
+                                   "a floating point number.")
+        alpha, beta = int(alpha), int(beta)
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:
+        return product.expand(broadcast_shapes(op, tuple(input.shape), tuple(product.shape)))
+    shape = broadcast_shapes(op, tuple(input.shape), tuple(product.shape))
+    if shape != tuple(product.shape):
+        raise RuntimeError(f"{op}: the result of shape {fmt_shape(tuple(product.shape))} "
+                           f"cannot take an input of shape {fmt_shape(tuple(input.shape))}")
+    return (input * beta if beta != 1 else input) + product
+
+
+def _need_dims(op: str, name: str, x: Tensor, ndim: int) -> None:
+    """PyTorch's message for an operand of the addmm family with the wrong rank."""
+    if x.ndim != ndim:
+        raise RuntimeError(f"{name} must be a matrix, got {x.ndim}-D tensor" if ndim == 2 else
+                           f"addr: Expected 1-D argument {name}, but got {x.ndim}-D"
+                           if ndim == 1 else f"{name} must be a 3D tensor")
+
+
+@composite(variants="function method inplace out", exact_out=True, cost=_addmm_cost,
+           precision=P.LOWER, cpu_precision=P.LOWER)
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,
           alpha: Any = 1) -> Tensor:
     """`beta * input + alpha * (mat1 @ mat2)`; with `beta=0`, `input` is ignored (its NaN
     and infinities do not reach the result)."""
-    prod_ = matmul(mat1, mat2)
-    if alpha != 1:
-        prod_ = prod_ * alpha
-    if beta == 0:
-        return prod_.expand(broadcast_shapes("addmm", tuple(input.shape), tuple(prod_.shape)))
-    return (input * beta if beta != 1 else input) + prod_
+    _need_dims("addmm", "mat1", mat1, 2)
+    _need_dims("addmm", "mat2", mat2, 2)
+    return _scaled_sum("addmm", input, matmul(mat1, mat2), beta, alpha)
+
+
+@composite(variants="function method inplace out", exact_out=True, cost=_addmm_cost,
+           precision=P.LOWER)
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """`beta * input + alpha * (mat @ vec)` for a matrix `mat` and a vector `vec`."""
+    if mat.ndim != 2 or vec.ndim != 1 or mat.shape[1] != vec.shape[0]:
+        def sizes(x: Tensor) -> str:
+            return "(" + "x".join(str(n) for n in x.shape) + ")"
+        raise RuntimeError(f"size mismatch, got input {sizes(input)}, mat {sizes(mat)}, vec "
+                           f"{sizes(vec)}")
+    return _scaled_sum("addmv", input, matmul(mat, vec), beta, alpha)
+
+
+@composite(variants="function method inplace out", exact_out=True, cost=_addmm_cost,
+           precision=P.LOWER)
+def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """`beta * input + alpha * outer(vec1, vec2)`."""
+    _need_dims("addr", "vec1", vec1, 1)
+    _need_dims("addr", "vec2", vec2, 1)
+    if input.dtype is dt.bool_ and vec1.dtype is dt.bool_:  # PyTorch: logical and/or
+        prod_ = vec1.unsqueeze(1).logical_and(vec2.unsqueeze(0))
+        return prod_ if beta == 0 else input.logical_or(prod_) if alpha else input.clone()
+    return _scaled_sum("addr", input, outer(vec1, vec2), beta, alpha)
+
+
+@composite(variants="function method inplace out", exact_out=True, cost=_addmm_cost,
+           precision=P.LOWER, cpu_precision=P.LOWER)
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
+            alpha: Any = 1) -> Tensor:
+    """`beta * input + alpha * bmm(batch1, batch2)`."""
+    _need_dims("baddbmm", "batch1", batch1, 3)
+    _need_dims("baddbmm", "batch2", batch2, 3)
+    if tuple(batch2.shape[:2]) != (batch1.shape[0], batch1.shape[2]):
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{batch1.shape[0]}, {batch1.shape[2]}] but got: "
+                           f"[{batch2.shape[0]}, {batch2.shape[1]}].")
+    return _scaled_sum("baddbmm", input, bmm(batch1, batch2), beta, alpha)
+
+
+@composite(variants="function method inplace out", exact_out=True, cost=_addmm_cost,
+           precision=P.LOWER, cpu_precision=P.LOWER)
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
+           alpha: Any = 1) -> Tensor:
+    """`beta * input + alpha * sum_i(batch1[i] @ batch2[i])`: the batched products summed
+    into one matrix (one matrix product over the batch and inner dimensions together)."""
+    _need_dims("addbmm", "batch1", batch1, 3)
+    _need_dims("addbmm", "batch2", batch2, 3)
+    b, n, m = batch1.shape
+    if batch2.shape[0] != b:
+        raise RuntimeError(f"batch1 and batch2 must have same number of batches, got {b} and "
+                           f"{batch2.shape[0]}")
+    if batch2.shape[1] != m:
+        raise RuntimeError(f"Incompatible matrix sizes for bmm ({n}x{m} and "
+                           f"{batch2.shape[1]}x{batch2.shape[2]})")
+    product = matmul(batch1.permute(1, 0, 2).reshape(n, b * m),
+                     batch2.reshape(b * m, batch2.shape[2]))
+    return _scaled_sum("addbmm", input, product, beta, alpha)
+
+
+# -- products of vectors and tensors ----------------------------------------------------
+
+
+@composite(variants="function method out", cost=costs.matmul,
+           cpu_precision=P.LOWER)
+def inner(input: Tensor, other: Tensor) -> Tensor:
+    """The dot product over the last dimension of both tensors (a product with a 0-d one)."""
+    if input.ndim == 0 or other.ndim == 0:
+        return input * other
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
+                           f"got shapes {list(input.shape)} and {list(other.shape)}")
+    return tensordot(input, other, ([input.ndim - 1], [other.ndim - 1]))
+
+
+@composite(variants="function method out", cost=costs.matmul)
+def vdot(input: Tensor, other: Tensor) -> Tensor:
+    """The dot product of two 1-D tensors (the first conjugated: the same for real ones)."""
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
+                           "tensors")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"vdot: expected both vectors to have same dtype, but found "
+                           f"{_word(input.dtype)} and {_word(other.dtype)}")
+    if input.shape[0] != other.shape[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and "
+                           f"src [{other.shape[0]}] to have the same number of elements, but "
+                           "got different")
+    return matmul(input, other)
+
+
+_WORDS = {"float64": "Double", "float32": "Float", "float16": "Half", "bfloat16": "BFloat16",
+          "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+          "bool": "Bool"}
+
+
+def _word(d: dt.dtype) -> str:
+    """PyTorch's name of a dtype in its C++ messages (`Float`, `Long` ...)."""
+    return _WORDS.get(d.name, d.name)
+
+
+@composite(variants="function method out", cost=costs.pointwise(1))
+def kron(input: Tensor, other: Tensor) -> Tensor:
+    """The Kronecker product: every element of `input` times all of `other`, in blocks
+    (the shorter shape is padded with leading 1s)."""
+    nd = max(input.ndim, other.ndim)
+    sa = (1,) * (nd - input.ndim) + tuple(input.shape)
+    sb = (1,) * (nd - other.ndim) + tuple(other.shape)
+    a = input.reshape(tuple(x for s in sa for x in (s, 1)))
+    b = other.reshape(tuple(x for s in sb for x in (1, s)))
+    return (a * b).reshape(tuple(x * y for x, y in zip(sa, sb)))
+
+
+@composite(variants="function", cost=costs.matmul,
+           cpu_precision=P.LOWER)
+def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
+    """Contracts `a`'s dimensions `dims[0]` with `b`'s `dims[1]` (an int `d`: `a`'s last
+    `d` with `b`'s first `d`); the free dimensions of `a`, then of `b`, remain."""
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > min(a.ndim, b.ndim):
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+        da, db = list(range(-dims, 0)), list(range(dims))
+    else:
+        da, db = ([d] if isinstance(d, int) else list(d) for d in dims)
+    if len(da) != len(db):
+        raise RuntimeError("both dimension lists should have same length")
+    for i, j in zip(da, db):
+        if a.shape[i] != b.shape[j]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size "
+                               f"{a.shape[i]} in dim {i} and second has size {b.shape[j]} in "
+                               f"dim {j}")
+    da = [d % a.ndim if a.ndim else d for d in da]
+    db = [d % b.ndim if b.ndim else d for d in db]
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"expected scalar type {_word(a.dtype)} but found {_word(b.dtype)}")
+    free_a = [d for d in range(a.ndim) if d not in da]
+    free_b = [d for d in range(b.ndim) if d not in db]
+    k = math.prod(a.shape[d] for d in da)
+    left = a.permute(*free_a, *da).reshape(math.prod(a.shape[d] for d in free_a), k)
+    right = b.permute(*db, *free_b).reshape(k, math.prod(b.shape[d] for d in free_b))
+    result = matmul(left, right).reshape(tuple(a.shape[d] for d in free_a) +
+                                         tuple(b.shape[d] for d in free_b))
+    if out is not None:
+        return write_out("tensordot", out, result)
+    return result
+
+
+def _multi_dot(op: str, tensors: Sequence[Tensor]) -> Tensor:
+    """The product of a chain of matrices (the first and last may be vectors), multiplied
+    in the order that costs the fewest operations."""
+    n = len(tensors)
+    for i, t in enumerate(tensors):
+        if i in (0, n - 1):
+            if t.ndim not in (1, 2):
+                raise RuntimeError(f"{op}(): the first and last tensors should be 1D or 2D "
+                                   f"but got {t.ndim}D")
+        elif t.ndim != 2:
+            raise RuntimeError(f"{op}(): tensor {i} must be 2D but got {t.ndim}D")
+    mats = list(tensors)
+    if mats[0].ndim == 1:
+        mats[0] = mats[0].unsqueeze(0)
+    if mats[-1].ndim == 1:
+        mats[-1] = mats[-1].unsqueeze(1)
+    for i in range(n - 1):
+        if mats[i].shape[1] != mats[i + 1].shape[0]:
+            raise RuntimeError(f"{op}(): tensors {i} and {i + 1} with shapes "
+                               f"{list(tensors[i].shape)} and {list(tensors[i + 1].shape)} "
+                               "cannot be multiplied")
+    dims = [m.shape[0] for m in mats] + [mats[-1].shape[1]]
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j], split[i][j] = min((cost[i][s] + cost[s + 1][j] + dims[i] * dims[s + 1]
+                                           * dims[j + 1], s) for s in range(i, j))
+
+    def chain(i: int, j: int) -> Tensor:
+        return mats[i] if i == j else matmul(chain(i, split[i][j]), chain(split[i][j] + 1, j))
+    result = chain(0, n - 1)
+    if tensors[0].ndim == 1:
+        result = result.squeeze(0)
+    if tensors[-1].ndim == 1:
+        result = result.squeeze(-1)
+    return result
+
+
+@composite(variants="", cost=costs.matmul, precision=P.LOWER,
+           cpu_precision=P.LOWER)
+def linalg_multi_dot(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
+    """`linalg.multi_dot`: the product of two or more matrices in the cheapest order; the
+    first may be a row vector and the last a column vector (1-D)."""
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    result = _multi_dot("multi_dot", tensors)
+    return result if out is None else write_out("linalg.multi_dot", out, result)
+
+
+@composite(variants="function", cost=costs.matmul, precision=P.LOWER,
+           cpu_precision=P.LOWER)
+def chain_matmul(*matrices: Tensor, out: Any = None) -> Tensor:
+    """The product of 2-D matrices in the cheapest order (deprecated in PyTorch for
+    `linalg.multi_dot`)."""
+    if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
+        matrices = tuple(matrices[0])
+    if not matrices:
+        raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    _deprecated_chain_matmul()
+    for t in matrices:
+        if t.ndim != 2:
+            raise RuntimeError(f"Tensor dimension is {t.ndim}, expected 2 instead.")
+    result = matrices[0].clone() if len(matrices) == 1 else \
+        _multi_dot("chain_matmul", matrices)
+    return result if out is None else write_out("chain_matmul", out, result)
+
+
+_CHAIN_MATMUL_WARNED: list[bool] = []
+
+
+def _deprecated_chain_matmul() -> None:
+    """PyTorch's deprecation warning, once per process as PyTorch gives it."""
+    if not _CHAIN_MATMUL_WARNED:
+        _CHAIN_MATMUL_WARNED.append(True)
+        warnings.warn("torch.chain_matmul is deprecated and will be removed in a future "
+                      "PyTorch release. Use torch.linalg.multi_dot instead, which accepts a "
+                      "list of two or more tensors rather than multiple parameters.",
+                      UserWarning, stacklevel=4)
+
+
+def _cross_dim(op: str, a: Tensor, b: Tensor, dim: int | None) -> tuple[Tensor, Tensor, int]:
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"expected scalar type {_word(a.dtype)} but found {_word(b.dtype)}")
+    if a.ndim != b.ndim:
+        raise RuntimeError(f"{op}: inputs must have the same number of dimensions.")
+    shape = broadcast_shapes(op, tuple(a.shape), tuple(b.shape))
+    a, b = a.expand(shape), b.expand(shape)
+    if dim is None:  # torch.cross: the first dimension of size 3
+        dim = next((d for d, s in enumerate(shape) if s == 3), None)
+        if dim is None:
+            raise RuntimeError(f"{op}: no dimension of size 3 in input")
+    d = normalize_dim(op, dim, len(shape))
+    if a.shape[d] != 3 or b.shape[d] != 3:
+        raise RuntimeError(f"{op}: inputs dimension {dim} must have length 3. Got "
+                           f"{a.shape[d]} and {b.shape[d]}")
+    return a, b, d
+
+
+def _cross(a: Tensor, b: Tensor, d: int) -> Tensor:
+    i = [a.narrow(d, k, 1) for k in range(3)]
+    j = [b.narrow(d, k, 1) for k in range(3)]
+    return cat([i[1] * j[2] - i[2] * j[1], i[2] * j[0] - i[0] * j[2],
+                i[0] * j[1] - i[1] * j[0]], d)
+
+
+@composite(variants="function method out", cost=costs.pointwise(3))
+def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
+    """The cross product of 3-vectors along `dim` (None: the first dimension of size 3,
+    with PyTorch's deprecation warning)."""
+    if dim is None:
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\n"
+                      "Please either pass the dim explicitly or simply use torch.linalg.cross."
+                      "\nThe default value of dim will change to agree with that of "
+                      "linalg.cross in a future release.", UserWarning, stacklevel=3)
+    a, b, d = _cross_dim("linalg.cross", input, other, dim)
+    return _cross(a, b, d)
+
+
+@composite(variants="", cost=costs.pointwise(3))
+def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
+    """`linalg.cross`: the cross product of 3-vectors along `dim` (broadcasting)."""
+    a, b, d = _cross_dim("linalg.cross", input, other, dim)
+    result = _cross(a, b, d)
+    return result if out is None else write_out("linalg.cross", out, result)
+
+
+@composite(variants="", cost=costs.pointwise(2), cpu_precision=P.LOWER)
+def linalg_vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
+    """`linalg.vecdot`: the dot product of vectors along `dim` (broadcasting)."""
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as "
+                           f"input. Got {_word(x.dtype)}")
+    if x.dtype is not y.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but x "
+                           f"has dtype {_word(x.dtype)} and y has dtype {_word(y.dtype)} "
+                           "instead.")
+    result = (x * y).sum(dim)
+    return result if out is None else write_out("linalg.vecdot", out, result)
 
 
 # -- einsum ---------------------------------------------------------------------------

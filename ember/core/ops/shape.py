@@ -492,3 +492,101 @@ def hstack(tensors: Sequence[Tensor]) -> Tensor:
 def vstack(tensors: Sequence[Tensor]) -> Tensor:
     """Joins tensors row-wise (1-D tensors become rows)."""
     return cat([x if x.ndim > 1 else unsqueeze(x, 0) for x in tensors], 0)
+
+
+# -- strided views (SHAPE family: diagonal, unfold, as_strided) -----------------------
+
+
+def _strided_rule(input, *, shape, steps, start):
+    if len(start) != input.ndim or any(len(row) != input.ndim for row in steps):
+        raise RuntimeError(f"strided_view: steps and start must give one entry per dimension "
+                           f"of the input, a tensor of shape {fmt_shape(input.shape)}")
+    return OutMeta(tuple(shape), input.dtype, None)
+
+
+def strided_positions(shape: tuple, steps: tuple, start: tuple,
+                      input_shape: tuple) -> Any:
+    """The row-major flat position in the input of every element of
+    `strided_view(input, shape, steps, start)`: a NumPy int64 array of `shape`."""
+    import numpy as np
+
+    contiguous = [math.prod(input_shape[d + 1:]) for d in range(len(input_shape))]
+    pos = np.full(shape, sum(b * c for b, c in zip(start, contiguous)), dtype=np.int64)
+    for k, row in enumerate(steps):
+        along = np.arange(shape[k], dtype=np.int64) * sum(a * c for a, c in zip(row, contiguous))
+        pos = pos + along.reshape((-1,) + (1,) * (len(shape) - k - 1))
+    return pos
+
+
+def _strided_grad(grad, shape, steps, start, input_shape):
+    # the input's gradient: each output element's gradient added at its input position
+    # (windows of `unfold` overlap, so positions repeat)
+    pos = strided_positions(tuple(shape), steps, start, tuple(input_shape))
+    index = Tensor._from_data(pos.reshape(-1), device=grad.device)
+    flat = grad.new_zeros((math.prod(input_shape),))
+    return flat.index_add(0, index, grad.reshape(-1)).reshape(input_shape)
+
+
+@primitive(variants="", rule=_strided_rule, view=True, cost=costs.view,
+           grad=Grad("AsStridedBackward0", input=_strided_grad))
+def strided_view(input: Tensor, shape: Sequence[int], steps: Sequence[Sequence[int]],
+                 start: Sequence[int]) -> Tensor:
+    """A view of `input` whose element `[j0, j1, ...]` is the input's element at index
+    `start + j0 * steps[0] + j1 * steps[1] + ...` (index vectors, one entry per input
+    dimension): what `diagonal`, `unfold` and `as_strided` are. Stated in indices rather
+    than memory strides, so it means the same on every backend and in an exported graph.
+
+    Kernel: `strided_view(input, *, shape, steps, start) -> a view`; every index it
+    reaches is inside the input (the callers check)."""
+    return _strided(input, tuple(shape), tuple(tuple(r) for r in steps), tuple(start),
+                    "AsStridedBackward0")
+
+
+def _strided(input: Tensor, shape: tuple, steps: tuple, start: tuple, label: str) -> Tensor:
+    out = apply_labelled(OPS["strided_view"], label, input, shape=shape, steps=steps,
+                         start=start)
+    return as_view(out, input, lambda b: _strided(b, shape, steps, start, label))
+
+
+@composite(cost=costs.view)
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """A view of the diagonal of `input` in the plane of `dim1` and `dim2` (`offset`
+    above the main one when positive, below when negative), as a new last dimension."""
+    n = input.ndim
+    d1, d2 = normalize_dim("diagonal", dim1, n), normalize_dim("diagonal", dim2, n)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    offset = int(offset)
+    shape = tuple(input.shape)
+    length = max(min(shape[d1] + min(offset, 0), shape[d2] - max(offset, 0)), 0)
+    rest = [d for d in range(n) if d not in (d1, d2)]
+    steps = [tuple(int(i == d) for i in range(n)) for d in rest]
+    steps.append(tuple(int(i in (d1, d2)) for i in range(n)))
+    start = [0] * n
+    if length:
+        start[d1], start[d2] = max(-offset, 0), max(offset, 0)
+    return _strided(input, tuple(shape[d] for d in rest) + (length,), tuple(steps),
+                    tuple(start), "DiagonalBackward0")
+
+
+@composite(variants="method", cost=costs.view)
+def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """A view of every slice of `size` elements along `dimension`, `step` apart, as a new
+    last dimension (the slices overlap when `step < size`)."""
+    n = self.ndim
+    d = normalize_dim("unfold", dimension, n)
+    length = self.shape[d] if n else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size "
+                           f"is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    if n == 0:  # a 0-d tensor unfolds as one of one element
+        return _strided(self, (size,), ((),), (), "UnfoldBackward0")
+    shape = list(self.shape)
+    shape[d] = (length - size) // step + 1
+    steps = [tuple(int(i == k) * (step if k == d else 1) for i in range(n)) for k in range(n)]
+    steps.append(tuple(int(i == d) for i in range(n)))
+    return _strided(self, tuple(shape) + (size,), tuple(steps), (0,) * n, "UnfoldBackward0")

@@ -39,6 +39,20 @@ class CountingBackend(Backend):
     def is_contiguous(self, buffer: Any) -> bool:
         return buffer.flags.c_contiguous
 
+    def strides(self, buffer: Any) -> tuple[int, ...]:
+        return tuple(s // buffer.itemsize for s in buffer.strides)
+
+    def storage_offset(self, buffer: Any) -> int:
+        root = node = buffer  # the array owning the memory, down the chain of views
+        while getattr(node, "base", None) is not None:
+            node = node.base
+            if isinstance(node, np.ndarray):
+                root = node
+        return (self.data_ptr(buffer) - self.data_ptr(root)) // buffer.itemsize
+
+    def data_ptr(self, buffer: Any) -> int:
+        return buffer.__array_interface__["data"][0]
+
     def manual_seed(self, seed: int) -> None:
         calls["manual_seed"] += 1
 

@@ -1,0 +1,1253 @@
+"""Linear algebra: matrix factorizations and what is built on them (`torch.linalg`).
+
+The primitives are the factorizations LAPACK computes: inverse, solve, det, slogdet,
+Cholesky, QR, SVD, symmetric eigendecomposition, LU. A primitive has one output, and
+most factorizations have several (Q and R; U, S and Vh; a factor and LAPACK's `info`), so
+their kernels return the outputs flattened and concatenated along one last axis and
+`_split` cuts them back out (views, so autograd sends each output's gradient into the
+one packed gradient the declared formula reads). Everything else (`pinv`, `lstsq`,
+`matrix_rank`, `matrix_exp`, `lu_solve` ...; norms, `cond` and distances in
+ember.core.ops.norms) is a composite of those and of ordinary ops, so it runs on every
+backend and differentiates through its parts.
+
+Kernels (signatures of their rules); batch dimensions lead, `info` is LAPACK's (0: the
+matrix was fine; k > 0: the k-th pivot or leading minor failed), results of matrices
+that failed are NaN:
+
+    det                   kernel(A) -> det (..)
+    _linalg_slogdet       kernel(A) -> [sign, logabsdet] (.., 2)
+    _linalg_inv_ex        kernel(A) -> [inverse, info] (.., n*n + 1)
+    _linalg_solve_ex      kernel(A, B) -> [X, info] (.., n*k + 1); B is (.., n, k) with A's
+                          batch dimensions
+    _linalg_cholesky_ex   kernel(A, *, upper) -> [L (or U), info] (.., n*n + 1)
+    _linalg_qr            kernel(A, *, mode) -> [Q, R] (mode "r": [R])
+    _geqrf                kernel(A) -> [a, tau]: LAPACK's compact QR (Householder vectors
+                          below R's diagonal, and their scales)
+    _linalg_svd           kernel(A, *, full_matrices) -> [U, S, Vh]
+    _linalg_eigh          kernel(A, *, UPLO) -> [eigenvalues, eigenvectors]
+    _linalg_lu_factor_ex  kernel(A) -> [LU, pivots (1-based), info] (partial pivoting)
+
+Complex dtypes are out of scope, and with them `linalg.eig` and `linalg.eigvals` (whose
+results are complex even for real input).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections import namedtuple
+from typing import Any
+
+from ember.core import costs
+from ember.core import dtype as dt
+from ember.core.apply import apply_labelled, record_grad
+from ember.core.backend import LinAlgError
+from ember.core.creation import arange, eye, randn, tensor, zeros
+from ember.core.declare import composite, primitive, write_out
+from ember.core.grad_mode import no_grad
+from ember.core.opdef import OPS, Cost, Grad, OutMeta
+from ember.core.opdef import Precision as P
+from ember.core.ops.elementwise import where
+from ember.core.ops.linalg import _word
+from ember.core.ops.shape import cat
+from ember.core.shapes import broadcast_shapes, normalize_dim
+from ember.core.tensor import Tensor
+
+# -- checks -----------------------------------------------------------------------------
+
+
+def _check(op: str, A: Any, *, square: bool = True, name: str = "A") -> None:
+    """PyTorch's checks of a matrix operand: at least 2-D, floating (float32 or float64:
+    LAPACK has no half precision), square where the op needs it."""
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor {name} must have at least 2 dimensions.")
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
+                           f"{_word(A.dtype)}")
+    if A.dtype in (dt.float16, dt.bfloat16):
+        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {_word(A.dtype)}")
+    if square and A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{op}: {name} must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+
+
+def _split(packed: Tensor, *shapes: tuple[int, ...]) -> list[Tensor]:
+    """The outputs a packed kernel result holds, each (batch..., *shape)."""
+    batch = tuple(packed.shape[:-1])
+    outs, start = [], 0
+    for shape in shapes:
+        size = math.prod(shape)
+        outs.append(packed[..., start:start + size].reshape(batch + tuple(shape)))
+        start += size
+    return outs
+
+
+def _raise_info(op: str, info: Tensor, message: str) -> None:
+    """Raise LinAlgError for the first matrix whose `info` is not 0 (`message` formats
+    its info); PyTorch names the batch element when there is a batch."""
+    if info.numel() == 0:
+        return
+    flat = info.reshape(-1)
+    if not bool((flat != 0).any()):
+        return
+    values = flat.tolist()
+    index = next(i for i, v in enumerate(values) if v != 0)
+    where_ = f"(Batch element {index}): " if info.ndim else ""
+    raise LinAlgError(f"{op}: {where_}{message.format(info=values[index])}")
+
+
+def _eye_like(n: int, like: Tensor) -> Tensor:
+    return eye(n, dtype=like.dtype, device=like.device)
+
+
+def _diag(x: Tensor) -> Tensor:
+    """The main diagonals of a batch of square matrices."""
+    i = arange(x.shape[-1], device=x.device)
+    return x[..., i, i]
+
+
+def _diag_embed(v: Tensor) -> Tensor:
+    return v.unsqueeze(-1) * _eye_like(v.shape[-1], v)
+
+
+def _matrix_cost(flops_per_n3: float):
+    def cost(A: Any, *rest: Any, **kwargs: Any) -> Cost:
+        n = max(A.shape[-2:]) if len(A.shape) >= 2 else 1
+        batch = costs.numel(A) / max(1, A.shape[-1] * A.shape[-2]) if len(A.shape) >= 2 else 1
+        return Cost(flops_per_n3 * batch * n ** 3, 2 * costs.nbytes(A))
+    return cost
+
+
+_WARNED: set[str] = set()
+
+
+def deprecated(op: str, advice: str) -> None:
+    """PyTorch's deprecation warning for `torch.<op>`, once per process as PyTorch does."""
+    if op not in _WARNED:
+        _WARNED.add(op)
+        warnings.warn(f"torch.{op} is deprecated in favor of {advice}", UserWarning,
+                      stacklevel=4)
+
+
+# -- determinants ---------------------------------------------------------------------------
+
+
+def _det_rule(A):
+    _check("linalg.det", A)
+    return OutMeta(tuple(A.shape[:-2]), A.dtype, None)
+
+
+def _inv_t(A: Tensor) -> Tensor:
+    """inv(A)^T, for the gradients of det and slogdet (NaN for a singular A)."""
+    return _inv_ex(A)[0].mT
+
+
+@primitive(variants="function method", rule=_det_rule, cost=_matrix_cost(2 / 3),
+           grad=Grad(A=lambda grad, A, result:
+                     (grad * result).unsqueeze(-1).unsqueeze(-1) * _inv_t(A)))
+def det(A: Tensor) -> Tensor:
+    """The determinant of a square matrix (or of each in a batch). Its gradient is
+    `det(A) * inv(A)^T` (PyTorch's, for invertible A)."""
+    return apply_labelled(OPS["det"], "LinalgDetBackward0", A)
+
+
+def _slogdet_rule(A):
+    _check("linalg.slogdet", A)
+    return OutMeta(tuple(A.shape[:-2]) + (2,), A.dtype, None)
+
+
+@primitive(variants="", rule=_slogdet_rule, cost=_matrix_cost(2 / 3),
+           grad=Grad(A=lambda grad, A: grad[..., 1].unsqueeze(-1).unsqueeze(-1) * _inv_t(A)))
+def _linalg_slogdet(A: Tensor) -> Tensor:
+    """The sign and the log of the absolute value of the determinant, packed (.., 2)."""
+    return apply_labelled(OPS["_linalg_slogdet"], "LinalgSlogdetBackward0", A)
+
+
+SlogdetResult = namedtuple("slogdet", ["sign", "logabsdet"])
+
+
+@composite(variants="function method", cost=_matrix_cost(2 / 3))
+def slogdet(A: Tensor) -> Any:
+    """The sign and the natural log of the absolute value of the determinant, as a named
+    pair `(sign, logabsdet)`: `det = sign * exp(logabsdet)` without overflow. For a
+    singular matrix, `(0, -inf)`."""
+    sign, logabsdet = _split(_linalg_slogdet(A), (), ())
+    return SlogdetResult(sign, logabsdet)
+
+
+@composite(variants="function method", cost=_matrix_cost(2 / 3))
+def logdet(input: Tensor) -> Tensor:
+    """The natural log of the determinant: NaN where it is negative, -inf where it is 0."""
+    _check("logdet", input)
+    sign, logabsdet = slogdet(input)
+    return where(sign < 0, math.nan, logabsdet)
+
+
+# -- inverse and solve ------------------------------------------------------------------
+
+
+def _inv_rule(A):
+    _check("linalg.inv", A)
+    n = A.shape[-1]
+    return OutMeta(tuple(A.shape[:-2]) + (n * n + 1,), A.dtype, None)
+
+
+def _inv_grad(grad, result, A_shape):
+    n = A_shape[-1]
+    (gX,), (X,) = _split(grad, (n, n)), _split(result, (n, n))
+    return -(X.mT @ gX @ X.mT)
+
+
+@primitive(variants="", rule=_inv_rule, cost=_matrix_cost(2.0), grad=Grad(A=_inv_grad))
+def _linalg_inv_ex(A: Tensor) -> Tensor:
+    """The inverse and LAPACK's info, packed (.., n*n + 1)."""
+    return apply_labelled(OPS["_linalg_inv_ex"], "LinalgInvExBackward0", A)
+
+
+InvExResult = namedtuple("linalg_inv_ex", ["inverse", "info"])
+
+
+def _inv_ex(A: Tensor) -> tuple[Tensor, Tensor]:
+    n = A.shape[-1]
+    inverse, info = _split(_linalg_inv_ex(A), (n, n), ())
+    return inverse, info.to(dt.int32)
+
+
+_SINGULAR = ("The diagonal element {info} is zero, the inversion could not be completed "
+             "because the input matrix is singular.")
+
+
+@composite(variants="", cost=_matrix_cost(2.0), cpu_precision=P.FLOAT32)
+def linalg_inv(A: Tensor, *, out: Any = None) -> Tensor:
+    """`linalg.inv`: the inverse of a square matrix (or of each in a batch); raises
+    LinAlgError for a singular one."""
+    inverse, info = _inv_ex(A)
+    _raise_info("linalg.inv", info, _SINGULAR)
+    return inverse if out is None else _write("linalg.inv", out, inverse)
+
+
+@composite(variants="function method", cost=_matrix_cost(2.0), cpu_precision=P.FLOAT32)
+def inverse(input: Tensor, *, out: Any = None) -> Tensor:
+    """The inverse of a square matrix (`linalg.inv`)."""
+    return linalg_inv(input, out=out)
+
+
+@composite(variants="", cost=_matrix_cost(2.0), cpu_precision=P.FLOAT32)
+def linalg_inv_ex(A: Tensor, *, check_errors: bool = False) -> Any:
+    """`linalg.inv_ex`: the inverse and LAPACK's `info` (int32: 0, or the index of the
+    first zero pivot of a singular matrix, whose inverse is then NaN) without raising,
+    unless `check_errors`."""
+    inverse_, info = _inv_ex(A)
+    if check_errors:
+        _raise_info("linalg.inv_ex", info, _SINGULAR)
+    return InvExResult(inverse_, info)
+
+
+def _solve_rule(A, B):
+    _check("linalg.solve", A)
+    n, k = A.shape[-1], B.shape[-1]
+    return OutMeta(tuple(A.shape[:-2]) + (n * k + 1,), A.dtype, None)
+
+
+def _solve_grads(grad, A, B, result, needs):
+    n, k = A.shape[-1], B.shape[-1]
+    (gX,), (X,) = _split(grad, (n, k)), _split(result, (n, k))
+    gB = linalg_solve(A.mT, gX)
+    return (-(gB @ X.mT) if needs[0] else None), (gB if needs[1] else None)
+
+
+@primitive(variants="", rule=_solve_rule, cost=_matrix_cost(2 / 3), grad=Grad(each=_solve_grads))
+def _linalg_solve_ex(A: Tensor, B: Tensor) -> Tensor:
+    """The solution X of `A @ X = B` and LAPACK's info, packed (.., n*k + 1)."""
+    return apply_labelled(OPS["_linalg_solve_ex"], "LinalgSolveExBackward0", A, B)
+
+
+def _solve_operands(op: str, A: Tensor, B: Tensor) -> tuple[Tensor, Tensor, bool]:
+    """A and B broadcast to one batch, B as matrices; whether B was a (batch of) vector."""
+    _check(op, A)
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"{op}: Expected A and B to have the same dtype, but found A of "
+                           f"type {_word(A.dtype)} and B of type {_word(B.dtype)} instead")
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    if vector:
+        B = B.unsqueeze(-1)
+    if B.ndim < 2 or B.shape[-2] != A.shape[-1]:
+        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation AX = B "
+                           f"({A.shape[-2]}x{A.shape[-1]} and "
+                           f"{'x'.join(str(s) for s in B.shape[-2:])})")
+    batch = broadcast_shapes(op, tuple(A.shape[:-2]), tuple(B.shape[:-2]))
+    return A.expand(batch + tuple(A.shape[-2:])), B.expand(batch + tuple(B.shape[-2:])), vector
+
+
+def _solve(op: str, A: Tensor, B: Tensor, left: bool, check: bool) -> tuple[Tensor, Tensor]:
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        X, info = _solve(op, A.mT, B.mT, True, check)
+        return X.mT, info
+    A, B, vector = _solve_operands(op, A, B)
+    X, info = _split(_linalg_solve_ex(A, B), tuple(B.shape[-2:]), ())
+    info = info.to(dt.int32)
+    if check:  # (PyTorch names this one error torch.linalg.solve, its others linalg.solve)
+        _raise_info("torch." + op if op == "linalg.solve" else op, info,
+                    "The solver failed because the input matrix is singular.")
+    return (X.squeeze(-1) if vector else X), info
+
+
+SolveExResult = namedtuple("linalg_solve_ex", ["result", "info"])
+
+
+@composite(variants="", cost=_matrix_cost(2 / 3), cpu_precision=P.FLOAT32)
+def linalg_solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor:
+    """`linalg.solve`: the solution X of `A @ X = B` (`X @ A = B` with `left=False`); B is
+    a matrix, or a vector (B.ndim == 1, or A's shape without its last dimension); batches
+    broadcast. Raises LinAlgError for a singular A."""
+    X, _ = _solve("linalg.solve", A, B, left, True)
+    return X if out is None else _write("linalg.solve", out, X)
+
+
+@composite(variants="", cost=_matrix_cost(2 / 3))
+def linalg_solve_ex(A: Tensor, B: Tensor, *, left: bool = True,
+                    check_errors: bool = False) -> Any:
+    """`linalg.solve_ex`: `linalg.solve` and LAPACK's `info` (int32), without raising
+    unless `check_errors`."""
+    return SolveExResult(*_solve("linalg.solve_ex", A, B, left, check_errors))
+
+
+def _triangular(A: Tensor, upper: bool, unitriangular: bool) -> Tensor:
+    """The triangle of A a triangular solve reads (ones on the diagonal if unit)."""
+    T = A.triu() if upper else A.tril()
+    if unitriangular:
+        one = _eye_like(A.shape[-1], A)
+        T = T * (1 - one) + one
+    return T
+
+
+@composite(variants="", cost=_matrix_cost(1 / 3))
+def linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
+                            unitriangular: bool = False, out: Any = None) -> Tensor:
+    """`linalg.solve_triangular`: the solution X of `A @ X = B` (`X @ A = B` with
+    `left=False`) reading only A's upper or lower triangle (and taking its diagonal to be
+    ones with `unitriangular`). B must be a matrix (a batch of them)."""
+    _check("linalg.solve_triangular", A)
+    if B.ndim < 2:
+        raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 "
+                           "dimensions.")
+    if (B.shape[-2] if left else B.shape[-1]) != A.shape[-1]:
+        raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the "
+                           f"equation {'AX = B' if left else 'XA = B'} "
+                           f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
+    X, _ = _solve("linalg.solve_triangular", _triangular(A, upper, unitriangular), B, left,
+                  False)
+    return X if out is None else _write("linalg.solve_triangular", out, X)
+
+
+TriangularSolveResult = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
+
+
+@composite(variants="function method", cost=_matrix_cost(1 / 3), cpu_precision=P.FLOAT32)
+def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
+                     unitriangular: bool = False) -> Any:
+    """The solution X of `A @ X = input` (`A^T @ X = input` with `transpose`) for a
+    triangular A, and a copy of A (deprecated in PyTorch for
+    `linalg.solve_triangular`)."""
+    deprecated("triangular_solve", "torch.linalg.solve_triangularand will be removed in a "
+               "future PyTorch release.\ntorch.linalg.solve_triangular has its arguments "
+               "reversed and does not return a copy of one of the inputs.\nX = "
+               "torch.triangular_solve(B, A).solution\nshould be replaced with\nX = "
+               "torch.linalg.solve_triangular(A, B).")
+    T = _triangular(A, upper, unitriangular)
+    X, _ = _solve("triangular_solve", T.mT if transpose else T, input, True, False)
+    return TriangularSolveResult(X, A.clone())
+
+
+def _write(name: str, out: Any, result: Tensor) -> Tensor:
+    return write_out(name, out, result)
+
+
+# -- Cholesky -----------------------------------------------------------------------------
+
+
+def _cholesky_rule(A, *, upper):
+    _check("linalg.cholesky", A)
+    n = A.shape[-1]
+    return OutMeta(tuple(A.shape[:-2]) + (n * n + 1,), A.dtype, None)
+
+
+def _cholesky_grad(grad, result, A_shape, upper):
+    """PyTorch's: gA = L^-H Φ(L^H gL) L^-1, symmetrized."""
+    n = A_shape[-1]
+    (gL,), (L,) = _split(grad, (n, n)), _split(result, (n, n))
+    if upper:
+        L, gL = L.mT, gL.mT
+    gA = (L.mT @ gL).tril()
+    gA = 0.5 * (gA + gA.tril(-1).mT)
+    gA = linalg_solve_triangular(L.mT, gA, upper=True)
+    return linalg_solve_triangular(L, gA, upper=False, left=False)
+
+
+@primitive(variants="", rule=_cholesky_rule, cost=_matrix_cost(1 / 3), grad=Grad(A=_cholesky_grad))
+def _linalg_cholesky_ex(A: Tensor, *, upper: bool = False) -> Tensor:
+    """The Cholesky factor and LAPACK's info, packed (.., n*n + 1)."""
+    return apply_labelled(OPS["_linalg_cholesky_ex"], "LinalgCholeskyExBackward0", A,
+                          upper=bool(upper))
+
+
+CholeskyExResult = namedtuple("linalg_cholesky_ex", ["L", "info"])
+_NOT_PD = ("The factorization could not be completed because the input is not "
+           "positive-definite (the leading minor of order {info} is not positive-definite).")
+
+
+def _cholesky_ex(A: Tensor, upper: bool) -> tuple[Tensor, Tensor]:
+    n = A.shape[-1] if A.ndim >= 2 else 0
+    L, info = _split(_linalg_cholesky_ex(A, upper=upper), (n, n), ())
+    return L, info.to(dt.int32)
+
+
+@composite(variants="", cost=_matrix_cost(1 / 3), cpu_precision=P.FLOAT32)
+def linalg_cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
+    """`linalg.cholesky`: the lower-triangular L with `A = L @ L^T` of a symmetric
+    positive-definite A (reading its lower triangle), or the upper U = L^T with `upper`
+    (reading the upper one). Raises LinAlgError when A is not positive-definite."""
+    L, info = _cholesky_ex(A, upper)
+    _raise_info("linalg.cholesky", info, _NOT_PD)
+    return L if out is None else _write("linalg.cholesky", out, L)
+
+
+@composite(variants="", cost=_matrix_cost(1 / 3), cpu_precision=P.FLOAT32)
+def linalg_cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -> Any:
+    """`linalg.cholesky_ex`: `linalg.cholesky` and LAPACK's `info` (int32: 0, or the order
+    of the leading minor that is not positive-definite, whose factor is then NaN) without
+    raising, unless `check_errors`."""
+    L, info = _cholesky_ex(A, upper)
+    if check_errors:
+        _raise_info("linalg.cholesky_ex", info, _NOT_PD)
+    return CholeskyExResult(L, info)
+
+
+@composite(variants="function method", cost=_matrix_cost(1 / 3), cpu_precision=P.FLOAT32)
+def cholesky(input: Tensor, upper: bool = False, *, out: Any = None) -> Tensor:
+    """The Cholesky factor (deprecated in PyTorch for `linalg.cholesky`)."""
+    deprecated("cholesky", "torch.linalg.cholesky and will be removed in a future PyTorch "
+               "release.\nL = torch.cholesky(A)\nshould be replaced with\nL = "
+               "torch.linalg.cholesky(A)\nand\nU = torch.cholesky(A, upper=True)\nshould be "
+               "replaced with\nU = torch.linalg.cholesky(A).mH\nThis transform will produce "
+               "equivalent results for all valid (symmetric positive definite) inputs.")
+    return linalg_cholesky(input, upper=upper, out=out)
+
+
+def _cholesky_solve_factor_grad(grad, input2, result, upper):
+    """PyTorch's: the factor is differentiated as a whole matrix, `A = L @ L^T`."""
+    gB = cholesky_solve(grad, input2, upper)
+    common = gB @ result.mT
+    common = common + common.mT
+    return -(input2 @ common) if upper else -(common @ input2)
+
+
+@composite(variants="function method", cost=_matrix_cost(2 / 3), grad=Grad(
+    input=lambda grad, input2, upper: cholesky_solve(grad, input2, upper),
+    input2=_cholesky_solve_factor_grad))
+def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor:
+    """The solution X of `A @ X = input` given A's Cholesky factor `input2` (lower, or
+    upper with `upper`)."""
+    _check("cholesky_solve", input2, name="input2")
+    if input.ndim < 2:
+        raise RuntimeError(f"b should have at least 2 dimensions, but has {input.ndim} "
+                           "dimensions instead")
+    with no_grad():
+        L = input2.mT if upper else input2
+        Y = linalg_solve_triangular(L, input, upper=False)
+        X = linalg_solve_triangular(L.mT, Y, upper=True)
+    record_grad(OPS["cholesky_solve"], (input, input2), {"upper": upper}, X,
+                "CholeskySolveBackward0")
+    return X
+
+
+@composite(variants="function method", cost=_matrix_cost(1.0), cpu_precision=P.FLOAT32)
+def cholesky_inverse(input: Tensor, upper: bool = False) -> Tensor:
+    """The inverse of `A = L @ L^T` given its Cholesky factor L (`A = U^T @ U` given U
+    with `upper`)."""
+    _check("cholesky_inverse", input, name="input")
+    return cholesky_solve(_eye_like(input.shape[-1], input).expand(tuple(input.shape)),
+                          input, upper)
+
+
+# -- QR ------------------------------------------------------------------------------------
+
+
+def _qr_shapes(shape: tuple, mode: str) -> tuple[tuple, tuple]:
+    m, n = shape[-2], shape[-1]
+    k = min(m, n)
+    if mode == "complete":
+        return (m, m), (m, n)
+    if mode == "r":
+        return (0,), (k, n)
+    return (m, k), (k, n)
+
+
+def _qr_rule(A, *, mode):
+    _check("linalg.qr", A, square=False)
+    q, r = _qr_shapes(tuple(A.shape), mode)
+    return OutMeta(tuple(A.shape[:-2]) + (math.prod(q) + math.prod(r),), A.dtype, None)
+
+
+def _qr_grad(grad, result, A_shape, mode):
+    if mode == "r":
+        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed "
+                           "when mode='r'. Please use linalg.qr(A, mode='reduced') if you are "
+                           "going to differentiate through linalg.qr.")
+    m, n = A_shape[-2], A_shape[-1]
+    if mode == "complete" and m > n:
+        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' "
+                           "and nrows > ncols.")
+    qs, rs = _qr_shapes(tuple(A_shape), mode)
+    gQ, gR = _split(grad, qs, rs)
+    Q, R = _split(result, qs, rs)
+    gA = gR @ R.mT - Q.mT @ gQ
+    if m >= n:  # X + X^T with the diagonal halved, from the upper triangle
+        sym = gA.triu()
+        sym = sym + sym.mT
+        sym = sym - _diag_embed(_diag(sym) * 0.5)
+        gA = Q @ sym + gQ
+        return linalg_solve_triangular(R.mT, gA, upper=False, left=False)
+    skew = (-gA - (-gA).mT).tril()
+    gA = linalg_solve_triangular(R[..., :m].mT, Q @ skew, upper=False, left=False)
+    gA = cat([gA, zeros(tuple(R.shape[:-1]) + (n - m,), dtype=gA.dtype, device=gA.device)],
+             -1)
+    return gA + Q @ gR
+
+
+@primitive(variants="", rule=_qr_rule, cost=_matrix_cost(4 / 3), grad=Grad(A=_qr_grad))
+def _linalg_qr(A: Tensor, *, mode: str = "reduced") -> Tensor:
+    """Q and R, packed."""
+    return apply_labelled(OPS["_linalg_qr"], "LinalgQrBackward0", A, mode=mode)
+
+
+QRResult = namedtuple("linalg_qr", ["Q", "R"])
+
+
+@composite(variants="", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
+def linalg_qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> Any:
+    """`linalg.qr`: `A = Q @ R` with Q orthonormal columns and R upper triangular, as a
+    named pair. `mode`: "reduced" (Q is m x k, R k x n, k = min(m, n)), "complete" (Q is
+    m x m) or "r" (R alone; Q is empty)."""
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
+                           "'reduced' (default), 'r', or 'complete'")
+    _check("linalg.qr", A, square=False)
+    qs, rs = _qr_shapes(tuple(A.shape), mode)
+    Q, R = _split(_linalg_qr(A, mode=mode), qs, rs)
+    if mode == "r":
+        Q = zeros(0, dtype=A.dtype, device=A.device)
+    return QRResult(Q, R)
+
+
+QrResult = namedtuple("qr", ["Q", "R"])
+
+
+@composite(variants="function method", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
+def qr(input: Tensor, some: bool = True) -> Any:
+    """The QR decomposition (deprecated in PyTorch for `linalg.qr`): reduced with `some`,
+    else complete."""
+    deprecated("qr", "torch.linalg.qr and will be removed in a future PyTorch release.\nThe "
+               "boolean parameter 'some' has been replaced with a string parameter 'mode'.\n"
+               "Q, R = torch.qr(A, some)\nshould be replaced with\nQ, R = torch.linalg.qr(A, "
+               "'reduced' if some else 'complete')")
+    return QrResult(*linalg_qr(input, "reduced" if some else "complete"))
+
+
+# -- Householder reflectors: geqrf and what reads its output ------------------------------
+
+
+def _geqrf_rule(A):
+    _check("geqrf", A, square=False)
+    m, n = A.shape[-2:]
+    return OutMeta(tuple(A.shape[:-2]) + (m * n + min(m, n),), A.dtype, None)
+
+
+@primitive(variants="", rule=_geqrf_rule, cost=_matrix_cost(4 / 3))
+def _geqrf(A: Tensor) -> Tensor:
+    """LAPACK's geqrf output, packed."""
+    return apply_labelled(OPS["_geqrf"], "GeqrfBackward0", A)
+
+
+GeqrfResult = namedtuple("geqrf", ["a", "tau"])
+
+
+@composite(variants="function method", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
+def geqrf(input: Tensor) -> Any:
+    """The QR decomposition in LAPACK's compact form `(a, tau)`: R on and above `a`'s
+    diagonal, the Householder vectors below it (their leading 1 implied), and their
+    scales `tau` (see `linalg.householder_product`, `ormqr`). Not differentiable, as in
+    PyTorch."""
+    _check("geqrf", input, square=False)
+    m, n = input.shape[-2:]
+    a, tau = _split(_geqrf(input), (m, n), (min(m, n),))
+    return GeqrfResult(a, tau)
+
+
+def _reflect(A: Tensor, tau: Tensor, C: Tensor, left: bool, transpose: bool) -> Tensor:
+    """`Q @ C` (`Q^T @ C` with `transpose`; `C @ Q` / `C @ Q^T` with `left=False`) for
+    Q = H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i column i of A below the diagonal with
+    a 1 on it: the reflectors applied one by one, without forming Q."""
+    m, k = A.shape[-2], tau.shape[-1]
+    rows = arange(m, device=A.device)
+    order = range(k) if left == transpose else range(k - 1, -1, -1)
+    for i in order:
+        v = where(rows > i, A[..., :, i], 0.0) + (rows == i).to(A.dtype)
+        t = tau[..., i].unsqueeze(-1).unsqueeze(-1)
+        if left:  # H C = C - tau v (v^T C)
+            C = C - t * (v.unsqueeze(-1) @ (v.unsqueeze(-2) @ C))
+        else:  # C H = C - tau (C v) v^T
+            C = C - t * ((C @ v.unsqueeze(-1)) @ v.unsqueeze(-2))
+    return C
+
+
+def _householder_checks(op: str, A: Tensor, tau: Tensor) -> None:
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
+    if A.shape[-2] < A.shape[-1]:
+        raise RuntimeError(f"{op}: input.shape[-2] must be greater than or equal to "
+                           "input.shape[-1]")
+    if A.shape[-1] < tau.shape[-1]:
+        raise RuntimeError(f"{op}: input.shape[-1] must be greater than or equal to "
+                           "tau.shape[-1]")
+    if A.ndim - tau.ndim != 1:
+        raise RuntimeError(f"{op}: Expected tau to have one dimension less than input, but "
+                           f"got tau.ndim equal to {tau.ndim} and input.ndim is equal to "
+                           f"{A.ndim}")
+    if A.dtype is not tau.dtype:
+        raise RuntimeError(f"{op}: tau dtype {tau.dtype} does not match input dtype "
+                           f"{A.dtype}")
+
+
+@composite(variants="", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
+def linalg_householder_product(A: Tensor, tau: Tensor, *, out: Any = None) -> Tensor:
+    """`linalg.householder_product`: the first n columns of the product of the Householder
+    reflectors stored in A (m x n, m >= n) and `tau` (geqrf's output gives Q of the QR
+    decomposition). Differentiable through its parts."""
+    _householder_checks("torch.linalg.householder_product", A, tau)
+    m, n = A.shape[-2:]
+    eye_ = _eye_like(m, A)[:, :n].expand(tuple(A.shape))
+    result = _reflect(A, tau, eye_, True, False)
+    return result if out is None else _write("linalg.householder_product", out, result)
+
+
+@composite(variants="function method", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
+def orgqr(input: Tensor, input2: Tensor) -> Tensor:
+    """The Q of geqrf's compact form (`linalg.householder_product`)."""
+    return linalg_householder_product(input, input2)
+
+
+@composite(variants="function method", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
+def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True,
+          transpose: bool = False) -> Tensor:
+    """`Q @ input3` for the Q (m x m) of geqrf's compact form `(input, input2)`:
+    `Q^T` with `transpose`, from the right with `left=False`."""
+    if input.ndim < 2 or input3.ndim < 2:
+        raise RuntimeError("torch.ormqr: input must have at least 2 dimensions.")
+    if input.shape[-1] < input2.shape[-1]:
+        raise RuntimeError("torch.ormqr: input.shape[-1] must be greater than or equal to "
+                           "tau.shape[-1]")
+    m = input3.shape[-2] if left else input3.shape[-1]
+    if input.shape[-2] != m:
+        raise RuntimeError(f"torch.ormqr: other.shape[{-2 if left else -1}] must be equal to "
+                           f"input.shape[-2]")
+    return _reflect(input, input2, input3, left, transpose)
+
+
+# -- SVD and the symmetric eigendecomposition -------------------------------------------
+
+
+def _svd_shapes(shape: tuple, full_matrices: bool) -> tuple[tuple, tuple, tuple]:
+    m, n = shape[-2], shape[-1]
+    k = min(m, n)
+    if full_matrices:
+        return (m, m), (k,), (n, n)
+    return (m, k), (k,), (k, n)
+
+
+def _svd_rule(A, *, full_matrices):
+    _check("linalg.svd", A, square=False)
+    shapes = _svd_shapes(tuple(A.shape), full_matrices)
+    return OutMeta(tuple(A.shape[:-2]) + (sum(math.prod(s) for s in shapes),), A.dtype, None)
+
+
+def _svd_grad(grad, result, A_shape, full_matrices):
+    """PyTorch's svd_backward (real case), defined where the singular values differ."""
+    shapes = _svd_shapes(tuple(A_shape), full_matrices)
+    gU, gS, gVh = _split(grad, *shapes)
+    U, S, Vh = _split(result, *shapes)
+    m, n = A_shape[-2], A_shape[-1]
+    k = S.shape[-1]
+    if full_matrices:
+        U, gU, Vh, gVh = U[..., :k], gU[..., :k], Vh[..., :k, :], gVh[..., :k, :]
+    UhgU = U.mT @ gU
+    UhgU = UhgU - UhgU.mT
+    VhgV = Vh @ gVh.mT
+    VhgV = VhgV - VhgV.mT
+    S2 = S * S
+    E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + _eye_like(k, S)
+    gA = (UhgU * S.unsqueeze(-2) + S.unsqueeze(-1) * VhgV) / E + _diag_embed(gS)
+    if m > n:
+        gA = U @ gA
+        gUSinv = gU / S.unsqueeze(-2)
+        gA = gA + gUSinv - U @ (U.mT @ gUSinv)
+        return gA @ Vh
+    if m < n:
+        gA = gA @ Vh
+        SinvgVh = gVh / S.unsqueeze(-1)
+        gA = gA + SinvgVh - (SinvgVh @ Vh.mT) @ Vh
+        return U @ gA
+    return U @ gA @ Vh
+
+
+@primitive(variants="", rule=_svd_rule, cost=_matrix_cost(12.0), grad=Grad(A=_svd_grad))
+def _linalg_svd(A: Tensor, *, full_matrices: bool = True) -> Tensor:
+    """U, S and Vh, packed."""
+    return apply_labelled(OPS["_linalg_svd"], "LinalgSvdBackward0", A,
+                          full_matrices=bool(full_matrices))
+
+
+SVDResult = namedtuple("linalg_svd", ["U", "S", "Vh"])
+
+
+def _svd(A: Tensor, full_matrices: bool) -> list[Tensor]:
+    _check("linalg.svd", A, square=False)
+    return _split(_linalg_svd(A, full_matrices=full_matrices),
+                  *_svd_shapes(tuple(A.shape), full_matrices))
+
+
+@composite(variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
+def linalg_svd(A: Tensor, full_matrices: bool = True, *, driver: Any = None) -> Any:
+    """`linalg.svd`: `A = U @ diag(S) @ Vh`, singular values descending, as a named triple;
+    U is m x m and Vh n x n with `full_matrices`, else m x k and k x n. The gradient is
+    PyTorch's: defined where the singular values are distinct (and, for U and Vh, when the
+    loss does not depend on their signs)."""
+    return SVDResult(*_svd(A, full_matrices))
+
+
+@composite(variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
+def linalg_svdvals(A: Tensor, *, driver: Any = None) -> Tensor:
+    """`linalg.svdvals`: the singular values, descending."""
+    return _svd(A, False)[1]
+
+
+SvdResult = namedtuple("svd", ["U", "S", "V"])
+
+
+@composite(variants="function method", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
+def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> Any:
+    """The SVD as `(U, S, V)` with `input = U @ diag(S) @ V^T` (note V, not Vh): reduced
+    with `some`. With `compute_uv=False`, U and V are zero-filled (m x m and n x n)."""
+    if not compute_uv:
+        S = linalg_svdvals(input)
+        m, n = input.shape[-2:]
+        batch = tuple(input.shape[:-2])
+        return SvdResult(zeros(batch + (m, m), dtype=input.dtype, device=input.device), S,
+                         zeros(batch + (n, n), dtype=input.dtype, device=input.device))
+    U, S, Vh = _svd(input, not some)
+    return SvdResult(U, S, Vh.mT)
+
+
+def _approximate_basis(A: Tensor, q: int, niter: int, M: Tensor | None) -> Tensor:
+    """An orthonormal basis (.., m, q) of A's range, by randomized subspace iteration
+    (Halko, Martinsson and Tropp 2009, algorithm 4.4, as PyTorch's `_lowrank`)."""
+    def times(X: Tensor, adjoint: bool = False) -> Tensor:
+        op, off = (A.mT, None if M is None else M.mT) if adjoint else (A, M)
+        return op @ X if off is None else op @ X - off @ X
+    R = randn(A.shape[-1], q, dtype=A.dtype, device=A.device)
+    Q = linalg_qr(times(R)).Q
+    for _ in range(niter):
+        Q = linalg_qr(times(Q, adjoint=True)).Q
+        Q = linalg_qr(times(Q)).Q
+    return Q
+
+
+def _svd_lowrank(op: str, A: Tensor, q: int | None, niter: int, M: Tensor | None) -> Any:
+    q = 6 if q is None else q
+    if not A.dtype.is_floating_point:
+        A = A.to(dt.get_default_dtype())
+    m, n = A.shape[-2:]
+    if M is not None:
+        M = M.expand(tuple(A.shape))
+    if m < n:
+        A = A.mT
+        M = None if M is None else M.mT
+    Q = _approximate_basis(A, q, niter, M)
+    B = Q.mT @ A if M is None else Q.mT @ A - Q.mT @ M
+    U, S, Vh = _svd(B, False)
+    U, V = Q @ U, Vh.mT
+    return (V, S, U) if m < n else (U, S, V)  # a plain tuple, as PyTorch's
+
+
+@composite(variants="function", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
+def svd_lowrank(A: Tensor, q: int | None = 6, niter: int = 2, M: Tensor | None = None) -> Any:
+    """An approximate rank-`q` SVD `(U, S, V)` of `A - M` by randomized subspace iteration
+    (`niter` power iterations); exact up to rounding when the rank is at most `q`. Draws
+    from ember's random generator, so U and V differ from PyTorch's by the generator (not
+    the subspace they span)."""
+    return _svd_lowrank("svd_lowrank", A, q, niter, M)
+
+
+@composite(variants="function", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
+def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True, niter: int = 2) -> Any:
+    """Principal component analysis of the rows of `A`: `svd_lowrank` of A with its
+    column means subtracted (`center`); `q` defaults to min(6, m, n)."""
+    m, n = A.shape[-2:]
+    if q is None:
+        q = min(6, m, n)
+    elif not (q >= 0 and q <= min(m, n)):
+        raise ValueError(f"q(={q}) must be non-negative integer and not greater than "
+                         f"min(m, n)={min(m, n)}")
+    if not niter >= 0:
+        raise ValueError(f"niter(={niter}) must be non-negative integer")
+    if center:
+        A = A - A.mean(-2, keepdim=True)
+    return _svd_lowrank("pca_lowrank", A, q, niter, None)
+
+
+def _eigh_rule(A, *, UPLO):
+    _check("linalg.eigh", A)
+    n = A.shape[-1]
+    return OutMeta(tuple(A.shape[:-2]) + (n + n * n,), A.dtype, None)
+
+
+def _eigh_grad(grad, result, A_shape):
+    """PyTorch's linalg_eig_backward for a symmetric A, defined where the eigenvalues
+    differ."""
+    n = A_shape[-1]
+    gL, gV = _split(grad, (n,), (n, n))
+    L, V = _split(result, (n,), (n, n))
+    VhgV = V.mT @ gV
+    VhgV = (VhgV - VhgV.mT) * 0.5
+    E = L.unsqueeze(-2) - L.unsqueeze(-1) + _eye_like(n, L)
+    gA = VhgV / E
+    gA = gA - _diag_embed(_diag(gA)) + _diag_embed(gL)
+    return V @ gA @ V.mT
+
+
+@primitive(variants="", rule=_eigh_rule, cost=_matrix_cost(9.0), grad=Grad(A=_eigh_grad))
+def _linalg_eigh(A: Tensor, *, UPLO: str = "L") -> Tensor:
+    """The eigenvalues and eigenvectors, packed."""
+    return apply_labelled(OPS["_linalg_eigh"], "LinalgEighBackward0", A, UPLO=UPLO)
+
+
+EighResult = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+
+
+def _eigh(A: Tensor, UPLO: str) -> list[Tensor]:
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    _check("linalg.eigh", A)
+    n = A.shape[-1]
+    return _split(_linalg_eigh(A, UPLO=UPLO), (n,), (n, n))
+
+
+@composite(variants="", cost=_matrix_cost(9.0), cpu_precision=P.FLOAT32)
+def linalg_eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Any:
+    """`linalg.eigh`: the eigenvalues (ascending) and orthonormal eigenvectors (columns) of
+    a symmetric matrix, reading its lower triangle (`UPLO="U"`: the upper one)."""
+    return EighResult(*_eigh(A, UPLO))
+
+
+@composite(variants="", cost=_matrix_cost(9.0), cpu_precision=P.FLOAT32)
+def linalg_eigvalsh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Tensor:
+    """`linalg.eigvalsh`: the eigenvalues of a symmetric matrix, ascending."""
+    return _eigh(A, UPLO)[0]
+
+
+# -- built on the SVD: pinv, rank, least squares ------------------------------
+
+
+def _tolerance(op: str, S: Tensor, shape: tuple, atol: Any, rtol: Any) -> Tensor | float:
+    """PyTorch's threshold for "zero" singular values: max(atol, rtol * largest), rtol's
+    default eps * max(m, n) unless only atol is given (then 0)."""
+    if rtol is None:
+        given_atol = atol is not None and (not isinstance(atol, (int, float)) or atol > 0)
+        eps = 2.0 ** -52 if S.dtype is dt.float64 else 2.0 ** -23
+        rtol = 0.0 if given_atol else eps * max(shape[-2], shape[-1])
+    atol = 0.0 if atol is None else atol
+    largest = S.amax(-1, keepdim=True) if S.shape[-1] else zeros(1, dtype=S.dtype,
+                                                                  device=S.device)
+    tol = largest * rtol
+    if isinstance(atol, Tensor):
+        return tol.maximum(atol.unsqueeze(-1))
+    return tol.clamp(min=atol)
+
+
+@composite(variants="", cost=_matrix_cost(12.0))
+def linalg_pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False,
+                out: Any = None) -> Tensor:
+    """`linalg.pinv`: the Moore-Penrose pseudo-inverse, through the SVD (the
+    eigendecomposition with `hermitian`); singular values at or below
+    `max(atol, rtol * largest)` count as zero."""
+    _check("linalg.pinv", A, square=hermitian)
+    if hermitian:
+        L, V = _eigh(A, "L")
+        tol = _tolerance("linalg.pinv", L.abs(), tuple(A.shape), atol, rtol)
+        Linv = where(L.abs() > tol, 1 / where(L == 0, 1.0, L), 0.0)
+        result = (V * Linv.unsqueeze(-2)) @ V.mT
+    else:
+        U, S, Vh = _svd(A, False)
+        tol = _tolerance("linalg.pinv", S, tuple(A.shape), atol, rtol)
+        Sinv = where(S > tol, 1 / where(S == 0, 1.0, S), 0.0)
+        result = (Vh.mT * Sinv.unsqueeze(-2)) @ U.mT
+    return result if out is None else _write("linalg.pinv", out, result)
+
+
+@composite(variants="function method", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
+def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
+    """The pseudo-inverse (`linalg.pinv` with `rtol=rcond`)."""
+    return linalg_pinv(input, rtol=rcond)
+
+
+@composite(variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
+def linalg_matrix_rank(A: Tensor, *, atol: Any = None, rtol: Any = None,
+                       hermitian: bool = False, out: Any = None) -> Tensor:
+    """`linalg.matrix_rank`: the number of singular values above `max(atol, rtol *
+    largest)` (int64)."""
+    _check("linalg.matrix_rank", A, square=hermitian)
+    S = _eigh(A, "L")[0].abs() if hermitian else _svd(A, False)[1]
+    tol = _tolerance("linalg.matrix_rank", S, tuple(A.shape), atol, rtol)
+    result = (S > tol).sum(-1)
+    return result if out is None else _write("linalg.matrix_rank", out, result)
+
+
+LstsqResult = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+
+
+@composite(variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
+def linalg_lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,
+                 driver: str | None = None) -> Any:
+    """`linalg.lstsq`: the X minimizing `||A @ X - B||` (through the pseudo-inverse), with
+    what PyTorch's CPU driver "gelsy" returns besides: the residuals (empty), the rank and
+    the singular values (empty)."""
+    if driver not in (None, "gelsy", "gelsd", "gelss", "gels"):
+        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of "
+                           f"(gels, gelsy, gelsd, gelss), but got {driver}")
+    _check("torch.linalg.lstsq", A, square=False)
+    vector = B.ndim == A.ndim - 1
+    Bm = B.unsqueeze(-1) if vector else B
+    if Bm.ndim < 2 or Bm.shape[-2] != A.shape[-2]:
+        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    rtol = rcond if rcond is not None and rcond > 0 else None
+    X = linalg_pinv(A, rtol=rtol) @ Bm
+    if vector:
+        X = X.squeeze(-1)
+    empty = zeros(0, dtype=A.dtype, device=A.device)
+    rank = linalg_matrix_rank(A, rtol=rtol) if driver != "gels" else \
+        zeros(0, dtype=dt.int64, device=A.device)
+    sv = empty if driver in (None, "gelsy", "gels") else _svd(A, False)[1]
+    residuals = empty
+    m, n = A.shape[-2:]
+    # the drivers other than gelsy return the squared residuals of full-rank tall problems
+    if driver not in (None, "gelsy") and m > n and (
+            driver == "gels" or bool((rank == n).all())):
+        Xm = X.unsqueeze(-1) if vector else X
+        residuals = ((A @ Xm - Bm) ** 2).sum(-2)
+        if vector:
+            residuals = residuals.squeeze(-1)
+    return LstsqResult(X, residuals, rank, sv)
+
+
+# -- LU ------------------------------------------------------------------------------------
+
+
+def _lu_rule(A):
+    _check("linalg.lu_factor", A, square=False)
+    m, n = A.shape[-2:]
+    return OutMeta(tuple(A.shape[:-2]) + (m * n + min(m, n) + 1,), A.dtype, None)
+
+
+def _lu_grad(grad, result, A_shape):
+    """PyTorch's linalg_lu_backward: the gradient of the compact LU (its strictly lower
+    part L's, the rest U's) back to A = P L U, for square, wide and tall A."""
+    m, n = A_shape[-2], A_shape[-1]
+    k = min(m, n)
+    gLU, _, _ = _split(grad, (m, n), (k,), ())
+    LU, pivots, _ = _split(result, (m, n), (k,), ())
+    P, L, U = lu_unpack(LU.detach(), pivots.detach().to(dt.int32))
+    gL, gU = gLU[..., :, :k].tril(-1), gLU[..., :k, :].triu()
+    if m == n:
+        gA = (L.mT @ gL).tril(-1) + (gU @ U.mT).triu()
+        gA = linalg_solve_triangular(U.mT, gA, upper=False, left=False)
+        gA = linalg_solve_triangular(L.mT, gA, upper=True, unitriangular=True)
+    elif m < n:  # wide: U = [U1 | U2]
+        gA = (L.mT @ gL - gU @ U.mT).tril(-1)
+        gA = linalg_solve_triangular(U[..., :k].mT, gA, upper=False, left=False)
+        gA = cat([gA + gU[..., :k].triu(), gU[..., k:]], -1)
+        gA = linalg_solve_triangular(L.mT, gA, upper=True, unitriangular=True)
+    else:  # tall: L = [L1; L2]
+        gA = (gU @ U.mT - L.mT @ gL).triu()
+        gA = linalg_solve_triangular(L[..., :k, :].mT, gA, upper=True, unitriangular=True)
+        gA = cat([gA + gL[..., :k, :].tril(-1), gL[..., k:, :]], -2)
+        gA = linalg_solve_triangular(U.mT, gA, upper=False, left=False)
+    return P @ gA
+
+
+@primitive(variants="", rule=_lu_rule, cost=_matrix_cost(2 / 3), grad=Grad(A=_lu_grad))
+def _linalg_lu_factor_ex(A: Tensor) -> Tensor:
+    """LU (partial pivoting), the 1-based pivots and LAPACK's info, packed."""
+    return apply_labelled(OPS["_linalg_lu_factor_ex"], "LinalgLuFactorExBackward0", A)
+
+
+LUFactorResult = namedtuple("linalg_lu_factor", ["LU", "pivots"])
+LUFactorExResult = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+
+
+def _lu_factor(op: str, A: Tensor, pivot: bool) -> tuple[Tensor, Tensor, Tensor]:
+    if not pivot:
+        raise RuntimeError(f"{op}: LU without pivoting is not implemented on the CPU")
+    _check(op, A, square=False)
+    m, n = A.shape[-2:]
+    LU, pivots, info = _split(_linalg_lu_factor_ex(A), (m, n), (min(m, n),), ())
+    return LU, pivots.to(dt.int32), info.to(dt.int32)
+
+
+@composite(variants="", cost=_matrix_cost(2 / 3))
+def linalg_lu_factor(A: Tensor, *, pivot: bool = True, out: Any = None) -> Any:
+    """`linalg.lu_factor`: the LU factorization with partial pivoting in LAPACK's compact
+    form: L (unit diagonal, below it) and U in one matrix, and the 1-based pivots (int32).
+    Raises LinAlgError for a singular matrix."""
+    LU, pivots, info = _lu_factor("linalg.lu_factor", A, pivot)
+    _raise_info("torch.linalg.lu_factor", info, "U[{info},{info}] is zero and using it on "
+                "lu_solve would result in a division by zero. If you still want to perform "
+                "the factorization, consider calling linalg.lu(A, pivot) or "
+                "linalg.lu_factor_ex(A, pivot)")
+    return LUFactorResult(LU, pivots)
+
+
+@composite(variants="", cost=_matrix_cost(2 / 3))
+def linalg_lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False,
+                        out: Any = None) -> Any:
+    """`linalg.lu_factor_ex`: `linalg.lu_factor` and LAPACK's info (the first zero
+    pivot, 1-based) without raising."""
+    LU, pivots, info = _lu_factor("linalg.lu_factor_ex", A, pivot)
+    if check_errors:
+        _raise_info("linalg.lu_factor_ex", info, "U[{info},{info}] is zero.")
+    return LUFactorExResult(LU, pivots, info)
+
+
+def _permutation(pivots: Tensor, m: int) -> Tensor:
+    """The row order (int64, batch..., m) that LAPACK's 1-based row swaps make."""
+    batch = tuple(pivots.shape[:-1])
+    rows = []
+    for swaps in pivots.reshape(-1, pivots.shape[-1]).tolist() if pivots.numel() else \
+            [[]] * math.prod(batch):
+        perm = list(range(m))
+        for i, p in enumerate(swaps):
+            perm[i], perm[p - 1] = perm[p - 1], perm[i]
+        rows.append(perm)
+    return tensor(rows, dtype=dt.int64, device=pivots.device).reshape(batch + (m,))
+
+
+@composite(variants="function method", cost=_matrix_cost(2 / 3), cpu_precision=P.FLOAT32)
+def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out: Any = None) -> Any:
+    """The LU factorization in compact form, `(A_LU, pivots)` (with `get_infos`, also the
+    int32 infos; singular matrices then do not raise). Deprecated in PyTorch for
+    `linalg.lu_factor`."""
+    deprecated("lu", "torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be removed "
+               "in a future PyTorch release.\nLU, pivots = torch.lu(A, compute_pivots)\nshould "
+               "be replaced with\nLU, pivots = torch.linalg.lu_factor(A, compute_pivots)\nand"
+               "\nLU, pivots, info = torch.lu(A, compute_pivots, get_infos=True)\nshould be "
+               "replaced with\nLU, pivots, info = torch.linalg.lu_factor_ex(A, compute_pivots)")
+    LU, pivots, info = _lu_factor("lu", A, pivot)
+    if get_infos:
+        return LU, pivots, info
+    _raise_info("torch.linalg.lu_factor", info, "U[{info},{info}] is zero and using it on "
+                "lu_solve would result in a division by zero. If you still want to perform "
+                "the factorization, consider calling linalg.lu(A, pivot) or "
+                "linalg.lu_factor_ex(A, pivot)")
+    return LU, pivots
+
+
+LUUnpackResult = namedtuple("lu_unpack", ["P", "L", "U"])
+
+
+@composite(variants="function", cost=costs.movement)
+def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
+              unpack_pivots: bool = True) -> Any:
+    """The permutation P, unit lower-triangular L and upper-triangular U (`A = P @ L @ U`)
+    out of `lu_factor`'s compact form; empty tensors for what is not unpacked."""
+    if LU_pivots.dtype is not dt.int32:
+        raise RuntimeError("lu_unpack: LU_pivots is expected to be a contiguous tensor of "
+                           "torch.int32 dtype. Note: this function is intended to be used "
+                           "with the output produced by torch.linalg.lu_factor")
+    m, n = LU_data.shape[-2:]
+    k = min(m, n)
+    empty = zeros(0, dtype=LU_data.dtype, device=LU_data.device)
+    L = U = P = empty
+    if unpack_data:
+        L = LU_data[..., :, :k].tril(-1) + eye(m, k, dtype=LU_data.dtype,
+                                               device=LU_data.device)
+        U = LU_data[..., :k, :].triu()
+    if unpack_pivots:
+        perm = _permutation(LU_pivots, m)
+        # P[perm[i], i] = 1: row i of P^T A is row perm[i] of A
+        P = (perm.unsqueeze(-2) == arange(m, device=LU_data.device).unsqueeze(-1)).to(
+            LU_data.dtype)
+    return LUUnpackResult(P, L, U)
+
+
+LUResult = namedtuple("linalg_lu", ["P", "L", "U"])
+
+
+@composite(variants="", cost=_matrix_cost(2 / 3))
+def linalg_lu(A: Tensor, *, pivot: bool = True, out: Any = None) -> Any:
+    """`linalg.lu`: `A = P @ L @ U` with partial pivoting, as a named triple."""
+    LU, pivots, _ = _lu_factor("linalg.lu", A, pivot)
+    return LUResult(*lu_unpack(LU, pivots))
+
+
+@composite(variants="", cost=_matrix_cost(2.0))
+def linalg_lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
+                    adjoint: bool = False, out: Any = None) -> Tensor:
+    """`linalg.lu_solve`: the solution X of `A @ X = B` given `lu_factor(A)` (`A^T @ X = B`
+    with `adjoint`, `X @ A = B` with `left=False`)."""
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        return linalg_lu_solve(LU, pivots, B.mT, adjoint=not adjoint).mT
+    n = LU.shape[-1]
+    if B.shape[-2] != n:
+        raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
+                           f"AX = B ({n}x{n} and {B.shape[-2]}x{B.shape[-1]})")
+    P, L, U = lu_unpack(LU, pivots)
+    if adjoint:  # A^T = U^T L^T P^T
+        Y = linalg_solve_triangular(U.mT, B, upper=False)
+        Y = linalg_solve_triangular(L.mT, Y, upper=True, unitriangular=True)
+        X = P @ Y
+    else:
+        Y = linalg_solve_triangular(L, P.mT @ B, upper=False, unitriangular=True)
+        X = linalg_solve_triangular(U, Y, upper=True)
+    return X if out is None else _write("linalg.lu_solve", out, X)
+
+
+@composite(variants="function method", cost=_matrix_cost(2.0))
+def lu_solve(input: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
+    """The solution of `A @ X = input` given A's LU factorization (deprecated in PyTorch
+    for `linalg.lu_solve`)."""
+    deprecated("lu_solve", "torch.linalg.lu_solveand will be removed in a future PyTorch "
+               "release.\nNote that torch.linalg.lu_solve has its arguments reversed.\nX = "
+               "torch.lu_solve(B, LU, pivots)\nshould be replaced with\nX = "
+               "torch.linalg.lu_solve(LU, pivots, B)")
+    return linalg_lu_solve(LU_data, LU_pivots, input)
+
+
+# -- powers and exponentials -----------------------------------------------------------
+
+
+@composite(variants="function method", cost=_matrix_cost(2.0),
+           cpu_precision=P.LOWER)
+def matrix_power(input: Tensor, n: int) -> Tensor:
+    """The matrix raised to the integer power `n` (by repeated squaring; a negative power
+    is one of the inverse, 0 the identity)."""
+    if input.ndim < 2 or input.shape[-1] != input.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but "
+                           f"they are {input.shape[-2] if input.ndim > 1 else 1} by "
+                           f"{input.shape[-1] if input.ndim else 1} matrices")
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"matrix_power(): argument 'n' (position 2) must be int, not "
+                        f"{type(n).__name__}")
+    if n == 0:
+        return _eye_like(input.shape[-1], input).expand(tuple(input.shape)).clone()
+    base = linalg_inv(input) if n < 0 else input
+    n = abs(n)
+    result = None
+    while n:
+        if n & 1:
+            result = base if result is None else result @ base
+        n >>= 1
+        if n:
+            base = base @ base
+    return result
+
+
+@composite(variants="function method", cost=_matrix_cost(40.0))
+def matrix_exp(A: Tensor) -> Tensor:
+    """The matrix exponential `sum_k A^k / k!`, by scaling and squaring: a Taylor
+    polynomial of `A / 2^s` (with `||A / 2^s||_1 <= 1/2`), squared `s` times."""
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError("linalg.matrix_exp: A must be batches of square matrices, but they "
+                           f"are {A.shape[-2] if A.ndim > 1 else 1} by "
+                           f"{A.shape[-1] if A.ndim else 1} matrices")
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.matrix_exp: Expected a floating point or complex tensor as "
+                           f"input. Got {_word(A.dtype)}")
+    n = A.shape[-1]
+    if A.numel() == 0:
+        return A.clone()
+    norm = float(A.detach().abs().sum(-2).amax())  # the largest 1-norm in the batch
+    s = max(0, math.ceil(math.log2(norm / 0.5))) if math.isfinite(norm) and norm > 0.5 else 0
+    X = A / (2 ** s) if s else A
+    one = _eye_like(n, A)
+    degree = 18 if A.dtype is dt.float64 else 10  # truncation below the dtype's epsilon
+    E = one + X / degree
+    for k in range(degree - 1, 0, -1):
+        E = one + (X @ E) / k
+    for _ in range(s):
+        E = E @ E
+    return E
+
+
+# -- tensors as operators ---------------------------------------------------------------
+
+
+@composite(variants="", cost=_matrix_cost(2.0))
+def linalg_tensorinv(A: Tensor, ind: int = 2, *, out: Any = None) -> Tensor:
+    """`linalg.tensorinv`: the tensor X with `tensordot(X, A, ind)` the identity: A as a
+    matrix (its first `ind` dimensions the rows), inverted, reshaped."""
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = tuple(A.shape[:ind]), tuple(A.shape[ind:])
+    if math.prod(rows) != math.prod(cols):
+        raise RuntimeError(f"Expected self to satisfy the requirement "
+                           f"prod(self.shape[ind:]) == prod(self.shape[:ind]), but got "
+                           f"{math.prod(cols)} != {math.prod(rows)}")
+    result = linalg_inv(A.reshape(math.prod(rows), math.prod(cols))).reshape(cols + rows)
+    return result if out is None else _write("linalg.tensorinv", out, result)
+
+
+@composite(variants="", cost=_matrix_cost(2 / 3), cpu_precision=P.FLOAT32)
+def linalg_tensorsolve(A: Tensor, B: Tensor, dims: Any = None, *, out: Any = None) -> Tensor:
+    """`linalg.tensorsolve`: the X with `tensordot(A, X, X.ndim) == B` (the dimensions
+    `dims` of A moved to the end first)."""
+    if dims is not None:
+        dims = [normalize_dim("linalg.tensorsolve", d, A.ndim) for d in dims]
+        A = A.movedim(dims, list(range(A.ndim - len(dims), A.ndim)))
+    rest = tuple(A.shape[B.ndim:])
+    if math.prod(A.shape[:B.ndim]) != math.prod(rest) or tuple(A.shape[:B.ndim]) != \
+            tuple(B.shape):
+        raise RuntimeError(f"Expected self to satisfy the requirement "
+                           f"prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]), "
+                           f"but got {math.prod(rest)} != {math.prod(A.shape[:B.ndim])}")
+    result = linalg_solve(A.reshape(B.numel(), math.prod(rest)),
+                          B.reshape(B.numel())).reshape(rest)
+    return result if out is None else _write("linalg.tensorsolve", out, result)
+
+
+@composite(variants="", cost=costs.movement)
+def linalg_diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """`linalg.diagonal`: the diagonal (`offset` above the main one, below when negative)
+    of the matrices in dimensions `dim1`, `dim2`, as the last dimension."""
+    d1 = normalize_dim("linalg.diagonal", dim1, A.ndim)
+    d2 = normalize_dim("linalg.diagonal", dim2, A.ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    x = A.movedim((d1, d2), (-2, -1))
+    rows, cols = x.shape[-2], x.shape[-1]
+    size = max(0, min(rows + min(offset, 0), cols - max(offset, 0)))
+    i = arange(size, device=A.device)
+    return x[..., i - min(offset, 0), i + max(offset, 0)]
+
+
+@composite(variants="", cost=costs.pointwise(1))
+def linalg_vander(x: Tensor, *, N: int | None = None) -> Tensor:
+    """`linalg.vander`: the Vandermonde matrix of powers 0 .. N-1 of `x` (last dimension),
+    increasing."""
+    if x.ndim == 0:
+        raise RuntimeError("linalg.vander: x must have at least one dimension.")
+    n = x.shape[-1] if N is None else N
+    if n <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    powers = arange(n, device=x.device)
+    if x.dtype is dt.bool_:
+        x = x.to(dt.int64)
+    return x.unsqueeze(-1) ** powers.to(x.dtype)

@@ -1,0 +1,114 @@
+"""What `Tensor.storage()`, `untyped_storage()` and `layout` return: small objects with
+PyTorch's accessors, over the memory a tensor shares with its views.
+
+ember's views keep the tensor they view (`Tensor._base`, the owner of the memory), so a
+tensor's storage is its base's elements in row-major order (itself, when it is not a
+view). That is PyTorch's storage for every tensor made by a factory or an op and the
+views of it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember.core import dtype as dt
+
+
+class layout:  # noqa: N801 - PyTorch's name
+    """How a tensor's elements are laid out in memory (`ember.strided`, the only one)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"ember.{self._name}"
+
+
+strided = layout("strided")
+
+
+class TypedStorage:
+    """The elements of the memory a tensor shares with its views, as a typed 1-D array:
+    `size()`, `dtype`, `device`, `data_ptr()`, `tolist()`, `nbytes()`, indexing."""
+
+    def __init__(self, owner: Any) -> None:
+        self._owner = owner  # the tensor owning the memory
+
+    def _flat(self) -> Any:
+        return self._owner.detach().reshape(-1)
+
+    @property
+    def dtype(self) -> dt.dtype:
+        return self._owner.dtype
+
+    @property
+    def device(self) -> Any:
+        return self._owner.device
+
+    def size(self) -> int:
+        return self._owner.numel()
+
+    def __len__(self) -> int:
+        return self.size()
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    def nbytes(self) -> int:
+        return self.size() * self.element_size()
+
+    def data_ptr(self) -> int:
+        owner = self._owner
+        return owner.data_ptr() - owner.storage_offset() * owner.element_size()
+
+    def tolist(self) -> list:
+        return self._flat().tolist()
+
+    def __getitem__(self, i: Any) -> Any:
+        out = self._flat()[i]
+        return out.item() if out.ndim == 0 else out.tolist()
+
+    def __iter__(self):
+        return iter(self.tolist())
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, type(self)) and self.data_ptr() == other.data_ptr()
+
+    def __hash__(self) -> int:
+        return hash(self.data_ptr())
+
+    def __repr__(self) -> str:
+        values = "\n".join(f" {v}" for v in self.tolist())
+        return (f"{values}\n[ember.storage.{type(self).__name__}(dtype={self.dtype}, "
+                f"device={self.device}) of size {self.size()}]")
+
+
+class UntypedStorage(TypedStorage):
+    """The same memory counted in bytes: `size()` and `nbytes()` are byte counts."""
+
+    def size(self) -> int:
+        return self.nbytes()
+
+    def nbytes(self) -> int:
+        return self._owner.numel() * self._owner.element_size()
+
+
+_TYPED: dict[str, type] = {}
+
+
+_SCALAR_TYPES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                 "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
+                 "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def scalar_type_name(d: dt.dtype) -> str:
+    """PyTorch's C++ name of a dtype (`Float`, `Long` ...), as its messages print it."""
+    return _SCALAR_TYPES.get(d.name, d.name.capitalize())
+
+
+def storage_type(d: dt.dtype) -> type:
+    """PyTorch's legacy storage class of a dtype (`FloatStorage` ...): a TypedStorage."""
+    name = scalar_type_name(d) + "Storage"
+    if name not in _TYPED:
+        _TYPED[name] = type(name, (TypedStorage,), {"__module__": "ember"})
+    return _TYPED[name]

@@ -1,0 +1,350 @@
+"""Reading PyTorch checkpoints (`torch.save` files) without PyTorch and without running
+their code: `ember.load` comes here for them.
+
+Two layouts exist. The zip one (PyTorch 1.6 and later): `<name>/data.pkl` is a pickle
+whose tensors point, through persistent ids `("storage", storage_type, key, location,
+numel)`, at raw records `<name>/data/<key>`, stored uncompressed; `<name>/byteorder` says
+their byte order. The legacy one: pickles of a magic number, a protocol version and
+system info, then the object's pickle, a pickle listing storage keys, then each storage
+as an int64 element count followed by its bytes.
+
+Each storage becomes one NumPy buffer read straight from the file (no intermediate
+copies), and each tensor a strided NumPy view of it (`_rebuild_tensor_v2`), so tensors
+that share a storage in PyTorch share memory here and loading peaks at about the file's
+size. The pickle is read by `WeightsUnpickler`: only tensors, parameters, dtypes,
+devices, sizes and containers are allowed, so no code from the file runs.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import struct
+import zipfile
+import zlib
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from ember.checkpoint_io import (
+    MAX_HEADER,
+    UnsupportedError,
+    place,
+    read_into,
+    strided_view,
+)
+from ember.checkpoint_io import FormatError as CheckpointError
+from ember.core import dtype as dt
+from ember.core.backend import numpy_dtype
+from ember.core.device import device as Device
+from ember.core.tensor import Size, Tensor
+from ember.weights_unpickler import WeightsUnpickler
+
+LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
+LEGACY_PROTOCOL = 1001
+
+# PyTorch's typed storage classes -> the dtype of their elements
+_STORAGE_DTYPES = {
+    "DoubleStorage": dt.float64, "FloatStorage": dt.float32, "HalfStorage": dt.float16,
+    "BFloat16Storage": dt.bfloat16, "LongStorage": dt.int64, "IntStorage": dt.int32,
+    "ShortStorage": dt.int16, "CharStorage": dt.int8, "ByteStorage": dt.uint8,
+    "BoolStorage": dt.bool_,
+}
+_TORCH_DTYPES = {
+    "float64": dt.float64, "double": dt.float64, "float32": dt.float32,
+    "float": dt.float32, "float16": dt.float16, "half": dt.float16,
+    "bfloat16": dt.bfloat16, "int64": dt.int64, "long": dt.int64, "int32": dt.int32,
+    "int": dt.int32, "int16": dt.int16, "short": dt.int16, "int8": dt.int8,
+    "uint8": dt.uint8, "bool": dt.bool_,
+}
+
+
+def is_zip(head: bytes) -> bool:
+    return head[:4] == b"PK\x03\x04"
+
+
+def is_legacy(head: bytes) -> bool:
+    """A pickle stream (PROTO 2-5) whose first 8 bytes, read as safetensors' header
+    length, are no plausible length: the legacy layout starts with the pickled magic
+    number. (An ember file's header length can begin with byte 0x80 too.)"""
+    return (len(head) == 8 and head[0] == 0x80 and 2 <= head[1] <= 5
+            and int.from_bytes(head, "little") > MAX_HEADER)
+
+
+_TENSOR_TYPE, _PARAMETER_TYPE = "torch.Tensor", "torch.nn.parameter.Parameter"
+
+
+class _Storage:
+    """One storage: a byte buffer, and the element dtype its typed class names (None
+    for an `UntypedStorage`, whose tensors name their dtype)."""
+
+    __slots__ = ("buffer", "dtype", "location", "_typed")
+
+    def __init__(self, buffer: np.ndarray, dtype: dt.dtype | None, location: str) -> None:
+        self.buffer, self.dtype, self.location = buffer, dtype, location
+        self._typed: dict[dt.dtype, np.ndarray] = {}
+
+    def typed(self, d: dt.dtype, big_endian: bool) -> np.ndarray:
+        arr = self._typed.get(d)
+        if arr is None:
+            np_dtype = numpy_dtype(d)
+            if self.buffer.nbytes % np_dtype.itemsize:
+                raise CheckpointError(f"a storage of {self.buffer.nbytes} bytes cannot hold "
+                                      f"{d.name} elements")
+            arr = self.buffer.view(np_dtype)
+            if big_endian and np_dtype.itemsize > 1:
+                arr.byteswap(inplace=True)
+            self._typed[d] = arr
+        return arr
+
+
+class _TorchReader:
+    """The globals a PyTorch pickle may name, resolved to ember objects."""
+
+    def __init__(self, map_location: Any, big_endian: bool = False) -> None:
+        self.map_location, self.big_endian = map_location, big_endian
+
+    def allowed(self) -> dict[str, Any]:
+        table: dict[str, Any] = {
+            "torch._utils._rebuild_tensor": self.rebuild_tensor_v1,
+            "torch._utils._rebuild_tensor_v2": self.rebuild_tensor_v2,
+            "torch._utils._rebuild_tensor_v3": self.rebuild_tensor_v3,
+            "torch._utils._rebuild_parameter": self.rebuild_parameter,
+            "torch._utils._rebuild_parameter_with_state": self.rebuild_parameter,
+            "torch._tensor._rebuild_from_type_v2": self.rebuild_from_type_v2,
+            "torch.Size": Size,
+            "torch.device": _torch_device,
+            # types named only as the new_type of _rebuild_from_type_v2: markers, never
+            # classes, so that a pickle cannot construct (allocate) them with its own args
+            "torch.Tensor": _TENSOR_TYPE,
+            "torch.nn.parameter.Parameter": _PARAMETER_TYPE,
+            "torch.storage.UntypedStorage": "UntypedStorage",
+        }
+        for storage in _STORAGE_DTYPES:
+            table[f"torch.{storage}"] = storage
+            table[f"torch.cuda.{storage}"] = storage
+        for name, d in _TORCH_DTYPES.items():
+            table[f"torch.{name}"] = d
+        return table
+
+    # -- tensors --------------------------------------------------------------------
+    def rebuild_tensor_v2(self, storage: Any, offset: int, size: Any, stride: Any,
+                          requires_grad: bool = False, hooks: Any = None,
+                          metadata: Any = None) -> Tensor:
+        return self._tensor(storage, offset, size, stride, requires_grad, None)
+
+    def rebuild_tensor_v3(self, storage: Any, offset: int, size: Any, stride: Any,
+                          requires_grad: bool, hooks: Any, dtype: Any,
+                          metadata: Any = None) -> Tensor:
+        return self._tensor(storage, offset, size, stride, requires_grad, dtype)
+
+    def rebuild_tensor_v1(self, storage: Any, offset: int, size: Any, stride: Any) -> Tensor:
+        return self._tensor(storage, offset, size, stride, False, None)
+
+    def rebuild_parameter(self, data: Tensor, requires_grad: bool, hooks: Any = None,
+                          state: Any = None) -> Tensor:
+        return _parameter_class()(_check_tensor(data), requires_grad=bool(requires_grad))
+
+    def rebuild_from_type_v2(self, func: Any, new_type: Any, args: Any, state: Any) -> Tensor:
+        if new_type not in (_TENSOR_TYPE, _PARAMETER_TYPE) or not isinstance(args, tuple):
+            raise UnsupportedError(f"it holds a tensor subclass {new_type!r}")
+        result = _check_tensor(func(*args))
+        if new_type == _PARAMETER_TYPE and not isinstance(result, _parameter_class()):
+            result = _parameter_class()(result, requires_grad=result.requires_grad)
+        if isinstance(state, dict):
+            result.__dict__.update({k: v for k, v in state.items() if isinstance(k, str)})
+        return result
+
+    def _tensor(self, storage: Any, offset: Any, size: Any, stride: Any,
+                requires_grad: Any, d: Any) -> Tensor:
+        from ember.core.creation import from_numpy
+
+        if not isinstance(storage, _Storage):
+            raise pickle.UnpicklingError(f"a tensor's storage is a {type(storage).__name__}")
+        d = d if d is not None else storage.dtype
+        if not isinstance(d, dt.dtype):
+            raise CheckpointError("an untyped storage's tensor names no dtype")
+        flat = storage.typed(d, self.big_endian)
+        arr = strided_view(flat, offset, _ints("size", size), _ints("stride", stride))
+        t = place(from_numpy(arr), storage.location, self.map_location)
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+
+
+def _ints(what: str, value: Any) -> list[int]:
+    if not isinstance(value, (tuple, list)) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise CheckpointError(f"a tensor's {what} is {value!r}, not a tuple of ints")
+    return list(value)
+
+
+def _check_tensor(value: Any) -> Tensor:
+    if not isinstance(value, Tensor):
+        raise pickle.UnpicklingError(f"a parameter's data is a {type(value).__name__}")
+    return value
+
+
+def _parameter_class() -> type:
+    from ember.nn.parameter import Parameter
+
+    return Parameter
+
+
+def _torch_device(type_or_str: Any, index: Any = None) -> Device:
+    if not isinstance(type_or_str, str) or not (index is None or isinstance(index, int)):
+        raise pickle.UnpicklingError(f"torch.device{(type_or_str, index)!r} is not a device")
+    return Device(type_or_str, index)
+
+
+def _storage_dtype(storage_type: Any) -> dt.dtype | None:
+    if storage_type == "UntypedStorage":
+        return None
+    if storage_type in _STORAGE_DTYPES:
+        return _STORAGE_DTYPES[storage_type]
+    raise pickle.UnpicklingError(f"a persistent id names storage type {storage_type!r}")
+
+
+class _TorchUnpickler(WeightsUnpickler):
+    """Names PyTorch dtypes and storages ember lacks (complex, quantized, uint16...) as
+    such, rather than as disallowed globals."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        try:
+            return super().find_class(module, name)
+        except pickle.UnpicklingError:
+            if module in ("torch", "torch.cuda") and (name.endswith("Storage") or (
+                    name[:1].islower() and any(c.isdigit() for c in name))):
+                raise UnsupportedError(f"it holds torch.{name} data, which ember has no "
+                                      "dtype for (ember has bool, uint8, int8/16/32/64, "
+                                      "float16, bfloat16, float32 and float64)") from None
+            raise
+
+
+# -- the zip layout -------------------------------------------------------------------
+
+
+def _record_offset(fh: BinaryIO, info: zipfile.ZipInfo) -> int:
+    """Where a stored record's bytes begin: after its local header, whose name and extra
+    field lengths may differ from the central directory's."""
+    fh.seek(info.header_offset)
+    local = fh.read(30)
+    if len(local) != 30 or local[:4] != b"PK\x03\x04":
+        raise CheckpointError(f"record {info.filename!r} has a damaged local header")
+    name_len, extra_len = struct.unpack("<HH", local[26:30])
+    return info.header_offset + 30 + name_len + extra_len
+
+
+def load_zip(fh: BinaryIO, map_location: Any, mmap_path: str | None = None,
+             trusted: bool = False) -> Any:
+    """The object a zip-layout `torch.save` file holds."""
+    try:
+        archive = zipfile.ZipFile(fh)
+        names = archive.namelist()
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as err:
+        raise CheckpointError(f"a damaged zip archive ({err})") from None
+    pickles = [n for n in names if n.endswith("/data.pkl") and n.count("/") == 1]
+    if any(n.endswith("/constants.pkl") and n.count("/") == 1 for n in names):
+        raise UnsupportedError("it is a TorchScript archive (torch.jit.save), which holds "
+                               "code; ember.load reads torch.save files")
+    if not pickles:
+        raise CheckpointError("a zip archive without data.pkl, not a torch.save file")
+    prefix = pickles[0][: -len("data.pkl")]
+    infos = {info.filename: info for info in archive.infolist()}
+    big_endian = False
+    if prefix + "byteorder" in infos:
+        big_endian = archive.read(prefix + "byteorder").strip() == b"big"
+    reader = _TorchReader(map_location, big_endian)
+    storages: dict[str, _Storage] = {}
+
+    def persistent(pid: Any) -> _Storage:
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] in ("storage", b"storage")):
+            raise pickle.UnpicklingError(f"persistent id {pid!r} is not a storage")
+        _, storage_type, key, location, numel = pid
+        d = _storage_dtype(storage_type)
+        key = str(key)
+        if key in storages:
+            return storages[key]
+        info = infos.get(f"{prefix}data/{key}")
+        if info is None:
+            raise CheckpointError(f"storage {key!r} is missing from the archive")
+        if info.compress_type != zipfile.ZIP_STORED:
+            buffer = np.frombuffer(bytearray(archive.read(info.filename)), dtype=np.uint8)
+        elif mmap_path is not None:
+            offset = _record_offset(fh, info)
+            buffer = (np.memmap(mmap_path, dtype=np.uint8, mode="c", offset=offset,
+                                shape=(info.file_size,))
+                      if info.file_size else np.empty(0, np.uint8))
+        else:
+            offset = _record_offset(fh, info)
+            buffer = read_into(fh, offset, np.empty(info.file_size, np.uint8),
+                                f"storage {key!r}")
+            if zlib.crc32(buffer) & 0xFFFFFFFF != info.CRC:
+                raise CheckpointError(f"storage {key!r} fails its CRC check (corrupted)")
+        storage = _Storage(buffer, d, str(location.decode() if isinstance(location, bytes)
+                                          else location))
+        storages[key] = storage
+        return storage
+
+    data = archive.read(prefix + "data.pkl")
+    return _TorchUnpickler(io.BytesIO(data), reader.allowed(), persistent, trusted).load()
+
+
+# -- the legacy layout ----------------------------------------------------------------
+
+
+def load_legacy(fh: BinaryIO, map_location: Any, trusted: bool = False) -> Any:
+    """The object a legacy-layout `torch.save` file holds."""
+    def plain() -> Any:
+        return WeightsUnpickler(fh, {}).load()
+
+    if plain() != LEGACY_MAGIC:
+        raise CheckpointError("a pickle, but not a torch.save file (no PyTorch magic "
+                              "number); ember.load reads ember.save and torch.save files")
+    if plain() != LEGACY_PROTOCOL:
+        raise CheckpointError("invalid protocol version")
+    sys_info = plain()
+    big_endian = isinstance(sys_info, dict) and sys_info.get("little_endian") is False
+    reader = _TorchReader(map_location, big_endian)
+    storages: dict[str, _Storage] = {}
+    views: dict[str, _Storage] = {}
+
+    def persistent(pid: Any) -> _Storage:
+        if not (isinstance(pid, tuple) and len(pid) == 6 and pid[0] in ("storage", b"storage")):
+            raise pickle.UnpicklingError(f"persistent id {pid!r} is not a storage (old "
+                                         "files that saved module source are not supported)")
+        _, storage_type, key, location, numel, view = pid
+        d = _storage_dtype(storage_type)
+        if d is None or not isinstance(numel, int) or numel < 0:
+            raise pickle.UnpicklingError(f"persistent id {pid!r} is damaged")
+        key = str(key)
+        if key not in storages:
+            # filled after the pickle, from the records that follow it
+            storages[key] = _Storage(np.empty(numel * d.itemsize, np.uint8), d, str(location))
+        root = storages[key]
+        if view is None:
+            return root
+        view_key, offset, size = view
+        if str(view_key) not in views:
+            start = offset * d.itemsize
+            views[str(view_key)] = _Storage(root.buffer[start:start + size * d.itemsize],
+                                            d, root.location)
+        return views[str(view_key)]
+
+    result = _TorchUnpickler(fh, reader.allowed(), persistent, trusted).load()
+    keys = plain()
+    if not isinstance(keys, list):
+        raise CheckpointError("the storage key list is damaged")
+    for key in keys:
+        storage = storages.get(str(key))
+        if storage is None:
+            raise CheckpointError(f"storage {key!r} is listed but never used")
+        head = fh.read(8)
+        if len(head) != 8:
+            raise CheckpointError(f"storage {key!r} is truncated")
+        numel = struct.unpack("<q", head)[0]
+        if numel * storage.dtype.itemsize != storage.buffer.nbytes:
+            raise CheckpointError(f"storage {key!r} holds {numel} elements, the pickle says "
+                                  f"{storage.buffer.nbytes // storage.dtype.itemsize}")
+        read_into(fh, fh.tell(), storage.buffer, f"storage {key!r}")
+    return result
