@@ -260,15 +260,27 @@ from ember.core.ops.linalg import (
 )
 from ember.core.ops.nn import (
     adaptive_avg_pool1d,
+    adaptive_max_pool1d,
+    affine_grid_generator,
     avg_pool1d,
     constant_pad_nd,
     conv1d,
     conv2d,
+    conv3d,
+    conv_tbc,
+    conv_transpose1d,
     conv_transpose2d,
+    conv_transpose3d,
+    convolution,
+    grid_sampler,
+    grid_sampler_2d,
+    grid_sampler_3d,
     layer_norm,
     log_softmax,
     max_pool1d,
+    max_pool1d_with_indices,
     max_pool2d,
+    max_pool3d,
     softmax,
 )
 from ember.core.ops.norms import (
@@ -530,6 +542,10 @@ __all__ = [
     "adaptive_avg_pool1d", "constant_pad_nd", "layer_norm", "softmax", "log_softmax",
     # random draws (nnmisc family, issue 16)
     "poisson", "binomial",
+    # convolutions, pooling and resampling (nnconv)
+    "conv3d", "conv_transpose1d", "conv_transpose3d", "conv_tbc", "convolution", "max_pool3d",
+    "max_pool1d_with_indices", "adaptive_max_pool1d", "affine_grid_generator", "grid_sampler",
+    "grid_sampler_2d", "grid_sampler_3d",
     # list ops (optimizers)
     "_foreach_add", "_foreach_add_", "_foreach_sub_", "_foreach_mul", "_foreach_mul_",
     "_foreach_div", "_foreach_div_", "_foreach_maximum_", "_foreach_addcmul_",

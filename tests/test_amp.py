@@ -44,6 +44,16 @@ CASES = {
     "conv2d": lambda lib, F, a, w: F.conv2d(a[None, None], w[None, None, :2, :2]),
     "conv_transpose2d": lambda lib, F, a, w: F.conv_transpose2d(a[None, None],
                                                                 w[None, None, :2, :2]),
+    # convolutions in 1 to 3 dims (nnconv)
+    "conv3d": lambda lib, F, a, w: F.conv3d(a[None, None, None], w[None, None, None, :1, :2]),
+    "conv_transpose1d": lambda lib, F, a, w: F.conv_transpose1d(a[None], a[:, :1, None]),
+    "conv_transpose3d": lambda lib, F, a, w: F.conv_transpose3d(a[None, None, None],
+                                                                w[None, None, None, :1, :2]),
+    # torch.convolution is in the CUDA list only: float32 on the CPU
+    "convolution": lambda lib, F, a, w: lib.convolution(a[None], a[:3, :4, None], None, (1,),
+                                                        (0,), (1,), False, (0,), 1),
+    "conv_tbc": lambda lib, F, a, w: lib.conv_tbc(a[:, None], w[:2, :, None].expand(2, 8, 3),
+                                                  w[:, 0]),
     "prod": lambda lib, F, a, w: a[0, :3].to(lib.bfloat16).prod(),
     "cross_entropy": lambda lib, F, a, w: F.cross_entropy(a.to(lib.bfloat16),
                                                           lib.tensor([0, 1, 2, 3])),
@@ -107,7 +117,7 @@ def test_every_op_of_a_cpu_class_is_exercised():
     """The cases above cover every op whose CPU class casts (LOWER, FLOAT32, PROMOTE)."""
     casting = {n for n, op in OPS.items() if op.cpu_precision is not P.KEEP}
     covered = {n.split("_f64")[0].removesuffix("_low") for n in CASES} | {
-        "convolution", "_fused_lstm_layer"}  # (conv1d/conv2d and nn.LSTM run them)
+        "_fused_convolution", "_fused_lstm_layer"}  # (conv1d/conv2d and nn.LSTM run them)
     assert casting <= covered, sorted(casting - covered)
 
 

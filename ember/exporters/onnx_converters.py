@@ -747,7 +747,7 @@ def emit_conv(ctx: ExportContext, x: str, rank: int, weight: str, bias: str | No
     return ctx.squeeze(out, [0]) if unbatched else out
 
 
-@converter("conv1d", "conv2d")
+@converter("conv1d", "conv2d", "conv3d")
 def _conv(ctx: ExportContext, node: Node) -> Any:
     a = ctx.call_args(node)
     x, weight, bias = a["input"], a["weight"], a["bias"]
@@ -773,7 +773,7 @@ def emit_conv_transpose(ctx: ExportContext, x: str, weight: str, bias: str | Non
     return ctx.squeeze(out, [0]) if unbatched else out
 
 
-@converter("conv_transpose2d")
+@converter("conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
 def _conv_transpose(ctx: ExportContext, node: Node) -> Any:
     a = ctx.call_args(node)
     x, weight, bias = a["input"], a["weight"], a["bias"]
@@ -783,7 +783,24 @@ def _conv_transpose(ctx: ExportContext, node: Node) -> Any:
                                None if bias is None else ctx.name(bias),
                                tuple(weight.shape[2:]), a["stride"], a["padding"],
                                a["output_padding"], a["groups"], a["dilation"],
-                               unbatched=len(x.shape) == 3)
+                               unbatched=len(x.shape) == len(weight.shape) - 1)
+
+
+@converter("convolution")
+def _convolution(ctx: ExportContext, node: Node) -> Any:
+    a = ctx.call_args(node)
+    x, weight, bias = a["input"], a["weight"], a["bias"]
+    if not x.dtype.is_floating_point:
+        return NotImplemented
+    n = len(weight.shape) - 2
+    bias_name = None if bias is None else ctx.name(bias)
+    unbatched = len(x.shape) == n + 1
+    if a["transposed"]:
+        return emit_conv_transpose(ctx, ctx.name(x), ctx.name(weight), bias_name,
+                                   tuple(weight.shape[2:]), a["stride"], a["padding"],
+                                   a["output_padding"], a["groups"], a["dilation"], unbatched)
+    return emit_conv(ctx, ctx.name(x), n, ctx.name(weight), bias_name, tuple(weight.shape[2:]),
+                     a["stride"], a["padding"], a["dilation"], a["groups"], unbatched)
 
 
 def _pool_common(a: dict, n: int) -> tuple[list, list, list]:
@@ -793,11 +810,11 @@ def _pool_common(a: dict, n: int) -> tuple[list, list, list]:
     return kernel, stride, _ntuple(a.get("padding", 0), n)
 
 
-@converter("max_pool1d", "max_pool2d")
+@converter("max_pool1d", "max_pool2d", "max_pool3d")
 def _max_pool(ctx: ExportContext, node: Node) -> Any:
     a = ctx.call_args(node)
     x = a["input"]
-    n = 1 if node.op.endswith("1d") else 2
+    n = int(node.op[-2])  # the spatial rank: max_pool3d -> 3
     if a["return_indices"] or not x.dtype.is_floating_point:
         return NotImplemented
     kernel, stride, pad = _pool_common(a, n)
@@ -808,11 +825,11 @@ def _max_pool(ctx: ExportContext, node: Node) -> Any:
     return ctx.squeeze(out, [0]) if unbatched else out
 
 
-@converter("avg_pool1d", "avg_pool2d")
+@converter("avg_pool1d", "avg_pool2d", "avg_pool3d")
 def _avg_pool(ctx: ExportContext, node: Node) -> Any:
     a = ctx.call_args(node)
     x = a["input"]
-    n = 1 if node.op.endswith("1d") else 2
+    n = int(node.op[-2])  # the spatial rank: max_pool3d -> 3
     if a.get("divisor_override") or not x.dtype.is_floating_point:
         return NotImplemented
     kernel, stride, pad = _pool_common(a, n)
@@ -826,11 +843,11 @@ def _avg_pool(ctx: ExportContext, node: Node) -> Any:
     return ctx.squeeze(out, [0]) if unbatched else out
 
 
-@converter("adaptive_avg_pool1d", "adaptive_avg_pool2d")
+@converter("adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d")
 def _adaptive_avg_pool(ctx: ExportContext, node: Node) -> Any:
     a = ctx.call_args(node)
     x = a["input"]
-    n = 1 if node.op.endswith("1d") else 2
+    n = int(node.op[-2])  # the spatial rank: max_pool3d -> 3
     if not x.dtype.is_floating_point:
         return NotImplemented
     unbatched = len(x.shape) == n + 1
@@ -849,6 +866,23 @@ def _adaptive_avg_pool(ctx: ExportContext, node: Node) -> Any:
     else:
         return NotImplemented  # uneven windows: the children (slices and means) export
     return ctx.squeeze(out, [0]) if unbatched else out
+
+
+@converter("grid_sampler", "grid_sampler_2d", "grid_sampler_3d")
+def _grid_sampler(ctx: ExportContext, node: Node) -> Any:
+    """One GridSample node: 2-d from opset 16, N-d (and the new mode names) from 20;
+    older opsets, or a 3-d grid before 20, export the decomposition."""
+    a = ctx.call_args(node)
+    x, grid = a["input"], a["grid"]
+    n = len(x.shape) - 2
+    if ctx.opset < 16 or (n != 2 and ctx.opset < 20) or not x.dtype.is_floating_point:
+        return NotImplemented
+    modes = ("linear", "nearest", "cubic") if ctx.opset >= 20 else \
+        ("bilinear", "nearest", "bicubic")
+    return ctx.op("GridSample", ctx.name(x), ctx.name(grid),
+                  mode=modes[a["interpolation_mode"]],
+                  padding_mode=("zeros", "border", "reflection")[a["padding_mode"]],
+                  align_corners=int(bool(a["align_corners"])))
 
 
 @converter("softmax", "log_softmax")

@@ -1,9 +1,9 @@
 """ONNX import converters: neural-network ops (Conv, pooling, normalisations, softmax,
 losses, dropout, random numbers).
 
-ember's convolutions and pools are 1-D and 2-D (as `ember.nn.functional`'s); a 1-D ONNX
-op runs as a 2-D one of height 1, and ONNX's asymmetric or "SAME" paddings become an
-explicit `pad` before the op.
+ember's convolutions and pools are 1-D to 3-D (as `ember.nn.functional`'s); a 1-D ONNX
+op runs as a 2-D one of height 1, ONNX's asymmetric or "SAME" paddings become an explicit
+`pad` before the op, and higher ranks compose from strided slices (onnx_import_windows).
 """
 
 from __future__ import annotations
@@ -65,14 +65,15 @@ def _conv(ctx: ImportContext, x: Any, w: Any, b: Any = None) -> Any:
     kernel = ctx.attr("kernel_shape") or list(w.shape[2:])
     strides, dilations, begin, end = _spatial(ctx, x, kernel)
     n = len(kernel)
-    if n > 2:
+    if n > 3:
         return windows.conv(x, w, b, strides, dilations, begin, end, ctx.attr("group", 1))
     padding = 0
     if begin == end:
         padding = _lift(begin, n, 0)
     else:
         x = _pad_explicit(x, begin, end, 0.0)
-    y = F.conv2d(_as_2d(x, n), _as_2d(w, n), b, stride=_lift(strides, n, 1),
+    conv = F.conv3d if n == 3 else F.conv2d
+    y = conv(_as_2d(x, n), _as_2d(w, n), b, stride=_lift(strides, n, 1),
                  padding=padding, dilation=_lift(dilations, n, 1),
                  groups=ctx.attr("group", 1))
     return _from_2d(y, n)
@@ -103,11 +104,12 @@ def _conv_transpose(ctx: ImportContext, x: Any, w: Any, b: Any = None) -> Any:
             end.append(total - first)
     else:
         begin, end = list(pads[:n]), list(pads[n:])
-    if n > 2:
+    if n > 3:
         y = windows.conv_transpose(x, w, b, strides, dilations, out_pad,
                                    ctx.attr("group", 1))
     else:
-        y = _from_2d(F.conv_transpose2d(
+        transpose = F.conv_transpose3d if n == 3 else F.conv_transpose2d
+        y = _from_2d(transpose(
             _as_2d(x, n), _as_2d(w, n), b, stride=_lift(strides, n, 1), padding=0,
             output_padding=_lift(out_pad, n, 0), groups=ctx.attr("group", 1),
             dilation=_lift(dilations, n, 1)), n)
@@ -138,16 +140,17 @@ def _max_pool(ctx: ImportContext, x: Any) -> Any:
         return out.to(x.dtype) if not isinstance(out, tuple) else \
             (out[0].to(x.dtype), out[1])
     symmetric = begin == end and all(p <= k // 2 for p, k in zip(begin, kernel))
-    if n > 2 and not ctx.wants(1):
+    if n > 3 and not ctx.wants(1):
         return windows.max_pool(x, kernel, strides, dilations, begin, end, ceil)
-    if n > 2:
-        raise ctx.fail("indices of a 3-D MaxPool are not supported", NotImplementedError)
+    if n > 3:
+        raise ctx.fail(f"indices of a {n}-D MaxPool are not supported", NotImplementedError)
     padding = _lift(begin, n, 0) if symmetric else 0
     if not symmetric:
         x = _pad_explicit(x, begin, end, -math.inf)
     xs = _as_2d(x, n)
     want_idx = ctx.wants(1)
-    out = F.max_pool2d(xs, _lift(kernel, n, 1), _lift(strides, n, 1), padding,
+    pool = F.max_pool3d if n == 3 else F.max_pool2d
+    out = pool(xs, _lift(kernel, n, 1), _lift(strides, n, 1), padding,
                        _lift(dilations, n, 1), ceil_mode=ceil, return_indices=want_idx)
     if not want_idx:
         return _from_2d(out, n)
@@ -173,19 +176,20 @@ def _avg_pool(ctx: ImportContext, x: Any) -> Any:
     n = len(kernel)
     ceil = bool(ctx.attr("ceil_mode", 0))
     include = bool(ctx.attr("count_include_pad", 0))
-    if n > 2 or any(d != 1 for d in dilations):
+    if n > 3 or any(d != 1 for d in dilations):
         return windows.avg_pool(x, kernel, strides, dilations, begin, end, ceil, include)
     symmetric = begin == end and all(p <= k // 2 for p, k in zip(begin, kernel))
     k2, s2 = _lift(kernel, n, 1), _lift(strides, n, 1)
+    pool = F.avg_pool3d if n == 3 else F.avg_pool2d
     if symmetric:
-        y = F.avg_pool2d(_as_2d(x, n), k2, s2, _lift(begin, n, 0), ceil_mode=ceil,
-                         count_include_pad=include)
+        y = pool(_as_2d(x, n), k2, s2, _lift(begin, n, 0), ceil_mode=ceil,
+                 count_include_pad=include)
         return _from_2d(y, n)
     xp = _as_2d(_pad_explicit(x, begin, end, 0.0), n)
-    y = F.avg_pool2d(xp, k2, s2, 0, ceil_mode=ceil)
+    y = pool(xp, k2, s2, 0, ceil_mode=ceil)
     if not include:  # divide by the count of real (unpadded) elements per window
         ones = _as_2d(_pad_explicit(ember.ones_like(x), begin, end, 0.0), n)
-        y = y / F.avg_pool2d(ones, k2, s2, 0, ceil_mode=ceil)
+        y = y / pool(ones, k2, s2, 0, ceil_mode=ceil)
     return _from_2d(y, n)
 
 

@@ -83,9 +83,18 @@ def _conv2d(ctx: ExportContext, node: Node) -> Any:
     return _conv_module(ctx, node, nn.Conv2d, 2)
 
 
-@converter("ConvTranspose2d")
-def _conv_transpose2d(ctx: ExportContext, node: Node) -> Any:
-    x = _plain(node, nn.ConvTranspose2d)  # an output_size argument would make 2 args
+@converter("Conv3d")
+def _conv3d(ctx: ExportContext, node: Node) -> Any:
+    return _conv_module(ctx, node, nn.Conv3d, 3)
+
+
+@converter("ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d")
+def _conv_transpose(ctx: ExportContext, node: Node) -> Any:
+    cls = next((c for c in (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
+                if isinstance(node.module, c)), None)
+    if cls is None:
+        return NotImplemented
+    x = _plain(node, cls)  # an output_size argument would make 2 args
     m = node.module
     if x is None or not _float(x) or m.padding_mode != "zeros":
         return NotImplemented
@@ -93,7 +102,7 @@ def _conv_transpose2d(ctx: ExportContext, node: Node) -> Any:
     return emit_conv_transpose(ctx, ctx.name(x), ctx.param(m.weight, f"{node.scope}.weight"),
                                bias, tuple(m.weight.shape[2:]), m.stride, m.padding,
                                m.output_padding, m.groups, m.dilation,
-                               unbatched=len(x.shape) == 3)
+                               unbatched=len(x.shape) == m.weight.ndim - 1)
 
 
 # -- normalization ----------------------------------------------------------------------------

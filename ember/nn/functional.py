@@ -47,6 +47,15 @@ __all__ = [
     # pooling
     "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    # convolutions, pooling and resampling in 1 to 3 dims (nnconv)
+    "conv3d", "conv_transpose1d", "conv_transpose3d", "conv_tbc", "max_pool3d",
+    "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+    "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "adaptive_max_pool3d", "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices", "max_unpool1d",
+    "max_unpool2d", "max_unpool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d",
+    "fractional_max_pool2d", "fractional_max_pool3d", "fractional_max_pool2d_with_indices",
+    "fractional_max_pool3d_with_indices", "grid_sample", "affine_grid",
     # padding and shape
     "pad", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "one_hot",
     # normalisation
@@ -363,7 +372,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
             return _nnops.adaptive_avg_pool2d(input, tuple(out_sizes))
         if spatial == 1:
             return adaptive_avg_pool1d(input, out_sizes[0])
-        raise NotImplementedError("interpolate(): mode 'area' supports 3-D and 4-D input")
+        return _nnops.adaptive_avg_pool3d(input, tuple(out_sizes))
     out = input
     for d in range(spatial):
         dim = 2 + d
@@ -1395,3 +1404,364 @@ def multi_head_attention_forward(
                      out_proj_bias, training, key_padding_mask, need_weights, attn_mask,
                      use_separate_proj_weight, q_proj_weight, k_proj_weight, v_proj_weight,
                      static_k, static_v, average_attn_weights, is_causal)
+
+
+# -- convolutions, pooling and resampling in 1 to 3 dims (nnconv) ----------------------
+# The convolutions and pools are core ops (ember.core.ops.nn), N-d over im2col; these
+# check and forward arguments as torch.nn.functional does.
+
+
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    r"""3-D convolution (cross-correlation) over ``(N, C_in, D, H, W)`` or unbatched
+    ``(C_in, D, H, W)`` input; ``padding`` is an int, a triple, ``'valid'`` or ``'same'``."""
+    return ember.conv3d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
+                     groups: int = 1, dilation: Any = 1) -> Tensor:
+    r"""1-D transposed convolution; weight ``(C_in, C_out/groups, kW)``."""
+    return ember.conv_transpose1d(input, weight, bias, stride, padding, output_padding,
+                                  groups, dilation)
+
+
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
+                     groups: int = 1, dilation: Any = 1) -> Tensor:
+    r"""3-D transposed convolution; weight ``(C_in, C_out/groups, kD, kH, kW)``."""
+    return ember.conv_transpose3d(input, weight, bias, stride, padding, output_padding,
+                                  groups, dilation)
+
+
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    r"""1-D convolution of ``(time, batch, channels)`` input; weight ``(kW, C_in, C_out)``."""
+    return ember.conv_tbc(input, weight, bias, pad)
+
+
+def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False):
+    r"""3-D max pooling; with ``return_indices`` also the argmax positions (flat over
+    ``D * H * W``)."""
+    return ember.max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode,
+                            return_indices)
+
+
+def max_pool1d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None,
+                            padding: Any = 0, dilation: Any = 1, ceil_mode: bool = False,
+                            return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    r"""1-D max pooling: (values, argmax positions), whatever ``return_indices`` says."""
+    return ember.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None,
+                            padding: Any = 0, dilation: Any = 1, ceil_mode: bool = False,
+                            return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    r"""2-D max pooling: (values, argmax positions), whatever ``return_indices`` says."""
+    return ember.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool3d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None,
+                            padding: Any = 0, dilation: Any = 1, ceil_mode: bool = False,
+                            return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    r"""3-D max pooling: (values, argmax positions), whatever ``return_indices`` says."""
+    return ember.max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    r"""3-D average pooling."""
+    return _nnops.avg_pool3d(input, kernel_size, stride, padding, ceil_mode,
+                             count_include_pad, divisor_override)
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
+    r"""3-D average pooling to a fixed output size (``None`` keeps that input size)."""
+    return _nnops.adaptive_avg_pool3d(input, output_size)
+
+
+def adaptive_max_pool1d_with_indices(input: Tensor, output_size: Any,
+                                     return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    r"""1-D max pooling to a fixed output length: (values, argmax positions)."""
+    return ember.adaptive_max_pool1d(input, output_size)
+
+
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size: Any,
+                                     return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    r"""2-D max pooling to a fixed output size: (values, argmax positions)."""
+    return _nnops.adaptive_max_pool2d(input, output_size)
+
+
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any,
+                                     return_indices: bool = False) -> tuple[Tensor, Tensor]:
+    r"""3-D max pooling to a fixed output size: (values, argmax positions)."""
+    return _nnops.adaptive_max_pool3d(input, output_size)
+
+
+def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False):
+    r"""1-D max pooling to a fixed output length (``windows [floor(i*L/O),
+    ceil((i+1)*L/O))``); with ``return_indices`` also the argmax positions."""
+    out = adaptive_max_pool1d_with_indices(input, output_size)
+    return out if return_indices else out[0]
+
+
+def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False):
+    r"""2-D max pooling to a fixed output size (``None`` keeps that input size); with
+    ``return_indices`` also the argmax positions."""
+    out = adaptive_max_pool2d_with_indices(input, output_size)
+    return out if return_indices else out[0]
+
+
+def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False):
+    r"""3-D max pooling to a fixed output size (``None`` keeps that input size); with
+    ``return_indices`` also the argmax positions."""
+    out = adaptive_max_pool3d_with_indices(input, output_size)
+    return out if return_indices else out[0]
+
+
+def _unpool_output_size(input: Tensor, kernel_size: tuple, stride: tuple, padding: tuple,
+                        output_size: Any) -> list[int]:
+    n = len(kernel_size)
+    default = [(input.shape[input.ndim - n + d] - 1) * stride[d] + kernel_size[d]
+               - 2 * padding[d] for d in range(n)]
+    if output_size is None:
+        return default
+    output_size = [int(s) for s in output_size]
+    if len(output_size) == n + 2:
+        output_size = output_size[2:]
+    if len(output_size) != n:
+        raise ValueError(f"output_size should be a sequence containing {n} or {n + 2} "
+                         f"elements, but it has a length of '{len(output_size)}'")
+    for d in range(n):
+        low, high = default[d] - stride[d], default[d] + stride[d]
+        if not low < output_size[d] < high:
+            raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between '
+                             f"{low} and {high})")
+    return output_size
+
+
+def _max_unpool(op: str, n: int, input: Tensor, indices: Tensor, kernel_size: Any,
+                stride: Any, padding: Any, output_size: Any) -> Tensor:
+    """Each input value written at its flat index (per sample and channel) of a zero
+    output: the inverse of max pooling with ``return_indices``."""
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(f"{op}(): Expected {n + 1}D or {n + 2}D input, but got input of "
+                           f"shape {list(input.shape)}")
+    kernel = _pair(kernel_size, n)
+    stride = kernel if stride is None else _pair(stride, n)
+    padding = _pair(padding, n)
+    size = _unpool_output_size(input, kernel, stride, padding, output_size)
+    if indices.dtype is not ember.int64:
+        raise RuntimeError(f"{op}(): Expected elements of indices to be of type int64, got "
+                           f"{indices.dtype}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"{op}(): Expected shape of indices to be same as that of the "
+                           f"input tensor ({list(input.shape)}) but got indices tensor with "
+                           f"shape: {list(indices.shape)}")
+    x, idx = (input, indices) if input.ndim == n + 2 else (input.unsqueeze(0),
+                                                           indices.unsqueeze(0))
+    batch, channels = x.shape[0], x.shape[1]
+    total = math.prod(size)
+    length = math.prod(x.shape[2:])  # (not -1: ambiguous for an empty batch)
+    flat_idx = idx.reshape(batch, channels, length)
+    if flat_idx.numel():
+        with _checking():
+            low, high = int(flat_idx.min()), int(flat_idx.max())
+        if low < 0 or high >= total:
+            raise RuntimeError(f"{op}(): Found an invalid max index: "
+                               f"{low if low < 0 else high} (output volumes are of size "
+                               f"{'x'.join(str(s) for s in size)})")
+    out = ember.zeros(batch, channels, total, dtype=x.dtype, device=x.device)
+    out = out.scatter(2, flat_idx, x.reshape(batch, channels, length))
+    out = out.reshape(batch, channels, *size)
+    return out if input.ndim == n + 2 else out.squeeze(0)
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,
+                 padding: Any = 0, output_size: Any = None) -> Tensor:
+    r"""The partial inverse of :func:`max_pool1d`: each value placed at its index, zeros
+    elsewhere."""
+    return _max_unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding,
+                       output_size)
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,
+                 padding: Any = 0, output_size: Any = None) -> Tensor:
+    r"""The partial inverse of :func:`max_pool2d`: each value placed at its index, zeros
+    elsewhere."""
+    return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding,
+                       output_size)
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,
+                 padding: Any = 0, output_size: Any = None) -> Tensor:
+    r"""The partial inverse of :func:`max_pool3d`: each value placed at its index, zeros
+    elsewhere."""
+    return _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding,
+                       output_size)
+
+
+def _lp_pool(n: int, input: Tensor, norm_type: float, kernel_size: Any, stride: Any,
+             ceil_mode: bool) -> Tensor:
+    """PyTorch's power-average pooling: (sum over the window of x ** p) ** (1 / p), from
+    an average pool (negative window sums, possible with odd p, give 0)."""
+    max_pool = (max_pool1d, max_pool2d, max_pool3d)[n - 1]
+    if isinstance(norm_type, (int, float)) and math.isinf(norm_type):
+        if norm_type > 0:
+            return max_pool(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        return -max_pool(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    avg_pool = (avg_pool1d, avg_pool2d, avg_pool3d)[n - 1]
+    out = avg_pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (ember.sign(out) * relu(out.abs())).mul(math.prod(_pair(kernel_size, n))) \
+        .pow(1.0 / norm_type)
+
+
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> Tensor:
+    r"""1-D power-average pooling: :math:`(\sum_{x \in window} x^p)^{1/p}`."""
+    return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> Tensor:
+    r"""2-D power-average pooling: :math:`(\sum_{x \in window} x^p)^{1/p}`."""
+    return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> Tensor:
+    r"""3-D power-average pooling: :math:`(\sum_{x \in window} x^p)^{1/p}`."""
+    return _lp_pool(3, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def _fractional_max_pool(n: int, input: Tensor, kernel_size: Any, output_size: Any,
+                         output_ratio: Any, _random_samples: Tensor | None
+                         ) -> tuple[Tensor, Tensor]:
+    op = f"fractional_max_pool{n}d"
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(f"{op}(): Expected {n + 1}D or {n + 2}D tensor, but got: "
+                           f"{list(input.shape)}")
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{op} requires specifying either an output_size or an "
+                         "output_ratio")
+    if output_size is None:
+        ratio = _pair(output_ratio, n)
+        if len(ratio) != n:
+            raise ValueError(f"{op} requires output_ratio to either be a single Int or "
+                             f"tuple of Ints.")
+        output_size = [int(input.shape[input.ndim - n + d] * ratio[d]) for d in range(n)]
+    if _random_samples is None:
+        batch = 1 if input.ndim == n + 1 else input.shape[0]
+        _random_samples = ember.rand(batch, input.shape[-n - 1], n, dtype=input.dtype,
+                                     device=input.device)
+    return _nnops.fractional_max_pool(op, n, input, kernel_size, output_size,
+                                      _random_samples)
+
+
+def fractional_max_pool2d_with_indices(input: Tensor, kernel_size: Any, output_size: Any = None,
+                                       output_ratio: Any = None, return_indices: bool = False,
+                                       _random_samples: Tensor | None = None
+                                       ) -> tuple[Tensor, Tensor]:
+    r"""2-D fractional max pooling: (values, argmax positions)."""
+    return _fractional_max_pool(2, input, kernel_size, output_size, output_ratio,
+                                _random_samples)
+
+
+def fractional_max_pool3d_with_indices(input: Tensor, kernel_size: Any, output_size: Any = None,
+                                       output_ratio: Any = None, return_indices: bool = False,
+                                       _random_samples: Tensor | None = None
+                                       ) -> tuple[Tensor, Tensor]:
+    r"""3-D fractional max pooling: (values, argmax positions)."""
+    return _fractional_max_pool(3, input, kernel_size, output_size, output_ratio,
+                                _random_samples)
+
+
+def fractional_max_pool2d(input: Tensor, kernel_size: Any, output_size: Any = None,
+                          output_ratio: Any = None, return_indices: bool = False,
+                          _random_samples: Tensor | None = None):
+    r"""2-D fractional max pooling (Graham, 2014): ``kernel_size`` windows at
+    pseudo-random steps that give ``output_size`` (or ``output_ratio`` of the input size).
+
+    ``_random_samples`` ``(N, C, 2)`` in [0, 1) fixes the steps (drawn with
+    :func:`ember.rand` when not given); with ``return_indices`` also the argmax positions.
+    """
+    out = _fractional_max_pool(2, input, kernel_size, output_size, output_ratio,
+                               _random_samples)
+    return out if return_indices else out[0]
+
+
+def fractional_max_pool3d(input: Tensor, kernel_size: Any, output_size: Any = None,
+                          output_ratio: Any = None, return_indices: bool = False,
+                          _random_samples: Tensor | None = None):
+    r"""3-D fractional max pooling (Graham, 2014); ``_random_samples`` is ``(N, C, 3)``.
+    See :func:`fractional_max_pool2d`."""
+    out = _fractional_max_pool(3, input, kernel_size, output_size, output_ratio,
+                               _random_samples)
+    return out if return_indices else out[0]
+
+
+_GRID_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+_GRID_PADDING = {"zeros": 0, "border": 1, "reflection": 2}
+_ALIGN_CORNERS_CHANGED = (
+    "Default grid_sample and affine_grid behavior has changed to align_corners=False since "
+    "1.3.0. Please specify align_corners=True if the old behavior is desired. See the "
+    "documentation of grid_sample for details.")
+
+
+def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
+                padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
+    r"""Sample ``input`` ``(N, C, H, W)`` (or ``(N, C, D, H, W)``) at the normalised
+    coordinates of ``grid`` ``(N, H_out, W_out, 2)`` (or ``(..., 3)``): ``(-1, -1)`` is the
+    top-left corner (its pixel's centre with ``align_corners=True``).
+
+    Args:
+        mode: ``'bilinear'`` (trilinear for 5-D input), ``'nearest'`` or ``'bicubic'``
+            (4-D only).
+        padding_mode: what a coordinate outside the input reads: ``'zeros'``, the
+            ``'border'`` value, or the ``'reflection'`` of the input.
+        align_corners: whether -1 and 1 are the centres of the corner pixels (default
+            ``False``, with a warning as PyTorch gives).
+    """
+    if mode not in _GRID_MODES:
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
+                         f"'nearest' or 'bicubic', but got: '{mode}'")
+    if padding_mode not in _GRID_PADDING:
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    if align_corners is None:
+        warnings.warn(_ALIGN_CORNERS_CHANGED, stacklevel=2)
+        align_corners = False
+    return ember.grid_sampler(input, grid, _GRID_MODES[mode], _GRID_PADDING[padding_mode],
+                              align_corners)
+
+
+def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None = None
+                ) -> Tensor:
+    r"""The sampling grid (for :func:`grid_sample`) of a batch of affine maps: ``theta``
+    ``(N, 2, 3)`` for a 2-D ``size`` ``(N, C, H, W)``, ``(N, 3, 4)`` for a 3-D one; the
+    grid is ``(N, H, W, 2)`` (or ``(N, D, H, W, 3)``)."""
+    if align_corners is None:
+        warnings.warn(_ALIGN_CORNERS_CHANGED, stacklevel=2)
+        align_corners = False
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    if len(size) == 4:
+        if theta.ndim != 3 or theta.shape[-2] != 2 or theta.shape[-1] != 3:
+            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                             f"{size}. Got {theta.shape}.")
+    elif len(size) == 5:
+        if theta.ndim != 3 or theta.shape[-2] != 3 or theta.shape[-1] != 4:
+            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size "
+                             f"{size}. Got {theta.shape}.")
+    else:
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
+                                  f"affine transforms, respectively. Got size {size}.")
+    if align_corners and min(list(size)[2:]) == 1:
+        warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size "
+                      "grids when align_corners=True. This is not an intended use case of "
+                      "affine_grid. See the documentation of affine_grid for details.",
+                      stacklevel=2)
+    elif min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    return ember.affine_grid_generator(theta, size, align_corners)

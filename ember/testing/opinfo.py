@@ -417,7 +417,7 @@ def _cross_entropy(reduction: str) -> Callable[..., Any]:
                                                  reduction=reduction)
 
 
-# `convolution` and `max_pool_with_indices` are the fused paths of conv1d/conv2d (groups=1)
+# `_fused_convolution` and `max_pool_with_indices` are the fused paths of conv1d/2d/3d (groups=1)
 # and of max pooling: they run where the backend has the `conv` / `max_pool` kernels (else
 # the decomposition does), so these entries check them there
 _NN: list[DiffOp] = [
@@ -439,9 +439,9 @@ _NN: list[DiffOp] = [
            shapes=((2, 3, 4),), ops=("constant_pad_nd",)),
     DiffOp("conv1d", lambda lib, x, w, b: nnf(lib).conv1d(x, w, b, stride=2, padding=1),
            shapes=((2, 3, 7), (4, 3, 3), (4,)),
-           ops=("conv1d", "convolution", "im2col", "matmul")),
+           ops=("conv1d", "_fused_convolution", "im2col", "matmul")),
     DiffOp("conv2d", lambda lib, x, w, b: nnf(lib).conv2d(x, w, b, stride=(2, 1), padding=1),
-           shapes=((1, 2, 5, 4), (3, 2, 3, 3), (3,)), ops=("conv2d", "convolution")),
+           shapes=((1, 2, 5, 4), (3, 2, 3, 3), (3,)), ops=("conv2d", "_fused_convolution")),
     DiffOp("conv2d_groups_dilation",
            lambda lib, x, w: nnf(lib).conv2d(x, w, groups=2, dilation=2),
            shapes=((2, 4, 5, 5), (4, 2, 2, 2)), ops=("conv2d",)),
@@ -482,6 +482,57 @@ _NN: list[DiffOp] = [
     DiffOp("cross_entropy_sum", _cross_entropy("sum"), make=_classes, ops=("cross_entropy",)),
     DiffOp("cross_entropy_none", _cross_entropy("none"), make=_classes,
            ops=("cross_entropy",)),
+]
+
+# -- convolutions, pooling and resampling in 1 to 3 dims (nnconv) ----------------------
+_NN += [
+    DiffOp("conv3d", lambda lib, x, w, b: nnf(lib).conv3d(x, w, b, stride=(1, 2, 1),
+                                                          padding=(1, 0, 1)),
+           shapes=((1, 2, 3, 4, 3), (2, 2, 2, 2, 2), (2,)), ops=("conv3d", "_fused_convolution")),
+    DiffOp("conv3d_groups", lambda lib, x, w: nnf(lib).conv3d(x, w, groups=2, dilation=(1, 2, 1)),
+           shapes=((1, 4, 3, 4, 3), (2, 2, 2, 2, 2)), ops=("conv3d",)),
+    DiffOp("conv_transpose1d",
+           lambda lib, x, w, b: nnf(lib).conv_transpose1d(x, w, b, stride=2, padding=1,
+                                                            output_padding=1, groups=2),
+           shapes=((2, 4, 3), (4, 1, 3), (2,)), ops=("conv_transpose1d", "col2im")),
+    DiffOp("conv_transpose3d",
+           lambda lib, x, w, b: nnf(lib).conv_transpose3d(x, w, b, stride=(1, 2, 1),
+                                                            dilation=(2, 1, 1)),
+           shapes=((1, 2, 2, 2, 2), (2, 2, 2, 2, 2), (2,)), ops=("conv_transpose3d",)),
+    DiffOp("convolution",
+           lambda lib, x, w, b: lib.convolution(x, w, b, (2, 1), (1, 0), (1, 2), False, (0, 0), 1)
+           + lib.convolution(x[:, :, :2, :2], w.transpose(0, 1), None, (2, 1), (0, 1), (1, 1),
+                             True, (1, 0), 1)[:, :, :3, :2],
+           shapes=((1, 2, 5, 6), (2, 2, 2, 3), (2,)), ops=("convolution",)),
+    DiffOp("conv_tbc", lambda lib, x, w, b: lib.conv_tbc(x, w, b, 1),
+           shapes=((4, 2, 3), (3, 3, 2), (2,))),
+    DiffOp("max_pool3d", lambda lib, x: nnf(lib).max_pool3d(x, 2, (1, 2, 1), (1, 0, 1)),
+           shapes=((1, 2, 3, 4, 3),), ops=("max_pool3d", "max_pool_with_indices")),
+    DiffOp("max_pool1d_with_indices",
+           lambda lib, x: lib.max_pool1d_with_indices(x, 3, 2, 1)[0], shapes=((2, 3, 7),)),
+    DiffOp("avg_pool3d", lambda lib, x: nnf(lib).avg_pool3d(x, 3, 2, 1, ceil_mode=True,
+                                                            count_include_pad=False),
+           shapes=((1, 2, 4, 5, 4),)),
+    DiffOp("avg_pool3d_divisor", lambda lib, x: nnf(lib).avg_pool3d(x, 2, divisor_override=3),
+           shapes=((1, 1, 4, 4, 2),), ops=("avg_pool3d",)),
+    DiffOp("adaptive_avg_pool3d", lambda lib, x: nnf(lib).adaptive_avg_pool3d(x, (2, 3, None)),
+           shapes=((1, 2, 3, 5, 2),)),
+    DiffOp("adaptive_max_pool1d", lambda lib, x: lib.adaptive_max_pool1d(x, 3)[0],
+           shapes=((2, 3, 7),)),
+    DiffOp("adaptive_max_pool2d", lambda lib, x: nnf(lib).adaptive_max_pool2d(x, (2, 3)),
+           shapes=((2, 2, 5, 4),)),
+    DiffOp("adaptive_max_pool3d", lambda lib, x: nnf(lib).adaptive_max_pool3d(x, (2, 1, 3)),
+           shapes=((1, 2, 3, 2, 5),)),
+    # grid coordinates in [-1.2, 1.2]: some taps fall outside the input
+    DiffOp("grid_sampler", lambda lib, x, g: nnf(lib).grid_sample(x, g, align_corners=False),
+           shapes=((1, 2, 3, 4), (1, 2, 3, 2)), low=-1.2, high=1.2),
+    DiffOp("grid_sampler_2d", lambda lib, x, g: lib.grid_sampler_2d(x, g, 2, 2, True),
+           shapes=((2, 1, 4, 3), (2, 3, 2, 2)), low=-1.2, high=1.2),
+    DiffOp("grid_sampler_3d", lambda lib, x, g: lib.grid_sampler_3d(x, g, 0, 1, False),
+           shapes=((1, 2, 2, 3, 3), (1, 2, 1, 3, 3)), low=-1.2, high=1.2),
+    DiffOp("affine_grid_generator",
+           lambda lib, t: nnf(lib).affine_grid(t, (2, 1, 3, 4), align_corners=False),
+           shapes=((2, 2, 3),)),
 ]
 
 # -- losses: their gradients (their values: ember.testing.test_losses) ------------------
@@ -807,7 +858,7 @@ _LINALG_FACTOR: list[DiffOp] = [
     DiffOp("tensorsolve", lambda lib, a, b: _la(lib).tensorsolve(a.reshape(2, 2, 4), b),
            make=lambda rng: _square(4)(rng) + [rng.uniform(-1, 1, (2, 2))],
            ops=("linalg_tensorsolve",)),
-    DiffOp("diagonal", lambda lib, a: _la(lib).diagonal(a, offset=1, dim1=0, dim2=2),
+    DiffOp("linalg_diagonal", lambda lib, a: _la(lib).diagonal(a, offset=1, dim1=0, dim2=2),
            shapes=((3, 2, 4),), ops=("linalg_diagonal",)),
     DiffOp("vander", lambda lib, a: _la(lib).vander(a, N=4), shapes=((2, 3),),
            ops=("linalg_vander",)),

@@ -228,7 +228,7 @@ def test_lstm_cell_ops(device: ember.device) -> None:
 # (`convolution` and `max_pool_with_indices` are conv2d's and max pooling's fused paths:
 # they run where the backend has the `conv` / `max_pool` kernels)
 COVERS = {"im2col", "col2im", "constant_pad", "constant_pad_nd", "conv1d", "conv2d",
-          "convolution", "conv_transpose2d", "max_pool1d", "max_pool2d",
+          "_fused_convolution", "conv_transpose2d", "max_pool1d", "max_pool2d",
           "max_pool_with_indices", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
           "adaptive_avg_pool2d", "layer_norm", "linear", "cross_entropy", "_fused_lstm_cell",
           "_fused_lstm_cell_backward"}

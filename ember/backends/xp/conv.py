@@ -19,7 +19,8 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         order = (0, 1) + tuple(range(2 + n, 2 + 2 * n)) + tuple(range(2, 2 + n))
         cols = win.transpose(order)
         out_len = math.prod(cols.shape[2 + n:])
-        return xp.ascontiguousarray(cols).reshape(x.shape[0], -1, out_len)
+        rows = x.shape[1] * math.prod(kernel_size)  # explicit: -1 is ambiguous at size 0
+        return xp.ascontiguousarray(cols).reshape(x.shape[0], rows, out_len)
 
     def col2im(x, output_size, kernel_size, dilation, padding, stride):
         batch, ck, _ = x.shape
@@ -41,7 +42,8 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         # (N, C, *out, *k) -> (C, *k, N, *out)
         order = (1,) + tuple(range(2 + n, 2 + 2 * n)) + (0,) + tuple(range(2, 2 + n))
         cols = xp.ascontiguousarray(win.transpose(order))
-        return cols.reshape(-1, x.shape[0] * math.prod(outs)), outs
+        rows = x.shape[1] * math.prod(kernel_size)
+        return cols.reshape(rows, x.shape[0] * math.prod(outs)), outs
 
     def conv(x, w, b, stride, padding, dilation):
         """N-d convolution (groups=1) as one GEMM; returns (out, columns kept for

@@ -1,4 +1,4 @@
-"""Max pooling over 1 or 2 spatial dimensions, and its backward."""
+"""Max pooling over any number of spatial dimensions, and its backward."""
 
 from __future__ import annotations
 

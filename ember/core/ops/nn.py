@@ -10,8 +10,8 @@ without them the decomposition runs. `ember.nn.functional` is written with these
 Kernels of the primitives (signatures of their rules):
 
     im2col        kernel(input, kernel_size=, dilation=, padding=, stride=) -> cols: input
-                  is (N, C, *spatial) with 1 or 2 spatial dims; cols is (N, C * prod(k), L)
-                  in PyTorch's F.unfold layout (channel-major, then kernel offsets), zero
+                  is (N, C, *spatial), any number of spatial dims; cols is (N, C * prod(k),
+                  L) in PyTorch's F.unfold layout (channel-major, then kernel offsets), zero
                   padding, L output positions in row-major order.
     col2im        kernel(cols, output_size=, kernel_size=, dilation=, padding=, stride=) ->
                   x: the adjoint of im2col (overlapping entries are summed; F.fold).
@@ -24,19 +24,30 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ember.core import costs, tracing
+from ember.core import dtype as dt
 from ember.core.apply import apply, record_grad
-from ember.core.creation import arange, ones, zeros
+from ember.core.backend import numpy_dtype
+from ember.core.creation import arange, full, ones, tensor, zeros
 from ember.core.declare import composite, fused_kernel, primitive
 from ember.core.dispatch import run_fused
 from ember.core.grad_mode import no_grad, state
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops import reduction as R
+from ember.core.ops.elementwise import abs as abs_
 from ember.core.ops.elementwise import (
     add,
+    clamp,
     div,
+    eq,
+    floor,
     floor_divide,
+    ge,
+    logical_and,
+    lt,
     mul,
     remainder,
     rsqrt,
@@ -44,10 +55,23 @@ from ember.core.ops.elementwise import (
     sigmoid,
     sub,
     tanh,
+    to_dtype,
+    trunc,
+    where,
 )
-from ember.core.ops.indexing import chunk, getitem, narrow, scatter
+from ember.core.ops.elementwise import round as round_
+from ember.core.ops.indexing import chunk, gather, getitem, narrow, scatter
 from ember.core.ops.linalg import matmul
-from ember.core.ops.shape import cat, permute, reshape, squeeze, t, transpose, unsqueeze
+from ember.core.ops.shape import (
+    cat,
+    expand,
+    permute,
+    reshape,
+    squeeze,
+    t,
+    transpose,
+    unsqueeze,
+)
 from ember.core.shapes import conv_out_size, fmt_shape, normalize_dim
 from ember.core.tensor import Tensor
 
@@ -296,7 +320,7 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
     outs = tuple(conv_out_size(op, input.shape[2 + i], kernel[i], dilation[i], padding[i],
                                stride[i]) for i in range(n))
     if groups == 1:
-        out = convolution(input, weight, bias, stride, padding, dilation)
+        out = _fused_convolution(input, weight, bias, stride, padding, dilation)
         if out is not None:
             return squeeze(out, 0) if unbatched else out
     cols = im2col(input, kernel, dilation, padding, stride)  # (N, C*K, L)
@@ -304,9 +328,10 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
     if groups == 1:
         out = matmul(reshape(weight, (out_ch, -1)), cols)  # (N, O, L)
     else:
-        cols_g = reshape(cols, (batch, groups, -1, cols.shape[-1]))
+        # explicit sizes: a -1 is ambiguous when the batch is empty
+        cols_g = reshape(cols, (batch, groups, cols.shape[1] // groups, cols.shape[-1]))
         w_g = reshape(weight, (groups, out_ch // groups, -1))
-        out = reshape(matmul(w_g, cols_g), (batch, out_ch, -1))
+        out = reshape(matmul(w_g, cols_g), (batch, out_ch, math.prod(outs)))
     out = reshape(out, (batch, out_ch) + outs)
     if bias is not None:
         out = add(out, reshape(bias, (out_ch,) + (1,) * n))
@@ -355,26 +380,26 @@ def _conv_cost(input: Any, weight: Any, bias: Any = None, stride: Any = 1, paddi
            fused=("conv", "conv_backward"),
            grad=Grad("ConvolutionBackward0", each=_convolution_grads,
                      operands=("input", "weight", "bias")))
-def convolution(input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple,
-                padding: tuple, dilation: tuple) -> Tensor | None:
+def _fused_convolution(input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple,
+                       padding: tuple, dilation: tuple) -> Tensor | None:
     """A batched convolution (groups=1) as the backend's fused `conv` kernel, one GEMM for
     the whole batch, and `conv_backward`; None when the backend has no `conv` kernel
-    (conv1d and conv2d then run im2col + matmul)."""
+    (conv1d/2d/3d then run im2col + matmul)."""
     fused = run_fused("conv", input, weight, bias, stride, padding, dilation)
     if fused is None:
         return None
     out, workspace = fused  # the kernel's im2col columns, kept for its backward
-    record_grad(OPS["convolution"], (input, weight, bias),
+    record_grad(OPS["_fused_convolution"], (input, weight, bias),
                 {"workspace": workspace, "stride": stride, "padding": padding,
                  "dilation": dilation}, out)
     return out
 
 
-fused_kernel("conv", replaces="convolution", outputs=("like", "like"),
+fused_kernel("conv", replaces="_fused_convolution", outputs=("like", "like"),
              signature="conv(x, w, b | None, stride, padding, dilation) -> (y, workspace)",
              doc="An N-d convolution (groups=1) of a batch as one GEMM, (O, C*K) @ (C*K, N*L); "
                  "`workspace` (its im2col columns) is handed back to `conv_backward`.")
-fused_kernel("conv_backward", replaces="convolution backward", backward=True,
+fused_kernel("conv_backward", replaces="_fused_convolution backward", backward=True,
              outputs=("like", "like", "like"),
              signature="conv_backward(grad, x_shape, w, workspace, stride, padding, "
                        "dilation, needs) -> (gx | None, gw | None, gb | None)",
@@ -406,44 +431,123 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
+@composite(variants="function", traced_as_node=True, cost=_conv_cost, precision=P.LOWER,
+           cpu_precision=P.LOWER)
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """3-D convolution (cross-correlation) over (N, C, D, H, W) inputs."""
+    return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv_transpose(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None,
+                    stride: Any, padding: Any, output_padding: Any, groups: int,
+                    dilation: Any) -> Tensor:
+    """The gradient of an n-d convolution with respect to its input: W^T @ x per group,
+    its columns folded back (col2im) into the output's spatial size."""
+    if weight.ndim != n + 2:
+        raise RuntimeError(f"{op}: expected a {n + 2}-D weight, got shape "
+                           f"{fmt_shape(tuple(weight.shape))}")
+    unbatched = input.ndim == n + 1
+    if unbatched:
+        input = unsqueeze(input, 0)
+    if input.ndim != n + 2 or input.shape[1] != weight.shape[0]:
+        raise RuntimeError(f"{op}: Given transposed=1, weight of size "
+                           f"{list(weight.shape)}, expected input{list(input.shape)} to have "
+                           f"{weight.shape[0]} channels, but got "
+                           f"{input.shape[1] if input.ndim > 1 else '?'} channels instead")
+    if groups <= 0 or weight.shape[0] % groups:
+        raise RuntimeError(f"{op}: in_channels ({weight.shape[0]}) must be divisible by "
+                           f"groups ({groups})")
+    stride, padding = _tuple(stride, n, "stride"), _tuple(padding, n, "padding")
+    dilation = _tuple(dilation, n, "dilation")
+    output_padding = _tuple(output_padding, n, "output_padding")
+    for op_, s, d in zip(output_padding, stride, dilation):
+        if op_ >= s and op_ >= d:
+            raise RuntimeError(f"{op}: output padding must be smaller than either stride or "
+                               "dilation")
+    batch, in_ch = input.shape[0], input.shape[1]
+    spatial = tuple(input.shape[2:])
+    kernel = tuple(weight.shape[2:])
+    out_ch = weight.shape[1] * groups
+    size = tuple((i - 1) * s - 2 * p + d * (k - 1) + op_ + 1 for i, s, p, d, k, op_ in
+                 zip(spatial, stride, padding, dilation, kernel, output_padding))
+    if any(o <= 0 for o in size):
+        raise RuntimeError(f"{op}: the computed output size {list(size)} is too small for "
+                           f"input {fmt_shape(tuple(input.shape))}")
+    length = math.prod(spatial)
+    x = reshape(input, (batch, groups, in_ch // groups, length))
+    wg = reshape(weight, (groups, in_ch // groups, -1))  # (G, Cin/G, Cout/G*K)
+    cols = matmul(transpose(wg, 1, 2), x)  # (N, G, Cout/G*K, L)
+    cols = reshape(cols, (batch, out_ch * math.prod(kernel), length))
+    out = col2im(cols, size, kernel, dilation, padding, stride)
+    if bias is not None:
+        out = add(out, reshape(bias, (out_ch,) + (1,) * n))
+    return squeeze(out, 0) if unbatched else out
+
+
+@composite(variants="function", traced_as_node=True, precision=P.LOWER,
+           cpu_precision=P.LOWER)
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
+                     groups: int = 1, dilation: Any = 1) -> Tensor:
+    """1-D transposed convolution: the gradient of conv1d with respect to its input."""
+    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
 @composite(variants="function", traced_as_node=True, precision=P.LOWER,
            cpu_precision=P.LOWER)
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
                      stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
                      groups: int = 1, dilation: Any = 1) -> Tensor:
     """2-D transposed convolution: the gradient of conv2d with respect to its input."""
-    n = 2
-    if weight.ndim != 4:
-        raise RuntimeError(f"conv_transpose2d: expected a 4-D weight, got shape "
+    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+@composite(variants="function", traced_as_node=True, precision=P.LOWER,
+           cpu_precision=P.LOWER)
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
+                     groups: int = 1, dilation: Any = 1) -> Tensor:
+    """3-D transposed convolution: the gradient of conv3d with respect to its input."""
+    return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+@composite(variants="function", traced_as_node=True, precision=P.LOWER)  # (not on the CPU)
+def convolution(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Sequence[int],
+                padding: Sequence[int], dilation: Sequence[int], transposed: bool,
+                output_padding: Sequence[int], groups: int) -> Tensor:
+    """An N-d convolution (1 to 3 spatial dims, from the weight's rank), or with
+    `transposed` a transposed one: every argument given, as ATen's `convolution`."""
+    n = weight.ndim - 2
+    if n not in (1, 2, 3):
+        raise RuntimeError(f"convolution: expected a 3-D, 4-D or 5-D weight, got shape "
                            f"{fmt_shape(tuple(weight.shape))}")
-    unbatched = input.ndim == 3
-    if unbatched:
-        input = unsqueeze(input, 0)
-    if input.ndim != 4 or input.shape[1] != weight.shape[0]:
-        raise RuntimeError(f"conv_transpose2d: Given transposed=1, weight of size "
-                           f"{list(weight.shape)}, expected input{list(input.shape)} to have "
-                           f"{weight.shape[0]} channels, but got "
-                           f"{input.shape[1] if input.ndim > 1 else '?'} channels instead")
-    stride, padding = _tuple(stride, n, "stride"), _tuple(padding, n, "padding")
-    dilation, output_padding = _tuple(dilation, n, "dilation"), _tuple(output_padding, n,
-                                                                       "output_padding")
-    for op_, s, d in zip(output_padding, stride, dilation):
-        if op_ >= s and op_ >= d:
-            raise RuntimeError("conv_transpose2d: output padding must be smaller than either "
-                               "stride or dilation")
-    batch, in_ch, h, w = input.shape
-    kernel = tuple(weight.shape[2:])
-    out_ch = weight.shape[1] * groups
-    size = tuple((i - 1) * s - 2 * p + d * (k - 1) + op_ + 1 for i, s, p, d, k, op_ in
-                 zip((h, w), stride, padding, dilation, kernel, output_padding))
-    x = reshape(input, (batch, groups, in_ch // groups, h * w))
-    wg = reshape(weight, (groups, in_ch // groups, -1))  # (G, Cin/G, Cout/G*K)
-    cols = matmul(transpose(wg, 1, 2), x)  # (N, G, Cout/G*K, L)
-    cols = reshape(cols, (batch, -1, h * w))
-    out = col2im(cols, size, kernel, dilation, padding, stride)
-    if bias is not None:
-        out = add(out, reshape(bias, (out_ch, 1, 1)))
-    return squeeze(out, 0) if unbatched else out
+    if transposed:
+        return _conv_transpose("convolution", n, input, weight, bias, stride, padding,
+                               output_padding, groups, dilation)
+    return _conv("convolution", n, input, weight, bias, stride, padding, dilation, groups)
+
+
+@composite(variants="function", precision=P.LOWER, cpu_precision=P.LOWER)
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    """1-D convolution in the (time, batch, channels) layout: weight is
+    (kernel width, in channels, out channels)."""
+    if input.ndim != 3 or weight.ndim != 3 or bias.ndim != 1:
+        raise RuntimeError(f"conv_tbc: expected a 3-D input and weight and a 1-D bias, got "
+                           f"{fmt_shape(tuple(input.shape))}, {fmt_shape(tuple(weight.shape))}"
+                           f" and {fmt_shape(tuple(bias.shape))}")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError(f"conv_tbc: Input dim 2 (input channels) is not == dim 1 in the "
+                           f"weight tensor ({input.shape[2]} != {weight.shape[1]})")
+    if bias.shape[0] != weight.shape[2]:
+        raise RuntimeError(f"conv_tbc: Bias has incorrect size in dim 0 ({bias.shape[0]} != "
+                           f"{weight.shape[2]})")
+    out = _conv("conv_tbc", 1, permute(input, (1, 2, 0)), permute(weight, (2, 1, 0)), bias,
+                1, pad, 1, 1)
+    return permute(out, (2, 0, 1))
 
 
 # -- pooling --------------------------------------------------------------------------
@@ -460,7 +564,7 @@ def _pool_windows(op: str, n: int, input: Tensor, kernel_size: Any, stride: Any,
     padded = constant_pad_nd(input, pad, fill)
     cols = im2col(padded, kernel, dilation, 0, stride)
     batch, channels = input.shape[0], input.shape[1]
-    windows = reshape(cols, (batch, channels, math.prod(kernel), -1))
+    windows = reshape(cols, (batch, channels, math.prod(kernel), math.prod(outs)))
     return windows, outs, (kernel, stride, padding, dilation, extra)
 
 
@@ -557,7 +661,7 @@ def max_pool_with_indices(op: str, n: int, input: Tensor, kernel_size: Any, stri
                           padding: Any, dilation: Any, ceil_mode: bool,
                           return_indices: bool) -> tuple | None:
     """Batched max pooling through the backend's fused `max_pool` kernel: (values, flat
-    input indices or None); None when the backend has no such kernel (max_pool1d/2d then
+    input indices or None); None when the backend has no such kernel (max_pool1d/2d/3d then
     take the maximum of im2col windows)."""
     kernel, stride, padding, dilation, extra, outs = _pool_geometry(
         op, n, input, kernel_size, stride, padding, dilation, ceil_mode)
@@ -587,7 +691,7 @@ def max_pool_with_indices(op: str, n: int, input: Tensor, kernel_size: Any, stri
 fused_kernel("max_pool", replaces="max_pool_with_indices", outputs=("like", "int64"),
              signature="max_pool(x, *, kernel_size, stride, padding, dilation, extra, "
                        "need_indices) -> (values, window-local argmax | None)",
-             doc="Max pooling over 1 or 2 spatial dims, `extra` right padding for ceil_mode; "
+             doc="Max pooling over 1 to 3 spatial dims, `extra` right padding for ceil_mode; "
                  "the indices may be None when not asked for (the backward then recovers "
                  "them).")
 fused_kernel("max_pool_backward", replaces="max_pool_with_indices backward", backward=True,
@@ -633,6 +737,23 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     """2-D max pooling over (N, C, H, W) inputs."""
     return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation,
                      ceil_mode, return_indices)
+
+
+@composite(variants="function", traced_as_node=True, cost=costs.reduction(1))
+def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False):
+    """3-D max pooling over (N, C, D, H, W) inputs."""
+    return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation,
+                     ceil_mode, return_indices)
+
+
+@composite(variants="function", cost=costs.reduction(1))
+def max_pool1d_with_indices(input: Tensor, kernel_size: Any, stride: Any = (),
+                            padding: Any = 0, dilation: Any = 1,
+                            ceil_mode: bool = False) -> tuple[Tensor, Tensor]:
+    """1-D max pooling over (N, C, L) inputs: (values, flat input indices)."""
+    return _max_pool("max_pool1d_with_indices", 1, input, kernel_size, stride, padding,
+                     dilation, ceil_mode, True)
 
 
 def _avg_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, ceil_mode,
@@ -688,6 +809,15 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                      count_include_pad, divisor_override)
 
 
+@composite(variants="", traced_as_node=True, cost=costs.reduction(1))
+def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    """3-D average pooling over (N, C, D, H, W) inputs."""
+    return _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
 def _adaptive_avg_pool(op: str, n: int, input: Tensor, output_size: Any) -> Tensor:
     x, unbatched = _batched(input, n, op)
     spatial = tuple(x.shape[2:])
@@ -721,6 +851,367 @@ def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     """Average pooling of (N, C, H, W) inputs to a fixed output size."""
     return _adaptive_avg_pool("adaptive_avg_pool2d", 2, input, output_size)
+
+
+@composite(variants="", traced_as_node=True, cost=costs.reduction(1))
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
+    """Average pooling of (N, C, D, H, W) inputs to a fixed output size."""
+    return _adaptive_avg_pool("adaptive_avg_pool3d", 3, input, output_size)
+
+
+# -- pooling over windows given as a table of input positions --------------------------
+# Adaptive and fractional max pooling have windows of uneven sizes or random starts: a
+# table of each window's flat input positions (an uneven window repeats its last position,
+# which changes neither its maximum nor which element comes first), one gather and one max.
+
+
+def _output_sizes(op: str, n: int, spatial: tuple, output_size: Any) -> tuple[int, ...]:
+    if isinstance(output_size, (tuple, list)):
+        sizes = tuple(output_size)
+        if len(sizes) == 1:
+            sizes = sizes * n
+    else:
+        sizes = (output_size,) * n
+    if len(sizes) != n:
+        raise RuntimeError(f"{op}: output_size must have {n} elements, got {list(sizes)}")
+    sizes = tuple(s if o is None else int(o) for s, o in zip(spatial, sizes))
+    if any(o < 0 for o in sizes):
+        raise RuntimeError(f"{op}: elements of output_size must be greater than or equal to "
+                           f"0 but received {list(sizes)}")
+    return sizes
+
+
+def _windows_max(op: str, x: Tensor, table: Tensor, outs: tuple) -> tuple[Tensor, Tensor]:
+    """Max over windows of x (N, C, *spatial): `table` (N or 1, C or 1, L, K) holds the
+    flat input position of each window's K elements. Returns (values, flat indices), each
+    (N, C, *outs)."""
+    batch, channels = x.shape[0], x.shape[1]
+    length, k = table.shape[-2], table.shape[-1]
+    shape = (batch, channels) + tuple(outs)
+    if batch * channels * length == 0:  # nothing to reduce (still connected to x)
+        empty = narrow(reshape(x, (batch, channels, math.prod(x.shape[2:]))), 2, 0, 0)
+        return (reshape(empty, shape), zeros(shape, dtype=dt.int64, device=x.device))
+    table = expand(table, (batch, channels, length, k))
+    flat = reshape(x, (batch, channels, math.prod(x.shape[2:])))
+    picked = reshape(gather(flat, 2, reshape(table, (batch, channels, length * k))),
+                     (batch, channels, length, k))
+    result = R.max(picked, 3)
+    indices = squeeze(gather(table, 3, unsqueeze(result.indices, 3)), 3)
+    return reshape(result.values, shape), reshape(indices, shape)
+
+
+def _adaptive_table(spatial: tuple, outs: tuple, device: Any) -> Tensor:
+    """(1, 1, L, K) flat input positions of PyTorch's adaptive windows, along each dim
+    [floor(i*S/O), ceil((i+1)*S/O))."""
+    flat = np.zeros((1,) * (2 * len(spatial)), dtype=np.int64)
+    for d, (size, o) in enumerate(zip(spatial, outs)):
+        starts = np.array([(i * size) // o for i in range(o)], dtype=np.int64)
+        ends = np.array([-(-((i + 1) * size) // o) for i in range(o)], dtype=np.int64)
+        k = int((ends - starts).max())
+        pos = np.minimum(starts[:, None] + np.arange(k)[None, :], ends[:, None] - 1)
+        shape = [1] * (2 * len(spatial))
+        shape[d], shape[len(spatial) + d] = o, k
+        flat = flat * size + pos.reshape(shape)
+    table = flat.reshape(math.prod(outs), -1)
+    return reshape(tensor(table, device=device), (1, 1) + table.shape)
+
+
+def _adaptive_max_pool(op: str, n: int, input: Tensor, output_size: Any) -> tuple:
+    x, unbatched = _batched(input, n, op)
+    spatial = tuple(x.shape[2:])
+    if any(s == 0 for s in x.shape[1:]):
+        raise RuntimeError(f"{op}: Expected input to have non-zero size for non-batch "
+                           f"dimensions, but input has sizes {list(input.shape)}")
+    outs = _output_sizes(op, n, spatial, output_size)
+    table = _adaptive_table(spatial, outs, x.device) if all(outs) else \
+        zeros((1, 1, 0, 1), dtype=dt.int64, device=x.device)
+    values, indices = _windows_max(op, x, table, outs)
+    if unbatched:
+        values, indices = squeeze(values, 0), squeeze(indices, 0)
+    return values, indices
+
+
+@composite(variants="function", cost=costs.reduction(1))
+def adaptive_max_pool1d(input: Tensor, output_size: Any) -> tuple[Tensor, Tensor]:
+    """Max pooling of (N, C, L) inputs to a fixed output length: (values, indices)."""
+    return _adaptive_max_pool("adaptive_max_pool1d", 1, input, output_size)
+
+
+@composite(variants="", cost=costs.reduction(1))
+def adaptive_max_pool2d(input: Tensor, output_size: Any) -> tuple[Tensor, Tensor]:
+    """Max pooling of (N, C, H, W) inputs to a fixed output size: (values, indices)."""
+    return _adaptive_max_pool("adaptive_max_pool2d", 2, input, output_size)
+
+
+@composite(variants="", cost=costs.reduction(1))
+def adaptive_max_pool3d(input: Tensor, output_size: Any) -> tuple[Tensor, Tensor]:
+    """Max pooling of (N, C, D, H, W) inputs to a fixed output size: (values, indices)."""
+    return _adaptive_max_pool("adaptive_max_pool3d", 3, input, output_size)
+
+
+def _fractional_starts(samples: Tensor, size: int, out: int, pool: int) -> Tensor:
+    """(N, C, out) window starts along one dim, PyTorch's pseudo-random intervals: with
+    alpha = (size - pool) / (out - 1) in the input's dtype, start i is
+    int((i + u) * alpha) - int(u * alpha), and the last window ends at the input's end."""
+    last = full(tuple(samples.shape) + (1,), size - pool, dtype=dt.int64,
+                device=samples.device)
+    if out == 1:
+        return last
+    host = numpy_dtype(samples.dtype)
+    alpha = float(np.asarray(size - pool, dtype=host) / np.asarray(out - 1, dtype=host))
+    steps = arange(out - 1, dtype=samples.dtype, device=samples.device)
+    u = unsqueeze(samples, -1)
+    starts = sub(trunc(mul(add(u, steps), alpha)), trunc(mul(u, alpha)))
+    return cat([to_dtype(starts, dt.int64), last], -1)
+
+
+def fractional_max_pool(op: str, n: int, input: Tensor, kernel_size: Any, output_size: Any,
+                        samples: Tensor) -> tuple[Tensor, Tensor]:
+    """Fractional max pooling (Graham, 2014) of (N, C, *spatial) or unbatched input over
+    `n` dims: windows of `kernel_size` at the pseudo-random starts `samples` (N, C, n) in
+    [0, 1) give; sample 0 drives the last dim for 2-d pooling and the first for 3-d, as
+    PyTorch's kernels read them. Returns (values, flat input indices)."""
+    x, unbatched = _batched(input, n, op)
+    if samples.dtype is not x.dtype:
+        raise RuntimeError(f"{op}(): expected _random_samples of dtype {x.dtype}, got "
+                           f"{samples.dtype}")
+    if any(s == 0 for s in x.shape[1:]):
+        raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch "
+                           f"dimensions, but got input with sizes {list(input.shape)}")
+    kernel = _tuple(kernel_size, n, "kernel_size")
+    outs = _tuple(output_size, n, "output_size")
+    spatial = tuple(x.shape[2:])
+    batch, channels = x.shape[0], x.shape[1]
+    names = ("height", "width") if n == 2 else ("time", "height", "width")
+    for o, k, size, name in zip(outs, kernel, spatial, names):
+        if o <= 0 or k <= 0:
+            raise RuntimeError(f"{op}(): output_size and kernel_size must be greater than 0, "
+                               f"got {list(outs)} and {list(kernel)}")
+        if o + k - 1 > size:
+            raise RuntimeError(f"{op}(): pool {name} {k} too large relative to input {name} "
+                               f"{size}")
+    if tuple(samples.shape) != (batch, channels, n):
+        raise RuntimeError(f"{op}(): expected _random_samples of shape "
+                           f"{[batch, channels, n]}, got {list(samples.shape)}")
+    order = list(range(n)) if n == 3 else list(reversed(range(n)))
+    flat = None
+    # positions laid out (N, C, O1, K1, ..., On, Kn), then permuted to (N, C, *O, *K)
+    for d in range(n):
+        starts = _fractional_starts(getitem(samples, (slice(None), slice(None), order[d])),
+                                    spatial[d], outs[d], kernel[d])
+        offsets = arange(kernel[d], device=x.device)
+        pos = add(unsqueeze(starts, -1), offsets)  # (N, C, O, K)
+        shape = [batch, channels] + [1] * (2 * n)
+        shape[2 + 2 * d], shape[3 + 2 * d] = outs[d], kernel[d]
+        pos = reshape(pos, tuple(shape))
+        flat = pos if flat is None else add(mul(flat, spatial[d]), pos)
+    dims = (0, 1) + tuple(2 + 2 * d for d in range(n)) + tuple(3 + 2 * d for d in range(n))
+    table = reshape(permute(flat, dims), (batch, channels, math.prod(outs), math.prod(kernel)))
+    values, indices = _windows_max(op, x, table, outs)
+    if unbatched:
+        values, indices = squeeze(values, 0), squeeze(indices, 0)
+    return values, indices
+
+
+# -- sampling grids (spatial transformers) --------------------------------------------
+# affine_grid_generator maps a base grid of normalised output coordinates through a batch
+# of affine matrices; grid_sampler reads the input at those coordinates (x along the last
+# spatial dim) with one gather per interpolation tap, so the input's gradient is the
+# gather's and the grid's comes from the taps' weights.
+
+
+def _base_grid(size: tuple, align_corners: bool, dtype: Any, device: Any) -> Tensor:
+    """(prod(spatial), n + 1) rows [x, y, (z,) 1] of PyTorch's normalised coordinates."""
+    axes = []
+    for steps in reversed(size[2:]):  # x runs along the last dim
+        if steps <= 1:
+            axes.append(np.zeros(max(steps, 0)))
+        else:
+            line = np.linspace(-1.0, 1.0, steps)
+            axes.append(line if align_corners else line * (steps - 1) / steps)
+    mesh = np.meshgrid(*reversed(axes), indexing="ij")  # each (D, H, W) or (H, W)
+    cols = [m.reshape(-1) for m in reversed(mesh)] + [np.ones(math.prod(size[2:]))]
+    return tensor(np.stack(cols, 1).astype(numpy_dtype(dtype)), device=device)
+
+
+@composite(variants="function", cost=costs.reduction(4))
+def affine_grid_generator(theta: Tensor, size: Sequence[int], align_corners: bool) -> Tensor:
+    """The (N, *spatial, n) sampling grid of the affine maps `theta` (N, n, n + 1) over
+    an output of `size` (N, C, *spatial) (`nn.functional.affine_grid` checks arguments)."""
+    size = tuple(int(s) for s in size)
+    n = len(size) - 2
+    if n not in (2, 3) or theta.ndim != 3 or tuple(theta.shape[1:]) != (n, n + 1) or \
+            theta.shape[0] != size[0]:
+        raise RuntimeError(f"affine_grid_generator: expected theta of shape (N, {n}, {n + 1})"
+                           f" with N = size[0] for size {list(size)}, got "
+                           f"{fmt_shape(tuple(theta.shape))}")
+    base = _base_grid(size, bool(align_corners), theta.dtype, theta.device)
+    grid = matmul(base, transpose(theta, 1, 2))  # (N, L, n)
+    return reshape(grid, size[:1] + size[2:] + (n,))
+
+
+def _unnormalize(coord: Tensor, size: int, align_corners: bool) -> Tensor:
+    if align_corners:
+        return mul(add(coord, 1.0), (size - 1) / 2)
+    return div(sub(mul(add(coord, 1.0), size), 1.0), 2)
+
+
+def _reflect(coord: Tensor, twice_low: int, twice_high: int) -> Tensor:
+    """`coord` reflected off the bounds [twice_low / 2, twice_high / 2] until inside."""
+    if twice_low == twice_high:
+        return mul(coord, 0.0)
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    distance = abs_(sub(coord, low))
+    extra = remainder(distance, span)
+    flips = floor(div(distance, span))
+    even = eq(remainder(flips, 2), 0)
+    return where(even, add(extra, low), add(rsub(extra, span), low))
+
+
+def _padded_coordinate(coord: Tensor, size: int, padding_mode: int,
+                       align_corners: bool) -> Tensor:
+    """Source coordinate after the padding mode: border clamps, reflection reflects
+    then clamps, zeros leaves it (out-of-range taps then read 0)."""
+    if padding_mode == 2:
+        coord = _reflect(coord, 0, 2 * (size - 1)) if align_corners else \
+            _reflect(coord, -1, 2 * size - 1)
+    if padding_mode in (1, 2):
+        coord = clamp(coord, 0, size - 1)
+    return coord
+
+
+def _tap(flat: Tensor, sizes: tuple, indices: list, weight: Tensor) -> Tensor:
+    """Input values (N, C, L) at integer coordinates `indices` (each (N, L)), zero where
+    any is out of range, times `weight` (N, L)."""
+    inside, position = None, None
+    for idx, size in zip(indices, sizes):
+        ok = logical_and(ge(idx, 0), lt(idx, size))
+        inside = ok if inside is None else logical_and(inside, ok)
+        clamped = clamp(idx, 0, size - 1)
+        position = clamped if position is None else add(mul(position, size), clamped)
+    batch, channels, length = flat.shape[0], flat.shape[1], position.shape[1]
+    values = gather(flat, 2, expand(unsqueeze(position, 1), (batch, channels, length)))
+    return mul(values, unsqueeze(where(inside, weight, 0.0), 1))
+
+
+def _cubic_weights(t: Tensor) -> list[Tensor]:
+    """The four cubic-convolution weights (A = -0.75) of taps at -1, 0, 1, 2 from t."""
+    a = -0.75
+
+    def near(x):  # |x| <= 1
+        return add(mul(mul(sub(mul(x, a + 2), a + 3), x), x), 1.0)
+
+    def far(x):  # 1 < |x| < 2
+        return sub(mul(add(mul(sub(mul(x, a), 5 * a), x), 8 * a), x), 4 * a)
+
+    u = rsub(t, 1.0)
+    return [far(add(t, 1.0)), near(t), near(u), far(add(u, 1.0))]
+
+
+def _grid_sample(op: str, input: Tensor, grid: Tensor, interpolation_mode: int,
+                 padding_mode: int, align_corners: bool) -> Tensor:
+    n = input.ndim - 2
+    if grid.ndim != input.ndim or n not in (2, 3):
+        raise RuntimeError(f"{op}(): expected 4D or 5D input and grid with same number of "
+                           f"dimensions, but got input with sizes {list(input.shape)} and "
+                           f"grid with sizes {list(grid.shape)}")
+    if input.dtype is not grid.dtype:
+        raise RuntimeError(f"{op}(): expected input and grid to have same dtype, but input "
+                           f"has {input.dtype} and grid has {grid.dtype}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"{op}(): expected a floating-point input, got {input.dtype}")
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError(f"{op}(): expected grid and input to have same batch size, but "
+                           f"got input with sizes {list(input.shape)} and grid with sizes "
+                           f"{list(grid.shape)}")
+    if grid.shape[-1] != n:
+        raise RuntimeError(f"{op}(): expected grid to have size {n} in last dimension, but "
+                           f"got grid with sizes {list(grid.shape)}")
+    for i, s in enumerate(input.shape[2:]):
+        if s == 0:
+            raise RuntimeError(f"{op}(): expected input to have non-empty spatial "
+                               f"dimensions, but input has sizes {list(input.shape)} with "
+                               f"dimension {i + 2} being empty")
+    if interpolation_mode not in (0, 1, 2) or padding_mode not in (0, 1, 2):
+        raise RuntimeError(f"{op}(): unknown interpolation mode {interpolation_mode} or "
+                           f"padding mode {padding_mode}")
+    if interpolation_mode == 2 and n != 2:
+        raise RuntimeError(f"{op}(): bicubic interpolation only supports 4D input")
+    batch, channels = input.shape[0], input.shape[1]
+    sizes = tuple(input.shape[2:])
+    outs = tuple(grid.shape[1:-1])
+    flat = reshape(input, (batch, channels, math.prod(sizes)))
+    points = reshape(grid, (batch, math.prod(outs), n))
+    # the source coordinate along each spatial dim (D, H, W order; the grid holds x first)
+    coords = [_unnormalize(getitem(points, (slice(None), slice(None), n - 1 - d)),
+                           sizes[d], align_corners) for d in range(n)]
+    if interpolation_mode == 2:  # bicubic: the padding applies to each of the 4x4 taps
+        base = [floor(c) for c in coords]
+        weights = [_cubic_weights(sub(c, b)) for c, b in zip(coords, base)]
+        out = None
+        for i in range(4):
+            for j in range(4):
+                taps = [_padded_coordinate(add(base[0], i - 1.0), sizes[0], padding_mode,
+                                           align_corners),
+                        _padded_coordinate(add(base[1], j - 1.0), sizes[1], padding_mode,
+                                           align_corners)]
+                taps = [to_dtype(trunc(t_), dt.int64) for t_ in taps]
+                term = _tap(flat, sizes, taps, mul(weights[0][i], weights[1][j]))
+                out = term if out is None else add(out, term)
+        return reshape(out, (batch, channels) + outs)
+    coords = [_padded_coordinate(c, s, padding_mode, align_corners)
+              for c, s in zip(coords, sizes)]
+    if interpolation_mode == 1:  # nearest, halves to even
+        # weight 1, written with the grid so that the grid's gradient is zeros (PyTorch's)
+        # rather than absent
+        one = add(mul(coords[0], 0.0), 1.0)
+        out = _tap(flat, sizes, [to_dtype(round_(c), dt.int64) for c in coords], one)
+        return reshape(out, (batch, channels) + outs)
+    base = [floor(c) for c in coords]
+    fracs = [sub(c, b) for c, b in zip(coords, base)]
+    base = [to_dtype(b, dt.int64) for b in base]
+    out = None
+    for corner in range(2 ** n):
+        offsets = [(corner >> (n - 1 - d)) & 1 for d in range(n)]
+        weight = None
+        for f, o in zip(fracs, offsets):
+            w = f if o else rsub(f, 1.0)
+            weight = w if weight is None else mul(weight, w)
+        term = _tap(flat, sizes, [add(b, o) for b, o in zip(base, offsets)], weight)
+        out = term if out is None else add(out, term)
+    return reshape(out, (batch, channels) + outs)
+
+
+@composite(variants="function", traced_as_node=True, cost=costs.reduction(8))
+def grid_sampler(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int,
+                 align_corners: bool) -> Tensor:
+    """Samples `input` (N, C, *spatial) at the normalised coordinates `grid` (N, *out, n):
+    interpolation 0 bilinear, 1 nearest, 2 bicubic; padding 0 zeros, 1 border, 2
+    reflection (`nn.functional.grid_sample` names them)."""
+    return _grid_sample("grid_sampler", input, grid, interpolation_mode, padding_mode,
+                        align_corners)
+
+
+@composite(variants="function", traced_as_node=True, cost=costs.reduction(8))
+def grid_sampler_2d(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int,
+                    align_corners: bool) -> Tensor:
+    """`grid_sampler` of a 4-D input."""
+    if input.ndim != 4:
+        raise RuntimeError(f"grid_sampler_2d(): expected 4D input, got sizes "
+                           f"{list(input.shape)}")
+    return _grid_sample("grid_sampler_2d", input, grid, interpolation_mode, padding_mode,
+                        align_corners)
+
+
+@composite(variants="function", traced_as_node=True, cost=costs.reduction(8))
+def grid_sampler_3d(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int,
+                    align_corners: bool) -> Tensor:
+    """`grid_sampler` of a 5-D input."""
+    if input.ndim != 5:
+        raise RuntimeError(f"grid_sampler_3d(): expected 5D input, got sizes "
+                           f"{list(input.shape)}")
+    return _grid_sample("grid_sampler_3d", input, grid, interpolation_mode, padding_mode,
+                        align_corners)
 
 
 # -- softmax --------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Convolution layers: `Conv1d`, `Conv2d`, `ConvTranspose2d`."""
+"""Convolution layers: `Conv1d/2d/3d`, `ConvTranspose1d/2d/3d`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from ember.nn import init
 from ember.nn.module import Module
 from ember.nn.parameter import Parameter
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+           "ConvTranspose3d"]
 
 
 def _ntuple(v: Any, n: int) -> tuple:
@@ -185,20 +186,46 @@ class Conv2d(_ConvNd):
         return self._conv_forward(input, self.weight, self.bias)
 
 
-class ConvTranspose2d(_ConvNd):
-    r"""2-D transposed convolution (the gradient of Conv2d with respect to its input).
+class Conv3d(_ConvNd):
+    r"""3-D convolution over ``(N, C_in, D, H, W)`` (or unbatched ``(C_in, D, H, W)``) input.
 
     Args:
         in_channels, out_channels: channel counts.
-        kernel_size, stride, padding, output_padding, dilation: ints or pairs.
-        groups: blocked connections. bias: learn an additive bias.
+        kernel_size, stride, dilation: ints or triples.
+        padding: int, triple, ``'valid'`` or ``'same'``.
+        groups: blocked connections from input to output channels.
+        bias: learn an additive bias. Default: ``True``
+        padding_mode: ``'zeros'``, ``'reflect'``, ``'replicate'`` or ``'circular'``.
 
     Attributes:
-        weight: ``(in_channels, out_channels/groups, kH, kW)``.
-
-    ``forward(input, output_size=None)``: ``output_size`` picks the output padding that
-    gives that spatial size.
+        weight: ``(out_channels, in_channels/groups, kD, kH, kW)``.
+        bias: ``(out_channels)``.
     """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any,
+                 stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: int = 1,
+                 bias: bool = True, padding_mode: str = "zeros", device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, _ntuple(kernel_size, 3),
+                         _ntuple(stride, 3),
+                         padding if isinstance(padding, str) else _ntuple(padding, 3),
+                         _ntuple(dilation, 3), False, (0, 0, 0), groups, bias, padding_mode,
+                         device, dtype)
+
+    def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        if self.padding_mode != "zeros":
+            return F.conv3d(F.pad(input, self._reversed_padding_repeated_twice,
+                                  mode=self.padding_mode),
+                            weight, bias, self.stride, (0, 0, 0), self.dilation, self.groups)
+        return F.conv3d(input, weight, bias, self.stride, self.padding, self.dilation,
+                        self.groups)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._conv_forward(input, self.weight, self.bias)
+
+
+class _ConvTransposeNd(_ConvNd):
+    _n = 2
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any,
                  stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
@@ -207,15 +234,16 @@ class ConvTranspose2d(_ConvNd):
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for '
                              f"{self.__class__.__name__}")
-        super().__init__(in_channels, out_channels, _ntuple(kernel_size, 2),
-                         _ntuple(stride, 2), _ntuple(padding, 2), _ntuple(dilation, 2), True,
-                         _ntuple(output_padding, 2), groups, bias, padding_mode, device,
+        n = self._n
+        super().__init__(in_channels, out_channels, _ntuple(kernel_size, n),
+                         _ntuple(stride, n), _ntuple(padding, n), _ntuple(dilation, n), True,
+                         _ntuple(output_padding, n), groups, bias, padding_mode, device,
                          dtype)
 
     def _output_padding(self, input: Tensor, output_size: Sequence[int] | None) -> tuple:
         if output_size is None:
             return self.output_padding
-        spatial = 2
+        spatial = self._n
         non_spatial = 2 if input.ndim == spatial + 2 else 1
         output_size = list(output_size)
         if len(output_size) == non_spatial + spatial:
@@ -239,5 +267,60 @@ class ConvTranspose2d(_ConvNd):
 
     def forward(self, input: Tensor, output_size: Sequence[int] | None = None) -> Tensor:
         output_padding = self._output_padding(input, output_size)
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
-                                  output_padding, self.groups, self.dilation)
+        fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[self._n - 1]
+        return fn(input, self.weight, self.bias, self.stride, self.padding, output_padding,
+                  self.groups, self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    r"""1-D transposed convolution (the gradient of Conv1d with respect to its input).
+
+    Args:
+        in_channels, out_channels: channel counts.
+        kernel_size, stride, padding, output_padding, dilation: ints or 1-tuples.
+        groups: blocked connections. bias: learn an additive bias.
+
+    Attributes:
+        weight: ``(in_channels, out_channels/groups, kW)``.
+
+    ``forward(input, output_size=None)``: ``output_size`` picks the output padding that
+    gives that length.
+    """
+
+    _n = 1
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    r"""2-D transposed convolution (the gradient of Conv2d with respect to its input).
+
+    Args:
+        in_channels, out_channels: channel counts.
+        kernel_size, stride, padding, output_padding, dilation: ints or pairs.
+        groups: blocked connections. bias: learn an additive bias.
+
+    Attributes:
+        weight: ``(in_channels, out_channels/groups, kH, kW)``.
+
+    ``forward(input, output_size=None)``: ``output_size`` picks the output padding that
+    gives that spatial size.
+    """
+
+    _n = 2
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    r"""3-D transposed convolution (the gradient of Conv3d with respect to its input).
+
+    Args:
+        in_channels, out_channels: channel counts.
+        kernel_size, stride, padding, output_padding, dilation: ints or triples.
+        groups: blocked connections. bias: learn an additive bias.
+
+    Attributes:
+        weight: ``(in_channels, out_channels/groups, kD, kH, kW)``.
+
+    ``forward(input, output_size=None)``: ``output_size`` picks the output padding that
+    gives that spatial size.
+    """
+
+    _n = 3

@@ -10,7 +10,8 @@ from ember import Tensor
 from ember.nn import functional as F
 from ember.nn.module import Module
 
-__all__ = ["Flatten", "Unflatten", "PixelShuffle", "PixelUnshuffle", "Upsample"]
+__all__ = ["Flatten", "Unflatten", "PixelShuffle", "PixelUnshuffle", "Upsample",
+           "UpsamplingNearest2d", "UpsamplingBilinear2d"]
 
 
 class Flatten(Module):
@@ -113,3 +114,18 @@ class Upsample(Module):
         else:
             info = "size=" + repr(self.size)
         return info + ", mode=" + repr(self.mode)
+
+
+class UpsamplingNearest2d(Upsample):
+    r"""2-D nearest-neighbour upsampling (``Upsample(mode='nearest')`` of 4-D input)."""
+
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    r"""2-D bilinear upsampling with ``align_corners=True`` (``Upsample(mode='bilinear',
+    align_corners=True)`` of 4-D input)."""
+
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)

@@ -1,4 +1,4 @@
-"""Normalisation layers: `BatchNorm1d/2d/3d`, `InstanceNorm1d/2d`, `LayerNorm`,
+"""Normalisation layers: `BatchNorm1d/2d/3d`, `InstanceNorm1d/2d/3d`, `LayerNorm`,
 `GroupNorm`, `RMSNorm`."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from ember.nn.module import Module
 from ember.nn.parameter import Parameter
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
+           "InstanceNorm3d",
            "LayerNorm", "GroupNorm", "RMSNorm",
            # nnmisc family (issue 16)
            "LocalResponseNorm", "CrossMapLRN2d", "SyncBatchNorm"]
@@ -204,6 +205,16 @@ class InstanceNorm2d(_InstanceNorm):
     def _check_input_dim(self, input: Tensor) -> None:
         if input.ndim not in (3, 4):
             raise ValueError(f"expected 3D or 4D input (got {input.ndim}D input)")
+
+
+class InstanceNorm3d(_InstanceNorm):
+    r"""Instance normalisation over ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input."""
+
+    _no_batch_dim = 4
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.ndim not in (4, 5):
+            raise ValueError(f"expected 4D or 5D input (got {input.ndim}D input)")
 
 
 def _shape_tuple(normalized_shape: int | Sequence[int]) -> tuple[int, ...]:

@@ -10,7 +10,8 @@ from ember.nn.module import Module
 
 __all__ = ["ConstantPad1d", "ConstantPad2d", "ZeroPad1d", "ZeroPad2d", "ReflectionPad1d",
            "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d",
-           "CircularPad2d"]
+           "CircularPad2d", "ConstantPad3d", "ZeroPad3d", "ReflectionPad3d",
+           "ReplicationPad3d", "CircularPad3d"]
 
 
 def _expand(padding: int | Sequence[int], n: int) -> tuple[int, ...]:
@@ -116,3 +117,38 @@ class CircularPad2d(_ModePadNd):
     r"""Pad the last two dimensions by wrapping around."""
 
     _n, _mode = 4, "circular"
+
+
+class ConstantPad3d(_ConstantPadNd):
+    r"""Pad the last three dimensions with ``value``: ``padding`` is an int or
+    (left, right, top, bottom, front, back)."""
+
+    _n = 6
+
+
+class ZeroPad3d(ConstantPad3d):
+    r"""Pad the last three dimensions with zeros."""
+
+    def __init__(self, padding: int | Sequence[int]) -> None:
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}"
+
+
+class ReflectionPad3d(_ModePadNd):
+    r"""Pad the last three dimensions with the reflection of the input."""
+
+    _n, _mode = 6, "reflect"
+
+
+class ReplicationPad3d(_ModePadNd):
+    r"""Pad the last three dimensions by repeating the edge values."""
+
+    _n, _mode = 6, "replicate"
+
+
+class CircularPad3d(_ModePadNd):
+    r"""Pad the last three dimensions by wrapping around."""
+
+    _n, _mode = 6, "circular"
