@@ -507,7 +507,7 @@ from ember.core.ops.sorting import (
     quantile,
     sort,
 )
-from ember.core.ops.writes import bernoulli, fill_, multinomial, zero_
+from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, poisson, zero_
 from ember.core.placement import get_default_device, set_default_device
 from ember.core.storage import layout, strided  # SHAPE family
 from ember.core.tensor import Size, Tensor
@@ -547,6 +547,21 @@ _FROM_SCHEDULING = {"plan", "Plan"}  # auto-scheduling: imported on first use
 _FROM_COMPILED = {"compile"}  # ember.compile: kernel replay (ember.jit.compiled)
 _SUBMODULES = _SUBMODULES | {"scheduling"}  # ember.scheduling.learn & co
 _SUBMODULES = _SUBMODULES | {"special"}  # ember.special: torch.special's functions
+# nnmisc family (issue 16): torch.batch_norm, torch.kl_div, torch.lstm ... with ATen's
+# signatures, from ember.nn.torch_functions (imported on first use: ember.nn is heavy)
+_FROM_NN_TORCH_FUNCTIONS = {
+    "batch_norm", "instance_norm", "group_norm", "rms_norm", "native_batch_norm",
+    "native_group_norm", "native_layer_norm", "native_dropout", "dropout", "dropout_",
+    "alpha_dropout", "alpha_dropout_", "feature_dropout", "feature_dropout_",
+    "feature_alpha_dropout", "feature_alpha_dropout_", "embedding", "celu", "celu_", "selu",
+    "selu_", "threshold", "threshold_", "rrelu", "rrelu_", "binary_cross_entropy_with_logits",
+    "cosine_embedding_loss", "hinge_embedding_loss", "kl_div", "margin_ranking_loss",
+    "poisson_nll_loss", "triplet_margin_loss", "ctc_loss", "lstm", "gru", "rnn_tanh",
+    "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
+    "batch_norm_stats", "batch_norm_elemt", "batch_norm_gather_stats",
+    "batch_norm_gather_stats_with_counts", "batch_norm_backward_reduce",
+    "batch_norm_backward_elemt", "batch_norm_update_stats", "embedding_bag",
+}
 _SUBMODULES = _SUBMODULES | {"linalg"}  # ember.linalg, as torch.linalg
 
 
@@ -562,6 +577,8 @@ def __getattr__(name: str):
         return getattr(importlib.import_module("ember.scheduling"), name)
     if name in _FROM_COMPILED:
         return getattr(importlib.import_module("ember.jit.compiled"), name)
+    if name in _FROM_NN_TORCH_FUNCTIONS:
+        return getattr(importlib.import_module("ember.nn.torch_functions"), name)
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
 
 
@@ -627,6 +644,8 @@ __all__ = [
     # neural-network ops
     "conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
     "adaptive_avg_pool1d", "constant_pad_nd", "layer_norm", "softmax", "log_softmax",
+    # random draws (nnmisc family, issue 16)
+    "poisson", "binomial",
     # convolutions, pooling and resampling (nnconv)
     "conv3d", "conv_transpose1d", "conv_transpose3d", "conv_tbc", "convolution", "max_pool3d",
     "max_pool1d_with_indices", "adaptive_max_pool1d", "affine_grid_generator", "grid_sampler",

@@ -711,6 +711,34 @@ _ELEMENTWISE_MATH: list[DiffOp] = [
            high=3.0),
 ]
 
+# -- nnmisc family (issue 16): multi-class margins and CTC ------------------------------
+
+
+def _ctc_inputs(rng: np.random.Generator) -> list[np.ndarray]:
+    """(6, 2, 4) logits; log_softmax makes them log-probabilities inside `fn` (PyTorch's
+    CTC gradient is that of log-softmaxed inputs)."""
+    return [rng.uniform(-2, 2, (6, 2, 4))]
+
+
+def _ctc(reduction: str) -> Callable[..., Any]:
+    return lambda lib, x: nnf(lib).ctc_loss(
+        nnf(lib).log_softmax(x, 2), _idx(lib, x, [[1, 2, 2], [3, 1, 0]]),
+        _idx(lib, x, [6, 5]), _idx(lib, x, [3, 2]), reduction=reduction)
+
+
+_NNMISC: list[DiffOp] = [
+    DiffOp("multi_margin_loss", lambda lib, x: nnf(lib).multi_margin_loss(
+        x, _idx(lib, x, [1, 0, 3]), margin=0.3, weight=_const(lib, x, _CLASS_W[:4])),
+        make=_away_from_zero((3, 4))),
+    DiffOp("multi_margin_loss_p2", lambda lib, x: nnf(lib).multi_margin_loss(
+        x, _idx(lib, x, [2, 3, 0]), p=2, reduction="none"), ops=("multi_margin_loss",)),
+    DiffOp("multilabel_margin_loss", lambda lib, x: nnf(lib).multilabel_margin_loss(
+        x, _idx(lib, x, [[3, 0, -1, 1], [1, 2, 3, 0], [-1, 1, 2, 3]]), reduction="sum"),
+        make=lambda rng: [rng.permutation(12).reshape(3, 4) * 0.37]),
+    DiffOp("ctc_loss", _ctc("mean"), make=_ctc_inputs, ops=("ctc_loss", "_ctc_nll")),
+    DiffOp("ctc_loss_none", _ctc("none"), make=_ctc_inputs, ops=("ctc_loss", "_ctc_nll")),
+]
+
 # -- SHAPE family: views, splits, joins, diagonals, index grids ------------------------
 _SHAPE_FAMILY: list[DiffOp] = [
     DiffOp("diagonal", lambda lib, x: lib.diagonal(x, 1, 0, 2).sum(0) * x.diagonal(-1, -1, 1)[0],
@@ -930,7 +958,8 @@ _LINALG_FACTOR: list[DiffOp] = [
 # -- end linalg --
 
 DIFF_OPS: list[DiffOp] = (_UNARY + _BINARY + _REDUCTIONS + _SHAPES + _INDEXING + _LINALG +
-                          _NN + _LOSSES + _SHAPE_FAMILY + _LINALG_FACTOR + _ELEMENTWISE_MATH)
+                          _NN + _LOSSES + _SHAPE_FAMILY + _LINALG_FACTOR + _ELEMENTWISE_MATH +
+                          _NNMISC)
 """Every differentiable op the Tensor API exposes, with inputs in its smooth domain."""
 
 # -- reductions, sorting, scans, search and index writes (the REDUCE family) ----------
