@@ -100,6 +100,7 @@ from ember.core.ops.elementwise import (
     arccos,
     arcsin,
     arctan,
+    arctan2,
     asin,
     atan,
     atan2,
@@ -174,6 +175,55 @@ from ember.core.ops.elementwise import (
     trunc,
     where,
 )
+from ember.core.ops.elementwise_math import (
+    acosh,
+    arccosh,
+    arcsinh,
+    arctanh,
+    asinh,
+    atanh,
+    bitwise_left_shift,
+    bitwise_right_shift,
+    copysign,
+    cosh,
+    deg2rad,
+    digamma,
+    erfc,
+    erfinv,
+    exp2,
+    float_power,
+    fmax,
+    fmin,
+    fmod,
+    frac,
+    frexp,
+    gcd,
+    hardshrink,
+    heaviside,
+    hypot,
+    i0,
+    igamma,
+    igammac,
+    isneginf,
+    isposinf,
+    lcm,
+    ldexp,
+    lgamma,
+    log10,
+    logaddexp2,
+    logit,
+    mvlgamma,
+    nan_to_num,
+    nextafter,
+    polygamma,
+    prelu,
+    rad2deg,
+    sgn,
+    signbit,
+    sinc,
+    sinh,
+    xlogy,
+)
 
 # linear algebra: factorizations (family: linalg)
 from ember.core.ops.factorizations import (
@@ -220,19 +270,27 @@ from ember.core.ops.foreach import (
     _fused_sgd_,
 )
 from ember.core.ops.indexing import (
+    argwhere,
     chunk,
     gather,
     index_add,
+    index_copy,
     index_fill,
+    index_put,
+    index_reduce,
     index_select,
     masked_fill,
+    masked_scatter,
     masked_select,
     narrow,
     nonzero,
+    nonzero_static,
     scatter,
     scatter_add,
+    scatter_reduce,
     select,
     split,
+    take,
     take_along_dim,
     tensor_split,
     unbind,
@@ -365,6 +423,7 @@ from ember.core.ops.reduction import (
     all,
     amax,
     amin,
+    aminmax,
     any,
     argmax,
     argmin,
@@ -374,14 +433,40 @@ from ember.core.ops.reduction import (
     max,
     mean,
     min,
+    nanmean,
+    nansum,
     norm,
     prod,
+    renorm,
     std,
     std_mean,
     sum,
     topk,
+    trace,
     var,
     var_mean,
+)
+from ember.core.ops.scans import (  # the REDUCE family
+    cummax,
+    cummin,
+    cumprod,
+    cumulative_trapezoid,
+    diff,
+    gradient,
+    logcumsumexp,
+    trapezoid,
+    trapz,
+)
+from ember.core.ops.search import (  # the REDUCE family
+    bincount,
+    bucketize,
+    histc,
+    histogram,
+    histogramdd,
+    isin,
+    searchsorted,
+    unique,
+    unique_consecutive,
 )
 from ember.core.ops.shape import (
     broadcast_tensors,
@@ -411,7 +496,18 @@ from ember.core.ops.shape import (
     unsqueeze,
     vstack,
 )
-from ember.core.ops.writes import bernoulli, fill_, multinomial, zero_
+from ember.core.ops.sorting import (
+    argsort,
+    kthvalue,
+    median,
+    mode,
+    msort,
+    nanmedian,
+    nanquantile,
+    quantile,
+    sort,
+)
+from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, poisson, zero_
 from ember.core.placement import get_default_device, set_default_device
 from ember.core.storage import layout, strided  # SHAPE family
 from ember.core.tensor import Size, Tensor
@@ -450,6 +546,22 @@ _FROM_AMP = {"autocast", "is_autocast_enabled", "get_autocast_dtype",
 _FROM_SCHEDULING = {"plan", "Plan"}  # auto-scheduling: imported on first use
 _FROM_COMPILED = {"compile"}  # ember.compile: kernel replay (ember.jit.compiled)
 _SUBMODULES = _SUBMODULES | {"scheduling"}  # ember.scheduling.learn & co
+_SUBMODULES = _SUBMODULES | {"special"}  # ember.special: torch.special's functions
+# nnmisc family (issue 16): torch.batch_norm, torch.kl_div, torch.lstm ... with ATen's
+# signatures, from ember.nn.torch_functions (imported on first use: ember.nn is heavy)
+_FROM_NN_TORCH_FUNCTIONS = {
+    "batch_norm", "instance_norm", "group_norm", "rms_norm", "native_batch_norm",
+    "native_group_norm", "native_layer_norm", "native_dropout", "dropout", "dropout_",
+    "alpha_dropout", "alpha_dropout_", "feature_dropout", "feature_dropout_",
+    "feature_alpha_dropout", "feature_alpha_dropout_", "embedding", "celu", "celu_", "selu",
+    "selu_", "threshold", "threshold_", "rrelu", "rrelu_", "binary_cross_entropy_with_logits",
+    "cosine_embedding_loss", "hinge_embedding_loss", "kl_div", "margin_ranking_loss",
+    "poisson_nll_loss", "triplet_margin_loss", "ctc_loss", "lstm", "gru", "rnn_tanh",
+    "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
+    "batch_norm_stats", "batch_norm_elemt", "batch_norm_gather_stats",
+    "batch_norm_gather_stats_with_counts", "batch_norm_backward_reduce",
+    "batch_norm_backward_elemt", "batch_norm_update_stats", "embedding_bag",
+}
 _SUBMODULES = _SUBMODULES | {"linalg"}  # ember.linalg, as torch.linalg
 
 
@@ -465,6 +577,8 @@ def __getattr__(name: str):
         return getattr(importlib.import_module("ember.scheduling"), name)
     if name in _FROM_COMPILED:
         return getattr(importlib.import_module("ember.jit.compiled"), name)
+    if name in _FROM_NN_TORCH_FUNCTIONS:
+        return getattr(importlib.import_module("ember.nn.torch_functions"), name)
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
 
 
@@ -499,6 +613,13 @@ __all__ = [
     "greater_equal", "equal", "allclose", "isclose", "isnan", "isinf", "isfinite",
     "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
     "bitwise_xor", "bitwise_not", "fill_", "zero_",
+    # elementwise math (issue 16)
+    "arctan2", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh",
+    "exp2", "log10", "erfc", "erfinv", "lgamma", "digamma", "i0", "polygamma", "signbit",
+    "fmod", "hypot", "nextafter", "igamma", "igammac", "gcd", "lcm", "bitwise_left_shift",
+    "bitwise_right_shift", "deg2rad", "rad2deg", "frac", "sinc", "sgn", "logit", "nan_to_num",
+    "isposinf", "isneginf", "mvlgamma", "frexp", "copysign", "heaviside", "logaddexp2",
+    "xlogy", "fmax", "fmin", "float_power", "ldexp", "hardshrink", "prelu",
     # reductions
     "sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "topk", "all", "any",
     "count_nonzero", "var", "std", "var_mean", "std_mean", "logsumexp", "norm", "cumsum",
@@ -523,6 +644,8 @@ __all__ = [
     # neural-network ops
     "conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
     "adaptive_avg_pool1d", "constant_pad_nd", "layer_norm", "softmax", "log_softmax",
+    # random draws (nnmisc family, issue 16)
+    "poisson", "binomial",
     # convolutions, pooling and resampling (nnconv)
     "conv3d", "conv_transpose1d", "conv_transpose3d", "conv_tbc", "convolution", "max_pool3d",
     "max_pool1d_with_indices", "adaptive_max_pool1d", "affine_grid_generator", "grid_sampler",
@@ -546,6 +669,14 @@ __all__ = [
     "transpose_copy", "tril_indices", "triu_indices", "unbind_copy", "unfold_copy",
     "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "unsqueeze_copy",
     "view_copy", "vsplit", "diagonal", "layout", "strided",
+    # reductions, sorting, scans, search and index writes (the REDUCE family)
+    "sort", "argsort", "msort", "kthvalue", "median", "nanmedian", "mode", "quantile",
+    "nanquantile", "cumprod", "cummax", "cummin", "logcumsumexp", "nansum", "nanmean",
+    "aminmax", "trace", "renorm", "diff", "trapezoid", "trapz", "cumulative_trapezoid",
+    "searchsorted", "bucketize", "isin", "unique", "unique_consecutive", "bincount", "histc",
+    "histogram", "take", "index_copy", "index_put", "index_reduce", "scatter_reduce",
+    "masked_scatter", "argwhere", "nonzero_static", "gradient", "histogramdd",
+    # (end of the REDUCE family's names)
     # checkpoints, subpackages
     "save", "load", "utils",
 ]

@@ -99,6 +99,67 @@ CASES = {
 }
 
 
+def _sq(lib, a):
+    """A well-conditioned symmetric positive definite 4x4 matrix made from `a`."""
+    m = a[:, :4]
+    return m @ m.T + 4 * lib.eye(4)
+
+
+# linear algebra (issue 16): the factorizations are FLOAT32 on the CPU, the products LOWER
+CASES.update({
+    "addbmm": lambda lib, F, a, w: lib.addbmm(lib.zeros(4, 3), a[None], w.T[None]),
+    "baddbmm": lambda lib, F, a, w: lib.baddbmm(lib.zeros(1, 4, 3), a[None], w.T[None]),
+    "chain_matmul": lambda lib, F, a, w: lib.chain_matmul(a, w.T, w),
+    "inner": lambda lib, F, a, w: lib.inner(a, w),
+    "tensordot": lambda lib, F, a, w: lib.tensordot(a, w, ([1], [1])),
+    "linalg_vecdot": lambda lib, F, a, w: lib.linalg.vecdot(a, a),
+    "linalg_multi_dot": lambda lib, F, a, w: lib.linalg.multi_dot([a, w.T, w]),
+    "cdist": lambda lib, F, a, w: lib.cdist(a, w),
+    "cov": lambda lib, F, a, w: lib.cov(a),
+    "corrcoef": lambda lib, F, a, w: lib.corrcoef(a),
+    "matrix_power": lambda lib, F, a, w: lib.matrix_power(_sq(lib, a), 2),
+    "inverse": lambda lib, F, a, w: lib.inverse(_sq(lib, a)),
+    "linalg_inv": lambda lib, F, a, w: lib.linalg.inv(_sq(lib, a)),
+    "linalg_inv_ex": lambda lib, F, a, w: lib.linalg.inv_ex(_sq(lib, a))[0],
+    "pinverse": lambda lib, F, a, w: lib.pinverse(a),
+    "cholesky": lambda lib, F, a, w: lib.cholesky(_sq(lib, a)),
+    "cholesky_inverse": lambda lib, F, a, w: lib.cholesky_inverse(
+        lib.linalg.cholesky(_sq(lib, a))),
+    "linalg_cholesky": lambda lib, F, a, w: lib.linalg.cholesky(_sq(lib, a)),
+    "linalg_cholesky_ex": lambda lib, F, a, w: lib.linalg.cholesky_ex(_sq(lib, a))[0],
+    "linalg_solve": lambda lib, F, a, w: lib.linalg.solve(_sq(lib, a), a),
+    "linalg_lstsq": lambda lib, F, a, w: lib.linalg.lstsq(_sq(lib, a), a)[0],
+    "triangular_solve": lambda lib, F, a, w: lib.triangular_solve(
+        a, lib.linalg.cholesky(_sq(lib, a)), upper=False)[0],
+    "qr": lambda lib, F, a, w: lib.qr(a)[1],
+    "linalg_qr": lambda lib, F, a, w: lib.linalg.qr(a)[1],
+    "geqrf": lambda lib, F, a, w: lib.geqrf(a)[0],
+    "orgqr": lambda lib, F, a, w: lib.orgqr(*lib.geqrf(a.T)),
+    "ormqr": lambda lib, F, a, w: lib.ormqr(*lib.geqrf(a), a),
+    "linalg_householder_product": lambda lib, F, a, w:
+        lib.linalg.householder_product(*lib.geqrf(a.T)),
+    "svd": lambda lib, F, a, w: lib.svd(a)[1],
+    "linalg_svd": lambda lib, F, a, w: lib.linalg.svd(a)[1],
+    "linalg_svdvals": lambda lib, F, a, w: lib.linalg.svdvals(a),
+    "linalg_matrix_rank": lambda lib, F, a, w: lib.linalg.matrix_rank(a).float() * a.sum(),
+    "linalg_cond": lambda lib, F, a, w: lib.linalg.cond(_sq(lib, a)),
+    "linalg_eigh": lambda lib, F, a, w: lib.linalg.eigh(_sq(lib, a))[0],
+    "linalg_eigvalsh": lambda lib, F, a, w: lib.linalg.eigvalsh(_sq(lib, a)),
+    "linalg_tensorsolve": lambda lib, F, a, w: lib.linalg.tensorsolve(_sq(lib, a), a[:, 0]),
+    "lu": lambda lib, F, a, w: lib.lu(_sq(lib, a))[0],
+    "svd_lowrank": lambda lib, F, a, w: lib.svd_lowrank(a, q=2)[1],
+    "pca_lowrank": lambda lib, F, a, w: lib.pca_lowrank(a, q=2)[1],
+    # the nnmisc losses: FLOAT32
+    "multi_margin_loss": lambda lib, F, a, w: F.multi_margin_loss(_low(lib, a),
+                                                                  lib.tensor([0, 1, 2, 3])),
+    "multilabel_margin_loss": lambda lib, F, a, w: F.multilabel_margin_loss(
+        _low(lib, a), lib.tensor([[0, 1, -1, 0, 0, 0, 0, 0]] * 4)),
+    "ctc_loss": lambda lib, F, a, w: F.ctc_loss(
+        _low(lib, a[:, None, :5]).log_softmax(2), lib.tensor([[1, 2]]), lib.tensor([4]),
+        lib.tensor([2])),
+})
+
+
 def _run(lib, F, dtype_name, case):
     a = lib.tensor(A)
     w = lib.tensor(W, requires_grad=True)

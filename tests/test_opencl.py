@@ -36,6 +36,7 @@ if _reason is not None:  # pragma: no cover - depends on the machine
 from ember.backends.opencl import kernels as K  # noqa: E402
 from ember.backends.opencl import runtime as rt  # noqa: E402
 from ember.backends.opencl.buffer import CLBuffer, reshape_strides  # noqa: E402
+from ember.backends.opencl.host import HOST_LINALG, HOST_OPS  # noqa: E402
 from ember.backends.opencl.sources import BACKWARD_OPS as S_BACKWARD  # noqa: E402
 
 CPU = plugins.get_backend("cpu")
@@ -1023,6 +1024,104 @@ TESTED = set(UNARY_SAME + UNARY_FLOAT + PRED + ARITH + COMPARE + BITWISE) | {
     "assign", "clone", "gather", "scatter", "scatter_add", "index_select", "nonzero", "cat",
     "flip", "tril", "triu", "matmul", "einsum", "im2col", "col2im", "constant_pad", "full",
     "arange", "rand", "randn", "randint", "randperm", "strided_view"}
+
+# elementwise math (issue 16): OpenCL C's own functions run on the device; the special
+# functions OpenCL C lacks (digamma, erfinv, the Bessel functions ...) and the rare integer
+# ops are computed on the host (ember/backends/opencl/host.py)
+MATH_UNARY = ["sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "log10", "erfc", "lgamma"]
+MATH_DOMAIN = {"acosh": (1.0, 5.0), "atanh": (-0.95, 0.95), "log10": (0.05, 8.0),
+               "lgamma": (0.05, 6.0)}
+TESTED |= set(MATH_UNARY) | {"signbit", "fmod", "hypot"} | set(HOST_OPS)
+
+
+@pytest.mark.parametrize("op", HOST_OPS)
+def test_host_computed_kernels(op: str) -> None:
+    rng = np.random.default_rng(18)
+    integer = op in ("bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm")
+    d = E.int32 if integer else E.float32
+    a = sample(rng, (3, 4), d, 0.2 if not integer else -9, 5 if not integer else 9)
+    b = sample(rng, (4,), d, 0.5 if not integer else 0, 3 if not integer else 5)
+    binary = integer or op in ("nextafter", "igamma", "igammac", "special_zeta")
+    args = (a, b) if binary else (a,)
+    attrs = {"n": 2} if op == "polygamma" else {}
+    got = OCL.kernels[op](*[up(x) for x in args], **attrs)
+    check(got, CPU.kernels[op](*args, **attrs), d, what=op)
+    if binary:  # a Python scalar operand
+        got = OCL.kernels[op](up(a), 2, **attrs)
+        check(got, CPU.kernels[op](a, 2, **attrs), d, what=f"{op} scalar")
+
+
+TESTED |= set(HOST_LINALG)
+
+
+def test_factorizations_run_on_the_host_and_match_the_cpu() -> None:
+    """det, inv, solve, Cholesky, QR, SVD, eigh and LU of OpenCL tensors: LAPACK on the
+    host (ember/backends/opencl/host.py), the same numbers as the CPU backend's."""
+    rng = np.random.default_rng(19)
+    a = rng.uniform(-1, 1, (2, 3, 3)).astype(np.float32) + 3 * np.eye(3, dtype=np.float32)
+    spd = a @ a.transpose(0, 2, 1)
+    b = rng.uniform(-1, 1, (2, 3, 2)).astype(np.float32)
+    la = ember.linalg
+    cases = {
+        "det": lambda t, s, r: ember.det(t), "slogdet": lambda t, s, r: la.slogdet(t)[1],
+        "inv": lambda t, s, r: la.inv(t), "solve": lambda t, s, r: la.solve(t, r),
+        "cholesky": lambda t, s, r: la.cholesky(s), "qr": lambda t, s, r: la.qr(t)[1].abs(),
+        "svd": lambda t, s, r: la.svdvals(t), "eigh": lambda t, s, r: la.eigvalsh(s),
+        "lu": lambda t, s, r: la.lu_factor(t)[0], "geqrf": lambda t, s, r: ember.geqrf(t)[0]}
+    for name, fn in cases.items():
+        want = fn(ember.tensor(a), ember.tensor(spd), ember.tensor(b))
+        got = fn(*(ember.tensor(x, device="opencl") for x in (a, spd, b)))
+        np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), rtol=1e-4, atol=1e-5,
+                                   err_msg=name)
+
+
+@pytest.mark.parametrize("d", FLOATS, ids=str)
+def test_elementwise_math_kernels(d: ember.dtype) -> None:
+    rng = np.random.default_rng(16)
+    for k, op in enumerate(MATH_UNARY):
+        a = sample(rng, (3, 5), d, *MATH_DOMAIN.get(op, (-3.0, 3.0)))
+        a[0, :3] = np.array([np.nan, np.inf, -np.inf]).astype(a.dtype)
+        check(OCL.kernels[op](up(a, LAYOUTS[k % 3])), CPU.kernels[op](a), d,
+              tol=max(TOL[d], 1e-5 if d is E.float32 else 0.0), what=f"{op}({d})")
+    a = np.array([0.0, -0.0, -1.5, 2.0, np.nan, -np.inf], npd(d))
+    check(OCL.kernels["signbit"](up(a)), CPU.kernels["signbit"](a), E.bool, what="signbit")
+    a, b = sample(rng, (3, 4), d), sample(rng, (4,), d, nonzero=True)
+    for op in ("fmod", "hypot"):
+        check(OCL.kernels[op](up(a), up(b)), CPU.kernels[op](a, b), d, what=f"{op}({d})")
+        check(OCL.kernels[op](up(a), 1.5), CPU.kernels[op](a, 1.5), d, what=f"{op} scalar")
+
+
+@pytest.mark.parametrize("d", INTS, ids=str)
+def test_integer_fmod(d: ember.dtype) -> None:
+    rng = np.random.default_rng(17)
+    a, b = sample(rng, (3, 4), d, -9, 9), sample(rng, (4,), d, -4, 4, nonzero=True)
+    check(OCL.kernels["fmod"](up(a), up(b)), CPU.kernels["fmod"](a, b), d, what=f"fmod({d})")
+    with pytest.raises(ZeroDivisionError, match="fmod"):
+        OCL.kernels["fmod"](up(a), up(np.zeros(4, npd(d))))
+
+
+# -- scatter_reduce (the REDUCE family) ------------------------------------------------------
+TESTED |= {"scatter_reduce"}
+
+
+@pytest.mark.parametrize("d", [E.float32, E.float64, E.int64, E.int32, E.int16, E.int8,
+                               E.uint8, E.float16, E.bfloat16, E.bool], ids=str)
+def test_scatter_reduce(d: ember.dtype) -> None:
+    """prod, amax and amin through atomic compare-and-swap loops, repeats included, for
+    every element size (8- and 16-bit ones update their 32-bit word)."""
+    rng = np.random.default_rng(9)
+    a = sample(rng, (4, 5), d, -2, 2)
+    if d.is_floating_point:
+        a[1, 2] = np.nan  # propagates through max and min, as in PyTorch
+    for dim in (0, 1):
+        ix = rng.integers(0, a.shape[dim], (6, 5) if dim == 0 else (4, 7))
+        s = sample(rng, ix.shape, d, -2, 2)
+        for reduce in ("prod", "amax", "amin"):
+            check(OCL.kernels["scatter_reduce"](up(a, "strided"), up(ix, "transposed"), up(s),
+                                                dim=dim, reduce=reduce),
+                  CPU.kernels["scatter_reduce"](a, ix, s, dim=dim, reduce=reduce), d,
+                  tol=0.05 if d in (E.float16, E.bfloat16) else None, what=f"{reduce} {dim}")
+# -- end of the REDUCE family's tests --
 
 
 def test_every_primitive_has_a_kernel_and_a_test() -> None:

@@ -36,7 +36,8 @@ SHARED_OPS = frozenset("""
     log_backward logical_and logical_not logical_or logical_xor lstm_cell
     lstm_cell_backward lt matmul max max_pool max_pool_backward maximum min minimum mul ne
     neg nonzero permute pow prod reciprocal relu relu_backward remainder reshape round
-    rsqrt scatter scatter_add setitem sigmoid sigmoid_backward sign sin sqrt sub sum tan
+    rsqrt scatter scatter_add scatter_reduce setitem sigmoid sigmoid_backward sign sin sqrt
+    sub sum tan
     tanh tanh_backward topk tril triu trunc where
 """.split())
 CPU_ONLY = frozenset({"rand", "randn", "randint", "randperm", "lstm_layer",
@@ -56,6 +57,78 @@ CUPY_NAMES = frozenset("""
     subtract sum take take_along_axis tan tanh transpose tril triu true_divide trunc where
     zeros
 """.split())
+
+# elementwise math (issue 16): NumPy's own functions are shared kernels; the special
+# functions come through the `special` hook (SciPy on the CPU, cupyx.scipy.special on CUDA)
+MATH_OPS = frozenset("""
+    sinh cosh asinh acosh atanh exp2 log10 signbit hypot nextafter gcd lcm fmod
+    bitwise_left_shift bitwise_right_shift
+""".split())
+SPECIAL_OPS = frozenset("""
+    erfc erfinv lgamma digamma i0 polygamma igamma igammac special_zeta special_i0e
+    special_i1 special_i1e special_erfcx special_ndtri special_bessel_j0 special_bessel_j1
+    special_bessel_y0 special_bessel_y1 special_modified_bessel_i0 special_modified_bessel_i1
+    special_modified_bessel_k0 special_modified_bessel_k1 special_scaled_modified_bessel_k0
+    special_scaled_modified_bessel_k1
+""".split())
+SHARED_OPS = SHARED_OPS | MATH_OPS
+CPU_ONLY = CPU_ONLY | SPECIAL_OPS  # (the CPU passes the hook; a bare make_kernels has none)
+CUPY_NAMES = CUPY_NAMES | frozenset("""
+    sinh cosh arcsinh arccosh arctanh exp2 log10 signbit hypot nextafter gcd lcm fmod
+    left_shift right_shift inf nan
+""".split())
+
+# linear algebra (issue 16): the factorizations run xp.linalg (numpy.linalg, cupy.linalg);
+# LU with partial pivoting is written against xp itself
+LINALG_OPS = frozenset("""
+    det _linalg_slogdet _linalg_inv_ex _linalg_solve_ex _linalg_cholesky_ex _linalg_qr
+    _geqrf _linalg_svd _linalg_eigh _linalg_lu_factor_ex
+""".split())
+SHARED_OPS = SHARED_OPS | LINALG_OPS | {"strided_view"}
+CUPY_NAMES = CUPY_NAMES | frozenset("eye diagonal swapaxes empty linalg".split())
+
+
+def _math_calls() -> list:
+    x, y = _f32(3, 4), _f32(3, 4, seed=1) + 5
+    i, s = np.array([12, -7, 5, 1 << 20]), np.array([8, 3, 70, -1])
+    calls = [(op, (x,), {}) for op in "sinh cosh asinh atanh exp2 log10 signbit".split()]
+    calls += [("acosh", (y,), {})]
+    calls += [(op, (x, y), {}) for op in "hypot nextafter fmod".split()]
+    calls += [(op, (i, s), {}) for op in
+              "gcd lcm bitwise_left_shift bitwise_right_shift".split()]
+    calls += [("fmod", (i, s), {}), ("bitwise_right_shift", (-i, 2), {})]
+    return calls
+
+
+def _linalg_calls() -> list:
+    rng = np.random.default_rng(3)
+    a = (rng.uniform(-1, 1, (2, 3, 3)) + 3 * np.eye(3)).astype(np.float32)
+    spd = a @ a.transpose(0, 2, 1)
+    b = rng.uniform(-1, 1, (2, 3, 2)).astype(np.float32)
+    return [("det", (a,), {}), ("_linalg_slogdet", (a,), {}), ("_linalg_inv_ex", (a,), {}),
+            ("_linalg_solve_ex", (a, b), {}), ("_linalg_cholesky_ex", (spd,), {"upper": False}),
+            ("_linalg_qr", (a,), {"mode": "reduced"}), ("_geqrf", (a,), {}),
+            ("_linalg_svd", (a,), {"full_matrices": False}),
+            ("_linalg_eigh", (spd,), {"UPLO": "L"}), ("_linalg_lu_factor_ex", (a,), {}),
+            ("strided_view", (_f32(3, 4),), {"shape": (3, 2), "steps": ((1, 0), (1, 1)),
+                                             "start": (0, 0)})]
+
+
+def test_special_functions_come_through_the_hook():
+    """With a `special` module, the special-function kernels run on CuPy's names as the
+    CPU's do; without one there are none."""
+    import scipy.special
+
+    assert not SPECIAL_OPS & set(make_kernels(np))
+    shared = make_kernels(CupyShapedNumpy(), hooks=Hooks(special=lambda: scipy.special))
+    cpu = plugins.get_backend("cpu").kernels
+    x, y = np.abs(_f32(3, 4)) + 0.5, np.abs(_f32(3, 4, seed=1)) + 0.5
+    for op in sorted(SPECIAL_OPS):
+        args = (x, y) if op in ("igamma", "igammac", "special_zeta") else (x,)
+        attrs = {"n": 2} if op == "polygamma" else {}
+        _assert_same(shared[op](*args, **attrs), cpu[op](*args, **attrs), op)
+    lgamma = shared["lgamma"](np.array([-np.inf, 0.5], np.float16))
+    assert lgamma.dtype == np.float16 and lgamma[0] == np.inf
 
 
 class CupyShapedNumpy:
@@ -161,6 +234,8 @@ def _calls():
               ("gather", (x, np.array([[0, 0], [3, 1]])), {"dim": 1}),
               ("scatter", (x, np.array([[0, 2]]), y), {"dim": 1}),
               ("scatter_add", (x, np.array([[0, 0]]), y), {"dim": 1}),
+              ("scatter_reduce", (x, np.array([[0, 0], [2, 2]]), y), {"dim": 1,
+                                                                      "reduce": "prod"}),
               ("index_select", (x, target), {"dim": 1}), ("nonzero", (x > 0,), {})]
     calls += [("matmul", (x, y.T), {}), ("einsum", (x, y), {"equation": "ij,ij->i"}),
               ("linear", (x, y, y[:, 0]), {}), ("linear_backward", (x, y, _f32(3, 3)), {})]
@@ -217,7 +292,7 @@ def _assert_same(got, want, what):
 def test_every_shared_kernel_runs_on_cupy_names_as_on_the_cpu_backend():
     """Each kernel, built for an array module with only CuPy's names (and so without its
     CPU hooks), computes what the CPU backend's does, inputs written in place included."""
-    calls = _calls()
+    calls = _calls() + _math_calls() + _linalg_calls()
     assert {op for op, _, _ in calls} == SHARED_OPS
     shared = make_kernels(CupyShapedNumpy())
     cpu = plugins.get_backend("cpu").kernels

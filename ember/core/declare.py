@@ -40,7 +40,7 @@ from ember.core.tensor import Tensor
 VARIANTS = frozenset({"function", "method", "inplace", "out"})
 
 _BINARY = ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "and", "or",
-           "xor")
+           "xor", "lshift", "rshift")
 REFLECTED = frozenset(f"__r{n}__" for n in _BINARY)
 INPLACE = frozenset(f"__i{n}__" for n in _BINARY)
 FORWARD = frozenset(f"__{n}__" for n in _BINARY + ("eq", "ne", "lt", "le", "gt", "ge"))

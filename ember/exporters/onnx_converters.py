@@ -502,6 +502,24 @@ def _scatter(ctx: ExportContext, node: Node) -> Any:
                   axis=node.kwargs["dim"], reduction="add" if add else None)
 
 
+@converter("scatter_reduce")
+def _scatter_reduce(ctx: ExportContext, node: Node) -> Any:
+    """ScatterElements with reduction "mul" (opset 16), "max" or "min" (opset 18)."""
+    x, index, src = node.args
+    reduce = node.kwargs["reduce"]
+    if ctx.opset < (16 if reduce == "prod" else 18):
+        raise ctx.unsupported(node, f"scatter_reduce {reduce!r} needs opset "
+                                    f"{16 if reduce == 'prod' else 18} or newer")
+    src_name = ctx.name(src)
+    if tuple(index.shape) != tuple(src.shape):  # ONNX wants them equal: crop src
+        n = len(index.shape)
+        src_name = ctx.op("Slice", src_name, ctx.ints([0] * n), ctx.shape(ctx.name(index)),
+                          ctx.ints(range(n)))
+    return ctx.op("ScatterElements", ctx.name(x), ctx.name(index), src_name,
+                  axis=node.kwargs["dim"],
+                  reduction={"prod": "mul", "amax": "max", "amin": "min"}[reduce])
+
+
 @converter("index_select")
 def _index_select(ctx: ExportContext, node: Node) -> Any:
     x, index = node.args
@@ -993,6 +1011,66 @@ def _constant_pad_nd(ctx: ExportContext, node: Node) -> Any:
         value = 0
     return ctx.op("Pad", ctx.name(x), ctx.ints(pads), ctx.scalar(value, x.dtype),
                   mode="constant")
+
+
+# -- elementwise math (issue 16) ------------------------------------------------------------
+
+_UNARY.update({"sinh": "Sinh", "cosh": "Cosh", "asinh": "Asinh", "acosh": "Acosh",
+               "atanh": "Atanh"})
+_MATH_UNARY = ("sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "log10", "erfc", "erfinv",
+               "lgamma", "digamma", "i0", "special_i0e", "special_i1", "special_i1e",
+               "special_erfcx", "special_bessel_j0", "special_bessel_j1", "special_ndtri",
+               "special_bessel_y0", "special_bessel_y1", "special_modified_bessel_i0",
+               "special_modified_bessel_i1", "special_modified_bessel_k0",
+               "special_modified_bessel_k1", "special_scaled_modified_bessel_k0",
+               "special_scaled_modified_bessel_k1")
+
+
+@converter(*_MATH_UNARY)
+def _math_unary(ctx: ExportContext, node: Node) -> Any:
+    """The hyperbolic functions, exp2, log10 and erfc in ONNX's operators; the special
+    functions have no ONNX form."""
+    (x,) = node.args
+    _, compute = _compute(node, x)
+    name = ctx.value(x, compute)
+    op = node.op
+    if op in _UNARY:
+        return ctx.op(_UNARY[op], name)
+    if op == "exp2":
+        return ctx.op("Pow", ctx.scalar(2, compute), name)
+    if op == "log10":
+        return ctx.op("Div", ctx.op("Log", name), ctx.scalar(math.log(10.0), compute))
+    if op == "erfc":  # (loses the far tail, where erf rounds to 1)
+        return ctx.op("Sub", ctx.scalar(1, compute), ctx.op("Erf", name))
+    raise ctx.unsupported(node, "no ONNX form (a special function ONNX does not define)")
+
+
+@converter("signbit")
+def _signbit(ctx: ExportContext, node: Node) -> Any:
+    (x,) = node.args
+    name = ctx.value(x)
+    zero = ctx.scalar(0, x.dtype)
+    # x < 0, or -0.0 (whose reciprocal is -inf); a NaN's sign bit is not visible in ONNX
+    return ctx.op("Or", ctx.op("Less", name, zero),
+                  ctx.op("Less", ctx.op("Div", ctx.scalar(1, x.dtype), name), zero))
+
+
+@converter("fmod", "hypot", "nextafter", "igamma", "igammac", "gcd", "lcm",
+           "bitwise_left_shift", "bitwise_right_shift", "polygamma", "special_zeta")
+def _math_binary(ctx: ExportContext, node: Node) -> Any:
+    if node.op in ("polygamma", "special_zeta"):
+        raise ctx.unsupported(node, "no ONNX form (a special function ONNX does not define)")
+    a, b = node.args
+    out_dtype, compute = _compute(node, a, b)
+    x, y = _operands(ctx, a, b, compute)
+    if node.op == "fmod":  # C's remainder, the sign of the dividend
+        return ctx.op("Mod", x, y, fmod=1)
+    if node.op == "hypot":
+        return ctx.op("Sqrt", ctx.op("Add", ctx.op("Mul", x, x), ctx.op("Mul", y, y)))
+    if node.op.startswith("bitwise") and compute.name == "uint8" and ctx.opset >= 11:
+        direction = "LEFT" if node.op == "bitwise_left_shift" else "RIGHT"
+        return ctx.op("BitShift", x, y, direction=direction)
+    raise ctx.unsupported(node, "no ONNX form")
 
 __all__ = ["emit_getitem", "emit_linear", "emit_conv", "emit_conv_transpose",
            "emit_layer_norm"]

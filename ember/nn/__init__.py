@@ -11,6 +11,7 @@ from importlib.util import find_spec as _find_spec
 
 from ember.nn import functional, init, parallel, utils  # noqa: F401
 from ember.nn.containers import (  # noqa: F401
+    Container,
     ModuleDict,
     ModuleList,
     ParameterDict,
@@ -19,6 +20,10 @@ from ember.nn.containers import (  # noqa: F401
 )
 from ember.nn.module import Module, RemovableHandle  # noqa: F401
 from ember.nn.modules.activation import *  # noqa: F401, F403
+
+# nnmisc family (issue 16)
+from ember.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401
+from ember.nn.modules.channelshuffle import ChannelShuffle  # noqa: F401
 from ember.nn.modules.conv import *  # noqa: F401, F403
 from ember.nn.modules.distance import *  # noqa: F401, F403
 from ember.nn.modules.dropout import *  # noqa: F401, F403
@@ -44,6 +49,7 @@ if _find_spec("ember.nn.modules.rnn") is not None:
         LSTMCell,
         RNNBase,
         RNNCell,
+        RNNCellBase,
     )
 if _find_spec("ember.nn.modules.transformer") is not None:
     from ember.nn.modules.transformer import (  # noqa: F401

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import warnings
 from collections import OrderedDict
 from collections import abc as container_abcs
 from collections.abc import Iterable, Iterator, Mapping
@@ -13,7 +14,8 @@ from ember import Tensor
 from ember.nn.module import Module, _addindent
 from ember.nn.parameter import Parameter
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
+           "Container"]
 
 
 def _abs_index(idx: Any, size: int) -> int:
@@ -520,3 +522,16 @@ class ParameterDict(Module):
     def __ior__(self, other: ParameterDict) -> ParameterDict:
         self.update(other)
         return self
+
+
+class Container(Module):
+    r"""Deprecated, as in PyTorch: a Module whose keyword arguments become its submodules.
+    Subclass :class:`Module` instead."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        warnings.warn("`nn.Container` is deprecated. All of its functionality is now "
+                      "implemented in `nn.Module`. Subclass that instead.", FutureWarning,
+                      stacklevel=2)
+        super().__init__()
+        for key, value in kwargs.items():
+            self.add_module(key, value)

@@ -700,6 +700,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
                 raise AssertionError("Padding_idx must be within num_embeddings")
             padding_idx = num + padding_idx
     flat = input.reshape(-1)
+    if flat.dtype is not ember.int64:  # int32 indices, as torch accepts
+        flat = flat.to(ember.int64)
     # one host read for the bounds check (negative indices would otherwise wrap around)
     with _checking():
         out_of_range = flat.numel() and bool(((flat < 0) | (flat >= num)).any())
@@ -1025,6 +1027,383 @@ def _repeat_heads(x: Tensor, n: int) -> Tensor:
     shape = tuple(x.shape)
     x = x.unsqueeze(-3).expand(*shape[:-3], shape[-3], n, shape[-2], shape[-1])
     return x.reshape(*shape[:-3], shape[-3] * n, shape[-2], shape[-1])
+
+
+# -- nnmisc family (issue 16): the rest of nn.functional ------------------------------
+from ember.core.ops.losses import (  # noqa: E402 - declared in core, re-exported here
+    ctc_loss,
+    multi_margin_loss,
+    multilabel_margin_loss,
+)
+
+__all__ += [
+    "rrelu", "rrelu_", "feature_alpha_dropout", "local_response_norm", "channel_shuffle",
+    "native_channel_shuffle", "multi_margin_loss", "multilabel_margin_loss",
+    "triplet_margin_with_distance_loss", "ctc_loss", "embedding_bag", "gumbel_softmax",
+    "pdist", "linear_cross_entropy", "multi_head_attention_forward",
+]
+
+
+def _rrelu_slopes(input: Tensor, lower: float, upper: float, training: bool) -> Any:
+    """The negative slope of each element: drawn from U(lower, upper) when training, else
+    their mean (a Python number)."""
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    if not training:
+        return (lower + upper) / 2
+    return ember.empty(tuple(input.shape), dtype=input.dtype,
+                       device=input.device).uniform_(lower, upper)
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+          training: bool = False, inplace: bool = False) -> Tensor:
+    r"""Randomized leaky ReLU ("Empirical Evaluation of Rectified Activations in
+    Convolutional Network"): :math:`x` where :math:`x \ge 0`, else :math:`a x`, with
+    :math:`a \sim U(lower, upper)` per element when ``training``, else
+    :math:`a = (lower + upper) / 2`."""
+    slope = _rrelu_slopes(input, lower, upper, training)
+    if not training:
+        return leaky_relu(input, slope, inplace)
+    fn = lambda x: ember.where(x >= 0, x, x * slope)  # noqa: E731
+    return _inplace_apply(input, fn) if inplace else fn(input)
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+           training: bool = False) -> Tensor:
+    r"""In-place :func:`rrelu`."""
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def _alpha_dropout_with_mask_shape(input: Tensor, p: float, mask_shape: tuple,
+                                   inplace: bool) -> Tensor:
+    """PyTorch's alpha dropout: dropped values become SELU's negative saturation, then an
+    affine map restores the mean and variance; the mask has `mask_shape` (broadcast)."""
+    if p == 1.0:
+        out = input * 0.0
+        return input.copy_(out) if inplace else out
+    alpha = _SELU_ALPHA * _SELU_SCALE
+    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+    keep = (ember.rand(mask_shape, dtype=input.dtype, device=input.device) >= p)
+    keep = keep.to(input.dtype)
+    b = (keep - 1.0) * (alpha * a) + alpha * a * p
+    fn = lambda x: x * (keep * a) + b  # noqa: E731
+    return _inplace_apply(input, fn) if inplace else fn(input)
+
+
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                          inplace: bool = False) -> Tensor:
+    r"""Alpha dropout of whole channels: each channel of an ``(N, C, *)`` input is kept, or
+    set to SELU's negative saturation, with probability ``p``, then the affine map of
+    :func:`alpha_dropout` restores the mean and variance."""
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    if input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    mask_shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    return _alpha_dropout_with_mask_shape(input, p, mask_shape, inplace)
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Tensor:
+    r"""Local response normalisation across channels (AlexNet's):
+    :math:`b_c = a_c \left(k + \frac{\alpha}{n} \sum_{c'} a_{c'}^2\right)^{-\beta}` over a
+    window of ``size`` neighbouring channels (zero-padded at the ends)."""
+    dim = input.ndim
+    if dim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality                          "
+                         f"input (got {dim} dimensions)")
+    if input.numel() == 0:
+        return input
+    sizes = tuple(input.shape)
+    div = input.mul(input).reshape(sizes[0], 1, sizes[1], -1)
+    div = pad(div, (0, 0, size // 2, (size - 1) // 2))
+    div = avg_pool2d(div, (size, 1), stride=1).reshape(sizes)
+    return input / div.mul(alpha).add(k).pow(beta)
+
+
+def _check_channel_shuffle(input: Tensor, groups: int) -> None:
+    if input.ndim <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with "
+                           f"sizes {list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value "
+                           f"of groups:{groups}")
+    if input.shape[1] % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got "
+                           f"{input.shape[1]} channels and {groups} groups.")
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    r"""Split the channels of ``(N, C, *)`` input into ``groups`` groups and interleave
+    them (ShuffleNet): channel ``g * (C / groups) + i`` moves to ``i * groups + g``."""
+    _check_channel_shuffle(input, groups)
+    shape = tuple(input.shape)
+    out = input.reshape(shape[0], groups, shape[1] // groups, *shape[2:]).transpose(1, 2)
+    return out.reshape(shape)
+
+
+native_channel_shuffle = channel_shuffle
+
+
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function: Any = None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = "mean") -> Tensor:
+    r""":math:`\max(d(a, p) - d(a, n) + margin, 0)` with any distance function ``d``
+    (default: :func:`pairwise_distance`)."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have "
+                           f"the same number of dimensions, but got: anchor {anchor.ndim}D, "
+                           f"positive {positive.ndim}D, and negative {negative.ndim}D inputs")
+    distance = pairwise_distance if distance_function is None else distance_function
+    dist_pos = distance(anchor, positive)
+    dist_neg = distance(anchor, negative)
+    if swap:
+        dist_neg = ember.minimum(dist_neg, distance(positive, negative))
+    loss = (margin + dist_pos - dist_neg).clamp_min(0)
+    if reduction == "sum":
+        return loss.sum()
+    return loss.mean() if reduction == "mean" else loss
+
+
+def _bags(input: Tensor, offsets: Tensor | None, per_sample_weights: Tensor | None,
+          include_last_offset: bool) -> tuple[Tensor, Tensor, Tensor | None, int]:
+    """embedding_bag's input as flat indices, the bag of each, the flat weights and the
+    number of bags, with PyTorch's checks."""
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
+                             "is a mini-batch of fixed length sequences. However, found "
+                             f"offsets of type {type(offsets)}")
+        count, length = input.shape
+        bag = ember.arange(count, device=input.device).unsqueeze(1).expand(count, length)
+        weights = None if per_sample_weights is None else per_sample_weights.reshape(-1)
+        return input.reshape(-1), bag.reshape(-1), weights, count
+    if input.ndim != 1:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.ndim}")
+    if offsets is None:
+        raise ValueError("offsets has to be a 1D Tensor but got None")
+    if offsets.ndim != 1:
+        raise ValueError("offsets has to be a 1D Tensor")
+    n = input.shape[0]
+    with _checking():
+        starts = [int(v) for v in offsets.tolist()]
+    if starts and starts[0] != 0:
+        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the "
+                           f"mini-batch has to start from position 0. However, got "
+                           f"{starts[0]}")
+    if starts and starts[-1] > n:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got "
+                           f"offsets[-1] of {starts[-1]}")
+    count = len(starts) - 1 if include_last_offset else len(starts)
+    ends = starts[1:count + 1] if include_last_offset else starts[1:] + [n]
+    bag = [i for i, (s, e) in enumerate(zip(starts[:count], ends)) for _ in range(e - s)]
+    used = sum(max(e - s, 0) for s, e in zip(starts[:count], ends))
+    flat = input[:used] if used < n else input
+    return flat, ember.tensor(bag, dtype=ember.int64, device=input.device), \
+        (None if per_sample_weights is None else per_sample_weights[:used]), count
+
+
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
+                  max_norm: float | None = None, norm_type: float = 2,
+                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    r"""Sums, means or maxima of bags of embeddings, without materialising the lookups of
+    every bag.
+
+    A 2-D ``input`` ``(B, L)`` is ``B`` bags of ``L`` indices; a 1-D ``input`` holds the
+    bags one after another, bag ``i`` starting at ``offsets[i]`` (``offsets[0]`` is 0;
+    with ``include_last_offset`` the last offset ends the last bag). Entries equal to
+    ``padding_idx`` take no part (nor count in a mean); an empty bag gives zeros.
+    ``per_sample_weights`` (``mode='sum'`` only) scales each looked-up row.
+    """
+    if weight.dtype in (ember.int64, ember.int32) and input.dtype.is_floating_point:
+        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage "
+                      "`embedding_bag(weight, input, ...)` is deprecated, and should now be "
+                      "`embedding_bag(input, weight, ...)`.", stacklevel=2)
+        weight, input = input, weight
+    if per_sample_weights is not None and input.shape != per_sample_weights.shape:
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) "
+                         f"is not None, then it must have the same shape as the input "
+                         f"({input.shape})")
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.ndim}")
+    if input.dtype.is_floating_point or input.dtype is ember.bool:
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got {input.type()} instead "
+                           "(while checking arguments for embedding_bag)")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' (got "
+                                  f"mode='{mode}'). Please open a feature request on GitHub.")
+    num = weight.shape[0]
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise RuntimeError(f"padding_idx must be within the number of embeddings, {-num} "
+                               f"through {num - 1}, but got {padding_idx}")
+        padding_idx = padding_idx % num
+    flat, bag, weights, count = _bags(input, offsets, per_sample_weights, include_last_offset)
+    with _checking():
+        bad = flat.numel() and bool(((flat < 0) | (flat >= num)).any())
+    if bad:
+        raise IndexError("index out of range in self")
+    rows = embedding(flat, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq,
+                     sparse)
+    keep = ember.ones(flat.shape, dtype=ember.bool, device=flat.device) \
+        if padding_idx is None else flat != padding_idx
+    dim = weight.shape[1]
+    zeros = ember.zeros(count, dim, dtype=weight.dtype, device=weight.device)
+    if mode == "max":
+        if flat.numel() == 0:
+            return zeros
+        with _checking():
+            sizes = ember.zeros(count, dtype=ember.int64, device=flat.device).index_add(
+                0, bag, ember.ones_like(bag)).tolist()
+        longest = max(sizes)
+        first = [sum(sizes[:i]) for i in range(count)]
+        place = ember.arange(flat.shape[0], device=flat.device) - ember.tensor(
+            first, dtype=ember.int64, device=flat.device).index_select(0, bag)
+        slot = (bag * longest + place).unsqueeze(1).expand(flat.shape[0], dim)
+        rows = ember.where(keep.unsqueeze(1), rows, float("-inf"))
+        dense = ember.full((count * longest, dim), float("-inf"), dtype=weight.dtype,
+                           device=weight.device).scatter(0, slot, rows)
+        out = dense.reshape(count, longest, dim).amax(1)
+        return ember.where(out == float("-inf"), 0.0, out)
+    rows = rows * keep.unsqueeze(1).to(rows.dtype)
+    if weights is not None:
+        rows = rows * weights.unsqueeze(1)
+    out = zeros.index_add(0, bag, rows)
+    if mode == "mean":
+        counts = ember.zeros(count, dtype=weight.dtype, device=weight.device).index_add(
+            0, bag, keep.to(weight.dtype))
+        out = out / counts.clamp_min(1).unsqueeze(1)
+    return out
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    r"""A sample of the Gumbel-softmax (concrete) distribution over ``dim``:
+    :math:`\mathrm{softmax}((logits + g) / \tau)` with :math:`g \sim \mathrm{Gumbel}(0, 1)`;
+    with ``hard``, the one-hot of its argmax, differentiated as the soft sample
+    (straight-through)."""
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    gumbels = -ember.empty_like(logits).exponential_().log()
+    y_soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return y_soft
+    index = y_soft.max(dim, keepdim=True)[1]
+    y_hard = ember.zeros_like(logits).scatter(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
+
+
+def pdist(input: Tensor, p: float = 2) -> Tensor:
+    r"""The ``p``-norm distance between every pair of rows of an ``(N, M)`` input: the
+    upper triangle (row-major, diagonal excluded) of ``cdist(input, input)``, as a
+    ``N (N - 1) / 2`` vector."""
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    n = input.shape[0]
+    first = [i for i in range(n) for _ in range(i + 1, n)]
+    second = [j for i in range(n) for j in range(i + 1, n)]
+    if not first:
+        return ember.empty(0, dtype=input.dtype, device=input.device)
+    a = input.index_select(0, ember.tensor(first, dtype=ember.int64, device=input.device))
+    b = input.index_select(0, ember.tensor(second, dtype=ember.int64, device=input.device))
+    return ember.norm(a - b, p, 1)
+
+
+def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *,
+                         linear_bias: Tensor | None = None, weight: Tensor | None = None,
+                         reduction: str = "mean", ignore_index: int | None = None,
+                         label_smoothing: float = 0.0, options: Any = None) -> Tensor:
+    r"""Cross entropy of ``input @ linear_weight.T (+ linear_bias)`` against ``target``:
+    ``cross_entropy(linear(input, linear_weight, linear_bias), target, ...)``.
+
+    ``linear_weight`` is ``(C, in_features)``, or ``(C, d1, ..., dK, in_features)`` for a
+    K-dimensional loss (batched input only). ``ignore_index`` None means -100 for class
+    indices and is refused with class probabilities. ``options`` (PyTorch's chunking
+    strategy, which only lowers memory) is accepted and does not change the result.
+    """
+    del options  # PyTorch's chunked path computes the same loss
+    if input.ndim < 1 or input.ndim > 2:
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.ndim}")
+    if linear_weight.ndim < 2:
+        raise RuntimeError(f"expected linear_weight with dimensionality at least 2, got "
+                           f"{linear_weight.ndim}")
+    batches = tuple(input.shape[:-1])
+    in_features = input.shape[-1]
+    if in_features != linear_weight.shape[-1]:
+        raise RuntimeError(f"expected equal input and linear_weight last dimensions "
+                           f"(in_features), got {input.shape[-1]} and "
+                           f"{linear_weight.shape[-1]}, respectively")
+    classes = linear_weight.shape[0]
+    out_features = tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (classes, *out_features):
+        raise RuntimeError(f"expected linear_bias shape {(classes, *out_features)}, got "
+                           f"{tuple(linear_bias.shape)}")
+    if out_features and not batches:
+        raise RuntimeError(f"K-dimensional loss defined by linear_weight shape "
+                           f"{tuple(linear_weight.shape)} requires batched input, "
+                           f"(N, {in_features}), got unbatched input with shape "
+                           f"{tuple(input.shape)}")
+    logits_shape = (*batches, classes, *out_features)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise RuntimeError("ignore_index cannot be specified when target contains "
+                           "probabilities")
+    ignore_index = -100 if ignore_index is None else ignore_index
+    if out_features:
+        linear_weight = linear_weight.reshape(math.prod(out_features, start=classes),
+                                              in_features)
+        if linear_bias is not None:
+            linear_bias = linear_bias.reshape(math.prod(out_features, start=classes))
+    logits = linear(input, linear_weight, linear_bias).reshape(logits_shape)
+    return cross_entropy(logits, target, weight=weight, reduction=reduction,
+                         ignore_index=ignore_index, label_smoothing=label_smoothing)
+
+
+def multi_head_attention_forward(
+        query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
+        in_proj_weight: Tensor | None, in_proj_bias: Tensor | None, bias_k: Tensor | None,
+        bias_v: Tensor | None, add_zero_attn: bool, dropout_p: float, out_proj_weight: Tensor,
+        out_proj_bias: Tensor | None, training: bool = True,
+        key_padding_mask: Tensor | None = None, need_weights: bool = True,
+        attn_mask: Tensor | None = None, use_separate_proj_weight: bool = False,
+        q_proj_weight: Tensor | None = None, k_proj_weight: Tensor | None = None,
+        v_proj_weight: Tensor | None = None, static_k: Tensor | None = None,
+        static_v: Tensor | None = None, average_attn_weights: bool = True,
+        is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+    r"""Multi-head attention with explicit weights: the computation
+    :class:`~ember.nn.MultiheadAttention` runs (one implementation, in
+    ``ember.nn.modules.transformer``, which imports this module).
+
+    Shapes: ``query`` ``(L, N, E)`` or ``(L, E)``; ``key``/``value`` ``(S, N, E_k/E_v)``;
+    returns ``attn_output`` ``(L, N, E)`` and, with ``need_weights``, the attention
+    weights ``(N, L, S)`` (averaged over heads) or ``(N, num_heads, L, S)``, else None.
+    """
+    from ember.nn.modules.transformer import multi_head_attention_forward as attention
+    return attention(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
+                     in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight,
+                     out_proj_bias, training, key_padding_mask, need_weights, attn_mask,
+                     use_separate_proj_weight, q_proj_weight, k_proj_weight, v_proj_weight,
+                     static_k, static_v, average_attn_weights, is_causal)
 
 
 # -- convolutions, pooling and resampling in 1 to 3 dims (nnconv) ----------------------

@@ -18,6 +18,7 @@ PyTorch's layout, so a step-for-step comparison with PyTorch, or a resumed run, 
 
 from ember.optim import lr_scheduler
 from ember.optim.adadelta import Adadelta
+from ember.optim.adafactor import Adafactor
 from ember.optim.adagrad import Adagrad
 from ember.optim.adam import Adam
 from ember.optim.adamax import Adamax
@@ -25,6 +26,7 @@ from ember.optim.adamw import AdamW
 from ember.optim.asgd import ASGD
 from ember.optim.lamb import LAMB
 from ember.optim.lbfgs import LBFGS
+from ember.optim.muon import Muon
 from ember.optim.nadam import NAdam
 from ember.optim.optimizer import (
     Optimizer,
@@ -36,11 +38,12 @@ from ember.optim.radam import RAdam
 from ember.optim.rmsprop import RMSprop
 from ember.optim.rprop import Rprop
 from ember.optim.sgd import SGD
+from ember.optim.sparse_adam import SparseAdam
 
 Lamb = LAMB  # the spelling some libraries use
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "LAMB", "Lamb",
            "Adadelta", "LBFGS", "Adamax", "NAdam", "RAdam", "ASGD",
-           "Rprop",
+           "Rprop", "Adafactor", "Muon", "SparseAdam",
            "lr_scheduler", "required", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]

@@ -22,7 +22,8 @@ from ember.optim.optimizer import Optimizer
 __all__ = [
     "LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
     "LinearLR", "ExponentialLR", "SequentialLR", "PolynomialLR", "CosineAnnealingLR",
-    "ChainedScheduler", "ReduceLROnPlateau", "OneCycleLR",
+    "ChainedScheduler", "ReduceLROnPlateau", "OneCycleLR", "CyclicLR",
+    "CosineAnnealingWarmRestarts",
 ]
 
 EPOCH_DEPRECATION_WARNING = (
@@ -910,3 +911,208 @@ class OneCycleLR(LRScheduler):
                 else:
                     group["momentum"] = momentum
         return lrs
+
+
+class CyclicLR(LRScheduler):
+    r"""Cyclical learning rates (Smith, "Cyclical Learning Rates for Training Neural
+    Networks"): the rate moves between ``base_lr`` and ``max_lr`` and back, a cycle every
+    ``step_size_up + step_size_down`` steps; momentum (or Adam's beta1) cycles the
+    opposite way. Step it after every batch.
+
+    Args:
+        optimizer (Optimizer): wrapped optimizer.
+        base_lr (float or list): the lower bound of the cycle, for all groups or per group.
+        max_lr (float or list): the upper bound (reached only if the scaling allows).
+        step_size_up (int): steps in the rising half of a cycle (default: 2000).
+        step_size_down (int, optional): steps in the falling half; ``step_size_up`` when
+            None (default).
+        mode (str): ``"triangular"`` (no scaling), ``"triangular2"`` (the amplitude halves
+            every cycle) or ``"exp_range"`` (scaled by ``gamma ** iteration``); ignored
+            when ``scale_fn`` is given (default: "triangular").
+        gamma (float): the base of ``"exp_range"`` (default: 1.0).
+        scale_fn (callable, optional): a custom scaling of the amplitude, in ``[0, 1]``.
+        scale_mode (str): whether ``scale_fn`` reads the cycle number (``"cycle"``) or the
+            iteration (``"iterations"``) (default: "cycle").
+        cycle_momentum (bool): cycle the groups' ``momentum`` (or ``betas[0]``)
+            (default: True).
+        base_momentum (float or list): momentum at the lr's peak (default: 0.8).
+        max_momentum (float or list): momentum at the cycle's start (default: 0.9).
+        last_epoch (int): the number of batches already seen when resuming (default: -1).
+    """
+
+    def __init__(self, optimizer: Optimizer, base_lr: float | list[float],
+                 max_lr: float | list[float], step_size_up: int = 2000,
+                 step_size_down: int | None = None,
+                 mode: Literal["triangular", "triangular2", "exp_range"] = "triangular",
+                 gamma: float = 1.0, scale_fn: Callable[[float], float] | None = None,
+                 scale_mode: Literal["cycle", "iterations"] = "cycle",
+                 cycle_momentum: bool = True, base_momentum: float = 0.8,
+                 max_momentum: float = 0.9, last_epoch: int = -1) -> None:
+        _check_optimizer(optimizer)
+        self.optimizer = optimizer
+        base_lrs = _format_param("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                _update_param_group_val(group, "lr", lr)
+        self.max_lrs = _format_param("max_lr", optimizer, max_lr)
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode = mode
+        self.gamma = gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with "
+                                 "`cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for m_mom, b_mom, group in zip(self.max_momentums, self.base_momentums,
+                                               optimizer.param_groups):
+                    self._set_momentum(group, m_mom)
+                    group["max_momentum"] = m_mom
+                    group["base_momentum"] = b_mom
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _set_momentum(self, group: dict[str, Any], momentum: float) -> None:
+        if self.use_beta1:
+            group["betas"] = (momentum, *group["betas"][1:])
+        else:
+            group["momentum"] = momentum
+
+    def _init_scale_fn(self) -> None:
+        if self._scale_fn_custom is not None:
+            return
+        # the built-in modes fix their scale mode, as PyTorch's do
+        self.scale_mode = "iterations" if self.mode == "exp_range" else "cycle"
+
+    def scale_fn(self, x: float) -> float:
+        """The amplitude's scale at cycle (or iteration) `x`."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        if self.mode == "exp_range":
+            return self.gamma ** x
+        return 1.0
+
+    def get_lr(self) -> list[Any]:
+        """The next learning rates; also sets each group's momentum when cycling it."""
+        _warn_get_lr_called_within_step(self)
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        lrs = [base_lr + (max_lr - base_lr) * scale_factor * scale
+               for base_lr, max_lr in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for group, b_mom, m_mom in zip(self.optimizer.param_groups, self.base_momentums,
+                                           self.max_momentums):
+                self._set_momentum(group, m_mom - (m_mom - b_mom) * scale_factor * scale)
+        return lrs
+
+    def state_dict(self) -> dict[str, Any]:
+        """The scheduler's state; a custom ``scale_fn`` is kept only when it is a callable
+        object (its ``__dict__``), not a function or lambda."""
+        state = super().state_dict()
+        fn = state.pop("_scale_fn_custom")
+        state["_scale_fn_custom"] = None
+        if fn is not None and not isinstance(fn, types.FunctionType):
+            state["_scale_fn_custom"] = fn.__dict__.copy()
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load a state returned by :meth:`state_dict`."""
+        state_dict = dict(state_dict)
+        fn = state_dict.pop("_scale_fn_custom")
+        super().load_state_dict(state_dict)
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    r"""Cosine annealing with warm restarts (SGDR, Loshchilov & Hutter):
+
+    .. math::
+        \eta_t = \eta_{min} + \frac{1}{2}(\eta_{max} - \eta_{min})
+        \left(1 + \cos\left(\frac{T_{cur}}{T_i}\pi\right)\right)
+
+    where :math:`T_{cur}` counts the epochs since the last restart and :math:`T_i`, the
+    length of the current run, starts at ``T_0`` and is multiplied by ``T_mult`` at each
+    restart. ``step(epoch)`` accepts fractional epochs (``epoch + i / iters``) so it can
+    be stepped every batch.
+
+    Args:
+        optimizer (Optimizer): wrapped optimizer.
+        T_0 (int): steps until the first restart.
+        T_mult (int): the factor by which :math:`T_i` grows after a restart (default: 1).
+        eta_min (float): the minimum learning rate (default: 0).
+        last_epoch (int): the index of the last epoch (default: -1).
+    """
+
+    def __init__(self, optimizer: Optimizer, T_0: int, T_mult: int = 1,  # noqa: N803
+                 eta_min: float = 0.0, last_epoch: int = -1) -> None:
+        if T_0 <= 0 or not isinstance(T_0, int):
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if T_mult < 1 or not isinstance(T_mult, int):
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        if not isinstance(eta_min, (float, int)):
+            raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type "
+                             f"{type(eta_min)}")
+        self.T_0 = T_0
+        self.T_i = T_0
+        self.T_mult = T_mult
+        self.eta_min = eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[Any]:
+        """The learning rates at :attr:`T_cur` of the current run."""
+        _warn_get_lr_called_within_step(self)
+        return [self.eta_min + (base_lr - self.eta_min)
+                * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+                for base_lr in self.base_lrs]
+
+    def step(self, epoch: float | None = None) -> None:  # type: ignore[override]
+        """Advance one step, or jump to `epoch` (which may be fractional: step it every
+        batch with ``epoch + i / iters``); the two can be interleaved."""
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur = self.T_cur + 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur % self.T_i
+                self.T_i = self.T_i * self.T_mult
+        else:
+            if epoch < 0:
+                raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+            if epoch >= self.T_0:
+                if self.T_mult == 1:
+                    self.T_cur = epoch % self.T_0
+                else:
+                    n = int(math.log((epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult ** n
+            else:
+                self.T_i = self.T_0
+                self.T_cur = epoch
+        self.last_epoch = math.floor(epoch)
+        with _GetLrGuard(self):
+            values = self.get_lr()
+        for group, lr in zip(self.optimizer.param_groups, values):
+            _update_param_group_val(group, "lr", lr)
+        self._last_lr = _param_groups_val_list(self.optimizer, "lr")

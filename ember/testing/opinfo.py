@@ -629,6 +629,116 @@ _LOSSES: list[DiffOp] = [
         a, p, n, margin=2.0), make=_near),
 ]
 
+# -- elementwise math (issue 16) ---------------------------------------------------------------
+
+
+def _math_binary(name: str, f: Callable[..., Any], ops: tuple[str, ...], **kw: Any
+                 ) -> list[DiffOp]:
+    """Two of `_binary`'s broadcasting pairs (same shape, and column x row)."""
+    return [e for e in _binary(name, f, ops, **kw) if e.name.endswith(("[3,4][3,4]",
+                                                                       "[3,1][1,4]"))]
+
+
+def _special(lib: Any) -> Any:
+    return lib.special
+
+
+_ELEMENTWISE_MATH: list[DiffOp] = [
+    DiffOp("sinh", lambda lib, x: lib.sinh(x)),
+    DiffOp("cosh", lambda lib, x: lib.cosh(x)),
+    DiffOp("asinh", lambda lib, x: lib.arcsinh(x), ops=("asinh",)),
+    DiffOp("acosh", lambda lib, x: lib.acosh(x), low=1.2, high=3.0),
+    DiffOp("atanh", lambda lib, x: x.arctanh(), low=-0.8, high=0.8, ops=("atanh",)),
+    DiffOp("exp2", lambda lib, x: lib.exp2(x)),
+    DiffOp("log10", lambda lib, x: lib.log10(x), low=0.2, high=3.0),
+    DiffOp("erfc", lambda lib, x: lib.erfc(x)),
+    DiffOp("erfinv", lambda lib, x: lib.erfinv(x), low=-0.9, high=0.9),
+    DiffOp("lgamma", lambda lib, x: lib.lgamma(x), low=0.2, high=4.0),
+    # (gradients are polygammas, where SciPy's and PyTorch's differ by ~1e-9 relative:
+    # tests/test_compat_elem.py compares them with torch at a fitting tolerance)
+    DiffOp("digamma", lambda lib, x: lib.digamma(x), low=0.2, high=4.0, torch=False),
+    DiffOp("polygamma", lambda lib, x: lib.polygamma(1, x) + x.polygamma(0), low=0.5,
+           high=4.0, torch=False),
+    DiffOp("i0", lambda lib, x: lib.i0(x)),
+    DiffOp("special_i0e", lambda lib, x: _special(lib).i0e(x), make=_away_from_zero((3, 4))),
+    DiffOp("special_i1", lambda lib, x: _special(lib).i1(x)),
+    DiffOp("special_i1e", lambda lib, x: _special(lib).i1e(x), make=_away_from_zero((3, 4))),
+    DiffOp("special_erfcx", lambda lib, x: _special(lib).erfcx(x)),
+    DiffOp("special_ndtr", lambda lib, x: _special(lib).ndtr(x), ops=("special_ndtr", "erfc")),
+    DiffOp("special_ndtri", lambda lib, x: _special(lib).ndtri(x), low=0.1, high=0.9),
+    DiffOp("special_log_ndtr", lambda lib, x: _special(lib).log_ndtr(x * 3.0),
+           ops=("special_log_ndtr", "special_erfcx", "erfc")),
+    DiffOp("special_entr", lambda lib, x: _special(lib).entr(x), low=0.2, high=3.0),
+    DiffOp("deg2rad", lambda lib, x: lib.deg2rad(x) + x.rad2deg(), ops=("deg2rad", "rad2deg")),
+    DiffOp("frac", lambda lib, x: lib.frac(x) * x, make=_off_grid),
+    DiffOp("sinc", lambda lib, x: lib.sinc(x)),
+    DiffOp("sinc_at_zero", lambda lib, x: lib.sinc(x * 0.0) * x, ops=("sinc",)),
+    DiffOp("logit", lambda lib, x: lib.logit(x), low=0.1, high=0.9),
+    DiffOp("logit_eps", lambda lib, x: x.logit(0.2), low=0.05, high=0.95, ops=("logit",)),
+    DiffOp("nan_to_num", lambda lib, x: lib.nan_to_num(x.log(), 1.5) * x,
+           make=_away_from_zero((3, 4))),
+    DiffOp("mvlgamma", lambda lib, x: lib.mvlgamma(x, 3), low=1.5, high=4.0),
+    DiffOp("frexp", lambda lib, x: lib.frexp(x)[0], make=_away_from_zero((3, 4))),
+    DiffOp("float_power", lambda lib, a, b: lib.float_power(a, b) + lib.float_power(a, 2),
+           make=lambda rng: [rng.uniform(0.5, 2, (3, 4)), rng.uniform(-2, 2, (4,))]),
+    # (non-negative exponents: PyTorch's LdexpBackward0 computes 2**other in the integer
+    # dtype, so its gradient is 0 where other < 0)
+    DiffOp("ldexp", lambda lib, x: lib.ldexp(x, _idx(lib, x, [1, 2, 0, 3]))),
+    DiffOp("copysign", lambda lib, a, b: lib.copysign(a, b), shapes=((3, 4), (4,)),
+           make=lambda rng: [_nonzero(rng, (3, 4)), _nonzero(rng, (4,))]),
+    DiffOp("copysign_scalar", lambda lib, x: x.copysign(-1.0), make=_away_from_zero((3, 4)),
+           ops=("copysign",)),
+    *_math_binary("fmod", lambda lib, a, b: lib.fmod(a, b), ("fmod",), make_b=_nonzero),
+    *_math_binary("hypot", lambda lib, a, b: lib.hypot(a, b), ("hypot",), make_b=_nonzero),
+    *_math_binary("logaddexp2", lambda lib, a, b: lib.logaddexp2(a, b), ("logaddexp2",),
+                  gradgrad=True),
+    *_math_binary("xlogy", lambda lib, a, b: lib.xlogy(a, b), ("xlogy",), make_b=_positive),
+    *_math_binary("fmax", lambda lib, a, b: lib.fmax(a, b), ("fmax",)),
+    *_math_binary("fmin", lambda lib, a, b: lib.fmin(a, b), ("fmin",)),
+    DiffOp("xlogy_scalar", lambda lib, x: lib.xlogy(2.0, x) + x.xlogy(3.0), low=0.5,
+           high=2.0, ops=("xlogy",)),
+    DiffOp("special_xlog1py", lambda lib, a, b: _special(lib).xlog1py(a, b),
+           make=lambda rng: [rng.uniform(-2, 2, (3, 4)), rng.uniform(-0.5, 2, (4,))]),
+    DiffOp("hardshrink", lambda lib, x: x.hardshrink(0.4) + lib.hardshrink(x),
+           make=lambda rng: [rng.uniform(0.6, 2, (3, 4)) * rng.choice([-1.0, 1.0], (3, 4))]),
+    DiffOp("prelu", lambda lib, x, w: x.prelu(w), shapes=((2, 3, 4), (3,)),
+           make=lambda rng: [_nonzero(rng, (2, 3, 4)), rng.uniform(0.1, 0.5, (3,))]),
+    DiffOp("special_zeta", lambda lib, x: _special(lib).zeta(lib.full_like(x, 2.5), x),
+           low=0.5, high=3.0),
+    # (PyTorch has no derivative for the first argument of igamma and igammac)
+    DiffOp("igamma", lambda lib, x: lib.igamma(lib.full_like(x, 1.5), x), low=0.5, high=3.0),
+    DiffOp("igammac", lambda lib, x: lib.igammac(lib.full_like(x, 2.5), x), low=0.5,
+           high=3.0),
+]
+
+# -- nnmisc family (issue 16): multi-class margins and CTC ------------------------------
+
+
+def _ctc_inputs(rng: np.random.Generator) -> list[np.ndarray]:
+    """(6, 2, 4) logits; log_softmax makes them log-probabilities inside `fn` (PyTorch's
+    CTC gradient is that of log-softmaxed inputs)."""
+    return [rng.uniform(-2, 2, (6, 2, 4))]
+
+
+def _ctc(reduction: str) -> Callable[..., Any]:
+    return lambda lib, x: nnf(lib).ctc_loss(
+        nnf(lib).log_softmax(x, 2), _idx(lib, x, [[1, 2, 2], [3, 1, 0]]),
+        _idx(lib, x, [6, 5]), _idx(lib, x, [3, 2]), reduction=reduction)
+
+
+_NNMISC: list[DiffOp] = [
+    DiffOp("multi_margin_loss", lambda lib, x: nnf(lib).multi_margin_loss(
+        x, _idx(lib, x, [1, 0, 3]), margin=0.3, weight=_const(lib, x, _CLASS_W[:4])),
+        make=_away_from_zero((3, 4))),
+    DiffOp("multi_margin_loss_p2", lambda lib, x: nnf(lib).multi_margin_loss(
+        x, _idx(lib, x, [2, 3, 0]), p=2, reduction="none"), ops=("multi_margin_loss",)),
+    DiffOp("multilabel_margin_loss", lambda lib, x: nnf(lib).multilabel_margin_loss(
+        x, _idx(lib, x, [[3, 0, -1, 1], [1, 2, 3, 0], [-1, 1, 2, 3]]), reduction="sum"),
+        make=lambda rng: [rng.permutation(12).reshape(3, 4) * 0.37]),
+    DiffOp("ctc_loss", _ctc("mean"), make=_ctc_inputs, ops=("ctc_loss", "_ctc_nll")),
+    DiffOp("ctc_loss_none", _ctc("none"), make=_ctc_inputs, ops=("ctc_loss", "_ctc_nll")),
+]
+
 # -- SHAPE family: views, splits, joins, diagonals, index grids ------------------------
 _SHAPE_FAMILY: list[DiffOp] = [
     DiffOp("diagonal", lambda lib, x: lib.diagonal(x, 1, 0, 2).sum(0) * x.diagonal(-1, -1, 1)[0],
@@ -848,8 +958,101 @@ _LINALG_FACTOR: list[DiffOp] = [
 # -- end linalg --
 
 DIFF_OPS: list[DiffOp] = (_UNARY + _BINARY + _REDUCTIONS + _SHAPES + _INDEXING + _LINALG +
-                          _NN + _LOSSES + _SHAPE_FAMILY + _LINALG_FACTOR)
+                          _NN + _LOSSES + _SHAPE_FAMILY + _LINALG_FACTOR + _ELEMENTWISE_MATH +
+                          _NNMISC)
 """Every differentiable op the Tensor API exposes, with inputs in its smooth domain."""
+
+# -- reductions, sorting, scans, search and index writes (the REDUCE family) ----------
+
+
+def _q(lib: Any, x: Any, values: list) -> Any:
+    """Quantile levels as a tensor of `x`'s dtype and device."""
+    return lib.tensor(values, dtype=x.dtype, device=x.device)
+
+
+def _with_zeros(rng: np.random.Generator) -> list[np.ndarray]:
+    x = rng.uniform(0.5, 1.5, (3, 4)) * rng.choice([-1.0, 1.0], (3, 4))
+    x[1, 1] = x[2, 0] = x[2, 2] = 0.0  # one zero in a row, two in another
+    return [x]
+
+
+_REDUCE_FAMILY: list[DiffOp] = [
+    DiffOp("sort", lambda lib, x: lib.sort(x, 1).values, ops=("sort", "gather")),
+    DiffOp("sort_descending", lambda lib, x: x.sort(0, descending=True)[0],
+           ops=("sort",)),
+    DiffOp("argsort", lambda lib, x: x.gather(1, lib.argsort(x, 1, descending=True)),
+           ops=("argsort", "gather")),
+    DiffOp("msort", lambda lib, x: lib.msort(x)),
+    DiffOp("kthvalue", lambda lib, x: lib.kthvalue(x, 2, 1).values),
+    DiffOp("kthvalue_keepdim", lambda lib, x: x.kthvalue(3, 0, keepdim=True)[0],
+           ops=("kthvalue",)),
+    DiffOp("median", lambda lib, x: lib.median(x)),
+    DiffOp("median_dim", lambda lib, x: lib.median(x, 1).values, ops=("median",)),
+    DiffOp("nanmedian", lambda lib, x: x.nanmedian(0, keepdim=True).values),
+    DiffOp("nanmedian_all", lambda lib, x: lib.nanmedian(x), ops=("nanmedian",)),
+    DiffOp("mode", lambda lib, x: lib.mode(x.round(), 1).values * 0 + lib.mode(x, 1).values,
+           ops=("mode",)),
+    DiffOp("quantile", lambda lib, x: lib.quantile(x, 0.3, 1)),
+    DiffOp("quantile_levels", lambda lib, x: lib.quantile(x, _q(lib, x, [0.1, 0.5, 0.95]),
+                                                          keepdim=True), ops=("quantile",)),
+    DiffOp("quantile_midpoint", lambda lib, x: x.quantile(0.4, 0, interpolation="midpoint"),
+           ops=("quantile",)),
+    DiffOp("nanquantile", lambda lib, x: lib.nanquantile(x, _q(lib, x, [0.25, 0.75]), 1,
+                                                         interpolation="nearest")),
+    DiffOp("cumprod", lambda lib, x: lib.cumprod(x, 1)),
+    DiffOp("cumprod_zeros", lambda lib, x: x.cumprod(1), make=_with_zeros, ops=("cumprod",)),
+    DiffOp("cummax", lambda lib, x: lib.cummax(x, 1).values),
+    DiffOp("cummin", lambda lib, x: x.cummin(0)[0]),
+    DiffOp("logcumsumexp", lambda lib, x: lib.logcumsumexp(x, 1)),
+    DiffOp("logcumsumexp_dim0", lambda lib, x: x.logcumsumexp(0), shapes=((5, 2),),
+           ops=("logcumsumexp",)),
+    DiffOp("nansum", lambda lib, x: lib.nansum(x.where(x > -1.5, float("nan")), 1),
+           ops=("nansum", "where")),
+    DiffOp("nanmean", lambda lib, x: x.where(x > -1.5, float("nan")).nanmean((0, 1))),
+    DiffOp("aminmax", lambda lib, x: lib.aminmax(x, dim=1)),
+    DiffOp("aminmax_all", lambda lib, x: lib.aminmax(x), ops=("aminmax",)),
+    DiffOp("trace", lambda lib, x: lib.trace(x)),
+    DiffOp("renorm", lambda lib, x: lib.renorm(x, 2, 0, 1.5)),
+    DiffOp("renorm_p1", lambda lib, x: x.renorm(1, 1, 2.0), ops=("renorm",)),
+    DiffOp("diff", lambda lib, x, y: lib.diff(x, 2, 0, prepend=y), shapes=((3, 4), (1, 4))),
+    DiffOp("diff_append", lambda lib, x: x.diff(append=x[:, :1]), ops=("diff",)),
+    DiffOp("trapezoid", lambda lib, y, x: lib.trapezoid(y, x, dim=0), shapes=((3, 4), (3,))),
+    DiffOp("trapz", lambda lib, y: lib.trapz(y, dx=0.5)),
+    DiffOp("cumulative_trapezoid", lambda lib, y, x: lib.cumulative_trapezoid(y, x),
+           shapes=((3, 4), (3, 4))),
+    DiffOp("take", lambda lib, x: lib.take(x, _idx(lib, x, [[0, -1], [5, 5]])),
+           ops=("take", "gather")),
+    DiffOp("put", lambda lib, x, s: x.put(_idx(lib, x, [0, -1, 0]), s, accumulate=True),
+           shapes=((3, 4), (3,)), ops=("put", "index_put")),
+    DiffOp("index_copy", lambda lib, x, s: lib.index_copy(x, 1, _idx(lib, x, [3, 0]), s),
+           shapes=((3, 4), (3, 2)), ops=("index_copy", "scatter")),
+    DiffOp("index_put", lambda lib, x, v: lib.index_put(
+        x, (_idx(lib, x, [0, 2]), _idx(lib, x, [1, 1])), v), shapes=((3, 4), (2,))),
+    DiffOp("index_put_accumulate", lambda lib, x, v: x.index_put(
+        (_idx(lib, x, [0, 0]),), v, accumulate=True), shapes=((3, 4), (4,)),
+        ops=("index_put",)),
+    DiffOp("masked_scatter", lambda lib, x, s: lib.masked_scatter(x, x > 0, s),
+           shapes=((3, 4), (12,))),
+    *[DiffOp(f"scatter_reduce_{reduce}{'' if include_self else '_exclude_self'}",
+             lambda lib, x, s, r=reduce, i=include_self: lib.scatter_reduce(
+                 x, 0, _idx(lib, x, [[0, 1, 0, 2], [0, 0, 0, 1]]), s, r, include_self=i),
+             shapes=((3, 4), (2, 4)), low=0.5, high=2.0, ops=("scatter_reduce",))
+      for reduce in ("sum", "prod", "mean", "amax", "amin") for include_self in (True, False)],
+    DiffOp("scatter_reduce_prod_zeros", lambda lib, x, s: x.scatter_reduce(
+        1, _idx(lib, x, [[0, 0, 1], [2, 2, 2], [3, 3, 0]]), s, "prod"),
+        make=lambda rng: [rng.uniform(0.5, 1.5, (3, 4)),
+                          np.array([[0.0, 1.5, 0.7], [0.0, 0.0, 1.2], [0.9, 1.1, 0.0]])],
+        ops=("scatter_reduce",)),
+    DiffOp("gradient", lambda lib, x: lib.gradient(x, spacing=0.5, edge_order=2)),
+    DiffOp("gradient_coordinates", lambda lib, x, c: lib.gradient(x, spacing=(c,), dim=1),
+           make=lambda rng: [rng.uniform(-2, 2, (3, 4)), np.cumsum(rng.uniform(0.5, 1.5, 4))],
+           ops=("gradient",)),
+    DiffOp("index_reduce", lambda lib, x, s: lib.index_reduce(
+        x, 1, _idx(lib, x, [0, 0, 3]), s, "amax", include_self=False),
+        shapes=((3, 4), (3, 3))),
+]
+DIFF_OPS += _REDUCE_FAMILY
+# -- end of the REDUCE family's entries --
 
 _names = [op.name for op in DIFF_OPS]
 assert len(_names) == len(set(_names)), "duplicate DiffOp names"

@@ -300,9 +300,32 @@ def test_multinomial_draws_only_weighted_categories(device: ember.device) -> Non
 
 # -- what this module checks (ember.testing.test_coverage reads it) ---------------------
 
+# -- nnmisc family (issue 16): Poisson and binomial draws -------------------------------
+
+
+def test_poisson_and_binomial_draws(device: ember.device) -> None:
+    """Integer-valued draws with the distributions' means and variances, exact at the
+    degenerate parameters; both samplers' regimes (direct and rejection) run."""
+    ember.manual_seed(0)
+    rates = S.on(device, np.repeat([0.0, 2.5, 40.0], _N).astype(np.float32))
+    x = S.host(ember.poisson(rates)).reshape(3, _N)
+    assert (x == np.round(x)).all() and (x[0] == 0).all()
+    for row, lam in ((x[1], 2.5), (x[2], 40.0)):
+        assert abs(row.mean() - lam) < 0.05 * lam + 0.05 and abs(row.var() / lam - 1) < 0.15
+    count = S.on(device, np.repeat([0.0, 8.0, 200.0, 6.0], _N).astype(np.float32))
+    prob = S.on(device, np.repeat([0.5, 0.25, 0.7, 1.0], _N).astype(np.float32))
+    b = S.host(ember.binomial(count, prob)).reshape(4, _N)
+    assert (b == np.round(b)).all() and (b[0] == 0).all() and (b[3] == 6).all()
+    for row, n, p in ((b[1], 8, 0.25), (b[2], 200, 0.7)):
+        assert row.min() >= 0 and row.max() <= n
+        assert abs(row.mean() - n * p) < 0.05 * n * p and \
+            abs(row.var() / (n * p * (1 - p)) - 1) < 0.15
+
+
 COVERS = {"tensor", "as_tensor", "full", "zeros", "ones", "empty", "full_like", "zeros_like",
           "ones_like", "empty_like", "new_full", "new_zeros", "new_ones", "new_empty",
           "new_tensor", "arange", "linspace", "eye", "rand", "randn", "randint", "randperm",
           "rand_like", "randn_like", "randint_like", "uniform_", "normal_", "bernoulli",
-          "bernoulli_", "exponential_", "random_", "multinomial"}
+          "bernoulli_", "exponential_", "random_", "multinomial",
+          "poisson", "binomial"}  # (nnmisc family, issue 16)
 """The declared ops whose values this module's tests check."""

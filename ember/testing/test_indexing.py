@@ -413,3 +413,48 @@ COVERS = {"getitem", "setitem", "gather", "scatter", "scatter_add", "index_selec
           "where", "masked_fill", "masked_select", "select", "take_along_dim", "index_add",
           "index_fill", "fill_diagonal_", "fill_"}
 """The declared ops whose values this module's tests check."""
+
+
+# -- index writes (the REDUCE family) -----------------------------------------------------
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+def test_scatter_reduce(device: ember.device, reduce: str) -> None:
+    base = np.arange(12.0).reshape(3, 4) - 4
+    src = np.array([[2.0, -1.0, 3.0, 0.5], [4.0, 5.0, -2.0, 1.0]])
+    index = np.array([[0, 1, 0, 2], [0, 0, 0, 1]])
+    ufunc = {"sum": np.add, "prod": np.multiply, "mean": np.add, "amax": np.maximum,
+             "amin": np.minimum}[reduce]
+    for include_self in (True, False):
+        want = base.copy()
+        cols = np.broadcast_to(np.arange(4), index.shape)
+        if not include_self:
+            want[index, cols] = {"sum": 0, "mean": 0, "prod": 1, "amax": -np.inf,
+                                 "amin": np.inf}[reduce]
+        ufunc.at(want, (index, cols), src)
+        if reduce == "mean":
+            count = np.full(base.shape, 1.0 if include_self else 0.0)
+            np.add.at(count, (index, cols), 1.0)
+            want = want / np.maximum(count, 1.0)
+        got = ember.scatter_reduce(S.on(device, base), 0, S.on(device, index),
+                                   S.on(device, src), reduce, include_self=include_self)
+        S.assert_matches(got, want, device, what=f"{reduce}, include_self={include_self}")
+    ints = ember.scatter_reduce(S.on(device, np.array([1, 2, 3])), 0,
+                                S.on(device, np.array([0, 0])), S.on(device, np.array([4, 6])),
+                                reduce)
+    expected = {"sum": [11, 2, 3], "prod": [24, 2, 3], "mean": [3, 2, 3], "amax": [6, 2, 3],
+                "amin": [1, 2, 3]}[reduce]
+    S.assert_matches(ints, expected, device)
+
+
+def test_argwhere_and_nonzero_static(device: ember.device) -> None:
+    arr = np.array([[0, 1], [2, 0]])
+    x = S.on(device, arr)
+    S.assert_matches(ember.argwhere(x), np.argwhere(arr), device)
+    S.assert_matches(ember.nonzero_static(x, size=1), np.argwhere(arr)[:1], device)
+    S.assert_matches(ember.nonzero_static(x, size=4, fill_value=-5),
+                     np.concatenate([np.argwhere(arr), np.full((2, 2), -5)]), device)
+
+
+COVERS |= {"scatter_reduce", "argwhere", "nonzero_static"}
+# -- end of the REDUCE family's tests --

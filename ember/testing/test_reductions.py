@@ -327,3 +327,74 @@ COVERS = {"sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin
           "any", "var", "std", "std_mean", "var_mean", "logsumexp", "norm", "cumsum",
           "count_nonzero", "sum_to_size", "topk"}
 """The declared ops whose values this module's tests check."""
+
+
+# -- sorting, search and counting (the REDUCE family) -------------------------------------
+
+
+def test_sort_and_order_statistics_of_integers(device: ember.device) -> None:
+    arr = np.array([[3, 1, 2, 2, 7], [0, -4, 4, 4, 1]])
+    x = S.on(device, arr)
+    values, indices = ember.sort(x, 1, descending=True)
+    S.assert_matches(values, -np.sort(-arr, axis=1), device)
+    S.assert_matches(indices, np.argsort(-arr, axis=1, kind="stable"), device)
+    S.assert_matches(ember.argsort(x, 0), np.argsort(arr, axis=0, kind="stable"), device)
+    S.assert_matches(ember.median(x, 1).values, [2, 1], device)
+    S.assert_matches(ember.mode(x, 1).values, [2, 4], device)
+    S.assert_matches(ember.cumprod(x, 1), np.cumprod(arr, axis=1), device)
+    S.assert_matches(ember.cummax(x, 1).values, np.maximum.accumulate(arr, axis=1), device)
+
+
+def test_searchsorted_bucketize_isin(device: ember.device) -> None:
+    seq = np.array([1.0, 2.0, 2.0, 3.0, 5.0])
+    vals = np.array([[0.0, 2.0, 2.5], [3.0, 5.0, 9.0]])
+    s, v = S.on(device, seq), S.on(device, vals)
+    for side in ("left", "right"):
+        S.assert_matches(ember.searchsorted(s, v, side=side),
+                         np.searchsorted(seq, vals, side=side), device)
+    S.assert_matches(ember.bucketize(v, s, right=True), np.searchsorted(seq, vals, "right"),
+                     device)
+    rows = np.array([[1.0, 3.0, 5.0], [0.0, 2.0, 4.0]])
+    S.assert_matches(ember.searchsorted(S.on(device, rows), v),
+                     [np.searchsorted(r, q) for r, q in zip(rows, vals)], device)
+    elements, pool = np.array([[1, 2], [3, 4]]), np.array([4, 1, 9])
+    S.assert_matches(ember.isin(S.on(device, elements), S.on(device, pool)),
+                     np.isin(elements, pool), device)
+
+
+def test_unique_and_counting(device: ember.device) -> None:
+    arr = np.array([[3, 1, 2], [1, 3, 3]])
+    x = S.on(device, arr)
+    values, inverse, counts = ember.unique(x, return_inverse=True, return_counts=True)
+    ref = np.unique(arr, return_inverse=True, return_counts=True)
+    S.assert_matches(values, ref[0], device)
+    S.assert_matches(inverse, ref[1].reshape(arr.shape), device)
+    S.assert_matches(counts, ref[2], device)
+    S.assert_matches(ember.unique(x, dim=1), np.unique(arr, axis=1), device)
+    runs = S.on(device, np.array([1, 1, 2, 2, 3, 1, 1]))
+    values, counts = ember.unique_consecutive(runs, return_counts=True)
+    S.assert_matches(values, [1, 2, 3, 1], device)
+    S.assert_matches(counts, [2, 2, 1, 2], device)
+    S.assert_matches(ember.bincount(S.on(device, np.array([1, 1, 3]))), [0, 2, 0, 1], device)
+    data = np.array([1.0, 2.0, 1.0, 4.0, 3.5, 0.2])
+    S.assert_matches(ember.histc(S.on(device, data), 3, 0, 3),
+                     np.histogram(data[data <= 3], 3, (0, 3))[0], device)
+    hist, edges = ember.histogram(S.on(device, data), 4)
+    ref_hist, ref_edges = np.histogram(data, 4)
+    S.assert_matches(hist, ref_hist, device, dtype=ember.float64)
+    S.assert_matches(edges, ref_edges, device)
+
+
+def test_histogramdd(device: ember.device) -> None:
+    points = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 0.0], [2.0, 2.0], [0.5, 1.5]])
+    hist, edges = ember.histogramdd(S.on(device, points), bins=[3, 2])
+    ref_hist, ref_edges = np.histogramdd(points, bins=[3, 2])
+    S.assert_matches(hist, ref_hist, device, dtype=ember.float64)
+    for e, ref in zip(edges, ref_edges):
+        S.assert_matches(e, ref, device)
+
+
+COVERS |= {"histogramdd", "sort", "argsort", "median", "mode", "cumprod", "cummax", "searchsorted",
+           "bucketize", "isin", "unique", "unique_consecutive", "bincount", "histc",
+           "histogram"}
+# -- end of the REDUCE family's tests --

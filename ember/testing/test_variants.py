@@ -80,8 +80,11 @@ _INPLACE_OPS = sorted(name for name, op in OPS.items() if "inplace" in op.varian
 
 
 def _reference(name: str, x: Any, args: tuple, kwargs: dict) -> Any:
-    """The out-of-place op: `ember.<name>(x, ...)`, or the method where there is none."""
-    fn = getattr(ember, name) if "function" in OPS[name].variants else getattr(type(x), name)
+    """The out-of-place op: `ember.<name>(x, ...)`, or the method where there is none or
+    where it takes other arguments (`polygamma(n, x)` is `x.polygamma(n)`)."""
+    op = OPS[name]
+    fn = getattr(ember, name) if "function" in op.variants and op.method is None else \
+        getattr(type(x), name)
     return fn(x, *args, **kwargs)
 
 
@@ -190,6 +193,31 @@ _OUT_ARGS: dict[str, tuple[str, Callable[[Any, Any, Any], tuple[tuple, dict]]]] 
     "view_copy": ("float", lambda lib, x, y: ((x, (2, 6)), {})),
 }
 
+# elementwise math (issue 16)
+_MATH_BINARY = ("fmod", "hypot", "nextafter", "igamma", "igammac", "copysign", "xlogy",
+                "heaviside")
+_MATH_INTEGER = ("gcd", "lcm", "bitwise_left_shift", "bitwise_right_shift")
+_INPLACE_ARGS.update({
+    **{name: ("float", lambda lib, y: ((y,), {})) for name in (
+        "eq", "ne", "lt", "le", "gt", "ge") + _MATH_BINARY},
+    **{name: ("int", lambda lib, y: ((y,), {})) for name in _MATH_INTEGER},
+    "float_power": ("float", lambda lib, y: ((y,), {})),
+    "ldexp": ("float", lambda lib, y: ((_index(lib, y, [1, 2, 0, 3]),), {})),
+    "mvlgamma": ("float", lambda lib, y: ((2,), {})),
+    "polygamma": ("float", lambda lib, y: ((2,), {})),
+})
+_OUT_ARGS.update({
+    **{name: ("float", lambda lib, x, y: ((x, y), {})) for name in (
+        _MATH_BINARY + ("logaddexp2", "fmax", "fmin", "float_power"))},
+    **{name: ("int", lambda lib, x, y: ((x, y), {})) for name in _MATH_INTEGER},
+    **{name: ("float", lambda lib, x, y: ((x,), {})) for name in (
+        "deg2rad", "rad2deg", "frac", "sinc", "sgn", "logit", "nan_to_num", "isposinf",
+        "isneginf", "signbit")},
+    "ldexp": ("float", lambda lib, x, y: ((x, _index(lib, x, [1, 2, 0, 3])), {})),
+    "mvlgamma": ("float", lambda lib, x, y: ((x, 2), {})),
+    "polygamma": ("float", lambda lib, x, y: ((2, x), {})),
+})
+
 # -- linear algebra (family: linalg): a vector and a batch of matrices as inputs, and the
 # arguments of the addmm family and the products --
 _INPUTS["vec"] = (_RNG.uniform(0.1, 0.9, (4,)), _RNG.uniform(0.1, 0.9, (4,)))
@@ -219,6 +247,29 @@ _OUT_ARGS.update({
     "cross": ("float", lambda lib, x, y: ((x[:, :3], y[:, :3]), {"dim": 1})),
 })
 # -- end linalg --
+
+# -- reductions, sorting, scans, search and index writes (the REDUCE family) ----------
+_INPLACE_ARGS.update({
+    "cumprod": ("float", lambda lib, y: ((1,), {})),
+    "renorm": ("float", lambda lib, y: ((2, 0, 0.5), {})),
+    "put": ("float", lambda lib, y: ((_index(lib, y, [0, -1]), y[0, :2]), {})),
+    "index_copy": ("float", lambda lib, y: ((1, _index(lib, y, [2, 0]), y[:, :2]), {})),
+    "index_put": ("float", lambda lib, y: (((_index(lib, y, [0, 0]),), y[1]),
+                                           {"accumulate": True})),
+    "index_reduce": ("float", lambda lib, y: ((0, _index(lib, y, [2, 2]), y[:2], "amax"),
+                                              {})),
+    "scatter_reduce": ("float", lambda lib, y: ((0, _index(lib, y, [[2, 0, 0, 1]]), y,
+                                                 "prod"), {"include_self": False})),
+    "masked_scatter": ("float", lambda lib, y: ((y > 0.5, y), {})),
+})
+_OUT_ARGS.update({
+    "cumprod": ("float", lambda lib, x, y: ((x, 0), {})),
+    "logcumsumexp": ("float", lambda lib, x, y: ((x, 1), {})),
+    "nansum": ("float", lambda lib, x, y: ((x, 1), {})),
+    "nanmean": ("float", lambda lib, x, y: ((x,), {})),
+    "renorm": ("float", lambda lib, x, y: ((x, 1, 1, 0.7), {})),
+})
+# -- end of the REDUCE family's rows --
 
 _OUT_OPS = sorted(name for name, op in OPS.items() if "out" in op.variants)
 

@@ -9,6 +9,7 @@ CPU-only, passed to the shared kernels as hooks or added to the table here:
 - NumPy's read-only arrays (broadcast views), which writes must refuse;
 - ReLU laid out for NumPy's fastest `maximum` loop;
 - erf to float64 precision through the C library's `math.erf`;
+- the special functions (lgamma, digamma, erfinv ...) through SciPy, imported on first use;
 - random numbers from a NumPy Generator;
 - the whole-layer LSTM kernel (lstm.py, registered beside this table);
 - NumPy's RuntimeWarnings on inf and NaN arithmetic, which PyTorch does not give.
@@ -16,6 +17,7 @@ CPU-only, passed to the shared kernels as hooks or added to the table here:
 
 from __future__ import annotations
 
+import importlib
 import math
 import warnings
 from typing import Any
@@ -134,5 +136,6 @@ KERNELS: dict[str, Any] = make_kernels(np, hooks=Hooks(
     axpy=blas.axpy,
     axpby=blas.axpby,
     exact_erf=np.vectorize(math.erf, otypes=[np.float64]),
+    special=lambda: importlib.import_module("scipy.special"),  # (slow to import: on first use)
 ))
 KERNELS.update({"rand": rand, "randn": randn, "randint": randint, "randperm": randperm})

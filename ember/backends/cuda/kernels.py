@@ -21,6 +21,7 @@ refuses them, naming the op and the device).
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import cupy
@@ -129,6 +130,7 @@ KERNELS: dict[str, Any] = make_kernels(cupy, hooks=Hooks(
     matmul=_matmul,
     axpy=axpy,
     axpby=axpby,
+    special=lambda: importlib.import_module("cupyx.scipy.special"),
 ))
 KERNELS.update(losses.kernels(cupy))  # the shared ones read values back (see losses.py)
 KERNELS.update({

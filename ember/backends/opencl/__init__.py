@@ -237,9 +237,9 @@ def _forked_kernel(*args: Any, **kwargs: Any) -> Any:
 
 def _kernel_table() -> dict[str, Any]:
     # kernels.py is plain Python (its OpenCL sources compile on first use)
-    from ember.backends.opencl import kernels
+    from ember.backends.opencl import host, kernels
 
-    return dict(kernels.TABLE)
+    return dict(kernels.TABLE, **host.KERNELS)
 
 
 @hookimpl

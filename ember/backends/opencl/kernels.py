@@ -261,6 +261,10 @@ def _scalar_types(t: S.CType, in_types: list | None, n: int) -> list:
     return types + [types[0]] * (3 - len(types))
 
 
+# the kernels that update elements with atomics (64-bit ones need the device's extension)
+_ATOMIC = frozenset({"put_add", "scatter_add", "scatter_prod", "scatter_amax", "scatter_amin"})
+
+
 @functools.cache
 def _dtype_source(t: S.CType, fp64: bool, atomics64: bool, maxd: int, ls: int) -> str:
     return S.dtype_program(t, fp64, atomics64, maxd, ls)
@@ -272,7 +276,7 @@ def dtype_kernel(dev: rt.Device, t: S.CType, maxd: int, name: str) -> Any:
     key = (t.name, maxd, name)
     k = dev.kernels.get(key)
     if k is None:
-        if name in ("put_add", "scatter_add") and t.size == 8 and not dev.int64_atomics:
+        if name in _ATOMIC and t.size == 8 and not dev.int64_atomics:
             raise RuntimeError(f"{name}: accumulating {t.name} values needs 64-bit atomics "
                                f"(cl_khr_int64_base_atomics), which {dev.label} lacks")
         k = dev.kernel(key, lambda: _dtype_source(t, dev.fp64, dev.int64_atomics, maxd,
@@ -389,7 +393,7 @@ def _shape_of(x: Any) -> tuple:
 def _binary_kernel(op: str):
     family = "compare" if op in COMPARE else "binary"
     code = COMPARE[op] if op in COMPARE else BINARY[op]
-    checked = op in ("pow", "remainder", "floor_divide")
+    checked = op in ("pow", "remainder", "floor_divide", "fmod")
 
     def kernel(a: Any, b: Any) -> CLBuffer:
         ref = a if type(a) is CLBuffer else b
@@ -636,10 +640,27 @@ def cumsum(x: CLBuffer, dim: int) -> CLBuffer:
     return out
 
 
+# the device's topk ranks each element by counting (about row length * k comparisons a
+# row); past this much work a whole order (sort, quantile, unique of a long row) is far
+# quicker as a stable sort on the host, two copies and O(n log n)
+_HOST_ORDER_WORK = 1 << 22
+
+
+@functools.cache
+def _host_topk() -> Any:
+    import numpy as np
+
+    from ember.backends.xp import reductions
+    from ember.backends.xp.lib import ArrayLib, Hooks
+    return reductions.kernels(ArrayLib(np, Hooks()))["topk"]
+
+
 def topk(x: CLBuffer, k: int, dim: int, largest: bool = True) -> CLBuffer:
     """int64 indices of the k largest (smallest) elements along `dim`, in order."""
     dev = x.dev
     t = ctype(dev, x.dtype, "topk")
+    if x.ndim and x.shape[dim] * k > _HOST_ORDER_WORK:
+        return from_numpy(_host_topk()(to_numpy(x), k, dim, largest), dev)
     out = empty(dev, x.shape[:dim] + (k,) + x.shape[dim + 1:], INT64, "topk")
     if out.size:
         _launch_along_dim(dev, t, "topk", out, x, dim, k, 1 if largest else 0)
@@ -781,7 +802,7 @@ def _take_body(n, rshape, xoff, voff, ioff, xst, vst, adv0, adv1, k, P, ast, asz
 
 
 def _index_kernel(dev: rt.Device, name: str, dtype: Any, maxd: int) -> Any:
-    if name in ("put_add", "scatter_add"):
+    if name in _ATOMIC:
         return dtype_kernel(dev, ctype(dev, dtype, name), maxd, name)
     return item_kernel(dev, dtype.itemsize, maxd, name)
 
@@ -935,6 +956,13 @@ def scatter(x: CLBuffer, index: CLBuffer, src: CLBuffer, dim: int) -> CLBuffer:
 
 def scatter_add(x: CLBuffer, index: CLBuffer, src: CLBuffer, dim: int) -> CLBuffer:
     return _scatter("scatter_add", x, index, src, dim)
+
+
+def scatter_reduce(x: CLBuffer, index: CLBuffer, src: CLBuffer, dim: int,
+                   reduce: str) -> CLBuffer:
+    """x with each src value multiplied into ("prod") or compared with ("amax", "amin")
+    the element its index names, by atomic compare-and-swap updates."""
+    return _scatter(f"scatter_{reduce}", x, index, src, dim)
 
 
 def index_select(x: CLBuffer, index: CLBuffer, dim: int) -> CLBuffer:
@@ -1544,6 +1572,7 @@ TABLE.update({
     "strided_view": strided_view,
     "tril": tril, "triu": triu, "getitem": getitem, "setitem": setitem, "assign": assign,
     "cat": cat, "gather": gather, "scatter": scatter, "scatter_add": scatter_add,
+    "scatter_reduce": scatter_reduce,
     "index_select": index_select, "nonzero": nonzero, "matmul": matmul,
     "full": full, "arange": arange, "rand": rand, "randn": randn, "randint": randint,
     "randperm": randperm,

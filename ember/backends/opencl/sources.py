@@ -237,7 +237,9 @@ def _wrap(t: CType, op: str) -> str:
 UNARY_OPS = ("copy", "neg", "abs", "sign", "floor", "ceil", "round", "trunc", "relu",
              "bitwise_not", "clamp", "tril", "triu",
              "exp", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan",
-             "tanh", "sigmoid", "erf", "asin", "acos", "atan", "reciprocal")
+             "tanh", "sigmoid", "erf", "asin", "acos", "atan", "reciprocal",
+             # elementwise math (issue 16): OpenCL C's own functions
+             "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "log10", "erfc", "lgamma")
 UNARY_FLOAT_OPS = UNARY_OPS[UNARY_OPS.index("exp"):]
 
 
@@ -285,7 +287,7 @@ def unary_source(t: CType, maxd: int) -> str:
     return elementwise("unary", t, [t], ops, maxd)
 
 
-PRED_OPS = ("logical_not", "isnan", "isinf", "isfinite")
+PRED_OPS = ("logical_not", "isnan", "isinf", "isfinite", "signbit")
 
 
 def pred_source(t: CType, maxd: int) -> str:
@@ -294,7 +296,8 @@ def pred_source(t: CType, maxd: int) -> str:
     ops = [_st(out, "a == 0"),
            _st(out, "isnan(a)" if floaty else "0"),
            _st(out, "isinf(a)" if floaty else "0"),
-           _st(out, "isfinite(a)" if floaty else "1")]
+           _st(out, "isfinite(a)" if floaty else "1"),
+           _st(out, "signbit(a)" if floaty else "0")]  # (core sends floats only)
     return elementwise("pred", out, [t], ops, maxd)
 
 
@@ -304,7 +307,9 @@ BINARY_OPS = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "remainde
               "tanh_backward", "sigmoid_backward", "relu_backward", "exp_backward",
               "log_backward",
               # a + b * s2 (s2: the third scalar argument), for add/sub with alpha
-              "axpy")
+              "axpy",
+              # elementwise math (issue 16)
+              "fmod", "hypot")
 BACKWARD_OPS = BINARY_OPS[BINARY_OPS.index("tanh_backward"):BINARY_OPS.index("axpy")]
 
 
@@ -401,6 +406,16 @@ def binary_source(t: CType, maxd: int) -> str:
     else:  # wrap around without signed overflow
         u = UNSIGNED_OF[t.comp]
         stmts["axpy"] = _st(t, f"({t.comp})(({u})a + ({u})b * ({u})s2)")
+    # elementwise math (issue 16): C's fmod (integer division by zero is refused on the
+    # host; the guard keeps a bad launch from trapping), hypot for floats only
+    if floaty:
+        stmts["fmod"], stmts["hypot"] = _st(t, "fmod(a, b)"), _st(t, "hypot(a, b)")
+    elif t.kind == "b":
+        stmts["fmod"] = stmts["hypot"] = _st(t, "a")  # refused by core for bool operands
+    else:
+        guard = f"(b == 0 || b == ({c})-1) ? ({c})0 : " if t.kind == "i" else "(b == 0) ? 0 : "
+        stmts["fmod"] = _st(t, f"{guard}({c})(a % b)")
+        stmts["hypot"] = _st(t, "a")  # refused by core for integer operands
     ops = [stmts[op] for op in BINARY_OPS]
     return elementwise("binary", t, [t, t], ops, maxd, extra=_binary_helpers(t))
 
@@ -461,37 +476,67 @@ def atomic_add_function(t: CType) -> str:
     """`void atomic_add_elem(__global T* p, C v)`: *p += v atomically, for every dtype
     (8- and 16-bit elements by a compare-and-swap on the aligned 32-bit word that holds
     them; buffers are allocated in multiples of 8 bytes so that word exists)."""
-    c, s = t.comp, t.store
     if t.name == "int32":
-        body = "atomic_add((volatile __global int*)p, v);"
-    elif t.name == "int64":
-        body = "atom_add((volatile __global long*)p, v);"
-    elif t.name == "float32":
-        body = """union { uint u; float f; } o, n;
-  do { o.f = *p; n.f = o.f + v; }
-  while (atomic_cmpxchg((volatile __global uint*)p, o.u, n.u) != o.u);"""
-    elif t.name == "float64":
-        body = """union { ulong u; double f; } o, n;
-  do { o.f = *p; n.f = o.f + v; }
-  while (atom_cmpxchg((volatile __global ulong*)p, o.u, n.u) != o.u);"""
+        return _atomic_native(t, "add", "atomic_add((volatile __global int*)p, v);")
+    if t.name == "int64":
+        return _atomic_native(t, "add", "atom_add((volatile __global long*)p, v);")
+    return atomic_update_function(t, "add", "{a} + {v}", bool_update="(cur != 0 || v != 0)")
+
+
+def scatter_reduction(op: str, floating: bool) -> tuple[str, str]:
+    """scatter_reduce's `op` as (expr of `{a}` the element and `{v}` the value, the rule
+    for bool elements from `cur` and `v`). NaN propagates through max and min, as in
+    PyTorch."""
+    if op == "prod":
+        return "{a} * {v}", "(cur != 0 && v != 0)"
+    cmp = ">" if op == "amax" else "<"
+    if floating:
+        expr = (f"isnan({{a}}) ? ({{a}}) : "
+                f"((isnan({{v}}) || ({{v}}) {cmp} ({{a}})) ? ({{v}}) : ({{a}}))")
     else:
-        mask = "0xffu" if t.size == 1 else "0xffffu"
-        if t.name == "float16":
-            update = ("ushort hb = (ushort)cur; "
-                      "float f = vload_half(0, (const __private half*)&hb) + v; "
-                      "vstore_half_rte(f, 0, (__private half*)&hb); uint nv = hb;")
-            extra = ""
-        elif t.name == "bfloat16":
-            update = "uint nv = f2bf(bf2f((ushort)cur) + v);"
-            extra = ""
-        elif t.name == "bool":
-            update = "uint nv = (cur != 0 || v != 0) ? 1u : 0u;"
-            extra = ""
-        else:
-            update = f"uint nv = ({UNSIGNED_OF.get(s, s)})(({s})cur + v);"
-            extra = ""
-        return f"""{extra}
-inline void atomic_add_elem(__global {s}* p, {c} v) {{
+        expr = f"(({{v}}) {cmp} ({{a}})) ? ({{v}}) : ({{a}})"
+    return expr, "(cur != 0 || v != 0)" if op == "amax" else "(cur != 0 && v != 0)"
+
+
+def _atomic_native(t: CType, op: str, body: str) -> str:
+    return f"""
+inline void atomic_{op}_elem(__global {t.store}* p, {t.comp} v) {{
+  {body}
+}}
+"""
+
+
+def atomic_update_function(t: CType, op: str, expr: str, bool_update: str) -> str:
+    """`void atomic_<op>_elem(__global T* p, C v)`: *p = expr(*p, v) atomically, by a
+    compare-and-swap loop (on the aligned 32-bit word that holds 8- and 16-bit
+    elements). `expr` combines `{a}` (the element) and `{v}`; `bool_update` is the rule
+    for bool elements, from `cur` and `v`."""
+    c, s = t.comp, t.store
+    if t.size in (4, 8) and t.name != "bool":
+        word, cas = ("uint", "atomic_cmpxchg") if t.size == 4 else ("ulong", "atom_cmpxchg")
+        return f"""
+inline void atomic_{op}_elem(__global {s}* p, {c} v) {{
+  union {{ {word} u; {s} f; }} o, n;
+  do {{ o.f = *p; n.f = ({s})({expr.format(a="o.f", v="v")}); }}
+  while ({cas}((volatile __global {word}*)p, o.u, n.u) != o.u);
+}}
+"""
+    mask = "0xffu" if t.size == 1 else "0xffffu"
+    if t.name == "float16":
+        update = ("ushort hb = (ushort)cur; "
+                  "float a = vload_half(0, (const __private half*)&hb); "
+                  f"float f = {expr.format(a='a', v='v')}; "
+                  "vstore_half_rte(f, 0, (__private half*)&hb); uint nv = hb;")
+    elif t.name == "bfloat16":
+        update = (f"float a = bf2f((ushort)cur); "
+                  f"uint nv = f2bf({expr.format(a='a', v='v')});")
+    elif t.name == "bool":
+        update = f"uint nv = {bool_update} ? 1u : 0u;"
+    else:
+        update = (f"{s} a = ({s})cur; "
+                  f"uint nv = ({UNSIGNED_OF.get(s, s)})(({s})({expr.format(a='a', v='v')}));")
+    return f"""
+inline void atomic_{op}_elem(__global {s}* p, {c} v) {{
   size_t addr = (size_t)p;
   volatile __global uint* w = (volatile __global uint*)(addr & ~(size_t)3);
   uint shift = (uint)(addr & 3) * 8u;
@@ -503,11 +548,6 @@ inline void atomic_add_elem(__global {s}* p, {c} v) {{
     {update}
     nw = (old & ~mask) | ((nv << shift) & mask);
   }} while (atomic_cmpxchg(w, old, nw) != old);
-}}
-"""
-    return f"""
-inline void atomic_add_elem(__global {s}* p, {c} v) {{
-  {body}
 }}
 """
 
@@ -600,16 +640,26 @@ __kernel void scatter(__global {u}* x, __global const {u}* src, __global const l
 """
 
 
-def scatter_add_source(t: CType) -> str:
+def scatter_add_source(t: CType, op: str = "add") -> str:
+    """scatter_<op>: each src value taken into x at its index with atomic_<op>_elem."""
     return f"""
-__kernel void scatter_add(__global {t.store}* x, __global const {t.store}* src,
+__kernel void scatter_{op}(__global {t.store}* x, __global const {t.store}* src,
                           __global const long* idx, const GP p, __global int* err) {{
   const long i = get_global_id(0);
   if (i >= p.n) return;
 {_GATHER_INDEX}
-  atomic_add_elem(x + ox, {load(t, "src", "os")});
+  atomic_{op}_elem(x + ox, {load(t, "src", "os")});
 }}
 """
+
+
+def scatter_reduce_sources(t: CType) -> list[str]:
+    """scatter_prod, scatter_amax and scatter_amin (scatter_reduce's kernels)."""
+    parts = []
+    for op in ("prod", "amax", "amin"):
+        expr, bool_update = scatter_reduction(op, t.kind in "fh")
+        parts += [atomic_update_function(t, op, expr, bool_update), scatter_add_source(t, op)]
+    return parts
 
 
 # -- reductions -----------------------------------------------------------------------------
@@ -1397,7 +1447,8 @@ def dtype_program(t: CType, fp64: bool, atomics64: bool, maxd: int, ls: int) -> 
     if t.kind in "fh":
         parts += [softmax_source(t, ls), cross_entropy_source(t, ls), lstm_source(t)]
     if t.size < 8 or atomics64:
-        parts += [atomic_add_function(t), put_add_source(t), scatter_add_source(t)]
+        parts += [atomic_add_function(t), put_add_source(t), scatter_add_source(t),
+                  *scatter_reduce_sources(t)]
     return "\n".join(parts)
 
 

@@ -14,6 +14,7 @@ Modules, one family of kernels each:
 
 - `lib`: the array module and the hooks every family is written against
 - `elementwise`: unary and binary ops (with `out=`), where, clamp, cast
+- `special`: special functions (lgamma, digamma, erfinv, i0 ...) through SciPy
 - `reductions`: sum, max, argmax ... and cumsum
 - `shapes`: views (reshape, permute, expand) and copies (flip, cat, pad ...)
 - `creation`: full, arange
@@ -39,13 +40,14 @@ from ember.backends.xp import (
     pooling,
     reductions,
     shapes,
+    special,
 )
 from ember.backends.xp.lib import OVERLAP, ArrayLib, Hooks, Kernel
 
 __all__ = ["OVERLAP", "Hooks", "make_kernels"]
 
 _FAMILIES = (elementwise, reductions, shapes, creation, indexing, linalg, fused, conv,
-             pooling, foreach)
+             pooling, foreach, special)
 
 
 def make_kernels(xp: Any, *, hooks: Hooks | None = None) -> dict[str, Kernel]:

@@ -21,11 +21,16 @@ _XP_FUNCTIONS = {
     "ge": "greater_equal", "logical_and": "logical_and", "logical_or": "logical_or",
     "logical_xor": "logical_xor", "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or",
     "bitwise_xor": "bitwise_xor",
+    # elementwise math (issue 16)
+    "sinh": "sinh", "cosh": "cosh", "asinh": "arcsinh", "acosh": "arccosh",
+    "atanh": "arctanh", "exp2": "exp2", "log10": "log10", "signbit": "signbit",
+    "hypot": "hypot", "nextafter": "nextafter", "gcd": "gcd", "lcm": "lcm",
 }
 
 # the ops that make inf or nan from finite input: they run with floating-point warnings off
 _QUIET = frozenset({"exp", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "asin", "acos",
-                    "reciprocal", "div"})
+                    "reciprocal", "div", "sinh", "cosh", "acosh", "atanh", "exp2", "log10",
+                    "hypot"})
 
 
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
@@ -124,7 +129,31 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     def cast(x, dtype):
         return x.astype(lib.dtypes[dtype])
 
+    def shift(left):
+        # as PyTorch: a shift by the width of the type or more (or by a negative count)
+        # gives 0, or -1 for a negative number shifted right (C leaves it undefined)
+        def kernel(a, b, out=None):
+            ref = a if isinstance(a, ndarray) else b
+            bits = ref.dtype.itemsize * 8
+            a, b = xp.asarray(a, ref.dtype), xp.asarray(b, ref.dtype)
+            wide = (b < 0) | (b >= bits)
+            safe = xp.where(wide, 0, b).astype(ref.dtype)
+            if left:
+                y = xp.where(wide, 0, xp.left_shift(a, safe))
+            else:
+                y = xp.right_shift(a, xp.where(wide, bits - 1, safe).astype(ref.dtype))
+                if ref.dtype.kind == "u":
+                    y = xp.where(wide, 0, y)
+            y = as_array(y).astype(ref.dtype, copy=False)
+            if out is not None:
+                xp.copyto(out, y)
+                return out
+            return y
+        return kernel
+
     table.update({
+        "fmod": integer_division(xp.fmod, "fmod"),
+        "bitwise_left_shift": shift(True), "bitwise_right_shift": shift(False),
         "pow": power, "remainder": integer_division(xp.remainder, "remainder"),
         "floor_divide": integer_division(xp.floor_divide, "floor_divide"),
         "where": where, "clamp": clamp, "cast": cast,

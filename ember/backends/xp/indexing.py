@@ -48,6 +48,19 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         xp.add.at(out, along_axis(xp, index, dim), _fit(src, index, None))
         return out
 
+    reducers = {"prod": xp.multiply, "amax": xp.maximum, "amin": xp.minimum}
+
+    def scatter_reduce(x, index, src, dim, reduce):
+        out = x.copy()
+        ufunc, key, values = reducers[reduce], along_axis(xp, index, dim), _fit(src, index, None)
+        try:
+            ufunc.at(out, key, values)  # unbuffered: repeated indices all reduce
+        except (AttributeError, NotImplementedError, TypeError):
+            # an array module without this ufunc's `at` (CuPy's multiply): one pass per
+            # repeat of an index, each a plain fancy write with no repeats in it
+            _reduce_by_rounds(xp, ufunc, out, key, values)
+        return out
+
     def index_select(x, index, dim):
         return xp.take(x, index.reshape(-1), axis=dim)
 
@@ -55,8 +68,8 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return xp.argwhere(x).astype(xp.int64, copy=False)
 
     return {"getitem": getitem, "setitem": setitem, "assign": assign, "gather": gather,
-            "scatter": scatter, "scatter_add": scatter_add, "index_select": index_select,
-            "nonzero": nonzero}
+            "scatter": scatter, "scatter_add": scatter_add, "scatter_reduce": scatter_reduce,
+            "index_select": index_select, "nonzero": nonzero}
 
 
 def along_axis(xp: Any, index: Any, dim: int) -> tuple:
@@ -68,6 +81,38 @@ def along_axis(xp: Any, index: Any, dim: int) -> tuple:
     return tuple(index if d == dim else
                  xp.arange(n).reshape((1,) * d + (n,) + (1,) * (ndim - d - 1))
                  for d, n in enumerate(index.shape))
+
+
+def _reduce_by_rounds(xp: Any, ufunc: Any, out: Any, key: tuple, values: Any) -> None:
+    """`ufunc.at(out, key, values)` from fancy reads and writes: each round takes, for
+    every target position, the first of its pending values, so no round writes a
+    position twice."""
+    shape = out.shape
+    flat_target = 0
+    for k, stride in zip(key, _row_major_strides(shape)):
+        flat_target = flat_target + xp.broadcast_to(k, values.shape).ravel() * stride
+    flat_values = values.ravel()
+    flat_out = out.reshape(-1)
+    while flat_target.size:
+        order = xp.argsort(flat_target, kind="stable")
+        sorted_target = flat_target[order]
+        first = xp.ones(sorted_target.shape, dtype=bool)
+        first[1:] = sorted_target[1:] != sorted_target[:-1]
+        take = order[first]
+        t = flat_target[take]
+        flat_out[t] = ufunc(flat_out[t], flat_values[take])
+        keep = xp.ones(flat_target.shape, dtype=bool)
+        keep[take] = False
+        flat_target, flat_values = flat_target[keep], flat_values[keep]
+    out[...] = flat_out.reshape(shape)
+
+
+def _row_major_strides(shape: tuple) -> list[int]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return strides[::-1]
 
 
 def _fit(x: Any, index: Any, dim: int | None) -> Any:

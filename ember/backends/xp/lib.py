@@ -58,6 +58,11 @@ class Hooks:
     """erf of a float64 array to float64 precision. Default: the polynomial that every
     other dtype uses (fractional error < 1.2e-7)."""
 
+    special: Callable[[], Any] | None = None
+    """Returns the array module's `scipy.special` (SciPy's for NumPy, `cupyx.scipy.special`
+    for CuPy), imported on the first call: the special-function kernels (lgamma, digamma,
+    erfinv ...) call it. Default: none, and the table has no such kernels (the CPU's run)."""
+
 
 class ArrayLib:
     """`xp` and the hooks, with what several kernel families derive from them. Kernel

@@ -2,14 +2,16 @@
 
 Importing this package declares every op: the registry (`ember.core.opdef.OPS`) is then
 complete, and `Tensor` has all its methods and operators. The families import one
-another one way only: elementwise <- shape <- indexing <- reduction <- linalg <-
-factorizations <- norms <- nn <- losses, and writes, foreach; rearrange builds on shape
-and indexing, predicates on shape. A gradient formula that needs an op of a later family
-calls it as a Tensor method (`grad.sum_to_size(...)`), bound by the time any backward runs.
+another one way only: elementwise <- shape <- indexing <- reduction <- scans <- sorting
+<- search <- linalg <- factorizations <- norms <- nn <- losses, and writes, foreach,
+elementwise_math; rearrange builds on shape and indexing, predicates on shape. A gradient
+formula that needs an op of a later family calls it as a Tensor method
+(`grad.sum_to_size(...)`), bound by the time any backward runs.
 """
 
 from ember.core.ops import (  # noqa: F401 - imported for their declarations
     elementwise,
+    elementwise_math,
     factorizations,
     foreach,
     indexing,
@@ -20,6 +22,9 @@ from ember.core.ops import (  # noqa: F401 - imported for their declarations
     predicates,
     rearrange,
     reduction,
+    scans,
+    search,
     shape,
+    sorting,
     writes,
 )

@@ -187,12 +187,13 @@ UNARY_BY_RULE: dict[str, list[str]] = {"same": [], "float": [], "predicate": [],
 
 def _unary(name: str, rule: str, grad: Any, doc: str, *, precision: P = P.KEEP,
            flops: float = 1, fused_backward: str | None = None, inplace: bool = True,
-           out: bool = True, **fields: Any) -> Any:
+           out: bool = True, variants: str | None = None, **fields: Any) -> Any:
     """Declare unary elementwise primitive `name`: `rule` is "same" (the input's dtype),
     "float" (floating result), "predicate" (bool result) or "bitwise"; `grad` is the
     formula for the input's gradient (None: not differentiable); with `fused_backward`,
     a backend's `<name>_backward(v, grad)` kernel may replace the formula, `v` being what
-    the formula reads ("input" or "result")."""
+    the formula reads ("input" or "result"). `variants`, when given, replaces the
+    function, method, in-place and out= variants `inplace` and `out` make."""
     UNARY_BY_RULE[rule].append(name)
     if grad is not None and fused_backward is not None:
         fields["fused"] = (name + "_backward",)
@@ -209,8 +210,9 @@ def _unary(name: str, rule: str, grad: Any, doc: str, *, precision: P = P.KEEP,
     public = define(name, Kind.PRIMITIVE, fn, rule=_RULES.get(rule) or _same_dtype_rule(name),
                     grad=None if grad is None else Grad(input=grad), precision=precision,
                     cost=costs.pointwise(flops), doc=doc,
-                    variants="function method" + (" inplace" if inplace else "") +
-                    (" out" if out else ""), exact_out=rule in ("same", "bitwise"),
+                    variants=variants if variants is not None else "function method" +
+                    (" inplace" if inplace else "") + (" out" if out else ""),
+                    exact_out=rule in ("same", "bitwise"),
                     inplace_method=_unary_inplace(name, fn), **fields)
     op = OPS[name]
     return public
@@ -473,16 +475,26 @@ def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     return sub(other, input, alpha=alpha)
 
 
+def _compare_inplace(name: str, fn: Any) -> Any:
+    """`x.eq_(y)`: the comparison's bools written into x as its own dtype (1 and 0)."""
+    def method(self: Tensor, other: Any) -> Tensor:
+        return apply_inplace(self, lambda old: fn(old, other), other, op=name + "_")
+    method.__name__ = name + "_"
+    return method
+
+
 def _declare_binary(name: str, kind: str, doc: str, *, grad: Grad | None = None,
                     precision: P = P.KEEP,
                     operators: str = "", aliases: str = "", flops: float = 1,
                     variants: str = _ARITH) -> Any:
     fn = _binary_fn(name)
+    inplace = None
+    if "inplace" in variants:
+        inplace = (_compare_inplace if kind == "compare" else _binary_inplace)(name, fn)
     return define(name, Kind.PRIMITIVE, fn, variants=variants, rule=_binary_rule(name, kind),
                   grad=grad, precision=precision, cost=costs.pointwise(flops),
                   doc=doc, operators=operators, aliases=aliases,
-                  operator_impl=fn if operators else None,
-                  inplace_method=_binary_inplace(name, fn) if "inplace" in variants else None)
+                  operator_impl=fn if operators else None, inplace_method=inplace)
 
 
 mul = _declare_binary("mul", "arith", "Multiplies `input` by `other`, with broadcasting.",
@@ -524,7 +536,7 @@ minimum = _declare_binary(
                                                                     "minimum"))))
 atan2 = _declare_binary(
     "atan2", "float", "Element-wise arctangent of `input / other`, in the quadrant given by "
-    "the signs of both.", precision=P.PROMOTE, flops=16,
+    "the signs of both.", precision=P.PROMOTE, flops=16, aliases="arctan2",
     grad=Grad(input=lambda grad, input, other: grad * other / (input * input + other * other),
               other=lambda grad, input, other: -(grad * input / (input * input + other * other))))
 
@@ -562,9 +574,10 @@ true_divide = divide = div
 subtract = sub
 multiply = mul
 negative, absolute, fix, arcsin, arccos, arctan = neg, abs, trunc, asin, acos, atan
+arctan2 = atan2
 
 # comparisons and logical ops: bool results, no gradient
-_COMPARE = "function method out"
+_COMPARE = "function method inplace out"
 _LOGICAL = "function method inplace out"
 eq = _declare_binary("eq", "compare", "Computes `input == other` element-wise.",
                      operators="__eq__", variants=_COMPARE)

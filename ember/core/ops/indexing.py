@@ -18,6 +18,9 @@ Kernels (signatures of their rules):
     scatter        kernel(input, index, src, dim=) -> y, a new buffer (also scatter_add).
     index_select   kernel(input, index, dim=) -> y.
     nonzero        kernel(input) -> int64 (n, ndim).
+    scatter_reduce kernel(input, index, src, dim=, reduce=) -> y, a new buffer: each src
+                   value reduced into the position of input it scatters to, with "prod",
+                   "amax" or "amin" (NaN propagates); "sum" and "mean" never reach it.
 """
 
 from __future__ import annotations
@@ -26,11 +29,11 @@ from typing import Any
 
 from ember.core import costs
 from ember.core import dtype as dt
-from ember.core.apply import apply, apply_labelled
+from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.creation import arange, full, zeros
 from ember.core.declare import composite, primitive
 from ember.core.dispatch import check_castable, run, run_inplace
-from ember.core.grad_mode import state
+from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
 from ember.core.host import python_scalar
 from ember.core.indexing import ParsedIndex, check_in_range, parse, parse_basic
@@ -38,9 +41,15 @@ from ember.core.inplace import apply_inplace, as_view
 from ember.core.opdef import OPS, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import as_operand, to_dtype, where
-from ember.core.ops.shape import broadcast_tensors, reshape
+from ember.core.ops.shape import broadcast_tensors, cat, reshape
 from ember.core.shapes import broadcast_shapes, fmt_shape, normalize_dim
 from ember.core.tensor import Tensor
+
+SCALAR_TYPE_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+                     "uint8": "Byte", "bool": "Bool", "float32": "Float", "float64": "Double",
+                     "float16": "Half", "bfloat16": "BFloat16"}
+"""PyTorch's ScalarType names by dtype name, as its error messages print them."""
+
 
 # -- rules ----------------------------------------------------------------------------
 
@@ -546,3 +555,292 @@ def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> tuple
         start = stop
     return tuple(out)
 
+
+
+# -- index writes and reads of the REDUCE family: take, put, index_copy, index_put,
+# scatter_reduce, index_reduce, masked_scatter, argwhere, nonzero_static ---------------
+
+
+def _flat_index(op: str, index: Tensor, n: int) -> Tensor:
+    """`index` into a flattened tensor of `n` elements, negative ones counted from the
+    end; PyTorch's IndexError for one outside [-n, n)."""
+    if index.dtype is not dt.int64:
+        raise RuntimeError(f"{op}(): Expected a long tensor for index, but got {index.dtype}")
+    flat = reshape(index, (-1,))
+    if flat.numel():
+        lo, hi = int(flat.min().item()), int(flat.max().item())
+        bad = hi if hi >= n else (lo if lo < -n else None)
+        if bad is not None:
+            raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} "
+                             "elements.")
+    return where(flat < 0, flat + n, flat)
+
+
+@composite(variants="function method", cost=costs.movement)
+def take(input: Tensor, index: Tensor) -> Tensor:
+    """The elements of `input`, read as 1-d, at `index` (any shape, which the result
+    has; negative indices count from the end)."""
+    flat = _flat_index("take", index, input.numel())
+    return reshape(gather_in_bounds(reshape(input, (-1,)), 0, flat), tuple(index.shape))
+
+
+@composite(variants="method inplace", cost=costs.movement)
+def put(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """A copy with the elements of `source` written (added, with `accumulate`) at
+    `index` of the tensor read as 1-d."""
+    if index.numel() != source.numel():
+        raise IndexError(f"put_(): Expected source and index to have the same number of "
+                         f"elements, but got source.numel() = {source.numel()}, "
+                         f"index.numel() = {index.numel()}")
+    if source.dtype is not self.dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
+                           f"self.dtype = {SCALAR_TYPE_NAMES[self.dtype.name]} and source.dtype = "
+                           f"{SCALAR_TYPE_NAMES[source.dtype.name]}")
+    flat = _flat_index("put_", index, self.numel())
+    out = index_put(reshape(self, (-1,)), (flat,), reshape(source, (-1,)), accumulate)
+    return reshape(out, tuple(self.shape))
+
+
+def _index_key(input: Tensor, d: int, index: Tensor) -> tuple:
+    return (slice(None),) * d + (reshape(index, (-1,)),)
+
+
+def _outside(t: Tensor, d: int) -> tuple:
+    """`t`'s shape without dim `d` (a 0-d tensor's: empty)."""
+    return tuple(s for i, s in enumerate(t.shape) if i != d)
+
+
+def _along(index: Tensor, d: int, shape: tuple) -> Tensor:
+    """A 1-d `index` along dim `d`, expanded to `shape` (what scatter takes)."""
+    view = [1] * len(shape)
+    view[d] = index.numel()
+    return reshape(index, tuple(view)).expand(shape)
+
+
+@composite(variants="function method inplace", cost=costs.movement)
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """A copy of `input` with the slices of `source` along `dim` written at positions
+    `index` there."""
+    d = normalize_dim("index_copy", dim, input.ndim)
+    if index.ndim > 1:
+        raise IndexError("index_copy_(): Index should have dimension 1 or 0 (got "
+                         f"{index.ndim})")
+    src_size = source.shape[d] if source.ndim else 1
+    if index.numel() != src_size:
+        raise IndexError(f"index_copy_(): Number of indices ({index.numel()}) should be equal "
+                         f"to source.size(dim) ({src_size})")
+    if _outside(input, d) != _outside(source, d):
+        raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice "
+                           f"shapes (destination {fmt_shape(_outside(input, d))}, source "
+                           f"{fmt_shape(_outside(source, d))} outside dimension {d}).")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, "
+                           f"but got (self) {input.dtype} and (source) {source.dtype}")
+    if index.numel():
+        lo, hi = int(index.min().item()), int(index.max().item())
+        size = input.shape[d] if input.ndim else 1
+        if lo < 0 or hi >= size:
+            raise IndexError(f"index_copy_(): index {hi if hi >= size else lo} is out of "
+                             f"bounds for dimension {d} with size {size}")
+    if not input.ndim:
+        return source.reshape(()).clone() if index.numel() else input.clone()
+    return apply(OPS["scatter"], input, _along(index, d, tuple(source.shape)), source, dim=d)
+
+
+
+
+@composite(variants="function method inplace", cost=costs.movement)
+def index_put(input: Tensor, indices: Any, values: Tensor, accumulate: bool = False) -> Tensor:
+    """A copy of `input` with `values` written (added, with `accumulate`; repeats add up)
+    at `input[indices]`, a tuple of index tensors (int64, or bool masks)."""
+    if not isinstance(values, Tensor):
+        raise TypeError(f"index_put(): argument 'values' must be Tensor, not "
+                        f"{type(values).__name__}")
+    if values.dtype is not input.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{SCALAR_TYPE_NAMES[input.dtype.name]} for the destination and "
+                           f"{SCALAR_TYPE_NAMES[values.dtype.name]} for the source.")
+    parsed = parse(input, tuple(indices))
+    values = _check_value(input, values, parsed)
+    if not accumulate:
+        return _index_put(input, parsed, values)
+    added = index_put_into_zeros(values.expand(parsed.shape), tuple(input.shape), parsed)
+    return input + added
+
+
+_SCATTER_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+_check_scatter_reduce = _scatter_rule("scatter_reduce")
+
+
+def _scatter_reduce_rule(input, index, src, *, dim, reduce):
+    return _check_scatter_reduce(input, index, src, dim=dim)
+
+
+def _reduce_identity(reduce: str, d: dt.dtype) -> Any:
+    """What a position reduces from when its own value is left out (`include_self`)."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if d.is_floating_point:
+        return float("-inf") if reduce == "amax" else float("inf")
+    if d is dt.bool_:
+        return reduce == "amin"
+    bits = d.itemsize * 8
+    lo, hi = (0, 2 ** bits - 1) if d is dt.uint8 else (-2 ** (bits - 1), 2 ** (bits - 1) - 1)
+    return lo if reduce == "amax" else hi
+
+
+def _scatter_counts(input: Tensor, d: int, index: Tensor, include_self: bool) -> Tensor:
+    """How many values each position of a scatter-mean averages (at least 1)."""
+    start = full(tuple(input.shape), 1 if include_self else 0, dtype=input.dtype,
+                 device=input.device)
+    ones = full(tuple(index.shape), 1, dtype=input.dtype, device=input.device)
+    n = apply(OPS["scatter_add"], start, index, ones, dim=d)
+    return where(n == 0, 1, n)
+
+
+def _scatter_reduced(input: Tensor, d: int, index: Tensor, src: Tensor, reduce: str,
+                     include_self: bool) -> Tensor:
+    base = input if include_self else apply(
+        OPS["scatter"], input, index, full(tuple(index.shape), _reduce_identity(
+            reduce, input.dtype), dtype=input.dtype, device=input.device), dim=d)
+    if reduce in ("sum", "mean"):
+        total = apply(OPS["scatter_add"], base, index, src, dim=d)
+        if reduce == "sum":
+            return total
+        n = _scatter_counts(input, d, index, include_self)
+        return total / n if input.dtype.is_floating_point else \
+            total.div(n, rounding_mode="floor")
+    return run("scatter_reduce", base, index, src, dim=d, reduce=reduce)
+
+
+def _crop(t: Tensor, shape: tuple) -> Tensor:
+    return t if tuple(t.shape) == shape else t[tuple(slice(0, s) for s in shape)]
+
+
+def _scatter_reduce_grad(grad, input, index, src, result, dim, reduce, include_self,
+                         needs):
+    """PyTorch's scatter_reduce_backward (derivatives.yaml), for every reduction."""
+    src_in = _crop(src, tuple(index.shape))
+    if reduce == "sum":
+        grad_self, grad_src = grad, gather_in_bounds(grad, dim, index)
+    elif reduce == "mean":
+        share = grad / _scatter_counts(grad, dim, index, include_self)
+        grad_self, grad_src = share, gather_in_bounds(share, dim, index)
+    elif reduce in ("amax", "amin"):
+        value = gather_in_bounds(result, dim, index)
+        # (the input's own ties share even when it is left out: PyTorch's formula, whose
+        # share for it is then dropped below)
+        self_hit = to_dtype(input == result, grad.dtype)
+        src_hit = to_dtype(src_in == value, grad.dtype)
+        share = grad / self_hit.scatter_add(dim, index, src_hit)
+        grad_self, grad_src = self_hit * share, src_hit * gather_in_bounds(share, dim, index)
+    else:  # prod: the product of the others, exactly where one factor is zero
+        masked_self = input.masked_fill(input == 0, 1)
+        grad_self = grad * scatter_reduce(masked_self, dim, index, src, "prod",
+                                          include_self=include_self) / masked_self
+        src_zero = src_in == 0
+        zeros_there = gather_in_bounds(zeros(tuple(input.shape), dtype=grad.dtype,
+                                             device=grad.device).scatter_add(
+            dim, index, to_dtype(src_zero, grad.dtype)), dim, index)
+        single_zero = src_zero.logical_and(zeros_there == 1)
+        others = scatter_reduce(input, dim, index, src_in.masked_fill(single_zero, 1), "prod",
+                                include_self=include_self)
+        grad_src = where(single_zero, gather_in_bounds(grad * others, dim, index),
+                         gather_in_bounds(grad * result, dim, index) /
+                         src_in.masked_fill(src_zero, 1))
+    if not include_self:
+        grad_self = grad_self.scatter(dim, index, 0.0)
+    return (grad_self if needs[0] else None, None,
+            _pad_to(grad_src, tuple(src.shape)) if needs[2] else None)
+
+
+@primitive(variants="function method inplace", rule=_scatter_reduce_rule, cost=costs.movement,
+           grad=Grad("ScatterReduceBackward0", each=_scatter_reduce_grad))
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                   include_self: bool = True) -> Tensor:
+    """A copy of `input` where the values of `src` are reduced into the positions
+    `index` gives along `dim`: "sum", "prod", "mean", "amax" or "amin", with the
+    position's own value unless `include_self=False` (untouched positions keep it).
+    The kernel does "prod", "amax" and "amin"; sum and mean are `scatter_add`s."""
+    if reduce not in _SCATTER_REDUCES:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, "
+                           f"got {reduce}")
+    if reduce == "mean" and input.dtype is dt.bool_:
+        raise NotImplementedError("\"scatter_gather_tensor_cpu_reduce_mean\" not implemented "
+                                  "for 'Bool'")
+    d = normalize_dim("scatter_reduce", dim, input.ndim)
+    _check_scatter_reduce(input, index, src, dim=d)
+    # PyTorch's scatter family: a RuntimeError, and no index counts from the end
+    check_in_range("scatter_reduce", index, input.shape[d] if input.ndim else 1, d)
+    with no_grad():
+        out = _scatter_reduced(input, d, index, src, reduce, include_self)
+    record_grad(OPS["scatter_reduce"], (input, index, src),
+                {"dim": d, "reduce": reduce, "include_self": include_self}, out)
+    return out
+
+
+@composite(variants="function method inplace", cost=costs.movement)
+def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                 include_self: bool = True) -> Tensor:
+    """A copy of `input` where the slices of `source` along `dim` are reduced into the
+    positions `index` gives there: "prod", "mean", "amax" or "amin" (see
+    `scatter_reduce`)."""
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
+                           f"amin but got {reduce}.")
+    d = normalize_dim("index_reduce", dim, input.ndim)
+    if index.ndim > 1:
+        raise IndexError(f"index_reduce_(): Index is supposed to be a vector, but got dim: "
+                         f"{index.ndim} with type: Long and size: {list(index.shape)}")
+    if index.numel() != (source.shape[d] if source.ndim else 1):
+        raise RuntimeError(f"index_reduce_(): Number of indices ({index.numel()}) should be "
+                           f"equal to source.size(dim): ({source.shape[d] if source.ndim else 1}"
+                           f"), for dim: {d}")
+    if _outside(input, d) != _outside(source, d):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = {list(input.shape)} "
+                           f"source.shape = {list(source.shape)}")
+    return scatter_reduce(input, d, _along(index, d, tuple(source.shape)), source, reduce,
+                          include_self=include_self)
+
+
+@composite(variants="function method inplace", cost=costs.movement)
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """A copy of `input` with the leading elements of `source`, in order, written where
+    `mask` (broadcast to `input`) is true."""
+    if mask.dtype is not dt.bool_:
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
+                           f"dtype {mask.dtype}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"masked_scatter_: expected self and source to have same dtypes but "
+                           f"got {input.dtype} and {source.dtype}")
+    mask = mask.expand(tuple(broadcast_shapes("masked_scatter", tuple(mask.shape),
+                                              tuple(input.shape))))
+    if tuple(mask.shape) != tuple(input.shape):
+        input = input.expand(tuple(mask.shape))
+    parsed = parse(input, mask)
+    k = parsed.shape[0]
+    if k > source.numel():
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    return _index_put(input, parsed, reshape(source, (-1,))[:k])
+
+
+@composite(variants="function method", cost=costs.movement)
+def argwhere(input: Tensor) -> Tensor:
+    """The indices of the nonzero elements, one row each (`nonzero(input)`)."""
+    return nonzero(input)
+
+
+@composite(variants="function method", cost=costs.movement)
+def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
+    """`nonzero`, with exactly `size` rows: cut short, or padded with `fill_value`."""
+    if size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    found = nonzero(input)
+    if found.shape[0] >= size:
+        return found[:size]
+    pad = full((size - found.shape[0], found.shape[1]), fill_value, dtype=dt.int64,
+               device=input.device)
+    return cat([found, pad])

@@ -523,10 +523,10 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,
     if log_target:
         loss = E.exp(target) * (target - input)
     else:
-        # xlogy(t, t) - t * x, with 0 log 0 = 0
-        positive = target > 0
-        safe = E.where(positive, target, 1.0)
-        loss = E.where(positive, target * E.log(safe), 0.0) - target * input
+        # xlogy(t, t) - t * x: 0 log 0 = 0, and a negative target gives NaN, as in torch
+        zero = target == 0
+        safe = E.where(zero, 1.0, target)
+        loss = E.where(zero, 0.0, target * E.log(safe)) - target * input
     if reduction == "batchmean":
         if input.ndim == 0:
             return loss.sum()
@@ -648,3 +648,283 @@ __all__ = [
     "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
     "triplet_margin_loss",
 ]
+
+
+# -- nnmisc family (issue 16): multi-class margins and CTC -----------------------------
+
+
+def _multi_margin_checks(input: Tensor, target: Tensor, p: int, weight: Tensor | None) -> int:
+    """PyTorch's argument checks of multi_margin_loss; the number of classes."""
+    if p != 1 and p != 2:
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
+    if input.ndim > 2 or (input.ndim == 2 and input.shape[1] == 0):
+        raise RuntimeError(f"multi_margin_loss: Expected non-empty vector or matrix with "
+                           f"optional 0-dim batch size, but got: {list(input.shape)}")
+    classes = input.shape[-1] if input.ndim else 1
+    batch = input.shape[0] if input.ndim == 2 else 1
+    if target.numel() != batch or target.ndim > 1:
+        raise RuntimeError(f"multi_margin_loss: inconsistent target size, expected {batch} "
+                           f"but got {list(target.shape)}")
+    _check_targets(target.reshape(-1), classes, -1 - classes)  # no index is ignored
+    return classes
+
+
+@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(6))
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
+                      weight: Tensor | None = None, size_average: bool | None = None,
+                      reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    r"""Multi-class hinge loss of scores ``input`` (N, C) or (C,) against class indices:
+    :math:`\frac{1}{C}\sum_{i \ne y} w_y \max(0, margin - x_y + x_i)^p`."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    classes = _multi_margin_checks(input, target, p, weight)
+    x = input.reshape(-1, classes)
+    t = target.reshape(-1, 1)
+    picked = gather(x, 1, t)
+    hinge = (margin - picked + x).clamp(min=0.0)
+    if p == 2:
+        hinge = hinge * hinge
+    if weight is not None:
+        hinge = hinge * gather(weight, 0, t.reshape(-1)).unsqueeze(1)
+    # the target's own column is not a margin violation
+    own = scatter(zeros_like(hinge), 1, t, 1.0)
+    loss = (hinge * (1.0 - own)).sum(1) / classes
+    if input.ndim < 2:
+        loss = loss.reshape(target.shape)
+    return _reduce(loss, reduction)
+
+
+@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(6))
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+                           reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    r"""Multi-label hinge loss: each row of ``target`` lists its classes, ended by the
+    first ``-1``; :math:`\sum_{j, i} \max(0, 1 - (x_{y_j} - x_i)) / C` over its classes
+    :math:`y_j` and the classes :math:`i` it does not list."""
+    reduction = _reduction_arg(size_average, reduce, reduction)
+    if input.ndim > 2 or (input.ndim == 2 and input.shape[1] == 0):
+        raise RuntimeError(f"multilabel_margin_loss: Expected non-empty vector or matrix "
+                           f"with optional 0-dim batch size, but got: {list(input.shape)}")
+    if target.shape != input.shape:
+        raise RuntimeError(f"multilabel_margin_loss: inconsistent target size: "
+                           f"{list(target.shape)} for input of size: {list(input.shape)}")
+    classes = input.shape[-1] if input.ndim else 1
+    x = input.reshape(-1, classes)
+    t = target.reshape(-1, classes)
+    # the labels before the first -1 count
+    valid = R.cumsum(E.to_dtype(t == -1, dt.int64), 1) == 0
+    _check_targets(E.where(valid, t, 0).reshape(-1), classes, -1 - classes)
+    safe = E.where(valid, t, 0)
+    picked = gather(x, 1, safe)  # (N, K): the score of each listed class
+    onehot = E.logical_and(E.eq(unsqueeze(safe, 2), _arange_like(classes, t)),
+                           unsqueeze(valid, 2))
+    is_target = R.any(onehot, 1)  # (N, C)
+    hinge = (1.0 - unsqueeze(picked, 2) + unsqueeze(x, 1)).clamp(min=0.0)
+    keep = E.logical_and(unsqueeze(valid, 2), unsqueeze(E.logical_not(is_target), 1))
+    loss = E.where(keep, hinge, 0.0).sum((1, 2)) / classes
+    if input.ndim < 2:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def _arange_like(n: int, like: Tensor) -> Tensor:
+    """0 .. n - 1 (int64) on `like`'s device."""
+    from ember.core.creation import arange
+    return arange(n, dtype=dt.int64, device=like.device)
+
+
+def _lengths(name: str, lengths: Tensor | list | tuple | int, batch: int) -> list[int]:
+    if isinstance(lengths, Tensor):
+        values = [int(v) for v in host_array(lengths).reshape(-1).tolist()]
+    elif isinstance(lengths, int):
+        values = [lengths]
+    else:
+        values = [int(v) for v in lengths]
+    if len(values) != batch:
+        raise RuntimeError(f"ctc_loss: {name} must be of size batch_size ({batch}), but got "
+                           f"{len(values)}")
+    return values
+
+
+def _lse(*terms: Tensor) -> Tensor:
+    """log(sum(exp(terms))) of same-shape tensors; all -inf gives -inf (not NaN)."""
+    top = terms[0]
+    for t in terms[1:]:
+        top = E.maximum(top, t)
+    shift = E.where(E.isinf(top), 0.0, top)
+    total = E.exp(terms[0] - shift)
+    for t in terms[1:]:
+        total = total + E.exp(t - shift)
+    return E.log(total) + shift
+
+
+def _shift(x: Tensor, k: int, fill: float) -> Tensor:
+    """`x` moved `k` places along its last dim (right for k > 0, left for k < 0)."""
+    from ember.core.ops.shape import cat
+    pad = _full(tuple(x.shape[:-1]) + (abs(k),), fill, dtype=x.dtype, device=x.device)
+    if k > 0:
+        return cat([pad, x[..., :-k]], -1)
+    return cat([x[..., -k:], pad], -1)
+
+
+def _ctc_grad(grad, log_probs, lp_ext, labels, skip, skip_back, log_alpha, nll, in_lens,
+              ext_lens, zero_infinity):
+    """PyTorch's _ctc_loss_backward: exp(lp) - exp(log(sum over the label's positions of
+    alpha beta) + nll - lp), zero after each input's end (and for infinite losses with
+    zero_infinity); beta is computed here, by the backward recursion."""
+    from ember.core.ops.shape import stack
+    T, N, L = lp_ext.shape
+    neg_inf = float("-inf")
+    time = _arange_like(T, lp_ext)
+    last_t = (in_lens - 1).reshape(1, N)
+    s_idx = _arange_like(L, lp_ext).reshape(1, L)
+    final = E.logical_or(s_idx == (ext_lens - 1).reshape(N, 1),
+                         s_idx == (ext_lens - 2).reshape(N, 1))
+    betas = [None] * T
+    beta = _full((N, L), neg_inf, dtype=lp_ext.dtype, device=lp_ext.device)
+    for t in range(T - 1, -1, -1):
+        step = _lse(beta, _shift(beta, -1, neg_inf),
+                    E.where(skip_back, _shift(beta, -2, neg_inf), neg_inf)) + lp_ext[t]
+        at_end = (last_t == t).reshape(N, 1)
+        beta = E.where(at_end, E.where(final, lp_ext[t], neg_inf),
+                       E.where((last_t > t).reshape(N, 1), step, neg_inf))
+        betas[t] = beta
+    log_beta = stack(betas, 0)
+    ab = log_alpha + log_beta  # (T, N, L)
+    top = R.amax(ab, 2, keepdim=True)
+    top = E.where(E.isinf(top), 0.0, top)
+    C = log_probs.shape[2]
+    sums = zeros_like(log_probs).scatter_add(
+        2, labels.reshape(1, N, L).expand(T, N, L), E.exp(ab - top))
+    lcab = E.log(sums) + top
+    g = E.exp(log_probs) - E.exp(lcab + nll.reshape(1, N, 1) - log_probs)
+    live = (time.reshape(T, 1) <= last_t).reshape(T, N, 1)
+    if zero_infinity:
+        live = E.logical_and(live, E.logical_not(E.isinf(nll)).reshape(1, N, 1))
+    del C
+    return E.where(live, g * grad.reshape(1, N, 1), 0.0)
+
+
+@composite(variants="", cost=costs.reduction(12),
+           grad=Grad("CtcLossBackward0", log_probs=_ctc_grad))
+def _ctc_nll(log_probs: Tensor, targets: Tensor, input_lengths: list, target_lengths: list,
+             blank: int, zero_infinity: bool) -> Tensor:
+    """Each sequence's CTC negative log likelihood (N,), by the forward (alpha) recursion
+    over the blank-extended labels, and its gradient with PyTorch's formula."""
+    from ember.core.creation import tensor
+    from ember.core.grad_mode import no_grad
+    from ember.core.ops.shape import stack
+    T, N, C = log_probs.shape
+    if not 0 <= blank < C:
+        raise RuntimeError("ctc_loss: blank must be in label range")
+    if any(n > T for n in input_lengths):
+        bad = max(input_lengths)
+        raise RuntimeError(f"ctc_loss: Expected input_lengths to have value at most {T}, "
+                           f"but got value {bad}")
+    flat = host_array(targets).tolist()
+    if targets.ndim == 1:  # concatenated targets
+        starts = [sum(target_lengths[:n]) for n in range(N)]
+        if sum(target_lengths) != len(flat):
+            raise RuntimeError(f"ctc_loss: Expected tensor to have size {sum(target_lengths)} "
+                               f"at dimension 0, but got size {len(flat)} for argument #2 "
+                               "'targets'")
+        rows = [flat[s:s + n] for s, n in zip(starts, target_lengths)]
+    else:
+        if any(n > targets.shape[1] for n in target_lengths):
+            raise RuntimeError(f"ctc_loss: Expected tensor to have size at least "
+                               f"{max(target_lengths)} at dimension 1, but got size "
+                               f"{targets.shape[1]} for argument #2 'targets'")
+        rows = [flat[n][:k] for n, k in enumerate(target_lengths)]
+    width = 2 * max(target_lengths, default=0) + 1
+    ext = [[blank] * width for _ in range(N)]
+    for n, row in enumerate(rows):
+        for i, label in enumerate(row):
+            ext[n][2 * i + 1] = int(label)
+    # s may skip from s - 2 when l'(s) is a label that differs from l'(s - 2)
+    skip = [[s >= 2 and e[s] != blank and e[s] != e[s - 2] for s in range(width)] for e in ext]
+    skip_back = [[s + 2 < width and e[s] != blank and e[s] != e[s + 2]
+                  for s in range(width)] for e in ext]
+    device = log_probs.device
+    labels = tensor(ext, dtype=dt.int64, device=device)
+    skip_t = tensor(skip, dtype=dt.bool_, device=device)
+    skip_back_t = tensor(skip_back, dtype=dt.bool_, device=device)
+    in_lens = tensor(input_lengths, dtype=dt.int64, device=device)
+    ext_lens = tensor([2 * k + 1 for k in target_lengths], dtype=dt.int64, device=device)
+    neg_inf = float("-inf")
+    with no_grad():
+        lp_ext = gather(log_probs, 2, labels.reshape(1, N, width).expand(T, N, width))
+        s_idx = _arange_like(width, log_probs).reshape(1, width)
+        alpha = E.where(s_idx < 2, lp_ext[0], neg_inf) if T else None
+        alpha = E.where(s_idx < ext_lens.reshape(N, 1), alpha, neg_inf) if T else None
+        alphas = [alpha] if T else []
+        for t in range(1, T):
+            step = _lse(alpha, _shift(alpha, 1, neg_inf),
+                        E.where(skip_t, _shift(alpha, 2, neg_inf), neg_inf)) + lp_ext[t]
+            alpha = E.where((in_lens > t).reshape(N, 1), step, alpha)
+            alphas.append(alpha)
+        if T:
+            log_alpha = stack(alphas, 0)
+            last = gather(alpha, 1, E.clamp(stack([ext_lens - 1, ext_lens - 2], 1), min=0))
+            last = E.where(stack([ext_lens >= 1, ext_lens >= 2], 1), last, neg_inf)
+            nll = -_lse(last[:, 0], last[:, 1])
+        else:
+            log_alpha = _full((0, N, width), neg_inf, dtype=log_probs.dtype, device=device)
+            nll = _full((N,), float("inf"), dtype=log_probs.dtype, device=device)
+        # an empty input explains only an empty target
+        nll = E.where(in_lens == 0, E.where(ext_lens == 1, 0.0, float("inf")), nll)
+        out = E.where(E.isinf(nll), 0.0, nll) if zero_infinity else nll
+    record_grad(OPS["_ctc_nll"], (log_probs,), {
+        "lp_ext": lp_ext, "labels": labels, "skip": skip_t, "skip_back": skip_back_t,
+        "log_alpha": log_alpha, "nll": nll, "in_lens": in_lens, "ext_lens": ext_lens,
+        "zero_infinity": zero_infinity}, out)
+    return out
+
+
+@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(12))
+def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | list,
+             target_lengths: Tensor | list, blank: int = 0, reduction: str = "mean",
+             zero_infinity: bool = False) -> Tensor:
+    r"""The Connectionist Temporal Classification loss ("Connectionist Temporal
+    Classification: Labelling Unsegmented Sequence Data with Recurrent Neural Networks",
+    Graves et al.): the negative log likelihood of each target sequence summed over its
+    alignments with the input.
+
+    Args:
+        log_probs: ``(T, N, C)`` or ``(T, C)`` log-probabilities (``log_softmax``).
+        targets: ``(N, S)`` padded, or the ``sum(target_lengths)`` targets concatenated.
+        input_lengths: ``(N,)`` lengths of the inputs (each <= T).
+        target_lengths: ``(N,)`` lengths of the targets.
+        blank (int): the blank label (default: 0).
+        reduction (str): ``'none'``, ``'mean'`` (each loss divided by its target length,
+            then the batch mean) or ``'sum'`` (default: 'mean').
+        zero_infinity (bool): replace infinite losses (an input too short for its target)
+            and their gradients by zero (default: False).
+    """
+    _check_reduction(reduction)
+    if not log_probs.dtype.is_floating_point:
+        raise RuntimeError(f"ctc_loss: expected floating point log_probs, got "
+                           f"{log_probs.dtype}")
+    batched = log_probs.ndim == 3
+    if log_probs.ndim not in (2, 3):
+        raise RuntimeError(f"ctc_loss: expected log_probs of 2 or 3 dims, got "
+                           f"{log_probs.ndim}")
+    if not batched:
+        log_probs = unsqueeze(log_probs, 1)
+        targets = unsqueeze(targets, 0)
+    N = log_probs.shape[1]
+    in_lens = _lengths("input_lengths", input_lengths, N)
+    tgt_lens = _lengths("target_lengths", target_lengths, N)
+    nll = _ctc_nll(log_probs, targets, in_lens, tgt_lens, blank, zero_infinity)
+    if reduction == "mean":
+        from ember.core.creation import tensor
+        divisor = tensor([max(k, 1) for k in tgt_lens], dtype=nll.dtype, device=nll.device)
+        return (nll / divisor).mean()
+    if reduction == "sum":
+        return nll.sum()
+    return nll if batched else nll.reshape(())
+
+
+__all__ += ["multi_margin_loss", "multilabel_margin_loss", "ctc_loss"]

@@ -22,6 +22,7 @@ from typing import Any
 from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import apply_labelled, record_grad
+from ember.core.creation import arange
 from ember.core.declare import composite, primitive, write_out
 from ember.core.dispatch import run
 from ember.core.grad_mode import no_grad, state
@@ -29,7 +30,7 @@ from ember.core.host import dtype_arg
 from ember.core.opdef import OPS, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import maximum, minimum, to_dtype, where
-from ember.core.ops.indexing import gather_in_bounds
+from ember.core.ops.indexing import SCALAR_TYPE_NAMES, gather_in_bounds
 from ember.core.ops.shape import expand, reshape, squeeze
 from ember.core.shapes import fmt_shape, normalize_dim, normalize_dims, reduced_shape
 from ember.core.tensor import Tensor
@@ -77,7 +78,7 @@ def _dims_arg(op: str, x: Tensor, dim: Any) -> tuple[int, ...] | None:
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return None
     dims = normalize_dims(op, dim, x.ndim)
-    return None if not x.ndim else dims  # a 0-d tensor's dim 0 (or -1) is all of it
+    return None if x.ndim == 0 else dims  # a 0-d tensor's dim 0 (or -1) is all of it
 
 
 def expand_back(g: Tensor, shape: tuple, dims: tuple | None, keepdim: bool) -> Tensor:
@@ -188,7 +189,8 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__} "
                         f"(prod reduces over one dim, or all of them)")
     dims = None if dim is None else (normalize_dim("prod", dim, input.ndim),)
-    dims = dims if input.ndim else None
+    if not input.ndim:  # a 0-d tensor's dim 0 (or -1) is all of it
+        dims = None
     out = apply_labelled(OPS["prod"], "ProdBackward0", input, dims=dims, keepdim=keepdim)
     return _as_requested(out, dtype)
 
@@ -235,17 +237,16 @@ def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool) -> Any:
         return _extreme(op, input, None, False, "MaxBackward1" if op == "max" else
                         "MinBackward1")
     d = normalize_dim(op, dim, input.ndim)
-    result = MaxResult if op == "max" else MinResult
-    if not input.ndim:  # a 0-d tensor is its own extreme, at index 0
-        return result(_extreme(op, input, None, False, "MaxBackward1" if op == "max" else
-                               "MinBackward1"), run("argmax", input, dim=0, keepdim=False))
-    if input.shape[d] == 0:
+    if not input.ndim:  # a 0-d tensor is its own max, at index 0
+        flat = _max_min(op, reshape(input, (1,)), 0, False)
+        return type(flat)(reshape(flat.values, ()), reshape(flat.indices, ()))
+    if input.shape and input.shape[d] == 0:
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
     idx = run("argmax" if op == "max" else "argmin", input, dim=d, keepdim=True)
     values = gather_in_bounds(input, d, idx)
     if not keepdim:
         values, idx = squeeze(values, d), squeeze(idx, d)
-    return result(values, idx)
+    return (MaxResult if op == "max" else MinResult)(values, idx)
 
 
 @primitive(rule=_reduction_rule("max"), cost=costs.reduction(1),
@@ -322,15 +323,22 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 
 
 def _topk_out(input: Tensor, k: int, d: int, largest: bool, out: Any) -> Any:
+    return pair_out("topk", input, out, lambda: topk(input, k, d, largest))
+
+
+def pair_out(name: str, input: Tensor, out: Any, compute: Any) -> Any:
+    """An op with a (values, indices) result, written into `out`, a pair of tensors:
+    PyTorch's `out=` for topk, sort, kthvalue and the like."""
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         n = len(out) if isinstance(out, (tuple, list)) else 1
         raise TypeError(f"expected tuple of 2 elements but got {n}")
     if state.enabled and builtins.any(
             isinstance(t, Tensor) and t._requires_grad for t in (input, *out)):
-        raise RuntimeError("topk(): functions with out=... arguments don't support automatic "
-                           "differentiation, but one of the arguments requires grad.")
-    values, indices = topk(input, k, d, largest)
-    return TopkResult(write_out("topk", out[0], values), write_out("topk", out[1], indices))
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
+                           "automatic differentiation, but one of the arguments requires "
+                           "grad.")
+    values, indices = result = compute()
+    return type(result)(write_out(name, out[0], values), write_out(name, out[1], indices))
 
 
 # -- logical --------------------------------------------------------------------------
@@ -431,7 +439,7 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
     input = _cast_first(input, dtype)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
-                           f"as input. Got {_TYPE_WORD[input.dtype.name]}")
+                           f"as input. Got {SCALAR_TYPE_NAMES[input.dtype.name]}")
     dims = _dims_arg("norm", input, dim)
     if p in ("fro", 2, 2.0):
         with no_grad():
@@ -453,8 +461,6 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
     return sum(input.abs() ** p, dims, keepdim) ** (1.0 / p)
 
 
-_TYPE_WORD = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-              "uint8": "Byte", "bool": "Bool"}
 
 
 # -- scans ----------------------------------------------------------------------------
@@ -467,6 +473,83 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """The cumulative sum along `dim`."""
     input = _cast_first(input, dtype)
     d = normalize_dim("cumsum", dim, input.ndim)
-    if not input.ndim:  # a 0-d tensor's cumsum is itself, 0-d
+    if not input.ndim:  # a 0-d tensor: the sum of its one element, still 0-d
         return reshape(cumsum(reshape(input, (1,)), 0, dtype=dtype), ())
     return _as_requested(apply_labelled(OPS["cumsum"], "CumsumBackward0", input, dim=d), dtype)
+
+
+# -- NaN-ignoring reductions, aminmax, trace, renorm ----------------------------------
+
+AminmaxResult = namedtuple("aminmax", ["min", "max"])
+
+
+@composite(variants="function method out", cost=costs.reduction(2))
+def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *,
+           dtype: Any = None) -> Tensor:
+    """The sum over `dim`, counting NaN as zero."""
+    if input._dtype.is_floating_point:
+        input = where(input.isnan(), 0.0, input)
+    return sum(input, dim, keepdim, dtype=dtype)
+
+
+@composite(variants="function method out", cost=costs.reduction(3))
+def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
+            dtype: Any = None) -> Tensor:
+    """The mean over `dim` of the elements that are not NaN."""
+    if not input._dtype.is_floating_point and dtype is None:
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
+                           f"dtype but got {SCALAR_TYPE_NAMES.get(input.dtype.name, input.dtype)}")
+    input = _cast_first(input, dtype)
+    numbers = sum(input.isnan().logical_not(), dim, keepdim)
+    return nansum(input, dim, keepdim) / numbers
+
+
+@composite(variants="function method", cost=costs.reduction(2))
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> Any:
+    """The minimum and maximum over `dim` (all elements when None), as a named
+    (min, max) pair."""
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as "
+                               "the operation has no identity.")
+        lo, hi = amin(input), amax(input)
+        if keepdim:
+            shape = (1,) * input.ndim
+            lo, hi = reshape(lo, shape), reshape(hi, shape)
+        return AminmaxResult(lo, hi)
+    d = normalize_dim("aminmax", dim, input.ndim)
+    if input.ndim and input.shape[d] == 0:
+        raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
+    if not input.ndim:
+        return AminmaxResult(amin(input), amax(input))
+    return AminmaxResult(amin(input, d, keepdim), amax(input, d, keepdim))
+
+
+@composite(variants="function method", cost=costs.reduction(1))
+def trace(input: Tensor) -> Tensor:
+    """The sum of the main diagonal of a matrix (int64 for integer matrices)."""
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    if input.dtype is dt.bool_:
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
+    i = arange(builtins.min(input.shape), device=input.device)
+    return sum(input[i, i])
+
+
+@composite(variants="function method inplace out", cost=costs.reduction(4))
+def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
+    """Each slice along `dim` (over all the other dimensions) with a `p`-norm above
+    `maxnorm` scaled down to norm `maxnorm` (PyTorch's `maxnorm / (norm + 1e-7)`)."""
+    if not input._dtype.is_floating_point:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
+                           f"as input. Got {SCALAR_TYPE_NAMES[input.dtype.name]}")
+    if p < 0:
+        raise RuntimeError(f"renorm: non-positive-norm not supported, got p={p}")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    d = normalize_dim("renorm", dim, input.ndim)
+    others = tuple(i for i in range(input.ndim) if i != d)
+    n = norm(input, p, others, keepdim=True) if others else input.abs()
+    with no_grad():
+        big = n > maxnorm
+    return input * where(big, maxnorm / (n + 1e-7), 1.0)

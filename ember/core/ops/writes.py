@@ -15,6 +15,7 @@ from ember.core.declare import composite
 from ember.core.grad_mode import no_grad
 from ember.core.inplace import apply_inplace
 from ember.core.ops.elementwise import eq, isfinite, lt, to_device, to_dtype, where
+from ember.core.ops.indexing import SCALAR_TYPE_NAMES
 from ember.core.ops.reduction import all as all_
 from ember.core.ops.reduction import argmax, cumsum
 from ember.core.ops.reduction import sum as sum_
@@ -111,9 +112,6 @@ def random_(self: Tensor, from_: int | None = None, to: int | None = None, *,
                                generator=generator))
 
 
-# PyTorch's ScalarType names, which its multinomial error message prints
-_SCALAR_TYPE = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-                "uint8": "Byte", "bool": "Bool"}
 
 
 @composite(variants="function method", cost=costs.creation)
@@ -125,7 +123,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     Without `replacement` a row never repeats an index."""
     if not input.dtype.is_floating_point:
         raise RuntimeError("multinomial only supports floating-point dtypes for input, got: "
-                           f"{_SCALAR_TYPE.get(input.dtype.name, input.dtype.name)}")
+                           f"{SCALAR_TYPE_NAMES[input.dtype.name]}")
     if input.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     categories = input.shape[-1]
@@ -176,3 +174,149 @@ def _draw_without_replacement(probs: Tensor, num_samples: int, generator: Any) -
         picks.append(pick)
         keys = where(eq(columns, pick), -1.0, keys)  # taken: below every weight (>= 0)
     return cat(picks, 1)
+
+
+# -- nnmisc family (issue 16): Poisson and binomial draws -------------------------------
+# PyTorch's samplers, vectorised: every element draws until it is accepted, the loop
+# running while any element is still drawing (a host check per round). Small means use
+# PyTorch's direct methods; large ones its transformed rejection (PTRS for Poisson, BTRS
+# for the binomial, Hörmann 1993), whose acceptance test reads log k!.
+
+# log k! for k < 10, exactly; Stirling's series beyond (error < 1e-10 there)
+_LOG_FACTORIALS = [0.0, 0.0, 0.6931471805599453, 1.791759469228055, 3.1780538303479458,
+                   4.787491742782046, 6.579251212010101, 8.525161361065415,
+                   10.60460290274525, 12.801827480081469]
+
+
+def _log_factorial(k: Tensor) -> Tensor:
+    from ember.core.creation import tensor
+    from ember.core.ops import elementwise as E
+    from ember.core.ops.indexing import gather
+    table = tensor(_LOG_FACTORIALS, dtype=k.dtype, device=k.device)
+    small = gather(table, 0, to_dtype(E.clamp(k, 0, 9), dt.int64).reshape(-1)).reshape(k.shape)
+    n = E.maximum(k, 10.0) + 1.0  # log k! = lgamma(k + 1)
+    inv = 1.0 / n
+    inv2 = inv * inv
+    stirling = ((n - 0.5) * E.log(n) - n + 0.9189385332046727
+                + inv * (1.0 / 12 - inv2 * (1.0 / 360 - inv2 / 1260)))
+    return where(k < 10, small, stirling)
+
+
+def _draw_until_accepted(shape: tuple, like: Tensor, pending: Tensor, draw: Any) -> Tensor:
+    """Run `draw(out, pending) -> (value, accepted)` until no element is pending; each
+    element keeps the value of the round that accepted it."""
+    out = full(shape, 0.0, dtype=like.dtype, device=like.device)
+    while bool(pending.any().item()):
+        value, accepted = draw(pending)
+        accepted = accepted.logical_and(pending)
+        out = where(accepted, value, out)
+        pending = pending.logical_and(accepted.logical_not())
+    return out
+
+
+def _uniform(like: Tensor, generator: Any) -> Tensor:
+    return rand(tuple(like.shape), dtype=like.dtype, device=like.device, generator=generator)
+
+
+@composite(variants="function", cost=costs.creation)
+def poisson(input: Tensor, generator: Any = None) -> Tensor:
+    r"""A draw from the Poisson distribution of each element's rate (>= 0), in the input's
+    (floating) dtype."""
+    from ember.core.ops import elementwise as E
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"poisson" not implemented for '
+                                  f"'{SCALAR_TYPE_NAMES.get(input.dtype.name, input.dtype.name)}'")
+    with no_grad():
+        if input.numel() and bool((input < 0).any().item()):
+            raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+        lam = input
+        # small rates: count uniforms until their product falls below exp(-rate)
+        limit = E.exp(-lam)
+        count = full(tuple(lam.shape), 0.0, dtype=lam.dtype, device=lam.device)
+        product = full(tuple(lam.shape), 1.0, dtype=lam.dtype, device=lam.device)
+        active = (lam < 10).logical_and(lam > 0)
+        while bool(active.any().item()):
+            product = where(active, product * _uniform(lam, generator), product)
+            active = active.logical_and(product > limit)
+            count = count + to_dtype(active, lam.dtype)
+        large = lam >= 10
+        if not bool(large.any().item()):
+            return count
+        # large rates: PTRS
+        lam_safe = where(large, lam, 10.0)
+        slam, loglam = E.sqrt(lam_safe), E.log(lam_safe)
+        b = 0.931 + 2.53 * slam
+        a = -0.059 + 0.02483 * b
+        inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+        v_r = 0.9277 - 3.6224 / (b - 2)
+
+        def draw(pending: Tensor) -> tuple[Tensor, Tensor]:
+            u = _uniform(lam, generator) - 0.5
+            v = _uniform(lam, generator)
+            us = 0.5 - E.abs(u)
+            k = E.floor((2 * a / us + b) * u + lam_safe + 0.43)
+            quick = (us >= 0.07).logical_and(v <= v_r)
+            bad = (k < 0).logical_or((us < 0.013).logical_and(v > us))
+            log_ratio = E.log(v) + E.log(inv_alpha) - E.log(a / (us * us) + b)
+            exact = log_ratio <= -lam_safe + k * loglam - _log_factorial(E.clamp(k, min=0))
+            return k, quick.logical_or(bad.logical_not().logical_and(exact))
+
+        return where(large, _draw_until_accepted(tuple(lam.shape), lam, large, draw), count)
+
+
+@composite(variants="function", cost=costs.creation)
+def binomial(count: Tensor, prob: Tensor, generator: Any = None) -> Tensor:
+    r"""A draw from the binomial distribution of ``count`` trials with success probability
+    ``prob`` (broadcast together; floating dtypes), as floats."""
+    from ember.core.ops import elementwise as E
+    from ember.core.ops.shape import broadcast_tensors
+    for name, t in (("count", count), ("prob", prob)):
+        if not t.dtype.is_floating_point:
+            raise ValueError(f"binomial only supports floating-point dtypes for {name}, got: "
+                             f"{SCALAR_TYPE_NAMES.get(t.dtype.name, t.dtype.name)}")
+    with no_grad():
+        n, p = broadcast_tensors(count, to_dtype(prob, count.dtype))
+        n = E.clamp(E.floor(n), min=0.0)
+        flip = p > 0.5  # draw failures instead: q = min(p, 1 - p) <= 0.5
+        q = where(flip, 1.0 - p, p)
+        # small means: count geometric waiting times until they pass n
+        inversion = (n * q < 10).logical_and(q > 0).logical_and(n > 0)
+        log_q = E.log1p(-E.clamp(q, max=0.5))
+        successes = full(tuple(n.shape), 0.0, dtype=n.dtype, device=n.device)
+        waited = full(tuple(n.shape), 0.0, dtype=n.dtype, device=n.device)
+        active = inversion
+        while bool(active.any().item()):
+            u = E.clamp(_uniform(n, generator), min=1e-300)
+            waited = where(active, waited + E.ceil(E.log(u) / log_q), waited)
+            active = active.logical_and(waited <= n)
+            successes = successes + to_dtype(active, n.dtype)
+        large = (n * q >= 10).logical_and(q > 0)
+        if bool(large.any().item()):
+            # BTRS
+            nl, ql = where(large, n, 20.0), where(large, q, 0.5)
+            spq = E.sqrt(nl * ql * (1 - ql))
+            b = 1.15 + 2.53 * spq
+            a = -0.0873 + 0.0248 * b + 0.01 * ql
+            c = nl * ql + 0.5
+            v_r = 0.92 - 4.2 / b
+            alpha = (2.83 + 5.1 / b) * spq
+            lpq = E.log(ql / (1 - ql))
+            m = E.floor((nl + 1) * ql)
+            h = _log_factorial(m) + _log_factorial(nl - m)
+
+            def draw(pending: Tensor) -> tuple[Tensor, Tensor]:
+                u = _uniform(n, generator) - 0.5
+                v = _uniform(n, generator)
+                us = 0.5 - E.abs(u)
+                k = E.floor((2 * a / us + b) * u + c)
+                inside = (k >= 0).logical_and(k <= nl)
+                quick = (us >= 0.07).logical_and(v <= v_r)
+                kk = E.clamp(k, 0.0, None)
+                log_v = E.log(v * alpha / (a / (us * us) + b))
+                exact = log_v <= h - _log_factorial(kk) - _log_factorial(E.clamp(nl - kk, min=0))\
+                    + (k - m) * lpq
+                return k, inside.logical_and(quick.logical_or(exact))
+
+            successes = where(large, _draw_until_accepted(tuple(n.shape), n, large, draw),
+                              successes)
+        return where(flip, n - successes, successes)

@@ -17,6 +17,8 @@ __all__ = [
     "Tanh", "Hardtanh", "Hardsigmoid", "Hardswish", "LogSigmoid", "Softplus", "Softsign",
     "Softshrink", "Hardshrink", "Tanhshrink", "Threshold", "GLU", "PReLU", "Softmax",
     "Softmin", "LogSoftmax",
+    # nnmisc family (issue 16)
+    "RReLU", "Softmax2d",
 ]
 
 
@@ -384,3 +386,36 @@ class LogSoftmax(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+# -- nnmisc family (issue 16) ----------------------------------------------------------
+
+
+class RReLU(Module):
+    r"""Randomized leaky ReLU: negative inputs are scaled by a slope drawn from
+    :math:`U(lower, upper)` per element in training, by :math:`(lower + upper) / 2` in
+    eval mode (:func:`F.rrelu`)."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+                 inplace: bool = False) -> None:
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}{_inplace_str(self.inplace)}"
+
+
+class Softmax2d(Module):
+    r"""Softmax over the channels of ``(N, C, H, W)`` or ``(C, H, W)`` input, at every
+    location."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D "
+                             "instead")
+        return F.softmax(input, -3, _stacklevel=5)

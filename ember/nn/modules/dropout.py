@@ -6,7 +6,8 @@ from ember import Tensor
 from ember.nn import functional as F
 from ember.nn.module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+           "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -60,3 +61,12 @@ class AlphaDropout(_DropoutNd):
 
     def forward(self, input: Tensor) -> Tensor:
         return F.alpha_dropout(input, self.p, self.training)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    r"""Alpha dropout of whole channels of ``(N, C, *)`` input in training
+    (:func:`F.feature_alpha_dropout`): a dropped channel takes SELU's negative
+    saturation, and the mean and variance are kept."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.feature_alpha_dropout(input, self.p, self.training)

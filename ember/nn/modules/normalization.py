@@ -9,6 +9,7 @@ from typing import Any
 
 import ember
 from ember import Tensor
+from ember.autograd import Function
 from ember.nn import functional as F
 from ember.nn import init
 from ember.nn.module import Module
@@ -16,7 +17,9 @@ from ember.nn.parameter import Parameter
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
            "InstanceNorm3d",
-           "LayerNorm", "GroupNorm", "RMSNorm"]
+           "LayerNorm", "GroupNorm", "RMSNorm",
+           # nnmisc family (issue 16)
+           "LocalResponseNorm", "CrossMapLRN2d", "SyncBatchNorm"]
 
 
 def _affine_parameters(module: Module, shape: Any, affine: bool, bias: bool, device: Any,
@@ -319,3 +322,216 @@ class RMSNorm(Module):
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}")
+
+
+# -- nnmisc family (issue 16) ----------------------------------------------------------
+
+
+class LocalResponseNorm(Module):
+    r"""Local response normalisation across channels (:func:`F.local_response_norm`):
+    :math:`b_c = a_c \left(k + \frac{\alpha}{n} \sum_{c'} a_{c'}^2\right)^{-\beta}`
+    over ``size`` neighbouring channels of an ``(N, C, *)`` input."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                 k: float = 1.0) -> None:
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+def _cross_map_windows(channels: int, size: int) -> list[list[int]]:
+    """The channels each output channel of CrossMapLRN2d sums the squares of: the
+    running window of PyTorch's (Lua-derived) implementation, which adds
+    channel ``c + pre_pad - 1`` and drops channel ``c - pre_pad`` (only from
+    ``c > pre_pad`` on, so channel 0 is never dropped)."""
+    pre_pad = int((size - 1) / 2 + 1)
+    window = set(range(min(pre_pad, channels)))
+    rows = [sorted(window)]
+    for c in range(1, channels):
+        if c < channels - pre_pad + 1:
+            window.add(c + pre_pad - 1)
+        if c > pre_pad:
+            window.discard(c - pre_pad)
+        rows.append(sorted(window))
+    return rows
+
+
+def _window_matrix(rows: list[list[int]], channels: int, like: Tensor) -> Tensor:
+    return ember.tensor([[1.0 if j in row else 0.0 for j in range(channels)] for row in rows],
+                        dtype=like.dtype, device=like.device)
+
+
+class _CrossMapLRN2dFunction(Function):
+    """CrossMapLRN2d with PyTorch's own backward, which sums over a centred window of
+    ``size`` channels (not the transpose of the forward's running window)."""
+
+    @staticmethod
+    def forward(ctx: Any, input: Tensor, size: int, alpha: float, beta: float,
+                k: float) -> Tensor:
+        channels = input.shape[1]
+        windows = _window_matrix(_cross_map_windows(channels, size), channels, input)
+        scale = ember.einsum("cj,njhw->nchw", windows, input * input) * (alpha / size) + k
+        output = input * scale.pow(-beta)
+        ctx.size, ctx.alpha, ctx.beta = size, alpha, beta
+        ctx.save_for_backward(input, output, scale)
+        return output
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: Tensor) -> tuple:
+        input, output, scale = ctx.saved_tensors
+        channels, size = input.shape[1], ctx.size
+        inverse_pre_pad = int(size - (size - 1) / 2)
+        rows = [[j for j in range(c - inverse_pre_pad, c + size - inverse_pre_pad)
+                 if 0 <= j < channels] for c in range(channels)]
+        ratio = ember.einsum("cj,njhw->nchw", _window_matrix(rows, channels, input),
+                             grad_output * output / scale)
+        grad = scale.pow(-ctx.beta) * grad_output \
+            - input * ratio * (2 * ctx.alpha * ctx.beta / size)
+        return grad, None, None, None, None
+
+
+class CrossMapLRN2d(Module):
+    r"""Local response normalisation across the channels of a 4-D ``(N, C, H, W)`` input,
+    as Lua Torch's ``SpatialCrossMapLRN``: :math:`b_c = a_c (k + \frac{\alpha}{n}
+    \sum_{c'} a_{c'}^2)^{-\beta}`, with that implementation's running window."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                 k: float = 1) -> None:
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.ndim != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.ndim}D "
+                             "instead.")
+        return _CrossMapLRN2dFunction.apply(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class _AllReduceSum(Function):
+    """Sum a tensor over the ranks of a group, differentiably: each rank's loss depends
+    on every rank's input, so the gradient is summed over the ranks as well."""
+
+    @staticmethod
+    def forward(ctx: Any, input: Tensor, group: Any) -> Tensor:
+        import ember.distributed as dist
+        ctx.group = group
+        out = input.clone()
+        dist.all_reduce(out, group=group)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple:
+        import ember.distributed as dist
+        out = grad.clone()
+        dist.all_reduce(out, group=ctx.group)
+        return out, None
+
+
+class SyncBatchNorm(_BatchNorm):
+    r"""Batch normalisation whose batch statistics are those of the whole batch across
+    the ranks of a process group (data-parallel training): with an initialised
+    ``ember.distributed`` group of more than one rank, the per-channel sums are
+    all-reduced (and so are their gradients); otherwise it is :class:`BatchNorm` of any
+    ``(N, C, *)`` input.
+
+    Args:
+        num_features (int): ``C``.
+        eps, momentum, affine, track_running_stats, bias: as :class:`BatchNorm1d`.
+        process_group (ProcessGroup, optional): the ranks to synchronise (default: the
+            world).
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True,
+                 process_group: Any = None, device: Any = None, dtype: Any = None, *,
+                 bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype, bias=bias)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.ndim < 2:
+            raise ValueError(f"expected at least 2D input (got {input.ndim}D input)")
+
+    def _group(self) -> Any:
+        """The group to synchronise over, or None when there is nothing to synchronise."""
+        import ember.distributed as dist
+        if not (dist.is_available() and dist.is_initialized()):
+            return None
+        group = self.process_group or dist.group.WORLD
+        return group if dist.get_world_size(group) > 1 else None
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        if input.shape[1] == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+        group = self._group() if self.training else None
+        if group is None:
+            return super().forward(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.track_running_stats and self.num_batches_tracked is not None:
+            with ember.no_grad():
+                self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                factor = 1.0 / float(self.num_batches_tracked)
+        c = input.shape[1]
+        dims = (0,) + tuple(range(2, input.ndim))
+        local = ember.tensor([float(input.numel() // c)], dtype=input.dtype,
+                             device=input.device)
+        count = _AllReduceSum.apply(local, group)
+        mean = _AllReduceSum.apply(input.sum(dims), group) / count
+        shape = (1, c) + (1,) * (input.ndim - 2)
+        centered = input - mean.reshape(shape)
+        var = _AllReduceSum.apply((centered * centered).sum(dims), group) / count
+        total = float(count.item())
+        if total <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got "
+                             f"input size {list(input.shape)}")
+        if self.track_running_stats and self.running_mean is not None:
+            with ember.no_grad():
+                self.running_mean.mul_(1.0 - factor).add_(mean.detach() * factor)
+                unbiased = var.detach() * (total / (total - 1))
+                self.running_var.mul_(1.0 - factor).add_(unbiased * factor)
+        out = centered * ember.rsqrt(var + self.eps).reshape(shape)
+        if self.weight is not None:
+            out = out * self.weight.reshape(shape)
+        if self.bias is not None:
+            out = out + self.bias.reshape(shape)
+        return out
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group: Any = None) -> Module:
+        r"""Return `module` with every ``BatchNorm*D`` layer inside it replaced by a
+        :class:`SyncBatchNorm` sharing its parameters and running statistics."""
+        out = module
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
+            out = SyncBatchNorm(module.num_features, module.eps, module.momentum,
+                                module.affine, module.track_running_stats, process_group)
+            if module.affine:
+                with ember.no_grad():
+                    out.weight = module.weight
+                    out.bias = module.bias
+            out.running_mean = module.running_mean
+            out.running_var = module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+            if hasattr(module, "qconfig"):
+                out.qconfig = module.qconfig
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        del module
+        return out

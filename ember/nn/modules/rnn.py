@@ -530,6 +530,31 @@ def _run_layer(mode: str, reverse: bool, steps: _Steps, x: Tensor, h0: Tensor,
 # -- modules ------------------------------------------------------------------------------
 
 
+def _run_layers(mode: str, weights: list[tuple], num_layers: int, num_directions: int,
+                dropout: float, training: bool, steps: _Steps, x: Tensor, h0: Tensor,
+                c0: Tensor | None) -> tuple:
+    """Every layer and direction on the ``(rows, input_size)`` sequence laid out by
+    `steps`, ``weights[layer * num_directions + direction]`` being (w_ih, w_hh, b_ih,
+    b_hh, w_hr), any but the first two None; returns (output rows, h_n, c_n or None).
+    nn's recurrent modules and the torch.lstm-style functions both run this."""
+    h_n: list[Tensor] = []
+    c_n: list[Tensor] = []
+    for layer in range(num_layers):
+        outs = []
+        for direction in range(num_directions):
+            k = layer * num_directions + direction
+            result = _run_layer(mode, direction == 1, steps, x, h0[k],
+                                None if c0 is None else c0[k], weights[k])
+            outs.append(result[0])
+            h_n.append(result[1])
+            if c0 is not None:
+                c_n.append(result[2])
+        x = outs[0] if num_directions == 1 else ember.cat(outs, 1)
+        if dropout > 0 and training and layer < num_layers - 1:
+            x = F.dropout(x, dropout, True)
+    return x, ember.stack(h_n), ember.stack(c_n) if c0 is not None else None
+
+
 class RNNBase(Module):
     r"""Base class of :class:`RNN`, :class:`LSTM` and :class:`GRU`: the parameters of every
     layer and direction, their initialisation, input checks and the layer loop.
@@ -707,27 +732,15 @@ class RNNBase(Module):
         returns (output rows, h_n, c_n or None)."""
         num_directions = 2 if self.bidirectional else 1
         params = self._parameters
-        suffixes = ("", "_reverse")[:num_directions]
-        h_n: list[Tensor] = []
-        c_n: list[Tensor] = []
+        weights = []
         for layer in range(self.num_layers):
-            outs = []
-            for direction, suffix in enumerate(suffixes):
-                k = layer * num_directions + direction
+            for suffix in ("", "_reverse")[:num_directions]:
                 tag = f"l{layer}{suffix}"
-                weights = (params["weight_ih_" + tag], params["weight_hh_" + tag],
-                           params.get("bias_ih_" + tag), params.get("bias_hh_" + tag),
-                           params.get("weight_hr_" + tag))
-                result = _run_layer(self.mode, direction == 1, steps, x, h0[k],
-                                    None if c0 is None else c0[k], weights)
-                outs.append(result[0])
-                h_n.append(result[1])
-                if c0 is not None:
-                    c_n.append(result[2])
-            x = outs[0] if num_directions == 1 else ember.cat(outs, 1)
-            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
-                x = F.dropout(x, self.dropout, True)
-        return x, ember.stack(h_n), ember.stack(c_n) if c0 is not None else None
+                weights.append((params["weight_ih_" + tag], params["weight_hh_" + tag],
+                                params.get("bias_ih_" + tag), params.get("bias_hh_" + tag),
+                                params.get("weight_hr_" + tag)))
+        return _run_layers(self.mode, weights, self.num_layers, num_directions, self.dropout,
+                           self.training, steps, x, h0, c0)
 
     def _run_padded(self, input: Tensor, h0: Tensor, c0: Tensor | None) -> tuple:
         """`_run` on a batched ``(T, B, F)`` (``(B, T, F)``) input tensor."""

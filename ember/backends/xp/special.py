@@ -1,0 +1,95 @@
+"""Special functions (lgamma, digamma, polygamma, erfinv, erfc, erfcx, the modified Bessel
+functions i0/i1 and their scaled forms, the regularized incomplete gamma functions, the
+Bessel functions j0/j1) through the array module's SciPy: `scipy.special` for NumPy,
+`cupyx.scipy.special` for CuPy (the `special` hook, imported on the first call).
+
+SciPy's ufuncs have float32 and float64 loops: half-precision inputs are computed in
+float32 and the result cast back, as PyTorch's CPU kernels do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember.backends.xp.lib import OVERLAP, ArrayLib, Kernel
+from ember.core.backend import float32
+
+# op name -> the scipy.special function that computes it
+_UNARY = {
+    "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "psi", "i0": "i0",
+    "special_i0e": "i0e", "special_i1": "i1", "special_i1e": "i1e",
+    "special_erfcx": "erfcx", "special_bessel_j0": "j0", "special_bessel_j1": "j1",
+    "special_ndtri": "ndtri", "special_bessel_y0": "y0", "special_bessel_y1": "y1",
+    "special_modified_bessel_i0": "i0", "special_modified_bessel_i1": "i1",
+    "special_modified_bessel_k0": "k0", "special_modified_bessel_k1": "k1",
+    "special_scaled_modified_bessel_k0": "k0e", "special_scaled_modified_bessel_k1": "k1e",
+}
+_BINARY = {"igamma": "gammainc", "igammac": "gammaincc"}  # (and zeta)
+
+
+def kernels(lib: ArrayLib) -> dict[str, Kernel]:
+    load = lib.hooks.special
+    if load is None:  # this array module has no SciPy: the CPU's kernels run them
+        return {}
+    xp, as_array, quiet, read_only = lib.xp, lib.as_array, lib.quiet, lib.read_only
+    native = lib.gemm_dtypes  # float32 and float64: SciPy's own loops
+    work_dtype = lib.dtypes[float32]
+
+    def computed(x: Any) -> Any:
+        return x if x.dtype in native else x.astype(work_dtype)
+
+    def finish(y: Any, like: Any, out: Any) -> Any:
+        y = as_array(y).astype(like.dtype, copy=False)
+        if out is None:
+            return y
+        if read_only(out):
+            raise RuntimeError(OVERLAP)
+        xp.copyto(out, y)
+        return out
+
+    def unary(name: str) -> Kernel:
+        def kernel(x: Any, out: Any = None) -> Any:
+            with quiet():
+                y = getattr(load(), name)(computed(x))
+                if name == "gammaln":  # PyTorch's lgamma(-inf) is +inf (SciPy's, -inf)
+                    y = xp.where(x == -xp.inf, xp.inf, y)
+                return finish(y, x, out)
+        return kernel
+
+    def incomplete_gamma(name: str) -> Kernel:
+        lower = name == "gammainc"
+
+        def kernel(a: Any, x: Any, out: Any = None) -> Any:
+            like = a if hasattr(a, "dtype") else x
+            a = computed(a) if hasattr(a, "dtype") else xp.asarray(a, like.dtype)
+            x = computed(x) if hasattr(x, "dtype") else xp.asarray(x, like.dtype)
+            with quiet():
+                y = getattr(load(), name)(a, x)
+                # PyTorch's cases, in its order (they decide for a NaN `a` too)
+                one, zero, nan = (1.0, 0.0, xp.nan) if lower else (0.0, 1.0, xp.nan)
+                y = xp.where(xp.isinf(x), one, y)
+                y = xp.where(xp.isinf(a), xp.where(xp.isinf(x), nan, zero), y)
+                y = xp.where(x == 0, zero, y)
+                y = xp.where(a == 0, xp.where(x > 0, one, nan), y)
+                y = xp.where((x < 0) | (a < 0), nan, y)
+                return finish(y, like, out)
+        return kernel
+
+    def zeta(x: Any, q: Any, out: Any = None) -> Any:
+        like = x if hasattr(x, "dtype") else q
+        x = computed(x) if hasattr(x, "dtype") else x
+        q = computed(q) if hasattr(q, "dtype") else q
+        with quiet():
+            y = load().zeta(x, q)
+            # PyTorch's zeta(x > 1, inf) is NaN (SciPy's, 0)
+            return finish(xp.where((q == xp.inf) & (x > 1), xp.nan, y), like, out)
+
+    def polygamma(x: Any, n: int) -> Any:
+        with quiet():
+            return finish(load().polygamma(n, computed(x)), x, None)
+
+    table: dict[str, Kernel] = {op: unary(name) for op, name in _UNARY.items()}
+    table.update({op: incomplete_gamma(name) for op, name in _BINARY.items()})
+    table["polygamma"] = polygamma
+    table["special_zeta"] = zeta
+    return table

@@ -1,0 +1,304 @@
+"""Ops that order values: `sort`, `argsort`, `msort`, and the order statistics
+(`kthvalue`, `median`, `nanmedian`, `mode`, `quantile`, `nanquantile`).
+
+All are composites over the `topk` kernel: a stable order of a whole row is `topk` with
+k = the row's length (ties keep their index order; NaN sorts last ascending, first
+descending, as in PyTorch). The values are `gather`ed at the indices, so gradients flow
+back to the elements picked (PyTorch's `value_selecting_reduction_backward`).
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+
+from ember.core import costs
+from ember.core import dtype as dt
+from ember.core.apply import record_grad
+from ember.core.creation import arange, full
+from ember.core.declare import composite
+from ember.core.dispatch import run
+from ember.core.grad_mode import no_grad
+from ember.core.opdef import OPS, Grad
+from ember.core.ops.elementwise import to_dtype, where
+from ember.core.ops.indexing import gather_in_bounds
+from ember.core.ops.reduction import pair_out
+from ember.core.ops.reduction import sum as sum_
+from ember.core.ops.scans import cummax
+from ember.core.ops.shape import cat, movedim, reshape, squeeze, unsqueeze
+from ember.core.shapes import normalize_dim
+from ember.core.tensor import Tensor
+
+SortResult = namedtuple("sort", ["values", "indices"])
+KthvalueResult = namedtuple("kthvalue", ["values", "indices"])
+MedianResult = namedtuple("median", ["values", "indices"])
+NanmedianResult = namedtuple("nanmedian", ["values", "indices"])
+ModeResult = namedtuple("mode", ["values", "indices"])
+
+
+def sorted_indices(x: Tensor, d: int, descending: bool = False) -> Tensor:
+    """int64 indices that order `x` along normalized dim `d` (1-d or more), stably; NaN
+    last ascending, first descending."""
+    key = to_dtype(x, dt.uint8) if x._dtype is dt.bool_ else x
+    return run("topk", key, k=x.shape[d], dim=d, largest=bool(descending))
+
+
+def _as_row(op: str, input: Tensor, dim: int) -> tuple[Tensor, int]:
+    """`input` with at least one dimension, and `dim` normalized on it (a 0-d tensor is
+    a row of one, as in PyTorch)."""
+    d = normalize_dim(op, dim, input.ndim)
+    return (input if input.ndim else reshape(input, (1,))), d
+
+
+def _unrow(input: Tensor, t: Tensor) -> Tensor:
+    return reshape(t, ()) if input.ndim == 0 else t
+
+
+# -- sort -----------------------------------------------------------------------------
+
+
+@composite(variants="function method", cost=costs.reduction(8))
+def sort(input: Tensor, dim: int = -1, descending: bool = False, *,
+         stable: bool | None = False, out: Any = None) -> Any:
+    """The values along `dim` in ascending order (descending with `descending=True`), and
+    the indices they came from, as a named (values, indices) pair. The order is always
+    stable (equal values keep their order), so `stable` changes nothing; NaN sorts as
+    larger than any number."""
+    if out is not None:
+        return pair_out("sort", input, out, lambda: sort(input, dim, descending))
+    x, d = _as_row("sort", input, dim)
+    idx = sorted_indices(x, d, descending)
+    return SortResult(_unrow(input, gather_in_bounds(x, d, idx)), _unrow(input, idx))
+
+
+@composite(variants="function method", cost=costs.reduction(8))
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, *,
+            stable: bool = False) -> Tensor:
+    """The indices that sort `input` along `dim` (see `sort`)."""
+    x, d = _as_row("argsort", input, dim)
+    return _unrow(input, sorted_indices(x, d, descending))
+
+
+@composite(variants="function method", cost=costs.reduction(8))
+def msort(input: Tensor) -> Tensor:
+    """`input` sorted along its first dimension (`sort(input, 0).values`)."""
+    return sort(input, 0).values
+
+
+# -- order statistics ------------------------------------------------------------------
+
+
+def _nonempty(op: str, x: Tensor, d: int) -> None:
+    if x.shape[d] == 0:
+        raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def _pick(input: Tensor, x: Tensor, d: int, order: Tensor, pos: Tensor,
+          keepdim: bool) -> tuple[Tensor, Tensor]:
+    """The values and indices at positions `pos` (keepdim-shaped int64) of the order
+    `order` along `d` of `x` (`input` with at least one dim)."""
+    idx = gather_in_bounds(order, d, pos)
+    values = gather_in_bounds(x, d, idx)
+    if input.ndim == 0:
+        return reshape(values, ()), reshape(idx, ())
+    if not keepdim:
+        values, idx = squeeze(values, d), squeeze(idx, d)
+    return values, idx
+
+
+def _positions(x: Tensor, d: int, value: Any) -> Tensor:
+    shape = list(x.shape)
+    shape[d] = 1
+    return full(tuple(shape), value, dtype=dt.int64, device=x.device)
+
+
+@composite(variants="function method", cost=costs.reduction(8))
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,
+             out: Any = None) -> Any:
+    """The `k`-th smallest value along `dim` (k counts from 1) and its index, as a named
+    (values, indices) pair."""
+    if out is not None:
+        return pair_out("kthvalue", input, out, lambda: kthvalue(input, k, dim, keepdim))
+    x, d = _as_row("kthvalue", input, dim)
+    _nonempty("kthvalue", x, d)
+    if not 1 <= k <= x.shape[d]:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    with no_grad():
+        order = sorted_indices(x, d)
+    return KthvalueResult(*_pick(input, x, d, order, _positions(x, d, k - 1), keepdim))
+
+
+def _median_grad(grad, input, result):
+    # PyTorch's evenly_distribute_backward: shared by the elements equal to the median
+    hit = input.isnan() if bool(result.isnan().item()) else input == result
+    hit = to_dtype(hit, grad.dtype)
+    return hit * (grad / sum_(hit))
+
+
+def _median_positions(x: Tensor, d: int, ignore_nan: bool) -> Tensor:
+    """Where the lower median sits in the stable ascending order along `d`: among the
+    numbers; a row with a NaN has its first NaN as median (unless `ignore_nan`), and a
+    row of NaN only its first element."""
+    n = x.shape[d]
+    if not x._dtype.is_floating_point:
+        return _positions(x, d, (n - 1) // 2)
+    nans = sum_(x.isnan(), d, keepdim=True)
+    if ignore_nan:
+        numbers = nans.neg() + n
+        return where(numbers > 0, (numbers - 1).div(2, rounding_mode="floor"), 0)
+    return where(nans > 0, nans.neg() + n, (n - 1) // 2)
+
+
+def _median(op: str, input: Tensor, dim: Any, keepdim: bool, ignore_nan: bool) -> Any:
+    result = NanmedianResult if ignore_nan else MedianResult
+    if dim is None:
+        flat = reshape(input, (-1,))
+        if flat.numel() == 0:
+            return full((), float("nan"), dtype=input.dtype, device=input.device)
+        with no_grad():
+            order = sorted_indices(flat, 0)
+            value, _ = _pick(flat, flat, 0, order, _median_positions(flat, 0, ignore_nan),
+                             False)
+        record_grad(OPS[op], (input,), {}, value, "MedianBackward0" if op == "median"
+                    else "NanmedianBackward0")
+        return value
+    x, d = _as_row(op, input, dim)
+    _nonempty(op, x, d)
+    with no_grad():
+        order = sorted_indices(x, d)
+        pos = _median_positions(x, d, ignore_nan)
+    return result(*_pick(input, x, d, order, pos, keepdim))
+
+
+@composite(variants="function method", cost=costs.reduction(8), grad=Grad(input=_median_grad))
+def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+    """The lower median of all elements; with `dim`, a named (values, indices) pair of
+    the lower medians along it. NaN propagates: a row with a NaN has median NaN."""
+    return _median("median", input, dim, keepdim, ignore_nan=False)
+
+
+@composite(variants="function method", cost=costs.reduction(8),
+           grad=Grad(input=_median_grad))
+def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+    """`median`, ignoring NaN (NaN only where a row is all NaN)."""
+    return _median("nanmedian", input, dim, keepdim, ignore_nan=True)
+
+
+@composite(variants="function method", cost=costs.reduction(10))
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
+    """The most frequent value along `dim` (the smallest of those equally frequent) and
+    the index of its last occurrence, as a named (values, indices) pair."""
+    x, d = _as_row("mode", input, dim)
+    _nonempty("mode", x, d)
+    n = x.shape[d]
+    if x.numel() == 0:
+        return ModeResult(*_pick(input, x, d, x.long(), _positions(x, d, 0), keepdim))
+    with no_grad():
+        order = sorted_indices(x, d)
+        s = gather_in_bounds(x, d, order)
+        # the length of the run of equal values each sorted position ends, so far: its
+        # position minus that of the run's first element, plus one
+        shape = [1] * x.ndim
+        shape[d] = n
+        p = reshape(arange(n, device=x.device), tuple(shape)).expand(tuple(x.shape))
+        starts = cat([_positions(x, d, 1) > 0, s.narrow(d, 1, n - 1) != s.narrow(d, 0, n - 1)],
+                     d)
+        run_start = cummax(where(starts, p, 0), d).values
+        # the first longest run is of the smallest such value; its end is its last
+        # occurrence (a stable order keeps the run in index order)
+        pos = (p - run_start).argmax(d, keepdim=True)
+    return ModeResult(*_pick(input, x, d, order, pos, keepdim))
+
+
+# -- quantiles -------------------------------------------------------------------------
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile_q(op: str, input: Tensor, q: Any) -> tuple[Tensor, bool]:
+    """q as a 1-d tensor of the input's dtype, and whether it was a scalar."""
+    if isinstance(q, Tensor):
+        if q.ndim > 1:
+            raise RuntimeError(f"{op}() q must be a scalar or 1D tensor")
+        if q.dtype is not input.dtype:
+            raise RuntimeError(f"{op}() q tensor must be same dtype as the input tensor")
+        if q.device != input.device:
+            raise RuntimeError(f"{op}() q tensor must be on the same device as the input "
+                               f"tensor ({input.device}), got {q.device}")
+        if q.numel() and not bool((q >= 0).logical_and(q <= 1).all().item()):
+            raise RuntimeError(f"{op}() q values must be in the range [0, 1]")
+        return reshape(q, (-1,)), q.ndim == 0
+    if not 0 <= q <= 1:
+        raise RuntimeError(f"{op}() q must be in the range [0, 1] but got {q}")
+    return full((1,), float(q), dtype=input.dtype, device=input.device), True
+
+
+def _quantile(op: str, input: Tensor, q: Any, dim: int | None, keepdim: bool,
+              interpolation: str, ignore_nan: bool) -> Tensor:
+    if not input.dtype.is_floating_point or input.dtype.itemsize < 4:
+        raise RuntimeError(f"{op}() input tensor must be either float or double dtype")
+    qs, scalar_q = _quantile_q(op, input, q)
+    if interpolation not in _INTERPOLATIONS:
+        raise RuntimeError(f"{op}() interpolation must be one of linear, lower, higher, "
+                           f"midpoint or nearest, but got {interpolation}")
+    if input.numel() == 0:
+        raise RuntimeError(f"{op}() input tensor must be non-empty")
+    if dim is None:
+        rows, d = reshape(input, (-1,)), None
+    else:
+        d = normalize_dim(op, dim, input.ndim)
+        rows = movedim(input if input.ndim else reshape(input, (1,)), d, -1)
+    s = sort(rows, -1).values  # (..., n), NaN last
+    n = s.shape[-1]
+    with no_grad():
+        if ignore_nan:
+            numbers = sum_(s.isnan().logical_not(), -1, keepdim=True)
+            ranks = qs * (numbers - 1)
+            ranks = where(ranks < 0, 0.0, ranks)
+        else:  # a row with a NaN: its last element, a NaN
+            ranks = where(s.isnan().any(-1, keepdim=True), float(n - 1), qs * (n - 1))
+        if interpolation == "lower":
+            ranks = ranks.floor()
+        elif interpolation == "higher":
+            ranks = ranks.ceil()
+        elif interpolation == "nearest":
+            ranks = ranks.round()  # half to even, as PyTorch
+        below = to_dtype(ranks, dt.int64)
+    out = gather_in_bounds(s, s.ndim - 1, below)
+    if interpolation in ("linear", "midpoint"):
+        with no_grad():
+            weights = ranks - below if interpolation == "linear" else \
+                full(tuple(ranks.shape), 0.5, dtype=ranks.dtype, device=ranks.device)
+            above = to_dtype(ranks.ceil(), dt.int64)
+        out = _lerp(out, gather_in_bounds(s, s.ndim - 1, above), weights)
+    out = movedim(out, -1, 0)  # (Q, ...)
+    if keepdim:
+        out = reshape(out, (out.shape[0],) + (1,) * input.ndim) if d is None else \
+            unsqueeze(out, d + 1) if input.ndim else out
+    return squeeze(out, 0) if scalar_q else out
+
+
+def _lerp(start: Tensor, end: Tensor, weight: Tensor) -> Tensor:
+    """PyTorch's lerp: from the nearer end, so that an infinite neighbour gives the
+    quantile PyTorch gives."""
+    step = end - start
+    return where(weight < 0.5, start + weight * step, end - step * (1 - weight))
+
+
+@composite(variants="function method", cost=costs.reduction(10))
+def quantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
+             interpolation: str = "linear") -> Tensor:
+    """The `q`-th quantiles (a number or a 1-d tensor in [0, 1]) of the values along
+    `dim` (of all values when None); a tensor `q` puts its dimension first. Between two
+    values, `interpolation` picks: "linear", "lower", "higher", "midpoint" or "nearest".
+    A row with a NaN has NaN quantiles."""
+    return _quantile("quantile", input, q, dim, keepdim, interpolation, ignore_nan=False)
+
+
+@composite(variants="function method", cost=costs.reduction(10))
+def nanquantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
+                interpolation: str = "linear") -> Tensor:
+    """`quantile`, ignoring NaN (NaN only where a row is all NaN)."""
+    return _quantile("nanquantile", input, q, dim, keepdim, interpolation, ignore_nan=True)
+
+
