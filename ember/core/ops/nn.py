@@ -61,7 +61,7 @@ from ember.core.ops.elementwise import (
     where,
 )
 from ember.core.ops.elementwise import round as round_
-from ember.core.ops.indexing import chunk, gather, getitem, narrow, scatter
+from ember.core.ops.indexing import SCALAR_TYPE_NAMES, chunk, gather, getitem, narrow, scatter
 from ember.core.ops.linalg import matmul
 from ember.core.ops.shape import (
     cat,
@@ -781,7 +781,7 @@ def _avg_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, ceil
     integral = not x.dtype.is_floating_point
     if integral and x.dtype is not dt.int64:  # PyTorch's CPU kernels: int64 and floats
         raise NotImplementedError(f'{op}: "avg_pool2d" not implemented for '
-                                  f"'{R._TYPE_WORD[x.dtype.name]}'")
+                                  f"'{SCALAR_TYPE_NAMES[x.dtype.name]}'")
     windows, outs, geom = _pool_windows(op, n, x, kernel_size, stride, padding, 1, ceil_mode,
                                         0.0)
     kernel, stride_, padding_, _, extra = geom
