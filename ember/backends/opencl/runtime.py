@@ -121,6 +121,7 @@ class Device:
                     self.queue = queue
                     if _timing is not None:  # first used while the profiler records
                         self.start_timing(_timing)
+                    _finish_at_exit()
         return self
 
     def chunk(self, n: int) -> int:
@@ -416,6 +417,30 @@ def _discover() -> list[Device]:
         k = int(choice)
         pairs = [pairs[k]] + pairs[:k] + pairs[k + 1:]
     return [Device(i, d, p) for i, (p, d) in enumerate(pairs)]
+
+
+_exit_hook_installed = False
+
+
+def _finish_at_exit() -> None:
+    """At interpreter exit, wait for every queue's work before Python tears down: work
+    still running in the driver's threads (PoCL's) while the process unwinds can crash it
+    (a segfault after the program's last line, seen rarely with PoCL)."""
+    global _exit_hook_installed
+    if _exit_hook_installed:
+        return
+    _exit_hook_installed = True
+    import atexit
+
+    def finish_all() -> None:
+        for dev in list(_devices or []):
+            try:
+                if dev.queue is not None:
+                    dev.queue.finish()
+                dev.pending.clear()
+            except Exception:  # noqa: S110 - a device already lost: nothing to wait for
+                pass
+    atexit.register(finish_all)
 
 
 def initialized() -> bool:
