@@ -466,6 +466,11 @@ def cholesky_inverse(input: Tensor, upper: bool = False) -> Tensor:
     """The inverse of `A = L @ L^T` given its Cholesky factor L (`A = U^T @ U` given U
     with `upper`)."""
     _check("cholesky_inverse", input, name="input")
+    # LAPACK's potri refuses a factor with a zero on its diagonal, as PyTorch does
+    diagonals = input.diagonal(dim1=-2, dim2=-1).detach().reshape(-1, input.shape[-1])
+    info = [next((i + 1 for i, v in enumerate(row) if v == 0), 0)
+            for row in diagonals.tolist()]
+    _raise_info("cholesky_inverse", tensor(info).reshape(tuple(input.shape[:-2])), _SINGULAR)
     return cholesky_solve(_eye_like(input.shape[-1], input).expand(tuple(input.shape)),
                           input, upper)
 
