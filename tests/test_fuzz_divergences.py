@@ -356,3 +356,14 @@ def test_cholesky_inverse_refuses_a_zero_on_the_diagonal(device, batch, upper):
     assert_same(case, device)
     # a NaN on the diagonal is no zero: NaN values, as in PyTorch
     assert_same(lambda lib, T: lib.cholesky_inverse(T([[1.0, 0.0], [0.5, NAN]])), device)
+
+
+def test_matrix_exp_scales_each_matrix_of_a_batch_by_its_own_norm(device):
+    # a NaN (or a large) matrix beside a small one set the whole batch's scaling, and cost
+    # the small one its accuracy (1e-5 relative in float64)
+    def case(lib, T):
+        small = [[0.5, -1.2, 2.0], [3.1, 0.2, -0.7], [-1.5, 2.2, 1.0]]
+        return lib.matrix_exp(T([small, [[NAN] * 3] * 3, [[1e3, 0.0, 2.0]] * 3, small],
+                                dtype=lib.float64))
+    out = assert_same(case, device, rtol=1e-12, atol=0.0)
+    assert out.isnan()[1].all()

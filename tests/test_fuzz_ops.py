@@ -193,8 +193,6 @@ KNOWN_DIVERGENCES: dict[str, str] = {
     "lstsq": "PyTorch fails an internal assert on non-finite input; ember raises "
              "LinAlgError, and its SVD-based solution of a ±1e38 system is another "
              "round-off",
-    "matrix_exp": "inf/NaN spread through the Padé squaring differently; on OpenCL float64 "
-                  "results differ by ~1e-5 relative (not yet explained)",
     "householder_product": "OpenCL spreads a NaN tau to the whole product",
     "ormqr": "OpenCL spreads NaN where PyTorch's overflows to ±1e38-scale numbers",
     "grid_sampler": "inf/NaN grid coordinates: PyTorch's clipping and index casts of a "
