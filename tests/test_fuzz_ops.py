@@ -181,7 +181,8 @@ DIFF_SKIP: dict[str, str] = {}
 # Each says what differs; most are NaN/inf propagation through a different algorithm.
 _SINGULAR_LU = "ember solves through an LU of the whole matrix; inf/NaN spread differently"
 KNOWN_DIVERGENCES: dict[str, str] = {
-    "solve": "OpenCL's LU propagates inf/NaN to rows PyTorch's LAPACK leaves finite",
+    "solve": "NumPy's LAPACK gesv leaves rows finite that PyTorch's makes NaN for a "
+             "matrix holding a NaN",
     "solve_triangular": f"no triangular kernel: {_SINGULAR_LU} than trsm's substitution",
     "triangular_solve": f"no triangular kernel: {_SINGULAR_LU} than trsm's substitution",
     "lu_solve_through_a": _SINGULAR_LU,
@@ -193,8 +194,10 @@ KNOWN_DIVERGENCES: dict[str, str] = {
     "lstsq": "PyTorch fails an internal assert on non-finite input; ember raises "
              "LinAlgError, and its SVD-based solution of a ±1e38 system is another "
              "round-off",
-    "householder_product": "OpenCL spreads a NaN tau to the whole product",
-    "ormqr": "OpenCL spreads NaN where PyTorch's overflows to ±1e38-scale numbers",
+    "householder_product": "a NaN tau spreads to the whole product; PyTorch's orgqr keeps "
+                           "the columns before it finite",
+    "ormqr": "NaN where PyTorch's product with ±1e38-scale reflectors is finite (3e38, "
+             "float64; found on OpenCL's draw)",
     "grid_sampler": "inf/NaN grid coordinates: PyTorch's clipping and index casts of a "
                     "non-finite coordinate differ from ember's",
     "grid_sampler_2d": "as grid_sampler",
