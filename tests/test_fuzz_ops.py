@@ -190,7 +190,8 @@ KNOWN_DIVERGENCES: dict[str, str] = {
                 "ulps of the largest): LAPACK's and NumPy's differ",
     "pinv": "PyTorch's gesdd fails to converge (raises) on matrices NumPy's solves or "
             "makes NaN",
-    "pinverse": "as pinv: NaN from ember's SVD where PyTorch's is 0",
+    "pinverse": "an infinite matrix: ember's singular vectors are NaN, PyTorch's are "
+                "LAPACK's leftovers (finite or NaN), so its pseudo-inverse is 0 or NaN",
     "lstsq": "PyTorch fails an internal assert on non-finite input; ember raises "
              "LinAlgError, and its SVD-based solution of a ±1e38 system is another "
              "round-off",
