@@ -332,3 +332,38 @@ def test_max_and_min_along_a_dim_take_bool(device):
     # (argmax and argmin refuse bool; max and min with a dim, which run them, do not)
     assert_same(lambda lib, T: tuple(T([True, False]).max(0)), device)
     assert_same(lambda lib, T: tuple(T([[False, True]]).min(1, keepdim=True)), device)
+
+
+def test_svd_of_an_infinite_matrix_is_nan_and_of_a_nan_matrix_raises(device):
+    # NumPy's LAPACK looped forever on an infinity; PyTorch's singular values are NaN there,
+    # and it raises for a NaN, naming the batch element
+    rows = [[[1.0, 1.0, 2.0, 3.0], [0.0, 1.0, 2.0, 3.0], [1.0, 1.0, 1.0, 1.0]]] * 2
+    inf = [rows[0], [[INF, 1.0, 2.0, -INF]] + rows[0][1:]]
+    assert_same(lambda lib, T: lib.linalg.svdvals(T(inf)), device, rtol=1e-5)
+    assert_same(lambda lib, T: lib.linalg.svd(T(inf), full_matrices=False).S, device,
+                rtol=1e-5)
+    nan = [rows[0], [[NAN, 1.0, 2.0, 3.0]] + rows[0][1:]]
+    assert_same(lambda lib, T: lib.linalg.svd(T(nan)), device)
+    assert_same(lambda lib, T: lib.linalg.svdvals(T(nan[1])), device)
+
+
+@pytest.mark.parametrize("batch", [(), (2,)])
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_inverse_refuses_a_zero_on_the_diagonal(device, batch, upper):
+    def case(lib, T):
+        factor = T([[1.0, 0.5, 0.5], [0.5, 0.0, 0.5], [0.5, 0.5, 2.0]])
+        return lib.cholesky_inverse(factor.expand(batch + (3, 3)), upper=upper)
+    assert_same(case, device)
+    # a NaN on the diagonal is no zero: NaN values, as in PyTorch
+    assert_same(lambda lib, T: lib.cholesky_inverse(T([[1.0, 0.0], [0.5, NAN]])), device)
+
+
+def test_matrix_exp_scales_each_matrix_of_a_batch_by_its_own_norm(device):
+    # a NaN (or a large) matrix beside a small one set the whole batch's scaling, and cost
+    # the small one its accuracy (1e-5 relative in float64)
+    def case(lib, T):
+        small = [[0.5, -1.2, 2.0], [3.1, 0.2, -0.7], [-1.5, 2.2, 1.0]]
+        return lib.matrix_exp(T([small, [[NAN] * 3] * 3, [[1e3, 0.0, 2.0]] * 3, small],
+                                dtype=lib.float64))
+    out = assert_same(case, device, rtol=1e-12, atol=0.0)
+    assert out.isnan()[1].all()

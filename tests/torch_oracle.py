@@ -40,7 +40,8 @@ class Raised:
     """What a case raised: the exception's type name and its message."""
 
     def __init__(self, exc: BaseException) -> None:
-        self.type = type(exc).__name__
+        # (torch.linalg.LinAlgError's class is torch._C._LinAlgError)
+        self.type = type(exc).__name__.lstrip("_")
         self.message = str(exc)
         self.exc = exc
 

@@ -167,8 +167,23 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return pack(xp.swapaxes(h, -1, -2), tau, batch=a.shape[:-2])
 
     def svd(a, *, full_matrices):
+        batch = a.shape[:-2]
+        finite = xp.isfinite(a).all(axis=(-2, -1))
+        if not bool(finite.all()):
+            # PyTorch raises for a NaN; NumPy's LAPACK can loop forever on an infinity,
+            # where PyTorch's returns NaN singular values: solve a stand-in, set NaN
+            nan = xp.isnan(a).any(axis=(-2, -1)).reshape(-1)
+            if bool(nan.any()):
+                where = f"(Batch element {int(xp.argmax(nan))}): " if batch else ""
+                raise LinAlgError(f"linalg.svd: {where}The algorithm failed to converge "
+                                  "because the input matrix contained non-finite values.")
+            bad = ~finite[..., None, None]
+            u, s, vh = linalg.svd(xp.where(bad, xp.zeros((), dtype=a.dtype), a),
+                                  full_matrices=full_matrices)
+            return pack(xp.where(bad, xp.nan, u), xp.where(bad[..., 0], xp.nan, s),
+                        xp.where(bad, xp.nan, vh), batch=batch)
         u, s, vh = converged("linalg.svd", linalg.svd, a, full_matrices=full_matrices)
-        return pack(u, s, vh, batch=a.shape[:-2])
+        return pack(u, s, vh, batch=batch)
 
     def eigh(a, *, UPLO):
         w, v = converged("linalg.eigh", linalg.eigh, a, UPLO=UPLO)

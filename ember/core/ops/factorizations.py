@@ -466,6 +466,11 @@ def cholesky_inverse(input: Tensor, upper: bool = False) -> Tensor:
     """The inverse of `A = L @ L^T` given its Cholesky factor L (`A = U^T @ U` given U
     with `upper`)."""
     _check("cholesky_inverse", input, name="input")
+    # LAPACK's potri refuses a factor with a zero on its diagonal, as PyTorch does
+    diagonals = input.diagonal(dim1=-2, dim2=-1).detach().reshape(-1, input.shape[-1])
+    info = [next((i + 1 for i, v in enumerate(row) if v == 0), 0)
+            for row in diagonals.tolist()]
+    _raise_info("cholesky_inverse", tensor(info).reshape(tuple(input.shape[:-2])), _SINGULAR)
     return cholesky_solve(_eye_like(input.shape[-1], input).expand(tuple(input.shape)),
                           input, upper)
 
@@ -1174,16 +1179,27 @@ def matrix_exp(A: Tensor) -> Tensor:
     n = A.shape[-1]
     if A.numel() == 0:
         return A.clone()
-    norm = float(A.detach().abs().sum(-2).amax())  # the largest 1-norm in the batch
-    s = max(0, math.ceil(math.log2(norm / 0.5))) if math.isfinite(norm) and norm > 0.5 else 0
-    X = A / (2 ** s) if s else A
+    # each matrix's own scaling by its 1-norm, as PyTorch's: a batch-wide one would let a
+    # large (or non-finite) matrix cost the others their accuracy
+    norms = A.detach().abs().sum(-2).amax(-1).reshape(-1).tolist()
+    steps = [max(0, math.ceil(math.log2(v / 0.5))) if math.isfinite(v) and v > 0.5 else 0
+             for v in norms]
+    batch = tuple(A.shape[:-2]) + (1, 1)
+
+    def scale(exponents: list[int]) -> Tensor:
+        return tensor([2.0 ** -e for e in exponents], dtype=A.dtype,
+                      device=A.device).reshape(batch)
+    # (2^-s in two factors: one would underflow in float32 for the largest norms)
+    X = A * scale([e // 2 for e in steps]) * scale([e - e // 2 for e in steps]) \
+        if any(steps) else A
     one = _eye_like(n, A)
     degree = 18 if A.dtype is dt.float64 else 10  # truncation below the dtype's epsilon
     E = one + X / degree
     for k in range(degree - 1, 0, -1):
         E = one + (X @ E) / k
-    for _ in range(s):
-        E = E @ E
+    remaining = tensor(steps, device=A.device).reshape(batch)
+    for step in range(max(steps)):
+        E = where(remaining > step, E @ E, E)
     return E
 
 
