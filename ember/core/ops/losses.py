@@ -683,14 +683,15 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     x = input.reshape(-1, classes)
     t = target.reshape(-1, 1)
     picked = gather(x, 1, t)
-    hinge = (margin - picked + x).clamp(min=0.0)
+    z = margin - picked + x
+    hinge = E.where(z > 0, z, 0.0)  # as PyTorch's `if (z > 0)`: a NaN margin adds nothing
     if p == 2:
         hinge = hinge * hinge
     if weight is not None:
         hinge = hinge * gather(weight, 0, t.reshape(-1)).unsqueeze(1)
-    # the target's own column is not a margin violation
+    # the target's own column is not a margin violation (skipped, even where it is NaN)
     own = scatter(zeros_like(hinge), 1, t, 1.0)
-    loss = (hinge * (1.0 - own)).sum(1) / classes
+    loss = E.where(own > 0, 0.0, hinge).sum(1) / classes
     if input.ndim < 2:
         loss = loss.reshape(target.shape)
     return _reduce(loss, reduction)
