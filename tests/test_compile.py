@@ -232,3 +232,23 @@ def test_opencl_steps_replay_too() -> None:
     for p, q in zip(model.parameters(), twin.parameters()):
         assert ember.allclose(p.cpu(), q.cpu(), rtol=1e-4, atol=1e-6)
     assert "replayed" in compiled.explain()
+
+
+def test_plain_numbers_in_the_result_come_back_as_they_were() -> None:
+    """A returned int is a value, not a placeholder for one of the replay's tensors."""
+    model, shape = _models()["tiny"]
+    opt = _sgd(model)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss, 3, {"n": 0}
+
+    compiled = ember.compile(step)
+    x, y = ember.randn(*shape), ember.randint(0, 10, (shape[0],))
+    for _ in range(5):
+        loss, three, extra = compiled(x, y)
+    assert "replayed" in compiled.explain()
+    assert three == 3 and extra == {"n": 0} and isinstance(loss, ember.Tensor)

@@ -36,33 +36,22 @@ import ember
 from ember.amp import autocast_mode
 from ember.core import grad_mode, tracing
 from ember.core.tensor import Tensor
+from ember.jit.graph import leaves, map_leaves
 from ember.jit.tape import INPUT, SLOT, Replay, Tape, same_steps
 
 MAX_RECORDINGS = 4  # tapes recorded under one key before it is given up as unstable
 MAX_KEYS = 8  # guard keys kept per function (re-traces beyond this evict the oldest)
 
 
-def _leaves(x: Any, out: list) -> list:
-    if isinstance(x, Tensor):
-        out.append(x)
-    elif isinstance(x, (list, tuple)):
-        for v in x:
-            _leaves(v, out)
-    elif isinstance(x, dict):
-        for v in x.values():
-            _leaves(v, out)
-    return out
+def _tensors(structure: Any) -> list[Tensor]:
+    return [x for x in leaves(structure) if isinstance(x, Tensor)]
 
 
-def _structure(x: Any, fn: Callable[[Tensor], Any]) -> Any:
-    if isinstance(x, Tensor):
-        return fn(x)
-    if isinstance(x, (list, tuple)):
-        items = [_structure(v, fn) for v in x]
-        return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)
-    if isinstance(x, dict):
-        return {k: _structure(v, fn) for k, v in x.items()}
-    return x
+class _Returned:
+    """In the recorded return value, the place of its `index`-th tensor."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
 
 
 def _context(fn: Callable) -> list[Any]:
@@ -162,7 +151,7 @@ class CompiledFunction:
                 self.entries.pop(next(iter(self.entries)))
             entry = self.entries[key] = _Entry()
         if entry.replay is not None:
-            return self._replay(entry, _leaves((args, kwargs), []))
+            return self._replay(entry, _tensors((args, kwargs)))
         if key[3]:  # autocast is on around the call: its cache of cast weights lives on
             entry.eager_reason = ("it is called inside an autocast region (weights cast "
                                   "once per region would be stale); put autocast inside")
@@ -174,7 +163,7 @@ class CompiledFunction:
         return self._record(entry, args, kwargs)
 
     def _record(self, entry: _Entry, args: tuple, kwargs: dict) -> Any:
-        inputs = _leaves((args, kwargs), [])
+        inputs = _tensors((args, kwargs))
         tape = Tape(inputs)
         tracing.tape = tape
         try:
@@ -182,7 +171,7 @@ class CompiledFunction:
         finally:
             tracing.tape = None
         entry.recordings += 1
-        returned = _leaves(out, [])
+        returned = _tensors(out)
         reason = tape.refusal
         if reason is None and any(_graph_alive(t, tape) for t in returned):
             reason = ("it returns a tensor that requires grad (autograd would go through "
@@ -209,11 +198,15 @@ class CompiledFunction:
 
     def _finish(self, entry: _Entry, tape: Tape, out: Any) -> None:
         specs = []
-        entry.outputs = _structure(out, lambda t: specs.append(
-            (tape.spec_of(t), t._dtype, t._device, t._backend)) or len(specs) - 1)
+        def place(x: Any) -> Any:
+            if not isinstance(x, Tensor):
+                return x
+            specs.append((tape.spec_of(x), x._dtype, x._device, x._backend))
+            return _Returned(len(specs) - 1)
+        entry.outputs = map_leaves(out, place)
         # The returned tensors are the caller's (kept in a list of losses, say): each
         # replay returns new ones, and these keep the values they have.
-        returned = {id(t) for t in _leaves(out, [])}
+        returned = {id(t) for t in _tensors(out)}
         entry.rewire = [(ref, slot) for ref, slot in tape.escaped()
                         if id(ref()) not in returned]
         entry.grads = tape.grads()
@@ -256,7 +249,8 @@ class CompiledFunction:
                 made.append(inputs[value])
             else:  # OWNER: a tensor that lived before the call, itself
                 made.append(value)
-        return _structure_from(entry.outputs, made)
+        return map_leaves(entry.outputs,
+                          lambda x: made[x.index] if isinstance(x, _Returned) else x)
 
     def explain(self) -> str:
         """What each guard key does: replayed (how many kernels), eager and why, or
@@ -271,20 +265,6 @@ class CompiledFunction:
                 what = f"warming up ({entry.calls} calls so far)"
             lines.append(f"key {i}: {what}")
         return "\n".join(lines) or "not called yet"
-
-
-def _structure_from(template: Any, made: list) -> Any:
-    """The returned structure with each tensor index replaced by its new tensor."""
-    def rebuild(x: Any) -> Any:
-        if isinstance(x, int) and not isinstance(x, bool):
-            return made[x]
-        if isinstance(x, (list, tuple)):
-            items = [rebuild(v) for v in x]
-            return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)
-        if isinstance(x, dict):
-            return {k: rebuild(v) for k, v in x.items()}
-        return x
-    return rebuild(template)
 
 
 def _graph_alive(t: Tensor, tape: Tape) -> bool:

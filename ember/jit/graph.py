@@ -45,6 +45,27 @@ class Node:
             yield from child.walk()
 
 
+def map_leaves(structure: Any, fn: Callable[[Any], Any]) -> Any:
+    """Apply `fn` to every leaf of nested tuples/lists/dicts (namedtuples and other tuple
+    types kept)."""
+    if isinstance(structure, tuple):
+        items = [map_leaves(v, fn) for v in structure]
+        return type(structure)(*items) if hasattr(structure, "_fields") else \
+            type(structure)(items)
+    if isinstance(structure, list):
+        return [map_leaves(v, fn) for v in structure]
+    if isinstance(structure, dict):
+        return {k: map_leaves(v, fn) for k, v in structure.items()}
+    return fn(structure)
+
+
+def leaves(structure: Any) -> list:
+    """The leaves of nested tuples/lists/dicts, in order."""
+    out: list = []
+    map_leaves(structure, out.append)
+    return out
+
+
 def _fmt_arg(value: Any) -> str:
     if isinstance(value, Value):
         return repr(value)

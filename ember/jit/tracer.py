@@ -13,6 +13,8 @@ from ember.core.dispatch import run, run_creation, run_inplace
 from ember.core.placement import resolve
 from ember.jit.code import python_code
 from ember.jit.graph import Graph, Node, Value
+from ember.jit.graph import leaves as _leaves
+from ember.jit.graph import map_leaves as _map
 
 
 def _makes_view(op: str, attrs: dict) -> bool:
@@ -28,24 +30,6 @@ def _makes_view(op: str, attrs: dict) -> bool:
 
 class TracerWarning(UserWarning):
     """The trace may not generalise (a tensor's value was read into Python)."""
-
-
-def _map(structure: Any, fn: Callable[[Any], Any]) -> Any:
-    """Apply `fn` to every leaf of nested tuples/lists/dicts (namedtuples kept)."""
-    if isinstance(structure, tuple):
-        items = [_map(v, fn) for v in structure]
-        return type(structure)(*items) if hasattr(structure, "_fields") else tuple(items)
-    if isinstance(structure, list):
-        return [_map(v, fn) for v in structure]
-    if isinstance(structure, dict):
-        return {k: _map(v, fn) for k, v in structure.items()}
-    return fn(structure)
-
-
-def _leaves(structure: Any) -> list:
-    out: list = []
-    _map(structure, out.append)
-    return out
 
 
 class _Recorder:
