@@ -48,24 +48,22 @@ class ConstantPad2d(_ConstantPadNd):
     _n = 4
 
 
-class ZeroPad1d(ConstantPad1d):
+class _ZeroPad:
+    """`ConstantPad*d` with the value 0, printed as PyTorch's ZeroPad*d."""
+
+    def __init__(self, padding: int | Sequence[int]) -> None:
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}"
+
+
+class ZeroPad1d(_ZeroPad, ConstantPad1d):
     r"""Pad the last dimension with zeros."""
 
-    def __init__(self, padding: int | Sequence[int]) -> None:
-        super().__init__(padding, 0.0)
 
-    def extra_repr(self) -> str:
-        return f"{self.padding}"
-
-
-class ZeroPad2d(ConstantPad2d):
+class ZeroPad2d(_ZeroPad, ConstantPad2d):
     r"""Pad the last two dimensions with zeros."""
-
-    def __init__(self, padding: int | Sequence[int]) -> None:
-        super().__init__(padding, 0.0)
-
-    def extra_repr(self) -> str:
-        return f"{self.padding}"
 
 
 class _ModePadNd(Module):
@@ -126,14 +124,8 @@ class ConstantPad3d(_ConstantPadNd):
     _n = 6
 
 
-class ZeroPad3d(ConstantPad3d):
+class ZeroPad3d(_ZeroPad, ConstantPad3d):
     r"""Pad the last three dimensions with zeros."""
-
-    def __init__(self, padding: int | Sequence[int]) -> None:
-        super().__init__(padding, 0.0)
-
-    def extra_repr(self) -> str:
-        return f"{self.padding}"
 
 
 class ReflectionPad3d(_ModePadNd):
