@@ -107,7 +107,8 @@ class _WithLoss(ember.nn.Module):
         super().__init__()
         self.model = model
         rng = np.random.default_rng(0)
-        self.target = ember.tensor(rng.integers(0, classes, batch))
+        # a buffer: a copy of the model moved to another device takes it along
+        self.register_buffer("target", ember.tensor(rng.integers(0, classes, batch)))
         self.loss = ember.nn.CrossEntropyLoss()
 
     def forward(self, x):

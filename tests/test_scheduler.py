@@ -330,7 +330,7 @@ def test_plan_estimates_every_device_and_explains(calibrated):
     model = _mlp()
     x = ember.randn(16, 32)
     before = [p.detach().clone() for p in model.parameters()]
-    plan = ember.plan(model, x, devices=ALL_DEVICES)
+    plan = ember.plan(model, x, devices=ALL_DEVICES, probe=False)
     assert isinstance(plan, ember.Plan)
     assert {str(o.device) for o in plan.candidates} == set(ALL_DEVICES)
     totals = [o.estimate.total_s for o in plan.candidates]
@@ -379,7 +379,8 @@ def test_plan_for_inference_records_no_backward(calibrated):
 def test_the_choice_is_recorded_and_auto_agrees(calibrated):
     given(CPU, launch=5e-6, matmul=0.1, bw=0.1)  # a very slow CPU, so the other one wins
     given(Device("countdev", 0), launch=1e-6, matmul=100_000, bw=1000, h2d=1000)
-    plan = ember.plan(_mlp(), ember.randn(256, 32), devices=["cpu", "countdev:0"])
+    plan = ember.plan(_mlp(), ember.randn(256, 32), devices=["cpu", "countdev:0"],
+                      probe=False)
     assert plan.device == Device("countdev", 0) and scheduler.chosen() == plan.device
     assert ember.zeros(3, device="auto").device == plan.device
     model = _mlp().to("auto")
@@ -514,13 +515,39 @@ def test_each_device_is_estimated_with_the_fused_kernels_it_has(calibrated):
     assert "lstm_layer" in cpu_kernels
     assert "lstm_layer" not in plugins.get_backend("opencl").kernels
     before = dict(cpu_kernels)
-    plan = ember.plan(Tail(), ember.randn(2, 6, 4), devices=["cpu", "opencl:0"])
+    plan = ember.plan(Tail(), ember.randn(2, 6, 4), devices=["cpu", "opencl:0"],
+                      probe=False)
     assert plugins.get_backend("cpu").kernels == before  # every kernel offered again
     cpu_ops = [w.op for w in plan.workload.works_for(cpu_kernels)]
     cl_ops = [w.op for w in plan.workload.works_for(plugins.get_backend("opencl").kernels)]
     assert "_fused_lstm_layer" in cpu_ops and "_fused_lstm_layer" not in cl_ops
     assert cl_ops.count("_fused_lstm_cell") == 6  # one a time step
     assert plan.estimate("opencl:0").ops == len(cl_ops) > plan.estimate("cpu").ops
+
+
+def test_a_short_step_is_recorded_on_each_device(calibrated):
+    """Where a step is estimated short on another device, the plan runs it there on a
+    copy of the model: that device's estimate comes from its own op and host times (its
+    dispatch path, its allocator), not the first device's carried over."""
+    import ember_plugin_example
+
+    model = _mlp()
+    x = ember.randn(16, 32)
+    before = [p.detach().clone() for p in model.parameters()]
+    calls = sum(ember_plugin_example.calls.values())
+    plan = ember.plan(model, x, devices=["cpu", "countdev:0"])
+    by_device = {o.device: o for o in plan.candidates}
+    assert by_device[Device("countdev", 0)].probed and not by_device[CPU].probed
+    assert sum(ember_plugin_example.calls.values()) > calls  # countdev ran the step
+    assert "step recorded there" in str(plan)
+    assert all(p.device == CPU and p.grad is None for p in model.parameters())
+    assert all(np.array_equal(a.numpy(), b.detach().numpy())
+               for a, b in zip(before, model.parameters()))
+    assert not any(o.probed for o in ember.plan(model, x, devices=["cpu", "countdev:0"],
+                                                probe=False).candidates)
+    # what cannot be copied to the device (a plain function) keeps the carried estimate
+    assert not any(o.probed for o in ember.plan(lambda t: model(t), x,
+                                                devices=["cpu", "countdev:0"]).candidates)
 
 
 def test_profiler_times_refine_the_plan(calibrated):

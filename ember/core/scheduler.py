@@ -75,6 +75,7 @@ class Option:
     fits: bool
     eligible: bool = True  # False: listed for comparison, but "auto" does not choose it
     measured_traits: bool = True
+    probed: bool = False  # estimated from a step recorded on this device (`ember.plan`)
 
 
 @dataclass

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +63,8 @@ class Plan:
                 "too small" if not o.fits else "not an accelerator" if not o.eligible else "")
             if not o.measured_traits:
                 note = (note + ", default traits").lstrip(", ")
+            if o.probed:
+                note = (note + ", step recorded there").lstrip(", ")
             rows.append([str(o.device), fmt_time(e.total_s), fmt_time(e.compute_s),
                          fmt_time(e.memory_s), f"{fmt_time(e.launch_s)} ({e.ops})",
                          fmt_time(e.transfer_s), fmt_time(e.host_s),
@@ -78,7 +82,7 @@ class Plan:
 
 def plan(model: Any, example_inputs: Any, training: bool = True,
          devices: list[Any] | None = None,
-         history: costmodel.History | None = None) -> Plan:
+         history: costmodel.History | None = None, probe: bool = True) -> Plan:
     r"""Estimate one step of `model` on every device `"auto"` may choose, choose one, and
     record the choice (every later `"auto"` resolves to it).
 
@@ -94,6 +98,10 @@ def plan(model: Any, example_inputs: Any, training: bool = True,
             pick (the accelerators and the CPU).
         history (History, optional): measured op times that replace the formula's
             (default: the saved history, `ember.core.costmodel.History.load()`).
+        probe (bool): where a step is estimated to be short (under `PROBE_BELOW_S`) on
+            another device, and the model is a Module small enough to copy, run the
+            step on a copy there too and estimate from that device's own measured op
+            and host times instead of the first device's carried over. Default: True.
 
     Returns:
         Plan: the choice, every candidate's estimate with its breakdown, the memory
@@ -102,7 +110,10 @@ def plan(model: Any, example_inputs: Any, training: bool = True,
     eligible, wanted = _candidates(devices)
     kernels = [plugins.get_backend(d.type).kernels for d in wanted]
     work = record_step(model, example_inputs, training, [fused_set(k) for k in kernels])
-    return _plan(work, devices, history)
+
+    def probed(device: Device) -> Workload | None:
+        return _record_on(device, model, example_inputs, training) if probe else None
+    return _plan(work, devices, history, probed)
 
 
 def _candidates(devices: list[Any] | None) -> tuple[list[Device], list[Device]]:
@@ -115,7 +126,8 @@ def _candidates(devices: list[Any] | None) -> tuple[list[Device], list[Device]]:
 
 
 def _plan(work: Workload, devices: list[Any] | None,
-          history: costmodel.History | None) -> Plan:
+          history: costmodel.History | None,
+          probed: Callable[[Device], Workload | None] | None = None) -> Plan:
     eligible, wanted = _candidates(devices)
     if history is None:
         history = costmodel.History.load()
@@ -139,6 +151,8 @@ def _plan(work: Workload, devices: list[Any] | None,
 
     opts = scheduler.options(works_on, work.memory_bytes, work.input_bytes, wanted,
                              eligible, history, host_s, seconds_on)
+    if probed is not None:
+        opts = _refine_by_probes(opts, source, work, history, probed)
     decision = scheduler.decide(opts, work.memory_bytes)
     scheduler.record(decision.device, decision.order)
     return Plan(decision.device, opts, work.memory_bytes, decision.reasons, work,
@@ -148,6 +162,62 @@ def _plan(work: Workload, devices: list[Any] | None,
 def _normal(device: Any) -> Device:
     d = Device(device)
     return d if d.type == "cpu" or d.index is not None else Device(d.type, 0)
+
+
+PROBE_BELOW_S = 0.05
+"""A device whose step is estimated under this many seconds is measured by `plan`
+(a copy of the model runs the step there), when the copy needs under `PROBE_MEMORY`."""
+PROBE_MEMORY = 256 << 20
+
+
+def _refine_by_probes(opts: list[scheduler.Option], source: Device, work: Workload,
+                      history: costmodel.History | None,
+                      probed: Callable[[Device], Workload | None]) -> list[scheduler.Option]:
+    """The options, each short step on a device other than the source re-estimated from a
+    recording made on that device: its own op times and its own host time per step.
+    Carried-over times assume the devices differ only as their traits say; a device's
+    own dispatch path, memory allocator or kernel wrappers (host work the traits' tiny
+    op does not show) then go unseen, and calibrations taken at different moments of a
+    shared machine's load differ by more than close devices do."""
+    from ember.core import calibration
+
+    if work.memory_bytes > PROBE_MEMORY:
+        return opts
+    out = []
+    for o in opts:
+        if (_normal(o.device) == source or not o.fits
+                or o.estimate.total_s > PROBE_BELOW_S):
+            out.append(o)
+            continue
+        own = probed(o.device)
+        if own is None or own.measured_s is None:
+            out.append(o)
+            continue
+        moved = own.input_bytes if o.device.type != "cpu" else 0
+        est = costmodel.estimate(own.works, calibration.traits_of(o.device), moved, history,
+                                 host_overhead(own, history), own.seconds)
+        out.append(dataclasses.replace(o, estimate=est, probed=True))
+    return sorted(out, key=lambda o: o.estimate.total_s)
+
+
+def _record_on(device: Device, model: Any, example_inputs: Any,
+               training: bool) -> Workload | None:
+    """`record_step` of a copy of `model` on `device`, or None where the model cannot be
+    copied there (not a Module, state that does not move, an error on that device)."""
+    import copy
+
+    from ember.core.tensor import Tensor
+    from ember.nn import Module
+
+    if not isinstance(model, Module):
+        return None
+    inputs = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
+    try:
+        twin = copy.deepcopy(model).to(device)
+        moved = tuple(t.to(device) if isinstance(t, Tensor) else t for t in inputs)
+        return record_step(twin, moved, training)
+    except Exception:  # noqa: BLE001 - a probe that fails leaves the estimate as it was
+        return None
 
 
 def host_overhead(work: Workload, history: costmodel.History | None = None) -> float:
