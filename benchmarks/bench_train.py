@@ -9,7 +9,16 @@ all cores; ember runs on --device (default cpu). Goals are ember/PyTorch on the 
 With --amp, both frameworks run the forward pass under autocast in that dtype
 (benchmarks/bench_amp.py sets those times beside float32's).
 
-A second table times the same step under `ember.compile` (the step replayed as its
+A second table gives each step's peak memory: how far the process's resident memory rises
+above its steady state (weights, gradients, momentum, inputs) during one step, after
+warm-up steps: activations, gradients in flight, temporaries. A second process samples
+the resident size (/proc/PID/statm) in a loop, for both frameworks alike, each in a
+process whose C allocator maps every block of 64 KiB or more on its own (so a freed
+buffer leaves the resident set at once, instead of staying in the heap for the next
+step, where neither framework's use would show; ember's CPU backend keeps its heap's
+peak in a normal run, which this turns off); goal: ember's <= PyTorch's.
+
+A third table times the same step under `ember.compile` (the step replayed as its
 kernels, ember/jit/compiled.py) against ember's eager step: goals >= 1.5x faster on tiny
 and LSTM, >= 1.1x on MLP and CNN.
 """
@@ -132,25 +141,77 @@ def _step_fns(name: str, device: str, amp: str | None = None):
     return ember_step, torch_step, sync
 
 
-WORKLOADS = {
-    "mlp": ("MLP 784-512-256-10, batch 128", 30, "<= 1.0x"),
-    "cnn": ("CNN conv32-conv64-fc128, 28x28, batch 64", 5, "<= 1.5x"),
-    "lstm": ("LSTM(32->128) T=50 + linear, batch 32", 5, "<= 1.5x"),
-    "tiny": ("tiny MLP 8-8-8 tanh, batch 4", 300, "<= 3x"),
+WORKLOADS = {  # name: (title, steps a timing, goal of ember/PyTorch on the CPU)
+    "mlp": ("MLP 784-512-256-10, batch 128", 30, "<= 0.9x"),
+    "cnn": ("CNN conv32-conv64-fc128, 28x28, batch 64", 5, "<= 0.9x"),
+    "lstm": ("LSTM(32->128) T=50 + linear, batch 32", 5, "<= 1.0x"),
+    "tiny": ("tiny MLP 8-8-8 tanh, batch 4", 300, "<= 0.8x"),
 }
 
 
 COMPILED_GOALS = {"mlp": 1.1, "cnn": 1.1, "lstm": 1.5, "tiny": 1.5}
 
 
-def _child(framework: str, names: list[str], device: str, amp: str | None = None) -> None:
-    """Time one framework's steps and print {name: seconds} as JSON (see common.in_child)."""
+_SAMPLER = """
+import os, sys, select
+page = os.sysconf("SC_PAGE_SIZE")
+path = f"/proc/{sys.argv[1]}/statm"
+peak = 0
+print("ready", flush=True)
+while not select.select([sys.stdin], [], [], 0)[0]:  # until the parent writes a line
+    with open(path) as f:
+        peak = max(peak, int(f.read().split()[1]) * page)
+print(peak)
+"""
+
+
+def _resident_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def peak_step_bytes(step, sync=None, warmup: int = 3, steps: int = 5,
+                    span_s: float = 0.5) -> int:
+    """How many bytes `step` raises the process's resident memory above where it stood
+    before, after `warmup` calls: the most a sampling process (reading /proc/<pid>/statm
+    in a loop, so the sampling takes nothing from this process) saw over at least
+    `steps` calls and `span_s` seconds. Linux only."""
+    import subprocess
+    import time
+
+    for _ in range(warmup):
+        step()
+    if sync is not None:
+        sync()
+    before = _resident_bytes()
+    sampler = subprocess.Popen([sys.executable, "-c", _SAMPLER, str(os.getpid())],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    sampler.stdout.readline()  # sampling now
+    start, done = time.perf_counter(), 0
+    while done < steps or time.perf_counter() - start < span_s:
+        step()
+        done += 1
+    if sync is not None:
+        sync()
+    out, _ = sampler.communicate("stop\n")
+    return max(0, int(out.split()[-1]) - before)
+
+
+def _child(framework: str, names: list[str], device: str, amp: str | None = None,
+           memory: bool = False) -> None:
+    """Time one framework's steps and print {name: seconds} as JSON (see common.in_child);
+    with `memory`, {name: peak bytes of one step} instead."""
     import json
 
     times = {}
     for name in names:
         _, number, _ = WORKLOADS[name]
         ember_step, torch_step, sync = _step_fns(name, device, amp)
+        if memory:
+            step = ember_step if framework.startswith("ember") else torch_step
+            if step is not None:
+                times[name] = peak_step_bytes(step, sync if step is ember_step else None)
+            continue
         if framework == "ember":
             times[name] = best_time(ember_step, number, repeat=5, sync=sync)
         elif framework == "ember-compiled":
@@ -178,14 +239,17 @@ def main(argv: list[str] | None = None) -> None:
                         help="run the forward passes under autocast in this dtype")
     parser.add_argument("--no-compiled", action="store_true",
                         help="skip the table of ember.compile against eager")
+    parser.add_argument("--no-memory", action="store_true",
+                        help="skip the table of each step's peak memory")
     parser.add_argument("--child", choices=["ember", "ember-compiled", "torch"],
                         help=argparse.SUPPRESS)
+    parser.add_argument("--memory", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     names = args.only.split(",")
     if args.child:
         if args.child == "torch":
             _import_torch()
-        _child(args.child, names, args.device, args.amp)
+        _child(args.child, names, args.device, args.amp, args.memory)
         return
     _import_torch()
     print(f"ember {ember.__version__} on {args.device}; torch "
@@ -208,6 +272,8 @@ def main(argv: list[str] | None = None) -> None:
     rows = [(WORKLOADS[n][0], ours[n], theirs.get(n), WORKLOADS[n][2]) for n in names]
     title = "Training step: forward + backward + SGD(momentum) step"
     print_table(title + (f", autocast {args.amp}" if args.amp else ""), rows)
+    if not args.no_memory and os.path.exists("/proc/self/statm"):
+        _print_memory(names, ember_args, amp, torch is not None)
     if compiled:
         print("\nThe same step under ember.compile, against ember eager (speed-up = eager "
               "/ compiled) and PyTorch eager")
@@ -217,6 +283,29 @@ def main(argv: list[str] | None = None) -> None:
             vs_torch = f"{compiled[n] / theirs[n]:8.2f}x" if theirs.get(n) else "        -"
             print(f"{WORKLOADS[n][0]:44s} {fmt_time(compiled[n])} {fmt_time(ours[n])} "
                   f"{ours[n] / compiled[n]:8.2f}x {vs_torch}  >= {COMPILED_GOALS[n]}x")
+
+
+def _print_memory(names: list[str], ember_args: list[str], amp: list[str],
+                  with_torch: bool) -> None:
+    """Each step's peak memory above its steady state, each framework in its own process."""
+    # blocks of 64 KiB and up mapped on their own and unmapped when freed, in both: the
+    # resident size then follows the memory in use (ember's CPU backend otherwise keeps
+    # its heap's peak, backends/cpu/memory.py, and the sampler would see a flat line)
+    env = {"MALLOC_MMAP_THRESHOLD_": str(64 << 10), "MALLOC_TRIM_THRESHOLD_": str(64 << 10),
+           "EMBER_CPU_MALLOC": "system"}
+    ours = in_child(__file__, "ember", names, ember_args + ["--memory"], env)
+    theirs = in_child(__file__, "torch", names, amp + ["--memory"], env) if with_torch else {}
+    print("\nPeak memory of one step above the steady state (activations, gradients in "
+          "flight, temporaries)")
+    print(f"{'workload':44s} {'ember':>11s} {'torch':>11s} {'ember/torch':>12s}  goal")
+    for n in names:
+        mib = ours[n] / 2 ** 20
+        if n in theirs:
+            ratio = f"{ours[n] / theirs[n]:11.2f}x" if theirs[n] else f"{'-':>12s}"
+            print(f"{WORKLOADS[n][0]:44s} {mib:8.2f} MiB {theirs[n] / 2 ** 20:8.2f} MiB "
+                  f"{ratio}  <= 1.0x")
+        else:
+            print(f"{WORKLOADS[n][0]:44s} {mib:8.2f} MiB {'-':>11s} {'-':>12s}  <= 1.0x")
 
 
 if __name__ == "__main__":

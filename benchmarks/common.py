@@ -41,7 +41,8 @@ def print_table(title: str, rows: list[tuple[str, float, float | None, str]]) ->
               f"{ratio}  {goal}")
 
 
-def in_child(script: str, framework: str, names: list[str], extra: list[str] = ()) -> dict:
+def in_child(script: str, framework: str, names: list[str], extra: list[str] = (),
+             env: dict[str, str] | None = None) -> dict:
     """Time `names` with one framework in a child process: {name: seconds}.
 
     Each framework runs alone, because two thread pools in one process fight: PyTorch's
@@ -50,7 +51,7 @@ def in_child(script: str, framework: str, names: list[str], extra: list[str] = (
     ember MLP step 3.2 ms alone, 5.2 ms with PyTorch merely imported).
     """
     cmd = [sys.executable, script, "--child", framework, "--only", ",".join(names), *extra]
-    out = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ))
+    out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
     if out.returncode != 0:
         raise RuntimeError(f"benchmark child ({framework}) failed:\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
