@@ -269,7 +269,7 @@ FAILING_INPLACE = {
     "setitem_mask_wrong_shape": (
         lambda x: x.__setitem__(ember.tensor([True, False, True]), 5.0), IndexError),
     "setitem_float_into_int_tensor": (
-        lambda x: x.__setitem__(0, ember.tensor(1.5)), RuntimeError),
+        lambda x: x.__setitem__(ember.tensor([0]), ember.tensor([1.5])), RuntimeError),
     "copy_bad_shape": (lambda x: x.copy_(ember.ones(4, 4)), RuntimeError),
     "copy_other_bad_shape": (lambda x: x.copy_(ember.ones(3)), RuntimeError),
     "fill_non_scalar": (lambda x: x.fill_(ember.ones(2)), RuntimeError),

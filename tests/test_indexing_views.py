@@ -360,9 +360,11 @@ def test_setitem_casts_value_to_target_dtype():
     x[0] = 5
     x[1:] = ember.tensor([True, False])
     assert x.dtype is ember.int32 and x.tolist() == [5, 1, 0]
-    with pytest.raises(RuntimeError, match="can't be cast"):
-        x[0] = ember.tensor(1.5)
-    assert x.tolist() == [5, 1, 0]
+    x[0] = ember.tensor(-2.7)  # through basic indices a tensor is copied as copy_ does
+    assert x.tolist() == [-2, 1, 0]
+    with pytest.raises(RuntimeError, match="Index put requires the source and destination"):
+        x[ember.tensor([0])] = ember.tensor([1.5])  # through tensor indices: same dtype only
+    assert x.tolist() == [-2, 1, 0]
 
 
 def test_setitem_shape_mismatch():

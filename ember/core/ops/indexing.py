@@ -25,6 +25,7 @@ Kernels (signatures of their rules):
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 from ember.core import costs
@@ -32,15 +33,15 @@ from ember.core import dtype as dt
 from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.creation import arange, full, zeros
 from ember.core.declare import composite, primitive
-from ember.core.dispatch import check_castable, run, run_inplace
+from ember.core.dispatch import run, run_inplace
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
 from ember.core.host import python_scalar
-from ember.core.indexing import ParsedIndex, check_in_range, parse, parse_basic
+from ember.core.indexing import ParsedIndex, check_in_range, parse, parse_basic, unsqueeze_bools
 from ember.core.inplace import apply_inplace, as_view
 from ember.core.opdef import OPS, Grad, OutMeta
 from ember.core.opdef import Precision as P
-from ember.core.ops.elementwise import as_operand, to_dtype, where
+from ember.core.ops.elementwise import to_dtype, where
 from ember.core.ops.shape import broadcast_tensors, cat, reshape
 from ember.core.shapes import broadcast_shapes, fmt_shape, normalize_dim
 from ember.core.tensor import Tensor
@@ -98,10 +99,22 @@ def _scatter_rule(op: str):
                                    f"src {fmt_shape(src.shape)} or input "
                                    f"{fmt_shape(input.shape)} at dimension {d}")
         if src.dtype is not input.dtype:
-            raise RuntimeError(f"{op}: expected src ({src.dtype}) to have the same dtype as "
-                               f"self ({input.dtype})")
+            raise _scatter_dtype_error()
         return OutMeta(input.shape, input.dtype, None)
     return rule
+
+
+def _scatter_dtype_error() -> RuntimeError:
+    # PyTorch's text for scatter, scatter_add and scatter_reduce alike
+    return RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+
+
+def _same_scalar_type(op: str, input: Tensor, source: Tensor) -> None:
+    """index_add's and index_reduce's check that `source` has `input`'s dtype."""
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"{op}(): self ({SCALAR_TYPE_NAMES[input.dtype.name]}) and source "
+                           f"({SCALAR_TYPE_NAMES[source.dtype.name]}) must have the same "
+                           f"scalar type")
 
 
 def _index_select_rule(input, index, *, dim):
@@ -143,7 +156,13 @@ def _index(input: Tensor, parsed: ParsedIndex, key: Any) -> Tensor:
 def getitem(input: Tensor, key: Any) -> Tensor:
     """`input[key]`: basic indexing (ints, slices, None, ...) returns a view; tensor and
     mask indices copy. PyTorch's rules (see ember.core.indexing)."""
-    return _index(input, parse(input, key), key)
+    parsed = parse_basic(input._data.shape, key)
+    if parsed is None:
+        x, key = unsqueeze_bools(input, key)  # bool scalars: advanced indices of unit dims
+        parsed = parse(x, key)
+        if x is not input:
+            return _index(x, parsed, key)
+    return _index(input, parsed, key)
 
 
 def index_put_into_zeros(g: Tensor, shape: tuple, parsed: ParsedIndex) -> Tensor:
@@ -166,16 +185,52 @@ def _getitem_parsed(x: Tensor, parsed: ParsedIndex) -> Tensor:
                           index=parsed.spec, shape=parsed.shape)
 
 
-def _check_value(input: Tensor, value: Any, parsed: ParsedIndex) -> Tensor:
-    if isinstance(value, Tensor):
-        if value.device != input.device:
+def _index_put_dtype_error(input: Tensor, value: Tensor) -> RuntimeError:
+    return RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                        f"{SCALAR_TYPE_NAMES[input.dtype.name]} for the destination and "
+                        f"{SCALAR_TYPE_NAMES[value.dtype.name]} for the source.")
+
+
+def _write_value(input: Tensor, value: Any, parsed: ParsedIndex, *,
+                 accumulate: bool = False) -> Tensor:
+    """The value `input[key] = value` (or `index_put`) writes at `parsed`, checked and cast
+    to `input`'s dtype as PyTorch does it:
+
+    - a Python number is converted (a value outside the dtype's range raises);
+    - through basic indices only (ints, slices, None, ...) a tensor is copied as `copy_`
+      copies: any dtype, cast (a float into an integer tensor truncates);
+    - through tensor indices its dtype must be `input`'s ("Index put requires the source
+      and destination dtypes match"), except for one element written through a single
+      bool mask, which PyTorch hands to `masked_fill_` as a number. (PyTorch does that for
+      a value on the CPU only; ember on every device, so a program's dtypes work the same
+      on all of them.)
+
+    Leading dimensions of size 1 are dropped first, as PyTorch drops them."""
+    if not isinstance(value, Tensor):
+        number = python_scalar(value)
+        if not isinstance(number, numbers.Number):
+            kind = type(value)
+            name = kind.__name__ if kind.__module__ == "builtins" else \
+                f"{kind.__module__}.{kind.__name__}"
+            raise TypeError(f"can't assign a {name} to a {input.type()}")
+        value = full((), number, dtype=input._dtype, device=input.device)
+    if value.device != input.device:
+        if not (value.ndim == 0 and value.device.type == "cpu"):  # (goes anywhere)
             raise RuntimeError(f"setitem: expected value on device {input.device}, got "
                                f"{value.device}")
-        check_castable("setitem", value._dtype, input._dtype)
-    else:
-        value = as_operand(value, input)
-        if not isinstance(value, Tensor):
-            value = full((), value, dtype=input._dtype, device=input.device)
+        value = value.to(input.device)
+    lead = 0
+    while lead < value.ndim and value.shape[lead] == 1:
+        lead += 1
+    if lead:
+        value = reshape(value, tuple(value.shape[lead:]))
+    if parsed.mask is not None and value.numel() == 1 and not accumulate:
+        if parsed.mask.dtype is not dt.bool_:
+            raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with "
+                               "dtype unsigned char")
+        if value._dtype is not input._dtype:  # the number masked_fill_ would be given
+            dt.fit_scalar(python_scalar(value.item()), input._dtype)
+        return to_dtype(reshape(value, ()), input._dtype)
     try:
         target = broadcast_shapes("setitem", tuple(value.shape), parsed.shape)
     except RuntimeError:
@@ -184,22 +239,35 @@ def _check_value(input: Tensor, value: Any, parsed: ParsedIndex) -> Tensor:
         raise RuntimeError(f"setitem: shape mismatch: value tensor of shape "
                            f"{fmt_shape(tuple(value.shape))} cannot be broadcast to indexing "
                            f"result of shape {fmt_shape(parsed.shape)}")
-    return value
+    if not parsed.basic and value._dtype is not input._dtype:
+        raise _index_put_dtype_error(input, value)
+    return to_dtype(value, input._dtype)
 
 
 @primitive(variants="", rule=_setitem_rule, mutates=True, cost=costs.movement,
            operators="__setitem__")
 def setitem(input: Tensor, key: Any, value: Any) -> None:
-    """`input[key] = value`, in place (differentiable through `value` and `input`)."""
-    parsed = parse(input, key)
-    value = _check_value(input, value, parsed)
+    """`input[key] = value`, in place (differentiable through `value` and `input`).
+    Bool scalars in `key` index a new dimension of size 1, as in PyTorch; a key that is
+    just `False` writes nothing, and just `True` writes as `input[None]` does."""
+    if key is False:  # PyTorch's shortcut: nothing written, nothing checked
+        return
+    if key is True:
+        key = None
+    x, key = unsqueeze_bools(input, key)  # x: input, or a view of it with unit dimensions
+    parsed = parse(x, key)
+    value = _write_value(x, value, parsed)
     if not (state.enabled and (input._requires_grad or value._requires_grad)):
-        run_inplace("setitem", input, to_dtype(value, input._dtype), *parsed.tensors,
-                    index=parsed.spec, accumulate=False)
+        run_inplace("setitem", x, value, *parsed.tensors, index=parsed.spec,
+                    accumulate=False)
         input._vc[0] += 1
         return
-    apply_inplace(input, lambda old: _index_put(old, parsed, to_dtype(value, input._dtype)),
-                  value, op="setitem")
+    if x is input:
+        apply_inplace(input, lambda old: _index_put(old, parsed, value), value, op="setitem")
+    else:  # written through the unit dimensions, then shaped back
+        apply_inplace(input, lambda old: reshape(
+            _index_put(reshape(old, tuple(x.shape)), parsed, value), tuple(input.shape)),
+            value, op="setitem")
 
 
 def _index_put(x: Tensor, parsed: ParsedIndex, value: Tensor) -> Tensor:
@@ -304,10 +372,15 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
     if reduce is not None:
         if reduce != "add":
             raise RuntimeError(f"scatter(): reduce={reduce!r} is not supported (use 'add')")
+        if not isinstance(src, Tensor):
+            src = full(tuple(index.shape), src if src is not None else value,
+                       dtype=input.dtype, device=input.device)
         return scatter_add(input, dim, index, src)
     d = normalize_dim("scatter", dim, input.ndim)
     if src is None:
         src = value
+    if isinstance(src, Tensor) and src.dtype is not input.dtype:
+        raise _scatter_dtype_error()
     if input.ndim:  # (the indices first, then the value, as PyTorch checks them)
         check_in_range("scatter", index, input.shape[d], d)
     if not isinstance(src, Tensor):
@@ -326,6 +399,8 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of `input` with `src` added along `dim` at `index` (repeats accumulate)."""
     d = normalize_dim("scatter_add", dim, input.ndim)
+    if src.dtype is not input.dtype:
+        raise _scatter_dtype_error()
     if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
         return reshape(scatter_add(reshape(input, (1,)), 0, reshape(index, (-1,)),
                                    reshape(src, (-1,))), ())
@@ -358,6 +433,13 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     d = normalize_dim("index_fill", dim, input.ndim)
     if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
         return reshape(index_fill(reshape(input, (1,)), 0, index, value), ())
+    if isinstance(value, Tensor):  # written as the number it holds: any dtype
+        if value.ndim:
+            raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but "
+                               f"got tensor with {value.ndim} dimension(s).")
+        if value.dtype is not input.dtype:
+            dt.fit_scalar(python_scalar(value.item()), input.dtype)
+            value = to_dtype(value, input.dtype)
     key = (slice(None),) * d + (reshape(index, (-1,)),)
     out = input.clone()
     setitem(out, key, value)
@@ -377,6 +459,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
                                f"{list(source.shape)}")
         return reshape(index_add(reshape(input, (1,)), 0, reshape(index, (-1,)),
                                  reshape(source, (1,)).expand(index.numel()), alpha=alpha), ())
+    _same_scalar_type("index_add_", input, source)
     check_in_range("index_add", index, input.shape[d], d, select=True)
     src = source * alpha if alpha != 1 else source
     shape = [1] * input.ndim
@@ -635,7 +718,8 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
                            f"{fmt_shape(_outside(source, d))} outside dimension {d}).")
     if source.dtype is not input.dtype:
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, "
-                           f"but got (self) {input.dtype} and (source) {source.dtype}")
+                           f"but got (self) {SCALAR_TYPE_NAMES[input.dtype.name]} and (source) "
+                           f"{SCALAR_TYPE_NAMES[source.dtype.name]}")
     if index.numel():
         lo, hi = int(index.min().item()), int(index.max().item())
         size = input.shape[d] if input.ndim else 1
@@ -656,12 +740,10 @@ def index_put(input: Tensor, indices: Any, values: Tensor, accumulate: bool = Fa
     if not isinstance(values, Tensor):
         raise TypeError(f"index_put(): argument 'values' must be Tensor, not "
                         f"{type(values).__name__}")
-    if values.dtype is not input.dtype:
-        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{SCALAR_TYPE_NAMES[input.dtype.name]} for the destination and "
-                           f"{SCALAR_TYPE_NAMES[values.dtype.name]} for the source.")
     parsed = parse(input, tuple(indices))
-    values = _check_value(input, values, parsed)
+    if parsed.basic and values.dtype is not input.dtype:
+        raise _index_put_dtype_error(input, values)
+    values = _write_value(input, values, parsed, accumulate=accumulate)
     if not accumulate:
         return _index_put(input, parsed, values)
     added = index_put_into_zeros(values.expand(parsed.shape), tuple(input.shape), parsed)
@@ -802,6 +884,7 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
         raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
                            f"specified dimension. Got self.shape = {list(input.shape)} "
                            f"source.shape = {list(source.shape)}")
+    _same_scalar_type("index_reduce_", input, source)
     return scatter_reduce(input, d, _along(index, d, tuple(source.shape)), source, reduce,
                           include_self=include_self)
 
@@ -814,8 +897,9 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
                            f"dtype {mask.dtype}")
     if source.dtype is not input.dtype:
-        raise RuntimeError(f"masked_scatter_: expected self and source to have same dtypes but "
-                           f"got {input.dtype} and {source.dtype}")
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but "
+                           f"got{SCALAR_TYPE_NAMES[input.dtype.name]} and "
+                           f"{SCALAR_TYPE_NAMES[source.dtype.name]}")  # (PyTorch's spacing)
     mask = mask.expand(tuple(broadcast_shapes("masked_scatter", tuple(mask.shape),
                                               tuple(input.shape))))
     if tuple(mask.shape) != tuple(input.shape):

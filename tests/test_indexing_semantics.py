@@ -1,0 +1,234 @@
+"""Indexing and error semantics as PyTorch's (issue 16's fuzz findings), each case run in
+ember and in PyTorch (the oracle): the same values and dtypes, or the same exception type
+and message (see torch_oracle.assert_same)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+from torch_oracle import DEVICES, assert_same
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+
+def _x(lib, T):
+    return lib.arange(24, dtype=lib.float32).reshape(2, 3, 4) if T is None else \
+        T(list(range(24)), dtype=lib.float32).reshape(2, 3, 4)
+
+
+# -- 1. bool scalars in a key: a new dimension of size 1 (True) or 0 (False) ----------
+
+BOOL_KEYS = {
+    "true": lambda lib: True,
+    "false": lambda lib: False,
+    "tensor_true": lambda lib: lib.tensor(True),
+    "tensor_false": lambda lib: lib.tensor(False),
+    "uint8_scalar_one": lambda lib: lib.tensor(1, dtype=lib.uint8),
+    "uint8_scalar_zero": lambda lib: lib.tensor(0, dtype=lib.uint8),
+    "true_int": lambda lib: (True, 0),
+    "int_true": lambda lib: (1, True),
+    "ellipsis_true": lambda lib: (Ellipsis, True),
+    "ellipsis_false": lambda lib: (Ellipsis, False),
+    "none_true": lambda lib: (None, True),
+    "true_none_slice": lambda lib: (True, None, slice(1, None)),
+    "true_true": lambda lib: (True, True),
+    "list_true": lambda lib: ([0, 1], True),
+    "tensor_true_int": lambda lib: (lib.tensor([0, 1]), True, 1),
+    "ints_then_true": lambda lib: (0, 1, 2, True),
+    "true_ellipsis_false": lambda lib: (True, Ellipsis, False),
+    "tensor_true_tensor": lambda lib: (lib.tensor(True), lib.tensor([0, 1])),
+    "tensor_false_tensor": lambda lib: (lib.tensor(False), lib.tensor([0, 1])),
+    "mask_true": lambda lib: (lib.tensor([True, False]), True),
+    "slice_true_tensor": lambda lib: (slice(1, None), True, lib.tensor([0, 2])),
+    "0d_int_tensor": lambda lib: (lib.tensor(1), True),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("key", list(BOOL_KEYS))
+def test_getitem_with_bool_scalars(key, device):
+    assert_same(lambda lib, T: _x(lib, T)[BOOL_KEYS[key](lib)], device)
+
+
+@pytest.mark.parametrize("key", ["true", "false", "tensor_true", "true_true", "ellipsis_true",
+                                 "none_true"])
+def test_getitem_of_a_0d_tensor_with_bool_scalars(key):
+    assert_same(lambda lib, T: T(5.0)[BOOL_KEYS[key](lib)])
+
+
+def test_uint8_masks_index_as_bool_masks_with_pytorchs_warning():
+    assert_same(lambda lib, T: _x(lib, T)[T([1, 0], dtype=lib.uint8)])
+    assert_same(lambda lib, T: _x(lib, T)[:, T([[1, 0, 1, 1]] * 3, dtype=lib.uint8)
+                                          .bool()] * 2)
+    with pytest.warns(UserWarning, match="indexing with dtype ember.uint8 is now deprecated"):
+        ember.zeros(2)[ember.tensor([1, 0], dtype=ember.uint8)]
+
+
+def _write(key, value, dtype="float32", shape=(2, 3, 4)):
+    """A case writing `value(lib, T)` at `key(lib)` into arange(24) of `dtype`."""
+    def case(lib, T):
+        n = 1
+        for s in shape:
+            n *= s
+        x = T(list(range(n)), dtype=getattr(lib, dtype)).reshape(shape)
+        x[key(lib)] = value(lib, T)
+        return x
+    return case
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("key", ["true", "false", "tensor_true", "tensor_false", "true_int",
+                                 "ellipsis_true", "none_true", "true_true", "list_true",
+                                 "tensor_true_int", "mask_true", "slice_true_tensor",
+                                 "ints_then_true"])
+def test_setitem_with_bool_scalars(key, device):
+    assert_same(_write(BOOL_KEYS[key], lambda lib, T: T(-1.0)), device)
+    assert_same(_write(BOOL_KEYS[key], lambda lib, T: -7), device)
+
+
+def test_setitem_with_python_false_writes_nothing_and_checks_nothing():
+    assert_same(_write(lambda lib: False, lambda lib, T: T([1.0] * 7)))
+    assert_same(_write(lambda lib: True, lambda lib, T: T([1.0] * 7)),  # True checks
+                match="value tensor of shape [7] cannot be broadcast")
+
+
+def test_bool_scalar_indices_are_differentiable():
+    def case(lib, T):
+        w = T([1.0, 2.0, 3.0], requires_grad=True)
+        v = T(5.0, requires_grad=True)
+        x = w * 1
+        x[..., True] = v * lib.ones(3, 1)
+        y = w * 2
+        y[True, 1] = v
+        h = (w * 5)[True]
+        ((x * 2).sum() + (y * lib.arange(3)).sum() + (h * h).sum()).backward()
+        return x, y, h, w.grad, v.grad
+    assert_same(case)
+
+
+# -- 2. a value of another dtype: copied through basic indices, refused through tensor ones
+
+
+DTYPE_WRITES = {
+    # (key, value, destination dtype)
+    "int_float": (lambda lib: 0, lambda lib, T: T(1.7), "int64"),
+    "slice_float": (lambda lib: slice(1, 3), lambda lib, T: T([1.7, -2.6]), "int64"),
+    "slice_nan_inf": (lambda lib: slice(1, 3), lambda lib, T: T([float("nan"), float("inf")]),
+                      "int64"),
+    "slice_float_into_uint8": (lambda lib: slice(1, 3), lambda lib, T: T([-1.7, 300.0]),
+                               "uint8"),
+    "slice_double_into_half": (lambda lib: slice(0, 2), lambda lib, T: T([1.0, 2.0],
+                                                                          dtype=lib.float64),
+                               "float16"),
+    "none_float": (lambda lib: (None, 1), lambda lib, T: T(2.5), "int32"),
+    "0d_index_float": (lambda lib: lib.tensor(1), lambda lib, T: T(2.5), "int64"),
+    "leading_ones": (lambda lib: 0, lambda lib, T: T([[[2.5]]]), "int64"),
+    "python_true_float": (lambda lib: True, lambda lib, T: T(2.5), "int64"),
+    "tensor_float": (lambda lib: lib.tensor([1, 2]), lambda lib, T: T([1.7, -2.6]), "int64"),
+    "list_float": (lambda lib: [1, 2], lambda lib, T: T([1.7, -2.6]), "int64"),
+    "tensor_0d_float": (lambda lib: lib.tensor([1, 2]), lambda lib, T: T(1.5), "int64"),
+    "tensor_int32": (lambda lib: lib.tensor([1, 2]), lambda lib, T: T([1, 2],
+                                                                      dtype=lib.int32), "int64"),
+    "tensor_bool": (lambda lib: lib.tensor([1, 2]), lambda lib, T: T([True, False]), "int64"),
+    "tensor_double_into_float": (lambda lib: lib.tensor([1, 2]), lambda lib, T: T(
+        [1.0, 2.0], dtype=lib.float64), "float32"),
+    "tensor_float_into_double": (lambda lib: lib.tensor([1, 2]), lambda lib, T: T([1.5, 2.5]),
+                                 "float64"),
+    "tensor_int_into_float": (lambda lib: lib.tensor([1, 2]), lambda lib, T: T([1, 2]),
+                              "float32"),
+    "ellipsis_tensor_float": (lambda lib: (Ellipsis, lib.tensor([1, 2])),
+                              lambda lib, T: T([1.7, -2.6]), "int64"),
+    "none_tensor_float": (lambda lib: (None, lib.tensor([1, 2])),
+                          lambda lib, T: T([1.7, -2.6]), "int64"),
+    "tensor_true_float": (lambda lib: lib.tensor(True), lambda lib, T: T(1.7), "int64"),
+    "true_tuple_float": (lambda lib: (True, slice(1, 3)), lambda lib, T: T([1.7, 2.6]),
+                         "int64"),
+    # one element through a single bool mask: PyTorch's masked_fill_ path, any dtype
+    "mask_0d_float": (lambda lib: lib.tensor([False, True, True, False]),
+                      lambda lib, T: T(1.5), "int64"),
+    "mask_1elem_int_into_float": (lambda lib: lib.tensor([False, True, True, False]),
+                                  lambda lib, T: T([2]), "float32"),
+    "mask_0d_nan_into_int": (lambda lib: lib.tensor([False, True, True, False]),
+                             lambda lib, T: T(float("nan")), "int64"),
+    "mask_0d_overflow_uint8": (lambda lib: lib.tensor([False, True, True, False]),
+                               lambda lib, T: T(300), "uint8"),
+    "mask_0d_float_into_bool": (lambda lib: lib.tensor([False, True, True, False]),
+                                lambda lib, T: T(2.5), "bool"),
+    "mask_2elem_double": (lambda lib: lib.tensor([False, True, True, False]),
+                          lambda lib, T: T([2.5, 1.0], dtype=lib.float64), "float32"),
+    "mask_and_tensor": (lambda lib: (lib.tensor([False, True]), lib.tensor([0, 1])),
+                        lambda lib, T: T(7, dtype=lib.int32), "float32"),
+    "true_and_mask": (lambda lib: (True, lib.tensor([False, True])),
+                      lambda lib, T: T(7, dtype=lib.int32), "float32"),
+    "uint8_mask_scalar": (lambda lib: lib.tensor([0, 1], dtype=lib.uint8),
+                          lambda lib, T: 5, "float32"),
+    "python_float_tensor_index": (lambda lib: lib.tensor([1, 2]), lambda lib, T: 1.5, "int64"),
+    "python_overflow": (lambda lib: lib.tensor([1, 2]), lambda lib, T: 1e20, "int64"),
+    "list_value": (lambda lib: lib.tensor([1, 2]), lambda lib, T: [1.5, 2.5], "int64"),
+    "list_value_basic": (lambda lib: slice(1, 3), lambda lib, T: [1.5, 2.5], "int64"),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", list(DTYPE_WRITES))
+def test_setitem_value_dtypes_as_pytorch(case, device):
+    key, value, dtype = DTYPE_WRITES[case]
+    shape = (2, 2) if case in ("mask_and_tensor", "true_and_mask", "uint8_mask_scalar") \
+        else (4,)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # uint8 masks' deprecation
+        assert_same(_write(key, value, dtype, shape), device,
+                    match="can't assign a list to a" if case.startswith("list_value") else None)
+
+
+INDEX_PUTS = {
+    "mask_1elem_any_dtype": lambda lib, T, a: a.index_put_((T([False, True, True, False]),),
+                                                           T([2])),
+    "mask_0d_float_into_int": lambda lib, T, a: a.long().index_put_(
+        (T([False, True, True, False]),), T(1.5)),
+    "mask_accumulate_refuses": lambda lib, T, a: a.index_put_(
+        (T([False, True, True, False]),), T([2]), accumulate=True),
+    "tensor_index_refuses": lambda lib, T, a: a.index_put_((T([1, 2]),), T([1, 2])),
+    "out_of_place": lambda lib, T, a: a.index_put((T([1, 2]),), T([1.0, 2.0])),
+}
+
+
+@pytest.mark.parametrize("case", list(INDEX_PUTS))
+def test_index_put_dtypes_as_pytorch(case):
+    assert_same(lambda lib, T: INDEX_PUTS[case](lib, T, lib.zeros(4)))
+
+
+SAME_DTYPE_OPS = {
+    "scatter": lambda lib, a, i, f: lib.scatter(a, 0, i, f),
+    "scatter_": lambda lib, a, i, f: a.scatter_(0, i, f),
+    "scatter_reduce_add": lambda lib, a, i, f: a.scatter(0, i, f, reduce="add"),
+    "scatter_add": lambda lib, a, i, f: lib.scatter_add(a, 0, i, f),
+    "scatter_add_": lambda lib, a, i, f: a.scatter_add_(0, i, f),
+    "scatter_reduce": lambda lib, a, i, f: lib.scatter_reduce(a, 0, i, f, "sum"),
+    "index_add": lambda lib, a, i, f: lib.index_add(a, 0, i, f),
+    "index_add_": lambda lib, a, i, f: a.index_add_(0, i, f),
+    "index_reduce": lambda lib, a, i, f: lib.index_reduce(a, 0, i, f, "prod"),
+    "index_copy": lambda lib, a, i, f: lib.index_copy(a, 0, i, f),
+    "masked_scatter": lambda lib, a, i, f: lib.masked_scatter(a, a > -1, f),
+    "put_": lambda lib, a, i, f: a.put_(i, f),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", list(SAME_DTYPE_OPS))
+@pytest.mark.parametrize("dtypes", [("int64", "float32"), ("float32", "float64")])
+def test_index_writes_require_the_same_dtype(op, dtypes, device):
+    def case(lib, T):
+        a = T([0, 0, 0, 0], dtype=getattr(lib, dtypes[0]))
+        return SAME_DTYPE_OPS[op](lib, a, T([1, 2]), T([1.5, 2.5], dtype=getattr(lib, dtypes[1])))
+    assert_same(case, device)
+
+
+def test_index_fill_takes_a_0d_tensor_of_any_dtype():
+    assert_same(lambda lib, T: lib.index_fill(T([0, 0, 0]), 0, T([1]), T(1.5)))
+    assert_same(lambda lib, T: lib.index_fill(T([0.0, 0.0]), 0, T([1]), T(2, dtype=lib.int32)))
+    assert_same(lambda lib, T: lib.index_fill(T([0, 0]), 0, T([1]), T(float("nan"))))
+    assert_same(lambda lib, T: lib.index_fill(T([0.0, 0.0]), 0, T([1]), T([1.0, 2.0])))
