@@ -232,3 +232,102 @@ def test_index_fill_takes_a_0d_tensor_of_any_dtype():
     assert_same(lambda lib, T: lib.index_fill(T([0.0, 0.0]), 0, T([1]), T(2, dtype=lib.int32)))
     assert_same(lambda lib, T: lib.index_fill(T([0, 0]), 0, T([1]), T(float("nan"))))
     assert_same(lambda lib, T: lib.index_fill(T([0.0, 0.0]), 0, T([1]), T([1.0, 2.0])))
+
+
+# -- 3. a convolution's operands on two devices: the device error, whatever the batch ----
+
+
+@pytest.mark.skipif("opencl" not in DEVICES, reason="needs an OpenCL device")
+@pytest.mark.parametrize("batch", [0, 2])
+@pytest.mark.parametrize("op,x,w,b", [
+    ("conv1d", (3, 5), (4, 3, 3), None), ("conv2d", (3, 5, 5), (4, 3, 3, 3), None),
+    ("conv3d", (3, 4, 4, 4), (4, 3, 3, 3, 3), None),
+    ("conv_transpose2d", (3, 5, 5), (3, 4, 3, 3), None),
+    ("conv2d", (3, 5, 5), (4, 3, 3, 3), "bias")])
+def test_conv_operands_on_two_devices_raise_the_device_error(op, x, w, b, batch):
+    F = ember.nn.functional
+    weight_device = "cpu" if b else "opencl"
+    bias = ember.zeros(w[0] if "transpose" not in op else w[1], device="opencl") if b else None
+    with pytest.raises(RuntimeError, match=rf"{op}: expected all tensors to be on the same "
+                                           r"device, but found at least two devices, cpu and "
+                                           r"opencl:0"):
+        getattr(F, op)(ember.zeros(batch, *x), ember.zeros(*w, device=weight_device), bias)
+
+
+# -- 4. an allocation too large for memory: PyTorch's RuntimeError, naming the bytes -----
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.empty(2 ** 48), lambda lib: lib.zeros(2 ** 24, 2 ** 24),
+    lambda lib: lib.ones(2 ** 47, dtype=lib.float64), lambda lib: lib.arange(2 ** 48),
+    lambda lib: lib.zeros(1, 2 ** 24).expand(2 ** 24, 2 ** 24).contiguous(),
+    lambda lib: lib.zeros(2 ** 24, 1) * lib.zeros(1, 2 ** 24)])
+def test_huge_allocations_raise_runtime_error_naming_the_bytes(make):
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match=r"can't allocate memory: you tried to allocate "
+                                               r"\d{15,} bytes"):
+            make(lib)
+    with pytest.raises(ember.OutOfMemoryError, match=r"CPU out of memory"):
+        make(ember)
+
+
+def test_zeros_of_more_elements_than_int64_holds_is_refused():
+    assert_same(lambda lib, T: lib.zeros(2 ** 62))
+    assert_same(lambda lib, T: lib.zeros(2 ** 31, 2 ** 31, 4))
+
+
+@pytest.mark.skipif("opencl" not in DEVICES, reason="needs an OpenCL device")
+def test_huge_opencl_allocations_raise_out_of_memory_naming_the_bytes():
+    with pytest.raises(ember.OutOfMemoryError, match=r"OpenCL out of memory on opencl:0.*"
+                                                     r"\(4398046511104 bytes\)"):
+        ember.empty(2 ** 40, device="opencl")
+
+
+# -- 5. indices outside the range: the error PyTorch raises, naming the first it meets ---
+
+BAD_INDICES = [[-1, 5], [5, -1], [-7, 9], [9, -7], [1, -1], [-5, 0], [4, 7], [0, 3]]
+
+INDEX_OPS = {
+    "index_select_dim0": lambda lib, x, i: lib.index_select(x, 0, i),
+    "index_select_dim1": lambda lib, x, i: lib.index_select(x.t().contiguous(), 1, i),
+    "index_select_1d": lambda lib, x, i: lib.index_select(x[0], 0, i),
+    "index_select_3d_last": lambda lib, x, i: lib.index_select(x.reshape(2, 2, 2), 2, i % 4),
+    "take": lambda lib, x, i: lib.take(x, i * 2),
+    "gather": lambda lib, x, i: lib.gather(x, 1, i.reshape(1, -1)),
+    "gather_rows": lambda lib, x, i: lib.gather(x, 1, lib.stack([i.flip(0), i])),
+    "scatter": lambda lib, x, i: lib.scatter(x, 1, i.reshape(1, -1), 1.0),
+    "scatter_add": lambda lib, x, i: lib.scatter_add(x, 1, i.reshape(1, -1),
+                                                     lib.ones(1, i.numel())),
+    "scatter_reduce": lambda lib, x, i: lib.scatter_reduce(x, 1, i.reshape(1, -1),
+                                                           lib.ones(1, i.numel()), "amax"),
+    "index_add_2d": lambda lib, x, i: lib.index_add(x, 1, i, lib.ones(2, i.numel())),
+    "index_add_1d": lambda lib, x, i: lib.index_add(x[0], 0, i, lib.ones(i.numel())),
+    "index_copy": lambda lib, x, i: lib.index_copy(x, 1, i, lib.ones(2, i.numel())),
+    "index_fill": lambda lib, x, i: lib.index_fill(x, 1, i, 1.0),
+    "index_reduce": lambda lib, x, i: lib.index_reduce(x, 1, i, lib.ones(2, i.numel()),
+                                                       "prod"),
+    "put": lambda lib, x, i: x.put(i * 2, lib.ones(i.shape)),
+    "getitem": lambda lib, x, i: x[:, i],
+    "getitem_two_tensors": lambda lib, x, i: x.reshape(2, 2, 2)[i % 3, i],
+    "setitem": lambda lib, x, i: x.index_put_((lib.tensor([0]), i), lib.tensor(1.0)),
+    "take_along_dim": lambda lib, x, i: lib.take_along_dim(x, i.reshape(1, -1), 1),
+    "take_along_dim_flat": lambda lib, x, i: lib.take_along_dim(x, i * 2),
+    "embedding": lambda lib, x, i: lib.nn.functional.embedding(i, x.t()),
+}
+
+
+@pytest.mark.parametrize("op", list(INDEX_OPS))
+@pytest.mark.parametrize("index", BAD_INDICES, ids=str)
+def test_out_of_range_indices_raise_as_pytorch(op, index):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # index_reduce's "beta" warning in PyTorch
+        assert_same(lambda lib, T: INDEX_OPS[op](lib, lib.arange(8.0).reshape(2, 4),
+                                                 T(index)))
+
+
+@pytest.mark.skipif("opencl" not in DEVICES, reason="needs an OpenCL device")
+@pytest.mark.parametrize("op", ["gather", "scatter", "index_select_dim1", "getitem", "take"])
+def test_out_of_range_indices_on_opencl(op):
+    for index in ([-7, 9], [9, -7]):
+        assert_same(lambda lib, T, index=index: INDEX_OPS[op](
+            lib, T(list(range(8)), dtype=lib.float32).reshape(2, 4), T(index)), "opencl")

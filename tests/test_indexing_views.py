@@ -282,7 +282,8 @@ def test_indexing_with_numpy_array_and_tensor_index():
 
 def test_index_out_of_range_in_tensor():
     x = ember.zeros(3, 4)
-    with pytest.raises(IndexError, match="index 4 is out of bounds for dimension 1 with size 4"):
+    # (named by its place among the tensor indices, as PyTorch names it)
+    with pytest.raises(IndexError, match="index 4 is out of bounds for dimension 0 with size 4"):
         x[:, ember.tensor([0, 4])]
     with pytest.raises(IndexError, match="index -4 is out of bounds for dimension 0 with "
                                          "size 3"):

@@ -13,6 +13,8 @@ import numbers
 import warnings
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from ember.core import dtype as dt
 from ember.core import tracing
 from ember.core.dispatch import run
@@ -168,6 +170,7 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
 
     spec: list[tuple] = []
     tensors: list[Tensor] = []
+    int_tensors: list[tuple[int, int]] = []  # (position in tensors, size of its dimension)
     shape_parts: list[Any] = []  # result sizes of basic entries, or "adv" markers, in order
     dim = 0
     for k in items:
@@ -205,8 +208,8 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
                 spec.append(("tensor", len(tensors) - 1))
                 shape_parts.append("adv")
             dim += mask.ndim
-        else:  # an integer tensor
-            check_bounds(k, x.shape[dim], dim)
+        else:  # an integer tensor, checked once the shapes are known
+            int_tensors.append((len(tensors), x.shape[dim]))
             tensors.append(k)
             spec.append(("tensor", len(tensors) - 1))
             shape_parts.append("adv")
@@ -224,6 +227,11 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
         raise IndexError("shape mismatch: indexing tensors could not be broadcast together "
                          "with shapes " + ", ".join(fmt_shape(tuple(t.shape)) for t in tensors)
                          ) from None
+    if int_tensors:  # (a mask's indices are in bounds: only the integer tensors can fail)
+        sizes: list[int | None] = [None] * len(tensors)
+        for i, n in int_tensors:
+            sizes[i] = n
+        check_bounds(tensors, sizes, adv_shape)
     positions = [i for i, p in enumerate(shape_parts) if p == "adv"]
     adjacent = positions == list(range(positions[0], positions[-1] + 1))
     basic = [p for p in shape_parts if p != "adv"]
@@ -244,25 +252,45 @@ def _index_range(index: Tensor) -> tuple[int, int]:
     return lo, hi
 
 
-def check_bounds(index: Tensor, size: int, dim: int) -> None:
-    """PyTorch's IndexError for an index outside [-size, size)."""
+def first_outside(index: Tensor, lo: int, hi: int) -> int | None:
+    """The first entry of `index` (in row-major order, as PyTorch's kernels meet them)
+    outside [lo, hi), or None. Two reductions when all are inside; the search for the
+    first one only on the way to an error."""
     if index.numel() == 0:
+        return None
+    least, most = _index_range(index)
+    if least >= lo and most < hi:
+        return None
+    flat = host_array(index).reshape(-1)
+    return int(flat[np.flatnonzero((flat < lo) | (flat >= hi))[0]])
+
+
+def check_bounds(tensors: list[Tensor], sizes: list[int | None],
+                 shape: tuple[int, ...]) -> None:
+    """PyTorch's IndexError for advanced indices outside [-size, size) (a size None: a
+    mask's, in bounds): the tensors, broadcast to `shape`, are met element by element,
+    each element's tensors in order, and the error names the first bad index with the
+    ordinal of its tensor among them ("dimension k", as PyTorch's index kernel counts)."""
+    if all(n is None or first_outside(t, -n, n) is None for t, n in zip(tensors, sizes)):
         return
-    lo, hi = _index_range(index)
-    bad = hi if hi >= size else (lo if lo < -size else None)
-    if bad is not None:
-        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+    big = 1 << 62
+    sizes = [big if n is None else n for n in sizes]
+    with tracing.paused():
+        flats = [np.broadcast_to(host_array(t), shape).reshape(-1) for t in tensors]
+    outside = np.stack([(f < -n) | (f >= n) for f, n in zip(flats, sizes)], axis=1)
+    element = int(np.flatnonzero(outside.any(axis=1))[0])
+    k = int(np.flatnonzero(outside[element])[0])
+    raise IndexError(f"index {int(flats[k][element])} is out of bounds for dimension {k} "
+                     f"with size {sizes[k]}")
 
 
 def check_in_range(op: str, index: Tensor, size: int, dim: int, *,
                    select: bool = False) -> None:
     """PyTorch's check of the indices of gather, scatter, index_select and index_add:
-    in [0, size), a negative index never counts from the end. `select`: index_select's
-    and index_add's IndexError; else gather's and scatter's RuntimeError."""
-    if index.numel() == 0:
-        return
-    lo, hi = _index_range(index)
-    bad = hi if hi >= size else (lo if lo < 0 else None)
+    in [0, size), a negative index never counts from the end; the first one outside (in
+    row-major order) is named. `select`: index_select's and index_add's IndexError; else
+    gather's and scatter's RuntimeError."""
+    bad = first_outside(index, 0, size)
     if bad is None:
         return
     if select:

@@ -37,7 +37,14 @@ from ember.core.dispatch import run, run_inplace
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
 from ember.core.host import python_scalar
-from ember.core.indexing import ParsedIndex, check_in_range, parse, parse_basic, unsqueeze_bools
+from ember.core.indexing import (
+    ParsedIndex,
+    check_in_range,
+    first_outside,
+    parse,
+    parse_basic,
+    unsqueeze_bools,
+)
 from ember.core.inplace import apply_inplace, as_view
 from ember.core.opdef import OPS, Grad, OutMeta
 from ember.core.opdef import Precision as P
@@ -345,8 +352,9 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     outside = [broadcast_shapes("take_along_dim", (a,), (b,))[0] if i != d else None
                for i, (a, b) in enumerate(zip(input.shape, indices.shape))]
     input = input.expand(tuple(s if s is not None else input.shape[d] for s in outside))
-    # PyTorch counts a negative index from the end here (gather alone refuses one)
-    indices = where(indices < 0, indices + input.shape[d], indices)
+    # PyTorch reads the indices modulo the size here (gather alone refuses one outside)
+    if indices.numel():  # (a zero size with indices: PyTorch's ZeroDivisionError too)
+        indices = indices.remainder(input.shape[d])
     indices = indices.expand(tuple(s if s is not None else indices.shape[d]
                                    for s in outside))
     return gather(input, d, indices)
@@ -423,6 +431,11 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
             raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
                                f"{index.numel()} value(s)")
         return reshape(index_select(reshape(input, (1,)), 0, reshape(index, (1,))), ())
+    if d == 1:  # PyTorch's kernel for dim 1 names the first bad index, in a RuntimeError
+        bad = first_outside(index, 0, input.shape[d])
+        if bad is not None:
+            raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} axis_dim="
+                               f"{input.shape[d]}")
     check_in_range("index_select", index, input.shape[d], d, select=True)
     return apply(OPS["index_select"], input, index, dim=d)
 
@@ -440,6 +453,10 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
         if value.dtype is not input.dtype:
             dt.fit_scalar(python_scalar(value.item()), input.dtype)
             value = to_dtype(value, input.dtype)
+    size = input.shape[d]
+    bad = first_outside(index, -size, size)  # (named with its dimension, unlike x[key]'s)
+    if bad is not None:
+        raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {size}")
     key = (slice(None),) * d + (reshape(index, (-1,)),)
     out = input.clone()
     setitem(out, key, value)
@@ -460,7 +477,9 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
         return reshape(index_add(reshape(input, (1,)), 0, reshape(index, (-1,)),
                                  reshape(source, (1,)).expand(index.numel()), alpha=alpha), ())
     _same_scalar_type("index_add_", input, source)
-    check_in_range("index_add", index, input.shape[d], d, select=True)
+    # PyTorch's kernel for 1-d inputs says "index out of range in self" (IndexError); the
+    # one for more dimensions names the first bad index (RuntimeError)
+    check_in_range("index_add_", index, input.shape[d], d, select=input.ndim == 1)
     src = source * alpha if alpha != 1 else source
     shape = [1] * input.ndim
     shape[d] = index.numel()
@@ -650,12 +669,10 @@ def _flat_index(op: str, index: Tensor, n: int) -> Tensor:
     if index.dtype is not dt.int64:
         raise RuntimeError(f"{op}(): Expected a long tensor for index, but got {index.dtype}")
     flat = reshape(index, (-1,))
-    if flat.numel():
-        lo, hi = int(flat.min().item()), int(flat.max().item())
-        bad = hi if hi >= n else (lo if lo < -n else None)
-        if bad is not None:
-            raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} "
-                             "elements.")
+    bad = first_outside(flat, -n, n)
+    if bad is not None:
+        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} "
+                         "elements.")
     return where(flat < 0, flat + n, flat)
 
 
@@ -720,12 +737,11 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, "
                            f"but got (self) {SCALAR_TYPE_NAMES[input.dtype.name]} and (source) "
                            f"{SCALAR_TYPE_NAMES[source.dtype.name]}")
-    if index.numel():
-        lo, hi = int(index.min().item()), int(index.max().item())
-        size = input.shape[d] if input.ndim else 1
-        if lo < 0 or hi >= size:
-            raise IndexError(f"index_copy_(): index {hi if hi >= size else lo} is out of "
-                             f"bounds for dimension {d} with size {size}")
+    size = input.shape[d] if input.ndim else 1
+    bad = first_outside(index, 0, size)
+    if bad is not None:
+        raise IndexError(f"index_copy_(): index {bad} is out of bounds for dimension {d} "
+                         f"with size {size}")
     if not input.ndim:
         return source.reshape(()).clone() if index.numel() else input.clone()
     return apply(OPS["scatter"], input, _along(index, d, tuple(source.shape)), source, dim=d)
@@ -885,6 +901,8 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
                            f"specified dimension. Got self.shape = {list(input.shape)} "
                            f"source.shape = {list(source.shape)}")
     _same_scalar_type("index_reduce_", input, source)
+    check_in_range("index_reduce_", index, input.shape[d] if input.ndim else 1, d,
+                   select=True)
     return scatter_reduce(input, d, _along(index, d, tuple(source.shape)), source, reduce,
                           include_self=include_self)
 
