@@ -84,7 +84,7 @@ def test_mm_bmm_checks():
     (lambda: ember.zeros(3, 4).permute(0, 0), "permute: "),
     (lambda: ember.zeros(3, 4).sum((0, 0)), "appears multiple times"),
     (lambda: ember.cat([ember.zeros(2, 3), ember.zeros(3, 3)], dim=1),
-     r"cat: sizes of tensors must match except in dimension 1. Expected size 2 but got size 3 "
+     r"cat: Sizes of tensors must match except in dimension 1. Expected size 2 but got size 3 "
      r"for tensor number 1 in the list"),
     (lambda: ember.stack([ember.zeros(2), ember.zeros(3)]), "stack"),
 ])

@@ -331,3 +331,81 @@ def test_out_of_range_indices_on_opencl(op):
     for index in ([-7, 9], [9, -7]):
         assert_same(lambda lib, T, index=index: INDEX_OPS[op](
             lib, T(list(range(8)), dtype=lib.float32).reshape(2, 4), T(index)), "opencl")
+
+
+# -- 6. zero-size inputs: accepted where PyTorch accepts them, refused as it refuses -----
+
+EMPTY_CASES = {
+    "cat_legacy_empty": lambda lib, T: lib.cat([lib.zeros(0), lib.ones(2, 3)], 1),
+    "cat_only_legacy_empty_any_dim": lambda lib, T: lib.cat([lib.zeros(0)], 1),
+    "cat_empty_rows": lambda lib, T: lib.cat([lib.zeros(0, 3), lib.ones(2, 3)]),
+    "cat_empty_columns_mismatch": lambda lib, T: lib.cat([lib.zeros(2, 0), lib.ones(3, 3)], 1),
+    "cat_empty_rank_mismatch": lambda lib, T: lib.cat([lib.zeros(2, 0, 3), lib.ones(2, 3)]),
+    "cat_nothing": lambda lib, T: lib.cat([]),
+    "softmax_empty": lambda lib, T: lib.softmax(lib.zeros(3, 0), 1),
+    "softmax_empty_other_dim": lambda lib, T: lib.softmax(lib.zeros(3, 0), 0),
+    "softmax_empty_int": lambda lib, T: lib.softmax(lib.zeros(0, dtype=lib.int64), 0),
+    "log_softmax_empty_int": lambda lib, T: lib.log_softmax(lib.zeros(0, dtype=lib.int64), 0),
+    "softmax_int_refused": lambda lib, T: lib.softmax(lib.zeros(2, dtype=lib.int64), 0),
+    "softmax_empty_bad_dim": lambda lib, T: lib.log_softmax(lib.zeros(0, 2), 5),
+    "repeat_empty": lambda lib, T: lib.zeros(2, 0).repeat(2, 3),
+    "repeat_zero_times": lambda lib, T: lib.zeros(2, 3).repeat(0, 1),
+    "repeat_negative": lambda lib, T: lib.zeros(0).repeat(-1),
+    "repeat_nothing": lambda lib, T: lib.zeros(0).repeat(),
+    "repeat_nothing_0d": lambda lib, T: lib.zeros(()).repeat(),
+    "tile_int": lambda lib, T: lib.zeros(0).tile(2),
+    "tile_int_values": lambda lib, T: T([1.0, 2.0]).tile(2),
+    "scatter_empty_index_lower_rank": lambda lib, T: lib.zeros(2, 3).scatter(
+        1, lib.zeros(0, dtype=lib.int64), lib.ones(0)),
+    "scatter_empty_index_value": lambda lib, T: lib.zeros(2, 3).scatter(
+        1, lib.zeros(0, dtype=lib.int64), 1.0),
+    "scatter_empty_index_larger": lambda lib, T: lib.zeros(2, 3).scatter(
+        1, lib.zeros(3, 0, dtype=lib.int64), lib.ones(1, 1)),
+    "scatter_index_larger_than_src": lambda lib, T: lib.zeros(2, 3).scatter(
+        1, lib.zeros(2, 5, dtype=lib.int64), lib.ones(0, 3)),
+    "scatter_add_empty_index": lambda lib, T: lib.zeros(2, 3).scatter_add(
+        1, lib.zeros(0, 5, dtype=lib.int64), lib.ones(0, 5)),
+    "scatter_reduce_empty_index": lambda lib, T: lib.zeros(2, 3).scatter_reduce(
+        1, lib.zeros(0, dtype=lib.int64), lib.ones(0), "sum"),
+    "scatter_into_empty": lambda lib, T: lib.zeros(0, 3).scatter(
+        1, lib.zeros(0, 3, dtype=lib.int64), lib.ones(0, 3)),
+    "gather_empty_index": lambda lib, T: lib.zeros(2, 3).gather(1, lib.zeros(0, 5,
+                                                                          dtype=lib.int64)),
+    "gather_empty_index_lower_rank": lambda lib, T: lib.zeros(2, 3).gather(
+        1, lib.zeros(0, dtype=lib.int64)),
+    "gather_index_too_large": lambda lib, T: lib.zeros(2, 3).gather(
+        1, lib.zeros(3, 1, dtype=lib.int64)),
+    "gather_rank_mismatch": lambda lib, T: lib.zeros(2, 3).gather(1, lib.zeros(
+        1, dtype=lib.int64)),
+    "index_select_empty_dim": lambda lib, T: lib.zeros(2, 0).index_select(1, T([0])),
+    "index_select_empty_index": lambda lib, T: lib.zeros(2, 0).index_select(
+        1, lib.zeros(0, dtype=lib.int64)),
+    "index_add_into_empty": lambda lib, T: lib.zeros(2, 0).index_add(1, T([5]), lib.ones(2, 1)),
+    "index_add_into_empty_1d": lambda lib, T: lib.zeros(0).index_add(0, T([5]), lib.ones(1)),
+    "take_from_empty": lambda lib, T: lib.take(lib.zeros(0), T([0])),
+    "put_into_empty": lambda lib, T: lib.zeros(0).put(T([0]), lib.ones(1)),
+    "getitem_empty_dim": lambda lib, T: lib.zeros(0, 3)[T([0])],
+    "getitem_empty_dim_empty_index": lambda lib, T: lib.zeros(0, 3)[lib.zeros(0,
+                                                                           dtype=lib.int64)],
+    "max_of_nothing": lambda lib, T: lib.zeros(0).max(),
+    "reshape_ambiguous": lambda lib, T: lib.zeros(0).reshape(0, -1),
+    "view_ambiguous": lambda lib, T: lib.zeros(0).view(-1, 0),
+}
+
+
+# where ember's message cannot be PyTorch's word for word ("torch.cat()", a kernel's name)
+EMPTY_MATCH = {"cat_nothing": "cat(): expected a non-empty list of Tensors",
+               "softmax_int_refused": "softmax: expected a floating-point input"}
+
+
+@pytest.mark.parametrize("case", list(EMPTY_CASES))
+def test_zero_size_inputs_as_pytorch(case):
+    assert_same(EMPTY_CASES[case], match=EMPTY_MATCH.get(case))
+
+
+def test_scatter_and_gather_with_empty_indices_stay_differentiable():
+    x = ember.ones(2, 3, requires_grad=True)
+    y = x.scatter(1, ember.zeros(0, dtype=ember.int64), ember.ones(0)) * 2
+    g = x.gather(1, ember.zeros(2, 0, dtype=ember.int64))
+    (y.sum() + g.sum()).backward()
+    assert g.shape == (2, 0) and x.grad.tolist() == [[2.0] * 3] * 2

@@ -227,6 +227,8 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
         raise IndexError("shape mismatch: indexing tensors could not be broadcast together "
                          "with shapes " + ", ".join(fmt_shape(tuple(t.shape)) for t in tensors)
                          ) from None
+    if any(n == 0 for _, n in int_tensors) and all(adv_shape):
+        raise IndexError("index is out of bounds for dimension with size 0")
     if int_tensors:  # (a mask's indices are in bounds: only the integer tensors can fail)
         sizes: list[int | None] = [None] * len(tensors)
         for i, n in int_tensors:

@@ -82,29 +82,44 @@ def _check_index_tensor(op: str, index) -> None:
 
 def _gather_rule(input, index, *, dim):
     _check_index_tensor("gather", index)
+    if not _numel(index.shape):  # PyTorch checks no shape for an empty index
+        return OutMeta(index.shape, input.dtype, None)
     if index.ndim != input.ndim:
-        raise RuntimeError(f"gather: index tensor must have the same number of dimensions "
-                           f"as input tensor (input {fmt_shape(input.shape)}, index "
+        raise RuntimeError(f"gather: Index tensor must have the same number of dimensions as "
+                           f"input tensor (input {fmt_shape(input.shape)}, index "
                            f"{fmt_shape(index.shape)})")
     for d in range(input.ndim):
         if d != dim and index.shape[d] > input.shape[d]:
-            raise RuntimeError(f"gather: size of index {fmt_shape(index.shape)} does not fit "
-                               f"input {fmt_shape(input.shape)} at dimension {d}")
+            raise RuntimeError(f"gather: Size does not match at dimension {d} expected index "
+                               f"{fmt_shape(index.shape)} to be no larger than self "
+                               f"{fmt_shape(input.shape)} apart from dimension {dim}")
     return OutMeta(index.shape, input.dtype, None)
+
+
+def _numel(shape: tuple) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
 
 
 def _scatter_rule(op: str):
     def rule(input, index, src, *, dim):
         _check_index_tensor(op, index)
-        if not (index.ndim == input.ndim == src.ndim):
-            raise RuntimeError(f"{op}: index, input and src must have the same number of "
-                               f"dimensions (input {fmt_shape(input.shape)}, index "
-                               f"{fmt_shape(index.shape)}, src {fmt_shape(src.shape)})")
+        if not _numel(index.shape):  # PyTorch checks no shape for an empty index
+            return OutMeta(input.shape, input.dtype, None)
+        for other, name in ((input, "self"), (src, "src")):
+            if index.ndim != other.ndim:
+                raise RuntimeError(f"{op}: Index tensor must have the same number of "
+                                   f"dimensions as {name} tensor (self "
+                                   f"{fmt_shape(input.shape)}, index "
+                                   f"{fmt_shape(index.shape)}, src {fmt_shape(src.shape)})")
         for d in range(input.ndim):
             if index.shape[d] > src.shape[d] or (d != dim and index.shape[d] > input.shape[d]):
-                raise RuntimeError(f"{op}: index {fmt_shape(index.shape)} is larger than "
-                                   f"src {fmt_shape(src.shape)} or input "
-                                   f"{fmt_shape(input.shape)} at dimension {d}")
+                raise RuntimeError(f"{op}: Expected index {fmt_shape(index.shape)} to be no "
+                                   f"larger than self {fmt_shape(input.shape)} apart from "
+                                   f"dimension {dim} and to be no larger size than src "
+                                   f"{fmt_shape(src.shape)}")
         if src.dtype is not input.dtype:
             raise _scatter_dtype_error()
         return OutMeta(input.shape, input.dtype, None)
@@ -332,6 +347,8 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
         return reshape(gather(reshape(input, (1,)), 0, reshape(index, (-1,))),
                        tuple(index.shape))
+    if not index.numel():  # nothing read (and no shape checked), still in the graph
+        return reshape(reshape(input, (-1,))[:0], tuple(index.shape))
     check_in_range("gather", index, input.shape[d], d)
     return apply(OPS["gather"], input, index, dim=d)
 
@@ -389,6 +406,8 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
         src = value
     if isinstance(src, Tensor) and src.dtype is not input.dtype:
         raise _scatter_dtype_error()
+    if not index.numel():  # nothing written (and no shape checked)
+        return input.clone()
     if input.ndim:  # (the indices first, then the value, as PyTorch checks them)
         check_in_range("scatter", index, input.shape[d], d)
     if not isinstance(src, Tensor):
@@ -409,6 +428,8 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     d = normalize_dim("scatter_add", dim, input.ndim)
     if src.dtype is not input.dtype:
         raise _scatter_dtype_error()
+    if not index.numel():  # nothing added (and no shape checked)
+        return input.clone()
     if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
         return reshape(scatter_add(reshape(input, (1,)), 0, reshape(index, (-1,)),
                                    reshape(src, (-1,))), ())
@@ -431,6 +452,8 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
             raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
                                f"{index.numel()} value(s)")
         return reshape(index_select(reshape(input, (1,)), 0, reshape(index, (1,))), ())
+    if input.ndim > 1 and not input.shape[d] and index.numel():
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if d == 1:  # PyTorch's kernel for dim 1 names the first bad index, in a RuntimeError
         bad = first_outside(index, 0, input.shape[d])
         if bad is not None:
@@ -477,6 +500,8 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
         return reshape(index_add(reshape(input, (1,)), 0, reshape(index, (-1,)),
                                  reshape(source, (1,)).expand(index.numel()), alpha=alpha), ())
     _same_scalar_type("index_add_", input, source)
+    if input.ndim > 1 and not input.numel():  # PyTorch's kernel returns at once
+        return input.clone()
     # PyTorch's kernel for 1-d inputs says "index out of range in self" (IndexError); the
     # one for more dimensions names the first bad index (RuntimeError)
     check_in_range("index_add_", index, input.shape[d], d, select=input.ndim == 1)
@@ -669,6 +694,9 @@ def _flat_index(op: str, index: Tensor, n: int) -> Tensor:
     if index.dtype is not dt.int64:
         raise RuntimeError(f"{op}(): Expected a long tensor for index, but got {index.dtype}")
     flat = reshape(index, (-1,))
+    if not n and flat.numel():
+        raise IndexError("take(): tried to take from an empty tensor" if op == "take" else
+                         "put_(): Tried to put elements into an empty tensor")
     bad = first_outside(flat, -n, n)
     if bad is not None:
         raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} "
@@ -870,6 +898,8 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
                                   "for 'Bool'")
     d = normalize_dim("scatter_reduce", dim, input.ndim)
     _check_scatter_reduce(input, index, src, dim=d)
+    if not index.numel():  # nothing reduced (and no shape checked)
+        return input.clone()
     # PyTorch's scatter family: a RuntimeError, and no index counts from the end
     check_in_range("scatter_reduce", index, input.shape[d] if input.ndim else 1, d)
     with no_grad():

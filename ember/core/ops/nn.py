@@ -1255,7 +1255,7 @@ def grid_sampler_3d(input: Tensor, grid: Tensor, interpolation_mode: int, paddin
 def _softmax_input(op: str, input: Tensor, dim: int, dtype: Any) -> tuple[Tensor, int]:
     if dtype is not None:
         input = input.to(dtype=dtype)
-    if not input._dtype.is_floating_point:
+    if not input._dtype.is_floating_point and input.numel():  # (nothing to compute: kept)
         raise NotImplementedError(f"{op}: expected a floating-point input, got "
                                   f"{input._dtype}")
     return input, normalize_dim(op, dim, input.ndim)
