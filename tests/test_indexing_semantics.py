@@ -4,6 +4,7 @@ and message (see torch_oracle.assert_same)."""
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import pytest
@@ -409,3 +410,64 @@ def test_scatter_and_gather_with_empty_indices_stay_differentiable():
     g = x.gather(1, ember.zeros(2, 0, dtype=ember.int64))
     (y.sum() + g.sum()).backward()
     assert g.shape == (2, 0) and x.grad.tolist() == [[2.0] * 3] * 2
+
+
+# -- the last names `ember compat` listed: against PyTorch -----------------------------
+
+NEW_NAMES = {
+    "put_function": lambda lib, T: lib.put(T([0.0, 0.0, 0.0]), T([2, -3]), T([5.0, 6.0])),
+    "put_accumulate": lambda lib, T: lib.put(T([1.0, 1.0]), T([1, 1]), T([5.0, 6.0]),
+                                             accumulate=True),
+    "norm_except_dim_0": lambda lib, T: lib.norm_except_dim(_x(lib, T), 2, 0),
+    "norm_except_dim_1": lambda lib, T: lib.norm_except_dim(_x(lib, T), 3, 1),
+    "norm_except_dim_last": lambda lib, T: lib.norm_except_dim(_x(lib, T), 2, 2),
+    "norm_except_dim_all": lambda lib, T: lib.norm_except_dim(_x(lib, T), 2, -1),
+    "norm_except_dim_negative": lambda lib, T: lib.norm_except_dim(_x(lib, T), 2, -2),
+    "norm_except_dim_bad_dim": lambda lib, T: lib.norm_except_dim(_x(lib, T), 2, 5),
+    "slice_inverse": lambda lib, T: lib.slice_inverse(_x(lib, T)[:, 1:], _x(lib, T), 1, 1),
+    "slice_inverse_too_small": lambda lib, T: lib.slice_inverse(
+        _x(lib, T)[:, 1:], lib.zeros(2, 9, 4), 1, 1),
+    "module_load": lambda lib, T: lib.zeros(3).module_load(T([1.0, 2.0, 3.0],
+                                                             dtype=lib.float64)),
+    "module_load_assign": lambda lib, T: lib.zeros(3).module_load(
+        T([1.0, 2.0, 3.0], dtype=lib.float64), assign=True),
+    "stft_needs_return_complex": lambda lib, T: lib.stft(lib.ones(20), 8),
+    "stft_2d": lambda lib, T: lib.stft(_x(lib, T).reshape(2, 12), 4, hop_length=2,
+                                       return_complex=False),
+    "stft_hann": lambda lib, T: lib.stft(lib.arange(30.0).sin(), 8, window=0.5 - 0.5 * (
+        lib.arange(8.0) * (math.pi / 4)).cos(), return_complex=False),
+    "stft_not_centred": lambda lib, T: lib.stft(lib.arange(30.0).cos(), 8, center=False,
+                                                return_complex=False),
+    "stft_method_normalized": lambda lib, T: lib.arange(30.0).cos().stft(
+        6, 3, normalized=True, onesided=False, return_complex=False),
+    "stft_frame_longer_than_signal": lambda lib, T: lib.stft(lib.ones(5), 16, center=False,
+                                                             return_complex=False),
+    "istft_of_a_real_tensor": lambda lib, T: lib.istft(lib.ones(5, 3, 2), 8),
+}
+
+
+@pytest.mark.parametrize("case", list(NEW_NAMES))
+def test_new_names_as_pytorch(case):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # stft's return_complex=False deprecation
+        assert_same(NEW_NAMES[case], rtol=1e-4, atol=1e-4,
+                    match={"slice_inverse_too_small": "",
+                           "stft_frame_longer_than_signal": "n_fft=16",
+                           "norm_except_dim_bad_dim": "Dimension out of range"}.get(case))
+
+
+def test_stft_warns_as_pytorch_and_is_differentiable():
+    x = ember.arange(20.0, requires_grad=True)
+    with pytest.warns(UserWarning, match="stft with return_complex=False is deprecated"):
+        ember.stft(x, 8, return_complex=False).square().sum().backward()
+    tx = torch.arange(20.0, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.stft(tx, 8, return_complex=False).square().sum().backward()
+    assert x.grad.numpy() == pytest.approx(tx.grad.numpy(), rel=1e-4)
+
+
+def test_native_norm_refuses_dense_tensors_as_pytorch():
+    for lib in (torch, ember):
+        with pytest.raises(NotImplementedError, match="native_norm"):
+            lib.native_norm(lib.ones(3))

@@ -712,21 +712,22 @@ def take(input: Tensor, index: Tensor) -> Tensor:
     return reshape(gather_in_bounds(reshape(input, (-1,)), 0, flat), tuple(index.shape))
 
 
-@composite(variants="method inplace", cost=costs.movement)
-def put(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+@composite(variants="function method inplace", cost=costs.movement)
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """A copy with the elements of `source` written (added, with `accumulate`) at
     `index` of the tensor read as 1-d."""
     if index.numel() != source.numel():
         raise IndexError(f"put_(): Expected source and index to have the same number of "
                          f"elements, but got source.numel() = {source.numel()}, "
                          f"index.numel() = {index.numel()}")
-    if source.dtype is not self.dtype:
+    if source.dtype is not input.dtype:
         raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
-                           f"self.dtype = {SCALAR_TYPE_NAMES[self.dtype.name]} and source.dtype = "
+                           f"self.dtype = {SCALAR_TYPE_NAMES[input.dtype.name]} and "
+                           f"source.dtype = "
                            f"{SCALAR_TYPE_NAMES[source.dtype.name]}")
-    flat = _flat_index("put_", index, self.numel())
-    out = index_put(reshape(self, (-1,)), (flat,), reshape(source, (-1,)), accumulate)
-    return reshape(out, tuple(self.shape))
+    flat = _flat_index("put_", index, input.numel())
+    out = index_put(reshape(input, (-1,)), (flat,), reshape(source, (-1,)), accumulate)
+    return reshape(out, tuple(input.shape))
 
 
 def _index_key(input: Tensor, d: int, index: Tensor) -> tuple:
