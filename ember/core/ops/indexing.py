@@ -408,8 +408,8 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
         raise _scatter_dtype_error()
     if not index.numel():  # nothing written (and no shape checked)
         return input.clone()
-    if input.ndim:  # (the indices first, then the value, as PyTorch checks them)
-        check_in_range("scatter", index, input.shape[d], d)
+    # the indices first, then the value, as PyTorch checks them (a 0-d input: one element)
+    check_in_range("scatter", index, input.shape[d] if input.ndim else 1, d)
     if not isinstance(src, Tensor):
         src = full(tuple(index.shape), src, dtype=input.dtype, device=input.device)
     if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
@@ -476,6 +476,8 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
         if value.dtype is not input.dtype:
             dt.fit_scalar(python_scalar(value.item()), input.dtype)
             value = to_dtype(value, input.dtype)
+    else:  # the value is checked before the indices, as PyTorch checks them
+        value = dt.fit_scalar(python_scalar(value), input.dtype)
     size = input.shape[d]
     bad = first_outside(index, -size, size)  # (named with its dimension, unlike x[key]'s)
     if bad is not None:
