@@ -317,6 +317,7 @@ from ember.core.ops.linalg import (
     tensordot,
     vdot,
 )
+from ember.core.ops.lobpcg import lobpcg
 from ember.core.ops.nn import (
     adaptive_avg_pool1d,
     adaptive_max_pool1d,
@@ -644,7 +645,7 @@ __all__ = [
     "tensordot", "vdot", "cdist", "cholesky", "cholesky_inverse", "cholesky_solve",
     "corrcoef", "cov", "det", "dist", "frobenius_norm", "inverse", "logdet", "lu", "lu_solve",
     "lu_unpack", "matrix_exp", "matrix_power", "nuclear_norm", "pinverse", "qr", "slogdet",
-    "norm_except_dim", "native_norm",
+    "norm_except_dim", "native_norm", "lobpcg",
     "svd", "triangular_solve", "geqrf", "orgqr", "ormqr",
     "svd_lowrank", "pca_lowrank",
     # neural-network ops

@@ -467,6 +467,25 @@ def test_stft_warns_as_pytorch_and_is_differentiable():
     assert x.grad.numpy() == pytest.approx(tx.grad.numpy(), rel=1e-4)
 
 
+def _spd(lib, T, m=12, seed=0.5):
+    x = (lib.arange(float(m * m), dtype=lib.float64).reshape(m, m) * seed).sin()
+    return x @ x.T + lib.eye(m, dtype=lib.float64)
+
+
+@pytest.mark.parametrize("kw", [dict(k=2), dict(k=3, largest=False), dict(n=3),
+                                dict(k=2, B="B"), dict(k=5), dict(batch=True)], ids=str)
+def test_lobpcg_eigenvalues_as_pytorch(kw):
+    def case(lib, T):
+        A, args = _spd(lib, T), dict(kw)
+        if args.pop("batch", False):
+            A = lib.stack([A, A * 2])
+        if "B" in args:
+            args["B"] = _spd(lib, T, seed=0.3) + 12 * lib.eye(12, dtype=lib.float64)
+        values, vectors = lib.lobpcg(A, **args)
+        return values, tuple(vectors.shape)
+    assert_same(case, rtol=1e-6, atol=1e-8)
+
+
 def test_native_norm_refuses_dense_tensors_as_pytorch():
     for lib in (torch, ember):
         with pytest.raises(NotImplementedError, match="native_norm"):

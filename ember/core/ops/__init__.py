@@ -5,7 +5,8 @@ complete, and `Tensor` has all its methods and operators. The families import on
 another one way only: elementwise <- shape <- indexing <- reduction <- scans <- sorting
 <- search <- linalg <- factorizations <- norms <- nn <- losses, and writes, foreach,
 elementwise_math; rearrange builds on shape and indexing, predicates on shape, spectral
-on shape and nn. A gradient
+on shape and nn, lobpcg on
+factorizations. A gradient
 formula that needs an op of a later family calls it as a Tensor method
 (`grad.sum_to_size(...)`), bound by the time any backward runs.
 """
@@ -17,6 +18,7 @@ from ember.core.ops import (  # noqa: F401 - imported for their declarations
     foreach,
     indexing,
     linalg,
+    lobpcg,
     losses,
     nn,
     norms,
