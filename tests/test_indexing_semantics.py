@@ -389,6 +389,14 @@ EMPTY_CASES = {
     "getitem_empty_dim_empty_index": lambda lib, T: lib.zeros(0, 3)[lib.zeros(0,
                                                                            dtype=lib.int64)],
     "max_of_nothing": lambda lib, T: lib.zeros(0).max(),
+    "group_norm_empty_batch": lambda lib, T: lib.nn.functional.group_norm(lib.zeros(0, 4), 2),
+    "max_pool_empty_channels": lambda lib, T: lib.nn.functional.max_pool1d(lib.zeros(1, 0, 4),
+                                                                           2),
+    "max_pool_empty_length": lambda lib, T: lib.nn.functional.max_pool2d(
+        lib.zeros(1, 2, 0, 4), 2),
+    "avg_pool_empty_channels": lambda lib, T: lib.nn.functional.avg_pool2d(
+        lib.zeros(1, 0, 4, 4), 2),
+    "max_pool_empty_batch": lambda lib, T: lib.nn.functional.max_pool1d(lib.zeros(0, 2, 4), 2),
     "reshape_ambiguous": lambda lib, T: lib.zeros(0).reshape(0, -1),
     "view_ambiguous": lambda lib, T: lib.zeros(0).view(-1, 0),
 }
@@ -396,6 +404,8 @@ EMPTY_CASES = {
 
 # where ember's message cannot be PyTorch's word for word ("torch.cat()", a kernel's name)
 EMPTY_MATCH = {"cat_nothing": "cat(): expected a non-empty list of Tensors",
+               "max_pool_empty_length": "tensor with optional 0 dim batch size",
+               "avg_pool_empty_channels": "tensor with optional 0 dim batch size",
                "softmax_int_refused": "softmax: expected a floating-point input"}
 
 

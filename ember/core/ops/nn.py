@@ -596,8 +596,17 @@ def _batched(input: Tensor, n: int, op: str) -> tuple[Tensor, bool]:
     return input, False
 
 
+def _features_present(op: str, n: int, input: Tensor) -> None:
+    """PyTorch's pools take an empty batch, not an empty channel or spatial dimension."""
+    if input.ndim in (n + 1, n + 2) and not all(input.shape[-(n + 1):]):
+        raise RuntimeError(f"{op}: Expected {n + 1}D or {n + 2}D (batch mode) tensor with "
+                           f"optional 0 dim batch size for input, but got:"
+                           f"{list(input.shape)}")
+
+
 def _max_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, dilation,
               ceil_mode, return_indices):
+    _features_present(op, n, input)
     x, unbatched = _batched(input, n, op)
     fused = max_pool_with_indices(op, n, x, kernel_size, stride, padding, dilation, ceil_mode,
                                   return_indices)
@@ -787,6 +796,7 @@ def max_pool1d_with_indices(input: Tensor, kernel_size: Any, stride: Any = (),
 
 def _avg_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, ceil_mode,
               count_include_pad, divisor_override=None):
+    _features_present(op, n, input)
     x, unbatched = _batched(input, n, op)
     integral = not x.dtype.is_floating_point
     if integral and x.dtype is not dt.int64:  # PyTorch's CPU kernels: int64 and floats
