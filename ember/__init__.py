@@ -285,6 +285,7 @@ from ember.core.ops.indexing import (
     narrow,
     nonzero,
     nonzero_static,
+    put,
     scatter,
     scatter_add,
     scatter_reduce,
@@ -316,6 +317,7 @@ from ember.core.ops.linalg import (
     tensordot,
     vdot,
 )
+from ember.core.ops.lobpcg import lobpcg
 from ember.core.ops.nn import (
     adaptive_avg_pool1d,
     adaptive_max_pool1d,
@@ -347,6 +349,8 @@ from ember.core.ops.norms import (
     cov,
     dist,
     frobenius_norm,
+    native_norm,
+    norm_except_dim,
     nuclear_norm,
 )
 
@@ -400,6 +404,7 @@ from ember.core.ops.rearrange import (
     select_copy,
     select_scatter,
     slice_copy,
+    slice_inverse,
     slice_scatter,
     split_copy,
     split_with_sizes,
@@ -507,6 +512,7 @@ from ember.core.ops.sorting import (
     quantile,
     sort,
 )
+from ember.core.ops.spectral import istft, stft
 from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, poisson, zero_
 from ember.core.placement import get_default_device, set_default_device
 from ember.core.storage import layout, strided  # SHAPE family
@@ -639,6 +645,7 @@ __all__ = [
     "tensordot", "vdot", "cdist", "cholesky", "cholesky_inverse", "cholesky_solve",
     "corrcoef", "cov", "det", "dist", "frobenius_norm", "inverse", "logdet", "lu", "lu_solve",
     "lu_unpack", "matrix_exp", "matrix_power", "nuclear_norm", "pinverse", "qr", "slogdet",
+    "norm_except_dim", "native_norm", "lobpcg",
     "svd", "triangular_solve", "geqrf", "orgqr", "ormqr",
     "svd_lowrank", "pca_lowrank",
     # neural-network ops
@@ -657,6 +664,9 @@ __all__ = [
     "_foreach_zero_", "_foreach_copy_", "_foreach_norm", "_fused_sgd_",
     # SHAPE family: views, splits, joins, diagonals, index grids, predicates
     "adjoint", "alias_copy", "as_strided", "as_strided_copy", "as_strided_scatter",
+    "slice_inverse",
+    # spectral (real signals; complex dtypes are out of ember's scope)
+    "stft", "istft",
     "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "unravel_index", "cartesian_prod",
     "column_stack",
     "combinations", "detach", "detach_copy", "diag", "diag_embed", "diagflat",
@@ -674,7 +684,7 @@ __all__ = [
     "nanquantile", "cumprod", "cummax", "cummin", "logcumsumexp", "nansum", "nanmean",
     "aminmax", "trace", "renorm", "diff", "trapezoid", "trapz", "cumulative_trapezoid",
     "searchsorted", "bucketize", "isin", "unique", "unique_consecutive", "bincount", "histc",
-    "histogram", "take", "index_copy", "index_put", "index_reduce", "scatter_reduce",
+    "histogram", "take", "put", "index_copy", "index_put", "index_reduce", "scatter_reduce",
     "masked_scatter", "argwhere", "nonzero_static", "gradient", "histogramdd",
     # (end of the REDUCE family's names)
     # checkpoints, subpackages

@@ -111,6 +111,29 @@ class OutOfMemoryError(RuntimeError):
     the bytes asked for and the bytes free. The allocator stays usable afterwards."""
 
 
+def human_bytes(n: float) -> str:
+    """`n` bytes as people read them: "512 bytes", "1.50 GiB", "4.00 TiB"."""
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.2f} {unit}" if unit != "bytes" else f"{int(n)} bytes"
+        n /= 1024
+    return str(n)
+
+
+def host_out_of_memory(op: str, err: MemoryError) -> OutOfMemoryError:
+    """The RuntimeError PyTorch raises when host memory runs out ("can't allocate memory:
+    you tried to allocate N bytes"), for the MemoryError NumPy (or Python) raised in `op`.
+    NumPy's names the array's shape and dtype, from which the bytes are counted."""
+    shape, dtype = getattr(err, "shape", None), getattr(err, "dtype", None)
+    if shape is None or dtype is None:
+        return OutOfMemoryError(f"{op}: CPU out of memory: can't allocate memory ({err})")
+    nbytes = dtype.itemsize
+    for s in shape:
+        nbytes *= int(s)
+    return OutOfMemoryError(f"{op}: CPU out of memory: can't allocate memory: you tried to "
+                            f"allocate {nbytes} bytes ({human_bytes(nbytes)})")
+
+
 class LinAlgError(RuntimeError):
     """A matrix a factorization cannot handle: singular for an inverse or a solve, not
     positive-definite for Cholesky, an SVD that does not converge

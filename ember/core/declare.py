@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ember.core import interpose, tracing
+from ember.core.backend import host_out_of_memory
 from ember.core.dispatch import check_castable, write_into
 from ember.core.grad_mode import state
 from ember.core.inplace import apply_inplace
@@ -82,9 +83,12 @@ def _entered(op: Op, name: str, fn: Callable) -> Callable:
     @functools.wraps(fn)
     def entered(*args: Any, **kwargs: Any) -> Any:
         hook = interpose.active
-        if hook is None:
-            return fn(*args, **kwargs)
-        return hook(op, name, fn, args, kwargs)
+        try:
+            if hook is None:
+                return fn(*args, **kwargs)
+            return hook(op, name, fn, args, kwargs)
+        except MemoryError as err:  # NumPy's, as PyTorch's RuntimeError naming the bytes
+            raise host_out_of_memory(op.name, err) from None
     return entered
 
 
@@ -212,17 +216,23 @@ def _operator(op: Op, dunder: str, impl: Callable) -> Callable:
             if not is_operand(other):
                 return NotImplemented
             hook = interpose.active
-            if hook is None:
-                return impl(other, self)
-            return hook(op, dunder, impl, (other, self), {})
+            try:
+                if hook is None:
+                    return impl(other, self)
+                return hook(op, dunder, impl, (other, self), {})
+            except MemoryError as err:
+                raise host_out_of_memory(op.name, err) from None
         return reflected
     if dunder in FORWARD:
         def forward(self: Tensor, other: Any) -> Any:
             if not is_operand(other):
                 return NotImplemented
             hook = interpose.active
-            if hook is None:
-                return impl(self, other)
-            return hook(op, dunder, impl, (self, other), {})
+            try:
+                if hook is None:
+                    return impl(self, other)
+                return hook(op, dunder, impl, (self, other), {})
+            except MemoryError as err:
+                raise host_out_of_memory(op.name, err) from None
         return forward
     return _entered(op, dunder, impl)  # unary operators, __getitem__, __setitem__

@@ -145,6 +145,8 @@ def edge_of(t: Any) -> tuple | None:
     """The graph edge a tensor contributes as an op input, or None if it needs no grad."""
     if not t._requires_grad:
         return None
+    if t._view_fn is not None and t._view_vc != t._vc[0]:
+        _refresh_view(t)
     node = t._node
     if node is not None:
         return (node, t._output_nr)
@@ -152,6 +154,20 @@ def edge_of(t: Any) -> tuple | None:
     if acc is None:
         acc = t._grad_acc = AccumulateGrad(t)
     return (acc, 0)
+
+
+def _refresh_view(t: Any) -> None:
+    """A view whose storage was written in place (through its base or another view of it)
+    since its node was taken: its node is taken again from its base, whose graph holds
+    the write (PyTorch regenerates a view's grad_fn the same way, on its version)."""
+    prev, state.enabled = state.enabled, True
+    try:
+        fresh = t._view_fn(t._base)
+    finally:
+        state.enabled = prev
+    if fresh._requires_grad:
+        t._node, t._output_nr = fresh._node, fresh._output_nr
+    t._view_vc = t._vc[0]
 
 
 def record(label: str, fn: Callable, inputs: Sequence[Any], outputs: Any,

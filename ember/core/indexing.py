@@ -10,7 +10,10 @@ are adjacent (ints in between do not count), else in front.
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Any, NamedTuple
+
+import numpy as np
 
 from ember.core import dtype as dt
 from ember.core import tracing
@@ -25,6 +28,61 @@ class ParsedIndex(NamedTuple):
     tensors: tuple  # int64 index tensors referenced by ("tensor", k)
     shape: tuple[int, ...]  # the result's shape
     basic: bool  # no tensor index: the result is a view
+    # the key's bool (or uint8) mask when it is the key's only tensor index: PyTorch writes a
+    # one-element value through it as masked_fill_ does (any dtype), see ops.indexing.setitem
+    mask: Tensor | None = None
+
+
+def _is_bool_scalar(k: Any) -> bool:
+    """A Python bool, or a 0-d bool or uint8 tensor: PyTorch reads it as a new dimension of
+    size 1, indexed with [0] (True) or [] (False)."""
+    return k is True or k is False or (isinstance(k, Tensor) and k.ndim == 0 and
+                                       k.dtype in (dt.bool_, dt.uint8))
+
+
+def _as_index_tensor(k: Any, x: Tensor) -> Any:
+    """A list, range or array-like entry of a key as the tensor PyTorch makes of it."""
+    if isinstance(k, range):  # a sequence of integers, as PyTorch takes it: like a list
+        k = list(k)
+    if isinstance(k, list) or (hasattr(k, "__array__") and not isinstance(k, Tensor)):
+        k = Tensor._from_data(k, device=x.device)
+        if k.dtype.is_floating_point and k.numel() == 0:
+            k = k.long()
+    return k
+
+
+def unsqueeze_bools(x: Tensor, key: Any) -> tuple[Tensor, Any]:
+    """PyTorch's reading of bool scalars in a key (`x[True]`, `x[..., False]`,
+    `x[ember.tensor(True), 0]`): each inserts a dimension of size 1 where it stands and
+    indexes it with the index tensor [0] (True) or [] (False), an advanced index. Returns
+    `x` with those dimensions inserted (a view) and the key with the bools replaced; the
+    same `x` and key when the key has none."""
+    items = key if isinstance(key, tuple) else (key,)
+    if not any(_is_bool_scalar(k) for k in items):
+        return x, key
+    items = [_as_index_tensor(k, x) for k in items]
+    bools = [_is_bool_scalar(k) for k in items]
+
+    def width(k: Any) -> int:  # the input dimensions an entry (not a bool) consumes
+        if k is None or k is Ellipsis:
+            return 0
+        if isinstance(k, Tensor) and k.dtype in (dt.bool_, dt.uint8):
+            return k.ndim
+        return 1
+    rest = x.ndim - sum(width(k) for k, b in zip(items, bools) if not b)
+    from ember.core.creation import zeros  # (creation imports this module's users)
+    pos, inserted, out = 0, [], []
+    for k, b in zip(items, bools):
+        if b:
+            inserted.append(pos)
+            pos += 1
+            out.append(zeros((1 if bool(k) else 0,), dtype=dt.int64, device=x.device))
+        else:
+            pos += max(rest, 0) if k is Ellipsis else width(k)
+            out.append(k)
+    for p in inserted:
+        x = x.unsqueeze(p)
+    return x, tuple(out)
 
 
 def parse_basic(shape: tuple[int, ...], key: Any) -> ParsedIndex | None:
@@ -63,20 +121,23 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
     if not isinstance(key, tuple):
         key = (key,)
     items: list[Any] = []
+    masks: list[Tensor] = []  # the bool and uint8 masks, as the key gave them
     for k in key:
-        if isinstance(k, range):  # a sequence of integers, as PyTorch takes it: like a list
-            k = list(k)
-        if isinstance(k, (list,)) or (hasattr(k, "__array__") and not isinstance(k, Tensor)):
-            k = Tensor._from_data(k, device=x.device)
-            if k.dtype.is_floating_point and k.numel() == 0:
-                k = k.long()
+        k = _as_index_tensor(k, x)
         if isinstance(k, Tensor):
             if k.device != x.device and k.device.type != "cpu":
                 raise RuntimeError(f"indexing: indices should be either on cpu or on the same "
                                    f"device as the indexed tensor ({x.device}), got {k.device}")
             if k.device != x.device:
                 k = k.to(x.device)
+            if k.dtype is dt.uint8 and k.ndim:
+                warnings.warn("indexing with dtype ember.uint8 is now deprecated, please use a "
+                              "dtype ember.bool instead.", UserWarning, stacklevel=4)
+                masks.append(k)
+                items.append(("mask", k != 0))
+                continue
             if k.dtype is dt.bool_:
+                masks.append(k)
                 items.append(("mask", k))
                 continue
             if k.dtype.is_floating_point:
@@ -88,8 +149,6 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
             items.append(k if k.dtype is dt.int64 else k.long())
         elif k is None or k is Ellipsis or isinstance(k, slice):
             items.append(k)
-        elif isinstance(k, bool):
-            raise IndexError("indexing with a Python bool is not supported; use a bool tensor")
         elif isinstance(k, numbers.Integral):
             items.append(int(k))
         else:
@@ -111,6 +170,7 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
 
     spec: list[tuple] = []
     tensors: list[Tensor] = []
+    int_tensors: list[tuple[int, int]] = []  # (position in tensors, size of its dimension)
     shape_parts: list[Any] = []  # result sizes of basic entries, or "adv" markers, in order
     dim = 0
     for k in items:
@@ -137,27 +197,43 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
             mask = k[1]
             want = x.shape[dim:dim + mask.ndim]
             if tuple(mask.shape) != tuple(want):
-                raise IndexError(f"The shape of the mask {fmt_shape(mask.shape)} at index "
-                                 f"{dim} does not match the shape of the indexed tensor "
-                                 f"{fmt_shape(x.shape)}")
+                j = next((j for j, (m, w) in enumerate(zip(mask.shape, want)) if m != w),
+                         len(want))
+                raise IndexError(f"The shape of the mask {fmt_shape(mask.shape)} at index {j} "
+                                 f"does not match the shape of the indexed tensor "
+                                 f"{fmt_shape(x.shape)} at index {dim + j}")
             nz = run("nonzero", mask)
             for j in range(mask.ndim):
                 tensors.append(nz[:, j] if mask.ndim > 1 else nz.reshape(-1))
                 spec.append(("tensor", len(tensors) - 1))
                 shape_parts.append("adv")
             dim += mask.ndim
-        else:  # an integer tensor
-            check_bounds(k, x.shape[dim], dim)
+        else:  # an integer tensor, checked once the shapes are known
+            int_tensors.append((len(tensors), x.shape[dim]))
             tensors.append(k)
             spec.append(("tensor", len(tensors) - 1))
             shape_parts.append("adv")
             dim += 1
 
+    n_tensors = sum(isinstance(k, (Tensor, tuple)) for k in items)  # a mask counts once
+    mask = masks[0] if n_tensors == 1 and masks else None
     if not tensors:
-        return ParsedIndex(tuple(spec), (), tuple(shape_parts), True)
+        return ParsedIndex(tuple(spec), (), tuple(shape_parts), True, mask)
     adv_shape: tuple[int, ...] = ()
-    for t in tensors:
-        adv_shape = broadcast_shapes("index", adv_shape, tuple(t.shape))
+    try:
+        for t in tensors:
+            adv_shape = broadcast_shapes("index", adv_shape, tuple(t.shape))
+    except RuntimeError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together "
+                         "with shapes " + ", ".join(fmt_shape(tuple(t.shape)) for t in tensors)
+                         ) from None
+    if any(n == 0 for _, n in int_tensors) and all(adv_shape):
+        raise IndexError("index is out of bounds for dimension with size 0")
+    if int_tensors:  # (a mask's indices are in bounds: only the integer tensors can fail)
+        sizes: list[int | None] = [None] * len(tensors)
+        for i, n in int_tensors:
+            sizes[i] = n
+        check_bounds(tensors, sizes, adv_shape)
     positions = [i for i, p in enumerate(shape_parts) if p == "adv"]
     adjacent = positions == list(range(positions[0], positions[-1] + 1))
     basic = [p for p in shape_parts if p != "adv"]
@@ -167,7 +243,7 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
         shape = tuple(before) + adv_shape + tuple(after)
     else:
         shape = adv_shape + tuple(basic)
-    return ParsedIndex(tuple(spec), tuple(tensors), shape, False)
+    return ParsedIndex(tuple(spec), tuple(tensors), shape, False, mask)
 
 
 def _index_range(index: Tensor) -> tuple[int, int]:
@@ -178,25 +254,45 @@ def _index_range(index: Tensor) -> tuple[int, int]:
     return lo, hi
 
 
-def check_bounds(index: Tensor, size: int, dim: int) -> None:
-    """PyTorch's IndexError for an index outside [-size, size)."""
+def first_outside(index: Tensor, lo: int, hi: int) -> int | None:
+    """The first entry of `index` (in row-major order, as PyTorch's kernels meet them)
+    outside [lo, hi), or None. Two reductions when all are inside; the search for the
+    first one only on the way to an error."""
     if index.numel() == 0:
+        return None
+    least, most = _index_range(index)
+    if least >= lo and most < hi:
+        return None
+    flat = host_array(index).reshape(-1)
+    return int(flat[np.flatnonzero((flat < lo) | (flat >= hi))[0]])
+
+
+def check_bounds(tensors: list[Tensor], sizes: list[int | None],
+                 shape: tuple[int, ...]) -> None:
+    """PyTorch's IndexError for advanced indices outside [-size, size) (a size None: a
+    mask's, in bounds): the tensors, broadcast to `shape`, are met element by element,
+    each element's tensors in order, and the error names the first bad index with the
+    ordinal of its tensor among them ("dimension k", as PyTorch's index kernel counts)."""
+    if all(n is None or first_outside(t, -n, n) is None for t, n in zip(tensors, sizes)):
         return
-    lo, hi = _index_range(index)
-    bad = hi if hi >= size else (lo if lo < -size else None)
-    if bad is not None:
-        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+    big = 1 << 62
+    sizes = [big if n is None else n for n in sizes]
+    with tracing.paused():
+        flats = [np.broadcast_to(host_array(t), shape).reshape(-1) for t in tensors]
+    outside = np.stack([(f < -n) | (f >= n) for f, n in zip(flats, sizes)], axis=1)
+    element = int(np.flatnonzero(outside.any(axis=1))[0])
+    k = int(np.flatnonzero(outside[element])[0])
+    raise IndexError(f"index {int(flats[k][element])} is out of bounds for dimension {k} "
+                     f"with size {sizes[k]}")
 
 
 def check_in_range(op: str, index: Tensor, size: int, dim: int, *,
                    select: bool = False) -> None:
     """PyTorch's check of the indices of gather, scatter, index_select and index_add:
-    in [0, size), a negative index never counts from the end. `select`: index_select's
-    and index_add's IndexError; else gather's and scatter's RuntimeError."""
-    if index.numel() == 0:
-        return
-    lo, hi = _index_range(index)
-    bad = hi if hi >= size else (lo if lo < 0 else None)
+    in [0, size), a negative index never counts from the end; the first one outside (in
+    row-major order) is named. `select`: index_select's and index_add's IndexError; else
+    gather's and scatter's RuntimeError."""
+    bad = first_outside(index, 0, size)
     if bad is None:
         return
     if select:

@@ -25,6 +25,7 @@ def as_view(out: Tensor, x: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
     """Mark `out` as a view of `x`: it shares `x`'s storage and version counter, and
     `fn(x)` recreates it (so in-place writes through it reach the base's graph)."""
     out._vc = x._vc
+    out._view_vc = x._vc[0]
     if x._base is None:
         out._base, out._view_fn = x, fn
     else:
@@ -101,6 +102,7 @@ def _rebase_view(x: Tensor, result: Tensor) -> None:
     base._node, base._output_nr, base._requires_grad = node, 0, True
     fresh = fn(base)
     x._node, x._output_nr, x._requires_grad = fresh._node, fresh._output_nr, True
+    x._view_vc = x._vc[0]
 
 
 def _bw_zero(node: FnNode, g: Tensor) -> Tensor:
@@ -132,6 +134,7 @@ def metadata_inplace(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
         if self._base is not None:  # still a view of its base, now through `fn` too
             self._view_fn = result._view_fn
         self._vc[0] += 1
+        self._view_vc = self._vc[0]
         return self
     method.__name__ = fn.__name__ + "_"
     return method

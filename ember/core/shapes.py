@@ -78,6 +78,10 @@ def infer_reshape(op: str, shape: tuple[int, ...], numel: int,
         raise RuntimeError(f"{op}: invalid shape dimension {min(new)}")
     if -1 in new:
         known = math.prod(s for s in new if s != -1)
+        if known == 0 and numel == 0:
+            raise RuntimeError(f"{op}: cannot reshape tensor of 0 elements into shape "
+                               f"{fmt_shape(new)} because the unspecified dimension size -1 "
+                               f"can be any value and is ambiguous")
         if known == 0 or numel % known:
             raise RuntimeError(f"{op}: shape '{fmt_shape(new)}' is invalid for input of "
                                f"size {numel}")

@@ -39,6 +39,7 @@ class Tensor:
     _grad = None
     _base = None  # the tensor whose storage a view shares
     _view_fn = None  # recreates this view from `_base` (for in-place writes through it)
+    _view_vc = 0  # the version at which this view's graph node was taken from its base
     _hooks = None  # gradient hooks of a leaf
     _post_accumulate_hooks = None  # hooks run after a leaf's .grad is accumulated
     _shared = False  # share_memory_ was called

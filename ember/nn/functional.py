@@ -566,7 +566,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
-    x = input.reshape(n, num_groups, -1)
+    # explicit sizes: a -1 is ambiguous when the batch is empty
+    x = input.reshape(n, num_groups, (c // num_groups) * math.prod(input.shape[2:]))
     mean = x.mean(-1, keepdim=True)
     centered = x - mean
     var = (centered * centered).mean(-1, keepdim=True)

@@ -1054,5 +1054,19 @@ _REDUCE_FAMILY: list[DiffOp] = [
 DIFF_OPS += _REDUCE_FAMILY
 # -- end of the REDUCE family's entries --
 
+# issue 16's last names: the short-time Fourier transform (PyTorch's real view) and
+# weight normalization's norm
+DIFF_OPS += [
+    DiffOp("stft", lambda lib, x: lib.stft(x, 8, hop_length=3, return_complex=False),
+           shapes=((2, 21),)),
+    DiffOp("stft_window_centred", lambda lib, x, w: lib.stft(
+        x, 8, hop_length=2, win_length=5, window=w, pad_mode="constant", normalized=True,
+        onesided=False, return_complex=False), shapes=((17,), (5,)), ops=("stft",)),
+    DiffOp("norm_except_dim", lambda lib, x: lib.norm_except_dim(x, 2, 1),
+           make=_away_from_zero((3, 4, 2))),
+    DiffOp("norm_except_dim_last", lambda lib, x: lib.norm_except_dim(x, 3, 2),
+           make=_away_from_zero((3, 4, 2)), ops=("norm_except_dim",)),
+]
+
 _names = [op.name for op in DIFF_OPS]
 assert len(_names) == len(set(_names)), "duplicate DiffOp names"

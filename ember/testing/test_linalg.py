@@ -234,3 +234,25 @@ def test_singular_and_indefinite_matrices_report_lapack_info(device: ember.devic
     assert int(ember.linalg.cholesky_ex(indefinite).info) == 2
     with pytest.raises(RuntimeError, match="leading minor of order 2"):
         ember.linalg.cholesky(indefinite)
+
+
+def test_lobpcg_finds_the_extreme_eigenpairs(device: ember.device) -> None:
+    rng = np.random.default_rng(3)
+    m = rng.standard_normal((9, 9))
+    a = m @ m.T + np.eye(9)
+    b = np.diag(rng.uniform(1.0, 2.0, 9))
+    values, vectors = ember.lobpcg(S.on(device, a, ember.float64), k=2)
+    S.assert_matches(values, np.linalg.eigvalsh(a)[::-1][:2], device)
+    S.assert_matches(S.on(device, a, ember.float64) @ vectors, S.host(vectors) * S.host(
+        values), device)
+    values, vectors = ember.lobpcg(S.on(device, a, ember.float64), k=3, largest=False,
+                                   B=S.on(device, b, ember.float64))
+    ref = np.linalg.eigvals(np.linalg.solve(b, a)).real
+    S.assert_matches(values, np.sort(ref)[:3], device)
+    S.assert_matches(vectors.T @ S.on(device, b, ember.float64) @ vectors, np.eye(3), device)
+    with pytest.raises(ValueError, match="smaller than 3 x the number of requested"):
+        ember.lobpcg(S.on(device, a, ember.float64), k=4)
+
+
+COVERS |= {"lobpcg"}
+

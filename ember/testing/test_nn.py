@@ -5,6 +5,7 @@ against NumPy loops."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -233,3 +234,34 @@ COVERS = {"im2col", "col2im", "constant_pad", "constant_pad_nd", "conv1d", "conv
           "adaptive_avg_pool2d", "layer_norm", "linear", "cross_entropy", "_fused_lstm_cell",
           "_fused_lstm_cell_backward"}
 """The declared ops whose values this module's tests check."""
+
+
+def test_stft_is_the_dft_of_each_windowed_frame(device: ember.device) -> None:
+    rng = np.random.default_rng(0)
+    sig = rng.standard_normal(40)
+    window = np.hanning(10)
+    with pytest.warns(UserWarning, match="return_complex=False is deprecated"):
+        out = ember.stft(S.on(device, sig, ember.float64), 16, hop_length=5, win_length=10,
+                         window=S.on(device, window, ember.float64), return_complex=False)
+    padded = np.pad(sig, 8, mode="reflect")
+    full = np.pad(window, 3)
+    frames = np.stack([padded[i:i + 16] * full for i in range(0, len(padded) - 15, 5)])
+    spectrum = np.fft.rfft(frames, axis=1).T  # (freq, frames)
+    S.assert_matches(out, np.stack([spectrum.real, spectrum.imag], -1), device,
+                     dtype=ember.float64)
+    with pytest.raises(RuntimeError, match="requires the return_complex parameter"):
+        ember.stft(S.on(device, sig, ember.float64), 16)
+    with pytest.raises(RuntimeError, match="ember has no complex dtypes"):
+        ember.stft(S.on(device, sig, ember.float64), 16, return_complex=True)
+
+
+def test_istft_and_native_norm_refuse_what_pytorch_refuses(device: ember.device) -> None:
+    x = S.on(device, np.ones((9, 4, 2), dtype=np.float32))
+    with pytest.raises(RuntimeError, match="istft requires a complex-valued input tensor"):
+        ember.istft(x, 16)
+    with pytest.raises(NotImplementedError, match="native_norm"):
+        ember.native_norm(x)
+
+
+COVERS |= {"stft", "istft", "native_norm"}
+

@@ -476,3 +476,27 @@ def test_tensor_predicates(device: ember.device) -> None:
     assert ember.detach_copy(x).data_ptr() != x.data_ptr()
     S.assert_matches(ember.adjoint(x), np.ones((3, 2)), device, dtype=ember.float32)
     S.assert_matches(x.type_as(i), np.ones((2, 3)), device, dtype=ember.uint8)
+
+
+def test_slice_inverse_views_the_slice_with_the_sources_geometry(device: ember.device) -> None:
+    base = S.on(device, np.arange(24, dtype=np.float32).reshape(2, 3, 4))
+    part = base[:, 1:]
+    whole = ember.slice_inverse(part, base, 1, 1)
+    assert tuple(whole.shape) == (2, 3, 4) and whole.stride() == base.stride()
+    S.assert_matches(whole, np.arange(24, dtype=np.float32).reshape(2, 3, 4), device)
+    S.assert_matches(part.slice_inverse(base[:, :, 1:], 2, 1), np.arange(
+        24, dtype=np.float32).reshape(2, 3, 4)[:, :, 1:], device)
+
+
+def test_module_load_copies_or_assigns(device: ember.device) -> None:
+    own = S.on(device, np.zeros(3, dtype=np.float32))
+    loaded = S.on(device, np.arange(3, dtype=np.float64))
+    out = own.module_load(loaded)
+    assert out is not own and out.dtype is ember.float32 and not out.requires_grad
+    S.assert_matches(own, [0.0, 1.0, 2.0], device)  # copied into, cast to its dtype
+    assigned = own.module_load(loaded, assign=True)
+    assert assigned is not loaded and assigned.dtype is ember.float64
+
+
+COVERS |= {"slice_inverse", "module_load"}
+

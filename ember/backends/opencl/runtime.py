@@ -18,6 +18,8 @@ import threading
 import time
 from typing import Any
 
+from ember.core.backend import OutOfMemoryError, human_bytes
+
 _cl: Any = None  # the pyopencl module, once imported
 _lock = threading.RLock()
 _devices: list[Device] | None = None
@@ -136,8 +138,8 @@ class Device:
         """`nbytes` of device memory from the pool, or a RuntimeError naming the device
         and the size (OpenCL cannot allocate 0 bytes: empty tensors get 1 byte)."""
         if nbytes > self.max_alloc:
-            raise RuntimeError(self._oom_message(nbytes, "it exceeds the device's largest "
-                                                 "single allocation"))
+            raise OutOfMemoryError(self._oom_message(nbytes, "it exceeds the device's largest "
+                                                     "single allocation"))
         try:
             return self.pool.allocate(nbytes or 8)
         except Exception as first:  # MemoryError or cl.MemoryError: drop cached blocks
@@ -145,12 +147,13 @@ class Device:
             try:
                 return self.pool.allocate(nbytes)
             except Exception:
-                raise RuntimeError(self._oom_message(nbytes, str(first))) from None
+                raise OutOfMemoryError(self._oom_message(nbytes, str(first))) from None
 
     def _oom_message(self, nbytes: int, why: str) -> str:
         return (f"OpenCL out of memory on {self.label}: tried to allocate "
-                f"{_human(nbytes)} ({nbytes} bytes); the device has {_human(self.global_mem)} "
-                f"in total and allows {_human(self.max_alloc)} in one allocation ({why})")
+                f"{human_bytes(nbytes)} ({nbytes} bytes); the device has "
+                f"{human_bytes(self.global_mem)} in total and allows "
+                f"{human_bytes(self.max_alloc)} in one allocation ({why})")
 
     # -- programs ----------------------------------------------------------------------
     def kernel(self, key: Any, make_source: Any, name: str) -> Any:
@@ -339,12 +342,6 @@ def _pow2_floor(n: int) -> int:
     return p
 
 
-def _human(n: int) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.2f} {unit}" if unit != "bytes" else f"{n} bytes"
-        n /= 1024
-    return str(n)
 
 
 _contexts: dict[int, Any] = {}

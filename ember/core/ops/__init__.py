@@ -4,7 +4,9 @@ Importing this package declares every op: the registry (`ember.core.opdef.OPS`) 
 complete, and `Tensor` has all its methods and operators. The families import one
 another one way only: elementwise <- shape <- indexing <- reduction <- scans <- sorting
 <- search <- linalg <- factorizations <- norms <- nn <- losses, and writes, foreach,
-elementwise_math; rearrange builds on shape and indexing, predicates on shape. A gradient
+elementwise_math; rearrange builds on shape and indexing, predicates on shape, spectral
+on shape and nn, lobpcg on
+factorizations. A gradient
 formula that needs an op of a later family calls it as a Tensor method
 (`grad.sum_to_size(...)`), bound by the time any backward runs.
 """
@@ -16,6 +18,7 @@ from ember.core.ops import (  # noqa: F401 - imported for their declarations
     foreach,
     indexing,
     linalg,
+    lobpcg,
     losses,
     nn,
     norms,
@@ -26,5 +29,6 @@ from ember.core.ops import (  # noqa: F401 - imported for their declarations
     search,
     shape,
     sorting,
+    spectral,
     writes,
 )

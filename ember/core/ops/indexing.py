@@ -25,6 +25,7 @@ Kernels (signatures of their rules):
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 from ember.core import costs
@@ -32,15 +33,22 @@ from ember.core import dtype as dt
 from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.creation import arange, full, zeros
 from ember.core.declare import composite, primitive
-from ember.core.dispatch import check_castable, run, run_inplace
+from ember.core.dispatch import run, run_inplace
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
 from ember.core.host import python_scalar
-from ember.core.indexing import ParsedIndex, check_in_range, parse, parse_basic
+from ember.core.indexing import (
+    ParsedIndex,
+    check_in_range,
+    first_outside,
+    parse,
+    parse_basic,
+    unsqueeze_bools,
+)
 from ember.core.inplace import apply_inplace, as_view
 from ember.core.opdef import OPS, Grad, OutMeta
 from ember.core.opdef import Precision as P
-from ember.core.ops.elementwise import as_operand, to_dtype, where
+from ember.core.ops.elementwise import to_dtype, where
 from ember.core.ops.shape import broadcast_tensors, cat, reshape
 from ember.core.shapes import broadcast_shapes, fmt_shape, normalize_dim
 from ember.core.tensor import Tensor
@@ -74,34 +82,61 @@ def _check_index_tensor(op: str, index) -> None:
 
 def _gather_rule(input, index, *, dim):
     _check_index_tensor("gather", index)
+    if not _numel(index.shape):  # PyTorch checks no shape for an empty index
+        return OutMeta(index.shape, input.dtype, None)
     if index.ndim != input.ndim:
-        raise RuntimeError(f"gather: index tensor must have the same number of dimensions "
-                           f"as input tensor (input {fmt_shape(input.shape)}, index "
+        raise RuntimeError(f"gather: Index tensor must have the same number of dimensions as "
+                           f"input tensor (input {fmt_shape(input.shape)}, index "
                            f"{fmt_shape(index.shape)})")
     for d in range(input.ndim):
         if d != dim and index.shape[d] > input.shape[d]:
-            raise RuntimeError(f"gather: size of index {fmt_shape(index.shape)} does not fit "
-                               f"input {fmt_shape(input.shape)} at dimension {d}")
+            raise RuntimeError(f"gather: Size does not match at dimension {d} expected index "
+                               f"{fmt_shape(index.shape)} to be no larger than self "
+                               f"{fmt_shape(input.shape)} apart from dimension {dim}")
     return OutMeta(index.shape, input.dtype, None)
+
+
+def _numel(shape: tuple) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
 
 
 def _scatter_rule(op: str):
     def rule(input, index, src, *, dim):
         _check_index_tensor(op, index)
-        if not (index.ndim == input.ndim == src.ndim):
-            raise RuntimeError(f"{op}: index, input and src must have the same number of "
-                               f"dimensions (input {fmt_shape(input.shape)}, index "
-                               f"{fmt_shape(index.shape)}, src {fmt_shape(src.shape)})")
+        if not _numel(index.shape):  # PyTorch checks no shape for an empty index
+            return OutMeta(input.shape, input.dtype, None)
+        for other, name in ((input, "self"), (src, "src")):
+            if index.ndim != other.ndim:
+                raise RuntimeError(f"{op}: Index tensor must have the same number of "
+                                   f"dimensions as {name} tensor (self "
+                                   f"{fmt_shape(input.shape)}, index "
+                                   f"{fmt_shape(index.shape)}, src {fmt_shape(src.shape)})")
         for d in range(input.ndim):
             if index.shape[d] > src.shape[d] or (d != dim and index.shape[d] > input.shape[d]):
-                raise RuntimeError(f"{op}: index {fmt_shape(index.shape)} is larger than "
-                                   f"src {fmt_shape(src.shape)} or input "
-                                   f"{fmt_shape(input.shape)} at dimension {d}")
+                raise RuntimeError(f"{op}: Expected index {fmt_shape(index.shape)} to be no "
+                                   f"larger than self {fmt_shape(input.shape)} apart from "
+                                   f"dimension {dim} and to be no larger size than src "
+                                   f"{fmt_shape(src.shape)}")
         if src.dtype is not input.dtype:
-            raise RuntimeError(f"{op}: expected src ({src.dtype}) to have the same dtype as "
-                               f"self ({input.dtype})")
+            raise _scatter_dtype_error()
         return OutMeta(input.shape, input.dtype, None)
     return rule
+
+
+def _scatter_dtype_error() -> RuntimeError:
+    # PyTorch's text for scatter, scatter_add and scatter_reduce alike
+    return RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+
+
+def _same_scalar_type(op: str, input: Tensor, source: Tensor) -> None:
+    """index_add's and index_reduce's check that `source` has `input`'s dtype."""
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"{op}(): self ({SCALAR_TYPE_NAMES[input.dtype.name]}) and source "
+                           f"({SCALAR_TYPE_NAMES[source.dtype.name]}) must have the same "
+                           f"scalar type")
 
 
 def _index_select_rule(input, index, *, dim):
@@ -143,7 +178,13 @@ def _index(input: Tensor, parsed: ParsedIndex, key: Any) -> Tensor:
 def getitem(input: Tensor, key: Any) -> Tensor:
     """`input[key]`: basic indexing (ints, slices, None, ...) returns a view; tensor and
     mask indices copy. PyTorch's rules (see ember.core.indexing)."""
-    return _index(input, parse(input, key), key)
+    parsed = parse_basic(input._data.shape, key)
+    if parsed is None:
+        x, key = unsqueeze_bools(input, key)  # bool scalars: advanced indices of unit dims
+        parsed = parse(x, key)
+        if x is not input:
+            return _index(x, parsed, key)
+    return _index(input, parsed, key)
 
 
 def index_put_into_zeros(g: Tensor, shape: tuple, parsed: ParsedIndex) -> Tensor:
@@ -166,16 +207,52 @@ def _getitem_parsed(x: Tensor, parsed: ParsedIndex) -> Tensor:
                           index=parsed.spec, shape=parsed.shape)
 
 
-def _check_value(input: Tensor, value: Any, parsed: ParsedIndex) -> Tensor:
-    if isinstance(value, Tensor):
-        if value.device != input.device:
+def _index_put_dtype_error(input: Tensor, value: Tensor) -> RuntimeError:
+    return RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                        f"{SCALAR_TYPE_NAMES[input.dtype.name]} for the destination and "
+                        f"{SCALAR_TYPE_NAMES[value.dtype.name]} for the source.")
+
+
+def _write_value(input: Tensor, value: Any, parsed: ParsedIndex, *,
+                 accumulate: bool = False) -> Tensor:
+    """The value `input[key] = value` (or `index_put`) writes at `parsed`, checked and cast
+    to `input`'s dtype as PyTorch does it:
+
+    - a Python number is converted (a value outside the dtype's range raises);
+    - through basic indices only (ints, slices, None, ...) a tensor is copied as `copy_`
+      copies: any dtype, cast (a float into an integer tensor truncates);
+    - through tensor indices its dtype must be `input`'s ("Index put requires the source
+      and destination dtypes match"), except for one element written through a single
+      bool mask, which PyTorch hands to `masked_fill_` as a number. (PyTorch does that for
+      a value on the CPU only; ember on every device, so a program's dtypes work the same
+      on all of them.)
+
+    Leading dimensions of size 1 are dropped first, as PyTorch drops them."""
+    if not isinstance(value, Tensor):
+        number = python_scalar(value)
+        if not isinstance(number, numbers.Number):
+            kind = type(value)
+            name = kind.__name__ if kind.__module__ == "builtins" else \
+                f"{kind.__module__}.{kind.__name__}"
+            raise TypeError(f"can't assign a {name} to a {input.type()}")
+        value = full((), number, dtype=input._dtype, device=input.device)
+    if value.device != input.device:
+        if not (value.ndim == 0 and value.device.type == "cpu"):  # (goes anywhere)
             raise RuntimeError(f"setitem: expected value on device {input.device}, got "
                                f"{value.device}")
-        check_castable("setitem", value._dtype, input._dtype)
-    else:
-        value = as_operand(value, input)
-        if not isinstance(value, Tensor):
-            value = full((), value, dtype=input._dtype, device=input.device)
+        value = value.to(input.device)
+    lead = 0
+    while lead < value.ndim and value.shape[lead] == 1:
+        lead += 1
+    if lead:
+        value = reshape(value, tuple(value.shape[lead:]))
+    if parsed.mask is not None and value.numel() == 1 and not accumulate:
+        if parsed.mask.dtype is not dt.bool_:
+            raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with "
+                               "dtype unsigned char")
+        if value._dtype is not input._dtype:  # the number masked_fill_ would be given
+            dt.fit_scalar(python_scalar(value.item()), input._dtype)
+        return to_dtype(reshape(value, ()), input._dtype)
     try:
         target = broadcast_shapes("setitem", tuple(value.shape), parsed.shape)
     except RuntimeError:
@@ -184,22 +261,35 @@ def _check_value(input: Tensor, value: Any, parsed: ParsedIndex) -> Tensor:
         raise RuntimeError(f"setitem: shape mismatch: value tensor of shape "
                            f"{fmt_shape(tuple(value.shape))} cannot be broadcast to indexing "
                            f"result of shape {fmt_shape(parsed.shape)}")
-    return value
+    if not parsed.basic and value._dtype is not input._dtype:
+        raise _index_put_dtype_error(input, value)
+    return to_dtype(value, input._dtype)
 
 
 @primitive(variants="", rule=_setitem_rule, mutates=True, cost=costs.movement,
            operators="__setitem__")
 def setitem(input: Tensor, key: Any, value: Any) -> None:
-    """`input[key] = value`, in place (differentiable through `value` and `input`)."""
-    parsed = parse(input, key)
-    value = _check_value(input, value, parsed)
+    """`input[key] = value`, in place (differentiable through `value` and `input`).
+    Bool scalars in `key` index a new dimension of size 1, as in PyTorch; a key that is
+    just `False` writes nothing, and just `True` writes as `input[None]` does."""
+    if key is False:  # PyTorch's shortcut: nothing written, nothing checked
+        return
+    if key is True:
+        key = None
+    x, key = unsqueeze_bools(input, key)  # x: input, or a view of it with unit dimensions
+    parsed = parse(x, key)
+    value = _write_value(x, value, parsed)
     if not (state.enabled and (input._requires_grad or value._requires_grad)):
-        run_inplace("setitem", input, to_dtype(value, input._dtype), *parsed.tensors,
-                    index=parsed.spec, accumulate=False)
+        run_inplace("setitem", x, value, *parsed.tensors, index=parsed.spec,
+                    accumulate=False)
         input._vc[0] += 1
         return
-    apply_inplace(input, lambda old: _index_put(old, parsed, to_dtype(value, input._dtype)),
-                  value, op="setitem")
+    if x is input:
+        apply_inplace(input, lambda old: _index_put(old, parsed, value), value, op="setitem")
+    else:  # written through the unit dimensions, then shaped back
+        apply_inplace(input, lambda old: reshape(
+            _index_put(reshape(old, tuple(x.shape)), parsed, value), tuple(input.shape)),
+            value, op="setitem")
 
 
 def _index_put(x: Tensor, parsed: ParsedIndex, value: Tensor) -> Tensor:
@@ -257,6 +347,8 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
         return reshape(gather(reshape(input, (1,)), 0, reshape(index, (-1,))),
                        tuple(index.shape))
+    if not index.numel():  # nothing read (and no shape checked), still in the graph
+        return reshape(reshape(input, (-1,))[:0], tuple(index.shape))
     check_in_range("gather", index, input.shape[d], d)
     return apply(OPS["gather"], input, index, dim=d)
 
@@ -277,8 +369,9 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     outside = [broadcast_shapes("take_along_dim", (a,), (b,))[0] if i != d else None
                for i, (a, b) in enumerate(zip(input.shape, indices.shape))]
     input = input.expand(tuple(s if s is not None else input.shape[d] for s in outside))
-    # PyTorch counts a negative index from the end here (gather alone refuses one)
-    indices = where(indices < 0, indices + input.shape[d], indices)
+    # PyTorch reads the indices modulo the size here (gather alone refuses one outside)
+    if indices.numel():  # (a zero size with indices: PyTorch's ZeroDivisionError too)
+        indices = indices.remainder(input.shape[d])
     indices = indices.expand(tuple(s if s is not None else indices.shape[d]
                                    for s in outside))
     return gather(input, d, indices)
@@ -304,12 +397,19 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
     if reduce is not None:
         if reduce != "add":
             raise RuntimeError(f"scatter(): reduce={reduce!r} is not supported (use 'add')")
+        if not isinstance(src, Tensor):
+            src = full(tuple(index.shape), src if src is not None else value,
+                       dtype=input.dtype, device=input.device)
         return scatter_add(input, dim, index, src)
     d = normalize_dim("scatter", dim, input.ndim)
     if src is None:
         src = value
-    if input.ndim:  # (the indices first, then the value, as PyTorch checks them)
-        check_in_range("scatter", index, input.shape[d], d)
+    if isinstance(src, Tensor) and src.dtype is not input.dtype:
+        raise _scatter_dtype_error()
+    if not index.numel():  # nothing written (and no shape checked)
+        return input.clone()
+    # the indices first, then the value, as PyTorch checks them (a 0-d input: one element)
+    check_in_range("scatter", index, input.shape[d] if input.ndim else 1, d)
     if not isinstance(src, Tensor):
         src = full(tuple(index.shape), src, dtype=input.dtype, device=input.device)
     if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
@@ -326,6 +426,10 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of `input` with `src` added along `dim` at `index` (repeats accumulate)."""
     d = normalize_dim("scatter_add", dim, input.ndim)
+    if src.dtype is not input.dtype:
+        raise _scatter_dtype_error()
+    if not index.numel():  # nothing added (and no shape checked)
+        return input.clone()
     if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
         return reshape(scatter_add(reshape(input, (1,)), 0, reshape(index, (-1,)),
                                    reshape(src, (-1,))), ())
@@ -348,6 +452,13 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
             raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
                                f"{index.numel()} value(s)")
         return reshape(index_select(reshape(input, (1,)), 0, reshape(index, (1,))), ())
+    if input.ndim > 1 and not input.shape[d] and index.numel():
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
+    if d == 1:  # PyTorch's kernel for dim 1 names the first bad index, in a RuntimeError
+        bad = first_outside(index, 0, input.shape[d])
+        if bad is not None:
+            raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} axis_dim="
+                               f"{input.shape[d]}")
     check_in_range("index_select", index, input.shape[d], d, select=True)
     return apply(OPS["index_select"], input, index, dim=d)
 
@@ -358,6 +469,19 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     d = normalize_dim("index_fill", dim, input.ndim)
     if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
         return reshape(index_fill(reshape(input, (1,)), 0, index, value), ())
+    if isinstance(value, Tensor):  # written as the number it holds: any dtype
+        if value.ndim:
+            raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but "
+                               f"got tensor with {value.ndim} dimension(s).")
+        if value.dtype is not input.dtype:
+            dt.fit_scalar(python_scalar(value.item()), input.dtype)
+            value = to_dtype(value, input.dtype)
+    else:  # the value is checked before the indices, as PyTorch checks them
+        value = dt.fit_scalar(python_scalar(value), input.dtype)
+    size = input.shape[d]
+    bad = first_outside(index, -size, size)  # (named with its dimension, unlike x[key]'s)
+    if bad is not None:
+        raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {size}")
     key = (slice(None),) * d + (reshape(index, (-1,)),)
     out = input.clone()
     setitem(out, key, value)
@@ -377,7 +501,12 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
                                f"{list(source.shape)}")
         return reshape(index_add(reshape(input, (1,)), 0, reshape(index, (-1,)),
                                  reshape(source, (1,)).expand(index.numel()), alpha=alpha), ())
-    check_in_range("index_add", index, input.shape[d], d, select=True)
+    _same_scalar_type("index_add_", input, source)
+    if input.ndim > 1 and not input.numel():  # PyTorch's kernel returns at once
+        return input.clone()
+    # PyTorch's kernel for 1-d inputs says "index out of range in self" (IndexError); the
+    # one for more dimensions names the first bad index (RuntimeError)
+    check_in_range("index_add_", index, input.shape[d], d, select=input.ndim == 1)
     src = source * alpha if alpha != 1 else source
     shape = [1] * input.ndim
     shape[d] = index.numel()
@@ -567,12 +696,13 @@ def _flat_index(op: str, index: Tensor, n: int) -> Tensor:
     if index.dtype is not dt.int64:
         raise RuntimeError(f"{op}(): Expected a long tensor for index, but got {index.dtype}")
     flat = reshape(index, (-1,))
-    if flat.numel():
-        lo, hi = int(flat.min().item()), int(flat.max().item())
-        bad = hi if hi >= n else (lo if lo < -n else None)
-        if bad is not None:
-            raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} "
-                             "elements.")
+    if not n and flat.numel():
+        raise IndexError("take(): tried to take from an empty tensor" if op == "take" else
+                         "put_(): Tried to put elements into an empty tensor")
+    bad = first_outside(flat, -n, n)
+    if bad is not None:
+        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} "
+                         "elements.")
     return where(flat < 0, flat + n, flat)
 
 
@@ -584,21 +714,22 @@ def take(input: Tensor, index: Tensor) -> Tensor:
     return reshape(gather_in_bounds(reshape(input, (-1,)), 0, flat), tuple(index.shape))
 
 
-@composite(variants="method inplace", cost=costs.movement)
-def put(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+@composite(variants="function method inplace", cost=costs.movement)
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """A copy with the elements of `source` written (added, with `accumulate`) at
     `index` of the tensor read as 1-d."""
     if index.numel() != source.numel():
         raise IndexError(f"put_(): Expected source and index to have the same number of "
                          f"elements, but got source.numel() = {source.numel()}, "
                          f"index.numel() = {index.numel()}")
-    if source.dtype is not self.dtype:
+    if source.dtype is not input.dtype:
         raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
-                           f"self.dtype = {SCALAR_TYPE_NAMES[self.dtype.name]} and source.dtype = "
+                           f"self.dtype = {SCALAR_TYPE_NAMES[input.dtype.name]} and "
+                           f"source.dtype = "
                            f"{SCALAR_TYPE_NAMES[source.dtype.name]}")
-    flat = _flat_index("put_", index, self.numel())
-    out = index_put(reshape(self, (-1,)), (flat,), reshape(source, (-1,)), accumulate)
-    return reshape(out, tuple(self.shape))
+    flat = _flat_index("put_", index, input.numel())
+    out = index_put(reshape(input, (-1,)), (flat,), reshape(source, (-1,)), accumulate)
+    return reshape(out, tuple(input.shape))
 
 
 def _index_key(input: Tensor, d: int, index: Tensor) -> tuple:
@@ -635,13 +766,13 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
                            f"{fmt_shape(_outside(source, d))} outside dimension {d}).")
     if source.dtype is not input.dtype:
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, "
-                           f"but got (self) {input.dtype} and (source) {source.dtype}")
-    if index.numel():
-        lo, hi = int(index.min().item()), int(index.max().item())
-        size = input.shape[d] if input.ndim else 1
-        if lo < 0 or hi >= size:
-            raise IndexError(f"index_copy_(): index {hi if hi >= size else lo} is out of "
-                             f"bounds for dimension {d} with size {size}")
+                           f"but got (self) {SCALAR_TYPE_NAMES[input.dtype.name]} and (source) "
+                           f"{SCALAR_TYPE_NAMES[source.dtype.name]}")
+    size = input.shape[d] if input.ndim else 1
+    bad = first_outside(index, 0, size)
+    if bad is not None:
+        raise IndexError(f"index_copy_(): index {bad} is out of bounds for dimension {d} "
+                         f"with size {size}")
     if not input.ndim:
         return source.reshape(()).clone() if index.numel() else input.clone()
     return apply(OPS["scatter"], input, _along(index, d, tuple(source.shape)), source, dim=d)
@@ -656,12 +787,10 @@ def index_put(input: Tensor, indices: Any, values: Tensor, accumulate: bool = Fa
     if not isinstance(values, Tensor):
         raise TypeError(f"index_put(): argument 'values' must be Tensor, not "
                         f"{type(values).__name__}")
-    if values.dtype is not input.dtype:
-        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{SCALAR_TYPE_NAMES[input.dtype.name]} for the destination and "
-                           f"{SCALAR_TYPE_NAMES[values.dtype.name]} for the source.")
     parsed = parse(input, tuple(indices))
-    values = _check_value(input, values, parsed)
+    if parsed.basic and values.dtype is not input.dtype:
+        raise _index_put_dtype_error(input, values)
+    values = _write_value(input, values, parsed, accumulate=accumulate)
     if not accumulate:
         return _index_put(input, parsed, values)
     added = index_put_into_zeros(values.expand(parsed.shape), tuple(input.shape), parsed)
@@ -772,6 +901,8 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
                                   "for 'Bool'")
     d = normalize_dim("scatter_reduce", dim, input.ndim)
     _check_scatter_reduce(input, index, src, dim=d)
+    if not index.numel():  # nothing reduced (and no shape checked)
+        return input.clone()
     # PyTorch's scatter family: a RuntimeError, and no index counts from the end
     check_in_range("scatter_reduce", index, input.shape[d] if input.ndim else 1, d)
     with no_grad():
@@ -802,6 +933,9 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
         raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
                            f"specified dimension. Got self.shape = {list(input.shape)} "
                            f"source.shape = {list(source.shape)}")
+    _same_scalar_type("index_reduce_", input, source)
+    check_in_range("index_reduce_", index, input.shape[d] if input.ndim else 1, d,
+                   select=True)
     return scatter_reduce(input, d, _along(index, d, tuple(source.shape)), source, reduce,
                           include_self=include_self)
 
@@ -814,8 +948,9 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
                            f"dtype {mask.dtype}")
     if source.dtype is not input.dtype:
-        raise RuntimeError(f"masked_scatter_: expected self and source to have same dtypes but "
-                           f"got {input.dtype} and {source.dtype}")
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but "
+                           f"got{SCALAR_TYPE_NAMES[input.dtype.name]} and "
+                           f"{SCALAR_TYPE_NAMES[source.dtype.name]}")  # (PyTorch's spacing)
     mask = mask.expand(tuple(broadcast_shapes("masked_scatter", tuple(mask.shape),
                                               tuple(input.shape))))
     if tuple(mask.shape) != tuple(input.shape):

@@ -33,7 +33,7 @@ from ember.core.apply import apply, record_grad
 from ember.core.backend import numpy_dtype
 from ember.core.creation import arange, full, ones, tensor, zeros
 from ember.core.declare import composite, fused_kernel, primitive
-from ember.core.dispatch import run_fused
+from ember.core.dispatch import device_mismatch, run_fused
 from ember.core.grad_mode import no_grad, state
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
 from ember.core.opdef import Precision as P
@@ -267,6 +267,14 @@ fused_kernel("linear_backward", replaces="linear backward", backward=True,
 # -- convolution ----------------------------------------------------------------------
 
 
+def _same_device(op: str, input: Tensor, weight: Tensor, bias: Tensor | None) -> None:
+    """A convolution's operands on one device, checked first: a zero-size batch would
+    otherwise reach a kernel, or an early return, with a weight it cannot read."""
+    for other in (weight, bias):
+        if isinstance(other, Tensor) and other._device is not input._device:
+            raise device_mismatch(op, input, other)
+
+
 def _conv_check(op: str, input: Tensor, weight: Tensor, groups: int, n: int) -> bool:
     """Validate shapes; returns True when `input` lacks the batch dimension."""
     if weight.ndim != n + 2:
@@ -302,6 +310,7 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
     if any(d <= 0 for d in _tuple(dilation, n, "dilation")):
         raise RuntimeError(f"{op}: dilation should be greater than zero, but got "
                            f"{list(_tuple(dilation, n, 'dilation'))}")
+    _same_device(op, input, weight, bias)
     unbatched = _conv_check(op, input, weight, groups, n)
     if unbatched:
         input = unsqueeze(input, 0)
@@ -453,6 +462,7 @@ def _conv_transpose(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor
                     dilation: Any) -> Tensor:
     """The gradient of an n-d convolution with respect to its input: W^T @ x per group,
     its columns folded back (col2im) into the output's spatial size."""
+    _same_device(op, input, weight, bias)
     if weight.ndim != n + 2:
         raise RuntimeError(f"{op}: expected a {n + 2}-D weight, got shape "
                            f"{fmt_shape(tuple(weight.shape))}")
@@ -586,8 +596,17 @@ def _batched(input: Tensor, n: int, op: str) -> tuple[Tensor, bool]:
     return input, False
 
 
+def _features_present(op: str, n: int, input: Tensor) -> None:
+    """PyTorch's pools take an empty batch, not an empty channel or spatial dimension."""
+    if input.ndim in (n + 1, n + 2) and not all(input.shape[-(n + 1):]):
+        raise RuntimeError(f"{op}: Expected {n + 1}D or {n + 2}D (batch mode) tensor with "
+                           f"optional 0 dim batch size for input, but got:"
+                           f"{list(input.shape)}")
+
+
 def _max_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, dilation,
               ceil_mode, return_indices):
+    _features_present(op, n, input)
     x, unbatched = _batched(input, n, op)
     fused = max_pool_with_indices(op, n, x, kernel_size, stride, padding, dilation, ceil_mode,
                                   return_indices)
@@ -777,6 +796,7 @@ def max_pool1d_with_indices(input: Tensor, kernel_size: Any, stride: Any = (),
 
 def _avg_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, ceil_mode,
               count_include_pad, divisor_override=None):
+    _features_present(op, n, input)
     x, unbatched = _batched(input, n, op)
     integral = not x.dtype.is_floating_point
     if integral and x.dtype is not dt.int64:  # PyTorch's CPU kernels: int64 and floats
@@ -1245,7 +1265,7 @@ def grid_sampler_3d(input: Tensor, grid: Tensor, interpolation_mode: int, paddin
 def _softmax_input(op: str, input: Tensor, dim: int, dtype: Any) -> tuple[Tensor, int]:
     if dtype is not None:
         input = input.to(dtype=dtype)
-    if not input._dtype.is_floating_point:
+    if not input._dtype.is_floating_point and input.numel():  # (nothing to compute: kept)
         raise NotImplementedError(f"{op}: expected a floating-point input, got "
                                   f"{input._dtype}")
     return input, normalize_dim(op, dim, input.ndim)

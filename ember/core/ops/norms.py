@@ -288,3 +288,30 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
     return linalg_vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), float(p), -1)
+
+
+@composite(variants="function", cost=costs.reduction(2))
+def norm_except_dim(v: Tensor, pow: Any = 2, dim: int = 0) -> Tensor:
+    """The `pow`-norm of `v` over every dimension but `dim`, kept with size 1 (the norm of
+    all of `v` for `dim=-1`), as weight normalization takes it: PyTorch's rule, dimension
+    for dimension."""
+    if dim == -1:
+        return v.norm(pow)
+    if dim == 0:
+        return v.contiguous().reshape(v.shape[0], -1).norm(pow, 1).reshape(
+            (v.shape[0],) + (1,) * (v.ndim - 1))
+    if dim == v.ndim - 1:
+        return v.contiguous().reshape(-1, v.shape[-1]).norm(pow, 0).reshape(
+            (1,) * (v.ndim - 1) + (v.shape[-1],))
+    return norm_except_dim(v.transpose(0, dim), pow, 0).transpose(0, dim)
+
+
+@composite(variants="function", cost=costs.reduction(2))
+def native_norm(input: Tensor, p: Any = 2, dim: Any = None, keepdim: bool = False,
+                dtype: Any = None) -> Tensor:
+    """PyTorch's norm kernel of sparse tensors. ember has no sparse tensors, and PyTorch
+    runs no dense one through it either: this raises, as PyTorch does for a dense input
+    (`ember.linalg.vector_norm` is the norm of a dense tensor)."""
+    raise NotImplementedError(f"Could not run 'aten::native_norm' with arguments from the "
+                              f"'{input.device.type.upper()}' backend: native_norm takes "
+                              f"sparse tensors only (use ember.linalg.vector_norm)")

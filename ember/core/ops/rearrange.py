@@ -669,3 +669,12 @@ unfold_copy = _copy_of(lambda x, dimension, size, step: x.unfold(dimension, size
                        "unfold_copy")
 unsqueeze_copy = _copy_of(unsqueeze, "unsqueeze_copy")
 view_copy = _copy_of(lambda x, size: x.view(size), "view_copy")
+
+
+@composite(variants="function method", cost=costs.view)
+def slice_inverse(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None,
+                  end: int | None = None, step: int = 1) -> Tensor:
+    """The inverse of `src.narrow`-style slicing: `input` (a slice of `src`'s storage)
+    viewed with `src`'s sizes, strides and storage offset (PyTorch's rule; `dim`,
+    `start`, `end` and `step` name the slice and are not read)."""
+    return as_strided(input, tuple(src.shape), src.stride(), src.storage_offset())

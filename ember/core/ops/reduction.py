@@ -42,6 +42,10 @@ def _reduction_rule(op: str):
     def rule(input, *, dims=None, keepdim=False):
         if op in ("max", "min") and input.numel() == 0 and (
                 dims is None or builtins.any(input.shape[d] == 0 for d in dims)):
+            if dims is None:  # PyTorch's words for a whole empty tensor
+                raise RuntimeError(f"{op}(): Expected reduction dim to be specified for "
+                                   f"input.numel() == 0. Specify the reduction dim with the "
+                                   f"'dim' argument.")
             raise RuntimeError(f"{op}: cannot reduce over a zero-size dimension "
                                f"(input shape {fmt_shape(input.shape)})")
         shape = reduced_shape(input.shape, dims, keepdim)

@@ -90,14 +90,14 @@ def _cat_rule(*tensors, dim):
     ref = shapes[0]
     for i, shape in enumerate(shapes):
         if len(shape) != len(ref):
-            raise RuntimeError(f"cat: tensors must have the same number of dimensions: got "
+            raise RuntimeError(f"cat: Tensors must have same number of dimensions: got "
                                f"{len(ref)} and {len(shape)} (tensor {i})")
         if shape != ref and any(s != r for d, (s, r) in enumerate(zip(shape, ref)) if d != dim):
             d = next(d for d, (s, r) in enumerate(zip(shape, ref)) if d != dim and s != r)
             raise RuntimeError(
-                f"cat: sizes of tensors must match except in dimension {dim}. Expected "
+                f"cat: Sizes of tensors must match except in dimension {dim}. Expected "
                 f"size {ref[d]} but got size {shape[d]} for tensor number {i} "
-                f"in the list (shapes {fmt_shape(ref)} and {fmt_shape(shape)})")
+                f"in the list. (Shapes {fmt_shape(ref)} and {fmt_shape(shape)}.)")
     common = tensors[0].dtype
     for x in tensors[1:]:
         if x.dtype is not common:
@@ -358,6 +358,8 @@ def broadcast_tensors(*tensors: Tensor) -> tuple:
 
 
 def _repeat_method(self: Tensor, *repeats: Any, **kwargs: Any) -> Tensor:
+    if not repeats and "repeats" not in kwargs:
+        raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
     return repeat(self, sizes_arg(repeats, kwargs, "repeats"))
 
 
@@ -384,7 +386,7 @@ def repeat(input: Tensor, repeats: Sequence[int]) -> Tensor:
 @composite(cost=costs.movement)
 def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
     """Like `repeat`, with missing leading repeats taken as 1."""
-    dims = tuple(dims)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(dims) < input.ndim:
         dims = (1,) * (input.ndim - len(dims)) + dims
     return repeat(input, dims)
@@ -465,7 +467,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenates tensors along an existing dimension."""
     tensors = [x for x in tensors]
     if not tensors:
-        raise RuntimeError("cat(): expected a non-empty list of Tensors")
+        raise ValueError("cat(): expected a non-empty list of Tensors")  # (PyTorch's type)
     if not isinstance(tensors[0], Tensor):
         raise TypeError(f"cat(): expected a sequence of Tensors, got "
                         f"{type(tensors[0]).__name__}")
@@ -473,8 +475,11 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         if isinstance(x, Tensor) and x.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
                                "concatenated")
-    # PyTorch skips legacy empty 1-D tensors of shape (0,)
-    tensors = [x for x in tensors if not (x.ndim == 1 and x.shape[0] == 0)] or tensors[:1]
+    # PyTorch skips legacy empty 1-D tensors of shape (0,); with only those, any dim will do
+    kept = [x for x in tensors if not (x.ndim == 1 and x.shape[0] == 0)]
+    if not kept:
+        return apply(OPS["cat"], *tensors, dim=0)
+    tensors = kept
     d = normalize_dim("cat", dim, tensors[0].ndim)
     return apply(OPS["cat"], *tensors, dim=d)
 

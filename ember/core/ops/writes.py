@@ -320,3 +320,14 @@ def binomial(count: Tensor, prob: Tensor, generator: Any = None) -> Tensor:
             successes = where(large, _draw_until_accepted(tuple(n.shape), n, large, draw),
                               successes)
         return where(flip, n - successes, successes)
+
+
+@composite(variants="method", cost=costs.movement)
+def module_load(self: Tensor, other: Tensor, assign: bool = False) -> Tensor:
+    """How `Module.load_state_dict` turns the state dict's `other` into the value of
+    parameter or buffer `self` when parameters are swapped rather than copied into:
+    `other.detach()` with `assign`, else `self.copy_(other).detach()` (PyTorch's default;
+    a subclass may override it)."""
+    if assign:
+        return other.detach()
+    return copy_(self, other).detach()
