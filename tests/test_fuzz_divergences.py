@@ -367,3 +367,52 @@ def test_matrix_exp_scales_each_matrix_of_a_batch_by_its_own_norm(device):
                                 dtype=lib.float64))
     out = assert_same(case, device, rtol=1e-12, atol=0.0)
     assert out.isnan()[1].all()
+
+
+# -- the fuzz suite's known divergences, fixed (KNOWN_DIVERGENCES in test_fuzz_ops.py) -------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("left", [True, False])
+def test_triangular_solves_substitute_as_trsm(device, dtype, upper, left):
+    # a zero pivot: its row is inf and the rows substituted after it NaN (0 * inf); an LU
+    # of the whole matrix made every row NaN. A subnormal pivot is divided by (BLAS trsm
+    # in PyTorch's MKL), not inverted (1 / 1e-45 overflows to inf, and 0 * inf is NaN)
+    A = [[[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]],
+         [[2.0, 3.0, -1.0], [0.5, -1.4e-45, 4.0], [INF, 1.0, 3.0]]]
+    B = [[[0.0, 1.0], [0.0, 2.0], [1.0, -3.0]], [[1.0, 2.0], [-0.0, 1.0], [3.0, 0.0]]]
+
+    def case(lib, T):
+        a, b = T(A, dtype=getattr(lib, dtype)), T(B, dtype=getattr(lib, dtype))
+        return (lib.linalg.solve_triangular(a, b if left else b.mT, upper=upper, left=left),
+                lib.triangular_solve(b, a, upper=upper, transpose=not left,
+                                     unitriangular=left).solution)
+    assert_same(case, device)
+
+
+def test_solve_spreads_nan_and_inf_as_getrf_and_getrs(device):
+    # NumPy's gesv left rows finite that PyTorch's (getrf, then getrs) makes NaN; a NaN
+    # in a pivot column is never the largest (BLAS i?amax), where NumPy's argmax took it
+    A = [[[NAN, 0.0, 1.0], [2.0, 1.0, 0.0], [0.5, 3.0, 1.0]],
+         [[1.0, 2.0, 0.0], [INF, 1.0, 2.0], [0.0, 1.0, 3.0]],
+         [[-1.3, -0.15, 2.3], [NAN, 0.93, -1.0], [0.5, 3.9, 0.6]]]
+    B = [[[1.0], [2.0], [0.0]], [[0.0], [1.0], [INF]], [[1.0], [0.0], [-2.0]]]
+    assert_same(lambda lib, T: lib.linalg.solve_ex(T(A), T(B)).result, device)
+    assert_same(lambda lib, T: lib.linalg.lu_factor_ex(T(A)).LU, device)
+    assert_same(lambda lib, T: lib.linalg.lu_factor_ex(T(A)).pivots, device)
+    # a value near the largest float: products of the LU may overflow in PyTorch's order
+    big = [[-1.45, -88.8, -1e5], [-2.2, 0.95, -0.52], [3.9, 1.26, -2.5]]
+    assert_same(lambda lib, T: lib.linalg.solve(T(big), T([[-0.25], [1.3], [1e38]])), device)
+
+
+def test_lu_solve_permutes_rows_instead_of_multiplying_by_p(device):
+    # P @ Y made 0 * inf = NaN in every row beside an infinite one
+    def case(lib, T):
+        LU, pivots = lib.linalg.lu_factor(T([[0.5, 2.0, -1.0], [3.0, 0.25, 1.0],
+                                             [-1.0, 1.0, 2.0]]))
+        B = T([[1.0, INF], [2.0, 0.0], [-1.0, 1.0]])
+        return (lib.linalg.lu_solve(LU, pivots, B), lib.linalg.lu_solve(LU, pivots, B,
+                                                                           adjoint=True),
+                lib.lu_solve(B, LU, pivots))
+    assert_same(case, device)

@@ -183,15 +183,9 @@ DIFF_SKIP: dict[str, str] = {}
 
 # Triaged divergences on extreme values, not fixed: fuzzed only with EMBER_LONG_TESTS=1.
 # Each says what differs; most are NaN/inf propagation through a different algorithm.
-_SINGULAR_LU = "ember solves through an LU of the whole matrix; inf/NaN spread differently"
 KNOWN_DIVERGENCES: dict[str, str] = {
     "avg_pool3d": "OpenCL adds a window in another order than PyTorch: with +-1e37 values "
                   "the cancellation leaves different finite results (0 against -25000)",
-    "solve": "NumPy's LAPACK gesv leaves rows finite that PyTorch's makes NaN for a "
-             "matrix holding a NaN",
-    "solve_triangular": f"no triangular kernel: {_SINGULAR_LU} than trsm's substitution",
-    "triangular_solve": f"no triangular kernel: {_SINGULAR_LU} than trsm's substitution",
-    "lu_solve_through_a": _SINGULAR_LU,
     "eigvalsh": "a middle eigenvalue of a matrix with ±1e38 entries is round-off (~1e22 "
                 "ulps of the largest): LAPACK's and NumPy's differ",
     "pinv": "PyTorch's gesdd fails to converge (raises) on matrices NumPy's solves or "
