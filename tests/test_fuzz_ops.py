@@ -195,10 +195,10 @@ KNOWN_DIVERGENCES: dict[str, str] = {
     "lstsq": "PyTorch fails an internal assert on non-finite input; ember raises "
              "LinAlgError, and its SVD-based solution of a ±1e38 system is another "
              "round-off",
-    "householder_product": "a NaN tau spreads to the whole product; PyTorch's orgqr keeps "
-                           "the columns before it finite",
-    "ormqr": "NaN where PyTorch's product with ±1e38-scale reflectors is finite (3e38, "
-             "float64; found on OpenCL's draw)",
+    "ormqr": "about 5% of draws: PyTorch's (MKL's) dormqr spreads an inf or NaN of a "
+             "reflector or tau to rows that LAPACK's reference dorm2r, which ember follows "
+             "(dlarf's trimming included), leaves finite; neither a blocked dlarfb nor an "
+             "untrimmed dlarf reproduces MKL's",
     "grid_sampler": "inf/NaN grid coordinates: PyTorch's clipping and index casts of a "
                     "non-finite coordinate differ from ember's",
     "grid_sampler_2d": "as grid_sampler",
@@ -221,6 +221,8 @@ ORDER_SENSITIVE = {
     "remainder[3,1][1,4]": "as remainder[3,4][3,4]",
     "trapz": "PyTorch's dx * (sum - (first + last) / 2) makes one inf NaN; ember's "
              "pairwise sum keeps it",
+    "householder_product": "an overflow in dlarf's sum w = C^T v is inf or NaN by the order "
+                           "of the additions",
 }
 # and every op that adds up products: inf * 0 in one association is NaN, in another inf
 _SUMS_OF_PRODUCTS = ("einsum", "matmul", "mm", "bmm", "mv", "dot", "addmm", "linear", "conv",

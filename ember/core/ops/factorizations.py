@@ -614,21 +614,71 @@ def geqrf(input: Tensor) -> Any:
     return GeqrfResult(a, tau)
 
 
+def _larf(v: Tensor, tau: Tensor, C: Tensor, left: bool) -> Tensor:
+    """LAPACK's dlarf: `H @ C` (`C @ H` where not `left`) for H = I - tau v v^T, over the
+    part of C LAPACK reads: nothing where tau is 0; v's entries up to its last nonzero one,
+    and C's columns (rows where not `left`) up to the last one nonzero there. So a NaN tau
+    or an infinite entry reaches what it reaches in PyTorch's orgqr and ormqr and no more.
+    v (.., L), tau (..), C (.., L, c) (or (.., c, L))."""
+    side = -2 if left else -1  # C's dimension v runs along
+    other = C.shape[-1 if left else -2]
+    if other == 0:
+        return C
+    length = arange(1, v.shape[-1] + 1, device=v.device)
+    last_v = where(v != 0, length, 0).amax(-1, keepdim=True)
+    in_v = length <= last_v  # (.., L)
+    v = where(in_v, v, 0.0)
+    in_v = in_v.unsqueeze(-1 if left else -2)
+    read = where(in_v, C, 0.0)
+    across = arange(1, other + 1, device=C.device)
+    last_c = where((read != 0).any(side), across, 0).amax(-1, keepdim=True)
+    in_c = (across <= last_c).unsqueeze(-2 if left else -1)
+    t = tau.unsqueeze(-1).unsqueeze(-1)
+    # (dger's order: the scale times w first, then v's entries times that; a product in
+    # another order overflows elsewhere)
+    if left:  # H C = C - v (tau v^T C)
+        update = v.unsqueeze(-1) * (t * (v.unsqueeze(-2) @ read))
+    else:  # C H = C - (C v) (tau v^T)
+        update = (read @ v.unsqueeze(-1)) * (t * v.unsqueeze(-2))
+    return where(in_v & in_c & (t != 0), C - update, C)
+
+
+def _reflector(A: Tensor, i: int) -> Tensor:
+    """v_i: column i of A below the diagonal, with the 1 LAPACK implies on it."""
+    one = _eye_like(1, A)[0].expand(tuple(A.shape[:-2]) + (1,))
+    return cat([one, A[..., i + 1:, i]], -1)
+
+
 def _reflect(A: Tensor, tau: Tensor, C: Tensor, left: bool, transpose: bool) -> Tensor:
     """`Q @ C` (`Q^T @ C` with `transpose`; `C @ Q` / `C @ Q^T` with `left=False`) for
-    Q = H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i column i of A below the diagonal with
-    a 1 on it: the reflectors applied one by one, without forming Q."""
-    m, k = A.shape[-2], tau.shape[-1]
-    rows = arange(m, device=A.device)
+    Q = H_1 ... H_k, H_i = I - tau_i v_i v_i^T (see `_reflector`): LAPACK's dorm2r, each
+    reflector applied to the rows (columns) from i on, without forming Q."""
+    k = tau.shape[-1]
     order = range(k) if left == transpose else range(k - 1, -1, -1)
     for i in order:
-        v = where(rows > i, A[..., :, i], 0.0) + (rows == i).to(A.dtype)
-        t = tau[..., i].unsqueeze(-1).unsqueeze(-1)
-        if left:  # H C = C - tau v (v^T C)
-            C = C - t * (v.unsqueeze(-1) @ (v.unsqueeze(-2) @ C))
-        else:  # C H = C - tau (C v) v^T
-            C = C - t * ((C @ v.unsqueeze(-1)) @ v.unsqueeze(-2))
+        v = _reflector(A, i)
+        if left:
+            C = cat([C[..., :i, :], _larf(v, tau[..., i], C[..., i:, :], True)], -2)
+        else:
+            C = cat([C[..., :, :i], _larf(v, tau[..., i], C[..., :, i:], False)], -1)
     return C
+
+
+def _householder_columns(A: Tensor, tau: Tensor) -> Tensor:
+    """The first n columns of H_1 ... H_k: LAPACK's dorg2r, from the last reflector back;
+    H_i reaches only rows i.. of columns i + 1.. (the columns before it are set after it,
+    so a NaN tau leaves them finite, as in PyTorch's)."""
+    m, n = A.shape[-2:]
+    Q = _eye_like(m, A)[:, :n].expand(tuple(A.shape))
+    for i in range(tau.shape[-1] - 1, -1, -1):
+        v, t = _reflector(A, i), tau[..., i]
+        if i < n - 1:
+            block = _larf(v, t, Q[..., i:, i + 1:], True)
+            Q = cat([Q[..., :, :i + 1], cat([Q[..., :i, i + 1:], block], -2)], -1)
+        column = cat([zeros(tuple(A.shape[:-2]) + (i,), dtype=A.dtype, device=A.device),
+                      1 - t.unsqueeze(-1), -t.unsqueeze(-1) * v[..., 1:]], -1)
+        Q = cat([Q[..., :, :i], column.unsqueeze(-1), Q[..., :, i + 1:]], -1)
+    return Q
 
 
 def _householder_checks(op: str, A: Tensor, tau: Tensor) -> None:
@@ -655,9 +705,7 @@ def linalg_householder_product(A: Tensor, tau: Tensor, *, out: Any = None) -> Te
     reflectors stored in A (m x n, m >= n) and `tau` (geqrf's output gives Q of the QR
     decomposition). Differentiable through its parts."""
     _householder_checks("torch.linalg.householder_product", A, tau)
-    m, n = A.shape[-2:]
-    eye_ = _eye_like(m, A)[:, :n].expand(tuple(A.shape))
-    result = _reflect(A, tau, eye_, True, False)
+    result = _householder_columns(A, tau)
     return result if out is None else _write("linalg.householder_product", out, result)
 
 
