@@ -431,3 +431,25 @@ def test_householder_product_and_ormqr_apply_reflectors_as_lapack(device):
     # another order)
     assert_same(lambda lib, T: lib.ormqr(T([[1.0], [2.0]]), T([0.5]), T([[3e38], [0.0]])),
                 device)
+
+
+@pytest.mark.parametrize("interpolation", [0, 1, 2])
+@pytest.mark.parametrize("padding", [0, 1, 2])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sampler_at_extreme_coordinates(device, interpolation, padding, align_corners):
+    # PyTorch's vectorized 2-d kernel: (x + 1) * (size / 2) - 0.5 (no overflow at 1e38), a
+    # reflection by a truncated quotient, a NaN clamped to 0, an out-of-range tap read as 0
+    # and still multiplied by its weight; its scalar 3-d kernel: a NaN clamped to size - 1,
+    # an out-of-range tap skipped (inf beside the border times weight 0 adds nothing)
+    points = [[NAN, 0.0], [0.0, NAN], [INF, 0.0], [-INF, 0.5], [1e38, 0.7], [-1e38, 0.0],
+              [1e10, 0.0], [0.3, -0.2]]
+    image = [[[[1.0, 2.0, 3.0, INF], [5.0, 6.0, 7.0, 8.0], [9.0, 10.0, -INF, 12.0]]]]
+    assert_same(lambda lib, T: lib.grid_sampler_2d(T(image), T([[points]]), interpolation,
+                                                   padding, align_corners), device)
+    if interpolation == 2:
+        return  # (bicubic is 2-d only)
+    volume = [[[[[1.0, 2.0, 3.0], [4.0, INF, 6.0], [7.0, 8.0, 9.0]],
+                [[10.0, 11.0, 12.0], [13.0, 14.0, 15.0], [16.0, 17.0, -INF]]]]]
+    assert_same(lambda lib, T: lib.grid_sampler_3d(
+        T(volume), T([[[[p + [0.0] for p in points]]]]), interpolation, padding,
+        align_corners), device)

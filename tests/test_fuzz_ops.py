@@ -199,10 +199,6 @@ KNOWN_DIVERGENCES: dict[str, str] = {
              "reflector or tau to rows that LAPACK's reference dorm2r, which ember follows "
              "(dlarf's trimming included), leaves finite; neither a blocked dlarfb nor an "
              "untrimmed dlarf reproduces MKL's",
-    "grid_sampler": "inf/NaN grid coordinates: PyTorch's clipping and index casts of a "
-                    "non-finite coordinate differ from ember's",
-    "grid_sampler_2d": "as grid_sampler",
-    "grid_sampler_3d": "as grid_sampler",
     "fmod[3,4][3,4]": "OpenCL float64: a subnormal where PyTorch has NaN, not yet reproduced "
                       "outside the fuzzer",
 }
