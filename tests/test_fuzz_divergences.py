@@ -453,3 +453,18 @@ def test_grid_sampler_at_extreme_coordinates(device, interpolation, padding, ali
     assert_same(lambda lib, T: lib.grid_sampler_3d(
         T(volume), T([[[[p + [0.0] for p in points]]]]), interpolation, padding,
         align_corners), device)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fmod_by_a_subnormal_is_the_exact_remainder(device, dtype):
+    # (the fuzz suite's fmod entry on OpenCL float64): ember's kernels give C's exact fmod,
+    # as PyTorch's scalar path does for a tensor shorter than its vectors (one element
+    # each here); its vectorized path (longer tensors) computes a - b * trunc(a / b), NaN
+    # once a / b overflows
+    tiny = 1e-310 if dtype == "float64" else 1e-40
+
+    def case(lib, T):
+        return tuple(lib.fmod(T([a], dtype=getattr(lib, dtype)),
+                              T([tiny], dtype=getattr(lib, dtype)))
+                     for a in (1.0, -2.5, 3.0, 1e38, 88.8))
+    assert_same(case, device)
