@@ -871,7 +871,8 @@ _LINALG_FACTOR: list[DiffOp] = [
            ops=("linalg_solve", "_linalg_solve_ex")),
     DiffOp("solve_triangular", lambda lib, a, b: _la(lib).solve_triangular(
         a, b, upper=False, left=False), make=lambda rng: _square(3)(rng) + [
-        rng.uniform(-1, 1, (2, 3))], ops=("linalg_solve_triangular",)),
+        rng.uniform(-1, 1, (2, 3))], ops=("linalg_solve_triangular",
+                                         "_linalg_solve_triangular")),
     DiffOp("triangular_solve", lambda lib, b, a: lib.triangular_solve(b, a).solution,
            make=lambda rng: [rng.uniform(-1, 1, (3, 2))] + _square(3)(rng)),
     DiffOp("cholesky", lambda lib, a: _la(lib).cholesky(_sym_of(a)), make=_spd,

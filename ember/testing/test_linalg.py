@@ -155,6 +155,7 @@ COVERS = {"matmul", "mm", "bmm", "mv", "dot", "outer", "addmm", "einsum", "softm
           "_linalg_qr", "_linalg_svd", "_linalg_eigh", "_linalg_lu_factor_ex", "linalg_inv_ex",
           "linalg_solve_ex", "linalg_cholesky_ex", "linalg_matrix_rank", "linalg_lu_factor",
           "linalg_lu_factor_ex", "lu", "linalg_lu", "_geqrf", "geqrf",
+          "_linalg_solve_triangular",
           "svd_lowrank", "pca_lowrank"}
 """The declared ops whose values this module's tests check."""
 
@@ -205,6 +206,28 @@ def test_factorizations_reconstruct_their_input(device: ember.device, dtype) -> 
                      dtype=dtype, rtol=tol, atol=tol)
     S.assert_matches(ember.linalg.householder_product(h, tau) @ h.triu()[..., :2, :],
                      a[..., :2], device, dtype=dtype, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("upper", [True, False])
+@pytest.mark.parametrize("unitriangular", [True, False])
+def test_triangular_solve_reads_one_triangle(device: ember.device, upper: bool,
+                                             unitriangular: bool) -> None:
+    # 70 rows: more than one block of the substitution (the rest updated by a product)
+    rng = np.random.default_rng(2)
+    a = _well_conditioned(rng, (2, 70, 70)) + 20 * np.eye(70)
+    b = rng.uniform(-1, 1, (2, 70, 3))
+    t = np.triu(a) if upper else np.tril(a)
+    if unitriangular:
+        t = t - np.eye(70) * np.diagonal(t, axis1=-2, axis2=-1)[..., None, :] + np.eye(70)
+    x = ember.linalg.solve_triangular(S.on(device, a), S.on(device, b), upper=upper,
+                                      unitriangular=unitriangular)
+    S.assert_matches(x, np.linalg.solve(t, b), device, rtol=1e-10, atol=1e-10)
+    # a zero on the diagonal: no error; its row is inf, and the rows substituted after it
+    # NaN (0 * inf), as BLAS trsm's (PyTorch's)
+    singular = S.on(device, np.diag([1.0, 0.0, 2.0]))
+    x = ember.linalg.solve_triangular(singular, S.on(device, np.ones((3, 1))), upper=upper)
+    expected = [np.nan, np.inf, 0.5] if upper else [1.0, np.inf, np.nan]
+    S.assert_matches(x, np.array(expected)[:, None], device)
 
 
 def test_low_rank_svd_and_pca_are_exact_on_low_rank_matrices(device: ember.device) -> None:

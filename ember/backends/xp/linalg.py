@@ -8,6 +8,10 @@ import math
 from ember.backends.xp.lib import ArrayLib, Kernel
 from ember.core.backend import LinAlgError
 
+TRSM_BLOCK = 64
+"""Rows a triangular solve substitutes one by one before a matrix product updates the
+rest (the loop is Python's; the product is BLAS's)."""
+
 
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     xp, as_array, low_precision, quiet = lib.xp, lib.as_array, lib.low_precision, lib.quiet
@@ -61,9 +65,10 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         rows = xp.arange(b)
         pivots = xp.zeros((b, k), dtype=xp.int64)
         info = xp.zeros(b, dtype=xp.int64)
+        tiny = xp.finfo(lu.dtype).tiny
         with quiet():
             for j in range(k):
-                p = xp.argmax(xp.abs(lu[:, j:, j]), axis=1) + j
+                p = idamax(lu[:, j:, j]) + j
                 pivots[:, j] = p + 1
                 top = lu[rows, j].copy()
                 lu[rows, j] = lu[rows, p]
@@ -71,10 +76,71 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
                 d = lu[:, j, j]
                 zero = d == 0
                 info = xp.where((info == 0) & zero, j + 1, info)
-                scale = xp.where(zero, 1, d)
-                lu[:, j + 1:, j] /= scale[:, None]
+                scale = xp.where(zero, 1, d)[:, None]
+                # getf2 scales by the reciprocal of a pivot unless it is subnormal (whose
+                # reciprocal overflows)
+                column = lu[:, j + 1:, j]
+                lu[:, j + 1:, j] = xp.where(xp.abs(scale) >= tiny, column * (1 / scale),
+                                            column / scale)
                 lu[:, j + 1:, j + 1:] -= lu[:, j + 1:, j:j + 1] * lu[:, j:j + 1, j + 1:]
         return pivots, info
+
+    def idamax(columns):
+        """BLAS's i?amax of each row of `columns` (b, m): the first index of the largest
+        |value|, where a NaN is never larger (NumPy's argmax takes the first NaN) and a
+        NaN first value wins (nothing compares larger than it)."""
+        size = xp.abs(columns)
+        nan = xp.isnan(size)
+        size = xp.where(nan, -1, size)
+        size[:, :1] = xp.where(nan[:, :1], xp.inf, size[:, :1])
+        return xp.argmax(size, axis=1)
+
+    def solve_triangular(a, b, *, upper, unitriangular):
+        """X with A @ X = B for a (batch of) triangular A, reading its upper or lower
+        triangle (ones taken for its diagonal if `unitriangular`): BLAS trsm's column
+        substitution, dividing by each pivot and never skipping a zero, so that inf and
+        NaN spread as in PyTorch's (an LU of the whole matrix spreads them further).
+        Blocks of rows past the diagonal block are updated by one matrix product."""
+        n = a.shape[-1]
+        x = xp.array(b, dtype=a.dtype, copy=True)
+        starts = list(range(0, n, TRSM_BLOCK))
+        with quiet():
+            for start in (reversed(starts) if upper else starts):
+                stop = min(start + TRSM_BLOCK, n)
+                for k in (range(stop - 1, start - 1, -1) if upper else range(start, stop)):
+                    if not unitriangular:
+                        x[..., k, :] /= a[..., k, k, None]
+                    rest = slice(start, k) if upper else slice(k + 1, stop)
+                    x[..., rest, :] -= a[..., rest, k, None] * x[..., k, None, :]
+                beyond = slice(0, start) if upper else slice(stop, n)
+                if n > stop - start:
+                    x[..., beyond, :] -= as_array(product(a[..., beyond, start:stop],
+                                                          x[..., start:stop, :]))
+        return x
+
+    def far_from_overflow(a, x):
+        """Whether A's LU and a substitution with X's values (both finite) cannot
+        overflow however their sums are ordered: n * max|A| * max|X| with a margin of
+        2^10 for the growth of partial pivoting stays finite."""
+        if a.size == 0 or x.size == 0:
+            return True
+        with quiet():
+            largest = xp.abs(a).max() * xp.abs(x).max() * a.shape[-1] * 1024
+        return bool(xp.isfinite(largest)) and bool(largest < xp.finfo(a.dtype).max)
+
+    def lu_solve(lu, pivots, b):
+        """X with A @ X = B from the LU factorization of each A of a (b, n, n) batch
+        (LAPACK's getrs): B's rows swapped as the 1-based `pivots` say, then the two
+        triangular solves."""
+        x = b.copy()
+        rows = xp.arange(x.shape[0])
+        for j in range(pivots.shape[-1]):
+            p = pivots[:, j] - 1
+            top = x[rows, j].copy()
+            x[rows, j] = x[rows, p]
+            x[rows, p] = top
+        x = solve_triangular(lu, x, upper=False, unitriangular=True)
+        return solve_triangular(lu, x, upper=True, unitriangular=False)
 
     def singular_info(a):
         """Per matrix of a (..., n, n) batch: the 1-based index of the first zero pivot
@@ -105,8 +171,22 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return pack(x, info, batch=a.shape[:-2])
 
     def solve_ex(a, b):
-        x, info = with_info(linalg.solve, a, b)
-        return pack(x, info, batch=a.shape[:-2])
+        """LAPACK's gesv (getrf, then getrs). The array module's is fast; where it meets
+        a non-finite value, a singular matrix or values whose products may overflow,
+        getrf and getrs are done here, as PyTorch's LAPACK does them, so NaN and inf
+        spread to the same rows."""
+        batch = a.shape[:-2]
+        if far_from_overflow(a, b):
+            try:
+                x = as_array(linalg.solve(a, b))
+                if far_from_overflow(a, x):
+                    return pack(x, xp.zeros(batch, dtype=xp.int64), batch=batch)
+            except lapack_error:
+                pass
+        lu = a.reshape((math.prod(batch),) + a.shape[-2:]).copy()
+        pivots, info = lu_in_place(lu)
+        x = lu_solve(lu, pivots, b.reshape((math.prod(batch),) + b.shape[-2:]))
+        return pack(x.reshape(b.shape), info.reshape(batch), batch=batch)
 
     def det(a):
         return as_array(linalg.det(a))
@@ -198,5 +278,6 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     table.update({"_linalg_inv_ex": inv_ex, "_linalg_solve_ex": solve_ex, "det": det,
                   "_linalg_slogdet": slogdet, "_linalg_cholesky_ex": cholesky_ex,
                   "_linalg_qr": qr, "_geqrf": geqrf, "_linalg_svd": svd, "_linalg_eigh": eigh,
-                  "_linalg_lu_factor_ex": lu_factor_ex})
+                  "_linalg_lu_factor_ex": lu_factor_ex,
+                  "_linalg_solve_triangular": solve_triangular})
     return table

@@ -262,13 +262,16 @@ def _linalg_solve_ex(A: Tensor, B: Tensor) -> Tensor:
     return apply_labelled(OPS["_linalg_solve_ex"], "LinalgSolveExBackward0", A, B)
 
 
-def _solve_operands(op: str, A: Tensor, B: Tensor) -> tuple[Tensor, Tensor, bool]:
-    """A and B broadcast to one batch, B as matrices; whether B was a (batch of) vector."""
+def _solve_operands(op: str, A: Tensor, B: Tensor, vectors: bool = True
+                    ) -> tuple[Tensor, Tensor, bool]:
+    """A and B broadcast to one batch, B as matrices; whether B was a (batch of) vector
+    (B is always matrices where not `vectors`)."""
     _check(op, A)
     if A.dtype is not B.dtype:
         raise RuntimeError(f"{op}: Expected A and B to have the same dtype, but found A of "
                            f"type {_word(A.dtype)} and B of type {_word(B.dtype)} instead")
-    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    vector = vectors and (B.ndim == 1 or (B.ndim == A.ndim - 1 and
+                                          tuple(B.shape) == tuple(A.shape[:-1])))
     if vector:
         B = B.unsqueeze(-1)
     if B.ndim < 2 or B.shape[-2] != A.shape[-1]:
@@ -312,13 +315,28 @@ def linalg_solve_ex(A: Tensor, B: Tensor, *, left: bool = True,
     return SolveExResult(*_solve("linalg.solve_ex", A, B, left, check_errors))
 
 
-def _triangular(A: Tensor, upper: bool, unitriangular: bool) -> Tensor:
-    """The triangle of A a triangular solve reads (ones on the diagonal if unit)."""
-    T = A.triu() if upper else A.tril()
-    if unitriangular:
-        one = _eye_like(A.shape[-1], A)
-        T = T * (1 - one) + one
-    return T
+def _solve_triangular_rule(A, B, *, upper, unitriangular):
+    return OutMeta(tuple(B.shape), A.dtype, None)
+
+
+def _solve_triangular_grads(grad, A, result, upper, unitriangular, needs):
+    """PyTorch's: gB = A^-T gX; gA = -gB X^T on the triangle A's solve read."""
+    gB = _linalg_solve_triangular(A.mT, grad, upper=not upper, unitriangular=unitriangular)
+    gA = None
+    if needs[0]:
+        gA = -(gB @ result.mT)
+        gA = gA.triu(int(unitriangular)) if upper else gA.tril(-int(unitriangular))
+    return gA, (gB if needs[1] else None)
+
+
+@primitive(variants="", rule=_solve_triangular_rule, cost=_matrix_cost(1 / 3),
+           grad=Grad(each=_solve_triangular_grads))
+def _linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool,
+                             unitriangular: bool = False) -> Tensor:
+    """The solution X of `A @ X = B` by triangular substitution (BLAS trsm), reading A's
+    upper or lower triangle; A and B have one batch shape."""
+    return apply_labelled(OPS["_linalg_solve_triangular"], "LinalgSolveTriangularBackward0",
+                          A, B, upper=bool(upper), unitriangular=bool(unitriangular))
 
 
 @composite(variants="", cost=_matrix_cost(1 / 3))
@@ -335,9 +353,16 @@ def linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = T
         raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the "
                            f"equation {'AX = B' if left else 'XA = B'} "
                            f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
-    X, _ = _solve("linalg.solve_triangular", _triangular(A, upper, unitriangular), B, left,
-                  False)
+    X = _triangular_solve("linalg.solve_triangular", A, B, upper, left, unitriangular)
     return X if out is None else _write("linalg.solve_triangular", out, X)
+
+
+def _triangular_solve(op: str, A: Tensor, B: Tensor, upper: bool, left: bool,
+                      unitriangular: bool) -> Tensor:
+    if not left:  # X A = B  <=>  A^T X^T = B^T, and A^T's other triangle holds A's
+        return _triangular_solve(op, A.mT, B.mT, not upper, True, unitriangular).mT
+    A, B, _ = _solve_operands(op, A, B, vectors=False)
+    return _linalg_solve_triangular(A, B, upper=upper, unitriangular=unitriangular)
 
 
 TriangularSolveResult = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
@@ -354,8 +379,8 @@ def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bo
                "reversed and does not return a copy of one of the inputs.\nX = "
                "torch.triangular_solve(B, A).solution\nshould be replaced with\nX = "
                "torch.linalg.solve_triangular(A, B).")
-    T = _triangular(A, upper, unitriangular)
-    X, _ = _solve("triangular_solve", T.mT if transpose else T, input, True, False)
+    X = _triangular_solve("triangular_solve", A.mT if transpose else A, input,
+                          upper != transpose, True, unitriangular)
     return TriangularSolveResult(X, A.clone())
 
 
@@ -589,21 +614,71 @@ def geqrf(input: Tensor) -> Any:
     return GeqrfResult(a, tau)
 
 
+def _larf(v: Tensor, tau: Tensor, C: Tensor, left: bool) -> Tensor:
+    """LAPACK's dlarf: `H @ C` (`C @ H` where not `left`) for H = I - tau v v^T, over the
+    part of C LAPACK reads: nothing where tau is 0; v's entries up to its last nonzero one,
+    and C's columns (rows where not `left`) up to the last one nonzero there. So a NaN tau
+    or an infinite entry reaches what it reaches in PyTorch's orgqr and ormqr and no more.
+    v (.., L), tau (..), C (.., L, c) (or (.., c, L))."""
+    side = -2 if left else -1  # C's dimension v runs along
+    other = C.shape[-1 if left else -2]
+    if other == 0:
+        return C
+    length = arange(1, v.shape[-1] + 1, device=v.device)
+    last_v = where(v != 0, length, 0).amax(-1, keepdim=True)
+    in_v = length <= last_v  # (.., L)
+    v = where(in_v, v, 0.0)
+    in_v = in_v.unsqueeze(-1 if left else -2)
+    read = where(in_v, C, 0.0)
+    across = arange(1, other + 1, device=C.device)
+    last_c = where((read != 0).any(side), across, 0).amax(-1, keepdim=True)
+    in_c = (across <= last_c).unsqueeze(-2 if left else -1)
+    t = tau.unsqueeze(-1).unsqueeze(-1)
+    # (dger's order: the scale times w first, then v's entries times that; a product in
+    # another order overflows elsewhere)
+    if left:  # H C = C - v (tau v^T C)
+        update = v.unsqueeze(-1) * (t * (v.unsqueeze(-2) @ read))
+    else:  # C H = C - (C v) (tau v^T)
+        update = (read @ v.unsqueeze(-1)) * (t * v.unsqueeze(-2))
+    return where(in_v & in_c & (t != 0), C - update, C)
+
+
+def _reflector(A: Tensor, i: int) -> Tensor:
+    """v_i: column i of A below the diagonal, with the 1 LAPACK implies on it."""
+    one = _eye_like(1, A)[0].expand(tuple(A.shape[:-2]) + (1,))
+    return cat([one, A[..., i + 1:, i]], -1)
+
+
 def _reflect(A: Tensor, tau: Tensor, C: Tensor, left: bool, transpose: bool) -> Tensor:
     """`Q @ C` (`Q^T @ C` with `transpose`; `C @ Q` / `C @ Q^T` with `left=False`) for
-    Q = H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i column i of A below the diagonal with
-    a 1 on it: the reflectors applied one by one, without forming Q."""
-    m, k = A.shape[-2], tau.shape[-1]
-    rows = arange(m, device=A.device)
+    Q = H_1 ... H_k, H_i = I - tau_i v_i v_i^T (see `_reflector`): LAPACK's dorm2r, each
+    reflector applied to the rows (columns) from i on, without forming Q."""
+    k = tau.shape[-1]
     order = range(k) if left == transpose else range(k - 1, -1, -1)
     for i in order:
-        v = where(rows > i, A[..., :, i], 0.0) + (rows == i).to(A.dtype)
-        t = tau[..., i].unsqueeze(-1).unsqueeze(-1)
-        if left:  # H C = C - tau v (v^T C)
-            C = C - t * (v.unsqueeze(-1) @ (v.unsqueeze(-2) @ C))
-        else:  # C H = C - tau (C v) v^T
-            C = C - t * ((C @ v.unsqueeze(-1)) @ v.unsqueeze(-2))
+        v = _reflector(A, i)
+        if left:
+            C = cat([C[..., :i, :], _larf(v, tau[..., i], C[..., i:, :], True)], -2)
+        else:
+            C = cat([C[..., :, :i], _larf(v, tau[..., i], C[..., :, i:], False)], -1)
     return C
+
+
+def _householder_columns(A: Tensor, tau: Tensor) -> Tensor:
+    """The first n columns of H_1 ... H_k: LAPACK's dorg2r, from the last reflector back;
+    H_i reaches only rows i.. of columns i + 1.. (the columns before it are set after it,
+    so a NaN tau leaves them finite, as in PyTorch's)."""
+    m, n = A.shape[-2:]
+    Q = _eye_like(m, A)[:, :n].expand(tuple(A.shape))
+    for i in range(tau.shape[-1] - 1, -1, -1):
+        v, t = _reflector(A, i), tau[..., i]
+        if i < n - 1:
+            block = _larf(v, t, Q[..., i:, i + 1:], True)
+            Q = cat([Q[..., :, :i + 1], cat([Q[..., :i, i + 1:], block], -2)], -1)
+        column = cat([zeros(tuple(A.shape[:-2]) + (i,), dtype=A.dtype, device=A.device),
+                      1 - t.unsqueeze(-1), -t.unsqueeze(-1) * v[..., 1:]], -1)
+        Q = cat([Q[..., :, :i], column.unsqueeze(-1), Q[..., :, i + 1:]], -1)
+    return Q
 
 
 def _householder_checks(op: str, A: Tensor, tau: Tensor) -> None:
@@ -630,9 +705,7 @@ def linalg_householder_product(A: Tensor, tau: Tensor, *, out: Any = None) -> Te
     reflectors stored in A (m x n, m >= n) and `tau` (geqrf's output gives Q of the QR
     decomposition). Differentiable through its parts."""
     _householder_checks("torch.linalg.householder_product", A, tau)
-    m, n = A.shape[-2:]
-    eye_ = _eye_like(m, A)[:, :n].expand(tuple(A.shape))
-    result = _reflect(A, tau, eye_, True, False)
+    result = _householder_columns(A, tau)
     return result if out is None else _write("linalg.householder_product", out, result)
 
 
@@ -1118,11 +1191,20 @@ def linalg_lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
     if adjoint:  # A^T = U^T L^T P^T
         Y = linalg_solve_triangular(U.mT, B, upper=False)
         Y = linalg_solve_triangular(L.mT, Y, upper=True, unitriangular=True)
-        X = P @ Y
+        X = _permute_rows(Y, P.argmax(-1))  # P @ Y
     else:
-        Y = linalg_solve_triangular(L, P.mT @ B, upper=False, unitriangular=True)
+        Y = linalg_solve_triangular(L, _permute_rows(B, P.argmax(-2)), upper=False,
+                                    unitriangular=True)  # P^T @ B
         X = linalg_solve_triangular(U, Y, upper=True)
     return X if out is None else _write("linalg.lu_solve", out, X)
+
+
+def _permute_rows(B: Tensor, rows: Tensor) -> Tensor:
+    """B's rows in the order `rows` (.., n) gives: a permutation matrix's product taken as
+    LAPACK's row swaps take it (a product would spread an inf in B as 0 * inf = NaN)."""
+    batch = broadcast_shapes("linalg.lu_solve", tuple(rows.shape[:-1]), tuple(B.shape[:-2]))
+    index = rows.unsqueeze(-1).expand(batch + (B.shape[-2], B.shape[-1]))
+    return B.expand(batch + tuple(B.shape[-2:])).gather(-2, index)
 
 
 @composite(variants="function method", cost=_matrix_cost(2.0))

@@ -47,8 +47,11 @@ from ember.core.ops.elementwise import (
     floor,
     floor_divide,
     ge,
+    isfinite,
+    isnan,
     logical_and,
     lt,
+    minimum,
     mul,
     remainder,
     rsqrt,
@@ -1095,10 +1098,35 @@ def affine_grid_generator(theta: Tensor, size: Sequence[int], align_corners: boo
     return reshape(grid, size[:1] + size[2:] + (n,))
 
 
+# PyTorch computes 2-d sampling with a vectorized CPU kernel and 3-d with a scalar one,
+# whose arithmetic differs where it matters for extreme coordinates (overflow, NaN, the
+# reflection of a huge one); each is followed (ATen's GridSamplerKernel.cpp and
+# GridSampler.h).
+
+
 def _unnormalize(coord: Tensor, size: int, align_corners: bool) -> Tensor:
     if align_corners:
         return mul(add(coord, 1.0), (size - 1) / 2)
     return div(sub(mul(add(coord, 1.0), size), 1.0), 2)
+
+
+def _unnormalize_2d(coord: Tensor, size: int, align_corners: bool) -> Tensor:
+    """The vectorized kernel's: (x + 1) * (size / 2) - 0.5 (no overflow of (x + 1) * size
+    for x near the largest float)."""
+    if align_corners:
+        return mul(add(coord, 1.0), (size - 1) / 2)
+    return sub(mul(add(coord, 1.0), size / 2), 0.5)
+
+
+def _reflect_2d(coord: Tensor, size: int, align_corners: bool) -> Tensor:
+    """The vectorized kernel's reflection: |x - low| folded into twice the span by a
+    truncated quotient, then the nearer of it and twice the span less it."""
+    if align_corners and size <= 1:
+        return mul(coord, 0.0)
+    low, twice_span = (0.0, 2.0 * (size - 1)) if align_corners else (-0.5, 2.0 * size)
+    distance = abs_(sub(coord, low))
+    extra = sub(distance, mul(trunc(div(distance, twice_span)), twice_span))
+    return add(minimum(extra, rsub(extra, twice_span)), low)
 
 
 def _reflect(coord: Tensor, twice_low: int, twice_high: int) -> Tensor:
@@ -1113,21 +1141,29 @@ def _reflect(coord: Tensor, twice_low: int, twice_high: int) -> Tensor:
     return where(even, add(extra, low), add(rsub(extra, span), low))
 
 
-def _padded_coordinate(coord: Tensor, size: int, padding_mode: int,
-                       align_corners: bool) -> Tensor:
+def _padded_coordinate(coord: Tensor, size: int, padding_mode: int, align_corners: bool,
+                       two_d: bool) -> Tensor:
     """Source coordinate after the padding mode: border clamps, reflection reflects
-    then clamps, zeros leaves it (out-of-range taps then read 0)."""
-    if padding_mode == 2:
+    then clamps, zeros leaves it (out-of-range taps then read 0). The clamp takes a NaN
+    (a NaN coordinate, or an infinite one reflected) where PyTorch's does: to 0 in its
+    vectorized 2-d kernel, to size - 1 in its scalar 3-d one (std::min(size - 1,
+    std::max(NaN, 0)) is size - 1)."""
+    if padding_mode == 2 and two_d:
+        coord = _reflect_2d(coord, size, align_corners)
+    elif padding_mode == 2:
         coord = _reflect(coord, 0, 2 * (size - 1)) if align_corners else \
             _reflect(coord, -1, 2 * size - 1)
     if padding_mode in (1, 2):
-        coord = clamp(coord, 0, size - 1)
+        coord = where(isnan(coord), 0.0 if two_d else size - 1.0,
+                      clamp(coord, 0, size - 1))
     return coord
 
 
 def _tap(flat: Tensor, sizes: tuple, indices: list, weight: Tensor) -> Tensor:
-    """Input values (N, C, L) at integer coordinates `indices` (each (N, L)), zero where
-    any is out of range, times `weight` (N, L)."""
+    """Input values (N, C, L) at integer coordinates `indices` (each (N, L)) times
+    `weight` (N, L). Out of range: in 2-d, PyTorch's vectorized kernel reads a 0 there
+    (its weight still multiplies it: NaN * 0 is NaN); in 3-d its scalar kernel skips the
+    tap (an inf beside the border times its weight 0 adds nothing)."""
     inside, position = None, None
     for idx, size in zip(indices, sizes):
         ok = logical_and(ge(idx, 0), lt(idx, size))
@@ -1136,7 +1172,10 @@ def _tap(flat: Tensor, sizes: tuple, indices: list, weight: Tensor) -> Tensor:
         position = clamped if position is None else add(mul(position, size), clamped)
     batch, channels, length = flat.shape[0], flat.shape[1], position.shape[1]
     values = gather(flat, 2, expand(unsqueeze(position, 1), (batch, channels, length)))
-    return mul(values, unsqueeze(where(inside, weight, 0.0), 1))
+    inside = unsqueeze(inside, 1)
+    if len(sizes) == 2:
+        return mul(where(inside, values, 0.0), unsqueeze(weight, 1))
+    return where(inside, mul(values, unsqueeze(weight, 1)), 0.0)
 
 
 def _cubic_weights(t: Tensor) -> list[Tensor]:
@@ -1188,28 +1227,33 @@ def _grid_sample(op: str, input: Tensor, grid: Tensor, interpolation_mode: int,
     flat = reshape(input, (batch, channels, math.prod(sizes)))
     points = reshape(grid, (batch, math.prod(outs), n))
     # the source coordinate along each spatial dim (D, H, W order; the grid holds x first)
-    coords = [_unnormalize(getitem(points, (slice(None), slice(None), n - 1 - d)),
-                           sizes[d], align_corners) for d in range(n)]
+    unnormalize = _unnormalize_2d if n == 2 else _unnormalize
+    coords = [unnormalize(getitem(points, (slice(None), slice(None), n - 1 - d)),
+                          sizes[d], align_corners) for d in range(n)]
     if interpolation_mode == 2:  # bicubic: the padding applies to each of the 4x4 taps
         base = [floor(c) for c in coords]
         weights = [_cubic_weights(sub(c, b)) for c, b in zip(coords, base)]
+        # PyTorch's order of the sums: each row of 4 taps along x, then the rows along y
         out = None
         for i in range(4):
+            row = None
             for j in range(4):
                 taps = [_padded_coordinate(add(base[0], i - 1.0), sizes[0], padding_mode,
-                                           align_corners),
+                                           align_corners, True),
                         _padded_coordinate(add(base[1], j - 1.0), sizes[1], padding_mode,
-                                           align_corners)]
+                                           align_corners, True)]
                 taps = [to_dtype(trunc(t_), dt.int64) for t_ in taps]
-                term = _tap(flat, sizes, taps, mul(weights[0][i], weights[1][j]))
-                out = term if out is None else add(out, term)
+                term = _tap(flat, sizes, taps, weights[1][j])
+                row = term if row is None else add(row, term)
+            row = mul(row, unsqueeze(weights[0][i], 1))
+            out = row if out is None else add(out, row)
         return reshape(out, (batch, channels) + outs)
-    coords = [_padded_coordinate(c, s, padding_mode, align_corners)
+    coords = [_padded_coordinate(c, s, padding_mode, align_corners, n == 2)
               for c, s in zip(coords, sizes)]
     if interpolation_mode == 1:  # nearest, halves to even
         # weight 1, written with the grid so that the grid's gradient is zeros (PyTorch's)
         # rather than absent
-        one = add(mul(coords[0], 0.0), 1.0)
+        one = where(isfinite(coords[0]), add(mul(coords[0], 0.0), 1.0), 1.0)
         out = _tap(flat, sizes, [to_dtype(round_(c), dt.int64) for c in coords], one)
         return reshape(out, (batch, channels) + outs)
     base = [floor(c) for c in coords]
