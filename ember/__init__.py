@@ -33,6 +33,7 @@ from ember.core.creation import (
     from_numpy,
     full,
     full_like,
+    get_rng_state,
     initial_seed,
     linspace,
     manual_seed,
@@ -46,6 +47,7 @@ from ember.core.creation import (
     randn_like,
     randperm,
     seed,
+    set_rng_state,
     tensor,
     zeros,
     zeros_like,
@@ -601,6 +603,7 @@ __all__ = [
     "ones_like", "empty_like", "full_like", "arange", "linspace", "eye", "rand", "randn",
     "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
     "Generator", "default_generator", "manual_seed", "initial_seed", "seed",
+    "get_rng_state", "set_rng_state",
     # elementwise
     "abs", "absolute", "neg", "negative", "positive", "sign", "floor", "ceil", "trunc",
     "fix", "round", "relu", "exp", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "sin",

@@ -1,0 +1,269 @@
+"""PyTorch's CPU random streams, on NumPy: each function draws from an `MT19937` engine
+exactly the words PyTorch's CPU kernel draws, and transforms them with PyTorch's
+arithmetic (ATen's DistributionsHelper.h, TransformationHelper.h and the CPU
+DistributionTemplates.h), so the same seed gives the same numbers.
+
+Every function returns a flat array of `n` values in the order PyTorch's kernel writes
+them (the tensor's memory order); the caller shapes it.
+
+Exactness: integers, uniforms, Bernoulli draws and permutations are exact in every
+dtype. Float64 transforms use the C library's `log`/`sin`/`cos`/`tan`/`exp` through
+Python's `math` (the functions PyTorch's scalar kernels call; NumPy's own differ in the
+last bit for a few percent of inputs), element by element. Float32 normals of 16 or more
+contiguous elements come from PyTorch's AVX2 kernel, whose SIMD `log`/`sin`/`cos` are not
+the C library's: here they are computed in float64 and rounded, within 1-2 ulp of
+PyTorch's. PyTorch contracts `x * (to - from) + from` into a fused multiply-add on
+AVX2 builds; `_fma` reproduces its single rounding.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ember.core.mt19937 import MT19937
+
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_MASK24, _MASK53 = np.uint32((1 << 24) - 1), np.uint64((1 << 53) - 1)
+
+
+def _digits(dtype: np.dtype) -> int:
+    """Mantissa digits of a floating dtype (`std::numeric_limits<T>::digits`)."""
+    return {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}[dtype.name]
+
+
+def _libm(fn, x: np.ndarray) -> np.ndarray:
+    """`fn` (a `math` function: the C library's, as PyTorch's scalar kernels call it)
+    applied to each element of a float64 array."""
+    return np.fromiter(map(fn, x.tolist()), dtype=_F64, count=x.size)
+
+
+# -- fused multiply-add, as AVX2 code contracts `a * b + c` --------------------------------
+
+def _fma(a: np.ndarray, b: np.ndarray | float, c: np.ndarray | float,
+         dtype: np.dtype) -> np.ndarray:
+    """`a * b + c` with one rounding, in `dtype` (float32 or float64)."""
+    if dtype == _F32:
+        # the product of two float32s is exact in float64; the sum then rounds twice
+        # only when it lands on a float32 halfway point, where the sum's own rounding
+        # error says which way the exact value lies
+        p = a.astype(_F64) * np.float64(np.float32(b))
+        c64 = np.float64(np.float32(c)) if np.isscalar(c) else np.asarray(c, _F64)
+        s = p + c64
+        err = (p - (s - (s - p))) + (c64 - (s - p))  # TwoSum: s + err == p + c exactly
+        out = s.astype(_F32)
+        tie = (out.astype(_F64) != s) & (err != 0)
+        if tie.any():
+            lo = np.nextafter(out, np.float32(-np.inf))
+            hi = np.nextafter(out, np.float32(np.inf))
+            below = np.where(out.astype(_F64) > s, lo, out)
+            above = np.where(out.astype(_F64) > s, out, hi)
+            mid = (below.astype(_F64) + above.astype(_F64)) / 2
+            halfway = tie & (s == mid)
+            out = np.where(halfway, np.where(err > 0, above, below), out)
+        return out
+    # float64: Dekker's exact product, then the sum of its two parts and c
+    a = np.asarray(a, _F64)
+    b = np.float64(b) if np.isscalar(b) else np.asarray(b, _F64)
+    p = a * b
+    split = 134217729.0  # 2**27 + 1
+    ah = a * split - (a * split - a)
+    al = a - ah
+    bh = b * split - (b * split - b)
+    bl = b - bh
+    p_err = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    s = p + c
+    s_err = (p - (s - (s - p))) + (c - (s - p))
+    return s + (p_err + s_err)
+
+
+# -- uniform ------------------------------------------------------------------------
+
+def unit(eng: MT19937, n: int, dtype: np.dtype) -> np.ndarray:
+    """`uniform_real_distribution(0, 1)` drawn `n` times: float64 from `random64()`'s low
+    53 bits; every other dtype from `random()`'s low 24 bits, as float32 (PyTorch draws
+    float16 and bfloat16 as float and rounds the result)."""
+    if dtype == _F64:
+        return (eng.words64(n) & _MASK53).astype(_F64) * 2.0 ** -53
+    return (eng.words(n) & _MASK24).astype(_F32) * np.float32(2.0 ** -24)
+
+
+def uniform(eng: MT19937, n: int, dtype: np.dtype, low: float = 0.0,
+            high: float = 1.0) -> np.ndarray:
+    """`uniform_(low, high)`: `x * (to - from) + from` with `from` and `to` in the dtype."""
+    x = unit(eng, n, dtype)
+    if low == 0.0 and high == 1.0:
+        return x.astype(dtype, copy=False)
+    if dtype == _F64:
+        return _fma(x, high - low, low, _F64)
+    lo, hi = np.float32(low), np.float32(high)
+    return _fma(x, hi - lo, lo, _F32).astype(dtype, copy=False)
+
+
+# -- normal -------------------------------------------------------------------------
+
+def normal(eng: MT19937, n: int, dtype: np.dtype, mean: float = 0.0, std: float = 1.0,
+           contiguous: bool = True) -> np.ndarray:
+    """`normal_(mean, std)`: for 16 or more contiguous elements PyTorch's `normal_fill`
+    (uniforms for every element, Box-Muller over blocks of 16, the last 16 drawn again and
+    recomputed when 16 does not divide `n`); else one `normal_distribution<double>` draw
+    per element."""
+    if n >= 16 and contiguous:
+        data = unit(eng, n, dtype)
+        tail = unit(eng, 16, dtype) if n % 16 else None
+        full = n - n % 16
+        out = np.empty(n, dtype)
+        out[:full] = _box_muller_16(data[:full], dtype, mean, std)
+        if tail is not None:
+            out[n - 16:] = _box_muller_16(tail, dtype, mean, std)
+        return out
+    return normal_double(eng, n, mean, std).astype(dtype)
+
+
+def _box_muller_16(u: np.ndarray, dtype: np.dtype, mean: float, std: float) -> np.ndarray:
+    """`normal_fill_16` on each block of 16 uniforms: u1 = 1 - first 8, u2 = last 8."""
+    blocks = u.reshape(-1, 2, 8)
+    u1, u2 = 1 - blocks[:, 0], blocks[:, 1]
+    if dtype == _F64:
+        radius = np.sqrt(-2 * _libm(math.log, u1.ravel()))
+        theta = (2.0 * math.pi) * u2.ravel()
+        cos = radius * _libm(math.cos, theta)
+        sin = radius * _libm(math.sin, theta)
+        first, second = _fma(cos, std, mean, _F64), _fma(sin, std, mean, _F64)
+    else:
+        # float32 (PyTorch's AVX2 kernel); float16/bfloat16 the same, rounded at the end
+        radius = np.sqrt(np.float32(-2) * np.log(u1.ravel().astype(_F64)).astype(_F32))
+        theta = np.float32(2.0 * math.pi) * u2.ravel()
+        th = theta.astype(_F64)
+        cos = radius * np.cos(th).astype(_F32)
+        sin = radius * np.sin(th).astype(_F32)
+        first, second = _fma(cos, std, mean, _F32), _fma(sin, std, mean, _F32)
+    out = np.empty_like(blocks, dtype=dtype)
+    out[:, 0] = first.reshape(-1, 8)
+    out[:, 1] = second.reshape(-1, 8)
+    return out.reshape(-1)
+
+
+def normal_double(eng: MT19937, n: int, mean: float = 0.0, std: float = 1.0) -> np.ndarray:
+    """`normal_distribution<double>(mean, std)` drawn `n` times: Box-Muller on pairs of
+    double uniforms, `r cos θ` returned and `r sin θ` kept in the generator for the next
+    draw (which may be in a later call)."""
+    out = np.empty(n, _F64)
+    if n == 0:
+        return out
+    start = 0
+    if eng.next_double_normal is not None:
+        out[0] = eng.next_double_normal
+        eng.next_double_normal = None
+        start = 1
+    pairs = (n - start + 1) // 2
+    if pairs:
+        u = unit(eng, 2 * pairs, _F64)
+        u1, u2 = u[0::2], u[1::2]
+        r = np.sqrt(-2.0 * _libm(math.log1p, -u2))
+        theta = (2.0 * math.pi) * u1
+        cos = r * _libm(math.cos, theta)
+        sin = r * _libm(math.sin, theta)
+        values = np.empty(2 * pairs, _F64)
+        values[0::2], values[1::2] = cos, sin
+        out[start:] = values[:n - start]
+        if (n - start) % 2:
+            eng.next_double_normal = float(sin[-1])
+    if mean != 0.0 or std != 1.0:
+        out = _fma(out, std, mean, _F64)
+    return out
+
+
+# -- integers -------------------------------------------------------------------------
+
+def integers(eng: MT19937, n: int, low: int, high: int, wide: bool = True) -> np.ndarray:
+    """`random_(low, high)` (and `randint`): `word % (high - low) + low`, with
+    `random64()` when the range needs 32 bits or more and the dtype is wide (int64,
+    float, double, bfloat16). Returns int64."""
+    span = high - low
+    if span >= 1 << 32 and wide:
+        return (eng.words64(n) % np.uint64(span)).astype(np.int64) + low
+    return (eng.words(n).astype(np.int64) % span) + low
+
+
+def integers_default(eng: MT19937, n: int, dtype: np.dtype) -> np.ndarray:
+    """`random_()` with no bounds: every integer the dtype holds exactly, from 0."""
+    if dtype == np.bool_:
+        return (eng.words(n) & 1).astype(np.bool_)
+    if dtype == np.int64:
+        return (eng.words64(n) % np.uint64(1 << 63)).astype(np.int64)
+    if dtype == _F64:
+        return (eng.words64(n) % np.uint64((1 << 53) + 1)).astype(_F64)
+    if dtype.kind == "f" or dtype.name == "bfloat16":
+        return (eng.words(n).astype(np.int64) % ((1 << _digits(dtype)) + 1)).astype(dtype)
+    top = int(np.iinfo(dtype).max) + 1
+    return (eng.words(n).astype(np.int64) % top).astype(dtype)
+
+
+# torch shuffles with 32-bit words below this size (TensorFactories.cpp's randperm_cpu)
+RANDPERM_SMALL = (2 ** 32 - 1) // 20
+
+
+def randperm(eng: MT19937, n: int) -> np.ndarray:
+    """`randperm(n)`: a forward Fisher-Yates shuffle swapping i with i + word % (n - i),
+    as int64 (for n at or above `RANDPERM_SMALL`, PyTorch's inside-out shuffle on
+    64-bit words)."""
+    if n < RANDPERM_SMALL:
+        perm = list(range(n))
+        if n > 1:
+            offsets = (eng.words(n - 1).astype(np.int64)
+                       % np.arange(n, 1, -1, dtype=np.int64)).tolist()
+            for i, z in enumerate(offsets):  # each swap depends on the ones before
+                j = i + z
+                perm[i], perm[j] = perm[j], perm[i]
+        return np.array(perm, dtype=np.int64)
+    perm = np.empty(n, np.int64)
+    picks = (eng.words64(n) % np.arange(1, n + 1, dtype=np.uint64)).astype(np.int64)
+    for i, z in enumerate(picks.tolist()):
+        perm[i] = perm[z]
+        perm[z] = i
+    return perm
+
+
+# -- the distributions of one uniform each ----------------------------------------------
+
+def bernoulli(eng: MT19937, n: int, p: float) -> np.ndarray:
+    """`bernoulli_(p)` for a number `p` (PyTorch's default CPU kernel): a double uniform
+    below `p`, as bool."""
+    return unit(eng, n, _F64) < p
+
+
+def bernoulli_tensor(eng: MT19937, p: np.ndarray) -> np.ndarray:
+    """`bernoulli_(p)` for a tensor `p` (already in the output's shape and order): a
+    uniform of `p`'s dtype (double for float64, else float) below each `p`, as bool."""
+    dtype = _F64 if p.dtype == _F64 else _F32
+    return unit(eng, p.size, dtype) < p.astype(dtype, copy=False)
+
+
+def exponential(eng: MT19937, n: int, dtype: np.dtype, lambd: float) -> np.ndarray:
+    """`exponential_(lambd)`: `-1 / lambd * log1p(-u)` on a double uniform."""
+    u = unit(eng, n, _F64)
+    return ((-1.0 / lambd) * _libm(math.log1p, -u)).astype(dtype)
+
+
+def cauchy(eng: MT19937, n: int, dtype: np.dtype, median: float, sigma: float) -> np.ndarray:
+    """`cauchy_(median, sigma)`: `median + sigma * tan(pi * (u - 0.5))`."""
+    u = unit(eng, n, _F64)
+    return (median + sigma * _libm(math.tan, math.pi * (u - 0.5))).astype(dtype)
+
+
+def log_normal(eng: MT19937, n: int, dtype: np.dtype, mean: float, std: float) -> np.ndarray:
+    """`log_normal_(mean, std)`: `exp` of a `normal_distribution<double>` draw."""
+    return _libm(math.exp, normal_double(eng, n, mean, std)).astype(dtype)
+
+
+def geometric(eng: MT19937, n: int, dtype: np.dtype, p: float) -> np.ndarray:
+    """`geometric_(p)`: `ceil(log(u) / log1p(-p))` on a double uniform."""
+    u = unit(eng, n, _F64)
+    denom = math.log1p(-p)
+    return np.ceil(_libm(_log_or_inf, u) / denom).astype(dtype)
+
+
+def _log_or_inf(x: float) -> float:
+    return math.log(x) if x > 0 else -math.inf

@@ -1,0 +1,196 @@
+"""ember's CPU random streams against PyTorch's: the same seed gives the same numbers.
+
+Exact for integers, uniforms, Bernoulli draws, permutations and every float64 stream;
+float32 normals of 16 or more contiguous elements come from PyTorch's AVX2 kernel (SIMD
+log/sin/cos), matched to a few ulp.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+SIZES = [0, 1, 15, 16, 17, 100]
+FLOATS = ["float32", "float64"]
+
+
+def seeded(seed: int = 0) -> None:
+    ember.manual_seed(seed)
+    torch.manual_seed(seed)
+
+
+def same(a, b, *, ulp: bool = False) -> None:
+    a = a.numpy() if hasattr(a, "numpy") else np.asarray(a)
+    b = b.detach().numpy()
+    assert a.shape == b.shape and a.dtype == b.dtype
+    if ulp:  # PyTorch's SIMD float32 log/sin/cos: a few ulp of the value
+        np.testing.assert_allclose(a, b, rtol=6e-7, atol=1e-6)
+    else:
+        np.testing.assert_array_equal(a, b)
+
+
+def draw_both(expr: str, dtype: str | None = None):
+    """Evaluate `expr` with `lib` bound to ember and to torch, from the same seed."""
+    seeded()
+    ours = eval(expr, {"lib": ember, "dt": getattr(ember, dtype) if dtype else None})
+    seeded()
+    theirs = eval(expr, {"lib": torch, "dt": getattr(torch, dtype) if dtype else None})
+    return ours, theirs
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dtype", FLOATS + ["float16", "bfloat16"])
+def test_rand(n: int, dtype: str) -> None:
+    ours, theirs = draw_both(f"lib.rand({n}, dtype=dt)", dtype)
+    np.testing.assert_array_equal(ours.float().numpy(), theirs.float().numpy())
+
+
+@pytest.mark.parametrize("n", SIZES + [1000, 100003])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_randn(n: int, dtype: str) -> None:
+    ours, theirs = draw_both(f"lib.randn({n}, dtype=dt)", dtype)
+    same(ours, theirs, ulp=dtype == "float32" and n >= 16)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_uniform_and_normal_with_parameters(dtype: str) -> None:
+    same(*draw_both("lib.empty(3, 1000, dtype=dt).uniform_(-0.37, 1.91)", dtype))
+    same(*draw_both("lib.empty(1000, dtype=dt).normal_(0.5, 3.3)", dtype),
+         ulp=dtype == "float32")
+    same(*draw_both("lib.empty(7, dtype=dt).normal_(-2, 0.1)", dtype))
+
+
+@pytest.mark.parametrize("fill", ["uniform_(-1, 2)", "normal_(0.5, 2)", "bernoulli_(0.3)",
+                                  "exponential_(1.5)", "cauchy_(0.5, 2)", "log_normal_()",
+                                  "geometric_(0.2)", "random_()", "random_(3, 77)",
+                                  "random_(10)"])
+def test_fills_of_non_contiguous_views_walk_memory(fill: str) -> None:
+    # transposed and sliced: PyTorch writes in memory order, not index order
+    same(*draw_both(f"lib.empty(5, 33).t()[1:].{fill}"))
+    same(*draw_both(f"lib.empty(6, 40, dtype=lib.float64)[:, ::2].{fill}"))
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int16", "int8", "uint8", "float32",
+                                   "float64", "bool"])
+def test_random_without_bounds(dtype: str) -> None:
+    same(*draw_both("lib.empty(50, dtype=dt).random_()", dtype))
+
+
+@pytest.mark.parametrize("args", ["0, 10, (20,)", "-5, 2**40, (20,)", "3, (4, 5)",
+                                  "-2**62, 2**62, (9,)", "0, 2**20, (5,), dtype=lib.int32",
+                                  "-3, 2**35, (6,), dtype=lib.float64"])
+def test_randint(args: str) -> None:
+    same(*draw_both(f"lib.randint({args})"))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 10, 1000])
+def test_randperm(n: int) -> None:
+    same(*draw_both(f"lib.randperm({n})"))
+    same(*draw_both(f"lib.randperm({n}, dtype=lib.int32)"))
+
+
+def test_bernoulli_streams() -> None:
+    for dtype in FLOATS:
+        same(*draw_both("lib.bernoulli(lib.rand(4, 9, dtype=dt))", dtype))
+        same(*draw_both("lib.bernoulli(lib.rand(4, 9, dtype=dt), p=0.25)", dtype))
+        same(*draw_both("lib.zeros(4, 9, dtype=dt).bernoulli_(lib.rand(9))", dtype))
+    same(*draw_both("lib.empty(100, dtype=lib.bool).bernoulli_(0.5)"))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_exponential_cauchy_log_normal_geometric(dtype: str) -> None:
+    for fill in ["exponential_(0.7)", "cauchy_(0.5, 2)", "log_normal_(0.5, 2)",
+                 "geometric_(0.3)"]:
+        same(*draw_both(f"lib.empty(300, dtype=dt).{fill}", dtype))
+
+
+@pytest.mark.parametrize("replacement", [False, True])
+@pytest.mark.parametrize("samples", [1, 3, 6])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_multinomial(replacement: bool, samples: int, dtype: str) -> None:
+    same(*draw_both(f"lib.multinomial(lib.rand(4, 6, dtype=dt), {samples}, {replacement})",
+                    dtype))
+    same(*draw_both(f"lib.multinomial(lib.rand(6, dtype=dt), {samples}, {replacement})",
+                    dtype))
+
+
+def test_interleaved_streams_share_one_state() -> None:
+    # the normal sample cached by an odd-sized small randn carries into the next call
+    expr = ("lib.cat([lib.rand(3).double(), lib.randn(3, dtype=lib.float64), "
+            "lib.randperm(7).double(), lib.randn(5, dtype=lib.float64), "
+            "lib.empty(4, dtype=lib.float64).normal_(), lib.randint(0, 9, (3,)).double(), "
+            "lib.randn(17, dtype=lib.float64), lib.randn(1, dtype=lib.float64), "
+            "lib.bernoulli(lib.full((5,), 0.5)).double(), lib.rand(2, dtype=lib.float64)])")
+    same(*draw_both(expr))
+
+
+def test_rng_state_is_pytorchs_layout() -> None:
+    seeded(123)
+    ember.randn(3, dtype=ember.float64)  # leaves a cached normal in the state
+    torch.randn(3, dtype=torch.float64)
+    ours, theirs = ember.get_rng_state(), torch.get_rng_state()
+    assert ours.dtype is ember.uint8 and tuple(ours.shape) == (5056,)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    # a state moves between the libraries and goes on drawing the same numbers
+    torch.set_rng_state(torch.from_numpy(ours.numpy()))
+    ember.set_rng_state(ember.tensor(theirs.numpy()))
+    same(ember.randn(5, dtype=ember.float64), torch.randn(5, dtype=torch.float64))
+
+
+def test_generator_objects() -> None:
+    g, tg = ember.Generator(), torch.Generator()
+    assert g.initial_seed() == tg.initial_seed() == 67280421310721
+    same(ember.rand(4, generator=g), torch.rand(4, generator=tg))
+    assert g.manual_seed(2 ** 40 + 7) is g
+    tg.manual_seed(2 ** 40 + 7)
+    assert g.initial_seed() == 2 ** 40 + 7
+    same(ember.randn(20, generator=g), torch.randn(20, generator=tg), ulp=True)
+    state = g.get_state()
+    np.testing.assert_array_equal(state.numpy(), tg.get_state().numpy())
+    first = ember.randperm(9, generator=g)
+    g.set_state(state)
+    same(ember.randperm(9, generator=g), torch.randperm(9, generator=tg))
+    np.testing.assert_array_equal(first.numpy(), ember.randperm(9, generator=g.set_state(
+        state)).numpy())
+    # the default generator is untouched by a generator's draws
+    seeded(5)
+    ember.rand(3, generator=g)
+    same(ember.rand(2), torch.rand(2))
+
+
+def test_seed_and_initial_seed() -> None:
+    s = ember.seed()
+    assert ember.initial_seed() == s and 0 <= s < 2 ** 64
+    ember.manual_seed(-1)  # wraps to 64 bits as PyTorch's
+    assert ember.initial_seed() == 2 ** 64 - 1
+    torch.manual_seed(-1)
+    same(ember.rand(3), torch.rand(3))
+    with pytest.raises(RuntimeError, match="Overflow"):
+        ember.manual_seed(2 ** 64)
+    with pytest.raises(RuntimeError, match="size"):
+        ember.set_rng_state(ember.zeros(10, dtype=ember.uint8))
+
+
+def test_bad_arguments_raise_before_drawing() -> None:
+    seeded()
+    with pytest.raises(RuntimeError, match="normal expects std >= 0.0"):
+        ember.empty(3).normal_(0, -1)
+    with pytest.raises(RuntimeError, match="'from' to be less than 'to'"):
+        ember.randint(3, 3, (2,))
+    with pytest.raises(RuntimeError, match="uniform_ expects"):
+        ember.empty(3).uniform_(2, 1)
+    same(ember.rand(3), torch.rand(3))  # nothing was drawn
+
+
+def test_a_million_floats_is_fast() -> None:
+    import time
+
+    start = time.perf_counter()
+    ember.rand(10 ** 6)
+    ember.randn(10 ** 6)
+    ember.randn(10 ** 6, dtype=ember.float64)
+    assert time.perf_counter() - start < 3.0
