@@ -509,7 +509,7 @@ from ember.core.ops.sorting import (
     quantile,
     sort,
 )
-from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, poisson, zero_
+from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, normal, poisson, zero_
 from ember.core.placement import get_default_device, set_default_device
 from ember.core.storage import layout, strided  # SHAPE family
 from ember.core.tensor import Size, Tensor
@@ -548,7 +548,7 @@ _FROM_AMP = {"autocast", "is_autocast_enabled", "get_autocast_dtype",
 _FROM_SCHEDULING = {"plan", "Plan"}  # auto-scheduling: imported on first use
 _FROM_COMPILED = {"compile"}  # ember.compile: kernel replay (ember.jit.compiled)
 _SUBMODULES = _SUBMODULES | {"scheduling"}  # ember.scheduling.learn & co
-_SUBMODULES = _SUBMODULES | {"special"}  # ember.special: torch.special's functions
+_SUBMODULES = _SUBMODULES | {"special", "random"}  # ember.special: torch.special's functions
 # nnmisc family (issue 16): torch.batch_norm, torch.kl_div, torch.lstm ... with ATen's
 # signatures, from ember.nn.torch_functions (imported on first use: ember.nn is heavy)
 _FROM_NN_TORCH_FUNCTIONS = {
@@ -648,7 +648,7 @@ __all__ = [
     "conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
     "adaptive_avg_pool1d", "constant_pad_nd", "layer_norm", "softmax", "log_softmax",
     # random draws (nnmisc family, issue 16)
-    "poisson", "binomial",
+    "poisson", "binomial", "normal",
     # convolutions, pooling and resampling (nnconv)
     "conv3d", "conv_transpose1d", "conv_transpose3d", "conv_tbc", "convolution", "max_pool3d",
     "max_pool1d_with_indices", "adaptive_max_pool1d", "affine_grid_generator", "grid_sampler",

@@ -35,9 +35,9 @@ def same(a, b, *, ulp: bool = False) -> None:
 
 def draw_both(expr: str, dtype: str | None = None):
     """Evaluate `expr` with `lib` bound to ember and to torch, from the same seed."""
-    seeded()
+    ember.manual_seed(0)
     ours = eval(expr, {"lib": ember, "dt": getattr(ember, dtype) if dtype else None})
-    seeded()
+    torch.manual_seed(0)
     theirs = eval(expr, {"lib": torch, "dt": getattr(torch, dtype) if dtype else None})
     return ours, theirs
 
@@ -194,3 +194,114 @@ def test_a_million_floats_is_fast() -> None:
     ember.randn(10 ** 6)
     ember.randn(10 ** 6, dtype=ember.float64)
     assert time.perf_counter() - start < 3.0
+
+
+# -- what consumes the generator: layers, init, dropout, data loading -----------------------
+
+def _both(build):
+    ember.manual_seed(7)
+    ours = build(ember)
+    torch.manual_seed(7)
+    theirs = build(torch)
+    return ours, theirs
+
+
+@pytest.mark.parametrize("make", [
+    "L.nn.Linear(7, 5)", "L.nn.Conv2d(3, 4, 3)", "L.nn.Conv1d(3, 4, 3, bias=False)",
+    "L.nn.ConvTranspose2d(3, 4, 3)", "L.nn.LSTM(5, 6, num_layers=2)",
+    "L.nn.GRU(5, 6, bidirectional=True)", "L.nn.Embedding(10, 4)", "L.nn.BatchNorm1d(4)",
+    "L.nn.MultiheadAttention(8, 2, kdim=4, vdim=6, add_bias_kv=True)",
+    "L.nn.TransformerEncoderLayer(8, 2, 16)", "L.nn.Bilinear(3, 4, 5)"])
+def test_layer_initialisation(make: str) -> None:
+    ours, theirs = _both(lambda L: eval(make, {"L": L}))
+    ours, theirs = dict(ours.named_parameters()), dict(theirs.named_parameters())
+    assert list(ours) == list(theirs)
+    for name, p in theirs.items():
+        # normal_ fills of float32 (Embedding, bias_k) are PyTorch's SIMD kernel's: ulp
+        same(ours[name].detach(), p.detach(), ulp=True)
+    same(ember.rand(3), torch.rand(3))  # and the stream is left where PyTorch leaves it
+
+
+@pytest.mark.parametrize("init", [
+    "uniform_(t, -2, 3)", "xavier_uniform_(t)", "kaiming_uniform_(t, a=0.1)",
+    "trunc_normal_(t)", "trunc_normal_(t, 2.0, 0.5, 1.0, 3.0)", "normal_(t, 0.5, 2)",
+    "xavier_normal_(t)", "kaiming_normal_(t)", "orthogonal_(t)", "sparse_(t, 0.5)"])
+def test_nn_init(init: str) -> None:
+    ours, theirs = _both(lambda L: eval(f"L.nn.init.{init}", {"L": L, "t": L.empty(6, 40)}))
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-6)
+    same(ember.rand(3), torch.rand(3))
+
+
+@pytest.mark.parametrize("call", [
+    "F.dropout(L.ones(4, 50), 0.3)", "F.dropout(L.ones(4, 50), 0.3, inplace=True)",
+    "F.dropout2d(L.ones(4, 5, 3, 3), 0.4)", "F.dropout1d(L.ones(5, 6), 0.4)",
+    "F.alpha_dropout(L.ones(4, 50), 0.3, True)",
+    "F.feature_alpha_dropout(L.ones(3, 4, 5), 0.3, True)",
+    "L.native_dropout(L.ones(4, 50), 0.3, True)[1]", "L.nn.Dropout(0.2)(L.ones(3, 70))",
+    "F.rrelu(L.arange(-20.0, 21.0) * 0.05, training=True)"])
+def test_dropout_masks(call: str) -> None:
+    ours, theirs = _both(lambda L: eval(call, {"L": L, "F": L.nn.functional}))
+    same(ours, theirs)
+
+
+def test_normal_with_tensor_parameters() -> None:
+    for call in ["L.normal(L.arange(20.), 0.5)", "L.normal(L.zeros(3, 1), L.ones(1, 20))",
+                 "L.normal(1.0, 2.0, (5, 7))", "L.normal(0.5, L.ones(3, 20))"]:
+        ours, theirs = _both(lambda L: eval(call, {"L": L}))
+        same(ours, theirs, ulp=True)
+
+
+def test_data_loading_draws_pytorchs_indices() -> None:
+    def run(L):
+        from importlib import import_module
+
+        data = import_module(f"{L.__name__}.utils.data")
+        ds = data.TensorDataset(L.arange(50))
+        out = [b.tolist() for _ in range(2)
+               for (b,) in data.DataLoader(ds, batch_size=16, shuffle=True)]
+        out += [list(s.indices) for s in data.random_split(range(10), [0.3, 0.7])]
+        out += list(data.WeightedRandomSampler([0.1, 0.5, 2.0, 0.0, 1.0], 7))
+        out += list(data.WeightedRandomSampler([0.1, 0.5, 2.0, 0.0, 1.0], 3, False))
+        loader = data.DataLoader(ds, batch_size=10, shuffle=True,
+                                 generator=L.Generator().manual_seed(9))
+        out += [b[0].tolist() for b in loader]
+        out += list(data.RandomSampler(range(9), replacement=True, num_samples=40))
+        return out + [L.rand(1).item()]
+    ours, theirs = _both(run)
+    assert ours == theirs
+
+
+def test_fork_rng_restores_the_stream() -> None:
+    seeded(1)
+    with ember.random.fork_rng():
+        ember.rand(5)
+    same(ember.rand(2), torch.rand(2))
+
+
+def test_a_training_step_gives_pytorchs_loss() -> None:
+    """A whole program: model initialisation, a shuffled DataLoader, dropout, one SGD step
+    and a second forward — the same numbers as PyTorch's."""
+    def program(L):
+        from importlib import import_module
+
+        data = import_module(f"{L.__name__}.utils.data")
+        model = L.nn.Sequential(L.nn.Conv1d(2, 4, 3), L.nn.ReLU(), L.nn.Flatten(),
+                                L.nn.Dropout(0.25), L.nn.Linear(24, 3))
+        x = L.rand(40, 2, 8)
+        y = L.randint(0, 3, (40,))
+        loader = data.DataLoader(data.TensorDataset(x, y), batch_size=8, shuffle=True)
+        opt = L.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        losses, seen = [], []
+        for xb, yb in loader:
+            seen.append(yb.tolist())
+            loss = L.nn.functional.cross_entropy(model(xb), yb)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses, seen, [p.detach().numpy().copy() for p in model.parameters()]
+    (ours, our_batches, our_params), (theirs, their_batches, their_params) = _both(program)
+    assert our_batches == their_batches
+    np.testing.assert_allclose(ours, theirs, rtol=2e-5)
+    for a, b in zip(our_params, their_params):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)

@@ -1050,6 +1050,17 @@ def _rrelu_slopes(input: Tensor, lower: float, upper: float, training: bool) -> 
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not training:
         return (lower + upper) / 2
+    if input.device.type == "cpu":
+        # PyTorch's CPU kernel draws a slope (a double uniform between the bounds as the
+        # input's dtype holds them) only for each element <= 0, in order; the others
+        # keep slope 1
+        negative = input.detach() <= 0
+        slopes = ember.ones(tuple(input.shape), dtype=ember.float64)
+        low, high = (ember.tensor(v, dtype=input.dtype).item() for v in (lower, upper))
+        drawn = ember.empty(int(negative.sum().item()), dtype=ember.float64).uniform_(
+            low, high)
+        slopes[negative] = drawn
+        return slopes.to(input.dtype)
     return ember.empty(tuple(input.shape), dtype=input.dtype,
                        device=input.device).uniform_(lower, upper)
 

@@ -7,7 +7,7 @@ ember.core.inplace, they are differentiable where PyTorch's are (`copy_` and a t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -39,6 +39,7 @@ from ember.core.ops.reduction import all as all_
 from ember.core.ops.reduction import argmax, cumsum
 from ember.core.ops.reduction import sum as sum_
 from ember.core.ops.shape import cat, expand, squeeze, unsqueeze
+from ember.core.shapes import broadcast_shapes
 from ember.core.tensor import Tensor
 
 
@@ -192,6 +193,37 @@ def exponential_(self: Tensor, lambd: float = 1.0, *, generator: Any = None) -> 
         return done
     u = rand(tuple(self.shape), dtype=self.dtype, device=self.device, generator=generator)
     return copy_(self, -(-u).log1p() / lambd)
+
+
+@composite(variants="function", cost=costs.creation)
+def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[int] | None = None, *,
+           generator: Any = None, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    """Numbers drawn from N(mean, std²), `mean` and `std` numbers or tensors (broadcast
+    together); with two numbers, `size` gives the shape. Drawn as PyTorch draws them:
+    standard normals (or N(0, std) for a number `std`) scaled, then shifted by `mean`."""
+    mean_t, std_t = isinstance(mean, Tensor), isinstance(std, Tensor)
+    if not mean_t and not std_t:
+        if size is None:
+            raise TypeError("normal() received an invalid combination of arguments: two "
+                            "numbers need a size")
+        out = empty(*size, dtype=dtype, device=device)
+        out = normal_(out, mean, std, generator=generator)
+        return out.requires_grad_(True) if requires_grad else out
+    if std_t and bool((std < 0).any().item()):
+        raise RuntimeError("normal expects all elements of std >= 0.0")
+    like = mean if mean_t else std
+    shape = broadcast_shapes("normal", tuple(mean.shape), tuple(std.shape)) if mean_t and \
+        std_t else tuple(like.shape)
+    out = empty(shape, dtype=like.dtype, device=like.device)
+    with no_grad():
+        if mean_t and not std_t:
+            if std < 0:
+                raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+            out = normal_(out, 0.0, std, generator=generator)
+            return out + mean
+        out = normal_(out, 0.0, 1.0, generator=generator)
+    return out * std + mean
 
 
 def _on_host_only(op: str, self: Tensor, generator: Any,
