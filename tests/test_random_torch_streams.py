@@ -247,7 +247,7 @@ def test_dropout_masks(call: str) -> None:
 def test_normal_with_tensor_parameters() -> None:
     for call in ["L.normal(L.arange(20.), 0.5)", "L.normal(L.zeros(3, 1), L.ones(1, 20))",
                  "L.normal(1.0, 2.0, (5, 7))", "L.normal(0.5, L.ones(3, 20))"]:
-        ours, theirs = _both(lambda L: eval(call, {"L": L}))
+        ours, theirs = _both(lambda L, c=call: eval(c, {"L": L}))
         same(ours, theirs, ulp=True)
 
 
