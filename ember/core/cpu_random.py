@@ -267,3 +267,20 @@ def geometric(eng: MT19937, n: int, dtype: np.dtype, p: float) -> np.ndarray:
 
 def _log_or_inf(x: float) -> float:
     return math.log(x) if x > 0 else -math.inf
+
+
+def intel_cpu() -> bool:
+    """Whether processor 0 is Intel's (cpuinfo's vendor test, which PyTorch's
+    `bernoulli_(p)` makes): there, PyTorch builds with MKL draw `bernoulli_` with a number
+    `p` (dropout's masks) from MKL's own generator, seeded by one word of this stream,
+    which ember does not reproduce; ember always follows PyTorch's default kernel."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    return "GenuineIntel" in line
+    except OSError:
+        pass
+    import platform
+
+    return "intel" in platform.processor().lower()
