@@ -1,8 +1,6 @@
-"""ember's CPU random streams against PyTorch's: the same seed gives the same numbers.
-
-Exact for integers, uniforms, Bernoulli draws, permutations and every float64 stream;
-float32 normals of 16 or more contiguous elements come from PyTorch's AVX2 kernel (SIMD
-log/sin/cos), matched to a few ulp.
+"""ember's CPU random streams against PyTorch's: the same seed gives the same numbers,
+bit for bit (float32 normals of 16 or more elements included: PyTorch's AVX2 kernel and
+its SIMD log/sin/cos are reproduced operation by operation).
 """
 
 from __future__ import annotations
@@ -30,14 +28,11 @@ def seeded(seed: int = 0) -> None:
     torch.manual_seed(seed)
 
 
-def same(a, b, *, ulp: bool = False) -> None:
-    a = a.numpy() if hasattr(a, "numpy") else np.asarray(a)
+def same(a, b) -> None:
+    a = a.detach().numpy() if hasattr(a, "numpy") else np.asarray(a)
     b = b.detach().numpy()
     assert a.shape == b.shape and a.dtype == b.dtype
-    if ulp:  # PyTorch's SIMD float32 log/sin/cos: a few ulp of the value
-        np.testing.assert_allclose(a, b, rtol=6e-7, atol=1e-6)
-    else:
-        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, b)
 
 
 def draw_both(expr: str, dtype: str | None = None):
@@ -60,14 +55,13 @@ def test_rand(n: int, dtype: str) -> None:
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_randn(n: int, dtype: str) -> None:
     ours, theirs = draw_both(f"lib.randn({n}, dtype=dt)", dtype)
-    same(ours, theirs, ulp=dtype == "float32" and n >= 16)
+    same(ours, theirs)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_uniform_and_normal_with_parameters(dtype: str) -> None:
     same(*draw_both("lib.empty(3, 1000, dtype=dt).uniform_(-0.37, 1.91)", dtype))
-    same(*draw_both("lib.empty(1000, dtype=dt).normal_(0.5, 3.3)", dtype),
-         ulp=dtype == "float32")
+    same(*draw_both("lib.empty(1000, dtype=dt).normal_(0.5, 3.3)", dtype))
     same(*draw_both("lib.empty(7, dtype=dt).normal_(-2, 0.1)", dtype))
 
 
@@ -161,7 +155,7 @@ def test_generator_objects() -> None:
     assert g.manual_seed(2 ** 40 + 7) is g
     tg.manual_seed(2 ** 40 + 7)
     assert g.initial_seed() == 2 ** 40 + 7
-    same(ember.randn(20, generator=g), torch.randn(20, generator=tg), ulp=True)
+    same(ember.randn(20, generator=g), torch.randn(20, generator=tg))
     state = g.get_state()
     np.testing.assert_array_equal(state.numpy(), tg.get_state().numpy())
     first = ember.randperm(9, generator=g)
@@ -230,8 +224,7 @@ def test_layer_initialisation(make: str) -> None:
     ours, theirs = dict(ours.named_parameters()), dict(theirs.named_parameters())
     assert list(ours) == list(theirs)
     for name, p in theirs.items():
-        # normal_ fills of float32 (Embedding, bias_k) are PyTorch's SIMD kernel's: ulp
-        same(ours[name].detach(), p.detach(), ulp=True)
+        same(ours[name].detach(), p.detach())
     same(ember.rand(3), torch.rand(3))  # and the stream is left where PyTorch leaves it
 
 
@@ -241,7 +234,10 @@ def test_layer_initialisation(make: str) -> None:
     "xavier_normal_(t)", "kaiming_normal_(t)", "orthogonal_(t)", "sparse_(t, 0.5)"])
 def test_nn_init(init: str) -> None:
     ours, theirs = _both(lambda L: eval(f"L.nn.init.{init}", {"L": L, "t": L.empty(6, 40)}))
-    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-6)
+    if init.startswith("orthogonal_"):  # the same normals, factored by another QR
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-6)
+    else:
+        same(ours, theirs)
     same(ember.rand(3), torch.rand(3))
 
 
@@ -263,7 +259,7 @@ def test_normal_with_tensor_parameters() -> None:
     for call in ["L.normal(L.arange(20.), 0.5)", "L.normal(L.zeros(3, 1), L.ones(1, 20))",
                  "L.normal(1.0, 2.0, (5, 7))", "L.normal(0.5, L.ones(3, 20))"]:
         ours, theirs = _both(lambda L, c=call: eval(c, {"L": L}))
-        same(ours, theirs, ulp=True)
+        same(ours, theirs)
 
 
 def test_data_loading_draws_pytorchs_indices() -> None:

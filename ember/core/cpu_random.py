@@ -19,6 +19,7 @@ AVX2 builds; `_fma` reproduces its single rounding.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -45,24 +46,7 @@ def _fma(a: np.ndarray, b: np.ndarray | float, c: np.ndarray | float,
          dtype: np.dtype) -> np.ndarray:
     """`a * b + c` with one rounding, in `dtype` (float32 or float64)."""
     if dtype == _F32:
-        # the product of two float32s is exact in float64; the sum then rounds twice
-        # only when it lands on a float32 halfway point, where the sum's own rounding
-        # error says which way the exact value lies
-        p = a.astype(_F64) * np.float64(np.float32(b))
-        c64 = np.float64(np.float32(c)) if np.isscalar(c) else np.asarray(c, _F64)
-        s = p + c64
-        err = (p - (s - (s - p))) + (c64 - (s - p))  # TwoSum: s + err == p + c exactly
-        out = s.astype(_F32)
-        tie = (out.astype(_F64) != s) & (err != 0)
-        if tie.any():
-            lo = np.nextafter(out, np.float32(-np.inf))
-            hi = np.nextafter(out, np.float32(np.inf))
-            below = np.where(out.astype(_F64) > s, lo, out)
-            above = np.where(out.astype(_F64) > s, out, hi)
-            mid = (below.astype(_F64) + above.astype(_F64)) / 2
-            halfway = tie & (s == mid)
-            out = np.where(halfway, np.where(err > 0, above, below), out)
-        return out
+        return _fma32(a, b, c)
     # float64: Dekker's exact product, then the sum of its two parts and c
     a = np.asarray(a, _F64)
     b = np.float64(b) if np.isscalar(b) else np.asarray(b, _F64)
@@ -76,6 +60,35 @@ def _fma(a: np.ndarray, b: np.ndarray | float, c: np.ndarray | float,
     s = p + c
     s_err = (p - (s - (s - p))) + (c - (s - p))
     return s + (p_err + s_err)
+
+
+_HALF_ULP32 = np.uint64(1 << 28)  # a float64 halfway between two float32s: these low bits
+_LOW29 = np.uint64((1 << 29) - 1)
+
+
+def _fma32(a: Any, b: Any, c: Any) -> np.ndarray:
+    """float32 `a * b + c` with one rounding. The product of two float32s is exact in
+    float64; the sum rounds a second time only where it lands exactly halfway between two
+    float32s, and there its own rounding error says which way the exact value lies.
+    (Float32 subnormal results, which round at another bit, are not corrected.)"""
+    a32 = np.asarray(a, _F32)
+    b64 = np.float64(np.float32(b)) if np.isscalar(b) else np.asarray(b, _F32).astype(_F64)
+    c64 = np.float64(np.float32(c)) if np.isscalar(c) else np.asarray(c, _F32).astype(_F64)
+    s = a32.astype(_F64)
+    s *= b64
+    s += c64
+    out = s.astype(_F32)
+    halfway = (s.view(np.uint64) & _LOW29) == _HALF_ULP32
+    if halfway.any():
+        idx = np.nonzero(halfway)
+        p = a32[idx].astype(_F64) * (b64 if np.isscalar(b64) else b64[idx])
+        cc = c64 if np.isscalar(c64) else c64[idx]
+        sf, of = s[idx], out[idx]
+        err = (p - (sf - (sf - p))) + (cc - (sf - p))  # TwoSum: sf + err == p + c
+        up = np.where(of.astype(_F64) > sf, of, np.nextafter(of, np.float32(np.inf)))
+        down = np.where(of.astype(_F64) < sf, of, np.nextafter(of, np.float32(-np.inf)))
+        out[idx] = np.where(err > 0, up, np.where(err < 0, down, of))
+    return out
 
 
 # -- uniform ------------------------------------------------------------------------
@@ -132,17 +145,65 @@ def _box_muller_16(u: np.ndarray, dtype: np.dtype, mean: float, std: float) -> n
         sin = radius * _libm(math.sin, theta)
         first, second = _fma(cos, std, mean, _F64), _fma(sin, std, mean, _F64)
     else:
-        # float32 (PyTorch's AVX2 kernel); float16/bfloat16 the same, rounded at the end
-        radius = np.sqrt(np.float32(-2) * np.log(u1.ravel().astype(_F64)).astype(_F32))
-        theta = np.float32(2.0 * math.pi) * u2.ravel()
-        th = theta.astype(_F64)
-        cos = radius * np.cos(th).astype(_F32)
-        sin = radius * np.sin(th).astype(_F32)
-        first, second = _fma(cos, std, mean, _F32), _fma(sin, std, mean, _F32)
+        # float32: PyTorch's AVX2 kernel, its SIMD log and sincos step for step (float16
+        # and bfloat16, whose kernel is scalar, come close by rounding the result)
+        radius = np.sqrt(np.float32(-2) * _simd_log(u1.ravel().astype(_F32)))
+        sin, cos = _simd_sincos(np.float32(2.0 * math.pi) * u2.ravel().astype(_F32))
+        first = _fma32(radius * cos, std, mean)
+        second = _fma32(radius * sin, std, mean)
     out = np.empty_like(blocks, dtype=dtype)
     out[:, 0] = first.reshape(-1, 8)
     out[:, 1] = second.reshape(-1, 8)
     return out.reshape(-1)
+
+
+# PyTorch's AVX2 `normal_fill` takes log, sin and cos from avx_mathfun.h: Cephes'
+# single-precision polynomials, vectorised. Reproduced here operation by operation in
+# float32, with a fused multiply-add (`_fma32`) wherever GCC contracts a product into the
+# sum that uses it, which makes them bit-identical to PyTorch's (tested on 2**20 values).
+
+def _simd_log(x: np.ndarray) -> np.ndarray:
+    """avx_mathfun's `log256_ps` for x > 0: x = m * 2**e with m in [sqrt(1/2), sqrt(2)),
+    log(m) by Cephes' degree-9 polynomial, e * log(2) added in two parts."""
+    bits = np.maximum(x, np.float32(2.0 ** -126)).view(np.uint32)
+    e = ((bits >> np.uint32(23)).astype(np.int32) - 126).astype(_F32)
+    m = ((bits & np.uint32(0x807FFFFF)) | np.uint32(0x3F000000)).view(_F32)  # in [0.5, 1)
+    small = m < np.float32(0.707106781186547524)
+    e = e - small.astype(_F32)
+    m = (m - np.float32(1)) + np.where(small, m, np.float32(0))
+    z = m * m
+    y = np.full_like(m, np.float32(7.0376836292e-2))
+    for coef in (-1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
+                 -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1):
+        y = _fma32(y, m, coef)
+    y = _fma32(y * m, z, e * np.float32(-2.12194440e-4))
+    y = _fma32(-z, 0.5, y)
+    return _fma32(e, 0.693359375, m + y)
+
+
+def _simd_sincos(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """avx_mathfun's `sincos256_ps` for x >= 0: reduced by the multiple j of pi/4 (even)
+    in three parts, then Cephes' sine and cosine polynomials, picked and signed by j."""
+    j = (x * np.float32(1.27323954473516)).astype(np.int32)
+    j = (j + 1) & ~1
+    y = j.astype(_F32)
+    for part in (-0.78515625, -2.4187564849853515625e-4, -3.77489497744594108e-8):
+        x = _fma32(y, part, x)
+    z = x * x
+    c = np.full_like(x, np.float32(2.443315711809948e-5))
+    c = _fma32(c, z, -1.388731625493765e-3)
+    c = _fma32(c, z, 4.166664568298827e-2)
+    c = _fma32(c * z, z, -(z * np.float32(0.5))) + np.float32(1)
+    s = np.full_like(x, np.float32(-1.9515295891e-4))
+    s = _fma32(s, z, 8.3321608736e-3)
+    s = _fma32(s, z, -1.6666654611e-1)
+    s = _fma32(s * z, x, x)
+    sine_poly = (j & 2) == 0
+    sin = np.where(sine_poly, s, c)
+    cos = np.where(sine_poly, c, s)
+    sin = np.where((j & 4) != 0, -sin, sin)
+    cos = np.where(((~(j - 2)) & 4) != 0, -cos, cos)
+    return sin, cos
 
 
 def normal_double(eng: MT19937, n: int, mean: float = 0.0, std: float = 1.0) -> np.ndarray:
