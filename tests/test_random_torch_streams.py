@@ -339,3 +339,11 @@ def test_a_compiled_step_draws_fresh_masks_from_the_stream() -> None:
     eager = run(False)
     assert len(set(eager)) == 6
     assert run(True) == eager
+
+
+@pytest.mark.parametrize("rates", ["L.rand(50) * 3", "L.rand(7, 9, dtype=L.float64) * 40",
+                                   "L.tensor([0.0, 0.5, 9.99, 10.0, 100.0, 1e4])"])
+def test_poisson(rates: str) -> None:
+    ours, theirs = _both(lambda L: L.poisson(eval(rates, {"L": L})))
+    same(ours, theirs)
+    same(ember.rand(3), torch.rand(3))  # as many draws as PyTorch's rejection loops took

@@ -330,6 +330,72 @@ def _log_or_inf(x: float) -> float:
     return math.log(x) if x > 0 else -math.inf
 
 
+# -- sequential samplers: a data-dependent number of draws per element --------------------
+
+class _Uniforms:
+    """Double uniforms read one at a time, drawn in bulk: `close()` puts the engine
+    exactly past the ones read (it rewinds and skips), so the stream is PyTorch's."""
+
+    def __init__(self, eng: MT19937, hint: int) -> None:
+        self.eng, self.start = eng, eng.snapshot()
+        self.buf: list[float] = []
+        self.pos = self.read = 0
+        self.hint = max(hint, 16)
+
+    def __call__(self) -> float:
+        if self.pos == len(self.buf):
+            self.buf, self.pos = unit(self.eng, self.hint, _F64).tolist(), 0
+        self.pos += 1
+        self.read += 1
+        return self.buf[self.pos - 1]
+
+    def close(self) -> None:
+        self.eng.restore(self.start)
+        self.eng.skip(2 * self.read)
+
+
+def poisson(eng: MT19937, rates: np.ndarray) -> np.ndarray:
+    """`torch.poisson` of each rate (in order), as float64: PyTorch's `sample_poisson`,
+    per element: for rates >= 10 Hoermann's transformed rejection (PTRS), below it the
+    product of uniforms against exp(-rate)."""
+    uniform = _Uniforms(eng, 4 * rates.size)
+    out = np.empty(rates.size, _F64)
+    for i, lam in enumerate(rates.astype(_F64).tolist()):
+        out[i] = _poisson_one(lam, uniform)
+    uniform.close()
+    return out
+
+
+def _poisson_one(lam: float, uniform: _Uniforms) -> float:
+    if lam >= 10:
+        slam, loglam = math.sqrt(lam), math.log(lam)
+        b = 0.931 + 2.53 * slam
+        a = -0.059 + 0.02483 * b
+        invalpha = 1.1239 + 1.1328 / (b - 3.4)
+        vr = 0.9277 - 3.6224 / (b - 2)
+        while True:
+            u = uniform() - 0.5
+            v = uniform()
+            us = 0.5 - abs(u)
+            k = math.floor((2 * a / us + b) * u + lam + 0.43)
+            if us >= 0.07 and v <= vr:
+                return k
+            if k < 0 or (us < 0.013 and v > us):
+                continue
+            if (math.log(v) + math.log(invalpha) - math.log(a / (us * us) + b)
+                    <= -lam + k * loglam - math.lgamma(k + 1.0)):
+                return k
+    if lam == 0:
+        return 0.0
+    limit, count, prod = math.exp(-lam), 0, 1.0
+    while True:
+        prod *= uniform()
+        if prod > limit:
+            count += 1
+        else:
+            return count
+
+
 def intel_cpu() -> bool:
     """Whether processor 0 is Intel's (cpuinfo's vendor test, which PyTorch's
     `bernoulli_(p)` makes): there, PyTorch builds with MKL draw `bernoulli_` with a number

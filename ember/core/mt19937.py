@@ -71,6 +71,16 @@ class MT19937:
     def word64(self) -> int:
         return int(self.words64(1)[0])
 
+    def skip(self, n: int) -> None:
+        """Advance past `n` words without keeping them."""
+        self.words(n)
+
+    def snapshot(self) -> bytes:
+        return self.get_state()
+
+    def restore(self, state: bytes) -> None:
+        self.set_state(state)
+
     # -- PyTorch's byte layout -------------------------------------------------------------
     def get_state(self) -> bytes:
         """The state as `torch.Generator.get_state()` lays it out (5056 bytes)."""

@@ -448,6 +448,12 @@ def poisson(input: Tensor, generator: Any = None) -> Tensor:
     with no_grad():
         if input.numel() and bool((input < 0).any().item()):
             raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+        host = host_generator(generator, input.device)
+        if host is not None:  # PyTorch's sampler, element by element
+            rates = _in_memory_order(input, input)
+            out = empty(tuple(input.shape), dtype=input.dtype, device=input.device)
+            return _host_fill(out, "poisson", generator,
+                              lambda e, n, d: cpu_random.poisson(e, rates))
         lam = input
         # small rates: count uniforms until their product falls below exp(-rate)
         limit = E.exp(-lam)
