@@ -347,3 +347,16 @@ def test_poisson(rates: str) -> None:
     ours, theirs = _both(lambda L: L.poisson(eval(rates, {"L": L})))
     same(ours, theirs)
     same(ember.rand(3), torch.rand(3))  # as many draws as PyTorch's rejection loops took
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("fill", ["normal_()", "normal_(0.5, 2)", "uniform_()",
+                                  "uniform_(-1.3, 2.7)", "exponential_(0.7)", "cauchy_()",
+                                  "log_normal_(0.1, 0.5)", "geometric_(0.3)", "random_()",
+                                  "random_(-5, 90)"])
+@pytest.mark.parametrize("shape", ["7", "17", "(40, 9)", "30000"])
+def test_half_precision_fills(dtype: str, fill: str, shape: str) -> None:
+    # float16/bfloat16 compute in float (normal_ over whole blocks of 16 only), round to
+    # the dtype, and turn a uniform that rounds up to `to` into `from`
+    ours, theirs = draw_both(f"lib.empty({shape}, dtype=dt).{fill}", dtype)
+    np.testing.assert_array_equal(ours.float().numpy(), theirs.float().numpy())

@@ -34,6 +34,13 @@ def _digits(dtype: np.dtype) -> int:
     return {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}[dtype.name]
 
 
+def _cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """A double result in `dtype` as C++ casts it: float16 and bfloat16 through float."""
+    if dtype.kind == "f" and dtype.itemsize < 4 or dtype.name == "bfloat16":
+        x = x.astype(_F32)
+    return x.astype(dtype)
+
+
 def _libm(fn, x: np.ndarray) -> np.ndarray:
     """`fn` (a `math` function: the C library's, as PyTorch's scalar kernels call it)
     applied to each element of a float64 array."""
@@ -106,12 +113,19 @@ def uniform(eng: MT19937, n: int, dtype: np.dtype, low: float = 0.0,
             high: float = 1.0) -> np.ndarray:
     """`uniform_(low, high)`: `x * (to - from) + from` with `from` and `to` in the dtype."""
     x = unit(eng, n, dtype)
-    if low == 0.0 and high == 1.0:
-        return x.astype(dtype, copy=False)
+    if low == 0.0 and high == 1.0 and dtype in (_F32, _F64):
+        return x
     if dtype == _F64:
         return _fma(x, high - low, low, _F64)
+    if dtype == _F32:
+        lo, hi = np.float32(low), np.float32(high)
+        return _fma32(x, hi - lo, lo)
+    # float16/bfloat16: computed in float; a value that rounds to `high` in the dtype
+    # becomes `low` (PyTorch keeps the range half-open)
     lo, hi = np.float32(low), np.float32(high)
-    return _fma(x, hi - lo, lo, _F32).astype(dtype, copy=False)
+    out = _fma32(x, hi - lo, lo).astype(dtype)
+    out[out == dtype.type(high)] = dtype.type(low)
+    return out
 
 
 # -- normal -------------------------------------------------------------------------
@@ -121,17 +135,18 @@ def normal(eng: MT19937, n: int, dtype: np.dtype, mean: float = 0.0, std: float 
     """`normal_(mean, std)`: for 16 or more contiguous elements PyTorch's `normal_fill`
     (uniforms for every element, Box-Muller over blocks of 16, the last 16 drawn again and
     recomputed when 16 does not divide `n`); else one `normal_distribution<double>` draw
-    per element."""
+    per element. float16 and bfloat16 draw uniforms for the whole blocks only (then the
+    redrawn last 16) and compute in float32, rounding at the end."""
     if n >= 16 and contiguous:
-        data = unit(eng, n, dtype)
-        tail = unit(eng, 16, dtype) if n % 16 else None
         full = n - n % 16
+        data = unit(eng, n if dtype in (_F32, _F64) else full, dtype)
+        tail = unit(eng, 16, dtype) if n % 16 else None
         out = np.empty(n, dtype)
         out[:full] = _box_muller_16(data[:full], dtype, mean, std)
         if tail is not None:
             out[n - 16:] = _box_muller_16(tail, dtype, mean, std)
         return out
-    return normal_double(eng, n, mean, std).astype(dtype)
+    return _cast(normal_double(eng, n, mean, std), dtype)
 
 
 def _box_muller_16(u: np.ndarray, dtype: np.dtype, mean: float, std: float) -> np.ndarray:
@@ -146,7 +161,9 @@ def _box_muller_16(u: np.ndarray, dtype: np.dtype, mean: float, std: float) -> n
         first, second = _fma(cos, std, mean, _F64), _fma(sin, std, mean, _F64)
     else:
         # float32: PyTorch's AVX2 kernel, its SIMD log and sincos step for step (float16
-        # and bfloat16, whose kernel is scalar, come close by rounding the result)
+        # and bfloat16 the same on float32, with mean and std in their dtype)
+        if dtype != _F32:
+            mean, std = float(dtype.type(mean)), float(dtype.type(std))
         radius = np.sqrt(np.float32(-2) * _simd_log(u1.ravel().astype(_F32)))
         sin, cos = _simd_sincos(np.float32(2.0 * math.pi) * u2.ravel().astype(_F32))
         first = _fma32(radius * cos, std, mean)
@@ -305,25 +322,25 @@ def bernoulli_tensor(eng: MT19937, p: np.ndarray) -> np.ndarray:
 def exponential(eng: MT19937, n: int, dtype: np.dtype, lambd: float) -> np.ndarray:
     """`exponential_(lambd)`: `-1 / lambd * log1p(-u)` on a double uniform."""
     u = unit(eng, n, _F64)
-    return ((-1.0 / lambd) * _libm(math.log1p, -u)).astype(dtype)
+    return _cast((-1.0 / lambd) * _libm(math.log1p, -u), dtype)
 
 
 def cauchy(eng: MT19937, n: int, dtype: np.dtype, median: float, sigma: float) -> np.ndarray:
     """`cauchy_(median, sigma)`: `median + sigma * tan(pi * (u - 0.5))`."""
     u = unit(eng, n, _F64)
-    return (median + sigma * _libm(math.tan, math.pi * (u - 0.5))).astype(dtype)
+    return _cast(median + sigma * _libm(math.tan, math.pi * (u - 0.5)), dtype)
 
 
 def log_normal(eng: MT19937, n: int, dtype: np.dtype, mean: float, std: float) -> np.ndarray:
     """`log_normal_(mean, std)`: `exp` of a `normal_distribution<double>` draw."""
-    return _libm(math.exp, normal_double(eng, n, mean, std)).astype(dtype)
+    return _cast(_libm(math.exp, normal_double(eng, n, mean, std)), dtype)
 
 
 def geometric(eng: MT19937, n: int, dtype: np.dtype, p: float) -> np.ndarray:
     """`geometric_(p)`: `ceil(log(u) / log1p(-p))` on a double uniform."""
     u = unit(eng, n, _F64)
     denom = math.log1p(-p)
-    return np.ceil(_libm(_log_or_inf, u) / denom).astype(dtype)
+    return _cast(np.ceil(_libm(_log_or_inf, u) / denom), dtype)
 
 
 def _log_or_inf(x: float) -> float:
