@@ -194,13 +194,15 @@ def test_bad_arguments_raise_before_drawing() -> None:
 
 
 def test_a_million_floats_is_fast() -> None:
+    # vectorised over NumPy (a Python loop per element would take seconds); generous for
+    # a loaded 2-core machine
     import time
 
     start = time.perf_counter()
     ember.rand(10 ** 6)
     ember.randn(10 ** 6)
     ember.randn(10 ** 6, dtype=ember.float64)
-    assert time.perf_counter() - start < 3.0
+    assert time.perf_counter() - start < 8.0
 
 
 # -- what consumes the generator: layers, init, dropout, data loading -----------------------
