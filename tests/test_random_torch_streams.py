@@ -362,3 +362,21 @@ def test_half_precision_fills(dtype: str, fill: str, shape: str) -> None:
     # the dtype, and turn a uniform that rounds up to `to` into `from`
     ours, theirs = draw_both(f"lib.empty({shape}, dtype=dt).{fill}", dtype)
     np.testing.assert_array_equal(ours.float().numpy(), theirs.float().numpy())
+
+
+def test_a_trace_records_replayable_random_ops() -> None:
+    """While `ember.jit.trace` records, the fills run as composites of the random
+    primitives, so the traced graph replays (with fresh draws)."""
+    model = ember.nn.Sequential(ember.nn.Linear(4, 8), ember.nn.Dropout(0.5),
+                                ember.nn.Linear(8, 1))
+    x = ember.ones(3, 4)
+    assert tuple(ember.jit.trace(model, x)(x).shape) == (3, 1)
+
+    def draws(x):
+        return (x + ember.empty(3, 4).uniform_(0, 1) + ember.empty(3, 4).cauchy_()
+                + ember.empty(3, 4).log_normal_() + ember.empty(3, 4).geometric_(0.5)
+                + ember.empty(3, 4).normal_() + ember.empty(3, 4).exponential_()
+                + ember.empty(3, 4).random_(0, 5) + ember.randn(3, 4))
+    with pytest.warns(Warning):  # PyTorch's warning for a non-deterministic trace
+        traced = ember.jit.trace(draws, x)
+    assert tuple(traced(x).shape) == (3, 4)

@@ -7,12 +7,13 @@ ember.core.inplace, they are differentiable where PyTorch's are (`copy_` and a t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from ember.core import costs, cpu_random
+from ember.core import costs, cpu_random, tracing
 from ember.core import dtype as dt
 from ember.core.backend import numpy_dtype
 from ember.core.creation import (
@@ -86,11 +87,20 @@ def _memory_order(x: Tensor) -> tuple[int, ...]:
     return tuple(sorted(range(x.ndim), key=lambda d: -strides[d]))
 
 
+def _on_host(generator: Any, device: Any) -> Any:
+    """The host generator a random op on `device` draws PyTorch's stream from, or None:
+    the op then runs as a composite of the random primitives on the device's generator.
+    Also None while `ember.jit.trace` records, so a trace holds replayable primitives."""
+    if tracing.active is not None:
+        return None
+    return host_generator(generator, device)
+
+
 def _host_fill(self: Tensor, op: str, generator: Any,
                draw: Callable[[MT19937, int, np.dtype], np.ndarray], *others: Any) -> Tensor | None:
     """Fill `self` in place with `draw(engine, count, numpy dtype)` from the host
     generator, in memory order; None when `self` runs on its device's generator."""
-    host = host_generator(generator, self.device)
+    host = _on_host(generator, self.device)
     if host is None:
         return None
     order = _memory_order(self)
@@ -153,7 +163,7 @@ def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *,
 @composite(variants="function method", cost=costs.creation)
 def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
     """1 with probability `input` (or `p`) for each element, else 0."""
-    if host_generator(generator, input.device) is not None:
+    if _on_host(generator, input.device) is not None:
         out = empty(tuple(input.shape), dtype=input.dtype, device=input.device)
         return bernoulli_(out, input if p is None else p, generator=generator)
     probs = input if p is None else full_like(input, p)
@@ -166,7 +176,7 @@ def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
 def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
     """Fills this tensor with 1 with probability `p` (else 0), in place."""
     if isinstance(p, Tensor):
-        probs = _in_memory_order(self, p) if host_generator(generator, self.device) else None
+        probs = _in_memory_order(self, p) if _on_host(generator, self.device) else None
         done = _host_fill(self, "bernoulli_", generator,
                           lambda e, n, d: cpu_random.bernoulli_tensor(e, probs))
     else:
@@ -227,9 +237,14 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[int] | None = None, *
 
 
 def _on_host_only(op: str, self: Tensor, generator: Any,
-                  draw: Callable[[MT19937, int, np.dtype], np.ndarray]) -> Tensor:
+                  draw: Callable[[MT19937, int, np.dtype], np.ndarray],
+                  traced: Callable[[Tensor], Tensor]) -> Tensor:
     """A fill drawn from the host generator on every device (a non-CPU tensor without a
-    generator draws from the default generator and receives the values)."""
+    generator draws from the default generator and receives the values). While a trace
+    records: `traced(u)` of a primitive uniform draw `u`, which a trace can replay."""
+    if tracing.active is not None:
+        u = rand(tuple(self.shape), dtype=self.dtype, device=self.device, generator=generator)
+        return copy_(self, traced(u))
     done = _host_fill(self, op, generator if generator is not None or self.device.type ==
                       "cpu" else default_generator, draw)
     assert done is not None
@@ -244,7 +259,8 @@ def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *,
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
     return _on_host_only("cauchy_", self, generator,
-                         lambda e, n, d: cpu_random.cauchy(e, n, d, median, sigma))
+                         lambda e, n, d: cpu_random.cauchy(e, n, d, median, sigma),
+                         lambda u: ((u - 0.5) * math.pi).tan() * sigma + median)
 
 
 @composite(variants="method", cost=costs.creation)
@@ -256,7 +272,9 @@ def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *,
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
     return _on_host_only("log_normal_", self, generator,
-                         lambda e, n, d: cpu_random.log_normal(e, n, d, mean, std))
+                         lambda e, n, d: cpu_random.log_normal(e, n, d, mean, std),
+                         lambda u: (randn(tuple(self.shape), dtype=self.dtype,
+                                          device=self.device) * std + mean).exp())
 
 
 @composite(variants="method", cost=costs.creation)
@@ -266,7 +284,8 @@ def geometric_(self: Tensor, p: float, *, generator: Any = None) -> Tensor:
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
     return _on_host_only("geometric_", self, generator,
-                         lambda e, n, d: cpu_random.geometric(e, n, d, p))
+                         lambda e, n, d: cpu_random.geometric(e, n, d, p),
+                         lambda u: ((1 - u).log() / math.log1p(-p)).ceil())
 
 
 # the exclusive upper bound of `random_()` with no bounds: every integer the dtype holds
@@ -332,7 +351,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
         if not all_(sum_(probs, 1) > 0).item():
             raise RuntimeError("invalid multinomial distribution (sum of probabilities "
                                "<= 0)")
-        if host_generator(generator, input.device) is not None:
+        if _on_host(generator, input.device) is not None:
             out = _host_multinomial(probs, num_samples, replacement, generator)
         else:
             # float16/bfloat16 weights are drawn in float32 (cumulative sums need range)
@@ -448,7 +467,7 @@ def poisson(input: Tensor, generator: Any = None) -> Tensor:
     with no_grad():
         if input.numel() and bool((input < 0).any().item()):
             raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-        host = host_generator(generator, input.device)
+        host = _on_host(generator, input.device)
         if host is not None:  # PyTorch's sampler, element by element
             rates = _in_memory_order(input, input)
             out = empty(tuple(input.shape), dtype=input.dtype, device=input.device)
