@@ -33,6 +33,7 @@ from ember.core.creation import (
     from_numpy,
     full,
     full_like,
+    get_rng_state,
     initial_seed,
     linspace,
     manual_seed,
@@ -46,6 +47,7 @@ from ember.core.creation import (
     randn_like,
     randperm,
     seed,
+    set_rng_state,
     tensor,
     zeros,
     zeros_like,
@@ -513,7 +515,7 @@ from ember.core.ops.sorting import (
     sort,
 )
 from ember.core.ops.spectral import istft, stft
-from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, poisson, zero_
+from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, normal, poisson, zero_
 from ember.core.placement import get_default_device, set_default_device
 from ember.core.storage import layout, strided  # SHAPE family
 from ember.core.tensor import Size, Tensor
@@ -552,7 +554,7 @@ _FROM_AMP = {"autocast", "is_autocast_enabled", "get_autocast_dtype",
 _FROM_SCHEDULING = {"plan", "Plan"}  # auto-scheduling: imported on first use
 _FROM_COMPILED = {"compile"}  # ember.compile: kernel replay (ember.jit.compiled)
 _SUBMODULES = _SUBMODULES | {"scheduling"}  # ember.scheduling.learn & co
-_SUBMODULES = _SUBMODULES | {"special"}  # ember.special: torch.special's functions
+_SUBMODULES = _SUBMODULES | {"special", "random"}  # ember.special: torch.special's functions
 # nnmisc family (issue 16): torch.batch_norm, torch.kl_div, torch.lstm ... with ATen's
 # signatures, from ember.nn.torch_functions (imported on first use: ember.nn is heavy)
 _FROM_NN_TORCH_FUNCTIONS = {
@@ -607,6 +609,7 @@ __all__ = [
     "ones_like", "empty_like", "full_like", "arange", "linspace", "eye", "rand", "randn",
     "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
     "Generator", "default_generator", "manual_seed", "initial_seed", "seed",
+    "get_rng_state", "set_rng_state",
     # elementwise
     "abs", "absolute", "neg", "negative", "positive", "sign", "floor", "ceil", "trunc",
     "fix", "round", "relu", "exp", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "sin",
@@ -652,7 +655,7 @@ __all__ = [
     "conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
     "adaptive_avg_pool1d", "constant_pad_nd", "layer_norm", "softmax", "log_softmax",
     # random draws (nnmisc family, issue 16)
-    "poisson", "binomial",
+    "poisson", "binomial", "normal",
     # convolutions, pooling and resampling (nnconv)
     "conv3d", "conv_transpose1d", "conv_transpose3d", "conv_tbc", "convolution", "max_pool3d",
     "max_pool1d_with_indices", "adaptive_max_pool1d", "affine_grid_generator", "grid_sampler",

@@ -177,7 +177,8 @@ def test_exported_ops_are_declared():
     """Every function ember exports is a declared op's, or one of the few non-op names."""
     not_ops = {"is_tensor", "devices", "get_default_dtype", "set_default_dtype",
                "promote_types", "can_cast", "get_default_device", "set_default_device",
-               "manual_seed", "initial_seed", "seed", "is_grad_enabled",
+               "manual_seed", "initial_seed", "seed", "get_rng_state", "set_rng_state",
+               "is_grad_enabled",
                "is_inference_mode_enabled", "save", "load", "get_float32_matmul_precision",
                "set_float32_matmul_precision"}
     publics = {id(op.public) for op in OPS.values()}

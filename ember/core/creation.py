@@ -17,19 +17,21 @@ from typing import Any
 
 import numpy as np
 
-from ember.core import costs, plugins
+from ember.core import costs, plugins, tracing
+from ember.core import cpu_random as streams
 from ember.core import dtype as dt
 from ember.core.backend import from_numpy_dtype, numpy_dtype
 from ember.core.declare import composite, define, primitive
 from ember.core.device import device as Device
 from ember.core.dispatch import check_dtype, run_creation
 from ember.core.host import dtype_arg, python_scalar
+from ember.core.mt19937 import DEFAULT_SEED, MT19937
 from ember.core.opdef import Kind, OutMeta
 from ember.core.placement import DeviceLike, get_default_device, resolve, set_default_device
 from ember.core.tensor import Tensor
 
-__all__ = ["Generator", "default_generator", "get_default_device", "initial_seed", "seed",
-           "manual_seed", "set_default_device"]
+__all__ = ["Generator", "default_generator", "get_default_device", "get_rng_state",
+           "initial_seed", "seed", "manual_seed", "set_default_device", "set_rng_state"]
 
 
 def _sizes_given(op: str, size: tuple) -> None:
@@ -131,12 +133,23 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
 
 
 def _random(op: str, size: tuple, dtype: Any, device: DeviceLike, requires_grad: bool,
+            generator: Any, draw: Callable[[MT19937, int, np.dtype], np.ndarray],
             **attrs: Any) -> Tensor:
+    """A random factory: on the CPU (or with a generator) PyTorch's stream from the host
+    generator, `draw(engine, count, numpy dtype)`; elsewhere the device's own kernel."""
     d = dtype_arg(dtype) or dt.get_default_dtype()
     if op in ("rand", "randn") and not d.is_floating_point:
         raise RuntimeError(f"{op}(): expected a floating-point dtype, got {d}")
     dev, backend = resolve(device, _nbytes(size, d))
-    t = run_creation(op, dev, backend, shape=_shape_arg(op, size, d), dtype=d, **attrs)
+    shape = _shape_arg(op, size, d)
+    host = host_generator(generator, dev)
+    if host is None:
+        t = run_creation(op, dev, backend, shape=shape, dtype=d, **attrs)
+    else:
+        check_dtype(op, backend, d, dev)
+        n, npd = math.prod(shape), numpy_dtype(d)
+        t = host_random(op, shape, d, dev, lambda: draw(host._engine, n, npd), shape=shape,
+                        **attrs)
     return _finish(t, requires_grad)
 
 
@@ -144,46 +157,56 @@ def _random(op: str, size: tuple, dtype: Any, device: DeviceLike, requires_grad:
 def rand(*size: Any, dtype: Any = None, device: DeviceLike = None, requires_grad: bool = False,
          generator: Any = None) -> Tensor:
     """Uniform random numbers in [0, 1)."""
-    if generator is not None:
-        return generator._rand("rand", size, dtype, device, requires_grad)
-    return _random("rand", size, dtype, device, requires_grad)
+    return _random("rand", size, dtype, device, requires_grad, generator, streams.uniform)
 
 
 @primitive(variants="function", rule=_rand_rule, creation=True, cost=costs.creation)
 def randn(*size: Any, dtype: Any = None, device: DeviceLike = None,
           requires_grad: bool = False, generator: Any = None) -> Tensor:
     """Standard normal random numbers."""
-    if generator is not None:
-        return generator._rand("randn", size, dtype, device, requires_grad)
-    return _random("randn", size, dtype, device, requires_grad)
+    return _random("randn", size, dtype, device, requires_grad, generator, streams.normal)
+
+
+# the dtypes whose `random_(from, to)` draws 64-bit words for ranges of 2**32 or more
+WIDE_RANDOM = frozenset({"int64", "float64", "float32", "bfloat16"})
 
 
 @primitive(variants="function", rule=_randint_rule, creation=True, cost=costs.creation)
 def randint(low: int, high: int | None = None, size: Sequence[int] = (), *,
-            dtype: Any = None, device: DeviceLike = None, generator: Any = None) -> Tensor:
+            dtype: Any = None, device: DeviceLike = None, generator: Any = None,
+            requires_grad: bool = False) -> Tensor:
     """Random integers in [low, high)."""
     if high is None:
         low, high = 0, low
     elif isinstance(high, (tuple, list)) or hasattr(high, "__len__"):
         low, high, size = 0, low, high  # randint(high, size), as PyTorch allows
+    low, high = int(low), int(high)
     if low >= high:
-        raise RuntimeError(f"randint(): expected low < high, but got low={low} and "
-                           f"high={high}")
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
+                           f"from={low} >= to={high}")
     d = dtype_arg(dtype) or dt.int64
-    if generator is not None:
-        return generator._randint(low, high, tuple(size), d, device)
-    return _random("randint", tuple(size), d, device, False, low=low, high=high)
+    wide = d.name in WIDE_RANDOM
+
+    def draw(engine: MT19937, n: int, npd: np.dtype) -> np.ndarray:
+        return streams.integers(engine, n, low, high, wide).astype(npd)
+    return _random("randint", tuple(size), d, device, requires_grad, generator, draw,
+                   low=low, high=high)
 
 
 @primitive(variants="function", rule=_randperm_rule, creation=True, cost=costs.creation)
 def randperm(n: int, *, dtype: Any = None, device: DeviceLike = None,
-             generator: Any = None) -> Tensor:
+             generator: Any = None, requires_grad: bool = False) -> Tensor:
     """A random permutation of 0 .. n-1."""
+    n = int(n)
+    if n < 0:
+        raise RuntimeError(f"n must be non-negative, got{n}")
     d = dtype_arg(dtype) or dt.int64
-    if generator is not None:
-        return generator._randperm(n, d, device)
     dev, backend = resolve(device)
-    return run_creation("randperm", dev, backend, n=int(n), dtype=d)
+    host = host_generator(generator, dev)
+    if host is None:
+        return _finish(run_creation("randperm", dev, backend, n=n, dtype=d), requires_grad)
+    t = host_random("randperm", (n,), d, dev, lambda: streams.randperm(host._engine, n), n=n)
+    return _finish(t, requires_grad)
 
 
 # -- from data ------------------------------------------------------------------------
@@ -398,7 +421,7 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: DeviceLike =
     return _finish((rows == cols).to(d), requires_grad)
 
 
-# -- seeding --------------------------------------------------------------------------
+# -- seeding and generators --------------------------------------------------------------
 
 _seed: int | None = None  # None: the seed drawn at start-up (plugins.registry.startup_seed)
 
@@ -406,7 +429,10 @@ _seed: int | None = None  # None: the seed drawn at start-up (plugins.registry.s
 def manual_seed(seed: int) -> Generator:
     """Seed the random number generators of every backend (and the default generator)."""
     global _seed
-    _seed = int(seed)
+    seed = int(seed)
+    if not -0x8000_0000_0000_0000 <= seed <= 0xFFFF_FFFF_FFFF_FFFF:
+        raise RuntimeError("Overflow when unpacking long long")
+    _seed = seed & 0xFFFF_FFFF_FFFF_FFFF
     plugins.registry.ensure_loaded()
     for backend in plugins.registry.backends.values():
         try:
@@ -419,9 +445,13 @@ def manual_seed(seed: int) -> Generator:
 
 def seed() -> int:
     """Seed every generator from the OS, non-deterministically, and return the seed."""
-    s = int.from_bytes(os.urandom(8), "little") >> 1
+    s = _os_seed()
     manual_seed(s)
     return s
+
+
+def _os_seed() -> int:
+    return int.from_bytes(os.urandom(8), "little")
 
 
 def initial_seed() -> int:
@@ -431,56 +461,111 @@ def initial_seed() -> int:
 
 
 class Generator:
-    """A random number generator with its own state (host-side, PCG64), as
-    `torch.Generator`: used for reproducible shuffling and sampling."""
+    """A random number generator with its own state, as `torch.Generator`.
+
+    Its stream is PyTorch's CPU generator's, number for number: a Mersenne Twister
+    seeded as PyTorch seeds it (ember.core.mt19937), transformed into uniforms, normals,
+    integers and permutations as PyTorch's CPU kernels transform it
+    (ember.core.cpu_random). So `ember.Generator().manual_seed(s)` and
+    `torch.Generator().manual_seed(s)` give the same `rand`, `randn`, `randperm` ...;
+    `get_state()` is PyTorch's 5056-byte state, interchangeable with torch's.
+
+    A generator made for another device draws the same host stream and moves the result.
+    """
 
     def __init__(self, device: DeviceLike = "cpu") -> None:
         self.device = Device(device) if not isinstance(device, Device) else device
-        self._seed = 67280421310721
-        self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        self._engine = MT19937(DEFAULT_SEED)
+
+    def __repr__(self) -> str:
+        return f"<ember.Generator object at {id(self):#x}>"
 
     def manual_seed(self, seed: int) -> Generator:
-        self._seed = int(seed)
-        self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        """Seed this generator (PyTorch seeds its twister with the low 32 bits and
+        keeps the whole seed for `initial_seed`)."""
+        seed = int(seed)
+        if not -0x8000_0000_0000_0000 <= seed <= 0xFFFF_FFFF_FFFF_FFFF:
+            raise RuntimeError("Overflow when unpacking long long")
+        self._engine.manual_seed(seed & 0xFFFF_FFFF_FFFF_FFFF)
         return self
 
     def seed(self) -> int:
-        s = int(np.random.SeedSequence().entropy) % (2 ** 63)
-        self.manual_seed(s)
+        """Seed from the OS, non-deterministically; returns the seed."""
+        s = _os_seed()
+        self._engine.manual_seed(s)
         return s
 
     def initial_seed(self) -> int:
-        return self._seed
+        """The seed this generator was last seeded with."""
+        return self._engine.initial_seed
 
     def get_state(self) -> Tensor:
-        state = self._rng.bit_generator.state
-        raw = [state["state"]["state"], state["state"]["inc"], state["has_uint32"],
-               state["uinteger"]]
-        data = np.frombuffer(b"".join(int(v).to_bytes(16, "little") for v in raw),
-                             dtype=np.uint8).copy()
+        """The state as a uint8 tensor of PyTorch's layout (5056 bytes)."""
+        data = np.frombuffer(self._engine.get_state(), dtype=np.uint8).copy()
         return from_numpy(data)
 
-    def set_state(self, state: Tensor) -> Generator:
-        raw = bytes(state.numpy().astype(np.uint8))
-        vals = [int.from_bytes(raw[i:i + 16], "little") for i in range(0, 64, 16)]
-        self._rng.bit_generator.state = {
-            "bit_generator": "PCG64", "state": {"state": vals[0], "inc": vals[1]},
-            "has_uint32": vals[2], "uinteger": vals[3]}
+    def set_state(self, new_state: Tensor) -> Generator:
+        """Restore a state from `get_state` (or from PyTorch's `get_state`)."""
+        if not isinstance(new_state, Tensor) or new_state.dtype is not dt.uint8:
+            got = new_state.dtype if isinstance(new_state, Tensor) else type(new_state).__name__
+            raise TypeError(f"expected a torch.ByteTensor, but got {got}")
+        self._engine.set_state(bytes(new_state.detach().cpu().numpy().reshape(-1)))
         return self
 
-    def _rand(self, op: str, size: tuple, dtype: Any, device: DeviceLike, requires_grad: bool):
-        d = dtype_arg(dtype) or dt.get_default_dtype()
-        shape = _shape_arg(op, size)
-        arr = self._rng.random(shape) if op == "rand" else self._rng.standard_normal(shape)
-        return tensor(arr.astype(numpy_dtype(d)), device=device, requires_grad=requires_grad)
+    def clone_state(self) -> Generator:
+        """A new generator in this one's state (`torch.Generator.clone_state`)."""
+        twin = Generator(self.device)
+        twin._engine.set_state(self._engine.get_state())
+        return twin
 
-    def _randint(self, low: int, high: int, size: tuple, d: dt.dtype, device: DeviceLike):
-        arr = self._rng.integers(low, high, size=size)
-        return tensor(arr.astype(numpy_dtype(d)), device=device)
+    def __getstate__(self) -> dict:
+        return {"device": str(self.device), "state": self._engine.get_state()}
 
-    def _randperm(self, n: int, d: dt.dtype, device: DeviceLike):
-        return tensor(self._rng.permutation(n).astype(numpy_dtype(d)), device=device)
+    def __setstate__(self, state: dict) -> None:
+        self.device = Device(state["device"])
+        self._engine = MT19937(DEFAULT_SEED)
+        self._engine.set_state(state["state"])
 
 
-default_generator = Generator().manual_seed(plugins.registry.startup_seed)
-"""The generator random ops use when none is given."""
+default_generator = Generator()
+"""The generator random ops on the CPU use when none is given (`torch.default_generator`)."""
+default_generator._engine.manual_seed(plugins.registry.startup_seed)
+
+
+def get_rng_state() -> Tensor:
+    """The default generator's state, a uint8 tensor of PyTorch's layout."""
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state: Tensor) -> None:
+    """Restore the default generator's state from `get_rng_state`."""
+    default_generator.set_state(new_state)
+
+
+def host_generator(generator: Any, device: Device) -> Generator | None:
+    """The generator a random op on `device` draws from on the host: the one given, or
+    the default generator on the CPU; None when the op should run on its device's own
+    generator (a backend kernel)."""
+    if generator is not None:
+        if not isinstance(generator, Generator):
+            raise TypeError(f"expected a Generator, but got {type(generator).__name__}")
+        return generator
+    return default_generator if device.type == "cpu" else None
+
+
+def host_random(op: str, size: tuple[int, ...], d: dt.dtype, device: Device,
+                draw: Callable[[], np.ndarray], **attrs: Any) -> Tensor:
+    """A tensor of `size` on `device` holding `draw()` (a flat array of its values, in
+    order, drawn from a host generator). Recorded like a kernel call, so a taped step
+    (`ember.compile`) draws fresh numbers on every replay."""
+    def kernel() -> np.ndarray:
+        return np.ascontiguousarray(draw(), dtype=numpy_dtype(d)).reshape(size)
+
+    dev, backend = resolve("cpu")
+    buf = kernel()
+    if tracing.tape is not None:
+        tracing.tape.call(op, kernel, (), {}, buf)
+    out = Tensor._make(buf, d, dev, backend)
+    if tracing.active is not None:
+        tracing.primitive(op, (), dict(attrs, dtype=d, device="cpu"), out)
+    return out if device.type == "cpu" else out.to(device)

@@ -598,13 +598,18 @@ def _check_p(p: float) -> None:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
+def _kept(input: Tensor, p: float, mask_shape: tuple) -> Tensor:
+    """1 where an element (or channel) is kept, else 0, in `input`'s dtype: PyTorch's
+    `empty(mask_shape).bernoulli_(1 - p)`, so a seeded program drops what PyTorch drops."""
+    return ember.empty(mask_shape, dtype=input.dtype, device=input.device).bernoulli_(1.0 - p)
+
+
 def _dropout_with_mask_shape(input: Tensor, p: float, mask_shape: tuple,
                              inplace: bool) -> Tensor:
     if p == 1.0:
         out = input * 0.0
     else:
-        keep = (ember.rand(mask_shape, dtype=input.dtype, device=input.device) >= p)
-        scale = keep.to(input.dtype) * (1.0 / (1.0 - p))
+        scale = _kept(input, p, mask_shape) / (1.0 - p)  # PyTorch's noise.div_(1 - p)
         if inplace:
             return _inplace_apply(input, lambda x: x * scale)
         return input * scale
@@ -665,13 +670,7 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
         return input
     if p == 1.0:
         return input * 0.0
-    alpha_p = -_SELU_ALPHA * _SELU_SCALE
-    a = 1.0 / math.sqrt((alpha_p * alpha_p * p + 1) * (1 - p))
-    b = -a * alpha_p * p
-    keep = (ember.rand(tuple(input.shape), dtype=input.dtype, device=input.device) >= p)
-    keep = keep.to(input.dtype)
-    out = (input * keep + alpha_p * (1.0 - keep)) * a + b
-    return input.copy_(out) if inplace else out
+    return _alpha_dropout_with_mask_shape(input, p, tuple(input.shape), inplace)
 
 
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
@@ -1052,6 +1051,17 @@ def _rrelu_slopes(input: Tensor, lower: float, upper: float, training: bool) -> 
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not training:
         return (lower + upper) / 2
+    if input.device.type == "cpu":
+        # PyTorch's CPU kernel draws a slope (a double uniform between the bounds as the
+        # input's dtype holds them) only for each element <= 0, in order; the others
+        # keep slope 1
+        negative = input.detach() <= 0
+        slopes = ember.ones(tuple(input.shape), dtype=ember.float64)
+        low, high = (ember.tensor(v, dtype=input.dtype).item() for v in (lower, upper))
+        drawn = ember.empty(int(negative.sum().item()), dtype=ember.float64).uniform_(
+            low, high)
+        slopes[negative] = drawn
+        return slopes.to(input.dtype)
     return ember.empty(tuple(input.shape), dtype=input.dtype,
                        device=input.device).uniform_(lower, upper)
 
@@ -1084,8 +1094,7 @@ def _alpha_dropout_with_mask_shape(input: Tensor, p: float, mask_shape: tuple,
         return input.copy_(out) if inplace else out
     alpha = _SELU_ALPHA * _SELU_SCALE
     a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
-    keep = (ember.rand(mask_shape, dtype=input.dtype, device=input.device) >= p)
-    keep = keep.to(input.dtype)
+    keep = _kept(input, p, mask_shape)
     b = (keep - 1.0) * (alpha * a) + alpha * a * p
     fn = lambda x: x * (keep * a) + b  # noqa: E731
     return _inplace_apply(input, fn) if inplace else fn(input)

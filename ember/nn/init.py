@@ -80,44 +80,50 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
                   b: float = 2.0, generator: ember.Generator | None = None) -> Tensor:
     r"""Fill with values drawn from :math:`\mathcal{N}(\text{mean}, \text{std}^2)`
-    truncated to :math:`[a, b]` (values outside are redrawn)."""
+    truncated to :math:`[a, b]`: PyTorch's rejection sampling, draw for draw (normals
+    redrawn where they fall outside; for a narrow window, uniform proposals on [a, b]
+    accepted by the density), so the same seed gives PyTorch's values."""
     def norm_cdf(x: float) -> float:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
                       "distribution of values may be incorrect.", stacklevel=2)
-    shape, dtype, device = tuple(tensor.shape), tensor.dtype, tensor.device
     with ember.no_grad():
         p = norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std)
         if p > 0.3:
-            # plain rejection: redraw the samples that fall outside until none do
-            result = ember.randn(shape, dtype=dtype, device=device, generator=generator)
-            result = result * std + mean
+            # the bounds as the tensor's dtype holds them, so the test matches the values
+            lo, hi = (ember.tensor(v, dtype=tensor.dtype).item() for v in (a, b))
+            result = tensor.normal_(mean, std, generator=generator)
             while True:
-                bad = (result < a) | (result > b)
+                bad = (result < lo) | (result > hi)
                 if not bool(bad.any()):
                     break
-                fresh = ember.randn(shape, dtype=dtype, device=device, generator=generator)
-                result = ember.where(bad, fresh * std + mean, result)
-        else:
-            # the mass inside [a, b] is small: propose uniformly on [a, b] and accept with
-            # the normal density relative to its peak on the interval
-            mode = max(a, min(mean, b))
-            log_peak = -0.5 * ((mode - mean) / std) ** 2
-            result = ember.rand(shape, dtype=dtype, device=device, generator=generator)
-            result = result * (b - a) + a
-            log_pdf = ((result - mean) / std) ** 2 * -0.5 - log_peak
-            u = ember.rand(shape, dtype=dtype, device=device, generator=generator)
-            pending = ember.log(u) > log_pdf
-            while bool(pending.any()):
-                cand = ember.rand(shape, dtype=dtype, device=device, generator=generator)
-                cand = cand * (b - a) + a
-                result = ember.where(pending, cand, result)
-                log_pdf = ((cand - mean) / std) ** 2 * -0.5 - log_peak
-                u = ember.rand(shape, dtype=dtype, device=device, generator=generator)
-                pending = ember.where(pending, ember.log(u) > log_pdf, pending)
-        tensor.copy_(result)
+                fresh = ember.empty_like(result).normal_(mean, std, generator=generator)
+                result = ember.where(bad, fresh, result)
+            if result is not tensor:
+                tensor.copy_(result)
+            return tensor
+        # the mass inside [a, b] is small: propose uniformly on [a, b] and accept with the
+        # normal density relative to its peak on the interval
+        mode = max(a, min(mean, b))
+        log_peak = -0.5 * ((mode - mean) / std) ** 2
+
+        def log_pdf(x: Tensor) -> Tensor:
+            return ((x - mean) / std) ** 2 * -0.5 - log_peak
+
+        def accept_draw() -> Tensor:
+            return ember.empty_like(tensor).uniform_(generator=generator).log_()
+
+        tensor.uniform_(a, b, generator=generator)
+        pending = accept_draw() > log_pdf(tensor)
+        result = tensor
+        while bool(pending.any()):
+            cand = ember.empty_like(tensor).uniform_(a, b, generator=generator)
+            result = ember.where(pending, cand, result)
+            pending = ember.where(pending, accept_draw() > log_pdf(cand), pending)
+        if result is not tensor:
+            tensor.copy_(result)
     return tensor
 
 
@@ -270,8 +276,9 @@ def orthogonal_(tensor: Tensor, gain: float = 1,
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
     with ember.no_grad():
-        flat = ember.randn(rows, cols, dtype=ember.float64, device=tensor.device,
-                           generator=generator)
+        # PyTorch's draw (in the tensor's dtype, so the stream matches), factored in float64
+        flat = tensor.new_empty((rows, cols)).normal_(0, 1, generator=generator)
+        flat = flat.to(ember.float64)
         if rows < cols:
             flat = flat.t().contiguous()
         q = _orthonormal_columns(flat)

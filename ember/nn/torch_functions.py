@@ -139,7 +139,8 @@ def native_dropout(input: Tensor, p: float, train: bool | None) -> tuple[Tensor,
     if train is False or p == 0.0:
         return input.clone(), ember.ones(input.shape, dtype=ember.bool, device=input.device)
     F._check_p(p)
-    mask = ember.rand(tuple(input.shape), dtype=input.dtype, device=input.device) >= p
+    mask = ember.empty(tuple(input.shape), dtype=ember.bool, device=input.device) \
+        .bernoulli_(1.0 - p)  # PyTorch's draw: the same mask for the same seed
     scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
     return input * mask.to(input.dtype) * scale, mask
 

@@ -10,7 +10,8 @@ CPU-only, passed to the shared kernels as hooks or added to the table here:
 - ReLU laid out for NumPy's fastest `maximum` loop;
 - erf to float64 precision through the C library's `math.erf`;
 - the special functions (lgamma, digamma, erfinv ...) through SciPy, imported on first use;
-- random numbers from a NumPy Generator;
+- random numbers from a NumPy Generator, for the creation kernels other devices fall back
+  to (random ops on the CPU itself draw PyTorch's stream in core: ember/core/cpu_random.py);
 - the whole-layer LSTM kernel (lstm.py, registered beside this table);
 - NumPy's RuntimeWarnings on inf and NaN arithmetic, which PyTorch does not give.
 """

@@ -1,25 +1,46 @@
 """Ops that write new values into a tensor: `fill_`, `zero_`, `copy_`, and the random
-fills (`uniform_`, `normal_`, `bernoulli_`, `exponential_`, `random_`), plus
-`bernoulli` and `multinomial`. Through ember.core.inplace, they are differentiable where
-PyTorch's are (`copy_` and a tensor `fill_` pass the gradient to their source).
+fills (`uniform_`, `normal_`, `bernoulli_`, `exponential_`, `random_`, `cauchy_`,
+`log_normal_`, `geometric_`), plus `bernoulli` and `multinomial`. Through
+ember.core.inplace, they are differentiable where PyTorch's are (`copy_` and a tensor
+`fill_` pass the gradient to their source).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ember.core import costs
+import numpy as np
+
+from ember.core import costs, cpu_random, tracing
 from ember.core import dtype as dt
-from ember.core.creation import arange, full, full_like, rand, randint, randn
+from ember.core.backend import numpy_dtype
+from ember.core.creation import (
+    WIDE_RANDOM,
+    arange,
+    default_generator,
+    empty,
+    full,
+    full_like,
+    host_generator,
+    host_random,
+    rand,
+    randint,
+    randn,
+    tensor,
+)
 from ember.core.declare import composite
 from ember.core.grad_mode import no_grad
 from ember.core.inplace import apply_inplace
+from ember.core.mt19937 import MT19937
 from ember.core.ops.elementwise import eq, isfinite, lt, to_device, to_dtype, where
 from ember.core.ops.indexing import SCALAR_TYPE_NAMES
 from ember.core.ops.reduction import all as all_
 from ember.core.ops.reduction import argmax, cumsum
 from ember.core.ops.reduction import sum as sum_
 from ember.core.ops.shape import cat, expand, squeeze, unsqueeze
+from ember.core.shapes import broadcast_shapes
 from ember.core.tensor import Tensor
 
 
@@ -54,9 +75,72 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     return apply_inplace(self, compute, src, op="copy_")
 
 
+# -- random fills ----------------------------------------------------------------------
+# On the CPU (or with a generator given) each fill draws PyTorch's CPU stream from the
+# host generator (ember.core.cpu_random), in the order PyTorch's kernel writes the
+# tensor: its memory order. Elsewhere it runs on the device's own generator.
+
+def _memory_order(x: Tensor) -> tuple[int, ...]:
+    """The dims of `x` ordered so that a row-major walk of them walks its memory
+    (PyTorch's TensorIterator order for a write): by stride, largest first."""
+    strides = x.stride()
+    return tuple(sorted(range(x.ndim), key=lambda d: -strides[d]))
+
+
+def _on_host(generator: Any, device: Any) -> Any:
+    """The host generator a random op on `device` draws PyTorch's stream from, or None:
+    the op then runs as a composite of the random primitives on the device's generator.
+    Also None while `ember.jit.trace` records, so a trace holds replayable primitives."""
+    if tracing.active is not None:
+        return None
+    return host_generator(generator, device)
+
+
+def _host_fill(self: Tensor, op: str, generator: Any,
+               draw: Callable[[MT19937, int, np.dtype], np.ndarray], *others: Any) -> Tensor | None:
+    """Fill `self` in place with `draw(engine, count, numpy dtype)` from the host
+    generator, in memory order; None when `self` runs on its device's generator."""
+    host = _on_host(generator, self.device)
+    if host is None:
+        return None
+    order = _memory_order(self)
+    walked = tuple(self.shape[d] for d in order)
+    n, npd = self.numel(), numpy_dtype(self.dtype)
+
+    def compute(old: Tensor) -> Tensor:
+        values = host_random(op, walked, self.dtype, self.device,
+                             lambda: draw(host._engine, n, npd), shape=walked)
+        if order != tuple(range(self.ndim)):
+            values = values.permute(tuple(order.index(d) for d in range(self.ndim)))
+        return values
+    with no_grad():
+        return apply_inplace(self, compute, *others, op=op)
+
+
+def _in_memory_order(self: Tensor, values: Tensor) -> np.ndarray:
+    """`values` (broadcast to `self`'s shape) as a flat host array in `self`'s memory
+    order."""
+    order = _memory_order(self)
+    arr = expand(values, tuple(self.shape)).detach().cpu().numpy()
+    return np.ascontiguousarray(arr.transpose(order)).reshape(-1)
+
+
+def _check_float(op: str, self: Tensor) -> None:
+    if not self.dtype.is_floating_point:
+        raise RuntimeError(f'"{op}_cpu" not implemented for '
+                           f"'{SCALAR_TYPE_NAMES.get(self.dtype.name, self.dtype.name)}'")
+
+
 @composite(variants="method", cost=costs.creation)
 def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> Tensor:
     """Fills this tensor with numbers drawn uniformly from [a, b), in place."""
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={a} > to={b}")
+    done = _host_fill(self, "uniform_", generator,
+                      lambda e, n, d: cpu_random.uniform(e, n, d, a, b))
+    if done is not None:
+        return done
     r = rand(tuple(self.shape), dtype=self.dtype, device=self.device, generator=generator)
     return apply_inplace(self, lambda old: r * (b - a) + a, op="uniform_")
 
@@ -65,6 +149,13 @@ def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Any = N
 def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *,
             generator: Any = None) -> Tensor:
     """Fills this tensor with numbers drawn from N(mean, std²), in place."""
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    contiguous = self.is_contiguous()
+    done = _host_fill(self, "normal_", generator,
+                      lambda e, n, d: cpu_random.normal(e, n, d, mean, std, contiguous))
+    if done is not None:
+        return done
     r = randn(tuple(self.shape), dtype=self.dtype, device=self.device, generator=generator)
     return apply_inplace(self, lambda old: r * std + mean, op="normal_")
 
@@ -72,6 +163,9 @@ def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *,
 @composite(variants="function method", cost=costs.creation)
 def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
     """1 with probability `input` (or `p`) for each element, else 0."""
+    if _on_host(generator, input.device) is not None:
+        out = empty(tuple(input.shape), dtype=input.dtype, device=input.device)
+        return bernoulli_(out, input if p is None else p, generator=generator)
     probs = input if p is None else full_like(input, p)
     r = rand(tuple(input.shape), dtype=probs.dtype if probs.dtype.is_floating_point else
              dt.get_default_dtype(), device=input.device, generator=generator)
@@ -81,6 +175,17 @@ def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
 @composite(variants="method", cost=costs.creation)
 def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
     """Fills this tensor with 1 with probability `p` (else 0), in place."""
+    if isinstance(p, Tensor):
+        probs = _in_memory_order(self, p) if _on_host(generator, self.device) else None
+        done = _host_fill(self, "bernoulli_", generator,
+                          lambda e, n, d: cpu_random.bernoulli_tensor(e, probs))
+    else:
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+        done = _host_fill(self, "bernoulli_", generator,
+                          lambda e, n, d: cpu_random.bernoulli(e, n, p))
+    if done is not None:
+        return done
     probs = p if isinstance(p, Tensor) else full(tuple(self.shape), p, dtype=dt.float32,
                                                   device=self.device)
     return copy_(self, bernoulli(probs, generator=generator))
@@ -89,8 +194,98 @@ def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
 @composite(variants="method", cost=costs.creation)
 def exponential_(self: Tensor, lambd: float = 1.0, *, generator: Any = None) -> Tensor:
     """Fills this tensor with numbers drawn from the exponential distribution, in place."""
+    _check_float("exponential", self)
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+    done = _host_fill(self, "exponential_", generator,
+                      lambda e, n, d: cpu_random.exponential(e, n, d, lambd))
+    if done is not None:
+        return done
     u = rand(tuple(self.shape), dtype=self.dtype, device=self.device, generator=generator)
     return copy_(self, -(-u).log1p() / lambd)
+
+
+@composite(variants="function", cost=costs.creation)
+def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[int] | None = None, *,
+           generator: Any = None, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    """Numbers drawn from N(mean, std²), `mean` and `std` numbers or tensors (broadcast
+    together); with two numbers, `size` gives the shape. Drawn as PyTorch draws them:
+    standard normals (or N(0, std) for a number `std`) scaled, then shifted by `mean`."""
+    mean_t, std_t = isinstance(mean, Tensor), isinstance(std, Tensor)
+    if not mean_t and not std_t:
+        if size is None:
+            raise TypeError("normal() received an invalid combination of arguments: two "
+                            "numbers need a size")
+        out = empty(*size, dtype=dtype, device=device)
+        out = normal_(out, mean, std, generator=generator)
+        return out.requires_grad_(True) if requires_grad else out
+    if std_t and bool((std < 0).any().item()):
+        raise RuntimeError("normal expects all elements of std >= 0.0")
+    like = mean if mean_t else std
+    shape = broadcast_shapes("normal", tuple(mean.shape), tuple(std.shape)) if mean_t and \
+        std_t else tuple(like.shape)
+    out = empty(shape, dtype=like.dtype, device=like.device)
+    with no_grad():
+        if mean_t and not std_t:
+            if std < 0:
+                raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+            out = normal_(out, 0.0, std, generator=generator)
+            return out + mean
+        out = normal_(out, 0.0, 1.0, generator=generator)
+    return out * std + mean
+
+
+def _on_host_only(op: str, self: Tensor, generator: Any,
+                  draw: Callable[[MT19937, int, np.dtype], np.ndarray],
+                  traced: Callable[[Tensor], Tensor]) -> Tensor:
+    """A fill drawn from the host generator on every device (a non-CPU tensor without a
+    generator draws from the default generator and receives the values). While a trace
+    records: `traced(u)` of a primitive uniform draw `u`, which a trace can replay."""
+    if tracing.active is not None:
+        u = rand(tuple(self.shape), dtype=self.dtype, device=self.device, generator=generator)
+        return copy_(self, traced(u))
+    done = _host_fill(self, op, generator if generator is not None or self.device.type ==
+                      "cpu" else default_generator, draw)
+    assert done is not None
+    return done
+
+
+@composite(variants="method", cost=costs.creation)
+def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *,
+            generator: Any = None) -> Tensor:
+    """Fills this tensor with numbers drawn from the Cauchy distribution, in place."""
+    _check_float("cauchy", self)
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+    return _on_host_only("cauchy_", self, generator,
+                         lambda e, n, d: cpu_random.cauchy(e, n, d, median, sigma),
+                         lambda u: ((u - 0.5) * math.pi).tan() * sigma + median)
+
+
+@composite(variants="method", cost=costs.creation)
+def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *,
+                generator: Any = None) -> Tensor:
+    """Fills this tensor with numbers drawn from the log-normal distribution of the given
+    normal `mean` and `std`, in place."""
+    _check_float("log_normal", self)
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+    return _on_host_only("log_normal_", self, generator,
+                         lambda e, n, d: cpu_random.log_normal(e, n, d, mean, std),
+                         lambda u: (randn(tuple(self.shape), dtype=self.dtype,
+                                          device=self.device) * std + mean).exp())
+
+
+@composite(variants="method", cost=costs.creation)
+def geometric_(self: Tensor, p: float, *, generator: Any = None) -> Tensor:
+    """Fills this tensor with the number of trials until a success of probability `p`,
+    in place."""
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    return _on_host_only("geometric_", self, generator,
+                         lambda e, n, d: cpu_random.geometric(e, n, d, p),
+                         lambda u: ((1 - u).log() / math.log1p(-p)).ceil())
 
 
 # the exclusive upper bound of `random_()` with no bounds: every integer the dtype holds
@@ -106,12 +301,24 @@ def random_(self: Tensor, from_: int | None = None, to: int | None = None, *,
     """Fills this tensor with integers drawn uniformly from [from_, to), in place:
     `random_(to)` draws from [0, to); `random_()` from 0 to the largest integer the dtype
     holds exactly."""
+    if from_ is None and to is None:
+        done = _host_fill(self, "random_", generator,
+                          lambda e, n, d: cpu_random.integers_default(e, n, d))
+        if done is not None:
+            return done
     if to is None:
         from_, to = 0, (_RANDOM_TO[self.dtype.name] if from_ is None else from_)
-    return copy_(self, randint(from_, to, tuple(self.shape), device=self.device,
+    low, high = int(from_), int(to)
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
+                           f"from={low} >= to={high}")
+    wide = self.dtype.name in WIDE_RANDOM
+    done = _host_fill(self, "random_", generator,
+                      lambda e, n, d: cpu_random.integers(e, n, low, high, wide))
+    if done is not None:
+        return done
+    return copy_(self, randint(low, high, tuple(self.shape), device=self.device,
                                generator=generator))
-
-
 
 
 @composite(variants="function method", cost=costs.creation)
@@ -134,22 +341,53 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
         raise RuntimeError("cannot sample n_sample <= 0 samples")
     with no_grad():
         probs = input if input.ndim == 2 else unsqueeze(input, 0)
-        # float16/bfloat16 weights are drawn in float32 (cumulative sums need the range)
-        work = probs.dtype if probs.dtype.itemsize >= 4 else dt.float32
-        probs = to_dtype(probs, work)
         rows = probs.shape[0]
         if rows == 0:
             out = full((0, num_samples), 0, dtype=dt.int64, device=input.device)
+            return squeeze(out, 0) if input.ndim == 1 else out
+        if not all_(isfinite(probs).logical_and(probs >= 0)).item():
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or "
+                               "element < 0")
+        if not all_(sum_(probs, 1) > 0).item():
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities "
+                               "<= 0)")
+        if _on_host(generator, input.device) is not None:
+            out = _host_multinomial(probs, num_samples, replacement, generator)
         else:
-            if not all_(isfinite(probs).logical_and(probs >= 0)).item():
-                raise RuntimeError("probability tensor contains either `inf`, `nan` or "
-                                   "element < 0")
-            if not all_(sum_(probs, 1) > 0).item():
-                raise RuntimeError("invalid multinomial distribution (sum of probabilities "
-                                   "<= 0)")
+            # float16/bfloat16 weights are drawn in float32 (cumulative sums need range)
+            work = probs.dtype if probs.dtype.itemsize >= 4 else dt.float32
+            probs = to_dtype(probs, work)
             out = (_draw_with_replacement if replacement else _draw_without_replacement)(
                 probs, num_samples, generator)
         return squeeze(out, 0) if input.ndim == 1 else out
+
+
+def _host_multinomial(probs: Tensor, num_samples: int, replacement: bool,
+                      generator: Any) -> Tensor:
+    """PyTorch's CPU multinomial. Without replacement, or for one sample: the exponential
+    race `argmax`/`topk` of `p / q`, q ~ Exp(1) drawn by `exponential_` in `p`'s dtype.
+    With replacement: per row, the cumulative sums (in `p`'s dtype, normalised), then a
+    binary search for each double uniform."""
+    if not replacement or num_samples == 1:
+        q = exponential_(empty(tuple(probs.shape), dtype=probs.dtype, device=probs.device),
+                         1.0, generator=generator)
+        keys = (probs / q).detach().cpu().numpy()
+        if num_samples == 1:
+            picks = np.argmax(keys, axis=1)[:, None]
+        else:
+            picks = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
+        return tensor(picks.astype(np.int64), device=probs.device)
+    host = host_generator(generator, probs.device)
+    weights = probs.detach().cpu().numpy()
+    acc = np.float32 if weights.dtype.itemsize < 4 else weights.dtype
+    cdf = np.cumsum(weights.astype(acc), axis=1)
+    cdf = cdf / cdf[:, -1:]
+    cdf[:, -1] = 1
+    out = np.empty((weights.shape[0], num_samples), np.int64)
+    for row in range(weights.shape[0]):
+        u = cpu_random.unit(host._engine, num_samples, np.dtype(np.float64))
+        out[row] = np.searchsorted(cdf[row].astype(np.float64), u, side="left")
+    return tensor(out, device=probs.device)
 
 
 def _draw_with_replacement(probs: Tensor, num_samples: int, generator: Any) -> Tensor:
@@ -229,6 +467,12 @@ def poisson(input: Tensor, generator: Any = None) -> Tensor:
     with no_grad():
         if input.numel() and bool((input < 0).any().item()):
             raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+        host = _on_host(generator, input.device)
+        if host is not None:  # PyTorch's sampler, element by element
+            rates = _in_memory_order(input, input)
+            out = empty(tuple(input.shape), dtype=input.dtype, device=input.device)
+            return _host_fill(out, "poisson", generator,
+                              lambda e, n, d: cpu_random.poisson(e, rates))
         lam = input
         # small rates: count uniforms until their product falls below exp(-rate)
         limit = E.exp(-lam)

@@ -227,8 +227,7 @@ def random_split(dataset: Dataset[T_co], lengths: Sequence[int | float],
         dataset (Dataset): the dataset to split.
         lengths (sequence): lengths or fractions of the splits.
         generator (ember.Generator, optional): the generator for the permutation (default:
-            ``ember.default_generator``). The same seed gives the same split on every run,
-            but not the split PyTorch gives for that seed (the generators differ).
+            ``ember.default_generator``). The same seed gives the split PyTorch gives.
 
     Example::
 

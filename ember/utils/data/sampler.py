@@ -2,9 +2,9 @@
 as in `torch.utils.data.sampler`.
 
 Randomness comes from an `ember.Generator` when one is given, else from
-`ember.default_generator` (which `ember.manual_seed` seeds), so a seeded program draws the
-same indices every run. The indices are not the ones PyTorch draws for the same seed: the
-generators differ (ember's is PCG64).
+`ember.default_generator` (which `ember.manual_seed` seeds), with PyTorch's draws in
+PyTorch's order: ember's CPU generator is PyTorch's, so a seeded program shuffles its data
+exactly as it does under PyTorch.
 """
 
 from __future__ import annotations
@@ -28,19 +28,15 @@ __all__ = [
 
 T_co = TypeVar("T_co", covariant=True)
 
-# the largest seed drawn for a fresh generator: int64's positive range, as torch's
-# `random_()` on an int64 tensor draws
-_SEED_HIGH = 2 ** 63 - 1
-
-
 def _generator_or_default(generator: Any) -> ember.Generator:
     return ember.default_generator if generator is None else generator
 
 
 def draw_seed(generator: Any = None) -> int:
-    """A seed in [0, 2**63 - 1) drawn from `generator` (default: `ember.default_generator`)."""
-    return int(ember.randint(0, _SEED_HIGH, (), generator=_generator_or_default(generator),
-                             device="cpu"))
+    """A seed in [0, 2**63) drawn from `generator` (default: `ember.default_generator`) as
+    PyTorch draws one: `empty((), dtype=int64).random_(generator=generator)`."""
+    return int(ember.empty((), dtype=ember.int64, device="cpu").random_(
+        generator=_generator_or_default(generator)).item())
 
 
 def _check_num_samples(num_samples: Any) -> None:
@@ -208,19 +204,9 @@ class WeightedRandomSampler(Sampler[int]):
             raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
                                f"replacement (n_sample={self.num_samples}, {nonzero.size} "
                                "non-zero weights)")
-        u = ember.rand(self.num_samples if self.replacement else w.size, dtype=ember.float64,
-                       generator=_generator_or_default(self.generator), device="cpu").numpy()
-        if self.replacement:
-            # inverse CDF: u in [cdf[i-1], cdf[i]) picks i; a zero weight owns an empty
-            # interval. Rounding can leave cdf[-1] a hair under 1: clamp to the last index
-            # that has weight.
-            cdf = np.cumsum(w) / total
-            return np.minimum(np.searchsorted(cdf, u, side="right"), nonzero[-1])
-        # Efraimidis-Spirakis: the k largest keys log(u) / w (u in (0, 1]) are a weighted
-        # sample without replacement; zero weights get -inf and are never taken
-        with np.errstate(divide="ignore"):
-            keys = np.where(w > 0, np.log1p(-u) / np.where(w > 0, w, 1.0), -np.inf)
-        return np.argsort(-keys, kind="stable")[:self.num_samples]
+        # PyTorch's draw: torch.multinomial of the float64 weights
+        return ember.multinomial(self.weights, self.num_samples, self.replacement,
+                                 generator=self.generator).numpy()
 
     def __iter__(self) -> Iterator[int]:
         yield from self._draw().tolist()
