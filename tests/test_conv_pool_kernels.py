@@ -1,0 +1,54 @@
+"""The shared conv and max-pool kernels' fast paths (ember/backends/xp/conv.py, pooling.py)
+against PyTorch: each column order of the convolution, and the pooling's paths, values
+and gradients, through the public API (so the declarations and autograd run them as a
+training step does)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember.backends.xp.conv import _batch_last
+
+torch = pytest.importorskip("torch")
+
+# (input shape, weight shape, stride, padding, dilation): 1-d, 2-d and 3-d, each column
+# order (batch-last where C*K >= 2*O and N > 1), padding, strides, dilation, a 1x1 kernel
+CONVS = [
+    ((4, 1, 10, 10), (8, 1, 3, 3), 1, 0, 1),            # batch first (a first layer)
+    ((4, 6, 9, 9), (3, 6, 3, 3), 1, 1, 1),              # batch last, padded
+    ((3, 5, 11, 10), (4, 5, 3, 2), (2, 1), (1, 0), (1, 2)),
+    ((1, 8, 7, 7), (2, 8, 3, 3), 1, 1, 1),              # one sample: batch first
+    ((5, 16, 6, 6), (4, 16, 1, 1), 1, 0, 1),            # 1x1
+    ((2, 4, 12), (2, 4, 3), 2, 1, 2),
+    ((2, 3, 5, 6, 7), (2, 3, 2, 3, 2), (1, 2, 1), (0, 1, 1), (1, 1, 2)),
+]
+
+
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding, dilation", CONVS)
+def test_conv_matches_torch_in_each_column_order(x_shape, w_shape, stride, padding,
+                                                 dilation):
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal(x_shape, np.float32), rng.standard_normal(w_shape, np.float32)
+    b = rng.standard_normal(w_shape[0], np.float32)
+    conv = {3: "conv1d", 4: "conv2d", 5: "conv3d"}[len(x_shape)]
+    ex, ew, eb = (ember.tensor(a, requires_grad=True) for a in (x, w, b))
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    ey = getattr(F, conv)(ex, ew, eb, stride, padding, dilation)
+    ty = getattr(torch.nn.functional, conv)(tx, tw, tb, stride, padding, dilation)
+    assert ey.is_contiguous() and tuple(ey.shape) == tuple(ty.shape)
+    np.testing.assert_allclose(ey.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
+    g = rng.standard_normal(tuple(ty.shape), np.float32)
+    ey.backward(ember.tensor(g))
+    ty.backward(torch.tensor(g))
+    for ours, theirs in ((ex, tx), (ew, tw), (eb, tb)):
+        assert ours.grad.is_contiguous()
+        np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-4,
+                                   atol=1e-4)
+
+
+def test_both_column_orders_are_covered():
+    orders = {_batch_last(x, w) for x, w, *_ in CONVS}
+    assert orders == {True, False}
