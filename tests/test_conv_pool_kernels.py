@@ -10,17 +10,19 @@ import pytest
 
 import ember
 import ember.nn.functional as F
-from ember.backends.xp.conv import _batch_last
+from ember.backends.xp.conv import layout
 
 torch = pytest.importorskip("torch")
 
 # (input shape, weight shape, stride, padding, dilation): 1-d, 2-d and 3-d, each column
-# order (batch-last where C*K >= 2*O and N > 1), padding, strides, dilation, a 1x1 kernel
+# layout of conv.py, padding, strides, dilation, a 1x1 kernel
 CONVS = [
-    ((4, 1, 10, 10), (8, 1, 3, 3), 1, 0, 1),            # batch first (a first layer)
+    ((4, 1, 10, 10), (8, 1, 3, 3), 1, 0, 1),            # per sample (a first layer)
+    ((3, 2, 9, 8), (4, 2, 3, 3), 2, 1, 2),              # per sample, strided, dilated
     ((4, 6, 9, 9), (3, 6, 3, 3), 1, 1, 1),              # batch last, padded
     ((3, 5, 11, 10), (4, 5, 3, 2), (2, 1), (1, 0), (1, 2)),
     ((1, 8, 7, 7), (2, 8, 3, 3), 1, 1, 1),              # one sample: batch first
+    ((2, 8, 7, 7), (40, 8, 3, 3), (2, 1), 1, 1),        # batch first
     ((5, 16, 6, 6), (4, 16, 1, 1), 1, 0, 1),            # 1x1
     ((2, 4, 12), (2, 4, 3), 2, 1, 2),
     ((2, 3, 5, 6, 7), (2, 3, 2, 3, 2), (1, 2, 1), (0, 1, 1), (1, 1, 2)),
@@ -49,6 +51,5 @@ def test_conv_matches_torch_in_each_column_order(x_shape, w_shape, stride, paddi
                                    atol=1e-4)
 
 
-def test_both_column_orders_are_covered():
-    orders = {_batch_last(x, w) for x, w, *_ in CONVS}
-    assert orders == {True, False}
+def test_every_column_layout_is_covered():
+    assert {layout(x, w) for x, w, *_ in CONVS} == {"batch last", "per sample", "batch first"}

@@ -1,18 +1,26 @@
-"""Convolution: im2col/col2im, and the fused `conv` kernel that runs a whole batch as one
-GEMM, `(O, C*K) @ (C*K, N*L)`, with its backward (one GEMM per gradient).
+"""Convolution: im2col/col2im, and the fused `conv` kernel that runs a whole batch through
+one GEMM, `(O, C*K) @ (C*K, N*L)`, with its backward (one GEMM per gradient).
 
-The GEMM's columns come in one of two orders (`_batch_last` picks), each chosen so that
-the copies around the GEMM move long contiguous runs (NumPy pays per inner run, and a
-conv's output rows are short: 11 floats in the benchmark's second layer):
+The columns come in one of three layouts (`layout` picks), each chosen so that the GEMMs
+run well and the copies around them move long contiguous runs (NumPy pays per inner run,
+and a conv's output rows are short: 11 floats in the benchmark CNN's second layer):
 
-- "batch first", (C*K, N, *out): the kernel offsets' windows of x, as im2col lays them
-  out; the GEMM's (O, N, L) result is one block transpose from (N, O, L). Best where the
-  columns are small beside the output (few input channels: a first layer).
 - "batch last", (C*K, *out, N): x is first transposed to (C, *spatial, N), so that each
   window row of every sample is one run of out_w * N floats, in im2col and in the col2im
   of the backward alike; the output and the gradient pay a transpose of (O, L, N) each.
-  Best where C*K is large beside O (measured on the benchmark CNN's second layer: the
-  copies around its GEMMs 5.4 ms -> 2.3 ms on one core).
+  Best where C*K is large beside O (the benchmark CNN's second layer: the copies around
+  its GEMMs 5.4 ms -> 2.3 ms on one core).
+- "per sample", (C*K, N, L), multiplied as N GEMMs (NumPy's stacked matmul): where C*K is
+  small (a first layer), one GEMM with so short an inner dimension, or the weight
+  gradient's with an inner dimension of N*L, runs far below the BLAS's speed; per sample
+  they fit in cache (the benchmark's first layer: weight gradient 0.85 -> 0.28 ms, forward
+  0.73 -> 0.55 ms on one core), the output comes out as (N, O, L) without a transpose, and
+  the gradient needs none either.
+- "batch first", (C*K, N, L) as one GEMM: the rest; the GEMM's (O, N, L) product is one
+  block transpose from (N, O, L).
+
+The bias is added to the GEMM's product along its longest rows (adding it during the move
+to (N, O, *out) runs NumPy's slower broadcast loops).
 """
 
 from __future__ import annotations
@@ -25,11 +33,18 @@ from ember.backends.xp.windows import add_windows, crop, kernel_offsets, windows
 _ALL = slice(None)
 
 
-def _batch_last(x_shape, w_shape) -> bool:
-    """Whether the batch-last column order moves less memory (see the module doc): the
-    columns (C*K per position) outweigh the output (O per position) twice over."""
-    batch, channels = x_shape[0], x_shape[1]
-    return batch > 1 and channels * math.prod(w_shape[2:]) >= 2 * w_shape[0]
+BATCH_LAST, PER_SAMPLE, BATCH_FIRST = "batch last", "per sample", "batch first"
+_SMALL_CK = 32  # C*K up to this: per-sample GEMMs (see the module doc)
+
+
+def layout(x_shape, w_shape) -> str:
+    """The columns' layout for a convolution of these shapes (see the module doc)."""
+    batch, ck = x_shape[0], x_shape[1] * math.prod(w_shape[2:])
+    if batch == 1:
+        return BATCH_FIRST  # (N, O, L) is already (O, L): nothing to move
+    if ck <= _SMALL_CK:
+        return PER_SAMPLE
+    return BATCH_LAST if ck >= 2 * w_shape[0] else BATCH_FIRST
 
 
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
@@ -58,8 +73,8 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return crop(xp, padded, padding, output_size)
 
     def columns(x, kernel_size, dilation, padding, stride, batch_last):
-        """im2col as one GEMM operand, (C*K, N*L) or (C*K, L*N) (see the module doc); and
-        the output's spatial sizes."""
+        """im2col as a GEMM operand, (C*K, N*L), or (C*K, L*N) if `batch_last` (see the
+        module doc); and the output's spatial sizes."""
         n = len(kernel_size)
         rows = x.shape[1] * math.prod(kernel_size)
         if batch_last:
@@ -93,20 +108,22 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         """N-d convolution (groups=1) as one GEMM; returns (out, columns kept for
         backward)."""
         batch, out_ch = x.shape[0], w.shape[0]
-        batch_last = _batch_last(x.shape, w.shape)
-        cols, outs = columns(x, w.shape[2:], dilation, padding, stride, batch_last)
+        order = layout(x.shape, w.shape)
+        cols, outs = columns(x, w.shape[2:], dilation, padding, stride, order == BATCH_LAST)
         length = math.prod(outs)
-        product_ = product(w.reshape(out_ch, -1), cols)  # (O, N*L) or (O, L*N)
-        # to (N, O, L), adding the bias on the way (one pass over the output)
-        if batch_last:
-            moved = product_.reshape(out_ch, length, batch).transpose(2, 0, 1)
+        w_mat = w.reshape(out_ch, cols.shape[0])  # (explicit sizes: -1 is ambiguous at 0)
+        if order == PER_SAMPLE:
+            out = product(w_mat, cols.reshape(cols.shape[0], batch, length).transpose(1, 0, 2))
+            if b is not None:
+                out += b.reshape(1, out_ch, 1)
         else:
-            moved = product_.reshape(out_ch, batch, length).transpose(1, 0, 2)
-        out = xp.empty((batch, out_ch, length), dtype=product_.dtype)
-        if b is None:
-            xp.copyto(out, moved)
-        else:
-            xp.add(moved, b.reshape(1, out_ch, 1), out=out)
+            product_ = product(w_mat, cols)  # (O, N*L) or (O, L*N)
+            if b is not None:
+                product_ += b[:, None]
+            out = xp.ascontiguousarray(  # (N, O, L)
+                product_.reshape(out_ch, length, batch).transpose(2, 0, 1)
+                if order == BATCH_LAST else
+                product_.reshape(out_ch, batch, length).transpose(1, 0, 2))
         return out.reshape((batch, out_ch) + tuple(outs)), cols
 
     def conv_backward(g, x_shape, w, cols, stride, padding, dilation,
@@ -115,19 +132,34 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         needed)."""
         n = len(x_shape) - 2
         batch, channels, out_ch = x_shape[0], x_shape[1], w.shape[0]
-        batch_last = _batch_last(x_shape, w.shape)
+        order = layout(x_shape, w.shape)
         kernel_size, outs = tuple(w.shape[2:]), tuple(g.shape[2:])
-        g3 = g.reshape(batch, out_ch, -1)
+        g3 = g.reshape(batch, out_ch, math.prod(outs))  # (explicit: -1 is ambiguous at 0)
+        w_mat = w.reshape(out_ch, cols.shape[0])
+        padded_sp = tuple(s + 2 * p for s, p in zip(x_shape[2:], padding))
+        gx = gw = gb = None
+        if order == PER_SAMPLE:  # (N, O, L) is already each sample's GEMM operand
+            per_sample = cols.reshape(cols.shape[0], batch, g3.shape[2])
+            if needs[1]:
+                gw = product(g3, per_sample.transpose(1, 2, 0)).sum(axis=0).reshape(w.shape)
+            if needs[2]:
+                gb = g3.sum(axis=(0, 2))
+            if needs[0]:
+                g_cols = product(w_mat.T, g3)  # (N, C*K, L)
+                g_cols = g_cols.reshape((batch, channels) + kernel_size + outs)
+                padded = xp.zeros((batch, channels) + padded_sp, dtype=g.dtype)
+                add_windows(padded, lambda offset: g_cols[(_ALL, _ALL) + offset],
+                            kernel_size, dilation, stride, outs)
+                gx = crop(xp, padded, padding, x_shape[2:])
+            return gx, gw, gb
         # the gradient in the columns' order: (O, N*L) or (O, L*N)
-        g_mat = xp.ascontiguousarray(g3.transpose(1, 2, 0) if batch_last
-                                     else g3.transpose(1, 0, 2)).reshape(out_ch, -1)
+        g_mat = xp.ascontiguousarray(g3.transpose(1, 2, 0) if order == BATCH_LAST
+                                     else g3.transpose(1, 0, 2)).reshape(out_ch, cols.shape[1])
         gw = product(g_mat, cols.T).reshape(w.shape) if needs[1] else None
         gb = g_mat.sum(axis=1) if needs[2] else None
-        gx = None
         if needs[0]:
-            g_cols = product(w.reshape(out_ch, -1).T, g_mat)  # (C*K, N*L) or (C*K, L*N)
-            padded_sp = tuple(s + 2 * p for s, p in zip(x_shape[2:], padding))
-            if batch_last:
+            g_cols = product(w_mat.T, g_mat)  # (C*K, N*L) or (C*K, L*N)
+            if order == BATCH_LAST:
                 g_cols = g_cols.reshape((channels,) + kernel_size + outs + (batch,))
                 padded = xp.zeros((channels,) + padded_sp + (batch,), dtype=g.dtype)
                 for offset in kernel_offsets(kernel_size):
