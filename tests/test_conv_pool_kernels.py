@@ -53,3 +53,29 @@ def test_conv_matches_torch_in_each_column_order(x_shape, w_shape, stride, paddi
 
 def test_every_column_layout_is_covered():
     assert {layout(x, w) for x, w, *_ in CONVS} == {"batch last", "per sample", "batch first"}
+
+
+@pytest.mark.parametrize("shape, kernel, stride", [
+    ((2, 3, 8, 8), 2, None),      # tiles covering the input
+    ((2, 3, 9, 7), 2, None),      # tiles with a floor-cropped edge
+    ((2, 3, 9, 9), 3, None),
+    ((2, 2, 7, 7), 3, 2),         # overlapping windows
+])
+def test_max_pool_gradient_goes_to_the_first_maximum_as_torch(shape, kernel, stride):
+    """Ties (relu's zeros: every window of a negative region), and a gradient holding inf
+    and NaN, which must reach only the chosen elements (inf * 0 would spread NaN)."""
+    rng = np.random.default_rng(1)
+    x = np.maximum(rng.standard_normal(shape, np.float32), 0)
+    x[0, 0, :2, :4] = 1.5  # a tie of positive values
+    ex, tx = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    ey, ty = F.max_pool2d(ex, kernel, stride), torch.nn.functional.max_pool2d(tx, kernel, stride)
+    np.testing.assert_array_equal(ey.detach().numpy(), ty.detach().numpy())
+    for special in (None, np.inf, np.nan):
+        g = rng.standard_normal(tuple(ty.shape), np.float32)
+        if special is not None:
+            g[0, 1, 0, 0] = special
+        ex.grad = tx.grad = None
+        F.max_pool2d(ex, kernel, stride).backward(ember.tensor(g))
+        torch.nn.functional.max_pool2d(tx, kernel, stride).backward(torch.tensor(g))
+        # (overlapping windows sum two gradients into one element, in either order)
+        np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-6, atol=0)
