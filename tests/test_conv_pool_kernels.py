@@ -20,6 +20,7 @@ CONVS = [
     ((4, 1, 10, 10), (8, 1, 3, 3), 1, 0, 1),            # per sample (a first layer)
     ((3, 2, 9, 8), (4, 2, 3, 3), 2, 1, 2),              # per sample, strided, dilated
     ((4, 6, 9, 9), (3, 6, 3, 3), 1, 1, 1),              # batch last, padded
+    ((16, 16, 12, 12), (8, 16, 3, 3), 1, 1, 1),         # large enough for BLAS transposes
     ((3, 5, 11, 10), (4, 5, 3, 2), (2, 1), (1, 0), (1, 2)),
     ((1, 8, 7, 7), (2, 8, 3, 3), 1, 1, 1),              # one sample: batch first
     ((2, 8, 7, 7), (40, 8, 3, 3), (2, 1), 1, 1),        # batch first

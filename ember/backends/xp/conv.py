@@ -48,7 +48,7 @@ def layout(x_shape, w_shape) -> str:
 
 
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
-    xp, product = lib.xp, lib.matmul
+    xp, product, transpose = lib.xp, lib.matmul, lib.transpose
 
     def im2col(x, kernel_size, dilation, padding, stride):
         n = len(kernel_size)
@@ -79,15 +79,16 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         rows = x.shape[1] * math.prod(kernel_size)
         if batch_last:
             # (N, C, *sp) -> (C, *sp, N), padded: each window row is one run over the batch
-            moved = x.transpose((1,) + tuple(range(2, 2 + n)) + (0,))
-            if any(padding):
-                xt = xp.zeros((x.shape[1],) + tuple(s + 2 * p for s, p in
-                                                    zip(x.shape[2:], padding)) + (x.shape[0],),
+            batch, channels, spatial = x.shape[0], x.shape[1], tuple(x.shape[2:])
+            moved = transpose(x.reshape(batch, channels * math.prod(spatial))).reshape(
+                (channels,) + spatial + (batch,))
+            if any(padding):  # (the padded copy moves runs of width * N floats)
+                xt = xp.zeros((channels,) + tuple(s + 2 * p for s, p in
+                                                  zip(spatial, padding)) + (batch,),
                               dtype=x.dtype)
-                xt[(_ALL,) + tuple(slice(p, p + s) for p, s in zip(padding, x.shape[2:]))] = \
-                    moved
+                xt[(_ALL,) + tuple(slice(p, p + s) for p, s in zip(padding, spatial))] = moved
             else:
-                xt = xp.ascontiguousarray(moved)
+                xt = moved
             spans = [d * (k - 1) + 1 for k, d in zip(kernel_size, dilation)]
             win = xp.lib.stride_tricks.sliding_window_view(
                 xt, spans, axis=tuple(range(1, 1 + n)))  # (C, *out', N, *span)
@@ -120,17 +121,17 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             product_ = product(w_mat, cols)  # (O, N*L) or (O, L*N)
             if b is not None:
                 product_ += b[:, None]
-            out = xp.ascontiguousarray(  # (N, O, L)
-                product_.reshape(out_ch, length, batch).transpose(2, 0, 1)
-                if order == BATCH_LAST else
-                product_.reshape(out_ch, batch, length).transpose(1, 0, 2))
+            if order == BATCH_LAST:  # (O, L, N) -> (N, O, L): a 2-D transpose
+                out = transpose(product_.reshape(out_ch * length, batch))
+            else:
+                out = xp.ascontiguousarray(
+                    product_.reshape(out_ch, batch, length).transpose(1, 0, 2))
         return out.reshape((batch, out_ch) + tuple(outs)), cols
 
     def conv_backward(g, x_shape, w, cols, stride, padding, dilation,
                       needs=(True, True, True)):
         """Gradients of `conv`: (input, weight, bias), each from one GEMM (None if not
         needed)."""
-        n = len(x_shape) - 2
         batch, channels, out_ch = x_shape[0], x_shape[1], w.shape[0]
         order = layout(x_shape, w.shape)
         kernel_size, outs = tuple(w.shape[2:]), tuple(g.shape[2:])
@@ -153,8 +154,11 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
                 gx = crop(xp, padded, padding, x_shape[2:])
             return gx, gw, gb
         # the gradient in the columns' order: (O, N*L) or (O, L*N)
-        g_mat = xp.ascontiguousarray(g3.transpose(1, 2, 0) if order == BATCH_LAST
-                                     else g3.transpose(1, 0, 2)).reshape(out_ch, cols.shape[1])
+        if order == BATCH_LAST:
+            g_mat = transpose(g3.reshape(batch, -1))
+        else:
+            g_mat = xp.ascontiguousarray(g3.transpose(1, 0, 2))
+        g_mat = g_mat.reshape(out_ch, cols.shape[1])
         gw = product(g_mat, cols.T).reshape(w.shape) if needs[1] else None
         gb = g_mat.sum(axis=1) if needs[2] else None
         if needs[0]:
@@ -166,10 +170,10 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
                     region = tuple(slice(o * d, o * d + s * (m - 1) + 1, s) for o, d, s, m in
                                    zip(offset, dilation, stride, outs))
                     padded[(_ALL,) + region] += g_cols[(_ALL,) + offset]
-                # (C, *padded, N) -> (N, C, *spatial), unpadded
-                inner = padded[(_ALL,) + tuple(slice(p, p + s) for p, s in
-                                               zip(padding, x_shape[2:]))]
-                gx = xp.ascontiguousarray(inner.transpose((n + 1, 0) + tuple(range(1, n + 1))))
+                # (C, *padded, N) -> (C, *spatial, N) -> (N, C, *spatial)
+                inner = xp.ascontiguousarray(padded[(_ALL,) + tuple(
+                    slice(p, p + s) for p, s in zip(padding, x_shape[2:]))])
+                gx = transpose(inner.reshape(-1, batch)).reshape(x_shape)
             else:
                 # accumulated as (C, N, *padded): each offset's slice of the columns adds
                 # in place without a transpose; one transpose at the end
