@@ -52,6 +52,32 @@ def test_conv_matches_torch_in_each_column_order(x_shape, w_shape, stride, paddi
                                    atol=1e-4)
 
 
+@pytest.mark.parametrize("bias, frozen", [(False, None), (True, "weight"), (True, "bias")])
+def test_per_sample_conv_without_bias_or_with_a_frozen_operand(bias, frozen):
+    """The per-sample layout carries the bias as a row of ones in its columns (and its
+    gradient as a column of the weight's): without a bias, or with only one of weight
+    and bias requiring grad, every gradient is still torch's."""
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((3, 2, 7, 6), np.float32), rng.standard_normal((5, 2, 3, 3),
+                                                                               np.float32)
+    b = rng.standard_normal(5, np.float32) if bias else None
+    assert layout(x.shape, w.shape) == "per sample"
+    ours = [ember.tensor(a, requires_grad=name != frozen) if a is not None else None
+            for name, a in (("x", x), ("weight", w), ("bias", b))]
+    theirs = [torch.tensor(a, requires_grad=name != frozen) if a is not None else None
+              for name, a in (("x", x), ("weight", w), ("bias", b))]
+    ey, ty = F.conv2d(*ours, padding=1), torch.nn.functional.conv2d(*theirs, padding=1)
+    np.testing.assert_allclose(ey.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
+    g = rng.standard_normal(tuple(ty.shape), np.float32)
+    ey.backward(ember.tensor(g))
+    ty.backward(torch.tensor(g))
+    for e, t in zip(ours, theirs):
+        if t is None or not t.requires_grad:
+            assert e is None or e.grad is None
+            continue
+        np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
 def test_every_column_layout_is_covered():
     assert {layout(x, w) for x, w, *_ in CONVS} == {"batch last", "per sample", "batch first"}
 

@@ -72,9 +72,9 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
                     kernel_size, dilation, stride, outs)
         return crop(xp, padded, padding, output_size)
 
-    def columns(x, kernel_size, dilation, padding, stride, batch_last):
+    def columns(x, kernel_size, dilation, padding, stride, batch_last, ones=False):
         """im2col as a GEMM operand, (C*K, N*L), or (C*K, L*N) if `batch_last` (see the
-        module doc); and the output's spatial sizes."""
+        module doc), with a last row of ones if `ones`; and the output's spatial sizes."""
         n = len(kernel_size)
         rows = x.shape[1] * math.prod(kernel_size)
         if batch_last:
@@ -102,21 +102,33 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             outs = win.shape[2:2 + n]
             # (N, C, *out, *k) -> (C, *k, N, *out)
             order = (1,) + tuple(range(2 + n, 2 + 2 * n)) + (0,) + tuple(range(2, 2 + n))
-        cols = xp.ascontiguousarray(win.transpose(order))
-        return cols.reshape(rows, x.shape[0] * math.prod(outs)), outs
+        width = x.shape[0] * math.prod(outs)
+        if not ones:
+            return xp.ascontiguousarray(win.transpose(order)).reshape(rows, width), outs
+        cols = xp.empty((rows + 1, width), dtype=x.dtype)
+        moved = win.transpose(order)
+        xp.copyto(cols[:rows].reshape(moved.shape), moved)
+        cols[rows] = 1
+        return cols, outs
 
     def conv(x, w, b, stride, padding, dilation):
         """N-d convolution (groups=1) as one GEMM; returns (out, columns kept for
         backward)."""
         batch, out_ch = x.shape[0], w.shape[0]
         order = layout(x.shape, w.shape)
-        cols, outs = columns(x, w.shape[2:], dilation, padding, stride, order == BATCH_LAST)
+        # per sample, the bias is one more column of the weight against a row of ones in
+        # the columns (K of 9 -> 10 costs nothing), and its gradient one more column of
+        # the weight's: no pass over the output for either
+        with_ones = order == PER_SAMPLE and b is not None
+        cols, outs = columns(x, w.shape[2:], dilation, padding, stride, order == BATCH_LAST,
+                             ones=with_ones)
         length = math.prod(outs)
-        w_mat = w.reshape(out_ch, cols.shape[0])  # (explicit sizes: -1 is ambiguous at 0)
+        ck = x.shape[1] * math.prod(w.shape[2:])
+        w_mat = w.reshape(out_ch, ck)  # (explicit sizes: -1 is ambiguous at 0)
         if order == PER_SAMPLE:
+            if with_ones:
+                w_mat = xp.concatenate([w_mat, b.reshape(out_ch, 1)], axis=1)
             out = product(w_mat, cols.reshape(cols.shape[0], batch, length).transpose(1, 0, 2))
-            if b is not None:
-                out += b.reshape(1, out_ch, 1)
         else:
             product_ = product(w_mat, cols)  # (O, N*L) or (O, L*N)
             if b is not None:
@@ -136,14 +148,18 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         order = layout(x_shape, w.shape)
         kernel_size, outs = tuple(w.shape[2:]), tuple(g.shape[2:])
         g3 = g.reshape(batch, out_ch, math.prod(outs))  # (explicit: -1 is ambiguous at 0)
-        w_mat = w.reshape(out_ch, cols.shape[0])
+        ck = channels * math.prod(kernel_size)
+        w_mat = w.reshape(out_ch, ck)
         padded_sp = tuple(s + 2 * p for s, p in zip(x_shape[2:], padding))
         gx = gw = gb = None
         if order == PER_SAMPLE:  # (N, O, L) is already each sample's GEMM operand
             per_sample = cols.reshape(cols.shape[0], batch, g3.shape[2])
-            if needs[1]:
-                gw = product(g3, per_sample.transpose(1, 2, 0)).sum(axis=0).reshape(w.shape)
-            if needs[2]:
+            with_ones = cols.shape[0] == ck + 1  # (the bias's row: see `conv`)
+            if needs[1] or (needs[2] and with_ones):
+                both = product(g3, per_sample.transpose(1, 2, 0)).sum(axis=0)
+                gw = both[:, :ck].reshape(w.shape) if needs[1] else None
+                gb = xp.ascontiguousarray(both[:, ck]) if needs[2] and with_ones else None
+            if needs[2] and gb is None:
                 gb = g3.sum(axis=(0, 2))
             if needs[0]:
                 g_cols = product(w_mat.T, g3)  # (N, C*K, L)
