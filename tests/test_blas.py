@@ -398,3 +398,24 @@ def test_gemm_fn_accumulates_with_beta() -> None:
          c.ctypes.data, 4)
     assert_close(c, want)
     assert blas.gemm_fn(np.int64) is None
+
+
+@pytest.mark.skipif(not NUMPY_BLAS, reason="NumPy's OpenBLAS is not reachable")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_transpose_is_the_exact_transpose(dtype: type) -> None:
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((blas.transpose_min_size // 60 + 3, 61)).astype(dtype)
+    a[0, :3] = [np.nan, np.inf, -0.0]  # copied bit for bit
+    out = blas.transpose(a)
+    assert out.flags.c_contiguous and out.dtype == a.dtype
+    np.testing.assert_array_equal(out, a.T)
+    assert np.signbit(out[2, 0])
+
+
+def test_transpose_declines_what_it_cannot_do() -> None:
+    n = blas.transpose_min_size
+    assert blas.transpose(np.ones((8, 8), np.float32)) is None           # small
+    assert blas.transpose(np.ones((n, 4), np.float32)[::2]) is None      # strided
+    assert blas.transpose(np.ones((4, n), np.float32).T) is None         # not C order
+    assert blas.transpose(np.ones((n, 4), np.int32)) is None             # not a BLAS dtype
+    assert blas.transpose(np.ones((n, 2, 2), np.float32)) is None        # not 2-D

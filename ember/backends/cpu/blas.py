@@ -44,6 +44,7 @@ __all__ = [
     "gemm_fn",
     "openblas_info",
     "should_use_fast_path",
+    "transpose",
 ]
 
 #: Minimum work (in FLOPs, 2*m*n*k) before :func:`should_use_fast_path` says
@@ -249,6 +250,9 @@ class _Blas:
         self.daxpy = self._fn("cblas_daxpy", None, [i, d, p, i, p, i])
         self.saxpby = self._fn("cblas_saxpby", None, [i, f, p, i, f, p, i])  # OpenBLAS's
         self.daxpby = self._fn("cblas_daxpby", None, [i, d, p, i, d, p, i])
+        # OpenBLAS's out-of-place transpose (cache-blocked: 3-7x NumPy's strided copy)
+        self.somatcopy = self._fn("cblas_somatcopy", None, [e, e, i, i, f, p, i, p, i])
+        self.domatcopy = self._fn("cblas_domatcopy", None, [e, e, i, i, d, p, i, p, i])
         self.sgemm_name = sgemm_name
 
     def _name(self, base: str) -> str | None:
@@ -888,3 +892,39 @@ def gemm_fn(dtype: Any) -> Any:
     return {np.dtype(np.float32): blas.sgemm, np.dtype(np.float64): blas.dgemm}.get(
         np.dtype(dtype))
 
+
+
+# --------------------------------------------------------------------------
+# Transposes through NumPy's own OpenBLAS
+# --------------------------------------------------------------------------
+
+# Below this many elements NumPy's copy is as fast (the ctypes call costs a few us).
+transpose_min_size = 16384
+
+
+def transpose(a: Any) -> Any:
+    """``a.T`` of a 2-D C-contiguous float32/float64 ndarray as a new C-contiguous array,
+    through OpenBLAS's ``?omatcopy`` (a cache-blocked transpose: (7744, 64) floats in
+    0.07 ms against NumPy's 0.42 ms, which walks one side with a stride); None (nothing
+    done) where it does not apply."""
+    import numpy as np
+
+    if type(a) is not np.ndarray or a.ndim != 2 or a.size < transpose_min_size or \
+            not (a.flags.c_contiguous and a.flags.aligned):
+        return None
+    blas = _numpy_blas()
+    if blas is None:
+        return None
+    if a.dtype == np.float32:
+        fn = blas.somatcopy
+    elif a.dtype == np.float64:
+        fn = blas.domatcopy
+    else:
+        return None
+    if fn is None:
+        return None
+    rows, cols = a.shape
+    out = np.empty((cols, rows), a.dtype)
+    fn(_ROW_MAJOR, _TRANS, rows, cols, 1.0, a.__array_interface__["data"][0], cols,
+       out.__array_interface__["data"][0], rows)
+    return out

@@ -4,7 +4,8 @@ what only the CPU has (each op's semantics: its declaration in ember/core/ops).
 CPU-only, passed to the shared kernels as hooks or added to the table here:
 
 - OpenBLAS: large matrix products through blas.py's private library (`matmul`, `linear`),
-  and BLAS axpy/axpby for the optimizers' in-place updates;
+  BLAS axpy/axpby for the optimizers' in-place updates, and its blocked transpose
+  (`?omatcopy`) for the conv kernels' layout changes;
 - bfloat16 through ml_dtypes, which needs its scalars and results kept bfloat16;
 - NumPy's read-only arrays (broadcast views), which writes must refuse;
 - ReLU laid out for NumPy's fastest `maximum` loop;
@@ -136,6 +137,7 @@ KERNELS: dict[str, Any] = make_kernels(np, hooks=Hooks(
     matmul=_matmul,
     axpy=blas.axpy,
     axpby=blas.axpby,
+    transpose=blas.transpose,
     exact_erf=np.vectorize(math.erf, otypes=[np.float64]),
     special=lambda: importlib.import_module("scipy.special"),  # (slow to import: on first use)
 ))

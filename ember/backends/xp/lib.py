@@ -54,6 +54,11 @@ class Hooks:
     axpby: Callable[[float, Any, float, Any], bool] | None = None
     """`y = alpha * x + beta * y` in place, as `axpy`."""
 
+    transpose: Callable[[Any], Any] | None = None
+    """The transpose of a 2-D array as a new C-contiguous array (the conv kernels' layout
+    changes), or None where it does not apply. Default: `xp.ascontiguousarray(a.T)`. The
+    CPU's is OpenBLAS's cache-blocked `?omatcopy`."""
+
     exact_erf: Callable[[Any], Any] | None = None
     """erf of a float64 array to float64 precision. Default: the polynomial that every
     other dtype uses (fractional error < 1.2e-7)."""
@@ -80,8 +85,22 @@ class ArrayLib:
         # every matrix product of the kernels (matmul, linear, conv and their backwards)
         self.matmul: Callable[[Any, Any], Any] = hooks.matmul or xp.matmul
         self.read_only: Callable[[Any], bool] = hooks.read_only or (lambda buffer: False)
+        self.transpose = _transposer(xp, hooks.transpose)
         self.as_array = _array_maker(xp)
         self.quiet = _quiet(xp)
+
+
+def _transposer(xp: Any, hook: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
+    ascontiguousarray = xp.ascontiguousarray
+
+    def transpose(a: Any) -> Any:
+        """`a.T` of a 2-D array, as a new C-contiguous array."""
+        if hook is not None:
+            out = hook(a)
+            if out is not None:
+                return out
+        return ascontiguousarray(a.T)
+    return transpose
 
 
 def _array_maker(xp: Any) -> Callable[[Any], Any]:

@@ -43,15 +43,20 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         values = xp.take_along_axis(flat, idx[..., None], axis=-1)[..., 0]
         return values, idx
 
+    def _all_finite(a) -> bool:
+        with lib.quiet():  # (one reduction; inf - inf is NaN, so is any NaN)
+            return bool(xp.isfinite(a.sum(dtype=xp.float32) * 0))
+
     def max_pool_backward(g, x, values, idx, input_shape, kernel_size, stride, padding,
                           dilation, extra):
         """Send each output's gradient to the input element its window picked (the first
         maximum, as PyTorch: recovered from x and the values when idx is None)."""
         if idx is None:
-            if xp.isnan(values).any():  # NaN windows: let argmax find the NaN, as PyTorch
-                _, idx = max_pool(x, kernel_size, stride, padding, dilation, extra)
-            else:
+            # NaN windows: let argmax find the NaN, as PyTorch; a gradient holding inf or
+            # NaN: scatter it (a product with the mask would put NaN beside it, inf * 0)
+            if _all_finite(values) and _all_finite(g):
                 return _first_maximum_grad(g, x, values, input_shape, kernel_size)
+            _, idx = max_pool(x, kernel_size, stride, padding, dilation, extra)
         n = len(kernel_size)
         k = math.prod(kernel_size)
         cols = xp.zeros(g.shape + (k,), dtype=g.dtype)
@@ -74,15 +79,22 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 
     def _first_maximum_grad(g, x, values, input_shape, kernel_size):
         """Tiling windows without indices: each window's gradient goes to the first of its
-        elements equal to its maximum."""
-        grad = xp.zeros(input_shape, dtype=g.dtype)
+        elements equal to its maximum. Per kernel offset: one comparison, one update of
+        the windows already taken (`hit > taken` is `hit & ~taken` in one pass), one
+        product written in place."""
         outs = values.shape[2:]
-        taken = xp.zeros(values.shape, dtype=bool)
-        for view, gview in zip(_tiles(x, kernel_size, outs), _tiles(grad, kernel_size, outs)):
+        covered = all(o * k == s for o, k, s in zip(outs, kernel_size, input_shape[2:]))
+        # every element is written below when the tiles cover the input (no floor crop)
+        grad = (xp.empty if covered else xp.zeros)(input_shape, dtype=g.dtype)
+        views, gviews = _tiles(x, kernel_size, outs), _tiles(grad, kernel_size, outs)
+        taken = None
+        for i, (view, gview) in enumerate(zip(views, gviews)):
             hit = xp.equal(view, values)
-            hit &= ~taken
-            taken |= hit
+            if taken is not None:
+                xp.greater(hit, taken, out=hit)
             xp.multiply(g, hit, out=gview)
+            if i + 1 < len(views):
+                taken = hit if taken is None else xp.logical_or(taken, hit, out=taken)
         return grad
 
     return {"max_pool": max_pool, "max_pool_backward": max_pool_backward}
