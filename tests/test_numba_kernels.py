@@ -202,3 +202,19 @@ def test_fused_lstm_steps_match_torch(batch_first, num_layers, bidirectional):
     for (name, tp), (_, ep) in zip(tm.named_parameters(), em.named_parameters()):
         np.testing.assert_allclose(ep.grad.numpy(), tp.grad.numpy(), rtol=1e-4, atol=1e-5,
                                    err_msg=name)
+
+
+def test_kernels_compile_uncached_where_numba_cannot_cache():
+    # a function without a source file: numba has no cache folder for it and refuses
+    # cache=True at decoration; _jit then compiles it in memory
+    namespace: dict = {}
+    exec("def double(x, out):\n    for i in range(x.size):\n        out[i] = 2 * x[i]\n",
+         namespace)
+    import numba
+    with pytest.raises(RuntimeError, match="cannot cache"):
+        numba.njit(cache=True)(namespace["double"])
+    kernel = numba_kernels._jit()(namespace["double"])
+    x = np.arange(5, dtype=np.float32)
+    out = np.empty_like(x)
+    kernel(x, out)
+    np.testing.assert_array_equal(out, 2 * x)

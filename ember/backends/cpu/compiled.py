@@ -57,7 +57,7 @@ def kernels() -> ModuleType | None:
             try:
                 from ember.backends.cpu import numba_kernels
             except ImportError as e:
-                unavailable = f"numba is not installed ({e})"
+                unavailable = f"numba cannot be imported ({e})"
             except Exception as e:  # noqa: BLE001 - a broken numba must not break ember
                 _disable(e)
             else:
