@@ -14,6 +14,7 @@ CPU-only, passed to the shared kernels as hooks or added to the table here:
 - random numbers from a NumPy Generator, for the creation kernels other devices fall back
   to (random ops on the CPU itself draw PyTorch's stream in core: ember/core/cpu_random.py);
 - the whole-layer LSTM kernel (lstm.py, registered beside this table);
+- numba-compiled sigmoid, tanh, exp and backward formulas above a size (compiled.py);
 - NumPy's RuntimeWarnings on inf and NaN arithmetic, which PyTorch does not give.
 """
 
@@ -26,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.backends.cpu import blas
+from ember.backends.cpu import blas, compiled
 from ember.backends.xp import Hooks, make_kernels
 from ember.core.backend import ALL_DTYPES, bfloat16, numpy_dtype
 
@@ -142,3 +143,7 @@ KERNELS: dict[str, Any] = make_kernels(np, hooks=Hooks(
     special=lambda: importlib.import_module("scipy.special"),  # (slow to import: on first use)
 ))
 KERNELS.update({"rand": rand, "randn": randn, "randint": randint, "randperm": randperm})
+# numba-compiled loops where they beat NumPy (compiled.py says where; numba loads lazily)
+KERNELS.update({op: compiled.unary(op, KERNELS[op]) for op in ("sigmoid", "tanh", "exp")})
+KERNELS.update({op: compiled.backward(op, KERNELS[op])
+                for op in ("tanh_backward", "sigmoid_backward")})

@@ -1,0 +1,366 @@
+"""Elementwise kernels compiled by numba: the transcendental functions, their backward
+formulas, and the fused gate updates of the LSTM layer (lstm.py).
+
+Imports numba, so only ``compiled.py`` imports this module, on the first call that wants
+a compiled kernel (``import ember`` never loads numba).
+
+Why hand-written float32 functions: the llvmlite wheels are built without Intel's SVML, so
+numba compiles ``math.tanh`` and ``math.exp`` to one libm call per element, never SIMD.
+The float32 ``tanh``, ``exp`` and ``log`` below are pure arithmetic (a clamp, a polynomial
+or rational function, exponent bits set with integer ops), which LLVM vectorises to the
+CPU's widest registers. float64 keeps libm (its accuracy is the dtype's point); its
+kernels gain from fusion only.
+
+Accuracy (float32, measured against float64 NumPy over [-110, 100] and the extremes, see
+tests/test_numba_kernels.py): ``exp`` <= 1 ulp, ``tanh`` <= 5 ulp, ``log`` <= 1 ulp,
+``sigmoid`` <= 2 ulp; NaN, +-inf, 0, -0 and denormals give what NumPy gives.
+
+fastmath is ``{"contract"}`` only (fused multiply-adds). ``nnan``/``ninf`` would let LLVM
+drop the NaN and infinity selects; ``reassoc`` would fold the two-constant Cody-Waite
+range reduction ``x - n*C1 - n*C2`` back into one rounded product and lose ~10 bits of
+``exp``; ``afn`` only matters for libm calls (the float64 path) and may swap them for less
+accurate ones. ``error_model="numpy"`` makes a division by zero give inf/NaN instead of
+raising (Python's rule), which also lets the loops vectorise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic, overload
+
+_FASTMATH = {"contract"}
+
+
+def _jit(parallel: bool = False, inline: bool = False) -> Callable[[Callable], Any]:
+    """numba.njit with this module's flags, cached on disk (so a process loads the machine
+    code instead of compiling it, ~2 s a kernel) where a cache folder is writable."""
+    options: dict[str, Any] = dict(fastmath=_FASTMATH, error_model="numpy")
+    if inline:  # a scalar helper: inlined into the loops, nothing to cache
+        return numba.njit(**options)
+
+    def decorate(f: Callable) -> Any:
+        try:
+            return numba.njit(cache=True, parallel=parallel, **options)(f)
+        except RuntimeError:  # numba: "cannot cache function ...: no locator available"
+            return numba.njit(cache=False, parallel=parallel, **options)(f)
+    return decorate
+
+
+# -- bit casts: the exponent field of a float32, for exp's 2^n and log's frexp ----------
+
+@intrinsic
+def _float32_from_bits(typingctx, bits):
+    def codegen(context, builder, signature, args):
+        value = args[0]
+        if value.type.width > 32:  # numba widens int32 arithmetic to int64
+            value = builder.trunc(value, ir.IntType(32))
+        return builder.bitcast(value, ir.FloatType())
+    return types.float32(bits), codegen
+
+
+@intrinsic
+def _bits_of_float32(typingctx, x):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+    return types.int32(types.float32), codegen
+
+
+F = np.float32
+_ONE, _HALF, _TWO = F(1.0), F(0.5), F(2.0)
+_INF = F(np.inf)
+
+# exp: Cephes' expf (Cody-Waite reduction by ln 2 in two parts, degree-6 polynomial)
+_LOG2E = F(1.44269504088896341)
+_LN2_HI, _LN2_LO = F(0.693359375), F(-2.12194440e-4)
+_E0, _E1, _E2, _E3, _E4, _E5 = (F(1.9875691500e-4), F(1.3981999507e-3), F(8.3334519073e-3),
+                                F(4.1665795894e-2), F(1.6666665459e-1), F(5.0000001201e-1))
+_EXP_HI = F(88.72283905206835)  # above: inf
+_EXP_LO = F(-104.0)             # below: 0 (the smallest denormal is e^-103.3)
+
+
+@_jit(inline=True)
+def _exp32(a):
+    x = _EXP_LO if a < _EXP_LO else a  # clamped so the integer conversions see no NaN
+    x = _EXP_HI if x > _EXP_HI else x
+    x = _EXP_LO if a != a else x
+    n = np.floor(x * _LOG2E + _HALF)
+    x = x - n * _LN2_HI
+    x = x - n * _LN2_LO
+    y = _E0
+    y = y * x + _E1
+    y = y * x + _E2
+    y = y * x + _E3
+    y = y * x + _E4
+    y = y * x + _E5
+    y = y * (x * x) + x + _ONE
+    # y * 2^n as two factors 2^n1 * 2^n2, each a normal float: the result may be denormal
+    n1 = np.floor(n * _HALF)
+    n2 = n - n1
+    y = y * _float32_from_bits((np.int32(n1) + 127) << 23) * \
+        _float32_from_bits((np.int32(n2) + 127) << 23)
+    y = _INF if a > _EXP_HI else y
+    return a if a != a else y
+
+
+# tanh: Eigen's rational approximation (odd degree-13 over even degree-6) on [-7.9, 7.9]
+_TANH_CLAMP = F(7.90531110763549805)
+_TANH_TINY = F(0.0004)  # below: tanh(x) = x in float32
+_TANH_ONE = F(9.0)      # above: tanh(x) rounds to 1 in float32
+_T1, _T3, _T5, _T7, _T9, _T11, _T13 = (
+    F(4.89352455891786e-03), F(6.37261928875436e-04), F(1.48572235717979e-05),
+    F(5.12229709037114e-08), F(-8.60467152213735e-11), F(2.00018790482477e-13),
+    F(-2.76076847742355e-16))
+_U0, _U2, _U4, _U6 = (F(4.89352518554385e-03), F(2.26843463243900e-03),
+                      F(1.18534705686654e-04), F(1.19825839466702e-06))
+
+
+@_jit(inline=True)
+def _tanh32(a):
+    x = _TANH_CLAMP if a > _TANH_CLAMP else a  # (NaN passes through both)
+    x = -_TANH_CLAMP if x < -_TANH_CLAMP else x
+    x2 = x * x
+    p = _T13
+    p = p * x2 + _T11
+    p = p * x2 + _T9
+    p = p * x2 + _T7
+    p = p * x2 + _T5
+    p = p * x2 + _T3
+    p = p * x2 + _T1
+    p = p * x
+    q = _U6
+    q = q * x2 + _U4
+    q = q * x2 + _U2
+    q = q * x2 + _U0
+    y = p / q
+    y = a if abs(a) < _TANH_TINY else y
+    return math.copysign(_ONE, a) if abs(a) > _TANH_ONE else y
+
+
+# log: Cephes' logf (mantissa in [sqrt(1/2), sqrt(2)), degree-9 polynomial)
+_SQRT_HALF = F(0.707106781186547524)
+_L = (F(7.0376836292e-2), F(-1.1514610310e-1), F(1.1676998740e-1), F(-1.2420140846e-1),
+      F(1.4249322787e-1), F(-1.6668057665e-1), F(2.0000714765e-1), F(-2.4999993993e-1),
+      F(3.3333331174e-1))
+_L0, _L1, _L2, _L3, _L4, _L5, _L6, _L7, _L8 = _L
+_MIN_NORMAL = F(1.17549435e-38)
+_TWO_23 = F(8388608.0)
+_NAN = F(np.nan)
+
+
+@_jit(inline=True)
+def _log32(a):
+    small = a < _MIN_NORMAL  # denormals: scaled into the normal range first
+    x = a * _TWO_23 if small else a
+    bits = _bits_of_float32(x)
+    e = F(((bits >> 23) & 0xFF) - 126)
+    e = e - F(23.0) if small else e
+    m = _float32_from_bits((bits & 0x807FFFFF) | 0x3F000000)  # in [0.5, 1)
+    low = m < _SQRT_HALF
+    e = e - _ONE if low else e
+    m = m + m - _ONE if low else m - _ONE
+    z = m * m
+    y = _L0
+    y = y * m + _L1
+    y = y * m + _L2
+    y = y * m + _L3
+    y = y * m + _L4
+    y = y * m + _L5
+    y = y * m + _L6
+    y = y * m + _L7
+    y = y * m + _L8
+    y = y * m * z
+    y = y + e * _LN2_LO
+    y = y - _HALF * z
+    y = m + y
+    y = y + e * _LN2_HI
+    y = a if a == _INF else y        # log(inf) = inf
+    y = -_INF if a == 0 else y       # log(+-0) = -inf
+    y = _NAN if a < 0 else y         # log(negative) = NaN
+    return a if a != a else y
+
+
+# -- the scalar functions by dtype: float32 the above, float64 libm ----------------------
+
+# stubs that numba compiles by the argument's dtype (the overloads below)
+def exp(x):
+    raise NotImplementedError
+
+
+def tanh(x):
+    raise NotImplementedError
+
+
+def log(x):
+    raise NotImplementedError
+
+
+def sigmoid(x):
+    raise NotImplementedError
+
+
+@overload(exp, fastmath=_FASTMATH)
+def _exp_by_dtype(x):
+    return (lambda x: _exp32(x)) if x == types.float32 else (lambda x: math.exp(x))
+
+
+@overload(tanh, fastmath=_FASTMATH)
+def _tanh_by_dtype(x):
+    return (lambda x: _tanh32(x)) if x == types.float32 else (lambda x: math.tanh(x))
+
+
+@overload(log, fastmath=_FASTMATH)
+def _log_by_dtype(x):
+    return (lambda x: _log32(x)) if x == types.float32 else (lambda x: math.log(x))
+
+
+def one_like(x):
+    raise NotImplementedError
+
+
+@overload(one_like)
+def _one_by_dtype(x):
+    """1 in x's float type (numba types a literal 1 as an integer, and int op float32 as
+    float64)."""
+    one = np.float32(1) if x == types.float32 else np.float64(1)
+    return lambda x: one
+
+
+@overload(sigmoid, fastmath=_FASTMATH)
+def _sigmoid_by_dtype(x):
+    one = np.float32(1) if x == types.float32 else np.float64(1)
+
+    def impl(x):
+        # e / (1 + e) with e = exp(-|x|) <= 1: never overflows, and keeps its relative
+        # precision for very negative x (as the NumPy kernel does)
+        e = exp(-abs(x))
+        return (one if x >= 0 else e) / (e + one)
+    return impl
+
+
+# -- elementwise loops over flat, contiguous arrays (`x`, `out` of one dtype) -----------
+# Written out one by one: numba's disk cache names a compiled function by its qualified
+# name and line, so loops made by one closure factory would overwrite each other's entry.
+
+@_jit()
+def exp_serial(x, out):
+    for i in range(x.size):
+        out[i] = exp(x[i])
+
+
+@_jit(parallel=True)
+def exp_parallel(x, out):
+    for i in numba.prange(x.size):
+        out[i] = exp(x[i])
+
+
+@_jit()
+def tanh_serial(x, out):
+    for i in range(x.size):
+        out[i] = tanh(x[i])
+
+
+@_jit(parallel=True)
+def tanh_parallel(x, out):
+    for i in numba.prange(x.size):
+        out[i] = tanh(x[i])
+
+
+@_jit()
+def log_serial(x, out):
+    for i in range(x.size):
+        out[i] = log(x[i])
+
+
+@_jit(parallel=True)
+def log_parallel(x, out):
+    for i in numba.prange(x.size):
+        out[i] = log(x[i])
+
+
+@_jit()
+def sigmoid_serial(x, out):
+    for i in range(x.size):
+        out[i] = sigmoid(x[i])
+
+
+@_jit(parallel=True)
+def sigmoid_parallel(x, out):
+    for i in numba.prange(x.size):
+        out[i] = sigmoid(x[i])
+
+
+# -- backward formulas: one pass instead of NumPy's three --------------------------------
+
+@_jit()
+def tanh_backward(y, g, out):
+    """out = g * (1 - y^2)."""
+    for i in range(y.size):
+        out[i] = g[i] * (one_like(y[i]) - y[i] * y[i])
+
+
+@_jit()
+def sigmoid_backward(y, g, out):
+    """out = g * y * (1 - y)."""
+    for i in range(y.size):
+        out[i] = g[i] * (y[i] * (one_like(y[i]) - y[i]))
+
+
+UNARY = {"exp": (exp_serial, exp_parallel), "tanh": (tanh_serial, tanh_parallel),
+         "log": (log_serial, log_parallel), "sigmoid": (sigmoid_serial, sigmoid_parallel)}
+"""op name -> (serial, parallel) kernel `(x, out)` on flat contiguous arrays."""
+
+
+# -- the LSTM layer's gate updates, one step each (lstm.py keeps the layout) -------------
+# Arrays are lstm.py's: acts (T, 4H, B) gates in order o, i, f, g; cs, hs (T+1, H, B);
+# tcs (T, H, B). float32 only (float64 would call libm's scalar tanh).
+
+@_jit()
+def lstm_step_forward(acts, cs, tcs, hs, t):
+    """Step t after its matmuls: acts[t] holds the pre-activations, the sigmoid rows (o, i,
+    f) halved (sigmoid(z) = tanh(z/2)/2 + 1/2); replaced by the activations. Writes c_t =
+    f c_{t-1} + i g into cs[t+1], tanh(c_t) into tcs[t] and h_t = o tanh(c_t) into hs[t+1]."""
+    hidden, batch = tcs.shape[1], tcs.shape[2]
+    for j in range(hidden):
+        for n in range(batch):
+            o = _HALF * tanh(acts[t, j, n]) + _HALF
+            i = _HALF * tanh(acts[t, hidden + j, n]) + _HALF
+            f = _HALF * tanh(acts[t, 2 * hidden + j, n]) + _HALF
+            g = tanh(acts[t, 3 * hidden + j, n])
+            acts[t, j, n] = o
+            acts[t, hidden + j, n] = i
+            acts[t, 2 * hidden + j, n] = f
+            acts[t, 3 * hidden + j, n] = g
+            c = f * cs[t, j, n] + i * g
+            tc = tanh(c)
+            cs[t + 1, j, n] = c
+            tcs[t, j, n] = tc
+            hs[t + 1, j, n] = o * tc
+
+
+@_jit()
+def lstm_step_backward(acts, cs, tcs, dhs, dc, dgates, t):
+    """Step t of the backward pass: from dh = dhs[t] (the gradient reaching h_t) and dc
+    (reaching c_t, updated in place to the gradient reaching c_{t-1}), writes the gradients
+    of the gate pre-activations (PyTorch's, unhalved) into dgates[t]."""
+    hidden, batch = dc.shape[0], dc.shape[1]
+    for j in range(hidden):
+        for n in range(batch):
+            o = acts[t, j, n]
+            i = acts[t, hidden + j, n]
+            f = acts[t, 2 * hidden + j, n]
+            g = acts[t, 3 * hidden + j, n]
+            tc = tcs[t, j, n]
+            dh = dhs[t, j, n]
+            d = dc[j, n] + dh * o * (_ONE - tc * tc)
+            dgates[t, j, n] = dh * tc * (o * (_ONE - o))
+            dgates[t, hidden + j, n] = d * g * (i * (_ONE - i))
+            dgates[t, 2 * hidden + j, n] = d * cs[t, j, n] * (f * (_ONE - f))
+            dgates[t, 3 * hidden + j, n] = d * i * (_ONE - g * g)
+            dc[j, n] = d * f
