@@ -56,10 +56,12 @@ from ember.core.dtype import (
     bfloat16,
     can_cast,
     dtype,
+    finfo,
     float16,
     float32,
     float64,
     get_default_dtype,
+    iinfo,
     int8,
     int16,
     int32,
@@ -547,6 +549,7 @@ _FROM_SCHEDULING = {"plan", "Plan"}  # auto-scheduling: imported on first use
 _FROM_COMPILED = {"compile"}  # ember.compile: kernel replay (ember.jit.compiled)
 _SUBMODULES = _SUBMODULES | {"scheduling"}  # ember.scheduling.learn & co
 _SUBMODULES = _SUBMODULES | {"special"}  # ember.special: torch.special's functions
+_SUBMODULES = _SUBMODULES | {"return_types"}  # the named results: torch.return_types
 # nnmisc family (issue 16): torch.batch_norm, torch.kl_div, torch.lstm ... with ATen's
 # signatures, from ember.nn.torch_functions (imported on first use: ember.nn is heavy)
 _FROM_NN_TORCH_FUNCTIONS = {
@@ -589,7 +592,7 @@ __all__ = [
     "device", "is_tensor", "devices", "from_dlpack",
     "OutOfMemoryError",
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
-    "float64", "half", "double", "long", "short", "float", "int",
+    "float64", "half", "double", "long", "short", "float", "int", "finfo", "iinfo",
     "get_default_dtype", "set_default_dtype", "promote_types", "can_cast", "result_type",
     "get_default_device", "set_default_device", "get_float32_matmul_precision",
     "set_float32_matmul_precision",

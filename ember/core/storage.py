@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.core import dtype as dt
+from ember.core import naming
 
 
 class layout:  # noqa: N801 - PyTorch's name
@@ -21,7 +22,7 @@ class layout:  # noqa: N801 - PyTorch's name
         self._name = name
 
     def __repr__(self) -> str:
-        return f"ember.{self._name}"
+        return f"{naming.namespace()}.{self._name}"
 
 
 strided = layout("strided")

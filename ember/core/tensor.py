@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ember.core import dtype as dt
-from ember.core import engine, tracing
+from ember.core import engine, naming, tracing
 from ember.core.backend import Backend
 from ember.core.device import device as Device
 from ember.core.graph import Node
@@ -200,7 +200,7 @@ class Tensor:
         return self._data.shape[0]
 
     def type_name(self) -> str:
-        return f"ember.{self._device.type}.{self._dtype.name}"
+        return f"{naming.namespace()}.{self._device.type}.{self._dtype.name}"
 
     # -- memory layout (SHAPE family: tensor attributes) --------------------------------
     def stride(self, dim: int | None = None) -> tuple[int, ...] | int:
@@ -634,7 +634,7 @@ class Size(tuple):
     """A tensor's shape: a tuple of ints that prints as PyTorch's does."""
 
     def __repr__(self) -> str:
-        return f"ember.Size([{', '.join(str(s) for s in self)}])"
+        return f"{naming.namespace()}.Size([{', '.join(str(s) for s in self)}])"
 
     def numel(self) -> int:
         return math.prod(self)

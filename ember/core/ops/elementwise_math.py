@@ -13,7 +13,6 @@ else is a composite of existing ops.
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 from typing import Any
 
 from ember.core import costs
@@ -23,6 +22,7 @@ from ember.core.declare import composite, define
 from ember.core.grad_mode import no_grad
 from ember.core.host import python_scalar
 from ember.core.inplace import apply_inplace
+from ember.core.naming import return_type
 from ember.core.opdef import OPS, Grad, Kind, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import (
@@ -435,7 +435,7 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
     return out + p * (p - 1) / 4.0 * math.log(math.pi)
 
 
-frexp_result = namedtuple("frexp", ["mantissa", "exponent"])
+frexp_result = return_type("frexp", ["mantissa", "exponent"])
 
 
 @composite(variants="function method", cost=costs.pointwise(8))

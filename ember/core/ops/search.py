@@ -10,7 +10,6 @@ from the device once.
 
 from __future__ import annotations
 
-from collections import namedtuple
 from typing import Any
 
 from ember.core import costs
@@ -18,6 +17,7 @@ from ember.core import dtype as dt
 from ember.core.creation import full, linspace, ones, zeros
 from ember.core.declare import composite
 from ember.core.grad_mode import no_grad
+from ember.core.naming import return_type
 from ember.core.ops.elementwise import to_dtype, where
 from ember.core.ops.indexing import (
     SCALAR_TYPE_NAMES,
@@ -36,7 +36,7 @@ from ember.core.ops.sorting import sorted_indices
 from ember.core.shapes import fmt_shape, normalize_dim
 from ember.core.tensor import Tensor
 
-HistogramResult = namedtuple("histogram", ["hist", "bin_edges"])
+HistogramResult = return_type("histogram", ["hist", "bin_edges"])
 
 
 
@@ -347,7 +347,7 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Any = None,  # noqa: A00
     return HistogramResult(hist, edges)
 
 
-HistogramddResult = namedtuple("histogramdd", ["hist", "bin_edges"])
+HistogramddResult = return_type("histogramdd", ["hist", "bin_edges"])
 
 
 @composite(variants="function", cost=costs.movement)
