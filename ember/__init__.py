@@ -511,6 +511,7 @@ from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, poiss
 from ember.core.placement import get_default_device, set_default_device
 from ember.core.storage import layout, strided  # SHAPE family
 from ember.core.tensor import Size, Tensor
+from ember.core.typeinfo import finfo, iinfo
 from ember.serialization import load, save
 
 half, double, long, short = float16, float64, int64, int16
@@ -539,7 +540,7 @@ def devices() -> list:
 
 
 _SUBMODULES = {"nn", "optim", "jit", "onnx", "exporters", "testing", "demo", "cli", "amp",
-               "cuda", "cpu", "profiler", "accelerator", "backends",
+               "cuda", "cpu", "profiler", "accelerator", "backends", "distributions",
                "distributed", "hub"}
 _FROM_AMP = {"autocast", "is_autocast_enabled", "get_autocast_dtype",
              "is_autocast_available", "clear_autocast_cache", "is_autocast_cache_enabled"}
@@ -589,7 +590,7 @@ __all__ = [
     "device", "is_tensor", "devices", "from_dlpack",
     "OutOfMemoryError",
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
-    "float64", "half", "double", "long", "short", "float", "int",
+    "float64", "half", "double", "long", "short", "float", "int", "finfo", "iinfo",
     "get_default_dtype", "set_default_dtype", "promote_types", "can_cast", "result_type",
     "get_default_device", "set_default_device", "get_float32_matmul_precision",
     "set_float32_matmul_precision",

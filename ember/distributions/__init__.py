@@ -1,0 +1,16 @@
+"""Probability distributions with PyTorch's API (torch.distributions): Categorical, Normal
+and Bernoulli, with their constraints and argument validation, for policy-gradient and
+variational programs.
+
+    m = Categorical(probs)
+    action = m.sample()
+    loss = -m.log_prob(action) * reward
+"""
+
+from ember.distributions import constraints
+from ember.distributions.bernoulli import Bernoulli
+from ember.distributions.categorical import Categorical
+from ember.distributions.distribution import Distribution
+from ember.distributions.normal import Normal
+
+__all__ = ["Bernoulli", "Categorical", "Distribution", "Normal", "constraints"]
