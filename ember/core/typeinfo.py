@@ -36,7 +36,7 @@ class finfo:  # noqa: N801 - PyTorch's name
             info = np.finfo(np.dtype(type.name))
             limits = {"bits": int(info.bits), "eps": float(info.eps), "max": float(info.max),
                       "min": float(info.min), "tiny": float(info.smallest_normal),
-                      "resolution": float(info.resolution)}
+                      "resolution": 10.0 ** -int(info.precision)}
         self.bits: int = limits["bits"]
         self.eps: float = limits["eps"]
         self.max: float = limits["max"]

@@ -48,7 +48,7 @@ class Distribution:
             for param, constraint in arg_constraints.items():
                 if constraints.is_dependent(constraint):
                     continue  # skip constraints that cannot be checked
-                lazy = isinstance(getattr(type(self), param), lazy_property)
+                lazy = isinstance(getattr(type(self), param, None), lazy_property)
                 if param not in self.__dict__ and lazy:
                     continue  # skip checking lazily-constructed args
                 value = getattr(self, param)
