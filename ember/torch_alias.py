@@ -3,7 +3,8 @@
 script.py`).
 
 The alias returns ember's own module objects (``sys.modules["torch.nn"] is ember.nn``),
-so `isinstance(x, torch.Tensor)`, pickled class paths and module identity all agree.
+so `isinstance(x, torch.Tensor)`, pickled class paths and module identity all agree; and
+printed forms name torch (`torch.float32`, `torch.Size([2])`), as under PyTorch.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import importlib.abc
 import importlib.util
 import sys
 from types import ModuleType
+
+from ember.core import dtype
 
 _ALIAS = "torch"
 _TARGET = "ember"
@@ -63,11 +66,13 @@ def install() -> None:
         raise RuntimeError("torch_alias.install(): the real torch is already imported; "
                            "install the alias before anything imports torch")
     sys.meta_path.insert(0, TorchAliasFinder())
+    dtype.set_api_name(_ALIAS)  # print torch.float32, torch.Size([2]) as PyTorch does
 
 
 def uninstall() -> None:
     """Remove the alias and forget the `torch*` names it served."""
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, TorchAliasFinder)]
+    dtype.set_api_name(_TARGET)
     for name in [n for n in sys.modules if n == _ALIAS or n.startswith(_ALIAS + ".")]:
         if sys.modules[name].__name__.startswith(_TARGET):
             del sys.modules[name]

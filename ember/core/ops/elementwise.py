@@ -934,10 +934,11 @@ def _type(self: Tensor, dtype: Any = None) -> Any:
     """With no argument, the tensor's type name (`ember.FloatTensor`); else this tensor as
     `dtype` (an ember dtype, or a type name such as `"ember.DoubleTensor"`)."""
     if dtype is None:
-        return f"ember.{_TYPE_NAMES[self.dtype.name]}"
+        return f"{dt.API_NAME}.{_TYPE_NAMES[self.dtype.name]}"
     if isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), dt.dtype):
         dtype = dtype.dtype  # a legacy type: t.type(ember.LongTensor)
-    if isinstance(dtype, str) and dtype.startswith("ember.") and dtype.endswith("Tensor"):
+    if isinstance(dtype, str) and dtype.startswith(("ember.", "torch.")) \
+            and dtype.endswith("Tensor"):  # "torch." too: a PyTorch program run unchanged
         by_name = {v: k for k, v in _TYPE_NAMES.items()}
         if dtype[6:] not in by_name:
             raise TypeError(f"type(): invalid type {dtype!r}")
