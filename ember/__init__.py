@@ -50,6 +50,11 @@ from ember.core.creation import (
     zeros,
     zeros_like,
 )
+from ember.core.determinism import (
+    are_deterministic_algorithms_enabled,
+    is_deterministic_algorithms_warn_only_enabled,
+    use_deterministic_algorithms,
+)
 from ember.core.device import device
 from ember.core.dlpack import from_dlpack
 from ember.core.dtype import (
@@ -509,8 +514,15 @@ from ember.core.ops.sorting import (
 )
 from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, poisson, zero_
 from ember.core.placement import get_default_device, set_default_device
+from ember.core.printing import set_printoptions
 from ember.core.storage import layout, strided  # SHAPE family
 from ember.core.tensor import Size, Tensor
+from ember.core.threads import (
+    get_num_interop_threads,
+    get_num_threads,
+    set_num_interop_threads,
+    set_num_threads,
+)
 from ember.core.typeinfo import finfo, iinfo
 from ember.serialization import load, save
 
@@ -591,6 +603,9 @@ __all__ = [
     "OutOfMemoryError",
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
     "float64", "half", "double", "long", "short", "float", "int", "finfo", "iinfo",
+    "set_printoptions", "set_num_threads", "get_num_threads", "set_num_interop_threads",
+    "get_num_interop_threads", "use_deterministic_algorithms",
+    "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "get_default_dtype", "set_default_dtype", "promote_types", "can_cast", "result_type",
     "get_default_device", "set_default_device", "get_float32_matmul_precision",
     "set_float32_matmul_precision",

@@ -159,3 +159,27 @@ def test_constraints_print_and_check_as_torch():
     value = [[1.0, float("nan")], [0.0, 1.0]]
     assert (constraints.real_vector.check(ember.tensor(value)).tolist()
             == td.constraints.real_vector.check(torch.tensor(value)).tolist())
+
+
+def test_kl_divergence_matches_torch():
+    e_loc, t_loc = _pair([0.0, 1.0], requires_grad=True)
+    e_scale, t_scale = _pair([1.0, 2.0])
+    pairs = [
+        ((Normal(e_loc, e_scale), Normal(0.5, 1.5)),
+         (td.Normal(t_loc, t_scale), td.Normal(0.5, 1.5))),
+    ]
+    for kind, p_values, q_values in [("Categorical", [[0.2, 0.8], [0.0, 1.0]], [0.5, 0.5]),
+                                     ("Categorical", [0.5, 0.5], [0.0, 1.0]),
+                                     ("Bernoulli", [0.0, 0.3, 1.0], [0.5, 0.0, 0.2])]:
+        (e_pv, t_pv), (e_qv, t_qv) = _pair(p_values), _pair(q_values)
+        mine, theirs = getattr(ember.distributions, kind), getattr(td, kind)
+        pairs.append(((mine(e_pv), mine(e_qv)), (theirs(t_pv), theirs(t_qv))))
+    for (e_p, e_q), (t_p, t_q) in pairs:
+        e_kl = ember.distributions.kl_divergence(e_p, e_q)
+        t_kl = td.kl_divergence(t_p, t_q)
+        np.testing.assert_allclose(_np(e_kl), _np(t_kl), rtol=1e-5, atol=1e-7)
+    ember.distributions.kl_divergence(*pairs[0][0]).sum().backward()
+    td.kl_divergence(*pairs[0][1]).sum().backward()
+    np.testing.assert_allclose(e_loc.grad.numpy(), t_loc.grad.numpy(), rtol=1e-5)
+    with pytest.raises(NotImplementedError, match="No KL\\(p \\|\\| q\\) is implemented"):
+        ember.distributions.kl_divergence(Normal(0.0, 1.0), Bernoulli(0.5))

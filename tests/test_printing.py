@@ -215,3 +215,32 @@ def test_views_and_non_contiguous_print_their_values():
     x = ember.arange(6.0).reshape(2, 3)
     assert repr(x.t()) == "tensor([[0., 3.],\n        [1., 4.],\n        [2., 5.]])"
     assert repr(x[:, 1]) == "tensor([1., 4.])"
+
+
+@pytest.fixture
+def print_options():
+    """Restore the default print options after a test changes them (in both libraries)."""
+    torch = pytest.importorskip("torch")
+    yield torch
+    ember.set_printoptions(profile="default")
+    torch.set_printoptions(profile="default")
+
+
+@pytest.mark.parametrize("options", [
+    {"precision": 2}, {"precision": 6}, {"profile": "short"}, {"profile": "full"},
+    {"sci_mode": True}, {"sci_mode": False}, {"threshold": 5, "edgeitems": 1},
+    {"linewidth": 30}, {"profile": "short", "precision": 3}, {"profile": "bogus"},
+])
+def test_set_printoptions_prints_as_torch(print_options, options):
+    torch = print_options
+    values = [np.arange(12, dtype=np.float32).reshape(3, 4) / 7,
+              np.array([1e-5, 1.0, 3e5], dtype=np.float32),
+              np.arange(2000, dtype=np.float32), np.array([1.5, 300.0], dtype=np.float32)]
+    ember.set_printoptions(**options)
+    torch.set_printoptions(**options)
+    for v in values:
+        assert repr(ember.tensor(v)) == repr(torch.tensor(v))
+    # options stay until changed; sci_mode returns to automatic when not given
+    ember.set_printoptions(precision=3)
+    torch.set_printoptions(precision=3)
+    assert repr(ember.tensor(values[1])) == repr(torch.tensor(values[1]))

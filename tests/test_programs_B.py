@@ -67,6 +67,9 @@ def _fits_polynomial(out: str) -> None:
     assert learned == pytest.approx(actual, abs=0.2)
 
 
+# word_language_model: the training loss every log interval, then the test loss
+WLM_LOSSES = r"loss\s+(?P<loss>[\d.]+) \| (?:test )?ppl"
+
 PROGRAMS_B = [
     Program("regression.py", check=_fits_polynomial),
     Program("learning_pytorch_examples.py",
@@ -74,12 +77,12 @@ PROGRAMS_B = [
             losses=r"^(?P<tag>tensors|autograd|nn|optim|module|dynamic) \d+ (?P<loss>\S+)$",
             factor=None, long=True),
     Program("word_language_model.py", ("--model", "LSTM", "--tied", "--epochs", "1"),
-            losses=r"loss\s+(?P<loss>[\d.]+) \| (?:valid )?ppl", factor=1.5,
+            losses=WLM_LOSSES, factor=1.5,
             same=r"^[-=]+$"),
     Program("word_language_model.py", ("--model", "GRU"),
-            losses=r"^\| end of epoch.*valid loss\s+(?P<loss>[\d.]+)", factor=1.5, long=True),
+            losses=WLM_LOSSES, factor=1.5, long=True),
     Program("word_language_model.py", ("--model", "Transformer", "--lr", "5"),
-            losses=r"^\| end of epoch.*valid loss\s+(?P<loss>[\d.]+)", factor=1.5, long=True),
+            losses=WLM_LOSSES, factor=1.5, long=True),
     Program("nanogpt.py", ("--max_iters", "40"),
             same=r"^number of parameters|^num |^using fused|^sample of",
             losses=r"^step \d+: train loss (?P<loss>[\d.]+)", factor=1.3),
@@ -103,7 +106,7 @@ PROGRAMS_B = [
             losses=r"^Epoch: \d+, Train loss: (?P<loss>[\d.]+)", factor=1.3, long=True),
     Program("tabular_mlp.py",
             same=r"^\[|^train rows|^TabularModel|^  |^\)|^parameters|^reloaded",
-            losses=r"train loss: (?P<loss>[\d.]+)", factor=1.5),
+            losses=r"train loss: (?P<loss>[\d.]+)", factor=1.5, long=True),
 ]
 
 
