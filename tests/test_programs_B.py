@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = ROOT / "tests" / "programs"
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 TIMINGS = re.compile(r"\(\d+m \d+s( \(- \d+m \d+s\))?\)|\d+m \d+s \(- \d+m \d+s\)"
-                     r"|ms/batch\s+[\d.]+|time:\s+[\d.]+s|Epoch time = [\d.]+s")
+                     r"|ms/batch\s+[\d.]+|time:\s+[\d.]+s|Epoch time = [\d.]+s|iter_dt [\d.]+ms")
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,10 @@ PROGRAMS_B = [
     Program("nanogpt.py", ("--no_flash", "--dropout", "0.1"),
             same=r"^number of parameters|^num |^using fused|^sample of",
             losses=r"^step \d+: train loss (?P<loss>[\d.]+)", factor=1.3, long=True),
+    Program("mingpt_sort.py", ("60",),
+            same=r"^number of parameters|^running on device",
+            skeleton=r"^\d+ -?\d+$|final score",
+            losses=r"iter \d+: train loss (?P<loss>[\d.]+)", factor=1.3, long=True),
     Program("time_sequence_prediction.py", ("--steps", "1", "--length", "20"),
             same=r"^STEP|^prediction shape",
             losses=r"^loss: (?P<loss>\S+)$", factor=10.0),
