@@ -244,3 +244,17 @@ def test_set_printoptions_prints_as_torch(print_options, options):
     ember.set_printoptions(precision=3)
     torch.set_printoptions(precision=3)
     assert repr(ember.tensor(values[1])) == repr(torch.tensor(values[1]))
+
+
+def test_named_results_print_as_torch_return_types():
+    torch = pytest.importorskip("torch")
+    data = np.array([[1.0, 5.0, 2.0], [3.0, 2.0, 0.5]], dtype=np.float32)
+    e, t = ember.tensor(data), torch.tensor(data)
+    for call in (lambda m, x: m.max(x, 1), lambda m, x: m.sort(x, descending=True),
+                 lambda m, x: m.topk(x, 2), lambda m, x: x.min(dim=0, keepdim=True),
+                 lambda m, x: m.median(x, 1), lambda m, x: m.cummax(x, 1),
+                 lambda m, x: m.aminmax(x), lambda m, x: m.kthvalue(x, 2)):
+        mine, theirs = call(ember, e), call(torch, t)
+        assert repr(mine).replace("ember.", "torch.") == repr(theirs)
+        assert type(mine).__name__ == type(theirs).__name__
+        assert isinstance(mine, tuple) and len(mine) == len(theirs)
