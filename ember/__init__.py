@@ -17,6 +17,7 @@ from ember import (
     autograd,
     utils,
 )
+from ember.core.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from ember.core.backend import (
     OutOfMemoryError,
     get_float32_matmul_precision,
@@ -603,6 +604,7 @@ __all__ = [
     "OutOfMemoryError",
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
     "float64", "half", "double", "long", "short", "float", "int", "finfo", "iinfo",
+    "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
     "set_printoptions", "set_num_threads", "get_num_threads", "set_num_interop_threads",
     "get_num_interop_threads", "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",

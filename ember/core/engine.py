@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ember.core import interpose, tracing
+from ember.core import anomaly_mode, interpose, tracing
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import AccumulateGrad, Node, edge_of, is_tensor
 
@@ -96,6 +96,8 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
                 else:
                     results = hook(node, functools.partial(node.apply,
                                                            _fill_missing(node, grads)))
+                if anomaly_mode._enabled:
+                    anomaly_mode.check_gradients(node, results)
             else:  # nothing reached this node: it sends nothing on
                 results = (None,) * len(node.next_edges)
             post = node.attrs.get("_post_hooks")
