@@ -67,6 +67,13 @@ def _fits_polynomial(out: str) -> None:
     assert learned == pytest.approx(actual, abs=0.2)
 
 
+def _test_accuracy(at_least: float) -> Callable[[str], None]:
+    def check(out: str) -> None:
+        """The program's final "test accuracy" line shows it learned its task."""
+        assert float(re.search(r"^test accuracy\s+(\S+)$", out, re.M).group(1)) >= at_least
+    return check
+
+
 # word_language_model: the training loss every log interval, then the test loss
 WLM_LOSSES = r"loss\s+(?P<loss>[\d.]+) \| (?:test )?ppl"
 
@@ -93,6 +100,11 @@ PROGRAMS_B = [
             same=r"^number of parameters|^running on device",
             skeleton=r"^\d+ -?\d+$|final score",
             losses=r"iter \d+: train loss (?P<loss>[\d.]+)", factor=1.3, long=True),
+    Program("dqn.py",
+            same=r"^Complete", skeleton=r"^episode|^mean duration",
+            losses=r"mean loss (?P<loss>[\d.]+)", factor=3.0, long=True),
+    Program("text_classification.py",
+            same=r"^-+$|^Checking|^This is a", skeleton=r"accuracy", check=_test_accuracy(0.9)),
     Program("time_sequence_prediction.py", ("--steps", "1", "--length", "20"),
             same=r"^STEP|^prediction shape",
             losses=r"^loss: (?P<loss>\S+)$", factor=10.0),
