@@ -509,8 +509,16 @@ from ember.core.ops.sorting import (
 )
 from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, poisson, zero_
 from ember.core.placement import get_default_device, set_default_device
+from ember.core.printing import get_printoptions, set_printoptions
 from ember.core.storage import layout, strided  # SHAPE family
 from ember.core.tensor import Size, Tensor
+from ember.core.threads import (
+    get_num_interop_threads,
+    get_num_threads,
+    set_num_interop_threads,
+    set_num_threads,
+)
+from ember.core.typeinfo import finfo, iinfo
 from ember.serialization import load, save
 
 half, double, long, short = float16, float64, int64, int16
@@ -601,6 +609,9 @@ __all__ = [
     "ones_like", "empty_like", "full_like", "arange", "linspace", "eye", "rand", "randn",
     "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
     "Generator", "default_generator", "manual_seed", "initial_seed", "seed",
+    # printing, threads, dtype limits
+    "set_printoptions", "get_printoptions", "set_num_threads", "get_num_threads",
+    "set_num_interop_threads", "get_num_interop_threads", "finfo", "iinfo",
     # elementwise
     "abs", "absolute", "neg", "negative", "positive", "sign", "floor", "ceil", "trunc",
     "fix", "round", "relu", "exp", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "sin",

@@ -11,6 +11,47 @@ LINE_WIDTH = 80
 THRESHOLD = 1000  # more elements than this are summarised with "..."
 EDGE_ITEMS = 3
 PRECISION = 4
+SCI_MODE: bool | None = None  # None: chosen from the values, as PyTorch does
+
+_PROFILES = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80),
+             "full": (4, float("inf"), 3, 80)}
+
+
+def set_printoptions(precision: int | None = None, threshold: float | None = None,
+                     edgeitems: int | None = None, linewidth: int | None = None,
+                     profile: str | None = None, sci_mode: bool | None = None) -> None:
+    """Set how tensors print, as torch.set_printoptions.
+
+    Args:
+        precision: digits after the point for floats (default 4).
+        threshold: more elements than this are summarised with "..." (default 1000).
+        edgeitems: items kept at each edge of a summarised dimension (default 3).
+        linewidth: characters per line (default 80).
+        profile: "default", "short" or "full": sets the four above, then the explicit
+            ones apply.
+        sci_mode: True or False forces scientific notation on or off; None chooses.
+    """
+    global PRECISION, THRESHOLD, EDGE_ITEMS, LINE_WIDTH, SCI_MODE
+    if profile is not None:
+        if profile not in _PROFILES:
+            raise ValueError(f"set_printoptions(): profile must be one of "
+                             f"{sorted(_PROFILES)}, got {profile!r}")
+        PRECISION, THRESHOLD, EDGE_ITEMS, LINE_WIDTH = _PROFILES[profile]
+    if precision is not None:
+        PRECISION = precision
+    if threshold is not None:
+        THRESHOLD = threshold
+    if edgeitems is not None:
+        EDGE_ITEMS = edgeitems
+    if linewidth is not None:
+        LINE_WIDTH = linewidth
+    SCI_MODE = sci_mode
+
+
+def get_printoptions() -> dict:
+    """The current print options, as torch.get_printoptions."""
+    return {"precision": PRECISION, "threshold": THRESHOLD, "edgeitems": EDGE_ITEMS,
+            "linewidth": LINE_WIDTH, "sci_mode": SCI_MODE}
 
 
 class _Formatter:
@@ -29,6 +70,8 @@ class _Formatter:
             if measured.size:
                 hi, lo = np.abs(measured).max(), np.abs(measured).min()
                 self.sci = hi / lo > 1000 or hi > 1e8 or (not self.int_mode and lo < 1e-4)
+            if SCI_MODE is not None:
+                self.sci = SCI_MODE
         self.width = max((len(self.raw(v)) for v in measured), default=1)
 
     def raw(self, v) -> str:
