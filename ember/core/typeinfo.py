@@ -22,7 +22,12 @@ class finfo:  # noqa: N801 - PyTorch's name
         if not isinstance(d, dt.dtype) or not d.is_floating_point:
             raise TypeError(f"{dt.API_NAME}.finfo() requires a floating point input type. "
                             f"Use {dt.API_NAME}.iinfo to handle '{dt.API_NAME}.finfo'")
-        info = np.finfo(numpy_dtype(d))
+        if d is dt.bfloat16:  # NumPy's finfo knows only its own types
+            import ml_dtypes
+
+            info = ml_dtypes.finfo(ml_dtypes.bfloat16)
+        else:
+            info = np.finfo(numpy_dtype(d))
         self.bits = d.itemsize * 8
         self.eps = float(info.eps)
         self.max = float(info.max)

@@ -13,9 +13,9 @@ from torch.utils.data import DataLoader, TensorDataset
 rng = np.random.RandomState(42)
 templates = np.random.RandomState(0).rand(10, 784) > 0.75
 y_train_np = rng.randint(0, 10, 1000)
-x_train_np = (templates[y_train_np] * 0.4 + rng.rand(1000, 784)).astype(np.float32)
+x_train_np = (templates[y_train_np] * 0.15 + rng.rand(1000, 784)).astype(np.float32)
 y_valid_np = rng.randint(0, 10, 200)
-x_valid_np = (templates[y_valid_np] * 0.4 + rng.rand(200, 784)).astype(np.float32)
+x_valid_np = (templates[y_valid_np] * 0.15 + rng.rand(200, 784)).astype(np.float32)
 
 x_train, y_train, x_valid, y_valid = map(
     torch.tensor, (x_train_np, y_train_np, x_valid_np, y_valid_np)
