@@ -340,3 +340,67 @@ def test_num_threads_as_torch() -> None:
             ember.set_num_threads(bad)
         with pytest.raises(RuntimeError, match="set_num_threads expects a positive integer"):
             torch.set_num_threads(bad)
+
+
+@pytest.mark.parametrize("kind", ["linear", "conv", "convtranspose"])
+def test_spectral_norm_matches_torch(kind: str) -> None:
+    import numpy as np
+
+    def build(lib):
+        lib.manual_seed(0)
+        return {"linear": lambda: lib.nn.Linear(5, 4),
+                "conv": lambda: lib.nn.Conv2d(2, 3, 3),
+                "convtranspose": lambda: lib.nn.ConvTranspose2d(2, 3, 3)}[kind]()
+
+    t_mod = torch.nn.utils.spectral_norm(build(torch), n_power_iterations=2)
+    e_mod = ember.nn.utils.spectral_norm(build(ember), n_power_iterations=2)
+    assert sorted(e_mod.state_dict()) == sorted(t_mod.state_dict())
+    e_mod.load_state_dict({k: ember.tensor(v.numpy()) for k, v in t_mod.state_dict().items()})
+    x = np.random.RandomState(0).randn(2, 5) if kind == "linear" else \
+        np.random.RandomState(0).randn(1, 2, 5, 5)
+    x = x.astype(np.float32)
+    for _ in range(2):  # two training forwards: the power iteration updates u and v
+        t_out, e_out = t_mod(torch.tensor(x)), e_mod(ember.tensor(x))
+    t_out.sum().backward()
+    e_out.sum().backward()
+    np.testing.assert_allclose(e_out.detach().numpy(), t_out.detach().numpy(), rtol=1e-4,
+                               atol=1e-5)
+    np.testing.assert_allclose(e_mod.weight_u.numpy(), t_mod.weight_u.numpy(), rtol=1e-4,
+                               atol=1e-6)
+    np.testing.assert_allclose(e_mod.weight_orig.grad.numpy(), t_mod.weight_orig.grad.numpy(),
+                               rtol=1e-4, atol=1e-5)
+    t_mod.eval()
+    e_mod.eval()  # eval: no power iteration, the same sigma
+    np.testing.assert_allclose(e_mod(ember.tensor(x)).detach().numpy(),
+                               t_mod(torch.tensor(x)).detach().numpy(), rtol=1e-4, atol=1e-5)
+    ember.nn.utils.remove_spectral_norm(e_mod)
+    assert sorted(e_mod.state_dict()) == ["bias", "weight"]
+    with pytest.raises(ValueError, match="spectral_norm of 'weight' not found"):
+        ember.nn.utils.remove_spectral_norm(e_mod)
+
+
+@pytest.mark.parametrize("dim", [0, 1, None])
+def test_weight_norm_matches_torch(dim) -> None:
+    import numpy as np
+
+    w = np.random.RandomState(2).randn(3, 2, 3, 3).astype(np.float32)
+    x = np.random.RandomState(3).randn(1, 2, 5, 5).astype(np.float32)
+    results = []
+    for lib in (torch, ember):
+        conv = lib.nn.Conv2d(2, 3, 3, bias=False)
+        with lib.no_grad():
+            conv.weight.copy_(lib.tensor(w))
+        with pytest.warns(FutureWarning, match="weight_norm` is deprecated in favor of"):
+            conv = lib.nn.utils.weight_norm(conv, dim=dim)
+        with lib.no_grad():
+            conv.weight_g.mul_(2.0)
+        out = conv(lib.tensor(x))
+        out.square().sum().backward()
+        results.append((sorted(conv.state_dict()), out.detach().numpy(),
+                        conv.weight_g.grad.numpy(), conv.weight_v.grad.numpy()))
+        lib.nn.utils.remove_weight_norm(conv)
+        assert sorted(conv.state_dict()) == ["weight"]
+    (t_keys, *t_vals), (e_keys, *e_vals) = results
+    assert e_keys == t_keys == ["weight_g", "weight_v"]
+    for e, t in zip(e_vals, t_vals):
+        np.testing.assert_allclose(e, t, rtol=1e-4, atol=1e-4)
