@@ -571,6 +571,7 @@ _FROM_NN_TORCH_FUNCTIONS = {
     "batch_norm_backward_elemt", "batch_norm_update_stats", "embedding_bag",
 }
 _SUBMODULES = _SUBMODULES | {"linalg"}  # ember.linalg, as torch.linalg
+_SUBMODULES = _SUBMODULES | {"version"}  # torch.version.cuda & co
 
 
 def __getattr__(name: str):

@@ -220,6 +220,12 @@ import helper_mod  # the script's folder is on sys.path, as with `python prog.py
 assert torch is ember and nn is ember.nn and F is ember.nn.functional
 assert DataLoader is ember.utils.data.DataLoader and StepLR is ember.optim.lr_scheduler.StepLR
 assert sys.modules["torch.nn.functional"] is ember.nn.functional
+from torch.nn.modules.utils import _pair, _triple
+from torch.nn.modules.batchnorm import _BatchNorm
+from torch.autograd.function import Function
+assert _pair(3) == (3, 3) and _triple([1, 2, 3]) == (1, 2, 3)
+assert isinstance(nn.BatchNorm2d(2), _BatchNorm) and Function is torch.autograd.Function
+assert torch.version.cuda is None and torch.version.__version__ == torch.__version__
 x = torch.ones(2, 3)
 assert isinstance(x, torch.Tensor) and isinstance(nn.Linear(2, 2).weight, torch.nn.Parameter)
 print(sys.argv[1:], __name__, helper_mod.VALUE + 1, x.shape, x.dtype, x.type())
