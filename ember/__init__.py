@@ -515,7 +515,7 @@ from ember.core.ops.sorting import (
 )
 from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, poisson, zero_
 from ember.core.placement import get_default_device, set_default_device
-from ember.core.printing import set_printoptions
+from ember.core.printing import get_printoptions, set_printoptions
 from ember.core.storage import layout, strided  # SHAPE family
 from ember.core.tensor import Size, Tensor
 from ember.core.threads import (
@@ -577,6 +577,7 @@ _FROM_NN_TORCH_FUNCTIONS = {
     "batch_norm_backward_elemt", "batch_norm_update_stats", "embedding_bag",
 }
 _SUBMODULES = _SUBMODULES | {"linalg"}  # ember.linalg, as torch.linalg
+_SUBMODULES = _SUBMODULES | {"version"}  # torch.version.cuda & co
 
 
 def __getattr__(name: str):
@@ -603,10 +604,8 @@ __all__ = [
     "device", "is_tensor", "devices", "from_dlpack",
     "OutOfMemoryError",
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
-    "float64", "half", "double", "long", "short", "float", "int", "finfo", "iinfo",
-    "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
-    "set_printoptions", "set_num_threads", "get_num_threads", "set_num_interop_threads",
-    "get_num_interop_threads", "use_deterministic_algorithms",
+    "float64", "half", "double", "long", "short", "float", "int",
+    "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "get_default_dtype", "set_default_dtype", "promote_types", "can_cast", "result_type",
     "get_default_device", "set_default_device", "get_float32_matmul_precision",
@@ -619,6 +618,9 @@ __all__ = [
     "ones_like", "empty_like", "full_like", "arange", "linspace", "eye", "rand", "randn",
     "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
     "Generator", "default_generator", "manual_seed", "initial_seed", "seed",
+    # printing, threads, dtype limits
+    "set_printoptions", "get_printoptions", "set_num_threads", "get_num_threads",
+    "set_num_interop_threads", "get_num_interop_threads", "finfo", "iinfo",
     # elementwise
     "abs", "absolute", "neg", "negative", "positive", "sign", "floor", "ceil", "trunc",
     "fix", "round", "relu", "exp", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "sin",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -283,12 +284,22 @@ def _seed(t: Any, g: Any) -> Any:
 
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None,
          retain_graph: bool | None = None, create_graph: bool = False,
-         allow_unused: bool | None = None, materialize_grads: bool = False) -> tuple:
+         only_inputs: bool = True, allow_unused: bool | None = None,
+         is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
     """Compute and return the gradients of `outputs` with respect to `inputs`.
 
     Unlike `backward`, leaves' `.grad` is not changed. With `create_graph=True` the
     returned gradients are themselves differentiable (second derivatives).
+    `only_inputs` is PyTorch's deprecated flag, accepted and ignored as there (WGAN-GP
+    programs pass it); `is_grads_batched=True` (vmap over grad_outputs) is not supported.
     """
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to "
+                      "True). To accumulate gradient for other parts of the graph, please "
+                      "use torch.autograd.backward.", FutureWarning, stacklevel=2)
+    if is_grads_batched:
+        raise NotImplementedError("autograd.grad(is_grads_batched=True) is not supported "
+                                  "by ember")
     outputs = [outputs] if is_tensor(outputs) else list(outputs)
     inputs = [inputs] if is_tensor(inputs) else list(inputs)
     if grad_outputs is None:

@@ -56,6 +56,12 @@ def set_printoptions(precision: int | None = None, threshold: float | None = Non
     PRINT_OPTIONS.sci_mode = sci_mode
 
 
+def get_printoptions() -> dict:
+    """The current print options (as `torch._tensor_str.get_printoptions`)."""
+    return {name: getattr(PRINT_OPTIONS, name)
+            for name in ("precision", "threshold", "edgeitems", "linewidth", "sci_mode")}
+
+
 class _Formatter:
     """Chooses one format for every element, so columns line up."""
 

@@ -14,6 +14,11 @@ _num_interop_threads: int | None = None
 
 
 def _cpus() -> int:
+    """PyTorch's default: OMP_NUM_THREADS when set, else the CPUs this process may use."""
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        value = os.environ.get(var, "")
+        if value.isdigit() and int(value) > 0:
+            return int(value)
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux

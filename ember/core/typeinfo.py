@@ -1,16 +1,12 @@
-"""Numerical limits of ember's dtypes: `ember.finfo` and `ember.iinfo`, as torch.finfo/iinfo."""
+"""`ember.finfo` and `ember.iinfo`: the numerical limits of a dtype, as torch.finfo and
+torch.iinfo (programs read `finfo(float32).eps` for numerical guards)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ember.core import dtype as dt
-
-__all__ = ["finfo", "iinfo"]
-
-# bfloat16 has no NumPy dtype: its limits as PyTorch reports them (8 exponent, 7 mantissa bits)
-_BFLOAT16 = {"bits": 16, "eps": 0.0078125, "max": 3.3895313892515355e38,
-             "min": -3.3895313892515355e38, "tiny": 1.1754943508222875e-38, "resolution": 0.01}
+from ember.core.backend import numpy_dtype
 
 
 def _g(value: float) -> str:
@@ -18,54 +14,61 @@ def _g(value: float) -> str:
 
 
 class finfo:  # noqa: N801 - PyTorch's name
-    """Machine limits of a floating point dtype (default: the default dtype).
+    """Machine limits of a floating-point dtype (the default dtype when none is given):
+    `bits`, `eps`, `max`, `min`, `tiny` (= `smallest_normal`), `resolution`, `dtype`."""
 
-    Attributes: ``bits``, ``eps``, ``max``, ``min``, ``tiny`` (= ``smallest_normal``),
-    ``resolution``, ``dtype`` (the dtype's name), each a Python number.
-    """
+    def __init__(self, type: dt.dtype | None = None) -> None:  # noqa: A002 - PyTorch's name
+        d = dt.get_default_dtype() if type is None else type
+        if not isinstance(d, dt.dtype) or not d.is_floating_point:
+            raise TypeError(f"{dt.API_NAME}.finfo() requires a floating point input type. "
+                            f"Use {dt.API_NAME}.iinfo to handle '{dt.API_NAME}.finfo'")
+        if d is dt.bfloat16:  # NumPy's finfo knows only its own types
+            import ml_dtypes
 
-    def __init__(self, type: dt.dtype | None = None):  # noqa: A002 - PyTorch's argument name
-        if type is None:
-            type = dt.get_default_dtype()  # noqa: A001
-        if not isinstance(type, dt.dtype) or not type.is_floating_point:
-            raise TypeError("torch.finfo() requires a floating point input type. "
-                            "Use torch.iinfo to handle 'torch.finfo'")
-        if type is dt.bfloat16:
-            limits = _BFLOAT16
+            info = ml_dtypes.finfo(ml_dtypes.bfloat16)
         else:
-            info = np.finfo(np.dtype(type.name))
-            limits = {"bits": int(info.bits), "eps": float(info.eps), "max": float(info.max),
-                      "min": float(info.min), "tiny": float(info.smallest_normal),
-                      "resolution": 10.0 ** -int(info.precision)}
-        self.bits: int = limits["bits"]
-        self.eps: float = limits["eps"]
-        self.max: float = limits["max"]
-        self.min: float = limits["min"]
-        self.tiny: float = limits["tiny"]
-        self.smallest_normal: float = limits["tiny"]
-        self.resolution: float = limits["resolution"]
-        self.dtype: str = type.name
+            info = np.finfo(numpy_dtype(d))
+        self.bits = d.itemsize * 8
+        self.eps = float(info.eps)
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.tiny = self.smallest_normal = float(info.smallest_normal)
+        self.resolution = float(10.0 ** -info.precision)
+        self.dtype = d.name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, finfo) and other.dtype == self.dtype
+
+    def __hash__(self) -> int:
+        return hash(("finfo", self.dtype))
 
     def __repr__(self) -> str:
-        return (f"finfo(resolution={_g(self.resolution)}, min={_g(self.min)}, max={_g(self.max)}, "
-                f"eps={_g(self.eps)}, smallest_normal={_g(self.smallest_normal)}, "
-                f"tiny={_g(self.tiny)}, dtype={self.dtype})")
+        return (f"finfo(resolution={_g(self.resolution)}, min={_g(self.min)}, "
+                f"max={_g(self.max)}, eps={_g(self.eps)}, "
+                f"smallest_normal={_g(self.smallest_normal)}, tiny={_g(self.tiny)}, "
+                f"dtype={self.dtype})")
 
 
 class iinfo:  # noqa: N801 - PyTorch's name
-    """Machine limits of an integer dtype: ``bits``, ``max``, ``min`` (ints) and ``dtype``."""
+    """Machine limits of an integer dtype: `bits`, `max`, `min`, `dtype`."""
 
-    def __init__(self, type: dt.dtype):  # noqa: A002 - PyTorch's argument name
+    def __init__(self, type: dt.dtype) -> None:  # noqa: A002 - PyTorch's name
         if type is dt.bool_:
-            raise TypeError("torch.bool is not supported by torch.iinfo")
+            raise TypeError(f"{type} is not supported by {dt.API_NAME}.iinfo")
         if not isinstance(type, dt.dtype) or type.is_floating_point:
-            raise TypeError("torch.iinfo() requires an integer input type. "
-                            "Use torch.finfo to handle 'torch.iinfo'")
-        info = np.iinfo(np.dtype(type.name))
-        self.bits: int = int(info.bits)
-        self.max: int = int(info.max)
-        self.min: int = int(info.min)
-        self.dtype: str = type.name
+            raise TypeError(f"{dt.API_NAME}.iinfo() requires an integer input type. "
+                            f"Use {dt.API_NAME}.finfo to handle '{dt.API_NAME}.iinfo'")
+        info = np.iinfo(numpy_dtype(type))
+        self.bits = type.itemsize * 8
+        self.max = int(info.max)
+        self.min = int(info.min)
+        self.dtype = type.name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, iinfo) and other.dtype == self.dtype
+
+    def __hash__(self) -> int:
+        return hash(("iinfo", self.dtype))
 
     def __repr__(self) -> str:
         return f"iinfo(min={_g(self.min)}, max={_g(self.max)}, dtype={self.dtype})"
