@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import ember.core.ops  # noqa: F401 - declares the ops, which make the types
-from ember.core.naming import RESULT_TYPES
+from ember.core.return_types import RESULT_TYPES
 
 
 def __getattr__(name: str) -> Any:

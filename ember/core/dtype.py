@@ -12,7 +12,15 @@ from __future__ import annotations
 import functools
 import math
 
-from ember.core import naming
+API_NAME = "ember"
+"""The package name printed forms show (`ember.float32`, `ember.Size([2])`); ember.torch_alias
+sets it to "torch", so a PyTorch program run unchanged prints what it prints under PyTorch."""
+
+
+def set_api_name(name: str) -> None:
+    """Set the package name that reprs of dtypes, sizes and tensor types show."""
+    global API_NAME
+    API_NAME = name
 
 
 class dtype:  # noqa: N801 - PyTorch's spelling
@@ -33,7 +41,7 @@ class dtype:  # noqa: N801 - PyTorch's spelling
         return False
 
     def __repr__(self) -> str:
-        return f"{naming.namespace()}.{self.name}"
+        return f"{API_NAME}.{self.name}"
 
     def __reduce__(self):
         return (_by_name, (self.name,))
@@ -180,70 +188,3 @@ def fit_scalar(value: object, to: dtype) -> object:
         raise RuntimeError(f"value cannot be converted to type {_C_NAMES[to.name]} without "
                            f"overflow")
     return value
-
-
-# -- finfo / iinfo: a dtype's numerical limits, as torch.finfo and torch.iinfo ---------
-
-# (bits, eps, max, smallest normal, resolution) of each floating dtype; bfloat16 has 8
-# exponent and 7 mantissa bits (NumPy has no bfloat16 to ask)
-_FLOAT_LIMITS = {
-    "float16": (16, 2.0 ** -10, 65504.0, 2.0 ** -14, 1e-3),
-    "bfloat16": (16, 2.0 ** -7, (2 - 2.0 ** -7) * 2.0 ** 127, 2.0 ** -126, 1e-2),
-    "float32": (32, 2.0 ** -23, (2 - 2.0 ** -23) * 2.0 ** 127, 2.0 ** -126, 1e-6),
-    "float64": (64, 2.0 ** -52, (2 - 2.0 ** -52) * 2.0 ** 1023, 2.0 ** -1022, 1e-15),
-}
-
-
-class finfo:  # noqa: N801 - PyTorch's spelling
-    """The numerical properties of a floating point dtype (default: the default dtype),
-    as ``torch.finfo``: ``bits``, ``eps``, ``max``, ``min``, ``tiny`` (=
-    ``smallest_normal``), ``resolution`` and ``dtype`` (its name)."""
-
-    def __init__(self, type: dtype | None = None) -> None:  # noqa: A002 - PyTorch's name
-        d = get_default_dtype() if type is None else type
-        if not isinstance(d, dtype) or not d.is_floating_point:
-            raise TypeError(f"{naming.namespace()}.finfo() requires a floating point input "
-                            f"type. Use {naming.namespace()}.iinfo to handle "
-                            f"'{naming.namespace()}.finfo'")
-        self.bits, self.eps, self.max, self.smallest_normal, self.resolution = \
-            _FLOAT_LIMITS[d.name]
-        self.min = -self.max
-        self.tiny = self.smallest_normal
-        self.dtype = d.name
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, finfo) and other.dtype == self.dtype
-
-    def __hash__(self) -> int:
-        return hash(("finfo", self.dtype))
-
-    def __repr__(self) -> str:
-        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
-                f"eps={self.eps:g}, smallest_normal={self.smallest_normal:g}, "
-                f"tiny={self.tiny:g}, dtype={self.dtype})")
-
-
-class iinfo:  # noqa: N801 - PyTorch's spelling
-    """The limits of an integer dtype, as ``torch.iinfo``: ``bits``, ``min``, ``max`` and
-    ``dtype`` (its name)."""
-
-    def __init__(self, type: dtype) -> None:  # noqa: A002 - PyTorch's name
-        ns = naming.namespace()
-        if isinstance(type, dtype) and type is bool_:
-            raise TypeError(f"{ns}.bool is not supported by {ns}.iinfo")
-        if not isinstance(type, dtype) or type._category != INT:
-            raise TypeError(f"{ns}.iinfo() requires an integer input type. Use {ns}.finfo "
-                            f"to handle '{ns}.iinfo'")
-        self.bits = 8 * type.itemsize
-        self.min = -(1 << (self.bits - 1)) if type.is_signed else 0
-        self.max = (1 << (self.bits - 1)) - 1 if type.is_signed else (1 << self.bits) - 1
-        self.dtype = type.name
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, iinfo) and other.dtype == self.dtype
-
-    def __hash__(self) -> int:
-        return hash(("iinfo", self.dtype))
-
-    def __repr__(self) -> str:
-        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from ember.core import dtype as dt
-from ember.core import naming
 
 
 class layout:  # noqa: N801 - PyTorch's name
@@ -22,7 +21,7 @@ class layout:  # noqa: N801 - PyTorch's name
         self._name = name
 
     def __repr__(self) -> str:
-        return f"{naming.namespace()}.{self._name}"
+        return f"{dt.API_NAME}.{self._name}"
 
 
 strided = layout("strided")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ember.core import dtype as dt
-from ember.core import engine, naming, tracing
+from ember.core import engine, tracing
 from ember.core.backend import Backend
 from ember.core.device import device as Device
 from ember.core.graph import Node
@@ -72,8 +72,23 @@ class Tensor:
 
     def __new__(cls, *args: Any, dtype: Any = None, device: Any = None,
                 requires_grad: bool = False) -> Tensor:
-        # `ember.Tensor(data)` works like `ember.tensor(data)`, as torch.Tensor does for lists
-        t = cls._from_data(args[0] if args else [], dtype, device)
+        """`torch.Tensor(...)`, the legacy constructor of the default dtype (float32):
+        `Tensor(2, 3)` or `Tensor(size)` is uninitialised, `Tensor(data)` a copy of lists or
+        an array converted to that dtype (as PyTorch: `Tensor(float64_array)` is float32),
+        `Tensor(t)` the tensor `t` itself (PyTorch: an alias of it, of its dtype)."""
+        if len(args) == 1 and isinstance(args[0], Tensor) and dtype is None:
+            return args[0]  # PyTorch returns an alias of any tensor, keeping its dtype
+        d = dtype_arg(dtype) or dt.get_default_dtype()
+        if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args) or \
+                len(args) == 1 and isinstance(args[0], Size):
+            shape = tuple(args[0]) if isinstance(args[0], Size) else args
+            if any(n < 0 for n in shape):
+                raise RuntimeError(f"Trying to create tensor with negative dimension "
+                                   f"{min(shape)}: {list(shape)}")
+            dev, backend = resolve(device)
+            t = cls._make(backend.empty(shape, d, dev.index or 0), d, dev, backend)
+        else:
+            t = cls._from_data(args[0] if args else [], d, device)
         return t.requires_grad_(True) if requires_grad else t
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -200,7 +215,7 @@ class Tensor:
         return self._data.shape[0]
 
     def type_name(self) -> str:
-        return f"{naming.namespace()}.{self._device.type}.{self._dtype.name}"
+        return f"ember.{self._device.type}.{self._dtype.name}"
 
     # -- memory layout (SHAPE family: tensor attributes) --------------------------------
     def stride(self, dim: int | None = None) -> tuple[int, ...] | int:
@@ -634,7 +649,7 @@ class Size(tuple):
     """A tensor's shape: a tuple of ints that prints as PyTorch's does."""
 
     def __repr__(self) -> str:
-        return f"{naming.namespace()}.Size([{', '.join(str(s) for s in self)}])"
+        return f"{dt.API_NAME}.Size([{', '.join(str(s) for s in self)}])"
 
     def numel(self) -> int:
         return math.prod(self)

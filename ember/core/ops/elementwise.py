@@ -19,7 +19,7 @@ import math
 import numbers
 from typing import Any
 
-from ember.core import costs, naming, tracing
+from ember.core import costs, tracing
 from ember.core import dtype as dt
 from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.declare import composite, define, fused_kernel, primitive
@@ -935,7 +935,7 @@ def _type(self: Tensor, dtype: Any = None) -> Any:
     `dtype` (an ember dtype, or a type name such as `"ember.DoubleTensor"`)."""
     if dtype is None:  # PyTorch's names: "torch.FloatTensor", "torch.cuda.FloatTensor"
         kind = "" if self.device.type == "cpu" else f"{self.device.type}."
-        return f"{naming.namespace()}.{kind}{_TYPE_NAMES[self.dtype.name]}"
+        return f"{dt.API_NAME}.{kind}{_TYPE_NAMES[self.dtype.name]}"
     if isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), dt.dtype):
         dtype = dtype.dtype  # a legacy type: t.type(ember.LongTensor)
     if isinstance(dtype, str) and dtype.endswith("Tensor"):
@@ -945,7 +945,8 @@ def _type(self: Tensor, dtype: Any = None) -> Any:
 
 def _to_type_name(self: Tensor, name: str) -> Tensor:
     """`x.type("torch.cuda.FloatTensor")`: a PyTorch type name (`ember.` or `torch.`, with
-    a device kind or not) -> this tensor as that dtype, on that kind of device."""
+    a device kind or not; "torch." too: a PyTorch program run unchanged) -> this tensor as
+    that dtype, on that kind of device."""
     by_name = {v: k for k, v in _TYPE_NAMES.items()}
     parts = name.split(".")
     if len(parts) not in (2, 3) or parts[0] not in ("ember", "torch") or \

@@ -22,7 +22,6 @@ from ember.core.declare import composite, define
 from ember.core.grad_mode import no_grad
 from ember.core.host import python_scalar
 from ember.core.inplace import apply_inplace
-from ember.core.naming import return_type
 from ember.core.opdef import OPS, Grad, Kind, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import (
@@ -44,6 +43,7 @@ from ember.core.ops.elementwise import (
     trunc,
     where,
 )
+from ember.core.return_types import return_type
 from ember.core.tensor import Tensor
 
 _SQRT_PI = math.sqrt(math.pi)

@@ -44,12 +44,12 @@ from ember.core.backend import LinAlgError
 from ember.core.creation import arange, eye, randn, tensor, zeros
 from ember.core.declare import composite, primitive, write_out
 from ember.core.grad_mode import no_grad
-from ember.core.naming import return_type
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import where
 from ember.core.ops.linalg import _word
 from ember.core.ops.shape import cat
+from ember.core.return_types import return_type
 from ember.core.shapes import broadcast_shapes, normalize_dim
 from ember.core.tensor import Tensor
 

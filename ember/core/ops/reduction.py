@@ -26,12 +26,12 @@ from ember.core.declare import composite, primitive, write_out
 from ember.core.dispatch import run
 from ember.core.grad_mode import no_grad, state
 from ember.core.host import dtype_arg
-from ember.core.naming import return_type
 from ember.core.opdef import OPS, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import maximum, minimum, to_dtype, where
 from ember.core.ops.indexing import SCALAR_TYPE_NAMES, gather_in_bounds
 from ember.core.ops.shape import expand, reshape, squeeze
+from ember.core.return_types import return_type
 from ember.core.shapes import fmt_shape, normalize_dim, normalize_dims, reduced_shape
 from ember.core.tensor import Tensor
 

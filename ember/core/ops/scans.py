@@ -18,11 +18,11 @@ from ember.core.creation import arange, full
 from ember.core.declare import composite
 from ember.core.grad_mode import no_grad
 from ember.core.host import dtype_arg
-from ember.core.naming import return_type
 from ember.core.ops.elementwise import logaddexp, to_dtype, where
 from ember.core.ops.indexing import SCALAR_TYPE_NAMES, gather_in_bounds, narrow
 from ember.core.ops.reduction import sum as sum_
 from ember.core.ops.shape import cat, reshape
+from ember.core.return_types import return_type
 from ember.core.shapes import normalize_dim
 from ember.core.tensor import Tensor
 

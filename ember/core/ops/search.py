@@ -17,7 +17,6 @@ from ember.core import dtype as dt
 from ember.core.creation import full, linspace, ones, zeros
 from ember.core.declare import composite
 from ember.core.grad_mode import no_grad
-from ember.core.naming import return_type
 from ember.core.ops.elementwise import to_dtype, where
 from ember.core.ops.indexing import (
     SCALAR_TYPE_NAMES,
@@ -33,6 +32,7 @@ from ember.core.ops.reduction import sum as sum_
 from ember.core.ops.scans import diff
 from ember.core.ops.shape import cat, movedim, reshape
 from ember.core.ops.sorting import sorted_indices
+from ember.core.return_types import return_type
 from ember.core.shapes import fmt_shape, normalize_dim
 from ember.core.tensor import Tensor
 

@@ -18,7 +18,6 @@ from ember.core.creation import arange, full
 from ember.core.declare import composite
 from ember.core.dispatch import run
 from ember.core.grad_mode import no_grad
-from ember.core.naming import return_type
 from ember.core.opdef import OPS, Grad
 from ember.core.ops.elementwise import to_dtype, where
 from ember.core.ops.indexing import gather_in_bounds
@@ -26,6 +25,7 @@ from ember.core.ops.reduction import pair_out
 from ember.core.ops.reduction import sum as sum_
 from ember.core.ops.scans import cummax
 from ember.core.ops.shape import cat, movedim, reshape, squeeze, unsqueeze
+from ember.core.return_types import return_type
 from ember.core.shapes import normalize_dim
 from ember.core.tensor import Tensor
 
