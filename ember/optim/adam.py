@@ -11,7 +11,14 @@ from ember.core.creation import zeros_like
 from ember.core.grad_mode import no_grad
 from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
-from ember.optim.optimizer import Optimizer, ParamsT, _buckets, _per_step, _use_foreach
+from ember.optim.optimizer import (
+    Optimizer,
+    ParamsT,
+    _buckets,
+    _implementation_flags,
+    _per_step,
+    _use_foreach,
+)
 
 __all__ = ["Adam"]
 
@@ -60,6 +67,11 @@ class Adam(Optimizer):
         foreach (bool, optional): ``None`` or ``True`` (default) updates all parameters
             of a device and dtype with one list op per stage; ``False`` runs the
             per-tensor loop. Both compute the same update.
+        capturable (bool): CUDA-graph capture safety in PyTorch; recorded (default False).
+        differentiable (bool): PyTorch's differentiable step; only ``False`` (the default)
+            is supported.
+        fused (bool, optional): PyTorch's fused kernel; accepted, and the same update runs
+            (ember has one implementation). ``fused`` with ``foreach=True`` is refused.
         decoupled_weight_decay (bool): decay the weights directly instead of adding an L2
             term to the gradient, which makes this AdamW (default: False).
 
@@ -73,11 +85,14 @@ class Adam(Optimizer):
     def __init__(self, params: ParamsT, lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, amsgrad: bool = False, *, maximize: bool = False,
-                 foreach: bool | None = None, decoupled_weight_decay: bool = False) -> None:
+                 foreach: bool | None = None, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None,
+                 decoupled_weight_decay: bool = False) -> None:
         _check_adam_args(lr, betas, eps, weight_decay)
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
                     "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
-                    "decoupled_weight_decay": decoupled_weight_decay}
+                    "decoupled_weight_decay": decoupled_weight_decay,
+                    **_implementation_flags(foreach, fused, differentiable, capturable)}
         super().__init__(params, defaults)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

@@ -105,6 +105,25 @@ def _hooked_step(step: Callable) -> Callable:
     return wrapper
 
 
+def _implementation_flags(foreach: bool | None, fused: bool | None, differentiable: bool,
+                          capturable: bool | None = None) -> dict[str, Any]:
+    """PyTorch's choice-of-implementation flags, checked as PyTorch checks them and kept in
+    the defaults (PyTorch's repr and state_dict show them). ember has one implementation per
+    optimizer (list ops over each group), so `fused=True` gives the same update; `capturable`
+    (CUDA graphs) is recorded; a step one can differentiate through is not supported."""
+    if fused and differentiable:
+        raise RuntimeError("`fused` does not support `differentiable`")
+    if fused and foreach:
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+    if differentiable:
+        raise NotImplementedError("differentiable=True (an optimizer step autograd can go "
+                                  "through) is not supported by ember's optimizers")
+    flags: dict[str, Any] = {"differentiable": differentiable, "fused": fused}
+    if capturable is not None:
+        flags["capturable"] = capturable
+    return flags
+
+
 def _use_foreach(group: dict[str, Any]) -> bool:
     """Whether a group's update runs on the list ("foreach") ops: by default (`foreach`
     None or True); `foreach=False` asks for the per-tensor loop."""

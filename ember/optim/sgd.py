@@ -8,7 +8,13 @@ from typing import Any
 from ember.core.grad_mode import no_grad
 from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
-from ember.optim.optimizer import Optimizer, ParamsT, _buckets, _use_foreach
+from ember.optim.optimizer import (
+    Optimizer,
+    ParamsT,
+    _buckets,
+    _implementation_flags,
+    _use_foreach,
+)
 
 __all__ = ["SGD"]
 
@@ -41,6 +47,10 @@ class SGD(Optimizer):
         foreach (bool, optional): ``None`` or ``True`` (default) updates all parameters
             of a device and dtype with one list op per stage (``ember._foreach_*``);
             ``False`` runs the per-tensor loop. Both compute the same update.
+        differentiable (bool): PyTorch's differentiable step; only ``False`` (the default)
+            is supported.
+        fused (bool, optional): PyTorch's fused kernel; accepted, and the same update runs
+            (ember has one implementation). ``fused`` with ``foreach=True`` is refused.
 
     The momentum buffer is kept in ``state[p]["momentum_buffer"]`` (only when
     ``momentum != 0``).
@@ -56,7 +66,8 @@ class SGD(Optimizer):
 
     def __init__(self, params: ParamsT, lr: float = 1e-3, momentum: float = 0,
                  dampening: float = 0, weight_decay: float = 0, nesterov: bool = False, *,
-                 maximize: bool = False, foreach: bool | None = None) -> None:
+                 maximize: bool = False, foreach: bool | None = None,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
@@ -67,7 +78,7 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         defaults = {"lr": lr, "momentum": momentum, "dampening": dampening,
                     "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize,
-                    "foreach": foreach}
+                    "foreach": foreach, **_implementation_flags(foreach, fused, differentiable)}
         super().__init__(params, defaults)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
