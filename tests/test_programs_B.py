@@ -51,6 +51,7 @@ class Program:
     losses: str | None = None  # training-progress lines: group "loss"; optional group "tag"
     factor: float | None = 3.0  # ember's last loss <= factor * torch's (None: trend only)
     check: Callable[[str], None] | None = None  # what each run's output must show by itself
+    seeded: bool = True  # calls manual_seed (PyTorch seeds an unseeded program at random)
     long: bool = False
 
     @property
@@ -82,7 +83,7 @@ PROGRAMS_B = [
     Program("learning_pytorch_examples.py",
             close=r"^numpy |^function ",
             losses=r"^(?P<tag>tensors|autograd|nn|optim|module|dynamic) \d+ (?P<loss>\S+)$",
-            factor=None, long=True),
+            factor=None, seeded=False, long=True),
     Program("word_language_model.py", ("--model", "LSTM", "--tied", "--epochs", "1"),
             losses=WLM_LOSSES, factor=1.5,
             same=r"^[-=]+$"),
@@ -184,7 +185,7 @@ def _check(program: Program, want: str, got: str) -> None:
         return
     want_losses, got_losses = _losses(want, program.losses), _losses(got, program.losses)
     assert want_losses and got_losses.keys() == want_losses.keys()
-    exact = _streams_match()
+    exact = program.seeded and _streams_match()
     for tag, torch_series in want_losses.items():
         series = got_losses[tag]
         assert len(series) == len(torch_series), tag
