@@ -17,6 +17,7 @@ from ember import (
     autograd,
     utils,
 )
+from ember.core.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from ember.core.backend import (
     OutOfMemoryError,
     get_float32_matmul_precision,
@@ -51,6 +52,11 @@ from ember.core.creation import (
     tensor,
     zeros,
     zeros_like,
+)
+from ember.core.determinism import (
+    are_deterministic_algorithms_enabled,
+    is_deterministic_algorithms_warn_only_enabled,
+    use_deterministic_algorithms,
 )
 from ember.core.device import device
 from ember.core.dlpack import from_dlpack
@@ -517,8 +523,16 @@ from ember.core.ops.sorting import (
 from ember.core.ops.spectral import istft, stft
 from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, normal, poisson, zero_
 from ember.core.placement import get_default_device, set_default_device
+from ember.core.printing import get_printoptions, set_printoptions
 from ember.core.storage import layout, strided  # SHAPE family
 from ember.core.tensor import Size, Tensor
+from ember.core.threads import (
+    get_num_interop_threads,
+    get_num_threads,
+    set_num_interop_threads,
+    set_num_threads,
+)
+from ember.core.typeinfo import finfo, iinfo
 from ember.serialization import load, save
 
 half, double, long, short = float16, float64, int64, int16
@@ -547,7 +561,7 @@ def devices() -> list:
 
 
 _SUBMODULES = {"nn", "optim", "jit", "onnx", "exporters", "testing", "demo", "cli", "amp",
-               "cuda", "cpu", "profiler", "accelerator", "backends",
+               "cuda", "cpu", "profiler", "accelerator", "backends", "distributions",
                "distributed", "hub"}
 _FROM_AMP = {"autocast", "is_autocast_enabled", "get_autocast_dtype",
              "is_autocast_available", "clear_autocast_cache", "is_autocast_cache_enabled"}
@@ -555,6 +569,7 @@ _FROM_SCHEDULING = {"plan", "Plan"}  # auto-scheduling: imported on first use
 _FROM_COMPILED = {"compile"}  # ember.compile: kernel replay (ember.jit.compiled)
 _SUBMODULES = _SUBMODULES | {"scheduling"}  # ember.scheduling.learn & co
 _SUBMODULES = _SUBMODULES | {"special", "random"}  # ember.special: torch.special's functions
+_SUBMODULES = _SUBMODULES | {"return_types"}  # the named results: torch.return_types
 # nnmisc family (issue 16): torch.batch_norm, torch.kl_div, torch.lstm ... with ATen's
 # signatures, from ember.nn.torch_functions (imported on first use: ember.nn is heavy)
 _FROM_NN_TORCH_FUNCTIONS = {
@@ -571,6 +586,7 @@ _FROM_NN_TORCH_FUNCTIONS = {
     "batch_norm_backward_elemt", "batch_norm_update_stats", "embedding_bag",
 }
 _SUBMODULES = _SUBMODULES | {"linalg"}  # ember.linalg, as torch.linalg
+_SUBMODULES = _SUBMODULES | {"version"}  # torch.version.cuda & co
 
 
 def __getattr__(name: str):
@@ -598,6 +614,8 @@ __all__ = [
     "OutOfMemoryError",
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
     "float64", "half", "double", "long", "short", "float", "int",
+    "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "use_deterministic_algorithms",
+    "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "get_default_dtype", "set_default_dtype", "promote_types", "can_cast", "result_type",
     "get_default_device", "set_default_device", "get_float32_matmul_precision",
     "set_float32_matmul_precision",
@@ -610,6 +628,9 @@ __all__ = [
     "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
     "Generator", "default_generator", "manual_seed", "initial_seed", "seed",
     "get_rng_state", "set_rng_state",
+    # printing, threads, dtype limits
+    "set_printoptions", "get_printoptions", "set_num_threads", "get_num_threads",
+    "set_num_interop_threads", "get_num_interop_threads", "finfo", "iinfo",
     # elementwise
     "abs", "absolute", "neg", "negative", "positive", "sign", "floor", "ceil", "trunc",
     "fix", "round", "relu", "exp", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "sin",

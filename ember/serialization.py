@@ -191,7 +191,8 @@ class _Encoder:
 
 
 def save(obj: Any, f: str | os.PathLike | BinaryIO, pickle_module: Any = pickle,
-         pickle_protocol: int = DEFAULT_PROTOCOL) -> None:
+         pickle_protocol: int = DEFAULT_PROTOCOL, _use_new_zipfile_serialization: bool = True,
+         _disable_byteorder_record: bool = False) -> None:
     """Saves an object to a disk file (or a binary file-like object).
 
     Tensors (on any device), NumPy arrays, numbers, strings, dtypes, devices, and lists,
@@ -205,6 +206,9 @@ def save(obj: Any, f: str | os.PathLike | BinaryIO, pickle_module: Any = pickle,
         f: a path, or a binary file-like object with `write`.
         pickle_module: the module whose `Pickler` pickles what data cannot hold.
         pickle_protocol: the pickle protocol for that.
+        _use_new_zipfile_serialization, _disable_byteorder_record: PyTorch's switches
+            between its file layouts, accepted so that programs passing them run; ember
+            writes its one format either way.
     """
     encoder = _Encoder(pickle_module, pickle_protocol)
     try:

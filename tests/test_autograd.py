@@ -1062,3 +1062,28 @@ def test_relu_backward_keeps_exact_zeros(torch, dtype):
     xt = torch.tensor(x, requires_grad=True)
     torch.relu(xt).backward(torch.tensor(g))
     np.testing.assert_array_equal(xe.grad.numpy(), xt.grad.numpy())
+
+
+@pytest.mark.filterwarnings("ignore:Error detected in")  # torch's forward traceback
+def test_detect_anomaly_names_the_node_that_made_nan_as_torch():
+    torch = pytest.importorskip("torch")
+    messages = []
+    for lib in (torch, ember):
+        x = lib.tensor([0.0, 1.0], requires_grad=True)
+        with pytest.warns(UserWarning, match="Anomaly Detection has been enabled"):
+            mode = lib.autograd.detect_anomaly()
+        with mode:
+            assert lib.is_anomaly_enabled() and lib.is_anomaly_check_nan_enabled()
+            with pytest.raises(RuntimeError) as info:
+                (x / x).sum().backward()
+            messages.append(str(info.value).splitlines()[0])
+        assert not lib.is_anomaly_enabled()
+        with lib.autograd.set_detect_anomaly(True, check_nan=False):
+            assert lib.is_anomaly_enabled() and not lib.is_anomaly_check_nan_enabled()
+            (x / x).sum().backward()  # NaN allowed: check_nan is off
+        assert not lib.is_anomaly_enabled() and lib.is_anomaly_check_nan_enabled()
+        lib.autograd.set_detect_anomaly(True)  # as a plain call it stays on
+        assert lib.is_anomaly_enabled()
+        lib.autograd.set_detect_anomaly(False)
+    assert messages[1] == messages[0]
+    assert messages[0] == "Function 'DivBackward0' returned nan values in its 1th output."

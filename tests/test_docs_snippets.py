@@ -82,6 +82,8 @@ def test_script_snippets_run(page: str, line: int, spec: str, code: str,
     args = command.split()
     if args[0] == "ember":  # this checkout's ember, whatever is on PATH
         args = [sys.executable, "-m", "ember.cli", *args[1:]]
+    elif args[0] == "python":  # this interpreter, whatever is on PATH
+        args = [sys.executable, *args[1:]]
     _run(args, tmp_path)
 
 

@@ -312,3 +312,4 @@ class TestOpDtypes:
         assert (~b).tolist() == [False, True, False]
         with pytest.raises(RuntimeError):
             -torch.tensor([True])
+

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import re
 import warnings
 
 import numpy as np
@@ -835,3 +836,38 @@ def test_unpickled_old_state_gets_new_option_defaults(name, late):
         assert fresh.param_groups[0][key] == value
     if name == "AdamW":
         assert fresh.param_groups[0]["decoupled_weight_decay"] is True
+
+
+@pytest.mark.parametrize("name, kwargs", [
+    ("SGD", {"lr": 0.1}), ("SGD", {"lr": 0.1, "momentum": 0.9, "fused": True}),
+    ("Adam", {}), ("Adam", {"fused": True}), ("AdamW", {"fused": False}),
+    ("AdamW", {"fused": True, "capturable": False})])
+def test_implementation_flags_as_torch(name, kwargs):
+    """fused/differentiable/capturable: accepted, shown in repr and param_groups as PyTorch
+    shows them, and fused gives the same update as the default implementation."""
+    torch = pytest.importorskip("torch")
+    data = np.arange(6, dtype=np.float32).reshape(2, 3) / 5
+    e_p = ember.tensor(data, requires_grad=True)
+    t_p = torch.tensor(data, requires_grad=True)
+    e_opt = getattr(ember.optim, name)([e_p], **kwargs)
+    t_opt = getattr(torch.optim, name)([t_p], **kwargs)
+    assert repr(e_opt) == repr(t_opt)
+    for _ in range(3):
+        for p, opt in ((e_p, e_opt), (t_p, t_opt)):
+            opt.zero_grad()
+            (p * p).sum().backward()
+            opt.step()
+    np.testing.assert_allclose(e_p.detach().numpy(), t_p.detach().numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("kwargs", [{"fused": True, "foreach": True},
+                                    {"fused": True, "differentiable": True}])
+def test_implementation_flag_conflicts_raise_as_torch(kwargs):
+    torch = pytest.importorskip("torch")
+    for name in ("SGD", "Adam", "AdamW"):
+        with pytest.raises(RuntimeError) as theirs:
+            getattr(torch.optim, name)([torch.zeros(1, requires_grad=True)], lr=0.1, **kwargs)
+        with pytest.raises(RuntimeError, match=re.escape(str(theirs.value))):
+            getattr(ember.optim, name)([ember.zeros(1, requires_grad=True)], lr=0.1, **kwargs)
+    with pytest.raises(NotImplementedError, match="differentiable=True"):
+        ember.optim.Adam([ember.zeros(1, requires_grad=True)], differentiable=True)

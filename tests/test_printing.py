@@ -215,3 +215,46 @@ def test_views_and_non_contiguous_print_their_values():
     x = ember.arange(6.0).reshape(2, 3)
     assert repr(x.t()) == "tensor([[0., 3.],\n        [1., 4.],\n        [2., 5.]])"
     assert repr(x[:, 1]) == "tensor([1., 4.])"
+
+
+@pytest.fixture
+def print_options():
+    """Restore the default print options after a test changes them (in both libraries)."""
+    torch = pytest.importorskip("torch")
+    yield torch
+    ember.set_printoptions(profile="default")
+    torch.set_printoptions(profile="default")
+
+
+@pytest.mark.parametrize("options", [
+    {"precision": 2}, {"precision": 6}, {"profile": "short"}, {"profile": "full"},
+    {"sci_mode": True}, {"sci_mode": False}, {"threshold": 5, "edgeitems": 1},
+    {"linewidth": 30}, {"profile": "short", "precision": 3}, {"profile": "bogus"},
+])
+def test_set_printoptions_prints_as_torch(print_options, options):
+    torch = print_options
+    values = [np.arange(12, dtype=np.float32).reshape(3, 4) / 7,
+              np.array([1e-5, 1.0, 3e5], dtype=np.float32),
+              np.arange(2000, dtype=np.float32), np.array([1.5, 300.0], dtype=np.float32)]
+    ember.set_printoptions(**options)
+    torch.set_printoptions(**options)
+    for v in values:
+        assert repr(ember.tensor(v)) == repr(torch.tensor(v))
+    # options stay until changed; sci_mode returns to automatic when not given
+    ember.set_printoptions(precision=3)
+    torch.set_printoptions(precision=3)
+    assert repr(ember.tensor(values[1])) == repr(torch.tensor(values[1]))
+
+
+def test_named_results_print_as_torch_return_types():
+    torch = pytest.importorskip("torch")
+    data = np.array([[1.0, 5.0, 2.0], [3.0, 2.0, 0.5]], dtype=np.float32)
+    e, t = ember.tensor(data), torch.tensor(data)
+    for call in (lambda m, x: m.max(x, 1), lambda m, x: m.sort(x, descending=True),
+                 lambda m, x: m.topk(x, 2), lambda m, x: x.min(dim=0, keepdim=True),
+                 lambda m, x: m.median(x, 1), lambda m, x: m.cummax(x, 1),
+                 lambda m, x: m.aminmax(x), lambda m, x: m.kthvalue(x, 2)):
+        mine, theirs = call(ember, e), call(torch, t)
+        assert repr(mine).replace("ember.", "torch.") == repr(theirs)
+        assert type(mine).__name__ == type(theirs).__name__
+        assert isinstance(mine, tuple) and len(mine) == len(theirs)

@@ -2,10 +2,12 @@
 deprecated `Variable`."""
 
 from ember.autograd.variable import Variable
+from ember.core.anomaly_mode import detect_anomaly, set_detect_anomaly
 from ember.core.engine import backward, grad, queue_callback
 from ember.core.function import Function, FunctionCtx
 from ember.core.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 from ember.core.graph import Node
 
-__all__ = ["Function", "FunctionCtx", "Node", "backward", "enable_grad", "grad",
-           "inference_mode", "no_grad", "queue_callback", "set_grad_enabled", "Variable"]
+__all__ = ["Function", "FunctionCtx", "Node", "backward", "detect_anomaly", "enable_grad", "grad",
+           "inference_mode", "no_grad", "queue_callback", "set_detect_anomaly", "set_grad_enabled",
+           "Variable"]

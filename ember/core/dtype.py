@@ -12,6 +12,16 @@ from __future__ import annotations
 import functools
 import math
 
+API_NAME = "ember"
+"""The package name printed forms show (`ember.float32`, `ember.Size([2])`); ember.torch_alias
+sets it to "torch", so a PyTorch program run unchanged prints what it prints under PyTorch."""
+
+
+def set_api_name(name: str) -> None:
+    """Set the package name that reprs of dtypes, sizes and tensor types show."""
+    global API_NAME
+    API_NAME = name
+
 
 class dtype:  # noqa: N801 - PyTorch's spelling
     """The element type of a tensor (`ember.float32`, `ember.int64`, ...)."""
@@ -31,7 +41,7 @@ class dtype:  # noqa: N801 - PyTorch's spelling
         return False
 
     def __repr__(self) -> str:
-        return f"ember.{self.name}"
+        return f"{API_NAME}.{self.name}"
 
     def __reduce__(self):
         return (_by_name, (self.name,))

@@ -11,10 +11,11 @@ from __future__ import annotations
 import functools
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ember.core import interpose, tracing
+from ember.core import anomaly_mode, interpose, tracing
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import AccumulateGrad, Node, edge_of, is_tensor
 
@@ -96,6 +97,8 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
                 else:
                     results = hook(node, functools.partial(node.apply,
                                                            _fill_missing(node, grads)))
+                if anomaly_mode._enabled:
+                    anomaly_mode.check_gradients(node, results)
             else:  # nothing reached this node: it sends nothing on
                 results = (None,) * len(node.next_edges)
             post = node.attrs.get("_post_hooks")
@@ -281,12 +284,22 @@ def _seed(t: Any, g: Any) -> Any:
 
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None,
          retain_graph: bool | None = None, create_graph: bool = False,
-         allow_unused: bool | None = None, materialize_grads: bool = False) -> tuple:
+         only_inputs: bool = True, allow_unused: bool | None = None,
+         is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
     """Compute and return the gradients of `outputs` with respect to `inputs`.
 
     Unlike `backward`, leaves' `.grad` is not changed. With `create_graph=True` the
     returned gradients are themselves differentiable (second derivatives).
+    `only_inputs` is PyTorch's deprecated flag, accepted and ignored as there (WGAN-GP
+    programs pass it); `is_grads_batched=True` (vmap over grad_outputs) is not supported.
     """
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to "
+                      "True). To accumulate gradient for other parts of the graph, please "
+                      "use torch.autograd.backward.", FutureWarning, stacklevel=2)
+    if is_grads_batched:
+        raise NotImplementedError("autograd.grad(is_grads_batched=True) is not supported "
+                                  "by ember")
     outputs = [outputs] if is_tensor(outputs) else list(outputs)
     inputs = [inputs] if is_tensor(inputs) else list(inputs)
     if grad_outputs is None:

@@ -27,7 +27,7 @@ class _LegacyTensorType(type):
         return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.type == "cpu"
 
     def __repr__(cls) -> str:
-        return f"<class 'ember.{cls.__name__}'>"
+        return f"<class '{dt.API_NAME}.{cls.__name__}'>"
 
 
 class _LegacyTensor(metaclass=_LegacyTensorType):

@@ -2,15 +2,64 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ember.core import dtype as dt
 from ember.core.host import host_array
 
-LINE_WIDTH = 80
-THRESHOLD = 1000  # more elements than this are summarised with "..."
-EDGE_ITEMS = 3
-PRECISION = 4
+# PyTorch's print options: set_printoptions(profile=...) starts from one of these
+_PROFILES = {
+    "default": {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80},
+    "short": {"precision": 2, "threshold": 1000, "edgeitems": 2, "linewidth": 80},
+    "full": {"precision": 4, "threshold": math.inf, "edgeitems": 3, "linewidth": 80},
+}
+
+
+class _PrintOptions:
+    precision = 4  # digits after the point
+    threshold: float = 1000  # more elements than this are summarised with "..."
+    edgeitems = 3  # items shown at each end of a summarised dimension
+    linewidth = 80  # characters per line
+    sci_mode: bool | None = None  # None: scientific notation when the values call for it
+
+
+PRINT_OPTIONS = _PrintOptions()
+
+
+def set_printoptions(precision: int | None = None, threshold: float | None = None,
+                     edgeitems: int | None = None, linewidth: int | None = None,
+                     profile: str | None = None, sci_mode: bool | None = None) -> None:
+    r"""Set options for printing tensors (as `torch.set_printoptions`).
+
+    Args:
+        precision: number of digits of precision for floating point output (default = 4).
+        threshold: total number of array elements which trigger summarization rather than
+            full `repr` (default = 1000).
+        edgeitems: number of array items in summary at beginning and end of each dimension
+            (default = 3).
+        linewidth: the number of characters per line for the purpose of inserting line
+            breaks (default = 80).
+        profile: sane defaults for pretty printing; overrides the options above when given:
+            one of `default`, `short`, `full`.
+        sci_mode: enable (True) or disable (False) scientific notation; None (default)
+            lets the values decide.
+    """
+    if profile in _PROFILES:  # PyTorch ignores an unknown profile's name
+        for name, value in _PROFILES[profile].items():
+            setattr(PRINT_OPTIONS, name, value)
+    for name, value in (("precision", precision), ("threshold", threshold),
+                        ("edgeitems", edgeitems), ("linewidth", linewidth)):
+        if value is not None:
+            setattr(PRINT_OPTIONS, name, value)
+    PRINT_OPTIONS.sci_mode = sci_mode
+
+
+def get_printoptions() -> dict:
+    """The current print options (as `torch._tensor_str.get_printoptions`)."""
+    return {name: getattr(PRINT_OPTIONS, name)
+            for name in ("precision", "threshold", "edgeitems", "linewidth", "sci_mode")}
 
 
 class _Formatter:
@@ -29,6 +78,8 @@ class _Formatter:
             if measured.size:
                 hi, lo = np.abs(measured).max(), np.abs(measured).min()
                 self.sci = hi / lo > 1000 or hi > 1e8 or (not self.int_mode and lo < 1e-4)
+            if PRINT_OPTIONS.sci_mode is not None:
+                self.sci = PRINT_OPTIONS.sci_mode
         self.width = max((len(self.raw(v)) for v in measured), default=1)
 
     def raw(self, v) -> str:
@@ -40,10 +91,10 @@ class _Formatter:
         if not np.isfinite(v):
             return "nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")
         if self.sci:
-            return f"{v:.{PRECISION}e}"
+            return f"{v:.{PRINT_OPTIONS.precision}e}"
         if self.int_mode:
             return f"{v:.0f}."
-        return f"{v:.{PRECISION}f}"
+        return f"{v:.{PRINT_OPTIONS.precision}f}"
 
     def __call__(self, v) -> str:
         return self.raw(v).rjust(self.width)
@@ -53,8 +104,9 @@ def _summarize(a: np.ndarray) -> np.ndarray:
     """Keep only the edge items of every dimension (for choosing the format)."""
     if a.ndim == 0:
         return a.reshape(1)
-    if a.shape[0] > 2 * EDGE_ITEMS:
-        a = np.concatenate([a[:EDGE_ITEMS], a[-EDGE_ITEMS:]])
+    edge = PRINT_OPTIONS.edgeitems
+    if a.shape[0] > 2 * edge:
+        a = np.concatenate([a[:edge], a[-edge:]])
     return np.concatenate([_summarize(x) for x in a]) if a.ndim > 1 else a
 
 
@@ -64,7 +116,7 @@ def _format(a: np.ndarray, fmt: _Formatter, indent: int, summarize: bool) -> str
     if a.ndim == 1:
         # PyTorch's ellipsis element is " ..." (so ",  ..., " in a summarised row)
         items = [" ..." if isinstance(v, str) else fmt(v) for v in _edge(a, summarize)]
-        per_line = max(1, (LINE_WIDTH - indent) // (fmt.width + 2))
+        per_line = max(1, (PRINT_OPTIONS.linewidth - indent) // (fmt.width + 2))
         lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
         return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
     rows = [_format(x, fmt, indent + 1, summarize) if not isinstance(x, str) else x
@@ -74,8 +126,9 @@ def _format(a: np.ndarray, fmt: _Formatter, indent: int, summarize: bool) -> str
 
 
 def _edge(a: np.ndarray, summarize: bool) -> list:
-    if summarize and a.shape[0] > 2 * EDGE_ITEMS:
-        return list(a[:EDGE_ITEMS]) + ["..."] + list(a[-EDGE_ITEMS:])
+    edge = PRINT_OPTIONS.edgeitems
+    if summarize and a.shape[0] > 2 * edge:
+        return list(a[:edge]) + ["..."] + list(a[-edge:])
     return list(a)
 
 
@@ -91,7 +144,7 @@ def tensor_repr(t) -> str:
         if values.ndim != 1:
             suffix.insert(0, f"size={tuple(values.shape)}")
     else:
-        summarize = values.size > THRESHOLD
+        summarize = values.size > PRINT_OPTIONS.threshold
         fmt = _Formatter(_summarize(values) if summarize else values.reshape(-1), t.dtype)
         body = _format(values, fmt, len("tensor("), summarize)
     default_float = dt.get_default_dtype()

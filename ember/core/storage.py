@@ -21,7 +21,7 @@ class layout:  # noqa: N801 - PyTorch's name
         self._name = name
 
     def __repr__(self) -> str:
-        return f"ember.{self._name}"
+        return f"{dt.API_NAME}.{self._name}"
 
 
 strided = layout("strided")

@@ -73,8 +73,23 @@ class Tensor:
 
     def __new__(cls, *args: Any, dtype: Any = None, device: Any = None,
                 requires_grad: bool = False) -> Tensor:
-        # `ember.Tensor(data)` works like `ember.tensor(data)`, as torch.Tensor does for lists
-        t = cls._from_data(args[0] if args else [], dtype, device)
+        """`torch.Tensor(...)`, the legacy constructor of the default dtype (float32):
+        `Tensor(2, 3)` or `Tensor(size)` is uninitialised, `Tensor(data)` a copy of lists or
+        an array converted to that dtype (as PyTorch: `Tensor(float64_array)` is float32),
+        `Tensor(t)` the tensor `t` itself (PyTorch: an alias of it, of its dtype)."""
+        if len(args) == 1 and isinstance(args[0], Tensor) and dtype is None:
+            return args[0]  # PyTorch returns an alias of any tensor, keeping its dtype
+        d = dtype_arg(dtype) or dt.get_default_dtype()
+        if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args) or \
+                len(args) == 1 and isinstance(args[0], Size):
+            shape = tuple(args[0]) if isinstance(args[0], Size) else args
+            if any(n < 0 for n in shape):
+                raise RuntimeError(f"Trying to create tensor with negative dimension "
+                                   f"{min(shape)}: {list(shape)}")
+            dev, backend = resolve(device)
+            t = cls._make(backend.empty(shape, d, dev.index or 0), d, dev, backend)
+        else:
+            t = cls._from_data(args[0] if args else [], d, device)
         return t.requires_grad_(True) if requires_grad else t
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -635,7 +650,7 @@ class Size(tuple):
     """A tensor's shape: a tuple of ints that prints as PyTorch's does."""
 
     def __repr__(self) -> str:
-        return f"ember.Size([{', '.join(str(s) for s in self)}])"
+        return f"{dt.API_NAME}.Size([{', '.join(str(s) for s in self)}])"
 
     def numel(self) -> int:
         return math.prod(self)
@@ -657,5 +672,7 @@ class _RemovableHandle:
 
 def _rebuild_tensor(array: Any, device: str, requires_grad: bool) -> Tensor:
     """Unpickling (for copies and DataLoader workers; ember.save keeps tensors out of its
-    pickles)."""
-    return Tensor(array, device=device, requires_grad=requires_grad)
+    pickles). The array's own dtype is kept: `Tensor(array)`, the legacy constructor,
+    would convert it to the default dtype."""
+    t = Tensor._from_data(array, None, device)
+    return t.requires_grad_(True) if requires_grad else t

@@ -8,7 +8,14 @@ from typing import Any
 from ember.core.grad_mode import no_grad
 from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
-from ember.optim.optimizer import Optimizer, ParamsT, _advance, _buckets, _use_foreach
+from ember.optim.optimizer import (
+    Optimizer,
+    ParamsT,
+    _advance,
+    _buckets,
+    _implementation_options,
+    _use_foreach,
+)
 
 __all__ = ["Adadelta"]
 
@@ -44,11 +51,13 @@ class Adadelta(Optimizer):
     State per parameter: ``step``, ``square_avg`` and ``acc_delta``.
     """
 
-    _option_defaults = {"foreach": None, "maximize": False}
+    _option_defaults = {"capturable": False, "differentiable": False, "foreach": None,
+                        "maximize": False}
 
     def __init__(self, params: ParamsT, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
                  weight_decay: float = 0, foreach: bool | None = None, *,
-                 maximize: bool = False) -> None:
+                 capturable: bool = False, maximize: bool = False,
+                 differentiable: bool = False) -> None:
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= rho <= 1.0:
@@ -59,6 +68,8 @@ class Adadelta(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         defaults = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay,
                     "maximize": maximize, "foreach": foreach}
+        defaults.update(_implementation_options("Adadelta", foreach, capturable=capturable,
+                                                differentiable=differentiable))
         super().__init__(params, defaults)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

@@ -10,7 +10,14 @@ from ember.core.creation import full_like
 from ember.core.grad_mode import no_grad
 from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
-from ember.optim.optimizer import Optimizer, ParamsT, _buckets, _per_step, _use_foreach
+from ember.optim.optimizer import (
+    Optimizer,
+    ParamsT,
+    _buckets,
+    _implementation_options,
+    _per_step,
+    _use_foreach,
+)
 
 __all__ = ["Adagrad"]
 
@@ -45,12 +52,13 @@ class Adagrad(Optimizer):
     State per parameter (created with the optimizer, as in PyTorch): ``step`` and ``sum``.
     """
 
-    _option_defaults = {"foreach": None, "maximize": False}
+    _option_defaults = {"differentiable": False, "fused": None, "foreach": None, "maximize": False}
 
     def __init__(self, params: ParamsT, lr: float = 1e-2, lr_decay: float = 0,
                  weight_decay: float = 0, initial_accumulator_value: float = 0,
                  eps: float = 1e-10, foreach: bool | None = None, *,
-                 maximize: bool = False) -> None:
+                 maximize: bool = False, differentiable: bool = False,
+                 fused: bool | None = None) -> None:
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= lr_decay:
@@ -65,6 +73,8 @@ class Adagrad(Optimizer):
         defaults = {"lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
                     "initial_accumulator_value": initial_accumulator_value,
                     "foreach": foreach, "maximize": maximize}
+        defaults.update(_implementation_options("Adagrad", foreach, differentiable=differentiable,
+                                                fused=fused))
         super().__init__(params, defaults)
         for group in self.param_groups:
             for p in group["params"]:

@@ -11,7 +11,14 @@ from ember.core.creation import zeros_like
 from ember.core.grad_mode import no_grad
 from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
-from ember.optim.optimizer import Optimizer, ParamsT, _buckets, _per_step, _use_foreach
+from ember.optim.optimizer import (
+    Optimizer,
+    ParamsT,
+    _buckets,
+    _implementation_options,
+    _per_step,
+    _use_foreach,
+)
 
 __all__ = ["Adam"]
 
@@ -67,17 +74,22 @@ class Adam(Optimizer):
     amsgrad, ``max_exp_avg_sq``.
     """
 
-    _option_defaults = {"amsgrad": False, "maximize": False, "foreach": None,
+    _option_defaults = {"capturable": False, "differentiable": False, "fused": None,
+                        "amsgrad": False, "maximize": False, "foreach": None,
                         "decoupled_weight_decay": False}
 
     def __init__(self, params: ParamsT, lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0, amsgrad: bool = False, *, maximize: bool = False,
-                 foreach: bool | None = None, decoupled_weight_decay: bool = False) -> None:
+                 weight_decay: float = 0, amsgrad: bool = False, *,
+                 foreach: bool | None = None, maximize: bool = False,
+                 capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None, decoupled_weight_decay: bool = False) -> None:
         _check_adam_args(lr, betas, eps, weight_decay)
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
                     "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
                     "decoupled_weight_decay": decoupled_weight_decay}
+        defaults.update(_implementation_options("Adam", foreach, capturable=capturable,
+                                                differentiable=differentiable, fused=fused))
         super().__init__(params, defaults)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

@@ -16,6 +16,7 @@ from ember.optim.optimizer import (
     _advance,
     _buckets,
     _foreach_penalized_grads,
+    _implementation_options,
     _per_step,
     _use_foreach,
 )
@@ -52,15 +53,19 @@ class Adamax(Optimizer):
     State per parameter: ``step``, ``exp_avg`` and ``exp_inf``.
     """
 
-    _option_defaults = {"foreach": None, "maximize": False}
+    _option_defaults = {"differentiable": False, "capturable": False, "foreach": None,
+                        "maximize": False}
 
     def __init__(self, params: ParamsT, lr: float = 2e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, foreach: bool | None = None, *,
-                 maximize: bool = False) -> None:
+                 maximize: bool = False, differentiable: bool = False,
+                 capturable: bool = False) -> None:
         _check_adam_args(lr, betas, eps, weight_decay)
         defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
                     "foreach": foreach, "maximize": maximize}
+        defaults.update(_implementation_options("Adamax", foreach, differentiable=differentiable,
+                                                capturable=capturable))
         super().__init__(params, defaults)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

@@ -9,7 +9,7 @@ from typing import Any
 from ember.core.creation import zeros_like
 from ember.core.grad_mode import no_grad
 from ember.core.tensor import Tensor
-from ember.optim.optimizer import Optimizer, ParamsT, _float32
+from ember.optim.optimizer import Optimizer, ParamsT, _float32, _implementation_options
 
 __all__ = ["ASGD"]
 
@@ -45,17 +45,21 @@ class ASGD(Optimizer):
     keeps them, so that trajectories match) and ``ax`` (the average :math:`a_t`).
     """
 
-    _option_defaults = {"foreach": None, "maximize": False}
+    _option_defaults = {"differentiable": False, "capturable": False, "foreach": None,
+                        "maximize": False}
 
     def __init__(self, params: ParamsT, lr: float = 1e-2, lambd: float = 1e-4,
                  alpha: float = 0.75, t0: float = 1e6, weight_decay: float = 0,
-                 foreach: bool | None = None, maximize: bool = False) -> None:
+                 foreach: bool | None = None, maximize: bool = False,
+                 differentiable: bool = False, capturable: bool = False) -> None:
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         defaults = {"lr": lr, "lambd": lambd, "alpha": alpha, "t0": t0,
                     "weight_decay": weight_decay, "foreach": foreach, "maximize": maximize}
+        defaults.update(_implementation_options("ASGD", foreach, differentiable=differentiable,
+                                                capturable=capturable))
         super().__init__(params, defaults)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

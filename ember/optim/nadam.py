@@ -17,6 +17,7 @@ from ember.optim.optimizer import (
     _buckets,
     _float32,
     _foreach_penalized_grads,
+    _implementation_options,
     _use_foreach,
 )
 
@@ -67,14 +68,16 @@ class NAdam(Optimizer):
     PyTorch keeps it, so that trajectories match), ``exp_avg`` and ``exp_avg_sq``.
     """
 
-    _option_defaults = {"decoupled_weight_decay": False, "foreach": None,
+    _option_defaults = {"capturable": False, "differentiable": False,
+                        "decoupled_weight_decay": False, "foreach": None,
                         "maximize": False}
 
     def __init__(self, params: ParamsT, lr: float = 2e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, momentum_decay: float = 4e-3,
                  decoupled_weight_decay: bool = False, *, foreach: bool | None = None,
-                 maximize: bool = False) -> None:
+                 maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False) -> None:
         _check_adam_args(lr, betas, eps, weight_decay)
         if not 0.0 <= momentum_decay:
             raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
@@ -82,6 +85,8 @@ class NAdam(Optimizer):
                     "momentum_decay": momentum_decay,
                     "decoupled_weight_decay": decoupled_weight_decay,
                     "maximize": maximize, "foreach": foreach}
+        defaults.update(_implementation_options("NAdam", foreach, capturable=capturable,
+                                                differentiable=differentiable))
         super().__init__(params, defaults)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

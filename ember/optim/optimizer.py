@@ -105,6 +105,25 @@ def _hooked_step(step: Callable) -> Callable:
     return wrapper
 
 
+def _implementation_options(name: str, foreach: bool | None, **flags: bool | None
+                            ) -> dict[str, bool | None]:
+    """PyTorch's implementation switches of optimizer `name` (`capturable`,
+    `differentiable`, `fused`, those it has), checked as PyTorch checks them, as the
+    group options PyTorch keeps (they print in the optimizer's repr and its state_dict).
+
+    ember runs one update whichever is asked: `fused=True` is its list ops (they are the
+    fused kernels where the backend has them), `capturable` changes nothing on the host's
+    step count. `differentiable=True` (autograd through the update itself) is refused."""
+    if flags.get("fused") and foreach:
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+    if flags.get("fused") and flags.get("differentiable"):
+        raise RuntimeError("`fused` does not support `differentiable`")
+    if flags.get("differentiable"):
+        raise NotImplementedError(f"{name}(differentiable=True): ember does not record the "
+                                  "optimizer's update for autograd")
+    return flags
+
+
 def _use_foreach(group: dict[str, Any]) -> bool:
     """Whether a group's update runs on the list ("foreach") ops: by default (`foreach`
     None or True); `foreach=False` asks for the per-tensor loop."""

@@ -16,6 +16,7 @@ from ember.optim.optimizer import (
     _advance,
     _buckets,
     _foreach_penalized_grads,
+    _implementation_options,
     _use_foreach,
 )
 
@@ -63,17 +64,21 @@ class RAdam(Optimizer):
     State per parameter: ``step``, ``exp_avg`` and ``exp_avg_sq``.
     """
 
-    _option_defaults = {"decoupled_weight_decay": False, "foreach": None,
+    _option_defaults = {"capturable": False, "differentiable": False,
+                        "decoupled_weight_decay": False, "foreach": None,
                         "maximize": False}
 
     def __init__(self, params: ParamsT, lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, decoupled_weight_decay: bool = False, *,
-                 foreach: bool | None = None, maximize: bool = False) -> None:
+                 foreach: bool | None = None, maximize: bool = False,
+                 capturable: bool = False, differentiable: bool = False) -> None:
         _check_adam_args(lr, betas, eps, weight_decay)
         defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
                     "maximize": maximize, "foreach": foreach,
                     "decoupled_weight_decay": decoupled_weight_decay}
+        defaults.update(_implementation_options("RAdam", foreach, capturable=capturable,
+                                                differentiable=differentiable))
         super().__init__(params, defaults)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

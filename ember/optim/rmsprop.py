@@ -10,7 +10,13 @@ from ember.core.creation import zeros_like
 from ember.core.grad_mode import no_grad
 from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
-from ember.optim.optimizer import Optimizer, ParamsT, _buckets, _use_foreach
+from ember.optim.optimizer import (
+    Optimizer,
+    ParamsT,
+    _buckets,
+    _implementation_options,
+    _use_foreach,
+)
 
 __all__ = ["RMSprop"]
 
@@ -50,12 +56,14 @@ class RMSprop(Optimizer):
     and ``grad_avg`` (centered).
     """
 
-    _option_defaults = {"momentum": 0, "centered": False, "foreach": None, "maximize": False}
+    _option_defaults = {"capturable": False, "differentiable": False, "momentum": 0,
+                        "centered": False, "foreach": None, "maximize": False}
 
     def __init__(self, params: ParamsT, lr: float = 1e-2, alpha: float = 0.99,
                  eps: float = 1e-8, weight_decay: float = 0, momentum: float = 0,
-                 centered: bool = False, foreach: bool | None = None,
-                 maximize: bool = False) -> None:
+                 centered: bool = False, capturable: bool = False,
+                 foreach: bool | None = None, maximize: bool = False,
+                 differentiable: bool = False) -> None:
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -69,6 +77,8 @@ class RMSprop(Optimizer):
         defaults = {"lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps,
                     "centered": centered, "weight_decay": weight_decay, "foreach": foreach,
                     "maximize": maximize}
+        defaults.update(_implementation_options("RMSprop", foreach, capturable=capturable,
+                                                differentiable=differentiable))
         super().__init__(params, defaults)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

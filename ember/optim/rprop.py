@@ -10,7 +10,7 @@ from ember.core.creation import full_like, zeros_like
 from ember.core.grad_mode import no_grad
 from ember.core.ops.elementwise import where
 from ember.core.tensor import Tensor
-from ember.optim.optimizer import Optimizer, ParamsT
+from ember.optim.optimizer import Optimizer, ParamsT, _implementation_options
 
 __all__ = ["Rprop"]
 
@@ -37,18 +37,22 @@ class Rprop(Optimizer):
     State per parameter: ``step``, ``prev`` (the last gradient used) and ``step_size``.
     """
 
-    _option_defaults = {"foreach": None, "maximize": False}
+    _option_defaults = {"capturable": False, "differentiable": False, "foreach": None,
+                        "maximize": False}
 
     def __init__(self, params: ParamsT, lr: float = 1e-2,
                  etas: tuple[float, float] = (0.5, 1.2),
                  step_sizes: tuple[float, float] = (1e-6, 50), *,
-                 foreach: bool | None = None, maximize: bool = False) -> None:
+                 capturable: bool = False, foreach: bool | None = None,
+                 maximize: bool = False, differentiable: bool = False) -> None:
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
         defaults = {"lr": lr, "etas": etas, "step_sizes": step_sizes, "foreach": foreach,
                     "maximize": maximize}
+        defaults.update(_implementation_options("Rprop", foreach, capturable=capturable,
+                                                differentiable=differentiable))
         super().__init__(params, defaults)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

@@ -8,7 +8,13 @@ from typing import Any
 from ember.core.grad_mode import no_grad
 from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
-from ember.optim.optimizer import Optimizer, ParamsT, _buckets, _use_foreach
+from ember.optim.optimizer import (
+    Optimizer,
+    ParamsT,
+    _buckets,
+    _implementation_options,
+    _use_foreach,
+)
 
 __all__ = ["SGD"]
 
@@ -52,11 +58,13 @@ class SGD(Optimizer):
         >>> opt.step()
     """
 
-    _option_defaults = {"nesterov": False, "maximize": False, "foreach": None}
+    _option_defaults = {"differentiable": False, "fused": None, "nesterov": False,
+                        "maximize": False, "foreach": None}
 
     def __init__(self, params: ParamsT, lr: float = 1e-3, momentum: float = 0,
                  dampening: float = 0, weight_decay: float = 0, nesterov: bool = False, *,
-                 maximize: bool = False, foreach: bool | None = None) -> None:
+                 maximize: bool = False, foreach: bool | None = None,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
@@ -68,6 +76,8 @@ class SGD(Optimizer):
         defaults = {"lr": lr, "momentum": momentum, "dampening": dampening,
                     "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize,
                     "foreach": foreach}
+        defaults.update(_implementation_options("SGD", foreach, differentiable=differentiable,
+                                                fused=fused))
         super().__init__(params, defaults)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

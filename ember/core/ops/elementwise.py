@@ -933,16 +933,29 @@ def cuda(self: Tensor, device: Any = None, non_blocking: bool = False) -> Tensor
 def _type(self: Tensor, dtype: Any = None) -> Any:
     """With no argument, the tensor's type name (`ember.FloatTensor`); else this tensor as
     `dtype` (an ember dtype, or a type name such as `"ember.DoubleTensor"`)."""
-    if dtype is None:
-        return f"ember.{_TYPE_NAMES[self.dtype.name]}"
+    if dtype is None:  # PyTorch's names: "torch.FloatTensor", "torch.cuda.FloatTensor"
+        kind = "" if self.device.type == "cpu" else f"{self.device.type}."
+        return f"{dt.API_NAME}.{kind}{_TYPE_NAMES[self.dtype.name]}"
     if isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), dt.dtype):
         dtype = dtype.dtype  # a legacy type: t.type(ember.LongTensor)
-    if isinstance(dtype, str) and dtype.startswith("ember.") and dtype.endswith("Tensor"):
-        by_name = {v: k for k, v in _TYPE_NAMES.items()}
-        if dtype[6:] not in by_name:
-            raise TypeError(f"type(): invalid type {dtype!r}")
-        dtype = dt.from_name(by_name[dtype[6:]])
+    if isinstance(dtype, str) and dtype.endswith("Tensor"):
+        return _to_type_name(self, dtype)
     return to(self, dtype=dtype)
+
+
+def _to_type_name(self: Tensor, name: str) -> Tensor:
+    """`x.type("torch.cuda.FloatTensor")`: a PyTorch type name (`ember.` or `torch.`, with
+    a device kind or not; "torch." too: a PyTorch program run unchanged) -> this tensor as
+    that dtype, on that kind of device."""
+    by_name = {v: k for k, v in _TYPE_NAMES.items()}
+    parts = name.split(".")
+    if len(parts) not in (2, 3) or parts[0] not in ("ember", "torch") or \
+            parts[-1] not in by_name:
+        raise TypeError(f"type(): invalid type {name!r}")
+    out = to(self, dtype=dt.from_name(by_name[parts[-1]]))
+    if len(parts) == 3 and parts[1] != self.device.type:
+        out = to_device(out, parts[1])
+    return out
 
 
 # declared by name: a module-level `type` would hide the builtin from this module's code

@@ -13,7 +13,6 @@ else is a composite of existing ops.
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 from typing import Any
 
 from ember.core import costs
@@ -44,6 +43,7 @@ from ember.core.ops.elementwise import (
     trunc,
     where,
 )
+from ember.core.return_types import return_type
 from ember.core.tensor import Tensor
 
 _SQRT_PI = math.sqrt(math.pi)
@@ -435,7 +435,7 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
     return out + p * (p - 1) / 4.0 * math.log(math.pi)
 
 
-frexp_result = namedtuple("frexp", ["mantissa", "exponent"])
+frexp_result = return_type("frexp", ["mantissa", "exponent"])
 
 
 @composite(variants="function method", cost=costs.pointwise(8))

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections import namedtuple
 from typing import Any
 
 from ember.core import costs
@@ -50,6 +49,7 @@ from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import where
 from ember.core.ops.linalg import _word
 from ember.core.ops.shape import cat
+from ember.core.return_types import return_type
 from ember.core.shapes import broadcast_shapes, normalize_dim
 from ember.core.tensor import Tensor
 
@@ -163,7 +163,7 @@ def _linalg_slogdet(A: Tensor) -> Tensor:
     return apply_labelled(OPS["_linalg_slogdet"], "LinalgSlogdetBackward0", A)
 
 
-SlogdetResult = namedtuple("slogdet", ["sign", "logabsdet"])
+SlogdetResult = return_type("slogdet", ["sign", "logabsdet"])
 
 
 @composite(variants="function method", cost=_matrix_cost(2 / 3))
@@ -204,7 +204,7 @@ def _linalg_inv_ex(A: Tensor) -> Tensor:
     return apply_labelled(OPS["_linalg_inv_ex"], "LinalgInvExBackward0", A)
 
 
-InvExResult = namedtuple("linalg_inv_ex", ["inverse", "info"])
+InvExResult = return_type("linalg_inv_ex", ["inverse", "info"])
 
 
 def _inv_ex(A: Tensor) -> tuple[Tensor, Tensor]:
@@ -295,7 +295,7 @@ def _solve(op: str, A: Tensor, B: Tensor, left: bool, check: bool) -> tuple[Tens
     return (X.squeeze(-1) if vector else X), info
 
 
-SolveExResult = namedtuple("linalg_solve_ex", ["result", "info"])
+SolveExResult = return_type("linalg_solve_ex", ["result", "info"])
 
 
 @composite(variants="", cost=_matrix_cost(2 / 3), cpu_precision=P.FLOAT32)
@@ -365,7 +365,7 @@ def _triangular_solve(op: str, A: Tensor, B: Tensor, upper: bool, left: bool,
     return _linalg_solve_triangular(A, B, upper=upper, unitriangular=unitriangular)
 
 
-TriangularSolveResult = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
+TriangularSolveResult = return_type("triangular_solve", ["solution", "cloned_coefficient"])
 
 
 @composite(variants="function method", cost=_matrix_cost(1 / 3), cpu_precision=P.FLOAT32)
@@ -416,7 +416,7 @@ def _linalg_cholesky_ex(A: Tensor, *, upper: bool = False) -> Tensor:
                           upper=bool(upper))
 
 
-CholeskyExResult = namedtuple("linalg_cholesky_ex", ["L", "info"])
+CholeskyExResult = return_type("linalg_cholesky_ex", ["L", "info"])
 _NOT_PD = ("The factorization could not be completed because the input is not "
            "positive-definite (the leading minor of order {info} is not positive-definite).")
 
@@ -551,7 +551,7 @@ def _linalg_qr(A: Tensor, *, mode: str = "reduced") -> Tensor:
     return apply_labelled(OPS["_linalg_qr"], "LinalgQrBackward0", A, mode=mode)
 
 
-QRResult = namedtuple("linalg_qr", ["Q", "R"])
+QRResult = return_type("linalg_qr", ["Q", "R"])
 
 
 @composite(variants="", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
@@ -570,7 +570,7 @@ def linalg_qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> Any:
     return QRResult(Q, R)
 
 
-QrResult = namedtuple("qr", ["Q", "R"])
+QrResult = return_type("qr", ["Q", "R"])
 
 
 @composite(variants="function method", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
@@ -599,7 +599,7 @@ def _geqrf(A: Tensor) -> Tensor:
     return apply_labelled(OPS["_geqrf"], "GeqrfBackward0", A)
 
 
-GeqrfResult = namedtuple("geqrf", ["a", "tau"])
+GeqrfResult = return_type("geqrf", ["a", "tau"])
 
 
 @composite(variants="function method", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
@@ -785,7 +785,7 @@ def _linalg_svd(A: Tensor, *, full_matrices: bool = True) -> Tensor:
                           full_matrices=bool(full_matrices))
 
 
-SVDResult = namedtuple("linalg_svd", ["U", "S", "Vh"])
+SVDResult = return_type("linalg_svd", ["U", "S", "Vh"])
 
 
 def _svd(A: Tensor, full_matrices: bool) -> list[Tensor]:
@@ -809,7 +809,7 @@ def linalg_svdvals(A: Tensor, *, driver: Any = None) -> Tensor:
     return _svd(A, False)[1]
 
 
-SvdResult = namedtuple("svd", ["U", "S", "V"])
+SvdResult = return_type("svd", ["U", "S", "V"])
 
 
 @composite(variants="function method", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
@@ -909,7 +909,7 @@ def _linalg_eigh(A: Tensor, *, UPLO: str = "L") -> Tensor:
     return apply_labelled(OPS["_linalg_eigh"], "LinalgEighBackward0", A, UPLO=UPLO)
 
 
-EighResult = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+EighResult = return_type("linalg_eigh", ["eigenvalues", "eigenvectors"])
 
 
 def _eigh(A: Tensor, UPLO: str) -> list[Tensor]:
@@ -990,7 +990,7 @@ def linalg_matrix_rank(A: Tensor, *, atol: Any = None, rtol: Any = None,
     return result if out is None else _write("linalg.matrix_rank", out, result)
 
 
-LstsqResult = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+LstsqResult = return_type("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 
 
 @composite(variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
@@ -1068,8 +1068,8 @@ def _linalg_lu_factor_ex(A: Tensor) -> Tensor:
     return apply_labelled(OPS["_linalg_lu_factor_ex"], "LinalgLuFactorExBackward0", A)
 
 
-LUFactorResult = namedtuple("linalg_lu_factor", ["LU", "pivots"])
-LUFactorExResult = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+LUFactorResult = return_type("linalg_lu_factor", ["LU", "pivots"])
+LUFactorExResult = return_type("linalg_lu_factor_ex", ["LU", "pivots", "info"])
 
 
 def _lu_factor(op: str, A: Tensor, pivot: bool) -> tuple[Tensor, Tensor, Tensor]:
@@ -1138,7 +1138,7 @@ def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out: Any = None) 
     return LU, pivots
 
 
-LUUnpackResult = namedtuple("lu_unpack", ["P", "L", "U"])
+LUUnpackResult = return_type("lu_unpack", ["P", "L", "U"])
 
 
 @composite(variants="function", cost=costs.movement)
@@ -1166,7 +1166,7 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
     return LUUnpackResult(P, L, U)
 
 
-LUResult = namedtuple("linalg_lu", ["P", "L", "U"])
+LUResult = return_type("linalg_lu", ["P", "L", "U"])
 
 
 @composite(variants="", cost=_matrix_cost(2 / 3))

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import builtins  # this module defines sum, max, min, all and any: the ops
 import math
-from collections import namedtuple
 from typing import Any
 
 from ember.core import costs
@@ -32,6 +31,7 @@ from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import maximum, minimum, to_dtype, where
 from ember.core.ops.indexing import SCALAR_TYPE_NAMES, gather_in_bounds
 from ember.core.ops.shape import expand, reshape, squeeze
+from ember.core.return_types import return_type
 from ember.core.shapes import fmt_shape, normalize_dim, normalize_dims, reduced_shape
 from ember.core.tensor import Tensor
 
@@ -230,8 +230,8 @@ def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     return _extreme("min", input, _dims_arg("amin", input, dim), keepdim)
 
 
-MaxResult = namedtuple("max", ["values", "indices"])
-MinResult = namedtuple("min", ["values", "indices"])
+MaxResult = return_type("max", ["values", "indices"])
+MinResult = return_type("min", ["values", "indices"])
 
 
 def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool) -> Any:
@@ -291,7 +291,7 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
     return run("argmin", input, dim=d, keepdim=keepdim)
 
 
-TopkResult = namedtuple("topk", ["values", "indices"])
+TopkResult = return_type("topk", ["values", "indices"])
 
 
 def _topk_rule(input, *, k, dim, largest=True):
@@ -484,7 +484,7 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
 
 # -- NaN-ignoring reductions, aminmax, trace, renorm ----------------------------------
 
-AminmaxResult = namedtuple("aminmax", ["min", "max"])
+AminmaxResult = return_type("aminmax", ["min", "max"])
 
 
 @composite(variants="function method out", cost=costs.reduction(2))

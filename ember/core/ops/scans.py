@@ -9,7 +9,6 @@ take their values with `gather`, whose gradient is PyTorch's for them.
 
 from __future__ import annotations
 
-from collections import namedtuple
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +22,7 @@ from ember.core.ops.elementwise import logaddexp, to_dtype, where
 from ember.core.ops.indexing import SCALAR_TYPE_NAMES, gather_in_bounds, narrow
 from ember.core.ops.reduction import sum as sum_
 from ember.core.ops.shape import cat, reshape
+from ember.core.return_types import return_type
 from ember.core.shapes import normalize_dim
 from ember.core.tensor import Tensor
 
@@ -80,8 +80,8 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
 
 # -- cummax, cummin -----------------------------------------------------------------
 
-CummaxResult = namedtuple("cummax", ["values", "indices"])
-CumminResult = namedtuple("cummin", ["values", "indices"])
+CummaxResult = return_type("cummax", ["values", "indices"])
+CumminResult = return_type("cummin", ["values", "indices"])
 
 
 def _cum_extreme(op: str, input: Tensor, dim: int) -> tuple[Tensor, Tensor]:

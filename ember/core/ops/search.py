@@ -10,7 +10,6 @@ from the device once.
 
 from __future__ import annotations
 
-from collections import namedtuple
 from typing import Any
 
 from ember.core import costs
@@ -33,10 +32,11 @@ from ember.core.ops.reduction import sum as sum_
 from ember.core.ops.scans import diff
 from ember.core.ops.shape import cat, movedim, reshape
 from ember.core.ops.sorting import sorted_indices
+from ember.core.return_types import return_type
 from ember.core.shapes import fmt_shape, normalize_dim
 from ember.core.tensor import Tensor
 
-HistogramResult = namedtuple("histogram", ["hist", "bin_edges"])
+HistogramResult = return_type("histogram", ["hist", "bin_edges"])
 
 
 
@@ -347,7 +347,7 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Any = None,  # noqa: A00
     return HistogramResult(hist, edges)
 
 
-HistogramddResult = namedtuple("histogramdd", ["hist", "bin_edges"])
+HistogramddResult = return_type("histogramdd", ["hist", "bin_edges"])
 
 
 @composite(variants="function", cost=costs.movement)

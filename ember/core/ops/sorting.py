@@ -9,7 +9,6 @@ back to the elements picked (PyTorch's `value_selecting_reduction_backward`).
 
 from __future__ import annotations
 
-from collections import namedtuple
 from typing import Any
 
 from ember.core import costs
@@ -26,14 +25,15 @@ from ember.core.ops.reduction import pair_out
 from ember.core.ops.reduction import sum as sum_
 from ember.core.ops.scans import cummax
 from ember.core.ops.shape import cat, movedim, reshape, squeeze, unsqueeze
+from ember.core.return_types import return_type
 from ember.core.shapes import normalize_dim
 from ember.core.tensor import Tensor
 
-SortResult = namedtuple("sort", ["values", "indices"])
-KthvalueResult = namedtuple("kthvalue", ["values", "indices"])
-MedianResult = namedtuple("median", ["values", "indices"])
-NanmedianResult = namedtuple("nanmedian", ["values", "indices"])
-ModeResult = namedtuple("mode", ["values", "indices"])
+SortResult = return_type("sort", ["values", "indices"])
+KthvalueResult = return_type("kthvalue", ["values", "indices"])
+MedianResult = return_type("median", ["values", "indices"])
+NanmedianResult = return_type("nanmedian", ["values", "indices"])
+ModeResult = return_type("mode", ["values", "indices"])
 
 
 def sorted_indices(x: Tensor, d: int, descending: bool = False) -> Tensor:

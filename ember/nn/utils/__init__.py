@@ -1,5 +1,5 @@
-"""`ember.nn.utils`: gradient clipping, parameter/vector conversion, and (in `rnn`)
-variable-length sequence packing."""
+"""`ember.nn.utils`: gradient clipping, parameter/vector conversion, spectral and weight
+normalization, and (in `rnn`) variable-length sequence packing."""
 
 from ember.nn.utils import rnn  # noqa: F401
 from ember.nn.utils.clip_grad import (  # noqa: F401
@@ -11,4 +11,10 @@ from ember.nn.utils.clip_grad import (  # noqa: F401
 from ember.nn.utils.convert_parameters import (  # noqa: F401
     parameters_to_vector,
     vector_to_parameters,
+)
+from ember.nn.utils.spectral_norm import (  # noqa: F401
+    remove_spectral_norm,
+    remove_weight_norm,
+    spectral_norm,
+    weight_norm,
 )

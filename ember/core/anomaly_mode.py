@@ -1,0 +1,91 @@
+"""Anomaly detection for autograd, as PyTorch's `torch.autograd.detect_anomaly` and
+`set_detect_anomaly`: while it is on, the backward pass checks every gradient a node
+returns and raises, naming the node, at the first NaN."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+_enabled = False
+_check_nan = True
+
+
+def is_anomaly_enabled() -> bool:
+    """Returns True if anomaly detection is enabled."""
+    return _enabled
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    """Returns True if anomaly detection checks gradients for NaN."""
+    return _check_nan
+
+
+def _set(mode: bool, check_nan: bool) -> None:
+    global _enabled, _check_nan
+    _enabled, _check_nan = bool(mode), bool(check_nan)
+
+
+def check_gradients(node, results) -> None:
+    """Raise if a backward node returned a NaN gradient (called only while enabled)."""
+    if not _check_nan:
+        return
+    for i, g in enumerate(results):
+        if g is not None and g.dtype.is_floating_point and bool(g.isnan().any()):
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th "
+                               f"output.")
+
+
+class _AnomalyMode:
+    """Restores the previous mode on exit; usable as a decorator."""
+
+    def __call__(self, func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with self.__class__(*self._args):
+                return func(*args, **kwargs)
+        return wrapper
+
+    def __exit__(self, *exc) -> None:
+        _set(*self._previous)
+
+
+class detect_anomaly(_AnomalyMode):  # noqa: N801 - PyTorch's name
+    r"""Context-manager that enables anomaly detection for the autograd engine.
+
+    Any backward computation that generates a NaN value raises an error naming the node
+    that produced it. This mode should be enabled only for debugging: it slows the
+    backward pass down.
+
+    Args:
+        check_nan (bool): Specifies whether to raise an error when backward generates
+            "nan". Default: ``True``.
+    """
+
+    def __init__(self, check_nan: bool = True) -> None:
+        self._args = (check_nan,)
+        self._previous = (_enabled, _check_nan)
+        warnings.warn("Anomaly Detection has been enabled. This mode will increase the "
+                      "runtime and should only be enabled for debugging.", stacklevel=2)
+
+    def __enter__(self) -> None:
+        _set(True, self._args[0])
+
+
+class set_detect_anomaly(_AnomalyMode):  # noqa: N801 - PyTorch's name
+    r"""Context-manager (or plain function call) that sets anomaly detection on or off.
+
+    Args:
+        mode (bool): Flag whether to enable anomaly detection (``True``), or disable
+            (``False``).
+        check_nan (bool): Specifies whether to raise an error when backward generates
+            "nan". Default: ``True``.
+    """
+
+    def __init__(self, mode: bool, check_nan: bool = True) -> None:
+        self._args = (mode, check_nan)
+        self._previous = (_enabled, _check_nan)
+        _set(mode, check_nan)
+
+    def __enter__(self) -> None:
+        pass

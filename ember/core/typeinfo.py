@@ -1,0 +1,74 @@
+"""`ember.finfo` and `ember.iinfo`: the numerical limits of a dtype, as torch.finfo and
+torch.iinfo (programs read `finfo(float32).eps` for numerical guards)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember.core import dtype as dt
+from ember.core.backend import numpy_dtype
+
+
+def _g(value: float) -> str:
+    return f"{value:g}"
+
+
+class finfo:  # noqa: N801 - PyTorch's name
+    """Machine limits of a floating-point dtype (the default dtype when none is given):
+    `bits`, `eps`, `max`, `min`, `tiny` (= `smallest_normal`), `resolution`, `dtype`."""
+
+    def __init__(self, type: dt.dtype | None = None) -> None:  # noqa: A002 - PyTorch's name
+        d = dt.get_default_dtype() if type is None else type
+        if not isinstance(d, dt.dtype) or not d.is_floating_point:
+            raise TypeError(f"{dt.API_NAME}.finfo() requires a floating point input type. "
+                            f"Use {dt.API_NAME}.iinfo to handle '{dt.API_NAME}.finfo'")
+        if d is dt.bfloat16:  # NumPy's finfo knows only its own types
+            import ml_dtypes
+
+            info = ml_dtypes.finfo(ml_dtypes.bfloat16)
+        else:
+            info = np.finfo(numpy_dtype(d))
+        self.bits = d.itemsize * 8
+        self.eps = float(info.eps)
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.tiny = self.smallest_normal = float(info.smallest_normal)
+        self.resolution = float(10.0 ** -info.precision)
+        self.dtype = d.name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, finfo) and other.dtype == self.dtype
+
+    def __hash__(self) -> int:
+        return hash(("finfo", self.dtype))
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={_g(self.resolution)}, min={_g(self.min)}, "
+                f"max={_g(self.max)}, eps={_g(self.eps)}, "
+                f"smallest_normal={_g(self.smallest_normal)}, tiny={_g(self.tiny)}, "
+                f"dtype={self.dtype})")
+
+
+class iinfo:  # noqa: N801 - PyTorch's name
+    """Machine limits of an integer dtype: `bits`, `max`, `min`, `dtype`."""
+
+    def __init__(self, type: dt.dtype) -> None:  # noqa: A002 - PyTorch's name
+        if type is dt.bool_:
+            raise TypeError(f"{type} is not supported by {dt.API_NAME}.iinfo")
+        if not isinstance(type, dt.dtype) or type.is_floating_point:
+            raise TypeError(f"{dt.API_NAME}.iinfo() requires an integer input type. "
+                            f"Use {dt.API_NAME}.finfo to handle '{dt.API_NAME}.iinfo'")
+        info = np.iinfo(numpy_dtype(type))
+        self.bits = type.itemsize * 8
+        self.max = int(info.max)
+        self.min = int(info.min)
+        self.dtype = type.name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, iinfo) and other.dtype == self.dtype
+
+    def __hash__(self) -> int:
+        return hash(("iinfo", self.dtype))
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={_g(self.min)}, max={_g(self.max)}, dtype={self.dtype})"

@@ -1,0 +1,64 @@
+"""Helpers shared by the distributions (torch.distributions.utils)."""
+
+from __future__ import annotations
+
+from numbers import Number
+
+import ember
+import ember.nn.functional as F
+
+__all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits"]
+
+
+def broadcast_all(*values):
+    """Broadcast numbers and tensors to one shape; numbers become tensors of the tensors' dtype
+    (or the default dtype when every value is a number)."""
+    if not all(isinstance(v, (ember.Tensor, Number)) for v in values):
+        raise ValueError("Input arguments must all be instances of numbers.Number, torch.Tensor "
+                         "or objects implementing __torch_function__.")
+    if not all(isinstance(v, ember.Tensor) for v in values):
+        options = {"dtype": ember.get_default_dtype()}
+        for value in values:
+            if isinstance(value, ember.Tensor):
+                options = {"dtype": value.dtype, "device": value.device}
+                break
+        values = [v if isinstance(v, ember.Tensor) else ember.tensor(v, **options) for v in values]
+    return ember.broadcast_tensors(*values)
+
+
+def clamp_probs(probs):
+    """Clamp probabilities into the open interval (0, 1) by the dtype's machine epsilon."""
+    eps = ember.finfo(probs.dtype).eps
+    return probs.clamp(min=eps, max=1 - eps)
+
+
+def logits_to_probs(logits, is_binary: bool = False):
+    """Softmax over the last dimension (sigmoid when binary)."""
+    if is_binary:
+        return ember.sigmoid(logits)
+    return F.softmax(logits, dim=-1)
+
+
+def probs_to_logits(probs, is_binary: bool = False):
+    """Log of the clamped probabilities (log-odds when binary)."""
+    ps_clamped = clamp_probs(probs)
+    if is_binary:
+        return ember.log(ps_clamped) - ember.log1p(-ps_clamped)
+    return ember.log(ps_clamped)
+
+
+class lazy_property:  # noqa: N801 - PyTorch's name
+    """A property computed on first access and then stored on the instance, so `probs` and
+    `logits` are derived from each other only when asked."""
+
+    def __init__(self, wrapped):
+        self.wrapped = wrapped
+        self.__doc__ = wrapped.__doc__
+
+    def __get__(self, instance, obj_type=None):
+        if instance is None:
+            return self
+        with ember.enable_grad():
+            value = self.wrapped(instance)
+        setattr(instance, self.wrapped.__name__, value)
+        return value

@@ -1,0 +1,78 @@
+"""`import torch` served by ember: a `sys.meta_path` finder that maps `torch` and every
+`torch.X.Y` to `ember.X.Y`, so a PyTorch program runs unchanged (`python -m ember.run
+script.py`).
+
+The alias returns ember's own module objects (``sys.modules["torch.nn"] is ember.nn``),
+so `isinstance(x, torch.Tensor)`, pickled class paths and module identity all agree; and
+printed forms name torch (`torch.float32`, `torch.Size([2])`), as under PyTorch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+from types import ModuleType
+
+from ember.core import dtype
+
+_ALIAS = "torch"
+_TARGET = "ember"
+
+
+class _AliasLoader(importlib.abc.Loader):
+    """Loads `torch.X` as the already imported (or importable) `ember.X`."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    def create_module(self, spec) -> ModuleType:
+        try:
+            return importlib.import_module(self.target)
+        except ModuleNotFoundError as exc:
+            if exc.name != self.target:  # a real missing dependency inside ember.X
+                raise
+            raise ModuleNotFoundError(
+                f"No module named {spec.name!r} (ember, running as torch, has no "
+                f"{self.target!r})", name=spec.name) from None
+
+    def exec_module(self, module: ModuleType) -> None:
+        """Nothing to run: ember's module is executed by its own import."""
+
+
+class TorchAliasFinder(importlib.abc.MetaPathFinder):
+    """Finds `torch` and `torch.*` as ember's modules of the same dotted path."""
+
+    def find_spec(self, fullname: str, path=None, target=None):
+        if fullname != _ALIAS and not fullname.startswith(_ALIAS + "."):
+            return None
+        ember_name = _TARGET + fullname[len(_ALIAS):]
+        return importlib.util.spec_from_loader(fullname, _AliasLoader(ember_name))
+
+
+def install() -> None:
+    """Make `import torch` (and `torch.nn.functional`, `torch.utils.data` ...) import
+    ember. Call it before the program imports torch; calling it twice is harmless.
+
+    Raises:
+        RuntimeError: if the real PyTorch is already imported in this process (its
+            modules would be mixed with ember's).
+    """
+    if any(isinstance(f, TorchAliasFinder) for f in sys.meta_path):
+        return
+    loaded = sys.modules.get(_ALIAS)
+    if loaded is not None and not loaded.__name__.startswith(_TARGET):
+        raise RuntimeError("torch_alias.install(): the real torch is already imported; "
+                           "install the alias before anything imports torch")
+    sys.meta_path.insert(0, TorchAliasFinder())
+    dtype.set_api_name(_ALIAS)  # print torch.float32, torch.Size([2]) as PyTorch does
+
+
+def uninstall() -> None:
+    """Remove the alias and forget the `torch*` names it served."""
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, TorchAliasFinder)]
+    dtype.set_api_name(_TARGET)
+    for name in [n for n in sys.modules if n == _ALIAS or n.startswith(_ALIAS + ".")]:
+        if sys.modules[name].__name__.startswith(_TARGET):
+            del sys.modules[name]

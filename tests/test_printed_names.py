@@ -1,0 +1,148 @@
+"""PyTorch's printed forms and implementation switches: named result tuples, dtype,
+Size and type-name strings under either namespace, finfo/iinfo, and the optimizers'
+`capturable`/`differentiable`/`fused` options (signatures, reprs, state_dict groups)."""
+
+import inspect
+
+import pytest
+
+import ember
+from ember.core import dtype as dt
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture
+def as_torch():
+    """Print under `torch`, as a program run through the alias does."""
+    dt.set_api_name("torch")
+    yield
+    dt.set_api_name("ember")
+
+
+def _pair(values):
+    return ember.tensor(values), torch.tensor(values)
+
+
+def test_named_results_print_as_pytorch(as_torch):
+    e, t = _pair([[3.0, 1.0, 2.0], [0.5, 4.0, 4.5]])
+    for name, args in (("max", (1,)), ("min", (1,)), ("sort", (1,)), ("topk", (2,)),
+                       ("median", (1,)), ("mode", (1,)), ("kthvalue", (2, 1)),
+                       ("cummax", (1,)), ("aminmax", ())):
+        got, want = getattr(ember, name)(e, *args), getattr(torch, name)(t, *args)
+        assert repr(got) == repr(want), name
+        assert type(got).__name__ == type(want).__name__ and isinstance(got, tuple)
+    values, indices = ember.max(e, 1)  # still a tuple to unpack, with named fields
+    assert ember.equal(values, ember.max(e, 1).values)
+
+
+def test_named_results_print_under_ember_by_default():
+    assert repr(ember.max(ember.tensor([1.0, 2.0]), 0)).startswith("ember.return_types.max(\n")
+
+
+def test_dtype_size_and_type_names(as_torch):
+    e, t = _pair([[1.0, 2.0]])
+    for d in ("float16", "bfloat16", "float32", "float64", "int32", "int64", "bool", "uint8"):
+        assert repr(getattr(ember, d)) == repr(getattr(torch, d))
+        assert repr(ember.zeros(2, dtype=getattr(ember, d))) == \
+            repr(torch.zeros(2, dtype=getattr(torch, d)))
+    assert repr(e.shape) == repr(t.shape) and repr(e.size()) == repr(t.size())
+    assert e.type() == t.type() == "torch.FloatTensor"
+    assert e.long().type() == t.long().type()
+    assert repr(ember.strided) == repr(torch.strided)
+
+
+@pytest.mark.parametrize("name", ["torch.DoubleTensor", "ember.LongTensor",
+                                  "torch.ByteTensor"])
+def test_type_accepts_pytorch_type_names(name):
+    got = ember.tensor([1.5, -2.0]).type(name)
+    want = torch.tensor([1.5, -2.0]).type(name.replace("ember.", "torch."))
+    assert str(got.dtype).split(".")[1] == str(want.dtype).split(".")[1]
+    assert got.tolist() == want.tolist()
+    with pytest.raises(TypeError, match="invalid type 'torch.NoSuchTensor'"):
+        ember.tensor([1.0]).type("torch.NoSuchTensor")
+
+
+@pytest.mark.parametrize("d", ["float16", "bfloat16", "float32", "float64"])
+def test_finfo_matches_pytorch(d):
+    got, want = ember.finfo(getattr(ember, d)), torch.finfo(getattr(torch, d))
+    assert repr(got) == repr(want)
+    for attr in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution",
+                 "dtype"):
+        assert getattr(got, attr) == getattr(want, attr), attr
+    assert repr(ember.finfo()) == repr(torch.finfo())
+
+
+@pytest.mark.parametrize("d", ["uint8", "int8", "int16", "int32", "int64"])
+def test_iinfo_matches_pytorch(d):
+    got, want = ember.iinfo(getattr(ember, d)), torch.iinfo(getattr(torch, d))
+    assert repr(got) == repr(want)
+    assert (got.bits, got.min, got.max, got.dtype) == (want.bits, want.min, want.max,
+                                                       want.dtype)
+
+
+def test_finfo_and_iinfo_refuse_the_other_kind(as_torch):
+    for fn, tfn, d in ((ember.finfo, torch.finfo, "int32"), (ember.iinfo, torch.iinfo,
+                                                             "float32"),
+                       (ember.iinfo, torch.iinfo, "bool")):
+        with pytest.raises(TypeError) as want:
+            tfn(getattr(torch, d))
+        with pytest.raises(TypeError) as got:
+            fn(getattr(ember, d))
+        assert str(got.value) == str(want.value)
+
+
+OPTIMIZERS = ["ASGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "NAdam", "RAdam",
+              "RMSprop", "Rprop", "SGD"]
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_optimizer_signature_repr_and_groups_match_pytorch(name):
+    ours, theirs = getattr(ember.optim, name), getattr(torch.optim, name)
+    ps, pt = inspect.signature(ours).parameters, inspect.signature(theirs).parameters
+    assert [(p.name, p.kind, p.default) for p in ps.values()] == \
+        [(p.name, p.kind, p.default) for p in pt.values()]
+    e = ours([ember.nn.Parameter(ember.ones(2))], lr=0.5)
+    t = theirs([torch.nn.Parameter(torch.ones(2))], lr=0.5)
+    assert repr(e) == repr(t)
+    assert e.state_dict()["param_groups"][0].keys() == t.state_dict()["param_groups"][0].keys()
+
+
+def test_optimizer_switches_are_checked_as_pytorch_checks_them():
+    p = [ember.nn.Parameter(ember.ones(2))]
+    tp = [torch.nn.Parameter(torch.ones(2))]
+    with pytest.raises(RuntimeError) as want:
+        torch.optim.Adam(tp, fused=True, foreach=True)
+    with pytest.raises(RuntimeError) as got:
+        ember.optim.Adam(p, fused=True, foreach=True)
+    assert str(got.value) == str(want.value)
+    with pytest.raises(NotImplementedError, match=r"SGD\(differentiable=True\)"):
+        ember.optim.SGD(p, lr=0.1, differentiable=True)
+    # fused and capturable run the same update as the default
+    for kwargs in ({"fused": True}, {"foreach": False}):
+        e = [ember.nn.Parameter(ember.tensor([1.0, -2.0]))]
+        t = [torch.nn.Parameter(torch.tensor([1.0, -2.0]))]
+        eo, to = ember.optim.AdamW(e, lr=0.1, **kwargs), torch.optim.AdamW(t, lr=0.1, **kwargs)
+        for _ in range(3):
+            (e[0] ** 2).sum().backward()
+            (t[0] ** 2).sum().backward()
+            eo.step()
+            to.step()
+        assert e[0].detach().tolist() == pytest.approx(t[0].detach().tolist(), rel=1e-6)
+
+
+def test_save_accepts_pytorchs_format_switches(tmp_path):
+    path = tmp_path / "w.pt"
+    ember.save({"w": ember.ones(2)}, path, _use_new_zipfile_serialization=False)
+    assert ember.load(path)["w"].tolist() == [1.0, 1.0]
+
+
+def test_named_results_pickle_and_are_served_by_return_types():
+    import pickle
+
+    r = ember.topk(ember.tensor([1.0, 3.0, 2.0]), 2)
+    assert type(r) is ember.return_types.topk
+    back = pickle.loads(pickle.dumps(r))
+    assert type(back) is type(r) and back.indices.tolist() == [1, 2]
+    with pytest.raises(AttributeError, match="no attribute 'nosuch'"):
+        getattr(ember.return_types, "nosuch")  # noqa: B009

@@ -1,0 +1,412 @@
+"""Real PyTorch programs run unchanged on ember (issue 16, set A: vision, GANs, classic
+examples).
+
+Each program in tests/programs is run twice in subprocesses, at the same time: once with
+the real torch, once with `python -m ember.run` (torch mapped to ember). Then:
+
+- the outputs must have the same skeleton: the same lines with every number blanked, so
+  printed forms (`torch.Size([64, 1, 28, 28])`, `grad_fn=<NllLossBackward0>`, module
+  reprs, argparse Namespaces) match PyTorch's;
+- the metrics each program prints (losses, accuracies, PSNR) must move as PyTorch's do:
+  both improve by the program's margin and end close to each other. The runs start from
+  different random weights while ember's random stream is not PyTorch's; where it is
+  (see `_streams_match`), the first printed loss must also agree to rel 1e-4;
+- numbers that do not depend on the random stream (data made with NumPy) must be equal.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import ember  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PROGRAMS = ROOT / "tests" / "programs"
+NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|\bnan\b|\binf\b")
+
+
+def _streams_match() -> bool:
+    """Whether ember's CPU random stream is PyTorch's (rand, randn, after the same seed)."""
+    torch.manual_seed(1234)
+    ember.manual_seed(1234)
+    t = torch.cat([torch.rand(64), torch.randn(64)]).tolist()
+    e = ember.cat([ember.rand(64), ember.randn(64)]).tolist()
+    return all(math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-7) for a, b in zip(t, e))
+
+
+SAME_STREAMS = _streams_match()
+
+
+def skeleton(out: str) -> list[str]:
+    """The output's lines with every number replaced by '#'."""
+    return [NUMBER.sub("#", line).rstrip() for line in out.splitlines()]
+
+
+def metric(out: str, pattern: str) -> list[float]:
+    """The numbers that `pattern`'s first group captures, in order of printing."""
+    return [float(m) for m in re.findall(pattern, out)]
+
+
+def _ends(series: list[float]) -> tuple[float, float]:
+    """The means of the first and the last quarter (at least one value each): GAN and
+    minibatch losses are noisy from one step to the next."""
+    k = max(1, len(series) // 4)
+    return sum(series[:k]) / k, sum(series[-k:]) / k
+
+
+@dataclass
+class Trend:
+    """A metric both runs must improve: `last <= first * shrink` (or >= first * grow for a
+    metric that rises), and ember's last within `tol` x |torch's first| of torch's last."""
+
+    pattern: str
+    shrink: float = 1.0
+    tol: float = 0.3
+    rises: bool = False
+
+    def check(self, name: str, t_out: str, e_out: str) -> None:
+        t, e = metric(t_out, self.pattern), metric(e_out, self.pattern)
+        assert t and len(t) == len(e), f"{name}: {self.pattern!r} printed {len(t)} vs {len(e)}"
+        assert all(math.isfinite(v) for v in e), f"{name}: ember printed {e}"
+        for who, series in (("torch", t), ("ember", e)):
+            first, last = _ends(series)
+            if self.rises:
+                assert last >= first * self.shrink, f"{name} ({who}): {self.pattern} {series}"
+            else:
+                assert last <= first * self.shrink, f"{name} ({who}): {self.pattern} {series}"
+        assert abs(_ends(e)[1] - _ends(t)[1]) <= self.tol * abs(t[0]), \
+            f"{name}: {self.pattern}: ember ends at {e}, torch at {t}"
+
+
+@dataclass
+class Program:
+    script: str
+    args: list[str] = field(default_factory=list)
+    trends: list[Trend] = field(default_factory=list)
+    # a pattern whose numbers come from NumPy-made data only: equal in both runs
+    same: str | None = None
+    # the first printed loss (this pattern's first match) is exact when the streams match
+    first: str | None = None
+    extra: Callable[[str, str], None] | None = None
+    long: bool = False
+
+
+def _gan_1d_balance(t_out: str, e_out: str) -> None:
+    # the adversarial losses settle near log(2) = 0.693 in both
+    for out in (t_out, e_out):
+        last = out.strip().splitlines()[-1]
+        errs = [float(v) for v in re.findall(r"\(([\d.]+) (?:real_err|fake_err|err)", last)]
+        assert len(errs) == 3 and all(0.45 < v < 0.95 for v in errs), last
+
+
+def _nn_really_fits(t_out: str, e_out: str) -> None:
+    # the hand-written logistic regression: loss from about log(10) to well below it
+    for out in (t_out, e_out):
+        losses = metric(out, r"tensor\(([\d.e+-]+), grad_fn=<NegBackward0>\)")
+        assert len(losses) == 2 and 1.8 < losses[0] < 3.2 and losses[1] < 0.5 * losses[0]
+
+
+def _stn_runs(t_out: str, e_out: str) -> None:
+    # two short epochs barely move a spatial transformer: the loss stays near log(10)
+    for out in (t_out, e_out):
+        losses = metric(out, r"Average loss: ([\d.]+)")
+        assert losses and all(1.9 < v < 2.7 for v in losses), losses
+
+
+PROGRAM_SPECS = [
+    Program("quickstart.py", trends=[Trend(r"Avg loss: ([\d.]+)", 0.8, 0.3),
+                                     Trend(r"Accuracy: ([\d.]+)%", 1.2, 0.5, rises=True)],
+            first=r"loss: ([\d.]+)"),
+    Program("nn_really.py",
+            first=r"tensor\(([\d.]+), grad_fn=<NegBackward0>\)", extra=_nn_really_fits),
+    Program("vae.py", trends=[Trend(r"Test set loss: ([\d.]+)", 0.97, 0.05)],
+            first=r"Loss: ([\d.]+)"),
+    Program("dcgan.py", trends=[Trend(r"Loss_D: ([\d.]+)", 0.97, 0.1)],
+            first=r"Loss_D: ([\d.]+)"),
+    Program("wgan_gp.py", trends=[Trend(r"D loss: ([-\d.]+)", 0.99, 0.05)],
+            first=r"D loss: ([-\d.]+)"),
+    Program("gan_1d.py", same=r"Real Dist \((\[.*?\])\)", first=r"D \(([\d.]+) real_err",
+            extra=_gan_1d_balance),
+    Program("super_resolution.py", args=["--lr", "0.001"],
+            trends=[Trend(r"Avg. PSNR: ([\d.]+)", 1.3, 0.25, rises=True)],
+            first=r"Loss: ([\d.]+)"),
+    Program("finetune.py", trends=[Trend(r"train Loss: ([\d.]+)", 0.9, 0.5)],
+            first=r"train Loss: ([\d.]+)"),
+    Program("siamese.py", trends=[Trend(r"Average loss: ([\d.]+)", 1.0, 0.1)],
+            first=r"Loss: ([\d.]+)"),
+    Program("spatial_transformer.py", extra=_stn_runs, long=True),
+    Program("mnist.py", trends=[Trend(r"Average loss: ([\d.]+)", 0.8, 0.3)], long=True),
+]
+
+
+def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
+    workdir.mkdir()
+    cmd = [sys.executable, "-W", "ignore"] + (["-m", "ember.run"] if alias else []) + \
+        [str(PROGRAMS / prog.script), *prog.args]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    return subprocess.Popen(cmd, cwd=workdir, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _finish(proc: subprocess.Popen, who: str, prog: Program) -> str:
+    try:
+        out, err = proc.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"{prog.script} under {who} timed out:\n{err[-3000:]}")
+    assert proc.returncode == 0, f"{prog.script} under {who} failed:\n{err[-4000:]}"
+    return out
+
+
+def _params():
+    for prog in PROGRAM_SPECS:
+        marks = [pytest.mark.long] if prog.long else []
+        yield pytest.param(prog, id=prog.script[:-3], marks=marks)
+
+
+@pytest.mark.parametrize("prog", _params())
+def test_program_runs_unchanged(prog: Program, tmp_path: Path) -> None:
+    procs = {who: _start(prog, tmp_path / who, alias=who == "ember")
+             for who in ("torch", "ember")}  # both at once: the machine has two cores
+    outs = {who: _finish(proc, who, prog) for who, proc in procs.items()}
+    t_out, e_out = outs["torch"], outs["ember"]
+
+    assert skeleton(e_out) == skeleton(t_out), f"printed forms differ:\n{e_out}\n---\n{t_out}"
+    for trend in prog.trends:
+        trend.check(prog.script, t_out, e_out)
+    if prog.same:
+        assert re.findall(prog.same, e_out) == re.findall(prog.same, t_out)
+    if prog.first and SAME_STREAMS:
+        t0, e0 = metric(t_out, prog.first)[0], metric(e_out, prog.first)[0]
+        assert math.isclose(e0, t0, rel_tol=1e-4), f"{prog.script}: first {e0} vs {t0}"
+    if prog.extra:
+        prog.extra(t_out, e_out)
+
+
+# -- the alias itself -------------------------------------------------------------------
+
+def _run_alias(tmp_path: Path, code: str, *args: str) -> subprocess.CompletedProcess:
+    (tmp_path / "helper_mod.py").write_text("VALUE = 41\n")
+    script = tmp_path / "prog.py"
+    script.write_text(code)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "ember.run", str(script), *args],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_alias_maps_every_torch_submodule(tmp_path: Path) -> None:
+    proc = _run_alias(tmp_path, """
+import sys
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+from torch.optim.lr_scheduler import StepLR
+import ember, ember.nn.functional, ember.utils.data, ember.optim.lr_scheduler
+import helper_mod  # the script's folder is on sys.path, as with `python prog.py`
+assert torch is ember and nn is ember.nn and F is ember.nn.functional
+assert DataLoader is ember.utils.data.DataLoader and StepLR is ember.optim.lr_scheduler.StepLR
+assert sys.modules["torch.nn.functional"] is ember.nn.functional
+from torch.nn.modules.utils import _pair, _triple
+from torch.nn.modules.batchnorm import _BatchNorm
+from torch.autograd.function import Function
+assert _pair(3) == (3, 3) and _triple([1, 2, 3]) == (1, 2, 3)
+assert isinstance(nn.BatchNorm2d(2), _BatchNorm) and Function is torch.autograd.Function
+assert torch.version.cuda is None and torch.version.__version__ == torch.__version__
+x = torch.ones(2, 3)
+assert isinstance(x, torch.Tensor) and isinstance(nn.Linear(2, 2).weight, torch.nn.Parameter)
+print(sys.argv[1:], __name__, helper_mod.VALUE + 1, x.shape, x.dtype, x.type())
+try:
+    import torch.no_such_module
+except ModuleNotFoundError as err:
+    print(err.name, "|", err)
+""", "--flag", "3")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == ("['--flag', '3'] __main__ 42 torch.Size([2, 3]) torch.float32 "
+                        "torch.FloatTensor")
+    assert lines[1].startswith("torch.no_such_module | No module named 'torch.no_such_module'")
+
+
+def test_alias_runner_usage_and_exit_status(tmp_path: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    usage = subprocess.run([sys.executable, "-m", "ember.run"], env=env, capture_output=True,
+                           text=True, timeout=60)
+    assert usage.returncode == 2 and "usage: python -m ember.run" in usage.stderr
+    failing = _run_alias(tmp_path, "import torch\nraise SystemExit(3)\n")
+    assert failing.returncode == 3
+
+
+def test_alias_refuses_after_real_torch_and_uninstalls() -> None:
+    from ember import torch_alias
+
+    with pytest.raises(RuntimeError, match="the real torch is already imported"):
+        torch_alias.install()  # this test module imported the real torch
+    assert repr(ember.float32) == "ember.float32" and repr(ember.Size([2])) == "ember.Size([2])"
+
+
+# -- what the programs needed, against PyTorch ------------------------------------------
+
+def test_tensor_class_is_the_default_dtype_constructor() -> None:
+    import numpy as np
+
+    for args in [(np.arange(3.0),), ([1, 2],), (np.arange(3),), ((2.5, 1),), ()]:
+        t, e = torch.Tensor(*args), ember.Tensor(*args)
+        assert str(e.dtype)[6:] == str(t.dtype)[6:] == "float32", args
+        assert e.tolist() == t.tolist()
+    assert tuple(ember.Tensor(2, 3).shape) == tuple(torch.Tensor(2, 3).shape) == (2, 3)
+    assert tuple(ember.Tensor(ember.Size([4])).shape) == (4,)
+    x = ember.tensor([1, 2])
+    assert ember.Tensor(x) is x  # PyTorch: an alias of any tensor, of its dtype
+    with pytest.raises(RuntimeError, match="negative dimension -1"):
+        ember.Tensor(2, -1)
+
+
+def test_autograd_grad_only_inputs_gradient_penalty() -> None:
+    import numpy as np
+
+    values = np.random.RandomState(0).rand(4, 3).astype(np.float32)
+    results = []
+    for lib in (torch, ember):
+        x = lib.tensor(values, requires_grad=True)
+        out = (x ** 3).sum(1, keepdim=True)
+        grads = lib.autograd.grad(outputs=out, inputs=x, grad_outputs=lib.ones(4, 1),
+                                  create_graph=True, retain_graph=True, only_inputs=True)[0]
+        penalty = ((grads.norm(2, dim=1) - 1) ** 2).mean()
+        penalty.backward()
+        results.append((penalty.item(), x.grad.numpy()))
+    assert math.isclose(results[0][0], results[1][0], rel_tol=1e-5)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-5)
+    with pytest.warns(FutureWarning, match="only_inputs argument is deprecated"):
+        x = ember.ones(2, requires_grad=True)
+        ember.autograd.grad(x.sum(), x, only_inputs=False)
+
+
+@pytest.mark.parametrize("name", ["float32", "float64", "float16", "bfloat16"])
+def test_finfo_matches_torch(name: str) -> None:
+    t, e = torch.finfo(getattr(torch, name)), ember.finfo(getattr(ember, name))
+    for attr in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype"):
+        assert getattr(e, attr) == getattr(t, attr), attr
+    assert repr(e) == repr(t)
+
+
+def test_iinfo_and_errors_match_torch() -> None:
+    for name in ("uint8", "int8", "int16", "int32", "int64"):
+        t, e = torch.iinfo(getattr(torch, name)), ember.iinfo(getattr(ember, name))
+        assert (e.bits, e.min, e.max, e.dtype, repr(e)) == (t.bits, t.min, t.max, t.dtype,
+                                                            repr(t))
+    assert repr(ember.finfo()) == repr(torch.finfo())
+    with pytest.raises(TypeError, match=r"finfo\(\) requires a floating point input type"):
+        ember.finfo(ember.int64)
+    with pytest.raises(TypeError, match=r"iinfo\(\) requires an integer input type"):
+        ember.iinfo(ember.float32)
+
+
+@pytest.mark.parametrize("options", [
+    {"precision": 2}, {"precision": 6, "sci_mode": False}, {"sci_mode": True},
+    {"threshold": 5, "edgeitems": 1}, {"profile": "short"}, {"profile": "full"},
+    {"linewidth": 40}])
+def test_set_printoptions_matches_torch(options: dict) -> None:
+    import numpy as np
+
+    values = np.random.RandomState(1).randn(3, 12).astype(np.float32) * 50
+    try:
+        torch.set_printoptions(**options)
+        ember.set_printoptions(**options)
+        assert repr(ember.tensor(values)) == repr(torch.tensor(values))
+        assert repr(ember.tensor(values[0, :3])) == repr(torch.tensor(values[0, :3]))
+    finally:
+        torch.set_printoptions(profile="default", sci_mode=None)
+        ember.set_printoptions(profile="default", sci_mode=None)
+    assert ember.get_printoptions()["precision"] == 4
+
+
+def test_num_threads_as_torch() -> None:
+    saved = ember.get_num_threads()
+    try:
+        ember.set_num_threads(1)
+        assert ember.get_num_threads() == 1
+    finally:
+        ember.set_num_threads(saved)
+    for bad in (0, -1):
+        with pytest.raises(RuntimeError, match="set_num_threads expects a positive integer"):
+            ember.set_num_threads(bad)
+        with pytest.raises(RuntimeError, match="set_num_threads expects a positive integer"):
+            torch.set_num_threads(bad)
+
+
+@pytest.mark.parametrize("kind", ["linear", "conv", "convtranspose"])
+def test_spectral_norm_matches_torch(kind: str) -> None:
+    import numpy as np
+
+    def build(lib):
+        lib.manual_seed(0)
+        return {"linear": lambda: lib.nn.Linear(5, 4),
+                "conv": lambda: lib.nn.Conv2d(2, 3, 3),
+                "convtranspose": lambda: lib.nn.ConvTranspose2d(2, 3, 3)}[kind]()
+
+    t_mod = torch.nn.utils.spectral_norm(build(torch), n_power_iterations=2)
+    e_mod = ember.nn.utils.spectral_norm(build(ember), n_power_iterations=2)
+    assert sorted(e_mod.state_dict()) == sorted(t_mod.state_dict())
+    e_mod.load_state_dict({k: ember.tensor(v.numpy()) for k, v in t_mod.state_dict().items()})
+    x = np.random.RandomState(0).randn(2, 5) if kind == "linear" else \
+        np.random.RandomState(0).randn(1, 2, 5, 5)
+    x = x.astype(np.float32)
+    for _ in range(2):  # two training forwards: the power iteration updates u and v
+        t_out, e_out = t_mod(torch.tensor(x)), e_mod(ember.tensor(x))
+    t_out.sum().backward()
+    e_out.sum().backward()
+    np.testing.assert_allclose(e_out.detach().numpy(), t_out.detach().numpy(), rtol=1e-4,
+                               atol=1e-5)
+    np.testing.assert_allclose(e_mod.weight_u.numpy(), t_mod.weight_u.numpy(), rtol=1e-4,
+                               atol=1e-6)
+    np.testing.assert_allclose(e_mod.weight_orig.grad.numpy(), t_mod.weight_orig.grad.numpy(),
+                               rtol=1e-4, atol=1e-5)
+    t_mod.eval()
+    e_mod.eval()  # eval: no power iteration, the same sigma
+    np.testing.assert_allclose(e_mod(ember.tensor(x)).detach().numpy(),
+                               t_mod(torch.tensor(x)).detach().numpy(), rtol=1e-4, atol=1e-5)
+    ember.nn.utils.remove_spectral_norm(e_mod)
+    assert sorted(e_mod.state_dict()) == ["bias", "weight"]
+    with pytest.raises(ValueError, match="spectral_norm of 'weight' not found"):
+        ember.nn.utils.remove_spectral_norm(e_mod)
+
+
+@pytest.mark.parametrize("dim", [0, 1, None])
+def test_weight_norm_matches_torch(dim) -> None:
+    import numpy as np
+
+    w = np.random.RandomState(2).randn(3, 2, 3, 3).astype(np.float32)
+    x = np.random.RandomState(3).randn(1, 2, 5, 5).astype(np.float32)
+    results = []
+    for lib in (torch, ember):
+        conv = lib.nn.Conv2d(2, 3, 3, bias=False)
+        with lib.no_grad():
+            conv.weight.copy_(lib.tensor(w))
+        with pytest.warns(FutureWarning, match="weight_norm` is deprecated in favor of"):
+            conv = lib.nn.utils.weight_norm(conv, dim=dim)
+        with lib.no_grad():
+            conv.weight_g.mul_(2.0)
+        out = conv(lib.tensor(x))
+        out.square().sum().backward()
+        results.append((sorted(conv.state_dict()), out.detach().numpy(),
+                        conv.weight_g.grad.numpy(), conv.weight_v.grad.numpy()))
+        lib.nn.utils.remove_weight_norm(conv)
+        assert sorted(conv.state_dict()) == ["weight"]
+    (t_keys, *t_vals), (e_keys, *e_vals) = results
+    assert e_keys == t_keys == ["weight_g", "weight_v"]
+    for e, t in zip(e_vals, t_vals):
+        np.testing.assert_allclose(e, t, rtol=1e-4, atol=1e-4)

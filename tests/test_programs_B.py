@@ -1,0 +1,208 @@
+"""Real PyTorch programs (set B: text, sequence, RL, misc) run unchanged on ember.
+
+Each program in tests/programs/ runs twice in a subprocess: with the real torch, and with
+`import torch` answered by ember (`python -m ember.run`). Their printed outputs are compared:
+
+- lines that do not depend on the random stream (NumPy sections, fixed initial weights,
+  shapes, printed models, "reloaded model agrees: True") must be the same text, or the
+  same numbers within float32 rounding;
+- training losses: when ember's CPU random stream reproduces torch's (same weights, same
+  shuffles), the first loss must agree to rel 1e-4; otherwise (and for every later loss,
+  where float32 drift and chaotic training add up) each run must train: its last loss
+  below its first, and ember's last loss within a factor of torch's.
+
+Programs that take more than a few seconds are marked `long` (EMBER_LONG_TESTS=1).
+The ember behaviours the programs needed are unit-tested against torch at the end.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import ember  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAMS = ROOT / "tests" / "programs"
+NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+TIMINGS = re.compile(r"\(\d+m \d+s( \(- \d+m \d+s\))?\)|\d+m \d+s \(- \d+m \d+s\)"
+                     r"|ms/batch\s+[\d.]+|time:\s+[\d.]+s|Epoch time = [\d.]+s|iter_dt [\d.]+ms")
+
+
+@dataclass(frozen=True)
+class Program:
+    """A program, its arguments, and how its output is compared (regexes over lines)."""
+
+    script: str
+    args: tuple[str, ...] = ()
+    same: str | None = None  # lines printed identically by both runs
+    skeleton: str | None = None  # lines printed identically but for their (finite) numbers
+    close: str | None = None  # lines whose numbers agree within float32 rounding
+    losses: str | None = None  # training-progress lines: group "loss"; optional group "tag"
+    factor: float | None = 3.0  # ember's last loss <= factor * torch's (None: trend only)
+    check: Callable[[str], None] | None = None  # what each run's output must show by itself
+    seeded: bool = True  # calls manual_seed (PyTorch seeds an unseeded program at random)
+    long: bool = False
+
+    @property
+    def id(self) -> str:
+        return " ".join((self.script, *self.args))
+
+
+def _fits_polynomial(out: str) -> None:
+    """regression.py stops below loss 1e-3 with the learned coefficients near the true ones."""
+    loss = float(re.search(r"^Loss: (\S+) after \d+ batches$", out, re.M).group(1))
+    learned = _numbers(re.search(r"Learned function:(.*)$", out, re.M).group(1))
+    actual = _numbers(re.search(r"Actual function:(.*)$", out, re.M).group(1))
+    assert loss < 1e-3
+    assert learned == pytest.approx(actual, abs=0.2)
+
+
+def _test_accuracy(at_least: float) -> Callable[[str], None]:
+    def check(out: str) -> None:
+        """The program's final "test accuracy" line shows it learned its task."""
+        assert float(re.search(r"^test accuracy\s+(\S+)$", out, re.M).group(1)) >= at_least
+    return check
+
+
+# word_language_model: the training loss every log interval, then the test loss
+WLM_LOSSES = r"loss\s+(?P<loss>[\d.]+) \| (?:test )?ppl"
+
+PROGRAMS_B = [
+    Program("regression.py", check=_fits_polynomial),
+    Program("learning_pytorch_examples.py",
+            close=r"^numpy |^function ",
+            losses=r"^(?P<tag>tensors|autograd|nn|optim|module|dynamic) \d+ (?P<loss>\S+)$",
+            factor=None, seeded=False, long=True),
+    Program("word_language_model.py", ("--model", "LSTM", "--tied", "--epochs", "1"),
+            losses=WLM_LOSSES, factor=1.5,
+            same=r"^[-=]+$"),
+    Program("word_language_model.py", ("--model", "GRU"),
+            losses=WLM_LOSSES, factor=1.5, long=True),
+    Program("word_language_model.py", ("--model", "Transformer", "--lr", "5"),
+            losses=WLM_LOSSES, factor=1.5, long=True),
+    Program("nanogpt.py", ("--max_iters", "40"),
+            same=r"^number of parameters|^num |^using fused|^sample of",
+            losses=r"^step \d+: train loss (?P<loss>[\d.]+)", factor=1.3),
+    Program("nanogpt.py", ("--no_flash", "--dropout", "0.1"),
+            same=r"^number of parameters|^num |^using fused|^sample of",
+            losses=r"^step \d+: train loss (?P<loss>[\d.]+)", factor=1.3, long=True),
+    Program("mingpt_sort.py", ("60",),
+            same=r"^number of parameters|^running on device",
+            skeleton=r"^\d+ -?\d+$|final score",
+            losses=r"iter \d+: train loss (?P<loss>[\d.]+)", factor=1.3, long=True),
+    Program("dqn.py",
+            same=r"^Complete", skeleton=r"^episode|^mean duration",
+            losses=r"mean loss (?P<loss>[\d.]+)", factor=3.0, long=True),
+    Program("text_classification.py",
+            same=r"^-+$|^Checking|^This is a", skeleton=r"accuracy", check=_test_accuracy(0.9)),
+    Program("time_sequence_prediction.py", ("--steps", "1", "--length", "20"),
+            same=r"^STEP|^prediction shape",
+            losses=r"^loss: (?P<loss>\S+)$", factor=10.0),
+    Program("reinforce.py", ("--episodes", "20"),
+            skeleton=r"^Episode (10|20)\t", losses=None),
+    Program("actor_critic.py", ("--episodes", "20"),
+            skeleton=r"^Episode (10|20)\t", losses=None, long=True),
+    Program("char_rnn_classification.py",
+            same=r"^tensor|^ember|^torch|^True|^> ",
+            losses=r"^average losses (?P<loss>.*)$", factor=1.5, long=True),
+    Program("seq2seq_translation.py",
+            same=r"^Read|^Trimmed|^Counting|^Counted|^fra |^eng |^> |^= ",
+            losses=r"^.*\(\d+ \d+%\) (?P<loss>[\d.]+)$", factor=2.0, long=True),
+    Program("transformer_translation.py",
+            losses=r"^Epoch: \d+, Train loss: (?P<loss>[\d.]+)", factor=1.3, long=True),
+    Program("tabular_mlp.py",
+            same=r"^\[|^train rows|^TabularModel|^  |^\)|^parameters|^reloaded",
+            losses=r"train loss: (?P<loss>[\d.]+)", factor=1.5, long=True),
+]
+
+
+def _streams_match() -> bool:
+    """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""
+    checks = []
+    for make in (lambda m: m.rand(7), lambda m: m.randn(33), lambda m: m.randperm(20)):
+        torch.manual_seed(0)
+        ember.manual_seed(0)
+        checks.append(make(torch).tolist() == make(ember).tolist())
+    return all(checks)
+
+
+def _run(program: Program, on_ember: bool, tmp_path: Path) -> str:
+    script = str(PROGRAMS / program.script)
+    cmd = [sys.executable, *(["-m", "ember.run"] if on_ember else []), script, *program.args]
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONHASHSEED="0",
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env,
+                          cwd=tmp_path)
+    who = "ember" if on_ember else "torch"
+    assert proc.returncode == 0, f"{program.id} failed on {who}:\n{proc.stderr[-4000:]}"
+    # the alias prints ember's own names (ember.Size, ember.float32): compare the rest
+    return TIMINGS.sub("<time>", proc.stdout.replace("ember.", "torch."))
+
+
+def _lines(out: str, pattern: str | None) -> list[str]:
+    return [ln for ln in out.splitlines() if pattern and re.search(pattern, ln)]
+
+
+def _numbers(line: str) -> list[float]:
+    return [float(x) for x in NUMBER.findall(line)]
+
+
+def _losses(out: str, pattern: str) -> dict[str, list[float]]:
+    series: dict[str, list[float]] = {}
+    for line in out.splitlines():
+        m = re.search(pattern, line)
+        if m:
+            tag = m.groupdict().get("tag") or ""
+            series.setdefault(tag, []).extend(_numbers(m.group("loss")))
+    return series
+
+
+def _check(program: Program, want: str, got: str) -> None:
+    if program.check is not None:
+        program.check(want)
+        program.check(got)
+    assert _lines(got, program.same) == _lines(want, program.same)
+    skel_want, skel_got = _lines(want, program.skeleton), _lines(got, program.skeleton)
+    assert [NUMBER.sub("#", ln) for ln in skel_got] == [NUMBER.sub("#", ln) for ln in skel_want]
+    assert all(math.isfinite(x) for ln in skel_got for x in _numbers(ln)), skel_got
+    close_want, close_got = _lines(want, program.close), _lines(got, program.close)
+    assert len(close_got) == len(close_want)
+    for w, g in zip(close_want, close_got):
+        assert NUMBER.sub("#", g) == NUMBER.sub("#", w)
+        assert _numbers(g) == pytest.approx(_numbers(w), rel=1e-5, abs=1e-6), (w, g)
+    if program.losses is None:
+        return
+    want_losses, got_losses = _losses(want, program.losses), _losses(got, program.losses)
+    assert want_losses and got_losses.keys() == want_losses.keys()
+    exact = program.seeded and _streams_match()
+    for tag, torch_series in want_losses.items():
+        series = got_losses[tag]
+        assert len(series) == len(torch_series), tag
+        assert all(math.isfinite(x) for x in series), (tag, series)
+        if exact:
+            assert series[0] == pytest.approx(torch_series[0], rel=1e-4), tag
+        if len(series) > 1:
+            assert series[-1] < series[0], (tag, series)
+            assert torch_series[-1] < torch_series[0], (tag, torch_series)
+        if program.factor is not None:
+            assert series[-1] <= program.factor * torch_series[-1], (tag, series, torch_series)
+
+
+@pytest.mark.parametrize("program", [
+    pytest.param(p, id=p.id, marks=[pytest.mark.long] if p.long else [])
+    for p in PROGRAMS_B])
+def test_program_runs_unchanged(program: Program, tmp_path: Path) -> None:
+    want = _run(program, on_ember=False, tmp_path=tmp_path)
+    got = _run(program, on_ember=True, tmp_path=tmp_path)
+    _check(program, want, got)
