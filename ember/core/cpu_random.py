@@ -49,6 +49,11 @@ def _libm(fn, x: np.ndarray) -> np.ndarray:
 
 # -- fused multiply-add, as AVX2 code contracts `a * b + c` --------------------------------
 
+def _scale(x: np.ndarray, std: float, mean: float, dtype: np.dtype) -> np.ndarray:
+    """`x * std + mean` fused, as PyTorch's kernels compute it (x itself for N(0, 1))."""
+    return x if std == 1 and mean == 0 else _fma(x, std, mean, dtype)
+
+
 def _fma(a: np.ndarray, b: np.ndarray | float, c: np.ndarray | float,
          dtype: np.dtype) -> np.ndarray:
     """`a * b + c` with one rounding, in `dtype` (float32 or float64)."""
@@ -158,7 +163,7 @@ def _box_muller_16(u: np.ndarray, dtype: np.dtype, mean: float, std: float) -> n
         theta = (2.0 * math.pi) * u2.ravel()
         cos = radius * _libm(math.cos, theta)
         sin = radius * _libm(math.sin, theta)
-        first, second = _fma(cos, std, mean, _F64), _fma(sin, std, mean, _F64)
+        first, second = _scale(cos, std, mean, _F64), _scale(sin, std, mean, _F64)
     else:
         # float32: PyTorch's AVX2 kernel, its SIMD log and sincos step for step (float16
         # and bfloat16 the same on float32, with mean and std in their dtype)
@@ -166,8 +171,8 @@ def _box_muller_16(u: np.ndarray, dtype: np.dtype, mean: float, std: float) -> n
             mean, std = float(dtype.type(mean)), float(dtype.type(std))
         radius = np.sqrt(np.float32(-2) * _simd_log(u1.ravel().astype(_F32)))
         sin, cos = _simd_sincos(np.float32(2.0 * math.pi) * u2.ravel().astype(_F32))
-        first = _fma32(radius * cos, std, mean)
-        second = _fma32(radius * sin, std, mean)
+        first = _scale(radius * cos, std, mean, _F32)
+        second = _scale(radius * sin, std, mean, _F32)
     out = np.empty_like(blocks, dtype=dtype)
     out[:, 0] = first.reshape(-1, 8)
     out[:, 1] = second.reshape(-1, 8)
@@ -248,9 +253,7 @@ def normal_double(eng: MT19937, n: int, mean: float = 0.0, std: float = 1.0) -> 
         out[start:] = values[:n - start]
         if (n - start) % 2:
             eng.next_double_normal = float(sin[-1])
-    if mean != 0.0 or std != 1.0:
-        out = _fma(out, std, mean, _F64)
-    return out
+    return _scale(out, std, mean, _F64)
 
 
 # -- integers -------------------------------------------------------------------------
