@@ -11,7 +11,7 @@ import ember
 
 __all__ = [
     "Constraint", "boolean", "dependent", "greater_than", "independent", "integer_interval",
-    "interval", "nonnegative_integer", "positive", "real", "real_vector", "simplex",
+    "interval", "less_than", "nonnegative_integer", "positive", "real", "real_vector", "simplex",
     "unit_interval", "is_dependent",
 ]
 
@@ -30,7 +30,27 @@ class Constraint:
 
 
 class _Dependent(Constraint):
-    """Placeholder for a variable whose support depends on other variables."""
+    """Placeholder for a variable whose support depends on other variables
+    (`dependent(is_discrete=..., event_dim=...)` makes one with those attributes)."""
+
+    def __init__(self, *, is_discrete=NotImplemented, event_dim=NotImplemented):
+        self._is_discrete = is_discrete
+        self._event_dim = event_dim
+
+    @property
+    def is_discrete(self) -> bool:
+        if self._is_discrete is NotImplemented:
+            raise NotImplementedError(".is_discrete cannot be determined statically")
+        return self._is_discrete
+
+    @property
+    def event_dim(self) -> int:
+        if self._event_dim is NotImplemented:
+            raise NotImplementedError(".event_dim cannot be determined statically")
+        return self._event_dim
+
+    def __call__(self, *, is_discrete=NotImplemented, event_dim=NotImplemented):
+        return _Dependent(is_discrete=is_discrete, event_dim=event_dim)
 
     def check(self, x):
         raise ValueError("Cannot determine validity of dependent constraint")
@@ -90,6 +110,17 @@ class _GreaterThan(Constraint):
 
     def __repr__(self) -> str:
         return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound})"
+
+
+class _LessThan(Constraint):
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, value):
+        return value < self.upper_bound
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__[1:]}(upper_bound={self.upper_bound})"
 
 
 class _Interval(Constraint):
@@ -152,6 +183,7 @@ real = _Real()
 real_vector = independent(real, 1)
 positive = _GreaterThan(0.0)
 greater_than = _GreaterThan
+less_than = _LessThan
 unit_interval = _Interval(0.0, 1.0)
 interval = _Interval
 simplex = _Simplex()
