@@ -225,3 +225,48 @@ def test_independent_matches_torch():
             == _message(lambda: td.Independent(td.Normal(t_loc, 1.0), 3)))
     assert (_message(lambda: e_d.log_prob(ember.zeros(2, 4)))
             == _message(lambda: t_d.log_prob(torch.zeros(2, 4))))
+
+
+@pytest.mark.parametrize("param", ["covariance_matrix", "precision_matrix", "scale_tril"])
+def test_multivariate_normal_matches_torch(param):
+    e_loc, t_loc = _pair([[0.0, 1.0, -1.0], [2.0, 0.5, 0.0]], requires_grad=True)
+    a = np.array([[2.0, 0.3, 0.1], [0.3, 1.0, 0.2], [0.1, 0.2, 0.5]], dtype=np.float32)
+    matrix = np.linalg.cholesky(a) if param == "scale_tril" else a
+    e_m, t_m = _pair(matrix)
+    e_d = ember.distributions.MultivariateNormal(e_loc, **{param: e_m})
+    t_d = td.MultivariateNormal(t_loc, **{param: t_m})
+    assert tuple(e_d.batch_shape) == tuple(t_d.batch_shape) == (2,)
+    assert tuple(e_d.event_shape) == tuple(t_d.event_shape) == (3,)
+    e_x, t_x = _pair([[[0.5, 0.5, 0.5], [1.0, 0.0, -1.0]], [[0.0, 0.0, 0.0], [3.0, 1.0, 1.0]]])
+    for e_out, t_out in [(e_d.log_prob(e_x), t_d.log_prob(t_x)), (e_d.entropy(), t_d.entropy()),
+                         (e_d.variance, t_d.variance), (e_d.covariance_matrix,
+                                                        t_d.covariance_matrix),
+                         (e_d.scale_tril, t_d.scale_tril),
+                         (e_d.precision_matrix, t_d.precision_matrix)]:
+        np.testing.assert_allclose(_np(e_out), _np(t_out), rtol=2e-5, atol=2e-6)
+    e_d.log_prob(e_x).sum().backward()
+    t_d.log_prob(t_x).sum().backward()
+    np.testing.assert_allclose(e_loc.grad.numpy(), t_loc.grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert repr(e_d).replace("ember.", "torch.") == repr(t_d)
+    assert tuple(e_d.rsample((5,)).shape) == (5, 2, 3)
+    ember.manual_seed(0)
+    draws = ember.distributions.MultivariateNormal(ember.zeros(3), ember.tensor(a)).sample(
+        (20000,)).numpy()
+    np.testing.assert_allclose(np.cov(draws.T), a, atol=0.06)
+
+
+def test_multivariate_normal_errors_match_torch():
+    loc = np.zeros(2, dtype=np.float32)
+    not_pd = np.array([[1.0, 2.0], [2.0, 1.0]], dtype=np.float32)
+    mvn, t_mvn = ember.distributions.MultivariateNormal, td.MultivariateNormal
+    for e_args, t_args in [((ember.tensor(loc),), (torch.tensor(loc),)),
+                           ((ember.tensor(loc), ember.tensor(not_pd)),
+                            (torch.tensor(loc), torch.tensor(not_pd))),
+                           ((ember.tensor(0.0), ember.eye(1)), (torch.tensor(0.0), torch.eye(1)))]:
+        assert (_message(lambda e_args=e_args: mvn(*e_args))
+                == _message(lambda t_args=t_args: t_mvn(*t_args)))
+    e_lower = mvn(ember.tensor(loc), scale_tril=ember.tensor([[1.0, 0.0], [0.5, 1.0]]))
+    with pytest.raises(ValueError, match="LowerCholesky"):
+        mvn(ember.tensor(loc), scale_tril=ember.tensor([[1.0, 0.5], [0.5, 1.0]]))
+    assert repr(ember.distributions.constraints.positive_definite) == "PositiveDefinite()"
+    assert e_lower.log_prob(ember.zeros(2)).shape == ()

@@ -11,8 +11,9 @@ import ember
 
 __all__ = [
     "Constraint", "boolean", "dependent", "greater_than", "independent", "integer_interval",
-    "interval", "less_than", "nonnegative_integer", "positive", "real", "real_vector", "simplex",
-    "unit_interval", "is_dependent",
+    "interval", "is_dependent", "less_than", "lower_cholesky", "nonnegative_integer",
+    "positive", "positive_definite", "real", "real_vector", "simplex", "square", "symmetric",
+    "unit_interval",
 ]
 
 
@@ -145,6 +146,44 @@ class _Simplex(Constraint):
         return ember.all(value >= 0, dim=-1) & ((value.sum(-1) - 1).abs() < 1e-6)
 
 
+class _Square(Constraint):
+    """Square matrices (in the last two dimensions)."""
+
+    event_dim = 2
+
+    def check(self, value):
+        return ember.full(tuple(value.shape[:-2]), value.shape[-2] == value.shape[-1],
+                          dtype=ember.bool, device=value.device)
+
+
+class _Symmetric(_Square):
+    def check(self, value):
+        square_check = super().check(value)
+        if not bool(square_check.all()):
+            return square_check
+        return ember.isclose(value, value.mT, atol=1e-6).all(-2).all(-1)
+
+
+class _PositiveDefinite(_Symmetric):
+    def check(self, value):
+        sym_check = super().check(value)
+        if not bool(sym_check.all()):
+            return sym_check
+        return ember.linalg.cholesky_ex(value).info.eq(0)
+
+
+class _LowerCholesky(Constraint):
+    """Lower-triangular square matrices with positive diagonals."""
+
+    event_dim = 2
+
+    def check(self, value):
+        value_tril = value.tril()
+        lower_triangular = (value_tril == value).view(tuple(value.shape[:-2]) + (-1,)).min(-1)[0]
+        positive_diagonal = (value.diagonal(dim1=-2, dim2=-1) > 0).min(-1)[0]
+        return lower_triangular & positive_diagonal
+
+
 class _IndependentConstraint(Constraint):
     """Wraps a constraint, treating `reinterpreted_batch_ndims` batch dims as event dims."""
 
@@ -187,3 +226,7 @@ less_than = _LessThan
 unit_interval = _Interval(0.0, 1.0)
 interval = _Interval
 simplex = _Simplex()
+square = _Square()
+symmetric = _Symmetric()
+positive_definite = _PositiveDefinite()
+lower_cholesky = _LowerCholesky()
