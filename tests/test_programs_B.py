@@ -104,6 +104,8 @@ PROGRAMS_B = [
     Program("dqn.py",
             same=r"^Complete", skeleton=r"^episode|^mean duration",
             losses=r"mean loss (?P<loss>[\d.]+)", factor=3.0, long=True),
+    Program("ppo_continuous.py",
+            same=r"^Device set to|^saved and reloaded", skeleton=r"^Episode", long=True),
     Program("text_classification.py",
             same=r"^-+$|^Checking|^This is a", skeleton=r"accuracy", check=_test_accuracy(0.9)),
     Program("time_sequence_prediction.py", ("--steps", "1", "--length", "20"),
