@@ -121,7 +121,7 @@ if __name__ == "__main__":
         help="For saving the current Model",
     )
     parser.add_argument(
-        "--train_size", type=int, default=500, help="size of training set"
+        "--train_size", type=int, default=300, help="size of training set"
     )
     parser.add_argument(
         "--threshold", type=float, default=2, help="threshold for training"
