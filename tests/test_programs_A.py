@@ -159,6 +159,8 @@ PROGRAM_SPECS = [
     Program("forward_forward.py", trends=[Trend(r"Loss:  ([\d.]+)", 0.7, 0.05)],
             first=r"Loss:  ([\d.]+)"),
     Program("regression.py", extra=_regression_fits),
+    Program("time_sequence_prediction.py",
+            trends=[Trend(r"test loss: ([\d.e-]+)", 0.5, 0.2)], first=r"loss: ([\d.]+)"),
     Program("spatial_transformer.py", extra=_stn_runs, long=True),
     Program("mnist.py", trends=[Trend(r"Average loss: ([\d.]+)", 0.8, 0.3)], long=True),
 ]
@@ -425,3 +427,53 @@ def test_weight_norm_matches_torch(dim) -> None:
     assert e_keys == t_keys == ["weight_g", "weight_v"]
     for e, t in zip(e_vals, t_vals):
         np.testing.assert_allclose(e, t, rtol=1e-4, atol=1e-4)
+
+
+def test_lbfgs_lstmcell_trajectory_is_torchs_from_the_same_weights() -> None:
+    """time_sequence_prediction's model and optimizer, started from PyTorch's weights:
+    the LBFGS closure's losses are PyTorch's to float64 rounding."""
+    import numpy as np
+
+    x = np.arange(16)[None] + np.random.RandomState(2).randint(-40, 40, 4)[:, None]
+    data = np.sin(x / 20.0)
+
+    def build(lib):
+        class Sequence(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lstm1, self.lstm2 = lib.nn.LSTMCell(1, 16), lib.nn.LSTMCell(16, 16)
+                self.linear = lib.nn.Linear(16, 1)
+
+            def forward(self, input):
+                h = c = h2 = c2 = lib.zeros(input.size(0), 16, dtype=lib.double)
+                outputs = []
+                for input_t in input.split(1, dim=1):
+                    h, c = self.lstm1(input_t, (h, c))
+                    h2, c2 = self.lstm2(h, (h2, c2))
+                    outputs.append(self.linear(h2))
+                return lib.cat(outputs, dim=1)
+
+        return Sequence().double()
+
+    torch.manual_seed(0)
+    t_model, e_model = build(torch), build(ember)
+    e_model.load_state_dict({k: ember.tensor(v.numpy()) for k, v in
+                             t_model.state_dict().items()})
+    runs = []
+    for lib, model in ((torch, t_model), (ember, e_model)):
+        inp, tgt = lib.tensor(data[:, :-1]), lib.tensor(data[:, 1:])
+        optimizer = lib.optim.LBFGS(model.parameters(), lr=0.8, max_iter=6)
+        losses = []
+
+        def closure(lib=lib, model=model, optimizer=optimizer, losses=losses,
+                    inp=inp, tgt=tgt):
+            optimizer.zero_grad()
+            loss = lib.nn.MSELoss()(model(inp), tgt)
+            losses.append(loss.item())
+            loss.backward()
+            return loss
+
+        optimizer.step(closure)
+        runs.append(losses)
+    assert len(runs[0]) == len(runs[1]) and len(runs[0]) > 4
+    np.testing.assert_allclose(runs[1], runs[0], rtol=1e-9)
