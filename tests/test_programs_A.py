@@ -158,6 +158,8 @@ PROGRAM_SPECS = [
             first=r"Loss: ([\d.]+)"),
     Program("forward_forward.py", trends=[Trend(r"Loss:  ([\d.]+)", 0.7, 0.05)],
             first=r"Loss:  ([\d.]+)"),
+    Program("mnist_rnn.py", args=["--lr", "1.0"],
+            trends=[Trend(r"Average loss: ([\d.]+)", 0.97, 0.05)]),
     Program("regression.py", extra=_regression_fits),
     Program("time_sequence_prediction.py",
             trends=[Trend(r"test loss: ([\d.e-]+)", 0.5, 0.2)], first=r"loss: ([\d.]+)"),
