@@ -158,6 +158,8 @@ PROGRAM_SPECS = [
             first=r"Loss: ([\d.]+)"),
     Program("forward_forward.py", trends=[Trend(r"Loss:  ([\d.]+)", 0.7, 0.05)],
             first=r"Loss:  ([\d.]+)"),
+    Program("mnist_rnn.py", args=["--lr", "1.0"],
+            trends=[Trend(r"Average loss: ([\d.]+)", 0.97, 0.05)]),
     Program("regression.py", extra=_regression_fits),
     Program("time_sequence_prediction.py",
             trends=[Trend(r"test loss: ([\d.e-]+)", 0.5, 0.2)], first=r"loss: ([\d.]+)"),
@@ -477,3 +479,31 @@ def test_lbfgs_lstmcell_trajectory_is_torchs_from_the_same_weights() -> None:
         runs.append(losses)
     assert len(runs[0]) == len(runs[1]) and len(runs[0]) > 4
     np.testing.assert_allclose(runs[1], runs[0], rtol=1e-9)
+
+
+def _dropout_outcome(lib, fn_name: str, shape: tuple, training: bool = True):
+    """(the axes along which the kept/dropped pattern is constant, the warnings, the
+    error) of lib's dropout{1,2,3}d on ones of `shape`."""
+    import warnings
+
+    fn = getattr(lib.nn.functional, fn_name)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            y = fn(lib.ones(shape), 0.5, training).numpy()
+        except RuntimeError as err:
+            return None, [str(w.message) for w in caught], str(err)
+    constant = [ax for ax in range(len(shape)) if (y == y.take([0], axis=ax)).all()]
+    return constant, [str(w.message) for w in caught], None
+
+
+@pytest.mark.parametrize("fn_name", ["dropout1d", "dropout2d", "dropout3d"])
+@pytest.mark.parametrize("ndim", [1, 2, 3, 4, 5, 6])
+def test_feature_dropout_ranks_as_torch(fn_name: str, ndim: int) -> None:
+    """mnist_rnn's Dropout2d on (N, features): per element with a deprecation warning, as
+    PyTorch; a 3-D input to dropout2d is (N, C, L); other ranks as PyTorch's."""
+    shape = ((16, 16) + (3,) * 4)[:ndim]  # 16 draws: a chance equal pattern is 2^-15
+    t, e = _dropout_outcome(torch, fn_name, shape), _dropout_outcome(ember, fn_name, shape)
+    assert e == t
+    assert _dropout_outcome(ember, fn_name, shape, training=False)[1:] == \
+        _dropout_outcome(torch, fn_name, shape, training=False)[1:]
