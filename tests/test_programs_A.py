@@ -507,3 +507,13 @@ def test_feature_dropout_ranks_as_torch(fn_name: str, ndim: int) -> None:
     assert e == t
     assert _dropout_outcome(ember, fn_name, shape, training=False)[1:] == \
         _dropout_outcome(torch, fn_name, shape, training=False)[1:]
+
+
+def test_indexing_a_0d_tensor_errors_as_torch() -> None:
+    """Old programs' `loss.data[0]`: PyTorch's IndexError, naming `.item()`."""
+    for key in (0, slice(0, 1)):
+        with pytest.raises(IndexError) as t_err:
+            torch.tensor(2.0)[key]
+        with pytest.raises(IndexError) as e_err:
+            ember.tensor(2.0)[key]
+        assert str(e_err.value) == str(t_err.value)
