@@ -290,6 +290,11 @@ def test_tensor_class_is_the_default_dtype_constructor() -> None:
     assert tuple(ember.Tensor(ember.Size([4])).shape) == (4,)
     x = ember.tensor([1, 2])
     assert ember.Tensor(x) is x  # PyTorch: an alias of any tensor, of its dtype
+    import pickle
+
+    for d in (ember.float64, ember.int64, ember.bfloat16):  # unpickling keeps the dtype
+        y = pickle.loads(pickle.dumps(ember.ones(2, dtype=d)))
+        assert y.dtype is d and y.tolist() == [1, 1]
     with pytest.raises(RuntimeError, match="negative dimension -1"):
         ember.Tensor(2, -1)
 

@@ -672,4 +672,5 @@ class _RemovableHandle:
 def _rebuild_tensor(array: Any, device: str, requires_grad: bool) -> Tensor:
     """Unpickling (for copies and DataLoader workers; ember.save keeps tensors out of its
     pickles)."""
-    return Tensor(array, device=device, requires_grad=requires_grad)
+    t = Tensor._from_data(array, None, device)  # the array's own dtype
+    return t.requires_grad_(True) if requires_grad else t
