@@ -290,6 +290,11 @@ def test_tensor_class_is_the_default_dtype_constructor() -> None:
     assert tuple(ember.Tensor(ember.Size([4])).shape) == (4,)
     x = ember.tensor([1, 2])
     assert ember.Tensor(x) is x  # PyTorch: an alias of any tensor, of its dtype
+    import pickle
+
+    for d in (ember.float64, ember.int64, ember.bfloat16):  # unpickling keeps the dtype
+        y = pickle.loads(pickle.dumps(ember.ones(2, dtype=d)))
+        assert y.dtype is d and y.tolist() == [1, 1]
     with pytest.raises(RuntimeError, match="negative dimension -1"):
         ember.Tensor(2, -1)
 
@@ -507,3 +512,13 @@ def test_feature_dropout_ranks_as_torch(fn_name: str, ndim: int) -> None:
     assert e == t
     assert _dropout_outcome(ember, fn_name, shape, training=False)[1:] == \
         _dropout_outcome(torch, fn_name, shape, training=False)[1:]
+
+
+def test_indexing_a_0d_tensor_errors_as_torch() -> None:
+    """Old programs' `loss.data[0]`: PyTorch's IndexError, naming `.item()`."""
+    for key in (0, slice(0, 1)):
+        with pytest.raises(IndexError) as t_err:
+            torch.tensor(2.0)[key]
+        with pytest.raises(IndexError) as e_err:
+            ember.tensor(2.0)[key]
+        assert str(e_err.value) == str(t_err.value)
