@@ -183,3 +183,90 @@ def test_kl_divergence_matches_torch():
     np.testing.assert_allclose(e_loc.grad.numpy(), t_loc.grad.numpy(), rtol=1e-5)
     with pytest.raises(NotImplementedError, match="No KL\\(p \\|\\| q\\) is implemented"):
         ember.distributions.kl_divergence(Normal(0.0, 1.0), Bernoulli(0.5))
+
+
+def test_uniform_matches_torch():
+    e_low, t_low = _pair([0.0, -1.0], requires_grad=True)
+    e_high, t_high = _pair([2.0, 3.0], requires_grad=True)
+    e_d, t_d = ember.distributions.Uniform(e_low, e_high), td.Uniform(t_low, t_high)
+    e_x, t_x = _pair([0.5, -0.25])
+    for e_out, t_out in [(e_d.log_prob(e_x), t_d.log_prob(t_x)), (e_d.entropy(), t_d.entropy()),
+                         (e_d.cdf(e_x), t_d.cdf(t_x)), (e_d.icdf(e_x.abs()), t_d.icdf(t_x.abs())),
+                         (e_d.mean, t_d.mean), (e_d.variance, t_d.variance),
+                         (e_d.stddev, t_d.stddev)]:
+        np.testing.assert_allclose(_np(e_out), _np(t_out), rtol=1e-6)
+    e_d.rsample((4,)).sum().backward()
+    assert e_low.grad is not None and e_high.grad is not None
+    assert repr(e_d).replace("ember.", "torch.") == repr(t_d)
+    assert repr(ember.distributions.Uniform(0.0, 1.0)) == repr(td.Uniform(0.0, 1.0))
+    ember.manual_seed(0)
+    draws = ember.distributions.Uniform(2.0, 4.0).sample((5000,)).numpy()
+    assert draws.min() >= 2.0 and draws.max() < 4.0 and abs(draws.mean() - 3.0) < 0.05
+    assert (_message(lambda: ember.distributions.Uniform(1.0, 0.0))
+            == _message(lambda: td.Uniform(1.0, 0.0)))
+    assert (_message(lambda: e_d.log_prob(ember.tensor([5.0, 0.0])))
+            == _message(lambda: t_d.log_prob(torch.tensor([5.0, 0.0]))))
+
+
+def test_independent_matches_torch():
+    e_loc, t_loc = _pair([[0.0, 1.0, 2.0], [0.5, -1.0, 0.0]])
+    e_d = ember.distributions.Independent(Normal(e_loc, 1.5), 1)
+    t_d = td.Independent(td.Normal(t_loc, 1.5), 1)
+    assert tuple(e_d.batch_shape) == tuple(t_d.batch_shape) == (2,)
+    assert tuple(e_d.event_shape) == tuple(t_d.event_shape) == (3,)
+    e_x, t_x = _pair([[0.1, 0.2, 0.3], [1.0, 1.0, 1.0]])
+    np.testing.assert_allclose(e_d.log_prob(e_x).numpy(), t_d.log_prob(t_x).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(e_d.entropy().numpy(), t_d.entropy().numpy(), rtol=1e-6)
+    assert tuple(e_d.sample((4,)).shape) == tuple(t_d.sample((4,)).shape) == (4, 2, 3)
+    assert repr(e_d).replace("ember.", "torch.") == repr(t_d)
+    assert repr(e_d.support) == repr(t_d.support)
+    assert e_d.has_rsample and not e_d.has_enumerate_support
+    assert (_message(lambda: ember.distributions.Independent(Normal(e_loc, 1.0), 3))
+            == _message(lambda: td.Independent(td.Normal(t_loc, 1.0), 3)))
+    assert (_message(lambda: e_d.log_prob(ember.zeros(2, 4)))
+            == _message(lambda: t_d.log_prob(torch.zeros(2, 4))))
+
+
+@pytest.mark.parametrize("param", ["covariance_matrix", "precision_matrix", "scale_tril"])
+def test_multivariate_normal_matches_torch(param):
+    e_loc, t_loc = _pair([[0.0, 1.0, -1.0], [2.0, 0.5, 0.0]], requires_grad=True)
+    a = np.array([[2.0, 0.3, 0.1], [0.3, 1.0, 0.2], [0.1, 0.2, 0.5]], dtype=np.float32)
+    matrix = np.linalg.cholesky(a) if param == "scale_tril" else a
+    e_m, t_m = _pair(matrix)
+    e_d = ember.distributions.MultivariateNormal(e_loc, **{param: e_m})
+    t_d = td.MultivariateNormal(t_loc, **{param: t_m})
+    assert tuple(e_d.batch_shape) == tuple(t_d.batch_shape) == (2,)
+    assert tuple(e_d.event_shape) == tuple(t_d.event_shape) == (3,)
+    e_x, t_x = _pair([[[0.5, 0.5, 0.5], [1.0, 0.0, -1.0]], [[0.0, 0.0, 0.0], [3.0, 1.0, 1.0]]])
+    for e_out, t_out in [(e_d.log_prob(e_x), t_d.log_prob(t_x)), (e_d.entropy(), t_d.entropy()),
+                         (e_d.variance, t_d.variance), (e_d.covariance_matrix,
+                                                        t_d.covariance_matrix),
+                         (e_d.scale_tril, t_d.scale_tril),
+                         (e_d.precision_matrix, t_d.precision_matrix)]:
+        np.testing.assert_allclose(_np(e_out), _np(t_out), rtol=2e-5, atol=2e-6)
+    e_d.log_prob(e_x).sum().backward()
+    t_d.log_prob(t_x).sum().backward()
+    np.testing.assert_allclose(e_loc.grad.numpy(), t_loc.grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert repr(e_d).replace("ember.", "torch.") == repr(t_d)
+    assert tuple(e_d.rsample((5,)).shape) == (5, 2, 3)
+    ember.manual_seed(0)
+    draws = ember.distributions.MultivariateNormal(ember.zeros(3), ember.tensor(a)).sample(
+        (20000,)).numpy()
+    np.testing.assert_allclose(np.cov(draws.T), a, atol=0.06)
+
+
+def test_multivariate_normal_errors_match_torch():
+    loc = np.zeros(2, dtype=np.float32)
+    not_pd = np.array([[1.0, 2.0], [2.0, 1.0]], dtype=np.float32)
+    mvn, t_mvn = ember.distributions.MultivariateNormal, td.MultivariateNormal
+    for e_args, t_args in [((ember.tensor(loc),), (torch.tensor(loc),)),
+                           ((ember.tensor(loc), ember.tensor(not_pd)),
+                            (torch.tensor(loc), torch.tensor(not_pd))),
+                           ((ember.tensor(0.0), ember.eye(1)), (torch.tensor(0.0), torch.eye(1)))]:
+        assert (_message(lambda e_args=e_args: mvn(*e_args))
+                == _message(lambda t_args=t_args: t_mvn(*t_args)))
+    e_lower = mvn(ember.tensor(loc), scale_tril=ember.tensor([[1.0, 0.0], [0.5, 1.0]]))
+    with pytest.raises(ValueError, match="LowerCholesky"):
+        mvn(ember.tensor(loc), scale_tril=ember.tensor([[1.0, 0.5], [0.5, 1.0]]))
+    assert repr(ember.distributions.constraints.positive_definite) == "PositiveDefinite()"
+    assert e_lower.log_prob(ember.zeros(2)).shape == ()

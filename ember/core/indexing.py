@@ -118,6 +118,13 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
     fast = parse_basic(x._data.shape, key)
     if fast is not None:
         return fast
+    if not x._data.shape and not isinstance(key, tuple):  # PyTorch's words for `loss.data[0]`
+        if isinstance(key, numbers.Integral) and not isinstance(key, bool):
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python "
+                             "or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a "
+                             "number")
+        if isinstance(key, slice):
+            raise IndexError("slice() cannot be applied to a 0-dim tensor.")
     if not isinstance(key, tuple):
         key = (key,)
     items: list[Any] = []

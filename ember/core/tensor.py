@@ -672,7 +672,6 @@ class _RemovableHandle:
 
 def _rebuild_tensor(array: Any, device: str, requires_grad: bool) -> Tensor:
     """Unpickling (for copies and DataLoader workers; ember.save keeps tensors out of its
-    pickles). The array's own dtype is kept: `Tensor(array)`, the legacy constructor,
-    would convert it to the default dtype."""
-    t = Tensor._from_data(array, None, device)
+    pickles)."""
+    t = Tensor._from_data(array, None, device)  # the array's own dtype
     return t.requires_grad_(True) if requires_grad else t

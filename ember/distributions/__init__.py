@@ -1,6 +1,6 @@
-"""Probability distributions with PyTorch's API (torch.distributions): Categorical, Normal
-and Bernoulli, with their constraints, argument validation and KL divergences, for
-policy-gradient and variational programs.
+"""Probability distributions with PyTorch's API (torch.distributions): Categorical,
+Normal, MultivariateNormal, Bernoulli, Uniform and Independent, with their constraints,
+argument validation and KL divergences, for policy-gradient and variational programs.
 
     m = Categorical(probs)
     action = m.sample()
@@ -11,8 +11,11 @@ from ember.distributions import constraints
 from ember.distributions.bernoulli import Bernoulli
 from ember.distributions.categorical import Categorical
 from ember.distributions.distribution import Distribution
+from ember.distributions.independent import Independent
 from ember.distributions.kl import kl_divergence, register_kl
+from ember.distributions.multivariate_normal import MultivariateNormal
 from ember.distributions.normal import Normal
+from ember.distributions.uniform import Uniform
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "Normal", "constraints", "kl_divergence",
-           "register_kl"]
+__all__ = ["Bernoulli", "Categorical", "Distribution", "Independent", "MultivariateNormal",
+           "Normal", "Uniform", "constraints", "kl_divergence", "register_kl"]

@@ -11,8 +11,9 @@ import ember
 
 __all__ = [
     "Constraint", "boolean", "dependent", "greater_than", "independent", "integer_interval",
-    "interval", "nonnegative_integer", "positive", "real", "real_vector", "simplex",
-    "unit_interval", "is_dependent",
+    "interval", "is_dependent", "less_than", "lower_cholesky", "nonnegative_integer",
+    "positive", "positive_definite", "real", "real_vector", "simplex", "square", "symmetric",
+    "unit_interval",
 ]
 
 
@@ -30,7 +31,27 @@ class Constraint:
 
 
 class _Dependent(Constraint):
-    """Placeholder for a variable whose support depends on other variables."""
+    """Placeholder for a variable whose support depends on other variables
+    (`dependent(is_discrete=..., event_dim=...)` makes one with those attributes)."""
+
+    def __init__(self, *, is_discrete=NotImplemented, event_dim=NotImplemented):
+        self._is_discrete = is_discrete
+        self._event_dim = event_dim
+
+    @property
+    def is_discrete(self) -> bool:
+        if self._is_discrete is NotImplemented:
+            raise NotImplementedError(".is_discrete cannot be determined statically")
+        return self._is_discrete
+
+    @property
+    def event_dim(self) -> int:
+        if self._event_dim is NotImplemented:
+            raise NotImplementedError(".event_dim cannot be determined statically")
+        return self._event_dim
+
+    def __call__(self, *, is_discrete=NotImplemented, event_dim=NotImplemented):
+        return _Dependent(is_discrete=is_discrete, event_dim=event_dim)
 
     def check(self, x):
         raise ValueError("Cannot determine validity of dependent constraint")
@@ -92,6 +113,17 @@ class _GreaterThan(Constraint):
         return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound})"
 
 
+class _LessThan(Constraint):
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, value):
+        return value < self.upper_bound
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__[1:]}(upper_bound={self.upper_bound})"
+
+
 class _Interval(Constraint):
     def __init__(self, lower_bound, upper_bound):
         self.lower_bound = lower_bound
@@ -112,6 +144,44 @@ class _Simplex(Constraint):
 
     def check(self, value):
         return ember.all(value >= 0, dim=-1) & ((value.sum(-1) - 1).abs() < 1e-6)
+
+
+class _Square(Constraint):
+    """Square matrices (in the last two dimensions)."""
+
+    event_dim = 2
+
+    def check(self, value):
+        return ember.full(tuple(value.shape[:-2]), value.shape[-2] == value.shape[-1],
+                          dtype=ember.bool, device=value.device)
+
+
+class _Symmetric(_Square):
+    def check(self, value):
+        square_check = super().check(value)
+        if not bool(square_check.all()):
+            return square_check
+        return ember.isclose(value, value.mT, atol=1e-6).all(-2).all(-1)
+
+
+class _PositiveDefinite(_Symmetric):
+    def check(self, value):
+        sym_check = super().check(value)
+        if not bool(sym_check.all()):
+            return sym_check
+        return ember.linalg.cholesky_ex(value).info.eq(0)
+
+
+class _LowerCholesky(Constraint):
+    """Lower-triangular square matrices with positive diagonals."""
+
+    event_dim = 2
+
+    def check(self, value):
+        value_tril = value.tril()
+        lower_triangular = (value_tril == value).view(tuple(value.shape[:-2]) + (-1,)).min(-1)[0]
+        positive_diagonal = (value.diagonal(dim1=-2, dim2=-1) > 0).min(-1)[0]
+        return lower_triangular & positive_diagonal
 
 
 class _IndependentConstraint(Constraint):
@@ -152,6 +222,11 @@ real = _Real()
 real_vector = independent(real, 1)
 positive = _GreaterThan(0.0)
 greater_than = _GreaterThan
+less_than = _LessThan
 unit_interval = _Interval(0.0, 1.0)
 interval = _Interval
 simplex = _Simplex()
+square = _Square()
+symmetric = _Symmetric()
+positive_definite = _PositiveDefinite()
+lower_cholesky = _LowerCholesky()

@@ -626,36 +626,71 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
     return _dropout_with_mask_shape(input, p, tuple(input.shape), inplace)
 
 
-def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, name: str,
-                     batched_ndim: int) -> Tensor:
-    _check_p(p)
-    if input.ndim not in (batched_ndim - 1, batched_ndim):
-        raise RuntimeError(f"{name}: Expected {batched_ndim - 1}D or {batched_ndim}D input, "
-                           f"but received a {input.ndim}D input.")
-    if not training or p == 0.0:
+def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool,
+                     batched: bool = True) -> Tensor:
+    """ATen's feature dropout: one draw per (sample, channel), i.e. a mask of shape
+    ``(N, C, 1, ...)``; an unbatched input is seen as a batch of one."""
+    if not training or p == 0.0 or input.numel() == 0:
         return input
-    channel_dims = 2 if input.ndim == batched_ndim else 1
-    mask_shape = tuple(input.shape[:channel_dims]) + (1,) * (input.ndim - channel_dims)
-    return _dropout_with_mask_shape(input, p, mask_shape, inplace)
+    shape = tuple(input.shape) if batched else (1, *input.shape)
+    if len(shape) < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    mask_shape = shape[:2] + (1,) * (len(shape) - 2)
+    return _dropout_with_mask_shape(input, p, mask_shape if batched else mask_shape[1:],
+                                    inplace)
+
+
+def _deprecated_dims(name: str, ndim: int, spatial: int) -> None:
+    warnings.warn(f"{name}: Received a {ndim}-D input to {name}, which is deprecated and will "
+                  "result in an error in a future release. To retain the behavior and "
+                  "silence this warning, please use dropout instead. Note that "
+                  f"{name} exists to provide channel-wise dropout on inputs with {spatial} "
+                  "spatial dimensions, a channel dimension, and an optional batch dimension "
+                  f"(i.e. {spatial + 1}D or {spatial + 2}D inputs).", stacklevel=3)
 
 
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
     r"""Zero whole channels of ``(N, C, L)`` / ``(C, L)`` input with probability ``p``."""
-    return _feature_dropout(input, p, training, inplace, "dropout1d", 3)
+    _check_p(p)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D "
+                           "input. Note that dropout1d exists to provide channel-wise dropout "
+                           "on inputs with 1 spatial dimension, a channel dimension, and an "
+                           "optional batch dimension (i.e. 2D or 3D inputs).")
+    return _feature_dropout(input, p, training, inplace, batched=input.ndim == 3)
 
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
-    r"""Zero whole channels of ``(N, C, H, W)`` / ``(C, H, W)`` input with probability
-    ``p``."""
-    return _feature_dropout(input, p, training, inplace, "dropout2d", 4)
+    r"""Zero whole channels of ``(N, C, H, W)`` input with probability ``p``.
+
+    As PyTorch: a 3-D input is read as ``(N, C, L)`` (channel-wise 1-D dropout, with a
+    warning), and other ranks drop per ``(dim 0, dim 1)`` entry, with a deprecation warning
+    (a 2-D ``(N, features)`` input: element-wise).
+    """
+    _check_p(p)
+    if input.ndim not in (3, 4):
+        _deprecated_dims("dropout2d", input.ndim, 2)
+    if input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
+                      "channel-wise 1D dropout behavior is desired - input is interpreted as "
+                      "shape (N, C, L), where C is the channel dim. This behavior will change "
+                      "in a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise "
+                      "dropout behavior, please switch to using dropout1d instead.",
+                      stacklevel=2)
+    return _feature_dropout(input, p, training, inplace)
 
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
-    r"""Zero whole channels of ``(N, C, D, H, W)`` / ``(C, D, H, W)`` input."""
-    return _feature_dropout(input, p, training, inplace, "dropout3d", 5)
+    r"""Zero whole channels of ``(N, C, D, H, W)`` / ``(C, D, H, W)`` input (other ranks:
+    seen as unbatched, with PyTorch's deprecation warning)."""
+    _check_p(p)
+    if input.ndim not in (4, 5):
+        _deprecated_dims("dropout3d", input.ndim, 3)
+    return _feature_dropout(input, p, training, inplace, batched=input.ndim == 5)
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-_SUBMODULES = ("data", "tensorboard", "dlpack", "model_zoo")
+_SUBMODULES = ("data", "tensorboard", "dlpack", "model_zoo", "checkpoint")
 
 
 def __getattr__(name: str) -> ModuleType:

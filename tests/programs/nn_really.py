@@ -12,10 +12,18 @@ from torch.utils.data import DataLoader, TensorDataset
 
 rng = np.random.RandomState(42)
 templates = np.random.RandomState(0).rand(10, 784) > 0.75
-y_train_np = rng.randint(0, 10, 1000)
-x_train_np = (templates[y_train_np] * 0.15 + rng.rand(1000, 784)).astype(np.float32)
-y_valid_np = rng.randint(0, 10, 200)
-x_valid_np = (templates[y_valid_np] * 0.15 + rng.rand(200, 784)).astype(np.float32)
+
+
+def fake_mnist(n):
+    """Mostly-zero images like MNIST's: a class's strokes, partly erased, plus specks."""
+    labels = rng.randint(0, 10, n)
+    strokes = templates[labels] * (rng.rand(n, 784) > 0.4)
+    specks = (rng.rand(n, 784) > 0.92) * rng.rand(n, 784)
+    return np.clip(strokes + specks, 0, 1).astype(np.float32), labels
+
+
+x_train_np, y_train_np = fake_mnist(1000)
+x_valid_np, y_valid_np = fake_mnist(200)
 
 x_train, y_train, x_valid, y_valid = map(
     torch.tensor, (x_train_np, y_train_np, x_valid_np, y_valid_np)

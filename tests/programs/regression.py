@@ -1,15 +1,15 @@
+"""pytorch/examples regression/main.py: fit a random polynomial with one nn.Linear,
+updating the weights by hand through .data and printing the learned function with
+format specs on 0-d tensors."""
 #!/usr/bin/env python
-# pytorch/examples regression/main.py: fit a degree-4 polynomial with one Linear layer.
 from __future__ import print_function
 from itertools import count
 
 import torch
 import torch.nn.functional as F
-from torch.autograd import Variable
-
-torch.manual_seed(1)
 
 POLY_DEGREE = 4
+torch.manual_seed(1)
 W_target = torch.randn(POLY_DEGREE, 1) * 5
 b_target = torch.randn(1) * 5
 
@@ -39,7 +39,7 @@ def get_batch(batch_size=32):
     random = torch.randn(batch_size)
     x = make_features(random)
     y = f(x)
-    return Variable(x), Variable(y)
+    return x, y
 
 
 # Define model
@@ -63,11 +63,8 @@ for batch_idx in count(1):
     for param in fc.parameters():
         param.data.add_(-0.1 * param.grad)
 
-    if batch_idx % 50 == 0:
-        print('batch {} loss {:.6f}'.format(batch_idx, loss))
-
     # Stop criterion
-    if loss < 1e-3 or batch_idx >= 2000:
+    if loss < 1e-3:
         break
 
 print('Loss: {:.6f} after {} batches'.format(loss, batch_idx))
