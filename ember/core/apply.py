@@ -62,11 +62,14 @@ def record_grad(op: Op, operands: Sequence[Any], attrs: dict, result: Tensor,
     `operands` are in the order of `grad_operands(op)`; a trailing `*name` operand of a
     rule (cat's tensors, getitem's index tensors) collects the rest. `label` names the
     node (the declaration's label, or PyTorch's default for the op, when None). `needs`,
-    which operands require grad, when the caller knows it already.
+    which operands require grad, when the caller knows it already (and has found grad
+    mode on).
     """
-    if not (state.enabled and result._dtype.is_floating_point):
+    if not result._dtype.is_floating_point:
         return
     if needs is None:
+        if not state.enabled:
+            return
         needs = tuple([isinstance(v, Tensor) and v._requires_grad for v in operands])
         if True not in needs:
             return
