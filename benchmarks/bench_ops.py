@@ -1,9 +1,11 @@
-"""Per-op overhead and matmul throughput: ember against PyTorch, in one run.
+"""Per-op overhead, matmul throughput and a traced forward's replay: ember against
+PyTorch, in one run.
 
-    python benchmarks/bench_ops.py
+    python benchmarks/bench_ops.py [--only overhead,matmul,jit]
 
 NumPy is imported *before* ember on purpose: that is the order most scripts use, and the
 one where OpenBLAS has already picked its kernels (see `ember devices` and the README).
+The traced replays run each framework in its own child process (common.in_child).
 """
 
 from __future__ import annotations
@@ -19,12 +21,9 @@ from common import best_time, print_table  # noqa: E402
 
 import ember  # noqa: E402
 
-try:
-    import torch  # noqa: E402
-
-    torch.set_num_threads(os.cpu_count() or 1)
-except ImportError:  # the ratios need PyTorch; ember's own figures still print
-    torch = None
+# PyTorch, imported by main() (a child timing ember alone never imports it); None without
+# it: the ratios need PyTorch, ember's own figures still print
+torch = None
 
 
 def overhead_rows() -> list:
@@ -38,7 +37,15 @@ def overhead_rows() -> list:
             ta, tb = torch.ones(4, requires_grad=grad), torch.ones(4)
             theirs = best_time(lambda ta=ta, tb=tb: ta + tb, 20000)
         rows.append((f"a + b, 4 floats{', requires_grad' if grad else ''}", ours, theirs,
-                     "<= 6x"))
+                     "<= 1.5x" if grad else "<= 1.2x"))
+    # the same with a backward through it: the engine's fixed cost per backward call
+    a, b, g = ember.ones(4, requires_grad=True), ember.ones(4), ember.ones(4)
+    ours = best_time(lambda: (a + b).backward(g), 5000)
+    theirs = None
+    if torch is not None:
+        ta, tb, tg = torch.ones(4, requires_grad=True), torch.ones(4), torch.ones(4)
+        theirs = best_time(lambda: (ta + tb).backward(tg), 5000)
+    rows.append(("(a + b).backward(g), 4 floats", ours, theirs, "<= 1.5x"))
     return rows
 
 
@@ -59,14 +66,79 @@ def matmul_rows(n: int = 1024) -> list:
     return [(name + ")", ours, theirs, "<= 1.0x (throughput >= torch)")]
 
 
+def _tiny_mlp(nn):
+    return nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 8), nn.Tanh(),
+                         nn.Linear(8, 8))
+
+
+def _jit_child(framework: str) -> None:
+    """Time the tiny MLP's traced forward, replayed, in this process; print JSON."""
+    import json
+
+    x = np.random.default_rng(0).standard_normal((4, 8), dtype=np.float32)
+    if framework == "ember":
+        lib = ember
+    else:
+        lib = _torch()
+        if lib is None:
+            print(json.dumps({}))
+            return
+    model = _tiny_mlp(lib.nn)
+    tx = lib.tensor(x)
+    with lib.no_grad():
+        traced = lib.jit.trace(model, tx)
+        seconds = best_time(lambda: traced(tx), 5000)
+    print(json.dumps({"jit": seconds}))
+
+
+def _torch():
+    try:
+        import torch as module
+    except ImportError:
+        return None
+    module.set_num_threads(os.cpu_count() or 1)
+    return module
+
+
+def jit_rows(rounds: int = 3) -> list:
+    """The tiny MLP (8-8-8, tanh, batch 4) traced, replayed: each framework in its own
+    process, alternating, best of `rounds`."""
+    from common import in_child
+
+    best: dict[str, float] = {}
+    for _ in range(rounds):
+        for framework in ("ember", "torch"):
+            got = in_child(__file__, framework, ["jit"]).get("jit")
+            if got is not None:
+                best[framework] = min(got, best.get(framework, got))
+    return [("traced tiny MLP forward, replayed", best["ember"], best.get("torch"),
+             "< 1.0x (torch.jit.trace)")]
+
+
 def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--only", default="overhead,matmul,jit")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the jit children")
+    parser.add_argument("--child", choices=["ember", "torch"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:  # common.in_child passes --only too
+        _jit_child(args.child)
+        return
     from ember.backends.cpu import blas
 
+    global torch
+    torch = _torch()
+    only = args.only.split(",")
     info = blas.openblas_info()
     print(f"ember {ember.__version__}; torch {torch.__version__ if torch else 'not installed'}; "
           f"{os.cpu_count()} cores; NumPy's OpenBLAS runs {info.get('corename')} kernels "
           f"(best for this CPU: {info.get('best')})")
-    print_table("Per-op overhead and matmul (CPU)", overhead_rows() + matmul_rows())
+    rows = (overhead_rows() if "overhead" in only else []) + \
+        (matmul_rows() if "matmul" in only else []) + \
+        (jit_rows(args.rounds) if "jit" in only else [])
+    print_table("Per-op overhead, matmul and traced replay (CPU)", rows)
 
 
 if __name__ == "__main__":

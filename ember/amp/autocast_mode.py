@@ -73,6 +73,8 @@ def get_autocast_dtype(device_type: str) -> dt.dtype:
 def state_key() -> tuple:
     """The autocast state that decides what ops run: the devices it is on for, and their
     dtypes (ember.compile keys its replays by it)."""
+    if True not in _enabled.values():  # off everywhere: the usual case, no sort
+        return ()
     return tuple(sorted((d, _dtype.get(d)) for d, on in _enabled.items() if on))
 
 

@@ -14,6 +14,7 @@ later makes backward raise, and saved tensors hold memory.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import MappingProxyType
 from typing import Any
 
 from ember.core.dispatch import run
@@ -55,23 +56,29 @@ _OPERAND, _REST, _RESULT, _SHAPE, _REST_SHAPES, _ATTR, _NEEDS = range(7)
 
 
 def record_grad(op: Op, operands: Sequence[Any], attrs: dict, result: Tensor,
-                label: str | None = None) -> None:
+                label: str | None = None, needs: tuple[bool, ...] | None = None) -> None:
     """Attach `op`'s declared gradient to `result` if an operand requires grad.
 
     `operands` are in the order of `grad_operands(op)`; a trailing `*name` operand of a
     rule (cat's tensors, getitem's index tensors) collects the rest. `label` names the
-    node (the declaration's label, or PyTorch's default for the op, when None).
+    node (the declaration's label, or PyTorch's default for the op, when None). `needs`,
+    which operands require grad, when the caller knows it already (and has found grad
+    mode on).
     """
-    if not (state.enabled and result._dtype.is_floating_point):
+    if not result._dtype.is_floating_point:
         return
-    needs = tuple([isinstance(v, Tensor) and v._requires_grad for v in operands])
-    if True not in needs:
-        return
+    if needs is None:
+        if not state.enabled:
+            return
+        needs = tuple([isinstance(v, Tensor) and v._requires_grad for v in operands])
+        if True not in needs:
+            return
     plan = op.grad.plans.get(needs)
     if plan is None:
         plan = op.grad.plans[needs] = _make_plan(op, needs)
     saved: list[Tensor] = []
     values: list[Any] = []  # per plan step: the value, or a marker of where it was saved
+    stored = False  # whether `values` holds a marker
     for source, where in plan.steps:
         if source is _OPERAND:
             value = operands[where]
@@ -82,6 +89,7 @@ def record_grad(op: Op, operands: Sequence[Any], attrs: dict, result: Tensor,
         elif source is _SHAPE:
             value = operands[where]._data.shape
         elif source is _REST:
+            stored = True
             values.append(_Stored(len(saved), len(operands) - where))
             saved.extend(operands[where:])
             continue
@@ -90,6 +98,7 @@ def record_grad(op: Op, operands: Sequence[Any], attrs: dict, result: Tensor,
         else:
             value = needs
         if isinstance(value, Tensor):  # saved: a later in-place change makes backward raise
+            stored = True
             values.append(_Stored(len(saved), None))
             saved.append(value)
         else:  # a Python number, a shape, an attribute: kept as it is
@@ -98,13 +107,17 @@ def record_grad(op: Op, operands: Sequence[Any], attrs: dict, result: Tensor,
     metas = []
     for v, need in zip(operands, needs):
         if need:
-            edges.append(edge_of(v))
+            node = v._node
+            if node is not None:
+                edges.append((node, v._output_nr))
+            else:
+                edges.append(edge_of(v))
             metas.append((v._data.shape, v._dtype))
         else:
             edges.append(None)
             metas.append(None)
     result._node = DeclaredNode(label or plan.label, plan, tuple(edges), needs, saved,
-                                values, metas)
+                                values, metas, stored)
     result._requires_grad = True
 
 
@@ -118,19 +131,23 @@ class _Stored:
         self.index, self.count = index, count
 
 
+_NO_ATTRS = MappingProxyType({})  # a declared node keeps no attributes: one shared, read-only
+
+
 class DeclaredNode(Node):
     """The graph node of an op with a declared gradient: its backward evaluates the
     declaration's formulas on what the node kept."""
 
-    __slots__ = ("label", "plan", "values", "metas")
+    __slots__ = ("label", "plan", "values", "metas", "stored")
 
     def __init__(self, label: str, plan: _Plan, edges: tuple, needs: tuple, saved: list,
-                 values: list, metas: list) -> None:
+                 values: list, metas: list, stored: bool = True) -> None:
         # Node's fields, set here directly: a node is made for every recorded op
-        self.next_edges, self.needs, self.attrs = edges, needs, {}
-        self._saved = tuple([SavedTensor(t) for t in saved])
-        self._freed, self.pre_hooks, self.retain = False, None, None
+        self.next_edges, self.needs, self.attrs = edges, needs, _NO_ATTRS
+        self._saved = tuple([SavedTensor(t) for t in saved]) if saved else ()
+        self._freed, self.pre_hooks, self.retain, self.post_hooks = False, None, None, None
         self.label, self.plan, self.values, self.metas = label, plan, values, metas
+        self.stored = stored  # whether `values` marks saved tensors (else plain values)
 
     def name(self) -> str:
         return self.label
@@ -138,10 +155,14 @@ class DeclaredNode(Node):
     def apply(self, grads: list) -> tuple:
         grad = grads[0]
         plan = self.plan
-        saved = self.saved_tensors  # raises if freed, or if a saved tensor changed since
-        values = [v if type(v) is not _Stored else
-                  (saved[v.index] if v.count is None else list(saved[v.index:v.index + v.count]))
-                  for v in self.values]
+        if self.stored:
+            saved = self.saved_tensors  # raises if freed, or if a saved tensor changed since
+            values = [v if type(v) is not _Stored else
+                      (saved[v.index] if v.count is None else
+                       list(saved[v.index:v.index + v.count]))
+                      for v in self.values]
+        else:  # nothing saved (add, sub ...): the values are plain as they were kept
+            values = self.values
         if plan.each is not None:
             fn, positions = plan.each
             grads = fn(grad, *[values[i] for i in positions])

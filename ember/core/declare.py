@@ -213,7 +213,7 @@ def _operator(op: Op, dunder: str, impl: Callable) -> Callable:
         return getattr(Tensor, op.name + "_")
     if dunder in REFLECTED:
         def reflected(self: Tensor, other: Any) -> Any:
-            if not is_operand(other):
+            if not isinstance(other, Tensor) and not is_operand(other):
                 return NotImplemented
             hook = interpose.active
             try:
@@ -225,7 +225,7 @@ def _operator(op: Op, dunder: str, impl: Callable) -> Callable:
         return reflected
     if dunder in FORWARD:
         def forward(self: Tensor, other: Any) -> Any:
-            if not is_operand(other):
+            if not isinstance(other, Tensor) and not is_operand(other):
                 return NotImplemented
             hook = interpose.active
             try:

@@ -101,6 +101,13 @@ def run(op: str, *args: Any, **attrs: Any) -> Tensor:
 
 _binary_meta: dict[tuple, Any] = {}
 
+same_dtype_results: dict[tuple, tuple] = {}
+"""(op, dtype, backend) -> (kernel, result dtype, compute dtype or None) of a binary
+elementwise op on two tensors
+of that dtype and one shape (at least 1-d) that its kernel takes as they are: the rule's
+answer for them depends on nothing else, so ember.core.ops.elementwise.binary calls the
+kernel directly once `run_binary` has found it (and while the backend keeps that kernel)."""
+
 
 def run_binary(op: str, a: Any, b: Any, out: Tensor | None = None) -> Tensor:
     """`run` for binary elementwise ops (the hottest path): the rule's answer is cached
@@ -109,6 +116,18 @@ def run_binary(op: str, a: Any, b: Any, out: Tensor | None = None) -> Tensor:
 
     With `out`, the result is written into that tensor (an in-place op; no autograd).
     """
+    if out is a and isinstance(b, Tensor) and b._dtype is a._dtype and \
+            b._data.shape == a._data.shape and b._device is a._device and \
+            tracing.active is None and tracing.tape is None:
+        # `a.add_(b)` of one shape and dtype (gradient accumulation, optimizers): the
+        # result's dtype is known (see same_dtype_results), the kernel writes into a
+        backend = a._backend
+        entry = same_dtype_results.get((op, a._dtype, backend))
+        if entry is not None and entry[1] is a._dtype and entry[2] is a._dtype and \
+                backend.supports_out and backend.kernels.get(op) is entry[0]:
+            entry[0](a._data, b._data, out=a._data)
+            a._vc[0] += 1
+            return a
     if isinstance(a, Tensor):
         first = a
         if isinstance(b, Tensor):
@@ -129,6 +148,12 @@ def run_binary(op: str, a: Any, b: Any, out: Tensor | None = None) -> Tensor:
         if len(_binary_meta) > 4096:  # many distinct shapes: start afresh
             _binary_meta.clear()
         _binary_meta[key] = meta
+        if isinstance(a, Tensor) and isinstance(b, Tensor) and a._dtype is b._dtype and \
+                a._data.shape == b._data.shape and a._data.shape and \
+                meta.compute in (None, a._dtype) and meta.dtype in (a._dtype, _dt.bool_):
+            kernel = backend.kernels.get(op)
+            if kernel is not None:
+                same_dtype_results[(op, a._dtype, backend)] = (kernel, meta.dtype, meta.compute)
     kernel = backend.kernels.get(op)
     if tracing.active is not None or tracing.tape is not None:  # the general path records
         if out is not None:

@@ -12,7 +12,7 @@ import functools
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ember.core import anomaly_mode, interpose, tracing
@@ -20,21 +20,21 @@ from ember.core.grad_mode import no_grad, state
 from ember.core.graph import AccumulateGrad, Node, edge_of, is_tensor
 
 
-def _collect(roots: Iterable[Node]) -> dict[Node, int]:
+def _collect(roots: set[Node]) -> dict[Node, int]:
     """Count, for every node reachable from `roots`, how many edges lead into it."""
     deps: dict[Node, int] = {}
-    stack = [r for r in roots]
-    seen = set(stack)
+    stack = list(roots)
     while stack:
-        node = stack.pop()
-        for edge in node.next_edges:
+        for edge in stack.pop().next_edges:
             if edge is None:
                 continue
             nxt = edge[0]
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
+            if nxt in deps:
+                deps[nxt] += 1
+            else:  # first reached: walk on from it (a root is walked already)
+                deps[nxt] = 1
+                if nxt not in roots:
+                    stack.append(nxt)
     return deps
 
 
@@ -68,22 +68,23 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
             wanted[edge] = i
 
     deps = _collect(set(roots))
-    ready = [n for n in dict.fromkeys(roots) if deps.get(n, 0) == 0]
+    ready = [n for n in dict.fromkeys(roots) if n not in deps]
     prev = state.enabled
     state.enabled = create_graph
     outer_callbacks = _callbacks.queue
     _callbacks.queue = []
+    pop = buffers.pop
     try:
         while ready:
             node = ready.pop()
-            grads = buffers.pop(node, None) or []
+            grads = pop(node, None) or []
+            hook = interpose.backward_active  # the profiler's ranges, when one records
             if node.pre_hooks or node.retain:
                 _run_pre_hooks(node, grads)
             if wanted:
                 for key in [k for k in wanted if k[0] is node]:
                     captured[key] = grads[key[1]] if key[1] < len(grads) else None
-            hook = interpose.backward_active  # the profiler's ranges, when one records
-            if isinstance(node, AccumulateGrad):
+            if type(node) is AccumulateGrad:
                 if accumulate and grads and grads[0] is not None:
                     if hook is None:
                         _accumulate(node.variable, grads[0], create_graph)
@@ -92,19 +93,19 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
                                                      create_graph))
                 continue
             if grads and (grads[0] is not None or any(g is not None for g in grads)):
+                if node.n_outputs != 1 or len(grads) != 1:
+                    grads = _fill_missing(node, grads)
                 if hook is None:
-                    results = node.apply(_fill_missing(node, grads))
+                    results = node.apply(grads)
                 else:
-                    results = hook(node, functools.partial(node.apply,
-                                                           _fill_missing(node, grads)))
+                    results = hook(node, functools.partial(node.apply, grads))
                 if anomaly_mode._enabled:
                     anomaly_mode.check_gradients(node, results)
             else:  # nothing reached this node: it sends nothing on
                 results = (None,) * len(node.next_edges)
-            post = node.attrs.get("_post_hooks")
-            if post:
-                for hook in post:
-                    hook(tuple(results), tuple(grads))
+            if node.post_hooks:
+                for post in node.post_hooks:
+                    post(tuple(results), tuple(grads))
             if not retain_graph:
                 node.release()
                 if tracing.tape is not None:  # ember.compile: this graph is spent
@@ -112,17 +113,25 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
             for edge, g in zip(node.next_edges, results):
                 if edge is None:
                     continue
-                nxt, nr = edge
-                if g is not None:
-                    _add_grad(buffers, nxt, nr, g)
-            results = g = None  # only the buffers may hold gradients (see _accumulate)
-            for edge in node.next_edges:
-                if edge is None:
-                    continue
                 nxt = edge[0]
-                deps[nxt] -= 1
-                if deps[nxt] == 0:
+                if g is not None:  # summed into the gradients waiting at `nxt`
+                    nr = edge[1]
+                    slots = buffers.get(nxt)
+                    if slots is None:
+                        if nr == 0 and nxt.n_outputs == 1:
+                            buffers[nxt] = [g]
+                        else:
+                            slots = buffers[nxt] = [None] * max(nxt.n_outputs, nr + 1)
+                            slots[nr] = g
+                    else:
+                        if nr >= len(slots):
+                            slots.extend([None] * (nr + 1 - len(slots)))
+                        slots[nr] = g if slots[nr] is None else slots[nr] + g
+                count = deps[nxt] - 1
+                deps[nxt] = count
+                if not count:
                     ready.append(nxt)
+            results = g = grads = None  # only the buffers may hold gradients (_accumulate)
         _run_callbacks()
     finally:
         state.enabled = prev
@@ -231,16 +240,20 @@ def _accumulate(t: Any, g: Any, create_graph: bool) -> None:
         sys.getrefcount(g._data) <= _STEAL_BUFFER_REFS and g._backend.owns(g._data)
     if not create_graph:
         g = g.detach()
-    if t.grad is None:
-        if create_graph or unshared:
-            t.grad = g
+    if t._grad is None:
+        if not (create_graph or unshared):
+            g = g.clone()
+        if g._device is t._device and g._data.shape == t._data.shape:
+            t._grad = g  # what the `grad` setter checks holds
         else:
-            t.grad = g.clone()
+            t.grad = g
     elif create_graph:
         t.grad = t.grad + g
-    else:
+    elif state.enabled:  # backward(inputs=...) with grad mode on
         with no_grad():
-            t.grad.add_(g)
+            t._grad.add_(g)
+    else:  # inside the engine, which turned grad mode off
+        t._grad.add_(g)
     for hook in t._post_accumulate_hooks or ():
         hook(t)
 

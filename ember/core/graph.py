@@ -64,8 +64,8 @@ def default_label(name: str) -> str:
 class Node:
     """A recorded operation: maps output gradients to input gradients."""
 
-    __slots__ = ("next_edges", "_saved", "_freed", "pre_hooks", "retain", "attrs",
-                 "needs", "__weakref__")
+    __slots__ = ("next_edges", "_saved", "_freed", "pre_hooks", "retain", "post_hooks",
+                 "attrs", "needs", "__weakref__")
     n_outputs = 1  # how many outputs the op had (nodes of several outputs say so)
 
     def __init__(self, next_edges: tuple, saved: Sequence[Any] = (), **attrs: Any) -> None:
@@ -75,6 +75,7 @@ class Node:
         self._freed = False
         self.pre_hooks: dict[int, list[Callable]] | None = None  # output_nr -> tensor hooks
         self.retain: dict[int, Any] | None = None  # output_nr -> tensor retaining .grad
+        self.post_hooks: list[Callable] | None = None  # hook(grad_inputs, grad_outputs)
         self.attrs = attrs
 
     def name(self) -> str:
@@ -100,7 +101,9 @@ class Node:
 
     def register_hook(self, hook: Callable) -> None:
         """Called as hook(grad_inputs, grad_outputs) after this node runs (module hooks)."""
-        self.attrs.setdefault("_post_hooks", []).append(hook)
+        if self.post_hooks is None:
+            self.post_hooks = []
+        self.post_hooks.append(hook)
 
     def __repr__(self) -> str:
         return f"<{self.name()} object at {id(self):#x}>"

@@ -259,7 +259,8 @@ def safe_unavailable_reason(backend: Backend) -> str | None:
     except PLUGIN_ERRORS as err:  # a backend's probe must not take ember down
         return f"availability check failed: {_describe(err)}"
     if reason is None:
-        missing = sorted(REQUIRED_KERNELS - set(backend.kernels))
+        kernels = backend.kernels  # (checked on every device lookup: no set of them all)
+        missing = sorted([k for k in REQUIRED_KERNELS if k not in kernels])
         if missing:
             return (f"it lacks the required kernels {', '.join(missing)} (views and in-place "
                     "writes must be native)")

@@ -47,6 +47,18 @@ def _tensors(structure: Any) -> list[Tensor]:
     return [x for x in leaves(structure) if isinstance(x, Tensor)]
 
 
+def _arguments(args: tuple, kwargs: dict) -> list[Tensor]:
+    """The tensors among a call's arguments, in order (the usual call, positional
+    tensors only, without walking the structure)."""
+    if not kwargs:
+        for a in args:
+            if not isinstance(a, Tensor):
+                break
+        else:
+            return list(args)
+    return _tensors((args, kwargs))
+
+
 class _Returned:
     """In the recorded return value, the place of its `index`-th tensor."""
 
@@ -95,6 +107,16 @@ class _Context:
 _PLAIN = (int, float, bool, str)
 
 
+def _arguments_key(args: tuple) -> Any:
+    """`_value_key(args)`, for positional tensors without a call per argument."""
+    keys = []
+    for x in args:
+        if not isinstance(x, Tensor):
+            return _value_key(args)
+        keys.append((x._data.shape, x._dtype, x._device, x._requires_grad))
+    return (tuple, tuple(keys))
+
+
 def _value_key(x: Any) -> Any:
     if isinstance(x, Tensor):
         return (getattr(x._data, "shape", None) or tuple(x.shape), x._dtype, x._device,
@@ -138,7 +160,7 @@ class CompiledFunction:
     def _key(self, args: tuple, kwargs: dict) -> tuple:
         if self.context is None:
             self.context = _Context(self.fn)
-        return (_value_key(args), _value_key(kwargs) if kwargs else (),
+        return (_arguments_key(args), _value_key(kwargs) if kwargs else (),
                 grad_mode.state.enabled, autocast_mode.state_key(), self.context.key())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -151,7 +173,7 @@ class CompiledFunction:
                 self.entries.pop(next(iter(self.entries)))
             entry = self.entries[key] = _Entry()
         if entry.replay is not None:
-            return self._replay(entry, _tensors((args, kwargs)))
+            return self._replay(entry, _arguments(args, kwargs))
         if key[3]:  # autocast is on around the call: its cache of cast weights lives on
             entry.eager_reason = ("it is called inside an autocast region (weights cast "
                                   "once per region would be stale); put autocast inside")
@@ -249,6 +271,8 @@ class CompiledFunction:
                 made.append(inputs[value])
             else:  # OWNER: a tensor that lived before the call, itself
                 made.append(value)
+        if type(entry.outputs) is _Returned:  # one tensor returned (a forward)
+            return made[0]
         return map_leaves(entry.outputs,
                           lambda x: made[x.index] if isinstance(x, _Returned) else x)
 

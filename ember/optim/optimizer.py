@@ -356,11 +356,11 @@ class Optimizer:
         """
         for group in self.param_groups:
             for p in group["params"]:
-                grad = p.grad
+                grad = p._grad
                 if grad is None:
                     continue
                 if set_to_none:
-                    p.grad = None
+                    p._grad = None  # (the `grad` setter checks only a tensor it is given)
                 else:
                     if grad.grad_fn is not None:
                         grad.detach_()

@@ -861,6 +861,8 @@ def _operands(fn: Any, x: Any, y: Any) -> tuple[int, int] | None:
 def axpy(alpha: float, x: Any, y: Any) -> bool:
     """``y += alpha * x`` in place, in one pass; False (nothing done) when it does not
     apply (see `_level1_fn` and `_operands`)."""
+    if getattr(y, "size", 0) < level1_min_size:  # small: NumPy's two passes are cheaper
+        return False
     fn = _level1_fn(y, "axpy") if alpha != 0 else None  # BLAS skips alpha 0: inf * 0 is nan
     ptrs = _operands(fn, x, y)
     if ptrs is None:
@@ -872,6 +874,8 @@ def axpy(alpha: float, x: Any, y: Any) -> bool:
 def axpby(alpha: float, x: Any, beta: float, y: Any) -> bool:
     """``y = alpha * x + beta * y`` in place, in one pass; False (nothing done) when it
     does not apply (as `axpy`; both factors non-zero)."""
+    if getattr(y, "size", 0) < level1_min_size:  # small: NumPy's two passes are cheaper
+        return False
     fn = _level1_fn(y, "axpby") if alpha != 0 and beta != 0 else None
     ptrs = _operands(fn, x, y)
     if ptrs is None:

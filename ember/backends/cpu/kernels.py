@@ -29,6 +29,7 @@ import numpy as np
 
 from ember.backends.cpu import blas, compiled
 from ember.backends.xp import Hooks, make_kernels
+from ember.backends.xp.lib import OVERLAP
 from ember.core.backend import ALL_DTYPES, bfloat16, numpy_dtype
 
 # NumPy reports IEEE arithmetic (inf - inf, 0 / 0, overflow) as RuntimeWarnings; PyTorch
@@ -64,6 +65,23 @@ def _call_elementwise(f, args, out):
     args = tuple(a if type(a) is np.ndarray else np.asarray(a, _BF16) for a in args)
     result = np.asarray(f(*args, out=out))
     return result if result.dtype in (_BF16, _BOOL) else result.astype(_BF16)
+
+
+def _elementwise_kernel(f):
+    """The kernel of a NumPy function of one or two operands: the common case (no `out`,
+    no bfloat16) calls it straight away, the rest goes through _call_elementwise."""
+    ndarray, asarray = np.ndarray, np.asarray
+
+    def kernel(*args, out=None):
+        if out is None:
+            first = args[0] if type(args[0]) is ndarray else args[-1]
+            if first.dtype is not _BF16:
+                result = f(*args)
+                return result if type(result) is ndarray else asarray(result)
+        elif not out.flags.writeable:  # a broadcast view: its elements share memory
+            raise RuntimeError(OVERLAP)
+        return _call_elementwise(f, args, out)
+    return kernel
 
 
 def _read_only(buffer: np.ndarray) -> bool:
@@ -133,6 +151,7 @@ def randperm(n, dtype, device=0):
 
 KERNELS: dict[str, Any] = make_kernels(np, hooks=Hooks(
     call_elementwise=_call_elementwise,
+    elementwise_kernel=_elementwise_kernel,
     elementwise={"relu": _relu},
     read_only=_read_only,
     matmul=_matmul,

@@ -38,7 +38,12 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     ndarray, float64 = xp.ndarray, xp.float64
     call = lib.hooks.call_elementwise or (lambda f, args, out: as_array(f(*args, out=out)))
 
+    make_plain = lib.hooks.elementwise_kernel
+
     def plain(f):
+        if make_plain is not None:
+            return make_plain(f)
+
         def kernel(*args, out=None):
             if out is not None and read_only(out):
                 raise RuntimeError(OVERLAP)

@@ -35,6 +35,12 @@ class Hooks:
     result as an array. Default: `f(*args, out=out)`, made an array if it is a scalar.
     The CPU's keeps bfloat16 results bfloat16 (ml_dtypes ignores the weak-scalar rule)."""
 
+    elementwise_kernel: Callable[[Callable[..., Any]], Callable[..., Any]] | None = None
+    """Makes the kernel `kernel(*args, out=None)` of a unary or binary function `f` that
+    raises no floating-point warnings to silence (add, mul ...): a backend's own can skip
+    the generic wrapper's steps (these kernels are the most called). Default: a wrapper
+    that refuses read-only `out` buffers and calls `call_elementwise`."""
+
     elementwise: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     """Elementwise functions `f(*args, out=None)` that replace the shared ones, by op name
     (the CPU's `relu` picks NumPy's fastest loop)."""

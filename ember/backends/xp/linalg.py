@@ -25,10 +25,12 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 
     def linear(x, w, b=None):
         """x @ w.T + b in one call (the transpose is a BLAS flag, not a copy)."""
-        out = matmul(x, w.T)
+        out = as_array(product(x, w.T))
+        if out.dtype != x.dtype:
+            out = out.astype(x.dtype)
         if b is not None:
             out += b
-        return as_array(out).astype(x.dtype, copy=False)
+        return out
 
     def linear_backward(x, w, g, needs=(True, True, True)):
         """Gradients of linear: (g @ w, g2.T @ x2, g2.sum(0)) with leading dims

@@ -15,6 +15,7 @@ Each op is declared once below; its kernel has the signature of its rule:
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from typing import Any
@@ -23,7 +24,13 @@ from ember.core import costs, tracing
 from ember.core import dtype as dt
 from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.declare import composite, define, fused_kernel, primitive
-from ember.core.dispatch import check_dtype, run_binary, run_fused, run_unary_into
+from ember.core.dispatch import (
+    check_dtype,
+    run_binary,
+    run_fused,
+    run_unary_into,
+    same_dtype_results,
+)
 from ember.core.grad_mode import no_grad, state
 from ember.core.host import dtype_arg, python_scalar
 from ember.core.inplace import apply_inplace, recording
@@ -340,6 +347,29 @@ def positive(input: Tensor) -> Tensor:
 
 def binary(name: str, a: Any, b: Any) -> Tensor:
     """Run binary elementwise primitive `name` (the operators' fast path)."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        # the common case first: one shape, dtype and device, nothing recording kernels,
+        # and a result dtype the general path has already found for this op and dtype
+        x, y, dtype = a._data, b._data, a._dtype
+        if dtype is b._dtype and x.shape == y.shape and a._device is b._device \
+                and tracing.active is None and tracing.tape is None:
+            backend = a._backend
+            entry = same_dtype_results.get((name, dtype, backend))
+            if entry is not None and backend.kernels.get(name) is entry[0]:
+                out = _new(Tensor)  # Tensor._make, inline: this is the hottest path
+                out._data, out._dtype, out._device, out._backend = \
+                    entry[0](x, y), entry[1], a._device, backend
+                out._requires_grad, out._node, out._vc = False, None, [0]
+            else:
+                out = run_binary(name, a, b)
+        else:
+            out = run_binary(name, a, b)
+        if (a._requires_grad or b._requires_grad) and state.enabled:
+            op = OPS[name]
+            if op.grad is not None:
+                record_grad(op, (a, b), _NO_ATTRS, out, None,
+                            (a._requires_grad, b._requires_grad))
+        return out
     ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
     if not ta and not tb:
         raise TypeError(f"{name}(): expected at least one tensor operand, got "
@@ -354,8 +384,12 @@ def binary(name: str, a: Any, b: Any) -> Tensor:
     if state.enabled and ((ta and a._requires_grad) or (tb and b._requires_grad)):
         op = OPS[name]
         if op.grad is not None:
-            record_grad(op, (a, b), {}, out)
+            record_grad(op, (a, b), _NO_ATTRS, out)
     return out
+
+
+_new = object.__new__
+_NO_ATTRS: dict = {}  # a binary op has no attributes (read only)
 
 
 def _binary_fn(name: str) -> Any:
@@ -367,7 +401,8 @@ def _binary_fn(name: str) -> Any:
 def _binary_inplace(name: str, fn: Any) -> Any:
     """`x.mul_(y)`: one kernel writing into x when autograd does not record."""
     def method(self: Tensor, other: Any, **kwargs: Any) -> Tensor:
-        if kwargs or recording(self, other):
+        if kwargs or (state.enabled and (self._requires_grad or (
+                isinstance(other, Tensor) and other._requires_grad))):  # autograd records
             return apply_inplace(self, lambda old: fn(old, other, **kwargs), other,
                                  op=name + "_")
         if not isinstance(other, Tensor):
@@ -448,7 +483,7 @@ _ARITH = "function method inplace out"
 @primitive(variants=_ARITH, rule=_binary_rule("add", "arith"), cost=costs.pointwise(1),
            grad=Grad(input=lambda grad: grad, other=lambda grad: grad),
            operators="__add__ __radd__ __iadd__",
-           operator_impl=lambda a, b: binary("add", a, b), inplace_method=_scaled_inplace("add"))
+           operator_impl=functools.partial(binary, "add"), inplace_method=_scaled_inplace("add"))
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """Adds `other`, scaled by `alpha`, to `input`: `input + alpha * other`, with
     broadcasting and type promotion."""
@@ -460,7 +495,7 @@ def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
 @primitive(variants=_ARITH, rule=_binary_rule("sub", "arith"), cost=costs.pointwise(1),
            grad=Grad(input=lambda grad: grad, other=lambda grad: -grad),
            operators="__sub__ __rsub__ __isub__",
-           operator_impl=lambda a, b: binary("sub", a, b), inplace_method=_scaled_inplace("sub"),
+           operator_impl=functools.partial(binary, "sub"), inplace_method=_scaled_inplace("sub"),
            aliases="subtract")
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """Subtracts `other`, scaled by `alpha`, from `input`: `input - alpha * other`."""
@@ -494,7 +529,8 @@ def _declare_binary(name: str, kind: str, doc: str, *, grad: Grad | None = None,
     return define(name, Kind.PRIMITIVE, fn, variants=variants, rule=_binary_rule(name, kind),
                   grad=grad, precision=precision, cost=costs.pointwise(flops),
                   doc=doc, operators=operators, aliases=aliases,
-                  operator_impl=fn if operators else None, inplace_method=inplace)
+                  operator_impl=functools.partial(binary, name) if operators else None,
+                  inplace_method=inplace)
 
 
 mul = _declare_binary("mul", "arith", "Multiplies `input` by `other`, with broadcasting.",
@@ -568,7 +604,7 @@ div = define("div", Kind.PRIMITIVE, _div_fn, variants=_ARITH, rule=_binary_rule(
              grad=Grad(input=lambda grad, other: grad / other,
                        other=lambda grad, input, other: -(grad * input / (other * other))),
              operators="__truediv__ __rtruediv__ __itruediv__",
-             operator_impl=lambda a, b: binary("div", a, b), aliases="divide true_divide",
+             operator_impl=functools.partial(binary, "div"), aliases="divide true_divide",
              inplace_method=_binary_inplace("div", _div_fn))
 true_divide = divide = div
 subtract = sub
