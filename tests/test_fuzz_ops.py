@@ -224,8 +224,9 @@ ORDER_SENSITIVE = {
                            "of the additions",
 }
 # and every op that adds up products: inf * 0 in one association is NaN, in another inf
+# (stft: ember's DFT is a matrix product, PyTorch's an FFT)
 _SUMS_OF_PRODUCTS = ("einsum", "matmul", "mm", "bmm", "mv", "dot", "addmm", "linear", "conv",
-                     "fold", "unfold")
+                     "fold", "unfold", "stft")
 
 
 def _order_sensitive(name: str) -> bool:

@@ -56,10 +56,17 @@ def _pad_signal(x: Tensor, pad: int, mode: str) -> Tensor:
 
 
 def _dft_matrices(n_fft: int, n_freq: int, like: Tensor) -> tuple[Tensor, Tensor]:
-    """cos(2 pi k n / N) and -sin(2 pi k n / N), (n_fft, n_freq), in `like`'s dtype."""
-    angle = 2.0 * np.pi * np.outer(np.arange(n_fft), np.arange(n_freq)) / n_fft
+    """cos(2 pi k n / N) and -sin(2 pi k n / N), (n_fft, n_freq), in `like`'s dtype. The
+    angle is reduced modulo N first, and the twiddles that are exactly 0 (a quarter turn)
+    are written as 0, as an FFT's are: else cos(pi / 2) ~ 6e-17 would bring a huge
+    sample's rounding into frequencies it does not reach."""
+    turns = np.outer(np.arange(n_fft), np.arange(n_freq)) % n_fft
+    angle = 2.0 * np.pi * turns / n_fft
+    cos, sin = np.cos(angle), -np.sin(angle)
+    cos[np.abs(cos) < 1e-12] = 0.0
+    sin[np.abs(sin) < 1e-12] = 0.0
     make = lambda a: tensor(a, dtype=like.dtype, device=like.device)  # noqa: E731
-    return make(np.cos(angle)), make(-np.sin(angle))
+    return make(cos), make(sin)
 
 
 @composite(variants="function method", cost=costs.matmul)
