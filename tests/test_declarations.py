@@ -179,7 +179,9 @@ def test_exported_ops_are_declared():
                "promote_types", "can_cast", "get_default_device", "set_default_device",
                "manual_seed", "initial_seed", "seed", "is_grad_enabled",
                "is_inference_mode_enabled", "save", "load", "get_float32_matmul_precision",
-               "set_float32_matmul_precision"}
+               "set_float32_matmul_precision", "set_printoptions", "get_printoptions",
+               "set_num_threads", "get_num_threads", "set_num_interop_threads",
+               "get_num_interop_threads"}
     publics = {id(op.public) for op in OPS.values()}
     for name in ember.__all__:
         value = getattr(ember, name)
