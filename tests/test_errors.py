@@ -220,8 +220,10 @@ def test_index_out_of_range(torch, key, msg):
 def test_too_many_indices(torch):
     with pytest.raises(IndexError, match="too many indices for tensor of dimension 2"):
         ember.zeros(2, 3)[0, 0, 0]
-    with pytest.raises(IndexError, match="too many indices for tensor of dimension 0"):
+    with pytest.raises(IndexError, match="invalid index of a 0-dim tensor"):  # as PyTorch
         ember.tensor(1.0)[0]
+    with pytest.raises(IndexError, match="invalid index of a 0-dim tensor"):
+        torch.tensor(1.0)[0]
     with pytest.raises(IndexError, match="too many indices for tensor of dimension 2"):
         torch.zeros(2, 3)[0, 0, 0]
 
