@@ -145,7 +145,7 @@ def lstm_steps(dtype: np.dtype) -> ModuleType | None:
                                      one[:, :1].copy(), 0)
             module.lstm_step_backward(one[:1].copy(), one[:, :1].copy(), one[:1, :1].copy(),
                                       one[:1, :1].copy(), one[0, :1].copy(),
-                                      one[:1].copy(), 0)
+                                      one[0].reshape(4, 1, 1).copy(), 0)
         except Exception as e:  # noqa: BLE001 - a numba failure: NumPy from now on
             _lstm_ready = False
             _disable(e)

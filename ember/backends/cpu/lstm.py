@@ -179,7 +179,9 @@ def lstm_layer_backward(saved, grad_out, grad_hn, grad_cn, needs=(True,) * 6):
     if fused is None:
         p, k = _step_factors(s, hidden)
         f = s.acts[:, 2 * hidden:3 * hidden]
-    dgates = np.empty_like(s.acts)
+    # (4H, T, B): step t writes column block t, and the weight gradients below read all
+    # steps as one (4H, T*B) matrix without a transposing copy
+    dgates = np.empty((four_h, steps, batch), dtype=dt)
     # dh_t, the gradient reaching step t's output: the layer output's gradient plus what
     # step t+1 sends back (W_hh^T @ its gate gradients, added by BLAS's beta = 1)
     if grad_out is None:
@@ -195,11 +197,11 @@ def lstm_layer_backward(saved, grad_out, grad_hn, grad_cn, needs=(True,) * 6):
     w_t = s.w_hh.T
     gemm = blas.gemm_fn(dt)
     p_w, p_d, p_dh = s.w_hh.ctypes.data, dgates.ctypes.data, dhs.ctypes.data
-    step_d, step_dh = dgates.strides[0], dhs.strides[0]
+    step_d, step_dh = dgates.strides[1], dhs.strides[0]
     tmp = np.empty((hidden, batch), dtype=dt)
     dh0 = np.empty((hidden, batch), dtype=dt)
     for t in range(steps - 1, -1, -1):
-        d = dgates[t]
+        d = dgates[:, t]  # (4H, B), rows T*B apart
         if fused is not None:  # the gate gradients and the carry in one compiled pass
             fused.lstm_step_backward(s.acts, s.cs, s.tcs, dhs, dc, dgates, t)
         else:
@@ -215,11 +217,11 @@ def lstm_layer_backward(saved, grad_out, grad_hn, grad_cn, needs=(True,) * 6):
             np.matmul(w_t, d, out=dh0)
         elif gemm is not None:
             gemm(_ROW_MAJOR, _TRANS, _NO_TRANS, hidden, batch, four_h, 1.0, p_w, hidden,
-                 p_d + t * step_d, batch, 1.0, p_dh + (t - 1) * step_dh, batch)
+                 p_d + t * step_d, steps * batch, 1.0, p_dh + (t - 1) * step_dh, batch)
         else:
             dhs[t - 1] += w_t @ d
     # (4H, T*B): column t*B + n is step t, sample n, the row order of x
-    dg = np.ascontiguousarray(dgates.transpose(1, 0, 2)).reshape(four_h, steps * batch)
+    dg = dgates.reshape(four_h, steps * batch)
     inverse = np.argsort(s.perm)
     dx = None
     if needs[0]:

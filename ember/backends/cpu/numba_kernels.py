@@ -348,7 +348,8 @@ def lstm_step_forward(acts, cs, tcs, hs, t):
 def lstm_step_backward(acts, cs, tcs, dhs, dc, dgates, t):
     """Step t of the backward pass: from dh = dhs[t] (the gradient reaching h_t) and dc
     (reaching c_t, updated in place to the gradient reaching c_{t-1}), writes the gradients
-    of the gate pre-activations (PyTorch's, unhalved) into dgates[t]."""
+    of the gate pre-activations (PyTorch's, unhalved) into dgates[:, t] (dgates: (4H, T,
+    B), so that the weight gradients read it as one (4H, T*B) matrix)."""
     hidden, batch = dc.shape[0], dc.shape[1]
     for j in range(hidden):
         for n in range(batch):
@@ -359,8 +360,8 @@ def lstm_step_backward(acts, cs, tcs, dhs, dc, dgates, t):
             tc = tcs[t, j, n]
             dh = dhs[t, j, n]
             d = dc[j, n] + dh * o * (_ONE - tc * tc)
-            dgates[t, j, n] = dh * tc * (o * (_ONE - o))
-            dgates[t, hidden + j, n] = d * g * (i * (_ONE - i))
-            dgates[t, 2 * hidden + j, n] = d * cs[t, j, n] * (f * (_ONE - f))
-            dgates[t, 3 * hidden + j, n] = d * i * (_ONE - g * g)
+            dgates[j, t, n] = dh * tc * (o * (_ONE - o))
+            dgates[hidden + j, t, n] = d * g * (i * (_ONE - i))
+            dgates[2 * hidden + j, t, n] = d * cs[t, j, n] * (f * (_ONE - f))
+            dgates[3 * hidden + j, t, n] = d * i * (_ONE - g * g)
             dc[j, n] = d * f
