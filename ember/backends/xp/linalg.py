@@ -188,12 +188,45 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         x = lu_solve(lu, pivots, b.reshape((math.prod(batch),) + b.shape[-2:]))
         return pack(x.reshape(b.shape), info.reshape(batch), batch=batch)
 
+    def lu_of_transpose(a):
+        """The diagonal of U and the parity of the row swaps (-1 odd, 1 even) of the LU
+        of each A^T of a (.., n, n) batch, as getrf computes it in PyTorch: its LAPACK
+        reads a row-major A as the column-major A^T (det(A^T) = det(A)), and around inf
+        and NaN those pivots differ from A's."""
+        batch, n = a.shape[:-2], a.shape[-1]
+        lu = xp.swapaxes(a, -1, -2).reshape((math.prod(batch), n, n)).copy()
+        pivots, _ = lu_in_place(lu)
+        swaps = (pivots != xp.arange(1, n + 1)).sum(axis=-1)
+        parity = xp.where(swaps % 2 == 1, -1, 1).astype(a.dtype)
+        diagonal = xp.diagonal(lu, axis1=-2, axis2=-1)
+        return diagonal.reshape(batch + (n,)), parity.reshape(batch)
+
     def det(a):
-        return as_array(linalg.det(a))
+        """The array module's; where it meets a non-finite value, from getrf's LU as in
+        PyTorch (see `lu_of_transpose`)."""
+        if bool(xp.isfinite(a).all()):
+            out = as_array(linalg.det(a))
+            if bool(xp.isfinite(out).all()):
+                return out
+        diagonal, parity = lu_of_transpose(a)
+        with quiet():
+            return as_array(diagonal.prod(axis=-1) * parity)
 
     def slogdet(a):
-        sign, logabsdet = converged("linalg.slogdet", linalg.slogdet, a)
-        return pack(sign, logabsdet, batch=a.shape[:-2])
+        """The array module's; where it meets a non-finite value, from getrf's LU as in
+        PyTorch (see `lu_of_transpose`): the product of the signs of U's diagonal and of
+        the row swaps, the sum of the logs of its absolute values."""
+        batch = a.shape[:-2]
+        if bool(xp.isfinite(a).all()):
+            sign, logabsdet = converged("linalg.slogdet", linalg.slogdet, a)
+            if bool(xp.isfinite(logabsdet).all()):
+                return pack(sign, logabsdet, batch=batch)
+        diagonal, parity = lu_of_transpose(a)
+        with quiet():
+            # (PyTorch's sign of a NaN is 0)
+            sign = xp.where(xp.isnan(diagonal), 0, xp.sign(diagonal)).prod(axis=-1) * parity
+            logabsdet = xp.log(xp.abs(diagonal)).sum(axis=-1)
+        return pack(sign, logabsdet, batch=batch)
 
     def cholesky_info(m):
         """The order of the first leading minor of `m` that is not positive-definite."""
