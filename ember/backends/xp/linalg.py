@@ -202,10 +202,11 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return diagonal.reshape(batch + (n,)), parity.reshape(batch)
 
     def det(a):
-        """The array module's; where it meets a non-finite value, from getrf's LU as in
-        PyTorch (see `lu_of_transpose`)."""
+        """The array module's, of A^T as PyTorch's (a singular A's round-off then cancels
+        as there); where it meets a non-finite value, from getrf's LU as in PyTorch (see
+        `lu_of_transpose`)."""
         if bool(xp.isfinite(a).all()):
-            out = as_array(linalg.det(a))
+            out = as_array(linalg.det(xp.swapaxes(a, -1, -2)))
             if bool(xp.isfinite(out).all()):
                 return out
         diagonal, parity = lu_of_transpose(a)
@@ -218,7 +219,8 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         the row swaps, the sum of the logs of its absolute values."""
         batch = a.shape[:-2]
         if bool(xp.isfinite(a).all()):
-            sign, logabsdet = converged("linalg.slogdet", linalg.slogdet, a)
+            sign, logabsdet = converged("linalg.slogdet", linalg.slogdet,
+                                        xp.swapaxes(a, -1, -2))
             if bool(xp.isfinite(logabsdet).all()):
                 return pack(sign, logabsdet, batch=batch)
         diagonal, parity = lu_of_transpose(a)
