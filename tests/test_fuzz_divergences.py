@@ -483,3 +483,13 @@ def test_determinants_of_non_finite_matrices_follow_getrf_of_the_transpose(devic
         a = T(A, dtype=getattr(lib, dtype))
         return lib.logdet(a), tuple(lib.linalg.slogdet(a)), lib.det(a)
     assert_same(case, device)
+
+
+def test_inverse_is_a_solve_against_the_identity(device):
+    # PyTorch's linalg.inv solves A X = I (getrf, getrs); NumPy's getri spread an inf or NaN
+    # to other entries, and a singular matrix's inverse is what getrs leaves (inf/NaN)
+    A = [[[2.0, INF, 0.0], [1.0, 3.0, 0.5], [0.0, 1.0, 4.0]],
+         [[1.0, 2.0, 3.0], [NAN, 1.0, 0.0], [0.0, 0.5, 2.0]]]
+    assert_same(lambda lib, T: lib.linalg.inv_ex(T(A)).inverse, device)
+    assert_same(lambda lib, T: lib.linalg.inv_ex(T([[1.0, 2.0], [2.0, 4.0]])), device)
+    assert_same(lambda lib, T: lib.linalg.inv(T([[1.0, 2.0], [2.0, 4.0]])), device)

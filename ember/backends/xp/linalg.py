@@ -142,33 +142,11 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         x = solve_triangular(lu, x, upper=False, unitriangular=True)
         return solve_triangular(lu, x, upper=True, unitriangular=False)
 
-    def singular_info(a):
-        """Per matrix of a (..., n, n) batch: the 1-based index of the first zero pivot
-        of its LU factorization (0: invertible)."""
-        batch = a.shape[:-2]
-        lu = a.reshape((math.prod(batch),) + a.shape[-2:]).copy()
-        return lu_in_place(lu)[1].reshape(batch)
-
-    def with_info(f, a, *rest):
-        """`f(a, *rest)` for a batch where some matrices may be singular: those get NaN
-        results and their info; the others are computed. (NumPy raises for a singular
-        matrix; CuPy returns non-finite values instead, so those are checked too.)"""
-        batch = a.shape[:-2]
-        try:
-            out = as_array(f(a, *rest))
-            if bool(xp.isfinite(out).all()) or not bool(xp.isfinite(a).all()):
-                return out, xp.zeros(batch, dtype=xp.int64)
-        except lapack_error:
-            pass
-        info = singular_info(a)
-        bad = (info > 0)[..., None, None]
-        eye = xp.eye(a.shape[-1], dtype=a.dtype)
-        out = as_array(f(xp.where(bad, eye, a), *rest))
-        return xp.where(bad, xp.nan, out), info
-
     def inv_ex(a):
-        x, info = with_info(linalg.inv, a)
-        return pack(x, info, batch=a.shape[:-2])
+        """PyTorch's: the solution of A X = I (`solve_ex`'s getrf and getrs where inf,
+        NaN or overflow is about)."""
+        eye = xp.broadcast_to(xp.eye(a.shape[-1], dtype=a.dtype), a.shape)
+        return solve_ex(a, eye)
 
     def solve_ex(a, b):
         """LAPACK's gesv (getrf, then getrs). The array module's is fast; where it meets
