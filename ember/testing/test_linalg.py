@@ -222,6 +222,15 @@ def test_triangular_solve_reads_one_triangle(device: ember.device, upper: bool,
     x = ember.linalg.solve_triangular(S.on(device, a), S.on(device, b), upper=upper,
                                       unitriangular=unitriangular)
     S.assert_matches(x, np.linalg.solve(t, b), device, rtol=1e-10, atol=1e-10)
+    # a NaN in B takes the substitution (blocked: 70 rows) instead of LAPACK's solve; its
+    # column is NaN from the NaN's row on (the rows solved after it), the others exact
+    b[..., 35, 0] = np.nan
+    x = ember.linalg.solve_triangular(S.on(device, a), S.on(device, b), upper=upper,
+                                      unitriangular=unitriangular).cpu().numpy()
+    np.testing.assert_allclose(x[..., 1:], np.linalg.solve(t, b[..., 1:]), rtol=1e-10,
+                               atol=1e-10)
+    reached = slice(0, 36) if upper else slice(35, 70)
+    assert np.isnan(x[..., reached, 0]).all()
     # a zero on the diagonal: no error; its row is inf, and the rows substituted after it
     # NaN (0 * inf), as BLAS trsm's (PyTorch's)
     singular = S.on(device, np.diag([1.0, 0.0, 2.0]))
