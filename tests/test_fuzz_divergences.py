@@ -468,3 +468,28 @@ def test_fmod_by_a_subnormal_is_the_exact_remainder(device, dtype):
                               T([tiny], dtype=getattr(lib, dtype)))
                      for a in (1.0, -2.5, 3.0, 1e38, 88.8))
     assert_same(case, device)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_determinants_of_non_finite_matrices_follow_getrf_of_the_transpose(device, dtype):
+    # PyTorch's LAPACK factors a row-major A as the column-major A^T; around inf and NaN
+    # its pivots (and so the sign and the NaN) differ from an LU of A (NumPy's): logdet
+    # was NaN where PyTorch's is inf, det NaN where PyTorch's is finite or inf
+    A = [[[-1e38, 3.4e38, INF], [710.0, 0.0, -1.05], [1.3, 710.0, 3.0]],
+         [[1e38, 710.0, -0.0], [-3.6, 0.29, 1e-310], [INF, 0.33, -2.5]],
+         [[-1e38, 3.4e38, -INF], [2.07, 1e-310, 3.4e38], [-2.85, -1.0, 1e-310]]]
+
+    def case(lib, T):
+        a = T(A, dtype=getattr(lib, dtype))
+        return lib.logdet(a), tuple(lib.linalg.slogdet(a)), lib.det(a)
+    assert_same(case, device)
+
+
+def test_inverse_is_a_solve_against_the_identity(device):
+    # PyTorch's linalg.inv solves A X = I (getrf, getrs); NumPy's getri spread an inf or NaN
+    # to other entries, and a singular matrix's inverse is what getrs leaves (inf/NaN)
+    A = [[[2.0, INF, 0.0], [1.0, 3.0, 0.5], [0.0, 1.0, 4.0]],
+         [[1.0, 2.0, 3.0], [NAN, 1.0, 0.0], [0.0, 0.5, 2.0]]]
+    assert_same(lambda lib, T: lib.linalg.inv_ex(T(A)).inverse, device)
+    assert_same(lambda lib, T: lib.linalg.inv_ex(T([[1.0, 2.0], [2.0, 4.0]])), device)
+    assert_same(lambda lib, T: lib.linalg.inv(T([[1.0, 2.0], [2.0, 4.0]])), device)

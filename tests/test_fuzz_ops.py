@@ -165,8 +165,27 @@ def check(op: str, case: Callable[[Any, Any], Any], device: str, *,
     if finite_only:
         e, t = _finite_only(e, t)
     r, a = _TOL.get(_dtype_of(t), (0.0, 0.0))
-    assert_values(e, t, r if rtol is None else rtol, a if atol is None else atol,
-                  what=f"{op} on {device}")
+    r, a = r if rtol is None else rtol, a if atol is None else atol
+    if op in NORMWISE:
+        a = max(a, r * _largest_finite(t))
+    assert_values(e, t, r, a, what=f"{op} on {device}")
+
+
+# Solves are accurate norm-wise (LAPACK's backward error), not entry by entry: an entry that
+# cancels beside ±1e38 is round-off in either library (MKL's order of operations and its
+# fused multiply-adds), so these compare within the tolerance times their largest finite
+# magnitude (and so do bicubic's sums of 16 products)
+NORMWISE = {"solve", "solve_triangular", "triangular_solve", "lu_solve", "lu_solve_through_a",
+            "cholesky_solve", "tensorsolve", "grid_sampler_2d"}
+
+
+def _largest_finite(t: Any) -> float:
+    if isinstance(t, (tuple, list)):
+        return max((_largest_finite(x) for x in t), default=0.0)
+    if not (hasattr(t, "dtype") and t.dtype.is_floating_point) or t.numel() == 0:
+        return 0.0
+    finite = t[torch.isfinite(t)]
+    return float(finite.abs().max()) if finite.numel() else 0.0
 
 
 def _call(lib: Any, name: str, *args: Any, **kwargs: Any) -> Any:
@@ -195,6 +214,24 @@ KNOWN_DIVERGENCES: dict[str, str] = {
     "lstsq": "PyTorch fails an internal assert on non-finite input; ember raises "
              "LinAlgError, and its SVD-based solution of a ±1e38 system is another "
              "round-off",
+    # (inf/NaN now spread as PyTorch's: test_fuzz_divergences.py; what is left is round-off)
+    "solve": "round-off decides singularity (a few % of long draws): a pivot that cancels to "
+             "exactly 0 in MKL's getrf is tiny but nonzero in ember's, or the reverse, and MKL "
+             "inverts some subnormal pivots (inf) that reference getf2 divides by",
+    "lu_solve_through_a": "as solve (lu_factor raises for an exact zero pivot on one side)",
+    "logdet": "as solve: a singular ±1e38-scale matrix is -inf in one library, a round-off "
+              "value in the other",
+    "cholesky_inverse": "about 30% of draws with an inf or NaN in the factor: PyTorch's "
+                        "potri inverts it (trtri) and multiplies the inverse by its "
+                        "transpose (lauum); ember solves two triangular systems against I, "
+                        "which spreads them to other entries",
+    "qr": "a matrix holding inf, NaN or ±1e38 (about 17% of draws): MKL's geqrf (PyTorch) "
+          "and OpenBLAS's (NumPy, ember) scale column norms and reflectors differently, so "
+          "NaN columns and the signs of vanishing pivots differ",
+    "qr_wide": "as qr",
+    "triplet_margin_loss": "round-off (about 3% of draws): distances of ±1e38-scale "
+                           "vectors agree to an ulp of 3.4e38 (~1e22), which decides "
+                           "whether d(a, p) - d(a, n) + margin is 2 or clipped to 0",
     "ormqr": "about 5% of draws: PyTorch's (MKL's) dormqr spreads an inf or NaN of a "
              "reflector or tau to rows that LAPACK's reference dorm2r, which ember follows "
              "(dlarf's trimming included), leaves finite; neither a blocked dlarfb nor an "

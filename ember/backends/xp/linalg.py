@@ -104,6 +104,10 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         NaN spread as in PyTorch's (an LU of the whole matrix spreads them further).
         Blocks of rows past the diagonal block are updated by one matrix product."""
         n = a.shape[-1]
+        if n > TRSM_BLOCK:
+            fast = blas_triangular_solve(a, b, upper, unitriangular)
+            if fast is not None:
+                return fast
         x = xp.array(b, dtype=a.dtype, copy=True)
         starts = list(range(0, n, TRSM_BLOCK))
         with quiet():
@@ -130,6 +134,28 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             largest = xp.abs(a).max() * xp.abs(x).max() * a.shape[-1] * 1024
         return bool(xp.isfinite(largest)) and bool(largest < xp.finfo(a.dtype).max)
 
+    def blas_triangular_solve(a, b, upper, unitriangular):
+        """A large triangular solve through the array module's LAPACK, where no inf or
+        NaN can arise (finite operands far from overflow, no zero or subnormal pivot), so
+        only round-off differs from the substitution; None elsewhere. A lower triangle is
+        solved reversed (an upper one, which getrf leaves unpivoted)."""
+        t = xp.triu(a) if upper else xp.tril(a)
+        n = a.shape[-1]
+        if unitriangular:
+            t = xp.where(xp.eye(n, dtype=bool), xp.ones((), dtype=a.dtype), t)
+        pivots = xp.abs(xp.diagonal(t, axis1=-2, axis2=-1))
+        if not (far_from_overflow(t, b) and bool((pivots >= xp.finfo(a.dtype).tiny).all())):
+            return None
+        if not upper:
+            t, b = t[..., ::-1, ::-1], b[..., ::-1, :]
+        try:
+            x = as_array(linalg.solve(t, b))
+        except lapack_error:
+            return None
+        if not far_from_overflow(t, x):
+            return None
+        return x if upper else xp.ascontiguousarray(x[..., ::-1, :])
+
     def lu_solve(lu, pivots, b):
         """X with A @ X = B from the LU factorization of each A of a (b, n, n) batch
         (LAPACK's getrs): B's rows swapped as the 1-based `pivots` say, then the two
@@ -144,33 +170,11 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         x = solve_triangular(lu, x, upper=False, unitriangular=True)
         return solve_triangular(lu, x, upper=True, unitriangular=False)
 
-    def singular_info(a):
-        """Per matrix of a (..., n, n) batch: the 1-based index of the first zero pivot
-        of its LU factorization (0: invertible)."""
-        batch = a.shape[:-2]
-        lu = a.reshape((math.prod(batch),) + a.shape[-2:]).copy()
-        return lu_in_place(lu)[1].reshape(batch)
-
-    def with_info(f, a, *rest):
-        """`f(a, *rest)` for a batch where some matrices may be singular: those get NaN
-        results and their info; the others are computed. (NumPy raises for a singular
-        matrix; CuPy returns non-finite values instead, so those are checked too.)"""
-        batch = a.shape[:-2]
-        try:
-            out = as_array(f(a, *rest))
-            if bool(xp.isfinite(out).all()) or not bool(xp.isfinite(a).all()):
-                return out, xp.zeros(batch, dtype=xp.int64)
-        except lapack_error:
-            pass
-        info = singular_info(a)
-        bad = (info > 0)[..., None, None]
-        eye = xp.eye(a.shape[-1], dtype=a.dtype)
-        out = as_array(f(xp.where(bad, eye, a), *rest))
-        return xp.where(bad, xp.nan, out), info
-
     def inv_ex(a):
-        x, info = with_info(linalg.inv, a)
-        return pack(x, info, batch=a.shape[:-2])
+        """PyTorch's: the solution of A X = I (`solve_ex`'s getrf and getrs where inf,
+        NaN or overflow is about)."""
+        eye = xp.broadcast_to(xp.eye(a.shape[-1], dtype=a.dtype), a.shape)
+        return solve_ex(a, eye)
 
     def solve_ex(a, b):
         """LAPACK's gesv (getrf, then getrs). The array module's is fast; where it meets
@@ -190,12 +194,47 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         x = lu_solve(lu, pivots, b.reshape((math.prod(batch),) + b.shape[-2:]))
         return pack(x.reshape(b.shape), info.reshape(batch), batch=batch)
 
+    def lu_of_transpose(a):
+        """The diagonal of U and the parity of the row swaps (-1 odd, 1 even) of the LU
+        of each A^T of a (.., n, n) batch, as getrf computes it in PyTorch: its LAPACK
+        reads a row-major A as the column-major A^T (det(A^T) = det(A)), and around inf
+        and NaN those pivots differ from A's."""
+        batch, n = a.shape[:-2], a.shape[-1]
+        lu = xp.swapaxes(a, -1, -2).reshape((math.prod(batch), n, n)).copy()
+        pivots, _ = lu_in_place(lu)
+        swaps = (pivots != xp.arange(1, n + 1)).sum(axis=-1)
+        parity = xp.where(swaps % 2 == 1, -1, 1).astype(a.dtype)
+        diagonal = xp.diagonal(lu, axis1=-2, axis2=-1)
+        return diagonal.reshape(batch + (n,)), parity.reshape(batch)
+
     def det(a):
-        return as_array(linalg.det(a))
+        """The array module's, of A^T as PyTorch's (a singular A's round-off then cancels
+        as there); where it meets a non-finite value, from getrf's LU as in PyTorch (see
+        `lu_of_transpose`)."""
+        if bool(xp.isfinite(a).all()):
+            out = as_array(linalg.det(xp.swapaxes(a, -1, -2)))
+            if bool(xp.isfinite(out).all()):
+                return out
+        diagonal, parity = lu_of_transpose(a)
+        with quiet():
+            return as_array(diagonal.prod(axis=-1) * parity)
 
     def slogdet(a):
-        sign, logabsdet = converged("linalg.slogdet", linalg.slogdet, a)
-        return pack(sign, logabsdet, batch=a.shape[:-2])
+        """The array module's; where it meets a non-finite value, from getrf's LU as in
+        PyTorch (see `lu_of_transpose`): the product of the signs of U's diagonal and of
+        the row swaps, the sum of the logs of its absolute values."""
+        batch = a.shape[:-2]
+        if bool(xp.isfinite(a).all()):
+            sign, logabsdet = converged("linalg.slogdet", linalg.slogdet,
+                                        xp.swapaxes(a, -1, -2))
+            if bool(xp.isfinite(logabsdet).all()):
+                return pack(sign, logabsdet, batch=batch)
+        diagonal, parity = lu_of_transpose(a)
+        with quiet():
+            # (PyTorch's sign of a NaN is 0)
+            sign = xp.where(xp.isnan(diagonal), 0, xp.sign(diagonal)).prod(axis=-1) * parity
+            logabsdet = xp.log(xp.abs(diagonal)).sum(axis=-1)
+        return pack(sign, logabsdet, batch=batch)
 
     def cholesky_info(m):
         """The order of the first leading minor of `m` that is not positive-definite."""

@@ -12,7 +12,7 @@ backend and differentiates through its parts.
 
 Kernels (signatures of their rules); batch dimensions lead, `info` is LAPACK's (0: the
 matrix was fine; k > 0: the k-th pivot or leading minor failed), results of matrices
-that failed are NaN:
+that failed are NaN (an inverse or a solve: what getrs leaves, inf or NaN, as PyTorch's):
 
     det                   kernel(A) -> det (..)
     _linalg_slogdet       kernel(A) -> [sign, logabsdet] (.., 2)
