@@ -82,10 +82,10 @@ CUPY_NAMES = CUPY_NAMES | frozenset("""
 # LU with partial pivoting is written against xp itself
 LINALG_OPS = frozenset("""
     det _linalg_slogdet _linalg_inv_ex _linalg_solve_ex _linalg_cholesky_ex _linalg_qr
-    _geqrf _linalg_svd _linalg_eigh _linalg_lu_factor_ex
+    _geqrf _linalg_svd _linalg_eigh _linalg_lu_factor_ex _linalg_solve_triangular
 """.split())
 SHARED_OPS = SHARED_OPS | LINALG_OPS | {"strided_view"}
-CUPY_NAMES = CUPY_NAMES | frozenset("eye diagonal swapaxes empty linalg".split())
+CUPY_NAMES = CUPY_NAMES | frozenset("eye diagonal swapaxes empty linalg finfo".split())
 
 
 def _math_calls() -> list:
@@ -110,6 +110,7 @@ def _linalg_calls() -> list:
             ("_linalg_qr", (a,), {"mode": "reduced"}), ("_geqrf", (a,), {}),
             ("_linalg_svd", (a,), {"full_matrices": False}),
             ("_linalg_eigh", (spd,), {"UPLO": "L"}), ("_linalg_lu_factor_ex", (a,), {}),
+            ("_linalg_solve_triangular", (a, b), {"upper": True, "unitriangular": False}),
             ("strided_view", (_f32(3, 4),), {"shape": (2, 2), "steps": ((1, 0), (1, 1)),
                                              "start": (0, 0)})]
 

@@ -108,9 +108,9 @@ def record_grad(op: Op, operands: Sequence[Any], attrs: dict, result: Tensor,
     for v, need in zip(operands, needs):
         if need:
             node = v._node
-            if node is not None:
+            if node is not None and v._view_fn is None:  # edge_of's common case, inline
                 edges.append((node, v._output_nr))
-            else:
+            else:  # a leaf, or a view whose base may have been written since
                 edges.append(edge_of(v))
             metas.append((v._data.shape, v._dtype))
         else:

@@ -153,7 +153,7 @@ def test_randn(device: ember.device, d: ember.dtype) -> None:
 def test_random_dtype_errors(device: ember.device) -> None:
     with pytest.raises(RuntimeError, match="floating"):
         ember.rand(3, dtype=ember.int64, device=device)
-    with pytest.raises(RuntimeError, match="low < high|expected low"):
+    with pytest.raises(RuntimeError, match="low < high|expected low|from' to be less than"):
         ember.randint(5, 5, (2,), device=device)
 
 
@@ -322,10 +322,33 @@ def test_poisson_and_binomial_draws(device: ember.device) -> None:
             abs(row.var() / (n * p * (1 - p)) - 1) < 0.15
 
 
+def test_more_distributions(device: ember.device) -> None:
+    """`normal` (numbers and tensors), `cauchy_`, `log_normal_`, `geometric_`: shapes,
+    dtypes and the distributions' defining properties; bad parameters refused."""
+    x = ember.normal(2.0, 0.5, (_N,), device=device)
+    mean, std = _moments(x)
+    assert x.device == device and abs(mean - 2.0) < 0.03 and abs(std - 0.5) < 0.03
+    means = ember.tensor([0.0, 100.0], device=device)
+    y = ember.normal(means, 1.0)
+    assert y.shape == (2,) and abs(S.host(y)[1] - 100.0) < 10
+    c = S.host(ember.empty(_N, device=device).cauchy_(1.0, 2.0)).astype(np.float64)
+    assert abs(np.median(c) - 1.0) < 0.1  # the median; the mean does not exist
+    assert abs(np.median(np.abs(c - 1.0)) - 2.0) < 0.15  # half the mass within sigma
+    ln = S.host(ember.empty(_N, device=device).log_normal_(0.0, 0.5)).astype(np.float64)
+    assert ln.min() > 0 and abs(np.log(ln).mean()) < 0.03 and abs(np.log(ln).std() - 0.5) < 0.03
+    g = S.host(ember.empty(_N, device=device).geometric_(0.25)).astype(np.float64)
+    assert g.min() >= 1 and np.all(g == np.round(g)) and abs(g.mean() - 4.0) < 0.2
+    with pytest.raises(RuntimeError, match="sigma > 0"):
+        ember.empty(2, device=device).cauchy_(0.0, -1.0)
+    with pytest.raises(RuntimeError, match=r"p to be in \(0, 1\)"):
+        ember.empty(2, device=device).geometric_(1.5)
+
+
 COVERS = {"tensor", "as_tensor", "full", "zeros", "ones", "empty", "full_like", "zeros_like",
           "ones_like", "empty_like", "new_full", "new_zeros", "new_ones", "new_empty",
           "new_tensor", "arange", "linspace", "eye", "rand", "randn", "randint", "randperm",
           "rand_like", "randn_like", "randint_like", "uniform_", "normal_", "bernoulli",
           "bernoulli_", "exponential_", "random_", "multinomial",
-          "poisson", "binomial"}  # (nnmisc family, issue 16)
+          "poisson", "binomial",  # (nnmisc family, issue 16)
+          "normal", "cauchy_", "log_normal_", "geometric_"}
 """The declared ops whose values this module's tests check."""
