@@ -112,8 +112,8 @@ def plan(model: Any, example_inputs: Any, training: bool = True,
     work = record_step(model, example_inputs, training, [fused_set(k) for k in kernels])
 
     def probed(device: Device) -> Workload | None:
-        return _record_on(device, model, example_inputs, training) if probe else None
-    return _plan(work, devices, history, probed)
+        return _record_on(device, model, example_inputs, training)
+    return _plan(work, devices, history, probed if probe else None)
 
 
 def _candidates(devices: list[Any] | None) -> tuple[list[Device], list[Device]]:
@@ -164,7 +164,7 @@ def _normal(device: Any) -> Device:
     return d if d.type == "cpu" or d.index is not None else Device(d.type, 0)
 
 
-PROBE_BELOW_S = 0.05
+PROBE_BELOW_S = 0.25
 """A device whose step is estimated under this many seconds is measured by `plan`
 (a copy of the model runs the step there), when the copy needs under `PROBE_MEMORY`."""
 PROBE_MEMORY = 256 << 20
@@ -173,29 +173,34 @@ PROBE_MEMORY = 256 << 20
 def _refine_by_probes(opts: list[scheduler.Option], source: Device, work: Workload,
                       history: costmodel.History | None,
                       probed: Callable[[Device], Workload | None]) -> list[scheduler.Option]:
-    """The options, each short step on a device other than the source re-estimated from a
-    recording made on that device: its own op times and its own host time per step.
-    Carried-over times assume the devices differ only as their traits say; a device's
-    own dispatch path, memory allocator or kernel wrappers (host work the traits' tiny
-    op does not show) then go unseen, and calibrations taken at different moments of a
-    shared machine's load differ by more than close devices do."""
+    """The options, each short step re-estimated as the step timed on its device: on the
+    source device the recording's own plain pass, on the others a recording made there.
+    Probed devices are then compared measurement against measurement. Carried-over
+    times assume the devices differ only as their traits say; a device's own dispatch
+    path, memory allocator or kernel wrappers (host work the traits' tiny op does not
+    show) then go unseen, and calibrations taken at different moments of a shared
+    machine's load differ by more than close devices do."""
     from ember.core import calibration
 
-    if work.memory_bytes > PROBE_MEMORY:
-        return opts
+    if work.memory_bytes > PROBE_MEMORY or not any(
+            _normal(o.device) != source for o in opts):
+        return opts  # too large to copy, or nothing to compare the source with
     out = []
     for o in opts:
-        if (_normal(o.device) == source or not o.fits
-                or o.estimate.total_s > PROBE_BELOW_S):
+        if not o.fits or o.estimate.total_s > PROBE_BELOW_S:
             out.append(o)
             continue
-        own = probed(o.device)
+        own = work if _normal(o.device) == source else probed(o.device)
         if own is None or own.measured_s is None:
             out.append(o)
             continue
+        # the step as timed there without hooks (the per-op times of the recorded passes
+        # each include a wait for the device, which a device of many small ops, OpenCL
+        # running an LSTM step by step, pays op by op), plus bringing the inputs there
         moved = own.input_bytes if o.device.type != "cpu" else 0
-        est = costmodel.estimate(own.works, calibration.traits_of(o.device), moved, history,
-                                 host_overhead(own, history), own.seconds)
+        n = len(own.works)
+        est = costmodel.Estimate(measured_s=own.measured_s, ops=n, measured_ops=n,
+                                 transfer_s=calibration.traits_of(o.device).transfer_s(moved))
         out.append(dataclasses.replace(o, estimate=est, probed=True))
     return sorted(out, key=lambda o: o.estimate.total_s)
 
