@@ -3,8 +3,8 @@
     python benchmarks/bench_opencl.py [--only mlp,cnn,lstm,tiny]
 
 On a machine whose only OpenCL device is PoCL (the CPU itself), OpenCL cannot beat the
-CPU backend's BLAS; the goals are the MLP and CNN steps within 3x of the CPU backend and
-per-op overhead below 30 us. The matmul row reports the OpenCL kernel's GFLOP/s next to
+CPU backend's BLAS; the goals are the MLP and CNN steps within 1.5x of the CPU backend
+(issue 17; 3x before it) and per-op overhead below 30 us. The matmul row reports the OpenCL kernel's GFLOP/s next to
 the CPU's BLAS.
 """
 
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     on_cpu = in_child(script, "ember", names, ["--device", "cpu"])
     for name in names:
         _row(WORKLOADS[name][0], on_cl[name], on_cpu[name],
-             "<= 3x" if name in ("mlp", "cnn") else "report")
+             "<= 1.5x" if name in ("mlp", "cnn") else "report")
 
 
 if __name__ == "__main__":
