@@ -4,8 +4,8 @@
 
 On a machine whose only OpenCL device is PoCL (the CPU itself), OpenCL cannot beat the
 CPU backend's BLAS; the goals are the MLP and CNN steps within 1.5x of the CPU backend
-(issue 17; 3x before it) and per-op overhead below 30 us. The matmul row reports the OpenCL kernel's GFLOP/s next to
-the CPU's BLAS.
+(issue 17; 3x before it) and per-op overhead below 30 us. The matmul row reports the
+OpenCL kernel's GFLOP/s next to the CPU's BLAS.
 """
 
 from __future__ import annotations
