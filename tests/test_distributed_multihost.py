@@ -97,8 +97,12 @@ def test_all_reduce_across_two_network_namespaces(two_hosts, tmp_path):
     env = rank_env({"MPIR_CVAR_CH4_NETMOD": "ucx", "UCX_TLS": "tcp"})
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=90)
     out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out
     found = dict(re.findall(r"rank (\d) netns (\S+) master", out))
+    # 141 (SIGPIPE) after both ranks reported: hydra's proxy writing to the pipe the
+    # emulated ssh (`enter-host`) has closed at teardown, despite the trap (seen under
+    # load); between real hosts ssh carries that write. Any other status is a failure.
+    done = len(re.findall(r"rank \d netns \S+ master \S+ all .* ok", out)) == 2
+    assert proc.returncode == 0 or (proc.returncode == 141 and done), out
     assert sorted(found) == ["0", "1"] and found["0"] != found["1"], out  # two namespaces
     assert f"master {addr_a}" in out
     assert _rx_bytes(ns_b, dev_b) - before > 1 << 20, "the all-reduce did not cross the link"
