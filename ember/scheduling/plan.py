@@ -100,8 +100,9 @@ def plan(model: Any, example_inputs: Any, training: bool = True,
             (default: the saved history, `ember.core.costmodel.History.load()`).
         probe (bool): where a step is estimated to be short (under `PROBE_BELOW_S`) on
             another device, and the model is a Module small enough to copy, run the
-            step on a copy there too and estimate from that device's own measured op
-            and host times instead of the first device's carried over. Default: True.
+            step on a copy there too, and estimate each such device (the model's own
+            included) as the step timed on it, instead of carrying the first device's
+            op times over. Default: True.
 
     Returns:
         Plan: the choice, every candidate's estimate with its breakdown, the memory
@@ -152,7 +153,7 @@ def _plan(work: Workload, devices: list[Any] | None,
     opts = scheduler.options(works_on, work.memory_bytes, work.input_bytes, wanted,
                              eligible, history, host_s, seconds_on)
     if probed is not None:
-        opts = _refine_by_probes(opts, source, work, history, probed)
+        opts = _refine_by_probes(opts, source, work, probed)
     decision = scheduler.decide(opts, work.memory_bytes)
     scheduler.record(decision.device, decision.order)
     return Plan(decision.device, opts, work.memory_bytes, decision.reasons, work,
@@ -171,7 +172,6 @@ PROBE_MEMORY = 256 << 20
 
 
 def _refine_by_probes(opts: list[scheduler.Option], source: Device, work: Workload,
-                      history: costmodel.History | None,
                       probed: Callable[[Device], Workload | None]) -> list[scheduler.Option]:
     """The options, each short step re-estimated as the step timed on its device: on the
     source device the recording's own plain pass, on the others a recording made there.
