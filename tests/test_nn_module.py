@@ -708,3 +708,23 @@ def test_registration_errors_match_torch(torch, kind):
         with pytest.raises(type(expected.value)) as got:
             mine()
         assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("kind", ["spectral_norm", "weight_norm"])
+def test_removing_a_weight_reparametrisation_as_pytorch(kind):
+    torch = pytest.importorskip("torch")
+    ours, theirs = ember.nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        getattr(ember.nn.utils, kind)(ours)
+        getattr(torch.nn.utils, kind)(theirs)
+    assert "weight" not in dict(ours.named_parameters())
+    getattr(ember.nn.utils, f"remove_{kind}")(ours)
+    getattr(torch.nn.utils, f"remove_{kind}")(theirs)
+    assert sorted(dict(ours.named_parameters())) == sorted(dict(theirs.named_parameters()))
+    assert not ours._forward_pre_hooks
+    with pytest.raises(ValueError) as want:
+        getattr(torch.nn.utils, f"remove_{kind}")(theirs)
+    with pytest.raises(ValueError) as got:
+        getattr(ember.nn.utils, f"remove_{kind}")(ours)
+    assert str(got.value) == str(want.value)

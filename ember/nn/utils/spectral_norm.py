@@ -110,12 +110,7 @@ def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int 
 
 def remove_spectral_norm(module: Module, name: str = "weight") -> Module:
     """Remove the spectral normalization reparametrisation from `module`."""
-    for key, hook in list(module._forward_pre_hooks.items()):
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[key]
-            return module
-    raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    return _remove_reparametrisation(module, name, SpectralNorm, "spectral_norm")
 
 
 def norm_except_dim(v: Any, pow: float = 2, dim: int = 0) -> Any:  # noqa: A002
@@ -189,9 +184,14 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
 
 def remove_weight_norm(module: Module, name: str = "weight") -> Module:
     """Remove the weight normalization reparametrisation from `module`."""
+    return _remove_reparametrisation(module, name, WeightNorm, "weight_norm")
+
+
+def _remove_reparametrisation(module: Module, name: str, kind: type, label: str) -> Module:
+    """Undo the `kind` hook on parameter `name` of `module` (PyTorch's error if none)."""
     for key, hook in list(module._forward_pre_hooks.items()):
-        if isinstance(hook, WeightNorm) and hook.name == name:
+        if isinstance(hook, kind) and hook.name == name:
             hook.remove(module)
             del module._forward_pre_hooks[key]
             return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    raise ValueError(f"{label} of '{name}' not found in {module}")
