@@ -10,6 +10,7 @@ import json
 import os
 import re
 import socket
+import time
 import warnings
 
 import pytest
@@ -585,6 +586,53 @@ def test_a_device_activity_without_its_device_records_nothing():
     with profile(activities=[ProfilerActivity.CUDA]) as prof:  # no CPU: no op events
         ember.ones(2) + 1
     assert len(prof.events()) == 0
+
+
+class _StretchTimer:
+    """A backend whose device timing gives, at every call, the stretch of work queued since
+    the last one (as CUDA's does: CuPy has no per-kernel callback)."""
+
+    def __init__(self, name):
+        self.name = name
+        self.calls = 0
+
+    def start_device_timing(self):
+        return True
+
+    def device_activities(self):
+        from ember.core.backend import DeviceActivity
+
+        self.calls += 1
+        t = time.perf_counter_ns()
+        return [DeviceActivity(None, 0, lambda: (t, t + 1000))]
+
+    def stop_device_timing(self):
+        pass
+
+
+@pytest.mark.parametrize("cpu", [True, False])
+def test_a_device_stretch_is_kept_only_where_an_op_ran_on_that_device(cpu):
+    from ember.profiler import recorder
+
+    # a backend named as the device the ops run on: the ops' stretches are its work
+    on_cpu, elsewhere = _StretchTimer("cpu"), _StretchTimer("cuda")
+    rec = recorder.Recorder(cpu=cpu, backends=[on_cpu, elsewhere])
+    rec.start()
+    x = ember.ones(3)
+    if cpu:
+        r = rec.enter_range("host only")  # a range with no op inside: no device work
+        rec.exit_range(r)
+    (x * 2).sum()
+    rec.stop()
+    events = rec.result().events
+    assert on_cpu.calls and elsewhere.calls  # both were asked at every drain
+    stretches = [e for e in events if e.device is not None and e.device.startswith(("cpu:",
+                                                                                    "cuda:"))]
+    assert stretches and all(e.device == "cpu:0" for e in stretches)
+    if cpu:
+        ops = {e.name for e in events if e.name.startswith("ember::")}
+        # one per op (ones calls full: each its own stretch), none for the empty range
+        assert sorted(k.name for k in stretches) == sorted(ops) and len(ops) == 4
 
 
 def _opencl_or_skip():

@@ -301,7 +301,9 @@ class Backend:
     def device_activities(self) -> list[DeviceActivity]:
         """The device work launched since the last call, oldest first, while timing is on.
         The profiler calls this on entering and leaving every op, and gives the work to the
-        op that launched it: it must be cheap (no waiting for the device)."""
+        op that launched it: it must be cheap (no waiting for the device). A stretch (an
+        activity with no kernel name) is kept only where an op ran on this backend's
+        devices since the last call, so host-only work records no empty device events."""
         return []
 
     def stop_device_timing(self) -> None:

@@ -205,8 +205,12 @@ def get_device_capability(device: Any = None) -> tuple[int, int]:
 
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:
-    """False: CuPy, which holds ember's CUDA tensors, has no bfloat16 dtype."""
-    return False
+    """Whether the current CUDA device runs bfloat16: natively from compute capability 8.0
+    (Ampere), and in emulation (float32 arithmetic, bfloat16 storage) on older devices
+    when `including_emulation`. False without CUDA."""
+    if not is_available():
+        return False
+    return including_emulation or get_device_capability()[0] >= 8
 
 
 def get_arch_list() -> list[str]:

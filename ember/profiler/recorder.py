@@ -117,8 +117,13 @@ class Recorder:
         self._local = threading.local()
         self._stacks: list[list[Range]] = []
         self._handles: list[Any] = []
+        # the backends an op ran on since the last drain: a device's stretch of queued work
+        # (an activity with no kernel name) is kept only where one did, so host-only code
+        # records no empty device events
+        self._used: set[str] = set()
         # the hooks, bound once: interpose.remove finds a hook by identity
         self._op_hook, self._node_hook = self._on_op, self._on_node
+        self._device_hook = self._on_device_op
         self.memory = MemoryTracker(self.top, self._tid) if profile_memory else None
 
     # -- starting and stopping ---------------------------------------------------------
@@ -148,6 +153,8 @@ class Recorder:
             self._handles = [
                 nn_module.register_module_forward_pre_hook(self._module_enter),
                 nn_module.register_module_forward_hook(self._module_exit, always_call=True)]
+        elif self.timed:  # no op events, but the devices' stretches need their ops' devices
+            interpose.install(self._device_hook, 0)
         if self.t0 is None:  # time 0 of the events: now that everything is ready
             self.t0 = _now()
             self.base_ns = time.time_ns() - (_now() - self.t0)
@@ -164,6 +171,8 @@ class Recorder:
             for handle in self._handles:
                 handle.remove()
             self._handles = []
+        elif self.timed:
+            interpose.remove(self._device_hook)
         end = _now()
         self._drain(self.top())
         for frames in self._stacks:  # ranges left open (an exception, a missing exit)
@@ -205,11 +214,14 @@ class Recorder:
 
     def _drain(self, owner: Range | None) -> None:
         """Give the device work launched since the last call to `owner`."""
+        used = self._used
         for backend in self.timed:
             acts = backend.device_activities()
             if acts:
                 name = backend.name
-                self.activities.extend((a, name, owner) for a in acts)
+                self.activities.extend((a, name, owner) for a in acts
+                                       if a.name is not None or name in used)
+        used.clear()
 
     def _push(self, frames: list[Range], r: Range) -> None:
         if self.timed:
@@ -262,14 +274,29 @@ class Recorder:
             self._drain(parent)
         frames.append(r)
         r.start = _now()
+        out = None
         try:
             out = call(args, kwargs)
         finally:
+            r.device = _device_of(args, out)
+            if r.device is not None:
+                self._used.add(r.device.type)
             self._pop(frames, r)
-        r.device = _device_of(args, out)
         if self.memory is not None:
             self.memory.outputs(r, out, args, kwargs)
         return out
+
+    def _on_device_op(self, op: Any, name: str, call: Callable[[tuple, dict], Any],
+                      args: tuple, kwargs: dict) -> Any:
+        """The op hook of a profile without the CPU activity: notes the op's device."""
+        out = None
+        try:
+            out = call(args, kwargs)
+            return out
+        finally:
+            device = _device_of(args, out)
+            if device is not None:
+                self._used.add(device.type)
 
     # -- backward nodes ----------------------------------------------------------------
     def _on_node(self, node: Any, run: Callable[[], Any]) -> Any:

@@ -72,6 +72,13 @@ def host(t: ember.Tensor) -> np.ndarray:
     return np.asarray(t.detach().to("cpu").numpy())
 
 
+def flushes_float32_subnormals(device: Any) -> bool:
+    """Whether `device`'s float32 arithmetic flushes subnormal values to zero, as many
+    accelerators run (CuPy compiles every CUDA kernel with `-ftz=true`): tests leave
+    float32 subnormal inputs out there."""
+    return bool(host(on(device, np.array([1e-40], np.float32)) * 1.0)[0] == 0)
+
+
 def assert_matches(out: Any, expected: Any, device: Any, *, dtype: ember.dtype | None = None,
                    rtol: float | None = None, atol: float | None = None,
                    what: str = "result") -> None:

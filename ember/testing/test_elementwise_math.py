@@ -166,7 +166,7 @@ def test_nan_to_num_isposinf_isneginf(device: ember.device) -> None:
 def test_frexp(device: ember.device) -> None:
     for d in (ember.float32, ember.float64, ember.float16):
         arr = np.array([0.0, 8.0, -3.0, 0.75, 1e-3, -1e4, np.inf, np.nan], S.np_dtype(d))
-        if d is ember.float32:
+        if d is ember.float32 and not S.flushes_float32_subnormals(device):
             arr = np.append(arr, np.float32(1e-40))  # a subnormal
         if d is ember.float64:
             arr = np.append(arr, [5e-324, 2.0 ** 1023])

@@ -46,7 +46,12 @@ def test_forward_and_backward_match_torch(device: ember.device, op: DiffOp,
     rng = np.random.default_rng(2)
     seeds = [rng.standard_normal(tuple(t.shape)).astype(dtype) for t in t_out]
     ember.autograd.backward(e_out, [S.on(device, s) for s in seeds])
-    torch.autograd.backward(t_out, [torch.tensor(s) for s in seeds])
+    try:
+        torch.autograd.backward(t_out, [torch.tensor(s) for s in seeds])
+    except RuntimeError as err:  # an older torch lacks some derivatives (aminmax < 2.13)
+        if "not implemented" not in str(err):
+            raise
+        pytest.skip(f"torch {torch.__version__} cannot differentiate {op.name}: {err}")
     for i, (e, t) in enumerate(zip(e_in, t_in)):
         if t.grad is None:
             assert e.grad is None or not np.any(S.host(e.grad)), \

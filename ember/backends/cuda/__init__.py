@@ -22,7 +22,6 @@ from ember.core.backend import (
     ALL_DTYPES,
     Backend,
     DeviceInfo,
-    bfloat16,
     dtype,
     float16,
     hookimpl,
@@ -54,8 +53,7 @@ class CUDABackend(Backend):
         self._seed: int | None = None
         self._k: Any = None  # kernels.py, once CUDA is known to work
         self._rt: Any = None  # runtime.py
-        # CuPy 14 has no bfloat16 dtype
-        self.dtypes = frozenset(d for d in ALL_DTYPES if d is not bfloat16)
+        self.dtypes = frozenset(ALL_DTYPES)  # bfloat16: CuPy 14's, ml_dtypes.bfloat16
 
     # -- availability -------------------------------------------------------------------
     def unavailable_reason(self) -> str | None:

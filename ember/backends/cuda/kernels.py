@@ -15,8 +15,18 @@ Everything else (the LSTM cell, conv as one GEMM over the batch, max_pool and it
 backward, the _foreach_* list ops, softmax through its decomposition) is the shared xp
 code, which runs on CuPy unchanged.
 
-CuPy 14 has no bfloat16 dtype, so this backend does not hold bfloat16 tensors (core
-refuses them, naming the op and the device).
+bfloat16 is CuPy 14's ml_dtypes.bfloat16: its own elementwise ops and reductions run on
+it; the one-pass kernels above compute bfloat16 through CuPy's operators instead (their
+C++ source is written for float types with int constructors), and a matmul CuPy cannot
+run in bfloat16 runs in float32 and is rounded back (PyTorch accumulates bfloat16
+products in float32 too).
+
+Where CuPy's results differ from NumPy's (found on an H200 with CuPy 14.2), the hooks
+below make them agree: `maximum.at`/`minimum.at` round float64 through float32 (float64
+scatter_reduce amax/amin reduce in rounds of plain writes instead), float64 `erf` takes
+cupyx.scipy.special's (the shared polynomial is float32-exact only), and a write into a
+broadcast view (a zero stride) raises PyTorch's overlap error, as NumPy's read-only
+flag makes it on the CPU.
 """
 
 from __future__ import annotations
@@ -30,7 +40,8 @@ from ember.backends.cuda import flags, losses, runtime
 from ember.backends.xp import Hooks, make_kernels
 from ember.core.backend import ALL_DTYPES, bfloat16, numpy_dtype
 
-_NP = {d: numpy_dtype(d) for d in ALL_DTYPES if d is not bfloat16}
+_NP = {d: numpy_dtype(d) for d in ALL_DTYPES}
+_BF16 = cupy.dtype(_NP[bfloat16])
 _FLOATS = (cupy.dtype(cupy.float32), cupy.dtype(cupy.float64))
 
 generators = runtime.Generators()
@@ -47,8 +58,18 @@ _axpy = cupy.ElementwiseKernel("T x, T a", "T y", "y += a * x", "ember_axpy")
 _axpby = cupy.ElementwiseKernel("T x, T a, T b", "T y", "y = a * x + b * y", "ember_axpby")
 
 
+def _one_pass(kernel: Any, formula: Any) -> Any:
+    """A one-pass kernel of (y, g), with bfloat16 through CuPy's operators (`formula`)."""
+    def run(y: Any, g: Any) -> Any:
+        if y.dtype == _BF16:
+            return formula(y, g).astype(_BF16, copy=False)
+        return kernel(y, g)
+    return run
+
+
 def _same(x: Any, y: Any) -> bool:
-    return isinstance(x, cupy.ndarray) and x.dtype == y.dtype and x.shape == y.shape
+    return isinstance(x, cupy.ndarray) and x.dtype == y.dtype and x.shape == y.shape and \
+        x.dtype != _BF16
 
 
 def axpy(alpha: float, x: Any, y: Any) -> bool:
@@ -66,11 +87,45 @@ def axpby(alpha: float, x: Any, beta: float, y: Any) -> bool:
 
 
 def _matmul(a: Any, b: Any) -> Any:
+    if a.dtype == _BF16:
+        return _bf16_matmul(a, b)
     if a.dtype == cupy.float32 and flags.matmul.allow_tf32:
         # CuPy reads its compute type per call; TF32 only while the flag is on
         with _tf32():
             return cupy.matmul(a, b)
     return cupy.matmul(a, b)  # cuBLAS; float16 accumulates in float32 (CuPy's default)
+
+
+_bf16_in_cublas = True  # until CuPy refuses a bfloat16 product
+
+
+def _bf16_matmul(a: Any, b: Any) -> Any:
+    """A bfloat16 product through cuBLAS where CuPy runs one, else in float32 and rounded
+    back (both accumulate in float32)."""
+    global _bf16_in_cublas
+    if _bf16_in_cublas:
+        try:
+            return cupy.matmul(a, b)
+        except (TypeError, NotImplementedError, ValueError):
+            _bf16_in_cublas = False
+    f32 = cupy.float32
+    return cupy.matmul(a.astype(f32), b.astype(f32)).astype(_BF16)
+
+
+def _has_overlap(buffer: Any) -> bool:
+    """Whether elements share memory (a broadcast view: a zero stride on a dimension
+    longer than one), which PyTorch refuses to write into."""
+    return any(st == 0 and n > 1 for st, n in zip(buffer.strides, buffer.shape))
+
+
+def _exact_at(ufunc: Any, dtype: Any) -> bool:
+    """Whether CuPy's `ufunc.at` is exact for `dtype` (its maximum/minimum.at round
+    float64 through float32; the dtypes it refuses raise TypeError, also handled)."""
+    return ufunc is cupy.add or dtype != cupy.float64
+
+
+def _special() -> Any:
+    return importlib.import_module("cupyx.scipy.special")
 
 
 _COMPUTE_TYPE_TF32 = 7  # CuPy's compute type (cupy._core._routines_linalg.pxd)
@@ -130,13 +185,16 @@ KERNELS: dict[str, Any] = make_kernels(cupy, hooks=Hooks(
     matmul=_matmul,
     axpy=axpy,
     axpby=axpby,
-    special=lambda: importlib.import_module("cupyx.scipy.special"),
+    read_only=_has_overlap,
+    exact_ufunc_at=_exact_at,
+    exact_erf=lambda x: _special().erf(x),
+    special=_special,
 ))
 KERNELS.update(losses.kernels(cupy))  # the shared ones read values back (see losses.py)
 KERNELS.update({
-    "tanh_backward": lambda y, g: _tanh_backward(y, g),
-    "sigmoid_backward": lambda y, g: _sigmoid_backward(y, g),
-    "relu_backward": lambda y, g: _relu_backward(y, g),
+    "tanh_backward": _one_pass(_tanh_backward, lambda y, g: (1 - y * y) * g),
+    "sigmoid_backward": _one_pass(_sigmoid_backward, lambda y, g: (1 - y) * y * g),
+    "relu_backward": _one_pass(_relu_backward, lambda y, g: cupy.where(y > 0, g, 0)),
     "rand": rand, "randn": randn, "randint": randint, "randperm": randperm,
 })
 for _name in ("full", "arange"):

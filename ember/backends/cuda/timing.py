@@ -4,14 +4,14 @@ current stream, timed by the GPU.
 CuPy has no per-kernel launch callback (PyTorch reads those from CUPTI), so the unit is
 the stretch of work queued between two of the profiler's calls — the profiler calls
 `take()` on entering and leaving every op, so each op's device work is timed as one
-activity, named after the op. A stretch with no work still spans the two event records
-(about a microsecond of device time).
+activity, named after the op. The profiler keeps a stretch only where an op ran on a
+CUDA device in it (host-only ops and ranges record no device events, as in PyTorch).
 
 Clocks: when timing starts, each device is synchronized and an origin event recorded,
 with the host's perf_counter_ns beside it; every later time is the origin's host time
 plus the GPU's elapsed time since the origin event.
 
-Not exercised by the test suite (no GPU where it runs): it only uses
+Exercised by tests/test_profiler.py and tests/test_cuda.py on a GPU machine only: it uses
 `cupy.cuda.Event`, `Event.record`, `Event.synchronize` and `cupy.cuda.get_elapsed_time`.
 """
 

@@ -129,7 +129,10 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return as_array(xp.where(cond, x, y))
 
     def clamp(x, min=None, max=None):  # noqa: A002
-        return as_array(xp.clip(x, min, max)).astype(x.dtype, copy=False)
+        # one bound alone as maximum/minimum: CuPy's clip takes no None for bfloat16
+        y = xp.maximum(x, min) if max is None else xp.minimum(x, max) if min is None else \
+            xp.clip(x, min, max)
+        return as_array(y).astype(x.dtype, copy=False)
 
     def cast(x, dtype):
         return x.astype(lib.dtypes[dtype])

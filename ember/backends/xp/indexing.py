@@ -10,6 +10,20 @@ from ember.backends.xp.lib import OVERLAP, ArrayLib, Kernel
 
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     xp, read_only = lib.xp, lib.read_only
+    exact_at = lib.hooks.exact_ufunc_at or (lambda ufunc, dtype: True)
+
+    def reduce_at(ufunc, out, key, values):
+        """`ufunc.at(out, key, values)`: unbuffered, so repeated indices all reduce. In
+        rounds of plain fancy writes where the array module has no exact `at` for this
+        ufunc and dtype (CuPy: multiply, float64 maximum/minimum, add on 8- and 16-bit
+        types)."""
+        if exact_at(ufunc, out.dtype):
+            try:
+                ufunc.at(out, key, values)
+                return
+            except (AttributeError, NotImplementedError, TypeError):
+                pass
+        _reduce_by_rounds(xp, ufunc, out, key, values)
 
     def getitem(x, *tensors, index, shape=None):
         x, index = _select_ints_first(x, index)
@@ -45,20 +59,14 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 
     def scatter_add(x, index, src, dim):
         out = x.copy()
-        xp.add.at(out, along_axis(xp, index, dim), _fit(src, index, None))
+        reduce_at(xp.add, out, along_axis(xp, index, dim), _fit(src, index, None))
         return out
 
     reducers = {"prod": xp.multiply, "amax": xp.maximum, "amin": xp.minimum}
 
     def scatter_reduce(x, index, src, dim, reduce):
         out = x.copy()
-        ufunc, key, values = reducers[reduce], along_axis(xp, index, dim), _fit(src, index, None)
-        try:
-            ufunc.at(out, key, values)  # unbuffered: repeated indices all reduce
-        except (AttributeError, NotImplementedError, TypeError):
-            # an array module without this ufunc's `at` (CuPy's multiply): one pass per
-            # repeat of an index, each a plain fancy write with no repeats in it
-            _reduce_by_rounds(xp, ufunc, out, key, values)
+        reduce_at(reducers[reduce], out, along_axis(xp, index, dim), _fit(src, index, None))
         return out
 
     def index_select(x, index, dim):

@@ -49,6 +49,11 @@ class Hooks:
     """Whether a buffer must not be written because its elements share memory (NumPy marks
     broadcast views read-only); writes into it then raise `OVERLAP`. Default: never."""
 
+    exact_ufunc_at: Callable[[Any, Any], bool] | None = None
+    """Whether `ufunc.at(out, key, values)` reduces exactly in `out`'s dtype, given the
+    ufunc and the dtype (scatter_reduce's prod/amax/amin). Where not, the kernels reduce in
+    rounds of plain fancy writes. Default: always (NumPy's)."""
+
     matmul: Callable[[Any, Any], Any] | None = None
     """The matrix product of every kernel that multiplies matrices (matmul, linear, conv
     and their backwards). Default: `xp.matmul`."""

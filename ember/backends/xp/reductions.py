@@ -30,6 +30,8 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return kernel
 
     def cumsum(x, dim):
+        if x.dtype in low_precision:  # accumulated in float32, each sum rounded: PyTorch's
+            return xp.cumsum(x.astype(float32), axis=dim).astype(x.dtype)
         return xp.cumsum(x, axis=dim, dtype=x.dtype)
 
     def topk(x, k, dim, largest=True):

@@ -26,6 +26,18 @@ _UNARY = {
 }
 _BINARY = {"igamma": "gammainc", "igammac": "gammaincc"}  # (and zeta)
 
+# SciPy's values at +inf and -inf, which PyTorch's kernels give too; cupyx.scipy.special's
+# Cephes ports return finite limits there instead (i0(inf) inf, j0(inf) 0, k0e(inf) NaN:
+# seen on an H200, CuPy 14.2)
+_AT_INFINITY = {
+    "i0": (float("nan"), float("nan")), "i1": (float("nan"), float("nan")),
+    "i0e": (0.0, 0.0), "i1e": (0.0, -0.0),
+    "j0": (float("nan"), float("nan")), "j1": (float("nan"), float("nan")),
+    "y0": (float("nan"), float("nan")), "y1": (float("nan"), float("nan")),
+    "k0": (0.0, float("nan")), "k1": (0.0, float("nan")),
+    "k0e": (0.0, float("nan")), "k1e": (0.0, float("nan")),
+}
+
 
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     load = lib.hooks.special
@@ -48,11 +60,15 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return out
 
     def unary(name: str) -> Kernel:
+        at_inf = _AT_INFINITY.get(name)
+
         def kernel(x: Any, out: Any = None) -> Any:
             with quiet():
                 y = getattr(load(), name)(computed(x))
                 if name == "gammaln":  # PyTorch's lgamma(-inf) is +inf (SciPy's, -inf)
                     y = xp.where(x == -xp.inf, xp.inf, y)
+                elif at_inf is not None:
+                    y = xp.where(x == xp.inf, at_inf[0], xp.where(x == -xp.inf, at_inf[1], y))
                 return finish(y, x, out)
         return kernel
 
@@ -85,8 +101,8 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             return finish(xp.where((q == xp.inf) & (x > 1), xp.nan, y), like, out)
 
     def polygamma(x: Any, n: int) -> Any:
-        with quiet():
-            return finish(load().polygamma(n, computed(x)), x, None)
+        with quiet():  # n as an array: cupyx's polygamma compares it elementwise
+            return finish(load().polygamma(xp.asarray(n), computed(x)), x, None)
 
     table: dict[str, Kernel] = {op: unary(name) for op, name in _UNARY.items()}
     table.update({op: incomplete_gamma(name) for op, name in _BINARY.items()})
