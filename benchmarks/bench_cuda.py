@@ -4,8 +4,7 @@ events (each framework's own: ember.cuda.Event and torch.cuda.Event):
     python benchmarks/bench_cuda.py [--only add,matmul,mlp,cnn,lstm] [--repeat 5]
 
 - per-op overhead of `a + b` on 1000 floats (launch-bound: the host cost of one op);
-- matmul 4096x4096 at float32, float16 and bfloat16, in TFLOP/s (both call cuBLAS; ember
-  has no bfloat16 on CUDA, as CuPy has none: that row shows PyTorch only);
+- matmul 4096x4096 at float32, float16 and bfloat16, in TFLOP/s (both call cuBLAS);
 - training steps (forward, backward, SGD with momentum) of an MLP 784-512-256-10, a CNN
   conv32-conv64-fc128 on 28x28 and an LSTM(32->128) T=50, at batch 256 and 1024.
 
@@ -127,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             try:
                 results.append(cuda_time(fw, make(fw), number, args.repeat))
-            except (TypeError, RuntimeError, AttributeError) as err:  # e.g. no bf16 on CuPy
+            except (TypeError, RuntimeError, AttributeError) as err:  # a dtype it lacks
                 print(f"  {label}: {fw.__name__} cannot run it ({type(err).__name__}: "
                       f"{str(err).splitlines()[0][:80]})")
                 results.append(None)
