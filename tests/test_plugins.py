@@ -714,3 +714,17 @@ def test_import_time_is_reported(record_property):
     print(f"\nimport ember: {total['ember'] / 1000:.1f} ms cumulative "
           f"(numpy {total['numpy'] / 1000:.1f} ms); slowest self times: "
           + ", ".join(f"{name} {us / 1000:.1f} ms" for us, _, name in slowest))
+
+
+def test_the_conformance_suite_skips_dtypes_a_device_does_not_hold(tmp_path):
+    """A vendor's backend that leaves out bfloat16 passes the suite: tests parametrized
+    with bfloat16 are skipped naming the device, property tests never draw it."""
+    site = install(tmp_path / "site", Fake("nobf16", "emb_nobf16"))
+    proc = run_python(["-m", "pytest", "--pyargs", "ember.testing", "--ember-device",
+                       "nobf16", "-q", "-rs", "-p", "no:cacheprovider", "-p", "no:randomly",
+                       "-o", "addopts=", "-k", "test_full_zeros_ones or test_rand or "
+                       "test_tensor_roundtrip or test_binary_scalar_operands or test_cast"],
+                      path=[site, ROOT])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert re.search(r"SKIPPED .*device nobf16:0 holds no ember\.bfloat16 tensors", proc.stdout)
+    assert re.search(r"\d+ passed", proc.stdout)

@@ -153,6 +153,28 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("device", params, indirect=True, scope="session")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test parametrized with a dtype its device does not hold is skipped, naming both
+    (a backend may leave dtypes out: bfloat16, float64 on some GPUs)."""
+    held: dict[Any, frozenset] = {}
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        device = params.get("device")
+        if device is None or not hasattr(device, "type"):
+            continue
+        if device.type not in held:
+            from ember.core import plugins
+
+            held[device.type] = frozenset(plugins.get_backend(device.type).dtypes)
+        import ember
+
+        for value in params.values():
+            if isinstance(value, ember.dtype) and value not in held[device.type]:
+                item.add_marker(pytest.mark.skip(
+                    reason=f"device {device} holds no {value} tensors"))
+                break
+
+
 def _pinned_param(name: str) -> Any:
     """A device a test module pins (`EMBER_TEST_DEVICES`); skipped when unavailable."""
     try:

@@ -59,6 +59,24 @@ def tolerance(d: ember.dtype) -> tuple[float, float]:
     return _TOL.get(d, (0.0, 0.0))
 
 
+def holds(device: Any, d: ember.dtype) -> bool:
+    """Whether `device`'s backend holds tensors of dtype `d` (a backend may leave some
+    out: its conformance run then skips or never draws them)."""
+    from ember.core import plugins
+
+    return d in plugins.get_backend(ember.device(device).type).dtypes
+
+
+def held(device: Any, pool: list[ember.dtype] | None = None) -> list[ember.dtype]:
+    """The dtypes of `pool` (default: all) that `device` holds."""
+    return [d for d in (ALL_DTYPES if pool is None else pool) if holds(device, d)]
+
+
+def dtypes(device: Any, pool: list[ember.dtype]) -> st.SearchStrategy[ember.dtype]:
+    """A dtype of `pool` that `device` holds."""
+    return st.sampled_from(held(device, pool))
+
+
 def on(device: Any, array: Any, dtype: ember.dtype | None = None,
        requires_grad: bool = False) -> ember.Tensor:
     """A tensor on `device` holding `array` (a NumPy array or nested lists)."""

@@ -16,7 +16,7 @@ from ember.testing import support as S
 @S.prop()
 @given(data=st.data())
 def test_tensor_roundtrip(device: ember.device, data: st.DataObject) -> None:
-    d = data.draw(st.sampled_from(S.ALL_DTYPES), label="dtype")
+    d = data.draw(S.dtypes(device, S.ALL_DTYPES), label="dtype")
     arr = data.draw(S.arrays(d, data.draw(S.shapes(max_dims=4, min_side=0)), -100, 100),
                     label="x")
     x = ember.tensor(arr, device=device)

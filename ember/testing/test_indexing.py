@@ -42,7 +42,7 @@ def basic_keys(draw: st.DrawFn, shape: tuple[int, ...]) -> tuple:
 @S.prop(max_examples=3 * S.prop().max_examples)
 @given(data=st.data())
 def test_basic_indexing_is_a_view(device: ember.device, data: st.DataObject) -> None:
-    d = data.draw(st.sampled_from(S.NUMERIC), label="dtype")
+    d = data.draw(S.dtypes(device, S.NUMERIC), label="dtype")
     arr = data.draw(S.arrays(d, data.draw(S.shapes(max_dims=4)), 0, 9), label="x")
     key = data.draw(basic_keys(arr.shape), label="key")
     x = S.on(device, arr, d)
@@ -58,7 +58,7 @@ def test_basic_indexing_is_a_view(device: ember.device, data: st.DataObject) -> 
 @S.prop()
 @given(data=st.data())
 def test_basic_setitem(device: ember.device, data: st.DataObject) -> None:
-    d = data.draw(st.sampled_from(S.NUMERIC), label="dtype")
+    d = data.draw(S.dtypes(device, S.NUMERIC), label="dtype")
     arr = data.draw(S.arrays(d, data.draw(S.shapes(min_dims=1, max_dims=3)), 0, 9),
                     label="x")
     key = data.draw(basic_keys(arr.shape), label="key")
@@ -111,7 +111,7 @@ def advanced_keys(draw: st.DrawFn, shape: tuple[int, ...], device: ember.device
 @S.prop()
 @given(data=st.data())
 def test_advanced_indexing(device: ember.device, data: st.DataObject) -> None:
-    d = data.draw(st.sampled_from(S.ALL_DTYPES), label="dtype")
+    d = data.draw(S.dtypes(device, S.ALL_DTYPES), label="dtype")
     arr = data.draw(S.arrays(d, data.draw(S.shapes(min_dims=1, max_dims=3, min_side=2)), 0,
                              9), label="x")
     key, np_key = data.draw(advanced_keys(arr.shape, device), label="key")
@@ -131,7 +131,7 @@ def test_advanced_indexing(device: ember.device, data: st.DataObject) -> None:
 @S.prop()
 @given(data=st.data())
 def test_bool_mask_indexing(device: ember.device, data: st.DataObject) -> None:
-    d = data.draw(st.sampled_from(S.NUMERIC), label="dtype")
+    d = data.draw(S.dtypes(device, S.NUMERIC), label="dtype")
     arr = data.draw(S.arrays(d, data.draw(S.shapes(min_dims=1, max_dims=3)), 0, 9),
                     label="x")
     k = data.draw(st.integers(1, arr.ndim), label="mask dims")
@@ -193,7 +193,7 @@ def test_index_errors(device: ember.device) -> None:
 @S.prop()
 @given(data=st.data())
 def test_gather(device: ember.device, data: st.DataObject) -> None:
-    d = data.draw(st.sampled_from(S.ALL_DTYPES), label="dtype")
+    d = data.draw(S.dtypes(device, S.ALL_DTYPES), label="dtype")
     arr = data.draw(S.arrays(d, data.draw(S.shapes(min_dims=1)), 0, 9), label="x")
     dim = data.draw(st.integers(-arr.ndim, arr.ndim - 1), label="dim")
     ishape = tuple(data.draw(st.integers(1, 4)) if i == dim % arr.ndim else
@@ -224,7 +224,7 @@ def _scatter_ref(arr: np.ndarray, dim: int, index: np.ndarray, src: np.ndarray,
 @S.prop()
 @given(data=st.data())
 def test_scatter(device: ember.device, add: bool, data: st.DataObject) -> None:
-    d = data.draw(st.sampled_from(S.NUMERIC), label="dtype")
+    d = data.draw(S.dtypes(device, S.NUMERIC), label="dtype")
     arr = data.draw(S.arrays(d, data.draw(S.shapes(min_dims=1)), 0, 9), label="x")
     ndim = arr.ndim
     dim = data.draw(st.integers(0, ndim - 1), label="dim")
@@ -262,7 +262,7 @@ def test_scatter(device: ember.device, add: bool, data: st.DataObject) -> None:
 @S.prop()
 @given(data=st.data())
 def test_index_select(device: ember.device, data: st.DataObject) -> None:
-    d = data.draw(st.sampled_from(S.ALL_DTYPES), label="dtype")
+    d = data.draw(S.dtypes(device, S.ALL_DTYPES), label="dtype")
     arr = data.draw(S.arrays(d, data.draw(S.shapes(min_dims=1)), 0, 9), label="x")
     dim = data.draw(st.integers(-arr.ndim, arr.ndim - 1), label="dim")
     n = data.draw(st.integers(0, 5), label="count")
@@ -275,7 +275,7 @@ def test_index_select(device: ember.device, data: st.DataObject) -> None:
 @S.prop()
 @given(data=st.data())
 def test_nonzero(device: ember.device, data: st.DataObject) -> None:
-    d = data.draw(st.sampled_from(S.ALL_DTYPES), label="dtype")
+    d = data.draw(S.dtypes(device, S.ALL_DTYPES), label="dtype")
     arr = data.draw(S.arrays(d, data.draw(S.shapes(min_dims=1, max_dims=3)), 0, 2),
                     label="x")
     _check_nonzero(device, arr, d)
@@ -299,7 +299,7 @@ def test_nonzero_zero_dim(device: ember.device, value: float) -> None:
 @S.prop()
 @given(data=st.data())
 def test_masked_fill(device: ember.device, data: st.DataObject) -> None:
-    d = data.draw(st.sampled_from(S.ALL_DTYPES), label="dtype")
+    d = data.draw(S.dtypes(device, S.ALL_DTYPES), label="dtype")
     arr = data.draw(S.arrays(d, data.draw(S.shapes(min_dims=1)), 0, 9), label="x")
     k = data.draw(st.integers(0, arr.ndim), label="mask broadcast dims")
     mshape = (1,) * k + arr.shape[k:]

@@ -62,7 +62,7 @@ def test_unfold_fold(device: ember.device, data: st.DataObject) -> None:
 @S.prop()
 @given(data=st.data())
 def test_constant_pad(device: ember.device, data: st.DataObject) -> None:
-    dt = data.draw(st.sampled_from(S.ALL_DTYPES), label="dtype")
+    dt = data.draw(S.dtypes(device, S.ALL_DTYPES), label="dtype")
     arr = data.draw(S.arrays(dt, data.draw(S.shapes(min_dims=1))), label="x")
     n = data.draw(st.integers(1, arr.ndim), label="padded dims")
     pad = []

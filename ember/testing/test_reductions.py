@@ -15,9 +15,9 @@ import ember
 from ember.testing import support as S
 
 
-def _draw_input(data: st.DataObject, dtypes: list, lo: float = -4.0, hi: float = 4.0,
-                unique: bool = False, min_dims: int = 0) -> tuple:
-    d = data.draw(st.sampled_from(dtypes), label="dtype")
+def _draw_input(device: ember.device, data: st.DataObject, dtypes: list, lo: float = -4.0,
+                hi: float = 4.0, unique: bool = False, min_dims: int = 0) -> tuple:
+    d = data.draw(S.dtypes(device, dtypes), label="dtype")
     shape = data.draw(S.shapes(min_dims=min_dims), label="shape")
     if d is ember.uint8:
         lo = max(lo, 0)
@@ -38,7 +38,7 @@ def _reduced(arr: np.ndarray, ref, dim, keepdim: bool, **kw) -> np.ndarray:
 @S.prop()
 @given(data=st.data())
 def test_sum(device: ember.device, data: st.DataObject) -> None:
-    d, arr = _draw_input(data, S.ALL_DTYPES)
+    d, arr = _draw_input(device, data, S.ALL_DTYPES)
     dim = data.draw(S.dims_for(arr.ndim), label="dim")
     keepdim = data.draw(st.booleans(), label="keepdim")
     x = S.on(device, arr, d)
@@ -52,7 +52,7 @@ def test_sum(device: ember.device, data: st.DataObject) -> None:
 @S.prop()
 @given(data=st.data())
 def test_mean(device: ember.device, data: st.DataObject) -> None:
-    d, arr = _draw_input(data, S.FLOATING)
+    d, arr = _draw_input(device, data, S.FLOATING)
     dim = data.draw(S.dims_for(arr.ndim), label="dim")
     keepdim = data.draw(st.booleans(), label="keepdim")
     x = S.on(device, arr, d)
@@ -70,7 +70,7 @@ def test_mean_of_integers_raises(device: ember.device) -> None:
 @S.prop()
 @given(data=st.data())
 def test_prod(device: ember.device, data: st.DataObject) -> None:
-    d, arr = _draw_input(data, S.NUMERIC, lo=-1.5, hi=1.5)
+    d, arr = _draw_input(device, data, S.NUMERIC, lo=-1.5, hi=1.5)
     dim = data.draw(S.dims_for(arr.ndim, allow_tuple=False), label="dim")
     keepdim = data.draw(st.booleans(), label="keepdim") if dim is not None else False
     x = S.on(device, arr, d)
@@ -85,7 +85,7 @@ def test_prod(device: ember.device, data: st.DataObject) -> None:
 @S.prop()
 @given(data=st.data())
 def test_amax_amin(device: ember.device, name: str, data: st.DataObject) -> None:
-    d, arr = _draw_input(data, S.ALL_DTYPES)
+    d, arr = _draw_input(device, data, S.ALL_DTYPES)
     dim = data.draw(S.dims_for(arr.ndim), label="dim")
     keepdim = data.draw(st.booleans(), label="keepdim")
     x = S.on(device, arr, d)
@@ -98,7 +98,7 @@ def test_amax_amin(device: ember.device, name: str, data: st.DataObject) -> None
 @S.prop()
 @given(data=st.data())
 def test_max_min(device: ember.device, name: str, data: st.DataObject) -> None:
-    d, arr = _draw_input(data, S.NUMERIC, unique=True)
+    d, arr = _draw_input(device, data, S.NUMERIC, unique=True)
     x = S.on(device, arr, d)
     npf, arg = (np.max, np.argmax) if name == "max" else (np.min, np.argmin)
     S.assert_matches(getattr(x, name)(), npf(arr), device, dtype=d, what=f"{name}()")
@@ -119,7 +119,7 @@ def test_max_min(device: ember.device, name: str, data: st.DataObject) -> None:
 @S.prop()
 @given(data=st.data())
 def test_argmax_argmin(device: ember.device, name: str, data: st.DataObject) -> None:
-    d, arr = _draw_input(data, S.NUMERIC, unique=True)
+    d, arr = _draw_input(device, data, S.NUMERIC, unique=True)
     dim = data.draw(st.none() | st.integers(-max(arr.ndim, 1), max(arr.ndim, 1) - 1)
                     if arr.ndim else st.none(), label="dim")
     keepdim = data.draw(st.booleans(), label="keepdim")
@@ -133,7 +133,7 @@ def test_argmax_argmin(device: ember.device, name: str, data: st.DataObject) -> 
 @S.prop()
 @given(data=st.data())
 def test_topk(device: ember.device, data: st.DataObject) -> None:
-    d, arr = _draw_input(data, S.NUMERIC, unique=True, min_dims=1)
+    d, arr = _draw_input(device, data, S.NUMERIC, unique=True, min_dims=1)
     dim = data.draw(st.integers(-arr.ndim, arr.ndim - 1), label="dim")
     k = data.draw(st.integers(0, arr.shape[dim]), label="k")
     largest = data.draw(st.booleans(), label="largest")
@@ -158,7 +158,7 @@ def test_ties_pick_the_first(device: ember.device) -> None:
 @S.prop()
 @given(data=st.data())
 def test_all_any(device: ember.device, name: str, data: st.DataObject) -> None:
-    d, arr = _draw_input(data, S.ALL_DTYPES, lo=-1, hi=1)
+    d, arr = _draw_input(device, data, S.ALL_DTYPES, lo=-1, hi=1)
     dim = data.draw(S.dims_for(arr.ndim), label="dim")
     keepdim = data.draw(st.booleans(), label="keepdim")
     x = S.on(device, arr, d)
@@ -171,7 +171,7 @@ def test_all_any(device: ember.device, name: str, data: st.DataObject) -> None:
 @S.prop()
 @given(data=st.data())
 def test_var_std(device: ember.device, name: str, data: st.DataObject) -> None:
-    d, arr = _draw_input(data, [ember.float32, ember.float64], min_dims=1)
+    d, arr = _draw_input(device, data, [ember.float32, ember.float64], min_dims=1)
     dim = data.draw(S.dims_for(arr.ndim), label="dim")
     keepdim = data.draw(st.booleans(), label="keepdim")
     form = data.draw(st.sampled_from(["default", "unbiased=False", "correction=0",
@@ -199,7 +199,7 @@ def test_var_std(device: ember.device, name: str, data: st.DataObject) -> None:
 @S.prop()
 @given(data=st.data())
 def test_logsumexp(device: ember.device, data: st.DataObject) -> None:
-    d, arr = _draw_input(data, [ember.float32, ember.float64], min_dims=1)
+    d, arr = _draw_input(device, data, [ember.float32, ember.float64], min_dims=1)
     offset = data.draw(st.sampled_from([0.0, 200.0, -200.0]), label="offset")
     arr = (arr.astype(np.float64) * 4 + offset).astype(arr.dtype)  # large: must be stable
     dim = data.draw(S.dims_for(arr.ndim, allow_none=False), label="dim")
@@ -218,7 +218,7 @@ def test_logsumexp(device: ember.device, data: st.DataObject) -> None:
 @S.prop()
 @given(data=st.data())
 def test_norm(device: ember.device, data: st.DataObject) -> None:
-    d, arr = _draw_input(data, [ember.float32, ember.float64], min_dims=1)
+    d, arr = _draw_input(device, data, [ember.float32, ember.float64], min_dims=1)
     p = data.draw(st.sampled_from(["fro", 1, 2, 3, float("inf"), float("-inf"), 0]),
                   label="p")
     dim = data.draw(S.dims_for(arr.ndim), label="dim")
@@ -245,7 +245,7 @@ def test_norm(device: ember.device, data: st.DataObject) -> None:
 @S.prop()
 @given(data=st.data())
 def test_cumsum(device: ember.device, data: st.DataObject) -> None:
-    d, arr = _draw_input(data, S.ALL_DTYPES, min_dims=1)
+    d, arr = _draw_input(device, data, S.ALL_DTYPES, min_dims=1)
     dim = data.draw(st.integers(-arr.ndim, arr.ndim - 1), label="dim")
     x = S.on(device, arr, d)
     want = d if d.is_floating_point else ember.int64
@@ -259,7 +259,7 @@ def test_cumsum(device: ember.device, data: st.DataObject) -> None:
 @S.prop()
 @given(data=st.data())
 def test_count_nonzero(device: ember.device, data: st.DataObject) -> None:
-    d, arr = _draw_input(data, S.ALL_DTYPES, lo=-1, hi=1)
+    d, arr = _draw_input(device, data, S.ALL_DTYPES, lo=-1, hi=1)
     dim = data.draw(S.dims_for(arr.ndim), label="dim")
     x = S.on(device, arr, d)
     ref = np.count_nonzero(arr, axis=S.np_dims(dim, arr.ndim))

@@ -16,9 +16,9 @@ import ember
 from ember.testing import support as S
 
 
-def _input(data: st.DataObject, min_dims: int = 0, max_dims: int = 3,
+def _input(device: ember.device, data: st.DataObject, min_dims: int = 0, max_dims: int = 3,
            dtypes: list | None = None) -> tuple[ember.dtype, np.ndarray]:
-    d = data.draw(st.sampled_from(dtypes or S.ALL_DTYPES), label="dtype")
+    d = data.draw(S.dtypes(device, dtypes or S.ALL_DTYPES), label="dtype")
     shape = data.draw(S.shapes(min_dims=min_dims, max_dims=max_dims), label="shape")
     return d, data.draw(S.arrays(d, shape, 0, 9), label="x")
 
@@ -34,7 +34,7 @@ def _factorizations(n: int) -> list[tuple[int, ...]]:
 @S.prop()
 @given(data=st.data())
 def test_reshape_and_view(device: ember.device, data: st.DataObject) -> None:
-    d, arr = _input(data)
+    d, arr = _input(device, data)
     new = data.draw(st.sampled_from(_factorizations(arr.size)), label="new shape")
     infer = data.draw(st.integers(-1, len(new) - 1), label="inferred dim")
     spec = tuple(-1 if i == infer else s for i, s in enumerate(new))
@@ -60,7 +60,7 @@ def test_view_errors(device: ember.device) -> None:
 @S.prop()
 @given(data=st.data())
 def test_permute_transpose(device: ember.device, data: st.DataObject) -> None:
-    d, arr = _input(data, min_dims=1)
+    d, arr = _input(device, data, min_dims=1)
     order = tuple(data.draw(st.permutations(range(arr.ndim)), label="order"))
     x = S.on(device, arr, d)
     S.assert_matches(x.permute(order), arr.transpose(order), device, dtype=d)
@@ -81,7 +81,7 @@ def test_permute_transpose(device: ember.device, data: st.DataObject) -> None:
 @S.prop()
 @given(data=st.data())
 def test_expand(device: ember.device, data: st.DataObject) -> None:
-    d, arr = _input(data, max_dims=3)
+    d, arr = _input(device, data, max_dims=3)
     lead = data.draw(st.lists(st.integers(1, 3), max_size=2), label="new leading dims")
     target = []
     for s in arr.shape:
@@ -108,7 +108,7 @@ def test_expand_errors(device: ember.device) -> None:
 @S.prop()
 @given(data=st.data())
 def test_squeeze_unsqueeze_flatten(device: ember.device, data: st.DataObject) -> None:
-    d = data.draw(st.sampled_from(S.ALL_DTYPES), label="dtype")
+    d = data.draw(S.dtypes(device, S.ALL_DTYPES), label="dtype")
     shape = tuple(data.draw(st.lists(st.integers(1, 3), max_size=4), label="shape"))
     arr = data.draw(S.arrays(d, shape, 0, 9), label="x")
     x = S.on(device, arr, d)
@@ -138,7 +138,7 @@ def test_squeeze_unsqueeze_flatten(device: ember.device, data: st.DataObject) ->
 @S.prop()
 @given(data=st.data())
 def test_narrow_split_chunk(device: ember.device, data: st.DataObject) -> None:
-    d, arr = _input(data, min_dims=1)
+    d, arr = _input(device, data, min_dims=1)
     dim = data.draw(st.integers(-arr.ndim, arr.ndim - 1), label="dim")
     size = arr.shape[dim]
     start = data.draw(st.integers(-size, size - 1), label="start")
@@ -186,7 +186,7 @@ def test_cat_stack(device: ember.device, data: st.DataObject) -> None:
     shape = data.draw(S.shapes(min_dims=1), label="shape")
     dim = data.draw(st.integers(-len(shape), len(shape) - 1), label="dim")
     n = data.draw(st.integers(1, 3), label="count")
-    dtypes = [data.draw(st.sampled_from(S.ALL_DTYPES)) for _ in range(n)]
+    dtypes = [data.draw(S.dtypes(device, S.ALL_DTYPES)) for _ in range(n)]
     arrays, tensors = [], []
     for d in dtypes:
         s = list(shape)
@@ -254,7 +254,7 @@ def test_tensor_split_at_indices(device: ember.device) -> None:
 @S.prop()
 @given(data=st.data())
 def test_flip_tril_triu_repeat(device: ember.device, data: st.DataObject) -> None:
-    d, arr = _input(data, min_dims=1)
+    d, arr = _input(device, data, min_dims=1)
     x = S.on(device, arr, d)
     dims = tuple(data.draw(st.lists(st.integers(-arr.ndim, arr.ndim - 1), min_size=1,
                                     max_size=arr.ndim, unique_by=lambda v: v % arr.ndim),
