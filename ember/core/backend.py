@@ -232,6 +232,13 @@ class Backend:
         `from_numpy` is used."""
         return None
 
+    def share_memory(self, buffer: Any) -> Any | None:
+        """Optional: a copy of `buffer` (one a tensor owns, not a view) in memory other
+        processes can map, with its strides (`Tensor.share_memory_`); None where there is
+        nothing to move (device memory that processes reach by other means, as PyTorch's
+        CUDA tensors)."""
+        return None
+
     def memory_stats(self, device: int) -> dict[str, int]:
         """Optional: the device allocator's counters, by PyTorch's names
         (`allocated_bytes.all.current`, `reserved_bytes.all.peak` ...); {} when none."""

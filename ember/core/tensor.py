@@ -329,12 +329,37 @@ class Tensor:
         return self._device.type == "maia"
 
     def is_shared(self) -> bool:
-        """Whether `share_memory_` was called on this tensor."""
+        """Whether the tensor's memory is shared with other processes (`share_memory_`)."""
         return self._shared
 
     def share_memory_(self) -> Tensor:
-        """PyTorch moves the storage to shared memory for worker processes; ember's
-        workers receive tensors pickled, so this only marks the tensor (`is_shared()`)."""
+        """Moves the storage to shared memory, in place: processes forked afterwards, and
+        processes the tensor is sent to through `ember.multiprocessing`, then work on the
+        same memory (Hogwild training). A no-op if already shared, and on devices whose
+        memory is reached by other means (CUDA). A view moves its base and is re-derived
+        from it; other views of that base taken earlier keep the old memory, so share a
+        tensor before taking views of it (`Module.share_memory()` does).
+
+        Returns:
+            Tensor: self
+        """
+        if self._shared:
+            return self
+        base = self._base
+        if base is not None:
+            if self._view_fn is None:
+                raise RuntimeError("share_memory_(): this view cannot be re-derived from "
+                                   "the tensor it views; call share_memory_() on that "
+                                   "tensor first, then take the view")
+            base.share_memory_()
+            from ember.core import grad_mode
+
+            with grad_mode.no_grad():
+                self._data = self._view_fn(base)._data
+        else:
+            moved = self._backend.share_memory(self._data)
+            if moved is not None:
+                self._data = moved
         self._shared = True
         return self
 

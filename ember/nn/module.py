@@ -682,6 +682,16 @@ class Module:
                 self._buffers[key] = fn(buf)
         return self
 
+    def share_memory(self) -> Module:
+        r"""Move the parameters and buffers (and their gradients) to shared memory, in
+        place (:meth:`Tensor.share_memory_`): processes that train the model afterwards,
+        forked or sent it through :mod:`ember.multiprocessing`, update the same weights.
+
+        Returns:
+            Module: self
+        """
+        return self._apply(lambda t: t.share_memory_())
+
     def apply(self, fn: Callable[[Module], None]) -> Module:
         r"""Call ``fn`` on every submodule (children first) and then on this module; the
         usual way to initialise a model's weights."""

@@ -62,6 +62,13 @@ class CPUBackend(Backend):
     def is_contiguous(self, buffer: Any) -> bool:
         return buffer.flags.c_contiguous
 
+    def share_memory(self, buffer: Any) -> Any:
+        from ember.backends.cpu import shared_memory
+
+        if shared_memory.block_of(buffer) is not None:
+            return buffer  # already in a shared block
+        return shared_memory.share(buffer)
+
     def owns(self, buffer: Any) -> bool:
         return buffer.base is None and buffer.flags.writeable
 
