@@ -1074,6 +1074,20 @@ __kernel void {name}(__global {a}* dst, __global const {t.store}* {side}, const 
                 f"if (n0 + j < p.N) {{ {a} y = x[e]; if (p.hasbias) y += ({a})({bias_r}); "
                 f"{store(t, 'C', f'cb + {r} * p.N + n0 + j', 'y')} }} }} }}")
     stores_s = "\n  ".join(stores)
+    # a whole tile inside C: unconditional stores of each vector's lanes, which LLVM's
+    # SLP pass merges into vector stores (the checked path above stores lane by lane)
+    whole = {0: [], 1: [], 2: []}
+    for r in range(mr):
+        for q in range(nv):
+            for e in range(vw):
+                j = q * vw + e
+                lane = f"c{r}_{q}.s{e:x}"
+                at = f"cb + {r} * p.N + n0 + {j}"
+                whole[0].append(store(t, "C", at, lane))
+                whole[1].append(store(t, "C", at, f"{lane} + ({a})({load(t, 'bias', f'p.biasoff + (n0 + {j}) * p.biasst')})"))
+                whole[2].append(store(t, "C", at, f"{lane} + ({a})({load(t, 'bias', f'p.biasoff + (m0 + {r}) * p.biasst')})"))
+    whole_s = "\n    ".join(f"{'if' if k == 0 else 'else if'} (p.hasbias == {k}) {{ "
+                            + " ".join(whole[k]) + " }" for k in (0, 1, 2))
     return f"""{pa}{pb}
 __kernel void mm_micro(__global {t.store}* C, __global const {a}* Ap,
                        __global const {a}* Bp, __global const {t.store}* bias, const MP p,
@@ -1096,6 +1110,10 @@ __kernel void mm_micro(__global {t.store}* C, __global const {a}* Ap,
       {step(0)}
   }}
   const long cb = batch * p.M * p.N + m0 * p.N;
+  if (m0 + {mr} <= p.M && n0 + {nr} <= p.N) {{
+    {whole_s}
+    return;
+  }}
   {stores_s}
 }}
 """
