@@ -738,6 +738,11 @@ def test_fused_convolution_matches_the_cpu_kernels(d: ember.dtype) -> None:
 
 POOL_GEOMETRIES = [  # (spatial size, kernel, stride, padding, dilation, extra)
     ((6, 7), (2, 2), (2, 2), (0, 0), (1, 1), (0, 0)),  # tiles (the last column left out)
+    # the unrolled window kernels (sources.POOL_WINDOWS): gaps between windows, 3x3
+    # tiles, overlapping windows (their backward gathers)
+    ((7, 9), (2, 2), (3, 2), (0, 0), (1, 1), (0, 0)),
+    ((9, 8), (3, 3), (3, 3), (0, 0), (1, 1), (0, 0)),
+    ((7, 7), (3, 3), (2, 2), (0, 0), (1, 1), (0, 0)),
     ((7, 7), (3, 3), (2, 2), (1, 1), (1, 1), (0, 0)),  # overlapping: the gather backward
     ((7, 6), (3, 2), (2, 1), (1, 1), (2, 1), (1, 0)),  # dilation, ceil_mode's extra
     ((5, 5), (2, 2), (2, 2), (1, 1), (1, 1), (1, 1)),  # padding, ceil_mode

@@ -1993,15 +1993,23 @@ def max_pool(x: CLBuffer, kernel_size: tuple, stride: tuple, padding: tuple, dil
     idx = empty(dev, (N, C) + outs, INT64, "max_pool")
     n = values.size
     if n:
+        # a window of its own kernel, wholly inside the input: a work-item per output row
+        window = (tuple(kernel_size) in S.POOL_WINDOWS and not any(padding) and
+                  all(d == 1 for d in dilation) and not any(extra))
         cs = dev.chunk(n)
         maxd, body = _pool_body(n, x, C, x.shape[2:], kernel_size, outs, stride, padding,
                                 dilation, cs)
-        kernel = dtype_kernel(dev, t, maxd, f"max_pool_fw_{len(kernel_size)}")
+        name = (f"max_pool2d_{kernel_size[0]}x{kernel_size[1]}" if window else
+                f"max_pool_fw_{len(kernel_size)}")
+        kernel = dtype_kernel(dev, t, maxd, name)
         kernel.set_arg(0, values.mem)
         kernel.set_arg(1, idx.mem)
         kernel.set_arg(2, x.mem)
         kernel._set_arg_buf(3, body)
-        _launch_runs(dev, kernel, n, cs)
+        if window:
+            dev.launch(kernel, (n // outs[1],), None)
+        else:
+            _launch_runs(dev, kernel, n, cs)
     return values, idx
 
 
@@ -2026,23 +2034,31 @@ def max_pool_backward(g: CLBuffer, x: CLBuffer | None, values: CLBuffer | None,
     if grad.size == 0:
         return grad
     disjoint = all(s >= d * (k - 1) + 1 for s, d, k in zip(stride, dilation, kernel_size))
+    window = False
     if disjoint:
         _copy_into(grad, 0)
         n = g.size
         if n == 0:
             return grad
-        name = "max_pool_bw_scatter"
+        name = f"max_pool_bw_scatter_{len(kernel_size)}"
+        window = (tuple(kernel_size) in S.POOL_WINDOWS and not any(padding) and
+                  all(d == 1 for d in dilation) and not any(extra))
+        if window:  # as in max_pool: windows wholly inside, a work-item per output row
+            name = f"max_pool2d_bw_{kernel_size[0]}x{kernel_size[1]}"
     else:
         n = grad.size
-        name = "max_pool_bw_gather"
+        name = f"max_pool_bw_gather_{len(kernel_size)}"
     cs = dev.chunk(n)
     maxd, body = _pool_body(n, None, C, size, kernel_size, outs, stride, padding, dilation, cs)
-    kernel = dtype_kernel(dev, t, maxd, f"{name}_{len(kernel_size)}")
+    kernel = dtype_kernel(dev, t, maxd, name)
     kernel.set_arg(0, grad.mem)
     kernel.set_arg(1, g.mem)
     kernel.set_arg(2, idx.mem)
     kernel._set_arg_buf(3, body)
-    _launch_runs(dev, kernel, n, cs)
+    if window:
+        dev.launch(kernel, (n // outs[1],), None)
+    else:
+        _launch_runs(dev, kernel, n, cs)
     return grad
 
 

@@ -1083,9 +1083,11 @@ __kernel void {name}(__global {a}* dst, __global const {t.store}* {side}, const 
                 j = q * vw + e
                 lane = f"c{r}_{q}.s{e:x}"
                 at = f"cb + {r} * p.N + n0 + {j}"
+                col_bias = load(t, "bias", f"p.biasoff + (n0 + {j}) * p.biasst")
+                row_bias = load(t, "bias", f"p.biasoff + (m0 + {r}) * p.biasst")
                 whole[0].append(store(t, "C", at, lane))
-                whole[1].append(store(t, "C", at, f"{lane} + ({a})({load(t, 'bias', f'p.biasoff + (n0 + {j}) * p.biasst')})"))
-                whole[2].append(store(t, "C", at, f"{lane} + ({a})({load(t, 'bias', f'p.biasoff + (m0 + {r}) * p.biasst')})"))
+                whole[1].append(store(t, "C", at, f"{lane} + ({a})({col_bias})"))
+                whole[2].append(store(t, "C", at, f"{lane} + ({a})({row_bias})"))
     whole_s = "\n    ".join(f"{'if' if k == 0 else 'else if'} (p.hasbias == {k}) {{ "
                             + " ".join(whole[k]) + " }" for k in (0, 1, 2))
     return f"""{pa}{pb}
@@ -1740,7 +1742,74 @@ def max_pool_source(t: CType) -> str:
     never overlap (the host checks). `max_pool_bw_gather_`, for overlapping windows: a
     work-item per run of input elements sums the outputs that chose it, kernel offsets in
     ascending order (deterministic, no atomics)."""
-    return "\n".join(_max_pool_kernels(t, nsp) for nsp in (1, 2, 3))
+    return "\n".join([*(_max_pool_kernels(t, nsp) for nsp in (1, 2, 3)),
+                      *(_max_pool_window(t, kh, kw) for kh, kw in POOL_WINDOWS)])
+
+
+# 2-d windows with a kernel of their own (the usual CNN pools), for windows wholly inside
+# the input (no padding, dilation 1): the window unrolled, no bounds checks
+POOL_WINDOWS = ((2, 2), (3, 3))
+
+
+def _max_pool_window(t: CType, kh: int, kw: int) -> str:
+    """`max_pool2d_{kh}x{kw}`: a work-item per output row (n, c, oh), each window's
+    kh * kw loads unrolled, keeping the generic kernel's choice (the first maximum, a NaN
+    beating any number, the first NaN kept). The generic kernel (bounds-checked loops over
+    the window, a branch per load) took ~20 ns an output on PoCL."""
+    a = ACC_OF[t.name] if t.kind in "fh" else t.comp
+    floaty = t.kind in "fh"
+    # selects, not branches (on random data a branch per load mispredicts half the
+    # time), and NaN tests as x != x (PoCL calls an out-of-line isnan)
+    better = "(v > best || (v != v && best == best))" if floaty else "v > best"
+    steps = []
+    for k0 in range(kh):
+        for k1 in range(kw):
+            at = f"r + {k0} * p.xst[0] + {k1} * p.xst[1]"
+            if k0 == 0 and k1 == 0:
+                steps.append(f"{a} best = ({a})({load(t, 'x', at)}); long bi = 0;")
+            else:
+                steps.append(f"{{ const {a} v = ({a})({load(t, 'x', at)}); "
+                             f"const int take = {better}; best = take ? v : best; "
+                             f"bi = take ? {k0 * kw + k1} : bi; }}")
+    body = "\n      ".join(steps)
+    return f"""
+__kernel void max_pool2d_{kh}x{kw}(__global {t.store}* out, __global long* oidx,
+                                 __global const {t.store}* x, const PL p) {{
+  const long row = get_global_id(0);
+  const long W = p.outs[1];
+  if (row * W >= p.n) return;
+  const long oh = row % p.outs[0], nc = row / p.outs[0];
+  const long c = nc % p.C, nb = nc / p.C;
+  const long r0 = p.xoff + nb * p.xs0 + c * p.xs1 + oh * p.stride[0] * p.xst[0];
+  for (long ow = 0; ow < W; ow++) {{
+      const long r = r0 + ow * p.stride[1] * p.xst[1];
+      {body}
+      {store(t, "out", "row * W + ow", "best")}
+      oidx[row * W + ow] = bi;
+  }}
+}}
+/* its backward into a zeroed gradient, for disjoint windows (as max_pool_bw_scatter_2):
+   the chosen offset decoded by constant divisors (the generic kernel's 64-bit divisions
+   by p.ks cost ~20 ns an output) */
+__kernel void max_pool2d_bw_{kh}x{kw}(__global {t.store}* grad, __global const {t.store}* g,
+                                    __global const long* idx, const PL p) {{
+  const long row = get_global_id(0);
+  const long W = p.outs[1];
+  if (row * W >= p.n) return;
+  const long oh = row % p.outs[0], nc = row / p.outs[0];
+  const long Wi = p.size[1];
+  const long base = nc * p.sp + oh * p.stride[0] * Wi;
+  for (long ow = 0; ow < W; ow++) {{
+    const long i = row * W + ow;
+    const long kk = idx[i];
+    if (kk >= 0 && kk < {kh * kw}) {{
+      const long e = base + (kk / {kw}) * Wi + ow * p.stride[1] + kk % {kw};
+      const {a} v = ({a})({load(t, "grad", "e")}) + ({a})({load(t, "g", "i")});
+      {store(t, "grad", "e", "v")}
+    }}
+  }}
+}}
+"""
 
 
 def _max_pool_kernels(t: CType, nsp: int) -> str:
