@@ -272,8 +272,9 @@ _ATOMIC = frozenset({"put_add", "scatter_add", "scatter_prod", "scatter_amax", "
 
 
 @functools.cache
-def _dtype_source(t: S.CType, fp64: bool, atomics64: bool, maxd: int, ls: int) -> str:
-    return S.dtype_program(t, fp64, atomics64, maxd, ls)
+def _dtype_source(t: S.CType, fp64: bool, atomics64: bool, maxd: int, ls: int,
+                  cpu: bool) -> str:
+    return S.dtype_program(t, fp64, atomics64, maxd, ls, cpu)
 
 
 def dtype_kernel(dev: rt.Device, t: S.CType, maxd: int, name: str) -> Any:
@@ -286,7 +287,7 @@ def dtype_kernel(dev: rt.Device, t: S.CType, maxd: int, name: str) -> Any:
             raise RuntimeError(f"{name}: accumulating {t.name} values needs 64-bit atomics "
                                f"(cl_khr_int64_base_atomics), which {dev.label} lacks")
         k = dev.kernel(key, lambda: _dtype_source(t, dev.fp64, dev.int64_atomics, maxd,
-                                                  dev.red_ls), name)
+                                                  dev.red_ls, dev.cpu_like), name)
     return k
 
 

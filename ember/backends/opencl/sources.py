@@ -723,11 +723,29 @@ inline void comb(long op, {a}* v, long* vi, {a} w, long wi) {{
 """
 
 
-def reduce_source(t: CType, ls: int) -> str:
+def reduce_source(t: CType, ls: int, cpu: bool = False) -> str:
     """A work-group tree reduction: group g reduces chunk g % G of output g / G's
     elements (each work-item a strided share, then a tree in local memory). With G > 1
-    it writes partial values and indices (p.outdt < 0) that a second launch reduces."""
+    it writes partial values and indices (p.outdt < 0) that a second launch reduces.
+    `cpu`: each work-item's share is a contiguous run instead (PoCL runs the work-items
+    one after another, so interleaved shares read every cache line `ls` times)."""
     a = ACC_OF[t.name]
+    share = ("const long per = (k1 - k0 + {ls} - 1) / {ls}; "
+             "const long ka = k0 + l * per, kb = min(k1, ka + per);" if cpu else
+             "const long ka = k0 + l, kb = k1;").format(ls=ls)
+    stride = 1 if cpu else ls
+    # a sum over one strided dim, on a CPU: 8 partial sums (one running sum waits out
+    # the add's latency at every element: ~1 ns an element)
+    acc8 = " ".join(f"s{u} += ({a})({load(t, 'in', f'base + (k + {u}) * st')});"
+                    for u in range(8))
+    sum_run = ("if (p.ndr == 1) { const long st = p.rst[0]; long k = ka; "
+               + " ".join(f"{a} s{u} = 0;" for u in range(8))
+               + f" for (; k + 8 <= kb; k += 8) {{ {acc8} }} "
+               f"for (; k < kb; k++) s0 += ({a})({load(t, 'in', 'base + k * st')}); "
+               "v = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)); break; }"
+               if cpu else "")
+    sum_rows = sum_run.replace("= ka;", "= 0;").replace("<= kb", "<= p.K").replace(
+        "< kb", "< p.K")
     return f"""{_reduce_comb(a)}
 __kernel __attribute__((reqd_work_group_size({ls}, 1, 1)))
 void reduce(__global uchar* out, __global long* out_idx, __global const {t.store}* in,
@@ -744,9 +762,10 @@ void reduce(__global uchar* out, __global long* out_idx, __global const {t.store
   const long k1 = min(p.K, k0 + p.chunk);
   {a} v = red_init(p.op);
   long vi = LONG_MAX;
+  {share}
   /* the op switch sits outside the loops: sum and prod run as plain loops */
 #define RED_LOOP(BODY) \
-  for (long k = k0 + l; k < k1; k += {ls}) {{ \
+  for (long k = ka; k < kb; k += {stride}) {{ \
     long o = base; \
     if (p.ndr == 1) o += k * p.rst[0]; \
     else {{ long r = k; for (int d = (int)p.ndr - 1; d >= 0; d--) {{ \
@@ -755,7 +774,7 @@ void reduce(__global uchar* out, __global long* out_idx, __global const {t.store
     BODY \
   }}
   switch (p.op) {{
-    case 0: RED_LOOP(v += w;) break;
+    case 0: {sum_run} RED_LOOP(v += w;) break;
     case 1: RED_LOOP(v *= w;) break;
     default: RED_LOOP(comb(p.op, &v, &vi, w, p.haveidx ? in_idx[o] : k);) break;
   }}
@@ -799,7 +818,7 @@ __kernel void reduce_rows(__global uchar* out, __global long* out_idx,
     BODY \
   }}
   switch (p.op) {{
-    case 0: RED_LOOP(v += w;) break;
+    case 0: {sum_rows} RED_LOOP(v += w;) break;
     case 1: RED_LOOP(v *= w;) break;
     default: RED_LOOP(comb(p.op, &v, &vi, w, p.haveidx ? in_idx[o] : k);) break;
   }}
@@ -1503,7 +1522,8 @@ __kernel void arange_f(__global uchar* out, const AF p) {{
 
 # -- programs: kernels bundled so that a device compiles few programs ----------------------
 
-def dtype_program(t: CType, fp64: bool, atomics64: bool, maxd: int, ls: int) -> str:
+def dtype_program(t: CType, fp64: bool, atomics64: bool, maxd: int, ls: int,
+                  cpu: bool = False) -> str:
     """Every kernel whose C types depend on dtype `t`: elementwise families, cast from
     t, reductions, cumsum, topk, matmul, softmax and the atomic scatters (the latter only where
     the device has the atomics t needs)."""
@@ -1513,7 +1533,8 @@ def dtype_program(t: CType, fp64: bool, atomics64: bool, maxd: int, ls: int) -> 
     parts += [unary_source(t, maxd), pred_source(t, maxd), binary_source(t, maxd),
               compare_source(t, maxd), where_source(t, maxd), cast_source(t, fp64, maxd),
               ternary_source(t, maxd),
-              reduce_source(t, ls), cumsum_source(t, ls), topk_source(t, ls), matmul_source(t),
+              reduce_source(t, ls, cpu), cumsum_source(t, ls), topk_source(t, ls),
+              matmul_source(t),
               matmul_rows_source(t), matmul_packed_source(t), col2im_source(t),
               col2im_rows_source(t), max_pool_source(t)]
     if t.kind in "fh":
