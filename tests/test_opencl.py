@@ -738,6 +738,11 @@ def test_fused_convolution_matches_the_cpu_kernels(d: ember.dtype) -> None:
 
 POOL_GEOMETRIES = [  # (spatial size, kernel, stride, padding, dilation, extra)
     ((6, 7), (2, 2), (2, 2), (0, 0), (1, 1), (0, 0)),  # tiles (the last column left out)
+    # the unrolled window kernels (sources.POOL_WINDOWS): gaps between windows, 3x3
+    # tiles, overlapping windows (their backward gathers)
+    ((7, 9), (2, 2), (3, 2), (0, 0), (1, 1), (0, 0)),
+    ((9, 8), (3, 3), (3, 3), (0, 0), (1, 1), (0, 0)),
+    ((7, 7), (3, 3), (2, 2), (0, 0), (1, 1), (0, 0)),
     ((7, 7), (3, 3), (2, 2), (1, 1), (1, 1), (0, 0)),  # overlapping: the gather backward
     ((7, 6), (3, 2), (2, 1), (1, 1), (2, 1), (1, 0)),  # dilation, ceil_mode's extra
     ((5, 5), (2, 2), (2, 2), (1, 1), (1, 1), (1, 1)),  # padding, ceil_mode
@@ -1229,3 +1234,75 @@ def test_conformance_suite_passes_on_opencl_strictly(tmp_path) -> None:
                     passed += 1
     assert passed > 100, out.stdout[-3000:]
     assert failed["opencl:0"] <= failed["cpu"], sorted(failed["opencl:0"] - failed["cpu"])
+
+
+# -- speed paths (issue 17): each equal to the path it shortcuts -----------------------------
+
+@pytest.mark.parametrize("d", [E.float32, E.float16, E.int32], ids=str)
+def test_contiguous_elementwise_loop_equals_the_strided_one(d: ember.dtype) -> None:
+    """Operands all of unit stride take one loop per op (flag bit 9); the same values
+    through strided views take the generic loop: the results are identical, scalars and
+    in-place updates included."""
+    rng = np.random.default_rng(17)
+    a, b = sample(rng, (5, 33), d, 1, 4), sample(rng, (5, 33), d, 1, 4)
+    for op in ("add", "mul", "maximum"):
+        fast = K.TABLE[op](up(a, "contiguous"), up(b, "contiguous"))
+        slow = K.TABLE[op](up(a, "strided"), up(b, "transposed"))
+        np.testing.assert_array_equal(down(fast), down(slow), err_msg=op)
+        check(fast, CPU.kernels[op](a, b), d, what=op)
+    x, y = up(a, "contiguous"), up(b, "contiguous")
+    K.FOREACH["_foreach_add_"]([x], [y], alpha=3)  # axpy in place, a scalar operand
+    check(x, CPU.kernels["add"](a, CPU.kernels["mul"](b, 3)), d, what="add_ alpha")
+    padded = np.concatenate([b.reshape(-1)[:3], a.reshape(-1)])
+    shifted = K.getitem(up(padded, "contiguous"),
+                        index=(("slice", 3, 3 + a.size, 1),))  # unit stride at an offset
+    assert shifted.offset == 3 and shifted.strides == (1,)
+    np.testing.assert_array_equal(down(K.TABLE["neg"](shifted)),
+                                  down(K.TABLE["neg"](up(a.reshape(-1), "strided"))))
+
+
+def test_fused_sgd_kernel_and_its_strided_fallback_match_the_cpu() -> None:
+    """`_fused_sgd_`: one sgd_step launch per contiguous parameter, elementwise ops for a
+    strided one; both equal the CPU's update (momentum, dampening, weight decay,
+    nesterov, maximize), buffers included."""
+    rng = np.random.default_rng(5)
+    for config in (dict(momentum=0.9, dampening=0.0, weight_decay=0.0, nesterov=False,
+                        maximize=False),
+                   dict(momentum=0.8, dampening=0.1, weight_decay=0.01, nesterov=True,
+                        maximize=True)):
+        p, g, buf = (sample(rng, (7, 9), E.float32) for _ in range(3))
+        ref_p, ref_b = p.copy(), buf.copy()
+        CPU.kernels["_fused_sgd_"]([ref_p], [g], [ref_b], 0.05, **config)
+        for layout in ("contiguous", "transposed"):
+            cp, cb = up(p, layout), up(buf, layout)
+            OCL.kernels["_fused_sgd_"]([cp], [up(g, layout)], [cb], 0.05, **config)
+            check(cp, ref_p, E.float32, what=f"{layout} parameter {config}")
+            check(cb, ref_b, E.float32, what=f"{layout} momentum buffer {config}")
+
+
+def test_owns_keeps_a_fresh_gradient_without_a_copy() -> None:
+    """A buffer whose memory no other buffer views is owned (autograd keeps it as .grad);
+    a view, or a buffer with a view alive, is not."""
+    a = OCL.from_numpy(np.ones((3, 4), np.float32), 0)
+    assert OCL.owns(a)
+    view = K.permute(a, (1, 0))
+    assert not OCL.owns(a) and not OCL.owns(view)
+    del view
+    assert OCL.owns(a)
+    w = ember.randn(3, 4, device="opencl", requires_grad=True)
+    out = ember.randn(2, 4, device="opencl") @ w.T
+    out.sum().backward()
+    assert OCL.owns(w.grad._data)
+
+
+def test_cpu_work_groups_cut_the_grid_into_several_per_core() -> None:
+    """Launches that leave the work-group shape to a CPU device get divisors of each dim
+    and about 8 groups per core, the last (batch) dim cut first; a prime size goes to
+    groups of one."""
+    for size in [(16, 22, 1), (43, 6, 64), (128,), (18432,), (43,), (7,), (1, 1, 1)]:
+        local = rt._cpu_local_size(size, 2)
+        assert all(g % loc == 0 for g, loc in zip(size, local)), (size, local)
+        groups = np.prod([g // loc for g, loc in zip(size, local)])
+        assert groups >= min(16, np.prod(size)), (size, local)
+    assert rt._cpu_local_size((43, 6, 64), 2) == (43, 6, 4)
+    assert rt._cpu_local_size((16, 22, 1), 2) == (16, 1, 1)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import weakref
 from typing import Any
 
@@ -172,6 +173,13 @@ class OpenCLBackend(Backend):
         from ember.backends.opencl import kernels, runtime
 
         return kernels.to_device(buffer, runtime.device(device))
+
+    def owns(self, buffer: Any) -> bool:
+        """Whether no other buffer views `buffer`'s memory and it covers that memory from
+        its start: autograd then keeps a fresh gradient as `.grad` without a copy (the
+        memory object is referenced by this buffer alone, and getrefcount's argument)."""
+        return buffer.offset == 0 and sys.getrefcount(buffer.mem) <= 2 and \
+            buffer.is_contiguous()
 
     def buffer_device(self, buffer: Any) -> int:
         return buffer.dev.index

@@ -188,8 +188,11 @@ def _layout(shape: tuple[int, ...], sts: tuple) -> tuple:
         maxd = _maxd(nd)
         body = _longs(maxd * (1 + len(sts))).pack(
             *_pad(mshape, maxd, 1), *[v for m in msts for v in _pad(m, maxd)])
+        # fast: the output runs contiguously in one merged dim; `unit`: the operands
+        # (bit k for array k, output included) that do so too
         fast = nd == 1 and msts[0][0] == 1
-        lay = (math.prod(shape), nd, maxd, body, fast)
+        unit = sum(1 << k for k, m in enumerate(msts) if nd == 1 and m[0] == 1)
+        lay = (math.prod(shape), nd, maxd, body, fast, unit)
         if len(_layouts) > 8192:
             _layouts.clear()
         _layouts[key] = lay
@@ -228,9 +231,12 @@ def _ew(family: str, t: S.CType, out: CLBuffer, operands: list, op: int,
             if svals is scalars:
                 svals = list(scalars)
             svals[k] = x
-    _, nd, maxd, body, fast = _layout(shape, tuple(sts))
+    _, nd, maxd, body, fast, unit = _layout(shape, tuple(sts))
     if fast:
         flags |= 256
+        # scalars (flag bit k for operand k, bit k + 1 of `unit`) need no unit stride
+        if (unit | (flags << 1)) & ((2 << len(operands)) - 1) == (2 << len(operands)) - 1:
+            flags |= 512
     kernel = _family_kernel(dev, family, t, maxd)
     narr = len(mems) + 1
     types = None
@@ -266,8 +272,9 @@ _ATOMIC = frozenset({"put_add", "scatter_add", "scatter_prod", "scatter_amax", "
 
 
 @functools.cache
-def _dtype_source(t: S.CType, fp64: bool, atomics64: bool, maxd: int, ls: int) -> str:
-    return S.dtype_program(t, fp64, atomics64, maxd, ls)
+def _dtype_source(t: S.CType, fp64: bool, atomics64: bool, maxd: int, ls: int,
+                  cpu: bool) -> str:
+    return S.dtype_program(t, fp64, atomics64, maxd, ls, cpu)
 
 
 def dtype_kernel(dev: rt.Device, t: S.CType, maxd: int, name: str) -> Any:
@@ -280,7 +287,7 @@ def dtype_kernel(dev: rt.Device, t: S.CType, maxd: int, name: str) -> Any:
             raise RuntimeError(f"{name}: accumulating {t.name} values needs 64-bit atomics "
                                f"(cl_khr_int64_base_atomics), which {dev.label} lacks")
         k = dev.kernel(key, lambda: _dtype_source(t, dev.fp64, dev.int64_atomics, maxd,
-                                                  dev.red_ls), name)
+                                                  dev.red_ls, dev.cpu_like), name)
     return k
 
 
@@ -1472,6 +1479,61 @@ def _foreach_copy_(xs: list, srcs: list) -> None:
             _copy_into(x, src)
 
 
+def _fused_sgd_(params: list, grads: list, bufs: list | None, lr: float, momentum: float,
+                dampening: float, weight_decay: float, nesterov: bool,
+                maximize: bool) -> None:
+    """SGD's update in place: one `sgd_step` launch per parameter (reading p, its gradient
+    and its momentum buffer once, writing p and the buffer), where the three share a
+    floating dtype and are contiguous; else the update's elementwise ops."""
+    flags = (1 if maximize else 0) | (2 if weight_decay != 0 else 0) | \
+        (4 if momentum != 0 else 0) | (8 if nesterov else 0)
+    for i, (p, g) in enumerate(zip(params, grads)):
+        _check_writable(p)
+        b = bufs[i] if momentum != 0 else None
+        t = ctype(p.dev, p.dtype, "_fused_sgd_")
+        same = all(x.dtype is p.dtype and x.shape == p.shape and x.is_contiguous()
+                   for x in (p, g, b) if x is not None)
+        if not same or t.kind not in "fh" or p.mem is g.mem or (b is not None and
+                                                               b.mem in (p.mem, g.mem)):
+            _sgd_ops(p, g, b, lr, momentum, dampening, weight_decay, nesterov, maximize)
+            continue
+        n = p.size
+        if n == 0:
+            continue
+        dev = p.dev
+        kernel = dtype_kernel(dev, t, S.MAXD, "sgd_step")
+        kernel.set_arg(0, p.mem)
+        kernel.set_arg(1, g.mem)
+        kernel.set_arg(2, (b if b is not None else p).mem)
+        cs = dev.chunk(n)
+        kernel._set_arg_buf(3, _longs(6).pack(n, cs, p.offset, g.offset,
+                                              b.offset if b is not None else 0, flags))
+        for k, v in enumerate((-lr, momentum, 1 - dampening, weight_decay)):
+            kernel._set_arg_buf(4 + k, scalar_bytes(t, v))
+        items = (n + cs - 1) // cs
+        dev.launch(kernel, (_groups(items, dev.ls),), dev.ls_tuple)
+
+
+def _sgd_ops(p: CLBuffer, g: CLBuffer, b: CLBuffer | None, lr: float, momentum: float,
+             dampening: float, weight_decay: float, nesterov: bool, maximize: bool) -> None:
+    """One parameter's SGD update as elementwise ops (mixed dtypes or strided tensors)."""
+    axpy = BINARY["axpy"]
+
+    def plus(x: CLBuffer, y: CLBuffer, alpha: Any) -> CLBuffer:  # x + y * alpha, fresh
+        out = empty(x.dev, x.shape, x.dtype, "_fused_sgd_")
+        return _ew("binary", ctype(x.dev, x.dtype, "_fused_sgd_"), out, [x, y], axpy,
+                   scalars=(None, None, alpha))
+    if maximize:
+        g = TABLE["neg"](g)
+    if weight_decay != 0:
+        g = plus(g, p, weight_decay)
+    if b is not None:
+        _into(b, "binary", [b, momentum], BINARY["mul"])
+        _into(b, "binary", [b, g], axpy, scalars=(None, None, 1 - dampening))
+        g = plus(g, b, momentum) if nesterov else b
+    _into(p, "binary", [p, g], axpy, scalars=(None, None, -lr))
+
+
 FOREACH = {
     "_foreach_add_": _foreach_binary("add", True), "_foreach_add": _foreach_binary("add", False),
     "_foreach_sub_": _foreach_binary("sub", True),
@@ -1482,6 +1544,7 @@ FOREACH = {
     "_foreach_lerp_": _foreach_lerp_, "_foreach_sqrt": _foreach_unary("sqrt", False),
     "_foreach_sqrt_": _foreach_unary("sqrt", True), "_foreach_neg": _foreach_unary("neg", False),
     "_foreach_zero_": _foreach_zero_, "_foreach_copy_": _foreach_copy_,
+    "_fused_sgd_": _fused_sgd_,
 }
 
 
@@ -1931,15 +1994,23 @@ def max_pool(x: CLBuffer, kernel_size: tuple, stride: tuple, padding: tuple, dil
     idx = empty(dev, (N, C) + outs, INT64, "max_pool")
     n = values.size
     if n:
+        # a window of its own kernel, wholly inside the input: a work-item per output row
+        window = (tuple(kernel_size) in S.POOL_WINDOWS and not any(padding) and
+                  all(d == 1 for d in dilation) and not any(extra))
         cs = dev.chunk(n)
         maxd, body = _pool_body(n, x, C, x.shape[2:], kernel_size, outs, stride, padding,
                                 dilation, cs)
-        kernel = dtype_kernel(dev, t, maxd, f"max_pool_fw_{len(kernel_size)}")
+        name = (f"max_pool2d_{kernel_size[0]}x{kernel_size[1]}" if window else
+                f"max_pool_fw_{len(kernel_size)}")
+        kernel = dtype_kernel(dev, t, maxd, name)
         kernel.set_arg(0, values.mem)
         kernel.set_arg(1, idx.mem)
         kernel.set_arg(2, x.mem)
         kernel._set_arg_buf(3, body)
-        _launch_runs(dev, kernel, n, cs)
+        if window:
+            dev.launch(kernel, (n // outs[1],), None)
+        else:
+            _launch_runs(dev, kernel, n, cs)
     return values, idx
 
 
@@ -1964,23 +2035,31 @@ def max_pool_backward(g: CLBuffer, x: CLBuffer | None, values: CLBuffer | None,
     if grad.size == 0:
         return grad
     disjoint = all(s >= d * (k - 1) + 1 for s, d, k in zip(stride, dilation, kernel_size))
+    window = False
     if disjoint:
         _copy_into(grad, 0)
         n = g.size
         if n == 0:
             return grad
-        name = "max_pool_bw_scatter"
+        name = f"max_pool_bw_scatter_{len(kernel_size)}"
+        window = (tuple(kernel_size) in S.POOL_WINDOWS and not any(padding) and
+                  all(d == 1 for d in dilation) and not any(extra))
+        if window:  # as in max_pool: windows wholly inside, a work-item per output row
+            name = f"max_pool2d_bw_{kernel_size[0]}x{kernel_size[1]}"
     else:
         n = grad.size
-        name = "max_pool_bw_gather"
+        name = f"max_pool_bw_gather_{len(kernel_size)}"
     cs = dev.chunk(n)
     maxd, body = _pool_body(n, None, C, size, kernel_size, outs, stride, padding, dilation, cs)
-    kernel = dtype_kernel(dev, t, maxd, f"{name}_{len(kernel_size)}")
+    kernel = dtype_kernel(dev, t, maxd, name)
     kernel.set_arg(0, grad.mem)
     kernel.set_arg(1, g.mem)
     kernel.set_arg(2, idx.mem)
     kernel._set_arg_buf(3, body)
-    _launch_runs(dev, kernel, n, cs)
+    if window:
+        dev.launch(kernel, (n // outs[1],), None)
+    else:
+        _launch_runs(dev, kernel, n, cs)
     return grad
 
 

@@ -13,6 +13,7 @@ binaries on disk (cache.py), so a later process loads them instead of compiling.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -211,6 +212,8 @@ class Device:
         return prg
 
     def launch(self, kernel: Any, global_size: tuple, local_size: tuple | None) -> None:
+        if local_size is None and self.cpu_like:
+            local_size = _cpu_local_size(global_size, self.compute_units)
         self.enqueue(self.queue, kernel, global_size, local_size, None, None, False, False)
 
     def keep(self, event: Any) -> None:
@@ -333,6 +336,28 @@ def stop_timing() -> None:
         _timing = None
         for dev in known_devices():
             dev.stop_timing()
+
+
+@functools.lru_cache(maxsize=1024)
+def _cpu_local_size(global_size: tuple, compute_units: int) -> tuple:
+    """The work-group shape of a launch that leaves it to the device, on a CPU device.
+    PoCL, given none, made a whole 2-D grid one work-group (its kernel cache showed
+    matmul's 16x22 tiles compiled as one group), and one thread runs a work-group: the GEMM
+    ran on one core. Here the grid is cut, last dim first (batch dims are independent),
+    into about 8 groups per core, each dim by a divisor of its size (OpenCL 1.2's rule);
+    no finer, since each group costs PoCL a dispatch."""
+    target = 8 * compute_units
+    local = list(global_size)
+    groups = 1
+    for d in range(len(local) - 1, -1, -1):
+        if groups >= target:
+            break
+        size = local[d]
+        need = -(-target // groups)
+        pieces = next((k for k in range(need, size + 1) if size % k == 0), size)
+        local[d] = size // pieces
+        groups *= pieces
+    return tuple(local)
 
 
 def _pow2_floor(n: int) -> int:

@@ -153,6 +153,7 @@ typedef struct {{ long n, nsp, C, K, L, cs, xoff, xs0, xs1, sp;
   long size[{m}]; long ks[{m}]; long outs[{m}]; long stride[{m}]; long pad[{m}]; long dil[{m}];
   long xst[{m}]; }} PL;
 typedef struct {{ long N, C, xoff, xs0, xs1, toff, tst, ignore, goff, gst, mode; }} CE;
+typedef struct {{ long n, cs, poff, goff, boff, flags; }} SG;
 typedef struct {{ long N, H, hasgcy; long off[5]; long s0[5]; long s1[5]; }} LC;
 typedef struct {{ long n, dt, start, step; }} AL;
 typedef struct {{ long n, dt; {f} start, step; }} AF;
@@ -184,7 +185,8 @@ def elementwise(name: str, out_t: CType | None, in_ts: list[CType], ops: list[st
     a, b, c: the loaded inputs, s0..s2: scalars) selected by p.op.
 
     flags bit k: input k is the scalar s_k; bit 8: p.nd == 1 and the output's stride is
-    1, so o0 == p.off[0] + i (the commonest case: a fresh output merged to 1 dim)."""
+    1, so o0 == p.off[0] + i (the commonest case: a fresh output merged to 1 dim); bit 9:
+    besides, every array input's stride is 1 (one vectorisable loop per op)."""
     narr = len(in_ts) + 1
     comps = [t.comp for t in in_ts] + [in_ts[0].comp] * (3 - len(in_ts))
     out_decl = ("__global uchar* out" if out_generic else f"__global {out_t.store}* out")
@@ -195,12 +197,23 @@ def elementwise(name: str, out_t: CType | None, in_ts: list[CType], ops: list[st
         f"  const {t.comp} {names[k]} = (p.flags & {1 << k}) ? s{k} : "
         f"{load(t, f'in{k}', f'o{k + 1}')};" for k, t in enumerate(in_ts))
     cases = "\n".join(f"    case {j}: {{ {stmt} }} break;" for j, stmt in enumerate(ops))
+    # the contiguous case: one loop per op, so that the loop is a plain run over memory
+    # that LLVM vectorises (PoCL ran the generic loop, a switch per element, ~40x slower)
+    offs = " ".join(f"const long o{k} = p.off[{k}] + i;" for k in range(narr))
+    runs = "\n".join(f"    case {j}: for (long i = i0; i < i1; i++) {{ {offs}\n{loads}\n"
+                     f"      {stmt} }} break;" for j, stmt in enumerate(ops))
     return f"""{extra}
 __kernel void {name}({out_decl}, {ins}, const P{narr} p, {scal}) {{
   /* work-item g handles elements [g * cs, (g + 1) * cs): cs is 1 on GPUs, a long run on
      CPUs (PoCL pays per work-item, and a CPU core likes contiguous runs) */
   const long i0 = (long)get_global_id(0) * p.cs;
   const long i1 = min(p.n, i0 + p.cs);
+  if (p.flags & 512) {{  /* every array operand (and the output) contiguous: o_k = off_k + i */
+  switch (p.op) {{
+{runs}
+  }}
+  return;
+  }}
   for (long i = i0; i < i1; i++) {{
 {ew_offsets(narr, maxd)}
 {loads}
@@ -710,11 +723,29 @@ inline void comb(long op, {a}* v, long* vi, {a} w, long wi) {{
 """
 
 
-def reduce_source(t: CType, ls: int) -> str:
+def reduce_source(t: CType, ls: int, cpu: bool = False) -> str:
     """A work-group tree reduction: group g reduces chunk g % G of output g / G's
     elements (each work-item a strided share, then a tree in local memory). With G > 1
-    it writes partial values and indices (p.outdt < 0) that a second launch reduces."""
+    it writes partial values and indices (p.outdt < 0) that a second launch reduces.
+    `cpu`: each work-item's share is a contiguous run instead (PoCL runs the work-items
+    one after another, so interleaved shares read every cache line `ls` times)."""
     a = ACC_OF[t.name]
+    share = ("const long per = (k1 - k0 + {ls} - 1) / {ls}; "
+             "const long ka = k0 + l * per, kb = min(k1, ka + per);" if cpu else
+             "const long ka = k0 + l, kb = k1;").format(ls=ls)
+    stride = 1 if cpu else ls
+    # a sum over one strided dim, on a CPU: 8 partial sums (one running sum waits out
+    # the add's latency at every element: ~1 ns an element)
+    acc8 = " ".join(f"s{u} += ({a})({load(t, 'in', f'base + (k + {u}) * st')});"
+                    for u in range(8))
+    sum_run = ("if (p.ndr == 1) { const long st = p.rst[0]; long k = ka; "
+               + " ".join(f"{a} s{u} = 0;" for u in range(8))
+               + f" for (; k + 8 <= kb; k += 8) {{ {acc8} }} "
+               f"for (; k < kb; k++) s0 += ({a})({load(t, 'in', 'base + k * st')}); "
+               "v = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)); break; }"
+               if cpu else "")
+    sum_rows = sum_run.replace("= ka;", "= 0;").replace("<= kb", "<= p.K").replace(
+        "< kb", "< p.K")
     return f"""{_reduce_comb(a)}
 __kernel __attribute__((reqd_work_group_size({ls}, 1, 1)))
 void reduce(__global uchar* out, __global long* out_idx, __global const {t.store}* in,
@@ -731,9 +762,10 @@ void reduce(__global uchar* out, __global long* out_idx, __global const {t.store
   const long k1 = min(p.K, k0 + p.chunk);
   {a} v = red_init(p.op);
   long vi = LONG_MAX;
+  {share}
   /* the op switch sits outside the loops: sum and prod run as plain loops */
 #define RED_LOOP(BODY) \
-  for (long k = k0 + l; k < k1; k += {ls}) {{ \
+  for (long k = ka; k < kb; k += {stride}) {{ \
     long o = base; \
     if (p.ndr == 1) o += k * p.rst[0]; \
     else {{ long r = k; for (int d = (int)p.ndr - 1; d >= 0; d--) {{ \
@@ -742,7 +774,7 @@ void reduce(__global uchar* out, __global long* out_idx, __global const {t.store
     BODY \
   }}
   switch (p.op) {{
-    case 0: RED_LOOP(v += w;) break;
+    case 0: {sum_run} RED_LOOP(v += w;) break;
     case 1: RED_LOOP(v *= w;) break;
     default: RED_LOOP(comb(p.op, &v, &vi, w, p.haveidx ? in_idx[o] : k);) break;
   }}
@@ -786,7 +818,7 @@ __kernel void reduce_rows(__global uchar* out, __global long* out_idx,
     BODY \
   }}
   switch (p.op) {{
-    case 0: RED_LOOP(v += w;) break;
+    case 0: {sum_rows} RED_LOOP(v += w;) break;
     case 1: RED_LOOP(v *= w;) break;
     default: RED_LOOP(comb(p.op, &v, &vi, w, p.haveidx ? in_idx[o] : k);) break;
   }}
@@ -1061,6 +1093,22 @@ __kernel void {name}(__global {a}* dst, __global const {t.store}* {side}, const 
                 f"if (n0 + j < p.N) {{ {a} y = x[e]; if (p.hasbias) y += ({a})({bias_r}); "
                 f"{store(t, 'C', f'cb + {r} * p.N + n0 + j', 'y')} }} }} }}")
     stores_s = "\n  ".join(stores)
+    # a whole tile inside C: unconditional stores of each vector's lanes, which LLVM's
+    # SLP pass merges into vector stores (the checked path above stores lane by lane)
+    whole = {0: [], 1: [], 2: []}
+    for r in range(mr):
+        for q in range(nv):
+            for e in range(vw):
+                j = q * vw + e
+                lane = f"c{r}_{q}.s{e:x}"
+                at = f"cb + {r} * p.N + n0 + {j}"
+                col_bias = load(t, "bias", f"p.biasoff + (n0 + {j}) * p.biasst")
+                row_bias = load(t, "bias", f"p.biasoff + (m0 + {r}) * p.biasst")
+                whole[0].append(store(t, "C", at, lane))
+                whole[1].append(store(t, "C", at, f"{lane} + ({a})({col_bias})"))
+                whole[2].append(store(t, "C", at, f"{lane} + ({a})({row_bias})"))
+    whole_s = "\n    ".join(f"{'if' if k == 0 else 'else if'} (p.hasbias == {k}) {{ "
+                            + " ".join(whole[k]) + " }" for k in (0, 1, 2))
     return f"""{pa}{pb}
 __kernel void mm_micro(__global {t.store}* C, __global const {a}* Ap,
                        __global const {a}* Bp, __global const {t.store}* bias, const MP p,
@@ -1083,6 +1131,10 @@ __kernel void mm_micro(__global {t.store}* C, __global const {a}* Ap,
       {step(0)}
   }}
   const long cb = batch * p.M * p.N + m0 * p.N;
+  if (m0 + {mr} <= p.M && n0 + {nr} <= p.N) {{
+    {whole_s}
+    return;
+  }}
   {stores_s}
 }}
 """
@@ -1153,6 +1205,45 @@ __kernel void ce_backward(__global {t.store}* grad, __global const {t.store}* pr
     else v *= ({a})({load(t, "g", "p.goff")}) / ({a})max(count[0], 1L);
   }}
   {store(t, "grad", "i", "v")}
+}}
+"""
+
+
+def sgd_source(t: CType) -> str:
+    """SGD's whole update of one parameter in one pass (`_fused_sgd_`): p, its gradient and
+    its momentum buffer, contiguous from their offsets, over the elements [i0, i1) of a
+    work-item. Flags: 1 maximize, 2 weight decay, 4 momentum, 8 nesterov. The arithmetic
+    is the CPU's, operation by operation: g (+ p * wd), buf = m * buf + (1 - d) * g,
+    g (+ buf * m) or buf, p + g * (-lr)."""
+    c = t.comp
+    ld = {x: load(t, x, "i") for x in ("P", "G", "B")}
+    return f"""
+__kernel void sgd_step(__global {t.store}* P, __global const {t.store}* G,
+                       __global {t.store}* B, const SG q, const {c} neglr, const {c} m,
+                       const {c} damp1, const {c} wd) {{
+  const long i0 = (long)get_global_id(0) * q.cs;
+  const long i1 = min(q.n, i0 + q.cs);
+  P += q.poff; G += q.goff; B += q.boff;
+  if (q.flags == 4) {{  /* plain momentum: one loop LLVM vectorises */
+    for (long i = i0; i < i1; i++) {{
+      const {c} b = m * ({ld["B"]}) + damp1 * ({ld["G"]});
+      {store(t, "B", "i", "b")}
+      {store(t, "P", "i", f"({ld['P']}) + b * neglr")}
+    }}
+    return;
+  }}
+  for (long i = i0; i < i1; i++) {{
+    const {c} p = {ld["P"]};
+    {c} g = {ld["G"]};
+    if (q.flags & 1) g = -g;
+    if (q.flags & 2) g = g + p * wd;
+    if (q.flags & 4) {{
+      const {c} b = m * ({ld["B"]}) + damp1 * g;
+      {store(t, "B", "i", "b")}
+      g = (q.flags & 8) ? g + b * m : b;
+    }}
+    {store(t, "P", "i", "p + g * neglr")}
+  }}
 }}
 """
 
@@ -1431,7 +1522,8 @@ __kernel void arange_f(__global uchar* out, const AF p) {{
 
 # -- programs: kernels bundled so that a device compiles few programs ----------------------
 
-def dtype_program(t: CType, fp64: bool, atomics64: bool, maxd: int, ls: int) -> str:
+def dtype_program(t: CType, fp64: bool, atomics64: bool, maxd: int, ls: int,
+                  cpu: bool = False) -> str:
     """Every kernel whose C types depend on dtype `t`: elementwise families, cast from
     t, reductions, cumsum, topk, matmul, softmax and the atomic scatters (the latter only where
     the device has the atomics t needs)."""
@@ -1441,11 +1533,13 @@ def dtype_program(t: CType, fp64: bool, atomics64: bool, maxd: int, ls: int) -> 
     parts += [unary_source(t, maxd), pred_source(t, maxd), binary_source(t, maxd),
               compare_source(t, maxd), where_source(t, maxd), cast_source(t, fp64, maxd),
               ternary_source(t, maxd),
-              reduce_source(t, ls), cumsum_source(t, ls), topk_source(t, ls), matmul_source(t),
+              reduce_source(t, ls, cpu), cumsum_source(t, ls), topk_source(t, ls),
+              matmul_source(t),
               matmul_rows_source(t), matmul_packed_source(t), col2im_source(t),
               col2im_rows_source(t), max_pool_source(t)]
     if t.kind in "fh":
-        parts += [softmax_source(t, ls), cross_entropy_source(t, ls), lstm_source(t)]
+        parts += [softmax_source(t, ls), cross_entropy_source(t, ls), lstm_source(t),
+                  sgd_source(t)]
     if t.size < 8 or atomics64:
         parts += [atomic_add_function(t), put_add_source(t), scatter_add_source(t),
                   *scatter_reduce_sources(t)]
@@ -1669,7 +1763,74 @@ def max_pool_source(t: CType) -> str:
     never overlap (the host checks). `max_pool_bw_gather_`, for overlapping windows: a
     work-item per run of input elements sums the outputs that chose it, kernel offsets in
     ascending order (deterministic, no atomics)."""
-    return "\n".join(_max_pool_kernels(t, nsp) for nsp in (1, 2, 3))
+    return "\n".join([*(_max_pool_kernels(t, nsp) for nsp in (1, 2, 3)),
+                      *(_max_pool_window(t, kh, kw) for kh, kw in POOL_WINDOWS)])
+
+
+# 2-d windows with a kernel of their own (the usual CNN pools), for windows wholly inside
+# the input (no padding, dilation 1): the window unrolled, no bounds checks
+POOL_WINDOWS = ((2, 2), (3, 3))
+
+
+def _max_pool_window(t: CType, kh: int, kw: int) -> str:
+    """`max_pool2d_{kh}x{kw}`: a work-item per output row (n, c, oh), each window's
+    kh * kw loads unrolled, keeping the generic kernel's choice (the first maximum, a NaN
+    beating any number, the first NaN kept). The generic kernel (bounds-checked loops over
+    the window, a branch per load) took ~20 ns an output on PoCL."""
+    a = ACC_OF[t.name] if t.kind in "fh" else t.comp
+    floaty = t.kind in "fh"
+    # selects, not branches (on random data a branch per load mispredicts half the
+    # time), and NaN tests as x != x (PoCL calls an out-of-line isnan)
+    better = "(v > best || (v != v && best == best))" if floaty else "v > best"
+    steps = []
+    for k0 in range(kh):
+        for k1 in range(kw):
+            at = f"r + {k0} * p.xst[0] + {k1} * p.xst[1]"
+            if k0 == 0 and k1 == 0:
+                steps.append(f"{a} best = ({a})({load(t, 'x', at)}); long bi = 0;")
+            else:
+                steps.append(f"{{ const {a} v = ({a})({load(t, 'x', at)}); "
+                             f"const int take = {better}; best = take ? v : best; "
+                             f"bi = take ? {k0 * kw + k1} : bi; }}")
+    body = "\n      ".join(steps)
+    return f"""
+__kernel void max_pool2d_{kh}x{kw}(__global {t.store}* out, __global long* oidx,
+                                 __global const {t.store}* x, const PL p) {{
+  const long row = get_global_id(0);
+  const long W = p.outs[1];
+  if (row * W >= p.n) return;
+  const long oh = row % p.outs[0], nc = row / p.outs[0];
+  const long c = nc % p.C, nb = nc / p.C;
+  const long r0 = p.xoff + nb * p.xs0 + c * p.xs1 + oh * p.stride[0] * p.xst[0];
+  for (long ow = 0; ow < W; ow++) {{
+      const long r = r0 + ow * p.stride[1] * p.xst[1];
+      {body}
+      {store(t, "out", "row * W + ow", "best")}
+      oidx[row * W + ow] = bi;
+  }}
+}}
+/* its backward into a zeroed gradient, for disjoint windows (as max_pool_bw_scatter_2):
+   the chosen offset decoded by constant divisors (the generic kernel's 64-bit divisions
+   by p.ks cost ~20 ns an output) */
+__kernel void max_pool2d_bw_{kh}x{kw}(__global {t.store}* grad, __global const {t.store}* g,
+                                    __global const long* idx, const PL p) {{
+  const long row = get_global_id(0);
+  const long W = p.outs[1];
+  if (row * W >= p.n) return;
+  const long oh = row % p.outs[0], nc = row / p.outs[0];
+  const long Wi = p.size[1];
+  const long base = nc * p.sp + oh * p.stride[0] * Wi;
+  for (long ow = 0; ow < W; ow++) {{
+    const long i = row * W + ow;
+    const long kk = idx[i];
+    if (kk >= 0 && kk < {kh * kw}) {{
+      const long e = base + (kk / {kw}) * Wi + ow * p.stride[1] + kk % {kw};
+      const {a} v = ({a})({load(t, "grad", "e")}) + ({a})({load(t, "g", "i")});
+      {store(t, "grad", "e", "v")}
+    }}
+  }}
+}}
+"""
 
 
 def _max_pool_kernels(t: CType, nsp: int) -> str:
