@@ -161,7 +161,7 @@ def lstm_steps(dtype: np.dtype) -> ModuleType | None:
 # core; from _CONV_PARALLEL on, it runs on all cores.
 
 _CONV_FIRST_USE = 4096
-_CONV_PARALLEL = 1 << 16
+_CONV_PARALLEL = 1 << 22
 _FLOATS = (_F32, _F64)
 _conv_module: ModuleType | None = None
 
