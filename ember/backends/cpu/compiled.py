@@ -292,7 +292,7 @@ def max_pool_backward(numpy_kernel: Callable[..., Any]) -> Callable[..., Any]:
             plane_shape, (k, s, p, d, e) = geometry
             g3 = g.reshape((plane_shape[0], -1) + g.shape[-1:])
             fast = idx is None and g.dtype == _F32 and _tiles_2x2(k, s, p, d, e) and \
-                _qualifies(g, values)
+                _qualifies(g, values, size=size)
             grad = (np.empty if fast else np.zeros)(plane_shape, g.dtype)
             try:
                 if fast:

@@ -105,34 +105,35 @@ def max_pool_2x2_parallel(x, out):
 @_jit()
 def _backward_2x2(g, x, values, grad, p):
     """Input gradient of one plane's 2x2 tiling windows from x and the forward's values:
-    each element compared with its window's maximum; in a NaN window the NaNs, the last
-    one winning (see the module doc). float32: the gradient's bits are masked."""
+    the first element equal to its window's maximum takes the gradient (its bits masked:
+    float32). A plane with a NaN window is redone by `_backward_plane` (the last NaN
+    wins there; NaN never equals the maximum here)."""
     out_h, out_w = g.shape[1], g.shape[2]
+    nan = np.int32(0)
     for oh in range(out_h):
         top, bottom = x[p, 2 * oh], x[p, 2 * oh + 1]
         g_top, g_bottom = grad[p, 2 * oh], grad[p, 2 * oh + 1]
         g_row, v_row = g[p, oh], values[p, oh]
         for ow in range(out_w):
-            a, b = top[2 * ow], top[2 * ow + 1]
-            c, d = bottom[2 * ow], bottom[2 * ow + 1]
             m = v_row[ow]
-            nan = np.int32(m != m)
-            # first maximum (ordinary windows)
-            ea = np.int32(a == m)
-            eb = np.int32(b == m) & (1 - ea)
-            ec = np.int32(c == m) & (1 - ea) & (1 - eb)
+            nan |= np.int32(m != m)
+            ea = np.int32(top[2 * ow] == m)
+            eb = np.int32(top[2 * ow + 1] == m) & (1 - ea)
+            ec = np.int32(bottom[2 * ow] == m) & (1 - ea) & (1 - eb)
             ed = (1 - ea) & (1 - eb) & (1 - ec)
-            # last NaN (NaN windows)
-            nd = np.int32(d != d)
-            nc = np.int32(c != c) & (1 - nd)
-            nb = np.int32(b != b) & (1 - nd) & (1 - nc)
-            na = (1 - nd) & (1 - nc) & (1 - nb)
             bits = _bits_of_float32(g_row[ow])
-            g_top[2 * ow] = _float32_from_bits(bits & -((ea & (1 - nan)) | (na & nan)))
-            g_top[2 * ow + 1] = _float32_from_bits(bits & -((eb & (1 - nan)) | (nb & nan)))
-            g_bottom[2 * ow] = _float32_from_bits(bits & -((ec & (1 - nan)) | (nc & nan)))
-            g_bottom[2 * ow + 1] = _float32_from_bits(bits & -((ed & (1 - nan)) | (nd & nan)))
+            g_top[2 * ow] = _float32_from_bits(bits & -ea)
+            g_top[2 * ow + 1] = _float32_from_bits(bits & -eb)
+            g_bottom[2 * ow] = _float32_from_bits(bits & -ec)
+            g_bottom[2 * ow + 1] = _float32_from_bits(bits & -ed)
     zero = _zero(grad[p, 0, 0])
+    if nan:
+        for h in range(grad.shape[1]):
+            for w in range(grad.shape[2]):
+                grad[p, h, w] = zero
+        _backward_plane(g, x, np.empty((0, 0, 0), np.int64), False, grad, 2, 2, 2, 2, 0, 0,
+                        1, 1, p)
+        return
     for h in range(2 * out_h):  # the floor mode's leftover column and row get nothing
         for w in range(2 * out_w, grad.shape[2]):
             grad[p, h, w] = zero
