@@ -345,3 +345,23 @@ def test_conv_runs_the_batch_in_chunks_and_keeps_only_its_input():
     ty.backward(torch.tensor(g))
     for e, t in zip(ours, theirs):
         np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("kernel, stride, padding", [(2, 2, 0), (3, 2, 1), (2, 1, 0)])
+def test_numpy_max_pool_picks_a_windows_last_nan_as_torch(kernel, stride, padding):
+    """Small tensors run NumPy's kernel, whose argmax finds a window's first NaN; PyTorch's
+    CPU kernel takes the last: indices and gradients follow PyTorch."""
+    x = np.arange(36, dtype=np.float32).reshape(1, 1, 6, 6)
+    x[0, 0, 0, :2] = x[0, 0, 1, 0] = x[0, 0, 3, 3] = x[0, 0, 4, 4] = np.nan
+    for return_indices in (False, True):
+        ex, tx = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        ey = F.max_pool2d(ex, kernel, stride, padding, return_indices=return_indices)
+        ty = torch.nn.functional.max_pool2d(tx, kernel, stride, padding,
+                                            return_indices=return_indices)
+        if return_indices:
+            (ey, ei), (ty, ti) = ey, ty
+            np.testing.assert_array_equal(ei.numpy(), ti.numpy())
+        np.testing.assert_array_equal(ey.detach().numpy(), ty.detach().numpy())
+        ey.backward(ember.ones_like(ey))
+        ty.backward(torch.ones_like(ty))
+        np.testing.assert_array_equal(ex.grad.numpy(), tx.grad.numpy())
