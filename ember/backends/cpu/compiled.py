@@ -28,6 +28,7 @@ numba).
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from collections.abc import Callable
@@ -152,3 +153,164 @@ def lstm_steps(dtype: np.dtype) -> ModuleType | None:
             return None
         _lstm_ready = True
     return module if _lstm_ready else None
+
+
+# -- the CNN passes: ReLU, max pooling (numba_conv.py) -----------------------------------
+# Measured at the benchmark CNN's sizes (see numba_conv.py and docs/architecture.md, "The
+# CPU's convolutions and pooling"): from _CONV_FIRST_USE elements the compiled pass wins
+# on one core (relu of 1.4M floats 0.13 ms against NumPy's 0.32, its backward 0.22 against
+# 0.70, the 2x2 pool 0.23 against 0.97 and its backward 1.1 against 2.5); from
+# _CONV_PARALLEL on, it runs on all cores (below, on a loaded 2-core machine the parallel
+# passes lost: see the docs).
+
+_CONV_FIRST_USE = 4096
+_CONV_PARALLEL = 1 << 22
+_FLOATS = (_F32, _F64)
+_conv_module: ModuleType | None = None
+
+
+def conv_kernels() -> ModuleType | None:
+    """numba_conv, imported on the first call; None where numba is off, missing or
+    broken (the state `kernels()` keeps)."""
+    global _conv_module
+    if _conv_module is None and kernels() is not None:
+        try:
+            from ember.backends.cpu import numba_conv
+        except Exception as e:  # noqa: BLE001 - a broken numba must not break ember
+            _disable(e)
+        else:
+            _conv_module = numba_conv
+    return _conv_module if _module is not None else None
+
+
+def _qualifies(*arrays: Any, size: int | None = None) -> bool:
+    """Contiguous float32/float64 ndarrays of one dtype, large enough (the first's size,
+    or `size`) for a compiled pass."""
+    first = arrays[0]
+    return all(type(a) is np.ndarray and a.dtype == first.dtype and a.flags.c_contiguous
+               for a in arrays) and first.dtype in _FLOATS and \
+        (first.size if size is None else size) >= _CONV_FIRST_USE
+
+
+def _loop(module: ModuleType, name: str, size: int) -> Callable[..., Any]:
+    """numba_conv's `<name>_serial` or, from _CONV_PARALLEL elements on, `<name>_parallel`."""
+    return getattr(module, name + ("_parallel" if size >= _CONV_PARALLEL else "_serial"))
+
+
+def relu(numpy_kernel: Callable[..., Any]) -> Callable[..., Any]:
+    """The kernel for `relu(x, out=None)`: one compiled pass where x qualifies."""
+    def kernel(x, out=None):
+        if _qualifies(x) and (module := conv_kernels()) is not None:
+            y = _flat_out(x, out)
+            if y is not None:
+                try:
+                    _loop(module, "relu", x.size)(x.reshape(-1), y.reshape(-1))
+                except Exception as e:  # noqa: BLE001 - a numba failure: NumPy from now on
+                    _disable(e)
+                else:
+                    return y
+        return numpy_kernel(x, out=out)
+    kernel.__name__ = kernel.__qualname__ = "relu"
+    return kernel
+
+
+def relu_backward(numpy_kernel: Callable[..., Any]) -> Callable[..., Any]:
+    """The kernel for `relu_backward(y, g)`: `y <= 0 ? 0 : g` in one compiled pass."""
+    def kernel(y, g):
+        if _qualifies(y, g) and g.shape == y.shape and (module := conv_kernels()) is not None:
+            out = np.empty_like(g)
+            try:
+                _loop(module, "relu_backward", y.size)(y.reshape(-1), g.reshape(-1),
+                                                       out.reshape(-1))
+            except Exception as e:  # noqa: BLE001 - a numba failure: NumPy from now on
+                _disable(e)
+            else:
+                return out
+        return numpy_kernel(y, g)
+    kernel.__name__ = kernel.__qualname__ = "relu_backward"
+    return kernel
+
+
+def _planes(shape: tuple, kernel_size: tuple, *params: tuple) -> tuple | None:
+    """A 1-d or 2-d pool's arrays as (N*C, H, W) planes and its parameters as 2-d ones
+    (a 1-d pool is a 2-d one of height 1); None for 3-d."""
+    if len(kernel_size) == 2:
+        return (shape[0] * shape[1],) + tuple(shape[2:]), (kernel_size,) + params
+    if len(kernel_size) == 1:
+        # stride and dilation 1 along the new axis, padding and extra 0
+        as_2d = [(1,) + tuple(kernel_size)] + [((0,) if i in (1, 3) else (1,)) + tuple(p)
+                                               for i, p in enumerate(params)]
+        return (shape[0] * shape[1], 1, shape[2]), tuple(as_2d)
+    return None
+
+
+def _tiles_2x2(kernel_size, stride, padding, dilation, extra) -> bool:
+    return tuple(kernel_size) == (2, 2) and tuple(stride) == (2, 2) and not any(padding) \
+        and not any(extra) and tuple(dilation) == (1, 1)
+
+
+_NO_INDICES = np.empty((0, 0, 0), np.int64)
+
+
+def max_pool(numpy_kernel: Callable[..., Any]) -> Callable[..., Any]:
+    """The kernel for `max_pool` (xp/pooling.py's signature): compiled for 1-d and 2-d
+    pools of any geometry on contiguous float32/float64 input."""
+    def kernel(x, kernel_size, stride, padding, dilation, extra, need_indices=True):
+        geometry = _planes(x.shape, kernel_size, stride, padding, dilation, extra)
+        if geometry is not None and _qualifies(x) and (module := conv_kernels()) is not None:
+            plane_shape, (k, s, p, d, e) = geometry
+            outs = tuple((size + 2 * pp + ee - dd * (kk - 1) - 1) // ss + 1 for size, kk, ss,
+                         pp, dd, ee in zip(plane_shape[1:], k, s, p, d, e))
+            planes = x.reshape(plane_shape)
+            values = np.empty((plane_shape[0],) + outs, x.dtype)
+            idx = np.empty(values.shape, np.int64) if need_indices else _NO_INDICES
+            try:
+                if _tiles_2x2(k, s, p, d, e) and not need_indices:
+                    _loop(module, "max_pool_2x2", x.size)(planes, values)
+                else:
+                    _loop(module, "max_pool", x.size)(planes, values, idx, need_indices,
+                                                      *k, *s, *p, *d)
+            except Exception as e:  # noqa: BLE001 - a numba failure: NumPy from now on
+                _disable(e)
+            else:
+                shape = tuple(x.shape[:2]) + outs[2 - len(kernel_size):]
+                return values.reshape(shape), idx.reshape(shape) if need_indices else None
+        return numpy_kernel(x, kernel_size, stride, padding, dilation, extra, need_indices)
+    kernel.__name__ = kernel.__qualname__ = "max_pool"
+    return kernel
+
+
+def max_pool_backward(numpy_kernel: Callable[..., Any]) -> Callable[..., Any]:
+    """The kernel for `max_pool_backward` (xp/pooling.py's signature): each window's pick
+    recomputed from x (PyTorch's rule, NaN included; 2x2 float32 windows from x and the
+    values), or read from the indices."""
+    def kernel(g, x, values, idx, input_shape, kernel_size, stride, padding, dilation,
+               extra):
+        size = math.prod(input_shape)
+        geometry = _planes(tuple(input_shape), kernel_size, stride, padding, dilation, extra)
+        source = (g, x) if idx is None else (g,)
+        if geometry is not None and _qualifies(*source, size=size) and \
+                (idx is None or (idx.flags.c_contiguous and idx.dtype == np.int64)) and \
+                (module := conv_kernels()) is not None:
+            plane_shape, (k, s, p, d, e) = geometry
+            g3 = g.reshape((plane_shape[0], -1) + g.shape[-1:])
+            fast = idx is None and g.dtype == _F32 and _tiles_2x2(k, s, p, d, e) and \
+                _qualifies(g, values, size=size)
+            grad = (np.empty if fast else np.zeros)(plane_shape, g.dtype)
+            try:
+                if fast:
+                    _loop(module, "max_pool_2x2_backward", size)(
+                        g3, x.reshape(plane_shape), values.reshape(g3.shape), grad)
+                else:
+                    x3 = grad if x is None else x.reshape(plane_shape)  # (unread with idx)
+                    i3 = _NO_INDICES if idx is None else idx.reshape(g3.shape)
+                    _loop(module, "max_pool_backward", size)(
+                        g3, x3, i3, idx is not None, grad, *k, *s, *p, *d)
+            except Exception as e:  # noqa: BLE001 - a numba failure: NumPy from now on
+                _disable(e)
+            else:
+                return grad.reshape(tuple(input_shape))
+        return numpy_kernel(g, x, values, idx, input_shape, kernel_size, stride, padding,
+                            dilation, extra)
+    kernel.__name__ = kernel.__qualname__ = "max_pool_backward"
+    return kernel

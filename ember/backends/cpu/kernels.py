@@ -14,7 +14,8 @@ CPU-only, passed to the shared kernels as hooks or added to the table here:
 - random numbers from a NumPy Generator, for the creation kernels other devices fall back
   to (random ops on the CPU itself draw PyTorch's stream in core: ember/core/cpu_random.py);
 - the whole-layer LSTM kernel (lstm.py, registered beside this table);
-- numba-compiled sigmoid, tanh, exp and backward formulas above a size (compiled.py);
+- numba-compiled sigmoid, tanh, exp and backward formulas above a size, and the CNN's
+  ReLU and max pooling passes (compiled.py);
 - NumPy's RuntimeWarnings on inf and NaN arithmetic, which PyTorch does not give.
 """
 
@@ -158,6 +159,7 @@ KERNELS: dict[str, Any] = make_kernels(np, hooks=Hooks(
     axpy=blas.axpy,
     axpby=blas.axpby,
     transpose=blas.transpose,
+    conv_columns_bytes=2 << 20,  # (L2-sized chunks; the benchmark CNN's conv2 in 5)
     exact_erf=np.vectorize(math.erf, otypes=[np.float64]),
     special=lambda: importlib.import_module("scipy.special"),  # (slow to import: on first use)
 ))
@@ -166,3 +168,5 @@ KERNELS.update({"rand": rand, "randn": randn, "randint": randint, "randperm": ra
 KERNELS.update({op: compiled.unary(op, KERNELS[op]) for op in ("sigmoid", "tanh", "exp")})
 KERNELS.update({op: compiled.backward(op, KERNELS[op])
                 for op in ("tanh_backward", "sigmoid_backward")})
+KERNELS.update({op: getattr(compiled, op)(KERNELS[op])
+                for op in ("relu", "relu_backward", "max_pool", "max_pool_backward")})

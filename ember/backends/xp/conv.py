@@ -49,6 +49,7 @@ def layout(x_shape, w_shape) -> str:
 
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     xp, product, transpose = lib.xp, lib.matmul, lib.transpose
+    budget = lib.hooks.conv_columns_bytes
 
     def im2col(x, kernel_size, dilation, padding, stride):
         n = len(kernel_size)
@@ -111,9 +112,35 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         cols[rows] = 1
         return cols, outs
 
+    def chunks(x_shape, w_shape, outs, itemsize):
+        """The batch cut into (start, stop) slices whose im2col columns fit the backend's
+        budget (`Hooks.conv_columns_bytes`), as even as possible; one slice without it."""
+        batch = x_shape[0]
+        per_sample = x_shape[1] * math.prod(w_shape[2:]) * math.prod(outs) * itemsize
+        if budget is None or batch <= 1 or per_sample * batch <= budget:
+            return [(0, batch)]
+        count = -(-batch // max(1, budget // max(per_sample, 1)))
+        size = -(-batch // count)
+        return [(start, min(start + size, batch)) for start in range(0, batch, size)]
+
+    def out_sizes(x_shape, w_shape, stride, padding, dilation):
+        return tuple((s + 2 * p - d * (k - 1) - 1) // st + 1 for s, k, st, p, d in
+                     zip(x_shape[2:], w_shape[2:], stride, padding, dilation))
+
     def conv(x, w, b, stride, padding, dilation):
-        """N-d convolution (groups=1) as one GEMM; returns (out, columns kept for
-        backward)."""
+        """N-d convolution (groups=1) as one GEMM per batch chunk; returns (out, x): the
+        backward rebuilds the columns from x, chunk by chunk, rather than keeping them
+        (9x the input for a 3x3 kernel)."""
+        outs = out_sizes(x.shape, w.shape, stride, padding, dilation)
+        parts = chunks(x.shape, w.shape, outs, x.dtype.itemsize)
+        if len(parts) == 1:
+            return conv_chunk(x, w, b, stride, padding, dilation), x
+        out = xp.empty((x.shape[0], w.shape[0]) + outs, dtype=x.dtype)
+        for start, stop in parts:
+            out[start:stop] = conv_chunk(x[start:stop], w, b, stride, padding, dilation)
+        return out, x
+
+    def conv_chunk(x, w, b, stride, padding, dilation):
         batch, out_ch = x.shape[0], w.shape[0]
         order = layout(x.shape, w.shape)
         # per sample, the bias is one more column of the weight against a row of ones in
@@ -138,12 +165,30 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             else:
                 out = xp.ascontiguousarray(
                     product_.reshape(out_ch, batch, length).transpose(1, 0, 2))
-        return out.reshape((batch, out_ch) + tuple(outs)), cols
+        return out.reshape((batch, out_ch) + tuple(outs))
 
-    def conv_backward(g, x_shape, w, cols, stride, padding, dilation,
+    def conv_backward(g, x_shape, w, x, stride, padding, dilation,
                       needs=(True, True, True)):
-        """Gradients of `conv`: (input, weight, bias), each from one GEMM (None if not
-        needed)."""
+        """Gradients of `conv` (x: its workspace, the input): (input, weight, bias), each
+        from one GEMM per batch chunk (None if not needed)."""
+        parts = chunks(x_shape, w.shape, g.shape[2:], g.dtype.itemsize)
+        if len(parts) == 1:
+            return backward_chunk(g, x, w, stride, padding, dilation, needs)
+        gx = xp.empty(x_shape, dtype=g.dtype) if needs[0] else None
+        gw = gb = None
+        for start, stop in parts:
+            gx_part, gw_part, gb_part = backward_chunk(g[start:stop], x[start:stop], w,
+                                                       stride, padding, dilation, needs)
+            if needs[0]:
+                gx[start:stop] = gx_part
+            if gw_part is not None:
+                gw = gw_part if gw is None else xp.add(gw, gw_part, out=gw)
+            if gb_part is not None:
+                gb = gb_part if gb is None else xp.add(gb, gb_part, out=gb)
+        return gx, gw, gb
+
+    def backward_chunk(g, x, w, stride, padding, dilation, needs):
+        x_shape = x.shape
         batch, channels, out_ch = x_shape[0], x_shape[1], w.shape[0]
         order = layout(x_shape, w.shape)
         kernel_size, outs = tuple(w.shape[2:]), tuple(g.shape[2:])
@@ -153,9 +198,11 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         padded_sp = tuple(s + 2 * p for s, p in zip(x_shape[2:], padding))
         gx = gw = gb = None
         if order == PER_SAMPLE:  # (N, O, L) is already each sample's GEMM operand
-            per_sample = cols.reshape(cols.shape[0], batch, g3.shape[2])
-            with_ones = cols.shape[0] == ck + 1  # (the bias's row: see `conv`)
-            if needs[1] or (needs[2] and with_ones):
+            with_ones = bool(needs[2])  # (the bias's row: see `conv`)
+            if needs[1] or needs[2]:
+                cols, _ = columns(x, kernel_size, dilation, padding, stride, False,
+                                  ones=with_ones)
+                per_sample = cols.reshape(cols.shape[0], batch, g3.shape[2])
                 both = product(g3, per_sample.transpose(1, 2, 0)).sum(axis=0)
                 gw = both[:, :ck].reshape(w.shape) if needs[1] else None
                 gb = xp.ascontiguousarray(both[:, ck]) if needs[2] and with_ones else None
@@ -174,9 +221,12 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             g_mat = transpose(g3.reshape(batch, -1))
         else:
             g_mat = xp.ascontiguousarray(g3.transpose(1, 0, 2))
-        g_mat = g_mat.reshape(out_ch, cols.shape[1])
-        # (as (C*K, O), the taller product: 12% faster than (O, C*K) in OpenBLAS here)
-        gw = product(cols, g_mat.T).T.reshape(w.shape) if needs[1] else None
+        g_mat = g_mat.reshape(out_ch, batch * g3.shape[2])
+        if needs[1]:
+            cols, _ = columns(x, kernel_size, dilation, padding, stride, order == BATCH_LAST)
+            # (as (C*K, O), the taller product: 12% faster than (O, C*K) in OpenBLAS here)
+            gw = xp.ascontiguousarray(product(cols, g_mat.T).T).reshape(w.shape)
+            cols = None  # (freed before the input gradient's columns are made)
         gb = g_mat.sum(axis=1) if needs[2] else None
         if needs[0]:
             g_cols = product(w_mat.T, g_mat)  # (C*K, N*L) or (C*K, L*N)

@@ -70,6 +70,11 @@ class Hooks:
     changes), or None where it does not apply. Default: `xp.ascontiguousarray(a.T)`. The
     CPU's is OpenBLAS's cache-blocked `?omatcopy`."""
 
+    conv_columns_bytes: int | None = None
+    """The most bytes of im2col columns a convolution kernel builds at once: the batch is
+    cut into chunks that fit, each run through its own GEMMs (memory, and columns that
+    stay in cache). Default: the whole batch at once."""
+
     exact_erf: Callable[[Any], Any] | None = None
     """erf of a float64 array to float64 precision. Default: the polynomial that every
     other dtype uses (fractional error < 1.2e-7)."""

@@ -41,6 +41,11 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             if on_pad.any():
                 idx = xp.where(on_pad, xp.broadcast_to(first_real, idx.shape), idx)
         values = xp.take_along_axis(flat, idx[..., None], axis=-1)[..., 0]
+        if values.dtype.kind not in "biu" and values.size:
+            nan = xp.isnan(values)
+            if nan.any():  # PyTorch's CPU kernel picks a window's last NaN, argmax its first
+                last = flat.shape[-1] - 1 - xp.isnan(flat[..., ::-1]).argmax(axis=-1)
+                idx = xp.where(nan, last, idx)
         return values, idx
 
     def _all_finite(a) -> bool:
