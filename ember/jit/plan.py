@@ -25,6 +25,7 @@ Each replay still runs every kernel; the plan changes only where results are wri
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections import Counter
 from typing import Any, NamedTuple
@@ -259,6 +260,16 @@ def _fused_step(tape: Tape, indices: list[int], steps: list[PlanStep], backend: 
 
 # -- pass 2: buffers ------------------------------------------------------------------------
 
+def _covers(backend: Any, buf: Any, root: Any) -> bool:
+    """Whether `buf` is all of its storage `root`, dense from its start (a GEMM's result
+    reshaped, say): writing into it then writes the whole storage, nothing else."""
+    if not backend.owns(root) or not backend.is_contiguous(buf):
+        return False
+    if buf is root:
+        return True
+    return backend.storage_offset(buf) == 0 and math.prod(buf.shape) == math.prod(root.shape)
+
+
 def _plan_buffers(tape: Tape, steps: list[PlanStep], backends: list[Any],
                   wanted: set[int]) -> Plan:
     forever = len(steps) + 1
@@ -310,8 +321,7 @@ def _plan_buffers(tape: Tape, steps: list[PlanStep], backends: list[Any],
             if rid in first_made and first_made[rid] != n and rid not in read:
                 foreign.add(rid)  # handed out twice: memory the kernel keeps
             first_made.setdefault(rid, n)
-            buf = tape.keep[s]
-            if buf is root and backend.owns(buf) and backend.is_contiguous(buf):
+            if _covers(backend, tape.keep[s], root):
                 whole.setdefault(rid, s)
     root_last: dict[int, int] = {}
     for s, rid in root_of.items():
