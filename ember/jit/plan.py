@@ -327,6 +327,30 @@ def _plan_buffers(tape: Tape, steps: list[PlanStep], backends: list[Any],
     for s, rid in root_of.items():
         root_last[rid] = max(root_last.get(rid, made_by[s]), last.get(s, made_by[s]))
 
+    members: dict[int, list[int]] = {}
+    for s, rid in root_of.items():
+        members.setdefault(rid, []).append(s)
+
+    def move(slot: int, rid: int) -> None:
+        """`slot`'s buffer is now storage `rid`'s (an elided copy, a reused buffer): so are
+        its views, which keep `rid` alive as long as they live; its own storage is gone."""
+        old = root_of.get(slot)
+        if old == rid:
+            return
+        if old is None:
+            root_of[slot] = rid
+            members.setdefault(rid, []).append(slot)
+            root_last[rid] = max(root_last[rid], last.get(slot, 0))
+            dies_at.setdefault(root_last[rid], []).append(rid)
+            return
+        for s in members.pop(old, ()):
+            root_of[s] = rid
+            members.setdefault(rid, []).append(s)
+        root_last[rid] = max(root_last[rid], root_last.pop(old, 0))
+        whole.pop(old, None)
+        foreign.add(old)  # (its entries in dies_at are stale)
+        dies_at.setdefault(root_last[rid], []).append(rid)
+
     def reusable(rid: int | None) -> bool:
         return rid is not None and rid not in foreign and root_last.get(rid, forever) < forever
 
@@ -347,9 +371,7 @@ def _plan_buffers(tape: Tape, steps: list[PlanStep], backends: list[Any],
             rid = root_of.get(source)
             if reusable(rid) and root_last[rid] == n and whole.get(rid) == source:
                 planned.append(step._replace(alias=source))
-                root_of[step.out] = rid
-                root_last[rid] = max(n, last.get(step.out, n))
-                dies_at.setdefault(root_last[rid], []).append(rid)
+                move(step.out, rid)
                 elided += 1
                 continue
         if step.fused and step.into is None and meta(step.out)[1] is not None:
@@ -362,10 +384,9 @@ def _plan_buffers(tape: Tape, steps: list[PlanStep], backends: list[Any],
                 if dying:
                     dies_at[n].remove(rid)
                 step = step._replace(into=(SLOT, whole[rid]))
-                root_of[step.out] = rid
+                root_last[rid] = n
+                move(step.out, rid)
                 whole[rid] = step.out
-                root_last[rid] = last.get(step.out, n)
-                dies_at.setdefault(root_last[rid], []).append(rid)
                 reused += 1
         planned.append(step)
         for rid in dies_at.pop(n, ()):
