@@ -17,7 +17,10 @@ unfused NumPy ops do.
 
 Used only where it pays: float32/float64 chains of at least `MIN_ELEMENTS` results
 (below, numba's call costs more than NumPy's passes), with numba present and not turned
-off (`EMBER_NUMBA=0`); `prange` from `compiled._PARALLEL` elements.
+off (`EMBER_NUMBA=0`). The loops run on one core: a replay's chains sit between GEMMs
+whose OpenBLAS threads are still spinning, and measured on the 2-core machine under
+load, the CNN step's `prange` ReLU backward (1.4M elements) made the replay 1.5-2.5x
+slower than the serial loop (which runs it in ~0.5 ms).
 """
 
 from __future__ import annotations
@@ -57,16 +60,16 @@ FUSIBLE = frozenset(FORMULAS)
 
 _NP = {float32: np.dtype(np.float32), float64: np.dtype(np.float64)}
 _HEADER = """import numpy as np
-from numba import njit, prange
+from numba import njit
 from ember.backends.cpu.numba_kernels import exp, log, sigmoid, tanh
 Z, O = np.{dtype}(0), np.{dtype}(1)
 
 
 def _njit(f):
     try:
-        return njit(cache=True, error_model="numpy", parallel={parallel})(f)
+        return njit(cache=True, error_model="numpy")(f)
     except RuntimeError:  # no cache locator: compile in memory
-        return njit(cache=False, error_model="numpy", parallel={parallel})(f)
+        return njit(cache=False, error_model="numpy")(f)
 
 
 @_njit
@@ -103,14 +106,13 @@ def merged_dims(shape: tuple[int, ...], inputs: list[tuple[int, ...]]
 
 
 def _source(chain: ElementwiseChain, dims: tuple[int, ...],
-            patterns: list[tuple[bool, ...]], scalars: list[Any], parallel: bool) -> str:
+            patterns: list[tuple[bool, ...]], scalars: list[Any]) -> str:
     n_in = len(chain.inputs)
     names = ["out"] + [f"a{i}" for i in range(n_in)] + [f"c{i}" for i in range(len(scalars))]
     lines = [f"def chain({', '.join(names)}):"]
     indent = "    "
     for d in range(len(dims)):
-        loop = "prange" if parallel and d == 0 else "range"
-        lines.append(f"{indent}for i{d} in {loop}(out.shape[{d}]):")
+        lines.append(f"{indent}for i{d} in range(out.shape[{d}]):")
         indent += "    "
     for i, pattern in enumerate(patterns):
         index = ", ".join(f"i{d}" for d, kept in enumerate(pattern) if kept) or "0"
@@ -128,7 +130,7 @@ def _source(chain: ElementwiseChain, dims: tuple[int, ...],
         lines.append(f"{indent}v{j} = " + FORMULAS[op].format(*args))
     target = ", ".join(f"i{d}" for d in range(len(dims)))
     lines.append(f"{indent}out[{target}] = v{len(chain.ops) - 1}")
-    header = _HEADER.format(dtype=_NP[chain.dtype].name, parallel=parallel)
+    header = _HEADER.format(dtype=_NP[chain.dtype].name)
     return header + "\n".join(lines) + "\n"
 
 
@@ -194,9 +196,8 @@ def fuse(chain: ElementwiseChain) -> Callable[..., Any] | None:
            for v in numbers):
         return None
     scalars = [dtype.type(v) for v in numbers]
-    parallel = size >= compiled._PARALLEL
     try:
-        fn = _load(_source(chain, dims, patterns, scalars, parallel))
+        fn = _load(_source(chain, dims, patterns, scalars))
     except Exception as e:  # noqa: BLE001 - a numba failure: the ops run one by one
         compiled._disable(e)
         return None
