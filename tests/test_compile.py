@@ -365,3 +365,28 @@ def test_the_profiler_names_fused_chains() -> None:
         compiled(x)
     names = {e.key for e in prof.key_averages()}
     assert any(n.startswith("compiled::fused[") and "tanh" in n for n in names), names
+
+
+def test_a_dtype_or_device_change_re_traces() -> None:
+    """float32 and float64 inputs are two guard keys, each with its own plan (its own
+    fused kernel); a device change is a third."""
+    def fn(x, b):
+        return ((x * 2.0 + b).relu() - 0.5).sigmoid()
+
+    compiled = ember.compile(fn)
+    with ember.no_grad():
+        for dtype in (ember.float32, ember.float64) * 4:
+            x, b = ember.randn(64, 48, dtype=dtype), ember.randn(48, dtype=dtype)
+            out = compiled(x, b)
+            assert out.dtype == dtype
+            assert ember.allclose(out, fn(x, b), rtol=1e-6, atol=1e-7)
+    assert compiled.explain().count("replayed") == 2, compiled.explain()
+    try:
+        ember.zeros(1, device="opencl")
+    except Exception:  # noqa: BLE001 - no OpenCL here: the CPU keys are checked above
+        return
+    with ember.no_grad():
+        for _ in range(4):
+            x, b = ember.randn(64, 48, device="opencl"), ember.randn(48, device="opencl")
+            assert ember.allclose(compiled(x, b).cpu(), fn(x, b).cpu(), rtol=1e-5, atol=1e-6)
+    assert compiled.explain().count("replayed") == 3, compiled.explain()
