@@ -358,6 +358,9 @@ def _plan_buffers(tape: Tape, steps: list[PlanStep], backends: list[Any],
         buf = tape.keep[slot]
         return (tuple(buf.shape), tape.dtype_of.get(id(buf)))
 
+    def dead_before(rid: int, n: int) -> bool:
+        return reusable(rid) and rid in whole and root_last[rid] < n
+
     dies_at: dict[int, list[int]] = {}
     for rid, n in root_last.items():
         dies_at.setdefault(n, []).append(rid)
@@ -379,6 +382,8 @@ def _plan_buffers(tape: Tape, steps: list[PlanStep], backends: list[Any],
             dying = [r for r in dies_at.get(n, ()) if reusable(r) and root_last[r] == n
                      and r in whole and meta(whole[r]) == key]
             pool = free.get(key, [])
+            while not dying and pool and not dead_before(pool[-1], n):
+                pool.pop()  # taken since, and alive again
             rid = dying[0] if dying else (pool.pop() if pool else None)
             if rid is not None:
                 if dying:
@@ -391,6 +396,8 @@ def _plan_buffers(tape: Tape, steps: list[PlanStep], backends: list[Any],
         planned.append(step)
         for rid in dies_at.pop(n, ()):
             if reusable(rid) and root_last[rid] == n and rid in whole:
-                free.setdefault(meta(whole[rid]), []).append(rid)
+                pool = free.setdefault(meta(whole[rid]), [])
+                if rid not in pool:
+                    pool.append(rid)
     fused_ops = sum(s.fused for s in planned)
     return Plan(planned, fused_ops, elided, reused)
