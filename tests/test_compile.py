@@ -390,3 +390,25 @@ def test_a_dtype_or_device_change_re_traces() -> None:
             x, b = ember.randn(64, 48, device="opencl"), ember.randn(48, device="opencl")
             assert ember.allclose(compiled(x, b).cpu(), fn(x, b).cpu(), rtol=1e-5, atol=1e-6)
     assert compiled.explain().count("replayed") == 3, compiled.explain()
+
+
+def test_a_view_read_late_keeps_its_buffer_alive() -> None:
+    """`v` views `h`'s memory and is read after the chains that could take a dead buffer
+    of `h`'s shape: the plan keeps that memory alive until `v`'s last read."""
+    w = ember.randn(32, 64)
+
+    def fn(x):
+        h = (x @ w).relu()
+        v = h.reshape(-1)
+        k = (h * 3.0).tanh()
+        m = (k + 1.0) * 0.5 - (k * k).sigmoid()
+        return m.sum(1), v[::7] * 2.0
+
+    compiled = ember.compile(fn)
+    with ember.no_grad():
+        for _ in range(6):
+            x = ember.randn(48, 32)
+            (a, b), (c, d) = compiled(x), fn(x)
+            assert ember.allclose(a, c, rtol=1e-5, atol=1e-5)
+            assert ember.equal(b, d)
+    assert "replayed" in compiled.explain(), compiled.explain()
