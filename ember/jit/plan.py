@@ -21,12 +21,15 @@ Made once per guard key, from the second recording (ember.jit.tape), in two pass
    kernel's workspace, and never reused).
 
 Each replay still runs every kernel; the plan changes only where results are written.
+`EMBER_COMPILE_PLAN=0` replays the tape as recorded (to compare, or to rule the plan
+out).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections import Counter
 from typing import Any, NamedTuple
 
@@ -66,6 +69,8 @@ def make_plan(tape: Tape, wanted: list[int]) -> Plan:
     """The plan of `tape` whose slots `wanted` are read after the replay."""
     steps = [PlanStep(op, kernel, specs, kw, out)
              for op, kernel, specs, kw, out in tape.steps]
+    if os.environ.get("EMBER_COMPILE_PLAN", "1") == "0":  # the tape as recorded
+        return Plan(steps, 0, 0, 0)
     steps, backends = _fuse_chains(tape, steps, list(tape.backends), set(wanted))
     return _plan_buffers(tape, steps, backends, set(wanted))
 
