@@ -412,3 +412,9 @@ def test_a_view_read_late_keeps_its_buffer_alive() -> None:
             assert ember.allclose(a, c, rtol=1e-5, atol=1e-5)
             assert ember.equal(b, d)
     assert "replayed" in compiled.explain(), compiled.explain()
+
+
+def test_ember_compile_plan_0_replays_the_tape_as_recorded(monkeypatch) -> None:
+    monkeypatch.setenv("EMBER_COMPILE_PLAN", "0")
+    compiled = _run_chain(_chain_params(), _chain_params(), [64] * 5)
+    assert "0 fused chains (0 ops), 0 copies elided, 0 results" in compiled.explain()
