@@ -304,7 +304,9 @@ class Backend:
         `buffer`, the same for every view of it (NumPy: the array at the root of `.base`);
         None when unknown, or when `buffer` is not one of this backend's buffers (an opaque
         state a fused kernel returns). A replay reuses only memory whose storage it
-        knows."""
+        knows, and only storage that `owns` (writable, not a view) and that no argument,
+        parameter or earlier kernel call already had: a kernel that keeps memory it hands
+        out (a cached constant, a workspace) must hand it out read-only."""
         return None
 
     def fuse_elementwise(self, chain: ElementwiseChain) -> Kernel | None:
