@@ -109,3 +109,16 @@ def test_what_it_declines() -> None:
                              (((64, 64), float32), ((64, 64), float64)), (64, 64), float32)
     assert fusion.fuse(mixed) is None
     assert set(fusion.FORMULAS) == fusion.FUSIBLE
+
+
+def test_a_chain_numba_refuses_runs_op_by_op_with_a_warning(monkeypatch) -> None:
+    def broken(source):
+        raise RuntimeError("numba says no")
+
+    monkeypatch.setattr(fusion, "_load", broken)
+    monkeypatch.setattr(fusion, "_failed", set())
+    chain = _chain([("neg", [("input", 0)]), ("exp", [("op", 0)])], [(64, 64)], (64, 64))
+    with pytest.warns(RuntimeWarning, match=r"fused\[neg\+exp\].*numba says no"):
+        assert fusion.fuse(chain) is None
+    assert fusion.fuse(chain) is None  # not tried again
+    assert compiled.kernels() is not None  # the eager compiled kernels stay on

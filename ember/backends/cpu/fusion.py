@@ -30,6 +30,7 @@ import importlib.util
 import os
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -75,6 +76,7 @@ def _njit(f):
 @_njit
 """
 _loaded: dict[str, Callable[..., Any]] = {}  # source hash -> compiled function
+_failed: set[str] = set()  # sources numba refused (warned once each)
 
 
 def merged_dims(shape: tuple[int, ...], inputs: list[tuple[int, ...]]
@@ -196,10 +198,16 @@ def fuse(chain: ElementwiseChain) -> Callable[..., Any] | None:
            for v in numbers):
         return None
     scalars = [dtype.type(v) for v in numbers]
+    source = _source(chain, dims, patterns, scalars)
+    if source in _failed:
+        return None
     try:
-        fn = _load(_source(chain, dims, patterns, scalars))
-    except Exception as e:  # noqa: BLE001 - a numba failure: the ops run one by one
-        compiled._disable(e)
+        fn = _load(source)
+    except Exception as e:  # noqa: BLE001 - a numba failure: this chain runs op by op
+        _failed.add(source)
+        warnings.warn(f"ember.compile: the CPU could not compile the fused kernel "
+                      f"{chain.name} ({type(e).__name__}: {e}); its ops run one by one",
+                      RuntimeWarning, stacklevel=2)
         return None
     shape = tuple(chain.shape)
     views = [tuple(n for n, kept in zip(dims, p) if kept) or (1,) for p in patterns]
