@@ -418,3 +418,30 @@ def test_ember_compile_plan_0_replays_the_tape_as_recorded(monkeypatch) -> None:
     monkeypatch.setenv("EMBER_COMPILE_PLAN", "0")
     compiled = _run_chain(_chain_params(), _chain_params(), [64] * 5)
     assert "0 fused chains (0 ops), 0 copies elided, 0 results" in compiled.explain()
+
+
+def test_gradients_accumulated_in_place_over_two_backwards() -> None:
+    """zero_grad(set_to_none=False) and two backwards a step: the gradients are tensors
+    that live across calls, accumulated in place; the plan's fused kernels and reused
+    buffers leave them as eager does."""
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 10))
+    twin = copy.deepcopy(model)
+
+    def make(m):
+        opt = _sgd(m)
+
+        def step(x, y):
+            opt.zero_grad(set_to_none=False)
+            for half, target in ((x[:32], y[:32]), (x[32:], y[32:])):
+                loss = nn.functional.cross_entropy(m(half), target)
+                loss.backward()
+            opt.step()
+            return loss
+        return step
+
+    compiled, eager = ember.compile(make(model)), make(twin)
+    x, y = ember.randn(64, 20), ember.randint(0, 10, (64,))
+    for _ in range(6):
+        _assert_same(model, twin, compiled(x, y), eager(x, y))
+    assert "replayed" in compiled.explain(), compiled.explain()
