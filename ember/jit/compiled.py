@@ -10,7 +10,8 @@ hyperparameters the function can see):
    ran the same kernels on operands from the same places with the same plain values, the
    Python around the kernels does not change what runs, and the tape becomes a replay;
    otherwise they are recorded again, up to a limit, then the key stays eager;
-3. later calls replay: one generated function calls the kernels in order. Tensors the
+3. later calls replay: one generated function calls the kernels of the tape's plan
+   (ember.jit.plan: elementwise chains fused, dead buffers reused) in order. Tensors the
    recorded call left behind (new `.grad`s, rebound buffers) are pointed at the replay's
    buffers; the returned tensors are new tensors on them.
 
