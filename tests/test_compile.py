@@ -24,10 +24,11 @@ def _models() -> dict:
             return self.fc(out[:, -1])
 
     return {
+        # (sizes from 1024 elements on: the plan fuses their ReLUs, fusion.MIN_ELEMENTS)
         "mlp": (nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 16), nn.ReLU(),
-                              nn.Linear(16, 10)), (8, 20)),
+                              nn.Linear(16, 10)), (64, 20)),
         "cnn": (nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                              nn.Linear(4 * 3 * 3, 10)), (4, 1, 8, 8)),
+                              nn.Linear(4 * 3 * 3, 10)), (16, 1, 8, 8)),
         "lstm": (LSTMNet(), (3, 5, 6)),
         "tiny": (nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 8), nn.Tanh(),
                                nn.Linear(8, 10)), (4, 8)),
@@ -252,3 +253,195 @@ def test_plain_numbers_in_the_result_come_back_as_they_were() -> None:
         loss, three, extra = compiled(x, y)
     assert "replayed" in compiled.explain()
     assert three == 3 and extra == {"n": 0} and isinstance(loss, ember.Tensor)
+
+
+# -- the static plan: fused chains, elided copies, reused buffers -------------------------
+
+
+def _fusion_on() -> bool:
+    from ember.backends.cpu import compiled as cpu_compiled
+
+    return cpu_compiled.kernels() is not None
+
+
+def _chain_params():
+    ember.manual_seed(3)
+    return [ember.randn(32, 48).requires_grad_(), ember.randn(48).requires_grad_()]
+
+
+def _chain_step(params):
+    """Elementwise chains forward and backward (a bias over rows, tanh, sigmoid), and a
+    hand-written SGD update (`p.sub_(lr * g)`: mul, sub and a copy into the parameter)."""
+    w, b = params
+
+    def step(x):
+        h = x @ w + b
+        a = (h * 0.5).tanh() * 2.0 - h.sigmoid()
+        loss = (a * a).mean()
+        loss.backward()
+        with ember.no_grad():
+            for p in (w, b):
+                p.sub_(p.grad * 0.1)
+                p.grad = None
+        return loss, a
+    return step
+
+
+def _run_chain(compiled_params, eager_params, batches, keep=None):
+    compiled = ember.compile(_chain_step(compiled_params))
+    eager = _chain_step(eager_params)
+    for batch in batches:
+        x = ember.randn(batch, 32)
+        (loss, a), (eloss, ea) = compiled(x), eager(x)
+        assert ember.allclose(loss, eloss, rtol=1e-5, atol=1e-6), (loss, eloss)
+        assert ember.allclose(a, ea, rtol=1e-5, atol=1e-5)
+        for p, q in zip(compiled_params, eager_params):
+            assert ember.allclose(p, q, rtol=1e-5, atol=1e-5)
+        if keep is not None:
+            keep.append((a, a.detach().numpy().copy(), loss, float(loss)))
+    return compiled
+
+
+def test_fused_chains_equal_the_unfused_ops_and_eager(monkeypatch) -> None:
+    params, twin, unfused = _chain_params(), _chain_params(), _chain_params()
+    compiled = _run_chain(params, twin, [64] * 6)
+    explain = compiled.explain()
+    assert "replayed" in explain, explain
+    if _fusion_on():
+        chains = int(explain.split(" fused chains")[0].rsplit(" ", 1)[-1])
+        assert chains >= 3, explain
+    # the same step with the CPU's compiled kernels off (EMBER_NUMBA=0): the plan runs
+    # the ops one by one, and gives the same parameters
+    from ember.backends.cpu import compiled as cpu_compiled
+
+    monkeypatch.setattr(cpu_compiled, "_module", None)
+    monkeypatch.setattr(cpu_compiled, "unavailable", "turned off by EMBER_NUMBA=0")
+    eager_twin = _chain_params()
+    off = _run_chain(unfused, eager_twin, [64] * 6)
+    assert " 0 fused chains" in off.explain(), off.explain()
+    for p, q in zip(params, unfused):
+        assert ember.allclose(p, q, rtol=1e-5, atol=1e-5)
+
+
+def test_reused_buffers_never_overwrite_returned_tensors_or_gradients() -> None:
+    """Each call returns an intermediate (`a`) and the loss: later calls, whose results
+    go into buffers the plan reuses, leave the earlier ones as they were."""
+    kept: list = []
+    compiled = _run_chain(_chain_params(), _chain_params(), [64] * 8, keep=kept)
+    assert "replayed" in compiled.explain()
+    for a, values, loss, number in kept:
+        assert (a.detach().numpy() == values).all()
+        assert float(loss) == number
+    assert len({id(a.detach().numpy()) for a, *_ in kept}) == len(kept)
+
+
+def test_a_shape_change_re_traces_the_plan_too() -> None:
+    """Batch 64 fuses its chains, batch 8 (below the fused kernels' size) does not: each
+    shape has its own plan, both equal eager."""
+    compiled = _run_chain(_chain_params(), _chain_params(), [64, 8, 64, 8, 64, 8, 64, 8])
+    assert compiled.explain().count("replayed") == 2, compiled.explain()
+
+
+def test_gradient_copies_are_elided_and_the_grads_stay_right() -> None:
+    model, shape = _models()["mlp"]
+    compiled, eager, model, twin = _pair(model, _sgd)
+    x, y = ember.randn(*shape), ember.randint(0, 10, (shape[0],))
+    for _ in range(5):
+        _assert_same(model, twin, compiled(x, y), eager(x, y))
+    explain = compiled.explain()
+    assert " 6 copies elided" in explain, explain
+    grads = [p.grad for p in model.parameters()]
+    assert len({id(g.numpy()) for g in grads}) == len(grads)  # one buffer each
+
+
+def test_the_profiler_names_fused_chains() -> None:
+    if not _fusion_on():
+        pytest.skip("numba is off or missing: no fused kernels")
+    compiled = ember.compile(_chain_step(_chain_params()))
+    x = ember.randn(64, 32)
+    for _ in range(4):
+        compiled(x)
+    with ember.profiler.profile() as prof:
+        compiled(x)
+    names = {e.key for e in prof.key_averages()}
+    assert any(n.startswith("compiled::fused[") and "tanh" in n for n in names), names
+
+
+def test_a_dtype_or_device_change_re_traces() -> None:
+    """float32 and float64 inputs are two guard keys, each with its own plan (its own
+    fused kernel); a device change is a third."""
+    def fn(x, b):
+        return ((x * 2.0 + b).relu() - 0.5).sigmoid()
+
+    compiled = ember.compile(fn)
+    with ember.no_grad():
+        for dtype in (ember.float32, ember.float64) * 4:
+            x, b = ember.randn(64, 48, dtype=dtype), ember.randn(48, dtype=dtype)
+            out = compiled(x, b)
+            assert out.dtype == dtype
+            assert ember.allclose(out, fn(x, b), rtol=1e-6, atol=1e-7)
+    assert compiled.explain().count("replayed") == 2, compiled.explain()
+    try:
+        ember.zeros(1, device="opencl")
+    except Exception:  # noqa: BLE001 - no OpenCL here: the CPU keys are checked above
+        return
+    with ember.no_grad():
+        for _ in range(4):
+            x, b = ember.randn(64, 48, device="opencl"), ember.randn(48, device="opencl")
+            assert ember.allclose(compiled(x, b).cpu(), fn(x, b).cpu(), rtol=1e-5, atol=1e-6)
+    assert compiled.explain().count("replayed") == 3, compiled.explain()
+
+
+def test_a_view_read_late_keeps_its_buffer_alive() -> None:
+    """`v` views `h`'s memory and is read after the chains that could take a dead buffer
+    of `h`'s shape: the plan keeps that memory alive until `v`'s last read."""
+    w = ember.randn(32, 64)
+
+    def fn(x):
+        h = (x @ w).relu()
+        v = h.reshape(-1)
+        k = (h * 3.0).tanh()
+        m = (k + 1.0) * 0.5 - (k * k).sigmoid()
+        return m.sum(1), v[::7] * 2.0
+
+    compiled = ember.compile(fn)
+    with ember.no_grad():
+        for _ in range(6):
+            x = ember.randn(48, 32)
+            (a, b), (c, d) = compiled(x), fn(x)
+            assert ember.allclose(a, c, rtol=1e-5, atol=1e-5)
+            assert ember.equal(b, d)
+    assert "replayed" in compiled.explain(), compiled.explain()
+
+
+def test_ember_compile_plan_0_replays_the_tape_as_recorded(monkeypatch) -> None:
+    monkeypatch.setenv("EMBER_COMPILE_PLAN", "0")
+    compiled = _run_chain(_chain_params(), _chain_params(), [64] * 5)
+    assert "0 fused chains (0 ops), 0 copies elided, 0 results" in compiled.explain()
+
+
+def test_gradients_accumulated_in_place_over_two_backwards() -> None:
+    """zero_grad(set_to_none=False) and two backwards a step: the gradients are tensors
+    that live across calls, accumulated in place; the plan's fused kernels and reused
+    buffers leave them as eager does."""
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 10))
+    twin = copy.deepcopy(model)
+
+    def make(m):
+        opt = _sgd(m)
+
+        def step(x, y):
+            opt.zero_grad(set_to_none=False)
+            for half, target in ((x[:32], y[:32]), (x[32:], y[32:])):
+                loss = nn.functional.cross_entropy(m(half), target)
+                loss.backward()
+            opt.step()
+            return loss
+        return step
+
+    compiled, eager = ember.compile(make(model)), make(twin)
+    x, y = ember.randn(64, 20), ember.randint(0, 10, (64,))
+    for _ in range(6):
+        _assert_same(model, twin, compiled(x, y), eager(x, y))
+    assert "replayed" in compiled.explain(), compiled.explain()

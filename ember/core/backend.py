@@ -101,6 +101,29 @@ API_VERSION = 1
 Kernel = Callable[..., Any]
 
 
+@dataclass(frozen=True)
+class ElementwiseChain:
+    """Elementwise ops that `ember.compile` asks a backend to run as one kernel
+    (`Backend.fuse_elementwise`): a recorded step's chain whose intermediates nothing
+    else reads, e.g. a bias add and a ReLU, or an optimizer's update arithmetic.
+
+    `ops` run in order; each is `(op name, operands, result dtype)`, an operand being
+    `("input", i)` (the i-th buffer the kernel receives), `("op", j)` (the result of the
+    j-th op, read elementwise) or `("scalar", number)` (a Python number already of the
+    compute dtype's kind). `inputs` gives each buffer's shape and dtype; every shape
+    broadcasts to `shape`, the shape of the last op's result, which has `dtype`."""
+
+    ops: tuple[tuple[str, tuple[tuple[str, Any], ...], dtype], ...]
+    inputs: tuple[tuple[tuple[int, ...], dtype], ...]
+    shape: tuple[int, ...]
+    dtype: dtype
+
+    @property
+    def name(self) -> str:
+        """How the profiler shows the fused kernel: `fused[add+relu]`."""
+        return "fused[" + "+".join(op for op, _, _ in self.ops) + "]"
+
+
 class ViewNotPossible(RuntimeError):
     """Raised by a `reshape` kernel called with copy=False when the buffer's strides do not
     allow a view; core then copies (`reshape`) or raises (`view`)."""
@@ -181,6 +204,10 @@ class Backend:
     supports_out: bool = False
     """True when elementwise kernels (unary, binary) accept `out=buffer` (same shape and
     dtype as their result) and write into it; in-place ops then cost one kernel."""
+
+    fusible_ops: frozenset[str] = frozenset()
+    """The elementwise ops `fuse_elementwise` can put into one kernel (ember.compile's
+    chains are made of these only)."""
 
     def __init__(self) -> None:
         self.kernels: dict[str, Kernel] = {}
@@ -278,6 +305,25 @@ class Backend:
         """The address of the buffer's first element (`Tensor.data_ptr`); views of one
         memory give addresses `storage_offset * itemsize` apart. Default: 0."""
         return 0
+
+    def storage(self, buffer: Any) -> Any | None:
+        """Optional (ember.compile's buffer planning): the object holding the memory of
+        `buffer`, the same for every view of it (NumPy: the array at the root of `.base`);
+        None when unknown, or when `buffer` is not one of this backend's buffers (an opaque
+        state a fused kernel returns). A replay reuses only memory whose storage it
+        knows, and only storage that `owns` (writable, not a view) and that no argument,
+        parameter or earlier kernel call already had: a kernel that keeps memory it hands
+        out (a cached constant, a workspace) must hand it out read-only."""
+        return None
+
+    def fuse_elementwise(self, chain: ElementwiseChain) -> Kernel | None:
+        """Optional (ember.compile): one kernel computing `chain`, called as
+        `kernel(*buffers, out=None)` with the chain's input buffers, that returns the
+        result, written into `out` when given (a buffer of the result's shape and dtype
+        that the replay no longer needs; it may be one of the inputs). None where the
+        backend cannot, or where one kernel would not be faster: the ops then run one by
+        one."""
+        return None
 
     def export_to(self, buffer: Any, other: Backend, device: int) -> Any | None:
         """Optional direct transfer to another backend (DLPack, peer copy ...); None

@@ -10,7 +10,8 @@ hyperparameters the function can see):
    ran the same kernels on operands from the same places with the same plain values, the
    Python around the kernels does not change what runs, and the tape becomes a replay;
    otherwise they are recorded again, up to a limit, then the key stays eager;
-3. later calls replay: one generated function calls the kernels in order. Tensors the
+3. later calls replay: one generated function calls the kernels of the tape's plan
+   (ember.jit.plan: elementwise chains fused, dead buffers reused) in order. Tensors the
    recorded call left behind (new `.grad`s, rebound buffers) are pointed at the replay's
    buffers; the returned tensors are new tensors on them.
 
@@ -37,6 +38,7 @@ from ember.amp import autocast_mode
 from ember.core import grad_mode, tracing
 from ember.core.tensor import Tensor
 from ember.jit.graph import leaves, map_leaves
+from ember.jit.plan import make_plan
 from ember.jit.tape import INPUT, SLOT, Replay, Tape, same_steps
 
 MAX_RECORDINGS = 4  # tapes recorded under one key before it is given up as unstable
@@ -236,10 +238,10 @@ class CompiledFunction:
                        | {spec[1] for spec, *_ in specs if spec[0] == SLOT})
         entry.slots = slots
         entry.specs = specs
-        entry.replay = Replay(tape, slots)
-        entry.tape_steps = len(tape.steps)
+        # the plan reads the recorded buffers once; the tape (and so they) is not kept
+        entry.plan = make_plan(tape, slots)
+        entry.replay = Replay(entry.plan.steps, slots)
         entry.last = None
-        entry.tape = tape
 
     def _replay(self, entry: _Entry, inputs: list[Tensor]) -> Any:
         buffers = [t._data for t in inputs]
@@ -248,7 +250,7 @@ class CompiledFunction:
             values = entry.replay.run(buffers)
         else:
             if entry.profiled is None:
-                entry.profiled = Replay(entry.tape, entry.slots, profiled=True)
+                entry.profiled = Replay(entry.plan.steps, entry.slots, profiled=True)
             r = profiler.enter_range(f"ember.compile: {getattr(self.fn, '__name__', 'fn')}")
             values = entry.profiled.run(buffers, profiler)
             profiler.exit_range(r)
@@ -282,7 +284,7 @@ class CompiledFunction:
         lines = []
         for i, entry in enumerate(self.entries.values()):
             if entry.replay is not None:
-                what = f"replayed: {entry.tape_steps} kernel calls a call"
+                what = f"replayed: {entry.plan.summary()}"
             elif entry.eager_reason is not None:
                 what = f"eager: {entry.eager_reason}"
             else:

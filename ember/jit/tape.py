@@ -39,6 +39,10 @@ class Tape:
         self.slot_of: dict[int, int] = {}  # id(buffer made on the tape) -> slot
         self.keep: list[Any] = []  # those buffers, alive while recording (ids stay unique)
         self.input_of = {id(t._data): i for i, t in enumerate(inputs)}
+        self.inputs = [t._data for t in inputs]  # (read by the plan, then released)
+        self.input_dtypes = [t._dtype for t in inputs]
+        self.backends: list[Any] = []  # per step: the backend of its first tensor operand
+        self.dtype_of: dict[int, Any] = {}  # id(buffer made on the tape) -> its dtype
         self.made: list[weakref.ref] = []  # tensors created while recording
         self.owners: dict[int, Tensor] = {}  # id -> tensor read as an owner
         self.refusal: str | None = None
@@ -55,6 +59,7 @@ class Tape:
 
     def created(self, t: Tensor) -> None:
         self.made.append(weakref.ref(t))
+        self.dtype_of[id(t._data)] = t._dtype
 
     def call(self, op: str, kernel: Any, args: tuple, attrs: dict, out: Any) -> None:
         if kernel is None:
@@ -63,6 +68,7 @@ class Tape:
         specs = tuple(self._spec(a) for a in args)
         kw = {k: self._spec(v) for k, v in attrs.items()}
         self.steps.append((op, kernel, specs, kw, self._outputs(out)))
+        self.backends.append(_backend_of(args))
 
     # -- recording ------------------------------------------------------------------
     def _spec(self, x: Any) -> tuple:
@@ -122,6 +128,17 @@ class Tape:
                 if t._grad is not None and id(t._grad._data) in self.slot_of]
 
 
+def _backend_of(args: tuple) -> Any:
+    for a in args:
+        if isinstance(a, Tensor):
+            return a._backend
+        if type(a) is list:
+            for t in a:
+                if isinstance(t, Tensor):
+                    return t._backend
+    return None
+
+
 def _same_value(a: Any, b: Any) -> bool:
     if a is b:
         return True
@@ -165,32 +182,40 @@ def same_steps(a: Tape, b: Tape) -> bool:
 
 
 class Replay:
-    """A tape as one generated function: `run(inputs)` -> the buffers of `wanted` slots."""
+    """A plan (ember.jit.plan) as one generated function: `run(inputs)` -> the buffers of
+    the `wanted` slots."""
 
-    def __init__(self, tape: Tape, wanted: list[int], profiled: bool = False) -> None:
+    def __init__(self, steps: list[Any], wanted: list[int], profiled: bool = False) -> None:
         self.kernels: list[Any] = []
         self.owners: list[Tensor] = []
         self.literals: list[Any] = []
-        self.names = [op for op, *_ in tape.steps]
+        self.names = [step.name for step in steps]
         lines = ["def replay(I, K, O, L, P):"]
-        for n, (op, kernel, specs, kw, out) in enumerate(tape.steps):
-            self.kernels.append(kernel)
-            call = ", ".join([self._expr(s) for s in specs]
-                             + [f"{k}={self._expr(v)}" for k, v in kw.items()])
+        for n, step in enumerate(steps):
+            self.kernels.append(step.kernel)
+            out = step.out
+            if step.alias is not None:  # an elided copy: the buffer itself
+                lines.append(f"    s{out} = s{step.alias}")
+                continue
+            call = ", ".join([self._expr(s) for s in step.args]
+                             + [f"{k}={self._expr(v)}" for k, v in step.kw.items()]
+                             + ([f"out={self._expr(step.into)}"] if step.into else []))
             if profiled:
-                lines.append(f"    r = P.enter_range({('compiled::' + op)!r})")
-            target = f"s{out}" if isinstance(out, int) else f"t{n}"
-            lines.append(f"    {target} = K[{n}]({call})")
+                lines.append(f"    r = P.enter_range({('compiled::' + step.name)!r})")
+            if out is None:
+                lines.append(f"    K[{n}]({call})")
+            else:
+                target = f"s{out}" if isinstance(out, int) else f"t{n}"
+                lines.append(f"    {target} = K[{n}]({call})")
             if profiled:
                 lines.append("    P.exit_range(r)")
             if out is not None and not isinstance(out, int):
-                lines += self._unpack(target, out)
+                lines += self._unpack(f"t{n}", out)
         lines.append("    return (" + "".join(f"s{w}, " for w in wanted) + ")")
         self.source = "\n".join(lines) + "\n"
         namespace: dict[str, Any] = {}
         exec(compile(self.source, "<ember.compile replay>", "exec"), namespace)  # noqa: S102
         self._fn = namespace["replay"]
-
     def _expr(self, spec: tuple) -> str:
         kind, value = spec
         if kind == SLOT:

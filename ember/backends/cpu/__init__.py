@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ember.core.backend import Backend, DeviceInfo, bfloat16, dtype, hookimpl
+from ember.core.backend import Backend, DeviceInfo, ElementwiseChain, bfloat16, dtype, hookimpl
 
 
 class CPUBackend(Backend):
@@ -22,12 +22,13 @@ class CPUBackend(Backend):
 
     def __init__(self) -> None:
         super().__init__()
-        from ember.backends.cpu import kernels, lstm, memory
+        from ember.backends.cpu import fusion, kernels, lstm, memory
 
         self.malloc_policy = memory.keep_freed_memory()
         self._k = kernels
         self.kernels.update(kernels.KERNELS)
         self.kernels.update(lstm.KERNELS)
+        self.fusible_ops = fusion.FUSIBLE
 
     def device_count(self) -> int:
         return 1
@@ -84,6 +85,21 @@ class CPUBackend(Backend):
             if type(node) is type(buffer):
                 root = node
         return (self.data_ptr(buffer) - self.data_ptr(root)) // buffer.itemsize
+
+    def storage(self, buffer: Any) -> Any | None:
+        if type(buffer).__name__ != "ndarray":  # an opaque state (a fused kernel's)
+            return None
+        root = node = buffer
+        while getattr(node, "base", None) is not None:
+            node = node.base
+            if type(node) is type(buffer):
+                root = node
+        return root
+
+    def fuse_elementwise(self, chain: ElementwiseChain) -> Any | None:
+        from ember.backends.cpu import fusion
+
+        return fusion.fuse(chain)
 
     def data_ptr(self, buffer: Any) -> int:
         return buffer.__array_interface__["data"][0]
