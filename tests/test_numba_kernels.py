@@ -174,9 +174,9 @@ def test_numba_loads_on_first_large_call_only_and_can_be_turned_off():
 
 @pytest.mark.parametrize("batch_first,num_layers,bidirectional",
                          [(False, 1, False), (True, 2, True), (False, 2, True)])
-def test_fused_lstm_steps_match_torch(batch_first, num_layers, bidirectional):
+def test_compiled_lstm_layer_matches_torch(batch_first, num_layers, bidirectional):
     torch = pytest.importorskip("torch")
-    assert compiled.lstm_steps(np.dtype(np.float32)) is not None  # the compiled path runs
+    assert compiled.recurrent_layers(np.dtype(np.float32)) is not None  # the compiled path runs
     torch.manual_seed(0)
     tm = torch.nn.LSTM(5, 16, num_layers=num_layers, bidirectional=bidirectional,
                        batch_first=batch_first)
