@@ -255,16 +255,25 @@ def _compiled_backward(s: _SavedCompiled, grad_out, grad_hn, grad_cn, needs):
     s.cs = None
     dx = np.matmul(dg, s.w_ih) if needs[0] else None
     dw_ih = np.matmul(dg.T, s.x) if needs[1] else None
-    dw_hh = None
-    if needs[2]:
-        # h_{t-1} of each step is the output one step earlier (h0 for the first step)
-        first = slice(rows - batch, None) if s.reverse else slice(0, batch)
-        later = slice(0, rows - batch) if s.reverse else slice(batch, None)
-        earlier = slice(batch, None) if s.reverse else slice(0, rows - batch)
-        dw_hh = np.matmul(dg[later].T, s.out[earlier])
-        dw_hh += np.matmul(dg[first].T, s.h0)
+    dw_hh = recurrent_weight_grad(dg, s.out, s.h0, s.reverse) if needs[2] else None
     db = dg.sum(axis=0) if needs[3] else None
     return (dx, dw_ih, dw_hh, db, dh if needs[4] else None, dc if needs[5] else None)
+
+
+def recurrent_weight_grad(d_rec: np.ndarray, out: np.ndarray, h0: np.ndarray,
+                          reverse: bool) -> np.ndarray:
+    """``W_hh``'s gradient, the sum over steps of ``d_rec[t]^T @ h_{t-1}``, from the
+    recurrent pre-activations' gradients `d_rec` (T*B, G*H) and the layer output `out`
+    (T*B, H): h_{t-1} is the output one step earlier (h0 for the first step), so it is two
+    GEMMs over shifted row blocks and no copy."""
+    batch = h0.shape[0]
+    rows = out.shape[0]
+    first = slice(rows - batch, None) if reverse else slice(0, batch)
+    later = slice(0, rows - batch) if reverse else slice(batch, None)
+    earlier = slice(batch, None) if reverse else slice(0, rows - batch)
+    grad = np.matmul(d_rec[later].T, out[earlier])
+    grad += np.matmul(d_rec[first].T, h0)
+    return grad
 
 
 def _numpy_backward(s: _Saved, grad_out, grad_hn, grad_cn, needs):

@@ -448,3 +448,80 @@ def lstm_layer_backward(gemm, int_kind, w_hh, acts, cs, grad_out, dh, dc, dgates
         _gemm(gemm, int_kind, _NO_TRANS, _NO_TRANS, batch, hidden, four_h, one,
               _address(dgates) + row * four_h * size, four_h, _address(w_hh), hidden,
               zero, _address(dh), hidden)
+
+
+# -- the GRU layer, the same way (gru.py) -------------------------------------------------
+# Gates (r, z, n) side by side in each row, PyTorch's formulation:
+# r, z = sigmoid(x W_i^T + b_i + h W_h^T + b_h), n = tanh(x W_in^T + b_in + r (h W_hn^T
+# + b_hn)), h' = n + z (h - n).
+
+@_jit()
+def gru_layer_forward(gemm, int_kind, w_hh, b_ih, b_hh, h, hg, acts, hns, out, reverse):
+    """The time loop of a GRU layer direction. On entry `acts` (T*B, 3H) holds every step's
+    ``x @ W_ih^T`` (without bias) and `h` (B, H) the initial state; each step forms
+    ``h @ W_hh^T`` into `hg` (B, 3H) with one BLAS call, then replaces its rows of `acts`
+    by r, z, n, writes ``h W_hn^T + b_hn`` into `hns` (T*B, H), and h_t into `out`
+    (T*B, H) and `h` (which ends as h_n)."""
+    batch, hidden = h.shape
+    steps = out.shape[0] // batch
+    three_h = 3 * hidden
+    one = one_like(acts[0, 0])
+    half = one / (one + one)
+    zero = one - one
+    for s in range(steps):
+        t = steps - 1 - s if reverse else s
+        row = t * batch
+        _gemm(gemm, int_kind, _NO_TRANS, _TRANS, batch, three_h, hidden, one, _address(h),
+              hidden, _address(w_hh), hidden, zero, _address(hg), three_h)
+        for n in range(batch):
+            r_ = row + n
+            for j in range(hidden):
+                r = half * tanh(half * (acts[r_, j] + b_ih[j] + hg[n, j] + b_hh[j])) + half
+                z = half * tanh(half * (acts[r_, hidden + j] + b_ih[hidden + j] +
+                                        hg[n, hidden + j] + b_hh[hidden + j])) + half
+                hn = hg[n, 2 * hidden + j] + b_hh[2 * hidden + j]
+                nn = tanh(acts[r_, 2 * hidden + j] + b_ih[2 * hidden + j] + r * hn)
+                acts[r_, j] = r
+                acts[r_, hidden + j] = z
+                acts[r_, 2 * hidden + j] = nn
+                hns[r_, j] = hn
+                h_new = nn + z * (h[n, j] - nn)
+                h[n, j] = h_new
+                out[r_, j] = h_new
+
+
+@_jit()
+def gru_layer_backward(gemm, int_kind, w_hh, h0, acts, hns, out, grad_out, dh, reverse):
+    """The backward time loop of :func:`gru_layer_forward` (last step first): from the
+    output gradient `grad_out` (T*B, H) and `dh` (B, H), the gradient reaching h_n on
+    entry, overwrites `acts` with the gradients of the recurrent pre-activations (r, z:
+    also the input ones; n: ``h W_hn^T + b_hn``'s) and `hns` with those of the input
+    projection's n part, and leaves h0's gradient in `dh`."""
+    batch, hidden = dh.shape
+    steps = out.shape[0] // batch
+    three_h = 3 * hidden
+    one = one_like(acts[0, 0])
+    for s in range(steps):
+        t = s if reverse else steps - 1 - s
+        row = t * batch
+        first = s == steps - 1  # the step that started from h0
+        prev = h0 if first else out
+        prev_row = 0 if first else ((t + 1) * batch if reverse else (t - 1) * batch)
+        for n in range(batch):
+            r_ = row + n
+            for j in range(hidden):
+                r = acts[r_, j]
+                z = acts[r_, hidden + j]
+                nn = acts[r_, 2 * hidden + j]
+                hp = prev[prev_row + n, j]
+                d_h = grad_out[r_, j] + dh[n, j]
+                d_n = d_h * (one - z) * (one - nn * nn)
+                acts[r_, j] = d_n * hns[r_, j] * (r * (one - r))
+                acts[r_, hidden + j] = d_h * (hp - nn) * (z * (one - z))
+                acts[r_, 2 * hidden + j] = d_n * r
+                hns[r_, j] = d_n
+                dh[n, j] = d_h * z
+        # plus the gradient through W_hh: the recurrent pre-activations' of this step
+        _gemm(gemm, int_kind, _NO_TRANS, _NO_TRANS, batch, hidden, three_h, one,
+              _address(acts) + row * three_h * acts.itemsize, three_h, _address(w_hh),
+              hidden, one, _address(dh), hidden)
