@@ -168,7 +168,7 @@ def _try_layers(module: ModuleType, gemm: int, int_kind: np.ndarray) -> None:
         module.lstm_layer_forward(gemm, int_kind, z(4, 1), z(4), z(1, 1), z(1, 4), z(2, 1),
                                   z(1, 1), reverse)
         module.lstm_layer_backward(gemm, int_kind, z(4, 1), z(1, 4), z(2, 1), z(1, 1),
-                                   z(1, 1), z(1, 1), z(1, 4), reverse)
+                                   z(1, 1), z(1, 1), reverse)
         module.gru_layer_forward(gemm, int_kind, z(3, 1), z(3), z(3), z(1, 1), z(1, 3),
                                  z(1, 3), z(1, 1), z(1, 1), reverse)
         module.gru_layer_backward(gemm, int_kind, z(3, 1), z(1, 1), z(1, 3), z(1, 1),

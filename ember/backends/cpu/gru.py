@@ -60,7 +60,7 @@ def gru_layer(x, w_ih, w_hh, b_ih, b_hh, h0, reverse=False, keep=True):
     hns = np.empty((x.shape[0], hidden), dt)
     out = np.empty((x.shape[0], hidden), dt)
     h = np.array(h0, dtype=dt)  # the state, updated in place: h_n at the end
-    module.gru_layer_forward(gemm, int_kind, w_hh,
+    module.gru_layer_forward(gemm, int_kind, np.ascontiguousarray(w_hh.T),
                              zeros if b_ih is None else np.ascontiguousarray(b_ih),
                              zeros if b_hh is None else np.ascontiguousarray(b_hh),
                              h, np.empty((batch, 3 * hidden), dt), acts, hns, out, reverse)

@@ -124,8 +124,8 @@ def _compiled_forward(layers: tuple, x, w_ih, w_hh, bias, h0, c0, reverse, keep,
     c_first = slice(steps * batch, None) if reverse else slice(0, batch)
     cs[c_first] = c0
     out = np.empty((steps * batch, hidden), x.dtype)
-    module.lstm_layer_forward(gemm, int_kind, w_hh, np.ascontiguousarray(bias), h0, acts, cs,
-                              out, reverse)
+    module.lstm_layer_forward(gemm, int_kind, np.ascontiguousarray(w_hh.T),
+                              np.ascontiguousarray(bias), h0, acts, cs, out, reverse)
     last = slice(0, batch) if reverse else slice(steps * batch, None)
     h_n = out[:batch] if reverse else out[(steps - 1) * batch:]
     saved = _SavedCompiled(x=x, w_ih=w_ih, w_hh=w_hh, h0=h0, acts=acts, cs=cs, out=out,
@@ -250,8 +250,7 @@ def _compiled_backward(s: _SavedCompiled, grad_out, grad_hn, grad_cn, needs):
     dh = np.zeros((batch, hidden), dt) if grad_hn is None else np.array(grad_hn, dtype=dt)
     dc = np.zeros((batch, hidden), dt) if grad_cn is None else np.array(grad_cn, dtype=dt)
     dg, s.acts = s.acts, None
-    module.lstm_layer_backward(gemm, int_kind, s.w_hh, dg, s.cs, grad_out, dh, dc, dg,
-                               s.reverse)
+    module.lstm_layer_backward(gemm, int_kind, s.w_hh, dg, s.cs, grad_out, dh, dc, s.reverse)
     s.cs = None
     dx = np.matmul(dg, s.w_ih) if needs[0] else None
     dw_ih = np.matmul(dg.T, s.x) if needs[1] else None

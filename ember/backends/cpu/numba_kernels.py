@@ -357,7 +357,7 @@ def _gemm(typingctx, fn, int_kind, trans_a, trans_b, m, n, k, alpha, a, lda, b, 
     return sig, codegen
 
 
-_NO_TRANS, _TRANS = 111, 112  # CBLAS enums
+_NO_TRANS = 111  # CBLAS enum
 
 
 @_jit(inline=True)
@@ -373,10 +373,12 @@ def _address(a):
 # (float64 would call libm's scalar tanh).
 
 @_jit()
-def lstm_layer_forward(gemm, int_kind, w_hh, bias, h0, acts, cs, out, reverse):
+def lstm_layer_forward(gemm, int_kind, w_hh_t, bias, h0, acts, cs, out, reverse):
     """The time loop of an LSTM layer direction. On entry `acts` (T*B, 4H) holds every
     step's input projection ``x @ W_ih^T`` (without bias); each step adds ``h_prev @
-    W_hh^T`` with one BLAS call and then replaces its rows by the activated gates. Writes
+    W_hh^T`` with one BLAS call (`w_hh_t`: W_hh^T, (H, 4H) contiguous: OpenBLAS runs this
+    shape 1.5x slower with the transpose flag) and then replaces its rows by the
+    activated gates. Writes
     c_t into `cs` ((T+1)*B, H; slot 0, or slot T if `reverse`, holds c0 on entry) and h_t
     into `out` (T*B, H)."""
     batch, hidden = h0.shape
@@ -394,8 +396,9 @@ def lstm_layer_forward(gemm, int_kind, w_hh, bias, h0, acts, cs, out, reverse):
             h_prev = _address(h0)
         else:
             h_prev = _address(out) + ((t + 1) if reverse else (t - 1)) * batch * hidden * size
-        _gemm(gemm, int_kind, _NO_TRANS, _TRANS, batch, four_h, hidden, one, h_prev, hidden,
-              _address(w_hh), hidden, one, _address(acts) + row * four_h * size, four_h)
+        _gemm(gemm, int_kind, _NO_TRANS, _NO_TRANS, batch, four_h, hidden, one, h_prev,
+              hidden, _address(w_hh_t), four_h, one, _address(acts) + row * four_h * size,
+              four_h)
         for n in range(batch):
             r = row + n
             for j in range(hidden):
@@ -413,11 +416,14 @@ def lstm_layer_forward(gemm, int_kind, w_hh, bias, h0, acts, cs, out, reverse):
 
 
 @_jit()
-def lstm_layer_backward(gemm, int_kind, w_hh, acts, cs, grad_out, dh, dc, dgates, reverse):
+def lstm_layer_backward(gemm, int_kind, w_hh, acts, cs, grad_out, dh, dc, reverse):
     """The backward time loop of :func:`lstm_layer_forward` (last step first): from the
     output gradient `grad_out` (T*B, H), `dh`/`dc` (B, H) the gradients reaching h_n and
-    c_n on entry, writes every step's gate pre-activation gradients into `dgates`
-    (T*B, 4H) and leaves the gradients of h0 and c0 in `dh` and `dc`."""
+    c_n on entry, replaces every step's activated gates in `acts` (T*B, 4H) by the
+    gradients of their pre-activations (each row is read before it is written; one array,
+    not a second output argument that aliases it: LLVM's overlap check would then find
+    the overlap and run the scalar loop) and leaves the gradients of h0 and c0 in `dh` and
+    `dc`."""
     batch, hidden = dh.shape
     steps = grad_out.shape[0] // batch
     four_h = 4 * hidden
@@ -439,14 +445,14 @@ def lstm_layer_backward(gemm, int_kind, w_hh, acts, cs, grad_out, dh, dc, dgates
                 tc = tanh(cs[c_row + n, j])
                 d_h = grad_out[r, j] + dh[n, j]
                 d_c = dc[n, j] + d_h * o * (one - tc * tc)
-                dgates[r, j] = d_c * g * (i * (one - i))
-                dgates[r, hidden + j] = d_c * cs[c_prev + n, j] * (f * (one - f))
-                dgates[r, 2 * hidden + j] = d_c * i * (one - g * g)
-                dgates[r, 3 * hidden + j] = d_h * tc * (o * (one - o))
+                acts[r, j] = d_c * g * (i * (one - i))
+                acts[r, hidden + j] = d_c * cs[c_prev + n, j] * (f * (one - f))
+                acts[r, 2 * hidden + j] = d_c * i * (one - g * g)
+                acts[r, 3 * hidden + j] = d_h * tc * (o * (one - o))
                 dc[n, j] = d_c * f
         # the gradient reaching h_{t-1}: this step's gate gradients through W_hh
         _gemm(gemm, int_kind, _NO_TRANS, _NO_TRANS, batch, hidden, four_h, one,
-              _address(dgates) + row * four_h * size, four_h, _address(w_hh), hidden,
+              _address(acts) + row * four_h * size, four_h, _address(w_hh), hidden,
               zero, _address(dh), hidden)
 
 
@@ -456,10 +462,11 @@ def lstm_layer_backward(gemm, int_kind, w_hh, acts, cs, grad_out, dh, dc, dgates
 # + b_hn)), h' = n + z (h - n).
 
 @_jit()
-def gru_layer_forward(gemm, int_kind, w_hh, b_ih, b_hh, h, hg, acts, hns, out, reverse):
+def gru_layer_forward(gemm, int_kind, w_hh_t, b_ih, b_hh, h, hg, acts, hns, out, reverse):
     """The time loop of a GRU layer direction. On entry `acts` (T*B, 3H) holds every step's
     ``x @ W_ih^T`` (without bias) and `h` (B, H) the initial state; each step forms
-    ``h @ W_hh^T`` into `hg` (B, 3H) with one BLAS call, then replaces its rows of `acts`
+    ``h @ W_hh^T`` into `hg` (B, 3H) with one BLAS call (`w_hh_t`: W_hh^T, (H, 3H)
+    contiguous, as in lstm_layer_forward), then replaces its rows of `acts`
     by r, z, n, writes ``h W_hn^T + b_hn`` into `hns` (T*B, H), and h_t into `out`
     (T*B, H) and `h` (which ends as h_n)."""
     batch, hidden = h.shape
@@ -471,8 +478,8 @@ def gru_layer_forward(gemm, int_kind, w_hh, b_ih, b_hh, h, hg, acts, hns, out, r
     for s in range(steps):
         t = steps - 1 - s if reverse else s
         row = t * batch
-        _gemm(gemm, int_kind, _NO_TRANS, _TRANS, batch, three_h, hidden, one, _address(h),
-              hidden, _address(w_hh), hidden, zero, _address(hg), three_h)
+        _gemm(gemm, int_kind, _NO_TRANS, _NO_TRANS, batch, three_h, hidden, one, _address(h),
+              hidden, _address(w_hh_t), three_h, zero, _address(hg), three_h)
         for n in range(batch):
             r_ = row + n
             for j in range(hidden):
