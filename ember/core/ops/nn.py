@@ -1479,8 +1479,8 @@ def _gru_layer_cost(x: Any, h0: Any, w_ih: Any, w_hh: Any, *args: Any) -> Cost:
                 rows * hidden * x.dtype.itemsize)
 
 
-@composite(variants="", precision=P.LOWER, cpu_precision=P.LOWER, fused="gru_layer",
-           cost=_gru_layer_cost)
+# no autocast precision class: PyTorch's CPU GRU keeps float32 under autocast, unlike its LSTM
+@composite(variants="", fused="gru_layer", cost=_gru_layer_cost)
 def _fused_gru_layer(x: Tensor, h0: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None,
                      b_hh: Tensor | None, reverse: bool, keep: bool) -> tuple | None:
     """A whole GRU layer (one direction, padded time-major input ``x`` of (T*B, I) rows,
