@@ -14,27 +14,21 @@ numba, the kernel returns Nones and ``ember.nn.GRU`` runs step by step on the di
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ember.backends.cpu import compiled
-from ember.backends.cpu.lstm import recurrent_weight_grad
+from ember.backends.cpu.lstm import SavedState, recurrent_weight_grad
 from ember.core.backend import bfloat16, float16, numpy_dtype
 
 _HALF = (numpy_dtype(float16), numpy_dtype(bfloat16))
 _F32 = np.dtype(np.float32)
 
 
-class _Saved:
+class _Saved(SavedState):
     """What the backward pass reads: every step's r, z, n and ``h W_hn^T + b_hn`` (the
     kernel's own buffers), and references to the forward's inputs and output."""
 
     __slots__ = ("x", "w_ih", "w_hh", "h0", "acts", "hns", "out", "reverse", "low")
-
-    def __init__(self, **fields: Any) -> None:
-        for name, value in fields.items():
-            setattr(self, name, value)
 
 
 def gru_layer(x, w_ih, w_hh, b_ih, b_hh, h0, reverse=False, keep=True):

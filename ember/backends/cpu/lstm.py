@@ -56,26 +56,29 @@ _HALF = (numpy_dtype(float16), numpy_dtype(bfloat16))
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112  # CBLAS enums
 
 
-class _Saved:
-    """What the backward pass reads: the forward activations, in the kernel's layout."""
+class SavedState:
+    """What a recurrent layer's forward pass keeps for its backward pass (the subclasses
+    name the fields in ``__slots__``); opaque to core."""
+
+    __slots__ = ()
+
+    def __init__(self, **fields: Any) -> None:
+        for name, value in fields.items():
+            setattr(self, name, value)
+
+
+class _Saved(SavedState):
+    """The NumPy path's: the forward activations, in its layout."""
 
     __slots__ = ("x_in", "reverse", "w_ih", "w_hh", "perm", "acts", "hs", "cs", "tcs",
                  "low")  # the inputs' dtype when they were half precision, else None
 
-    def __init__(self, **fields: Any) -> None:
-        for name, value in fields.items():
-            setattr(self, name, value)
 
-
-class _SavedCompiled:
-    """What the compiled path's backward pass reads: every step's activated gates and c
-    (its own buffers), and references to the forward's inputs and output."""
+class _SavedCompiled(SavedState):
+    """The compiled path's: every step's activated gates and c (its own buffers), and
+    references to the forward's inputs and output."""
 
     __slots__ = ("x", "w_ih", "w_hh", "h0", "acts", "cs", "out", "reverse", "low")
-
-    def __init__(self, **fields: Any) -> None:
-        for name, value in fields.items():
-            setattr(self, name, value)
 
 
 def _gate_order(hidden: int) -> np.ndarray:
@@ -91,7 +94,6 @@ def lstm_layer(x, w_ih, w_hh, bias, h0, c0, reverse=False, keep=True):
     ``x`` (T*B, I), ``w_ih`` (4H, I), ``w_hh`` (4H, H), ``bias`` (4H,) or None (b_ih +
     b_hh), ``h0``/``c0`` (B, H). Returns ``(out (T*B, H), h_n, c_n, saved)``; ``saved``
     (None unless ``keep``) is opaque and only read by :func:`lstm_layer_backward`.
-    Internally every per-step array is in processing order.
     """
     low = x.dtype if x.dtype in _HALF else None
     if low is not None:  # computed in float32, returned in the inputs' dtype
