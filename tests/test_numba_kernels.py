@@ -21,6 +21,11 @@ from ember.backends.cpu import compiled  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+# for the tests of the compiled kernels themselves (the NumPy fallback is tested in
+# subprocesses with EMBER_NUMBA=0, whatever this process has)
+compiled_on = pytest.mark.skipif(os.environ.get("EMBER_NUMBA") == "0",
+                                 reason="EMBER_NUMBA=0 turns the compiled kernels off")
+
 # a wide float32 range: the common one densely, then up to the extremes of each function
 WIDE = np.concatenate([
     np.linspace(-20, 20, 40_001), np.linspace(-1e-3, 1e-3, 2_001),
@@ -110,6 +115,7 @@ def test_backward_formulas_match_numpy(dtype):
         assert (np.abs(out[finite] - exact[finite]) <= bound[finite]).all(), name
 
 
+@compiled_on
 def test_routing_compiles_large_contiguous_float32_only():
     calls = []
 
@@ -156,8 +162,9 @@ def test_tensor_ops_match_torch_float32_and_float64():
 
 
 def _python(code, **env):
+    inherited = {k: v for k, v in os.environ.items() if k != "EMBER_NUMBA"}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            env={**os.environ, "PYTHONPATH": ROOT, **env}, timeout=120)
+                            env={**inherited, "PYTHONPATH": ROOT, **env}, timeout=120)
     assert result.returncode == 0, result.stderr
     return result.stdout.strip()
 
@@ -231,6 +238,7 @@ RNN_CASES = [dict(), dict(batch_first=True, num_layers=2, bidirectional=True),
              dict(num_layers=2, dropout=0.5, batch_first=True), dict(bias=False)]
 
 
+@compiled_on
 @pytest.mark.parametrize("mode", ["LSTM", "GRU"])
 @pytest.mark.parametrize("case", RNN_CASES, ids=lambda c: ",".join(c) or "plain")
 def test_compiled_recurrent_layers_match_torch(mode, case, monkeypatch):
@@ -250,6 +258,7 @@ def test_float64_recurrent_layers_run_numpy_and_match_torch(mode, monkeypatch):
     assert not any(calls.values())  # float64 keeps NumPy (libm's scalar tanh is slow)
 
 
+@compiled_on
 @pytest.mark.parametrize("kind", ["lstm", "gru"])
 def test_compiled_layer_state_serves_one_backward(kind):
     # the backward pass writes the gate gradients over the saved gates: a second pass on
