@@ -41,10 +41,14 @@ class FusedCase:
         hide: other kernels taken out with this one: for a backward kernel that reads
             only what the backend's own forward kernel saved (the LSTM layer's), that
             forward kernel.
+        declines: a forward kernel that may decline a call (it returns Nones and the op
+            runs its decomposition): where it declined, the backward kernel `hide`s it
+            for cannot run, and the case is skipped.
     """
 
     run: Callable[[ember.device], Results]
     hide: tuple[str, ...] = ()
+    declines: str | None = None
 
 
 def _rand(seed: int, *shape: int, lo: float = -2.0, hi: float = 2.0) -> np.ndarray:
@@ -238,7 +242,7 @@ CASES: dict[str, FusedCase] = {
     # hidden together, the step-by-step path's gradients are the reference
     "lstm_layer_backward": FusedCase(_lstm, hide=("lstm_layer",)),
     "gru_layer": FusedCase(_gru),  # the same for the GRU layer
-    "gru_layer_backward": FusedCase(_gru, hide=("gru_layer",)),
+    "gru_layer_backward": FusedCase(_gru, hide=("gru_layer",), declines="gru_layer"),
     **{name: _list_op(name) for name in (
         "_foreach_add_", "_foreach_add", "_foreach_sub_", "_foreach_mul_", "_foreach_mul",
         "_foreach_div_", "_foreach_div", "_foreach_maximum_", "_foreach_addcmul_",
@@ -271,6 +275,9 @@ def test_fused_kernel_matches_the_decomposition(device: ember.device, name: str,
     calls: list = []
     monkeypatch.setattr(backend, "kernels", _counting(kernels, name, calls))
     fused = case.run(device)
+    if not calls and case.declines is not None:
+        pytest.skip(f"backend {backend.name!r}'s {case.declines} kernel declined the case "
+                    f"(so {name} had nothing to read)")
     assert calls, f"the case never ran the {name} kernel"
     hidden = {name, *case.hide}
     monkeypatch.setattr(backend, "kernels",
