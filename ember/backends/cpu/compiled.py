@@ -127,6 +127,7 @@ def backward(op: str, numpy_kernel: Callable[..., Any]) -> Callable[..., Any]:
 
 
 _layers_ready: bool | None = None
+_layers: tuple[ModuleType, int, np.ndarray] | None = None  # once ready
 
 
 def recurrent_layers(dtype: np.dtype) -> tuple[ModuleType, int, np.ndarray] | None:
@@ -136,7 +137,9 @@ def recurrent_layers(dtype: np.dtype) -> tuple[ModuleType, int, np.ndarray] | No
     BLAS's integer type. None where they do not apply: a dtype other than float32, no
     numba, or a BLAS that ctypes cannot reach. The first call runs each kernel on one
     element, so that a compile failure shows here, before a layer is half computed."""
-    global _layers_ready
+    global _layers_ready, _layers
+    if _layers_ready and _module is not None and dtype == _F32:  # (None after a failure)
+        return _layers
     module = kernels() if dtype == _F32 else None
     if module is None or _layers_ready is False:
         return None
@@ -156,7 +159,7 @@ def recurrent_layers(dtype: np.dtype) -> tuple[ModuleType, int, np.ndarray] | No
             _layers_ready = False
             _disable(e)
             return None
-        _layers_ready = True
+        _layers_ready, _layers = True, kernels_args
     return kernels_args
 
 

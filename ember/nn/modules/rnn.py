@@ -167,7 +167,7 @@ def _fused_lstm_kernels() -> tuple:
 
 
 class _FusedLayer:
-    """What a backend's whole-layer LSTM kernel saved for backward (opaque here)."""
+    """What a backend's whole-layer LSTM or GRU kernel saved for backward (opaque here)."""
 
     __slots__ = ("state",)
 
