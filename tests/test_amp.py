@@ -485,3 +485,21 @@ def test_lstm_under_autocast_matches_pytorch():
     tout.float().sum().backward()
     np.testing.assert_allclose(lstm.weight_hh_l0.grad.numpy(),
                                theirs.weight_hh_l0.grad.numpy(), atol=5e-2, rtol=5e-2)
+
+
+def test_gru_under_autocast_keeps_float32_as_pytorch():
+    """PyTorch's CPU GRU is not in autocast's lower-precision list: float32 out, and the
+    values of a float32 GRU."""
+    ember.manual_seed(0)
+    gru = ember.nn.GRU(4, 8, batch_first=True)
+    theirs = torch.nn.GRU(4, 8, batch_first=True)
+    with torch.no_grad():
+        for name, p in gru.named_parameters():
+            getattr(theirs, name).copy_(torch.tensor(p.detach().numpy()))
+    x = ember.randn(3, 5, 4)
+    with ember.autocast("cpu"):
+        out, h = gru(x)
+    with torch.autocast("cpu"):
+        tout, th = theirs(torch.tensor(x.numpy()))
+    assert (_dtype_name(out), _dtype_name(h)) == (_dtype_name(tout), _dtype_name(th))
+    np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), atol=1e-2)

@@ -208,7 +208,8 @@ def test_cuda_kernel_table_builds_on_cupy_and_covers_the_cpus():
     from ember.backends.cuda import kernels
 
     cpu = set(plugins.get_backend("cpu").kernels)
-    cpu_only = {"lstm_layer", "lstm_layer_backward"}  # the CPU's NumPy whole-layer LSTM
+    # the CPU's whole-layer LSTM and GRU
+    cpu_only = {"lstm_layer", "lstm_layer_backward", "gru_layer", "gru_layer_backward"}
     assert cpu - cpu_only <= set(kernels.KERNELS), sorted(cpu - cpu_only - set(kernels.KERNELS))
     for name in ("rand", "randn", "randint", "randperm", "relu_backward", "matmul"):
         assert callable(kernels.KERNELS[name])

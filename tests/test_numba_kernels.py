@@ -1,8 +1,8 @@
 """The CPU backend's numba-compiled kernels (ember/backends/cpu/numba_kernels.py, routed by
 compiled.py): accuracy in ulps against float64 NumPy over a wide range, NaN/inf/zero/denormal
 results equal to NumPy's, the routing (which calls compile, which keep NumPy), the lazy
-import, and the fused LSTM steps against PyTorch. The kernels load from numba's disk cache
-after the first run, so these tests stay fast."""
+import, and the compiled LSTM and GRU layers against PyTorch. The kernels load from numba's
+disk cache after the first run, so these tests stay fast."""
 
 from __future__ import annotations
 
@@ -20,6 +20,11 @@ numba_kernels = pytest.importorskip("ember.backends.cpu.numba_kernels",
 from ember.backends.cpu import compiled  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# for the tests of the compiled kernels themselves (the NumPy fallback is tested in
+# subprocesses with EMBER_NUMBA=0, whatever this process has)
+compiled_on = pytest.mark.skipif(os.environ.get("EMBER_NUMBA") == "0",
+                                 reason="EMBER_NUMBA=0 turns the compiled kernels off")
 
 # a wide float32 range: the common one densely, then up to the extremes of each function
 WIDE = np.concatenate([
@@ -110,6 +115,7 @@ def test_backward_formulas_match_numpy(dtype):
         assert (np.abs(out[finite] - exact[finite]) <= bound[finite]).all(), name
 
 
+@compiled_on
 def test_routing_compiles_large_contiguous_float32_only():
     calls = []
 
@@ -156,8 +162,9 @@ def test_tensor_ops_match_torch_float32_and_float64():
 
 
 def _python(code, **env):
+    inherited = {k: v for k, v in os.environ.items() if k != "EMBER_NUMBA"}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            env={**os.environ, "PYTHONPATH": ROOT, **env}, timeout=120)
+                            env={**inherited, "PYTHONPATH": ROOT, **env}, timeout=120)
     assert result.returncode == 0, result.stderr
     return result.stdout.strip()
 
@@ -172,36 +179,120 @@ def test_numba_loads_on_first_large_call_only_and_can_be_turned_off():
     assert _python(code, EMBER_NUMBA="0") == "False False turned off by EMBER_NUMBA=0"
 
 
-@pytest.mark.parametrize("batch_first,num_layers,bidirectional",
-                         [(False, 1, False), (True, 2, True), (False, 2, True)])
-def test_fused_lstm_steps_match_torch(batch_first, num_layers, bidirectional):
+def _compare_rnn(mode, *, batch_first=False, num_layers=1, bidirectional=False,
+                 give_state=True, dtype="float32", dropout=0.0, bias=True, calls=None):
+    """nn.LSTM/nn.GRU against torch's on one input: outputs, and the gradients of the
+    input, the initial states and every parameter. `calls` counts the compiled kernels."""
     torch = pytest.importorskip("torch")
-    assert compiled.lstm_steps(np.dtype(np.float32)) is not None  # the compiled path runs
     torch.manual_seed(0)
-    tm = torch.nn.LSTM(5, 16, num_layers=num_layers, bidirectional=bidirectional,
-                       batch_first=batch_first)
-    em = ember.nn.LSTM(5, 16, num_layers=num_layers, bidirectional=bidirectional,
-                       batch_first=batch_first)
+    kwargs = dict(num_layers=num_layers, bias=bias, batch_first=batch_first, dropout=dropout,
+                  bidirectional=bidirectional)
+    tm = getattr(torch.nn, mode)(5, 16, **kwargs).to(getattr(torch, dtype))
+    em = getattr(ember.nn, mode)(5, 16, **kwargs).to(getattr(ember, dtype))
     em.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in
                         tm.state_dict().items()})
+    if dropout:
+        tm.eval(), em.eval()
     d = num_layers * (2 if bidirectional else 1)
-    x = torch.randn((6, 9, 5) if batch_first else (9, 6, 5))
-    h0, c0 = torch.randn(d, 6, 16), torch.randn(d, 6, 16)
-    t_in = [t.clone().requires_grad_() for t in (x, h0, c0)]
-    e_in = [ember.tensor(t.numpy(), requires_grad=True) for t in (x, h0, c0)]
-    t_out, (t_h, t_c) = tm(t_in[0], (t_in[1], t_in[2]))
-    e_out, (e_h, e_c) = em(e_in[0], (e_in[1], e_in[2]))
-    for e, t in [(e_out, t_out), (e_h, t_h), (e_c, t_c)]:
-        np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=1e-5,
-                                   atol=1e-6)
-    gens = [torch.randn(t.shape) for t in (t_out, t_h, t_c)]
-    torch.autograd.backward([t_out, t_h, t_c], gens)
-    ember.autograd.backward([e_out, e_h, e_c], [ember.tensor(g.numpy()) for g in gens])
+    x = torch.randn((6, 9, 5) if batch_first else (9, 6, 5), dtype=tm.weight_ih_l0.dtype)
+    states = [torch.randn(d, 6, 16, dtype=x.dtype) for _ in range(2 if mode == "LSTM" else 1)]
+    t_in = [t.clone().requires_grad_() for t in [x, *(states if give_state else [])]]
+    e_in = [ember.tensor(t.detach().numpy(), requires_grad=True) for t in t_in]
+
+    def run(module, inputs):
+        if not give_state:
+            return module(inputs[0])
+        return module(inputs[0], tuple(inputs[1:]) if mode == "LSTM" else inputs[1])
+    t_res, e_res = run(tm, t_in), run(em, e_in)
+    flat = (lambda r: [r[0], *r[1]]) if mode == "LSTM" else (lambda r: list(r))
+    t_outs, e_outs = flat(t_res), flat(e_res)
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
+    for e, t in zip(e_outs, t_outs):
+        np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), **tol)
+    seeds = [torch.randn(t.shape, dtype=t.dtype) for t in t_outs]
+    torch.autograd.backward(t_outs, seeds)
+    ember.autograd.backward(e_outs, [ember.tensor(g.numpy()) for g in seeds])
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype == "float32" else dict(rtol=1e-9, atol=1e-11)
     for e, t in zip(e_in, t_in):
-        np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), **tol)
     for (name, tp), (_, ep) in zip(tm.named_parameters(), em.named_parameters()):
-        np.testing.assert_allclose(ep.grad.numpy(), tp.grad.numpy(), rtol=1e-4, atol=1e-5,
-                                   err_msg=name)
+        np.testing.assert_allclose(ep.grad.numpy(), tp.grad.numpy(), err_msg=name, **tol)
+
+
+def _counting(monkeypatch, names):
+    """Count the calls of numba_kernels' `names` (lstm.py/gru.py call them through the
+    module, so the wrappers see every call)."""
+    calls = {name: 0 for name in names}
+    for name in names:
+        kernel = getattr(numba_kernels, name)
+
+        def counted(*args, _kernel=kernel, _name=name):
+            calls[_name] += 1
+            return _kernel(*args)
+        monkeypatch.setattr(numba_kernels, name, counted)
+    return calls
+
+
+RNN_CASES = [dict(), dict(batch_first=True, num_layers=2, bidirectional=True),
+             dict(num_layers=2, bidirectional=True, give_state=False),
+             dict(num_layers=2, dropout=0.5, batch_first=True), dict(bias=False)]
+
+
+@compiled_on
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+@pytest.mark.parametrize("case", RNN_CASES, ids=lambda c: ",".join(c) or "plain")
+def test_compiled_recurrent_layers_match_torch(mode, case, monkeypatch):
+    assert compiled.recurrent_layers(np.dtype(np.float32)) is not None
+    kind = mode.lower()
+    calls = _counting(monkeypatch, [f"{kind}_layer_forward", f"{kind}_layer_backward"])
+    _compare_rnn(mode, **case)
+    layers = case.get("num_layers", 1) * (2 if case.get("bidirectional") else 1)
+    assert calls == {f"{kind}_layer_forward": layers, f"{kind}_layer_backward": layers}
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+def test_float64_recurrent_layers_run_numpy_and_match_torch(mode, monkeypatch):
+    kind = mode.lower()
+    calls = _counting(monkeypatch, [f"{kind}_layer_forward", f"{kind}_layer_backward"])
+    _compare_rnn(mode, dtype="float64", bidirectional=True)
+    assert not any(calls.values())  # float64 keeps NumPy (libm's scalar tanh is slow)
+
+
+@compiled_on
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_compiled_layer_state_serves_one_backward(kind):
+    # the backward pass writes the gate gradients over the saved gates: a second pass on
+    # the same state must raise, not return wrong gradients
+    from ember.backends.cpu import gru, lstm
+    rng = np.random.default_rng(0)
+    gates = 4 if kind == "lstm" else 3
+    x, w_ih, w_hh, h0 = (rng.standard_normal(s).astype(np.float32)
+                         for s in ((6, 3), (gates * 4, 3), (gates * 4, 4), (2, 4)))
+    if kind == "lstm":
+        saved = lstm.lstm_layer(x, w_ih, w_hh, None, h0, h0.copy())[3]
+        backward = lstm.lstm_layer_backward
+        args = (None, None)
+    else:
+        saved = gru.gru_layer(x, w_ih, w_hh, None, None, h0)[2]
+        backward = gru.gru_layer_backward
+        args = (None,)
+    grads = backward(saved, np.ones((6, 4), np.float32), *args)
+    assert all(np.isfinite(g).all() for g in grads if g is not None)
+    with pytest.raises(RuntimeError, match=f"{kind}_layer_backward: this layer's saved "
+                                           "activations were freed by an earlier backward"):
+        backward(saved, np.ones((6, 4), np.float32), *args)
+
+
+def test_recurrent_layers_without_numba_match_torch():
+    pytest.importorskip("torch")
+    code = (f"import sys; sys.path.insert(0, {os.path.join(ROOT, 'tests')!r})\n"
+            "import numpy as np\n"
+            "from ember.backends.cpu import compiled\n"
+            "import test_numba_kernels as t\n"
+            "for mode in ('LSTM', 'GRU'):\n"
+            "    t._compare_rnn(mode, batch_first=True, num_layers=2, bidirectional=True)\n"
+            "print(compiled.recurrent_layers(np.dtype(np.float32)), compiled.unavailable)")
+    assert _python(code, EMBER_NUMBA="0") == "None turned off by EMBER_NUMBA=0"
 
 
 def test_kernels_compile_uncached_where_numba_cannot_cache():

@@ -127,32 +127,56 @@ def backward(op: str, numpy_kernel: Callable[..., Any]) -> Callable[..., Any]:
     return kernel
 
 
-_lstm_ready: bool | None = None
+_layers_ready: bool | None = None
+_layers: tuple[ModuleType, int, np.ndarray] | None = None  # once ready
 
 
-def lstm_steps(dtype: np.dtype) -> ModuleType | None:
-    """numba_kernels for lstm.py's fused per-step gate kernels (`lstm_step_forward`,
-    `lstm_step_backward`), or None where they do not apply (dtype other than float32).
-    The first call runs both on one element, so that a compile failure shows here, before
-    a layer is half computed."""
-    global _lstm_ready
+def recurrent_layers(dtype: np.dtype) -> tuple[ModuleType, int, np.ndarray] | None:
+    """``(numba_kernels, gemm, int_kind)`` for the whole-layer recurrent kernels
+    (``lstm_layer_forward``/``_backward``, ``gru_layer_forward``/``_backward``): `gemm` the
+    address of NumPy's own ``cblas_sgemm``, `int_kind` an empty array whose dtype is that
+    BLAS's integer type. None where they do not apply: a dtype other than float32, no
+    numba, or a BLAS that ctypes cannot reach. The first call runs each kernel on one
+    element, so that a compile failure shows here, before a layer is half computed."""
+    global _layers_ready, _layers
+    if _layers_ready and _module is not None and dtype == _F32:  # (None after a failure)
+        return _layers
     module = kernels() if dtype == _F32 else None
-    if module is None or _lstm_ready:
-        return module
-    if _lstm_ready is None:
-        one = np.zeros((2, 4, 1), _F32)
+    if module is None or _layers_ready is False:
+        return None
+    import ctypes
+
+    from ember.backends.cpu import blas
+
+    fn = blas.gemm_fn(_F32)
+    if fn is None:
+        return None
+    kernels_args = (module, ctypes.cast(fn, ctypes.c_void_p).value,
+                    np.empty(0, np.int64 if fn.argtypes[3] is ctypes.c_int64 else np.int32))
+    if _layers_ready is None:
         try:
-            module.lstm_step_forward(one[:1].copy(), one[:, :1].copy(), one[:1, :1].copy(),
-                                     one[:, :1].copy(), 0)
-            module.lstm_step_backward(one[:1].copy(), one[:, :1].copy(), one[:1, :1].copy(),
-                                      one[:1, :1].copy(), one[0, :1].copy(),
-                                      one[0].reshape(4, 1, 1).copy(), 0)
+            _try_layers(*kernels_args)
         except Exception as e:  # noqa: BLE001 - a numba failure: NumPy from now on
-            _lstm_ready = False
+            _layers_ready = False
             _disable(e)
             return None
-        _lstm_ready = True
-    return module if _lstm_ready else None
+        _layers_ready, _layers = True, kernels_args
+    return kernels_args
+
+
+def _try_layers(module: ModuleType, gemm: int, int_kind: np.ndarray) -> None:
+    """Run every whole-layer kernel once on one sample, one step, one hidden unit."""
+    def z(*shape: int) -> np.ndarray:
+        return np.zeros(shape, _F32)
+    for reverse in (False, True):
+        module.lstm_layer_forward(gemm, int_kind, z(4, 1), z(4), z(1, 1), z(1, 4), z(2, 1),
+                                  z(1, 1), reverse)
+        module.lstm_layer_backward(gemm, int_kind, z(4, 1), z(1, 4), z(2, 1), z(1, 1),
+                                   z(1, 1), z(1, 1), reverse)
+        module.gru_layer_forward(gemm, int_kind, z(3, 1), z(3), z(3), z(1, 1), z(1, 3),
+                                 z(1, 3), z(1, 1), z(1, 1), reverse)
+        module.gru_layer_backward(gemm, int_kind, z(3, 1), z(1, 1), z(1, 3), z(1, 1),
+                                  z(1, 1), z(1, 1), z(1, 1), reverse)
 
 
 # -- the CNN passes: ReLU, max pooling (numba_conv.py) -----------------------------------

@@ -22,15 +22,22 @@ GEMM each over all steps. The recurrent matmuls go straight to BLAS with ``beta 
 adding into the precomputed input projection (forward) and into the output gradient
 (backward) instead of a matmul and an add.
 
-Where numba is available (compiled.py), float32 layers run each step's elementwise work
-as one compiled kernel (numba_kernels.py: ``lstm_step_forward``, ``lstm_step_backward``)
-instead of NumPy's nine and seven calls: per step one GEMM and one gate kernel each way,
-and the backward pass needs no precomputed factors.
+Where numba is available (compiled.py), float32 layers instead run the whole time loop
+inside one compiled call each way (numba_kernels.py: ``lstm_layer_forward``,
+``lstm_layer_backward``), in PyTorch's own layout: rows are (step, sample) pairs, the gates
+(i, f, g, o) side by side in a row, so the input projection is one GEMM with no copies
+around it, each step calls NumPy's OpenBLAS ``sgemm`` from compiled code (with ``beta =
+1`` into the step's gate rows) followed by one pass over the step's gates, and ``h_t`` is
+written straight into the layer output. The forward pass keeps only what backward reads,
+as PyTorch does: the activated gates and ``c`` of every step (``tanh(c)`` is recomputed);
+the backward pass writes the gate gradients over the gates, then forms the weight
+gradients as a few GEMMs over all steps (``W_hh``'s against the output itself, shifted by
+one step). The NumPy path below stays for float64, ``EMBER_NUMBA=0`` and a missing numba.
 
 PyTorch's gate order (i, f, g, o) is kept at the interface: inputs, outputs and
 gradients are in PyTorch's layout, ``x`` and ``out`` are time-major ``(T * B, F)`` rows.
 
-Half precision (float16, bfloat16: autocast's LSTM) runs the same loop in float32 and
+Half precision (float16, bfloat16: autocast's LSTM) runs the same loops in float32 and
 returns results in the inputs' dtype: NumPy has no fast half-precision kernels, and
 PyTorch's CPU kernels accumulate half-precision LSTMs in float32 as well.
 """
@@ -49,15 +56,29 @@ _HALF = (numpy_dtype(float16), numpy_dtype(bfloat16))
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112  # CBLAS enums
 
 
-class _Saved:
-    """What the backward pass reads: the forward activations, in the kernel's layout."""
+class SavedState:
+    """What a recurrent layer's forward pass keeps for its backward pass (the subclasses
+    name the fields in ``__slots__``); opaque to core."""
 
-    __slots__ = ("x_in", "reverse", "w_ih", "w_hh", "perm", "acts", "hs", "cs", "tcs",
-                 "low")  # the inputs' dtype when they were half precision, else None
+    __slots__ = ()
 
     def __init__(self, **fields: Any) -> None:
         for name, value in fields.items():
             setattr(self, name, value)
+
+
+class _Saved(SavedState):
+    """The NumPy path's: the forward activations, in its layout."""
+
+    __slots__ = ("x_in", "reverse", "w_ih", "w_hh", "perm", "acts", "hs", "cs", "tcs",
+                 "low")  # the inputs' dtype when they were half precision, else None
+
+
+class _SavedCompiled(SavedState):
+    """The compiled path's: every step's activated gates and c (its own buffers), and
+    references to the forward's inputs and output."""
+
+    __slots__ = ("x", "w_ih", "w_hh", "h0", "acts", "cs", "out", "reverse", "low")
 
 
 def _gate_order(hidden: int) -> np.ndarray:
@@ -73,12 +94,49 @@ def lstm_layer(x, w_ih, w_hh, bias, h0, c0, reverse=False, keep=True):
     ``x`` (T*B, I), ``w_ih`` (4H, I), ``w_hh`` (4H, H), ``bias`` (4H,) or None (b_ih +
     b_hh), ``h0``/``c0`` (B, H). Returns ``(out (T*B, H), h_n, c_n, saved)``; ``saved``
     (None unless ``keep``) is opaque and only read by :func:`lstm_layer_backward`.
-    Internally every per-step array is in processing order.
     """
     low = x.dtype if x.dtype in _HALF else None
     if low is not None:  # computed in float32, returned in the inputs' dtype
         x, w_ih, w_hh, bias, h0, c0 = (None if a is None else a.astype(np.float32)
                                        for a in (x, w_ih, w_hh, bias, h0, c0))
+    compiled_layers = compiled.recurrent_layers(x.dtype)
+    if compiled_layers is not None:
+        out, h_n, c_n, saved = _compiled_forward(compiled_layers, x, w_ih, w_hh, bias, h0, c0,
+                                                 reverse, keep, low)
+    else:
+        out, h_n, c_n, saved = _numpy_forward(x, w_ih, w_hh, bias, h0, c0, reverse, keep, low)
+    results = out, h_n, c_n
+    if low is not None:
+        results = tuple(r.astype(low) for r in results)
+    return (*results, saved)
+
+
+def _compiled_forward(layers: tuple, x, w_ih, w_hh, bias, h0, c0, reverse, keep, low):
+    """The forward pass as one compiled time loop (float32; see the module docstring)."""
+    module, gemm, int_kind = layers
+    batch, hidden = h0.shape
+    steps = x.shape[0] // batch
+    x = np.ascontiguousarray(x)
+    w_hh = np.ascontiguousarray(w_hh)
+    h0 = np.ascontiguousarray(h0)
+    acts = np.matmul(x, w_ih.T)  # (T*B, 4H): every step's input projection, one GEMM
+    if bias is None:
+        bias = np.zeros(4 * hidden, x.dtype)
+    cs = np.empty(((steps + 1) * batch, hidden), x.dtype)  # c0 in the slot before step 0
+    c_first = slice(steps * batch, None) if reverse else slice(0, batch)
+    cs[c_first] = c0
+    out = np.empty((steps * batch, hidden), x.dtype)
+    module.lstm_layer_forward(gemm, int_kind, np.ascontiguousarray(w_hh.T),
+                              np.ascontiguousarray(bias), h0, acts, cs, out, reverse)
+    last = slice(0, batch) if reverse else slice(steps * batch, None)
+    h_n = out[:batch] if reverse else out[(steps - 1) * batch:]
+    saved = _SavedCompiled(x=x, w_ih=w_ih, w_hh=w_hh, h0=h0, acts=acts, cs=cs, out=out,
+                           reverse=reverse, low=low) if keep else None
+    return out, h_n.copy(), cs[last].copy(), saved
+
+
+def _numpy_forward(x, w_ih, w_hh, bias, h0, c0, reverse, keep, low):
+    """The forward pass on NumPy, time step by time step (see the module docstring)."""
     batch, hidden = h0.shape
     steps = x.shape[0] // batch
     dt = x.dtype  # (core passes every array in this dtype: the BLAS calls rely on it)
@@ -105,7 +163,6 @@ def lstm_layer(x, w_ih, w_hh, bias, h0, c0, reverse=False, keep=True):
     ig = tmp[:hidden]
     h3 = 3 * hidden
     gemm = blas.gemm_fn(dt)
-    fused = compiled.lstm_steps(dt)
     # raw addresses for the BLAS calls (taking one from an array costs more than the add)
     p_w, p_h, p_a = w_hh_s.ctypes.data, hs.ctypes.data, acts.ctypes.data
     step_h, step_a = hs.strides[0], acts.strides[0]
@@ -117,9 +174,6 @@ def lstm_layer(x, w_ih, w_hh, bias, h0, c0, reverse=False, keep=True):
         else:
             np.matmul(w_hh_s, hs[t], out=tmp)
             a += tmp
-        if fused is not None:  # the gates, c, tanh(c) and h in one compiled pass
-            fused.lstm_step_forward(acts, cs, tcs, hs, t)
-            continue
         np.tanh(a, out=a)
         sig = a[:h3]
         sig *= 0.5
@@ -135,10 +189,7 @@ def lstm_layer(x, w_ih, w_hh, bias, h0, c0, reverse=False, keep=True):
     out = np.ascontiguousarray(outs[::-1] if reverse else outs).reshape(steps * batch, hidden)
     saved = _Saved(x_in=x_in, reverse=reverse, w_ih=w_ih, w_hh=w_hh_p, perm=perm,
                    acts=acts, hs=hs, cs=cs, tcs=tcs, low=low) if keep else None
-    results = out, np.ascontiguousarray(hs[-1].T), np.ascontiguousarray(cs[-1].T)
-    if low is not None:
-        results = tuple(r.astype(low) for r in results)
-    return (*results, saved)
+    return out, np.ascontiguousarray(hs[-1].T), np.ascontiguousarray(cs[-1].T), saved
 
 
 def _step_factors(s: _Saved, hidden: int) -> tuple[np.ndarray, np.ndarray]:
@@ -172,13 +223,67 @@ def lstm_layer_backward(saved, grad_out, grad_hn, grad_cn, needs=(True,) * 6):
     if s.low is not None:  # the forward ran in float32
         grad_out, grad_hn, grad_cn = (None if g is None else g.astype(np.float32)
                                       for g in (grad_out, grad_hn, grad_cn))
+    if isinstance(s, _SavedCompiled):
+        grads = _compiled_backward(s, grad_out, grad_hn, grad_cn, needs)
+    else:
+        grads = _numpy_backward(s, grad_out, grad_hn, grad_cn, needs)
+    if s.low is not None:
+        grads = tuple(None if g is None else g.astype(s.low) for g in grads)
+    return grads
+
+
+def _compiled_backward(s: _SavedCompiled, grad_out, grad_hn, grad_cn, needs):
+    """The backward pass as one compiled time loop, then the weight gradients as GEMMs over
+    all steps. The gate gradients overwrite the saved gates (each step reads its own
+    gates before writing their gradients), so `s` serves one backward pass."""
+    if s.acts is None:
+        raise RuntimeError("lstm_layer_backward: this layer's saved activations were freed by "
+                           "an earlier backward pass")
+    layers = compiled.recurrent_layers(s.acts.dtype)
+    if layers is None:  # numba failed since the forward pass
+        raise RuntimeError(f"lstm_layer_backward: the compiled LSTM kernels are no longer "
+                           f"available ({compiled.unavailable})")
+    module, gemm, int_kind = layers
+    batch, hidden = s.h0.shape
+    rows = s.out.shape[0]
+    dt = s.acts.dtype
+    grad_out = np.zeros((rows, hidden), dt) if grad_out is None else \
+        np.ascontiguousarray(grad_out, dtype=dt)
+    dh = np.zeros((batch, hidden), dt) if grad_hn is None else np.array(grad_hn, dtype=dt)
+    dc = np.zeros((batch, hidden), dt) if grad_cn is None else np.array(grad_cn, dtype=dt)
+    dg, s.acts = s.acts, None
+    module.lstm_layer_backward(gemm, int_kind, s.w_hh, dg, s.cs, grad_out, dh, dc, s.reverse)
+    s.cs = None
+    dx = np.matmul(dg, s.w_ih) if needs[0] else None
+    dw_ih = np.matmul(dg.T, s.x) if needs[1] else None
+    dw_hh = recurrent_weight_grad(dg, s.out, s.h0, s.reverse) if needs[2] else None
+    db = dg.sum(axis=0) if needs[3] else None
+    return (dx, dw_ih, dw_hh, db, dh if needs[4] else None, dc if needs[5] else None)
+
+
+def recurrent_weight_grad(d_rec: np.ndarray, out: np.ndarray, h0: np.ndarray,
+                          reverse: bool) -> np.ndarray:
+    """``W_hh``'s gradient, the sum over steps of ``d_rec[t]^T @ h_{t-1}``, from the
+    recurrent pre-activations' gradients `d_rec` (T*B, G*H) and the layer output `out`
+    (T*B, H): h_{t-1} is the output one step earlier (h0 for the first step), so it is two
+    GEMMs over shifted row blocks and no copy."""
+    batch = h0.shape[0]
+    rows = out.shape[0]
+    first = slice(rows - batch, None) if reverse else slice(0, batch)
+    later = slice(0, rows - batch) if reverse else slice(batch, None)
+    earlier = slice(batch, None) if reverse else slice(0, rows - batch)
+    grad = np.matmul(d_rec[later].T, out[earlier])
+    grad += np.matmul(d_rec[first].T, h0)
+    return grad
+
+
+def _numpy_backward(s: _Saved, grad_out, grad_hn, grad_cn, needs):
+    """The backward pass on NumPy, time step by time step."""
     steps, four_h, batch = s.acts.shape
     hidden = four_h // 4
     dt = s.acts.dtype
-    fused = compiled.lstm_steps(dt)
-    if fused is None:
-        p, k = _step_factors(s, hidden)
-        f = s.acts[:, 2 * hidden:3 * hidden]
+    p, k = _step_factors(s, hidden)
+    f = s.acts[:, 2 * hidden:3 * hidden]
     # (4H, T, B): step t writes column block t, and the weight gradients below read all
     # steps as one (4H, T*B) matrix without a transposing copy
     dgates = np.empty((four_h, steps, batch), dtype=dt)
@@ -202,17 +307,14 @@ def lstm_layer_backward(saved, grad_out, grad_hn, grad_cn, needs=(True,) * 6):
     dh0 = np.empty((hidden, batch), dtype=dt)
     for t in range(steps - 1, -1, -1):
         d = dgates[:, t]  # (4H, B), rows T*B apart
-        if fused is not None:  # the gate gradients and the carry in one compiled pass
-            fused.lstm_step_backward(s.acts, s.cs, s.tcs, dhs, dc, dgates, t)
-        else:
-            dh = dhs[t]
-            np.multiply(dh, k[t], out=tmp)
-            dc += tmp
-            pt = p[t]
-            np.multiply(pt[:hidden], dh, out=d[:hidden])
-            np.multiply(pt[hidden:].reshape(3, hidden, batch), dc,
-                        out=d[hidden:].reshape(3, hidden, batch))
-            dc *= f[t]
+        dh = dhs[t]
+        np.multiply(dh, k[t], out=tmp)
+        dc += tmp
+        pt = p[t]
+        np.multiply(pt[:hidden], dh, out=d[:hidden])
+        np.multiply(pt[hidden:].reshape(3, hidden, batch), dc,
+                    out=d[hidden:].reshape(3, hidden, batch))
+        dc *= f[t]
         if t == 0:
             np.matmul(w_t, d, out=dh0)
         elif gemm is not None:
@@ -241,10 +343,7 @@ def lstm_layer_backward(saved, grad_out, grad_hn, grad_cn, needs=(True,) * 6):
         dw_hh = np.matmul(dg, h_prev.T)[inverse]
     dh0 = np.ascontiguousarray(dh0.T) if needs[4] else None
     dc0 = np.ascontiguousarray(dc.T) if needs[5] else None
-    grads = dx, dw_ih, dw_hh, db, dh0, dc0
-    if s.low is not None:
-        grads = tuple(None if g is None else g.astype(s.low) for g in grads)
-    return grads
+    return dx, dw_ih, dw_hh, db, dh0, dc0
 
 
 KERNELS = {"lstm_layer": lstm_layer, "lstm_layer_backward": lstm_layer_backward}

@@ -317,51 +317,218 @@ UNARY = {"exp": (exp_serial, exp_parallel), "tanh": (tanh_serial, tanh_parallel)
 """op name -> (serial, parallel) kernel `(x, out)` on flat contiguous arrays."""
 
 
-# -- the LSTM layer's gate updates, one step each (lstm.py keeps the layout) -------------
-# Arrays are lstm.py's: acts (T, 4H, B) gates in order o, i, f, g; cs, hs (T+1, H, B);
-# tcs (T, H, B). float32 only (float64 would call libm's scalar tanh).
+# -- BLAS from compiled code -------------------------------------------------------------
+
+@intrinsic
+def _gemm(typingctx, fn, int_kind, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
+          ldc):
+    """Call the row-major CBLAS ``?gemm`` at address `fn` (an integer): NumPy's own
+    OpenBLAS (compiled.py finds it), so a compiled time loop runs its recurrent matmuls on
+    the BLAS and the threads NumPy uses, with ``beta = 1`` and strided blocks where
+    ``np.dot`` has neither. `a`, `b`, `c` are addresses; `alpha`'s type picks sgemm or
+    dgemm's float width; `int_kind`, an empty array, gives the BLAS's integer width by its
+    dtype (int64 for NumPy's ILP64 OpenBLAS). The address is an argument, not a constant,
+    so the kernels stay cacheable."""
+    sig = types.void(fn, int_kind, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta,
+                     c, ldc)
+
+    def codegen(context, builder, signature, args):
+        i32, ity = ir.IntType(32), ir.IntType(signature.args[1].dtype.bitwidth)
+        fty = context.get_value_type(signature.args[7])
+        ptr = ir.IntType(8).as_pointer()
+
+        def as_int(value, to):
+            if value.type.width > to.width:
+                return builder.trunc(value, to)
+            return builder.sext(value, to) if value.type.width < to.width else value
+
+        fn_, _, ta, tb, m_, n_, k_, al, a_, lda_, b_, ldb_, be, c_, ldc_ = args
+        fnty = ir.FunctionType(ir.VoidType(), [i32] * 3 + [ity] * 3 +
+                               [fty, ptr, ity, ptr, ity, fty, ptr, ity])
+        callee = builder.inttoptr(fn_, fnty.as_pointer())
+        builder.call(callee, [ir.Constant(i32, 101), as_int(ta, i32), as_int(tb, i32),
+                              as_int(m_, ity), as_int(n_, ity), as_int(k_, ity),
+                              context.cast(builder, al, signature.args[7], signature.args[7]),
+                              builder.inttoptr(a_, ptr), as_int(lda_, ity),
+                              builder.inttoptr(b_, ptr), as_int(ldb_, ity),
+                              context.cast(builder, be, signature.args[12], signature.args[7]),
+                              builder.inttoptr(c_, ptr), as_int(ldc_, ity)])
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+_NO_TRANS = 111  # CBLAS enum
+
+
+@_jit(inline=True)
+def _address(a):
+    """An array's data address as a signed integer (numba types ``ctypes.data`` unsigned,
+    and unsigned + signed arithmetic as float64)."""
+    return np.int64(a.ctypes.data)
+
+
+# -- the LSTM layer, the whole time loop in one call each way (lstm.py) -------------------
+# PyTorch's layout: rows are (time step, sample) pairs, time-major, in the sequence's own
+# order whatever the direction; gates (i, f, g, o) side by side in each row. float32 only
+# (float64 would call libm's scalar tanh).
 
 @_jit()
-def lstm_step_forward(acts, cs, tcs, hs, t):
-    """Step t after its matmuls: acts[t] holds the pre-activations, the sigmoid rows (o, i,
-    f) halved (sigmoid(z) = tanh(z/2)/2 + 1/2); replaced by the activations. Writes c_t =
-    f c_{t-1} + i g into cs[t+1], tanh(c_t) into tcs[t] and h_t = o tanh(c_t) into hs[t+1]."""
-    hidden, batch = tcs.shape[1], tcs.shape[2]
-    for j in range(hidden):
+def lstm_layer_forward(gemm, int_kind, w_hh_t, bias, h0, acts, cs, out, reverse):
+    """The time loop of an LSTM layer direction. On entry `acts` (T*B, 4H) holds every
+    step's input projection ``x @ W_ih^T`` (without bias); each step adds ``h_prev @
+    W_hh^T`` with one BLAS call (`w_hh_t`: W_hh^T, (H, 4H) contiguous: OpenBLAS runs this
+    shape 1.5x slower with the transpose flag) and then replaces its rows by the
+    activated gates. Writes
+    c_t into `cs` ((T+1)*B, H; slot 0, or slot T if `reverse`, holds c0 on entry) and h_t
+    into `out` (T*B, H)."""
+    batch, hidden = h0.shape
+    steps = out.shape[0] // batch
+    four_h = 4 * hidden
+    one = one_like(acts[0, 0])
+    half = one / (one + one)
+    size = acts.itemsize
+    for s in range(steps):
+        t = steps - 1 - s if reverse else s
+        row = t * batch
+        c_prev = (t + 1) * batch if reverse else t * batch  # rows of c_{t-1} and c_t in cs
+        c_row = t * batch if reverse else (t + 1) * batch
+        if s == 0:
+            h_prev = _address(h0)
+        else:
+            h_prev = _address(out) + ((t + 1) if reverse else (t - 1)) * batch * hidden * size
+        _gemm(gemm, int_kind, _NO_TRANS, _NO_TRANS, batch, four_h, hidden, one, h_prev,
+              hidden, _address(w_hh_t), four_h, one, _address(acts) + row * four_h * size,
+              four_h)
         for n in range(batch):
-            o = _HALF * tanh(acts[t, j, n]) + _HALF
-            i = _HALF * tanh(acts[t, hidden + j, n]) + _HALF
-            f = _HALF * tanh(acts[t, 2 * hidden + j, n]) + _HALF
-            g = tanh(acts[t, 3 * hidden + j, n])
-            acts[t, j, n] = o
-            acts[t, hidden + j, n] = i
-            acts[t, 2 * hidden + j, n] = f
-            acts[t, 3 * hidden + j, n] = g
-            c = f * cs[t, j, n] + i * g
-            tc = tanh(c)
-            cs[t + 1, j, n] = c
-            tcs[t, j, n] = tc
-            hs[t + 1, j, n] = o * tc
+            r = row + n
+            for j in range(hidden):
+                i = half * tanh(half * (acts[r, j] + bias[j])) + half
+                f = half * tanh(half * (acts[r, hidden + j] + bias[hidden + j])) + half
+                g = tanh(acts[r, 2 * hidden + j] + bias[2 * hidden + j])
+                o = half * tanh(half * (acts[r, 3 * hidden + j] + bias[3 * hidden + j])) + half
+                acts[r, j] = i
+                acts[r, hidden + j] = f
+                acts[r, 2 * hidden + j] = g
+                acts[r, 3 * hidden + j] = o
+                c = f * cs[c_prev + n, j] + i * g
+                cs[c_row + n, j] = c
+                out[r, j] = o * tanh(c)
 
 
 @_jit()
-def lstm_step_backward(acts, cs, tcs, dhs, dc, dgates, t):
-    """Step t of the backward pass: from dh = dhs[t] (the gradient reaching h_t) and dc
-    (reaching c_t, updated in place to the gradient reaching c_{t-1}), writes the gradients
-    of the gate pre-activations (PyTorch's, unhalved) into dgates[:, t] (dgates: (4H, T,
-    B), so that the weight gradients read it as one (4H, T*B) matrix)."""
-    hidden, batch = dc.shape[0], dc.shape[1]
-    for j in range(hidden):
+def lstm_layer_backward(gemm, int_kind, w_hh, acts, cs, grad_out, dh, dc, reverse):
+    """The backward time loop of :func:`lstm_layer_forward` (last step first): from the
+    output gradient `grad_out` (T*B, H), `dh`/`dc` (B, H) the gradients reaching h_n and
+    c_n on entry, replaces every step's activated gates in `acts` (T*B, 4H) by the
+    gradients of their pre-activations (each row is read before it is written; one array,
+    not a second output argument that aliases it: LLVM's overlap check would then find
+    the overlap and run the scalar loop) and leaves the gradients of h0 and c0 in `dh` and
+    `dc`."""
+    batch, hidden = dh.shape
+    steps = grad_out.shape[0] // batch
+    four_h = 4 * hidden
+    one = one_like(acts[0, 0])
+    zero = one - one
+    size = acts.itemsize
+    for s in range(steps):
+        t = s if reverse else steps - 1 - s
+        row = t * batch
+        c_prev = (t + 1) * batch if reverse else t * batch
+        c_row = t * batch if reverse else (t + 1) * batch
         for n in range(batch):
-            o = acts[t, j, n]
-            i = acts[t, hidden + j, n]
-            f = acts[t, 2 * hidden + j, n]
-            g = acts[t, 3 * hidden + j, n]
-            tc = tcs[t, j, n]
-            dh = dhs[t, j, n]
-            d = dc[j, n] + dh * o * (_ONE - tc * tc)
-            dgates[j, t, n] = dh * tc * (o * (_ONE - o))
-            dgates[hidden + j, t, n] = d * g * (i * (_ONE - i))
-            dgates[2 * hidden + j, t, n] = d * cs[t, j, n] * (f * (_ONE - f))
-            dgates[3 * hidden + j, t, n] = d * i * (_ONE - g * g)
-            dc[j, n] = d * f
+            r = row + n
+            for j in range(hidden):
+                i = acts[r, j]
+                f = acts[r, hidden + j]
+                g = acts[r, 2 * hidden + j]
+                o = acts[r, 3 * hidden + j]
+                tc = tanh(cs[c_row + n, j])
+                d_h = grad_out[r, j] + dh[n, j]
+                d_c = dc[n, j] + d_h * o * (one - tc * tc)
+                acts[r, j] = d_c * g * (i * (one - i))
+                acts[r, hidden + j] = d_c * cs[c_prev + n, j] * (f * (one - f))
+                acts[r, 2 * hidden + j] = d_c * i * (one - g * g)
+                acts[r, 3 * hidden + j] = d_h * tc * (o * (one - o))
+                dc[n, j] = d_c * f
+        # the gradient reaching h_{t-1}: this step's gate gradients through W_hh
+        _gemm(gemm, int_kind, _NO_TRANS, _NO_TRANS, batch, hidden, four_h, one,
+              _address(acts) + row * four_h * size, four_h, _address(w_hh), hidden,
+              zero, _address(dh), hidden)
+
+
+# -- the GRU layer, the same way (gru.py) -------------------------------------------------
+# Gates (r, z, n) side by side in each row, PyTorch's formulation:
+# r, z = sigmoid(x W_i^T + b_i + h W_h^T + b_h), n = tanh(x W_in^T + b_in + r (h W_hn^T
+# + b_hn)), h' = n + z (h - n).
+
+@_jit()
+def gru_layer_forward(gemm, int_kind, w_hh_t, b_ih, b_hh, h, hg, acts, hns, out, reverse):
+    """The time loop of a GRU layer direction. On entry `acts` (T*B, 3H) holds every step's
+    ``x @ W_ih^T`` (without bias) and `h` (B, H) the initial state; each step forms
+    ``h @ W_hh^T`` into `hg` (B, 3H) with one BLAS call (`w_hh_t`: W_hh^T, (H, 3H)
+    contiguous, as in lstm_layer_forward), then replaces its rows of `acts`
+    by r, z, n, writes ``h W_hn^T + b_hn`` into `hns` (T*B, H), and h_t into `out`
+    (T*B, H) and `h` (which ends as h_n)."""
+    batch, hidden = h.shape
+    steps = out.shape[0] // batch
+    three_h = 3 * hidden
+    one = one_like(acts[0, 0])
+    half = one / (one + one)
+    zero = one - one
+    for s in range(steps):
+        t = steps - 1 - s if reverse else s
+        row = t * batch
+        _gemm(gemm, int_kind, _NO_TRANS, _NO_TRANS, batch, three_h, hidden, one, _address(h),
+              hidden, _address(w_hh_t), three_h, zero, _address(hg), three_h)
+        for n in range(batch):
+            r_ = row + n
+            for j in range(hidden):
+                r = half * tanh(half * (acts[r_, j] + b_ih[j] + hg[n, j] + b_hh[j])) + half
+                z = half * tanh(half * (acts[r_, hidden + j] + b_ih[hidden + j] +
+                                        hg[n, hidden + j] + b_hh[hidden + j])) + half
+                hn = hg[n, 2 * hidden + j] + b_hh[2 * hidden + j]
+                nn = tanh(acts[r_, 2 * hidden + j] + b_ih[2 * hidden + j] + r * hn)
+                acts[r_, j] = r
+                acts[r_, hidden + j] = z
+                acts[r_, 2 * hidden + j] = nn
+                hns[r_, j] = hn
+                h_new = nn + z * (h[n, j] - nn)
+                h[n, j] = h_new
+                out[r_, j] = h_new
+
+
+@_jit()
+def gru_layer_backward(gemm, int_kind, w_hh, h0, acts, hns, out, grad_out, dh, reverse):
+    """The backward time loop of :func:`gru_layer_forward` (last step first): from the
+    output gradient `grad_out` (T*B, H) and `dh` (B, H), the gradient reaching h_n on
+    entry, overwrites `acts` with the gradients of the recurrent pre-activations (r, z:
+    also the input ones; n: ``h W_hn^T + b_hn``'s) and `hns` with those of the input
+    projection's n part, and leaves h0's gradient in `dh`."""
+    batch, hidden = dh.shape
+    steps = out.shape[0] // batch
+    three_h = 3 * hidden
+    one = one_like(acts[0, 0])
+    for s in range(steps):
+        t = s if reverse else steps - 1 - s
+        row = t * batch
+        first = s == steps - 1  # the step that started from h0
+        prev = h0 if first else out
+        prev_row = 0 if first else ((t + 1) * batch if reverse else (t - 1) * batch)
+        for n in range(batch):
+            r_ = row + n
+            for j in range(hidden):
+                r = acts[r_, j]
+                z = acts[r_, hidden + j]
+                nn = acts[r_, 2 * hidden + j]
+                hp = prev[prev_row + n, j]
+                d_h = grad_out[r_, j] + dh[n, j]
+                d_n = d_h * (one - z) * (one - nn * nn)
+                acts[r_, j] = d_n * hns[r_, j] * (r * (one - r))
+                acts[r_, hidden + j] = d_h * (hp - nn) * (z * (one - z))
+                acts[r_, 2 * hidden + j] = d_n * r
+                hns[r_, j] = d_n
+                dh[n, j] = d_h * z
+        # plus the gradient through W_hh: the recurrent pre-activations' of this step
+        _gemm(gemm, int_kind, _NO_TRANS, _NO_TRANS, batch, hidden, three_h, one,
+              _address(acts) + row * three_h * acts.itemsize, three_h, _address(w_hh),
+              hidden, one, _address(dh), hidden)

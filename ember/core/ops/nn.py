@@ -1469,6 +1469,45 @@ def _fused_lstm_layer_backward(like: Tensor, saved: Any, grad_out: Tensor | None
     return grads
 
 
+def _gru_layer_cost(x: Any, h0: Any, w_ih: Any, w_hh: Any, *args: Any) -> Cost:
+    """Both gate GEMMs of every step and ~10 elementwise ops a gate value; bytes: the
+    input, the weights and the (T*B, H) output."""
+    rows, gates = x.shape[0], w_ih.shape[0]
+    hidden = w_hh.shape[1]
+    flops = 2.0 * rows * gates * (w_ih.shape[1] + hidden) + 10.0 * rows * gates
+    return Cost(flops, costs.nbytes(x) + costs.nbytes(w_ih) + costs.nbytes(w_hh) +
+                rows * hidden * x.dtype.itemsize)
+
+
+# no autocast precision class: PyTorch's CPU GRU keeps float32 under autocast, unlike its LSTM
+@composite(variants="", fused="gru_layer", cost=_gru_layer_cost)
+def _fused_gru_layer(x: Tensor, h0: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None,
+                     b_hh: Tensor | None, reverse: bool, keep: bool) -> tuple | None:
+    """A whole GRU layer (one direction, padded time-major input ``x`` of (T*B, I) rows,
+    last step first if `reverse`) in one backend kernel: ``(out, h_n, saved)``, ``saved``
+    opaque to core and only passed to `_fused_gru_layer_backward`. None when the backend
+    has no `gru_layer` kernel or it does not run this call (it returns Nones: the CPU's
+    for dtypes it has no compiled kernel for), the tensors' dtypes or devices differ, or a
+    trace records: nn's GRU then runs per step."""
+    if not x._dtype.is_floating_point:
+        return None
+    layer = run_fused("gru_layer", x, w_ih, w_hh, b_ih, b_hh, h0, reverse, keep)
+    return None if layer is None or layer[0] is None else layer
+
+
+@composite(variants="", fused="gru_layer_backward")
+def _fused_gru_layer_backward(like: Tensor, saved: Any, grad_out: Tensor | None,
+                              grad_hn: Tensor | None, needs: tuple) -> tuple:
+    """Gradients of `_fused_gru_layer` for (x, w_ih, w_hh, b_ih, b_hh, h0), None where
+    ``needs`` is false; `like` is a tensor of the layer's dtype and device."""
+    grads = run_fused("gru_layer_backward", saved, grad_out, grad_hn, needs)
+    if grads is None:
+        raise RuntimeError(f"_fused_gru_layer_backward: backend {like._backend.name!r} ran "
+                           "gru_layer but cannot run its backward now (no output gradient, "
+                           "or a trace is recording)")
+    return grads
+
+
 fused_kernel("lstm_cell", replaces="_fused_lstm_cell", outputs=("like", "like", "like"),
              signature="lstm_cell(input_gates, hidden_gates, cx) -> (hy, cy, workspace)",
              doc="One LSTM step (gates i, f, g, o): the ~12 elementwise ops in one kernel.")
@@ -1488,4 +1527,16 @@ fused_kernel("lstm_layer_backward", replaces="_fused_lstm_layer_backward",
              outputs=("like",) * 6,
              signature="lstm_layer_backward(saved, grad_out | None, grad_hn | None, "
                        "grad_cn | None, needs) -> (gx, gw_ih, gw_hh, gbias, gh0, gc0)",
+             doc="The whole layer's gradients, None where `needs` is false.")
+fused_kernel("gru_layer", replaces="_fused_gru_layer",
+             outputs=("like", "like", "opaque"),
+             signature="gru_layer(x, w_ih, w_hh, b_ih | None, b_hh | None, h0, reverse, keep) "
+                       "-> (out, h_n, saved)",
+             doc="A whole GRU layer direction over a padded sequence, the time loop inside "
+                 "the backend; `saved` is opaque to core. Nones where the backend does not "
+                 "run this call (the layer then runs per step).")
+fused_kernel("gru_layer_backward", replaces="_fused_gru_layer_backward",
+             outputs=("like",) * 6,
+             signature="gru_layer_backward(saved, grad_out | None, grad_hn | None, needs) -> "
+                       "(gx, gw_ih, gw_hh, gb_ih, gb_hh, gh0)",
              doc="The whole layer's gradients, None where `needs` is false.")

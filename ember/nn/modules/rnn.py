@@ -167,7 +167,7 @@ def _fused_lstm_kernels() -> tuple:
 
 
 class _FusedLayer:
-    """What a backend's whole-layer LSTM kernel saved for backward (opaque here)."""
+    """What a backend's whole-layer LSTM or GRU kernel saved for backward (opaque here)."""
 
     __slots__ = ("state",)
 
@@ -234,6 +234,11 @@ def _lstm_forward(steps: _Steps, x: Tensor, h: Tensor, c: Tensor, w_ih: Tensor, 
 
 def _gru_forward(steps: _Steps, x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor,
                  b_ih: Tensor | None, b_hh: Tensor | None, reverse: bool, keep: bool) -> tuple:
+    if steps.padded and steps.count and steps.batch:
+        # the backend may run the whole layer in one kernel (see _fused_gru_layer)
+        layer = _nnops._fused_gru_layer(x, h, w_ih, w_hh, b_ih, b_hh, reverse, keep)
+        if layer is not None:
+            return layer[0], layer[1], _FusedLayer(layer[2])
     hid = w_hh.shape[0] // 3
     batch = steps.batch
     # b_hh's r and z parts add to the input projection; its n part stays inside r * (.)
@@ -398,6 +403,12 @@ def _lstm_backward(ctx: Any, d_out: Tensor | None, d_hn: Tensor | None,
 
 def _gru_backward(ctx: Any, d_out: Tensor | None, d_hn: Tensor | None) -> tuple:
     x, h0, _, w_ih, w_hh, b_ih, b_hh, _, out = ctx.saved_tensors
+    needs = ctx.needs_input_grad
+    if isinstance(ctx.saved_steps, _FusedLayer):
+        dx, dw_ih, dw_hh, db_ih, db_hh, dh0 = _nnops._fused_gru_layer_backward(
+            x, ctx.saved_steps.state, d_out, d_hn,
+            (needs[3], needs[6], needs[7], needs[8], needs[9], needs[4]))
+        return None, None, None, dx, dh0, None, dw_ih, dw_hh, db_ih, db_hh, None
     h_prev, rzs, ns, hns = ctx.saved_steps
     steps, reverse = ctx.steps, ctx.reverse
     hid = w_hh.shape[0] // 3
@@ -419,7 +430,6 @@ def _gru_backward(ctx: Any, d_out: Tensor | None, d_hn: Tensor | None) -> tuple:
         d_rec[t] = dgh
         carry.give(ember.addcmul(ember.matmul(dgh, w_hh), dh, steps.rows(z, t)),
                    steps.sizes[t])
-    needs = ctx.needs_input_grad
     dx, dw_ih, dw_hh, db_ih, db_hh = _weight_grads(
         (needs[3], needs[6], needs[7], needs[8], needs[9]), x, w_ih, ember.cat(d_in),
         prev, ember.cat(d_rec))
