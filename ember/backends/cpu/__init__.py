@@ -22,12 +22,13 @@ class CPUBackend(Backend):
 
     def __init__(self) -> None:
         super().__init__()
-        from ember.backends.cpu import kernels, lstm, memory
+        from ember.backends.cpu import kernels, losses, lstm, memory
 
         self.malloc_policy = memory.keep_freed_memory()
         self._k = kernels
         self.kernels.update(kernels.KERNELS)
         self.kernels.update(lstm.KERNELS)
+        self.kernels.update(losses.kernels(kernels.KERNELS))
 
     def device_count(self) -> int:
         return 1
