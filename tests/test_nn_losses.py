@@ -233,3 +233,53 @@ class TestErrors:
             F.mse_loss(ember.rand(3, 1), ember.rand(3))
         with pytest.raises(ValueError, match="Weights and input must have the same size."):
             F.mse_loss(ember.rand(3), ember.rand(3), weight=ember.rand(2))
+
+
+# -- the CPU's cross-entropy kernels (ember/backends/cpu/losses.py): each path ----------
+
+CE_CASES = [  # (rows, classes, ignore_index, which targets are set to ignore_index)
+    (4, 8, -100, ()),  # short batch: NumPy's row reductions
+    (40, 10, -100, ()),  # narrow rows: the transposed row max, the BLAS row sums
+    (40, 10, -100, (3, 7)),  # ignored targets: the shared masking kernels
+    (40, 10, 2, ()),  # ignore_index a class no target names
+    (40, 10, 2, (0, 5)),  # ... and one that some do
+    (40, 10, 12, ()),  # ignore_index past the classes
+    (24, 70, -100, ()),  # wide rows
+]
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("rows,classes,ignore,ignored", CE_CASES)
+def test_cpu_cross_entropy_kernels_match_torch(torch, rows, classes, ignore, ignored,
+                                               reduction, dtype):
+    rng = np.random.default_rng(rows * classes)
+    x = (rng.standard_normal((rows, classes)) * 4).astype(dtype)
+    x[1] += 500.0  # a row far above the others: each row needs its own shift
+    target = rng.integers(0, classes, rows)
+    if ignore in range(classes):
+        target[target == ignore] = (ignore + 1) % classes
+    target[list(ignored)] = ignore
+    ex = ember.tensor(x, requires_grad=True)
+    tx = torch.tensor(x, requires_grad=True)
+    eo = F.cross_entropy(ex, ember.tensor(target), ignore_index=ignore, reduction=reduction)
+    to = torch.nn.functional.cross_entropy(tx, torch.tensor(target), ignore_index=ignore,
+                                           reduction=reduction)
+    assert eo.dtype == getattr(ember, dtype) and tuple(eo.shape) == tuple(to.shape)
+    tol = dict(rtol=2e-6, atol=1e-6) if dtype == "float32" else dict(rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(eo.detach().numpy(), to.detach().numpy(), **tol)
+    g = rng.standard_normal(tuple(to.shape)).astype(dtype)
+    eo.backward(ember.tensor(g))
+    to.backward(torch.tensor(g))
+    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), **tol)
+
+
+def test_cross_entropy_target_out_of_bounds_raises_as_torch(torch):
+    x = np.zeros((3, 4), np.float32)
+    for bad in (4, -1, -100):  # -100 is only allowed as the ignore_index
+        target = np.array([0, bad, 1])
+        kw = {"ignore_index": 2} if bad == -100 else {}
+        with pytest.raises(IndexError, match=f"Target {bad} is out of bounds."):
+            torch.nn.functional.cross_entropy(torch.tensor(x), torch.tensor(target), **kw)
+        with pytest.raises(IndexError, match=f"Target {bad} is out of bounds."):
+            F.cross_entropy(ember.tensor(x), ember.tensor(target), **kw)

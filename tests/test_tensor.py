@@ -511,3 +511,25 @@ def test_zero_size_tensor():
     assert x.sum().item() == 0.0
     assert x.tolist() == []
     assert math.isnan(ember.zeros(0).mean().item())
+
+
+def test_new_ones_and_new_zeros_match_torch():
+    """new_ones/new_zeros on the tensor's own device take a short path (no device
+    resolution): dtypes, sizes, requires_grad and errors as PyTorch's."""
+    torch = pytest.importorskip("torch")
+    for dtype in ("float32", "float64", "int64", "bool", "uint8"):
+        e = ember.zeros(2, dtype=getattr(ember, dtype))
+        t = torch.zeros(2, dtype=getattr(torch, dtype))
+        for name in ("new_ones", "new_zeros"):
+            for size, kw in ((((),), {}), ((3,), {}), (((2, 3),), {}), ((2, 0), {}),
+                             ((2,), {"dtype": "float64"})):
+                tkw = {k: getattr(torch, v) for k, v in kw.items()}
+                eo, to = getattr(e, name)(*size, **kw), getattr(t, name)(*size, **tkw)
+                assert str(eo.dtype)[6:] == str(to.dtype)[6:] and eo.shape == to.shape
+                np.testing.assert_array_equal(eo.numpy(), to.numpy())
+    g = ember.zeros(2).new_ones(2, requires_grad=True)
+    assert g.requires_grad and g.is_leaf
+    with pytest.raises(TypeError, match="missing 1 required positional arguments"):
+        ember.zeros(2).new_ones()
+    with pytest.raises(RuntimeError, match="negative dimension"):
+        ember.zeros(2).new_zeros(-1)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.core import costs, plugins, tracing
+from ember.core import costs, interpose, plugins, tracing
 from ember.core import cpu_random as streams
 from ember.core import dtype as dt
 from ember.core.backend import from_numpy_dtype, numpy_dtype
@@ -358,18 +358,32 @@ def randint_like(input: Tensor, low: int, high: int | None = None, *, dtype: Any
 # -- the new_* methods: a new tensor with this one's dtype and device ---------------------
 
 
-def _new(factory: Callable[..., Tensor], doc: str) -> Callable[..., Tensor]:
+def _new(factory: Callable[..., Tensor], doc: str, fill: int | None = None
+         ) -> Callable[..., Tensor]:
+    name = factory.__name__
+
     def method(self: Tensor, *size: Any, dtype: Any = None, device: DeviceLike = None,
                requires_grad: bool = False) -> Tensor:
+        if fill is not None and device is None and interpose.active is None:
+            # on this tensor's own device (backward's seed, zero gradients): `full` without
+            # resolving the device again, which was most of the cost of `new_ones(())`
+            _sizes_given(name, size)
+            d = dtype_arg(dtype) or self._dtype
+            t = run_creation("full", self._device, self._backend,
+                             shape=_shape_arg(name, size, d), fill_value=dt.fit_scalar(fill, d),
+                             dtype=d)
+            return _finish(t, requires_grad)
         return factory(*size, dtype=dtype or self.dtype, device=device or self.device,
                        requires_grad=requires_grad)
     method.__doc__ = doc
     return method
 
 
-for _name, _factory in (("new_zeros", zeros), ("new_ones", ones), ("new_empty", empty)):
+for _name, _factory, _fill in (("new_zeros", zeros, 0), ("new_ones", ones, 1),
+                               ("new_empty", empty, None)):
     define(_name, Kind.COMPOSITE, _new(_factory, f"`{_factory.__name__}` of `size`, with this "
-                                                  "tensor's dtype and device unless given."),
+                                                  "tensor's dtype and device unless given.",
+                                       _fill),
            variants="method")
 
 

@@ -22,13 +22,14 @@ class CPUBackend(Backend):
 
     def __init__(self) -> None:
         super().__init__()
-        from ember.backends.cpu import fusion, gru, kernels, lstm, memory
+        from ember.backends.cpu import fusion, gru, kernels, losses, lstm, memory
 
         self.malloc_policy = memory.keep_freed_memory()
         self._k = kernels
         self.kernels.update(kernels.KERNELS)
         self.kernels.update(lstm.KERNELS)
         self.kernels.update(gru.KERNELS)
+        self.kernels.update(losses.kernels(kernels.KERNELS))
         self.fusible_ops = fusion.FUSIBLE
 
     def device_count(self) -> int:
