@@ -1774,14 +1774,15 @@ POOL_WINDOWS = ((2, 2), (3, 3))
 
 def _max_pool_window(t: CType, kh: int, kw: int) -> str:
     """`max_pool2d_{kh}x{kw}`: a work-item per output row (n, c, oh), each window's
-    kh * kw loads unrolled, keeping the generic kernel's choice (the first maximum, a NaN
-    beating any number, the first NaN kept). The generic kernel (bounds-checked loops over
-    the window, a branch per load) took ~20 ns an output on PoCL."""
+    kh * kw loads unrolled, keeping the generic kernel's choice (the first maximum; a NaN
+    beats any number and a later NaN the earlier one, as in PyTorch's CPU kernel). The
+    generic kernel (bounds-checked loops over the window, a branch per load) took ~20 ns
+    an output on PoCL."""
     a = ACC_OF[t.name] if t.kind in "fh" else t.comp
     floaty = t.kind in "fh"
     # selects, not branches (on random data a branch per load mispredicts half the
     # time), and NaN tests as x != x (PoCL calls an out-of-line isnan)
-    better = "(v > best || (v != v && best == best))" if floaty else "v > best"
+    better = "(v > best || v != v)" if floaty else "v > best"
     steps = []
     for k0 in range(kh):
         for k1 in range(kw):
@@ -1836,7 +1837,7 @@ __kernel void max_pool2d_bw_{kh}x{kw}(__global {t.store}* grad, __global const {
 def _max_pool_kernels(t: CType, nsp: int) -> str:
     a = ACC_OF[t.name] if t.kind in "fh" else t.comp
     floaty = t.kind in "fh"
-    better = "(v > best || (isnan(v) && !isnan(best)))" if floaty else "v > best"
+    better = "(v > best || isnan(v))" if floaty else "v > best"
     dims = range(nsp)
     rev = range(nsp - 1, -1, -1)
     decode_out = " ".join(f"long od{d} = r % p.outs[{d}]; r /= p.outs[{d}];" for d in rev)
