@@ -594,3 +594,28 @@ def test_lstm_layer_kernel_leaves_its_inputs_alone():
     for before, after in zip(originals + kept, (x, w_ih, w_hh, bias, h0, c0, g_out, g_hn,
                                                  g_cn)):
         np.testing.assert_array_equal(before, after)
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_retain_graph_runs_backward_twice_as_torch(torch, name, dtype):
+    """`backward(retain_graph=True)` through a recurrent layer leaves its saved state for a
+    second pass (the compiled float32 layers write gate gradients over a copy then); a pass
+    without it frees the graph, and a third raises PyTorch's error."""
+    x = np.linspace(-1, 1, 2 * 5 * 3).reshape(2, 5, 3).astype(dtype)
+    grads = []
+    for fw in (torch, ember):
+        fw.manual_seed(0)
+        layer = getattr(fw.nn, name)(3, 4, num_layers=2, bidirectional=True, batch_first=True)
+        layer = layer.double() if dtype == "float64" else layer
+        out = layer(fw.tensor(x))[0].sum()
+        out.backward(retain_graph=True)
+        first = layer.weight_hh_l0.grad.clone()
+        out.backward()
+        grads.append((first.numpy(), layer.weight_hh_l0.grad.numpy()))
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            out.backward()
+    (t1, t2), (e1, e2) = grads
+    np.testing.assert_allclose(e1, t1, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(e2, 2 * e1, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(e2, t2, rtol=1e-4, atol=1e-5)

@@ -27,6 +27,7 @@ and may add kernels one by one.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -361,6 +362,21 @@ class Backend:
 
     def stop_device_timing(self) -> None:
         """Stop timing. Activities already returned stay readable."""
+
+
+class _BackwardState(threading.local):  # per thread, as each thread runs its own backward
+    retain_graph = False
+
+
+backward_state = _BackwardState()
+
+
+def backward_retains_graph() -> bool:
+    """Whether the backward pass running on this thread keeps its graph
+    (`retain_graph=True`). A backward kernel that reuses what its forward saved (the CPU's
+    LSTM/GRU layers write gate gradients over the saved gates) must leave it intact then:
+    a later backward pass through the same graph reads it again."""
+    return backward_state.retain_graph
 
 
 class DeviceActivity:

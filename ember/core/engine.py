@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ember.core import anomaly_mode, interpose, tracing
+from ember.core import backend as backend_contract
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import AccumulateGrad, Node, edge_of, is_tensor
 
@@ -46,6 +47,18 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
     With `capture` (autograd.grad), returns the gradients reaching those tensors and
     leaves `.grad` untouched when `accumulate` is False.
     """
+    state = backend_contract.backward_state
+    outer, state.retain_graph = state.retain_graph, retain_graph
+    try:
+        return _run_backward(tensors, grad_tensors, retain_graph, create_graph, capture,
+                             accumulate)
+    finally:
+        state.retain_graph = outer
+
+
+def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_graph: bool,
+                  create_graph: bool, capture: Sequence[Any] | None,
+                  accumulate: bool) -> list[Any] | None:
     buffers: dict[Node, list] = {}
     roots = []
     for t, g in zip(tensors, grad_tensors):

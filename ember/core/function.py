@@ -64,6 +64,14 @@ class _CustomNode(Node):
                                f"number of gradients (expected {n}, got {len(out)})")
         return tuple(self._validate(i, g) for i, g in enumerate(out[:n]))
 
+    def release(self) -> None:
+        """After a backward that does not retain the graph: the saved tensors go, and so
+        do the ctx attributes the Function listed in `ctx._release_with_graph` (state that
+        is not tensors, which backward needs again only while the graph is retained)."""
+        super().release()
+        for name in getattr(self.ctx, "_release_with_graph", ()):
+            setattr(self.ctx, name, None)
+
     def _validate(self, i: int, g: Any) -> Any:
         """PyTorch's check of a returned gradient: summed to its input's shape where it
         broadcast, cast to its input's dtype (a float32 gradient of a bfloat16 input)."""

@@ -18,7 +18,7 @@ import numpy as np
 
 from ember.backends.cpu import compiled
 from ember.backends.cpu.lstm import SavedState, recurrent_weight_grad
-from ember.core.backend import bfloat16, float16, numpy_dtype
+from ember.core.backend import backward_retains_graph, bfloat16, float16, numpy_dtype
 
 _HALF = (numpy_dtype(float16), numpy_dtype(bfloat16))
 _F32 = np.dtype(np.float32)
@@ -68,7 +68,8 @@ def gru_layer(x, w_ih, w_hh, b_ih, b_hh, h0, reverse=False, keep=True):
 def gru_layer_backward(saved, grad_out, grad_hn, needs=(True,) * 6):
     """Gradients of :func:`gru_layer` for (x, w_ih, w_hh, b_ih, b_hh, h0), each None where
     ``needs`` says so; ``grad_out``/``grad_hn`` may be None (zero). The gate gradients
-    overwrite the saved activations, so `saved` serves one backward pass."""
+    overwrite the saved activations, so `saved` serves one backward pass, unless the graph
+    is retained."""
     s = saved
     if s.acts is None:
         raise RuntimeError("gru_layer_backward: this layer's saved activations were freed by "
@@ -83,8 +84,13 @@ def gru_layer_backward(saved, grad_out, grad_hn, needs=(True,) * 6):
     grad_out = np.zeros(s.out.shape, dt) if grad_out is None else \
         np.ascontiguousarray(grad_out, dtype=dt)
     dh = np.zeros((batch, hidden), dt) if grad_hn is None else np.array(grad_hn, dtype=dt)
-    d_rec, s.acts = s.acts, None  # r, z and h W_hn^T's gradients; the input's n part:
-    d_in_n, s.hns = s.hns, None
+    # r, z and h W_hn^T's gradients, and the input's n part, over the saved activations
+    # (over a copy while the graph is retained: a later backward pass needs them)
+    if backward_retains_graph():
+        d_rec, d_in_n = s.acts.copy(), s.hns.copy()
+    else:
+        d_rec, s.acts = s.acts, None
+        d_in_n, s.hns = s.hns, None
     module.gru_layer_backward(gemm, int_kind, s.w_hh, s.h0, d_rec, d_in_n, s.out, grad_out,
                               dh, s.reverse)
     h2 = 2 * hidden

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from ember.backends.cpu import blas, compiled
-from ember.core.backend import bfloat16, float16, numpy_dtype
+from ember.core.backend import backward_retains_graph, bfloat16, float16, numpy_dtype
 
 _HALF = (numpy_dtype(float16), numpy_dtype(bfloat16))
 
@@ -235,7 +235,8 @@ def lstm_layer_backward(saved, grad_out, grad_hn, grad_cn, needs=(True,) * 6):
 def _compiled_backward(s: _SavedCompiled, grad_out, grad_hn, grad_cn, needs):
     """The backward pass as one compiled time loop, then the weight gradients as GEMMs over
     all steps. The gate gradients overwrite the saved gates (each step reads its own
-    gates before writing their gradients), so `s` serves one backward pass."""
+    gates before writing their gradients), so `s` serves one backward pass, unless the
+    graph is retained (then they overwrite a copy)."""
     if s.acts is None:
         raise RuntimeError("lstm_layer_backward: this layer's saved activations were freed by "
                            "an earlier backward pass")
@@ -251,9 +252,11 @@ def _compiled_backward(s: _SavedCompiled, grad_out, grad_hn, grad_cn, needs):
         np.ascontiguousarray(grad_out, dtype=dt)
     dh = np.zeros((batch, hidden), dt) if grad_hn is None else np.array(grad_hn, dtype=dt)
     dc = np.zeros((batch, hidden), dt) if grad_cn is None else np.array(grad_cn, dtype=dt)
-    dg, s.acts = s.acts, None
+    retained = backward_retains_graph()  # a later backward pass needs the saved gates
+    dg = s.acts.copy() if retained else s.acts
     module.lstm_layer_backward(gemm, int_kind, s.w_hh, dg, s.cs, grad_out, dh, dc, s.reverse)
-    s.cs = None
+    if not retained:
+        s.acts = s.cs = None
     dx = np.matmul(dg, s.w_ih) if needs[0] else None
     dw_ih = np.matmul(dg.T, s.x) if needs[1] else None
     dw_hh = recurrent_weight_grad(dg, s.out, s.h0, s.reverse) if needs[2] else None

@@ -489,6 +489,7 @@ class _RecurrentLayer(Function):
         ctx.set_materialize_grads(False)
         result, ctx.saved_steps = _forward_impl(mode, reverse, steps, x, h0, c0, w_ih, w_hh,
                                                 b_ih, b_hh, w_hr, True)
+        ctx._release_with_graph = ("saved_steps",)  # kept while the graph is retained
         # `out.detach()` shares storage and version counter: saving it keeps the in-place
         # check without a reference cycle through the output's own graph node
         ctx.save_for_backward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, result[0].detach())
@@ -504,7 +505,6 @@ class _RecurrentLayer(Function):
             result = _gru_backward(ctx, *grads)
         else:
             result = _rnn_backward(ctx, *grads)
-        ctx.saved_steps = None  # the per-step tensors are not needed again
         return result
 
 
