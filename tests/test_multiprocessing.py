@@ -109,6 +109,25 @@ def test_a_tensor_sent_on_a_queue_shares_memory_with_the_sender():
     assert x.tolist() == [[0.0, 11.0, 12.0], [3.0, 14.0, 15.0]]
 
 
+def _step_in_child(queue, done):
+    weight = queue.get()
+    with ember.no_grad():
+        weight.sub_(1.0)
+    done.put(type(weight).__name__)
+
+
+def test_a_parameter_sent_to_a_spawned_process_is_the_senders_memory():
+    ctx = mp.get_context("spawn")
+    queue, done = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=_step_in_child, args=(queue, done))
+    p.start()
+    weight = ember.nn.Parameter(ember.zeros(3))
+    queue.put(weight)
+    assert done.get(timeout=120) == "Parameter"
+    p.join(60)
+    assert weight.is_shared() and weight.tolist() == [-1.0, -1.0, -1.0]
+
+
 def test_a_non_leaf_that_requires_grad_is_refused():
     x = ember.ones(2, requires_grad=True) * 2
     q = std_mp.get_context("spawn").SimpleQueue()

@@ -49,6 +49,17 @@ def rebuild_shared_tensor(fd: Any, size: int, dtype_name: str, shape: tuple[int,
     return t
 
 
+def reduce_parameter(p: Any) -> tuple:
+    """A Parameter pickles as its detached data; its own storage moves to shared memory
+    first, so the sender's parameter is the memory the receiver writes (as in PyTorch)."""
+    if p._device.type == "cpu":
+        p.share_memory_()
+    return p.__reduce_ex__(2)
+
+
 def init_reductions() -> None:
-    """Register the tensor reduction with multiprocessing's pickler (done on import)."""
+    """Register the tensor reductions with multiprocessing's pickler (done on import)."""
+    from ember.nn.parameter import Parameter
+
     ForkingPickler.register(Tensor, reduce_tensor)
+    ForkingPickler.register(Parameter, reduce_parameter)
