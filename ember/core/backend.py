@@ -27,9 +27,11 @@ and may add kernels one by one.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ember.core.dtype import (  # noqa: F401 - re-exported: the dtype vocabulary of the contract
@@ -362,6 +364,18 @@ class Backend:
 
     def stop_device_timing(self) -> None:
         """Stop timing. Activities already returned stay readable."""
+
+
+def cache_dir() -> Path:
+    """ember's folder for what it keeps between processes (device traits, a backend's
+    compiled kernels): `$EMBER_CACHE_DIR`, else the user's cache folder. It may not exist
+    yet, nor be writable."""
+    override = os.environ.get("EMBER_CACHE_DIR", "").strip()
+    if override:
+        return Path(override)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("ember", appauthor=False))
 
 
 class _BackwardState(threading.local):  # per thread, as each thread runs its own backward

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ember.core import plugins
+from ember.core.backend import cache_dir
 from ember.core.device import device as Device
 
 FORMAT = 1
@@ -143,16 +144,6 @@ def default_traits(device: Device, key: str = "", memory_free: int | None = None
 
 
 # -- where the traits live ----------------------------------------------------------------
-
-def cache_dir() -> Path:
-    """The folder of the trait cache: `$EMBER_CACHE_DIR`, else the user's cache dir."""
-    override = os.environ.get("EMBER_CACHE_DIR", "").strip()
-    if override:
-        return Path(override)
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("ember", appauthor=False))
-
 
 def cache_file(device: Device) -> Path:
     return cache_dir() / f"traits-{re.sub(r'[^A-Za-z0-9_.-]', '_', str(device))}.json"

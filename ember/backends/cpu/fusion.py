@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from ember.backends.cpu import compiled
-from ember.core.backend import ElementwiseChain, float32, float64
+from ember.core.backend import ElementwiseChain, cache_dir, float32, float64
 
 MIN_ELEMENTS = 1024
 MAX_DIMS = 3  # loop nests deeper than this (after merging dims) are not generated
@@ -137,10 +137,8 @@ def _source(chain: ElementwiseChain, dims: tuple[int, ...],
 
 
 def _cache_dir() -> str | None:
-    base = os.environ.get("EMBER_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "ember")
-    folder = os.path.join(base, "fused_kernels")
+    """ember's cache folder's `fused_kernels`, made if need be; None where not writable."""
+    folder = os.path.join(cache_dir(), "fused_kernels")
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError:
