@@ -18,6 +18,7 @@ from typing import Any
 from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import apply, record_grad
+from ember.core.creation import tensor
 from ember.core.declare import composite, define
 from ember.core.grad_mode import no_grad
 from ember.core.host import python_scalar
@@ -43,6 +44,7 @@ from ember.core.ops.elementwise import (
     trunc,
     where,
 )
+from ember.core.ops.indexing import index_select
 from ember.core.return_types import return_type
 from ember.core.tensor import Tensor
 
@@ -435,6 +437,16 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
     return out + p * (p - 1) / 4.0 * math.log(math.pi)
 
 
+def _powers_of_two(k: Tensor) -> Tensor:
+    """`2.0**k` in float64 for integral float64 `k` in [-1074, 1023], exact on every device:
+    a table lookup, since `pow(2.0, k)` is only as exact as the device's `pow` (CUDA's may be an
+    ulp off, which made frexp's mantissa of 2**1023 come out as 0.9999999999999999)."""
+    table = tensor([math.ldexp(1.0, i) for i in range(-1074, 1024)], dtype=dt.float64,
+                   device=k.device)
+    index = to_dtype(k + 1074.0, dt.int64)
+    return index_select(table, 0, index.reshape(-1)).reshape(k.shape)
+
+
 frexp_result = return_type("frexp", ["mantissa", "exponent"])
 
 
@@ -451,10 +463,10 @@ def frexp(input: Tensor) -> tuple[Tensor, Tensor]:
         e = a.log2().floor() + 1.0  # log2 may round up at a power of two: fixed below
         # 2**-e in two halves, so that neither overflows for subnormal inputs
         half = (-e / 2.0).floor()
-        m = a * pow(2.0, half) * pow(2.0, -e - half)
+        m = a * _powers_of_two(half) * _powers_of_two(-e - half)
         e = e + (m >= 1.0).to(dt.float64) - (m < 0.5).to(dt.float64)
         half = (-e / 2.0).floor()
-        scale1, scale2 = pow(2.0, half), pow(2.0, -e - half)
+        scale1, scale2 = _powers_of_two(half), _powers_of_two(-e - half)
         exponent = to_dtype(where(finite, e, 0.0), dt.int32)
         scale1 = to_dtype(where(finite, scale1, 1.0), input.dtype)
         scale2 = to_dtype(where(finite, scale2, 1.0), input.dtype)
