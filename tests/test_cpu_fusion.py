@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ember.backends.cpu import compiled, fusion, kernels
-from ember.core.backend import ElementwiseChain, float32, float64
+from ember.core.backend import ElementwiseChain, float32, float64, merged_dims
 
 K = kernels.KERNELS
 
@@ -25,14 +25,14 @@ def _chain(ops, inputs, shape, dtype=float32) -> ElementwiseChain:
 
 
 def test_merged_dims_keep_each_inputs_broadcast() -> None:
-    assert fusion.merged_dims((64, 32, 26, 26), [(64, 32, 26, 26)]) == \
+    assert merged_dims((64, 32, 26, 26), [(64, 32, 26, 26)]) == \
         ((64 * 32 * 26 * 26,), [(True,)])
     # a bias over rows; a conv bias (C, 1, 1) over (N, C, H, W); a scalar tensor
-    assert fusion.merged_dims((128, 512), [(128, 512), (512,), ()]) == \
+    assert merged_dims((128, 512), [(128, 512), (512,), ()]) == \
         ((128, 512), [(True, True), (False, True), (False, False)])
-    assert fusion.merged_dims((8, 16, 5, 5), [(8, 16, 5, 5), (16, 1, 1)]) == \
+    assert merged_dims((8, 16, 5, 5), [(8, 16, 5, 5), (16, 1, 1)]) == \
         ((8, 16, 25), [(True, True, True), (False, True, False)])
-    assert fusion.merged_dims((4, 3), [(5,)]) is None
+    assert merged_dims((4, 3), [(5,)]) is None
 
 
 @pytest.mark.parametrize("dtype", [float32, float64])

@@ -126,6 +126,39 @@ class ElementwiseChain:
         """How the profiler shows the fused kernel: `fused[add+relu]`."""
         return "fused[" + "+".join(op for op, _, _ in self.ops) + "]"
 
+    def loop_dims(self) -> tuple[tuple[int, ...], list[tuple[bool, ...]]] | None:
+        """The loop nest a generated kernel runs: `merged_dims` of the result's shape and
+        the inputs' shapes."""
+        return merged_dims(tuple(self.shape), [tuple(s) for s, _ in self.inputs])
+
+
+def merged_dims(shape: tuple[int, ...], inputs: list[tuple[int, ...]]
+                ) -> tuple[tuple[int, ...], list[tuple[bool, ...]]] | None:
+    """The result's shape with adjacent dimensions merged where every input is present
+    (True) or broadcast (False) in both alike, and each input's pattern over them; None
+    for an input that does not broadcast to `shape`."""
+    dims: list[int] = []
+    patterns: list[list[bool]] = [[] for _ in inputs]
+    for k, size in enumerate(shape):
+        if size == 1:
+            continue  # every input has 1 here too
+        here = []
+        for s in inputs:
+            j = k - (len(shape) - len(s))
+            own = s[j] if j >= 0 else 1
+            if own not in (1, size):
+                return None
+            here.append(own == size)
+        if dims and all(p[-1] == h for p, h in zip(patterns, here)):
+            dims[-1] *= size
+            continue
+        dims.append(size)
+        for p, h in zip(patterns, here):
+            p.append(h)
+    if not dims:
+        return (1,), [(False,) for _ in inputs]
+    return tuple(dims), [tuple(p) for p in patterns]
+
 
 class ViewNotPossible(RuntimeError):
     """Raised by a `reshape` kernel called with copy=False when the buffer's strides do not

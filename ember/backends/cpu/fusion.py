@@ -79,34 +79,6 @@ _loaded: dict[str, Callable[..., Any]] = {}  # source hash -> compiled function
 _failed: set[str] = set()  # sources numba refused (warned once each)
 
 
-def merged_dims(shape: tuple[int, ...], inputs: list[tuple[int, ...]]
-                ) -> tuple[tuple[int, ...], list[tuple[bool, ...]]] | None:
-    """The result's shape with adjacent dimensions merged where every input is present
-    (True) or broadcast (False) in both alike, and each input's pattern over them; None
-    for an input that does not broadcast to `shape`."""
-    dims: list[int] = []
-    patterns: list[list[bool]] = [[] for _ in inputs]
-    for k, size in enumerate(shape):
-        if size == 1:
-            continue  # every input has 1 here too
-        here = []
-        for s in inputs:
-            j = k - (len(shape) - len(s))
-            own = s[j] if j >= 0 else 1
-            if own not in (1, size):
-                return None
-            here.append(own == size)
-        if dims and all(p[-1] == h for p, h in zip(patterns, here)):
-            dims[-1] *= size
-            continue
-        dims.append(size)
-        for p, h in zip(patterns, here):
-            p.append(h)
-    if not dims:
-        return (1,), [(False,) for _ in inputs]
-    return tuple(dims), [tuple(p) for p in patterns]
-
-
 def _source(chain: ElementwiseChain, dims: tuple[int, ...],
             patterns: list[tuple[bool, ...]], scalars: list[Any]) -> str:
     n_in = len(chain.inputs)
@@ -187,7 +159,7 @@ def fuse(chain: ElementwiseChain) -> Callable[..., Any] | None:
     size = int(np.prod(chain.shape))
     if size < MIN_ELEMENTS or compiled.kernels() is None:
         return None
-    merged = merged_dims(tuple(chain.shape), [tuple(s) for s, _ in chain.inputs])
+    merged = chain.loop_dims()
     if merged is None or len(merged[0]) > MAX_DIMS:
         return None
     dims, patterns = merged

@@ -17,11 +17,13 @@ import importlib.util
 import sys
 from typing import Any
 
+from ember.backends.cuda import fusion
 from ember.backends.cuda.flags import matmul  # noqa: F401 - torch.backends.cuda.matmul
 from ember.core.backend import (
     ALL_DTYPES,
     Backend,
     DeviceInfo,
+    ElementwiseChain,
     dtype,
     float16,
     hookimpl,
@@ -45,6 +47,7 @@ class CUDABackend(Backend):
     priority = 100
     is_accelerator = True
     autocast_dtype = float16  # PyTorch's CUDA autocast default
+    fusible_ops = fusion.FUSIBLE
 
     def __init__(self) -> None:
         super().__init__()
@@ -167,6 +170,9 @@ class CUDABackend(Backend):
 
     def data_ptr(self, buffer: Any) -> int:
         return buffer.data.ptr
+
+    def fuse_elementwise(self, chain: ElementwiseChain) -> Any | None:
+        return fusion.fuse(chain)
 
     def memory_stats(self, device: int) -> dict[str, int]:
         return self._rt.allocator().memory_stats(device)

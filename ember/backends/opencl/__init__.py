@@ -36,11 +36,13 @@ import sys
 import weakref
 from typing import Any
 
+from ember.backends.opencl import fusion
 from ember.core.backend import (
     ALL_DTYPES,
     Backend,
     DeviceActivity,
     DeviceInfo,
+    ElementwiseChain,
     dtype,
     float16,
     hookimpl,
@@ -63,6 +65,8 @@ class OpenCLBackend(Backend):
         from ember.backends.opencl import runtime
 
         return any(not dev.is_cpu for dev in runtime.devices())
+
+    fusible_ops = fusion.FUSIBLE
 
     def __init__(self) -> None:
         super().__init__()
@@ -195,6 +199,9 @@ class OpenCLBackend(Backend):
 
     def data_ptr(self, buffer: Any) -> int:
         return buffer.mem.int_ptr + buffer.offset * buffer.dtype.itemsize
+
+    def fuse_elementwise(self, chain: ElementwiseChain) -> Any | None:
+        return fusion.fuse(chain)
 
     # -- execution ----------------------------------------------------------------------
     def manual_seed(self, seed: int) -> None:
