@@ -144,6 +144,19 @@ def test_unary_specials(device: ember.device) -> None:
     S.assert_matches(ember.isfinite(x), [False, False, False, True, True], device)
 
 
+def test_relu_gradient_at_nan_zero_and_infinities(device: ember.device) -> None:
+    """PyTorch's threshold_backward: the gradient is 0 where the output is <= 0 (either
+    zero), else the incoming gradient, NaN outputs included; a NaN gradient stays where
+    it is kept and becomes 0 where it is not."""
+    for d in S.held(device, [ember.float32, ember.float64, ember.bfloat16]):
+        x = S.on(device, np.array([np.nan, -1.0, 0.0, -0.0, 2.0, np.inf, -np.inf]), d,
+                 requires_grad=True)
+        g = S.on(device, np.array([1.0, 1.0, 1.0, 1.0, 1.0, np.nan, np.nan]), d)
+        ember.relu(x).backward(g)
+        S.assert_matches(x.grad, np.array([1.0, 0, 0, 0, 1.0, np.nan, 0]), device, dtype=d,
+                         what=f"relu's gradient ({d})")
+
+
 def test_unary_errors(device: ember.device) -> None:
     b = S.on(device, [True, False])
     with pytest.raises(RuntimeError, match="neg.*bool"):

@@ -12,9 +12,9 @@ new kernel.
 
 Semantics follow the backend's own kernels (xp/elementwise.py, cuda/kernels.py): NaN
 propagates through `relu`, `maximum` and `minimum`; `relu_backward` passes the gradient
-where the output is > 0. NVRTC contracts a * b + c into one fused multiply-add, so a
-fused chain may differ from the unfused ops in the last bit, as PyTorch's fused CUDA
-kernels do.
+where the output is not <= 0 (NaN included, as PyTorch's threshold_backward). NVRTC
+contracts a * b + c into one fused multiply-add, so a fused chain may differ from the
+unfused ops by an ulp of its terms, as PyTorch's fused CUDA kernels do.
 
 This module imports CuPy only when a chain is fused (importing the backend must not).
 """
@@ -37,7 +37,7 @@ FORMULAS: dict[str, str] = {
     "relu": "(({0} > Z || isnan({0})) ? {0} : Z)",  # maximum(x, 0)
     "maximum": "(({0} > {1} || isnan({0})) ? {0} : {1})",
     "minimum": "(({0} < {1} || isnan({0})) ? {0} : {1})",
-    "relu_backward": "({0} > Z ? {1} : Z)",
+    "relu_backward": "({0} <= Z ? Z : {1})",
     "tanh_backward": "((O - {0} * {0}) * {1})",
     "sigmoid_backward": "((O - {0}) * {0} * {1})",
     "exp_backward": "({1} * {0})",

@@ -52,7 +52,8 @@ _tanh_backward = cupy.ElementwiseKernel("T y, T g", "T out", "out = (T(1) - y * 
                                         "ember_tanh_backward")
 _sigmoid_backward = cupy.ElementwiseKernel("T y, T g", "T out", "out = (T(1) - y) * y * g",
                                            "ember_sigmoid_backward")
-_relu_backward = cupy.ElementwiseKernel("T y, T g", "T out", "out = y > T(0) ? g : T(0)",
+# (y <= 0, not !(y > 0): a NaN output passes its gradient, as PyTorch's threshold_backward)
+_relu_backward = cupy.ElementwiseKernel("T y, T g", "T out", "out = y <= T(0) ? T(0) : g",
                                         "ember_relu_backward")
 _axpy = cupy.ElementwiseKernel("T x, T a", "T y", "y += a * x", "ember_axpy")
 _axpby = cupy.ElementwiseKernel("T x, T a, T b", "T y", "y = a * x + b * y", "ember_axpby")
@@ -194,7 +195,7 @@ KERNELS.update(losses.kernels(cupy))  # the shared ones read values back (see lo
 KERNELS.update({
     "tanh_backward": _one_pass(_tanh_backward, lambda y, g: (1 - y * y) * g),
     "sigmoid_backward": _one_pass(_sigmoid_backward, lambda y, g: (1 - y) * y * g),
-    "relu_backward": _one_pass(_relu_backward, lambda y, g: cupy.where(y > 0, g, 0)),
+    "relu_backward": _one_pass(_relu_backward, lambda y, g: cupy.where(y <= 0, 0, g)),
     "rand": rand, "randn": randn, "randint": randint, "randperm": randperm,
 })
 for _name in ("full", "arange"):
