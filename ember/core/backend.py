@@ -126,6 +126,26 @@ class ElementwiseChain:
         """How the profiler shows the fused kernel: `fused[add+relu]`."""
         return "fused[" + "+".join(op for op, _, _ in self.ops) + "]"
 
+    def expressions(self, formulas: dict[str, str], input: Callable[[int], str],
+                    scalar: Callable[[int, Any], str]) -> list[str]:
+        """Each op's expression for a generated kernel: `formulas[op]` formatted with its
+        operands written as `input(i)`, `v{j}` (the j-th op's result, which the kernel
+        names so) and `scalar(k, value)` (the chain's k-th scalar, counted in order)."""
+        scalars = 0
+        out = []
+        for op, operands, _ in self.ops:
+            args = []
+            for kind, value in operands:
+                if kind == "input":
+                    args.append(input(value))
+                elif kind == "op":
+                    args.append(f"v{value}")
+                else:
+                    args.append(scalar(scalars, value))
+                    scalars += 1
+            out.append(formulas[op].format(*args))
+        return out
+
     def loop_dims(self) -> tuple[tuple[int, ...], list[tuple[bool, ...]]] | None:
         """The loop nest a generated kernel runs: `merged_dims` of the result's shape and
         the inputs' shapes."""

@@ -91,17 +91,8 @@ def _source(chain: ElementwiseChain, dims: tuple[int, ...],
     for i, pattern in enumerate(patterns):
         index = ", ".join(f"i{d}" for d, kept in enumerate(pattern) if kept) or "0"
         lines.append(f"{indent}x{i} = a{i}[{index}]")
-    scalar_names = iter(range(len(scalars)))
-    for j, (op, operands, _) in enumerate(chain.ops):
-        args = []
-        for kind, value in operands:
-            if kind == "input":
-                args.append(f"x{value}")
-            elif kind == "op":
-                args.append(f"v{value}")
-            else:
-                args.append(f"c{next(scalar_names)}")
-        lines.append(f"{indent}v{j} = " + FORMULAS[op].format(*args))
+    expressions = chain.expressions(FORMULAS, lambda i: f"x{i}", lambda k, _: f"c{k}")
+    lines += [f"{indent}v{j} = {e}" for j, e in enumerate(expressions)]
     target = ", ".join(f"i{d}" for d in range(len(dims)))
     lines.append(f"{indent}out[{target}] = v{len(chain.ops) - 1}")
     header = _HEADER.format(dtype=_NP[chain.dtype].name)

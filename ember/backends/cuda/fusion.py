@@ -49,18 +49,8 @@ FUSIBLE = frozenset(FORMULAS)
 def body(chain: ElementwiseChain) -> str:
     """The kernel's body over inputs `a0`..., scalars `c0`... and the output `out`."""
     lines = ["const T Z = T(0); const T O = T(1);"]
-    scalars = 0
-    for j, (op, operands, _) in enumerate(chain.ops):
-        args = []
-        for kind, value in operands:
-            if kind == "input":
-                args.append(f"a{value}")
-            elif kind == "op":
-                args.append(f"v{value}")
-            else:
-                args.append(f"c{scalars}")
-                scalars += 1
-        lines.append(f"const T v{j} = " + FORMULAS[op].format(*args) + ";")
+    expressions = chain.expressions(FORMULAS, lambda i: f"a{i}", lambda k, _: f"c{k}")
+    lines += [f"const T v{j} = {e};" for j, e in enumerate(expressions)]
     lines.append(f"out = v{len(chain.ops) - 1};")
     return "\n".join(lines)
 

@@ -93,16 +93,9 @@ def source(chain: ElementwiseChain, dims: tuple[int, ...],
         ["const long cs"]
     body = [f"    const {c_type} x{i} = a{i}[off{i} + {_index(p, dims)}];"
             for i, p in enumerate(patterns)]
-    for j, (op, operands, _) in enumerate(chain.ops):
-        args = []
-        for kind, value in operands:
-            if kind == "input":
-                args.append(f"x{value}")
-            elif kind == "op":
-                args.append(f"v{value}")
-            else:
-                args.append(_literal(value, c_type, np_type))
-        body.append(f"    const {c_type} v{j} = " + FORMULAS[op].format(*args) + ";")
+    expressions = chain.expressions(FORMULAS, lambda i: f"x{i}",
+                                    lambda _, v: _literal(v, c_type, np_type))
+    body += [f"    const {c_type} v{j} = {e};" for j, e in enumerate(expressions)]
     body.append(f"    out[off_out + g] = v{len(chain.ops) - 1};")
     header = "#pragma OPENCL FP_CONTRACT OFF\n"
     if c_type == "double":
