@@ -588,6 +588,7 @@ _FROM_NN_TORCH_FUNCTIONS = {
 _SUBMODULES = _SUBMODULES | {"linalg"}  # ember.linalg, as torch.linalg
 _SUBMODULES = _SUBMODULES | {"version"}  # torch.version.cuda & co
 _SUBMODULES = _SUBMODULES | {"multiprocessing"}  # torch.multiprocessing: tensors in shared memory
+_SUBMODULES = _SUBMODULES | {"func"}  # torch.func.functional_call
 
 
 def __getattr__(name: str):

@@ -728,3 +728,56 @@ def test_removing_a_weight_reparametrisation_as_pytorch(kind):
     with pytest.raises(ValueError) as got:
         getattr(ember.nn.utils, f"remove_{kind}")(ours)
     assert str(got.value) == str(want.value)
+
+
+# -- torch.func.functional_call / nn.utils.stateless ---------------------------------------
+
+
+def _tied_net(L):
+    L.manual_seed(0)
+    net = L.nn.Sequential(L.nn.Linear(3, 4), L.nn.BatchNorm1d(4), L.nn.Linear(4, 3))
+    net[2].weight = L.nn.Parameter(net[0].weight.t().detach().clone())
+    return net
+
+
+def test_functional_call_matches_torch_and_restores_the_module():
+    torch = pytest.importorskip("torch")
+    from torch.func import functional_call as torch_call
+
+    from ember.func import functional_call
+
+    results = []
+    for L, call in ((ember, functional_call), (torch, torch_call)):
+        net = _tied_net(L)
+        net.eval()
+        x = L.tensor([[0.5, -1.0, 2.0], [1.0, 0.0, -0.5]])
+        params = {k: v * 2 for k, v in net.named_parameters()}
+        params["1.running_mean"] = L.ones(4)
+        y = call(net, params, (x,))
+        grads = L.autograd.grad(y.sum(), list(params.values())[:2], allow_unused=True)
+        before = net[0].weight
+        assert net(x).tolist() != y.tolist()  # the module's own parameters are back
+        assert net[0].weight is before and net[1].running_mean.tolist() == [0.0] * 4
+        split = call(net, ({"0.weight": params["0.weight"]}, {"0.bias": params["0.bias"]}), x)
+        results.append((y, grads[0], split))
+    for got, want in zip(results[0], results[1]):
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5)
+
+
+def test_functional_call_errors_match_torch():
+    torch = pytest.importorskip("torch")
+    from torch.func import functional_call as torch_call
+
+    from ember.func import functional_call
+
+    for L, call in ((ember, functional_call), (torch, torch_call)):
+        net = L.nn.Linear(2, 2)
+        with pytest.raises(RuntimeError, match=r"Error\(s\) in reparametrizing for Linear:\n\t"
+                           r"Unexpected key\(s\): 'w'.\n\tMissing key\(s\): 'bias', 'weight'."):
+            call(net, {"w": L.ones(2, 2)}, L.ones(1, 2), strict=True)
+        with pytest.raises(ValueError, match="appeared in multiple dictionaries"):
+            call(net, ({"bias": L.ones(2)}, {"bias": L.ones(2)}), L.ones(1, 2))
+        weight = net.weight
+        with pytest.raises(RuntimeError):
+            call(net, {"weight": L.ones(3, 3)}, L.ones(1, 2))
+        assert net.weight is weight  # put back after the failed call
