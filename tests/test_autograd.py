@@ -1087,3 +1087,27 @@ def test_detect_anomaly_names_the_node_that_made_nan_as_torch():
         lib.autograd.set_detect_anomaly(False)
     assert messages[1] == messages[0]
     assert messages[0] == "Function 'DivBackward0' returned nan values in its 1th output."
+
+
+def test_autograd_gradcheck_checks_a_custom_function():
+    """`torch.autograd.gradcheck` (as PyTorch programs spell it) passes a right backward
+    and catches a wrong one."""
+
+    class Cube(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, wrong):
+            ctx.save_for_backward(x)
+            ctx.wrong = wrong
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * (2 if ctx.wrong else 3) * x ** 2, None
+
+    x = ember.tensor([0.5, -1.0, 2.0], dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradcheck(Cube.apply, (x, False), eps=1e-6, atol=1e-4)
+    assert not ember.autograd.gradcheck(Cube.apply, (x, True), raise_exception=False)
+    with pytest.raises(Exception, match="Jacobian mismatch"):
+        ember.autograd.gradcheck(Cube.apply, (x, True))
+    assert callable(ember.autograd.gradgradcheck)

@@ -11,3 +11,13 @@ from ember.core.graph import Node
 __all__ = ["Function", "FunctionCtx", "Node", "backward", "detect_anomaly", "enable_grad", "grad",
            "inference_mode", "no_grad", "queue_callback", "set_detect_anomaly", "set_grad_enabled",
            "Variable"]
+
+
+def __getattr__(name: str):
+    """`gradcheck` and `gradgradcheck` (torch.autograd's names) live in ember.testing, which
+    needs NumPy: imported on first use."""
+    if name in ("gradcheck", "gradgradcheck"):
+        import importlib
+
+        return getattr(importlib.import_module("ember.testing.gradcheck"), name)
+    raise AttributeError(f"module 'ember.autograd' has no attribute {name!r}")
