@@ -781,3 +781,70 @@ def test_functional_call_errors_match_torch():
         with pytest.raises(RuntimeError):
             call(net, {"weight": L.ones(3, 3)}, L.ones(1, 2))
         assert net.weight is weight  # put back after the failed call
+
+
+# -- nn.utils.prune ---------------------------------------------------------------------------
+
+
+def _pruned_lenet_parts(L):
+    """Prune a conv and a linear layer the ways the pruning tutorial does; what it prints."""
+    import importlib
+
+    prune = importlib.import_module(f"{L.__name__}.nn.utils.prune")
+    L.manual_seed(0)
+    conv, fc = L.nn.Conv2d(1, 4, 3), L.nn.Linear(6, 5)
+    fc.weight.data = L.arange(30.0).reshape(5, 6).sin()  # the same weights on both
+    conv.weight.data = L.arange(36.0).reshape(4, 1, 3, 3).cos()
+    out = []
+    prune.l1_unstructured(fc, name="weight", amount=0.3)
+    out += [[n for n, _ in fc.named_parameters()], [n for n, _ in fc.named_buffers()],
+            fc.weight_mask.clone(), fc.weight.clone()]
+    prune.l1_unstructured(fc, "bias", amount=2, importance_scores=L.arange(5.0))
+    out.append(fc.bias_mask.clone())
+    prune.ln_structured(conv, "weight", amount=0.5, n=2, dim=0)
+    prune.ln_structured(conv, "weight", amount=1, n=1, dim=1 + 0 * 3)  # a container
+    out += [conv.weight_mask.clone(), type(conv._forward_pre_hooks[next(
+        iter(conv._forward_pre_hooks))]).__name__]
+    loss = (fc(L.ones(2, 6)).sum() + conv(L.ones(1, 1, 5, 5)).sum())
+    loss.backward()
+    out += [fc.weight_orig.grad.clone(), prune.is_pruned(fc)]
+    prune.global_unstructured([(fc, "weight"), (conv, "weight")],
+                              pruning_method=prune.L1Unstructured, amount=0.5)
+    out += [fc.weight_mask.clone(), conv.weight_mask.clone()]
+    prune.remove(fc, "weight")
+    out += [[n for n, _ in fc.named_parameters()], sorted(fc.state_dict()), fc.weight.clone()]
+    return out
+
+
+def test_prune_matches_torch():
+    torch = pytest.importorskip("torch")
+    for got, want in zip(_pruned_lenet_parts(ember), _pruned_lenet_parts(torch), strict=True):
+        if isinstance(want, torch.Tensor):
+            assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+            np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+        else:
+            assert got == want
+
+
+def test_prune_errors_match_torch():
+    torch = pytest.importorskip("torch")
+    import torch.nn.utils.prune as tprune
+
+    import ember.nn.utils.prune as eprune
+
+    for L, prune in ((ember, eprune), (torch, tprune)):
+        lin = L.nn.Linear(3, 2)
+        with pytest.raises(ValueError, match=r"amount=1.5 should either be a float in the range"):
+            prune.l1_unstructured(lin, "weight", amount=1.5)
+        with pytest.raises(ValueError, match=r"amount=7 should be smaller than the number of "
+                                             r"parameters to prune=6"):
+            prune.l1_unstructured(lin, "weight", amount=7)
+        assert sorted(n for n, _ in lin.named_parameters()) == ["bias", "weight"]  # put back
+        with pytest.raises(ValueError, match="Structured pruning can only be applied to "
+                                             "multidimensional tensors"):
+            prune.ln_structured(lin, "bias", amount=1, n=2, dim=0)
+        with pytest.raises(ValueError, match="Parameter 'weight' of module .* has to be pruned "
+                                             "before pruning can be removed"):
+            prune.remove(lin, "weight")
+        with pytest.raises(TypeError, match='Only "unstructured" PRUNING_TYPE supported'):
+            prune.global_unstructured([(lin, "weight")], prune.LnStructured, amount=1, n=2)
