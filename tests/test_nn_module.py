@@ -848,3 +848,85 @@ def test_prune_errors_match_torch():
             prune.remove(lin, "weight")
         with pytest.raises(TypeError, match='Only "unstructured" PRUNING_TYPE supported'):
             prune.global_unstructured([(lin, "weight")], prune.LnStructured, amount=1, n=2)
+
+
+# -- nn.utils.parametrize and nn.utils.parametrizations ---------------------------------------
+
+
+def _parametrized_parts(L):
+    """A custom parametrization, weight_norm and spectral_norm as the tutorial uses them."""
+    import importlib
+
+    parametrize = importlib.import_module(f"{L.__name__}.nn.utils.parametrize")
+    parametrizations = importlib.import_module(f"{L.__name__}.nn.utils.parametrizations")
+
+    class Symmetric(L.nn.Module):
+        def forward(self, x):
+            return x.triu() + x.triu(1).transpose(-1, -2)
+
+        def right_inverse(self, a):
+            return a.triu()
+
+    L.manual_seed(0)
+    layer = L.nn.Linear(3, 3)
+    layer.weight.data = L.arange(9.0).reshape(3, 3).cos()
+    parametrize.register_parametrization(layer, "weight", Symmetric())
+    out = [repr(layer), type(layer).__name__, layer.weight.clone(),
+           parametrize.is_parametrized(layer), parametrize.is_parametrized(layer, "bias"),
+           sorted(layer.state_dict()), [n for n, _ in layer.named_parameters()]]
+    layer(L.ones(2, 3)).sum().backward()
+    out.append(layer.parametrizations.weight.original.grad.clone())
+    layer.weight = L.eye(3) * 2  # through right_inverse
+    out.append(layer.parametrizations.weight.original.clone())
+    with parametrize.cached():
+        out.append(layer.weight is layer.weight)
+    out.append(layer.weight is layer.weight)
+    parametrize.remove_parametrizations(layer, "weight")
+    out += [repr(layer), type(layer).__name__, [n for n, _ in layer.named_parameters()],
+            layer.weight.clone()]
+    wn = L.nn.Linear(4, 5)
+    wn.weight.data = L.arange(20.0).reshape(5, 4).sin()
+    parametrizations.weight_norm(wn)
+    out += [sorted(wn.state_dict()), wn.parametrizations.weight.original0.clone(),
+            wn.weight.clone()]
+    sn = L.nn.Conv2d(2, 3, 2)
+    sn.weight.data = L.arange(24.0).reshape(3, 2, 2, 2).sin()
+    parametrizations.spectral_norm(sn)
+    sn(L.ones(1, 2, 3, 3))
+    out += [sorted(sn.state_dict()), sn.weight.clone(), sn.parametrizations.weight[0]._u.clone()]
+    return out
+
+
+def test_parametrize_matches_torch():
+    torch = pytest.importorskip("torch")
+    for got, want in zip(_parametrized_parts(ember), _parametrized_parts(torch), strict=True):
+        if isinstance(want, torch.Tensor):
+            np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5,
+                                       atol=1e-6)
+        else:
+            assert got == want
+
+
+def test_parametrize_errors_match_torch():
+    torch = pytest.importorskip("torch")
+    import torch.nn.utils.parametrize as tparametrize
+
+    import ember.nn.utils.parametrize as eparametrize
+
+    for L, parametrize in ((ember, eparametrize), (torch, tparametrize)):
+        class Shrink(L.nn.Module):
+            def forward(self, x):
+                return x[:1]
+
+        lin = L.nn.Linear(2, 2)
+        with pytest.raises(ValueError, match="does not have a parameter, a buffer, or a "
+                                             "parametrized element with name 'w'"):
+            parametrize.register_parametrization(lin, "w", Shrink())
+        with pytest.raises(ValueError, match="may not change the shape of the tensor"):
+            parametrize.register_parametrization(lin, "weight", Shrink())
+        with pytest.raises(ValueError, match="does not have a parametrization on weight"):
+            parametrize.remove_parametrizations(lin, "weight")
+        parametrize.register_parametrization(lin, "weight", Shrink(), unsafe=True)
+        with pytest.raises(RuntimeError, match="Serialization of parametrized modules is only "
+                                               "supported through state_dict()"):
+            pickle.dumps(lin)
