@@ -1111,3 +1111,71 @@ def test_autograd_gradcheck_checks_a_custom_function():
     with pytest.raises(Exception, match="Jacobian mismatch"):
         ember.autograd.gradcheck(Cube.apply, (x, True))
     assert callable(ember.autograd.gradgradcheck)
+
+
+# -- torch.func: grad, grad_and_value, vmap -------------------------------------------------
+
+
+def _func_results(L, func):
+    x = L.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]])
+    w = {"a": L.tensor([1.0, 2.0, -1.0]), "b": L.tensor(0.5)}
+
+    def loss(params, row):
+        return ((row * params["a"]).sum() + params["b"]) ** 2
+
+    return [
+        func.grad(loss)(w, x[0]),
+        func.vmap(func.grad(loss), in_dims=(None, 0))(w, x),
+        func.grad(loss, argnums=(0, 1))(w, x[1]),
+        func.grad(func.grad(lambda t: (t ** 3).sum()))(L.tensor(2.0)),
+        func.grad_and_value(lambda t: ((t ** 2).sum(), {"m": t.max()}), has_aux=True)(x[0]),
+        func.vmap(lambda r: r.sum(), in_dims=1)(x),
+        func.vmap(lambda r, s: (r * s, r.sum()), in_dims=(0, None), out_dims=(1, 0))(x, 2.0),
+        func.vmap(func.vmap(lambda a, b: a * b))(x, x),
+    ]
+
+
+def test_func_grad_and_vmap_match_torch():
+    torch = pytest.importorskip("torch")
+    import torch.func as tfunc
+
+    import ember.func as efunc
+
+    def compare(got, want):
+        if isinstance(want, torch.Tensor):
+            np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+            assert tuple(got.shape) == tuple(want.shape)
+        elif isinstance(want, dict):
+            assert list(got) == list(want)
+            for k in want:
+                compare(got[k], want[k])
+        elif isinstance(want, (tuple, list)):
+            assert len(got) == len(want)
+            for g, w in zip(got, want):
+                compare(g, w)
+        else:
+            assert got == want
+
+    compare(_func_results(ember, efunc), _func_results(torch, tfunc))
+
+
+def test_func_errors_match_torch():
+    torch = pytest.importorskip("torch")
+    import torch.func as tfunc
+
+    import ember.func as efunc
+
+    for L, func in ((ember, efunc), (torch, tfunc)):
+        with pytest.raises(RuntimeError, match=r"Expected f\(\*args\) to return a scalar Tensor, "
+                                               r"got tensor with 1 dims"):
+            func.grad(lambda x: x * 2)(L.ones(2))
+        with pytest.raises(ValueError, match=r"Expected all tensors to have the same size in the "
+                                             r"mapped dimension, got sizes \[2, 4\]"):
+            func.vmap(lambda x, y: x + y)(L.ones(2, 3), L.ones(4, 3))
+        with pytest.raises(ValueError, match=r"Got in_dim=1 for some input, but that input is a "
+                                             r"Tensor of dimensionality 1"):
+            func.vmap(lambda x: x, in_dims=1)(L.ones(2))
+        with pytest.raises(ValueError, match="We cannot vmap over non-Tensor arguments"):
+            func.vmap(lambda x: x)(5.0)
+        with pytest.raises(RuntimeError, match="Expected tensors, got unsupported type"):
+            func.grad(lambda x: (x.sum(), "aux"), has_aux=True)(L.ones(2))
