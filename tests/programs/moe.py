@@ -11,7 +11,7 @@ import torch.nn.functional as F
 parser = argparse.ArgumentParser()
 parser.add_argument('--num_experts', type=int, default=4)
 parser.add_argument('--top_k', type=int, default=2)
-parser.add_argument('--steps', type=int, default=150)
+parser.add_argument('--steps', type=int, default=100)
 parser.add_argument('--aux_loss_coef', type=float, default=0.01)
 args = parser.parse_args()
 
