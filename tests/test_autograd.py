@@ -1179,3 +1179,31 @@ def test_func_errors_match_torch():
             func.vmap(lambda x: x)(5.0)
         with pytest.raises(RuntimeError, match="Expected tensors, got unsupported type"):
             func.grad(lambda x: (x.sum(), "aux"), has_aux=True)(L.ones(2))
+
+
+def test_autograd_function_module_and_grad_errors_match_torch():
+    """`torch.autograd.function.once_differentiable` without importing the submodule, and
+    autograd.grad's messages for inputs that do not require grad or were not used."""
+    torch = pytest.importorskip("torch")
+    for L in (ember, torch):
+        class Square(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            @L.autograd.function.once_differentiable
+            def backward(ctx, grad):
+                (x,) = ctx.saved_tensors
+                return 2 * x * grad
+
+        x = L.tensor([1.5, -2.0], requires_grad=True)
+        Square.apply(x).sum().backward()
+        assert x.grad.tolist() == [3.0, -4.0]
+        with pytest.raises(RuntimeError, match=r"^One of the differentiated Tensors does not "
+                                               r"require grad$"):
+            L.autograd.grad((x * 2).sum(), [x, L.ones(2)])
+        with pytest.raises(RuntimeError, match=r"^The differentiated Tensor at index 1 appears to "
+                                               r"not have been used in the graph"):
+            L.autograd.grad((x * 2).sum(), [x, x * 3])
