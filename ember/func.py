@@ -1,5 +1,6 @@
-"""`ember.func` (PyTorch's torch.func): `functional_call`, `grad`, `grad_and_value` and
-`vmap`, enough for the per-sample-gradient and MAML recipes.
+"""`ember.func` (PyTorch's torch.func): `functional_call`, `grad`, `grad_and_value`,
+`vjp`, `jvp`, `jacrev`, `jacfwd`, `hessian` and `vmap`, enough for the per-sample-gradient,
+MAML and Jacobian/Hessian recipes.
 
 `grad` is reverse-mode autograd on fresh leaves: the differentiated arguments (tensors, or
 dicts/lists/tuples of them) are detached copies that require grad (or, where an argument
@@ -17,10 +18,12 @@ from collections.abc import Callable
 from typing import Any
 
 import ember
+from ember.autograd import functional as _functional
 from ember.core.tensor import Tensor
 from ember.nn.utils.stateless import functional_call
 
-__all__ = ["functional_call", "grad", "grad_and_value", "vmap"]
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
+           "vjp", "vmap"]
 
 
 # -- pytrees: tensors in nested tuples, lists and dicts ---------------------------------------
@@ -232,3 +235,90 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
             stacked.append(column[0] if d is None else ember.stack(column, dim=d))
         return rebuild_out(stacked)
     return wrapped
+
+
+# -- vjp, jvp, Jacobians ---------------------------------------------------------------------
+
+
+def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
+    """Standing for the vector-Jacobian product, returns a tuple containing the results
+    of ``func`` applied to ``primals`` and a function that, when given ``cotangents``,
+    computes the reverse-mode Jacobian of ``func`` with respect to ``primals`` times
+    ``cotangents`` (a tuple, one gradient per primal)."""
+    with ember.enable_grad():
+        leaves = tuple(p.view_as(p) if p.requires_grad else p.detach().requires_grad_(True)
+                       for p in primals)
+        result = func(*leaves)
+    output, aux = result if has_aux else (result, None)
+    outer = any(p.requires_grad for p in primals)
+
+    def vjp_fn(cotangents: Any) -> tuple:
+        outs = output if isinstance(output, tuple) else (output,)
+        cots = cotangents if isinstance(cotangents, tuple) else (cotangents,)
+        with ember.enable_grad():
+            grads = _functional._grads(outs, leaves, cots, outer)
+        return tuple(g if outer else g.detach() for g in grads)
+
+    detached = output if outer else _functional._fix(output, False)
+    return (detached, vjp_fn, aux) if has_aux else (detached, vjp_fn)
+
+
+def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
+        has_aux: bool = False) -> tuple:
+    """Standing for the Jacobian-vector product, returns a tuple containing the output
+    of ``func(*primals)`` and the "Jacobian of ``func`` evaluated at ``primals``" times
+    ``tangents``."""
+    if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it "
+                           "should be valid to call f(*primals).")
+    if has_aux:
+        raise NotImplementedError("jvp(has_aux=True) is not supported by ember")
+    outer = any(p.requires_grad for p in primals)
+    return _functional.jvp(func, primals, tangents, create_graph=outer)
+
+
+def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, *, has_aux: bool = False,
+           chunk_size: int | None = None, _preallocate_and_copy: bool = False) -> Callable:
+    """Computes the Jacobian of ``func`` with respect to the arg(s) at index ``argnum``
+    using reverse mode autodiff (one row per output element). Composes with itself and
+    ``jacfwd`` (``hessian``)."""
+    @functools.wraps(func)
+    def wrapper(*args: Any) -> Any:
+        nums = argnums if isinstance(argnums, tuple) else (argnums,)
+        aux: list[Any] = []
+
+        def selected(*sel: Tensor) -> Any:
+            full = list(args)
+            for n, x in zip(nums, sel):
+                full[n] = x
+            out = func(*full)
+            if has_aux:
+                out, extra = out
+                aux.append(extra)
+            return out
+
+        chosen = tuple(args[n] for n in nums)
+        outer = any(x.requires_grad for x in chosen)
+        jac = _functional.jacobian(selected, chosen, create_graph=outer)
+        if isinstance(jac[0], tuple):  # several outputs: per output, per input
+            jac = tuple(j if isinstance(argnums, tuple) else j[0] for j in jac)
+        elif not isinstance(argnums, tuple):
+            jac = jac[0]
+        if has_aux:
+            extra = aux[0]
+            return jac, (extra if outer else _functional._fix(extra, False))
+        return jac
+    return wrapper
+
+
+def jacfwd(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False, *,
+           randomness: str = "error") -> Callable:
+    """Computes the Jacobian of ``func`` with respect to the arg(s) at index ``argnum``
+    (ember computes it in reverse mode: the same values as PyTorch's forward mode)."""
+    return jacrev(func, argnums, has_aux=has_aux)
+
+
+def hessian(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
+    """Computes the Hessian of ``func`` with respect to the arg(s) at index ``argnum``
+    (``jacfwd(jacrev(func, argnums), argnums)``)."""
+    return jacfwd(jacrev(func, argnums), argnums)

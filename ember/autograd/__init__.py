@@ -1,7 +1,7 @@
 """Automatic differentiation: `backward`, `grad`, grad modes, custom `Function`s, and the
 deprecated `Variable`."""
 
-from ember.autograd import function  # noqa: F401  (torch.autograd.function.X without an import)
+from ember.autograd import function, functional  # noqa: F401  (torch.autograd.function.X)
 from ember.autograd.variable import Variable
 from ember.core.anomaly_mode import detect_anomaly, set_detect_anomaly
 from ember.core.engine import backward, grad, queue_callback
