@@ -578,3 +578,14 @@ def test_view_dtype_shares_memory_and_is_not_differentiable():
     assert y.tolist() == [0.0, 2.0] and y._version == v._version == 1
     y.view(ember.uint8)[4:8] = ember.tensor([0, 0, 128, 63], dtype=ember.uint8)  # 1.0
     assert y.tolist() == [0.0, 1.0]
+
+
+def test_broadcast_shapes_matches_torch():
+    for shapes in [((2, 1), (3,)), (), (5, (2, 1)), ((1, 4), (3, 1), (4,))]:
+        assert tuple(ember.broadcast_shapes(*shapes)) == tuple(torch.broadcast_shapes(*shapes))
+    for shapes in [((2, 3), (4,)), ((2, -1),)]:
+        with pytest.raises(Exception) as want:
+            torch.broadcast_shapes(*shapes)
+        with pytest.raises(type(want.value)) as got:
+            ember.broadcast_shapes(*shapes)
+        assert str(got.value) == str(want.value)

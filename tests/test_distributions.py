@@ -185,6 +185,27 @@ def test_kl_divergence_matches_torch():
         ember.distributions.kl_divergence(Normal(0.0, 1.0), Bernoulli(0.5))
 
 
+def test_kl_divergence_of_multivariate_normals_and_independents_matches_torch():
+    def kls(L):
+        D = L.distributions
+        loc = L.tensor([[0.0, 1.0], [1.0, 0.0]], requires_grad=True)
+        p = D.MultivariateNormal(loc, scale_tril=L.tensor([[1.0, 0.0], [0.5, 2.0]]))
+        q = D.MultivariateNormal(L.ones(2), covariance_matrix=L.tensor([[2.0, 0.3], [0.3, 1.0]]))
+        kl = D.kl_divergence(p, q)
+        kl.sum().backward()
+        ind = D.kl_divergence(D.Independent(D.Normal(L.zeros(3, 2), L.ones(3, 2)), 1),
+                              D.Independent(D.Normal(L.ones(3, 2), 2 * L.ones(3, 2)), 1))
+        return kl, loc.grad, ind
+
+    for got, want in zip(kls(ember), kls(torch)):
+        np.testing.assert_allclose(_np(got), _np(want), rtol=1e-5, atol=1e-7)
+        assert tuple(got.shape) == tuple(want.shape)
+    with pytest.raises(ValueError, match="with different event shapes cannot be computed"):
+        D = ember.distributions
+        D.kl_divergence(D.MultivariateNormal(ember.zeros(2), ember.eye(2)),
+                        D.MultivariateNormal(ember.zeros(3), ember.eye(3)))
+
+
 def test_uniform_matches_torch():
     e_low, t_low = _pair([0.0, -1.0], requires_grad=True)
     e_high, t_high = _pair([2.0, 3.0], requires_grad=True)

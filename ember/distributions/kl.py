@@ -6,10 +6,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import ember
 import ember.nn.functional as F
 from ember.distributions.bernoulli import Bernoulli
 from ember.distributions.categorical import Categorical
 from ember.distributions.distribution import Distribution
+from ember.distributions.independent import Independent, _sum_rightmost
+from ember.distributions.multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from ember.distributions.normal import Normal
 
 __all__ = ["kl_divergence", "register_kl"]
@@ -94,3 +97,28 @@ def _kl_bernoulli_bernoulli(p, q):
     t2[q.probs == 1] = math.inf
     t2[p.probs == 1] = 0
     return t1 + t2
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_multivariatenormal_multivariatenormal(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Multivariate Normals with different event "
+                         "shapes cannot be computed")
+    p_tril, q_tril = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    half_term1 = (q_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+                  - p_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1))
+    n = p.event_shape[0]
+    batch = ember.broadcast_shapes(q_tril.shape[:-2], p_tril.shape[:-2])
+    solved = ember.linalg.solve_triangular(q_tril.expand(tuple(batch) + (n, n)),
+                                           p_tril.expand(tuple(batch) + (n, n)), upper=False)
+    term2 = solved.pow(2).sum((-2, -1))  # the trace of X X^T
+    term3 = _batch_mahalanobis(q_tril, q.loc - p.loc)
+    return half_term1 + 0.5 * (term2 + term3 - n)
+
+
+@register_kl(Independent, Independent)
+def _kl_independent_independent(p, q):
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise NotImplementedError
+    result = kl_divergence(p.base_dist, q.base_dist)
+    return _sum_rightmost(result, p.reinterpreted_batch_ndims)
