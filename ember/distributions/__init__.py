@@ -7,7 +7,7 @@ argument validation and KL divergences, for policy-gradient and variational prog
     loss = -m.log_prob(action) * reward
 """
 
-from ember.distributions import constraints
+from ember.distributions import constraints, transforms
 from ember.distributions.bernoulli import Bernoulli
 from ember.distributions.categorical import Categorical
 from ember.distributions.distribution import Distribution
@@ -15,7 +15,9 @@ from ember.distributions.independent import Independent
 from ember.distributions.kl import kl_divergence, register_kl
 from ember.distributions.multivariate_normal import MultivariateNormal
 from ember.distributions.normal import Normal
+from ember.distributions.transformed_distribution import TransformedDistribution
 from ember.distributions.uniform import Uniform
 
 __all__ = ["Bernoulli", "Categorical", "Distribution", "Independent", "MultivariateNormal",
-           "Normal", "Uniform", "constraints", "kl_divergence", "register_kl"]
+           "Normal", "TransformedDistribution", "Uniform", "constraints", "kl_divergence",
+           "register_kl", "transforms"]
