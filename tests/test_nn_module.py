@@ -930,3 +930,42 @@ def test_parametrize_errors_match_torch():
         with pytest.raises(RuntimeError, match="Serialization of parametrized modules is only "
                                                "supported through state_dict()"):
             pickle.dumps(lin)
+
+
+def _orthogonal_parts(L):
+    import importlib
+
+    parametrizations = importlib.import_module(f"{L.__name__}.nn.utils.parametrizations")
+    L.manual_seed(0)
+    out = []
+    for shape, kind, trivial in [((3, 3), None, True), ((5, 3), None, True),
+                                 ((3, 5), None, True), ((4, 4), "cayley", True),
+                                 ((4, 4), "householder", False)]:
+        lin = L.nn.Linear(shape[1], shape[0])
+        lin.weight.data = L.arange(float(shape[0] * shape[1])).reshape(shape).sin()
+        parametrizations.orthogonal(lin, orthogonal_map=kind, use_trivialization=trivial)
+        opt = L.optim.SGD(lin.parameters(), lr=0.1)
+        for _ in range(2):
+            opt.zero_grad()
+            (lin(L.ones(2, shape[1])) ** 2).sum().backward()
+            opt.step()
+        w = lin.weight.detach()
+        q = w if w.shape[0] >= w.shape[1] else w.T
+        out += [w, q.T @ q, sorted(lin.state_dict())]
+    return out
+
+
+def test_orthogonal_parametrization_matches_torch():
+    torch = pytest.importorskip("torch")
+    for got, want in zip(_orthogonal_parts(ember), _orthogonal_parts(torch), strict=True):
+        if isinstance(want, torch.Tensor):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-5)
+        else:
+            assert got == want
+    import ember.nn.utils.parametrizations as P
+
+    with pytest.raises(ValueError, match='orthogonal_map has to be one of "matrix_exp", "cayley"'):
+        P.orthogonal(nn.Linear(3, 3), orthogonal_map="x")
+    with pytest.raises(ValueError, match="Expected a matrix or batch of matrices. Got a tensor of "
+                                         "1 dimensions."):
+        P.orthogonal(nn.Linear(3, 3), "bias")

@@ -1,8 +1,12 @@
 """`ember.nn.utils.parametrizations` (PyTorch's torch.nn.utils.parametrizations):
-`weight_norm` and `spectral_norm` as parametrizations (`nn.utils.parametrize`), the
-forms PyTorch recommends over the hook-based `nn.utils.weight_norm`/`spectral_norm`."""
+`orthogonal`, `weight_norm` and `spectral_norm` as parametrizations
+(`nn.utils.parametrize`), the forms PyTorch recommends over the hook-based
+`nn.utils.weight_norm`/`spectral_norm`. (ember has no complex dtypes: conjugate
+transposes are transposes.)"""
 
 from __future__ import annotations
+
+from enum import Enum, auto
 
 import ember
 from ember.core.tensor import Tensor
@@ -11,7 +15,131 @@ from ember.nn.module import Module
 from ember.nn.utils import parametrize
 from ember.nn.utils.spectral_norm import norm_except_dim
 
-__all__ = ["spectral_norm", "weight_norm"]
+__all__ = ["orthogonal", "spectral_norm", "weight_norm"]
+
+
+def _is_orthogonal(q: Tensor) -> bool:
+    n, k = q.size(-2), q.size(-1)
+    eye = ember.eye(k, dtype=q.dtype, device=q.device)
+    return ember.allclose(q.mT @ q, eye, atol=10.0 * n * ember.finfo(q.dtype).eps)
+
+
+def _make_orthogonal(a: Tensor) -> Tensor:
+    """The Q factor of a tall `a = QR` with diag(R) non-negative."""
+    x, tau = ember.geqrf(a)
+    q = ember.linalg.householder_product(x, tau)
+    return q * x.diagonal(dim1=-2, dim2=-1).sign().unsqueeze(-2)
+
+
+class _OrthMaps(Enum):
+    matrix_exp = auto()
+    cayley = auto()
+    householder = auto()
+
+
+class _Orthogonal(Module):
+    def __init__(self, weight: Tensor, orthogonal_map: _OrthMaps, *,
+                 use_trivialization: bool = True) -> None:
+        super().__init__()
+        self.shape = weight.shape
+        self.orthogonal_map = orthogonal_map
+        if use_trivialization:
+            self.register_buffer("base", None)
+
+    def forward(self, X: Tensor) -> Tensor:  # noqa: N803 - PyTorch's name
+        n, k = X.size(-2), X.size(-1)
+        transposed = n < k
+        if transposed:
+            X, n, k = X.mT, k, n
+        if self.orthogonal_map in (_OrthMaps.matrix_exp, _OrthMaps.cayley):
+            X = X.tril()
+            if n != k:
+                X = ember.cat([X, X.new_zeros(n, n - k).expand(*X.shape[:-2], -1, -1)], dim=-1)
+            A = X - X.mT
+            if self.orthogonal_map == _OrthMaps.matrix_exp:
+                Q = ember.matrix_exp(A)
+            else:
+                eye = ember.eye(n, dtype=A.dtype, device=A.device)
+                Q = ember.linalg.solve(ember.add(eye, A, alpha=-0.5), ember.add(eye, A, alpha=0.5))
+            if n != k:
+                Q = Q[..., :k]
+        else:
+            A = X.tril(diagonal=-1)
+            tau = 2.0 / (1.0 + (A * A).sum(dim=-2))
+            Q = ember.linalg.householder_product(A, tau)
+            Q = Q * X.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
+        if hasattr(self, "base"):
+            Q = self.base @ Q
+        if transposed:
+            Q = Q.mT
+        return Q
+
+    def right_inverse(self, Q: Tensor) -> Tensor:  # noqa: N803 - PyTorch's name
+        with ember.no_grad():
+            if Q.shape != self.shape:
+                raise ValueError(f"Expected a matrix or batch of matrices of shape "
+                                 f"{self.shape}. Got a tensor of shape {Q.shape}.")
+            q_init = Q
+            n, k = Q.size(-2), Q.size(-1)
+            transpose = n < k
+            if transpose:
+                Q, n, k = Q.mT, k, n
+            if not hasattr(self, "base"):
+                if self.orthogonal_map in (_OrthMaps.cayley, _OrthMaps.matrix_exp):
+                    raise NotImplementedError("It is not possible to assign to the matrix "
+                                              "exponential or the Cayley parametrizations when "
+                                              "use_trivialization=False.")
+                A, tau = ember.geqrf(Q)
+                diag = A.diagonal(dim1=-2, dim2=-1)
+                diag.sign_()
+                diag[tau == 0.0] *= -1
+                return A.mT if transpose else A
+            if n == k:
+                Q = _make_orthogonal(Q) if not _is_orthogonal(Q) else Q.clone()
+            else:
+                N = ember.randn(*(tuple(Q.size()[:-2]) + (n, n - k)), dtype=Q.dtype,
+                                device=Q.device)
+                Q = _make_orthogonal(ember.cat([Q, N], dim=-1))
+            self.base = Q
+            neg_id = ember.zeros_like(q_init)
+            neg_id.diagonal(dim1=-2, dim2=-1).fill_(-1.0)
+            return neg_id
+
+
+def orthogonal(module: Module, name: str = "weight", orthogonal_map: str | None = None, *,
+               use_trivialization: bool = True) -> Module:
+    r"""Apply an orthogonal or unitary parametrization to a matrix or a batch of matrices:
+    ``module.name`` stays orthogonal (:math:`Q^T Q = I` for tall matrices) while the
+    original is trained freely.
+
+    Args:
+        module (nn.Module): module on which to register the parametrization.
+        name (str, optional): name of the tensor to make orthogonal. Default: ``"weight"``.
+        orthogonal_map (str, optional): One of the following: ``"matrix_exp"``,
+            ``"cayley"``, ``"householder"``. Default: ``"matrix_exp"`` if the matrix is
+            square, ``"householder"`` otherwise.
+        use_trivialization (bool, optional): whether to use the dynamic trivialization
+            framework (the ``base`` buffer). Default: ``True``.
+
+    Returns:
+        The original module with an orthogonal parametrization registered to the specified
+        weight.
+    """
+    weight = getattr(module, name, None)
+    if not isinstance(weight, Tensor):
+        raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
+    if weight.ndim < 2:
+        raise ValueError("Expected a matrix or batch of matrices. "
+                         f"Got a tensor of {weight.ndim} dimensions.")
+    if orthogonal_map is None:
+        orthogonal_map = "matrix_exp" if weight.size(-2) == weight.size(-1) else "householder"
+    orth_enum = getattr(_OrthMaps, orthogonal_map, None)
+    if orth_enum is None:
+        raise ValueError('orthogonal_map has to be one of "matrix_exp", "cayley", "householder". '
+                         f"Got: {orthogonal_map}")
+    orth = _Orthogonal(weight, orth_enum, use_trivialization=use_trivialization)
+    parametrize.register_parametrization(module, name, orth, unsafe=True)
+    return module
 
 
 class _WeightNorm(Module):
