@@ -1,6 +1,7 @@
 """Automatic differentiation: `backward`, `grad`, grad modes, custom `Function`s, and the
 deprecated `Variable`."""
 
+from ember.autograd import functional
 from ember.autograd.variable import Variable
 from ember.core.anomaly_mode import detect_anomaly, set_detect_anomaly
 from ember.core.engine import backward, grad, queue_callback
@@ -10,4 +11,4 @@ from ember.core.graph import Node
 
 __all__ = ["Function", "FunctionCtx", "Node", "backward", "detect_anomaly", "enable_grad", "grad",
            "inference_mode", "no_grad", "queue_callback", "set_detect_anomaly", "set_grad_enabled",
-           "Variable"]
+           "Variable", "functional"]
