@@ -1,7 +1,6 @@
 """Automatic differentiation: `backward`, `grad`, grad modes, custom `Function`s, and the
 deprecated `Variable`."""
 
-from ember.autograd import functional
 from ember.autograd.variable import Variable
 from ember.core.anomaly_mode import detect_anomaly, set_detect_anomaly
 from ember.core.engine import backward, grad, queue_callback
@@ -11,4 +10,14 @@ from ember.core.graph import Node
 
 __all__ = ["Function", "FunctionCtx", "Node", "backward", "detect_anomaly", "enable_grad", "grad",
            "inference_mode", "no_grad", "queue_callback", "set_detect_anomaly", "set_grad_enabled",
-           "Variable", "functional"]
+           "Variable", "functional", "profiler"]
+
+
+def __getattr__(name: str):
+    """`ember.autograd.functional` and `.profiler` load on first use (they bring ops and
+    the profiler's recorder that `import ember` does not need)."""
+    if name in ("functional", "profiler"):
+        import importlib
+
+        return importlib.import_module(f"ember.autograd.{name}")
+    raise AttributeError(f"module 'ember.autograd' has no attribute {name!r}")
