@@ -7,7 +7,10 @@ from numbers import Number
 import ember
 import ember.nn.functional as F
 
-__all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits"]
+__all__ = ["broadcast_all", "clamp_probs", "euler_constant", "lazy_property", "logits_to_probs",
+           "probs_to_logits"]
+
+euler_constant = 0.57721566490153286060  # Euler Mascheroni Constant
 
 
 def broadcast_all(*values):
@@ -24,6 +27,18 @@ def broadcast_all(*values):
                 break
         values = [v if isinstance(v, ember.Tensor) else ember.tensor(v, **options) for v in values]
     return ember.broadcast_tensors(*values)
+
+
+def _standard_normal(shape, dtype, device):
+    """Standard normal draws of `shape` (the noise of reparameterised samples)."""
+    return ember.randn(tuple(shape), dtype=dtype, device=device)
+
+
+def _sum_rightmost(value, dim: int):
+    """Sum out the `dim` rightmost dimensions of `value`."""
+    if dim == 0:
+        return value
+    return value.reshape(tuple(value.shape[:-dim]) + (-1,)).sum(-1)
 
 
 def clamp_probs(probs):
