@@ -1,0 +1,414 @@
+"""The distributions beyond Normal/Categorical against torch.distributions: transforms and
+TransformedDistribution (SAC's tanh-squashed Gaussian), the gamma family, the discrete and
+relaxed distributions, MixtureSameFamily and their KL divergences: values, gradients, shapes,
+expand, validation errors, printed forms and sample moments."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ember
+import ember.distributions as ed
+from ember.distributions import transforms as et
+
+torch = pytest.importorskip("torch")
+td = torch.distributions
+tt = torch.distributions.transforms
+
+
+def _np(t):
+    return t.detach().numpy()
+
+
+def _to(lib, value, requires_grad=False):
+    """A float32 tensor of `value` in `lib` (ember or torch); numbers stay numbers."""
+    if isinstance(value, (int, float)):
+        return value
+    arr = np.asarray(value)
+    t = lib.tensor(arr.astype(np.float32) if arr.dtype.kind == "f" else arr)
+    if requires_grad and arr.dtype.kind == "f":
+        t.requires_grad_(True)
+    return t
+
+
+def _message(fn, error=ValueError):
+    with pytest.raises(error) as info:
+        fn()
+    return str(info.value).replace("ember.", "torch.")
+
+
+def _close(e_out, t_out, rtol=2e-5, atol=2e-6):
+    np.testing.assert_allclose(_np(e_out), _np(t_out), rtol=rtol, atol=atol)
+
+
+def _make(name, params, requires_grad=False):
+    """The ember and torch distributions `name` of the same parameters, and the parameters."""
+    e_params = {k: _to(ember, v, requires_grad) for k, v in params.items()}
+    t_params = {k: _to(torch, v, requires_grad) for k, v in params.items()}
+    return getattr(ed, name)(**e_params), getattr(td, name)(**t_params), e_params, t_params
+
+
+# name, parameters, values to score (a batch of 3 where the parameters are batched)
+CASES = [
+    ("LogNormal", {"loc": [0.0, 1.0, -0.5], "scale": [1.0, 0.5, 2.0]}, [0.5, 2.0, 7.0]),
+    ("Gamma", {"concentration": [0.5, 2.0, 7.5], "rate": [1.0, 0.5, 3.0]}, [0.3, 2.0, 4.0]),
+    ("Chi2", {"df": [1.0, 3.0, 10.0]}, [0.3, 2.0, 12.0]),
+    ("Beta", {"concentration1": [0.5, 2.0, 5.0], "concentration0": [0.7, 2.0, 1.5]},
+     [0.1, 0.5, 0.95]),
+    ("Dirichlet", {"concentration": [[0.5, 1.0, 2.0], [3.0, 3.0, 0.3]]},
+     [[0.2, 0.3, 0.5], [0.6, 0.35, 0.05]]),
+    ("Exponential", {"rate": [0.5, 1.0, 4.0]}, [0.1, 1.0, 3.0]),
+    ("Laplace", {"loc": [0.0, 1.0, -2.0], "scale": [1.0, 0.5, 3.0]}, [0.3, 1.0, -7.0]),
+    ("Gumbel", {"loc": [0.0, 1.0, -2.0], "scale": [1.0, 0.5, 3.0]}, [0.3, 1.0, -7.0]),
+    ("StudentT", {"df": [3.0, 5.0, 30.0], "loc": [0.0, 1.0, -1.0], "scale": [1.0, 2.0, 0.5]},
+     [0.3, 1.0, -7.0]),
+    ("Cauchy", {"loc": [0.0, 1.0, -2.0], "scale": [1.0, 0.5, 3.0]}, [0.3, 1.0, -7.0]),
+    ("HalfNormal", {"scale": [1.0, 0.5, 3.0]}, [0.3, 1.0, 7.0]),
+    ("OneHotCategorical", {"probs": [[0.2, 0.5, 0.3], [0.1, 0.1, 0.8]]},
+     [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]),
+    ("Multinomial", {"total_count": 5, "probs": [[0.2, 0.5, 0.3], [0.1, 0.1, 0.8]]},
+     [[1.0, 2.0, 2.0], [0.0, 0.0, 5.0]]),
+    ("Poisson", {"rate": [0.5, 3.0, 12.0]}, [0.0, 2.0, 15.0]),
+    ("Binomial", {"total_count": [10.0, 5.0, 20.0], "probs": [0.2, 0.5, 0.9]},
+     [2.0, 0.0, 20.0]),
+    ("Geometric", {"probs": [0.2, 0.5, 0.9]}, [0.0, 3.0, 1.0]),
+    ("RelaxedBernoulli", {"temperature": 0.5, "probs": [0.2, 0.5, 0.9]}, [0.1, 0.5, 0.99]),
+    ("RelaxedOneHotCategorical", {"temperature": 0.7, "probs": [[0.2, 0.5, 0.3],
+                                                                [0.1, 0.1, 0.8]]},
+     [[0.1, 0.6, 0.3], [0.05, 0.05, 0.9]]),
+]
+IDS = [case[0] for case in CASES]
+
+
+def _same_or_both_raise(e_fn, t_fn, **tol):
+    try:
+        t_out = t_fn()
+    except NotImplementedError:
+        with pytest.raises(NotImplementedError):
+            e_fn()
+        return
+    _close(e_fn(), t_out, **tol)
+
+
+@pytest.mark.parametrize(("name", "params", "value"), CASES, ids=IDS)
+def test_values_and_gradients_match_torch(name, params, value):
+    e_d, t_d, e_params, t_params = _make(name, params, requires_grad=True)
+    e_v, t_v = _to(ember, value), _to(torch, value)
+    _close(e_d.log_prob(e_v), t_d.log_prob(t_v), rtol=5e-5, atol=5e-5)
+    for attr in ["mean", "mode", "variance", "stddev"]:
+        _same_or_both_raise(lambda attr=attr: getattr(e_d, attr),
+                            lambda attr=attr: getattr(t_d, attr))
+    _same_or_both_raise(e_d.entropy, t_d.entropy, rtol=5e-5, atol=5e-5)
+    if not e_d.support.is_discrete and e_d.event_shape == ():
+        _same_or_both_raise(lambda: e_d.cdf(e_v), lambda: t_d.cdf(t_v))
+        e_q, t_q = _to(ember, [0.1, 0.5, 0.9]), _to(torch, [0.1, 0.5, 0.9])
+        _same_or_both_raise(lambda: e_d.icdf(e_q), lambda: t_d.icdf(t_q), rtol=1e-4)
+    # gradients of log_prob with respect to every float parameter
+    e_d.log_prob(e_v).sum().backward()
+    t_d.log_prob(t_v).sum().backward()
+    for key, e_p in e_params.items():
+        if isinstance(e_p, ember.Tensor) and e_p.requires_grad:
+            _close(e_p.grad, t_params[key].grad, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(("name", "params", "value"), CASES, ids=IDS)
+def test_shapes_expand_support_and_repr_match_torch(name, params, value):
+    e_d, t_d, _, _ = _make(name, params)
+    assert tuple(e_d.batch_shape) == tuple(t_d.batch_shape)
+    assert tuple(e_d.event_shape) == tuple(t_d.event_shape)
+    assert e_d.has_rsample == t_d.has_rsample
+    assert repr(e_d).replace("ember.", "torch.") == repr(t_d)
+    assert repr(e_d.support) == repr(t_d.support)
+    assert repr(type(e_d).arg_constraints) == repr(type(t_d).arg_constraints)
+    for shape in [(), (4, 2)]:
+        assert tuple(e_d.sample(shape).shape) == tuple(t_d.sample(shape).shape)
+    big = (2,) + tuple(t_d.batch_shape)
+    e_big, t_big = e_d.expand(big), t_d.expand(big)
+    assert type(e_big) is type(e_d) and tuple(e_big.batch_shape) == tuple(t_big.batch_shape)
+    assert tuple(e_big.sample().shape) == tuple(t_big.sample().shape)
+    _close(e_big.log_prob(_to(ember, value)), t_big.log_prob(_to(torch, value)),
+           rtol=5e-5, atol=5e-5)
+    if e_d.has_rsample:
+        _, _, e_params, _ = _make(name, params, requires_grad=True)
+        e_d2 = getattr(ed, name)(**e_params)
+        e_d2.rsample((3,)).sum().backward()
+        grads = [p.grad for p in e_params.values() if isinstance(p, ember.Tensor)
+                 and p.requires_grad]
+        assert grads and all(g is not None and np.isfinite(g.numpy()).all() for g in grads)
+
+
+# name, parameters, absolute tolerance on the sample mean/variance
+MOMENTS = [
+    ("Gamma", {"concentration": [0.4, 2.0, 9.0], "rate": [1.0, 2.0, 3.0]}),
+    ("Beta", {"concentration1": [0.5, 2.0, 5.0], "concentration0": [0.7, 2.0, 1.5]}),
+    ("Dirichlet", {"concentration": [0.5, 1.0, 2.0]}),
+    ("Chi2", {"df": [1.0, 4.0]}),
+    ("Exponential", {"rate": [0.5, 4.0]}),
+    ("Laplace", {"loc": [0.0, 1.0], "scale": [1.0, 0.5]}),
+    ("Gumbel", {"loc": [0.0, 1.0], "scale": [1.0, 0.5]}),
+    ("StudentT", {"df": [5.0, 30.0], "loc": [0.0, 1.0], "scale": [1.0, 2.0]}),
+    ("HalfNormal", {"scale": [1.0, 3.0]}),
+    ("LogNormal", {"loc": [0.0, 0.5], "scale": [0.5, 0.25]}),
+    ("Poisson", {"rate": [0.5, 3.0, 20.0]}),
+    ("Binomial", {"total_count": [10.0, 40.0], "probs": [0.3, 0.8]}),
+    ("Geometric", {"probs": [0.3, 0.8]}),
+    ("Multinomial", {"total_count": 6, "probs": [0.2, 0.5, 0.3]}),
+    ("OneHotCategorical", {"probs": [0.2, 0.5, 0.3]}),
+]
+
+
+@pytest.mark.parametrize(("name", "params"), MOMENTS, ids=[m[0] for m in MOMENTS])
+def test_sample_moments_agree_with_the_distribution(name, params):
+    ember.manual_seed(0)
+    n = 20000
+    e_d = getattr(ed, name)(**{k: _to(ember, v) for k, v in params.items()})
+    draws = e_d.sample((n,)).double().numpy()
+    assert np.isfinite(draws).all()
+    assert e_d.support.check(ember.tensor(draws, dtype=ember.float32)).all()
+    mean, var = e_d.mean.double().numpy(), e_d.variance.double().numpy()
+    # five standard errors of the mean; the variance within 10% (+ a little for tiny ones)
+    assert (np.abs(draws.mean(0) - mean) <= 5 * np.sqrt(var / n) + 1e-6).all()
+    np.testing.assert_allclose(draws.var(0), var, rtol=0.1, atol=1e-3)
+
+
+def test_gamma_rsample_gradient_is_pytorchs_implicit_reparameterisation():
+    alpha = ember.tensor([0.3, 1.0, 2.5, 10.0, 50.0], requires_grad=True)
+    ember.manual_seed(0)
+    x = ed.Gamma(alpha, 1.0).rsample((50,))
+    x.sum().backward()
+    t_alpha = torch.tensor(alpha.detach().numpy()).expand(50, 5)
+    expected = torch._standard_gamma_grad(t_alpha, torch.tensor(x.detach().numpy())).sum(0)
+    np.testing.assert_allclose(alpha.grad.numpy(), expected.numpy(), rtol=2e-3)
+    # the rate enters as x / rate: d/d rate of Gamma(a, r) draws is -x / r
+    rate = ember.tensor(2.0, requires_grad=True)
+    y = ed.Gamma(ember.tensor(3.0), rate).rsample((10,))
+    y.sum().backward()
+    np.testing.assert_allclose(rate.grad.item(), -(y.detach().sum() / 2.0).item(), rtol=1e-5)
+
+
+def test_validation_errors_match_torch():
+    for name, bad in [("Gamma", {"concentration": -1.0, "rate": 1.0}),
+                      ("Beta", {"concentration1": 1.0, "concentration0": 0.0}),
+                      ("Exponential", {"rate": [1.0, -2.0]}),
+                      ("Laplace", {"loc": 0.0, "scale": -1.0}),
+                      ("Poisson", {"rate": -1.0}),
+                      ("Binomial", {"total_count": 3.0, "probs": 1.5}),
+                      ("Dirichlet", {"concentration": [1.0, -1.0]}),
+                      ("StudentT", {"df": 0.0})]:
+        assert (_message(lambda name=name, bad=bad: getattr(ed, name)(
+            **{k: _to(ember, v) for k, v in bad.items()}))
+                == _message(lambda name=name, bad=bad: getattr(td, name)(
+                    **{k: _to(torch, v) for k, v in bad.items()})))
+    for e_d, t_d, v in [(ed.Gamma(1.0, 1.0), td.Gamma(1.0, 1.0), -1.0),
+                        (ed.Beta(1.0, 1.0), td.Beta(1.0, 1.0), 1.5),
+                        (ed.Poisson(2.0), td.Poisson(2.0), 0.5)]:
+        assert (_message(lambda e_d=e_d, v=v: e_d.log_prob(ember.tensor(v)))
+                == _message(lambda t_d=t_d, v=v: t_d.log_prob(torch.tensor(v))))
+    assert (_message(lambda: ed.Binomial(3, probs=0.5, logits=0.0))
+            == _message(lambda: td.Binomial(3, probs=0.5, logits=0.0)))
+    assert (_message(lambda: ed.Dirichlet(ember.tensor(1.0)))
+            == _message(lambda: td.Dirichlet(torch.tensor(1.0))))
+    assert repr(ed.Beta(0.5, 0.5)) == repr(td.Beta(0.5, 0.5))
+    assert repr(ed.Gamma(2.0, 3.0)) == repr(td.Gamma(2.0, 3.0))
+
+
+TRANSFORMS = [
+    ("ExpTransform", {}, [-1.0, 0.0, 2.0]),
+    ("SigmoidTransform", {}, [-3.0, 0.0, 2.0]),
+    ("TanhTransform", {}, [-3.0, 0.1, 9.0]),
+    ("AffineTransform", {"loc": 1.5, "scale": -2.0}, [-1.0, 0.0, 2.0]),
+    ("PowerTransform", {"exponent": 2.0}, [0.5, 1.0, 2.0]),
+    ("SoftplusTransform", {}, [-3.0, 0.0, 2.0]),
+]
+
+
+@pytest.mark.parametrize(("name", "kwargs", "x"), TRANSFORMS, ids=[t[0] for t in TRANSFORMS])
+def test_transforms_match_torch(name, kwargs, x):
+    e_t = getattr(et, name)(**{k: _to(ember, v) for k, v in kwargs.items()})
+    t_t = getattr(tt, name)(**{k: _to(torch, v) for k, v in kwargs.items()})
+    e_x, t_x = _to(ember, x), _to(torch, x)
+    e_y, t_y = e_t(e_x), t_t(t_x)
+    _close(e_y, t_y)
+    _close(e_t.inv(e_y), t_t.inv(t_y), rtol=1e-4, atol=1e-5)
+    _close(e_t.log_abs_det_jacobian(e_x, e_y), t_t.log_abs_det_jacobian(t_x, t_y), rtol=1e-4,
+           atol=1e-5)
+    assert repr(e_t) == repr(t_t) and repr(e_t.inv) == repr(t_t.inv)
+    assert repr(e_t.domain) == repr(t_t.domain) and repr(e_t.codomain) == repr(t_t.codomain)
+    assert e_t.sign == t_t.sign if name != "PowerTransform" else True
+    assert e_t.bijective == t_t.bijective
+
+
+def test_tanh_log_abs_det_jacobian_is_stable_where_tanh_saturates():
+    x = ember.tensor([20.0, -30.0, 0.0])
+    t_x = torch.tensor([20.0, -30.0, 0.0])
+    e_t, t_t = et.TanhTransform(), tt.TanhTransform()
+    _close(e_t.log_abs_det_jacobian(x, e_t(x)), t_t.log_abs_det_jacobian(t_x, t_t(t_x)))
+    assert np.isfinite(e_t.log_abs_det_jacobian(x, e_t(x)).numpy()).all()
+
+
+def test_compose_and_identity_transforms_match_torch():
+    e_c = et.ComposeTransform([et.AffineTransform(0.5, 2.0), et.ExpTransform()])
+    t_c = tt.ComposeTransform([tt.AffineTransform(0.5, 2.0), tt.ExpTransform()])
+    e_x, t_x = _to(ember, [-1.0, 0.0, 1.0]), _to(torch, [-1.0, 0.0, 1.0])
+    _close(e_c(e_x), t_c(t_x))
+    _close(e_c.inv(e_c(e_x)), t_c.inv(t_c(t_x)))
+    _close(e_c.log_abs_det_jacobian(e_x, e_c(e_x)), t_c.log_abs_det_jacobian(t_x, t_c(t_x)))
+    assert repr(e_c) == repr(t_c)
+    assert et.identity_transform(e_x) is e_x
+    assert repr(et.identity_transform) == repr(tt.identity_transform)
+    assert e_c == e_c and e_c != et.ExpTransform()
+    cached = et.TanhTransform(cache_size=1)
+    y = cached(e_x)
+    assert cached.inv(y) is e_x  # the cache returns the pre-image exactly, as PyTorch's
+
+
+def _sac_policy(lib, mu, log_std, eps):
+    """A SAC actor's action and log-probability: tanh(Normal(mu, std)) with rsample."""
+    dist = lib.distributions.TransformedDistribution(
+        lib.distributions.Normal(mu, log_std.exp()),
+        [lib.distributions.transforms.TanhTransform(cache_size=1)])
+    action = dist.transforms[0](mu + log_std.exp() * eps)  # the rsample, with fixed noise
+    return action, dist.log_prob(action).sum(-1)
+
+
+def test_sac_tanh_squashed_gaussian_policy_gradients_match_torch():
+    rng = np.random.default_rng(0)
+    mu, log_std, eps = (rng.standard_normal((4, 2)).astype(np.float32) for _ in range(3))
+    results = {}
+    for lib in (ember, torch):
+        m = lib.tensor(mu, requires_grad=True)
+        s = lib.tensor(log_std, requires_grad=True)
+        action, log_prob = _sac_policy(lib, m, s, lib.tensor(eps))
+        loss = (0.2 * log_prob - action.pow(2).sum(-1)).mean()
+        loss.backward()
+        results[lib.__name__] = [_np(action), _np(log_prob), _np(m.grad), _np(s.grad)]
+    for mine, theirs in zip(results["ember"], results["torch"]):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-4, atol=1e-5)
+    # the distribution's own rsample: shapes, support and a gradient to mu
+    m = ember.tensor(mu, requires_grad=True)
+    dist = ed.TransformedDistribution(ed.Normal(m, 1.0), [et.TanhTransform(cache_size=1)])
+    a = dist.rsample((3,))
+    assert tuple(a.shape) == (3, 4, 2) and bool((a.abs() <= 1).all())
+    dist.log_prob(a).sum().backward()
+    assert m.grad is not None and np.isfinite(m.grad.numpy()).all()
+    t_dist = td.TransformedDistribution(td.Normal(torch.tensor(mu), 1.0), [tt.TanhTransform()])
+    assert repr(dist.support) == repr(t_dist.support)
+    assert tuple(dist.expand((5, 4, 2)).batch_shape) == (5, 4, 2)
+
+
+def test_mixture_same_family_matches_torch():
+    logits = [[0.1, 1.0, -0.5], [0.0, 0.0, 2.0]]
+    loc = [[-1.0, 0.0, 2.0], [0.5, 1.5, -3.0]]
+    scale = [[1.0, 0.5, 2.0], [0.3, 1.0, 1.0]]
+    dists = {}
+    for lib, mod in ((ember, ed), (torch, td)):
+        lg, lc, sc = (lib.tensor(v, requires_grad=True) for v in (logits, loc, scale))
+        dists[lib.__name__] = (mod.MixtureSameFamily(mod.Categorical(logits=lg),
+                                                     mod.Normal(lc, sc)), (lg, lc, sc))
+    (e_d, e_params), (t_d, t_params) = dists["ember"], dists["torch"]
+    e_x, t_x = _to(ember, [[0.3], [-2.0], [1.0]]), _to(torch, [[0.3], [-2.0], [1.0]])
+    _close(e_d.log_prob(e_x), t_d.log_prob(t_x))
+    _close(e_d.cdf(e_x), t_d.cdf(t_x))
+    for attr in ["mean", "variance"]:
+        _close(getattr(e_d, attr), getattr(t_d, attr))
+    e_d.log_prob(e_x).sum().backward()
+    t_d.log_prob(t_x).sum().backward()
+    for e_p, t_p in zip(e_params, t_params):
+        _close(e_p.grad, t_p.grad, rtol=1e-4, atol=1e-6)
+    assert repr(e_d).replace("ember.", "torch.") == repr(t_d)
+    assert tuple(e_d.sample((5,)).shape) == tuple(t_d.sample((5,)).shape) == (5, 2)
+    assert (_message(lambda: ed.MixtureSameFamily(ed.Categorical(logits=ember.zeros(3)),
+                                                  ed.Normal(ember.zeros(4), 1.0)))
+            == _message(lambda: td.MixtureSameFamily(td.Categorical(logits=torch.zeros(3)),
+                                                     td.Normal(torch.zeros(4), 1.0))))
+
+
+# KL pairs PyTorch registers among these families: (p, q)
+KL_PAIRS = [
+    (("Beta", {"concentration1": [0.5, 2.0], "concentration0": [1.0, 3.0]}),
+     ("Beta", {"concentration1": [1.5, 0.7], "concentration0": [2.0, 1.0]})),
+    (("Gamma", {"concentration": [0.5, 2.0], "rate": [1.0, 3.0]}),
+     ("Gamma", {"concentration": [1.5, 0.7], "rate": [2.0, 1.0]})),
+    (("Dirichlet", {"concentration": [[0.5, 2.0, 1.0]]}),
+     ("Dirichlet", {"concentration": [[1.5, 0.7, 3.0]]})),
+    (("Exponential", {"rate": [0.5, 2.0]}), ("Exponential", {"rate": [1.5, 0.7]})),
+    (("Laplace", {"loc": [0.0, 1.0], "scale": [1.0, 2.0]}),
+     ("Laplace", {"loc": [0.5, -1.0], "scale": [0.5, 2.0]})),
+    (("OneHotCategorical", {"probs": [[0.2, 0.8], [0.5, 0.5]]}),
+     ("OneHotCategorical", {"probs": [[0.4, 0.6], [0.9, 0.1]]})),
+    (("Poisson", {"rate": [0.5, 2.0]}), ("Poisson", {"rate": [1.5, 0.7]})),
+    (("Gumbel", {"loc": [0.0, 1.0], "scale": [1.0, 2.0]}),
+     ("Gumbel", {"loc": [0.5, -1.0], "scale": [0.5, 2.0]})),
+    (("Geometric", {"probs": [0.3, 0.6]}), ("Geometric", {"probs": [0.5, 0.2]})),
+    (("HalfNormal", {"scale": [0.3, 0.6]}), ("HalfNormal", {"scale": [0.5, 2.0]})),
+    (("Binomial", {"total_count": 5, "probs": [0.3, 0.6]}),
+     ("Binomial", {"total_count": 5, "probs": [0.5, 0.2]})),
+    (("LogNormal", {"loc": [0.0, 1.0], "scale": [1.0, 2.0]}),
+     ("LogNormal", {"loc": [0.5, -1.0], "scale": [0.5, 2.0]})),
+    (("Cauchy", {"loc": [0.0, 1.0], "scale": [1.0, 2.0]}),
+     ("Cauchy", {"loc": [0.5, -1.0], "scale": [0.5, 2.0]})),
+    (("Exponential", {"rate": [0.5, 2.0]}), ("Gamma", {"concentration": [1.5, 0.7],
+                                                       "rate": [2.0, 1.0]})),
+    (("Beta", {"concentration1": [0.5, 2.0], "concentration0": [1.0, 3.0]}),
+     ("Normal", {"loc": [0.0, 1.0], "scale": [1.0, 2.0]})),
+    (("Gamma", {"concentration": [0.5, 2.0], "rate": [1.0, 3.0]}),
+     ("Normal", {"loc": [0.0, 1.0], "scale": [1.0, 2.0]})),
+    (("Laplace", {"loc": [0.0, 1.0], "scale": [1.0, 2.0]}),
+     ("Normal", {"loc": [0.5, -1.0], "scale": [0.5, 2.0]})),
+    (("Normal", {"loc": [0.0, 1.0], "scale": [1.0, 2.0]}),
+     ("Gumbel", {"loc": [0.5, -1.0], "scale": [0.5, 2.0]})),
+]
+
+
+@pytest.mark.parametrize(("p", "q"), KL_PAIRS, ids=[f"{p[0]}-{q[0]}" for p, q in KL_PAIRS])
+def test_kl_divergences_match_torch(p, q):
+    e_p, t_p, e_params, t_params = _make(*p, requires_grad=True)
+    e_q, t_q, _, _ = _make(*q)
+    e_kl, t_kl = ed.kl_divergence(e_p, e_q), td.kl_divergence(t_p, t_q)
+    _close(e_kl, t_kl, rtol=1e-4, atol=1e-5)
+    e_kl.sum().backward()
+    t_kl.sum().backward()
+    for key, e_param in e_params.items():
+        if isinstance(e_param, ember.Tensor) and e_param.requires_grad:
+            _close(e_param.grad, t_params[key].grad, rtol=1e-4, atol=1e-5)
+
+
+def test_kl_between_disjoint_supports_is_infinite_as_torch():
+    for e_pair, t_pair in [((ed.Gamma(1.0, 1.0), ed.Uniform(0.0, 1.0)),
+                            (td.Gamma(1.0, 1.0), td.Uniform(0.0, 1.0))),
+                           ((ed.Poisson(1.0), ed.Binomial(3, probs=0.5)),
+                            (td.Poisson(1.0), td.Binomial(3, probs=0.5)))]:
+        assert ed.kl_divergence(*e_pair).item() == td.kl_divergence(*t_pair).item() == math.inf
+
+
+_POSITIVE = st.floats(0.2, 20.0)
+_UNIT = st.floats(0.02, 0.98)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(name=st.sampled_from(["Gamma", "Beta", "StudentT", "Laplace", "Gumbel", "Poisson",
+                             "Binomial", "Geometric", "Exponential", "HalfNormal", "Chi2"]),
+       a=_POSITIVE, b=_POSITIVE, u=_UNIT, k=st.integers(0, 30))
+def test_log_prob_of_random_valid_values_matches_torch(name, a, b, u, k):
+    params, value = {
+        "Gamma": ({"concentration": a, "rate": b}, a / b * (0.2 + u)),
+        "Beta": ({"concentration1": a, "concentration0": b}, u),
+        "StudentT": ({"df": a, "loc": u, "scale": b}, a - b),
+        "Laplace": ({"loc": a, "scale": b}, u * 40 - 20),
+        "Gumbel": ({"loc": a, "scale": b}, u * 40 - 20),
+        "Poisson": ({"rate": a}, float(k)),
+        "Binomial": ({"total_count": 30.0, "probs": u}, float(k)),
+        "Geometric": ({"probs": u}, float(k)),
+        "Exponential": ({"rate": a}, b),
+        "HalfNormal": ({"scale": a}, b),
+        "Chi2": ({"df": a}, b),
+    }[name]
+    e_d = getattr(ed, name)(**{k2: ember.tensor(v) for k2, v in params.items()})
+    t_d = getattr(td, name)(**{k2: torch.tensor(v) for k2, v in params.items()})
+    e_lp, t_lp = e_d.log_prob(ember.tensor(value)), t_d.log_prob(torch.tensor(value))
+    np.testing.assert_allclose(e_lp.item(), t_lp.item(), rtol=1e-4, atol=1e-4)
