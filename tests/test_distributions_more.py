@@ -412,3 +412,16 @@ def test_log_prob_of_random_valid_values_matches_torch(name, a, b, u, k):
     t_d = getattr(td, name)(**{k2: torch.tensor(v) for k2, v in params.items()})
     e_lp, t_lp = e_d.log_prob(ember.tensor(value)), t_d.log_prob(torch.tensor(value))
     np.testing.assert_allclose(e_lp.item(), t_lp.item(), rtol=1e-4, atol=1e-4)
+
+
+def test_xlogy_gradient_at_zero_input_is_pytorchs():
+    # Dirichlet/Beta log_prob at concentration 1 differentiates xlogy(0, value): log(value)
+    x, y = [0.0, 0.0, 0.0, 2.0], [0.3, 0.0, -1.0, 3.0]
+    grads = []
+    for lib, fn in ((ember, ember.xlogy), (torch, torch.xlogy),
+                    (ember, ember.special.xlog1py), (torch, torch.special.xlog1py)):
+        a = lib.tensor(x, requires_grad=True)
+        fn(a, lib.tensor(y) - (1 if "1p" in fn.__name__ else 0)).sum().backward()
+        grads.append(_np(a.grad))
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)
+    np.testing.assert_allclose(grads[2], grads[3], rtol=1e-6)
