@@ -77,8 +77,8 @@ CASES = [
     ("Binomial", {"total_count": [10.0, 5.0, 20.0], "probs": [0.2, 0.5, 0.9]},
      [2.0, 0.0, 20.0]),
     ("Geometric", {"probs": [0.2, 0.5, 0.9]}, [0.0, 3.0, 1.0]),
-    ("RelaxedBernoulli", {"temperature": 0.5, "probs": [0.2, 0.5, 0.9]}, [0.1, 0.5, 0.99]),
-    ("RelaxedOneHotCategorical", {"temperature": 0.7, "probs": [[0.2, 0.5, 0.3],
+    ("RelaxedBernoulli", {"temperature": [0.5], "probs": [0.2, 0.5, 0.9]}, [0.1, 0.5, 0.99]),
+    ("RelaxedOneHotCategorical", {"temperature": [0.7], "probs": [[0.2, 0.5, 0.3],
                                                                 [0.1, 0.1, 0.8]]},
      [[0.1, 0.6, 0.3], [0.05, 0.05, 0.9]]),
 ]
@@ -425,3 +425,13 @@ def test_xlogy_gradient_at_zero_input_is_pytorchs():
         grads.append(_np(a.grad))
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)
     np.testing.assert_allclose(grads[2], grads[3], rtol=1e-6)
+
+
+def test_poisson_of_an_expanded_rate_follows_torchs_stream():
+    # Poisson.sample draws ember.poisson(rate.expand(shape)): a stride-0 input
+    rate = [0.5, 3.0, 20.0]
+    ember.manual_seed(3)
+    torch.manual_seed(3)
+    mine = ember.poisson(ember.tensor(rate).expand(5, 3))
+    theirs = torch.poisson(torch.tensor(rate).expand(5, 3))
+    assert mine.tolist() == theirs.tolist()

@@ -9,6 +9,7 @@ import operator
 from numbers import Number
 
 import ember
+from ember.core.shapes import broadcast_shapes
 import ember.nn.functional as F
 from ember import Tensor
 from ember.distributions import constraints
@@ -616,10 +617,12 @@ class PowerTransform(Transform):
         return (self.exponent * y / x).abs().log()
 
     def forward_shape(self, shape):
-        return ember.broadcast_shapes(shape, getattr(self.exponent, "shape", ()))
+        return ember.Size(broadcast_shapes(
+            "PowerTransform", tuple(shape), tuple(getattr(self.exponent, "shape", ()))))
 
     def inverse_shape(self, shape):
-        return ember.broadcast_shapes(shape, getattr(self.exponent, "shape", ()))
+        return ember.Size(broadcast_shapes(
+            "PowerTransform", tuple(shape), tuple(getattr(self.exponent, "shape", ()))))
 
 
 def _clipped_sigmoid(x):
@@ -738,6 +741,13 @@ class AbsTransform(Transform):
         return y
 
 
+def _affine_shape(shape, loc, scale) -> ember.Size:
+    """`shape` broadcast with the shapes of an affine map's loc and scale."""
+    out = broadcast_shapes("AffineTransform", tuple(shape), tuple(getattr(loc, "shape", ())))
+    return ember.Size(broadcast_shapes("AffineTransform", out,
+                                       tuple(getattr(scale, "shape", ()))))
+
+
 class AffineTransform(Transform):
     r"""
     Transform via the pointwise affine mapping :math:`y = \text{loc} + \text{scale} \times x`.
@@ -833,14 +843,10 @@ class AffineTransform(Transform):
         return result.expand(shape)
 
     def forward_shape(self, shape):
-        return ember.broadcast_shapes(
-            shape, getattr(self.loc, "shape", ()), getattr(self.scale, "shape", ())
-        )
+        return _affine_shape(shape, self.loc, self.scale)
 
     def inverse_shape(self, shape):
-        return ember.broadcast_shapes(
-            shape, getattr(self.loc, "shape", ()), getattr(self.scale, "shape", ())
-        )
+        return _affine_shape(shape, self.loc, self.scale)
 
 
 class SoftmaxTransform(Transform):
