@@ -9,9 +9,9 @@ import operator
 from numbers import Number
 
 import ember
-from ember.core.shapes import broadcast_shapes
 import ember.nn.functional as F
 from ember import Tensor
+from ember.core.shapes import broadcast_shapes
 from ember.distributions import constraints
 from ember.distributions.distribution import Distribution
 from ember.distributions.utils import (
