@@ -521,3 +521,10 @@ def test_a_torch_program_using_these_distributions_runs_under_ember_run(tmp_path
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["ember.distributions.transformed_distribution", "(3,", "2)",
                                   "Beta()", "tensor(0.4228)"]
+
+
+def test_exponential_family_bregman_entropy_and_kl_agree_with_closed_forms():
+    p = ed.Gamma(ember.tensor([2.0, 3.0]), ember.tensor([1.0, 0.5]))
+    q = ed.Gamma(ember.tensor([1.0, 4.0]), ember.tensor([2.0, 0.5]))
+    _close(ed.ExponentialFamily.entropy(p), p.entropy(), rtol=1e-5)
+    _close(ed.kl._kl_expfamily_expfamily(p, q), ed.kl_divergence(p, q), rtol=1e-5)
