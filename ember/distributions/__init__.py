@@ -43,7 +43,7 @@ from ember.distributions.one_hot_categorical import (
 from ember.distributions.poisson import Poisson
 from ember.distributions.relaxed_bernoulli import RelaxedBernoulli
 from ember.distributions.relaxed_categorical import RelaxedOneHotCategorical
-from ember.distributions.student_t import StudentT
+from ember.distributions.studentT import StudentT
 from ember.distributions.transformed_distribution import TransformedDistribution
 from ember.distributions.transforms import (
     AbsTransform,

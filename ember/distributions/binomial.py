@@ -29,7 +29,6 @@ class Binomial(Distribution):
 
     Example::
 
-        >>> # xdoctest: +IGNORE_WANT("non-deterministic")
         >>> m = Binomial(100, ember.tensor([0 , .2, .8, 1]))
         >>> x = m.sample()
         tensor([   0.,   22.,   71.,  100.])

@@ -22,7 +22,6 @@ class MixtureSameFamily(Distribution):
 
     Examples::
 
-        >>> # xdoctest: +SKIP("undefined vars")
         >>> # Construct Gaussian Mixture Model in 1D consisting of 5 equally
         >>> # weighted normal distributions
         >>> mix = D.Categorical(ember.ones(5,))

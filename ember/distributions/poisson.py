@@ -24,7 +24,6 @@ class Poisson(ExponentialFamily):
 
     Example::
 
-        >>> # xdoctest: +SKIP("poisson_cpu not implemented for 'Long'")
         >>> m = Poisson(ember.tensor([4]))
         >>> m.sample()
         tensor([ 3.])

@@ -123,7 +123,6 @@ class RelaxedBernoulli(TransformedDistribution):
 
     Example::
 
-        >>> # xdoctest: +IGNORE_WANT("non-deterministic")
         >>> m = RelaxedBernoulli(ember.tensor([2.2]),
         ...                      ember.tensor([0.1, 0.2, 0.3, 0.99]))
         >>> m.sample()

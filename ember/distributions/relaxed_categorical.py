@@ -110,7 +110,6 @@ class RelaxedOneHotCategorical(TransformedDistribution):
 
     Example::
 
-        >>> # xdoctest: +IGNORE_WANT("non-deterministic")
         >>> m = RelaxedOneHotCategorical(ember.tensor([2.2]),
         ...                              ember.tensor([0.1, 0.2, 0.3, 0.4]))
         >>> m.sample()
