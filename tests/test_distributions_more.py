@@ -528,3 +528,17 @@ def test_exponential_family_bregman_entropy_and_kl_agree_with_closed_forms():
     q = ed.Gamma(ember.tensor([1.0, 4.0]), ember.tensor([2.0, 0.5]))
     _close(ed.ExponentialFamily.entropy(p), p.entropy(), rtol=1e-5)
     _close(ed.kl._kl_expfamily_expfamily(p, q), ed.kl_divergence(p, q), rtol=1e-5)
+
+
+@pytest.mark.parametrize(("name", "args"), [
+    ("Exponential", (2.0,)), ("Laplace", (0.5, 2.0)), ("Cauchy", (0.0, 1.0)),
+    ("Gumbel", (1.0, 2.0)), ("LogNormal", (0.0, 1.0)), ("HalfNormal", (1.5,)),
+    ("Geometric", (0.3,)), ("Poisson", (3.0,)), ("RelaxedBernoulli", ([0.5], 0.3)),
+    ("OneHotCategorical", ([0.2, 0.3, 0.5],)), ("Multinomial", (5, [0.2, 0.3, 0.5]))])
+def test_samples_of_non_rejection_samplers_follow_torchs_stream(name, args):
+    # on the CPU ember's generator is PyTorch's: draws built from it equal PyTorch's
+    ember.manual_seed(7)
+    torch.manual_seed(7)
+    mine = getattr(ed, name)(*[_to(ember, a) for a in args]).sample((6,))
+    theirs = getattr(td, name)(*[_to(torch, a) for a in args]).sample((6,))
+    np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-5)
