@@ -5,7 +5,8 @@ so they run on any device but follow a different random stream from PyTorch's. T
 with respect to the shape is PyTorch's implicit reparameterisation,
 ``dx/dalpha = -(dF(x; alpha)/dalpha) / f(x; alpha)`` with F the regularised lower incomplete
 gamma function; dF/dalpha is a central difference of `special.gammainc` in float64 (PyTorch uses
-series and asymptotic expansions of the same derivative), accurate to about 1e-6 relative.
+series and asymptotic expansions of the same derivative): the two agree to about 1e-5 relative
+typically and 1e-3 at worst (shapes from 0.01 to 5000).
 """
 
 from __future__ import annotations
