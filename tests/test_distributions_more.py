@@ -570,3 +570,25 @@ def test_sampling_scoring_and_gradients_run_on_opencl():
     t_kl = td.kl_divergence(td.Beta(torch.tensor([1.0]), torch.tensor([2.0])),
                             td.Beta(torch.tensor([2.0]), torch.tensor([2.0])))
     np.testing.assert_allclose(ed.kl_divergence(p, q).cpu().numpy(), t_kl.numpy(), rtol=1e-5)
+
+
+def test_expand_of_the_first_distributions_matches_torch():
+    loc, scale = [[0.0, 1.0]], [[1.0, 2.0]]
+    cov = [[2.0, 0.3], [0.3, 1.0]]
+    for name, args, value, batch in [
+            ("Normal", (loc, scale), [[0.5, -1.0]], (3, 2)),
+            ("Uniform", (loc, [[2.0, 3.0]]), [[0.5, 2.0]], (3, 2)),
+            ("Bernoulli", ([[0.3, 0.9]],), [[1.0, 0.0]], (3, 2)),
+            ("Categorical", ([[0.3, 0.7]],), [1], (3, 1)),
+            ("MultivariateNormal", ([0.0, 1.0], cov), [[0.5, -1.0]], (3, 1))]:
+        e_d = getattr(ed, name)(*[_to(ember, a) for a in args]).expand(batch)
+        t_d = getattr(td, name)(*[_to(torch, a) for a in args]).expand(batch)
+        assert tuple(e_d.batch_shape) == tuple(t_d.batch_shape) == batch
+        assert tuple(e_d.sample((2,)).shape) == tuple(t_d.sample((2,)).shape)
+        _close(e_d.log_prob(_to(ember, value)), t_d.log_prob(_to(torch, value)))
+    e_i = ed.Independent(ed.Normal(_to(ember, loc), 1.0), 1).expand((4, 1))
+    t_i = td.Independent(td.Normal(_to(torch, loc), 1.0), 1).expand((4, 1))
+    assert tuple(e_i.batch_shape) == tuple(t_i.batch_shape)
+    assert tuple(e_i.base_dist.batch_shape) == tuple(t_i.base_dist.batch_shape)
+    with pytest.raises(RuntimeError):
+        ed.Normal(ember.zeros(3), 1.0).expand((2,))
