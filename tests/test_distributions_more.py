@@ -81,6 +81,23 @@ CASES = [
     ("RelaxedOneHotCategorical", {"temperature": [0.7], "probs": [[0.2, 0.5, 0.3],
                                                                 [0.1, 0.1, 0.8]]},
      [[0.1, 0.6, 0.3], [0.05, 0.05, 0.9]]),
+    # beyond the brief's list: the rest of torch.distributions' univariate families
+    ("HalfCauchy", {"scale": [1.0, 0.5, 3.0]}, [0.3, 1.0, 7.0]),
+    ("Pareto", {"scale": [1.0, 0.5, 2.0], "alpha": [1.5, 3.0, 0.5]}, [1.3, 1.0, 7.0]),
+    ("Weibull", {"scale": [1.0, 0.5, 2.0], "concentration": [1.5, 3.0, 0.5]},
+     [0.3, 1.0, 7.0]),
+    ("Kumaraswamy", {"concentration1": [0.5, 2.0, 5.0], "concentration0": [0.7, 2.0, 1.5]},
+     [0.1, 0.5, 0.95]),
+    ("InverseGamma", {"concentration": [0.5, 2.0, 7.5], "rate": [1.0, 0.5, 3.0]},
+     [0.3, 2.0, 4.0]),
+    ("FisherSnedecor", {"df1": [1.0, 3.0, 10.0], "df2": [2.0, 5.0, 30.0]}, [0.3, 1.0, 4.0]),
+    ("GeneralizedPareto", {"loc": [0.0, 1.0, -1.0], "scale": [1.0, 2.0, 0.5],
+                           "concentration": [0.3, -0.2, 0.0]}, [0.3, 2.0, 4.0]),
+    ("ContinuousBernoulli", {"probs": [0.2, 0.5, 0.9]}, [0.1, 0.5, 0.99]),
+    ("NegativeBinomial", {"total_count": [3.0, 5.0, 20.0], "probs": [0.2, 0.5, 0.9]},
+     [2.0, 0.0, 40.0]),
+    ("LogisticNormal", {"loc": [[0.0, 1.0], [-1.0, 0.5]], "scale": [[1.0, 0.5], [2.0, 1.0]]},
+     [[0.2, 0.3, 0.5], [0.6, 0.35, 0.05]]),
 ]
 IDS = [case[0] for case in CASES]
 
@@ -159,6 +176,12 @@ MOMENTS = [
     ("Geometric", {"probs": [0.3, 0.8]}),
     ("Multinomial", {"total_count": 6, "probs": [0.2, 0.5, 0.3]}),
     ("OneHotCategorical", {"probs": [0.2, 0.5, 0.3]}),
+    ("Weibull", {"scale": [1.0, 2.0], "concentration": [1.5, 3.0]}),
+    ("Kumaraswamy", {"concentration1": [0.5, 2.0], "concentration0": [0.7, 2.0]}),
+    ("InverseGamma", {"concentration": [5.0, 9.0], "rate": [1.0, 3.0]}),
+    ("NegativeBinomial", {"total_count": [3.0, 20.0], "probs": [0.2, 0.5]}),
+    ("ContinuousBernoulli", {"probs": [0.2, 0.5, 0.9]}),
+    ("Pareto", {"scale": [1.0, 2.0], "alpha": [5.0, 9.0]}),
 ]
 
 
@@ -350,6 +373,10 @@ KL_PAIRS = [
      ("Binomial", {"total_count": 5, "probs": [0.5, 0.2]})),
     (("LogNormal", {"loc": [0.0, 1.0], "scale": [1.0, 2.0]}),
      ("LogNormal", {"loc": [0.5, -1.0], "scale": [0.5, 2.0]})),
+    (("Pareto", {"scale": [1.0, 2.0], "alpha": [1.5, 3.0]}),
+     ("Pareto", {"scale": [0.5, 1.0], "alpha": [2.0, 1.0]})),
+    (("ContinuousBernoulli", {"probs": [0.2, 0.7]}),
+     ("ContinuousBernoulli", {"probs": [0.5, 0.1]})),
     (("Cauchy", {"loc": [0.0, 1.0], "scale": [1.0, 2.0]}),
      ("Cauchy", {"loc": [0.5, -1.0], "scale": [0.5, 2.0]})),
     (("Exponential", {"rate": [0.5, 2.0]}), ("Gamma", {"concentration": [1.5, 0.7],
@@ -592,3 +619,16 @@ def test_expand_of_the_first_distributions_matches_torch():
     assert tuple(e_i.base_dist.batch_shape) == tuple(t_i.base_dist.batch_shape)
     with pytest.raises(RuntimeError):
         ed.Normal(ember.zeros(3), 1.0).expand((2,))
+
+
+def test_ember_distributions_never_imports_torch():
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = str(Path(ember.__file__).resolve().parent.parent)
+    out = subprocess.run([sys.executable, "-c", "import sys, ember.distributions; "
+                          "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))"],
+                         capture_output=True, text=True, timeout=120,
+                         env={"PYTHONPATH": root, "PATH": ""})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -7,10 +7,11 @@ mixture-density programs.
     loss = -m.log_prob(action) * reward
 
 Continuous: Normal, MultivariateNormal, Uniform, LogNormal, Gamma, Chi2, Beta, Dirichlet,
-Exponential, Laplace, Gumbel, StudentT, Cauchy, HalfNormal, RelaxedBernoulli,
-RelaxedOneHotCategorical. Discrete: Bernoulli, Categorical, OneHotCategorical, Multinomial,
-Poisson, Binomial, Geometric. Combinators: Independent, TransformedDistribution (with
-`transforms`), MixtureSameFamily.
+Exponential, Laplace, Gumbel, StudentT, Cauchy, HalfNormal, HalfCauchy, Pareto, Weibull,
+Kumaraswamy, InverseGamma, FisherSnedecor, GeneralizedPareto, ContinuousBernoulli,
+LogisticNormal, RelaxedBernoulli, RelaxedOneHotCategorical. Discrete: Bernoulli,
+Categorical, OneHotCategorical, Multinomial, Poisson, Binomial, NegativeBinomial, Geometric.
+Combinators: Independent, TransformedDistribution (with `transforms`), MixtureSameFamily.
 """
 
 from ember.distributions import constraints, transforms
@@ -20,26 +21,35 @@ from ember.distributions.binomial import Binomial
 from ember.distributions.categorical import Categorical
 from ember.distributions.cauchy import Cauchy
 from ember.distributions.chi2 import Chi2
+from ember.distributions.continuous_bernoulli import ContinuousBernoulli
 from ember.distributions.dirichlet import Dirichlet
 from ember.distributions.distribution import Distribution
 from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.exponential import Exponential
+from ember.distributions.fishersnedecor import FisherSnedecor
 from ember.distributions.gamma import Gamma
+from ember.distributions.generalized_pareto import GeneralizedPareto
 from ember.distributions.geometric import Geometric
 from ember.distributions.gumbel import Gumbel
+from ember.distributions.half_cauchy import HalfCauchy
 from ember.distributions.half_normal import HalfNormal
 from ember.distributions.independent import Independent
+from ember.distributions.inverse_gamma import InverseGamma
 from ember.distributions.kl import kl_divergence, register_kl
+from ember.distributions.kumaraswamy import Kumaraswamy
 from ember.distributions.laplace import Laplace
 from ember.distributions.log_normal import LogNormal
+from ember.distributions.logistic_normal import LogisticNormal
 from ember.distributions.mixture_same_family import MixtureSameFamily
 from ember.distributions.multinomial import Multinomial
 from ember.distributions.multivariate_normal import MultivariateNormal
+from ember.distributions.negative_binomial import NegativeBinomial
 from ember.distributions.normal import Normal
 from ember.distributions.one_hot_categorical import (
     OneHotCategorical,
     OneHotCategoricalStraightThrough,
 )
+from ember.distributions.pareto import Pareto
 from ember.distributions.poisson import Poisson
 from ember.distributions.relaxed_bernoulli import RelaxedBernoulli
 from ember.distributions.relaxed_categorical import RelaxedOneHotCategorical
@@ -63,16 +73,19 @@ from ember.distributions.transforms import (
     identity_transform,
 )
 from ember.distributions.uniform import Uniform
+from ember.distributions.weibull import Weibull
 
 __all__ = [
     "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy",
-    "Chi2", "ComposeTransform", "CumulativeDistributionTransform", "Dirichlet", "Distribution",
-    "ExpTransform", "Exponential", "ExponentialFamily", "Gamma", "Geometric", "Gumbel",
-    "HalfNormal", "Independent", "IndependentTransform", "Laplace", "LogNormal",
-    "MixtureSameFamily", "Multinomial", "MultivariateNormal", "Normal", "OneHotCategorical",
-    "OneHotCategoricalStraightThrough", "Poisson", "PowerTransform", "RelaxedBernoulli",
-    "RelaxedOneHotCategorical", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
-    "SoftplusTransform", "StickBreakingTransform", "StudentT", "TanhTransform", "Transform",
-    "TransformedDistribution", "Uniform", "constraints", "identity_transform", "kl_divergence",
-    "register_kl", "transforms",
+    "Chi2", "ComposeTransform", "ContinuousBernoulli", "CumulativeDistributionTransform",
+    "Dirichlet", "Distribution", "ExpTransform", "Exponential", "ExponentialFamily",
+    "FisherSnedecor", "Gamma", "GeneralizedPareto", "Geometric", "Gumbel", "HalfCauchy",
+    "HalfNormal", "Independent", "IndependentTransform", "InverseGamma", "Kumaraswamy", "Laplace",
+    "LogNormal", "LogisticNormal", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
+    "NegativeBinomial", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
+    "Pareto", "Poisson", "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical",
+    "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
+    "StickBreakingTransform", "StudentT", "TanhTransform", "Transform", "TransformedDistribution",
+    "Uniform", "Weibull", "constraints", "identity_transform", "kl_divergence", "register_kl",
+    "transforms",
 ]
