@@ -632,3 +632,25 @@ def test_ember_distributions_never_imports_torch():
                          env={"PYTHONPATH": root, "PATH": ""})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("name", ["real", "positive", "nonnegative", "unit_interval",
+                                  "simplex", "real_vector"])
+def test_biject_to_and_transform_to_match_torch(name):
+    e_c, t_c = getattr(ed.constraints, name), getattr(td.constraints, name)
+    x = [[0.3, -1.2, 2.0], [0.0, 0.5, -0.5]]
+    for e_reg, t_reg in ((ed.biject_to, td.biject_to), (ed.transform_to, td.transform_to)):
+        e_t, t_t = e_reg(e_c), t_reg(t_c)
+        assert repr(e_t) == repr(t_t)
+        e_y, t_y = e_t(_to(ember, x)), t_t(_to(torch, x))
+        _close(e_y, t_y)
+        assert bool(e_c.check(e_y).all())
+        if e_reg is ed.biject_to:
+            _close(e_t.log_abs_det_jacobian(_to(ember, x), e_y),
+                   t_t.log_abs_det_jacobian(_to(torch, x), t_y), rtol=1e-4, atol=1e-5)
+    for e_c, t_c in [(ed.constraints.greater_than(2.0), td.constraints.greater_than(2.0)),
+                     (ed.constraints.interval(-1.0, 3.0), td.constraints.interval(-1.0, 3.0)),
+                     (ed.constraints.less_than(1.0), td.constraints.less_than(1.0))]:
+        _close(ed.transform_to(e_c)(_to(ember, x)), td.transform_to(t_c)(_to(torch, x)))
+    with pytest.raises(NotImplementedError, match="Cannot transform"):
+        ed.biject_to(ed.constraints.boolean)

@@ -21,6 +21,7 @@ from ember.distributions.binomial import Binomial
 from ember.distributions.categorical import Categorical
 from ember.distributions.cauchy import Cauchy
 from ember.distributions.chi2 import Chi2
+from ember.distributions.constraint_registry import biject_to, transform_to
 from ember.distributions.continuous_bernoulli import ContinuousBernoulli
 from ember.distributions.dirichlet import Dirichlet
 from ember.distributions.distribution import Distribution
@@ -86,6 +87,6 @@ __all__ = [
     "Pareto", "Poisson", "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical",
     "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
     "StickBreakingTransform", "StudentT", "TanhTransform", "Transform", "TransformedDistribution",
-    "Uniform", "Weibull", "constraints", "identity_transform", "kl_divergence", "register_kl",
-    "transforms",
+    "Uniform", "Weibull", "biject_to", "constraints", "identity_transform", "kl_divergence",
+    "register_kl", "transform_to", "transforms",
 ]
