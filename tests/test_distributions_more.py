@@ -654,3 +654,34 @@ def test_biject_to_and_transform_to_match_torch(name):
         _close(ed.transform_to(e_c)(_to(ember, x)), td.transform_to(t_c)(_to(torch, x)))
     with pytest.raises(NotImplementedError, match="Cannot transform"):
         ed.biject_to(ed.constraints.boolean)
+
+
+def test_low_rank_multivariate_normal_and_gaussian_kls_match_torch():
+    loc = [[0.0, 1.0, -1.0], [2.0, 0.5, 0.0]]
+    factor = [[[1.0, 0.2], [0.0, 0.5], [0.3, -0.4]]]
+    diag = [0.5, 1.0, 2.0]
+    cov = [[2.0, 0.3, 0.1], [0.3, 1.0, 0.2], [0.1, 0.2, 0.5]]
+    e_loc, t_loc = _to(ember, loc, True), _to(torch, loc, True)
+    e_d = ed.LowRankMultivariateNormal(e_loc, _to(ember, factor), _to(ember, diag))
+    t_d = td.LowRankMultivariateNormal(t_loc, _to(torch, factor), _to(torch, diag))
+    x = [[0.5, 0.5, 0.5], [1.0, 0.0, -1.0]]
+    for attr in ["mean", "variance", "covariance_matrix", "precision_matrix", "scale_tril"]:
+        _close(getattr(e_d, attr), getattr(t_d, attr), rtol=1e-4, atol=1e-5)
+    _close(e_d.log_prob(_to(ember, x)), t_d.log_prob(_to(torch, x)), rtol=1e-5)
+    _close(e_d.entropy(), t_d.entropy(), rtol=1e-5)
+    assert repr(e_d).replace("ember.", "torch.") == repr(t_d)
+    assert tuple(e_d.rsample((4,)).shape) == tuple(t_d.rsample((4,)).shape) == (4, 2, 3)
+    assert tuple(e_d.expand((5, 2)).batch_shape) == (5, 2)
+    e_m = ed.MultivariateNormal(_to(ember, [0.5, 0.0, 1.0]), _to(ember, cov))
+    t_m = td.MultivariateNormal(_to(torch, [0.5, 0.0, 1.0]), _to(torch, cov))
+    for (e_p, e_q), (t_p, t_q) in [((e_d, e_m), (t_d, t_m)), ((e_m, e_d), (t_m, t_d)),
+                                   ((e_d, e_d.expand((2,))), (t_d, t_d.expand((2,)))),
+                                   ((e_m, e_m), (t_m, t_m))]:
+        _close(ed.kl_divergence(e_p, e_q), td.kl_divergence(t_p, t_q), rtol=1e-4, atol=1e-5)
+    e_d.log_prob(_to(ember, x)).sum().backward()
+    t_d.log_prob(_to(torch, x)).sum().backward()
+    _close(e_loc.grad, t_loc.grad, rtol=1e-5)
+    assert (_message(lambda: ed.LowRankMultivariateNormal(ember.zeros(3), ember.zeros(3),
+                                                         ember.ones(3)))
+            == _message(lambda: td.LowRankMultivariateNormal(torch.zeros(3), torch.zeros(3),
+                                                            torch.ones(3))))
