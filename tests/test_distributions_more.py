@@ -417,9 +417,11 @@ _POSITIVE = st.floats(0.2, 20.0)
 _UNIT = st.floats(0.02, 0.98)
 
 
-@settings(max_examples=25, deadline=None, derandomize=True)
+@settings(max_examples=40, deadline=None, derandomize=True)
 @given(name=st.sampled_from(["Gamma", "Beta", "StudentT", "Laplace", "Gumbel", "Poisson",
-                             "Binomial", "Geometric", "Exponential", "HalfNormal", "Chi2"]),
+                             "Binomial", "Geometric", "Exponential", "HalfNormal", "Chi2",
+                             "Weibull", "Kumaraswamy", "NegativeBinomial", "InverseGamma",
+                             "Pareto", "Dirichlet"]),
        a=_POSITIVE, b=_POSITIVE, u=_UNIT, k=st.integers(0, 30))
 def test_log_prob_of_random_valid_values_matches_torch(name, a, b, u, k):
     params, value = {
@@ -434,6 +436,12 @@ def test_log_prob_of_random_valid_values_matches_torch(name, a, b, u, k):
         "Exponential": ({"rate": a}, b),
         "HalfNormal": ({"scale": a}, b),
         "Chi2": ({"df": a}, b),
+        "Weibull": ({"scale": a, "concentration": b}, u * 5),
+        "Kumaraswamy": ({"concentration1": a, "concentration0": b}, u),
+        "NegativeBinomial": ({"total_count": a, "probs": u}, float(k)),
+        "InverseGamma": ({"concentration": a, "rate": b}, b / a * (0.2 + u)),
+        "Pareto": ({"scale": b, "alpha": a}, b * (1 + u)),
+        "Dirichlet": ({"concentration": [a, b, 1 + u]}, [u / 2, 0.5, 0.5 - u / 2]),
     }[name]
     e_d = getattr(ed, name)(**{k2: ember.tensor(v) for k2, v in params.items()})
     t_d = getattr(td, name)(**{k2: torch.tensor(v) for k2, v in params.items()})
