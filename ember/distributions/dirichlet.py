@@ -6,7 +6,7 @@ import ember
 from ember import Tensor
 from ember.distributions import constraints
 from ember.distributions.exp_family import ExponentialFamily
-from ember.distributions.gamma_sampling import standard_gamma
+from ember.distributions.gamma_sampling import sample_dirichlet
 
 __all__ = ["Dirichlet"]
 
@@ -57,10 +57,7 @@ class Dirichlet(ExponentialFamily):
     def rsample(self, sample_shape: tuple = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
         concentration = self.concentration.expand(shape)
-        # normalised gamma draws: the gammas' implicit reparameterisation gradient flows
-        # through the normalisation (PyTorch differentiates the Dirichlet draw directly)
-        gammas = standard_gamma(concentration)
-        return gammas / gammas.sum(-1, keepdim=True)
+        return sample_dirichlet(concentration)
 
     def log_prob(self, value):
         if self._validate_args:
