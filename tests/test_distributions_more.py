@@ -728,3 +728,42 @@ def test_rsample_values_and_gradients_follow_torch(name, params):
     for key, e_p in e_params.items():
         if isinstance(e_p, ember.Tensor) and e_p.requires_grad:
             _close(e_p.grad, t_params[key].grad, rtol=1e-4, atol=1e-5)
+
+
+def test_matrix_cat_and_stack_transforms_match_torch():
+    rng = np.random.default_rng(1)
+    vec = rng.standard_normal((2, 3)).astype(np.float32)  # 3 = the 3x3 correlation's tril
+    mat = rng.standard_normal((2, 3, 3)).astype(np.float32)
+    for name, x in [("CorrCholeskyTransform", vec), ("LowerCholeskyTransform", mat),
+                    ("PositiveDefiniteTransform", mat)]:
+        e_t, t_t = getattr(et, name)(), getattr(tt, name)()
+        e_y, t_y = e_t(_to(ember, x)), t_t(_to(torch, x))
+        _close(e_y, t_y, rtol=1e-4, atol=1e-5)
+        _close(e_t.inv(e_y), t_t.inv(t_y), rtol=1e-3, atol=1e-4)
+        assert bool(e_t.codomain.check(e_y).all()) and repr(e_t) == repr(t_t)
+        if name == "CorrCholeskyTransform":
+            _close(e_t.log_abs_det_jacobian(_to(ember, x), e_y),
+                   t_t.log_abs_det_jacobian(_to(torch, x), t_y), rtol=1e-4, atol=1e-5)
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    for e_t, t_t in [(et.CatTransform([et.ExpTransform(), et.identity_transform], 1, [2, 1]),
+                      tt.CatTransform([tt.ExpTransform(), tt.identity_transform], 1, [2, 1])),
+                     (et.StackTransform([et.ExpTransform(), et.SigmoidTransform(),
+                                         et.identity_transform], 1),
+                      tt.StackTransform([tt.ExpTransform(), tt.SigmoidTransform(),
+                                         tt.identity_transform], 1))]:
+        e_y, t_y = e_t(_to(ember, x)), t_t(_to(torch, x))
+        _close(e_y, t_y)
+        _close(e_t.inv(e_y), t_t.inv(t_y), rtol=1e-5, atol=1e-6)
+        _close(e_t.log_abs_det_jacobian(_to(ember, x), e_y),
+               t_t.log_abs_det_jacobian(_to(torch, x), t_y))
+    for e_c, t_c in [(ed.constraints.corr_cholesky, td.constraints.corr_cholesky),
+                     (ed.constraints.positive_definite, td.constraints.positive_definite),
+                     (ed.constraints.cat([ed.constraints.positive, ed.constraints.real], 1,
+                                         [2, 1]),
+                      td.constraints.cat([td.constraints.positive, td.constraints.real], 1,
+                                         [2, 1]))]:
+        assert repr(ed.transform_to(e_c)) == repr(td.transform_to(t_c))
+    e_pd = et.PositiveDefiniteTransform()(_to(ember, mat))
+    assert bool(ed.constraints.positive_semidefinite.check(e_pd).all())
+    assert (ed.constraints.lower_triangular.check(ember.tensor([[1.0, 0.0], [2.0, 3.0]])).item()
+            and not ed.constraints.lower_triangular.check(ember.ones(2, 2)).item())

@@ -10,12 +10,12 @@ from __future__ import annotations
 import ember
 
 __all__ = [
-    "Constraint", "MixtureSameFamilyConstraint", "boolean", "dependent", "dependent_property",
-    "greater_than", "greater_than_eq", "half_open_interval", "independent",
+    "Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_cholesky", "dependent",
+    "dependent_property", "greater_than", "greater_than_eq", "half_open_interval", "independent",
     "integer_greater_than", "integer_interval", "interval", "is_dependent", "less_than",
-    "lower_cholesky", "multinomial", "nonnegative", "nonnegative_integer", "one_hot",
-    "positive", "positive_definite", "positive_integer", "real", "real_vector", "simplex",
-    "square", "symmetric", "unit_interval",
+    "lower_cholesky", "lower_triangular", "multinomial", "nonnegative", "nonnegative_integer",
+    "one_hot", "positive", "positive_definite", "positive_integer", "positive_semidefinite",
+    "real", "real_vector", "simplex", "square", "stack", "symmetric", "unit_interval",
 ]
 
 
@@ -307,6 +307,124 @@ class MixtureSameFamilyConstraint(Constraint):
         return f"{self.__class__.__name__}({self.base_constraint!r})"
 
 
+class _LowerTriangular(Constraint):
+    """
+    Constrain to lower-triangular square matrices.
+    """
+
+    event_dim = 2
+
+    def check(self, value):
+        value_tril = value.tril()
+        return (value_tril == value).view(tuple(value.shape[:-2]) + (-1,)).min(-1)[0]
+
+
+class _CorrCholesky(Constraint):
+    """
+    Constrain to lower-triangular square matrices with positive diagonals and each
+    row vector being of unit length.
+    """
+
+    event_dim = 2
+
+    def check(self, value):
+        tol = (
+            ember.finfo(value.dtype).eps * value.size(-1) * 10
+        )  # 10 is an adjustable fudge factor
+        row_norm = ember.linalg.norm(value.detach(), dim=-1)
+        unit_row_norm = (row_norm - 1.0).abs().le(tol).all(dim=-1)
+        return _LowerCholesky().check(value) & unit_row_norm
+
+
+class _PositiveSemidefinite(_Symmetric):
+    """
+    Constrain to positive-semidefinite matrices.
+    """
+
+    def check(self, value):
+        sym_check = super().check(value)
+        if not sym_check.all():
+            return sym_check
+        return ember.linalg.eigvalsh(value).ge(0).all(-1)
+
+
+class _Cat(Constraint):
+    """
+    Constraint functor that applies a sequence of constraints
+    `cseq` at the submatrices at dimension `dim`,
+    each of size `lengths[dim]`, in a way compatible with :func:`ember.cat`.
+    """
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise AssertionError("All elements of cseq must be Constraint instances")
+        self.cseq = list(cseq)
+        if lengths is None:
+            lengths = [1] * len(self.cseq)
+        self.lengths = list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise AssertionError(
+                f"lengths ({len(self.lengths)}) must match cseq ({len(self.cseq)})"
+            )
+        self.dim = dim
+
+    @property
+    def is_discrete(self) -> bool:
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value):
+        if not (-value.dim() <= self.dim < value.dim()):
+            raise AssertionError(
+                f"dim {self.dim} out of range for value with {value.dim()} dimensions"
+            )
+        checks = []
+        start = 0
+        for constr, length in zip(self.cseq, self.lengths):
+            v = value.narrow(self.dim, start, length)
+            checks.append(constr.check(v))
+            start = start + length  # avoid += for jit compat
+        return ember.cat(checks, self.dim)
+
+
+class _Stack(Constraint):
+    """
+    Constraint functor that applies a sequence of constraints
+    `cseq` at the submatrices at dimension `dim`,
+    in a way compatible with :func:`ember.stack`.
+    """
+
+    def __init__(self, cseq, dim=0):
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise AssertionError("All elements of cseq must be Constraint instances")
+        self.cseq = list(cseq)
+        self.dim = dim
+
+    @property
+    def is_discrete(self) -> bool:
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:
+        dim = max(c.event_dim for c in self.cseq)
+        if self.dim + dim < 0:
+            dim += 1
+        return dim
+
+    def check(self, value):
+        if not (-value.dim() <= self.dim < value.dim()):
+            raise AssertionError(
+                f"dim {self.dim} out of range for value with {value.dim()} dimensions"
+            )
+        vs = [value.select(self.dim, i) for i in range(value.size(self.dim))]
+        return ember.stack(
+            [constr.check(v) for v, constr in zip(vs, self.cseq)], self.dim
+        )
+
+
 # PyTorch's public aliases
 dependent = _Dependent()
 dependent_property = _DependentProperty
@@ -333,3 +451,8 @@ square = _Square()
 symmetric = _Symmetric()
 positive_definite = _PositiveDefinite()
 lower_cholesky = _LowerCholesky()
+lower_triangular = _LowerTriangular()
+corr_cholesky = _CorrCholesky()
+positive_semidefinite = _PositiveSemidefinite()
+cat = _Cat
+stack = _Stack
