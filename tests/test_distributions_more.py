@@ -767,3 +767,46 @@ def test_matrix_cat_and_stack_transforms_match_torch():
     assert bool(ed.constraints.positive_semidefinite.check(e_pd).all())
     assert (ed.constraints.lower_triangular.check(ember.tensor([[1.0, 0.0], [2.0, 3.0]])).item()
             and not ed.constraints.lower_triangular.check(ember.ones(2, 2)).item())
+
+
+def test_von_mises_wishart_and_lkj_cholesky_match_torch():
+    e_loc, t_loc = _to(ember, [0.0, 1.0, -2.0], True), _to(torch, [0.0, 1.0, -2.0], True)
+    conc = [0.5, 2.0, 30.0]
+    e_d, t_d = ed.VonMises(e_loc, _to(ember, conc)), td.VonMises(t_loc, _to(torch, conc))
+    x = [0.3, 1.0, -3.0]
+    _close(e_d.log_prob(_to(ember, x)), t_d.log_prob(_to(torch, x)), rtol=1e-5)
+    for attr in ["mean", "mode", "variance"]:
+        _close(getattr(e_d, attr), getattr(t_d, attr), rtol=1e-5)
+    _same_or_both_raise(e_d.entropy, t_d.entropy, rtol=1e-5)
+    e_d.log_prob(_to(ember, x)).sum().backward()
+    t_d.log_prob(_to(torch, x)).sum().backward()
+    _close(e_loc.grad, t_loc.grad, rtol=1e-5)
+    ember.manual_seed(0)
+    draws = ed.VonMises(ember.tensor(1.0), ember.tensor(4.0)).sample((4000,)).double().numpy()
+    assert (np.abs(draws) <= math.pi).all()
+    # circular mean and mean resultant length I1(k) / I0(k)
+    assert abs(np.angle(np.exp(1j * draws).mean()) - 1.0) < 0.03
+    assert abs(np.abs(np.exp(1j * draws).mean()) - 0.8635) < 0.02
+    assert repr(e_d).replace("ember.", "torch.") == repr(t_d)
+
+    cov = [[2.0, 0.3, 0.1], [0.3, 1.0, 0.2], [0.1, 0.2, 0.5]]
+    e_w = ed.Wishart(_to(ember, [4.0, 6.0]), covariance_matrix=_to(ember, cov))
+    t_w = td.Wishart(_to(torch, [4.0, 6.0]), covariance_matrix=_to(torch, cov))
+    v = np.array(cov, dtype=np.float32) * 3
+    for attr in ["mean", "mode", "variance"]:
+        _close(getattr(e_w, attr), getattr(t_w, attr), rtol=1e-4, atol=1e-5)
+    _close(e_w.log_prob(_to(ember, v)), t_w.log_prob(_to(torch, v)), rtol=1e-4)
+    _close(e_w.entropy(), t_w.entropy(), rtol=1e-4)
+    ember.manual_seed(0)
+    w_draws = e_w.sample((3000,))
+    assert tuple(w_draws.shape) == (3000, 2, 3, 3) and bool(e_w.support.check(w_draws).all())
+    np.testing.assert_allclose(w_draws.mean(0).numpy(), e_w.mean.numpy(), rtol=0.08, atol=0.08)
+
+    e_l, t_l = ed.LKJCholesky(3, _to(ember, [0.5, 2.0])), td.LKJCholesky(3, _to(torch, [0.5, 2.0]))
+    ember.manual_seed(0)
+    chol = e_l.sample((5,))
+    assert tuple(chol.shape) == (5, 2, 3, 3)
+    assert bool(ed.constraints.corr_cholesky.check(chol).all())
+    t_chol = torch.tensor(chol.numpy())
+    _close(e_l.log_prob(chol), t_l.log_prob(t_chol), rtol=1e-4, atol=1e-5)
+    assert repr(e_l).replace("ember.", "torch.") == repr(t_l)

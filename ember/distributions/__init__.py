@@ -9,7 +9,8 @@ mixture-density programs.
 Continuous: Normal, MultivariateNormal, Uniform, LogNormal, Gamma, Chi2, Beta, Dirichlet,
 Exponential, Laplace, Gumbel, StudentT, Cauchy, HalfNormal, HalfCauchy, Pareto, Weibull,
 Kumaraswamy, InverseGamma, FisherSnedecor, GeneralizedPareto, ContinuousBernoulli,
-LogisticNormal, RelaxedBernoulli, RelaxedOneHotCategorical. Discrete: Bernoulli,
+LogisticNormal, RelaxedBernoulli, RelaxedOneHotCategorical, VonMises, Wishart, LKJCholesky,
+LowRankMultivariateNormal. Discrete: Bernoulli,
 Categorical, OneHotCategorical, Multinomial, Poisson, Binomial, NegativeBinomial, Geometric.
 Combinators: Independent, TransformedDistribution (with `transforms`), MixtureSameFamily.
 """
@@ -39,6 +40,7 @@ from ember.distributions.inverse_gamma import InverseGamma
 from ember.distributions.kl import kl_divergence, register_kl
 from ember.distributions.kumaraswamy import Kumaraswamy
 from ember.distributions.laplace import Laplace
+from ember.distributions.lkj_cholesky import LKJCholesky
 from ember.distributions.log_normal import LogNormal
 from ember.distributions.logistic_normal import LogisticNormal
 from ember.distributions.lowrank_multivariate_normal import LowRankMultivariateNormal
@@ -80,7 +82,9 @@ from ember.distributions.transforms import (
     identity_transform,
 )
 from ember.distributions.uniform import Uniform
+from ember.distributions.von_mises import VonMises
 from ember.distributions.weibull import Weibull
+from ember.distributions.wishart import Wishart
 
 __all__ = [
     "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "CatTransform",
@@ -88,13 +92,13 @@ __all__ = [
     "CorrCholeskyTransform", "CumulativeDistributionTransform", "Dirichlet", "Distribution",
     "ExpTransform", "Exponential", "ExponentialFamily", "FisherSnedecor", "Gamma",
     "GeneralizedPareto", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent",
-    "IndependentTransform", "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal",
+    "IndependentTransform", "InverseGamma", "Kumaraswamy", "LKJCholesky", "Laplace", "LogNormal",
     "LogisticNormal", "LowRankMultivariateNormal", "LowerCholeskyTransform", "MixtureSameFamily",
     "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
     "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "PositiveDefiniteTransform",
     "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical", "ReshapeTransform",
     "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "StackTransform",
     "StickBreakingTransform", "StudentT", "TanhTransform", "Transform", "TransformedDistribution",
-    "Uniform", "Weibull", "biject_to", "constraints", "identity_transform", "kl_divergence",
-    "register_kl", "transform_to", "transforms",
+    "Uniform", "VonMises", "Weibull", "Wishart", "biject_to", "constraints", "identity_transform",
+    "kl_divergence", "register_kl", "transform_to", "transforms",
 ]
