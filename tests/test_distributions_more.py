@@ -810,3 +810,52 @@ def test_von_mises_wishart_and_lkj_cholesky_match_torch():
     t_chol = torch.tensor(chol.numpy())
     _close(e_l.log_prob(chol), t_l.log_prob(t_chol), rtol=1e-4, atol=1e-5)
     assert repr(e_l).replace("ember.", "torch.") == repr(t_l)
+
+
+# one member of every family torch.distributions.kl registers a pair for, batch shape (2,)
+_KL_MEMBERS = {
+    "Bernoulli": ("Bernoulli", {"probs": [0.3, 0.6]}),
+    "Beta": ("Beta", {"concentration1": [0.5, 2.0], "concentration0": [1.0, 3.0]}),
+    "Binomial": ("Binomial", {"total_count": 5, "probs": [0.3, 0.6]}),
+    "Categorical": ("Categorical", {"probs": [[0.2, 0.8], [0.5, 0.5]]}),
+    "Cauchy": ("Cauchy", {"loc": [0.0, 1.0], "scale": [1.0, 2.0]}),
+    "ContinuousBernoulli": ("ContinuousBernoulli", {"probs": [0.3, 0.6]}),
+    "Dirichlet": ("Dirichlet", {"concentration": [[0.5, 2.0], [1.0, 3.0]]}),
+    "Exponential": ("Exponential", {"rate": [0.5, 2.0]}),
+    "Gamma": ("Gamma", {"concentration": [0.5, 2.0], "rate": [1.0, 3.0]}),
+    "Geometric": ("Geometric", {"probs": [0.3, 0.6]}),
+    "Gumbel": ("Gumbel", {"loc": [0.0, 1.0], "scale": [1.0, 2.0]}),
+    "HalfNormal": ("HalfNormal", {"scale": [1.0, 2.0]}),
+    "Laplace": ("Laplace", {"loc": [0.0, 1.0], "scale": [1.0, 2.0]}),
+    "LowRankMultivariateNormal": ("LowRankMultivariateNormal", {
+        "loc": [[0.0, 1.0], [1.0, 0.0]], "cov_factor": [[[1.0], [0.5]], [[0.2], [0.1]]],
+        "cov_diag": [[1.0, 2.0], [0.5, 0.5]]}),
+    "MultivariateNormal": ("MultivariateNormal", {
+        "loc": [[0.5, 1.0], [0.0, 0.0]], "covariance_matrix": [[2.0, 0.3], [0.3, 1.0]]}),
+    "Normal": ("Normal", {"loc": [0.3, 0.5], "scale": [1.5, 0.5]}),
+    "OneHotCategorical": ("OneHotCategorical", {"probs": [[0.2, 0.8], [0.5, 0.5]]}),
+    "Pareto": ("Pareto", {"scale": [1.0, 2.0], "alpha": [1.5, 3.0]}),
+    "Poisson": ("Poisson", {"rate": [0.5, 2.0]}),
+    "TransformedDistribution": ("LogNormal", {"loc": [0.0, 1.0], "scale": [1.0, 2.0]}),
+    "Uniform": ("Uniform", {"low": [0.1, 0.2], "high": [0.9, 3.0]}),
+}
+
+
+def test_every_kl_pair_torch_registers_is_registered_and_agrees():
+    t_pairs = {(p.__name__, q.__name__) for p, q in td.kl._KL_REGISTRY}
+    assert t_pairs == {(p.__name__, q.__name__) for p, q in ed.kl._KL_REGISTRY}
+    checked = 0
+    for p_name, q_name in sorted(t_pairs):
+        if p_name not in _KL_MEMBERS or q_name not in _KL_MEMBERS:
+            continue  # ExponentialFamily and Independent: covered by their members' pairs
+        e_p, t_p, _, _ = _make(*_KL_MEMBERS[p_name])
+        e_q, t_q, _, _ = _make(*_KL_MEMBERS[q_name])
+        try:
+            t_kl = td.kl_divergence(t_p, t_q)
+        except (NotImplementedError, ValueError, RuntimeError) as err:
+            with pytest.raises(type(err)):
+                ed.kl_divergence(e_p, e_q)
+            continue
+        _close(ed.kl_divergence(e_p, e_q), t_kl, rtol=1e-4, atol=1e-5)
+        checked += 1
+    assert checked >= 70
