@@ -37,6 +37,7 @@ from ember.core.creation import (
     get_rng_state,
     initial_seed,
     linspace,
+    logspace,
     manual_seed,
     ones,
     ones_like,
@@ -634,7 +635,8 @@ __all__ = [
     "is_grad_enabled", "is_inference_mode_enabled",
     # factories and random numbers
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
-    "ones_like", "empty_like", "full_like", "arange", "linspace", "eye", "rand", "randn",
+    "ones_like", "empty_like", "full_like", "arange", "linspace", "logspace", "eye", "rand",
+    "randn",
     "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
     "Generator", "default_generator", "manual_seed", "initial_seed", "seed",
     "get_rng_state", "set_rng_state",

@@ -1116,49 +1116,6 @@ def test_autograd_gradcheck_checks_a_custom_function():
 # -- torch.func: grad, grad_and_value, vmap -------------------------------------------------
 
 
-def _func_results(L, func):
-    x = L.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]])
-    w = {"a": L.tensor([1.0, 2.0, -1.0]), "b": L.tensor(0.5)}
-
-    def loss(params, row):
-        return ((row * params["a"]).sum() + params["b"]) ** 2
-
-    return [
-        func.grad(loss)(w, x[0]),
-        func.vmap(func.grad(loss), in_dims=(None, 0))(w, x),
-        func.grad(loss, argnums=(0, 1))(w, x[1]),
-        func.grad(func.grad(lambda t: (t ** 3).sum()))(L.tensor(2.0)),
-        func.grad_and_value(lambda t: ((t ** 2).sum(), {"m": t.max()}), has_aux=True)(x[0]),
-        func.vmap(lambda r: r.sum(), in_dims=1)(x),
-        func.vmap(lambda r, s: (r * s, r.sum()), in_dims=(0, None), out_dims=(1, 0))(x, 2.0),
-        func.vmap(func.vmap(lambda a, b: a * b))(x, x),
-    ]
-
-
-def test_func_grad_and_vmap_match_torch():
-    torch = pytest.importorskip("torch")
-    import torch.func as tfunc
-
-    import ember.func as efunc
-
-    def compare(got, want):
-        if isinstance(want, torch.Tensor):
-            np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
-            assert tuple(got.shape) == tuple(want.shape)
-        elif isinstance(want, dict):
-            assert list(got) == list(want)
-            for k in want:
-                compare(got[k], want[k])
-        elif isinstance(want, (tuple, list)):
-            assert len(got) == len(want)
-            for g, w in zip(got, want):
-                compare(g, w)
-        else:
-            assert got == want
-
-    compare(_func_results(ember, efunc), _func_results(torch, tfunc))
-
-
 def test_func_errors_match_torch():
     torch = pytest.importorskip("torch")
     import torch.func as tfunc
@@ -1207,46 +1164,3 @@ def test_autograd_function_module_and_grad_errors_match_torch():
         with pytest.raises(RuntimeError, match=r"^The differentiated Tensor at index 1 appears to "
                                                r"not have been used in the graph"):
             L.autograd.grad((x * 2).sum(), [x, x * 3])
-
-
-def _jacobian_results(L, func):
-    x = L.tensor([1.0, 2.0, 3.0])
-    f = lambda v: v.sin() * v ** 2  # noqa: E731
-    fun = L.autograd.functional
-    pair = (L.tensor([1.0, 2.0]), L.tensor([3.0, 4.0]))
-    return [
-        func.jacrev(f)(x), func.jacfwd(f)(x), func.hessian(lambda v: (v ** 3).sum())(x),
-        func.vjp(f, x)[1](L.ones(3)), func.jvp(f, (x,), (L.ones(3),)),
-        func.jacrev(lambda a, b: a * b, argnums=(0, 1))(x, x + 1),
-        func.vmap(func.jacrev(f))(x.view(3, 1)),
-        func.jacrev(lambda w, v: w @ v)(L.arange(6.0).reshape(2, 3), x),
-        fun.jacobian(lambda a, b: (a * b, a + b), pair),
-        fun.hessian(lambda a, b: (a * b).sum() ** 2, pair),
-        fun.vhp(lambda v: (v ** 3).sum(), x, L.ones(3)),
-        fun.hvp(lambda v: (v ** 3).sum(), x, L.ones(3)),
-        fun.vjp(f, x, L.ones(3)),
-        fun.jvp(lambda a, b: a * b, (x, x), (L.ones(3), L.zeros(3))),
-    ]
-
-
-def test_jacobians_hessians_and_vector_products_match_torch():
-    torch = pytest.importorskip("torch")
-    import torch.func as tfunc
-
-    import ember.func as efunc
-
-    def compare(got, want):
-        if isinstance(want, torch.Tensor):
-            assert tuple(got.shape) == tuple(want.shape)
-            np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
-        else:
-            assert isinstance(got, tuple) and len(got) == len(want)
-            for g, w in zip(got, want):
-                compare(g, w)
-
-    for got, want in zip(_jacobian_results(ember, efunc), _jacobian_results(torch, tfunc),
-                         strict=True):
-        compare(got, want)
-    with pytest.raises(RuntimeError, match="The vector v can only be None if the user-provided "
-                                           "function returns a single Tensor with a single"):
-        ember.autograd.functional.vjp(lambda v: v * 2, ember.ones(2))

@@ -218,6 +218,20 @@ class TestFactories:
         with pytest.raises(RuntimeError, match="value cannot be converted to type float without "
                                                "overflow"):
             ember.linspace(1e300, -1e300, 5)
+    @pytest.mark.parametrize("args,dtype", [
+        ((0, 2, 3), None), ((0, 1, 7, 2.0), "float32"), ((-3, 3, 11), "float64"),
+        ((0.1, 2.7, 9, 3.3), "float16"), ((0, 10, 6, 2), "int64"), ((1, 3, 5), "bfloat16"),
+        ((2, 2, 1), None), ((0, 1, 0), None), ((5, 0, 8, 1.5), "float32"),
+        ((0, 40, 41, 2), "int32"), ((-1, 1, 4, 0.5), "float64")])
+    def test_logspace_bit_for_bit(self, torch, args, dtype):
+        """PyTorch's CPU kernel's values exactly: exponents and powers in double from the
+        dtype's start, end and step, the second half counted back from the end."""
+        e = ember.logspace(*args, **({} if dtype is None else {"dtype": getattr(ember, dtype)}))
+        t = torch.logspace(*args, **({} if dtype is None else {"dtype": getattr(torch, dtype)}))
+        assert _tname(e.dtype) == str(t.dtype).removeprefix("torch.")
+        np.testing.assert_array_equal(e.float().numpy(), t.float().numpy())
+        with pytest.raises(RuntimeError, match="^number of steps must be non-negative$"):
+            ember.logspace(0, 1, -1)
 
     def test_eye(self, torch):
         for args in [(3,), (2, 4), (4, 2), (0,)]:

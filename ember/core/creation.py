@@ -473,6 +473,28 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: DeviceLike =
     return _finish((rows == cols).to(d), requires_grad)
 
 
+@composite(variants="function")
+def logspace(start: float, end: float, steps: int, base: float = 10.0, *, dtype: Any = None,
+             device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
+    """`steps` values from `base ** start` to `base ** end`, the exponents evenly spaced."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    d = dtype_arg(dtype) or dt.get_default_dtype()
+    if steps == 1:
+        return full((1,), math.pow(base, start), dtype=d, device=device,
+                    requires_grad=requires_grad)
+    # PyTorch's CPU kernel: start and end in the result's dtype, the step in double from
+    # their difference in that dtype, the exponents and the power in double (the first
+    # half from start, the second back from end), then one rounding to the dtype
+    kind = numpy_dtype(d).type
+    lo_end, hi_end = kind(start), kind(end)
+    step = float(kind(hi_end - lo_end)) / max(steps - 1, 1)
+    idx = arange(steps, dtype=dt.float64, device=device)
+    exponents = (idx * step + float(lo_end)).where(idx < steps // 2,
+                                                   float(hi_end) - (steps - 1 - idx) * step)
+    return _finish((float(base) ** exponents).to(d), requires_grad)
+
+
 # -- seeding and generators --------------------------------------------------------------
 
 _seed: int | None = None  # None: the seed drawn at start-up (plugins.registry.startup_seed)

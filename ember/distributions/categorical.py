@@ -49,6 +49,21 @@ class Categorical(Distribution):
         batch_shape = self._param.size()[:-1] if self._param.ndimension() > 1 else ()
         super().__init__(batch_shape, validate_args=validate_args)
 
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Categorical, _instance)
+        batch_shape = ember.Size(batch_shape)
+        param_shape = tuple(batch_shape) + (self._num_events,)
+        if "probs" in self.__dict__:
+            new.probs = self.probs.expand(param_shape)
+            new._param = new.probs
+        if "logits" in self.__dict__:
+            new.logits = self.logits.expand(param_shape)
+            new._param = new.logits
+        new._num_events = self._num_events
+        super(Categorical, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     @property
     def support(self):
         return constraints.integer_interval(0, self._num_events - 1)

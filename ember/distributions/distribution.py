@@ -60,6 +60,25 @@ class Distribution:
                         f"to satisfy the constraint {constraint!r}, "
                         f"but found invalid values:\n{value}")
 
+    def expand(self, batch_shape, _instance=None):
+        """Returns a new distribution instance (or populates an existing instance provided by a
+        derived class) with batch dimensions expanded to `batch_shape`: the parameters are
+        `Tensor.expand`-ed views, and no argument checking is repeated.
+
+        Args:
+            batch_shape (torch.Size): the desired expanded size.
+            _instance: new instance provided by subclasses that need to override `.expand`.
+        """
+        raise NotImplementedError
+
+    def _get_checked_instance(self, cls, _instance=None):
+        """A bare instance of this object's class for `expand` to fill in."""
+        if _instance is None and type(self).__init__ != cls.__init__:
+            raise NotImplementedError(
+                f"Subclass {self.__class__.__name__} of {cls.__name__} that defines a custom "
+                "__init__ method must also define a custom .expand() method.")
+        return self.__new__(type(self)) if _instance is None else _instance
+
     @property
     def batch_shape(self) -> ember.Size:
         """Returns the shape over which parameters are batched."""

@@ -4,15 +4,9 @@ from __future__ import annotations
 
 from ember.distributions import constraints
 from ember.distributions.distribution import Distribution
+from ember.distributions.utils import _sum_rightmost
 
 __all__ = ["Independent"]
-
-
-def _sum_rightmost(value, dim: int):
-    """Sum out the `dim` rightmost dimensions of `value`."""
-    if dim == 0:
-        return value
-    return value.reshape(tuple(value.shape[:-dim]) + (-1,)).sum(-1)
 
 
 class Independent(Distribution):
@@ -49,6 +43,16 @@ class Independent(Distribution):
         self.base_dist = base_distribution
         self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Independent, _instance)
+        batch_shape = tuple(batch_shape)
+        new.base_dist = self.base_dist.expand(
+            batch_shape + tuple(self.event_shape[: self.reinterpreted_batch_ndims]))
+        new.reinterpreted_batch_ndims = self.reinterpreted_batch_ndims
+        super(Independent, new).__init__(batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
 
     @property
     def has_rsample(self) -> bool:

@@ -7,7 +7,11 @@ from numbers import Number
 import ember
 import ember.nn.functional as F
 
-__all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits"]
+__all__ = ["broadcast_all", "clamp_probs", "euler_constant", "lazy_property", "logits_to_probs",
+           "probs_to_logits", "tril_matrix_to_vec",
+           "vec_to_tril_matrix"]
+
+euler_constant = 0.57721566490153286060  # Euler Mascheroni Constant
 
 
 def broadcast_all(*values):
@@ -24,6 +28,45 @@ def broadcast_all(*values):
                 break
         values = [v if isinstance(v, ember.Tensor) else ember.tensor(v, **options) for v in values]
     return ember.broadcast_tensors(*values)
+
+
+def _standard_normal(shape, dtype, device):
+    """Standard normal draws of `shape` (the noise of reparameterised samples)."""
+    return ember.randn(tuple(shape), dtype=dtype, device=device)
+
+
+def _sum_rightmost(value, dim: int):
+    """Sum out the `dim` rightmost dimensions of `value`."""
+    if dim == 0:
+        return value
+    return value.reshape(tuple(value.shape[:-dim]) + (-1,)).sum(-1)
+
+
+def tril_matrix_to_vec(mat, diag: int = 0):
+    """The lower-triangular elements of a (batch of) D x D matrix, in row order."""
+    n = mat.shape[-1]
+    if diag < -n or diag >= n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    arange = ember.arange(n, device=mat.device)
+    tril_mask = arange < arange.view(-1, 1) + (diag + 1)
+    return mat[..., tril_mask]
+
+
+def vec_to_tril_matrix(vec, diag: int = 0):
+    """A (batch of) lower-triangular D x D matrix holding `vec`'s elements in row order."""
+    # +ve root of D**2 + (1+2*diag)*D - |diag| * (diag+1) - 2*vec.shape[-1] = 0
+    n = (-(1 + 2 * diag)
+         + ((1 + 2 * diag) ** 2 + 8 * vec.shape[-1] + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    eps = ember.finfo(vec.dtype).eps
+    if round(n) - n > eps:
+        raise ValueError(f"The size of last dimension is {vec.shape[-1]} which cannot be "
+                         "expressed as the lower triangular part of a square D x D matrix.")
+    n = round(n)
+    mat = vec.new_zeros(tuple(vec.shape[:-1]) + (n, n))
+    arange = ember.arange(n, device=vec.device)
+    tril_mask = arange < arange.view(-1, 1) + (diag + 1)
+    mat[..., tril_mask] = vec
+    return mat
 
 
 def clamp_probs(probs):

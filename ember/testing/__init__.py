@@ -52,11 +52,13 @@ point, or ``pytest_plugins = ["ember.testing.plugin"]`` in their top-level conft
 and may call ``gradcheck`` on their own ops.
 
 Public API:
+    assert_close(actual, expected, *, rtol=None, atol=None, ...): torch.testing's.
     gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3): check first derivatives.
     gradgradcheck(fn, inputs, grad_outputs=None, ...): check second derivatives.
     GradcheckError: raised by both on a mismatch (an AssertionError).
 """
 
+from ember.testing.comparison import assert_close
 from ember.testing.gradcheck import GradcheckError, gradcheck, gradgradcheck
 
-__all__ = ["GradcheckError", "gradcheck", "gradgradcheck"]
+__all__ = ["GradcheckError", "assert_close", "gradcheck", "gradgradcheck"]

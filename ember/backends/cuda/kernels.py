@@ -9,11 +9,12 @@ NVRTC on first use, per dtype):
 - SGD's in-place updates (`axpy`, `axpby` hooks: one pass each, as BLAS's on the CPU);
 - matmul through cuBLAS, float16 with float32 accumulation (CuPy's compute type), TF32
   for float32 when `ember.backends.cuda.matmul.allow_tf32` is set;
-- random numbers from one cupy.random.RandomState per device, seeded by ember.manual_seed.
+- random numbers from one cupy.random.RandomState per device, seeded by ember.manual_seed;
+- the LSTM cell forward and backward in one launch each (recurrent.py).
 
-Everything else (the LSTM cell, conv as one GEMM over the batch, max_pool and its
-backward, the _foreach_* list ops, softmax through its decomposition) is the shared xp
-code, which runs on CuPy unchanged.
+Everything else (conv as one GEMM over the batch, max_pool and its backward, the
+_foreach_* list ops, softmax through its decomposition) is the shared xp code, which runs
+on CuPy unchanged.
 
 bfloat16 is CuPy 14's ml_dtypes.bfloat16: its own elementwise ops and reductions run on
 it; the one-pass kernels above compute bfloat16 through CuPy's operators instead (their
@@ -36,7 +37,7 @@ from typing import Any
 
 import cupy
 
-from ember.backends.cuda import flags, losses, runtime
+from ember.backends.cuda import flags, losses, recurrent, runtime
 from ember.backends.xp import Hooks, make_kernels
 from ember.core.backend import ALL_DTYPES, bfloat16, numpy_dtype
 
@@ -192,6 +193,7 @@ KERNELS: dict[str, Any] = make_kernels(cupy, hooks=Hooks(
     special=_special,
 ))
 KERNELS.update(losses.kernels(cupy))  # the shared ones read values back (see losses.py)
+KERNELS.update(recurrent.kernels(KERNELS))  # one launch per LSTM cell (see recurrent.py)
 KERNELS.update({
     "tanh_backward": _one_pass(_tanh_backward, lambda y, g: (1 - y * y) * g),
     "sigmoid_backward": _one_pass(_sigmoid_backward, lambda y, g: (1 - y) * y * g),

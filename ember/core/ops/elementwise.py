@@ -655,10 +655,21 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8
             equal_nan: bool = False) -> Tensor:
     """Whether each element of `input` is close to `other`:
     `|input - other| <= atol + rtol * |other|`; an infinity is close only to itself, and
-    NaN to NaN only with `equal_nan`."""
+    NaN to NaN only with `equal_nan`. With zero tolerances it is `input == other`; bool
+    tensors are compared as the default float dtype (PyTorch's rules)."""
+    if rtol < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
     close = input == other
-    if equal_nan:
+    if equal_nan and input.dtype.is_floating_point:
         close = close.logical_or(input.isnan().logical_and(other.isnan()))
+    if rtol == 0 and atol == 0:
+        return close
+    if input.dtype == dt.bool_:
+        input = to_dtype(input, dt.get_default_dtype())
+    if other.dtype == dt.bool_:
+        other = to_dtype(other, dt.get_default_dtype())
     error = (input - other).abs()
     return close.logical_or(error.isfinite().logical_and(error <= other.abs() * rtol + atol))
 

@@ -542,8 +542,16 @@ def _xlogy_like(op: str, input: Any, other: Any, f: Any) -> Tensor:
 
 
 def _xlogy_grad_input(grad: Tensor, input: Any, other: Any) -> Tensor:
-    # (the mask in the gradient's dtype: a bool and a Python float would compute in float32)
-    return grad * xlogy((input != 0).to(grad.dtype), other)
+    # PyTorch's rule: grad * log(other), also where input is 0 (a Dirichlet's log_prob
+    # differentiated at concentration 1 needs it), but 0 where input is 0 and other <= 0
+    x, y, _ = _float_operands("xlogy", input, other)
+    return where((x == 0).logical_and(y <= 0), 0.0, xlogy(grad, y))
+
+
+def _xlog1py_grad_input(grad: Tensor, input: Any, other: Any) -> Tensor:
+    # as xlogy's: grad * log1p(other), 0 where input is 0 and other <= -1
+    x, y, _ = _float_operands("xlog1py", input, other)
+    return where((x == 0).logical_and(y <= -1), 0.0, special_xlog1py(grad, y))
 
 
 @composite(variants="function method inplace out", cost=costs.pointwise(10), grad=Grad(
@@ -622,7 +630,7 @@ def ldexp(input: Tensor, other: Tensor) -> Tensor:
 
 
 @composite(variants="", cost=costs.pointwise(10), grad=Grad(
-    input=lambda grad, input, other: grad * special_xlog1py((input != 0).to(grad.dtype), other),
+    input=_xlog1py_grad_input,
     other=lambda grad, input, other: grad * input / (other + 1.0)))
 def special_xlog1py(input: Any, other: Any) -> Tensor:
     """`input * log1p(other)`, and 0 where `input` is 0 (unless `other` is NaN)."""

@@ -554,7 +554,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Joins tensors of one shape along a new dimension."""
     tensors = list(tensors)
     if not tensors:
-        raise RuntimeError("stack(): expected a non-empty list of Tensors")
+        raise RuntimeError("stack expects a non-empty TensorList")  # (PyTorch's words)
     shape = tuple(tensors[0].shape)
     for i, x in enumerate(tensors):
         if tuple(x.shape) != shape:

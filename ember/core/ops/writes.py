@@ -469,8 +469,10 @@ def poisson(input: Tensor, generator: Any = None) -> Tensor:
             raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
         host = _on_host(generator, input.device)
         if host is not None:  # PyTorch's sampler, element by element
-            rates = _in_memory_order(input, input)
+            # the rates in the memory order of the (contiguous) output, not of the input,
+            # which may be an expanded view
             out = empty(tuple(input.shape), dtype=input.dtype, device=input.device)
+            rates = _in_memory_order(out, input)
             return _host_fill(out, "poisson", generator,
                               lambda e, n, d: cpu_random.poisson(e, rates))
         lam = input

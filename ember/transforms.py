@@ -1,0 +1,378 @@
+"""torch.func's function transforms (`ember.func` exports them): `grad`,
+`grad_and_value`, `vjp`, `jvp`, `jacrev`, `jacfwd`, `hessian`, `vmap` and
+`stack_module_state`.
+
+ember has no batching rules and no forward-mode AD, so the transforms are built from what
+it has, and compose as PyTorch's do:
+
+- `grad`, `vjp` and `jacrev` are reverse-mode autograd on the function's inputs. Inside
+  another transform (an input that already requires grad) they keep the graph, so
+  `grad(grad(f))`, `jacfwd(jacrev(f))` and `vmap(grad(f))` work.
+- `jvp` and `jacfwd` use the double-backward trick (the gradient of a vector-Jacobian
+  product with respect to the vector is the Jacobian-vector product), as
+  ember.autograd.functional does.
+- `vmap` maps the function over the batch dimension one sample at a time and stacks
+  the results: the values are the batched function's, the speed is a Python loop's. Its
+  `randomness` is always "different" (each sample draws its own numbers; PyTorch's
+  default, "error", refuses random ops inside).
+
+Arguments and results may be nested tuples, lists and dicts of tensors ("pytrees"), as
+in PyTorch (`vmap(grad(loss), in_dims=(None, 0, 0))(params_dict, x, y)`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ember.core.engine import grad as _autograd_grad
+from ember.core.grad_mode import enable_grad, is_grad_enabled
+from ember.core.ops.shape import stack
+from ember.core.tensor import Tensor
+
+__all__ = ["grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "stack_module_state",
+           "vjp", "vmap"]
+
+
+# -- pytrees ---------------------------------------------------------------------------------
+
+def _leaves(tree: Any) -> list:
+    if isinstance(tree, (tuple, list)):
+        return [leaf for item in tree for leaf in _leaves(item)]
+    if isinstance(tree, dict):
+        return [leaf for item in tree.values() for leaf in _leaves(item)]
+    return [tree]
+
+
+def _map(fn: Callable[[Any], Any], tree: Any) -> Any:
+    if isinstance(tree, tuple) and hasattr(tree, "_fields"):  # a namedtuple
+        return type(tree)(*[_map(fn, item) for item in tree])
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(_map(fn, item) for item in tree)
+    if isinstance(tree, dict):
+        return {k: _map(fn, v) for k, v in tree.items()}
+    return fn(tree)
+
+
+def _unflatten(tree: Any, leaves: list) -> Any:
+    it = iter(leaves)
+    return _map(lambda _: next(it), tree)
+
+
+# -- differentiation -----------------------------------------------------------------------
+
+def _inside_transform(leaves: list) -> bool:
+    """Whether an outer transform differentiates through this call (an input already
+    requires grad): then results keep their graph."""
+    return is_grad_enabled() and any(isinstance(x, Tensor) and x.requires_grad for x in leaves)
+
+
+def _watch(x: Any, keep: bool) -> Any:
+    """A tensor autograd follows from here: a view of `x` inside another transform (so the
+    outer one still reaches `x`), else a detached copy."""
+    if not isinstance(x, Tensor):
+        return x
+    return x.view_as(x) if keep and x.requires_grad else x.detach().requires_grad_(True)
+
+
+def _argnums(argnums: int | tuple[int, ...], count: int) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if not nums:
+        raise RuntimeError("argnums must be non-empty")
+    for n in nums:
+        if not isinstance(n, int):
+            raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(n)}")
+        if not -count <= n < count:
+            raise RuntimeError(f"Got argnum={n}, but only {count} positional inputs")
+    return tuple(n % count for n in nums)
+
+
+def _split_aux(output: Any, has_aux: bool, call: str) -> tuple[Any, Any]:
+    """(output, aux) of a `has_aux` function (`call` names the transform's call)."""
+    if not has_aux:
+        return output, None
+    if not (isinstance(output, tuple) and len(output) == 2):
+        raise RuntimeError(f"{call}: output of function f should be a tuple: (output, aux) "
+                           "if has_aux is True")
+    for leaf in _leaves(output[1]):  # PyTorch unwraps aux as tensors
+        if not isinstance(leaf, Tensor):
+            raise RuntimeError(f"Expected tensors, got unsupported type {type(leaf)}")
+    return output
+
+
+def _plain(tree: Any, keep: bool) -> Any:
+    """`tree` as the caller sees it: detached from the transform's graph unless an outer
+    transform differentiates through it."""
+    return tree if keep else _map(lambda t: t.detach() if isinstance(t, Tensor) else t, tree)
+
+
+def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0,
+                   has_aux: bool = False) -> Callable:
+    """Returns a function computing `(grad, value)` of `func`, whose output must be a
+    one-element tensor; with `has_aux` (`func` returns `(output, aux)`), `(grad, (value,
+    aux))`."""
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        nums = _argnums(argnums, len(args))
+        keep = _inside_transform(_leaves(args))
+        with enable_grad():
+            args = list(args)
+            diff = {n: _map(lambda x: _watch(x, keep), args[n]) for n in nums}
+            for n, a in diff.items():
+                args[n] = a
+            output, aux = _split_aux(func(*args, **kwargs), has_aux,
+                                     "grad_and_value(f)(*args)")
+            if not isinstance(output, Tensor):
+                raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a "
+                                   f"Tensor, got {type(output)}")
+            if output.dim() != 0 and output.numel() != 1:
+                raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a "
+                                   "scalar Tensor, got tensor with "
+                                   f"{output.dim()} dims. Maybe you wanted to use the vjp or "
+                                   "jacrev APIs instead?")
+            inputs = [leaf for n in nums for leaf in _leaves(diff[n])]
+            grads = _autograd_grad([output], inputs, create_graph=keep, allow_unused=True)
+        grads = [g if g is not None else x.new_zeros(x.shape) for g, x in zip(grads, inputs)]
+        if not keep:
+            grads = [g.detach() for g in grads]
+            output = output.detach()
+        per_arg = _unflatten([diff[n] for n in nums], grads)
+        result = per_arg[0] if isinstance(argnums, int) else tuple(per_arg)
+        return (result, (output, _plain(aux, keep))) if has_aux else (result, output)
+    return wrapper
+
+
+def grad(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable:
+    """Returns a function computing the gradient of `func` (a one-element tensor output)
+    with respect to the arguments `argnums` (the same structure as they are)."""
+    both = grad_and_value(func, argnums, has_aux)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        result, value = both(*args, **kwargs)
+        return (result, value[1]) if has_aux else result
+    return wrapper
+
+
+def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
+    """`(output, vjp_fn)`: `vjp_fn(cotangents)` gives the vector-Jacobian products with
+    respect to every primal (a tuple, one per primal)."""
+    keep = _inside_transform(_leaves(primals))
+    with enable_grad():
+        watched = tuple(_map(lambda x: _watch(x, keep), p) for p in primals)
+        output, aux = _split_aux(func(*watched), has_aux, "vjp(f, primals)")
+    inputs = _leaves(watched)
+
+    def vjp_fn(*cotangents: Any) -> tuple:
+        outs = _leaves(output)
+        cots = _leaves(cotangents[0] if len(cotangents) == 1 else cotangents)
+        with enable_grad():
+            grads = _autograd_grad(outs, inputs, cots, retain_graph=True, create_graph=keep,
+                                   allow_unused=True)
+        grads = [g if g is not None else x.new_zeros(x.shape) for g, x in zip(grads, inputs)]
+        if not keep:
+            grads = [g.detach() for g in grads]
+        return _unflatten(watched, grads)
+
+    shown = _plain(output, keep)
+    return (shown, vjp_fn, _plain(aux, keep)) if has_aux else (shown, vjp_fn)
+
+
+def jvp(func: Callable, primals: tuple, tangents: tuple, *, has_aux: bool = False) -> tuple:
+    """`(output, jvp_out)`: the Jacobian of `func` at `primals` times `tangents`."""
+    if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be "
+                           "tuples")
+    keep = _inside_transform(_leaves(primals) + _leaves(tangents))
+    with enable_grad():
+        watched = tuple(_map(lambda x: _watch(x, True), p) for p in primals)
+        output, aux = _split_aux(func(*watched), has_aux, "jvp(f, primals, tangents)")
+        outs = _leaves(output)
+        # the backward pass is linear in these: their values never reach the result
+        dummies = [o.new_zeros(o.shape).requires_grad_(True) for o in outs]
+        grads = _autograd_grad(outs, _leaves(watched), dummies, create_graph=True,
+                               allow_unused=True)
+        pairs = [(g, t) for g, t in zip(grads, _leaves(tangents)) if g is not None]
+        if pairs:
+            res = _autograd_grad([g for g, _ in pairs], dummies, [t for _, t in pairs],
+                                 create_graph=keep, allow_unused=True)
+        else:
+            res = [None] * len(dummies)
+    res = [r if r is not None else o.new_zeros(o.shape) for r, o in zip(res, outs)]
+    if not keep:
+        res = [r.detach() for r in res]
+        outs = [o.detach() for o in outs]
+    out_tree = _unflatten(output, outs)
+    tangent_out = _unflatten(output, res)
+    return (out_tree, tangent_out, _plain(aux, keep)) if has_aux else (out_tree, tangent_out)
+
+
+def _jacobian(func: Callable, argnums: int | tuple[int, ...], has_aux: bool,
+              forward: bool) -> Callable:
+    def wrapper(*args: Any) -> Any:
+        nums = _argnums(argnums, len(args))
+        keep = _inside_transform(_leaves(args))
+        with enable_grad():
+            args = list(args)
+            diff = {n: _map(lambda x: _watch(x, True), args[n]) for n in nums}
+            for n, a in diff.items():
+                args[n] = a
+            output, aux = _split_aux(func(*args), has_aux,
+                                     f"{'jacfwd' if forward else 'jacrev'}(f, ...)(*args)")
+            inputs = [leaf for n in nums for leaf in _leaves(diff[n])]
+            per_output = [_rows(out, inputs, keep) for out in _leaves(output)]
+        # result[output leaf][input leaf], arranged as the output's and the inputs' trees
+        tree = []
+        for jac in per_output:
+            per_arg = _unflatten([diff[n] for n in nums], jac)
+            tree.append(per_arg[0] if isinstance(argnums, int) else tuple(per_arg))
+        result = _unflatten(output, tree)
+        return (result, _plain(aux, keep)) if has_aux else result
+    return wrapper
+
+
+def _rows(out: Tensor, inputs: list, keep: bool) -> list:
+    """d out / d input for every input, each of shape out.shape + input.shape."""
+    flat = out.reshape(-1)
+    rows: list[list] = [[] for _ in inputs]
+    for j in range(flat.numel()):
+        grads = _autograd_grad([flat[j]], inputs, retain_graph=True, create_graph=keep,
+                               allow_unused=True)
+        for row, g, x in zip(rows, grads, inputs):
+            row.append(g if g is not None else x.new_zeros(x.shape))
+    result = []
+    for row, x in zip(rows, inputs):
+        jac = (stack(row) if row else x.new_zeros((0,) + tuple(x.shape)))
+        jac = jac.reshape(tuple(out.shape) + tuple(x.shape))
+        result.append(jac if keep else jac.detach())
+    return result
+
+
+def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, *, has_aux: bool = False,
+           chunk_size: int | None = None) -> Callable:
+    """Returns a function computing the Jacobian of `func` with respect to `argnums` by
+    reverse mode: for each output, a tensor of shape `output.shape + input.shape`."""
+    return _jacobian(func, argnums, has_aux, forward=False)
+
+
+def jacfwd(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False, *,
+           randomness: str = "error") -> Callable:
+    """Returns a function computing the Jacobian of `func` with respect to `argnums`
+    (the same values as `jacrev`; ember computes both row by row)."""
+    return _jacobian(func, argnums, has_aux, forward=True)
+
+
+def hessian(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
+    """Returns a function computing the Hessian of `func`: `jacfwd(jacrev(func))`."""
+    return jacfwd(jacrev(func, argnums), argnums)
+
+
+# -- vmap -------------------------------------------------------------------------------------
+
+def _batch_size(args: Any, dims: Any, call: str) -> int:
+    """The mapped size, the same for every mapped input (`call` starts the messages)."""
+    sizes = []
+
+    def visit(arg: Any, dim: Any) -> None:
+        if dim is None:
+            return
+        if isinstance(dim, int):
+            for leaf in _leaves(arg):
+                if not isinstance(leaf, Tensor):
+                    raise ValueError(f"{call}: Got in_dim={dim} for an input but the input is "
+                                     f"of type {type(leaf)}. We cannot vmap over non-Tensor "
+                                     "arguments, please use None as the respective in_dim")
+                if not -leaf.dim() <= dim < leaf.dim():
+                    raise ValueError(f"{call}: Got in_dim={dim} for some input, but that input "
+                                     f"is a Tensor of dimensionality {leaf.dim()} so expected "
+                                     f"in_dim to satisfy -{leaf.dim()} <= in_dim < "
+                                     f"{leaf.dim()}.")
+                sizes.append(leaf.shape[dim])
+            return
+        if isinstance(dim, (tuple, list)):
+            for a, d in zip(arg, dim):
+                visit(a, d)
+        elif isinstance(dim, dict):
+            for k, d in dim.items():
+                visit(arg[k], d)
+    visit(args, dims)
+    if not sizes:
+        raise ValueError(f"{call}: at least one input must be batched (in_dims must not be "
+                         "None for every input)")
+    if len(set(sizes)) != 1:
+        raise ValueError("vmap: Expected all tensors to have the same size in the mapped "
+                         f"dimension, got sizes {sizes} for the mapped dimension")
+    return sizes[0]
+
+
+def _slice(args: Any, dims: Any, i: int) -> Any:
+    """Sample `i` of the mapped inputs."""
+    if dims is None:
+        return args
+    if isinstance(dims, int):
+        return _map(lambda t: t.select(dims, i), args)
+    if isinstance(dims, dict):
+        return {k: _slice(v, dims.get(k), i) for k, v in args.items()}
+    return _map_pairs(args, dims, i)
+
+
+def _map_pairs(args: Any, dims: Any, i: int) -> Any:
+    items = [_slice(a, d, i) for a, d in zip(args, dims)]
+    if isinstance(args, tuple) and hasattr(args, "_fields"):  # a namedtuple
+        return type(args)(*items)
+    return type(args)(items)
+
+
+def _spec(count: int) -> str:
+    """PyTorch's pytree spec of a flat tuple of `count` leaves, as its messages print it."""
+    return "TreeSpec(tuple, None, [" + ",\n  ".join(["*"] * count) + "])"
+
+
+def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error", *,
+         chunk_size: int | None = None) -> Callable:
+    """Returns `func` mapped over a batch dimension of its inputs (`in_dims`: an int for
+    every input, or one entry per input, None for an input that is not mapped, nested as
+    the inputs are), its outputs stacked along `out_dims`."""
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', "
+                           f"or 'same'. Got {randomness}")
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        name = getattr(func, "__name__", repr(func))
+        call = f"vmap({name}, in_dims={in_dims}, ...)(<inputs>)"
+        if isinstance(in_dims, int):
+            dims: Any = (in_dims,) * len(args)
+        elif isinstance(in_dims, tuple):
+            if len(in_dims) != len(args):
+                raise ValueError(f"{call}: in_dims is not compatible with the structure of "
+                                 f"`inputs`. in_dims has structure {_spec(len(in_dims))} but "
+                                 f"inputs has structure {_spec(len(args))}.")
+            dims = in_dims
+        else:
+            raise ValueError(f"{call}: expected `in_dims` to be int or a (potentially nested) "
+                             f"tuple matching the structure of inputs, got: {type(in_dims)}.")
+        size = _batch_size(args, dims, call)
+        outputs = [func(*_slice(args, dims, i), **kwargs) for i in range(size)]
+        leaves = [_leaves(o) for o in outputs]
+        for leaf in leaves[0]:
+            if not isinstance(leaf, Tensor):
+                raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got "
+                                 f"type {type(leaf)}. Did you mean to set out_dims= to None "
+                                 "for output?")
+        out_leaves = _leaves(out_dims) if not isinstance(out_dims, int) else \
+            [out_dims] * len(leaves[0])
+        stacked = [stack([ls[k] for ls in leaves], dim=d) if d is not None else leaves[0][k]
+                   for k, d in enumerate(out_leaves)]
+        return _unflatten(outputs[0], stacked)
+    return wrapper
+
+
+def stack_module_state(models: list) -> tuple[dict, dict]:
+    """Stacks the parameters and buffers of `models` (same structure) along a new first
+    dimension: `(params, buffers)`, for `vmap` over `functional_call`. The stacked
+    parameters are new leaves that require grad."""
+    if not models:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    params = {name: stack([dict(m.named_parameters())[name].detach() for m in models])
+              .requires_grad_(True) for name, _ in models[0].named_parameters()}
+    buffers = {name: stack([dict(m.named_buffers())[name] for m in models])
+               for name, _ in models[0].named_buffers()}
+    return params, buffers
