@@ -548,6 +548,14 @@ def is_tensor(obj: object) -> bool:
     return isinstance(obj, Tensor)
 
 
+def broadcast_shapes(*shapes: object) -> Size:
+    """The shape that tensors of `shapes` broadcast to (ints count as 1-d shapes), as
+    `torch.broadcast_shapes`; RuntimeError naming the argument that does not fit."""
+    from ember.core.shapes import broadcast_many
+
+    return Size(broadcast_many(shapes))
+
+
 def devices() -> list:
     """Every device that can be used now, e.g. `[device(type='cpu'), ...]`."""
     from ember.core import scheduler
@@ -589,6 +597,7 @@ _FROM_NN_TORCH_FUNCTIONS = {
 _SUBMODULES = _SUBMODULES | {"linalg"}  # ember.linalg, as torch.linalg
 _SUBMODULES = _SUBMODULES | {"version"}  # torch.version.cuda & co
 _SUBMODULES = _SUBMODULES | {"multiprocessing"}  # torch.multiprocessing: tensors in shared memory
+_SUBMODULES = _SUBMODULES | {"func"}  # torch.func.functional_call
 
 
 def __getattr__(name: str):
@@ -612,7 +621,7 @@ __all__ = [
     # tensors, dtypes, devices
     "Tensor", "Size", "dtype", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor",
     "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
-    "device", "is_tensor", "devices", "from_dlpack",
+    "device", "is_tensor", "devices", "from_dlpack", "broadcast_shapes",
     "OutOfMemoryError",
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
     "float64", "half", "double", "long", "short", "float", "int",

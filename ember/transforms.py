@@ -94,6 +94,9 @@ def _split_aux(output: Any, has_aux: bool, call: str) -> tuple[Any, Any]:
     if not (isinstance(output, tuple) and len(output) == 2):
         raise RuntimeError(f"{call}: output of function f should be a tuple: (output, aux) "
                            "if has_aux is True")
+    for leaf in _leaves(output[1]):  # PyTorch unwraps aux as tensors
+        if not isinstance(leaf, Tensor):
+            raise RuntimeError(f"Expected tensors, got unsupported type {type(leaf)}")
     return output
 
 

@@ -1087,3 +1087,80 @@ def test_detect_anomaly_names_the_node_that_made_nan_as_torch():
         lib.autograd.set_detect_anomaly(False)
     assert messages[1] == messages[0]
     assert messages[0] == "Function 'DivBackward0' returned nan values in its 1th output."
+
+
+def test_autograd_gradcheck_checks_a_custom_function():
+    """`torch.autograd.gradcheck` (as PyTorch programs spell it) passes a right backward
+    and catches a wrong one."""
+
+    class Cube(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, wrong):
+            ctx.save_for_backward(x)
+            ctx.wrong = wrong
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * (2 if ctx.wrong else 3) * x ** 2, None
+
+    x = ember.tensor([0.5, -1.0, 2.0], dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradcheck(Cube.apply, (x, False), eps=1e-6, atol=1e-4)
+    assert not ember.autograd.gradcheck(Cube.apply, (x, True), raise_exception=False)
+    with pytest.raises(Exception, match="Jacobian mismatch"):
+        ember.autograd.gradcheck(Cube.apply, (x, True))
+    assert callable(ember.autograd.gradgradcheck)
+
+
+# -- torch.func: grad, grad_and_value, vmap -------------------------------------------------
+
+
+def test_func_errors_match_torch():
+    torch = pytest.importorskip("torch")
+    import torch.func as tfunc
+
+    import ember.func as efunc
+
+    for L, func in ((ember, efunc), (torch, tfunc)):
+        with pytest.raises(RuntimeError, match=r"Expected f\(\*args\) to return a scalar Tensor, "
+                                               r"got tensor with 1 dims"):
+            func.grad(lambda x: x * 2)(L.ones(2))
+        with pytest.raises(ValueError, match=r"Expected all tensors to have the same size in the "
+                                             r"mapped dimension, got sizes \[2, 4\]"):
+            func.vmap(lambda x, y: x + y)(L.ones(2, 3), L.ones(4, 3))
+        with pytest.raises(ValueError, match=r"Got in_dim=1 for some input, but that input is a "
+                                             r"Tensor of dimensionality 1"):
+            func.vmap(lambda x: x, in_dims=1)(L.ones(2))
+        with pytest.raises(ValueError, match="We cannot vmap over non-Tensor arguments"):
+            func.vmap(lambda x: x)(5.0)
+        with pytest.raises(RuntimeError, match="Expected tensors, got unsupported type"):
+            func.grad(lambda x: (x.sum(), "aux"), has_aux=True)(L.ones(2))
+
+
+def test_autograd_function_module_and_grad_errors_match_torch():
+    """`torch.autograd.function.once_differentiable` without importing the submodule, and
+    autograd.grad's messages for inputs that do not require grad or were not used."""
+    torch = pytest.importorskip("torch")
+    for L in (ember, torch):
+        class Square(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            @L.autograd.function.once_differentiable
+            def backward(ctx, grad):
+                (x,) = ctx.saved_tensors
+                return 2 * x * grad
+
+        x = L.tensor([1.5, -2.0], requires_grad=True)
+        Square.apply(x).sum().backward()
+        assert x.grad.tolist() == [3.0, -4.0]
+        with pytest.raises(RuntimeError, match=r"^One of the differentiated Tensors does not "
+                                               r"require grad$"):
+            L.autograd.grad((x * 2).sum(), [x, L.ones(2)])
+        with pytest.raises(RuntimeError, match=r"^The differentiated Tensor at index 1 appears to "
+                                               r"not have been used in the graph"):
+            L.autograd.grad((x * 2).sum(), [x, x * 3])

@@ -366,3 +366,19 @@ def test_out_arguments_of_the_linalg_namespace():
     assert ember.linalg.solve(a, ember.tensor(B), out=o) is o and tuple(o.shape) == B.shape
     o = ember.empty(0, dtype=ember.float64)
     assert ember.inverse(a[0], out=o) is o and tuple(o.shape) == (4, 4)
+
+
+def test_householder_product_gradient_through_zero_reflector_entries():
+    """Reflectors with zero entries (LAPACK trims them) still pass the gradient PyTorch's
+    analytic formula gives (orthogonal's Householder map starts from A = 0, tau = 2)."""
+    torch = pytest.importorskip("torch")
+    w = np.cos(np.arange(15.0)).reshape(5, 3)
+    grads = []
+    for L in (ember, torch):
+        A = L.zeros(5, 3, dtype=L.float64, requires_grad=True)
+        tau = L.tensor([2.0, 2.0, 0.0], dtype=L.float64, requires_grad=True)
+        q = L.linalg.householder_product(A, tau)
+        (q * L.tensor(w)).sum().backward()
+        grads.append((A.grad.numpy(), tau.grad.numpy(), q.detach().numpy()))
+    for got, want in zip(*grads):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)

@@ -518,3 +518,74 @@ def test_result_layouts_match_torch():
                  lambda L: L.atleast_3d(L.zeros(4)), lambda L: L.cartesian_prod(L.zeros(2),
                                                                                 L.zeros(3))):
         assert make(ember).stride() == make(torch).stride()
+
+
+# -- Tensor.view(dtype): bit views -----------------------------------------------------
+
+
+def _view_dtype_cases(L):
+    x = L.tensor([[1.0, -2.0, 0.5, 0.0], [3.0, float("inf"), -0.0, 6.0]])
+    return [
+        lambda: x.view(L.int32),
+        lambda: x.view(dtype=L.int32),
+        lambda: x.t().view(L.int32),  # same size: any strides
+        lambda: L.tensor(1.0).view(L.int32),
+        lambda: x.view(L.uint8),
+        lambda: x.view(L.int16)[:, 1:3],
+        lambda: x[:, 2:].view(L.float64),
+        lambda: x.view(L.float16),
+        lambda: x.view(L.bool).view(L.float32),
+        lambda: L.tensor([1.0, 2.0], dtype=L.float16).view(L.int16),
+        lambda: L.tensor([1.0, 2.0], dtype=L.bfloat16).view(L.uint8),
+        lambda: L.arange(16, dtype=L.uint8).reshape(2, 8)[:, 4:].view(L.int32),
+        lambda: L.tensor([1.0], dtype=L.float64).view(L.int64),
+        lambda: L.zeros(3, 4)[::3].view(L.float64),
+        lambda: L.zeros(2, 6)[:, :4].view(L.float64),
+    ]
+
+
+def test_view_dtype_reinterprets_bits_as_torch_does():
+    for i, (e, t) in enumerate(zip(_view_dtype_cases(ember), _view_dtype_cases(torch))):
+        got, want = e(), t()
+        _same(got, want, f"case {i}")
+        assert got.stride() == want.stride(), f"case {i}"
+        assert got.storage_offset() == want.storage_offset(), f"case {i}"
+
+
+@pytest.mark.parametrize("make", [
+    lambda L: L.tensor(1.0).view(L.int16),
+    lambda L: L.arange(6.0).reshape(2, 3).t().view(L.int16),
+    lambda L: L.arange(6.0).reshape(2, 3).view(L.float64),
+    lambda L: L.zeros(2, 4)[:, 1:3].view(L.float64),
+    lambda L: L.zeros(3, 4)[:, ::2].view(L.float64),
+    lambda L: L.zeros(3, 5)[:, 1:].view(L.float64),
+])
+def test_view_dtype_errors_match_torch(make):
+    with pytest.raises(Exception) as want:
+        make(torch)
+    with pytest.raises(type(want.value)) as got:
+        make(ember)
+    assert str(got.value) == str(want.value).replace("torch.", "ember.")
+
+
+def test_view_dtype_shares_memory_and_is_not_differentiable():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    bits = x.view(ember.int32)
+    assert not bits.requires_grad and bits.grad_fn is None
+    y = ember.tensor([1.0, 2.0])
+    v = y.view(ember.int32)
+    v[0] = 0
+    assert y.tolist() == [0.0, 2.0] and y._version == v._version == 1
+    y.view(ember.uint8)[4:8] = ember.tensor([0, 0, 128, 63], dtype=ember.uint8)  # 1.0
+    assert y.tolist() == [0.0, 1.0]
+
+
+def test_broadcast_shapes_matches_torch():
+    for shapes in [((2, 1), (3,)), (), (5, (2, 1)), ((1, 4), (3, 1), (4,))]:
+        assert tuple(ember.broadcast_shapes(*shapes)) == tuple(torch.broadcast_shapes(*shapes))
+    for shapes in [((2, 3), (4,)), ((2, -1),)]:
+        with pytest.raises(Exception) as want:
+            torch.broadcast_shapes(*shapes)
+        with pytest.raises(type(want.value)) as got:
+            ember.broadcast_shapes(*shapes)
+        assert str(got.value) == str(want.value)

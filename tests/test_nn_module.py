@@ -728,3 +728,246 @@ def test_removing_a_weight_reparametrisation_as_pytorch(kind):
     with pytest.raises(ValueError) as got:
         getattr(ember.nn.utils, f"remove_{kind}")(ours)
     assert str(got.value) == str(want.value)
+
+
+# -- torch.func.functional_call / nn.utils.stateless ---------------------------------------
+
+
+def _tied_net(L):
+    L.manual_seed(0)
+    net = L.nn.Sequential(L.nn.Linear(3, 4), L.nn.BatchNorm1d(4), L.nn.Linear(4, 3))
+    net[2].weight = L.nn.Parameter(net[0].weight.t().detach().clone())
+    return net
+
+
+def test_functional_call_matches_torch_and_restores_the_module():
+    torch = pytest.importorskip("torch")
+    from torch.func import functional_call as torch_call
+
+    from ember.func import functional_call
+
+    results = []
+    for L, call in ((ember, functional_call), (torch, torch_call)):
+        net = _tied_net(L)
+        net.eval()
+        x = L.tensor([[0.5, -1.0, 2.0], [1.0, 0.0, -0.5]])
+        params = {k: v * 2 for k, v in net.named_parameters()}
+        params["1.running_mean"] = L.ones(4)
+        y = call(net, params, (x,))
+        grads = L.autograd.grad(y.sum(), list(params.values())[:2], allow_unused=True)
+        before = net[0].weight
+        assert net(x).tolist() != y.tolist()  # the module's own parameters are back
+        assert net[0].weight is before and net[1].running_mean.tolist() == [0.0] * 4
+        split = call(net, ({"0.weight": params["0.weight"]}, {"0.bias": params["0.bias"]}), x)
+        results.append((y, grads[0], split))
+    for got, want in zip(results[0], results[1]):
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5)
+
+
+def test_functional_call_errors_match_torch():
+    torch = pytest.importorskip("torch")
+    from torch.func import functional_call as torch_call
+
+    from ember.func import functional_call
+
+    for L, call in ((ember, functional_call), (torch, torch_call)):
+        net = L.nn.Linear(2, 2)
+        with pytest.raises(RuntimeError, match=r"Error\(s\) in reparametrizing for Linear:\n\t"
+                           r"Unexpected key\(s\): 'w'.\n\tMissing key\(s\): 'bias', 'weight'."):
+            call(net, {"w": L.ones(2, 2)}, L.ones(1, 2), strict=True)
+        with pytest.raises(ValueError, match="appeared in multiple dictionaries"):
+            call(net, ({"bias": L.ones(2)}, {"bias": L.ones(2)}), L.ones(1, 2))
+        weight = net.weight
+        with pytest.raises(RuntimeError):
+            call(net, {"weight": L.ones(3, 3)}, L.ones(1, 2))
+        assert net.weight is weight  # put back after the failed call
+
+
+# -- nn.utils.prune ---------------------------------------------------------------------------
+
+
+def _pruned_lenet_parts(L):
+    """Prune a conv and a linear layer the ways the pruning tutorial does; what it prints."""
+    import importlib
+
+    prune = importlib.import_module(f"{L.__name__}.nn.utils.prune")
+    L.manual_seed(0)
+    conv, fc = L.nn.Conv2d(1, 4, 3), L.nn.Linear(6, 5)
+    fc.weight.data = L.arange(30.0).reshape(5, 6).sin()  # the same weights on both
+    conv.weight.data = L.arange(36.0).reshape(4, 1, 3, 3).cos()
+    out = []
+    prune.l1_unstructured(fc, name="weight", amount=0.3)
+    out += [[n for n, _ in fc.named_parameters()], [n for n, _ in fc.named_buffers()],
+            fc.weight_mask.clone(), fc.weight.clone()]
+    prune.l1_unstructured(fc, "bias", amount=2, importance_scores=L.arange(5.0))
+    out.append(fc.bias_mask.clone())
+    prune.ln_structured(conv, "weight", amount=0.5, n=2, dim=0)
+    prune.ln_structured(conv, "weight", amount=1, n=1, dim=1 + 0 * 3)  # a container
+    out += [conv.weight_mask.clone(), type(conv._forward_pre_hooks[next(
+        iter(conv._forward_pre_hooks))]).__name__]
+    loss = (fc(L.ones(2, 6)).sum() + conv(L.ones(1, 1, 5, 5)).sum())
+    loss.backward()
+    out += [fc.weight_orig.grad.clone(), prune.is_pruned(fc)]
+    prune.global_unstructured([(fc, "weight"), (conv, "weight")],
+                              pruning_method=prune.L1Unstructured, amount=0.5)
+    out += [fc.weight_mask.clone(), conv.weight_mask.clone()]
+    prune.remove(fc, "weight")
+    out += [[n for n, _ in fc.named_parameters()], sorted(fc.state_dict()), fc.weight.clone()]
+    return out
+
+
+def test_prune_matches_torch():
+    torch = pytest.importorskip("torch")
+    for got, want in zip(_pruned_lenet_parts(ember), _pruned_lenet_parts(torch), strict=True):
+        if isinstance(want, torch.Tensor):
+            assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+            np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+        else:
+            assert got == want
+
+
+def test_prune_errors_match_torch():
+    torch = pytest.importorskip("torch")
+    import torch.nn.utils.prune as tprune
+
+    import ember.nn.utils.prune as eprune
+
+    for L, prune in ((ember, eprune), (torch, tprune)):
+        lin = L.nn.Linear(3, 2)
+        with pytest.raises(ValueError, match=r"amount=1.5 should either be a float in the range"):
+            prune.l1_unstructured(lin, "weight", amount=1.5)
+        with pytest.raises(ValueError, match=r"amount=7 should be smaller than the number of "
+                                             r"parameters to prune=6"):
+            prune.l1_unstructured(lin, "weight", amount=7)
+        assert sorted(n for n, _ in lin.named_parameters()) == ["bias", "weight"]  # put back
+        with pytest.raises(ValueError, match="Structured pruning can only be applied to "
+                                             "multidimensional tensors"):
+            prune.ln_structured(lin, "bias", amount=1, n=2, dim=0)
+        with pytest.raises(ValueError, match="Parameter 'weight' of module .* has to be pruned "
+                                             "before pruning can be removed"):
+            prune.remove(lin, "weight")
+        with pytest.raises(TypeError, match='Only "unstructured" PRUNING_TYPE supported'):
+            prune.global_unstructured([(lin, "weight")], prune.LnStructured, amount=1, n=2)
+
+
+# -- nn.utils.parametrize and nn.utils.parametrizations ---------------------------------------
+
+
+def _parametrized_parts(L):
+    """A custom parametrization, weight_norm and spectral_norm as the tutorial uses them."""
+    import importlib
+
+    parametrize = importlib.import_module(f"{L.__name__}.nn.utils.parametrize")
+    parametrizations = importlib.import_module(f"{L.__name__}.nn.utils.parametrizations")
+
+    class Symmetric(L.nn.Module):
+        def forward(self, x):
+            return x.triu() + x.triu(1).transpose(-1, -2)
+
+        def right_inverse(self, a):
+            return a.triu()
+
+    L.manual_seed(0)
+    layer = L.nn.Linear(3, 3)
+    layer.weight.data = L.arange(9.0).reshape(3, 3).cos()
+    parametrize.register_parametrization(layer, "weight", Symmetric())
+    out = [repr(layer), type(layer).__name__, layer.weight.clone(),
+           parametrize.is_parametrized(layer), parametrize.is_parametrized(layer, "bias"),
+           sorted(layer.state_dict()), [n for n, _ in layer.named_parameters()]]
+    layer(L.ones(2, 3)).sum().backward()
+    out.append(layer.parametrizations.weight.original.grad.clone())
+    layer.weight = L.eye(3) * 2  # through right_inverse
+    out.append(layer.parametrizations.weight.original.clone())
+    with parametrize.cached():
+        out.append(layer.weight is layer.weight)
+    out.append(layer.weight is layer.weight)
+    parametrize.remove_parametrizations(layer, "weight")
+    out += [repr(layer), type(layer).__name__, [n for n, _ in layer.named_parameters()],
+            layer.weight.clone()]
+    wn = L.nn.Linear(4, 5)
+    wn.weight.data = L.arange(20.0).reshape(5, 4).sin()
+    parametrizations.weight_norm(wn)
+    out += [sorted(wn.state_dict()), wn.parametrizations.weight.original0.clone(),
+            wn.weight.clone()]
+    sn = L.nn.Conv2d(2, 3, 2)
+    sn.weight.data = L.arange(24.0).reshape(3, 2, 2, 2).sin()
+    parametrizations.spectral_norm(sn)
+    sn(L.ones(1, 2, 3, 3))
+    out += [sorted(sn.state_dict()), sn.weight.clone(), sn.parametrizations.weight[0]._u.clone()]
+    return out
+
+
+def test_parametrize_matches_torch():
+    torch = pytest.importorskip("torch")
+    for got, want in zip(_parametrized_parts(ember), _parametrized_parts(torch), strict=True):
+        if isinstance(want, torch.Tensor):
+            np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5,
+                                       atol=1e-6)
+        else:
+            assert got == want
+
+
+def test_parametrize_errors_match_torch():
+    torch = pytest.importorskip("torch")
+    import torch.nn.utils.parametrize as tparametrize
+
+    import ember.nn.utils.parametrize as eparametrize
+
+    for L, parametrize in ((ember, eparametrize), (torch, tparametrize)):
+        class Shrink(L.nn.Module):
+            def forward(self, x):
+                return x[:1]
+
+        lin = L.nn.Linear(2, 2)
+        with pytest.raises(ValueError, match="does not have a parameter, a buffer, or a "
+                                             "parametrized element with name 'w'"):
+            parametrize.register_parametrization(lin, "w", Shrink())
+        with pytest.raises(ValueError, match="may not change the shape of the tensor"):
+            parametrize.register_parametrization(lin, "weight", Shrink())
+        with pytest.raises(ValueError, match="does not have a parametrization on weight"):
+            parametrize.remove_parametrizations(lin, "weight")
+        parametrize.register_parametrization(lin, "weight", Shrink(), unsafe=True)
+        with pytest.raises(RuntimeError, match="Serialization of parametrized modules is only "
+                                               "supported through state_dict()"):
+            pickle.dumps(lin)
+
+
+def _orthogonal_parts(L):
+    import importlib
+
+    parametrizations = importlib.import_module(f"{L.__name__}.nn.utils.parametrizations")
+    L.manual_seed(0)
+    out = []
+    for shape, kind, trivial in [((3, 3), None, True), ((5, 3), None, True),
+                                 ((3, 5), None, True), ((4, 4), "cayley", True),
+                                 ((4, 4), "householder", False)]:
+        lin = L.nn.Linear(shape[1], shape[0])
+        # full rank (a singular matrix's QR signs are rounding noise)
+        lin.weight.data = L.tensor(np.random.default_rng(sum(shape)).standard_normal(shape),
+                                   dtype=L.float32)
+        parametrizations.orthogonal(lin, orthogonal_map=kind, use_trivialization=trivial)
+        opt = L.optim.SGD(lin.parameters(), lr=0.1)
+        for _ in range(2):
+            opt.zero_grad()
+            (lin(L.ones(2, shape[1])) ** 2).sum().backward()
+            opt.step()
+        w = lin.weight.detach()
+        q = w if w.shape[0] >= w.shape[1] else w.T
+        out += [w, q.T @ q, sorted(lin.state_dict())]
+    return out
+
+
+def test_orthogonal_parametrization_matches_torch():
+    torch = pytest.importorskip("torch")
+    for got, want in zip(_orthogonal_parts(ember), _orthogonal_parts(torch), strict=True):
+        if isinstance(want, torch.Tensor):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-5)
+        else:
+            assert got == want
+    import ember.nn.utils.parametrizations as P
+
+    with pytest.raises(ValueError, match='orthogonal_map has to be one of "matrix_exp", "cayley"'):
+        P.orthogonal(nn.Linear(3, 3), orthogonal_map="x")
+    with pytest.raises(ValueError, match="Expected a matrix or batch of matrices. Got a tensor of "
+                                         "1 dimensions."):
+        P.orthogonal(nn.Linear(3, 3), "bias")

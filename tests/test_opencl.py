@@ -1027,13 +1027,35 @@ def test_strided_view_is_a_view_and_matches_the_cpu(layout: str) -> None:
             assert got.mem is x.mem  # a view: the same memory
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided"])
+def test_view_dtype_is_a_view_and_matches_the_cpu(layout: str) -> None:
+    a = np.random.default_rng(6).standard_normal((3, 4)).astype(np.float32)
+    x = up(a, layout)
+    # a different element size needs a dense last dimension (core checks, as PyTorch)
+    targets = [E.int32, E.float16, E.uint8, E.int16] if layout == "contiguous" else [E.int32]
+    for d in targets:
+        got = OCL.kernels["view_dtype"](x, dtype=d)
+        want = CPU.kernels["view_dtype"](a if layout != "strided" else down(x), dtype=d)
+        assert got.mem is x.mem  # the same memory, read as another dtype
+        check(got, want, d, what=f"{layout} {d}")
+    pairs = OCL.kernels["view_dtype"](up(a[:, 2:], layout="contiguous"), dtype=E.int64)
+    check(pairs, CPU.kernels["view_dtype"](np.ascontiguousarray(a[:, 2:]), dtype=E.int64))
+    if layout == "contiguous":
+        back = OCL.kernels["view_dtype"](OCL.kernels["view_dtype"](x, dtype=E.uint8),
+                                         dtype=E.float32)
+        check(back, a, E.float32)
+    t = ember.tensor([[1.0, -2.0, 0.5, 0.0]], device="opencl")
+    assert t[:, 2:].view(ember.int64).stride() == (2, 1)  # as torch
+    assert t.view(ember.int32).cpu().tolist() == [[1065353216, -1073741824, 1056964608, 0]]
+
+
 # the primitives the tests above compare with the CPU backend, besides the op lists
 TESTED = set(UNARY_SAME + UNARY_FLOAT + PRED + ARITH + COMPARE + BITWISE) | {
     "div", "atan2", "where", "clamp", "cast", "sum", "prod", "max", "min", "all", "any",
     "argmax", "argmin", "cumsum", "topk", "reshape", "permute", "expand", "getitem", "setitem",
     "assign", "clone", "gather", "scatter", "scatter_add", "index_select", "nonzero", "cat",
     "flip", "tril", "triu", "matmul", "einsum", "im2col", "col2im", "constant_pad", "full",
-    "arange", "rand", "randn", "randint", "randperm", "strided_view"}
+    "arange", "rand", "randn", "randint", "randperm", "strided_view", "view_dtype"}
 
 # elementwise math (issue 16): OpenCL C's own functions run on the device; the special
 # functions OpenCL C lacks (digamma, erfinv, the Bessel functions ...) and the rare integer

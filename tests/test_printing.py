@@ -138,6 +138,23 @@ def test_autograd_suffixes_match_torch():
         assert repr(f(x)) == repr(f(tx)).replace("torch.", "ember.")
 
 
+def test_long_suffixes_wrap_onto_their_own_lines_as_torch():
+    """A suffix that would pass the line width starts a new line, indented."""
+    torch = pytest.importorskip("torch")
+    row = [-1.0, 0.2593, 0.4074, 0.0, -0.4074, -0.2593, 1.0]
+    expected = ("tensor([-1.0000,  0.2593,  0.4074,  0.0000, -0.4074, -0.2593,  1.0000],\n"
+                "       dtype=ember.float64, grad_fn=<MulBackward0>)")
+    x = ember.tensor(row, dtype=ember.float64, requires_grad=True)
+    assert repr(x * 1) == expected
+    for make in (lambda L: L.tensor(row, dtype=L.float64),
+                 lambda L: L.tensor(row, dtype=L.float64, requires_grad=True) * 1,
+                 lambda L: L.tensor(row[:6], dtype=L.float16, requires_grad=True),
+                 lambda L: L.arange(30, dtype=L.int16).reshape(3, 10),
+                 lambda L: L.tensor([[1e-8, 2.0] * 5] * 2, dtype=L.float64,
+                                    requires_grad=True) * 2):
+        assert repr(make(ember)) == repr(make(torch)).replace("torch.", "ember.")
+
+
 # -- default dtype and devices ------------------------------------------------------------------
 
 

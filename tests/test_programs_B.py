@@ -1,4 +1,5 @@
-"""Real PyTorch programs (set B: text, sequence, RL, misc) run unchanged on ember.
+"""Real PyTorch programs (set B: text, sequence, RL, misc; set D: generative models, graphs,
+advanced autograd and API) run unchanged on ember.
 (regression.py and time_sequence_prediction.py of this set run in test_programs_A.py.)
 
 Each program in tests/programs/ runs twice in a subprocess: with the real torch, and with
@@ -114,6 +115,39 @@ PROGRAMS_B = [
     Program("tabular_mlp.py",
             same=r"^\[|^train rows|^TabularModel|^  |^\)|^parameters|^reloaded",
             losses=r"train loss: (?P<loss>[\d.]+)", factor=1.5, long=True),
+    # set D: generative models, graphs, advanced autograd and API
+    Program("ddpm_2d.py",
+            same=r"^betas|^Denoiser|^  |^\)|^samples", skeleton=r"^fraction near a mode",
+            losses=r"^epoch .* loss (?P<loss>[\d.]+)$", factor=1.5),
+    Program("realnvp_2d.py",
+            same=r"^Parameter|^tensor|^        \[|^MultivariateNormal|^Independent|^base log_prob"
+                 r"|^max reconstruction|^sample shape",
+            skeleton=r"^test nll", losses=r"^iter \d+: loss = (?P<loss>[\d.]+)", factor=1.5),
+    Program("gcn.py",
+            same=r"^nodes|^torch.Size|^symmetric|^mm ==|^masks|^GCN|^  \(|^\)|^Optimization",
+            skeleton=r"^Epoch|^Test set", losses=r"loss_train: (?P<loss>[\d.]+)", factor=3.0),
+    Program("moe.py",
+            same=r"^Model|^  |^\)|^number of parameters|^tokens per expert",
+            skeleton=r"^eval mse", losses=r"^step +\d+ loss (?P<loss>[\d.]+)", factor=1.5),
+    Program("autograd_hooks_maml.py",
+            same=r"^tensor|^ |^gradcheck|^w.grad|^hooked|^activation|^hooks removed"
+                 r"|^gradient penalty",
+            losses=r"^meta iter +\d+ meta loss (?P<loss>[\d.]+)", factor=1.5),
+    Program("pruning_parametrize.py",  # (the printed hooks show addresses: not compared)
+            same=r"^\['|^\[\]|^\[\(|^bias zeros|^zero filters|^dict_keys|^Global|^still sparse"
+                 r"|^Parametrized|^Linear|^  |^\)|^True|^torch.Size|^spectral|^cached",
+            skeleton=r"^\('bias'|^tensor|^       requires|^Sparsity",
+            losses=r"^finetune step \d+ loss (?P<loss>[\d.]+)", factor=1.5),
+    Program("per_sample_grads.py",
+            same=r"^SimpleCNN|^  |^\)|^torch.Size|^vmap\(grad\) agrees|^\{",
+            losses=r"^step +\d+ loss (?P<loss>[\d.]+)", factor=1.3),
+    Program("numeric_utils.py", same=r"^(?!standardized)", close=r"^standardized",
+            seeded=False),
+    Program("padded_gru_tagger.py",
+            same=r"^Namespace|^vocab size|^BiGRUTagger|^  |^\)|^padding row|^packed|^reloaded"
+                 r"|/DET",
+            skeleton=r"^test accuracy", check=_test_accuracy(0.9),
+            losses=r"^epoch \d+ \| loss (?P<loss>[\d.]+)", factor=3.0, long=True),
 ]
 
 

@@ -202,6 +202,22 @@ class TestFactories:
         assert e.dtype is ember.float32 and tuple(e.shape) == tuple(t.shape)
         np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6, atol=1e-6)
 
+    @pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
+    def test_linspace_is_bit_exact(self, torch, dtype):
+        """PyTorch's values to the bit (its fused multiply-adds in the dtype's precision):
+        the middle of linspace(-1, 1, 7) in float64 is 5.55e-17, not 0."""
+        import random
+
+        rng = random.Random(0)
+        cases = [(-1.0, 1.0, 7), (0.1, 0.7, 2), (-math.pi, math.pi, 2000)]
+        cases += [(rng.uniform(-5, 5), rng.uniform(-5, 5), rng.randint(2, 40)) for _ in range(60)]
+        for start, end, steps in cases:
+            e = ember.linspace(start, end, steps, dtype=getattr(ember, dtype))
+            t = torch.linspace(start, end, steps, dtype=getattr(torch, dtype))
+            assert e.tolist() == t.tolist(), (start, end, steps)
+        with pytest.raises(RuntimeError, match="value cannot be converted to type float without "
+                                               "overflow"):
+            ember.linspace(1e300, -1e300, 5)
     @pytest.mark.parametrize("args,dtype", [
         ((0, 2, 3), None), ((0, 1, 7, 2.0), "float32"), ((-3, 3, 11), "float64"),
         ((0.1, 2.7, 9, 3.3), "float16"), ((0, 10, 6, 2), "int64"), ((1, 3, 5), "bfloat16"),

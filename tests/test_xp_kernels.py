@@ -19,7 +19,7 @@ import pytest
 
 from ember.backends.xp import OVERLAP, Hooks, make_kernels
 from ember.core import plugins
-from ember.core.backend import ViewNotPossible, bfloat16, float32, numpy_dtype
+from ember.core.backend import ViewNotPossible, bfloat16, float32, int16, numpy_dtype
 
 XP_DIR = pathlib.Path(__file__).resolve().parents[1] / "ember" / "backends" / "xp"
 
@@ -84,7 +84,7 @@ LINALG_OPS = frozenset("""
     det _linalg_slogdet _linalg_inv_ex _linalg_solve_ex _linalg_cholesky_ex _linalg_qr
     _geqrf _linalg_svd _linalg_eigh _linalg_lu_factor_ex _linalg_solve_triangular
 """.split())
-SHARED_OPS = SHARED_OPS | LINALG_OPS | {"strided_view"}
+SHARED_OPS = SHARED_OPS | LINALG_OPS | {"strided_view", "view_dtype"}
 CUPY_NAMES = CUPY_NAMES | frozenset("eye diagonal swapaxes empty linalg finfo".split())
 
 
@@ -112,7 +112,8 @@ def _linalg_calls() -> list:
             ("_linalg_eigh", (spd,), {"UPLO": "L"}), ("_linalg_lu_factor_ex", (a,), {}),
             ("_linalg_solve_triangular", (a, b), {"upper": True, "unitriangular": False}),
             ("strided_view", (_f32(3, 4),), {"shape": (2, 2), "steps": ((1, 0), (1, 1)),
-                                             "start": (0, 0)})]
+                                             "start": (0, 0)}),
+            ("view_dtype", (_f32(3, 4),), {"dtype": int16})]
 
 
 def test_special_functions_come_through_the_hook():

@@ -1,6 +1,7 @@
 """Automatic differentiation: `backward`, `grad`, grad modes, custom `Function`s, and the
 deprecated `Variable`."""
 
+from ember.autograd import function  # noqa: F401  (torch.autograd.function.X without an import)
 from ember.autograd.variable import Variable
 from ember.core.anomaly_mode import detect_anomaly, set_detect_anomaly
 from ember.core.engine import backward, grad, queue_callback
@@ -15,9 +16,12 @@ __all__ = ["Function", "FunctionCtx", "Node", "backward", "detect_anomaly", "ena
 
 def __getattr__(name: str):
     """`ember.autograd.functional` and `.profiler` load on first use (they bring ops and
-    the profiler's recorder that `import ember` does not need)."""
-    if name in ("functional", "profiler"):
-        import importlib
+    the profiler's recorder that `import ember` does not need); so do `gradcheck` and
+    `gradgradcheck`."""
+    import importlib
 
+    if name in ("functional", "profiler"):
         return importlib.import_module(f"ember.autograd.{name}")
+    if name in ("gradcheck", "gradgradcheck"):  # in ember.testing, which needs NumPy
+        return getattr(importlib.import_module("ember.testing.gradcheck"), name)
     raise AttributeError(f"module 'ember.autograd' has no attribute {name!r}")

@@ -475,6 +475,6 @@ hookimpl = pluggy.HookimplMarker("ember")
 """Mark a plugin's hook implementations: `@hookimpl def ember_backends(): ...`."""
 
 REQUIRED_KERNELS = frozenset({"reshape", "permute", "expand", "getitem", "setitem", "assign",
-                              "strided_view"})
+                              "strided_view", "view_dtype"})
 """Kernels every backend must have natively: views and in-place writes cannot be emulated
 through a copy to the CPU. Every other op falls back to the CPU backend when missing."""

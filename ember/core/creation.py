@@ -415,13 +415,51 @@ def linspace(start: float, end: float, steps: int, *, dtype: Any = None,
     d = dtype_arg(dtype) or dt.get_default_dtype()
     if steps == 1:
         return full((1,), start, dtype=d, device=device, requires_grad=requires_grad)
-    step = (end - start) / max(steps - 1, 1)
-    # PyTorch fills the first half from `start` and the second half back from `end`
+    # PyTorch fills the first half as fma(step, i, start) and the second half back from
+    # the end as fma(-step, steps - 1 - i, end), in the result's own precision (float32's
+    # step is a float32; float16 and bfloat16 round the product, then the sum): the
+    # products are formed exactly here, so every value is PyTorch's to the bit
     idx = arange(steps, dtype=dt.float64, device=device)
     half = steps // 2
-    lo = idx * step + start
-    hi = end - (steps - 1 - idx) * step
+    if d in _NARROW_FLOATS:
+        start, end = _rounded(float(start), d), _rounded(float(end), d)
+        step = _rounded(_rounded(end - start, d) / (steps - 1), d)
+        # the index is a value of the dtype too; a narrow step times it is exact in float64
+        lo, hi = idx.to(d).double() * step, (steps - 1 - idx).to(d).double() * -step
+        if d is not dt.float32:
+            lo, hi = lo.to(d).double(), hi.to(d).double()
+        lo, hi = lo + start, hi + end
+    else:
+        step = (end - start) / (steps - 1)
+        lo = _fma(idx, step, start)
+        hi = _fma(steps - 1 - idx, -step, end)
     return _finish(lo.where(idx < half, hi).to(d), requires_grad)
+
+
+_NARROW_FLOATS = {dt.float32: "float", dt.float16: "c10::Half", dt.bfloat16: "c10::BFloat16"}
+
+
+def _rounded(x: float, d: dt.dtype) -> float:
+    """`x` rounded to the floating dtype `d`; PyTorch's error where it overflows."""
+    with np.errstate(over="ignore"):
+        v = float(np.asarray(x, np.float64).astype(numpy_dtype(d)))
+    if math.isinf(v) and math.isfinite(x):
+        raise RuntimeError(f"value cannot be converted to type {_NARROW_FLOATS[d]} without "
+                           "overflow")
+    return v
+
+
+def _fma(k: Tensor, step: float, c: float) -> Tensor:
+    """`k * step + c` rounded once (a fused multiply-add) for float64 integers `k` below
+    2**26: `step` split in two 26-bit halves (Veltkamp) makes both products exact, and the
+    sum's rounding error is carried (Knuth's TwoSum) into the last addition."""
+    big = step * 134217729.0
+    step_hi = big - (big - step)
+    p_hi, p_lo = k * step_hi, k * (step - step_hi)
+    total = p_hi + c
+    back = total - p_hi
+    err = (p_hi - (total - back)) + (c - back)
+    return total + (err + p_lo)
 
 
 @composite(variants="function")

@@ -52,6 +52,11 @@ class dtype:  # noqa: N801 - PyTorch's spelling
 
 BOOL, INT, FLOAT = 0, 1, 2
 
+SCALAR_TYPE_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+                     "uint8": "Byte", "bool": "Bool", "float32": "Float", "float64": "Double",
+                     "float16": "Half", "bfloat16": "BFloat16"}
+"""PyTorch's ScalarType names by dtype name, as its error messages print them."""
+
 bool_ = dtype("bool", 1, BOOL, 0, False)
 uint8 = dtype("uint8", 1, INT, 1, False)
 int8 = dtype("int8", 1, INT, 1, True)

@@ -76,8 +76,7 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
         for i, t in enumerate(capture):
             edge = edge_of(t)
             if edge is None:
-                raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not "
-                                   "require grad")
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
             wanted[edge] = i
 
     deps = _collect(set(roots))
@@ -343,9 +342,9 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None,
             if materialize_grads:
                 g = t.new_zeros(t.shape)
             elif not allow_unused:
-                raise RuntimeError(f"One of the differentiated Tensors (input {i}) appears to "
-                                   "not have been used in the graph. Set allow_unused=True if "
-                                   "this is the desired behavior.")
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have "
+                                   "been used in the graph. Set allow_unused=True if this is "
+                                   "the desired behavior.")
         elif g.shape != t.shape:
             g = g.sum_to_size(t.shape)
         result.append(g)

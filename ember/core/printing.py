@@ -154,4 +154,21 @@ def tensor_repr(t) -> str:
         suffix.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t.requires_grad:
         suffix.append("requires_grad=True")
-    return "tensor(" + body + "".join(", " + s for s in suffix) + ")"
+    return _add_suffixes("tensor(" + body, suffix, len("tensor("))
+
+
+def _add_suffixes(text: str, suffixes: list[str], indent: int) -> str:
+    """`text` and its suffixes (`dtype=...`, `grad_fn=...`): a suffix that would pass the
+    line width goes on a line of its own, indented (PyTorch's `_add_suffixes`, including
+    its count of the last line's length)."""
+    parts = [text]
+    last_line_len = len(text) - text.rfind("\n") + 1
+    for s in suffixes:
+        if last_line_len + len(s) + 2 > PRINT_OPTIONS.linewidth:
+            parts.append(",\n" + " " * indent + s)
+            last_line_len = indent + len(s)
+        else:
+            parts.append(", " + s)
+            last_line_len += len(s) + 2
+    parts.append(")")
+    return "".join(parts)

@@ -718,6 +718,25 @@ def strided_view(x: CLBuffer, shape: tuple, steps: tuple, start: tuple) -> CLBuf
     return x.view(tuple(shape), strides, offset if math.prod(shape) else x.offset)
 
 
+def view_dtype(x: CLBuffer, dtype: Any) -> CLBuffer:
+    """The same device memory read as `dtype`: shape, strides and offset rescaled by the
+    ratio of the element sizes (core has checked they divide, PyTorch's rules)."""
+    ctype(x.dev, dtype, "view_dtype")  # float64 on a device without it: a clear error
+    old, new = x.dtype.itemsize, dtype.itemsize
+    shape, strides, offset = x.shape, x.strides, x.offset
+    if new < old:
+        r = old // new
+        shape = shape[:-1] + (shape[-1] * r,)
+        strides = tuple(st * r for st in strides[:-1]) + (1,)
+        offset *= r
+    elif new > old:
+        r = new // old
+        shape = shape[:-1] + (shape[-1] // r,)
+        strides = tuple(st // r for st in strides[:-1]) + (1,)
+        offset //= r
+    return CLBuffer(x.mem, shape, strides, offset, dtype, x.dev)
+
+
 def _index_layout(x: CLBuffer, index: tuple, tensors: tuple = ()):
     """Walk an index spec over x: the shape, strides and offset its basic entries give
     (ints select and drop their dimension first, PyTorch's rule), the result positions of
@@ -1631,7 +1650,8 @@ for _op in ("argmax", "argmin"):
     TABLE[_op] = _arg_reduction(_op)
 TABLE.update({
     "where": where, "clamp": clamp, "cast": cast, "cumsum": cumsum, "topk": topk,
-    "reshape": reshape, "permute": permute, "expand": expand, "flip": flip, "clone": clone,
+    "reshape": reshape, "view_dtype": view_dtype, "permute": permute, "expand": expand,
+    "flip": flip, "clone": clone,
     "strided_view": strided_view,
     "tril": tril, "triu": triu, "getitem": getitem, "setitem": setitem, "assign": assign,
     "cat": cat, "gather": gather, "scatter": scatter, "scatter_add": scatter_add,

@@ -34,6 +34,11 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         first = x[tuple(slice(b, b + 1) for b in start)] if start else x
         return xp.lib.stride_tricks.as_strided(first, shape=tuple(shape), strides=strides)
 
+    def view_dtype(x, dtype):
+        # NumPy and CuPy reinterpret a view's bytes in place (their strides count bytes);
+        # core has checked that the last dimension is dense where the sizes differ
+        return x.view(lib.dtypes[dtype])
+
     def flip(x, dims):
         return xp.flip(x, dims).copy()
 
@@ -53,6 +58,6 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return xp.pad(x, pad, mode="constant", constant_values=value)
 
     return {"reshape": reshape, "permute": permute, "expand": expand, "flip": flip,
-            "strided_view": strided_view,
+            "strided_view": strided_view, "view_dtype": view_dtype,
             "clone": clone, "tril": tril, "triu": triu, "cat": cat,
             "constant_pad": constant_pad}

@@ -627,7 +627,7 @@ def _larf(v: Tensor, tau: Tensor, C: Tensor, left: bool) -> Tensor:
     length = arange(1, v.shape[-1] + 1, device=v.device)
     last_v = where(v != 0, length, 0).amax(-1, keepdim=True)
     in_v = length <= last_v  # (.., L)
-    v = where(in_v, v, 0.0)
+    v_full, v = v, where(in_v, v, 0.0)
     in_v = in_v.unsqueeze(-1 if left else -2)
     read = where(in_v, C, 0.0)
     across = arange(1, other + 1, device=C.device)
@@ -638,9 +638,15 @@ def _larf(v: Tensor, tau: Tensor, C: Tensor, left: bool) -> Tensor:
     # another order overflows elsewhere)
     if left:  # H C = C - v (tau v^T C)
         update = v.unsqueeze(-1) * (t * (v.unsqueeze(-2) @ read))
+        untrimmed = C - v_full.unsqueeze(-1) * (t * (v_full.unsqueeze(-2) @ C))
     else:  # C H = C - (C v) (tau v^T)
         update = (read @ v.unsqueeze(-1)) * (t * v.unsqueeze(-2))
-    return where(in_v & in_c & (t != 0), C - update, C)
+        untrimmed = C - (C @ v_full.unsqueeze(-1)) * (t * v_full.unsqueeze(-2))
+    trimmed = where(in_v & in_c & (t != 0), C - update, C)
+    # the trimming changes no finite value, but it would cut the gradient of the zeros it
+    # skips (d/dv_j of a trailing zero, d/dtau where tau is 0): where the values agree
+    # the untrimmed product carries the gradient, as PyTorch's analytic one does
+    return where(untrimmed == trimmed, untrimmed, trimmed)
 
 
 def _reflector(A: Tensor, i: int) -> Tensor:

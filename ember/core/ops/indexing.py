@@ -53,10 +53,7 @@ from ember.core.ops.shape import broadcast_tensors, cat, reshape
 from ember.core.shapes import broadcast_shapes, fmt_shape, normalize_dim
 from ember.core.tensor import Tensor
 
-SCALAR_TYPE_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-                     "uint8": "Byte", "bool": "Bool", "float32": "Float", "float64": "Double",
-                     "float16": "Half", "bfloat16": "BFloat16"}
-"""PyTorch's ScalarType names by dtype name, as its error messages print them."""
+SCALAR_TYPE_NAMES = dt.SCALAR_TYPE_NAMES  # the callers of this module import it from here
 
 
 # -- rules ----------------------------------------------------------------------------

@@ -9,6 +9,7 @@ Kernels (signatures of their rules):
     permute   kernel(input, dims=) -> a view.      expand  kernel(input, shape=) -> a view.
     flip      kernel(input, dims=) -> a copy.      clone   kernel(input) -> a copy.
     tril/triu kernel(input, diagonal=) -> a copy.  cat     kernel(*tensors, dim=) -> y.
+    view_dtype kernel(input, dtype=) -> a view of the same memory as another dtype.
 """
 
 from __future__ import annotations
@@ -163,10 +164,71 @@ def reshape(input: Tensor, shape: Sequence[int]) -> Tensor:
 
 @composite(variants="method", cost=costs.view)
 def view(self: Tensor, *shape: Any, **kwargs: Any) -> Tensor:
-    """A view with a new shape; raises when the strides do not allow one."""
-    if len(shape) == 1 and isinstance(shape[0], dt.dtype):
-        raise NotImplementedError("view(dtype) is not supported")
+    """A view with a new shape; raises when the strides do not allow one.
+
+    `view(dtype)` instead reinterprets the tensor's memory as another dtype (PyTorch's
+    bit views: `float_tensor.view(torch.int32)`); with a different element size the
+    last dimension grows or shrinks by the ratio of the sizes."""
+    if len(shape) == 1 and not kwargs and isinstance(shape[0], dt.dtype):
+        return _view_as_dtype(self, shape[0])
+    if not shape and set(kwargs) == {"dtype"}:
+        return _view_as_dtype(self, kwargs["dtype"])
     return _reshape_impl(self, sizes_arg(shape, kwargs), True, "view")
+
+
+def _view_dtype_rule(input, *, dtype):
+    shape = tuple(input.shape)
+    if dtype.itemsize != input.dtype.itemsize:
+        shape = shape[:-1] + (shape[-1] * input.dtype.itemsize // dtype.itemsize,)
+    return OutMeta(shape, dtype, None)
+
+
+@primitive(variants="", rule=_view_dtype_rule, view=True, cost=costs.view)
+def view_dtype(input: Tensor, dtype: dt.dtype) -> Tensor:
+    """The tensor's memory read as elements of `dtype` (no copy, no autograd). With a
+    different element size the last dimension is scaled by the ratio of the sizes.
+
+    Kernel: `view_dtype(input, *, dtype) -> a view` sharing the input's memory; core has
+    checked PyTorch's conditions (the last dimension dense, its size, the storage offset
+    and the other strides divisible where elements get larger)."""
+    return _view_as_dtype(input, dtype)
+
+
+def _check_view_dtype(x: Tensor, dtype: dt.dtype) -> None:
+    """PyTorch's conditions for viewing `x` as a dtype of a different element size."""
+    old, new = x.dtype.itemsize, dtype.itemsize
+    if old == new:
+        return
+    what = (f"to view {dt.SCALAR_TYPE_NAMES[x.dtype.name]} as {dt.SCALAR_TYPE_NAMES[dtype.name]} "
+            "(different element sizes)")
+    if x.ndim == 0:
+        raise RuntimeError(f"self.dim() cannot be 0 {what}")
+    if x.stride(-1) != 1:
+        raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {x.stride(-1)}")
+    if new > old:
+        ratio = new // old
+        if x.shape[-1] % ratio:
+            raise RuntimeError(f"self.size(-1) must be divisible by {ratio} {what}, but got "
+                               f"{x.shape[-1]}")
+        if x.storage_offset() % ratio:
+            raise RuntimeError(f"self.storage_offset() must be divisible by {ratio} {what}, "
+                               f"but got {x.storage_offset()}")
+        for d in range(x.ndim - 1):
+            if x.stride(d) % ratio:
+                raise RuntimeError(f"self.stride({d}) must be divisible by {ratio} {what}, "
+                                   f"but got {x.stride(d)}")
+
+
+def _view_as_dtype(x: Tensor, dtype: Any) -> Tensor:
+    if not isinstance(dtype, dt.dtype):
+        raise TypeError(f"view(): argument 'dtype' must be torch.dtype, not "
+                        f"{type(dtype).__name__}")
+    _check_view_dtype(x, dtype)
+    out = run("view_dtype", x, dtype=dtype)
+    # not an autograd view (PyTorch's view.dtype is not differentiable), but the same
+    # memory: writes through either one bump the one version counter
+    out._vc = x._vc
+    return out
 
 
 @composite(variants="method", cost=costs.view)
