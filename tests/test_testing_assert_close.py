@@ -91,6 +91,8 @@ def test_it_is_torch_testings_under_the_alias_and_ember_testings() -> None:
     lambda L: L.isclose(L.tensor([1.0, math.nan]), L.tensor([1.0 + 1e-9, math.nan]),
                         rtol=0, atol=0, equal_nan=True),
     lambda L: L.isclose(L.ones(1), L.ones(1), rtol=-1),
+    lambda L: L.isclose(L.ones(1), L.ones(1, dtype=L.float64)),
+    lambda L: L.isclose(L.ones(1, dtype=L.int32), L.ones(1, dtype=L.int64)),
     lambda L: L.isclose(L.ones(1), L.ones(1), atol=-1e-3),
 ])
 def test_isclose_matches_torch(make) -> None:

@@ -657,6 +657,10 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8
     `|input - other| <= atol + rtol * |other|`; an infinity is close only to itself, and
     NaN to NaN only with `equal_nan`. With zero tolerances it is `input == other`; bool
     tensors are compared as the default float dtype (PyTorch's rules)."""
+    if input.dtype != other.dtype:
+        names = dt.SCALAR_TYPE_NAMES
+        raise RuntimeError(f"{names.get(input.dtype.name, input.dtype.name)} did not match "
+                           f"{names.get(other.dtype.name, other.dtype.name)}")
     if rtol < 0:
         raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
     if atol < 0:
