@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ember
@@ -861,21 +861,34 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return _inplace_apply(input, fn) if inplace else fn(input)
 
 
+_HALF_FLOATS = (ember.float16, ember.bfloat16)
+
+
+def _in_float32(input: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
+    """fn(input), computed in float32 and rounded once for a half-float input: PyTorch's
+    activations compute in float32 ("opmath"); rounding each step to bfloat16 differs
+    by an ulp in about half the elements."""
+    if input.dtype in _HALF_FLOATS:
+        return fn(input.float()).to(input.dtype)
+    return fn(input)
+
+
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     r"""Gaussian error linear unit: :math:`x \Phi(x)`; ``approximate='tanh'`` uses
     :math:`0.5x(1 + \tanh(\sqrt{2/\pi}(x + 0.044715x^3)))`."""
     if approximate == "none":
-        return input * (ember.erf(input * (1.0 / math.sqrt(2.0))) + 1.0) * 0.5
+        return _in_float32(input, lambda x: x * (ember.erf(x * (1.0 / math.sqrt(2.0))) + 1.0)
+                           * 0.5)
     if approximate == "tanh":
-        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
-        return input * (ember.tanh(inner) + 1.0) * 0.5
+        return _in_float32(input, lambda x: x * (ember.tanh(
+            (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)) + 1.0) * 0.5)
     raise RuntimeError(f"approximate argument must be either none or tanh, got "
                        f"'{approximate}'")
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     r"""Sigmoid linear unit (swish): :math:`x \sigma(x)`."""
-    fn = lambda x: x * ember.sigmoid(x)
+    fn = lambda x: _in_float32(x, lambda y: y * ember.sigmoid(y))
     return _inplace_apply(input, fn) if inplace else fn(input)
 
 

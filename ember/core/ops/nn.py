@@ -1373,6 +1373,13 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
         raise RuntimeError(f"layer_norm: Given normalized_shape={list(shape)}, expected input "
                            f"with shape [*, {', '.join(str(s) for s in shape)}], but got "
                            f"input of size{list(input.shape)}")
+    if input._dtype in (dt.float16, dt.bfloat16):
+        # PyTorch computes in float32 and rounds once to the input's dtype (the weights
+        # may be float32, as under autocast)
+        out = layer_norm(input.to(dtype=dt.float32), shape,
+                         None if weight is None else weight.to(dtype=dt.float32),
+                         None if bias is None else bias.to(dtype=dt.float32), eps)
+        return out.to(dtype=input._dtype)
     dims = tuple(range(input.ndim - len(shape), input.ndim))
     mean = R.mean(input, dims, keepdim=True)
     centered = sub(input, mean)
