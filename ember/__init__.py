@@ -526,7 +526,15 @@ from ember.core.ops.spectral import istft, stft
 from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, normal, poisson, zero_
 from ember.core.placement import get_default_device, set_default_device
 from ember.core.printing import get_printoptions, set_printoptions
-from ember.core.storage import layout, strided  # SHAPE family
+from ember.core.storage import (  # SHAPE family
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    layout,
+    memory_format,
+    preserve_format,
+    strided,
+)
 from ember.core.tensor import Size, Tensor
 from ember.core.threads import (
     get_num_interop_threads,
@@ -706,7 +714,8 @@ __all__ = [
     "split_copy", "split_with_sizes", "split_with_sizes_copy", "squeeze_copy", "t_copy",
     "transpose_copy", "tril_indices", "triu_indices", "unbind_copy", "unfold_copy",
     "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "unsqueeze_copy",
-    "view_copy", "vsplit", "diagonal", "layout", "strided",
+    "view_copy", "vsplit", "diagonal", "layout", "strided", "memory_format",
+    "contiguous_format", "channels_last", "channels_last_3d", "preserve_format",
     # reductions, sorting, scans, search and index writes (the REDUCE family)
     "sort", "argsort", "msort", "kthvalue", "median", "nanmedian", "mode", "quantile",
     "nanquantile", "cumprod", "cummax", "cummin", "logcumsumexp", "nansum", "nanmean",

@@ -518,3 +518,29 @@ def test_result_layouts_match_torch():
                  lambda L: L.atleast_3d(L.zeros(4)), lambda L: L.cartesian_prod(L.zeros(2),
                                                                                 L.zeros(3))):
         assert make(ember).stride() == make(torch).stride()
+
+
+def test_memory_formats_as_torch():
+    """`channels_last` and friends: accepted by to/contiguous/Module.to without changing a
+    value; is_contiguous(memory_format=...) answers as PyTorch's for a row-major tensor."""
+    import pickle
+
+    names = ["contiguous_format", "channels_last", "channels_last_3d", "preserve_format"]
+    for name in names:
+        fmt = getattr(ember, name)
+        assert isinstance(fmt, ember.memory_format) and repr(fmt) == f"ember.{name}"
+        assert pickle.loads(pickle.dumps(fmt)) is fmt
+    shapes = [(2, 3, 4, 5), (2, 1, 4, 5), (2, 3, 1, 1), (1, 3, 1, 4), (3, 4), (2, 3, 4, 5, 6),
+              (2, 1, 1, 1, 1), (2, 3, 1, 1, 1)]
+    for shape in shapes:
+        for name in names[:3]:
+            assert ember.ones(shape).is_contiguous(memory_format=getattr(ember, name)) == \
+                torch.ones(shape).is_contiguous(memory_format=getattr(torch, name)), (shape, name)
+    x = np.random.default_rng(0).standard_normal((2, 3, 4, 5)).astype(np.float32)
+    y = ember.tensor(x).to(memory_format=ember.channels_last)
+    np.testing.assert_array_equal(y.contiguous(memory_format=ember.channels_last).numpy(), x)
+    conv = ember.nn.Conv2d(3, 2, 1).to(memory_format=ember.channels_last)
+    assert tuple(conv(y).shape) == (2, 2, 4, 5)
+    with pytest.raises(TypeError, match="argument 'memory_format' must be torch.memory_format, "
+                                        "not str"):
+        ember.ones(2).is_contiguous(memory_format="channels_last")

@@ -27,6 +27,54 @@ class layout:  # noqa: N801 - PyTorch's name
 strided = layout("strided")
 
 
+class memory_format:  # noqa: N801 - PyTorch's name
+    """The order of a tensor's dimensions in memory that `to(memory_format=...)`,
+    `contiguous(memory_format=...)` and `Module.to(memory_format=...)` ask for. ember's
+    buffers are always row-major (`contiguous_format`): another format is accepted as a
+    hint that changes no value (PyTorch's results do not depend on it either)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"{dt.API_NAME}.{self._name}"
+
+    def __reduce__(self) -> str:
+        return self._name  # pickled by name: the module-level singleton
+
+
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+preserve_format = memory_format("preserve_format")
+
+# the dimension orders, innermost first, whose strides a format's contiguity checks
+_DIM_ORDER = {channels_last: (4, (1, 3, 2, 0)), channels_last_3d: (5, (1, 4, 3, 2, 0))}
+
+
+def is_row_major_contiguous_as(shape: tuple[int, ...], fmt: Any) -> bool:
+    """Whether a dense row-major tensor of `shape` is also contiguous in `fmt` (PyTorch's
+    rule: the strides grow along the format's dimension order, size-1 dims ignored)."""
+    if fmt is None or fmt is contiguous_format or fmt is preserve_format:
+        return True
+    if not isinstance(fmt, memory_format):
+        raise TypeError(f"is_contiguous(): argument 'memory_format' must be "
+                        f"torch.memory_format, not {type(fmt).__name__}")
+    rank, order = _DIM_ORDER[fmt]
+    if len(shape) != rank:
+        return False
+    strides = [1] * rank
+    for d in range(rank - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    expected = 1
+    for d in order:
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
 class TypedStorage:
     """The elements of the memory a tensor shares with its views, as a typed 1-D array:
     `size()`, `dtype`, `device`, `data_ptr()`, `tolist()`, `nbytes()`, indexing."""

@@ -34,6 +34,7 @@ from ember.core.shapes import (
     normalize_dim,
     normalize_dims,
 )
+from ember.core.storage import is_row_major_contiguous_as
 from ember.core.tensor import Tensor
 
 # -- rules ----------------------------------------------------------------------------
@@ -445,8 +446,11 @@ def contiguous(self: Tensor, memory_format: Any = None) -> Tensor:
 
 @composite(variants="method", cost=costs.view)
 def is_contiguous(self: Tensor, memory_format: Any = None) -> bool:
-    """Whether this tensor's elements are dense in row-major order."""
-    return bool(self._backend.is_contiguous(self._data))
+    """Whether this tensor's elements are dense in row-major order (or, for
+    `memory_format=channels_last`, in that order: a row-major tensor is only when its
+    channels or spatial sizes are 1)."""
+    return bool(self._backend.is_contiguous(self._data)) and \
+        is_row_major_contiguous_as(tuple(self.shape), memory_format)
 
 
 # -- joining --------------------------------------------------------------------------
