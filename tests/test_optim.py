@@ -944,3 +944,24 @@ def test_averaged_model_and_update_bn_edge_cases():
     x = ember.ones(1, 3)
     assert averaged(x).tolist() == model(x).tolist()
     ember.optim.swa_utils.update_bn([x], model)  # no BatchNorm: nothing to do, no pass
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "RMSprop", "Adagrad", "NAdam", "RAdam",
+                                  "Adamax", "Adadelta", "Rprop", "ASGD"])
+def test_state_dict_step_is_a_tensor_as_torch(name):
+    """A saved step count is PyTorch's 0-d float tensor: `f"{step}"` prints 3.0, and a
+    checkpoint written by either loads into the other."""
+    steps = []
+    for lib in (torch, ember):
+        p = lib.nn.Parameter(lib.ones(2))
+        opt = getattr(lib.optim, name)([p], lr=0.1)
+        for _ in range(3):
+            opt.zero_grad()
+            (p * p).sum().backward()
+            opt.step()
+        step = opt.state_dict()["state"][0]["step"]
+        steps.append((repr(step).replace("ember", "torch"), f"{step}", str(step.dtype)[6:]))
+        fresh = getattr(lib.optim, name)([lib.nn.Parameter(lib.ones(2))], lr=0.1)
+        fresh.load_state_dict(opt.state_dict())
+        assert float(fresh.state_dict()["state"][0]["step"]) == 3.0
+    assert steps[1] == steps[0] == ("tensor(3.)", "3.0", "float32")
