@@ -37,6 +37,7 @@ from ember.core.creation import (
     get_rng_state,
     initial_seed,
     linspace,
+    logspace,
     manual_seed,
     ones,
     ones_like,
@@ -484,6 +485,7 @@ from ember.core.ops.search import (  # the REDUCE family
     unique_consecutive,
 )
 from ember.core.ops.shape import (
+    broadcast_shapes,
     broadcast_tensors,
     broadcast_to,
     cat,
@@ -594,6 +596,8 @@ _FROM_NN_TORCH_FUNCTIONS = {
     "batch_norm_stats", "batch_norm_elemt", "batch_norm_gather_stats",
     "batch_norm_gather_stats_with_counts", "batch_norm_backward_reduce",
     "batch_norm_backward_elemt", "batch_norm_update_stats", "embedding_bag",
+    "cosine_similarity", "pairwise_distance", "pdist", "pixel_shuffle", "pixel_unshuffle",
+    "channel_shuffle", "bilinear",
 }
 _SUBMODULES = _SUBMODULES | {"linalg"}  # ember.linalg, as torch.linalg
 _SUBMODULES = _SUBMODULES | {"version"}  # torch.version.cuda & co
@@ -635,8 +639,9 @@ __all__ = [
     "is_grad_enabled", "is_inference_mode_enabled",
     # factories and random numbers
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
-    "ones_like", "empty_like", "full_like", "arange", "linspace", "eye", "rand", "randn",
-    "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
+    "ones_like", "empty_like", "full_like", "arange", "linspace", "logspace", "eye", "rand",
+    "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli",
+    "multinomial",
     "Generator", "default_generator", "manual_seed", "initial_seed", "seed",
     "get_rng_state", "set_rng_state",
     # printing, threads, dtype limits
@@ -667,6 +672,7 @@ __all__ = [
     # shapes, views and joins
     "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "permute", "transpose",
     "swapaxes", "swapdims", "t", "movedim", "moveaxis", "broadcast_to", "broadcast_tensors",
+    "broadcast_shapes",
     "tile", "flip", "tril", "triu", "clone", "cat", "concat", "concatenate", "stack",
     "hstack", "vstack",
     # indexing

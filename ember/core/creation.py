@@ -425,6 +425,19 @@ def linspace(start: float, end: float, steps: int, *, dtype: Any = None,
 
 
 @composite(variants="function")
+def logspace(start: float, end: float, steps: int, base: float = 10.0, *, dtype: Any = None,
+             device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
+    """`steps` values from `base ** start` to `base ** end`, their exponents evenly spaced
+    (computed in float64, as PyTorch's, then cast to `dtype`)."""
+    if steps < 0:
+        raise RuntimeError(f"logspace(): number of steps must be non-negative (got {steps})")
+    d = dtype_arg(dtype) or dt.get_default_dtype()
+    exponents = linspace(start, end, steps, dtype=dt.float64, device=device)
+    values = full((), float(base), dtype=dt.float64, device=device) ** exponents
+    return _finish(values.to(d), requires_grad)
+
+
+@composite(variants="function")
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: DeviceLike = None,
         requires_grad: bool = False) -> Tensor:
     """A 2-D tensor with ones on the diagonal."""

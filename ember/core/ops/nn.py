@@ -1306,6 +1306,9 @@ def grid_sampler_3d(input: Tensor, grid: Tensor, interpolation_mode: int, paddin
 # -- softmax --------------------------------------------------------------------------
 
 
+_HALF = (dt.float16, dt.bfloat16)
+
+
 def _softmax_input(op: str, input: Tensor, dim: int, dtype: Any) -> tuple[Tensor, int]:
     if dtype is not None:
         input = input.to(dtype=dtype)
@@ -1321,6 +1324,8 @@ def _softmax_input(op: str, input: Tensor, dim: int, dtype: Any) -> tuple[Tensor
 def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """`exp(x) / sum(exp(x), dim)`, computed stably."""
     input, d = _softmax_input("softmax", input, dim, dtype)
+    if input._dtype in _HALF:  # PyTorch's: computed in float32, rounded once
+        return softmax(input.to(dtype=dt.float32), d).to(dtype=input._dtype)
     if not input.ndim:  # as PyTorch: the one element, as a 1-element vector
         return reshape(softmax(reshape(input, (1,)), 0), ())
     if not input.numel():
@@ -1340,6 +1345,8 @@ def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
 def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """`x - logsumexp(x, dim)`, computed stably."""
     input, d = _softmax_input("log_softmax", input, dim, dtype)
+    if input._dtype in _HALF:
+        return log_softmax(input.to(dtype=dt.float32), d).to(dtype=input._dtype)
     if not input.ndim:  # as PyTorch: the one element, as a 1-element vector
         return reshape(log_softmax(reshape(input, (1,)), 0), ())
     if not input.numel():
@@ -1373,7 +1380,7 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
         raise RuntimeError(f"layer_norm: Given normalized_shape={list(shape)}, expected input "
                            f"with shape [*, {', '.join(str(s) for s in shape)}], but got "
                            f"input of size{list(input.shape)}")
-    if input._dtype in (dt.float16, dt.bfloat16):
+    if input._dtype in _HALF:
         # PyTorch computes in float32 and rounds once to the input's dtype (the weights
         # may be float32, as under autocast)
         out = layer_norm(input.to(dtype=dt.float32), shape,
