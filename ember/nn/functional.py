@@ -307,15 +307,43 @@ def _interp_source(out_size: int, in_size: int, scale: float | None, align_corne
         shift = 0.5 if mode == "nearest-exact" else 0.0
         idx = [min(int(math.floor((i + shift) * ratio)), in_size - 1) for i in range(out_size)]
         return idx, idx, [0.0] * out_size
-    if align_corners:
-        ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
-        src = [i * ratio for i in range(out_size)]
-    else:
-        ratio = (1.0 / scale) if scale else in_size / out_size
-        src = [max((i + 0.5) * ratio - 0.5, 0.0) for i in range(out_size)]
+    src = _source_coords(out_size, in_size, scale, align_corners, cubic=False)
     lo = [min(int(math.floor(s)), in_size - 1) for s in src]
     hi = [min(i + 1, in_size - 1) for i in lo]
     return lo, hi, [s - i for s, i in zip(src, lo)]
+
+
+def _source_coords(out_size: int, in_size: int, scale: float | None, align_corners: bool,
+                   cubic: bool) -> list[float]:
+    """The source coordinate of each output position (PyTorch's
+    area_pixel_compute_source_index: only the linear modes clamp it at 0)."""
+    if align_corners:
+        ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+        return [i * ratio for i in range(out_size)]
+    ratio = (1.0 / scale) if scale else in_size / out_size
+    src = [(i + 0.5) * ratio - 0.5 for i in range(out_size)]
+    return src if cubic else [max(x, 0.0) for x in src]
+
+
+_CUBIC_A = -0.75  # PyTorch's (and OpenCV's) cubic convolution coefficient
+
+
+def _cubic_taps(out_size: int, in_size: int, scale: float | None,
+                align_corners: bool) -> tuple[list[list[int]], list[list[float]]]:
+    """For each of the 4 taps of bicubic interpolation along one dimension: the source
+    index of every output position (clamped to the border, as PyTorch's) and its weight."""
+    a = _CUBIC_A
+    near = lambda x: ((a + 2) * x - (a + 3)) * x * x + 1  # |x| <= 1
+    far = lambda x: ((a * x - 5 * a) * x + 8 * a) * x - 4 * a  # 1 < |x| < 2
+    idx: list[list[int]] = [[], [], [], []]
+    wts: list[list[float]] = [[], [], [], []]
+    for x in _source_coords(out_size, in_size, scale, align_corners, cubic=True):
+        base = math.floor(x)
+        t = x - base
+        for k, w in enumerate((far(t + 1), near(t), near(1 - t), far(2 - t))):
+            idx[k].append(min(max(base - 1 + k, 0), in_size - 1))
+            wts[k].append(w)
+    return idx, wts
 
 
 def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
@@ -328,7 +356,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         size: the output spatial size (an int or one per dimension).
         scale_factor: multiplier of the spatial size (instead of ``size``).
         mode: ``'nearest'``, ``'nearest-exact'``, ``'linear'`` (3-D input),
-            ``'bilinear'`` (4-D), ``'trilinear'`` (5-D) or ``'area'``.
+            ``'bilinear'`` or ``'bicubic'`` (4-D), ``'trilinear'`` (5-D) or ``'area'``.
         align_corners: for the linear modes, align the corner pixels' centres.
         recompute_scale_factor: compute the coordinate scale from the output size
             instead of using ``scale_factor`` directly.
@@ -345,6 +373,13 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         if linear_modes[mode] != spatial:
             raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
                                       f"{linear_modes[mode] + 2}D input")
+        align_corners = bool(align_corners)
+    elif mode == "bicubic":
+        if spatial != 2:
+            raise NotImplementedError(  # PyTorch's words
+                f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) "
+                f"for the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | "
+                f"area | nearest-exact (got bicubic)")
         align_corners = bool(align_corners)
     elif mode in ("nearest", "nearest-exact", "area"):
         if align_corners is not None:
@@ -373,6 +408,8 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         if spatial == 1:
             return adaptive_avg_pool1d(input, out_sizes[0])
         return _nnops.adaptive_avg_pool3d(input, tuple(out_sizes))
+    if mode == "bicubic":
+        return _bicubic(input, out_sizes, scales, bool(align_corners))
     out = input
     for d in range(spatial):
         dim = 2 + d
@@ -388,6 +425,24 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         shape[dim] = out_sizes[d]
         wt = ember.tensor(w, dtype=input.dtype, device=input.device).reshape(shape)
         out = a + (b - a) * wt
+    return out
+
+
+def _bicubic(input: Tensor, out_sizes: list[int], scales: list, align_corners: bool) -> Tensor:
+    """Separable bicubic resampling: along the width, then the height (PyTorch's order),
+    each output the sum of 4 weighted taps in tap order."""
+    out = input
+    for d in (1, 0):
+        dim = 2 + d
+        idx, wts = _cubic_taps(out_sizes[d], input.shape[dim], scales[d], align_corners)
+        shape = [1] * input.ndim
+        shape[dim] = out_sizes[d]
+        total = None
+        for i, w in zip(idx, wts):
+            tap = ember.index_select(out, dim, ember.tensor(i, device=input.device)) * \
+                ember.tensor(w, dtype=input.dtype, device=input.device).reshape(shape)
+            total = tap if total is None else total + tap
+        out = total
     return out
 
 
