@@ -881,7 +881,7 @@ def test_out_of_place_list_sub_and_lerp_match_torch():
                                  *args)
         t = getattr(torch, name)([torch.tensor(x) for x in xs], [torch.tensor(y) for y in ys],
                                  *args)
-        assert len(e) == len(t) == len(SHAPES)
+        assert len(e) == len(t) == len(SHAPES) and type(e) is type(t) is tuple
         for a, b in zip(e, t):  # (PyTorch's CPU lerp is a fused multiply-add: an ulp)
             np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=2e-7, atol=1e-7)
 
@@ -965,3 +965,15 @@ def test_state_dict_step_is_a_tensor_as_torch(name):
         fresh.load_state_dict(opt.state_dict())
         assert float(fresh.state_dict()["state"][0]["step"]) == 3.0
     assert steps[1] == steps[0] == ("tensor(3.)", "3.0", "float32")
+
+
+def test_out_of_place_list_ops_return_tuples_as_torch():
+    xs = [ember.ones(2), ember.ones(3)]
+    for name, args in (("_foreach_add", (xs,)), ("_foreach_mul", (2.0,)), ("_foreach_div", (xs,)),
+                       ("_foreach_sqrt", ()), ("_foreach_neg", ()), ("_foreach_norm", ())):
+        e = getattr(ember, name)(xs, *args)
+        t = getattr(torch, name)([torch.ones(2), torch.ones(3)],
+                                 *([[torch.ones(2), torch.ones(3)]] if args and
+                                   isinstance(args[0], list) else args))
+        assert type(e) is type(t) is tuple, name
+        assert [x.tolist() for x in e] == [x.tolist() for x in t], name

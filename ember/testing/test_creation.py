@@ -106,6 +106,18 @@ def test_linspace(device: ember.device, start: float, end: float, steps: int) ->
         assert x64[0].item() == start and x64[-1].item() == end
 
 
+@pytest.mark.parametrize("start, end, steps, base", [
+    (0.0, 2.0, 3, 10.0), (-1.0, 3.0, 9, 10.0), (0.0, 1.0, 4, 2.0), (1.0, 0.0, 1, 10.0),
+])
+def test_logspace(device: ember.device, start: float, end: float, steps: int,
+                  base: float) -> None:
+    want = np.logspace(start, end, steps, base=base)
+    x = ember.logspace(start, end, steps, base, device=device)
+    S.assert_matches(x, want, device, dtype=ember.float32, rtol=1e-6)
+    x64 = ember.logspace(start, end, steps, base, dtype=ember.float64, device=device)
+    S.assert_matches(x64, want, device, dtype=ember.float64, rtol=1e-15)
+
+
 @pytest.mark.parametrize("n, m", [(1, None), (3, None), (2, 4), (4, 2), (0, 3)])
 def test_eye(device: ember.device, n: int, m: int | None) -> None:
     S.assert_matches(ember.eye(n, m, device=device), np.eye(n, m), device,
@@ -346,8 +358,8 @@ def test_more_distributions(device: ember.device) -> None:
 
 COVERS = {"tensor", "as_tensor", "full", "zeros", "ones", "empty", "full_like", "zeros_like",
           "ones_like", "empty_like", "new_full", "new_zeros", "new_ones", "new_empty",
-          "new_tensor", "arange", "linspace", "eye", "rand", "randn", "randint", "randperm",
-          "rand_like", "randn_like", "randint_like", "uniform_", "normal_", "bernoulli",
+          "new_tensor", "arange", "linspace", "logspace", "eye", "rand", "randn", "randint",
+          "randperm", "rand_like", "randn_like", "randint_like", "uniform_", "normal_", "bernoulli",
           "bernoulli_", "exponential_", "random_", "multinomial",
           "poisson", "binomial",  # (nnmisc family, issue 16)
           "normal", "cauchy_", "log_normal_", "geometric_"}

@@ -82,10 +82,10 @@ def _list_op(name: str, inplace: bool) -> Callable[..., Any]:
         lists = [a for a in args if _is_list(a)]
         _check(op, xs, lists)
         if not xs:
-            return None if inplace else []
+            return None if inplace else ()
         fused = run_fused(op, xs, *args, **kwargs)
-        if fused is not None:
-            return None if inplace else fused
+        if fused is not None:  # (a tuple out of place, as PyTorch's)
+            return None if inplace else tuple(fused)
         _check_devices(op, xs, lists)
         out = []
         with no_grad():
@@ -97,7 +97,7 @@ def _list_op(name: str, inplace: bool) -> Callable[..., Any]:
                     x.copy_(value)
                 else:
                     out.append(value)
-        return None if inplace else out
+        return None if inplace else tuple(out)
     fn.__doc__ = f"`{name}` over a list of tensors{' in place' if inplace else ''}."
     return fn
 
@@ -142,10 +142,10 @@ _foreach_copy_ = _declare_list_op("copy", True)
 
 
 @composite(variants="function", cost=_list_cost)
-def _foreach_norm(self: Sequence[Tensor], ord: float = 2) -> list[Tensor]:
-    """The p-norm of each tensor, as a list of 0-d tensors."""
+def _foreach_norm(self: Sequence[Tensor], ord: float = 2) -> tuple[Tensor, ...]:
+    """The p-norm of each tensor, as a tuple of 0-d tensors."""
     with no_grad():
-        return [norm(x, ord) for x in self]
+        return tuple(norm(x, ord) for x in self)
 
 
 @composite(variants="function", fused="_fused_sgd_", cost=_list_cost)
