@@ -244,6 +244,33 @@ def test_half_log_softmax_is_the_float32_result_rounded_once():
     np.testing.assert_array_equal(s.float().numpy(), exact)
 
 
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.nn.BatchNorm2d(4), lambda lib: lib.nn.GroupNorm(2, 4),
+    lambda lib: lib.nn.InstanceNorm2d(4, affine=True, track_running_stats=True)],
+    ids=["BatchNorm2d", "GroupNorm", "InstanceNorm2d"])
+def test_half_norms_with_float32_parameters_as_pytorch(make):
+    """A bfloat16 activation through a float32 norm layer (a conv's output under CPU
+    autocast): normalised in float32, returned as bfloat16, running statistics float32."""
+    x = np.random.default_rng(0).standard_normal((8, 4, 5, 5)).astype(np.float32) * 2 + 1
+    results = []
+    for lib in (torch, ember):
+        mod = make(lib)
+        with lib.autocast(device_type="cpu", dtype=lib.bfloat16):
+            train = mod(lib.tensor(x).bfloat16())
+        mod.eval()
+        evaluated = mod(lib.tensor(x).bfloat16())
+        stats = [b.numpy() for b in mod.buffers() if b.is_floating_point()]
+        results.append(([str(t.dtype)[6:] for t in (train, evaluated)],
+                        [t.float().detach().numpy() for t in (train, evaluated)], stats))
+    (t_dtypes, t_vals, t_stats), (e_dtypes, e_vals, e_stats) = results
+    assert e_dtypes == t_dtypes == ["bfloat16", "bfloat16"]
+    for e, t in zip(e_vals, t_vals):
+        np.testing.assert_array_equal(e, t)
+    for e, t in zip(e_stats, t_stats):
+        assert e.dtype == t.dtype == np.float32
+        np.testing.assert_allclose(e, t, rtol=1e-6)
+
+
 def _autocast(lib, fn):
     with lib.autocast(device_type="cpu", dtype=lib.bfloat16):
         return fn()

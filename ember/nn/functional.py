@@ -518,8 +518,12 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     In training (or without running statistics) the batch's statistics normalise; the
     running ones are updated in place:
     ``running = (1 - momentum) * running + momentum * batch`` (unbiased variance).
-    Otherwise the running statistics normalise.
+    Otherwise the running statistics normalise. A half-float input is normalised in
+    float32 and the result rounded to its dtype, as PyTorch's.
     """
+    if input.dtype in _HALF_FLOATS:
+        return _in_float32(input, lambda x: batch_norm(x, running_mean, running_var, weight,
+                                                       bias, training, momentum, eps))
     if training:
         _verify_batch_size(input.shape)
     if input.ndim < 2:
@@ -554,6 +558,9 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
                   momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     r"""Instance normalisation: each (sample, channel) plane normalised by its own
     statistics; running statistics (averaged over the batch) update when given."""
+    if input.dtype in _HALF_FLOATS:
+        return _in_float32(input, lambda x: instance_norm(
+            x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps))
     if use_input_stats:
         dims = tuple(range(2, input.ndim))
         if math.prod(input.shape[2:]) == 1:
@@ -613,6 +620,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     r"""Group normalisation: the channels of each sample are split into ``num_groups``
     groups, each normalised by its own mean and (biased) variance."""
+    if input.dtype in _HALF_FLOATS:
+        return _in_float32(input, lambda x: group_norm(x, num_groups, weight, bias, eps))
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.ndim}")
