@@ -252,8 +252,20 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             out = matmul(input, t(weight) if len(w_shape) == 2 else weight)
             if bias is not None:
                 out = add(out, bias)
-    record_grad(OPS["linear"], (input, weight, bias), {}, out)
+    record_grad(OPS["linear"], (input, weight, bias), {}, out,
+                label=_linear_label(len(x_shape), bias is not None) if len(w_shape) == 2
+                else None)
     return out
+
+
+def _linear_label(ndim: int, has_bias: bool) -> str:
+    """PyTorch's name of linear's node: an addmm (mm without a bias) for a 2-D input, a
+    view of one for other ranks (matmul's unsafe view, or a squeeze for 1-D, without)."""
+    if ndim == 2:
+        return "AddmmBackward0" if has_bias else "MmBackward0"
+    if has_bias:
+        return "ViewBackward0"
+    return "SqueezeBackward4" if ndim == 1 else "UnsafeViewBackward0"
 
 
 fused_kernel("linear", replaces="linear", signature="linear(x, w, b | None) -> y",
