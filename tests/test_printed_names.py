@@ -163,3 +163,19 @@ def test_linear_node_names_as_pytorch(as_torch, shape, bias):
         out = layer(lib.ones(shape))
         outs.append((out.grad_fn.name(), repr(out)))
     assert outs[1] == outs[0]
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.zeros(1, 1, 16, requires_grad=True),
+    lambda lib: lib.zeros(15, requires_grad=True), lambda lib: lib.zeros(14, requires_grad=True),
+    lambda lib: lib.zeros(14, dtype=lib.float64, requires_grad=True),
+    lambda lib: lib.zeros(14, dtype=lib.float64) * lib.ones(1, requires_grad=True),
+    lambda lib: lib.ones(2, 10, dtype=lib.bfloat16, requires_grad=True),
+    lambda lib: lib.arange(12.0).reshape(3, 4) * lib.ones(1, requires_grad=True),
+    lambda lib: lib.tensor([], dtype=lib.int64), lambda lib: lib.tensor([], dtype=lib.bool),
+    lambda lib: lib.zeros(0, 3, dtype=lib.int32), lambda lib: lib.tensor([]),
+])
+def test_suffixes_wrap_at_the_line_width_as_pytorch(as_torch, make):
+    """`requires_grad=True`, `dtype=` and `grad_fn=` go to a line of their own where
+    the last line would pass 80 characters (a cls token nn.Parameter's print)."""
+    assert repr(make(ember)) == repr(make(torch))
