@@ -52,6 +52,35 @@ preserve_format = memory_format("preserve_format")
 _DIM_ORDER = {channels_last: (4, (1, 3, 2, 0)), channels_last_3d: (5, (1, 4, 3, 2, 0))}
 
 
+def memory_order(t: Any) -> tuple[int, ...] | None:
+    """The dims of a non-contiguous but dense, non-overlapping tensor from the outermost
+    in memory to the innermost (a transposed one's), or None when it is contiguous or has
+    gaps. PyTorch's `empty_like` keeps such a tensor's strides."""
+    if t.numel() == 0 or t.is_contiguous():
+        return None
+    shape, strides = tuple(t.shape), t.stride()
+    dims = sorted((d for d in range(len(shape)) if shape[d] != 1), key=lambda d: -strides[d])
+    expected = 1
+    for d in reversed(dims):
+        if strides[d] != expected:
+            return None
+        expected *= shape[d]
+    return tuple(d for d in range(len(shape)) if shape[d] == 1) + tuple(dims)
+
+
+def like_layout(t: Any, empty: Any) -> Any:
+    """`empty(shape)` laid out as PyTorch's `empty_like(t)`: with `t`'s strides when `t` is
+    dense but not contiguous (a permuted view of a row-major buffer), else row-major. A
+    fill of it (`uniform_`, `bernoulli_`) then draws in PyTorch's order."""
+    order = memory_order(t)
+    if order is None:
+        return empty(tuple(t.shape))
+    inverse = [0] * len(order)
+    for i, d in enumerate(order):
+        inverse[d] = i
+    return empty(tuple(t.shape[d] for d in order)).permute(*inverse)
+
+
 def is_row_major_contiguous_as(shape: tuple[int, ...], fmt: Any) -> bool:
     """Whether a dense row-major tensor of `shape` is also contiguous in `fmt` (PyTorch's
     rule: the strides grow along the format's dimension order, size-1 dims ignored)."""

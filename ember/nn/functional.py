@@ -40,6 +40,7 @@ from ember.core.ops.losses import (  # noqa: F401 - the losses are declared in c
     soft_margin_loss,
     triplet_margin_loss,
 )
+from ember.core.storage import like_layout
 
 __all__ = [
     # linear and convolution
@@ -664,8 +665,14 @@ def _check_p(p: float) -> None:
 
 def _kept(input: Tensor, p: float, mask_shape: tuple) -> Tensor:
     """1 where an element (or channel) is kept, else 0, in `input`'s dtype: PyTorch's
-    `empty(mask_shape).bernoulli_(1 - p)`, so a seeded program drops what PyTorch drops."""
-    return ember.empty(mask_shape, dtype=input.dtype, device=input.device).bernoulli_(1.0 - p)
+    `empty(mask_shape).bernoulli_(1 - p)`, so a seeded program drops what PyTorch drops.
+    A whole-tensor mask is PyTorch's `empty_like(input)`: for a transposed input its draws
+    fill memory order, not index order."""
+    def empty(shape: tuple) -> Tensor:
+        return ember.empty(shape, dtype=input.dtype, device=input.device)
+    noise = like_layout(input, empty) if mask_shape == tuple(input.shape) else \
+        empty(mask_shape)
+    return noise.bernoulli_(1.0 - p)
 
 
 def _dropout_with_mask_shape(input: Tensor, p: float, mask_shape: tuple,
