@@ -37,7 +37,7 @@ class PatchEmbedding(nn.Module):
 
 class ViT(nn.Module):
     def __init__(self, img_size=16, patch_size=4, in_chans=3, num_classes=10, embed_dim=32,
-                 depth=2, num_heads=4, mlp_ratio=2.0, dropout=0.0):
+                 depth=2, num_heads=4, mlp_ratio=2.0, dropout=0.1):
         super().__init__()
         self.patch_embed = PatchEmbedding(img_size, patch_size, in_chans, embed_dim)
         num_patches = self.patch_embed.num_patches
