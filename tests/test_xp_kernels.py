@@ -27,7 +27,7 @@ XP_DIR = pathlib.Path(__file__).resolve().parents[1] / "ember" / "backends" / "x
 SHARED_OPS = frozenset("""
     _foreach_add _foreach_add_ _foreach_addcdiv_ _foreach_addcmul_ _foreach_copy_
     _foreach_div _foreach_div_ _foreach_lerp_ _foreach_maximum_ _foreach_mul _foreach_mul_
-    _foreach_neg _foreach_sqrt _foreach_sqrt_ _foreach_sub _foreach_sub_ _foreach_zero_ _fused_sgd_
+    _foreach_neg _foreach_sqrt _foreach_sqrt_ _foreach_sub_ _foreach_zero_ _fused_sgd_
     abs acos add all any arange argmax argmin asin assign atan atan2 bitwise_and
     bitwise_not bitwise_or bitwise_xor cast cat ceil clamp clone col2im constant_pad conv
     conv_backward cos cross_entropy cross_entropy_backward cumsum div einsum eq erf exp
@@ -256,7 +256,7 @@ def _calls():
                dict(pool, input_shape=img.shape))]
     xs = [_f32(3), _f32(2, 2)]
     calls += [(op, ([a.copy() for a in xs], [a + 1 for a in xs]), {}) for op in
-              "_foreach_add_ _foreach_add _foreach_sub _foreach_sub_ _foreach_mul_ _foreach_mul "
+              "_foreach_add_ _foreach_add _foreach_sub_ _foreach_mul_ _foreach_mul "
               "_foreach_div_ _foreach_div _foreach_maximum_ _foreach_copy_".split()]
     calls += [(op, ([a.copy() for a in xs], xs, xs), {"value": 0.5}) for op in
               ("_foreach_addcmul_", "_foreach_addcdiv_")]

@@ -88,7 +88,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     return {
         "_fused_sgd_": fused_sgd_,
         "_foreach_add_": binary(xp.add, True), "_foreach_add": binary(xp.add, False),
-        "_foreach_sub_": binary(xp.subtract, True), "_foreach_sub": binary(xp.subtract, False),
+        "_foreach_sub_": binary(xp.subtract, True),
         "_foreach_mul_": binary(xp.multiply, True), "_foreach_mul": binary(xp.multiply, False),
         "_foreach_div_": binary(xp.true_divide, True),
         "_foreach_div": binary(xp.true_divide, False),
