@@ -214,8 +214,12 @@ def _bf16_bits(lib, fn):
     lambda lib, x, w, b: lib.nn.functional.gelu(x.half()) * 1,
     lambda lib, x, w, b: lib.softmax(x.bfloat16(), 1),
     lambda lib, x, w, b: lib.nn.functional.softmax(x.half(), dim=-1),
+    lambda lib, x, w, b: lib.sigmoid(x.bfloat16()),
+    lambda lib, x, w, b: lib.nn.functional.mish(x.half()),
+    lambda lib, x, w, b: _half_grad(lib, x, lib.sigmoid),
+    lambda lib, x, w, b: _half_grad(lib, x, lib.tanh),
 ], ids=["linear", "layer_norm", "LayerNorm_autocast", "gelu_tanh", "silu", "gelu_f16",
-        "softmax", "softmax_f16"])
+        "softmax", "softmax_f16", "sigmoid", "mish_f16", "sigmoid_grad", "tanh_grad"])
 def test_half_results_are_float32_rounded_once_as_pytorch(case):
     (t_dtype, t), (e_dtype, e) = _bf16_bits(torch, case), _bf16_bits(ember, case)
     assert e_dtype == t_dtype
@@ -269,6 +273,13 @@ def test_half_norms_with_float32_parameters_as_pytorch(make):
     for e, t in zip(e_stats, t_stats):
         assert e.dtype == t.dtype == np.float32
         np.testing.assert_allclose(e, t, rtol=1e-6)
+
+
+def _half_grad(lib, x, fn):
+    """fn's bfloat16 input gradient (sigmoid_backward, tanh_backward)."""
+    t = x.bfloat16().requires_grad_()
+    fn(t).backward((x * 0.5 - 1).bfloat16())
+    return t.grad
 
 
 def _autocast(lib, fn):

@@ -965,7 +965,7 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     r""":math:`x \tanh(\mathrm{softplus}(x))`."""
-    fn = lambda x: x * ember.tanh(softplus(x))
+    fn = lambda x: _in_float32(x, lambda y: y * ember.tanh(softplus(y)))
     return _inplace_apply(input, fn) if inplace else fn(input)
 
 
