@@ -266,6 +266,7 @@ from ember.core.ops.foreach import (
     _foreach_copy_,
     _foreach_div,
     _foreach_div_,
+    _foreach_lerp,
     _foreach_lerp_,
     _foreach_maximum_,
     _foreach_mul,
@@ -274,6 +275,7 @@ from ember.core.ops.foreach import (
     _foreach_norm,
     _foreach_sqrt,
     _foreach_sqrt_,
+    _foreach_sub,
     _foreach_sub_,
     _foreach_zero_,
     _fused_sgd_,
@@ -483,6 +485,7 @@ from ember.core.ops.search import (  # the REDUCE family
     unique_consecutive,
 )
 from ember.core.ops.shape import (
+    broadcast_shapes,
     broadcast_tensors,
     broadcast_to,
     cat,
@@ -525,7 +528,15 @@ from ember.core.ops.spectral import istft, stft
 from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, normal, poisson, zero_
 from ember.core.placement import get_default_device, set_default_device
 from ember.core.printing import get_printoptions, set_printoptions
-from ember.core.storage import layout, strided  # SHAPE family
+from ember.core.storage import (  # SHAPE family
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    layout,
+    memory_format,
+    preserve_format,
+    strided,
+)
 from ember.core.tensor import Size, Tensor
 from ember.core.threads import (
     get_num_interop_threads,
@@ -546,14 +557,6 @@ __version__ = "0.1.0"
 def is_tensor(obj: object) -> bool:
     """True if `obj` is an ember Tensor."""
     return isinstance(obj, Tensor)
-
-
-def broadcast_shapes(*shapes: object) -> Size:
-    """The shape that tensors of `shapes` broadcast to (ints count as 1-d shapes), as
-    `torch.broadcast_shapes`; RuntimeError naming the argument that does not fit."""
-    from ember.core.shapes import broadcast_many
-
-    return Size(broadcast_many(shapes))
 
 
 def devices() -> list:
@@ -593,6 +596,8 @@ _FROM_NN_TORCH_FUNCTIONS = {
     "batch_norm_stats", "batch_norm_elemt", "batch_norm_gather_stats",
     "batch_norm_gather_stats_with_counts", "batch_norm_backward_reduce",
     "batch_norm_backward_elemt", "batch_norm_update_stats", "embedding_bag",
+    "cosine_similarity", "pairwise_distance", "pdist", "pixel_shuffle", "pixel_unshuffle",
+    "channel_shuffle", "bilinear",
 }
 _SUBMODULES = _SUBMODULES | {"linalg"}  # ember.linalg, as torch.linalg
 _SUBMODULES = _SUBMODULES | {"version"}  # torch.version.cuda & co
@@ -621,7 +626,7 @@ __all__ = [
     # tensors, dtypes, devices
     "Tensor", "Size", "dtype", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor",
     "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
-    "device", "is_tensor", "devices", "from_dlpack", "broadcast_shapes",
+    "device", "is_tensor", "devices", "from_dlpack",
     "OutOfMemoryError",
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
     "float64", "half", "double", "long", "short", "float", "int",
@@ -636,8 +641,8 @@ __all__ = [
     # factories and random numbers
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
     "ones_like", "empty_like", "full_like", "arange", "linspace", "logspace", "eye", "rand",
-    "randn",
-    "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
+    "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli",
+    "multinomial",
     "Generator", "default_generator", "manual_seed", "initial_seed", "seed",
     "get_rng_state", "set_rng_state",
     # printing, threads, dtype limits
@@ -668,6 +673,7 @@ __all__ = [
     # shapes, views and joins
     "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "permute", "transpose",
     "swapaxes", "swapdims", "t", "movedim", "moveaxis", "broadcast_to", "broadcast_tensors",
+    "broadcast_shapes",
     "tile", "flip", "tril", "triu", "clone", "cat", "concat", "concatenate", "stack",
     "hstack", "vstack",
     # indexing
@@ -694,9 +700,10 @@ __all__ = [
     "max_pool1d_with_indices", "adaptive_max_pool1d", "affine_grid_generator", "grid_sampler",
     "grid_sampler_2d", "grid_sampler_3d",
     # list ops (optimizers)
-    "_foreach_add", "_foreach_add_", "_foreach_sub_", "_foreach_mul", "_foreach_mul_",
-    "_foreach_div", "_foreach_div_", "_foreach_maximum_", "_foreach_addcmul_",
-    "_foreach_addcdiv_", "_foreach_lerp_", "_foreach_sqrt", "_foreach_sqrt_", "_foreach_neg",
+    "_foreach_add", "_foreach_add_", "_foreach_sub", "_foreach_sub_", "_foreach_mul",
+    "_foreach_mul_", "_foreach_div", "_foreach_div_", "_foreach_maximum_", "_foreach_addcmul_",
+    "_foreach_addcdiv_", "_foreach_lerp", "_foreach_lerp_", "_foreach_sqrt", "_foreach_sqrt_",
+    "_foreach_neg",
     "_foreach_zero_", "_foreach_copy_", "_foreach_norm", "_fused_sgd_",
     # SHAPE family: views, splits, joins, diagonals, index grids, predicates
     "adjoint", "alias_copy", "as_strided", "as_strided_copy", "as_strided_scatter",
@@ -714,7 +721,8 @@ __all__ = [
     "split_copy", "split_with_sizes", "split_with_sizes_copy", "squeeze_copy", "t_copy",
     "transpose_copy", "tril_indices", "triu_indices", "unbind_copy", "unfold_copy",
     "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "unsqueeze_copy",
-    "view_copy", "vsplit", "diagonal", "layout", "strided",
+    "view_copy", "vsplit", "diagonal", "layout", "strided", "memory_format",
+    "contiguous_format", "channels_last", "channels_last_3d", "preserve_format",
     # reductions, sorting, scans, search and index writes (the REDUCE family)
     "sort", "argsort", "msort", "kthvalue", "median", "nanmedian", "mode", "quantile",
     "nanquantile", "cumprod", "cummax", "cummin", "logcumsumexp", "nansum", "nanmean",

@@ -589,3 +589,69 @@ def test_broadcast_shapes_matches_torch():
         with pytest.raises(type(want.value)) as got:
             ember.broadcast_shapes(*shapes)
         assert str(got.value) == str(want.value)
+
+
+def test_memory_formats_as_torch():
+    """`channels_last` and friends: accepted by to/contiguous/Module.to without changing a
+    value; is_contiguous(memory_format=...) answers as PyTorch's for a row-major tensor."""
+    import pickle
+
+    names = ["contiguous_format", "channels_last", "channels_last_3d", "preserve_format"]
+    for name in names:
+        fmt = getattr(ember, name)
+        assert isinstance(fmt, ember.memory_format) and repr(fmt) == f"ember.{name}"
+        assert pickle.loads(pickle.dumps(fmt)) is fmt
+    shapes = [(2, 3, 4, 5), (2, 1, 4, 5), (2, 3, 1, 1), (1, 3, 1, 4), (3, 4), (2, 3, 4, 5, 6),
+              (2, 1, 1, 1, 1), (2, 3, 1, 1, 1)]
+    for shape in shapes:
+        for name in names[:3]:
+            assert ember.ones(shape).is_contiguous(memory_format=getattr(ember, name)) == \
+                torch.ones(shape).is_contiguous(memory_format=getattr(torch, name)), (shape, name)
+    x = np.random.default_rng(0).standard_normal((2, 3, 4, 5)).astype(np.float32)
+    y = ember.tensor(x).to(memory_format=ember.channels_last)
+    np.testing.assert_array_equal(y.contiguous(memory_format=ember.channels_last).numpy(), x)
+    conv = ember.nn.Conv2d(3, 2, 1).to(memory_format=ember.channels_last)
+    assert tuple(conv(y).shape) == (2, 2, 4, 5)
+    with pytest.raises(TypeError, match="argument 'memory_format' must be torch.memory_format, "
+                                        "not str"):
+        ember.ones(2).is_contiguous(memory_format="channels_last")
+
+
+def test_broadcast_shapes_and_logspace_as_torch():
+    for shapes in [((2, 1), (1, 3), 3, (1, 1)), (), ((5,),), ((0, 1), (3,)), (4, (2, 1))]:
+        got = ember.broadcast_shapes(*shapes)
+        assert isinstance(got, ember.Size) and got == torch.broadcast_shapes(*shapes)
+    for bad, err in ((((2, 3), (4, 3)), RuntimeError), (((2, -1),), ValueError)):
+        with pytest.raises(err) as t_err:
+            torch.broadcast_shapes(*bad)
+        with pytest.raises(err) as e_err:
+            ember.broadcast_shapes(*bad)
+        assert str(e_err.value) == str(t_err.value)
+    for args, kwargs in [((0, 2, 3), {}), ((0, 1, 4), {"base": 2}), ((-1, 3, 9), {}),
+                         ((0, 2, 3), {"dtype": "int64"}), ((1, 0, 5), {"dtype": "float64"}),
+                         ((2, 2, 1), {}), ((0, 1, 0), {})]:
+        t = torch.logspace(*args, **{k: getattr(torch, v) if k == "dtype" else v
+                                     for k, v in kwargs.items()})
+        e = ember.logspace(*args, **{k: getattr(ember, v) if k == "dtype" else v
+                                     for k, v in kwargs.items()})
+        assert str(e.dtype)[6:] == str(t.dtype)[6:]
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-15, atol=0)  # (pow's ulp)
+
+
+@pytest.mark.parametrize("name,make", [
+    ("cosine_similarity", lambda L, a, b: L.cosine_similarity(a, b, dim=0, eps=1e-6)),
+    ("pairwise_distance", lambda L, a, b: L.pairwise_distance(a, b, 1.0, 1e-6, True)),
+    ("pdist", lambda L, a, b: L.pdist(a, 3.0)),
+    ("pixel_shuffle", lambda L, a, b: L.pixel_shuffle(a.reshape(1, 4, 2, 3), 2)),
+    ("pixel_unshuffle", lambda L, a, b: L.pixel_unshuffle(a.reshape(1, 1, 4, 6), 2)),
+    ("channel_shuffle", lambda L, a, b: L.channel_shuffle(a.reshape(1, 4, 6), 2)),
+    ("bilinear", lambda L, a, b: L.bilinear(a, b, L.ones(2, 6, 6), L.ones(2))),
+])
+def test_torch_level_forms_of_functional_ops(name, make):
+    """`torch.cosine_similarity` & co, as `torch.nn.functional`'s (positional order too)."""
+    rng = np.random.default_rng(7)
+    a, b = (rng.standard_normal((4, 6)).astype(np.float32) for _ in range(2))
+    t = make(torch, torch.tensor(a), torch.tensor(b))
+    e = make(ember, ember.tensor(a), ember.tensor(b))
+    assert tuple(e.shape) == tuple(t.shape)
+    np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-5, atol=1e-5)

@@ -180,14 +180,13 @@ def test_exported_ops_are_declared():
                "manual_seed", "initial_seed", "seed", "get_rng_state", "set_rng_state",
                "is_grad_enabled",
                "is_inference_mode_enabled", "save", "load", "get_float32_matmul_precision",
-               "set_float32_matmul_precision",
+               "set_float32_matmul_precision", "broadcast_shapes",
                # global settings: anomaly mode, determinism, printing, threads
                "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
                "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
                "is_deterministic_algorithms_warn_only_enabled", "set_printoptions",
                "get_printoptions", "set_num_threads", "get_num_threads",
-               "set_num_interop_threads", "get_num_interop_threads",
-               "broadcast_shapes"}  # shapes in, a Size out: no tensor op
+               "set_num_interop_threads", "get_num_interop_threads"}
     publics = {id(op.public) for op in OPS.values()}
     for name in ember.__all__:
         value = getattr(ember, name)

@@ -35,6 +35,24 @@ def test_sigmoid_keeps_relative_precision_for_very_negative_inputs(device, dtype
     assert out == pytest.approx(9.357622968839299e-14, rel=1e-6)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_lerp_rounds_as_a_fused_multiply_add(device, dtype):
+    # PyTorch's lerp is fma(w, end - start, start) (fma(w - 1, end - start, end) from
+    # |w| 0.5): two roundings differed in the last bit of ~25% of float32 elements, and an
+    # EMA (p.lerp_(q, 1 - decay)) drifted from PyTorch's
+    import numpy as np
+
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal(1001) * 3).tolist()
+    y = rng.standard_normal(1001).tolist()
+    for w in (0.3, 0.001, 0.5, 0.7, 0.999, -0.2, 1.5):
+        assert_same(lambda lib, T, w=w: lib.lerp(T(x, dtype=getattr(lib, dtype)),
+                                            T(y, dtype=getattr(lib, dtype)), w),
+                    device, rtol=0, atol=0)
+        assert_same(lambda lib, T, w=w: T(x, dtype=getattr(lib, dtype)).lerp_(
+            T(y, dtype=getattr(lib, dtype)), w), device, rtol=0, atol=0)
+
+
 def test_binary_cross_entropy_on_confident_predictions(device):
     def case(lib, T):
         p = T([-30.0, -60.0, 25.0]).sigmoid()

@@ -392,3 +392,31 @@ def test_scheduler_drives_optimizer_updates():
         opt.step()
         sched.step()
     np.testing.assert_allclose(p.detach().numpy(), [1.0 - (1.0 + 0.5 + 0.25)], rtol=1e-15)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"swa_lr": 0.05}, {"swa_lr": [0.02, 0.01], "anneal_epochs": 3, "anneal_strategy": "linear"},
+    {"swa_lr": 0.03, "anneal_epochs": 0}])
+def test_swalr_matches_torch(kwargs):
+    """SWALR after a CosineAnnealingLR phase, as the swa_utils docs' recipe."""
+    eopt, topt = _optimizers()
+    curves = []
+    for lib, opt in ((ember, eopt), (torch, topt)):
+        cosine = lib.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=6)
+        curve = _run(cosine, opt, 5)
+        swa = lib.optim.swa_utils.SWALR(opt, **kwargs)
+        curve += [(list(swa.get_last_lr()), [], [])] + _run(swa, opt, 12)
+        curves.append(curve)
+    _assert_same_curve(*curves)
+
+
+def test_swalr_errors_as_torch():
+    eopt, _ = _optimizers()
+    with pytest.raises(ValueError, match="anneal_strategy must by one of 'cos' or 'linear', "
+                                         "instead got step"):
+        ember.optim.swa_utils.SWALR(eopt, swa_lr=0.1, anneal_strategy="step")
+    with pytest.raises(ValueError, match="anneal_epochs must be equal or greater than 0, got -1"):
+        ember.optim.swa_utils.SWALR(eopt, swa_lr=0.1, anneal_epochs=-1)
+    with pytest.raises(ValueError, match="swa_lr must have the same length as "
+                                         "optimizer.param_groups"):
+        ember.optim.swa_utils.SWALR(eopt, swa_lr=[0.1])

@@ -583,6 +583,11 @@ def test_normalize_and_cosine_similarity_gradients_at_a_zero_row(torch):
     ((2, 3, 4, 5), {"scale_factor": 1.7, "mode": "bilinear", "recompute_scale_factor": True}),
     ((2, 3, 8, 6), {"size": (3, 2), "mode": "area"}),
     ((1, 1, 2, 3, 4), {"size": (3, 4, 5), "mode": "trilinear"}),
+    ((2, 3, 5, 7), {"size": (9, 4), "mode": "bicubic"}),
+    ((2, 3, 5, 7), {"scale_factor": 2, "mode": "bicubic", "align_corners": True}),
+    ((1, 2, 6, 6), {"scale_factor": 0.5, "mode": "bicubic"}),
+    ((1, 2, 4, 5), {"scale_factor": 1.7, "mode": "bicubic", "recompute_scale_factor": True}),
+    ((1, 2, 4, 5), {"size": 1, "mode": "bicubic", "align_corners": True}),
 ])
 def test_interpolate_matches_torch(torch, shape, kwargs):
     rng = np.random.default_rng(0)
@@ -612,3 +617,8 @@ def test_upsample_module(torch):
         F.interpolate(ember.zeros(1, 1, 2), size=4, scale_factor=2)
     with pytest.raises(NotImplementedError, match="Got 3D input, but bilinear mode needs 4D"):
         F.interpolate(ember.zeros(1, 1, 2), size=4, mode="bilinear")
+    with pytest.raises(NotImplementedError) as t_err:
+        torch.nn.functional.interpolate(torch.zeros(1, 1, 2, 2, 2), size=4, mode="bicubic")
+    with pytest.raises(NotImplementedError) as e_err:
+        F.interpolate(ember.zeros(1, 1, 2, 2, 2), size=4, mode="bicubic")
+    assert str(e_err.value) == str(t_err.value)

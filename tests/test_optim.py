@@ -871,3 +871,109 @@ def test_implementation_flag_conflicts_raise_as_torch(kwargs):
             getattr(ember.optim, name)([ember.zeros(1, requires_grad=True)], lr=0.1, **kwargs)
     with pytest.raises(NotImplementedError, match="differentiable=True"):
         ember.optim.Adam([ember.zeros(1, requires_grad=True)], differentiable=True)
+
+
+def test_out_of_place_list_sub_and_lerp_match_torch():
+    rng = np.random.default_rng(4)
+    xs, ys = ([rng.standard_normal(s).astype(np.float32) for s in SHAPES] for _ in range(2))
+    for name, args in (("_foreach_sub", ()), ("_foreach_lerp", (0.3,))):
+        e = getattr(ember, name)([ember.tensor(x) for x in xs], [ember.tensor(y) for y in ys],
+                                 *args)
+        t = getattr(torch, name)([torch.tensor(x) for x in xs], [torch.tensor(y) for y in ys],
+                                 *args)
+        assert len(e) == len(t) == len(SHAPES) and type(e) is type(t) is tuple
+        for a, b in zip(e, t):  # (PyTorch's CPU lerp is a fused multiply-add: an ulp)
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=2e-7, atol=1e-7)
+
+
+# -- swa_utils: AveragedModel, update_bn, SWALR ----------------------------------------
+
+def _bn_net(lib):
+    lib.manual_seed(0)
+    return lib.nn.Sequential(lib.nn.Linear(4, 6), lib.nn.BatchNorm1d(6), lib.nn.ReLU(),
+                             lib.nn.Linear(6, 2))
+
+
+@pytest.mark.parametrize("how", ["swa", "ema_multi", "ema_avg", "swa_multi", "use_buffers"])
+def test_averaged_model_matches_torch(how):
+    """Three snapshots of a model folded into the average, then update_bn: every
+    parameter and buffer as PyTorch's (float32, the same arithmetic)."""
+    rng = np.random.default_rng(5)
+    snapshots = [[rng.standard_normal(tuple(p.shape)).astype(np.float32)
+                  for p in _bn_net(torch).parameters()] for _ in range(3)]
+    batches = [rng.standard_normal((8, 4)).astype(np.float32) * 2 + 1 for _ in range(3)]
+    results = []
+    for lib in (torch, ember):
+        swa = lib.optim.swa_utils
+        kwargs = {"swa": {}, "ema_multi": {"multi_avg_fn": swa.get_ema_multi_avg_fn(0.9)},
+                  "ema_avg": {"avg_fn": swa.get_ema_avg_fn(0.8)},
+                  "swa_multi": {"multi_avg_fn": swa.get_swa_multi_avg_fn()},
+                  "use_buffers": {"use_buffers": True}}[how]
+        model = _bn_net(lib)
+        averaged = swa.AveragedModel(model, **kwargs)
+        for snapshot, batch in zip(snapshots, batches):
+            with lib.no_grad():
+                for p, v in zip(model.parameters(), snapshot):
+                    p.copy_(lib.tensor(v))
+            model(lib.tensor(batch))  # training mode: moves the BatchNorm statistics
+            averaged.update_parameters(model)
+        before = {k: v.clone() for k, v in averaged.state_dict().items()}
+        loader = lib.utils.data.DataLoader(
+            lib.utils.data.TensorDataset(lib.tensor(np.concatenate(batches))), batch_size=8)
+        averaged.eval()
+        swa.update_bn(loader, averaged)
+        assert not averaged.training and averaged.module[1].momentum == 0.1
+        results.append(({k: v.numpy() for k, v in before.items()},
+                         {k: v.numpy() for k, v in averaged.state_dict().items()},
+                         repr(averaged)))
+    (t_before, t_after, t_repr), (e_before, e_after, e_repr) = results
+    assert e_repr == t_repr and list(e_after) == list(t_after)
+    assert int(e_after["n_averaged"]) == 3
+    for e, t in ((e_before, t_before), (e_after, t_after)):
+        for key in t:
+            np.testing.assert_allclose(e[key], t[key], rtol=1e-6, atol=1e-7, err_msg=key)
+
+
+def test_averaged_model_and_update_bn_edge_cases():
+    model = ember.nn.Linear(3, 2)
+    with pytest.raises(AssertionError, match="Only one of avg_fn and multi_avg_fn"):
+        ember.optim.swa_utils.AveragedModel(model, avg_fn=lambda a, b, n: a,
+                                            multi_avg_fn=lambda a, b, n: None)
+    averaged = ember.optim.swa_utils.AveragedModel(model)
+    assert averaged.n_averaged.dtype == ember.int64 and averaged.module is not model
+    x = ember.ones(1, 3)
+    assert averaged(x).tolist() == model(x).tolist()
+    ember.optim.swa_utils.update_bn([x], model)  # no BatchNorm: nothing to do, no pass
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "RMSprop", "Adagrad", "NAdam", "RAdam",
+                                  "Adamax", "Adadelta", "Rprop", "ASGD"])
+def test_state_dict_step_is_a_tensor_as_torch(name):
+    """A saved step count is PyTorch's 0-d float tensor: `f"{step}"` prints 3.0, and a
+    checkpoint written by either loads into the other."""
+    steps = []
+    for lib in (torch, ember):
+        p = lib.nn.Parameter(lib.ones(2))
+        opt = getattr(lib.optim, name)([p], lr=0.1)
+        for _ in range(3):
+            opt.zero_grad()
+            (p * p).sum().backward()
+            opt.step()
+        step = opt.state_dict()["state"][0]["step"]
+        steps.append((repr(step).replace("ember", "torch"), f"{step}", str(step.dtype)[6:]))
+        fresh = getattr(lib.optim, name)([lib.nn.Parameter(lib.ones(2))], lr=0.1)
+        fresh.load_state_dict(opt.state_dict())
+        assert float(fresh.state_dict()["state"][0]["step"]) == 3.0
+    assert steps[1] == steps[0] == ("tensor(3.)", "3.0", "float32")
+
+
+def test_out_of_place_list_ops_return_tuples_as_torch():
+    xs = [ember.ones(2), ember.ones(3)]
+    for name, args in (("_foreach_add", (xs,)), ("_foreach_mul", (2.0,)), ("_foreach_div", (xs,)),
+                       ("_foreach_sqrt", ()), ("_foreach_neg", ()), ("_foreach_norm", ())):
+        e = getattr(ember, name)(xs, *args)
+        t = getattr(torch, name)([torch.ones(2), torch.ones(3)],
+                                 *([[torch.ones(2), torch.ones(3)]] if args and
+                                   isinstance(args[0], list) else args))
+        assert type(e) is type(t) is tuple, name
+        assert [x.tolist() for x in e] == [x.tolist() for x in t], name

@@ -146,3 +146,36 @@ def test_named_results_pickle_and_are_served_by_return_types():
     assert type(back) is type(r) and back.indices.tolist() == [1, 2]
     with pytest.raises(AttributeError, match="no attribute 'nosuch'"):
         getattr(ember.return_types, "nosuch")  # noqa: B009
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (2, 3, 4), (4,), (1, 1, 3, 4)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_node_names_as_pytorch(as_torch, shape, bias):
+    """`print(model(x))` shows grad_fn=<AddmmBackward0> for a batch of vectors, but
+    <ViewBackward0> for a sequence batch (PyTorch's linear views an addmm back)."""
+    outs = []
+    for lib in (torch, ember):
+        layer = lib.nn.Linear(4, 2, bias=bias)
+        with lib.no_grad():
+            layer.weight.fill_(0.5)
+            if bias:
+                layer.bias.fill_(0.25)
+        out = layer(lib.ones(shape))
+        outs.append((out.grad_fn.name(), repr(out)))
+    assert outs[1] == outs[0]
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.zeros(1, 1, 16, requires_grad=True),
+    lambda lib: lib.zeros(15, requires_grad=True), lambda lib: lib.zeros(14, requires_grad=True),
+    lambda lib: lib.zeros(14, dtype=lib.float64, requires_grad=True),
+    lambda lib: lib.zeros(14, dtype=lib.float64) * lib.ones(1, requires_grad=True),
+    lambda lib: lib.ones(2, 10, dtype=lib.bfloat16, requires_grad=True),
+    lambda lib: lib.arange(12.0).reshape(3, 4) * lib.ones(1, requires_grad=True),
+    lambda lib: lib.tensor([], dtype=lib.int64), lambda lib: lib.tensor([], dtype=lib.bool),
+    lambda lib: lib.zeros(0, 3, dtype=lib.int32), lambda lib: lib.tensor([]),
+])
+def test_suffixes_wrap_at_the_line_width_as_pytorch(as_torch, make):
+    """`requires_grad=True`, `dtype=` and `grad_fn=` go to a line of their own where
+    the last line would pass 80 characters (a cls token nn.Parameter's print)."""
+    assert repr(make(ember)) == repr(make(torch))

@@ -135,6 +135,29 @@ def _stn_runs(t_out: str, e_out: str) -> None:
         assert losses and all(1.9 < v < 2.7 for v in losses), losses
 
 
+def _swa_and_ema_help(t_out: str, e_out: str) -> None:
+    # the averaged models test at least as well as the first epoch's model did
+    for out in (t_out, e_out):
+        first = metric(out, r"epoch 0: .*test loss ([\d.]+)")[0]
+        averaged = metric(out, r"(?:SWA|EMA) test loss ([\d.]+)")
+        assert len(averaged) == 2 and all(v < 0.8 * first for v in averaged), out
+        assert metric(out, r"n_averaged: (\d+)") == [0, 3]
+
+
+def _teacher_and_students_learn(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        acc = metric(out, r"Test Accuracy: ([\d.]+)%")
+        assert len(acc) == 3 and acc[0] > 60 and min(acc[1:]) > 30, acc
+
+
+def _contrastive_forms_agree(t_out: str, e_out: str) -> None:
+    # the index and masked_fill forms of NT-Xent are one loss; the features separate
+    for out in (t_out, e_out):
+        forms = metric(out, r"form ([\d.]+)")
+        assert len(forms) == 2 and forms[0] == forms[1], forms
+        assert metric(out, r"test top1 ([\d.]+)%")[0] > 60
+
+
 PROGRAM_SPECS = [
     Program("quickstart.py", trends=[Trend(r"Avg loss: ([\d.]+)", 0.8, 0.3),
                                      Trend(r"Accuracy: ([\d.]+)%", 1.2, 0.5, rises=True)],
@@ -165,6 +188,28 @@ PROGRAM_SPECS = [
             trends=[Trend(r"test loss: ([\d.e-]+)", 0.5, 0.2)], first=r"loss: ([\d.]+)"),
     Program("spatial_transformer.py", extra=_stn_runs, long=True),
     Program("mnist.py", trends=[Trend(r"Average loss: ([\d.]+)", 0.8, 0.3)], long=True),
+    # set C: vision and modern training idioms
+    Program("resnet_cifar.py",
+            trends=[Trend(r"Test Loss: ([\d.]+)", 0.8, 0.3),
+                    Trend(r"Test Loss: [\d.]+ \| Acc: ([\d.]+)%", 1.1, 0.5, rises=True)],
+            first=r"\] loss: ([\d.]+)"),
+    Program("vit.py", trends=[Trend(r"val loss ([\d.]+)", 0.95, 0.2)],
+            first=r"step +0 \| loss ([\d.]+)"),
+    Program("unet_segmentation.py",
+            trends=[Trend(r"train loss ([\d.]+)", 0.5, 0.3),
+                    Trend(r"Dice ([\d.]+)", 1.5, 1.0, rises=True)],
+            first=r"loss \(batch\) ([\d.]+)"),
+    Program("distillation.py", trends=[Trend(r"Loss: ([\d.]+)", 0.7, 0.3, count=4)],
+            first=r"Loss: ([\d.]+)", extra=_teacher_and_students_learn),
+    Program("amp_accum.py", trends=[Trend(r"val loss ([\d.]+)", 0.8, 0.3)],
+            first=r"step +1 loss ([\d.]+)"),
+    Program("swa_ema.py", trends=[Trend(r"test loss ([\d.]+)", 0.8, 0.3, count=8)],
+            first=r"train loss ([\d.]+)", extra=_swa_and_ema_help),
+    Program("denoising_autoencoder.py",
+            trends=[Trend(r"Training Loss: ([\d.]+)", 0.6, 0.1)],
+            first=r"Training Loss: ([\d.]+)"),
+    Program("simclr.py", trends=[Trend(r"Loss: ([\d.]+)", 0.7, 0.3)],
+            first=r"Step 0\tLoss: ([\d.]+)", extra=_contrastive_forms_agree),
 ]
 
 

@@ -380,3 +380,20 @@ def test_a_trace_records_replayable_random_ops() -> None:
     with pytest.warns(Warning):  # PyTorch's warning for a non-deterministic trace
         traced = ember.jit.trace(draws, x)
     assert tuple(traced(x).shape) == (3, 4)
+
+
+@pytest.mark.parametrize("expr", [
+    "lib.rand_like(lib.ones(5, 33).t())", "lib.randn_like(lib.ones(4, 3, 20).permute(2, 0, 1))",
+    "lib.randint_like(lib.ones(6, 7).t(), 0, 100)",
+    "lib.rand_like(lib.ones(6, 40)[:, ::2])",  # (gaps: PyTorch's result is contiguous)
+    pytest.param("lib.nn.functional.dropout(lib.ones(5, 2, 16).transpose(1, 0), 0.3)",
+                 marks=mkl_bernoulli),
+    pytest.param("lib.nn.functional.dropout(lib.ones(3, 1, 4, 5).permute(0, 3, 1, 2), 0.5)",
+                 marks=mkl_bernoulli),
+    pytest.param("lib.nn.functional.dropout(lib.ones(6, 8)[:, 1:7], 0.5)", marks=mkl_bernoulli),
+])
+def test_like_draws_of_transposed_tensors_walk_memory(expr: str) -> None:
+    """PyTorch's rand_like and dropout's mask keep a transposed input's strides, so they
+    draw in memory order: batch_first attention's output (a transposed view) through
+    nn.Dropout drew other masks than PyTorch's."""
+    same(*draw_both(expr))

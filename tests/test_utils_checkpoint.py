@@ -71,3 +71,28 @@ def test_checkpoint_warnings_and_errors_as_torch():
         with pytest.raises(ValueError, match="Unexpected keyword arguments: scale"):
             fn(lambda t, scale: t * scale, x, use_reentrant=True, scale=2)
         assert fn(lambda t, scale: t * scale, x, use_reentrant=False, scale=2).tolist() == [2, 2]
+
+
+def test_reentrant_without_grad_inputs_gives_no_gradients_as_torch():
+    """PyTorch's reentrant checkpoint is a Function run under no_grad: inputs that do not
+    require grad give an output that does not, and parameters inside get no gradient (in
+    checkpoint_sequential, only the last, unchecked segment's do)."""
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    data = np.random.RandomState(1).randn(5, 4).astype(np.float32)
+    results = []
+    for lib in (torch, ember):
+        ckpt = __import__(f"{lib.__name__}.utils.checkpoint", fromlist=["x"])
+        model = _model(lib)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = ckpt.checkpoint(model, lib.tensor(data), use_reentrant=True)
+            seq = ckpt.checkpoint_sequential(model, 2, lib.tensor(data), use_reentrant=True)
+        seq.sum().backward()
+        results.append((out.requires_grad, out.grad_fn is None, seq.requires_grad,
+                        [p.grad is None for p in model.parameters()]))
+        np.testing.assert_allclose(out.numpy(), model(lib.tensor(data)).detach().numpy(),
+                                   rtol=1e-6)
+    assert results[1] == results[0]
+    assert results[0][:2] == (False, True)

@@ -28,6 +28,7 @@ from ember.core.host import dtype_arg, python_scalar
 from ember.core.mt19937 import DEFAULT_SEED, MT19937
 from ember.core.opdef import Kind, OutMeta
 from ember.core.placement import DeviceLike, get_default_device, resolve, set_default_device
+from ember.core.storage import like_layout
 from ember.core.tensor import Tensor
 
 __all__ = ["Generator", "default_generator", "get_default_device", "get_rng_state",
@@ -301,6 +302,12 @@ def _like(x: Tensor, dtype: Any, device: DeviceLike) -> tuple[dt.dtype, DeviceLi
     return (dtype_arg(dtype) or x.dtype), (device if device is not None else x.device)
 
 
+def _empty_like(x: Tensor, d: dt.dtype, dev: DeviceLike) -> Tensor:
+    """PyTorch's `empty_like(x)`, strides kept for a permuted `x`: the `*_like` random
+    factories fill it, so their draws land where PyTorch's do."""
+    return like_layout(x, lambda shape: empty(shape, dtype=d, device=dev))
+
+
 @composite(variants="function")
 def zeros_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
                requires_grad: bool = False) -> Tensor:
@@ -337,14 +344,14 @@ def empty_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
 def rand_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None) -> Tensor:
     """Uniform random numbers in [0, 1) of `input`'s shape."""
     d, dev = _like(input, dtype, device)
-    return rand(input.shape, dtype=d, device=dev)
+    return _empty_like(input, d, dev).uniform_()
 
 
 @composite(variants="function")
 def randn_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None) -> Tensor:
     """Standard normal random numbers of `input`'s shape."""
     d, dev = _like(input, dtype, device)
-    return randn(input.shape, dtype=d, device=dev)
+    return _empty_like(input, d, dev).normal_()
 
 
 @composite(variants="function")
@@ -352,7 +359,8 @@ def randint_like(input: Tensor, low: int, high: int | None = None, *, dtype: Any
                  device: DeviceLike = None) -> Tensor:
     """Random integers in [low, high) of `input`'s shape."""
     d, dev = _like(input, dtype, device)
-    return randint(low, high, input.shape, dtype=d, device=dev)
+    low, high = (0, low) if high is None else (low, high)
+    return _empty_like(input, d, dev).random_(low, high)
 
 
 # -- the new_* methods: a new tensor with this one's dtype and device ---------------------

@@ -139,17 +139,19 @@ def tensor_repr(t) -> str:
     suffix = []
     if t.device.type != "cpu":
         suffix.append(f"device='{t.device}'")
+    default_float = dt.get_default_dtype()
     if values.size == 0:
         body = "[]"
         if values.ndim != 1:
             suffix.insert(0, f"size={tuple(values.shape)}")
+        if t.dtype is not default_float:  # (no element shows an empty tensor's dtype)
+            suffix.append(f"dtype={t.dtype!r}")
     else:
         summarize = values.size > PRINT_OPTIONS.threshold
         fmt = _Formatter(_summarize(values) if summarize else values.reshape(-1), t.dtype)
         body = _format(values, fmt, len("tensor("), summarize)
-    default_float = dt.get_default_dtype()
-    if t.dtype not in (default_float, dt.int64, dt.bool_):
-        suffix.append(f"dtype={t.dtype!r}")
+        if t.dtype not in (default_float, dt.int64, dt.bool_):
+            suffix.append(f"dtype={t.dtype!r}")
     if t.grad_fn is not None:
         suffix.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t.requires_grad:

@@ -38,29 +38,6 @@ def broadcast_shapes(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[i
     return tuple(reversed(out))
 
 
-def broadcast_many(shapes: tuple) -> tuple[int, ...]:
-    """The broadcast of any number of shapes (an int is a 1-d shape), with the messages of
-    `torch.broadcast_shapes`."""
-    result: list[int] = []
-    for i, shape in enumerate(shapes):
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        if any(n < 0 for n in shape):
-            raise ValueError("Attempting to broadcast a dimension with negative length!")
-        if len(shape) > len(result):
-            result = [1] * (len(shape) - len(result)) + result
-        for k in range(1, len(shape) + 1):
-            n, have = shape[-k], result[-k]
-            if n == have or n == 1:
-                continue
-            if have != 1:
-                raise RuntimeError(
-                    f"Attempting to broadcast a dimension of length {n} at -{k}! Mismatching "
-                    f"argument at index {i} had {shape}; but expected shape should be "
-                    f"broadcastable to {result}")
-            result[-k] = n
-    return tuple(result)
-
-
 def normalize_dim(op: str, dim: int, ndim: int) -> int:
     """A possibly negative dim -> a valid non-negative one, or PyTorch's IndexError."""
     lo, hi = (-ndim, ndim - 1) if ndim else (-1, 0)

@@ -27,6 +27,83 @@ class layout:  # noqa: N801 - PyTorch's name
 strided = layout("strided")
 
 
+class memory_format:  # noqa: N801 - PyTorch's name
+    """The order of a tensor's dimensions in memory that `to(memory_format=...)`,
+    `contiguous(memory_format=...)` and `Module.to(memory_format=...)` ask for. ember's
+    buffers are always row-major (`contiguous_format`): another format is accepted as a
+    hint that changes no value (PyTorch's results do not depend on it either)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"{dt.API_NAME}.{self._name}"
+
+    def __reduce__(self) -> str:
+        return self._name  # pickled by name: the module-level singleton
+
+
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+preserve_format = memory_format("preserve_format")
+
+# the dimension orders, innermost first, whose strides a format's contiguity checks
+_DIM_ORDER = {channels_last: (4, (1, 3, 2, 0)), channels_last_3d: (5, (1, 4, 3, 2, 0))}
+
+
+def memory_order(t: Any) -> tuple[int, ...] | None:
+    """The dims of a non-contiguous but dense, non-overlapping tensor from the outermost
+    in memory to the innermost (a transposed one's), or None when it is contiguous or has
+    gaps. PyTorch's `empty_like` keeps such a tensor's strides."""
+    if t.numel() == 0 or t.is_contiguous():
+        return None
+    shape, strides = tuple(t.shape), t.stride()
+    dims = sorted((d for d in range(len(shape)) if shape[d] != 1), key=lambda d: -strides[d])
+    expected = 1
+    for d in reversed(dims):
+        if strides[d] != expected:
+            return None
+        expected *= shape[d]
+    return tuple(d for d in range(len(shape)) if shape[d] == 1) + tuple(dims)
+
+
+def like_layout(t: Any, empty: Any) -> Any:
+    """`empty(shape)` laid out as PyTorch's `empty_like(t)`: with `t`'s strides when `t` is
+    dense but not contiguous (a permuted view of a row-major buffer), else row-major. A
+    fill of it (`uniform_`, `bernoulli_`) then draws in PyTorch's order."""
+    order = memory_order(t)
+    if order is None:
+        return empty(tuple(t.shape))
+    inverse = [0] * len(order)
+    for i, d in enumerate(order):
+        inverse[d] = i
+    return empty(tuple(t.shape[d] for d in order)).permute(*inverse)
+
+
+def is_row_major_contiguous_as(shape: tuple[int, ...], fmt: Any) -> bool:
+    """Whether a dense row-major tensor of `shape` is also contiguous in `fmt` (PyTorch's
+    rule: the strides grow along the format's dimension order, size-1 dims ignored)."""
+    if fmt is None or fmt is contiguous_format or fmt is preserve_format:
+        return True
+    if not isinstance(fmt, memory_format):
+        raise TypeError(f"is_contiguous(): argument 'memory_format' must be "
+                        f"torch.memory_format, not {type(fmt).__name__}")
+    rank, order = _DIM_ORDER[fmt]
+    if len(shape) != rank:
+        return False
+    strides = [1] * rank
+    for d in range(rank - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    expected = 1
+    for d in order:
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
 class TypedStorage:
     """The elements of the memory a tensor shares with its views, as a typed 1-D array:
     `size()`, `dtype`, `device`, `data_ptr()`, `tolist()`, `nbytes()`, indexing."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ember
@@ -40,6 +40,7 @@ from ember.core.ops.losses import (  # noqa: F401 - the losses are declared in c
     soft_margin_loss,
     triplet_margin_loss,
 )
+from ember.core.storage import like_layout
 
 __all__ = [
     # linear and convolution
@@ -307,15 +308,43 @@ def _interp_source(out_size: int, in_size: int, scale: float | None, align_corne
         shift = 0.5 if mode == "nearest-exact" else 0.0
         idx = [min(int(math.floor((i + shift) * ratio)), in_size - 1) for i in range(out_size)]
         return idx, idx, [0.0] * out_size
-    if align_corners:
-        ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
-        src = [i * ratio for i in range(out_size)]
-    else:
-        ratio = (1.0 / scale) if scale else in_size / out_size
-        src = [max((i + 0.5) * ratio - 0.5, 0.0) for i in range(out_size)]
+    src = _source_coords(out_size, in_size, scale, align_corners, cubic=False)
     lo = [min(int(math.floor(s)), in_size - 1) for s in src]
     hi = [min(i + 1, in_size - 1) for i in lo]
     return lo, hi, [s - i for s, i in zip(src, lo)]
+
+
+def _source_coords(out_size: int, in_size: int, scale: float | None, align_corners: bool,
+                   cubic: bool) -> list[float]:
+    """The source coordinate of each output position (PyTorch's
+    area_pixel_compute_source_index: only the linear modes clamp it at 0)."""
+    if align_corners:
+        ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+        return [i * ratio for i in range(out_size)]
+    ratio = (1.0 / scale) if scale else in_size / out_size
+    src = [(i + 0.5) * ratio - 0.5 for i in range(out_size)]
+    return src if cubic else [max(x, 0.0) for x in src]
+
+
+_CUBIC_A = -0.75  # PyTorch's (and OpenCV's) cubic convolution coefficient
+
+
+def _cubic_taps(out_size: int, in_size: int, scale: float | None,
+                align_corners: bool) -> tuple[list[list[int]], list[list[float]]]:
+    """For each of the 4 taps of bicubic interpolation along one dimension: the source
+    index of every output position (clamped to the border, as PyTorch's) and its weight."""
+    a = _CUBIC_A
+    near = lambda x: ((a + 2) * x - (a + 3)) * x * x + 1  # |x| <= 1
+    far = lambda x: ((a * x - 5 * a) * x + 8 * a) * x - 4 * a  # 1 < |x| < 2
+    idx: list[list[int]] = [[], [], [], []]
+    wts: list[list[float]] = [[], [], [], []]
+    for x in _source_coords(out_size, in_size, scale, align_corners, cubic=True):
+        base = math.floor(x)
+        t = x - base
+        for k, w in enumerate((far(t + 1), near(t), near(1 - t), far(2 - t))):
+            idx[k].append(min(max(base - 1 + k, 0), in_size - 1))
+            wts[k].append(w)
+    return idx, wts
 
 
 def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
@@ -328,7 +357,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         size: the output spatial size (an int or one per dimension).
         scale_factor: multiplier of the spatial size (instead of ``size``).
         mode: ``'nearest'``, ``'nearest-exact'``, ``'linear'`` (3-D input),
-            ``'bilinear'`` (4-D), ``'trilinear'`` (5-D) or ``'area'``.
+            ``'bilinear'`` or ``'bicubic'`` (4-D), ``'trilinear'`` (5-D) or ``'area'``.
         align_corners: for the linear modes, align the corner pixels' centres.
         recompute_scale_factor: compute the coordinate scale from the output size
             instead of using ``scale_factor`` directly.
@@ -345,6 +374,13 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         if linear_modes[mode] != spatial:
             raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
                                       f"{linear_modes[mode] + 2}D input")
+        align_corners = bool(align_corners)
+    elif mode == "bicubic":
+        if spatial != 2:
+            raise NotImplementedError(  # PyTorch's words
+                f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) "
+                f"for the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | "
+                f"area | nearest-exact (got bicubic)")
         align_corners = bool(align_corners)
     elif mode in ("nearest", "nearest-exact", "area"):
         if align_corners is not None:
@@ -373,6 +409,8 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         if spatial == 1:
             return adaptive_avg_pool1d(input, out_sizes[0])
         return _nnops.adaptive_avg_pool3d(input, tuple(out_sizes))
+    if mode == "bicubic":
+        return _bicubic(input, out_sizes, scales, bool(align_corners))
     out = input
     for d in range(spatial):
         dim = 2 + d
@@ -388,6 +426,24 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         shape[dim] = out_sizes[d]
         wt = ember.tensor(w, dtype=input.dtype, device=input.device).reshape(shape)
         out = a + (b - a) * wt
+    return out
+
+
+def _bicubic(input: Tensor, out_sizes: list[int], scales: list, align_corners: bool) -> Tensor:
+    """Separable bicubic resampling: along the width, then the height (PyTorch's order),
+    each output the sum of 4 weighted taps in tap order."""
+    out = input
+    for d in (1, 0):
+        dim = 2 + d
+        idx, wts = _cubic_taps(out_sizes[d], input.shape[dim], scales[d], align_corners)
+        shape = [1] * input.ndim
+        shape[dim] = out_sizes[d]
+        total = None
+        for i, w in zip(idx, wts):
+            tap = ember.index_select(out, dim, ember.tensor(i, device=input.device)) * \
+                ember.tensor(w, dtype=input.dtype, device=input.device).reshape(shape)
+            total = tap if total is None else total + tap
+        out = total
     return out
 
 
@@ -463,8 +519,12 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     In training (or without running statistics) the batch's statistics normalise; the
     running ones are updated in place:
     ``running = (1 - momentum) * running + momentum * batch`` (unbiased variance).
-    Otherwise the running statistics normalise.
+    Otherwise the running statistics normalise. A half-float input is normalised in
+    float32 and the result rounded to its dtype, as PyTorch's.
     """
+    if input.dtype in _HALF_FLOATS:
+        return _in_float32(input, lambda x: batch_norm(x, running_mean, running_var, weight,
+                                                       bias, training, momentum, eps))
     if training:
         _verify_batch_size(input.shape)
     if input.ndim < 2:
@@ -499,6 +559,9 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
                   momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     r"""Instance normalisation: each (sample, channel) plane normalised by its own
     statistics; running statistics (averaged over the batch) update when given."""
+    if input.dtype in _HALF_FLOATS:
+        return _in_float32(input, lambda x: instance_norm(
+            x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps))
     if use_input_stats:
         dims = tuple(range(2, input.ndim))
         if math.prod(input.shape[2:]) == 1:
@@ -558,6 +621,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     r"""Group normalisation: the channels of each sample are split into ``num_groups``
     groups, each normalised by its own mean and (biased) variance."""
+    if input.dtype in _HALF_FLOATS:
+        return _in_float32(input, lambda x: group_norm(x, num_groups, weight, bias, eps))
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.ndim}")
@@ -600,8 +665,14 @@ def _check_p(p: float) -> None:
 
 def _kept(input: Tensor, p: float, mask_shape: tuple) -> Tensor:
     """1 where an element (or channel) is kept, else 0, in `input`'s dtype: PyTorch's
-    `empty(mask_shape).bernoulli_(1 - p)`, so a seeded program drops what PyTorch drops."""
-    return ember.empty(mask_shape, dtype=input.dtype, device=input.device).bernoulli_(1.0 - p)
+    `empty(mask_shape).bernoulli_(1 - p)`, so a seeded program drops what PyTorch drops.
+    A whole-tensor mask is PyTorch's `empty_like(input)`: for a transposed input its draws
+    fill memory order, not index order."""
+    def empty(shape: tuple) -> Tensor:
+        return ember.empty(shape, dtype=input.dtype, device=input.device)
+    noise = like_layout(input, empty) if mask_shape == tuple(input.shape) else \
+        empty(mask_shape)
+    return noise.bernoulli_(1.0 - p)
 
 
 def _dropout_with_mask_shape(input: Tensor, p: float, mask_shape: tuple,
@@ -861,27 +932,40 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return _inplace_apply(input, fn) if inplace else fn(input)
 
 
+_HALF_FLOATS = (ember.float16, ember.bfloat16)
+
+
+def _in_float32(input: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
+    """fn(input), computed in float32 and rounded once for a half-float input: PyTorch's
+    activations compute in float32 ("opmath"); rounding each step to bfloat16 differs
+    by an ulp in about half the elements."""
+    if input.dtype in _HALF_FLOATS:
+        return fn(input.float()).to(input.dtype)
+    return fn(input)
+
+
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     r"""Gaussian error linear unit: :math:`x \Phi(x)`; ``approximate='tanh'`` uses
     :math:`0.5x(1 + \tanh(\sqrt{2/\pi}(x + 0.044715x^3)))`."""
     if approximate == "none":
-        return input * (ember.erf(input * (1.0 / math.sqrt(2.0))) + 1.0) * 0.5
+        return _in_float32(input, lambda x: x * (ember.erf(x * (1.0 / math.sqrt(2.0))) + 1.0)
+                           * 0.5)
     if approximate == "tanh":
-        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
-        return input * (ember.tanh(inner) + 1.0) * 0.5
+        return _in_float32(input, lambda x: x * (ember.tanh(
+            (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)) + 1.0) * 0.5)
     raise RuntimeError(f"approximate argument must be either none or tanh, got "
                        f"'{approximate}'")
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     r"""Sigmoid linear unit (swish): :math:`x \sigma(x)`."""
-    fn = lambda x: x * ember.sigmoid(x)
+    fn = lambda x: _in_float32(x, lambda y: y * ember.sigmoid(y))
     return _inplace_apply(input, fn) if inplace else fn(input)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     r""":math:`x \tanh(\mathrm{softplus}(x))`."""
-    fn = lambda x: x * ember.tanh(softplus(x))
+    fn = lambda x: _in_float32(x, lambda y: y * ember.tanh(softplus(y)))
     return _inplace_apply(input, fn) if inplace else fn(input)
 
 

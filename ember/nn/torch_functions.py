@@ -31,6 +31,8 @@ __all__ = [
     "batch_norm_stats", "batch_norm_elemt", "batch_norm_gather_stats",
     "batch_norm_gather_stats_with_counts", "batch_norm_backward_reduce",
     "batch_norm_backward_elemt", "batch_norm_update_stats", "embedding_bag",
+    "cosine_similarity", "pairwise_distance", "pdist", "pixel_shuffle", "pixel_unshuffle",
+    "channel_shuffle", "bilinear",
 ]
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
@@ -625,3 +627,14 @@ def batch_norm_update_stats(input: Tensor, running_mean: Tensor | None,
             unbiased = var * (n / (n - 1)) if n > 1 else var * float("nan")
             running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
     return mean, var
+
+
+# -- the ones whose torch.* signature is nn.functional's ------------------------------
+
+cosine_similarity = F.cosine_similarity
+pairwise_distance = F.pairwise_distance
+pdist = F.pdist
+pixel_shuffle = F.pixel_shuffle
+pixel_unshuffle = F.pixel_unshuffle
+channel_shuffle = F.channel_shuffle
+bilinear = F.bilinear

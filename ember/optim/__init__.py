@@ -16,7 +16,7 @@ the same update as a loop of per-tensor in-place ops. The state (`state_dict()`)
 PyTorch's layout, so a step-for-step comparison with PyTorch, or a resumed run, match.
 """
 
-from ember.optim import lr_scheduler
+from ember.optim import lr_scheduler, swa_utils
 from ember.optim.adadelta import Adadelta
 from ember.optim.adafactor import Adafactor
 from ember.optim.adagrad import Adagrad
@@ -45,5 +45,5 @@ Lamb = LAMB  # the spelling some libraries use
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "LAMB", "Lamb",
            "Adadelta", "LBFGS", "Adamax", "NAdam", "RAdam", "ASGD",
            "Rprop", "Adafactor", "Muon", "SparseAdam",
-           "lr_scheduler", "required", "register_optimizer_step_pre_hook",
+           "lr_scheduler", "swa_utils", "required", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]

@@ -16,7 +16,8 @@ from copy import deepcopy
 from itertools import chain
 from typing import Any
 
-from ember.core.creation import zeros_like
+from ember.core.creation import tensor, zeros_like
+from ember.core.dtype import float32, float64, get_default_dtype
 from ember.core.grad_mode import enable_grad
 from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
@@ -153,6 +154,19 @@ def _advance(state: dict, group: dict[str, Any], buffers: tuple[str, ...],
         steps.append(pstate["step"])
         states.append(pstate)
     return params, grads, [[s[name] for s in states] for name in buffers], steps, states
+
+
+def _with_step_tensor(pstate: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a parameter's state with its step count as PyTorch saves it: a 0-d
+    float32 tensor (float64 under a float64 default dtype; `tensor(72.)`), which prints
+    and pickles as PyTorch's. ember counts steps in a Python number; load_state_dict turns
+    the tensor back."""
+    out = dict(pstate)
+    step = out.get("step")
+    if isinstance(step, (int, float)) and not isinstance(step, bool):
+        default = get_default_dtype()
+        out["step"] = tensor(float(step), dtype=default if default is float64 else float32)
+    return out
 
 
 def _buckets(*lists: list) -> list[tuple[list, ...]]:
@@ -424,7 +438,8 @@ class Optimizer:
 
         param_groups = [pack(g) for g in self.param_groups]
         state = {(mapping[id(k)] if isinstance(k, Tensor) else k):
-                 (dict(v) if isinstance(v, dict) else v) for k, v in self.state.items()}
+                 (_with_step_tensor(v) if isinstance(v, dict) else v)
+                 for k, v in self.state.items()}
         return {"state": state, "param_groups": param_groups}
 
     def load_state_dict(self, state_dict: StateDict) -> None:

@@ -108,15 +108,14 @@ def test_linspace(device: ember.device, start: float, end: float, steps: int) ->
 
 @pytest.mark.parametrize("start, end, steps, base", [
     (0.0, 2.0, 3, 10.0), (-3.0, 3.0, 7, 2.0), (1.0, -1.0, 5, 0.5), (0.0, 1.0, 1, 10.0),
-    (0.0, 1.0, 0, 10.0)])
+    (0.0, 1.0, 0, 10.0), (-1.0, 3.0, 9, 10.0), (0.0, 1.0, 4, 2.0), (1.0, 0.0, 1, 10.0)])
 def test_logspace(device: ember.device, start: float, end: float, steps: int,
                   base: float) -> None:
+    want = np.logspace(start, end, steps, base=base)
     x = ember.logspace(start, end, steps, base, device=device)
-    S.assert_matches(x, np.logspace(start, end, steps, base=base), device,
-                     dtype=ember.float32, rtol=1e-6)
+    S.assert_matches(x, want, device, dtype=ember.float32, rtol=1e-6)
     x64 = ember.logspace(start, end, steps, base, dtype=ember.float64, device=device)
-    S.assert_matches(x64, np.logspace(start, end, steps, base=base), device,
-                     dtype=ember.float64, rtol=1e-14)
+    S.assert_matches(x64, want, device, dtype=ember.float64, rtol=1e-14)
 
 
 @pytest.mark.parametrize("n, m", [(1, None), (3, None), (2, 4), (4, 2), (0, 3)])

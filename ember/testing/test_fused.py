@@ -244,9 +244,10 @@ CASES: dict[str, FusedCase] = {
     "gru_layer": FusedCase(_gru),  # the same for the GRU layer
     "gru_layer_backward": FusedCase(_gru, hide=("gru_layer",), declines="gru_layer"),
     **{name: _list_op(name) for name in (
-        "_foreach_add_", "_foreach_add", "_foreach_sub_", "_foreach_mul_", "_foreach_mul",
-        "_foreach_div_", "_foreach_div", "_foreach_maximum_", "_foreach_addcmul_",
-        "_foreach_addcdiv_", "_foreach_lerp_", "_foreach_sqrt", "_foreach_sqrt_",
+        "_foreach_add_", "_foreach_add", "_foreach_sub_", "_foreach_sub", "_foreach_mul_",
+        "_foreach_mul", "_foreach_div_", "_foreach_div", "_foreach_maximum_",
+        "_foreach_addcmul_", "_foreach_addcdiv_", "_foreach_lerp_", "_foreach_lerp",
+        "_foreach_sqrt", "_foreach_sqrt_",
         "_foreach_neg", "_foreach_zero_", "_foreach_copy_")},
     "_fused_sgd_": FusedCase(_fused_sgd),
 }

@@ -28,7 +28,8 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
             model. It should also know how to handle the inputs passed as the tuple.
         args: tuple containing inputs to the :attr:`function`
         use_reentrant (bool): PyTorch's choice of variant; pass it explicitly, as PyTorch
-            asks (a warning otherwise). Both give PyTorch's values and gradients.
+            asks (a warning otherwise). Both give PyTorch's values and gradients (the
+            reentrant one none when no input requires grad, as PyTorch's).
         preserve_rng_state (bool): PyTorch's flag; ember draws once, so dropout is
             always consistent.
         kwargs: keyword arguments of :attr:`function` (``use_reentrant=False`` only, as in
@@ -53,6 +54,11 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
         if not any(isinstance(a, ember.Tensor) and a.requires_grad for a in args):
             warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
                           stacklevel=2)
+            # PyTorch's reentrant variant is an autograd Function run under no_grad: with
+            # no input requiring grad its outputs do not either, and the parameters used
+            # inside get no gradient
+            with ember.no_grad():
+                return function(*args)
     return function(*args, **kwargs)
 
 

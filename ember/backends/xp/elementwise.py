@@ -58,9 +58,17 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
                 return call(f, args, out)
         return kernel
 
+    low_precision = lib.low_precision
+
     def sigmoid(x, out=None):
         # e / (1 + e) with e = exp(-|x|) <= 1: never overflows, and keeps its relative
         # precision for very negative x (the tanh form rounds 0.5 - 0.5 to 0 below -17)
+        if x.dtype in low_precision:  # PyTorch's: in float32, rounded once
+            y = sigmoid(x.astype(xp.float32)).astype(x.dtype)
+            if out is None:
+                return y
+            xp.copyto(out, y)
+            return out
         e = as_array(xp.exp(-xp.abs(x)))
         y = xp.where(x >= 0, x.dtype.type(1), e)
         return as_array(xp.true_divide(y, xp.add(e, 1, out=e), out=out))

@@ -20,11 +20,23 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 def _backward_formulas(lib: ArrayLib) -> dict[str, Kernel]:
     xp, quiet, gemm_dtypes = lib.xp, lib.quiet, lib.gemm_dtypes
 
+    low_precision = lib.low_precision
+
+    def in_float32(formula):
+        """Half floats computed in float32 and rounded once, as PyTorch's kernels."""
+        def kernel(y, g):
+            if y.dtype in low_precision:
+                return formula(y.astype(xp.float32), g.astype(xp.float32)).astype(y.dtype)
+            return formula(y, g)
+        return kernel
+
+    @in_float32
     def tanh_backward(y, g):
         out = xp.multiply(y, y)
         xp.subtract(1, out, out=out)
         return xp.multiply(out, g, out=out)
 
+    @in_float32
     def sigmoid_backward(y, g):
         out = xp.subtract(1, y)
         out *= y

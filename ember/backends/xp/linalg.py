@@ -24,7 +24,14 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return as_array(xp.einsum(equation, *xs, optimize=len(xs) > 1))
 
     def linear(x, w, b=None):
-        """x @ w.T + b in one call (the transpose is a BLAS flag, not a copy)."""
+        """x @ w.T + b in one call (the transpose is a BLAS flag, not a copy). Half
+        floats accumulate in float32 and the bias is added before the one rounding, as
+        PyTorch's addmm does (rounding the product first differs by an ulp)."""
+        if x.dtype in low_precision:
+            out = as_array(product(x.astype(xp.float32), w.T.astype(xp.float32)))
+            if b is not None:
+                out += b.astype(xp.float32)
+            return out.astype(x.dtype)
         out = as_array(product(x, w.T))
         if out.dtype != x.dtype:
             out = out.astype(x.dtype)

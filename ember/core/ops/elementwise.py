@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import struct
 from typing import Any
 
 from ember.core import costs, tracing
@@ -814,12 +815,36 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     """Linear interpolation: `input + weight * (end - input)`, or `end - (end - input) *
     (1 - weight)` where `|weight| >= 0.5` (PyTorch's formula: exact at weight 1, and the
     same infinities and NaNs)."""
+    if input._dtype in _FMA_EMULATED and isinstance(end, Tensor) and \
+            end._dtype is input._dtype and not isinstance(weight, Tensor):
+        return _lerp_fused_multiply_add(input, end, float(weight))
     diff = sub(end, input)
     if not isinstance(weight, Tensor):
         return add(input, mul(diff, weight)) if -0.5 < weight < 0.5 else \
             sub(end, mul(diff, 1 - weight))
     return where(abs(weight) < 0.5, add(input, mul(diff, weight)),
                  sub(end, mul(diff, rsub(weight, 1))))
+
+
+# dtypes whose products fit float64 exactly, so that a float64 multiply-add rounds like a
+# fused one (PyTorch's lerp kernels are `fma(w, end - start, start)`)
+_FMA_EMULATED = (dt.float32, dt.float16, dt.bfloat16)
+
+
+def _lerp_fused_multiply_add(input: Tensor, end: Tensor, weight: float) -> Tensor:
+    """PyTorch's CPU and CUDA lerp with a number weight, bit for bit: in the weight's
+    float32 (PyTorch's "opmath"), `fma(w, end - start, start)` below |w| 0.5, else
+    `fma(w - 1, end - start, end)`; a half-float difference is taken in float32."""
+    w = float(struct.unpack("f", struct.pack("f", weight))[0])  # (as float32)
+    small = -0.5 < w < 0.5
+    coeff = w if small else float(struct.unpack("f", struct.pack("f", w - 1.0))[0])
+    if input._dtype is dt.float32:
+        diff = sub(end, input).to(dtype=dt.float64)
+    else:
+        diff = sub(end.to(dtype=dt.float32), input.to(dtype=dt.float32)).to(dtype=dt.float64)
+    base = (input if small else end).to(dtype=dt.float64)
+    out = add(base, mul(diff, coeff)).to(dtype=dt.float32)  # the fma's float32 rounding
+    return out if input._dtype is dt.float32 else out.to(dtype=input._dtype)
 
 
 def _addcmul_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,

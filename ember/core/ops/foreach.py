@@ -82,10 +82,10 @@ def _list_op(name: str, inplace: bool) -> Callable[..., Any]:
         lists = [a for a in args if _is_list(a)]
         _check(op, xs, lists)
         if not xs:
-            return None if inplace else []
+            return None if inplace else ()
         fused = run_fused(op, xs, *args, **kwargs)
-        if fused is not None:
-            return None if inplace else fused
+        if fused is not None:  # (a tuple out of place, as PyTorch's)
+            return None if inplace else tuple(fused)
         _check_devices(op, xs, lists)
         out = []
         with no_grad():
@@ -97,7 +97,7 @@ def _list_op(name: str, inplace: bool) -> Callable[..., Any]:
                     x.copy_(value)
                 else:
                     out.append(value)
-        return None if inplace else out
+        return None if inplace else tuple(out)
     fn.__doc__ = f"`{name}` over a list of tensors{' in place' if inplace else ''}."
     return fn
 
@@ -124,6 +124,7 @@ def _declare_list_op(name: str, inplace: bool) -> Callable[..., Any]:
 _foreach_add_ = _declare_list_op("add", True)
 _foreach_add = _declare_list_op("add", False)
 _foreach_sub_ = _declare_list_op("sub", True)
+_foreach_sub = _declare_list_op("sub", False)
 _foreach_mul_ = _declare_list_op("mul", True)
 _foreach_mul = _declare_list_op("mul", False)
 _foreach_div_ = _declare_list_op("div", True)
@@ -132,6 +133,7 @@ _foreach_maximum_ = _declare_list_op("maximum", True)
 _foreach_addcmul_ = _declare_list_op("addcmul", True)
 _foreach_addcdiv_ = _declare_list_op("addcdiv", True)
 _foreach_lerp_ = _declare_list_op("lerp", True)
+_foreach_lerp = _declare_list_op("lerp", False)
 _foreach_sqrt = _declare_list_op("sqrt", False)
 _foreach_sqrt_ = _declare_list_op("sqrt", True)
 _foreach_neg = _declare_list_op("neg", False)
@@ -140,10 +142,10 @@ _foreach_copy_ = _declare_list_op("copy", True)
 
 
 @composite(variants="function", cost=_list_cost)
-def _foreach_norm(self: Sequence[Tensor], ord: float = 2) -> list[Tensor]:
-    """The p-norm of each tensor, as a list of 0-d tensors."""
+def _foreach_norm(self: Sequence[Tensor], ord: float = 2) -> tuple[Tensor, ...]:
+    """The p-norm of each tensor, as a tuple of 0-d tensors."""
     with no_grad():
-        return [norm(x, ord) for x in self]
+        return tuple(norm(x, ord) for x in self)
 
 
 @composite(variants="function", fused="_fused_sgd_", cost=_list_cost)

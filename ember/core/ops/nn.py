@@ -252,8 +252,20 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             out = matmul(input, t(weight) if len(w_shape) == 2 else weight)
             if bias is not None:
                 out = add(out, bias)
-    record_grad(OPS["linear"], (input, weight, bias), {}, out)
+    record_grad(OPS["linear"], (input, weight, bias), {}, out,
+                label=_linear_label(len(x_shape), bias is not None) if len(w_shape) == 2
+                else None)
     return out
+
+
+def _linear_label(ndim: int, has_bias: bool) -> str:
+    """PyTorch's name of linear's node: an addmm (mm without a bias) for a 2-D input, a
+    view of one for other ranks (matmul's unsafe view, or a squeeze for 1-D, without)."""
+    if ndim == 2:
+        return "AddmmBackward0" if has_bias else "MmBackward0"
+    if has_bias:
+        return "ViewBackward0"
+    return "SqueezeBackward4" if ndim == 1 else "UnsafeViewBackward0"
 
 
 fused_kernel("linear", replaces="linear", signature="linear(x, w, b | None) -> y",
@@ -1306,6 +1318,9 @@ def grid_sampler_3d(input: Tensor, grid: Tensor, interpolation_mode: int, paddin
 # -- softmax --------------------------------------------------------------------------
 
 
+_HALF = (dt.float16, dt.bfloat16)
+
+
 def _softmax_input(op: str, input: Tensor, dim: int, dtype: Any) -> tuple[Tensor, int]:
     if dtype is not None:
         input = input.to(dtype=dtype)
@@ -1321,6 +1336,8 @@ def _softmax_input(op: str, input: Tensor, dim: int, dtype: Any) -> tuple[Tensor
 def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """`exp(x) / sum(exp(x), dim)`, computed stably."""
     input, d = _softmax_input("softmax", input, dim, dtype)
+    if input._dtype in _HALF:  # PyTorch's: computed in float32, rounded once
+        return softmax(input.to(dtype=dt.float32), d).to(dtype=input._dtype)
     if not input.ndim:  # as PyTorch: the one element, as a 1-element vector
         return reshape(softmax(reshape(input, (1,)), 0), ())
     if not input.numel():
@@ -1340,6 +1357,8 @@ def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
 def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """`x - logsumexp(x, dim)`, computed stably."""
     input, d = _softmax_input("log_softmax", input, dim, dtype)
+    if input._dtype in _HALF:
+        return log_softmax(input.to(dtype=dt.float32), d).to(dtype=input._dtype)
     if not input.ndim:  # as PyTorch: the one element, as a 1-element vector
         return reshape(log_softmax(reshape(input, (1,)), 0), ())
     if not input.numel():
@@ -1373,6 +1392,13 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
         raise RuntimeError(f"layer_norm: Given normalized_shape={list(shape)}, expected input "
                            f"with shape [*, {', '.join(str(s) for s in shape)}], but got "
                            f"input of size{list(input.shape)}")
+    if input._dtype in _HALF:
+        # PyTorch computes in float32 and rounds once to the input's dtype (the weights
+        # may be float32, as under autocast)
+        out = layer_norm(input.to(dtype=dt.float32), shape,
+                         None if weight is None else weight.to(dtype=dt.float32),
+                         None if bias is None else bias.to(dtype=dt.float32), eps)
+        return out.to(dtype=input._dtype)
     dims = tuple(range(input.ndim - len(shape), input.ndim))
     mean = R.mean(input, dims, keepdim=True)
     centered = sub(input, mean)

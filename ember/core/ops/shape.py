@@ -29,13 +29,16 @@ from ember.core.inplace import as_view, metadata_inplace
 from ember.core.opdef import OPS, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.shapes import (
-    broadcast_shapes,
+    broadcast_shapes as broadcast_pair,
+)
+from ember.core.shapes import (
     fmt_shape,
     infer_reshape,
     normalize_dim,
     normalize_dims,
 )
-from ember.core.tensor import Tensor
+from ember.core.storage import is_row_major_contiguous_as
+from ember.core.tensor import Size, Tensor
 
 # -- rules ----------------------------------------------------------------------------
 
@@ -415,8 +418,34 @@ def broadcast_tensors(*tensors: Tensor) -> tuple:
     """The tensors broadcast to their common shape (views)."""
     shape: tuple = ()
     for x in tensors:
-        shape = broadcast_shapes("broadcast_tensors", shape, tuple(x.shape))
+        shape = broadcast_pair("broadcast_tensors", shape, tuple(x.shape))
     return tuple(expand(x, shape) for x in tensors)
+
+
+def broadcast_shapes(*shapes: Any) -> Size:
+    r"""The shape that tensors of `shapes` (sequences of sizes, or ints for 1-D) broadcast
+    to, without making any tensor.
+
+    Raises:
+        RuntimeError: PyTorch's message, naming the first argument that cannot broadcast.
+    """
+    sizes = [(s,) if isinstance(s, int) else tuple(s) for s in shapes]
+    for shape in sizes:
+        if any(d < 0 for d in shape):
+            raise ValueError("Attempting to broadcast a dimension with negative length!")
+    ndim = max((len(s) for s in sizes), default=0)
+    out = [1] * ndim
+    for index, shape in enumerate(sizes):
+        for i in range(-1, -len(shape) - 1, -1):
+            if shape[i] == 1 or shape[i] == out[i]:
+                continue
+            if out[i] != 1:
+                raise RuntimeError(
+                    f"Attempting to broadcast a dimension of length {shape[i]} at {i}! "
+                    f"Mismatching argument at index {index} had {shape}; but expected shape "
+                    f"should be broadcastable to {out}")
+            out[i] = shape[i]
+    return Size(out)
 
 
 def _repeat_method(self: Tensor, *repeats: Any, **kwargs: Any) -> Tensor:
@@ -507,8 +536,11 @@ def contiguous(self: Tensor, memory_format: Any = None) -> Tensor:
 
 @composite(variants="method", cost=costs.view)
 def is_contiguous(self: Tensor, memory_format: Any = None) -> bool:
-    """Whether this tensor's elements are dense in row-major order."""
-    return bool(self._backend.is_contiguous(self._data))
+    """Whether this tensor's elements are dense in row-major order (or, for
+    `memory_format=channels_last`, in that order: a row-major tensor is only when its
+    channels or spatial sizes are 1)."""
+    return bool(self._backend.is_contiguous(self._data)) and \
+        is_row_major_contiguous_as(tuple(self.shape), memory_format)
 
 
 # -- joining --------------------------------------------------------------------------
