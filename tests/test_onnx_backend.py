@@ -44,6 +44,9 @@ EXCLUDED: dict[str, str] = {
     r"test_dft_inverse(_opset19)?_cpu": "the expected output holds float32 FFT noise "
                                         "(1.9e-7 where 0 is exact) above the runner's atol",
     r"test_loop16_seq_none": "onnx's runner cannot compare its optional-sequence output",
+    r"test_attention_4d_causal_fp16_expanded": "float16 softmax and matmul round as "
+        "PyTorch's (in float32, once); the reference rounds every step in float16: 2 of 192 "
+        "elements 2 ulps apart, past the runner's rtol of 1e-3",
 }
 
 # Random ops: ember's generator draws other values than onnx's reference, so these fail
@@ -55,12 +58,10 @@ RANDOM: dict[str, str] = {
 }
 
 # ember's cases that also fail on OpenCL (PoCL) only, beside those above.
-OPENCL_EXCLUDED: dict[str, str] = {
-    r"test_attention_4d_causal_fp16_expanded": "float16 accumulation differs on PoCL",
-}
+OPENCL_EXCLUDED: dict[str, str] = {}
 
 # Pass counts reached on the CPU (onnx 1.23): a change that loses a case fails here.
-PASSING = {"node": 1860, "simple": 23, "pytorch-converted": 82, "pytorch-operator": 35}
+PASSING = {"node": 1859, "simple": 23, "pytorch-converted": 82, "pytorch-operator": 35}
 
 
 @functools.cache

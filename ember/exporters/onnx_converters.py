@@ -194,6 +194,14 @@ def _cast(ctx: ExportContext, node: Node) -> Any:
     return ctx.value(x, node.kwargs["dtype"])
 
 
+@converter("view_dtype")
+def _view_dtype(ctx: ExportContext, node: Node) -> Any:
+    # (ONNX has no operator that reinterprets an element's bits as another type; PyTorch's
+    # exporter refuses Tensor.view(dtype) too)
+    raise ctx.unsupported(node, "ONNX has no operator that reinterprets a tensor's bits as "
+                                f"another dtype ({node.kwargs['dtype']})")
+
+
 @converter("alias", "clone", "to_device")
 def _identity(ctx: ExportContext, node: Node) -> Any:
     return ctx.name(node.args[0])

@@ -500,3 +500,28 @@ def test_module_load_copies_or_assigns(device: ember.device) -> None:
 
 COVERS |= {"slice_inverse", "module_load"}
 
+
+
+def test_view_dtype_reads_the_same_bits(device: ember.device) -> None:
+    """`Tensor.view(dtype)`: the bits of each element as another dtype of the same size,
+    and, for another size, the last dimension rescaled, as NumPy's `view` reads them;
+    writes through the view reach the base."""
+    values = np.array([[1.0, -2.0, 0.5, 0.0], [3.0, np.inf, -0.0, 6.0]], np.float32)
+    x = S.on(device, values)
+    S.assert_matches(x.view(ember.int32), values.view(np.int32), device, dtype=ember.int32)
+    S.assert_matches(x.view(ember.int16), values.view(np.int16), device, dtype=ember.int16)
+    S.assert_matches(x.view(ember.uint8), values.view(np.uint8), device, dtype=ember.uint8)
+    if S.holds(device, ember.float64):
+        S.assert_matches(x.view(ember.float64), values.view(np.float64), device,
+                         dtype=ember.float64)
+    transposed = x.t()  # same-size views keep any strides
+    S.assert_matches(transposed.view(ember.int32), values.view(np.int32).T, device,
+                     dtype=ember.int32)
+    bits = x.view(ember.int32)
+    bits[0, 0] = 0
+    assert x[0, 0].item() == 0.0
+    with pytest.raises(RuntimeError, match="stride"):
+        transposed.view(ember.int16)
+
+
+COVERS |= {"view_dtype"}
