@@ -109,7 +109,7 @@ def _plain(tree: Any, keep: bool) -> Any:
 def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0,
                    has_aux: bool = False) -> Callable:
     """Returns a function computing `(grad, value)` of `func`, whose output must be a
-    one-element tensor; with `has_aux` (`func` returns `(output, aux)`), `(grad, (value,
+    0-d tensor; with `has_aux` (`func` returns `(output, aux)`), `(grad, (value,
     aux))`."""
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         nums = _argnums(argnums, len(args))
@@ -124,7 +124,7 @@ def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0,
             if not isinstance(output, Tensor):
                 raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a "
                                    f"Tensor, got {type(output)}")
-            if output.dim() != 0 and output.numel() != 1:
+            if output.dim() != 0:
                 raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a "
                                    "scalar Tensor, got tensor with "
                                    f"{output.dim()} dims. Maybe you wanted to use the vjp or "
@@ -142,7 +142,7 @@ def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0,
 
 
 def grad(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable:
-    """Returns a function computing the gradient of `func` (a one-element tensor output)
+    """Returns a function computing the gradient of `func` (a 0-d tensor output)
     with respect to the arguments `argnums` (the same structure as they are)."""
     both = grad_and_value(func, argnums, has_aux)
 

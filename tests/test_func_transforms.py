@@ -148,6 +148,7 @@ def _error(make, lib, T):
     lambda L, T: T.vmap(lambda x, y: x, in_dims=(0,))(L.ones(2), L.ones(2)),
     lambda L, T: T.vmap(lambda x: x, randomness="sometimes")(L.ones(2)),
     lambda L, T: T.grad(lambda x: x * 2)(L.ones(3)),
+    lambda L, T: T.grad(lambda x: x.sum(0, keepdim=True))(L.ones(3)),  # one element, 1-d
     lambda L, T: T.grad(lambda x: x.sum(), argnums=2)(L.ones(3)),
     lambda L, T: T.grad(lambda x: x.sum(), has_aux=True)(L.ones(3)),
 ])
