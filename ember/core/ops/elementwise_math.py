@@ -437,12 +437,14 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
     return out + p * (p - 1) / 4.0 * math.log(math.pi)
 
 
-def _powers_of_two(k: Tensor) -> Tensor:
+_POWERS_OF_TWO = tuple(math.ldexp(1.0, i) for i in range(-1074, 1024))  # 2**-1074 .. 2**1023
+
+
+def _powers_of_two(table: Tensor, k: Tensor) -> Tensor:
     """`2.0**k` in float64 for integral float64 `k` in [-1074, 1023], exact on every device:
-    a table lookup, since `pow(2.0, k)` is only as exact as the device's `pow` (CUDA's may be an
-    ulp off, which made frexp's mantissa of 2**1023 come out as 0.9999999999999999)."""
-    table = tensor([math.ldexp(1.0, i) for i in range(-1074, 1024)], dtype=dt.float64,
-                   device=k.device)
+    a lookup in `table` (`_POWERS_OF_TWO` on k's device), since `pow(2.0, k)` is only as
+    exact as the device's `pow` (CUDA's may be an ulp off, which made frexp's mantissa of
+    2**1023 come out as 0.9999999999999999)."""
     index = to_dtype(k + 1074.0, dt.int64)
     return index_select(table, 0, index.reshape(-1)).reshape(k.shape)
 
@@ -462,11 +464,12 @@ def frexp(input: Tensor) -> tuple[Tensor, Tensor]:
         a = where(finite, wide.abs(), 1.0)
         e = a.log2().floor() + 1.0  # log2 may round up at a power of two: fixed below
         # 2**-e in two halves, so that neither overflows for subnormal inputs
+        table = tensor(_POWERS_OF_TWO, dtype=dt.float64, device=input.device)
         half = (-e / 2.0).floor()
-        m = a * _powers_of_two(half) * _powers_of_two(-e - half)
+        m = a * _powers_of_two(table, half) * _powers_of_two(table, -e - half)
         e = e + (m >= 1.0).to(dt.float64) - (m < 0.5).to(dt.float64)
         half = (-e / 2.0).floor()
-        scale1, scale2 = _powers_of_two(half), _powers_of_two(-e - half)
+        scale1, scale2 = _powers_of_two(table, half), _powers_of_two(table, -e - half)
         exponent = to_dtype(where(finite, e, 0.0), dt.int32)
         scale1 = to_dtype(where(finite, scale1, 1.0), input.dtype)
         scale2 = to_dtype(where(finite, scale2, 1.0), input.dtype)
