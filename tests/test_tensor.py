@@ -564,3 +564,26 @@ def test_new_ones_and_new_zeros_match_torch():
         ember.zeros(2).new_ones()
     with pytest.raises(RuntimeError, match="negative dimension"):
         ember.zeros(2).new_zeros(-1)
+
+
+@pytest.mark.parametrize("name", ["zeros", "ones", "empty", "rand", "randn", "new_zeros",
+                                  "new_ones", "new_empty"])
+def test_factories_take_size_by_keyword_as_torch(name):
+    """pyGAT's `torch.empty(size=(in_features, out_features))`: `size=` names the sizes;
+    given both ways it is PyTorch's TypeError."""
+    torch = pytest.importorskip("torch")
+    for lib in (torch, ember):
+        make = getattr(lib.zeros(1), name) if name.startswith("new_") else getattr(lib, name)
+        assert tuple(make(size=(2, 3)).shape) == (2, 3)
+        assert tuple(make(size=[4]).shape) == (4,)
+        assert tuple(make(size=lib.Size([1, 2]), dtype=lib.float64).shape) == (1, 2)
+        assert make(size=(2,), dtype=lib.float64).dtype is lib.float64
+    with pytest.raises(TypeError, match=rf"^{name}\(\) got multiple values for argument 'size'$"):
+        (getattr(ember.zeros(1), name) if name.startswith("new_") else getattr(ember, name))(
+            2, size=(3,))
+    if name.startswith("new_"):
+        with pytest.raises(TypeError) as t_err:
+            getattr(torch.zeros(1), name)()
+        with pytest.raises(TypeError) as e_err:
+            getattr(ember.zeros(1), name)()
+        assert str(e_err.value) == str(t_err.value)
