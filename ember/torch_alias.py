@@ -67,10 +67,44 @@ def install() -> None:
                            "install the alias before anything imports torch")
     sys.meta_path.insert(0, TorchAliasFinder())
     dtype.set_api_name(_ALIAS)  # print torch.float32, torch.Size([2]) as PyTorch does
+    _serve_spawned_children()
+
+
+class _InstallInChild:
+    """Unpickled by a process that multiprocessing starts with 'spawn' or 'forkserver':
+    its unpickling installs the alias there, before the child imports the parent's
+    `__main__` (which imports torch) and unpickles the process object."""
+
+    def __reduce__(self) -> tuple:
+        return install, ()
+
+
+def _serve_spawned_children() -> None:
+    """Make every child that multiprocessing spawns (`mp.Process`, `mp.spawn`, DataLoader
+    workers under 'spawn') import ember for torch too: the data a child unpickles first
+    (`multiprocessing.spawn.get_preparation_data`) carries an `_InstallInChild`. A forked
+    child needs nothing: it inherits `sys.meta_path`."""
+    from multiprocessing import spawn
+
+    if getattr(spawn.get_preparation_data, "_ember_alias", False):
+        return
+    original = spawn.get_preparation_data
+
+    def get_preparation_data(name: str) -> dict:
+        # first in the dict: unpickled before the entries that make the child import
+        return {"ember_torch_alias": _InstallInChild(), **original(name)}
+
+    get_preparation_data._ember_alias = True  # type: ignore[attr-defined]
+    get_preparation_data.original = original  # type: ignore[attr-defined]
+    spawn.get_preparation_data = get_preparation_data
 
 
 def uninstall() -> None:
     """Remove the alias and forget the `torch*` names it served."""
+    from multiprocessing import spawn
+
+    spawn.get_preparation_data = getattr(spawn.get_preparation_data, "original",
+                                         spawn.get_preparation_data)
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, TorchAliasFinder)]
     dtype.set_api_name(_TARGET)
     for name in [n for n in sys.modules if n == _ALIAS or n.startswith(_ALIAS + ".")]:

@@ -158,6 +158,13 @@ def _contrastive_forms_agree(t_out: str, e_out: str) -> None:
         assert metric(out, r"test top1 ([\d.]+)%")[0] > 60
 
 
+def _hogwild_children_trained(t_out: str, e_out: str) -> None:
+    # two processes, two epochs each, two logged batches an epoch; both exited cleanly
+    for out in (t_out, e_out):
+        assert len(re.findall(r"^\d+\tTrain Epoch: ", out, re.M)) == 8, out
+        assert "exit codes: [0, 0]" in out
+
+
 PROGRAM_SPECS = [
     Program("quickstart.py", trends=[Trend(r"Avg loss: ([\d.]+)", 0.8, 0.3),
                                      Trend(r"Accuracy: ([\d.]+)%", 1.2, 0.5, rises=True)],
@@ -210,6 +217,15 @@ PROGRAM_SPECS = [
             first=r"Training Loss: ([\d.]+)"),
     Program("simclr.py", trends=[Trend(r"Loss: ([\d.]+)", 0.7, 0.3)],
             first=r"Step 0\tLoss: ([\d.]+)", extra=_contrastive_forms_agree),
+    # set E: pytorch/examples and classic recipes
+    Program("fast_neural_style.py",
+            trends=[Trend(r"total: ([\d.]+)", 0.8, 0.1)], first=r"content: ([\d.]+)"),
+    Program("gat.py", trends=[Trend(r"loss_val: ([\d.]+)", 0.9, 0.05),
+                              Trend(r"acc_val: ([\d.]+)", 1.5, 0.3, rises=True)],
+            first=r"loss_train: ([\d.]+)"),
+    # the children's lines interleave at random: only the parent's tests are compared
+    Program("mnist_hogwild.py", trends=[Trend(r"Average loss: ([\d.]+)", 0.8, 0.3)],
+            extra=_hogwild_children_trained, long=True),
 ]
 
 
@@ -314,11 +330,39 @@ def test_alias_runner_usage_and_exit_status(tmp_path: Path) -> None:
     assert failing.returncode == 3
 
 
+def test_alias_reaches_spawned_children(tmp_path: Path) -> None:
+    """mnist_hogwild's `mp.set_start_method('spawn')` + `mp.Process`: the child imports the
+    script again, and its `import torch` must be ember too (a forked child inherits it)."""
+    proc = _run_alias(tmp_path, """
+import torch
+import torch.multiprocessing as mp
+
+def child(queue, t):
+    queue.put((torch.__name__, type(t).__module__, str(t.dtype), (t * 2).tolist()))
+
+if __name__ == "__main__":
+    for method in ("spawn", "fork"):
+        ctx = mp.get_context(method)
+        queue = ctx.SimpleQueue()
+        p = ctx.Process(target=child, args=(queue, torch.ones(2)))
+        p.start()
+        print(method, queue.get())
+        p.join()
+        assert p.exitcode == 0
+""")
+    assert proc.returncode == 0, proc.stderr
+    for method, line in zip(("spawn", "fork"), proc.stdout.splitlines()):
+        assert line == f"{method} ('ember', 'ember.core.tensor', 'torch.float32', [2.0, 2.0])"
+
+
 def test_alias_refuses_after_real_torch_and_uninstalls() -> None:
     from ember import torch_alias
 
     with pytest.raises(RuntimeError, match="the real torch is already imported"):
         torch_alias.install()  # this test module imported the real torch
+    from multiprocessing import spawn
+
+    assert not hasattr(spawn.get_preparation_data, "_ember_alias")  # nothing left behind
     assert repr(ember.float32) == "ember.float32" and repr(ember.Size([2])) == "ember.Size([2])"
 
 
