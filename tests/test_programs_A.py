@@ -165,6 +165,31 @@ def _hogwild_children_trained(t_out: str, e_out: str) -> None:
         assert "exit codes: [0, 0]" in out
 
 
+def _imagenet_resumes(t_out: str, e_out: str) -> None:
+    # the resumed run starts at epoch 3 with StepLR's decayed rate; --evaluate of
+    # model_best reproduces the best epoch's summary
+    for out in (t_out, e_out):
+        assert "=> loaded checkpoint 'checkpoint.pth.tar' (epoch 3)" in out
+        assert re.search(r"best_acc1 [\d.]+ lr 0\.01\d* last_epoch 3", out), out
+        summaries = re.findall(r"^ \*   (.*)$", out, re.M)
+        assert len(summaries) == 5 and summaries[-1] == summaries[-2], summaries
+
+
+def _snli_best_snapshot(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        assert metric(out, r"best snapshot reloaded: SNLIClassifier dev accuracy ([\d.]+)")[0] > 80
+        assert "Embedding(40, 24) False True" in out
+
+
+def _gp_fits(t_out: str, e_out: str) -> None:
+    # the hand-written likelihood is MultivariateNormal's; the posterior covers sin(2 pi x)
+    for out in (t_out, e_out):
+        by_hand, mvn = re.search(r"check: ([-\d.]+) ([-\d.]+)", out).groups()
+        assert by_hand == mvn
+        assert metric(out, r"rmse ([\d.]+)")[0] < 0.15
+        assert metric(out, r"inside 2 sigma ([\d.]+)")[0] >= 0.9
+
+
 PROGRAM_SPECS = [
     Program("quickstart.py", trends=[Trend(r"Avg loss: ([\d.]+)", 0.8, 0.3),
                                      Trend(r"Accuracy: ([\d.]+)%", 1.2, 0.5, rises=True)],
@@ -226,6 +251,15 @@ PROGRAM_SPECS = [
     # the children's lines interleave at random: only the parent's tests are compared
     Program("mnist_hogwild.py", trends=[Trend(r"Average loss: ([\d.]+)", 0.8, 0.3)],
             extra=_hogwild_children_trained, long=True),
+    Program("imagenet_utils.py",
+            trends=[Trend(r" \*   Acc@1 ([\d.]+)", 1.2, 0.3, rises=True, count=3)],
+            first=r"Loss ([\d.]+e[-+]\d+) \(", extra=_imagenet_resumes),
+    Program("snli.py", trends=[Trend(r"% +([\d.]+) ", 0.5, 0.3)], first=r"% +([\d.]+) ",
+            extra=_snli_best_snapshot),
+    Program("capsule_net.py", trends=[Trend(r"Training Loss: ([\d.]+)", 0.97, 0.05)],
+            first=r"first batch loss: ([\d.]+)"),
+    Program("gp_regression.py", trends=[Trend(r"Loss: ([-\d.]+)", 0.5, 0.05)],
+            first=r"Loss: ([-\d.]+)", extra=_gp_fits),
 ]
 
 
