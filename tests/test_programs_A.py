@@ -190,6 +190,16 @@ def _gp_fits(t_out: str, e_out: str) -> None:
         assert metric(out, r"inside 2 sigma ([\d.]+)")[0] >= 0.9
 
 
+def _ddp_ranks_agree(t_out: str, e_out: str) -> None:
+    # both ranks ran every demo; each epoch's all_reduce'd count is the whole dataset
+    for out in (t_out, e_out):
+        assert "parameters agree across ranks: True" in out
+        for demo in ("basic DDP example", "DDP checkpoint example"):
+            assert sorted(re.findall(rf"Finished running {demo} on rank (\d)", out)) == \
+                ["0", "1"], out
+        assert metric(out, r"samples (\d+)") == [256] * 4
+
+
 PROGRAM_SPECS = [
     Program("quickstart.py", trends=[Trend(r"Avg loss: ([\d.]+)", 0.8, 0.3),
                                      Trend(r"Accuracy: ([\d.]+)%", 1.2, 0.5, rises=True)],
@@ -260,6 +270,9 @@ PROGRAM_SPECS = [
             first=r"first batch loss: ([\d.]+)"),
     Program("gp_regression.py", trends=[Trend(r"Loss: ([-\d.]+)", 0.5, 0.05)],
             first=r"Loss: ([-\d.]+)", extra=_gp_fits),
+    # three mp.spawn worlds of two ranks each: the processes' start-up is most of it
+    Program("ddp_tutorial.py", trends=[Trend(r"train loss ([\d.]+)", 0.8, 0.1)],
+            extra=_ddp_ranks_agree, long=True),
 ]
 
 
