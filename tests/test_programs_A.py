@@ -200,6 +200,13 @@ def _ddp_ranks_agree(t_out: str, e_out: str) -> None:
         assert metric(out, r"samples (\d+)") == [256] * 4
 
 
+def _fgsm_hurts(t_out: str, e_out: str) -> None:
+    # the clean model is accurate; larger epsilons never help it
+    for out in (t_out, e_out):
+        assert metric(out, r"Epsilon: 0\tTest Accuracy = \d+ / \d+ = ([\d.]+)")[0] >= 0.9
+        assert "accuracies fall: True" in out
+
+
 PROGRAM_SPECS = [
     Program("quickstart.py", trends=[Trend(r"Avg loss: ([\d.]+)", 0.8, 0.3),
                                      Trend(r"Accuracy: ([\d.]+)%", 1.2, 0.5, rises=True)],
@@ -273,6 +280,17 @@ PROGRAM_SPECS = [
     # three mp.spawn worlds of two ranks each: the processes' start-up is most of it
     Program("ddp_tutorial.py", trends=[Trend(r"train loss ([\d.]+)", 0.8, 0.1)],
             extra=_ddp_ranks_agree, long=True),
+    # the tutorials' classics
+    Program("bilstm_crf.py", trends=[Trend(r"nll ([\d.]+)", 0.8, 0.1)],
+            first=r"nll ([\d.]+)", long=True),
+    Program("fgsm.py", trends=[Trend(r"pretraining epoch \d: loss ([\d.]+)", 0.5, 0.1)],
+            first=r"pretraining epoch 0: loss ([\d.]+)", extra=_fgsm_hurts, long=True),
+    # LBFGS on the image amplifies float32 rounding: trends only
+    Program("neural_style_lbfgs.py", trends=[Trend(r"Style Loss : ([\d.]+)", 0.1, 0.05)],
+            long=True),
+    Program("annotated_transformer.py",
+            trends=[Trend(r"eval loss tensor\(([\d.]+)\)", 0.9, 0.2)],
+            same=r"\n(\[[\d., ]+\])\n", first=r"Loss: +([\d.]+)", long=True),
 ]
 
 
