@@ -188,6 +188,20 @@ def test_named_results_and_grad_fn():
         ember.det(x).grad_fn.name() == "LinalgDetBackward0"
 
 
+def test_slogdet_result_types_are_torchs():
+    """`torch.linalg.slogdet` and `torch.slogdet` return differently named pairs (their
+    reprs print the name)."""
+    a = np.array([[2.0, 1.0], [0.5, 3.0]])
+    for name, ours, theirs in (("linalg_slogdet", ember.linalg.slogdet, torch.linalg.slogdet),
+                               ("slogdet", ember.slogdet, torch.slogdet)):
+        e, t = ours(ember.tensor(a)), theirs(torch.tensor(a))
+        assert type(e).__name__ == type(t).__name__ == name
+        assert repr(e).split("(")[0].split(".")[-1] == repr(t).split("(")[0].split(".")[-1]
+        assert (e.sign.item(), e.logabsdet.item()) == pytest.approx(
+            (t.sign.item(), t.logabsdet.item()))
+        np.testing.assert_allclose([v.item() for v in e], [v.item() for v in t])
+
+
 ERRORS = [
     (lambda L: L.det(L.ones(2, 3)), RuntimeError, "must be batches of square matrices"),
     (lambda L: L.linalg.inv(L.ones(3)), RuntimeError, "at least 2 dimensions"),

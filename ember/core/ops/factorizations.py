@@ -175,6 +175,17 @@ def slogdet(A: Tensor) -> Any:
     return SlogdetResult(sign, logabsdet)
 
 
+LinalgSlogdetResult = return_type("linalg_slogdet", ["sign", "logabsdet"])
+
+
+@composite(variants="", cost=_matrix_cost(2 / 3))
+def linalg_slogdet(A: Tensor) -> Any:
+    """`linalg.slogdet`: `slogdet`'s pair, as PyTorch's `torch.return_types.linalg_slogdet`
+    (`torch.slogdet` returns `torch.return_types.slogdet`)."""
+    sign, logabsdet = _split(_linalg_slogdet(A), (), ())
+    return LinalgSlogdetResult(sign, logabsdet)
+
+
 @composite(variants="function method", cost=_matrix_cost(2 / 3))
 def logdet(input: Tensor) -> Tensor:
     """The natural log of the determinant: NaN where it is negative, -inf where it is 0."""
