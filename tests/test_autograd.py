@@ -509,6 +509,13 @@ class TestAutogradGrad:
         gx, gy = ember.autograd.grad((x * y).sum(), [x, y])
         assert gx.tolist() == [2.0] and gy.tolist() == [1.0]
 
+    def test_grad_of_no_inputs_is_torchs_error(self, torch):
+        for lib in (torch, ember):
+            x = lib.ones(2, requires_grad=True)
+            with pytest.raises(RuntimeError, match=r"^`inputs` argument to `grad\(\)` cannot "
+                                                   r"be empty\.$"):
+                lib.autograd.grad((x * 2).sum(), [])
+
     def test_grad_with_grad_outputs(self):
         x = leaf([1.0, 2.0])
         (g,) = ember.autograd.grad(x * x, x, grad_outputs=ember.tensor([1.0, 10.0],
