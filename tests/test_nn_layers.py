@@ -622,3 +622,56 @@ def test_upsample_module(torch):
     with pytest.raises(NotImplementedError) as e_err:
         F.interpolate(ember.zeros(1, 1, 2, 2, 2), size=4, mode="bicubic")
     assert str(e_err.value) == str(t_err.value)
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda nn: nn.LazyLinear(3), (2, 5)),
+    (lambda nn: nn.LazyConv1d(4, 3, bias=False), (2, 3, 7)),
+    (lambda nn: nn.LazyConv2d(4, 3, padding=1), (1, 2, 5, 5)),
+    (lambda nn: nn.LazyBatchNorm2d(momentum=0.2), (3, 2, 4, 4)),
+])
+def test_lazy_modules_become_torchs_modules(torch, make, shape):
+    """`nn.LazyLinear(out)` and friends: uninitialized until the first forward, which
+    infers the input size, draws PyTorch's initial weights and turns the module into the
+    regular class; an optimizer made before holds the real parameters."""
+    x = np.random.RandomState(0).rand(*shape).astype(np.float32)
+    runs = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        m = make(lib.nn)
+        before = (repr(m), sorted(m.state_dict()), m.has_uninitialized_params(),
+                  [repr(p) for p in m.parameters()])
+        params = list(m.parameters())
+        out = m(lib.tensor(x))
+        after = (repr(m), type(m).__name__,
+                 all(p is q for p, q in zip(params, m.parameters())),
+                 [type(p).__name__ for p in m.parameters()])
+        runs.append((before, after, {k: v.detach().numpy() for k, v in m.state_dict().items()},
+                     out.detach().numpy()))
+    (t_before, t_after, t_state, t_out), (e_before, e_after, e_state, e_out) = runs
+    assert e_before == t_before and e_after == t_after
+    assert sorted(e_state) == sorted(t_state)
+    for k in t_state:
+        np.testing.assert_allclose(e_state[k], t_state[k], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(e_out, t_out, rtol=1e-4, atol=1e-5)
+
+
+def test_lazy_module_loads_a_checkpoint_and_refuses_shape(torch):
+    lazy = nn.LazyLinear(2)
+    with pytest.raises(RuntimeError, match="Can't access the shape of an uninitialized "
+                                           "parameter or buffer"):
+        _ = lazy.weight.shape
+    source = nn.Linear(4, 2)
+    lazy.load_state_dict(source.state_dict())
+    assert tuple(lazy.weight.shape) == (2, 4) and type(lazy).__name__ == "LazyLinear"
+    np.testing.assert_array_equal(lazy(ember.ones(1, 4)).detach().numpy(),
+                                  source(ember.ones(1, 4)).detach().numpy())
+    assert type(lazy) is nn.Linear
+    from ember.nn.parameter import UninitializedParameter, is_lazy
+
+    assert is_lazy(nn.LazyLinear(1).weight) and not is_lazy(lazy.weight)
+    assert repr(UninitializedParameter()) == repr(torch.nn.UninitializedParameter()) == \
+        "<UninitializedParameter>"
+    with pytest.raises(RuntimeError, match=r"Expected 3D \(unbatched\) or 4D \(batched\) "
+                                           r"input to LazyConv2d"):
+        nn.LazyConv2d(2, 3)(ember.ones(2, 3))

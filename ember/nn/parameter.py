@@ -8,7 +8,8 @@ from typing import Any
 import ember
 from ember import Tensor
 
-__all__ = ["Parameter", "Buffer"]
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer",
+           "is_lazy"]
 
 
 class Parameter(Tensor):
@@ -92,3 +93,80 @@ class Buffer(Tensor, metaclass=_BufferMeta):
         t.persistent = persistent
         t._is_buffer = True
         return t
+
+
+class UninitializedTensorMixin:
+    """What the lazy tensors share: no shape until :meth:`materialize` gives them one (a
+    lazy module does it at its first forward), when they turn into the class they stand
+    for (``cls_to_become``), in place, so every reference (an optimizer's) sees it."""
+
+    cls_to_become: type = Tensor
+
+    def materialize(self, shape: Any, device: Any = None, dtype: Any = None) -> None:
+        r"""Create the tensor's data, uninitialised, of `shape` (on this tensor's device
+        and dtype unless given), and turn it into a ``cls_to_become``."""
+        if isinstance(shape, int):
+            shape = (shape,)
+        data = ember.empty(tuple(shape), device=device or self.device,
+                           dtype=dtype or self.dtype)
+        self.data = data
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self) -> Any:
+        raise RuntimeError("Can't access the shape of an uninitialized parameter or buffer. "
+                           "This error usually happens in `load_state_dict` when trying to "
+                           "load an uninitialized parameter into an initialized one. Call "
+                           "`forward` to initialize the parameters before accessing their "
+                           "attributes.")
+
+    def __repr__(self) -> str:
+        return f"<{self.__class__.__name__}>"
+
+
+def is_lazy(param: Any) -> bool:
+    """Whether `param` is an uninitialized (lazy) parameter or buffer."""
+    return isinstance(param, UninitializedTensorMixin)
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    r"""A parameter that is not initialized yet: a lazy module's weight until its first
+    forward, when it becomes a regular :class:`Parameter` of the shape the input implies.
+
+    Args:
+        requires_grad (bool, optional): if the parameter requires gradient. Default: ``True``
+    """
+
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad: bool = True, device: Any = None,
+                dtype: Any = None) -> UninitializedParameter:
+        return super().__new__(cls, ember.empty(0, device=device, dtype=dtype), requires_grad)
+
+    def __init__(self, requires_grad: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        pass
+
+    def __deepcopy__(self, memo: dict) -> UninitializedParameter:
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.requires_grad, self.device, self.dtype)
+        return memo[id(self)]
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    r"""A buffer that is not initialized yet (a lazy batch norm's running statistics),
+    materialized as a plain tensor at the module's first forward."""
+
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad: bool = False, device: Any = None,
+                dtype: Any = None) -> UninitializedBuffer:
+        data = ember.empty(0, device=device, dtype=dtype)
+        t = cls._make(data._data, data._dtype, data._device, data._backend)
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+
+    def __init__(self, requires_grad: bool = False, device: Any = None,
+                 dtype: Any = None) -> None:
+        pass

@@ -15,6 +15,7 @@ from ember.nn.modules.distance import *  # noqa: F401, F403
 from ember.nn.modules.dropout import *  # noqa: F401, F403
 from ember.nn.modules.flatten import *  # noqa: F401, F403
 from ember.nn.modules.fold import *  # noqa: F401, F403
+from ember.nn.modules.lazy import *  # noqa: F401, F403
 from ember.nn.modules.linear import *  # noqa: F401, F403
 from ember.nn.modules.loss import *  # noqa: F401, F403
 from ember.nn.modules.normalization import *  # noqa: F401, F403
