@@ -257,6 +257,7 @@ from ember.core.ops.factorizations import (
     svd,
     svd_lowrank,
     triangular_solve,
+    vander,
 )
 from ember.core.ops.foreach import (
     _foreach_add,
@@ -689,7 +690,7 @@ __all__ = [
     "lu_unpack", "matrix_exp", "matrix_power", "nuclear_norm", "pinverse", "qr", "slogdet",
     "norm_except_dim", "native_norm", "lobpcg",
     "svd", "triangular_solve", "geqrf", "orgqr", "ormqr",
-    "svd_lowrank", "pca_lowrank",
+    "svd_lowrank", "pca_lowrank", "vander",
     # neural-network ops
     "conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
     "adaptive_avg_pool1d", "constant_pad_nd", "layer_norm", "softmax", "log_softmax",
