@@ -566,6 +566,43 @@ def test_new_ones_and_new_zeros_match_torch():
         ember.zeros(2).new_zeros(-1)
 
 
+def test_tensor_new_is_the_legacy_constructor_of_its_dtype():
+    """Old programs' `weight.new(n, h).zero_()`, `x.new(data)`: PyTorch's `Tensor.new`."""
+    torch = pytest.importorskip("torch")
+    for lib in (torch, ember):
+        x = lib.ones(2, dtype=lib.float64)
+        assert tuple(x.new().shape) == (0,) and x.new().dtype is lib.float64
+        assert tuple(x.new(2, 3).shape) == (2, 3) and tuple(x.new(lib.Size([4])).shape) == (4,)
+        assert x.new([1, 2]).tolist() == [1.0, 2.0] and x.new([1, 2]).dtype is lib.float64
+        assert x.new(np.array([3, 4])).tolist() == [3.0, 4.0]
+        assert lib.ones(1, dtype=lib.int64).new([1.5, 2.7]).tolist() == [1, 2]
+        y = lib.tensor([5.0, 6.0], dtype=lib.float64)
+        z = x.new(y)
+        assert z is not y and z.data_ptr() == y.data_ptr()
+        with pytest.raises(TypeError, match="data must be a sequence"):
+            x.new(2.5)
+        with pytest.raises(TypeError):
+            x.new(lib.ones(2))  # float32 into a float64 constructor
+    with pytest.raises(RuntimeError) as theirs:
+        torch.ones(1).new(-1)
+    with pytest.raises(RuntimeError) as ours:
+        ember.ones(1).new(-1)
+    assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("make", [lambda L: L.empty(-1), lambda L: L.ones(3, -2),
+                                  lambda L: L.rand(-1), lambda L: L.FloatTensor(-1),
+                                  lambda L: L.zeros(1).new_zeros(-1),
+                                  lambda L: L.full((-1,), 2.0)])
+def test_negative_size_errors_are_torchs(make):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError) as theirs:
+        make(torch)
+    with pytest.raises(RuntimeError) as ours:
+        make(ember)
+    assert str(ours.value) == str(theirs.value)
+
+
 @pytest.mark.parametrize("name", ["zeros", "ones", "empty", "rand", "randn", "new_zeros",
                                   "new_ones", "new_empty"])
 def test_factories_take_size_by_keyword_as_torch(name):

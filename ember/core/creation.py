@@ -63,8 +63,8 @@ def _shape_arg(op: str, size: tuple, dtype: dt.dtype | None = None) -> tuple[int
         if not isinstance(s, numbers.Integral) or isinstance(s, bool):
             raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found "
                             f"element of type {type(s).__name__}")
-        if s < 0:
-            raise RuntimeError(f"{op}(): Trying to create tensor with negative dimension {s}: "
+        if s < 0:  # PyTorch names no op here
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
                                f"{list(size)}")
         out.append(int(s))
     if dtype is not None and math.prod(out) * dtype.itemsize >= 1 << 63:

@@ -37,25 +37,47 @@ class _LegacyTensor(metaclass=_LegacyTensorType):
         if device is not None and Device(device).type != "cpu":
             raise RuntimeError(f"legacy constructor expects device type: cpu but device "
                                f"type: {Device(device).type} was passed")
-        if not args:
-            return empty(0, dtype=cls.dtype, device="cpu")
         if len(args) == 1 and isinstance(args[0], Tensor):
             t = args[0]
             if not isinstance(t, cls):
                 raise TypeError(f"{cls.__name__}(): expected a tensor of type "
                                 f"ember.{cls.__name__} on cpu, got {t.type()} on {t.device}")
             return t
-        if len(args) == 1 and isinstance(args[0], Size):
-            return empty(tuple(args[0]), dtype=cls.dtype, device="cpu")
-        if all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args):
-            return empty(*args, dtype=cls.dtype, device="cpu")
-        if len(args) == 1 and not isinstance(args[0], (numbers.Number, str)):
-            return tensor(args[0], dtype=cls.dtype, device="cpu")
-        bad = next(a for a in args if not isinstance(a, numbers.Integral) or
-                   isinstance(a, bool))
-        if len(args) == 1:
-            raise TypeError(f"new(): data must be a sequence (got {type(bad).__name__})")
-        raise TypeError(f"new(): size must be integers, got {type(bad).__name__} {bad!r}")
+        return _new(args, cls.dtype, "cpu")
+
+
+def _new(args: tuple, d: dt.dtype, device: Any) -> Tensor:
+    """The legacy constructors' forms: no argument (an empty tensor), sizes (ints or one
+    Size: uninitialized), or one sequence of data."""
+    if not args:
+        return empty(0, dtype=d, device=device)
+    if len(args) == 1 and isinstance(args[0], Size):
+        return empty(tuple(args[0]), dtype=d, device=device)
+    if all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args):
+        return empty(*args, dtype=d, device=device)
+    if len(args) == 1 and not isinstance(args[0], (numbers.Number, str)):
+        return tensor(args[0], dtype=d, device=device)
+    bad = next(a for a in args if not isinstance(a, numbers.Integral) or isinstance(a, bool))
+    if len(args) == 1:
+        raise TypeError(f"new(): data must be a sequence (got {type(bad).__name__})")
+    raise TypeError(f"new(): size must be integers, got {type(bad).__name__} {bad!r}")
+
+
+def _tensor_new(self: Tensor, *args: Any, device: Any = None) -> Tensor:
+    """`x.new(...)`, the legacy constructor of `x`'s dtype and device (old programs'
+    `weight.new(n, h).zero_()`): `new(*sizes)` uninitialized, `new(data)`, `new(tensor)`
+    (sharing its memory, of the same dtype), `new()` empty."""
+    target = self.device if device is None else Device(device)
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        t = args[0]
+        if t.dtype is not self.dtype or t.device != target:
+            raise TypeError(f"new(): expected a tensor of dtype {self.dtype} on {target}, "
+                            f"got {t.dtype} on {t.device}")
+        return t.detach()
+    return _new(args, self.dtype, target)
+
+
+Tensor.new = _tensor_new
 
 
 def _legacy(name: str, d: dt.dtype) -> type:
