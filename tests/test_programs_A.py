@@ -207,6 +207,12 @@ def _fgsm_hurts(t_out: str, e_out: str) -> None:
         assert "accuracies fall: True" in out
 
 
+def _sentiment_learned(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        assert metric(out, r"Test Acc: ([\d.]+)%")[0] > 80
+        assert "The model has 22,801 trainable parameters" in out
+
+
 PROGRAM_SPECS = [
     Program("quickstart.py", trends=[Trend(r"Avg loss: ([\d.]+)", 0.8, 0.3),
                                      Trend(r"Accuracy: ([\d.]+)%", 1.2, 0.5, rises=True)],
@@ -291,6 +297,9 @@ PROGRAM_SPECS = [
     Program("annotated_transformer.py",
             trends=[Trend(r"eval loss tensor\(([\d.]+)\)", 0.9, 0.2)],
             same=r"\n(\[[\d., ]+\])\n", first=r"Loss: +([\d.]+)", long=True),
+    # packed sequences with equal lengths: PyTorch's CPU sort order puts them in its rows
+    Program("sentiment_rnn.py", trends=[Trend(r"Train Loss: ([\d.]+)", 0.8, 0.2)],
+            first=r"Train Loss: ([\d.]+)", extra=_sentiment_learned),
 ]
 
 
