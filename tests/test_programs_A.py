@@ -299,7 +299,7 @@ PROGRAM_SPECS = [
             same=r"\n(\[[\d., ]+\])\n", first=r"Loss: +([\d.]+)", long=True),
     # packed sequences with equal lengths: PyTorch's CPU sort order puts them in its rows
     Program("sentiment_rnn.py", trends=[Trend(r"Train Loss: ([\d.]+)", 0.8, 0.2)],
-            first=r"Train Loss: ([\d.]+)", extra=_sentiment_learned),
+            first=r"Train Loss: ([\d.]+)", extra=_sentiment_learned, long=True),
 ]
 
 

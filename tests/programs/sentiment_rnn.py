@@ -15,7 +15,7 @@ import torch.nn as nn
 import torch.optim as optim
 
 parser = argparse.ArgumentParser()
-parser.add_argument('--epochs', type=int, default=4)
+parser.add_argument('--epochs', type=int, default=3)
 args = parser.parse_args()
 
 SEED = 1234
