@@ -699,3 +699,42 @@ def test_inplace_selu_celu_match_torch(torch, name, args):
         results.append((out is t, t.numpy().copy()))
     assert results[1][0] and results[0][0]
     np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["conv", "conv_nobias", "convtranspose", "linear"])
+def test_fusing_batchnorm_matches_torch(torch, kind):
+    """`nn.utils.fuse_conv_bn_eval` / `fuse_linear_bn_eval`: one layer computing what the
+    eval-mode pair computes, with PyTorch's folded weights."""
+    rng = np.random.RandomState(3)
+    x = rng.randn(2, 3, 6, 6).astype(np.float32) if kind != "linear" else \
+        rng.randn(4, 5).astype(np.float32)
+    stats = {k: rng.rand(4).astype(np.float32) + 0.5 for k in ("mean", "var", "w", "b")}
+    outs = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        layer = {"conv": lambda m: m.Conv2d(3, 4, 3),
+                 "conv_nobias": lambda m: m.Conv2d(3, 4, 3, bias=False),
+                 "convtranspose": lambda m: m.ConvTranspose2d(3, 4, 3),
+                 "linear": lambda m: m.Linear(5, 4)}[kind](lib.nn)
+        bn = lib.nn.BatchNorm1d(4) if kind == "linear" else lib.nn.BatchNorm2d(4)
+        with lib.no_grad():
+            bn.running_mean.copy_(lib.tensor(stats["mean"]))
+            bn.running_var.copy_(lib.tensor(stats["var"]))
+            bn.weight.copy_(lib.tensor(stats["w"]))
+            bn.bias.copy_(lib.tensor(stats["b"]))
+        layer.eval()
+        bn.eval()
+        if kind == "linear":
+            fused = lib.nn.utils.fuse_linear_bn_eval(layer, bn)
+        else:
+            fused = lib.nn.utils.fuse_conv_bn_eval(layer, bn, transpose=kind == "convtranspose")
+        inp = lib.tensor(x)
+        outs.append((bn(layer(inp)).detach().numpy(), fused(inp).detach().numpy(),
+                     fused.weight.detach().numpy(), type(fused.bias).__name__))
+    (t_ref, t_fused, t_w, t_kind), (e_ref, e_fused, e_w, e_kind) = outs
+    np.testing.assert_allclose(e_fused, e_ref, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(e_fused, t_fused, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(e_w, t_w, rtol=1e-6, atol=1e-7)
+    assert e_kind == t_kind == "Parameter"
+    with pytest.raises(AssertionError, match="Fusion only for eval!"):
+        nn.utils.fuse_conv_bn_eval(nn.Conv2d(1, 1, 1), nn.BatchNorm2d(1))
