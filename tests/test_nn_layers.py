@@ -629,6 +629,8 @@ def test_upsample_module(torch):
     (lambda nn: nn.LazyConv1d(4, 3, bias=False), (2, 3, 7)),
     (lambda nn: nn.LazyConv2d(4, 3, padding=1), (1, 2, 5, 5)),
     (lambda nn: nn.LazyBatchNorm2d(momentum=0.2), (3, 2, 4, 4)),
+    (lambda nn: nn.LazyConvTranspose2d(4, 3, stride=2, output_padding=1), (1, 2, 5, 5)),
+    (lambda nn: nn.LazyInstanceNorm1d(), (2, 3, 5)),
 ])
 def test_lazy_modules_become_torchs_modules(torch, make, shape):
     """`nn.LazyLinear(out)` and friends: uninitialized until the first forward, which

@@ -103,7 +103,7 @@ def measure() -> list[Coverage]:
         ("Tensor methods", tensor, ember.Tensor),
         ("torch functions", functions, ember),
         ("nn.functional", nn_functional, ember_functional),
-        ("nn modules", _classes(torch.nn, torch.nn.Module, ("Lazy",)), ember.nn),
+        ("nn modules", _classes(torch.nn, torch.nn.Module), ember.nn),
         ("optimizers", optimizers, ember.optim),
         ("LR schedulers", schedulers, ember_sched),
     ]

@@ -1,5 +1,6 @@
-"""Lazy modules, as PyTorch's: `LazyLinear`, `LazyConv1d/2d/3d`, `LazyBatchNorm1d/2d/3d`
-infer their input size at the first forward, then become the regular module.
+"""Lazy modules, as PyTorch's: `LazyLinear`, `LazyConv1d/2d/3d`,
+`LazyConvTranspose1d/2d/3d`, `LazyBatchNorm1d/2d/3d`, `LazyInstanceNorm1d/2d/3d` infer
+their input size at the first forward, then become the regular module.
 
 A lazy module starts with `UninitializedParameter`s (and `UninitializedBuffer`s); a
 forward pre-hook reads the first input's size, materializes them in place (so an
@@ -16,13 +17,29 @@ from typing import Any
 
 import ember
 from ember import Tensor
-from ember.nn.modules.conv import Conv1d, Conv2d, Conv3d
+from ember.nn.modules.conv import (
+    Conv1d,
+    Conv2d,
+    Conv3d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    ConvTranspose3d,
+)
 from ember.nn.modules.linear import Linear
-from ember.nn.modules.normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from ember.nn.modules.normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+)
 from ember.nn.parameter import UninitializedBuffer, UninitializedParameter, is_lazy
 
 __all__ = ["LazyModuleMixin", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d",
-           "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"]
+           "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
+           "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d",
+           "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
 
 
 class LazyModuleMixin:
@@ -146,11 +163,28 @@ class _LazyConvXdMixin(LazyModuleMixin):
         self.in_channels = input.shape[1] if input.dim() == batched else input.shape[0]
         if self.in_channels % self.groups != 0:
             raise ValueError("in_channels must be divisible by groups")
-        self.weight.materialize((self.out_channels, self.in_channels // self.groups,
-                                 *self.kernel_size))
+        if self.transposed:
+            self.weight.materialize((self.in_channels, self.out_channels // self.groups,
+                                     *self.kernel_size))
+        else:
+            self.weight.materialize((self.out_channels, self.in_channels // self.groups,
+                                     *self.kernel_size))
         if self.bias is not None:
             self.bias.materialize((self.out_channels,))
         self.reset_parameters()
+
+
+class _LazyConvTransposeXdMixin(_LazyConvXdMixin):
+    def __init__(self, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, output_padding: Any = 0, groups: int = 1,
+                 bias: bool = True, dilation: Any = 1, padding_mode: str = "zeros",
+                 device: Any = None, dtype: Any = None) -> None:
+        LazyModuleMixin.__init__(self, 0, 0, kernel_size, stride, padding, output_padding,
+                                 groups, False, dilation, padding_mode)
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
 
 
 def _lazy(base: type, mixin: type, **fields: Any) -> type:
@@ -195,6 +229,12 @@ class _LazyNormBase(LazyModuleMixin):
 LazyConv1d = _lazy(Conv1d, _LazyConvXdMixin, _spatial_dims=1)
 LazyConv2d = _lazy(Conv2d, _LazyConvXdMixin, _spatial_dims=2)
 LazyConv3d = _lazy(Conv3d, _LazyConvXdMixin, _spatial_dims=3)
+LazyConvTranspose1d = _lazy(ConvTranspose1d, _LazyConvTransposeXdMixin, _spatial_dims=1)
+LazyConvTranspose2d = _lazy(ConvTranspose2d, _LazyConvTransposeXdMixin, _spatial_dims=2)
+LazyConvTranspose3d = _lazy(ConvTranspose3d, _LazyConvTransposeXdMixin, _spatial_dims=3)
 LazyBatchNorm1d = _lazy(BatchNorm1d, _LazyNormBase)
 LazyBatchNorm2d = _lazy(BatchNorm2d, _LazyNormBase)
 LazyBatchNorm3d = _lazy(BatchNorm3d, _LazyNormBase)
+LazyInstanceNorm1d = _lazy(InstanceNorm1d, _LazyNormBase)
+LazyInstanceNorm2d = _lazy(InstanceNorm2d, _LazyNormBase)
+LazyInstanceNorm3d = _lazy(InstanceNorm3d, _LazyNormBase)
