@@ -213,6 +213,15 @@ def _sentiment_learned(t_out: str, e_out: str) -> None:
         assert "The model has 22,801 trainable parameters" in out
 
 
+def _names_generated(t_out: str, e_out: str) -> None:
+    # the averaged losses fall; the samples are names of letters
+    for out in (t_out, e_out):
+        losses = [float(v) for v in re.search(r"^losses (.*)$", out, re.M).group(1).split()]
+        assert len(losses) == 6 and losses[-1] < 0.6 * losses[0], losses
+        names = out.strip().splitlines()[-4:]
+        assert all(re.fullmatch(r"[A-Z][a-z]*", n) for n in names), names
+
+
 PROGRAM_SPECS = [
     Program("quickstart.py", trends=[Trend(r"Avg loss: ([\d.]+)", 0.8, 0.3),
                                      Trend(r"Accuracy: ([\d.]+)%", 1.2, 0.5, rises=True)],
@@ -300,6 +309,8 @@ PROGRAM_SPECS = [
     # packed sequences with equal lengths: PyTorch's CPU sort order puts them in its rows
     Program("sentiment_rnn.py", trends=[Trend(r"Train Loss: ([\d.]+)", 0.8, 0.2)],
             first=r"Train Loss: ([\d.]+)", extra=_sentiment_learned, long=True),
+    Program("char_rnn_generation.py", first=r"%\) ([\d.]+)", extra=_names_generated,
+            long=True),
 ]
 
 
