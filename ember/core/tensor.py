@@ -552,17 +552,27 @@ class Tensor:
         return arr if dtype is None else arr.astype(dtype)
 
     def __bool__(self) -> bool:
-        if self.numel() != 1:
-            raise RuntimeError(f"Boolean value of Tensor with {self.numel()} elements is "
-                               "ambiguous")
+        n = self.numel()
+        if n != 1:  # PyTorch's messages
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous" if n == 0
+                               else "Boolean value of Tensor with more than one value is "
+                                    "ambiguous")
         tracing.note_python_value(self, "bool")
         return bool(host_array(self).reshape(()).item())
 
     def __float__(self) -> float:
+        self._one_element()
         return float(self.item())
 
     def __int__(self) -> int:
+        self._one_element()
         return int(self.item())
+
+    def _one_element(self) -> None:
+        """`float(t)` / `int(t)` of a tensor of other than one element: PyTorch's
+        ValueError (`.item()` raises a RuntimeError of its own)."""
+        if self.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
 
     def __index__(self) -> int:
         if self._dtype.is_floating_point or self.numel() != 1:
