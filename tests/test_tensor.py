@@ -590,6 +590,28 @@ def test_tensor_new_is_the_legacy_constructor_of_its_dtype():
     assert str(ours.value) == str(theirs.value)
 
 
+def test_cuda_legacy_types_exist_and_check_dtype_and_device():
+    """Old programs' `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`."""
+    torch = pytest.importorskip("torch")
+    for name in ("FloatTensor", "LongTensor", "ByteTensor", "BoolTensor"):
+        ours, theirs = getattr(ember.cuda, name), getattr(torch.cuda, name)
+        assert repr(ours).replace("ember", "torch") == repr(theirs)
+        assert not isinstance(ember.ones(1), ours) and not isinstance(torch.ones(1), theirs)
+    assert ember.cuda.FloatTensor.dtype is ember.float32
+    assert ember.ones(2).type(ember.LongTensor).dtype is ember.int64
+    if not ember.cuda.is_available():
+        with pytest.raises(RuntimeError, match="cuda"):
+            ember.cuda.FloatTensor(2)
+        with pytest.raises(RuntimeError, match="cuda"):
+            ember.ones(1).type(ember.cuda.FloatTensor)
+    else:
+        t = ember.cuda.FloatTensor(2, 3).fill_(1.0)
+        assert t.device.type == "cuda" and isinstance(t, ember.cuda.FloatTensor)
+        assert ember.ones(1).type(ember.cuda.DoubleTensor).type() == "ember.cuda.DoubleTensor"
+    with pytest.raises(RuntimeError, match="legacy constructor expects device type: cuda"):
+        ember.cuda.FloatTensor(2, device="cpu")
+
+
 @pytest.mark.parametrize("make", [lambda L: L.empty(-1), lambda L: L.ones(3, -2),
                                   lambda L: L.rand(-1), lambda L: L.FloatTensor(-1),
                                   lambda L: L.zeros(1).new_zeros(-1),

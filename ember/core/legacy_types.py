@@ -22,28 +22,35 @@ class _LegacyTensorType(type):
     """The metaclass that makes `isinstance(t, ember.FloatTensor)` a dtype-and-device test."""
 
     dtype: dt.dtype
+    device_type: str = "cpu"
 
     def __instancecheck__(cls, obj: Any) -> bool:
-        return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.type == "cpu"
+        return isinstance(obj, Tensor) and obj.dtype is cls.dtype and \
+            obj.device.type == cls.device_type
 
     def __repr__(cls) -> str:
-        return f"<class '{dt.API_NAME}.{cls.__name__}'>"
+        return f"<class '{dt.API_NAME}.{cls._prefix()}{cls.__name__}'>"
+
+    def _prefix(cls) -> str:
+        return "" if cls.device_type == "cpu" else f"{cls.device_type}."
 
 
 class _LegacyTensor(metaclass=_LegacyTensorType):
     dtype: dt.dtype
 
     def __new__(cls, *args: Any, device: Any = None) -> Tensor:  # type: ignore[misc]
-        if device is not None and Device(device).type != "cpu":
-            raise RuntimeError(f"legacy constructor expects device type: cpu but device "
+        kind = cls.device_type
+        if device is not None and Device(device).type != kind:
+            raise RuntimeError(f"legacy constructor expects device type: {kind} but device "
                                f"type: {Device(device).type} was passed")
         if len(args) == 1 and isinstance(args[0], Tensor):
             t = args[0]
             if not isinstance(t, cls):
                 raise TypeError(f"{cls.__name__}(): expected a tensor of type "
-                                f"ember.{cls.__name__} on cpu, got {t.type()} on {t.device}")
+                                f"ember.{cls._prefix()}{cls.__name__} on {kind}, got "
+                                f"{t.type()} on {t.device}")
             return t
-        return _new(args, cls.dtype, "cpu")
+        return _new(args, cls.dtype, kind if device is None else device)
 
 
 def _new(args: tuple, d: dt.dtype, device: Any) -> Tensor:
@@ -80,11 +87,12 @@ def _tensor_new(self: Tensor, *args: Any, device: Any = None) -> Tensor:
 Tensor.new = _tensor_new
 
 
-def _legacy(name: str, d: dt.dtype) -> type:
-    doc = (f"PyTorch's legacy constructor of CPU {d} tensors: `{name}(*sizes)` "
+def _legacy(name: str, d: dt.dtype, device_type: str = "cpu") -> type:
+    doc = (f"PyTorch's legacy constructor of {device_type} {d} tensors: `{name}(*sizes)` "
            f"(uninitialized), `{name}(data)`, or `{name}(tensor)`.")
-    return _LegacyTensorType(name, (_LegacyTensor,), {"dtype": d, "__doc__": doc,
-                                                      "__module__": "ember"})
+    module = "ember" if device_type == "cpu" else f"ember.{device_type}"
+    return _LegacyTensorType(name, (_LegacyTensor,), {
+        "dtype": d, "device_type": device_type, "__doc__": doc, "__module__": module})
 
 
 FloatTensor = _legacy("FloatTensor", dt.float32)
@@ -97,3 +105,12 @@ ShortTensor = _legacy("ShortTensor", dt.int16)
 CharTensor = _legacy("CharTensor", dt.int8)
 ByteTensor = _legacy("ByteTensor", dt.uint8)
 BoolTensor = _legacy("BoolTensor", dt.bool_)
+
+
+# `torch.cuda.FloatTensor` ...: old programs' `Tensor = torch.cuda.FloatTensor if cuda
+# else torch.FloatTensor`; ember.cuda exports them
+CUDA_TYPES = {name: _legacy(name, d, "cuda") for name, d in (
+    ("FloatTensor", dt.float32), ("DoubleTensor", dt.float64), ("HalfTensor", dt.float16),
+    ("BFloat16Tensor", dt.bfloat16), ("LongTensor", dt.int64), ("IntTensor", dt.int32),
+    ("ShortTensor", dt.int16), ("CharTensor", dt.int8), ("ByteTensor", dt.uint8),
+    ("BoolTensor", dt.bool_))}

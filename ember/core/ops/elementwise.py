@@ -1013,7 +1013,9 @@ def _type(self: Tensor, dtype: Any = None) -> Any:
         kind = "" if self.device.type == "cpu" else f"{self.device.type}."
         return f"{dt.API_NAME}.{kind}{_TYPE_NAMES[self.dtype.name]}"
     if isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), dt.dtype):
-        dtype = dtype.dtype  # a legacy type: t.type(ember.LongTensor)
+        # a legacy type: t.type(ember.LongTensor), t.type(ember.cuda.FloatTensor)
+        kind = getattr(dtype, "device_type", "cpu")
+        return _to_type_name(self, f"ember.{kind}.{_TYPE_NAMES[dtype.dtype.name]}")
     if isinstance(dtype, str) and dtype.endswith("Tensor"):
         return _to_type_name(self, dtype)
     return to(self, dtype=dtype)
