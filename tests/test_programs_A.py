@@ -311,6 +311,8 @@ PROGRAM_SPECS = [
             first=r"Train Loss: ([\d.]+)", extra=_sentiment_learned, long=True),
     Program("char_rnn_generation.py", first=r"%\) ([\d.]+)", extra=_names_generated,
             long=True),
+    Program("pinn_burgers.py", trends=[Trend(r" Loss: ([\d.e+-]+),", 0.5, 0.1)],
+            first=r"Adam It: 0, Loss: ([\d.e+-]+),", long=True),
 ]
 
 
