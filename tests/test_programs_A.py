@@ -102,6 +102,9 @@ class Program:
     first: str | None = None
     extra: Callable[[str, str], None] | None = None
     long: bool = False
+    # environment for both runs (PYTHONUNBUFFERED="": processes that print to one pipe
+    # write whole buffers, not a line's text and its newline apart)
+    env: dict[str, str] = field(default_factory=dict)
 
 
 def _gan_1d_balance(t_out: str, e_out: str) -> None:
@@ -282,7 +285,7 @@ PROGRAM_SPECS = [
             first=r"loss_train: ([\d.]+)"),
     # the children's lines interleave at random: only the parent's tests are compared
     Program("mnist_hogwild.py", trends=[Trend(r"Average loss: ([\d.]+)", 0.8, 0.3)],
-            extra=_hogwild_children_trained, long=True),
+            extra=_hogwild_children_trained, long=True, env={"PYTHONUNBUFFERED": ""}),
     Program("imagenet_utils.py",
             trends=[Trend(r" \*   Acc@1 ([\d.]+)", 1.2, 0.3, rises=True, count=3)],
             first=r"Loss ([\d.]+e[-+]\d+) \(", extra=_imagenet_resumes),
@@ -294,7 +297,7 @@ PROGRAM_SPECS = [
             first=r"Loss: ([-\d.]+)", extra=_gp_fits),
     # three mp.spawn worlds of two ranks each: the processes' start-up is most of it
     Program("ddp_tutorial.py", trends=[Trend(r"train loss ([\d.]+)", 0.8, 0.1)],
-            extra=_ddp_ranks_agree, long=True),
+            extra=_ddp_ranks_agree, long=True, env={"PYTHONUNBUFFERED": ""}),
     # the tutorials' classics
     Program("bilstm_crf.py", trends=[Trend(r"nll ([\d.]+)", 0.8, 0.1)],
             first=r"nll ([\d.]+)", long=True),
@@ -322,7 +325,7 @@ def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
         [str(PROGRAMS / prog.script), *prog.args]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
-        OMP_NUM_THREADS="1")  # the two runs share the machine's cores
+        OMP_NUM_THREADS="1", **prog.env)  # the two runs share the machine's cores
     return subprocess.Popen(cmd, cwd=workdir, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
