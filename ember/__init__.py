@@ -537,6 +537,8 @@ from ember.core.storage import (  # SHAPE family
     preserve_format,
     strided,
 )
+from ember.core.sparse_coo import sparse_coo, sparse_coo_tensor
+from ember.core.sparse_ops import spmm
 from ember.core.tensor import Size, Tensor
 from ember.core.threads import (
     get_num_interop_threads,
@@ -603,6 +605,7 @@ _SUBMODULES = _SUBMODULES | {"linalg"}  # ember.linalg, as torch.linalg
 _SUBMODULES = _SUBMODULES | {"version"}  # torch.version.cuda & co
 _SUBMODULES = _SUBMODULES | {"multiprocessing"}  # torch.multiprocessing: tensors in shared memory
 _SUBMODULES = _SUBMODULES | {"func"}  # torch.func.functional_call
+_SUBMODULES = _SUBMODULES | {"sparse"}  # torch.sparse.mm & co (ember.core.sparse_ops)
 
 
 def __getattr__(name: str):
@@ -731,6 +734,8 @@ __all__ = [
     "histogram", "take", "put", "index_copy", "index_put", "index_reduce", "scatter_reduce",
     "masked_scatter", "argwhere", "nonzero_static", "gradient", "histogramdd",
     # (end of the REDUCE family's names)
+    # sparse COO tensors
+    "sparse_coo", "sparse_coo_tensor", "spmm",
     # checkpoints, subpackages
     "save", "load", "utils",
 ]

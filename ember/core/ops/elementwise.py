@@ -963,10 +963,10 @@ def to_device(input: Tensor, device: Any, non_blocking: bool = False) -> Tensor:
     return out
 
 
-@composite(variants="method")
-def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-    """`x.to(device)`, `x.to(dtype)`, `x.to(device, dtype)` or `x.to(other)`: this tensor
-    on another device or as another dtype (itself when nothing changes)."""
+def to_arguments(args: tuple, kwargs: dict) -> tuple[Any, Any, bool, bool]:
+    """`x.to(...)`'s arguments, in any of its forms, as (device, dtype, non_blocking,
+    copy); device and dtype None where not given."""
+    kwargs = dict(kwargs)
     device = kwargs.pop("device", None)
     d = kwargs.pop("dtype", None)
     copy = kwargs.pop("copy", False)
@@ -983,11 +983,19 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
             non_blocking = a
         elif a is not None:
             device = a
+    return device, (None if d is None else dtype_arg(d)), non_blocking, copy
+
+
+@composite(variants="method")
+def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """`x.to(device)`, `x.to(dtype)`, `x.to(device, dtype)` or `x.to(other)`: this tensor
+    on another device or as another dtype (itself when nothing changes)."""
+    device, d, non_blocking, copy = to_arguments(args, kwargs)
     out = self
     if device is not None:
         out = to_device(out, device, non_blocking)
     if d is not None:
-        out = to_dtype(out, dtype_arg(d))
+        out = to_dtype(out, d)
     if copy and out is self:
         out = out.clone()
     return out
