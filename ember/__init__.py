@@ -528,6 +528,8 @@ from ember.core.ops.spectral import istft, stft
 from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, normal, poisson, zero_
 from ember.core.placement import get_default_device, set_default_device
 from ember.core.printing import get_printoptions, set_printoptions
+from ember.core.sparse_coo import sparse_coo, sparse_coo_tensor
+from ember.core.sparse_ops import spmm
 from ember.core.storage import (  # SHAPE family
     channels_last,
     channels_last_3d,
@@ -537,8 +539,6 @@ from ember.core.storage import (  # SHAPE family
     preserve_format,
     strided,
 )
-from ember.core.sparse_coo import sparse_coo, sparse_coo_tensor
-from ember.core.sparse_ops import spmm
 from ember.core.tensor import Size, Tensor
 from ember.core.threads import (
     get_num_interop_threads,
