@@ -10,6 +10,7 @@ namespace for them.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from typing import Any
 
 from ember.core import dtype as dt
@@ -72,6 +73,10 @@ class _LegacySparseTensor(metaclass=_LegacySparseType):
 
     def __new__(cls, *args: Any, device: Any = None) -> SparseTensor:  # type: ignore[misc]
         if len(args) in (2, 3) and isinstance(args[0], Tensor):
+            warnings.warn(f"{dt.API_NAME}.sparse.SparseTensor(indices, values, shape, *, "
+                          f"device=) is deprecated.  Please use {dt.API_NAME}."
+                          "sparse_coo_tensor(indices, values, shape, dtype=, device=).",
+                          UserWarning, stacklevel=2)
             indices, values = args[0], args[1]
             if not isinstance(values, Tensor):
                 values = Tensor._from_data(values, cls.dtype)
