@@ -24,7 +24,8 @@ class _LegacyTensorType(type):
     dtype: dt.dtype
 
     def __instancecheck__(cls, obj: Any) -> bool:
-        return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.type == "cpu"
+        return isinstance(obj, Tensor) and obj.dtype is cls.dtype and \
+            obj.device.type == "cpu" and not obj.is_sparse
 
     def __repr__(cls) -> str:
         return f"<class '{dt.API_NAME}.{cls.__name__}'>"

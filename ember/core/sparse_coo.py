@@ -113,7 +113,7 @@ class SparseTensor(Tensor):
         """A sparse leaf's gradient: a sparse tensor of its indices (PyTorch's for
         `torch.sparse.mm`: the gradient where this tensor has entries)."""
         g = self._vals._grad
-        return None if g is None else make(self._ind, g, self._sparse_size, self._coalesced)
+        return None if g is None else leaf_grad(self, g)
 
     @grad.setter
     def grad(self, value: Tensor | None) -> None:
@@ -174,8 +174,9 @@ class SparseTensor(Tensor):
         return self._ind
 
     def _values(self) -> Tensor:
-        """The values, `[nnz, *dense_dims]`, coalesced or not (in the graph)."""
-        return self._vals
+        """The values, `[nnz, *dense_dims]`, coalesced or not; as PyTorch's, outside the
+        graph (`values()` is the differentiable one)."""
+        return self._vals.detach()
 
     def indices(self) -> Tensor:
         """The indices of a coalesced tensor (call `coalesce()` first)."""
@@ -258,6 +259,27 @@ class SparseTensor(Tensor):
             kind = "" if self.device.type == "cpu" else f"{self.device.type}."
             return f"{dt.API_NAME}.{kind}sparse.{_TYPE_NAMES[self.dtype.name]}"
         return self.to(getattr(dtype, "dtype", dtype))
+
+    def float(self, memory_format: Any = None) -> SparseTensor:
+        return self.to(dt.float32)
+
+    def double(self, memory_format: Any = None) -> SparseTensor:
+        return self.to(dt.float64)
+
+    def half(self, memory_format: Any = None) -> SparseTensor:
+        return self.to(dt.float16)
+
+    def bfloat16(self, memory_format: Any = None) -> SparseTensor:
+        return self.to(dt.bfloat16)
+
+    def long(self, memory_format: Any = None) -> SparseTensor:
+        return self.to(dt.int64)
+
+    def int(self, memory_format: Any = None) -> SparseTensor:
+        return self.to(dt.int32)
+
+    def bool(self, memory_format: Any = None) -> SparseTensor:
+        return self.to(dt.bool_)
 
     def requires_grad_(self, requires_grad: bool = True) -> SparseTensor:
         Tensor.requires_grad_(self, requires_grad)
@@ -380,15 +402,18 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Sequence[int] | None = No
     ind = ind.detach()
     if requires_grad:
         vals = vals.detach().requires_grad_(True)
-    elif vals.requires_grad:
-        # a node of its own, as PyTorch's: the tensor is not its values' leaf
-        node_in = vals
-        vals = vals.detach()
-        record("SparseCooTensorWithDimsAndTensorsBackward0", lambda node, g: g, (node_in,),
-               vals)
-    else:
-        vals = vals.detach()
+    else:  # a node of its own, as PyTorch's: the tensor is not its values' leaf
+        vals = labelled(vals, "SparseCooTensorWithDimsAndTensorsBackward0")
     return make(ind, vals, full_size, bool(is_coalesced))
+
+
+def labelled(values: Tensor, label: str) -> Tensor:
+    """`values` as a new tensor whose graph node (an identity) is named `label`, PyTorch's
+    name for the sparse op that made them; detached when they need no gradient."""
+    out = values.detach()
+    if values.requires_grad:
+        record(label, lambda node, g: g, (values,), out)
+    return out
 
 
 def _check_bounds(ind: Tensor, sparse_size: tuple[int, ...]) -> None:
@@ -432,11 +457,25 @@ def coalesced(s: SparseTensor) -> SparseTensor:
     vals = s._vals
     if not s._nnz():
         return make(s._ind, vals, s._sparse_size, True)
-    lin = linear_index(s._ind, size)
-    uniq, inverse = lin.unique(sorted=True, return_inverse=True)
+    uniq, inverse = linear_index(s._ind, size).unique(sorted=True, return_inverse=True)
     summed = zeros((uniq.shape[0],) + tuple(vals.shape[1:]), dtype=vals.dtype,
                    device=vals.device).index_add(0, inverse, vals)
-    return make(unravel(uniq, size), summed, s._sparse_size, True)
+    return make(unravel(uniq, size), labelled(summed, "CoalesceBackward0"), s._sparse_size,
+                True)
+
+
+def leaf_grad(s: SparseTensor, g: Tensor) -> SparseTensor:
+    """The gradient of a sparse leaf from its values' gradient `g`: coalesced, as
+    PyTorch's (the duplicates of an entry share one gradient, kept once)."""
+    if s._coalesced:
+        return make(s._ind, g, s._sparse_size, True)
+    size = s._sparse_size[:s.sparse_dim()]
+    if not s._nnz():
+        return make(s._ind, g, s._sparse_size, True)
+    uniq, inverse = linear_index(s._ind, size).unique(sorted=True, return_inverse=True)
+    once = zeros((uniq.shape[0],) + tuple(g.shape[1:]), dtype=g.dtype,
+                 device=g.device).index_copy(0, inverse, g)
+    return make(unravel(uniq, size), once, s._sparse_size, True)
 
 
 def to_dense(s: SparseTensor) -> Tensor:

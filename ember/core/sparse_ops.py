@@ -19,7 +19,14 @@ from ember.core.creation import zeros
 from ember.core.host import dtype_arg
 from ember.core.ops.shape import cat
 from ember.core.shapes import normalize_dim
-from ember.core.sparse_coo import SparseTensor, coalesced, linear_index, make, unsupported
+from ember.core.sparse_coo import (
+    SparseTensor,
+    coalesced,
+    labelled,
+    linear_index,
+    make,
+    unsupported,
+)
 from ember.core.tensor import Tensor
 
 _SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
@@ -51,11 +58,13 @@ def _sparse_dense_mm(s: SparseTensor, d: Tensor, op: str) -> Tensor:
         raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {inner}, got "
                            f"{d.shape[0]}")
     dense = d.unsqueeze(1) if d.ndim == 1 else d
-    out = zeros((rows, dense.shape[1]), dtype=s.dtype, device=s.device)
+    row, col = s._ind[0], s._ind[1]
+    contrib = dense.index_select(0, col) * s._vals.unsqueeze(1)
     if s._nnz():
-        row, col = s._ind[0], s._ind[1]
-        contrib = dense.index_select(0, col) * s._vals.unsqueeze(1)
+        out = zeros((rows, dense.shape[1]), dtype=s.dtype, device=s.device)
         out = out.index_add(0, row, contrib)
+    else:  # no entries: zeros, still in the graph of both operands (as PyTorch's)
+        out = contrib.sum(0, keepdim=True).expand(rows, dense.shape[1])
     return out.squeeze(1) if d.ndim == 1 else out
 
 
@@ -175,7 +184,8 @@ def _grouped_softmax(input: Tensor, dim: int, dtype: Any, log: bool) -> Tensor:
         0, index, shifted.exp())
     out = shifted - total.log().gather(0, index) if log else \
         shifted.exp() / total.gather(0, index)
-    return make(s._ind, out, s._sparse_size, True)
+    label = "SparseLogSoftmaxBackward0" if log else "SparseSoftmaxBackward0"
+    return make(s._ind, labelled(out, label), s._sparse_size, True)
 
 
 def softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
