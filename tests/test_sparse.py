@@ -449,3 +449,22 @@ def test_random_sparse_tensors_agree_with_pytorch(case):
     close(d_e.grad, d_t.grad)
     close(ember.sparse.sum(e, 1), torch.sparse.sum(t, 1))
     same_repr(e.to_dense().to_sparse(), t.to_dense().to_sparse())
+
+
+def test_empty_by_size_and_a_sparse_buffer_in_a_module():
+    same_repr(ember.sparse_coo_tensor((2, 3)), torch.sparse_coo_tensor((2, 3)))
+
+    def module(m, adj):
+        net = m.nn.Linear(3, 2)
+        net.register_buffer("adj", adj)
+        return net
+
+    e, t = both(I, np.float32(V), (3, 3))
+    net_e, net_t = module(ember, e).double(), module(torch, t).double()
+    same_repr(net_e.adj, net_t.adj)
+    target_e, target_t = module(ember, e * 0), module(torch, t * 0)
+    target_e.load_state_dict(net_e.state_dict())
+    target_t.load_state_dict(net_t.state_dict())
+    same_repr(target_e.adj, target_t.adj)
+    with pytest.raises(NotImplementedError, match="aten::copy_"):
+        e.copy_(ember.ones(3, 3))

@@ -215,6 +215,22 @@ class SparseTensor(Tensor):
                         "first.")
 
     # -- copies, moves, casts -------------------------------------------------------
+    def copy_(self, src: Tensor, non_blocking: bool = False) -> SparseTensor:
+        """Makes this tensor a copy of the sparse tensor `src` (its size, indices and
+        values, cast to this tensor's dtype), in place: `load_state_dict` of a sparse
+        buffer."""
+        if not src.is_sparse:
+            raise unsupported(self, "copy_")
+        vals = src._vals.detach().to(self._device, self._dtype, copy=True)
+        if self._vals._requires_grad and self._vals._node is None:
+            vals.requires_grad_(True)
+        self._ind = src._ind.to(self._device, copy=True)
+        self._vals, self._sparse_size = vals, src._sparse_size
+        self._coalesced = src._coalesced
+        self._vc[0] += 1
+        return self
+
+
     def detach(self) -> SparseTensor:
         return make(self._ind, self._vals.detach(), self._sparse_size, self._coalesced)
 
@@ -336,7 +352,7 @@ def _int_size(size: Any) -> tuple[int, ...]:
                         f"got {type(size).__name__}") from None
 
 
-def sparse_coo_tensor(indices: Any, values: Any, size: Sequence[int] | None = None, *,
+def sparse_coo_tensor(indices: Any, values: Any = None, size: Sequence[int] | None = None, *,
                       dtype: Any = None, device: Any = None, pin_memory: bool = False,
                       requires_grad: bool = False, check_invariants: bool | None = None,
                       is_coalesced: bool | None = None) -> SparseTensor:
@@ -356,6 +372,9 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Sequence[int] | None = No
             fail later, in whichever op first reads it).
         is_coalesced (bool, optional): declare the indices sorted and unique.
 
+    `sparse_coo_tensor(size)` is an empty sparse tensor of that size (of the default
+    dtype, or `dtype`).
+
     Example::
 
         >>> i = torch.tensor([[0, 1, 1], [2, 0, 2]])
@@ -363,6 +382,12 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Sequence[int] | None = No
         tensor([[0., 0., 3.],
                 [4., 0., 5.]])
     """
+    if values is None and size is None:  # sparse_coo_tensor(size): no entries
+        full_size = _int_size(indices)
+        d = dtype_arg(dtype) or dt.get_default_dtype()
+        return sparse_coo_tensor(zeros((len(full_size), 0), dtype=dt.int64, device=device),
+                                 zeros((0,), dtype=d, device=device), full_size,
+                                 requires_grad=requires_grad, is_coalesced=True)
     vals = values if isinstance(values, Tensor) else _as_tensor(values, dtype=dtype)
     ind = indices if isinstance(indices, Tensor) else _as_tensor(indices, dtype=dt.int64)
     if vals.is_sparse or ind.is_sparse:
