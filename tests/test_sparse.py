@@ -355,6 +355,20 @@ def test_arithmetic(op):
         same_repr(ge, gt)
 
 
+@pytest.mark.parametrize("op", [lambda d, s: d + s, lambda d, s: d - s, lambda d, s: d * s],
+                         ids=["dense+sparse", "dense-sparse", "dense*sparse"])
+def test_dense_operand_first(op):
+    a_e, a_t = both(I, np.float32(V), (3, 3))
+    d = np.arange(9, dtype=np.float32).reshape(3, 3)
+    d_e, d_t = ember.tensor(d, requires_grad=True), torch.tensor(d, requires_grad=True)
+    ge, gt = op(d_e, a_e), op(d_t, a_t)
+    assert ge.is_sparse == gt.is_sparse
+    close(ge, gt)
+    (ge.to_dense() if ge.is_sparse else ge).pow(2).sum().backward()
+    (gt.to_dense() if gt.is_sparse else gt).pow(2).sum().backward()
+    close(d_e.grad, d_t.grad)
+
+
 def test_sparse_plus_dense_and_mismatched_sizes_raise_as_pytorch():
     a_e, _ = both(I, np.float32(V), (3, 3))
     with pytest.raises(RuntimeError, match=r"^add\(sparse, dense\) is not supported. Use "
@@ -364,6 +378,11 @@ def test_sparse_plus_dense_and_mismatched_sizes_raise_as_pytorch():
     with pytest.raises(RuntimeError, match=r"expected sizes of 'self' and 'other' to match, "
                                            r"but \[3, 3\] != \[3, 4\]"):
         a_e + b_e
+    with pytest.raises(RuntimeError, match=r"dense-sparse addition does not currently support "
+                                           r"broadcasting"):
+        ember.ones(3) + a_e
+    with pytest.raises(RuntimeError, match=r"^add\(sparse, dense\) is not supported"):
+        1 + a_e
 
 
 # -- dense ops refuse a sparse tensor cleanly ---------------------------------------------
@@ -371,7 +390,7 @@ def test_sparse_plus_dense_and_mismatched_sizes_raise_as_pytorch():
 
 @pytest.mark.parametrize("call, name", [
     (lambda s: s.exp(), "exp"), (lambda s: ember.tanh(s), "tanh"),
-    (lambda s: ember.ones(3, 3) + s, "add"), (lambda s: s.max(), "max"),
+    (lambda s: ember.add(ember.ones(3, 3), s), "add"), (lambda s: s.max(), "max"),
     (lambda s: s.view(9), None), (lambda s: s[0], None), (lambda s: s.abs(), "abs"),
     (lambda s: ember.cat([s, s]), None), (lambda s: s.mean(), None),
     (lambda s: ember.nn.functional.relu(s), "relu"),

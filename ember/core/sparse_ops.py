@@ -231,6 +231,28 @@ def add(input: SparseTensor, other: Any, *, alpha: Any = 1) -> SparseTensor:
     return out
 
 
+def dense_add(dense: Tensor, sparse: SparseTensor, alpha: Any = 1) -> Tensor:
+    """`dense + alpha * sparse`: a dense tensor (`dense + sparse`, `dense - sparse`)."""
+    if tuple(dense.shape) != tuple(sparse.shape):
+        raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self has "
+                           f"size {list(dense.shape)} while other has size "
+                           f"{list(sparse.shape)} (FYI: dense-sparse addition does not "
+                           "currently support broadcasting)")
+    other = sparse.to_dense()
+    return dense + (other if alpha == 1 else other * alpha)
+
+
+def _reflected_add(alpha: int) -> Any:
+    def method(self: SparseTensor, other: Any) -> Any:
+        if isinstance(other, Tensor):  # (a sparse `other` calls its own __add__ first)
+            return dense_add(other, self, alpha)
+        if isinstance(other, numbers.Number):
+            raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
+                               "instead.")
+        return NotImplemented
+    return method
+
+
 def sub(input: SparseTensor, other: Any, *, alpha: Any = 1) -> SparseTensor:
     """`input - alpha * other` of two sparse tensors of one size."""
     return add(input, other, alpha=-alpha)
@@ -293,9 +315,9 @@ def _binary(fn: Any, reflected: bool = False) -> Any:
         if not isinstance(other, (Tensor, numbers.Number)):
             return NotImplemented
         return fn(self, other, **kwargs)
-    if reflected:
+    if reflected:  # `number * sparse`, and `dense * sparse`: Python asks the subclass first
         def rmethod(self: SparseTensor, other: Any) -> Any:
-            if not isinstance(other, numbers.Number):
+            if not isinstance(other, (Tensor, numbers.Number)):
                 return NotImplemented
             return fn(self, other)
         return rmethod
@@ -316,6 +338,8 @@ for _name, _fn in (("add", add), ("sub", sub), ("mul", mul), ("div", div)):
 SparseTensor.__truediv__ = SparseTensor.true_divide = SparseTensor.divide = _binary(div)
 SparseTensor.multiply = SparseTensor.mul
 SparseTensor.__rmul__ = _binary(mul, reflected=True)
+SparseTensor.__radd__ = _reflected_add(1)
+SparseTensor.__rsub__ = _reflected_add(-1)
 SparseTensor.neg = SparseTensor.__neg__ = SparseTensor.negative = neg
 SparseTensor.transpose = transpose
 SparseTensor.t = t
