@@ -78,8 +78,10 @@ def test_layout_objects_and_attributes():
     (np.zeros((2, 0), np.int64), np.zeros(0, np.float32), (2, 3), {}),
     (I, np.float32(V), (3, 3), {"requires_grad": True}),
     ([[0, 1, 2, 3]], np.float32([1e-5, 1.0, 12345.0, 2.5]), (4,), {}),
+    (np.random.RandomState(0).randint(0, 100, (2, 700)),
+     np.random.RandomState(1).rand(700).astype(np.float32), (100, 100), {}),
 ], ids=["float", "size-inferred", "float64", "int64", "hybrid", "empty", "requires-grad",
-        "sci-mode"])
+        "sci-mode", "summarized"])
 def test_printed_form_is_pytorchs(case):
     indices, values, size, kwargs = case
     e, t = both(indices, values, size, **kwargs)
@@ -258,6 +260,8 @@ def test_sparse_dense_products_and_their_gradients(product):
     s_t = torch.sparse_coo_tensor(torch.tensor(I), v_t, (3, 4))
     out_e, out_t = product(ember, s_e, d_e), product(torch, s_t, d_t)
     close(out_e, out_t)
+    if out_t.grad_fn.name() != "AddmmBackward0":  # (ember's dense addmm: AddBackward0)
+        assert out_e.grad_fn.name() == out_t.grad_fn.name()
     (out_e * out_e).sum().backward()
     (out_t * out_t).sum().backward()
     close(d_e.grad, d_t.grad)

@@ -38,7 +38,9 @@ _SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
 
 
 def _sparse_dense_mm(s: SparseTensor, d: Tensor, op: str) -> Tensor:
-    """`s @ d` for a 2-D sparse `s` (no dense dimensions) and a 1-D or 2-D dense `d`."""
+    """`s @ d` for a 2-D sparse `s` (no dense dimensions) and a 1-D or 2-D dense `d`; its
+    node is named as PyTorch's (`torch.sparse.mm`: SparseAddmmBackward0, else
+    MmBackward0 or MvBackward0)."""
     if s.sparse_dim() != 2 or s.dense_dim():
         raise RuntimeError(f"{op}: expected a 2-D sparse matrix (sparse_dim 2, dense_dim 0), "
                            f"got sparse_dim {s.sparse_dim()} and dense_dim {s.dense_dim()}")
@@ -65,7 +67,9 @@ def _sparse_dense_mm(s: SparseTensor, d: Tensor, op: str) -> Tensor:
         out = out.index_add(0, row, contrib)
     else:  # no entries: zeros, still in the graph of both operands (as PyTorch's)
         out = contrib.sum(0, keepdim=True).expand(rows, dense.shape[1])
-    return out.squeeze(1) if d.ndim == 1 else out
+    out = out.squeeze(1) if d.ndim == 1 else out
+    return labelled(out, "SparseAddmmBackward0" if op == "sparse.mm" else
+                    "MvBackward0" if d.ndim == 1 else "MmBackward0")
 
 
 def sparse_matmul(input: Tensor, other: Tensor, op: str = "mm") -> Tensor:
@@ -78,9 +82,9 @@ def sparse_matmul(input: Tensor, other: Tensor, op: str = "mm") -> Tensor:
                            f"dense tensor and a 2-D sparse one, got {input.ndim}-D and "
                            f"{other.ndim}-D")
     # dense @ sparse = (sparse^T @ dense^T)^T
-    return _sparse_dense_mm(transpose(other, 0, 1), input.t() if input.ndim == 2 else input,
-                            op).t() if input.ndim == 2 else \
-        _sparse_dense_mm(transpose(other, 0, 1), input, op)
+    if input.ndim == 1:
+        return _sparse_dense_mm(transpose(other, 0, 1), input, op)
+    return labelled(_sparse_dense_mm(transpose(other, 0, 1), input.t(), op).t(), "MmBackward0")
 
 
 def mm(mat1: Tensor, mat2: Tensor, reduce: str = "sum") -> Tensor:
@@ -95,18 +99,18 @@ def mm(mat1: Tensor, mat2: Tensor, reduce: str = "sum") -> Tensor:
                                   f"{reduce!r}")
     if not (mat1.is_sparse or mat2.is_sparse):
         return mat1.mm(mat2)
-    return sparse_matmul(mat1, mat2, "mm")
+    return sparse_matmul(mat1, mat2, "sparse.mm")
 
 
 def spmm(input: Tensor, mat2: Tensor) -> Tensor:
     """`input @ mat2` where `input` may be sparse (``torch.spmm``, ``torch.mm``'s twin)."""
-    return mm(input, mat2)
+    return input.mm(mat2)
 
 
 def addmm(mat: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,
           alpha: Any = 1) -> Tensor:
     """`beta * mat + alpha * (mat1 @ mat2)` for a sparse `mat1` (``torch.sparse.addmm``)."""
-    return mat.addmm(mat1, mat2, beta=beta, alpha=alpha)
+    return labelled(mat.addmm(mat1, mat2, beta=beta, alpha=alpha), "SparseAddmmBackward0")
 
 
 # -- reductions -----------------------------------------------------------------------
