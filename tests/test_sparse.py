@@ -491,3 +491,45 @@ def test_empty_by_size_and_a_sparse_buffer_in_a_module():
     same_repr(target_e.adj, target_t.adj)
     with pytest.raises(NotImplementedError, match="aten::copy_"):
         e.copy_(ember.ones(3, 3))
+
+
+def _special_spmm(m):
+    """pyGAT's SpecialSpmmFunction (SpGAT): a custom autograd Function that builds a sparse
+    tensor in forward, saves it for backward, and reads its `_indices()` there."""
+    class SpecialSpmmFunction(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, indices, values, shape, b):
+            assert not indices.requires_grad
+            a = m.sparse_coo_tensor(indices, values, shape)
+            ctx.save_for_backward(a, b)
+            ctx.N = shape[0]
+            return m.matmul(a, b)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            a, b = ctx.saved_tensors
+            grad_values = grad_b = None
+            if ctx.needs_input_grad[1]:
+                grad_a_dense = grad_output.matmul(b.t())
+                edge_idx = a._indices()[0, :] * ctx.N + a._indices()[1, :]
+                grad_values = grad_a_dense.view(-1)[edge_idx]
+            if ctx.needs_input_grad[3]:
+                grad_b = a.t().matmul(grad_output)
+            return None, grad_values, None, grad_b
+    return SpecialSpmmFunction.apply
+
+
+def test_a_custom_function_that_saves_a_sparse_tensor():
+    adj = np.float32(np.random.RandomState(2).rand(6, 6) < 0.4)
+    h = np.random.RandomState(3).randn(6, 3).astype(np.float32)
+    grads = []
+    for m in (ember, torch):
+        edge = m.tensor(adj).nonzero().t()
+        e = m.tensor(np.arange(edge.shape[1], dtype=np.float32) / 10, requires_grad=True)
+        x = m.tensor(h, requires_grad=True)
+        out = _special_spmm(m)(edge, e.exp(), m.Size([6, 6]), x)
+        rowsum = _special_spmm(m)(edge, e.exp(), m.Size([6, 6]), m.ones(6, 1))
+        (out / rowsum).pow(2).sum().backward()
+        grads.append((out, e.grad, x.grad))
+    for got, want in zip(*grads):
+        close(got, want)
