@@ -168,6 +168,8 @@ def test_constructor_options():
     assert tuple(ember.sparse_coo_tensor(ember.zeros(2, 0, dtype=ember.int64),
                                          ember.zeros(0)).shape) == (0, 0)
     assert ember.sparse_coo_tensor(I, V, ember.Size([3, 3])).shape == ember.Size([3, 3])
+    with pytest.raises(RuntimeError, match="found negative index -1 for dim 1"):
+        ember.sparse_coo_tensor([[0, 1], [1, -1]], [1.0, 2.0])  # (an ember check: see docs)
 
 
 def test_legacy_constructors():

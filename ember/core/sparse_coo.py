@@ -414,6 +414,7 @@ def sparse_coo_tensor(indices: Any, values: Any = None, size: Sequence[int] | No
     if size is None:
         top = ind.detach().amax(1).tolist() if nnz else [-1] * sparse_dim
         full_size = tuple(int(m) + 1 for m in top) + dense_dims
+        _check_bounds(ind, full_size[:sparse_dim])  # (negative indices)
     else:
         full_size = _int_size(size)
         if len(full_size) != sparse_dim + len(dense_dims):
