@@ -368,8 +368,8 @@ def sparse_coo_tensor(indices: Any, values: Any = None, size: Sequence[int] | No
         device (torch.device, optional): the device of the result (default: the values').
         requires_grad (bool, optional): make the result a leaf that records autograd.
         check_invariants (bool, optional): accepted for PyTorch's signature; ember always
-            checks that the indices lie inside `size` (an invalid index would otherwise
-            fail later, in whichever op first reads it).
+            checks that the indices are not negative and lie inside `size` (an invalid
+            index would otherwise fail later, in whichever op first reads it).
         is_coalesced (bool, optional): declare the indices sorted and unique.
 
     `sparse_coo_tensor(size)` is an empty sparse tensor of that size (of the default
