@@ -528,7 +528,14 @@ from ember.core.ops.spectral import istft, stft
 from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, normal, poisson, zero_
 from ember.core.placement import get_default_device, set_default_device
 from ember.core.printing import get_printoptions, set_printoptions
-from ember.core.sparse_coo import sparse_coo, sparse_coo_tensor
+from ember.core.sparse_coo import (
+    sparse_bsc,
+    sparse_bsr,
+    sparse_coo,
+    sparse_coo_tensor,
+    sparse_csc,
+    sparse_csr,
+)
 from ember.core.sparse_ops import spmm
 from ember.core.storage import (  # SHAPE family
     channels_last,
@@ -735,7 +742,8 @@ __all__ = [
     "masked_scatter", "argwhere", "nonzero_static", "gradient", "histogramdd",
     # (end of the REDUCE family's names)
     # sparse COO tensors
-    "sparse_coo", "sparse_coo_tensor", "spmm",
+    "sparse_coo", "sparse_coo_tensor", "spmm", "sparse_csr", "sparse_csc", "sparse_bsr",
+    "sparse_bsc",
     # checkpoints, subpackages
     "save", "load", "utils",
 ]

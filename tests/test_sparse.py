@@ -206,6 +206,17 @@ def test_to_dense_and_to_sparse():
         e.to_dense(ember.float64)
 
 
+def test_sparse_mask_and_the_other_layouts():
+    e, t = both(I, np.float32(V), (3, 3))
+    d = np.arange(9, dtype=np.float32).reshape(3, 3)
+    for mask_e, mask_t in ((e, t), (e.coalesce(), t.coalesce())):
+        same_repr(ember.tensor(d).sparse_mask(mask_e), torch.tensor(d).sparse_mask(mask_t))
+    assert repr(ember.sparse_csr) == "ember.sparse_csr" and not ember.ones(2).is_sparse_csr
+    assert e.layout is not ember.sparse_csr
+    with pytest.raises(NotImplementedError, match="ember has only the ember.sparse_coo layout"):
+        ember.ones(2, 2).to_sparse(layout=ember.sparse_csr)
+
+
 def test_to_sparse_is_differentiable():
     x_e = ember.tensor([[0.0, 1.0], [2.0, 0.0]], requires_grad=True)
     x_t = torch.tensor([[0.0, 1.0], [2.0, 0.0]], requires_grad=True)

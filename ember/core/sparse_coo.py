@@ -36,6 +36,10 @@ from ember.core.storage import layout
 from ember.core.tensor import Size, Tensor
 
 sparse_coo = layout("sparse_coo")
+# PyTorch's compressed layouts: named, so a program can compare `x.layout` with them;
+# ember builds no tensor of these layouts (`to_sparse(layout=...)` refuses them)
+sparse_csr, sparse_csc = layout("sparse_csr"), layout("sparse_csc")
+sparse_bsr, sparse_bsc = layout("sparse_bsr"), layout("sparse_bsc")
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -600,6 +604,22 @@ for _name in ("is_coalesced", "indices", "_indices", "coalesce"):
     setattr(Tensor, _name, _strided_error(_name))
 for _name in ("values", "_values"):
     setattr(Tensor, _name, _strided_error(_name, "sparse"))
+def _sparse_mask(self: Tensor, mask: Tensor) -> SparseTensor:
+    """The entries of this dense tensor where the sparse `mask` has entries: a sparse
+    tensor of `mask`'s indices (differentiable in this tensor)."""
+    if not mask.is_sparse:
+        raise RuntimeError("sparse_mask expects mask to be sparse coordinate tensor layout "
+                           "but got Strided")
+    if tuple(mask.shape) != tuple(self.shape):
+        raise RuntimeError("sparse_mask(): operands have incompatible sizes; self has size "
+                           f"{list(self.shape)} but mask has size {list(mask.shape)}")
+    ind = mask._ind
+    values = self[tuple(ind[d] for d in range(mask.sparse_dim()))]
+    return make(ind, values, mask._sparse_size, mask._coalesced)
+
+
+Tensor.sparse_mask = _sparse_mask
+Tensor.is_sparse_csr = False
 Tensor._nnz = _dense_nnz
 Tensor.sparse_dim = lambda self: 0
 Tensor.dense_dim = lambda self: self.ndim
