@@ -227,12 +227,22 @@ def add(input: SparseTensor, other: Any, *, alpha: Any = 1) -> SparseTensor:
                            f"dimensions, but got {input.sparse_dim()} and "
                            f"{other.sparse_dim()}")
     common = dt.promote_types(input.dtype, other.dtype)
-    theirs = other._vals if alpha == 1 else other._vals * alpha
-    both = make(cat([input._ind, other._ind], 1),
-                cat([input._vals.to(common), theirs.to(common)]), input._sparse_size)
+    theirs = (other._vals if alpha == 1 else other._vals * alpha).to(common)
+    if _same_indices(input, other):  # PyTorch's merge pairs the entries one to one
+        return make(input._ind, input._vals.to(common) + theirs, input._sparse_size,
+                    input._coalesced and other._coalesced)
+    # PyTorch merges the two entry lists in index order: for coalesced operands, the
+    # coalesced union; for others, ember gives the same sums, coalesced, but flagged not
+    # coalesced as PyTorch's (whose order and duplicates follow the operands')
+    both = make(cat([input._ind, other._ind], 1), cat([input._vals.to(common), theirs]),
+                input._sparse_size)
     out = coalesced(both)
     out._coalesced = input._coalesced and other._coalesced  # PyTorch's flag
     return out
+
+
+def _same_indices(a: SparseTensor, b: SparseTensor) -> bool:
+    return a._ind is b._ind or (a._ind.shape == b._ind.shape and bool(a._ind.equal(b._ind)))
 
 
 def dense_add(dense: Tensor, sparse: SparseTensor, alpha: Any = 1) -> Tensor:
@@ -351,5 +361,11 @@ SparseTensor.T = property(lambda self: t(self))
 SparseTensor.sum = _sum_method
 SparseTensor.mm = SparseTensor.spmm = _mm_method
 SparseTensor.matmul = SparseTensor.__matmul__ = _matmul_method
+# `ember.<name>(sparse, ...)`: the function forms that take a sparse first operand (see
+# declare._sparse_form); PyTorch's others (softmax ...) refuse it, and so do ember's
+SparseTensor.function_forms = {
+    "t": t, "transpose": transpose, "sum": _sum_method, "clone": SparseTensor.clone,
+    "detach": SparseTensor.detach, "neg": neg, "add": add, "sub": sub, "mul": mul,
+    "div": div}
 SparseTensor.softmax = lambda self, dim, dtype=None: softmax(self, dim, dtype=dtype)
 SparseTensor.log_softmax = lambda self, dim, dtype=None: log_softmax(self, dim, dtype=dtype)
