@@ -346,10 +346,11 @@ def _mm_method(self: SparseTensor, mat2: Tensor) -> Tensor:
     return sparse_matmul(self, mat2, "mm")
 
 
-for _name, _fn in (("add", add), ("sub", sub), ("mul", mul), ("div", div)):
+for _name, _fn in (("add", add), ("sub", sub), ("mul", mul)):
     setattr(SparseTensor, _name, _binary(_fn))
     setattr(SparseTensor, f"__{_name}__", _binary(_fn))
-SparseTensor.__truediv__ = SparseTensor.true_divide = SparseTensor.divide = _binary(div)
+SparseTensor.div = SparseTensor.__truediv__ = SparseTensor.true_divide = \
+    SparseTensor.divide = _binary(div)
 SparseTensor.multiply = SparseTensor.mul
 SparseTensor.__rmul__ = _binary(mul, reflected=True)
 SparseTensor.__radd__ = _reflected_add(1)
