@@ -407,8 +407,10 @@ def test_sparse_plus_dense_and_mismatched_sizes_raise_as_pytorch():
     lambda m, s: m.sum(s), lambda m, s: m.sum(s, 1), lambda m, s: m.clone(s),
     lambda m, s: m.neg(s), lambda m, s: m.mul(s, 2), lambda m, s: m.add(s, s, alpha=2),
     lambda m, s: m.sub(s, s), lambda m, s: m.div(s, 4), lambda m, s: m.detach(s),
+    lambda m, s: m.add(m.ones(3, 3), s, alpha=2), lambda m, s: m.sub(m.ones(3, 3), s),
+    lambda m, s: m.mul(m.ones(3, 3) * 2, s),
 ], ids=["t", "transpose", "swapaxes", "sum", "sum-dim", "clone", "neg", "mul", "add", "sub",
-        "div", "detach"])
+        "div", "detach", "add-dense-first", "sub-dense-first", "mul-dense-first"])
 def test_function_forms_take_a_sparse_first_operand(call):
     e, t = both(I, np.float32(V), (3, 3))
     ge, gt = call(ember, e), call(torch, t)
@@ -423,7 +425,7 @@ def test_function_forms_take_a_sparse_first_operand(call):
 
 @pytest.mark.parametrize("call, name", [
     (lambda s: s.exp(), "exp"), (lambda s: ember.tanh(s), "tanh"),
-    (lambda s: ember.add(ember.ones(3, 3), s), "add"), (lambda s: s.max(), "max"),
+    (lambda s: ember.maximum(ember.ones(3, 3), s), "maximum"), (lambda s: s.max(), "max"),
     (lambda s: s.view(9), None), (lambda s: s[0], None), (lambda s: s.abs(), "abs"),
     (lambda s: ember.cat([s, s]), None), (lambda s: s.sigmoid(), "sigmoid"),
     (lambda s: ember.nn.functional.relu(s), "relu"),

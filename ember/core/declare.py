@@ -99,10 +99,12 @@ def _entered(op: Op, name: str, fn: Callable) -> Callable:
 
 def _sparse_form(name: str, args: tuple) -> Callable | None:
     """The sparse op that answers `ember.<name>(sparse, ...)`, when a dense op refused a
-    sparse first operand (its `_data` raises NotImplementedError): `ember.t(adj)`,
-    `ember.sum(adj, 1)` ... run the sparse tensor's own (ember.core.sparse_ops). Looked up
-    only after the refusal, so the dense path pays nothing."""
+    operand (its `_data` raises NotImplementedError): `ember.t(adj)`, `ember.sum(adj, 1)`,
+    `ember.add(dense, adj)` ... run the sparse tensor's own (ember.core.sparse_ops). Looked
+    up only after the refusal, so the dense path pays nothing."""
     forms = getattr(args[0], "function_forms", None) if args else None
+    if forms is None and len(args) > 1:  # `ember.add(dense, sparse)`: the second's table
+        forms = getattr(args[1], "second_operand_forms", None)
     return None if forms is None else forms.get(name)
 
 

@@ -368,5 +368,9 @@ SparseTensor.function_forms = {
     "t": t, "transpose": transpose, "sum": _sum_method, "clone": SparseTensor.clone,
     "detach": SparseTensor.detach, "neg": neg, "add": add, "sub": sub, "mul": mul,
     "div": div}
+SparseTensor.second_operand_forms = {  # `ember.add(dense, sparse)` & co
+    "add": lambda input, other, *, alpha=1: dense_add(input, other, alpha),
+    "sub": lambda input, other, *, alpha=1: dense_add(input, other, -alpha),
+    "mul": lambda input, other: mul(other, input)}
 SparseTensor.softmax = lambda self, dim, dtype=None: softmax(self, dim, dtype=dtype)
 SparseTensor.log_softmax = lambda self, dim, dtype=None: log_softmax(self, dim, dtype=dtype)
