@@ -98,7 +98,7 @@ def _entered(op: Op, name: str, fn: Callable) -> Callable:
 
 
 def _sparse_form(name: str, args: tuple) -> Callable | None:
-    """The sparse op that answers `ember.<name>(sparse, ...)`, when a dense op refused a
+    """The sparse op that answers `ember.<name>(...)` when the dense op refused a sparse
     operand (its `_data` raises NotImplementedError): `ember.t(adj)`, `ember.sum(adj, 1)`,
     `ember.add(dense, adj)` ... run the sparse tensor's own (ember.core.sparse_ops). Looked
     up only after the refusal, so the dense path pays nothing."""
