@@ -1,4 +1,5 @@
-"""Lazy modules (`nn.LazyLinear`, `LazyConv*d`, `LazyBatchNorm*d`, ...) against PyTorch:
+"""Lazy modules (`nn.LazyLinear`, `LazyConv*d`, `LazyBatchNorm*d`, ...) and `nn.utils.fusion`
+against PyTorch. Lazy modules:
 shapes inferred at the first forward, the module becoming its eager class, the same
 initial values from the same seed, state dicts both ways, pickling, errors."""
 
@@ -124,3 +125,49 @@ def test_copies_and_pickles_stay_lazy_until_their_own_forward():
     buf = nn.UninitializedBuffer()
     assert repr(buf) == "<UninitializedBuffer>" and not buf.requires_grad
     assert nn.UninitializedParameter().requires_grad
+
+
+# -- nn.utils.fusion (folding an eval-mode batch norm into the layer before it) ---------
+
+def _fusion_pair(lib, transpose, linear):
+    lib.manual_seed(5)
+    if linear:
+        layer, bn = lib.nn.Linear(6, 4), lib.nn.BatchNorm1d(4)
+    elif transpose:
+        layer, bn = lib.nn.ConvTranspose2d(3, 4, 3, bias=False), lib.nn.BatchNorm2d(4)
+    else:
+        layer, bn = lib.nn.Conv2d(3, 4, 3), lib.nn.BatchNorm2d(4)
+    with lib.no_grad():
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+        bn.weight.uniform_(0.5, 1.5)
+        bn.bias.uniform_(-1, 1)
+    return layer.eval(), bn.eval()
+
+
+@pytest.mark.parametrize("transpose, linear", [(False, False), (True, False), (False, True)])
+def test_fused_layers_equal_torch_and_the_unfused_pair(transpose, linear):
+    shape = (5, 6) if linear else (2, 3, 5, 5)
+    x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    outs = []
+    for lib in (ember, torch):
+        layer, bn = _fusion_pair(lib, transpose, linear)
+        fusion = lib.nn.utils.fusion
+        fused = (fusion.fuse_linear_bn_eval(layer, bn) if linear
+                 else fusion.fuse_conv_bn_eval(layer, bn, transpose=transpose))
+        assert type(fused) is type(layer) and fused is not layer
+        assert isinstance(fused.weight, lib.nn.Parameter) and fused.bias.shape == (4,)
+        with lib.no_grad():
+            y = fused(lib.tensor(x))
+            np.testing.assert_allclose(_np(y), _np(bn(layer(lib.tensor(x)))), rtol=1e-5,
+                                       atol=1e-5)
+        outs.append(_np(y))
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-5, atol=1e-6)
+
+
+def test_fusion_refuses_training_mode_and_mismatched_features():
+    layer, bn = _fusion_pair(ember, False, True)
+    with pytest.raises(AssertionError, match="Fusion only for eval!"):
+        nn.utils.fusion.fuse_linear_bn_eval(layer.train(), bn)
+    with pytest.raises(AssertionError, match="linear.out_features == bn.num_features"):
+        nn.utils.fusion.fuse_linear_bn_eval(nn.Linear(2, 3).eval(), nn.BatchNorm1d(4).eval())
