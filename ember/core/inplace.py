@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ember.core import forward_ad as fw
 from ember.core import graph
 from ember.core.dispatch import check_out, device_mismatch, write_into
 from ember.core.grad_mode import no_grad, state
@@ -64,7 +65,10 @@ def apply_inplace(x: Tensor, compute: Callable[[Tensor], Tensor], *others: Any,
     """Run `compute(x)` out of place and write the result into `x`; `others` are the
     op's other operands (autograd records when any of them, or `x`, requires grad)."""
     if not recording(x, *others):
-        write(x, compute(x), op)
+        result = compute(x)
+        write(x, result, op)
+        if fw.active:
+            _write_tangent(x, result)
         return x
     _check_allowed(x)
     outer, graph.saves_seen = graph.saves_seen, []
@@ -79,6 +83,8 @@ def apply_inplace(x: Tensor, compute: Callable[[Tensor], Tensor], *others: Any,
             s.tensor = s.tensor.clone()
             s.version = s.tensor._vc[0]
     write(x, result, op)
+    if fw.active:
+        _write_tangent(x, result)
     if x._requires_grad and not result._requires_grad:
         # the new value ignores the old (fill_, zero_, copy_ of a constant): x stays in the
         # graph, its old value getting a zero gradient, as in PyTorch
@@ -91,6 +97,28 @@ def apply_inplace(x: Tensor, compute: Callable[[Tensor], Tensor], *others: Any,
     else:
         _rebase_view(x, result)
     return x
+
+
+def _write_tangent(x: Tensor, result: Tensor) -> None:
+    """Under a dual level: `x`, written in place with `result`, takes `result`'s tangent;
+    written through a view, the base's tangent is written at the view's place, as in
+    PyTorch (a base without one gets zeros elsewhere)."""
+    tangent = fw.tangent_of(result)
+    if tangent is None:
+        if fw.tangent_of(x) is None:
+            return
+        tangent = result.new_zeros(result.shape)  # the new value ignores the old one
+    base, fn = x._base, x._view_fn
+    if base is None or fn is None:
+        fw.set_tangent(x, tangent)
+        return
+    with fw.suspended(), no_grad():
+        base_tangent = fw.tangent_of(base)
+        if base_tangent is None:
+            base_tangent = base.new_zeros(base.shape)
+            fw.set_tangent(base, base_tangent)
+        fn(base_tangent).copy_(tangent)
+        fw.set_tangent(x, fn(base_tangent))
 
 
 def _rebase_view(x: Tensor, result: Tensor) -> None:

@@ -44,6 +44,7 @@ class Tensor:
     _post_accumulate_hooks = None  # hooks run after a leaf's .grad is accumulated
     _shared = False  # share_memory_ was called
     _grad_dtype: Any = "same"  # the dtype backward casts a leaf's gradient to (None: none)
+    _fw_tangent = None  # the forward-AD tangent at the dual level (ember.core.forward_ad)
 
     # -- construction -----------------------------------------------------------------
     @classmethod

@@ -23,6 +23,7 @@ from typing import Any
 
 from ember.core import costs, tracing
 from ember.core import dtype as dt
+from ember.core import forward_ad as fw
 from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.declare import composite, define, fused_kernel, primitive
 from ember.core.dispatch import (
@@ -370,6 +371,8 @@ def binary(name: str, a: Any, b: Any) -> Tensor:
             if op.grad is not None:
                 record_grad(op, (a, b), _NO_ATTRS, out, None,
                             (a._requires_grad, b._requires_grad))
+        elif fw.active:  # a dual level: the output's tangent
+            record_grad(OPS[name], (a, b), _NO_ATTRS, out)
         return out
     ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
     if not ta and not tb:
@@ -382,7 +385,8 @@ def binary(name: str, a: Any, b: Any) -> Tensor:
         b = as_operand(b, a)
         tb = isinstance(b, Tensor)
     out = run_binary(name, a, b)
-    if state.enabled and ((ta and a._requires_grad) or (tb and b._requires_grad)):
+    if state.enabled and ((ta and a._requires_grad) or (tb and b._requires_grad)) or \
+            fw.active:
         op = OPS[name]
         if op.grad is not None:
             record_grad(op, (a, b), _NO_ATTRS, out)
@@ -402,7 +406,7 @@ def _binary_fn(name: str) -> Any:
 def _binary_inplace(name: str, fn: Any) -> Any:
     """`x.mul_(y)`: one kernel writing into x when autograd does not record."""
     def method(self: Tensor, other: Any, **kwargs: Any) -> Tensor:
-        if kwargs or (state.enabled and (self._requires_grad or (
+        if kwargs or fw.active or (state.enabled and (self._requires_grad or (
                 isinstance(other, Tensor) and other._requires_grad))):  # autograd records
             return apply_inplace(self, lambda old: fn(old, other, **kwargs), other,
                                  op=name + "_")
