@@ -49,6 +49,12 @@ def recording(*tensors: Any) -> bool:
     return state.enabled and any(isinstance(t, Tensor) and t._requires_grad for t in tensors)
 
 
+def tracked(*tensors: Any) -> bool:
+    """Whether an in-place op must go through `apply_inplace` (not one kernel writing into
+    the tensor): autograd records it, or a dual level gives the result its tangent."""
+    return fw.active or recording(*tensors)
+
+
 def _check_allowed(x: Tensor) -> None:
     if x._requires_grad and x._node is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
@@ -102,18 +108,20 @@ def apply_inplace(x: Tensor, compute: Callable[[Tensor], Tensor], *others: Any,
 def _write_tangent(x: Tensor, result: Tensor) -> None:
     """Under a dual level: `x`, written in place with `result`, takes `result`'s tangent;
     written through a view, the base's tangent is written at the view's place, as in
-    PyTorch (a base without one gets zeros elsewhere)."""
+    PyTorch (a base without one gets zeros elsewhere; but the base of a dual tensor
+    made by `make_dual` stays without one, as there)."""
     tangent = fw.tangent_of(result)
     if tangent is None:
         if fw.tangent_of(x) is None:
             return
         tangent = result.new_zeros(result.shape)  # the new value ignores the old one
     base, fn = x._base, x._view_fn
-    if base is None or fn is None:
+    base_tangent = None if base is None else fw.tangent_of(base)
+    if fn is None or base_tangent is None and fw.tangent_of(x) is not None:
+        # not a view, or a dual made of a plain tensor (make_dual): its own tangent only
         fw.set_tangent(x, tangent)
         return
     with fw.suspended(), no_grad():
-        base_tangent = fw.tangent_of(base)
         if base_tangent is None:
             base_tangent = base.new_zeros(base.shape)
             fw.set_tangent(base, base_tangent)

@@ -35,7 +35,7 @@ from ember.core.dispatch import (
 )
 from ember.core.grad_mode import no_grad, state
 from ember.core.host import dtype_arg, python_scalar
-from ember.core.inplace import apply_inplace, recording
+from ember.core.inplace import apply_inplace, tracked
 from ember.core.opdef import OPS, Grad, Kind, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.placement import resolve
@@ -178,7 +178,7 @@ def _fusable(kernel: str, reads: str, formula: Any) -> Any:
 def _unary_inplace(name: str, fn: Any) -> Any:
     """`x.exp_()`: one kernel writing into x when autograd does not record."""
     def method(self: Tensor) -> Tensor:
-        if recording(self):
+        if tracked(self):
             return apply_inplace(self, fn, op=name + "_")
         return run_unary_into(name, self)
     method.__name__ = name + "_"
@@ -448,7 +448,7 @@ def _scaled_inplace(name: str) -> Any:
 
     def method(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
         if not _plain(alpha):
-            if recording(self, other):
+            if tracked(self, other):
                 fn = OPS[name].fn
                 return apply_inplace(self, lambda old: fn(old, other, alpha=alpha), other,
                                      op=name + "_")
@@ -853,7 +853,7 @@ def _lerp_fused_multiply_add(input: Tensor, end: Tensor, weight: float) -> Tenso
 
 def _addcmul_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
                      value: Any = 1) -> Tensor:
-    if recording(self, tensor1, tensor2):
+    if tracked(self, tensor1, tensor2):
         return apply_inplace(self, lambda old: addcmul(old, tensor1, tensor2, value=value),
                              tensor1, tensor2, op="addcmul_")
     prod_ = mul(tensor1, tensor2)
@@ -862,7 +862,7 @@ def _addcmul_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
 
 def _addcdiv_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
                      value: Any = 1) -> Tensor:
-    if recording(self, tensor1, tensor2):
+    if tracked(self, tensor1, tensor2):
         return apply_inplace(self, lambda old: addcdiv(old, tensor1, tensor2, value=value),
                              tensor1, tensor2, op="addcdiv_")
     _no_integer_addcdiv(tensor1, tensor2)
