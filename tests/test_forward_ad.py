@@ -315,3 +315,41 @@ def test_hypothesis_shapes(shape, op):
         "mean_keep": lambda lib, x: x.sum(-1, keepdim=True) if x.dim() else x,
     }
     _check(fns[op], tuple(shape))
+
+
+def test_tangent_of_another_layout_is_copied():
+    primal, tangent = ember.randn(3, 3), ember.randn(3, 3)
+    with efw.dual_level():
+        kept = efw.unpack_dual(efw.make_dual(primal, tangent)).tangent
+        copied = efw.unpack_dual(efw.make_dual(primal, tangent.T)).tangent
+    assert kept is tangent
+    assert copied is not tangent and copied.is_contiguous()
+    np.testing.assert_array_equal(copied.numpy(), tangent.T.numpy())
+
+
+def test_gradcheck_checks_forward_ad():
+    class Exp(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.result = x.exp()
+            return ctx.result
+
+        @staticmethod
+        def jvp(ctx, t):
+            return t * ctx.result
+
+    class WrongJvp(Exp):
+        @staticmethod
+        def jvp(ctx, t):
+            return t * 2 * ctx.result
+
+    x = ember.randn(2, 3, dtype=ember.float64, requires_grad=True)
+    options = dict(check_forward_ad=True, check_backward_ad=False,
+                   check_undefined_grad=False, check_batched_grad=False)
+    assert ember.autograd.gradcheck(Exp.apply, (x,), **options)
+    assert not ember.autograd.gradcheck(WrongJvp.apply, (x,), raise_exception=False, **options)
+    assert ember.autograd.gradcheck(lambda t: (t * t).softmax(1), (x,), check_forward_ad=True)
+
+
+def test_reachable_as_torch_autograd_attribute():
+    assert ember.autograd.forward_ad is efw

@@ -51,7 +51,8 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
     """Associate a tensor value with its tangent to create a "dual tensor" for forward AD.
 
     The result is a new tensor aliased to `tensor` (a view sharing its storage) with
-    `tangent` attached as it is; `unpack_dual` recovers it. This function is backward
+    `tangent` attached as it is when it has the same layout (strides), a copy otherwise;
+    `unpack_dual` recovers it. This function is backward
     differentiable.
 
     Args:
@@ -88,6 +89,8 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
         raise RuntimeError(f"Trying to set a forward gradient on a Tensor of device "
                            f"{tensor.device} with a tangent of device {tangent.device}: "
                            f"they must be on the same device.")
+    if tangent.stride() != tensor.stride():  # kept as it is only in the primal's layout
+        tangent = tangent.contiguous() if tensor.is_contiguous() else tangent.clone()
     dual = _alias(tensor)
     _fw.set_tangent(dual, tangent)
     return dual
