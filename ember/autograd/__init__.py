@@ -15,9 +15,9 @@ __all__ = ["Function", "FunctionCtx", "Node", "backward", "detect_anomaly", "ena
 
 
 def __getattr__(name: str):
-    """`ember.autograd.functional`, `.forward_ad` and `.profiler` load on first use (they bring ops and
-    the profiler's recorder that `import ember` does not need); so do `gradcheck` and
-    `gradgradcheck`."""
+    """`ember.autograd.functional`, `.forward_ad` and `.profiler` load on first use (they
+    bring ops and the profiler's recorder that `import ember` does not need); so do
+    `gradcheck` and `gradgradcheck`."""
     import importlib
 
     if name in ("forward_ad", "functional", "profiler"):
