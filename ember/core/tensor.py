@@ -701,3 +701,6 @@ def _rebuild_tensor(array: Any, device: str, requires_grad: bool) -> Tensor:
     pickles)."""
     t = Tensor._from_data(array, None, device)  # the array's own dtype
     return t.requires_grad_(True) if requires_grad else t
+
+
+dt.printed_in_api(Tensor)  # <class 'ember.Tensor'>, <class 'torch.Tensor'> under the alias

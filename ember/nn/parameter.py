@@ -7,6 +7,7 @@ from typing import Any
 
 import ember
 from ember import Tensor
+from ember.core.dtype import printed_in_api
 
 __all__ = ["Parameter", "Buffer"]
 
@@ -92,3 +93,8 @@ class Buffer(Tensor, metaclass=_BufferMeta):
         t.persistent = persistent
         t._is_buffer = True
         return t
+
+
+# <class 'torch.nn.parameter.Parameter'> under the alias, as under PyTorch
+printed_in_api(Parameter, ".nn.parameter")
+printed_in_api(Buffer, ".nn.parameter")
