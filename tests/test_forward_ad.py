@@ -353,3 +353,30 @@ def test_gradcheck_checks_forward_ad():
 
 def test_reachable_as_torch_autograd_attribute():
     assert ember.autograd.forward_ad is efw
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_recurrent_layers(kind):
+    """nn.LSTM / nn.GRU (a fused custom Function when recording backward) give the
+    tangents PyTorch's do, with PyTorch's weights."""
+    theirs = getattr(torch.nn, kind)(3, 4, batch_first=True).double()
+    ours = getattr(ember.nn, kind)(3, 4, batch_first=True).double()
+    ours.load_state_dict({k: ember.tensor(v.detach().numpy())
+                          for k, v in theirs.state_dict().items()})
+    x, t = _pair((2, 5, 3), 7)
+    found = []
+    for lib, fw, layer in ((ember, efw, ours), (torch, tfw, theirs)):
+        with fw.dual_level():
+            out, _ = layer(fw.make_dual(lib.tensor(x), lib.tensor(t)))
+            found.append(fw.unpack_dual(out).tangent.detach().numpy())
+    np.testing.assert_allclose(found[0], found[1], rtol=1e-9, atol=1e-12)
+
+
+def test_module_with_full_backward_hook_passes_tangents():
+    lin = ember.nn.Linear(2, 2).double()
+    lin.register_full_backward_hook(lambda m, gi, go: None)
+    with efw.dual_level():
+        x = efw.make_dual(ember.ones(1, 2, dtype=ember.float64),
+                          ember.tensor([[1.0, 0.0]], dtype=ember.float64))
+        tangent = efw.unpack_dual(lin(x)).tangent
+    np.testing.assert_allclose(tangent.numpy(), lin.weight.detach().numpy()[:, :1].T)
