@@ -379,4 +379,4 @@ def test_module_with_full_backward_hook_passes_tangents():
         x = efw.make_dual(ember.ones(1, 2, dtype=ember.float64),
                           ember.tensor([[1.0, 0.0]], dtype=ember.float64))
         tangent = efw.unpack_dual(lin(x)).tangent
-    np.testing.assert_allclose(tangent.numpy(), lin.weight.detach().numpy()[:, :1].T)
+    np.testing.assert_allclose(tangent.detach().numpy(), lin.weight.detach().numpy()[:, :1].T)
