@@ -137,6 +137,7 @@ def test_make_dual_aliases_and_unpack_returns_the_tangent_itself():
         np.testing.assert_allclose(unpacked.tangent.numpy(), t.numpy())
         assert efw.unpack_dual(unpacked.primal).tangent is None  # the primal is plain
         assert efw.unpack_dual(x).tangent is None
+        assert efw.unpack_dual(x).primal is not x  # a view, as torch's _fw_primal
         out = d * 2
     # leaving the level deletes the tangents
     assert efw.unpack_dual(out) == (out, None)

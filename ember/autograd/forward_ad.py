@@ -108,18 +108,15 @@ def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTens
     """Unpack a "dual tensor" to get both its Tensor value and its forward AD gradient.
 
     The result is a namedtuple `(primal, tangent)` where `primal` is a view of `tensor`'s
-    primal and `tangent` is `tensor`'s tangent as it is (None without one, or outside a
-    dual level). This function is backward differentiable.
+    primal and `tangent` is `tensor`'s tangent as it is (None without one). Outside a
+    dual level it is `(tensor, None)`. This function is backward differentiable.
     """
     if level is None:
         level = _fw.current_level
     if level < 0:
         return UnpackedDualTensor(tensor, None)
     _check_level(level, "_fw_primal")
-    tangent = _fw.tangent_of(tensor)
-    if tangent is None:
-        return UnpackedDualTensor(tensor, None)
-    return UnpackedDualTensor(_alias(tensor), tangent)
+    return UnpackedDualTensor(_alias(tensor), _fw.tangent_of(tensor))
 
 
 class dual_level(contextlib.ContextDecorator):  # noqa: N801 - PyTorch's spelling
