@@ -381,3 +381,17 @@ def test_module_with_full_backward_hook_passes_tangents():
                           ember.tensor([[1.0, 0.0]], dtype=ember.float64))
         tangent = efw.unpack_dual(lin(x)).tangent
     np.testing.assert_allclose(tangent.detach().numpy(), lin.weight.detach().numpy()[:, :1].T)
+
+
+def _views_follow_their_base(lib, fw):
+    with fw.dual_level():
+        d = fw.make_dual(lib.tensor([1.0, 2.0, 3.0, 4.0]), lib.ones(4)) * 1.0
+        v, w = d[1:3], d.view(2, 2)
+        d.mul_(lib.tensor([2.0, 3.0, 4.0, 5.0]))  # the base written: its views' tangents
+        first = (fw.unpack_dual(v).tangent.tolist(), fw.unpack_dual(w).tangent.tolist())
+        v.add_(fw.make_dual(lib.zeros(2), lib.tensor([10.0, 20.0])))  # a view written
+        return first, [fw.unpack_dual(t).tangent.tolist() for t in (d, w, v)]
+
+
+def test_views_follow_in_place_writes_as_torch():
+    assert _views_follow_their_base(ember, efw) == _views_follow_their_base(torch, tfw)

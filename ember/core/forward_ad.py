@@ -10,8 +10,9 @@ requires grad, and differentiated back to `u` with the operands' tangents as cot
 
 `active` is the one flag the dispatch paths test: False (no level, or while a tangent is
 being computed), it costs one attribute read per op. Tangents are kept on the tensor
-(`Tensor._fw_tangent`, in its `__dict__` only when set); the level remembers which
-tensors got one, and exiting it removes them all, as PyTorch's `exit_dual_level` does.
+(`Tensor._fw_tangent`, in its `__dict__` only when set, with the version of the storage
+it belongs to); the level remembers which tensors got one, and exiting it removes them
+all, as PyTorch's `exit_dual_level` does.
 PyTorch supports one level at a time, so does ember.
 """
 
@@ -52,23 +53,39 @@ def exit_level(level: int) -> None:
         t = ref()
         if t is not None:
             t.__dict__.pop("_fw_tangent", None)
+            t.__dict__.pop("_fw_version", None)
     _holders.clear()
     current_level, active = -1, False
 
 
 def tangent_of(t: Any) -> Any:
-    """`t`'s tangent at the current level, or None."""
-    return t._fw_tangent if current_level >= 0 else None
+    """`t`'s tangent at the current level, or None.
+
+    A view's tangent is a view of its base's: when the storage was written in place since
+    the view got its tangent (through the base or another view), it is taken again from
+    the base's tangent, as PyTorch's view tangents follow their base's."""
+    if current_level < 0:
+        return None
+    tangent = t._fw_tangent
+    if t._base is not None and t._view_fn is not None and \
+            t.__dict__.get("_fw_version", -1) != t._vc[0]:
+        base_tangent = t._base._fw_tangent
+        if base_tangent is not None:
+            with suspended():
+                tangent = t._view_fn(base_tangent)
+            set_tangent(t, tangent)
+    return tangent
 
 
 def set_tangent(t: Any, tangent: Any) -> None:
     """Give `t` a tangent at the current level (None removes it)."""
+    d = t.__dict__
     if tangent is None:
-        t.__dict__.pop("_fw_tangent", None)
+        d.pop("_fw_tangent", None)
         return
-    if "_fw_tangent" not in t.__dict__:
+    if "_fw_tangent" not in d:
         _holders.append(weakref.ref(t))
-    t._fw_tangent = tangent
+    d["_fw_tangent"], d["_fw_version"] = tangent, t._vc[0]
 
 
 class suspended:  # noqa: N801 - a context manager, named as grad modes are
@@ -90,7 +107,7 @@ def tangents_of(operands: Sequence[Any]) -> list | None:
     None when no operand has one."""
     found = None
     for i, v in enumerate(operands):
-        tangent = getattr(v, "_fw_tangent", None)
+        tangent = tangent_of(v) if hasattr(v, "_fw_tangent") else None
         if tangent is not None:
             if found is None:
                 found = [None] * len(operands)
