@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 API_NAME = "ember"
 """The package name printed forms show (`ember.float32`, `ember.Size([2])`); ember.torch_alias
@@ -29,15 +30,18 @@ def set_api_name(name: str) -> None:
         cls.__module__ = name + submodule
 
 
-def printed_in_api(cls: type, submodule: str = "") -> type:
-    """Name `cls`'s module as the API does (`ember` or, under the torch alias, `torch`,
-    then `submodule`): `type(t)` prints `<class 'torch.Tensor'>` as under PyTorch.
+def printed_in_api(submodule: str = "") -> Callable[[type], type]:
+    """Class decorator: name the class's module as the API does (`ember` or, under the
+    torch alias, `torch`, then `submodule`), so `type(t)` prints `<class 'torch.Tensor'>`
+    as under PyTorch.
 
     Only for classes whose instances pickle through `__reduce_ex__` (a function of their
     own module): `__module__` is then a printed name only, never a pickled path."""
-    _PRINTED_CLASSES.append((cls, submodule))
-    cls.__module__ = API_NAME + submodule
-    return cls
+    def register(cls: type) -> type:
+        _PRINTED_CLASSES.append((cls, submodule))
+        cls.__module__ = API_NAME + submodule
+        return cls
+    return register
 
 
 class dtype:  # noqa: N801 - PyTorch's spelling

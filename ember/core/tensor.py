@@ -23,6 +23,7 @@ from ember.core.printing import tensor_repr
 from ember.core.shapes import normalize_dim
 
 
+@dt.printed_in_api()  # <class 'ember.Tensor'>, <class 'torch.Tensor'> under the alias
 class Tensor:
     """A multi-dimensional array on a device, with PyTorch's semantics.
 
@@ -701,6 +702,3 @@ def _rebuild_tensor(array: Any, device: str, requires_grad: bool) -> Tensor:
     pickles)."""
     t = Tensor._from_data(array, None, device)  # the array's own dtype
     return t.requires_grad_(True) if requires_grad else t
-
-
-dt.printed_in_api(Tensor)  # <class 'ember.Tensor'>, <class 'torch.Tensor'> under the alias

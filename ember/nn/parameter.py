@@ -12,6 +12,7 @@ from ember.core.dtype import printed_in_api
 __all__ = ["Parameter", "Buffer"]
 
 
+@printed_in_api(".nn.parameter")  # <class 'torch.nn.parameter.Parameter'> under the alias
 class Parameter(Tensor):
     r"""A kind of Tensor that is to be considered a module parameter.
 
@@ -71,6 +72,7 @@ class _BufferMeta(type):
         return super().__instancecheck__(instance)
 
 
+@printed_in_api(".nn.parameter")
 class Buffer(Tensor, metaclass=_BufferMeta):
     r"""A kind of Tensor that should not be considered a model parameter but is part of
     the module's state (e.g. BatchNorm's ``running_mean``).
@@ -93,8 +95,3 @@ class Buffer(Tensor, metaclass=_BufferMeta):
         t.persistent = persistent
         t._is_buffer = True
         return t
-
-
-# <class 'torch.nn.parameter.Parameter'> under the alias, as under PyTorch
-printed_in_api(Parameter, ".nn.parameter")
-printed_in_api(Buffer, ".nn.parameter")
