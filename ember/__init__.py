@@ -603,6 +603,7 @@ _SUBMODULES = _SUBMODULES | {"linalg"}  # ember.linalg, as torch.linalg
 _SUBMODULES = _SUBMODULES | {"version"}  # torch.version.cuda & co
 _SUBMODULES = _SUBMODULES | {"multiprocessing"}  # torch.multiprocessing: tensors in shared memory
 _SUBMODULES = _SUBMODULES | {"func"}  # torch.func.functional_call
+_SUBMODULES = _SUBMODULES | {"compiler", "_dynamo"}  # torch.compiler.reset(), OptimizedModule
 
 
 def __getattr__(name: str):

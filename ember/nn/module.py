@@ -181,6 +181,10 @@ class _BackwardHookFunction(Function):
     def backward(ctx, *grads: Any) -> tuple:
         return ctx.hook(grads)
 
+    @staticmethod
+    def jvp(ctx, *tangents: Any) -> tuple:  # the identity's (forward-mode AD)
+        return tangents
+
 
 class _BackwardHook:
     """Connects the gradients of a module's outputs with those of its inputs and calls

@@ -7,10 +7,12 @@ from typing import Any
 
 import ember
 from ember import Tensor
+from ember.core.dtype import printed_in_api
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "is_lazy"]
 
 
+@printed_in_api(".nn.parameter")  # <class 'torch.nn.parameter.Parameter'> under the alias
 class Parameter(Tensor):
     r"""A kind of Tensor that is to be considered a module parameter.
 
@@ -70,6 +72,7 @@ class _BufferMeta(type):
         return super().__instancecheck__(instance)
 
 
+@printed_in_api(".nn.parameter")
 class Buffer(Tensor, metaclass=_BufferMeta):
     r"""A kind of Tensor that should not be considered a model parameter but is part of
     the module's state (e.g. BatchNorm's ``running_mean``).
