@@ -181,3 +181,20 @@ def test_torch_alias_reaches_them(tmp_path):
                           env={**__import__("os").environ, "PYTHONPATH": str(root)})
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "False", "False"]
+
+
+def test_module_compile_compiles_in_place_keeping_class_and_state_dict_keys():
+    torch = pytest.importorskip("torch")
+    for lib in (ember, torch):
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.Linear(4, 3), lib.nn.ReLU())
+        keys = list(model.state_dict())
+        assert model.compile() is None
+        assert type(model) is lib.nn.Sequential and list(model.state_dict()) == keys
+    x = ember.randn(5, 4)
+    eager = ember.nn.Sequential(ember.nn.Linear(4, 3), ember.nn.ReLU())
+    compiled = ember.nn.Sequential(ember.nn.Linear(4, 3), ember.nn.ReLU())
+    compiled.load_state_dict(eager.state_dict())
+    compiled.compile()
+    for _ in range(3):  # recorded, then replayed
+        assert ember.equal(compiled(x), eager(x))

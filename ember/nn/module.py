@@ -686,6 +686,12 @@ class Module:
                 self._buffers[key] = fn(buf)
         return self
 
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        r"""Compile this module's forward in place with :func:`ember.compile` (the
+        arguments are its own). Unlike ``ember.compile(module)``, the module stays
+        itself: same class, same ``state_dict`` keys."""
+        self.forward = ember.compile(type(self).forward.__get__(self), *args, **kwargs)
+
     def share_memory(self) -> Module:
         r"""Move the parameters and buffers (and their gradients) to shared memory, in
         place (:meth:`Tensor.share_memory_`): processes that train the model afterwards,
