@@ -61,6 +61,14 @@ def _parameter_class() -> type:
     return Parameter
 
 
+def _is_data(t: Tensor) -> bool:
+    """Whether `t` holds values to store (an uninitialized parameter of a lazy module
+    holds none: it is pickled as what it is)."""
+    from ember.nn.parameter import is_lazy
+
+    return not is_lazy(t)
+
+
 # -- save -----------------------------------------------------------------------------
 
 
@@ -89,8 +97,10 @@ class _Encoder:
         self._shared = {root for root, views in self._views.items() if len(views) > 1}
 
     def encode(self, value: Any, path: str) -> Any:
-        if isinstance(value, Tensor):
-            return self._sparse(value, path) if value.is_sparse else self._tensor(value, path)
+        if isinstance(value, Tensor) and value.is_sparse:
+            return self._sparse(value, path)
+        if isinstance(value, Tensor) and _is_data(value):
+            return self._tensor(value, path)
         if isinstance(value, (np.ndarray, np.number, np.bool_)):
             return self._numpy(value, path)
         if value is None or isinstance(value, (bool, str)):
@@ -186,9 +196,9 @@ class _Encoder:
         counter = iter(range(1 << 62))
 
         def persistent_id(obj: Any) -> Any:
-            if isinstance(obj, Tensor):
-                if obj.is_sparse:
-                    return ("ember.sparse", self._sparse(obj, f"{path}.@{next(counter)}"))
+            if isinstance(obj, Tensor) and obj.is_sparse:
+                return ("ember.sparse", self._sparse(obj, f"{path}.@{next(counter)}"))
+            if isinstance(obj, Tensor) and _is_data(obj):
                 return ("ember.tensor", self._tensor(obj, f"{path}.@{next(counter)}"))
             if isinstance(obj, (np.ndarray, np.number, np.bool_)):
                 return ("ember.numpy", self._numpy(obj, f"{path}.@{next(counter)}"))

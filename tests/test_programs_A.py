@@ -158,6 +158,12 @@ def _contrastive_forms_agree(t_out: str, e_out: str) -> None:
         assert metric(out, r"test top1 ([\d.]+)%")[0] > 60
 
 
+def _all_checks_true(t_out: str, e_out: str) -> None:
+    # the tutorials print their checks (forward vs reverse mode, two NTK methods): all hold
+    for out in (t_out, e_out):
+        assert out.count("True") >= 5 and "False" not in out, out
+
+
 PROGRAM_SPECS = [
     Program("quickstart.py", trends=[Trend(r"Avg loss: ([\d.]+)", 0.8, 0.3),
                                      Trend(r"Accuracy: ([\d.]+)%", 1.2, 0.5, rises=True)],
@@ -210,6 +216,10 @@ PROGRAM_SPECS = [
             first=r"Training Loss: ([\d.]+)"),
     Program("simclr.py", trends=[Trend(r"Loss: ([\d.]+)", 0.7, 0.3)],
             first=r"Step 0\tLoss: ([\d.]+)", extra=_contrastive_forms_agree),
+    # forward-mode AD and torch.func tutorials
+    Program("forward_ad_usage.py", first=r"jvp (-?[\d.]+)", extra=_all_checks_true),
+    Program("neural_tangent_kernels.py", first=r"trace of the train NTK: ([\d.]+)",
+            extra=_all_checks_true),
 ]
 
 

@@ -67,6 +67,7 @@ def test_layout_objects_and_attributes():
         (t._nnz(), t.sparse_dim(), t.dense_dim(), t.is_coalesced())
     assert e.dtype is ember.float32 and e.device == ember.device("cpu")
     assert e.type() == "ember.sparse.FloatTensor" and t.type() == "torch.sparse.FloatTensor"
+    assert repr(type(e)) == "<class 'ember.Tensor'>" and repr(type(t)) == "<class 'torch.Tensor'>"
 
 
 @pytest.mark.parametrize("case", [

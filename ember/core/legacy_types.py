@@ -62,8 +62,8 @@ class _LegacyTensor(metaclass=_LegacyTensorType):
 def _legacy(name: str, d: dt.dtype) -> type:
     doc = (f"PyTorch's legacy constructor of CPU {d} tensors: `{name}(*sizes)` "
            f"(uninitialized), `{name}(data)`, or `{name}(tensor)`.")
-    return _LegacyTensorType(name, (_LegacyTensor,), {"dtype": d, "__doc__": doc,
-                                                      "__module__": "ember"})
+    return dt.printed_in_api()(_LegacyTensorType(name, (_LegacyTensor,),
+                                                 {"dtype": d, "__doc__": doc}))
 
 
 FloatTensor = _legacy("FloatTensor", dt.float32)

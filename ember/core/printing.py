@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ember.core import dtype as dt
+from ember.core import forward_ad as fw
 from ember.core.host import host_array
 
 # PyTorch's print options: set_printoptions(profile=...) starts from one of these
@@ -162,6 +163,9 @@ def tensor_repr(t) -> str:
         suffix.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t.requires_grad:
         suffix.append("requires_grad=True")
+    tangent = fw.tangent_of(t)
+    if tangent is not None:  # a dual tensor, as PyTorch prints it
+        suffix.append(f"tangent={tangent!r}")
     return add_suffixes("tensor(" + body, suffix, len("tensor("))
 
 

@@ -325,6 +325,12 @@ class SparseTensor(Tensor):
         return out
 
 
+# printed as PyTorch's sparse tensors' class: `type(adj)` is <class 'torch.Tensor'> under the
+# alias (it pickles through __reduce_ex__, a function of this module)
+SparseTensor.__name__ = SparseTensor.__qualname__ = "Tensor"
+dt.printed_in_api()(SparseTensor)
+
+
 def _rebuild_sparse(indices: Tensor, values: Tensor, size: tuple, is_coalesced: bool,
                     requires_grad: bool) -> SparseTensor:
     """Unpickling (copies, `torch.save`/`load`)."""

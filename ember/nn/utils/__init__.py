@@ -1,7 +1,14 @@
 """`ember.nn.utils`: gradient clipping, parameter/vector conversion, spectral and weight
 normalization, and (in `rnn`) variable-length sequence packing."""
 
-from ember.nn.utils import parametrizations, parametrize, prune, rnn, stateless  # noqa: F401
+from ember.nn.utils import (  # noqa: F401
+    fusion,
+    parametrizations,
+    parametrize,
+    prune,
+    rnn,
+    stateless,
+)
 from ember.nn.utils.clip_grad import (  # noqa: F401
     clip_grad_norm,
     clip_grad_norm_,
