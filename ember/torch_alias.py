@@ -4,7 +4,11 @@ script.py`).
 
 The alias returns ember's own module objects (``sys.modules["torch.nn"] is ember.nn``),
 so `isinstance(x, torch.Tensor)`, pickled class paths and module identity all agree; and
-printed forms name torch (`torch.float32`, `torch.Size([2])`), as under PyTorch.
+printed forms name torch (`torch.float32`, `torch.Size([2])`, `<class 'torch.Tensor'>`),
+as under PyTorch. `torch.__version__` is then a `TorchVersion` of the PyTorch release
+whose API ember follows, with `ember` as its local label (`2.13.0+ember`, as PyTorch's
+`2.13.0+cpu`): programs compare it (`>= "1.10"`, `>= (2, 0)`) to pick code paths.
+`ember.__version__` is ember's own again once the alias is removed.
 """
 
 from __future__ import annotations
@@ -15,10 +19,20 @@ import importlib.util
 import sys
 from types import ModuleType
 
+import ember
 from ember.core import dtype
+from ember.torch_version import ALIASED_VERSION, TorchVersion
 
 _ALIAS = "torch"
 _TARGET = "ember"
+OWN_VERSION = ember.__version__  # ember's own version, a plain string
+
+
+def _set_version(version: str) -> None:
+    """`__version__` of ember and of ember.version (torch.version.__version__)."""
+    import ember.version
+
+    ember.__version__ = ember.version.__version__ = version
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -67,6 +81,7 @@ def install() -> None:
                            "install the alias before anything imports torch")
     sys.meta_path.insert(0, TorchAliasFinder())
     dtype.set_api_name(_ALIAS)  # print torch.float32, torch.Size([2]) as PyTorch does
+    _set_version(TorchVersion(ALIASED_VERSION))
     _serve_spawned_children()
 
 
@@ -107,6 +122,7 @@ def uninstall() -> None:
                                          spawn.get_preparation_data)
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, TorchAliasFinder)]
     dtype.set_api_name(_TARGET)
+    _set_version(OWN_VERSION)
     for name in [n for n in sys.modules if n == _ALIAS or n.startswith(_ALIAS + ".")]:
         if sys.modules[name].__name__.startswith(_TARGET):
             del sys.modules[name]

@@ -624,61 +624,6 @@ def test_upsample_module(torch):
     assert str(e_err.value) == str(t_err.value)
 
 
-@pytest.mark.parametrize("make, shape", [
-    (lambda nn: nn.LazyLinear(3), (2, 5)),
-    (lambda nn: nn.LazyConv1d(4, 3, bias=False), (2, 3, 7)),
-    (lambda nn: nn.LazyConv2d(4, 3, padding=1), (1, 2, 5, 5)),
-    (lambda nn: nn.LazyBatchNorm2d(momentum=0.2), (3, 2, 4, 4)),
-    (lambda nn: nn.LazyConvTranspose2d(4, 3, stride=2, output_padding=1), (1, 2, 5, 5)),
-    (lambda nn: nn.LazyInstanceNorm1d(), (2, 3, 5)),
-])
-def test_lazy_modules_become_torchs_modules(torch, make, shape):
-    """`nn.LazyLinear(out)` and friends: uninitialized until the first forward, which
-    infers the input size, draws PyTorch's initial weights and turns the module into the
-    regular class; an optimizer made before holds the real parameters."""
-    x = np.random.RandomState(0).rand(*shape).astype(np.float32)
-    runs = []
-    for lib in (torch, ember):
-        lib.manual_seed(0)
-        m = make(lib.nn)
-        before = (repr(m), sorted(m.state_dict()), m.has_uninitialized_params(),
-                  [repr(p) for p in m.parameters()])
-        params = list(m.parameters())
-        out = m(lib.tensor(x))
-        after = (repr(m), type(m).__name__,
-                 all(p is q for p, q in zip(params, m.parameters())),
-                 [type(p).__name__ for p in m.parameters()])
-        runs.append((before, after, {k: v.detach().numpy() for k, v in m.state_dict().items()},
-                     out.detach().numpy()))
-    (t_before, t_after, t_state, t_out), (e_before, e_after, e_state, e_out) = runs
-    assert e_before == t_before and e_after == t_after
-    assert sorted(e_state) == sorted(t_state)
-    for k in t_state:
-        np.testing.assert_allclose(e_state[k], t_state[k], rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(e_out, t_out, rtol=1e-4, atol=1e-5)
-
-
-def test_lazy_module_loads_a_checkpoint_and_refuses_shape(torch):
-    lazy = nn.LazyLinear(2)
-    with pytest.raises(RuntimeError, match="Can't access the shape of an uninitialized "
-                                           "parameter or buffer"):
-        _ = lazy.weight.shape
-    source = nn.Linear(4, 2)
-    lazy.load_state_dict(source.state_dict())
-    assert tuple(lazy.weight.shape) == (2, 4) and type(lazy).__name__ == "LazyLinear"
-    np.testing.assert_array_equal(lazy(ember.ones(1, 4)).detach().numpy(),
-                                  source(ember.ones(1, 4)).detach().numpy())
-    assert type(lazy) is nn.Linear
-    from ember.nn.parameter import UninitializedParameter, is_lazy
-
-    assert is_lazy(nn.LazyLinear(1).weight) and not is_lazy(lazy.weight)
-    assert repr(UninitializedParameter()) == repr(torch.nn.UninitializedParameter()) == \
-        "<UninitializedParameter>"
-    with pytest.raises(RuntimeError, match=r"Expected 3D \(unbatched\) or 4D \(batched\) "
-                                           r"input to LazyConv2d"):
-        nn.LazyConv2d(2, 3)(ember.ones(2, 3))
-
-
 @pytest.mark.parametrize("name, kwargs", [("upsample_nearest", {"scale_factor": 2}),
                                           ("upsample_bilinear", {"size": (3, 5)}),
                                           ("upsample_bilinear", {"scale_factor": 2})])
@@ -701,42 +646,3 @@ def test_inplace_selu_celu_match_torch(torch, name, args):
         results.append((out is t, t.numpy().copy()))
     assert results[1][0] and results[0][0]
     np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-6)
-
-
-@pytest.mark.parametrize("kind", ["conv", "conv_nobias", "convtranspose", "linear"])
-def test_fusing_batchnorm_matches_torch(torch, kind):
-    """`nn.utils.fuse_conv_bn_eval` / `fuse_linear_bn_eval`: one layer computing what the
-    eval-mode pair computes, with PyTorch's folded weights."""
-    rng = np.random.RandomState(3)
-    x = rng.randn(2, 3, 6, 6).astype(np.float32) if kind != "linear" else \
-        rng.randn(4, 5).astype(np.float32)
-    stats = {k: rng.rand(4).astype(np.float32) + 0.5 for k in ("mean", "var", "w", "b")}
-    outs = []
-    for lib in (torch, ember):
-        lib.manual_seed(0)
-        layer = {"conv": lambda m: m.Conv2d(3, 4, 3),
-                 "conv_nobias": lambda m: m.Conv2d(3, 4, 3, bias=False),
-                 "convtranspose": lambda m: m.ConvTranspose2d(3, 4, 3),
-                 "linear": lambda m: m.Linear(5, 4)}[kind](lib.nn)
-        bn = lib.nn.BatchNorm1d(4) if kind == "linear" else lib.nn.BatchNorm2d(4)
-        with lib.no_grad():
-            bn.running_mean.copy_(lib.tensor(stats["mean"]))
-            bn.running_var.copy_(lib.tensor(stats["var"]))
-            bn.weight.copy_(lib.tensor(stats["w"]))
-            bn.bias.copy_(lib.tensor(stats["b"]))
-        layer.eval()
-        bn.eval()
-        if kind == "linear":
-            fused = lib.nn.utils.fuse_linear_bn_eval(layer, bn)
-        else:
-            fused = lib.nn.utils.fuse_conv_bn_eval(layer, bn, transpose=kind == "convtranspose")
-        inp = lib.tensor(x)
-        outs.append((bn(layer(inp)).detach().numpy(), fused(inp).detach().numpy(),
-                     fused.weight.detach().numpy(), type(fused.bias).__name__))
-    (t_ref, t_fused, t_w, t_kind), (e_ref, e_fused, e_w, e_kind) = outs
-    np.testing.assert_allclose(e_fused, e_ref, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(e_fused, t_fused, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(e_w, t_w, rtol=1e-6, atol=1e-7)
-    assert e_kind == t_kind == "Parameter"
-    with pytest.raises(AssertionError, match="Fusion only for eval!"):
-        nn.utils.fuse_conv_bn_eval(nn.Conv2d(1, 1, 1), nn.BatchNorm2d(1))

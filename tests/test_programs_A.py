@@ -225,6 +225,12 @@ def _names_generated(t_out: str, e_out: str) -> None:
         assert all(re.fullmatch(r"[A-Z][a-z]*", n) for n in names), names
 
 
+def _all_checks_true(t_out: str, e_out: str) -> None:
+    # the tutorials print their checks (forward vs reverse mode, two NTK methods): all hold
+    for out in (t_out, e_out):
+        assert out.count("True") >= 5 and "False" not in out, out
+
+
 PROGRAM_SPECS = [
     Program("quickstart.py", trends=[Trend(r"Avg loss: ([\d.]+)", 0.8, 0.3),
                                      Trend(r"Accuracy: ([\d.]+)%", 1.2, 0.5, rises=True)],
@@ -277,6 +283,10 @@ PROGRAM_SPECS = [
             first=r"Training Loss: ([\d.]+)"),
     Program("simclr.py", trends=[Trend(r"Loss: ([\d.]+)", 0.7, 0.3)],
             first=r"Step 0\tLoss: ([\d.]+)", extra=_contrastive_forms_agree),
+    # forward-mode AD and torch.func tutorials
+    Program("forward_ad_usage.py", first=r"jvp (-?[\d.]+)", extra=_all_checks_true),
+    Program("neural_tangent_kernels.py", first=r"trace of the train NTK: ([\d.]+)",
+            extra=_all_checks_true),
     # set E: pytorch/examples and classic recipes
     Program("fast_neural_style.py",
             trends=[Trend(r"total: ([\d.]+)", 0.8, 0.1)], first=r"content: ([\d.]+)"),
@@ -428,7 +438,8 @@ import torch
 import torch.multiprocessing as mp
 
 def child(queue, t):
-    queue.put((torch.__name__, type(t).__module__, str(t.dtype), (t * 2).tolist()))
+    import ember
+    queue.put((torch.__name__, type(t) is ember.Tensor, str(t.dtype), (t * 2).tolist()))
 
 if __name__ == "__main__":
     for method in ("spawn", "fork"):
@@ -442,7 +453,7 @@ if __name__ == "__main__":
 """)
     assert proc.returncode == 0, proc.stderr
     for method, line in zip(("spawn", "fork"), proc.stdout.splitlines()):
-        assert line == f"{method} ('ember', 'ember.core.tensor', 'torch.float32', [2.0, 2.0])"
+        assert line == f"{method} ('ember', True, 'torch.float32', [2.0, 2.0])"
 
 
 def test_alias_refuses_after_real_torch_and_uninstalls() -> None:

@@ -126,6 +126,11 @@ PROGRAMS_B = [
     Program("gcn.py",
             same=r"^nodes|^torch.Size|^symmetric|^mm ==|^masks|^GCN|^  \(|^\)|^Optimization",
             skeleton=r"^Epoch|^Test set", losses=r"loss_train: (?P<loss>[\d.]+)", factor=3.0),
+    Program("pygcn.py",
+            same=r"^Loading|^adj |^coalesced|^row sums|^spmm|^to_sparse|^tensor|^ |^GCN|^\)"
+                 r"|^Optimization",
+            skeleton=r"^Epoch|^Test set", check=_test_accuracy(0.8),
+            losses=r"loss_train: (?P<loss>[\d.]+)", factor=1.5),
     Program("moe.py",
             same=r"^Model|^  |^\)|^number of parameters|^tokens per expert",
             skeleton=r"^eval mse", losses=r"^step +\d+ loss (?P<loss>[\d.]+)", factor=1.5),

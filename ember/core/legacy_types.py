@@ -26,7 +26,7 @@ class _LegacyTensorType(type):
 
     def __instancecheck__(cls, obj: Any) -> bool:
         return isinstance(obj, Tensor) and obj.dtype is cls.dtype and \
-            obj.device.type == cls.device_type
+            obj.device.type == cls.device_type and not obj.is_sparse
 
     def __repr__(cls) -> str:
         return f"<class '{dt.API_NAME}.{cls._prefix()}{cls.__name__}'>"
@@ -90,9 +90,9 @@ Tensor.new = _tensor_new
 def _legacy(name: str, d: dt.dtype, device_type: str = "cpu") -> type:
     doc = (f"PyTorch's legacy constructor of {device_type} {d} tensors: `{name}(*sizes)` "
            f"(uninitialized), `{name}(data)`, or `{name}(tensor)`.")
-    module = "ember" if device_type == "cpu" else f"ember.{device_type}"
-    return _LegacyTensorType(name, (_LegacyTensor,), {
-        "dtype": d, "device_type": device_type, "__doc__": doc, "__module__": module})
+    submodule = "" if device_type == "cpu" else f".{device_type}"
+    return dt.printed_in_api(submodule)(_LegacyTensorType(
+        name, (_LegacyTensor,), {"dtype": d, "device_type": device_type, "__doc__": doc}))
 
 
 FloatTensor = _legacy("FloatTensor", dt.float32)

@@ -23,6 +23,7 @@ from ember.core.printing import tensor_repr
 from ember.core.shapes import normalize_dim
 
 
+@dt.printed_in_api()  # <class 'ember.Tensor'>, <class 'torch.Tensor'> under the alias
 class Tensor:
     """A multi-dimensional array on a device, with PyTorch's semantics.
 
@@ -44,6 +45,8 @@ class Tensor:
     _post_accumulate_hooks = None  # hooks run after a leaf's .grad is accumulated
     _shared = False  # share_memory_ was called
     _grad_dtype: Any = "same"  # the dtype backward casts a leaf's gradient to (None: none)
+    is_sparse = False  # True for the sparse COO tensors (ember.core.sparse_coo)
+    _fw_tangent = None  # the forward-AD tangent at the dual level (ember.core.forward_ad)
 
     # -- construction -----------------------------------------------------------------
     @classmethod

@@ -75,6 +75,31 @@ def _numerical_jacobians(fn: Callable[..., Any], inputs: tuple, which: list[int]
     return result
 
 
+def _forward_jacobians(fn: Callable[..., Any], inputs: tuple, which: list[int],
+                       outputs: list[Tensor]) -> dict[int, list[np.ndarray]]:
+    """For each input in `which`: one (n_out, n_in) matrix per output, column by column
+    with forward-mode AD (a unit tangent on one input element at a time)."""
+    from ember.autograd import forward_ad as fwad
+
+    result: dict[int, list[np.ndarray]] = {
+        i: [np.zeros((o.numel(), inputs[i].numel())) for o in outputs] for i in which}
+    for i in which:
+        x = inputs[i]
+        for col in range(x.numel()):
+            unit = np.zeros(tuple(x.shape), dtype=np.float64)
+            unit.flat[col] = 1.0
+            with fwad.dual_level():
+                args = list(inputs)
+                args[i] = fwad.make_dual(x.detach(), ember.tensor(unit, dtype=x.dtype,
+                                                                  device=x.device))
+                outs = _differentiable_outputs(fn(*args))
+                for k, out in enumerate(outs):
+                    tangent = fwad.unpack_dual(out).tangent
+                    if tangent is not None:
+                        result[i][k][:, col] = _host(tangent).astype(np.float64).reshape(-1)
+    return result
+
+
 def _analytical_jacobians(outputs: list[Tensor], inputs: tuple, which: list[int],
                           ) -> dict[int, list[np.ndarray]]:
     """For each input in `which`: one (n_out, n_in) matrix per output, row by row with
@@ -112,7 +137,11 @@ def _analytical_jacobians(outputs: list[Tensor], inputs: tuple, which: list[int]
 
 
 def gradcheck(fn: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol: float = 1e-5,
-              rtol: float = 1e-3, raise_exception: bool = True) -> bool:
+              rtol: float = 1e-3, raise_exception: bool = True, nondet_tol: float = 0.0,
+              check_undefined_grad: bool = True, check_grad_dtypes: bool = False,
+              check_batched_grad: bool = False, check_batched_forward_grad: bool = False,
+              check_forward_ad: bool = False, check_backward_ad: bool = True,
+              fast_mode: bool = False, masked: bool | None = None) -> bool:
     r"""Check the gradients autograd computes for `fn` against central finite differences.
 
     Like `torch.autograd.gradcheck`: every input that requires grad is perturbed element
@@ -129,6 +158,12 @@ def gradcheck(fn: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol: f
         atol: absolute tolerance.
         rtol: relative tolerance (relative to the numerical value).
         raise_exception: raise `GradcheckError` on a mismatch (otherwise return False).
+        check_forward_ad: also check the Jacobian forward-mode AD gives (one
+            `ember.autograd.forward_ad` JVP per input element).
+        check_backward_ad: check the Jacobian backward-mode AD gives (the default).
+        nondet_tol, check_undefined_grad, check_grad_dtypes, check_batched_grad,
+            check_batched_forward_grad, fast_mode, masked: PyTorch's options, accepted
+            for its signature; ember always checks dtypes, and does the full check.
 
     Returns:
         True when every gradient matches.
@@ -156,12 +191,17 @@ def gradcheck(fn: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol: f
     if not outputs:
         raise ValueError("gradcheck: the function returned no floating-point tensor")
     try:
-        analytical = _analytical_jacobians(outputs, inputs, which)
         numerical = _numerical_jacobians(fn, inputs, which, eps)
-        for i in which:
-            for k, (a, n) in enumerate(zip(analytical[i], numerical[i])):
-                _compare(a, n, i, k, tuple(inputs[i].shape), tuple(outputs[k].shape), atol,
-                         rtol)
+        found = []
+        if check_backward_ad:
+            found.append(_analytical_jacobians(outputs, inputs, which))
+        if check_forward_ad:
+            found.append(_forward_jacobians(fn, inputs, which, outputs))
+        for analytical in found:
+            for i in which:
+                for k, (a, n) in enumerate(zip(analytical[i], numerical[i])):
+                    _compare(a, n, i, k, tuple(inputs[i].shape), tuple(outputs[k].shape),
+                             atol, rtol)
     except GradcheckError:
         if raise_exception:
             raise

@@ -5,7 +5,7 @@ whichever PyTorch is installed:
 
 - Tensor methods, ``torch.*`` functions and ``torch.nn.functional``: PyTorch's own list of
   public overridable functions, ``torch.overrides.get_testing_overrides()``;
-- nn modules: every ``torch.nn.Module`` class in ``torch.nn`` but the ``Lazy*`` ones;
+- nn modules: every ``torch.nn.Module`` class in ``torch.nn``;
 - optimizers and LR schedulers: every class in ``torch.optim`` and
   ``torch.optim.lr_scheduler``.
 
