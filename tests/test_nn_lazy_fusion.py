@@ -171,3 +171,16 @@ def test_fusion_refuses_training_mode_and_mismatched_features():
         nn.utils.fusion.fuse_linear_bn_eval(layer.train(), bn)
     with pytest.raises(AssertionError, match="linear.out_features == bn.num_features"):
         nn.utils.fusion.fuse_linear_bn_eval(nn.Linear(2, 3).eval(), nn.BatchNorm1d(4).eval())
+
+
+def test_conversions_before_the_first_forward_keep_the_module_lazy():
+    for lib in (ember, torch):
+        linear = lib.nn.LazyLinear(3).to("cpu", lib.float64)
+        norm = lib.nn.LazyBatchNorm1d().double()
+        assert repr(linear.weight) == "<UninitializedParameter>"
+        assert repr(norm.running_mean) == "<UninitializedBuffer>"
+        assert linear.weight.dtype == norm.running_mean.dtype == lib.float64
+        linear(lib.ones(2, 4, dtype=lib.float64))
+        norm(lib.ones(2, 4, dtype=lib.float64))
+        assert linear.weight.dtype == norm.running_var.dtype == norm.weight.dtype == lib.float64
+        assert type(linear.weight) is lib.nn.Parameter and type(norm.running_mean) is lib.Tensor

@@ -119,6 +119,46 @@ class UninitializedTensorMixin:
         self.data = ember.empty(shape, device=device, dtype=dtype)
         self.__class__ = self.cls_to_become
 
+    def _placeholder(self) -> Tensor:
+        """The empty tensor this one holds, as a plain tensor."""
+        return Tensor._make(self._data, self._dtype, self._device, self._backend)
+
+    def _converted(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """A conversion (`to`, `cuda`, `double`...: what a module's `to` applies before
+        the first forward) of the placeholder, still uninitialized, as PyTorch's are."""
+        out = getattr(self._placeholder(), method)(*args, **kwargs)
+        if not isinstance(out, Tensor):
+            return out  # type() without arguments: the type's name
+        lazy = type(self)._make(out._data, out._dtype, out._device, out._backend)
+        if self.requires_grad:
+            lazy.requires_grad_(True)
+        lazy.__dict__.update(self.__dict__)
+        return lazy
+
+    def to(self, *args: Any, **kwargs: Any) -> Any:
+        return self._converted("to", *args, **kwargs)
+
+    def cuda(self, *args: Any, **kwargs: Any) -> Any:
+        return self._converted("cuda", *args, **kwargs)
+
+    def cpu(self, *args: Any, **kwargs: Any) -> Any:
+        return self._converted("cpu", *args, **kwargs)
+
+    def type(self, *args: Any, **kwargs: Any) -> Any:
+        return self._converted("type", *args, **kwargs)
+
+    def half(self) -> Any:
+        return self._converted("half")
+
+    def bfloat16(self) -> Any:
+        return self._converted("bfloat16")
+
+    def float(self) -> Any:
+        return self._converted("float")
+
+    def double(self) -> Any:
+        return self._converted("double")
+
     @property
     def shape(self) -> Any:
         raise RuntimeError(
