@@ -64,6 +64,8 @@ from ember.core.dlpack import from_dlpack
 from ember.core.dtype import (
     bfloat16,
     can_cast,
+    complex64,
+    complex128,
     dtype,
     float16,
     float32,
@@ -97,6 +99,20 @@ from ember.core.legacy_types import (
     IntTensor,
     LongTensor,
     ShortTensor,
+)
+from ember.core.ops.complex import (
+    angle,
+    complex,
+    conj,
+    conj_physical,
+    imag,
+    is_complex,
+    is_conj,
+    polar,
+    real,
+    resolve_conj,
+    view_as_complex,
+    view_as_real,
 )
 from ember.core.ops.elementwise import (
     abs,
@@ -549,6 +565,7 @@ from ember.serialization import load, save
 
 half, double, long, short = float16, float64, int64, int16
 float = float32  # noqa: A001 - PyTorch's alias
+cfloat, cdouble = complex64, complex128
 int = int32  # noqa: A001
 
 __version__ = "0.1.0"
@@ -603,6 +620,7 @@ _SUBMODULES = _SUBMODULES | {"linalg"}  # ember.linalg, as torch.linalg
 _SUBMODULES = _SUBMODULES | {"version"}  # torch.version.cuda & co
 _SUBMODULES = _SUBMODULES | {"multiprocessing"}  # torch.multiprocessing: tensors in shared memory
 _SUBMODULES = _SUBMODULES | {"func"}  # torch.func.functional_call
+_SUBMODULES = _SUBMODULES | {"fft"}  # torch.fft: discrete Fourier transforms
 
 
 def __getattr__(name: str):
@@ -629,7 +647,8 @@ __all__ = [
     "device", "is_tensor", "devices", "from_dlpack",
     "OutOfMemoryError",
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
-    "float64", "half", "double", "long", "short", "float", "int",
+    "float64", "half", "double", "long", "short", "float", "int", "complex64", "complex128",
+    "cfloat", "cdouble",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "get_default_dtype", "set_default_dtype", "promote_types", "can_cast", "result_type",
@@ -708,8 +727,11 @@ __all__ = [
     # SHAPE family: views, splits, joins, diagonals, index grids, predicates
     "adjoint", "alias_copy", "as_strided", "as_strided_copy", "as_strided_scatter",
     "slice_inverse",
-    # spectral (real signals; complex dtypes are out of ember's scope)
+    # spectral
     "stft", "istft",
+    # complex numbers
+    "angle", "complex", "conj", "conj_physical", "imag", "is_complex", "is_conj", "polar",
+    "real", "resolve_conj", "view_as_complex", "view_as_real",
     "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "unravel_index", "cartesian_prod",
     "column_stack",
     "combinations", "detach", "detach_copy", "diag", "diag_embed", "diagflat",

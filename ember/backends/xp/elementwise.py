@@ -143,6 +143,8 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return as_array(y).astype(x.dtype, copy=False)
 
     def cast(x, dtype):
+        if x.dtype.kind == "c" and not dtype.is_complex:  # (core has warned, as PyTorch)
+            x = x.real
         return x.astype(lib.dtypes[dtype])
 
     def shift(left):
