@@ -63,8 +63,10 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     def constant_pad(x, pad, value=0):
         return xp.pad(x, pad, mode="constant", constant_values=value)
 
+    as_array = lib.as_array
+
     def conj_physical(x):
-        return xp.conj(x)
+        return as_array(xp.conj(x))  # (NumPy returns a 0-d input's conjugate as a scalar)
 
     return {"reshape": reshape, "permute": permute, "expand": expand, "flip": flip,
             "conj_physical": conj_physical,
