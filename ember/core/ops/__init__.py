@@ -4,7 +4,8 @@ Importing this package declares every op: the registry (`ember.core.opdef.OPS`) 
 complete, and `Tensor` has all its methods and operators. The families import one
 another one way only: elementwise <- shape <- indexing <- reduction <- scans <- sorting
 <- search <- linalg <- factorizations <- norms <- nn <- losses, and writes, foreach,
-elementwise_math; complex builds on elementwise, shape and indexing; rearrange builds on
+elementwise_math; complex builds on elementwise, shape and indexing; fft on complex, nn and
+rearrange; rearrange builds on
 shape and indexing, predicates on shape, spectral
 on shape and nn, lobpcg on
 factorizations. A gradient
@@ -17,6 +18,7 @@ from ember.core.ops import (  # noqa: F401 - imported for their declarations
     elementwise,
     elementwise_math,
     factorizations,
+    fft,
     foreach,
     indexing,
     linalg,

@@ -201,8 +201,7 @@ def _zero_grad(grad):
 
 _RULES = {"float": _float_rule, "predicate": _predicate_rule, "bitwise": _bitwise_not_rule,
           "abs": _abs_rule}
-UNARY_BY_RULE: dict[str, list[str]] = {"same": [], "float": [], "predicate": [], "bitwise": [],
-                                       "abs": []}
+UNARY_BY_RULE: dict[str, list[str]] = {"same": [], "float": [], "predicate": [], "bitwise": []}
 """The unary primitives of each rule (exporters convert each family alike)."""
 
 
@@ -215,7 +214,7 @@ def _unary(name: str, rule: str, grad: Any, doc: str, *, precision: P = P.KEEP,
     a backend's `<name>_backward(v, grad)` kernel may replace the formula, `v` being what
     the formula reads ("input" or "result"). `variants`, when given, replaces the
     function, method, in-place and out= variants `inplace` and `out` make."""
-    UNARY_BY_RULE[rule].append(name)
+    UNARY_BY_RULE["same" if rule == "abs" else rule].append(name)  # (abs: "same" on reals)
     if grad is not None and fused_backward is not None:
         fields["fused"] = (name + "_backward",)
         grad = _fusable(name + "_backward", fused_backward, grad)
