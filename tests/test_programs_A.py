@@ -210,6 +210,11 @@ PROGRAM_SPECS = [
             first=r"Training Loss: ([\d.]+)"),
     Program("simclr.py", trends=[Trend(r"Loss: ([\d.]+)", 0.7, 0.3)],
             first=r"Step 0\tLoss: ([\d.]+)", extra=_contrastive_forms_agree),
+    # complex tensors and torch.fft: LLaMA's rotary embeddings, a Fourier neural operator
+    Program("llama_rope.py", trends=[Trend(r"step +\d+ loss ([\d.]+)", 0.5, 0.3)],
+            first=r"step +0 loss ([\d.]+)"),
+    Program("fno_1d.py", trends=[Trend(r"test l2 ([\d.]+)", 0.5, 0.3)],
+            first=r"train l2 ([\d.]+)"),
 ]
 
 
