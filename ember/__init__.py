@@ -540,7 +540,14 @@ from ember.core.ops.sorting import (
     quantile,
     sort,
 )
-from ember.core.ops.spectral import istft, stft
+from ember.core.ops.spectral import (
+    bartlett_window,
+    blackman_window,
+    hamming_window,
+    hann_window,
+    istft,
+    stft,
+)
 from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, normal, poisson, zero_
 from ember.core.placement import get_default_device, set_default_device
 from ember.core.printing import get_printoptions, set_printoptions
@@ -728,7 +735,7 @@ __all__ = [
     "adjoint", "alias_copy", "as_strided", "as_strided_copy", "as_strided_scatter",
     "slice_inverse",
     # spectral
-    "stft", "istft",
+    "stft", "istft", "hann_window", "hamming_window", "blackman_window", "bartlett_window",
     # complex numbers
     "angle", "complex", "conj", "conj_physical", "imag", "is_complex", "is_conj", "polar",
     "real", "resolve_conj", "view_as_complex", "view_as_real",

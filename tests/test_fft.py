@@ -150,3 +150,71 @@ def test_hypothesis_shapes_match_torch(shape, norm, name):
 def test_zero_dim_input_refused_as_torch():
     with pytest.raises(IndexError):
         ember.fft.fft(ember.tensor(1.0))
+
+
+# -- stft, istft and the windows ------------------------------------------------------
+
+STFT_CASES = [
+    dict(n_fft=16, hop_length=4, window="hann"),
+    dict(n_fft=16, hop_length=4, window="hann", normalized=True, onesided=False),
+    dict(n_fft=12, hop_length=3, win_length=8, window="hamming"),
+    dict(n_fft=8, hop_length=2, window="hamming", center=False),
+    dict(n_fft=8, window=None, pad_mode="constant"),
+]
+
+
+def _window(lib, kw):
+    kw = dict(kw)
+    name = kw.pop("window")
+    if name is not None:
+        kw["window"] = getattr(lib, f"{name}_window")(kw.get("win_length", kw["n_fft"]))
+    return kw
+
+
+@pytest.mark.parametrize("kw", STFT_CASES, ids=[str(i) for i in range(len(STFT_CASES))])
+def test_stft_istft_values_and_gradients_as_torch(kw):
+    x = _rng.standard_normal((2, 50)).astype(np.float32)
+    e, t = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    se = ember.stft(e, return_complex=True, **_window(ember, kw))
+    st_ = torch.stft(t, return_complex=True, **_window(torch, kw))
+    close(se, st_)
+    ikw = {k: v for k, v in _window(ember, kw).items() if k != "pad_mode"}
+    tkw = {k: v for k, v in _window(torch, kw).items() if k != "pad_mode"}
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ye, yt = ember.istft(se, length=50, **ikw), torch.istft(st_, length=50, **tkw)
+    close(ye, yt)
+    w = _rng.standard_normal(tuple(yt.shape))
+    ((ye * ember.tensor(w, dtype=ember.float32)).sum() + se.abs().pow(2).mean()).backward()
+    ((yt * torch.tensor(w, dtype=torch.float32)).sum() + st_.abs().pow(2).mean()).backward()
+    close(e.grad, t.grad, 1e-3)
+
+
+def test_audio_front_end_spectrogram():
+    x = _rng.standard_normal(400).astype(np.float32)
+    spec_e = ember.stft(ember.tensor(x), 64, 16, window=ember.hann_window(64),
+                        return_complex=True).abs().pow(2)
+    spec_t = torch.stft(torch.tensor(x), 64, 16, window=torch.hann_window(64),
+                        return_complex=True).abs().pow(2)
+    close(spec_e, spec_t, 1e-3)
+
+
+def test_istft_errors_as_torch():
+    with pytest.raises(RuntimeError, match="istft requires a complex-valued input tensor"):
+        ember.istft(ember.zeros(9, 5), 16, 4)
+    with pytest.raises(RuntimeError, match="window overlap add min"):
+        ember.istft(ember.zeros(9, 5, dtype=ember.cfloat), 16, 4, window=ember.zeros(16))
+    with pytest.raises(RuntimeError, match="Invalid window shape"):
+        ember.istft(ember.zeros(9, 5, dtype=ember.cfloat), 16, 4, window=ember.ones(3))
+
+
+@pytest.mark.parametrize("name", ["hann_window", "hamming_window", "blackman_window",
+                                  "bartlett_window"])
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 16])
+@pytest.mark.parametrize("periodic", [True, False])
+def test_windows_as_torch(name, n, periodic):
+    close(getattr(ember, name)(n, periodic), getattr(torch, name)(n, periodic), 1e-6)
+    close(getattr(ember, name)(n, periodic, dtype=ember.float64),
+          getattr(torch, name)(n, periodic, dtype=torch.float64), 1e-12)

@@ -18,7 +18,9 @@ COVERS = {"view_as_real", "conj_physical", "_fft_c2c", "_fft_r2c", "_fft_c2r",
           "angle", "polar", "complex",
           "fft_fft", "fft_ifft", "fft_fft2", "fft_ifft2", "fft_fftn", "fft_ifftn", "fft_rfft",
           "fft_irfft", "fft_rfft2", "fft_irfft2", "fft_rfftn", "fft_irfftn", "fft_hfft",
-          "fft_ihfft", "fft_fftfreq", "fft_rfftfreq", "fft_fftshift", "fft_ifftshift"}
+          "fft_ihfft", "fft_fftfreq", "fft_rfftfreq", "fft_fftshift", "fft_ifftshift",
+          # the windows spectral analysis multiplies frames by (real, on every device)
+          "hann_window", "hamming_window", "blackman_window", "bartlett_window"}
 
 _RNG = np.random.default_rng(7)
 _Z = (_RNG.standard_normal((3, 4)) + 1j * _RNG.standard_normal((3, 4))).astype(np.complex64)
@@ -113,3 +115,26 @@ def test_frequencies_and_shifts(device: ember.device) -> None:
     x = np.arange(12.0).reshape(3, 4)
     S.assert_matches(ember.fft.fftshift(S.on(device, x)), np.fft.fftshift(x), device)
     S.assert_matches(ember.fft.ifftshift(S.on(device, x), 1), np.fft.ifftshift(x, 1), device)
+
+
+@pytest.mark.parametrize("n", [1, 2, 9])
+def test_windows_match_numpy(device: ember.device, n: int) -> None:
+    for name, ref in (("hann_window", np.hanning), ("hamming_window", np.hamming),
+                      ("blackman_window", np.blackman), ("bartlett_window", np.bartlett)):
+        fn = getattr(ember, name)
+        S.assert_matches(fn(n, periodic=False, device=device), ref(n), device,
+                         dtype=ember.float32, **_TOL)
+        S.assert_matches(fn(n, device=device), ref(n + 1)[:-1] if n > 1 else np.ones(n),
+                         device, dtype=ember.float32, **_TOL)
+
+
+def test_stft_and_istft_round_trip(cdevice: ember.device) -> None:
+    x = S.on(cdevice, _RNG.standard_normal((2, 64)).astype(np.float32))
+    w = ember.hann_window(16, device=cdevice)
+    spec = ember.stft(x, 16, 4, window=w, return_complex=True)
+    frames = np.lib.stride_tricks.sliding_window_view(
+        np.pad(S.host(x), ((0, 0), (8, 8)), mode="reflect"), 16, axis=1)[:, ::4]
+    want = np.fft.rfft(frames * S.host(w), axis=-1).transpose(0, 2, 1)
+    S.assert_matches(spec, want, cdevice, dtype=ember.complex64, **_TOL)
+    back = ember.istft(spec, 16, 4, window=w, length=64)
+    S.assert_matches(back, S.host(x), cdevice, dtype=ember.float32, rtol=1e-4, atol=1e-4)
