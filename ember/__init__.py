@@ -644,6 +644,10 @@ def __getattr__(name: str):
         return getattr(importlib.import_module("ember.jit.compiled"), name)
     if name in _FROM_NN_TORCH_FUNCTIONS:
         return getattr(importlib.import_module("ember.nn.torch_functions"), name)
+    if name in ("complex32", "chalf"):  # a clear refusal, not a missing name
+        raise AttributeError(f"module 'ember' has no attribute {name!r}: ember does not "
+                             "support complex32 (ComplexHalf); use complex64 (cfloat) or "
+                             "complex128 (cdouble)")
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
 
 

@@ -471,3 +471,27 @@ def test_hypothesis_arithmetic_matches_torch(shape, data):
         np.testing.assert_allclose(got.numpy(), want.resolve_conj().numpy(), rtol=1e-5,
                                    atol=1e-5)
     assert repr(e).replace("ember.", "torch.") == repr(t)
+
+
+def test_python_complex_and_the_refused_complex32():
+    assert complex(ember.tensor(1 + 2j)) == 1 + 2j
+    with pytest.raises(AttributeError, match="does not support complex32"):
+        _ = ember.chalf
+    with pytest.raises(TypeError, match="complex32"):
+        ember.zeros(1, dtype="chalf")
+
+
+def test_import_torch_fft_under_the_alias(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "prog.py"
+    script.write_text("import torch\nimport torch.fft\nfrom torch.fft import rfft\n"
+                      "print(torch.fft.irfft(rfft(torch.ones(8)), n=8).tolist(), "
+                      "torch.tensor([1j]).dtype)\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-m", "ember.run", str(script)], capture_output=True,
+                         text=True, env=dict(os.environ, PYTHONPATH=root), timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"{[1.0] * 8} torch.complex64"

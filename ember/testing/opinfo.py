@@ -1090,8 +1090,8 @@ def _fft_ops(lib: Any, x: Any) -> Any:
     z = f.fft(x) * f.ifft2(x, norm="ortho") + f.fftn(x, s=(2, 3)).sum()
     z = f.ifftn(z, norm="forward") + f.fft2(f.fftshift(x)) + f.ifftshift(f.ifft(z))
     r = f.irfft2(f.rfft2(x) * 2.0) + f.irfftn(f.rfftn(x, norm="ortho"), s=(3, 4))
-    return z.real * 0.3 + z.imag + r + y + f.fftfreq(4, dtype=x.dtype) + \
-        f.rfftfreq(6, dtype=x.dtype)
+    return z.real * 0.3 + z.imag + r + y + f.fftfreq(4, dtype=x.dtype, device=x.device) + \
+        f.rfftfreq(6, dtype=x.dtype, device=x.device)
 
 
 DIFF_OPS += [
