@@ -495,3 +495,21 @@ def test_import_torch_fft_under_the_alias(tmp_path):
                          text=True, env=dict(os.environ, PYTHONPATH=root), timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == f"{[1.0] * 8} torch.complex64"
+
+
+def test_norms_and_gradient_clipping_of_complex_tensors():
+    z = np.array([[1 + 2j, -3j], [0.5, 2 - 1j]], np.complex64)
+    for f in (lambda m, x: m.norm(x), lambda m, x: x.norm(p=1),
+              lambda m, x: m.linalg.vector_norm(x, 3, dim=1)):
+        e, t = both(z, requires_grad=True)
+        ye, yt = f(ember, e), f(torch, t)
+        close(ye, yt)
+        ye.sum().backward()
+        yt.sum().backward()
+        close(e.grad, t.grad)
+    p = ember.nn.Parameter(ember.tensor([3 + 4j, 0, 1j]))
+    p.grad = ember.tensor([3 + 4j, 0, 1j])
+    tp = torch.nn.Parameter(torch.tensor([3 + 4j, 0, 1j]))
+    tp.grad = torch.tensor([3 + 4j, 0, 1j])
+    close(ember.nn.utils.clip_grad_norm_([p], 0.1), torch.nn.utils.clip_grad_norm_([tp], 0.1))
+    close(p.grad, tp.grad)

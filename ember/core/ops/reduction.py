@@ -436,12 +436,15 @@ def _norm2_grad(grad, input, result, dims, keepdim):
     return expand_back(grad, shape, dims, keepdim) * scale
 
 
-@composite(precision=P.FLOAT32, cost=costs.reduction(2),
+@composite(complex=True, precision=P.FLOAT32, cost=costs.reduction(2),
            grad=Grad(input=_norm2_grad))
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
          dtype: Any = None) -> Tensor:
-    """The vector p-norm over `dim` (the Frobenius norm by default)."""
+    """The vector p-norm over `dim` (the Frobenius norm by default); of a complex tensor,
+    the norm of its magnitudes (a real result)."""
     input = _cast_first(input, dtype)
+    if input.dtype.is_complex:
+        return norm(input.abs(), p, dim, keepdim)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
                            f"as input. Got {SCALAR_TYPE_NAMES[input.dtype.name]}")
