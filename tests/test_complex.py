@@ -513,3 +513,10 @@ def test_norms_and_gradient_clipping_of_complex_tensors():
     tp.grad = torch.tensor([3 + 4j, 0, 1j])
     close(ember.nn.utils.clip_grad_norm_([p], 0.1), torch.nn.utils.clip_grad_norm_([tp], 0.1))
     close(p.grad, tp.grad)
+
+
+def test_isclose_equal_nan_on_complex():
+    for m in (ember, torch):
+        a = m.tensor([complex(math.nan, 1), 1j])
+        assert m.isclose(a, a, equal_nan=True).tolist() == [True, True]
+        assert m.isclose(a, a).tolist() == [False, True]

@@ -700,7 +700,7 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8
     if atol < 0:
         raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
     close = input == other
-    if equal_nan and input.dtype.is_floating_point:
+    if equal_nan and input.dtype._differentiable:  # (floating or complex: NaN exists)
         close = close.logical_or(input.isnan().logical_and(other.isnan()))
     if rtol == 0 and atol == 0:
         return close
