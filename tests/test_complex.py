@@ -251,6 +251,17 @@ def test_undeclared_ops_refuse_complex(call, op):
         call(z)
 
 
+@pytest.mark.parametrize("call,op", [
+    (lambda: ember.ones(2) < 1j, "lt"),
+    (lambda: ember.maximum(ember.ones(2), ember.tensor(1j)), "maximum"),
+    (lambda: ember.ones(2).clamp(min=1j), "clamp"),
+])
+def test_a_python_complex_makes_a_real_op_refuse(call, op):
+    with pytest.raises(RuntimeError, match=f'"{op}_cpu" not implemented for '
+                                           "'ComplexFloat'"):
+        call()
+
+
 def test_refusal_names_complex_double():
     with pytest.raises(RuntimeError, match="'ComplexDouble'"):
         ember.tensor([1j], dtype=ember.cdouble).floor()

@@ -65,11 +65,12 @@ def check_dtype(op: str, backend: Backend, d: _dt.dtype, device: Device) -> None
         raise RuntimeError(f"{op}: device {device} cannot hold {d} tensors (it holds {held})")
 
 
-def not_implemented_for(op: str, x: Any) -> NotImplementedError:
+def not_implemented_for(op: str, x: Any, dtype: Any = None) -> NotImplementedError:
     """PyTorch's error for a dtype an op's kernel lacks: `"clamp_cpu" not implemented for
-    'ComplexFloat'` (a NotImplementedError, which is a RuntimeError's kin in PyTorch)."""
+    'ComplexFloat'` (a NotImplementedError, which is a RuntimeError's kin in PyTorch);
+    `dtype`: the dtype named, when not tensor `x`'s."""
     return NotImplementedError(f'"{op}_{x._device.type}" not implemented for '
-                               f"'{_dt.SCALAR_TYPE_NAMES[x._dtype.name]}'")
+                               f"'{_dt.SCALAR_TYPE_NAMES[(dtype or x._dtype).name]}'")
 
 
 def refuse_complex(op: str, args: Any) -> None:
@@ -94,6 +95,9 @@ def run(op: str, *args: Any, **attrs: Any) -> Tensor:
                 raise not_implemented_for(op, a)
     meta = decl.rule(*args, **attrs)
     backend = first._backend
+    if meta is not None and meta.compute is not None and meta.compute.is_complex and \
+            not decl.complex:  # a real tensor with a Python complex (`x < 1j`)
+        raise not_implemented_for(op, first, meta.compute)
     if meta is not None:
         if meta.dtype not in backend.dtypes:
             check_dtype(op, backend, meta.dtype, first._device)
@@ -168,6 +172,8 @@ def run_binary(op: str, a: Any, b: Any, out: Tensor | None = None) -> Tensor:
         if not OPS[op].complex:
             refuse_complex(op, (a, b))
         meta = OPS[op].rule(a, b)
+        if meta.compute is not None and meta.compute.is_complex and not OPS[op].complex:
+            raise not_implemented_for(op, first, meta.compute)  # a Python complex scalar
         check_dtype(op, backend, meta.dtype, first._device)
         if len(_binary_meta) > 4096:  # many distinct shapes: start afresh
             _binary_meta.clear()
