@@ -176,6 +176,7 @@ def test_casts():
         warnings.simplefilter("error")
         assert z.long().tolist() == [1, 3]  # (warned already)
     assert z.type_as(ember.ones(1, dtype=ember.cdouble)).dtype is ember.complex128
+    assert ember.tensor([1j, 0, 2]).bool().tolist() == [True, False, True]  # either part
 
 
 def test_in_place_into_real_refuses():
@@ -303,6 +304,7 @@ UNARY = {
     "where": lambda m, z: m.where(z.abs() > 1, z, 0),
     "masked_fill": lambda m, z: z.masked_fill(z.real < 0, 2j),
     "clone": lambda m, z: z.clone().contiguous().detach() + z,
+    "adjoint": lambda m, z: z.mH @ z + z.adjoint() @ z.conj() + z.H @ z,
     "to128": lambda m, z: z.to(m.complex128) * 2,
 }
 

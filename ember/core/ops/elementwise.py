@@ -971,7 +971,8 @@ def _warn_discard() -> None:
 def _cast(input: Tensor, dtype: dt.dtype) -> Tensor:
     if input._dtype is dtype:
         return input
-    if input._dtype.is_complex and not dtype.is_complex and not _warned_discard:
+    if input._dtype.is_complex and not dtype.is_complex and dtype is not dt.bool_ and \
+            not _warned_discard:
         _warn_discard()
     return apply(OPS["cast"], input, dtype=dtype)
 

@@ -86,12 +86,13 @@ def resolve_neg(input: Tensor) -> Tensor:
 
 @composite(complex=True, cost=costs.view)
 def adjoint(input: Tensor) -> Tensor:
-    """A view of `input` with its last two dimensions swapped (the conjugate transpose,
-    for real tensors)."""
+    """The conjugate transpose of the last two dimensions: a view of a real tensor; of a
+    complex one, a conjugated copy (ember conjugates eagerly)."""
     if input.ndim < 2:
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of "
                            f"matrices. Got {input.ndim}-D tensor.")
-    return transpose(input, -2, -1)
+    out = transpose(input, -2, -1)
+    return out.conj() if input.dtype.is_complex else out
 
 
 @composite(complex=True, variants="method", cost=costs.pointwise(0))
