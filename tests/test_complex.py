@@ -533,3 +533,24 @@ def test_isclose_equal_nan_on_complex():
         a = m.tensor([complex(math.nan, 1), 1j])
         assert m.isclose(a, a, equal_nan=True).tolist() == [True, True]
         assert m.isclose(a, a).tolist() == [False, True]
+
+
+@pytest.mark.parametrize("name,kw", [
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
+    ("SGD", dict(lr=0.1, momentum=0.5, foreach=False)), ("Adam", dict(lr=0.01, amsgrad=True)),
+    ("AdamW", dict(lr=0.01, foreach=False)), ("AdamW", dict(lr=0.01))])
+def test_optimizers_update_complex_parameters_as_torch(name, kw):
+    rng = np.random.default_rng(0)
+    w0 = (rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))).astype(np.complex64)
+    x0 = rng.standard_normal((5, 3)).astype(np.float32)
+    results = []
+    for m in (ember, torch):
+        w, x = m.nn.Parameter(m.tensor(w0)), m.tensor(x0)
+        opt = getattr(m.optim, name)([w], **kw)
+        for _ in range(3):
+            loss = (x.to(m.cfloat) @ w).abs().pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        results.append(w.detach())
+    close(*results)

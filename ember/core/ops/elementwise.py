@@ -454,7 +454,7 @@ def _scaled(name: str, input: Any, other: Any, alpha: Any) -> Any:
         alpha = alpha != 0  # alpha takes the result's dtype
     elif isinstance(alpha, bool):
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
-    elif isinstance(alpha, float) and not common.is_floating_point:
+    elif isinstance(alpha, float) and not common._differentiable:
         raise RuntimeError("For integral input tensors, argument alpha must not be a "
                            "floating point number.")
     if isinstance(other, numbers.Number) and not isinstance(other, Tensor):
