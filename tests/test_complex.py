@@ -464,7 +464,9 @@ def test_angle_of_real_tensors():
 
 # -- hypothesis: shapes incl. 0-d and zero-size, NaN/inf components -------------------
 
-_parts = st.floats(allow_nan=True, allow_infinity=True, width=32)
+# finite parts kept well inside float32 (near its overflow, NumPy's and PyTorch's complex
+# products round differently), plus NaN and the infinities
+_parts = st.floats(-1e6, 1e6, width=32) | st.sampled_from([math.nan, math.inf, -math.inf])
 
 
 @settings(max_examples=30, deadline=None)
@@ -477,7 +479,13 @@ def test_hypothesis_arithmetic_matches_torch(shape, data):
     arr = (np.array(re, np.float32) + 1j * np.array(im, np.float32)).astype(np.complex64)
     arr = arr.reshape(shape)
     e, t = ember.tensor(arr), torch.tensor(arr)
-    for fn in (lambda m, z: z * z + z, lambda m, z: z.abs(), lambda m, z: z.conj() - 1j,
+    # arithmetic on infinite parts: NaN or inf by the formula (PyTorch's own paths differ
+    # there: its 0-d `z + z` multiplies by alpha, inf * 0 making the imaginary part NaN),
+    # so arithmetic is compared on the finite elements
+    finite = np.isfinite(arr)
+    fe, ft = ember.tensor(np.where(finite, arr, 0)), torch.tensor(np.where(finite, arr, 0))
+    np.testing.assert_allclose((fe * fe + fe).numpy(), (ft * ft + ft).numpy(), rtol=1e-5)
+    for fn in (lambda m, z: z.abs(), lambda m, z: z.conj() - 1j,
                lambda m, z: m.view_as_real(z), lambda m, z: z.isnan(),
                lambda m, z: z.sum(), lambda m, z: z == z):
         got, want = fn(ember, e), fn(torch, t)
