@@ -263,6 +263,17 @@ def test_a_python_complex_makes_a_real_op_refuse(call, op):
         call()
 
 
+def test_in_place_abs_of_complex_refuses_as_torch():
+    z = ember.tensor([1j, 3 - 4j])
+    with pytest.raises(RuntimeError, match="In-place abs is not supported for complex "
+                                           "tensors."):
+        z.abs_()
+    assert z.tolist() == [1j, 3 - 4j]
+    x = ember.tensor([-1.0, 2.0])
+    assert x.abs_().tolist() == [1.0, 2.0]
+    close(ember.abs(z, out=ember.empty(0)), torch.abs(torch.tensor([1j, 3 - 4j])))
+
+
 def test_refusal_names_complex_double():
     with pytest.raises(RuntimeError, match="'ComplexDouble'"):
         ember.tensor([1j], dtype=ember.cdouble).floor()

@@ -191,6 +191,13 @@ def _unary_inplace(name: str, fn: Any) -> Any:
         if recording(self):
             return apply_inplace(self, fn, op=name + "_")
         return run_unary_into(name, self)
+    if name == "abs":  # a complex tensor's magnitudes are real: PyTorch refuses abs_
+        plain = method
+
+        def method(self: Tensor) -> Tensor:
+            if self._dtype.is_complex:
+                raise RuntimeError("In-place abs is not supported for complex tensors.")
+            return plain(self)
     method.__name__ = name + "_"
     return method
 
