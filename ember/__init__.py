@@ -64,6 +64,8 @@ from ember.core.dlpack import from_dlpack
 from ember.core.dtype import (
     bfloat16,
     can_cast,
+    complex64,
+    complex128,
     dtype,
     float16,
     float32,
@@ -97,6 +99,20 @@ from ember.core.legacy_types import (
     IntTensor,
     LongTensor,
     ShortTensor,
+)
+from ember.core.ops.complex import (
+    angle,
+    complex,
+    conj,
+    conj_physical,
+    imag,
+    is_complex,
+    is_conj,
+    polar,
+    real,
+    resolve_conj,
+    view_as_complex,
+    view_as_real,
 )
 from ember.core.ops.elementwise import (
     abs,
@@ -525,7 +541,14 @@ from ember.core.ops.sorting import (
     quantile,
     sort,
 )
-from ember.core.ops.spectral import istft, stft
+from ember.core.ops.spectral import (
+    bartlett_window,
+    blackman_window,
+    hamming_window,
+    hann_window,
+    istft,
+    stft,
+)
 from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, normal, poisson, zero_
 from ember.core.placement import get_default_device, set_default_device
 from ember.core.printing import get_printoptions, set_printoptions
@@ -559,6 +582,7 @@ from ember.serialization import load, save
 
 half, double, long, short = float16, float64, int64, int16
 float = float32  # noqa: A001 - PyTorch's alias
+cfloat, cdouble = complex64, complex128
 int = int32  # noqa: A001
 
 __version__ = "0.1.0"
@@ -615,6 +639,7 @@ _SUBMODULES = _SUBMODULES | {"multiprocessing"}  # torch.multiprocessing: tensor
 _SUBMODULES = _SUBMODULES | {"func"}  # torch.func.functional_call
 _SUBMODULES = _SUBMODULES | {"sparse"}  # torch.sparse.mm & co (ember.core.sparse_ops)
 _SUBMODULES = _SUBMODULES | {"compiler", "_dynamo"}  # torch.compiler.reset(), OptimizedModule
+_SUBMODULES = _SUBMODULES | {"fft"}  # torch.fft: discrete Fourier transforms
 
 
 def __getattr__(name: str):
@@ -631,6 +656,10 @@ def __getattr__(name: str):
         return getattr(importlib.import_module("ember.jit.compiled"), name)
     if name in _FROM_NN_TORCH_FUNCTIONS:
         return getattr(importlib.import_module("ember.nn.torch_functions"), name)
+    if name in ("complex32", "chalf"):  # a clear refusal, not a missing name
+        raise AttributeError(f"module 'ember' has no attribute {name!r}: ember does not "
+                             "support complex32 (ComplexHalf); use complex64 (cfloat) or "
+                             "complex128 (cdouble)")
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
 
 
@@ -641,7 +670,8 @@ __all__ = [
     "device", "is_tensor", "devices", "from_dlpack",
     "OutOfMemoryError",
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
-    "float64", "half", "double", "long", "short", "float", "int",
+    "float64", "half", "double", "long", "short", "float", "int", "complex64", "complex128",
+    "cfloat", "cdouble",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "get_default_dtype", "set_default_dtype", "promote_types", "can_cast", "result_type",
@@ -720,8 +750,11 @@ __all__ = [
     # SHAPE family: views, splits, joins, diagonals, index grids, predicates
     "adjoint", "alias_copy", "as_strided", "as_strided_copy", "as_strided_scatter",
     "slice_inverse",
-    # spectral (real signals; complex dtypes are out of ember's scope)
-    "stft", "istft",
+    # spectral
+    "stft", "istft", "hann_window", "hamming_window", "blackman_window", "bartlett_window",
+    # complex numbers
+    "angle", "complex", "conj", "conj_physical", "imag", "is_complex", "is_conj", "polar",
+    "real", "resolve_conj", "view_as_complex", "view_as_real",
     "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "unravel_index", "cartesian_prod",
     "column_stack",
     "combinations", "detach", "detach_copy", "diag", "diag_embed", "diagflat",

@@ -23,7 +23,7 @@ from ember.core.tensor import Tensor
 
 _DTYPES = {"F16": dt.float16, "BF16": dt.bfloat16, "F32": dt.float32, "F64": dt.float64,
            "I8": dt.int8, "I16": dt.int16, "I32": dt.int32, "I64": dt.int64,
-           "U8": dt.uint8, "BOOL": dt.bool_}
+           "U8": dt.uint8, "BOOL": dt.bool_, "C64": dt.complex64, "C128": dt.complex128}
 _CODES = {d: code for code, d in _DTYPES.items()}
 MAX_HEADER = 100_000_000  # safetensors' own limit
 
@@ -72,7 +72,7 @@ def write(out: BinaryIO, arrays: dict[str, np.ndarray], metadata: dict[str, str]
 
 
 def _ember_dtype(arr: np.ndarray) -> dt.dtype:
-    for d in dt.ALL_DTYPES:
+    for d in dt.EVERY_DTYPE:
         if numpy_dtype(d) == arr.dtype:
             return d
     raise TypeError(f"ember.save: unsupported array dtype {arr.dtype}")

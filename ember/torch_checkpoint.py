@@ -48,14 +48,16 @@ _STORAGE_DTYPES = {
     "DoubleStorage": dt.float64, "FloatStorage": dt.float32, "HalfStorage": dt.float16,
     "BFloat16Storage": dt.bfloat16, "LongStorage": dt.int64, "IntStorage": dt.int32,
     "ShortStorage": dt.int16, "CharStorage": dt.int8, "ByteStorage": dt.uint8,
-    "BoolStorage": dt.bool_,
+    "BoolStorage": dt.bool_, "ComplexFloatStorage": dt.complex64,
+    "ComplexDoubleStorage": dt.complex128,
 }
 _TORCH_DTYPES = {
     "float64": dt.float64, "double": dt.float64, "float32": dt.float32,
     "float": dt.float32, "float16": dt.float16, "half": dt.float16,
     "bfloat16": dt.bfloat16, "int64": dt.int64, "long": dt.int64, "int32": dt.int32,
     "int": dt.int32, "int16": dt.int16, "short": dt.int16, "int8": dt.int8,
-    "uint8": dt.uint8, "bool": dt.bool_,
+    "uint8": dt.uint8, "bool": dt.bool_, "complex64": dt.complex64, "cfloat": dt.complex64,
+    "complex128": dt.complex128, "cdouble": dt.complex128,
 }
 
 
@@ -206,7 +208,7 @@ def _storage_dtype(storage_type: Any) -> dt.dtype | None:
 
 
 class _TorchUnpickler(WeightsUnpickler):
-    """Names PyTorch dtypes and storages ember lacks (complex, quantized, uint16...) as
+    """Names PyTorch dtypes and storages ember lacks (quantized, uint16...) as
     such, rather than as disallowed globals."""
 
     def find_class(self, module: str, name: str) -> Any:
@@ -217,7 +219,8 @@ class _TorchUnpickler(WeightsUnpickler):
                     name[:1].islower() and any(c.isdigit() for c in name))):
                 raise UnsupportedError(f"it holds torch.{name} data, which ember has no "
                                       "dtype for (ember has bool, uint8, int8/16/32/64, "
-                                      "float16, bfloat16, float32 and float64)") from None
+                                      "float16, bfloat16, float32, float64, complex64 and "
+                                      "complex128)") from None
             raise
 
 

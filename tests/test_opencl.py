@@ -26,7 +26,10 @@ from ember.core.backend import ViewNotPossible, numpy_dtype  # noqa: E402
 from ember.core.opdef import OPS as _DECLARED  # noqa: E402
 from ember.core.opdef import Kind  # noqa: E402
 
-OPS = {n for n, op in _DECLARED.items() if op.kind is Kind.PRIMITIVE}
+# the primitives whose inputs or results are complex: OpenCL holds no complex dtype, so it
+# refuses them at the dtype check and needs no kernel
+COMPLEX_ONLY = {"view_as_real", "conj_physical", "_fft_c2c", "_fft_r2c", "_fft_c2r"}
+OPS = {n for n, op in _DECLARED.items() if op.kind is Kind.PRIMITIVE} - COMPLEX_ONLY
 
 OCL = plugins.get_backend("opencl")
 _reason = plugins.safe_unavailable_reason(OCL)

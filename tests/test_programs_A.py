@@ -326,6 +326,11 @@ PROGRAM_SPECS = [
             long=True),
     Program("pinn_burgers.py", trends=[Trend(r" Loss: ([\d.e+-]+),", 0.5, 0.1)],
             first=r"Adam It: 0, Loss: ([\d.e+-]+),", long=True),
+    # complex tensors and torch.fft: LLaMA's rotary embeddings, a Fourier neural operator
+    Program("llama_rope.py", trends=[Trend(r"step +\d+ loss ([\d.]+)", 0.5, 0.3)],
+            first=r"step +0 loss ([\d.]+)"),
+    Program("fno_1d.py", trends=[Trend(r"test l2 ([\d.]+)", 0.5, 0.3)],
+            first=r"train l2 ([\d.]+)"),
 ]
 
 

@@ -186,9 +186,18 @@ def test_whole_torch_module_is_refused_like_torch_does(tmp_path):
 
 
 def test_unsupported_dtype_is_named(tmp_path):
-    path = _save({"c": torch.ones(2, dtype=torch.complex64)}, tmp_path / "c.pt", "zip")
-    with pytest.raises(RuntimeError, match=r"c\.pt.*torch\.ComplexFloatStorage.*no dtype"):
+    path = _save({"c": torch.ones(2, dtype=torch.uint16)}, tmp_path / "c.pt", "zip")
+    with pytest.raises(RuntimeError, match=r"c\.pt.*torch\.uint16.*no dtype"):
         ember.load(path)
+
+
+@pytest.mark.parametrize("fmt", ["zip", "legacy"])
+def test_complex_tensors_load(tmp_path, fmt):
+    w = torch.randn(2, 3, dtype=torch.complex128)
+    path = _save({"w": w, "c": torch.ones(2, dtype=torch.cfloat)}, tmp_path / "c.pt", fmt)
+    back = ember.load(path)
+    assert back["w"].dtype is ember.complex128 and back["c"].dtype is ember.complex64
+    np.testing.assert_array_equal(back["w"].numpy(), w.numpy())
 
 
 def _damage(path, how):

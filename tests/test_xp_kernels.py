@@ -87,6 +87,23 @@ LINALG_OPS = frozenset("""
 SHARED_OPS = SHARED_OPS | LINALG_OPS | {"strided_view", "view_dtype"}
 CUPY_NAMES = CUPY_NAMES | frozenset("eye diagonal swapaxes empty linalg finfo".split())
 
+# complex tensors and torch.fft: the view of the parts, the conjugate, the three transforms
+# (xp.fft: numpy.fft's pocketfft, cupy.fft's cuFFT)
+COMPLEX_OPS = frozenset({"view_as_real", "conj_physical", "_fft_c2c", "_fft_r2c",
+                         "_fft_c2r"})
+SHARED_OPS = SHARED_OPS | COMPLEX_OPS
+CUPY_NAMES = CUPY_NAMES | frozenset("conj fft complex64".split())
+
+
+def _complex_calls() -> list:
+    x = _f32(3, 8)
+    z = (x + 1j * _f32(3, 8, seed=1)).astype(np.complex64)
+    fft = {"dims": (1,), "normalization": 1}
+    return [("view_as_real", (z[:, ::2],), {}), ("conj_physical", (z,), {}),
+            ("_fft_c2c", (z,), dict(fft, forward=False)),
+            ("_fft_r2c", (x,), dict(fft, onesided=True)),
+            ("_fft_c2r", (z[:, :5],), dict(fft, last_dim_size=8))]
+
 
 def _math_calls() -> list:
     x, y = _f32(3, 4), _f32(3, 4, seed=1) + 5
@@ -294,7 +311,7 @@ def _assert_same(got, want, what):
 def test_every_shared_kernel_runs_on_cupy_names_as_on_the_cpu_backend():
     """Each kernel, built for an array module with only CuPy's names (and so without its
     CPU hooks), computes what the CPU backend's does, inputs written in place included."""
-    calls = _calls() + _math_calls() + _linalg_calls()
+    calls = _calls() + _math_calls() + _linalg_calls() + _complex_calls()
     assert {op for op, _, _ in calls} == SHARED_OPS
     shared = make_kernels(CupyShapedNumpy())
     cpu = plugins.get_backend("cpu").kernels

@@ -66,7 +66,7 @@ def record_grad(op: Op, operands: Sequence[Any], attrs: dict, result: Tensor,
     which operands require grad, when the caller knows it already (and has found grad
     mode on). Under a dual level, `result` also gets its tangent here (ember.core.forward_ad).
     """
-    if not result._dtype.is_floating_point:
+    if not result._dtype._differentiable:
         return
     if fw.active:
         _propagate_tangent(op, operands, attrs, result, label)
@@ -208,6 +208,8 @@ class DeclaredNode(Node):
             if g._data.shape != meta[0]:
                 g = g.sum_to_size(meta[0])
             if g._dtype is not meta[1]:
+                if g._dtype.is_complex and not meta[1].is_complex:
+                    g = g.real  # a real operand of a complex result: PyTorch's handle_r_to_c
                 g = g.to(meta[1])
             out.append(g)
         return tuple(out)

@@ -36,6 +36,8 @@ from typing import Any
 
 from ember.core.dtype import (  # noqa: F401 - re-exported: the dtype vocabulary of the contract
     ALL_DTYPES,
+    COMPLEX_DTYPES,
+    EVERY_DTYPE,
     FLOATING_DTYPES,
     bfloat16,
     bool_,
@@ -65,11 +67,11 @@ def numpy_dtype(d: dtype) -> Any:
 def from_numpy_dtype(np_dtype: Any) -> dtype:
     """The ember dtype of a NumPy dtype, or TypeError for one ember does not have."""
     name = str(np_dtype)
-    for d in ALL_DTYPES:
+    for d in EVERY_DTYPE:
         if d.name == name:
             return d
     raise TypeError(f"can't convert NumPy arrays of dtype {name}; ember supports "
-                    f"{', '.join(d.name for d in ALL_DTYPES)}")
+                    f"{', '.join(d.name for d in EVERY_DTYPE)}")
 
 
 _float32_matmul_precision = "highest"
@@ -247,7 +249,9 @@ class Backend:
         kernels: op name -> kernel. Another plugin may add to it (the
             `ember_backend_kernels` hook).
         dtypes: the dtypes its buffers can hold; core refuses, naming the op and the
-            device, to make a tensor of any other dtype on it.
+            device, to make a tensor of any other dtype on it. The default is the real
+            dtypes (`ALL_DTYPES`); a backend whose kernels take complex buffers adds
+            `COMPLEX_DTYPES` (the CPU and CUDA backends, on the shared xp kernels).
     """
 
     name: str = ""
@@ -478,3 +482,6 @@ REQUIRED_KERNELS = frozenset({"reshape", "permute", "expand", "getitem", "setite
                               "strided_view", "view_dtype"})
 """Kernels every backend must have natively: views and in-place writes cannot be emulated
 through a copy to the CPU. Every other op falls back to the CPU backend when missing."""
+
+REQUIRED_COMPLEX_KERNELS = frozenset({"view_as_real"})
+"""The views of complex tensors, required of a backend that holds complex dtypes."""

@@ -112,7 +112,7 @@ def _randint_rule(*, shape: tuple[int, ...], dtype: dt.dtype, low: int, high: in
     return _filled(shape=shape, dtype=dtype, device=device)
 
 
-@primitive(variants="function", rule=_full_rule, creation=True, cost=costs.creation)
+@primitive(complex=True, variants="function", rule=_full_rule, creation=True, cost=costs.creation)
 def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: DeviceLike = None,
          requires_grad: bool = False) -> Tensor:
     """A tensor of `size` filled with `fill_value`."""
@@ -149,6 +149,8 @@ def _random(op: str, size: tuple, dtype: Any, device: DeviceLike, requires_grad:
     """A random factory: on the CPU (or with a generator) PyTorch's stream from the host
     generator, `draw(engine, count, numpy dtype)`; elsewhere the device's own kernel."""
     d = dtype_arg(dtype) or dt.get_default_dtype()
+    if op in ("rand", "randn") and d.is_complex:
+        return _finish(_complex_random(op, size, d, device, generator, draw), requires_grad)
     if op in ("rand", "randn") and not d.is_floating_point:
         raise RuntimeError(f"{op}(): expected a floating-point dtype, got {d}")
     dev, backend = resolve(device, _nbytes(size, d))
@@ -164,7 +166,26 @@ def _random(op: str, size: tuple, dtype: Any, device: DeviceLike, requires_grad:
     return _finish(t, requires_grad)
 
 
-@primitive(variants="function", rule=_rand_rule, creation=True, cost=costs.creation)
+def _complex_random(op: str, size: tuple, d: dt.dtype, device: DeviceLike, generator: Any,
+                    draw: Callable[[MT19937, int, np.dtype], np.ndarray]) -> Tensor:
+    """`rand`/`randn` of a complex dtype, as PyTorch draws them: the real and imaginary
+    parts are consecutive draws of the real dtype (PyTorch's stream), each of variance
+    1/2 for `randn` (so that |z|'s expected square is 1)."""
+    from ember.core.ops.complex import view_as_complex
+
+    std = 1.0 / math.sqrt(2)  # (PyTorch's std / sqrt(2), to the last bit)
+    host = host_generator(generator, resolve(device)[0]) is not None
+    if op == "randn" and host:
+        def draw(engine: MT19937, n: int, npd: np.dtype) -> np.ndarray:
+            return streams.normal(engine, n, npd, std=std)
+    parts = _random(op, _shape_arg(op, size, d) + (2,), d.to_real(), device, False,
+                    generator, draw)
+    if op == "randn" and not host:  # a device's own kernel: scaled after
+        parts.mul_(std)
+    return view_as_complex(parts)
+
+
+@primitive(complex=True, variants="function", rule=_rand_rule, creation=True, cost=costs.creation)
 def rand(*sizes: Any, size: Any = None, dtype: Any = None, device: DeviceLike = None,
          requires_grad: bool = False, generator: Any = None) -> Tensor:
     """Uniform random numbers in [0, 1)."""
@@ -172,7 +193,7 @@ def rand(*sizes: Any, size: Any = None, dtype: Any = None, device: DeviceLike = 
                    generator, streams.uniform)
 
 
-@primitive(variants="function", rule=_rand_rule, creation=True, cost=costs.creation)
+@primitive(complex=True, variants="function", rule=_rand_rule, creation=True, cost=costs.creation)
 def randn(*sizes: Any, size: Any = None, dtype: Any = None, device: DeviceLike = None,
           requires_grad: bool = False, generator: Any = None) -> Tensor:
     """Standard normal random numbers."""
@@ -225,7 +246,7 @@ def randperm(n: int, *, dtype: Any = None, device: DeviceLike = None,
 # -- from data ------------------------------------------------------------------------
 
 
-@composite(variants="function")
+@composite(complex=True, variants="function")
 def tensor(data: Any, dtype: Any = None, device: DeviceLike = None,
            requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A new tensor holding a copy of `data` (a number, nested lists, or an array);
@@ -238,7 +259,7 @@ def tensor(data: Any, dtype: Any = None, device: DeviceLike = None,
     return _finish(out, requires_grad)
 
 
-@composite(variants="function")
+@composite(complex=True, variants="function")
 def as_tensor(data: Any, dtype: Any = None, device: DeviceLike = None) -> Tensor:
     """Like `tensor`, but shares memory with `data` when no conversion is needed."""
     d = dtype_arg(dtype)
@@ -255,7 +276,7 @@ def as_tensor(data: Any, dtype: Any = None, device: DeviceLike = None) -> Tensor
     return tensor(data, dtype=d, device=device)
 
 
-@composite(variants="function")
+@composite(complex=True, variants="function")
 def from_numpy(array: np.ndarray) -> Tensor:
     """A CPU tensor sharing memory with a NumPy array."""
     if not isinstance(array, np.ndarray):
@@ -268,7 +289,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
 # -- filled ---------------------------------------------------------------------------
 
 
-@composite(variants="function")
+@composite(complex=True, variants="function")
 def zeros(*sizes: Any, size: Any = None, dtype: Any = None, device: DeviceLike = None,
           requires_grad: bool = False) -> Tensor:
     """A tensor of zeros."""
@@ -279,7 +300,7 @@ def zeros(*sizes: Any, size: Any = None, dtype: Any = None, device: DeviceLike =
                 requires_grad=requires_grad)
 
 
-@composite(variants="function")
+@composite(complex=True, variants="function")
 def ones(*sizes: Any, size: Any = None, dtype: Any = None, device: DeviceLike = None,
          requires_grad: bool = False) -> Tensor:
     """A tensor of ones."""
@@ -290,7 +311,7 @@ def ones(*sizes: Any, size: Any = None, dtype: Any = None, device: DeviceLike = 
                 requires_grad=requires_grad)
 
 
-@composite(variants="function")
+@composite(complex=True, variants="function")
 def empty(*sizes: Any, size: Any = None, dtype: Any = None, device: DeviceLike = None,
           requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor."""
@@ -323,7 +344,7 @@ def _empty_like(x: Tensor, d: dt.dtype, dev: DeviceLike) -> Tensor:
     return like_layout(x, lambda shape: empty(shape, dtype=d, device=dev))
 
 
-@composite(variants="function")
+@composite(complex=True, variants="function")
 def zeros_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
                requires_grad: bool = False) -> Tensor:
     """Zeros of `input`'s shape (and its dtype and device unless given)."""
@@ -331,7 +352,7 @@ def zeros_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
     return full(input.shape, 0, dtype=d, device=dev, requires_grad=requires_grad)
 
 
-@composite(variants="function")
+@composite(complex=True, variants="function")
 def ones_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
               requires_grad: bool = False) -> Tensor:
     """Ones of `input`'s shape (and its dtype and device unless given)."""
@@ -339,7 +360,7 @@ def ones_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
     return full(input.shape, 1, dtype=d, device=dev, requires_grad=requires_grad)
 
 
-@composite(variants="function")
+@composite(complex=True, variants="function")
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: DeviceLike = None,
               requires_grad: bool = False) -> Tensor:
     """`fill_value` in `input`'s shape (and its dtype and device unless given)."""
@@ -347,7 +368,7 @@ def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Devi
     return full(input.shape, fill_value, dtype=d, device=dev, requires_grad=requires_grad)
 
 
-@composite(variants="function")
+@composite(complex=True, variants="function")
 def empty_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
                requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor of `input`'s shape (and its dtype and device unless given)."""
@@ -355,17 +376,21 @@ def empty_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
     return empty(input.shape, dtype=d, device=dev, requires_grad=requires_grad)
 
 
-@composite(variants="function")
+@composite(complex=True, variants="function")
 def rand_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None) -> Tensor:
     """Uniform random numbers in [0, 1) of `input`'s shape."""
     d, dev = _like(input, dtype, device)
+    if d.is_complex:  # (PyTorch's stream for complex: rand's)
+        return rand(tuple(input.shape), dtype=d, device=dev)
     return _empty_like(input, d, dev).uniform_()
 
 
-@composite(variants="function")
+@composite(complex=True, variants="function")
 def randn_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None) -> Tensor:
     """Standard normal random numbers of `input`'s shape."""
     d, dev = _like(input, dtype, device)
+    if d.is_complex:  # (PyTorch's stream for complex: randn's)
+        return randn(tuple(input.shape), dtype=d, device=dev)
     return _empty_like(input, d, dev).normal_()
 
 
@@ -408,10 +433,10 @@ for _name, _factory, _fill in (("new_zeros", zeros, 0), ("new_ones", ones, 1),
     define(_name, Kind.COMPOSITE, _new(_factory, f"`{_factory.__name__}` of `size`, with this "
                                                   "tensor's dtype and device unless given.",
                                        _fill),
-           variants="method")
+           variants="method", complex=True)
 
 
-@composite(variants="method")
+@composite(complex=True, variants="method")
 def new_full(self: Tensor, size: Sequence[int], fill_value: Any, *, dtype: Any = None,
              device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
     """`fill_value` in `size`, with this tensor's dtype and device unless given."""
@@ -419,7 +444,7 @@ def new_full(self: Tensor, size: Sequence[int], fill_value: Any, *, dtype: Any =
                 requires_grad=requires_grad)
 
 
-@composite(variants="method")
+@composite(complex=True, variants="method")
 def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: DeviceLike = None,
                requires_grad: bool = False) -> Tensor:
     """A copy of `data`, with this tensor's dtype and device unless given."""

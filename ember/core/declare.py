@@ -31,7 +31,7 @@ from typing import Any
 
 from ember.core import interpose, tracing
 from ember.core.backend import host_out_of_memory
-from ember.core.dispatch import check_castable, write_into
+from ember.core.dispatch import check_castable, refuse_complex, write_into
 from ember.core.grad_mode import state
 from ember.core.inplace import apply_inplace
 from ember.core.opdef import FusedKernel, Kind, Op, register, register_fused
@@ -73,13 +73,20 @@ def declare(op: Op) -> Callable[..., Any]:
         for name in names:
             setattr(Tensor, name + "_", inplace)
     for dunder in op.operators:
-        setattr(Tensor, dunder, _operator(op, dunder, op.operator_impl or fn))
+        impl = op.operator_impl or fn
+        if op.kind is Kind.COMPOSITE and not op.complex:
+            impl = _refusing_complex(op, impl)
+        setattr(Tensor, dunder, _operator(op, dunder, impl))
     return public
 
 
 def _entered(op: Op, name: str, fn: Callable) -> Callable:
     """`fn` with the op-entry check: the hooks of ember.core.interpose run first when any
-    is installed (autocast, the profiler)."""
+    is installed (autocast, the profiler). A composite not declared `complex` refuses a
+    complex argument here (a primitive's are checked by dispatch)."""
+    if op.kind is Kind.COMPOSITE and not op.complex:
+        fn = _refusing_complex(op, fn)
+
     @functools.wraps(fn)
     def entered(*args: Any, **kwargs: Any) -> Any:
         hook = interpose.active
@@ -106,6 +113,16 @@ def _sparse_form(name: str, args: tuple) -> Callable | None:
     if forms is None and len(args) > 1:  # `ember.add(dense, sparse)`: the second's table
         forms = getattr(args[1], "second_operand_forms", None)
     return None if forms is None else forms.get(name)
+
+
+def _refusing_complex(op: Op, fn: Callable) -> Callable:
+    @functools.wraps(fn)
+    def refusing(*args: Any, **kwargs: Any) -> Any:
+        refuse_complex(op.name, args)
+        if kwargs:
+            refuse_complex(op.name, kwargs.values())
+        return fn(*args, **kwargs)
+    return refusing
 
 
 def _fields(variants: str | Iterable[str], fields: dict) -> dict:

@@ -61,8 +61,27 @@ def common_device(op: str, args: tuple) -> Tensor | None:
 def check_dtype(op: str, backend: Backend, d: _dt.dtype, device: Device) -> None:
     """A backend holds only the dtypes it declares (`Backend.dtypes`)."""
     if d not in backend.dtypes:
-        held = ", ".join(x.name for x in _dt.ALL_DTYPES if x in backend.dtypes)
+        held = ", ".join(x.name for x in _dt.EVERY_DTYPE if x in backend.dtypes)
         raise RuntimeError(f"{op}: device {device} cannot hold {d} tensors (it holds {held})")
+
+
+def not_implemented_for(op: str, x: Any, dtype: Any = None) -> NotImplementedError:
+    """PyTorch's error for a dtype an op's kernel lacks: `"clamp_cpu" not implemented for
+    'ComplexFloat'` (a NotImplementedError, which is a RuntimeError's kin in PyTorch);
+    `dtype`: the dtype named, when not tensor `x`'s."""
+    return NotImplementedError(f'"{op}_{x._device.type}" not implemented for '
+                               f"'{_dt.SCALAR_TYPE_NAMES[(dtype or x._dtype).name]}'")
+
+
+def refuse_complex(op: str, args: Any) -> None:
+    """Raise when a tensor among `args` (or in a list among them) is complex: the op
+    `op` was not declared to take complex tensors (`Op.complex`)."""
+    for a in args:
+        if isinstance(a, Tensor):
+            if a._dtype.is_complex:
+                raise not_implemented_for(op, a)
+        elif type(a) in (list, tuple):
+            refuse_complex(op, a)
 
 
 def run(op: str, *args: Any, **attrs: Any) -> Tensor:
@@ -70,8 +89,15 @@ def run(op: str, *args: Any, **attrs: Any) -> Tensor:
     first = common_device(op, args)
     traced_args = args
     decl = OPS[op]
+    if not decl.complex:
+        for a in args:  # (refuse_complex, inline: every primitive call passes here)
+            if isinstance(a, Tensor) and a._dtype.is_complex:
+                raise not_implemented_for(op, a)
     meta = decl.rule(*args, **attrs)
     backend = first._backend
+    if meta is not None and meta.compute is not None and meta.compute.is_complex and \
+            not decl.complex:  # a real tensor with a Python complex (`x < 1j`)
+        raise not_implemented_for(op, first, meta.compute)
     if meta is not None:
         if meta.dtype not in backend.dtypes:
             check_dtype(op, backend, meta.dtype, first._device)
@@ -143,7 +169,11 @@ def run_binary(op: str, a: Any, b: Any, out: Tensor | None = None) -> Tensor:
     backend = first._backend
     meta = _binary_meta.get(key)
     if meta is None:
+        if not OPS[op].complex:
+            refuse_complex(op, (a, b))
         meta = OPS[op].rule(a, b)
+        if meta.compute is not None and meta.compute.is_complex and not OPS[op].complex:
+            raise not_implemented_for(op, first, meta.compute)  # a Python complex scalar
         check_dtype(op, backend, meta.dtype, first._device)
         if len(_binary_meta) > 4096:  # many distinct shapes: start afresh
             _binary_meta.clear()
@@ -185,6 +215,8 @@ def run_binary(op: str, a: Any, b: Any, out: Tensor | None = None) -> Tensor:
 
 def run_unary_into(op: str, x: Tensor) -> Tensor:
     """Unary elementwise `op` written into `x` itself (an in-place op; no autograd)."""
+    if x._dtype.is_complex and not OPS[op].complex:
+        raise not_implemented_for(op, x)
     meta = OPS[op].rule(x)
     check_out(op + "_", x, meta.shape, meta.dtype)
     kernel = x._backend.kernels.get(op)
@@ -230,6 +262,8 @@ def write_into(dst: Tensor, src: Tensor) -> Tensor:
 def run_inplace(op: str, target: Tensor, *args: Any, **attrs: Any) -> None:
     """Run an in-place primitive (`assign`, `setitem`) that writes into `target`."""
     common_device(op, (target,) + args)
+    if not OPS[op].complex:
+        refuse_complex(op, (target,) + args)
     OPS[op].rule(target, *args, **attrs)
     backend = target._backend
     bufs = [a._data if isinstance(a, Tensor) else a for a in args]
@@ -246,6 +280,9 @@ def run_inplace(op: str, target: Tensor, *args: Any, **attrs: Any) -> None:
 def run_creation(op: str, device: Device, backend: Backend, **attrs: Any) -> Tensor:
     """Run a creation op (`full`, `arange`, `rand` ...) on `device`."""
     meta = OPS[op].rule(**attrs, device=device.index or 0)
+    if meta.dtype.is_complex and not OPS[op].complex:
+        raise NotImplementedError(f'"{op}_{device.type}" not implemented for '
+                                  f"'{_dt.SCALAR_TYPE_NAMES[meta.dtype.name]}'")
     check_dtype(op, backend, meta.dtype, device)
     kernel = backend.kernels.get(op)
     if kernel is None:
@@ -327,7 +364,7 @@ def run_fused(name: str, *args: Any, **attrs: Any) -> Any:
             bufs.append(datas)
         else:
             bufs.append(a)
-    if first is None:
+    if first is None or dtype.is_complex:  # (fused kernels compute real formulas only)
         return None
     kernel = first._backend.kernels.get(name)
     if kernel is None:

@@ -1,10 +1,14 @@
 """ember's dtypes and PyTorch's type-promotion rules.
 
 A dtype is a small immutable object (`ember.float32`); backends map it to their own
-array dtype by `name`. Promotion follows PyTorch: categories bool < integer < floating,
+array dtype by `name`. Promotion follows PyTorch: categories bool < integer < floating < complex,
 and a Python scalar or a 0-dim tensor only lifts the result's *category*, never its width
 within the category of a dimensioned tensor (`int8_tensor + 1000` stays int8,
 `float16_tensor + 1.5` stays float16, `int_tensor + 1.5` becomes the default float).
+Complex is the top category, and its width follows the real one it meets: a complex
+result is at least as wide as a floating operand (`float64 * complex64` is complex128,
+`float32_tensor * 1j` complex64), and a Python complex scalar with an integer tensor takes
+the default complex dtype (complex128 when the default float is float64).
 """
 
 from __future__ import annotations
@@ -47,19 +51,18 @@ def printed_in_api(submodule: str = "") -> Callable[[type], type]:
 class dtype:  # noqa: N801 - PyTorch's spelling
     """The element type of a tensor (`ember.float32`, `ember.int64`, ...)."""
 
-    __slots__ = ("name", "itemsize", "is_floating_point", "is_signed", "_category", "_rank")
+    __slots__ = ("name", "itemsize", "is_floating_point", "is_complex", "is_signed",
+                 "_category", "_rank", "_differentiable")
 
     def __init__(self, name: str, itemsize: int, category: int, rank: int, signed: bool):
         self.name = name
         self.itemsize = itemsize
         self.is_floating_point = category == FLOAT
+        self.is_complex = category == COMPLEX  # (a slot, not a property: dispatch reads it)
         self.is_signed = signed
-        self._category = category  # BOOL < INT < FLOAT
+        self._category = category  # BOOL < INT < FLOAT < COMPLEX
         self._rank = rank  # order within the promotion lattice
-
-    @property
-    def is_complex(self) -> bool:
-        return False
+        self._differentiable = category >= FLOAT  # may require grad: floating and complex
 
     def __repr__(self) -> str:
         return f"{API_NAME}.{self.name}"
@@ -68,14 +71,28 @@ class dtype:  # noqa: N801 - PyTorch's spelling
         return (_by_name, (self.name,))
 
     def to_real(self) -> dtype:
-        return self
+        """The dtype of a complex dtype's real and imaginary parts; others: themselves."""
+        return _REAL_OF.get(self.name, self)
+
+    def to_complex(self) -> dtype:
+        """The complex dtype whose parts are this floating dtype (complex dtypes: themselves);
+        PyTorch's `toComplexType`."""
+        if self.is_complex:
+            return self
+        if self.name in ("float64",):
+            return complex128
+        if self.name == "float32":
+            return complex64
+        raise TypeError(f"{self.name} has no complex counterpart in ember (complex32, "
+                        "PyTorch's chalf, is not supported)")
 
 
-BOOL, INT, FLOAT = 0, 1, 2
+BOOL, INT, FLOAT, COMPLEX = 0, 1, 2, 3
 
 SCALAR_TYPE_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
                      "uint8": "Byte", "bool": "Bool", "float32": "Float", "float64": "Double",
-                     "float16": "Half", "bfloat16": "BFloat16"}
+                     "float16": "Half", "bfloat16": "BFloat16", "complex64": "ComplexFloat",
+                     "complex128": "ComplexDouble"}
 """PyTorch's ScalarType names by dtype name, as its error messages print them."""
 
 bool_ = dtype("bool", 1, BOOL, 0, False)
@@ -88,14 +105,23 @@ float16 = dtype("float16", 2, FLOAT, 5, True)
 bfloat16 = dtype("bfloat16", 2, FLOAT, 5, True)
 float32 = dtype("float32", 4, FLOAT, 6, True)
 float64 = dtype("float64", 8, FLOAT, 7, True)
+complex64 = dtype("complex64", 8, COMPLEX, 8, True)
+complex128 = dtype("complex128", 16, COMPLEX, 9, True)
 
 ALL_DTYPES: tuple[dtype, ...] = (
     bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
 )
+"""The real dtypes, which every backend holds."""
+COMPLEX_DTYPES: tuple[dtype, ...] = (complex64, complex128)
+"""The complex dtypes, which a backend holds only when it says so (`Backend.dtypes`)."""
+EVERY_DTYPE: tuple[dtype, ...] = ALL_DTYPES + COMPLEX_DTYPES
 FLOATING_DTYPES = (float16, bfloat16, float32, float64)
-_NAMES = {d.name: d for d in ALL_DTYPES}
+_REAL_OF = {"complex64": float32, "complex128": float64}
+_NAMES = {d.name: d for d in EVERY_DTYPE}
 # PyTorch's aliases
-_NAMES.update(half=float16, float=float32, double=float64, short=int16, int=int32, long=int64)
+_NAMES.update(half=float16, float=float32, double=float64, short=int16, int=int32, long=int64,
+              cfloat=complex64, cdouble=complex128)
+UNSUPPORTED_COMPLEX = ("complex32", "chalf")
 
 
 def _by_name(name: str) -> dtype:
@@ -107,6 +133,9 @@ def from_name(name: str) -> dtype:
     try:
         return _NAMES[name]
     except KeyError:
+        if name in UNSUPPORTED_COMPLEX:
+            raise TypeError(f"dtype {name!r}: ember does not support complex32 (chalf); use "
+                            "complex64 (cfloat) or complex128 (cdouble)") from None
         raise TypeError(f"unknown dtype {name!r}; known: {', '.join(sorted(_NAMES))}") from None
 
 
@@ -116,6 +145,12 @@ _default_float = float32
 def get_default_dtype() -> dtype:
     """The dtype of floating tensors created from Python floats (float32 unless changed)."""
     return _default_float
+
+
+def default_complex_dtype() -> dtype:
+    """The dtype of complex tensors made from Python complex numbers: complex128 when the
+    default float is float64, else complex64 (PyTorch's `get_default_complex_dtype`)."""
+    return complex128 if _default_float is float64 else complex64
 
 
 def set_default_dtype(d: dtype) -> None:
@@ -131,6 +166,13 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     """The smallest dtype both `a` and `b` convert to without losing their category."""
     if a is b:
         return a
+    if a._category == COMPLEX or b._category == COMPLEX:
+        c, other = (a, b) if a._category == COMPLEX else (b, a)
+        if other._category == COMPLEX:
+            return a if a._rank >= b._rank else b
+        if other._category == FLOAT:  # a float wider than the complex's parts widens it
+            return promote_types(c.to_real(), other).to_complex()
+        return c
     if a._category != b._category:
         return a if a._category > b._category else b
     if {a, b} == {float16, bfloat16}:
@@ -151,6 +193,8 @@ def scalar_dtype(value: object) -> dtype:
         return int64
     if isinstance(value, float):
         return _default_float
+    if isinstance(value, complex):
+        return default_complex_dtype()
     raise TypeError(f"expected a number, got {type(value).__name__}")
 
 
@@ -163,7 +207,10 @@ def result_type(*operands: tuple[dtype, int]) -> dtype:
     """PyTorch's promotion of `(dtype, tier)` operands.
 
     Dimensioned tensors decide the result; a 0-dim tensor, then a Python scalar, only
-    replaces it when it belongs to a higher category (int over bool, float over int).
+    replaces it when it belongs to a higher category (int over bool, float over int). A
+    complex one over a floating result keeps the result's width (PyTorch's
+    `combine_categories`: `float64_tensor * 1j` is complex128, `float32_tensor * 1j`
+    complex64).
     """
     result: dtype | None = None
     for tier in (DIMMED, ZERO_DIM, SCALAR):
@@ -171,8 +218,11 @@ def result_type(*operands: tuple[dtype, int]) -> dtype:
         if not in_tier:
             continue
         tier_dtype = functools.reduce(promote_types, in_tier)
-        if result is None or tier_dtype._category > result._category:
+        if result is None:
             result = tier_dtype
+        elif tier_dtype._category > result._category:
+            result = result.to_complex() if tier_dtype._category == COMPLEX and \
+                result._category == FLOAT else tier_dtype
     assert result is not None, "result_type needs at least one operand"
     return result
 
@@ -198,7 +248,8 @@ def fit_scalar(value: object, to: dtype) -> object:
     float32) raises instead of wrapping. As in PyTorch, a negative integer down to
     -max wraps into an unsigned dtype (-1 into uint8 is 255), and NaN and the infinities
     fit every floating dtype. Returns the value to write."""
-    if to is bool_ or isinstance(value, bool) or not isinstance(value, (int, float)):
+    if to is bool_ or isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            to.is_complex:
         return value
     if to.is_floating_point:
         top = _FLOAT_MAX[to.name]

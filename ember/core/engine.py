@@ -294,6 +294,9 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
 
 def _seed(t: Any, g: Any) -> Any:
     if g is None:
+        if t._dtype.is_complex:
+            raise RuntimeError(f"grad can be implicitly created only for real scalar outputs "
+                               f"but got {t.dtype}")
         if t.numel() != 1:
             raise RuntimeError(f"grad can be implicitly created only for scalar outputs "
                                f"(got a tensor of shape {list(t.shape)}); pass `gradient=` to "

@@ -138,7 +138,7 @@ class Function:
         results = []
         for i, o in enumerate(outs):
             if is_tensor(o) and id(o) not in ctx._non_differentiable \
-                    and o.dtype.is_floating_point:
+                    and o.dtype._differentiable:
                 if any(o is a for a in args):  # returned an input: give it a fresh identity
                     o = o.view_as(o)
                 o._node, o._output_nr, o._requires_grad = node, i, True

@@ -195,11 +195,11 @@ def record(label: str, fn: Callable, inputs: Sequence[Any], outputs: Any,
         node.attrs["_out_meta"] = [None if o is None else (tuple(o.shape), o.dtype, o.device)
                                    for o in outputs]
         for i, o in enumerate(outputs):
-            if o is not None and o._dtype.is_floating_point:
+            if o is not None and o._dtype._differentiable:
                 o._node, o._output_nr, o._requires_grad = node, i, True
         return node
     node = FnNode(label, fn, edges, saved, **attrs)
-    if outputs._dtype.is_floating_point:
+    if outputs._dtype._differentiable:
         outputs._node = node
         outputs._requires_grad = True
     return node

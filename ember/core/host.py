@@ -46,7 +46,8 @@ def dtype_arg(dtype: Any) -> dt.dtype | None:
 
 
 def infer_dtype(data: Any) -> dt.dtype:
-    """PyTorch's dtype for nested Python data: bool, else int64, else the default float."""
+    """PyTorch's dtype for nested Python data: bool, else int64, else the default float,
+    else (a Python complex among them) the default complex dtype."""
     kinds = set()
     stack = [data]
     while stack:
@@ -61,8 +62,8 @@ def infer_dtype(data: Any) -> dt.dtype:
             kinds.add(dt.int64)
         elif isinstance(item, numbers.Real):
             kinds.add(dt.get_default_dtype())
-        elif isinstance(item, numbers.Number):
-            raise TypeError(f"complex numbers are not supported (got {item!r})")
+        elif isinstance(item, numbers.Complex):
+            kinds.add(dt.default_complex_dtype())
         else:
             raise TypeError(f"tensor(): could not infer dtype of {type(item).__name__}")
     if not kinds:

@@ -158,6 +158,12 @@ class Op:
         exact_out: an `out=` tensor must have the result's dtype (PyTorch's rule for its
             ops outside TensorIterator, such as `mm` and `where`, and for the unary ops
             that keep their input's dtype); else any dtype the result casts to.
+        complex: the op takes complex tensors, with PyTorch's values and gradients (the
+            conjugate convention: `z.grad` is dL/dRe + i dL/dIm). An op without it refuses
+            a complex operand before anything runs, as PyTorch refuses a dtype its kernel
+            lacks (`"clamp_cpu" not implemented for 'ComplexFloat'`), never computing a
+            silently wrong result: dispatch checks a primitive's operands, and the public
+            function of a composite checks its arguments.
     """
 
     name: str
@@ -182,6 +188,7 @@ class Op:
     creation: bool = False
     uncast: tuple[int, ...] = ()
     exact_out: bool = False
+    complex: bool = False
     public: Callable[..., Any] | None = field(default=None, repr=False)
     """The function users call (`fn`, wrapped for `out=` and tracing); set by declare."""
 

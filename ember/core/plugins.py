@@ -25,7 +25,14 @@ from typing import Any
 
 import pluggy
 
-from ember.core.backend import API_VERSION, REQUIRED_KERNELS, Backend, Kernel
+from ember.core.backend import (
+    API_VERSION,
+    COMPLEX_DTYPES,
+    REQUIRED_COMPLEX_KERNELS,
+    REQUIRED_KERNELS,
+    Backend,
+    Kernel,
+)
 
 GROUP = "ember.backends"
 BUILTIN = {"cpu": "ember.backends.cpu", "cuda": "ember.backends.cuda",
@@ -261,6 +268,8 @@ def safe_unavailable_reason(backend: Backend) -> str | None:
     if reason is None:
         kernels = backend.kernels  # (checked on every device lookup: no set of them all)
         missing = sorted([k for k in REQUIRED_KERNELS if k not in kernels])
+        if not missing and COMPLEX_DTYPES[0] in backend.dtypes:
+            missing = sorted([k for k in REQUIRED_COMPLEX_KERNELS if k not in kernels])
         if missing:
             return (f"it lacks the required kernels {', '.join(missing)} (views and in-place "
                     "writes must be native)")

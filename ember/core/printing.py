@@ -101,6 +101,22 @@ class _Formatter:
         return self.raw(v).rjust(self.width)
 
 
+class _ComplexFormatter:
+    """PyTorch's complex elements: the real parts formatted alike, then the imaginary parts
+    alike (each by its own `_Formatter`), as `1.+2.j` / `3.-4.j`."""
+
+    kind = "complex"
+
+    def __init__(self, values: np.ndarray, dtype: dt.dtype) -> None:
+        self.real = _Formatter(values.real, dtype.to_real())
+        self.imag = _Formatter(values.imag, dtype.to_real())
+        self.width = self.real.width + self.imag.width + 1  # (the "j")
+
+    def __call__(self, v) -> str:
+        imag = (self.imag(v.imag) + "j").lstrip()
+        return self.real(v.real) + (imag if imag[0] in "+-" else "+" + imag)
+
+
 def _summarize(a: np.ndarray) -> np.ndarray:
     """Keep only the edge items of every dimension (for choosing the format)."""
     if a.ndim == 0:
@@ -114,6 +130,7 @@ def _summarize(a: np.ndarray) -> np.ndarray:
 def _format(a: np.ndarray, fmt: _Formatter, indent: int, summarize: bool) -> str:
     if a.ndim == 0:
         return fmt(a.item() if fmt.kind != "float" else a.astype(np.float64).item())
+    # (a complex element is read as NumPy's complex scalar, which has .real and .imag)
     if a.ndim == 1:
         # PyTorch's ellipsis element is " ..." (so ",  ..., " in a summarised row)
         items = [" ..." if isinstance(v, str) else fmt(v) for v in _edge(a, summarize)]
@@ -142,7 +159,8 @@ def tensor_body(t, indent: int) -> str:
     if values.size == 0:
         return "[]"
     summarize = values.size > PRINT_OPTIONS.threshold
-    fmt = _Formatter(_summarize(values) if summarize else values.reshape(-1), t.dtype)
+    shown = _summarize(values) if summarize else values.reshape(-1)
+    fmt = (_ComplexFormatter if t.dtype.is_complex else _Formatter)(shown, t.dtype)
     return _format(values, fmt, indent, summarize)
 
 
@@ -151,13 +169,14 @@ def tensor_repr(t) -> str:
     if t.device.type != "cpu":
         suffix.append(f"device='{t.device}'")
     default_float = dt.get_default_dtype()
+    default_dtypes = (default_float, dt.default_complex_dtype(), dt.int64, dt.bool_)
     body = tensor_body(t, len("tensor("))
     if t.numel() == 0:
         if t.ndim != 1:
             suffix.insert(0, f"size={tuple(t.shape)}")
         if t.dtype is not default_float:  # (no element shows an empty tensor's dtype)
             suffix.append(f"dtype={t.dtype!r}")
-    elif t.dtype not in (default_float, dt.int64, dt.bool_):
+    elif t.dtype not in default_dtypes:
         suffix.append(f"dtype={t.dtype!r}")
     if t.grad_fn is not None:
         suffix.append(f"grad_fn=<{t.grad_fn.name()}>")

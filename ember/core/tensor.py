@@ -133,7 +133,7 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
                                "you want to use a computed variable in a subgraph that doesn't "
                                "require differentiation use var_no_grad = var.detach().")
-        if requires_grad and not (self._dtype.is_floating_point):
+        if requires_grad and not self._dtype._differentiable:
             raise RuntimeError(f"only Tensors of floating point dtype can require gradients "
                                f"(got {self._dtype})")
         self._requires_grad = bool(requires_grad)
@@ -566,6 +566,9 @@ class Tensor:
     def __float__(self) -> float:
         self._one_element()
         return float(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
 
     def __int__(self) -> int:
         self._one_element()

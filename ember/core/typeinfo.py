@@ -14,11 +14,14 @@ def _g(value: float) -> str:
 
 
 class finfo:  # noqa: N801 - PyTorch's name
-    """Machine limits of a floating-point dtype (the default dtype when none is given):
+    """Machine limits of a floating-point dtype (the default dtype when none is given; a
+    complex dtype: that of its parts):
     `bits`, `eps`, `max`, `min`, `tiny` (= `smallest_normal`), `resolution`, `dtype`."""
 
     def __init__(self, type: dt.dtype | None = None) -> None:  # noqa: A002 - PyTorch's name
         d = dt.get_default_dtype() if type is None else type
+        if isinstance(d, dt.dtype) and d.is_complex:  # PyTorch's: its parts' dtype's
+            d = d.to_real()
         if not isinstance(d, dt.dtype) or not d.is_floating_point:
             raise TypeError(f"{dt.API_NAME}.finfo() requires a floating point input type. "
                             f"Use {dt.API_NAME}.iinfo to handle '{dt.API_NAME}.finfo'")

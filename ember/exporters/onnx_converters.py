@@ -202,6 +202,12 @@ def _view_dtype(ctx: ExportContext, node: Node) -> Any:
                                 f"another dtype ({node.kwargs['dtype']})")
 
 
+@converter("view_as_real", "conj_physical", "_fft_c2c", "_fft_r2c", "_fft_c2r")
+def _complex(ctx: ExportContext, node: Node) -> Any:
+    # (ONNX tensors have no complex element type that its operators compute with)
+    raise ctx.unsupported(node, "ONNX has no complex tensors for it to compute on")
+
+
 @converter("alias", "clone", "to_device")
 def _identity(ctx: ExportContext, node: Node) -> Any:
     return ctx.name(node.args[0])

@@ -18,6 +18,7 @@ from ember.optim.optimizer import (
     _implementation_options,
     _per_step,
     _use_foreach,
+    _view_as_real,
 )
 
 __all__ = ["Adam"]
@@ -125,6 +126,9 @@ class Adam(Optimizer):
                     steps.append(step)
                 if not params:
                     continue
+                if any(p.is_complex() for p in params):
+                    params, grads, exp_avgs, exp_avg_sqs, max_sqs = _view_as_real(
+                        params, grads, exp_avgs, exp_avg_sqs, max_sqs)
                 options = (group["lr"], *group["betas"], group["eps"], group["weight_decay"],
                            amsgrad, group["maximize"], group["decoupled_weight_decay"])
                 if _use_foreach(group):

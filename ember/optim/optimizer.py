@@ -182,6 +182,16 @@ def _buckets(*lists: list) -> list[tuple[list, ...]]:
     return [tuple([lst[i] for i in idx] for lst in lists) for idx in groups.values()]
 
 
+def _view_as_real(*lists: list) -> tuple[list, ...]:
+    """The lists with each complex tensor replaced by its real view (`view_as_real`), as
+    PyTorch's optimizers update a complex parameter: its real and imaginary parts as
+    independent real parameters (the updates write through the views)."""
+    from ember.core.ops.complex import view_as_real
+
+    return tuple([view_as_real(t) if t is not None and t.is_complex() else t for t in lst]
+                 for lst in lists)
+
+
 def _per_step(steps: list[int], fn: Callable[[int], float]) -> float | list[float]:
     """`fn(step)` as one scalar when every tensor is at the same step (the usual case),
     else one scalar per tensor."""

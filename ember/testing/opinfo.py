@@ -32,6 +32,8 @@ class DiffOp:
         gradgrad: also check second derivatives.
         torch: `fn` runs on torch too (the same spelling means the same thing there).
         eps: the finite-difference step (larger for ops that round through float32).
+        complex: it computes with complex tensors in between (real inputs and outputs):
+            skipped on a device that holds no complex dtype.
     """
 
     name: str
@@ -44,6 +46,7 @@ class DiffOp:
     gradgrad: bool = False
     torch: bool = True
     eps: float = 1e-6
+    complex: bool = False
 
     def inputs(self, seed: int = 0) -> list[np.ndarray]:
         rng = np.random.default_rng(seed)
@@ -1067,6 +1070,39 @@ DIFF_OPS += [
            make=_away_from_zero((3, 4, 2))),
     DiffOp("norm_except_dim_last", lambda lib, x: lib.norm_except_dim(x, 3, 2),
            make=_away_from_zero((3, 4, 2)), ops=("norm_except_dim",)),
+]
+
+
+# complex numbers and torch.fft: real inputs and outputs, complex in between (a complex
+# gradient flows back through every op named, PyTorch's conjugate convention)
+def _complex_ops(lib: Any, a: Any, b: Any) -> Any:
+    z = lib.complex(a, b)
+    w = lib.polar(b.abs() + 0.5, a)
+    y = (z * w.conj()) / (w + 2.0) + lib.conj_physical(z) * lib.view_as_complex(
+        lib.stack([b, a], -1))
+    return lib.view_as_real(y.resolve_conj()).sum(-1) + y.real * y.imag + z.angle() + \
+        (z @ w.t()).abs().sum() + z.exp().sqrt().abs()
+
+
+def _fft_ops(lib: Any, x: Any) -> Any:
+    f = lib.fft
+    y = f.irfft(f.rfft(x, dim=1) * 1.5j, n=5, dim=1).sum() + f.hfft(f.ihfft(x)).sum()
+    z = f.fft(x) * f.ifft2(x, norm="ortho") + f.fftn(x, s=(2, 3)).sum()
+    z = f.ifftn(z, norm="forward") + f.fft2(f.fftshift(x)) + f.ifftshift(f.ifft(z))
+    r = f.irfft2(f.rfft2(x) * 2.0) + f.irfftn(f.rfftn(x, norm="ortho"), s=(3, 4))
+    return z.real * 0.3 + z.imag + r + y + f.fftfreq(4, dtype=x.dtype, device=x.device) + \
+        f.rfftfreq(6, dtype=x.dtype, device=x.device)
+
+
+DIFF_OPS += [
+    DiffOp("complex_ops", _complex_ops, shapes=((3, 4), (3, 4)), complex=True, ops=(
+        "complex", "polar", "conj", "conj_physical", "view_as_complex", "view_as_real",
+        "resolve_conj", "real", "imag", "angle")),
+    DiffOp("fft_ops", _fft_ops, complex=True, ops=(
+        "_fft_c2c", "_fft_r2c", "_fft_c2r", "fft_fft", "fft_ifft", "fft_fft2", "fft_ifft2",
+        "fft_fftn", "fft_ifftn", "fft_rfft", "fft_irfft", "fft_rfft2", "fft_irfft2",
+        "fft_rfftn", "fft_irfftn", "fft_hfft", "fft_ihfft", "fft_fftshift", "fft_ifftshift",
+        "fft_fftfreq", "fft_rfftfreq")),
 ]
 
 _names = [op.name for op in DIFF_OPS]

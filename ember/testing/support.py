@@ -31,6 +31,8 @@ _TOL = {
     ember.bfloat16: (1.6e-2, 1.6e-2),
     ember.float32: (2e-5, 2e-6),
     ember.float64: (1e-10, 1e-12),
+    ember.complex64: (2e-5, 2e-6),
+    ember.complex128: (1e-10, 1e-12),
 }
 
 try:  # the oracle, where installed; ember itself never imports torch
@@ -115,7 +117,10 @@ def assert_matches(out: Any, expected: Any, device: Any, *, dtype: ember.dtype |
         f"{what}: the host copy of a {out.dtype} tensor has NumPy dtype {got.dtype}"
     r, a = tolerance(out.dtype)
     r, a = (r if rtol is None else rtol), (a if atol is None else atol)
-    if out.dtype.is_floating_point or np.asarray(expected).dtype.kind == "f":
+    if out.dtype.is_complex or expected.dtype.kind == "c":  # each part within tolerance
+        np.testing.assert_allclose(got.astype(np.complex128), expected.astype(np.complex128),
+                                   rtol=r, atol=a, equal_nan=True, err_msg=what)
+    elif out.dtype.is_floating_point or np.asarray(expected).dtype.kind == "f":
         np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64),
                                    rtol=r, atol=a, equal_nan=True, err_msg=what)
     else:

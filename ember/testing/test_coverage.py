@@ -28,7 +28,8 @@ from ember.testing.opinfo import DIFF_OPS, DiffOp
 _VALUE_MODULES = ["test_elementwise", "test_reductions", "test_shapes", "test_indexing",
                   "test_linalg", "test_nn", "test_losses", "test_creation", "test_foreach",
                   "test_transfers", "test_fused",
-                  "test_elementwise_math"]  # elementwise math (issue 16)
+                  "test_elementwise_math",  # elementwise math (issue 16)
+                  "test_complex"]  # complex tensors and torch.fft
 
 
 def _module(name: str):

@@ -30,6 +30,8 @@ def _torch_values(t: object) -> np.ndarray:
 @pytest.mark.parametrize("op", [op for op in DIFF_OPS if op.torch], ids=lambda op: op.name)
 def test_forward_and_backward_match_torch(device: ember.device, op: DiffOp,
                                           dtype: str) -> None:
+    if op.complex and not S.holds(device, ember.complex128):
+        pytest.skip(f"{op.name} computes with complex tensors, which {device} cannot hold")
     arrays = [a.astype(dtype) for a in op.inputs(seed=1)]
     e_in = [S.on(device, a, requires_grad=True) for a in arrays]
     t_in = [torch.tensor(a, requires_grad=True) for a in arrays]

@@ -10,7 +10,8 @@ whichever PyTorch is installed:
   ``torch.optim.lr_scheduler``.
 
 Left out of every count, and said so in the report: names private to PyTorch (a leading
-underscore), sparse and quantized tensors, complex dtypes (ember has none), and the
+underscore), sparse and quantized tensors, complex dtypes (ember has a subset: see the
+README's "Complex numbers and torch.fft"), and the
 families that belong to one vendor's library (mkldnn, cudnn, miopen, fbgemm, vulkan,
 nnpack) or to PyTorch's own compiler (symbolic shapes, nested tensors).
 """

@@ -9,7 +9,15 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ember.core.backend import Backend, DeviceInfo, ElementwiseChain, bfloat16, dtype, hookimpl
+from ember.core.backend import (
+    EVERY_DTYPE,
+    Backend,
+    DeviceInfo,
+    ElementwiseChain,
+    bfloat16,
+    dtype,
+    hookimpl,
+)
 
 
 class CPUBackend(Backend):
@@ -31,6 +39,7 @@ class CPUBackend(Backend):
         self.kernels.update(gru.KERNELS)
         self.kernels.update(losses.kernels(kernels.KERNELS))
         self.fusible_ops = fusion.FUSIBLE
+        self.dtypes = frozenset(EVERY_DTYPE)  # complex too: the xp kernels take it
 
     def device_count(self) -> int:
         return 1

@@ -20,7 +20,7 @@ from typing import Any
 from ember.backends.cuda import fusion
 from ember.backends.cuda.flags import matmul  # noqa: F401 - torch.backends.cuda.matmul
 from ember.core.backend import (
-    ALL_DTYPES,
+    EVERY_DTYPE,
     Backend,
     DeviceInfo,
     ElementwiseChain,
@@ -56,7 +56,8 @@ class CUDABackend(Backend):
         self._seed: int | None = None
         self._k: Any = None  # kernels.py, once CUDA is known to work
         self._rt: Any = None  # runtime.py
-        self.dtypes = frozenset(ALL_DTYPES)  # bfloat16: CuPy 14's, ml_dtypes.bfloat16
+        # bfloat16: CuPy 14's, ml_dtypes.bfloat16; complex: the shared xp kernels'
+        self.dtypes = frozenset(EVERY_DTYPE)
 
     # -- availability -------------------------------------------------------------------
     def unavailable_reason(self) -> str | None:

@@ -39,9 +39,9 @@ import cupy
 
 from ember.backends.cuda import flags, losses, recurrent, runtime
 from ember.backends.xp import Hooks, make_kernels
-from ember.core.backend import ALL_DTYPES, bfloat16, numpy_dtype
+from ember.core.backend import EVERY_DTYPE, bfloat16, numpy_dtype
 
-_NP = {d: numpy_dtype(d) for d in ALL_DTYPES}
+_NP = {d: numpy_dtype(d) for d in EVERY_DTYPE}
 _BF16 = cupy.dtype(_NP[bfloat16])
 _FLOATS = (cupy.dtype(cupy.float32), cupy.dtype(cupy.float64))
 

@@ -33,6 +33,7 @@ from ember.backends.xp import (
     conv,
     creation,
     elementwise,
+    fft,
     foreach,
     fused,
     indexing,
@@ -47,7 +48,7 @@ from ember.backends.xp.lib import OVERLAP, ArrayLib, Hooks, Kernel
 __all__ = ["OVERLAP", "Hooks", "make_kernels"]
 
 _FAMILIES = (elementwise, reductions, shapes, creation, indexing, linalg, fused, conv,
-             pooling, foreach, special)
+             pooling, foreach, special, fft)
 
 
 def make_kernels(xp: Any, *, hooks: Hooks | None = None) -> dict[str, Kernel]:

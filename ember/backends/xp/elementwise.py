@@ -143,6 +143,10 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return as_array(y).astype(x.dtype, copy=False)
 
     def cast(x, dtype):
+        if x.dtype.kind == "c" and not dtype.is_complex:
+            if dtype.name == "bool":  # nonzero: either part
+                return x != 0
+            x = x.real  # (core has warned, as PyTorch)
         return x.astype(lib.dtypes[dtype])
 
     def shift(left):

@@ -39,6 +39,12 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         # core has checked that the last dimension is dense where the sizes differ
         return x.view(lib.dtypes[dtype])
 
+    def view_as_real(x):
+        # the real parts' view keeps x's strides; the parts' pair is the last dimension
+        parts = x.real
+        return xp.lib.stride_tricks.as_strided(parts, shape=x.shape + (2,),
+                                               strides=parts.strides + (parts.itemsize,))
+
     def flip(x, dims):
         return xp.flip(x, dims).copy()
 
@@ -57,7 +63,13 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     def constant_pad(x, pad, value=0):
         return xp.pad(x, pad, mode="constant", constant_values=value)
 
+    as_array = lib.as_array
+
+    def conj_physical(x):
+        return as_array(xp.conj(x))  # (NumPy returns a 0-d input's conjugate as a scalar)
+
     return {"reshape": reshape, "permute": permute, "expand": expand, "flip": flip,
-            "strided_view": strided_view, "view_dtype": view_dtype,
+            "conj_physical": conj_physical,
+            "strided_view": strided_view, "view_dtype": view_dtype, "view_as_real": view_as_real,
             "clone": clone, "tril": tril, "triu": triu, "cat": cat,
             "constant_pad": constant_pad}

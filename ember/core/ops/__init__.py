@@ -4,7 +4,9 @@ Importing this package declares every op: the registry (`ember.core.opdef.OPS`) 
 complete, and `Tensor` has all its methods and operators. The families import one
 another one way only: elementwise <- shape <- indexing <- reduction <- scans <- sorting
 <- search <- linalg <- factorizations <- norms <- nn <- losses, and writes, foreach,
-elementwise_math; rearrange builds on shape and indexing, predicates on shape, spectral
+elementwise_math; complex builds on elementwise, shape and indexing; fft on complex, nn and
+rearrange; rearrange builds on
+shape and indexing, predicates on shape, spectral
 on shape and nn, lobpcg on
 factorizations. A gradient
 formula that needs an op of a later family calls it as a Tensor method
@@ -12,9 +14,11 @@ formula that needs an op of a later family calls it as a Tensor method
 """
 
 from ember.core.ops import (  # noqa: F401 - imported for their declarations
+    complex,
     elementwise,
     elementwise_math,
     factorizations,
+    fft,
     foreach,
     indexing,
     linalg,

@@ -19,6 +19,7 @@ import functools
 import math
 import numbers
 import struct
+import warnings
 from typing import Any
 
 from ember.core import costs, tracing
@@ -27,6 +28,7 @@ from ember.core import forward_ad as fw
 from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.declare import composite, define, fused_kernel, primitive
 from ember.core.dispatch import (
+    _user_stacklevel,
     check_dtype,
     run_binary,
     run_fused,
@@ -42,7 +44,7 @@ from ember.core.placement import resolve
 from ember.core.shapes import broadcast_shapes
 from ember.core.tensor import Tensor
 
-_Number = (int, float, bool)
+_Number = (int, float, bool, complex)
 
 
 def _shape(x: Any) -> tuple[int, ...]:
@@ -71,8 +73,10 @@ def as_operand(x: Any, like: Tensor) -> Any:
     x = python_scalar(x)
     if isinstance(x, _Number):
         return x
-    if isinstance(x, numbers.Number):
+    if isinstance(x, numbers.Real):
         return float(x)
+    if isinstance(x, numbers.Complex):
+        return complex(x)
     if hasattr(x, "__array__") or isinstance(x, (list, tuple)):
         return Tensor._from_data(x, device=like.device)
     raise TypeError(f"unsupported operand type {type(x).__name__} for a tensor op")
@@ -96,8 +100,15 @@ def _same_dtype_rule(op: str):
 
 
 def _float_rule(input):
-    out = input.dtype if input.dtype.is_floating_point else dt.get_default_dtype()
+    out = input.dtype if input.dtype._differentiable else dt.get_default_dtype()
     return OutMeta(input.shape, out, out)
+
+
+def _abs_rule(input):
+    """abs: the input's dtype; a complex input's magnitude is of its real dtype."""
+    if input.dtype.is_complex:
+        return OutMeta(input.shape, input.dtype.to_real(), None)
+    return _same_dtype_rule("abs")(input)
 
 
 def _predicate_rule(input):
@@ -121,7 +132,7 @@ def _binary_rule(op: str, kind: str):
                                           "convert one to an integer dtype first")
             return OutMeta(shape, common, common)
         if kind == "float":
-            out = common if common.is_floating_point else dt.get_default_dtype()
+            out = common if common._differentiable else dt.get_default_dtype()
             return OutMeta(shape, out, out)
         if kind == "bitwise":
             _require(op, common, lambda d: not d.is_floating_point, "integer or bool")
@@ -181,6 +192,13 @@ def _unary_inplace(name: str, fn: Any) -> Any:
         if tracked(self):
             return apply_inplace(self, fn, op=name + "_")
         return run_unary_into(name, self)
+    if name == "abs":  # a complex tensor's magnitudes are real: PyTorch refuses abs_
+        plain = method
+
+        def method(self: Tensor) -> Tensor:
+            if self._dtype.is_complex:
+                raise RuntimeError("In-place abs is not supported for complex tensors.")
+            return plain(self)
     method.__name__ = name + "_"
     return method
 
@@ -189,7 +207,8 @@ def _zero_grad(grad):
     return grad * 0.0
 
 
-_RULES = {"float": _float_rule, "predicate": _predicate_rule, "bitwise": _bitwise_not_rule}
+_RULES = {"float": _float_rule, "predicate": _predicate_rule, "bitwise": _bitwise_not_rule,
+          "abs": _abs_rule}
 UNARY_BY_RULE: dict[str, list[str]] = {"same": [], "float": [], "predicate": [], "bitwise": []}
 """The unary primitives of each rule (exporters convert each family alike)."""
 
@@ -203,7 +222,7 @@ def _unary(name: str, rule: str, grad: Any, doc: str, *, precision: P = P.KEEP,
     a backend's `<name>_backward(v, grad)` kernel may replace the formula, `v` being what
     the formula reads ("input" or "result"). `variants`, when given, replaces the
     function, method, in-place and out= variants `inplace` and `out` make."""
-    UNARY_BY_RULE[rule].append(name)
+    UNARY_BY_RULE["same" if rule == "abs" else rule].append(name)  # (abs: "same" on reals)
     if grad is not None and fused_backward is not None:
         fields["fused"] = (name + "_backward",)
         grad = _fusable(name + "_backward", fused_backward, grad)
@@ -221,19 +240,34 @@ def _unary(name: str, rule: str, grad: Any, doc: str, *, precision: P = P.KEEP,
                     cost=costs.pointwise(flops), doc=doc,
                     variants=variants if variants is not None else "function method" +
                     (" inplace" if inplace else "") + (" out" if out else ""),
-                    exact_out=rule in ("same", "bitwise"),
+                    exact_out=rule in ("same", "bitwise", "abs"),
                     inplace_method=_unary_inplace(name, fn), **fields)
     op = OPS[name]
     return public
+
+
+def conj(x: Any) -> Any:
+    """`x.conj()` for a complex tensor or number, else `x` itself: PyTorch's gradient
+    formulas for complex operands multiply by conjugates (`mul`'s input gradient is
+    `grad * other.conj()`), and a real operand keeps today's exact path."""
+    if isinstance(x, Tensor):
+        return x.conj() if x._dtype.is_complex else x
+    return x.conjugate() if isinstance(x, complex) else x
+
+
+def _abs_grad(grad, input):
+    # PyTorch's abs_backward: grad * sgn(input) (the sign, for real input)
+    return grad * (input.sgn() if input._dtype.is_complex else input.sign())
 
 
 _SQRT_PI = 2.0 / math.sqrt(math.pi)
 _LN2 = math.log(2.0)
 
 neg = _unary("neg", "same", lambda grad: -grad, aliases="negative", operators="__neg__",
+             complex=True,
              doc="Returns a new tensor with the negative of the elements of `input`.")
-abs = _unary("abs", "same", lambda grad, input: grad * input.sign(),  # noqa: A001
-             aliases="absolute", operators="__abs__",
+abs = _unary("abs", "abs", _abs_grad, aliases="absolute", operators="__abs__",  # noqa: A001
+             complex=True,
              doc="Computes the absolute value of each element in `input`.")
 floor = _unary("floor", "same", _zero_grad,
                doc="Returns the largest integer less than or equal to each element.")
@@ -244,11 +278,11 @@ trunc = _unary("trunc", "same", _zero_grad, aliases="fix",
 relu = _unary("relu", "same", lambda grad, result: grad.where((result <= 0).logical_not(), 0.0),
               fused_backward="result", out=False,
               doc="Applies the rectified linear unit function element-wise: max(0, x).")
-exp = _unary("exp", "float", lambda grad, result: grad * result, precision=P.FLOAT32, flops=8,
-             fused_backward="result",
+exp = _unary("exp", "float", lambda grad, result: grad * conj(result), precision=P.FLOAT32,
+             flops=8, fused_backward="result", complex=True,
              doc="Returns a new tensor with the exponential of the elements of `input`.")
-log = _unary("log", "float", lambda grad, input: grad / input, precision=P.FLOAT32, flops=8,
-             fused_backward="input",
+log = _unary("log", "float", lambda grad, input: grad / conj(input), precision=P.FLOAT32,
+             flops=8, fused_backward="input", complex=True,
              doc="Returns a new tensor with the natural logarithm of the elements of `input`.")
 log2 = _unary("log2", "float", lambda grad, input: grad / (input * _LN2), precision=P.FLOAT32,
               flops=8, doc="Returns a new tensor with the base-2 logarithm of the elements.")
@@ -258,7 +292,8 @@ log1p = _unary("log1p", "float", lambda grad, input: grad / (input + 1.0),
 expm1 = _unary("expm1", "float", lambda grad, result: grad * (result + 1.0),
                precision=P.FLOAT32, flops=8,
                doc="Returns exp(x) - 1 of each element, accurate for small values.")
-sqrt = _unary("sqrt", "float", lambda grad, result: grad / (result * 2.0), flops=4,
+sqrt = _unary("sqrt", "float", lambda grad, result: grad / (conj(result) * 2.0), flops=4,
+              complex=True,
               doc="Returns the square root of each element.")
 rsqrt = _unary("rsqrt", "float", lambda grad, result: grad * (result.pow(3) * -0.5),
                precision=P.FLOAT32, flops=4,
@@ -284,15 +319,16 @@ acos = _unary("acos", "float", lambda grad, input: -(grad / (1.0 - input * input
               doc="Returns the arccosine of each element.")
 atan = _unary("atan", "float", lambda grad, input: grad / (input * input + 1.0), flops=8,
               aliases="arctan", doc="Returns the arctangent of each element.")
-reciprocal = _unary("reciprocal", "float", lambda grad, result: -(grad * (result * result)),
+reciprocal = _unary("reciprocal", "float",
+                    lambda grad, result: -(grad * conj(result * result)), complex=True,
                     precision=P.FLOAT32, doc="Returns the reciprocal 1 / x of each element.")
 logical_not = _unary("logical_not", "predicate", None,
                      doc="Computes the logical NOT of each element (nonzero is True).")
-isnan = _unary("isnan", "predicate", None, inplace=False, out=False,
+isnan = _unary("isnan", "predicate", None, inplace=False, out=False, complex=True,
                doc="Tests each element for NaN.")
-isinf = _unary("isinf", "predicate", None, inplace=False, out=False,
+isinf = _unary("isinf", "predicate", None, inplace=False, out=False, complex=True,
                doc="Tests each element for positive or negative infinity.")
-isfinite = _unary("isfinite", "predicate", None, inplace=False, out=False,
+isfinite = _unary("isfinite", "predicate", None, inplace=False, out=False, complex=True,
                   doc="Tests each element for being finite (neither NaN nor infinite).")
 bitwise_not = _unary("bitwise_not", "bitwise", None, operators="__invert__",
                      doc="Computes the bitwise NOT of an integer tensor (logical NOT of a "
@@ -336,7 +372,7 @@ def round(input: Tensor, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's
     return _round(input * scale) / scale
 
 
-@composite(variants="function method", operators="__pos__")
+@composite(complex=True, variants="function method", operators="__pos__")
 def positive(input: Tensor) -> Tensor:
     """Returns `input` itself (`+x`)."""
     if input.dtype is dt.bool_:
@@ -429,7 +465,7 @@ def _scaled(name: str, input: Any, other: Any, alpha: Any) -> Any:
         alpha = alpha != 0  # alpha takes the result's dtype
     elif isinstance(alpha, bool):
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
-    elif isinstance(alpha, float) and not common.is_floating_point:
+    elif isinstance(alpha, float) and not common._differentiable:
         raise RuntimeError("For integral input tensors, argument alpha must not be a "
                            "floating point number.")
     if isinstance(other, numbers.Number) and not isinstance(other, Tensor):
@@ -461,8 +497,8 @@ def _scaled_inplace(name: str) -> Any:
 def _pow_grad_input(grad, input, other):
     """PyTorch's pow_backward: 0 wherever the exponent is 0 (even at a zero base)."""
     if not isinstance(other, Tensor):
-        return grad * 0.0 if other == 0 else grad * (input ** (other - 1) * other)
-    return grad * (input ** (other - 1) * other).masked_fill(other == 0, 0.0)
+        return grad * 0.0 if other == 0 else grad * conj(input ** (other - 1) * other)
+    return grad * conj((input ** (other - 1) * other).masked_fill(other == 0, 0.0))
 
 
 def _pow_grad_exponent(grad, input, other, result):
@@ -472,7 +508,9 @@ def _pow_grad_exponent(grad, input, other, result):
         log = math.log(input) if input > 0 else (-math.inf if input == 0 else math.nan)
         if input == 0:
             return grad * (result * log).masked_fill(other >= 0, 0.0)
-        return grad * (result * log)
+        return grad * conj(result * log)
+    if result._dtype.is_complex:  # (no zero-base mask: a complex exponent has no sign)
+        return grad * conj(result * input.log())
     return grad * (result * input.log()).masked_fill((input == 0).logical_and(other >= 0),
                                                      0.0)
 
@@ -485,7 +523,8 @@ def _share(a: Any, b: Any, like: Tensor, op: str) -> Tensor:
 
 _ARITH = "function method inplace out"
 
-@primitive(variants=_ARITH, rule=_binary_rule("add", "arith"), cost=costs.pointwise(1),
+@primitive(complex=True,
+           variants=_ARITH, rule=_binary_rule("add", "arith"), cost=costs.pointwise(1),
            grad=Grad(input=lambda grad: grad, other=lambda grad: grad),
            operators="__add__ __radd__ __iadd__",
            operator_impl=functools.partial(binary, "add"), inplace_method=_scaled_inplace("add"))
@@ -497,7 +536,8 @@ def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     return binary("add", input, other)
 
 
-@primitive(variants=_ARITH, rule=_binary_rule("sub", "arith"), cost=costs.pointwise(1),
+@primitive(complex=True,
+           variants=_ARITH, rule=_binary_rule("sub", "arith"), cost=costs.pointwise(1),
            grad=Grad(input=lambda grad: grad, other=lambda grad: -grad),
            operators="__sub__ __rsub__ __isub__",
            operator_impl=functools.partial(binary, "sub"), inplace_method=_scaled_inplace("sub"),
@@ -509,7 +549,7 @@ def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     return binary("sub", input, other)
 
 
-@composite(variants="function")
+@composite(complex=True, variants="function")
 def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """`other - alpha * input`."""
     return sub(other, input, alpha=alpha)
@@ -526,7 +566,7 @@ def _compare_inplace(name: str, fn: Any) -> Any:
 def _declare_binary(name: str, kind: str, doc: str, *, grad: Grad | None = None,
                     precision: P = P.KEEP,
                     operators: str = "", aliases: str = "", flops: float = 1,
-                    variants: str = _ARITH) -> Any:
+                    variants: str = _ARITH, **fields: Any) -> Any:
     fn = _binary_fn(name)
     inplace = None
     if "inplace" in variants:
@@ -535,13 +575,13 @@ def _declare_binary(name: str, kind: str, doc: str, *, grad: Grad | None = None,
                   grad=grad, precision=precision, cost=costs.pointwise(flops),
                   doc=doc, operators=operators, aliases=aliases,
                   operator_impl=functools.partial(binary, name) if operators else None,
-                  inplace_method=inplace)
+                  inplace_method=inplace, **fields)
 
 
 mul = _declare_binary("mul", "arith", "Multiplies `input` by `other`, with broadcasting.",
-                      operators="__mul__ __rmul__ __imul__", aliases="multiply",
-                      grad=Grad(input=lambda grad, other: grad * other,
-                                other=lambda grad, input: grad * input))
+                      operators="__mul__ __rmul__ __imul__", aliases="multiply", complex=True,
+                      grad=Grad(input=lambda grad, other: grad * conj(other),
+                                other=lambda grad, input: grad * conj(input)))
 floor_divide = _declare_binary(
     "floor_divide", "arith", "Divides `input` by `other` and rounds the quotient down.",
     operators="__floordiv__ __rfloordiv__ __ifloordiv__",
@@ -558,7 +598,7 @@ def _pow(input: Any, exponent: Any) -> Tensor:
     return binary("pow", input, exponent)
 
 
-pow = define("pow", Kind.PRIMITIVE, _pow, variants=_ARITH,  # noqa: A001 - PyTorch's name
+pow = define("pow", Kind.PRIMITIVE, _pow, variants=_ARITH, complex=True,  # noqa: A001
              rule=_binary_rule("pow", "arith"), precision=P.FLOAT32,
              grad=Grad(input=_pow_grad_input, other=_pow_grad_exponent),
              cost=costs.pointwise(8), operators="__pow__ __rpow__ __ipow__",
@@ -605,9 +645,9 @@ def _div_fn(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tens
 _div_fn.__doc__ = ("Divides `input` by `other` (true division); `rounding_mode=\"floor\"` "
                    "or `\"trunc\"` rounds the quotient.")
 div = define("div", Kind.PRIMITIVE, _div_fn, variants=_ARITH, rule=_binary_rule("div", "float"),
-             cost=costs.pointwise(1),
-             grad=Grad(input=lambda grad, other: grad / other,
-                       other=lambda grad, input, other: -(grad * input / (other * other))),
+             cost=costs.pointwise(1), complex=True,
+             grad=Grad(input=lambda grad, other: grad / conj(other),
+                       other=lambda grad, input, other: -(grad * conj(input / (other * other)))),
              operators="__truediv__ __rtruediv__ __itruediv__",
              operator_impl=functools.partial(binary, "div"), aliases="divide true_divide",
              inplace_method=_binary_inplace("div", _div_fn))
@@ -621,9 +661,9 @@ arctan2 = atan2
 _COMPARE = "function method inplace out"
 _LOGICAL = "function method inplace out"
 eq = _declare_binary("eq", "compare", "Computes `input == other` element-wise.",
-                     operators="__eq__", variants=_COMPARE)
+                     operators="__eq__", variants=_COMPARE, complex=True)
 ne = _declare_binary("ne", "compare", "Computes `input != other` element-wise.",
-                     operators="__ne__", variants=_COMPARE, aliases="not_equal")
+                     operators="__ne__", variants=_COMPARE, aliases="not_equal", complex=True)
 lt = _declare_binary("lt", "compare", "Computes `input < other` element-wise.",
                      operators="__lt__", variants=_COMPARE, aliases="less")
 le = _declare_binary("le", "compare", "Computes `input <= other` element-wise.",
@@ -649,13 +689,13 @@ bitwise_xor = _declare_binary("bitwise_xor", "bitwise", "The bitwise XOR of inte
 not_equal, less, less_equal, greater, greater_equal = ne, lt, le, gt, ge
 
 
-@composite(variants="function")
+@composite(complex=True, variants="function")
 def result_type(tensor1: Any, tensor2: Any) -> dt.dtype:
     """The dtype an arithmetic op on these operands (tensors or numbers) would produce."""
     return dt.result_type(operand_tier(tensor1), operand_tier(tensor2))
 
 
-@composite(variants="function method")
+@composite(complex=True, variants="function method")
 def isclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8,
             equal_nan: bool = False) -> Tensor:
     """Whether each element of `input` is close to `other`:
@@ -671,7 +711,7 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8
     if atol < 0:
         raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
     close = input == other
-    if equal_nan and input.dtype.is_floating_point:
+    if equal_nan and input.dtype._differentiable:  # (floating or complex: NaN exists)
         close = close.logical_or(input.isnan().logical_and(other.isnan()))
     if rtol == 0 and atol == 0:
         return close
@@ -683,7 +723,7 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8
     return close.logical_or(error.isfinite().logical_and(error <= other.abs() * rtol + atol))
 
 
-@composite(variants="function method")
+@composite(complex=True, variants="function method")
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8,
              equal_nan: bool = False) -> bool:
     """Whether every element of `input` is close to `other` (see `isclose`)."""
@@ -710,7 +750,8 @@ def _where_method(self: Tensor, condition: Tensor, other: Any) -> Tensor:
     return where(condition, self, other)
 
 
-@primitive(rule=_where_rule, uncast=(0,), variants="function method out", exact_out=True,
+@primitive(complex=True,
+           rule=_where_rule, uncast=(0,), variants="function method out", exact_out=True,
            method=_where_method, cost=costs.pointwise(1),
            grad=Grad(input=lambda grad, condition: where(condition, grad, 0.0),
                      other=lambda grad, condition: where(condition, 0.0, grad)))
@@ -897,7 +938,7 @@ def _no_integer_addcdiv(tensor1: Tensor, tensor2: Tensor) -> None:
                            "dtypes.")
 
 
-@composite(variants="function method inplace out", cost=costs.pointwise(1))
+@composite(complex=True, variants="function method inplace out", cost=costs.pointwise(1))
 def square(input: Tensor) -> Tensor:
     """Returns the square of each element (of a bool tensor: as int64, like `pow(x, 2)`)."""
     if input.dtype is dt.bool_:
@@ -926,19 +967,34 @@ def logaddexp(input: Tensor, other: Tensor) -> Tensor:
 # -- dtype and device moves -----------------------------------------------------------
 
 
+_warned_discard = False
+
+
+def _warn_discard() -> None:
+    """PyTorch's warning (given once a process, as its TORCH_WARN_ONCE) for a complex
+    tensor cast to a real dtype."""
+    global _warned_discard
+    _warned_discard = True
+    warnings.warn("Casting complex values to real discards the imaginary part", UserWarning,
+                  stacklevel=_user_stacklevel())
+
+
 def _cast(input: Tensor, dtype: dt.dtype) -> Tensor:
     if input._dtype is dtype:
         return input
+    if input._dtype.is_complex and not dtype.is_complex and dtype is not dt.bool_ and \
+            not _warned_discard:
+        _warn_discard()
     return apply(OPS["cast"], input, dtype=dtype)
 
 
 to_dtype = define("cast", Kind.PRIMITIVE, _cast, rule=_cast_rule, cost=costs.movement,
-                  grad=Grad("ToCopyBackward0", input=lambda grad: grad),
+                  complex=True, grad=Grad("ToCopyBackward0", input=lambda grad: grad),
                   doc="`input` as `dtype`; differentiable between floating dtypes (users "
                       "write `x.to(dtype)`).")
 
 
-@composite(variants="", cost=costs.movement,
+@composite(complex=True, variants="", cost=costs.movement,
            grad=Grad("ToCopyBackward0", input=lambda grad, source: to_device(grad, source)))
 def to_device(input: Tensor, device: Any, non_blocking: bool = False) -> Tensor:
     """`input` on another device; differentiable (the gradient moves back). Written with
@@ -990,7 +1046,7 @@ def to_arguments(args: tuple, kwargs: dict) -> tuple[Any, Any, bool, bool]:
     return device, (None if d is None else dtype_arg(d)), non_blocking, copy
 
 
-@composite(variants="method")
+@composite(complex=True, variants="method")
 def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """`x.to(device)`, `x.to(dtype)`, `x.to(device, dtype)` or `x.to(other)`: this tensor
     on another device or as another dtype (itself when nothing changes)."""
@@ -1005,13 +1061,13 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     return out
 
 
-@composite(variants="method")
+@composite(complex=True, variants="method")
 def cpu(self: Tensor) -> Tensor:
     """This tensor in CPU memory (itself if it is there)."""
     return to_device(self, "cpu")
 
 
-@composite(variants="method")
+@composite(complex=True, variants="method")
 def cuda(self: Tensor, device: Any = None, non_blocking: bool = False) -> Tensor:
     """This tensor on a CUDA device (`cuda:0` unless given)."""
     return to_device(self, "cuda" if device is None else
@@ -1049,7 +1105,7 @@ def _to_type_name(self: Tensor, name: str) -> Tensor:
 
 
 # declared by name: a module-level `type` would hide the builtin from this module's code
-define("type", Kind.COMPOSITE, _type, variants="method")
+define("type", Kind.COMPOSITE, _type, variants="method", complex=True)
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
                "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
                "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
@@ -1067,4 +1123,4 @@ for _name, _d in (("float", dt.float32), ("double", dt.float64), ("half", dt.flo
                   ("bfloat16", dt.bfloat16), ("long", dt.int64), ("int", dt.int32),
                   ("short", dt.int16), ("char", dt.int8), ("byte", dt.uint8),
                   ("bool", dt.bool_)):
-    define(_name, Kind.COMPOSITE, _as_dtype(_d), variants="method")
+    define(_name, Kind.COMPOSITE, _as_dtype(_d), variants="method", complex=True)

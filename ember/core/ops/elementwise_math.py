@@ -362,9 +362,15 @@ def sinc(input: Tensor) -> Tensor:
     return where(zero, 1.0, sin(px) / px)
 
 
-@composite(variants="function method inplace out", cost=costs.pointwise(1))
+@composite(complex=True, variants="function method inplace out", cost=costs.pointwise(1))
 def sgn(input: Tensor) -> Tensor:
-    """The sign of each element (for real tensors `sign`, with PyTorch's 0 for NaN)."""
+    """The sign of each element (for real tensors `sign`, with PyTorch's 0 for NaN; for
+    complex ones `z / |z|`, 0 at 0)."""
+    if input.dtype.is_complex:
+        size = input.abs()
+        zero = size == 0
+        # (the divisor is 1 at 0, so the unused branch's gradient is no 0/0)
+        return where(zero, 0.0, input / where(zero, 1.0, size))
     out = sign(input)
     if input.dtype.is_floating_point:
         out = where(input.isnan(), 0.0, out)

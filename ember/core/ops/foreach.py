@@ -118,7 +118,11 @@ def _declare_list_op(name: str, inplace: bool) -> Callable[..., Any]:
                            f"{'None (writes into xs)' if inplace else 'list'}",
                  doc=f"`{name}` over lists of buffers in one call.")
     return define(op, Kind.COMPOSITE, _list_op(name, inplace), variants="function",
-                  fused=(op,), cost=_list_cost)
+                  fused=(op,), cost=_list_cost, complex=name in _COMPLEX)
+
+
+# the list ops whose tensor op takes complex tensors (SGD's update of complex parameters)
+_COMPLEX = frozenset({"add", "sub", "mul", "div", "zero", "copy", "neg"})
 
 
 _foreach_add_ = _declare_list_op("add", True)
@@ -148,7 +152,7 @@ def _foreach_norm(self: Sequence[Tensor], ord: float = 2) -> tuple[Tensor, ...]:
         return tuple(norm(x, ord) for x in self)
 
 
-@composite(variants="function", fused="_fused_sgd_", cost=_list_cost)
+@composite(complex=True, variants="function", fused="_fused_sgd_", cost=_list_cost)
 def _fused_sgd_(params: list[Tensor], grads: list[Tensor],
                 momentum_buffers: list[Tensor | None], *, lr: float, momentum: float = 0.0,
                 dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False,

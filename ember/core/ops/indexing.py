@@ -171,7 +171,7 @@ def _index(input: Tensor, parsed: ParsedIndex, key: Any) -> Tensor:
     return out
 
 
-@primitive(variants="", rule=_getitem_rule, view=True, cost=costs.movement,
+@primitive(complex=True, variants="", rule=_getitem_rule, view=True, cost=costs.movement,
            operators="__getitem__", grad=Grad("IndexBackward0", input=_getitem_grad))
 def getitem(input: Tensor, key: Any) -> Tensor:
     """`input[key]`: basic indexing (ints, slices, None, ...) returns a view; tensor and
@@ -264,7 +264,7 @@ def _write_value(input: Tensor, value: Any, parsed: ParsedIndex, *,
     return to_dtype(value, input._dtype)
 
 
-@primitive(variants="", rule=_setitem_rule, mutates=True, cost=costs.movement,
+@primitive(complex=True, variants="", rule=_setitem_rule, mutates=True, cost=costs.movement,
            operators="__setitem__")
 def setitem(input: Tensor, key: Any, value: Any) -> None:
     """`input[key] = value`, in place (differentiable through `value` and `input`).
@@ -310,7 +310,7 @@ def _bw_index_put(node, g):
     return gx, gv
 
 
-@primitive(variants="", rule=_assign_rule, mutates=True, cost=costs.movement)
+@primitive(complex=True, variants="", rule=_assign_rule, mutates=True, cost=costs.movement)
 def assign(dst: Tensor, src: Tensor) -> None:
     """Copies `src` (broadcastable, same dtype and device) into `dst`'s storage."""
     run_inplace("assign", dst, src)
@@ -337,7 +337,7 @@ def _gather_grad(grad, index, dim, input_shape):
     return apply(op, z, index, grad, dim=dim)
 
 
-@primitive(rule=_gather_rule, cost=costs.movement, grad=Grad(input=_gather_grad))
+@primitive(complex=True, rule=_gather_rule, cost=costs.movement, grad=Grad(input=_gather_grad))
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Values of `input` along `dim` at `index` (`out[i][j] = input[index[i][j]][j]` for
     dim 0)."""
@@ -351,7 +351,7 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     return apply(OPS["gather"], input, index, dim=d)
 
 
-@composite(cost=costs.movement)
+@composite(complex=True, cost=costs.movement)
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
     """The values of `input` at `indices` along `dim` (NumPy's take_along_axis): the two
     broadcast against each other outside `dim`; with `dim=None`, over the flattened
@@ -384,7 +384,7 @@ def _pad_to(g: Tensor, shape: tuple) -> Tensor:
     return _index_put(out, parse(out, key), g)
 
 
-@primitive(variants="function method inplace", rule=_scatter_rule("scatter"),
+@primitive(complex=True, variants="function method inplace", rule=_scatter_rule("scatter"),
            cost=costs.movement, grad=Grad(
                input=lambda grad, index, dim: grad.scatter(dim, index, 0.0),
                src=lambda grad, index, dim, src_shape: _pad_to(
@@ -441,7 +441,8 @@ def _index_select_grad(grad, index, dim, input_shape):
     return index_put_into_zeros(grad, input_shape, parse(z, key))
 
 
-@primitive(rule=_index_select_rule, cost=costs.movement, grad=Grad(input=_index_select_grad))
+@primitive(complex=True,
+           rule=_index_select_rule, cost=costs.movement, grad=Grad(input=_index_select_grad))
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Entries of `input` along `dim` at the 1-D `index`."""
     d = normalize_dim("index_select", dim, input.ndim)
@@ -461,7 +462,7 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     return apply(OPS["index_select"], input, index, dim=d)
 
 
-@composite(variants="function method inplace", cost=costs.movement)
+@composite(complex=True, variants="function method inplace", cost=costs.movement)
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     """A copy of `input` with `value` at positions `index` along `dim`."""
     d = normalize_dim("index_fill", dim, input.ndim)
@@ -486,7 +487,7 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     return out
 
 
-@composite(variants="function method inplace", cost=costs.movement)
+@composite(complex=True, variants="function method inplace", cost=costs.movement)
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
               alpha: Any = 1) -> Tensor:
     """A copy of `input` with `alpha * source` added at `index` along `dim` (repeats
@@ -515,7 +516,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
 # -- masks ----------------------------------------------------------------------------
 
 
-@composite(variants="function method inplace", cost=costs.pointwise(1))
+@composite(complex=True, variants="function method inplace", cost=costs.pointwise(1))
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     """A copy of `input` with `value` where `mask` is true."""
     if mask.dtype is not dt.bool_:
@@ -526,6 +527,8 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
             raise RuntimeError(f"masked_fill only supports a 0-dimensional value tensor, but "
                                f"got tensor with {value.ndim} dimension(s).")
         value = to_dtype(value, input._dtype)
+    elif input._dtype.is_complex:
+        value = complex(python_scalar(value))
     elif not input._dtype.is_floating_point:
         value = dt.fit_scalar(python_scalar(value), input._dtype)
         value = int(value) if input._dtype is not dt.bool_ else bool(value)
@@ -535,7 +538,7 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     return out if out._dtype is input._dtype else to_dtype(out, input._dtype)
 
 
-@composite(cost=costs.movement)
+@composite(complex=True, cost=costs.movement)
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The elements of `input` where `mask` (broadcast) is true, as a 1-D tensor."""
     input, mask = broadcast_tensors(input, mask)
@@ -544,7 +547,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     return getitem(input, mask)
 
 
-@primitive(rule=_nonzero_rule, cost=costs.movement)
+@primitive(complex=True, rule=_nonzero_rule, cost=costs.movement)
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     """Indices of the non-zero elements, one row per element (or one tensor per dim)."""
     out = run("nonzero", input)
@@ -583,7 +586,7 @@ def _require_dims(op: str, input: Tensor, dim: int) -> None:
         raise IndexError(f"{op}: Dimension specified as {dim} but tensor has no dimensions")
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """A view of `length` elements of `dim` from `start`."""
     if not input.ndim:
@@ -604,7 +607,7 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     return _index(input, parse_basic(input._data.shape, key), key)
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def select(input: Tensor, dim: int, index: int) -> Tensor:
     """A view of index `index` of dimension `dim` (which it removes)."""
     if not input.ndim:
@@ -614,7 +617,7 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
     return _index(input, parse_basic(input._data.shape, key), key)
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def unbind(input: Tensor, dim: int = 0) -> tuple:
     """Every slice along `dim`, as views."""
     _require_dims("unbind", input, dim)
@@ -622,7 +625,7 @@ def unbind(input: Tensor, dim: int = 0) -> tuple:
     return tuple(select(input, d, i) for i in range(input.shape[d]))
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
     """Splits into chunks of a given size, or of the given list of sizes (views)."""
     if not input.ndim:
@@ -647,7 +650,7 @@ def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
     return tuple(out)
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     """Splits into `chunks` nearly equal pieces (views)."""
     if chunks <= 0:
@@ -659,7 +662,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     return split(input, max(step, 1), d)
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> tuple:
     """Splits into that many pieces whose sizes differ by at most one, or at the given
     indices along `dim` (views, as NumPy's array_split)."""
@@ -704,7 +707,7 @@ def _flat_index(op: str, index: Tensor, n: int) -> Tensor:
     return where(flat < 0, flat + n, flat)
 
 
-@composite(variants="function method", cost=costs.movement)
+@composite(complex=True, variants="function method", cost=costs.movement)
 def take(input: Tensor, index: Tensor) -> Tensor:
     """The elements of `input`, read as 1-d, at `index` (any shape, which the result
     has; negative indices count from the end)."""
@@ -746,7 +749,7 @@ def _along(index: Tensor, d: int, shape: tuple) -> Tensor:
     return reshape(index, tuple(view)).expand(shape)
 
 
-@composite(variants="function method inplace", cost=costs.movement)
+@composite(complex=True, variants="function method inplace", cost=costs.movement)
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """A copy of `input` with the slices of `source` along `dim` written at positions
     `index` there."""
@@ -778,7 +781,7 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
 
 
 
-@composite(variants="function method inplace", cost=costs.movement)
+@composite(complex=True, variants="function method inplace", cost=costs.movement)
 def index_put(input: Tensor, indices: Any, values: Tensor, accumulate: bool = False) -> Tensor:
     """A copy of `input` with `values` written (added, with `accumulate`; repeats add up)
     at `input[indices]`, a tuple of index tensors (int64, or bool masks)."""
@@ -960,7 +963,7 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     return _index_put(input, parsed, reshape(source, (-1,))[:k])
 
 
-@composite(variants="function method", cost=costs.movement)
+@composite(complex=True, variants="function method", cost=costs.movement)
 def argwhere(input: Tensor) -> Tensor:
     """The indices of the nonzero elements, one row each (`nonzero(input)`)."""
     return nonzero(input)

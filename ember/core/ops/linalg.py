@@ -24,6 +24,7 @@ from ember.core.apply import apply, apply_labelled
 from ember.core.declare import composite, primitive, write_out
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
 from ember.core.opdef import Precision as P
+from ember.core.ops.elementwise import conj
 from ember.core.ops.shape import cat
 from ember.core.shapes import broadcast_shapes, fmt_shape, normalize_dim
 from ember.core.tensor import Tensor
@@ -85,7 +86,8 @@ def _einsum_rule(*operands, equation):
 
 
 def _matmul_grads(grad, input, other, needs):
-    a, b, g = input, other, grad
+    # complex operands: conjugates (`grad @ other.mH`), PyTorch's convention
+    a, b, g = conj(input), conj(other), grad
     if a.ndim == 1 and b.ndim == 1:  # a dot product: g is 0-d
         return (g * b if needs[0] else None), (g * a if needs[1] else None)
     a2 = a.unsqueeze(0) if a.ndim == 1 else a
@@ -107,7 +109,8 @@ _MATMUL_LABELS = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBack
                   (3, 3): "BmmBackward0"}
 
 
-@primitive(variants="function method out", exact_out=True, rule=_matmul_rule, cost=costs.matmul,
+@primitive(complex=True,
+           variants="function method out", exact_out=True, rule=_matmul_rule, cost=costs.matmul,
            precision=P.LOWER, cpu_precision=P.LOWER, grad=Grad(each=_matmul_grads),
            operators="__matmul__ __rmatmul__")
 def matmul(input: Tensor, other: Tensor) -> Tensor:
@@ -120,7 +123,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     return apply_labelled(OPS["matmul"], label, input, other)
 
 
-@composite(variants="function method out", exact_out=True, cost=costs.matmul, precision=P.LOWER,
+@composite(complex=True,
+           variants="function method out", exact_out=True, cost=costs.matmul, precision=P.LOWER,
            cpu_precision=P.LOWER)
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """The product of two matrices."""
@@ -130,7 +134,8 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     return matmul(input, mat2)
 
 
-@composite(variants="function method out", exact_out=True, cost=costs.matmul, precision=P.LOWER,
+@composite(complex=True,
+           variants="function method out", exact_out=True, cost=costs.matmul, precision=P.LOWER,
            cpu_precision=P.LOWER)
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """The batched product of two (b, n, m) and (b, m, p) tensors."""
@@ -569,7 +574,7 @@ def _einsum_grads(grad, operands, equation, needs):
         avail = set(rhs).union(*others) if others else set(rhs)
         kept = "".join(c for c in term if c in avail)
         sub_eq = ",".join(others + [rhs]) + "->" + kept
-        gi = einsum(sub_eq, *[o for j, o in enumerate(operands) if j != i], grad)
+        gi = einsum(sub_eq, *[conj(o) for j, o in enumerate(operands) if j != i], grad)
         # broadcast back over letters summed only within this operand, and where this
         # operand's size 1 met a larger size (the node then sums those down)
         sizes = [gi.shape[kept.index(c)] if c in kept else 1 for c in term]
@@ -592,7 +597,8 @@ def _einsum_cost(*operands: Any, equation: str) -> Cost:
                 sum(costs.nbytes(x) for x in operands))
 
 
-@primitive(variants="function", rule=_einsum_rule, cost=_einsum_cost, precision=P.LOWER,
+@primitive(complex=True,
+           variants="function", rule=_einsum_rule, cost=_einsum_cost, precision=P.LOWER,
            cpu_precision=P.LOWER, grad=Grad(each=_einsum_grads))
 def einsum(equation: str, *operands: Any) -> Tensor:
     """Einstein summation, e.g. `einsum("bij,bjk->bik", a, b)`; `...` stands for

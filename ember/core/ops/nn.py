@@ -165,14 +165,14 @@ def _unpad(grad, input_shape, pad):
     return getitem(grad, key)
 
 
-@primitive(variants="", rule=_constant_pad_rule, cost=costs.movement,
+@primitive(complex=True, variants="", rule=_constant_pad_rule, cost=costs.movement,
            grad=Grad("ConstantPadNdBackward0", input=_unpad))
 def constant_pad(input: Tensor, pad: tuple, value: Any = 0) -> Tensor:
     """Pads with `value`: `pad` holds a non-negative (before, after) pair per dimension."""
     return apply(OPS["constant_pad"], input, pad=pad, value=value)
 
 
-@composite(variants="function", traced_as_node=True, cost=costs.movement)
+@composite(complex=True, variants="function", traced_as_node=True, cost=costs.movement)
 def constant_pad_nd(input: Tensor, pad: Sequence[int], value: Any = 0.0) -> Tensor:
     """Pads with a constant; `pad` lists (left, right) pairs from the last dimension
     backwards, as `F.pad` does. Negative amounts crop."""

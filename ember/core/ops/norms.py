@@ -14,6 +14,7 @@ from typing import Any
 from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.declare import composite, write_out
+from ember.core.host import dtype_arg
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import where
 from ember.core.ops.factorizations import _check, _diag, _inv_ex, _matrix_cost, _svd
@@ -52,12 +53,15 @@ def _vector_norm(x: Tensor, ord: Any, dims: Any, keepdim: bool) -> Tensor:
     return (x.abs() ** ord).sum(dims, keepdim) ** (1.0 / ord)
 
 
-@composite(variants="", cost=costs.reduction(2), precision=P.FLOAT32)
+@composite(complex=True, variants="", cost=costs.reduction(2), precision=P.FLOAT32)
 def linalg_vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False, *,
                        dtype: Any = None, out: Any = None) -> Tensor:
     """`linalg.vector_norm`: the `ord`-norm of the vectors along `dim` (all elements, as one
     vector, when None): `sum(|x|^ord)^(1/ord)`; `inf`/`-inf` the largest/smallest |x|,
-    0 the count of non-zeros."""
+    0 the count of non-zeros. A complex tensor's is that of its magnitudes (real)."""
+    if x.dtype.is_complex:
+        x = x.abs() if dtype is None else x.to(dtype_arg(dtype)).abs()
+        dtype = None
     x = _float_input("linalg.vector_norm", x, dtype)
     if isinstance(ord, str) or isinstance(ord, bool):
         raise RuntimeError(f"linalg.vector_norm: Expected a number for ord, got {ord!r}")

@@ -13,37 +13,37 @@ from ember.core.ops.shape import transpose
 from ember.core.tensor import Tensor
 
 
-@composite(variants="function", cost=costs.view)
+@composite(complex=True, variants="function", cost=costs.view)
 def detach(input: Tensor) -> Tensor:
     """A tensor sharing `input`'s storage, outside the autograd graph."""
     return input.detach()
 
 
-@composite(variants="function", cost=costs.view)
+@composite(complex=True, variants="function", cost=costs.view)
 def numel(input: Tensor) -> int:
     """The number of elements of `input`."""
     return input.numel()
 
 
-@composite(variants="function", cost=costs.view)
+@composite(complex=True, variants="function", cost=costs.view)
 def is_floating_point(input: Tensor) -> bool:
     """Whether `input`'s dtype is a floating-point type."""
     return input.is_floating_point()
 
 
-@composite(variants="function", cost=costs.view)
+@composite(complex=True, variants="function", cost=costs.view)
 def get_device(input: Tensor) -> int:
     """The index of the device holding `input`; -1 for the CPU."""
     return input.get_device()
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def is_signed(input: Tensor) -> bool:
     """Whether `input`'s dtype is signed (every dtype but bool and uint8)."""
     return input.dtype not in (dt.bool_, dt.uint8)
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def is_nonzero(input: Tensor) -> bool:
     """Whether the one element of `input` is not zero."""
     n = input.numel()
@@ -54,47 +54,48 @@ def is_nonzero(input: Tensor) -> bool:
     return bool(input.item())
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def is_same_size(input: Tensor, other: Tensor) -> bool:
     """Whether `input` and `other` have the same shape."""
     return tuple(input.shape) == tuple(other.shape)
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def is_inference(input: Tensor) -> bool:
     """Whether `input` is an inference tensor (never: ember has no inference tensors)."""
     return False
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def is_neg(input: Tensor) -> bool:
     """Whether `input` is a lazily negated view (never: ember negates eagerly)."""
     return False
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def is_distributed(input: Tensor) -> bool:
     """Always False, as in PyTorch."""
     return False
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def resolve_neg(input: Tensor) -> Tensor:
     """`input` itself: ember has no lazily negated views to materialize."""
     return input
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def adjoint(input: Tensor) -> Tensor:
-    """A view of `input` with its last two dimensions swapped (the conjugate transpose,
-    for real tensors)."""
+    """The conjugate transpose of the last two dimensions: a view of a real tensor; of a
+    complex one, a conjugated copy (ember conjugates eagerly)."""
     if input.ndim < 2:
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of "
                            f"matrices. Got {input.ndim}-D tensor.")
-    return transpose(input, -2, -1)
+    out = transpose(input, -2, -1)
+    return out.conj() if input.dtype.is_complex else out
 
 
-@composite(variants="method", cost=costs.pointwise(0))
+@composite(complex=True, variants="method", cost=costs.pointwise(0))
 def type_as(self: Tensor, other: Tensor) -> Tensor:
     """This tensor cast to `other`'s dtype (itself when it has it already)."""
     return to_dtype(self, other.dtype)

@@ -83,20 +83,20 @@ def _atleast(op: str, n: int, tensors: tuple) -> Any:
     return out[0] if single else tuple(out)
 
 
-@composite(variants="function", cost=costs.view)
+@composite(complex=True, variants="function", cost=costs.view)
 def atleast_1d(*tensors: Any) -> Any:
     """Each input viewed with at least one dimension (0-d tensors become shape (1,)); one
     tensor for one tensor given, else a tuple."""
     return _atleast("atleast_1d", 1, tensors)
 
 
-@composite(variants="function", cost=costs.view)
+@composite(complex=True, variants="function", cost=costs.view)
 def atleast_2d(*tensors: Any) -> Any:
     """Each input viewed with at least two dimensions (a 1-D tensor becomes a row)."""
     return _atleast("atleast_2d", 2, tensors)
 
 
-@composite(variants="function", cost=costs.view)
+@composite(complex=True, variants="function", cost=costs.view)
 def atleast_3d(*tensors: Any) -> Any:
     """Each input viewed with at least three dimensions (NumPy's rule: (k,) -> (1, k, 1),
     (a, b) -> (a, b, 1))."""
@@ -112,7 +112,7 @@ def _check_list(op: str, tensors: Any) -> list[Tensor]:
     return list(tensors)
 
 
-@composite(variants="function out", cost=costs.movement)
+@composite(complex=True, variants="function out", cost=costs.movement)
 def column_stack(tensors: Sequence[Tensor]) -> Tensor:
     """Joins tensors as columns: 0-d and 1-D tensors become columns, the others are
     joined along dim 1."""
@@ -120,13 +120,13 @@ def column_stack(tensors: Sequence[Tensor]) -> Tensor:
     return cat([reshape(x, (x.numel(), 1)) if x.ndim <= 1 else x for x in xs], 1)
 
 
-@composite(variants="function out", cost=costs.movement)
+@composite(complex=True, variants="function out", cost=costs.movement)
 def row_stack(tensors: Sequence[Tensor]) -> Tensor:
     """Alias of `vstack`: joins tensors row-wise (1-D tensors become rows)."""
     return vstack(_check_list("row_stack", tensors))
 
 
-@composite(variants="function out", cost=costs.movement)
+@composite(complex=True, variants="function out", cost=costs.movement)
 def dstack(tensors: Sequence[Tensor]) -> Tensor:
     """Joins tensors depth-wise (along dim 2), after `atleast_3d`."""
     return cat(list(atleast_3d(_check_list("dstack", tensors))), 2)
@@ -148,45 +148,45 @@ def _numpy_split(op: str, input: Tensor, sections: Any, dim: int, min_dims: int)
     return tensor_split(input, sections, dim)
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def hsplit(input: Tensor, indices_or_sections: Any) -> tuple:
     """Splits column-wise (dim 1; dim 0 of a 1-D tensor) into equal sections or at the
     given indices (views)."""
     return _numpy_split("hsplit", input, indices_or_sections, 1 if input.ndim > 1 else 0, 1)
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def vsplit(input: Tensor, indices_or_sections: Any) -> tuple:
     """Splits row-wise (dim 0) into equal sections or at the given indices (views)."""
     return _numpy_split("vsplit", input, indices_or_sections, 0, 2)
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def dsplit(input: Tensor, indices_or_sections: Any) -> tuple:
     """Splits depth-wise (dim 2) into equal sections or at the given indices (views)."""
     return _numpy_split("dsplit", input, indices_or_sections, 2, 3)
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple:
     """Splits into pieces of the given sizes along `dim` (views)."""
     return split(input, [int(s) for s in split_sizes], dim)
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def unsafe_split(input: Tensor, split_size: int, dim: int = 0) -> tuple:
     """`split` into pieces of `split_size` (PyTorch skips the checks of in-place writes
     through the pieces; the values are split's)."""
     return split(input, split_size, dim)
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def unsafe_split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple:
     """`split_with_sizes` (see `unsafe_split`)."""
     return split(input, [int(s) for s in split_sizes], dim)
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     """`chunk` (see `unsafe_split`)."""
     return input.chunk(chunks, dim)
@@ -195,7 +195,7 @@ def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
 # -- flips, rotations, ravel ----------------------------------------------------------
 
 
-@composite(cost=costs.movement)
+@composite(complex=True, cost=costs.movement)
 def fliplr(input: Tensor) -> Tensor:
     """Reverses the order of the columns (dim 1)."""
     if input.ndim < 2:
@@ -203,7 +203,7 @@ def fliplr(input: Tensor) -> Tensor:
     return flip(input, (1,))
 
 
-@composite(cost=costs.movement)
+@composite(complex=True, cost=costs.movement)
 def flipud(input: Tensor) -> Tensor:
     """Reverses the order of the rows (dim 0)."""
     if input.ndim < 1:
@@ -211,7 +211,7 @@ def flipud(input: Tensor) -> Tensor:
     return flip(input, (0,))
 
 
-@composite(cost=costs.movement)
+@composite(complex=True, cost=costs.movement)
 def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
     """Rotates by 90 degrees `k` times in the plane of `dims`, from the first towards the
     second."""
@@ -234,7 +234,7 @@ def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
     return clone(input)
 
 
-@composite(cost=costs.movement)
+@composite(complex=True, cost=costs.movement)
 def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     """Rolls the elements along `dims` by `shifts` (elements leaving one end come back at
     the other); without `dims`, the flattened tensor is rolled and its shape restored."""
@@ -258,7 +258,7 @@ def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     return clone(out) if out is input else out
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def ravel(input: Tensor) -> Tensor:
     """The elements as a 1-D tensor: a view when `input` is contiguous, else a copy."""
     return contiguous(input).view(-1)
@@ -278,7 +278,7 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
 
 
-@composite(cost=costs.movement)
+@composite(complex=True, cost=costs.movement)
 def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """A tensor whose diagonals (`offset`, in the plane of `dim1` and `dim2` of the
     result) hold the last dimension of `input`; zeros elsewhere."""
@@ -375,7 +375,7 @@ def _storage_root(input: Tensor) -> Tensor:
     return input._base if input._base is not None else input
 
 
-@composite(variants="function method inplace", cost=costs.view,
+@composite(complex=True, variants="function method inplace", cost=costs.view,
            inplace_method=metadata_inplace(
                lambda self, size, stride, storage_offset=None:
                as_strided(self, size, stride, storage_offset)))
@@ -429,7 +429,7 @@ def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],
 # -- index grids ----------------------------------------------------------------------
 
 
-@composite(variants="function", cost=costs.view)
+@composite(complex=True, variants="function", cost=costs.view)
 def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple:
     """Coordinate grids of 1-D (or 0-d) tensors: the i-th output varies along dim i
     (`indexing="ij"`), or with the first two dims swapped (`"xy"`, NumPy's default).
@@ -582,7 +582,7 @@ def unravel_index(indices: Tensor, shape: Any) -> tuple:
 # -- repeat_interleave ----------------------------------------------------------------
 
 
-@composite(cost=costs.movement)
+@composite(complex=True, cost=costs.movement)
 def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None, *,
                       output_size: int | None = None) -> Tensor:
     """Repeats each element (each slice along `dim`) `repeats` times, in place order;
@@ -639,7 +639,8 @@ def _copy_of(view: Callable[..., Any], name: str, variants: str = "function out"
             return tuple(clone(o) for o in out)
         return clone(out)
     fn.__doc__ = f"`{view.__name__}`, copied: the result shares no storage with `input`."
-    return composite(variants=variants, cost=costs.movement)(_named(fn, name))
+    # (complex when its view is: the view refuses a complex tensor it does not take)
+    return composite(variants=variants, cost=costs.movement, complex=True)(_named(fn, name))
 
 
 def _named(fn: Callable, name: str) -> Callable:

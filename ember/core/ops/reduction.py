@@ -51,7 +51,7 @@ def _reduction_rule(op: str):
         shape = reduced_shape(input.shape, dims, keepdim)
         if op in ("all", "any"):
             return OutMeta(shape, dt.bool_, None)
-        if op in ("sum", "prod") and not input.dtype.is_floating_point:
+        if op in ("sum", "prod") and not input.dtype._differentiable:
             return OutMeta(shape, dt.int64, dt.int64)
         return OutMeta(shape, input.dtype, None)
     return rule
@@ -108,7 +108,7 @@ def _cast_first(input: Tensor, dtype: Any) -> Tensor:
 # -- sum, mean, prod ------------------------------------------------------------------
 
 
-@primitive(variants="function method out", rule=_reduction_rule("sum"),
+@primitive(complex=True, variants="function method out", rule=_reduction_rule("sum"),
            precision=P.FLOAT32, cost=costs.reduction(1), grad=Grad(
                input=lambda grad, input_shape, dims, keepdim: expand_back(
                    grad, input_shape, dims, keepdim)))
@@ -122,7 +122,7 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001
     return _as_requested(out, dtype)
 
 
-@composite(variants="method", cost=costs.reduction(1))
+@composite(complex=True, variants="method", cost=costs.reduction(1))
 def sum_to_size(self: Tensor, *size: Any) -> Tensor:
     """This tensor summed down to `size`, which it must broadcast to (the gradient of a
     broadcast)."""
@@ -144,14 +144,15 @@ def _mean_grad(grad, input_shape, dims, keepdim, n):
     return expand_back(grad, input_shape, dims, keepdim) / (n if n else float("nan"))
 
 
-@composite(variants="function method out", traced_as_node=True, cost=costs.reduction(1),
+@composite(complex=True,
+           variants="function method out", traced_as_node=True, cost=costs.reduction(1),
            grad=Grad(input=_mean_grad))
 def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
          dtype: Any = None) -> Tensor:
     """The mean of the elements over `dim` (all dimensions when None); floating tensors
     only."""
     input = _cast_first(input, dtype)
-    if not input._dtype.is_floating_point:
+    if not input._dtype._differentiable:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either "
                            f"a floating point or complex dtype. Got: {input._dtype}")
     dims = _dims_arg("mean", input, dim)
@@ -348,21 +349,21 @@ def pair_out(name: str, input: Tensor, out: Any, compute: Any) -> Any:
 # -- logical --------------------------------------------------------------------------
 
 
-@primitive(rule=_reduction_rule("all"), cost=costs.reduction(1))
+@primitive(complex=True, rule=_reduction_rule("all"), cost=costs.reduction(1))
 def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """Whether every element over `dim` is nonzero (uint8 for a uint8 input, as PyTorch)."""
     out = run("all", input, dims=_dims_arg("all", input, dim), keepdim=keepdim)
     return to_dtype(out, dt.uint8) if input._dtype is dt.uint8 else out
 
 
-@primitive(rule=_reduction_rule("any"), cost=costs.reduction(1))
+@primitive(complex=True, rule=_reduction_rule("any"), cost=costs.reduction(1))
 def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """Whether any element over `dim` is nonzero (uint8 for a uint8 input, as PyTorch)."""
     out = run("any", input, dims=_dims_arg("any", input, dim), keepdim=keepdim)
     return to_dtype(out, dt.uint8) if input._dtype is dt.uint8 else out
 
 
-@composite(cost=costs.reduction(1))
+@composite(complex=True, cost=costs.reduction(1))
 def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
     """The number of nonzero elements over `dim`."""
     return sum(input != 0, dim)
@@ -435,12 +436,15 @@ def _norm2_grad(grad, input, result, dims, keepdim):
     return expand_back(grad, shape, dims, keepdim) * scale
 
 
-@composite(precision=P.FLOAT32, cost=costs.reduction(2),
+@composite(complex=True, precision=P.FLOAT32, cost=costs.reduction(2),
            grad=Grad(input=_norm2_grad))
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
          dtype: Any = None) -> Tensor:
-    """The vector p-norm over `dim` (the Frobenius norm by default)."""
+    """The vector p-norm over `dim` (the Frobenius norm by default); of a complex tensor,
+    the norm of its magnitudes (a real result)."""
     input = _cast_first(input, dtype)
+    if input.dtype.is_complex:
+        return norm(input.abs(), p, dim, keepdim)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
                            f"as input. Got {SCALAR_TYPE_NAMES[input.dtype.name]}")
@@ -470,7 +474,8 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
 # -- scans ----------------------------------------------------------------------------
 
 
-@primitive(variants="function method inplace out", rule=_cumsum_rule, precision=P.FLOAT32,
+@primitive(complex=True,
+           variants="function method inplace out", rule=_cumsum_rule, precision=P.FLOAT32,
            cost=costs.reduction(1),
            grad=Grad(input=lambda grad, dim: grad.flip((dim,)).cumsum(dim).flip((dim,))))
 def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:

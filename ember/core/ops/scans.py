@@ -124,7 +124,7 @@ def cummin(input: Tensor, dim: int) -> Any:
 # -- finite differences and integrals --------------------------------------------------
 
 
-@composite(variants="function method", cost=costs.pointwise(1))
+@composite(complex=True, variants="function method", cost=costs.pointwise(1))
 def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
          append: Tensor | None = None) -> Tensor:
     """The `n`-th forward difference along `dim` (`out[i] = input[i + 1] - input[i]`,

@@ -158,7 +158,7 @@ def _reshape_method(self: Tensor, *shape: Any, **kwargs: Any) -> Tensor:
     return _reshape_impl(self, sizes_arg(shape, kwargs, "shape"), False, "reshape")
 
 
-@primitive(rule=_reshape_rule, view=True, cost=costs.view, method=_reshape_method,
+@primitive(complex=True, rule=_reshape_rule, view=True, cost=costs.view, method=_reshape_method,
            grad=Grad(input=lambda grad, input_shape: grad.reshape(input_shape)))
 def reshape(input: Tensor, shape: Sequence[int]) -> Tensor:
     """The same values in a new shape: a view when the strides allow one, else a copy.
@@ -166,7 +166,7 @@ def reshape(input: Tensor, shape: Sequence[int]) -> Tensor:
     return _reshape_impl(input, sizes_arg((shape,)), False, "reshape")
 
 
-@composite(variants="method", cost=costs.view)
+@composite(complex=True, variants="method", cost=costs.view)
 def view(self: Tensor, *shape: Any, **kwargs: Any) -> Tensor:
     """A view with a new shape; raises when the strides do not allow one.
 
@@ -235,19 +235,19 @@ def _view_as_dtype(x: Tensor, dtype: Any) -> Tensor:
     return out
 
 
-@composite(variants="method", cost=costs.view)
+@composite(complex=True, variants="method", cost=costs.view)
 def view_as(self: Tensor, other: Tensor) -> Tensor:
     """A view of this tensor with `other`'s shape."""
     return view(self, tuple(other.shape))
 
 
-@composite(variants="method", cost=costs.view)
+@composite(complex=True, variants="method", cost=costs.view)
 def reshape_as(self: Tensor, other: Tensor) -> Tensor:
     """This tensor reshaped to `other`'s shape."""
     return reshape(self, tuple(other.shape))
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Flattens dimensions `start_dim` to `end_dim` into one."""
     if input.ndim == 0:
@@ -262,7 +262,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(input, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     """Expands dimension `dim` into `sizes`."""
     if not input.ndim:
@@ -279,7 +279,7 @@ def _alias(x: Tensor) -> Tensor:
     return _reshape_impl(x, tuple(x.shape), True, "view")
 
 
-@composite(variants="function method inplace", cost=costs.view,
+@composite(complex=True, variants="function method inplace", cost=costs.view,
            inplace_method=metadata_inplace(lambda self, dim=None: squeeze(self, dim)))
 def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     """Removes dimensions of size 1 (only `dim`, an int or a tuple, when given)."""
@@ -292,7 +292,7 @@ def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     return reshape(input, new) if new != shape else _alias(input)
 
 
-@composite(variants="function method inplace", cost=costs.view,
+@composite(complex=True, variants="function method inplace", cost=costs.view,
            inplace_method=metadata_inplace(lambda self, dim: unsqueeze(self, dim)))
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """Inserts a dimension of size 1 at `dim`."""
@@ -320,7 +320,7 @@ def _permute_method(self: Tensor, *dims: Any, **kwargs: Any) -> Tensor:
     return permute(self, sizes_arg(dims, kwargs, "dims"))
 
 
-@primitive(rule=_permute_rule, view=True, cost=costs.view, method=_permute_method,
+@primitive(complex=True, rule=_permute_rule, view=True, cost=costs.view, method=_permute_method,
            grad=Grad(input=lambda grad, dims: grad.permute(_inverse(dims))))
 def permute(input: Tensor, dims: Sequence[int]) -> Tensor:
     """A view with the dimensions reordered as `dims`."""
@@ -332,7 +332,8 @@ def permute(input: Tensor, dims: Sequence[int]) -> Tensor:
     return _permute_impl(input, dims, "PermuteBackward0")
 
 
-@composite(variants="function method inplace", cost=costs.view, aliases="swapaxes swapdims",
+@composite(complex=True,
+           variants="function method inplace", cost=costs.view, aliases="swapaxes swapdims",
            inplace_method=metadata_inplace(lambda self, d0, d1: transpose(self, d0, d1)))
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """A view with dimensions `dim0` and `dim1` swapped."""
@@ -348,7 +349,7 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
 swapaxes = swapdims = transpose
 
 
-@composite(variants="function method inplace", cost=costs.view,
+@composite(complex=True, variants="function method inplace", cost=costs.view,
            inplace_method=metadata_inplace(lambda self: t(self)))
 def t(input: Tensor) -> Tensor:
     """Transpose of a tensor with at most 2 dimensions."""
@@ -359,7 +360,7 @@ def t(input: Tensor) -> Tensor:
         _reshape_impl(input, tuple(input.shape), True, "t", "TBackward0")
 
 
-@composite(cost=costs.view, aliases="moveaxis")
+@composite(complex=True, cost=costs.view, aliases="moveaxis")
 def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
     """Moves the dimensions `source` to the positions `destination`."""
     src = [source] if isinstance(source, int) else list(source)
@@ -394,7 +395,7 @@ def _expand(input: Tensor, shape: tuple[int, ...]) -> Tensor:
     return as_view(out, input, lambda b: _expand(b, shape))
 
 
-@primitive(variants="method", rule=_expand_rule, view=True, cost=costs.view,
+@primitive(complex=True, variants="method", rule=_expand_rule, view=True, cost=costs.view,
            method=_expand_method,
            grad=Grad(input=lambda grad, input_shape: grad.sum_to_size(input_shape)))
 def expand(input: Tensor, size: Sequence[int]) -> Tensor:
@@ -402,19 +403,19 @@ def expand(input: Tensor, size: Sequence[int]) -> Tensor:
     return _expand(input, sizes_arg((size,)))
 
 
-@composite(variants="method", cost=costs.view)
+@composite(complex=True, variants="method", cost=costs.view)
 def expand_as(self: Tensor, other: Tensor) -> Tensor:
     """This tensor expanded to `other`'s shape."""
     return expand(self, tuple(other.shape))
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def broadcast_to(input: Tensor, size: Sequence[int]) -> Tensor:
     """`input` broadcast to `size` (a view)."""
     return expand(input, tuple(size))
 
 
-@composite(variants="function", cost=costs.view)
+@composite(complex=True, variants="function", cost=costs.view)
 def broadcast_tensors(*tensors: Tensor) -> tuple:
     """The tensors broadcast to their common shape (views)."""
     shape: tuple = ()
@@ -455,7 +456,7 @@ def _repeat_method(self: Tensor, *repeats: Any, **kwargs: Any) -> Tensor:
     return repeat(self, sizes_arg(repeats, kwargs, "repeats"))
 
 
-@composite(variants="method", method=_repeat_method, cost=costs.movement)
+@composite(complex=True, variants="method", method=_repeat_method, cost=costs.movement)
 def repeat(input: Tensor, repeats: Sequence[int]) -> Tensor:
     """Tiles the tensor `repeats[i]` times along each dimension (a copy)."""
     reps = sizes_arg((repeats,))
@@ -475,7 +476,7 @@ def repeat(input: Tensor, repeats: Sequence[int]) -> Tensor:
     return reshape(contiguous(out), tuple(r * s for r, s in zip(reps, shape)))
 
 
-@composite(cost=costs.movement)
+@composite(complex=True, cost=costs.movement)
 def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
     """Like `repeat`, with missing leading repeats taken as 1."""
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
@@ -491,7 +492,7 @@ def _flip_method(self: Tensor, *dims: Any, **kwargs: Any) -> Tensor:
     return flip(self, sizes_arg(dims, kwargs, "dims"))
 
 
-@primitive(rule=_flip_rule, cost=costs.movement, method=_flip_method,
+@primitive(complex=True, rule=_flip_rule, cost=costs.movement, method=_flip_method,
            grad=Grad(input=lambda grad, dims: grad.flip(dims)))
 def flip(input: Tensor, dims: Sequence[int]) -> Tensor:
     """A copy with the order of elements reversed along `dims`."""
@@ -507,27 +508,29 @@ def _triangle(op: str, input: Tensor, diagonal: int) -> Tensor:
     return apply(OPS[op], input, diagonal=diagonal)
 
 
-@primitive(variants="function method inplace", rule=_triangle_rule, cost=costs.movement,
+@primitive(complex=True,
+           variants="function method inplace", rule=_triangle_rule, cost=costs.movement,
            grad=Grad(input=lambda grad, diagonal: grad.tril(diagonal)))
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     """The lower triangle of the last two dimensions (the rest zeroed)."""
     return _triangle("tril", input, diagonal)
 
 
-@primitive(variants="function method inplace", rule=_triangle_rule, cost=costs.movement,
+@primitive(complex=True,
+           variants="function method inplace", rule=_triangle_rule, cost=costs.movement,
            grad=Grad(input=lambda grad, diagonal: grad.triu(diagonal)))
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     """The upper triangle of the last two dimensions (the rest zeroed)."""
     return _triangle("triu", input, diagonal)
 
 
-@primitive(rule=_clone_rule, cost=costs.movement, grad=Grad(input=lambda grad: grad))
+@primitive(complex=True, rule=_clone_rule, cost=costs.movement, grad=Grad(input=lambda grad: grad))
 def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
     """A copy with its own storage; differentiable."""
     return apply(OPS["clone"], input)
 
 
-@composite(variants="method", cost=costs.movement)
+@composite(complex=True, variants="method", cost=costs.movement)
 def contiguous(self: Tensor, memory_format: Any = None) -> Tensor:
     """This tensor if its elements are dense in row-major order, else a copy that is."""
     if self._backend.is_contiguous(self._data):
@@ -535,7 +538,7 @@ def contiguous(self: Tensor, memory_format: Any = None) -> Tensor:
     return clone(self)
 
 
-@composite(variants="method", cost=costs.view)
+@composite(complex=True, variants="method", cost=costs.view)
 def is_contiguous(self: Tensor, memory_format: Any = None) -> bool:
     """Whether this tensor's elements are dense in row-major order (or, for
     `memory_format=channels_last`, in that order: a row-major tensor is only when its
@@ -555,7 +558,7 @@ def _cat_grads(grad, dim, tensors_shape, needs):
     return tuple(grads)
 
 
-@primitive(variants="function out", rule=_cat_rule, cost=costs.movement,
+@primitive(complex=True, variants="function out", rule=_cat_rule, cost=costs.movement,
            cpu_precision=P.PROMOTE, aliases="concat concatenate",
            grad=Grad(each=_cat_grads))
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
@@ -582,7 +585,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 concat = concatenate = cat
 
 
-@composite(variants="function out", cost=costs.movement, cpu_precision=P.PROMOTE)
+@composite(complex=True, variants="function out", cost=costs.movement, cpu_precision=P.PROMOTE)
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Joins tensors of one shape along a new dimension."""
     tensors = list(tensors)
@@ -598,14 +601,14 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return cat([unsqueeze(x, d) for x in tensors], d)
 
 
-@composite(variants="function", cost=costs.movement)
+@composite(complex=True, variants="function", cost=costs.movement)
 def hstack(tensors: Sequence[Tensor]) -> Tensor:
     """Joins tensors column-wise (along dim 1; dim 0 for 1-D tensors)."""
     tensors = list(tensors)
     return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
 
 
-@composite(variants="function", cost=costs.movement)
+@composite(complex=True, variants="function", cost=costs.movement)
 def vstack(tensors: Sequence[Tensor]) -> Tensor:
     """Joins tensors row-wise (1-D tensors become rows)."""
     return cat([x if x.ndim > 1 else unsqueeze(x, 0) for x in tensors], 0)
@@ -644,7 +647,7 @@ def _strided_grad(grad, shape, steps, start, input_shape):
     return flat.index_add(0, index, grad.reshape(-1)).reshape(input_shape)
 
 
-@primitive(variants="", rule=_strided_rule, view=True, cost=costs.view,
+@primitive(complex=True, variants="", rule=_strided_rule, view=True, cost=costs.view,
            grad=Grad("AsStridedBackward0", input=_strided_grad))
 def strided_view(input: Tensor, shape: Sequence[int], steps: Sequence[Sequence[int]],
                  start: Sequence[int]) -> Tensor:
@@ -665,7 +668,7 @@ def _strided(input: Tensor, shape: tuple, steps: tuple, start: tuple, label: str
     return as_view(out, input, lambda b: _strided(b, shape, steps, start, label))
 
 
-@composite(cost=costs.view)
+@composite(complex=True, cost=costs.view)
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """A view of the diagonal of `input` in the plane of `dim1` and `dim2` (`offset`
     above the main one when positive, below when negative), as a new last dimension."""
@@ -686,7 +689,7 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
                     tuple(start), "DiagonalBackward0")
 
 
-@composite(variants="method", cost=costs.view)
+@composite(complex=True, variants="method", cost=costs.view)
 def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
     """A view of every slice of `size` elements along `dimension`, `step` apart, as a new
     last dimension (the slices overlap when `step < size`)."""

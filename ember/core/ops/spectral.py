@@ -1,26 +1,30 @@
-"""Spectral ops: the short-time Fourier transform (`stft`) of real signals, and its
-inverse (`istft`).
+"""Spectral ops: the short-time Fourier transform (`stft`), and its inverse (`istft`).
 
-ember has no complex dtypes, so `stft` gives PyTorch's real view of its result: the
-real and imaginary parts in a last dimension of size 2 (`return_complex=False`, which
-PyTorch still accepts, with a deprecation warning). The transform is a DFT written as
-two matrix products (cosines and sines, built once per call in float64), so it runs
-on every backend, differentiably. `istft` takes only the complex tensors PyTorch's
-`stft(return_complex=True)` returns, which ember cannot hold: it raises as PyTorch
-raises for a real input.
+`stft(return_complex=True)` frames the signal, windows each frame and transforms it with
+ember.fft (a complex result); `return_complex=False` (which PyTorch still accepts, with a
+deprecation warning) gives PyTorch's real view, the real and imaginary parts in a last
+dimension of size 2, as a DFT written as two matrix products (cosines and sines, built
+once per call in float64), so it runs on every backend, complex dtypes or not. `istft`
+inverts the complex form: an inverse FFT of each frame, windowed, overlap-added (`fold`)
+and divided by the window's summed square. All of it is differentiable.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 
 import numpy as np
 
 from ember.core import costs
-from ember.core.creation import ones, tensor
+from ember.core import dtype as dt
+from ember.core.creation import arange, full, ones, tensor
 from ember.core.declare import composite
-from ember.core.ops.nn import constant_pad_nd
+from ember.core.host import dtype_arg
+from ember.core.ops import fft
+from ember.core.ops.complex import real
+from ember.core.ops.nn import col2im, constant_pad_nd
 from ember.core.ops.shape import cat, stack
 from ember.core.tensor import Tensor
 
@@ -69,25 +73,29 @@ def _dft_matrices(n_fft: int, n_freq: int, like: Tensor) -> tuple[Tensor, Tensor
     return make(cos), make(sin)
 
 
-@composite(variants="function method", cost=costs.matmul)
+@composite(complex=True, variants="function method", cost=costs.matmul)
 def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
          win_length: int | None = None, window: Tensor | None = None, center: bool = True,
          pad_mode: str = "reflect", normalized: bool = False, onesided: bool | None = None,
          return_complex: bool | None = None, align_to_window: bool | None = None) -> Tensor:
     """The short-time Fourier transform of a real signal (L,) or batch (B, L): each frame
     of `n_fft` samples, `hop_length` apart, times `window`, transformed. Returns PyTorch's
-    real view, (B?, n_fft // 2 + 1 (or n_fft if not onesided), frames, 2) with the real
-    and imaginary parts last; `return_complex=False` is required (ember has no complex
-    dtypes), and warns as PyTorch does."""
+    complex (B?, n_fft // 2 + 1 (or n_fft if not onesided), frames) with
+    `return_complex=True`; PyTorch's real view of it, with the real and imaginary parts
+    in a last dimension of size 2, with `return_complex=False` (which warns, as PyTorch's
+    does). A complex signal has a two-sided transform."""
     if return_complex is None:
-        raise RuntimeError("stft requires the return_complex parameter be given for real "
-                           "inputs, and will further require that return_complex=True in a "
-                           "future PyTorch release.")
-    if return_complex:
-        raise RuntimeError("stft: return_complex=True returns a complex tensor, and ember has "
-                           "no complex dtypes: pass return_complex=False for PyTorch's real "
-                           "view (the real and imaginary parts in a last dimension of size 2)")
-    if not input.dtype.is_floating_point:
+        if not input.dtype.is_complex:
+            raise RuntimeError("stft requires the return_complex parameter be given for real "
+                               "inputs, and will further require that return_complex=True in "
+                               "a future PyTorch release.")
+        return_complex = True
+    if input.dtype.is_complex and not return_complex:
+        raise RuntimeError("stft: return_complex=False needs a real signal here (ember gives "
+                           "the real view of real signals only)")
+    if onesided and input.dtype.is_complex:
+        raise RuntimeError("Cannot have onesided output if window or input is complex")
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(f"stft: expected a tensor of floating point values, got "
                            f"{input.dtype}")
     if input.ndim not in (1, 2):
@@ -96,7 +104,8 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
         raise RuntimeError("stft: align_to_window should only be set when center = false")
     if align_to_window:
         raise NotImplementedError("stft: align_to_window=True is not supported")
-    warnings.warn(_DEPRECATED, UserWarning, stacklevel=3)
+    if not return_complex:
+        warnings.warn(_DEPRECATED, UserWarning, stacklevel=3)
     hop = n_fft // 4 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
     x = input if input.ndim == 2 else input.reshape(1, -1)
@@ -111,7 +120,7 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
         raise RuntimeError(f"stft: expected 0 < win_length <= n_fft, but got "
                            f"win_length={win}")
     if window is None:
-        window = ones(win, dtype=input.dtype, device=input.device)
+        window = ones(win, dtype=input.dtype.to_real(), device=input.device)
     elif window.ndim != 1 or window.shape[0] != win:
         raise RuntimeError(f"stft: expected a 1D window tensor of size equal to win_length="
                            f"{win}, but got window with size {list(window.shape)}")
@@ -119,6 +128,11 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
         left = (n_fft - win) // 2
         window = constant_pad_nd(window, (left, n_fft - win - left))
     frames = x.unfold(-1, n_fft, hop) * window  # (B, frames, n_fft)
+    if return_complex:
+        two_sided = onesided is False or frames.dtype.is_complex
+        out = (fft.fft_fft if two_sided else fft.fft_rfft)(
+            frames, norm="ortho" if normalized else None).transpose(1, 2)
+        return out if input.ndim == 2 else out.squeeze(0)
     n_freq = n_fft // 2 + 1 if onesided is None or onesided else n_fft
     cos, sin = _dft_matrices(n_fft, n_freq, frames)
     out = stack([frames @ cos, frames @ sin], -1).transpose(1, 2)  # (B, n_freq, frames, 2)
@@ -127,13 +141,156 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
     return out if input.ndim == 2 else out.squeeze(0)
 
 
-@composite(variants="function method", cost=costs.matmul)
+_NO_WINDOW = ("A window was not provided. A rectangular window will be applied.Please provide "
+              "the same window used by stft to make the inversion lossless.To suppress this "
+              "warning and use a rectangular window, explicitly set `window=torch.ones(n_fft, "
+              "device=<device>)`.")
+
+
+@composite(complex=True, variants="function method", cost=costs.matmul)
 def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
           win_length: int | None = None, window: Tensor | None = None, center: bool = True,
           normalized: bool = False, onesided: bool | None = None, length: int | None = None,
           return_complex: bool = False) -> Tensor:
-    """The inverse of `stft` in PyTorch, which takes only the complex tensor
-    `stft(return_complex=True)` returns. ember has no complex dtypes, so every input is
-    real, and this raises PyTorch's error for a real input."""
-    raise RuntimeError("istft requires a complex-valued input tensor matching the output "
-                       "from stft with return_complex=True. (ember has no complex dtypes.)")
+    """The inverse of `stft(return_complex=True)`: the signal (B?, length) whose
+    short-time Fourier transform is `input` (B?, n_freq, frames), by inverse FFTs of the
+    frames, windowed and overlap-added, divided by the window's overlap-added square."""
+    if not input.dtype.is_complex:
+        raise RuntimeError("istft requires a complex-valued input tensor matching the output "
+                           "from stft with return_complex=True.")
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"istft: expected a tensor with 2 or 3 dimensions of complex "
+                           f"values, but got {input.ndim}D")
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+    if not 0 < win <= n_fft:
+        raise RuntimeError(f"istft: expected 0 < win_length <= n_fft, but got "
+                           f"win_length={win}")
+    if hop <= 0 or hop > win:
+        raise RuntimeError(f"istft: expected 0 < hop_length <= win_length, but got "
+                           f"hop_length={hop}")
+    x = input if input.ndim == 3 else input.unsqueeze(0)
+    n_freq, n_frames = x.shape[1], x.shape[2]
+    if onesided is None:
+        onesided = n_freq != n_fft
+    if onesided and n_fft // 2 + 1 != n_freq:
+        raise RuntimeError(f"istft: expected the frequency dimension (3rd to the last) of "
+                           f"the input tensor to match n_fft / 2 + 1 when onesided=True, but "
+                           f"got {n_freq}")
+    if not onesided and n_freq != n_fft:
+        raise RuntimeError(f"istft: expected the frequency dimension (3rd to the last) of "
+                           f"the input tensor to match n_fft when onesided=False, but got "
+                           f"{n_freq}")
+    real_dtype = input.dtype.to_real()
+    if window is None:
+        warnings.warn(_NO_WINDOW, UserWarning, stacklevel=3)
+        window = ones(win, dtype=real_dtype, device=input.device)
+    elif window.ndim != 1 or window.shape[0] != win:
+        raise RuntimeError("istft: Invalid window shape. window has to be 1D and length of "
+                           "`win_length`")
+    if win < n_fft:
+        left = (n_fft - win) // 2
+        window = constant_pad_nd(window, (left, n_fft - win - left))
+    spec = x.transpose(1, 2)  # (B, frames, n_freq)
+    norm = "ortho" if normalized else "backward"
+    if onesided:
+        frames = fft.fft_irfft(spec, n=n_fft, norm=norm)
+    else:
+        frames = fft.fft_ifft(spec, n=n_fft, norm=norm)
+        if not return_complex:
+            frames = real(frames)
+    frames = frames * window  # (B, frames, n_fft)
+    total = n_fft + hop * (n_frames - 1)
+    y = _overlap_add(frames, total, n_fft, hop)
+    envelope = _overlap_add((window * window).expand(1, n_frames, n_fft), total, n_fft, hop)
+    start = n_fft // 2 if center else 0
+    end = total - n_fft // 2 if center else total
+    if length is not None:
+        end = start + length
+    y, envelope = y[:, start:min(end, total)], envelope[:, start:min(end, total)]
+    if bool((envelope.abs() < 1e-11).any()):
+        raise RuntimeError("istft: window overlap add min: the window's overlap-added square "
+                           "is 0 somewhere (choose a window and hop_length that overlap "
+                           "everywhere: the nonzero overlap-add constraint)")
+    y = y / envelope
+    if length is not None and y.shape[1] < length:
+        y = constant_pad_nd(y, (0, length - y.shape[1]))
+    return y if input.ndim == 3 else y.squeeze(0)
+
+
+def _overlap_add(frames: Tensor, total: int, n_fft: int, hop: int) -> Tensor:
+    """Frames (B, frames, n_fft), `hop` apart, summed into signals (B, total)."""
+    if frames.dtype.is_complex:
+        parts = [_overlap_add(p, total, n_fft, hop) for p in (frames.real, frames.imag)]
+        from ember.core.ops.complex import complex as make_complex
+
+        return make_complex(*parts)
+    cols = frames.transpose(1, 2)  # (B, n_fft, frames): col2im's blocks
+    return col2im(cols, (1, total), (1, n_fft), (1, 1), (0, 0), (1, hop)).reshape(
+        frames.shape[0], total)
+
+
+# -- window functions -----------------------------------------------------------------
+
+
+def _cosine_window(name: str, length: int, periodic: bool, terms: tuple[float, ...],
+                   dtype: Any, device: Any, requires_grad: bool) -> Tensor:
+    """`sum_k (-1)^k terms[k] cos(2 pi k n / (N - 1))` for n < N, N = `length` (+1 when
+    `periodic`, the last point then dropped), computed as PyTorch computes it."""
+    d = dtype_arg(dtype) or dt.get_default_dtype()
+    if not d.is_floating_point:
+        raise RuntimeError(f"{name} expects floating point dtypes, got: "
+                           f"{dt.SCALAR_TYPE_NAMES[d.name]}")
+    if length < 0:
+        raise RuntimeError(f"{name} requires non-negative window_length, got "
+                           f"window_length={length}")
+    if length <= 1:
+        out = ones(length, dtype=d, device=device)
+    else:
+        n = length + 1 if periodic else length
+        step = arange(n, dtype=d, device=device) * (2 * math.pi / (n - 1))
+        out = full((n,), terms[0], dtype=d, device=device)
+        for k, a in enumerate(terms[1:], 1):
+            out = out + (step * k if k > 1 else step).cos() * (-a if k % 2 else a)
+        out = out[:-1] if periodic else out
+    return out.requires_grad_(True) if requires_grad else out
+
+
+@composite(variants="function", cost=costs.creation)
+def hann_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
+                device: Any = None, requires_grad: bool = False) -> Tensor:
+    """The Hann window, `0.5 - 0.5 cos(2 pi n / (N - 1))` (periodic: of N + 1 points,
+    the last dropped, as spectral analysis wants)."""
+    return _cosine_window("hann_window", window_length, periodic, (0.5, 0.5), dtype, device,
+                          requires_grad)
+
+
+@composite(variants="function", cost=costs.creation)
+def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.54,
+                   beta: float = 0.46, *, dtype: Any = None, device: Any = None,
+                   requires_grad: bool = False) -> Tensor:
+    """The Hamming window, `alpha - beta cos(2 pi n / (N - 1))`."""
+    return _cosine_window("hamming_window", window_length, periodic, (alpha, beta), dtype,
+                          device, requires_grad)
+
+
+@composite(variants="function", cost=costs.creation)
+def blackman_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
+                    device: Any = None, requires_grad: bool = False) -> Tensor:
+    """The Blackman window, `0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))`."""
+    return _cosine_window("blackman_window", window_length, periodic, (0.42, 0.5, 0.08),
+                          dtype, device, requires_grad)
+
+
+@composite(variants="function", cost=costs.creation)
+def bartlett_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
+                    device: Any = None, requires_grad: bool = False) -> Tensor:
+    """The Bartlett (triangular) window, `1 - |2 n / (N - 1) - 1|`."""
+    d = dtype_arg(dtype) or dt.get_default_dtype()
+    if window_length <= 1:
+        out = ones(max(window_length, 0), dtype=d, device=device)
+    else:
+        n = window_length + 1 if periodic else window_length
+        out = 1.0 - (arange(n, dtype=d, device=device) * (2.0 / (n - 1)) - 1.0).abs()
+        out = out[:-1] if periodic else out
+    return out.requires_grad_(True) if requires_grad else out

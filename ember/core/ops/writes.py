@@ -44,7 +44,7 @@ from ember.core.shapes import broadcast_shapes
 from ember.core.tensor import Tensor
 
 
-@composite(variants="function method", cost=costs.creation)
+@composite(complex=True, variants="function method", cost=costs.creation)
 def fill_(input: Tensor, value: Any) -> Tensor:
     """Fills `input` with `value` (a number or a 0-d tensor), in place."""
     if isinstance(value, Tensor):
@@ -56,13 +56,13 @@ def fill_(input: Tensor, value: Any) -> Tensor:
     return apply_inplace(input, lambda old: full_like(old, value), op="fill_")
 
 
-@composite(variants="function method", cost=costs.creation)
+@composite(complex=True, variants="function method", cost=costs.creation)
 def zero_(input: Tensor) -> Tensor:
     """Fills `input` with zeros, in place."""
     return fill_(input, 0)
 
 
-@composite(variants="method", cost=costs.movement)
+@composite(complex=True, variants="method", cost=costs.movement)
 def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     """Copies `src` (broadcastable; any device or dtype) into this tensor, in place."""
     if not isinstance(src, Tensor):

@@ -35,7 +35,9 @@ def get_total_norm(tensors: _TensorOrTensors, norm_type: float = 2.0,
         return ember.tensor(0.0)
     first = tensors[0]
     with ember.no_grad():
-        norms = [ember.norm(t, norm_type).to(first.device, first.dtype) for t in tensors]
+        # (a complex gradient's norm is real: the norms keep the real dtype)
+        norms = [ember.norm(t, norm_type).to(first.device, first.dtype.to_real())
+                 for t in tensors]
         if len(norms) == 1:
             total = norms[0]
         else:
