@@ -55,6 +55,8 @@ def resolve(device: Any, nbytes: int = 0) -> tuple[Device, Backend]:
             raise RuntimeError(f"device 'cpu:{device.index}' does not exist: the CPU backend "
                                "has one device, 'cpu'")
         return Device("cpu"), backend
+    if backend.shape_only:  # the meta device: one, written without an index
+        return Device(backend.name), backend
     index = backend.current_device() if device.index is None else device.index
     count = backend.device_count()
     if index >= count:

@@ -151,8 +151,16 @@ def tensor_repr(t) -> str:
     if t.device.type != "cpu":
         suffix.append(f"device='{t.device}'")
     default_float = dt.get_default_dtype()
-    body = tensor_body(t, len("tensor("))
-    if t.numel() == 0:
+    if t._backend.shape_only:  # no values to show: PyTorch prints the size instead
+        body = "..."
+        suffix.append(f"size={tuple(t.shape)}")
+        if t.dtype is not default_float:
+            suffix.append(f"dtype={t.dtype!r}")
+    else:
+        body = tensor_body(t, len("tensor("))
+    if t._backend.shape_only:
+        pass
+    elif t.numel() == 0:
         if t.ndim != 1:
             suffix.insert(0, f"size={tuple(t.shape)}")
         if t.dtype is not default_float:  # (no element shows an empty tensor's dtype)

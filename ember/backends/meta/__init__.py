@@ -1,0 +1,130 @@
+"""The meta backend: tensors with a shape and a dtype but no data (`device="meta"`).
+
+A buffer is a zero-strided NumPy view of one element, `np.broadcast_to(zero, shape)`: it
+has the shape and the dtype, and costs no memory whatever its size. The kernels are the
+shared NumPy kernels (backends/xp) run on those views, each result turned back into such a
+view, so every op gives PyTorch's result shape and dtype without a separate shape function
+per op. The values the kernels see are zeros and mean nothing: nothing ever reads them
+(core refuses to copy a meta tensor out, see `Backend.shape_only`).
+
+Core loads this module by name on the first use of the "meta" device (it is no plugin: it
+is never listed among the devices, never chosen by `device="auto"`, and its name is
+reserved). Importing it is cheap; NumPy and the kernel table load when it is created.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember.core.backend import Backend, DeviceInfo, dtype, numpy_dtype
+
+# Kernels that write into their operands (list ops, optimizer steps): the meta table
+# leaves them out, so core runs their decompositions, whose writes are the no-op `assign`.
+_WRITING_PREFIXES = ("_foreach_", "_fused_")
+
+
+class MetaBackend(Backend):
+    """Shape-only tensors: every op gives its result's shape and dtype, and no data."""
+
+    name = "meta"
+    priority = -1
+    shape_only = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        import numpy as np
+
+        from ember.backends.xp import make_kernels
+
+        self._np = np
+        table = make_kernels(np)
+        self.kernels.update({op: _shape_only(np, k) for op, k in table.items()
+                             if not op.startswith(_WRITING_PREFIXES)})
+        # in-place writes change no data: there is none
+        self.kernels["assign"] = _no_write
+        self.kernels["setitem"] = _no_write
+        self.kernels["strided_view"] = self._strided_view
+        self.kernels["view_dtype"] = self._view_dtype
+        for op in ("rand", "randn"):
+            self.kernels[op] = self._random(op)
+        self.kernels["full"] = self._full
+        self.kernels["randint"] = self._randint
+        self.kernels["randperm"] = self._randperm
+
+    def device_count(self) -> int:
+        return 1
+
+    def device_info(self, index: int) -> DeviceInfo:
+        return DeviceInfo(name="meta (shapes and dtypes only, no data)", memory_bytes=0)
+
+    # -- memory: every buffer is a zero-strided view --------------------------------------
+    def _view(self, shape: tuple[int, ...], np_dtype: Any) -> Any:
+        np = self._np
+        return np.broadcast_to(np.zeros((), np_dtype), tuple(int(s) for s in shape))
+
+    def empty(self, shape: tuple[int, ...], dtype: dtype, device: int) -> Any:
+        return self._view(shape, numpy_dtype(dtype))
+
+    def from_numpy(self, array: Any, device: int) -> Any:
+        return self._view(array.shape, array.dtype)
+
+    def to_numpy(self, buffer: Any) -> Any:
+        # zeros of the buffer's shape: only the CPU fallback of an op that has no meta
+        # kernel reads them, and it turns its result back into a shape-only buffer
+        return buffer
+
+    def to_device(self, buffer: Any, device: int) -> Any:
+        return buffer
+
+    def strides(self, buffer: Any) -> tuple[int, ...]:
+        # the strides of a dense tensor of this shape (the view's own are all zero)
+        return Backend.strides(self, buffer)
+
+    def _strided_view(self, x: Any, shape: Any, steps: Any, start: Any) -> Any:
+        return self._view(tuple(shape), x.dtype)
+
+    def _view_dtype(self, x: Any, dtype: Any) -> Any:
+        np = self._np
+        new = numpy_dtype(dtype)
+        shape = list(x.shape)
+        if shape and new.itemsize != x.dtype.itemsize:  # the last dimension rescales
+            shape[-1] = shape[-1] * x.dtype.itemsize // new.itemsize
+        return np.broadcast_to(np.zeros((), new), tuple(shape))
+
+    def _random(self, op: str):
+        def draw(shape: Any, dtype: Any, device: int = 0, **attrs: Any) -> Any:
+            return self._view(tuple(shape), numpy_dtype(dtype))
+        draw.__name__ = op
+        return draw
+
+    def _full(self, shape: Any, fill_value: Any, dtype: Any, device: int = 0) -> Any:
+        return self._view(tuple(shape), numpy_dtype(dtype))
+
+    def _randint(self, low: Any, high: Any, shape: Any, dtype: Any, device: int = 0,
+                 **attrs: Any) -> Any:
+        return self._view(tuple(shape), numpy_dtype(dtype))
+
+    def _randperm(self, n: int, dtype: Any, device: int = 0, **attrs: Any) -> Any:
+        return self._view((n,), numpy_dtype(dtype))
+
+
+def _no_write(*buffers: Any, **attrs: Any) -> None:
+    return None
+
+
+def _shape_only(np: Any, kernel: Any) -> Any:
+    """`kernel` run on shape-only views (zeros), its results reduced to shape-only views."""
+
+    def reduce(out: Any) -> Any:
+        if isinstance(out, np.ndarray):
+            return np.broadcast_to(np.zeros((), out.dtype), out.shape)
+        if isinstance(out, (tuple, list)):
+            return type(out)(reduce(o) for o in out)
+        return out
+
+    def run(*buffers: Any, **attrs: Any) -> Any:
+        with np.errstate(all="ignore"):  # arithmetic on zeros (0/0, log 0) means nothing
+            return reduce(kernel(*buffers, **attrs))
+
+    run.__name__ = getattr(kernel, "__name__", "kernel")
+    return run
