@@ -34,12 +34,17 @@ class MetaBackend(Backend):
         super().__init__()
         import numpy as np
 
-        from ember.backends.xp import make_kernels
+        from ember.backends.xp import elementwise, make_kernels
+        from ember.backends.xp.lib import ArrayLib, Hooks
 
         self._np = np
         table = make_kernels(np)
         self.kernels.update({op: _shape_only(np, k) for op, k in table.items()
                              if not op.startswith(_WRITING_PREFIXES)})
+        # elementwise ops broadcast: they run on one element per operand (for the result's
+        # dtype), so a huge meta tensor costs no time or memory either
+        self.kernels.update({op: _broadcasting(np, k) for op, k in
+                             elementwise.kernels(ArrayLib(np, Hooks())).items()})
         # in-place writes change no data: there is none
         self.kernels["assign"] = _no_write
         self.kernels["setitem"] = _no_write
@@ -125,6 +130,23 @@ def _shape_only(np: Any, kernel: Any) -> Any:
     def run(*buffers: Any, **attrs: Any) -> Any:
         with np.errstate(all="ignore"):  # arithmetic on zeros (0/0, log 0) means nothing
             return reduce(kernel(*buffers, **attrs))
+
+    run.__name__ = getattr(kernel, "__name__", "kernel")
+    return run
+
+
+def _broadcasting(np: Any, kernel: Any) -> Any:
+    """Elementwise `kernel` run on one-element stand-ins (ones: no division by zero) of its
+    operands, for the result's dtype; the result has the operands' broadcast shape."""
+
+    def run(*operands: Any, **attrs: Any) -> Any:
+        arrays = [a for a in operands if isinstance(a, np.ndarray)]
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+        small = [np.ones(tuple(min(s, 1) for s in a.shape), a.dtype)
+                 if isinstance(a, np.ndarray) else a for a in operands]
+        with np.errstate(all="ignore"):
+            out = kernel(*small, **attrs)
+        return np.broadcast_to(np.zeros((), out.dtype), shape)
 
     run.__name__ = getattr(kernel, "__name__", "kernel")
     return run
