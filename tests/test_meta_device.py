@@ -302,3 +302,17 @@ def test_import_ember_does_not_load_the_meta_backend():
             "ember.ones(2).sum(); assert 'ember.backends.meta' not in sys.modules; "
             "ember.empty(2, device='meta'); assert 'ember.backends.meta' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_products_of_big_meta_tensors_are_free():
+    def run(t):
+        x = t.ones(1 << 16, 1 << 14, device="meta", requires_grad=True)
+        w = t.ones(1 << 15, 1 << 14, device="meta", requires_grad=True)
+        y = t.nn.functional.linear(x, w, t.ones(1 << 15, device="meta"))
+        z = t.matmul(x[:8], w.T)
+        y.backward(t.ones_like(y))  # (8 GiB as data; a reduction of it would take time)
+        z.sum().backward()
+        v = t.matmul(t.ones(3, device="meta"), t.ones(5, 3, 4, device="meta"))
+        return y, z, x.grad, w.grad, v
+    for got, want in zip(*_both(run)):
+        _same_repr(got, want)

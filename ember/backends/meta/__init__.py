@@ -53,6 +53,14 @@ class MetaBackend(Backend):
         for op in ("rand", "randn"):
             self.kernels[op] = self._random(op)
         self.kernels["full"] = self._full
+        # copies of one shape (a copy of a zero-strided view would allocate it all)
+        for op in ("clone", "flip", "tril", "triu"):
+            self.kernels[op] = self._same_shape
+        self.kernels["reshape"] = self._reshape
+        # products: their shapes are simple, and computing a big one on zeros is not
+        self.kernels["matmul"] = self._matmul
+        self.kernels["linear"] = self._linear
+        self.kernels["linear_backward"] = self._linear_backward
         self.kernels["randint"] = self._randint
         self.kernels["randperm"] = self._randperm
 
@@ -101,6 +109,39 @@ class MetaBackend(Backend):
             return self._view(tuple(shape), numpy_dtype(dtype))
         draw.__name__ = op
         return draw
+
+    def _same_shape(self, x: Any, *args: Any, **attrs: Any) -> Any:
+        return self._view(x.shape, x.dtype)
+
+    def _reshape(self, x: Any, shape: Any, copy: bool = True) -> Any:
+        shape = list(shape)
+        if -1 in shape:  # (core passes sizes that fit; one may be left to infer)
+            known = 1
+            for s in shape:
+                known *= s if s != -1 else 1
+            shape[shape.index(-1)] = x.size // known if known else 0
+        return self._view(tuple(shape), x.dtype)
+
+    def _matmul(self, a: Any, b: Any) -> Any:
+        if a.ndim == 1 and b.ndim == 1:
+            shape: tuple[int, ...] = ()
+        elif a.ndim == 1:
+            shape = b.shape[:-2] + b.shape[-1:]
+        elif b.ndim == 1:
+            shape = a.shape[:-1]
+        else:
+            shape = self._np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + \
+                (a.shape[-2], b.shape[-1])
+        return self._view(shape, a.dtype)
+
+    def _linear(self, x: Any, w: Any, b: Any = None) -> Any:
+        return self._view(x.shape[:-1] + w.shape[:1], x.dtype)
+
+    def _linear_backward(self, x: Any, w: Any, g: Any, needs: Any = (True, True, True)
+                         ) -> Any:
+        grads = (self._view(x.shape, g.dtype), self._view(w.shape, g.dtype),
+                 self._view(w.shape[:1], g.dtype))
+        return tuple(gr if i < len(needs) and needs[i] else None for i, gr in enumerate(grads))
 
     def _full(self, shape: Any, fill_value: Any, dtype: Any, device: int = 0) -> Any:
         return self._view(tuple(shape), numpy_dtype(dtype))
