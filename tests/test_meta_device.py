@@ -316,3 +316,19 @@ def test_products_of_big_meta_tensors_are_free():
         return y, z, x.grad, w.grad, v
     for got, want in zip(*_both(run)):
         _same_repr(got, want)
+
+
+def test_load_state_dict_into_a_meta_model():
+    def run(t):
+        with t.device("meta"):
+            model = t.nn.Sequential(t.nn.Linear(3, 4), t.nn.BatchNorm1d(4))
+        state = {k: t.full(v.shape, 0.5, dtype=v.dtype) for k, v in model.state_dict().items()}
+        with pytest.warns(UserWarning) as caught:
+            model.load_state_dict(state)  # a copy into no data: a no-op, and a warning
+        assert all(p.is_meta for p in model.parameters())
+        model.load_state_dict(state, assign=True)
+        assert not any(p.is_meta for p in model.parameters())
+        return [str(w.message) for w in caught], model[0].weight
+    (got, weight), (want, _) = _both(run)
+    assert got == want
+    assert isinstance(weight, ember.nn.Parameter) and weight.tolist() == [[0.5] * 3] * 4
