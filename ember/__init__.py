@@ -660,6 +660,8 @@ def __getattr__(name: str):
         raise AttributeError(f"module 'ember' has no attribute {name!r}: ember does not "
                              "support complex32 (ComplexHalf); use complex64 (cfloat) or "
                              "complex128 (cdouble)")
+    if name == "vmap":  # torch.vmap, the same as torch.func.vmap
+        return importlib.import_module("ember.func").vmap
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
 
 

@@ -153,6 +153,7 @@ PROGRAMS_B = [
                  r"|/DET",
             skeleton=r"^test accuracy", check=_test_accuracy(0.9),
             losses=r"^epoch \d+ \| loss (?P<loss>[\d.]+)", factor=3.0, long=True),
+    Program("model_ensembling.py", same=r".*"),  # (its asserts check the values)
 ]
 
 

@@ -265,6 +265,11 @@ class Backend:
     """True when elementwise kernels (unary, binary) accept `out=buffer` (same shape and
     dtype as their result) and write into it; in-place ops then cost one kernel."""
 
+    shape_only: bool = False
+    """True for a backend whose buffers have a shape and a dtype but no data (ember's
+    `meta` device): core never copies values out of it (PyTorch's "Cannot copy out of
+    meta tensor; no data!"), ops whose result's shape depends on the data raise
+    NotImplementedError, and the CPU fallback runs without a warning."""
     fusible_ops: frozenset[str] = frozenset()
     """The elementwise ops `fuse_elementwise` can put into one kernel (ember.compile's
     chains are made of these only)."""

@@ -47,6 +47,20 @@ class device:  # noqa: N801 - PyTorch's spelling
     def __reduce__(self):
         return (device, (str(self),))
 
+    def __enter__(self) -> device:
+        """`with ember.device("meta"):` makes factories called without a device create
+        their tensors here (PyTorch's device context); the previous default comes back
+        on exit."""
+        from ember.core import placement
+
+        placement.push_default_device(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from ember.core import placement
+
+        placement.pop_default_device()
+
 
 @functools.cache
 def _make(kind: str, index: int | None) -> device:

@@ -107,6 +107,9 @@ def run(op: str, *args: Any, **attrs: Any) -> Tensor:
                          (cast(a, compute) if isinstance(a, Tensor) and a._dtype is not compute
                           else (_wrap_int(a, compute) if type(a) is int else a))
                          for i, a in enumerate(args))
+    elif backend.shape_only:
+        raise NotImplementedError(f"{op}: the result's shape depends on the values, which "
+                                  f"tensors on the {first._device} device do not have")
     bufs = [a._data if isinstance(a, Tensor) else a for a in args]
     kernel = backend.kernels.get(op)
     if kernel is None:
@@ -287,7 +290,8 @@ def run_creation(op: str, device: Device, backend: Backend, **attrs: Any) -> Ten
     kernel = backend.kernels.get(op)
     if kernel is None:
         cpu = plugins.get_backend("cpu")
-        _warn_fallback(backend, op)
+        if not backend.shape_only:  # (shape-only buffers cost nothing to make on the CPU)
+            _warn_fallback(backend, op)
         host = cpu.kernels[op](**attrs, device=0)
         out = backend.from_numpy(cpu.to_numpy(host), device.index or 0)
     else:
@@ -453,7 +457,8 @@ def _user_stacklevel() -> int:
 
 
 def _fallback(backend: Backend, op: str, first: Tensor, args: tuple, attrs: dict) -> Any:
-    _warn_fallback(backend, op)
+    if not backend.shape_only:  # the meta device computes shapes only, on the CPU's kernels
+        _warn_fallback(backend, op)
     cpu = plugins.get_backend("cpu")
     host = [cpu.from_numpy(backend.to_numpy(a._data), 0) if isinstance(a, Tensor) else a
             for a in args]

@@ -25,9 +25,16 @@ def python_scalar(x: Any) -> Any:
 
 def host_array(x: Any) -> np.ndarray:
     """A tensor's values as a NumPy array (shared with the tensor on the CPU)."""
+    if x._backend.shape_only:
+        raise no_data()
     arr = x._backend.to_numpy(x._data)
     want = numpy_dtype(x._dtype)
     return arr if arr.dtype == want else arr.astype(want)
+
+
+def no_data() -> NotImplementedError:
+    """PyTorch's error for reading the values of a meta tensor, which has none."""
+    return NotImplementedError("Cannot copy out of meta tensor; no data!")
 
 
 def dtype_arg(dtype: Any) -> dt.dtype | None:

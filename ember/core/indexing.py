@@ -265,7 +265,7 @@ def first_outside(index: Tensor, lo: int, hi: int) -> int | None:
     """The first entry of `index` (in row-major order, as PyTorch's kernels meet them)
     outside [lo, hi), or None. Two reductions when all are inside; the search for the
     first one only on the way to an error."""
-    if index.numel() == 0:
+    if index.numel() == 0 or index._backend.shape_only:  # (meta indices: no values)
         return None
     least, most = _index_range(index)
     if least >= lo and most < hi:

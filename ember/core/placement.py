@@ -25,6 +25,22 @@ def set_default_device(device: DeviceLike) -> None:
     _default_device = None if device is None else resolve(device)[0]
 
 
+_pushed: list[Device | None] = []  # the defaults that `with device(...)` blocks replaced
+
+
+def push_default_device(device: DeviceLike) -> None:
+    """Make `device` the default until the matching `pop_default_device` (the
+    `with ember.device(...)` block)."""
+    _pushed.append(_default_device)
+    set_default_device(device)
+
+
+def pop_default_device() -> None:
+    """Restore the default device that the last `push_default_device` replaced."""
+    global _default_device
+    _default_device = _pushed.pop()
+
+
 def get_default_device() -> Device:
     """The device factories use when none is given (under `"auto"`: its choice so far,
     the CPU before any)."""
@@ -55,6 +71,8 @@ def resolve(device: Any, nbytes: int = 0) -> tuple[Device, Backend]:
             raise RuntimeError(f"device 'cpu:{device.index}' does not exist: the CPU backend "
                                "has one device, 'cpu'")
         return Device("cpu"), backend
+    if backend.shape_only:  # the meta device: one, written without an index
+        return Device(backend.name), backend
     index = backend.current_device() if device.index is None else device.index
     count = backend.device_count()
     if index >= count:

@@ -38,6 +38,9 @@ GROUP = "ember.backends"
 BUILTIN = {"cpu": "ember.backends.cpu", "cuda": "ember.backends.cuda",
            "opencl": "ember.backends.opencl"}
 RESERVED = {"auto", "meta"}
+# Ember's own shape-only device (`device="meta"`): no plugin, loaded by name on first use;
+# not among `registry.backends`, so it is never listed, benchmarked or chosen by "auto".
+META = "ember.backends.meta"
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 hookspec = pluggy.HookspecMarker("ember")
@@ -96,6 +99,7 @@ class PluginRegistry:
         # Every backend's generator starts from one seed drawn from the OS, as PyTorch
         # seeds its default generator at start-up (ember.initial_seed() returns it).
         self.startup_seed = int.from_bytes(os.urandom(8), "little") >> 1
+        self._meta: Backend | None = None
         self._loaded = False
         self._failure: BaseException | None = None  # a loud (EMBER_BACKENDS) load error
         self._lock = threading.RLock()
@@ -219,6 +223,8 @@ class PluginRegistry:
     # -- queries ----------------------------------------------------------------------
     def get(self, name: str) -> Backend:
         """The loaded backend called `name`, or a RuntimeError that says what exists."""
+        if name == "meta":
+            return self.meta()
         self.ensure_loaded()
         backend = self.backends.get(name)
         if backend is not None:
@@ -234,6 +240,14 @@ class PluginRegistry:
                 hint += f"; an installed plugin provides {name!r}"
             hint += ")"
         raise RuntimeError(f"unknown device type {name!r}{hint}.\n{self.summary()}")
+
+    def meta(self) -> Backend:
+        """The shape-only backend of the "meta" device, created on first use."""
+        if self._meta is None:
+            with self._lock:
+                if self._meta is None:
+                    self._meta = _import(META).MetaBackend()
+        return self._meta
 
     def summary(self) -> str:
         """One line per backend and broken plugin: what can be used and why not."""

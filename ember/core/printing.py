@@ -170,14 +170,21 @@ def tensor_repr(t) -> str:
         suffix.append(f"device='{t.device}'")
     default_float = dt.get_default_dtype()
     default_dtypes = (default_float, dt.default_complex_dtype(), dt.int64, dt.bool_)
-    body = tensor_body(t, len("tensor("))
-    if t.numel() == 0:
+    if t._backend.shape_only:  # no values to show: PyTorch prints the size instead
+        body = "..."
+        suffix.append(f"size={tuple(t.shape)}")
+        if t.dtype is not default_float:
+            suffix.append(f"dtype={t.dtype!r}")
+    elif t.numel() == 0:
+        body = "[]"
         if t.ndim != 1:
             suffix.insert(0, f"size={tuple(t.shape)}")
         if t.dtype is not default_float:  # (no element shows an empty tensor's dtype)
             suffix.append(f"dtype={t.dtype!r}")
-    elif t.dtype not in default_dtypes:
-        suffix.append(f"dtype={t.dtype!r}")
+    else:
+        body = tensor_body(t, len("tensor("))
+        if t.dtype not in default_dtypes:
+            suffix.append(f"dtype={t.dtype!r}")
     if t.grad_fn is not None:
         suffix.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t.requires_grad:

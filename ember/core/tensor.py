@@ -503,6 +503,7 @@ class Tensor:
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
                                "Scalar")
+        self._check_has_data("item")
         tracing.note_python_value(self, "item")
         return host_array(self).reshape(()).item()
 
@@ -560,6 +561,7 @@ class Tensor:
             raise RuntimeError("Boolean value of Tensor with no values is ambiguous" if n == 0
                                else "Boolean value of Tensor with more than one value is "
                                     "ambiguous")
+        self._check_has_data("item")
         tracing.note_python_value(self, "bool")
         return bool(host_array(self).reshape(()).item())
 
@@ -573,6 +575,12 @@ class Tensor:
     def __int__(self) -> int:
         self._one_element()
         return int(self.item())
+
+    def _check_has_data(self, method: str) -> None:
+        """A meta tensor has no values to read (PyTorch's error)."""
+        if self._backend.shape_only:
+            raise RuntimeError(f"Tensor.{method}() cannot be called on {self._device.type} "
+                               "tensors")
 
     def _one_element(self) -> None:
         """`float(t)` / `int(t)` of a tensor of other than one element: PyTorch's

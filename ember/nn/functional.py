@@ -827,7 +827,9 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         flat = flat.to(ember.int64)
     # one host read for the bounds check (negative indices would otherwise wrap around)
     with _checking():
-        out_of_range = flat.numel() and bool(((flat < 0) | (flat >= num)).any())
+        # (meta indices have no values to check)
+        out_of_range = flat.numel() and not flat.is_meta and \
+            bool(((flat < 0) | (flat >= num)).any())
     if out_of_range:
         raise IndexError("index out of range in self")
     if max_norm is not None:

@@ -750,7 +750,33 @@ class Module:
                 return self._apply(lambda t: t.to(chosen, dtype if t.is_floating_point()
                                                    else None))
             return place_module(self, move)
-        return self._apply(convert)
+        try:
+            return self._apply(convert)
+        except NotImplementedError as err:
+            if str(err) != "Cannot copy out of meta tensor; no data!":
+                raise
+            from ember.core.dtype import API_NAME as api  # "torch" under the torch alias
+
+            raise NotImplementedError(
+                f"{err} Please use {api}.nn.Module.to_empty() instead of {api}.nn.Module.to() "
+                "when moving module from meta to a different device.") from None
+
+    def to_empty(self, *, device: Any, recurse: bool = True) -> Module:
+        r"""Move the parameters and buffers to the specified device without copying
+        storage: each becomes an uninitialised tensor of its shape and dtype there (the
+        way to bring a model built on the ``meta`` device to a real one, before
+        initialising it).
+
+        Args:
+            device (:class:`ember.device`): The desired device of the parameters
+                and buffers in this module.
+            recurse (bool): Whether parameters and buffers of submodules should
+                be recursively moved to the specified device.
+
+        Returns:
+            Module: self
+        """
+        return self._apply(lambda t: ember.empty_like(t, device=device), recurse=recurse)
 
     def cuda(self, device: Any = None) -> Module:
         r"""Move all parameters and buffers to a CUDA device (in place)."""
@@ -1064,6 +1090,12 @@ class Module:
                                   f"{input_param.shape} from checkpoint, the shape in current "
                                   f"model is {param.shape}.")
                 continue
+            if param.is_meta and not input_param.is_meta and not assign:
+                warnings.warn(f"for {key}: copying from a non-meta parameter in the checkpoint "
+                              "to a meta parameter in the current model, which is a no-op. "
+                              "(Did you mean to pass `assign=True` to assign items in the "
+                              "state dictionary to their corresponding key in the module "
+                              "instead of copying them in place?)", stacklevel=2)
             try:
                 with ember.no_grad():
                     if assign:

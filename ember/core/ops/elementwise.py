@@ -36,7 +36,7 @@ from ember.core.dispatch import (
     same_dtype_results,
 )
 from ember.core.grad_mode import no_grad, state
-from ember.core.host import dtype_arg, python_scalar
+from ember.core.host import dtype_arg, no_data, python_scalar
 from ember.core.inplace import apply_inplace, tracked
 from ember.core.opdef import OPS, Grad, Kind, OutMeta
 from ember.core.opdef import Precision as P
@@ -1006,6 +1006,8 @@ def to_device(input: Tensor, device: Any, non_blocking: bool = False) -> Tensor:
     check_dtype("to", backend, input._dtype, dev)
     tracing.refuse_tape(f"it moves a tensor from {input._device} to {dev}")
     src = input._backend
+    if src.shape_only and not backend.shape_only:
+        raise no_data()
     if backend is src:
         buf = src.to_device(input._data, dev.index or 0)
     else:
