@@ -45,6 +45,7 @@ from ember.core.indexing import (
     parse,
     parse_basic,
     unsqueeze_bools,
+    view_label,
 )
 from ember.core.inplace import apply_inplace, as_view
 from ember.core.opdef import OPS, Grad, OutMeta
@@ -163,7 +164,7 @@ def _getitem_grad(grad, input_shape, index, index_tensors, shape):
 
 
 def _index(input: Tensor, parsed: ParsedIndex, key: Any) -> Tensor:
-    label = "SelectBackward0" if parsed.basic else "IndexBackward0"
+    label = view_label(key, tuple(input.shape)) if parsed.basic else "IndexBackward0"
     out = apply_labelled(OPS["getitem"], label, input, *parsed.tensors, index=parsed.spec,
                          shape=parsed.shape)
     if parsed.basic:
