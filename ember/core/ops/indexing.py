@@ -623,9 +623,22 @@ def unbind(input: Tensor, dim: int = 0) -> tuple:
     return tuple(select(input, d, i) for i in range(input.shape[d]))
 
 
-@composite(cost=costs.view)
+def _split_method(self: Tensor, split_size: Any, dim: int = 0) -> tuple:
+    # PyTorch names the argument of Tensor.split `split_size` (torch.split's is
+    # `split_size_or_sections`): `x.split(split_size=[a, b], dim=-1)`
+    return _split(self, split_size, dim)
+
+
+_split_method.__qualname__ = "Tensor.split"  # (named so in argument errors, as PyTorch's)
+
+
+@composite(cost=costs.view, method=_split_method)
 def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
     """Splits into chunks of a given size, or of the given list of sizes (views)."""
+    return _split(input, split_size_or_sections, dim)
+
+
+def _split(input: Tensor, split_size_or_sections: Any, dim: int) -> tuple:
     if not input.ndim:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
     d = normalize_dim("split", dim, input.ndim)
