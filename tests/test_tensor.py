@@ -564,3 +564,32 @@ def test_new_ones_and_new_zeros_match_torch():
         ember.zeros(2).new_ones()
     with pytest.raises(RuntimeError, match="negative dimension"):
         ember.zeros(2).new_zeros(-1)
+
+
+SIZE_KEYWORD_CASES = ["zeros(size=(2, 3))", "ones(size=[2], dtype=L.int64)",
+                      "empty(size=L.Size([0, 2])).shape", "rand(size=(2, 3)).shape",
+                      "randn(size=(4,), generator=None).shape", "zeros(1).new_zeros(size=(2,))",
+                      "zeros(1).new_ones(size=(1, 2))", "zeros(1).new_empty(size=(3,)).shape",
+                      "arange(end=3)", "arange(start=1, end=7, step=2)", "arange(1, end=3.5)"]
+SIZE_KEYWORD_ERRORS = ["zeros(2, size=(2,))", "ones(size=2)", "zeros(1).new_ones(2, size=(2,))",
+                       "zeros(1).new_zeros()", "empty()", "arange()"]
+
+
+@pytest.mark.parametrize("case", SIZE_KEYWORD_CASES)
+def test_factories_take_size_by_keyword_as_torch(case):
+    # `torch.zeros(size=(in_features, out_features))` (pyGAT, many reference repositories)
+    torch = pytest.importorskip("torch")
+    got = eval("L." + case, {"L": ember})
+    want = eval("L." + case, {"L": torch})
+    assert str(got).replace("ember.", "torch.") == str(want)
+
+
+@pytest.mark.parametrize("case", SIZE_KEYWORD_ERRORS)
+def test_factory_size_errors_match_torch(case):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError) as want:
+        eval("L." + case, {"L": torch})
+    with pytest.raises(TypeError) as got:
+        eval("L." + case, {"L": ember})
+    # (for arange() PyTorch lists its overloads: the message's start is compared)
+    assert str(got.value).split(" - ")[0][:40] == str(want.value).split(" - ")[0][:40]
