@@ -620,6 +620,8 @@ def __getattr__(name: str):
         return getattr(importlib.import_module("ember.jit.compiled"), name)
     if name in _FROM_NN_TORCH_FUNCTIONS:
         return getattr(importlib.import_module("ember.nn.torch_functions"), name)
+    if name == "vmap":  # torch.vmap is torch.func.vmap
+        return importlib.import_module("ember.func").vmap
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
 
 

@@ -1175,6 +1175,13 @@ def test_func_errors_match_torch():
             func.grad(lambda x: (x.sum(), "aux"), has_aux=True)(L.ones(2))
 
 
+def test_top_level_vmap_is_func_vmap():
+    # torch.vmap(f) is torch.func.vmap: per-sample code calls either
+    assert ember.vmap is ember.func.vmap
+    out = ember.vmap(lambda row: (row * row).sum())(ember.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    assert out.tolist() == [5.0, 25.0]
+
+
 def test_autograd_function_module_and_grad_errors_match_torch():
     """`torch.autograd.function.once_differentiable` without importing the submodule, and
     autograd.grad's messages for inputs that do not require grad or were not used."""

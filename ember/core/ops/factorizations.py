@@ -175,6 +175,15 @@ def slogdet(A: Tensor) -> Any:
     return SlogdetResult(sign, logabsdet)
 
 
+LinalgSlogdetResult = return_type("linalg_slogdet", ["sign", "logabsdet"])
+
+
+@composite(variants="", cost=_matrix_cost(2 / 3))
+def linalg_slogdet(A: Tensor) -> Any:
+    """`linalg.slogdet`: `slogdet`, as PyTorch's `torch.return_types.linalg_slogdet`."""
+    return LinalgSlogdetResult(*_split(_linalg_slogdet(A), (), ()))
+
+
 @composite(variants="function method", cost=_matrix_cost(2 / 3))
 def logdet(input: Tensor) -> Tensor:
     """The natural log of the determinant: NaN where it is negative, -inf where it is 0."""
