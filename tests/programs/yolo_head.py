@@ -308,7 +308,8 @@ def main():
 
     model = TinyYolo().to(device)
     print(model.detect)
-    print('anchors', model.detect.anchors, 'bias', model.detect.m[0].bias.data[:7])
+    print('anchors', model.detect.anchors)
+    print('bias', model.detect.m[0].bias.data[:7])
     compute_loss = ComputeLoss(model, hyp)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2, betas=(0.937, 0.999))
     lf = lambda x: (1 - x / opt.steps) * (1.0 - 0.1) + 0.1  # linear
