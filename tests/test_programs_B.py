@@ -199,6 +199,15 @@ PROGRAMS_B = [
             same=r"^nodes|^smallest|^softmax sums|^degree|^GraphTransformerNet|^  |^\)"
                  r"|^Optimization",
             skeleton=r"^Epoch|^Test set", losses=r"loss_train: (?P<loss>[\d.]+)", factor=3.0),
+    Program("vq_vae.py",
+            same=r"^Namespace|^data variance|^straight-through|^one-hot rows|^cdist argmin"
+                 r"|^VectorQuantizer|^Decoder|^  |^\)|^\d+ iterations",
+            skeleton=r"perplexity: |^ema ",  # (the EMA codebook collapses early: no trend)
+            losses=r"^vq recon_error: (?P<loss>[\d.]+)", factor=1.5),
+    Program("capsnet.py",
+            same=r"^PrimaryCaps|^  |^\)|^W |^parameters|^squash norms|^output",
+            skeleton=r"^train accuracy|^test loss",
+            losses=r"^epoch \d+ train loss (?P<loss>[\d.]+)", factor=1.5),
 ]
 
 
