@@ -182,6 +182,13 @@ def test_einsum_sublist_form():
     same_error(lambda m: m.einsum(m.tensor(a), [0, 52]), "not within the valid range [0, 52)")
 
 
+def test_underscore_assert_checks_as_torch():
+    # torch._assert(cond, msg): timm's and torchvision's input-shape checks
+    same(lambda m: m._assert(m.ones(2).shape[0] == 2, "wrong size"))
+    same_error(lambda m: m._assert(m.tensor(False), "Input image height (3) doesn't match"),
+               "Input image height (3) doesn't match")
+
+
 def test_floor_divide_result_requires_grad():
     same(lambda m: (m.tensor([3.0, 5.0], requires_grad=True) // 2).requires_grad)
 
