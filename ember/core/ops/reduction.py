@@ -153,7 +153,8 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
     input = _cast_first(input, dtype)
     if not input._dtype.is_floating_point:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either "
-                           f"a floating point or complex dtype. Got: {input._dtype}")
+                           f"a floating point or complex dtype. Got: "
+                           f"{SCALAR_TYPE_NAMES.get(input._dtype.name, input._dtype)}")
     dims = _dims_arg("mean", input, dim)
     n = input.numel() if dims is None else math.prod(input.shape[d] for d in dims)
     with no_grad():
