@@ -593,3 +593,45 @@ def test_factory_size_errors_match_torch(case):
         eval("L." + case, {"L": ember})
     # (for arange() PyTorch lists its overloads: the message's start is compared)
     assert str(got.value).split(" - ")[0][:40] == str(want.value).split(" - ")[0][:40]
+
+
+def test_float_of_a_graph_tensor_warns_once_as_torch(monkeypatch):
+    # PyTorch 2.6+: float(t) of a tensor requiring grad warns (once a process) while grad
+    # mode is on; item(), int(), a detached tensor and no_grad do not
+    import warnings
+
+    from ember.core import tensor as tensor_module
+    monkeypatch.setattr(tensor_module, "_warned_float_of_grad_tensor", False)
+    x = ember.ones(1, requires_grad=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        x.item(), int(x), float(x.detach())
+        with ember.no_grad():
+            float(x)
+        assert not caught
+        assert float(x * 2) == 2.0
+        float(x)
+    assert len(caught) == 1 and caught[0].category is UserWarning
+    assert str(caught[0].message) == ("Converting a tensor with requires_grad=True to a scalar "
+                                      "may lead to unexpected behavior.\nConsider using "
+                                      "tensor.detach() first.")
+    assert caught[0].filename == __file__
+
+
+def test_lbfgs_converts_its_losses_outside_grad_mode(monkeypatch):
+    import warnings
+
+    from ember.core import tensor as tensor_module
+    monkeypatch.setattr(tensor_module, "_warned_float_of_grad_tensor", False)
+    w = ember.ones(2, requires_grad=True)
+    opt = ember.optim.LBFGS([w], max_iter=3, line_search_fn=None)
+
+    def closure():
+        opt.zero_grad()
+        loss = ((w - 3) ** 2).sum()
+        loss.backward()
+        return loss
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        opt.step(closure)
+    assert not caught
