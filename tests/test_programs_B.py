@@ -208,6 +208,11 @@ PROGRAMS_B = [
             same=r"^PrimaryCaps|^  |^\)|^W |^parameters|^squash norms|^output",
             skeleton=r"^train accuracy|^test loss",
             losses=r"^epoch \d+ train loss (?P<loss>[\d.]+)", factor=1.5),
+    Program("cyclegan.py",  # (adversarial terms need not fall: the cycle loss must)
+            same=r"^initialize|^ResnetBlock|^NLayerDiscriminator|^  |^\)|^\[Network"
+                 r"|^learning rate",
+            skeleton=r"^\(epoch|^pool sizes", losses=r"cycle_A: (?P<loss>[\d.]+)", factor=1.5,
+            long=True),
 ]
 
 
