@@ -297,16 +297,17 @@ def main():
             optimizer_D.step()
             for k, v in (('D_A', loss_D_A), ('G_A', loss_G_A), ('cycle_A', loss_cycle_A), ('idt_A', loss_idt_A),
                          ('D_B', loss_D_B), ('G_B', loss_G_B), ('cycle_B', loss_cycle_B), ('idt_B', loss_idt_B)):
-                losses[k] = losses.get(k, 0.0) + float(v) / 6
+                losses[k] = float(v)  # get_current_losses()
+            if i % 12 == 0:  # print_freq
+                message = '(epoch: %d, iters: %d) ' % (epoch + 1, i)
+                for k, v in losses.items():
+                    message += '%s: %.3f ' % (k, v)
+                print(message)
         old_lr = optimizer_G.param_groups[0]['lr']
         for scheduler in schedulers:
             scheduler.step()
         lr = optimizer_G.param_groups[0]['lr']
         print('learning rate %.7f -> %.7f' % (old_lr, lr))
-        message = '(epoch: %d) ' % (epoch + 1)
-        for k, v in losses.items():
-            message += '%s: %.3f ' % (k, v)
-        print(message)
 
     with torch.no_grad():
         cycle = (netG_B(netG_A(A_all)) - A_all).abs().mean().item()
