@@ -213,6 +213,9 @@ PROGRAMS_B = [
                  r"|^learning rate",
             skeleton=r"^\(epoch|^pool sizes", losses=r"cycle_A: (?P<loss>[\d.]+)", factor=1.5,
             long=True),
+    Program("wavenet.py",
+            same=r"^mu-law|^ResidualLayer|^  |^\)|^dilations|^parameters|^causal|^generated",
+            losses=r"^step +\d+ loss (?P<loss>[\d.]+)", factor=1.5),
 ]
 
 
