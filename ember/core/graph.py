@@ -9,6 +9,8 @@ on any object with Tensor's autograd fields, so it needs no import of the Tensor
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -58,8 +60,40 @@ def is_tensor(x: Any) -> bool:
 
 
 def default_label(name: str) -> str:
-    """PyTorch's node name for an op: `log_softmax` -> `LogSoftmaxBackward0`."""
-    return "".join(p.capitalize() for p in name.split("_") if p) + "Backward0"
+    """PyTorch's node name for an op: `log_softmax` -> `LogSoftmaxBackward0`, and a letter
+    after a digit is capitalised too (`log1p` -> `Log1PBackward0`)."""
+    camel = "".join(p.capitalize() for p in name.split("_") if p)
+    return re.sub(r"(?<=\d)[a-z]", lambda m: m.group(0).upper(), camel) + "Backward0"
+
+
+def relabel(out: Any, label: str, inputs: Sequence[Any]) -> Any:
+    """`out`, its graph node named `label` when that node is new (no input's): an op written
+    as a decomposition then shows PyTorch's node name (`GeluBackward0`, `MseLossBackward0`)
+    rather than its last step's. A tuple's first tensor is the one named (`sort`'s values)."""
+    first = out[0] if isinstance(out, tuple) and out else out
+    node = getattr(first, "_node", None)
+    if node is None or not hasattr(node, "label"):
+        return out
+    for x in inputs:
+        items = x if isinstance(x, (list, tuple)) else (x,)
+        if any(getattr(item, "_node", None) is node for item in items):
+            return out  # the op returned an input (or its node) unchanged
+    node.label = label
+    return out
+
+
+def labelled(label: str | Callable[..., str | None], fn: Callable) -> Callable:
+    """`fn`, its result's new graph node named `label` (or `label(*args, **kwargs)`; None
+    leaves it) while grad mode is on: how a decomposed op shows PyTorch's node name."""
+    @functools.wraps(fn)
+    def named(*args: Any, **kwargs: Any) -> Any:
+        out = fn(*args, **kwargs)
+        if state.enabled:
+            name = label if isinstance(label, str) else label(*args, **kwargs)
+            if name is not None:
+                relabel(out, name, (*args, *kwargs.values()))
+        return out
+    return named
 
 
 class Node:

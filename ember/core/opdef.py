@@ -158,6 +158,9 @@ class Op:
         exact_out: an `out=` tensor must have the result's dtype (PyTorch's rule for its
             ops outside TensorIterator, such as `mm` and `where`, and for the unary ops
             that keep their input's dtype); else any dtype the result casts to.
+        node_label: composites differentiated through their decomposition: the name of
+            the node their result shows (PyTorch's, `StackBackward0`), or a function of the
+            call's arguments giving it; None: the last step's node shows.
     """
 
     name: str
@@ -182,6 +185,7 @@ class Op:
     creation: bool = False
     uncast: tuple[int, ...] = ()
     exact_out: bool = False
+    node_label: str | Callable[..., str] | None = None
     public: Callable[..., Any] | None = field(default=None, repr=False)
     """The function users call (`fn`, wrapped for `out=` and tracing); set by declare."""
 

@@ -399,7 +399,8 @@ _LARGEST = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
             "float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308}
 
 
-@composite(variants="function method inplace out", cost=costs.pointwise(4))
+@composite(node_label="NanToNumBackward0",
+           variants="function method inplace out", cost=costs.pointwise(4))
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
                neginf: float | None = None) -> Tensor:
     """Replaces NaN with `nan`, +inf with `posinf` and -inf with `neginf` (by default the

@@ -516,7 +516,11 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
 # -- masks ----------------------------------------------------------------------------
 
 
-@composite(variants="function method inplace", cost=costs.pointwise(1))
+def _masked_fill_label(input: Any, mask: Any, value: Any) -> str:
+    return "MaskedFillBackward1" if isinstance(value, Tensor) else "MaskedFillBackward0"
+
+@composite(node_label=_masked_fill_label,
+           variants="function method inplace", cost=costs.pointwise(1))
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     """A copy of `input` with `value` where `mask` is true."""
     if mask.dtype is not dt.bool_:

@@ -215,7 +215,8 @@ def _need_dims(op: str, name: str, x: Tensor, ndim: int) -> None:
                            if ndim == 1 else f"{name} must be a 3D tensor")
 
 
-@composite(variants="function method inplace out", exact_out=True, cost=_addmm_cost,
+@composite(node_label="AddmmBackward0",
+           variants="function method inplace out", exact_out=True, cost=_addmm_cost,
            precision=P.LOWER, cpu_precision=P.LOWER)
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,
           alpha: Any = 1) -> Tensor:

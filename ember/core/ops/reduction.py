@@ -372,7 +372,7 @@ def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
 # -- statistics -----------------------------------------------------------------------
 
 
-@composite(traced_as_node=True, cost=costs.reduction(4))
+@composite(node_label="VarBackward0", traced_as_node=True, cost=costs.reduction(4))
 def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: Any = None) -> Tensor:
     """The variance over `dim`, with Bessel's correction by default (`correction=1`)."""
@@ -388,7 +388,7 @@ def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
     return total / (n - correction if n - correction > 0 else float("nan"))
 
 
-@composite(cost=costs.reduction(5))
+@composite(node_label="StdBackward0", cost=costs.reduction(5))
 def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: Any = None) -> Tensor:
     """The standard deviation over `dim` (see `var`)."""
@@ -411,7 +411,8 @@ def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
             mean(input, _dims_arg("std_mean", input, dim), keepdim))
 
 
-@composite(traced_as_node=True, precision=P.FLOAT32, cost=costs.reduction(10))
+@composite(node_label="LogsumexpBackward0",
+           traced_as_node=True, precision=P.FLOAT32, cost=costs.reduction(10))
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """`log(sum(exp(input), dim))`, computed stably."""
     dims = _dims_arg("logsumexp", input, dim)
