@@ -317,6 +317,23 @@ NODE_NAME_CASES = {
     "sort_stable": lambda L, F, x, t, y: x.sort(stable=True)[0],
     "kthvalue": lambda L, F, x, t, y: x.kthvalue(1)[0],
     "log1p": lambda L, F, x, t, y: x.abs().log1p(),
+    "max_dim": lambda L, F, x, t, y: x.max(1)[0],
+    "min_dim": lambda L, F, x, t, y: L.min(x, dim=0).values,
+    "maximum": lambda L, F, x, t, y: L.max(x, t),
+    "topk": lambda L, F, x, t, y: x.topk(2)[0],
+    "split": lambda L, F, x, t, y: x.split(1, 1)[2],
+    "split_sizes": lambda L, F, x, t, y: x.split([1, 2], 1)[1],
+    "chunk": lambda L, F, x, t, y: x.chunk(2)[1],
+    "unbind": lambda L, F, x, t, y: x.unbind(1)[0],
+    "var_mean": lambda L, F, x, t, y: L.var_mean(x, 1)[1],
+    "trace": lambda L, F, x, t, y: x[:3].trace(),
+    "square": lambda L, F, x, t, y: x.square(),
+    "frac": lambda L, F, x, t, y: x.frac(),
+    "masked_select": lambda L, F, x, t, y: x.masked_select(x > 0),
+    "norm": lambda L, F, x, t, y: x.norm(dim=1),
+    "norm_p1": lambda L, F, x, t, y: x.norm(p=1),
+    "dist": lambda L, F, x, t, y: L.dist(x, t),
+    "cdist": lambda L, F, x, t, y: L.cdist(x, t),
 }
 
 

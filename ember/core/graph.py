@@ -69,16 +69,14 @@ def default_label(name: str) -> str:
 def relabel(out: Any, label: str, inputs: Sequence[Any]) -> Any:
     """`out`, its graph node named `label` when that node is new (no input's): an op written
     as a decomposition then shows PyTorch's node name (`GeluBackward0`, `MseLossBackward0`)
-    rather than its last step's. A tuple's first tensor is the one named (`sort`'s values)."""
-    first = out[0] if isinstance(out, tuple) and out else out
-    node = getattr(first, "_node", None)
-    if node is None or not hasattr(node, "label"):
-        return out
-    for x in inputs:
-        items = x if isinstance(x, (list, tuple)) else (x,)
-        if any(getattr(item, "_node", None) is node for item in items):
-            return out  # the op returned an input (or its node) unchanged
-    node.label = label
+    rather than its last step's. Each tensor of a tuple is named (`split`'s pieces)."""
+    olds = {id(getattr(item, "_node", None)) for x in inputs
+            for item in (x if isinstance(x, (list, tuple)) else (x,))}
+    for result in (out if isinstance(out, tuple) else (out,)):
+        node = getattr(result, "_node", None)
+        # (an op that returned an input, or its node, leaves that node's name alone)
+        if node is not None and hasattr(node, "label") and id(node) not in olds:
+            node.label = label
     return out
 
 

@@ -900,7 +900,8 @@ def _no_integer_addcdiv(tensor1: Tensor, tensor2: Tensor) -> None:
                            "dtypes.")
 
 
-@composite(variants="function method inplace out", cost=costs.pointwise(1))
+@composite(node_label="PowBackward0",
+           variants="function method inplace out", cost=costs.pointwise(1))
 def square(input: Tensor) -> Tensor:
     """Returns the square of each element (of a bool tensor: as int64, like `pow(x, 2)`)."""
     if input.dtype is dt.bool_:

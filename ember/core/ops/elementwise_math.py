@@ -345,7 +345,8 @@ def rad2deg(input: Tensor) -> Tensor:
     return _as_float(input) * (180.0 / math.pi)
 
 
-@composite(variants="function method inplace out", cost=costs.pointwise(2))
+@composite(node_label="FracBackward0",
+           variants="function method inplace out", cost=costs.pointwise(2))
 def frac(input: Tensor) -> Tensor:
     """The fractional part of each element: `input - trunc(input)`, with its sign."""
     _floating_only("frac", input.dtype)

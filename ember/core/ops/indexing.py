@@ -540,7 +540,8 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     return out if out._dtype is input._dtype else to_dtype(out, input._dtype)
 
 
-@composite(cost=costs.movement)
+@composite(node_label="MaskedSelectBackward0",
+           cost=costs.movement)
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The elements of `input` where `mask` (broadcast) is true, as a 1-D tensor."""
     input, mask = broadcast_tensors(input, mask)
@@ -619,7 +620,8 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
     return _index(input, parse_basic(input._data.shape, key), key)
 
 
-@composite(cost=costs.view)
+@composite(node_label="UnbindBackward0",
+           cost=costs.view)
 def unbind(input: Tensor, dim: int = 0) -> tuple:
     """Every slice along `dim`, as views."""
     _require_dims("unbind", input, dim)
@@ -636,7 +638,14 @@ def _split_method(self: Tensor, split_size: Any, dim: int = 0) -> tuple:
 _split_method.__qualname__ = "Tensor.split"  # (named so in argument errors, as PyTorch's)
 
 
-@composite(cost=costs.view, method=_split_method)
+def _split_label(input: Any, *args: Any, **kwargs: Any) -> str:
+    # (the size is `split_size=` to the method, `split_size_or_sections=` to the function)
+    sizes = args[0] if args else kwargs.get("split_size", kwargs.get("split_size_or_sections"))
+    return "SplitBackward0" if isinstance(sizes, int) else "SplitWithSizesBackward0"
+
+
+@composite(node_label=_split_label,
+           cost=costs.view, method=_split_method)
 def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
     """Splits into chunks of a given size, or of the given list of sizes (views)."""
     return _split(input, split_size_or_sections, dim)
@@ -665,7 +674,8 @@ def _split(input: Tensor, split_size_or_sections: Any, dim: int) -> tuple:
     return tuple(out)
 
 
-@composite(cost=costs.view)
+@composite(node_label="SplitBackward0",
+           cost=costs.view)
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     """Splits into `chunks` nearly equal pieces (views)."""
     if chunks <= 0:
