@@ -334,6 +334,11 @@ NODE_NAME_CASES = {
     "norm_p1": lambda L, F, x, t, y: x.norm(p=1),
     "dist": lambda L, F, x, t, y: L.dist(x, t),
     "cdist": lambda L, F, x, t, y: L.cdist(x, t),
+    "rsub": lambda L, F, x, t, y: 1 - x,
+    "rdiv": lambda L, F, x, t, y: 1 / x,
+    "rpow": lambda L, F, x, t, y: 2 ** x,
+    "rmul": lambda L, F, x, t, y: 2 * x,
+    "tensor_minus": lambda L, F, x, t, y: t - x,
 }
 
 
