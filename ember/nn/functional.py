@@ -1913,7 +1913,16 @@ def _interpolate_label(input: Tensor, *args: Any, mode: str = "nearest",
     return None if node is None else node.format(n=input.ndim - 2) + "Backward0"
 
 
+def _adaptive_avg_pool2d_label(input: Tensor, output_size: Any) -> str:
+    # PyTorch averages to a single element with a mean
+    sizes = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * 2
+    return "MeanBackward1" if all(n == 1 for n in sizes) else "AdaptiveAvgPool2DBackward0"
+
+
 _NODE_LABELS: dict[str, str | Callable[..., str | None]] = {
+    "adaptive_avg_pool2d": _adaptive_avg_pool2d_label,
+    "adaptive_max_pool2d": "AdaptiveMaxPool2DBackward0", "avg_pool1d": "SqueezeBackward1",
+    "pixel_shuffle": "PixelShuffleBackward0", "pixel_unshuffle": "PixelUnshuffleBackward0",
     "gelu": "GeluBackward0", "silu": "SiluBackward0", "mish": "MishBackward0",
     "elu": "EluBackward0", "selu": "EluBackward0", "celu": "CeluBackward0",
     "leaky_relu": "LeakyReluBackward0", "hardtanh": "HardtanhBackward0",
