@@ -162,7 +162,7 @@ PROGRAMS_B = [
             same=r"^channels_first|^Sequential|^  |^\)|^number of params|^gamma|^trunc_normal"
                  r"|^<All keys|^Resume|^reloaded",
             skeleton=r"^Epoch: \[\d\] \[0|^Accuracy",
-            losses=r"Averaged stats: loss: (?P<loss>[\d.]+)", factor=1.5, long=True),
+            losses=r"Averaged stats: loss: (?P<loss>[\d.]+)", factor=1.5),
     Program("swin_transformer.py",
             same=r"^windows|^roll ok|^SwinTransformerBlock|^  |^\)|^attn_mask"
                  r"|^relative_position_index|^\['attn|^number of params|^no decay|^bias table",
@@ -184,7 +184,8 @@ PROGRAMS_B = [
     Program("stylegan_lite.py",  # (a GAN: its losses need not fall in ten steps)
             same=r"^StyledConv|^Sequential|^  |^\)|^G params|^grouped conv|^sample"
                  r"|^checkpoint keys",
-            skeleton=r"^d: .*; g: .*; r1: .*; real: .*; fake: "),
+            skeleton=r"^d: .*; g: .*; r1: .*; real: .*; fake: ",
+            long=True),
     Program("mamba_scan.py",
             same=r"^ModelArgs|^ResidualBlock|^  |^\)|^tied|^number of parameters|^A_log"
                  r"|^scan forms agree|^causal|^A stays negative",
@@ -198,16 +199,19 @@ PROGRAMS_B = [
     Program("graph_transformer.py",
             same=r"^nodes|^smallest|^softmax sums|^degree|^GraphTransformerNet|^  |^\)"
                  r"|^Optimization",
-            skeleton=r"^Epoch|^Test set", losses=r"loss_train: (?P<loss>[\d.]+)", factor=3.0),
+            skeleton=r"^Epoch|^Test set", losses=r"loss_train: (?P<loss>[\d.]+)", factor=3.0,
+            long=True),
     Program("vq_vae.py",
             same=r"^Namespace|^data variance|^straight-through|^one-hot rows|^cdist argmin"
                  r"|^VectorQuantizer|^Decoder|^  |^\)|^\d+ iterations",
             skeleton=r"perplexity: |^ema ",  # (the EMA codebook collapses early: no trend)
-            losses=r"^vq recon_error: (?P<loss>[\d.]+)", factor=1.5),
+            losses=r"^vq recon_error: (?P<loss>[\d.]+)", factor=1.5,
+            long=True),
     Program("capsnet.py",
             same=r"^PrimaryCaps|^  |^\)|^W |^parameters|^squash norms|^output",
             skeleton=r"^train accuracy|^test loss",
-            losses=r"^epoch \d+ train loss (?P<loss>[\d.]+)", factor=1.5),
+            losses=r"^epoch \d+ train loss (?P<loss>[\d.]+)", factor=1.5,
+            long=True),
     Program("cyclegan.py",  # (adversarial terms need not fall: the cycle loss must)
             same=r"^initialize|^ResnetBlock|^NLayerDiscriminator|^  |^\)|^\[Network"
                  r"|^learning rate",
@@ -215,7 +219,8 @@ PROGRAMS_B = [
             long=True),
     Program("wavenet.py",
             same=r"^mu-law|^ResidualLayer|^  |^\)|^dilations|^parameters|^causal|^generated",
-            losses=r"^step +\d+ loss (?P<loss>[\d.]+)", factor=1.5),
+            losses=r"^step +\d+ loss (?P<loss>[\d.]+)", factor=1.5,
+            long=True),
 ]
 
 
