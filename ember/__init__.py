@@ -593,6 +593,12 @@ def is_tensor(obj: object) -> bool:
     return isinstance(obj, Tensor)
 
 
+def _assert(condition: object, message: str) -> None:
+    """`assert condition, message` as a function: PyTorch's `torch._assert`, which model
+    code (timm, torchvision) calls to check input shapes."""
+    assert condition, message
+
+
 def devices() -> list:
     """Every device that can be used now, e.g. `[device(type='cpu'), ...]`."""
     from ember.core import scheduler

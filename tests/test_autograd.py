@@ -255,6 +255,43 @@ class TestGradModes:
             return t * 2
         assert not f(x).requires_grad
 
+    def test_inference_mode_false_inside_records_gradients_as_torch(self):
+        # PyTorch's guard sets grad mode to `not mode`: inside no_grad or inference_mode,
+        # `inference_mode(False)` records gradients again
+        torch = pytest.importorskip("torch")
+        seen = []
+        for lib in (torch, ember):
+            x = lib.ones(1, requires_grad=True)
+            with lib.inference_mode():
+                with lib.inference_mode(False):
+                    inner = (lib.is_grad_enabled(), lib.is_inference_mode_enabled(),
+                             (x * 2).requires_grad)
+                after = (lib.is_grad_enabled(), lib.is_inference_mode_enabled())
+            with lib.no_grad(), lib.inference_mode(False):
+                under_no_grad = lib.is_grad_enabled()
+            seen.append((inner, after, under_no_grad, lib.is_grad_enabled()))
+        assert seen[1] == seen[0] == ((True, False, True), (False, True), True, True)
+
+    def test_modes_decorate_without_parentheses(self):
+        x = leaf([1.0])
+
+        @ember.no_grad
+        def f(t):
+            return t * 2
+
+        @ember.inference_mode
+        def g(t):
+            return t * 2
+
+        @ember.enable_grad
+        def h(t):
+            return t * 2
+        assert not f(x).requires_grad and not g(x).requires_grad
+        assert f.__name__ == "f"
+        with ember.no_grad():
+            assert h(x).requires_grad
+        assert ember.is_grad_enabled()
+
     def test_modes_restore_after_exception(self):
         with pytest.raises(ValueError):
             with ember.no_grad():
@@ -1143,6 +1180,13 @@ def test_func_errors_match_torch():
             func.vmap(lambda x: x)(5.0)
         with pytest.raises(RuntimeError, match="Expected tensors, got unsupported type"):
             func.grad(lambda x: (x.sum(), "aux"), has_aux=True)(L.ones(2))
+
+
+def test_top_level_vmap_is_func_vmap():
+    # torch.vmap(f) is torch.func.vmap: per-sample code calls either
+    assert ember.vmap is ember.func.vmap
+    out = ember.vmap(lambda row: (row * row).sum())(ember.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    assert out.tolist() == [5.0, 25.0]
 
 
 def test_autograd_function_module_and_grad_errors_match_torch():

@@ -183,6 +183,10 @@ def test_named_results_and_grad_fn():
     assert r._fields == ("U", "S", "Vh")
     assert ember.linalg.eigh(ember.tensor(SPD[0]))._fields == ("eigenvalues", "eigenvectors")
     assert ember.slogdet(ember.tensor(A[0]))._fields == ("sign", "logabsdet")
+    for name in ("slogdet", "linalg.slogdet", "linalg.eigh"):  # the printed type names
+        got, want = (eval(f"L.{name}(L.eye(2))", {"L": lib}) for lib in (ember, torch))
+        assert type(got).__name__ == type(want).__name__
+        assert repr(got).replace("ember.", "torch.") == repr(want)
     x = ember.tensor(A[0], requires_grad=True)
     assert type(ember.det(x).grad_fn).__name__ == "LinalgDetBackward0" or \
         ember.det(x).grad_fn.name() == "LinalgDetBackward0"

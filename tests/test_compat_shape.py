@@ -62,6 +62,8 @@ VALUE_CASES = {
     "dsplit": lambda L, x, **_: (L.dsplit(x, [1, 3]), x.dsplit(2)),
     "split_with_sizes": lambda L, x, e, **_: (L.split_with_sizes(x, [1, 2], 1),
                                               e.split_with_sizes([2, 1], 1)),
+    "split keywords": lambda L, x, **_: (x.split(split_size=[1, 3], dim=-1), x.split(split_size=2),
+                                         L.split(x, split_size_or_sections=2, dim=1)),
     "unsafe": lambda L, x, **_: (x.unsafe_chunk(3, 2), L.unsafe_split(x, 2, 2),
                                  L.unsafe_split_with_sizes(x, [3, 1], -1)),
     "fliplr_flipud": lambda L, x, i, **_: (L.fliplr(x), x.flipud(), i.fliplr()),
@@ -324,6 +326,7 @@ ERROR_CASES = {
     "resize_ requiring grad": lambda L, v, **_: v.clone().requires_grad_().resize_(2),
     "resize to other numel": lambda L, v, **_: v.resize(2, 2),
     "split_with_sizes sum": lambda L, v, **_: L.split_with_sizes(v, [1, 1]),
+    "Tensor.split keyword of torch.split": lambda L, v, **_: v.split(split_size_or_sections=1),
 }
 
 

@@ -103,7 +103,7 @@ def test_shape_op_errors(fn, msg):
     (lambda: ~ember.ones(2), r"bitwise_not: .*float32"),
     (lambda: ember.ones(2, dtype=ember.int32).mean(), r"mean\(\): could not infer output dtype. "
                                                       r"Input dtype must be either a floating "
-                                                      r"point or complex dtype. Got: .*int32"),
+                                                      r"point or complex dtype. Got: Int$"),
     (lambda: -ember.tensor([True]), "neg: "),
     (lambda: ember.where(ember.ones(2), ember.ones(2), ember.ones(2)),
      "where: expected condition to be a bool tensor"),

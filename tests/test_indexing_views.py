@@ -453,3 +453,20 @@ def test_a_view_written_through_another_sees_the_write_in_backward(write):
         (zz.sum() * 7 + (z * lib.arange(3.0)).sum()).backward()
         grads.append((w.grad.tolist(), None if v.grad is None else v.grad.item()))
     assert grads[0] == grads[1]
+
+
+BASIC_KEYS = ["[:3]", "[1]", "[1:3, 2]", "[:, 1]", "[..., 1:]", "[None]", "[:, None]",
+              "[...]", "[:, :]", "[0:5, 0:4]", "[0:5]", "[::1]", "[:, ::1]", "[:, 0:100]",
+              "[:, -4:]", "[:, -4:4]", "[1:3, None, ...]", "[..., 0:4]", "[1, ...]",
+              "[(slice(None),)]", "[lib.tensor(1)]", "[:, lib.tensor(1)]", "[[0, 1]]"]
+
+
+@pytest.mark.parametrize("key", BASIC_KEYS)
+def test_indexing_grad_fn_names_match_torch(torch, key):
+    # PyTorch names a basic index after the last view op it applied (a full slice inside a
+    # tuple key applies none): printed tensors show it, e.g. grad_fn=<SliceBackward0>
+    names = []
+    for lib in (torch, ember):
+        a = lib.ones(5, 4, requires_grad=True)
+        names.append(eval(f"a{key}", {"a": a, "lib": lib}).grad_fn.name())
+    assert names[1] == names[0]

@@ -404,6 +404,7 @@ def _torch_error(cls_name, kwargs):
     ("Adam", {"lr": -0.5}), ("Adam", {"eps": -1.0}), ("Adam", {"betas": (1.0, 0.999)}),
     ("Adam", {"betas": (0.9, -0.1)}), ("Adam", {"weight_decay": -1.0}),
     ("AdamW", {"lr": -1e-3}), ("AdamW", {"betas": (0.9, 1.5)}),
+    ("Adam", {"betas": (0, 0.99)}), ("AdamW", {"betas": (0.5, 0)}),  # ints: not floats
     ("Adagrad", {"lr": -1.0}), ("Adagrad", {"lr_decay": -1.0}),
     ("Adagrad", {"weight_decay": -0.1}), ("Adagrad", {"initial_accumulator_value": -1.0}),
     ("Adagrad", {"eps": -1.0}),

@@ -263,3 +263,112 @@ def test_version_under_the_alias_and_without(tmp_path):
     assert lines[1] == "<class 'torch.Tensor'>"
     assert lines[2] == f"{ember.__version__} str <class 'ember.Tensor'>"
     assert type(ember.__version__) is str
+
+
+# ops written as decompositions name their result's node as PyTorch's kernels do
+NODE_NAME_CASES = {
+    "mse_loss": lambda L, F, x, t, y: F.mse_loss(x, t, reduction="none"),
+    "bce": lambda L, F, x, t, y: F.binary_cross_entropy(L.sigmoid(x), t),
+    "bce_with_logits": lambda L, F, x, t, y: F.binary_cross_entropy_with_logits(x, t),
+    "smooth_l1": lambda L, F, x, t, y: F.smooth_l1_loss(x, t),
+    "huber": lambda L, F, x, t, y: F.huber_loss(x, t, reduction="sum"),
+    "nll_loss": lambda L, F, x, t, y: F.nll_loss(x, y),
+    "nll_loss_2d": lambda L, F, x, t, y: F.nll_loss(x.view(1, 4, 3), y[None, :3] % 4),
+    "gelu": lambda L, F, x, t, y: F.gelu(x, approximate="tanh"),
+    "silu": lambda L, F, x, t, y: F.silu(x),
+    "mish": lambda L, F, x, t, y: F.mish(x),
+    "elu": lambda L, F, x, t, y: F.elu(x),
+    "selu": lambda L, F, x, t, y: F.selu(x),
+    "leaky_relu": lambda L, F, x, t, y: F.leaky_relu(x, 0.2),
+    "relu6": lambda L, F, x, t, y: F.relu6(x),
+    "hardswish": lambda L, F, x, t, y: F.hardswish(x),
+    "hardsigmoid": lambda L, F, x, t, y: F.hardsigmoid(x),
+    "logsigmoid": lambda L, F, x, t, y: F.logsigmoid(x),
+    "softplus": lambda L, F, x, t, y: F.softplus(x),
+    "glu": lambda L, F, x, t, y: F.glu(x.repeat(1, 2)),
+    "layer_norm": lambda L, F, x, t, y: F.layer_norm(x, (3,)),
+    "batch_norm": lambda L, F, x, t, y: F.batch_norm(x, None, None, training=True),
+    "group_norm": lambda L, F, x, t, y: F.group_norm(x.view(2, 2, 3), 1),
+    "embedding": lambda L, F, x, t, y: F.embedding(y % 3, x[:3]),
+    "bilinear": lambda L, F, x, t, y: F.interpolate(x.view(1, 1, 4, 3), scale_factor=2,
+                                                    mode="bilinear"),
+    "nearest_1d": lambda L, F, x, t, y: F.interpolate(x.view(1, 4, 3), scale_factor=2),
+    "avg_pool2d": lambda L, F, x, t, y: F.avg_pool2d(x.view(1, 1, 4, 3), 2),
+    "conv_transpose2d": lambda L, F, x, t, y: F.conv_transpose2d(x.view(1, 1, 4, 3),
+                                                                 L.ones(1, 2, 2, 2)),
+    "stack": lambda L, F, x, t, y: L.stack([x, x], 1),
+    "repeat": lambda L, F, x, t, y: x.repeat(2, 1),
+    "roll": lambda L, F, x, t, y: x.roll(1, 0),
+    "squeeze": lambda L, F, x, t, y: x[None].squeeze(),
+    "squeeze_dim": lambda L, F, x, t, y: x[None].squeeze(0),
+    "squeeze_dims": lambda L, F, x, t, y: x[None].squeeze((0, 1)),
+    "masked_fill": lambda L, F, x, t, y: x.masked_fill(x > 0, 0.0),
+    "masked_fill_tensor": lambda L, F, x, t, y: x.masked_fill(x > 0, L.tensor(1.0)),
+    "std": lambda L, F, x, t, y: x.std(1),
+    "var": lambda L, F, x, t, y: x.var(),
+    "logsumexp": lambda L, F, x, t, y: x.logsumexp(1),
+    "addmm": lambda L, F, x, t, y: L.addmm(t, x, L.eye(3)),
+    "addcmul": lambda L, F, x, t, y: L.addcmul(x, x, t),
+    "lerp": lambda L, F, x, t, y: L.lerp(x, t, 0.5),
+    "lerp_tensor": lambda L, F, x, t, y: L.lerp(x, t, t),
+    "cumprod": lambda L, F, x, t, y: x.cumprod(1),
+    "nan_to_num": lambda L, F, x, t, y: x.nan_to_num(),
+    "sort": lambda L, F, x, t, y: x.sort(1)[0],
+    "sort_stable": lambda L, F, x, t, y: x.sort(stable=True)[0],
+    "kthvalue": lambda L, F, x, t, y: x.kthvalue(1)[0],
+    "log1p": lambda L, F, x, t, y: x.abs().log1p(),
+    "max_dim": lambda L, F, x, t, y: x.max(1)[0],
+    "min_dim": lambda L, F, x, t, y: L.min(x, dim=0).values,
+    "maximum": lambda L, F, x, t, y: L.max(x, t),
+    "topk": lambda L, F, x, t, y: x.topk(2)[0],
+    "split": lambda L, F, x, t, y: x.split(1, 1)[2],
+    "split_sizes": lambda L, F, x, t, y: x.split([1, 2], 1)[1],
+    "chunk": lambda L, F, x, t, y: x.chunk(2)[1],
+    "unbind": lambda L, F, x, t, y: x.unbind(1)[0],
+    "var_mean": lambda L, F, x, t, y: L.var_mean(x, 1)[1],
+    "trace": lambda L, F, x, t, y: x[:3].trace(),
+    "square": lambda L, F, x, t, y: x.square(),
+    "frac": lambda L, F, x, t, y: x.frac(),
+    "masked_select": lambda L, F, x, t, y: x.masked_select(x > 0),
+    "norm": lambda L, F, x, t, y: x.norm(dim=1),
+    "norm_p1": lambda L, F, x, t, y: x.norm(p=1),
+    "dist": lambda L, F, x, t, y: L.dist(x, t),
+    "cdist": lambda L, F, x, t, y: L.cdist(x, t),
+    "adaptive_avg_pool2d_1": lambda L, F, x, t, y: F.adaptive_avg_pool2d(x.view(1, 1, 4, 3), 1),
+    "adaptive_avg_pool2d": lambda L, F, x, t, y: F.adaptive_avg_pool2d(x.view(1, 1, 4, 3),
+                                                                       (2, 1)),
+    "adaptive_max_pool2d": lambda L, F, x, t, y: F.adaptive_max_pool2d(x.view(1, 1, 4, 3), 2),
+    "avg_pool1d": lambda L, F, x, t, y: F.avg_pool1d(x.view(1, 4, 3), 2),
+    "pixel_shuffle": lambda L, F, x, t, y: F.pixel_shuffle(x.view(1, 4, 3, 1), 2),
+    "pixel_unshuffle": lambda L, F, x, t, y: F.pixel_unshuffle(x.view(1, 1, 4, 2 + 1)[..., :2],
+                                                               2),
+    "rsub": lambda L, F, x, t, y: 1 - x,
+    "rdiv": lambda L, F, x, t, y: 1 / x,
+    "rpow": lambda L, F, x, t, y: 2 ** x,
+    "rmul": lambda L, F, x, t, y: 2 * x,
+    "tensor_minus": lambda L, F, x, t, y: t - x,
+}
+
+
+@pytest.mark.parametrize("case", sorted(NODE_NAME_CASES))
+def test_decomposed_ops_name_their_nodes_as_pytorch(case):
+    names = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        x = lib.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75], [-2.0, 1.0, 0.3],
+                        [0.1, -0.2, 0.9]], requires_grad=True)
+        t = lib.tensor([[0.2, 0.9, 0.4], [0.7, 0.1, 0.5], [0.3, 0.3, 0.6], [0.8, 0.2, 0.1]])
+        y = lib.tensor([0, 2, 1, 0])
+        out = NODE_NAME_CASES[case](lib, lib.nn.functional, x, t, y)
+        names.append(out.grad_fn.name())
+    assert names[1] == names[0]
+
+
+def test_an_op_returning_its_input_keeps_the_inputs_node_name():
+    from ember.core.graph import relabel
+
+    x = ember.ones(2, 3, requires_grad=True) * 2
+    relabel(x, "SqueezeBackward0", (x,))  # (an op that returned its input unchanged)
+    assert x.grad_fn.name() == "MulBackward0"
+    assert x.squeeze().grad_fn.name() == "SqueezeBackward0"
+    assert x.grad_fn.name() == "MulBackward0"

@@ -154,6 +154,79 @@ PROGRAMS_B = [
             skeleton=r"^test accuracy", check=_test_accuracy(0.9),
             losses=r"^epoch \d+ \| loss (?P<loss>[\d.]+)", factor=3.0, long=True),
     Program("model_ensembling.py", same=r".*"),  # (its asserts check the values)
+    # set G: well-known model implementations (as their reference repositories write them)
+    Program("mobilenet_v2.py",
+            same=r"^Namespace|^InvertedResidual|^Conv2dNormActivation|^Sequential|^  |^\)"
+                 r"|^last_channel|^_make_divisible|^reloaded|^running_mean",
+            skeleton=r"^Test set", losses=r"\tLoss: (?P<loss>[\d.]+)", factor=3.0),
+    Program("efficientnet_mbconv.py",
+            same=r"^DropPath|^drop_path values|^eval is|^MBConv|^  |^\)|^drop path rates"
+                 r"|^number of params|^stem BN",
+            skeleton=r"^train accuracy", losses=r"^step +\d+ loss (?P<loss>[\d.]+)", factor=2.0,
+            long=True),
+    Program("convnext.py",
+            same=r"^channels_first|^Sequential|^  |^\)|^number of params|^gamma|^trunc_normal"
+                 r"|^<All keys|^Resume|^reloaded",
+            skeleton=r"^Epoch: \[\d\] \[0|^Accuracy",
+            losses=r"Averaged stats: loss: (?P<loss>[\d.]+)", factor=1.5),
+    Program("swin_transformer.py",
+            same=r"^windows|^roll ok|^SwinTransformerBlock|^  |^\)|^attn_mask"
+                 r"|^relative_position_index|^\['attn|^number of params|^no decay|^bias table",
+            skeleton=r"Acc@1", losses=r"^Train: .* loss (?P<loss>[\d.]+)", factor=1.5),
+    Program("mlp_mixer_perceiver.py",
+            same=r"^Sequential|^  |^\)|^mixer parameters|^mixer logits|^MultiheadAttention"
+                 r"|^in_proj_weight|^perceiver parameters|^padding ignored|^average attn",
+            losses=r"^(?P<tag>mixer|perceiver) step +\d+ loss (?P<loss>[\d.]+)", factor=2.0),
+    Program("densenet_bc.py",
+            same=r"^_Transition|^  |^\)|^\['dense|^_DenseLayer|^classifier|^parameters"
+                 r"|^checkpoint outputs|^output grad_fn",
+            skeleton=r"^Epoch: \[|^Test error",
+            losses=r"^Epoch \d+: train loss (?P<loss>[\d.]+)", factor=1.5),
+    Program("yolo_head.py",
+            same=r"^Namespace|^iou|^giou|^ciou|^nms keep|^heat|^Detect|^  |^\)|^anchors"
+                 r"|^inference out|^grid",
+            skeleton=r"^bias|^image \d",
+            losses=r"^\s+\d+/\d+\s+loss(?:\s+\S+){3}\s+(?P<loss>\S+)$", factor=1.5),
+    Program("stylegan_lite.py",  # (a GAN: its losses need not fall in ten steps)
+            same=r"^StyledConv|^Sequential|^  |^\)|^G params|^grouped conv|^sample"
+                 r"|^checkpoint keys",
+            skeleton=r"^d: .*; g: .*; r1: .*; real: .*; fake: ",
+            long=True),
+    Program("mamba_scan.py",
+            same=r"^ModelArgs|^ResidualBlock|^  |^\)|^tied|^number of parameters|^A_log"
+                 r"|^scan forms agree|^causal|^A stays negative",
+            skeleton=r"^copy accuracy", losses=r"^step +\d+ \| loss (?P<loss>[\d.]+)",
+            factor=1.5, long=True),
+    Program("pointnet.py",
+            same=r"^Namespace|^Random Seed|^96 48|^classes|^stn|^loss True|^point feat|^STN3d"
+                 r"|^  |^\)|^saved keys",
+            skeleton=r"^final accuracy", losses=r"train loss: (?P<loss>[\d.]+)", factor=1.5,
+            long=True),
+    Program("graph_transformer.py",
+            same=r"^nodes|^smallest|^softmax sums|^degree|^GraphTransformerNet|^  |^\)"
+                 r"|^Optimization",
+            skeleton=r"^Epoch|^Test set", losses=r"loss_train: (?P<loss>[\d.]+)", factor=3.0,
+            long=True),
+    Program("vq_vae.py",
+            same=r"^Namespace|^data variance|^straight-through|^one-hot rows|^cdist argmin"
+                 r"|^VectorQuantizer|^Decoder|^  |^\)|^\d+ iterations",
+            skeleton=r"perplexity: |^ema ",  # (the EMA codebook collapses early: no trend)
+            losses=r"^vq recon_error: (?P<loss>[\d.]+)", factor=1.5,
+            long=True),
+    Program("capsnet.py",
+            same=r"^PrimaryCaps|^  |^\)|^W |^parameters|^squash norms|^output",
+            skeleton=r"^train accuracy|^test loss",
+            losses=r"^epoch \d+ train loss (?P<loss>[\d.]+)", factor=1.5,
+            long=True),
+    Program("cyclegan.py",  # (adversarial terms need not fall: the cycle loss must)
+            same=r"^initialize|^ResnetBlock|^NLayerDiscriminator|^  |^\)|^\[Network"
+                 r"|^learning rate",
+            skeleton=r"^\(epoch|^pool sizes", losses=r"cycle_A: (?P<loss>[\d.]+)", factor=1.5,
+            long=True),
+    Program("wavenet.py",
+            same=r"^mu-law|^ResidualLayer|^  |^\)|^dilations|^parameters|^causal|^generated",
+            losses=r"^step +\d+ loss (?P<loss>[\d.]+)", factor=1.5,
+            long=True),
 ]
 
 

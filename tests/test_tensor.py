@@ -627,7 +627,7 @@ def test_negative_size_errors_are_torchs(make):
 
 @pytest.mark.parametrize("name", ["zeros", "ones", "empty", "rand", "randn", "new_zeros",
                                   "new_ones", "new_empty"])
-def test_factories_take_size_by_keyword_as_torch(name):
+def test_each_factory_takes_size_by_keyword(name):
     """pyGAT's `torch.empty(size=(in_features, out_features))`: `size=` names the sizes;
     given both ways it is PyTorch's TypeError."""
     torch = pytest.importorskip("torch")
@@ -646,3 +646,74 @@ def test_factories_take_size_by_keyword_as_torch(name):
         with pytest.raises(TypeError) as e_err:
             getattr(ember.zeros(1), name)()
         assert str(e_err.value) == str(t_err.value)
+
+
+SIZE_KEYWORD_CASES = ["zeros(size=(2, 3))", "ones(size=[2], dtype=L.int64)",
+                      "empty(size=L.Size([0, 2])).shape", "rand(size=(2, 3)).shape",
+                      "randn(size=(4,), generator=None).shape", "zeros(1).new_zeros(size=(2,))",
+                      "zeros(1).new_ones(size=(1, 2))", "zeros(1).new_empty(size=(3,)).shape",
+                      "arange(end=3)", "arange(start=1, end=7, step=2)", "arange(1, end=3.5)"]
+SIZE_KEYWORD_ERRORS = ["zeros(2, size=(2,))", "ones(size=2)", "zeros(1).new_ones(2, size=(2,))",
+                       "zeros(1).new_zeros()", "empty()", "arange()"]
+
+
+@pytest.mark.parametrize("case", SIZE_KEYWORD_CASES)
+def test_factories_take_size_by_keyword_as_torch(case):
+    # `torch.zeros(size=(in_features, out_features))` (pyGAT, many reference repositories)
+    torch = pytest.importorskip("torch")
+    got = eval("L." + case, {"L": ember})
+    want = eval("L." + case, {"L": torch})
+    assert str(got).replace("ember.", "torch.") == str(want)
+
+
+@pytest.mark.parametrize("case", SIZE_KEYWORD_ERRORS)
+def test_factory_size_errors_match_torch(case):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError) as want:
+        eval("L." + case, {"L": torch})
+    with pytest.raises(TypeError) as got:
+        eval("L." + case, {"L": ember})
+    # (for arange() PyTorch lists its overloads: the message's start is compared)
+    assert str(got.value).split(" - ")[0][:40] == str(want.value).split(" - ")[0][:40]
+
+
+def test_float_of_a_graph_tensor_warns_once_as_torch(monkeypatch):
+    # PyTorch 2.6+: float(t) of a tensor requiring grad warns (once a process) while grad
+    # mode is on; item(), int(), a detached tensor and no_grad do not
+    import warnings
+
+    from ember.core import tensor as tensor_module
+    monkeypatch.setattr(tensor_module, "_warned_float_of_grad_tensor", False)
+    x = ember.ones(1, requires_grad=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        x.item(), int(x), float(x.detach())
+        with ember.no_grad():
+            float(x)
+        assert not caught
+        assert float(x * 2) == 2.0
+        float(x)
+    assert len(caught) == 1 and caught[0].category is UserWarning
+    assert str(caught[0].message) == ("Converting a tensor with requires_grad=True to a scalar "
+                                      "may lead to unexpected behavior.\nConsider using "
+                                      "tensor.detach() first.")
+    assert caught[0].filename == __file__
+
+
+def test_lbfgs_converts_its_losses_outside_grad_mode(monkeypatch):
+    import warnings
+
+    from ember.core import tensor as tensor_module
+    monkeypatch.setattr(tensor_module, "_warned_float_of_grad_tensor", False)
+    w = ember.ones(2, requires_grad=True)
+    opt = ember.optim.LBFGS([w], max_iter=3, line_search_fn=None)
+
+    def closure():
+        opt.zero_grad()
+        loss = ((w - 3) ** 2).sum()
+        loss.backward()
+        return loss
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        opt.step(closure)
+    assert not caught

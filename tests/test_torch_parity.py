@@ -172,6 +172,23 @@ def test_einsum_gradient_with_a_broadcast_dimension():
                [[1.0], [1.0]], [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]))
 
 
+def test_einsum_sublist_form():
+    # einsum(op, [subscripts], op, [subscripts], [output]): integers for letters, ... too
+    a, b = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [[1.0], [2.0], [3.0]]
+    same(lambda m: m.einsum(m.tensor(a), [0, 1], m.tensor(b), [1, 2], [0, 2]))
+    same(lambda m: m.einsum(m.tensor(a), [27, 0]))
+    same(lambda m: m.einsum(m.tensor(a), [Ellipsis, 1], [Ellipsis]))
+    same(grads(lambda m, x, y: m.einsum(x, [0, 1], y, [1, 2]), a, b))
+    same_error(lambda m: m.einsum(m.tensor(a), [0, 52]), "not within the valid range [0, 52)")
+
+
+def test_underscore_assert_checks_as_torch():
+    # torch._assert(cond, msg): timm's and torchvision's input-shape checks
+    same(lambda m: m._assert(m.ones(2).shape[0] == 2, "wrong size"))
+    same_error(lambda m: m._assert(m.tensor(False), "Input image height (3) doesn't match"),
+               "Input image height (3) doesn't match")
+
+
 def test_floor_divide_result_requires_grad():
     same(lambda m: (m.tensor([3.0, 5.0], requires_grad=True) // 2).requires_grad)
 

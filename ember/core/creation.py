@@ -35,20 +35,20 @@ __all__ = ["Generator", "default_generator", "get_default_device", "get_rng_stat
            "initial_seed", "seed", "manual_seed", "set_default_device", "set_rng_state"]
 
 
-def _size_keyword(op: str, sizes: tuple, size: Any) -> tuple:
+def _sizes_given(op: str, sizes: tuple, size: Any = None, required: bool = True) -> tuple:
     """The sizes given positionally (`zeros(2, 3)`, `zeros((2, 3))`) or by keyword
-    (`zeros(size=(2, 3))`), as PyTorch takes them; not both."""
-    if size is None:
-        return sizes
-    if sizes:
-        raise TypeError(f"{op}() got multiple values for argument 'size'")
-    return (size,)
-
-
-def _sizes_given(op: str, size: tuple) -> None:
-    """PyTorch's TypeError for `zeros()`: the sizes are required (`zeros(())` is 0-d)."""
-    if not size:
+    (`zeros(size=(2, 3))`), as PyTorch's argument parser takes them, with its TypeErrors:
+    the sizes are required (`zeros(())` is 0-d), and given once."""
+    if size is not None:
+        if sizes:
+            raise TypeError(f"{op}() got multiple values for argument 'size'")
+        if not isinstance(size, (tuple, list)):  # (ember.Size is a tuple)
+            raise TypeError(f"{op}(): argument 'size' must be tuple of ints, not "
+                            f"{type(size).__name__}")
+        return (tuple(size),)
+    if required and not sizes:
         raise TypeError(f'{op}() missing 1 required positional arguments: "size"')
+    return sizes
 
 
 def _shape_arg(op: str, size: tuple, dtype: dt.dtype | None = None) -> tuple[int, ...]:
@@ -127,10 +127,19 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Dev
 
 
 @primitive(variants="function", rule=_arange_rule, creation=True, cost=costs.creation)
-def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
+def arange(start: Any = None, end: Any = None, step: Any = 1, *, dtype: Any = None,
            device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
-    """Values from `start` to `end` (exclusive) every `step`."""
-    if end is None:
+    """Values from `start` (default 0) to `end` (exclusive) every `step`: `arange(end)`,
+    `arange(start, end, step)`, or by keyword (`arange(end=n)`)."""
+    if start is None:
+        if end is None:
+            raise TypeError("arange() received an invalid combination of arguments - got (), "
+                            "but expected one of:\n * (Number end, *, dtype = None, device = "
+                            "None, bool requires_grad = False)\n * (Number start, Number end, "
+                            "Number step = 1, *, dtype = None, device = None, bool "
+                            "requires_grad = False)")
+        start = 0
+    elif end is None:
         start, end = 0, start
     start, end, step = (float(v) if isinstance(v, Tensor) and v.is_floating_point()
                         else (int(v) if isinstance(v, Tensor) else v) for v in (start, end, step))
@@ -186,19 +195,21 @@ def _complex_random(op: str, size: tuple, d: dt.dtype, device: DeviceLike, gener
 
 
 @primitive(complex=True, variants="function", rule=_rand_rule, creation=True, cost=costs.creation)
-def rand(*sizes: Any, size: Any = None, dtype: Any = None, device: DeviceLike = None,
-         requires_grad: bool = False, generator: Any = None) -> Tensor:
-    """Uniform random numbers in [0, 1)."""
-    return _random("rand", _size_keyword("rand", sizes, size), dtype, device, requires_grad,
-                   generator, streams.uniform)
+def rand(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
+         device: DeviceLike = None, requires_grad: bool = False,
+         generator: Any = None) -> Tensor:
+    """Uniform random numbers in [0, 1), of the sizes given (or `size=`)."""
+    return _random("rand", _sizes_given("rand", sizes, size, required=False), dtype, device,
+                   requires_grad, generator, streams.uniform)
 
 
 @primitive(complex=True, variants="function", rule=_rand_rule, creation=True, cost=costs.creation)
-def randn(*sizes: Any, size: Any = None, dtype: Any = None, device: DeviceLike = None,
-          requires_grad: bool = False, generator: Any = None) -> Tensor:
-    """Standard normal random numbers."""
-    return _random("randn", _size_keyword("randn", sizes, size), dtype, device, requires_grad,
-                   generator, streams.normal)
+def randn(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
+          device: DeviceLike = None, requires_grad: bool = False,
+          generator: Any = None) -> Tensor:
+    """Standard normal random numbers, of the sizes given (or `size=`)."""
+    return _random("randn", _sizes_given("randn", sizes, size, required=False), dtype, device,
+                   requires_grad, generator, streams.normal)
 
 
 # the dtypes whose `random_(from, to)` draws 64-bit words for ranges of 2**32 or more
@@ -290,33 +301,30 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 
 @composite(complex=True, variants="function")
-def zeros(*sizes: Any, size: Any = None, dtype: Any = None, device: DeviceLike = None,
-          requires_grad: bool = False) -> Tensor:
-    """A tensor of zeros."""
-    size = _size_keyword("zeros", sizes, size)
-    _sizes_given("zeros", size)
+def zeros(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
+          device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of zeros, of the sizes given (or `size=`)."""
+    size = _sizes_given("zeros", sizes, size)
     d = dtype_arg(dtype) or dt.get_default_dtype()
     return full(_shape_arg("zeros", size, d), 0, dtype=d, device=device,
                 requires_grad=requires_grad)
 
 
 @composite(complex=True, variants="function")
-def ones(*sizes: Any, size: Any = None, dtype: Any = None, device: DeviceLike = None,
-         requires_grad: bool = False) -> Tensor:
-    """A tensor of ones."""
-    size = _size_keyword("ones", sizes, size)
-    _sizes_given("ones", size)
+def ones(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
+         device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of ones, of the sizes given (or `size=`)."""
+    size = _sizes_given("ones", sizes, size)
     d = dtype_arg(dtype) or dt.get_default_dtype()
     return full(_shape_arg("ones", size, d), 1, dtype=d, device=device,
                 requires_grad=requires_grad)
 
 
 @composite(complex=True, variants="function")
-def empty(*sizes: Any, size: Any = None, dtype: Any = None, device: DeviceLike = None,
-          requires_grad: bool = False) -> Tensor:
-    """An uninitialised tensor."""
-    size = _size_keyword("empty", sizes, size)
-    _sizes_given("empty", size)
+def empty(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
+          device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
+    """An uninitialised tensor, of the sizes given (or `size=`)."""
+    size = _sizes_given("empty", sizes, size)
     d = dtype_arg(dtype) or dt.get_default_dtype()
     dev, backend = resolve(device, _nbytes(size, d))
     check_dtype("empty", backend, d, dev)
@@ -410,10 +418,9 @@ def _new(factory: Callable[..., Tensor], doc: str, fill: int | None = None
          ) -> Callable[..., Tensor]:
     name = factory.__name__
 
-    def method(self: Tensor, *sizes: Any, size: Any = None, dtype: Any = None,
+    def method(self: Tensor, *sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
                device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
-        size = _size_keyword("new_" + name, sizes, size)
-        _sizes_given("new_" + name, size)
+        size = _sizes_given("new_" + name, sizes, size)
         if fill is not None and device is None and interpose.active is None:
             # on this tensor's own device (backward's seed, zero gradients): `full` without
             # resolving the device again, which was most of the cost of `new_ones(())`

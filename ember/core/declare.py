@@ -33,6 +33,7 @@ from ember.core import interpose, tracing
 from ember.core.backend import host_out_of_memory
 from ember.core.dispatch import check_castable, refuse_complex, write_into
 from ember.core.grad_mode import state
+from ember.core.graph import labelled, relabel
 from ember.core.inplace import apply_inplace
 from ember.core.opdef import FusedKernel, Kind, Op, register, register_fused
 from ember.core.shapes import fmt_shape
@@ -57,19 +58,21 @@ def declare(op: Op) -> Callable[..., Any]:
     if unknown:
         raise ValueError(f"op {op.name!r}: unknown variants {sorted(unknown)}")
     register(op)
-    fn = op.fn
+    fn = op.fn if op.node_label is None else labelled(op.node_label, op.fn)
     if op.traced_as_node:
         fn = tracing.composite(op.name)(fn)
     public = _entered(op, op.name, _with_out(op, fn) if "out" in op.variants else fn)
     op.public = public
     names = (op.name,) + op.aliases
     if "method" in op.variants:
-        method = public if op.method is None and "out" not in op.variants else \
-            _entered(op, op.name, op.method or fn)
+        own = op.method if op.method is None or op.node_label is None else \
+            labelled(op.node_label, op.method)
+        method = public if own is None and "out" not in op.variants else \
+            _entered(op, op.name, own or fn)
         for name in names:
             setattr(Tensor, name, method)
     if "inplace" in op.variants:
-        inplace = _entered(op, op.name + "_", op.inplace_method or _inplace_method(op, fn))
+        inplace = _entered(op, op.name + "_", op.inplace_method or _inplace_method(op, op.fn))
         for name in names:
             setattr(Tensor, name + "_", inplace)
     for dunder in op.operators:
@@ -240,21 +243,30 @@ def is_operand(x: Any) -> bool:
         isinstance(x, numbers.Number)
 
 
+# PyTorch's nodes for a number on the left: `1 - x` is rsub, `1 / x` a reciprocal times 1
+_REFLECTED_LABELS = {"__rsub__": "RsubBackward1", "__rtruediv__": "MulBackward0",
+                     "__rpow__": "PowBackward2"}
+
+
 def _operator(op: Op, dunder: str, impl: Callable) -> Callable:
     # (the binary operators check the op-entry hooks inline: `a + b` is the hottest call)
     if dunder in INPLACE:
         return getattr(Tensor, op.name + "_")
     if dunder in REFLECTED:
+        label = _REFLECTED_LABELS.get(dunder)
+
         def reflected(self: Tensor, other: Any) -> Any:
             if not isinstance(other, Tensor) and not is_operand(other):
                 return NotImplemented
             hook = interpose.active
             try:
-                if hook is None:
-                    return impl(other, self)
-                return hook(op, dunder, impl, (other, self), {})
+                out = impl(other, self) if hook is None else \
+                    hook(op, dunder, impl, (other, self), {})
             except MemoryError as err:
                 raise host_out_of_memory(op.name, err) from None
+            if label is not None and state.enabled:
+                relabel(out, label, (self,))
+            return out
         return reflected
     if dunder in FORWARD:
         def forward(self: Tensor, other: Any) -> Any:

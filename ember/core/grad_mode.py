@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Callable
 
 
 class _GradState(threading.local):
@@ -39,14 +40,25 @@ class _GradMode(contextlib.ContextDecorator):
         return False
 
 
-class no_grad(_GradMode):  # noqa: N801 - PyTorch's spelling
-    """Context manager and decorator that disables gradient recording."""
+class _NoParamGradMode(_GradMode):
+    """A mode that also decorates without parentheses (`@ember.no_grad`), as PyTorch's."""
+
+    def __new__(cls, orig_func: Callable | None = None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamGradMode):  # noqa: N801 - PyTorch's spelling
+    """Context manager and decorator (`@no_grad()` or `@no_grad`) that disables gradient
+    recording."""
 
     _target = False
 
 
-class enable_grad(_GradMode):  # noqa: N801
-    """Context manager and decorator that enables gradient recording."""
+class enable_grad(_NoParamGradMode):  # noqa: N801
+    """Context manager and decorator (`@enable_grad()` or `@enable_grad`) that enables
+    gradient recording."""
 
     _target = True
 
@@ -64,13 +76,19 @@ class set_grad_enabled(_GradMode):  # noqa: N801
 
 
 class inference_mode(_GradMode):  # noqa: N801
-    """Like `no_grad`, and tensors made inside are marked as inference tensors."""
+    """Like `no_grad`, and tensors made inside are marked as inference tensors.
+    `inference_mode(False)` turns it off again inside, recording gradients (as PyTorch's
+    guard, which sets grad mode to `not mode`); `@inference_mode` decorates bare too."""
 
-    def __init__(self, mode: bool = True) -> None:
+    def __new__(cls, mode: bool | Callable | None = True):
+        if mode is None or isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)
+
+    def __init__(self, mode: bool | None = True) -> None:
         self._mode = bool(mode)
 
     def __enter__(self):
         self._prev = (state.enabled, state.inference)
-        if self._mode:
-            state.enabled, state.inference = False, True
+        state.enabled, state.inference = not self._mode, self._mode
         return self

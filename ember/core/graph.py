@@ -9,6 +9,8 @@ on any object with Tensor's autograd fields, so it needs no import of the Tensor
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -58,8 +60,38 @@ def is_tensor(x: Any) -> bool:
 
 
 def default_label(name: str) -> str:
-    """PyTorch's node name for an op: `log_softmax` -> `LogSoftmaxBackward0`."""
-    return "".join(p.capitalize() for p in name.split("_") if p) + "Backward0"
+    """PyTorch's node name for an op: `log_softmax` -> `LogSoftmaxBackward0`, and a letter
+    after a digit is capitalised too (`log1p` -> `Log1PBackward0`)."""
+    camel = "".join(p.capitalize() for p in name.split("_") if p)
+    return re.sub(r"(?<=\d)[a-z]", lambda m: m.group(0).upper(), camel) + "Backward0"
+
+
+def relabel(out: Any, label: str, inputs: Sequence[Any]) -> Any:
+    """`out`, its graph node named `label` when that node is new (no input's): an op written
+    as a decomposition then shows PyTorch's node name (`GeluBackward0`, `MseLossBackward0`)
+    rather than its last step's. Each tensor of a tuple is named (`split`'s pieces)."""
+    olds = {id(getattr(item, "_node", None)) for x in inputs
+            for item in (x if isinstance(x, (list, tuple)) else (x,))}
+    for result in (out if isinstance(out, tuple) else (out,)):
+        node = getattr(result, "_node", None)
+        # (an op that returned an input, or its node, leaves that node's name alone)
+        if node is not None and hasattr(node, "label") and id(node) not in olds:
+            node.label = label
+    return out
+
+
+def labelled(label: str | Callable[..., str | None], fn: Callable) -> Callable:
+    """`fn`, its result's new graph node named `label` (or `label(*args, **kwargs)`; None
+    leaves it) while grad mode is on: how a decomposed op shows PyTorch's node name."""
+    @functools.wraps(fn)
+    def named(*args: Any, **kwargs: Any) -> Any:
+        out = fn(*args, **kwargs)
+        if state.enabled:
+            name = label if isinstance(label, str) else label(*args, **kwargs)
+            if name is not None:
+                relabel(out, name, (*args, *kwargs.values()))
+        return out
+    return named
 
 
 class Node:

@@ -10,6 +10,7 @@ are adjacent (ints in between do not count), else in front.
 from __future__ import annotations
 
 import numbers
+import operator
 import warnings
 from typing import Any, NamedTuple
 
@@ -112,6 +113,40 @@ def parse_basic(shape: tuple[int, ...], key: Any) -> ParsedIndex | None:
         spec.append(("slice", 0, shape[d], 1))
         out.append(shape[d])
     return ParsedIndex(tuple(spec), (), tuple(out), True)
+
+
+def _full_slice(k: slice, size: int) -> bool:
+    """Whether PyTorch skips this slice of a tuple key (`:`, `0:`, `0:n` with n >= size)."""
+    start = 0 if k.start is None else operator.index(k.start)
+    stop = size if k.stop is None else operator.index(k.stop)
+    step = 1 if k.step is None else operator.index(k.step)
+    return start == 0 and stop >= size and step == 1
+
+
+def view_label(key: Any, shape: tuple[int, ...]) -> str:
+    """The grad_fn name PyTorch gives basic indexing `x[key]`: that of the last view op its
+    indexing applies (select, slice, unsqueeze), AliasBackward0 when none does. A lone
+    slice is always applied; inside a tuple key, full slices are skipped."""
+    if type(key) is not tuple:
+        if key is None:
+            return "UnsqueezeBackward0"
+        if key is Ellipsis:
+            return "AliasBackward0"
+        return "SliceBackward0" if isinstance(key, slice) else "SelectBackward0"
+    consumed = sum(k is not None and k is not Ellipsis for k in key)
+    label, dim = "AliasBackward0", 0
+    for k in key:
+        if k is None:
+            label = "UnsqueezeBackward0"
+        elif k is Ellipsis:
+            dim += len(shape) - consumed
+        else:
+            if not isinstance(k, slice):
+                label = "SelectBackward0"
+            elif not _full_slice(k, shape[dim]):
+                label = "SliceBackward0"
+            dim += 1
+    return label
 
 
 def parse(x: Tensor, key: Any) -> ParsedIndex:

@@ -164,6 +164,9 @@ class Op:
             lacks (`"clamp_cpu" not implemented for 'ComplexFloat'`), never computing a
             silently wrong result: dispatch checks a primitive's operands, and the public
             function of a composite checks its arguments.
+        node_label: composites differentiated through their decomposition: the name of
+            the node their result shows (PyTorch's, `StackBackward0`), or a function of the
+            call's arguments giving it; None: the last step's node shows.
     """
 
     name: str
@@ -189,6 +192,7 @@ class Op:
     uncast: tuple[int, ...] = ()
     exact_out: bool = False
     complex: bool = False
+    node_label: str | Callable[..., str] | None = None
     public: Callable[..., Any] | None = field(default=None, repr=False)
     """The function users call (`fn`, wrapped for `out=` and tracing); set by declare."""
 

@@ -9,6 +9,7 @@ attaches the methods, operators and in-place variants it names to this class.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,8 @@ from ember.core.host import dtype_arg, host_array, to_host
 from ember.core.placement import resolve
 from ember.core.printing import tensor_repr
 from ember.core.shapes import normalize_dim
+
+_warned_float_of_grad_tensor = False  # float(t) of a graph tensor: PyTorch warns once
 
 
 @dt.printed_in_api()  # <class 'ember.Tensor'>, <class 'torch.Tensor'> under the alias
@@ -567,6 +570,15 @@ class Tensor:
 
     def __float__(self) -> float:
         self._one_element()
+        global _warned_float_of_grad_tensor
+        if self._requires_grad and not _warned_float_of_grad_tensor:
+            from ember.core.grad_mode import state
+
+            if state.enabled:  # PyTorch warns once a process, where the graph is recorded
+                _warned_float_of_grad_tensor = True
+                warnings.warn("Converting a tensor with requires_grad=True to a scalar may "
+                              "lead to unexpected behavior.\nConsider using tensor.detach() "
+                              "first.", UserWarning, stacklevel=2)
         return float(self.item())
 
     def __complex__(self) -> complex:

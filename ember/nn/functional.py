@@ -19,6 +19,7 @@ from typing import Any
 import ember
 from ember import Tensor
 from ember.core import tracing as _tracing
+from ember.core.graph import labelled as _labelled
 from ember.core.ops import nn as _nnops
 from ember.core.ops.losses import (  # noqa: F401 - the losses are declared in core
     _legacy_reduction,
@@ -1923,3 +1924,44 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
     elif min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
     return ember.affine_grid_generator(theta, size, align_corners)
+
+
+# -- node names ------------------------------------------------------------------------
+# These functions are written as decompositions; their results' graph nodes carry the
+# name PyTorch's fused kernels give theirs (`print(F.gelu(x))` shows
+# `grad_fn=<GeluBackward0>`). An in-place call keeps its own node's name.
+
+_INTERPOLATE_NODES = {"nearest": "UpsampleNearest{n}D", "nearest-exact": "UpsampleNearestExact{n}D",
+                      "linear": "UpsampleLinear1D", "bilinear": "UpsampleBilinear2D",
+                      "bicubic": "UpsampleBicubic2D", "trilinear": "UpsampleTrilinear3D"}
+
+
+def _interpolate_label(input: Tensor, *args: Any, mode: str = "nearest",
+                       **kwargs: Any) -> str | None:
+    node = _INTERPOLATE_NODES.get(mode)
+    return None if node is None else node.format(n=input.ndim - 2) + "Backward0"
+
+
+def _adaptive_avg_pool2d_label(input: Tensor, output_size: Any) -> str:
+    # PyTorch averages to a single element with a mean
+    sizes = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * 2
+    return "MeanBackward1" if all(n == 1 for n in sizes) else "AdaptiveAvgPool2DBackward0"
+
+
+_NODE_LABELS: dict[str, str | Callable[..., str | None]] = {
+    "adaptive_avg_pool2d": _adaptive_avg_pool2d_label,
+    "adaptive_max_pool2d": "AdaptiveMaxPool2DBackward0", "avg_pool1d": "SqueezeBackward1",
+    "pixel_shuffle": "PixelShuffleBackward0", "pixel_unshuffle": "PixelUnshuffleBackward0",
+    "gelu": "GeluBackward0", "silu": "SiluBackward0", "mish": "MishBackward0",
+    "elu": "EluBackward0", "selu": "EluBackward0", "celu": "CeluBackward0",
+    "leaky_relu": "LeakyReluBackward0", "hardtanh": "HardtanhBackward0",
+    "hardswish": "HardswishBackward0", "hardsigmoid": "HardsigmoidBackward0",
+    "logsigmoid": "LogSigmoidBackward0", "softplus": "SoftplusBackward0",
+    "glu": "GluBackward0", "batch_norm": "NativeBatchNormBackward0",
+    "group_norm": "NativeGroupNormBackward0", "embedding": "EmbeddingBackward0",
+    "interpolate": _interpolate_label,
+}
+
+
+for _name, _label in _NODE_LABELS.items():
+    globals()[_name] = _labelled(_label, globals()[_name])

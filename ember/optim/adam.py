@@ -86,6 +86,10 @@ class Adam(Optimizer):
                  capturable: bool = False, differentiable: bool = False,
                  fused: bool | None = None, decoupled_weight_decay: bool = False) -> None:
         _check_adam_args(lr, betas, eps, weight_decay)
+        # PyTorch's Adam (and AdamW) take floats or tensors, not ints: betas=(0, 0.99) raises
+        if not (all(isinstance(b, float) for b in betas[:2])
+                or all(isinstance(b, Tensor) for b in betas[:2])):
+            raise ValueError("betas must be either both floats or both Tensors")
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
                     "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
                     "decoupled_weight_decay": decoupled_weight_decay}

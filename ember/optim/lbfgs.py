@@ -207,7 +207,8 @@ class LBFGS(Optimizer):
         """Loss and flat grad at ``x + t d``; the parameters are restored to ``x``."""
         self._add_grad(t, d)
         with enable_grad():
-            loss = float(closure())
+            value = closure()
+        loss = float(value)  # (outside grad mode, as PyTorch's: no scalar-conversion warning)
         flat_grad = self._gather_flat_grad()
         self._set_param(x)
         return loss, flat_grad
@@ -322,7 +323,8 @@ class LBFGS(Optimizer):
                 self._add_grad(t, d)
                 if n_iter != max_iter:
                     with enable_grad():
-                        loss = float(closure())
+                        value = closure()
+                    loss = float(value)
                     flat_grad = self._gather_flat_grad()
                     opt_cond = flat_grad.abs().max() <= tolerance_grad
                     ls_func_evals = 1

@@ -855,7 +855,10 @@ def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002
 # -- composites of the arithmetic ------------------------------------------------------
 
 
-@composite(variants="function method inplace", cost=costs.pointwise(3))
+def _lerp_label(input: Any, end: Any, weight: Any) -> str:
+    return "LerpBackward1" if isinstance(weight, Tensor) else "LerpBackward0"
+
+@composite(node_label=_lerp_label, variants="function method inplace", cost=costs.pointwise(3))
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     """Linear interpolation: `input + weight * (end - input)`, or `end - (end - input) *
     (1 - weight)` where `|weight| >= 0.5` (PyTorch's formula: exact at weight 1, and the
@@ -911,7 +914,7 @@ def _addcdiv_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
     return run_binary("add", self, mul(q, value) if value != 1 else q, out=self)
 
 
-@composite(variants="function method inplace", precision=P.PROMOTE,
+@composite(node_label="AddcmulBackward0", variants="function method inplace", precision=P.PROMOTE,
            inplace_method=_addcmul_inplace, cost=costs.pointwise(3))
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """`input + value * tensor1 * tensor2`."""
@@ -938,7 +941,8 @@ def _no_integer_addcdiv(tensor1: Tensor, tensor2: Tensor) -> None:
                            "dtypes.")
 
 
-@composite(complex=True, variants="function method inplace out", cost=costs.pointwise(1))
+@composite(complex=True, node_label="PowBackward0",
+           variants="function method inplace out", cost=costs.pointwise(1))
 def square(input: Tensor) -> Tensor:
     """Returns the square of each element (of a bool tensor: as int64, like `pow(x, 2)`)."""
     if input.dtype is dt.bool_:

@@ -345,7 +345,8 @@ def rad2deg(input: Tensor) -> Tensor:
     return _as_float(input) * (180.0 / math.pi)
 
 
-@composite(variants="function method inplace out", cost=costs.pointwise(2))
+@composite(node_label="FracBackward0",
+           variants="function method inplace out", cost=costs.pointwise(2))
 def frac(input: Tensor) -> Tensor:
     """The fractional part of each element: `input - trunc(input)`, with its sign."""
     _floating_only("frac", input.dtype)
@@ -405,7 +406,8 @@ _LARGEST = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
             "float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308}
 
 
-@composite(variants="function method inplace out", cost=costs.pointwise(4))
+@composite(node_label="NanToNumBackward0",
+           variants="function method inplace out", cost=costs.pointwise(4))
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
                neginf: float | None = None) -> Tensor:
     """Replaces NaN with `nan`, +inf with `posinf` and -inf with `neginf` (by default the

@@ -45,6 +45,7 @@ from ember.core.indexing import (
     parse,
     parse_basic,
     unsqueeze_bools,
+    view_label,
 )
 from ember.core.inplace import apply_inplace, as_view
 from ember.core.opdef import OPS, Grad, OutMeta
@@ -163,7 +164,7 @@ def _getitem_grad(grad, input_shape, index, index_tensors, shape):
 
 
 def _index(input: Tensor, parsed: ParsedIndex, key: Any) -> Tensor:
-    label = "SelectBackward0" if parsed.basic else "IndexBackward0"
+    label = view_label(key, tuple(input.shape)) if parsed.basic else "IndexBackward0"
     out = apply_labelled(OPS["getitem"], label, input, *parsed.tensors, index=parsed.spec,
                          shape=parsed.shape)
     if parsed.basic:
@@ -516,7 +517,12 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
 # -- masks ----------------------------------------------------------------------------
 
 
-@composite(complex=True, variants="function method inplace", cost=costs.pointwise(1))
+def _masked_fill_label(input: Any, mask: Any, value: Any) -> str:
+    return "MaskedFillBackward1" if isinstance(value, Tensor) else "MaskedFillBackward0"
+
+
+@composite(complex=True, node_label=_masked_fill_label,
+           variants="function method inplace", cost=costs.pointwise(1))
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     """A copy of `input` with `value` where `mask` is true."""
     if mask.dtype is not dt.bool_:
@@ -538,7 +544,8 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     return out if out._dtype is input._dtype else to_dtype(out, input._dtype)
 
 
-@composite(complex=True, cost=costs.movement)
+@composite(complex=True, node_label="MaskedSelectBackward0",
+           cost=costs.movement)
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The elements of `input` where `mask` (broadcast) is true, as a 1-D tensor."""
     input, mask = broadcast_tensors(input, mask)
@@ -617,7 +624,8 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
     return _index(input, parse_basic(input._data.shape, key), key)
 
 
-@composite(complex=True, cost=costs.view)
+@composite(complex=True, node_label="UnbindBackward0",
+           cost=costs.view)
 def unbind(input: Tensor, dim: int = 0) -> tuple:
     """Every slice along `dim`, as views."""
     _require_dims("unbind", input, dim)
@@ -625,9 +633,29 @@ def unbind(input: Tensor, dim: int = 0) -> tuple:
     return tuple(select(input, d, i) for i in range(input.shape[d]))
 
 
-@composite(complex=True, cost=costs.view)
+def _split_method(self: Tensor, split_size: Any, dim: int = 0) -> tuple:
+    # PyTorch names the argument of Tensor.split `split_size` (torch.split's is
+    # `split_size_or_sections`): `x.split(split_size=[a, b], dim=-1)`
+    return _split(self, split_size, dim)
+
+
+_split_method.__qualname__ = "Tensor.split"  # (named so in argument errors, as PyTorch's)
+
+
+def _split_label(input: Any, *args: Any, **kwargs: Any) -> str:
+    # (the size is `split_size=` to the method, `split_size_or_sections=` to the function)
+    sizes = args[0] if args else kwargs.get("split_size", kwargs.get("split_size_or_sections"))
+    return "SplitBackward0" if isinstance(sizes, int) else "SplitWithSizesBackward0"
+
+
+@composite(complex=True, node_label=_split_label,
+           cost=costs.view, method=_split_method)
 def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
     """Splits into chunks of a given size, or of the given list of sizes (views)."""
+    return _split(input, split_size_or_sections, dim)
+
+
+def _split(input: Tensor, split_size_or_sections: Any, dim: int) -> tuple:
     if not input.ndim:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
     d = normalize_dim("split", dim, input.ndim)
@@ -650,7 +678,8 @@ def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
     return tuple(out)
 
 
-@composite(complex=True, cost=costs.view)
+@composite(complex=True, node_label="SplitBackward0",
+           cost=costs.view)
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     """Splits into `chunks` nearly equal pieces (views)."""
     if chunks <= 0:

@@ -224,7 +224,8 @@ def _need_dims(op: str, name: str, x: Tensor, ndim: int) -> None:
                            if ndim == 1 else f"{name} must be a 3D tensor")
 
 
-@composite(variants="function method inplace out", exact_out=True, cost=_addmm_cost,
+@composite(node_label="AddmmBackward0",
+           variants="function method inplace out", exact_out=True, cost=_addmm_cost,
            precision=P.LOWER, cpu_precision=P.LOWER)
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,
           alpha: Any = 1) -> Tensor:
@@ -585,6 +586,28 @@ def _einsum_grads(grad, operands, equation, needs):
     return tuple(grads)
 
 
+def _sublist_equation(args: tuple) -> tuple[str, tuple]:
+    """The equation and operands of einsum's sublist form (operand, subscripts, ...,
+    [output subscripts]), as PyTorch's `torch.einsum` translates them."""
+    def letter(n: Any) -> str:
+        if n is Ellipsis:
+            return "..."
+        if 0 <= n < 26:
+            return chr(ord("A") + n)
+        if 26 <= n < 52:
+            return chr(ord("a") + n - 26)
+        raise ValueError("einsum(): subscript in subscript list is not within the valid "
+                         "range [0, 52)")
+    if len(args) < 2:
+        raise ValueError("einsum(): must specify the equation string and at least one "
+                         "operand, or at least one operand and its subscripts list")
+    equation = ",".join("".join(letter(n) for n in sub) for sub in args[1::2])
+    if len(args) % 2 == 1:
+        equation += "->" + "".join(letter(n) for n in args[-1])
+        return equation, tuple(args[:-1:2])
+    return equation, tuple(args[::2])
+
+
 def _einsum_cost(*operands: Any, equation: str) -> Cost:
     sizes: dict[str, int] = {}
     terms = equation.partition("->")[0].split(",")
@@ -602,7 +625,10 @@ def _einsum_cost(*operands: Any, equation: str) -> Cost:
            cpu_precision=P.LOWER, grad=Grad(each=_einsum_grads))
 def einsum(equation: str, *operands: Any) -> Tensor:
     """Einstein summation, e.g. `einsum("bij,bjk->bik", a, b)`; `...` stands for
-    broadcast dimensions."""
+    broadcast dimensions. Also PyTorch's sublist form, `einsum(a, [0, 1], b, [1, 2], [0, 2])`
+    (integers 0-51 for letters, `...` for Ellipsis)."""
+    if not isinstance(equation, str):
+        equation, operands = _sublist_equation((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     return apply(OPS["einsum"], *operands,

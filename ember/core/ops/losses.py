@@ -137,7 +137,7 @@ def _pairwise_distance(x1: Tensor, x2: Tensor, p: float, eps: float) -> Tensor:
 # -- regression losses ----------------------------------------------------------------
 
 
-@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+@composite(node_label="MseLossBackward0", variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
            cost=costs.reduction(3))
 def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
              reduce: bool | None = None, reduction: str = "mean",
@@ -161,7 +161,8 @@ def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
     return _weighted(E.abs(diff), diff, weight, reduction)
 
 
-@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+@composite(node_label="SmoothL1LossBackward0",
+           variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
            cost=costs.reduction(6))
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
                    reduce: bool | None = None, reduction: str = "mean",
@@ -179,7 +180,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = No
     return _reduce(loss, reduction)
 
 
-@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+@composite(node_label="HuberLossBackward0",
+           variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
            cost=costs.reduction(6))
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
@@ -203,7 +205,12 @@ def _class_weight_shape(input: Tensor, class_dim: int) -> tuple:
     return tuple(shape)
 
 
-@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+def _nll_loss_label(input: Tensor, *args: object, **kwargs: object) -> str | None:
+    # PyTorch's 2-D kernel takes the (N, C, d) and (N, C, h, w) inputs
+    return {1: "NllLossBackward0", 2: "NllLossBackward0", 3: "NllLoss2DBackward0",
+            4: "NllLoss2DBackward0"}.get(input.ndim)
+
+@composite(node_label=_nll_loss_label, variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
            cost=costs.reduction(1))
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
              size_average: bool | None = None, ignore_index: int = -100,
@@ -423,7 +430,8 @@ def _cross_entropy_composite(input: Tensor, target: Tensor, ignore_index: int,
 
 # (PyTorch's CUDA autocast refuses binary_cross_entropy, "unsafe to autocast"; ember has
 # no such class, so accelerators compute it in float32 as the CPU does)
-@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+@composite(node_label="BinaryCrossEntropyBackward0",
+           variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
            cost=costs.reduction(8))
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average: bool | None = None, reduce: bool | None = None,
@@ -446,7 +454,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     return _reduce(loss, reduction)
 
 
-@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+@composite(node_label="BinaryCrossEntropyWithLogitsBackward0",
+           variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
            cost=costs.reduction(10))
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
                                      weight: Tensor | None = None,

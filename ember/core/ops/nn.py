@@ -520,7 +520,8 @@ def _conv_transpose(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor
     return squeeze(out, 0) if unbatched else out
 
 
-@composite(variants="function", traced_as_node=True, precision=P.LOWER,
+@composite(node_label="ConvolutionBackward0",
+           variants="function", traced_as_node=True, precision=P.LOWER,
            cpu_precision=P.LOWER)
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
                      stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
@@ -530,7 +531,8 @@ def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
                            output_padding, groups, dilation)
 
 
-@composite(variants="function", traced_as_node=True, precision=P.LOWER,
+@composite(node_label="ConvolutionBackward0",
+           variants="function", traced_as_node=True, precision=P.LOWER,
            cpu_precision=P.LOWER)
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
                      stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
@@ -540,7 +542,8 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
                            output_padding, groups, dilation)
 
 
-@composite(variants="function", traced_as_node=True, precision=P.LOWER,
+@composite(node_label="ConvolutionBackward0",
+           variants="function", traced_as_node=True, precision=P.LOWER,
            cpu_precision=P.LOWER)
 def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
                      stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
@@ -861,7 +864,8 @@ def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                      count_include_pad)
 
 
-@composite(variants="", traced_as_node=True, cost=costs.reduction(1))
+@composite(node_label="AvgPool2DBackward0",
+           variants="", traced_as_node=True, cost=costs.reduction(1))
 def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
                ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> Tensor:
@@ -870,7 +874,8 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                      count_include_pad, divisor_override)
 
 
-@composite(variants="", traced_as_node=True, cost=costs.reduction(1))
+@composite(node_label="AvgPool3DBackward0",
+           variants="", traced_as_node=True, cost=costs.reduction(1))
 def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
                ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> Tensor:
@@ -1382,7 +1387,8 @@ fused_kernel("log_softmax", replaces="log_softmax", signature="log_softmax(x, *,
 # -- normalization --------------------------------------------------------------------
 
 
-@composite(variants="function", traced_as_node=True, precision=P.FLOAT32,
+@composite(node_label="NativeLayerNormBackward0",
+           variants="function", traced_as_node=True, precision=P.FLOAT32,
            cost=costs.reduction(8))
 def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:

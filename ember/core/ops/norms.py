@@ -254,7 +254,8 @@ def corrcoef(input: Tensor) -> Tensor:
     return c.clamp(-1, 1)
 
 
-@composite(variants="function method", cost=costs.pointwise(3), precision=P.FLOAT32)
+@composite(node_label="DistBackward0",
+           variants="function method", cost=costs.pointwise(3), precision=P.FLOAT32)
 def dist(input: Tensor, other: Tensor, p: Any = 2) -> Tensor:
     """The p-norm of `input - other` (broadcast), as a 0-d tensor."""
     if not (input.dtype.is_floating_point and other.dtype.is_floating_point):
@@ -267,7 +268,8 @@ _CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
                 "donot_use_mm_for_euclid_dist")
 
 
-@composite(variants="function", cost=costs.pointwise(3), cpu_precision=P.FLOAT32,
+@composite(node_label="CdistBackward0",
+           variants="function", cost=costs.pointwise(3), cpu_precision=P.FLOAT32,
            precision=P.FLOAT32)
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
           compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:

@@ -234,7 +234,7 @@ def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
     return clone(input)
 
 
-@composite(complex=True, cost=costs.movement)
+@composite(complex=True, node_label="RollBackward0", cost=costs.movement)
 def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     """Rolls the elements along `dims` by `shifts` (elements leaving one end come back at
     the other); without `dims`, the flattened tensor is rolled and its shape restored."""

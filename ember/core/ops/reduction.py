@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins  # this module defines sum, max, min, all and any: the ops
 import math
+from collections.abc import Callable
 from typing import Any
 
 from ember.core import costs
@@ -154,7 +155,8 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
     input = _cast_first(input, dtype)
     if not input._dtype._differentiable:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either "
-                           f"a floating point or complex dtype. Got: {input._dtype}")
+                           f"a floating point or complex dtype. Got: "
+                           f"{SCALAR_TYPE_NAMES.get(input._dtype.name, input._dtype)}")
     dims = _dims_arg("mean", input, dim)
     n = input.numel() if dims is None else math.prod(input.shape[d] for d in dims)
     with no_grad():
@@ -254,7 +256,17 @@ def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool) -> Any:
     return (MaxResult if op == "max" else MinResult)(values, idx)
 
 
-@primitive(rule=_reduction_rule("max"), cost=costs.reduction(1),
+def _extreme_label(kind: str) -> Callable[..., str | None]:
+    """max/min's node: `MaxBackward0` over a dim, `MaximumBackward0` of two tensors."""
+    def label(input: Any, dim: Any = None, *args: Any, **kwargs: Any) -> str | None:
+        if isinstance(dim, Tensor):
+            return f"{kind.capitalize()}imumBackward0"
+        return None if dim is None else f"{kind.capitalize()}Backward0"
+    return label
+
+
+@primitive(node_label=_extreme_label("max"),
+           rule=_reduction_rule("max"), cost=costs.reduction(1),
            grad=Grad(input=_extreme_grad))
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
     """The largest element; with `dim`, a (values, indices) pair along it; with a tensor,
@@ -262,7 +274,8 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: 
     return _max_min("max", input, dim, keepdim)
 
 
-@primitive(rule=_reduction_rule("min"), cost=costs.reduction(1),
+@primitive(node_label=_extreme_label("min"),
+           rule=_reduction_rule("min"), cost=costs.reduction(1),
            grad=Grad(input=_extreme_grad))
 def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
     """The smallest element; with `dim`, a (values, indices) pair along it; with a tensor,
@@ -305,7 +318,8 @@ def _topk_rule(input, *, k, dim, largest=True):
     return OutMeta(shape[:dim] + (k,) + shape[dim + 1:] if shape else (), dt.int64, None)
 
 
-@primitive(rule=_topk_rule, cost=costs.reduction(8))
+@primitive(node_label="TopkBackward0",
+           rule=_topk_rule, cost=costs.reduction(8))
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True,
          *, out: Any = None) -> Any:
     """The `k` largest elements along `dim` (smallest with `largest=False`), as a named
@@ -372,7 +386,7 @@ def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
 # -- statistics -----------------------------------------------------------------------
 
 
-@composite(traced_as_node=True, cost=costs.reduction(4))
+@composite(node_label="VarBackward0", traced_as_node=True, cost=costs.reduction(4))
 def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: Any = None) -> Tensor:
     """The variance over `dim`, with Bessel's correction by default (`correction=1`)."""
@@ -388,14 +402,15 @@ def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
     return total / (n - correction if n - correction > 0 else float("nan"))
 
 
-@composite(cost=costs.reduction(5))
+@composite(node_label="StdBackward0", cost=costs.reduction(5))
 def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: Any = None) -> Tensor:
     """The standard deviation over `dim` (see `var`)."""
     return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
 
 
-@composite(variants="function", cost=costs.reduction(5))
+@composite(node_label="VarMeanBackward0",
+           variants="function", cost=costs.reduction(5))
 def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
              keepdim: bool = False, *, correction: Any = None) -> tuple:
     """(`var`, `mean`) over `dim`."""
@@ -403,7 +418,8 @@ def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
             mean(input, _dims_arg("var_mean", input, dim), keepdim))
 
 
-@composite(variants="function", cost=costs.reduction(5))
+@composite(node_label="StdMeanBackward0",
+           variants="function", cost=costs.reduction(5))
 def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
              keepdim: bool = False, *, correction: Any = None) -> tuple:
     """(`std`, `mean`) over `dim`."""
@@ -411,7 +427,8 @@ def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
             mean(input, _dims_arg("std_mean", input, dim), keepdim))
 
 
-@composite(traced_as_node=True, precision=P.FLOAT32, cost=costs.reduction(10))
+@composite(node_label="LogsumexpBackward0",
+           traced_as_node=True, precision=P.FLOAT32, cost=costs.reduction(10))
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """`log(sum(exp(input), dim))`, computed stably."""
     dims = _dims_arg("logsumexp", input, dim)
@@ -436,7 +453,8 @@ def _norm2_grad(grad, input, result, dims, keepdim):
     return expand_back(grad, shape, dims, keepdim) * scale
 
 
-@composite(complex=True, precision=P.FLOAT32, cost=costs.reduction(2),
+@composite(complex=True, node_label="LinalgVectorNormBackward0",
+           precision=P.FLOAT32, cost=costs.reduction(2),
            grad=Grad(input=_norm2_grad))
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
          dtype: Any = None) -> Tensor:
@@ -534,7 +552,8 @@ def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> 
     return AminmaxResult(amin(input, d, keepdim), amax(input, d, keepdim))
 
 
-@composite(variants="function method", cost=costs.reduction(1))
+@composite(node_label="TraceBackward0",
+           variants="function method", cost=costs.reduction(1))
 def trace(input: Tensor) -> Tensor:
     """The sum of the main diagonal of a matrix (int64 for integer matrices)."""
     if input.ndim != 2:

@@ -48,7 +48,8 @@ def _scan_dim(op: str, input: Tensor, dim: int) -> int:
 # -- cumprod, logcumsumexp ----------------------------------------------------------
 
 
-@composite(variants="function method inplace out", cost=costs.reduction(2))
+@composite(node_label="CumprodBackward0",
+           variants="function method inplace out", cost=costs.reduction(2))
 def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """The cumulative product along `dim` (integer and bool inputs give int64, as
     `cumsum`; `dtype` casts first)."""

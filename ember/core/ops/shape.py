@@ -279,7 +279,12 @@ def _alias(x: Tensor) -> Tensor:
     return _reshape_impl(x, tuple(x.shape), True, "view")
 
 
-@composite(complex=True, variants="function method inplace", cost=costs.view,
+def _squeeze_label(input: Any, dim: Any = None) -> str:
+    return "SqueezeBackward0" if dim is None else \
+        "SqueezeBackward2" if isinstance(dim, (tuple, list)) else "SqueezeBackward1"
+
+@composite(complex=True, node_label=_squeeze_label, variants="function method inplace",
+           cost=costs.view,
            inplace_method=metadata_inplace(lambda self, dim=None: squeeze(self, dim)))
 def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     """Removes dimensions of size 1 (only `dim`, an int or a tuple, when given)."""
@@ -456,7 +461,8 @@ def _repeat_method(self: Tensor, *repeats: Any, **kwargs: Any) -> Tensor:
     return repeat(self, sizes_arg(repeats, kwargs, "repeats"))
 
 
-@composite(complex=True, variants="method", method=_repeat_method, cost=costs.movement)
+@composite(complex=True, node_label="RepeatBackward0",
+           variants="method", method=_repeat_method, cost=costs.movement)
 def repeat(input: Tensor, repeats: Sequence[int]) -> Tensor:
     """Tiles the tensor `repeats[i]` times along each dimension (a copy)."""
     reps = sizes_arg((repeats,))
@@ -585,7 +591,8 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 concat = concatenate = cat
 
 
-@composite(complex=True, variants="function out", cost=costs.movement, cpu_precision=P.PROMOTE)
+@composite(complex=True, node_label="StackBackward0",
+           variants="function out", cost=costs.movement, cpu_precision=P.PROMOTE)
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Joins tensors of one shape along a new dimension."""
     tensors = list(tensors)

@@ -78,7 +78,10 @@ def _unrow(input: Tensor, t: Tensor) -> Tensor:
 # -- sort -----------------------------------------------------------------------------
 
 
-@composite(variants="function method", cost=costs.reduction(8))
+def _sort_label(input: Any, *args: Any, stable: Any = None, **kwargs: Any) -> str:
+    return "SortBackward0" if stable is None else "SortBackward1"
+
+@composite(node_label=_sort_label, variants="function method", cost=costs.reduction(8))
 def sort(input: Tensor, dim: int = -1, descending: bool = False, *,
          stable: bool | None = False, out: Any = None) -> Any:
     """The values along `dim` in ascending order (descending with `descending=True`), and
@@ -135,7 +138,7 @@ def _positions(x: Tensor, d: int, value: Any) -> Tensor:
     return full(tuple(shape), value, dtype=dt.int64, device=x.device)
 
 
-@composite(variants="function method", cost=costs.reduction(8))
+@composite(node_label="KthvalueBackward0", variants="function method", cost=costs.reduction(8))
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,
              out: Any = None) -> Any:
     """The `k`-th smallest value along `dim` (k counts from 1) and its index, as a named
