@@ -329,6 +329,28 @@ class TestEmbedding:
         assert emb.weight.grad[4].tolist() == [0.0, 0.0, 0.0]
         assert emb.weight.grad[1].tolist() == [1.0, 1.0, 1.0]
 
+    def test_one_embedding_node_as_torch(self, torch):
+        # the Word Embeddings tutorial prints `grad_fn=<EmbeddingBackward0>`: one node whose
+        # only edge is the weight's; its gradient (padding, scaling) and double backward
+        # are torch's (but for torch's double backward of a scaled gradient, which ignores
+        # the scaling)
+        idx = [[1, 2, 1], [4, 1, 0]]
+        w0 = np.random.RandomState(0).randn(6, 3)
+        for kw in ({}, {"padding_idx": 1}, {"scale_grad_by_freq": True},
+                   {"padding_idx": -2, "scale_grad_by_freq": True}):
+            got = []
+            for lib in (torch, ember):
+                w = lib.tensor(w0, requires_grad=True)
+                y = lib.nn.functional.embedding(lib.tensor(idx), w, **kw)
+                (g,) = lib.autograd.grad((y * y).sum(), w, create_graph=True)
+                (gg,) = lib.autograd.grad(g.sum(), w)
+                got.append((y.grad_fn.name(), len(y.grad_fn.next_functions),
+                            type(y.grad_fn.next_functions[0][0]).__name__, tuple(y.shape),
+                            g.tolist(), None if kw.get("scale_grad_by_freq") else gg.tolist()))
+            assert got[0] == got[1], kw
+        assert repr(nn.Embedding(3, 2)(ember.tensor(1))).endswith(
+            "grad_fn=<EmbeddingBackward0>)")
+
     def test_from_pretrained_and_errors(self):
         w = ember.randn(4, 2)
         emb = nn.Embedding.from_pretrained(w)

@@ -815,18 +815,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         raise IndexError("index out of range in self")
     if max_norm is not None:
         _embedding_renorm_(weight, flat, max_norm, norm_type)
-    out = ember.index_select(weight, 0, flat)
-    if scale_grad_by_freq and ember.is_grad_enabled() and weight.requires_grad:
-        # scale each looked-up row's gradient by 1 / (its count in this batch)
-        counts = ember.zeros(num, dtype=weight.dtype, device=weight.device).scatter_add(
-            0, flat, ember.ones(flat.shape, dtype=weight.dtype, device=weight.device))
-        inv = (1.0 / counts.index_select(0, flat)).unsqueeze(1)
-        out = out * inv + (out * (1.0 - inv)).detach()
-    if padding_idx is not None and ember.is_grad_enabled() and weight.requires_grad:
-        # the padding row's lookups pass no gradient back to it
-        is_pad = (flat == padding_idx).unsqueeze(1)
-        out = ember.where(is_pad, out.detach(), out)
-    return out.reshape(*input.shape, weight.shape[1])
+    return _nnops.embedding(weight, flat.reshape(input.shape),
+                            -1 if padding_idx is None else padding_idx, scale_grad_by_freq)
 
 
 def _embedding_renorm_(weight: Tensor, flat: Tensor, max_norm: float,

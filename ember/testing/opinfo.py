@@ -421,6 +421,8 @@ def _cross_entropy(reduction: str) -> Callable[..., Any]:
 # and of max pooling: they run where the backend has the `conv` / `max_pool` kernels (else
 # the decomposition does), so these entries check them there
 _NN: list[DiffOp] = [
+    DiffOp("embedding", lambda lib, w: nnf(lib).embedding(_idx(lib, w, [[1, 2, 1], [0, 1, 3]]), w),
+           shapes=((4, 3),), gradgrad=True),
     DiffOp("linear", lambda lib, x, w, b: nnf(lib).linear(x, w, b),
            shapes=((2, 3, 4), (5, 4), (5,)), gradgrad=True),
     DiffOp("linear_no_bias", lambda lib, x, w: nnf(lib).linear(x, w), shapes=((3, 4), (2, 4)),

@@ -64,7 +64,16 @@ from ember.core.ops.elementwise import (
     where,
 )
 from ember.core.ops.elementwise import round as round_
-from ember.core.ops.indexing import SCALAR_TYPE_NAMES, chunk, gather, getitem, narrow, scatter
+from ember.core.ops.indexing import (
+    SCALAR_TYPE_NAMES,
+    chunk,
+    gather,
+    getitem,
+    index_add,
+    index_select,
+    narrow,
+    scatter,
+)
 from ember.core.ops.linalg import matmul
 from ember.core.ops.shape import (
     cat,
@@ -277,6 +286,39 @@ fused_kernel("linear_backward", replaces="linear backward", backward=True,
                        "gb | None)",
              doc="linear's gradients (grad @ w, grad2.T @ x2, grad2.sum(0), leading dims "
                  "flattened), None where `needs` is false.")
+
+
+# -- embedding ------------------------------------------------------------------------
+
+
+def _embedding_grad(grad, weight_shape, indices, padding_idx, scale_grad_by_freq):
+    """ATen's embedding_dense_backward: each looked-up row's gradient summed into its row
+    (none into `padding_idx`'s; scaled by 1 / the row's count in the batch if asked)."""
+    flat = reshape(indices, (-1,))
+    g = reshape(grad, (-1, weight_shape[1]))
+    if padding_idx >= 0:
+        g = where(unsqueeze(eq(flat, padding_idx), 1), 0.0, g)
+    if scale_grad_by_freq:
+        counts = index_add(zeros((weight_shape[0],), dtype=g.dtype, device=g.device), 0,
+                           flat, ones(tuple(flat.shape), dtype=g.dtype, device=g.device))
+        # (times the reciprocal, as ATen rounds it)
+        g = mul(g, unsqueeze(div(1.0, index_select(counts, 0, flat)), 1))
+    return index_add(zeros(tuple(weight_shape), dtype=g.dtype, device=g.device), 0, flat, g)
+
+
+@composite(variants="", cost=costs.movement,
+           grad=Grad("EmbeddingBackward0", weight=_embedding_grad))
+def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
+              scale_grad_by_freq: bool = False) -> Tensor:
+    """The rows of `weight` at `indices` (checked by the caller: integers in range), shaped
+    `(*indices.shape, weight.shape[1])`: one node, PyTorch's `EmbeddingBackward0`."""
+    with no_grad():
+        out = reshape(index_select(weight, 0, reshape(indices, (-1,))),
+                      (*indices.shape, weight.shape[1]))
+    record_grad(OPS["embedding"], (weight,),
+                {"indices": indices, "padding_idx": padding_idx,
+                 "scale_grad_by_freq": scale_grad_by_freq}, out)
+    return out
 
 
 # -- convolution ----------------------------------------------------------------------
