@@ -108,6 +108,35 @@ def test_loss_matches_torch(torch, name, inputs, kwargs, grads, reduction):
             np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_mse_and_nll_are_one_node_as_torch(torch, reduction):
+    # the 60 Minute Blitz prints `loss.grad_fn` (MseLossBackward0) and walks
+    # `next_functions`; gradients and double backward through the one node are torch's
+    def run(lib):
+        x, y = lib.tensor(X, requires_grad=True), lib.tensor(Y, requires_grad=True)
+        mse = lib.nn.functional.mse_loss(x, y, reduction=reduction)
+        logp = lib.tensor(LOGP, requires_grad=True)
+        nll = lib.nn.functional.nll_loss(logp, lib.tensor(CLASSES), lib.tensor(CLASS_W),
+                                         reduction=reduction)
+        x4 = lib.tensor(X4, requires_grad=True)
+        nll4 = lib.nn.functional.nll_loss(x4, lib.tensor(np.where(T4 > 2, 0, T4)),
+                                          reduction=reduction)
+        names = [(t.grad_fn.name(), [type(f).__name__ for f, _ in t.grad_fn.next_functions])
+                 for t in (mse, nll, nll4)]
+        g = lib.autograd.grad((mse * 1.5).sum() + nll.sum() + nll4.sum(), (x, y, logp, x4),
+                              create_graph=True)
+        gg = lib.autograd.grad(sum((a * a * b).sum() for a, b in zip(g, (x, y, logp, x4))),
+                               (x, y, logp, x4))
+        return names, [v.detach().numpy() for v in (mse, nll, nll4, *g, *gg)]
+
+    (want_names, want), (got_names, got) = run(torch), run(ember)
+    assert got_names == want_names
+    for w, e in zip(want, got):
+        np.testing.assert_allclose(e, w, rtol=1e-12, atol=1e-14)
+    # an ignored target's row of the gradient is +0, as torch's (printing shows the sign)
+    assert not np.signbit(got[5][2]).any()
+
+
 def test_kl_div_batchmean(torch):
     for log_target, target in ((False, Q), (True, np.log(TARGET01))):
         eo, to, _, _ = run_both(torch, "kl_div", [LOGP, target],

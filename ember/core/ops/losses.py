@@ -24,6 +24,7 @@ from ember.core.creation import full as _full
 from ember.core.creation import zeros_like
 from ember.core.declare import composite, fused_kernel
 from ember.core.dispatch import run_fused
+from ember.core.grad_mode import no_grad
 from ember.core.host import host_array
 from ember.core.opdef import OPS, Grad
 from ember.core.opdef import Precision as P
@@ -137,16 +138,34 @@ def _pairwise_distance(x1: Tensor, x2: Tensor, p: float, eps: float) -> Tensor:
 # -- regression losses ----------------------------------------------------------------
 
 
+def _mse_grad(grad: Tensor, input: Tensor, target: Tensor, reduction: str) -> Tensor:
+    """ATen's mse_loss_backward: `(input - target) * norm * grad`, norm 2 (2 / numel for
+    'mean'); the target's gradient is the same with the two swapped."""
+    diff = input - target
+    return diff * (2.0 / diff.numel() if reduction == "mean" else 2.0) * grad
+
+
 @composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
-           cost=costs.reduction(3))
+           cost=costs.reduction(3),
+           grad=Grad("MseLossBackward0",
+                     input=lambda grad, input, target, reduction:
+                     _mse_grad(grad, input, target, reduction),
+                     target=lambda grad, input, target, reduction:
+                     _mse_grad(grad, target, input, reduction)))
 def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
              reduce: bool | None = None, reduction: str = "mean",
              weight: Tensor | None = None) -> Tensor:
     r"""Mean squared error: :math:`(x - y)^2`, reduced."""
     _target_size_check(input, target)
     reduction = _reduction_arg(size_average, reduce, reduction)
-    diff = input - target
-    return _weighted(diff * diff, diff, weight, reduction)
+    if weight is not None:  # differentiated through its ops, as PyTorch's weighted form
+        diff = input - target
+        return _weighted(diff * diff, diff, weight, reduction)
+    with no_grad():  # one node, PyTorch's MseLossBackward0
+        diff = input - target
+        loss = _reduce(diff * diff, reduction)
+    record_grad(OPS["mse_loss"], (input, target), {"reduction": reduction}, loss)
+    return loss
 
 
 @composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
@@ -203,8 +222,18 @@ def _class_weight_shape(input: Tensor, class_dim: int) -> tuple:
     return tuple(shape)
 
 
+def _nll_grad(grad: Tensor, input_shape: tuple, class_dim: int, reduction: str, safe: Tensor,
+              valid: Tensor, w: Tensor, total: Tensor) -> Tensor:
+    """ATen's nll_loss_backward: `-w[t] * grad` (over the total weight for 'mean') at each
+    sample's target class; zeros elsewhere, and in the rows of ignored targets."""
+    scale = -grad / total if reduction == "mean" else -grad
+    picked = E.where(valid, w * scale, 0.0)
+    zeros = _full(tuple(input_shape), 0.0, dtype=picked.dtype, device=picked.device)
+    return scatter(zeros, class_dim, unsqueeze(safe, class_dim), unsqueeze(picked, class_dim))
+
+
 @composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
-           cost=costs.reduction(1))
+           cost=costs.reduction(1), grad=Grad("NllLossBackward0", input=_nll_grad))
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
              size_average: bool | None = None, ignore_index: int = -100,
              reduce: bool | None = None, reduction: str = "mean") -> Tensor:
@@ -251,17 +280,35 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
         if safe.numel() and bool(((safe < 0) | (safe >= n_classes)).any()):
             lo, hi = int(safe.min()), int(safe.max())
             raise IndexError(f"Target {lo if lo < 0 else hi} is out of bounds.")
-    picked = squeeze(gather(input, class_dim, unsqueeze(safe, class_dim)), class_dim)
-    if weight is not None:
-        w = E.where(valid, weight.index_select(0, safe.reshape(-1)).reshape(safe.shape), 0.0)
-    else:
-        w = valid.to(input.dtype)
-    loss = E.where(valid, -picked * w, 0.0)  # an ignored target's NaN input counts 0
-    if reduction == "none":
-        return loss
-    if reduction == "sum":
-        return loss.sum()
-    return loss.sum() / w.sum()
+    with no_grad():  # one node, PyTorch's NllLossBackward0
+        picked = squeeze(gather(input, class_dim, unsqueeze(safe, class_dim)), class_dim)
+        if weight is not None:
+            w = E.where(valid, weight.index_select(0, safe.reshape(-1)).reshape(safe.shape),
+                        0.0)
+        else:
+            w = valid.to(input.dtype)
+        loss = E.where(valid, -picked * w, 0.0)  # an ignored target's NaN input counts 0
+        total = w.sum()
+        if reduction == "sum":
+            loss = loss.sum()
+        elif reduction == "mean":
+            loss = loss.sum() / total
+    record_grad(OPS["nll_loss"], (input,), {"class_dim": class_dim, "reduction": reduction,
+                                           "safe": safe, "valid": valid, "w": w,
+                                           "total": total}, loss,
+                label=_nll_label(input.ndim, reduction))
+    return loss
+
+
+def _nll_label(ndim: int, reduction: str) -> str:
+    """PyTorch's node: nll_loss2d's for spatial inputs (other ranks than 4 viewed to 4-D
+    and, unreduced, back: a view's node then)."""
+    if ndim <= 2:
+        return "NllLossBackward0"
+    if reduction == "none" and ndim != 4:
+        return "ViewBackward0"
+    return "NllLoss2DBackward0"
+
 
 
 def _cross_entropy_prob_target(input: Tensor, target: Tensor, weight: Tensor | None,
