@@ -1113,6 +1113,26 @@ def test_autograd_gradcheck_checks_a_custom_function():
     assert callable(ember.autograd.gradgradcheck)
 
 
+def test_gradcheck_takes_torchs_keywords():
+    # the "Fusing Convolution and Batch Norm" tutorial calls gradcheck(..., fast_mode=False)
+    x = ember.tensor([0.5, -1.0, 2.0], dtype=ember.float64, requires_grad=True)
+    cube = lambda t: t ** 3  # noqa: E731
+    for fast in (False, True):
+        assert ember.autograd.gradcheck(cube, (x,), fast_mode=fast, nondet_tol=0.0,
+                                        check_undefined_grad=True, check_grad_dtypes=True)
+        assert ember.autograd.gradgradcheck(cube, (x,), fast_mode=fast,
+                                            gen_non_contig_grad_outputs=False)
+    wrong = lambda t: t.detach() ** 3 + t  # noqa: E731 - a gradient of 1, not 3t^2
+    assert not ember.autograd.gradcheck(wrong, (x,), fast_mode=True, raise_exception=False)
+    # nothing to check: passes, as torch's
+    assert ember.autograd.gradcheck(wrong, (x,), check_backward_ad=False)
+    assert ember.autograd.gradgradcheck(wrong, (x,), check_rev_over_rev=False)
+    with pytest.raises(NotImplementedError, match="check_forward_ad=True is not supported"):
+        ember.autograd.gradcheck(cube, (x,), check_forward_ad=True)
+    with pytest.raises(NotImplementedError, match="check_batched_grad=True"):
+        ember.autograd.gradgradcheck(cube, (x,), check_batched_grad=True)
+
+
 # -- torch.func: grad, grad_and_value, vmap -------------------------------------------------
 
 

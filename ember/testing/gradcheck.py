@@ -111,8 +111,21 @@ def _analytical_jacobians(outputs: list[Tensor], inputs: tuple, which: list[int]
     return result
 
 
+def _unsupported(op: str, **checks: bool) -> None:
+    """The checks ember's gradcheck does not do (forward-mode AD, vmap'ed gradients):
+    asking for one raises rather than passing unchecked."""
+    asked = [name for name, on in checks.items() if on]
+    if asked:
+        raise NotImplementedError(f"{op}: {', '.join(asked)}=True is not supported by ember "
+                                  "(it checks reverse-mode gradients only)")
+
+
 def gradcheck(fn: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol: float = 1e-5,
-              rtol: float = 1e-3, raise_exception: bool = True) -> bool:
+              rtol: float = 1e-3, raise_exception: bool = True, nondet_tol: float = 0.0,
+              check_undefined_grad: bool = True, check_grad_dtypes: bool = False,
+              check_batched_grad: bool = False, check_batched_forward_grad: bool = False,
+              check_forward_ad: bool = False, check_backward_ad: bool = True,
+              fast_mode: bool = False, masked: bool | None = None) -> bool:
     r"""Check the gradients autograd computes for `fn` against central finite differences.
 
     Like `torch.autograd.gradcheck`: every input that requires grad is perturbed element
@@ -129,6 +142,13 @@ def gradcheck(fn: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol: f
         atol: absolute tolerance.
         rtol: relative tolerance (relative to the numerical value).
         raise_exception: raise `GradcheckError` on a mismatch (otherwise return False).
+        nondet_tol, check_undefined_grad, check_grad_dtypes, fast_mode, masked: accepted
+            as PyTorch's; ember's backward is deterministic, its gradients' dtypes are
+            always checked, and the full Jacobian is compared (fast mode compares a
+            projection of it, so this check is the stricter one).
+        check_backward_ad: False checks nothing (as PyTorch, without forward AD).
+        check_batched_grad, check_batched_forward_grad, check_forward_ad: not supported
+            (NotImplementedError when True).
 
     Returns:
         True when every gradient matches.
@@ -143,6 +163,9 @@ def gradcheck(fn: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol: f
         >>> gradcheck(lambda t: (t * t).sin(), (x,))
         True
     """
+    _unsupported("gradcheck", check_batched_grad=check_batched_grad,
+                 check_batched_forward_grad=check_batched_forward_grad,
+                 check_forward_ad=check_forward_ad)
     inputs = _as_tuple(inputs)
     which = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     if not which:
@@ -155,6 +178,8 @@ def gradcheck(fn: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol: f
     outputs = _differentiable_outputs(fn(*inputs))
     if not outputs:
         raise ValueError("gradcheck: the function returned no floating-point tensor")
+    if not check_backward_ad:
+        return True
     try:
         analytical = _analytical_jacobians(outputs, inputs, which)
         numerical = _numerical_jacobians(fn, inputs, which, eps)
@@ -193,12 +218,19 @@ def _compare(a: np.ndarray, n: np.ndarray, i: int, k: int, in_shape: tuple, out_
 
 def gradgradcheck(fn: Callable[..., Any], inputs: Any, grad_outputs: Any = None, *,
                   eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
-                  raise_exception: bool = True) -> bool:
+                  gen_non_contig_grad_outputs: bool = False, raise_exception: bool = True,
+                  nondet_tol: float = 0.0, check_undefined_grad: bool = True,
+                  check_grad_dtypes: bool = False, check_batched_grad: bool = False,
+                  check_fwd_over_rev: bool = False, check_rev_over_rev: bool = True,
+                  fast_mode: bool = False, masked: bool = False) -> bool:
     """Check second derivatives: `gradcheck` of the vector-Jacobian product of `fn`.
 
     The gradients of `fn(*inputs)` are taken with `ember.autograd.grad(...,
     create_graph=True)` against `grad_outputs` (random float64 tensors when None, which
-    are then checked too), and that function is checked with `gradcheck`.
+    are then checked too), and that function is checked with `gradcheck`. The other
+    keyword arguments are PyTorch's, as `gradcheck` takes them (`check_rev_over_rev`
+    False checks nothing; `check_fwd_over_rev` and `check_batched_grad` are not
+    supported).
 
     Returns:
         True when every second derivative matches.
@@ -206,6 +238,8 @@ def gradgradcheck(fn: Callable[..., Any], inputs: Any, grad_outputs: Any = None,
     Raises:
         GradcheckError: as `gradcheck`.
     """
+    _unsupported("gradgradcheck", check_batched_grad=check_batched_grad,
+                 check_fwd_over_rev=check_fwd_over_rev)
     inputs = _as_tuple(inputs)
     which = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     outputs = _differentiable_outputs(fn(*inputs))
@@ -228,4 +262,4 @@ def gradgradcheck(fn: Callable[..., Any], inputs: Any, grad_outputs: Any = None,
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(vjp, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception)
+                     raise_exception=raise_exception, check_backward_ad=check_rev_over_rev)
