@@ -1,5 +1,5 @@
 """Real PyTorch programs (set B: text, sequence, RL, misc; set D: generative models, graphs,
-advanced autograd and API) run unchanged on ember.
+advanced autograd and API; set F: the official PyTorch tutorials) run unchanged on ember.
 (regression.py and time_sequence_prediction.py of this set run in test_programs_A.py.)
 
 Each program in tests/programs/ runs twice in a subprocess: with the real torch, and with
@@ -149,6 +149,53 @@ PROGRAMS_B = [
             skeleton=r"^test accuracy", check=_test_accuracy(0.9),
             losses=r"^epoch \d+ \| loss (?P<loss>[\d.]+)", factor=3.0, long=True),
 ]
+
+
+def _blitz_grad_fns(out: str) -> None:
+    """The 60 Minute Blitz prints grad_fn objects (their addresses differ from run to run):
+    their names are PyTorch's. (The last, `next_functions[0][0]` of an AddmmBackward0, is
+    the bias's AccumulateGrad in PyTorch, whose Addmm lists the bias first; ember's linear
+    node lists it last: not compared.)"""
+    names = re.findall(r"^<(\w+) object at 0x[0-9a-f]+>$", out, re.M)
+    assert names[:4] == ["AddBackward0", "SumBackward0", "MseLossBackward0",
+                         "AddmmBackward0"], names
+
+
+# set F: the PyTorch tutorials (pytorch.org/tutorials)
+PROGRAMS_F = [
+    Program("blitz_tensors_autograd.py",
+            skeleton=r"^(?!<\w+ object at|step \d)", check=_blitz_grad_fns,
+            losses=r"^step \d+ loss (?P<loss>\S+)$", factor=1.5, long=True),
+    Program("blitz_cifar10.py",
+            same=r"^torch.Size|^Net|^  \(|^\)|^Finished|^GroundTruth|^<All keys|^cpu",
+            skeleton=r"^Accuracy", losses=r"^\[\d+, +\d+\] loss: (?P<loss>[\d.]+)",
+            factor=1.5),
+    Program("transformer_lm.py",
+            same=r"^train_data|^tensor|^        \[|^True|^parameters|^-+$|^=+$|^reloaded",
+            losses=r"\| loss +(?P<loss>[\d.]+) \| ppl", factor=1.5),
+    Program("bilstm_crf.py",
+            same=r"^BiLSTM_CRF|^  \(|^\)|^tensor\(\[", skeleton=r"^\(tensor",
+            losses=r"^epoch \d+ loss (?P<loss>[\d.]+)", factor=1.5),
+    Program("word_embeddings.py",
+            same=r"^\[\(|^CBOW|^  \(|^\)|^Raw text|^Context", skeleton=r"^tensor|^ +[-\d]",
+            losses=r"^(?:(?P<tag>cbow) epoch \d+ loss |\[)(?P<loss>[\d.]+(?:, [\d.]+)*)\]?$",
+            factor=1.5, long=True),
+    Program("neural_style.py",  # (LBFGS without a line search: chaotic after a few steps)
+            same=r"^style|^Building|^Sequential|^  \(|^\)|^Optimizing|^run \[|^output",
+            skeleton=r"^Style Loss"),
+    Program("char_rnn_generation.py",
+            same=r"^# categories|^RNN|^  \(|^\)|^torch.Size",
+            losses=r"^average losses (?P<loss>.*)$", factor=1.5),
+    Program("custom_autograd_functions.py",
+            same=r"gradcheck|^once_differentiable|^Sequential|^  \(|^\)",
+            close=r"^\d+ [\d.]+$|^Result",
+            losses=r"^fused step +\d+ loss (?P<loss>[\d.]+)", factor=1.5, long=True),
+    Program("saving_loading.py",
+            skeleton=r"^(?!step \d)", losses=r"^step \d+ loss (?P<loss>[\d.]+)", factor=1.5,
+            long=True),
+    Program("custom_dataset.py", same=r"."),
+]
+PROGRAMS_B += PROGRAMS_F
 
 
 def _streams_match() -> bool:

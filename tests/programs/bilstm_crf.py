@@ -203,7 +203,7 @@ with torch.no_grad():
 
 # Make sure prepare_sequence from earlier in the LSTM section is loaded
 for epoch in range(
-        30):  # again, normally you would NOT do 300 epochs, it is toy data
+        20):  # again, normally you would NOT do 300 epochs, it is toy data
     epoch_loss = 0.0
     for sentence, tags in training_data:
         # Step 1. Remember that Pytorch accumulates gradients.
@@ -223,7 +223,7 @@ for epoch in range(
         loss.backward()
         optimizer.step()
         epoch_loss += loss.item()
-    if epoch % 5 == 0 or epoch == 29:
+    if epoch % 5 == 0 or epoch == 19:
         print(f"epoch {epoch} loss {epoch_loss:.4f}")
 
 # Check predictions after training
