@@ -1184,3 +1184,41 @@ def test_autograd_function_module_and_grad_errors_match_torch():
         with pytest.raises(RuntimeError, match=r"^The differentiated Tensor at index 1 appears to "
                                                r"not have been used in the graph"):
             L.autograd.grad((x * 2).sum(), [x, x * 3])
+
+
+def test_saved_tensors_hooks_as_torch():
+    # "Hooks for autograd saved tensors": every tensor saved for backward goes through the
+    # innermost pack hook, and backward reads it back through the unpack hook
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (torch, ember):
+        log = []
+        a = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        b = lib.tensor([4.0, 5.0, 6.0], requires_grad=True) * 2
+        storage = []
+
+        def pack(x, log=log, storage=storage):
+            log.append(("pack", tuple(x.shape)))
+            storage.append(x.detach().clone())
+            return len(storage) - 1
+
+        def unpack(i, log=log, storage=storage):
+            log.append(("unpack", i))
+            return storage[i]
+
+        with lib.autograd.graph.saved_tensors_hooks(pack, unpack):
+            y = (a * b).sum()
+        with lib.autograd.graph.saved_tensors_hooks(lambda x: x * 0, lambda x: x):
+            z = a.sin()  # backward reads the zeros the pack hook made: cos(0) = 1
+        y.backward()
+        z.sum().backward()
+        with lib.autograd.graph.save_on_cpu():
+            w = (a * a).sum()
+        w.backward()
+        with lib.autograd.graph.disable_saved_tensors_hooks("no hooks here"):
+            with pytest.raises(RuntimeError, match="no hooks here"):
+                with lib.autograd.graph.saved_tensors_hooks(pack, unpack):
+                    pass
+        results.append((sorted(log), a.grad.tolist()))
+    assert results[0] == results[1]
+    assert results[1][1] == [8.0 + 1.0 + 2.0, 10.0 + 1.0 + 4.0, 12.0 + 1.0 + 6.0]

@@ -194,6 +194,10 @@ PROGRAMS_F = [
             skeleton=r"^(?!step \d)", losses=r"^step \d+ loss (?P<loss>[\d.]+)", factor=1.5,
             long=True),
     Program("custom_dataset.py", same=r"."),
+    Program("autograd_hooks_memory.py",
+            same=r"grads|^Packing|^Unpacking|^tensor\(\[2|^True|^packed|^left|^save_on_cpu",
+            skeleton=r"^tensor\(\[-?\d", losses=r"^fused step \d+ loss (?P<loss>[\d.]+)",
+            factor=1.5, long=True),
 ]
 PROGRAMS_B += PROGRAMS_F
 

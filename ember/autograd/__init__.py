@@ -11,7 +11,7 @@ from ember.core.graph import Node
 
 __all__ = ["Function", "FunctionCtx", "Node", "backward", "detect_anomaly", "enable_grad", "grad",
            "inference_mode", "no_grad", "queue_callback", "set_detect_anomaly", "set_grad_enabled",
-           "Variable", "functional", "profiler"]
+           "Variable", "functional", "profiler", "graph"]
 
 
 def __getattr__(name: str):
@@ -20,7 +20,7 @@ def __getattr__(name: str):
     `gradgradcheck`."""
     import importlib
 
-    if name in ("functional", "profiler"):
+    if name in ("functional", "profiler", "graph"):
         return importlib.import_module(f"ember.autograd.{name}")
     if name in ("gradcheck", "gradgradcheck"):  # in ember.testing, which needs NumPy
         return getattr(importlib.import_module("ember.testing.gradcheck"), name)
