@@ -1222,3 +1222,27 @@ def test_saved_tensors_hooks_as_torch():
         results.append((sorted(log), a.grad.tolist()))
     assert results[0] == results[1]
     assert results[1][1] == [8.0 + 1.0 + 2.0, 10.0 + 1.0 + 4.0, 12.0 + 1.0 + 6.0]
+
+
+def test_grad_fn_saved_values_as_torch():
+    # the saved-tensors tutorial prints `d.grad_fn._saved_self is a` (True) and
+    # `y is y.grad_fn._saved_result` (False: an output is unpacked as a new object)
+    torch = pytest.importorskip("torch")
+    got = []
+    for lib in (torch, ember):
+        a = lib.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        b = lib.ones(3, requires_grad=True)
+        d = a * b
+        y = a.exp()
+        r = y.grad_fn._saved_result
+        s = a.sin()
+        s.sum().backward()
+        with pytest.raises(RuntimeError, match="Trying to backward through the graph a "
+                                               "second time"):
+            getattr(s.grad_fn, "_saved_self")  # noqa: B009 - the attribute read is the test
+        with pytest.raises(AttributeError, match="'SinBackward0' object has no attribute "
+                                                 "'_saved_foo'"):
+            getattr(s.grad_fn, "_saved_foo")  # noqa: B009
+        got.append((d.grad_fn._saved_self is a, d.grad_fn._saved_other is b, y.equal(r),
+                    y is r, r.requires_grad, r.grad_fn is y.grad_fn))
+    assert got[0] == got[1] == (True, True, True, False, True, True)

@@ -152,6 +152,29 @@ class DeclaredNode(Node):
     def name(self) -> str:
         return self.label
 
+    def __getattr__(self, attr: str) -> Any:
+        """PyTorch's `grad_fn._saved_<name>`: a value the node kept for backward, by the
+        name its formula reads (`self` is the first operand, `input` here). A saved
+        output comes back as a new tensor object on the same data, as PyTorch unpacks it."""
+        if not attr.startswith("_saved_"):  # (before reading a field: copy and pickle ask
+            raise AttributeError(attr)     # for theirs on objects made without __init__)
+        name = attr[len("_saved_"):]
+        if name == "self":
+            name = "input"
+        if name not in self.plan.reads:
+            raise AttributeError(f"'{self.label}' object has no attribute '{attr}'")
+        value = self.values[self.plan.reads.index(name)]
+        if type(value) is _Stored:
+            saved = self.saved_tensors  # raises once freed, as PyTorch
+            value = saved[value.index] if value.count is None else \
+                list(saved[value.index:value.index + value.count])
+        if name == "result" and isinstance(value, Tensor):
+            alias = value.detach()
+            alias._node, alias._output_nr = value._node, value._output_nr
+            alias._requires_grad = value._requires_grad
+            return alias
+        return value
+
     def apply(self, grads: list) -> tuple:
         grad = grads[0]
         plan = self.plan
@@ -191,11 +214,13 @@ class _Plan:
     """What a node of an op keeps, for one combination of operands needing a gradient,
     and how its formulas read it back."""
 
-    __slots__ = ("label", "steps", "formulas", "each")
+    __slots__ = ("label", "steps", "formulas", "each", "reads")
 
-    def __init__(self, label: str, steps: tuple, formulas: tuple, each: tuple | None):
+    def __init__(self, label: str, steps: tuple, formulas: tuple, each: tuple | None,
+                 reads: tuple[str, ...] = ()):
         self.label = label  # the node's name unless the caller gives one
         self.steps = steps  # (source, where) of each value a formula reads
+        self.reads = reads  # the name of each (a formula's parameter name)
         self.formulas = formulas  # per operand: (fn, positions in steps) or None
         self.each = each  # or (fn, positions) for a formula of all operands
 
@@ -235,7 +260,7 @@ def _make_plan(op: Op, needs: tuple[bool, ...]) -> _Plan:
         return formula.fn, tuple(position[r] for r in formula.reads)
     return _Plan(spec.label or default_label(op.name), tuple(steps),
                  tuple(compiled(f, n, need) for f, n, need in zip(needed, names, needs)),
-                 compiled(spec.each))
+                 compiled(spec.each), tuple(reads))
 
 
 def _not_implemented(op: str, operand: str) -> Any:

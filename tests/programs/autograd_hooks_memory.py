@@ -51,7 +51,9 @@ b = torch.ones(5, requires_grad=True)
 c = torch.ones(5, requires_grad=True)
 
 d = a * b  # a and b are saved in the graph of d
+print(d.grad_fn._saved_self is a, d.grad_fn._saved_other is b)
 y = a.exp()
+print(y.equal(y.grad_fn._saved_result), y is y.grad_fn._saved_result)
 
 
 def pack_hook(x):
@@ -88,7 +90,7 @@ def unpack(x):
 x = torch.randn(5, requires_grad=True)
 with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
     y = x.pow(2)
-print(storage[0], len(storage))
+print(y.grad_fn._saved_self, len(storage))
 y.sum().backward()
 print(x.grad.equal(2 * x))
 
