@@ -198,6 +198,10 @@ PROGRAMS_F = [
             same=r"grads|^Packing|^Unpacking|^tensor\(\[2|^True|^packed|^left|^save_on_cpu",
             skeleton=r"^tensor\(\[-?\d", losses=r"^fused step \d+ loss (?P<loss>[\d.]+)",
             factor=1.5, long=True),
+    Program("tensorboard_profiler.py",  # (PyTorch's add_graph and profiler take ~20 s)
+            same=r"^torch.Size|^embedding|^Finished|^event files|^Name|^True|^trace",
+            skeleton=r"^test accuracy", losses=r"^\[\d+, +\d+\] loss: (?P<loss>[\d.]+)",
+            factor=1.5, long=True),
 ]
 PROGRAMS_B += PROGRAMS_F
 
