@@ -109,7 +109,7 @@ def test_loss_matches_torch(torch, name, inputs, kwargs, grads, reduction):
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-def test_mse_and_nll_are_one_node_as_torch(torch, reduction):
+def test_losses_are_one_node_as_torch(torch, reduction):
     # the 60 Minute Blitz prints `loss.grad_fn` (MseLossBackward0) and walks
     # `next_functions`; gradients and double backward through the one node are torch's
     def run(lib):
@@ -121,20 +121,25 @@ def test_mse_and_nll_are_one_node_as_torch(torch, reduction):
         x4 = lib.tensor(X4, requires_grad=True)
         nll4 = lib.nn.functional.nll_loss(x4, lib.tensor(np.where(T4 > 2, 0, T4)),
                                           reduction=reduction)
+        # (the "Automatic Differentiation" tutorial prints this one's grad_fn)
+        t01 = lib.tensor(TARGET01, requires_grad=True)
+        bce = lib.nn.functional.binary_cross_entropy_with_logits(
+            x, t01, lib.tensor(TARGET01[0]), reduction=reduction,
+            pos_weight=lib.tensor(CLASS_W))
         names = [(t.grad_fn.name(), [type(f).__name__ for f, _ in t.grad_fn.next_functions])
-                 for t in (mse, nll, nll4)]
-        g = lib.autograd.grad((mse * 1.5).sum() + nll.sum() + nll4.sum(), (x, y, logp, x4),
+                 for t in (mse, nll, nll4, bce)]
+        ins = (x, y, logp, x4, t01)
+        g = lib.autograd.grad((mse * 1.5).sum() + nll.sum() + nll4.sum() + bce.sum(), ins,
                               create_graph=True)
-        gg = lib.autograd.grad(sum((a * a * b).sum() for a, b in zip(g, (x, y, logp, x4))),
-                               (x, y, logp, x4))
-        return names, [v.detach().numpy() for v in (mse, nll, nll4, *g, *gg)]
+        gg = lib.autograd.grad(sum((a * a * b).sum() for a, b in zip(g, ins)), ins)
+        return names, [v.detach().numpy() for v in (mse, nll, nll4, bce, *g, *gg)]
 
     (want_names, want), (got_names, got) = run(torch), run(ember)
     assert got_names == want_names
     for w, e in zip(want, got):
         np.testing.assert_allclose(e, w, rtol=1e-12, atol=1e-14)
     # an ignored target's row of the gradient is +0, as torch's (printing shows the sign)
-    assert not np.signbit(got[5][2]).any()
+    assert not np.signbit(got[6][2]).any()
 
 
 def test_kl_div_batchmean(torch):

@@ -202,6 +202,8 @@ PROGRAMS_F = [
             same=r"^torch.Size|^embedding|^Finished|^event files|^Name|^True|^trace",
             skeleton=r"^test accuracy", losses=r"^\[\d+, +\d+\] loss: (?P<loss>[\d.]+)",
             factor=1.5, long=True),
+    Program("learn_the_basics.py", skeleton=r"^(?!loss: )",
+            losses=r"^loss: +(?P<loss>[\d.]+) ", factor=1.5, long=True),
 ]
 PROGRAMS_B += PROGRAMS_F
 

@@ -602,6 +602,11 @@ _LOSSES: list[DiffOp] = [
            lambda lib, x: nnf(lib).binary_cross_entropy_with_logits(
                x, _const(lib, x, _SOFT_LABELS), weight=_const(lib, x, _COUNTS),
                pos_weight=_const(lib, x, [2.0, 0.5, 1.0, 3.0])), low=-3.0, high=3.0),
+    DiffOp("binary_cross_entropy_with_logits_target",
+           lambda lib, x, t: nnf(lib).binary_cross_entropy_with_logits(
+               x, t, pos_weight=_const(lib, x, [2.0, 0.5, 1.0, 3.0]), reduction="sum"),
+           shapes=((3, 4), (3, 4)), low=-3.0, high=3.0, gradgrad=True,
+           ops=("binary_cross_entropy_with_logits",)),
     DiffOp("kl_div", lambda lib, x, t: nnf(lib).kl_div(x, t, reduction="batchmean"),
            make=lambda rng: [rng.uniform(-3, 0, (3, 4)), rng.uniform(0.1, 1.0, (3, 4))]),
     DiffOp("kl_div_log_target", lambda lib, x, t: nnf(lib).kl_div(

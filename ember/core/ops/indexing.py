@@ -161,8 +161,34 @@ def _getitem_grad(grad, input_shape, index, index_tensors, shape):
     return index_put_into_zeros(grad, input_shape, parsed)
 
 
+def _view_label(key: Any, shape: tuple) -> str:
+    """PyTorch's node name for basic indexing: that of the last view its indexing applies
+    (an int selects, a slice slices, None unsqueezes; a slice over a whole dimension is
+    skipped inside a tuple key, and a key that applies none gives an alias)."""
+    if type(key) is not tuple:
+        if type(key) is slice:
+            return "SliceBackward0"
+        key = (key,)
+    label, d = "AliasBackward0", 0
+    for k in key:
+        if k is None:
+            label = "UnsqueezeBackward0"
+        elif k is Ellipsis:
+            d += len(shape) - sum(1 for j in key if j is not None and j is not Ellipsis)
+        elif type(k) is slice:
+            # (PyTorch's test reads the start as written: x[-n:] slices, x[:n + 1] not)
+            if k.start not in (None, 0) or k.step not in (None, 1) or \
+                    (k.stop is not None and k.stop < shape[d]):
+                label = "SliceBackward0"
+            d += 1
+        else:  # an int, or a 0-d integer tensor
+            label = "SelectBackward0"
+            d += 1
+    return label
+
+
 def _index(input: Tensor, parsed: ParsedIndex, key: Any) -> Tensor:
-    label = "SelectBackward0" if parsed.basic else "IndexBackward0"
+    label = _view_label(key, input._data.shape) if parsed.basic else "IndexBackward0"
     out = apply_labelled(OPS["getitem"], label, input, *parsed.tensors, index=parsed.spec,
                          shape=parsed.shape)
     if parsed.basic:

@@ -493,8 +493,42 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     return _reduce(loss, reduction)
 
 
+def _bce_logits_input_grad(grad: Tensor, input: Tensor, target: Tensor, weight: Tensor | None,
+                           pos_weight: Tensor | None, reduction: str) -> Tensor:
+    """ATen's binary_cross_entropy_with_logits_backward: `sigmoid(x) - y` (with
+    `pos_weight` p: `(p y + 1 - y) sigmoid(x) - p y`), times the weight and the gradient,
+    over the element count for 'mean'."""
+    if pos_weight is not None:
+        t = pos_weight * target
+        g = (t + 1.0 - target) * E.sigmoid(input) - t
+    else:
+        g = E.sigmoid(input) - target
+    if weight is not None:
+        g = g * weight
+    g = g * grad
+    return g / input.numel() if reduction == "mean" else g
+
+
+def _bce_logits_target_grad(grad: Tensor, input: Tensor, target: Tensor,
+                            weight: Tensor | None, pos_weight: Tensor | None,
+                            reduction: str) -> Tensor:
+    """ATen's binary_cross_entropy_with_logits_target_backward: `-x` (with `pos_weight` p:
+    `logsigmoid(-x) - p logsigmoid(x)`), times the gradient and the weight, over the
+    element count for 'mean'."""
+    if pos_weight is not None:
+        g = _logsigmoid(-input) - _logsigmoid(input) * pos_weight
+    else:
+        g = -input
+    g = g * grad
+    if weight is not None:
+        g = g * weight
+    return g / target.numel() if reduction == "mean" else g
+
+
 @composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
-           cost=costs.reduction(10))
+           cost=costs.reduction(10),
+           grad=Grad("BinaryCrossEntropyWithLogitsBackward0", input=_bce_logits_input_grad,
+                     target=_bce_logits_target_grad))
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
                                      weight: Tensor | None = None,
                                      size_average: bool | None = None,
@@ -508,16 +542,20 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
-    # -log(sigmoid(x)) = softplus(-x); written so its gradient is exact at x = 0 too
-    neg_log_sig = E.log1p(E.exp(-E.abs(input))) - E.minimum(input, 0.0)
-    if pos_weight is not None:
-        log_weight = (pos_weight - 1.0) * target + 1.0
-        loss = (1.0 - target) * input + log_weight * neg_log_sig
-    else:
-        loss = (1.0 - target) * input + neg_log_sig
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+    with no_grad():  # one node, PyTorch's BinaryCrossEntropyWithLogitsBackward0
+        # -log(sigmoid(x)) = softplus(-x), computed stably
+        neg_log_sig = E.log1p(E.exp(-E.abs(input))) - E.minimum(input, 0.0)
+        if pos_weight is not None:
+            log_weight = (pos_weight - 1.0) * target + 1.0
+            loss = (1.0 - target) * input + log_weight * neg_log_sig
+        else:
+            loss = (1.0 - target) * input + neg_log_sig
+        if weight is not None:
+            loss = loss * weight
+        loss = _reduce(loss, reduction)
+    record_grad(OPS["binary_cross_entropy_with_logits"], (input, target),
+                {"weight": weight, "pos_weight": pos_weight, "reduction": reduction}, loss)
+    return loss
 
 
 @composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
