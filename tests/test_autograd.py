@@ -1246,3 +1246,23 @@ def test_grad_fn_saved_values_as_torch():
         got.append((d.grad_fn._saved_self is a, d.grad_fn._saved_other is b, y.equal(r),
                     y is r, r.requires_grad, r.grad_fn is y.grad_fn))
     assert got[0] == got[1] == (True, True, True, False, True, True)
+
+
+def test_reflected_commutative_operators_put_the_tensor_first_as_torch():
+    # `2 * b` is torch's b.mul(2): MulBackward0's edges are (b's node, None); and a leaf's
+    # node is named torch::autograd::AccumulateGrad (the alias's API name here)
+    torch = pytest.importorskip("torch")
+
+    def edges(lib):
+        b = lib.ones(3, requires_grad=True).sin()
+        out = []
+        for r in (2 * b, b * 2, 1 + b, b + 1, True + b, 2.5 * b.double()):
+            out.append([None if n is None else n.name() for n, _ in r.grad_fn.next_functions])
+        return out, lib.ones(1, requires_grad=True).mul(2).grad_fn.next_functions[0][0]
+
+    (want, t_acc), (got, e_acc) = edges(torch), edges(ember)
+    assert got == want
+    assert e_acc.name() == "ember::autograd::AccumulateGrad" == t_acc.name().replace(
+        "torch::", "ember::")
+    assert repr(e_acc).startswith("<AccumulateGrad object at 0x")
+    assert (2 * ember.tensor([1, 2])).tolist() == [2, 4]

@@ -161,6 +161,13 @@ def _blitz_grad_fns(out: str) -> None:
                          "AddmmBackward0"], names
 
 
+def _fundamentals_edges(out: str) -> None:
+    """The Fundamentals of Autograd walks `next_functions` from `d = 2 * sin(a) + 1` down to
+    the leaf: PyTorch's nodes, edges in PyTorch's order (the tensor before the scalar)."""
+    assert ("AddBackward0\n((MulBackward0, 0), (None, 0))\n((SinBackward0, 0), (None, 0))\n"
+            "((torch::autograd::AccumulateGrad, 0))\n()\n") in out
+
+
 # set F: the PyTorch tutorials (pytorch.org/tutorials)
 PROGRAMS_F = [
     Program("blitz_tensors_autograd.py",
@@ -202,6 +209,8 @@ PROGRAMS_F = [
             same=r"^torch.Size|^embedding|^Finished|^event files|^Name|^True|^trace",
             skeleton=r"^test accuracy", losses=r"^\[\d+, +\d+\] loss: (?P<loss>[\d.]+)",
             factor=1.5, long=True),
+    Program("autograd_fundamentals.py",  # (profiler op names: aten:: there, ember:: here)
+            skeleton=r"^(?!\['(aten|ember)::)", check=_fundamentals_edges, long=True),
     Program("learn_the_basics.py", skeleton=r"^(?!loss: )",
             losses=r"^loss: +(?P<loss>[\d.]+) ", factor=1.5, long=True),
 ]

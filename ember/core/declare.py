@@ -72,6 +72,9 @@ def declare(op: Op) -> Callable[..., Any]:
         inplace = _entered(op, op.name + "_", op.inplace_method or _inplace_method(op, fn))
         for name in names:
             setattr(Tensor, name + "_", inplace)
+        if not inplace.__doc__:
+            inplace.__doc__ = f"In-place version of :func:`{op.name}`."
+        op.public_inplace = inplace
     for dunder in op.operators:
         setattr(Tensor, dunder, _operator(op, dunder, op.operator_impl or fn))
     return public
@@ -212,14 +215,19 @@ def _operator(op: Op, dunder: str, impl: Callable) -> Callable:
     if dunder in INPLACE:
         return getattr(Tensor, op.name + "_")
     if dunder in REFLECTED:
+        # `2 * t` is PyTorch's `t.mul(2)` for the commutative ops (the node's first edge is
+        # the tensor's, the same values); the others run `other op self`
+        swap = dunder in ("__radd__", "__rmul__")
+
         def reflected(self: Tensor, other: Any) -> Any:
             if not isinstance(other, Tensor) and not is_operand(other):
                 return NotImplemented
+            args = (self, other) if swap else (other, self)
             hook = interpose.active
             try:
                 if hook is None:
-                    return impl(other, self)
-                return hook(op, dunder, impl, (other, self), {})
+                    return impl(*args)
+                return hook(op, dunder, impl, args, {})
             except MemoryError as err:
                 raise host_out_of_memory(op.name, err) from None
         return reflected

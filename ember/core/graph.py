@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ember.core import dtype
 from ember.core.grad_mode import state
 
 FREED_MESSAGE = (
@@ -152,6 +153,13 @@ class AccumulateGrad(Node):
     def __init__(self, variable: Any) -> None:
         super().__init__(())
         self.variable = variable
+
+    def name(self) -> str:
+        # PyTorch's C++ name, which its profiler shows too: torch::autograd::AccumulateGrad
+        return f"{dtype.API_NAME}::autograd::AccumulateGrad"
+
+    def __repr__(self) -> str:
+        return f"<AccumulateGrad object at {id(self):#x}>"
 
     def apply(self, grads):
         return ()

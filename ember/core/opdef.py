@@ -184,6 +184,9 @@ class Op:
     exact_out: bool = False
     public: Callable[..., Any] | None = field(default=None, repr=False)
     """The function users call (`fn`, wrapped for `out=` and tracing); set by declare."""
+    public_inplace: Callable[..., Any] | None = field(default=None, repr=False)
+    """The in-place method `Tensor.<name>_` (also PyTorch's `torch.<name>_` where it
+    exists); set by declare."""
 
     @property
     def signature(self) -> inspect.Signature | None:
