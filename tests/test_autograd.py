@@ -1266,3 +1266,24 @@ def test_reflected_commutative_operators_put_the_tensor_first_as_torch():
         "torch::", "ember::")
     assert repr(e_acc).startswith("<AccumulateGrad object at 0x")
     assert (2 * ember.tensor([1, 2])).tolist() == [2, 4]
+
+
+def test_nodes_of_stack_squeeze_and_max_along_a_dim_are_torchs():
+    # printed forms show these names (`torch.stack(losses)`, `model(x).squeeze()`,
+    # `out.max(1)[0]`): one node each, with PyTorch's edges, gradients and double backward
+    torch = pytest.importorskip("torch")
+
+    def run(lib):
+        x = lib.tensor(np.random.default_rng(0).standard_normal((3, 1, 4)), requires_grad=True)
+        y = x * 2
+        outs = [lib.stack([x, y], 1), lib.stack([y, x.detach()], -1), y.squeeze(), y.squeeze(1),
+                y.squeeze((0, 1)), y.squeeze(0), y.max(2)[0], y.min(0, keepdim=True)[0]]
+        names = [(o.grad_fn.name(), [None if n is None else n.name().replace("torch::", "")
+                                     .replace("ember::", "") for n, _ in o.grad_fn.next_functions])
+                 for o in outs]
+        total = sum((o * o).sum() for o in outs)
+        (g,) = lib.autograd.grad(total, x, create_graph=True)
+        (gg,) = lib.autograd.grad((g * g).sum(), x)
+        return names, g.tolist(), gg.tolist()
+
+    assert run(ember) == run(torch)

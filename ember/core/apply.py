@@ -48,7 +48,9 @@ def grad_operands(op: Op) -> tuple[str, ...]:
     if op.kind is Kind.PRIMITIVE:
         return op.operand_names
     spec = op.grad
-    return spec.operands if spec.each is not None else tuple(spec.formulas)
+    if spec.each is not None:  # (a composite's trailing "*name" collects the rest)
+        return tuple(n.lstrip("*") for n in spec.operands)
+    return tuple(spec.formulas)
 
 
 # where a value a formula reads comes from
@@ -271,7 +273,10 @@ def _not_implemented(op: str, operand: str) -> Any:
 
 
 def _rest_name(op: Op) -> str | None:
-    sig = op.kernel_signature if op.kind is Kind.PRIMITIVE else None
+    if op.kind is not Kind.PRIMITIVE:  # a composite names it in Grad.operands: "*tensors"
+        names = op.grad.operands if op.grad is not None else ()
+        return names[-1][1:] if names and names[-1].startswith("*") else None
+    sig = op.kernel_signature
     if sig is None:
         return None
     for p in sig.parameters.values():

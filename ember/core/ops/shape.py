@@ -24,7 +24,7 @@ from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.backend import ViewNotPossible
 from ember.core.declare import composite, primitive
 from ember.core.dispatch import run
-from ember.core.grad_mode import state
+from ember.core.grad_mode import no_grad, state
 from ember.core.inplace import as_view, metadata_inplace
 from ember.core.opdef import OPS, Grad, OutMeta
 from ember.core.opdef import Precision as P
@@ -288,7 +288,11 @@ def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     else:
         dims = normalize_dims("squeeze", dim, input.ndim) or ()
         new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
-    return reshape(input, new) if new != shape else _alias(input)
+    # always a view (dropping size-1 dimensions never copies), named as PyTorch's overload:
+    # squeeze(), squeeze(dim), squeeze(dims)
+    label = "SqueezeBackward0" if dim is None else \
+        "SqueezeBackward2" if isinstance(dim, (tuple, list)) else "SqueezeBackward1"
+    return _reshape_impl(input, new, True, "squeeze", label)
 
 
 @composite(variants="function method inplace", cost=costs.view,
@@ -581,7 +585,13 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 concat = concatenate = cat
 
 
-@composite(variants="function out", cost=costs.movement, cpu_precision=P.PROMOTE)
+def _stack_grads(grad, dim, needs):
+    # PyTorch's StackBackward0: the gradient unbound along the new dimension
+    return tuple(grad.select(dim, i) if need else None for i, need in enumerate(needs))
+
+
+@composite(variants="function out", cost=costs.movement, cpu_precision=P.PROMOTE,
+           grad=Grad("StackBackward0", each=_stack_grads, operands=("*tensors",)))
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Joins tensors of one shape along a new dimension."""
     tensors = list(tensors)
@@ -594,7 +604,10 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                                f"{fmt_shape(shape)} at entry 0 and {fmt_shape(tuple(x.shape))} "
                                f"at entry {i}")
     d = normalize_dim("stack", dim, len(shape) + 1)
-    return cat([unsqueeze(x, d) for x in tensors], d)
+    with no_grad():  # one node, PyTorch's StackBackward0, with an edge per input
+        out = cat([unsqueeze(x, d) for x in tensors], d)
+    record_grad(OPS["stack"], tensors, {"dim": d}, out)
+    return out
 
 
 @composite(variants="function", cost=costs.movement)
