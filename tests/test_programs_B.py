@@ -211,6 +211,10 @@ PROGRAMS_F = [
             factor=1.5, long=True),
     Program("autograd_fundamentals.py",  # (profiler op names: aten:: there, ember:: here)
             skeleton=r"^(?!\['(aten|ember)::)", check=_fundamentals_edges, long=True),
+    Program("nlp_bow_lstm_tagger.py",
+            skeleton=r"^(?!<\w+ object at|bow epoch|tagger epoch)",
+            losses=r"^(?P<tag>bow|tagger) epoch \d+ loss (?P<loss>[\d.]+)", factor=1.5,
+            long=True),
     Program("learn_the_basics.py", skeleton=r"^(?!loss: )",
             losses=r"^loss: +(?P<loss>[\d.]+) ", factor=1.5, long=True),
 ]

@@ -153,6 +153,12 @@ def _reshape_impl(x: Tensor, shape: tuple, must_view: bool, op: str,
     return out
 
 
+def named_view(x: Tensor, shape: tuple, label: str) -> Tensor:
+    """`x.view(shape)` whose autograd node carries `label`: the name PyTorch's own kernel
+    gives the result a layer builds this way (an RNN's output: "StackBackward0")."""
+    return _reshape_impl(x, tuple(shape), True, "view", label)
+
+
 def _reshape_method(self: Tensor, *shape: Any, **kwargs: Any) -> Tensor:
     return _reshape_impl(self, sizes_arg(shape, kwargs, "shape"), False, "reshape")
 
