@@ -76,7 +76,9 @@ def declare(op: Op) -> Callable[..., Any]:
             inplace.__doc__ = f"In-place version of :func:`{op.name}`."
         op.public_inplace = inplace
     for dunder in op.operators:
-        setattr(Tensor, dunder, _operator(op, dunder, op.operator_impl or fn))
+        impl = op.reflected_impl if dunder in REFLECTED and op.reflected_impl else \
+            op.operator_impl or fn
+        setattr(Tensor, dunder, _operator(op, dunder, impl))
     return public
 
 

@@ -147,6 +147,8 @@ class Op:
         operators: Python operators that run this op (`__add__`, `__radd__`, `__iadd__`):
             `__r<op>__` swaps the operands, `__i<op>__` is the in-place method.
         operator_impl: what the operators call, when not `fn` (a two-operand fast path).
+        reflected_impl: what the reflected operator (`other / x`) calls, as
+            `reflected_impl(other, x)`, when PyTorch computes it otherwise than `fn`.
         aliases: other names of the same function and method (`clip` for `clamp`).
         fused: composites: the fused kernels that may do its work (see FusedKernel).
         traced_as_node: composites: `ember.jit.trace` records a call as one node with its
@@ -174,6 +176,7 @@ class Op:
     inplace_method: Callable[..., Any] | None = None
     operators: tuple[str, ...] = ()
     operator_impl: Callable[..., Any] | None = None
+    reflected_impl: Callable[..., Any] | None = None
     aliases: tuple[str, ...] = ()
     fused: tuple[str, ...] = ()
     traced_as_node: bool = False

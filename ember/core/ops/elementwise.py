@@ -600,12 +600,21 @@ def _div_fn(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tens
 
 _div_fn.__doc__ = ("Divides `input` by `other` (true division); `rounding_mode=\"floor\"` "
                    "or `\"trunc\"` rounds the quotient.")
+def _rtruediv(other: Any, input: Tensor) -> Tensor:
+    """PyTorch's `number / tensor`: `tensor.reciprocal() * number` (rounded twice, as its
+    `Tensor.__rtruediv__`); a tensor numerator divides."""
+    if isinstance(other, Tensor):
+        return binary("div", other, input)
+    return mul(reciprocal(input), other)
+
+
 div = define("div", Kind.PRIMITIVE, _div_fn, variants=_ARITH, rule=_binary_rule("div", "float"),
              cost=costs.pointwise(1),
              grad=Grad(input=lambda grad, other: grad / other,
                        other=lambda grad, input, other: -(grad * input / (other * other))),
              operators="__truediv__ __rtruediv__ __itruediv__",
-             operator_impl=functools.partial(binary, "div"), aliases="divide true_divide",
+             operator_impl=functools.partial(binary, "div"), reflected_impl=_rtruediv,
+             aliases="divide true_divide",
              inplace_method=_binary_inplace("div", _div_fn))
 true_divide = divide = div
 subtract = sub
