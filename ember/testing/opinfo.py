@@ -421,6 +421,22 @@ def _cross_entropy(reduction: str) -> Callable[..., Any]:
 # and of max pooling: they run where the backend has the `conv` / `max_pool` kernels (else
 # the decomposition does), so these entries check them there
 _NN: list[DiffOp] = [
+    DiffOp("gelu", lambda lib, x: nnf(lib).gelu(x), gradgrad=True),
+    DiffOp("gelu_tanh", lambda lib, x: nnf(lib).gelu(x, approximate="tanh"), gradgrad=True,
+           ops=("gelu",)),
+    DiffOp("silu", lambda lib, x: nnf(lib).silu(x), gradgrad=True),
+    DiffOp("leaky_relu", lambda lib, x: nnf(lib).leaky_relu(x, 0.2),
+           make=_away_from_zero((3, 4))),
+    DiffOp("elu", lambda lib, x: nnf(lib).elu(x, 0.7), make=_away_from_zero((3, 4)),
+           gradgrad=True),
+    DiffOp("selu", lambda lib, x: nnf(lib).selu(x), make=_away_from_zero((3, 4)),
+           ops=("elu",)),
+    DiffOp("softplus", lambda lib, x: nnf(lib).softplus(x, 2.0, 3.0), gradgrad=True,
+           make=lambda rng: [rng.uniform(-2, 2, (3, 4)) + np.where(
+               rng.uniform(size=(3, 4)) < 0.3, 2.5, 0.0)]),
+    DiffOp("hardtanh", lambda lib, x: nnf(lib).hardtanh(x, -0.5, 1.0),
+           make=lambda rng: [rng.choice([-1.0, 0.0, 0.5, 1.5], (3, 4))
+                             + rng.uniform(-0.2, 0.2, (3, 4))]),
     DiffOp("embedding", lambda lib, w: nnf(lib).embedding(_idx(lib, w, [[1, 2, 1], [0, 1, 3]]), w),
            shapes=((4, 3),), gradgrad=True),
     DiffOp("linear", lambda lib, x, w, b: nnf(lib).linear(x, w, b),
