@@ -1287,3 +1287,17 @@ def test_nodes_of_stack_squeeze_and_max_along_a_dim_are_torchs():
         return names, g.tolist(), gg.tolist()
 
     assert run(ember) == run(torch)
+
+
+def test_node_names_with_digits_are_torchs():
+    # PyTorch capitalises after the digit in these (Log1PBackward0, Im2ColBackward0)
+    torch = pytest.importorskip("torch")
+
+    def names(lib):
+        x = (lib.ones(3) + 0.5).requires_grad_()
+        F = lib.nn.functional
+        return [x.log1p().grad_fn.name(), x.expm1().grad_fn.name(), x.log2().grad_fn.name(),
+                F.unfold(x.view(1, 1, 3, 1), (2, 1)).grad_fn.name(),
+                F.fold(x.view(1, 3, 1), (3, 1), (3, 1)).grad_fn.name()]
+
+    assert names(ember) == names(torch)

@@ -195,13 +195,15 @@ UNARY_BY_RULE: dict[str, list[str]] = {"same": [], "float": [], "predicate": [],
 
 def _unary(name: str, rule: str, grad: Any, doc: str, *, precision: P = P.KEEP,
            flops: float = 1, fused_backward: str | None = None, inplace: bool = True,
-           out: bool = True, variants: str | None = None, **fields: Any) -> Any:
+           out: bool = True, variants: str | None = None, label: str | None = None,
+           **fields: Any) -> Any:
     """Declare unary elementwise primitive `name`: `rule` is "same" (the input's dtype),
     "float" (floating result), "predicate" (bool result) or "bitwise"; `grad` is the
     formula for the input's gradient (None: not differentiable); with `fused_backward`,
     a backend's `<name>_backward(v, grad)` kernel may replace the formula, `v` being what
     the formula reads ("input" or "result"). `variants`, when given, replaces the
-    function, method, in-place and out= variants `inplace` and `out` make."""
+    function, method, in-place and out= variants `inplace` and `out` make. `label`: the
+    node's name where PyTorch's differs from the default (Log1PBackward0)."""
     UNARY_BY_RULE[rule].append(name)
     if grad is not None and fused_backward is not None:
         fields["fused"] = (name + "_backward",)
@@ -216,7 +218,8 @@ def _unary(name: str, rule: str, grad: Any, doc: str, *, precision: P = P.KEEP,
     def fn(input: Tensor) -> Tensor:
         return apply(op, input)
     public = define(name, Kind.PRIMITIVE, fn, rule=_RULES.get(rule) or _same_dtype_rule(name),
-                    grad=None if grad is None else Grad(input=grad), precision=precision,
+                    grad=None if grad is None else Grad(label, input=grad),
+                    precision=precision,
                     cost=costs.pointwise(flops), doc=doc,
                     variants=variants if variants is not None else "function method" +
                     (" inplace" if inplace else "") + (" out" if out else ""),
@@ -252,7 +255,7 @@ log = _unary("log", "float", lambda grad, input: grad / input, precision=P.FLOAT
 log2 = _unary("log2", "float", lambda grad, input: grad / (input * _LN2), precision=P.FLOAT32,
               flops=8, doc="Returns a new tensor with the base-2 logarithm of the elements.")
 log1p = _unary("log1p", "float", lambda grad, input: grad / (input + 1.0),
-               precision=P.FLOAT32, flops=8,
+               precision=P.FLOAT32, flops=8, label="Log1PBackward0",
                doc="Returns the natural logarithm of (1 + `input`), accurate for small values.")
 expm1 = _unary("expm1", "float", lambda grad, result: grad * (result + 1.0),
                precision=P.FLOAT32, flops=8,

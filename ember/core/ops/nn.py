@@ -141,7 +141,8 @@ def _col2im_rule(input, *, output_size, kernel_size, dilation, padding, stride):
 
 
 @primitive(variants="", rule=_im2col_rule, traced_as_node=True, cost=costs.movement,
-           grad=Grad(input=lambda grad, input_shape, kernel_size, dilation, padding, stride:
+           grad=Grad("Im2ColBackward0",
+                     input=lambda grad, input_shape, kernel_size, dilation, padding, stride:
                      col2im(grad, input_shape[2:], kernel_size, dilation, padding, stride)))
 def im2col(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
            stride: Any = 1) -> Tensor:
@@ -152,7 +153,8 @@ def im2col(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
 
 
 @primitive(variants="", rule=_col2im_rule, traced_as_node=True, cost=costs.movement,
-           grad=Grad(input=lambda grad, kernel_size, dilation, padding, stride:
+           grad=Grad("Col2ImBackward0",
+                     input=lambda grad, kernel_size, dilation, padding, stride:
                      im2col(grad, kernel_size, dilation, padding, stride)))
 def col2im(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1,
            padding: Any = 0, stride: Any = 1) -> Tensor:
