@@ -180,8 +180,34 @@ def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
     return _weighted(E.abs(diff), diff, weight, reduction)
 
 
+def _smooth_l1_grad(grad: Tensor, input: Tensor, target: Tensor, reduction: str,
+                    beta: float) -> Tensor:
+    """ATen's smooth_l1_loss_backward: `d / beta` inside (-beta, beta), else sign(d),
+    times the gradient (over the element count for 'mean'); d = input - target."""
+    d = input - target
+    norm = 1.0 / d.numel() if reduction == "mean" else 1.0
+    # (at |d| = beta both forms agree; the sign's, constant, gives PyTorch's second
+    # derivative there: 0)
+    return E.where(E.abs(d) < beta, d * (norm / beta) * grad, E.sign(d) * norm * grad)
+
+
+def _huber_grad(grad: Tensor, input: Tensor, target: Tensor, reduction: str,
+                delta: float) -> Tensor:
+    """ATen's huber_loss_backward: `d` inside [-delta, delta], else `delta * sign(d)`,
+    times the gradient (over the element count for 'mean'); d = input - target."""
+    d = input - target
+    norm = 1.0 / d.numel() if reduction == "mean" else 1.0
+    return E.where(d <= -delta, -norm * delta * grad,
+                   E.where(d >= delta, norm * delta * grad, d * norm * grad))
+
+
 @composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
-           cost=costs.reduction(6))
+           cost=costs.reduction(6),
+           grad=Grad("SmoothL1LossBackward0",
+                     input=lambda grad, input, target, reduction, beta:
+                     _smooth_l1_grad(grad, input, target, reduction, beta),
+                     target=lambda grad, input, target, reduction, beta:
+                     -_smooth_l1_grad(grad, input, target, reduction, beta)))
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
                    reduce: bool | None = None, reduction: str = "mean",
                    beta: float = 1.0) -> Tensor:
@@ -190,16 +216,25 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = No
     reduction = _reduction_arg(size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    diff = input - target
-    ad = E.abs(diff)
-    if beta == 0.0:
-        return _reduce(ad, reduction)
-    loss = E.where(ad < beta, diff * diff * (0.5 / beta), ad - 0.5 * beta)
-    return _reduce(loss, reduction)
+    if beta == 0.0:  # PyTorch's l1_loss then
+        return _reduce(E.abs(input - target), reduction)
+    with no_grad():  # one node, PyTorch's SmoothL1LossBackward0
+        diff = input - target
+        ad = E.abs(diff)
+        loss = _reduce(E.where(ad < beta, diff * diff * (0.5 / beta), ad - 0.5 * beta),
+                       reduction)
+    record_grad(OPS["smooth_l1_loss"], (input, target), {"reduction": reduction, "beta": beta},
+                loss)
+    return loss
 
 
 @composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
-           cost=costs.reduction(6))
+           cost=costs.reduction(6),
+           grad=Grad("HuberLossBackward0",
+                     input=lambda grad, input, target, reduction, delta:
+                     _huber_grad(grad, input, target, reduction, delta),
+                     target=lambda grad, input, target, reduction, delta:
+                     -_huber_grad(grad, input, target, reduction, delta)))
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
     r""":math:`0.5 d^2` where :math:`|d| < \delta`, else :math:`\delta(|d| - 0.5\delta)`."""
@@ -207,10 +242,19 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     _check_reduction(reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    diff = input - target
-    ad = E.abs(diff)
-    loss = E.where(ad < delta, diff * diff * 0.5, (ad - 0.5 * delta) * delta)
-    return _weighted(loss, diff, weight, reduction, mean_by_weight=False)
+    if weight is not None:  # differentiated through its ops, as PyTorch's weighted form
+        diff = input - target
+        ad = E.abs(diff)
+        loss = E.where(ad < delta, diff * diff * 0.5, (ad - 0.5 * delta) * delta)
+        return _weighted(loss, diff, weight, reduction, mean_by_weight=False)
+    with no_grad():  # one node, PyTorch's HuberLossBackward0
+        diff = input - target
+        ad = E.abs(diff)
+        loss = _reduce(E.where(ad < delta, diff * diff * 0.5, (ad - 0.5 * delta) * delta),
+                       reduction)
+    record_grad(OPS["huber_loss"], (input, target), {"reduction": reduction, "delta": delta},
+                loss)
+    return loss
 
 
 # -- classification: negative log likelihood and cross entropy -------------------------
@@ -470,8 +514,30 @@ def _cross_entropy_composite(input: Tensor, target: Tensor, ignore_index: int,
 
 # (PyTorch's CUDA autocast refuses binary_cross_entropy, "unsafe to autocast"; ember has
 # no such class, so accelerators compute it in float32 as the CPU does)
+def _bce_input_grad(grad: Tensor, input: Tensor, target: Tensor, weight: Tensor | None,
+                    reduction: str) -> Tensor:
+    """ATen's binary_cross_entropy_backward: `(x - y) / max((1 - x) x, 1e-12)`, times the
+    gradient and the weight, over the element count for 'mean'."""
+    g = grad * (input - target) / E.clamp((1.0 - input) * input, min=1e-12)
+    if weight is not None:
+        g = g * weight
+    return g / input.numel() if reduction == "mean" else g
+
+
+def _bce_target_grad(grad: Tensor, input: Tensor, target: Tensor, weight: Tensor | None,
+                     reduction: str) -> Tensor:
+    """ATen's binary_cross_entropy_target_backward: `log(1 - x) - log(x)` (each clamped at
+    -100, as the forward's), times the gradient and the weight, over the count for 'mean'."""
+    g = (E.log(1.0 - input).clamp(min=-100.0) - E.log(input).clamp(min=-100.0)) * grad
+    if weight is not None:
+        g = g * weight
+    return g / target.numel() if reduction == "mean" else g
+
+
 @composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
-           cost=costs.reduction(8))
+           cost=costs.reduction(8),
+           grad=Grad("BinaryCrossEntropyBackward0", input=_bce_input_grad,
+                     target=_bce_target_grad))
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average: bool | None = None, reduce: bool | None = None,
                          reduction: str = "mean") -> Tensor:
@@ -485,12 +551,16 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     with tracing.paused():  # a check, not part of the computation (NaN fails it too)
         if input.numel() and not bool(R.all(E.logical_and(input >= 0, input <= 1))):
             raise RuntimeError("all elements of input should be between 0 and 1")
-    log_x = E.log(input).clamp(min=-100.0)
-    log_1mx = E.log(1.0 - input).clamp(min=-100.0)
-    loss = -(target * log_x + (1.0 - target) * log_1mx)
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+    with no_grad():  # one node, PyTorch's BinaryCrossEntropyBackward0
+        log_x = E.log(input).clamp(min=-100.0)
+        log_1mx = E.log(1.0 - input).clamp(min=-100.0)
+        loss = -(target * log_x + (1.0 - target) * log_1mx)
+        if weight is not None:
+            loss = loss * weight
+        loss = _reduce(loss, reduction)
+    record_grad(OPS["binary_cross_entropy"], (input, target),
+                {"weight": weight, "reduction": reduction}, loss)
+    return loss
 
 
 def _bce_logits_input_grad(grad: Tensor, input: Tensor, target: Tensor, weight: Tensor | None,
