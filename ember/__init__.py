@@ -257,6 +257,7 @@ from ember.core.ops.factorizations import (
     svd,
     svd_lowrank,
     triangular_solve,
+    vander,
 )
 from ember.core.ops.foreach import (
     _foreach_add,
@@ -528,6 +529,15 @@ from ember.core.ops.spectral import istft, stft
 from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, normal, poisson, zero_
 from ember.core.placement import get_default_device, set_default_device
 from ember.core.printing import get_printoptions, set_printoptions
+from ember.core.sparse_coo import (
+    sparse_bsc,
+    sparse_bsr,
+    sparse_coo,
+    sparse_coo_tensor,
+    sparse_csc,
+    sparse_csr,
+)
+from ember.core.sparse_ops import spmm
 from ember.core.storage import (  # SHAPE family
     channels_last,
     channels_last_3d,
@@ -603,6 +613,8 @@ _SUBMODULES = _SUBMODULES | {"linalg"}  # ember.linalg, as torch.linalg
 _SUBMODULES = _SUBMODULES | {"version"}  # torch.version.cuda & co
 _SUBMODULES = _SUBMODULES | {"multiprocessing"}  # torch.multiprocessing: tensors in shared memory
 _SUBMODULES = _SUBMODULES | {"func"}  # torch.func.functional_call
+_SUBMODULES = _SUBMODULES | {"sparse"}  # torch.sparse.mm & co (ember.core.sparse_ops)
+_SUBMODULES = _SUBMODULES | {"compiler", "_dynamo"}  # torch.compiler.reset(), OptimizedModule
 
 
 def __getattr__(name: str):
@@ -689,7 +701,7 @@ __all__ = [
     "lu_unpack", "matrix_exp", "matrix_power", "nuclear_norm", "pinverse", "qr", "slogdet",
     "norm_except_dim", "native_norm", "lobpcg",
     "svd", "triangular_solve", "geqrf", "orgqr", "ormqr",
-    "svd_lowrank", "pca_lowrank",
+    "svd_lowrank", "pca_lowrank", "vander",
     # neural-network ops
     "conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
     "adaptive_avg_pool1d", "constant_pad_nd", "layer_norm", "softmax", "log_softmax",
@@ -731,6 +743,9 @@ __all__ = [
     "histogram", "take", "put", "index_copy", "index_put", "index_reduce", "scatter_reduce",
     "masked_scatter", "argwhere", "nonzero_static", "gradient", "histogramdd",
     # (end of the REDUCE family's names)
+    # sparse COO tensors
+    "sparse_coo", "sparse_coo_tensor", "spmm", "sparse_csr", "sparse_csc", "sparse_bsr",
+    "sparse_bsc",
     # checkpoints, subpackages
     "save", "load", "utils",
 ]

@@ -61,6 +61,14 @@ def _parameter_class() -> type:
     return Parameter
 
 
+def _is_data(t: Tensor) -> bool:
+    """Whether `t` holds values to store (an uninitialized parameter of a lazy module
+    holds none: it is pickled as what it is)."""
+    from ember.nn.parameter import is_lazy
+
+    return not is_lazy(t)
+
+
 # -- save -----------------------------------------------------------------------------
 
 
@@ -89,7 +97,9 @@ class _Encoder:
         self._shared = {root for root, views in self._views.items() if len(views) > 1}
 
     def encode(self, value: Any, path: str) -> Any:
-        if isinstance(value, Tensor):
+        if isinstance(value, Tensor) and value.is_sparse:
+            return self._sparse(value, path)
+        if isinstance(value, Tensor) and _is_data(value):
             return self._tensor(value, path)
         if isinstance(value, (np.ndarray, np.number, np.bool_)):
             return self._numpy(value, path)
@@ -161,6 +171,13 @@ class _Encoder:
             record["parameter"] = True
         return record
 
+    def _sparse(self, t: Tensor, path: str) -> dict:
+        """A sparse COO tensor: its indices and values as tensors, and its size."""
+        return {"__sparse__": [self._tensor(t._indices(), f"{path}.indices"),
+                               self._tensor(t._values().detach(), f"{path}.values")],
+                "size": list(t.shape), "coalesced": t.is_coalesced(),
+                "requires_grad": t.requires_grad}
+
     def _numpy(self, value: np.ndarray | np.generic, path: str) -> dict:
         # stored as tensor data (no pickle), tagged so that it loads back as NumPy
         if self._planning:
@@ -179,7 +196,9 @@ class _Encoder:
         counter = iter(range(1 << 62))
 
         def persistent_id(obj: Any) -> Any:
-            if isinstance(obj, Tensor):
+            if isinstance(obj, Tensor) and obj.is_sparse:
+                return ("ember.sparse", self._sparse(obj, f"{path}.@{next(counter)}"))
+            if isinstance(obj, Tensor) and _is_data(obj):
                 return ("ember.tensor", self._tensor(obj, f"{path}.@{next(counter)}"))
             if isinstance(obj, (np.ndarray, np.number, np.bool_)):
                 return ("ember.numpy", self._numpy(obj, f"{path}.@{next(counter)}"))
@@ -340,6 +359,8 @@ class _Decoder:
             return node
         if "__tensor__" in node:
             return self._tensor(node)
+        if "__sparse__" in node:
+            return self._sparse(node)
         if "__numpy__" in node:
             arr = self._array(node["__numpy__"])
             return arr[()] if node.get("scalar") else arr
@@ -382,6 +403,16 @@ class _Decoder:
             self._tensors[key] = t
         return t
 
+    def _sparse(self, node: dict) -> Tensor:
+        from ember.core.sparse_coo import make
+
+        parts, size = node["__sparse__"], node.get("size")
+        if not (isinstance(parts, list) and len(parts) == 2 and isinstance(size, list)):
+            raise FormatError(f"it has a damaged sparse tensor record {str(node)[:80]}")
+        indices, values = (self._tensor(p) for p in parts)
+        out = make(indices, values, tuple(size), bool(node.get("coalesced")))
+        return out.requires_grad_(True) if node.get("requires_grad") else out
+
     def _array(self, key: Any) -> np.ndarray:
         if not isinstance(key, str) or key not in self.arrays:
             raise FormatError(f"it lacks tensor {key!r} that its structure names")
@@ -393,7 +424,8 @@ class _Decoder:
         data = io.BytesIO(base64.b64decode(text, validate=True))
 
         def persistent(pid: Any) -> Any:
-            kinds = {"ember.tensor": "__tensor__", "ember.numpy": "__numpy__"}
+            kinds = {"ember.tensor": "__tensor__", "ember.numpy": "__numpy__",
+                     "ember.sparse": "__sparse__"}
             if not (isinstance(pid, tuple) and len(pid) == 2 and isinstance(pid[1], dict)
                     and kinds.get(pid[0]) in pid[1]):
                 raise pickle.UnpicklingError(f"persistent id {str(pid)[:80]} is not an "

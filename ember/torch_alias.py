@@ -4,7 +4,11 @@ script.py`).
 
 The alias returns ember's own module objects (``sys.modules["torch.nn"] is ember.nn``),
 so `isinstance(x, torch.Tensor)`, pickled class paths and module identity all agree; and
-printed forms name torch (`torch.float32`, `torch.Size([2])`), as under PyTorch.
+printed forms name torch (`torch.float32`, `torch.Size([2])`, `<class 'torch.Tensor'>`),
+as under PyTorch. `torch.__version__` is then a `TorchVersion` of the PyTorch release
+whose API ember follows, with `ember` as its local label (`2.13.0+ember`, as PyTorch's
+`2.13.0+cpu`): programs compare it (`>= "1.10"`, `>= (2, 0)`) to pick code paths.
+`ember.__version__` is ember's own again once the alias is removed.
 """
 
 from __future__ import annotations
@@ -15,10 +19,20 @@ import importlib.util
 import sys
 from types import ModuleType
 
+import ember
 from ember.core import dtype
+from ember.torch_version import ALIASED_VERSION, TorchVersion
 
 _ALIAS = "torch"
 _TARGET = "ember"
+OWN_VERSION = ember.__version__  # ember's own version, a plain string
+
+
+def _set_version(version: str) -> None:
+    """`__version__` of ember and of ember.version (torch.version.__version__)."""
+    import ember.version
+
+    ember.__version__ = ember.version.__version__ = version
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -67,12 +81,48 @@ def install() -> None:
                            "install the alias before anything imports torch")
     sys.meta_path.insert(0, TorchAliasFinder())
     dtype.set_api_name(_ALIAS)  # print torch.float32, torch.Size([2]) as PyTorch does
+    _set_version(TorchVersion(ALIASED_VERSION))
+    _serve_spawned_children()
+
+
+class _InstallInChild:
+    """Unpickled by a process that multiprocessing starts with 'spawn' or 'forkserver':
+    its unpickling installs the alias there, before the child imports the parent's
+    `__main__` (which imports torch) and unpickles the process object."""
+
+    def __reduce__(self) -> tuple:
+        return install, ()
+
+
+def _serve_spawned_children() -> None:
+    """Make every child that multiprocessing spawns (`mp.Process`, `mp.spawn`, DataLoader
+    workers under 'spawn') import ember for torch too: the data a child unpickles first
+    (`multiprocessing.spawn.get_preparation_data`) carries an `_InstallInChild`. A forked
+    child needs nothing: it inherits `sys.meta_path`."""
+    from multiprocessing import spawn
+
+    if getattr(spawn.get_preparation_data, "_ember_alias", False):
+        return
+    original = spawn.get_preparation_data
+
+    def get_preparation_data(name: str) -> dict:
+        # first in the dict: unpickled before the entries that make the child import
+        return {"ember_torch_alias": _InstallInChild(), **original(name)}
+
+    get_preparation_data._ember_alias = True  # type: ignore[attr-defined]
+    get_preparation_data.original = original  # type: ignore[attr-defined]
+    spawn.get_preparation_data = get_preparation_data
 
 
 def uninstall() -> None:
     """Remove the alias and forget the `torch*` names it served."""
+    from multiprocessing import spawn
+
+    spawn.get_preparation_data = getattr(spawn.get_preparation_data, "original",
+                                         spawn.get_preparation_data)
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, TorchAliasFinder)]
     dtype.set_api_name(_TARGET)
+    _set_version(OWN_VERSION)
     for name in [n for n in sys.modules if n == _ALIAS or n.startswith(_ALIAS + ".")]:
         if sys.modules[name].__name__.startswith(_TARGET):
             del sys.modules[name]

@@ -188,6 +188,44 @@ def test_named_results_and_grad_fn():
         ember.det(x).grad_fn.name() == "LinalgDetBackward0"
 
 
+@pytest.mark.parametrize("values, kwargs", [
+    ([1, 2, 3], {}), ([1.5, -2.0], {"N": 4, "increasing": True}), ([True, False], {}),
+    ([], {}), ([2], {"N": 0}), ([3.0, 0.5, -1.25], {"N": 5}),
+])
+def test_vander_matches_torch(values, kwargs):
+    """`torch.vander` (1-D, decreasing powers by default, int64-promoted), unlike
+    `linalg.vander`."""
+    dtype = {bool: "bool", int: "int64", float: "float32"}[type(values[0])] if values \
+        else "int64"
+    t = torch.vander(torch.tensor(values, dtype=getattr(torch, dtype)), **kwargs)
+    e = ember.vander(ember.tensor(values, dtype=getattr(ember, dtype)), **kwargs)
+    assert str(e.dtype)[6:] == str(t.dtype)[6:] and tuple(e.shape) == tuple(t.shape)
+    np.testing.assert_array_equal(e.numpy(), t.numpy())
+
+
+def test_vander_errors_match_torch():
+    for call in (lambda L: L.vander(L.ones(2, 2)), lambda L: L.vander(L.ones(2), N=-1)):
+        with pytest.raises(RuntimeError) as theirs:
+            call(torch)
+        with pytest.raises(RuntimeError) as ours:
+            call(ember)
+        assert str(ours.value) == str(theirs.value)
+
+
+def test_slogdet_result_types_are_torchs():
+    """`torch.linalg.slogdet` and `torch.slogdet` return differently named pairs (their
+    reprs print the name)."""
+    a = np.array([[2.0, 1.0], [0.5, 3.0]])
+    for name, ours, theirs in (("linalg_slogdet", ember.linalg.slogdet, torch.linalg.slogdet),
+                               ("slogdet", ember.slogdet, torch.slogdet)):
+        e, t = ours(ember.tensor(a)), theirs(torch.tensor(a))
+        assert type(e).__name__ == type(t).__name__ == name
+        assert repr(e).split("(")[0].split(".")[-1] == repr(t).split("(")[0].split(".")[-1]
+        assert (e.sign.item(), e.logabsdet.item()) == pytest.approx(
+            (t.sign.item(), t.logabsdet.item()))
+        np.testing.assert_allclose([v.item() for v in e], [v.item() for v in t])
+
+
 ERRORS = [
     (lambda L: L.det(L.ones(2, 3)), RuntimeError, "must be batches of square matrices"),
     (lambda L: L.linalg.inv(L.ones(3)), RuntimeError, "at least 2 dimensions"),

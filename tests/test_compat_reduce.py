@@ -79,6 +79,31 @@ def test_sort_values_indices_and_argsort(arr):
     same(lambda lib, x: lib.msort(x), arr)
 
 
+@pytest.mark.parametrize("shape, high", [((40,), 3), ((17,), 2), ((3, 50), 4), ((64, 5), 2),
+                                         ((300,), 10), ((2, 2, 33), 3)])
+@pytest.mark.parametrize("descending", [False, True])
+def test_unstable_sort_orders_ties_as_torchs_cpu_sort(shape, high, descending):
+    """`sort` / `argsort` with the default stable=False: equal keys in PyTorch's CPU order
+    (libstdc++'s introsort, unstable above 16 elements), NaNs included, along any dim."""
+    rng = np.random.RandomState(sum(shape) + high)
+    for arr in (rng.randint(0, high, shape), rng.randint(0, high, shape).astype(np.float32)):
+        if arr.dtype == np.float32:
+            arr[rng.rand(*shape) < 0.15] = np.nan
+        for dim in range(len(shape)):
+            t = torch.sort(torch.from_numpy(arr), dim=dim, descending=descending)
+            e = ember.sort(ember.tensor(arr), dim=dim, descending=descending)
+            np.testing.assert_array_equal(e.indices.numpy(), t.indices.numpy())
+            np.testing.assert_array_equal(e.values.numpy(), t.values.numpy())
+            np.testing.assert_array_equal(
+                ember.argsort(ember.tensor(arr), dim, descending).numpy(),
+                torch.argsort(torch.from_numpy(arr), dim, descending).numpy())
+            stable = ember.sort(ember.tensor(arr), dim=dim, descending=descending, stable=True)
+            np.testing.assert_array_equal(
+                stable.indices.numpy(),
+                torch.sort(torch.from_numpy(arr), dim=dim, descending=descending,
+                           stable=True).indices.numpy())
+
+
 def test_sort_result_is_named_and_takes_out():
     r = ember.sort(ember.tensor([3.0, 1.0, 2.0]))
     assert type(r).__name__ == "sort" and r._fields == ("values", "indices")

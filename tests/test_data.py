@@ -798,10 +798,13 @@ def test_iterable_dataset_persistent_workers():
     gc.collect()
 
 
-def test_spawn_context():
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_spawn_context(method):
+    # a forkserver worker's parent is the fork server: it watches that process, as
+    # PyTorch's workers do (it took the loader's pid and stopped at once)
     ds = small_dataset(7)
     expected = batches(DataLoader(ds, batch_size=3))
-    loader = DataLoader(ds, batch_size=3, num_workers=1, multiprocessing_context="spawn")
+    loader = DataLoader(ds, batch_size=3, num_workers=2, multiprocessing_context=method)
     assert batches(loader) == expected
 
 

@@ -115,6 +115,77 @@ def test_ember_run_command_line(tmp_path):
     assert args.nproc == 2 and args.script == "s.py" and args.args == ["--x", "1"]
 
 
+SPAWNED_RANKS = """
+import os, socket, sys
+from datetime import timedelta
+import ember, ember.distributed as dist, ember.multiprocessing as mp
+
+def worker(rank, world_size, init_method):
+    dist.init_process_group("gloo", init_method=init_method, rank=rank,
+                            world_size=world_size, timeout=timedelta(seconds=60))
+    t = ember.tensor([float(rank + 1)])
+    dist.all_reduce(t)
+    b = ember.tensor([float(rank)])
+    dist.broadcast(b, src=world_size - 1)
+    print(f"rank {dist.get_rank()}/{dist.get_world_size()} sum {t.item()} "
+          f"bcast {b.item()}", flush=True)
+    dist.destroy_process_group()
+
+if __name__ == "__main__":
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        port = s.getsockname()[1]
+    os.environ.update(MASTER_ADDR="localhost", MASTER_PORT=str(port))
+    mp.spawn(worker, args=(3, None), nprocs=3)  # env://
+    mp.spawn(worker, args=(2, f"tcp://localhost:{port}"), nprocs=2)  # the port again
+"""
+
+
+@needs_mpi
+def test_spawned_ranks_meet_at_master_addr(tmp_path):
+    """The DDP tutorial's `mp.spawn` + `init_process_group("gloo", rank=r, world_size=n)`
+    with MASTER_ADDR/MASTER_PORT (or tcp://): no launcher, one MPI world; the next world
+    can have the same port."""
+    script = tmp_path / "spawned.py"
+    script.write_text(SPAWNED_RANKS)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=rank_env(), timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    lines = sorted(re.findall(r"rank \d/\d sum [\d.]+ bcast [\d.]+", proc.stdout))
+    assert lines == ["rank 0/2 sum 3.0 bcast 1.0", "rank 0/3 sum 6.0 bcast 2.0",
+                     "rank 1/2 sum 3.0 bcast 1.0", "rank 1/3 sum 6.0 bcast 2.0",
+                     "rank 2/3 sum 6.0 bcast 2.0"], proc.stdout
+
+
+RENDEZVOUS_ERRORS = [
+    ({"RANK": None, "MASTER_ADDR": None}, {"rank": 0, "world_size": 2}),
+    ({"MASTER_ADDR": "localhost", "MASTER_PORT": None}, {"rank": 0, "world_size": 2}),
+    ({"RANK": None, "MASTER_ADDR": "localhost", "MASTER_PORT": "1"}, {"world_size": 2}),
+    ({}, {"init_method": "tcp://localhost:1", "world_size": 2}),
+]
+
+
+def test_rendezvous_errors_match_torch(monkeypatch):
+    """Missing MASTER_ADDR / MASTER_PORT / RANK / rank: PyTorch's ValueError, before any
+    process waits (checked in a fresh process, where MPI is not initialised yet)."""
+    pytest.importorskip("torch")
+    import torch.distributed as tdist
+
+    for env, kwargs in RENDEZVOUS_ERRORS:
+        for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+            monkeypatch.delenv(name, raising=False)
+        for name, value in env.items():
+            if value is not None:
+                monkeypatch.setenv(name, value)
+        with pytest.raises(ValueError) as theirs:
+            tdist.init_process_group("gloo", **kwargs)
+        code = (f"import ember.distributed as d\ntry:\n    d.init_process_group('gloo', "
+                f"**{kwargs!r})\nexcept ValueError as e:\n    print(e)\n")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=rank_env(), timeout=60).stdout
+        assert out.strip() == str(theirs.value), (env, kwargs)
+
+
 @needs_mpi
 @pytest.mark.parametrize("n", [2, 4])
 def test_every_collective_against_numpy(n):

@@ -352,9 +352,18 @@ def test_item_and_bool_errors():
     with pytest.raises(RuntimeError, match="a Tensor with 3 elements cannot be converted to "
                                            "Scalar"):
         ember.ones(3).item()
-    with pytest.raises(RuntimeError, match="Boolean value of Tensor with 3 elements is "
-                                           "ambiguous"):
-        bool(ember.ones(3))
+    torch = pytest.importorskip("torch")
+    for make, exc in ((lambda L: bool(L.ones(3)), RuntimeError),
+                      (lambda L: bool(L.ones(0)), RuntimeError),
+                      (lambda L: float(L.ones(2)), ValueError),
+                      (lambda L: int(L.ones(0, dtype=L.int64)), ValueError),
+                      (lambda L: [1, 2][L.tensor([1, 0])], TypeError)):
+        with pytest.raises(exc) as theirs:
+            make(torch)
+        with pytest.raises(exc) as ours:
+            make(ember)
+        assert str(ours.value) == str(theirs.value)
+    assert float(ember.tensor([[2.5]])) == 2.5 and int(ember.tensor([7])) == 7
 
 
 def test_factory_argument_errors():

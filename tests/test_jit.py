@@ -217,3 +217,36 @@ def test_inplace_write_through_a_view_reaches_the_base():
     x = ember.ones(2, 3)
     traced = ember.jit.trace(zero_first_row, x, check_trace=False)
     _close(traced(x), zero_first_row(x))
+
+
+def test_traced_module_prints_as_torchs():
+    """The TorchScript tutorial's `print(traced_cell)`: the module tree with each module's
+    `original_name`, as PyTorch prints a traced module."""
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    def build(lib):
+        class Gate(lib.nn.Module):
+            def forward(self, x):
+                return x if x.sum() > 0 else -x
+
+        class MyCell(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.dg = Gate()
+                self.linear = lib.nn.Linear(4, 4)
+                self.seq = lib.nn.Sequential(lib.nn.ReLU(), lib.nn.Identity())
+
+            def forward(self, x, h):
+                new_h = lib.tanh(self.dg(self.seq(self.linear(x))) + h)
+                return new_h, new_h
+        return MyCell()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = torch.jit.trace(build(torch), (torch.rand(3, 4), torch.rand(3, 4)))
+        e = ember.jit.trace(build(ember), (ember.rand(3, 4), ember.rand(3, 4)))
+        assert repr(e) == repr(t)
+        assert repr(ember.jit.trace(ember.nn.Linear(2, 2), ember.ones(1, 2))) == \
+            repr(torch.jit.trace(torch.nn.Linear(2, 2), torch.ones(1, 2))) == \
+            "Linear(original_name=Linear)"

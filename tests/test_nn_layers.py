@@ -668,3 +668,27 @@ def test_activations_are_one_node_as_torch(torch, name, kwargs):
         tol = {"float64": 1e-12, "float32": 1e-6, "bfloat16": 1e-2}[dtype]
         for w, e in zip(got[0][1:], got[1][1:]):
             np.testing.assert_allclose(e, w, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name, kwargs", [("upsample_nearest", {"scale_factor": 2}),
+                                          ("upsample_bilinear", {"size": (3, 5)}),
+                                          ("upsample_bilinear", {"scale_factor": 2})])
+def test_deprecated_upsample_functions_match_torch(torch, name, kwargs):
+    x = np.random.RandomState(0).rand(1, 2, 2, 3).astype(np.float32)
+    outs = []
+    for lib in (torch, ember):
+        with pytest.warns(UserWarning, match=f"`nn.functional.{name}` is deprecated"):
+            outs.append(getattr(lib.nn.functional, name)(lib.tensor(x), **kwargs).numpy())
+    np.testing.assert_allclose(outs[1], outs[0], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name, args", [("selu_", ()), ("celu_", (0.5,))])
+def test_inplace_selu_celu_match_torch(torch, name, args):
+    x = np.array([-2.0, -0.5, 0.0, 1.5], dtype=np.float32)
+    results = []
+    for lib in (torch, ember):
+        t = lib.tensor(x)
+        out = getattr(lib.nn.functional, name)(t, *args)
+        results.append((out is t, t.numpy().copy()))
+    assert results[1][0] and results[0][0]
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-6)

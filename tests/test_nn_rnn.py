@@ -638,3 +638,24 @@ def test_output_and_state_nodes_are_named_as_torchs(torch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch: "LSTM with projections is not supported
         assert names(ember) == names(torch)  # with oneDNN"
+
+
+def test_unsorted_packing_orders_equal_lengths_as_torch(torch):
+    """pack_padded_sequence(enforce_sorted=False) sorts the lengths with PyTorch's CPU
+    sort: sequences of equal length land in PyTorch's rows, so a 2-layer LSTM's dropout
+    masks (drawn over the packed rows) fall on the same sequences and the outputs agree."""
+    lengths = [10, 6, 9, 5, 5, 13, 7, 13, 3, 13, 13, 4, 8, 13, 6, 9, 13, 5, 11, 13, 7, 13]
+    x = np.random.RandomState(0).randn(13, len(lengths), 4).astype(np.float32)
+    results = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        lstm = lib.nn.LSTM(4, 5, num_layers=2, dropout=0.5, bidirectional=True)
+        packed = lib.nn.utils.rnn.pack_padded_sequence(lib.tensor(x), lib.tensor(lengths),
+                                                       enforce_sorted=False)
+        lib.manual_seed(1)
+        out, (h, _) = lstm(packed)
+        results.append((packed.sorted_indices.tolist(), out.data.detach().numpy(),
+                        h.detach().numpy()))
+    assert results[1][0] == results[0][0]
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(results[1][2], results[0][2], rtol=1e-4, atol=1e-5)

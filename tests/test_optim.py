@@ -120,6 +120,28 @@ def test_trajectory_matches_torch(case, foreach, data):
                 _assert_close(_np(esd["state"][i][key]), _np(tval))
 
 
+@pytest.mark.parametrize("foreach", [None, False], ids=["foreach", "per-tensor"])
+@pytest.mark.parametrize("case", CASES, ids=[_case_id(c) for c in CASES])
+def test_zero_dim_parameters_match_torch(case, foreach):
+    """A 0-d parameter (a GP's constant mean, a temperature): NumPy gives 0-d results as
+    scalars, and the foreach path must still update it in place."""
+    name, kwargs = case
+    rng = np.random.default_rng(5)
+    init = [rng.standard_normal(()), rng.standard_normal((3,))]
+    ep, tp = _ember_params(init), _torch_params(init)
+    eopt = getattr(optim, name)(ep, foreach=foreach, **kwargs)
+    topt = getattr(torch.optim, name)(tp, **kwargs)
+    for _ in range(3):
+        step_grads = [rng.standard_normal(()), rng.standard_normal((3,))]
+        _set_grads(ep, step_grads, ember.tensor)
+        _set_grads(tp, step_grads, torch.tensor)
+        eopt.step()
+        topt.step()
+    for e, t in zip(ep, tp):
+        assert e.shape == t.shape
+        _assert_close(_np(e), _np(t))
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("name,kwargs", [
     ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True}), ("Adam", {"lr": 0.01}),

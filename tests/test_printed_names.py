@@ -179,3 +179,87 @@ def test_suffixes_wrap_at_the_line_width_as_pytorch(as_torch, make):
     """`requires_grad=True`, `dtype=` and `grad_fn=` go to a line of their own where
     the last line would pass 80 characters (a cls token nn.Parameter's print)."""
     assert repr(make(ember)) == repr(make(torch))
+
+
+def test_type_names_print_as_pytorch(as_torch):
+    t, tt = _pair([1.0, 2.0])
+    assert repr(type(t)) == repr(type(tt)) == "<class 'torch.Tensor'>"
+    assert str(type(t)) == str(type(tt))
+    p, tp = ember.nn.Parameter(t), torch.nn.Parameter(tt)
+    assert repr(type(p)) == repr(type(tp)) == "<class 'torch.nn.parameter.Parameter'>"
+    assert repr(ember.nn.Buffer) == repr(torch.nn.Buffer)
+    assert repr(ember.FloatTensor) == repr(torch.FloatTensor) == "<class 'torch.FloatTensor'>"
+    for d in ("float32", "float64", "int64", "uint8", "bool"):
+        e, r = ember.ones(1, dtype=getattr(ember, d)), torch.ones(1, dtype=getattr(torch, d))
+        assert e.type() == r.type(), d
+    assert isinstance(p, ember.Tensor) and type(t).__name__ == "Tensor"
+
+
+def test_type_names_without_the_alias():
+    t = ember.ones(1)
+    assert repr(type(t)) == "<class 'ember.Tensor'>"
+    assert repr(type(ember.nn.Parameter(t))) == "<class 'ember.nn.parameter.Parameter'>"
+    assert t.type() == "ember.FloatTensor"
+
+
+def test_pickles_do_not_depend_on_printed_names(as_torch):
+    import io
+    import pickle
+
+    t = ember.tensor([1.0, 2.0])
+    p = ember.nn.Parameter(t.clone())
+    back = pickle.loads(pickle.dumps((t, p)))
+    assert type(back[0]) is ember.Tensor and type(back[1]) is ember.nn.Parameter
+    assert back[1].requires_grad and back[0].tolist() == [1.0, 2.0]
+    buf = io.BytesIO()
+    ember.save({"p": p, "t": t}, buf)
+    buf.seek(0)
+    loaded = ember.load(buf)
+    assert type(loaded["p"]) is ember.nn.Parameter and loaded["t"].tolist() == [1.0, 2.0]
+
+
+def test_torch_version_compares_as_pytorch_s():
+    from torch.torch_version import TorchVersion as TV
+
+    from ember.torch_version import TorchVersion
+
+    versions = ["2.13.0+cpu", "2.13.0", "2.13", "1.10", "1.9.1", "2.0.0a0",
+                "2.0.0.dev20230101", "2.0.0rc1", "2.0.0.post1", "2.1.0+cu121", "parrot"]
+    others = versions + [(2, 0), (1, 13, 1), "2.13.0+ember"]
+    for a in versions:
+        for b in others:
+            for op in ("__lt__", "__le__", "__eq__", "__ge__", "__gt__"):
+                assert getattr(TorchVersion(a), op)(b) == getattr(TV(a), op)(b), (a, op, b)
+    v = TorchVersion("2.13.0+ember")
+    assert isinstance(v, str) and v.split("+")[0] == "2.13.0" and len(v.split(".")) == 3
+    assert hash(v) == hash("2.13.0+ember") and {v: 1}["2.13.0+ember"] == 1
+
+
+def test_version_under_the_alias_and_without(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "v.py"
+    script.write_text(
+        "import torch\n"
+        "from packaging import version\n"
+        "print(torch.__version__, type(torch.__version__).__name__,\n"
+        "      torch.__version__ >= '1.10', torch.__version__ >= (2, 0),\n"
+        "      version.parse(torch.__version__) >= version.parse('2.0'),\n"
+        "      torch.version.__version__ == torch.__version__)\n"
+        "print(repr(type(torch.ones(1))))\n"
+        "from ember import torch_alias\n"
+        "torch_alias.uninstall()\n"
+        "import ember\n"
+        "print(ember.__version__, type(ember.__version__).__name__, repr(type(ember.ones(1))))\n")
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-m", "ember.run", str(script)], cwd=tmp_path,
+                          env={**__import__("os").environ, "PYTHONPATH": str(root)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "2.13.0+ember TorchVersion True True True True"
+    assert lines[1] == "<class 'torch.Tensor'>"
+    assert lines[2] == f"{ember.__version__} str <class 'ember.Tensor'>"
+    assert type(ember.__version__) is str

@@ -102,6 +102,9 @@ class Program:
     first: str | None = None
     extra: Callable[[str, str], None] | None = None
     long: bool = False
+    # environment for both runs (PYTHONUNBUFFERED="": processes that print to one pipe
+    # write whole buffers, not a line's text and its newline apart)
+    env: dict[str, str] = field(default_factory=dict)
 
 
 def _gan_1d_balance(t_out: str, e_out: str) -> None:
@@ -158,6 +161,76 @@ def _contrastive_forms_agree(t_out: str, e_out: str) -> None:
         assert metric(out, r"test top1 ([\d.]+)%")[0] > 60
 
 
+def _hogwild_children_trained(t_out: str, e_out: str) -> None:
+    # two processes, two epochs each, two logged batches an epoch; both exited cleanly
+    for out in (t_out, e_out):
+        assert len(re.findall(r"^\d+\tTrain Epoch: ", out, re.M)) == 8, out
+        assert "exit codes: [0, 0]" in out
+
+
+def _imagenet_resumes(t_out: str, e_out: str) -> None:
+    # the resumed run starts at epoch 3 with StepLR's decayed rate; --evaluate of
+    # model_best reproduces the best epoch's summary
+    for out in (t_out, e_out):
+        assert "=> loaded checkpoint 'checkpoint.pth.tar' (epoch 3)" in out
+        assert re.search(r"best_acc1 [\d.]+ lr 0\.01\d* last_epoch 3", out), out
+        summaries = re.findall(r"^ \*   (.*)$", out, re.M)
+        assert len(summaries) == 5 and summaries[-1] == summaries[-2], summaries
+
+
+def _snli_best_snapshot(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        assert metric(out, r"best snapshot reloaded: SNLIClassifier dev accuracy ([\d.]+)")[0] > 80
+        assert "Embedding(40, 24) False True" in out
+
+
+def _gp_fits(t_out: str, e_out: str) -> None:
+    # the hand-written likelihood is MultivariateNormal's; the posterior covers sin(2 pi x)
+    for out in (t_out, e_out):
+        by_hand, mvn = re.search(r"check: ([-\d.]+) ([-\d.]+)", out).groups()
+        assert by_hand == mvn
+        assert metric(out, r"rmse ([\d.]+)")[0] < 0.15
+        assert metric(out, r"inside 2 sigma ([\d.]+)")[0] >= 0.9
+
+
+def _ddp_ranks_agree(t_out: str, e_out: str) -> None:
+    # both ranks ran every demo; each epoch's all_reduce'd count is the whole dataset
+    for out in (t_out, e_out):
+        assert "parameters agree across ranks: True" in out
+        for demo in ("basic DDP example", "DDP checkpoint example"):
+            assert sorted(re.findall(rf"Finished running {demo} on rank (\d)", out)) == \
+                ["0", "1"], out
+        assert metric(out, r"samples (\d+)") == [256] * 4
+
+
+def _fgsm_hurts(t_out: str, e_out: str) -> None:
+    # the clean model is accurate; larger epsilons never help it
+    for out in (t_out, e_out):
+        assert metric(out, r"Epsilon: 0\tTest Accuracy = \d+ / \d+ = ([\d.]+)")[0] >= 0.9
+        assert "accuracies fall: True" in out
+
+
+def _sentiment_learned(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        assert metric(out, r"Test Acc: ([\d.]+)%")[0] > 80
+        assert "The model has 22,801 trainable parameters" in out
+
+
+def _names_generated(t_out: str, e_out: str) -> None:
+    # the averaged losses fall; the samples are names of letters
+    for out in (t_out, e_out):
+        losses = [float(v) for v in re.search(r"^losses (.*)$", out, re.M).group(1).split()]
+        assert len(losses) == 6 and losses[-1] < 0.6 * losses[0], losses
+        names = out.strip().splitlines()[-4:]
+        assert all(re.fullmatch(r"[A-Z][a-z]*", n) for n in names), names
+
+
+def _all_checks_true(t_out: str, e_out: str) -> None:
+    # the tutorials print their checks (forward vs reverse mode, two NTK methods): all hold
+    for out in (t_out, e_out):
+        assert out.count("True") >= 5 and "False" not in out, out
+
+
 PROGRAM_SPECS = [
     Program("quickstart.py", trends=[Trend(r"Avg loss: ([\d.]+)", 0.8, 0.3),
                                      Trend(r"Accuracy: ([\d.]+)%", 1.2, 0.5, rises=True)],
@@ -210,6 +283,49 @@ PROGRAM_SPECS = [
             first=r"Training Loss: ([\d.]+)"),
     Program("simclr.py", trends=[Trend(r"Loss: ([\d.]+)", 0.7, 0.3)],
             first=r"Step 0\tLoss: ([\d.]+)", extra=_contrastive_forms_agree),
+    # forward-mode AD and torch.func tutorials
+    Program("forward_ad_usage.py", first=r"jvp (-?[\d.]+)", extra=_all_checks_true),
+    Program("neural_tangent_kernels.py", first=r"trace of the train NTK: ([\d.]+)",
+            extra=_all_checks_true),
+    # set E: pytorch/examples and classic recipes
+    Program("fast_neural_style.py",
+            trends=[Trend(r"total: ([\d.]+)", 0.8, 0.1)], first=r"content: ([\d.]+)"),
+    Program("gat.py", trends=[Trend(r"loss_val: ([\d.]+)", 0.9, 0.05),
+                              Trend(r"acc_val: ([\d.]+)", 1.5, 0.3, rises=True)],
+            first=r"loss_train: ([\d.]+)"),
+    # the children's lines interleave at random: only the parent's tests are compared
+    Program("mnist_hogwild.py", trends=[Trend(r"Average loss: ([\d.]+)", 0.8, 0.3)],
+            extra=_hogwild_children_trained, long=True, env={"PYTHONUNBUFFERED": ""}),
+    Program("imagenet_utils.py",
+            trends=[Trend(r" \*   Acc@1 ([\d.]+)", 1.2, 0.3, rises=True, count=3)],
+            first=r"Loss ([\d.]+e[-+]\d+) \(", extra=_imagenet_resumes),
+    Program("snli.py", trends=[Trend(r"% +([\d.]+) ", 0.5, 0.3)], first=r"% +([\d.]+) ",
+            extra=_snli_best_snapshot),
+    Program("capsule_net.py", trends=[Trend(r"Training Loss: ([\d.]+)", 0.97, 0.05)],
+            first=r"first batch loss: ([\d.]+)"),
+    Program("gp_regression.py", trends=[Trend(r"Loss: ([-\d.]+)", 0.5, 0.05)],
+            first=r"Loss: ([-\d.]+)", extra=_gp_fits),
+    # three mp.spawn worlds of two ranks each: the processes' start-up is most of it
+    Program("ddp_tutorial.py", trends=[Trend(r"train loss ([\d.]+)", 0.8, 0.1)],
+            extra=_ddp_ranks_agree, long=True, env={"PYTHONUNBUFFERED": ""}),
+    # the tutorials' classics
+    Program("bilstm_crf.py", trends=[Trend(r"nll ([\d.]+)", 0.8, 0.1)],
+            first=r"nll ([\d.]+)", long=True),
+    Program("fgsm.py", trends=[Trend(r"pretraining epoch \d: loss ([\d.]+)", 0.5, 0.1)],
+            first=r"pretraining epoch 0: loss ([\d.]+)", extra=_fgsm_hurts, long=True),
+    # LBFGS on the image amplifies float32 rounding: trends only
+    Program("neural_style_lbfgs.py", trends=[Trend(r"Style Loss : ([\d.]+)", 0.1, 0.05)],
+            long=True),
+    Program("annotated_transformer.py",
+            trends=[Trend(r"eval loss tensor\(([\d.]+)\)", 0.9, 0.2)],
+            same=r"\n(\[[\d., ]+\])\n", first=r"Loss: +([\d.]+)", long=True),
+    # packed sequences with equal lengths: PyTorch's CPU sort order puts them in its rows
+    Program("sentiment_rnn.py", trends=[Trend(r"Train Loss: ([\d.]+)", 0.8, 0.2)],
+            first=r"Train Loss: ([\d.]+)", extra=_sentiment_learned, long=True),
+    Program("char_rnn_generation.py", first=r"%\) ([\d.]+)", extra=_names_generated,
+            long=True),
+    Program("pinn_burgers.py", trends=[Trend(r" Loss: ([\d.e+-]+),", 0.5, 0.1)],
+            first=r"Adam It: 0, Loss: ([\d.e+-]+),", long=True),
 ]
 
 
@@ -219,7 +335,7 @@ def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
         [str(PROGRAMS / prog.script), *prog.args]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
-        OMP_NUM_THREADS="1")  # the two runs share the machine's cores
+        OMP_NUM_THREADS="1", **prog.env)  # the two runs share the machine's cores
     return subprocess.Popen(cmd, cwd=workdir, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
@@ -314,11 +430,40 @@ def test_alias_runner_usage_and_exit_status(tmp_path: Path) -> None:
     assert failing.returncode == 3
 
 
+def test_alias_reaches_spawned_children(tmp_path: Path) -> None:
+    """mnist_hogwild's `mp.set_start_method('spawn')` + `mp.Process`: the child imports the
+    script again, and its `import torch` must be ember too (a forked child inherits it)."""
+    proc = _run_alias(tmp_path, """
+import torch
+import torch.multiprocessing as mp
+
+def child(queue, t):
+    import ember
+    queue.put((torch.__name__, type(t) is ember.Tensor, str(t.dtype), (t * 2).tolist()))
+
+if __name__ == "__main__":
+    for method in ("spawn", "fork"):
+        ctx = mp.get_context(method)
+        queue = ctx.SimpleQueue()
+        p = ctx.Process(target=child, args=(queue, torch.ones(2)))
+        p.start()
+        print(method, queue.get())
+        p.join()
+        assert p.exitcode == 0
+""")
+    assert proc.returncode == 0, proc.stderr
+    for method, line in zip(("spawn", "fork"), proc.stdout.splitlines()):
+        assert line == f"{method} ('ember', True, 'torch.float32', [2.0, 2.0])"
+
+
 def test_alias_refuses_after_real_torch_and_uninstalls() -> None:
     from ember import torch_alias
 
     with pytest.raises(RuntimeError, match="the real torch is already imported"):
         torch_alias.install()  # this test module imported the real torch
+    from multiprocessing import spawn
+
+    assert not hasattr(spawn.get_preparation_data, "_ember_alias")  # nothing left behind
     assert repr(ember.float32) == "ember.float32" and repr(ember.Size([2])) == "ember.Size([2])"
 
 

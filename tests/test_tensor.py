@@ -581,3 +581,85 @@ def test_new_ones_and_new_zeros_match_torch():
         ember.zeros(2).new_ones()
     with pytest.raises(RuntimeError, match="negative dimension"):
         ember.zeros(2).new_zeros(-1)
+
+
+def test_tensor_new_is_the_legacy_constructor_of_its_dtype():
+    """Old programs' `weight.new(n, h).zero_()`, `x.new(data)`: PyTorch's `Tensor.new`."""
+    torch = pytest.importorskip("torch")
+    for lib in (torch, ember):
+        x = lib.ones(2, dtype=lib.float64)
+        assert tuple(x.new().shape) == (0,) and x.new().dtype is lib.float64
+        assert tuple(x.new(2, 3).shape) == (2, 3) and tuple(x.new(lib.Size([4])).shape) == (4,)
+        assert x.new([1, 2]).tolist() == [1.0, 2.0] and x.new([1, 2]).dtype is lib.float64
+        assert x.new(np.array([3, 4])).tolist() == [3.0, 4.0]
+        assert lib.ones(1, dtype=lib.int64).new([1.5, 2.7]).tolist() == [1, 2]
+        y = lib.tensor([5.0, 6.0], dtype=lib.float64)
+        z = x.new(y)
+        assert z is not y and z.data_ptr() == y.data_ptr()
+        with pytest.raises(TypeError, match="data must be a sequence"):
+            x.new(2.5)
+        with pytest.raises(TypeError):
+            x.new(lib.ones(2))  # float32 into a float64 constructor
+    with pytest.raises(RuntimeError) as theirs:
+        torch.ones(1).new(-1)
+    with pytest.raises(RuntimeError) as ours:
+        ember.ones(1).new(-1)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_cuda_legacy_types_exist_and_check_dtype_and_device():
+    """Old programs' `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`."""
+    torch = pytest.importorskip("torch")
+    for name in ("FloatTensor", "LongTensor", "ByteTensor", "BoolTensor"):
+        ours, theirs = getattr(ember.cuda, name), getattr(torch.cuda, name)
+        assert repr(ours).replace("ember", "torch") == repr(theirs)
+        assert not isinstance(ember.ones(1), ours) and not isinstance(torch.ones(1), theirs)
+    assert ember.cuda.FloatTensor.dtype is ember.float32
+    assert ember.ones(2).type(ember.LongTensor).dtype is ember.int64
+    if not ember.cuda.is_available():
+        with pytest.raises(RuntimeError, match="cuda"):
+            ember.cuda.FloatTensor(2)
+        with pytest.raises(RuntimeError, match="cuda"):
+            ember.ones(1).type(ember.cuda.FloatTensor)
+    else:
+        t = ember.cuda.FloatTensor(2, 3).fill_(1.0)
+        assert t.device.type == "cuda" and isinstance(t, ember.cuda.FloatTensor)
+        assert ember.ones(1).type(ember.cuda.DoubleTensor).type() == "ember.cuda.DoubleTensor"
+    with pytest.raises(RuntimeError, match="legacy constructor expects device type: cuda"):
+        ember.cuda.FloatTensor(2, device="cpu")
+
+
+@pytest.mark.parametrize("make", [lambda L: L.empty(-1), lambda L: L.ones(3, -2),
+                                  lambda L: L.rand(-1), lambda L: L.FloatTensor(-1),
+                                  lambda L: L.zeros(1).new_zeros(-1),
+                                  lambda L: L.full((-1,), 2.0)])
+def test_negative_size_errors_are_torchs(make):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError) as theirs:
+        make(torch)
+    with pytest.raises(RuntimeError) as ours:
+        make(ember)
+    assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("name", ["zeros", "ones", "empty", "rand", "randn", "new_zeros",
+                                  "new_ones", "new_empty"])
+def test_factories_take_size_by_keyword_as_torch(name):
+    """pyGAT's `torch.empty(size=(in_features, out_features))`: `size=` names the sizes;
+    given both ways it is PyTorch's TypeError."""
+    torch = pytest.importorskip("torch")
+    for lib in (torch, ember):
+        make = getattr(lib.zeros(1), name) if name.startswith("new_") else getattr(lib, name)
+        assert tuple(make(size=(2, 3)).shape) == (2, 3)
+        assert tuple(make(size=[4]).shape) == (4,)
+        assert tuple(make(size=lib.Size([1, 2]), dtype=lib.float64).shape) == (1, 2)
+        assert make(size=(2,), dtype=lib.float64).dtype is lib.float64
+    with pytest.raises(TypeError, match=rf"^{name}\(\) got multiple values for argument 'size'$"):
+        (getattr(ember.zeros(1), name) if name.startswith("new_") else getattr(ember, name))(
+            2, size=(3,))
+    if name.startswith("new_"):
+        with pytest.raises(TypeError) as t_err:
+            getattr(torch.zeros(1), name)()
+        with pytest.raises(TypeError) as e_err:
+            getattr(ember.zeros(1), name)()
+        assert str(e_err.value) == str(t_err.value)

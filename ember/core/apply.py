@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from types import MappingProxyType
 from typing import Any
 
+from ember.core import forward_ad as fw
 from ember.core.dispatch import run
 from ember.core.grad_mode import state
 from ember.core.graph import Node, SavedTensor, default_label, edge_of
@@ -27,7 +28,7 @@ from ember.core.tensor import Tensor
 def apply(op: Op, *operands: Any, **attrs: Any) -> Tensor:
     """Run primitive `op` and record its declared gradient when autograd needs it."""
     out = run(op.name, *operands, **attrs)
-    if op.grad is not None and state.enabled:
+    if op.grad is not None and (state.enabled or fw.active):
         record_grad(op, operands, attrs, out)
     return out
 
@@ -37,7 +38,7 @@ def apply_labelled(op: Op, label: str, *operands: Any, **attrs: Any) -> Tensor:
     that ran it: a `reshape` run by `view` is `ViewBackward0`, by `unsqueeze`
     `UnsqueezeBackward0`)."""
     out = run(op.name, *operands, **attrs)
-    if op.grad is not None and state.enabled:
+    if op.grad is not None and (state.enabled or fw.active):
         record_grad(op, operands, attrs, out, label)
     return out
 
@@ -65,16 +66,26 @@ def record_grad(op: Op, operands: Sequence[Any], attrs: dict, result: Tensor,
     rule (cat's tensors, getitem's index tensors) collects the rest. `label` names the
     node (the declaration's label, or PyTorch's default for the op, when None). `needs`,
     which operands require grad, when the caller knows it already (and has found grad
-    mode on).
+    mode on). Under a dual level, `result` also gets its tangent here (ember.core.forward_ad).
     """
     if not result._dtype.is_floating_point:
         return
+    if fw.active:
+        _propagate_tangent(op, operands, attrs, result, label)
     if needs is None:
         if not state.enabled:
             return
         needs = tuple([isinstance(v, Tensor) and v._requires_grad for v in operands])
         if True not in needs:
             return
+    result._node = _declared_node(op, operands, attrs, result, label, needs, True)
+    result._requires_grad = True
+
+
+def _declared_node(op: Op, operands: Sequence[Any], attrs: dict, result: Tensor,
+                   label: str | None, needs: tuple[bool, ...], edges: bool) -> DeclaredNode:
+    """The node of `op`'s declared gradient for the operands marked in `needs` (with
+    graph edges to them when `edges`; a node made for a tangent needs none)."""
     plan = op.grad.plans.get(needs)
     if plan is None:
         plan = op.grad.plans[needs] = _make_plan(op, needs)
@@ -105,22 +116,37 @@ def record_grad(op: Op, operands: Sequence[Any], attrs: dict, result: Tensor,
             saved.append(value)
         else:  # a Python number, a shape, an attribute: kept as it is
             values.append(value)
-    edges = []
+    links = []
     metas = []
     for v, need in zip(operands, needs):
-        if need:
+        if need and not edges:
+            links.append(None)
+            metas.append((v._data.shape, v._dtype))
+        elif need:
             node = v._node
             if node is not None and v._view_fn is None:  # edge_of's common case, inline
-                edges.append((node, v._output_nr))
+                links.append((node, v._output_nr))
             else:  # a leaf, or a view whose base may have been written since
-                edges.append(edge_of(v))
+                links.append(edge_of(v))
             metas.append((v._data.shape, v._dtype))
         else:
-            edges.append(None)
+            links.append(None)
             metas.append(None)
-    result._node = DeclaredNode(label or plan.label, plan, tuple(edges), needs, saved,
-                                values, metas, stored)
-    result._requires_grad = True
+    return DeclaredNode(label or plan.label, plan, tuple(links), needs, saved, values, metas,
+                        stored)
+
+
+def _propagate_tangent(op: Op, operands: Sequence[Any], attrs: dict, result: Tensor,
+                       label: str | None) -> None:
+    """Give `result` its tangent when an operand carries one: the JVP of the op's
+    declared backward (ember.core.forward_ad.jvp)."""
+    tangents = fw.tangents_of(operands)
+    if tangents is None:
+        return
+    needs = tuple([t is not None for t in tangents])
+    with fw.suspended():
+        node = _declared_node(op, operands, attrs, result, label, needs, False)
+    fw.set_tangent(result, fw.jvp(lambda u: node.apply([u]), result, operands, tangents))
 
 
 class _Stored:

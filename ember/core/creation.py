@@ -36,6 +36,16 @@ __all__ = ["Generator", "default_generator", "get_default_device", "get_rng_stat
            "initial_seed", "seed", "manual_seed", "set_default_device", "set_rng_state"]
 
 
+def _size_keyword(op: str, sizes: tuple, size: Any) -> tuple:
+    """The sizes given positionally (`zeros(2, 3)`, `zeros((2, 3))`) or by keyword
+    (`zeros(size=(2, 3))`), as PyTorch takes them; not both."""
+    if size is None:
+        return sizes
+    if sizes:
+        raise TypeError(f"{op}() got multiple values for argument 'size'")
+    return (size,)
+
+
 def _sizes_given(op: str, size: tuple) -> None:
     """PyTorch's TypeError for `zeros()`: the sizes are required (`zeros(())` is 0-d)."""
     if not size:
@@ -54,8 +64,8 @@ def _shape_arg(op: str, size: tuple, dtype: dt.dtype | None = None) -> tuple[int
         if not isinstance(s, numbers.Integral) or isinstance(s, bool):
             raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found "
                             f"element of type {type(s).__name__}")
-        if s < 0:
-            raise RuntimeError(f"{op}(): Trying to create tensor with negative dimension {s}: "
+        if s < 0:  # PyTorch names no op here
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
                                f"{list(size)}")
         out.append(int(s))
     if dtype is not None and math.prod(out) * dtype.itemsize >= 1 << 63:
@@ -156,17 +166,19 @@ def _random(op: str, size: tuple, dtype: Any, device: DeviceLike, requires_grad:
 
 
 @primitive(variants="function", rule=_rand_rule, creation=True, cost=costs.creation)
-def rand(*size: Any, dtype: Any = None, device: DeviceLike = None, requires_grad: bool = False,
-         generator: Any = None) -> Tensor:
+def rand(*sizes: Any, size: Any = None, dtype: Any = None, device: DeviceLike = None,
+         requires_grad: bool = False, generator: Any = None) -> Tensor:
     """Uniform random numbers in [0, 1)."""
-    return _random("rand", size, dtype, device, requires_grad, generator, streams.uniform)
+    return _random("rand", _size_keyword("rand", sizes, size), dtype, device, requires_grad,
+                   generator, streams.uniform)
 
 
 @primitive(variants="function", rule=_rand_rule, creation=True, cost=costs.creation)
-def randn(*size: Any, dtype: Any = None, device: DeviceLike = None,
+def randn(*sizes: Any, size: Any = None, dtype: Any = None, device: DeviceLike = None,
           requires_grad: bool = False, generator: Any = None) -> Tensor:
     """Standard normal random numbers."""
-    return _random("randn", size, dtype, device, requires_grad, generator, streams.normal)
+    return _random("randn", _size_keyword("randn", sizes, size), dtype, device, requires_grad,
+                   generator, streams.normal)
 
 
 # the dtypes whose `random_(from, to)` draws 64-bit words for ranges of 2**32 or more
@@ -268,9 +280,10 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 
 @composite(variants="function")
-def zeros(*size: Any, dtype: Any = None, device: DeviceLike = None,
+def zeros(*sizes: Any, size: Any = None, dtype: Any = None, device: DeviceLike = None,
           requires_grad: bool = False) -> Tensor:
     """A tensor of zeros."""
+    size = _size_keyword("zeros", sizes, size)
     _sizes_given("zeros", size)
     d = dtype_arg(dtype) or dt.get_default_dtype()
     return full(_shape_arg("zeros", size, d), 0, dtype=d, device=device,
@@ -278,9 +291,10 @@ def zeros(*size: Any, dtype: Any = None, device: DeviceLike = None,
 
 
 @composite(variants="function")
-def ones(*size: Any, dtype: Any = None, device: DeviceLike = None,
+def ones(*sizes: Any, size: Any = None, dtype: Any = None, device: DeviceLike = None,
          requires_grad: bool = False) -> Tensor:
     """A tensor of ones."""
+    size = _size_keyword("ones", sizes, size)
     _sizes_given("ones", size)
     d = dtype_arg(dtype) or dt.get_default_dtype()
     return full(_shape_arg("ones", size, d), 1, dtype=d, device=device,
@@ -288,9 +302,10 @@ def ones(*size: Any, dtype: Any = None, device: DeviceLike = None,
 
 
 @composite(variants="function")
-def empty(*size: Any, dtype: Any = None, device: DeviceLike = None,
+def empty(*sizes: Any, size: Any = None, dtype: Any = None, device: DeviceLike = None,
           requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor."""
+    size = _size_keyword("empty", sizes, size)
     _sizes_given("empty", size)
     d = dtype_arg(dtype) or dt.get_default_dtype()
     dev, backend = resolve(device, _nbytes(size, d))
@@ -381,12 +396,13 @@ def _new(factory: Callable[..., Tensor], doc: str, fill: int | None = None
          ) -> Callable[..., Tensor]:
     name = factory.__name__
 
-    def method(self: Tensor, *size: Any, dtype: Any = None, device: DeviceLike = None,
-               requires_grad: bool = False) -> Tensor:
+    def method(self: Tensor, *sizes: Any, size: Any = None, dtype: Any = None,
+               device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
+        size = _size_keyword("new_" + name, sizes, size)
+        _sizes_given("new_" + name, size)
         if fill is not None and device is None and interpose.active is None:
             # on this tensor's own device (backward's seed, zero gradients): `full` without
             # resolving the device again, which was most of the cost of `new_ones(())`
-            _sizes_given(name, size)
             d = dtype_arg(dtype) or self._dtype
             t = run_creation("full", self._device, self._backend,
                              shape=_shape_arg(name, size, d), fill_value=dt.fit_scalar(fill, d),

@@ -94,7 +94,23 @@ def _entered(op: Op, name: str, fn: Callable) -> Callable:
             return hook(op, name, fn, args, kwargs)
         except MemoryError as err:  # NumPy's, as PyTorch's RuntimeError naming the bytes
             raise host_out_of_memory(op.name, err) from None
+        except NotImplementedError:
+            sparse_form = _sparse_form(name, args)
+            if sparse_form is None:
+                raise
+            return sparse_form(*args, **kwargs)
     return entered
+
+
+def _sparse_form(name: str, args: tuple) -> Callable | None:
+    """The sparse op that answers `ember.<name>(...)` when the dense op refused a sparse
+    operand (its `_data` raises NotImplementedError): `ember.t(adj)`, `ember.sum(adj, 1)`,
+    `ember.add(dense, adj)` ... run the sparse tensor's own (ember.core.sparse_ops). Looked
+    up only after the refusal, so the dense path pays nothing."""
+    forms = getattr(args[0], "function_forms", None) if args else None
+    if forms is None and len(args) > 1:  # `ember.add(dense, sparse)`: the second's table
+        forms = getattr(args[1], "second_operand_forms", None)
+    return None if forms is None else forms.get(name)
 
 
 def _fields(variants: str | Iterable[str], fields: dict) -> dict:

@@ -11,16 +11,37 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 API_NAME = "ember"
 """The package name printed forms show (`ember.float32`, `ember.Size([2])`); ember.torch_alias
 sets it to "torch", so a PyTorch program run unchanged prints what it prints under PyTorch."""
 
 
+_PRINTED_CLASSES: list[tuple[type, str]] = []  # (class, its module below the package)
+
+
 def set_api_name(name: str) -> None:
-    """Set the package name that reprs of dtypes, sizes and tensor types show."""
+    """Set the package name that reprs of dtypes, sizes, tensor types and the classes of
+    `printed_in_api` show."""
     global API_NAME
     API_NAME = name
+    for cls, submodule in _PRINTED_CLASSES:
+        cls.__module__ = name + submodule
+
+
+def printed_in_api(submodule: str = "") -> Callable[[type], type]:
+    """Class decorator: name the class's module as the API does (`ember` or, under the
+    torch alias, `torch`, then `submodule`), so `type(t)` prints `<class 'torch.Tensor'>`
+    as under PyTorch.
+
+    Only for classes whose instances pickle through `__reduce_ex__` (a function of their
+    own module): `__module__` is then a printed name only, never a pickled path."""
+    def register(cls: type) -> type:
+        _PRINTED_CLASSES.append((cls, submodule))
+        cls.__module__ = API_NAME + submodule
+        return cls
+    return register
 
 
 class dtype:  # noqa: N801 - PyTorch's spelling

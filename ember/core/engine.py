@@ -327,6 +327,8 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None,
                                   "by ember")
     outputs = [outputs] if is_tensor(outputs) else list(outputs)
     inputs = [inputs] if is_tensor(inputs) else list(inputs)
+    if not inputs:  # PyTorch refuses before running anything
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)
     elif is_tensor(grad_outputs):

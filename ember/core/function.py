@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember.core import forward_ad as fw
 from ember.core.engine import zeros_for_missing
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import FREED_MESSAGE, Node, SavedTensor, edge_of, is_tensor
@@ -104,13 +105,25 @@ class Function:
     def backward(ctx: FunctionCtx, *grad_outputs: Any) -> Any:
         raise NotImplementedError
 
+    @staticmethod
+    def jvp(ctx: FunctionCtx, *grad_inputs: Any) -> Any:
+        """The tangents of the outputs given those of the inputs (forward-mode AD)."""
+        raise NotImplementedError("You must implement the jvp function for custom "
+                                  "autograd.Function to use it with forward mode AD.")
+
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         ctx = FunctionCtx()
         tensor_args = [a if is_tensor(a) else None for a in args]
         ctx.needs_input_grad = tuple(a is not None and a._requires_grad for a in tensor_args)
-        with no_grad():
-            out = cls.forward(ctx, *args, **kwargs)
+        tangents = fw.tangents_of(args) if fw.active else None
+        if tangents is not None:  # the forward sees plain tensors; `jvp` gives the tangents
+            with fw.suspended(), no_grad():
+                out = cls.forward(ctx, *args, **kwargs)
+                _set_output_tangents(out, cls.jvp(ctx, *tangents))
+        else:
+            with no_grad():
+                out = cls.forward(ctx, *args, **kwargs)
         outs = out if isinstance(out, tuple) else (out,)
         if not (state.enabled and any(ctx.needs_input_grad)):
             return out
@@ -131,3 +144,14 @@ class Function:
                 o._node, o._output_nr, o._requires_grad = node, i, True
             results.append(o)
         return tuple(results) if isinstance(out, tuple) else results[0]
+
+
+def _set_output_tangents(out: Any, tangents: Any) -> None:
+    outs = out if isinstance(out, tuple) else (out,)
+    tangents = tangents if isinstance(tangents, tuple) else (tangents,)
+    if len(tangents) != len(outs):
+        raise RuntimeError(f"Function's jvp returned an invalid number of forward gradients "
+                           f"(expected {len(outs)} but got {len(tangents)})")
+    for o, t in zip(outs, tangents):
+        if is_tensor(o) and t is not None:
+            fw.set_tangent(o, t)

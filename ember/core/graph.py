@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ember.core import dtype
+from ember.core import forward_ad as fw
 from ember.core.grad_mode import state
 
 FREED_MESSAGE = (
@@ -201,6 +202,9 @@ def record(label: str, fn: Callable, inputs: Sequence[Any], outputs: Any,
     `inputs` are the op's differentiable operands (non-tensors are skipped). Only floating
     outputs join the graph.
     """
+    if fw.active and not isinstance(outputs, (tuple, list)) and \
+            outputs._dtype.is_floating_point:
+        _propagate_tangent(label, fn, inputs, outputs, saved, attrs)
     if not state.enabled:
         return None
     edges = tuple(edge_of(t) if getattr(t, "_requires_grad", False) else None
@@ -220,3 +224,16 @@ def record(label: str, fn: Callable, inputs: Sequence[Any], outputs: Any,
         outputs._node = node
         outputs._requires_grad = True
     return node
+
+
+def _propagate_tangent(label: str, fn: Callable, inputs: Sequence[Any], output: Any,
+                       saved: Sequence[Any], attrs: dict) -> None:
+    """Give `output` its tangent when an input carries one: the JVP of `fn`, the op's
+    backward (ember.core.forward_ad.jvp)."""
+    tangents = fw.tangents_of(inputs)
+    if tangents is None:
+        return
+    with fw.suspended():  # an edge-less node whose `needs` marks the inputs with tangents
+        node = FnNode(label, fn, tuple((None, 0) if t is not None else None
+                                       for t in tangents), saved, **attrs)
+    fw.set_tangent(output, fw.jvp(lambda u: node.apply([u]), output, inputs, tangents))

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ember.core import forward_ad as fw
 from ember.core import graph
 from ember.core.dispatch import check_out, device_mismatch, write_into
 from ember.core.grad_mode import no_grad, state
@@ -48,6 +49,12 @@ def recording(*tensors: Any) -> bool:
     return state.enabled and any(isinstance(t, Tensor) and t._requires_grad for t in tensors)
 
 
+def tracked(*tensors: Any) -> bool:
+    """Whether an in-place op must go through `apply_inplace` (not one kernel writing into
+    the tensor): autograd records it, or a dual level gives the result its tangent."""
+    return fw.active or recording(*tensors)
+
+
 def _check_allowed(x: Tensor) -> None:
     if x._requires_grad and x._node is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
@@ -64,7 +71,10 @@ def apply_inplace(x: Tensor, compute: Callable[[Tensor], Tensor], *others: Any,
     """Run `compute(x)` out of place and write the result into `x`; `others` are the
     op's other operands (autograd records when any of them, or `x`, requires grad)."""
     if not recording(x, *others):
-        write(x, compute(x), op)
+        result = compute(x)
+        write(x, result, op)
+        if fw.active:
+            _write_tangent(x, result)
         return x
     _check_allowed(x)
     outer, graph.saves_seen = graph.saves_seen, []
@@ -79,6 +89,8 @@ def apply_inplace(x: Tensor, compute: Callable[[Tensor], Tensor], *others: Any,
             s.tensor = s.tensor.clone()
             s.version = s.tensor._vc[0]
     write(x, result, op)
+    if fw.active:
+        _write_tangent(x, result)
     if x._requires_grad and not result._requires_grad:
         # the new value ignores the old (fill_, zero_, copy_ of a constant): x stays in the
         # graph, its old value getting a zero gradient, as in PyTorch
@@ -91,6 +103,30 @@ def apply_inplace(x: Tensor, compute: Callable[[Tensor], Tensor], *others: Any,
     else:
         _rebase_view(x, result)
     return x
+
+
+def _write_tangent(x: Tensor, result: Tensor) -> None:
+    """Under a dual level: `x`, written in place with `result`, takes `result`'s tangent;
+    written through a view, the base's tangent is written at the view's place, as in
+    PyTorch (a base without one gets zeros elsewhere; but the base of a dual tensor
+    made by `make_dual` stays without one, as there)."""
+    tangent = fw.tangent_of(result)
+    if tangent is None:
+        if fw.tangent_of(x) is None:
+            return
+        tangent = result.new_zeros(result.shape)  # the new value ignores the old one
+    base, fn = x._base, x._view_fn
+    base_tangent = None if base is None else fw.tangent_of(base)
+    if fn is None or base_tangent is None and fw.tangent_of(x) is not None:
+        # not a view, or a dual made of a plain tensor (make_dual): its own tangent only
+        fw.set_tangent(x, tangent)
+        return
+    with fw.suspended(), no_grad():
+        if base_tangent is None:
+            base_tangent = base.new_zeros(base.shape)
+            fw.set_tangent(base, base_tangent)
+        fn(base_tangent).copy_(tangent)
+        fw.set_tangent(x, fn(base_tangent))
 
 
 def _rebase_view(x: Tensor, result: Tensor) -> None:

@@ -22,47 +22,77 @@ class _LegacyTensorType(type):
     """The metaclass that makes `isinstance(t, ember.FloatTensor)` a dtype-and-device test."""
 
     dtype: dt.dtype
+    device_type: str = "cpu"
 
     def __instancecheck__(cls, obj: Any) -> bool:
-        return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.type == "cpu"
+        return isinstance(obj, Tensor) and obj.dtype is cls.dtype and \
+            obj.device.type == cls.device_type and not obj.is_sparse
 
     def __repr__(cls) -> str:
-        return f"<class '{dt.API_NAME}.{cls.__name__}'>"
+        return f"<class '{dt.API_NAME}.{cls._prefix()}{cls.__name__}'>"
+
+    def _prefix(cls) -> str:
+        return "" if cls.device_type == "cpu" else f"{cls.device_type}."
 
 
 class _LegacyTensor(metaclass=_LegacyTensorType):
     dtype: dt.dtype
 
     def __new__(cls, *args: Any, device: Any = None) -> Tensor:  # type: ignore[misc]
-        if device is not None and Device(device).type != "cpu":
-            raise RuntimeError(f"legacy constructor expects device type: cpu but device "
+        kind = cls.device_type
+        if device is not None and Device(device).type != kind:
+            raise RuntimeError(f"legacy constructor expects device type: {kind} but device "
                                f"type: {Device(device).type} was passed")
-        if not args:
-            return empty(0, dtype=cls.dtype, device="cpu")
         if len(args) == 1 and isinstance(args[0], Tensor):
             t = args[0]
             if not isinstance(t, cls):
                 raise TypeError(f"{cls.__name__}(): expected a tensor of type "
-                                f"ember.{cls.__name__} on cpu, got {t.type()} on {t.device}")
+                                f"ember.{cls._prefix()}{cls.__name__} on {kind}, got "
+                                f"{t.type()} on {t.device}")
             return t
-        if len(args) == 1 and isinstance(args[0], Size):
-            return empty(tuple(args[0]), dtype=cls.dtype, device="cpu")
-        if all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args):
-            return empty(*args, dtype=cls.dtype, device="cpu")
-        if len(args) == 1 and not isinstance(args[0], (numbers.Number, str)):
-            return tensor(args[0], dtype=cls.dtype, device="cpu")
-        bad = next(a for a in args if not isinstance(a, numbers.Integral) or
-                   isinstance(a, bool))
-        if len(args) == 1:
-            raise TypeError(f"new(): data must be a sequence (got {type(bad).__name__})")
-        raise TypeError(f"new(): size must be integers, got {type(bad).__name__} {bad!r}")
+        return _new(args, cls.dtype, kind if device is None else device)
 
 
-def _legacy(name: str, d: dt.dtype) -> type:
-    doc = (f"PyTorch's legacy constructor of CPU {d} tensors: `{name}(*sizes)` "
+def _new(args: tuple, d: dt.dtype, device: Any) -> Tensor:
+    """The legacy constructors' forms: no argument (an empty tensor), sizes (ints or one
+    Size: uninitialized), or one sequence of data."""
+    if not args:
+        return empty(0, dtype=d, device=device)
+    if len(args) == 1 and isinstance(args[0], Size):
+        return empty(tuple(args[0]), dtype=d, device=device)
+    if all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args):
+        return empty(*args, dtype=d, device=device)
+    if len(args) == 1 and not isinstance(args[0], (numbers.Number, str)):
+        return tensor(args[0], dtype=d, device=device)
+    bad = next(a for a in args if not isinstance(a, numbers.Integral) or isinstance(a, bool))
+    if len(args) == 1:
+        raise TypeError(f"new(): data must be a sequence (got {type(bad).__name__})")
+    raise TypeError(f"new(): size must be integers, got {type(bad).__name__} {bad!r}")
+
+
+def _tensor_new(self: Tensor, *args: Any, device: Any = None) -> Tensor:
+    """`x.new(...)`, the legacy constructor of `x`'s dtype and device (old programs'
+    `weight.new(n, h).zero_()`): `new(*sizes)` uninitialized, `new(data)`, `new(tensor)`
+    (sharing its memory, of the same dtype), `new()` empty."""
+    target = self.device if device is None else Device(device)
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        t = args[0]
+        if t.dtype is not self.dtype or t.device != target:
+            raise TypeError(f"new(): expected a tensor of dtype {self.dtype} on {target}, "
+                            f"got {t.dtype} on {t.device}")
+        return t.detach()
+    return _new(args, self.dtype, target)
+
+
+Tensor.new = _tensor_new
+
+
+def _legacy(name: str, d: dt.dtype, device_type: str = "cpu") -> type:
+    doc = (f"PyTorch's legacy constructor of {device_type} {d} tensors: `{name}(*sizes)` "
            f"(uninitialized), `{name}(data)`, or `{name}(tensor)`.")
-    return _LegacyTensorType(name, (_LegacyTensor,), {"dtype": d, "__doc__": doc,
-                                                      "__module__": "ember"})
+    submodule = "" if device_type == "cpu" else f".{device_type}"
+    return dt.printed_in_api(submodule)(_LegacyTensorType(
+        name, (_LegacyTensor,), {"dtype": d, "device_type": device_type, "__doc__": doc}))
 
 
 FloatTensor = _legacy("FloatTensor", dt.float32)
@@ -75,3 +105,12 @@ ShortTensor = _legacy("ShortTensor", dt.int16)
 CharTensor = _legacy("CharTensor", dt.int8)
 ByteTensor = _legacy("ByteTensor", dt.uint8)
 BoolTensor = _legacy("BoolTensor", dt.bool_)
+
+
+# `torch.cuda.FloatTensor` ...: old programs' `Tensor = torch.cuda.FloatTensor if cuda
+# else torch.FloatTensor`; ember.cuda exports them
+CUDA_TYPES = {name: _legacy(name, d, "cuda") for name, d in (
+    ("FloatTensor", dt.float32), ("DoubleTensor", dt.float64), ("HalfTensor", dt.float16),
+    ("BFloat16Tensor", dt.bfloat16), ("LongTensor", dt.int64), ("IntTensor", dt.int32),
+    ("ShortTensor", dt.int16), ("CharTensor", dt.int8), ("ByteTensor", dt.uint8),
+    ("BoolTensor", dt.bool_))}

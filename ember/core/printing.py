@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ember.core import dtype as dt
+from ember.core import forward_ad as fw
 from ember.core.host import host_array
 
 # PyTorch's print options: set_printoptions(profile=...) starts from one of these
@@ -132,43 +133,55 @@ def _edge(a: np.ndarray, summarize: bool) -> list:
     return list(a)
 
 
-def tensor_repr(t) -> str:
+def tensor_body(t, indent: int) -> str:
+    """The bracketed values of `t` (`[[1., 2.], ...]`), each line after the first indented
+    by `indent` columns; `[]` when it has no element."""
     values = host_array(t.detach())
     if t.dtype in (dt.float16, dt.bfloat16):
         values = values.astype(np.float32)
+    if values.size == 0:
+        return "[]"
+    summarize = values.size > PRINT_OPTIONS.threshold
+    fmt = _Formatter(_summarize(values) if summarize else values.reshape(-1), t.dtype)
+    return _format(values, fmt, indent, summarize)
+
+
+def tensor_repr(t) -> str:
     suffix = []
     if t.device.type != "cpu":
         suffix.append(f"device='{t.device}'")
     default_float = dt.get_default_dtype()
-    if values.size == 0:
-        body = "[]"
-        if values.ndim != 1:
-            suffix.insert(0, f"size={tuple(values.shape)}")
+    body = tensor_body(t, len("tensor("))
+    if t.numel() == 0:
+        if t.ndim != 1:
+            suffix.insert(0, f"size={tuple(t.shape)}")
         if t.dtype is not default_float:  # (no element shows an empty tensor's dtype)
             suffix.append(f"dtype={t.dtype!r}")
-    else:
-        summarize = values.size > PRINT_OPTIONS.threshold
-        fmt = _Formatter(_summarize(values) if summarize else values.reshape(-1), t.dtype)
-        body = _format(values, fmt, len("tensor("), summarize)
-        if t.dtype not in (default_float, dt.int64, dt.bool_):
-            suffix.append(f"dtype={t.dtype!r}")
+    elif t.dtype not in (default_float, dt.int64, dt.bool_):
+        suffix.append(f"dtype={t.dtype!r}")
     if t.grad_fn is not None:
         suffix.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t.requires_grad:
         suffix.append("requires_grad=True")
-    return _add_suffixes("tensor(" + body, suffix, len("tensor("))
+    tangent = fw.tangent_of(t)
+    if tangent is not None:  # a dual tensor, as PyTorch prints it
+        suffix.append(f"tangent={tangent!r}")
+    return add_suffixes("tensor(" + body, suffix, len("tensor("))
 
 
-def _add_suffixes(text: str, suffixes: list[str], indent: int) -> str:
+def add_suffixes(text: str, suffixes: list[str], indent: int,
+                 force_newline: bool = False) -> str:
     """`text` and its suffixes (`dtype=...`, `grad_fn=...`): a suffix that would pass the
     line width goes on a line of its own, indented (PyTorch's `_add_suffixes`, including
-    its count of the last line's length)."""
+    its count of the last line's length); with `force_newline` (sparse tensors), the
+    first suffix does too."""
     parts = [text]
     last_line_len = len(text) - text.rfind("\n") + 1
     for s in suffixes:
-        if last_line_len + len(s) + 2 > PRINT_OPTIONS.linewidth:
+        if force_newline or last_line_len + len(s) + 2 > PRINT_OPTIONS.linewidth:
             parts.append(",\n" + " " * indent + s)
             last_line_len = indent + len(s)
+            force_newline = False
         else:
             parts.append(", " + s)
             last_line_len += len(s) + 2

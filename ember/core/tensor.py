@@ -23,6 +23,7 @@ from ember.core.printing import tensor_repr
 from ember.core.shapes import normalize_dim
 
 
+@dt.printed_in_api()  # <class 'ember.Tensor'>, <class 'torch.Tensor'> under the alias
 class Tensor:
     """A multi-dimensional array on a device, with PyTorch's semantics.
 
@@ -44,6 +45,8 @@ class Tensor:
     _post_accumulate_hooks = None  # hooks run after a leaf's .grad is accumulated
     _shared = False  # share_memory_ was called
     _grad_dtype: Any = "same"  # the dtype backward casts a leaf's gradient to (None: none)
+    is_sparse = False  # True for the sparse COO tensors (ember.core.sparse_coo)
+    _fw_tangent = None  # the forward-AD tangent at the dual level (ember.core.forward_ad)
 
     # -- construction -----------------------------------------------------------------
     @classmethod
@@ -552,17 +555,27 @@ class Tensor:
         return arr if dtype is None else arr.astype(dtype)
 
     def __bool__(self) -> bool:
-        if self.numel() != 1:
-            raise RuntimeError(f"Boolean value of Tensor with {self.numel()} elements is "
-                               "ambiguous")
+        n = self.numel()
+        if n != 1:  # PyTorch's messages
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous" if n == 0
+                               else "Boolean value of Tensor with more than one value is "
+                                    "ambiguous")
         tracing.note_python_value(self, "bool")
         return bool(host_array(self).reshape(()).item())
 
     def __float__(self) -> float:
+        self._one_element()
         return float(self.item())
 
     def __int__(self) -> int:
+        self._one_element()
         return int(self.item())
+
+    def _one_element(self) -> None:
+        """`float(t)` / `int(t)` of a tensor of other than one element: PyTorch's
+        ValueError (`.item()` raises a RuntimeError of its own)."""
+        if self.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
 
     def __index__(self) -> int:
         if self._dtype.is_floating_point or self.numel() != 1:

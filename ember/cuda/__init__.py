@@ -24,6 +24,10 @@ from typing import Any
 from ember.core import plugins
 from ember.core.backend import OutOfMemoryError
 from ember.core.device import device as _Device
+from ember.core.legacy_types import CUDA_TYPES as _CUDA_TYPES
+
+# PyTorch's legacy constructors of CUDA tensors (ember.cuda.FloatTensor ...)
+globals().update(_CUDA_TYPES)
 
 __all__ = [
     "is_available", "device_count", "is_initialized", "init", "current_device", "set_device",
@@ -33,7 +37,7 @@ __all__ = [
     "max_memory_allocated", "memory_reserved", "max_memory_reserved", "empty_cache",
     "reset_peak_memory_stats", "reset_max_memory_allocated", "mem_get_info", "Stream",
     "Event", "StreamContext", "stream", "current_stream", "default_stream", "set_stream",
-    "is_bf16_supported", "get_arch_list", "OutOfMemoryError",
+    "is_bf16_supported", "get_arch_list", "OutOfMemoryError", *_CUDA_TYPES,
 ]
 
 _initialized = False

@@ -58,6 +58,7 @@ from ember.distributed.process_group import (
     new_group,
 )
 from ember.distributed.reduce_op import ReduceOp
+from ember.distributed.rendezvous import DistStoreError
 from ember.distributed.work import Work
 
 __all__ = [
@@ -66,7 +67,7 @@ __all__ = [
     "get_world_size", "get_backend", "get_process_group_ranks", "get_global_rank",
     "get_group_rank", "get_node_local_rank", "group", "GroupMember", "ProcessGroup",
     "Backend", "ReduceOp", "Work",
-    "DistError", "DistBackendError",
+    "DistError", "DistBackendError", "DistStoreError",
     "barrier", "monitored_barrier", "all_reduce", "broadcast", "reduce", "all_gather",
     "all_gather_into_tensor",
     "reduce_scatter_tensor", "reduce_scatter", "all_to_all_single", "all_to_all", "gather",

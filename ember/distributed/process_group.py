@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.distributed import _mpi
+from ember.distributed import _mpi, rendezvous
 from ember.distributed.errors import NOT_INITIALIZED
 from ember.distributed.faults import Monitor
 
@@ -141,14 +141,18 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     Args:
         backend: ``"mpi"`` (the default; ``"gloo"`` is taken as MPI too, so PyTorch
             scripts run unchanged) or ``"nccl"`` (CUDA devices).
-        init_method: accepted for PyTorch compatibility; MPI finds its peers through the
-            launcher (``ember run`` or ``mpiexec``).
+        init_method: ``"env://"`` (the default) or ``"tcp://host:port"``. Under a
+            launcher (``ember run``, ``mpiexec``) MPI finds its peers itself; processes
+            started otherwise (``torch.multiprocessing.spawn``) meet at MASTER_ADDR /
+            MASTER_PORT (or the tcp:// address), where rank 0 serves MPI's rendezvous.
         timeout: how long any collective may wait for the other ranks before raising
             DistBackendError (default 30 minutes).
         world_size, rank: if given, must match what MPI reports.
 
     Rank and world size come from MPI: no environment variables are needed under
-    ``ember run`` or ``mpiexec``; a script started alone is rank 0 of 1.
+    ``ember run`` or ``mpiexec``; a script started alone is rank 0 of 1. Without a
+    launcher, ``rank`` and ``world_size`` (or RANK / WORLD_SIZE) make the world, as
+    PyTorch's gloo rendezvous does.
     """
     if WORLD.default is not None:
         raise ValueError("trying to initialize the default process group twice!")
@@ -156,6 +160,7 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     if _BACKENDS[name] == "nccl":
         _refuse_nccl()
     seconds = _seconds(timeout, DEFAULT_TIMEOUT.total_seconds())
+    rendezvous.join(init_method, rank, world_size, seconds)  # mp.spawn'ed ranks
     MPI = _mpi.mpi()
     world = MPI.COMM_WORLD
     size, me = world.Get_size(), world.Get_rank()

@@ -149,6 +149,17 @@ class _Entry:
         self.eager_reason: str | None = None
 
 
+_ALL: weakref.WeakSet = weakref.WeakSet()  # every compiled function alive, for reset()
+
+
+def reset() -> None:
+    """Forget what every compiled function recorded: each key warms up and records again
+    (`torch.compiler.reset()`, `torch._dynamo.reset()`)."""
+    for compiled in list(_ALL):
+        compiled.entries.clear()
+        compiled.context = None
+
+
 class CompiledFunction:
     """The callable `ember.compile(fn)` returns."""
 
@@ -158,6 +169,7 @@ class CompiledFunction:
         self.entries: dict[Any, _Entry] = {}
         self.context: _Context | None = None  # found on the first call
         functools.update_wrapper(self, fn, updated=())
+        _ALL.add(self)
 
     def _key(self, args: tuple, kwargs: dict) -> tuple:
         if self.context is None:
@@ -293,6 +305,75 @@ class CompiledFunction:
         return "\n".join(lines) or "not called yet"
 
 
+class OptimizedModule(ember.nn.Module):
+    """What `compile(module)` returns, as PyTorch's `torch._dynamo.eval_frame.
+    OptimizedModule`: a module holding the original as `_orig_mod` (so its state_dict keys
+    start with `_orig_mod.`), whose calls run the original's `__call__` (hooks included)
+    compiled. Attributes are the original's: `compiled.fc1`, `compiled.training`, and
+    setting one sets it there.
+    """
+
+    _opt_mod_attributes = frozenset({"_orig_mod", "dynamo_ctx", "forward", "_forward",
+                                     "__dict__", "_super_module_initialized"})
+
+    def __init__(self, mod: ember.nn.Module, dynamo_ctx: Any = False) -> None:
+        # first: attribute reads and writes on `self` go to `_orig_mod`
+        object.__setattr__(self, "_orig_mod", mod)
+        self._super_module_initialized = False
+        super().__init__()
+        self._super_module_initialized = True
+        self._orig_mod = mod  # registered as the child module `_orig_mod`
+        self.dynamo_ctx = dynamo_ctx  # ember's: the compile options (`fullgraph`)
+        self._initialize()
+
+    def _initialize(self) -> None:
+        self.forward = CompiledFunction(self._orig_mod.__call__, bool(self.dynamo_ctx))
+
+    def __reduce__(self) -> tuple:
+        return (self.__class__, (self._orig_mod, self.dynamo_ctx))
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("forward", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__ = state
+        self._initialize()
+
+    @property
+    def training(self) -> bool:  # type: ignore[override]
+        return self._orig_mod.training
+
+    @training.setter
+    def training(self, value: bool) -> None:
+        # Module.__init__ sets its default: the original's flag is the one mirrored
+        if self.__dict__.get("_super_module_initialized"):
+            self._orig_mod.training = value
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_orig_mod":
+            return self._modules["_orig_mod"]
+        return getattr(self._orig_mod, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if hasattr(type(self), name) or name in OptimizedModule._opt_mod_attributes:
+            return super().__setattr__(name, value)
+        return setattr(self._orig_mod, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if hasattr(type(self), name) or name in OptimizedModule._opt_mod_attributes:
+            return super().__delattr__(name)
+        return delattr(self._orig_mod, name)
+
+    def __dir__(self) -> list[str]:
+        mine = self._orig_mod.__dir__()
+        return mine + [a for a in super().__dir__() if a not in mine]
+
+
+OptimizedModule.__module__ = "ember._dynamo.eval_frame"  # where PyTorch has it
+
+
 def _graph_alive(t: Tensor, tape: Tape) -> bool:
     """Whether autograd could still go back through `t` (no backward in the call released
     its graph): then the caller may need the graph a replay cannot give."""
@@ -316,9 +397,9 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
 
     Args:
         model: a function of tensors (a whole training step: forward, loss, backward and
-            optimizer step, for the largest gain) or an ``nn.Module`` (its forward is
-            compiled; the module is returned with a compiled ``forward``). Without it,
-            a decorator.
+            optimizer step, for the largest gain), returned as a compiled function; or an
+            ``nn.Module``, returned wrapped in an `OptimizedModule` (its calls compiled,
+            the module itself unchanged), as PyTorch's. Without it, a decorator.
         fullgraph: raise instead of running eagerly when a call cannot be replayed.
         dynamic, backend, mode, options: accepted for PyTorch's signature.
         disable: return `model` unchanged.
@@ -329,8 +410,7 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
     if disable:
         return model
     if isinstance(model, ember.nn.Module):
-        model.forward = CompiledFunction(model.forward, fullgraph)
-        return model
+        return OptimizedModule(model, fullgraph)
     if not callable(model):
         raise RuntimeError(f"ember.compile: expected a function or an nn.Module, got "
                            f"{type(model).__name__}")

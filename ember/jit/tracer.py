@@ -211,7 +211,23 @@ class TracedModule:
         return python_code(self.graph, names, name=name, method=is_module)
 
     def __repr__(self) -> str:
-        return f"TracedModule({type(self.original).__name__})"
+        if isinstance(self.original, ember.nn.Module):
+            return _script_repr(self.original)
+        return f"<ember.jit.TracedFunction {getattr(self.original, '__name__', '?')}>"
+
+
+def _script_repr(module: Any) -> str:
+    """A traced module as PyTorch prints one: the module tree with each module's own
+    arguments replaced by `original_name=<its class>`."""
+    from ember.nn.module import _addindent
+
+    name = type(module).__name__
+    children = [(n, m) for n, m in module._modules.items() if m is not None]
+    if not children:
+        return f"{name}(original_name={name})"
+    lines = [f"original_name={name}"] + [f"({n}): {_addindent(_script_repr(m), 2)}"
+                                         for n, m in children]
+    return name + "(\n  " + "\n  ".join(lines) + "\n)"
 
 
 def trace(module_or_fn: Any, example_inputs: Any, *, check_trace: bool = True,

@@ -29,6 +29,7 @@ from ember.nn.modules.distance import *  # noqa: F401, F403
 from ember.nn.modules.dropout import *  # noqa: F401, F403
 from ember.nn.modules.flatten import *  # noqa: F401, F403
 from ember.nn.modules.fold import *  # noqa: F401, F403
+from ember.nn.modules.lazy import *  # noqa: F401, F403
 from ember.nn.modules.linear import *  # noqa: F401, F403
 from ember.nn.modules.loss import *  # noqa: F401, F403
 from ember.nn.modules.normalization import *  # noqa: F401, F403
@@ -36,7 +37,12 @@ from ember.nn.modules.padding import *  # noqa: F401, F403
 from ember.nn.modules.pooling import *  # noqa: F401, F403
 from ember.nn.modules.sparse import *  # noqa: F401, F403
 from ember.nn.parallel import DataParallel  # noqa: F401
-from ember.nn.parameter import Buffer, Parameter  # noqa: F401
+from ember.nn.parameter import (  # noqa: F401
+    Buffer,
+    Parameter,
+    UninitializedBuffer,
+    UninitializedParameter,
+)
 
 # The recurrent and attention layers live in their own modules, written separately;
 # they are exported here once they exist (an error inside them is not hidden).

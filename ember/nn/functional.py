@@ -58,13 +58,15 @@ __all__ = [
     "fractional_max_pool2d", "fractional_max_pool3d", "fractional_max_pool2d_with_indices",
     "fractional_max_pool3d_with_indices", "grid_sample", "affine_grid",
     # padding and shape
-    "pad", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "one_hot",
+    "pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle",
+    "pixel_unshuffle", "one_hot",
     # normalisation
     "batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm", "normalize",
     # dropout and embedding
     "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "embedding",
     # activations
-    "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "celu",
+    "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "selu_",
+    "celu", "celu_",
     "gelu", "silu", "mish", "sigmoid", "tanh", "hardtanh", "hardtanh_", "hardsigmoid",
     "hardswish", "logsigmoid", "softplus", "softsign", "softshrink", "hardshrink",
     "tanhshrink", "threshold", "threshold_", "glu", "prelu", "softmax", "softmin",
@@ -451,6 +453,21 @@ def upsample(input: Tensor, size: Any = None, scale_factor: Any = None,
              mode: str = "nearest", align_corners: bool | None = None) -> Tensor:
     r"""Deprecated alias of :func:`interpolate`."""
     return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
+    r"""Deprecated: :func:`interpolate` with ``mode='nearest'`` (warns as PyTorch does)."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
+    r"""Deprecated: :func:`interpolate` with ``mode='bilinear', align_corners=True`` (warns
+    as PyTorch does)."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
@@ -909,12 +926,22 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
     return _inplace_apply(input, fn) if inplace else fn(input)
 
 
+def selu_(input: Tensor) -> Tensor:
+    r"""In-place :func:`selu`."""
+    return selu(input, inplace=True)
+
+
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     r""":math:`\max(0,x) + \min(0, \alpha (e^{x/\alpha} - 1))`."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
     fn = lambda x: _elu(x, alpha, 1.0, 1.0 / alpha, "CeluBackward0")
     return _inplace_apply(input, fn) if inplace else fn(input)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    r"""In-place :func:`celu`."""
+    return celu(input, alpha, inplace=True)
 
 
 _HALF_FLOATS = (ember.float16, ember.bfloat16)

@@ -181,6 +181,10 @@ class _BackwardHookFunction(Function):
     def backward(ctx, *grads: Any) -> tuple:
         return ctx.hook(grads)
 
+    @staticmethod
+    def jvp(ctx, *tangents: Any) -> tuple:  # the identity's (forward-mode AD)
+        return tangents
+
 
 class _BackwardHook:
     """Connects the gradients of a module's outputs with those of its inputs and calls
@@ -681,6 +685,12 @@ class Module:
             if buf is not None:
                 self._buffers[key] = fn(buf)
         return self
+
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        r"""Compile this module's forward in place with :func:`ember.compile` (the
+        arguments are its own). Unlike ``ember.compile(module)``, the module stays
+        itself: same class, same ``state_dict`` keys."""
+        self.forward = ember.compile(type(self).forward.__get__(self), *args, **kwargs)
 
     def share_memory(self) -> Module:
         r"""Move the parameters and buffers (and their gradients) to shared memory, in

@@ -75,6 +75,31 @@ def _numerical_jacobians(fn: Callable[..., Any], inputs: tuple, which: list[int]
     return result
 
 
+def _forward_jacobians(fn: Callable[..., Any], inputs: tuple, which: list[int],
+                       outputs: list[Tensor]) -> dict[int, list[np.ndarray]]:
+    """For each input in `which`: one (n_out, n_in) matrix per output, column by column
+    with forward-mode AD (a unit tangent on one input element at a time)."""
+    from ember.autograd import forward_ad as fwad
+
+    result: dict[int, list[np.ndarray]] = {
+        i: [np.zeros((o.numel(), inputs[i].numel())) for o in outputs] for i in which}
+    for i in which:
+        x = inputs[i]
+        for col in range(x.numel()):
+            unit = np.zeros(tuple(x.shape), dtype=np.float64)
+            unit.flat[col] = 1.0
+            with fwad.dual_level():
+                args = list(inputs)
+                args[i] = fwad.make_dual(x.detach(), ember.tensor(unit, dtype=x.dtype,
+                                                                  device=x.device))
+                outs = _differentiable_outputs(fn(*args))
+                for k, out in enumerate(outs):
+                    tangent = fwad.unpack_dual(out).tangent
+                    if tangent is not None:
+                        result[i][k][:, col] = _host(tangent).astype(np.float64).reshape(-1)
+    return result
+
+
 def _analytical_jacobians(outputs: list[Tensor], inputs: tuple, which: list[int],
                           ) -> dict[int, list[np.ndarray]]:
     """For each input in `which`: one (n_out, n_in) matrix per output, row by row with
@@ -111,15 +136,6 @@ def _analytical_jacobians(outputs: list[Tensor], inputs: tuple, which: list[int]
     return result
 
 
-def _unsupported(op: str, **checks: bool) -> None:
-    """The checks ember's gradcheck does not do (forward-mode AD, vmap'ed gradients):
-    asking for one raises rather than passing unchecked."""
-    asked = [name for name, on in checks.items() if on]
-    if asked:
-        raise NotImplementedError(f"{op}: {', '.join(asked)}=True is not supported by ember "
-                                  "(it checks reverse-mode gradients only)")
-
-
 def gradcheck(fn: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol: float = 1e-5,
               rtol: float = 1e-3, raise_exception: bool = True, nondet_tol: float = 0.0,
               check_undefined_grad: bool = True, check_grad_dtypes: bool = False,
@@ -142,13 +158,12 @@ def gradcheck(fn: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol: f
         atol: absolute tolerance.
         rtol: relative tolerance (relative to the numerical value).
         raise_exception: raise `GradcheckError` on a mismatch (otherwise return False).
-        nondet_tol, check_undefined_grad, check_grad_dtypes, fast_mode, masked: accepted
-            as PyTorch's; ember's backward is deterministic, its gradients' dtypes are
-            always checked, and the full Jacobian is compared (fast mode compares a
-            projection of it, so this check is the stricter one).
-        check_backward_ad: False checks nothing (as PyTorch, without forward AD).
-        check_batched_grad, check_batched_forward_grad, check_forward_ad: not supported
-            (NotImplementedError when True).
+        check_forward_ad: also check the Jacobian forward-mode AD gives (one
+            `ember.autograd.forward_ad` JVP per input element).
+        check_backward_ad: check the Jacobian backward-mode AD gives (the default).
+        nondet_tol, check_undefined_grad, check_grad_dtypes, check_batched_grad,
+            check_batched_forward_grad, fast_mode, masked: PyTorch's options, accepted
+            for its signature; ember always checks dtypes, and does the full check.
 
     Returns:
         True when every gradient matches.
@@ -163,9 +178,6 @@ def gradcheck(fn: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol: f
         >>> gradcheck(lambda t: (t * t).sin(), (x,))
         True
     """
-    _unsupported("gradcheck", check_batched_grad=check_batched_grad,
-                 check_batched_forward_grad=check_batched_forward_grad,
-                 check_forward_ad=check_forward_ad)
     inputs = _as_tuple(inputs)
     which = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     if not which:
@@ -178,15 +190,18 @@ def gradcheck(fn: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol: f
     outputs = _differentiable_outputs(fn(*inputs))
     if not outputs:
         raise ValueError("gradcheck: the function returned no floating-point tensor")
-    if not check_backward_ad:
-        return True
     try:
-        analytical = _analytical_jacobians(outputs, inputs, which)
         numerical = _numerical_jacobians(fn, inputs, which, eps)
-        for i in which:
-            for k, (a, n) in enumerate(zip(analytical[i], numerical[i])):
-                _compare(a, n, i, k, tuple(inputs[i].shape), tuple(outputs[k].shape), atol,
-                         rtol)
+        found = []
+        if check_backward_ad:
+            found.append(_analytical_jacobians(outputs, inputs, which))
+        if check_forward_ad:
+            found.append(_forward_jacobians(fn, inputs, which, outputs))
+        for analytical in found:
+            for i in which:
+                for k, (a, n) in enumerate(zip(analytical[i], numerical[i])):
+                    _compare(a, n, i, k, tuple(inputs[i].shape), tuple(outputs[k].shape),
+                             atol, rtol)
     except GradcheckError:
         if raise_exception:
             raise
@@ -227,10 +242,9 @@ def gradgradcheck(fn: Callable[..., Any], inputs: Any, grad_outputs: Any = None,
 
     The gradients of `fn(*inputs)` are taken with `ember.autograd.grad(...,
     create_graph=True)` against `grad_outputs` (random float64 tensors when None, which
-    are then checked too), and that function is checked with `gradcheck`. The other
-    keyword arguments are PyTorch's, as `gradcheck` takes them (`check_rev_over_rev`
-    False checks nothing; `check_fwd_over_rev` and `check_batched_grad` are not
-    supported).
+    are then checked too), and that function is checked with `gradcheck`:
+    `check_rev_over_rev` by reverse mode, `check_fwd_over_rev` by forward mode. The other
+    keyword arguments are PyTorch's, accepted as `gradcheck` accepts them.
 
     Returns:
         True when every second derivative matches.
@@ -238,8 +252,6 @@ def gradgradcheck(fn: Callable[..., Any], inputs: Any, grad_outputs: Any = None,
     Raises:
         GradcheckError: as `gradcheck`.
     """
-    _unsupported("gradgradcheck", check_batched_grad=check_batched_grad,
-                 check_fwd_over_rev=check_fwd_over_rev)
     inputs = _as_tuple(inputs)
     which = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     outputs = _differentiable_outputs(fn(*inputs))
@@ -262,4 +274,5 @@ def gradgradcheck(fn: Callable[..., Any], inputs: Any, grad_outputs: Any = None,
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(vjp, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception, check_backward_ad=check_rev_over_rev)
+                     raise_exception=raise_exception, check_forward_ad=check_fwd_over_rev,
+                     check_backward_ad=check_rev_over_rev)

@@ -156,7 +156,7 @@ COVERS = {"matmul", "mm", "bmm", "mv", "dot", "outer", "addmm", "einsum", "softm
           "linalg_solve_ex", "linalg_cholesky_ex", "linalg_matrix_rank", "linalg_lu_factor",
           "linalg_lu_factor_ex", "lu", "linalg_lu", "_geqrf", "geqrf",
           "_linalg_solve_triangular",
-          "svd_lowrank", "pca_lowrank"}
+          "svd_lowrank", "pca_lowrank", "linalg_slogdet", "vander"}
 """The declared ops whose values this module's tests check."""
 
 
@@ -288,4 +288,14 @@ def test_lobpcg_finds_the_extreme_eigenpairs(device: ember.device) -> None:
 
 
 COVERS |= {"lobpcg"}
+
+
+@pytest.mark.parametrize("increasing", [False, True])
+def test_vander_is_numpys(device: ember.device, increasing: bool) -> None:
+    x = np.array([1.5, -2.0, 0.5])
+    for n in (None, 1, 4):
+        S.assert_matches(ember.vander(S.on(device, x, ember.float64), N=n,
+                                      increasing=increasing),
+                         np.vander(x, N=n, increasing=increasing), device,
+                         dtype=ember.float64)
 

@@ -1,5 +1,5 @@
 """Utilities built on ember's public Tensor API: data loading (`ember.utils.data`) and
-TensorBoard logging (`ember.utils.tensorboard`).
+TensorBoard logging (`ember.utils.tensorboard`), timing statements (`ember.utils.benchmark`).
 
 Sub-packages load on first use (`ember.utils.data`), so importing this package is free.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-_SUBMODULES = ("data", "tensorboard", "dlpack", "model_zoo", "checkpoint")
+_SUBMODULES = ("data", "tensorboard", "dlpack", "model_zoo", "checkpoint", "benchmark")
 
 
 def __getattr__(name: str) -> ModuleType:

@@ -5,7 +5,7 @@ whichever PyTorch is installed:
 
 - Tensor methods, ``torch.*`` functions and ``torch.nn.functional``: PyTorch's own list of
   public overridable functions, ``torch.overrides.get_testing_overrides()``;
-- nn modules: every ``torch.nn.Module`` class in ``torch.nn`` but the ``Lazy*`` ones;
+- nn modules: every ``torch.nn.Module`` class in ``torch.nn``;
 - optimizers and LR schedulers: every class in ``torch.optim`` and
   ``torch.optim.lr_scheduler``.
 
@@ -103,7 +103,7 @@ def measure() -> list[Coverage]:
         ("Tensor methods", tensor, ember.Tensor),
         ("torch functions", functions, ember),
         ("nn.functional", nn_functional, ember_functional),
-        ("nn modules", _classes(torch.nn, torch.nn.Module, ("Lazy",)), ember.nn),
+        ("nn modules", _classes(torch.nn, torch.nn.Module), ember.nn),
         ("optimizers", optimizers, ember.optim),
         ("LR schedulers", schedulers, ember_sched),
     ]

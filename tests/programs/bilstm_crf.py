@@ -1,5 +1,9 @@
-"""Advanced: Making Dynamic Decisions and the Bi-LSTM CRF (the PyTorch NLP tutorial), as
-written there, trained on its toy data."""
+"""The PyTorch tutorial "Advanced: Making Dynamic Decisions and the Bi-LSTM CRF" as
+written there (argmax / log_sum_exp helpers, the forward algorithm with torch.full
+init_alphas, Viterbi decoding with backpointers, the gold path score with torch.cat of
+the START tag), trained with SGD(weight_decay) on its toy sentences plus a few more."""
+import argparse
+
 import torch
 import torch.autograd as autograd
 import torch.nn as nn
@@ -173,6 +177,10 @@ STOP_TAG = "<STOP>"
 EMBEDDING_DIM = 5
 HIDDEN_DIM = 4
 
+parser = argparse.ArgumentParser()
+parser.add_argument('--epochs', type=int, default=30)
+args = parser.parse_args()
+
 # Make up some training data
 training_data = [(
     "the wall street journal reported today that apple corporation made money".split(),
@@ -180,6 +188,9 @@ training_data = [(
 ), (
     "georgia tech is a university in georgia".split(),
     "B I O O O O B".split()
+), (
+    "apple reported money".split(),
+    "B O O".split()
 )]
 
 word_to_ix = {}
@@ -199,12 +210,10 @@ with torch.no_grad():
     precheck_sent = prepare_sequence(training_data[0][0], word_to_ix)
     precheck_tags = torch.tensor([tag_to_ix[t] for t in training_data[0][1]], dtype=torch.long)
     print(model(precheck_sent))
-    print(precheck_tags)
 
 # Make sure prepare_sequence from earlier in the LSTM section is loaded
-for epoch in range(
-        20):  # again, normally you would NOT do 300 epochs, it is toy data
-    epoch_loss = 0.0
+for epoch in range(args.epochs):  # again, normally you would NOT do 300 epochs, it is toy data
+    total = 0.
     for sentence, tags in training_data:
         # Step 1. Remember that Pytorch accumulates gradients.
         # We need to clear them out before each instance
@@ -217,17 +226,18 @@ for epoch in range(
 
         # Step 3. Run our forward pass.
         loss = model.neg_log_likelihood(sentence_in, targets)
+        total += loss.item()
 
         # Step 4. Compute the loss, gradients, and update the parameters by
         # calling optimizer.step()
         loss.backward()
         optimizer.step()
-        epoch_loss += loss.item()
-    if epoch % 5 == 0 or epoch == 19:
-        print(f"epoch {epoch} loss {epoch_loss:.4f}")
+    if epoch % 10 == 0:
+        print(f"epoch {epoch} nll {total / len(training_data):.4f} {loss}")
 
 # Check predictions after training
 with torch.no_grad():
     precheck_sent = prepare_sequence(training_data[0][0], word_to_ix)
     print(model(precheck_sent))
+    print(autograd.Variable(precheck_tags).tolist())
 # We got it!

@@ -1,5 +1,8 @@
-"""NLP From Scratch: Generating Names with a Character-Level RNN (the PyTorch tutorial),
-with a few names per language written here instead of the data/names/*.txt download."""
+"""The PyTorch tutorial "NLP From Scratch: Generating Names with a Character-Level RNN"
+as written there (category + input + hidden into i2h / i2o, o2o, dropout, LogSoftmax; the
+loss summed over a name's letters with loss.backward() and a hand-written SGD step
+`p.data.add_(p.grad.data, alpha=-learning_rate)`; sampling by topk(1) from a start
+letter), with a few made-up names per "language" in place of the downloaded files."""
 import math
 import random
 import string
@@ -8,19 +11,15 @@ import time
 import torch
 import torch.nn as nn
 
-torch.manual_seed(0)
-random.seed(0)
-
 all_letters = string.ascii_letters + " .,;'-"
 n_letters = len(all_letters) + 1  # Plus EOS marker
 
 category_lines = {
-    "English": ["Abbott", "Abel", "Adams", "Allen", "Baker", "Barnes", "Bell", "Brooks"],
-    "French": ["Abel", "Allard", "Aubert", "Barbier", "Beaufort", "Blanc", "Bonnet", "Brun"],
-    "German": ["Abel", "Adler", "Albrecht", "Bauer", "Becker", "Brandt", "Braun", "Busch"],
-    "Italian": ["Abate", "Alberti", "Amato", "Bianchi", "Bruno", "Conti", "Costa", "Rossi"],
+    'Alpharian': ['Abaran', 'Abelar', 'Arabel', 'Alaran', 'Abalar', 'Aralan', 'Alabar'],
+    'Borkish': ['Borkov', 'Bokrov', 'Borvok', 'Brokov', 'Borkon', 'Bovrok', 'Bokron'],
+    'Cirran': ['Cirri', 'Ciran', 'Cinni', 'Carri', 'Cirin', 'Canni', 'Corri'],
 }
-all_categories = list(category_lines)
+all_categories = list(category_lines.keys())
 n_categories = len(all_categories)
 print('# categories:', n_categories, all_categories)
 
@@ -97,7 +96,7 @@ def randomTrainingExample():
 
 criterion = nn.NLLLoss()
 
-learning_rate = 0.0005
+learning_rate = 0.0005 * 20
 
 
 def train(category_tensor, input_line_tensor, target_line_tensor):
@@ -129,14 +128,12 @@ def timeSince(since):
     return '%dm %ds' % (m, s)
 
 
-rnn = RNN(n_letters, 128, n_letters)
-print(rnn)
+random.seed(0)
+torch.manual_seed(0)
+rnn = RNN(n_letters, 64, n_letters)
 
-c, i, t = randomTrainingExample()
-print(c.shape, i.shape, t, t.dtype)
-
-n_iters = 600
-print_every = 100
+n_iters = 300
+print_every = 50
 plot_every = 50
 all_losses = []
 total_loss = 0  # Reset every ``plot_every`` ``iters``
@@ -154,7 +151,7 @@ for iter in range(1, n_iters + 1):
         all_losses.append(total_loss / plot_every)
         total_loss = 0
 
-print("average losses " + " ".join(f"{v:.4f}" for v in all_losses[::4]))
+print('losses', ' '.join('%.3f' % v for v in all_losses))
 
 max_length = 20
 
@@ -189,5 +186,6 @@ def samples(category, start_letters='ABC'):
 
 
 rnn.eval()
-samples('German', 'GER')
-samples('Italian', 'ITA')
+samples('Alpharian', 'AB')
+samples('Borkish', 'B')
+samples('Cirran', 'C')

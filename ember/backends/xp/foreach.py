@@ -48,15 +48,15 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         for x, end, w in zip(xs, ends, _each(weight, len(xs))):
             x += w * (end - x)
 
-    def sqrt(xs):
-        return [xp.sqrt(x) for x in xs]
+    def sqrt(xs):  # as_array: a 0-d parameter's result stays an array, written in place next
+        return [as_array(xp.sqrt(x)) for x in xs]
 
     def sqrt_(xs):
         for x in xs:
             xp.sqrt(x, out=x)
 
     def neg(xs):
-        return [xp.negative(x) for x in xs]
+        return [as_array(xp.negative(x)) for x in xs]
 
     def zero_(xs):
         for x in xs:

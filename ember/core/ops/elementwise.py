@@ -23,6 +23,7 @@ from typing import Any
 
 from ember.core import costs, tracing
 from ember.core import dtype as dt
+from ember.core import forward_ad as fw
 from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.declare import composite, define, fused_kernel, primitive
 from ember.core.dispatch import (
@@ -34,7 +35,7 @@ from ember.core.dispatch import (
 )
 from ember.core.grad_mode import no_grad, state
 from ember.core.host import dtype_arg, python_scalar
-from ember.core.inplace import apply_inplace, recording
+from ember.core.inplace import apply_inplace, tracked
 from ember.core.opdef import OPS, Grad, Kind, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.placement import resolve
@@ -177,7 +178,7 @@ def _fusable(kernel: str, reads: str, formula: Any) -> Any:
 def _unary_inplace(name: str, fn: Any) -> Any:
     """`x.exp_()`: one kernel writing into x when autograd does not record."""
     def method(self: Tensor) -> Tensor:
-        if recording(self):
+        if tracked(self):
             return apply_inplace(self, fn, op=name + "_")
         return run_unary_into(name, self)
     method.__name__ = name + "_"
@@ -373,6 +374,8 @@ def binary(name: str, a: Any, b: Any) -> Tensor:
             if op.grad is not None:
                 record_grad(op, (a, b), _NO_ATTRS, out, None,
                             (a._requires_grad, b._requires_grad))
+        elif fw.active:  # a dual level: the output's tangent
+            record_grad(OPS[name], (a, b), _NO_ATTRS, out)
         return out
     ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
     if not ta and not tb:
@@ -385,7 +388,8 @@ def binary(name: str, a: Any, b: Any) -> Tensor:
         b = as_operand(b, a)
         tb = isinstance(b, Tensor)
     out = run_binary(name, a, b)
-    if state.enabled and ((ta and a._requires_grad) or (tb and b._requires_grad)):
+    if state.enabled and ((ta and a._requires_grad) or (tb and b._requires_grad)) or \
+            fw.active:
         op = OPS[name]
         if op.grad is not None:
             record_grad(op, (a, b), _NO_ATTRS, out)
@@ -405,7 +409,7 @@ def _binary_fn(name: str) -> Any:
 def _binary_inplace(name: str, fn: Any) -> Any:
     """`x.mul_(y)`: one kernel writing into x when autograd does not record."""
     def method(self: Tensor, other: Any, **kwargs: Any) -> Tensor:
-        if kwargs or (state.enabled and (self._requires_grad or (
+        if kwargs or fw.active or (state.enabled and (self._requires_grad or (
                 isinstance(other, Tensor) and other._requires_grad))):  # autograd records
             return apply_inplace(self, lambda old: fn(old, other, **kwargs), other,
                                  op=name + "_")
@@ -447,7 +451,7 @@ def _scaled_inplace(name: str) -> Any:
 
     def method(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
         if not _plain(alpha):
-            if recording(self, other):
+            if tracked(self, other):
                 fn = OPS[name].fn
                 return apply_inplace(self, lambda old: fn(old, other, alpha=alpha), other,
                                      op=name + "_")
@@ -861,7 +865,7 @@ def _lerp_fused_multiply_add(input: Tensor, end: Tensor, weight: float) -> Tenso
 
 def _addcmul_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
                      value: Any = 1) -> Tensor:
-    if recording(self, tensor1, tensor2):
+    if tracked(self, tensor1, tensor2):
         return apply_inplace(self, lambda old: addcmul(old, tensor1, tensor2, value=value),
                              tensor1, tensor2, op="addcmul_")
     prod_ = mul(tensor1, tensor2)
@@ -870,7 +874,7 @@ def _addcmul_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
 
 def _addcdiv_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
                      value: Any = 1) -> Tensor:
-    if recording(self, tensor1, tensor2):
+    if tracked(self, tensor1, tensor2):
         return apply_inplace(self, lambda old: addcdiv(old, tensor1, tensor2, value=value),
                              tensor1, tensor2, op="addcdiv_")
     _no_integer_addcdiv(tensor1, tensor2)
@@ -975,10 +979,10 @@ def to_device(input: Tensor, device: Any, non_blocking: bool = False) -> Tensor:
     return out
 
 
-@composite(variants="method")
-def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-    """`x.to(device)`, `x.to(dtype)`, `x.to(device, dtype)` or `x.to(other)`: this tensor
-    on another device or as another dtype (itself when nothing changes)."""
+def to_arguments(args: tuple, kwargs: dict) -> tuple[Any, Any, bool, bool]:
+    """`x.to(...)`'s arguments, in any of its forms, as (device, dtype, non_blocking,
+    copy); device and dtype None where not given."""
+    kwargs = dict(kwargs)
     device = kwargs.pop("device", None)
     d = kwargs.pop("dtype", None)
     copy = kwargs.pop("copy", False)
@@ -995,11 +999,19 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
             non_blocking = a
         elif a is not None:
             device = a
+    return device, (None if d is None else dtype_arg(d)), non_blocking, copy
+
+
+@composite(variants="method")
+def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """`x.to(device)`, `x.to(dtype)`, `x.to(device, dtype)` or `x.to(other)`: this tensor
+    on another device or as another dtype (itself when nothing changes)."""
+    device, d, non_blocking, copy = to_arguments(args, kwargs)
     out = self
     if device is not None:
         out = to_device(out, device, non_blocking)
     if d is not None:
-        out = to_dtype(out, dtype_arg(d))
+        out = to_dtype(out, d)
     if copy and out is self:
         out = out.clone()
     return out
@@ -1025,7 +1037,9 @@ def _type(self: Tensor, dtype: Any = None) -> Any:
         kind = "" if self.device.type == "cpu" else f"{self.device.type}."
         return f"{dt.API_NAME}.{kind}{_TYPE_NAMES[self.dtype.name]}"
     if isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), dt.dtype):
-        dtype = dtype.dtype  # a legacy type: t.type(ember.LongTensor)
+        # a legacy type: t.type(ember.LongTensor), t.type(ember.cuda.FloatTensor)
+        kind = getattr(dtype, "device_type", "cpu")
+        return _to_type_name(self, f"ember.{kind}.{_TYPE_NAMES[dtype.dtype.name]}")
     if isinstance(dtype, str) and dtype.endswith("Tensor"):
         return _to_type_name(self, dtype)
     return to(self, dtype=dtype)

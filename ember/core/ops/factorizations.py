@@ -175,6 +175,17 @@ def slogdet(A: Tensor) -> Any:
     return SlogdetResult(sign, logabsdet)
 
 
+LinalgSlogdetResult = return_type("linalg_slogdet", ["sign", "logabsdet"])
+
+
+@composite(variants="", cost=_matrix_cost(2 / 3))
+def linalg_slogdet(A: Tensor) -> Any:
+    """`linalg.slogdet`: `slogdet`'s pair, as PyTorch's `torch.return_types.linalg_slogdet`
+    (`torch.slogdet` returns `torch.return_types.slogdet`)."""
+    sign, logabsdet = _split(_linalg_slogdet(A), (), ())
+    return LinalgSlogdetResult(sign, logabsdet)
+
+
 @composite(variants="function method", cost=_matrix_cost(2 / 3))
 def logdet(input: Tensor) -> Tensor:
     """The natural log of the determinant: NaN where it is negative, -inf where it is 0."""
@@ -1340,6 +1351,26 @@ def linalg_diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -
     size = max(0, min(rows + min(offset, 0), cols - max(offset, 0)))
     i = arange(size, device=A.device)
     return x[..., i - min(offset, 0), i + max(offset, 0)]
+
+
+@composite(variants="function", cost=costs.pointwise(1))
+def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
+    """The Vandermonde matrix of the 1-D `x`: columns `x ** (N-1)` .. `x ** 0` (reversed
+    with `increasing`), as PyTorch builds it (a cumulative product, in `x`'s dtype
+    promoted with int64)."""
+    if x.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    out_dtype = dt.promote_types(x.dtype, dt.int64)
+    if n == 0:
+        return zeros((x.shape[0], 0), dtype=out_dtype, device=x.device)
+    columns = [x.new_ones((x.shape[0], 1), dtype=out_dtype)]
+    if n > 1:
+        columns.append(x.to(out_dtype).unsqueeze(1).expand(x.shape[0], n - 1).cumprod(1))
+    result = cat(columns, 1)
+    return result if increasing else result.flip(1)
 
 
 @composite(variants="", cost=costs.pointwise(1))

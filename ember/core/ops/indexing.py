@@ -30,6 +30,7 @@ from typing import Any
 
 from ember.core import costs
 from ember.core import dtype as dt
+from ember.core import forward_ad as fw
 from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.creation import arange, full, zeros
 from ember.core.declare import composite, primitive
@@ -216,7 +217,7 @@ def index_put_into_zeros(g: Tensor, shape: tuple, parsed: ParsedIndex) -> Tensor
     out = zeros(shape, dtype=g.dtype, device=g.device)
     run_inplace("setitem", out, g, *parsed.tensors, index=parsed.spec,
                 accumulate=not parsed.basic)
-    if state.enabled and g._requires_grad:
+    if state.enabled and g._requires_grad or fw.active:
         record("IndexPutBackward0", _bw_index_put_zeros, (g,), out, parsed=parsed)
     return out
 
@@ -302,7 +303,7 @@ def setitem(input: Tensor, key: Any, value: Any) -> None:
     x, key = unsqueeze_bools(input, key)  # x: input, or a view of it with unit dimensions
     parsed = parse(x, key)
     value = _write_value(x, value, parsed)
-    if not (state.enabled and (input._requires_grad or value._requires_grad)):
+    if not (state.enabled and (input._requires_grad or value._requires_grad) or fw.active):
         run_inplace("setitem", x, value, *parsed.tensors, index=parsed.spec,
                     accumulate=False)
         input._vc[0] += 1
@@ -319,7 +320,7 @@ def _index_put(x: Tensor, parsed: ParsedIndex, value: Tensor) -> Tensor:
     """Out of place: a copy of `x` with `value` written at `parsed`."""
     out = run("clone", x)
     run_inplace("setitem", out, value, *parsed.tensors, index=parsed.spec, accumulate=False)
-    if state.enabled and (x._requires_grad or value._requires_grad):
+    if state.enabled and (x._requires_grad or value._requires_grad) or fw.active:
         record("IndexPutBackward0", _bw_index_put, (x, value), out, parsed=parsed,
                vshape=tuple(value.shape))
     return out

@@ -112,6 +112,10 @@ _MATMUL_LABELS = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBack
            operators="__matmul__ __rmatmul__")
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """The matrix product, with NumPy's rules for 1-D operands and batch broadcasting."""
+    if getattr(input, "is_sparse", False) or getattr(other, "is_sparse", False):
+        from ember.core.sparse_ops import sparse_matmul  # (only a sparse operand pays)
+
+        return sparse_matmul(input, other, "matmul")
     label = _MATMUL_LABELS.get((input.ndim, other.ndim), "MatmulBackward0")
     return apply_labelled(OPS["matmul"], label, input, other)
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from ember.core import costs, tracing
 from ember.core import dtype as dt
+from ember.core import forward_ad as fw
 from ember.core.apply import apply, record_grad
 from ember.core.backend import numpy_dtype
 from ember.core.creation import arange, full, ones, tensor, zeros
@@ -911,7 +912,7 @@ def max_pool_with_indices(op: str, n: int, input: Tensor, kernel_size: Any, stri
     if fused is None:
         return None
     values, k_index = fused
-    if state.enabled and input._requires_grad:
+    if state.enabled and input._requires_grad or fw.active:
         # without indices, the backward recovers the positions from input and values (a
         # tensor of its own on the values' buffer, so that an in-place op on the output,
         # such as relu_, does not make backward raise; the backward then recomputes them)

@@ -20,6 +20,7 @@ from typing import Any
 
 from ember.core import costs
 from ember.core import dtype as dt
+from ember.core import forward_ad as fw
 from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.backend import ViewNotPossible
 from ember.core.declare import composite, primitive
@@ -147,7 +148,7 @@ def _reshape_impl(x: Tensor, shape: tuple, must_view: bool, op: str,
         viewed = False
     if viewed:
         as_view(out, x, lambda b: reshape(b, shape))
-    if state.enabled and x._requires_grad:
+    if state.enabled and x._requires_grad or fw.active:
         record_grad(reshape_op, (x,), {"shape": shape, "copy": not viewed}, out,
                     label or ("ViewBackward0" if viewed else "UnsafeViewBackward0"))
     return out

@@ -14,11 +14,12 @@ from typing import Any
 from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import record_grad
-from ember.core.creation import arange, full
+from ember.core.creation import arange, full, tensor
 from ember.core.declare import composite
 from ember.core.dispatch import run
 from ember.core.grad_mode import no_grad
 from ember.core.opdef import OPS, Grad
+from ember.core.ops import introsort
 from ember.core.ops.elementwise import to_dtype, where
 from ember.core.ops.indexing import gather_in_bounds
 from ember.core.ops.reduction import pair_out
@@ -36,11 +37,31 @@ NanmedianResult = return_type("nanmedian", ["values", "indices"])
 ModeResult = return_type("mode", ["values", "indices"])
 
 
-def sorted_indices(x: Tensor, d: int, descending: bool = False) -> Tensor:
-    """int64 indices that order `x` along normalized dim `d` (1-d or more), stably; NaN
-    last ascending, first descending."""
+# the most elements whose equal keys are put in PyTorch's CPU order by emulating its
+# unstable sort on the host (pure Python); larger sorts keep the stable order
+TIE_ORDER_LIMIT = 1 << 15
+
+
+def sorted_indices(x: Tensor, d: int, descending: bool = False,
+                   stable: bool = True) -> Tensor:
+    """int64 indices that order `x` along normalized dim `d` (1-d or more); NaN last
+    ascending, first descending. Equal keys keep their index order, or with
+    `stable=False` on the CPU take the order PyTorch's unstable CPU sort gives them."""
     key = to_dtype(x, dt.uint8) if x._dtype is dt.bool_ else x
-    return run("topk", key, k=x.shape[d], dim=d, largest=bool(descending))
+    idx = run("topk", key, k=x.shape[d], dim=d, largest=bool(descending))
+    if stable or x.device.type != "cpu" or x.numel() > TIE_ORDER_LIMIT or x.shape[d] < 2:
+        return idx
+    values = gather_in_bounds(key, d, idx)
+    n = x.shape[d]
+    a, b = values.narrow(d, 0, n - 1), values.narrow(d, 1, n - 1)
+    if not bool(((a == b) | (a.isnan() & b.isnan())).any()):
+        return idx  # no ties: every correct sort gives this order
+    rows = movedim(key, d, -1)
+    shape = rows.shape
+    order = [introsort.std_sort_order(row, descending)
+             for row in reshape(rows, (-1, n)).tolist()]
+    idx = tensor(order, dtype=dt.int64, device=x.device)
+    return movedim(reshape(idx, shape), -1, d)
 
 
 def _as_row(op: str, input: Tensor, dim: int) -> tuple[Tensor, int]:
@@ -61,22 +82,24 @@ def _unrow(input: Tensor, t: Tensor) -> Tensor:
 def sort(input: Tensor, dim: int = -1, descending: bool = False, *,
          stable: bool | None = False, out: Any = None) -> Any:
     """The values along `dim` in ascending order (descending with `descending=True`), and
-    the indices they came from, as a named (values, indices) pair. The order is always
-    stable (equal values keep their order), so `stable` changes nothing; NaN sorts as
-    larger than any number."""
+    the indices they came from, as a named (values, indices) pair; NaN sorts as larger
+    than any number. With `stable=True` equal values keep their order; otherwise (the
+    default) CPU tensors give equal values PyTorch's CPU order (its unstable sort's), up
+    to `TIE_ORDER_LIMIT` elements, and other devices the stable one."""
     if out is not None:
-        return pair_out("sort", input, out, lambda: sort(input, dim, descending))
+        return pair_out("sort", input, out,
+                        lambda: sort(input, dim, descending, stable=stable))
     x, d = _as_row("sort", input, dim)
-    idx = sorted_indices(x, d, descending)
+    idx = sorted_indices(x, d, descending, stable=bool(stable))
     return SortResult(_unrow(input, gather_in_bounds(x, d, idx)), _unrow(input, idx))
 
 
 @composite(variants="function method", cost=costs.reduction(8))
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, *,
             stable: bool = False) -> Tensor:
-    """The indices that sort `input` along `dim` (see `sort`)."""
+    """The indices that sort `input` along `dim` (see `sort`, also for `stable`)."""
     x, d = _as_row("argsort", input, dim)
-    return _unrow(input, sorted_indices(x, d, descending))
+    return _unrow(input, sorted_indices(x, d, descending, stable=bool(stable)))
 
 
 @composite(variants="function method", cost=costs.reduction(8))

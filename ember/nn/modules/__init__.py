@@ -8,13 +8,17 @@ from ember.nn.containers import (  # noqa: F401
     Sequential,
 )
 from ember.nn.module import Module  # noqa: F401
-from ember.nn.modules import module  # noqa: F401 - PyTorch's path to the global hooks
+from ember.nn.modules import (
+    module,  # noqa: F401 - PyTorch's path to the global hooks
+    utils,  # noqa: F401 - torch.nn.modules.utils._pair
+)
 from ember.nn.modules.activation import *  # noqa: F401, F403
 from ember.nn.modules.conv import *  # noqa: F401, F403
 from ember.nn.modules.distance import *  # noqa: F401, F403
 from ember.nn.modules.dropout import *  # noqa: F401, F403
 from ember.nn.modules.flatten import *  # noqa: F401, F403
 from ember.nn.modules.fold import *  # noqa: F401, F403
+from ember.nn.modules.lazy import *  # noqa: F401, F403
 from ember.nn.modules.linear import *  # noqa: F401, F403
 from ember.nn.modules.loss import *  # noqa: F401, F403
 from ember.nn.modules.normalization import *  # noqa: F401, F403

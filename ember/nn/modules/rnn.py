@@ -30,6 +30,7 @@ from typing import Any
 import ember
 from ember import Tensor
 from ember.autograd import Function
+from ember.core import forward_ad as _fw
 from ember.core.ops import nn as _nnops
 from ember.core.ops.shape import named_view
 from ember.nn import functional as F
@@ -532,6 +533,10 @@ def _double_backward(ctx: Any, grads: tuple) -> tuple:
 def _run_layer(mode: str, reverse: bool, steps: _Steps, x: Tensor, h0: Tensor,
                c0: Tensor | None, weights: tuple) -> tuple:
     args = (x, h0, c0) + weights
+    if _fw.active and _fw.tangents_of(args) is not None:
+        # forward-mode AD: the layer op by op, each op giving its output's tangent (the
+        # fused kernels' custom Function has no forward formula)
+        return _reference_layer(mode, reverse, steps, *args)
     if ember.is_grad_enabled() and any(t is not None and t.requires_grad for t in args):
         return _RecurrentLayer.apply(mode, reverse, steps, *args)
     with ember.no_grad():

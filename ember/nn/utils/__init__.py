@@ -1,7 +1,14 @@
 """`ember.nn.utils`: gradient clipping, parameter/vector conversion, spectral and weight
 normalization, and (in `rnn`) variable-length sequence packing."""
 
-from ember.nn.utils import parametrizations, parametrize, prune, rnn, stateless  # noqa: F401
+from ember.nn.utils import (  # noqa: F401
+    fusion,
+    parametrizations,
+    parametrize,
+    prune,
+    rnn,
+    stateless,
+)
 from ember.nn.utils.clip_grad import (  # noqa: F401
     clip_grad_norm,
     clip_grad_norm_,
@@ -11,6 +18,12 @@ from ember.nn.utils.clip_grad import (  # noqa: F401
 from ember.nn.utils.convert_parameters import (  # noqa: F401
     parameters_to_vector,
     vector_to_parameters,
+)
+from ember.nn.utils.fusion import (  # noqa: F401
+    fuse_conv_bn_eval,
+    fuse_conv_bn_weights,
+    fuse_linear_bn_eval,
+    fuse_linear_bn_weights,
 )
 from ember.nn.utils.spectral_norm import (  # noqa: F401
     remove_spectral_norm,

@@ -129,9 +129,11 @@ def pack_padded_sequence(input: Tensor, lengths: Tensor | Sequence[int],
                                "to pack_padded_sequence and/or pack_sequence to sidestep this "
                                "requirement if you do not need ONNX exportability.")
     else:
-        order = sorted(range(len(lens)), key=lambda i: -lens[i])  # stable for ties
-        lens = [lens[i] for i in order]
-        sorted_indices = ember.tensor(order, dtype=ember.int64, device=input.device)
+        # PyTorch's torch.sort(lengths, descending=True): its CPU order of equal lengths
+        # decides which sequence is in which row (and so which dropout mask it gets)
+        order = ember.sort(ember.tensor(lens, dtype=ember.int64), descending=True).indices
+        lens = [lens[i] for i in order.tolist()]
+        sorted_indices = order.to(input.device)
         input = ember.index_select(input, batch_dim, sorted_indices)
     if lens and lens[-1] <= 0:
         raise RuntimeError("Length of all samples has to be greater than 0, but found an "

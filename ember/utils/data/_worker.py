@@ -224,19 +224,21 @@ def _numpy_seed(base_seed: int, worker_id: int) -> np.ndarray:
 
 
 def _parent_alive(parent_pid: int) -> bool:
-    # an orphaned process is re-parented (to init or a subreaper): its parent pid changes
+    # an orphaned process is re-parented (to init or a subreaper): its parent pid changes.
+    # `parent_pid` is the parent found at start, as PyTorch's ManagerWatchdog keeps it: a
+    # "forkserver" worker is the fork server's child, which ends with the loader's process
     return os.getppid() == parent_pid
 
 
 def worker_loop(is_iterable: bool, dataset: Any, index_queue: Any, data_queue: Any,
                 done_event: Any, auto_collation: bool, collate_fn: Any, drop_last: bool,
-                base_seed: int, init_fn: Any, worker_id: int, num_workers: int,
-                parent_pid: int) -> None:
+                base_seed: int, init_fn: Any, worker_id: int, num_workers: int) -> None:
     """The body of a worker process: take (task index, sampler index) from `index_queue`,
     put (task index, kind, pickled payload) on `data_queue`, until told to stop (None) or
     the parent dies."""
     global _worker_info
     where = f"in DataLoader worker process {worker_id}"
+    parent_pid = os.getppid()  # the process that started this one (see _parent_alive)
     try:
         seed = base_seed + worker_id
         random.seed(seed)

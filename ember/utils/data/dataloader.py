@@ -454,7 +454,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._workers = pool.workers
         # shuts the workers down when this iterator is collected or at interpreter exit
         self._finalizer = weakref.finalize(self, pool.shutdown)
-        parent_pid = os.getpid()
         try:
             for i in range(self._num_workers):
                 index_queue = context.Queue()
@@ -465,7 +464,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                     args=(self._is_iterable, self._dataset, index_queue, pool.data_queue,
                           pool.done_event, self._auto_collation, self._collate_fn,
                           self._drop_last, self._base_seed, self._worker_init_fn, i,
-                          self._num_workers, parent_pid),
+                          self._num_workers),
                     name=f"ember-data-worker-{i}",
                     daemon=True)
                 w.start()

@@ -1,5 +1,10 @@
-"""Neural Transfer Using PyTorch (the tutorial), with a small random CNN standing in for
-VGG19's pretrained features and NumPy-made content/style images instead of downloads."""
+"""The PyTorch tutorial "Neural Transfer Using PyTorch" (Gatys et al.) as written there,
+with a small fixed random VGG-like `features` Sequential in place of the downloaded
+vgg19 and synthetic NumPy images in place of picasso.jpg / dancing.jpg: Normalization
+(.clone().detach().view(-1, 1, 1)), ContentLoss / StyleLoss modules inserted after chosen
+convolutions (add_module), the model trimmed after the last loss by Sequential slicing,
+and LBFGS optimizing the input image itself (requires_grad_(True), clamp_ under
+no_grad in the closure, run = [0] counter)."""
 import argparse
 import copy
 
@@ -9,25 +14,23 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--imsize", type=int, default=32)
-parser.add_argument("--num_steps", type=int, default=100)
-args = parser.parse_args()
-
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 torch.set_default_device(device)
-torch.manual_seed(0)
+
+parser = argparse.ArgumentParser()
+parser.add_argument('--imsize', type=int, default=32)
+parser.add_argument('--num-steps', type=int, default=40)
+args = parser.parse_args()
 
 # desired size of the output image
 imsize = args.imsize
 
 
 def image_loader(seed):
-    # a smooth random picture in [0, 1], as ToTensor() would give
+    # fake the PIL + transforms.Resize + ToTensor pipeline: a (1, 3, H, W) float tensor in [0, 1]
     rng = np.random.RandomState(seed)
-    coarse = rng.rand(3, 4, 4).astype(np.float32)
-    image = torch.from_numpy(coarse).unsqueeze(0)
-    image = F.interpolate(image, size=(imsize, imsize), mode="bilinear", align_corners=False)
+    coarse = torch.from_numpy(rng.rand(1, 3, imsize // 4, imsize // 4).astype(np.float32))
+    image = F.interpolate(coarse, size=(imsize, imsize), mode='bilinear', align_corners=False)
     return image.to(device, torch.float)
 
 
@@ -36,7 +39,6 @@ content_img = image_loader(2)
 
 assert style_img.size() == content_img.size(), \
     "we need to import style and content images of the same size"
-print(f"style {tuple(style_img.shape)} content {tuple(content_img.shape)}")
 
 
 class ContentLoss(nn.Module):
@@ -59,7 +61,7 @@ def gram_matrix(input):
     # b=number of feature maps
     # (c,d)=dimensions of a f. map (N=c*d)
 
-    features = input.view(a * b, c * d)  # resize F_XL into \\hat F_XL
+    features = input.view(a * b, c * d)  # resize F_XL into \hat F_XL
 
     G = torch.mm(features, features.t())  # compute the gram product
 
@@ -80,16 +82,17 @@ class StyleLoss(nn.Module):
         return input
 
 
-# a small VGG-like feature extractor (the tutorial loads vgg19(...).features.eval())
+torch.manual_seed(0)
+# in place of models.vgg19(weights=models.VGG19_Weights.DEFAULT).features.eval()
 cnn = nn.Sequential(
-    nn.Conv2d(3, 8, kernel_size=3, padding=1), nn.ReLU(inplace=True),
-    nn.Conv2d(8, 8, kernel_size=3, padding=1), nn.ReLU(inplace=True),
-    nn.MaxPool2d(kernel_size=2, stride=2),
-    nn.Conv2d(8, 16, kernel_size=3, padding=1), nn.ReLU(inplace=True),
-    nn.Conv2d(16, 16, kernel_size=3, padding=1), nn.ReLU(inplace=True),
-    nn.MaxPool2d(kernel_size=2, stride=2),
-    nn.Conv2d(16, 16, kernel_size=3, padding=1), nn.ReLU(inplace=True),
-    nn.Conv2d(16, 16, kernel_size=3, padding=1), nn.ReLU(inplace=True),
+    nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(inplace=True),
+    nn.Conv2d(8, 8, 3, padding=1), nn.ReLU(inplace=True),
+    nn.MaxPool2d(2, 2),
+    nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(inplace=True),
+    nn.Conv2d(16, 16, 3, padding=1), nn.ReLU(inplace=True),
+    nn.MaxPool2d(2, 2),
+    nn.Conv2d(16, 16, 3, padding=1), nn.ReLU(inplace=True),
+    nn.Conv2d(16, 16, 3, padding=1), nn.ReLU(inplace=True),
 ).eval()
 
 cnn_normalization_mean = torch.tensor([0.485, 0.456, 0.406])
@@ -236,7 +239,7 @@ def run_style_transfer(cnn, normalization_mean, normalization_std,
             loss.backward()
 
             run[0] += 1
-            if run[0] % 50 == 0:
+            if run[0] % 10 == 0:
                 print("run {}:".format(run))
                 print('Style Loss : {:4f} Content Loss: {:4f}'.format(
                     style_score.item(), content_score.item()))
@@ -255,4 +258,6 @@ def run_style_transfer(cnn, normalization_mean, normalization_std,
 
 output = run_style_transfer(cnn, cnn_normalization_mean, cnn_normalization_std,
                             content_img, style_img, input_img, num_steps=args.num_steps)
-print(f"output {tuple(output.shape)} in [0, 1]: {bool(output.min() >= 0 and output.max() <= 1)}")
+print(output.shape, output.requires_grad, output.min().item() >= 0, output.max().item() <= 1)
+unloader_copy = copy.deepcopy(output.detach()).cpu().squeeze(0)
+print(unloader_copy.size(), unloader_copy.is_leaf)

@@ -1,0 +1,376 @@
+"""The ops of sparse COO tensors: products with a dense matrix (`torch.sparse.mm`,
+`spmm`, `mm`/`matmul`/`@` with a sparse operand), `torch.sparse.sum`, `softmax` and
+`log_softmax` over the specified entries, arithmetic (`+`, `-` of two sparse tensors;
+`*`, `/` by a scalar; `*` by a dense tensor of the same shape), and transposes.
+
+Each is written with dense ops on the indices and values (ember.core.sparse_coo), so it
+runs on every backend and its gradient is the dense ops': `sparse @ dense` is a gather
+of the dense rows at the column indices, scaled by the values, and an index_add into
+the rows of the result.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+from ember.core import dtype as dt
+from ember.core.creation import zeros
+from ember.core.host import dtype_arg
+from ember.core.ops.shape import cat
+from ember.core.shapes import normalize_dim
+from ember.core.sparse_coo import (
+    SparseTensor,
+    coalesced,
+    labelled,
+    linear_index,
+    make,
+    unsupported,
+)
+from ember.core.tensor import Tensor
+
+_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                 "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
+                 "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+# -- products -------------------------------------------------------------------------
+
+
+def _sparse_dense_mm(s: SparseTensor, d: Tensor, op: str) -> Tensor:
+    """`s @ d` for a 2-D sparse `s` (no dense dimensions) and a 1-D or 2-D dense `d`; its
+    node is named as PyTorch's (`torch.sparse.mm`: SparseAddmmBackward0, else
+    MmBackward0 or MvBackward0)."""
+    if s.sparse_dim() != 2 or s.dense_dim():
+        raise RuntimeError(f"{op}: expected a 2-D sparse matrix (sparse_dim 2, dense_dim 0), "
+                           f"got sparse_dim {s.sparse_dim()} and dense_dim {s.dense_dim()}")
+    if d.is_sparse:  # sparse @ sparse: a sparse result of the product's nonzeros
+        return _sparse_dense_mm(s, d.to_dense(), op).to_sparse()
+    if d.ndim not in (1, 2):
+        raise RuntimeError(f"{op}: expected the dense operand to be 1-D or 2-D, got "
+                           f"{d.ndim}-D")
+    if d.device is not s.device:
+        raise RuntimeError(f"{op}: expected all tensors to be on the same device, but found "
+                           f"at least two devices, {s.device} and {d.device}!")
+    if d.dtype is not s.dtype:
+        raise RuntimeError(f"expected scalar type {_SCALAR_NAMES[s.dtype.name]} but found "
+                           f"{_SCALAR_NAMES[d.dtype.name]}")
+    rows, inner = s.shape
+    if d.shape[0] != inner:
+        raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {inner}, got "
+                           f"{d.shape[0]}")
+    dense = d.unsqueeze(1) if d.ndim == 1 else d
+    row, col = s._ind[0], s._ind[1]
+    contrib = dense.index_select(0, col) * s._vals.unsqueeze(1)
+    if s._nnz():
+        out = zeros((rows, dense.shape[1]), dtype=s.dtype, device=s.device)
+        out = out.index_add(0, row, contrib)
+    else:  # no entries: zeros, still in the graph of both operands (as PyTorch's)
+        out = contrib.sum(0, keepdim=True).expand(rows, dense.shape[1])
+    out = out.squeeze(1) if d.ndim == 1 else out
+    return labelled(out, "SparseAddmmBackward0" if op == "sparse.mm" else
+                    "MvBackward0" if d.ndim == 1 else "MmBackward0")
+
+
+def sparse_matmul(input: Tensor, other: Tensor, op: str = "mm") -> Tensor:
+    """The product of two matrices, one of them or both sparse (the other dense):
+    `torch.mm`, `torch.matmul` and `@` call it when an operand is sparse."""
+    if input.is_sparse:
+        return _sparse_dense_mm(input, other, op)
+    if other.ndim != 2 or input.ndim not in (1, 2):
+        raise RuntimeError(f"{op}: a dense operand times a sparse one takes a 1-D or 2-D "
+                           f"dense tensor and a 2-D sparse one, got {input.ndim}-D and "
+                           f"{other.ndim}-D")
+    # dense @ sparse = (sparse^T @ dense^T)^T
+    if input.ndim == 1:
+        return _sparse_dense_mm(transpose(other, 0, 1), input, op)
+    return labelled(_sparse_dense_mm(transpose(other, 0, 1), input.t(), op).t(), "MmBackward0")
+
+
+def mm(mat1: Tensor, mat2: Tensor, reduce: str = "sum") -> Tensor:
+    r"""The matrix product of a sparse matrix `mat1` and a dense (or sparse) `mat2`, as
+    ``torch.sparse.mm``; two dense matrices are multiplied as ``torch.mm`` does.
+
+    The gradient of a sparse `mat1` that requires grad is sparse, with `mat1`'s indices
+    (the gradient where `mat1` has entries).
+    """
+    if reduce != "sum":
+        raise NotImplementedError(f"torch.sparse.mm: ember supports reduce='sum' only, got "
+                                  f"{reduce!r}")
+    if not (mat1.is_sparse or mat2.is_sparse):
+        return mat1.mm(mat2)
+    return sparse_matmul(mat1, mat2, "sparse.mm")
+
+
+def spmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """`input @ mat2` where `input` may be sparse (``torch.spmm``, ``torch.mm``'s twin)."""
+    return input.mm(mat2)
+
+
+def addmm(mat: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,
+          alpha: Any = 1) -> Tensor:
+    """`beta * mat + alpha * (mat1 @ mat2)` for a sparse `mat1` (``torch.sparse.addmm``)."""
+    return labelled(mat.addmm(mat1, mat2, beta=beta, alpha=alpha), "SparseAddmmBackward0")
+
+
+# -- reductions -----------------------------------------------------------------------
+
+
+def _dims(input: SparseTensor, dim: Any) -> list[int]:
+    dims = [dim] if isinstance(dim, numbers.Integral) else list(dim)
+    return sorted({normalize_dim("sum", d, input.ndim) for d in dims})
+
+
+def sparse_sum(input: Tensor, dim: Any = None, dtype: Any = None) -> Tensor:
+    r"""The sum of a sparse tensor's entries over `dim` (all of them when None), as
+    ``torch.sparse.sum``: a dense tensor when every sparse dimension is summed, else a
+    coalesced sparse tensor of the remaining dimensions.
+    """
+    if not input.is_sparse:
+        raise RuntimeError("coalesce expected sparse coordinate tensor layout but got "
+                           "Strided")
+    vals = input._vals
+    if dtype is not None:
+        vals = vals.to(dtype_arg(dtype))
+    elif not (vals.dtype.is_floating_point):
+        vals = vals.to(dt.int64)  # integers sum as int64, as in PyTorch
+    if dim is None:
+        return vals.sum()
+    dims = _dims(input, dim)
+    nsparse = input.sparse_dim()
+    sparse_dims = [d for d in dims if d < nsparse]
+    dense_dims = [d - nsparse + 1 for d in dims if d >= nsparse]
+    if dense_dims:
+        vals = vals.sum(dense_dims)
+    if len(sparse_dims) == nsparse:
+        return vals.sum(0)
+    keep = [d for d in range(nsparse) if d not in sparse_dims]
+    size = tuple(n for d, n in enumerate(input.shape) if d not in dims)
+    return coalesced(make(input._ind[keep], vals, size))
+
+
+def _sum_method(self: SparseTensor, dim: Any = None, keepdim: bool = False,
+                dtype: Any = None) -> Tensor:
+    if keepdim:
+        raise NotImplementedError("sum(keepdim=True) is not supported for sparse tensors")
+    return sparse_sum(self, dim, dtype)
+
+
+# -- softmax over the specified entries -------------------------------------------------
+
+
+def _grouped_softmax(input: Tensor, dim: int, dtype: Any, log: bool) -> Tensor:
+    name = "log_softmax" if log else "softmax"
+    if not input.is_sparse:
+        return input.log_softmax(dim, dtype=dtype) if log else input.softmax(dim, dtype=dtype)
+    s = input.coalesce()
+    d = normalize_dim(name, dim, s.ndim)
+    if d >= s.sparse_dim():
+        vals = s._vals.log_softmax(d - s.sparse_dim() + 1, dtype=dtype) if log else \
+            s._vals.softmax(d - s.sparse_dim() + 1, dtype=dtype)
+        return make(s._ind, vals, s._sparse_size, True)
+    vals = s._vals if dtype is None else s._vals.to(dtype_arg(dtype))
+    if not s._nnz():
+        return make(s._ind, vals, s._sparse_size, True)
+    # entries that share every index but `d` form a group; unspecified ones count as -inf
+    keep = [k for k in range(s.sparse_dim()) if k != d]
+    group_size = tuple(s._sparse_size[k] for k in keep)
+    group = linear_index(s._ind[keep], group_size) if keep else \
+        zeros((s._nnz(),), dtype=dt.int64, device=s.device)
+    _, group = group.unique(return_inverse=True)
+    n = int(group.max().item()) + 1
+    shape = (n,) + tuple(vals.shape[1:])
+    index = group.reshape((-1,) + (1,) * (vals.ndim - 1)).expand(tuple(vals.shape))
+    peak = zeros(shape, dtype=vals.dtype, device=vals.device).scatter_reduce(
+        0, index, vals.detach(), "amax", include_self=False)
+    shifted = vals - peak.gather(0, index)
+    total = zeros(shape, dtype=vals.dtype, device=vals.device).scatter_add(
+        0, index, shifted.exp())
+    out = shifted - total.log().gather(0, index) if log else \
+        shifted.exp() / total.gather(0, index)
+    label = "SparseLogSoftmaxBackward0" if log else "SparseSoftmaxBackward0"
+    return make(s._ind, labelled(out, label), s._sparse_size, True)
+
+
+def softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    r"""Softmax over the specified entries of a sparse tensor along `dim` (the entries it
+    does not specify count as -inf, so they stay unspecified), as
+    ``torch.sparse.softmax``."""
+    return _grouped_softmax(input, dim, dtype, log=False)
+
+
+def log_softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    r"""`log(softmax(input, dim))` over the specified entries, as
+    ``torch.sparse.log_softmax``."""
+    return _grouped_softmax(input, dim, dtype, log=True)
+
+
+# -- arithmetic -----------------------------------------------------------------------
+
+
+def _is_scalar(x: Any) -> bool:
+    return isinstance(x, numbers.Number) or (isinstance(x, Tensor) and not x.is_sparse
+                                             and x.ndim == 0)
+
+
+def add(input: SparseTensor, other: Any, *, alpha: Any = 1) -> SparseTensor:
+    """`input + alpha * other` of two sparse tensors of one size: the union of their
+    entries, summed where both have one."""
+    if not (isinstance(other, Tensor) and other.is_sparse):
+        raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
+                           "instead.")
+    if tuple(other.shape) != tuple(input.shape):
+        raise RuntimeError(f"add: expected sizes of 'self' and 'other' to match, but "
+                           f"{list(input.shape)} != {list(other.shape)}")
+    if other.sparse_dim() != input.sparse_dim():
+        raise RuntimeError(f"add: expected 'self' and 'other' to have same sparse "
+                           f"dimensions, but got {input.sparse_dim()} and "
+                           f"{other.sparse_dim()}")
+    common = dt.promote_types(input.dtype, other.dtype)
+    theirs = (other._vals if alpha == 1 else other._vals * alpha).to(common)
+    if _same_indices(input, other):  # PyTorch's merge pairs the entries one to one
+        return make(input._ind, input._vals.to(common) + theirs, input._sparse_size,
+                    input._coalesced and other._coalesced)
+    # PyTorch merges the two entry lists in index order: for coalesced operands, the
+    # coalesced union; for others, ember gives the same sums, coalesced, but flagged not
+    # coalesced as PyTorch's (whose order and duplicates follow the operands')
+    both = make(cat([input._ind, other._ind], 1), cat([input._vals.to(common), theirs]),
+                input._sparse_size)
+    out = coalesced(both)
+    out._coalesced = input._coalesced and other._coalesced  # PyTorch's flag
+    return out
+
+
+def _same_indices(a: SparseTensor, b: SparseTensor) -> bool:
+    return a._ind is b._ind or (a._ind.shape == b._ind.shape and bool(a._ind.equal(b._ind)))
+
+
+def dense_add(dense: Tensor, sparse: SparseTensor, alpha: Any = 1) -> Tensor:
+    """`dense + alpha * sparse`: a dense tensor (`dense + sparse`, `dense - sparse`)."""
+    if tuple(dense.shape) != tuple(sparse.shape):
+        raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self has "
+                           f"size {list(dense.shape)} while other has size "
+                           f"{list(sparse.shape)} (FYI: dense-sparse addition does not "
+                           "currently support broadcasting)")
+    other = sparse.to_dense()
+    return dense + (other if alpha == 1 else other * alpha)
+
+
+def _reflected_add(alpha: int) -> Any:
+    def method(self: SparseTensor, other: Any) -> Any:
+        if isinstance(other, Tensor):  # (a sparse `other` calls its own __add__ first)
+            return dense_add(other, self, alpha)
+        if isinstance(other, numbers.Number):
+            raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
+                               "instead.")
+        return NotImplemented
+    return method
+
+
+def sub(input: SparseTensor, other: Any, *, alpha: Any = 1) -> SparseTensor:
+    """`input - alpha * other` of two sparse tensors of one size."""
+    return add(input, other, alpha=-alpha)
+
+
+def mul(input: SparseTensor, other: Any) -> SparseTensor:
+    """`input * other`: by a scalar (or 0-d tensor) the values are scaled; by a dense
+    tensor of the same shape, each entry by the dense element at its place."""
+    if _is_scalar(other):
+        return make(input._ind, input._vals * other, input._sparse_size, input._coalesced)
+    if isinstance(other, Tensor) and other.is_sparse:
+        # entries both specify: the dense product, kept where the first has entries
+        return mul(input, other.to_dense())
+    if isinstance(other, Tensor) and tuple(other.shape) == tuple(input.shape):
+        n = input.sparse_dim()
+        at = other[tuple(input._ind[d] for d in range(n))]
+        return make(input._ind, input._vals * at, input._sparse_size, input._coalesced)
+    raise RuntimeError(f"mul: a sparse tensor of size {list(input.shape)} multiplies a "
+                       "number, a 0-d tensor, or a tensor of its own size")
+
+
+def div(input: SparseTensor, other: Any, *, rounding_mode: str | None = None) -> SparseTensor:
+    """`input / other` for a scalar (or 0-d tensor) `other`: the values divided."""
+    if not _is_scalar(other):
+        raise unsupported(input, "div.Tensor")
+    return make(input._ind, input._vals.div(other, rounding_mode=rounding_mode),
+                input._sparse_size, input._coalesced)
+
+
+def neg(input: SparseTensor) -> SparseTensor:
+    return make(input._ind, -input._vals, input._sparse_size, input._coalesced)
+
+
+def transpose(input: SparseTensor, dim0: int, dim1: int) -> SparseTensor:
+    """The sparse tensor with sparse dimensions `dim0` and `dim1` swapped."""
+    d0 = normalize_dim("transpose", dim0, input.ndim)
+    d1 = normalize_dim("transpose", dim1, input.ndim)
+    if d0 == d1:
+        return input
+    n = input.sparse_dim()
+    if d0 >= n or d1 >= n:
+        raise RuntimeError(f"transpose: ember transposes the sparse dimensions of a sparse "
+                           f"tensor only (sparse_dim {n}), got {dim0} and {dim1}")
+    order = list(range(n))
+    order[d0], order[d1] = d1, d0
+    size = list(input._sparse_size)
+    size[d0], size[d1] = size[d1], size[d0]
+    return make(input._ind[order], input._vals, size, False)
+
+
+def t(input: SparseTensor) -> SparseTensor:
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                           f"{input.ndim}D")
+    return input if input.ndim < 2 else transpose(input, 0, 1)
+
+
+def _binary(fn: Any, reflected: bool = False) -> Any:
+    def method(self: SparseTensor, other: Any, **kwargs: Any) -> Any:
+        if not isinstance(other, (Tensor, numbers.Number)):
+            return NotImplemented
+        return fn(self, other, **kwargs)
+    if reflected:  # `number * sparse`, and `dense * sparse`: Python asks the subclass first
+        def rmethod(self: SparseTensor, other: Any) -> Any:
+            if not isinstance(other, (Tensor, numbers.Number)):
+                return NotImplemented
+            return fn(self, other)
+        return rmethod
+    return method
+
+
+def _matmul_method(self: SparseTensor, other: Tensor) -> Tensor:
+    return sparse_matmul(self, other, "matmul")
+
+
+def _mm_method(self: SparseTensor, mat2: Tensor) -> Tensor:
+    return sparse_matmul(self, mat2, "mm")
+
+
+for _name, _fn in (("add", add), ("sub", sub), ("mul", mul)):
+    setattr(SparseTensor, _name, _binary(_fn))
+    setattr(SparseTensor, f"__{_name}__", _binary(_fn))
+SparseTensor.div = SparseTensor.__truediv__ = SparseTensor.true_divide = \
+    SparseTensor.divide = _binary(div)
+SparseTensor.multiply = SparseTensor.mul
+SparseTensor.__rmul__ = _binary(mul, reflected=True)
+SparseTensor.__radd__ = _reflected_add(1)
+SparseTensor.__rsub__ = _reflected_add(-1)
+SparseTensor.neg = SparseTensor.__neg__ = SparseTensor.negative = neg
+SparseTensor.transpose = transpose
+SparseTensor.t = t
+SparseTensor.T = property(lambda self: t(self))
+SparseTensor.sum = _sum_method
+SparseTensor.mm = SparseTensor.spmm = _mm_method
+SparseTensor.matmul = SparseTensor.__matmul__ = _matmul_method
+# `ember.<name>(sparse, ...)`: the function forms that take a sparse first operand (see
+# declare._sparse_form); PyTorch's others (softmax ...) refuse it, and so do ember's
+SparseTensor.function_forms = {
+    "t": t, "transpose": transpose, "sum": _sum_method, "clone": SparseTensor.clone,
+    "detach": SparseTensor.detach, "neg": neg, "add": add, "sub": sub, "mul": mul,
+    "div": div}
+SparseTensor.second_operand_forms = {  # `ember.add(dense, sparse)` & co
+    "add": lambda input, other, *, alpha=1: dense_add(input, other, alpha),
+    "sub": lambda input, other, *, alpha=1: dense_add(input, other, -alpha),
+    "mul": lambda input, other: mul(other, input)}
+SparseTensor.softmax = lambda self, dim, dtype=None: softmax(self, dim, dtype=dtype)
+SparseTensor.log_softmax = lambda self, dim, dtype=None: log_softmax(self, dim, dtype=dtype)
