@@ -790,3 +790,31 @@ __all__ = [
     # checkpoints, subpackages
     "save", "load", "utils",
 ]
+
+# PyTorch's top-level in-place functions: `torch.sin_(x)` is `x.sin_()`, the op's in-place
+# variant (bound where ember declares it)
+_INPLACE_FUNCTIONS = (
+    "abs_", "acos_", "acosh_", "addmv_", "arccos_", "arccosh_", "arcsin_", "arcsinh_",
+    "arctan_", "arctanh_", "as_strided_", "asin_", "asinh_", "atan_", "atanh_", "ceil_",
+    "clamp_", "clamp_max_", "clamp_min_", "clip_", "cos_", "cosh_", "deg2rad_", "detach_",
+    "erf_", "erfc_", "exp2_", "exp_", "expm1_", "fix_", "floor_", "frac_", "gcd_", "i0_",
+    "index_put_", "lcm_", "ldexp_", "log10_", "log1p_", "log2_", "log_", "logit_",
+    "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_", "relu_", "round_",
+    "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_",
+    "trunc_", "xlogy_",
+)
+
+
+def _bind_inplace_functions() -> list[str]:
+    from ember.core.opdef import OPS
+
+    by_name = {n: op for op in OPS.values() if op.public_inplace is not None
+               for n in (op.name, *op.aliases)}
+    bound = [name for name in _INPLACE_FUNCTIONS
+             if name not in globals() and name[:-1] in by_name]
+    for name in bound:
+        globals()[name] = by_name[name[:-1]].public_inplace
+    return bound
+
+
+__all__ += _bind_inplace_functions()

@@ -1157,6 +1157,22 @@ def test_autograd_gradcheck_checks_a_custom_function():
     assert callable(ember.autograd.gradgradcheck)
 
 
+def test_gradcheck_takes_torchs_keywords():
+    # the "Fusing Convolution and Batch Norm" tutorial calls gradcheck(..., fast_mode=False)
+    x = ember.tensor([0.5, -1.0, 2.0], dtype=ember.float64, requires_grad=True)
+    cube = lambda t: t ** 3  # noqa: E731
+    for fast in (False, True):
+        assert ember.autograd.gradcheck(cube, (x,), fast_mode=fast, nondet_tol=0.0,
+                                        check_undefined_grad=True, check_grad_dtypes=True)
+        assert ember.autograd.gradgradcheck(cube, (x,), fast_mode=fast,
+                                            gen_non_contig_grad_outputs=False)
+    wrong = lambda t: t.detach() ** 3 + t  # noqa: E731 - a gradient of 1, not 3t^2
+    assert not ember.autograd.gradcheck(wrong, (x,), fast_mode=True, raise_exception=False)
+    # nothing to check: passes, as torch's
+    assert ember.autograd.gradcheck(wrong, (x,), check_backward_ad=False)
+    assert ember.autograd.gradgradcheck(wrong, (x,), check_rev_over_rev=False)
+
+
 # -- torch.func: grad, grad_and_value, vmap -------------------------------------------------
 
 
@@ -1215,3 +1231,120 @@ def test_autograd_function_module_and_grad_errors_match_torch():
         with pytest.raises(RuntimeError, match=r"^The differentiated Tensor at index 1 appears to "
                                                r"not have been used in the graph"):
             L.autograd.grad((x * 2).sum(), [x, x * 3])
+
+
+def test_saved_tensors_hooks_as_torch():
+    # "Hooks for autograd saved tensors": every tensor saved for backward goes through the
+    # innermost pack hook, and backward reads it back through the unpack hook
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (torch, ember):
+        log = []
+        a = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        b = lib.tensor([4.0, 5.0, 6.0], requires_grad=True) * 2
+        storage = []
+
+        def pack(x, log=log, storage=storage):
+            log.append(("pack", tuple(x.shape)))
+            storage.append(x.detach().clone())
+            return len(storage) - 1
+
+        def unpack(i, log=log, storage=storage):
+            log.append(("unpack", i))
+            return storage[i]
+
+        with lib.autograd.graph.saved_tensors_hooks(pack, unpack):
+            y = (a * b).sum()
+        with lib.autograd.graph.saved_tensors_hooks(lambda x: x * 0, lambda x: x):
+            z = a.sin()  # backward reads the zeros the pack hook made: cos(0) = 1
+        y.backward()
+        z.sum().backward()
+        with lib.autograd.graph.save_on_cpu():
+            w = (a * a).sum()
+        w.backward()
+        with lib.autograd.graph.disable_saved_tensors_hooks("no hooks here"):
+            with pytest.raises(RuntimeError, match="no hooks here"):
+                with lib.autograd.graph.saved_tensors_hooks(pack, unpack):
+                    pass
+        results.append((sorted(log), a.grad.tolist()))
+    assert results[0] == results[1]
+    assert results[1][1] == [8.0 + 1.0 + 2.0, 10.0 + 1.0 + 4.0, 12.0 + 1.0 + 6.0]
+
+
+def test_grad_fn_saved_values_as_torch():
+    # the saved-tensors tutorial prints `d.grad_fn._saved_self is a` (True) and
+    # `y is y.grad_fn._saved_result` (False: an output is unpacked as a new object)
+    torch = pytest.importorskip("torch")
+    got = []
+    for lib in (torch, ember):
+        a = lib.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        b = lib.ones(3, requires_grad=True)
+        d = a * b
+        y = a.exp()
+        r = y.grad_fn._saved_result
+        s = a.sin()
+        s.sum().backward()
+        with pytest.raises(RuntimeError, match="Trying to backward through the graph a "
+                                               "second time"):
+            getattr(s.grad_fn, "_saved_self")  # noqa: B009 - the attribute read is the test
+        with pytest.raises(AttributeError, match="'SinBackward0' object has no attribute "
+                                                 "'_saved_foo'"):
+            getattr(s.grad_fn, "_saved_foo")  # noqa: B009
+        got.append((d.grad_fn._saved_self is a, d.grad_fn._saved_other is b, y.equal(r),
+                    y is r, r.requires_grad, r.grad_fn is y.grad_fn))
+    assert got[0] == got[1] == (True, True, True, False, True, True)
+
+
+def test_reflected_commutative_operators_put_the_tensor_first_as_torch():
+    # `2 * b` is torch's b.mul(2): MulBackward0's edges are (b's node, None); and a leaf's
+    # node is named torch::autograd::AccumulateGrad (the alias's API name here)
+    torch = pytest.importorskip("torch")
+
+    def edges(lib):
+        b = lib.ones(3, requires_grad=True).sin()
+        out = []
+        for r in (2 * b, b * 2, 1 + b, b + 1, True + b, 2.5 * b.double()):
+            out.append([None if n is None else n.name() for n, _ in r.grad_fn.next_functions])
+        return out, lib.ones(1, requires_grad=True).mul(2).grad_fn.next_functions[0][0]
+
+    (want, t_acc), (got, e_acc) = edges(torch), edges(ember)
+    assert got == want
+    assert e_acc.name() == "ember::autograd::AccumulateGrad" == t_acc.name().replace(
+        "torch::", "ember::")
+    assert repr(e_acc).startswith("<AccumulateGrad object at 0x")
+    assert (2 * ember.tensor([1, 2])).tolist() == [2, 4]
+
+
+def test_nodes_of_stack_squeeze_and_max_along_a_dim_are_torchs():
+    # printed forms show these names (`torch.stack(losses)`, `model(x).squeeze()`,
+    # `out.max(1)[0]`): one node each, with PyTorch's edges, gradients and double backward
+    torch = pytest.importorskip("torch")
+
+    def run(lib):
+        x = lib.tensor(np.random.default_rng(0).standard_normal((3, 1, 4)), requires_grad=True)
+        y = x * 2
+        outs = [lib.stack([x, y], 1), lib.stack([y, x.detach()], -1), y.squeeze(), y.squeeze(1),
+                y.squeeze((0, 1)), y.squeeze(0), y.max(2)[0], y.min(0, keepdim=True)[0]]
+        names = [(o.grad_fn.name(), [None if n is None else n.name().replace("torch::", "")
+                                     .replace("ember::", "") for n, _ in o.grad_fn.next_functions])
+                 for o in outs]
+        total = sum((o * o).sum() for o in outs)
+        (g,) = lib.autograd.grad(total, x, create_graph=True)
+        (gg,) = lib.autograd.grad((g * g).sum(), x)
+        return names, g.tolist(), gg.tolist()
+
+    assert run(ember) == run(torch)
+
+
+def test_node_names_with_digits_are_torchs():
+    # PyTorch capitalises after the digit in these (Log1PBackward0, Im2ColBackward0)
+    torch = pytest.importorskip("torch")
+
+    def names(lib):
+        x = (lib.ones(3) + 0.5).requires_grad_()
+        F = lib.nn.functional
+        return [x.log1p().grad_fn.name(), x.expm1().grad_fn.name(), x.log2().grad_fn.name(),
+                F.unfold(x.view(1, 1, 3, 1), (2, 1)).grad_fn.name(),
+                F.fold(x.view(1, 3, 1), (3, 1), (3, 1)).grad_fn.name()]
+
+    assert names(ember) == names(torch)

@@ -350,3 +350,20 @@ def test_hardshrink_and_prelu_methods_match_torch():
     _same(e.grad, t.grad, rtol=1e-12)
     _same(ew.grad, tw.grad, rtol=1e-12)
     _same(ember.tensor(0.3).hardshrink(), torch.tensor(0.3).hardshrink(), what="0-d")
+
+
+def test_number_over_tensor_rounds_as_torch():
+    # PyTorch's `3 / t` is `t.reciprocal() * 3`: rounded twice (3 / 7 -> 0.42857146)
+    torch = pytest.importorskip("torch")
+    values = np.random.default_rng(0).uniform(0.1, 10, 1000).astype(np.float32)
+    for num in (3, 1.5, 7.0, True):
+        for dtype in ("float32", "float64"):
+            want = (num / torch.tensor(values.astype(dtype))).numpy()
+            got = (num / ember.tensor(values.astype(dtype))).numpy()
+            assert got.dtype == want.dtype and (got == want).all(), (num, dtype)
+    assert (3 / ember.tensor([2, 4])).tolist() == [1.5, 0.75]
+    x = ember.ones(2, requires_grad=True)
+    node = (3 / x).grad_fn
+    assert node.name() == "MulBackward0"
+    assert [n.name() if n else None for n, _ in node.next_functions] == \
+        ["ReciprocalBackward0", None]

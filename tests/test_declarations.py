@@ -190,6 +190,7 @@ def test_exported_ops_are_declared():
                # sparse COO tensors: written with the dense ops (ember.core.sparse_ops)
                "sparse_coo_tensor", "spmm"}
     publics = {id(op.public) for op in OPS.values()}
+    publics |= {id(op.public_inplace) for op in OPS.values()}  # torch.sin_ & co
     for name in ember.__all__:
         value = getattr(ember, name)
         if callable(value) and not isinstance(value, type) and name not in not_ops:
@@ -604,3 +605,20 @@ def test_op_entry_hooks():
                      ("clone", "clone"), ("add", "add_"), ("getitem", "__getitem__"),
                      ("empty", "empty"), ("add", "add")]
     assert seen[0] == ("outer", "exp", "exp") and seen[1] == ("inner", "exp", "exp")
+
+
+def test_top_level_in_place_functions_are_torchs():
+    # "The Fundamentals of Autograd" calls torch.sin_(a) on a leaf that requires grad
+    torch = pytest.importorskip("torch")
+    torch_names = {n for n in dir(torch) if n.endswith("_") and callable(getattr(torch, n))}
+    ours = {n for n in ember.__all__ if n.endswith("_")}
+    assert ours <= torch_names, ours - torch_names
+    for lib in (torch, ember):
+        x = lib.tensor([-1.0, 0.25, 2.0])
+        assert lib.relu_(x) is x and x.tolist() == [0.0, 0.25, 2.0]
+        assert lib.clamp_(x, 0.5, 1.0) is x and x.tolist() == [0.5, 0.5, 1.0]
+        leaf = lib.ones(2, requires_grad=True)
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being "
+                                               "used in an in-place operation."):
+            lib.sin_(leaf)
+    assert ember.sin_ is ember.Tensor.sin_ and ember.sin_.__doc__

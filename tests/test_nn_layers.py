@@ -329,6 +329,28 @@ class TestEmbedding:
         assert emb.weight.grad[4].tolist() == [0.0, 0.0, 0.0]
         assert emb.weight.grad[1].tolist() == [1.0, 1.0, 1.0]
 
+    def test_one_embedding_node_as_torch(self, torch):
+        # the Word Embeddings tutorial prints `grad_fn=<EmbeddingBackward0>`: one node whose
+        # only edge is the weight's; its gradient (padding, scaling) and double backward
+        # are torch's (but for torch's double backward of a scaled gradient, which ignores
+        # the scaling)
+        idx = [[1, 2, 1], [4, 1, 0]]
+        w0 = np.random.RandomState(0).randn(6, 3)
+        for kw in ({}, {"padding_idx": 1}, {"scale_grad_by_freq": True},
+                   {"padding_idx": -2, "scale_grad_by_freq": True}):
+            got = []
+            for lib in (torch, ember):
+                w = lib.tensor(w0, requires_grad=True)
+                y = lib.nn.functional.embedding(lib.tensor(idx), w, **kw)
+                (g,) = lib.autograd.grad((y * y).sum(), w, create_graph=True)
+                (gg,) = lib.autograd.grad(g.sum(), w)
+                got.append((y.grad_fn.name(), len(y.grad_fn.next_functions),
+                            type(y.grad_fn.next_functions[0][0]).__name__, tuple(y.shape),
+                            g.tolist(), None if kw.get("scale_grad_by_freq") else gg.tolist()))
+            assert got[0] == got[1], kw
+        assert repr(nn.Embedding(3, 2)(ember.tensor(1))).endswith(
+            "grad_fn=<EmbeddingBackward0>)")
+
     def test_from_pretrained_and_errors(self):
         w = ember.randn(4, 2)
         emb = nn.Embedding.from_pretrained(w)
@@ -622,6 +644,30 @@ def test_upsample_module(torch):
     with pytest.raises(NotImplementedError) as e_err:
         F.interpolate(ember.zeros(1, 1, 2, 2, 2), size=4, mode="bicubic")
     assert str(e_err.value) == str(t_err.value)
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("gelu", {}), ("gelu", {"approximate": "tanh"}), ("silu", {}),
+    ("leaky_relu", {"negative_slope": 0.2}), ("elu", {"alpha": 0.7}), ("selu", {}),
+    ("celu", {"alpha": 1.5}), ("softplus", {"beta": 2.0, "threshold": 3.0}),
+    ("hardtanh", {"min_val": -0.5, "max_val": 1.0}), ("relu6", {})])
+def test_activations_are_one_node_as_torch(torch, name, kwargs):
+    # printed activations say grad_fn=<GeluBackward0> ...: one node with ATen's gradient,
+    # its values (float64, float32, and bfloat16 computed in float32) and double backward
+    x0 = np.random.default_rng(0).uniform(-4, 8, (4, 5))
+    for dtype in ("float64", "float32", "bfloat16"):
+        got = []
+        for lib in (torch, ember):
+            x = lib.tensor(x0, dtype=getattr(lib, dtype), requires_grad=True)
+            y = getattr(lib.nn.functional, name)(x, **kwargs)
+            (g,) = lib.autograd.grad((y * y).sum(), x, create_graph=dtype == "float64")
+            gg = lib.autograd.grad(g.sum(), x)[0].float() if dtype == "float64" else g
+            got.append((y.grad_fn.name(), y.float().detach().numpy(),
+                        g.float().detach().numpy(), gg.float().detach().numpy()))
+        assert got[1][0] == got[0][0]
+        tol = {"float64": 1e-12, "float32": 1e-6, "bfloat16": 1e-2}[dtype]
+        for w, e in zip(got[0][1:], got[1][1:]):
+            np.testing.assert_allclose(e, w, rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("name, kwargs", [("upsample_nearest", {"scale_factor": 2}),

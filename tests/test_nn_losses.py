@@ -37,6 +37,8 @@ Q[0, 0] = 0.0  # 0 * log 0 = 0
 SIGNS = np.sign(Y)
 LOGITS = X * 10
 LOGITS[0, 0], LOGITS[1, 1] = 0.0, 200.0  # exact zero and a huge logit
+D_EDGE = np.zeros((5, 4))  # shifts the target so that x - y is -0.5 and 0.5 somewhere
+D_EDGE[0, 0], D_EDGE[1, 1] = X[0, 0] - Y[0, 0] + 0.5, X[1, 1] - Y[1, 1] - 0.5
 
 
 def run_both(torch, name, inputs, kwargs, grads):
@@ -106,6 +108,49 @@ def test_loss_matches_torch(torch, name, inputs, kwargs, grads, reduction):
     for e, t in zip(e_in, t_in):
         if t.requires_grad:
             np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_losses_are_one_node_as_torch(torch, reduction):
+    # the 60 Minute Blitz prints `loss.grad_fn` (MseLossBackward0) and walks
+    # `next_functions`; gradients and double backward through the one node are torch's
+    def run(lib):
+        x, y = lib.tensor(X, requires_grad=True), lib.tensor(Y, requires_grad=True)
+        mse = lib.nn.functional.mse_loss(x, y, reduction=reduction)
+        logp = lib.tensor(LOGP, requires_grad=True)
+        nll = lib.nn.functional.nll_loss(logp, lib.tensor(CLASSES), lib.tensor(CLASS_W),
+                                         reduction=reduction)
+        x4 = lib.tensor(X4, requires_grad=True)
+        nll4 = lib.nn.functional.nll_loss(x4, lib.tensor(np.where(T4 > 2, 0, T4)),
+                                          reduction=reduction)
+        # (the "Automatic Differentiation" tutorial prints this one's grad_fn)
+        t01 = lib.tensor(TARGET01, requires_grad=True)
+        bce = lib.nn.functional.binary_cross_entropy_with_logits(
+            x, t01, lib.tensor(TARGET01[0]), reduction=reduction,
+            pos_weight=lib.tensor(CLASS_W))
+        # (boundary points |d| = beta, delta on purpose: PyTorch's second derivative is 0)
+        smooth = lib.nn.functional.smooth_l1_loss(x, y + lib.tensor(D_EDGE), beta=0.5,
+                                                  reduction=reduction)
+        huber = lib.nn.functional.huber_loss(x, y + lib.tensor(D_EDGE), delta=0.5,
+                                             reduction=reduction)
+        prob = lib.tensor(PROB, requires_grad=True)
+        bce_p = lib.nn.functional.binary_cross_entropy(prob, t01, lib.tensor(SOFT),
+                                                       reduction=reduction)
+        losses = (mse, nll, nll4, bce, smooth, huber, bce_p)
+        names = [(t.grad_fn.name(), [f.name().split("::")[-1] if f else None
+                                     for f, _ in t.grad_fn.next_functions]) for t in losses]
+        ins = (x, y, logp, x4, t01, prob)
+        g = lib.autograd.grad(sum(t.sum() for t in losses) + mse.sum() * 0.5, ins,
+                              create_graph=True)
+        gg = lib.autograd.grad(sum((a * a * b).sum() for a, b in zip(g, ins)), ins)
+        return names, [v.detach().numpy() for v in (*losses, *g, *gg)]
+
+    (want_names, want), (got_names, got) = run(torch), run(ember)
+    assert got_names == want_names
+    for w, e in zip(want, got):
+        np.testing.assert_allclose(e, w, rtol=1e-9, atol=1e-12)  # (summation orders)
+    # an ignored target's row of the gradient is +0, as torch's (printing shows the sign)
+    assert not np.signbit(got[9][2]).any()
 
 
 def test_kl_div_batchmean(torch):

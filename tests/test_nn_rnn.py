@@ -621,6 +621,25 @@ def test_retain_graph_runs_backward_twice_as_torch(torch, name, dtype):
     np.testing.assert_allclose(e2, t2, rtol=1e-4, atol=1e-5)
 
 
+def test_output_and_state_nodes_are_named_as_torchs(torch):
+    # the LSTM tutorials print `out` and `hidden`: grad_fn=<MkldnnRnnLayerBackward0> (the
+    # CPU's oneDNN LSTM), <StackBackward0> for the states, <CatBackward0> bidirectional
+    def names(lib):
+        nn, x = lib.nn, lib.ones(5, 2, 3)
+        out = []
+        for m, inp in [(nn.LSTM(3, 4), x), (nn.LSTM(3, 4, num_layers=2, bidirectional=True), x),
+                       (nn.LSTM(3, 4, batch_first=True), x), (nn.GRU(3, 4), x),
+                       (nn.RNN(3, 4), x), (nn.LSTM(3, 4, proj_size=2), x),
+                       (nn.LSTM(3, 4).double(), x.double()), (nn.LSTM(3, 4), x[:, 0])]:
+            o, h = m(inp)
+            out.append([t.grad_fn.name() for t in (o, *(h if isinstance(h, tuple) else (h,)))])
+        return out
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch: "LSTM with projections is not supported
+        assert names(ember) == names(torch)  # with oneDNN"
+
+
 def test_unsorted_packing_orders_equal_lengths_as_torch(torch):
     """pack_padded_sequence(enforce_sorted=False) sorts the lengths with PyTorch's CPU
     sort: sequences of equal length land in PyTorch's rows, so a 2-layer LSTM's dropout

@@ -122,6 +122,7 @@ def test_requires_grad_and_grad_fn_suffixes():
     assert repr(x[0]) == "tensor(1., grad_fn=<SelectBackward0>)"
     assert repr(x.double()) == "tensor([1., 2.], dtype=ember.float64, grad_fn=<ToCopyBackward0>)"
     assert repr(x.detach()) == "tensor([1., 2.])"
+    assert repr(x[:1]) == "tensor([1.], grad_fn=<SliceBackward0>)"
     h = ember.tensor([1.5, 2.0], dtype=ember.float16, requires_grad=True)
     assert repr(h) == "tensor([1.5000, 2.0000], dtype=ember.float16, requires_grad=True)"
     with ember.no_grad():
@@ -275,3 +276,21 @@ def test_named_results_print_as_torch_return_types():
         assert repr(mine).replace("ember.", "torch.") == repr(theirs)
         assert type(mine).__name__ == type(theirs).__name__
         assert isinstance(mine, tuple) and len(mine) == len(theirs)
+
+
+def test_indexing_nodes_are_named_as_torch():
+    # "Build the Neural Network" prints `param[:2]`: grad_fn=<SliceBackward0>. A basic
+    # index is named after the last view it applies (select, slice, unsqueeze; a whole
+    # slice inside a tuple applies none, giving an alias), as PyTorch's indexing does
+    torch = pytest.importorskip("torch")
+
+    def names(lib):
+        x = lib.ones(4, 5, 6, requires_grad=True)
+        keys = [slice(0, 2), 1, -1, None, Ellipsis, slice(None), (slice(None), 1),
+                (1, slice(0, 2)), (None, 1), (1, None), (slice(None), slice(None)),
+                (slice(0, 4),), (slice(None, 10),), (slice(-4, None),), (slice(0, 4, 2),),
+                (Ellipsis, None, slice(1, 2)), (lib.tensor(1),), (1, Ellipsis),
+                (slice(0, 2), Ellipsis, slice(None)), ([0, 1],), (True,)]
+        return [x[k].grad_fn.name() for k in keys]
+
+    assert names(ember) == names(torch)

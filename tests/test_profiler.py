@@ -104,7 +104,8 @@ def test_backward_records_torchs_node_names_with_their_ops_inside(mlp_profile, t
     torch_nodes = {e.name for e in tp.events() if e.name.endswith("Backward0")}
     shared = {"AddmmBackward0", "ReluBackward0", "SumBackward0"}
     assert shared <= torch_nodes and shared <= nodes  # (torch's linear also has a TBackward0)
-    assert len(_by_name(events, "AccumulateGrad")) == 4  # one per parameter
+    # one per parameter, under PyTorch's name of the node
+    assert len(_by_name(events, "ember::autograd::AccumulateGrad")) == 4
     (sum_backward,) = _by_name(events, "SumBackward0")
     assert sum_backward.cpu_children  # its formula's ops (expand ...) run inside it
     assert all(c.name.startswith("ember::") for c in sum_backward.cpu_children)
@@ -345,7 +346,7 @@ def test_chrome_trace_is_valid_and_nested(mlp_profile, tmp_path):
         assert isinstance(e["ts"], (int, float)) and e["dur"] >= 0
     names = {e["name"] for e in complete}
     assert {"nn.Module: MLP", "nn.Module: MLP.fc1", "ember::linear", "ember::relu",
-            "AddmmBackward0", "AccumulateGrad"} <= names
+            "AddmmBackward0", "ember::autograd::AccumulateGrad"} <= names
     _check_nesting(trace["traceEvents"])
     by_name = {}
     for e in complete:

@@ -1,5 +1,5 @@
 """Real PyTorch programs (set B: text, sequence, RL, misc; set D: generative models, graphs,
-advanced autograd and API) run unchanged on ember.
+advanced autograd and API; set F: the official PyTorch tutorials) run unchanged on ember.
 (regression.py and time_sequence_prediction.py of this set run in test_programs_A.py.)
 
 Each program in tests/programs/ runs twice in a subprocess: with the real torch, and with
@@ -228,6 +228,67 @@ PROGRAMS_B = [
             losses=r"^step +\d+ loss (?P<loss>[\d.]+)", factor=1.5,
             long=True),
 ]
+
+
+def _blitz_grad_fns(out: str) -> None:
+    """The 60 Minute Blitz prints grad_fn objects (their addresses differ from run to run):
+    their names are PyTorch's. (The last, `next_functions[0][0]` of an AddmmBackward0, is
+    the bias's AccumulateGrad in PyTorch, whose Addmm lists the bias first; ember's linear
+    node lists it last: not compared.)"""
+    names = re.findall(r"^<(\w+) object at 0x[0-9a-f]+>$", out, re.M)
+    assert names[:4] == ["AddBackward0", "SumBackward0", "MseLossBackward0",
+                         "AddmmBackward0"], names
+
+
+def _fundamentals_edges(out: str) -> None:
+    """The Fundamentals of Autograd walks `next_functions` from `d = 2 * sin(a) + 1` down to
+    the leaf: PyTorch's nodes, edges in PyTorch's order (the tensor before the scalar)."""
+    assert ("AddBackward0\n((MulBackward0, 0), (None, 0))\n((SinBackward0, 0), (None, 0))\n"
+            "((torch::autograd::AccumulateGrad, 0))\n()\n") in out
+
+
+# set F: the PyTorch tutorials (pytorch.org/tutorials)
+PROGRAMS_F = [
+    Program("blitz_tensors_autograd.py",
+            skeleton=r"^(?!<\w+ object at|step \d)", check=_blitz_grad_fns,
+            losses=r"^step \d+ loss (?P<loss>\S+)$", factor=1.5, long=True),
+    Program("blitz_cifar10.py",
+            same=r"^torch.Size|^Net|^  \(|^\)|^Finished|^GroundTruth|^<All keys|^cpu",
+            skeleton=r"^Accuracy", losses=r"^\[\d+, +\d+\] loss: (?P<loss>[\d.]+)",
+            factor=1.5),
+    Program("transformer_lm.py",
+            same=r"^train_data|^tensor|^        \[|^True|^parameters|^-+$|^=+$|^reloaded",
+            losses=r"\| loss +(?P<loss>[\d.]+) \| ppl", factor=1.5),
+    Program("word_embeddings.py",
+            same=r"^\[\(|^CBOW|^  \(|^\)|^Raw text|^Context", skeleton=r"^tensor|^ +[-\d]",
+            losses=r"^(?:(?P<tag>cbow) epoch \d+ loss |\[)(?P<loss>[\d.]+(?:, [\d.]+)*)\]?$",
+            factor=1.5, long=True),
+    Program("custom_autograd_functions.py",
+            same=r"gradcheck|^once_differentiable|^Sequential|^  \(|^\)",
+            close=r"^\d+ [\d.]+$|^Result",
+            losses=r"^fused step +\d+ loss (?P<loss>[\d.]+)", factor=1.5, long=True),
+    Program("saving_loading.py",
+            skeleton=r"^(?!step \d)", losses=r"^step \d+ loss (?P<loss>[\d.]+)", factor=1.5,
+            long=True),
+    Program("custom_dataset.py", same=r"."),
+    Program("autograd_hooks_memory.py",
+            same=r"grads|^Packing|^Unpacking|^tensor\(\[2|^True|^packed|^left|^save_on_cpu",
+            skeleton=r"^tensor\(\[-?\d", losses=r"^fused step \d+ loss (?P<loss>[\d.]+)",
+            factor=1.5, long=True),
+    Program("tensorboard_profiler.py",  # (PyTorch's add_graph and profiler take ~20 s)
+            same=r"^torch.Size|^embedding|^Finished|^event files|^Name|^True|^trace",
+            skeleton=r"^test accuracy", losses=r"^\[\d+, +\d+\] loss: (?P<loss>[\d.]+)",
+            factor=1.5, long=True),
+    Program("autograd_fundamentals.py",  # (profiler op names: aten:: there, ember:: here)
+            skeleton=r"^(?!\['(aten|ember)::)", check=_fundamentals_edges, long=True),
+    Program("nlp_bow_lstm_tagger.py",
+            skeleton=r"^(?!<\w+ object at|bow epoch|tagger epoch)",
+            losses=r"^(?P<tag>bow|tagger) epoch \d+ loss (?P<loss>[\d.]+)", factor=1.5,
+            long=True),
+    Program("learn_the_basics.py", skeleton=r"^(?!loss: )",
+            losses=r"^loss: +(?P<loss>[\d.]+) ", factor=1.5, long=True),
+]
+PROGRAMS_B += PROGRAMS_F
 
 
 def _streams_match() -> bool:

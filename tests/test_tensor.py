@@ -141,6 +141,23 @@ class TestSharedMemory:
         a[2] = 7
         assert t.tolist() == [0, 0, 7]
 
+    def test_tensor_of_a_tensor_warns_as_torch(self, torch):
+        # Neural Transfer's Normalization calls torch.tensor(mean) on a tensor: torch warns,
+        # at the caller's line, and copies (new_tensor says so in its own words)
+        for lib in (torch, ember):
+            src = lib.tensor([1.0, 2.0])
+            with pytest.warns(UserWarning) as caught:
+                copy_ = lib.tensor(src)
+                new = src.new_tensor(src)
+            assert [w.filename for w in caught] == [__file__, __file__]
+            assert (copy_.tolist(), new.tolist()) == ([1.0, 2.0], [1.0, 2.0])
+            src[0] = 5.0
+            assert copy_[0].item() == new[0].item() == 1.0
+            if lib is torch:
+                want = [str(w.message) for w in caught]
+        assert [str(w.message) for w in caught] == want
+        assert "rather than torch.tensor(sourceTensor)." in want[0]
+
     def test_as_tensor_of_tensor_is_identity(self):
         t = ember.tensor([1.0, 2.0])
         assert ember.as_tensor(t) is t

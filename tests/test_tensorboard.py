@@ -444,3 +444,54 @@ def test_demo_logs_loss_accuracy_and_learning_rate(tmp_path):
     test_accuracy = acc.Scalars("test/accuracy")
     assert [e.step for e in test_accuracy] == [steps, 2 * steps]
     assert test_accuracy[-1].value == pytest.approx(result["accuracy"])
+
+
+def test_embedding_files_are_pytorchs(tmp_path):
+    # the TensorBoard tutorial's add_embedding: the projector's files, byte for byte as
+    # PyTorch's writer makes them (tensors, labels, sprite and config)
+    torch = pytest.importorskip("torch")
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+    rng = np.random.default_rng(0)
+    images = rng.random((10, 1, 6, 6)).astype(np.float32)
+    labels = [f"class {i % 3}" for i in range(10)]
+    for lib, cls in ((torch, TorchWriter), (ember, SummaryWriter)):
+        with cls(str(tmp_path / lib.__name__)) as w:
+            x = lib.tensor(images)
+            w.add_embedding(x.view(-1, 36), metadata=labels, label_img=x)
+            w.add_embedding(x[:4, 0, 0], metadata=[[1, "a"], [2, "b"], [3, "c"], [4, "d"]],
+                            metadata_header=["n", "letter"], global_step=3, tag="a/b")
+            with pytest.raises(AssertionError, match="#labels should equal with #data"):
+                w.add_embedding(x.view(-1, 36), metadata=labels[:3])
+    for sub in ("projector_config.pbtxt", "00000/default/tensors.tsv",
+                "00000/default/metadata.tsv", "00000/default/sprite.png",
+                "00003/a%2fb/tensors.tsv", "00003/a%2fb/metadata.tsv"):
+        want = (tmp_path / "torch" / sub).read_bytes()
+        got = (tmp_path / "ember" / sub).read_bytes()
+        if sub.endswith(".png"):  # the same pixels (PIL filters its rows: other bytes)
+            image = pytest.importorskip("PIL.Image")
+            pixels = [np.asarray(image.open(tmp_path / who / sub)) for who in ("torch", "ember")]
+            assert pixels[0].shape == pixels[1].shape == (24, 24, 3)
+            assert (pixels[0] == pixels[1]).all()
+        else:
+            assert got == want, sub
+
+
+def test_pr_curve_is_the_pr_curves_plugins_tensor(tmp_path):
+    torch = pytest.importorskip("torch")
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+    rng = np.random.default_rng(1)
+    labels, probs = rng.random(50) > 0.5, rng.random(50).astype(np.float32)
+    curves = []
+    for lib, cls in ((torch, TorchWriter), (ember, SummaryWriter)):
+        with cls(str(tmp_path / lib.__name__)) as w:
+            w.add_pr_curve("Coat", lib.tensor(labels), lib.tensor(probs), global_step=2)
+        acc = read(tmp_path / lib.__name__)
+        (event,) = acc.Tensors("Coat")
+        meta = acc.SummaryMetadata("Coat")
+        curves.append((event.step, meta.plugin_data.plugin_name, meta.plugin_data.content,
+                       tuple(d.size for d in event.tensor_proto.tensor_shape.dim),
+                       list(event.tensor_proto.float_val)))
+    assert curves[0] == curves[1]
+    assert curves[1][1] == "pr_curves" and curves[1][3] == (6, 127)

@@ -11,16 +11,16 @@ from ember.core.graph import Node
 
 __all__ = ["Function", "FunctionCtx", "Node", "backward", "detect_anomaly", "enable_grad", "grad",
            "inference_mode", "no_grad", "queue_callback", "set_detect_anomaly", "set_grad_enabled",
-           "Variable", "forward_ad", "functional", "profiler"]
+           "Variable", "forward_ad", "functional", "graph", "profiler"]
 
 
 def __getattr__(name: str):
-    """`ember.autograd.functional`, `.forward_ad` and `.profiler` load on first use (they
-    bring ops and the profiler's recorder that `import ember` does not need); so do
-    `gradcheck` and `gradgradcheck`."""
+    """`ember.autograd.functional`, `.forward_ad`, `.graph` and `.profiler` load on first
+    use (they bring ops and the profiler's recorder that `import ember` does not need); so
+    do `gradcheck` and `gradgradcheck`."""
     import importlib
 
-    if name in ("forward_ad", "functional", "profiler"):
+    if name in ("forward_ad", "functional", "graph", "profiler"):
         return importlib.import_module(f"ember.autograd.{name}")
     if name in ("gradcheck", "gradgradcheck"):  # in ember.testing, which needs NumPy
         return getattr(importlib.import_module("ember.testing.gradcheck"), name)

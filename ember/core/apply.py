@@ -49,7 +49,9 @@ def grad_operands(op: Op) -> tuple[str, ...]:
     if op.kind is Kind.PRIMITIVE:
         return op.operand_names
     spec = op.grad
-    return spec.operands if spec.each is not None else tuple(spec.formulas)
+    if spec.each is not None:  # (a composite's trailing "*name" collects the rest)
+        return tuple(n.lstrip("*") for n in spec.operands)
+    return tuple(spec.formulas)
 
 
 # where a value a formula reads comes from
@@ -178,6 +180,29 @@ class DeclaredNode(Node):
     def name(self) -> str:
         return self.label
 
+    def __getattr__(self, attr: str) -> Any:
+        """PyTorch's `grad_fn._saved_<name>`: a value the node kept for backward, by the
+        name its formula reads (`self` is the first operand, `input` here). A saved
+        output comes back as a new tensor object on the same data, as PyTorch unpacks it."""
+        if not attr.startswith("_saved_"):  # (before reading a field: copy and pickle ask
+            raise AttributeError(attr)     # for theirs on objects made without __init__)
+        name = attr[len("_saved_"):]
+        if name == "self":
+            name = "input"
+        if name not in self.plan.reads:
+            raise AttributeError(f"'{self.label}' object has no attribute '{attr}'")
+        value = self.values[self.plan.reads.index(name)]
+        if type(value) is _Stored:
+            saved = self.saved_tensors  # raises once freed, as PyTorch
+            value = saved[value.index] if value.count is None else \
+                list(saved[value.index:value.index + value.count])
+        if name == "result" and isinstance(value, Tensor):
+            alias = value.detach()
+            alias._node, alias._output_nr = value._node, value._output_nr
+            alias._requires_grad = value._requires_grad
+            return alias
+        return value
+
     def apply(self, grads: list) -> tuple:
         grad = grads[0]
         plan = self.plan
@@ -219,11 +244,13 @@ class _Plan:
     """What a node of an op keeps, for one combination of operands needing a gradient,
     and how its formulas read it back."""
 
-    __slots__ = ("label", "steps", "formulas", "each")
+    __slots__ = ("label", "steps", "formulas", "each", "reads")
 
-    def __init__(self, label: str, steps: tuple, formulas: tuple, each: tuple | None):
+    def __init__(self, label: str, steps: tuple, formulas: tuple, each: tuple | None,
+                 reads: tuple[str, ...] = ()):
         self.label = label  # the node's name unless the caller gives one
         self.steps = steps  # (source, where) of each value a formula reads
+        self.reads = reads  # the name of each (a formula's parameter name)
         self.formulas = formulas  # per operand: (fn, positions in steps) or None
         self.each = each  # or (fn, positions) for a formula of all operands
 
@@ -263,7 +290,7 @@ def _make_plan(op: Op, needs: tuple[bool, ...]) -> _Plan:
         return formula.fn, tuple(position[r] for r in formula.reads)
     return _Plan(spec.label or default_label(op.name), tuple(steps),
                  tuple(compiled(f, n, need) for f, n, need in zip(needed, names, needs)),
-                 compiled(spec.each))
+                 compiled(spec.each), tuple(reads))
 
 
 def _not_implemented(op: str, operand: str) -> Any:
@@ -274,7 +301,10 @@ def _not_implemented(op: str, operand: str) -> Any:
 
 
 def _rest_name(op: Op) -> str | None:
-    sig = op.kernel_signature if op.kind is Kind.PRIMITIVE else None
+    if op.kind is not Kind.PRIMITIVE:  # a composite names it in Grad.operands: "*tensors"
+        names = op.grad.operands if op.grad is not None else ()
+        return names[-1][1:] if names and names[-1].startswith("*") else None
+    sig = op.kernel_signature
     if sig is None:
         return None
     for p in sig.parameters.values():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -23,7 +24,7 @@ from ember.core import dtype as dt
 from ember.core.backend import from_numpy_dtype, numpy_dtype
 from ember.core.declare import composite, define, primitive
 from ember.core.device import device as Device
-from ember.core.dispatch import check_dtype, run_creation
+from ember.core.dispatch import check_dtype, run_creation, user_stacklevel
 from ember.core.host import dtype_arg, python_scalar
 from ember.core.mt19937 import DEFAULT_SEED, MT19937
 from ember.core.opdef import Kind, OutMeta
@@ -257,11 +258,21 @@ def randperm(n: int, *, dtype: Any = None, device: DeviceLike = None,
 # -- from data ------------------------------------------------------------------------
 
 
+def _warn_copy_construct(data: Any, spelling: str) -> None:
+    """PyTorch's warning when a tensor is built from a tensor (`torch.tensor(t)`)."""
+    if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use "
+                      "sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than "
+                      f"{spelling}(sourceTensor).", UserWarning, stacklevel=user_stacklevel())
+
+
 @composite(complex=True, variants="function")
 def tensor(data: Any, dtype: Any = None, device: DeviceLike = None,
            requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A new tensor holding a copy of `data` (a number, nested lists, or an array);
     `pin_memory=True` puts a CPU tensor in page-locked memory."""
+    _warn_copy_construct(data, "torch.tensor")
     out = Tensor._from_data(data, dtype, device)
     if pin_memory:
         from ember.core import pinning
@@ -455,8 +466,9 @@ def new_full(self: Tensor, size: Sequence[int], fill_value: Any, *, dtype: Any =
 def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: DeviceLike = None,
                requires_grad: bool = False) -> Tensor:
     """A copy of `data`, with this tensor's dtype and device unless given."""
-    return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
-                  requires_grad=requires_grad)
+    _warn_copy_construct(data, "tensor.new_tensor")
+    out = Tensor._from_data(data, dtype or self.dtype, device or self.device)
+    return _finish(out, requires_grad)
 
 
 # -- ranges ---------------------------------------------------------------------------

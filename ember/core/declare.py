@@ -75,8 +75,12 @@ def declare(op: Op) -> Callable[..., Any]:
         inplace = _entered(op, op.name + "_", op.inplace_method or _inplace_method(op, op.fn))
         for name in names:
             setattr(Tensor, name + "_", inplace)
+        if not inplace.__doc__:
+            inplace.__doc__ = f"In-place version of :func:`{op.name}`."
+        op.public_inplace = inplace
     for dunder in op.operators:
-        impl = op.operator_impl or fn
+        impl = op.reflected_impl if dunder in REFLECTED and op.reflected_impl else \
+            op.operator_impl or fn
         if op.kind is Kind.COMPOSITE and not op.complex:
             impl = _refusing_complex(op, impl)
         setattr(Tensor, dunder, _operator(op, dunder, impl))
@@ -244,8 +248,8 @@ def is_operand(x: Any) -> bool:
 
 
 # PyTorch's nodes for a number on the left: `1 - x` is rsub, `1 / x` a reciprocal times 1
-_REFLECTED_LABELS = {"__rsub__": "RsubBackward1", "__rtruediv__": "MulBackward0",
-                     "__rpow__": "PowBackward2"}
+# (`number / t` needs none: div's reflected_impl computes PyTorch's `t.reciprocal() * number`)
+_REFLECTED_LABELS = {"__rsub__": "RsubBackward1", "__rpow__": "PowBackward2"}
 
 
 def _operator(op: Op, dunder: str, impl: Callable) -> Callable:
@@ -254,14 +258,17 @@ def _operator(op: Op, dunder: str, impl: Callable) -> Callable:
         return getattr(Tensor, op.name + "_")
     if dunder in REFLECTED:
         label = _REFLECTED_LABELS.get(dunder)
+        # `2 * t` is PyTorch's `t.mul(2)` for the commutative ops (the node's first edge is
+        # the tensor's, the same values); the others run `other op self`
+        swap = dunder in ("__radd__", "__rmul__")
 
         def reflected(self: Tensor, other: Any) -> Any:
             if not isinstance(other, Tensor) and not is_operand(other):
                 return NotImplemented
+            args = (self, other) if swap else (other, self)
             hook = interpose.active
             try:
-                out = impl(other, self) if hook is None else \
-                    hook(op, dunder, impl, (other, self), {})
+                out = impl(*args) if hook is None else hook(op, dunder, impl, args, {})
             except MemoryError as err:
                 raise host_out_of_memory(op.name, err) from None
             if label is not None and state.enabled:

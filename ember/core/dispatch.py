@@ -442,13 +442,13 @@ def _warn_fallback(backend: Backend, op: str) -> None:
         _warned.add(key)
         warnings.warn(f"{op}: backend {backend.name!r} has no kernel for this op; it runs on "
                       "the CPU backend instead (copying its operands). Set EMBER_STRICT=1 to "
-                      "make this an error.", FallbackWarning, stacklevel=_user_stacklevel())
+                      "make this an error.", FallbackWarning, stacklevel=user_stacklevel())
 
 
 _EMBER_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _user_stacklevel() -> int:
+def user_stacklevel() -> int:
     """The `stacklevel` that makes a warning point at the first frame outside ember."""
     frame, level = sys._getframe(1), 1
     while frame is not None and frame.f_code.co_filename.startswith(_EMBER_ROOT):

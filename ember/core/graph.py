@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ember.core import dtype
 from ember.core import forward_ad as fw
 from ember.core.grad_mode import state
 
@@ -30,18 +31,31 @@ saves_seen: list[SavedTensor] | None = None
 watches what its computation saved: see ember.core.inplace)."""
 
 
-class SavedTensor:
-    """A tensor kept for backward, with the version it had when saved."""
+saved_tensors_hooks: list[tuple[Callable, Callable]] = []
+"""The (pack, unpack) pairs of the `autograd.graph.saved_tensors_hooks` contexts entered,
+innermost last: a tensor saved for backward is kept as `pack(tensor)` and read back as
+`unpack(packed)`."""
 
-    __slots__ = ("tensor", "version")
+
+class SavedTensor:
+    """A tensor kept for backward, with the version it had when saved (or what the
+    innermost saved-tensors pack hook made of it, read back through its unpack hook)."""
+
+    __slots__ = ("tensor", "version", "packed", "unpack_hook")
 
     def __init__(self, tensor: Any) -> None:
-        self.tensor = tensor
         self.version = tensor._vc[0]
+        if saved_tensors_hooks:
+            pack, self.unpack_hook = saved_tensors_hooks[-1]
+            self.tensor, self.packed = None, pack(tensor)
+            return
+        self.tensor, self.unpack_hook = tensor, None
         if saves_seen is not None:
             saves_seen.append(self)
 
     def unpack(self, node: Node) -> Any:
+        if self.unpack_hook is not None:
+            return self.unpack_hook(self.packed)
         t = self.tensor
         if t._vc[0] != self.version:
             where = (f", which is output 0 of {t._node.name()}," if t._node is not None
@@ -172,6 +186,13 @@ class AccumulateGrad(Node):
     def __init__(self, variable: Any) -> None:
         super().__init__(())
         self.variable = variable
+
+    def name(self) -> str:
+        # PyTorch's C++ name, which its profiler shows too: torch::autograd::AccumulateGrad
+        return f"{dtype.API_NAME}::autograd::AccumulateGrad"
+
+    def __repr__(self) -> str:
+        return f"<AccumulateGrad object at {id(self):#x}>"
 
     def apply(self, grads):
         return ()

@@ -147,6 +147,8 @@ class Op:
         operators: Python operators that run this op (`__add__`, `__radd__`, `__iadd__`):
             `__r<op>__` swaps the operands, `__i<op>__` is the in-place method.
         operator_impl: what the operators call, when not `fn` (a two-operand fast path).
+        reflected_impl: what the reflected operator (`other / x`) calls, as
+            `reflected_impl(other, x)`, when PyTorch computes it otherwise than `fn`.
         aliases: other names of the same function and method (`clip` for `clamp`).
         fused: composites: the fused kernels that may do its work (see FusedKernel).
         traced_as_node: composites: `ember.jit.trace` records a call as one node with its
@@ -183,6 +185,7 @@ class Op:
     inplace_method: Callable[..., Any] | None = None
     operators: tuple[str, ...] = ()
     operator_impl: Callable[..., Any] | None = None
+    reflected_impl: Callable[..., Any] | None = None
     aliases: tuple[str, ...] = ()
     fused: tuple[str, ...] = ()
     traced_as_node: bool = False
@@ -195,6 +198,9 @@ class Op:
     node_label: str | Callable[..., str] | None = None
     public: Callable[..., Any] | None = field(default=None, repr=False)
     """The function users call (`fn`, wrapped for `out=` and tracing); set by declare."""
+    public_inplace: Callable[..., Any] | None = field(default=None, repr=False)
+    """The in-place method `Tensor.<name>_` (also PyTorch's `torch.<name>_` where it
+    exists); set by declare."""
 
     @property
     def signature(self) -> inspect.Signature | None:

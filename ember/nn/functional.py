@@ -835,18 +835,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         raise IndexError("index out of range in self")
     if max_norm is not None:
         _embedding_renorm_(weight, flat, max_norm, norm_type)
-    out = ember.index_select(weight, 0, flat)
-    if scale_grad_by_freq and ember.is_grad_enabled() and weight.requires_grad:
-        # scale each looked-up row's gradient by 1 / (its count in this batch)
-        counts = ember.zeros(num, dtype=weight.dtype, device=weight.device).scatter_add(
-            0, flat, ember.ones(flat.shape, dtype=weight.dtype, device=weight.device))
-        inv = (1.0 / counts.index_select(0, flat)).unsqueeze(1)
-        out = out * inv + (out * (1.0 - inv)).detach()
-    if padding_idx is not None and ember.is_grad_enabled() and weight.requires_grad:
-        # the padding row's lookups pass no gradient back to it
-        is_pad = (flat == padding_idx).unsqueeze(1)
-        out = ember.where(is_pad, out.detach(), out)
-    return out.reshape(*input.shape, weight.shape[1])
+    return _nnops.embedding(weight, flat.reshape(input.shape),
+                            -1 if padding_idx is None else padding_idx, scale_grad_by_freq)
 
 
 def _embedding_renorm_(weight: Tensor, flat: Tensor, max_norm: float,
@@ -890,10 +880,7 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
     (as torch's)."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-
-    def fn(x: Tensor) -> Tensor:
-        inside = (x > min_val) & (x < max_val)
-        return ember.where(inside, x, x.detach().clamp(min_val, max_val))
+    fn = lambda x: _nnops.hardtanh(x, min_val, max_val)  # noqa: E731
     return _inplace_apply(input, fn) if inplace else fn(input)
 
 
@@ -909,7 +896,7 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     r""":math:`x` if :math:`x > 0` else :math:`negative\_slope \cdot x`."""
-    fn = lambda x: ember.where(x > 0, x, x * negative_slope)
+    fn = lambda x: _nnops.leaky_relu(x, negative_slope)  # noqa: E731
     return _inplace_apply(input, fn) if inplace else fn(input)
 
 
@@ -918,12 +905,10 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     return leaky_relu(input, negative_slope, inplace=True)
 
 
-def _elu(x: Tensor, alpha: float, scale: float = 1.0, input_scale: float = 1.0) -> Tensor:
-    # the exp branch sees min(x, 0): exp of a large positive x would be inf, and its
-    # (unselected) gradient 0 * inf would poison the result with NaN
-    neg = ember.expm1(x.clamp(max=0.0) * input_scale) * alpha
-    out = ember.where(x > 0, x, neg)
-    return out * scale if scale != 1.0 else out
+def _elu(x: Tensor, alpha: float, scale: float = 1.0, input_scale: float = 1.0,
+         label: str = "EluBackward0") -> Tensor:
+    # one node (ELU, SELU and CELU all run ATen's elu)
+    return _nnops.elu(x, alpha, scale, input_scale, label)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
@@ -953,7 +938,7 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     r""":math:`\max(0,x) + \min(0, \alpha (e^{x/\alpha} - 1))`."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    fn = lambda x: _elu(x, alpha, 1.0, 1.0 / alpha)
+    fn = lambda x: _elu(x, alpha, 1.0, 1.0 / alpha, "CeluBackward0")
     return _inplace_apply(input, fn) if inplace else fn(input)
 
 
@@ -977,20 +962,12 @@ def _in_float32(input: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     r"""Gaussian error linear unit: :math:`x \Phi(x)`; ``approximate='tanh'`` uses
     :math:`0.5x(1 + \tanh(\sqrt{2/\pi}(x + 0.044715x^3)))`."""
-    if approximate == "none":
-        return _in_float32(input, lambda x: x * (ember.erf(x * (1.0 / math.sqrt(2.0))) + 1.0)
-                           * 0.5)
-    if approximate == "tanh":
-        return _in_float32(input, lambda x: x * (ember.tanh(
-            (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)) + 1.0) * 0.5)
-    raise RuntimeError(f"approximate argument must be either none or tanh, got "
-                       f"'{approximate}'")
+    return _nnops.gelu(input, approximate)
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     r"""Sigmoid linear unit (swish): :math:`x \sigma(x)`."""
-    fn = lambda x: _in_float32(x, lambda y: y * ember.sigmoid(y))
-    return _inplace_apply(input, fn) if inplace else fn(input)
+    return _inplace_apply(input, _nnops.silu) if inplace else _nnops.silu(input)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
@@ -1032,13 +1009,7 @@ def logsigmoid(input: Tensor) -> Tensor:
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     r""":math:`\frac{1}{\beta}\log(1 + e^{\beta x})`, linear (:math:`x`) where
     :math:`\beta x > threshold`."""
-    scaled = input * beta if beta != 1.0 else input
-    # the log1p(exp) branch sees the input clamped at the threshold: above it exp may
-    # overflow, and that branch is not selected there anyway
-    soft = ember.log1p(ember.exp(scaled.clamp(max=threshold)))
-    if beta != 1.0:
-        soft = soft / beta
-    return ember.where(scaled > threshold, input, soft)
+    return _nnops.softplus(input, beta, threshold)
 
 
 def softsign(input: Tensor) -> Tensor:

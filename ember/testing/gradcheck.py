@@ -233,12 +233,18 @@ def _compare(a: np.ndarray, n: np.ndarray, i: int, k: int, in_shape: tuple, out_
 
 def gradgradcheck(fn: Callable[..., Any], inputs: Any, grad_outputs: Any = None, *,
                   eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
-                  raise_exception: bool = True) -> bool:
+                  gen_non_contig_grad_outputs: bool = False, raise_exception: bool = True,
+                  nondet_tol: float = 0.0, check_undefined_grad: bool = True,
+                  check_grad_dtypes: bool = False, check_batched_grad: bool = False,
+                  check_fwd_over_rev: bool = False, check_rev_over_rev: bool = True,
+                  fast_mode: bool = False, masked: bool = False) -> bool:
     """Check second derivatives: `gradcheck` of the vector-Jacobian product of `fn`.
 
     The gradients of `fn(*inputs)` are taken with `ember.autograd.grad(...,
     create_graph=True)` against `grad_outputs` (random float64 tensors when None, which
-    are then checked too), and that function is checked with `gradcheck`.
+    are then checked too), and that function is checked with `gradcheck`:
+    `check_rev_over_rev` by reverse mode, `check_fwd_over_rev` by forward mode. The other
+    keyword arguments are PyTorch's, accepted as `gradcheck` accepts them.
 
     Returns:
         True when every second derivative matches.
@@ -268,4 +274,5 @@ def gradgradcheck(fn: Callable[..., Any], inputs: Any, grad_outputs: Any = None,
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(vjp, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception)
+                     raise_exception=raise_exception, check_forward_ad=check_fwd_over_rev,
+                     check_backward_ad=check_rev_over_rev)

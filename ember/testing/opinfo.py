@@ -424,6 +424,24 @@ def _cross_entropy(reduction: str) -> Callable[..., Any]:
 # and of max pooling: they run where the backend has the `conv` / `max_pool` kernels (else
 # the decomposition does), so these entries check them there
 _NN: list[DiffOp] = [
+    DiffOp("gelu", lambda lib, x: nnf(lib).gelu(x), gradgrad=True),
+    DiffOp("gelu_tanh", lambda lib, x: nnf(lib).gelu(x, approximate="tanh"), gradgrad=True,
+           ops=("gelu",)),
+    DiffOp("silu", lambda lib, x: nnf(lib).silu(x), gradgrad=True),
+    DiffOp("leaky_relu", lambda lib, x: nnf(lib).leaky_relu(x, 0.2),
+           make=_away_from_zero((3, 4))),
+    DiffOp("elu", lambda lib, x: nnf(lib).elu(x, 0.7), make=_away_from_zero((3, 4)),
+           gradgrad=True),
+    DiffOp("selu", lambda lib, x: nnf(lib).selu(x), make=_away_from_zero((3, 4)),
+           ops=("elu",)),
+    DiffOp("softplus", lambda lib, x: nnf(lib).softplus(x, 2.0, 3.0), gradgrad=True,
+           make=lambda rng: [rng.uniform(-2, 2, (3, 4)) + np.where(
+               rng.uniform(size=(3, 4)) < 0.3, 2.5, 0.0)]),
+    DiffOp("hardtanh", lambda lib, x: nnf(lib).hardtanh(x, -0.5, 1.0),
+           make=lambda rng: [rng.choice([-1.0, 0.0, 0.5, 1.5], (3, 4))
+                             + rng.uniform(-0.2, 0.2, (3, 4))]),
+    DiffOp("embedding", lambda lib, w: nnf(lib).embedding(_idx(lib, w, [[1, 2, 1], [0, 1, 3]]), w),
+           shapes=((4, 3),), gradgrad=True),
     DiffOp("linear", lambda lib, x, w, b: nnf(lib).linear(x, w, b),
            shapes=((2, 3, 4), (5, 4), (5,)), gradgrad=True),
     DiffOp("linear_no_bias", lambda lib, x, w: nnf(lib).linear(x, w), shapes=((3, 4), (2, 4)),
@@ -603,6 +621,11 @@ _LOSSES: list[DiffOp] = [
            lambda lib, x: nnf(lib).binary_cross_entropy_with_logits(
                x, _const(lib, x, _SOFT_LABELS), weight=_const(lib, x, _COUNTS),
                pos_weight=_const(lib, x, [2.0, 0.5, 1.0, 3.0])), low=-3.0, high=3.0),
+    DiffOp("binary_cross_entropy_with_logits_target",
+           lambda lib, x, t: nnf(lib).binary_cross_entropy_with_logits(
+               x, t, pos_weight=_const(lib, x, [2.0, 0.5, 1.0, 3.0]), reduction="sum"),
+           shapes=((3, 4), (3, 4)), low=-3.0, high=3.0, gradgrad=True,
+           ops=("binary_cross_entropy_with_logits",)),
     DiffOp("kl_div", lambda lib, x, t: nnf(lib).kl_div(x, t, reduction="batchmean"),
            make=lambda rng: [rng.uniform(-3, 0, (3, 4)), rng.uniform(0.1, 1.0, (3, 4))]),
     DiffOp("kl_div_log_target", lambda lib, x, t: nnf(lib).kl_div(

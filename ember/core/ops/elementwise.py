@@ -28,12 +28,12 @@ from ember.core import forward_ad as fw
 from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.declare import composite, define, fused_kernel, primitive
 from ember.core.dispatch import (
-    _user_stacklevel,
     check_dtype,
     run_binary,
     run_fused,
     run_unary_into,
     same_dtype_results,
+    user_stacklevel,
 )
 from ember.core.grad_mode import no_grad, state
 from ember.core.host import dtype_arg, no_data, python_scalar
@@ -215,13 +215,15 @@ UNARY_BY_RULE: dict[str, list[str]] = {"same": [], "float": [], "predicate": [],
 
 def _unary(name: str, rule: str, grad: Any, doc: str, *, precision: P = P.KEEP,
            flops: float = 1, fused_backward: str | None = None, inplace: bool = True,
-           out: bool = True, variants: str | None = None, **fields: Any) -> Any:
+           out: bool = True, variants: str | None = None, label: str | None = None,
+           **fields: Any) -> Any:
     """Declare unary elementwise primitive `name`: `rule` is "same" (the input's dtype),
     "float" (floating result), "predicate" (bool result) or "bitwise"; `grad` is the
     formula for the input's gradient (None: not differentiable); with `fused_backward`,
     a backend's `<name>_backward(v, grad)` kernel may replace the formula, `v` being what
     the formula reads ("input" or "result"). `variants`, when given, replaces the
-    function, method, in-place and out= variants `inplace` and `out` make."""
+    function, method, in-place and out= variants `inplace` and `out` make. `label`: the
+    node's name where PyTorch's differs from the default (Log1PBackward0)."""
     UNARY_BY_RULE["same" if rule == "abs" else rule].append(name)  # (abs: "same" on reals)
     if grad is not None and fused_backward is not None:
         fields["fused"] = (name + "_backward",)
@@ -236,7 +238,8 @@ def _unary(name: str, rule: str, grad: Any, doc: str, *, precision: P = P.KEEP,
     def fn(input: Tensor) -> Tensor:
         return apply(op, input)
     public = define(name, Kind.PRIMITIVE, fn, rule=_RULES.get(rule) or _same_dtype_rule(name),
-                    grad=None if grad is None else Grad(input=grad), precision=precision,
+                    grad=None if grad is None else Grad(label, input=grad),
+                    precision=precision,
                     cost=costs.pointwise(flops), doc=doc,
                     variants=variants if variants is not None else "function method" +
                     (" inplace" if inplace else "") + (" out" if out else ""),
@@ -287,7 +290,7 @@ log = _unary("log", "float", lambda grad, input: grad / conj(input), precision=P
 log2 = _unary("log2", "float", lambda grad, input: grad / (input * _LN2), precision=P.FLOAT32,
               flops=8, doc="Returns a new tensor with the base-2 logarithm of the elements.")
 log1p = _unary("log1p", "float", lambda grad, input: grad / (input + 1.0),
-               precision=P.FLOAT32, flops=8,
+               precision=P.FLOAT32, flops=8, label="Log1PBackward0",
                doc="Returns the natural logarithm of (1 + `input`), accurate for small values.")
 expm1 = _unary("expm1", "float", lambda grad, result: grad * (result + 1.0),
                precision=P.FLOAT32, flops=8,
@@ -644,12 +647,21 @@ def _div_fn(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tens
 
 _div_fn.__doc__ = ("Divides `input` by `other` (true division); `rounding_mode=\"floor\"` "
                    "or `\"trunc\"` rounds the quotient.")
+def _rtruediv(other: Any, input: Tensor) -> Tensor:
+    """PyTorch's `number / tensor`: `tensor.reciprocal() * number` (rounded twice, as its
+    `Tensor.__rtruediv__`); a tensor numerator divides."""
+    if isinstance(other, Tensor):
+        return binary("div", other, input)
+    return mul(reciprocal(input), other)
+
+
 div = define("div", Kind.PRIMITIVE, _div_fn, variants=_ARITH, rule=_binary_rule("div", "float"),
              cost=costs.pointwise(1), complex=True,
              grad=Grad(input=lambda grad, other: grad / conj(other),
                        other=lambda grad, input, other: -(grad * conj(input / (other * other)))),
              operators="__truediv__ __rtruediv__ __itruediv__",
-             operator_impl=functools.partial(binary, "div"), aliases="divide true_divide",
+             operator_impl=functools.partial(binary, "div"), reflected_impl=_rtruediv,
+             aliases="divide true_divide",
              inplace_method=_binary_inplace("div", _div_fn))
 true_divide = divide = div
 subtract = sub
@@ -980,7 +992,7 @@ def _warn_discard() -> None:
     global _warned_discard
     _warned_discard = True
     warnings.warn("Casting complex values to real discards the imaginary part", UserWarning,
-                  stacklevel=_user_stacklevel())
+                  stacklevel=user_stacklevel())
 
 
 def _cast(input: Tensor, dtype: dt.dtype) -> Tensor:

@@ -24,6 +24,7 @@ from ember.core.creation import full as _full
 from ember.core.creation import zeros_like
 from ember.core.declare import composite, fused_kernel
 from ember.core.dispatch import run_fused
+from ember.core.grad_mode import no_grad
 from ember.core.host import host_array
 from ember.core.opdef import OPS, Grad
 from ember.core.opdef import Precision as P
@@ -137,16 +138,34 @@ def _pairwise_distance(x1: Tensor, x2: Tensor, p: float, eps: float) -> Tensor:
 # -- regression losses ----------------------------------------------------------------
 
 
-@composite(node_label="MseLossBackward0", variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
-           cost=costs.reduction(3))
+def _mse_grad(grad: Tensor, input: Tensor, target: Tensor, reduction: str) -> Tensor:
+    """ATen's mse_loss_backward: `(input - target) * norm * grad`, norm 2 (2 / numel for
+    'mean'); the target's gradient is the same with the two swapped."""
+    diff = input - target
+    return diff * (2.0 / diff.numel() if reduction == "mean" else 2.0) * grad
+
+
+@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(3),
+           grad=Grad("MseLossBackward0",
+                     input=lambda grad, input, target, reduction:
+                     _mse_grad(grad, input, target, reduction),
+                     target=lambda grad, input, target, reduction:
+                     _mse_grad(grad, target, input, reduction)))
 def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
              reduce: bool | None = None, reduction: str = "mean",
              weight: Tensor | None = None) -> Tensor:
     r"""Mean squared error: :math:`(x - y)^2`, reduced."""
     _target_size_check(input, target)
     reduction = _reduction_arg(size_average, reduce, reduction)
-    diff = input - target
-    return _weighted(diff * diff, diff, weight, reduction)
+    if weight is not None:  # differentiated through its ops, as PyTorch's weighted form
+        diff = input - target
+        return _weighted(diff * diff, diff, weight, reduction)
+    with no_grad():  # one node, PyTorch's MseLossBackward0
+        diff = input - target
+        loss = _reduce(diff * diff, reduction)
+    record_grad(OPS["mse_loss"], (input, target), {"reduction": reduction}, loss)
+    return loss
 
 
 @composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
@@ -161,9 +180,34 @@ def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
     return _weighted(E.abs(diff), diff, weight, reduction)
 
 
-@composite(node_label="SmoothL1LossBackward0",
-           variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
-           cost=costs.reduction(6))
+def _smooth_l1_grad(grad: Tensor, input: Tensor, target: Tensor, reduction: str,
+                    beta: float) -> Tensor:
+    """ATen's smooth_l1_loss_backward: `d / beta` inside (-beta, beta), else sign(d),
+    times the gradient (over the element count for 'mean'); d = input - target."""
+    d = input - target
+    norm = 1.0 / d.numel() if reduction == "mean" else 1.0
+    # (at |d| = beta both forms agree; the sign's, constant, gives PyTorch's second
+    # derivative there: 0)
+    return E.where(E.abs(d) < beta, d * (norm / beta) * grad, E.sign(d) * norm * grad)
+
+
+def _huber_grad(grad: Tensor, input: Tensor, target: Tensor, reduction: str,
+                delta: float) -> Tensor:
+    """ATen's huber_loss_backward: `d` inside [-delta, delta], else `delta * sign(d)`,
+    times the gradient (over the element count for 'mean'); d = input - target."""
+    d = input - target
+    norm = 1.0 / d.numel() if reduction == "mean" else 1.0
+    return E.where(d <= -delta, -norm * delta * grad,
+                   E.where(d >= delta, norm * delta * grad, d * norm * grad))
+
+
+@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(6),
+           grad=Grad("SmoothL1LossBackward0",
+                     input=lambda grad, input, target, reduction, beta:
+                     _smooth_l1_grad(grad, input, target, reduction, beta),
+                     target=lambda grad, input, target, reduction, beta:
+                     -_smooth_l1_grad(grad, input, target, reduction, beta)))
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
                    reduce: bool | None = None, reduction: str = "mean",
                    beta: float = 1.0) -> Tensor:
@@ -172,17 +216,25 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = No
     reduction = _reduction_arg(size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    diff = input - target
-    ad = E.abs(diff)
-    if beta == 0.0:
-        return _reduce(ad, reduction)
-    loss = E.where(ad < beta, diff * diff * (0.5 / beta), ad - 0.5 * beta)
-    return _reduce(loss, reduction)
+    if beta == 0.0:  # PyTorch's l1_loss then
+        return _reduce(E.abs(input - target), reduction)
+    with no_grad():  # one node, PyTorch's SmoothL1LossBackward0
+        diff = input - target
+        ad = E.abs(diff)
+        loss = _reduce(E.where(ad < beta, diff * diff * (0.5 / beta), ad - 0.5 * beta),
+                       reduction)
+    record_grad(OPS["smooth_l1_loss"], (input, target), {"reduction": reduction, "beta": beta},
+                loss)
+    return loss
 
 
-@composite(node_label="HuberLossBackward0",
-           variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
-           cost=costs.reduction(6))
+@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(6),
+           grad=Grad("HuberLossBackward0",
+                     input=lambda grad, input, target, reduction, delta:
+                     _huber_grad(grad, input, target, reduction, delta),
+                     target=lambda grad, input, target, reduction, delta:
+                     -_huber_grad(grad, input, target, reduction, delta)))
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
     r""":math:`0.5 d^2` where :math:`|d| < \delta`, else :math:`\delta(|d| - 0.5\delta)`."""
@@ -190,10 +242,19 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     _check_reduction(reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    diff = input - target
-    ad = E.abs(diff)
-    loss = E.where(ad < delta, diff * diff * 0.5, (ad - 0.5 * delta) * delta)
-    return _weighted(loss, diff, weight, reduction, mean_by_weight=False)
+    if weight is not None:  # differentiated through its ops, as PyTorch's weighted form
+        diff = input - target
+        ad = E.abs(diff)
+        loss = E.where(ad < delta, diff * diff * 0.5, (ad - 0.5 * delta) * delta)
+        return _weighted(loss, diff, weight, reduction, mean_by_weight=False)
+    with no_grad():  # one node, PyTorch's HuberLossBackward0
+        diff = input - target
+        ad = E.abs(diff)
+        loss = _reduce(E.where(ad < delta, diff * diff * 0.5, (ad - 0.5 * delta) * delta),
+                       reduction)
+    record_grad(OPS["huber_loss"], (input, target), {"reduction": reduction, "delta": delta},
+                loss)
+    return loss
 
 
 # -- classification: negative log likelihood and cross entropy -------------------------
@@ -205,13 +266,18 @@ def _class_weight_shape(input: Tensor, class_dim: int) -> tuple:
     return tuple(shape)
 
 
-def _nll_loss_label(input: Tensor, *args: object, **kwargs: object) -> str | None:
-    # PyTorch's 2-D kernel takes the (N, C, d) and (N, C, h, w) inputs
-    return {1: "NllLossBackward0", 2: "NllLossBackward0", 3: "NllLoss2DBackward0",
-            4: "NllLoss2DBackward0"}.get(input.ndim)
+def _nll_grad(grad: Tensor, input_shape: tuple, class_dim: int, reduction: str, safe: Tensor,
+              valid: Tensor, w: Tensor, total: Tensor) -> Tensor:
+    """ATen's nll_loss_backward: `-w[t] * grad` (over the total weight for 'mean') at each
+    sample's target class; zeros elsewhere, and in the rows of ignored targets."""
+    scale = -grad / total if reduction == "mean" else -grad
+    picked = E.where(valid, w * scale, 0.0)
+    zeros = _full(tuple(input_shape), 0.0, dtype=picked.dtype, device=picked.device)
+    return scatter(zeros, class_dim, unsqueeze(safe, class_dim), unsqueeze(picked, class_dim))
 
-@composite(node_label=_nll_loss_label, variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
-           cost=costs.reduction(1))
+
+@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(1), grad=Grad("NllLossBackward0", input=_nll_grad))
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
              size_average: bool | None = None, ignore_index: int = -100,
              reduce: bool | None = None, reduction: str = "mean") -> Tensor:
@@ -258,17 +324,35 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
         if safe.numel() and bool(((safe < 0) | (safe >= n_classes)).any()):
             lo, hi = int(safe.min()), int(safe.max())
             raise IndexError(f"Target {lo if lo < 0 else hi} is out of bounds.")
-    picked = squeeze(gather(input, class_dim, unsqueeze(safe, class_dim)), class_dim)
-    if weight is not None:
-        w = E.where(valid, weight.index_select(0, safe.reshape(-1)).reshape(safe.shape), 0.0)
-    else:
-        w = valid.to(input.dtype)
-    loss = E.where(valid, -picked * w, 0.0)  # an ignored target's NaN input counts 0
-    if reduction == "none":
-        return loss
-    if reduction == "sum":
-        return loss.sum()
-    return loss.sum() / w.sum()
+    with no_grad():  # one node, PyTorch's NllLossBackward0
+        picked = squeeze(gather(input, class_dim, unsqueeze(safe, class_dim)), class_dim)
+        if weight is not None:
+            w = E.where(valid, weight.index_select(0, safe.reshape(-1)).reshape(safe.shape),
+                        0.0)
+        else:
+            w = valid.to(input.dtype)
+        loss = E.where(valid, -picked * w, 0.0)  # an ignored target's NaN input counts 0
+        total = w.sum()
+        if reduction == "sum":
+            loss = loss.sum()
+        elif reduction == "mean":
+            loss = loss.sum() / total
+    record_grad(OPS["nll_loss"], (input,), {"class_dim": class_dim, "reduction": reduction,
+                                           "safe": safe, "valid": valid, "w": w,
+                                           "total": total}, loss,
+                label=_nll_label(input.ndim, reduction))
+    return loss
+
+
+def _nll_label(ndim: int, reduction: str) -> str:
+    """PyTorch's node: nll_loss2d's for spatial inputs (other ranks than 4 viewed to 4-D
+    and, unreduced, back: a view's node then)."""
+    if ndim <= 2:
+        return "NllLossBackward0"
+    if reduction == "none" and ndim != 4:
+        return "ViewBackward0"
+    return "NllLoss2DBackward0"
+
 
 
 def _cross_entropy_prob_target(input: Tensor, target: Tensor, weight: Tensor | None,
@@ -430,9 +514,30 @@ def _cross_entropy_composite(input: Tensor, target: Tensor, ignore_index: int,
 
 # (PyTorch's CUDA autocast refuses binary_cross_entropy, "unsafe to autocast"; ember has
 # no such class, so accelerators compute it in float32 as the CPU does)
-@composite(node_label="BinaryCrossEntropyBackward0",
-           variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
-           cost=costs.reduction(8))
+def _bce_input_grad(grad: Tensor, input: Tensor, target: Tensor, weight: Tensor | None,
+                    reduction: str) -> Tensor:
+    """ATen's binary_cross_entropy_backward: `(x - y) / max((1 - x) x, 1e-12)`, times the
+    gradient and the weight, over the element count for 'mean'."""
+    g = grad * (input - target) / E.clamp((1.0 - input) * input, min=1e-12)
+    if weight is not None:
+        g = g * weight
+    return g / input.numel() if reduction == "mean" else g
+
+
+def _bce_target_grad(grad: Tensor, input: Tensor, target: Tensor, weight: Tensor | None,
+                     reduction: str) -> Tensor:
+    """ATen's binary_cross_entropy_target_backward: `log(1 - x) - log(x)` (each clamped at
+    -100, as the forward's), times the gradient and the weight, over the count for 'mean'."""
+    g = (E.log(1.0 - input).clamp(min=-100.0) - E.log(input).clamp(min=-100.0)) * grad
+    if weight is not None:
+        g = g * weight
+    return g / target.numel() if reduction == "mean" else g
+
+
+@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(8),
+           grad=Grad("BinaryCrossEntropyBackward0", input=_bce_input_grad,
+                     target=_bce_target_grad))
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average: bool | None = None, reduce: bool | None = None,
                          reduction: str = "mean") -> Tensor:
@@ -446,17 +551,54 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     with tracing.paused():  # a check, not part of the computation (NaN fails it too)
         if input.numel() and not bool(R.all(E.logical_and(input >= 0, input <= 1))):
             raise RuntimeError("all elements of input should be between 0 and 1")
-    log_x = E.log(input).clamp(min=-100.0)
-    log_1mx = E.log(1.0 - input).clamp(min=-100.0)
-    loss = -(target * log_x + (1.0 - target) * log_1mx)
+    with no_grad():  # one node, PyTorch's BinaryCrossEntropyBackward0
+        log_x = E.log(input).clamp(min=-100.0)
+        log_1mx = E.log(1.0 - input).clamp(min=-100.0)
+        loss = -(target * log_x + (1.0 - target) * log_1mx)
+        if weight is not None:
+            loss = loss * weight
+        loss = _reduce(loss, reduction)
+    record_grad(OPS["binary_cross_entropy"], (input, target),
+                {"weight": weight, "reduction": reduction}, loss)
+    return loss
+
+
+def _bce_logits_input_grad(grad: Tensor, input: Tensor, target: Tensor, weight: Tensor | None,
+                           pos_weight: Tensor | None, reduction: str) -> Tensor:
+    """ATen's binary_cross_entropy_with_logits_backward: `sigmoid(x) - y` (with
+    `pos_weight` p: `(p y + 1 - y) sigmoid(x) - p y`), times the weight and the gradient,
+    over the element count for 'mean'."""
+    if pos_weight is not None:
+        t = pos_weight * target
+        g = (t + 1.0 - target) * E.sigmoid(input) - t
+    else:
+        g = E.sigmoid(input) - target
     if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+        g = g * weight
+    g = g * grad
+    return g / input.numel() if reduction == "mean" else g
 
 
-@composite(node_label="BinaryCrossEntropyWithLogitsBackward0",
-           variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
-           cost=costs.reduction(10))
+def _bce_logits_target_grad(grad: Tensor, input: Tensor, target: Tensor,
+                            weight: Tensor | None, pos_weight: Tensor | None,
+                            reduction: str) -> Tensor:
+    """ATen's binary_cross_entropy_with_logits_target_backward: `-x` (with `pos_weight` p:
+    `logsigmoid(-x) - p logsigmoid(x)`), times the gradient and the weight, over the
+    element count for 'mean'."""
+    if pos_weight is not None:
+        g = _logsigmoid(-input) - _logsigmoid(input) * pos_weight
+    else:
+        g = -input
+    g = g * grad
+    if weight is not None:
+        g = g * weight
+    return g / target.numel() if reduction == "mean" else g
+
+
+@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+           cost=costs.reduction(10),
+           grad=Grad("BinaryCrossEntropyWithLogitsBackward0", input=_bce_logits_input_grad,
+                     target=_bce_logits_target_grad))
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
                                      weight: Tensor | None = None,
                                      size_average: bool | None = None,
@@ -470,16 +612,20 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
-    # -log(sigmoid(x)) = softplus(-x); written so its gradient is exact at x = 0 too
-    neg_log_sig = E.log1p(E.exp(-E.abs(input))) - E.minimum(input, 0.0)
-    if pos_weight is not None:
-        log_weight = (pos_weight - 1.0) * target + 1.0
-        loss = (1.0 - target) * input + log_weight * neg_log_sig
-    else:
-        loss = (1.0 - target) * input + neg_log_sig
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+    with no_grad():  # one node, PyTorch's BinaryCrossEntropyWithLogitsBackward0
+        # -log(sigmoid(x)) = softplus(-x), computed stably
+        neg_log_sig = E.log1p(E.exp(-E.abs(input))) - E.minimum(input, 0.0)
+        if pos_weight is not None:
+            log_weight = (pos_weight - 1.0) * target + 1.0
+            loss = (1.0 - target) * input + log_weight * neg_log_sig
+        else:
+            loss = (1.0 - target) * input + neg_log_sig
+        if weight is not None:
+            loss = loss * weight
+        loss = _reduce(loss, reduction)
+    record_grad(OPS["binary_cross_entropy_with_logits"], (input, target),
+                {"weight": weight, "pos_weight": pos_weight, "reduction": reduction}, loss)
+    return loss
 
 
 @composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,

@@ -45,11 +45,15 @@ from ember.core.ops.elementwise import (
     clamp,
     div,
     eq,
+    erf,
+    exp,
+    expm1,
     floor,
     floor_divide,
     ge,
     isfinite,
     isnan,
+    log1p,
     logical_and,
     lt,
     minimum,
@@ -65,7 +69,16 @@ from ember.core.ops.elementwise import (
     where,
 )
 from ember.core.ops.elementwise import round as round_
-from ember.core.ops.indexing import SCALAR_TYPE_NAMES, chunk, gather, getitem, narrow, scatter
+from ember.core.ops.indexing import (
+    SCALAR_TYPE_NAMES,
+    chunk,
+    gather,
+    getitem,
+    index_add,
+    index_select,
+    narrow,
+    scatter,
+)
 from ember.core.ops.linalg import matmul
 from ember.core.ops.shape import (
     cat,
@@ -129,7 +142,8 @@ def _col2im_rule(input, *, output_size, kernel_size, dilation, padding, stride):
 
 
 @primitive(variants="", rule=_im2col_rule, traced_as_node=True, cost=costs.movement,
-           grad=Grad(input=lambda grad, input_shape, kernel_size, dilation, padding, stride:
+           grad=Grad("Im2ColBackward0",
+                     input=lambda grad, input_shape, kernel_size, dilation, padding, stride:
                      col2im(grad, input_shape[2:], kernel_size, dilation, padding, stride)))
 def im2col(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
            stride: Any = 1) -> Tensor:
@@ -140,7 +154,8 @@ def im2col(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
 
 
 @primitive(variants="", rule=_col2im_rule, traced_as_node=True, cost=costs.movement,
-           grad=Grad(input=lambda grad, kernel_size, dilation, padding, stride:
+           grad=Grad("Col2ImBackward0",
+                     input=lambda grad, kernel_size, dilation, padding, stride:
                      im2col(grad, kernel_size, dilation, padding, stride)))
 def col2im(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1,
            padding: Any = 0, stride: Any = 1) -> Tensor:
@@ -278,6 +293,178 @@ fused_kernel("linear_backward", replaces="linear backward", backward=True,
                        "gb | None)",
              doc="linear's gradients (grad @ w, grad2.T @ x2, grad2.sum(0), leading dims "
                  "flattened), None where `needs` is false.")
+
+
+# -- activations: one node each, as PyTorch's kernels ---------------------------------
+
+_HALF_FLOATS = (dt.float16, dt.bfloat16)
+
+
+def _opmath(x: Tensor) -> Tensor:
+    """float32 for half floats: PyTorch computes activations (and their gradients) in
+    float32 and rounds once ("opmath")."""
+    return to_dtype(x, dt.float32) if x._dtype in _HALF_FLOATS else x
+
+
+def _activation(name: str, input: Tensor, compute: Any, attrs: dict,
+                label: str | None = None) -> Tensor:
+    """`compute(input)` (in opmath, rounded once) as one node with `name`'s gradient."""
+    with no_grad():
+        x = _opmath(input)
+        out = compute(x)
+        if x is not input:
+            out = to_dtype(out, input._dtype)
+    record_grad(OPS[name], (input,), attrs, out, label)
+    return out
+
+
+_SQRT1_2 = 1.0 / math.sqrt(2.0)
+_GELU_BETA = 2.0 / math.sqrt(math.pi) * _SQRT1_2 * 0.5  # ATen's kBeta: 1 / sqrt(2 pi)
+_GELU_TANH_BETA = math.sqrt(2.0) * 2.0 / math.sqrt(math.pi) * 0.5  # sqrt(2 / pi)
+_GELU_KAPPA = 0.044715
+
+
+def _gelu_grad(grad: Tensor, input: Tensor, approximate: str) -> Tensor:
+    """ATen's GeluBackward0: `cdf(x) + x pdf(x)` (or the tanh form's derivative)."""
+    x = _opmath(input)
+    if approximate == "tanh":
+        inner = (x + x * x * x * _GELU_KAPPA) * _GELU_TANH_BETA
+        t = tanh(inner)
+        left = x * 0.5
+        left_derivative = (t + 1.0) * 0.5
+        inner_derivative = (x * x * (3.0 * _GELU_KAPPA) + 1.0) * _GELU_TANH_BETA
+        d = left_derivative + left * (1.0 - t * t) * inner_derivative
+    else:
+        cdf = (erf(x * _SQRT1_2) + 1.0) * 0.5
+        pdf = exp(x * x * -0.5) * _GELU_BETA
+        d = cdf + x * pdf
+    return _opmath(grad) * d
+
+
+@composite(variants="", cost=costs.pointwise(12), grad=Grad("GeluBackward0", input=_gelu_grad))
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """GELU, `x Phi(x)` (`approximate="tanh"`: its tanh approximation), as one node."""
+    if approximate == "none":
+        compute = lambda x: x * (erf(x * _SQRT1_2) + 1.0) * 0.5  # noqa: E731
+    elif approximate == "tanh":
+        compute = lambda x: x * (tanh(  # noqa: E731
+            (x + x * x * x * _GELU_KAPPA) * math.sqrt(2.0 / math.pi)) + 1.0) * 0.5
+    else:
+        raise RuntimeError(f"approximate argument must be either none or tanh, got "
+                           f"'{approximate}'")
+    return _activation("gelu", input, compute, {"approximate": approximate})
+
+
+def _silu_grad(grad: Tensor, input: Tensor) -> Tensor:
+    """ATen's SiluBackward0: `sigmoid(x) (1 + x (1 - sigmoid(x)))`."""
+    x = _opmath(input)
+    s = sigmoid(x)
+    return _opmath(grad) * s * (x * (1.0 - s) + 1.0)
+
+
+@composite(variants="", cost=costs.pointwise(6), grad=Grad("SiluBackward0", input=_silu_grad))
+def silu(input: Tensor) -> Tensor:
+    """SiLU (swish), `x sigmoid(x)`, as one node."""
+    return _activation("silu", input, lambda x: x * sigmoid(x), {})
+
+
+@composite(variants="", cost=costs.pointwise(2),
+           grad=Grad("LeakyReluBackward0", input=lambda grad, input, negative_slope:
+                     where(input > 0, grad, grad * negative_slope)))
+def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """`x` where positive, else `negative_slope * x`, as one node."""
+    return _activation("leaky_relu", input,
+                       lambda x: where(x > 0, x, x * negative_slope),
+                       {"negative_slope": negative_slope})
+
+
+def _elu_grad(grad: Tensor, input: Tensor, alpha: float, scale: float,
+              input_scale: float) -> Tensor:
+    """ATen's elu_backward: `scale` where positive, else
+    `input_scale * alpha * scale * exp(x * input_scale)`."""
+    x = _opmath(input)
+    g = _opmath(grad)
+    neg = g * (exp(clamp(x, max=0.0) * input_scale) * (input_scale * alpha * scale))
+    return where(x > 0, g * scale, neg)
+
+
+@composite(variants="", cost=costs.pointwise(6), grad=Grad("EluBackward0", input=_elu_grad))
+def elu(input: Tensor, alpha: float = 1.0, scale: float = 1.0, input_scale: float = 1.0,
+        label: str = "EluBackward0") -> Tensor:
+    """ATen's elu: `scale * x` where positive, else
+    `scale * alpha * (exp(x * input_scale) - 1)` (ELU, SELU and CELU), as one node named
+    `label` (CELU's is CeluBackward0)."""
+    def compute(x: Tensor) -> Tensor:
+        # the exp branch sees min(x, 0): exp of a large positive x would overflow
+        out = where(x > 0, x, expm1(clamp(x, max=0.0) * input_scale) * alpha)
+        return out * scale if scale != 1.0 else out
+    return _activation("elu", input, compute,
+                       {"alpha": alpha, "scale": scale, "input_scale": input_scale}, label)
+
+
+def _softplus_grad(grad: Tensor, input: Tensor, beta: float, threshold: float) -> Tensor:
+    """ATen's softplus_backward: 1 above the threshold, else `z / (z + 1)`, z = e^(beta x)."""
+    x = _opmath(input)
+    scaled = x * beta
+    z = exp(clamp(scaled, max=threshold))
+    g = _opmath(grad)
+    return where(scaled > threshold, g, g * z / (z + 1.0))
+
+
+@composite(variants="", cost=costs.pointwise(6), precision=P.FLOAT32,  # (CUDA's fp32 list)
+           grad=Grad("SoftplusBackward0", input=_softplus_grad))
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """`log(1 + e^(beta x)) / beta`, `x` where `beta x > threshold`, as one node."""
+    def compute(x: Tensor) -> Tensor:
+        scaled = x * beta if beta != 1.0 else x
+        # the log1p(exp) branch sees the input clamped at the threshold (no overflow)
+        soft = log1p(exp(clamp(scaled, max=threshold)))
+        if beta != 1.0:
+            soft = soft / beta
+        return where(scaled > threshold, x, soft)
+    return _activation("softplus", input, compute, {"beta": beta, "threshold": threshold})
+
+
+@composite(variants="", cost=costs.pointwise(2),
+           grad=Grad("HardtanhBackward0", input=lambda grad, input, min_val, max_val:
+                     where(logical_and(input > min_val, input < max_val), grad, 0.0)))
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """Clamped to `[min_val, max_val]` (gradient 1 strictly inside), as one node."""
+    return _activation("hardtanh", input, lambda x: clamp(x, min_val, max_val),
+                       {"min_val": min_val, "max_val": max_val})
+
+
+# -- embedding ------------------------------------------------------------------------
+
+
+def _embedding_grad(grad, weight_shape, indices, padding_idx, scale_grad_by_freq):
+    """ATen's embedding_dense_backward: each looked-up row's gradient summed into its row
+    (none into `padding_idx`'s; scaled by 1 / the row's count in the batch if asked)."""
+    flat = reshape(indices, (-1,))
+    g = reshape(grad, (-1, weight_shape[1]))
+    if padding_idx >= 0:
+        g = where(unsqueeze(eq(flat, padding_idx), 1), 0.0, g)
+    if scale_grad_by_freq:
+        counts = index_add(zeros((weight_shape[0],), dtype=g.dtype, device=g.device), 0,
+                           flat, ones(tuple(flat.shape), dtype=g.dtype, device=g.device))
+        # (times the reciprocal, as ATen rounds it)
+        g = mul(g, unsqueeze(div(1.0, index_select(counts, 0, flat)), 1))
+    return index_add(zeros(tuple(weight_shape), dtype=g.dtype, device=g.device), 0, flat, g)
+
+
+@composite(variants="", cost=costs.movement,
+           grad=Grad("EmbeddingBackward0", weight=_embedding_grad))
+def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
+              scale_grad_by_freq: bool = False) -> Tensor:
+    """The rows of `weight` at `indices` (checked by the caller: integers in range), shaped
+    `(*indices.shape, weight.shape[1])`: one node, PyTorch's `EmbeddingBackward0`."""
+    with no_grad():
+        out = reshape(index_select(weight, 0, reshape(indices, (-1,))),
+                      (*indices.shape, weight.shape[1]))
+    record_grad(OPS["embedding"], (weight,),
+                {"indices": indices, "padding_idx": padding_idx,
+                 "scale_grad_by_freq": scale_grad_by_freq}, out)
+    return out
 
 
 # -- convolution ----------------------------------------------------------------------

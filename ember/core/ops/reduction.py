@@ -16,22 +16,22 @@ from __future__ import annotations
 
 import builtins  # this module defines sum, max, min, all and any: the ops
 import math
-from collections.abc import Callable
 from typing import Any
 
 from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import apply_labelled, record_grad
-from ember.core.creation import arange
+from ember.core.creation import arange, zeros
 from ember.core.declare import composite, primitive, write_out
 from ember.core.dispatch import run
 from ember.core.grad_mode import no_grad, state
+from ember.core.graph import record
 from ember.core.host import dtype_arg
 from ember.core.opdef import OPS, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import maximum, minimum, to_dtype, where
-from ember.core.ops.indexing import SCALAR_TYPE_NAMES, gather_in_bounds
-from ember.core.ops.shape import expand, reshape, squeeze
+from ember.core.ops.indexing import SCALAR_TYPE_NAMES, gather_in_bounds, scatter
+from ember.core.ops.shape import expand, reshape, squeeze, unsqueeze
 from ember.core.return_types import return_type
 from ember.core.shapes import fmt_shape, normalize_dim, normalize_dims, reduced_shape
 from ember.core.tensor import Tensor
@@ -250,23 +250,28 @@ def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool) -> Any:
     if input.shape and input.shape[d] == 0:
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
     idx = run("argmax" if op == "max" else "argmin", input, dim=d, keepdim=True)
-    values = gather_in_bounds(input, d, idx)
+    with no_grad():  # one node, PyTorch's MaxBackward0 / MinBackward0
+        values = gather_in_bounds(input, d, idx)
+        if not keepdim:
+            values = squeeze(values, d)
+    if state.enabled and input._requires_grad:
+        record("MaxBackward0" if op == "max" else "MinBackward0", _select_back, (input,),
+               values, saved=(idx,), dim=d, keepdim=keepdim, shape=tuple(input.shape))
     if not keepdim:
-        values, idx = squeeze(values, d), squeeze(idx, d)
+        idx = squeeze(idx, d)
     return (MaxResult if op == "max" else MinResult)(values, idx)
 
 
-def _extreme_label(kind: str) -> Callable[..., str | None]:
-    """max/min's node: `MaxBackward0` over a dim, `MaximumBackward0` of two tensors."""
-    def label(input: Any, dim: Any = None, *args: Any, **kwargs: Any) -> str | None:
-        if isinstance(dim, Tensor):
-            return f"{kind.capitalize()}imumBackward0"
-        return None if dim is None else f"{kind.capitalize()}Backward0"
-    return label
+def _select_back(node: Any, grad: Tensor) -> Tensor:
+    """ATen's value_selecting_reduction_backward: the gradient scattered at the selected
+    indices of zeros shaped as the input."""
+    (idx,) = node.saved_tensors
+    a = node.attrs
+    g = grad if a["keepdim"] else unsqueeze(grad, a["dim"])
+    return scatter(zeros(a["shape"], dtype=g.dtype, device=g.device), a["dim"], idx, g)
 
 
-@primitive(node_label=_extreme_label("max"),
-           rule=_reduction_rule("max"), cost=costs.reduction(1),
+@primitive(rule=_reduction_rule("max"), cost=costs.reduction(1),
            grad=Grad(input=_extreme_grad))
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
     """The largest element; with `dim`, a (values, indices) pair along it; with a tensor,
@@ -274,8 +279,7 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: 
     return _max_min("max", input, dim, keepdim)
 
 
-@primitive(node_label=_extreme_label("min"),
-           rule=_reduction_rule("min"), cost=costs.reduction(1),
+@primitive(rule=_reduction_rule("min"), cost=costs.reduction(1),
            grad=Grad(input=_extreme_grad))
 def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
     """The smallest element; with `dim`, a (values, indices) pair along it; with a tensor,

@@ -25,7 +25,7 @@ from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.backend import ViewNotPossible
 from ember.core.declare import composite, primitive
 from ember.core.dispatch import run
-from ember.core.grad_mode import state
+from ember.core.grad_mode import no_grad, state
 from ember.core.inplace import as_view, metadata_inplace
 from ember.core.opdef import OPS, Grad, OutMeta
 from ember.core.opdef import Precision as P
@@ -154,6 +154,12 @@ def _reshape_impl(x: Tensor, shape: tuple, must_view: bool, op: str,
     return out
 
 
+def named_view(x: Tensor, shape: tuple, label: str) -> Tensor:
+    """`x.view(shape)` whose autograd node carries `label`: the name PyTorch's own kernel
+    gives the result a layer builds this way (an RNN's output: "StackBackward0")."""
+    return _reshape_impl(x, tuple(shape), True, "view", label)
+
+
 def _reshape_method(self: Tensor, *shape: Any, **kwargs: Any) -> Tensor:
     return _reshape_impl(self, sizes_arg(shape, kwargs, "shape"), False, "reshape")
 
@@ -279,12 +285,7 @@ def _alias(x: Tensor) -> Tensor:
     return _reshape_impl(x, tuple(x.shape), True, "view")
 
 
-def _squeeze_label(input: Any, dim: Any = None) -> str:
-    return "SqueezeBackward0" if dim is None else \
-        "SqueezeBackward2" if isinstance(dim, (tuple, list)) else "SqueezeBackward1"
-
-@composite(complex=True, node_label=_squeeze_label, variants="function method inplace",
-           cost=costs.view,
+@composite(complex=True, variants="function method inplace", cost=costs.view,
            inplace_method=metadata_inplace(lambda self, dim=None: squeeze(self, dim)))
 def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     """Removes dimensions of size 1 (only `dim`, an int or a tuple, when given)."""
@@ -294,7 +295,11 @@ def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     else:
         dims = normalize_dims("squeeze", dim, input.ndim) or ()
         new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
-    return reshape(input, new) if new != shape else _alias(input)
+    # always a view (dropping size-1 dimensions never copies), named as PyTorch's overload:
+    # squeeze(), squeeze(dim), squeeze(dims)
+    label = "SqueezeBackward0" if dim is None else \
+        "SqueezeBackward2" if isinstance(dim, (tuple, list)) else "SqueezeBackward1"
+    return _reshape_impl(input, new, True, "squeeze", label)
 
 
 @composite(complex=True, variants="function method inplace", cost=costs.view,
@@ -591,8 +596,13 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 concat = concatenate = cat
 
 
-@composite(complex=True, node_label="StackBackward0",
-           variants="function out", cost=costs.movement, cpu_precision=P.PROMOTE)
+def _stack_grads(grad, dim, needs):
+    # PyTorch's StackBackward0: the gradient unbound along the new dimension
+    return tuple(grad.select(dim, i) if need else None for i, need in enumerate(needs))
+
+
+@composite(complex=True, variants="function out", cost=costs.movement, cpu_precision=P.PROMOTE,
+           grad=Grad("StackBackward0", each=_stack_grads, operands=("*tensors",)))
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Joins tensors of one shape along a new dimension."""
     tensors = list(tensors)
@@ -605,7 +615,10 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                                f"{fmt_shape(shape)} at entry 0 and {fmt_shape(tuple(x.shape))} "
                                f"at entry {i}")
     d = normalize_dim("stack", dim, len(shape) + 1)
-    return cat([unsqueeze(x, d) for x in tensors], d)
+    with no_grad():  # one node, PyTorch's StackBackward0, with an edge per input
+        out = cat([unsqueeze(x, d) for x in tensors], d)
+    record_grad(OPS["stack"], tensors, {"dim": d}, out)
+    return out
 
 
 @composite(complex=True, variants="function", cost=costs.movement)

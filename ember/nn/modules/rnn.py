@@ -32,6 +32,7 @@ from ember import Tensor
 from ember.autograd import Function
 from ember.core import forward_ad as _fw
 from ember.core.ops import nn as _nnops
+from ember.core.ops.shape import named_view
 from ember.nn import functional as F
 from ember.nn import init
 from ember.nn.module import Module
@@ -763,8 +764,18 @@ class RNNBase(Module):
         length, batch = x.shape[0], x.shape[1]
         rows = x.reshape(length * batch, x.shape[2])  # (not -1: the batch may be empty)
         out, h_n, c_n = self._run(_Steps([batch] * length), rows, h0, c0)
-        out = out.view(length, batch, out.shape[1])
+        out = named_view(out, (length, batch, out.shape[1]), self._output_node(x))
         return (out.transpose(0, 1) if self.batch_first else out), h_n, c_n
+
+    def _output_node(self, x: Tensor) -> str:
+        """The name of the output's node in PyTorch on the CPU: the cat of the directions,
+        oneDNN's LSTM layer (float32, no projections), or the stack of the steps."""
+        if self.bidirectional:
+            return "CatBackward0"
+        if self.mode == "LSTM" and not self.proj_size and x.dtype is ember.float32 \
+                and x.device.type == "cpu" and x.numel():
+            return "MkldnnRnnLayerBackward0"
+        return "StackBackward0"
 
     def _run_packed(self, input: PackedSequence, h0: Tensor, c0: Tensor | None) -> tuple:
         """`_run` on a PackedSequence (``h0``/``c0`` already in its sorted batch order)."""

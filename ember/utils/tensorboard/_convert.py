@@ -79,7 +79,7 @@ def check_dataformats(dataformats: str, shape: tuple[int, ...], what: str) -> st
     return fmt
 
 
-def _grid(nchw: np.ndarray, ncols: int = 8) -> np.ndarray:
+def tile(nchw: np.ndarray, ncols: int = 8) -> np.ndarray:
     # A batch tiled into one CHW image, row-major, ncols per row (PyTorch's make_grid).
     n, c, h, w = nchw.shape
     ncols = min(n, ncols)
@@ -101,7 +101,7 @@ def to_hwc_uint8(value: Any, dataformats: str, what: str) -> np.ndarray:
     _check_numeric(array, what)
     fmt = check_dataformats(dataformats, tuple(array.shape), what)
     if len(fmt) == 4:
-        array = _grid(array.transpose([fmt.index(c) for c in "NCHW"])).transpose(1, 2, 0)
+        array = tile(array.transpose([fmt.index(c) for c in "NCHW"])).transpose(1, 2, 0)
     elif len(fmt) == 3:
         array = array.transpose([fmt.index(c) for c in "HWC"])
     else:

@@ -98,6 +98,7 @@ class SummaryWriter:
         self.all_writers: dict[str, EventFile] | None = None
         self._get_file_writer()
         self.default_bins = _default_bins()
+        self._projector_config: list[str] = []  # add_embedding's entries
 
     def _new_file(self, log_dir: str) -> EventFile:
         check_log_dir(log_dir)
@@ -373,6 +374,93 @@ class SummaryWriter:
         graph = onnx_to_graphdef(proto, len(args) if isinstance(args, tuple) else 1,
                                  module_scopes=True)
         self._get_file_writer().add_event(_event(graph_def=graph.SerializeToString()))
+
+    def add_embedding(self, mat: Any, metadata: list | None = None, label_img: Any = None,
+                      global_step: int | None = None, tag: str = "default",
+                      metadata_header: list | None = None) -> None:
+        """Add embedding projector data to summary.
+
+        Writes ``<global_step:05d>/<tag>/`` under the log dir (``tensors.tsv``, and
+        ``metadata.tsv`` / ``sprite.png`` when given) and lists it in
+        ``projector_config.pbtxt``, as PyTorch does.
+
+        Args:
+            mat (Tensor or numpy.ndarray): a matrix whose rows are the data points.
+            metadata (list): one label per data point (or a row per point, with
+                ``metadata_header``).
+            label_img (Tensor): images (N, C, H, W), square, in [0, 1], one per point.
+            global_step (int): global step value to record (default 0).
+            tag (str): name for the embedding.
+            metadata_header (list): column names of a multi-column ``metadata``.
+
+        Raises:
+            AssertionError: the labels or images do not match the data points, or ``mat``
+                is not 2-D (PyTorch's messages; checked before anything is written).
+            NotADirectoryError: the embedding's folder is a file.
+        """
+        from ._convert import to_numpy
+        from ._projector import (
+            embedding_info,
+            encode_tag,
+            write_config,
+            write_mat,
+            write_sprite,
+            write_tsv,
+        )
+
+        mat = to_numpy(mat, "add_embedding(mat)")
+        if global_step is None:
+            global_step = 0
+        if metadata is not None:
+            assert mat.shape[0] == len(metadata), "#labels should equal with #data points"
+        images = None if label_img is None else to_numpy(label_img, "add_embedding(label_img)")
+        if images is not None:
+            assert mat.shape[0] == images.shape[0], "#images should equal with #data points"
+        assert mat.ndim == 2, "mat should be 2D, where mat.size(0) is the number of data points"
+        subdir = f"{str(global_step).zfill(5)}/{encode_tag(tag)}"
+        log_dir = os.fspath(self._get_file_writer().log_dir)
+        save_path = os.path.join(log_dir, subdir)
+        if os.path.isdir(save_path):
+            print("warning: Embedding dir exists, did you set global_step for add_embedding()?")
+        elif os.path.exists(save_path):
+            raise NotADirectoryError(f"Path: `{save_path}` exists, but is a file. Cannot "
+                                     "proceed.")
+        os.makedirs(save_path, exist_ok=True)
+        if metadata is not None:
+            write_tsv(metadata, save_path, metadata_header)
+        if images is not None:
+            write_sprite(images, save_path)
+        write_mat(mat, save_path)
+        # the config is rewritten whole with every embedding added, as PyTorch does
+        self._projector_config.append(embedding_info(
+            metadata is not None, None if images is None else images.shape, subdir,
+            global_step, tag))
+        write_config(log_dir, self._projector_config)
+
+    def add_pr_curve(self, tag: str, labels: Any, predictions: Any,
+                     global_step: int | None = None, num_thresholds: int = 127,
+                     weights: Any = None, walltime: float | None = None) -> None:
+        """Add a precision-recall curve.
+
+        Args:
+            tag (str): data identifier.
+            labels (Tensor, numpy.ndarray): ground truth: True/1 for the positives.
+            predictions (Tensor, numpy.ndarray): the probability that each element is a
+                positive, in [0, 1].
+            global_step (int): global step value to record.
+            num_thresholds (int): the number of thresholds the curve is drawn at (at most
+                127).
+            weights: accepted as PyTorch's (each element's weight).
+            walltime (float): override the default walltime (``time.time()``).
+        """
+        from tensorboardX.summary import pr_curve
+
+        from ._convert import to_numpy
+
+        labels = to_numpy(labels, "add_pr_curve(labels)")
+        predictions = to_numpy(predictions, "add_pr_curve(predictions)")
+        summary = pr_curve(tag, labels, predictions, num_thresholds, weights)
+        self._get_file_writer().add_event(_event(global_step, walltime, summary=summary))
 
     def flush(self) -> None:
         """Flush the event files to disk.
