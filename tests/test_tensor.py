@@ -201,6 +201,8 @@ class TestFactories:
 
     def test_negative_size_raises(self):
         with pytest.raises(RuntimeError, match="negative dimension"):
+            ember.ones(2, -1)
+        with pytest.raises(RuntimeError, match="zeros: Dimension size must be non-negative"):
             ember.zeros(2, -1)
 
     @pytest.mark.parametrize("args", [(5,), (2, 7), (1, 2, 0.25), (0.0, 1.0, 0.3), (5, 0, -1),
@@ -734,3 +736,15 @@ def test_lbfgs_converts_its_losses_outside_grad_mode(monkeypatch):
         warnings.simplefilter("always")
         opt.step(closure)
     assert not caught
+
+
+def test_negative_sizes_raise_each_factorys_own_message():
+    torch = pytest.importorskip("torch")
+    for make in ("zeros(1, 0, -1)", "zeros(-1, dtype=L.uint8)", "ones(3, -2)", "empty(-1)"):
+        with pytest.raises(RuntimeError) as theirs:
+            eval(make, {"L": torch}, {"zeros": torch.zeros, "ones": torch.ones,
+                                      "empty": torch.empty})
+        with pytest.raises(RuntimeError) as ours:
+            eval(make, {"L": ember}, {"zeros": ember.zeros, "ones": ember.ones,
+                                      "empty": ember.empty})
+        assert str(ours.value) == str(theirs.value)

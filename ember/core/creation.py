@@ -317,8 +317,13 @@ def zeros(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
     """A tensor of zeros, of the sizes given (or `size=`)."""
     size = _sizes_given("zeros", sizes, size)
     d = dtype_arg(dtype) or dt.get_default_dtype()
-    return full(_shape_arg("zeros", size, d), 0, dtype=d, device=device,
-                requires_grad=requires_grad)
+    try:
+        shape = _shape_arg("zeros", size, d)
+    except RuntimeError as err:  # (zeros' own words in PyTorch; the others' are these)
+        if "negative dimension" not in str(err):
+            raise
+        raise RuntimeError("zeros: Dimension size must be non-negative.") from None
+    return full(shape, 0, dtype=d, device=device, requires_grad=requires_grad)
 
 
 @composite(complex=True, variants="function")
