@@ -367,3 +367,10 @@ def test_number_over_tensor_rounds_as_torch():
     assert node.name() == "MulBackward0"
     assert [n.name() if n else None for n, _ in node.next_functions] == \
         ["ReciprocalBackward0", None]
+
+
+def test_lgamma_of_float64_subnormals_is_minus_log_as_torch():
+    torch = pytest.importorskip("torch")
+    x = np.array([1e-310, 5e-324, -1e-310, 2.5e-308, 0.0, -0.0, np.inf, -np.inf, 3.5])
+    np.testing.assert_array_equal(ember.lgamma(ember.tensor(x)).numpy(),
+                                  torch.lgamma(torch.tensor(x)).numpy())

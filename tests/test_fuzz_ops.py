@@ -236,6 +236,14 @@ KNOWN_DIVERGENCES: dict[str, str] = {
     "triplet_margin_loss": "round-off (about 3% of draws): distances of ±1e38-scale "
                            "vectors agree to an ulp of 3.4e38 (~1e22), which decides "
                            "whether d(a, p) - d(a, n) + margin is 2 or clipped to 0",
+    "svd": "an ill-conditioned matrix holding ±1e38 and subnormals: PyTorch's gesdd fails "
+           "to converge (raises LinAlgError), OpenCL's one-sided Jacobi SVD returns NaN",
+    "einsum_sum": "a sum that cancels ±1e38 is round-off of its order: PyTorch's vectorized "
+                  "lanes add (1e38 + 710) and (-1e38 - 1) apart, NumPy's einsum in a row (0 "
+                  "against -2.59)",
+    "adaptive_avg_pool2d": "as einsum_sum: a window's mean cancels ±1e38 in another order "
+                           "(0 against -0.35)",
+    "adaptive_avg_pool3d": "as adaptive_avg_pool2d",
     "ormqr": "about 5% of draws: PyTorch's (MKL's) dormqr spreads an inf or NaN of a "
              "reflector or tau to rows that LAPACK's reference dorm2r, which ember follows "
              "(dlarf's trimming included), leaves finite; neither a blocked dlarfb nor an "
@@ -257,6 +265,7 @@ ORDER_SENSITIVE = {
     # fmod likewise (a - b * trunc(a / b) in its vectorized path: NaN once a / b overflows);
     # ember computes the exact remainder on every backend (C's fmod), as torch's scalar
     # tail does
+    "remainder[3,4][]": "as remainder[3,4][3,4] (a subnormal 0-d divisor)",
     "fmod[3,4][3,4]": "as remainder[3,4][3,4]",
     "fmod[3,1][1,4]": "as remainder[3,4][3,4]",
     "trapz": "PyTorch's dx * (sum - (first + last) / 2) makes one inf NaN; ember's "

@@ -67,6 +67,11 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
                 y = getattr(load(), name)(computed(x))
                 if name == "gammaln":  # PyTorch's lgamma(-inf) is +inf (SciPy's, -inf)
                     y = xp.where(x == -xp.inf, xp.inf, y)
+                    if y.dtype == xp.float64:
+                        # SciPy's gammaln is inf at a float64 subnormal; lgamma there is
+                        # -log|x| to the last bit (the next term, -0.577 x, is below an ulp)
+                        tiny = (x != 0) & (xp.abs(x) < 2.2250738585072014e-308)
+                        y = xp.where(tiny, -xp.log(xp.abs(xp.where(tiny, x, 1.0))), y)
                 elif at_inf is not None:
                     y = xp.where(x == xp.inf, at_inf[0], xp.where(x == -xp.inf, at_inf[1], y))
                 return finish(y, x, out)
