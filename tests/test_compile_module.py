@@ -15,6 +15,16 @@ import ember
 torch = pytest.importorskip("torch")
 
 
+@pytest.fixture(autouse=True)
+def _torch_validation_restored():
+    """Using torch.compile imports torch._dynamo, which turns PyTorch's distribution
+    argument checks off process-wide (`set_default_validate_args(False)` in its
+    eval_frame): later tests compare ember's checks with them."""
+    before = torch.distributions.Distribution._validate_args
+    yield
+    torch.distributions.Distribution.set_default_validate_args(before)
+
+
 def _net(lib):
     class Net(lib.nn.Module):
         def __init__(self):
