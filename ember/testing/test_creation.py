@@ -69,7 +69,9 @@ def test_full_dtype_from_value(device: ember.device) -> None:
     S.assert_matches(ember.full((), -2.5, device=device), -2.5, device)
     S.assert_matches(ember.zeros((0, 3), device=device), np.zeros((0, 3), np.float32), device)
     with pytest.raises(RuntimeError, match="negative dimension"):
-        ember.zeros(2, -1, device=device)
+        ember.full((2, -1), 0.0, device=device)
+    with pytest.raises(RuntimeError, match="zeros: Dimension size must be non-negative"):
+        ember.zeros(2, -1, device=device)  # (zeros' own words, as PyTorch's)
 
 
 @pytest.mark.parametrize("args, kwargs", [
