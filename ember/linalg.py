@@ -3,8 +3,8 @@
 Every function here is a declared op's (ember/core/ops/factorizations.py, norms.py and
 linalg.py): the namespace only gives them their `torch.linalg` names, so there is one
 implementation and the same checks, gradients and backends as `ember.det`, `ember.svd` ...
-Complex dtypes are out of scope, and with them `eig` and `eigvals` (complex even for real
-input).
+The linear algebra is real: ember's complex tensors (complex64/complex128) have no
+factorizations yet, and with them no `eig` or `eigvals` (complex even for real input).
 """
 
 from __future__ import annotations

@@ -27,8 +27,9 @@ that failed are NaN (an inverse or a solve: what getrs leaves, inf or NaN, as Py
     _linalg_eigh          kernel(A, *, UPLO) -> [eigenvalues, eigenvectors]
     _linalg_lu_factor_ex  kernel(A) -> [LU, pivots (1-based), info] (partial pivoting)
 
-Complex dtypes are out of scope, and with them `linalg.eig` and `linalg.eigvals` (whose
-results are complex even for real input).
+The factorizations are real (they refuse complex tensors, as undeclared `complex`), and
+there is no `linalg.eig` or `linalg.eigvals` (whose results are complex even for real
+input).
 """
 
 from __future__ import annotations

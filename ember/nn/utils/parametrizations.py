@@ -1,8 +1,8 @@
 """`ember.nn.utils.parametrizations` (PyTorch's torch.nn.utils.parametrizations):
 `orthogonal`, `weight_norm` and `spectral_norm` as parametrizations
 (`nn.utils.parametrize`), the forms PyTorch recommends over the hook-based
-`nn.utils.weight_norm`/`spectral_norm`. (ember has no complex dtypes: conjugate
-transposes are transposes.)"""
+`nn.utils.weight_norm`/`spectral_norm`. (Real weights only: the conjugate transposes
+of PyTorch's complex branches are transposes here.)"""
 
 from __future__ import annotations
 
