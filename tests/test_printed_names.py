@@ -4,6 +4,7 @@ Size and type-name strings under either namespace, finfo/iinfo, and the optimize
 
 import inspect
 
+import numpy as np
 import pytest
 
 import ember
@@ -372,3 +373,29 @@ def test_an_op_returning_its_input_keeps_the_inputs_node_name():
     assert x.grad_fn.name() == "MulBackward0"
     assert x.squeeze().grad_fn.name() == "SqueezeBackward0"
     assert x.grad_fn.name() == "MulBackward0"
+
+
+@pytest.mark.parametrize("x_shape, bias, grad_x", [((4, 3), True, True), ((4, 3), False, True),
+                                                   ((4, 3), True, False), ((2, 4, 3), True, True),
+                                                   ((2, 4, 3), False, True), ((3,), True, True),
+                                                   ((3,), False, True)])
+def test_linear_nodes_walk_as_pytorch(x_shape, bias, grad_x):
+    """linear's graph as PyTorch shows it: addmm(bias, input, weight.t()) inside views."""
+    torch = pytest.importorskip("torch")
+
+    def walk(fn, depth=0):
+        if fn is None or depth > 4:
+            return [(depth, None)]
+        name = fn.name().replace("ember::", "torch::")
+        return [(depth, name)] + [w for f, _ in fn.next_functions for w in walk(f, depth + 1)]
+
+    walks = []
+    for lib in (ember, torch):
+        lib.manual_seed(0)
+        layer = lib.nn.Linear(3, 2, bias=bias)
+        x = lib.randn(*x_shape, requires_grad=grad_x)
+        out = layer(x.relu() if grad_x else x).sum()
+        walks.append(walk(out.grad_fn))
+        out.backward()  # (the shown nodes do not run: one backward, the same gradients)
+        walks.append(np.round(layer.weight.grad.numpy(), 5).tolist())
+    assert walks[0] == walks[2] and walks[1] == walks[3]

@@ -232,12 +232,11 @@ PROGRAMS_B = [
 
 def _blitz_grad_fns(out: str) -> None:
     """The 60 Minute Blitz prints grad_fn objects (their addresses differ from run to run):
-    their names are PyTorch's. (The last, `next_functions[0][0]` of an AddmmBackward0, is
-    the bias's AccumulateGrad in PyTorch, whose Addmm lists the bias first; ember's linear
-    node lists it last: not compared.)"""
+    their names are PyTorch's, down to the `next_functions[0][0]` of linear's
+    AddmmBackward0: the bias's AccumulateGrad (PyTorch's addmm lists the bias first)."""
     names = re.findall(r"^<(\w+) object at 0x[0-9a-f]+>$", out, re.M)
-    assert names[:4] == ["AddBackward0", "SumBackward0", "MseLossBackward0",
-                         "AddmmBackward0"], names
+    assert names[:5] == ["AddBackward0", "SumBackward0", "MseLossBackward0",
+                         "AddmmBackward0", "AccumulateGrad"], names
 
 
 def _fundamentals_edges(out: str) -> None:

@@ -156,6 +156,24 @@ class Node:
         return f"<{self.name()} object at {id(self):#x}>"
 
 
+class ShownNode(Node):
+    """A node of PyTorch's graph that ember's computes inside another (the `TBackward0` of
+    linear's weight, the views around its addmm): shown in `next_functions`, so a walk or
+    a print of the graph sees PyTorch's; never run (its owner's backward does the work)."""
+
+    __slots__ = ("label",)
+
+    def __init__(self, label: str, next_edges: tuple) -> None:
+        super().__init__(next_edges)
+        self.label = label
+
+    def name(self) -> str:
+        return self.label
+
+    def apply(self, grads: list) -> Sequence[Any]:
+        raise RuntimeError(f"{self.label} is shown in the graph, not run")
+
+
 class FnNode(Node):
     """A node whose backward is a plain function `fn(node, grad) -> tuple of grads`."""
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import math
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,12 +31,13 @@ import numpy as np
 from ember.core import costs, tracing
 from ember.core import dtype as dt
 from ember.core import forward_ad as fw
-from ember.core.apply import apply, record_grad
+from ember.core.apply import DeclaredNode, apply, record_grad
 from ember.core.backend import numpy_dtype
 from ember.core.creation import arange, full, ones, tensor, zeros
 from ember.core.declare import composite, fused_kernel, primitive
 from ember.core.dispatch import device_mismatch, run_fused
 from ember.core.grad_mode import no_grad, state
+from ember.core.graph import ShownNode
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops import reduction as R
@@ -268,10 +270,49 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             out = matmul(input, t(weight) if len(w_shape) == 2 else weight)
             if bias is not None:
                 out = add(out, bias)
-    record_grad(OPS["linear"], (input, weight, bias), {}, out,
-                label=_linear_label(len(x_shape), bias is not None) if len(w_shape) == 2
-                else None)
+    if len(w_shape) == 2:
+        record_grad(OPS["linear"], (input, weight, bias), {}, out,
+                    label=_linear_label(len(x_shape), bias is not None))
+        if out._node is not None:
+            out._node.__class__ = _LinearNode  # (PyTorch's next_functions; same fields)
+    else:
+        record_grad(OPS["linear"], (input, weight, bias), {}, out)
     return out
+
+
+_linear_shown: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class _LinearNode(DeclaredNode):
+    """linear's node, whose `next_functions` are PyTorch's graph of it: an addmm (or mm)
+    of (bias, input, `TBackward0` of the weight), inside views for other input ranks, so
+    `grad_fn.next_functions[0][0]` walks as in PyTorch. One node runs the backward."""
+
+    __slots__ = ()
+
+    @property
+    def next_functions(self) -> tuple:
+        shown = _linear_shown.get(self)
+        if shown is None:
+            shown = _linear_shown[self] = _shown_linear_edges(self.label, self.next_edges)
+        return tuple((e[0], e[1]) if e is not None else (None, 0) for e in shown)
+
+
+def _shown_linear_edges(label: str, edges: tuple) -> tuple:
+    x, w, b = (tuple(edges) + (None, None))[:3]
+
+    def node(name: str, *inner: Any) -> tuple | None:
+        return None if all(e is None for e in inner) else (ShownNode(name, inner), 0)
+
+    weight_t = node("TBackward0", w)
+    if label == "AddmmBackward0":
+        return (b, x, weight_t)
+    if label == "MmBackward0":
+        return (x, weight_t)
+    if label == "ViewBackward0":  # a bias, an input of another rank: a view of an addmm
+        return (node("AddmmBackward0", b, node("ViewBackward0", x), weight_t),)
+    inner = node("UnsqueezeBackward0" if label == "SqueezeBackward4" else "ViewBackward0", x)
+    return (node("MmBackward0", inner, weight_t),)
 
 
 def _linear_label(ndim: int, has_bias: bool) -> str:
