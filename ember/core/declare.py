@@ -91,13 +91,16 @@ def _entered(op: Op, name: str, fn: Callable) -> Callable:
     """`fn` with the op-entry check: the hooks of ember.core.interpose run first when any
     is installed (autocast, the profiler). A composite not declared `complex` refuses a
     complex argument here (a primitive's are checked by dispatch)."""
-    if op.kind is Kind.COMPOSITE and not op.complex:
-        fn = _refusing_complex(op, fn)
+    refuses = op.kind is Kind.COMPOSITE and not op.complex
 
     @functools.wraps(fn)
     def entered(*args: Any, **kwargs: Any) -> Any:
         hook = interpose.active
         try:
+            if refuses:  # (here, not a wrapper of its own: one call less on a hot path)
+                refuse_complex(op.name, args)
+                if kwargs:
+                    refuse_complex(op.name, kwargs.values())
             if hook is None:
                 return fn(*args, **kwargs)
             return hook(op, name, fn, args, kwargs)
