@@ -95,6 +95,11 @@ SCALAR_TYPE_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": 
                      "complex128": "ComplexDouble"}
 """PyTorch's ScalarType names by dtype name, as its error messages print them."""
 
+LEGACY_TYPE_NAMES = {d: f"{name}Tensor" for d, name in SCALAR_TYPE_NAMES.items()
+                     if not d.startswith("complex")}
+"""PyTorch's legacy tensor types by dtype name (`float32` -> `FloatTensor`): the
+constructors of ember.core.legacy_types, ember.cuda and ember.sparse, and `x.type()`."""
+
 bool_ = dtype("bool", 1, BOOL, 0, False)
 uint8 = dtype("uint8", 1, INT, 1, False)
 int8 = dtype("int8", 1, INT, 1, True)

@@ -109,8 +109,5 @@ BoolTensor = _legacy("BoolTensor", dt.bool_)
 
 # `torch.cuda.FloatTensor` ...: old programs' `Tensor = torch.cuda.FloatTensor if cuda
 # else torch.FloatTensor`; ember.cuda exports them
-CUDA_TYPES = {name: _legacy(name, d, "cuda") for name, d in (
-    ("FloatTensor", dt.float32), ("DoubleTensor", dt.float64), ("HalfTensor", dt.float16),
-    ("BFloat16Tensor", dt.bfloat16), ("LongTensor", dt.int64), ("IntTensor", dt.int32),
-    ("ShortTensor", dt.int16), ("CharTensor", dt.int8), ("ByteTensor", dt.uint8),
-    ("BoolTensor", dt.bool_))}
+CUDA_TYPES = {name: _legacy(name, dt.from_name(d), "cuda")
+              for d, name in dt.LEGACY_TYPE_NAMES.items()}

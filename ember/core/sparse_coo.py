@@ -274,10 +274,9 @@ class SparseTensor(Tensor):
         """With no argument, the type name (`torch.sparse.FloatTensor`); else this tensor
         as `dtype`."""
         if dtype is None:
-            from ember.core.ops.elementwise import _TYPE_NAMES
 
             kind = "" if self.device.type == "cpu" else f"{self.device.type}."
-            return f"{dt.API_NAME}.{kind}sparse.{_TYPE_NAMES[self.dtype.name]}"
+            return f"{dt.API_NAME}.{kind}sparse.{dt.LEGACY_TYPE_NAMES[self.dtype.name]}"
         return self.to(getattr(dtype, "dtype", dtype))
 
     def float(self, memory_format: Any = None) -> SparseTensor:

@@ -1124,10 +1124,7 @@ def _to_type_name(self: Tensor, name: str) -> Tensor:
 
 # declared by name: a module-level `type` would hide the builtin from this module's code
 define("type", Kind.COMPOSITE, _type, variants="method", complex=True)
-_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
-               "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
-               "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
-               "bool": "BoolTensor"}
+_TYPE_NAMES = dt.LEGACY_TYPE_NAMES
 
 
 def _as_dtype(d: dt.dtype) -> Any:
