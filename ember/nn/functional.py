@@ -1923,15 +1923,13 @@ _NODE_LABELS: dict[str, str | Callable[..., str | None]] = {
     "adaptive_avg_pool2d": _adaptive_avg_pool2d_label,
     "adaptive_max_pool2d": "AdaptiveMaxPool2DBackward0", "avg_pool1d": "SqueezeBackward1",
     "pixel_shuffle": "PixelShuffleBackward0", "pixel_unshuffle": "PixelUnshuffleBackward0",
-    "gelu": "GeluBackward0", "silu": "SiluBackward0", "mish": "MishBackward0",
-    "elu": "EluBackward0", "selu": "EluBackward0", "celu": "CeluBackward0",
-    "leaky_relu": "LeakyReluBackward0", "hardtanh": "HardtanhBackward0",
-    "hardswish": "HardswishBackward0", "hardsigmoid": "HardsigmoidBackward0",
-    "logsigmoid": "LogSigmoidBackward0", "softplus": "SoftplusBackward0",
+    "mish": "MishBackward0", "hardswish": "HardswishBackward0",
+    "hardsigmoid": "HardsigmoidBackward0", "logsigmoid": "LogSigmoidBackward0",
     "glu": "GluBackward0", "batch_norm": "NativeBatchNormBackward0",
-    "group_norm": "NativeGroupNormBackward0", "embedding": "EmbeddingBackward0",
-    "interpolate": _interpolate_label,
+    "group_norm": "NativeGroupNormBackward0", "interpolate": _interpolate_label,
 }
+"""Node names of the decomposed functions (gelu, silu, elu, selu, celu, softplus,
+hardtanh, leaky_relu and embedding are one node each, named by their own gradients)."""
 
 
 for _name, _label in _NODE_LABELS.items():
