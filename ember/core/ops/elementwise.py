@@ -870,6 +870,7 @@ def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002
 def _lerp_label(input: Any, end: Any, weight: Any) -> str:
     return "LerpBackward1" if isinstance(weight, Tensor) else "LerpBackward0"
 
+
 @composite(node_label=_lerp_label, variants="function method inplace", cost=costs.pointwise(3))
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     """Linear interpolation: `input + weight * (end - input)`, or `end - (end - input) *

@@ -81,6 +81,7 @@ def _unrow(input: Tensor, t: Tensor) -> Tensor:
 def _sort_label(input: Any, *args: Any, stable: Any = None, **kwargs: Any) -> str:
     return "SortBackward0" if stable is None else "SortBackward1"
 
+
 @composite(node_label=_sort_label, variants="function method", cost=costs.reduction(8))
 def sort(input: Tensor, dim: int = -1, descending: bool = False, *,
          stable: bool | None = False, out: Any = None) -> Any:
