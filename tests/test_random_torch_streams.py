@@ -397,3 +397,21 @@ def test_like_draws_of_transposed_tensors_walk_memory(expr: str) -> None:
     draw in memory order: batch_first attention's output (a transposed view) through
     nn.Dropout drew other masks than PyTorch's."""
     same(*draw_both(expr))
+
+
+@pytest.mark.parametrize("expr", [
+    "lib.rand_like(lib.ones(5, 33).t(), memory_format=lib.contiguous_format)",
+    "lib.randn_like(lib.ones(2, 3, 4, 5), memory_format=lib.channels_last)",
+    "lib.rand_like(lib.ones(2, 3, 2, 4, 5), memory_format=lib.channels_last_3d)",
+    "lib.randint_like(lib.ones(2, 3, 4, 5), 0, 9, memory_format=lib.channels_last)",
+    "lib.rand_like(lib.ones(4, 6), generator=lib.Generator().manual_seed(5))",
+    "lib.randn_like(lib.ones(4, 6), generator=lib.Generator().manual_seed(5), dtype=lib.float64)",
+    "lib.randint_like(lib.ones(4, 6), 3, generator=lib.Generator().manual_seed(5))",
+])
+def test_like_draws_follow_memory_format_and_generator(expr: str) -> None:
+    """`*_like(memory_format=...)` draws in the order of the layout asked for (channels
+    innermost for channels_last), and `generator=` draws from that generator: timm-style
+    code passes both."""
+    ours, theirs = draw_both(expr)
+    same(ours, theirs)
+    assert ours.stride() == theirs.stride()

@@ -29,7 +29,8 @@ from ember.core.host import dtype_arg, python_scalar
 from ember.core.mt19937 import DEFAULT_SEED, MT19937
 from ember.core.opdef import Kind, OutMeta
 from ember.core.placement import DeviceLike, get_default_device, resolve, set_default_device
-from ember.core.storage import like_layout
+from ember.core import storage
+from ember.core.storage import layout_as
 from ember.core.tensor import Tensor
 
 __all__ = ["Generator", "default_generator", "get_default_device", "get_rng_state",
@@ -358,73 +359,112 @@ def _nbytes(size: Any, d: dt.dtype) -> int:
         return 0
 
 
-def _like(x: Tensor, dtype: Any, device: DeviceLike) -> tuple[dt.dtype, DeviceLike]:
+def _like(op: str, x: Tensor, dtype: Any, device: DeviceLike, layout: Any,
+          memory_format: Any) -> tuple[dt.dtype, DeviceLike]:
+    """The dtype and device of `op(x, ...)` (`x`'s unless given), its `layout` and
+    `memory_format` checked as PyTorch's argument parser checks them."""
+    for arg, kind in ((layout, storage.layout), (memory_format, storage.memory_format)):
+        # (the classes carry PyTorch's argument names)
+        if arg is not None and not isinstance(arg, kind):
+            raise TypeError(f"{op}(): argument '{kind.__name__}' must be "
+                            f"{dt.API_NAME}.{kind.__name__}, not {type(arg).__name__}")
+    if layout is not None and layout is not storage.strided:
+        raise NotImplementedError(f"{op}(): layout={layout} is not supported; ember's "
+                                  f"tensors are {storage.strided}")
     return (dtype_arg(dtype) or x.dtype), (device if device is not None else x.device)
 
 
-def _empty_like(x: Tensor, d: dt.dtype, dev: DeviceLike) -> Tensor:
-    """PyTorch's `empty_like(x)`, strides kept for a permuted `x`: the `*_like` random
-    factories fill it, so their draws land where PyTorch's do."""
-    return like_layout(x, lambda shape: empty(shape, dtype=d, device=dev))
+def _empty_like(x: Tensor, d: dt.dtype, dev: DeviceLike, memory_format: Any = None) -> Tensor:
+    """PyTorch's `empty_like(x, memory_format=...)`: a permuted `x`'s strides kept under
+    `preserve_format`, channels innermost under `channels_last`. The `*_like` factories
+    fill it, so random draws land where PyTorch's do."""
+    return layout_as(x, memory_format, lambda shape: empty(shape, dtype=d, device=dev))
+
+
+def _filled_like(op: str, x: Tensor, fill_value: Any, dtype: Any, device: DeviceLike,
+                 layout: Any, memory_format: Any, requires_grad: bool) -> Tensor:
+    """`op(x)` filled with `fill_value` (uninitialised where None), laid out as PyTorch's."""
+    d, dev = _like(op, x, dtype, device, layout, memory_format)
+
+    def make(shape: tuple[int, ...]) -> Tensor:
+        return empty(shape, dtype=d, device=dev) if fill_value is None else \
+            full(shape, fill_value, dtype=d, device=dev)
+    if memory_format is None and x.is_contiguous():  # the common case: one creation kernel
+        return _finish(make(tuple(x.shape)), requires_grad)
+    return _finish(layout_as(x, memory_format, make), requires_grad)
 
 
 @composite(complex=True, variants="function")
-def zeros_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
-               requires_grad: bool = False) -> Tensor:
+def zeros_like(input: Tensor, *, dtype: Any = None, layout: Any = None,
+               device: DeviceLike = None, requires_grad: bool = False,
+               memory_format: Any = None) -> Tensor:
     """Zeros of `input`'s shape (and its dtype and device unless given)."""
-    d, dev = _like(input, dtype, device)
-    return full(input.shape, 0, dtype=d, device=dev, requires_grad=requires_grad)
+    return _filled_like("zeros_like", input, 0, dtype, device, layout, memory_format,
+                        requires_grad)
 
 
 @composite(complex=True, variants="function")
-def ones_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
-              requires_grad: bool = False) -> Tensor:
+def ones_like(input: Tensor, *, dtype: Any = None, layout: Any = None,
+              device: DeviceLike = None, requires_grad: bool = False,
+              memory_format: Any = None) -> Tensor:
     """Ones of `input`'s shape (and its dtype and device unless given)."""
-    d, dev = _like(input, dtype, device)
-    return full(input.shape, 1, dtype=d, device=dev, requires_grad=requires_grad)
+    return _filled_like("ones_like", input, 1, dtype, device, layout, memory_format,
+                        requires_grad)
 
 
 @composite(complex=True, variants="function")
-def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: DeviceLike = None,
-              requires_grad: bool = False) -> Tensor:
+def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, layout: Any = None,
+              device: DeviceLike = None, requires_grad: bool = False,
+              memory_format: Any = None) -> Tensor:
     """`fill_value` in `input`'s shape (and its dtype and device unless given)."""
-    d, dev = _like(input, dtype, device)
-    return full(input.shape, fill_value, dtype=d, device=dev, requires_grad=requires_grad)
+    return _filled_like("full_like", input, fill_value, dtype, device, layout, memory_format,
+                        requires_grad)
 
 
 @composite(complex=True, variants="function")
-def empty_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
-               requires_grad: bool = False) -> Tensor:
+def empty_like(input: Tensor, *, dtype: Any = None, layout: Any = None,
+               device: DeviceLike = None, requires_grad: bool = False,
+               memory_format: Any = None) -> Tensor:
     """An uninitialised tensor of `input`'s shape (and its dtype and device unless given)."""
-    d, dev = _like(input, dtype, device)
-    return empty(input.shape, dtype=d, device=dev, requires_grad=requires_grad)
+    return _filled_like("empty_like", input, None, dtype, device, layout, memory_format,
+                        requires_grad)
 
 
 @composite(complex=True, variants="function")
-def rand_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None) -> Tensor:
+def rand_like(input: Tensor, *, generator: Any = None, dtype: Any = None, layout: Any = None,
+              device: DeviceLike = None, requires_grad: bool = False,
+              memory_format: Any = None) -> Tensor:
     """Uniform random numbers in [0, 1) of `input`'s shape."""
-    d, dev = _like(input, dtype, device)
+    d, dev = _like("rand_like", input, dtype, device, layout, memory_format)
     if d.is_complex:  # (PyTorch's stream for complex: rand's)
-        return rand(tuple(input.shape), dtype=d, device=dev)
-    return _empty_like(input, d, dev).uniform_()
+        return rand(tuple(input.shape), dtype=d, device=dev, generator=generator,
+                    requires_grad=requires_grad)
+    t = _empty_like(input, d, dev, memory_format).uniform_(generator=generator)
+    return _finish(t, requires_grad)
 
 
 @composite(complex=True, variants="function")
-def randn_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None) -> Tensor:
+def randn_like(input: Tensor, *, generator: Any = None, dtype: Any = None, layout: Any = None,
+               device: DeviceLike = None, requires_grad: bool = False,
+               memory_format: Any = None) -> Tensor:
     """Standard normal random numbers of `input`'s shape."""
-    d, dev = _like(input, dtype, device)
+    d, dev = _like("randn_like", input, dtype, device, layout, memory_format)
     if d.is_complex:  # (PyTorch's stream for complex: randn's)
-        return randn(tuple(input.shape), dtype=d, device=dev)
-    return _empty_like(input, d, dev).normal_()
+        return randn(tuple(input.shape), dtype=d, device=dev, generator=generator,
+                     requires_grad=requires_grad)
+    t = _empty_like(input, d, dev, memory_format).normal_(generator=generator)
+    return _finish(t, requires_grad)
 
 
 @composite(variants="function")
-def randint_like(input: Tensor, low: int, high: int | None = None, *, dtype: Any = None,
-                 device: DeviceLike = None) -> Tensor:
+def randint_like(input: Tensor, low: int, high: int | None = None, *, generator: Any = None,
+                 dtype: Any = None, layout: Any = None, device: DeviceLike = None,
+                 requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     """Random integers in [low, high) of `input`'s shape."""
-    d, dev = _like(input, dtype, device)
+    d, dev = _like("randint_like", input, dtype, device, layout, memory_format)
     low, high = (0, low) if high is None else (low, high)
-    return _empty_like(input, d, dev).random_(low, high)
+    t = _empty_like(input, d, dev, memory_format).random_(low, high, generator=generator)
+    return _finish(t, requires_grad)
 
 
 # -- the new_* methods: a new tensor with this one's dtype and device ---------------------

@@ -81,6 +81,25 @@ def like_layout(t: Any, empty: Any) -> Any:
     return empty(tuple(t.shape[d] for d in order)).permute(*inverse)
 
 
+def layout_as(t: Any, fmt: Any, empty: Any) -> Any:
+    """`empty(shape)` (a new row-major tensor) laid out as PyTorch's `*_like(t, memory_format=fmt)` lays its result
+    out: `preserve_format` (the default) as `like_layout`, `contiguous_format` row-major,
+    `channels_last` (`_3d`) with the channels innermost. A random fill then draws in
+    PyTorch's order."""
+    if fmt is None or fmt is preserve_format:
+        return like_layout(t, empty)
+    if fmt is contiguous_format:
+        return empty(tuple(t.shape))
+    rank, innermost_first = _DIM_ORDER[fmt]
+    if t.dim() != rank:
+        raise RuntimeError(f"required rank {rank} tensor to use {fmt._name} format")
+    order = innermost_first[::-1]
+    inverse = [0] * rank
+    for i, d in enumerate(order):
+        inverse[d] = i
+    return empty(tuple(t.shape[d] for d in order)).permute(*inverse)
+
+
 def is_row_major_contiguous_as(shape: tuple[int, ...], fmt: Any) -> bool:
     """Whether a dense row-major tensor of `shape` is also contiguous in `fmt` (PyTorch's
     rule: the strides grow along the format's dimension order, size-1 dims ignored)."""
