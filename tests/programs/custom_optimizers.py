@@ -3,7 +3,7 @@ LARS with torch.where(w_norm > 0, ...) trust ratios, Lion (lucidrains/lion-pytor
 update rule), Optimizer.add_param_group, state_dict round trips with the keys printed,
 and the built-in flags people pass: Adam(amsgrad=True), foreach=False, capturable,
 maximize=True."""
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 
 import torch
 import torch.nn as nn
@@ -131,6 +131,9 @@ class Lookahead(Optimizer):
         self.defaults = base_optimizer.defaults
         self.defaults.update(defaults)
         self.state = defaultdict(dict)
+        # super().__init__() is not invoked: the hooks Optimizer.step's wrapper reads
+        self._optimizer_step_pre_hooks = OrderedDict()
+        self._optimizer_step_post_hooks = OrderedDict()
         # manually add our defaults to the param groups
         for name, default in defaults.items():
             for group in self._base_optimizer.param_groups:
