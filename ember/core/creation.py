@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.core import costs, interpose, plugins, tracing
+from ember.core import costs, interpose, plugins, storage, tracing
 from ember.core import cpu_random as streams
 from ember.core import dtype as dt
 from ember.core.backend import from_numpy_dtype, numpy_dtype
@@ -29,7 +29,6 @@ from ember.core.host import dtype_arg, python_scalar
 from ember.core.mt19937 import DEFAULT_SEED, MT19937
 from ember.core.opdef import Kind, OutMeta
 from ember.core.placement import DeviceLike, get_default_device, resolve, set_default_device
-from ember.core import storage
 from ember.core.storage import layout_as
 from ember.core.tensor import Tensor
 

@@ -82,10 +82,10 @@ def like_layout(t: Any, empty: Any) -> Any:
 
 
 def layout_as(t: Any, fmt: Any, empty: Any) -> Any:
-    """`empty(shape)` (a new row-major tensor) laid out as PyTorch's `*_like(t, memory_format=fmt)` lays its result
-    out: `preserve_format` (the default) as `like_layout`, `contiguous_format` row-major,
-    `channels_last` (`_3d`) with the channels innermost. A random fill then draws in
-    PyTorch's order."""
+    """`empty(shape)` (a new row-major tensor) laid out as PyTorch's
+    `*_like(t, memory_format=fmt)` lays its result out: `preserve_format` (the default) as
+    `like_layout`, `contiguous_format` row-major, `channels_last` (`_3d`) with the
+    channels innermost. A random fill then draws in PyTorch's order."""
     if fmt is None or fmt is preserve_format:
         return like_layout(t, empty)
     if fmt is contiguous_format:

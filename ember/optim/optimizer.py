@@ -82,13 +82,15 @@ def _hooked_step(step: Callable) -> Callable:
     @functools.wraps(step)
     def wrapper(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
         self._opt_called = True
-        if not (self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks or _global_step_pre_hooks
-                or _global_step_post_hooks) or self._in_hooked_step:
+        # (PyTorch's attribute names: wrappers that skip __init__, as timm's Lookahead, set them)
+        pre, post = self._optimizer_step_pre_hooks, self._optimizer_step_post_hooks
+        if not (pre or post or _global_step_pre_hooks or _global_step_post_hooks) \
+                or self._in_hooked_step:
             return step(self, *args, **kwargs)
         # A subclass step calling super().step() runs the hooks once, not twice.
         self._in_hooked_step = True
         try:
-            for hook in chain(_global_step_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
+            for hook in chain(_global_step_pre_hooks.values(), pre.values()):
                 result = hook(self, args, kwargs)
                 if result is not None:
                     if not (isinstance(result, tuple) and len(result) == 2):
@@ -96,7 +98,7 @@ def _hooked_step(step: Callable) -> Callable:
                                            f"(new_args, new_kwargs), but got {result}.")
                     args, kwargs = result
             out = step(self, *args, **kwargs)
-            for hook in chain(self._optimizer_step_post_hooks.values(), _global_step_post_hooks.values()):
+            for hook in chain(post.values(), _global_step_post_hooks.values()):
                 hook(self, args, kwargs)
             return out
         finally:
