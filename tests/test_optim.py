@@ -1033,3 +1033,16 @@ def test_out_of_place_list_ops_return_tuples_as_torch():
                                    isinstance(args[0], list) else args))
         assert type(e) is type(t) is tuple, name
         assert [x.tolist() for x in e] == [x.tolist() for x in t], name
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam",
+                                  "RMSprop", "Rprop", "Adagrad", "Adadelta", "ASGD"])
+def test_param_group_keys_in_pytorchs_order(name):
+    """`print(optimizer.param_groups)` and `print(optimizer.state_dict())` list a group's
+    options in the order PyTorch's constructor writes them."""
+    e_opt = getattr(optim, name)([ember.ones(2, requires_grad=True)], lr=0.01)
+    t_opt = getattr(torch.optim, name)([torch.ones(2, requires_grad=True)], lr=0.01)
+    assert list(e_opt.param_groups[0]) == list(t_opt.param_groups[0])
+    assert list(e_opt.defaults) == list(t_opt.defaults)
+    assert list(e_opt.state_dict()["param_groups"][0]) == \
+        list(t_opt.state_dict()["param_groups"][0])
