@@ -415,3 +415,24 @@ def test_like_draws_follow_memory_format_and_generator(expr: str) -> None:
     ours, theirs = draw_both(expr)
     same(ours, theirs)
     assert ours.stride() == theirs.stride()
+
+
+@pytest.mark.parametrize("expr", [
+    "lib.distributions.Beta(lib.tensor([0.4]), lib.tensor([0.4])).sample((8,))",
+    "lib.distributions.Beta(0.2, 3.0).sample((5,))",
+    "lib.distributions.Gamma(lib.tensor([0.3, 2.0, 9.0]), lib.tensor([1.0, 0.5, 2.0]))"
+    ".sample((4,))",
+    "lib.distributions.Gamma(lib.tensor([0.7, 1.5], dtype=lib.float64), 1.0).sample((3,))",
+    "lib.distributions.Dirichlet(lib.tensor([0.5, 1.0, 2.0])).sample((4,))",
+    "lib.distributions.Dirichlet(lib.ones(3, dtype=lib.float64)).sample()",
+    "lib.distributions.Chi2(lib.tensor([3.0])).sample((5,))",
+    "lib.cat([lib.distributions.Beta(1.0, 1.0).sample((3,)), lib.randn(5), lib.rand(3)])",
+])
+def test_gamma_family_draws_pytorchs_stream(expr: str) -> None:
+    """Gamma, Beta (a Dirichlet of two), Dirichlet and Chi2 draw PyTorch's numbers on the
+    CPU (its `sample_gamma`, element by element, uniforms and cached Box-Muller normals from
+    the one generator), and leave the generator where PyTorch's is: a mixup's
+    `Beta(alpha, alpha).sample()` and the draws after it are PyTorch's."""
+    ours, theirs = draw_both(expr)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=2e-7, atol=0)
+    assert ours.dtype == getattr(ember, str(theirs.dtype).split(".")[1])

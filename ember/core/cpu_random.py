@@ -361,6 +361,7 @@ class _Uniforms:
         self.buf: list[float] = []
         self.pos = self.read = 0
         self.hint = max(hint, 16)
+        self.cached_normal = eng.next_double_normal
 
     def __call__(self) -> float:
         if self.pos == len(self.buf):
@@ -369,9 +370,22 @@ class _Uniforms:
         self.read += 1
         return self.buf[self.pos - 1]
 
+    def normal(self) -> float:
+        """`normal_distribution<double>(0, 1)`, as `normal_double` draws it one at a time:
+        Box-Muller on the next two uniforms, its sine kept for the next draw."""
+        if self.cached_normal is not None:
+            value, self.cached_normal = self.cached_normal, None
+            return value
+        u1, u2 = self(), self()
+        r = math.sqrt(-2.0 * math.log1p(-u2))
+        theta = 2.0 * math.pi * u1
+        self.cached_normal = r * math.sin(theta)
+        return r * math.cos(theta)
+
     def close(self) -> None:
         self.eng.restore(self.start)
         self.eng.skip(2 * self.read)
+        self.eng.next_double_normal = self.cached_normal
 
 
 def poisson(eng: MT19937, rates: np.ndarray) -> np.ndarray:
@@ -414,6 +428,48 @@ def _poisson_one(lam: float, uniform: _Uniforms) -> float:
             count += 1
         else:
             return count
+
+
+def gamma(eng: MT19937, alphas: np.ndarray, single: bool) -> np.ndarray:
+    """Unit-rate gamma draws of each shape in `alphas` (in order), as float64: PyTorch's
+    `sample_gamma` per element (Marsaglia and Tsang's rejection sampler, a shape below 1
+    boosted by `(1 - U) ** (1 / shape)`), its shape arithmetic in float32 where `single`
+    (`_standard_gamma` of a float32 tensor) and in float64 otherwise (`_sample_dirichlet`,
+    which draws in float64 whatever the dtype)."""
+    draws = _Uniforms(eng, 4 * alphas.size)
+    real = np.float32 if single else np.float64
+    third = float(np.float32(1.0) / np.float32(3.0))  # (C++'s `1.0f / 3.0f`)
+    squeeze = float(np.float32(0.0331))
+    out = np.empty(alphas.size, _F64)
+    for i, alpha in enumerate(alphas.astype(real)):
+        out[i] = _gamma_one(alpha, real, third, squeeze, draws)
+    draws.close()
+    return out
+
+
+def _gamma_one(alpha: Any, real: Any, third: float, squeeze: float,
+               draws: _Uniforms) -> float:
+    scale = 1.0
+    if alpha < 1:
+        if alpha == 0:
+            return 0.0
+        scale *= math.pow(1.0 - draws(), float(real(1.0) / alpha))
+        alpha = real(alpha + real(1.0))
+    d = float(real(alpha - real(third)))
+    c = 1.0 / math.sqrt(9.0 * d)
+    while True:
+        x = draws.normal()
+        y = 1.0 + c * x
+        while y <= 0:
+            x = draws.normal()
+            y = 1.0 + c * x
+        v = y * y * y
+        u = 1.0 - draws()
+        xx = x * x
+        if u < 1.0 - squeeze * xx * xx:
+            return scale * d * v
+        if math.log(u) < 0.5 * xx + d * (1.0 - v + math.log(v)):
+            return scale * d * v
 
 
 def intel_cpu() -> bool:
