@@ -343,6 +343,9 @@ def _smoothed_losses_agree(t_out: str, e_out: str) -> None:
         forms = re.search(r"smoothing: ([\d.]+) ([\d.]+) ([\d.]+)", out).groups()
         assert len(set(forms)) == 1, forms
         assert metric(out, r"Top 1-acc ([\d.]+)")[-1] >= 80
+    if SAME_STREAMS:  # torch.distributions.Beta draws PyTorch's lam, and the pairs after it
+        lam = r"torch Beta lam (.*)"
+        assert re.findall(lam, e_out) == re.findall(lam, t_out)
 
 
 def _schedules_agree(t_out: str, e_out: str) -> None:

@@ -121,6 +121,24 @@ soft = SoftTargetCrossEntropy()(logits, mixup_target(target, num_classes, 1.0, 0
 print(f"smoothing: {ls.item():.6f} {builtin.item():.6f} {soft.item():.6f}")
 print(f"smoothed target row: {mixup_target(target, num_classes, 0.7, 0.1)[0].tolist()}")
 
+
+
+def mixup_data(x, y, alpha=1.0):
+    """Returns mixed inputs, pairs of targets, and lambda (the Beta drawn with torch)"""
+    if alpha > 0:
+        lam = torch.distributions.beta.Beta(torch.tensor([alpha]), torch.tensor([alpha])).sample().item()
+    else:
+        lam = 1
+    batch_size = x.size()[0]
+    index = torch.randperm(batch_size)
+    mixed_x = lam * x + (1 - lam) * x[index, :]
+    y_a, y_b = y, y[index]
+    return mixed_x, y_a, y_b, lam
+
+
+mixed_x, y_a, y_b, lam = mixup_data(x_train[:8], y_train[:8], alpha=0.4)
+print(f"torch Beta lam {lam:.6f} pairs {y_b.tolist()} mixed {mixed_x.sum().item():.4f}")
+
 for epoch in range(args.epochs):
     model.train()
     perm = torch.randperm(256)
