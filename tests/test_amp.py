@@ -456,6 +456,26 @@ def test_device_amp_spellings_warn_as_pytorch(spelling: str) -> None:
     assert messages[0] == messages[1]
 
 
+@pytest.mark.parametrize("getter", ["is_autocast_cpu_enabled", "get_autocast_cpu_dtype",
+                                    "get_autocast_gpu_dtype"])
+def test_deprecated_top_level_getters_as_pytorch(getter: str) -> None:
+    """Older mixed-precision code asks `torch.is_autocast_cpu_enabled()` &co: the same
+    values as PyTorch's, inside and outside a region, with its DeprecationWarning."""
+    torch = pytest.importorskip("torch")
+    seen = []
+    for lib in (ember, torch):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            outside = getattr(lib, getter)()
+            with lib.autocast("cpu", dtype=lib.float16):
+                inside = getattr(lib, getter)()
+        message = str(caught[0].message).split(" (Triggered")[0]
+        assert {w.category for w in caught} == {DeprecationWarning} and len(caught) == 2
+        seen.append((str(outside).split(".")[-1], str(inside).split(".")[-1],
+                     message.replace(lib.__name__ + ".", "<api>.")))
+    assert seen[0] == seen[1]
+
+
 # -- GradScaler --------------------------------------------------------------------------
 
 
