@@ -436,3 +436,19 @@ def test_gamma_family_draws_pytorchs_stream(expr: str) -> None:
     ours, theirs = draw_both(expr)
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=2e-7, atol=0)
     assert ours.dtype == getattr(ember, str(theirs.dtype).split(".")[1])
+
+
+@pytest.mark.parametrize("expr", [
+    "lib.binomial((lib.rand(400) * 500).floor(), lib.rand(400))",
+    "lib.binomial((lib.rand(300, dtype=lib.float64) * 3000).floor(), "
+    "lib.rand(300, dtype=lib.float64))",
+    "lib.binomial(lib.tensor([0., 1., 5., 10., 20., 37., 100., 1000., 7.]), "
+    "lib.tensor([0.3, 0.5, 0.9, 0.45, 0.6, 0.2, 0.95, 0.51, 1.0]))",
+    "lib.cat([lib.distributions.Binomial(10, lib.tensor([0.3, 0.6])).sample((4,)).flatten(), "
+    "lib.rand(3)])",
+])
+def test_binomial_draws_pytorchs_stream(expr: str) -> None:
+    """torch.binomial (and Binomial.sample) on the CPU is PyTorch's sample_binomial per
+    element: inversion below a mean of 10, BTRS above, in the dtype's arithmetic where
+    PyTorch's is, and leaves the generator where PyTorch's is."""
+    same(*draw_both(expr))
