@@ -19,6 +19,7 @@ from ember.core import anomaly_mode, interpose, tracing
 from ember.core import backend as backend_contract
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import AccumulateGrad, Node, edge_of, is_tensor
+from ember.core.memory_format import contiguous_format, tensor_format
 
 
 def _collect(roots: set[Node]) -> dict[Node, int]:
@@ -253,6 +254,8 @@ def _accumulate(t: Any, g: Any, create_graph: bool) -> None:
     if not create_graph:
         g = g.detach()
     if t._grad is None:
+        if not t._backend.is_contiguous(t._data):
+            g, unshared = _leaf_layout(t, g, unshared)
         if not (create_graph or unshared):
             g = g.clone()
         if g._device is t._device and g._data.shape == t._data.shape:
@@ -268,6 +271,15 @@ def _accumulate(t: Any, g: Any, create_graph: bool) -> None:
         t._grad.add_(g)
     for hook in t._post_accumulate_hooks or ():
         hook(t)
+
+
+def _leaf_layout(t: Any, g: Any, unshared: bool) -> tuple[Any, bool]:
+    """PyTorch's gradient layout contract: a channels-last leaf (a convolution's weight
+    after `Module.to(memory_format=...)`) gets a channels-last `.grad`."""
+    fmt = tensor_format(t)
+    if fmt is contiguous_format or g.is_contiguous(memory_format=fmt):
+        return g, unshared
+    return g.contiguous(memory_format=fmt), True  # (a fresh copy)
 
 
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,

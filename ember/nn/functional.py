@@ -20,6 +20,7 @@ import ember
 from ember import Tensor
 from ember.core import tracing as _tracing
 from ember.core.graph import labelled as _labelled
+from ember.core.memory_format import like_layout
 from ember.core.ops import nn as _nnops
 from ember.core.ops.losses import (  # noqa: F401 - the losses are declared in core
     _legacy_reduction,
@@ -41,7 +42,6 @@ from ember.core.ops.losses import (  # noqa: F401 - the losses are declared in c
     soft_margin_loss,
     triplet_margin_loss,
 )
-from ember.core.storage import like_layout
 
 __all__ = [
     # linear and convolution
@@ -413,7 +413,8 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
             return adaptive_avg_pool1d(input, out_sizes[0])
         return _nnops.adaptive_avg_pool3d(input, tuple(out_sizes))
     if mode == "bicubic":
-        return _bicubic(input, out_sizes, scales, bool(align_corners))
+        return _nnops.kept_format(input, _bicubic(input, out_sizes, scales,
+                                                  bool(align_corners)))
     out = input
     for d in range(spatial):
         dim = 2 + d
@@ -429,7 +430,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         shape[dim] = out_sizes[d]
         wt = ember.tensor(w, dtype=input.dtype, device=input.device).reshape(shape)
         out = a + (b - a) * wt
-    return out
+    return _nnops.kept_format(input, out)  # (PyTorch's upsampling keeps channels_last)
 
 
 def _bicubic(input: Tensor, out_sizes: list[int], scales: list, align_corners: bool) -> Tensor:
