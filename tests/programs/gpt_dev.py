@@ -15,11 +15,11 @@ from torch.nn import functional as F
 # hyperparameters
 batch_size = 16  # how many independent sequences will we process in parallel?
 block_size = 32  # what is the maximum context length for predictions?
-max_iters = 100
-eval_interval = 50
+max_iters = 60
+eval_interval = 30
 learning_rate = 1e-3
 device = 'cuda' if torch.cuda.is_available() else 'cpu'
-eval_iters = 10
+eval_iters = 5
 n_embd = 32
 n_head = 4
 n_layer = 2
