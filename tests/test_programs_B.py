@@ -293,6 +293,8 @@ PROGRAMS_B += PROGRAMS_F
 # micrograd). Samples drawn from trained weights are not compared: float32 drift may move a
 # draw across a bucket boundary; those from counts and seeded generators are.
 MAKEMORE_DATA = r"^\['|^\{|^torch.Size|^\d+$"
+MAKEMORE_REPO = (r"^\{'input_file'|^number|^max word|^vocabulary|^[a-z]+$|^split up|^dataset"
+                 r"|^model #params")
 PROGRAMS_H = [
     Program("makemore_bigram.py",  # (30 full-batch steps: the losses agree to float32 rounding)
             same=r"^(?!average negative|\d+\.\d+$)", close=r"^average negative|^\d+\.\d+$"),
@@ -320,6 +322,14 @@ PROGRAMS_H = [
             skeleton=r"^validation loss",
             losses=r"^step +\d+ \| loss: (?P<loss>[\d.]+)", factor=1.1),
     Program("micrograd_vs_torch.py", same=r"."),  # (its asserts check micrograd against torch)
+    Program("makemore_repo.py",
+            ("--max-steps", "31", "--eval-every", "15", "--num-workers", "0", "--n-layer", "1"),
+            same=MAKEMORE_REPO, skeleton=r"train loss: |is the best so far",
+            losses=r"^step \d+ \| loss (?P<loss>[\d.]+) \|", factor=1.1),
+    Program("makemore_repo.py",
+            ("--type", "gru", "--max-steps", "31", "--eval-every", "15", "--num-workers", "0"),
+            same=MAKEMORE_REPO, skeleton=r"train loss: |is the best so far",
+            losses=r"^step \d+ \| loss (?P<loss>[\d.]+) \|", factor=1.1, long=True),
 ]
 PROGRAMS_B += PROGRAMS_H
 
