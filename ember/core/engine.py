@@ -254,10 +254,15 @@ def _accumulate(t: Any, g: Any, create_graph: bool) -> None:
     if not create_graph:
         g = g.detach()
     if t._grad is None:
-        if not t._backend.is_contiguous(t._data):
+        # PyTorch's gradient layout contract: `.grad` is laid out as its leaf (a kept
+        # gradient too: a transposed matmul result is copied for a row-major weight)
+        if t._backend.is_contiguous(t._data):
+            if not (create_graph or (unshared and g._backend.is_contiguous(g._data))):
+                g = g.clone(memory_format=contiguous_format)
+        else:
             g, unshared = _leaf_layout(t, g, unshared)
-        if not (create_graph or unshared):
-            g = g.clone()
+            if not (create_graph or unshared):
+                g = g.clone()
         if g._device is t._device and g._data.shape == t._data.shape:
             t._grad = g  # what the `grad` setter checks holds
         else:
