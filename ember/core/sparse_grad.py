@@ -61,3 +61,12 @@ def accumulate(t: Tensor, g: Tensor, create_graph: bool) -> None:
         with no_grad():
             old.add_(g)
 
+
+
+def sparse_rows(grad: SparseTensor) -> tuple[tuple[Tensor, ...], Tensor]:
+    """The coalesced entries of a sparse gradient as `(where, values)`: `where` indexes a
+    dense tensor of its shape (`dense[where]` are the entries' places), each place once;
+    the form of an optimizer's non-linear update of the rows a batch touched."""
+    grad = grad.coalesce()
+    ind = grad._indices()
+    return tuple(ind[d] for d in range(grad.sparse_dim())), grad._values()

@@ -397,10 +397,13 @@ def dense_add_(dense: Tensor, sparse: SparseTensor, alpha: Any = 1) -> Tensor:
     """`dense += alpha * sparse`, in place: the values added at their indices (duplicates
     each once), touching only those entries (an optimizer's step on a sparse gradient)."""
     _check_dense_sparse_shapes(dense, sparse)
-    if sparse._nnz():
-        vals = sparse._vals if alpha == 1 else sparse._vals * alpha
-        where = tuple(sparse._ind[d] for d in range(sparse.sparse_dim()))
-        dense.index_put_(where, vals.to(dense.dtype), accumulate=True)
+    if not sparse._nnz():
+        return dense
+    vals = sparse._vals.to(dense.dtype)
+    if sparse.sparse_dim() == 1:  # (an embedding's gradient) row by row, in entry order
+        return dense.index_add_(0, sparse._ind[0], vals, alpha=alpha)
+    where = tuple(sparse._ind[d] for d in range(sparse.sparse_dim()))
+    dense.index_put_(where, vals if alpha == 1 else vals * alpha, accumulate=True)
     return dense
 
 
