@@ -439,7 +439,8 @@ def sparse_coo_tensor(indices: Any, values: Any = None, size: Sequence[int] | No
         vals = vals.detach().requires_grad_(True)
     else:  # a node of its own, as PyTorch's: the tensor is not its values' leaf
         vals = labelled(vals, "SparseCooTensorWithDimsAndTensorsBackward0")
-    return make(ind, vals, full_size, bool(is_coalesced))
+    # (at most one entry is coalesced, as PyTorch flags it)
+    return make(ind, vals, full_size, bool(is_coalesced) or nnz <= 1)
 
 
 def labelled(values: Tensor, label: str) -> Tensor:

@@ -35,8 +35,9 @@ def embedding_backward(grad: Tensor, indices: Tensor, num_weights: int, padding_
         flat, values = flat[keep], values[keep]
     if not flat.numel():  # every lookup was padding (or there were none)
         return make(zeros((1, 0), dtype=dt.int64, device=grad.device),
-                    values.new_zeros((0, dim)), (num_weights, dim))
-    return make(flat.reshape(1, -1).long(), values, (num_weights, dim))
+                    values.new_zeros((0, dim)), (num_weights, dim), True)
+    # (one entry is coalesced, as PyTorch's flag says)
+    return make(flat.reshape(1, -1).long(), values, (num_weights, dim), flat.numel() == 1)
 
 
 def accumulate(t: Tensor, g: Tensor, create_graph: bool) -> None:
