@@ -290,6 +290,25 @@ PROGRAMS_F = [
 PROGRAMS_B += PROGRAMS_F
 
 
+def _topic_neighbours(at_least: int) -> Callable[[str], None]:
+    def check(out: str) -> None:
+        """The word vectors learned the topics: most nearest words share the word's."""
+        found = re.search(r"^neighbours in the same topic: (\d+)/12$", out, re.M)
+        assert int(found.group(1)) >= at_least
+    return check
+
+
+# set S: sparse gradients (nn.Embedding(sparse=True) with SparseAdam)
+PROGRAMS_S = [
+    Program("word2vec_sgns.py",
+            same=r"^vocabulary|^\d+ \(centre|^SkipGramNeg|^  \(|^\)|^grad is sparse",
+            skeleton=r"^neighbours in the same topic",
+            losses=r"^epoch \d+ loss (?P<loss>[\d.]+)$", factor=1.2,
+            check=_topic_neighbours(9)),
+]
+PROGRAMS_B += PROGRAMS_S
+
+
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""
     checks = []
