@@ -298,13 +298,17 @@ def _topic_neighbours(at_least: int) -> Callable[[str], None]:
     return check
 
 
-# set S: sparse gradients (nn.Embedding(sparse=True) with SparseAdam)
+# set S: sparse gradients (nn.Embedding(sparse=True) with SparseAdam, EmbeddingBag with SGD)
 PROGRAMS_S = [
     Program("word2vec_sgns.py",
             same=r"^vocabulary|^\d+ \(centre|^SkipGramNeg|^  \(|^\)|^grad is sparse",
             skeleton=r"^neighbours in the same topic",
             losses=r"^epoch \d+ loss (?P<loss>[\d.]+)$", factor=1.2,
             check=_topic_neighbours(9)),
+    Program("fasttext_classifier.py",
+            same=r"^FastText|^  \(|^\)|grad is sparse|^the storm|^we bake",
+            skeleton=r"^test accuracy", losses=r"^epoch \d+ loss (?P<loss>[\d.]+)$",
+            factor=1.5, check=_test_accuracy(0.8)),
 ]
 PROGRAMS_B += PROGRAMS_S
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from ember.core import dtype as dt
 from ember.core.creation import zeros
 from ember.core.grad_mode import no_grad
-from ember.core.sparse_coo import SparseTensor, make
+from ember.core.sparse_coo import SparseTensor, labelled, make
 from ember.core.tensor import Tensor
 
 
@@ -36,8 +36,11 @@ def embedding_backward(grad: Tensor, indices: Tensor, num_weights: int, padding_
     if not flat.numel():  # every lookup was padding (or there were none)
         return make(zeros((1, 0), dtype=dt.int64, device=grad.device),
                     values.new_zeros((0, dim)), (num_weights, dim), True)
-    # (one entry is coalesced, as PyTorch's flag says)
-    return make(flat.reshape(1, -1).long(), values, (num_weights, dim), flat.numel() == 1)
+    # (one entry is coalesced, as PyTorch's flag says; under create_graph the values'
+    # node is PyTorch's name for the op that built the sparse tensor)
+    return make(flat.reshape(1, -1).long(),
+                labelled(values, "SparseCooTensorWithDimsAndTensorsBackward0"),
+                (num_weights, dim), flat.numel() == 1)
 
 
 def accumulate(t: Tensor, g: Tensor, create_graph: bool) -> None:
