@@ -281,3 +281,17 @@ def test_sparse_add_merges_entry_lists_as_torch():
         for e, t in zip(res[0][:2], res[1][:2]):
             same_sparse(e, t)
         np.testing.assert_array_equal(res[0][2].numpy(), res[1][2].numpy())
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(0, 4), max_size=6), st.lists(st.integers(0, 4), max_size=6),
+       st.booleans())
+def test_random_sparse_adds_merge_as_torch(ia, ib, coalesce):
+    res = []
+    for lib in (ember, torch):
+        a = lib.sparse_coo_tensor([ia], lib.arange(len(ia) * 2.0).reshape(-1, 2), (5, 2))
+        b = lib.sparse_coo_tensor([ib], -lib.arange(len(ib) * 2.0).reshape(-1, 2) / 3, (5, 2))
+        if coalesce:
+            a, b = a.coalesce(), b.coalesce()
+        res.append(a + b)
+    same_sparse(*res)
