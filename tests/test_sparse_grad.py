@@ -295,3 +295,18 @@ def test_random_sparse_adds_merge_as_torch(ia, ib, coalesce):
             a, b = a.coalesce(), b.coalesce()
         res.append(a + b)
     same_sparse(*res)
+
+
+def test_grad_scaler_unscales_sparse_grads_as_torch():
+    res = []
+    for lib in (ember, torch):
+        emb = pair(lib, sparse=True)
+        opt = lib.optim.SGD(emb.parameters(), lr=0.1)
+        scaler = lib.amp.GradScaler("cpu", init_scale=4.0)
+        scaler.scale(emb(lib.tensor([1, 2, 1])).pow(2).sum()).backward()
+        scaler.unscale_(opt)
+        g = emb.weight.grad
+        scaler.step(opt)
+        res.append((g, emb.weight.detach().numpy()))
+    same_sparse(res[0][0], res[1][0])
+    np.testing.assert_allclose(res[0][1], res[1][1], rtol=1e-6)
