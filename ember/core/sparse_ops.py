@@ -251,6 +251,9 @@ def merge(a: SparseTensor, a_vals: Tensor, b: SparseTensor, b_vals: Tensor) -> S
         return make(a._ind, a_vals, a._sparse_size, a._coalesced)
     if not a._nnz():
         return make(b._ind, b_vals, b._sparse_size, b._coalesced)
+    if flag:  # the merge of two sorted unique lists is their coalesced union (no host pass)
+        return coalesced(make(cat([a._ind, b._ind], 1), cat([a_vals, b_vals]),
+                              a._sparse_size))
     size = a._sparse_size[:a.sparse_dim()]
     # row-major positions compare as PyTorch's lexicographic comparison of the indices
     ka = linear_index(a._ind, size).tolist()
