@@ -567,6 +567,7 @@ from ember.core.sparse_coo import (
     sparse_csc,
     sparse_csr,
 )
+from ember.core.sparse_csr import sparse_csr_tensor
 from ember.core.sparse_ops import spmm
 from ember.core.storage import layout, strided
 from ember.core.tensor import Size, Tensor
@@ -785,7 +786,7 @@ __all__ = [
     # (end of the REDUCE family's names)
     # sparse COO tensors
     "sparse_coo", "sparse_coo_tensor", "spmm", "sparse_csr", "sparse_csc", "sparse_bsr",
-    "sparse_bsc",
+    "sparse_bsc", "sparse_csr_tensor",
     # checkpoints, subpackages
     "save", "load", "utils",
 ]

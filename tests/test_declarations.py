@@ -187,8 +187,9 @@ def test_exported_ops_are_declared():
                "is_deterministic_algorithms_warn_only_enabled", "set_printoptions",
                "get_printoptions", "set_num_threads", "get_num_threads",
                "set_num_interop_threads", "get_num_interop_threads",
-               # sparse COO tensors: written with the dense ops (ember.core.sparse_ops)
-               "sparse_coo_tensor", "spmm"}
+               # sparse COO and CSR tensors: written with the dense ops
+               # (ember.core.sparse_ops, ember.core.sparse_csr)
+               "sparse_coo_tensor", "spmm", "sparse_csr_tensor"}
     publics = {id(op.public) for op in OPS.values()}
     publics |= {id(op.public_inplace) for op in OPS.values()}  # torch.sin_ & co
     for name in ember.__all__:

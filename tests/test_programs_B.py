@@ -334,6 +334,29 @@ PROGRAMS_H = [
 PROGRAMS_B += PROGRAMS_H
 
 
+def _topic_neighbours(at_least: int) -> Callable[[str], None]:
+    def check(out: str) -> None:
+        """The word vectors learned the topics: most nearest words share the word's."""
+        found = re.search(r"^neighbours in the same topic: (\d+)/12$", out, re.M)
+        assert int(found.group(1)) >= at_least
+    return check
+
+
+# set S: sparse gradients (nn.Embedding(sparse=True) with SparseAdam, EmbeddingBag with SGD)
+PROGRAMS_S = [
+    Program("word2vec_sgns.py",
+            same=r"^vocabulary|^\d+ \(centre|^SkipGramNeg|^  \(|^\)|^grad is sparse",
+            skeleton=r"^neighbours in the same topic",
+            losses=r"^epoch \d+ loss (?P<loss>[\d.]+)$", factor=1.2,
+            check=_topic_neighbours(9)),
+    Program("fasttext_classifier.py",
+            same=r"^FastText|^  \(|^\)|grad is sparse|^the storm|^we bake",
+            skeleton=r"^test accuracy", losses=r"^epoch \d+ loss (?P<loss>[\d.]+)$",
+            factor=1.5, check=_test_accuracy(0.8)),
+]
+PROGRAMS_B += PROGRAMS_S
+
+
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""
     checks = []

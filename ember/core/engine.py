@@ -139,7 +139,16 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
                     else:
                         if nr >= len(slots):
                             slots.extend([None] * (nr + 1 - len(slots)))
-                        slots[nr] = g if slots[nr] is None else slots[nr] + g
+                        old = slots[nr]
+                        if old is None:
+                            slots[nr] = g
+                        else:
+                            try:
+                                slots[nr] = old + g
+                            except RuntimeError:  # sparse + dense: summed the other way
+                                if not old.is_sparse:
+                                    raise
+                                slots[nr] = g + old
                 count = deps[nxt] - 1
                 deps[nxt] = count
                 if not count:
@@ -188,7 +197,8 @@ def _add_grad(buffers: dict, node: Node, nr: int, g: Any) -> None:
         slots = buffers[node] = [None] * max(node.n_outputs, nr + 1)
     if nr >= len(slots):
         slots.extend([None] * (nr + 1 - len(slots)))
-    slots[nr] = g if slots[nr] is None else slots[nr] + g
+    old = slots[nr]
+    slots[nr] = g if old is None else (g + old if old.is_sparse else old + g)
 
 
 def zeros_for_missing(grads: Sequence[Any], metas: Sequence[Any]) -> list:
@@ -240,6 +250,13 @@ def _accumulate(t: Any, g: Any, create_graph: bool) -> None:
         new = hook(g)
         if new is not None:
             g = new
+    if g.is_sparse or (t._grad is not None and t._grad.is_sparse):
+        from ember.core.sparse_grad import accumulate  # (only sparse gradients import it)
+
+        accumulate(t, g, create_graph)
+        for hook in t._post_accumulate_hooks or ():  # (as below: no call on the dense path)
+            hook(t)
+        return
     if g._data.shape != t._data.shape:
         g = g.sum_to_size(t.shape)
     if t._grad_dtype != "same" and t._grad_dtype is not None and g._dtype is not t._grad_dtype:

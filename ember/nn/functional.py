@@ -808,9 +808,9 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         padding_idx (int, optional): the row at this index receives no gradient.
         max_norm (float, optional): rows looked up whose ``norm_type``-norm exceeds it are
             renormalised to ``max_norm``, in place.
+        sparse (bool): ``weight``'s gradient is a sparse COO tensor of the looked-up rows
+            (for :class:`~torch.optim.SparseAdam`, ``SGD`` or ``Adagrad``).
     """
-    if sparse:
-        raise NotImplementedError("embedding(): sparse gradients are not supported by ember")
     if input.dtype.is_floating_point or input.dtype is ember.bool:
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
                            f"following scalar types: Long, Int; but got {input.type()} instead "
@@ -837,7 +837,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
     if max_norm is not None:
         _embedding_renorm_(weight, flat, max_norm, norm_type)
     return _nnops.embedding(weight, flat.reshape(input.shape),
-                            -1 if padding_idx is None else padding_idx, scale_grad_by_freq)
+                            -1 if padding_idx is None else padding_idx, scale_grad_by_freq,
+                            bool(sparse))
 
 
 def _embedding_renorm_(weight: Tensor, flat: Tensor, max_norm: float,

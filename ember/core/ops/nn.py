@@ -37,7 +37,7 @@ from ember.core.creation import arange, full, ones, tensor, zeros
 from ember.core.declare import composite, fused_kernel, primitive
 from ember.core.dispatch import device_mismatch, run_fused
 from ember.core.grad_mode import no_grad, state
-from ember.core.graph import ShownNode
+from ember.core.graph import ShownNode, record
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops import reduction as R
@@ -497,12 +497,20 @@ def _embedding_grad(grad, weight_shape, indices, padding_idx, scale_grad_by_freq
 @composite(variants="", cost=costs.movement,
            grad=Grad("EmbeddingBackward0", weight=_embedding_grad))
 def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
-              scale_grad_by_freq: bool = False) -> Tensor:
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
     """The rows of `weight` at `indices` (checked by the caller: integers in range), shaped
-    `(*indices.shape, weight.shape[1])`: one node, PyTorch's `EmbeddingBackward0`."""
+    `(*indices.shape, weight.shape[1])`: one node, PyTorch's `EmbeddingBackward0`; with
+    `sparse`, the weight's gradient is a sparse tensor of the looked-up rows."""
     with no_grad():
         out = reshape(index_select(weight, 0, reshape(indices, (-1,))),
                       (*indices.shape, weight.shape[1]))
+    if sparse:  # a node of its own: the declared gradients are dense
+        from ember.core.sparse_grad import embedding_backward
+
+        num = weight.shape[0]
+        record("EmbeddingBackward0", lambda node, g: embedding_backward(
+            g, indices, num, padding_idx, scale_grad_by_freq), (weight,), out)
+        return out
     record_grad(OPS["embedding"], (weight,),
                 {"indices": indices, "padding_idx": padding_idx,
                  "scale_grad_by_freq": scale_grad_by_freq}, out)
