@@ -622,3 +622,21 @@ def test_top_level_in_place_functions_are_torchs():
                                                "used in an in-place operation."):
             lib.sin_(leaf)
     assert ember.sin_ is ember.Tensor.sin_ and ember.sin_.__doc__
+
+
+@pytest.mark.parametrize("call", [
+    "x.argmax(axis=1)", "lib.argmax(x, axis=1)", "x.sum(axis=0, keepdims=True)",
+    "lib.mean(a=x, dim=0)", "lib.cat([x, x], axis=0)", "x.softmax(axis=1)",
+    "lib.add(x, x2=x)", "x.max(axis=1).indices", "x.clone().unsqueeze_(axis=0)",
+])
+def test_numpy_keyword_names_are_torchs(torch, call):
+    """PyTorch's argument parser takes NumPy's names for dim, keepdim, input and other on
+    every op (d2l's `y_hat.argmax(axis=1)`); naming a parameter twice is its TypeError."""
+    values = np.arange(6.0).reshape(2, 3)
+    e = eval(call, {"lib": ember, "x": ember.tensor(values)})
+    t = eval(call, {"lib": torch, "x": torch.tensor(values)})
+    assert e.dtype == getattr(ember, str(t.dtype).split(".")[1])
+    np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-12)
+    for lib in (torch, ember):
+        with pytest.raises(TypeError, match=r"^sum\(\) got an unexpected keyword argument 'axis'$"):
+            lib.ones(2).sum(dim=0, axis=0)
