@@ -145,4 +145,4 @@ def test_a_scripted_or_traced_module_saves_itself(tmp_path) -> None:
     ember.jit.trace(model, x).save(str(tmp_path / "traced"))
     assert ember.equal(ember.jit.load(tmp_path / "traced")(x), model(x))
     with pytest.raises(AttributeError, match="'Sequential' object has no attribute 'save'"):
-        nn.Sequential(nn.Linear(3, 2)).save  # only scripted modules have it, as in PyTorch
+        _ = nn.Sequential(nn.Linear(3, 2)).save  # only scripted modules have it
