@@ -640,3 +640,22 @@ def test_numpy_keyword_names_are_torchs(torch, call):
     for lib in (torch, ember):
         with pytest.raises(TypeError, match=r"^sum\(\) got an unexpected keyword argument 'axis'$"):
             lib.ones(2).sum(dim=0, axis=0)
+
+
+@pytest.mark.parametrize("call", [
+    "lib.sqrt(2 * math.pi)", "lib.exp(2.0)", "lib.sum(3)", "lib.mean(a=2.0)",
+    "lib.matmul([1.0], [2.0])", "lib.relu(None)", "lib.argmax(2.0)", "lib.sqrt(input=4)",
+    "lib.nn.functional.linear(2.0, lib.ones(1, 1))",
+])
+def test_an_input_that_is_not_a_tensor_is_torchs_type_error(torch, call):
+    """d2l's `torch.sqrt(2 * torch.pi * sigma**2)` with a float: PyTorch's TypeError naming
+    the op, the argument and the type, not an AttributeError from inside the op."""
+    import math
+
+    messages = []
+    for lib in (torch, ember):
+        with pytest.raises(TypeError) as err:
+            eval(call, {"lib": lib, "math": math})
+        messages.append(str(err.value))
+    assert messages[1] == messages[0]
+    assert "must be Tensor, not" in messages[1]

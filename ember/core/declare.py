@@ -93,6 +93,8 @@ def _entered(op: Op, name: str, fn: Callable) -> Callable:
     complex argument here (a primitive's are checked by dispatch)."""
     refuses = op.kind is Kind.COMPOSITE and not op.complex
     numpy_names = _numpy_keywords(op.fn)
+    code = getattr(_unwrapped(op.fn), "__code__", None)
+    takes_input = code is not None and code.co_argcount > 0 and code.co_varnames[0] == "input"
 
     @functools.wraps(fn)
     def entered(*args: Any, **kwargs: Any) -> Any:
@@ -109,6 +111,11 @@ def _entered(op: Op, name: str, fn: Callable) -> Callable:
             return hook(op, name, fn, args, kwargs)
         except MemoryError as err:  # NumPy's, as PyTorch's RuntimeError naming the bytes
             raise host_out_of_memory(op.name, err) from None
+        except AttributeError:  # `torch.sqrt(2.0)`: PyTorch's TypeError, not a float's
+            wrong = _input_not_a_tensor(name, args, kwargs) if takes_input else None
+            if wrong is None:
+                raise
+            raise TypeError(wrong) from None
         except NotImplementedError:
             sparse_form = _sparse_form(name, args)
             if sparse_form is None:
@@ -154,6 +161,20 @@ def _renamed(name: str, kwargs: dict, numpy_names: dict[str, str]) -> dict:
             raise TypeError(f"{name}() got an unexpected keyword argument '{key}'")
         out[param] = value
     return out
+
+
+def _input_not_a_tensor(name: str, args: tuple, kwargs: dict) -> str | None:
+    """PyTorch's message for an op's `input` that is not a tensor (`torch.sqrt(2 * pi)`),
+    or None when it is one. Asked only after the op failed, so calls pay nothing."""
+    if args:
+        value, where = args[0], " (position 1)"
+    elif "input" in kwargs:
+        value, where = kwargs["input"], ""
+    else:
+        return None
+    if isinstance(value, Tensor):
+        return None
+    return f"{name}(): argument 'input'{where} must be Tensor, not {type(value).__name__}"
 
 
 def _sparse_form(name: str, args: tuple) -> Callable | None:
