@@ -99,7 +99,7 @@ def _entered(op: Op, name: str, fn: Callable) -> Callable:
     @functools.wraps(fn)
     def entered(*args: Any, **kwargs: Any) -> Any:
         hook = interpose.active
-        if kwargs and numpy_names:
+        if kwargs and numpy_names and not numpy_names.keys().isdisjoint(kwargs):
             kwargs = _renamed(name, kwargs, numpy_names)
         try:
             if refuses:  # (here, not a wrapper of its own: one call less on a hot path)
@@ -152,8 +152,6 @@ def _unwrapped(fn: Callable | None) -> Callable | None:
 def _renamed(name: str, kwargs: dict, numpy_names: dict[str, str]) -> dict:
     """`kwargs` with NumPy's keyword names given PyTorch's; naming a parameter twice is
     PyTorch's TypeError."""
-    if not any(k in numpy_names for k in kwargs):
-        return kwargs
     out = {}
     for key, value in kwargs.items():
         param = numpy_names.get(key, key)
