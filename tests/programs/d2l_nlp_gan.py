@@ -2,7 +2,7 @@
 representation, masked language model and next sentence prediction heads, TextCNN,
 the BiRNN sentiment model, decomposable attention (attend, compare, aggregate), a GAN's
 discriminator update, the DCGAN generator block, and the appendix's torch.pi, erf,
-eigh, inverse, det and einsum."""
+eigh, inverse, det and einsum, and linalg.eig with the power iteration of 22.2."""
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -248,3 +248,28 @@ print(torch.linalg.eigh(torch.tensor([[2, 1], [1, 3]], dtype=torch.float64)))
 print(torch.inverse(torch.tensor([[1, 2], [1, 4]], dtype=torch.float32)))
 print(torch.det(torch.tensor([[1, -1], [2, 3]], dtype=torch.float32)))
 print(torch.einsum("ij, j -> i", torch.ones(2, 3), torch.ones(3)))
+# 22.2 Eigendecompositions
+print(torch.linalg.eig(torch.tensor([[2, 1], [2, 3]], dtype=torch.float64)))
+A = torch.tensor([[1.0, 0.1, 0.1, 0.1],
+                  [0.1, 3.0, 0.2, 0.3],
+                  [0.1, 0.2, 5.0, 0.5],
+                  [0.1, 0.3, 0.5, 9.0]])
+v, _ = torch.linalg.eig(A)
+print(v)
+torch.manual_seed(42)
+k = 5
+A = torch.randn(k, k, dtype=torch.float64)
+print(A)
+v_in = torch.randn(k, 1, dtype=torch.float64)
+norm_list = [torch.norm(v_in).item()]
+for i in range(1, 100):
+    v_in = A @ v_in
+    norm_list.append(torch.norm(v_in).item())
+norm_ratio_list = []
+for i in range(1, 100):
+    norm_ratio_list.append(norm_list[i]/norm_list[i - 1])
+eigs = torch.linalg.eig(A).eigenvalues.tolist()
+norm_eigs = [torch.abs(torch.tensor(x)) for x in eigs]
+norm_eigs.sort()
+print(f'norms of eigenvalues: {norm_eigs}')
+print(f'{norm_ratio_list[-1]:.4f} {float(norm_eigs[-1]):.4f}')
