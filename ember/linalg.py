@@ -15,8 +15,8 @@ from ember.core.ops import linalg as _l
 from ember.core.ops import norms as _n
 
 __all__ = [
-    "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",
-    "eigvalsh", "householder_product", "inv", "inv_ex", "lstsq", "lu", "lu_factor",
+    "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh",
+    "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex", "lstsq", "lu", "lu_factor",
     "lu_factor_ex", "lu_solve",
     "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot",
     "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd",
@@ -29,6 +29,8 @@ cond = _n.linalg_cond
 cross = _l.linalg_cross
 det = _f.det
 diagonal = _f.linalg_diagonal
+eig = _f.linalg_eig
+eigvals = _f.linalg_eigvals
 eigh = _f.linalg_eigh
 eigvalsh = _f.linalg_eigvalsh
 householder_product = _f.linalg_householder_product

@@ -289,8 +289,8 @@ class TestFactories:
         for name in ("zeros_like", "ones_like", "empty_like", "full_like"):
             args = (7,) if name == "full_like" else ()
             for kw, msg in (({"memory_format": 1}, "argument 'memory_format' must be "
-                             "ember.memory_format, not int"),
-                            ({"layout": "strided"}, "argument 'layout' must be ember.layout, "
+                             r"\w+.memory_format, not int"),
+                            ({"layout": "strided"}, r"argument 'layout' must be \w+.layout, "
                              "not str")):
                 with pytest.raises(TypeError, match=f"{name}\\(\\): {msg}"):
                     getattr(ember, name)(ember.ones(2), *args, **kw)

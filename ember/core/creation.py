@@ -24,12 +24,18 @@ from ember.core import dtype as dt
 from ember.core.backend import from_numpy_dtype, numpy_dtype
 from ember.core.declare import composite, define, primitive
 from ember.core.device import device as Device
-from ember.core.dispatch import check_dtype, run_creation, user_stacklevel
+from ember.core.dispatch import check_dtype, run_creation, run_inplace, user_stacklevel
 from ember.core.host import dtype_arg, python_scalar
+from ember.core.memory_format import (
+    check_format,
+    contiguous_format,
+    empty_in_format,
+    like_layout,
+    preserve_format,
+)
 from ember.core.mt19937 import DEFAULT_SEED, MT19937
 from ember.core.opdef import Kind, OutMeta
 from ember.core.placement import DeviceLike, get_default_device, resolve, set_default_device
-from ember.core.storage import layout_as
 from ember.core.tensor import Tensor
 
 __all__ = ["Generator", "default_generator", "get_default_device", "get_rng_state",
@@ -338,13 +344,20 @@ def ones(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
 
 @composite(complex=True, variants="function")
 def empty(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
-          device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
-    """An uninitialised tensor, of the sizes given (or `size=`)."""
+          device: DeviceLike = None, requires_grad: bool = False,
+          memory_format: Any = None) -> Tensor:
+    """An uninitialised tensor, of the sizes given (or `size=`), row-major or laid out in
+    `memory_format` (`ember.channels_last`)."""
     size = _sizes_given("empty", sizes, size)
     d = dtype_arg(dtype) or dt.get_default_dtype()
     dev, backend = resolve(device, _nbytes(size, d))
     check_dtype("empty", backend, d, dev)
-    buf = backend.empty(_shape_arg("empty", size, d), d, dev.index or 0)
+    shape = _shape_arg("empty", size, d)
+    fmt = check_format("empty", memory_format)
+    if fmt is not preserve_format and fmt is not contiguous_format:
+        laid = empty_in_format(tuple(shape), fmt, lambda s: empty(s, dtype=d, device=dev))
+        return _finish(laid, requires_grad)
+    buf = backend.empty(shape, d, dev.index or 0)
     return _finish(Tensor._make(buf, d, dev, backend), requires_grad)
 
 
@@ -358,75 +371,79 @@ def _nbytes(size: Any, d: dt.dtype) -> int:
         return 0
 
 
-def _like(op: str, x: Tensor, dtype: Any, device: DeviceLike, layout: Any,
-          memory_format: Any) -> tuple[dt.dtype, DeviceLike]:
+def _like(op: str, x: Tensor, dtype: Any, device: DeviceLike, layout: Any = None,
+          memory_format: Any = None) -> tuple[dt.dtype, DeviceLike]:
     """The dtype and device of `op(x, ...)` (`x`'s unless given), its `layout` and
     `memory_format` checked as PyTorch's argument parser checks them."""
-    for arg, kind in ((layout, storage.layout), (memory_format, storage.memory_format)):
-        # (the classes carry PyTorch's argument names)
-        if arg is not None and not isinstance(arg, kind):
-            raise TypeError(f"{op}(): argument '{kind.__name__}' must be "
-                            f"{dt.API_NAME}.{kind.__name__}, not {type(arg).__name__}")
-    if layout is not None and layout is not storage.strided:
-        raise NotImplementedError(f"{op}(): layout={layout} is not supported; ember's "
-                                  f"tensors are {storage.strided}")
+    if layout is not None:
+        if not isinstance(layout, storage.layout):
+            raise TypeError(f"{op}(): argument 'layout' must be {dt.API_NAME}.layout, not "
+                            f"{type(layout).__name__}")
+        if layout is not storage.strided:
+            raise NotImplementedError(f"{op}(): layout={layout} is not supported; ember's "
+                                      f"dense tensors are {storage.strided}")
+    if memory_format is not None:
+        check_format(op, memory_format)
     return (dtype_arg(dtype) or x.dtype), (device if device is not None else x.device)
 
 
 def _empty_like(x: Tensor, d: dt.dtype, dev: DeviceLike, memory_format: Any = None) -> Tensor:
-    """PyTorch's `empty_like(x, memory_format=...)`: a permuted `x`'s strides kept under
-    `preserve_format`, channels innermost under `channels_last`. The `*_like` factories
-    fill it, so random draws land where PyTorch's do."""
-    return layout_as(x, memory_format, lambda shape: empty(shape, dtype=d, device=dev))
+    """PyTorch's `empty_like(x, memory_format=...)`: strides kept for a permuted or
+    channels-last `x` (preserve_format), or laid out in the format asked for. The `*_like`
+    factories fill it, so random draws land where PyTorch's do."""
+    fmt = check_format("empty_like", memory_format)
+    return like_layout(x, lambda shape: empty(shape, dtype=d, device=dev), fmt)
 
 
-def _filled_like(op: str, x: Tensor, fill_value: Any, dtype: Any, device: DeviceLike,
-                 layout: Any, memory_format: Any, requires_grad: bool) -> Tensor:
-    """`op(x)` filled with `fill_value` (uninitialised where None), laid out as PyTorch's."""
-    d, dev = _like(op, x, dtype, device, layout, memory_format)
-
-    def make(shape: tuple[int, ...]) -> Tensor:
-        return empty(shape, dtype=d, device=dev) if fill_value is None else \
-            full(shape, fill_value, dtype=d, device=dev)
-    if memory_format is None and x.is_contiguous():  # the common case: one creation kernel
-        return _finish(make(tuple(x.shape)), requires_grad)
-    return _finish(layout_as(x, memory_format, make), requires_grad)
+def _full_like(op: str, input: Tensor, fill_value: Any, dtype: Any, device: DeviceLike,
+               layout: Any, requires_grad: bool, memory_format: Any) -> Tensor:
+    """`fill_value` in `input`'s shape, laid out as `input` (or in `memory_format`)."""
+    d, dev = _like(op, input, dtype, device, layout, memory_format)
+    if memory_format is None and input._backend.is_contiguous(input._data):  # (most calls)
+        return full(input.shape, fill_value, dtype=d, device=dev, requires_grad=requires_grad)
+    out = _empty_like(input, d, dev, memory_format)
+    run_inplace("assign", out, full((), fill_value, dtype=d, device=dev))  # (not fill_: it
+    return _finish(out, requires_grad)                                    # calls full_like)
 
 
 @composite(complex=True, variants="function")
 def zeros_like(input: Tensor, *, dtype: Any = None, layout: Any = None,
                device: DeviceLike = None, requires_grad: bool = False,
                memory_format: Any = None) -> Tensor:
-    """Zeros of `input`'s shape (and its dtype and device unless given)."""
-    return _filled_like("zeros_like", input, 0, dtype, device, layout, memory_format,
-                        requires_grad)
+    """Zeros of `input`'s shape (and its dtype and device unless given), laid out as
+    `input` (or in `memory_format`)."""
+    return _full_like("zeros_like", input, 0, dtype, device, layout, requires_grad,
+                      memory_format)
 
 
 @composite(complex=True, variants="function")
 def ones_like(input: Tensor, *, dtype: Any = None, layout: Any = None,
               device: DeviceLike = None, requires_grad: bool = False,
               memory_format: Any = None) -> Tensor:
-    """Ones of `input`'s shape (and its dtype and device unless given)."""
-    return _filled_like("ones_like", input, 1, dtype, device, layout, memory_format,
-                        requires_grad)
+    """Ones of `input`'s shape (and its dtype and device unless given), laid out as
+    `input` (or in `memory_format`)."""
+    return _full_like("ones_like", input, 1, dtype, device, layout, requires_grad,
+                      memory_format)
 
 
 @composite(complex=True, variants="function")
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, layout: Any = None,
               device: DeviceLike = None, requires_grad: bool = False,
               memory_format: Any = None) -> Tensor:
-    """`fill_value` in `input`'s shape (and its dtype and device unless given)."""
-    return _filled_like("full_like", input, fill_value, dtype, device, layout, memory_format,
-                        requires_grad)
+    """`fill_value` in `input`'s shape (and its dtype and device unless given), laid out as
+    `input` (or in `memory_format`)."""
+    return _full_like("full_like", input, fill_value, dtype, device, layout, requires_grad,
+                      memory_format)
 
 
 @composite(complex=True, variants="function")
 def empty_like(input: Tensor, *, dtype: Any = None, layout: Any = None,
                device: DeviceLike = None, requires_grad: bool = False,
                memory_format: Any = None) -> Tensor:
-    """An uninitialised tensor of `input`'s shape (and its dtype and device unless given)."""
-    return _filled_like("empty_like", input, None, dtype, device, layout, memory_format,
-                        requires_grad)
+    """An uninitialised tensor of `input`'s shape (and its dtype and device unless given),
+    laid out as `input` (or in `memory_format`)."""
+    d, dev = _like("empty_like", input, dtype, device, layout, memory_format)
+    return _finish(_empty_like(input, d, dev, memory_format), requires_grad)
 
 
 @composite(complex=True, variants="function")
@@ -438,8 +455,8 @@ def rand_like(input: Tensor, *, generator: Any = None, dtype: Any = None, layout
     if d.is_complex:  # (PyTorch's stream for complex: rand's)
         return rand(tuple(input.shape), dtype=d, device=dev, generator=generator,
                     requires_grad=requires_grad)
-    t = _empty_like(input, d, dev, memory_format).uniform_(generator=generator)
-    return _finish(t, requires_grad)
+    out = _empty_like(input, d, dev, memory_format).uniform_(generator=generator)
+    return _finish(out, requires_grad)
 
 
 @composite(complex=True, variants="function")
@@ -451,8 +468,8 @@ def randn_like(input: Tensor, *, generator: Any = None, dtype: Any = None, layou
     if d.is_complex:  # (PyTorch's stream for complex: randn's)
         return randn(tuple(input.shape), dtype=d, device=dev, generator=generator,
                      requires_grad=requires_grad)
-    t = _empty_like(input, d, dev, memory_format).normal_(generator=generator)
-    return _finish(t, requires_grad)
+    out = _empty_like(input, d, dev, memory_format).normal_(generator=generator)
+    return _finish(out, requires_grad)
 
 
 @composite(variants="function")
@@ -462,8 +479,8 @@ def randint_like(input: Tensor, low: int, high: int | None = None, *, generator:
     """Random integers in [low, high) of `input`'s shape."""
     d, dev = _like("randint_like", input, dtype, device, layout, memory_format)
     low, high = (0, low) if high is None else (low, high)
-    t = _empty_like(input, d, dev, memory_format).random_(low, high, generator=generator)
-    return _finish(t, requires_grad)
+    out = _empty_like(input, d, dev, memory_format).random_(low, high, generator=generator)
+    return _finish(out, requires_grad)
 
 
 # -- the new_* methods: a new tensor with this one's dtype and device ---------------------

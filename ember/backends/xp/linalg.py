@@ -317,6 +317,15 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         w, v = converged("linalg.eigh", linalg.eigh, a, UPLO=UPLO)
         return pack(w, v, batch=a.shape[:-2])
 
+    def eig(a):
+        if not bool(xp.isfinite(a).all()):
+            raise RuntimeError("torch.linalg.eig: input tensor should not contain infs or "
+                               "NaNs.")
+        # geev's result is real where every eigenvalue is: PyTorch's is complex always
+        w, v = converged("linalg.eig", linalg.eig, a)
+        complex_dtype = xp.result_type(a.dtype, xp.complex64)
+        return pack(w.astype(complex_dtype), v.astype(complex_dtype), batch=a.shape[:-2])
+
     def lu_factor_ex(a):
         batch, (m, n) = a.shape[:-2], a.shape[-2:]
         lu = a.reshape((math.prod(batch), m, n)).copy()
@@ -326,6 +335,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     table.update({"_linalg_inv_ex": inv_ex, "_linalg_solve_ex": solve_ex, "det": det,
                   "_linalg_slogdet": slogdet, "_linalg_cholesky_ex": cholesky_ex,
                   "_linalg_qr": qr, "_geqrf": geqrf, "_linalg_svd": svd, "_linalg_eigh": eigh,
+                  **({"_linalg_eig": eig} if hasattr(linalg, "eig") else {}),
                   "_linalg_lu_factor_ex": lu_factor_ex,
                   "_linalg_solve_triangular": solve_triangular})
     return table

@@ -44,7 +44,7 @@ from ember.core.apply import apply_labelled, record_grad
 from ember.core.backend import LinAlgError
 from ember.core.creation import arange, eye, randn, tensor, zeros
 from ember.core.declare import composite, primitive, write_out
-from ember.core.grad_mode import no_grad
+from ember.core.grad_mode import is_grad_enabled, no_grad
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import where
@@ -949,6 +949,59 @@ def linalg_eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Any:
 def linalg_eigvalsh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Tensor:
     """`linalg.eigvalsh`: the eigenvalues of a symmetric matrix, ascending."""
     return _eigh(A, UPLO)[0]
+
+
+def _eig_rule(A):
+    _eig_check(A)
+    n = A.shape[-1]
+    return OutMeta(tuple(A.shape[:-2]) + (n + n * n,), A.dtype.to_complex(), None)
+
+
+def _eig_check(A: Any) -> None:
+    """PyTorch's errors for linalg.eig's input: its complex output type first (no
+    complex integers), then the matrix checks; NaN and infinity refused (geev's loop)."""
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"Unknown Complex ScalarType for {_word(A.dtype)}")
+    if A.dtype in (dt.float16, dt.bfloat16):
+        raise NotImplementedError(f'"linalg_eig_out_cpu" not implemented for '
+                                  f"'{_word(A.dtype)}'")
+    _check("linalg.eig", A)
+
+
+@primitive(variants="", rule=_eig_rule, cost=_matrix_cost(25.0))
+def _linalg_eig(A: Tensor) -> Tensor:
+    """The (complex) eigenvalues and eigenvectors of a general square matrix, packed."""
+    return apply_labelled(OPS["_linalg_eig"], "LinalgEigBackward0", A)
+
+
+EigResult = return_type("linalg_eig", ["eigenvalues", "eigenvectors"])
+
+
+def _eig(A: Tensor) -> list[Tensor]:
+    _eig_check(A)
+    if A.requires_grad and is_grad_enabled():
+        # refused here, not dropped: an output without a node would leave A's gradient
+        # silently without eig's part
+        raise NotImplementedError("the derivative for 'linalg_eig' is not implemented in "
+                                  "ember (its complex backward): compute it under "
+                                  "torch.no_grad(), or use linalg.eigh for a symmetric A")
+    n = A.shape[-1]
+    return _split(_linalg_eig(A), (n,), (n, n))
+
+
+@composite(variants="", cost=_matrix_cost(25.0), cpu_precision=P.FLOAT32)
+def linalg_eig(A: Tensor, *, out: Any = None) -> Any:
+    """`linalg.eig`: the eigenvalues and eigenvectors (columns, each of norm 1) of a
+    square matrix, complex (complex64 for float32, complex128 for float64) as LAPACK's
+    geev gives them, in its order. Forward only: ember has no complex backward for it, so
+    an `A` that requires grad is refused while grad mode is on."""
+    return EigResult(*_eig(A))
+
+
+@composite(variants="", cost=_matrix_cost(25.0), cpu_precision=P.FLOAT32)
+def linalg_eigvals(A: Tensor, *, out: Any = None) -> Tensor:
+    """`linalg.eigvals`: the (complex) eigenvalues of a square matrix, in LAPACK's order."""
+    return _eig(A)[0]
 
 
 # -- built on the SVD: pinv, rank, least squares ------------------------------
