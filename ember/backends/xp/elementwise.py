@@ -63,6 +63,9 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     def sigmoid(x, out=None):
         # e / (1 + e) with e = exp(-|x|) <= 1: never overflows, and keeps its relative
         # precision for very negative x (the tanh form rounds 0.5 - 0.5 to 0 below -17)
+        if x.dtype.kind == "c":  # PyTorch's 1 / (1 + exp(-z)): |z| has no sign to split on
+            with quiet():
+                return as_array(xp.reciprocal(xp.add(xp.exp(-x), 1), out=out))
         if x.dtype in low_precision:  # PyTorch's: in float32, rounded once
             y = sigmoid(x.astype(xp.float32)).astype(x.dtype)
             if out is None:

@@ -287,41 +287,49 @@ exp = _unary("exp", "float", lambda grad, result: grad * conj(result), precision
 log = _unary("log", "float", lambda grad, input: grad / conj(input), precision=P.FLOAT32,
              flops=8, fused_backward="input", complex=True,
              doc="Returns a new tensor with the natural logarithm of the elements of `input`.")
-log2 = _unary("log2", "float", lambda grad, input: grad / (input * _LN2), precision=P.FLOAT32,
-              flops=8, doc="Returns a new tensor with the base-2 logarithm of the elements.")
-log1p = _unary("log1p", "float", lambda grad, input: grad / (input + 1.0),
-               precision=P.FLOAT32, flops=8, label="Log1PBackward0",
+log2 = _unary("log2", "float", lambda grad, input: grad / (conj(input) * _LN2),
+              precision=P.FLOAT32, flops=8, complex=True,
+              doc="Returns a new tensor with the base-2 logarithm of the elements.")
+log1p = _unary("log1p", "float", lambda grad, input: grad / (conj(input) + 1.0),
+               precision=P.FLOAT32, flops=8, label="Log1PBackward0", complex=True,
                doc="Returns the natural logarithm of (1 + `input`), accurate for small values.")
-expm1 = _unary("expm1", "float", lambda grad, result: grad * (result + 1.0),
-               precision=P.FLOAT32, flops=8,
+expm1 = _unary("expm1", "float", lambda grad, result: grad * (conj(result) + 1.0),
+               precision=P.FLOAT32, flops=8, complex=True,
                doc="Returns exp(x) - 1 of each element, accurate for small values.")
 sqrt = _unary("sqrt", "float", lambda grad, result: grad / (conj(result) * 2.0), flops=4,
               complex=True,
               doc="Returns the square root of each element.")
-rsqrt = _unary("rsqrt", "float", lambda grad, result: grad * (result.pow(3) * -0.5),
-               precision=P.FLOAT32, flops=4,
+rsqrt = _unary("rsqrt", "float", lambda grad, result: grad * (conj(result.pow(3)) * -0.5),
+               precision=P.FLOAT32, flops=4, complex=True,
                doc="Returns the reciprocal of the square root of each element.")
-sin = _unary("sin", "float", lambda grad, input: grad * input.cos(), flops=8,
+sin = _unary("sin", "float", lambda grad, input: grad * conj(input.cos()), flops=8,
+             complex=True,
              doc="Returns the sine of each element.")
-cos = _unary("cos", "float", lambda grad, input: grad * -input.sin(), flops=8,
+cos = _unary("cos", "float", lambda grad, input: grad * -conj(input.sin()), flops=8,
+             complex=True,
              doc="Returns the cosine of each element.")
-tan = _unary("tan", "float", lambda grad, result: grad * (result * result + 1.0),
-             precision=P.FLOAT32, flops=8, doc="Returns the tangent of each element.")
-tanh = _unary("tanh", "float", lambda grad, result: grad * (1.0 - result * result), flops=8,
-              fused_backward="result", doc="Returns the hyperbolic tangent of each element.")
-sigmoid = _unary("sigmoid", "float", lambda grad, result: grad * (result * (1.0 - result)),
-                 flops=8, fused_backward="result",
+tan = _unary("tan", "float", lambda grad, result: grad * (conj(result * result) + 1.0),
+             precision=P.FLOAT32, flops=8, complex=True,
+             doc="Returns the tangent of each element.")
+tanh = _unary("tanh", "float", lambda grad, result: grad * (1.0 - conj(result * result)),
+              flops=8, fused_backward="result", complex=True,
+              doc="Returns the hyperbolic tangent of each element.")
+sigmoid = _unary("sigmoid", "float",
+                 lambda grad, result: grad * conj(result * (1.0 - result)),
+                 flops=8, fused_backward="result", complex=True,
                  doc="Returns the logistic sigmoid 1 / (1 + exp(-x)) of each element.")
 erf = _unary("erf", "float", lambda grad, input: grad * ((-(input * input)).exp() * _SQRT_PI),
              flops=16, doc="Computes the error function of each element.")
-asin = _unary("asin", "float", lambda grad, input: grad / (1.0 - input * input).sqrt(),
-              precision=P.FLOAT32, flops=8, aliases="arcsin",
+asin = _unary("asin", "float", lambda grad, input: grad / conj((1.0 - input * input).sqrt()),
+              precision=P.FLOAT32, flops=8, aliases="arcsin", complex=True,
               doc="Returns the arcsine of each element.")
-acos = _unary("acos", "float", lambda grad, input: -(grad / (1.0 - input * input).sqrt()),
-              precision=P.FLOAT32, flops=8, aliases="arccos",
+acos = _unary("acos", "float",
+              lambda grad, input: -(grad / conj((1.0 - input * input).sqrt())),
+              precision=P.FLOAT32, flops=8, aliases="arccos", complex=True,
               doc="Returns the arccosine of each element.")
-atan = _unary("atan", "float", lambda grad, input: grad / (input * input + 1.0), flops=8,
-              aliases="arctan", doc="Returns the arctangent of each element.")
+atan = _unary("atan", "float", lambda grad, input: grad / (conj(input * input) + 1.0),
+              flops=8, aliases="arctan", complex=True,
+              doc="Returns the arctangent of each element.")
 reciprocal = _unary("reciprocal", "float",
                     lambda grad, result: -(grad * conj(result * result)), complex=True,
                     precision=P.FLOAT32, doc="Returns the reciprocal 1 / x of each element.")
@@ -338,7 +346,14 @@ bitwise_not = _unary("bitwise_not", "bitwise", None, operators="__invert__",
                          "bool one).")
 
 
+def _no_complex_sign(x: Tensor) -> None:
+    if x._dtype.is_complex:  # PyTorch's words, which name the op to use instead
+        raise NotImplementedError("Unlike NumPy, torch.sign is not intended to support "
+                                  "complex numbers. Please use torch.sgn instead.")
+
+
 def _sign(input: Tensor) -> Tensor:
+    _no_complex_sign(input)
     return input.clone() if input._dtype is dt.bool_ else apply(OPS["sign"], input)
 
 
@@ -346,6 +361,7 @@ _sign_kernel_ = _unary_inplace("sign", _sign)
 
 
 def _sign_(self: Tensor) -> Tensor:
+    _no_complex_sign(self)
     if self._dtype is dt.bool_:  # its own sign: nothing to write
         self._vc[0] += 1
         return self

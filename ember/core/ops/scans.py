@@ -48,14 +48,14 @@ def _scan_dim(op: str, input: Tensor, dim: int) -> int:
 # -- cumprod, logcumsumexp ----------------------------------------------------------
 
 
-@composite(node_label="CumprodBackward0",
+@composite(complex=True, node_label="CumprodBackward0",
            variants="function method inplace out", cost=costs.reduction(2))
 def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """The cumulative product along `dim` (integer and bool inputs give int64, as
     `cumsum`; `dtype` casts first)."""
     if dtype is not None:
         input = to_dtype(input, dtype_arg(dtype))
-    elif not input.dtype.is_floating_point:
+    elif not input.dtype._differentiable:
         input = to_dtype(input, dt.int64)
     d = _scan_dim("cumprod", input, dim)
     if input.ndim == 0:
