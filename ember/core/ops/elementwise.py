@@ -16,6 +16,7 @@ Each op is declared once below; its kernel has the signature of its rule:
 from __future__ import annotations
 
 import functools
+import cmath
 import math
 import numbers
 import struct
@@ -524,6 +525,8 @@ def _pow_grad_exponent(grad, input, other, result):
     """PyTorch's pow_backward_exponent: `result * log(input)`, but 0 where a zero base
     meets an exponent >= 0 (where log(0) would make it NaN)."""
     if not isinstance(input, Tensor):
+        if isinstance(input, complex) and input != 0:  # a complex base: its principal log
+            return grad * conj(result * cmath.log(input))
         log = math.log(input) if input > 0 else (-math.inf if input == 0 else math.nan)
         if input == 0:
             return grad * (result * log).masked_fill(other >= 0, 0.0)

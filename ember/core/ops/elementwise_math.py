@@ -107,7 +107,9 @@ asinh = _unary("asinh", "float",
                flops=8, aliases="arcsinh", complex=True,
                doc="Returns the inverse hyperbolic sine of each element.")
 acosh = _unary("acosh", "float",
-               lambda grad, input: grad * conj((input * input - 1.0).rsqrt()),
+               # (x + 1)^-1/2 (x - 1)^-1/2: with complex input, on acosh's branch, where
+               # (x * x - 1)^-1/2 is the other root in half the plane (PyTorch's formula)
+               lambda grad, input: grad * conj((input + 1.0).rsqrt() * (input - 1.0).rsqrt()),
                flops=8, aliases="arccosh", complex=True,
                doc="Returns the inverse hyperbolic cosine of each element (NaN below 1).")
 atanh = _unary("atanh", "float", lambda grad, input: grad / (1.0 - conj(input * input)),

@@ -172,6 +172,7 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"dot: 1D tensors expected, but got {input.ndim}D and "
                            f"{other.ndim}D tensors")
+    _same_dtype("dot", input, other)
     if input.shape[0] != other.shape[0]:
         raise RuntimeError(f"dot: inconsistent tensor size, expected tensor [{input.shape[0]}] "
                            f"and src [{other.shape[0]}] to have the same number of elements, "
@@ -322,9 +323,7 @@ def vdot(input: Tensor, other: Tensor) -> Tensor:
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
                            "tensors")
-    if input.dtype is not other.dtype:
-        raise RuntimeError(f"vdot: expected both vectors to have same dtype, but found "
-                           f"{_word(input.dtype)} and {_word(other.dtype)}")
+    _same_dtype("vdot", input, other)
     if input.shape[0] != other.shape[0]:
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and "
                            f"src [{other.shape[0]}] to have the same number of elements, but "
@@ -335,6 +334,12 @@ def vdot(input: Tensor, other: Tensor) -> Tensor:
 _WORDS = {"float64": "Double", "float32": "Float", "float16": "Half", "bfloat16": "BFloat16",
           "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
           "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def _same_dtype(op: str, input: Tensor, other: Tensor) -> None:
+    if input.dtype is not other.dtype:  # (PyTorch's message says "dot" for vdot too)
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{_word(input.dtype)} and {_word(other.dtype)}")
 
 
 def _word(d: dt.dtype) -> str:
