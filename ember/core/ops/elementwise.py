@@ -15,8 +15,8 @@ Each op is declared once below; its kernel has the signature of its rule:
 
 from __future__ import annotations
 
-import functools
 import cmath
+import functools
 import math
 import numbers
 import struct
