@@ -130,6 +130,19 @@ REDUCTIONS = {
     "tensordot": lambda m, z: m.tensordot(z, z, ([1], [1])),
     "where_cat_stack": lambda m, z: m.stack([m.where(z.real > 0, z, 1j), m.cat([z[1], z[0]])
                                             .view(2, 3)]),
+    "scatter_add": lambda m, z: z.scatter_add(1, m.tensor([[0, 0], [2, 1]]), z[:, :2] * 1j),
+    "index_add": lambda m, z: z.index_add(1, m.tensor([2, 2]), z[:, :2], alpha=2),
+    "masked_scatter": lambda m, z: z.masked_scatter(z.real > 0, z.flip(0) * 2),
+    "diag_trace": lambda m, z: m.diag(z[0]) * z[:, :2].trace() + m.diag(z[:, 1:]).sum(),
+    "var_std": lambda m, z: z.var(1) + z.std() * 1j + z.var(0, correction=0).sum(),
+    "cross_vecdot": lambda m, z: m.linalg.cross(z[0], z[1]) * m.linalg.vecdot(z[0], z[1]),
+    "matrix_power": lambda m, z: m.linalg.matrix_power(z[:, :2], 3) + m.linalg.matrix_power(
+        z[:, 1:], -2),
+    "multi_dot": lambda m, z: m.linalg.multi_dot([z, z.mT, z]),
+    "addcmul_addcdiv": lambda m, z: m.addcmul(z, z, z.flip(1), value=0.5j) + m.addcdiv(
+        z, z, z.flip(0) + 3, value=2),
+    "lerp": lambda m, z: m.lerp(z, z.flip(0), 0.3) + m.lerp(z, z * 1j, 0.8),
+    "dist": lambda m, z: m.dist(z[0], z[1] * 1j) + m.dist(z[0], z[1], 3),
 }
 
 

@@ -890,7 +890,8 @@ def _lerp_label(input: Any, end: Any, weight: Any) -> str:
     return "LerpBackward1" if isinstance(weight, Tensor) else "LerpBackward0"
 
 
-@composite(node_label=_lerp_label, variants="function method inplace", cost=costs.pointwise(3))
+@composite(complex=True,
+           node_label=_lerp_label, variants="function method inplace", cost=costs.pointwise(3))
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     """Linear interpolation: `input + weight * (end - input)`, or `end - (end - input) *
     (1 - weight)` where `|weight| >= 0.5` (PyTorch's formula: exact at weight 1, and the
@@ -946,14 +947,15 @@ def _addcdiv_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
     return run_binary("add", self, mul(q, value) if value != 1 else q, out=self)
 
 
-@composite(node_label="AddcmulBackward0", variants="function method inplace", precision=P.PROMOTE,
+@composite(complex=True,
+           node_label="AddcmulBackward0", variants="function method inplace", precision=P.PROMOTE,
            inplace_method=_addcmul_inplace, cost=costs.pointwise(3))
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """`input + value * tensor1 * tensor2`."""
     return add(input, mul(mul(tensor1, tensor2), value))
 
 
-@composite(variants="function method inplace", precision=P.PROMOTE,
+@composite(complex=True, variants="function method inplace", precision=P.PROMOTE,
            inplace_method=_addcdiv_inplace, cost=costs.pointwise(3))
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """`input + value * tensor1 / tensor2`."""
@@ -962,7 +964,7 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
 
 
 def _no_integer_addcdiv(tensor1: Tensor, tensor2: Tensor) -> None:
-    if not (tensor1.dtype.is_floating_point or tensor2.dtype.is_floating_point):
+    if not (tensor1.dtype._differentiable or tensor2.dtype._differentiable):
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a "
                            "future  release addcdiv will perform a true division of tensor1 "
                            "and tensor2. The historic addcdiv behavior can be implemented as "

@@ -1366,7 +1366,7 @@ def lu_solve(input: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
 # -- powers and exponentials -----------------------------------------------------------
 
 
-@composite(variants="function method", cost=_matrix_cost(2.0),
+@composite(complex=True, variants="function method", cost=_matrix_cost(2.0),
            cpu_precision=P.LOWER)
 def matrix_power(input: Tensor, n: int) -> Tensor:
     """The matrix raised to the integer power `n` (by repeated squaring; a negative power

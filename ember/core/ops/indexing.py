@@ -417,7 +417,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
     return apply(OPS["scatter"], input, index, to_dtype(src, input._dtype), dim=d)
 
 
-@primitive(variants="function method inplace", rule=_scatter_rule("scatter_add"),
+@primitive(complex=True, variants="function method inplace", rule=_scatter_rule("scatter_add"),
            cost=costs.movement, precision=P.PROMOTE, grad=Grad(
                input=lambda grad: grad,
                src=lambda grad, index, dim, src_shape: _pad_to(
@@ -970,7 +970,7 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
                           include_self=include_self)
 
 
-@composite(variants="function method inplace", cost=costs.movement)
+@composite(complex=True, variants="function method inplace", cost=costs.movement)
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """A copy of `input` with the leading elements of `source`, in order, written where
     `mask` (broadcast to `input`) is true."""

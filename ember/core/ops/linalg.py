@@ -437,7 +437,7 @@ def _multi_dot(op: str, tensors: Sequence[Tensor]) -> Tensor:
     return result
 
 
-@composite(variants="", cost=costs.matmul, precision=P.LOWER,
+@composite(complex=True, variants="", cost=costs.matmul, precision=P.LOWER,
            cpu_precision=P.LOWER)
 def linalg_multi_dot(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
     """`linalg.multi_dot`: the product of two or more matrices in the cheapest order; the
@@ -517,7 +517,7 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     return _cross(a, b, d)
 
 
-@composite(variants="", cost=costs.pointwise(3))
+@composite(complex=True, variants="", cost=costs.pointwise(3))
 def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
     """`linalg.cross`: the cross product of 3-vectors along `dim` (broadcasting)."""
     a, b, d = _cross_dim("linalg.cross", input, other, dim)
@@ -525,17 +525,18 @@ def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Any = None
     return result if out is None else write_out("linalg.cross", out, result)
 
 
-@composite(variants="", cost=costs.pointwise(2), cpu_precision=P.LOWER)
+@composite(complex=True, variants="", cost=costs.pointwise(2), cpu_precision=P.LOWER)
 def linalg_vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
-    """`linalg.vecdot`: the dot product of vectors along `dim` (broadcasting)."""
-    if not x.dtype.is_floating_point:
+    """`linalg.vecdot`: the dot product of vectors along `dim` (broadcasting), `x`
+    conjugated."""
+    if not x.dtype._differentiable:
         raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as "
                            f"input. Got {_word(x.dtype)}")
     if x.dtype is not y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but x "
                            f"has dtype {_word(x.dtype)} and y has dtype {_word(y.dtype)} "
                            "instead.")
-    result = (x * y).sum(dim)
+    result = (conj(x) * y).sum(dim)  # (x conjugated, as PyTorch's)
     return result if out is None else write_out("linalg.vecdot", out, result)
 
 

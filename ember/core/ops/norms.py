@@ -254,11 +254,11 @@ def corrcoef(input: Tensor) -> Tensor:
     return c.clamp(-1, 1)
 
 
-@composite(node_label="DistBackward0",
+@composite(complex=True, node_label="DistBackward0",
            variants="function method", cost=costs.pointwise(3), precision=P.FLOAT32)
 def dist(input: Tensor, other: Tensor, p: Any = 2) -> Tensor:
     """The p-norm of `input - other` (broadcast), as a 0-d tensor."""
-    if not (input.dtype.is_floating_point and other.dtype.is_floating_point):
+    if not (input.dtype._differentiable and other.dtype._differentiable):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
                            f"as input. Got {_word(input.dtype)}")
     return linalg_vector_norm(input - other, float(p))

@@ -267,7 +267,7 @@ def ravel(input: Tensor) -> Tensor:
 # -- diagonals ------------------------------------------------------------------------
 
 
-@composite(variants="function method out", cost=costs.movement)
+@composite(complex=True, variants="function method out", cost=costs.movement)
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     """Of a 1-D tensor, the square matrix with it on diagonal `diagonal`; of a 2-D tensor,
     a copy of its diagonal `diagonal`."""
@@ -293,7 +293,7 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     return diagonal_scatter(out, input, offset, d1, d2)
 
 
-@composite(cost=costs.movement)
+@composite(complex=True, cost=costs.movement)
 def diagflat(input: Tensor, offset: int = 0) -> Tensor:
     """The square matrix with the flattened input on diagonal `offset`."""
     return diag_embed(reshape(input, (-1,)), offset, 0, 1)
@@ -316,7 +316,7 @@ def _scatter_into(op: str, input: Tensor, src: Tensor, key: tuple, target_shape:
     return out
 
 
-@composite(cost=costs.movement)
+@composite(complex=True, cost=costs.movement)
 def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
                      dim2: int = 1) -> Tensor:
     """A copy of `input` with `src` written into its diagonal (as `diagonal` takes it)."""

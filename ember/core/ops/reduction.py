@@ -392,23 +392,27 @@ def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
 # -- statistics -----------------------------------------------------------------------
 
 
-@composite(node_label="VarBackward0", traced_as_node=True, cost=costs.reduction(4))
+@composite(complex=True, node_label="VarBackward0", traced_as_node=True, cost=costs.reduction(4))
 def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: Any = None) -> Tensor:
     """The variance over `dim`, with Bessel's correction by default (`correction=1`)."""
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
-    if not input._dtype.is_floating_point:
+    if not input._dtype._differentiable:
         raise RuntimeError(f"var(): std and var only support floating point and complex "
                            f"dtypes (got {input._dtype})")
     dims = _dims_arg("var", input, dim)
     n = input.numel() if dims is None else math.prod(input.shape[d] for d in dims)
     centered = input - mean(input, dims, keepdim=True)
-    total = sum(centered * centered, dims, keepdim)
+    if input._dtype.is_complex:  # |x - mean|^2: a real variance, as PyTorch's
+        centered = centered.real * centered.real + centered.imag * centered.imag
+        total = sum(centered, dims, keepdim)
+    else:
+        total = sum(centered * centered, dims, keepdim)
     return total / (n - correction if n - correction > 0 else float("nan"))
 
 
-@composite(node_label="StdBackward0", cost=costs.reduction(5))
+@composite(complex=True, node_label="StdBackward0", cost=costs.reduction(5))
 def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: Any = None) -> Tensor:
     """The standard deviation over `dim` (see `var`)."""
@@ -558,7 +562,7 @@ def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> 
     return AminmaxResult(amin(input, d, keepdim), amax(input, d, keepdim))
 
 
-@composite(node_label="TraceBackward0",
+@composite(complex=True, node_label="TraceBackward0",
            variants="function method", cost=costs.reduction(1))
 def trace(input: Tensor) -> Tensor:
     """The sum of the main diagonal of a matrix (int64 for integer matrices)."""
