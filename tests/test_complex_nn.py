@@ -77,6 +77,17 @@ def test_activations_on_complex():
             getattr(ember.nn.functional, name)(ember.tensor(_X), *args)
 
 
+def test_cosine_similarity_refuses_complex_as_torch():
+    for dtype in ("cfloat", "cdouble"):
+        with pytest.raises(RuntimeError) as want:
+            torch.nn.functional.cosine_similarity(torch.ones(2, 3, dtype=getattr(torch, dtype)),
+                                                  torch.ones(2, 3))
+        with pytest.raises(RuntimeError) as got:
+            ember.nn.functional.cosine_similarity(ember.ones(2, 3, dtype=getattr(ember, dtype)),
+                                                  ember.ones(2, 3))
+        assert str(got.value) == str(want.value)
+
+
 def test_adam_steps_complex_linear_as_torch():
     le, lt = _pair(ember, 1), _pair(torch, 1)
     oe, ot = ember.optim.Adam(le.parameters(), lr=0.01), torch.optim.Adam(lt.parameters(), lr=0.01)
