@@ -143,6 +143,7 @@ REDUCTIONS = {
         z, z, z.flip(0) + 3, value=2),
     "lerp": lambda m, z: m.lerp(z, z.flip(0), 0.3) + m.lerp(z, z * 1j, 0.8),
     "dist": lambda m, z: m.dist(z[0], z[1] * 1j) + m.dist(z[0], z[1], 3),
+    "trapezoid": lambda m, z: m.trapezoid(z, dx=0.5) + m.cumulative_trapezoid(z, dim=0).sum(),
 }
 
 

@@ -41,6 +41,7 @@ CASES = {
                                     .reshape(2, 1, 1)),
     "slogdet": lambda m, x: tuple(m.linalg.slogdet(x)),
     "slogdet_sign_only": lambda m, x: (m.slogdet(x)[0],),
+    "logdet": lambda m, x: m.logdet(x),
     "inv": lambda m, x: m.linalg.inv(x),
     "inverse": lambda m, x: x.inverse(),
     "solve": lambda m, x: m.linalg.solve(x, x[:, :2] * 2 + 1j),

@@ -213,11 +213,14 @@ def linalg_slogdet(A: Tensor) -> Any:
     return LinalgSlogdetResult(*_slogdet_parts(A))
 
 
-@composite(variants="function method", cost=_matrix_cost(2 / 3))
+@composite(complex=True, variants="function method", cost=_matrix_cost(2 / 3))
 def logdet(input: Tensor) -> Tensor:
-    """The natural log of the determinant: NaN where it is negative, -inf where it is 0."""
+    """The natural log of the determinant: NaN where it is negative, -inf where it is 0;
+    of a complex matrix, the complex log `log(sign) + logabsdet`."""
     _check("logdet", input)
     sign, logabsdet = slogdet(input)
+    if input.dtype.is_complex:
+        return sign.log() + logabsdet
     return where(sign < 0, math.nan, logabsdet)
 
 
