@@ -143,6 +143,10 @@ REDUCTIONS = {
         z, z, z.flip(0) + 3, value=2),
     "lerp": lambda m, z: m.lerp(z, z.flip(0), 0.3) + m.lerp(z, z * 1j, 0.8),
     "dist": lambda m, z: m.dist(z[0], z[1] * 1j) + m.dist(z[0], z[1], 3),
+    "scatters": lambda m, z: z.put(m.tensor([0, 0]), z[1, :2], accumulate=True) +
+        m.diagonal_scatter(z, z[0, :2]),
+    "block_diag_combinations": lambda m, z: m.block_diag(z, z[0]).sum(0) [:3] * m.cat(
+        [m.cartesian_prod(z[0], z[1]), m.combinations(z[1])]).prod(1)[:3],
     "trapezoid": lambda m, z: m.trapezoid(z, dx=0.5) + m.cumulative_trapezoid(z, dim=0).sum(),
 }
 
@@ -156,6 +160,22 @@ def test_reductions_and_products(name):
     (ember.view_as_real(ye * 1.5j) ** 2).sum().backward()
     (torch.view_as_real(yt * 1.5j) ** 2).sum().backward()
     _close(e.grad, t.grad, 1e-10)
+
+
+def test_select_and_slice_scatter_refuse_complex_autograd_as_torch():
+    for m in (ember, torch):
+        z = m.tensor(_Z)
+        assert m.select_scatter(z, z[0] * 2, 0, 1)[1].tolist() == (z[0] * 2).tolist()
+        assert m.slice_scatter(z, z[:, :1] * 1j, 1, 0, 1)[:, 0].tolist() == \
+            (z[:, 0] * 1j).tolist()
+        zg = m.tensor(_Z, requires_grad=True)
+        with pytest.raises(RuntimeError, match="^select_scatter does not support automatic "
+                                               "differentiation for outputs with complex"):
+            m.select_scatter(zg, zg[0], 0, 1)
+        with pytest.raises(RuntimeError, match="^slice_scatter does not support automatic "
+                                               "differentiation for outputs with complex"):
+            m.slice_scatter(zg, zg[:, :1], 1, 0, 1)
+        assert m.as_strided_scatter(z, z[0, :2] * 2, (2,), (1,))[0, 1] == z[0, 1] * 2
 
 
 def test_prod_gradient_with_zeros():

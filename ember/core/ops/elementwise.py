@@ -259,6 +259,15 @@ def conj(x: Any) -> Any:
     return x.conjugate() if isinstance(x, complex) else x
 
 
+def refuse_complex_autograd(op: str, output_dtype: dt.dtype, *operands: Any) -> None:
+    """PyTorch's refusal to record `op` for a complex output when an operand requires a
+    gradient (its derivatives.yaml marks the op real-only)."""
+    if output_dtype.is_complex and state.enabled and any(
+            isinstance(x, Tensor) and x.requires_grad for x in operands):
+        raise RuntimeError(f"{op} does not support automatic differentiation for outputs "
+                           "with complex dtype.")
+
+
 def _abs_grad(grad, input):
     # PyTorch's abs_backward: grad * sgn(input) (the sign, for real input)
     return grad * (input.sgn() if input._dtype.is_complex else input.sign())

@@ -20,7 +20,7 @@ from ember.core import dtype as dt
 from ember.core.apply import apply, record_grad
 from ember.core.creation import tensor
 from ember.core.declare import composite, define
-from ember.core.grad_mode import is_grad_enabled, no_grad
+from ember.core.grad_mode import no_grad
 from ember.core.host import python_scalar
 from ember.core.inplace import apply_inplace
 from ember.core.opdef import OPS, Grad, Kind, OutMeta
@@ -40,6 +40,7 @@ from ember.core.ops.elementwise import (
     minimum,
     operand_tier,
     pow,
+    refuse_complex_autograd,
     sign,
     sin,
     to_dtype,
@@ -423,9 +424,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
     largest and the lowest finite values of the dtype); in a complex tensor, in each of
     the real and imaginary parts."""
     if input.dtype.is_complex:
-        if input.requires_grad and is_grad_enabled():
-            raise RuntimeError("nan_to_num does not support automatic differentiation for "
-                               "outputs with complex dtype.")
+        refuse_complex_autograd("nan_to_num", input.dtype, input)
         return complex_(*(nan_to_num(p, nan, posinf, neginf) for p in (input.real, input.imag)))
     if not input.dtype.is_floating_point:
         return input.clone()

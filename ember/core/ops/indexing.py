@@ -744,7 +744,7 @@ def take(input: Tensor, index: Tensor) -> Tensor:
     return reshape(gather_in_bounds(reshape(input, (-1,)), 0, flat), tuple(index.shape))
 
 
-@composite(variants="function method inplace", cost=costs.movement)
+@composite(complex=True, variants="function method inplace", cost=costs.movement)
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """A copy with the elements of `source` written (added, with `accumulate`) at
     `index` of the tensor read as 1-d."""

@@ -36,7 +36,7 @@ from ember.core.backend import numpy_dtype
 from ember.core.creation import arange, full, ones, tensor, zeros
 from ember.core.declare import composite, fused_kernel, primitive
 from ember.core.dispatch import device_mismatch, run_fused
-from ember.core.grad_mode import is_grad_enabled, no_grad, state
+from ember.core.grad_mode import no_grad, state
 from ember.core.graph import ShownNode
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
 from ember.core.opdef import Precision as P
@@ -61,6 +61,7 @@ from ember.core.ops.elementwise import (
     lt,
     minimum,
     mul,
+    refuse_complex_autograd,
     remainder,
     rsqrt,
     rsub,
@@ -410,9 +411,7 @@ def _silu_grad(grad: Tensor, input: Tensor) -> Tensor:
 def silu(input: Tensor) -> Tensor:
     """SiLU (swish), `x sigmoid(x)`, as one node (complex input: forward only, as
     PyTorch's)."""
-    if input._dtype.is_complex and input.requires_grad and is_grad_enabled():
-        raise RuntimeError("silu does not support automatic differentiation for outputs "
-                           "with complex dtype.")
+    refuse_complex_autograd("silu", input._dtype, input)
     return _activation("silu", input, lambda x: x * sigmoid(x), {})
 
 
