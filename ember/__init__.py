@@ -100,6 +100,13 @@ from ember.core.legacy_types import (
     LongTensor,
     ShortTensor,
 )
+from ember.core.memory_format import (  # SHAPE family
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+)
 from ember.core.ops.complex import (
     angle,
     complex,
@@ -561,16 +568,9 @@ from ember.core.sparse_coo import (
     sparse_csc,
     sparse_csr,
 )
+from ember.core.sparse_csr import sparse_csr_tensor
 from ember.core.sparse_ops import spmm
-from ember.core.storage import (  # SHAPE family
-    channels_last,
-    channels_last_3d,
-    contiguous_format,
-    layout,
-    memory_format,
-    preserve_format,
-    strided,
-)
+from ember.core.storage import layout, strided
 from ember.core.tensor import Size, Tensor
 from ember.core.threads import (
     get_num_interop_threads,
@@ -787,7 +787,7 @@ __all__ = [
     # (end of the REDUCE family's names)
     # sparse COO tensors
     "sparse_coo", "sparse_coo_tensor", "spmm", "sparse_csr", "sparse_csc", "sparse_bsr",
-    "sparse_bsc",
+    "sparse_bsc", "sparse_csr_tensor",
     # checkpoints, subpackages
     "save", "load", "utils",
 ]

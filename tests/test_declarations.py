@@ -187,8 +187,9 @@ def test_exported_ops_are_declared():
                "is_deterministic_algorithms_warn_only_enabled", "set_printoptions",
                "get_printoptions", "set_num_threads", "get_num_threads",
                "set_num_interop_threads", "get_num_interop_threads",
-               # sparse COO tensors: written with the dense ops (ember.core.sparse_ops)
-               "sparse_coo_tensor", "spmm"}
+               # sparse COO and CSR tensors: written with the dense ops
+               # (ember.core.sparse_ops, ember.core.sparse_csr)
+               "sparse_coo_tensor", "spmm", "sparse_csr_tensor"}
     publics = {id(op.public) for op in OPS.values()}
     publics |= {id(op.public_inplace) for op in OPS.values()}  # torch.sin_ & co
     for name in ember.__all__:
@@ -622,3 +623,28 @@ def test_top_level_in_place_functions_are_torchs():
                                                "used in an in-place operation."):
             lib.sin_(leaf)
     assert ember.sin_ is ember.Tensor.sin_ and ember.sin_.__doc__
+
+
+def test_numpy_keyword_names_are_accepted_as_torchs_parser_does(torch):
+    """PyTorch's argument parser takes NumPy's names for its own (`axis` for `dim`,
+    `keepdims` for `keepdim`, `x`/`a` for `input`): makemore's `P.sum(1, keepdims=True)`.
+    Naming both, or an unknown keyword, is still the TypeError it was."""
+    a = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    e, t = ember.tensor(a), torch.tensor(a)
+    for call in (lambda m, x: x.sum(1, keepdims=True),
+                 lambda m, x: m.sum(x, axis=0),
+                 lambda m, x: x.mean(axis=1, keepdims=True),
+                 lambda m, x: x.std(axis=0, keepdims=True),
+                 lambda m, x: x.max(axis=1).values,
+                 lambda m, x: m.cat([x, x], axis=0),
+                 lambda m, x: m.exp(x=x)):
+        got, want = call(ember, e), call(torch, t)
+        assert got.shape == tuple(want.shape)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+    x = ember.tensor(a, requires_grad=True)
+    x.sum(axis=1, keepdims=True).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.ones((3, 4), np.float32))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'axis'"):
+        e.sum(dim=1, axis=0)
+    with pytest.raises(TypeError, match="keepdimz"):
+        e.sum(1, keepdimz=True)

@@ -106,12 +106,32 @@ def _entered(op: Op, name: str, fn: Callable) -> Callable:
             return hook(op, name, fn, args, kwargs)
         except MemoryError as err:  # NumPy's, as PyTorch's RuntimeError naming the bytes
             raise host_out_of_memory(op.name, err) from None
+        except TypeError:
+            renamed = _torch_names(kwargs)
+            if renamed is None:
+                raise
+            return entered(*args, **renamed)
         except NotImplementedError:
             sparse_form = _sparse_form(name, args)
             if sparse_form is None:
                 raise
             return sparse_form(*args, **kwargs)
     return entered
+
+
+# NumPy's keyword names that PyTorch's argument parser accepts for its own (`x.sum(1,
+# keepdims=True)`, `torch.cat(ts, axis=0)`): tried only once a call has refused them
+NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim", "x": "input", "a": "input", "x1": "input",
+               "x2": "other"}
+
+
+def _torch_names(kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    """`kwargs` with NumPy's names given PyTorch's, or None when none is NumPy's (or the
+    call also names the PyTorch argument itself)."""
+    named = [k for k in kwargs if k in NUMPY_NAMES and NUMPY_NAMES[k] not in kwargs]
+    if not named:
+        return None
+    return {NUMPY_NAMES.get(k, k) if k in named else k: v for k, v in kwargs.items()}
 
 
 def _sparse_form(name: str, args: tuple) -> Callable | None:

@@ -39,6 +39,7 @@ from ember.core.dispatch import (
 from ember.core.grad_mode import no_grad, state
 from ember.core.host import dtype_arg, no_data, python_scalar
 from ember.core.inplace import apply_inplace, tracked
+from ember.core.memory_format import check_format, preserve_format, tensor_format
 from ember.core.opdef import OPS, Grad, Kind, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.placement import resolve
@@ -1098,14 +1099,18 @@ def to_arguments(args: tuple, kwargs: dict) -> tuple[Any, Any, bool, bool]:
 @composite(complex=True, variants="method")
 def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """`x.to(device)`, `x.to(dtype)`, `x.to(device, dtype)` or `x.to(other)`: this tensor
-    on another device or as another dtype (itself when nothing changes)."""
+    on another device or as another dtype (itself when nothing changes); with
+    `memory_format=`, laid out in that format (`ember.channels_last`)."""
+    fmt = check_format("to", kwargs.pop("memory_format", None))
     device, d, non_blocking, copy = to_arguments(args, kwargs)
     out = self
     if device is not None:
         out = to_device(out, device, non_blocking)
     if d is not None:
         out = to_dtype(out, d)
-    if copy and out is self:
+    if fmt is not preserve_format and tensor_format(out) is not fmt:
+        out = out.clone(memory_format=fmt)  # (a copy even when `out` is contiguous in
+    if copy and out is self:                # fmt too, as PyTorch's: N1HW in NHWC strides)
         out = out.clone()
     return out
 
