@@ -91,6 +91,13 @@ def test_log1p_and_expm1_near_zero_as_torch(dtype):
             np.testing.assert_allclose(part(got), part(want), rtol=2e-6, atol=0)
 
 
+def test_real_acosh_gradient_unchanged():
+    for m in (ember, torch):
+        x = m.tensor([-2.0, 3.0], requires_grad=True)
+        m.acosh(x).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), [3 ** -0.5, 8 ** -0.5], rtol=1e-6)
+
+
 def test_sign_refuses_complex_as_torch():
     for call in (lambda m: m.sign(m.tensor([1j])), lambda m: m.tensor([1j]).sign_()):
         with pytest.raises(NotImplementedError) as want:

@@ -107,11 +107,15 @@ asinh = _unary("asinh", "float",
                lambda grad, input: grad * conj((input * input + 1.0).rsqrt()),
                flops=8, aliases="arcsinh", complex=True,
                doc="Returns the inverse hyperbolic sine of each element.")
-acosh = _unary("acosh", "float",
-               # (x + 1)^-1/2 (x - 1)^-1/2: with complex input, on acosh's branch, where
-               # (x * x - 1)^-1/2 is the other root in half the plane (PyTorch's formula)
-               lambda grad, input: grad * conj((input + 1.0).rsqrt() * (input - 1.0).rsqrt()),
-               flops=8, aliases="arccosh", complex=True,
+def _acosh_grad(grad: Tensor, input: Tensor) -> Tensor:
+    """PyTorch's: (x^2 - 1)^-1/2 for real x; for complex z, (z + 1)^-1/2 (z - 1)^-1/2, on
+    acosh's branch (where (z^2 - 1)^-1/2 is the other root in half the plane)."""
+    if input._dtype.is_complex:
+        return grad * conj((input + 1.0).rsqrt() * (input - 1.0).rsqrt())
+    return grad * (input * input - 1.0).rsqrt()
+
+
+acosh = _unary("acosh", "float", _acosh_grad, flops=8, aliases="arccosh", complex=True,
                doc="Returns the inverse hyperbolic cosine of each element (NaN below 1).")
 atanh = _unary("atanh", "float", lambda grad, input: grad / (1.0 - conj(input * input)),
                flops=8, aliases="arctanh", complex=True,
