@@ -238,6 +238,7 @@ from ember.core.ops.elementwise_math import (
     igammac,
     isneginf,
     isposinf,
+    isreal,
     lcm,
     ldexp,
     lgamma,
@@ -720,7 +721,7 @@ __all__ = [
     "exp2", "log10", "erfc", "erfinv", "lgamma", "digamma", "i0", "polygamma", "signbit",
     "fmod", "hypot", "nextafter", "igamma", "igammac", "gcd", "lcm", "bitwise_left_shift",
     "bitwise_right_shift", "deg2rad", "rad2deg", "frac", "sinc", "sgn", "logit", "nan_to_num",
-    "isposinf", "isneginf", "mvlgamma", "frexp", "copysign", "heaviside", "logaddexp2",
+    "isposinf", "isneginf", "isreal", "mvlgamma", "frexp", "copysign", "heaviside", "logaddexp2",
     "xlogy", "fmax", "fmin", "float_power", "ldexp", "hardshrink", "prelu",
     # reductions
     "sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "topk", "all", "any",

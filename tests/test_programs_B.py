@@ -356,6 +356,15 @@ PROGRAMS_S = [
 ]
 PROGRAMS_B += PROGRAMS_S
 
+# complex numbers, second round: a complex-valued MLP (complex nn.Linear, CReLU through the
+# view_as_real round trip) trained with Adam, and complex ops on fixed values
+PROGRAMS_C2 = [
+    Program("complex_net.py", same=r"^parameters|^fits", close=r"^target|^eigvals|^cplx ops",
+            skeleton=r"^relative test error", losses=r"^step \d+ loss (?P<loss>[\d.]+)",
+            factor=1.5),
+]
+PROGRAMS_B += PROGRAMS_C2
+
 
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""

@@ -1096,6 +1096,11 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     r"""Cosine similarity along ``dim``:
     :math:`\frac{x_1 \cdot x_2}{\max(\|x_1\|, \epsilon) \max(\|x_2\|, \epsilon)}`."""
+    common = ember.promote_types(x1.dtype, x2.dtype)
+    if common.is_complex:  # PyTorch's kernel takes real floating tensors only
+        word = "ComplexFloat" if common is ember.complex64 else "ComplexDouble"
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
+                           f"{word}")
     x1, x2 = ember.broadcast_tensors(x1, x2)
     n1 = ember.norm(x1, 2, dim, keepdim=True).clamp_min(eps)
     n2 = ember.norm(x2, 2, dim, keepdim=True).clamp_min(eps)

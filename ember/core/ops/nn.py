@@ -45,6 +45,7 @@ from ember.core.ops.elementwise import abs as abs_
 from ember.core.ops.elementwise import (
     add,
     clamp,
+    conj,
     div,
     eq,
     erf,
@@ -60,6 +61,7 @@ from ember.core.ops.elementwise import (
     lt,
     minimum,
     mul,
+    refuse_complex_autograd,
     remainder,
     rsqrt,
     rsub,
@@ -222,6 +224,7 @@ def _linear_grads(grad, input, weight, needs):
         if fused is not None:
             return fused
     gx = gw = gb = None
+    x, w = conj(x), conj(w)  # (PyTorch's conjugate convention; real tensors unchanged)
     if w.ndim == 1:
         g = unsqueeze(g, -1)
         w2 = unsqueeze(w, 0)
@@ -251,8 +254,8 @@ def _linear_cost(input: Any, weight: Any, bias: Any = None) -> Cost:
                 costs.nbytes(input) + costs.nbytes(weight) + out * input.dtype.itemsize)
 
 
-@composite(variants="", traced_as_node=True, precision=P.LOWER, cpu_precision=P.LOWER,
-           cost=_linear_cost, fused=("linear", "linear_backward"),
+@composite(complex=True, variants="", traced_as_node=True, precision=P.LOWER,
+           cpu_precision=P.LOWER, cost=_linear_cost, fused=("linear", "linear_backward"),
            grad=Grad("AddmmBackward0", each=_linear_grads,
                      operands=("input", "weight", "bias")))
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -404,9 +407,12 @@ def _silu_grad(grad: Tensor, input: Tensor) -> Tensor:
     return _opmath(grad) * s * (x * (1.0 - s) + 1.0)
 
 
-@composite(variants="", cost=costs.pointwise(6), grad=Grad("SiluBackward0", input=_silu_grad))
+@composite(complex=True, variants="", cost=costs.pointwise(6),
+           grad=Grad("SiluBackward0", input=_silu_grad))
 def silu(input: Tensor) -> Tensor:
-    """SiLU (swish), `x sigmoid(x)`, as one node."""
+    """SiLU (swish), `x sigmoid(x)`, as one node (complex input: forward only, as
+    PyTorch's)."""
+    refuse_complex_autograd("silu", input._dtype, input)
     return _activation("silu", input, lambda x: x * sigmoid(x), {})
 
 
