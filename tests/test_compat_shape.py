@@ -658,3 +658,15 @@ def test_torch_level_forms_of_functional_ops(name, make):
     e = make(ember, ember.tensor(a), ember.tensor(b))
     assert tuple(e.shape) == tuple(t.shape)
     np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_tile_method_takes_separate_ints_as_torch():
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    e, t = ember.tensor(x), torch.tensor(x)
+    for call in ("x.tile(1, 2)", "x.tile((1, 2))", "x.tile(2)", "x.tile(dims=(2, 1, 1))",
+                 "lib.tile(x, (2,))"):
+        got = eval(call, {"x": e, "lib": ember})
+        want = eval(call, {"x": t, "lib": torch})
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    with pytest.raises(TypeError):
+        ember.tile(e, 1, 2)  # (the function takes one dims argument, as PyTorch's)

@@ -495,7 +495,11 @@ def repeat(input: Tensor, repeats: Sequence[int]) -> Tensor:
     return reshape(contiguous(out), tuple(r * s for r, s in zip(reps, shape)))
 
 
-@composite(complex=True, cost=costs.movement)
+def _tile_method(self: Tensor, *dims: Any, **kwargs: Any) -> Tensor:
+    return tile(self, sizes_arg(dims, kwargs, "dims"))  # `x.tile(1, 2)`, as `x.repeat`
+
+
+@composite(complex=True, cost=costs.movement, method=_tile_method)
 def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
     """Like `repeat`, with missing leading repeats taken as 1."""
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
