@@ -1,0 +1,136 @@
+"""Names in generated code and printed graphs: torch.fx's unique-name allocation and the
+torch-side qualified name of a traced target (`torch.relu`, `torch.nn.functional.relu`,
+`operator.add`), as PyTorch prints them."""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import math
+import re
+from typing import Any
+
+_snake_case_sub = re.compile(r"(?<=[a-z])([A-Z])").sub
+_illegal_char_regex = re.compile("[^0-9a-zA-Z_]+")
+_name_regex = re.compile(r"^([a-zA-Z_][0-9a-zA-Z_]*?)(?:_(\d+))?$")
+
+# names a generated value must not shadow (unless it is that very object)
+_illegal_names: dict[str, object] = {k: object() for k in keyword.kwlist}
+_illegal_names.update(builtins.__dict__)
+
+
+def custom_builtins() -> dict[str, object]:
+    """The globals every generated forward sees (torch's `_custom_builtins`)."""
+    import ember
+
+    return {"inf": math.inf, "nan": math.nan, "NoneType": type(None), "torch": ember,
+            "device": ember.device}
+
+
+for _name in ("inf", "nan", "NoneType", "torch", "device"):
+    _illegal_names[_name] = object()
+
+
+def snake_case(s: str) -> str:
+    """``mod.pascalCase`` -> ``mod.pascal_case``, ``ALL_CAPS`` -> ``all_caps``."""
+    return _snake_case_sub(r"_\1", s).lower()
+
+
+class Namespace:
+    """Unique names for objects: each object one name, no name twice, no builtin shadowed."""
+
+    def __init__(self) -> None:
+        self._obj_to_name: dict[int, str] = {}
+        self._used_names: set[str] = set()
+        self._base_count: dict[str, int] = {}
+
+    def create_name(self, candidate: str, obj: object | None) -> str:
+        """A fresh name based on `candidate` (`add`, `add_1` ...), remembered for `obj`."""
+        if obj is not None and id(obj) in self._obj_to_name:
+            return self._obj_to_name[id(obj)]
+        match = _name_regex.match(candidate)
+        if match is None:
+            candidate = _illegal_char_regex.sub("_", candidate) or "_unnamed"
+            if candidate[0].isdigit():
+                candidate = f"_{candidate}"
+            match = _name_regex.match(candidate)
+        base, num = match.group(1, 2)
+        if num is None or candidate in self._used_names:
+            num = self._base_count.get(base, 0)
+            if candidate in _illegal_names and not (
+                    obj is not None and _illegal_names[candidate] is obj):
+                num += 1
+                candidate = f"{base}_{num}"
+        else:
+            num = int(num)
+        while candidate in self._used_names:
+            num += 1
+            candidate = f"{base}_{num}"
+        self._used_names.add(candidate)
+        self._base_count[base] = num
+        if obj is not None:
+            self._obj_to_name[id(obj)] = candidate
+        return candidate
+
+    def associate_name_with_obj(self, name: str, obj: object) -> None:
+        self._obj_to_name[id(obj)] = name
+
+
+_public_names: dict[int, str] | None = None
+
+
+def _public() -> dict[int, str]:
+    """id(function) -> its torch name, for ember's public functions and Tensor methods."""
+    global _public_names
+    if _public_names is None:
+        import ember
+        import ember.nn.functional as F
+
+        names: dict[int, str] = {}
+        for prefix, mod in (("torch.nn.functional.", F), ("torch.", ember)):
+            for k, v in list(vars(mod).items()):
+                if callable(v) and not isinstance(v, type) and not k.startswith("_"):
+                    names.setdefault(id(v), prefix + k)
+        _public_names = names
+    return _public_names
+
+
+def qualified_name(fn: Any) -> str:
+    """`fn` as PyTorch names it: ``torch.relu``, ``torch.nn.functional.relu``,
+    ``getattr`` (a builtin), ``_operator.add``, ``__main__.my_fn``."""
+    name = getattr(fn, "__name__", None)
+    if name is not None and getattr(builtins, name, None) is fn:
+        return name
+    known = _public().get(id(fn))
+    if known is not None:
+        return known
+    import ember
+
+    if name is not None and getattr(ember.Tensor, name, None) is fn:
+        return f"torch.Tensor.{name}"
+    module = getattr(fn, "__module__", None) or ""
+    if module == "ember" or module.startswith("ember."):
+        module = "torch" + module[len("ember"):]
+    return f"{module}.{name}"
+
+
+def is_from_torch(fn: Any) -> bool:
+    """Whether generated code names `fn` by its path under `torch` (no global of its own)."""
+    return qualified_name(fn).startswith("torch.")
+
+
+SIDE_EFFECTFUL: set[Any] = set()
+"""Functions whose calls `eliminate_dead_code` keeps although nothing reads their result
+(`torch.fx.node.has_side_effect` adds to it)."""
+
+
+def is_side_effectful(fn: Any) -> bool:
+    """Whether a call of `fn` must stay (asserts, functions marked `has_side_effect`)."""
+    from ember.fx._symbolic_trace import _assert_is_none
+
+    try:
+        if fn in SIDE_EFFECTFUL:
+            return True
+    except TypeError:
+        pass
+    return fn is _assert_is_none or getattr(fn, "__name__", "") == "_assert"

@@ -1,0 +1,1 @@
+"""torch.fx.passes: analyses over a GraphModule (shape_prop.ShapeProp)."""
