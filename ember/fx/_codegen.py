@@ -49,7 +49,7 @@ def format_target(base: str, target: str) -> str:
     return r
 
 
-def python_code(graph: Graph, root_module: str) -> PythonCode:
+def python_code(graph: Graph, root_module: str, verbose: bool = False) -> PythonCode:
     """The source of ``forward`` for `graph` (torch's `Graph.python_code(root_module)`)."""
     namespace = Namespace()
     nodes = list(graph.nodes)
@@ -57,13 +57,23 @@ def python_code(graph: Graph, root_module: str) -> PythonCode:
     for n in nodes:
         n._repr_fn = lambda node: namespace.create_name(node.name, node)
     try:
-        return _gen(nodes, root_module, namespace)
+        return _gen(nodes, root_module, namespace, verbose)
     finally:
         for n, fn in saved.items():
             n._repr_fn = fn
 
 
-def _gen(nodes: list[Node], root_module: str, namespace: Namespace) -> PythonCode:
+def _stack_trace_summary(node: Node) -> str:
+    trace = node.stack_trace
+    if not trace:
+        return "\n# No stacktrace found for following nodes\n"
+    lines = [ln.strip() for ln in trace.strip().splitlines()]
+    where = next((ln for ln in reversed(lines) if ln.startswith("File ")), lines[-1])
+    return f"\n# {where}\n"
+
+
+def _gen(nodes: list[Node], root_module: str, namespace: Namespace,
+         verbose: bool = False) -> PythonCode:
     import ember
 
     free_vars: list[str] = []
@@ -187,7 +197,13 @@ def _gen(nodes: list[Node], root_module: str, namespace: Namespace) -> PythonCod
             return
         raise NotImplementedError(f"node: {node.op} {node.target}")
 
+    prev_summary = None
     for node in nodes:
+        if verbose and node.op not in ("placeholder", "output"):
+            summary = _stack_trace_summary(node)
+            if summary != prev_summary:
+                prev_summary = summary
+                body.append(summary)
         emit(node)
         free_after(node)
     if not body:

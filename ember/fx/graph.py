@@ -20,7 +20,7 @@ from ember.fx.node import Argument, Node, Target, map_arg
 __all__ = ["Graph", "PythonCode"]
 
 
-class _NodeList:
+class _node_list:  # noqa: N801 (torch's name, shown by repr(graph.nodes))
     """`graph.nodes`: a live view of the graph's nodes (len, iteration, reversed)."""
 
     def __init__(self, graph: Graph, direction: str = "_next") -> None:
@@ -39,10 +39,7 @@ class _NodeList:
             cur = getattr(cur, self._direction)
 
     def __reversed__(self) -> Iterator[Node]:
-        return iter(_NodeList(self._graph, "_prev" if self._direction == "_next" else "_next"))
-
-    def __repr__(self) -> str:
-        return repr(list(self))
+        return iter(_node_list(self._graph, "_prev" if self._direction == "_next" else "_next"))
 
 
 class _InsertPoint:
@@ -84,9 +81,9 @@ class Graph:
         self._owning_module = mod
 
     @property
-    def nodes(self) -> _NodeList:
+    def nodes(self) -> _node_list:
         """The nodes, in order: a live view (erasing or inserting while iterating is fine)."""
-        return _NodeList(self)
+        return _node_list(self)
 
     def find_nodes(self, *, op: str, target: Target | None = None, sort: bool = True
                    ) -> list[Node]:
@@ -246,7 +243,7 @@ class Graph:
                 if arg not in seen:
                     raise RuntimeError(f"Argument '{arg}' of Node '{node}' was used before "
                                        "it has been defined! Please check that Nodes in the "
-                                       "graph are topologically ordered\n{self}")
+                                       f"graph are topologically ordered\n{self}")
             seen.add(node)
         mod = self.owning_module
         if mod is None:
@@ -262,9 +259,10 @@ class Graph:
                     obj = getattr(obj, atom)
 
     # -- printing and code -------------------------------------------------------------
-    def python_code(self, root_module: str) -> PythonCode:
-        """The Python source of this graph's forward, and the globals it needs."""
-        return python_code(self, root_module)
+    def python_code(self, root_module: str, *, verbose: bool = False) -> PythonCode:
+        """The Python source of this graph's forward, and the globals it needs
+        (`verbose`: with each node's stack-trace summary, as print_readable shows)."""
+        return python_code(self, root_module, verbose)
 
     def __str__(self) -> str:
         lines = ["graph():"]

@@ -76,7 +76,8 @@ def _addindent(s: str, num_spaces: int) -> str:
     if len(lines) == 1:
         return s
     first = lines.pop(0)
-    return first + "\n" + "\n".join((num_spaces * " ") + line for line in lines)
+    return first + "\n" + "\n".join((num_spaces * " ") + line if line.strip() else ""
+                                     for line in lines)
 
 
 class GraphModule(Module):
@@ -270,7 +271,7 @@ def _reconstruct(body: dict[str, Any], src: str, class_name: str) -> GraphModule
 
 
 def _print_readable(module: GraphModule, module_name: str, print_output: bool) -> str:
-    code = module.graph.python_code(root_module="self").src.lstrip("\n")
+    code = module.graph.python_code(root_module="self", verbose=True).src.lstrip("\n")
     code = _addindent(f"class {module_name}(torch.nn.Module):\n" + code, 4)
     sub = [""]
     for name, submodule in module.named_children():
