@@ -23,12 +23,14 @@ def custom_builtins() -> dict[str, object]:
     """The globals every generated forward sees (torch's `_custom_builtins`)."""
     import ember
 
-    return {"inf": math.inf, "nan": math.nan, "NoneType": type(None), "torch": ember,
-            "device": ember.device}
+    names = {"inf": math.inf, "nan": math.nan, "NoneType": type(None), "torch": ember,
+             "device": ember.device}
+    _illegal_names.update(names)  # a node may not shadow them; the globals take them
+    return names
 
 
 for _name in ("inf", "nan", "NoneType", "torch", "device"):
-    _illegal_names[_name] = object()
+    _illegal_names[_name] = object()  # until custom_builtins() puts the objects
 
 
 def snake_case(s: str) -> str:

@@ -411,6 +411,8 @@ def _find_proxy(*objs: Any) -> Proxy | None:
 
 def _recording(orig_fn: Callable[..., Any], mark_wrapped: bool) -> Callable[..., Any]:
     """`orig_fn` that records itself as a call_function node when given a Proxy."""
+    orig_fn = getattr(orig_fn, "__fx_orig__", orig_fn)
+
     @functools.wraps(orig_fn)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         proxy = _find_proxy(args, kwargs)
@@ -420,11 +422,14 @@ def _recording(orig_fn: Callable[..., Any], mark_wrapped: bool) -> Callable[...,
         if mark_wrapped:
             out.node.meta["is_wrapped"] = True
         return out
+    wrapped.__fx_orig__ = orig_fn
     return wrapped
 
 
 def _recording_functional(name: str, orig_fn: Callable[..., Any]) -> Callable[..., Any]:
     """torch.nn.functional.<name>, recording as PyTorch does when given a Proxy."""
+    orig_fn = getattr(orig_fn, "__fx_orig__", orig_fn)
+
     @functools.wraps(orig_fn)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         proxy = _find_proxy(args, kwargs)
@@ -434,6 +439,7 @@ def _recording_functional(name: str, orig_fn: Callable[..., Any]) -> Callable[..
             return proxy.tracer.create_proxy("call_method", name, args, kwargs)
         args, kwargs = _functional.recorded_call(name, orig_fn, args, kwargs)
         return proxy.tracer.create_proxy("call_function", orig_fn, args, kwargs)
+    wrapped.__fx_orig__ = orig_fn
     return wrapped
 
 
@@ -459,11 +465,23 @@ def _operator_name(n: str) -> str:
     return n + "_" if n in ("and", "or") else n
 
 
+# `tensor <op> proxy`: PyTorch records the Tensor method the operator runs
+_TENSOR_OPERATOR_METHODS = {
+    "__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__": "div",
+    "__floordiv__": "floor_divide", "__mod__": "remainder", "__pow__": "pow",
+    "__matmul__": "matmul", "__and__": "bitwise_and", "__or__": "bitwise_or",
+    "__xor__": "bitwise_xor", "__eq__": "eq", "__ne__": "ne", "__lt__": "lt", "__le__": "le",
+    "__gt__": "gt", "__ge__": "ge"}
+
+
 def _interpose_hook(op: Any, name: str, call: Callable[[tuple, dict], Any], args: tuple,
                     kwargs: dict) -> Any:
     proxy = _find_proxy(args, kwargs)
     if proxy is None:
         return call(args, kwargs)
+    if name in _TENSOR_OPERATOR_METHODS and args and not isinstance(args[0], Proxy):
+        return proxy.tracer.create_proxy("call_method", _TENSOR_OPERATOR_METHODS[name],
+                                         args, kwargs)
     target, swapped = _op_target(op, name)
     if swapped:
         args = (args[1], args[0])
@@ -539,6 +557,32 @@ class _Patcher:
 
         interpose.install(_interpose_hook, -100)
         self._undo.append(lambda: interpose.remove(_interpose_hook))
+
+
+class _Recording:
+    """Keeps Proxy recording on (the op-entry hook, torch.nn.functional's recording
+    wrappers) while any graph-appending tracer lives: a Proxy made outside a trace
+    (``Proxy(node)``, as graph-rewriting passes do) records torch calls too."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._patcher: _Patcher | None = None
+
+    def acquire(self) -> None:
+        self._count += 1
+        if self._count == 1:
+            self._patcher = _Patcher()
+            self._patcher.wrap_functional()
+            self._patcher.interpose()
+
+    def release(self) -> None:
+        self._count -= 1
+        if self._count == 0 and self._patcher is not None:
+            self._patcher.__exit__()
+            self._patcher = None
+
+
+recording = _Recording()
 
 
 def symbolic_trace(root: Any, concrete_args: dict[str, Any] | None = None) -> Any:

@@ -25,11 +25,15 @@ class GraphAppendingTracer:
     """The minimal tracer behind ``Proxy(node)``: appends what it records to node's graph."""
 
     def __init__(self, graph: Graph) -> None:
-        from ember.fx._symbolic_trace import TracerBase
+        import weakref
+
+        from ember.fx._symbolic_trace import TracerBase, recording
 
         self._base = TracerBase()
         self._base.graph = graph
         self.graph = graph
+        recording.acquire()
+        weakref.finalize(self, recording.release)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._base, name)
