@@ -289,6 +289,23 @@ PROGRAMS_F = [
 ]
 PROGRAMS_B += PROGRAMS_F
 
+# torch.fx: pytorch/examples fx/ programs and the FX tutorials. Printed graphs and
+# generated code must be torch's text; values agree within float32 rounding.
+PROGRAMS_FX = [
+    Program("fx_replace_op.py", same=r"^"),
+    Program("fx_inline_function.py", same=r"^(?!\[)", close=r"^\["),
+    # (ember.arctan is ember.atan: the node takes the op's own name, `atan`)
+    Program("fx_invert.py", same=r"^(?!\[)(?!\s+(atan|arctan) = )(?!\s+return a)",
+            close=r"^\["),
+    Program("fx_custom_tracer.py", same=r"^(?!\[)", close=r"^\["),
+    Program("fx_subgraph_rewriter.py", same=r"^(?!\[)", close=r"^\["),
+    Program("fx_wrap_output.py", same=r"^(?!\[)", close=r"^\["),
+    Program("fx_proxy_graph.py", same=r"^(?!\[)", close=r"^\["),
+    Program("fx_conv_bn_fuser.py", same=r"^(?!output:)", close=r"^output:"),
+    Program("fx_profiler.py", same=r"^"),
+]
+PROGRAMS_B += PROGRAMS_FX
+
 
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""
