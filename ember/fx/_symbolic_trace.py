@@ -224,7 +224,7 @@ class Tracer(TracerBase):
                 if attr_val is p:
                     if n not in parameter_proxy_cache:
                         factory = None if not self.param_shapes_constant else (
-                            lambda node: ParameterProxy(self, node, n, attr_val))
+                            lambda node, n=n: ParameterProxy(self, node, n, attr_val))
                         kwargs = {"proxy_factory_fn": factory} if "proxy_factory_fn" in \
                             inspect.signature(self.create_proxy).parameters else {}
                         parameter_proxy_cache[n] = self.create_proxy("get_attr", n, (), {},
@@ -449,16 +449,15 @@ _DUNDER_TARGETS = {f"__{n}__": n for n in (
     "getitem", "iadd", "isub", "imul", "itruediv")}
 
 
-def _op_target(op: Any, name: str) -> tuple[Callable[..., Any], bool]:
-    """The function a traced call of op `op` (as `name`) records, and whether its two
-    operands are swapped (a reflected operator)."""
+def _op_target(op: Any, name: str) -> Callable[..., Any]:
+    """The function a traced call of op `op` (entered as `name`) records."""
     if name.startswith("__r") and name.endswith("__") and f"__{name[3:]}" in _DUNDER_TARGETS:
-        return getattr(operator, _operator_name(name[3:-2])), True
+        return getattr(operator, _operator_name(name[3:-2]))
     if name in _DUNDER_TARGETS:
-        return getattr(operator, _operator_name(_DUNDER_TARGETS[name])), False
+        return getattr(operator, _operator_name(_DUNDER_TARGETS[name]))
     if name.endswith("_") and op.public_inplace is not None:
-        return op.public_inplace, False
-    return op.public, False
+        return op.public_inplace
+    return op.public
 
 
 def _operator_name(n: str) -> str:
@@ -482,9 +481,7 @@ def _interpose_hook(op: Any, name: str, call: Callable[[tuple, dict], Any], args
     if name in _TENSOR_OPERATOR_METHODS and args and not isinstance(args[0], Proxy):
         return proxy.tracer.create_proxy("call_method", _TENSOR_OPERATOR_METHODS[name],
                                          args, kwargs)
-    target, swapped = _op_target(op, name)
-    if swapped:
-        args = (args[1], args[0])
+    target = _op_target(op, name)
     return proxy.tracer.create_proxy("call_function", target, args, kwargs)
 
 

@@ -7,7 +7,6 @@ iterates, as torch.fx allows. Each graph names its nodes uniquely (`add`, `add_1
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import inspect
 from collections.abc import Callable, Iterator

@@ -160,8 +160,21 @@ def _magic(method: str) -> None:
     setattr(Proxy, f"__{method.strip('_')}__", impl)
 
 
+# `tensor <op> proxy` reaches the Proxy's reflected operator (the Tensor declines a
+# Proxy): PyTorch records the Tensor method the operator runs, `t.add(proxy)`
+_TENSOR_METHODS = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div",
+                   "floordiv": "floor_divide", "mod": "remainder", "pow": "pow",
+                   "matmul": "matmul", "and_": "bitwise_and", "or_": "bitwise_or",
+                   "xor": "bitwise_xor"}
+
+
 def _reflected(method: str) -> None:
     def impl(self: Proxy, rhs: Any) -> Proxy:
+        import ember
+
+        if isinstance(rhs, ember.Tensor) and method in _TENSOR_METHODS:
+            return self.tracer.create_proxy("call_method", _TENSOR_METHODS[method],
+                                            (rhs, self), {})
         return self.tracer.create_proxy("call_function", getattr(operator, method),
                                         (rhs, self), {})
     name = f"__r{method.strip('_')}__"

@@ -1,6 +1,6 @@
 """PyTorch tutorial "(beta) Building a Convolution/Batch Norm fuser in FX" (small)."""
 import copy
-from typing import Any, Dict, Tuple
+from typing import Any
 
 import torch
 import torch.fx as fx
@@ -52,12 +52,12 @@ def fuse_conv_bn_weights(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b):
     return torch.nn.Parameter(conv_w), torch.nn.Parameter(conv_b)
 
 
-def _parent_name(target: str) -> Tuple[str, str]:
+def _parent_name(target: str) -> tuple[str, str]:
     *parent, name = target.rsplit(".", 1)
     return parent[0] if parent else "", name
 
 
-def replace_node_module(node: fx.Node, modules: Dict[str, Any], new_module: torch.nn.Module):
+def replace_node_module(node: fx.Node, modules: dict[str, Any], new_module: torch.nn.Module):
     assert isinstance(node.target, str)
     parent_name, name = _parent_name(node.target)
     setattr(modules[parent_name], name, new_module)
