@@ -303,6 +303,8 @@ PROGRAMS_FX = [
     Program("fx_proxy_graph.py", same=r"^(?!\[)", close=r"^\["),
     Program("fx_conv_bn_fuser.py", same=r"^(?!output:)", close=r"^output:"),
     Program("fx_profiler.py", same=r"^"),
+    Program("fx_primitive_library.py", same=r"^"),
+    Program("fx_module_tracer.py", same=r"^"),
 ]
 PROGRAMS_B += PROGRAMS_FX
 
