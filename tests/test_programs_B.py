@@ -305,6 +305,7 @@ PROGRAMS_FX = [
     Program("fx_profiler.py", same=r"^"),
     Program("fx_primitive_library.py", same=r"^"),
     Program("fx_module_tracer.py", same=r"^"),
+    Program("fx_api_tour.py", same=r"^"),
 ]
 PROGRAMS_B += PROGRAMS_FX
 

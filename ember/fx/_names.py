@@ -8,6 +8,7 @@ import builtins
 import keyword
 import math
 import re
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 _snake_case_sub = re.compile(r"(?<=[a-z])([A-Z])").sub
@@ -19,12 +20,43 @@ _illegal_names: dict[str, object] = {k: object() for k in keyword.kwlist}
 _illegal_names.update(builtins.__dict__)
 
 
+_torch_namespace: ModuleType | None = None
+
+
+def torch_namespace() -> ModuleType:
+    """What `torch` is in generated code: ember, plus the paths under which torch names
+    its C++ builtins (`torch._C._nn.gelu`, `torch.conv2d`), bound to ember's functions
+    (ember has no `_C`: these exist for generated code only)."""
+    global _torch_namespace
+    if _torch_namespace is None:
+        import ember
+        import ember.nn.functional as F
+        from ember.fx._functional import BUILTIN
+
+        ns = ModuleType("torch")
+        ns.__dict__.update(vars(ember))  # (ember's lazy __getattr__ comes along)
+        nn_ns = SimpleNamespace()
+        for name, path in BUILTIN.items():
+            fn = getattr(F, name, None)
+            if fn is None:
+                continue
+            fn = getattr(fn, "__fx_orig__", fn)
+            *_, short = path.split(".")
+            if path.startswith("torch._C._nn."):
+                setattr(nn_ns, short, fn)
+            elif not hasattr(ember, short):
+                setattr(ns, short, fn)
+        ns._C = SimpleNamespace(_nn=nn_ns)
+        _torch_namespace = ns
+    return _torch_namespace
+
+
 def custom_builtins() -> dict[str, object]:
     """The globals every generated forward sees (torch's `_custom_builtins`)."""
     import ember
 
-    names = {"inf": math.inf, "nan": math.nan, "NoneType": type(None), "torch": ember,
-             "device": ember.device}
+    names = {"inf": math.inf, "nan": math.nan, "NoneType": type(None),
+             "torch": torch_namespace(), "device": ember.device}
     _illegal_names.update(names)  # a node may not shadow them; the globals take them
     return names
 
@@ -91,8 +123,15 @@ def _public() -> dict[int, str]:
         names: dict[int, str] = {}
         for prefix, mod in (("torch.nn.functional.", F), ("torch.", ember)):
             for k, v in list(vars(mod).items()):
+                v = getattr(v, "__fx_orig__", v)  # (a trace may have wrapped it)
                 if callable(v) and not isinstance(v, type) and not k.startswith("_"):
                     names.setdefault(id(v), prefix + k)
+        from ember.fx._functional import BUILTIN
+
+        for name, path in BUILTIN.items():  # torch's C++ builtins keep their own paths
+            fn = getattr(F, name, None)
+            if callable(fn):
+                names[id(getattr(fn, "__fx_orig__", fn))] = path
         _public_names = names
     return _public_names
 

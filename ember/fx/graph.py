@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ember.fx._codegen import PythonCode, python_code
-from ember.fx._names import Namespace, snake_case
+from ember.fx._names import Namespace, qualified_name, snake_case
 from ember.fx.node import Argument, Node, Target, map_arg
 
 __all__ = ["Graph", "PythonCode"]
@@ -175,6 +175,9 @@ class Graph:
     def _target_to_str(self, target: Target) -> str:
         if callable(target):
             op = target.__name__
+            torch_path = qualified_name(target)
+            if torch_path.startswith("torch._C._nn."):  # a builtin's own name (log_sigmoid)
+                op = torch_path.rsplit(".", 1)[1]
         else:
             op = target
             if op.startswith("__") and op.endswith("__"):

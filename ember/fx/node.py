@@ -199,13 +199,15 @@ class Node:
         self._update_args_kwargs(map_arg(self._args, swap), map_arg(self._kwargs, swap))
 
     def is_impure(self) -> bool:
-        """Whether removing this node could change the program (placeholders, outputs,
-        in-place methods and in-place operators); `eliminate_dead_code` keeps these."""
+        """Whether removing this node could change the program: placeholders, outputs,
+        asserts and functions marked `has_side_effect`, modules marked `_is_impure`
+        (as torch.fx, in-place method calls are not); `eliminate_dead_code` keeps these."""
         if self.op in ("placeholder", "output"):
             return True
-        if self.op == "call_method":
-            return isinstance(self.target, str) and self.target.endswith("_") \
-                and not self.target.endswith("__")
+        if self.op == "call_module":
+            mod = self.graph.owning_module
+            return mod is not None and getattr(mod.get_submodule(self.target), "_is_impure",
+                                               False)
         if self.op == "call_function":
             from ember.fx._names import is_side_effectful
             return is_side_effectful(self.target)
