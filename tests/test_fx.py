@@ -295,3 +295,26 @@ def test_print_tabular_needs_tabulate():
     except ImportError:
         with pytest.raises(ImportError):
             g.print_tabular()
+
+
+
+def _annotated(lib):
+    from typing import Optional
+
+    class M(lib.nn.Module):
+        def forward(self, x, n=3, y=None, sizes=[1]):  # noqa: B006
+            return x.relu() * n, x.size(0)
+    # (this file's `from __future__ import annotations` would make them strings)
+    M.forward.__annotations__ = {"x": lib.Tensor, "n": int, "y": Optional[lib.Tensor],
+                                 "sizes": list[int], "return": tuple[lib.Tensor, int]}
+    return M()
+
+
+def test_type_annotations_print_as_torch():
+    gm = ember.fx.symbolic_trace(_annotated(ember))
+    tgm = torch.fx.symbolic_trace(_annotated(torch))
+    assert gm.code == tgm.code
+    assert "def forward(self, x : torch.Tensor, n : int = 3, y : typing_Union[torch.Tensor," \
+           "NoneType] = None, sizes : list[int] = [1]) -> tuple[torch.Tensor,int]:" in gm.code
+    assert str(gm.graph) == str(tgm.graph)
+    assert gm(ember.ones(2))[1] == 2

@@ -5,11 +5,13 @@ Python operators, torch functions by their `torch.` path, anything else as a glo
 from __future__ import annotations
 
 import enum
+import types
+import typing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ember.fx._names import Namespace, custom_builtins, is_from_torch, qualified_name
-from ember.fx.node import Node
+from ember.fx.node import Node, _type_repr
 
 if TYPE_CHECKING:
     from ember.fx.graph import Graph
@@ -31,6 +33,10 @@ INPLACE_METHODS = {
     "ipow": "{} **= {}", "irshift": "{} >>= {}", "isub": "{} -= {}", "itruediv": "{} /= {}",
     "ixor": "{} ^= {}", "setitem": "{}[{}] = {}",
 }
+
+
+_ORIGIN_TYPES = {list: typing.List, dict: typing.Dict, set: typing.Set,  # noqa: UP006
+                 frozenset: typing.FrozenSet, tuple: typing.Tuple}  # noqa: UP006
 
 
 @dataclass
@@ -92,9 +98,21 @@ def _gen(nodes: list[Node], root_module: str, namespace: Namespace,
         globals_[namespace.create_name(name, obj)] = obj
 
     def type_repr(o: Any) -> str:
-        if isinstance(o, type):
-            return add_global(o.__name__, o)
-        return add_global(repr(o), o)
+        if o == ():
+            return "()"
+        typename = _type_repr(o)
+        if isinstance(o, types.UnionType) and "|" in typename:
+            return "|".join(type_repr(arg) for arg in typing.get_args(o))
+        origin = getattr(o, "__origin__", None)
+        if origin is not None:
+            if isinstance(o, typing._GenericAlias):  # list[int] is typing.List[int] here
+                origin = _ORIGIN_TYPES.get(origin, origin)
+            origin_name = add_global(_type_repr(origin), origin)
+            args = typing.get_args(o)
+            if args:
+                return f"{origin_name}[{','.join(type_repr(a) for a in args)}]"
+            return origin_name
+        return add_global(typename, o)
 
     def get_repr(arg: Any) -> str:
         if isinstance(arg, Node):

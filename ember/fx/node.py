@@ -7,6 +7,7 @@ in step whenever `args`/`kwargs` change. Printed forms are torch.fx's (`format_n
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -65,8 +66,19 @@ def _format_arg(arg: object) -> str:
 
 
 def _type_repr(t: object) -> str:
+    """A type annotation as torch.fx prints it (``int``, ``torch.Tensor``,
+    ``typing.Optional[torch.Tensor]``)."""
     if isinstance(t, type):
-        return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+        if t.__module__ == "builtins":
+            return t.__qualname__
+        module = t.__module__
+        if module == "ember" or module.startswith("ember."):
+            return qualified_name(t)
+        return f"{module}.{t.__qualname__}"
+    if t is ...:
+        return "..."
+    if isinstance(t, types.FunctionType):
+        return t.__name__
     return repr(t)
 
 
