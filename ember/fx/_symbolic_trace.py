@@ -26,7 +26,14 @@ from ember.fx.graph import Graph
 from ember.fx.node import Argument, Node, Target
 from ember.fx.proxy import Attribute, ParameterProxy, Proxy, TraceError
 
-__all__ = ["Tracer", "TracerBase", "symbolic_trace", "wrap", "PH"]
+__all__ = ["Tracer", "TracerBase", "symbolic_trace", "wrap", "PH", "is_fx_tracing"]
+
+_is_fx_tracing_flag = False
+
+
+def is_fx_tracing() -> bool:
+    """Whether a symbolic trace is running (modules may branch on it)."""
+    return _is_fx_tracing_flag
 
 _BASE_TYPES = (str, int, float, bool, complex, type(None), type(...), range)
 
@@ -305,6 +312,14 @@ class Tracer(TracerBase):
 
     def trace(self, root: Any, concrete_args: dict[str, Any] | None = None) -> Graph:
         """Trace `root` (a Module, or a function) and return its :class:`Graph`."""
+        global _is_fx_tracing_flag
+        was_tracing, _is_fx_tracing_flag = _is_fx_tracing_flag, True
+        try:
+            return self._trace(root, concrete_args)
+        finally:
+            _is_fx_tracing_flag = was_tracing
+
+    def _trace(self, root: Any, concrete_args: dict[str, Any] | None) -> Graph:
         from ember.nn import Module
 
         if isinstance(root, Module):
