@@ -9,6 +9,7 @@ interpreter (Interpreter, Transformer), subgraph_rewriter (replace_pattern),
 passes.shape_prop (ShapeProp).
 """
 
+from ember.fx import passes  # torch.fx.passes.shape_prop without an import
 from ember.fx._symbolic_trace import PH, Tracer, symbolic_trace, wrap
 from ember.fx.graph import Graph
 from ember.fx.graph_module import GraphModule
@@ -16,7 +17,6 @@ from ember.fx.interpreter import Interpreter, Transformer
 from ember.fx.node import Node, has_side_effect, map_arg
 from ember.fx.proxy import Proxy
 from ember.fx.subgraph_rewriter import replace_pattern
-from ember.fx import passes  # noqa: E402,I001  (torch.fx.passes.shape_prop without an import)
 
 __all__ = ["symbolic_trace", "Tracer", "wrap", "Graph", "GraphModule", "Interpreter",
            "Transformer", "Node", "Proxy", "replace_pattern", "has_side_effect", "map_arg",
