@@ -9,7 +9,7 @@ interpreter (Interpreter, Transformer), subgraph_rewriter (replace_pattern),
 passes.shape_prop (ShapeProp).
 """
 
-from ember.fx import passes  # torch.fx.passes.shape_prop without an import
+from ember.fx import passes  # noqa: F401 (torch.fx.passes.shape_prop without an import)
 from ember.fx._symbolic_trace import PH, Tracer, symbolic_trace, wrap
 from ember.fx.graph import Graph
 from ember.fx.graph_module import GraphModule
