@@ -23,8 +23,8 @@ from typing import Any
 
 from ember.fx import _functional
 from ember.fx.graph import Graph
-from ember.fx.node import Argument, Node, Target
-from ember.fx.proxy import Attribute, ParameterProxy, Proxy, TraceError
+from ember.fx.node import Argument
+from ember.fx.proxy import ParameterProxy, Proxy, TracerBase
 
 __all__ = ["Tracer", "TracerBase", "symbolic_trace", "wrap", "PH", "is_fx_tracing"]
 
@@ -34,9 +34,6 @@ _is_fx_tracing_flag = False
 def is_fx_tracing() -> bool:
     """Whether a symbolic trace is running (modules may branch on it)."""
     return _is_fx_tracing_flag
-
-_BASE_TYPES = (str, int, float, bool, complex, type(None), type(...), range)
-
 
 class _PH:
     def __repr__(self) -> str:
@@ -49,86 +46,6 @@ PH = _PH()
 
 def _assert_is_none(value: Any, msg: str) -> None:
     assert value is None, msg
-
-
-class TracerBase:
-    """What turns values into node arguments and nodes into Proxies."""
-
-    graph: Graph
-    record_stack_traces = False
-    trace_asserts = False
-    proxy_buffer_attributes = False
-    traced_func_name = "forward"
-
-    def create_node(self, kind: str, target: Target, args: tuple, kwargs: dict,
-                    name: str | None = None, type_expr: Any = None) -> Node:
-        """Insert a Node into the graph being built (override to tag nodes)."""
-        return self.graph.create_node(kind, target, args, kwargs, name, type_expr)
-
-    def proxy(self, node: Node) -> Proxy:
-        """The Proxy for `node`."""
-        return Proxy(node, self)
-
-    def create_proxy(self, kind: str, target: Target, args: tuple, kwargs: dict,
-                     name: str | None = None, type_expr: Any = None,
-                     proxy_factory_fn: Callable[[Node], Proxy] | None = None) -> Proxy:
-        """Record ``kind``/``target`` called on `args`/`kwargs` (Proxies among them) as a
-        Node, and return its Proxy."""
-        args_ = self.create_arg(args)
-        kwargs_ = self.create_arg(kwargs)
-        node = self.create_node(kind, target, args_, kwargs_, name, type_expr)
-        return self.proxy(node) if not proxy_factory_fn else proxy_factory_fn(node)
-
-    def create_arg(self, a: Any) -> Argument:
-        """`a` as a node argument: Proxies become their Nodes, containers are mapped."""
-        if isinstance(a, Proxy):
-            return a.node
-        if isinstance(a, tuple):
-            if hasattr(a, "_fields"):
-                args = tuple(self.create_arg(elem) for elem in a)
-                return self.create_node("call_function", a.__class__, args, {})
-            return tuple(self.create_arg(elem) for elem in a)
-        if isinstance(a, list):
-            return [self.create_arg(elem) for elem in a]
-        if isinstance(a, dict):
-            out = {}
-            for k, v in a.items():
-                if isinstance(k, (Proxy, Node)):
-                    raise RuntimeError("Keys for dictionaries used as an argument cannot "
-                                       f"contain a Node. Got key: {k}")
-                out[k] = self.create_arg(v)
-            return out
-        if isinstance(a, slice):
-            return slice(self.create_arg(a.start), self.create_arg(a.stop),
-                         self.create_arg(a.step))
-        if isinstance(a, Node) or isinstance(a, _BASE_TYPES):
-            return a
-        import enum
-
-        import ember
-
-        if isinstance(a, (ember.dtype, ember.device, enum.Enum)) or a is ember.contiguous_format:
-            return a
-        if callable(a):
-            return a
-        raise NotImplementedError(f"argument of type: {type(a)}")
-
-    def to_bool(self, obj: Proxy) -> bool:
-        """A Proxy used as a condition: unknown while tracing."""
-        raise TraceError("symbolically traced variables cannot be used as inputs to control "
-                         "flow")
-
-    def iter(self, obj: Proxy) -> Any:
-        """A Proxy iterated over: unknown length while tracing."""
-        raise TraceError("Proxy object cannot be iterated. This can be attempted when the "
-                         "Proxy is used in a loop or as a *args or **kwargs function argument. "
-                         "See the torch.fx docs on pytorch.org for a more detailed explanation "
-                         "of what types of control flow can be traced, and check out the Proxy "
-                         "docstring for help troubleshooting Proxy iteration errors")
-
-    def keys(self, obj: Proxy) -> Proxy:
-        """``**proxy``: records ``proxy.keys()``."""
-        return Attribute(obj, "keys")()
 
 
 class Tracer(TracerBase):
@@ -409,19 +326,28 @@ def wrap(fn_or_name: str | Callable[..., Any]) -> Any:
     return fn_or_name
 
 
-def _find_proxy(*objs: Any) -> Proxy | None:
+def _proxies(objs: Any, found: list[Proxy]) -> list[Proxy]:
     for obj in objs:
         if isinstance(obj, Proxy):
-            return obj
-        if isinstance(obj, (list, tuple)):
-            found = _find_proxy(*obj)
-            if found is not None:
-                return found
+            found.append(obj)
+        elif isinstance(obj, (list, tuple)):
+            _proxies(obj, found)
         elif isinstance(obj, dict):
-            found = _find_proxy(*obj.values())
-            if found is not None:
-                return found
-    return None
+            _proxies(obj.values(), found)
+    return found
+
+
+def _find_proxy(args: tuple, kwargs: dict, target: Any = None) -> Proxy | None:
+    """The Proxy whose tracer records a call on `args`/`kwargs` (None: no Proxy there);
+    Proxies of different tracers refuse, as torch's ``__torch_function__`` does."""
+    found = _proxies((args, kwargs), [])
+    if not found:
+        return None
+    tracers = {id(p.tracer): p.tracer for p in found}
+    if len(tracers) > 1:
+        raise RuntimeError(f"Found multiple different tracers {list(tracers.values())} while "
+                           f"trying to trace operations {target}")
+    return found[0]
 
 
 def _recording(orig_fn: Callable[..., Any], mark_wrapped: bool) -> Callable[..., Any]:
@@ -430,7 +356,7 @@ def _recording(orig_fn: Callable[..., Any], mark_wrapped: bool) -> Callable[...,
 
     @functools.wraps(orig_fn)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        proxy = _find_proxy(args, kwargs)
+        proxy = _find_proxy(args, kwargs, orig_fn)
         if proxy is None:
             return orig_fn(*args, **kwargs)
         out = proxy.tracer.create_proxy("call_function", orig_fn, args, kwargs)
@@ -447,7 +373,7 @@ def _recording_functional(name: str, orig_fn: Callable[..., Any]) -> Callable[..
 
     @functools.wraps(orig_fn)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        proxy = _find_proxy(args, kwargs)
+        proxy = _find_proxy(args, kwargs, orig_fn)
         if proxy is None:
             return orig_fn(*args, **kwargs)
         if name in _functional.AS_METHOD:
@@ -490,7 +416,7 @@ _TENSOR_OPERATOR_METHODS = {
 
 def _interpose_hook(op: Any, name: str, call: Callable[[tuple, dict], Any], args: tuple,
                     kwargs: dict) -> Any:
-    proxy = _find_proxy(args, kwargs)
+    proxy = _find_proxy(args, kwargs, op.public)
     if proxy is None:
         return call(args, kwargs)
     if name in _TENSOR_OPERATOR_METHODS and args and not isinstance(args[0], Proxy):

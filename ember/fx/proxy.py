@@ -7,36 +7,117 @@ import dis
 import inspect
 import operator
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ember.fx._codegen import MAGIC_METHODS, REFLECTABLE_MAGIC_METHODS
 from ember.fx.graph import Graph
-from ember.fx.node import Node
+from ember.fx.node import Argument, Node, Target
 
-__all__ = ["Proxy", "Attribute", "ParameterProxy", "TraceError", "GraphAppendingTracer"]
+__all__ = ["Proxy", "Attribute", "ParameterProxy", "TraceError", "TracerBase",
+           "GraphAppendingTracer"]
 
 
 class TraceError(ValueError):
     """An operation symbolic tracing cannot record (control flow on a Proxy ...)."""
 
 
-class GraphAppendingTracer:
-    """The minimal tracer behind ``Proxy(node)``: appends what it records to node's graph."""
+_BASE_TYPES = (str, int, float, bool, complex, type(None), type(...), range)
+
+
+class TracerBase:
+    """What turns values into node arguments and nodes into Proxies."""
+
+    graph: Graph
+    record_stack_traces = False
+    trace_asserts = False
+    proxy_buffer_attributes = False
+    traced_func_name = "forward"
+
+    def create_node(self, kind: str, target: Target, args: tuple, kwargs: dict,
+                    name: str | None = None, type_expr: Any = None) -> Node:
+        """Insert a Node into the graph being built (override to tag nodes)."""
+        return self.graph.create_node(kind, target, args, kwargs, name, type_expr)
+
+    def proxy(self, node: Node) -> Proxy:
+        """The Proxy for `node`."""
+        return Proxy(node, self)
+
+    def create_proxy(self, kind: str, target: Target, args: tuple, kwargs: dict,
+                     name: str | None = None, type_expr: Any = None,
+                     proxy_factory_fn: Callable[[Node], Proxy] | None = None) -> Proxy:
+        """Record ``kind``/``target`` called on `args`/`kwargs` (Proxies among them) as a
+        Node, and return its Proxy."""
+        args_ = self.create_arg(args)
+        kwargs_ = self.create_arg(kwargs)
+        node = self.create_node(kind, target, args_, kwargs_, name, type_expr)
+        return self.proxy(node) if not proxy_factory_fn else proxy_factory_fn(node)
+
+    def create_arg(self, a: Any) -> Argument:
+        """`a` as a node argument: Proxies become their Nodes, containers are mapped."""
+        if isinstance(a, Proxy):
+            return a.node
+        if isinstance(a, tuple):
+            if hasattr(a, "_fields"):
+                args = tuple(self.create_arg(elem) for elem in a)
+                return self.create_node("call_function", a.__class__, args, {})
+            return tuple(self.create_arg(elem) for elem in a)
+        if isinstance(a, list):
+            return [self.create_arg(elem) for elem in a]
+        if isinstance(a, dict):
+            out = {}
+            for k, v in a.items():
+                if isinstance(k, (Proxy, Node)):
+                    raise RuntimeError("Keys for dictionaries used as an argument cannot "
+                                       f"contain a Node. Got key: {k}")
+                out[k] = self.create_arg(v)
+            return out
+        if isinstance(a, slice):
+            return slice(self.create_arg(a.start), self.create_arg(a.stop),
+                         self.create_arg(a.step))
+        if isinstance(a, Node) or isinstance(a, _BASE_TYPES):
+            return a
+        import enum
+
+        import ember
+
+        if isinstance(a, (ember.dtype, ember.device, enum.Enum)) or a is ember.contiguous_format:
+            return a
+        if callable(a):
+            return a
+        raise NotImplementedError(f"argument of type: {type(a)}")
+
+    def to_bool(self, obj: Proxy) -> bool:
+        """A Proxy used as a condition: unknown while tracing."""
+        raise TraceError("symbolically traced variables cannot be used as inputs to control "
+                         "flow")
+
+    def iter(self, obj: Proxy) -> Any:
+        """A Proxy iterated over: unknown length while tracing."""
+        raise TraceError("Proxy object cannot be iterated. This can be attempted when the "
+                         "Proxy is used in a loop or as a *args or **kwargs function argument. "
+                         "See the torch.fx docs on pytorch.org for a more detailed explanation "
+                         "of what types of control flow can be traced, and check out the Proxy "
+                         "docstring for help troubleshooting Proxy iteration errors")
+
+    def keys(self, obj: Proxy) -> Proxy:
+        """``**proxy``: records ``proxy.keys()``."""
+        return Attribute(obj, "keys")()
+
+
+class GraphAppendingTracer(TracerBase):
+    """The tracer behind ``Proxy(node)``: appends what it records to `graph`. While one
+    lives, torch calls on its Proxies record (see `_symbolic_trace.recording`)."""
 
     def __init__(self, graph: Graph) -> None:
         import weakref
 
-        from ember.fx._symbolic_trace import TracerBase, recording
+        from ember.fx._symbolic_trace import recording
 
-        self._base = TracerBase()
-        self._base.graph = graph
+        super().__init__()
         self.graph = graph
         recording.acquire()
         weakref.finalize(self, recording.release)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._base, name)
 
 
 def _calling_instruction() -> dis.Instruction:
