@@ -294,9 +294,7 @@ PROGRAMS_B += PROGRAMS_F
 PROGRAMS_FX = [
     Program("fx_replace_op.py", same=r"^"),
     Program("fx_inline_function.py", same=r"^(?!\[)", close=r"^\["),
-    # (ember.arctan is ember.atan: the node takes the op's own name, `atan`)
-    Program("fx_invert.py", same=r"^(?!\[)(?!\s+(atan|arctan) = )(?!\s+return a)",
-            close=r"^\["),
+    Program("fx_invert.py", same=r"^(?!\[)", close=r"^\["),
     Program("fx_custom_tracer.py", same=r"^(?!\[)", close=r"^\["),
     Program("fx_subgraph_rewriter.py", same=r"^(?!\[)", close=r"^\["),
     Program("fx_wrap_output.py", same=r"^(?!\[)", close=r"^\["),
