@@ -319,3 +319,54 @@ def test_type_annotations_print_as_torch():
     # (typing's repr names the class's module: ember's, unless run as torch)
     assert str(gm.graph).replace("ember.", "torch.") == str(tgm.graph)
     assert gm(ember.ones(2))[1] == 2
+
+
+def test_proxy_outside_a_trace_records_while_its_tracer_lives():
+    import gc
+
+    from ember.core import interpose
+
+    def build(lib):
+        graph = lib.fx.Graph()
+        tracer = lib.fx.proxy.GraphAppendingTracer(graph)
+        x = lib.fx.Proxy(graph.placeholder("x"), tracer)
+        y = lib.nn.functional.relu(lib.tanh(x)) * 2
+        graph.output(y.node)
+        return graph
+    graph = build(ember)
+    assert str(graph) == str(build(torch))
+    gc.collect()
+    assert interpose.active is None  # the tracer is gone: ops pay nothing again
+    gm = ember.fx.GraphModule(ember.nn.Module(), graph)
+    assert gm(ember.tensor([-1.0, 1.0])).tolist() == pytest.approx([0.0, 2 * np.tanh(1.0)])
+
+
+def test_proxies_of_two_tracers_refuse():
+    graph = ember.fx.Graph()
+    a = ember.fx.Proxy(graph.placeholder("a"))
+    b = ember.fx.Proxy(graph.placeholder("b"))
+    with pytest.raises(RuntimeError, match="Found multiple different tracers"):
+        ember.cat([a, b])
+
+
+def test_alias_functions_name_their_nodes():
+    def build(lib):
+        g = lib.fx.Graph()
+        x = g.placeholder("x")
+        g.output(g.call_function(lib.arctan, (g.call_function(lib.negative, (x,)),)))
+        return lib.fx.GraphModule(lib.nn.Module(), g)
+    assert build(ember).code == build(torch).code
+    assert ember.arctan is not ember.atan and ember.arctan.__name__ == "arctan"
+
+
+def test_concrete_args_and_varargs_as_torch():
+    def f(x, flag, opt=None):
+        return x + 1 if flag else x - 1
+
+    def varargs(*args, **kwargs):
+        return args[0] + args[1]
+    concrete = {"flag": True, "opt": None}
+    gm = ember.fx.symbolic_trace(f, concrete_args=concrete)
+    assert gm.code == torch.fx.symbolic_trace(f, concrete_args=concrete).code
+    assert gm(ember.ones(2), True).tolist() == [2.0, 2.0]
+    assert ember.fx.symbolic_trace(varargs).code == torch.fx.symbolic_trace(varargs).code
