@@ -64,7 +64,9 @@ def replace_node_module(node: fx.Node, modules: dict[str, Any], new_module: torc
 
 
 def fuse(model: torch.nn.Module) -> torch.nn.Module:
-    model = copy.deepcopy(model)
+    model, state_dict = type(model)(), model.state_dict()
+    model.load_state_dict(state_dict)
+    model.eval()
     fx_model: fx.GraphModule = fx.symbolic_trace(model)
     modules = dict(fx_model.named_modules())
     for node in fx_model.graph.nodes:
@@ -94,9 +96,14 @@ with torch.no_grad():  # give the batch norms statistics of their own
         bn.weight.fill_(1.5)
         bn.bias.fill_(-0.25)
 model.eval()
+traced_model = torch.fx.symbolic_trace(model)
+print(traced_model.graph)
 fused_model = fuse(model)
 print(fused_model.code)
 print(fused_model)
 inp = torch.randn(5, 1, 1, 1)
+torch.testing.assert_allclose(fused_model(inp), model(inp))
 print("fused agrees:", torch.allclose(fused_model(inp), model(inp), atol=1e-6))
+jit_fused = torch.jit.script(fused_model)
+print("scripted agrees:", torch.allclose(jit_fused(inp), model(inp), atol=1e-6))
 print("output:", [round(v, 5) for v in fused_model(inp).flatten().tolist()])
