@@ -295,7 +295,7 @@ PROGRAMS_FX = [
     Program("fx_replace_op.py", same=r"^"),
     Program("fx_inline_function.py", same=r"^(?!\[)", close=r"^\["),
     Program("fx_invert.py", same=r"^(?!\[)", close=r"^\["),
-    Program("fx_custom_tracer.py", same=r"^(?!\[)", close=r"^\["),
+    Program("fx_custom_tracer.py", same=r"^(?!\[)(?!.* at 0x)", close=r"^\["),
     Program("fx_subgraph_rewriter.py", same=r"^(?!\[)", close=r"^\["),
     Program("fx_wrap_output.py", same=r"^(?!\[)", close=r"^\["),
     Program("fx_proxy_graph.py", same=r"^(?!\[)", close=r"^\["),

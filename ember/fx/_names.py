@@ -175,3 +175,27 @@ def is_side_effectful(fn: Any) -> bool:
     except TypeError:
         pass
     return fn is _assert_is_none or getattr(fn, "__name__", "") == "_assert"
+
+
+# torch's top-level functions written in Python (the rest are C++ builtins)
+_TORCH_PYTHON_FUNCTIONS = frozenset((
+    "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes",
+    "broadcast_tensors", "cartesian_prod", "cdist", "chain_matmul", "einsum", "lobpcg", "lu",
+    "meshgrid", "norm", "pca_lowrank", "split", "stft", "svd_lowrank", "tensordot", "unique",
+    "unique_consecutive", "unravel_index"))
+_BUILTIN_TYPE_OBJECT = object()  # stands for torch's _VariableFunctions class in printouts
+
+
+def target_str(target: Any) -> str:
+    """`str(target)` as PyTorch's object prints (print_tabular's target column):
+    ``<built-in method cat of type object at 0x...>`` for a torch function bound to a C++
+    builtin, ``<built-in function linear>`` for torch._C._nn's."""
+    if isinstance(target, str) or not callable(target):
+        return str(target)
+    path = qualified_name(target)
+    if path.startswith("torch._C._nn."):
+        return f"<built-in function {path.rsplit('.', 1)[1]}>"
+    if path.startswith("torch.") and path.count(".") == 1 and \
+            path[6:] not in _TORCH_PYTHON_FUNCTIONS:
+        return f"<built-in method {path[6:]} of type object at {id(_BUILTIN_TYPE_OBJECT):#x}>"
+    return str(target)

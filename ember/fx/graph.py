@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ember.fx._codegen import PythonCode, python_code
-from ember.fx._names import Namespace, qualified_name, snake_case
+from ember.fx._names import Namespace, qualified_name, snake_case, target_str
 from ember.fx.node import Argument, Node, Target, map_arg
 
 __all__ = ["Graph", "PythonCode"]
@@ -282,5 +282,5 @@ class Graph:
             print("`print_tabular` relies on the library `tabulate`, which could not be "
                   "found on this machine. Run `pip install tabulate` to install the library.")
             raise
-        specs = [[n.op, n.name, n.target, n.args, n.kwargs] for n in self.nodes]
+        specs = [[n.op, n.name, target_str(n.target), n.args, n.kwargs] for n in self.nodes]
         print(tabulate(specs, headers=["opcode", "name", "target", "args", "kwargs"]))

@@ -15,6 +15,7 @@ class M1(torch.nn.Module):
 
 default_traced: GraphModule = torch.fx.symbolic_trace(M1())
 print(default_traced.graph)
+default_traced.graph.print_tabular()
 
 
 class LowerReluTracer(Tracer):
@@ -27,6 +28,7 @@ class LowerReluTracer(Tracer):
 lower_relu_tracer = LowerReluTracer()
 lower_relu_graph = lower_relu_tracer.trace(M1())
 print(lower_relu_graph)
+lower_relu_graph.print_tabular()
 
 
 class M2(torch.nn.Module):
