@@ -401,3 +401,14 @@ def test_testing_assert_allclose_as_torch():
             lib.testing.assert_allclose(a, a + 1e-2)
         with pytest.warns(FutureWarning):
             lib.testing.assert_allclose(a, [1.0, 2.0])  # a list, dtype not checked
+
+
+def test_interpreter_error_message_as_torch():
+    def f(x):
+        return x.reshape(5)
+    msgs = []
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError) as err:
+            lib.fx.Interpreter(lib.fx.symbolic_trace(f)).run(lib.ones(2, 3))
+        msgs.append(str(err.value).split("\n\n", 1)[1])
+    assert msgs[0] == msgs[1]
