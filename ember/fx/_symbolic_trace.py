@@ -1,27 +1,22 @@
 """`torch.fx.Tracer` and `symbolic_trace`: run a module's forward on Proxies and record
-what it does into a Graph.
+what it does into a Graph; `wrap` keeps a function one node.
 
-While a trace runs, three things are patched and then restored: `nn.Module.__call__`
-(a call of a leaf module becomes one call_module node) and `nn.Module.__getattr__` (a
-parameter read becomes a get_attr node), as torch.fx patches them; the functions of
-torch.nn.functional, those registered with `wrap`, and math's (so they record as
-themselves); and an op-entry hook (ember.core.interpose) is installed, through which
-every declared op (`torch.relu`, `torch.cat`, `tensor + proxy` ...) called with a Proxy
-records a call_function node instead of running. Ops pay for this only while tracing.
+While a trace runs, `nn.Module.__call__` (a call of a leaf module becomes one call_module
+node) and `nn.Module.__getattr__` (a parameter read becomes a get_attr node) are patched,
+as torch.fx patches them, and calls of torch functions on Proxies record
+(ember.fx._patching); all is undone when the trace ends.
 """
 
 from __future__ import annotations
 
-import builtins
 import functools
 import inspect
 import math
-import operator
 from collections.abc import Callable
 from types import FunctionType, ModuleType
 from typing import Any
 
-from ember.fx import _functional
+from ember.fx._patching import WRAPPED, Patcher
 from ember.fx.graph import Graph
 from ember.fx.node import Argument
 from ember.fx.proxy import ParameterProxy, Proxy, TracerBase
@@ -255,7 +250,7 @@ class Tracer(TracerBase):
         fn_globals = fn.__globals__
         fn, args = self.create_args_for_root(fn, isinstance(root, Module), concrete_args)
         parameter_proxy_cache: dict[str, Proxy] = {}
-        with _Patcher() as patcher:
+        with Patcher() as patcher:
             orig_getattr, orig_call = Module.__getattr__, Module.__call__
 
             @functools.wraps(orig_getattr)
@@ -303,10 +298,6 @@ def _patch_function(fn: FunctionType, nargs: int) -> FunctionType:
     return FunctionType(new_code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
 
 
-# -- wrap ------------------------------------------------------------------------------
-_wrapped_fns_to_patch: dict[tuple[int, str], dict[str, Any]] = {}
-
-
 def wrap(fn_or_name: str | Callable[..., Any]) -> Any:
     """Record calls of a module-level function as one call_function node instead of
     tracing through it: ``torch.fx.wrap("len")`` or ``@torch.fx.wrap`` at module scope."""
@@ -322,205 +313,8 @@ def wrap(fn_or_name: str | Callable[..., Any]) -> Any:
     frame = inspect.currentframe().f_back
     if frame.f_code.co_name != "<module>":
         raise NotImplementedError("wrap must be called at the top level of a module")
-    _wrapped_fns_to_patch[(id(frame.f_globals), fn_name)] = frame.f_globals
+    WRAPPED[(id(frame.f_globals), fn_name)] = frame.f_globals
     return fn_or_name
-
-
-def _proxies(objs: Any, found: list[Proxy]) -> list[Proxy]:
-    for obj in objs:
-        if isinstance(obj, Proxy):
-            found.append(obj)
-        elif isinstance(obj, (list, tuple)):
-            _proxies(obj, found)
-        elif isinstance(obj, dict):
-            _proxies(obj.values(), found)
-    return found
-
-
-def _find_proxy(args: tuple, kwargs: dict, target: Any = None) -> Proxy | None:
-    """The Proxy whose tracer records a call on `args`/`kwargs` (None: no Proxy there);
-    Proxies of different tracers refuse, as torch's ``__torch_function__`` does."""
-    found = _proxies((args, kwargs), [])
-    if not found:
-        return None
-    tracers = {id(p.tracer): p.tracer for p in found}
-    if len(tracers) > 1:
-        raise RuntimeError(f"Found multiple different tracers {list(tracers.values())} while "
-                           f"trying to trace operations {target}")
-    return found[0]
-
-
-def _recording(orig_fn: Callable[..., Any], mark_wrapped: bool) -> Callable[..., Any]:
-    """`orig_fn` that records itself as a call_function node when given a Proxy."""
-    orig_fn = getattr(orig_fn, "__fx_orig__", orig_fn)
-
-    @functools.wraps(orig_fn)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        proxy = _find_proxy(args, kwargs, orig_fn)
-        if proxy is None:
-            return orig_fn(*args, **kwargs)
-        out = proxy.tracer.create_proxy("call_function", orig_fn, args, kwargs)
-        if mark_wrapped:
-            out.node.meta["is_wrapped"] = True
-        return out
-    wrapped.__fx_orig__ = orig_fn
-    return wrapped
-
-
-def _recording_functional(name: str, orig_fn: Callable[..., Any]) -> Callable[..., Any]:
-    """torch.nn.functional.<name>, recording as PyTorch does when given a Proxy."""
-    orig_fn = getattr(orig_fn, "__fx_orig__", orig_fn)
-
-    @functools.wraps(orig_fn)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        proxy = _find_proxy(args, kwargs, orig_fn)
-        if proxy is None:
-            return orig_fn(*args, **kwargs)
-        if name in _functional.AS_METHOD:
-            return proxy.tracer.create_proxy("call_method", name, args, kwargs)
-        args, kwargs = _functional.recorded_call(name, orig_fn, args, kwargs)
-        return proxy.tracer.create_proxy("call_function", orig_fn, args, kwargs)
-    wrapped.__fx_orig__ = orig_fn
-    return wrapped
-
-
-_DUNDER_TARGETS = {f"__{n}__": n for n in (
-    "add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor",
-    "lshift", "rshift", "eq", "ne", "lt", "le", "gt", "ge", "neg", "pos", "invert", "abs",
-    "getitem", "iadd", "isub", "imul", "itruediv")}
-
-
-def _op_target(op: Any, name: str) -> Callable[..., Any]:
-    """The function a traced call of op `op` (entered as `name`) records."""
-    if name.startswith("__r") and name.endswith("__") and f"__{name[3:]}" in _DUNDER_TARGETS:
-        return getattr(operator, _operator_name(name[3:-2]))
-    if name in _DUNDER_TARGETS:
-        return getattr(operator, _operator_name(_DUNDER_TARGETS[name]))
-    if name.endswith("_") and op.public_inplace is not None:
-        return op.public_inplace
-    return op.public
-
-
-def _operator_name(n: str) -> str:
-    return n + "_" if n in ("and", "or") else n
-
-
-# `tensor <op> proxy`: PyTorch records the Tensor method the operator runs
-_TENSOR_OPERATOR_METHODS = {
-    "__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__": "div",
-    "__floordiv__": "floor_divide", "__mod__": "remainder", "__pow__": "pow",
-    "__matmul__": "matmul", "__and__": "bitwise_and", "__or__": "bitwise_or",
-    "__xor__": "bitwise_xor", "__eq__": "eq", "__ne__": "ne", "__lt__": "lt", "__le__": "le",
-    "__gt__": "gt", "__ge__": "ge"}
-
-
-def _interpose_hook(op: Any, name: str, call: Callable[[tuple, dict], Any], args: tuple,
-                    kwargs: dict) -> Any:
-    proxy = _find_proxy(args, kwargs, op.public)
-    if proxy is None:
-        return call(args, kwargs)
-    if name in _TENSOR_OPERATOR_METHODS and args and not isinstance(args[0], Proxy):
-        return proxy.tracer.create_proxy("call_method", _TENSOR_OPERATOR_METHODS[name],
-                                         args, kwargs)
-    target = _op_target(op, name)
-    return proxy.tracer.create_proxy("call_function", target, args, kwargs)
-
-
-class _Patcher:
-    """Patches made for one trace, undone (last first) when it ends."""
-
-    def __init__(self) -> None:
-        self._undo: list[Callable[[], None]] = []
-        self._visited: set[tuple[int, str]] = set()
-
-    def __enter__(self) -> _Patcher:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        while self._undo:
-            self._undo.pop()()
-
-    def patch(self, owner: Any, name: str, new: Any) -> None:
-        orig = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
-        setattr(owner, name, new)
-        self._undo.append(lambda: setattr(owner, name, orig))
-
-    def patch_dict(self, d: dict[str, Any], name: str, new: Any) -> None:
-        key = (id(d), name)
-        if key in self._visited:
-            return
-        self._visited.add(key)
-        had, orig = name in d, d.get(name)
-        d[name] = new
-
-        def undo() -> None:
-            if had:
-                d[name] = orig
-            else:
-                del d[name]
-        self._undo.append(undo)
-
-    def wrap_registered(self) -> None:
-        for (_, name), frame_dict in _wrapped_fns_to_patch.items():
-            if name not in frame_dict and hasattr(builtins, name):
-                orig = getattr(builtins, name)
-            else:
-                orig = frame_dict[name]
-            self.patch_dict(frame_dict, name, _recording(orig, mark_wrapped=True))
-
-    def wrap_functional(self) -> None:
-        import ember.nn.functional as F
-
-        d = vars(F)
-        for name in (*_functional.NORMALIZED, *_functional.BUILTIN, *_functional.AS_METHOD):
-            if callable(d.get(name)):
-                self.patch_dict(d, name, _recording_functional(name, d[name]))
-
-    def autowrap(self, frame_dict: dict[str, Any], function_ids: set[int]) -> None:
-        """Record the autowrap functions `frame_dict` names as themselves; a
-        torch.nn.functional function imported by name records as torch's does."""
-        import ember.nn.functional as F
-
-        for name, value in list(frame_dict.items()):
-            if name.startswith("_") or not callable(value):
-                continue
-            if id(value) in function_ids:
-                self.patch_dict(frame_dict, name, _recording(value, mark_wrapped=False))
-            elif frame_dict is not vars(F) and getattr(F, name, None) is value and (
-                    name in _functional.NORMALIZED or name in _functional.BUILTIN):
-                self.patch_dict(frame_dict, name, _recording_functional(name, value))
-
-    def interpose(self) -> None:
-        from ember.core import interpose
-
-        interpose.install(_interpose_hook, -100)
-        self._undo.append(lambda: interpose.remove(_interpose_hook))
-
-
-class _Recording:
-    """Keeps Proxy recording on (the op-entry hook, torch.nn.functional's recording
-    wrappers) while any graph-appending tracer lives: a Proxy made outside a trace
-    (``Proxy(node)``, as graph-rewriting passes do) records torch calls too."""
-
-    def __init__(self) -> None:
-        self._count = 0
-        self._patcher: _Patcher | None = None
-
-    def acquire(self) -> None:
-        self._count += 1
-        if self._count == 1:
-            self._patcher = _Patcher()
-            self._patcher.wrap_functional()
-            self._patcher.interpose()
-
-    def release(self) -> None:
-        self._count -= 1
-        if self._count == 0 and self._patcher is not None:
-            self._patcher.__exit__()
-            self._patcher = None
-
-
-recording = _Recording()
 
 
 def symbolic_trace(root: Any, concrete_args: dict[str, Any] | None = None) -> Any:

@@ -112,7 +112,7 @@ class GraphAppendingTracer(TracerBase):
     def __init__(self, graph: Graph) -> None:
         import weakref
 
-        from ember.fx._symbolic_trace import recording
+        from ember.fx._patching import recording
 
         super().__init__()
         self.graph = graph
