@@ -412,3 +412,18 @@ def test_interpreter_error_message_as_torch():
             lib.fx.Interpreter(lib.fx.symbolic_trace(f)).run(lib.ones(2, 3))
         msgs.append(str(err.value).split("\n\n", 1)[1])
     assert msgs[0] == msgs[1]
+
+
+def test_dead_code_elimination_keeps_what_torch_keeps():
+    def build(lib):
+        g = lib.fx.Graph()
+        x = g.placeholder("x")
+        g.call_function(lib.randn, (3,))  # random: advances the generator, kept
+        g.call_function(lib.nn.functional.dropout, (x,))
+        g.call_method("add_", (x, 1))  # in-place methods are not kept (as torch.fx)
+        g.call_function(lib.add, (x, 1))
+        g.call_function(lib.bernoulli, (x,))
+        g.call_function(lib._assert, (True, "m"))
+        g.output(x)
+        return g.eliminate_dead_code(), str(g)
+    assert build(ember) == build(torch)

@@ -165,8 +165,15 @@ SIDE_EFFECTFUL: set[Any] = set()
 (`torch.fx.node.has_side_effect` adds to it)."""
 
 
+# torch functions that draw random numbers: a call stays (it advances the generator)
+_RANDOM = frozenset(("torch.bernoulli", "torch.multinomial", "torch.normal", "torch.poisson",
+                     "torch.rand", "torch.rand_like", "torch.randint", "torch.randint_like",
+                     "torch.randn", "torch.randn_like", "torch.randperm"))
+
+
 def is_side_effectful(fn: Any) -> bool:
-    """Whether a call of `fn` must stay (asserts, functions marked `has_side_effect`)."""
+    """Whether a call of `fn` must stay: asserts, functions marked `has_side_effect`, and
+    torch's random-number functions (as torch.fx's purity check has them)."""
     from ember.fx._symbolic_trace import _assert_is_none
 
     try:
@@ -174,7 +181,9 @@ def is_side_effectful(fn: Any) -> bool:
             return True
     except TypeError:
         pass
-    return fn is _assert_is_none or getattr(fn, "__name__", "") == "_assert"
+    if fn is _assert_is_none or getattr(fn, "__name__", "") == "_assert":
+        return True
+    return callable(fn) and qualified_name(fn) in _RANDOM
 
 
 # torch's top-level functions written in Python (the rest are C++ builtins)
