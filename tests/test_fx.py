@@ -427,3 +427,18 @@ def test_dead_code_elimination_keeps_what_torch_keeps():
         g.output(x)
         return g.eliminate_dead_code(), str(g)
     assert build(ember) == build(torch)
+
+
+@pytest.mark.parametrize("make", [
+    lambda nn: nn.Sequential(nn.Linear(3, 2), nn.ReLU()), lambda nn: nn.Linear(3, 2),
+    lambda nn: nn.Conv2d(1, 1, 1), lambda nn: nn.LayerNorm(3), lambda nn: nn.Embedding(3, 2)])
+def test_torch_nn_modules_traced_as_torch(make):
+    """A torch.nn module as the root, and traced through (a tracer with no leaves)."""
+    def codes(lib):
+        class NoLeaves(lib.fx.Tracer):
+            def is_leaf_module(self, m, qualname):
+                return False
+        m = make(lib.nn)
+        through = lib.fx.GraphModule(m, NoLeaves().trace(m)).code
+        return lib.fx.symbolic_trace(m).code, through
+    assert codes(ember) == codes(torch)

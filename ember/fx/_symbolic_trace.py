@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import typing
 from collections.abc import Callable
 from types import FunctionType, ModuleType
 from typing import Any
@@ -220,7 +221,7 @@ class Tracer(TracerBase):
             param = sig.parameters[name]
             default = () if param.default is inspect.Parameter.empty else (param.default,)
         return self.create_proxy("placeholder", name, default, {},
-                                 type_expr=fn.__annotations__.get(name, None))
+                                 type_expr=_annotations(fn).get(name, None))
 
     def trace(self, root: Any, concrete_args: dict[str, Any] | None = None) -> Graph:
         """Trace `root` (a Module, or a function) and return its :class:`Graph`."""
@@ -274,7 +275,7 @@ class Tracer(TracerBase):
                 patcher.autowrap(module.__dict__, self._autowrap_function_ids)
             patcher.interpose()
             result = fn(*args)
-            ann = inspect.get_annotations(inspect.unwrap(fn))
+            ann = _annotations(inspect.unwrap(fn))
             self.create_node("output", "output", (self.create_arg(result),), {},
                              type_expr=ann.get("return", None))
         self.submodule_paths = None
@@ -288,6 +289,20 @@ class Tracer(TracerBase):
                 self.tensor_attrs[id(v)] = ".".join(prefix + [k])
         for k, v in m.named_children():
             self._collect_tensor_attrs(v, prefix + [k])
+
+
+def _annotations(fn: Callable[..., Any]) -> dict[str, Any]:
+    """`fn`'s annotations as torch.fx prints them. ember's own modules postpone theirs
+    (strings): resolved here, and `Any` dropped, as torch.nn's forwards leave such
+    parameters unannotated (`Sequential.forward(self, input)`)."""
+    ann = inspect.get_annotations(fn)
+    if not getattr(fn, "__module__", "").startswith("ember."):
+        return ann
+    try:
+        ann = typing.get_type_hints(fn)
+    except Exception:  # an annotation naming what the module does not import
+        return {}
+    return {k: v for k, v in ann.items() if v is not Any}
 
 
 def _patch_function(fn: FunctionType, nargs: int) -> FunctionType:
