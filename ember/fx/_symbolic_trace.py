@@ -296,7 +296,7 @@ def _annotations(fn: Callable[..., Any]) -> dict[str, Any]:
     (strings): resolved here, and `Any` dropped, as torch.nn's forwards leave such
     parameters unannotated (`Sequential.forward(self, input)`)."""
     ann = inspect.get_annotations(fn)
-    if not getattr(fn, "__module__", "").startswith("ember."):
+    if not (getattr(fn, "__module__", None) or "").startswith("ember."):
         return ann
     try:
         ann = typing.get_type_hints(fn)
