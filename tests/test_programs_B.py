@@ -304,6 +304,7 @@ PROGRAMS_FX = [
     Program("fx_primitive_library.py", same=r"^"),
     Program("fx_module_tracer.py", same=r"^"),
     Program("fx_api_tour.py", same=r"^"),
+    Program("fx_transformer_block.py", same=r"^"),
 ]
 PROGRAMS_B += PROGRAMS_FX
 

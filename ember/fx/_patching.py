@@ -57,7 +57,7 @@ def _find_proxy(args: tuple, kwargs: dict, target: Any = None) -> Proxy | None:
     return found[0]
 
 
-def _recording(orig_fn: Callable[..., Any], mark_wrapped: bool) -> Callable[..., Any]:
+def _recording(orig_fn: Callable[..., Any]) -> Callable[..., Any]:
     """`orig_fn` that records itself as a call_function node when given a Proxy."""
     orig_fn = getattr(orig_fn, "__fx_orig__", orig_fn)
 
@@ -67,8 +67,7 @@ def _recording(orig_fn: Callable[..., Any], mark_wrapped: bool) -> Callable[...,
         if proxy is None:
             return orig_fn(*args, **kwargs)
         out = proxy.tracer.create_proxy("call_function", orig_fn, args, kwargs)
-        if mark_wrapped:
-            out.node.meta["is_wrapped"] = True
+        out.node.meta["is_wrapped"] = True  # the code re-registers it: `wrap("math_sqrt")`
         return out
     wrapped.__fx_orig__ = orig_fn
     return wrapped
@@ -173,7 +172,7 @@ class Patcher:
                 orig = getattr(builtins, name)
             else:
                 orig = frame_dict[name]
-            self.patch_dict(frame_dict, name, _recording(orig, mark_wrapped=True))
+            self.patch_dict(frame_dict, name, _recording(orig))
 
     def wrap_functional(self) -> None:
         import ember.nn.functional as F
@@ -192,7 +191,7 @@ class Patcher:
             if name.startswith("_") or not callable(value):
                 continue
             if id(value) in function_ids:
-                self.patch_dict(frame_dict, name, _recording(value, mark_wrapped=False))
+                self.patch_dict(frame_dict, name, _recording(value))
             elif frame_dict is not vars(F) and getattr(F, name, None) is value and (
                     name in _functional.NORMALIZED or name in _functional.BUILTIN):
                 self.patch_dict(frame_dict, name, _recording_functional(name, value))
