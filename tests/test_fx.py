@@ -442,3 +442,27 @@ def test_torch_nn_modules_traced_as_torch(make):
         through = lib.fx.GraphModule(m, NoLeaves().trace(m)).code
         return lib.fx.symbolic_trace(m).code, through
     assert codes(ember) == codes(torch)
+
+
+def test_transformer_override_calling_torch_functions():
+    """torch.fx's documentation example: a Transformer swapping sigmoid and neg."""
+    def run(lib):
+        class NegSigmSwap(lib.fx.Transformer):
+            def call_function(self, target, args, kwargs):
+                if target == lib.sigmoid:
+                    return lib.neg(*args, **kwargs)
+                return super().call_function(target, args, kwargs)
+
+            def call_method(self, target, args, kwargs):
+                if target == "neg":
+                    call_self, *args_tail = args
+                    return call_self.sigmoid(*args_tail, **kwargs)
+                return super().call_method(target, args, kwargs)
+
+        def fn(x):
+            return lib.sigmoid(x).neg()
+        return NegSigmSwap(lib.fx.symbolic_trace(fn)).transform()
+    gm = run(ember)
+    assert gm.code == run(torch).code
+    x = ember.tensor([0.5, -1.0])
+    np.testing.assert_allclose(gm(x).numpy(), ember.sigmoid(ember.neg(x)).numpy())

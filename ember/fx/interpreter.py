@@ -7,6 +7,7 @@ import inspect
 from collections.abc import Iterator
 from typing import Any
 
+from ember.fx._patching import recording
 from ember.fx._symbolic_trace import Tracer
 from ember.fx.graph import Graph
 from ember.fx.graph_module import GraphModule
@@ -188,7 +189,11 @@ class Transformer(Interpreter):
 
     def transform(self) -> GraphModule:
         """Run the transformation; the new GraphModule."""
-        result = super().run(enable_io_processing=False)
+        recording.acquire()  # torch calls on the Proxies an override makes record
+        try:
+            result = super().run(enable_io_processing=False)
+        finally:
+            recording.release()
         if result is not None:
             def strip_proxy(a: Any) -> Any:
                 return a.node if isinstance(a, Proxy) else a
