@@ -171,7 +171,7 @@ _RANDOM = frozenset(("torch.bernoulli", "torch.multinomial", "torch.normal", "to
                      "torch.randn", "torch.randn_like", "torch.randperm"))
 
 
-def is_side_effectful(fn: Any) -> bool:
+def is_side_effectful(fn: Any, impure_random: bool = True) -> bool:
     """Whether a call of `fn` must stay: asserts, functions marked `has_side_effect`, and
     torch's random-number functions (as torch.fx's purity check has them)."""
     from ember.fx._symbolic_trace import _assert_is_none
@@ -183,7 +183,7 @@ def is_side_effectful(fn: Any) -> bool:
         pass
     if fn is _assert_is_none or getattr(fn, "__name__", "") == "_assert":
         return True
-    return callable(fn) and qualified_name(fn) in _RANDOM
+    return impure_random and callable(fn) and qualified_name(fn) in _RANDOM
 
 
 # torch's top-level functions written in Python (the rest are C++ builtins)

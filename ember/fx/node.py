@@ -210,7 +210,7 @@ class Node:
         swap = lambda n: new_input if n is old_input else n  # noqa: E731
         self._update_args_kwargs(map_arg(self._args, swap), map_arg(self._kwargs, swap))
 
-    def is_impure(self) -> bool:
+    def is_impure(self, impure_random: bool = True) -> bool:
         """Whether removing this node could change the program: placeholders, outputs,
         asserts and functions marked `has_side_effect`, modules marked `_is_impure`
         (as torch.fx, in-place method calls are not); `eliminate_dead_code` keeps these."""
@@ -222,7 +222,7 @@ class Node:
                                                False)
         if self.op == "call_function":
             from ember.fx._names import is_side_effectful
-            return is_side_effectful(self.target)
+            return is_side_effectful(self.target, impure_random)
         return False
 
     @property
