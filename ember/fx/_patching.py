@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ember.fx import _functional
-from ember.fx.proxy import Proxy
+from ember.fx.proxy import TENSOR_METHOD_OF_OPERATOR, Proxy
 
 __all__ = ["WRAPPED", "Patcher", "recording"]
 
@@ -111,13 +111,9 @@ def _operator_name(n: str) -> str:
     return n + "_" if n in ("and", "or") else n
 
 
-# `tensor <op> proxy`: PyTorch records the Tensor method the operator runs
-_TENSOR_OPERATOR_METHODS = {
-    "__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__": "div",
-    "__floordiv__": "floor_divide", "__mod__": "remainder", "__pow__": "pow",
-    "__matmul__": "matmul", "__and__": "bitwise_and", "__or__": "bitwise_or",
-    "__xor__": "bitwise_xor", "__eq__": "eq", "__ne__": "ne", "__lt__": "lt", "__le__": "le",
-    "__gt__": "gt", "__ge__": "ge"}
+# `tensor <op> proxy` entering an op as its operator: the Tensor method PyTorch records
+_TENSOR_OPERATOR_METHODS = {f"__{op.rstrip('_')}__": method
+                            for op, method in TENSOR_METHOD_OF_OPERATOR.items()}
 
 
 def _interpose_hook(op: Any, name: str, call: Callable[[tuple, dict], Any], args: tuple,

@@ -241,20 +241,22 @@ def _magic(method: str) -> None:
     setattr(Proxy, f"__{method.strip('_')}__", impl)
 
 
-# `tensor <op> proxy` reaches the Proxy's reflected operator (the Tensor declines a
-# Proxy): PyTorch records the Tensor method the operator runs, `t.add(proxy)`
-_TENSOR_METHODS = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div",
-                   "floordiv": "floor_divide", "mod": "remainder", "pow": "pow",
-                   "matmul": "matmul", "and_": "bitwise_and", "or_": "bitwise_or",
-                   "xor": "bitwise_xor"}
+TENSOR_METHOD_OF_OPERATOR = {
+    "add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floordiv": "floor_divide",
+    "mod": "remainder", "pow": "pow", "matmul": "matmul", "and_": "bitwise_and",
+    "or_": "bitwise_or", "xor": "bitwise_xor", "eq": "eq", "ne": "ne", "lt": "lt",
+    "le": "le", "gt": "gt", "ge": "ge"}
+"""`tensor <op> proxy`: PyTorch records the Tensor method the operator runs (`t.add(p)`).
+(ember's Tensor declines a Proxy operand, so such a call reaches the Proxy's reflected
+operator, or an op-entry hook.)"""
 
 
 def _reflected(method: str) -> None:
     def impl(self: Proxy, rhs: Any) -> Proxy:
         import ember
 
-        if isinstance(rhs, ember.Tensor) and method in _TENSOR_METHODS:
-            return self.tracer.create_proxy("call_method", _TENSOR_METHODS[method],
+        if isinstance(rhs, ember.Tensor) and method in TENSOR_METHOD_OF_OPERATOR:
+            return self.tracer.create_proxy("call_method", TENSOR_METHOD_OF_OPERATOR[method],
                                             (rhs, self), {})
         return self.tracer.create_proxy("call_function", getattr(operator, method),
                                         (rhs, self), {})
