@@ -246,16 +246,12 @@ class _CodeOnlyModule(Module):
 
 def _reconstruct(body: dict[str, Any], src: str, class_name: str) -> GraphModule:
     """Rebuild a pickled GraphModule: re-run its code, then re-trace it."""
-    import ember
+    from ember.fx._names import custom_builtins
 
-    globals_ = {"torch": ember, "inf": float("inf"), "nan": float("nan"),
-                "NoneType": type(None), "device": ember.device}
-    forward = _forward_from_src(src, globals_)
+    forward = _forward_from_src(src, custom_builtins())
 
-    class CodeOnly(Module):
-        def __init__(self, body: dict[str, Any]) -> None:
-            super().__init__()
-            self.__dict__ = body
+    class CodeOnly(_CodeOnlyModule):
+        pass
 
     CodeOnly.forward = forward
     com = CodeOnly(body)
