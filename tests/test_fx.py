@@ -389,17 +389,6 @@ def test_concrete_args_and_varargs_as_torch():
     assert ember.fx.symbolic_trace(varargs).code == torch.fx.symbolic_trace(varargs).code
 
 
-def test_testing_assert_allclose_as_torch():
-    """(The conv/bn fuser tutorial checks its fused model with the deprecated form.)"""
-    for lib in (ember, torch):
-        a = lib.tensor([1.0, 2.0])
-        with pytest.warns(FutureWarning, match=r"assert_allclose\(\)` is deprecated since 1.12"):
-            lib.testing.assert_allclose(a, a + 1e-5)  # within float32's rtol 1e-4
-        with pytest.warns(FutureWarning), pytest.raises(AssertionError, match="not close"):
-            lib.testing.assert_allclose(a, a + 1e-2)
-        with pytest.warns(FutureWarning):
-            lib.testing.assert_allclose(a, [1.0, 2.0])  # a list, dtype not checked
-
 
 def test_interpreter_error_message_as_torch():
     def f(x):
