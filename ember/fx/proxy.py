@@ -81,7 +81,8 @@ class TracerBase:
 
         import ember
 
-        if isinstance(a, (ember.dtype, ember.device, enum.Enum)) or a is ember.contiguous_format:
+        if isinstance(a, (ember.dtype, ember.device, enum.Enum, type(ember.contiguous_format),
+                          type(ember.strided))):
             return a
         if callable(a):
             return a
