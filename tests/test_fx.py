@@ -453,3 +453,11 @@ def test_transformer_override_calling_torch_functions():
     assert gm.code == run(torch).code
     x = ember.tensor([0.5, -1.0])
     np.testing.assert_allclose(gm(x).numpy(), ember.sigmoid(ember.neg(x)).numpy())
+
+
+def test_generated_code_runs_with_ember_names_and_unpickles():
+    gm = ember.fx.symbolic_trace(lambda x: x.to(ember.float64).contiguous(
+        memory_format=ember.channels_last) + ember.tensor(1.0, dtype=ember.float64))
+    assert "x.to(ember.float64)" in gm.code  # (as `torch.float64` when run as torch)
+    assert gm(ember.ones(2)).dtype is ember.float64
+    assert pickle.loads(pickle.dumps(gm))(ember.ones(2)).tolist() == [2.0, 2.0]

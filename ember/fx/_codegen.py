@@ -95,7 +95,8 @@ def _gen(nodes: list[Node], root_module: str, namespace: Namespace,
         return name
 
     for name, obj in custom_builtins().items():
-        globals_[namespace.create_name(name, obj)] = obj
+        namespace.reserve(name, obj)
+        globals_[name] = obj
 
     def type_repr(o: Any) -> str:
         if o == ():

@@ -55,13 +55,14 @@ def custom_builtins() -> dict[str, object]:
     """The globals every generated forward sees (torch's `_custom_builtins`)."""
     import ember
 
+    # (`ember`: dtypes, devices, memory formats print as `ember.float64` unless run as torch)
     names = {"inf": math.inf, "nan": math.nan, "NoneType": type(None),
-             "torch": torch_namespace(), "device": ember.device}
+             "torch": torch_namespace(), "device": ember.device, "ember": torch_namespace()}
     _illegal_names.update(names)  # a node may not shadow them; the globals take them
     return names
 
 
-for _name in ("inf", "nan", "NoneType", "torch", "device"):
+for _name in ("inf", "nan", "NoneType", "torch", "device", "ember"):
     _illegal_names[_name] = object()  # until custom_builtins() puts the objects
 
 
@@ -105,6 +106,11 @@ class Namespace:
         if obj is not None:
             self._obj_to_name[id(obj)] = candidate
         return candidate
+
+    def reserve(self, name: str, obj: object) -> None:
+        """Take `name` for `obj` as it is (a global of the generated code)."""
+        self._used_names.add(name)
+        self._obj_to_name.setdefault(id(obj), name)
 
     def associate_name_with_obj(self, name: str, obj: object) -> None:
         self._obj_to_name[id(obj)] = name
