@@ -461,3 +461,14 @@ def test_generated_code_runs_with_ember_names_and_unpickles():
     assert "x.to(ember.float64)" in gm.code  # (as `torch.float64` when run as torch)
     assert gm(ember.ones(2)).dtype is ember.float64
     assert pickle.loads(pickle.dumps(gm))(ember.ones(2)).tolist() == [2.0, 2.0]
+
+
+def test_nodes_order_as_the_graph():
+    def order(lib):
+        gm = lib.fx.symbolic_trace(lambda x: (x + 1).relu() * 2)
+        nodes = list(gm.graph.nodes)
+        with gm.graph.inserting_before(nodes[1]):
+            early = gm.graph.call_function(lib.neg, (nodes[0],))
+        return [n.name for n in sorted(gm.graph.nodes, reverse=True)], early < nodes[1], \
+            nodes[2] >= nodes[1]
+    assert order(ember) == order(torch)

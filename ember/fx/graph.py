@@ -60,6 +60,7 @@ class Graph:
 
     def __init__(self, owning_module: Any = None, tracer_cls: type | None = None,
                  tracer_extras: dict | None = None) -> None:
+        self._order: dict[Node, int] | None = None  # node -> place, rebuilt after edits
         self._root = Node(self, "", "root", "", (), {})
         self._used_names: dict[str, int] = {}
         self._insert = self._root.prepend

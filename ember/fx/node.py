@@ -135,6 +135,7 @@ class Node:
         p = self._prev
         p._next, x._prev = x, p
         x._next, self._prev = self, x
+        self.graph._order = None
 
     def append(self, x: Node) -> None:
         """Move or insert `x` right after this node."""
@@ -143,6 +144,26 @@ class Node:
     def _remove_from_list(self) -> None:
         p, n = self._prev, self._next
         p._next, n._prev = n, p
+        self.graph._order = None
+
+    # nodes compare by their place in the graph (`sorted(nodes)`: graph order)
+    def _position(self) -> int:
+        order = self.graph._order
+        if order is None:
+            order = self.graph._order = {n: i for i, n in enumerate(self.graph.nodes)}
+        return order[self]
+
+    def __lt__(self, other: Node) -> bool:
+        return self._position() < other._position()
+
+    def __gt__(self, other: Node) -> bool:
+        return self._position() > other._position()
+
+    def __le__(self, other: Node) -> bool:
+        return self._position() <= other._position()
+
+    def __ge__(self, other: Node) -> bool:
+        return self._position() >= other._position()
 
     # -- arguments and uses ------------------------------------------------------------
     @property
