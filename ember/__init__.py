@@ -100,6 +100,13 @@ from ember.core.legacy_types import (
     LongTensor,
     ShortTensor,
 )
+from ember.core.memory_format import (  # SHAPE family
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+)
 from ember.core.ops.complex import (
     angle,
     complex,
@@ -231,6 +238,7 @@ from ember.core.ops.elementwise_math import (
     igammac,
     isneginf,
     isposinf,
+    isreal,
     lcm,
     ldexp,
     lgamma,
@@ -560,16 +568,9 @@ from ember.core.sparse_coo import (
     sparse_csc,
     sparse_csr,
 )
+from ember.core.sparse_csr import sparse_csr_tensor
 from ember.core.sparse_ops import spmm
-from ember.core.storage import (  # SHAPE family
-    channels_last,
-    channels_last_3d,
-    contiguous_format,
-    layout,
-    memory_format,
-    preserve_format,
-    strided,
-)
+from ember.core.storage import layout, strided
 from ember.core.tensor import Size, Tensor
 from ember.core.threads import (
     get_num_interop_threads,
@@ -716,7 +717,7 @@ __all__ = [
     "exp2", "log10", "erfc", "erfinv", "lgamma", "digamma", "i0", "polygamma", "signbit",
     "fmod", "hypot", "nextafter", "igamma", "igammac", "gcd", "lcm", "bitwise_left_shift",
     "bitwise_right_shift", "deg2rad", "rad2deg", "frac", "sinc", "sgn", "logit", "nan_to_num",
-    "isposinf", "isneginf", "mvlgamma", "frexp", "copysign", "heaviside", "logaddexp2",
+    "isposinf", "isneginf", "isreal", "mvlgamma", "frexp", "copysign", "heaviside", "logaddexp2",
     "xlogy", "fmax", "fmin", "float_power", "ldexp", "hardshrink", "prelu",
     # reductions
     "sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "topk", "all", "any",
@@ -787,7 +788,7 @@ __all__ = [
     # (end of the REDUCE family's names)
     # sparse COO tensors
     "sparse_coo", "sparse_coo_tensor", "spmm", "sparse_csr", "sparse_csc", "sparse_bsr",
-    "sparse_bsc",
+    "sparse_bsc", "sparse_csr_tensor",
     # checkpoints, subpackages
     "save", "load", "utils",
 ]

@@ -3,8 +3,8 @@
 Every function here is a declared op's (ember/core/ops/factorizations.py, norms.py and
 linalg.py): the namespace only gives them their `torch.linalg` names, so there is one
 implementation and the same checks, gradients and backends as `ember.det`, `ember.svd` ...
-The linear algebra is real: ember's complex tensors (complex64/complex128) have no
-factorizations yet, and with them no `eig` or `eigvals` (complex even for real input).
+Complex matrices (complex64/complex128) go through the same functions; `eig` and
+`eigvals` return complex results even for real input, as PyTorch's.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from ember.core.ops import linalg as _l
 from ember.core.ops import norms as _n
 
 __all__ = [
-    "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",
-    "eigvalsh", "householder_product", "inv", "inv_ex", "lstsq", "lu", "lu_factor",
+    "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig",
+    "eigh", "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex", "lstsq", "lu",
+    "lu_factor",
     "lu_factor_ex", "lu_solve",
     "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot",
     "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd",
@@ -29,7 +30,9 @@ cond = _n.linalg_cond
 cross = _l.linalg_cross
 det = _f.det
 diagonal = _f.linalg_diagonal
+eig = _f.linalg_eig
 eigh = _f.linalg_eigh
+eigvals = _f.linalg_eigvals
 eigvalsh = _f.linalg_eigvalsh
 householder_product = _f.linalg_householder_product
 inv = _f.linalg_inv

@@ -424,3 +424,42 @@ def test_householder_product_gradient_through_zero_reflector_entries():
         grads.append((A.grad.numpy(), tau.grad.numpy(), q.detach().numpy()))
     for got, want in zip(*grads):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_eig_and_eigvals_match_torch(dtype):
+    """d2l's appendix `torch.linalg.eig(torch.tensor([[2, 1], [2, 3]], dtype=torch.float64))`:
+    complex results (real and conjugate-pair eigenvalues, batched) in LAPACK's order and
+    normalization, PyTorch's printed form, and its errors."""
+    rs = np.random.RandomState(3)
+    for a in (np.array([[2.0, 1.0], [2.0, 3.0]]), np.array([[0.0, -1.0], [1.0, 0.0]]),
+              rs.randn(2, 4, 4)):
+        a = a.astype(dtype)
+        (tw, tv), (ew, ev) = torch.linalg.eig(torch.tensor(a)), ember.linalg.eig(ember.tensor(a))
+        for t, e in ((tw, ew), (tv, ev), (torch.linalg.eigvals(torch.tensor(a)),
+                                          ember.linalg.eigvals(ember.tensor(a)))):
+            assert str(e.dtype) == str(t.dtype).replace("torch", "ember")
+        np.testing.assert_allclose(ew.numpy(), tw.numpy(), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(ember.linalg.eigvals(ember.tensor(a)).numpy(), tw.numpy(),
+                                   rtol=1e-4, atol=1e-5)
+        # an eigenvector is PyTorch's up to a phase (LAPACK builds may differ in sign)
+        phase = np.einsum("...ij,...ij->...j", ev.numpy().conj(), tv.numpy())
+        np.testing.assert_allclose(np.abs(phase), 1.0, rtol=1e-4)
+        np.testing.assert_allclose(a.astype(ev.numpy().dtype) @ ev.numpy(),
+                                   ev.numpy() * ew.numpy()[..., None, :], atol=1e-4)
+    two = [[2, 1], [2, 3]]
+    assert repr(ember.linalg.eig(ember.tensor(two, dtype=ember.float64))).replace(
+        "ember", "torch") == repr(torch.linalg.eig(torch.tensor(two, dtype=torch.float64)))
+    for bad in ("lib.ones(2, 3)", "lib.ones(3)", "lib.ones(2, 2, dtype=lib.int64)",
+                "lib.full((2, 2), float('nan'))", "lib.ones(2, 2, dtype=lib.float16)"):
+        errors = []
+        for lib in (torch, ember):
+            with pytest.raises((RuntimeError, NotImplementedError)) as err:
+                lib.linalg.eig(eval(bad, {"lib": lib}))
+            errors.append((type(err.value), str(err.value)))
+        assert errors[1] == errors[0], bad
+    x = ember.tensor([[2.0, 1.0], [0.5, 3.0]], requires_grad=True)  # PyTorch's gradient
+    xt = torch.tensor([[2.0, 1.0], [0.5, 3.0]], requires_grad=True)
+    ember.linalg.eigvals(x).real.sum().backward()
+    torch.linalg.eigvals(xt).real.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-6)

@@ -187,8 +187,9 @@ def test_exported_ops_are_declared():
                "is_deterministic_algorithms_warn_only_enabled", "set_printoptions",
                "get_printoptions", "set_num_threads", "get_num_threads",
                "set_num_interop_threads", "get_num_interop_threads",
-               # sparse COO tensors: written with the dense ops (ember.core.sparse_ops)
-               "sparse_coo_tensor", "spmm"}
+               # sparse COO and CSR tensors: written with the dense ops
+               # (ember.core.sparse_ops, ember.core.sparse_csr)
+               "sparse_coo_tensor", "spmm", "sparse_csr_tensor"}
     publics = [op.public for op in OPS.values()]
     publics += [op.public_inplace for op in OPS.values()]  # torch.sin_ & co
     for name in ember.__all__:
@@ -632,3 +633,65 @@ def test_top_level_in_place_functions_are_torchs():
                                                "used in an in-place operation."):
             lib.sin_(leaf)
     assert ember.sin_ is ember.Tensor.sin_ and ember.sin_.__doc__
+
+
+def test_numpy_keyword_names_are_accepted_as_torchs_parser_does(torch):
+    """PyTorch's argument parser takes NumPy's names for its own (`axis` for `dim`,
+    `keepdims` for `keepdim`, `x`/`a` for `input`): makemore's `P.sum(1, keepdims=True)`.
+    Naming both, or an unknown keyword, is still the TypeError it was."""
+    a = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    e, t = ember.tensor(a), torch.tensor(a)
+    for call in (lambda m, x: x.sum(1, keepdims=True),
+                 lambda m, x: m.sum(x, axis=0),
+                 lambda m, x: x.mean(axis=1, keepdims=True),
+                 lambda m, x: x.std(axis=0, keepdims=True),
+                 lambda m, x: x.max(axis=1).values,
+                 lambda m, x: m.cat([x, x], axis=0),
+                 lambda m, x: m.exp(x=x)):
+        got, want = call(ember, e), call(torch, t)
+        assert got.shape == tuple(want.shape)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+    x = ember.tensor(a, requires_grad=True)
+    x.sum(axis=1, keepdims=True).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.ones((3, 4), np.float32))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'axis'"):
+        e.sum(dim=1, axis=0)
+    with pytest.raises(TypeError, match="keepdimz"):
+        e.sum(1, keepdimz=True)
+
+
+@pytest.mark.parametrize("call", [
+    "x.argmax(axis=1)", "lib.argmax(x, axis=1)", "x.sum(axis=0, keepdims=True)",
+    "lib.mean(a=x, dim=0)", "lib.cat([x, x], axis=0)", "x.softmax(axis=1)",
+    "lib.add(x, x2=x)", "x.max(axis=1).indices", "x.clone().unsqueeze_(axis=0)",
+])
+def test_numpy_keyword_names_are_torchs(torch, call):
+    """PyTorch's argument parser takes NumPy's names for dim, keepdim, input and other on
+    every op (d2l's `y_hat.argmax(axis=1)`); naming a parameter twice is its TypeError."""
+    values = np.arange(6.0).reshape(2, 3)
+    e = eval(call, {"lib": ember, "x": ember.tensor(values)})
+    t = eval(call, {"lib": torch, "x": torch.tensor(values)})
+    assert e.dtype == getattr(ember, str(t.dtype).split(".")[1])
+    np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-12)
+    for lib in (torch, ember):
+        with pytest.raises(TypeError, match=r"^sum\(\) got an unexpected keyword argument 'axis'$"):
+            lib.ones(2).sum(dim=0, axis=0)
+
+
+@pytest.mark.parametrize("call", [
+    "lib.sqrt(2 * math.pi)", "lib.exp(2.0)", "lib.sum(3)", "lib.mean(a=2.0)",
+    "lib.matmul([1.0], [2.0])", "lib.relu(None)", "lib.argmax(2.0)", "lib.sqrt(input=4)",
+    "lib.nn.functional.linear(2.0, lib.ones(1, 1))",
+])
+def test_an_input_that_is_not_a_tensor_is_torchs_type_error(torch, call):
+    """d2l's `torch.sqrt(2 * torch.pi * sigma**2)` with a float: PyTorch's TypeError naming
+    the op, the argument and the type, not an AttributeError from inside the op."""
+    import math
+
+    messages = []
+    for lib in (torch, ember):
+        with pytest.raises(TypeError) as err:
+            eval(call, {"lib": lib, "math": math})
+        messages.append(str(err.value))
+    assert messages[1] == messages[0]
+    assert "must be Tensor, not" in messages[1]

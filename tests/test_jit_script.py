@@ -129,3 +129,20 @@ def test_jit_save_and_load_keep_a_whole_module(tmp_path) -> None:
     import pickle
     with pytest.raises(pickle.UnpicklingError):  # a whole module: code, so not by default
         ember.load(path)
+
+
+def test_a_scripted_or_traced_module_saves_itself(tmp_path) -> None:
+    """d2l 13.2: `net = torch.jit.script(net); net.save('my_mlp')`, loaded back whole."""
+    model = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
+    x = ember.randn(4, 3)
+    scripted = ember.jit.script(model)
+    scripted.save(tmp_path / "my_mlp")
+    loaded = ember.jit.load(tmp_path / "my_mlp")
+    assert type(loaded) is nn.Sequential and ember.equal(loaded(x), model(x))
+    assert sorted(loaded.state_dict()) == ["0.bias", "0.weight"]
+    loaded.save(tmp_path / "again")  # the loaded module is still a scripted one
+    assert ember.equal(ember.jit.load(tmp_path / "again")(x), model(x))
+    ember.jit.trace(model, x).save(str(tmp_path / "traced"))
+    assert ember.equal(ember.jit.load(tmp_path / "traced")(x), model(x))
+    with pytest.raises(AttributeError, match="'Sequential' object has no attribute 'save'"):
+        _ = nn.Sequential(nn.Linear(3, 2)).save  # only scripted modules have it

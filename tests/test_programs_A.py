@@ -334,6 +334,45 @@ PROGRAM_SPECS = [
 ]
 
 
+def _d2l_estimates_hold(t_out: str, e_out: str) -> None:
+    # the fitted linear regression recovers w and b; the scripted MLP saved itself
+    for out in (t_out, e_out):
+        assert out.rstrip().endswith("True True"), out[-200:]
+
+
+# Set I: Dive into Deep Learning (d2l.ai, PyTorch edition), its helpers inline
+PROGRAMS_I = [
+    Program("d2l_linear_regression.py", first=r"epoch 1, loss ([\d.]+)",
+            trends=[Trend(r"epoch \d, loss ([\d.]+)", 0.1, 0.3, count=3)],
+            extra=_d2l_estimates_hold),
+    Program("d2l_softmax_regression.py", first=r"epoch 1, loss ([\d.]+)",
+            trends=[Trend(r"loss ([\d.]+), train acc", 0.5, 0.3, count=4),
+                    Trend(r"train acc ([\d.]+)", 1.2, 0.3, rises=True, count=4)]),
+    Program("d2l_mlp.py", first=r"epoch 1, loss ([\d.]+)",
+            trends=[Trend(r"loss ([\d.]+), train acc", 0.99, 0.1, count=3),
+                    Trend(r"epoch \d+: train ([\d.]+)", 0.1, 0.3, count=3)]),
+    Program("d2l_builders_guide.py"),
+    Program("d2l_cnn_basics.py", first=r"epoch 2, loss ([\d.]+)",
+            trends=[Trend(r"epoch \d+, loss ([\d.]+)\n", 0.1, 0.3, count=5),
+                    Trend(r"loss ([\d.]+), train acc", 0.97, 0.1)]),
+    Program("d2l_modern_cnn.py", first=r"epoch 1, loss ([\d.]+)",
+            trends=[Trend(r"loss ([\d.]+), train acc", 0.5, 0.3)]),
+    Program("d2l_rnn.py", first=r"epoch 1, perplexity ([\d.]+)",
+            trends=[Trend(r"epoch \d, perplexity ([\d.]+)", 0.9, 0.2, count=5)]),
+    Program("d2l_attention.py", first=r"epoch 1, loss ([\d.]+)",
+            trends=[Trend(r"epoch \d+, loss ([\d.]+)\n", 0.3, 0.3, count=4),
+                    Trend(r"epoch \d, loss ([\d.]+)\n", 0.9, 0.3)]),
+    Program("d2l_optimization.py", first=r"epoch 20, x1: (-?[\d.]+)",
+            trends=[Trend(r"train loss ([\d.]+), lr", 1.0, 0.1)]),
+    Program("d2l_word2vec.py", first=r"epoch 1, loss ([\d.]+)",
+            trends=[Trend(r"epoch \d, loss ([\d.]+)", 0.8, 0.2)]),
+    Program("d2l_preliminaries.py", extra=_d2l_estimates_hold),
+    Program("d2l_object_detection.py"),
+    Program("d2l_nlp_gan.py"),
+]
+PROGRAM_SPECS += PROGRAMS_I
+
+
 def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
     workdir.mkdir()
     cmd = [sys.executable, "-W", "ignore"] + (["-m", "ember.run"] if alias else []) + \

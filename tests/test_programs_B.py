@@ -289,6 +289,82 @@ PROGRAMS_F = [
 ]
 PROGRAMS_B += PROGRAMS_F
 
+# set H: Karpathy's "Neural Networks: Zero to Hero" (makemore parts 1-5, gpt-dev, build-nanogpt,
+# micrograd). Samples drawn from trained weights are not compared: float32 drift may move a
+# draw across a bucket boundary; those from counts and seeded generators are.
+MAKEMORE_DATA = r"^\['|^\{|^torch.Size|^\d+$"
+MAKEMORE_REPO = (r"^\{'input_file'|^number|^max word|^vocabulary|^[a-z]+$|^split up|^dataset"
+                 r"|^model #params")
+PROGRAMS_H = [
+    Program("makemore_bigram.py",  # (30 full-batch steps: the losses agree to float32 rounding)
+            same=r"^(?!average negative|\d+\.\d+$)", close=r"^average negative|^\d+\.\d+$"),
+    Program("makemore_mlp.py", same=MAKEMORE_DATA + r"|^tensor\(\[|^        \[",
+            skeleton=r"^mean log10|^train|^val|^tensor\(\d",
+            losses=r"^ *\d+ (?P<loss>[\d.]+)$", factor=1.1),
+    Program("makemore_batchnorm.py", same=MAKEMORE_DATA + r"|^saturated|^\d+ \d+$",
+            skeleton=r"^train|^val|^layer|^weight|^param",
+            losses=r"^ +\d+/ +(?P<tag>\d+): (?P<loss>[\d.]+)$", factor=1.1),
+    Program("makemore_backprop.py", same=MAKEMORE_DATA + r"|^torch.Size",
+            skeleton=r"\| exact: |^[\d.]+ diff:|^max diff|^train|^val|^tensor\([\d-]",
+            losses=r"^ +\d+/ +\d+: (?P<loss>[\d.]+)$", factor=1.1),
+    Program("makemore_wavenet.py",
+            same=MAKEMORE_DATA + r"| --> |^[A-Za-z]+ : |^tensor\(\[\[|^        \[|^torch.Size",
+            skeleton=r"^train|^val|^tensor\(\[\d",
+            losses=r"^ +\d+/ +\d+: (?P<loss>[\d.]+)$", factor=1.1),
+    Program("gpt_dev.py",  # (torch.allclose(xbow, xbow2): 3e-8 apart, False in PyTorch 2.x)
+            same=r"^length|^ !|^\d+$|^\[|^hii|^torch.Size|^tensor\(\[\d|^ +\d|^when input"
+                 r"|^inputs|^targets|^----|^[abc]=|^--$|^        \[|^       grad_fn|^tensor\(True"
+                 r"|M parameters|^Block|^  +\(|^  +\)|^\)",
+            skeleton=r"^tensor\(\d|^-?0\.\d+, ", close=r"^\d\.\d+$",
+            losses=r"^step \d+: train loss (?P<loss>[\d.]+)", factor=1.1),
+    Program("build_nanogpt.py",
+            same=r"^using|^total|^=>|^found|^number|^True|^num |^2 \[|^rank|^torch",
+            skeleton=r"^validation loss",
+            losses=r"^step +\d+ \| loss: (?P<loss>[\d.]+)", factor=1.1),
+    Program("micrograd_vs_torch.py", same=r"."),  # (its asserts check micrograd against torch)
+    Program("makemore_repo.py",
+            ("--max-steps", "31", "--eval-every", "15", "--num-workers", "0", "--n-layer", "1"),
+            same=MAKEMORE_REPO, skeleton=r"train loss: |is the best so far",
+            losses=r"^step \d+ \| loss (?P<loss>[\d.]+) \|", factor=1.1),
+    Program("makemore_repo.py",
+            ("--type", "gru", "--max-steps", "31", "--eval-every", "15", "--num-workers", "0"),
+            same=MAKEMORE_REPO, skeleton=r"train loss: |is the best so far",
+            losses=r"^step \d+ \| loss (?P<loss>[\d.]+) \|", factor=1.1, long=True),
+]
+PROGRAMS_B += PROGRAMS_H
+
+
+def _topic_neighbours(at_least: int) -> Callable[[str], None]:
+    def check(out: str) -> None:
+        """The word vectors learned the topics: most nearest words share the word's."""
+        found = re.search(r"^neighbours in the same topic: (\d+)/12$", out, re.M)
+        assert int(found.group(1)) >= at_least
+    return check
+
+
+# set S: sparse gradients (nn.Embedding(sparse=True) with SparseAdam, EmbeddingBag with SGD)
+PROGRAMS_S = [
+    Program("word2vec_sgns.py",
+            same=r"^vocabulary|^\d+ \(centre|^SkipGramNeg|^  \(|^\)|^grad is sparse",
+            skeleton=r"^neighbours in the same topic",
+            losses=r"^epoch \d+ loss (?P<loss>[\d.]+)$", factor=1.2,
+            check=_topic_neighbours(9)),
+    Program("fasttext_classifier.py",
+            same=r"^FastText|^  \(|^\)|grad is sparse|^the storm|^we bake",
+            skeleton=r"^test accuracy", losses=r"^epoch \d+ loss (?P<loss>[\d.]+)$",
+            factor=1.5, check=_test_accuracy(0.8)),
+]
+PROGRAMS_B += PROGRAMS_S
+
+# complex numbers, second round: a complex-valued MLP (complex nn.Linear, CReLU through the
+# view_as_real round trip) trained with Adam, and complex ops on fixed values
+PROGRAMS_C2 = [
+    Program("complex_net.py", same=r"^parameters|^fits", close=r"^target|^eigvals|^cplx ops",
+            skeleton=r"^relative test error", losses=r"^step \d+ loss (?P<loss>[\d.]+)",
+            factor=1.5),
+]
+PROGRAMS_B += PROGRAMS_C2
+
 # torch.fx: pytorch/examples fx/ programs and the FX tutorials. Printed graphs and
 # generated code must be torch's text; values agree within float32 rounding.
 PROGRAMS_FX = [

@@ -128,6 +128,10 @@ class GradScaler:
                     continue
                 if not allow_fp16 and grad.dtype is float16:
                     raise ValueError("Attempting to unscale FP16 gradients.")
+                if grad.is_sparse:  # (nn.Embedding(sparse=True)) its values, as PyTorch's
+                    if grad.dtype is float16:  # summed first: the sums may overflow
+                        param.grad = grad = grad.coalesce()
+                    grad = grad._values()
                 by_device[str(grad.device)].append(grad)
         found: dict[str, Tensor] = {}
         with no_grad():

@@ -24,12 +24,18 @@ from ember.core import dtype as dt
 from ember.core.backend import from_numpy_dtype, numpy_dtype
 from ember.core.declare import composite, define, primitive
 from ember.core.device import device as Device
-from ember.core.dispatch import check_dtype, run_creation, user_stacklevel
+from ember.core.dispatch import check_dtype, run_creation, run_inplace, user_stacklevel
 from ember.core.host import dtype_arg, python_scalar
+from ember.core.memory_format import (
+    check_format,
+    contiguous_format,
+    empty_in_format,
+    like_layout,
+    preserve_format,
+)
 from ember.core.mt19937 import DEFAULT_SEED, MT19937
 from ember.core.opdef import Kind, OutMeta
 from ember.core.placement import DeviceLike, get_default_device, resolve, set_default_device
-from ember.core.storage import like_layout
 from ember.core.tensor import Tensor
 
 __all__ = ["Generator", "default_generator", "get_default_device", "get_rng_state",
@@ -338,13 +344,20 @@ def ones(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
 
 @composite(complex=True, variants="function")
 def empty(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
-          device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
-    """An uninitialised tensor, of the sizes given (or `size=`)."""
+          device: DeviceLike = None, requires_grad: bool = False,
+          memory_format: Any = None) -> Tensor:
+    """An uninitialised tensor, of the sizes given (or `size=`), row-major or laid out in
+    `memory_format` (`ember.channels_last`)."""
     size = _sizes_given("empty", sizes, size)
     d = dtype_arg(dtype) or dt.get_default_dtype()
     dev, backend = resolve(device, _nbytes(size, d))
     check_dtype("empty", backend, d, dev)
-    buf = backend.empty(_shape_arg("empty", size, d), d, dev.index or 0)
+    shape = _shape_arg("empty", size, d)
+    fmt = check_format("empty", memory_format)
+    if fmt is not preserve_format and fmt is not contiguous_format:
+        laid = empty_in_format(tuple(shape), fmt, lambda s: empty(s, dtype=d, device=dev))
+        return _finish(laid, requires_grad)
+    buf = backend.empty(shape, d, dev.index or 0)
     return _finish(Tensor._make(buf, d, dev, backend), requires_grad)
 
 
@@ -362,69 +375,82 @@ def _like(x: Tensor, dtype: Any, device: DeviceLike) -> tuple[dt.dtype, DeviceLi
     return (dtype_arg(dtype) or x.dtype), (device if device is not None else x.device)
 
 
-def _empty_like(x: Tensor, d: dt.dtype, dev: DeviceLike) -> Tensor:
-    """PyTorch's `empty_like(x)`, strides kept for a permuted `x`: the `*_like` random
-    factories fill it, so their draws land where PyTorch's do."""
-    return like_layout(x, lambda shape: empty(shape, dtype=d, device=dev))
+def _empty_like(x: Tensor, d: dt.dtype, dev: DeviceLike, memory_format: Any = None) -> Tensor:
+    """PyTorch's `empty_like(x, memory_format=...)`: strides kept for a permuted or
+    channels-last `x` (preserve_format), or laid out in the format asked for. The `*_like`
+    factories fill it, so random draws land where PyTorch's do."""
+    fmt = check_format("empty_like", memory_format)
+    return like_layout(x, lambda shape: empty(shape, dtype=d, device=dev), fmt)
 
 
 @composite(complex=True, variants="function")
 def zeros_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
-               requires_grad: bool = False) -> Tensor:
-    """Zeros of `input`'s shape (and its dtype and device unless given)."""
-    d, dev = _like(input, dtype, device)
-    return full(input.shape, 0, dtype=d, device=dev, requires_grad=requires_grad)
+               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    """Zeros of `input`'s shape (and its dtype and device unless given), laid out as
+    `input` (or in `memory_format`)."""
+    return full_like(input, 0, dtype=dtype, device=device, requires_grad=requires_grad,
+                     memory_format=memory_format)
 
 
 @composite(complex=True, variants="function")
 def ones_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
-              requires_grad: bool = False) -> Tensor:
-    """Ones of `input`'s shape (and its dtype and device unless given)."""
-    d, dev = _like(input, dtype, device)
-    return full(input.shape, 1, dtype=d, device=dev, requires_grad=requires_grad)
+              requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    """Ones of `input`'s shape (and its dtype and device unless given), laid out as
+    `input` (or in `memory_format`)."""
+    return full_like(input, 1, dtype=dtype, device=device, requires_grad=requires_grad,
+                     memory_format=memory_format)
 
 
 @composite(complex=True, variants="function")
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: DeviceLike = None,
-              requires_grad: bool = False) -> Tensor:
-    """`fill_value` in `input`'s shape (and its dtype and device unless given)."""
+              requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    """`fill_value` in `input`'s shape (and its dtype and device unless given), laid out as
+    `input` (or in `memory_format`)."""
     d, dev = _like(input, dtype, device)
-    return full(input.shape, fill_value, dtype=d, device=dev, requires_grad=requires_grad)
+    if memory_format is None and input._backend.is_contiguous(input._data):  # (most calls)
+        return full(input.shape, fill_value, dtype=d, device=dev, requires_grad=requires_grad)
+    out = _empty_like(input, d, dev, memory_format)
+    run_inplace("assign", out, full((), fill_value, dtype=d, device=dev))  # (not fill_: it
+    return _finish(out, requires_grad)                                    # calls full_like)
 
 
 @composite(complex=True, variants="function")
 def empty_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
-               requires_grad: bool = False) -> Tensor:
-    """An uninitialised tensor of `input`'s shape (and its dtype and device unless given)."""
+               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    """An uninitialised tensor of `input`'s shape (and its dtype and device unless given),
+    laid out as `input` (or in `memory_format`)."""
     d, dev = _like(input, dtype, device)
-    return empty(input.shape, dtype=d, device=dev, requires_grad=requires_grad)
+    return _finish(_empty_like(input, d, dev, memory_format), requires_grad)
 
 
 @composite(complex=True, variants="function")
-def rand_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None) -> Tensor:
+def rand_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
+              requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     """Uniform random numbers in [0, 1) of `input`'s shape."""
     d, dev = _like(input, dtype, device)
     if d.is_complex:  # (PyTorch's stream for complex: rand's)
         return rand(tuple(input.shape), dtype=d, device=dev)
-    return _empty_like(input, d, dev).uniform_()
+    return _finish(_empty_like(input, d, dev, memory_format).uniform_(), requires_grad)
 
 
 @composite(complex=True, variants="function")
-def randn_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None) -> Tensor:
+def randn_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
+               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     """Standard normal random numbers of `input`'s shape."""
     d, dev = _like(input, dtype, device)
     if d.is_complex:  # (PyTorch's stream for complex: randn's)
         return randn(tuple(input.shape), dtype=d, device=dev)
-    return _empty_like(input, d, dev).normal_()
+    return _finish(_empty_like(input, d, dev, memory_format).normal_(), requires_grad)
 
 
 @composite(variants="function")
 def randint_like(input: Tensor, low: int, high: int | None = None, *, dtype: Any = None,
-                 device: DeviceLike = None) -> Tensor:
+                 device: DeviceLike = None, requires_grad: bool = False,
+                 memory_format: Any = None) -> Tensor:
     """Random integers in [low, high) of `input`'s shape."""
     d, dev = _like(input, dtype, device)
     low, high = (0, low) if high is None else (low, high)
-    return _empty_like(input, d, dev).random_(low, high)
+    return _finish(_empty_like(input, d, dev, memory_format).random_(low, high), requires_grad)
 
 
 # -- the new_* methods: a new tensor with this one's dtype and device ---------------------

@@ -108,10 +108,15 @@ def _entered(op: Op, name: str, fn: Callable) -> Callable:
     is installed (autocast, the profiler). A composite not declared `complex` refuses a
     complex argument here (a primitive's are checked by dispatch)."""
     refuses = op.kind is Kind.COMPOSITE and not op.complex
+    numpy_names = _numpy_keywords(op.fn)
+    code = getattr(_unwrapped(op.fn), "__code__", None)
+    takes_input = code is not None and code.co_argcount > 0 and code.co_varnames[0] == "input"
 
     @functools.wraps(fn)
     def entered(*args: Any, **kwargs: Any) -> Any:
         hook = interpose.active
+        if kwargs and numpy_names and not numpy_names.keys().isdisjoint(kwargs):
+            kwargs = _renamed(name, kwargs, numpy_names)
         try:
             if refuses:  # (here, not a wrapper of its own: one call less on a hot path)
                 refuse_complex(op.name, args)
@@ -122,12 +127,68 @@ def _entered(op: Op, name: str, fn: Callable) -> Callable:
             return hook(op, name, fn, args, kwargs)
         except MemoryError as err:  # NumPy's, as PyTorch's RuntimeError naming the bytes
             raise host_out_of_memory(op.name, err) from None
+        except AttributeError:  # `torch.sqrt(2.0)`: PyTorch's TypeError, not a float's
+            wrong = _input_not_a_tensor(name, args, kwargs) if takes_input else None
+            if wrong is None:
+                raise
+            raise TypeError(wrong) from None
         except NotImplementedError:
             sparse_form = _sparse_form(name, args)
             if sparse_form is None:
                 raise
             return sparse_form(*args, **kwargs)
     return entered
+
+
+# PyTorch's argument parser takes NumPy's keyword names for four parameters of every op
+# (python_arg_parser.cpp, numpy_compatibility_arg_names): `x.argmax(axis=1)`,
+# `x.sum(1, keepdims=True)`, `torch.add(x, x2=y)`
+_NUMPY_KEYWORDS = {"dim": ("axis",), "keepdim": ("keepdims",), "input": ("x", "a", "x1"),
+                   "other": ("x2",)}
+
+
+def _numpy_keywords(fn: Callable | None) -> dict[str, str]:
+    """{NumPy's keyword: the parameter it names} for the parameters of `fn` that PyTorch
+    also accepts under NumPy's name (none that `fn` has a parameter of its own for)."""
+    code = getattr(_unwrapped(fn), "__code__", None)
+    if code is None:
+        return {}
+    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    return {alias: param for param in params for alias in _NUMPY_KEYWORDS.get(param, ())
+            if alias not in params}
+
+
+def _unwrapped(fn: Callable | None) -> Callable | None:
+    """The function under `fn`'s functools.wraps layers."""
+    while fn is not None and hasattr(fn, "__wrapped__"):
+        fn = fn.__wrapped__
+    return fn
+
+
+def _renamed(name: str, kwargs: dict, numpy_names: dict[str, str]) -> dict:
+    """`kwargs` with NumPy's keyword names given PyTorch's; naming a parameter twice is
+    PyTorch's TypeError."""
+    out = {}
+    for key, value in kwargs.items():
+        param = numpy_names.get(key, key)
+        if param in out or (param != key and param in kwargs):
+            raise TypeError(f"{name}() got an unexpected keyword argument '{key}'")
+        out[param] = value
+    return out
+
+
+def _input_not_a_tensor(name: str, args: tuple, kwargs: dict) -> str | None:
+    """PyTorch's message for an op's `input` that is not a tensor (`torch.sqrt(2 * pi)`),
+    or None when it is one. Asked only after the op failed, so calls pay nothing."""
+    if args:
+        value, where = args[0], " (position 1)"
+    elif "input" in kwargs:
+        value, where = kwargs["input"], ""
+    else:
+        return None
+    if isinstance(value, Tensor):
+        return None
+    return f"{name}(): argument 'input'{where} must be Tensor, not {type(value).__name__}"
 
 
 def _sparse_form(name: str, args: tuple) -> Callable | None:

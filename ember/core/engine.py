@@ -19,6 +19,7 @@ from ember.core import anomaly_mode, interpose, tracing
 from ember.core import backend as backend_contract
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import AccumulateGrad, Node, edge_of, is_tensor
+from ember.core.memory_format import contiguous_format, tensor_format
 
 
 def _collect(roots: set[Node]) -> dict[Node, int]:
@@ -138,7 +139,16 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
                     else:
                         if nr >= len(slots):
                             slots.extend([None] * (nr + 1 - len(slots)))
-                        slots[nr] = g if slots[nr] is None else slots[nr] + g
+                        old = slots[nr]
+                        if old is None:
+                            slots[nr] = g
+                        else:
+                            try:
+                                slots[nr] = old + g
+                            except RuntimeError:  # sparse + dense: summed the other way
+                                if not old.is_sparse:
+                                    raise
+                                slots[nr] = g + old
                 count = deps[nxt] - 1
                 deps[nxt] = count
                 if not count:
@@ -187,7 +197,8 @@ def _add_grad(buffers: dict, node: Node, nr: int, g: Any) -> None:
         slots = buffers[node] = [None] * max(node.n_outputs, nr + 1)
     if nr >= len(slots):
         slots.extend([None] * (nr + 1 - len(slots)))
-    slots[nr] = g if slots[nr] is None else slots[nr] + g
+    old = slots[nr]
+    slots[nr] = g if old is None else (g + old if old.is_sparse else old + g)
 
 
 def zeros_for_missing(grads: Sequence[Any], metas: Sequence[Any]) -> list:
@@ -239,6 +250,13 @@ def _accumulate(t: Any, g: Any, create_graph: bool) -> None:
         new = hook(g)
         if new is not None:
             g = new
+    if g.is_sparse or (t._grad is not None and t._grad.is_sparse):
+        from ember.core.sparse_grad import accumulate  # (only sparse gradients import it)
+
+        accumulate(t, g, create_graph)
+        for hook in t._post_accumulate_hooks or ():  # (as below: no call on the dense path)
+            hook(t)
+        return
     if g._data.shape != t._data.shape:
         g = g.sum_to_size(t.shape)
     if t._grad_dtype != "same" and t._grad_dtype is not None and g._dtype is not t._grad_dtype:
@@ -253,8 +271,15 @@ def _accumulate(t: Any, g: Any, create_graph: bool) -> None:
     if not create_graph:
         g = g.detach()
     if t._grad is None:
-        if not (create_graph or unshared):
-            g = g.clone()
+        # PyTorch's gradient layout contract: `.grad` is laid out as its leaf (a kept
+        # gradient too: a transposed matmul result is copied for a row-major weight)
+        if t._backend.is_contiguous(t._data):
+            if not (create_graph or (unshared and g._backend.is_contiguous(g._data))):
+                g = g.clone(memory_format=contiguous_format)
+        else:
+            g, unshared = _leaf_layout(t, g, unshared)
+            if not (create_graph or unshared):
+                g = g.clone()
         if g._device is t._device and g._data.shape == t._data.shape:
             t._grad = g  # what the `grad` setter checks holds
         else:
@@ -268,6 +293,15 @@ def _accumulate(t: Any, g: Any, create_graph: bool) -> None:
         t._grad.add_(g)
     for hook in t._post_accumulate_hooks or ():
         hook(t)
+
+
+def _leaf_layout(t: Any, g: Any, unshared: bool) -> tuple[Any, bool]:
+    """PyTorch's gradient layout contract: a channels-last leaf (a convolution's weight
+    after `Module.to(memory_format=...)`) gets a channels-last `.grad`."""
+    fmt = tensor_format(t)
+    if fmt is contiguous_format or g.is_contiguous(memory_format=fmt):
+        return g, unshared
+    return g.contiguous(memory_format=fmt), True  # (a fresh copy)
 
 
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,

@@ -160,10 +160,10 @@ def metadata_inplace(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     """`x.squeeze_()` and friends: `x` itself becomes the reshaped view. Its version
     advances, as for any in-place op: a node that saved `x` before must not read the
     reshaped tensor."""
-    def method(self: Tensor, *args: Any) -> Tensor:
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         if recording(self):
             _check_allowed(self)
-        result = fn(self, *args)
+        result = fn(self, *args, **kwargs)
         self._data = result._data
         if result._node is not None:
             self._node, self._output_nr = result._node, result._output_nr

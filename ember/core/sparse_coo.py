@@ -37,7 +37,8 @@ from ember.core.tensor import Size, Tensor
 
 sparse_coo = layout("sparse_coo")
 # PyTorch's compressed layouts: named, so a program can compare `x.layout` with them;
-# ember builds no tensor of these layouts (`to_sparse(layout=...)` refuses them)
+# ember builds CSR matrices (ember.core.sparse_csr), and no tensor of the others
+# (`to_sparse(layout=...)` refuses them)
 sparse_csr, sparse_csc = layout("sparse_csr"), layout("sparse_csc")
 sparse_bsr, sparse_bsc = layout("sparse_bsr"), layout("sparse_bsc")
 
@@ -45,18 +46,17 @@ _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def backend_key(t: Tensor) -> str:
-    """PyTorch's dispatch key of a sparse tensor's device: 'SparseCPU', 'SparseCUDA'."""
+    """PyTorch's dispatch key of a sparse tensor's layout and device: 'SparseCPU',
+    'SparseCUDA', 'SparseCsrCPU'."""
     kind = t.device.type
-    return "Sparse" + (kind.upper() if kind in ("cpu", "cuda") else kind.capitalize())
+    return t._dispatch_key + (kind.upper() if kind in ("cpu", "cuda") else kind.capitalize())
 
 
 def unsupported(t: Tensor, op: str) -> NotImplementedError:
     """The error of a dense op given a sparse tensor (PyTorch's words, and ember's hint)."""
     return NotImplementedError(
         f"Could not run 'aten::{op}' with arguments from the '{backend_key(t)}' backend: "
-        f"ember's sparse tensors (layout={dt.API_NAME}.sparse_coo) support coalesce, "
-        "to_dense, indices/values, mm/matmul/spmm with a dense operand, sparse.sum, "
-        "sparse.softmax, +, -, * and / by a scalar, t/transpose and to(); call "
+        f"ember's sparse tensors (layout={t.layout!r}) support {t._supported}; call "
         ".to_dense() first for any other op.")
 
 
@@ -78,13 +78,15 @@ def _op_in_progress() -> str:
     return outermost or "unknown"
 
 
-class SparseTensor(Tensor):
-    """A sparse COO tensor (`layout=torch.sparse_coo`); make one with
-    `ember.sparse_coo_tensor` or `dense.to_sparse()`."""
+class SparseLayout(Tensor):
+    """What PyTorch's sparse layouts (ember's COO and CSR tensors) share: a size and the
+    values, no strided buffer (`_data`, which every dense op reads, raises as PyTorch's
+    "Could not run 'aten::exp' with arguments from the 'SparseCPU' backend"), and a place
+    in the autograd graph that is their values'."""
 
-    __slots__ = ("_ind", "_vals", "_sparse_size", "_coalesced")
-    is_sparse = True
-    layout = sparse_coo
+    __slots__ = ("_vals", "_sparse_size")
+    _dispatch_key = "Sparse"  # PyTorch's dispatch key of the layout, before the device
+    _supported = ""  # what ember's tensors of the layout do, for the error of the rest
 
     # -- what dense code reaches for ------------------------------------------------
     @property
@@ -111,20 +113,6 @@ class SparseTensor(Tensor):
     @_node.setter
     def _node(self, value: Any) -> None:
         self._vals._node = value
-
-    @property
-    def grad(self) -> Tensor | None:  # type: ignore[override]
-        """A sparse leaf's gradient: a sparse tensor of its indices (PyTorch's for
-        `torch.sparse.mm`: the gradient where this tensor has entries)."""
-        g = self._vals._grad
-        return None if g is None else leaf_grad(self, g)
-
-    @grad.setter
-    def grad(self, value: Tensor | None) -> None:
-        if value is not None and not value.is_sparse:
-            raise RuntimeError("assigned grad has a different layout than the sparse tensor: "
-                               f"expected {sparse_coo!r}, got {value.layout!r}")
-        self._vals._grad = None if value is None else value._vals
 
     # -- attributes -----------------------------------------------------------------
     @property
@@ -153,6 +141,42 @@ class SparseTensor(Tensor):
             raise TypeError("len() of a 0-d tensor")
         return self._sparse_size[0]
 
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        return False
+
+    def requires_grad_(self, requires_grad: bool = True) -> SparseLayout:
+        Tensor.requires_grad_(self, requires_grad)
+        return self
+
+    def __format__(self, format_spec: str) -> str:
+        return object.__format__(self, format_spec)
+
+
+class SparseTensor(SparseLayout):
+    """A sparse COO tensor (`layout=torch.sparse_coo`); make one with
+    `ember.sparse_coo_tensor` or `dense.to_sparse()`."""
+
+    __slots__ = ("_ind", "_coalesced")
+    is_sparse = True
+    layout = sparse_coo
+    _supported = ("coalesce, to_dense, indices/values, mm/matmul/spmm with a dense operand, "
+                  "sparse.sum, sparse.softmax, +, -, * and / by a scalar, t/transpose and "
+                  "to()")
+
+    @property
+    def grad(self) -> Tensor | None:  # type: ignore[override]
+        """A sparse leaf's gradient: a sparse tensor of its indices (PyTorch's for
+        `torch.sparse.mm`: the gradient where this tensor has entries)."""
+        g = self._vals._grad
+        return None if g is None else leaf_grad(self, g)
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None and not value.is_sparse:
+            raise RuntimeError("assigned grad has a different layout than the sparse tensor: "
+                               f"expected {sparse_coo!r}, got {value.layout!r}")
+        self._vals._grad = None if value is None else value._vals
+
     def sparse_dim(self) -> int:
         """How many leading dimensions are sparse (the rows of `indices`)."""
         return self._ind.shape[0]
@@ -169,9 +193,6 @@ class SparseTensor(Tensor):
         """Whether the indices are sorted and free of duplicates (as known: a tensor built
         from indices is not, until `coalesce()` or `is_coalesced=True` says so)."""
         return self._coalesced
-
-    def is_contiguous(self, memory_format: Any = None) -> bool:
-        return False
 
     def _indices(self) -> Tensor:
         """The indices, `[sparse_dim, nnz]`, coalesced or not."""
@@ -300,16 +321,9 @@ class SparseTensor(Tensor):
     def bool(self, memory_format: Any = None) -> SparseTensor:
         return self.to(dt.bool_)
 
-    def requires_grad_(self, requires_grad: bool = True) -> SparseTensor:
-        Tensor.requires_grad_(self, requires_grad)
-        return self
-
     # -- printing and pickling ------------------------------------------------------
     def __repr__(self) -> str:
         return sparse_repr(self)
-
-    def __format__(self, format_spec: str) -> str:
-        return object.__format__(self, format_spec)
 
     def __reduce_ex__(self, protocol: int) -> Any:
         return (_rebuild_sparse, (self._ind, self._vals.detach(), self._sparse_size,
@@ -439,7 +453,8 @@ def sparse_coo_tensor(indices: Any, values: Any = None, size: Sequence[int] | No
         vals = vals.detach().requires_grad_(True)
     else:  # a node of its own, as PyTorch's: the tensor is not its values' leaf
         vals = labelled(vals, "SparseCooTensorWithDimsAndTensorsBackward0")
-    return make(ind, vals, full_size, bool(is_coalesced))
+    # (at most one entry is coalesced, as PyTorch flags it)
+    return make(ind, vals, full_size, bool(is_coalesced) or nnz <= 1)
 
 
 def labelled(values: Tensor, label: str) -> Tensor:
@@ -599,9 +614,13 @@ def _dense_to_sparse(self: Tensor, sparse_dim: int | None = None, *, layout: Any
                      blocksize: Any = None, dense_dim: Any = None) -> SparseTensor:
     """This tensor as a sparse COO tensor: its nonzero entries (with `sparse_dim`, its
     first `sparse_dim` dimensions sparse and each value a slice of the rest)."""
+    if layout is sparse_csr:
+        from ember.core.sparse_csr import dense_to_csr
+
+        return dense_to_csr(self, dense_dim)
     if layout not in (None, sparse_coo):
-        raise NotImplementedError(f"to_sparse: ember has only the {sparse_coo!r} layout, "
-                                  f"not {layout!r}")
+        raise NotImplementedError(f"to_sparse: ember has the {sparse_coo!r} and "
+                                  f"{sparse_csr!r} layouts, not {layout!r}")
     return dense_to_sparse(self, sparse_dim)
 
 

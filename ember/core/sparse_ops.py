@@ -15,7 +15,7 @@ import numbers
 from typing import Any
 
 from ember.core import dtype as dt
-from ember.core.creation import zeros
+from ember.core.creation import tensor, zeros
 from ember.core.host import dtype_arg
 from ember.core.ops.shape import cat
 from ember.core.shapes import normalize_dim
@@ -214,11 +214,21 @@ def _is_scalar(x: Any) -> bool:
 
 
 def add(input: SparseTensor, other: Any, *, alpha: Any = 1) -> SparseTensor:
-    """`input + alpha * other` of two sparse tensors of one size: the union of their
-    entries, summed where both have one."""
+    """`input + alpha * other` of two sparse tensors of one size: PyTorch's merge of their
+    entry lists (see `merge`)."""
     if not (isinstance(other, Tensor) and other.is_sparse):
         raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
                            "instead.")
+    _check_same_shape(input, other)
+    common = dt.promote_types(input.dtype, other.dtype)
+    theirs = (other._vals if alpha == 1 else other._vals * alpha).to(common)
+    if _same_indices(input, other):  # PyTorch's merge pairs the entries one to one
+        return make(input._ind, input._vals.to(common) + theirs, input._sparse_size,
+                    input._coalesced and other._coalesced)
+    return merge(input, input._vals.to(common), other, theirs)
+
+
+def _check_same_shape(input: SparseTensor, other: SparseTensor) -> None:
     if tuple(other.shape) != tuple(input.shape):
         raise RuntimeError(f"add: expected sizes of 'self' and 'other' to match, but "
                            f"{list(input.shape)} != {list(other.shape)}")
@@ -226,19 +236,54 @@ def add(input: SparseTensor, other: Any, *, alpha: Any = 1) -> SparseTensor:
         raise RuntimeError(f"add: expected 'self' and 'other' to have same sparse "
                            f"dimensions, but got {input.sparse_dim()} and "
                            f"{other.sparse_dim()}")
-    common = dt.promote_types(input.dtype, other.dtype)
-    theirs = (other._vals if alpha == 1 else other._vals * alpha).to(common)
-    if _same_indices(input, other):  # PyTorch's merge pairs the entries one to one
-        return make(input._ind, input._vals.to(common) + theirs, input._sparse_size,
-                    input._coalesced and other._coalesced)
-    # PyTorch merges the two entry lists in index order: for coalesced operands, the
-    # coalesced union; for others, ember gives the same sums, coalesced, but flagged not
-    # coalesced as PyTorch's (whose order and duplicates follow the operands')
-    both = make(cat([input._ind, other._ind], 1), cat([input._vals.to(common), theirs]),
-                input._sparse_size)
-    out = coalesced(both)
-    out._coalesced = input._coalesced and other._coalesced  # PyTorch's flag
-    return out
+
+
+def merge(a: SparseTensor, a_vals: Tensor, b: SparseTensor, b_vals: Tensor) -> SparseTensor:
+    """The entries of `a` (values `a_vals`) and `b` (values `b_vals`) merged as PyTorch's
+    sparse add does, coalesced or not: one pass over both lists that takes the smaller
+    head (`a`'s on a tie, summed with `b`'s). Two coalesced operands give their coalesced
+    union; others keep their duplicates, and an empty operand gives the other's entries
+    unchanged (how gradient accumulation concatenates two embedding gradients). The
+    order is found on the host from the indices; the values are gathered by an
+    index_add, so the result is differentiable in both."""
+    flag = a._coalesced and b._coalesced
+    if not b._nnz():
+        return make(a._ind, a_vals, a._sparse_size, a._coalesced)
+    if not a._nnz():
+        return make(b._ind, b_vals, b._sparse_size, b._coalesced)
+    if flag:  # the merge of two sorted unique lists is their coalesced union (no host pass)
+        return coalesced(make(cat([a._ind, b._ind], 1), cat([a_vals, b_vals]),
+                              a._sparse_size))
+    size = a._sparse_size[:a.sparse_dim()]
+    # row-major positions compare as PyTorch's lexicographic comparison of the indices
+    ka = linear_index(a._ind, size).tolist()
+    kb = linear_index(b._ind, size).tolist()
+    na, nb = len(ka), len(kb)
+    dest_a, dest_b, pick = [0] * na, [0] * nb, []
+    i = j = r = 0
+    while i < na or j < nb:
+        if i < na and (j >= nb or ka[i] <= kb[j]):
+            dest_a[i] = r
+            pick.append(i)
+            if j < nb and ka[i] == kb[j]:
+                dest_b[j] = r
+                j += 1
+            i += 1
+        else:
+            dest_b[j] = r
+            pick.append(na + j)
+            j += 1
+        r += 1
+    device = a._ind.device
+    dest = _as_index(dest_a + dest_b, device)
+    ind = cat([a._ind, b._ind], 1).index_select(1, _as_index(pick, device))
+    vals = zeros((r,) + tuple(a_vals.shape[1:]), dtype=a_vals.dtype,
+                 device=a_vals.device).index_add(0, dest, cat([a_vals, b_vals]))
+    return make(ind, vals, a._sparse_size, flag)
+
+
+def _as_index(values: list[int], device: Any) -> Tensor:
+    return tensor(values, dtype=dt.int64, device=device)
 
 
 def _same_indices(a: SparseTensor, b: SparseTensor) -> bool:
@@ -247,13 +292,17 @@ def _same_indices(a: SparseTensor, b: SparseTensor) -> bool:
 
 def dense_add(dense: Tensor, sparse: SparseTensor, alpha: Any = 1) -> Tensor:
     """`dense + alpha * sparse`: a dense tensor (`dense + sparse`, `dense - sparse`)."""
+    _check_dense_sparse_shapes(dense, sparse)
+    other = sparse.to_dense()
+    return dense + (other if alpha == 1 else other * alpha)
+
+
+def _check_dense_sparse_shapes(dense: Tensor, sparse: SparseTensor) -> None:
     if tuple(dense.shape) != tuple(sparse.shape):
         raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self has "
                            f"size {list(dense.shape)} while other has size "
                            f"{list(sparse.shape)} (FYI: dense-sparse addition does not "
                            "currently support broadcasting)")
-    other = sparse.to_dense()
-    return dense + (other if alpha == 1 else other * alpha)
 
 
 def _reflected_add(alpha: int) -> Any:
@@ -298,6 +347,67 @@ def div(input: SparseTensor, other: Any, *, rounding_mode: str | None = None) ->
 
 def neg(input: SparseTensor) -> SparseTensor:
     return make(input._ind, -input._vals, input._sparse_size, input._coalesced)
+
+
+# -- in place: what optimizers and gradient accumulation write --------------------------
+
+
+def _replace(target: SparseTensor, result: SparseTensor) -> SparseTensor:
+    """Makes `target` hold `result`'s entries (in its own dtype): a sparse in-place op."""
+    target._ind, target._vals = result._ind, result._vals.to(target._dtype)
+    target._coalesced = result._coalesced
+    target._vc[0] += 1
+    return target
+
+
+def add_(input: SparseTensor, other: Any, *, alpha: Any = 1) -> SparseTensor:
+    """`input += alpha * other` for a sparse `other` of the same size (PyTorch's merge)."""
+    return _replace(input, add(input, other, alpha=alpha))
+
+
+def sub_(input: SparseTensor, other: Any, *, alpha: Any = 1) -> SparseTensor:
+    return _replace(input, add(input, other, alpha=-alpha))
+
+
+def mul_(input: SparseTensor, other: Any) -> SparseTensor:
+    """`input *= other` for a number or 0-d tensor: the values scaled in place."""
+    if not _is_scalar(other):
+        raise unsupported(input, "mul_.Tensor")
+    input._vals.mul_(other)
+    input._vc[0] += 1
+    return input
+
+
+def div_(input: SparseTensor, other: Any, *, rounding_mode: str | None = None) -> SparseTensor:
+    if not _is_scalar(other):
+        raise unsupported(input, "div_.Tensor")
+    input._vals.div_(other, rounding_mode=rounding_mode)
+    input._vc[0] += 1
+    return input
+
+
+def zero_(input: SparseTensor) -> SparseTensor:
+    """Removes every entry (PyTorch's `zero_` of a sparse tensor: nnz becomes 0)."""
+    vals = input._vals
+    input._ind = zeros((input.sparse_dim(), 0), dtype=dt.int64, device=input.device)
+    input._vals = zeros((0,) + tuple(vals.shape[1:]), dtype=vals.dtype, device=vals.device)
+    input._coalesced = True
+    input._vc[0] += 1
+    return input
+
+
+def dense_add_(dense: Tensor, sparse: SparseTensor, alpha: Any = 1) -> Tensor:
+    """`dense += alpha * sparse`, in place: the values added at their indices (duplicates
+    each once), touching only those entries (an optimizer's step on a sparse gradient)."""
+    _check_dense_sparse_shapes(dense, sparse)
+    if not sparse._nnz():
+        return dense
+    vals = sparse._vals.to(dense.dtype)
+    if sparse.sparse_dim() == 1:  # (an embedding's gradient) row by row, in entry order
+        return dense.index_add_(0, sparse._ind[0], vals, alpha=alpha)
+    where = tuple(sparse._ind[d] for d in range(sparse.sparse_dim()))
+    dense.index_put_(where, vals if alpha == 1 else vals * alpha, accumulate=True)
+    return dense
 
 
 def transpose(input: SparseTensor, dim0: int, dim1: int) -> SparseTensor:
@@ -355,6 +465,11 @@ SparseTensor.multiply = SparseTensor.mul
 SparseTensor.__rmul__ = _binary(mul, reflected=True)
 SparseTensor.__radd__ = _reflected_add(1)
 SparseTensor.__rsub__ = _reflected_add(-1)
+SparseTensor.add_ = SparseTensor.__iadd__ = add_
+SparseTensor.sub_ = SparseTensor.__isub__ = sub_
+SparseTensor.mul_ = SparseTensor.__imul__ = mul_
+SparseTensor.div_ = SparseTensor.__itruediv__ = div_
+SparseTensor.zero_ = zero_
 SparseTensor.neg = SparseTensor.__neg__ = SparseTensor.negative = neg
 SparseTensor.transpose = transpose
 SparseTensor.t = t
@@ -371,6 +486,8 @@ SparseTensor.function_forms = {
 SparseTensor.second_operand_forms = {  # `ember.add(dense, sparse)` & co
     "add": lambda input, other, *, alpha=1: dense_add(input, other, alpha),
     "sub": lambda input, other, *, alpha=1: dense_add(input, other, -alpha),
-    "mul": lambda input, other: mul(other, input)}
+    "mul": lambda input, other: mul(other, input),
+    "add_": lambda input, other, *, alpha=1: dense_add_(input, other, alpha),
+    "sub_": lambda input, other, *, alpha=1: dense_add_(input, other, -alpha)}
 SparseTensor.softmax = lambda self, dim, dtype=None: softmax(self, dim, dtype=dtype)
 SparseTensor.log_softmax = lambda self, dim, dtype=None: log_softmax(self, dim, dtype=dtype)

@@ -227,8 +227,14 @@ class Tensor:
     # -- memory layout (SHAPE family: tensor attributes) --------------------------------
     def stride(self, dim: int | None = None) -> tuple[int, ...] | int:
         """The step, in elements, between neighbours along each dimension (`dim`'s)."""
-        strides = list(self._backend.strides(self._data))
         shape = self._data.shape
+        if 0 in shape:  # NumPy's strides of an empty array are its own; PyTorch's row-major
+            strides = [1] * len(shape)
+            for d in range(len(shape) - 2, -1, -1):
+                strides[d] = strides[d + 1] * max(shape[d + 1], 1)
+            return tuple(strides) if dim is None else \
+                strides[normalize_dim("stride", dim, self.ndim)]
+        strides = list(self._backend.strides(self._data))
         for d in range(len(strides) - 1, -1, -1):
             # a dimension of size 1 added by indexing with None or by expand has stride 0
             # in NumPy-like backends; PyTorch gives it unsqueeze's stride

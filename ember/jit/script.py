@@ -34,7 +34,21 @@ def script(obj: T, optimize: Any = None, _frames_up: int = 0, _rcb: Any = None,
     if not (isinstance(obj, ember.nn.Module) or callable(obj)):
         raise RuntimeError(f"ember.jit.script: expected an nn.Module, a function or a class, "
                            f"got {type(obj).__name__}")
+    if isinstance(obj, ember.nn.Module) and "save" not in obj.__dict__:
+        obj.__dict__["save"] = _SaveMethod(obj)  # a ScriptModule's own `save(f)`
     return obj
+
+
+class _SaveMethod:
+    """`scripted.save(f)`, as a PyTorch ScriptModule saves itself (d2l 13.2's
+    `net = torch.jit.script(net); net.save('my_mlp')`): `ember.jit.save(scripted, f)`.
+    An object, not a bound method, so the scripted module still pickles."""
+
+    def __init__(self, module: Any) -> None:
+        self.module = module
+
+    def __call__(self, f: str | os.PathLike | IO[bytes], _extra_files: Any = None) -> None:
+        save(self.module, f, _extra_files)
 
 
 def is_scripting() -> bool:

@@ -191,6 +191,12 @@ class TracedModule:
     def eval(self) -> TracedModule:
         return self.train(False)
 
+    def save(self, f: Any, _extra_files: Any = None) -> None:
+        """`ember.jit.save(self, f)`, as PyTorch's traced module saves itself."""
+        from ember.jit.script import save
+
+        save(self, f, _extra_files)
+
     def __getattr__(self, name: str) -> Any:
         if name == "original":  # not set yet (while unpickling): no recursion
             raise AttributeError(name)

@@ -20,6 +20,7 @@ import ember
 from ember import Tensor
 from ember.core import tracing as _tracing
 from ember.core.graph import labelled as _labelled
+from ember.core.memory_format import like_layout
 from ember.core.ops import nn as _nnops
 from ember.core.ops.losses import (  # noqa: F401 - the losses are declared in core
     _legacy_reduction,
@@ -41,7 +42,6 @@ from ember.core.ops.losses import (  # noqa: F401 - the losses are declared in c
     soft_margin_loss,
     triplet_margin_loss,
 )
-from ember.core.storage import like_layout
 
 __all__ = [
     # linear and convolution
@@ -413,7 +413,8 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
             return adaptive_avg_pool1d(input, out_sizes[0])
         return _nnops.adaptive_avg_pool3d(input, tuple(out_sizes))
     if mode == "bicubic":
-        return _bicubic(input, out_sizes, scales, bool(align_corners))
+        return _nnops.kept_format(input, _bicubic(input, out_sizes, scales,
+                                                  bool(align_corners)))
     out = input
     for d in range(spatial):
         dim = 2 + d
@@ -429,7 +430,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         shape[dim] = out_sizes[d]
         wt = ember.tensor(w, dtype=input.dtype, device=input.device).reshape(shape)
         out = a + (b - a) * wt
-    return out
+    return _nnops.kept_format(input, out)  # (PyTorch's upsampling keeps channels_last)
 
 
 def _bicubic(input: Tensor, out_sizes: list[int], scales: list, align_corners: bool) -> Tensor:
@@ -807,9 +808,9 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         padding_idx (int, optional): the row at this index receives no gradient.
         max_norm (float, optional): rows looked up whose ``norm_type``-norm exceeds it are
             renormalised to ``max_norm``, in place.
+        sparse (bool): ``weight``'s gradient is a sparse COO tensor of the looked-up rows
+            (for :class:`~torch.optim.SparseAdam`, ``SGD`` or ``Adagrad``).
     """
-    if sparse:
-        raise NotImplementedError("embedding(): sparse gradients are not supported by ember")
     if input.dtype.is_floating_point or input.dtype is ember.bool:
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
                            f"following scalar types: Long, Int; but got {input.type()} instead "
@@ -836,7 +837,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
     if max_norm is not None:
         _embedding_renorm_(weight, flat, max_norm, norm_type)
     return _nnops.embedding(weight, flat.reshape(input.shape),
-                            -1 if padding_idx is None else padding_idx, scale_grad_by_freq)
+                            -1 if padding_idx is None else padding_idx, scale_grad_by_freq,
+                            bool(sparse))
 
 
 def _embedding_renorm_(weight: Tensor, flat: Tensor, max_norm: float,
@@ -1094,6 +1096,11 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     r"""Cosine similarity along ``dim``:
     :math:`\frac{x_1 \cdot x_2}{\max(\|x_1\|, \epsilon) \max(\|x_2\|, \epsilon)}`."""
+    common = ember.promote_types(x1.dtype, x2.dtype)
+    if common.is_complex:  # PyTorch's kernel takes real floating tensors only
+        word = "ComplexFloat" if common is ember.complex64 else "ComplexDouble"
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
+                           f"{word}")
     x1, x2 = ember.broadcast_tensors(x1, x2)
     n1 = ember.norm(x1, 2, dim, keepdim=True).clamp_min(eps)
     n2 = ember.norm(x2, 2, dim, keepdim=True).clamp_min(eps)

@@ -714,8 +714,10 @@ class Module:
         r"""Move and/or cast the parameters and buffers, in place.
 
         Called as ``to(device=None, dtype=None, non_blocking=False)``, ``to(dtype)``,
-        ``to(tensor)`` or ``to(device)``. Only floating-point parameters and buffers are
-        cast to ``dtype``; integral ones are only moved.
+        ``to(tensor)``, ``to(device)`` or ``to(memory_format=ember.channels_last)`` (the
+        4-d and 5-d parameters and buffers are laid out in that format). Only
+        floating-point parameters and buffers are cast to ``dtype``; integral ones are only
+        moved.
 
         Returns:
             Module: self
@@ -723,7 +725,7 @@ class Module:
         device = kwargs.pop("device", None)
         dtype = kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
+        memory_format = kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to() received an invalid combination of arguments: unexpected "
                             f"keyword arguments {sorted(kwargs)}")
@@ -741,6 +743,9 @@ class Module:
                             f"got desired dtype={dtype}")
 
         def convert(t: Tensor) -> Tensor:
+            if memory_format is not None and t.dim() in (4, 5):  # conv weights
+                return t.to(device, dtype if t.is_floating_point() else None,
+                            memory_format=memory_format)
             return t.to(device, dtype if t.is_floating_point() else None)
 
         if isinstance(device, (str, ember.device)) and ember.device(device).type == "auto":

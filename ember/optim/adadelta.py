@@ -83,7 +83,7 @@ class Adadelta(Optimizer):
         with no_grad():
             for group in self.param_groups:
                 params, grads, (square_avgs, acc_deltas), _, _ = _advance(
-                    state, group, ("square_avg", "acc_delta"))
+                    state, group, ("square_avg", "acc_delta"), optimizer="Adadelta")
                 if not params:
                     continue
                 options = (group["lr"], group["rho"], group["eps"], group["weight_decay"],

@@ -9,7 +9,7 @@ from typing import Any
 
 from ember.core.creation import zeros, zeros_like
 from ember.core.grad_mode import no_grad
-from ember.optim.optimizer import Optimizer, ParamsT
+from ember.optim.optimizer import Optimizer, ParamsT, refuse_sparse
 
 __all__ = ["Adafactor"]
 
@@ -83,6 +83,7 @@ class Adafactor(Optimizer):
                 for p in group["params"]:
                     if p.grad is None:
                         continue
+                    refuse_sparse(p.grad, "Adafactor")
                     pstate = self.state[p]
                     if not pstate:
                         pstate["step"] = 0.0

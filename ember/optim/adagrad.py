@@ -9,6 +9,7 @@ from typing import Any
 from ember.core.creation import full_like
 from ember.core.grad_mode import no_grad
 from ember.core.ops import foreach as fe
+from ember.core.sparse_grad import sparse_rows
 from ember.core.tensor import Tensor
 from ember.optim.optimizer import (
     Optimizer,
@@ -113,7 +114,7 @@ class Adagrad(Optimizer):
                     continue
                 options = (group["lr"], group["lr_decay"], group["eps"],
                            group["weight_decay"], group["maximize"])
-                if _use_foreach(group):
+                if _use_foreach(group) and not any(g.is_sparse for g in grads):
                     for bucket in _buckets(params, grads, sums, steps):
                         _adagrad_foreach(*bucket, *options)
                 else:
@@ -128,9 +129,17 @@ def _adagrad_single(params: list[Tensor], grads: list[Tensor], sums: list[Tensor
     for p, grad, state_sum, step in zip(params, grads, sums, steps):
         if maximize:
             grad = -grad
+        if grad.is_sparse and weight_decay != 0:
+            raise RuntimeError("weight_decay option is not compatible with sparse gradients")
         if weight_decay != 0:
             grad = grad.add(p, alpha=weight_decay)
         clr = lr / (1 + (step - 1) * lr_decay)
+        if grad.is_sparse:  # the rows the gradient names, each once (the update is not linear)
+            where, values = sparse_rows(grad)
+            state_sum.index_put_(where, values.pow(2), accumulate=True)
+            std = state_sum[where].sqrt_().add_(eps)
+            p.index_put_(where, values / std * -clr, accumulate=True)
+            continue
         state_sum.addcmul_(grad, grad)
         p.addcdiv_(grad, state_sum.sqrt().add_(eps), value=-clr)
 

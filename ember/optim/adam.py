@@ -19,6 +19,7 @@ from ember.optim.optimizer import (
     _per_step,
     _use_foreach,
     _view_as_real,
+    refuse_sparse,
 )
 
 __all__ = ["Adam"]
@@ -113,6 +114,7 @@ class Adam(Optimizer):
                     grad = p.grad
                     if grad is None:
                         continue
+                    refuse_sparse(grad, "Adam", ", please consider SparseAdam instead")
                     pstate = state[p]
                     if not pstate:
                         pstate["step"] = 0

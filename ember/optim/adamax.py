@@ -79,7 +79,7 @@ class Adamax(Optimizer):
         with no_grad():
             for group in self.param_groups:
                 params, grads, (exp_avgs, exp_infs), steps, _ = _advance(
-                    state, group, ("exp_avg", "exp_inf"))
+                    state, group, ("exp_avg", "exp_inf"), optimizer="Adamax")
                 if not params:
                     continue
                 beta1, beta2 = group["betas"]

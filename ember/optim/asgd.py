@@ -9,7 +9,13 @@ from typing import Any
 from ember.core.creation import zeros_like
 from ember.core.grad_mode import no_grad
 from ember.core.tensor import Tensor
-from ember.optim.optimizer import Optimizer, ParamsT, _float32, _implementation_options
+from ember.optim.optimizer import (
+    Optimizer,
+    ParamsT,
+    _float32,
+    _implementation_options,
+    refuse_sparse,
+)
 
 __all__ = ["ASGD"]
 
@@ -74,6 +80,7 @@ class ASGD(Optimizer):
                 for p in group["params"]:
                     if p.grad is None:
                         continue
+                    refuse_sparse(p.grad, "ASGD")
                     pstate = self.state[p]
                     if not pstate:
                         pstate["step"] = 0

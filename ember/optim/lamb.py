@@ -12,7 +12,14 @@ from ember.core.grad_mode import no_grad
 from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
 from ember.optim.adam import _check_adam_args
-from ember.optim.optimizer import Optimizer, ParamsT, _buckets, _per_step, _use_foreach
+from ember.optim.optimizer import (
+    Optimizer,
+    ParamsT,
+    _buckets,
+    _per_step,
+    _use_foreach,
+    refuse_sparse,
+)
 
 __all__ = ["LAMB"]
 
@@ -98,6 +105,7 @@ class LAMB(Optimizer):
                     grad = p.grad
                     if grad is None:
                         continue
+                    refuse_sparse(grad, "LAMB")
                     pstate = state[p]
                     if not pstate:
                         pstate["step"] = 0

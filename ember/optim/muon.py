@@ -12,7 +12,7 @@ from ember.core.creation import zeros_like
 from ember.core.grad_mode import no_grad
 from ember.core.ops.linalg import addmm
 from ember.core.tensor import Tensor
-from ember.optim.optimizer import Optimizer, ParamsT
+from ember.optim.optimizer import Optimizer, ParamsT, refuse_sparse
 
 __all__ = ["Muon"]
 
@@ -123,6 +123,7 @@ class Muon(Optimizer):
                     grad = p.grad
                     if grad is None:
                         continue
+                    refuse_sparse(grad, "Muon")
                     if grad.ndim != 2:
                         raise ValueError("Param gradient must be a 2D matrix")
                     pstate = self.state[p]

@@ -101,7 +101,8 @@ class NAdam(Optimizer):
             for group in self.param_groups:
                 beta1, beta2 = group["betas"]
                 params, grads, (exp_avgs, exp_avg_sqs), steps, states = _advance(
-                    state, group, ("exp_avg", "exp_avg_sq"), {"mu_product": 1.0})
+                    state, group, ("exp_avg", "exp_avg_sq"), {"mu_product": 1.0},
+                    optimizer="NAdam")
                 mu_products = []
                 for pstate in states:
                     mu = _mu(beta1, group["momentum_decay"], pstate["step"])

@@ -131,17 +131,26 @@ def _use_foreach(group: dict[str, Any]) -> bool:
     return group.get("foreach") is not False
 
 
+def refuse_sparse(grad: Any, optimizer: str, hint: str = "") -> None:
+    """PyTorch's error of an optimizer without a sparse path given a sparse gradient
+    (`nn.Embedding(sparse=True)`'s): raised before the parameter's state changes."""
+    if grad.is_sparse:
+        raise RuntimeError(f"{optimizer} does not support sparse gradients{hint}")
+
+
 def _advance(state: dict, group: dict[str, Any], buffers: tuple[str, ...],
-             scalars: dict[str, Any] | None = None) -> tuple[list, list, list, list, list]:
+             scalars: dict[str, Any] | None = None, *,
+             optimizer: str) -> tuple[list, list, list, list, list]:
     """One step's lists for a parameter group: the parameters that have a gradient, their
     gradients, one list per state buffer named in `buffers`, their step counts, and their
     state dicts. At a parameter's first step its state is made: `step` 0, then `scalars`,
     then each buffer as zeros like the parameter (PyTorch's order of state keys). Each
-    step count is advanced by one."""
+    step count is advanced by one. A sparse gradient raises `optimizer`'s error."""
     params, grads, steps, states = [], [], [], []
     for p in group["params"]:
         if p.grad is None:
             continue
+        refuse_sparse(p.grad, optimizer)
         pstate = state[p]
         if not pstate:
             pstate["step"] = 0

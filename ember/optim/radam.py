@@ -92,7 +92,7 @@ class RAdam(Optimizer):
         with no_grad():
             for group in self.param_groups:
                 params, grads, (exp_avgs, exp_avg_sqs), steps, _ = _advance(
-                    state, group, ("exp_avg", "exp_avg_sq"))
+                    state, group, ("exp_avg", "exp_avg_sq"), optimizer="RAdam")
                 if not params:
                     continue
                 beta1, beta2 = group["betas"]

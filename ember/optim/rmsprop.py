@@ -16,6 +16,7 @@ from ember.optim.optimizer import (
     _buckets,
     _implementation_options,
     _use_foreach,
+    refuse_sparse,
 )
 
 __all__ = ["RMSprop"]
@@ -97,6 +98,7 @@ class RMSprop(Optimizer):
                     grad = p.grad
                     if grad is None:
                         continue
+                    refuse_sparse(grad, "RMSprop")
                     pstate = state[p]
                     if not pstate:
                         pstate["step"] = 0

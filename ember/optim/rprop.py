@@ -10,7 +10,7 @@ from ember.core.creation import full_like, zeros_like
 from ember.core.grad_mode import no_grad
 from ember.core.ops.elementwise import where
 from ember.core.tensor import Tensor
-from ember.optim.optimizer import Optimizer, ParamsT, _implementation_options
+from ember.optim.optimizer import Optimizer, ParamsT, _implementation_options, refuse_sparse
 
 __all__ = ["Rprop"]
 
@@ -67,6 +67,7 @@ class Rprop(Optimizer):
                 for p in group["params"]:
                     if p.grad is None:
                         continue
+                    refuse_sparse(p.grad, "Rprop")
                     pstate = self.state[p]
                     if not pstate:
                         pstate["step"] = 0

@@ -106,7 +106,12 @@ class SGD(Optimizer):
                     pstates = bufs = [None] * len(params)
                 options = (group["lr"], momentum, group["dampening"], group["weight_decay"],
                            group["nesterov"], group["maximize"])
-                foreach = _use_foreach(group)
+                # sparse gradients (nn.Embedding(sparse=True)) take the per-tensor loop,
+                # whose ops have sparse forms, as PyTorch's do
+                sparse = any(g.is_sparse for g in grads)
+                if sparse and group.get("fused"):
+                    raise RuntimeError("`_fused_sgd` does not support sparse gradients")
+                foreach = _use_foreach(group) and not sparse
                 runs = _buckets(params, grads, bufs, pstates) if foreach else \
                     [(params, grads, bufs, pstates)]
                 for run_params, run_grads, run_bufs, run_states in runs:

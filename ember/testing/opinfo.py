@@ -1117,7 +1117,29 @@ def _fft_ops(lib: Any, x: Any) -> Any:
         f.rfftfreq(6, dtype=x.dtype, device=x.device)
 
 
+def _complex_math(lib: Any, a: Any, b: Any) -> Any:
+    z = lib.complex(a, b) * 0.3  # |Re|, |Im| < 0.6: off the branch cuts of the ones below
+    u = z + 2.0  # (Re > 1: off those of log, rsqrt and acosh)
+    y = z.sin() * z.cos() + z.tan() + z.sinh() - z.cosh() * z.tanh() + z.asin() + z.acos()
+    y = y + z.atan() * z.asinh() + u.acosh() + z.atanh() + z.sigmoid() + u.log2()
+    y = y * u.log10() + z.log1p() + z.expm1() + u.rsqrt() + z.exp2() + z.square()
+    y = y + z.prod(1, keepdim=True) + z.cumprod(1) + lib.outer(z[0], z[1]).sum()
+    return lib.view_as_real(y).sum(-1) + lib.vdot(z[0], z[1]).abs() + lib.dot(z[1], z[2]).real
+
+
+def _eig(lib: Any, a: Any) -> Any:
+    # what does not depend on the eigenvectors' phases (each is unique up to one)
+    values, vectors = lib.linalg.eig(a)
+    return values.real, values.imag, vectors.abs(), lib.linalg.eigvals(a * 2).imag
+
+
 DIFF_OPS += [
+    DiffOp("complex_math", _complex_math, shapes=((3, 4), (3, 4)), complex=True, ops=(
+        "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh",
+        "acosh", "atanh", "sigmoid", "log2", "log10", "log1p", "expm1", "rsqrt", "exp2",
+        "square", "prod", "cumprod", "outer", "vdot", "dot")),
+    DiffOp("eig", _eig, shapes=((3, 3),), complex=True,
+           ops=("linalg_eig", "_linalg_eig", "linalg_eigvals")),
     DiffOp("complex_ops", _complex_ops, shapes=((3, 4), (3, 4)), complex=True, ops=(
         "complex", "polar", "conj", "conj_physical", "view_as_complex", "view_as_real",
         "resolve_conj", "real", "imag", "angle")),

@@ -1,6 +1,7 @@
 """Complex tensors on the device under test, against NumPy: the complex primitives
 (`view_as_real`, `conj_physical`, the three FFT transforms) and the ops built on them,
-the promotion of arithmetic, and the refusal of an op not declared complex. Skipped on a
+the promotion of arithmetic, the transcendental functions, reductions and products, the
+factorizations (`eig` among them), and the refusal of an op not declared complex. Skipped on a
 backend that holds no complex dtype; such a backend must refuse to make one, naming the
 device and the dtype."""
 
@@ -20,7 +21,8 @@ COVERS = {"view_as_real", "conj_physical", "_fft_c2c", "_fft_r2c", "_fft_c2r",
           "fft_irfft", "fft_rfft2", "fft_irfft2", "fft_rfftn", "fft_irfftn", "fft_hfft",
           "fft_ihfft", "fft_fftfreq", "fft_rfftfreq", "fft_fftshift", "fft_ifftshift",
           # the windows spectral analysis multiplies frames by (real, on every device)
-          "hann_window", "hamming_window", "blackman_window", "bartlett_window"}
+          "hann_window", "hamming_window", "blackman_window", "bartlett_window",
+          "isreal", "_linalg_eig", "linalg_eig", "linalg_eigvals"}
 
 _RNG = np.random.default_rng(7)
 _Z = (_RNG.standard_normal((3, 4)) + 1j * _RNG.standard_normal((3, 4))).astype(np.complex64)
@@ -138,3 +140,58 @@ def test_stft_and_istft_round_trip(cdevice: ember.device) -> None:
     S.assert_matches(spec, want, cdevice, dtype=ember.complex64, **_TOL)
     back = ember.istft(spec, 16, 4, window=w, length=64)
     S.assert_matches(back, S.host(x), cdevice, dtype=ember.float32, rtol=1e-4, atol=1e-4)
+
+
+# off every branch cut of these functions (the principal values agree there)
+_W = np.array([[0.3 + 0.4j, -0.7 + 0.2j, 0.5 - 0.6j], [-0.2 - 0.9j, 1.3 + 0.5j, -1.1 - 0.4j]],
+              np.complex64)
+_NUMPY = {"sin": np.sin, "cos": np.cos, "tan": np.tan, "sinh": np.sinh, "cosh": np.cosh,
+          "tanh": np.tanh, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
+          "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
+          "sigmoid": lambda z: 1 / (1 + np.exp(-z)), "log2": np.log2, "log10": np.log10,
+          "log1p": np.log1p, "expm1": np.expm1, "rsqrt": lambda z: 1 / np.sqrt(z),
+          "exp2": np.exp2, "square": np.square}
+
+
+@pytest.mark.parametrize("name", sorted(_NUMPY))
+def test_transcendental_functions_match_numpy(cdevice: ember.device, name: str) -> None:
+    out = getattr(ember, name)(S.on(cdevice, _W))
+    S.assert_matches(out, _NUMPY[name](_W.astype(np.complex128)), cdevice,
+                     dtype=ember.complex64, **_TOL)
+
+
+def test_reductions_products_and_predicates(cdevice: ember.device) -> None:
+    z, w = S.on(cdevice, _W), _W.astype(np.complex128)
+    S.assert_matches(z.prod(1), w.prod(1), cdevice, dtype=ember.complex64, **_TOL)
+    S.assert_matches(z.cumsum(1), w.cumsum(1), cdevice, dtype=ember.complex64, **_TOL)
+    S.assert_matches(z.cumprod(1), w.cumprod(1), cdevice, **_TOL)
+    S.assert_matches(ember.vdot(z[0], z[1]), np.vdot(w[0], w[1]), cdevice, **_TOL)
+    S.assert_matches(ember.dot(z[0], z[1]), np.dot(w[0], w[1]), cdevice, **_TOL)
+    S.assert_matches(ember.outer(z[0], z[1]), np.outer(w[0], w[1]), cdevice, **_TOL)
+    S.assert_matches(ember.kron(z, z[:1]), np.kron(w, w[:1]), cdevice, **_TOL)
+    S.assert_matches(ember.isreal(z.real * (1 + 0j) + z), np.isreal(w.real + w), cdevice,
+                     dtype=ember.bool)
+    with pytest.raises(NotImplementedError, match="torch.sgn instead"):
+        z.sign()
+
+
+def test_factorizations_match_numpy(cdevice: ember.device) -> None:
+    a = (_RNG.standard_normal((3, 3)) + 1j * _RNG.standard_normal((3, 3))).astype(np.complex64)
+    A, a64 = S.on(cdevice, a), a.astype(np.complex128)
+    tol = {"rtol": 1e-3, "atol": 1e-4}
+    S.assert_matches(ember.linalg.inv(A), np.linalg.inv(a64), cdevice, dtype=ember.complex64,
+                     **tol)
+    S.assert_matches(ember.linalg.det(A), np.linalg.det(a64), cdevice, **tol)
+    S.assert_matches(ember.linalg.svdvals(A), np.linalg.svd(a64, compute_uv=False), cdevice,
+                     dtype=ember.float32, **tol)
+    h = a64 @ a64.conj().T + 3 * np.eye(3)
+    H = S.on(cdevice, h.astype(np.complex64))
+    S.assert_matches(ember.linalg.eigvalsh(H), np.linalg.eigvalsh(h), cdevice,
+                     dtype=ember.float32, **tol)
+    L = ember.linalg.cholesky(H)
+    S.assert_matches(L @ L.mH, h, cdevice, **tol)
+    values, vectors = ember.linalg.eig(A)
+    assert values.dtype is ember.complex64 and vectors.dtype is ember.complex64
+    S.assert_matches(A @ vectors, vectors * values.unsqueeze(0), cdevice, **tol)
+    S.assert_matches(ember.linalg.eigvals(S.on(cdevice, np.diag([3.0, 1.0]).astype(np.float32))),
+                     np.array([3.0, 1.0]), cdevice, dtype=ember.complex64)

@@ -156,7 +156,8 @@ COVERS = {"matmul", "mm", "bmm", "mv", "dot", "outer", "addmm", "einsum", "softm
           "linalg_solve_ex", "linalg_cholesky_ex", "linalg_matrix_rank", "linalg_lu_factor",
           "linalg_lu_factor_ex", "lu", "linalg_lu", "_geqrf", "geqrf",
           "_linalg_solve_triangular",
-          "svd_lowrank", "pca_lowrank", "linalg_slogdet", "vander"}
+          "svd_lowrank", "pca_lowrank", "linalg_slogdet", "vander",
+          "_linalg_eig", "linalg_eig", "linalg_eigvals"}
 """The declared ops whose values this module's tests check."""
 
 
@@ -206,6 +207,31 @@ def test_factorizations_reconstruct_their_input(device: ember.device, dtype) -> 
                      dtype=dtype, rtol=tol, atol=tol)
     S.assert_matches(ember.linalg.householder_product(h, tau) @ h.triu()[..., :2, :],
                      a[..., :2], device, dtype=dtype, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_eig_is_lapacks(device: ember.device, dtype) -> None:
+    """linalg.eig/eigvals of a general matrix: LAPACK's eigenvalues, complex always (a
+    rotation's are +-i), and eigenvectors with A V = V diag(w)."""
+    complex_dtype = dtype.to_complex()
+    if not S.holds(device, complex_dtype):
+        pytest.skip(f"{device} holds no {complex_dtype}")
+    a = np.random.default_rng(1).uniform(-1, 1, (2, 4, 4))
+    a[1, :2, :2] = [[0.0, -1.0], [1.0, 0.0]]
+    if "_linalg_eig" not in S.on(device, a, dtype)._backend.kernels:
+        pytest.skip(f"{device}'s backend has no general eigensolver (CuPy's before v14)")
+    tol = 1e-4 if dtype is ember.float32 else 1e-10
+    w, v = ember.linalg.eig(S.on(device, a, dtype))
+    assert w.dtype == v.dtype == complex_dtype
+    np_w, _ = np.linalg.eig(a)
+    S.assert_matches(w, np_w, device, dtype=complex_dtype, rtol=tol, atol=tol)
+    S.assert_matches(ember.linalg.eigvals(S.on(device, a, dtype)), np_w, device,
+                     dtype=complex_dtype, rtol=tol, atol=tol)
+    vv = v.cpu().numpy()
+    np.testing.assert_allclose(a @ vv, vv * w.cpu().numpy()[..., None, :], rtol=tol,
+                               atol=tol)
+    with pytest.raises(RuntimeError, match="input tensor should not contain infs or NaNs"):
+        ember.linalg.eig(S.on(device, np.full((2, 2), np.nan), dtype))
 
 
 @pytest.mark.parametrize("upper", [True, False])

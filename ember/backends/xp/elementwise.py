@@ -63,6 +63,9 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     def sigmoid(x, out=None):
         # e / (1 + e) with e = exp(-|x|) <= 1: never overflows, and keeps its relative
         # precision for very negative x (the tanh form rounds 0.5 - 0.5 to 0 below -17)
+        if x.dtype.kind == "c":  # PyTorch's 1 / (1 + exp(-z)): |z| has no sign to split on
+            with quiet():
+                return as_array(xp.reciprocal(xp.add(xp.exp(-x), 1), out=out))
         if x.dtype in low_precision:  # PyTorch's: in float32, rounded once
             y = sigmoid(x.astype(xp.float32)).astype(x.dtype)
             if out is None:
@@ -78,6 +81,20 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         y = as_array(xp.sign(x, out=out))
         if x.dtype.kind not in "biu":  # floats, bfloat16 (ml_dtypes) included
             y[xp.isnan(x)] = 0
+        return y
+
+    def log1p(x, out=None):
+        if x.dtype.kind != "c":
+            return as_array(xp.log1p(x, out=out))
+        # PyTorch's (c10's complex log1p): log|1 + z| as log1p(x (x + 2) + y^2) / 2 near
+        # 0, where NumPy's log(1 + z) loses the real part (all of it in single precision)
+        re, im = x.real, x.imag
+        r = re * (re + 2) + im * im
+        near = xp.abs(x) < 0.5
+        y = xp.empty_like(x) if out is None else out
+        y.real[...] = xp.where(near, xp.where(r == 0, re, xp.log1p(r) * 0.5),
+                               xp.log(xp.hypot(re + 1, im)))
+        y.imag[...] = xp.arctan2(im, re + 1)
         return y
 
     def rsqrt(x, out=None):
@@ -97,7 +114,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return y
 
     functions = {op: getattr(xp, name) for op, name in _XP_FUNCTIONS.items()}
-    functions.update(sigmoid=sigmoid, sign=sign, rsqrt=rsqrt, relu=relu, erf=erf)
+    functions.update(sigmoid=sigmoid, sign=sign, rsqrt=rsqrt, relu=relu, erf=erf, log1p=log1p)
     functions.update(lib.hooks.elementwise)
     table = {op: (silenced if op in _QUIET else plain)(f) for op, f in functions.items()}
 

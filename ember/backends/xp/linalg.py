@@ -63,6 +63,8 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         flat = [as_array(p) for p in parts]
         flat = [p.reshape(batch + (math.prod(p.shape[len(batch):]),)) for p in flat]
         dtype = flat[0].dtype
+        if any(f.dtype.kind == "c" for f in flat):  # (eigh's real eigenvalues, complex vectors)
+            dtype = xp.result_type(*[f.dtype for f in flat if f.dtype.kind in "fc"])
         return xp.concatenate([f.astype(dtype, copy=False) for f in flat], axis=-1)
 
     def lu_in_place(lu):
@@ -252,8 +254,13 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
                 return k
         return 0
 
+    def adjoint(m):
+        m = xp.swapaxes(m, -1, -2)
+        return m.conj() if m.dtype.kind == "c" else m
+
     def cholesky_ex(a, *, upper):
-        src = xp.swapaxes(a, -1, -2) if upper else a  # LAPACK reads the named triangle
+        # LAPACK reads the named triangle: the upper one of A is the lower one of A^H
+        src = adjoint(a) if upper else a
         batch = a.shape[:-2]
         try:
             factor = linalg.cholesky(src)
@@ -269,8 +276,8 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         if diagonal.shape[-1]:
             nan = xp.isnan(diagonal)
             info = xp.where((info == 0) & nan.any(axis=-1), xp.argmax(nan, axis=-1) + 1, info)
-        if upper:
-            factor = xp.swapaxes(factor, -1, -2)
+        if upper:  # U = L^H
+            factor = adjoint(factor)
         return pack(factor, info, batch=batch)
 
     def qr(a, *, mode):
@@ -317,6 +324,16 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         w, v = converged("linalg.eigh", linalg.eigh, a, UPLO=UPLO)
         return pack(w, v, batch=a.shape[:-2])
 
+    def eig(a):
+        """The eigenvalues and eigenvectors (unit columns, LAPACK geev's), complex even
+        for a real A (NumPy returns real arrays when every eigenvalue is real)."""
+        if not bool(xp.isfinite(a).all()):
+            raise RuntimeError("torch.linalg.eig: input tensor should not contain infs or "
+                               "NaNs.")
+        w, v = converged("linalg.eig", linalg.eig, a)
+        complex_ = xp.result_type(a.dtype, xp.complex64)
+        return pack(w.astype(complex_, copy=False), v, batch=a.shape[:-2])
+
     def lu_factor_ex(a):
         batch, (m, n) = a.shape[:-2], a.shape[-2:]
         lu = a.reshape((math.prod(batch), m, n)).copy()
@@ -328,4 +345,6 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
                   "_linalg_qr": qr, "_geqrf": geqrf, "_linalg_svd": svd, "_linalg_eigh": eigh,
                   "_linalg_lu_factor_ex": lu_factor_ex,
                   "_linalg_solve_triangular": solve_triangular})
+    if hasattr(linalg, "eig"):  # (CuPy has none: the CUDA backend runs the CPU's)
+        table["_linalg_eig"] = eig
     return table

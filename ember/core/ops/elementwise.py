@@ -15,6 +15,7 @@ Each op is declared once below; its kernel has the signature of its rule:
 
 from __future__ import annotations
 
+import cmath
 import functools
 import math
 import numbers
@@ -38,6 +39,7 @@ from ember.core.dispatch import (
 from ember.core.grad_mode import no_grad, state
 from ember.core.host import dtype_arg, no_data, python_scalar
 from ember.core.inplace import apply_inplace, tracked
+from ember.core.memory_format import check_format, preserve_format, tensor_format
 from ember.core.opdef import OPS, Grad, Kind, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.placement import resolve
@@ -258,6 +260,15 @@ def conj(x: Any) -> Any:
     return x.conjugate() if isinstance(x, complex) else x
 
 
+def refuse_complex_autograd(op: str, output_dtype: dt.dtype, *operands: Any) -> None:
+    """PyTorch's refusal to record `op` for a complex output when an operand requires a
+    gradient (its derivatives.yaml marks the op real-only)."""
+    if output_dtype.is_complex and state.enabled and any(
+            isinstance(x, Tensor) and x.requires_grad for x in operands):
+        raise RuntimeError(f"{op} does not support automatic differentiation for outputs "
+                           "with complex dtype.")
+
+
 def _abs_grad(grad, input):
     # PyTorch's abs_backward: grad * sgn(input) (the sign, for real input)
     return grad * (input.sgn() if input._dtype.is_complex else input.sign())
@@ -287,41 +298,49 @@ exp = _unary("exp", "float", lambda grad, result: grad * conj(result), precision
 log = _unary("log", "float", lambda grad, input: grad / conj(input), precision=P.FLOAT32,
              flops=8, fused_backward="input", complex=True,
              doc="Returns a new tensor with the natural logarithm of the elements of `input`.")
-log2 = _unary("log2", "float", lambda grad, input: grad / (input * _LN2), precision=P.FLOAT32,
-              flops=8, doc="Returns a new tensor with the base-2 logarithm of the elements.")
-log1p = _unary("log1p", "float", lambda grad, input: grad / (input + 1.0),
-               precision=P.FLOAT32, flops=8, label="Log1PBackward0",
+log2 = _unary("log2", "float", lambda grad, input: grad / (conj(input) * _LN2),
+              precision=P.FLOAT32, flops=8, complex=True,
+              doc="Returns a new tensor with the base-2 logarithm of the elements.")
+log1p = _unary("log1p", "float", lambda grad, input: grad / (conj(input) + 1.0),
+               precision=P.FLOAT32, flops=8, label="Log1PBackward0", complex=True,
                doc="Returns the natural logarithm of (1 + `input`), accurate for small values.")
-expm1 = _unary("expm1", "float", lambda grad, result: grad * (result + 1.0),
-               precision=P.FLOAT32, flops=8,
+expm1 = _unary("expm1", "float", lambda grad, result: grad * (conj(result) + 1.0),
+               precision=P.FLOAT32, flops=8, complex=True,
                doc="Returns exp(x) - 1 of each element, accurate for small values.")
 sqrt = _unary("sqrt", "float", lambda grad, result: grad / (conj(result) * 2.0), flops=4,
               complex=True,
               doc="Returns the square root of each element.")
-rsqrt = _unary("rsqrt", "float", lambda grad, result: grad * (result.pow(3) * -0.5),
-               precision=P.FLOAT32, flops=4,
+rsqrt = _unary("rsqrt", "float", lambda grad, result: grad * (conj(result.pow(3)) * -0.5),
+               precision=P.FLOAT32, flops=4, complex=True,
                doc="Returns the reciprocal of the square root of each element.")
-sin = _unary("sin", "float", lambda grad, input: grad * input.cos(), flops=8,
+sin = _unary("sin", "float", lambda grad, input: grad * conj(input.cos()), flops=8,
+             complex=True,
              doc="Returns the sine of each element.")
-cos = _unary("cos", "float", lambda grad, input: grad * -input.sin(), flops=8,
+cos = _unary("cos", "float", lambda grad, input: grad * -conj(input.sin()), flops=8,
+             complex=True,
              doc="Returns the cosine of each element.")
-tan = _unary("tan", "float", lambda grad, result: grad * (result * result + 1.0),
-             precision=P.FLOAT32, flops=8, doc="Returns the tangent of each element.")
-tanh = _unary("tanh", "float", lambda grad, result: grad * (1.0 - result * result), flops=8,
-              fused_backward="result", doc="Returns the hyperbolic tangent of each element.")
-sigmoid = _unary("sigmoid", "float", lambda grad, result: grad * (result * (1.0 - result)),
-                 flops=8, fused_backward="result",
+tan = _unary("tan", "float", lambda grad, result: grad * (conj(result * result) + 1.0),
+             precision=P.FLOAT32, flops=8, complex=True,
+             doc="Returns the tangent of each element.")
+tanh = _unary("tanh", "float", lambda grad, result: grad * (1.0 - conj(result * result)),
+              flops=8, fused_backward="result", complex=True,
+              doc="Returns the hyperbolic tangent of each element.")
+sigmoid = _unary("sigmoid", "float",
+                 lambda grad, result: grad * conj(result * (1.0 - result)),
+                 flops=8, fused_backward="result", complex=True,
                  doc="Returns the logistic sigmoid 1 / (1 + exp(-x)) of each element.")
 erf = _unary("erf", "float", lambda grad, input: grad * ((-(input * input)).exp() * _SQRT_PI),
              flops=16, doc="Computes the error function of each element.")
-asin = _unary("asin", "float", lambda grad, input: grad / (1.0 - input * input).sqrt(),
-              precision=P.FLOAT32, flops=8, aliases="arcsin",
+asin = _unary("asin", "float", lambda grad, input: grad / conj((1.0 - input * input).sqrt()),
+              precision=P.FLOAT32, flops=8, aliases="arcsin", complex=True,
               doc="Returns the arcsine of each element.")
-acos = _unary("acos", "float", lambda grad, input: -(grad / (1.0 - input * input).sqrt()),
-              precision=P.FLOAT32, flops=8, aliases="arccos",
+acos = _unary("acos", "float",
+              lambda grad, input: -(grad / conj((1.0 - input * input).sqrt())),
+              precision=P.FLOAT32, flops=8, aliases="arccos", complex=True,
               doc="Returns the arccosine of each element.")
-atan = _unary("atan", "float", lambda grad, input: grad / (input * input + 1.0), flops=8,
-              aliases="arctan", doc="Returns the arctangent of each element.")
+atan = _unary("atan", "float", lambda grad, input: grad / (conj(input * input) + 1.0),
+              flops=8, aliases="arctan", complex=True,
+              doc="Returns the arctangent of each element.")
 reciprocal = _unary("reciprocal", "float",
                     lambda grad, result: -(grad * conj(result * result)), complex=True,
                     precision=P.FLOAT32, doc="Returns the reciprocal 1 / x of each element.")
@@ -338,7 +357,14 @@ bitwise_not = _unary("bitwise_not", "bitwise", None, operators="__invert__",
                          "bool one).")
 
 
+def _no_complex_sign(x: Tensor) -> None:
+    if x._dtype.is_complex:  # PyTorch's words, which name the op to use instead
+        raise NotImplementedError("Unlike NumPy, torch.sign is not intended to support "
+                                  "complex numbers. Please use torch.sgn instead.")
+
+
 def _sign(input: Tensor) -> Tensor:
+    _no_complex_sign(input)
     return input.clone() if input._dtype is dt.bool_ else apply(OPS["sign"], input)
 
 
@@ -346,6 +372,7 @@ _sign_kernel_ = _unary_inplace("sign", _sign)
 
 
 def _sign_(self: Tensor) -> Tensor:
+    _no_complex_sign(self)
     if self._dtype is dt.bool_:  # its own sign: nothing to write
         self._vc[0] += 1
         return self
@@ -508,6 +535,8 @@ def _pow_grad_exponent(grad, input, other, result):
     """PyTorch's pow_backward_exponent: `result * log(input)`, but 0 where a zero base
     meets an exponent >= 0 (where log(0) would make it NaN)."""
     if not isinstance(input, Tensor):
+        if isinstance(input, complex) and input != 0:  # a complex base: its principal log
+            return grad * conj(result * cmath.log(input))
         log = math.log(input) if input > 0 else (-math.inf if input == 0 else math.nan)
         if input == 0:
             return grad * (result * log).masked_fill(other >= 0, 0.0)
@@ -874,7 +903,8 @@ def _lerp_label(input: Any, end: Any, weight: Any) -> str:
     return "LerpBackward1" if isinstance(weight, Tensor) else "LerpBackward0"
 
 
-@composite(node_label=_lerp_label, variants="function method inplace", cost=costs.pointwise(3))
+@composite(complex=True,
+           node_label=_lerp_label, variants="function method inplace", cost=costs.pointwise(3))
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     """Linear interpolation: `input + weight * (end - input)`, or `end - (end - input) *
     (1 - weight)` where `|weight| >= 0.5` (PyTorch's formula: exact at weight 1, and the
@@ -930,14 +960,15 @@ def _addcdiv_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
     return run_binary("add", self, mul(q, value) if value != 1 else q, out=self)
 
 
-@composite(node_label="AddcmulBackward0", variants="function method inplace", precision=P.PROMOTE,
+@composite(complex=True,
+           node_label="AddcmulBackward0", variants="function method inplace", precision=P.PROMOTE,
            inplace_method=_addcmul_inplace, cost=costs.pointwise(3))
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """`input + value * tensor1 * tensor2`."""
     return add(input, mul(mul(tensor1, tensor2), value))
 
 
-@composite(variants="function method inplace", precision=P.PROMOTE,
+@composite(complex=True, variants="function method inplace", precision=P.PROMOTE,
            inplace_method=_addcdiv_inplace, cost=costs.pointwise(3))
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """`input + value * tensor1 / tensor2`."""
@@ -946,7 +977,7 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
 
 
 def _no_integer_addcdiv(tensor1: Tensor, tensor2: Tensor) -> None:
-    if not (tensor1.dtype.is_floating_point or tensor2.dtype.is_floating_point):
+    if not (tensor1.dtype._differentiable or tensor2.dtype._differentiable):
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a "
                            "future  release addcdiv will perform a true division of tensor1 "
                            "and tensor2. The historic addcdiv behavior can be implemented as "
@@ -1071,14 +1102,18 @@ def to_arguments(args: tuple, kwargs: dict) -> tuple[Any, Any, bool, bool]:
 @composite(complex=True, variants="method")
 def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """`x.to(device)`, `x.to(dtype)`, `x.to(device, dtype)` or `x.to(other)`: this tensor
-    on another device or as another dtype (itself when nothing changes)."""
+    on another device or as another dtype (itself when nothing changes); with
+    `memory_format=`, laid out in that format (`ember.channels_last`)."""
+    fmt = check_format("to", kwargs.pop("memory_format", None))
     device, d, non_blocking, copy = to_arguments(args, kwargs)
     out = self
     if device is not None:
         out = to_device(out, device, non_blocking)
     if d is not None:
         out = to_dtype(out, d)
-    if copy and out is self:
+    if fmt is not preserve_format and tensor_format(out) is not fmt:
+        out = out.clone(memory_format=fmt)  # (a copy even when `out` is contiguous in
+    if copy and out is self:                # fmt too, as PyTorch's: N1HW in NHWC strides)
         out = out.clone()
     return out
 

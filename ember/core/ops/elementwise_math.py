@@ -25,6 +25,7 @@ from ember.core.host import python_scalar
 from ember.core.inplace import apply_inplace
 from ember.core.opdef import OPS, Grad, Kind, OutMeta
 from ember.core.opdef import Precision as P
+from ember.core.ops.complex import complex as complex_
 from ember.core.ops.elementwise import (
     _binary_inplace,
     _binary_rule,
@@ -32,12 +33,14 @@ from ember.core.ops.elementwise import (
     as_operand,
     binary,
     clamp,
+    conj,
     log,
     log1p,
     maximum,
     minimum,
     operand_tier,
     pow,
+    refuse_complex_autograd,
     sign,
     sin,
     to_dtype,
@@ -94,26 +97,37 @@ def _first(a: Any, b: Any, op: str) -> Tensor:
 
 # -- unary primitives -----------------------------------------------------------------------
 
-sinh = _unary("sinh", "float", lambda grad, input: grad * input.cosh(), precision=P.FLOAT32,
-              flops=8, doc="Returns the hyperbolic sine of each element.")
-cosh = _unary("cosh", "float", lambda grad, input: grad * input.sinh(), precision=P.FLOAT32,
-              flops=8, doc="Returns the hyperbolic cosine of each element.")
-asinh = _unary("asinh", "float", lambda grad, input: grad * (input * input + 1.0).rsqrt(),
-               flops=8, aliases="arcsinh",
+sinh = _unary("sinh", "float", lambda grad, input: grad * conj(input.cosh()),
+              precision=P.FLOAT32, flops=8, complex=True,
+              doc="Returns the hyperbolic sine of each element.")
+cosh = _unary("cosh", "float", lambda grad, input: grad * conj(input.sinh()),
+              precision=P.FLOAT32, flops=8, complex=True,
+              doc="Returns the hyperbolic cosine of each element.")
+asinh = _unary("asinh", "float",
+               lambda grad, input: grad * conj((input * input + 1.0).rsqrt()),
+               flops=8, aliases="arcsinh", complex=True,
                doc="Returns the inverse hyperbolic sine of each element.")
-acosh = _unary("acosh", "float", lambda grad, input: grad * (input * input - 1.0).rsqrt(),
-               flops=8, aliases="arccosh",
+def _acosh_grad(grad: Tensor, input: Tensor) -> Tensor:
+    """PyTorch's: (x^2 - 1)^-1/2 for real x; for complex z, (z + 1)^-1/2 (z - 1)^-1/2, on
+    acosh's branch (where (z^2 - 1)^-1/2 is the other root in half the plane)."""
+    if input._dtype.is_complex:
+        return grad * conj((input + 1.0).rsqrt() * (input - 1.0).rsqrt())
+    return grad * (input * input - 1.0).rsqrt()
+
+
+acosh = _unary("acosh", "float", _acosh_grad, flops=8, aliases="arccosh", complex=True,
                doc="Returns the inverse hyperbolic cosine of each element (NaN below 1).")
-atanh = _unary("atanh", "float", lambda grad, input: grad / (1.0 - input * input), flops=8,
-               aliases="arctanh",
+atanh = _unary("atanh", "float", lambda grad, input: grad / (1.0 - conj(input * input)),
+               flops=8, aliases="arctanh", complex=True,
                doc="Returns the inverse hyperbolic tangent of each element (NaN outside "
                    "[-1, 1]).")
 arcsinh, arccosh = alias(asinh, "arcsinh"), alias(acosh, "arccosh")
 arctanh = alias(atanh, "arctanh")
-exp2 = _unary("exp2", "float", lambda grad, result: grad * result * _LN2, flops=8,
+exp2 = _unary("exp2", "float", lambda grad, result: grad * conj(result) * _LN2, flops=8,
+              complex=True,
               doc="Returns 2 raised to the power of each element.")
-log10 = _unary("log10", "float", lambda grad, input: grad / (input * _LN10),
-               precision=P.FLOAT32, flops=8,
+log10 = _unary("log10", "float", lambda grad, input: grad / (conj(input) * _LN10),
+               precision=P.FLOAT32, flops=8, complex=True,
                doc="Returns the base-10 logarithm of each element.")
 erfc = _unary("erfc", "float",
               lambda grad, input: grad * ((-(input * input)).exp() * (-2.0 / _SQRT_PI)),
@@ -407,12 +421,16 @@ _LARGEST = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
             "float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308}
 
 
-@composite(node_label="NanToNumBackward0",
+@composite(complex=True, node_label="NanToNumBackward0",
            variants="function method inplace out", cost=costs.pointwise(4))
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
                neginf: float | None = None) -> Tensor:
     """Replaces NaN with `nan`, +inf with `posinf` and -inf with `neginf` (by default the
-    largest and the lowest finite values of the dtype)."""
+    largest and the lowest finite values of the dtype); in a complex tensor, in each of
+    the real and imaginary parts."""
+    if input.dtype.is_complex:
+        refuse_complex_autograd("nan_to_num", input.dtype, input)
+        return complex_(*(nan_to_num(p, nan, posinf, neginf) for p in (input.real, input.imag)))
     if not input.dtype.is_floating_point:
         return input.clone()
     big = _LARGEST[input.dtype.name]
@@ -431,6 +449,15 @@ def isposinf(input: Tensor) -> Tensor:
 def isneginf(input: Tensor) -> Tensor:
     """Tests each element for negative infinity."""
     return input == -_INF
+
+
+@composite(complex=True, variants="function method", cost=costs.pointwise(1))
+def isreal(input: Tensor) -> Tensor:
+    """Tests each element for being real: a zero imaginary part (every element of a real
+    tensor)."""
+    if input.dtype.is_complex:
+        return input.imag == 0
+    return input.new_ones(tuple(input.shape), dtype=dt.bool_)
 
 
 @composite(variants="function method inplace out", cost=costs.pointwise(32))

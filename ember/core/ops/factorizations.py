@@ -27,9 +27,15 @@ that failed are NaN (an inverse or a solve: what getrs leaves, inf or NaN, as Py
     _linalg_eigh          kernel(A, *, UPLO) -> [eigenvalues, eigenvectors]
     _linalg_lu_factor_ex  kernel(A) -> [LU, pivots (1-based), info] (partial pivoting)
 
-The factorizations are real (they refuse complex tensors, as undeclared `complex`), and
-there is no `linalg.eig` or `linalg.eigvals` (whose results are complex even for real
-input).
+    _linalg_eig           kernel(A) -> [eigenvalues, eigenvectors] (.., n + n*n), complex
+                          even for a real A
+
+Complex matrices: inverse, solve, det, slogdet, Cholesky, QR, SVD, eigh and eig (and the
+composites over them that are declared `complex`) take complex64/complex128 with
+PyTorch's gradients, written once for both kinds: `.mH` is `.mT` on real matrices and
+`conj` leaves real tensors alone. A packed result is complex when A is, and its real
+parts (slogdet's logabsdet, singular values, Hermitian eigenvalues) come back out with
+`.real`, a view, so their gradients reach the packed gradient.
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ from ember.core.declare import composite, primitive, write_out
 from ember.core.grad_mode import no_grad
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
 from ember.core.opdef import Precision as P
-from ember.core.ops.elementwise import where
+from ember.core.ops.elementwise import conj, where
 from ember.core.ops.linalg import _word
 from ember.core.ops.shape import cat
 from ember.core.return_types import return_type
@@ -62,7 +68,7 @@ def _check(op: str, A: Any, *, square: bool = True, name: str = "A") -> None:
     LAPACK has no half precision), square where the op needs it."""
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor {name} must have at least 2 dimensions.")
-    if not A.dtype.is_floating_point:
+    if not A.dtype._differentiable:
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
                            f"{_word(A.dtype)}")
     if A.dtype in (dt.float16, dt.bfloat16):
@@ -81,6 +87,12 @@ def _split(packed: Tensor, *shapes: tuple[int, ...]) -> list[Tensor]:
         outs.append(packed[..., start:start + size].reshape(batch + tuple(shape)))
         start += size
     return outs
+
+
+def _info(packed: Tensor) -> Tensor:
+    """LAPACK's info as PyTorch gives it (int32), from its slot of a packed result (the
+    real part, where the result is complex)."""
+    return (packed.real if packed.dtype.is_complex else packed).detach().to(dt.int32)
 
 
 def _raise_info(op: str, info: Tensor, message: str) -> None:
@@ -139,16 +151,16 @@ def _det_rule(A):
 
 
 def _inv_t(A: Tensor) -> Tensor:
-    """inv(A)^T, for the gradients of det and slogdet (NaN for a singular A)."""
-    return _inv_ex(A)[0].mT
+    """inv(A)^H, for the gradients of det and slogdet (NaN for a singular A)."""
+    return _inv_ex(A)[0].mH
 
 
-@primitive(variants="function method", rule=_det_rule, cost=_matrix_cost(2 / 3),
+@primitive(complex=True, variants="function method", rule=_det_rule, cost=_matrix_cost(2 / 3),
            grad=Grad(A=lambda grad, A, result:
-                     (grad * result).unsqueeze(-1).unsqueeze(-1) * _inv_t(A)))
+                     (grad * conj(result)).unsqueeze(-1).unsqueeze(-1) * _inv_t(A)))
 def det(A: Tensor) -> Tensor:
     """The determinant of a square matrix (or of each in a batch). Its gradient is
-    `det(A) * inv(A)^T` (PyTorch's, for invertible A)."""
+    `conj(det(A)) * inv(A)^H` (PyTorch's, for invertible A)."""
     return apply_labelled(OPS["det"], "LinalgDetBackward0", A)
 
 
@@ -157,41 +169,58 @@ def _slogdet_rule(A):
     return OutMeta(tuple(A.shape[:-2]) + (2,), A.dtype, None)
 
 
-@primitive(variants="", rule=_slogdet_rule, cost=_matrix_cost(2 / 3),
-           grad=Grad(A=lambda grad, A: grad[..., 1].unsqueeze(-1).unsqueeze(-1) * _inv_t(A)))
+def _slogdet_grad(grad, A, result):
+    """PyTorch's slogdet_backward: the log-determinant's gradient `g` times inv(A)^H; for
+    a complex A, g = g_logabsdet + i Im(conj(sign) g_sign) (the sign's phase is the
+    log-determinant's imaginary part; a real A's sign has no gradient)."""
+    g = grad[..., 1]
+    if A._dtype.is_complex:
+        g = g.real + (conj(result[..., 0]) * grad[..., 0]).imag * 1j
+    return g.unsqueeze(-1).unsqueeze(-1) * _inv_t(A)
+
+
+@primitive(complex=True, variants="", rule=_slogdet_rule, cost=_matrix_cost(2 / 3),
+           grad=Grad(A=_slogdet_grad))
 def _linalg_slogdet(A: Tensor) -> Tensor:
     """The sign and the log of the absolute value of the determinant, packed (.., 2)."""
     return apply_labelled(OPS["_linalg_slogdet"], "LinalgSlogdetBackward0", A)
 
 
+def _slogdet_parts(A: Tensor) -> tuple[Tensor, Tensor]:
+    sign, logabsdet = _split(_linalg_slogdet(A), (), ())
+    return sign, (logabsdet.real if A.dtype.is_complex else logabsdet)
+
+
 SlogdetResult = return_type("slogdet", ["sign", "logabsdet"])
 
 
-@composite(variants="function method", cost=_matrix_cost(2 / 3))
+@composite(complex=True, variants="function method", cost=_matrix_cost(2 / 3))
 def slogdet(A: Tensor) -> Any:
     """The sign and the natural log of the absolute value of the determinant, as a named
     pair `(sign, logabsdet)`: `det = sign * exp(logabsdet)` without overflow. For a
-    singular matrix, `(0, -inf)`."""
-    sign, logabsdet = _split(_linalg_slogdet(A), (), ())
-    return SlogdetResult(sign, logabsdet)
+    singular matrix, `(0, -inf)`; for a complex one, the sign is `det / |det|` and
+    logabsdet is real."""
+    return SlogdetResult(*_slogdet_parts(A))
 
 
 LinalgSlogdetResult = return_type("linalg_slogdet", ["sign", "logabsdet"])
 
 
-@composite(variants="", cost=_matrix_cost(2 / 3))
+@composite(complex=True, variants="", cost=_matrix_cost(2 / 3))
 def linalg_slogdet(A: Tensor) -> Any:
     """`linalg.slogdet`: `slogdet`'s pair, as PyTorch's `torch.return_types.linalg_slogdet`
     (`torch.slogdet` returns `torch.return_types.slogdet`)."""
-    sign, logabsdet = _split(_linalg_slogdet(A), (), ())
-    return LinalgSlogdetResult(sign, logabsdet)
+    return LinalgSlogdetResult(*_slogdet_parts(A))
 
 
-@composite(variants="function method", cost=_matrix_cost(2 / 3))
+@composite(complex=True, variants="function method", cost=_matrix_cost(2 / 3))
 def logdet(input: Tensor) -> Tensor:
-    """The natural log of the determinant: NaN where it is negative, -inf where it is 0."""
+    """The natural log of the determinant: NaN where it is negative, -inf where it is 0;
+    of a complex matrix, the complex log `log(sign) + logabsdet`."""
     _check("logdet", input)
     sign, logabsdet = slogdet(input)
+    if input.dtype.is_complex:
+        return sign.log() + logabsdet
     return where(sign < 0, math.nan, logabsdet)
 
 
@@ -207,10 +236,11 @@ def _inv_rule(A):
 def _inv_grad(grad, result, A_shape):
     n = A_shape[-1]
     (gX,), (X,) = _split(grad, (n, n)), _split(result, (n, n))
-    return -(X.mT @ gX @ X.mT)
+    return -(X.mH @ gX @ X.mH)
 
 
-@primitive(variants="", rule=_inv_rule, cost=_matrix_cost(2.0), grad=Grad(A=_inv_grad))
+@primitive(complex=True, variants="", rule=_inv_rule, cost=_matrix_cost(2.0),
+           grad=Grad(A=_inv_grad))
 def _linalg_inv_ex(A: Tensor) -> Tensor:
     """The inverse and LAPACK's info, packed (.., n*n + 1)."""
     return apply_labelled(OPS["_linalg_inv_ex"], "LinalgInvExBackward0", A)
@@ -222,14 +252,14 @@ InvExResult = return_type("linalg_inv_ex", ["inverse", "info"])
 def _inv_ex(A: Tensor) -> tuple[Tensor, Tensor]:
     n = A.shape[-1]
     inverse, info = _split(_linalg_inv_ex(A), (n, n), ())
-    return inverse, info.to(dt.int32)
+    return inverse, _info(info)
 
 
 _SINGULAR = ("The diagonal element {info} is zero, the inversion could not be completed "
              "because the input matrix is singular.")
 
 
-@composite(variants="", cost=_matrix_cost(2.0), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="", cost=_matrix_cost(2.0), cpu_precision=P.FLOAT32)
 def linalg_inv(A: Tensor, *, out: Any = None) -> Tensor:
     """`linalg.inv`: the inverse of a square matrix (or of each in a batch); raises
     LinAlgError for a singular one."""
@@ -238,13 +268,14 @@ def linalg_inv(A: Tensor, *, out: Any = None) -> Tensor:
     return inverse if out is None else _write("linalg.inv", out, inverse)
 
 
-@composite(variants="function method", cost=_matrix_cost(2.0), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="function method", cost=_matrix_cost(2.0),
+           cpu_precision=P.FLOAT32)
 def inverse(input: Tensor, *, out: Any = None) -> Tensor:
     """The inverse of a square matrix (`linalg.inv`)."""
     return linalg_inv(input, out=out)
 
 
-@composite(variants="", cost=_matrix_cost(2.0), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="", cost=_matrix_cost(2.0), cpu_precision=P.FLOAT32)
 def linalg_inv_ex(A: Tensor, *, check_errors: bool = False) -> Any:
     """`linalg.inv_ex`: the inverse and LAPACK's `info` (int32: 0, or the index of the
     first zero pivot of a singular matrix, whose inverse is then NaN) without raising,
@@ -264,11 +295,12 @@ def _solve_rule(A, B):
 def _solve_grads(grad, A, B, result, needs):
     n, k = A.shape[-1], B.shape[-1]
     (gX,), (X,) = _split(grad, (n, k)), _split(result, (n, k))
-    gB = linalg_solve(A.mT, gX)
-    return (-(gB @ X.mT) if needs[0] else None), (gB if needs[1] else None)
+    gB = linalg_solve(A.mH, gX)
+    return (-(gB @ X.mH) if needs[0] else None), (gB if needs[1] else None)
 
 
-@primitive(variants="", rule=_solve_rule, cost=_matrix_cost(2 / 3), grad=Grad(each=_solve_grads))
+@primitive(complex=True, variants="", rule=_solve_rule, cost=_matrix_cost(2 / 3),
+           grad=Grad(each=_solve_grads))
 def _linalg_solve_ex(A: Tensor, B: Tensor) -> Tensor:
     """The solution X of `A @ X = B` and LAPACK's info, packed (.., n*k + 1)."""
     return apply_labelled(OPS["_linalg_solve_ex"], "LinalgSolveExBackward0", A, B)
@@ -300,7 +332,7 @@ def _solve(op: str, A: Tensor, B: Tensor, left: bool, check: bool) -> tuple[Tens
         return X.mT, info
     A, B, vector = _solve_operands(op, A, B)
     X, info = _split(_linalg_solve_ex(A, B), tuple(B.shape[-2:]), ())
-    info = info.to(dt.int32)
+    info = _info(info)
     if check:  # (PyTorch names this one error torch.linalg.solve, its others linalg.solve)
         _raise_info("torch." + op if op == "linalg.solve" else op, info,
                     "The solver failed because the input matrix is singular.")
@@ -310,7 +342,7 @@ def _solve(op: str, A: Tensor, B: Tensor, left: bool, check: bool) -> tuple[Tens
 SolveExResult = return_type("linalg_solve_ex", ["result", "info"])
 
 
-@composite(variants="", cost=_matrix_cost(2 / 3), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="", cost=_matrix_cost(2 / 3), cpu_precision=P.FLOAT32)
 def linalg_solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor:
     """`linalg.solve`: the solution X of `A @ X = B` (`X @ A = B` with `left=False`); B is
     a matrix, or a vector (B.ndim == 1, or A's shape without its last dimension); batches
@@ -319,7 +351,7 @@ def linalg_solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) ->
     return X if out is None else _write("linalg.solve", out, X)
 
 
-@composite(variants="", cost=_matrix_cost(2 / 3))
+@composite(complex=True, variants="", cost=_matrix_cost(2 / 3))
 def linalg_solve_ex(A: Tensor, B: Tensor, *, left: bool = True,
                     check_errors: bool = False) -> Any:
     """`linalg.solve_ex`: `linalg.solve` and LAPACK's `info` (int32), without raising
@@ -332,16 +364,16 @@ def _solve_triangular_rule(A, B, *, upper, unitriangular):
 
 
 def _solve_triangular_grads(grad, A, result, upper, unitriangular, needs):
-    """PyTorch's: gB = A^-T gX; gA = -gB X^T on the triangle A's solve read."""
-    gB = _linalg_solve_triangular(A.mT, grad, upper=not upper, unitriangular=unitriangular)
+    """PyTorch's: gB = A^-H gX; gA = -gB X^H on the triangle A's solve read."""
+    gB = _linalg_solve_triangular(A.mH, grad, upper=not upper, unitriangular=unitriangular)
     gA = None
     if needs[0]:
-        gA = -(gB @ result.mT)
+        gA = -(gB @ result.mH)
         gA = gA.triu(int(unitriangular)) if upper else gA.tril(-int(unitriangular))
     return gA, (gB if needs[1] else None)
 
 
-@primitive(variants="", rule=_solve_triangular_rule, cost=_matrix_cost(1 / 3),
+@primitive(complex=True, variants="", rule=_solve_triangular_rule, cost=_matrix_cost(1 / 3),
            grad=Grad(each=_solve_triangular_grads))
 def _linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool,
                              unitriangular: bool = False) -> Tensor:
@@ -351,7 +383,7 @@ def _linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool,
                           A, B, upper=bool(upper), unitriangular=bool(unitriangular))
 
 
-@composite(variants="", cost=_matrix_cost(1 / 3))
+@composite(complex=True, variants="", cost=_matrix_cost(1 / 3))
 def linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
                             unitriangular: bool = False, out: Any = None) -> Tensor:
     """`linalg.solve_triangular`: the solution X of `A @ X = B` (`X @ A = B` with
@@ -414,14 +446,17 @@ def _cholesky_grad(grad, result, A_shape, upper):
     n = A_shape[-1]
     (gL,), (L,) = _split(grad, (n, n)), _split(result, (n, n))
     if upper:
-        L, gL = L.mT, gL.mT
-    gA = (L.mT @ gL).tril()
-    gA = 0.5 * (gA + gA.tril(-1).mT)
-    gA = linalg_solve_triangular(L.mT, gA, upper=True)
+        L, gL = L.mH, gL.mH
+    gA = (L.mH @ gL).tril()
+    gA = 0.5 * (gA + gA.tril(-1).mH)
+    if gA.dtype.is_complex:  # Φ's diagonal: its real part (the Hermitian part of L^H gL)
+        gA = gA - _diag_embed(_diag(gA).imag * 0.5j)
+    gA = linalg_solve_triangular(L.mH, gA, upper=True)
     return linalg_solve_triangular(L, gA, upper=False, left=False)
 
 
-@primitive(variants="", rule=_cholesky_rule, cost=_matrix_cost(1 / 3), grad=Grad(A=_cholesky_grad))
+@primitive(complex=True, variants="", rule=_cholesky_rule, cost=_matrix_cost(1 / 3),
+           grad=Grad(A=_cholesky_grad))
 def _linalg_cholesky_ex(A: Tensor, *, upper: bool = False) -> Tensor:
     """The Cholesky factor and LAPACK's info, packed (.., n*n + 1)."""
     return apply_labelled(OPS["_linalg_cholesky_ex"], "LinalgCholeskyExBackward0", A,
@@ -436,10 +471,10 @@ _NOT_PD = ("The factorization could not be completed because the input is not "
 def _cholesky_ex(A: Tensor, upper: bool) -> tuple[Tensor, Tensor]:
     n = A.shape[-1] if A.ndim >= 2 else 0
     L, info = _split(_linalg_cholesky_ex(A, upper=upper), (n, n), ())
-    return L, info.to(dt.int32)
+    return L, _info(info)
 
 
-@composite(variants="", cost=_matrix_cost(1 / 3), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="", cost=_matrix_cost(1 / 3), cpu_precision=P.FLOAT32)
 def linalg_cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
     """`linalg.cholesky`: the lower-triangular L with `A = L @ L^T` of a symmetric
     positive-definite A (reading its lower triangle), or the upper U = L^T with `upper`
@@ -449,7 +484,7 @@ def linalg_cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tenso
     return L if out is None else _write("linalg.cholesky", out, L)
 
 
-@composite(variants="", cost=_matrix_cost(1 / 3), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="", cost=_matrix_cost(1 / 3), cpu_precision=P.FLOAT32)
 def linalg_cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -> Any:
     """`linalg.cholesky_ex`: `linalg.cholesky` and LAPACK's `info` (int32: 0, or the order
     of the leading minor that is not positive-definite, whose factor is then NaN) without
@@ -460,7 +495,8 @@ def linalg_cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = F
     return CholeskyExResult(L, info)
 
 
-@composite(variants="function method", cost=_matrix_cost(1 / 3), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="function method", cost=_matrix_cost(1 / 3),
+           cpu_precision=P.FLOAT32)
 def cholesky(input: Tensor, upper: bool = False, *, out: Any = None) -> Tensor:
     """The Cholesky factor (deprecated in PyTorch for `linalg.cholesky`)."""
     deprecated("cholesky", "torch.linalg.cholesky and will be removed in a future PyTorch "
@@ -543,21 +579,25 @@ def _qr_grad(grad, result, A_shape, mode):
     qs, rs = _qr_shapes(tuple(A_shape), mode)
     gQ, gR = _split(grad, qs, rs)
     Q, R = _split(result, qs, rs)
-    gA = gR @ R.mT - Q.mT @ gQ
-    if m >= n:  # X + X^T with the diagonal halved, from the upper triangle
+    gA = gR @ R.mH - Q.mH @ gQ
+    if m >= n:  # X + X^H with the (real) diagonal halved, from the upper triangle
         sym = gA.triu()
-        sym = sym + sym.mT
+        sym = sym + sym.mH
         sym = sym - _diag_embed(_diag(sym) * 0.5)
         gA = Q @ sym + gQ
-        return linalg_solve_triangular(R.mT, gA, upper=False, left=False)
-    skew = (-gA - (-gA).mT).tril()
-    gA = linalg_solve_triangular(R[..., :m].mT, Q @ skew, upper=False, left=False)
+        return linalg_solve_triangular(R.mH, gA, upper=False, left=False)
+    # X - X^H, lower triangle, with the (imaginary) diagonal halved
+    skew = (-gA - (-gA).mH).tril()
+    if skew.dtype.is_complex:
+        skew = skew - _diag_embed(_diag(skew) * 0.5)
+    gA = linalg_solve_triangular(R[..., :m].mH, Q @ skew, upper=False, left=False)
     gA = cat([gA, zeros(tuple(R.shape[:-1]) + (n - m,), dtype=gA.dtype, device=gA.device)],
              -1)
     return gA + Q @ gR
 
 
-@primitive(variants="", rule=_qr_rule, cost=_matrix_cost(4 / 3), grad=Grad(A=_qr_grad))
+@primitive(complex=True, variants="", rule=_qr_rule, cost=_matrix_cost(4 / 3),
+           grad=Grad(A=_qr_grad))
 def _linalg_qr(A: Tensor, *, mode: str = "reduced") -> Tensor:
     """Q and R, packed."""
     return apply_labelled(OPS["_linalg_qr"], "LinalgQrBackward0", A, mode=mode)
@@ -566,7 +606,7 @@ def _linalg_qr(A: Tensor, *, mode: str = "reduced") -> Tensor:
 QRResult = return_type("linalg_qr", ["Q", "R"])
 
 
-@composite(variants="", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
 def linalg_qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> Any:
     """`linalg.qr`: `A = Q @ R` with Q orthonormal columns and R upper triangular, as a
     named pair. `mode`: "reduced" (Q is m x k, R k x n, k = min(m, n)), "complete" (Q is
@@ -767,36 +807,52 @@ def _svd_rule(A, *, full_matrices):
     return OutMeta(tuple(A.shape[:-2]) + (sum(math.prod(s) for s in shapes),), A.dtype, None)
 
 
+_SVD_PHASE = ("svd_backward: The singular vectors in the complex case are specified up to "
+              "multiplication by e^{i phi}. The specified loss function depends on this "
+              "phase term, making it ill-defined.")
+
+
 def _svd_grad(grad, result, A_shape, full_matrices):
-    """PyTorch's svd_backward (real case), defined where the singular values differ."""
+    """PyTorch's svd_backward, defined where the singular values differ (and, for complex
+    A, where the loss does not depend on the singular vectors' phases)."""
     shapes = _svd_shapes(tuple(A_shape), full_matrices)
     gU, gS, gVh = _split(grad, *shapes)
     U, S, Vh = _split(result, *shapes)
+    complex_ = S.dtype.is_complex
+    if complex_:  # (the packed singular values are complex with zero imaginary parts)
+        S, gS = S.real, gS.real
     m, n = A_shape[-2], A_shape[-1]
     k = S.shape[-1]
     if full_matrices:
         U, gU, Vh, gVh = U[..., :k], gU[..., :k], Vh[..., :k, :], gVh[..., :k, :]
-    UhgU = U.mT @ gU
-    UhgU = UhgU - UhgU.mT
-    VhgV = Vh @ gVh.mT
-    VhgV = VhgV - VhgV.mT
+    UhgU = U.mH @ gU
+    UhgU = UhgU - UhgU.mH
+    VhgV = Vh @ gVh.mH
+    VhgV = VhgV - VhgV.mH
+    if complex_:  # PyTorch's test: allclose(Im diag UhgU, -Im diag VhgV, 1e-2, 1e-2)
+        a, b = _diag(UhgU).imag, -_diag(VhgV).imag
+        if not bool(((a - b).abs() <= 1e-2 + 1e-2 * b.abs()).all()):
+            raise RuntimeError(_SVD_PHASE)
     S2 = S * S
     E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + _eye_like(k, S)
     gA = (UhgU * S.unsqueeze(-2) + S.unsqueeze(-1) * VhgV) / E + _diag_embed(gS)
+    if complex_:  # the phase of U's columns: i Im(diag(U^H gU)) / S
+        gA = gA + _diag_embed(_diag(UhgU) / (2 * S))
     if m > n:
         gA = U @ gA
         gUSinv = gU / S.unsqueeze(-2)
-        gA = gA + gUSinv - U @ (U.mT @ gUSinv)
+        gA = gA + gUSinv - U @ (U.mH @ gUSinv)
         return gA @ Vh
     if m < n:
         gA = gA @ Vh
         SinvgVh = gVh / S.unsqueeze(-1)
-        gA = gA + SinvgVh - (SinvgVh @ Vh.mT) @ Vh
+        gA = gA + SinvgVh - (SinvgVh @ Vh.mH) @ Vh
         return U @ gA
     return U @ gA @ Vh
 
 
-@primitive(variants="", rule=_svd_rule, cost=_matrix_cost(12.0), grad=Grad(A=_svd_grad))
+@primitive(complex=True, variants="", rule=_svd_rule, cost=_matrix_cost(12.0),
+           grad=Grad(A=_svd_grad))
 def _linalg_svd(A: Tensor, *, full_matrices: bool = True) -> Tensor:
     """U, S and Vh, packed."""
     return apply_labelled(OPS["_linalg_svd"], "LinalgSvdBackward0", A,
@@ -808,11 +864,12 @@ SVDResult = return_type("linalg_svd", ["U", "S", "Vh"])
 
 def _svd(A: Tensor, full_matrices: bool) -> list[Tensor]:
     _check("linalg.svd", A, square=False)
-    return _split(_linalg_svd(A, full_matrices=full_matrices),
-                  *_svd_shapes(tuple(A.shape), full_matrices))
+    U, S, Vh = _split(_linalg_svd(A, full_matrices=full_matrices),
+                      *_svd_shapes(tuple(A.shape), full_matrices))
+    return [U, S.real if S.dtype.is_complex else S, Vh]
 
 
-@composite(variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
 def linalg_svd(A: Tensor, full_matrices: bool = True, *, driver: Any = None) -> Any:
     """`linalg.svd`: `A = U @ diag(S) @ Vh`, singular values descending, as a named triple;
     U is m x m and Vh n x n with `full_matrices`, else m x k and k x n. The gradient is
@@ -821,7 +878,7 @@ def linalg_svd(A: Tensor, full_matrices: bool = True, *, driver: Any = None) -> 
     return SVDResult(*_svd(A, full_matrices))
 
 
-@composite(variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
 def linalg_svdvals(A: Tensor, *, driver: Any = None) -> Tensor:
     """`linalg.svdvals`: the singular values, descending."""
     return _svd(A, False)[1]
@@ -830,7 +887,8 @@ def linalg_svdvals(A: Tensor, *, driver: Any = None) -> Tensor:
 SvdResult = return_type("svd", ["U", "S", "V"])
 
 
-@composite(variants="function method", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="function method", cost=_matrix_cost(12.0),
+           cpu_precision=P.FLOAT32)
 def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> Any:
     """The SVD as `(U, S, V)` with `input = U @ diag(S) @ V^T` (note V, not Vh): reduced
     with `some`. With `compute_uv=False`, U and V are zero-filled (m x m and n x n)."""
@@ -841,7 +899,7 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> Any:
         return SvdResult(zeros(batch + (m, m), dtype=input.dtype, device=input.device), S,
                          zeros(batch + (n, n), dtype=input.dtype, device=input.device))
     U, S, Vh = _svd(input, not some)
-    return SvdResult(U, S, Vh.mT)
+    return SvdResult(U, S, Vh.mH)
 
 
 def _approximate_basis(A: Tensor, q: int, niter: int, M: Tensor | None) -> Tensor:
@@ -913,15 +971,20 @@ def _eigh_grad(grad, result, A_shape):
     n = A_shape[-1]
     gL, gV = _split(grad, (n,), (n, n))
     L, V = _split(result, (n,), (n, n))
-    VhgV = V.mT @ gV
-    VhgV = (VhgV - VhgV.mT) * 0.5
+    if L.dtype.is_complex:  # (the packed eigenvalues are real, held as complex)
+        L, gL = L.real, gL.real
+    VhgV = V.mH @ gV
+    if VhgV.dtype.is_complex and not bool((_diag(VhgV).imag.abs() <= 1e-2).all()):
+        raise RuntimeError(_EIG_PHASE)
+    VhgV = (VhgV - VhgV.mH) * 0.5
     E = L.unsqueeze(-2) - L.unsqueeze(-1) + _eye_like(n, L)
     gA = VhgV / E
     gA = gA - _diag_embed(_diag(gA)) + _diag_embed(gL)
-    return V @ gA @ V.mT
+    return V @ gA @ V.mH
 
 
-@primitive(variants="", rule=_eigh_rule, cost=_matrix_cost(9.0), grad=Grad(A=_eigh_grad))
+@primitive(complex=True, variants="", rule=_eigh_rule, cost=_matrix_cost(9.0),
+           grad=Grad(A=_eigh_grad))
 def _linalg_eigh(A: Tensor, *, UPLO: str = "L") -> Tensor:
     """The eigenvalues and eigenvectors, packed."""
     return apply_labelled(OPS["_linalg_eigh"], "LinalgEighBackward0", A, UPLO=UPLO)
@@ -935,20 +998,97 @@ def _eigh(A: Tensor, UPLO: str) -> list[Tensor]:
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     _check("linalg.eigh", A)
     n = A.shape[-1]
-    return _split(_linalg_eigh(A, UPLO=UPLO), (n,), (n, n))
+    L, V = _split(_linalg_eigh(A, UPLO=UPLO), (n,), (n, n))
+    return [L.real if L.dtype.is_complex else L, V]
 
 
-@composite(variants="", cost=_matrix_cost(9.0), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="", cost=_matrix_cost(9.0), cpu_precision=P.FLOAT32)
 def linalg_eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Any:
     """`linalg.eigh`: the eigenvalues (ascending) and orthonormal eigenvectors (columns) of
     a symmetric matrix, reading its lower triangle (`UPLO="U"`: the upper one)."""
     return EighResult(*_eigh(A, UPLO))
 
 
-@composite(variants="", cost=_matrix_cost(9.0), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="", cost=_matrix_cost(9.0), cpu_precision=P.FLOAT32)
 def linalg_eigvalsh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Tensor:
     """`linalg.eigvalsh`: the eigenvalues of a symmetric matrix, ascending."""
     return _eigh(A, UPLO)[0]
+
+
+# -- the general eigendecomposition: complex results ---------------------------------------
+
+_EIG_PHASE = ("linalg_eig_backward: The eigenvectors in the complex case are specified up to "
+              "multiplication by e^{i phi}. The specified loss function depends on this "
+              "quantity, so it is ill-defined.")
+
+
+def _eig_rule(A):
+    _eig_check(A)
+    n = A.shape[-1]
+    out = A.dtype if A.dtype.is_complex else A.dtype.to_complex()
+    return OutMeta(tuple(A.shape[:-2]) + (n + n * n,), out, None)
+
+
+def _eig_check(A: Any, op: str = "linalg.eig") -> None:
+    """PyTorch's errors for linalg.eig's input: its complex output type first (no
+    complex integers), then the matrix checks."""
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
+        raise RuntimeError(f"Unknown Complex ScalarType for {_word(A.dtype)}")
+    if A.dtype in (dt.float16, dt.bfloat16):
+        raise NotImplementedError(f'"linalg_eig_out_cpu" not implemented for '
+                                  f"'{_word(A.dtype)}'")
+    _check(op, A)
+
+
+def _eig_grad(grad, result, A_shape):
+    """PyTorch's linalg_eig_backward: with A = V diag(L) V^-1,
+    gA = V^-H (diag(gL) + (V^H gV - V^H V diag(Re(diag(V^H gV)))) / conj(E)) V^H,
+    E_ij = L_j - L_i (the off-diagonal part; the diagonal is gL's). A real A takes the
+    real part (the node does that)."""
+    n = A_shape[-1]
+    gL, gV = _split(grad, (n,), (n, n))
+    L, V = _split(result, (n,), (n, n))
+    Vh = V.mH
+    VhgV = Vh @ gV
+    diag_VhgV = _diag(VhgV)
+    if not bool((diag_VhgV.imag.abs() <= 1e-2).all()):
+        raise RuntimeError(_EIG_PHASE)
+    gA = VhgV - Vh @ (V * diag_VhgV.real.unsqueeze(-2))
+    Lc = L.conj()
+    gA = gA / (Lc.unsqueeze(-2) - Lc.unsqueeze(-1) + _eye_like(n, L))
+    gA = gA - _diag_embed(_diag(gA)) + _diag_embed(gL)
+    return linalg_solve(Vh, gA @ Vh)
+
+
+@primitive(complex=True, variants="", rule=_eig_rule, cost=_matrix_cost(25.0),
+           grad=Grad(A=_eig_grad))
+def _linalg_eig(A: Tensor) -> Tensor:
+    """The eigenvalues and eigenvectors, packed (complex)."""
+    return apply_labelled(OPS["_linalg_eig"], "LinalgEigBackward0", A)
+
+
+EigResult = return_type("linalg_eig", ["eigenvalues", "eigenvectors"])
+
+
+def _eig(A: Tensor, op: str = "linalg.eig") -> list[Tensor]:
+    _eig_check(A, op)
+    n = A.shape[-1]
+    return _split(_linalg_eig(A), (n,), (n, n))
+
+
+@composite(complex=True, variants="", cost=_matrix_cost(25.0))
+def linalg_eig(A: Tensor, *, out: Any = None) -> Any:
+    """`linalg.eig`: the eigenvalues and eigenvectors (unit columns) of a square matrix,
+    `A = V diag(L) V^-1`; complex (complex64 for float32, complex128 for float64) even
+    for a real A. The gradient is PyTorch's: defined for distinct eigenvalues and a loss
+    that does not depend on the eigenvectors' phases."""
+    return EigResult(*_eig(A))
+
+
+@composite(complex=True, variants="", cost=_matrix_cost(25.0))
+def linalg_eigvals(A: Tensor, *, out: Any = None) -> Tensor:
+    """`linalg.eigvals`: the eigenvalues of a square matrix, complex even for a real A."""
+    return _eig(A, "linalg.eigvals")[0]
 
 
 # -- built on the SVD: pinv, rank, least squares ------------------------------
@@ -970,7 +1110,7 @@ def _tolerance(op: str, S: Tensor, shape: tuple, atol: Any, rtol: Any) -> Tensor
     return tol.clamp(min=atol)
 
 
-@composite(variants="", cost=_matrix_cost(12.0))
+@composite(complex=True, variants="", cost=_matrix_cost(12.0))
 def linalg_pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False,
                 out: Any = None) -> Tensor:
     """`linalg.pinv`: the Moore-Penrose pseudo-inverse, through the SVD (the
@@ -981,16 +1121,17 @@ def linalg_pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: boo
         L, V = _eigh(A, "L")
         tol = _tolerance("linalg.pinv", L.abs(), tuple(A.shape), atol, rtol)
         Linv = where(L.abs() > tol, 1 / where(L == 0, 1.0, L), 0.0)
-        result = (V * Linv.unsqueeze(-2)) @ V.mT
+        result = (V * Linv.unsqueeze(-2)) @ V.mH
     else:
         U, S, Vh = _svd(A, False)
         tol = _tolerance("linalg.pinv", S, tuple(A.shape), atol, rtol)
         Sinv = where(S > tol, 1 / where(S == 0, 1.0, S), 0.0)
-        result = (Vh.mT * Sinv.unsqueeze(-2)) @ U.mT
+        result = (Vh.mH * Sinv.unsqueeze(-2)) @ U.mH
     return result if out is None else _write("linalg.pinv", out, result)
 
 
-@composite(variants="function method", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="function method", cost=_matrix_cost(12.0),
+           cpu_precision=P.FLOAT32)
 def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     """The pseudo-inverse (`linalg.pinv` with `rtol=rcond`)."""
     return linalg_pinv(input, rtol=rcond)
@@ -1239,7 +1380,7 @@ def lu_solve(input: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
 # -- powers and exponentials -----------------------------------------------------------
 
 
-@composite(variants="function method", cost=_matrix_cost(2.0),
+@composite(complex=True, variants="function method", cost=_matrix_cost(2.0),
            cpu_precision=P.LOWER)
 def matrix_power(input: Tensor, n: int) -> Tensor:
     """The matrix raised to the integer power `n` (by repeated squaring; a negative power
@@ -1265,7 +1406,7 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
     return result
 
 
-@composite(variants="function method", cost=_matrix_cost(40.0))
+@composite(complex=True, variants="function method", cost=_matrix_cost(40.0))
 def matrix_exp(A: Tensor) -> Tensor:
     """The matrix exponential `sum_k A^k / k!`, by scaling and squaring: a Taylor
     polynomial of `A / 2^s` (with `||A / 2^s||_1 <= 1/2`), squared `s` times."""
@@ -1273,7 +1414,7 @@ def matrix_exp(A: Tensor) -> Tensor:
         raise RuntimeError("linalg.matrix_exp: A must be batches of square matrices, but they "
                            f"are {A.shape[-2] if A.ndim > 1 else 1} by "
                            f"{A.shape[-1] if A.ndim else 1} matrices")
-    if not A.dtype.is_floating_point:
+    if not A.dtype._differentiable:
         raise RuntimeError(f"linalg.matrix_exp: Expected a floating point or complex tensor as "
                            f"input. Got {_word(A.dtype)}")
     n = A.shape[-1]

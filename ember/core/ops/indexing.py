@@ -417,7 +417,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
     return apply(OPS["scatter"], input, index, to_dtype(src, input._dtype), dim=d)
 
 
-@primitive(variants="function method inplace", rule=_scatter_rule("scatter_add"),
+@primitive(complex=True, variants="function method inplace", rule=_scatter_rule("scatter_add"),
            cost=costs.movement, precision=P.PROMOTE, grad=Grad(
                input=lambda grad: grad,
                src=lambda grad, index, dim, src_shape: _pad_to(
@@ -744,7 +744,7 @@ def take(input: Tensor, index: Tensor) -> Tensor:
     return reshape(gather_in_bounds(reshape(input, (-1,)), 0, flat), tuple(index.shape))
 
 
-@composite(variants="function method inplace", cost=costs.movement)
+@composite(complex=True, variants="function method inplace", cost=costs.movement)
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """A copy with the elements of `source` written (added, with `accumulate`) at
     `index` of the tensor read as 1-d."""
@@ -970,7 +970,7 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
                           include_self=include_self)
 
 
-@composite(variants="function method inplace", cost=costs.movement)
+@composite(complex=True, variants="function method inplace", cost=costs.movement)
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """A copy of `input` with the leading elements of `source`, in order, written where
     `mask` (broadcast to `input`) is true."""

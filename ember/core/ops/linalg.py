@@ -149,7 +149,8 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     return matmul(input, mat2)
 
 
-@composite(variants="function method out", exact_out=True, cost=costs.matmul, precision=P.LOWER)
+@composite(complex=True, variants="function method out", exact_out=True, cost=costs.matmul,
+           precision=P.LOWER)
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     """The product of a matrix and a vector."""
     if not input.ndim:
@@ -163,12 +164,15 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
     return matmul(input, vec)
 
 
-@composite(variants="function method out", exact_out=True, cost=costs.matmul, precision=P.PROMOTE)
+@composite(complex=True, variants="function method out", exact_out=True, cost=costs.matmul,
+           precision=P.PROMOTE)
 def dot(input: Tensor, other: Tensor) -> Tensor:
-    """The dot product of two 1-D tensors."""
+    """The dot product of two 1-D tensors (neither conjugated: `vdot` conjugates the
+    first)."""
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"dot: 1D tensors expected, but got {input.ndim}D and "
                            f"{other.ndim}D tensors")
+    _same_dtype("dot", input, other)
     if input.shape[0] != other.shape[0]:
         raise RuntimeError(f"dot: inconsistent tensor size, expected tensor [{input.shape[0]}] "
                            f"and src [{other.shape[0]}] to have the same number of elements, "
@@ -177,7 +181,7 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
     return matmul(input, other)
 
 
-@composite(variants="function method out", cost=costs.pointwise(1), aliases="ger")
+@composite(complex=True, variants="function method out", cost=costs.pointwise(1), aliases="ger")
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
     """The outer product of two 1-D tensors."""
     for what, x in (("self", input), ("vec2", vec2)):
@@ -199,7 +203,7 @@ def _scaled_sum(op: str, input: Tensor, product: Tensor, beta: Any, alpha: Any) 
     `input` is ignored (its NaN and infinities do not reach the result), and for integer
     operands a floating-point `alpha` or `beta` is truncated to an integer (`addr` refuses
     it)."""
-    if not (input.dtype.is_floating_point or product.dtype.is_floating_point):
+    if not (input.dtype._differentiable or product.dtype._differentiable):
         for name, v in (("beta", beta), ("alpha", alpha)):
             if isinstance(v, float) and op == "addr":
                 raise RuntimeError(f"For integral input tensors, argument {name} must not be "
@@ -224,7 +228,7 @@ def _need_dims(op: str, name: str, x: Tensor, ndim: int) -> None:
                            if ndim == 1 else f"{name} must be a 3D tensor")
 
 
-@composite(node_label="AddmmBackward0",
+@composite(complex=True, node_label="AddmmBackward0",
            variants="function method inplace out", exact_out=True, cost=_addmm_cost,
            precision=P.LOWER, cpu_precision=P.LOWER)
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,
@@ -236,7 +240,8 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,
     return _scaled_sum("addmm", input, matmul(mat1, mat2), beta, alpha)
 
 
-@composite(variants="function method inplace out", exact_out=True, cost=_addmm_cost,
+@composite(complex=True, variants="function method inplace out", exact_out=True,
+           cost=_addmm_cost,
            precision=P.LOWER)
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """`beta * input + alpha * (mat @ vec)` for a matrix `mat` and a vector `vec`."""
@@ -248,7 +253,8 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any 
     return _scaled_sum("addmv", input, matmul(mat, vec), beta, alpha)
 
 
-@composite(variants="function method inplace out", exact_out=True, cost=_addmm_cost,
+@composite(complex=True, variants="function method inplace out", exact_out=True,
+           cost=_addmm_cost,
            precision=P.LOWER)
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """`beta * input + alpha * outer(vec1, vec2)`."""
@@ -260,7 +266,8 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any
     return _scaled_sum("addr", input, outer(vec1, vec2), beta, alpha)
 
 
-@composite(variants="function method inplace out", exact_out=True, cost=_addmm_cost,
+@composite(complex=True, variants="function method inplace out", exact_out=True,
+           cost=_addmm_cost,
            precision=P.LOWER, cpu_precision=P.LOWER)
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
             alpha: Any = 1) -> Tensor:
@@ -274,7 +281,8 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
     return _scaled_sum("baddbmm", input, bmm(batch1, batch2), beta, alpha)
 
 
-@composite(variants="function method inplace out", exact_out=True, cost=_addmm_cost,
+@composite(complex=True, variants="function method inplace out", exact_out=True,
+           cost=_addmm_cost,
            precision=P.LOWER, cpu_precision=P.LOWER)
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
            alpha: Any = 1) -> Tensor:
@@ -297,7 +305,7 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
 # -- products of vectors and tensors ----------------------------------------------------
 
 
-@composite(variants="function method out", cost=costs.matmul,
+@composite(complex=True, variants="function method out", cost=costs.matmul,
            cpu_precision=P.LOWER)
 def inner(input: Tensor, other: Tensor) -> Tensor:
     """The dot product over the last dimension of both tensors (a product with a 0-d one)."""
@@ -309,25 +317,29 @@ def inner(input: Tensor, other: Tensor) -> Tensor:
     return tensordot(input, other, ([input.ndim - 1], [other.ndim - 1]))
 
 
-@composite(variants="function method out", cost=costs.matmul)
+@composite(complex=True, variants="function method out", cost=costs.matmul)
 def vdot(input: Tensor, other: Tensor) -> Tensor:
     """The dot product of two 1-D tensors (the first conjugated: the same for real ones)."""
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
                            "tensors")
-    if input.dtype is not other.dtype:
-        raise RuntimeError(f"vdot: expected both vectors to have same dtype, but found "
-                           f"{_word(input.dtype)} and {_word(other.dtype)}")
+    _same_dtype("vdot", input, other)
     if input.shape[0] != other.shape[0]:
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and "
                            f"src [{other.shape[0]}] to have the same number of elements, but "
                            "got different")
-    return matmul(input, other)
+    return matmul(conj(input), other)
 
 
 _WORDS = {"float64": "Double", "float32": "Float", "float16": "Half", "bfloat16": "BFloat16",
           "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-          "bool": "Bool"}
+          "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def _same_dtype(op: str, input: Tensor, other: Tensor) -> None:
+    if input.dtype is not other.dtype:  # (PyTorch's message says "dot" for vdot too)
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{_word(input.dtype)} and {_word(other.dtype)}")
 
 
 def _word(d: dt.dtype) -> str:
@@ -335,7 +347,7 @@ def _word(d: dt.dtype) -> str:
     return _WORDS.get(d.name, d.name)
 
 
-@composite(variants="function method out", cost=costs.pointwise(1))
+@composite(complex=True, variants="function method out", cost=costs.pointwise(1))
 def kron(input: Tensor, other: Tensor) -> Tensor:
     """The Kronecker product: every element of `input` times all of `other`, in blocks
     (the shorter shape is padded with leading 1s)."""
@@ -347,7 +359,7 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
     return (a * b).reshape(tuple(x * y for x, y in zip(sa, sb)))
 
 
-@composite(variants="function", cost=costs.matmul,
+@composite(complex=True, variants="function", cost=costs.matmul,
            cpu_precision=P.LOWER)
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
     """Contracts `a`'s dimensions `dims[0]` with `b`'s `dims[1]` (an int `d`: `a`'s last
@@ -425,7 +437,7 @@ def _multi_dot(op: str, tensors: Sequence[Tensor]) -> Tensor:
     return result
 
 
-@composite(variants="", cost=costs.matmul, precision=P.LOWER,
+@composite(complex=True, variants="", cost=costs.matmul, precision=P.LOWER,
            cpu_precision=P.LOWER)
 def linalg_multi_dot(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
     """`linalg.multi_dot`: the product of two or more matrices in the cheapest order; the
@@ -505,7 +517,7 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     return _cross(a, b, d)
 
 
-@composite(variants="", cost=costs.pointwise(3))
+@composite(complex=True, variants="", cost=costs.pointwise(3))
 def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
     """`linalg.cross`: the cross product of 3-vectors along `dim` (broadcasting)."""
     a, b, d = _cross_dim("linalg.cross", input, other, dim)
@@ -513,17 +525,18 @@ def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Any = None
     return result if out is None else write_out("linalg.cross", out, result)
 
 
-@composite(variants="", cost=costs.pointwise(2), cpu_precision=P.LOWER)
+@composite(complex=True, variants="", cost=costs.pointwise(2), cpu_precision=P.LOWER)
 def linalg_vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
-    """`linalg.vecdot`: the dot product of vectors along `dim` (broadcasting)."""
-    if not x.dtype.is_floating_point:
+    """`linalg.vecdot`: the dot product of vectors along `dim` (broadcasting), `x`
+    conjugated."""
+    if not x.dtype._differentiable:
         raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as "
                            f"input. Got {_word(x.dtype)}")
     if x.dtype is not y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but x "
                            f"has dtype {_word(x.dtype)} and y has dtype {_word(y.dtype)} "
                            "instead.")
-    result = (x * y).sum(dim)
+    result = (conj(x) * y).sum(dim)  # (x conjugated, as PyTorch's)
     return result if out is None else write_out("linalg.vecdot", out, result)
 
 

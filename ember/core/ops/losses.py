@@ -168,7 +168,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
     return loss
 
 
-@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+@composite(complex=True, variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
            cost=costs.reduction(3))
 def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
             reduce: bool | None = None, reduction: str = "mean",

@@ -37,7 +37,7 @@ from ember.core.creation import arange, full, ones, tensor, zeros
 from ember.core.declare import composite, fused_kernel, primitive
 from ember.core.dispatch import device_mismatch, run_fused
 from ember.core.grad_mode import no_grad, state
-from ember.core.graph import ShownNode
+from ember.core.graph import ShownNode, record
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops import reduction as R
@@ -45,6 +45,7 @@ from ember.core.ops.elementwise import abs as abs_
 from ember.core.ops.elementwise import (
     add,
     clamp,
+    conj,
     div,
     eq,
     erf,
@@ -60,6 +61,7 @@ from ember.core.ops.elementwise import (
     lt,
     minimum,
     mul,
+    refuse_complex_autograd,
     remainder,
     rsqrt,
     rsub,
@@ -85,6 +87,7 @@ from ember.core.ops.linalg import matmul
 from ember.core.ops.shape import (
     cat,
     expand,
+    in_format_of,
     permute,
     reshape,
     squeeze,
@@ -221,6 +224,7 @@ def _linear_grads(grad, input, weight, needs):
         if fused is not None:
             return fused
     gx = gw = gb = None
+    x, w = conj(x), conj(w)  # (PyTorch's conjugate convention; real tensors unchanged)
     if w.ndim == 1:
         g = unsqueeze(g, -1)
         w2 = unsqueeze(w, 0)
@@ -250,8 +254,8 @@ def _linear_cost(input: Any, weight: Any, bias: Any = None) -> Cost:
                 costs.nbytes(input) + costs.nbytes(weight) + out * input.dtype.itemsize)
 
 
-@composite(variants="", traced_as_node=True, precision=P.LOWER, cpu_precision=P.LOWER,
-           cost=_linear_cost, fused=("linear", "linear_backward"),
+@composite(complex=True, variants="", traced_as_node=True, precision=P.LOWER,
+           cpu_precision=P.LOWER, cost=_linear_cost, fused=("linear", "linear_backward"),
            grad=Grad("AddmmBackward0", each=_linear_grads,
                      operands=("input", "weight", "bias")))
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -403,9 +407,12 @@ def _silu_grad(grad: Tensor, input: Tensor) -> Tensor:
     return _opmath(grad) * s * (x * (1.0 - s) + 1.0)
 
 
-@composite(variants="", cost=costs.pointwise(6), grad=Grad("SiluBackward0", input=_silu_grad))
+@composite(complex=True, variants="", cost=costs.pointwise(6),
+           grad=Grad("SiluBackward0", input=_silu_grad))
 def silu(input: Tensor) -> Tensor:
-    """SiLU (swish), `x sigmoid(x)`, as one node."""
+    """SiLU (swish), `x sigmoid(x)`, as one node (complex input: forward only, as
+    PyTorch's)."""
+    refuse_complex_autograd("silu", input._dtype, input)
     return _activation("silu", input, lambda x: x * sigmoid(x), {})
 
 
@@ -496,12 +503,20 @@ def _embedding_grad(grad, weight_shape, indices, padding_idx, scale_grad_by_freq
 @composite(variants="", cost=costs.movement,
            grad=Grad("EmbeddingBackward0", weight=_embedding_grad))
 def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
-              scale_grad_by_freq: bool = False) -> Tensor:
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
     """The rows of `weight` at `indices` (checked by the caller: integers in range), shaped
-    `(*indices.shape, weight.shape[1])`: one node, PyTorch's `EmbeddingBackward0`."""
+    `(*indices.shape, weight.shape[1])`: one node, PyTorch's `EmbeddingBackward0`; with
+    `sparse`, the weight's gradient is a sparse tensor of the looked-up rows."""
     with no_grad():
         out = reshape(index_select(weight, 0, reshape(indices, (-1,))),
                       (*indices.shape, weight.shape[1]))
+    if sparse:  # a node of its own: the declared gradients are dense
+        from ember.core.sparse_grad import embedding_backward
+
+        num = weight.shape[0]
+        record("EmbeddingBackward0", lambda node, g: embedding_backward(
+            g, indices, num, padding_idx, scale_grad_by_freq), (weight,), out)
+        return out
     record_grad(OPS["embedding"], (weight,),
                 {"indices": indices, "padding_idx": padding_idx,
                  "scale_grad_by_freq": scale_grad_by_freq}, out)
@@ -584,7 +599,7 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
     if groups == 1:
         out = _fused_convolution(input, weight, bias, stride, padding, dilation)
         if out is not None:
-            return squeeze(out, 0) if unbatched else out
+            return squeeze(out, 0) if unbatched else in_format_of(out, input, weight)
     cols = im2col(input, kernel, dilation, padding, stride)  # (N, C*K, L)
     out_ch = weight.shape[0]
     if groups == 1:
@@ -597,7 +612,16 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
     out = reshape(out, (batch, out_ch) + outs)
     if bias is not None:
         out = add(out, reshape(bias, (out_ch,) + (1,) * n))
-    return squeeze(out, 0) if unbatched else out
+    return squeeze(out, 0) if unbatched else in_format_of(out, input, weight)
+
+
+def kept_format(input: Tensor, result: Any) -> Any:
+    """A pooling result (or its (values, indices)) in the memory format `input` suggests,
+    as PyTorch's pooling kernels write it."""
+    if isinstance(result, tuple):  # (a plain tuple or a return_types one)
+        kept = [in_format_of(r, input) for r in result]
+        return type(result)(*kept) if hasattr(result, "_fields") else tuple(kept)
+    return in_format_of(result, input)
 
 
 def _convolution_grads(grad, input, weight, workspace, stride, padding, dilation, needs):
@@ -1020,16 +1044,16 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
 def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
                dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False):
     """2-D max pooling over (N, C, H, W) inputs."""
-    return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation,
-                     ceil_mode, return_indices)
+    return kept_format(input, _max_pool("max_pool2d", 2, input, kernel_size, stride,
+                                        padding, dilation, ceil_mode, return_indices))
 
 
 @composite(variants="function", traced_as_node=True, cost=costs.reduction(1))
 def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
                dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False):
     """3-D max pooling over (N, C, D, H, W) inputs."""
-    return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation,
-                     ceil_mode, return_indices)
+    return kept_format(input, _max_pool("max_pool3d", 3, input, kernel_size, stride,
+                                        padding, dilation, ceil_mode, return_indices))
 
 
 @composite(variants="function", cost=costs.reduction(1))
@@ -1098,8 +1122,9 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> Tensor:
     """2-D average pooling over (N, C, H, W) inputs."""
-    return _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode,
-                     count_include_pad, divisor_override)
+    return kept_format(input, _avg_pool("avg_pool2d", 2, input, kernel_size, stride,
+                                        padding, ceil_mode, count_include_pad,
+                                        divisor_override))
 
 
 @composite(node_label="AvgPool3DBackward0",
@@ -1108,8 +1133,9 @@ def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> Tensor:
     """3-D average pooling over (N, C, D, H, W) inputs."""
-    return _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode,
-                     count_include_pad, divisor_override)
+    return kept_format(input, _avg_pool("avg_pool3d", 3, input, kernel_size, stride,
+                                        padding, ceil_mode, count_include_pad,
+                                        divisor_override))
 
 
 def _adaptive_avg_pool(op: str, n: int, input: Tensor, output_size: Any) -> Tensor:
@@ -1144,13 +1170,15 @@ def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
 @composite(variants="", traced_as_node=True, cost=costs.reduction(1))
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     """Average pooling of (N, C, H, W) inputs to a fixed output size."""
-    return _adaptive_avg_pool("adaptive_avg_pool2d", 2, input, output_size)
+    return kept_format(input, _adaptive_avg_pool("adaptive_avg_pool2d", 2, input,
+                                                 output_size))
 
 
 @composite(variants="", traced_as_node=True, cost=costs.reduction(1))
 def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
     """Average pooling of (N, C, D, H, W) inputs to a fixed output size."""
-    return _adaptive_avg_pool("adaptive_avg_pool3d", 3, input, output_size)
+    return kept_format(input, _adaptive_avg_pool("adaptive_avg_pool3d", 3, input,
+                                                 output_size))
 
 
 # -- pooling over windows given as a table of input positions --------------------------
@@ -1234,13 +1262,15 @@ def adaptive_max_pool1d(input: Tensor, output_size: Any) -> tuple[Tensor, Tensor
 @composite(variants="", cost=costs.reduction(1))
 def adaptive_max_pool2d(input: Tensor, output_size: Any) -> tuple[Tensor, Tensor]:
     """Max pooling of (N, C, H, W) inputs to a fixed output size: (values, indices)."""
-    return _adaptive_max_pool("adaptive_max_pool2d", 2, input, output_size)
+    return kept_format(input, _adaptive_max_pool("adaptive_max_pool2d", 2, input,
+                                                 output_size))
 
 
 @composite(variants="", cost=costs.reduction(1))
 def adaptive_max_pool3d(input: Tensor, output_size: Any) -> tuple[Tensor, Tensor]:
     """Max pooling of (N, C, D, H, W) inputs to a fixed output size: (values, indices)."""
-    return _adaptive_max_pool("adaptive_max_pool3d", 3, input, output_size)
+    return kept_format(input, _adaptive_max_pool("adaptive_max_pool3d", 3, input,
+                                                 output_size))
 
 
 def _fractional_starts(samples: Tensor, size: int, out: int, pool: int) -> Tensor:

@@ -33,7 +33,7 @@ def _write(name: str, out: Any, result: Tensor) -> Tensor:
 def _float_input(op: str, A: Tensor, dtype: Any) -> Tensor:
     if dtype is not None:
         A = A.to(dtype)
-    if not A.dtype.is_floating_point:
+    if not A.dtype._differentiable:
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
                            f"{_word(A.dtype)}")
     return A
@@ -103,7 +103,7 @@ def _matrix_norm(A: Tensor, ord: Any, d0: int, d1: int, keepdim: bool) -> Tensor
     raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
 
 
-@composite(variants="", cost=costs.reduction(2), precision=P.FLOAT32)
+@composite(complex=True, variants="", cost=costs.reduction(2), precision=P.FLOAT32)
 def linalg_matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1),
                        keepdim: bool = False, *, dtype: Any = None,
                        out: Any = None) -> Tensor:
@@ -119,7 +119,7 @@ def linalg_matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1),
     return result if out is None else _write("linalg.matrix_norm", out, result)
 
 
-@composite(variants="", cost=costs.reduction(2))
+@composite(complex=True, variants="", cost=costs.reduction(2))
 def linalg_norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *,
                 dtype: Any = None, out: Any = None) -> Tensor:
     """`linalg.norm`: a vector norm (dim an int, or the input 1-D), or a matrix norm (dim a
@@ -137,7 +137,7 @@ def linalg_norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = Fal
     return result if out is None else _write("linalg.norm", out, result)
 
 
-@composite(variants="function", cost=costs.reduction(2), precision=P.FLOAT32)
+@composite(complex=True, variants="function", cost=costs.reduction(2), precision=P.FLOAT32)
 def frobenius_norm(input: Tensor, dim: Any = (-2, -1), keepdim: bool = False, *,
                    out: Any = None) -> Tensor:
     """The Frobenius norm over `dim` (deprecated in PyTorch for `linalg.matrix_norm`)."""
@@ -149,7 +149,7 @@ def frobenius_norm(input: Tensor, dim: Any = (-2, -1), keepdim: bool = False, *,
     return result if out is None else _write("frobenius_norm", out, result)
 
 
-@composite(variants="function", cost=_matrix_cost(12.0), precision=P.FLOAT32)
+@composite(complex=True, variants="function", cost=_matrix_cost(12.0), precision=P.FLOAT32)
 def nuclear_norm(input: Tensor, dim: Any = None, keepdim: bool = False, *,
                  out: Any = None) -> Tensor:
     """The nuclear norm (the sum of the singular values) over `dim` (the last two when
@@ -162,7 +162,7 @@ def nuclear_norm(input: Tensor, dim: Any = None, keepdim: bool = False, *,
     return result if out is None else _write("nuclear_norm", out, result)
 
 
-@composite(variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
 def linalg_cond(A: Tensor, p: Any = None, *, out: Any = None) -> Tensor:
     """`linalg.cond`: the condition number `norm(A, p) * norm(inv(A), p)`; for p None or 2
     (the default) and -2, the ratio of the extreme singular values."""
@@ -254,11 +254,11 @@ def corrcoef(input: Tensor) -> Tensor:
     return c.clamp(-1, 1)
 
 
-@composite(node_label="DistBackward0",
+@composite(complex=True, node_label="DistBackward0",
            variants="function method", cost=costs.pointwise(3), precision=P.FLOAT32)
 def dist(input: Tensor, other: Tensor, p: Any = 2) -> Tensor:
     """The p-norm of `input - other` (broadcast), as a 0-d tensor."""
-    if not (input.dtype.is_floating_point and other.dtype.is_floating_point):
+    if not (input.dtype._differentiable and other.dtype._differentiable):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
                            f"as input. Got {_word(input.dtype)}")
     return linalg_vector_norm(input - other, float(p))

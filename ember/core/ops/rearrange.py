@@ -27,7 +27,7 @@ from ember.core import dtype as dt
 from ember.core.creation import arange, zeros
 from ember.core.declare import composite
 from ember.core.inplace import metadata_inplace
-from ember.core.ops.elementwise import to_dtype
+from ember.core.ops.elementwise import refuse_complex_autograd, to_dtype
 from ember.core.ops.indexing import index_select, narrow, select, split, tensor_split, unbind
 from ember.core.ops.shape import (
     _strided,
@@ -267,7 +267,7 @@ def ravel(input: Tensor) -> Tensor:
 # -- diagonals ------------------------------------------------------------------------
 
 
-@composite(variants="function method out", cost=costs.movement)
+@composite(complex=True, variants="function method out", cost=costs.movement)
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     """Of a 1-D tensor, the square matrix with it on diagonal `diagonal`; of a 2-D tensor,
     a copy of its diagonal `diagonal`."""
@@ -293,7 +293,7 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     return diagonal_scatter(out, input, offset, d1, d2)
 
 
-@composite(cost=costs.movement)
+@composite(complex=True, cost=costs.movement)
 def diagflat(input: Tensor, offset: int = 0) -> Tensor:
     """The square matrix with the flattened input on diagonal `offset`."""
     return diag_embed(reshape(input, (-1,)), offset, 0, 1)
@@ -316,7 +316,7 @@ def _scatter_into(op: str, input: Tensor, src: Tensor, key: tuple, target_shape:
     return out
 
 
-@composite(cost=costs.movement)
+@composite(complex=True, cost=costs.movement)
 def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
                      dim2: int = 1) -> Tensor:
     """A copy of `input` with `src` written into its diagonal (as `diagonal` takes it)."""
@@ -333,18 +333,20 @@ def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
                          lambda v: v.movedim(-1, at))
 
 
-@composite(cost=costs.movement)
+@composite(complex=True, cost=costs.movement)
 def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
     """A copy of `input` with `src` written at `index` of dimension `dim`."""
+    refuse_complex_autograd("select_scatter", input.dtype, input, src)
     d = normalize_dim("select_scatter", dim, input.ndim)
     key = (slice(None),) * d + (int(index),)
     return _scatter_into("select_scatter", input, src, key, tuple(select(input, d, index).shape))
 
 
-@composite(variants="function method out", cost=costs.movement)
+@composite(complex=True, variants="function method out", cost=costs.movement)
 def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None,
                   end: int | None = None, step: int = 1) -> Tensor:
     """A copy of `input` with `src` written into the slice `start:end:step` of `dim`."""
+    refuse_complex_autograd("slice_scatter", input.dtype, input, src)
     d = normalize_dim("slice_scatter", dim, input.ndim)
     if step <= 0:
         raise RuntimeError("slice step must be positive")
@@ -352,7 +354,7 @@ def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = 
     return _scatter_into("slice_scatter", input, src, key, tuple(input[key].shape))
 
 
-@composite(cost=costs.movement)
+@composite(complex=True, cost=costs.movement)
 def as_strided_scatter(input: Tensor, src: Tensor, size: Sequence[int], stride: Sequence[int],
                        storage_offset: int | None = None) -> Tensor:
     """A copy of `input` with `src` written into `as_strided(size, stride,
@@ -465,7 +467,7 @@ def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple:
     return tuple(out)
 
 
-@composite(variants="function", cost=costs.movement)
+@composite(complex=True, variants="function", cost=costs.movement)
 def cartesian_prod(*tensors: Tensor) -> Tensor:
     """Every combination of one element of each 1-D tensor, as rows (itertools.product);
     one tensor is returned as it is."""
@@ -479,7 +481,7 @@ def cartesian_prod(*tensors: Tensor) -> Tensor:
     return stack([reshape(g, (-1,)) for g in grids], 1)
 
 
-@composite(variants="function", cost=costs.movement)
+@composite(complex=True, variants="function", cost=costs.movement)
 def block_diag(*tensors: Tensor) -> Tensor:
     """The block-diagonal matrix of the inputs (0-d tensors are 1 x 1 blocks, 1-D ones
     rows), zeros elsewhere, in their promoted dtype."""
@@ -511,7 +513,7 @@ def _index_tensor(rows: Any, device: Any) -> Tensor:
     return Tensor._from_data(np.asarray(rows, dtype=np.int64), device=device)
 
 
-@composite(variants="function", cost=costs.movement)
+@composite(complex=True, variants="function", cost=costs.movement)
 def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
     """The length-`r` combinations of the elements of a 1-D tensor, as rows
     (itertools.combinations, or combinations_with_replacement)."""

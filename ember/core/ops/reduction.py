@@ -29,7 +29,7 @@ from ember.core.graph import record
 from ember.core.host import dtype_arg
 from ember.core.opdef import OPS, Grad, OutMeta
 from ember.core.opdef import Precision as P
-from ember.core.ops.elementwise import maximum, minimum, to_dtype, where
+from ember.core.ops.elementwise import conj, maximum, minimum, to_dtype, where
 from ember.core.ops.indexing import SCALAR_TYPE_NAMES, gather_in_bounds, scatter
 from ember.core.ops.shape import expand, reshape, squeeze, unsqueeze
 from ember.core.return_types import return_type
@@ -71,7 +71,7 @@ def _arg_rule(op: str):
 
 
 def _cumsum_rule(input, *, dim):
-    floating = input.dtype.is_floating_point
+    floating = input.dtype._differentiable  # (floating or complex: kept)
     return OutMeta(input.shape, input.dtype if floating else dt.int64,
                    None if floating else dt.int64)
 
@@ -173,8 +173,9 @@ def _prod_keep(x: Tensor, dims: tuple | None) -> Tensor:
 
 
 def _prod_grad(grad, input, result, dims, keepdim):
+    # PyTorch's prod_backward, conjugated for complex input: grad * conj(result / input)
     shape = tuple(input.shape)
-    gy = expand_back(grad * result, shape, dims, keepdim)
+    gy = expand_back(grad * conj(result), shape, dims, keepdim)
     # product of the others = y / x where x != 0; where x == 0, recompute without it
     is_zero = input == 0
     safe = input.where(input != 0, 1.0)
@@ -182,11 +183,12 @@ def _prod_grad(grad, input, result, dims, keepdim):
     zeros_count = expand_back(sum(to_dtype(is_zero, input.dtype), dims, keepdim=True), shape,
                               dims, True)
     g_full = expand_back(grad, shape, dims, keepdim)
-    at_zero = where(zeros_count == 1.0, g_full * others, 0.0)
-    return where(is_zero, at_zero, gy / safe)
+    at_zero = where(zeros_count == 1.0, g_full * conj(others), 0.0)
+    return where(is_zero, at_zero, gy / conj(safe))
 
 
-@primitive(variants="function method", rule=_reduction_rule("prod"), precision=P.FLOAT32,
+@primitive(complex=True, variants="function method", rule=_reduction_rule("prod"),
+           precision=P.FLOAT32,
            cpu_precision=P.FLOAT32, cost=costs.reduction(1), grad=Grad(input=_prod_grad))
 def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
          dtype: Any = None) -> Tensor:
@@ -390,23 +392,27 @@ def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
 # -- statistics -----------------------------------------------------------------------
 
 
-@composite(node_label="VarBackward0", traced_as_node=True, cost=costs.reduction(4))
+@composite(complex=True, node_label="VarBackward0", traced_as_node=True, cost=costs.reduction(4))
 def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: Any = None) -> Tensor:
     """The variance over `dim`, with Bessel's correction by default (`correction=1`)."""
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
-    if not input._dtype.is_floating_point:
+    if not input._dtype._differentiable:
         raise RuntimeError(f"var(): std and var only support floating point and complex "
                            f"dtypes (got {input._dtype})")
     dims = _dims_arg("var", input, dim)
     n = input.numel() if dims is None else math.prod(input.shape[d] for d in dims)
     centered = input - mean(input, dims, keepdim=True)
-    total = sum(centered * centered, dims, keepdim)
+    if input._dtype.is_complex:  # |x - mean|^2: a real variance, as PyTorch's
+        centered = centered.real * centered.real + centered.imag * centered.imag
+        total = sum(centered, dims, keepdim)
+    else:
+        total = sum(centered * centered, dims, keepdim)
     return total / (n - correction if n - correction > 0 else float("nan"))
 
 
-@composite(node_label="StdBackward0", cost=costs.reduction(5))
+@composite(complex=True, node_label="StdBackward0", cost=costs.reduction(5))
 def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: Any = None) -> Tensor:
     """The standard deviation over `dim` (see `var`)."""
@@ -556,7 +562,7 @@ def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> 
     return AminmaxResult(amin(input, d, keepdim), amax(input, d, keepdim))
 
 
-@composite(node_label="TraceBackward0",
+@composite(complex=True, node_label="TraceBackward0",
            variants="function method", cost=costs.reduction(1))
 def trace(input: Tensor) -> Tensor:
     """The sum of the main diagonal of a matrix (int64 for integer matrices)."""

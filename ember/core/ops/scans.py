@@ -48,14 +48,14 @@ def _scan_dim(op: str, input: Tensor, dim: int) -> int:
 # -- cumprod, logcumsumexp ----------------------------------------------------------
 
 
-@composite(node_label="CumprodBackward0",
+@composite(complex=True, node_label="CumprodBackward0",
            variants="function method inplace out", cost=costs.reduction(2))
 def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """The cumulative product along `dim` (integer and bool inputs give int64, as
     `cumsum`; `dtype` casts first)."""
     if dtype is not None:
         input = to_dtype(input, dtype_arg(dtype))
-    elif not input.dtype.is_floating_point:
+    elif not input.dtype._differentiable:
         input = to_dtype(input, dt.int64)
     d = _scan_dim("cumprod", input, dim)
     if input.ndim == 0:
@@ -174,7 +174,7 @@ def _neighbour_sums(op: str, y: Tensor, dim: int) -> tuple[Tensor, int]:
     return narrow(y, d, 1, length - 1) + narrow(y, d, 0, length - 1), d
 
 
-@composite(variants="function", cost=costs.reduction(3))
+@composite(complex=True, variants="function", cost=costs.reduction(3))
 def trapezoid(y: Tensor, x: Tensor | None = None, *, dx: Any = None, dim: int = -1) -> Tensor:
     """The integral of `y` along `dim` by the trapezoidal rule, at points `x` (or evenly
     spaced `dx` apart, 1 by default)."""
@@ -185,13 +185,13 @@ def trapezoid(y: Tensor, x: Tensor | None = None, *, dx: Any = None, dim: int = 
     return sum_(pairs * _spacing("trapezoid", y, x, dx, d), d) / 2.0
 
 
-@composite(variants="function", cost=costs.reduction(3))
+@composite(complex=True, variants="function", cost=costs.reduction(3))
 def trapz(y: Tensor, x: Tensor | None = None, *, dx: Any = None, dim: int = -1) -> Tensor:
     """`trapezoid` (its older name)."""
     return trapezoid(y, x, dx=dx, dim=dim)
 
 
-@composite(variants="function", cost=costs.reduction(3))
+@composite(complex=True, variants="function", cost=costs.reduction(3))
 def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: Any = None,
                          dim: int = -1) -> Tensor:
     """The running integral of `y` along `dim` by the trapezoidal rule (one element

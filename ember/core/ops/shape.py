@@ -18,15 +18,24 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ember.core import costs
+from ember.core import costs, tracing
 from ember.core import dtype as dt
 from ember.core import forward_ad as fw
 from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.backend import ViewNotPossible
 from ember.core.declare import composite, primitive
-from ember.core.dispatch import run
+from ember.core.dispatch import run, run_inplace
 from ember.core.grad_mode import no_grad, state
 from ember.core.inplace import as_view, metadata_inplace
+from ember.core.memory_format import (
+    check_format,
+    check_rank,
+    contiguous_format,
+    is_contiguous_in,
+    like_layout,
+    preserve_format,
+    tensor_format,
+)
 from ember.core.opdef import OPS, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.shapes import (
@@ -38,7 +47,6 @@ from ember.core.shapes import (
     normalize_dim,
     normalize_dims,
 )
-from ember.core.storage import is_row_major_contiguous_as
 from ember.core.tensor import Size, Tensor
 
 # -- rules ----------------------------------------------------------------------------
@@ -537,25 +545,80 @@ def triu(input: Tensor, diagonal: int = 0) -> Tensor:
 
 @primitive(complex=True, rule=_clone_rule, cost=costs.movement, grad=Grad(input=lambda grad: grad))
 def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
-    """A copy with its own storage; differentiable."""
-    return apply(OPS["clone"], input)
+    """A copy with its own storage; differentiable. Laid out as `input` (a permuted or
+    channels-last one keeps its strides; `preserve_format`), or in `memory_format`."""
+    fmt = check_format("clone", memory_format)
+    out = apply(OPS["clone"], input)
+    if fmt is preserve_format:
+        if input._backend.is_contiguous(input._data):
+            return out
+    elif fmt is contiguous_format:
+        return out
+    else:
+        check_rank(fmt, input.ndim)
+    return in_layout(out, like_layout(input, empty_of(out), fmt))
+
+
+def empty_of(x: Tensor) -> Any:
+    """`empty(shape)` of `x`'s dtype and device (the layouts of ember.core.memory_format
+    are made of it)."""
+    def empty(shape: tuple) -> Tensor:
+        buf = x._backend.empty(shape, x._dtype, x._device.index or 0)
+        return Tensor._make(buf, x._dtype, x._device, x._backend)
+    return empty
+
+
+def in_layout(out: Tensor, laid: Tensor) -> Tensor:
+    """`out`, a result that nothing else holds yet, moved into the buffer of `laid` (an
+    empty tensor of its shape, in the layout wanted): its values, its autograd node and
+    its identity stay, its strides become `laid`'s."""
+    if laid.stride() == out.stride() or tracing.tape is not None or \
+            tracing.active is not None:  # (a recording keeps the kernel's own buffer)
+        return out
+    with no_grad():
+        run_inplace("assign", laid, out)
+    out._data = laid._data
+    return out
+
+
+def in_format_of(out: Tensor, *sources: Tensor) -> Tensor:
+    """`out` in the memory format the first channels-last source suggests (PyTorch's rule
+    for the outputs of convolution, pooling, batch norm and upsampling); `out` itself when
+    every source is row-major, the common case."""
+    for source in sources:
+        if source is not None:
+            fmt = tensor_format(source)
+            if fmt is not contiguous_format and out.ndim == source.ndim:
+                return in_layout(out, like_layout(out, empty_of(out), fmt))
+    return out
 
 
 @composite(complex=True, variants="method", cost=costs.movement)
-def contiguous(self: Tensor, memory_format: Any = None) -> Tensor:
-    """This tensor if its elements are dense in row-major order, else a copy that is."""
-    if self._backend.is_contiguous(self._data):
+def contiguous(self: Tensor, memory_format: Any = contiguous_format) -> Tensor:
+    """This tensor if its elements are dense in row-major order (or in `memory_format`'s
+    order), else a copy that is."""
+    fmt = check_format("contiguous", memory_format)
+    if fmt is contiguous_format or fmt is preserve_format:
+        if self._backend.is_contiguous(self._data):
+            return self
+        if fmt is preserve_format:
+            raise RuntimeError("preserve memory format is unsupported by the contiguous "
+                               "operator")
+        return clone(self, memory_format=contiguous_format)
+    check_rank(fmt, self.ndim)
+    if is_contiguous_in(tuple(self.shape), self.stride(), fmt):
         return self
-    return clone(self)
+    return clone(self, memory_format=fmt)
 
 
 @composite(complex=True, variants="method", cost=costs.view)
 def is_contiguous(self: Tensor, memory_format: Any = None) -> bool:
-    """Whether this tensor's elements are dense in row-major order (or, for
-    `memory_format=channels_last`, in that order: a row-major tensor is only when its
-    channels or spatial sizes are 1)."""
-    return bool(self._backend.is_contiguous(self._data)) and \
-        is_row_major_contiguous_as(tuple(self.shape), memory_format)
+    """Whether this tensor's elements are dense in row-major order (or in
+    `memory_format`'s: `channels_last`, `channels_last_3d`)."""
+    fmt = check_format("is_contiguous", memory_format)
+    if fmt is contiguous_format or fmt is preserve_format:
+        return bool(self._backend.is_contiguous(self._data))
+    return is_contiguous_in(tuple(self.shape), self.stride(), fmt)
 
 
 # -- joining --------------------------------------------------------------------------

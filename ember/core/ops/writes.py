@@ -34,6 +34,7 @@ from ember.core.declare import composite
 from ember.core.grad_mode import no_grad
 from ember.core.inplace import apply_inplace
 from ember.core.mt19937 import MT19937
+from ember.core.ops.complex import view_as_real
 from ember.core.ops.elementwise import eq, isfinite, lt, to_device, to_dtype, where
 from ember.core.ops.indexing import SCALAR_TYPE_NAMES
 from ember.core.ops.reduction import all as all_
@@ -131,12 +132,16 @@ def _check_float(op: str, self: Tensor) -> None:
                            f"'{SCALAR_TYPE_NAMES.get(self.dtype.name, self.dtype.name)}'")
 
 
-@composite(variants="method", cost=costs.creation)
+@composite(complex=True, variants="method", cost=costs.creation)
 def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> Tensor:
-    """Fills this tensor with numbers drawn uniformly from [a, b), in place."""
+    """Fills this tensor with numbers drawn uniformly from [a, b), in place (a complex
+    tensor: each real and imaginary part, as PyTorch fills its real view)."""
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={a} > to={b}")
+    if self.dtype.is_complex:
+        view_as_real(self).uniform_(a, b, generator=generator)
+        return self
     done = _host_fill(self, "uniform_", generator,
                       lambda e, n, d: cpu_random.uniform(e, n, d, a, b))
     if done is not None:

@@ -27,7 +27,8 @@ class Embedding(Module):
         norm_type: the p of that norm. Default: 2.
         scale_grad_by_freq: scale gradients by the inverse frequency of each index in
             the mini-batch. Default: ``False``
-        sparse: not supported (ember has no sparse gradients).
+        sparse: if ``True``, the weight's gradient is a sparse COO tensor of the rows
+            looked up (see :class:`~torch.optim.SparseAdam`). Default: ``False``
 
     Attributes:
         weight: ``(num_embeddings, embedding_dim)``, initialised from
@@ -56,8 +57,6 @@ class Embedding(Module):
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
-        if sparse:
-            raise NotImplementedError("Embedding(sparse=True): ember has no sparse gradients")
         self.sparse = sparse
         if _weight is None:
             self.weight = Parameter(ember.empty((num_embeddings, embedding_dim),
@@ -124,7 +123,8 @@ class EmbeddingBag(Module):
         num_embeddings, embedding_dim, max_norm, norm_type, scale_grad_by_freq: as
             :class:`Embedding`.
         mode (str): ``"sum"``, ``"mean"`` or ``"max"`` (default: "mean").
-        sparse (bool): not supported (ember has no sparse gradients).
+        sparse (bool): if ``True``, the weight's gradient is a sparse COO tensor of the
+            rows looked up (not with ``mode="max"``). Default: ``False``
         include_last_offset (bool): ``offsets`` ends with the end of the last bag.
         padding_idx (int, optional): entries with this index take no part in a bag.
 
@@ -153,9 +153,6 @@ class EmbeddingBag(Module):
                     raise AssertionError("padding_idx must be within num_embeddings")
                 padding_idx = num_embeddings + padding_idx
         self.padding_idx = padding_idx
-        if sparse:
-            raise NotImplementedError("EmbeddingBag(sparse=True): ember has no sparse "
-                                      "gradients")
         if _weight is None:
             self.weight = Parameter(ember.empty((num_embeddings, embedding_dim),
                                                 device=device, dtype=dtype))

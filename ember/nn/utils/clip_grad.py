@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 import ember
 from ember import Tensor
+from ember.core.sparse_coo import unsupported
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
            "clip_grads_with_norm_"]
@@ -34,6 +35,9 @@ def get_total_norm(tensors: _TensorOrTensors, norm_type: float = 2.0,
     if not tensors:
         return ember.tensor(0.0)
     first = tensors[0]
+    for t in tensors:  # PyTorch's vector norm has no sparse kernel (ember.norm has one)
+        if t.is_sparse:
+            raise unsupported(t, "linalg_vector_norm")
     with ember.no_grad():
         # (a complex gradient's norm is real: the norms keep the real dtype)
         norms = [ember.norm(t, norm_type).to(first.device, first.dtype.to_real())

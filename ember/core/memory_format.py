@@ -1,0 +1,147 @@
+"""Memory formats: the order in memory of a 4-d or 5-d tensor's dimensions, as PyTorch's
+`torch.channels_last` (NHWC) and `torch.channels_last_3d` (NDHWC).
+
+ember's buffers are strided arrays, so a tensor in channels_last is a row-major
+(N, H, W, C) buffer seen as (N, C, H, W), with PyTorch's strides. The rules below are
+c10's (MemoryFormat.h, TensorImpl): which strides each format has, when a tensor is
+contiguous in a format, which format its strides suggest (what convolutions, pooling,
+batch norm and upsampling keep for their outputs), and what a copy that preserves the
+format (`clone`, `empty_like`, the `*_like` factories) is laid out as.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ember.core import dtype as dt
+
+
+class memory_format:  # noqa: N801 - PyTorch's name
+    """The order of a tensor's dimensions in memory that `to(memory_format=...)`,
+    `contiguous(memory_format=...)`, `clone(memory_format=...)`, `empty(...,
+    memory_format=...)` and `Module.to(memory_format=...)` ask for."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"{dt.API_NAME}.{self._name}"
+
+    def __reduce__(self) -> str:
+        return self._name  # pickled by name: the module-level singleton
+
+
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+preserve_format = memory_format("preserve_format")
+
+# rank, and the dimensions from the innermost in memory to the outermost
+_DIM_ORDER = {channels_last: (4, (1, 3, 2, 0)), channels_last_3d: (5, (1, 4, 3, 2, 0))}
+
+
+def check_format(op: str, fmt: Any) -> memory_format:
+    """`fmt` (None: preserve_format), or PyTorch's TypeError for anything else."""
+    if fmt is None:
+        return preserve_format
+    if not isinstance(fmt, memory_format):
+        raise TypeError(f"{op}(): argument 'memory_format' must be torch.memory_format, "
+                        f"not {type(fmt).__name__}")  # (PyTorch's words, as ever)
+    return fmt
+
+
+def check_rank(fmt: memory_format, ndim: int) -> None:
+    """PyTorch's error for a channels-last format on a tensor of another rank."""
+    if fmt in _DIM_ORDER and _DIM_ORDER[fmt][0] != ndim:
+        raise RuntimeError(f"required rank {_DIM_ORDER[fmt][0]} tensor to use "
+                           f"{fmt._name} format")
+
+
+def is_contiguous_in(shape: tuple, strides: tuple, fmt: Any) -> bool:
+    """Whether strides are `fmt`'s dense ones for `shape` (size-1 dimensions ignored)."""
+    if fmt is None or fmt is contiguous_format or fmt is preserve_format:
+        order = tuple(range(len(shape) - 1, -1, -1))
+    else:
+        rank, order = _DIM_ORDER[fmt]
+        if len(shape) != rank:
+            return False
+    expected = 1
+    for d in order:
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
+def suggest_memory_format(shape: tuple, strides: tuple) -> memory_format:
+    """The format a tensor's strides are like (c10's is_channels_last_strides_2d/3d):
+    channels-last when its channel dimension is innermost and the others follow in
+    NHWC order; contiguous_format in ambiguous cases (N111, a channel stride of 0)."""
+    for fmt, (rank, order) in _DIM_ORDER.items():
+        if len(shape) != rank or strides[1] == 0:
+            continue
+        smallest, like = 0, True
+        for d in order:
+            if shape[d] == 0 or strides[d] < smallest or (d == 0 and smallest == strides[1]):
+                like = False
+                break
+            smallest = strides[d] * (shape[d] if shape[d] > 1 else 1)
+        if like:
+            return fmt
+    return contiguous_format
+
+
+def tensor_format(t: Any) -> memory_format:
+    """`suggest_memory_format` of a tensor (contiguous_format at once for a row-major one,
+    the common case)."""
+    if t.ndim not in (4, 5) or t._backend.is_contiguous(t._data):
+        return contiguous_format
+    return suggest_memory_format(tuple(t.shape), t.stride())
+
+
+def memory_order(t: Any) -> tuple[int, ...] | None:
+    """The dims of a non-contiguous but dense, non-overlapping tensor from the outermost
+    in memory to the innermost (a transposed one's), or None when it is contiguous or has
+    gaps. PyTorch's `empty_like` keeps such a tensor's strides."""
+    if t.numel() == 0 or t.is_contiguous():
+        return None
+    shape, strides = tuple(t.shape), t.stride()
+    dims = sorted((d for d in range(len(shape)) if shape[d] != 1), key=lambda d: -strides[d])
+    expected = 1
+    for d in reversed(dims):
+        if strides[d] != expected:
+            return None
+        expected *= shape[d]
+    return tuple(d for d in range(len(shape)) if shape[d] == 1) + tuple(dims)
+
+
+def _in_order(shape: tuple, order: tuple, empty: Callable[[tuple], Any]) -> Any:
+    """`empty` of `shape` whose dims lie in memory outermost-first in `order`."""
+    inverse = [0] * len(order)
+    for i, d in enumerate(order):
+        inverse[d] = i
+    return empty(tuple(shape[d] for d in order)).permute(*inverse)
+
+
+def empty_in_format(shape: tuple, fmt: memory_format, empty: Callable[[tuple], Any]) -> Any:
+    """`empty(shape)` laid out in `fmt` (row-major for contiguous_format)."""
+    check_rank(fmt, len(shape))
+    if fmt not in _DIM_ORDER:
+        return empty(tuple(shape))
+    return _in_order(tuple(shape), tuple(reversed(_DIM_ORDER[fmt][1])), empty)
+
+
+def like_layout(t: Any, empty: Callable[[tuple], Any], fmt: Any = None) -> Any:
+    """`empty(t.shape)` laid out as PyTorch's `empty_like(t, memory_format=fmt)`: for
+    preserve_format (the default), with `t`'s strides when `t` is dense but not
+    contiguous (a permuted view), else in the format its strides suggest. A fill of it
+    (`uniform_`, `bernoulli_`) then draws in PyTorch's order."""
+    fmt = preserve_format if fmt is None else fmt
+    if fmt is preserve_format:
+        order = memory_order(t)
+        if order is not None:
+            return _in_order(tuple(t.shape), order, empty)
+        fmt = tensor_format(t)
+    return empty_in_format(tuple(t.shape), fmt, empty)
