@@ -459,8 +459,9 @@ def test_generated_code_runs_with_ember_names_and_unpickles():
     gm = ember.fx.symbolic_trace(lambda x: x.to(ember.float64).contiguous(
         memory_format=ember.channels_last) + ember.tensor(1.0, dtype=ember.float64))
     assert "x.to(ember.float64)" in gm.code  # (as `torch.float64` when run as torch)
-    assert gm(ember.ones(2)).dtype is ember.float64
-    assert pickle.loads(pickle.dumps(gm))(ember.ones(2)).tolist() == [2.0, 2.0]
+    x = ember.ones(1, 1, 1, 2)  # (channels_last needs rank 4)
+    assert gm(x).dtype is ember.float64
+    assert pickle.loads(pickle.dumps(gm))(x).tolist() == [[[[2.0, 2.0]]]]
 
 
 def test_nodes_order_as_the_graph():
