@@ -473,3 +473,17 @@ def test_nodes_order_as_the_graph():
         return [n.name for n in sorted(gm.graph.nodes, reverse=True)], early < nodes[1], \
             nodes[2] >= nodes[1]
     assert order(ember) == order(torch)
+
+
+def test_node_arguments_refuse_mutation_as_torch():
+    def build(lib):
+        g = lib.fx.Graph()
+        x = g.placeholder("x")
+        n = g.call_function(lib.cat, ([x, x],), {"dim": 0})
+        with pytest.raises(TypeError) as err:
+            n.args[0].append(x)
+        with pytest.raises(TypeError):
+            n.kwargs["dim"] = 1
+        n.args = ([x],)  # the way to change them
+        return str(err.value), type(n.args[0]).__name__, type(n.kwargs).__name__, len(x.users)
+    assert build(ember) == build(torch)

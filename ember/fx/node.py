@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ember.fx._names import SIDE_EFFECTFUL, qualified_name
+from ember.fx.immutable_collections import immutable_dict, immutable_list
 
 if TYPE_CHECKING:
     from ember.fx.graph import Graph
@@ -26,14 +27,15 @@ _OPS = ("placeholder", "call_method", "call_module", "call_function", "get_attr"
 
 
 def map_aggregate(a: Argument, fn: Callable[[Argument], Argument]) -> Argument:
-    """Apply `fn` to every leaf of `a`, rebuilding tuples, lists, dicts and slices."""
+    """Apply `fn` to every leaf of `a`, rebuilding tuples, lists, dicts and slices (lists
+    and dicts as the immutable kinds a Node's arguments are made of, as torch.fx)."""
     if isinstance(a, tuple):
         t = tuple(map_aggregate(elem, fn) for elem in a)
         return t if not hasattr(a, "_fields") else type(a)(*t)
     if isinstance(a, list):
-        return [map_aggregate(elem, fn) for elem in a]
+        return immutable_list(map_aggregate(elem, fn) for elem in a)
     if isinstance(a, dict):
-        return {k: map_aggregate(v, fn) for k, v in a.items()}
+        return immutable_dict((k, map_aggregate(v, fn)) for k, v in a.items())
     if isinstance(a, slice):
         return slice(map_aggregate(a.start, fn), map_aggregate(a.stop, fn),
                      map_aggregate(a.step, fn))
