@@ -7,7 +7,9 @@ from __future__ import annotations
 import builtins
 import keyword
 import math
+import importlib
 import re
+import sys
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
@@ -21,6 +23,34 @@ _illegal_names.update(builtins.__dict__)
 
 
 _torch_namespace: ModuleType | None = None
+
+# torch.linalg/special/fft's functions are C++ builtins named `torch._C._linalg.linalg_norm`
+_C_SUBMODULES = ("linalg", "special", "fft")
+
+
+class _CSubmodule:
+    """`torch._C._linalg` in generated code: `linalg_norm` is ember.linalg.norm."""
+
+    def __init__(self, sub: str) -> None:
+        self._sub = sub
+
+    def __getattr__(self, name: str) -> Any:
+        prefix = self._sub + "_"
+        if not name.startswith(prefix):
+            raise AttributeError(name)
+        return getattr(importlib.import_module(f"ember.{self._sub}"), name[len(prefix):])
+
+
+def _c_submodule_path(fn: Any) -> str | None:
+    """torch's path of a torch.linalg/special/fft function (`torch._C._linalg.linalg_norm`)."""
+    for sub in _C_SUBMODULES:
+        mod = sys.modules.get(f"ember.{sub}")
+        if mod is None:
+            continue
+        for k, v in vars(mod).items():
+            if v is fn and not k.startswith("_"):
+                return f"torch._C._{sub}.{sub}_{k}"
+    return None
 
 
 def torch_namespace() -> ModuleType:
@@ -46,7 +76,8 @@ def torch_namespace() -> ModuleType:
                 setattr(nn_ns, short, fn)
             elif not hasattr(ember, short):
                 setattr(ns, short, fn)
-        ns._C = SimpleNamespace(_nn=nn_ns)
+        ns._C = SimpleNamespace(_nn=nn_ns, **{f"_{sub}": _CSubmodule(sub)
+                                              for sub in _C_SUBMODULES})
         _torch_namespace = ns
     return _torch_namespace
 
@@ -153,6 +184,11 @@ def qualified_name(fn: Any) -> str:
         return known
     import ember
 
+    if name is not None and getattr(ember, name, None) is fn:  # exported on first use
+        return f"torch.{name}"
+    in_submodule = _c_submodule_path(fn)
+    if in_submodule is not None:
+        return in_submodule
     if name is not None and getattr(ember.Tensor, name, None) is fn:
         return f"torch.Tensor.{name}"
     module = getattr(fn, "__module__", None) or ""

@@ -177,7 +177,7 @@ class Graph:
         if callable(target):
             op = target.__name__
             torch_path = qualified_name(target)
-            if torch_path.startswith("torch._C._nn."):  # a builtin's own name (log_sigmoid)
+            if torch_path.startswith("torch._C."):  # a builtin's own name (log_sigmoid)
                 op = torch_path.rsplit(".", 1)[1]
         else:
             op = target
