@@ -5,9 +5,9 @@ torch-side qualified name of a traced target (`torch.relu`, `torch.nn.functional
 from __future__ import annotations
 
 import builtins
+import importlib
 import keyword
 import math
-import importlib
 import re
 import sys
 from types import ModuleType, SimpleNamespace
