@@ -234,6 +234,9 @@ _TORCH_PYTHON_FUNCTIONS = frozenset((
     "broadcast_tensors", "cartesian_prod", "cdist", "chain_matmul", "einsum", "lobpcg", "lu",
     "meshgrid", "norm", "pca_lowrank", "split", "stft", "svd_lowrank", "tensordot", "unique",
     "unique_consecutive", "unravel_index"))
+_BOOLEAN_DISPATCH = frozenset(f"torch.nn.functional.{n}" for n in (
+    "max_pool1d", "max_pool2d", "max_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "adaptive_max_pool3d", "fractional_max_pool2d", "fractional_max_pool3d"))
 _BUILTIN_TYPE_OBJECT = object()  # stands for torch's _VariableFunctions class in printouts
 
 
@@ -246,6 +249,8 @@ def target_str(target: Any) -> str:
     path = qualified_name(target)
     if path.startswith("torch._C._nn."):
         return f"<built-in function {path.rsplit('.', 1)[1]}>"
+    if path in _BOOLEAN_DISPATCH:  # torch picks these by `return_indices` at call time
+        return f"<function boolean_dispatch.<locals>.fn at {id(target):#x}>"
     if path.startswith("torch.") and path.count(".") == 1 and \
             path[6:] not in _TORCH_PYTHON_FUNCTIONS:
         return f"<built-in method {path[6:]} of type object at {id(_BUILTIN_TYPE_OBJECT):#x}>"
