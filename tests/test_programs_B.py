@@ -381,6 +381,7 @@ PROGRAMS_FX = [
     Program("fx_module_tracer.py", same=r"^"),
     Program("fx_api_tour.py", same=r"^"),
     Program("fx_transformer_block.py", same=r"^"),
+    Program("fx_mnist_net.py", same=r"^"),
 ]
 PROGRAMS_B += PROGRAMS_FX
 
