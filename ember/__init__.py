@@ -618,6 +618,9 @@ _SUBMODULES = {"nn", "optim", "jit", "onnx", "exporters", "testing", "demo", "cl
                "distributed", "hub"}
 _FROM_AMP = {"autocast", "is_autocast_enabled", "get_autocast_dtype",
              "is_autocast_available", "clear_autocast_cache", "is_autocast_cache_enabled"}
+# PyTorch's deprecated top-level getters (they warn)
+_FROM_AMP_DEPRECATED = {"is_autocast_cpu_enabled", "get_autocast_cpu_dtype",
+                        "get_autocast_gpu_dtype"}
 _FROM_SCHEDULING = {"plan", "Plan"}  # auto-scheduling: imported on first use
 _FROM_COMPILED = {"compile"}  # ember.compile: kernel replay (ember.jit.compiled)
 _SUBMODULES = _SUBMODULES | {"scheduling"}  # ember.scheduling.learn & co
@@ -658,6 +661,8 @@ def __getattr__(name: str):
         return importlib.import_module(f"ember.{name}")
     if name in _FROM_AMP:  # torch.autocast & co
         return getattr(importlib.import_module("ember.amp"), name)
+    if name in _FROM_AMP_DEPRECATED:
+        return getattr(importlib.import_module("ember.amp.deprecated"), name)
     if name in _FROM_SCHEDULING:
         return getattr(importlib.import_module("ember.scheduling"), name)
     if name in _FROM_COMPILED:

@@ -333,7 +333,7 @@ def test_regions_nest_and_decorate():
     assert forward(ember.tensor(A), ember.tensor(W)).dtype is ember.bfloat16
     assert not ember.is_autocast_enabled("cpu")
     assert ember.amp.autocast is ember.autocast
-    with ember.cpu.amp.autocast():
+    with pytest.warns(FutureWarning), ember.cpu.amp.autocast():
         assert ember.is_autocast_enabled("cpu")
 
 
@@ -436,6 +436,44 @@ def test_cuda_amp_without_cuda_disables_itself_as_pytorch():
     scaler.scale(loss).backward()
     scaler.step(opt)  # a plain step
     scaler.update()
+
+
+@pytest.mark.parametrize("spelling", ["cpu.amp.autocast()", "cpu.amp.GradScaler()",
+                                      "cuda.amp.autocast(enabled=False)",
+                                      "cuda.amp.GradScaler(enabled=False)"])
+def test_device_amp_spellings_warn_as_pytorch(spelling: str) -> None:
+    """The deprecated per-device spellings warn with PyTorch's FutureWarning, naming the
+    API the program imported (`torch.` under the alias)."""
+    torch = pytest.importorskip("torch")
+    messages = []
+    for lib in (ember, torch):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            eval(f"lib.{spelling}", {"lib": lib})
+        messages.append([str(w.message).replace(lib.__name__ + ".", "<api>.")
+                         for w in caught if w.category is FutureWarning])
+        assert len(messages[-1]) == 1 and caught[0].filename == "<string>"  # the caller
+    assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("getter", ["is_autocast_cpu_enabled", "get_autocast_cpu_dtype",
+                                    "get_autocast_gpu_dtype"])
+def test_deprecated_top_level_getters_as_pytorch(getter: str) -> None:
+    """Older mixed-precision code asks `torch.is_autocast_cpu_enabled()` &co: the same
+    values as PyTorch's, inside and outside a region, with its DeprecationWarning."""
+    torch = pytest.importorskip("torch")
+    seen = []
+    for lib in (ember, torch):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            outside = getattr(lib, getter)()
+            with lib.autocast("cpu", dtype=lib.float16):
+                inside = getattr(lib, getter)()
+        message = str(caught[0].message).split(" (Triggered")[0]
+        assert {w.category for w in caught} == {DeprecationWarning} and len(caught) == 2
+        seen.append((str(outside).split(".")[-1], str(inside).split(".")[-1],
+                     message.replace(lib.__name__ + ".", "<api>.")))
+    assert seen[0] == seen[1]
 
 
 # -- GradScaler --------------------------------------------------------------------------

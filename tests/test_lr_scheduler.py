@@ -420,3 +420,34 @@ def test_swalr_errors_as_torch():
     with pytest.raises(ValueError, match="swa_lr must have the same length as "
                                          "optimizer.param_groups"):
         ember.optim.swa_utils.SWALR(eopt, swa_lr=[0.1])
+
+
+@pytest.mark.parametrize("lib", ["ember", "torch"])
+def test_custom_scheduler_subclassing_the_old_name(lib):
+    """Older repos write their warmup schedulers on `_LRScheduler` (PyTorch's old name of
+    LRScheduler), overriding get_lr with self.last_epoch and self.base_lrs."""
+    lib = ember if lib == "ember" else torch
+    from importlib import import_module
+    mod = import_module(f"{lib.__name__}.optim.lr_scheduler")
+
+    class Warmup(mod._LRScheduler):
+        def __init__(self, optimizer, warmup, last_epoch=-1):
+            self.warmup = warmup
+            super().__init__(optimizer, last_epoch)
+
+        def get_lr(self):
+            return [base_lr * min(1.0, (self.last_epoch + 1) / self.warmup)
+                    for base_lr in self.base_lrs]
+
+    opt = lib.optim.SGD([lib.ones(2, requires_grad=True)], lr=0.4)
+    sched = Warmup(opt, 4)
+    lrs = [opt.param_groups[0]["lr"]]
+    for _ in range(5):
+        opt.step()
+        sched.step()
+        lrs.append(sched.get_last_lr()[0])
+    assert lrs == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.4, 0.4])
+    assert isinstance(sched, mod.LRScheduler) and "_LRScheduler" not in mod.__all__
+    assert sorted(sched.state_dict()) == ["_get_lr_called_within_step", "_is_initial",
+                                          "_last_lr", "_step_count", "base_lrs",
+                                          "last_epoch", "warmup"]

@@ -238,6 +238,18 @@ def test_clip_grad_value(torch):
         np.testing.assert_array_equal(e.grad.numpy(), t.grad.numpy())
 
 
+def test_clip_grads_with_norm_from_nn_utils_as_torch(torch):
+    """The two-step clipping of PyTorch 2.6+ (FSDP and timm write it): the total norm
+    from get_total_norm, then nn.utils.clip_grads_with_norm_ scales by it."""
+    eps, tps = _grads_pair(torch)
+    e_total = ember.nn.utils.get_total_norm([p.grad for p in eps])
+    t_total = torch.nn.utils.get_total_norm([p.grad for p in tps])
+    assert ember.nn.utils.clip_grads_with_norm_(eps, 0.5, e_total) is None
+    torch.nn.utils.clip_grads_with_norm_(tps, 0.5, t_total)
+    for e, t in zip(eps, tps):
+        np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-6)
+
+
 def test_parameters_vector_round_trip():
     net = nn.Sequential(nn.Linear(3, 2), nn.Linear(2, 1))
     params = list(net.parameters())

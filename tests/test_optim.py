@@ -673,6 +673,39 @@ def test_step_hooks_run_and_can_be_removed():
     assert calls[2:] == ["global"]
 
 
+@pytest.mark.parametrize("lib", ["ember", "torch"])
+def test_wrapper_optimizer_without_init_steps_with_pytorchs_hook_attributes(lib):
+    """timm's Lookahead skips Optimizer.__init__ and sets the two hook dicts PyTorch's step
+    wrapper reads, by PyTorch's names: ember's wrapper reads the same names."""
+    from collections import OrderedDict, defaultdict
+    lib = ember if lib == "ember" else torch
+
+    class Wrapper(lib.optim.Optimizer):
+        def __init__(self, base):
+            self.base = base
+            self.param_groups = base.param_groups
+            self.defaults = base.defaults
+            self.state = defaultdict(dict)
+            self._optimizer_step_pre_hooks = OrderedDict()
+            self._optimizer_step_post_hooks = OrderedDict()
+
+        def step(self, closure=None):
+            return self.base.step(closure)
+
+    a = lib.ones(2, requires_grad=True)
+    opt = Wrapper(lib.optim.SGD([a], lr=0.5))
+    calls = []
+    opt.register_step_pre_hook(lambda o, args, kwargs: calls.append("pre"))
+    opt.zero_grad()  # (where PyTorch wraps a class's step that skipped __init__)
+    a.grad = lib.ones(2)
+    opt.step()
+    assert a.tolist() == [0.5, 0.5] and calls == ["pre"]
+    assert list(opt._optimizer_step_pre_hooks) and not opt._optimizer_step_post_hooks
+    del opt._optimizer_step_post_hooks
+    with pytest.raises(AttributeError, match="_optimizer_step_post_hooks"):
+        opt.step()
+
+
 # -- LAMB against the paper --------------------------------------------------------------
 
 def lamb_reference(init, grads, lr, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01,
@@ -1000,3 +1033,16 @@ def test_out_of_place_list_ops_return_tuples_as_torch():
                                    isinstance(args[0], list) else args))
         assert type(e) is type(t) is tuple, name
         assert [x.tolist() for x in e] == [x.tolist() for x in t], name
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam",
+                                  "RMSprop", "Rprop", "Adagrad", "Adadelta", "ASGD"])
+def test_param_group_keys_in_pytorchs_order(name):
+    """`print(optimizer.param_groups)` and `print(optimizer.state_dict())` list a group's
+    options in the order PyTorch's constructor writes them."""
+    e_opt = getattr(optim, name)([ember.ones(2, requires_grad=True)], lr=0.01)
+    t_opt = getattr(torch.optim, name)([torch.ones(2, requires_grad=True)], lr=0.01)
+    assert list(e_opt.param_groups[0]) == list(t_opt.param_groups[0])
+    assert list(e_opt.defaults) == list(t_opt.defaults)
+    assert list(e_opt.state_dict()["param_groups"][0]) == \
+        list(t_opt.state_dict()["param_groups"][0])

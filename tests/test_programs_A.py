@@ -334,6 +334,90 @@ PROGRAM_SPECS = [
 ]
 
 
+# -- set J: modern training recipes (timm-style components, scripts people copy) ---------
+
+def _smoothed_losses_agree(t_out: str, e_out: str) -> None:
+    # LabelSmoothingCrossEntropy, CrossEntropyLoss(label_smoothing=0.1) and
+    # SoftTargetCrossEntropy of smoothed one-hot targets are one loss
+    for out in (t_out, e_out):
+        forms = re.search(r"smoothing: ([\d.]+) ([\d.]+) ([\d.]+)", out).groups()
+        assert len(set(forms)) == 1, forms
+        assert metric(out, r"Top 1-acc ([\d.]+)")[-1] >= 80
+    if SAME_STREAMS:  # torch.distributions.Beta draws PyTorch's lam, and the pairs after it
+        lam = r"torch Beta lam (.*)"
+        assert re.findall(lam, e_out) == re.findall(lam, t_out)
+
+
+def _schedules_agree(t_out: str, e_out: str) -> None:
+    # a schedule depends on no random number: every lr, momentum and plateau count printed
+    # is PyTorch's to the last digit (only the small regression's losses may differ)
+    t_lines = [line for line in t_out.splitlines() if "loss" not in line]
+    e_lines = [line for line in e_out.splitlines() if "loss" not in line]
+    assert e_lines == t_lines
+    assert "same weights: True" in e_out
+
+
+def _folds_score(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        assert metric(out, r"CV AUC: ([\d.]+)")[0] > 0.85, out
+
+
+def _metric_learning_agrees(t_out: str, e_out: str) -> None:
+    # the built-in and hand-written triplet losses are one loss; retrieval works
+    for out in (t_out, e_out):
+        builtin, by_hand = re.search(r"triplet: builtin ([\d.]+) by hand ([\d.]+)", out).groups()
+        assert builtin == by_hand
+        assert min(metric(out, r"recall@1 ([\d.]+)")) > 0.8
+
+
+def _gradient_tricks_hold(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        assert "checkpoint grads match: True" in out and "frozen stem unchanged: True" in out
+        assert metric(out, r"max \|grad\| ([\d.]+)") == [0.005] * 4  # clip_grad_value_
+        assert metric(out, r"SAM train accuracy ([\d.]+)")[0] > 0.6
+
+
+def _optimizers_agree(t_out: str, e_out: str) -> None:
+    # each optimizer's update is deterministic from the same weights and data: the final
+    # full-batch losses agree closely, and all but LARS (tiny trust ratio) improve
+    pattern = r"^(\S.*?) +first ([\d.]+) final ([\d.]+)$"
+    t, e = re.findall(pattern, t_out, re.M), re.findall(pattern, e_out, re.M)
+    assert len(t) == len(e) == 9
+    for (name, first, t_final), (_, _, e_final) in zip(t, e):
+        assert math.isclose(float(e_final), float(t_final), rel_tol=2e-3, abs_tol=2e-4), name
+        assert name == "LARS" or float(t_final) < float(first), (name, first, t_final)
+
+
+def _segmentation_scores(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        assert metric(out, r"mean IoU: ([\d.]+)")[0] > 70
+
+
+PROGRAMS_J = [
+    Program("timm_deit.py", trends=[Trend(r"val loss ([\d.]+)", 0.9, 0.3)],
+            first=r"Loss: ([\d.]+)"),
+    Program("mixup_cutmix.py", trends=[Trend(r"Val Loss ([\d.]+)", 0.8, 0.3)],
+            same=r"class counts: (\[.*\])", first=r"first batch: lam [\d.]+ loss ([\d.]+)",
+            extra=_smoothed_losses_agree),
+    Program("lr_schedules.py", first=r"epoch 0 loss ([\d.]+)", extra=_schedules_agree),
+    Program("amp_cpu_loop.py", trends=[Trend(r"amp epoch \d loss ([\d.]+)", 1.0, 0.05),
+                                       Trend(r"scaled epoch \d loss ([\d.]+)", 0.95, 0.1)],
+            first=r"default precision epoch 0 loss ([\d.]+)"),
+    Program("tabular_kfold.py", trends=[Trend(r"train loss ([\d.]+)", 0.7, 0.2, count=5)],
+            same=r"(X_cat .*)", first=r"train loss ([\d.]+)", extra=_folds_score),
+    Program("supcon_metric.py", trends=[Trend(r"\tloss ([\d.]+)", 0.9, 0.3),
+                                        Trend(r"triplet step +\d+ loss ([\d.]+)", 0.5, 0.3)],
+            first=r"\tloss ([\d.]+)", extra=_metric_learning_agrees),
+    Program("sam_grad_tricks.py", first=r"SAM epoch 0 loss ([\d.]+)",
+            extra=_gradient_tricks_hold),
+    Program("custom_optimizers.py", first=r"Lion +first ([\d.]+)", extra=_optimizers_agree),
+    Program("eval_metrics.py", trends=[Trend(r"step \d+ loss ([\d.]+)", 0.5, 0.2)],
+            same=r"\n((?:precision|recall|f1) .*)", first=r"step 0 loss ([\d.]+)",
+            extra=_segmentation_scores),
+]
+PROGRAM_SPECS += PROGRAMS_J
+
+
 def _d2l_estimates_hold(t_out: str, e_out: str) -> None:
     # the fitted linear regression recovers w and b; the scripted MLP saved itself
     for out in (t_out, e_out):

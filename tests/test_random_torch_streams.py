@@ -397,3 +397,58 @@ def test_like_draws_of_transposed_tensors_walk_memory(expr: str) -> None:
     draw in memory order: batch_first attention's output (a transposed view) through
     nn.Dropout drew other masks than PyTorch's."""
     same(*draw_both(expr))
+
+
+@pytest.mark.parametrize("expr", [
+    "lib.rand_like(lib.ones(5, 33).t(), memory_format=lib.contiguous_format)",
+    "lib.randn_like(lib.ones(2, 3, 4, 5), memory_format=lib.channels_last)",
+    "lib.rand_like(lib.ones(2, 3, 2, 4, 5), memory_format=lib.channels_last_3d)",
+    "lib.randint_like(lib.ones(2, 3, 4, 5), 0, 9, memory_format=lib.channels_last)",
+    "lib.rand_like(lib.ones(4, 6), generator=lib.Generator().manual_seed(5))",
+    "lib.randn_like(lib.ones(4, 6), generator=lib.Generator().manual_seed(5), dtype=lib.float64)",
+    "lib.randint_like(lib.ones(4, 6), 3, generator=lib.Generator().manual_seed(5))",
+])
+def test_like_draws_follow_memory_format_and_generator(expr: str) -> None:
+    """`*_like(memory_format=...)` draws in the order of the layout asked for (channels
+    innermost for channels_last), and `generator=` draws from that generator: timm-style
+    code passes both."""
+    ours, theirs = draw_both(expr)
+    same(ours, theirs)
+    assert ours.stride() == theirs.stride()
+
+
+@pytest.mark.parametrize("expr", [
+    "lib.distributions.Beta(lib.tensor([0.4]), lib.tensor([0.4])).sample((8,))",
+    "lib.distributions.Beta(0.2, 3.0).sample((5,))",
+    "lib.distributions.Gamma(lib.tensor([0.3, 2.0, 9.0]), lib.tensor([1.0, 0.5, 2.0]))"
+    ".sample((4,))",
+    "lib.distributions.Gamma(lib.tensor([0.7, 1.5], dtype=lib.float64), 1.0).sample((3,))",
+    "lib.distributions.Dirichlet(lib.tensor([0.5, 1.0, 2.0])).sample((4,))",
+    "lib.distributions.Dirichlet(lib.ones(3, dtype=lib.float64)).sample()",
+    "lib.distributions.Chi2(lib.tensor([3.0])).sample((5,))",
+    "lib.cat([lib.distributions.Beta(1.0, 1.0).sample((3,)), lib.randn(5), lib.rand(3)])",
+])
+def test_gamma_family_draws_pytorchs_stream(expr: str) -> None:
+    """Gamma, Beta (a Dirichlet of two), Dirichlet and Chi2 draw PyTorch's numbers on the
+    CPU (its `sample_gamma`, element by element, uniforms and cached Box-Muller normals from
+    the one generator), and leave the generator where PyTorch's is: a mixup's
+    `Beta(alpha, alpha).sample()` and the draws after it are PyTorch's."""
+    ours, theirs = draw_both(expr)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=2e-7, atol=0)
+    assert ours.dtype == getattr(ember, str(theirs.dtype).split(".")[1])
+
+
+@pytest.mark.parametrize("expr", [
+    "lib.binomial((lib.rand(400) * 500).floor(), lib.rand(400))",
+    "lib.binomial((lib.rand(300, dtype=lib.float64) * 3000).floor(), "
+    "lib.rand(300, dtype=lib.float64))",
+    "lib.binomial(lib.tensor([0., 1., 5., 10., 20., 37., 100., 1000., 7.]), "
+    "lib.tensor([0.3, 0.5, 0.9, 0.45, 0.6, 0.2, 0.95, 0.51, 1.0]))",
+    "lib.cat([lib.distributions.Binomial(10, lib.tensor([0.3, 0.6])).sample((4,)).flatten(), "
+    "lib.rand(3)])",
+])
+def test_binomial_draws_pytorchs_stream(expr: str) -> None:
+    """torch.binomial (and Binomial.sample) on the CPU is PyTorch's sample_binomial per
+    element: inversion below a mean of 10, BTRS above, in the dtype's arithmetic where
+    PyTorch's is, and leaves the generator where PyTorch's is."""
+    same(*draw_both(expr))

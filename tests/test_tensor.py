@@ -273,6 +273,34 @@ class TestFactories:
         ri = ember.randint_like(x, 5)
         assert ri.shape == (2, 3) and bool(((ri >= 0) & (ri < 5)).all())
 
+    def test_like_factories_take_layout_and_memory_format_as_torch(self):
+        torch = pytest.importorskip("torch")
+        def results(lib):  # the strides PyTorch gives each format, and the values
+            t = lib.ones(3, 4).t()
+            x4 = lib.ones(2, 3, 4, 5)
+            return [lib.zeros_like(t).stride(),
+                    lib.ones_like(t, memory_format=lib.contiguous_format).stride(),
+                    lib.full_like(x4, 7, memory_format=lib.channels_last).stride(),
+                    lib.empty_like(x4, memory_format=lib.preserve_format).stride(),
+                    lib.zeros_like(t, layout=lib.strided).tolist(),
+                    lib.full_like(t, 2.5).tolist(),
+                    lib.rand_like(t, requires_grad=True).requires_grad]
+        assert results(ember) == results(torch)
+        for name in ("zeros_like", "ones_like", "empty_like", "full_like"):
+            args = (7,) if name == "full_like" else ()
+            for kw, msg in (({"memory_format": 1}, "argument 'memory_format' must be "
+                             r"\w+.memory_format, not int"),
+                            ({"layout": "strided"}, r"argument 'layout' must be \w+.layout, "
+                             "not str")):
+                with pytest.raises(TypeError, match=f"{name}\\(\\): {msg}"):
+                    getattr(ember, name)(ember.ones(2), *args, **kw)
+            with pytest.raises(TypeError, match=name):
+                getattr(torch, name)(torch.ones(2), *args, memory_format=1)
+        for lib in (ember, torch):
+            with pytest.raises(RuntimeError, match="required rank 4 tensor to use "
+                                                   "channels_last format"):
+                lib.zeros_like(lib.ones(2, 3), memory_format=lib.channels_last)
+
     def test_like_does_not_share_or_require_grad(self):
         x = ember.ones(3, requires_grad=True)
         y = ember.zeros_like(x)

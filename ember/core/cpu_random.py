@@ -361,6 +361,7 @@ class _Uniforms:
         self.buf: list[float] = []
         self.pos = self.read = 0
         self.hint = max(hint, 16)
+        self.cached_normal = eng.next_double_normal
 
     def __call__(self) -> float:
         if self.pos == len(self.buf):
@@ -369,9 +370,22 @@ class _Uniforms:
         self.read += 1
         return self.buf[self.pos - 1]
 
+    def normal(self) -> float:
+        """`normal_distribution<double>(0, 1)`, as `normal_double` draws it one at a time:
+        Box-Muller on the next two uniforms, its sine kept for the next draw."""
+        if self.cached_normal is not None:
+            value, self.cached_normal = self.cached_normal, None
+            return value
+        u1, u2 = self(), self()
+        r = math.sqrt(-2.0 * math.log1p(-u2))
+        theta = 2.0 * math.pi * u1
+        self.cached_normal = r * math.sin(theta)
+        return r * math.cos(theta)
+
     def close(self) -> None:
         self.eng.restore(self.start)
         self.eng.skip(2 * self.read)
+        self.eng.next_double_normal = self.cached_normal
 
 
 def poisson(eng: MT19937, rates: np.ndarray) -> np.ndarray:
@@ -414,6 +428,129 @@ def _poisson_one(lam: float, uniform: _Uniforms) -> float:
             count += 1
         else:
             return count
+
+
+def gamma(eng: MT19937, alphas: np.ndarray, single: bool) -> np.ndarray:
+    """Unit-rate gamma draws of each shape in `alphas` (in order), as float64: PyTorch's
+    `sample_gamma` per element (Marsaglia and Tsang's rejection sampler, a shape below 1
+    boosted by `(1 - U) ** (1 / shape)`), its shape arithmetic in float32 where `single`
+    (`_standard_gamma` of a float32 tensor) and in float64 otherwise (`_sample_dirichlet`,
+    which draws in float64 whatever the dtype)."""
+    draws = _Uniforms(eng, 4 * alphas.size)
+    real = np.float32 if single else np.float64
+    third = float(np.float32(1.0) / np.float32(3.0))  # (C++'s `1.0f / 3.0f`)
+    squeeze = float(np.float32(0.0331))
+    out = np.empty(alphas.size, _F64)
+    for i, alpha in enumerate(alphas.astype(real)):
+        out[i] = _gamma_one(alpha, real, third, squeeze, draws)
+    draws.close()
+    return out
+
+
+def _gamma_one(alpha: Any, real: Any, third: float, squeeze: float,
+               draws: _Uniforms) -> float:
+    scale = 1.0
+    if alpha < 1:
+        if alpha == 0:
+            return 0.0
+        scale *= math.pow(1.0 - draws(), float(real(1.0) / alpha))
+        alpha = real(alpha + real(1.0))
+    d = float(real(alpha - real(third)))
+    c = 1.0 / math.sqrt(9.0 * d)
+    while True:
+        x = draws.normal()
+        y = 1.0 + c * x
+        while y <= 0:
+            x = draws.normal()
+            y = 1.0 + c * x
+        v = y * y * y
+        u = 1.0 - draws()
+        xx = x * x
+        if u < 1.0 - squeeze * xx * xx:
+            return scale * d * v
+        if math.log(u) < 0.5 * xx + d * (1.0 - v + math.log(v)):
+            return scale * d * v
+
+
+def binomial(eng: MT19937, counts: np.ndarray, probs: np.ndarray) -> np.ndarray:
+    """`torch.binomial` of each (count, prob) pair (in order, in their dtype), as float64:
+    PyTorch's `sample_binomial` per element (inversion by geometric waiting times below a
+    mean of 10, BTRS above it, on min(p, 1 - p)), with its mix of the dtype's arithmetic
+    and float64."""
+    uniform = _Uniforms(eng, 4 * counts.size)
+    real = counts.dtype.type
+    out = np.empty(counts.size, _F64)
+    for i, (n, p) in enumerate(zip(counts.tolist(), probs.tolist())):
+        out[i] = _binomial_one(real(n), real(p), real, uniform)
+    uniform.close()
+    return out
+
+
+def _binomial_one(n: Any, p: Any, real: Any, uniform: _Uniforms) -> float:
+    if n <= 0 or p <= 0:
+        return 0.0
+    if p >= 1:
+        return float(n)
+    if p <= 0.5:
+        return _btrs(n, p, real, uniform) if n * p >= 10 else _inversion(n, p, uniform)
+    if p > 0.5:
+        q = real(1.0 - float(p))
+        return float(n) - (_btrs(n, q, real, uniform) if n * q >= 10
+                           else _inversion(n, q, uniform))
+    return math.nan
+
+
+def _inversion(n: Any, p: Any, uniform: _Uniforms) -> float:
+    geom_sum, num_geom = 0.0, 0.0
+    logprob = math.log1p(-float(p))
+    while True:
+        geom_sum += math.ceil(_log_or_inf(uniform()) / logprob)
+        if geom_sum > n:
+            return num_geom
+        num_geom += 1
+
+
+_TAILS = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067210376509,
+          0.0166446911898211, 0.0138761288230707, 0.0118967099458917, 0.0104112652619720,
+          0.00925546218271273, 0.00833056343336287)
+
+
+def _stirling_tail(k: float) -> float:
+    if k <= 9:
+        return _TAILS[int(k)]
+    kp1sq = (k + 1) * (k + 1)
+    return (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+
+
+def _btrs(n: Any, p: Any, real: Any, uniform: _Uniforms) -> float:
+    one = real(1)
+    stddev = math.sqrt(float(n * p * (one - p)))
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * float(p)
+    c = float(n * p) + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = float(p / (one - p))
+    alpha = (2.83 + 5.1 / b) * stddev
+    m = math.floor(float((n + one) * p))
+    nf = float(n)
+    while True:
+        u = uniform() - 0.5
+        v = uniform()
+        us = 0.5 - abs(u)
+        k = float(real(math.floor((2 * a / us + b) * u + c)))
+        if k < 0 or k > nf:
+            continue
+        if us >= 0.07 and v <= v_r:
+            return k
+        v = math.log(v * alpha / (a / (us * us) + b))
+        n_k1 = float(n - real(k) + one)
+        upper = ((m + 0.5) * math.log((m + 1) / (r * (nf - m + 1)))
+                 + float(n + one) * math.log((nf - m + 1) / n_k1)
+                 + (k + 0.5) * math.log(r * n_k1 / float(real(k) + one))
+                 + _stirling_tail(m) + _stirling_tail(nf - m)
+                 - _stirling_tail(k) - _stirling_tail(float(n - real(k))))
+        if v <= upper:
+            return k
 
 
 def intel_cpu() -> bool:

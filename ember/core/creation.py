@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.core import costs, interpose, plugins, tracing
+from ember.core import costs, interpose, plugins, storage, tracing
 from ember.core import cpu_random as streams
 from ember.core import dtype as dt
 from ember.core.backend import from_numpy_dtype, numpy_dtype
@@ -371,7 +371,19 @@ def _nbytes(size: Any, d: dt.dtype) -> int:
         return 0
 
 
-def _like(x: Tensor, dtype: Any, device: DeviceLike) -> tuple[dt.dtype, DeviceLike]:
+def _like(op: str, x: Tensor, dtype: Any, device: DeviceLike, layout: Any = None,
+          memory_format: Any = None) -> tuple[dt.dtype, DeviceLike]:
+    """The dtype and device of `op(x, ...)` (`x`'s unless given), its `layout` and
+    `memory_format` checked as PyTorch's argument parser checks them."""
+    if layout is not None:
+        if not isinstance(layout, storage.layout):
+            raise TypeError(f"{op}(): argument 'layout' must be {dt.API_NAME}.layout, not "
+                            f"{type(layout).__name__}")
+        if layout is not storage.strided:
+            raise NotImplementedError(f"{op}(): layout={layout} is not supported; ember's "
+                                      f"dense tensors are {storage.strided}")
+    if memory_format is not None:
+        check_format(op, memory_format)
     return (dtype_arg(dtype) or x.dtype), (device if device is not None else x.device)
 
 
@@ -383,30 +395,10 @@ def _empty_like(x: Tensor, d: dt.dtype, dev: DeviceLike, memory_format: Any = No
     return like_layout(x, lambda shape: empty(shape, dtype=d, device=dev), fmt)
 
 
-@composite(complex=True, variants="function")
-def zeros_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
-               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
-    """Zeros of `input`'s shape (and its dtype and device unless given), laid out as
-    `input` (or in `memory_format`)."""
-    return full_like(input, 0, dtype=dtype, device=device, requires_grad=requires_grad,
-                     memory_format=memory_format)
-
-
-@composite(complex=True, variants="function")
-def ones_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
-              requires_grad: bool = False, memory_format: Any = None) -> Tensor:
-    """Ones of `input`'s shape (and its dtype and device unless given), laid out as
-    `input` (or in `memory_format`)."""
-    return full_like(input, 1, dtype=dtype, device=device, requires_grad=requires_grad,
-                     memory_format=memory_format)
-
-
-@composite(complex=True, variants="function")
-def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: DeviceLike = None,
-              requires_grad: bool = False, memory_format: Any = None) -> Tensor:
-    """`fill_value` in `input`'s shape (and its dtype and device unless given), laid out as
-    `input` (or in `memory_format`)."""
-    d, dev = _like(input, dtype, device)
+def _full_like(op: str, input: Tensor, fill_value: Any, dtype: Any, device: DeviceLike,
+               layout: Any, requires_grad: bool, memory_format: Any) -> Tensor:
+    """`fill_value` in `input`'s shape, laid out as `input` (or in `memory_format`)."""
+    d, dev = _like(op, input, dtype, device, layout, memory_format)
     if memory_format is None and input._backend.is_contiguous(input._data):  # (most calls)
         return full(input.shape, fill_value, dtype=d, device=dev, requires_grad=requires_grad)
     out = _empty_like(input, d, dev, memory_format)
@@ -415,42 +407,80 @@ def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Devi
 
 
 @composite(complex=True, variants="function")
-def empty_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
-               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+def zeros_like(input: Tensor, *, dtype: Any = None, layout: Any = None,
+               device: DeviceLike = None, requires_grad: bool = False,
+               memory_format: Any = None) -> Tensor:
+    """Zeros of `input`'s shape (and its dtype and device unless given), laid out as
+    `input` (or in `memory_format`)."""
+    return _full_like("zeros_like", input, 0, dtype, device, layout, requires_grad,
+                      memory_format)
+
+
+@composite(complex=True, variants="function")
+def ones_like(input: Tensor, *, dtype: Any = None, layout: Any = None,
+              device: DeviceLike = None, requires_grad: bool = False,
+              memory_format: Any = None) -> Tensor:
+    """Ones of `input`'s shape (and its dtype and device unless given), laid out as
+    `input` (or in `memory_format`)."""
+    return _full_like("ones_like", input, 1, dtype, device, layout, requires_grad,
+                      memory_format)
+
+
+@composite(complex=True, variants="function")
+def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, layout: Any = None,
+              device: DeviceLike = None, requires_grad: bool = False,
+              memory_format: Any = None) -> Tensor:
+    """`fill_value` in `input`'s shape (and its dtype and device unless given), laid out as
+    `input` (or in `memory_format`)."""
+    return _full_like("full_like", input, fill_value, dtype, device, layout, requires_grad,
+                      memory_format)
+
+
+@composite(complex=True, variants="function")
+def empty_like(input: Tensor, *, dtype: Any = None, layout: Any = None,
+               device: DeviceLike = None, requires_grad: bool = False,
+               memory_format: Any = None) -> Tensor:
     """An uninitialised tensor of `input`'s shape (and its dtype and device unless given),
     laid out as `input` (or in `memory_format`)."""
-    d, dev = _like(input, dtype, device)
+    d, dev = _like("empty_like", input, dtype, device, layout, memory_format)
     return _finish(_empty_like(input, d, dev, memory_format), requires_grad)
 
 
 @composite(complex=True, variants="function")
-def rand_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
-              requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+def rand_like(input: Tensor, *, generator: Any = None, dtype: Any = None, layout: Any = None,
+              device: DeviceLike = None, requires_grad: bool = False,
+              memory_format: Any = None) -> Tensor:
     """Uniform random numbers in [0, 1) of `input`'s shape."""
-    d, dev = _like(input, dtype, device)
+    d, dev = _like("rand_like", input, dtype, device, layout, memory_format)
     if d.is_complex:  # (PyTorch's stream for complex: rand's)
-        return rand(tuple(input.shape), dtype=d, device=dev)
-    return _finish(_empty_like(input, d, dev, memory_format).uniform_(), requires_grad)
+        return rand(tuple(input.shape), dtype=d, device=dev, generator=generator,
+                    requires_grad=requires_grad)
+    out = _empty_like(input, d, dev, memory_format).uniform_(generator=generator)
+    return _finish(out, requires_grad)
 
 
 @composite(complex=True, variants="function")
-def randn_like(input: Tensor, *, dtype: Any = None, device: DeviceLike = None,
-               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+def randn_like(input: Tensor, *, generator: Any = None, dtype: Any = None, layout: Any = None,
+               device: DeviceLike = None, requires_grad: bool = False,
+               memory_format: Any = None) -> Tensor:
     """Standard normal random numbers of `input`'s shape."""
-    d, dev = _like(input, dtype, device)
+    d, dev = _like("randn_like", input, dtype, device, layout, memory_format)
     if d.is_complex:  # (PyTorch's stream for complex: randn's)
-        return randn(tuple(input.shape), dtype=d, device=dev)
-    return _finish(_empty_like(input, d, dev, memory_format).normal_(), requires_grad)
+        return randn(tuple(input.shape), dtype=d, device=dev, generator=generator,
+                     requires_grad=requires_grad)
+    out = _empty_like(input, d, dev, memory_format).normal_(generator=generator)
+    return _finish(out, requires_grad)
 
 
 @composite(variants="function")
-def randint_like(input: Tensor, low: int, high: int | None = None, *, dtype: Any = None,
-                 device: DeviceLike = None, requires_grad: bool = False,
-                 memory_format: Any = None) -> Tensor:
+def randint_like(input: Tensor, low: int, high: int | None = None, *, generator: Any = None,
+                 dtype: Any = None, layout: Any = None, device: DeviceLike = None,
+                 requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     """Random integers in [low, high) of `input`'s shape."""
-    d, dev = _like(input, dtype, device)
+    d, dev = _like("randint_like", input, dtype, device, layout, memory_format)
     low, high = (0, low) if high is None else (low, high)
-    return _finish(_empty_like(input, d, dev, memory_format).random_(low, high), requires_grad)
+    out = _empty_like(input, d, dev, memory_format).random_(low, high, generator=generator)
+    return _finish(out, requires_grad)
 
 
 # -- the new_* methods: a new tensor with this one's dtype and device ---------------------

@@ -1,23 +1,49 @@
 """Reparameterised gamma and Dirichlet draws through ember ops, for Gamma, Chi2, Beta,
 Dirichlet and StudentT.
 
-Draws use Marsaglia and Tsang's rejection sampler (shape < 1 boosted by `U ** (1 / shape)`),
-so they run on any device but follow a different random stream from PyTorch's. Their
+Draws use Marsaglia and Tsang's rejection sampler (shape < 1 boosted by `U ** (1 / shape)`).
+On the CPU it runs element by element on the host generator as PyTorch's `sample_gamma`
+does (`cpu_random.gamma`), so a seeded program draws PyTorch's numbers (a Beta mixup's lam);
+elsewhere (and while a trace records) it runs vectorised on the device's generator. Their
 gradients are PyTorch's implicit reparameterisation gradients (`implicit_grads`): given the
 same draw, the same gradient as `torch._standard_gamma` / `torch._sample_dirichlet` give.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 import ember
 from ember.autograd import Function
+from ember.core import cpu_random, tracing
+from ember.core.creation import default_generator, host_random
 from ember.distributions.implicit_grads import dirichlet_grad, standard_gamma_grad
 
 __all__ = ["sample_dirichlet", "standard_gamma"]
 
 
+def _host_gamma(alpha, single: bool):
+    """PyTorch's CPU gamma draws of each shape in `alpha` (row-major order, float64 on
+    the host), or None where they are drawn on a device or recorded by a trace."""
+    if tracing.active is not None or alpha.device.type != "cpu" or \
+            alpha.dtype not in (ember.float32, ember.float64):
+        return None
+    shapes = np.ascontiguousarray(alpha.detach().numpy()).reshape(-1)
+    return cpu_random.gamma(default_generator._engine, shapes, single)
+
+
+def _from_host(values: np.ndarray, like):
+    """`values` (row-major) as a tensor of `like`'s shape, dtype and device, recorded as
+    a random draw (a compiled step replays a fresh one)."""
+    shape = tuple(like.shape)
+    return host_random("gamma", shape, like.dtype, like.device, lambda: values, shape=shape)
+
+
 def _marsaglia_tsang(alpha):
     """Unit-rate gamma draws of shape `alpha` (> 0), without gradient."""
+    host = _host_gamma(alpha, single=alpha.dtype is ember.float32)
+    if host is not None:  # PyTorch's `_standard_gamma`: rounded to the dtype
+        return _from_host(host, alpha)
     boosted = alpha < 1
     a = ember.where(boosted, alpha + 1, alpha)
     d = a - 1.0 / 3.0
@@ -60,8 +86,18 @@ def standard_gamma(concentration):
 class _Dirichlet(Function):
     @staticmethod
     def forward(ctx, concentration):
-        gammas = _marsaglia_tsang(concentration).clamp(min=ember.finfo(concentration.dtype).tiny)
-        x = gammas / gammas.sum(-1, keepdim=True)
+        host = _host_gamma(concentration, single=False)
+        if host is not None:  # PyTorch's `_sample_dirichlet`: normalised in float64
+            gammas = np.maximum(host, np.finfo(np.float64).tiny).reshape(concentration.shape)
+            ratio = (gammas / gammas.sum(-1, keepdims=True)).astype(
+                ember.empty(0, dtype=concentration.dtype).numpy().dtype)
+            top = np.nextafter(ratio.dtype.type(1), ratio.dtype.type(0))
+            x = _from_host(np.clip(ratio, np.finfo(ratio.dtype).tiny, top).reshape(-1),
+                           concentration)
+        else:
+            gammas = _marsaglia_tsang(concentration).clamp(
+                min=ember.finfo(concentration.dtype).tiny)
+            x = gammas / gammas.sum(-1, keepdim=True)
         ctx.save_for_backward(x, concentration)
         return x
 

@@ -66,10 +66,12 @@ class Adadelta(Optimizer):
             raise ValueError(f"Invalid epsilon value: {eps}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _implementation_options("Adadelta", foreach, capturable=capturable,
+                                differentiable=differentiable)
+        # (PyTorch's key order: param_groups and state_dict() print in it)
         defaults = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay,
-                    "maximize": maximize, "foreach": foreach}
-        defaults.update(_implementation_options("Adadelta", foreach, capturable=capturable,
-                                                differentiable=differentiable))
+                    "maximize": maximize, "capturable": capturable, "foreach": foreach,
+                    "differentiable": differentiable}
         super().__init__(params, defaults)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

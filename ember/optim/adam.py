@@ -91,11 +91,12 @@ class Adam(Optimizer):
         if not (all(isinstance(b, float) for b in betas[:2])
                 or all(isinstance(b, Tensor) for b in betas[:2])):
             raise ValueError("betas must be either both floats or both Tensors")
+        options = _implementation_options("Adam", foreach, capturable=capturable,
+                                          differentiable=differentiable, fused=fused)
+        # (PyTorch's key order: param_groups and state_dict() print in it)
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
-                    "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
+                    "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach, **options,
                     "decoupled_weight_decay": decoupled_weight_decay}
-        defaults.update(_implementation_options("Adam", foreach, capturable=capturable,
-                                                differentiable=differentiable, fused=fused))
         super().__init__(params, defaults)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

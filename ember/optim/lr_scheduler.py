@@ -207,6 +207,11 @@ def _lambdas_for(optimizer: Optimizer, lr_lambda: Any) -> list[Callable[[int], f
     return list(lr_lambda)
 
 
+class _LRScheduler(LRScheduler):
+    """PyTorch's old name of `LRScheduler`, which custom schedulers of older repos (warmup
+    schedulers written with `get_lr`) still subclass."""
+
+
 class _LambdaStateMixin:
     """state_dict / load_state_dict that keep the state of callable objects (functions
     and lambdas themselves are not saved)."""

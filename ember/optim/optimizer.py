@@ -82,13 +82,15 @@ def _hooked_step(step: Callable) -> Callable:
     @functools.wraps(step)
     def wrapper(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
         self._opt_called = True
-        if not (self._step_pre_hooks or self._step_post_hooks or _global_step_pre_hooks
-                or _global_step_post_hooks) or self._in_hooked_step:
+        # (PyTorch's attribute names: wrappers that skip __init__, as timm's Lookahead, set them)
+        pre, post = self._optimizer_step_pre_hooks, self._optimizer_step_post_hooks
+        if not (pre or post or _global_step_pre_hooks or _global_step_post_hooks) \
+                or self._in_hooked_step:
             return step(self, *args, **kwargs)
         # A subclass step calling super().step() runs the hooks once, not twice.
         self._in_hooked_step = True
         try:
-            for hook in chain(_global_step_pre_hooks.values(), self._step_pre_hooks.values()):
+            for hook in chain(_global_step_pre_hooks.values(), pre.values()):
                 result = hook(self, args, kwargs)
                 if result is not None:
                     if not (isinstance(result, tuple) and len(result) == 2):
@@ -96,7 +98,7 @@ def _hooked_step(step: Callable) -> Callable:
                                            f"(new_args, new_kwargs), but got {result}.")
                     args, kwargs = result
             out = step(self, *args, **kwargs)
-            for hook in chain(self._step_post_hooks.values(), _global_step_post_hooks.values()):
+            for hook in chain(post.values(), _global_step_post_hooks.values()):
                 hook(self, args, kwargs)
             return out
         finally:
@@ -270,8 +272,8 @@ class Optimizer:
 
     def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
-        self._step_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
-        self._step_post_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_step_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_step_post_hooks: OrderedDict[int, Callable] = OrderedDict()
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of "
                             "Tensors or dicts, but got " + _typename(params))
@@ -292,10 +294,10 @@ class Optimizer:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        if "_step_pre_hooks" not in self.__dict__:
-            self._step_pre_hooks = OrderedDict()
-        if "_step_post_hooks" not in self.__dict__:
-            self._step_post_hooks = OrderedDict()
+        if "_optimizer_step_pre_hooks" not in self.__dict__:
+            self._optimizer_step_pre_hooks = OrderedDict()
+        if "_optimizer_step_post_hooks" not in self.__dict__:
+            self._optimizer_step_post_hooks = OrderedDict()
         for group in self.param_groups:
             for name, value in self._option_defaults.items():
                 group.setdefault(name, value)
@@ -423,14 +425,14 @@ class Optimizer:
 
         It may return ``(new_args, new_kwargs)`` to replace the step's arguments.
         """
-        handle = _RemovableHandle(self._step_pre_hooks)
-        self._step_pre_hooks[handle.id] = hook
+        handle = _RemovableHandle(self._optimizer_step_pre_hooks)
+        self._optimizer_step_pre_hooks[handle.id] = hook
         return handle
 
     def register_step_post_hook(self, hook: Callable) -> _RemovableHandle:
         """Register `hook(optimizer, args, kwargs)` to run after this optimizer's `step`."""
-        handle = _RemovableHandle(self._step_post_hooks)
-        self._step_post_hooks[handle.id] = hook
+        handle = _RemovableHandle(self._optimizer_step_post_hooks)
+        self._optimizer_step_post_hooks[handle.id] = hook
         return handle
 
     # -- checkpoints --------------------------------------------------------------------

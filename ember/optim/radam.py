@@ -74,11 +74,13 @@ class RAdam(Optimizer):
                  foreach: bool | None = None, maximize: bool = False,
                  capturable: bool = False, differentiable: bool = False) -> None:
         _check_adam_args(lr, betas, eps, weight_decay)
+        _implementation_options("RAdam", foreach, capturable=capturable,
+                                differentiable=differentiable)
+        # (PyTorch's key order: param_groups and state_dict() print in it)
         defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
-                    "maximize": maximize, "foreach": foreach,
-                    "decoupled_weight_decay": decoupled_weight_decay}
-        defaults.update(_implementation_options("RAdam", foreach, capturable=capturable,
-                                                differentiable=differentiable))
+                    "maximize": maximize, "foreach": foreach, "capturable": capturable,
+                    "decoupled_weight_decay": decoupled_weight_decay,
+                    "differentiable": differentiable}
         super().__init__(params, defaults)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

@@ -75,11 +75,13 @@ class RMSprop(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if not 0.0 <= alpha:
             raise ValueError(f"Invalid alpha value: {alpha}")
+        _implementation_options("RMSprop", foreach, capturable=capturable,
+                                differentiable=differentiable)
+        # (PyTorch's key order: param_groups and state_dict() print in it)
         defaults = {"lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps,
-                    "centered": centered, "weight_decay": weight_decay, "foreach": foreach,
-                    "maximize": maximize}
-        defaults.update(_implementation_options("RMSprop", foreach, capturable=capturable,
-                                                differentiable=differentiable))
+                    "centered": centered, "weight_decay": weight_decay,
+                    "capturable": capturable, "foreach": foreach, "maximize": maximize,
+                    "differentiable": differentiable}
         super().__init__(params, defaults)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

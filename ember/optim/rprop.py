@@ -49,10 +49,12 @@ class Rprop(Optimizer):
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
+        _implementation_options("Rprop", foreach, capturable=capturable,
+                                differentiable=differentiable)
+        # (PyTorch's key order: param_groups and state_dict() print in it)
         defaults = {"lr": lr, "etas": etas, "step_sizes": step_sizes, "foreach": foreach,
-                    "maximize": maximize}
-        defaults.update(_implementation_options("Rprop", foreach, capturable=capturable,
-                                                differentiable=differentiable))
+                    "maximize": maximize, "differentiable": differentiable,
+                    "capturable": capturable}
         super().__init__(params, defaults)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

@@ -527,6 +527,13 @@ def binomial(count: Tensor, prob: Tensor, generator: Any = None) -> Tensor:
                              f"{SCALAR_TYPE_NAMES.get(t.dtype.name, t.dtype.name)}")
     with no_grad():
         n, p = broadcast_tensors(count, to_dtype(prob, count.dtype))
+        host = _on_host(generator, n.device)
+        if host is not None and n.dtype.name in ("float32", "float64"):
+            # PyTorch's sampler, element by element, in the output's (row-major) order
+            out = empty(tuple(n.shape), dtype=n.dtype, device=n.device)
+            counts, probs = _in_memory_order(out, n), _in_memory_order(out, p)
+            return _host_fill(out, "binomial", generator,
+                              lambda e, k, d: cpu_random.binomial(e, counts, probs))
         n = E.clamp(E.floor(n), min=0.0)
         flip = p > 0.5  # draw failures instead: q = min(p, 1 - p) <= 0.5
         q = where(flip, 1.0 - p, p)

@@ -5,12 +5,12 @@ PyTorch's do, so a training loop written for a GPU still runs."""
 from __future__ import annotations
 
 import functools
-import warnings
 from typing import Any
 
 from ember.amp import autocast as _autocast
 from ember.amp import custom_bwd as _custom_bwd
 from ember.amp import custom_fwd as _custom_fwd
+from ember.amp.deprecated import warn_device_amp
 from ember.amp.grad_scaler import GradScaler as _GradScaler
 from ember.core.dtype import float16
 
@@ -20,9 +20,7 @@ class autocast(_autocast):  # noqa: N801 - PyTorch's name
 
     def __init__(self, enabled: bool = True, dtype: Any = float16,
                  cache_enabled: bool = True) -> None:
-        warnings.warn("`ember.cuda.amp.autocast(args...)` is deprecated. Please use "
-                      "`ember.amp.autocast('cuda', args...)` instead.", FutureWarning,
-                      stacklevel=2)
+        warn_device_amp("cuda", "autocast")
         super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
 
@@ -32,9 +30,7 @@ class GradScaler(_GradScaler):
     def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0,
                  backoff_factor: float = 0.5, growth_interval: int = 2000,
                  enabled: bool = True) -> None:
-        warnings.warn("`ember.cuda.amp.GradScaler(args...)` is deprecated. Please use "
-                      "`ember.amp.GradScaler('cuda', args...)` instead.", FutureWarning,
-                      stacklevel=2)
+        warn_device_amp("cuda", "GradScaler")
         super().__init__("cuda", init_scale=init_scale, growth_factor=growth_factor,
                          backoff_factor=backoff_factor, growth_interval=growth_interval,
                          enabled=enabled)
