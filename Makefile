@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml examples/ember-plugin-example/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[cpu,test,data,onnx,opencl,tensorboard,cuda13,mpi]' -e examples/ember-plugin-example
+	$(PY) -m pip install --quiet -e '.[cpu,test,data,onnx,opencl,tensorboard,fx,cuda13,mpi]' -e examples/ember-plugin-example
 	touch $(STAMP)
 
 demo: $(STAMP)

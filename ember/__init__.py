@@ -650,6 +650,7 @@ _SUBMODULES = _SUBMODULES | {"func"}  # torch.func.functional_call
 _SUBMODULES = _SUBMODULES | {"sparse"}  # torch.sparse.mm & co (ember.core.sparse_ops)
 _SUBMODULES = _SUBMODULES | {"compiler", "_dynamo"}  # torch.compiler.reset(), OptimizedModule
 _SUBMODULES = _SUBMODULES | {"fft"}  # torch.fft: discrete Fourier transforms
+_SUBMODULES = _SUBMODULES | {"fx"}  # torch.fx: symbolic tracing, Graph, GraphModule
 
 
 def __getattr__(name: str):

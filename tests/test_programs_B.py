@@ -365,6 +365,26 @@ PROGRAMS_C2 = [
 ]
 PROGRAMS_B += PROGRAMS_C2
 
+# torch.fx: pytorch/examples fx/ programs and the FX tutorials. Printed graphs and
+# generated code must be torch's text; values agree within float32 rounding.
+PROGRAMS_FX = [
+    Program("fx_replace_op.py", same=r"^"),
+    Program("fx_inline_function.py", same=r"^(?!\[)", close=r"^\["),
+    Program("fx_invert.py", same=r"^(?!\[)", close=r"^\["),
+    Program("fx_custom_tracer.py", same=r"^(?!\[)(?!.* at 0x)", close=r"^\["),
+    Program("fx_subgraph_rewriter.py", same=r"^(?!\[)", close=r"^\["),
+    Program("fx_wrap_output.py", same=r"^(?!\[)", close=r"^\["),
+    Program("fx_proxy_graph.py", same=r"^(?!\[)", close=r"^\["),
+    Program("fx_conv_bn_fuser.py", same=r"^(?!output:)", close=r"^output:"),
+    Program("fx_profiler.py", same=r"^"),
+    Program("fx_primitive_library.py", same=r"^"),
+    Program("fx_module_tracer.py", same=r"^"),
+    Program("fx_api_tour.py", same=r"^"),
+    Program("fx_transformer_block.py", same=r"^"),
+    Program("fx_mnist_net.py", same=r"^"),
+]
+PROGRAMS_B += PROGRAMS_FX
+
 
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""

@@ -103,3 +103,15 @@ def test_isclose_matches_torch(make) -> None:
         except Exception as err:  # noqa: BLE001 - compared by type and message
             return type(err).__name__, str(err)
     assert run(ember) == run(torch)
+
+
+def test_testing_assert_allclose_as_torch():
+    """The deprecated form (the FX conv/bn fuser tutorial checks its fused model with it)."""
+    for lib in (ember, torch):
+        a = lib.tensor([1.0, 2.0])
+        with pytest.warns(FutureWarning, match=r"assert_allclose\(\)` is deprecated since 1.12"):
+            lib.testing.assert_allclose(a, a + 1e-5)  # within float32's rtol 1e-4
+        with pytest.warns(FutureWarning), pytest.raises(AssertionError, match="not close"):
+            lib.testing.assert_allclose(a, a + 1e-2)
+        with pytest.warns(FutureWarning):
+            lib.testing.assert_allclose(a, [1.0, 2.0])  # a list, dtype not checked

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import numbers
+import types
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -85,6 +86,21 @@ def declare(op: Op) -> Callable[..., Any]:
             impl = _refusing_complex(op, impl)
         setattr(Tensor, dunder, _operator(op, dunder, impl))
     return public
+
+
+def alias(public: Callable, name: str) -> Callable:
+    """`public` under another name (`arcsin` for `asin`): the same code, closure and op in
+    a function object of its own named `name`, as PyTorch's aliases are distinct
+    functions (torch.fx names a node after the function it calls: `arcsin`). Calling it
+    costs what calling `public` does."""
+    fn = types.FunctionType(public.__code__, public.__globals__, name, public.__defaults__,
+                            public.__closure__)
+    fn.__kwdefaults__ = public.__kwdefaults__
+    fn.__dict__.update(public.__dict__)
+    fn.__qualname__ = name
+    fn.__doc__ = public.__doc__
+    fn.__module__ = public.__module__
+    return fn
 
 
 def _entered(op: Op, name: str, fn: Callable) -> Callable:

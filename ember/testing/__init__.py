@@ -53,12 +53,13 @@ and may call ``gradcheck`` on their own ops.
 
 Public API:
     assert_close(actual, expected, *, rtol=None, atol=None, ...): torch.testing's.
+    assert_allclose(actual, expected, rtol=None, atol=None): its deprecated older form.
     gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3): check first derivatives.
     gradgradcheck(fn, inputs, grad_outputs=None, ...): check second derivatives.
     GradcheckError: raised by both on a mismatch (an AssertionError).
 """
 
-from ember.testing.comparison import assert_close
+from ember.testing.comparison import assert_allclose, assert_close
 from ember.testing.gradcheck import GradcheckError, gradcheck, gradgradcheck
 
-__all__ = ["GradcheckError", "assert_close", "gradcheck", "gradgradcheck"]
+__all__ = ["GradcheckError", "assert_allclose", "assert_close", "gradcheck", "gradgradcheck"]

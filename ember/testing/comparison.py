@@ -7,6 +7,7 @@ word for word, so that a program's test output reads as under PyTorch.
 from __future__ import annotations
 
 import cmath
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -210,3 +211,31 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True,
             message = msg(message) if callable(msg) else msg
         raise err.kind(message) from None
 
+
+
+_ALLCLOSE_PRECISIONS = {"float16": (1e-3, 1e-3), "float32": (1e-4, 1e-5),
+                        "float64": (1e-5, 1e-8)}
+
+
+def assert_allclose(actual: Any, expected: Any, rtol: float | None = None,
+                    atol: float | None = None, equal_nan: bool = True, msg: str = "") -> None:
+    r"""Deprecated form of :func:`assert_close` (torch.testing's, kept for old programs):
+    dtypes need not agree, NaNs compare equal, and the default tolerances are looser
+    (float32: rtol 1e-4, atol 1e-5)."""
+    import ember
+
+    warnings.warn("`torch.testing.assert_allclose()` is deprecated since 1.12 and will be "
+                  "removed in a future release. Please use `torch.testing.assert_close()` "
+                  "instead. You can find detailed upgrade instructions in "
+                  "https://github.com/pytorch/pytorch/issues/61844.", FutureWarning,
+                  stacklevel=2)
+    if not isinstance(actual, ember.Tensor):
+        actual = ember.tensor(actual)
+    if not isinstance(expected, ember.Tensor):
+        expected = ember.tensor(expected, dtype=actual.dtype)
+    if rtol is None and atol is None:
+        tolerances = [_ALLCLOSE_PRECISIONS.get(str(t.dtype).split(".")[-1], (0.0, 0.0))
+                      for t in (actual, expected)]
+        rtol, atol = max(t[0] for t in tolerances), max(t[1] for t in tolerances)
+    assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan,
+                 check_device=True, check_dtype=False, check_stride=False, msg=msg or None)

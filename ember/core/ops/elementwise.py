@@ -27,7 +27,7 @@ from ember.core import costs, tracing
 from ember.core import dtype as dt
 from ember.core import forward_ad as fw
 from ember.core.apply import apply, apply_labelled, record_grad
-from ember.core.declare import composite, define, fused_kernel, primitive
+from ember.core.declare import alias, composite, define, fused_kernel, primitive
 from ember.core.dispatch import (
     check_dtype,
     run_binary,
@@ -692,11 +692,13 @@ div = define("div", Kind.PRIMITIVE, _div_fn, variants=_ARITH, rule=_binary_rule(
              operator_impl=functools.partial(binary, "div"), reflected_impl=_rtruediv,
              aliases="divide true_divide",
              inplace_method=_binary_inplace("div", _div_fn))
-true_divide = divide = div
-subtract = sub
-multiply = mul
-negative, absolute, fix, arcsin, arccos, arctan = neg, abs, trunc, asin, acos, atan
-arctan2 = atan2
+# aliases: function objects of their own, named as called (torch.fx prints the name)
+true_divide, divide = alias(div, "true_divide"), alias(div, "divide")
+subtract = alias(sub, "subtract")
+multiply = alias(mul, "multiply")
+negative, absolute, fix = alias(neg, "negative"), alias(abs, "absolute"), alias(trunc, "fix")
+arcsin, arccos, arctan = alias(asin, "arcsin"), alias(acos, "arccos"), alias(atan, "arctan")
+arctan2 = alias(atan2, "arctan2")
 
 # comparisons and logical ops: bool results, no gradient
 _COMPARE = "function method inplace out"
@@ -727,7 +729,8 @@ bitwise_or = _declare_binary("bitwise_or", "bitwise", "The bitwise OR of integer
 bitwise_xor = _declare_binary("bitwise_xor", "bitwise", "The bitwise XOR of integer or bool "
                               "tensors.", operators="__xor__ __rxor__ __ixor__",
                               variants=_LOGICAL)
-not_equal, less, less_equal, greater, greater_equal = ne, lt, le, gt, ge
+not_equal, less, less_equal = alias(ne, "not_equal"), alias(lt, "less"), alias(le, "less_equal")
+greater, greater_equal = alias(gt, "greater"), alias(ge, "greater_equal")
 
 
 @composite(complex=True, variants="function")

@@ -19,7 +19,7 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import apply, record_grad
 from ember.core.creation import tensor
-from ember.core.declare import composite, define
+from ember.core.declare import alias, composite, define
 from ember.core.grad_mode import no_grad
 from ember.core.host import python_scalar
 from ember.core.inplace import apply_inplace
@@ -121,7 +121,8 @@ atanh = _unary("atanh", "float", lambda grad, input: grad / (1.0 - conj(input * 
                flops=8, aliases="arctanh", complex=True,
                doc="Returns the inverse hyperbolic tangent of each element (NaN outside "
                    "[-1, 1]).")
-arcsinh, arccosh, arctanh = asinh, acosh, atanh
+arcsinh, arccosh = alias(asinh, "arcsinh"), alias(acosh, "arccosh")
+arctanh = alias(atanh, "arctanh")
 exp2 = _unary("exp2", "float", lambda grad, result: grad * conj(result) * _LN2, flops=8,
               complex=True,
               doc="Returns 2 raised to the power of each element.")
