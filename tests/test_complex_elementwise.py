@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+from complex_util import fd_grad
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -53,19 +54,6 @@ def test_unary_values_dtypes_and_gradients(name, dtype, tol):
     _close(e.grad, t.grad, tol * 10)
 
 
-def _fd_grad(f, z, h=1e-6):
-    """dL/dRe z + i dL/dIm z of the real scalar `f(z)` by central differences (PyTorch's
-    gradient convention for a real loss of complex input, as gradcheck checks it)."""
-    g = np.zeros_like(z)
-    for idx in np.ndindex(z.shape):
-        for step, unit in ((h, 1.0), (h * 1j, 1j)):
-            zp, zm = z.copy(), z.copy()
-            zp[idx] += step
-            zm[idx] -= step
-            g[idx] += unit * (f(zp) - f(zm)) / (2 * h)
-    return g
-
-
 @pytest.mark.parametrize("name", ["sin", "tanh", "asin", "acosh", "atanh", "sigmoid",
                                   "log1p", "rsqrt", "exp2", "log10"])
 def test_unary_gradients_match_finite_differences(name):
@@ -75,7 +63,7 @@ def test_unary_gradients_match_finite_differences(name):
         return float(_loss(ember, getattr(ember, name)(ember.tensor(zz)), w))
     z = ember.tensor(_Z, requires_grad=True)
     _loss(ember, getattr(ember, name)(z), w).backward()
-    np.testing.assert_allclose(z.grad.numpy(), _fd_grad(loss, _Z.copy()), rtol=1e-6,
+    np.testing.assert_allclose(z.grad.numpy(), fd_grad(loss, _Z.copy()), rtol=1e-6,
                                atol=1e-6)
 
 

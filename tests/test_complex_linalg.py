@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from complex_util import fd_grad
 
 import ember
 
@@ -159,17 +160,6 @@ def test_eig_batched_and_printed_as_torch():
     assert type(ember.linalg.eig(ember.tensor(x))).__name__ == "linalg_eig"
 
 
-def _fd_grad(f, z, h=1e-6):
-    g = np.zeros_like(z)
-    for idx in np.ndindex(z.shape):
-        for step, unit in ((h, 1.0), (h * 1j, 1j)):
-            zp, zm = z.copy(), z.copy()
-            zp[idx] += step
-            zm[idx] -= step
-            g[idx] += unit * (f(zp) - f(zm)) / (2 * h)
-    return g
-
-
 @pytest.mark.parametrize("name", ["eig", "slogdet", "svd", "cholesky", "qr_wide", "eigh"])
 def test_gradients_match_finite_differences(name):
     rng = np.random.default_rng(3)
@@ -181,7 +171,7 @@ def test_gradients_match_finite_differences(name):
         return float(_loss(ember, _as_tuple(CASES[name](ember, ember.tensor(z))), weights))
     e = ember.tensor(_A, requires_grad=True)
     _loss(ember, _as_tuple(CASES[name](ember, e)), weights).backward()
-    np.testing.assert_allclose(e.grad.numpy(), _fd_grad(loss, _A.copy()), rtol=1e-5,
+    np.testing.assert_allclose(e.grad.numpy(), fd_grad(loss, _A.copy()), rtol=1e-5,
                                atol=1e-5)
 
 
