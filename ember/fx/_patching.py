@@ -57,8 +57,10 @@ def _find_proxy(args: tuple, kwargs: dict, target: Any = None) -> Proxy | None:
     return found[0]
 
 
-def _recording(orig_fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`orig_fn` that records itself as a call_function node when given a Proxy."""
+def _recording(orig_fn: Callable[..., Any], functional: str | None = None
+               ) -> Callable[..., Any]:
+    """`orig_fn` recording itself when given a Proxy: as a call_function node (a wrapped
+    function), or, for torch.nn.functional.<functional>, as PyTorch records that one."""
     orig_fn = getattr(orig_fn, "__fx_orig__", orig_fn)
 
     @functools.wraps(orig_fn)
@@ -66,25 +68,13 @@ def _recording(orig_fn: Callable[..., Any]) -> Callable[..., Any]:
         proxy = _find_proxy(args, kwargs, orig_fn)
         if proxy is None:
             return orig_fn(*args, **kwargs)
-        out = proxy.tracer.create_proxy("call_function", orig_fn, args, kwargs)
-        out.node.meta["is_wrapped"] = True  # the code re-registers it: `wrap("math_sqrt")`
-        return out
-    wrapped.__fx_orig__ = orig_fn
-    return wrapped
-
-
-def _recording_functional(name: str, orig_fn: Callable[..., Any]) -> Callable[..., Any]:
-    """torch.nn.functional.<name>, recording as PyTorch does when given a Proxy."""
-    orig_fn = getattr(orig_fn, "__fx_orig__", orig_fn)
-
-    @functools.wraps(orig_fn)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        proxy = _find_proxy(args, kwargs, orig_fn)
-        if proxy is None:
-            return orig_fn(*args, **kwargs)
-        if name in _functional.AS_METHOD:
-            return proxy.tracer.create_proxy("call_method", name, args, kwargs)
-        args, kwargs = _functional.recorded_call(name, orig_fn, args, kwargs)
+        if functional is None:
+            out = proxy.tracer.create_proxy("call_function", orig_fn, args, kwargs)
+            out.node.meta["is_wrapped"] = True  # the code re-registers it: `wrap("math_sqrt")`
+            return out
+        if functional in _functional.AS_METHOD:
+            return proxy.tracer.create_proxy("call_method", functional, args, kwargs)
+        args, kwargs = _functional.recorded_call(functional, orig_fn, args, kwargs)
         return proxy.tracer.create_proxy("call_function", orig_fn, args, kwargs)
     wrapped.__fx_orig__ = orig_fn
     return wrapped
@@ -176,7 +166,7 @@ class Patcher:
         d = vars(F)
         for name in (*_functional.NORMALIZED, *_functional.BUILTIN, *_functional.AS_METHOD):
             if callable(d.get(name)):
-                self.patch_dict(d, name, _recording_functional(name, d[name]))
+                self.patch_dict(d, name, _recording(d[name], name))
 
     def autowrap(self, frame_dict: dict[str, Any], function_ids: set[int]) -> None:
         """Record the autowrap functions `frame_dict` names as themselves; a
@@ -190,7 +180,7 @@ class Patcher:
                 self.patch_dict(frame_dict, name, _recording(value))
             elif frame_dict is not vars(F) and getattr(F, name, None) is value and (
                     name in _functional.NORMALIZED or name in _functional.BUILTIN):
-                self.patch_dict(frame_dict, name, _recording_functional(name, value))
+                self.patch_dict(frame_dict, name, _recording(value, name))
 
     def interpose(self) -> None:
         from ember.core import interpose
