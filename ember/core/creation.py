@@ -390,9 +390,9 @@ def _like(op: str, x: Tensor, dtype: Any, device: DeviceLike, layout: Any = None
 def _empty_like(x: Tensor, d: dt.dtype, dev: DeviceLike, memory_format: Any = None) -> Tensor:
     """PyTorch's `empty_like(x, memory_format=...)`: strides kept for a permuted or
     channels-last `x` (preserve_format), or laid out in the format asked for. The `*_like`
-    factories fill it, so random draws land where PyTorch's do."""
-    fmt = check_format("empty_like", memory_format)
-    return like_layout(x, lambda shape: empty(shape, dtype=d, device=dev), fmt)
+    factories fill it, so random draws land where PyTorch's do. (`_like` has checked
+    `memory_format`.)"""
+    return like_layout(x, lambda shape: empty(shape, dtype=d, device=dev), memory_format)
 
 
 def _full_like(op: str, input: Tensor, fill_value: Any, dtype: Any, device: DeviceLike,

@@ -58,14 +58,12 @@ def check_rank(fmt: memory_format, ndim: int) -> None:
                            f"{fmt._name} format")
 
 
-def is_contiguous_in(shape: tuple, strides: tuple, fmt: Any) -> bool:
-    """Whether strides are `fmt`'s dense ones for `shape` (size-1 dimensions ignored)."""
-    if fmt is None or fmt is contiguous_format or fmt is preserve_format:
-        order = tuple(range(len(shape) - 1, -1, -1))
-    else:
-        rank, order = _DIM_ORDER[fmt]
-        if len(shape) != rank:
-            return False
+def is_contiguous_in(shape: tuple, strides: tuple, fmt: memory_format) -> bool:
+    """Whether strides are channels-last format `fmt`'s dense ones for `shape` (size-1
+    dimensions ignored; row-major is the backend's own `is_contiguous`)."""
+    rank, order = _DIM_ORDER[fmt]
+    if len(shape) != rank:
+        return False
     expected = 1
     for d in order:
         if shape[d] != 1:
