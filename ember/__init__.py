@@ -12,6 +12,8 @@ subpackages load on first use.
 
 from __future__ import annotations
 
+import math as _math
+
 from ember import (
     _early,  # noqa: F401 - first: before anything loads NumPy (see the module)
     autograd,
@@ -30,6 +32,8 @@ from ember.core.creation import (
     default_generator,
     empty,
     empty_like,
+    empty_permuted,
+    empty_strided,
     eye,
     from_numpy,
     full,
@@ -54,6 +58,7 @@ from ember.core.creation import (
     zeros,
     zeros_like,
 )
+from ember.core.creation import deprecated_range as range  # noqa: A004 - PyTorch's name
 from ember.core.determinism import (
     are_deterministic_algorithms_enabled,
     is_deterministic_algorithms_warn_only_enabled,
@@ -80,6 +85,7 @@ from ember.core.dtype import (
     uint8,
 )
 from ember.core.dtype import bool_ as bool  # noqa: A004 - PyTorch's name
+from ember.core.from_memory import asarray, from_file, frombuffer
 from ember.core.grad_mode import (
     enable_grad,
     inference_mode,
@@ -99,6 +105,7 @@ from ember.core.legacy_types import (
     IntTensor,
     LongTensor,
     ShortTensor,
+    set_default_tensor_type,
 )
 from ember.core.memory_format import (  # SHAPE family
     channels_last,
@@ -570,7 +577,7 @@ from ember.core.sparse_coo import (
 )
 from ember.core.sparse_csr import sparse_csr_tensor
 from ember.core.sparse_ops import spmm
-from ember.core.storage import layout, strided
+from ember.core.storage import TypedStorage, layout, strided
 from ember.core.tensor import Size, Tensor
 from ember.core.threads import (
     get_num_interop_threads,
@@ -586,12 +593,43 @@ float = float32  # noqa: A001 - PyTorch's alias
 cfloat, cdouble = complex64, complex128
 int = int32  # noqa: A001
 
+# PyTorch's numeric constants (`torch.pi`, `-torch.inf`, `x[:, torch.newaxis]`)
+pi, e, inf, nan = _math.pi, _math.e, _math.inf, _math.nan
+newaxis = None
+
 __version__ = "0.1.0"
 
 
 def is_tensor(obj: object) -> bool:
     """True if `obj` is an ember Tensor."""
     return isinstance(obj, Tensor)
+
+
+def is_storage(obj: object) -> bool:
+    """True if `obj` is a storage (`untyped_storage()`, `storage()`)."""
+    return isinstance(obj, TypedStorage)
+
+
+def typename(obj: object) -> str:
+    """The type of `obj` as a string: a tensor's legacy type (`'torch.LongTensor'`), else
+    the module-qualified name of the object (or of its class)."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = getattr(obj, "__module__", "") or ""
+    if hasattr(obj, "__qualname__"):
+        qualname = obj.__qualname__
+    elif hasattr(obj, "__name__"):
+        qualname = obj.__name__
+    else:
+        module = obj.__class__.__module__ or ""
+        qualname = obj.__class__.__qualname__
+    return qualname if module in ("", "builtins") else f"{module}.{qualname}"
+
+
+def set_flush_denormal(mode: bool) -> bool:
+    """Whether denormal floats can be flushed to zero: PyTorch's answer on CPUs without
+    the control, False, since ember's NumPy kernels cannot set it."""
+    return False
 
 
 def _assert(condition: object, message: str) -> None:
@@ -696,7 +734,10 @@ __all__ = [
     "autograd", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
     "is_grad_enabled", "is_inference_mode_enabled",
     # factories and random numbers
-    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
+    "tensor", "as_tensor", "asarray", "from_numpy", "frombuffer", "from_file",
+    "empty_strided", "empty_permuted", "range", "set_default_tensor_type", "typename",
+    "is_storage", "set_flush_denormal", "pi", "e", "inf", "nan", "newaxis", "zeros", "ones",
+    "empty", "full", "zeros_like",
     "ones_like", "empty_like", "full_like", "arange", "linspace", "logspace", "eye", "rand",
     "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli",
     "multinomial",

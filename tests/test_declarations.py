@@ -187,6 +187,7 @@ def test_exported_ops_are_declared():
                "is_deterministic_algorithms_warn_only_enabled", "set_printoptions",
                "get_printoptions", "set_num_threads", "get_num_threads",
                "set_num_interop_threads", "get_num_interop_threads",
+               "set_default_tensor_type", "set_flush_denormal", "typename", "is_storage",
                # sparse COO and CSR tensors: written with the dense ops
                # (ember.core.sparse_ops, ember.core.sparse_csr)
                "sparse_coo_tensor", "spmm", "sparse_csr_tensor"}

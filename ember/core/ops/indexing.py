@@ -393,13 +393,15 @@ def _pad_to(g: Tensor, shape: tuple) -> Tensor:
 def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
             reduce: str | None = None) -> Tensor:
     """A copy of `input` with `src` (or `value`) written along `dim` at `index`."""
-    if reduce is not None:
-        if reduce != "add":
-            raise RuntimeError(f"scatter(): reduce={reduce!r} is not supported (use 'add')")
+    if reduce is not None:  # PyTorch's older reductions: scatter_add and a product
+        if reduce not in ("add", "multiply"):
+            raise RuntimeError("reduce argument must be either add or multiply.")
         if not isinstance(src, Tensor):
             src = full(tuple(index.shape), src if src is not None else value,
                        dtype=input.dtype, device=input.device)
-        return scatter_add(input, dim, index, src)
+        if reduce == "add":
+            return scatter_add(input, dim, index, src)
+        return scatter_reduce(input, dim, index, src, "prod")
     d = normalize_dim("scatter", dim, input.ndim)
     if src is None:
         src = value
