@@ -93,7 +93,8 @@ class _Storage:
             if self.buffer.nbytes % np_dtype.itemsize:
                 raise CheckpointError(f"a storage of {self.buffer.nbytes} bytes cannot hold "
                                       f"{d.name} elements")
-            arr = self.buffer.view(np_dtype)
+            arr = (self.buffer if self.buffer.dtype == np_dtype
+                   else self.buffer.view(np.uint8).view(np_dtype))
             if big_endian and np_dtype.itemsize > 1:
                 arr.byteswap(inplace=True)
             self._typed[d] = arr
@@ -114,6 +115,8 @@ class _TorchReader:
             "torch._utils._rebuild_parameter": self.rebuild_parameter,
             "torch._utils._rebuild_parameter_with_state": self.rebuild_parameter,
             "torch._tensor._rebuild_from_type_v2": self.rebuild_from_type_v2,
+            "torch._utils._rebuild_sparse_tensor": _rebuild_sparse_tensor,
+            "torch.serialization._get_layout": _get_layout,
             "torch.Size": Size,
             "torch.device": _torch_device,
             # types named only as the new_type of _rebuild_from_type_v2: markers, never
@@ -172,6 +175,27 @@ class _TorchReader:
         if requires_grad:
             t.requires_grad_(True)
         return t
+
+
+def _get_layout(name: Any) -> str:
+    if name != "torch.sparse_coo":
+        raise UnsupportedError(f"it holds a tensor of layout {name!r}; ember has sparse COO "
+                               "tensors only")
+    return name
+
+
+def _rebuild_sparse_tensor(layout: Any, data: Any) -> Tensor:
+    """A sparse COO tensor from its indices, values, size and coalesced flag."""
+    from ember.core.sparse_coo import make
+
+    if layout != "torch.sparse_coo" or not (isinstance(data, tuple) and len(data) == 4):
+        raise CheckpointError(f"a sparse tensor record is damaged ({layout!r})")
+    indices, values, size, coalesced = data
+    indices, values, size = _check_tensor(indices), _check_tensor(values), _ints("size", size)
+    if indices.ndim != 2 or indices.shape[0] > len(size) or values.shape[:1] != indices.shape[1:]:
+        raise CheckpointError(f"a sparse tensor's indices {tuple(indices.shape)} and values "
+                              f"{tuple(values.shape)} do not fit its size {tuple(size)}")
+    return make(indices, values, tuple(size), bool(coalesced))
 
 
 def _ints(what: str, value: Any) -> list[int]:
@@ -238,6 +262,15 @@ def _record_offset(fh: BinaryIO, info: zipfile.ZipInfo) -> int:
     return info.header_offset + 30 + name_len + extra_len
 
 
+def _element_type(d: dt.dtype | None, nbytes: int) -> np.dtype:
+    """The NumPy dtype to read a storage of `nbytes` as: its elements' (bytes for an
+    untyped storage, or one whose size does not fit its type, which is reported when a
+    tensor views it)."""
+    if d is None or nbytes % d.itemsize:
+        return np.dtype(np.uint8)
+    return numpy_dtype(d)
+
+
 def load_zip(fh: BinaryIO, map_location: Any, mmap_path: str | None = None,
              trusted: bool = False) -> Any:
     """The object a zip-layout `torch.save` file holds."""
@@ -271,18 +304,21 @@ def load_zip(fh: BinaryIO, map_location: Any, mmap_path: str | None = None,
         info = infos.get(f"{prefix}data/{key}")
         if info is None:
             raise CheckpointError(f"storage {key!r} is missing from the archive")
+        # a typed storage is read into an array of its dtype, so that the arrays of its
+        # tensors are views of that array (ember.save then finds their shared storage)
+        elements = _element_type(d, info.file_size)
+        count = info.file_size // elements.itemsize
         if info.compress_type != zipfile.ZIP_STORED:
-            buffer = np.frombuffer(bytearray(archive.read(info.filename)), dtype=np.uint8)
+            buffer = np.frombuffer(bytearray(archive.read(info.filename)), dtype=elements)
         elif mmap_path is not None:
             offset = _record_offset(fh, info)
-            buffer = (np.memmap(mmap_path, dtype=np.uint8, mode="c", offset=offset,
-                                shape=(info.file_size,))
-                      if info.file_size else np.empty(0, np.uint8))
+            buffer = (np.memmap(mmap_path, dtype=elements, mode="c", offset=offset,
+                                shape=(count,))
+                      if count else np.empty(0, elements))
         else:
             offset = _record_offset(fh, info)
-            buffer = read_into(fh, offset, np.empty(info.file_size, np.uint8),
-                                f"storage {key!r}")
-            if zlib.crc32(buffer) & 0xFFFFFFFF != info.CRC:
+            buffer = read_into(fh, offset, np.empty(count, elements), f"storage {key!r}")
+            if zlib.crc32(buffer.view(np.uint8)) & 0xFFFFFFFF != info.CRC:
                 raise CheckpointError(f"storage {key!r} fails its CRC check (corrupted)")
         storage = _Storage(buffer, d, str(location.decode() if isinstance(location, bytes)
                                           else location))
@@ -323,15 +359,14 @@ def load_legacy(fh: BinaryIO, map_location: Any, trusted: bool = False) -> Any:
         key = str(key)
         if key not in storages:
             # filled after the pickle, from the records that follow it
-            storages[key] = _Storage(np.empty(numel * d.itemsize, np.uint8), d, str(location))
+            storages[key] = _Storage(np.empty(numel, numpy_dtype(d)), d, str(location))
         root = storages[key]
         if view is None:
             return root
         view_key, offset, size = view
         if str(view_key) not in views:
-            start = offset * d.itemsize
-            views[str(view_key)] = _Storage(root.buffer[start:start + size * d.itemsize],
-                                            d, root.location)
+            views[str(view_key)] = _Storage(root.buffer[offset:offset + size], d,
+                                            root.location)
         return views[str(view_key)]
 
     result = _TorchUnpickler(fh, reader.allowed(), persistent, trusted).load()

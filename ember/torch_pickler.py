@@ -223,8 +223,9 @@ def dumps(obj: Any, protocol: int, pickle_module: Any = pickle) -> tuple[bytes, 
                                                                     None)
         if not (isinstance(base, type) and issubclass(base, pickle._Pickler)):
             name = getattr(pickle_module, "__name__", pickle_module)
-            raise TypeError(f"ember.save: pickle_module {name!r} has no pure-Python Pickler (a subclass of pickle._Pickler) to "
-                            "write PyTorch's tensor records with")
+            raise TypeError(f"ember.save: pickle_module {name!r} has no pure-Python Pickler "
+                            "(a subclass of pickle._Pickler) to write PyTorch's tensor "
+                            "records with")
         pickler_class = type("TorchPickler", (TorchPickler, base), {})
     table = StorageTable()
     buffer = io.BytesIO()
