@@ -275,6 +275,14 @@ def load_zip(fh: BinaryIO, map_location: Any, mmap_path: str | None = None,
              trusted: bool = False) -> Any:
     """The object a zip-layout `torch.save` file holds."""
     try:
+        return _load_zip(fh, map_location, mmap_path, trusted)
+    except zipfile.BadZipFile as err:  # a record fails its CRC, a header is damaged
+        raise CheckpointError(f"a damaged zip archive ({err})") from None
+
+
+def _load_zip(fh: BinaryIO, map_location: Any, mmap_path: str | None,
+              trusted: bool) -> Any:
+    try:
         archive = zipfile.ZipFile(fh)
         names = archive.namelist()
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as err:
