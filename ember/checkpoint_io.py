@@ -123,8 +123,6 @@ def _count(n: Any) -> bool:
 def storage_view(arr: np.ndarray) -> tuple[np.ndarray, int, tuple[int, ...]] | None:
     """(root, offset, strides in elements) when `arr` views a C-contiguous array of its
     dtype (its storage, as far as NumPy tells), else None."""
-    if arr.size == 0:
-        return None
     root = arr
     while True:
         base = root.base
@@ -135,7 +133,7 @@ def storage_view(arr: np.ndarray) -> tuple[np.ndarray, int, tuple[int, ...]] | N
         root = base
     itemsize = arr.itemsize
     delta = arr.ctypes.data - root.ctypes.data
-    if not root.flags.c_contiguous or delta < 0 or delta % itemsize or any(
+    if not root.flags.c_contiguous or not 0 <= delta <= root.nbytes or delta % itemsize or any(
             s < 0 or s % itemsize for s in arr.strides):
         return None
     return root, delta // itemsize, tuple(s // itemsize for s in arr.strides)
