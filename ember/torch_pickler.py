@@ -67,17 +67,20 @@ _DTYPES = {d: _Global("torch", d.name) for d in dt.EVERY_DTYPE}
 
 class Storage:
     """One storage to write as the record `data/<key>`: its bytes (a C-contiguous host
-    array) and where it was saved from."""
+    array) and the device it was saved from (None: the CPU)."""
 
-    __slots__ = ("key", "array", "dtype", "location")
+    __slots__ = ("key", "array", "dtype", "device")
 
-    def __init__(self, key: str, array: np.ndarray, d: dt.dtype, location: str) -> None:
-        self.key, self.array, self.dtype, self.location = key, array, d, location
+    def __init__(self, key: str, array: np.ndarray, d: dt.dtype,
+                 device: Device | None) -> None:
+        self.key, self.array, self.dtype, self.device = key, array, d, device
 
     def persistent_id(self) -> tuple:
         # a fresh tuple each time, as PyTorch's persistent_id returns; the location of a
-        # device other than the CPU is a fresh string too (PyTorch builds "cuda:0" anew)
-        location = _CPU if self.location is _CPU else f"{self.location}"
+        # device other than the CPU is a fresh string too (PyTorch builds "cuda:0" anew),
+        # ember's other devices by their own name, which torch.load maps (map_location)
+        device = self.device
+        location = _CPU if device is None else f"{device.type}:{device.index or 0}"
         return (_STORAGE, _STORAGE_TYPES[self.dtype], self.key, location, self.array.size)
 
 
@@ -102,26 +105,22 @@ def _holds_data(t: Tensor) -> bool:
     return not is_lazy(t)
 
 
-def _device_name(device: Device) -> str:
-    """The location PyTorch writes for a storage on `device` ("cuda:0"; ember's other
-    devices by their own name, which `torch.load` maps with `map_location`)."""
-    return _CPU if device.type == "cpu" else f"{device.type}:{device.index or 0}"
-
-
 class StorageTable:
     """The storages a pickle refers to, in the order PyTorch numbers them (first use)."""
 
     def __init__(self) -> None:
         self.storages: list[Storage] = []
-        self._by_root: dict[int, Storage] = {}  # id of a CPU storage's array / a buffer
+        # (id of a CPU storage's array or a device buffer, dtype) -> its storage
+        self._known: dict[tuple[int, dt.dtype], Storage] = {}
         self._keep: list[Any] = []  # keeps those ids' objects alive while saving
 
-    def _storage(self, ident: Any, array: np.ndarray, d: dt.dtype, location: str) -> Storage:
-        storage = self._by_root.get(id(ident))
+    def _storage(self, ident: Any, array: np.ndarray, d: dt.dtype,
+                 device: Device | None) -> Storage:
+        storage = self._known.get((id(ident), d))
         if storage is None:
-            storage = Storage(str(len(self.storages)), array, d, location)
+            storage = Storage(str(len(self.storages)), array, d, device)
             self.storages.append(storage)
-            self._by_root[id(ident)] = storage
+            self._known[(id(ident), d)] = storage
             self._keep.append(ident)
         return storage
 
@@ -135,11 +134,11 @@ class StorageTable:
             view = checkpoint_io.storage_view(arr)
             if view is not None:
                 root, offset, _ = view
-                return self._storage(root, root, t.dtype, _CPU), offset, size, t.stride()
-        location = _device_name(t.device)
+                return self._storage(root, root, t.dtype, None), offset, size, t.stride()
+        on_cpu = t.device.type == "cpu"
         arr = np.ascontiguousarray(host_array(t.detach()))
-        ident = t._data if t.device.type != "cpu" else arr
-        storage = self._storage(ident, arr, t.dtype, location)
+        storage = self._storage(arr if on_cpu else t._data, arr, t.dtype,
+                                None if on_cpu else t.device)
         return storage, 0, size, _dense_strides(size)
 
 

@@ -148,7 +148,12 @@ def test_file_objects_archive_names_and_format_switches_match_torch(tmp_path):
 def test_sparse_and_device_tensors_read_back_in_torch(tmp_path):
     sparse = ember.sparse_coo_tensor([[0, 2], [1, 0]], [1.0, 2.0], (3, 2))
     path = tmp_path / "s.pt"
-    ember.save({"adj": sparse, "dev": ember.arange(3.0, device="countdev")}, path)
+    ember.save({"adj": sparse, "dev": ember.arange(3.0, device="countdev"),
+                "dev2": ember.ones(1, device="countdev")}, path)
+    # a device's location string is made anew for each storage, as torch's "cuda:0" is:
+    # written twice, where the CPU's "cpu" is written once and then referred to
+    data = zipfile.ZipFile(path).read("s/data.pkl")
+    assert data.count(b"countdev:0") == 2 and data.count(b"cpu") == 1
     back = torch.load(path, weights_only=True, map_location="cpu")
     assert back["adj"].layout == torch.sparse_coo
     assert back["adj"].to_dense().tolist() == sparse.to_dense().tolist()
