@@ -95,8 +95,8 @@ def save(obj: Any, f: str | os.PathLike | BinaryIO, pickle_module: Any = pickle,
     except RecursionError:
         raise RuntimeError("ember.save: the object is nested too deeply to save") from None
 
-    def write(out: BinaryIO, path: str | None) -> None:
-        archive = torch_zip.ZipWriter(out, torch_zip.archive_name(path))
+    def write(out: BinaryIO, folder: str) -> None:
+        archive = torch_zip.ZipWriter(out, folder)
         archive.write_record("data.pkl", data)
         archive.write_record(".format_version", b"1")
         archive.write_record(".storage_alignment", str(torch_zip.ALIGNMENT).encode())
@@ -109,16 +109,17 @@ def save(obj: Any, f: str | os.PathLike | BinaryIO, pickle_module: Any = pickle,
         archive.close(big_endian=sys.byteorder == "big")
 
     if hasattr(f, "write"):
-        write(f, None)
+        write(f, torch_zip.archive_name(None))
         return
     from ember.atomic_write import atomic_write
 
     path = os.fspath(f)
+    archive = torch_zip.archive_name(os.fsdecode(path))
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise RuntimeError(f"Parent directory {folder} does not exist.")  # PyTorch's words
     with atomic_write(path) as out:
-        write(out, path if isinstance(path, str) else os.fsdecode(path))
+        write(out, archive)
 
 
 # -- load -----------------------------------------------------------------------------

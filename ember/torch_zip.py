@@ -35,8 +35,8 @@ def archive_name(path: str | None) -> str:
         return "archive"
     base = path.replace("\\", "/").rsplit("/", 1)[-1]
     stem = base.rsplit(".", 1)[0] if "." in base else base
-    if not base:
-        raise RuntimeError(f"invalid file name: {path}")
+    if not stem:  # PyTorch's writer refuses it too ("dir/", ".pt")
+        raise RuntimeError(f"ember.save: invalid file name: {path}")
     return stem
 
 

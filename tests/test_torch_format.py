@@ -143,6 +143,10 @@ def test_file_objects_archive_names_and_format_switches_match_torch(tmp_path):
     assert ours.getvalue() == theirs.getvalue()
     assert zipfile.ZipFile(ours).namelist()[-2:] == ["archive/byteorder",
                                                      "archive/.data/serialization_id"]
+    for save in (ember.save, torch.save):  # a name with no stem names no archive folder
+        with pytest.raises(RuntimeError, match="invalid file name"):
+            save({}, tmp_path / ".pt")
+    assert not (tmp_path / ".pt").exists()
 
 
 def test_sparse_and_device_tensors_read_back_in_torch(tmp_path):
