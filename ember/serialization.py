@@ -27,6 +27,7 @@ import io
 import json
 import os
 import pickle
+import struct
 import sys
 from collections.abc import Iterator
 from typing import Any, BinaryIO
@@ -83,19 +84,22 @@ def save(obj: Any, f: str | os.PathLike | BinaryIO, pickle_module: Any = pickle,
         pickle_module: the module whose pure-Python `Pickler` (a `pickle._Pickler`)
             pickles the object.
         pickle_protocol: the pickle protocol (PyTorch's default, 2).
-        _use_new_zipfile_serialization: PyTorch's switch to its legacy layout, accepted
-            so that programs passing it run; ember writes the zip layout either way.
+        _use_new_zipfile_serialization: False writes PyTorch's legacy (pre-1.6) layout,
+            a stream of pickles and storages, as `torch.save` then does.
         _disable_byteorder_record: write the `byteorder` record last, as PyTorch's
             writer then does, instead of before the tensor data.
     """
     from ember import torch_pickler, torch_zip  # imported when a file is saved
 
+    legacy = not _use_new_zipfile_serialization
     try:
-        data, storages = torch_pickler.dumps(obj, pickle_protocol, pickle_module)
+        data, storages = torch_pickler.dumps(obj, pickle_protocol, pickle_module, legacy)
     except RecursionError:
         raise RuntimeError("ember.save: the object is nested too deeply to save") from None
 
     def write(out: BinaryIO, folder: str) -> None:
+        if legacy:
+            return _write_legacy(out, data, storages, pickle_protocol)
         archive = torch_zip.ZipWriter(out, folder)
         archive.write_record("data.pkl", data)
         archive.write_record(".format_version", b"1")
@@ -120,6 +124,27 @@ def save(obj: Any, f: str | os.PathLike | BinaryIO, pickle_module: Any = pickle,
         raise RuntimeError(f"Parent directory {folder} does not exist.")  # PyTorch's words
     with atomic_write(path) as out:
         write(out, archive)
+
+
+def _write_legacy(out: BinaryIO, data: bytes, storages: list, protocol: int) -> None:
+    """PyTorch's legacy layout (`_use_new_zipfile_serialization=False`): pickles of its
+    magic number, protocol version and system info, the object's pickle, a pickle of the
+    storage keys, then each storage as its element count (int64) and bytes."""
+    from ember.torch_checkpoint import LEGACY_MAGIC, LEGACY_PROTOCOL
+
+    sizes = {"short": 2, "int": 4, "long": struct.calcsize("=l")}
+    head = (LEGACY_MAGIC, LEGACY_PROTOCOL, {"protocol_version": LEGACY_PROTOCOL,
+                                           "little_endian": sys.byteorder == "little",
+                                           "type_sizes": sizes})
+    for value in head:
+        out.write(pickle.dumps(value, protocol=protocol))
+    out.write(data)
+    storages = sorted(storages, key=lambda s: s.key)  # PyTorch writes them by sorted key
+    out.write(pickle.dumps([s.key for s in storages], protocol=protocol))
+    for storage in storages:
+        out.write(struct.pack("<q", storage.array.size))
+        if storage.array.size:
+            out.write(storage.array.reshape(-1).view(np.uint8))
 
 
 # -- load -----------------------------------------------------------------------------

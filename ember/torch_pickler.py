@@ -69,11 +69,12 @@ class Storage:
     """One storage to write as the record `data/<key>`: its bytes (a C-contiguous host
     array) and the device it was saved from (None: the CPU)."""
 
-    __slots__ = ("key", "array", "dtype", "device")
+    __slots__ = ("key", "array", "dtype", "device", "legacy")
 
-    def __init__(self, key: str, array: np.ndarray, d: dt.dtype,
-                 device: Device | None) -> None:
+    def __init__(self, key: str, array: np.ndarray, d: dt.dtype, device: Device | None,
+                 legacy: bool = False) -> None:
         self.key, self.array, self.dtype, self.device = key, array, d, device
+        self.legacy = legacy  # the legacy layout's ids end with a view record (None)
 
     def persistent_id(self) -> tuple:
         # a fresh tuple each time, as PyTorch's persistent_id returns; the location of a
@@ -81,7 +82,8 @@ class Storage:
         # ember's other devices by their own name, which torch.load maps (map_location)
         device = self.device
         location = _CPU if device is None else f"{device.type}:{device.index or 0}"
-        return (_STORAGE, _STORAGE_TYPES[self.dtype], self.key, location, self.array.size)
+        pid = (_STORAGE, _STORAGE_TYPES[self.dtype], self.key, location, self.array.size)
+        return pid + (None,) if self.legacy else pid
 
 
 class _StorageRef:
@@ -108,7 +110,8 @@ def _holds_data(t: Tensor) -> bool:
 class StorageTable:
     """The storages a pickle refers to, in the order PyTorch numbers them (first use)."""
 
-    def __init__(self) -> None:
+    def __init__(self, legacy: bool = False) -> None:
+        self.legacy = legacy
         self.storages: list[Storage] = []
         # (id of a CPU storage's array or a device buffer, dtype) -> its storage
         self._known: dict[tuple[int, dt.dtype], Storage] = {}
@@ -118,7 +121,7 @@ class StorageTable:
                  device: Device | None) -> Storage:
         storage = self._known.get((id(ident), d))
         if storage is None:
-            storage = Storage(str(len(self.storages)), array, d, device)
+            storage = Storage(str(len(self.storages)), array, d, device, self.legacy)
             self.storages.append(storage)
             self._known[(id(ident), d)] = storage
             self._keep.append(ident)
@@ -212,8 +215,10 @@ class _Layout:
 _SPARSE_COO = _Layout()
 
 
-def dumps(obj: Any, protocol: int, pickle_module: Any = pickle) -> tuple[bytes, list[Storage]]:
-    """The pickle of `obj` as PyTorch writes it, and the storages it refers to."""
+def dumps(obj: Any, protocol: int, pickle_module: Any = pickle,
+          legacy: bool = False) -> tuple[bytes, list[Storage]]:
+    """The pickle of `obj` as PyTorch writes it, and the storages it refers to (with
+    `legacy`, as PyTorch's legacy layout refers to them)."""
     import io
 
     pickler_class = TorchPickler
@@ -226,7 +231,7 @@ def dumps(obj: Any, protocol: int, pickle_module: Any = pickle) -> tuple[bytes, 
                             "(a subclass of pickle._Pickler) to write PyTorch's tensor "
                             "records with")
         pickler_class = type("TorchPickler", (TorchPickler, base), {})
-    table = StorageTable()
+    table = StorageTable(legacy)
     buffer = io.BytesIO()
     pickler_class(buffer, protocol, table).dump(obj)
     return buffer.getvalue(), table.storages

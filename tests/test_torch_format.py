@@ -235,3 +235,27 @@ def test_old_safetensors_checkpoints_still_load():
     assert back["dtype"] is ember.float16 and back["device"] == ember.device("cpu")
     assert back["opt"] == collections.OrderedDict(a=(1, "x", None)) and back["set"] == {1, 2}
     assert (back["step"], back["lr"]) == (7, 0.5)
+
+
+def test_legacy_layout_when_asked_for_reads_back_in_torch(tmp_path):
+    def make(m):
+        base = m.arange(6.0)
+        return {"base": base, "tail": base[2:], "ids": m.tensor([1, 2]), "empty": m.ones(0)}
+
+    ours, theirs = _both(tmp_path, make)  # zip files, to compare the legacy ones with
+    ember.save(make(ember), ours, _use_new_zipfile_serialization=False)
+    torch.save(make(torch), theirs, _use_new_zipfile_serialization=False)
+    assert not zipfile.is_zipfile(ours)
+    # magic number, protocol version, system info and the pickle up to the first storage
+    # key, which torch takes from a memory address (so the files differ from there)
+    def head(path):
+        return path.read_bytes().split(b"ctorch\nFloatStorage\n")[0]
+
+    assert head(ours) == head(theirs) and len(head(ours)) > 200
+    back = torch.load(ours, weights_only=True)
+    for key, value in make(torch).items():
+        assert torch.equal(back[key], value), key
+    back["base"][3] = -1.0
+    assert back["tail"][1] == -1.0  # one storage
+    again = ember.load(ours)
+    assert again["tail"].tolist() == [2.0, 3.0, 4.0, 5.0] and again["ids"].dtype == ember.int64
