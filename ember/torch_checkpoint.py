@@ -148,7 +148,9 @@ class _TorchReader:
 
     def rebuild_parameter(self, data: Tensor, requires_grad: bool, hooks: Any = None,
                           state: Any = None) -> Tensor:
-        return _parameter_class()(_check_tensor(data), requires_grad=bool(requires_grad))
+        result = _parameter_class()(_check_tensor(data), requires_grad=bool(requires_grad))
+        _set_state(result, state)
+        return result
 
     def rebuild_from_type_v2(self, func: Any, new_type: Any, args: Any, state: Any) -> Tensor:
         if new_type not in (_TENSOR_TYPE, _PARAMETER_TYPE) or not isinstance(args, tuple):
@@ -156,8 +158,7 @@ class _TorchReader:
         result = _check_tensor(func(*args))
         if new_type == _PARAMETER_TYPE and not isinstance(result, _parameter_class()):
             result = _parameter_class()(result, requires_grad=result.requires_grad)
-        if isinstance(state, dict):
-            result.__dict__.update({k: v for k, v in state.items() if isinstance(k, str)})
+        _set_state(result, state)
         return result
 
     def _tensor(self, storage: Any, offset: Any, size: Any, stride: Any,
@@ -175,6 +176,12 @@ class _TorchReader:
         if requires_grad:
             t.requires_grad_(True)
         return t
+
+
+def _set_state(t: Tensor, state: Any) -> None:
+    """The attributes a program had set on a tensor (its pickled `__dict__`)."""
+    if isinstance(state, dict):
+        t.__dict__.update({k: v for k, v in state.items() if isinstance(k, str)})
 
 
 def _get_layout(name: Any) -> str:

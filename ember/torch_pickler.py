@@ -57,6 +57,9 @@ class _Global:
 
 _REBUILD_TENSOR = _Global("torch._utils", "_rebuild_tensor_v2")
 _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
+_REBUILD_PARAMETER_WITH_STATE = _Global("torch._utils", "_rebuild_parameter_with_state")
+_REBUILD_FROM_TYPE = _Global("torch._tensor", "_rebuild_from_type_v2")
+_TENSOR = _Global("torch", "Tensor")
 _REBUILD_SPARSE = _Global("torch._utils", "_rebuild_sparse_tensor")
 _GET_LAYOUT = _Global("torch.serialization", "_get_layout")
 _DEVICE = _Global("torch", "device")
@@ -153,6 +156,14 @@ def _dense_strides(size: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def _user_state(t: Tensor) -> dict:
+    """The attributes a program set on `t`, which travel as its state as in PyTorch.
+    ember's own rarely set fields (a view's `_base`, hooks) live in the instance dict
+    too, overriding class-level defaults: those are left out."""
+    cls = type(t)
+    return {k: v for k, v in t.__dict__.items() if not hasattr(cls, k)}
+
+
 class TorchPickler(pickle._Pickler):
     """Pickles as `torch.save`'s pickler does, ember objects standing for torch's."""
 
@@ -187,15 +198,21 @@ class TorchPickler(pickle._Pickler):
         if isinstance(obj, Tensor):
             if not _holds_data(obj):
                 return NotImplemented  # an uninitialized parameter pickles as itself
+            state = _user_state(obj)
             if isinstance(obj, _parameter_class()):
-                return (_REBUILD_PARAMETER, (obj.detach(), obj.requires_grad,
-                                             collections.OrderedDict()))
+                args = (obj.detach(), obj.requires_grad, collections.OrderedDict())
+                if state:
+                    return (_REBUILD_PARAMETER_WITH_STATE, (*args, state))
+                return (_REBUILD_PARAMETER, args)
             if obj.is_sparse:
                 return (_REBUILD_SPARSE, (_SPARSE_COO, (obj._indices(), obj._values().detach(),
                                                       Size(obj.shape), obj.is_coalesced())))
             storage, offset, size, stride = self.table.view(obj)
-            return (_REBUILD_TENSOR, (_StorageRef(storage), offset, size, stride,
-                                      obj.requires_grad, collections.OrderedDict()))
+            args = (_StorageRef(storage), offset, size, stride, obj.requires_grad,
+                    collections.OrderedDict())
+            if state:
+                return (_REBUILD_FROM_TYPE, (_REBUILD_TENSOR, _TENSOR, args, state))
+            return (_REBUILD_TENSOR, args)
         if type(obj) is _Layout:
             return (_GET_LAYOUT, ("torch.sparse_coo",))
         if isinstance(obj, Device):

@@ -121,13 +121,20 @@ def test_parameters_and_requires_grad_as_torch_pickles_them(tmp_path):
     def make(m):
         w = m.nn.Parameter(m.ones(2, 2))
         frozen = m.nn.Parameter(m.zeros(2), requires_grad=False)
-        return {"w": w, "again": w, "frozen": frozen, "leaf": m.ones(3, requires_grad=True)}
+        tagged, scaled = m.ones(2), m.nn.Parameter(m.ones(1))
+        tagged.note, scaled.lr_scale = "kept", 0.5  # attributes travel as the tensor's state
+        return {"w": w, "again": w, "frozen": frozen, "leaf": m.ones(3, requires_grad=True),
+                "tagged": tagged, "scaled": scaled}
 
     ours, theirs = _both(tmp_path, make)
     assert ours.read_bytes() == theirs.read_bytes()
     back = torch.load(ours, weights_only=True)
     assert isinstance(back["w"], torch.nn.Parameter) and back["again"] is back["w"]
     assert not back["frozen"].requires_grad and back["leaf"].requires_grad
+    assert back["tagged"].note == "kept" and back["scaled"].lr_scale == 0.5
+    again = ember.load(ours)
+    assert again["tagged"].note == "kept" and again["scaled"].lr_scale == 0.5
+    assert isinstance(again["scaled"], ember.nn.Parameter)
 
 
 def test_file_objects_archive_names_and_format_switches_match_torch(tmp_path):
