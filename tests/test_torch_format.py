@@ -224,6 +224,8 @@ def test_records_are_64_byte_aligned_and_mmap_loads(tmp_path):
         assert (info.header_offset + 30 + name_len + extra_len) % 64 == 0, info.filename
     back = ember.load(path, mmap=True)
     assert back["a"][999].item() == 999.0 and back["b"].tolist() == [1] * 7
+    theirs = torch.load(path, mmap=True, weights_only=True)  # torch maps aligned records
+    assert theirs["a"][999].item() == 999.0 and theirs["b"].tolist() == [1] * 7
 
 
 def test_old_safetensors_checkpoints_still_load():
