@@ -13,13 +13,15 @@ the pickler writes those GLOBAL opcodes itself (`_Global`). It builds each reduc
 with fresh objects where PyTorch's `__reduce_ex__` does (size tuples, the hooks dict, a
 parameter's `.data`) and shared ones where PyTorch shares (a storage's key, the "cpu"
 location), since pickle's memo turns shared objects into back-references: that is what
-makes the bytes equal. Everything else pickles as usual (a whole `nn.Module` refers to
-its ember classes).
+makes the bytes equal. Attributes a program set on a tensor travel as its state
+(`torch._tensor._rebuild_from_type_v2`), as in PyTorch. Everything else pickles as usual
+(a whole `nn.Module` refers to its ember classes).
 """
 
 from __future__ import annotations
 
 import collections
+import io
 import pickle
 from typing import Any, BinaryIO
 
@@ -236,8 +238,6 @@ def dumps(obj: Any, protocol: int, pickle_module: Any = pickle,
           legacy: bool = False) -> tuple[bytes, list[Storage]]:
     """The pickle of `obj` as PyTorch writes it, and the storages it refers to (with
     `legacy`, as PyTorch's legacy layout refers to them)."""
-    import io
-
     pickler_class = TorchPickler
     if pickle_module is not pickle:
         base = getattr(pickle_module, "_Pickler", None) or getattr(pickle_module, "Pickler",

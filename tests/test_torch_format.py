@@ -157,6 +157,9 @@ def test_file_objects_archive_names_and_format_switches_match_torch(tmp_path):
 
 
 def test_sparse_and_device_tensors_read_back_in_torch(tmp_path):
+    ours, theirs = _both(tmp_path, lambda m: {"s": m.sparse_coo_tensor(
+        [[0, 2], [1, 0]], [1.0, 2.0], (3, 2), is_coalesced=True)})
+    assert ours.read_bytes() == theirs.read_bytes()
     sparse = ember.sparse_coo_tensor([[0, 2], [1, 0]], [1.0, 2.0], (3, 2))
     path = tmp_path / "s.pt"
     ember.save({"adj": sparse, "dev": ember.arange(3.0, device="countdev"),
