@@ -829,8 +829,9 @@ def test_updates_run_on_a_third_party_backend(name, kwargs, foreach, data):
     for c, d in zip(cpu, dev):
         assert d.device.type == "countdev"
         _assert_close(d.detach().cpu().numpy(), _np(c))
-    for value in dopt.state[dev[0]].values():
-        if isinstance(value, ember.Tensor):
+    for key, value in dopt.state[dev[0]].items():
+        # (the step count stays on the CPU, as PyTorch's outside capturable/fused groups)
+        if isinstance(value, ember.Tensor) and key != "step":
             assert value.device.type == "countdev"
 
 
