@@ -106,9 +106,13 @@ def custom_op(name: str, fn: Callable | None = None, /, *, mutates_args: Any,
                          "arguments that are mutated or the string 'unknown'. ")
 
     def inner(fn: Callable) -> CustomOpDef:
+        inferred = None if schema else infer(fn, "", "", mutates_args)
         namespace, opname = name.split("::")  # (PyTorch's unpacking error for other forms)
-        parsed = parse(f"{opname}{schema}", namespace) if schema else \
-            infer(fn, namespace, opname, mutates_args)
+        if inferred is None:
+            parsed = parse(f"{opname}{schema}", namespace)
+        else:
+            parsed = inferred
+            parsed.namespace, parsed.name = namespace, opname
         result = CustomOpDef(namespace, opname, parsed, fn)
         result.register_kernel(device_types, fn)
         return result

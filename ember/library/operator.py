@@ -152,7 +152,8 @@ class Operator:
         with tracing.paused():
             out = self.run_kernel(positional, keywords)
         outs = out if isinstance(out, tuple) else (out,)
-        if any(isinstance(v, (list, tuple)) for v in positional + list(keywords.values())) \
+        if _tensors(v for v in positional + list(keywords.values())
+                    if isinstance(v, (list, tuple))) \
                 or any(isinstance(v, Tensor) for v in keywords.values()) \
                 or not all(isinstance(o, Tensor) for o in outs) and out is not None:
             tape.refuse(f"it calls the custom op {self.qualname} with tensor lists, keyword "
@@ -184,6 +185,8 @@ class Operator:
         device_type = tensors[0].device.type if tensors else "cpu"
         if device_type == "meta":
             kernel = self.fake or self.kernels.get("meta")
+            if kernel is None and not self.schema.returns:
+                return None  # (an op returning nothing needs no fake kernel, as PyTorch's)
             if kernel is None and self.custom:
                 raise RuntimeError(
                     f"There was no fake impl registered for <CustomOpDef({self.qualname})>. "
