@@ -84,7 +84,7 @@ def infer_schema(prototype_function: Callable, /, *, mutates_args: Any,
                  op_name: str | None = None) -> str:
     """The schema string PyTorch infers from a function's type annotations."""
     schema = infer(prototype_function, "", op_name or "", mutates_args)
-    text = str(schema)
+    text = schema.text(python_floats=True)
     return text if op_name else text[text.index("("):]
 
 

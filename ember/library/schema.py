@@ -32,13 +32,19 @@ class Argument:
         return bool(self.alias and self.alias.endswith("!"))
 
     def __str__(self) -> str:
+        return self.text()
+
+    def text(self, python_floats: bool = False) -> str:
+        """``Tensor(a!) x``, ``float s=2.`` (``s=2.0`` with `python_floats`, as
+        `infer_schema` writes defaults)."""
         typ = self.type
         if self.alias:  # Tensor(a!), Tensor(a!)? and Tensor(a!)[]
             base, _, rest = typ.partition("Tensor")
             typ = f"{base}Tensor({self.alias}){rest}"
         out = f"{typ} {self.name}"
         if self.default is not NO_DEFAULT:
-            out += "=" + _format_default(self.default)
+            out += "=" + (repr(self.default) if python_floats and
+                          isinstance(self.default, float) else _format_default(self.default))
         return out
 
 
@@ -56,12 +62,15 @@ class Schema:
         return f"{self.namespace}::{self.name}"
 
     def __str__(self) -> str:
+        return self.text()
+
+    def text(self, python_floats: bool = False) -> str:
         args, star = [], False
         for a in self.arguments:
             if a.kwarg_only and not star:
                 args.append("*")
                 star = True
-            args.append(str(a))
+            args.append(a.text(python_floats))
         name = self.qualname + (f".{self.overload}" if self.overload else "")
         if len(self.returns) == 1:
             rets = self.returns[0]
@@ -176,7 +185,10 @@ def _annotation_type(ann: Any) -> str | None:
         rest = [a for a in args if a is not type(None)]
         if len(rest) == 1 and len(args) == 2:
             inner = _annotation_type(rest[0])
-            return None if inner is None or inner.endswith("?") else inner + "?"
+            if inner is None or inner.endswith("?") or inner.startswith("Tensor") and \
+                    inner.endswith("[]"):  # (PyTorch has no optional list of tensors)
+                return None
+            return inner + "?"
         if set(rest) <= {int, float, bool}:
             return "Scalar" + ("?" if len(rest) < len(args) else "")
         return None
@@ -230,7 +242,7 @@ def infer(fn: Any, namespace: str, name: str, mutates_args: Any) -> Schema:
             if not typ.startswith("Tensor"):
                 error(f"Parameter {param.name} is in mutable_args but only Tensors or "
                       "collections of Tensors can be mutated")
-            alias = f"a{sum(a.alias is not None for a in arguments) + 1}!"
+            alias = f"a{len(arguments)}!"  # (PyTorch numbers them by position)
         arguments.append(Argument(param.name, typ, param.default,
                                   param.kind == param.KEYWORD_ONLY, alias))
     missing = mutated - {a.name for a in arguments}
