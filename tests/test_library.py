@@ -31,7 +31,7 @@ def _error(fn) -> tuple[type, str]:
 
 
 def test_custom_op_runs_and_is_reachable_through_ops():
-    for lib in LIBS:
+    def run(lib):  # (one library per call: closures bind its values)
         op = _numpy_sin(lib, f"cop_{lib.__name__}")
         x = lib.tensor([0.0, 0.5, 1.0])
         ns = getattr(lib.ops, f"cop_{lib.__name__}")
@@ -47,6 +47,9 @@ def test_custom_op_runs_and_is_reachable_through_ops():
             np.testing.assert_allclose(fn(x).numpy(), np.sin([0.0, 0.5, 1.0]), rtol=1e-6)
         assert _error(lambda: ns.nothere)[1] == \
             f"'_OpNamespace' 'cop_{lib.__name__}' object has no attribute 'nothere'"
+
+    for lib in LIBS:
+        run(lib)
 
 
 def _schema_of(lib, ns):
@@ -77,7 +80,7 @@ def test_inferred_schemas_are_torchs():
                                   "aliasing", "view", "too_many", "wrong_type", "no_fake"])
 def test_errors_are_torchs(case):
     results = []
-    for lib in LIBS:
+    def run(lib):  # (one library per call: closures bind its values)
         ns = f"err_{case}_{lib.__name__}"
         Tensor = lib.Tensor
 
@@ -111,6 +114,9 @@ def test_errors_are_torchs(case):
         # (PyTorch names its own module as the implementation's)
         results.append((kind, text.replace(ns, "NS").replace(f"{lib.__name__}.Tensor", "T")
                         .split("(with implementation")[-1].split(": The output")[-1]))
+
+    for lib in LIBS:
+        run(lib)
     assert results[1] == results[0]
 
 
@@ -141,7 +147,7 @@ def _crop(lib, ns):
 
 def test_autograd_fake_kernel_and_opcheck_as_torch():
     outs = []
-    for lib in LIBS:
+    def run(lib):  # (one library per call: closures bind its values)
         crop = _crop(lib, f"crop_{lib.__name__}")
         img = lib.arange(48.0).reshape(3, 4, 4).requires_grad_()
         out = crop(img, (1, 0, 3, 2))
@@ -150,21 +156,27 @@ def test_autograd_fake_kernel_and_opcheck_as_torch():
         checks = lib.library.opcheck(crop, (lib.randn(3, 6, 6, requires_grad=True), [0, 1, 2, 3]))
         outs.append((out.tolist(), out.grad_fn.name().replace(lib.__name__, "L"), img.grad.tolist(),
                      tuple(meta.shape), meta.device.type, checks))
+
+    for lib in LIBS:
+        run(lib)
     assert outs[1] == outs[0]
 
 
 def test_backward_without_a_formula_raises_torchs_error():
     errors = []
-    for lib in LIBS:
+    def run(lib):  # (one library per call: closures bind its values)
         op = _numpy_sin(lib, f"nograd_{lib.__name__}")
         y = op(lib.ones(2, requires_grad=True))
         assert y.requires_grad
         errors.append(_error(lambda: y.sum().backward())[1].replace(lib.__name__, "L"))
+
+    for lib in LIBS:
+        run(lib)
     assert errors[1] == errors[0]
 
 
 def test_mutating_op_and_kernels_per_device_type():
-    for lib in LIBS:
+    def run(lib):  # (one library per call: closures bind its values)
         ns = f"mut_{lib.__name__}"
 
         @lib.library.custom_op(f"{ns}::sin_out", mutates_args={"out"}, device_types="cpu")
@@ -189,10 +201,13 @@ def test_mutating_op_and_kernels_per_device_type():
         assert twice(lib.ones(2)).tolist() == [2.0, 2.0]
         assert twice(lib.ones(3, device="meta")).shape == (3,)
 
+    for lib in LIBS:
+        run(lib)
+
 
 def test_opcheck_failures_are_torchs():
     results = []
-    for lib in LIBS:
+    def run(lib):  # (one library per call: closures bind its values)
         ns = f"opc_{lib.__name__}"
 
         @lib.library.custom_op(f"{ns}::sneaky", mutates_args=())
@@ -210,12 +225,15 @@ def test_opcheck_failures_are_torchs():
         for op in (sneaky, badfake):
             kind, text = _error(lambda op=op: lib.library.opcheck(op, (lib.randn(3),)))
             results.append((kind, text.replace(ns, "NS").replace(f"{lib.__name__}.", "L.")))
+
+    for lib in LIBS:
+        run(lib)
     assert results[2:] == results[:2]
 
 
 def test_library_define_and_impl_as_torch():
     results = []
-    for lib in LIBS:
+    def run(lib):  # (one library per call: closures bind its values)
         ns = f"libdef_{lib.__name__}"
         library = lib.library.Library(ns, "DEF")
         library.define("foo(Tensor x, int n=1, *, float alpha=1.0) -> Tensor")
@@ -234,6 +252,9 @@ def test_library_define_and_impl_as_torch():
         getattr(lib.ops, ns).bar(x).sum().backward()
         row.append([round(v, 6) for v in x.grad.tolist()])
         results.append(row)
+
+    for lib in LIBS:
+        run(lib)
     assert results[1] == results[0]
 
 
