@@ -1097,6 +1097,9 @@ def test_scalar_state_is_float64_under_a_float64_default_dtype():
             opt.step()
             assert opt.state[p]["step"].dtype == lib.float64
             assert opt.state[p]["mu_product"].dtype == lib.float64
+            fused = lib.optim.Adam([p], fused=True)  # (a fused group's step: float32)
+            fused.step()
+            assert fused.state[p]["step"].dtype == lib.float32
         finally:
             lib.set_default_dtype(old)
 

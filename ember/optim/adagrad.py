@@ -86,7 +86,8 @@ class Adagrad(Optimizer):
 
     def _init_state(self, p: Any, group: dict[str, Any]) -> dict[str, Any]:
         pstate = self.state[p]
-        pstate["step"] = new_scalar(0.0, p.device if on_device(group) else None)
+        pstate["step"] = new_scalar(0.0, p.device if on_device(group) else None,
+                                    fused=bool(group["fused"]))
         pstate["sum"] = full_like(p, group["initial_accumulator_value"])
         return pstate
 

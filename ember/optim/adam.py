@@ -121,7 +121,8 @@ class Adam(Optimizer):
                     refuse_sparse(grad, "Adam", ", please consider SparseAdam instead")
                     pstate = state[p]
                     if not pstate:
-                        pstate["step"] = new_scalar(0.0, p.device if on_device(group) else None)
+                        pstate["step"] = new_scalar(0.0, p.device if on_device(group) else None,
+                                                    fused=bool(group["fused"]))
                         pstate["exp_avg"] = zeros_like(p)
                         pstate["exp_avg_sq"] = zeros_like(p)
                         if amsgrad:

@@ -155,10 +155,11 @@ def scalar_dtype() -> Any:
     return float64 if get_default_dtype() is float64 else float32
 
 
-def new_scalar(value: float, device: Any = None) -> Tensor:
+def new_scalar(value: float, device: Any = None, *, fused: bool = False) -> Tensor:
     """A 0-d scalar-state tensor as PyTorch's optimizers make it (``tensor(0.)``): on the
-    CPU, or on `device` (a parameter's, for ``capturable``/``fused`` groups and ASGD)."""
-    return tensor(float(value), dtype=scalar_dtype(), device=device)
+    CPU, or on `device` (a parameter's, for ``capturable``/``fused`` groups and ASGD);
+    always float32 in a ``fused`` group (PyTorch's ``_get_scalar_dtype(is_fused=True)``)."""
+    return tensor(float(value), dtype=float32 if fused else scalar_dtype(), device=device)
 
 
 def on_device(group: dict[str, Any]) -> bool:
@@ -335,7 +336,8 @@ class Optimizer:
                 for name in self._scalar_state if pstate else ():
                     value = pstate.get(name)
                     if value is not None and not isinstance(value, Tensor):
-                        pstate[name] = new_scalar(value, self._scalar_device(group, p))
+                        pstate[name] = new_scalar(value, self._scalar_device(group, p),
+                                                  fused=bool(group.get("fused")))
 
     def _scalar_device(self, group: dict[str, Any], p: Tensor) -> Any:
         """Where a parameter's scalar state lives: PyTorch's choice (the CPU, but the
