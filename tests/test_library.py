@@ -275,3 +275,22 @@ def test_custom_op_under_jit_trace_and_compile_reruns_the_kernel():
         want = np.sin(x.numpy() * 2) + 1
         np.testing.assert_allclose(traced(x).numpy(), want, rtol=1e-6)
         np.testing.assert_allclose(compiled(x).numpy(), want, rtol=1e-6)
+
+
+def _fx_code(lib) -> tuple[str, bool]:
+    ns = f"fxlib_{lib.__name__}"
+    op = _numpy_sin(lib, ns)
+    op.register_fake(lambda x: lib.empty_like(x))
+    packet = getattr(lib.ops, ns).numpy_sin
+
+    class M(lib.nn.Module):
+        def forward(self, x):
+            return op(x * 2) + packet.default(x)
+
+    gm = lib.fx.symbolic_trace(M())
+    x = lib.tensor([0.1, 0.2])
+    return gm.code.replace(ns, "NS"), bool(lib.allclose(gm(x), M()(x)))
+
+
+def test_symbolic_trace_records_the_overload_as_torch():
+    assert _fx_code(ember) == _fx_code(torch)

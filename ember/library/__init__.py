@@ -51,7 +51,7 @@ class CustomOpDef:
         self._opoverload = OpOverload(self._op)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._op(*args, **kwargs)
+        return self._opoverload(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<CustomOpDef({self._namespace}::{self._name})>"

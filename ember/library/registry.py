@@ -4,6 +4,7 @@ an overload. ``ops.aten.<name>`` finds ember's own function of that name."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +29,16 @@ def lookup(qualname: str) -> Operator:
     return found
 
 
+def _fx_recorded(overload: OpOverload, args: tuple, kwargs: dict) -> Any:
+    """While torch.fx traces (a Proxy among the arguments): the call recorded as a
+    call_function node targeting the overload, as PyTorch records it; else None."""
+    patching = sys.modules.get("ember.fx._patching")  # (not loaded: nothing traces)
+    proxy = patching._find_proxy(args, kwargs, overload) if patching is not None else None
+    if proxy is None:
+        return None
+    return proxy.tracer.create_proxy("call_function", overload, args, kwargs)
+
+
 class OpOverload:
     """``torch.ops.mylib.foo.default``: one overload of an operator, callable."""
 
@@ -38,10 +49,11 @@ class OpOverload:
         self.namespace = op.schema.namespace
         self.__name__ = f"{op.schema.name}.{self._overloadname}"
         self.__qualname__ = self.__name__
-        self.__module__ = f"{_dtype.API_NAME}.ops.{self.namespace}"
+        self.__module__ = f"ember.ops.{self.namespace}"  # (fx names it torch.ops...)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._op(*args, **kwargs)
+        recorded = _fx_recorded(self, args, kwargs)
+        return self._op(*args, **kwargs) if recorded is None else recorded
 
     def name(self) -> str:
         return self._op.qualname + (f".{self._op.schema.overload}"
@@ -87,8 +99,7 @@ class OpOverloadPacket:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         ops = self._overloads()
-        op = ops.get("") or next(iter(ops.values()))
-        return op(*args, **kwargs)
+        return OpOverload(ops.get("") or next(iter(ops.values())))(*args, **kwargs)
 
     @property
     def default(self) -> OpOverload:
