@@ -46,6 +46,16 @@ def _tensors(values: Any) -> list[Tensor]:
     return out
 
 
+def _frozen(value: Any) -> Any:
+    """A hashable form of a plain argument (lists and dicts become tuples)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, dict):
+        return tuple((k, _frozen(v)) for k, v in value.items())
+    hash(value)
+    return value
+
+
 def _same_memory(a: Tensor, b: Tensor) -> bool:
     if a is b:
         return True
@@ -69,6 +79,7 @@ class Operator:
         self.backward: Callable | None = None
         self.setup_context: Callable | None = None
         self._function: type | None = None
+        self._tape_kernels: dict[tuple, Callable] = {}
 
     # -- names ----------------------------------------------------------------------------
     @property
@@ -146,38 +157,59 @@ class Operator:
 
     def _taped(self, positional: list, keywords: dict) -> Any:
         """Run the kernel and record it on the `ember.compile` tape as one kernel call over
-        the tensor arguments' buffers, replayed by running the kernel again."""
+        the tensor arguments' buffers, replayed by running the kernel again. The kernel
+        recorded is the same object for the same plain arguments (`_tape_kernel`), so two
+        recordings of a step agree and the step replays."""
         tape = tracing.tape
-        slots = [(i, v) for i, v in enumerate(positional) if isinstance(v, Tensor)]
         with tracing.paused():
             out = self.run_kernel(positional, keywords)
         outs = out if isinstance(out, tuple) else (out,)
-        if _tensors(v for v in positional + list(keywords.values())
-                    if isinstance(v, (list, tuple))) \
-                or any(isinstance(v, Tensor) for v in keywords.values()) \
-                or not all(isinstance(o, Tensor) for o in outs) and out is not None:
+        slots = [(i, v) for i, v in enumerate(positional) if isinstance(v, Tensor)]
+        kernel = None
+        if not _tensors(v for v in positional + list(keywords.values())
+                        if isinstance(v, (list, tuple))) \
+                and not any(isinstance(v, Tensor) for v in keywords.values()) \
+                and (out is None or all(isinstance(o, Tensor) for o in outs)):
+            kernel = self._tape_kernel(positional, keywords, slots)
+        if kernel is None:
             tape.refuse(f"it calls the custom op {self.qualname} with tensor lists, keyword "
-                        "tensors or non-tensor results")
+                        "tensors, unhashable arguments or non-tensor results")
             return out
-        metas = [(v._dtype, v._device, v._backend) for _, v in slots]
-
-        def kernel(*buffers: Any) -> Any:
-            args = list(positional)
-            for (i, _), buf, meta in zip(slots, buffers, metas):
-                args[i] = Tensor._make(buf, *meta)
-            with tracing.paused():
-                result = self.run_kernel(args, keywords)
-            if result is None:
-                return None
-            return tuple(r._data for r in result) if isinstance(result, tuple) \
-                else result._data
-
         result_buffers = None if out is None else (
             tuple(o._data for o in outs) if isinstance(out, tuple) else out._data)
         tape.call(self.qualname, kernel, tuple(v for _, v in slots), {}, result_buffers)
         for o in outs if out is not None else ():
             tape.created(o)
         return out
+
+    def _tape_kernel(self, positional: list, keywords: dict,
+                     slots: list[tuple[int, Tensor]]) -> Callable | None:
+        """The kernel over buffers for these plain arguments and tensor metadata (one per
+        distinct set, kept), or None when the arguments cannot be a key."""
+        metas = tuple((i, v._dtype, v._device, v._backend) for i, v in slots)
+        plain = [None if isinstance(v, Tensor) else v for v in positional]
+        try:
+            key = (metas, _frozen(plain), _frozen(keywords))
+            kernel = self._tape_kernels.get(key)
+        except TypeError:  # an unhashable argument
+            return None
+        if kernel is not None:
+            return kernel
+
+        def kernel(*buffers: Any) -> Any:
+            args = list(plain)
+            for (i, *meta), buf in zip(metas, buffers):
+                args[i] = Tensor._make(buf, *meta)
+            with tracing.paused():
+                result = self.run_kernel(args, dict(keywords))
+            if result is None:
+                return None
+            return tuple(r._data for r in result) if isinstance(result, tuple) \
+                else result._data
+
+        if len(self._tape_kernels) < 64:
+            self._tape_kernels[key] = kernel
+        return kernel
 
     def run_kernel(self, positional: list, keywords: dict) -> Any:
         """Run the kernel of the arguments' device type (the fake kernel on ``meta``)."""
