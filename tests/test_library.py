@@ -332,3 +332,33 @@ def _fx_code(lib) -> tuple[str, bool]:
 
 def test_symbolic_trace_records_the_overload_as_torch():
     assert _fx_code(ember) == _fx_code(torch)
+
+
+def _autograd_key_result(lib) -> tuple:
+    ns = f"akey_{lib.__name__}"
+    library = lib.library.Library(ns, "DEF")
+    library.define("mysin(Tensor x) -> Tensor")
+    library.impl("mysin", lambda x: lib.sin(x), "CPU")
+    below = getattr(getattr(lib, "_C", None), "_AutoDispatchBelowAutograd", lib.no_grad)
+
+    class MySin(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            with below():  # (the op again: below autograd, its CPU kernel)
+                return getattr(lib.ops, ns).mysin(x)
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * x.cos() * 10
+
+    library.impl("mysin", MySin.apply, "Autograd")
+    x = lib.tensor([0.5, 1.0], requires_grad=True)
+    y = getattr(lib.ops, ns).mysin(x)
+    y.sum().backward()
+    return [round(v, 5) for v in y.tolist()], [round(v, 5) for v in x.grad.tolist()]
+
+
+def test_an_autograd_key_kernel_calling_its_op_goes_below_autograd():
+    assert _autograd_key_result(ember) == _autograd_key_result(torch)

@@ -80,6 +80,7 @@ class Operator:
         self.setup_context: Callable | None = None
         self._function: type | None = None
         self._tape_kernels: dict[tuple, Callable] = {}
+        self._in_autograd_kernel = False
 
     # -- names ----------------------------------------------------------------------------
     @property
@@ -96,8 +97,16 @@ class Operator:
         positional, keywords = bind(self.schema, args, kwargs)
         if self.implicit is not None:
             return self.implicit(*positional, **keywords)
-        if self.autograd_kernel is not None:
-            return self.autograd_kernel(*positional, **keywords)
+        if self.autograd_kernel is not None and not self._in_autograd_kernel:
+            # (a call of the op inside its Autograd kernel goes below autograd, as PyTorch's
+            # redispatch: the kernel's Function.forward calls the op again)
+            self._in_autograd_kernel = True
+            try:
+                return self.autograd_kernel(*positional, **keywords)
+            finally:
+                self._in_autograd_kernel = False
+        if self._in_autograd_kernel:
+            return self.redispatch(positional, keywords)
         values = positional + list(keywords.values())
         if grad_mode.state.enabled and any(t.requires_grad for t in _tensors(values)):
             return self._autograd_function().apply(*values)
