@@ -26,6 +26,7 @@ Kernels (signatures of their rules):
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Any
 
 from ember.core import costs
@@ -950,6 +951,9 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     return out
 
 
+_INDEX_REDUCE_WARNED: list[bool] = []
+
+
 @composite(complex=True, variants="function method inplace", cost=costs.movement)
 def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
                  include_self: bool = True) -> Tensor:
@@ -959,6 +963,10 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")
+    if not _INDEX_REDUCE_WARNED:  # (PyTorch's TORCH_WARN_ONCE)
+        _INDEX_REDUCE_WARNED.append(True)
+        warnings.warn("index_reduce() is in beta and the API may change at any time.",
+                      UserWarning, stacklevel=3)
     d = normalize_dim("index_reduce", dim, input.ndim)
     if index.ndim > 1:
         raise IndexError(f"index_reduce_(): Index is supposed to be a vector, but got dim: "
