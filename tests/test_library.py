@@ -362,3 +362,19 @@ def _autograd_key_result(lib) -> tuple:
 
 def test_an_autograd_key_kernel_calling_its_op_goes_below_autograd():
     assert _autograd_key_result(ember) == _autograd_key_result(torch)
+
+
+def _impl_abstract_warning(lib) -> tuple:
+    ns = f"iabs_{lib.__name__}"
+    library = lib.library.Library(ns, "DEF")
+    library.define("f(Tensor x) -> Tensor")
+    library.impl("f", lambda x: x * 2, "CPU")
+    library.impl("f", lib.library.fallthrough_kernel, "Autograd")  # (no autograd kernel)
+    with pytest.warns(FutureWarning) as caught:
+        lib.library.impl_abstract(f"{ns}::f")(lambda x: lib.empty_like(x))
+    meta = getattr(lib.ops, ns).f(lib.empty(4, device="meta"))
+    return str(caught[0].message), tuple(meta.shape), getattr(lib.ops, ns).f(lib.ones(2)).tolist()
+
+
+def test_impl_abstract_is_the_deprecated_register_fake_and_fallthrough_skips():
+    assert _impl_abstract_warning(ember) == _impl_abstract_warning(torch)

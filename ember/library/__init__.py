@@ -16,6 +16,7 @@ and the older `Library` API (``lib.define("foo(Tensor x) -> Tensor")``,
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -24,8 +25,14 @@ from ember.library.registry import OPERATORS, OpOverload, lookup, ops, register
 from ember.library.schema import Schema, infer, parse
 
 __all__ = ["custom_op", "CustomOpDef", "register_fake", "register_autograd",
-           "register_kernel", "impl", "define", "Library", "opcheck", "OpCheckError",
-           "infer_schema", "ops"]
+           "register_kernel", "impl", "impl_abstract", "define", "Library", "opcheck",
+           "OpCheckError", "infer_schema", "fallthrough_kernel", "ops"]
+
+
+def fallthrough_kernel() -> None:
+    """A dummy function to pass to ``Library.impl`` in order to register a fallthrough
+    (the key is skipped: for ``"Autograd"``, the op has no autograd kernel)."""
+    raise NotImplementedError("fallthrough_kernel() should never be called.")
 
 
 def _device_types(device_types: str | Iterable[str] | None) -> list[str]:
@@ -142,6 +149,15 @@ def register_fake(op: Any, fn: Callable | None = None, /, *, lib: Any = None,
     return inner if fn is None else inner(fn)
 
 
+def impl_abstract(qualname: Any, func: Callable | None = None, *, lib: Any = None,
+                  _stacklevel: int = 1) -> Any:
+    """The former name of `register_fake` (deprecated, as PyTorch's)."""
+    warnings.warn("`torch.library.impl_abstract` was renamed to `torch.library.register_fake`. "
+                  "Please use that instead; we will remove `torch.library.impl_abstract` in a "
+                  "future version of PyTorch.", FutureWarning, stacklevel=2)
+    return register_fake(qualname, func)
+
+
 def register_autograd(op: Any, backward: Callable, /, *,
                       setup_context: Callable | None = None, lib: Any = None) -> None:
     """Register the autograd formula of `op` (see `CustomOpDef.register_autograd`)."""
@@ -161,6 +177,8 @@ def register_kernel(op: Any, device_types: str | Iterable[str] | None,
 
 
 def _impl(target: Operator, fn: Callable, dispatch_key: str) -> None:
+    if fn is fallthrough_kernel:  # the key is skipped: nothing registered for it
+        return
     if dispatch_key in ("", "CompositeImplicitAutograd"):
         target.implicit = fn
     elif dispatch_key.startswith("Autograd"):

@@ -169,6 +169,12 @@ class Ops:
             self._namespaces[name] = OpNamespace(name)
         return self._namespaces[name]
 
+    def load_library(self, path: str) -> None:
+        """PyTorch loads a C++ operator library here; ember has no C++ dispatcher."""
+        raise RuntimeError(f"torch.ops.load_library({path!r}): ember cannot load C++ operator "
+                           "libraries; define the operators in Python with "
+                           "torch.library.custom_op")
+
     def __repr__(self) -> str:
         return f"<module '{_dtype.API_NAME}.ops' from '_ops.py'>"
 
