@@ -689,6 +689,7 @@ _SUBMODULES = _SUBMODULES | {"sparse"}  # torch.sparse.mm & co (ember.core.spars
 _SUBMODULES = _SUBMODULES | {"compiler", "_dynamo"}  # torch.compiler.reset(), OptimizedModule
 _SUBMODULES = _SUBMODULES | {"fft"}  # torch.fft: discrete Fourier transforms
 _SUBMODULES = _SUBMODULES | {"fx"}  # torch.fx: symbolic tracing, Graph, GraphModule
+_SUBMODULES = _SUBMODULES | {"library"}  # torch.library: Python custom operators
 
 
 def __getattr__(name: str):
@@ -711,6 +712,8 @@ def __getattr__(name: str):
         raise AttributeError(f"module 'ember' has no attribute {name!r}: ember does not "
                              "support complex32 (ComplexHalf); use complex64 (cfloat) or "
                              "complex128 (cdouble)")
+    if name == "ops":  # torch.ops.mylib.foo: the operators ember.library registered
+        return importlib.import_module("ember.library.registry").ops
     if name == "vmap":  # torch.vmap, the same as torch.func.vmap
         return importlib.import_module("ember.func").vmap
     raise AttributeError(f"module 'ember' has no attribute {name!r}")

@@ -385,6 +385,19 @@ PROGRAMS_FX = [
 ]
 PROGRAMS_B += PROGRAMS_FX
 
+# PyTorch-compat round (s26): the "Python Custom Operators" tutorial (torch.library custom
+# ops with fake kernels and autograd, under torch.compile(fullgraph=True); long: PyTorch's
+# inductor compiles C++), and a training run resumed from a checkpoint whose optimizer
+# state holds PyTorch's step tensors (it must continue exactly as the uninterrupted run)
+PROGRAMS_CO = [
+    Program("python_custom_ops.py",
+            same=r"^(?!numpy_sin \d|step \d|cropped)", skeleton=r"^numpy_sin \d|^cropped",
+            losses=r"^step \d+ loss (?P<loss>[\d.]+)$", factor=1.1, long=True),
+    Program("resume_checkpoint.py", same=r"^(?!epoch \d)",
+            losses=r"^epoch \d+ loss (?P<loss>[\d.]+) ", factor=1.1),
+]
+PROGRAMS_B += PROGRAMS_CO
+
 
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""
