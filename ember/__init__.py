@@ -565,7 +565,11 @@ from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, norma
 from ember.core.placement import get_default_device, set_default_device
 from ember.core.printing import get_printoptions, set_printoptions
 from ember.core.quantized import (
+    _make_per_channel_quantized_tensor,
+    _make_per_tensor_quantized_tensor,
     dequantize,
+    fake_quantize_per_channel_affine,
+    fake_quantize_per_tensor_affine,
     per_channel_affine,
     per_channel_affine_float_qparams,
     per_channel_symmetric,
@@ -707,7 +711,8 @@ __all__ = [
     "qint8", "quint8", "qint32", "quint4x2", "qscheme", "per_tensor_affine",
     "per_channel_affine", "per_tensor_symmetric", "per_channel_symmetric",
     "per_channel_affine_float_qparams", "quantize_per_tensor", "quantize_per_channel",
-    "dequantize",
+    "dequantize", "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine",
+    "_make_per_tensor_quantized_tensor", "_make_per_channel_quantized_tensor",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "get_default_dtype", "set_default_dtype", "promote_types", "can_cast", "result_type",

@@ -37,6 +37,7 @@ from ember.checkpoint_io import FormatError, UnsupportedError, place
 from ember.core import dtype as dt
 from ember.core.device import device as Device
 from ember.core.host import host_array
+from ember.core.quantized import rebuild_quantized
 from ember.core.tensor import Tensor
 from ember.weights_unpickler import (
     UnsafeGlobalError,
@@ -99,6 +100,8 @@ class _Encoder:
     def encode(self, value: Any, path: str) -> Any:
         if isinstance(value, Tensor) and value.is_sparse:
             return self._sparse(value, path)
+        if isinstance(value, Tensor) and value.is_quantized:  # its integers are an entry
+            return {"__pickle__": self._pickle(value, path)}
         if isinstance(value, Tensor) and _is_data(value):
             return self._tensor(value, path)
         if isinstance(value, (np.ndarray, np.number, np.bool_)):
@@ -198,6 +201,8 @@ class _Encoder:
         def persistent_id(obj: Any) -> Any:
             if isinstance(obj, Tensor) and obj.is_sparse:
                 return ("ember.sparse", self._sparse(obj, f"{path}.@{next(counter)}"))
+            if isinstance(obj, Tensor) and obj.is_quantized:
+                return None  # pickled as its integers (an entry) and its quantizer
             if isinstance(obj, Tensor) and _is_data(obj):
                 return ("ember.tensor", self._tensor(obj, f"{path}.@{next(counter)}"))
             if isinstance(obj, (np.ndarray, np.number, np.bool_)):
@@ -441,4 +446,5 @@ class _Decoder:
 
 # the globals ember's own pickled records may use under weights_only=True
 _EMBER_GLOBALS = {"ember.core.dtype._by_name": dt.from_name,
+                  "ember.core.quantized.rebuild_quantized": rebuild_quantized,
                   "ember.core.device.device": Device}

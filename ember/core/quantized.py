@@ -29,8 +29,10 @@ from typing import Any
 import numpy as np
 
 from ember.core import dtype as dt
+from ember.core.function import Function
 from ember.core.grad_mode import no_grad
 from ember.core.host import dtype_arg
+from ember.core.opdef import OPS
 from ember.core.printing import add_suffixes, tensor_body
 from ember.core.shapes import normalize_dim
 from ember.core.sparse_coo import _op_in_progress
@@ -385,9 +387,7 @@ def _relu_(input: QuantizedTensor) -> QuantizedTensor:
 
 def _pooling(name: str) -> Callable[..., Any]:
     def pool(*args: Any, **kwargs: Any) -> Any:
-        import ember
-
-        return getattr(ember, name)(*args, **kwargs)
+        return OPS[name].public(*args, **kwargs)
     return _requantized(pool)
 
 
@@ -400,3 +400,82 @@ _FUNCTION_FORMS: dict[str, Callable] = {
         "reshape", "view", "flatten", "squeeze", "unsqueeze", "permute", "transpose",
         "view_as", "reshape_as")},
 }
+
+
+class _FakeQuantize(Function):
+    """Quantize-dequantize in float; the gradient passes where the integer was in range
+    (PyTorch's straight-through estimator with its clamp mask)."""
+
+    @staticmethod
+    def forward(ctx: Any, input: Tensor, inv_scale: Any, scale: Any, zero_point: Any,
+                quant_min: int, quant_max: int) -> Tensor:
+        ints = (input * inv_scale).round() + zero_point
+        ctx.save_for_backward((ints >= quant_min).logical_and(ints <= quant_max))
+        return (ints.clamp(quant_min, quant_max) - zero_point) * scale
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple:
+        (mask,) = ctx.saved_tensors
+        return grad * mask, None, None, None, None, None
+
+
+def _check_fake_range(quant_min: int, quant_max: int, zero_point: Any) -> None:
+    if quant_min > quant_max:
+        raise RuntimeError("`quant_min` should be less than or equal to `quant_max`.")
+    if isinstance(zero_point, int) and not quant_min <= zero_point <= quant_max:
+        raise RuntimeError("`zero_point` must be between `quant_min` and `quant_max`.")
+
+
+def fake_quantize_per_tensor_affine(input: Tensor, scale: Any, zero_point: Any,
+                                    quant_min: int, quant_max: int) -> Tensor:
+    """Quantizes `input` to integers in [quant_min, quant_max] and back to float32, in one
+    float tensor: `(clamp(nearbyint(x / scale) + zero_point) - zero_point) * scale`.
+
+    The gradient is the straight-through estimator: 1 where the integer was in range, 0
+    where it was clamped.
+    """
+    scale = float(np.float32(scale.item())) if isinstance(scale, Tensor) else float(scale)
+    zero_point = int(zero_point.item()) if isinstance(zero_point, Tensor) else int(zero_point)
+    _check_fake_range(quant_min, quant_max, zero_point)
+    return _FakeQuantize.apply(input, _float_inverse(scale), scale, zero_point, quant_min,
+                               quant_max)
+
+
+def fake_quantize_per_channel_affine(input: Tensor, scale: Tensor, zero_point: Tensor,
+                                     axis: int, quant_min: int, quant_max: int) -> Tensor:
+    """:func:`fake_quantize_per_tensor_affine` with a scale and zero point per slice of
+    `input` along `axis`."""
+    _check_fake_range(quant_min, quant_max, None)
+    axis = normalize_dim("fake_quantize_per_channel_affine", axis, input.ndim)
+    if scale.shape != (input.shape[axis],) or zero_point.shape != scale.shape:
+        raise RuntimeError(f"fake_quantize_per_channel_affine: expected {input.shape[axis]} "
+                           f"scales and zero points (the size of axis {axis}), got "
+                           f"{list(scale.shape)} and {list(zero_point.shape)}")
+    shape = [1] * input.ndim
+    shape[axis] = -1
+    scale = scale.detach().float().reshape(shape)
+    zero_point = zero_point.detach().reshape(shape).to(dt.int64)
+    return _FakeQuantize.apply(input, 1.0 / scale, scale, zero_point, quant_min, quant_max)
+
+
+def _make_per_tensor_quantized_tensor(input: Tensor, scale: float, zero_point: int) -> Tensor:
+    """A per-tensor quantized tensor holding the integers `input` (int8 -> qint8, uint8 ->
+    quint8, int32 -> qint32) with the given scale and zero point."""
+    by_storage = {dt.int8: dt.qint8, dt.uint8: dt.quint8, dt.int32: dt.qint32}
+    if input._dtype not in by_storage:
+        raise RuntimeError(f"_make_per_tensor_quantized_tensor: expected an int8, uint8 or "
+                           f"int32 tensor, got {input._dtype}")
+    return _make(input, by_storage[input._dtype], per_tensor_affine, float(scale),
+                 int(zero_point), None)
+
+
+def _make_per_channel_quantized_tensor(input: Tensor, scale: Tensor, zero_point: Tensor,
+                                       axis: int) -> Tensor:
+    """A per-channel quantized tensor holding the integers `input`, with a scale and zero
+    point per slice along `axis`."""
+    by_storage = {dt.int8: dt.qint8, dt.uint8: dt.quint8, dt.int32: dt.qint32}
+    if input._dtype not in by_storage:
+        raise RuntimeError(f"_make_per_channel_quantized_tensor: expected an int8, uint8 or "
+                           f"int32 tensor, got {input._dtype}")
+    return _make(input, by_storage[input._dtype], per_channel_affine, scale.to(dt.float64),
+                 zero_point.to(dt.int64), normalize_dim("quantize", axis, input.ndim))
