@@ -66,3 +66,13 @@ if _find_spec("ember.nn.modules.transformer") is not None:
         TransformerEncoder,
         TransformerEncoderLayer,
     )
+
+
+def __getattr__(name: str):
+    """`torch.nn.quantized` (quantized modules, ember.ao.nn.quantized) loads on first use:
+    it sits above ember.nn."""
+    if name == "quantized":
+        import importlib
+
+        return importlib.import_module("ember.nn.quantized")
+    raise AttributeError(f"module 'ember.nn' has no attribute {name!r}")

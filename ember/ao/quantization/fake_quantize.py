@@ -13,7 +13,7 @@ from ember.ao.quantization.observer import (
     MovingAveragePerChannelMinMaxObserver,
     _with_args,
 )
-from ember.ao.quantization.utils import choose_qparams
+from ember.ao.qparams import choose_qparams
 from ember.core import dtype as dt
 from ember.core.quantized import (
     per_channel_affine,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import ember
-from ember.ao.quantization.utils import choose_qparams
+from ember.ao.qparams import choose_qparams
 from ember.core.tensor import Tensor
 from ember.nn import functional as F
 
