@@ -15,9 +15,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import torch.ao.quantization as tq  # noqa: E402
+
 import ember  # noqa: E402
 import ember.ao.quantization as eq  # noqa: E402
-import torch.ao.quantization as tq  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -8,12 +8,12 @@ from typing import Any
 
 import ember
 from ember import nn
+from ember.ao.qparams import choose_qparams
 from ember.ao.quantization.observer import (
     MovingAverageMinMaxObserver,
     MovingAveragePerChannelMinMaxObserver,
     _with_args,
 )
-from ember.ao.qparams import choose_qparams
 from ember.core import dtype as dt
 from ember.core.quantized import (
     per_channel_affine,
