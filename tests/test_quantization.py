@@ -326,3 +326,17 @@ def test_torch_quantization_aliases_are_the_same_modules():
     assert ember.quantization.QuantStub is eq.QuantStub
     assert ember.nn.quantized.dynamic.Linear is ember.ao.nn.quantized.dynamic.Linear
     assert ember.nn.quantized.Linear is ember.ao.nn.quantized.Linear
+
+
+def test_quantized_engine_is_selectable_as_in_torch():
+    engines = ember.backends.quantized
+    assert engines.engine == torch.backends.quantized.engine == "x86"
+    assert engines.supported_engines == torch.backends.quantized.supported_engines
+    try:
+        engines.engine = "qnnpack"
+        assert engines.engine == "qnnpack"
+    finally:
+        engines.engine = "x86"
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match="foo is not a valid value for quantized engine"):
+            lib.backends.quantized.engine = "foo"
