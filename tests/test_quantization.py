@@ -38,7 +38,7 @@ def skeleton(text: str) -> str:
 
 
 def e_(t) -> ember.Tensor:
-    return ember.tensor(t.detach().numpy())
+    return ember.tensor(t.detach().clone().numpy())  # (a view would pin torch's storage)
 
 
 QDTYPES = [("qint8", 0.1, 3), ("quint8", 0.0373, 17), ("qint32", 0.07, -5)]
@@ -340,3 +340,32 @@ def test_quantized_engine_is_selectable_as_in_torch():
     for lib in (torch, ember):
         with pytest.raises(RuntimeError, match="foo is not a valid value for quantized engine"):
             lib.backends.quantized.engine = "foo"
+
+
+def test_qat_conv_bn_folding_matches_torch():
+    def build(lib):
+        q = tq if lib is torch else eq
+        model = lib.nn.Sequential(q.QuantStub(), lib.nn.Conv2d(2, 4, 3, bias=False),
+                                  lib.nn.BatchNorm2d(4), lib.nn.ReLU(), q.DeQuantStub())
+        model.train()
+        q.fuse_modules_qat(model, [["1", "2", "3"]], inplace=True)
+        model.qconfig = q.get_default_qat_qconfig("x86")
+        return q.prepare_qat(model)
+    torch.manual_seed(0)
+    t_model, e_model = build(torch), build(ember)
+    e_model.load_state_dict({k: e_(v) for k, v in t_model.state_dict().items()})
+    assert skeleton(as_torch_text(repr(e_model))) == skeleton(repr(t_model))
+    assert type(e_model[1]).__name__ == "ConvBnReLU2d" and hasattr(e_model[1], "bn")
+    for _ in range(2):
+        x = torch.randn(4, 2, 6, 6)
+        np.testing.assert_allclose(e_model(e_(x)).detach().numpy(),
+                                   t_model(x).detach().numpy(), atol=1e-5)
+    np.testing.assert_allclose(e_model[1].bn.running_mean.numpy(),
+                               t_model[1].bn.running_mean.numpy(), atol=1e-6)
+    t_model.apply(torch.ao.nn.intrinsic.qat.freeze_bn_stats)
+    e_model.apply(ember.ao.nn.intrinsic.qat.freeze_bn_stats)
+    assert not e_model[1].bn.training and e_model.train()[1].bn.training is False
+    t_q, e_q = tq.convert(t_model.eval()), eq.convert(e_model.eval())
+    assert skeleton(as_torch_text(repr(e_q))) == skeleton(repr(t_q))
+    x = torch.randn(2, 2, 6, 6)
+    np.testing.assert_allclose(e_q(e_(x)).numpy(), t_q(x).numpy(), atol=1.01 * t_q[1].scale)

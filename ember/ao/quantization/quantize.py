@@ -30,11 +30,13 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS: dict[type, type] = {
     nni.ConvReLU2d: nniq.ConvReLU2d, nni.LinearReLU: nniq.LinearReLU,
     nnqat.Linear: nnq.Linear, nnqat.Conv2d: nnq.Conv2d,
     nniqat.ConvReLU2d: nniq.ConvReLU2d, nniqat.LinearReLU: nniq.LinearReLU,
+    nniqat.ConvBn2d: nnq.Conv2d, nniqat.ConvBnReLU2d: nniq.ConvReLU2d,
     nnq.FloatFunctional: nnq.QFunctional,
 }
 DEFAULT_QAT_MODULE_MAPPINGS: dict[type, type] = {
     nn.Linear: nnqat.Linear, nn.Conv2d: nnqat.Conv2d,
     nni.ConvReLU2d: nniqat.ConvReLU2d, nni.LinearReLU: nniqat.LinearReLU,
+    nni.ConvBn2d: nniqat.ConvBn2d, nni.ConvBnReLU2d: nniqat.ConvBnReLU2d,
 }
 DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS: dict[type, type] = {
     nn.Linear: nnqd.Linear, nn.LSTM: nnqd.LSTM,
@@ -163,9 +165,10 @@ def swap_module(mod: nn.Module, mapping: dict, custom_module_class_mapping: dict
         return mod
     target = mapping.get(type(mod))
     if target is None:
-        if isinstance(mod, _FusedModule) and mapping is not DEFAULT_QAT_MODULE_MAPPINGS:
-            raise NotImplementedError(f"ember cannot quantize the fused {type(mod).__name__} "
-                                      "(fuse convolution and batch norm in eval mode)")
+        if type(mod) in (nni.ConvBn2d, nni.ConvBnReLU2d) and nnq.Conv2d in mapping.values():
+            raise NotImplementedError(f"{type(mod).__name__} (from fuse_modules_qat) is "
+                                      "quantized through prepare_qat; for post-training "
+                                      "quantization fuse the model in eval mode")
         return mod
     new = target.from_float(mod)
     for hook in mod._forward_pre_hooks.values():

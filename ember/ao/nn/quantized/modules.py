@@ -13,6 +13,7 @@ from ember.ao.nn.quantized import functional as qF
 from ember.core.tensor import Tensor
 from ember.nn.module import _addindent
 from ember.nn.modules.utils import _pair
+from ember.nn.utils.fusion import fuse_conv_bn_weights
 
 
 def _quantize_weight(float_wt: Tensor, observer: Any) -> Tensor:
@@ -252,6 +253,10 @@ class Conv2d(_QuantizedOutput):
     def from_float(cls, mod: nn.Module, use_precomputed_fake_quant: bool = False) -> Conv2d:
         """The quantized convolution of a float (or QAT) one whose observers ran."""
         conv = mod[0] if isinstance(mod, nn.Sequential) else mod
+        if hasattr(mod, "bn"):  # a QAT conv-bn: the norm folds into the weight and bias
+            conv.weight, conv.bias = fuse_conv_bn_weights(
+                mod.weight, mod.bias, mod.bn.running_mean, mod.bn.running_var, mod.bn.eps,
+                mod.bn.weight, mod.bn.bias)
         weight_post_process = getattr(mod, "weight_fake_quant", None)
         if weight_post_process is None:
             weight_post_process = mod.qconfig.weight()
