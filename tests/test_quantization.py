@@ -92,10 +92,14 @@ def test_bad_input_is_refused_as_torch_refuses():
             lib.quantize_per_tensor(lib.tensor([1, 2]), 0.1, 0, lib.qint8)
         with pytest.raises(RuntimeError, match="ScalarType Float is not supported in new_qtensor"):
             lib.quantize_per_tensor(lib.tensor([1.0]), 0.1, 0, lib.float32)
+        with pytest.raises(RuntimeError, match="zero_point 300 is above upper bound"):
+            lib.quantize_per_tensor(lib.tensor([1.0]), 0.1, 300, lib.qint8)
     q = ember.quantize_per_tensor(ember.tensor([1.0, 2.0]), 0.1, 0, ember.qint8)
     with pytest.raises(NotImplementedError,
                        match="Could not run 'aten::add' with arguments from the 'QuantizedCPU'"):
         q + q
+    with pytest.raises(NotImplementedError, match="Could not run 'aten::tolist'"):
+        q.tolist()
     with pytest.raises(RuntimeError, match="kPerChannelAffine"):
         q.q_per_channel_scales()
 

@@ -304,9 +304,12 @@ def quantize_per_tensor(input: Tensor, scale: Any, zero_point: Any, dtype: Any) 
     scale = float(np.float32(scale.item())) if isinstance(scale, Tensor) else float(scale)
     zero_point = int(zero_point.item()) if isinstance(zero_point, Tensor) else int(zero_point)
     lo, hi = dt.QUANTIZED_RANGE[d.name]
-    if not lo <= zero_point <= hi:
-        raise RuntimeError(f"quantize_val: zero_point {zero_point} is out of range for "
-                           f"{dt.SCALAR_TYPE_NAMES[d.name]} [{lo}, {hi}]")
+    if zero_point > hi:
+        raise RuntimeError(f"quantize_tensor_per_tensor_affine zero_point {zero_point} is "
+                           "above upper bound.")
+    if zero_point < lo:
+        raise RuntimeError(f"quantize_tensor_per_tensor_affine zero_point {zero_point} is "
+                           "below lower bound.")
     if scale <= 0 or not math.isfinite(scale):
         raise RuntimeError(f"quantize_per_tensor: scale must be a positive finite number, "
                            f"got {scale}")
