@@ -373,3 +373,25 @@ def test_qat_conv_bn_folding_matches_torch():
     assert skeleton(as_torch_text(repr(e_q))) == skeleton(repr(t_q))
     x = torch.randn(2, 2, 6, 6)
     np.testing.assert_allclose(e_q(e_(x)).numpy(), t_q(x).numpy(), atol=1.01 * t_q[1].scale)
+
+
+def test_dynamic_state_dict_round_trips(tmp_path):
+    ember.manual_seed(0)
+    model = ember.nn.Sequential(ember.nn.LSTM(3, 4, num_layers=2))
+    head = ember.nn.Linear(4, 2)
+    q = eq.quantize_dynamic(ember.nn.ModuleDict({"rnn": model, "head": head}),
+                            {ember.nn.LSTM, ember.nn.Linear})
+    assert list(q.state_dict()) == ["rnn.0._all_weight_values.0.param",
+                                    "rnn.0._all_weight_values.1.param", "head.scale",
+                                    "head.zero_point", "head._packed_params.dtype",
+                                    "head._packed_params._packed_params"]
+    ember.save(q.state_dict(), tmp_path / "dyn.pt")
+    ember.manual_seed(1)
+    fresh = eq.quantize_dynamic(ember.nn.ModuleDict({
+        "rnn": ember.nn.Sequential(ember.nn.LSTM(3, 4, num_layers=2)),
+        "head": ember.nn.Linear(4, 2)}), {ember.nn.LSTM, ember.nn.Linear})
+    fresh.load_state_dict(ember.load(tmp_path / "dyn.pt"))
+    x = ember.randn(5, 2, 3)
+    out, fresh_out = q["rnn"](x)[0], fresh["rnn"](x)[0]
+    np.testing.assert_array_equal(fresh_out.numpy(), out.numpy())
+    np.testing.assert_array_equal(fresh["head"](out).numpy(), q["head"](out).numpy())

@@ -71,10 +71,26 @@ class LSTM(nn.Module):
         return "DynamicQuantizedLSTM"
 
     def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
+        # PyTorch's keys (`_all_weight_values.0.param`, one per layer), each holding the
+        # layer's (w_ih, b_ih, w_hh, b_hh) where PyTorch's holds its packed weights
         super()._save_to_state_dict(destination, prefix, keep_vars)
         for layer, values in enumerate(self._all_weight_values):
-            for name, value in zip(("weight_ih", "bias_ih", "weight_hh", "bias_hh"), values):
-                destination[f"{prefix}_all_weight_values.{layer}.{name}"] = value
+            destination[f"{prefix}_all_weight_values.{layer}.param"] = values
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict,
+                              strict: bool, missing_keys: list, unexpected_keys: list,
+                              error_msgs: list) -> None:
+        values = []
+        for layer in range(self.num_layers):
+            key = f"{prefix}_all_weight_values.{layer}.param"
+            if key in state_dict:
+                values.append(tuple(state_dict.pop(key)))
+            else:
+                missing_keys.append(key)
+        if len(values) == self.num_layers:
+            self._all_weight_values = values
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict,
+                                      missing_keys, unexpected_keys, error_msgs)
 
     def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None
                 ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
