@@ -98,7 +98,7 @@ test_data = batchify(corpus[480:], eval_batch_size)
 model = LSTMModel(ntoken=ntokens, ninp=32, nhid=64, nlayers=2, dropout=0.2)
 criterion = nn.CrossEntropyLoss()
 optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-for epoch in range(1, 7):
+for epoch in range(1, 6):
     model.train()
     hidden = model.init_hidden(8)
     for batch, i in enumerate(range(0, train_data.size(0) - 1, bptt)):
