@@ -456,8 +456,8 @@ def fake_quantize_per_channel_affine(input: Tensor, scale: Tensor, zero_point: T
                            f"{list(scale.shape)} and {list(zero_point.shape)}")
     shape = [1] * input.ndim
     shape[axis] = -1
-    scale = scale.detach().float().reshape(shape)
-    zero_point = zero_point.detach().reshape(shape).to(dt.int64)
+    scale = scale.detach().float().reshape(shape).to(input.device)
+    zero_point = zero_point.detach().reshape(shape).to(dt.int64).to(input.device)
     return _FakeQuantize.apply(input, 1.0 / scale, scale, zero_point, quant_min, quant_max)
 
 

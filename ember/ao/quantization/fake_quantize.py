@@ -140,8 +140,9 @@ class FusedMovingAvgObsFakeQuantize(FakeQuantize):
         pairs = [choose_qparams(lo, hi, post.quant_min, post.quant_max,
                                 preserve_sparsity=self.is_symmetric_quant)
                  for lo, hi in zip(lows, highs)]
-        return (ember.tensor([s for s, _ in pairs]),
-                ember.tensor([z for _, z in pairs], dtype=ember.int32))
+        device = post.min_val.device
+        return (ember.tensor([s for s, _ in pairs], device=device),
+                ember.tensor([z for _, z in pairs], dtype=ember.int32, device=device))
 
     def forward(self, X: Tensor) -> Tensor:
         if int(self.observer_enabled[0]) == 1:

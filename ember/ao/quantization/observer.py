@@ -91,6 +91,14 @@ class ObserverBase(nn.Module):
     def calculate_qparams(self, **kwargs: Any) -> Any:
         raise NotImplementedError
 
+    def _follow(self, x: Tensor) -> Tensor:
+        """`x` detached; the observer's statistics move to its device first (an observer is
+        made on the CPU, and may watch a layer on another device)."""
+        stats = getattr(self, "min_val", None)
+        if stats is not None and stats.device != x.device:
+            self.to(x.device)
+        return x.detach()
+
 
 class UniformQuantizationObserverBase(ObserverBase):
     """Observers with a uniform (affine or symmetric) quantization: their qparams come from
@@ -131,12 +139,13 @@ class UniformQuantizationObserverBase(ObserverBase):
     def _calculate_qparams(self, min_val: Tensor, max_val: Tensor) -> tuple[Tensor, Tensor]:
         """Scale and zero point (1-element tensors, or one per channel) for values seen in
         [min_val, max_val]: PyTorch's formulas, in float32."""
+        device = min_val.device
         if not _check_min_max_valid(min_val, max_val):
-            return ember.tensor([1.0]), ember.tensor([0])
+            return ember.tensor([1.0], device=device), ember.tensor([0], device=device)
         quant_min, quant_max = self.quant_min, self.quant_max
         min_val_neg = ember.minimum(min_val, ember.zeros_like(min_val))
         max_val_pos = ember.maximum(max_val, ember.zeros_like(max_val))
-        zero_point = ember.zeros(min_val_neg.size(), dtype=ember.int64)
+        zero_point = ember.zeros(min_val_neg.size(), dtype=ember.int64, device=device)
         if self.qscheme in (per_tensor_symmetric, per_channel_symmetric):
             max_val_pos = ember.maximum(-min_val_neg, max_val_pos)
             scale = max_val_pos / (float(quant_max - quant_min) / 2)
@@ -154,9 +163,9 @@ class UniformQuantizationObserverBase(ObserverBase):
             zero_point = quant_min - ember.round(min_val_neg / scale).to(ember.int)
             zero_point = ember.clamp(zero_point, quant_min, quant_max)
         if scale.ndim == 0:
-            scale = ember.tensor([float(scale)], dtype=scale.dtype)
+            scale = scale.reshape(1)
         if zero_point.ndim == 0:
-            zero_point = ember.tensor([int(zero_point)], dtype=zero_point.dtype)
+            zero_point = zero_point.reshape(1)
         return scale, zero_point
 
     def reset_min_max_vals(self) -> None:
@@ -214,7 +223,7 @@ class MinMaxObserver(UniformQuantizationObserverBase):
         """Records the running minimum and maximum of ``x``."""
         if x_orig.numel() == 0:
             return x_orig
-        x = x_orig.detach().to(self.min_val.dtype)
+        x = self._follow(x_orig).to(self.min_val.dtype)
         min_val_cur, max_val_cur = ember.aminmax(x)
         self.min_val.copy_(ember.minimum(min_val_cur, self.min_val))
         self.max_val.copy_(ember.maximum(max_val_cur, self.max_val))
@@ -256,7 +265,7 @@ class MovingAverageMinMaxObserver(MinMaxObserver):
     def forward(self, x_orig: Tensor) -> Tensor:
         if x_orig.numel() == 0:
             return x_orig
-        x = x_orig.detach().to(self.min_val.dtype)
+        x = self._follow(x_orig).to(self.min_val.dtype)
         min_val, max_val = self.min_val, self.max_val
         if float(min_val) == math.inf and float(max_val) == -math.inf:
             min_val, max_val = ember.aminmax(x)
@@ -307,7 +316,7 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
     def forward(self, x_orig: Tensor) -> Tensor:
         if x_orig.numel() == 0:
             return x_orig
-        x = x_orig.detach().to(self.min_val.dtype)
+        x = self._follow(x_orig).to(self.min_val.dtype)
         min_val, max_val = self._channel_minmax(x)
         if self.min_val.numel() != 0 and self.max_val.numel() != 0:
             min_val = ember.minimum(self.min_val, min_val)
@@ -355,7 +364,7 @@ class MovingAveragePerChannelMinMaxObserver(PerChannelMinMaxObserver):
     def forward(self, x_orig: Tensor) -> Tensor:
         if x_orig.numel() == 0:
             return x_orig
-        x = x_orig.detach().to(self.min_val.dtype)
+        x = self._follow(x_orig).to(self.min_val.dtype)
         min_val, max_val = self._channel_minmax(x)
         if self.min_val.numel() != 0 and self.max_val.numel() != 0:
             min_val = self.min_val + self.averaging_constant * (min_val - self.min_val)
@@ -401,7 +410,8 @@ class HistogramObserver(UniformQuantizationObserverBase):
         dst_bin_width = bin_width * (next_end_bin - next_start_bin + 1) / self.dst_nbins
         if dst_bin_width == 0.0:
             return 0.0
-        src_bin = ember.arange(self.bins)
+        device = self.histogram.device
+        src_bin = ember.arange(self.bins, device=device)
         src_bin_begin = (src_bin - next_start_bin) * bin_width
         src_bin_end = src_bin_begin + bin_width
         dst_bin_of_begin = ember.clamp(
@@ -413,12 +423,13 @@ class HistogramObserver(UniformQuantizationObserverBase):
             self.dst_nbins - 1)
         density = self.histogram / bin_width
         delta_begin = src_bin_begin - dst_bin_of_begin_center
-        norm = self._get_norm(delta_begin, ember.ones(self.bins) * (dst_bin_width / 2),
+        half = dst_bin_width / 2
+        norm = self._get_norm(delta_begin, ember.ones(self.bins, device=device) * half,
                               density)
         norm = norm + (dst_bin_of_end - dst_bin_of_begin - 1) * self._get_norm(
-            ember.tensor(-dst_bin_width / 2), ember.tensor(dst_bin_width / 2), density)
+            ember.tensor(-half, device=device), ember.tensor(half, device=device), density)
         dst_bin_of_end_center = dst_bin_of_end * dst_bin_width + dst_bin_width / 2
-        norm = norm + self._get_norm(ember.tensor(-dst_bin_width / 2),
+        norm = norm + self._get_norm(ember.tensor(-half, device=device),
                                      src_bin_end - dst_bin_of_end_center, density)
         return norm.sum().item()
 
@@ -461,9 +472,12 @@ class HistogramObserver(UniformQuantizationObserverBase):
                            update_min: Tensor, update_max: Tensor) -> Tensor:
         histogram = histogram.repeat_interleave(self.upsample_rate) / self.upsample_rate
         bin_size = (orig_max - orig_min) / (self.bins * self.upsample_rate)
+        device = histogram.device
         mid_points = ember.linspace(float(orig_min), float(orig_max),
-                                    self.bins * self.upsample_rate + 1)[:-1] + 0.5 * bin_size
-        boundaries = ember.linspace(float(update_min), float(update_max), self.bins + 1)
+                                    self.bins * self.upsample_rate + 1,
+                                    device=device)[:-1] + 0.5 * bin_size
+        boundaries = ember.linspace(float(update_min), float(update_max), self.bins + 1,
+                                    device=device)
         buckets = ember.bucketize(mid_points, boundaries, right=True) - 1
         buckets = buckets.clamp(0, self.bins - 1)
         return ember.bincount(buckets, weights=histogram, minlength=self.bins)
@@ -484,7 +498,7 @@ class HistogramObserver(UniformQuantizationObserverBase):
     def forward(self, x_orig: Tensor) -> Tensor:
         if x_orig.numel() == 0:
             return x_orig
-        x = x_orig.detach()
+        x = self._follow(x_orig)
         x_min, x_max = ember.aminmax(x)
         if math.isinf(float(x_min)) or math.isinf(float(x_max)):
             warnings.warn("torch.inf detected in input tensor, ignoring input", stacklevel=2)
@@ -512,7 +526,8 @@ class HistogramObserver(UniformQuantizationObserverBase):
             warnings.warn("must run observer before calling calculate_qparams.              "
                           "                      Returning default scale and zero point ",
                           stacklevel=2)
-            return ember.tensor([1.0]), ember.tensor([0])
+            device = self.min_val.device
+            return ember.tensor([1.0], device=device), ember.tensor([0], device=device)
         new_min, new_max = self._non_linear_param_search()
         return self._calculate_qparams(new_min, new_max)
 

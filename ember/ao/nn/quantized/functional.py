@@ -28,7 +28,7 @@ def _centered(q: Tensor) -> Tensor:
 def _weight_scales(w: Tensor) -> Tensor:
     """The weight's scales as float32, one per output channel (or one)."""
     if w.qscheme() in (ember.per_tensor_affine, ember.per_tensor_symmetric):
-        return ember.tensor([w.q_scale()], dtype=ember.float32)
+        return ember.tensor([w.q_scale()], dtype=ember.float32, device=w.device)
     return w.q_per_channel_scales().float()
 
 

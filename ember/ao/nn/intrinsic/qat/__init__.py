@@ -93,7 +93,7 @@ class ConvBn2d(nn.Conv2d):
         weight_shape = [-1] + [1] * (self.weight.ndim - 1)
         bias_shape = [1, -1] + [1] * (self.weight.ndim - 2)
         scaled_weight = self.weight_fake_quant(self.weight * scale_factor.reshape(weight_shape))
-        zero_bias = ember.zeros(self.out_channels, dtype=input.dtype)
+        zero_bias = ember.zeros(self.out_channels, dtype=input.dtype, device=input.device)
         conv = self._conv_forward(input, scaled_weight, zero_bias)
         conv_orig = conv / scale_factor.reshape(bias_shape)
         if self.bias is not None:

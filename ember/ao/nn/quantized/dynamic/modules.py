@@ -100,7 +100,8 @@ class LSTM(nn.Module):
             x = x.unsqueeze(1)
         steps, batch = x.shape[0], x.shape[1]
         if hx is None:
-            zeros = ember.zeros(self.num_layers, batch, self.hidden_size, dtype=x.dtype)
+            zeros = ember.zeros(self.num_layers, batch, self.hidden_size, dtype=x.dtype,
+                                device=x.device)
             hx = (zeros, zeros)
         elif unbatched:
             hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1))
