@@ -395,3 +395,34 @@ def test_dynamic_state_dict_round_trips(tmp_path):
     out, fresh_out = q["rnn"](x)[0], fresh["rnn"](x)[0]
     np.testing.assert_array_equal(fresh_out.numpy(), out.numpy())
     np.testing.assert_array_equal(fresh["head"](out).numpy(), q["head"](out).numpy())
+
+
+def test_float_functional_becomes_quantized_add():
+    def build(lib):
+        q = tq if lib is torch else eq
+
+        class Block(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.quant, self.dequant = q.QuantStub(), q.DeQuantStub()
+                self.conv = lib.nn.Conv2d(3, 3, 1)
+                self.skip_add = lib.nn.quantized.FloatFunctional()
+
+            def forward(self, x):
+                x = self.quant(x)
+                return self.dequant(self.skip_add.add(x, self.conv(x)))
+        return Block().eval()
+    torch.manual_seed(0)
+    t_model, e_model = build(torch), build(ember)
+    _copy_weights(t_model, e_model)
+    x = torch.randn(2, 3, 4, 4)
+    for lib, model, data in ((torch, t_model, x), (ember, e_model, e_(x))):
+        q = tq if lib is torch else eq
+        model.qconfig = q.get_default_qconfig("x86")
+        q.prepare(model, inplace=True)
+        model(data)
+        q.convert(model, inplace=True)
+    assert skeleton(as_torch_text(repr(e_model))) == skeleton(repr(t_model))
+    assert e_model.skip_add.zero_point == t_model.skip_add.zero_point
+    np.testing.assert_allclose(e_model(e_(x)).numpy(), t_model(x).numpy(),
+                               atol=1.01 * t_model.skip_add.scale)
