@@ -81,6 +81,10 @@ from ember.core.dtype import (
     int32,
     int64,
     promote_types,
+    qint8,
+    qint32,
+    quint4x2,
+    quint8,
     set_default_dtype,
     uint8,
 )
@@ -567,6 +571,21 @@ from ember.core.ops.spectral import (
 from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, normal, poisson, zero_
 from ember.core.placement import get_default_device, set_default_device
 from ember.core.printing import get_printoptions, set_printoptions
+from ember.core.quantized import (
+    _make_per_channel_quantized_tensor,
+    _make_per_tensor_quantized_tensor,
+    dequantize,
+    fake_quantize_per_channel_affine,
+    fake_quantize_per_tensor_affine,
+    per_channel_affine,
+    per_channel_affine_float_qparams,
+    per_channel_symmetric,
+    per_tensor_affine,
+    per_tensor_symmetric,
+    qscheme,
+    quantize_per_channel,
+    quantize_per_tensor,
+)
 from ember.core.sparse_coo import (
     sparse_bsc,
     sparse_bsr,
@@ -690,6 +709,7 @@ _SUBMODULES = _SUBMODULES | {"compiler", "_dynamo"}  # torch.compiler.reset(), O
 _SUBMODULES = _SUBMODULES | {"fft"}  # torch.fft: discrete Fourier transforms
 _SUBMODULES = _SUBMODULES | {"fx"}  # torch.fx: symbolic tracing, Graph, GraphModule
 _SUBMODULES = _SUBMODULES | {"library"}  # torch.library: Python custom operators
+_SUBMODULES = _SUBMODULES | {"ao", "quantization"}  # torch.ao.quantization & its old name
 
 
 def __getattr__(name: str):
@@ -728,6 +748,12 @@ __all__ = [
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
     "float64", "half", "double", "long", "short", "float", "int", "complex64", "complex128",
     "cfloat", "cdouble",
+    # quantized tensors (ember.core.quantized)
+    "qint8", "quint8", "qint32", "quint4x2", "qscheme", "per_tensor_affine",
+    "per_channel_affine", "per_tensor_symmetric", "per_channel_symmetric",
+    "per_channel_affine_float_qparams", "quantize_per_tensor", "quantize_per_channel",
+    "dequantize", "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine",
+    "_make_per_tensor_quantized_tensor", "_make_per_channel_quantized_tensor",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "get_default_dtype", "set_default_dtype", "promote_types", "can_cast", "result_type",

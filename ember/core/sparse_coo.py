@@ -74,6 +74,8 @@ def _op_in_progress() -> str:
             if isinstance(op, Op):
                 return op.name
             outermost = frame.f_code.co_name
+        elif outermost is not None:  # the user's code (not ember.run's frames below it)
+            break
         frame = frame.f_back
     return outermost or "unknown"
 

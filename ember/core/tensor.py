@@ -49,6 +49,7 @@ class Tensor:
     _shared = False  # share_memory_ was called
     _grad_dtype: Any = "same"  # the dtype backward casts a leaf's gradient to (None: none)
     is_sparse = False  # True for the sparse COO tensors (ember.core.sparse_coo)
+    is_quantized = False  # True for the quantized tensors (ember.core.quantized)
     _fw_tangent = None  # the forward-AD tangent at the dual level (ember.core.forward_ad)
 
     # -- construction -----------------------------------------------------------------
@@ -641,6 +642,11 @@ class Tensor:
             out._grad = self._grad.clone()
         memo[id(self)] = out
         return out
+
+    def dequantize(self) -> Tensor:
+        """The float values of a quantized tensor; a float tensor is itself (PyTorch's
+        `x.dequantize()` of a float tensor)."""
+        return self
 
     # -- autograd ---------------------------------------------------------------------
     def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
