@@ -42,6 +42,7 @@ from ember.core.ops.losses import (  # noqa: F401 - the losses are declared in c
     soft_margin_loss,
     triplet_margin_loss,
 )
+from ember.core.torch_function import overridable as _overridable
 
 __all__ = [
     # linear and convolution
@@ -1941,3 +1942,11 @@ hardtanh, leaky_relu and embedding are one node each, named by their own gradien
 
 for _name, _label in _NODE_LABELS.items():
     globals()[_name] = _labelled(_label, globals()[_name])
+
+
+# each function checks for `__torch_function__` overrides first, as PyTorch's call
+# `handle_torch_function` (the declared ops among them check at their own entry)
+for _name in __all__:
+    _fn = globals().get(_name)
+    if callable(_fn) and not isinstance(_fn, type) and not getattr(_fn, "op_entry", False):
+        globals()[_name] = _overridable(_fn)
