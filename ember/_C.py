@@ -3,15 +3,17 @@ the Python API use: the `__torch_function__` switches and the disabled implement
 
 from __future__ import annotations
 
+from ember.core import torch_function as _tf
 from ember.core.torch_function import (  # noqa: F401 - re-exported
     DisableTorchFunction,
     DisableTorchFunctionSubclass,
     _disabled_torch_function_impl,
 )
 
+_is_torch_function_enabled = _tf.is_torch_function_enabled
+_is_torch_function_mode_enabled = _tf.is_torch_function_mode_enabled
+
 
 def _len_torch_function_stack() -> int:
     """The number of TorchFunctionModes entered."""
-    from ember.core import torch_function
-
-    return len(torch_function.modes)
+    return len(_tf.modes)

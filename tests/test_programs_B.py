@@ -385,6 +385,18 @@ PROGRAMS_FX = [
 ]
 PROGRAMS_B += PROGRAMS_FX
 
+# __torch_function__ (the "Extending torch Python API" docs' ScalarTensor, LoggingTensor and
+# metadata wrappers), a TorchFunctionMode op counter, and a torch.utils._pytree utility:
+# every line is torch's text (the logged function names included)
+PROGRAMS_TF = [
+    Program("tf_scalar_tensor.py", same=r"^"),
+    Program("tf_logging_tensor.py", same=r"^(?!mean:)", close=r"^mean:"),
+    Program("tf_metadata_tensor.py", same=r"^"),
+    Program("tf_mode_counter.py", same=r"^"),
+    Program("pytree_train_util.py", same=r"^(?!step)", close=r"^step"),
+]
+PROGRAMS_B += PROGRAMS_TF
+
 
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""

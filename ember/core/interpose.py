@@ -37,11 +37,11 @@ _override_check: Callable[[Any, str, Callable[..., Any], tuple, dict], Any] | No
 
 
 def set_override_check(check: Callable[[Any, str, Callable[..., Any], tuple, dict], Any]
-                       ) -> None:
+                       | None) -> None:
     """Ask `check(op, name, fn, args, kwargs)` first at every op entry, before the hooks
     (`__torch_function__`, ember.core.torch_function): its result is the call's unless it
     is `OVERRIDDEN_NOT`. `fn` is the function the entry would run (a method's or the
-    function's)."""
+    function's). None removes it."""
     global _override_check
     _override_check = check
     _compose()

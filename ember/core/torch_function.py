@@ -262,6 +262,20 @@ def watch() -> None:
     _route_tensor_attributes()
 
 
+def unwatch() -> None:
+    """Turn the check off again and restore Tensor's own attributes (for tests that
+    define subclasses: the rest of the process then pays nothing)."""
+    global watching
+    if not watching:
+        return
+    for name, original in reversed(_routed):
+        setattr(Tensor, name, original)
+    _routed.clear()
+    _no_wrap_properties.clear()
+    interpose.set_override_check(None)
+    watching = False
+
+
 # Tensor attributes that are not routed: construction, the protocol itself, identity
 # and pickling, and the ones ember's machinery calls on every object
 _NOT_ROUTED = frozenset({
