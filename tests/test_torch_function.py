@@ -58,7 +58,9 @@ def _both(run):
     lambda lib, x: _functional(lib).relu(x), lambda lib, x: _functional(lib).softmax(x, 0),
     lambda lib, x: x.clone(), lambda lib, x: x.detach(), lambda lib, x: x.tolist(),
     lambda lib, x: len(x), lambda lib, x: repr(x), lambda lib, x: lib.max(x, 0),
-    lambda lib, x: x.to(lib.float64), lambda lib, x: x.grad,
+    lambda lib, x: x.to(lib.float64), lambda lib, x: x.grad, lambda lib, x: x.reshape(2),
+    lambda lib, x: x.expand(2, 2), lambda lib, x: lib.dropout(x, 0.5, False),
+    lambda lib, x: lib.where(x > 1, x, 0.0), lambda lib, x: x.norm(),
 ])
 def test_function_seen_by_subclass(call):
     def run(lib):

@@ -71,6 +71,7 @@ def declare(op: Op) -> Callable[..., Any]:
             labelled(op.node_label, op.method)
         method = public if own is None and "out" not in op.variants else \
             _entered(op, op.name, own or fn)
+        method.__name__ = op.name  # (not the method's own `_reshape_method`)
         for name in names:
             setattr(Tensor, name, method)
     if "inplace" in op.variants:

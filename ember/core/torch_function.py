@@ -352,6 +352,7 @@ def overridable(fn: Callable) -> Callable:
             if not foreign((*args, *kwargs.values())):
                 raise
         return dispatch(checked, (*args, *kwargs.values()), args, kwargs)
+    checked.overridable = True
     return checked
 
 
