@@ -651,7 +651,7 @@ _SUBMODULES = _SUBMODULES | {"sparse"}  # torch.sparse.mm & co (ember.core.spars
 _SUBMODULES = _SUBMODULES | {"compiler", "_dynamo"}  # torch.compiler.reset(), OptimizedModule
 _SUBMODULES = _SUBMODULES | {"fft"}  # torch.fft: discrete Fourier transforms
 _SUBMODULES = _SUBMODULES | {"fx"}  # torch.fx: symbolic tracing, Graph, GraphModule
-_SUBMODULES = _SUBMODULES | {"overrides", "_C"}  # __torch_function__ (ember.core.torch_function)
+_SUBMODULES = _SUBMODULES | {"overrides", "_C", "_tensor"}  # __torch_function__
 
 
 def __getattr__(name: str):

@@ -123,14 +123,22 @@ def overloaded_args(relevant: Iterable[Any]) -> list[Any]:
 
 def _flat(values: Iterable[Any]) -> Iterable[Any]:
     for v in values:
-        if isinstance(v, (list, tuple)):
+        if _tensor_list(v):
             yield from v
         else:
             yield v
 
 
+def _tensor_list(v: Any) -> bool:
+    """Whether `v` is a list or tuple to look into: one of tensors or Tensor-likes (`cat`'s),
+    not the numbers or nested lists of data (`torch.tensor(values)`), which can be long."""
+    return isinstance(v, (list, tuple)) and len(v) > 0 and \
+        not isinstance(v[0], (int, float, complex, list, tuple))
+
+
 def has_torch_function(relevant: Iterable[Any]) -> bool:
-    """Whether calling with `relevant` among the arguments would call an override."""
+    """Whether a call with `relevant` among its arguments goes to `dispatch` now: a mode
+    is on, or an argument overrides and subclass overrides are on."""
     if level == ALL_DISABLED:
         return False
     if modes:
@@ -182,18 +190,6 @@ def dispatch(func: Callable, relevant: Iterable[Any], args: tuple, kwargs: dict,
     raise TypeError(msg)
 
 
-def wants(relevant: Iterable[Any]) -> bool:
-    """Whether a call with `relevant` among its arguments goes to `dispatch` now (called
-    only while `watching`)."""
-    if level == ALL_DISABLED:
-        return False
-    if modes:
-        return True
-    if level == SUBCLASSES_DISABLED:
-        return False
-    return any(overrides(a) for a in _flat(relevant))
-
-
 def _op_check(op: Any, name: str, fn: Callable, args: tuple, kwargs: dict) -> Any:
     """The op-entry check (ember.core.interpose): a declared op's call goes to the
     overrides when one applies."""
@@ -219,7 +215,7 @@ binary_operators: frozenset[str] = frozenset()
 
 def _any_override(args: tuple, kwargs: dict) -> bool:
     for a in args:
-        if type(a) is not Tensor and (overrides(a) or isinstance(a, (list, tuple))
+        if type(a) is not Tensor and (overrides(a) or _tensor_list(a)
                                       and any(overrides(x) for x in a)):
             return True
     return bool(kwargs) and any(overrides(a) for a in _flat(kwargs.values()))
@@ -317,7 +313,7 @@ def _routed_method(name: str, method: Callable) -> Callable:
 
     @functools.wraps(method)
     def routed(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if wants((self, *args)):
+        if has_torch_function((self, *args)):
             return dispatch(routed, (self, *args, *kwargs.values()), (self, *args), kwargs,
                             native)
         return method(self, *args, **kwargs)
@@ -332,7 +328,7 @@ def _routed_property(name: str, prop: property) -> property:
     native = f"torch.Tensor.{name}.__get__"
 
     def get(self: Any) -> Any:
-        if wants((self,)):
+        if has_torch_function((self,)):
             return dispatch(routed.__get__, (self,), (self,), {}, native)
         return prop.fget(self)
     routed = property(get, prop.fset, prop.fdel, prop.__doc__)
@@ -344,7 +340,7 @@ def overridable(fn: Callable) -> Callable:
     check is on, as PyTorch's Python functions call `handle_torch_function`."""
     @functools.wraps(fn)
     def checked(*args: Any, **kwargs: Any) -> Any:
-        if watching and wants((*args, *kwargs.values())):
+        if watching and has_torch_function((*args, *kwargs.values())):
             return dispatch(checked, (*args, *kwargs.values()), args, kwargs)
         try:
             return fn(*args, **kwargs)
