@@ -36,7 +36,7 @@ print(spec)
 print([tuple(t.shape) for t in leaves], [str(t.dtype) for t in leaves])
 print(tree_structure(ema))
 
-for step, batch in enumerate(make_batches(30)):
+for step, batch in enumerate(make_batches(20)):
     batch = to_device(batch, "cpu")
     feats = torch.cat([batch.inputs["x"], batch.inputs["extra"]["scale"]], dim=1)
     loss = nn.functional.mse_loss(model(feats), batch.target[0])
