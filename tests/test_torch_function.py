@@ -73,6 +73,19 @@ def test_function_seen_by_subclass(call):
     assert got == want
 
 
+def test_autograd_functions_are_overridable_and_hide_the_engine():
+    def run(lib):
+        seen = []
+        w = lib.ones(3, requires_grad=True)
+        x = lib.tensor([1.0, 2.0, 3.0]).as_subclass(_logging_class(lib, seen))
+        y = (x * w).sum()
+        g, = lib.autograd.grad(y, w, retain_graph=True)
+        lib.autograd.backward(y)
+        return seen, type(g).__name__, g.tolist(), type(w.grad).__name__, w.grad.tolist()
+    want, got = _both(run)
+    assert got == want
+
+
 def test_results_keep_the_subclass():
     def run(lib):
         cls = _logging_class(lib, [])

@@ -101,15 +101,17 @@ def overrides(obj: Any) -> bool:
     return impl is not None and impl is not _disabled_torch_function_impl
 
 
-def overloaded_args(relevant: Iterable[Any]) -> list[Any]:
+def overloaded_args(relevant: Iterable[Any], python: bool = False) -> list[Any]:
     """The arguments whose `__torch_function__` is called, in PyTorch's order: one per
     type, a subclass before its superclasses, otherwise left to right. Lists and tuples
-    among the arguments are looked into (a TensorList's elements count)."""
+    among the arguments are looked into (a TensorList's elements count). `python`: as
+    PyTorch's Python functions find them (`handle_torch_function`), where a plain
+    tensor's default `__torch_function__` counts too; its C++ functions skip it."""
     found: list[Any] = []
     types: list[type] = []
     for arg in _flat(relevant):
         cls = type(arg)
-        if cls in types or not overrides(arg):
+        if cls in types or not (overrides(arg) or python and cls is Tensor):
             continue
         index = len(found)
         for i, old in enumerate(types):
@@ -155,7 +157,7 @@ def dispatch(func: Callable, relevant: Iterable[Any], args: tuple, kwargs: dict,
     each overloaded argument's `__torch_function__`) until one returns something other
     than NotImplemented; TypeError when all do, with the message of PyTorch's C++
     functions when `native` names one (`"torch.add"`), else its Python functions'."""
-    overloaded = overloaded_args(relevant) if level == ENABLED else []
+    overloaded = overloaded_args(relevant, native is None) if level == ENABLED else []
     types = tuple(type(a) for a in overloaded)
     mode_called = None
     if modes and level != ALL_DISABLED:
