@@ -61,6 +61,9 @@ def _both(run):
     lambda lib, x: x.to(lib.float64), lambda lib, x: x.grad, lambda lib, x: x.reshape(2),
     lambda lib, x: x.expand(2, 2), lambda lib, x: lib.dropout(x, 0.5, False),
     lambda lib, x: lib.where(x > 1, x, 0.0), lambda lib, x: x.norm(),
+    lambda lib, x: _functional(lib).linear(x, lib.ones(1, 2)),
+    lambda lib, x: _functional(lib).mse_loss(x, lib.ones(2)),
+    lambda lib, x: _functional(lib).normalize(x, dim=0),
 ])
 def test_function_seen_by_subclass(call):
     def run(lib):

@@ -208,6 +208,8 @@ def dispatch_op(op: Any, name: str, args: tuple, kwargs: dict, fn: Callable | No
         f"torch.Tensor.{func.__name__}"
     if name in binary_operators:  # `x + y` declined by all: Python's operator error
         native = NotImplemented
+    elif getattr(func, "torch_python", False):  # F.mse_loss: a Python function in torch
+        native = None
     return dispatch(func, (*args, *kwargs.values()), args, kwargs, native)
 
 
@@ -337,19 +339,21 @@ def _routed_property(name: str, prop: property) -> property:
     return routed
 
 
-def overridable(fn: Callable) -> Callable:
+def overridable(fn: Callable, native: str | None = None) -> Callable:
     """`fn` (a torch.nn.functional function) checking for overrides first while the
-    check is on, as PyTorch's Python functions call `handle_torch_function`."""
+    check is on, as PyTorch's Python functions call `handle_torch_function`; `native`
+    is torch's path of the function when torch binds it to a C++ builtin
+    (`"torch._C._nn.linear"`), which dispatches as C++ functions do."""
     @functools.wraps(fn)
     def checked(*args: Any, **kwargs: Any) -> Any:
         if watching and has_torch_function((*args, *kwargs.values())):
-            return dispatch(checked, (*args, *kwargs.values()), args, kwargs)
+            return dispatch(checked, (*args, *kwargs.values()), args, kwargs, native)
         try:
             return fn(*args, **kwargs)
         except (AttributeError, TypeError):
             if not foreign((*args, *kwargs.values())):
                 raise
-        return dispatch(checked, (*args, *kwargs.values()), args, kwargs)
+        return dispatch(checked, (*args, *kwargs.values()), args, kwargs, native)
     checked.overridable = True
     return checked
 
