@@ -710,6 +710,7 @@ _SUBMODULES = _SUBMODULES | {"fft"}  # torch.fft: discrete Fourier transforms
 _SUBMODULES = _SUBMODULES | {"fx"}  # torch.fx: symbolic tracing, Graph, GraphModule
 _SUBMODULES = _SUBMODULES | {"library"}  # torch.library: Python custom operators
 _SUBMODULES = _SUBMODULES | {"ao", "quantization"}  # torch.ao.quantization & its old name
+_SUBMODULES = _SUBMODULES | {"overrides", "_C", "_tensor"}  # __torch_function__
 
 
 def __getattr__(name: str):

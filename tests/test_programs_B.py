@@ -397,6 +397,17 @@ PROGRAMS_CO = [
             losses=r"^epoch \d+ loss (?P<loss>[\d.]+) ", factor=1.1),
 ]
 PROGRAMS_B += PROGRAMS_CO
+# __torch_function__ (the "Extending torch Python API" docs' ScalarTensor, LoggingTensor and
+# metadata wrappers), a TorchFunctionMode op counter, and a torch.utils._pytree utility:
+# every line is torch's text (the logged function names included)
+PROGRAMS_TF = [
+    Program("tf_scalar_tensor.py", same=r"^"),
+    Program("tf_logging_tensor.py", same=r"^(?!mean:)", close=r"^mean:"),
+    Program("tf_metadata_tensor.py", same=r"^"),
+    Program("tf_mode_counter.py", same=r"^"),
+    Program("pytree_train_util.py", same=r"^(?!step)", close=r"^step"),
+]
+PROGRAMS_B += PROGRAMS_TF
 
 
 def _streams_match() -> bool:

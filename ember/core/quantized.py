@@ -37,6 +37,7 @@ from ember.core.printing import add_suffixes, tensor_body
 from ember.core.shapes import normalize_dim
 from ember.core.sparse_coo import _op_in_progress
 from ember.core.tensor import Size, Tensor
+from ember.core.torch_function import _disabled_torch_function_impl
 
 
 @dt.printed_in_api()  # <class 'torch.qscheme'> under the alias
@@ -90,6 +91,7 @@ class QuantizedTensor(Tensor):
     `ember.quantize_per_channel`."""
 
     __slots__ = ("_int", "_qscheme", "_scale", "_zero_point", "_axis")
+    __torch_function__ = _disabled_torch_function_impl  # ember's own layout: no overrides
     is_quantized = True
 
     # -- what dense code reaches for ------------------------------------------------

@@ -34,6 +34,7 @@ from ember.core.printing import add_suffixes, tensor_body
 from ember.core.shapes import normalize_dim
 from ember.core.storage import layout
 from ember.core.tensor import Size, Tensor
+from ember.core.torch_function import _disabled_torch_function_impl
 
 sparse_coo = layout("sparse_coo")
 # PyTorch's compressed layouts: named, so a program can compare `x.layout` with them;
@@ -87,6 +88,7 @@ class SparseLayout(Tensor):
     in the autograd graph that is their values'."""
 
     __slots__ = ("_vals", "_sparse_size")
+    __torch_function__ = _disabled_torch_function_impl  # ember's own layout: no overrides
     _dispatch_key = "Sparse"  # PyTorch's dispatch key of the layout, before the device
     _supported = ""  # what ember's tensors of the layout do, for the error of the rest
 
