@@ -1935,6 +1935,7 @@ _NODE_LABELS: dict[str, str | Callable[..., str | None]] = {
     "hardsigmoid": "HardsigmoidBackward0", "logsigmoid": "LogSigmoidBackward0",
     "glu": "GluBackward0", "batch_norm": "NativeBatchNormBackward0",
     "group_norm": "NativeGroupNormBackward0", "interpolate": _interpolate_label,
+    "embedding_bag": "EmbeddingBagBackward0",
 }
 """Node names of the decomposed functions (gelu, silu, elu, selu, celu, softplus,
 hardtanh, leaky_relu and embedding are one node each, named by their own gradients)."""

@@ -26,6 +26,11 @@ from ember.nn.utils.fusion import (  # noqa: F401
     fuse_linear_bn_eval,
     fuse_linear_bn_weights,
 )
+from ember.nn.utils.memory_format import (  # noqa: F401
+    convert_conv2d_weight_memory_format,
+    convert_conv3d_weight_memory_format,
+    skip_init,
+)
 from ember.nn.utils.spectral_norm import (  # noqa: F401
     remove_spectral_norm,
     remove_weight_norm,
