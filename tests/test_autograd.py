@@ -272,6 +272,14 @@ class TestGradModes:
             seen.append((inner, after, under_no_grad, lib.is_grad_enabled()))
         assert seen[1] == seen[0] == ((True, False, True), (False, True), True, True)
 
+    def test_modes_bind_none_in_with_as_torch(self):
+        torch = pytest.importorskip("torch")
+        for lib in (torch, ember):
+            for mode in (lib.no_grad(), lib.enable_grad(), lib.set_grad_enabled(True),
+                         lib.inference_mode(), lib.inference_mode(False)):
+                with mode as bound:
+                    assert bound is None, (lib.__name__, type(mode).__name__)
+
     def test_modes_decorate_without_parentheses(self):
         x = leaf([1.0])
 

@@ -30,10 +30,9 @@ def is_inference_mode_enabled() -> bool:
 class _GradMode(contextlib.ContextDecorator):
     _target: bool = True
 
-    def __enter__(self):
+    def __enter__(self) -> None:  # as PyTorch's, `with no_grad() as x` binds None
         self._prev = (state.enabled, state.inference)
         state.enabled = self._target
-        return self
 
     def __exit__(self, *exc):
         state.enabled, state.inference = self._prev
@@ -71,8 +70,8 @@ class set_grad_enabled(_GradMode):  # noqa: N801
         self._prev = (state.enabled, state.inference)
         state.enabled = self._target  # works as a plain function call too
 
-    def __enter__(self):
-        return self
+    def __enter__(self) -> None:
+        pass
 
 
 class inference_mode(_GradMode):  # noqa: N801
@@ -88,7 +87,6 @@ class inference_mode(_GradMode):  # noqa: N801
     def __init__(self, mode: bool | None = True) -> None:
         self._mode = bool(mode)
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         self._prev = (state.enabled, state.inference)
         state.enabled, state.inference = not self._mode, self._mode
-        return self
