@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable
+from typing import Any
 
 
 class _GradState(threading.local):
@@ -15,6 +16,29 @@ class _GradState(threading.local):
 
 state = _GradState()
 """Read `state.enabled` on hot paths: one attribute lookup, no call."""
+
+
+class InferenceVersion(list):
+    """The version counter of an inference tensor (one made inside `inference_mode`):
+    its type is the mark, shared with the views of the tensor as the counter is, so a
+    view of an inference tensor is one and a view of a normal tensor is not, as in
+    PyTorch."""
+
+    __slots__ = ()
+
+
+def new_version() -> list:
+    """A new tensor's version counter: an InferenceVersion inside `inference_mode`."""
+    return InferenceVersion((0,)) if state.inference else [0]
+
+
+def check_writable(x: Any) -> None:
+    """PyTorch refuses an in-place write to an inference tensor outside inference mode."""
+    if type(x._vc) is InferenceVersion and not state.inference:
+        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
+                           "allowed.You can make a clone to get a normal tensor before doing "
+                           "inplace update.See https://github.com/pytorch/rfcs/pull/17 for "
+                           "more details.")
 
 
 def is_grad_enabled() -> bool:
