@@ -334,7 +334,7 @@ def main():
     print(f"number of parameters: {n_params:,}")
 
     g = torch.Generator().manual_seed(0)
-    corpus = make_corpus(g, 256, config.vocab_size)
+    corpus = make_corpus(g, 128, config.vocab_size)
     input_ids, token_type_ids, attention_mask, special = collate(corpus[:2])
     print("input_ids", input_ids[0].tolist())
     print("token_type_ids", token_type_ids[0].tolist())
@@ -347,9 +347,9 @@ def main():
 
     optimizer = torch.optim.AdamW(model.parameters(), lr=5e-3, weight_decay=0.01)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / 5))
-    batch_size = 32
+    batch_size = 24
     model.train()
-    for step in range(48):
+    for step in range(32):
         batch = [corpus[(step * batch_size + i) % len(corpus)] for i in range(batch_size)]
         input_ids, token_type_ids, attention_mask, special = collate(batch)
         inputs, labels = torch_mask_tokens(input_ids.clone(), special, config.vocab_size)
@@ -360,7 +360,7 @@ def main():
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         scheduler.step()
-        if step % 8 == 0 or step == 47:
+        if step % 8 == 0 or step == 31:
             print(f"step {step:3d} | lr {scheduler.get_last_lr()[0]:.2e} | loss {loss.item():.4f}")
 
     model.eval()

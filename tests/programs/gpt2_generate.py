@@ -341,16 +341,16 @@ def main():
     print("tied:", model.lm_head.weight.data_ptr() == model.wte.weight.data_ptr())
 
     g = torch.Generator().manual_seed(1234)
-    data = corpus(g, 512, 16, config.vocab_size)
+    data = corpus(g, 256, 16, config.vocab_size)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.95))
     model.train()
-    for step in range(50):
+    for step in range(30):
         idx = torch.randint(0, data.size(0), (32,), generator=g)
         loss, _, _ = model(data[idx], labels=data[idx])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
-        if step % 10 == 0 or step == 49:
+        if step % 10 == 0 or step == 29:
             print(f"step {step} loss {loss.item():.4f}")
 
     model.eval()

@@ -175,7 +175,7 @@ def main():
     xb, yb = make_task(g, 512, proj_b)
 
     base = MLP()
-    train(base, xa, ya, 40, 1e-2, "pretrain")
+    train(base, xa, ya, 21, 5e-3, "pretrain")
     print(f"pretrained: task A {accuracy(base, xa, ya):.3f} task B {accuracy(base, xb, yb):.3f}")
 
     model = MLP(r=4, lora_alpha=8)
@@ -194,7 +194,7 @@ def main():
     print("frozen:", [n for n, p in model.named_parameters() if not p.requires_grad])
 
     w_before = model.fc1.weight.detach().clone()
-    train(model, xb, yb, 40, 1e-2, "lora")
+    train(model, xb, yb, 31, 1e-2, "lora")
     print("base weight unchanged by training:", torch.equal(model.fc1.weight, w_before))
     print("base weight has no grad:", model.fc1.weight.grad is None)
     print(f"adapted: task B {accuracy(model, xb, yb):.3f}")

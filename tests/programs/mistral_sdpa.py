@@ -253,8 +253,8 @@ def main():
 
     g = torch.Generator().manual_seed(0)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.1)
-    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=40, eta_min=3e-4)
-    for step in range(40):
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=30, eta_min=3e-4)
+    for step in range(30):
         x, y = batch(g, 8, 12, args.vocab_size)
         logits = model(x, torch.arange(x.shape[1]))
         loss = F.cross_entropy(logits.view(-1, args.vocab_size), y.reshape(-1))
@@ -263,7 +263,7 @@ def main():
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         scheduler.step()
-        if step % 10 == 0 or step == 39:
+        if step % 10 == 0 or step == 29:
             print(f"step {step:2d} loss {loss.item():.4f} lr {scheduler.get_last_lr()[0]:.6f}")
 
     x, _ = batch(g, 2, 8, args.vocab_size)

@@ -137,23 +137,23 @@ def main():
     optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3)
     g = torch.Generator().manual_seed(0)
     model.train()
-    for step in range(40):
+    for step in range(25):
         anchors = [random_sentence(g) for _ in range(16)]
         positives = [paraphrase(s) for s in anchors]
         loss = loss_fn(tokenize(anchors), tokenize(positives))
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        if step % 10 == 0 or step == 39:
+        if step % 10 == 0 or step == 24:
             print(f"step {step:2d} mnrl loss {loss.item():.4f}")
     # SimCSE: the same batch twice, dropout is the augmentation
-    for step in range(10):
+    for step in range(4):
         sents = tokenize([random_sentence(g) for _ in range(16)])
         loss = simcse_loss(model(sents), model(sents))
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        if step % 5 == 0 or step == 9:
+        if step % 2 == 0 or step == 3:
             print(f"step {step:2d} simcse loss {loss.item():.4f}")
 
     sentences = ["the red cat sits on the mat", "a red kitten sits on a mat",

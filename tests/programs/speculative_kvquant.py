@@ -187,16 +187,16 @@ def main():
 
     vocab = 12
     g = torch.Generator().manual_seed(0)
-    start = torch.randint(0, vocab, (256, 1), generator=g)
-    step = torch.randint(1, 4, (256, 1), generator=g)
+    start = torch.randint(0, vocab, (128, 1), generator=g)
+    step = torch.randint(1, 4, (128, 1), generator=g)
     data = (start + step * torch.arange(24)) % vocab
 
     target = GPT(vocab, 32, 2, 4)
     draft = GPT(vocab, 16, 1, 2)
     print(f"target params {sum(p.numel() for p in target.parameters()):,} "
           f"draft params {sum(p.numel() for p in draft.parameters()):,}")
-    train(target, data, 40, 3e-3, "target", g)
-    train(draft, data, 40, 3e-3, "draft", g)
+    train(target, data, 30, 3e-3, "target", g)
+    train(draft, data, 20, 3e-3, "draft", g)
     target.eval()
     draft.eval()
 
@@ -214,10 +214,10 @@ def main():
         print("incremental step close:", (step_logits - ref).abs().max().item() < 0.05)
 
     gen = torch.Generator().manual_seed(123)
-    out = autoregressive_sampling(target, prompt, 10, 1.0, gen)
+    out = autoregressive_sampling(target, prompt, 6, 1.0, gen)
     print("autoregressive", tuple(out.shape), out.dtype)
     gen = torch.Generator().manual_seed(123)
-    out, accepted, proposed, cache = speculative_sampling(target, draft, prompt, 12, 4, 1.0, gen)
+    out, accepted, proposed, cache = speculative_sampling(target, draft, prompt, 8, 4, 1.0, gen)
     print("speculative", tuple(out.shape), out.dtype, "cache length", len(cache))
     print(f"acceptance rate {accepted / max(proposed, 1):.2f}")
     print("follows the pattern:", ((out[0, 1:] - out[0, :-1]) % vocab).tolist())

@@ -420,13 +420,13 @@ def main():
     g = torch.Generator().manual_seed(0)
     optimizer = torch.optim.AdamW(model.parameters(), lr=5e-3)
     model.train()
-    for step in range(40):
+    for step in range(30):
         input_ids, attention_mask, labels = make_batch(g, 32, config)
         loss, _, _ = model(input_ids, attention_mask, labels=labels)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        if step % 10 == 0 or step == 39:
+        if step % 10 == 0 or step == 29:
             print(f"step {step:2d} loss {loss.item():.4f}")
 
     model.eval()
