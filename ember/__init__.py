@@ -32,6 +32,7 @@ from ember.core.creation import (
     empty_like,
     eye,
     from_numpy,
+    frombuffer,
     full,
     full_like,
     get_rng_state,
@@ -696,10 +697,10 @@ __all__ = [
     "autograd", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
     "is_grad_enabled", "is_inference_mode_enabled",
     # factories and random numbers
-    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
-    "ones_like", "empty_like", "full_like", "arange", "linspace", "logspace", "eye", "rand",
-    "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli",
-    "multinomial",
+    "tensor", "as_tensor", "from_numpy", "frombuffer", "zeros", "ones", "empty", "full",
+    "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace", "logspace",
+    "eye", "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like",
+    "bernoulli", "multinomial",
     "Generator", "default_generator", "manual_seed", "initial_seed", "seed",
     "get_rng_state", "set_rng_state",
     # printing, threads, dtype limits

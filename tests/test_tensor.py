@@ -134,6 +134,46 @@ class TestSharedMemory:
         t[1] = -3.0
         assert a[1] == -3.0
 
+    def test_frombuffer_shares_and_reads_as_torch(self):
+        import array
+
+        torch = pytest.importorskip("torch")
+        buf = bytearray(b"hello world!")
+        t = ember.frombuffer(buf, dtype=ember.uint8)
+        t[0] = 72
+        assert buf[:1] == b"H" and t.shape == (12,)
+        for kwargs in (dict(dtype="int32"), dict(dtype="int16", count=2, offset=2),
+                       dict(dtype="uint8", offset=11)):
+            got = ember.frombuffer(buf, **{**kwargs, "dtype": getattr(ember, kwargs["dtype"])})
+            want = torch.frombuffer(buf, **{**kwargs, "dtype": getattr(torch, kwargs["dtype"])})
+            assert got.tolist() == want.tolist() and str(got.dtype)[6:] == str(want.dtype)[6:]
+        floats = ember.frombuffer(array.array("f", [1, 2, 3]), dtype=ember.float32,
+                                  requires_grad=True)
+        assert floats.tolist() == [1.0, 2.0, 3.0] and floats.requires_grad
+        for kwargs in (dict(offset=1, dtype="int32"), dict(offset=12), dict(count=20),
+                       dict(count=0), dict(offset=-1, dtype="int64")):
+            messages = []
+            for lib, source in ((torch, bytearray(buf)), (ember, bytearray(buf))):
+                with pytest.raises(ValueError) as info:
+                    lib.frombuffer(source, **{**kwargs,
+                                              "dtype": getattr(lib, kwargs.get("dtype", "uint8"))})
+                messages.append(str(info.value))
+            assert messages[1] == messages[0], kwargs
+        with pytest.raises(ValueError, match="does not implement Python buffer protocol"):
+            ember.frombuffer([1, 2], dtype=ember.uint8)
+
+    def test_frombuffer_of_read_only_bytes_warns_and_copies(self):
+        import warnings
+
+        data = b"abcd"
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ember.core.creation._warned_read_only_buffer = False
+            t = ember.frombuffer(data, dtype=ember.uint8)
+        assert any("The given buffer is not writable" in str(w.message) for w in caught)
+        t.add_(1)  # its own memory: the bytes object stays as it was
+        assert t.tolist() == [98, 99, 100, 101] and data == b"abcd"
+
     def test_as_tensor_shares_numpy(self):
         a = np.zeros(3, dtype=np.int32)
         t = ember.as_tensor(a)

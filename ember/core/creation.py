@@ -314,6 +314,65 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return Tensor._make(array, d, dev, backend)
 
 
+_warned_read_only_buffer = False
+
+
+@composite(complex=True, variants="function")
+def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0,
+               requires_grad: bool = False) -> Tensor:
+    r"""frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False) -> Tensor
+
+    Creates a 1-dimensional CPU tensor from an object that implements the Python buffer
+    protocol (``bytearray``, ``array.array``, ``memoryview`` ...), sharing its memory.
+
+    Args:
+        buffer: the object exposing the buffer.
+        dtype: the dtype the bytes are read as.
+        count (int): how many elements to read (-1: all after ``offset``).
+        offset (int): how many bytes of the buffer to skip.
+        requires_grad (bool): whether autograd records ops on the result.
+
+    A read-only buffer (``bytes``) warns as PyTorch does; ember reads it into a buffer of
+    its own, where PyTorch would let the tensor write into the immutable object.
+    """
+    global _warned_read_only_buffer
+    d = dtype_arg(dtype)
+    try:
+        view = memoryview(buffer)
+    except TypeError:
+        raise ValueError("object does not implement Python buffer protocol.") from None
+    length, size = view.nbytes, numpy_dtype(d).itemsize
+    if length == 0 or count == 0:
+        raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
+    if offset < 0 or offset >= length:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than "
+                         f"buffer length ({length} bytes) minus 1")
+    if count < 0:
+        if (length - offset) % size:
+            raise ValueError(f"buffer length ({length - offset} bytes) after offset "
+                             f"({offset} bytes) must be a multiple of element size ({size})")
+        count = (length - offset) // size
+    elif offset + count * size > length:
+        raise ValueError(f"requested buffer length ({count} * {size} bytes) after offset "
+                         f"({offset} bytes) must not be greater than actual buffer length "
+                         f"({length} bytes)")
+    array = np.frombuffer(view.cast("B"), dtype=numpy_dtype(d), count=count, offset=offset)
+    if not array.flags.writeable:
+        if not _warned_read_only_buffer:
+            _warned_read_only_buffer = True
+            warnings.warn("The given buffer is not writable, and PyTorch does not support "
+                          "non-writable tensors. This means you can write to the underlying "
+                          "(supposedly non-writable) buffer using the tensor. You may want to "
+                          "copy the buffer to protect its data or make it writable before "
+                          "converting it to a tensor. This type of warning will be suppressed "
+                          "for the rest of this program.", UserWarning,
+                          stacklevel=user_stacklevel())
+        array = array.copy()
+    dev, backend = resolve("cpu")
+    out = Tensor._make(array, d, dev, backend)
+    return out.requires_grad_(True) if requires_grad else out
+
+
 # -- filled ---------------------------------------------------------------------------
 
 

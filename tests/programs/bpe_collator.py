@@ -1,6 +1,6 @@
 """Tokenizer-level utilities on tensors, as minbpe / the GPT-2 encoder.py and Hugging Face's
 data collators write them: a byte-level BPE trained on a tiny corpus with Python dicts
-(get_stats / merge over UTF-8 bytes), encode / decode round trips, batches padded with
+(get_stats / merge over UTF-8 bytes; torch.frombuffer for the raw bytes), encode / decode round trips, batches padded with
 torch.nn.utils.rnn.pad_sequence(batch_first=True, padding_value=...), attention masks,
 DataCollatorForLanguageModeling (causal: labels = input_ids with pad positions set to -100),
 group_texts-style packing of the concatenated ids with torch.cat + .view(-1, block_size),
@@ -145,6 +145,8 @@ def main():
     print("merges:", list(tok.merges.items())[:6])
     print("vocab 256..261:", [tok.vocab[i] for i in range(256, 262)])
     text = "the café cat sat on the log."
+    raw = torch.frombuffer(bytearray(text.encode("utf-8")), dtype=torch.uint8)
+    print("bytes as a tensor:", raw[:8], raw.dtype, len(raw))
     ids = tok.encode(text)
     print("encoded:", ids)
     print("round trip:", tok.decode(ids) == text, f"{len(text.encode('utf-8'))} bytes ->",
