@@ -26,6 +26,7 @@ Kernels (signatures of their rules):
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Any
 
 from ember.core import costs
@@ -34,7 +35,7 @@ from ember.core import forward_ad as fw
 from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.creation import arange, full, zeros
 from ember.core.declare import composite, primitive
-from ember.core.dispatch import run, run_inplace
+from ember.core.dispatch import run, run_inplace, user_stacklevel
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
 from ember.core.host import python_scalar
@@ -385,6 +386,20 @@ def _pad_to(g: Tensor, shape: tuple) -> Tensor:
     return _index_put(out, parse(out, key), g)
 
 
+_warned_scatter_reduce = False
+
+
+def _warn_scatter_reduce_once() -> None:
+    """PyTorch warns once per process that `scatter(..., reduce=)` of a tensor is deprecated."""
+    global _warned_scatter_reduce
+    if not _warned_scatter_reduce:
+        _warned_scatter_reduce = True
+        warnings.warn(f"The reduce argument of {dt.API_NAME}.scatter with Tensor src is "
+                      "deprecated and will be removed in a future PyTorch release. Use "
+                      f"{dt.API_NAME}.scatter_reduce instead for more reduction options.",
+                      UserWarning, stacklevel=user_stacklevel())
+
+
 @primitive(complex=True, variants="function method inplace", rule=_scatter_rule("scatter"),
            cost=costs.movement, grad=Grad(
                input=lambda grad, index, dim: grad.scatter(dim, index, 0.0),
@@ -392,14 +407,19 @@ def _pad_to(g: Tensor, shape: tuple) -> Tensor:
                    gather_in_bounds(grad, dim, index), src_shape)))
 def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
             reduce: str | None = None) -> Tensor:
-    """A copy of `input` with `src` (or `value`) written along `dim` at `index`."""
+    """A copy of `input` with `src` (or `value`) written along `dim` at `index`;
+    `reduce="add"` or `"multiply"` combines them with what is there instead."""
     if reduce is not None:
-        if reduce != "add":
-            raise RuntimeError(f"scatter(): reduce={reduce!r} is not supported (use 'add')")
-        if not isinstance(src, Tensor):
+        if reduce not in ("add", "multiply"):
+            raise RuntimeError("reduce argument must be either add or multiply.")
+        if isinstance(src, Tensor):
+            _warn_scatter_reduce_once()
+        else:
             src = full(tuple(index.shape), src if src is not None else value,
                        dtype=input.dtype, device=input.device)
-        return scatter_add(input, dim, index, src)
+        if reduce == "add":
+            return scatter_add(input, dim, index, src)
+        return scatter_reduce(input, dim, index, src, "prod")
     d = normalize_dim("scatter", dim, input.ndim)
     if src is None:
         src = value
