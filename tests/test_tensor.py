@@ -106,9 +106,18 @@ class TestTensorFactory:
         src[0] = 9.0
         assert t.tolist() == [1.0, 2.0]
 
-    def test_ragged_raises(self):
-        with pytest.raises(ValueError):
-            ember.tensor([[1, 2], [3]])
+    @pytest.mark.parametrize("data", [[[1, 2], [3]], [[1, 2], 3], [[[1], [2, 3]]],
+                                      [[1, 2], [3, 4, 5]], [[[1, 2], [3, 4]], [[1, 2], [3]]],
+                                      [[1.0, 2.0], []], [(1, 2), [3]]])
+    def test_ragged_raises_as_torch(self, data):
+        # unpadded token lists: PyTorch's "expected sequence of length 2 at dim 1 (got 1)"
+        torch = pytest.importorskip("torch")
+        errors = []
+        for lib in (torch, ember):
+            with pytest.raises((ValueError, TypeError)) as info:
+                lib.tensor(data)
+            errors.append((info.type, str(info.value)))
+        assert errors[1] == errors[0]
 
     def test_requires_grad(self):
         t = ember.tensor([1.0, 2.0], requires_grad=True)

@@ -1,5 +1,5 @@
 """`ember.nn.utils`: gradient clipping, parameter/vector conversion, spectral and weight
-normalization, and (in `rnn`) variable-length sequence packing."""
+normalization, `skip_init`, and (in `rnn`) variable-length sequence packing."""
 
 from ember.nn.utils import (  # noqa: F401
     fusion,
@@ -26,6 +26,7 @@ from ember.nn.utils.fusion import (  # noqa: F401
     fuse_linear_bn_eval,
     fuse_linear_bn_weights,
 )
+from ember.nn.utils.init import skip_init  # noqa: F401
 from ember.nn.utils.spectral_norm import (  # noqa: F401
     remove_spectral_norm,
     remove_weight_norm,
