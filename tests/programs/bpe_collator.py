@@ -159,6 +159,10 @@ def main():
     lines = [s.strip() + "." for s in CORPUS.split(".") if s.strip()]
     ds = LineDataset(tok, lines)
     print("lengths", [len(e) for e in ds.examples])
+    try:  # why the collator pads
+        torch.tensor([e.tolist() for e in ds.examples[:2]])
+    except ValueError as err:
+        print("unpadded batch:", err)
     collator = DataCollatorForLanguageModeling(pad_id)
     batch = collator([ds[0], ds[1], ds[4]])
     print({k: tuple(v.shape) for k, v in batch.items()})
