@@ -421,7 +421,7 @@ def main():
     optimizer = torch.optim.AdamW(model.parameters(), lr=5e-3)
     model.train()
     for step in range(30):
-        input_ids, attention_mask, labels = make_batch(g, 32, config)
+        input_ids, attention_mask, labels = make_batch(g, 24, config)
         loss, _, _ = model(input_ids, attention_mask, labels=labels)
         optimizer.zero_grad()
         loss.backward()
