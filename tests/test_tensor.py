@@ -177,7 +177,7 @@ class TestSharedMemory:
         data = b"abcd"
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            ember.core.creation._warned_read_only_buffer = False
+            ember.core.from_memory._warned_read_only = False
             t = ember.frombuffer(data, dtype=ember.uint8)
         assert any("The given buffer is not writable" in str(w.message) for w in caught)
         t.add_(1)  # its own memory: the bytes object stays as it was
