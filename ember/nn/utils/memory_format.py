@@ -1,6 +1,6 @@
 """`nn.utils.convert_conv2d_weight_memory_format` and its 3-d twin (lay out every
 convolution's weight in a memory format, so the convolutions then write their outputs
-in it too), and `skip_init` (a module without initialised parameters)."""
+in it too)."""
 
 from __future__ import annotations
 
@@ -31,17 +31,3 @@ def convert_conv3d_weight_memory_format(module: Module, memory_format: Any) -> M
     from ember.nn import Conv3d, ConvTranspose3d
 
     return _convert(module, memory_format, (Conv3d, ConvTranspose3d))
-
-
-def skip_init(module_cls: type, *args: Any, **kwargs: Any) -> Module:
-    """An instance of `module_cls(*args, **kwargs)` whose parameters and buffers are left
-    uninitialised (made on the meta device, then given memory on `device`)."""
-    import inspect
-
-    if not (isinstance(module_cls, type) and issubclass(module_cls, Module)):
-        raise RuntimeError(f"Expected a Module; got {module_cls}")
-    if "device" not in inspect.signature(module_cls).parameters:
-        raise RuntimeError("Module must support a 'device' arg to skip initialization")
-    final_device = kwargs.pop("device", "cpu")
-    kwargs["device"] = "meta"
-    return module_cls(*args, **kwargs).to_empty(device=final_device)
