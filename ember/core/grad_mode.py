@@ -17,6 +17,12 @@ class _GradState(threading.local):
 state = _GradState()
 """Read `state.enabled` on hot paths: one attribute lookup, no call."""
 
+inference_entered = 0
+"""How many `inference_mode(True)` blocks are open, in all threads: where none is, no
+tensor can be made an inference tensor, so the hot paths read this module attribute
+(about 12 ns) before the thread-local `state.inference` (about 57 ns)."""
+_inference_lock = threading.Lock()
+
 
 class InferenceVersion(list):
     """The version counter of an inference tensor (one made inside `inference_mode`):
@@ -29,7 +35,7 @@ class InferenceVersion(list):
 
 def new_version() -> list:
     """A new tensor's version counter: an InferenceVersion inside `inference_mode`."""
-    return InferenceVersion((0,)) if state.inference else [0]
+    return InferenceVersion((0,)) if inference_entered and state.inference else [0]
 
 
 def check_writable(x: Any) -> None:
@@ -112,5 +118,16 @@ class inference_mode(_GradMode):  # noqa: N801
         self._mode = bool(mode)
 
     def __enter__(self) -> None:
+        global inference_entered
         self._prev = (state.enabled, state.inference)
+        if self._mode:
+            with _inference_lock:
+                inference_entered += 1
         state.enabled, state.inference = not self._mode, self._mode
+
+    def __exit__(self, *exc: Any) -> bool:
+        global inference_entered
+        if self._mode:
+            with _inference_lock:
+                inference_entered -= 1
+        return super().__exit__(*exc)

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ember.core import dtype as dt
-from ember.core import engine, torch_function, tracing
+from ember.core import engine, grad_mode, torch_function, tracing
 from ember.core.backend import Backend
 from ember.core.device import device as Device
-from ember.core.grad_mode import InferenceVersion
+from ember.core.grad_mode import InferenceVersion, new_version
 from ember.core.grad_mode import state as grad_state
 from ember.core.graph import Node, relabel
 from ember.core.host import dtype_arg, host_array, to_host
@@ -65,7 +65,7 @@ class Tensor:
         t._backend = backend
         t._requires_grad = False
         t._node = None
-        t._vc = InferenceVersion((0,)) if grad_state.inference else [0]
+        t._vc = new_version() if grad_mode.inference_entered else [0]
         if tracing.tape is not None:
             tracing.tape.created(t)
         return t
