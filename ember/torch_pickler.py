@@ -31,6 +31,7 @@ from ember import checkpoint_io
 from ember.core import dtype as dt
 from ember.core.device import device as Device
 from ember.core.host import host_array
+from ember.core.quantized import per_channel_affine, per_tensor_affine, qscheme
 from ember.core.tensor import Size, Tensor
 
 # the element type of each dtype's storage class, as PyTorch names it when it pickles
@@ -40,6 +41,8 @@ STORAGE_NAMES = {
     dt.int16: "ShortStorage", dt.int8: "CharStorage", dt.uint8: "ByteStorage",
     dt.bool_: "BoolStorage", dt.complex64: "ComplexFloatStorage",
     dt.complex128: "ComplexDoubleStorage",
+    dt.qint8: "QInt8Storage", dt.quint8: "QUInt8Storage", dt.qint32: "QInt32Storage",
+    dt.quint4x2: "QUInt4x2Storage",
 }
 _CPU = "cpu"  # one object, as PyTorch's location tag for the CPU is (pickle memoizes it)
 _STORAGE = "storage"
@@ -67,7 +70,8 @@ _GET_LAYOUT = _Global("torch.serialization", "_get_layout")
 _DEVICE = _Global("torch", "device")
 _SIZE = _Global("torch", "Size")
 _STORAGE_TYPES = {d: _Global("torch", name) for d, name in STORAGE_NAMES.items()}
-_DTYPES = {d: _Global("torch", d.name) for d in dt.EVERY_DTYPE}
+_DTYPES = {d: _Global("torch", d.name) for d in dt.EVERY_DTYPE + dt.QUANTIZED_DTYPES}
+_REBUILD_QTENSOR = _Global("torch._utils", "_rebuild_qtensor")
 
 
 class Storage:
@@ -132,20 +136,22 @@ class StorageTable:
             self._keep.append(ident)
         return storage
 
-    def view(self, t: Tensor) -> tuple[Storage, int, tuple[int, ...], tuple[int, ...]]:
+    def view(self, t: Tensor, d: dt.dtype | None = None
+             ) -> tuple[Storage, int, tuple[int, ...], tuple[int, ...]]:
         """`t` as (its storage, offset, size, stride): a CPU tensor as a view of the
         array its memory belongs to, so that its views share that storage; a tensor on
-        another device, or whose memory NumPy cannot trace, as a dense copy."""
-        size = tuple(t.shape)
+        another device, or whose memory NumPy cannot trace, as a dense copy. `d` names
+        the storage's dtype where it is not `t`'s (a quantized tensor's integers)."""
+        size, d = tuple(t.shape), d or t.dtype
         if t.device.type == "cpu":
             arr = host_array(t)
             view = checkpoint_io.storage_view(arr)
             if view is not None:
                 root, offset, _ = view
-                return self._storage(root, root, t.dtype, None), offset, size, t.stride()
+                return self._storage(root, root, d, None), offset, size, t.stride()
         on_cpu = t.device.type == "cpu"
         arr = np.ascontiguousarray(host_array(t.detach()))
-        storage = self._storage(arr if on_cpu else t._data, arr, t.dtype,
+        storage = self._storage(arr if on_cpu else t._data, arr, d,
                                 None if on_cpu else t.device)
         return storage, 0, size, _dense_strides(size)
 
@@ -181,6 +187,8 @@ class TorchPickler(pickle._Pickler):
             return self._save_name(obj, obj)
         if type(obj) is dt.dtype:  # torch.float32 pickles as the name torch.float32
             return self._save_name(obj, _DTYPES[obj])
+        if type(obj) is qscheme:  # so does torch.per_tensor_affine
+            return self._save_name(obj, _Global("torch", obj.name))
         return super().save(obj, save_persistent_id)
 
     def _save_name(self, obj: Any, name: _Global) -> None:
@@ -206,15 +214,18 @@ class TorchPickler(pickle._Pickler):
                 if state:
                     return (_REBUILD_PARAMETER_WITH_STATE, (*args, state))
                 return (_REBUILD_PARAMETER, args)
-            if obj.is_sparse:
+            if obj.is_quantized:
+                func, args = _REBUILD_QTENSOR, self._quantized_args(obj)
+            elif obj.is_sparse:
                 return (_REBUILD_SPARSE, (_SPARSE_COO, (obj._indices(), obj._values().detach(),
                                                       Size(obj.shape), obj.is_coalesced())))
-            storage, offset, size, stride = self.table.view(obj)
-            args = (_StorageRef(storage), offset, size, stride, obj.requires_grad,
-                    collections.OrderedDict())
+            else:
+                storage, offset, size, stride = self.table.view(obj)
+                func, args = _REBUILD_TENSOR, (_StorageRef(storage), offset, size, stride,
+                                               obj.requires_grad, collections.OrderedDict())
             if state:
-                return (_REBUILD_FROM_TYPE, (_REBUILD_TENSOR, _TENSOR, args, state))
-            return (_REBUILD_TENSOR, args)
+                return (_REBUILD_FROM_TYPE, (func, _TENSOR, args, state))
+            return (func, args)
         if type(obj) is _Layout:
             return (_GET_LAYOUT, ("torch.sparse_coo",))
         if isinstance(obj, Device):
@@ -223,6 +234,21 @@ class TorchPickler(pickle._Pickler):
         if isinstance(obj, Size):
             return (_SIZE, (tuple(obj),))
         return NotImplemented
+
+
+    def _quantized_args(self, t: Any) -> tuple:
+        """`torch._utils._rebuild_qtensor`'s arguments, as PyTorch's `__reduce_ex__`
+        builds them: the integers' storage typed as the quantized dtype, then the
+        quantizer as `(per_tensor_affine, scale, zero_point)` or `(per_channel_affine,
+        scales, zero_points, axis)` (float64 and int64 tensors, fresh copies)."""
+        storage, offset, size, stride = self.table.view(t._int, t.dtype)
+        if t._axis is None:
+            quantizer = (per_tensor_affine, float(t._scale), int(t._zero_point))
+        else:  # PyTorch writes per_channel_affine for float-qparams tensors too
+            quantizer = (per_channel_affine, t.q_per_channel_scales(),
+                         t.q_per_channel_zero_points(), t._axis)
+        return (_StorageRef(storage), offset, size, stride, quantizer, t.requires_grad,
+                collections.OrderedDict())
 
 
 class _Layout:
