@@ -277,7 +277,8 @@ def _quantized(m):
     """Per-tensor and per-channel quantized tensors (and a quantized dtype) built from
     the same integers in `m` (ember or torch)."""
     ints = np.arange(-6, 6, dtype=np.int8).reshape(3, 4)
-    scales, zero_points = m.tensor([0.5, 0.25, 0.125, 2.0], dtype=m.float64), m.tensor([0, 1, -1, 3])
+    scales = m.tensor([0.5, 0.25, 0.125, 2.0], dtype=m.float64)
+    zero_points = m.tensor([0, 1, -1, 3])
     return {"pt": m._make_per_tensor_quantized_tensor(m.from_numpy(ints), 0.1, 2),
             "pt_u8": m._make_per_tensor_quantized_tensor(
                 m.from_numpy(ints.astype(np.uint8) + 6), 0.3, 128),
