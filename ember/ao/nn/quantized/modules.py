@@ -181,7 +181,6 @@ class Conv2d(_QuantizedOutput):
     channel), float bias, quint8 output of ``scale`` and ``zero_point``. The arguments
     are :class:`ember.nn.Conv2d`'s."""
 
-    _version = 3
     _relu = False
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
