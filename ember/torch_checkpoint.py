@@ -39,6 +39,7 @@ from ember.core.backend import numpy_dtype
 from ember.core.device import device as Device
 from ember.core.quantized import qscheme_by_name
 from ember.core.tensor import Size, Tensor
+from ember.script_object import ScriptObject
 from ember.weights_unpickler import WeightsUnpickler
 
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
@@ -118,7 +119,9 @@ class _TorchReader:
     def __init__(self, map_location: Any, big_endian: bool = False) -> None:
         self.map_location, self.big_endian = map_location, big_endian
 
-    def allowed(self) -> dict[str, Any]:
+    def allowed(self, trusted: bool = False) -> dict[str, Any]:
+        """The globals a pickle may name; with `trusted` (`weights_only=False`), also
+        `torch.ScriptObject`, which PyTorch's weights-only loading refuses too."""
         table: dict[str, Any] = {
             "torch._utils._rebuild_tensor": self.rebuild_tensor_v1,
             "torch._utils._rebuild_tensor_v2": self.rebuild_tensor_v2,
@@ -144,6 +147,8 @@ class _TorchReader:
             table[f"torch.{name}"] = d
         for name in _QSCHEME_NAMES:
             table[f"torch.{name}"] = qscheme_by_name(name)
+        if trusted:  # ember's stand-in, so that no torch is imported
+            table["torch.ScriptObject"] = ScriptObject
         return table
 
     # -- tensors --------------------------------------------------------------------
@@ -409,7 +414,8 @@ def _load_zip(fh: BinaryIO, map_location: Any, mmap_path: str | None,
         return storage
 
     data = archive.read(prefix + "data.pkl")
-    return _TorchUnpickler(io.BytesIO(data), reader.allowed(), persistent, trusted).load()
+    return _TorchUnpickler(io.BytesIO(data), reader.allowed(trusted), persistent,
+                           trusted).load()
 
 
 # -- the legacy layout ----------------------------------------------------------------
@@ -453,7 +459,7 @@ def load_legacy(fh: BinaryIO, map_location: Any, trusted: bool = False) -> Any:
                                             root.location)
         return views[str(view_key)]
 
-    result = _TorchUnpickler(fh, reader.allowed(), persistent, trusted).load()
+    result = _TorchUnpickler(fh, reader.allowed(trusted), persistent, trusted).load()
     keys = plain()
     if not isinstance(keys, list):
         raise CheckpointError("the storage key list is damaged")

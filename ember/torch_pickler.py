@@ -33,6 +33,7 @@ from ember.core.device import device as Device
 from ember.core.host import host_array
 from ember.core.quantized import per_channel_affine, per_tensor_affine, qscheme
 from ember.core.tensor import Size, Tensor
+from ember.script_object import ScriptObject
 
 # the element type of each dtype's storage class, as PyTorch names it when it pickles
 STORAGE_NAMES = {
@@ -72,6 +73,7 @@ _SIZE = _Global("torch", "Size")
 _STORAGE_TYPES = {d: _Global("torch", name) for d, name in STORAGE_NAMES.items()}
 _DTYPES = {d: _Global("torch", d.name) for d in dt.EVERY_DTYPE + dt.QUANTIZED_DTYPES}
 _REBUILD_QTENSOR = _Global("torch._utils", "_rebuild_qtensor")
+_SCRIPT_OBJECT = _Global("torch", "ScriptObject")
 
 
 class Storage:
@@ -189,7 +191,29 @@ class TorchPickler(pickle._Pickler):
             return self._save_name(obj, _DTYPES[obj])
         if type(obj) is qscheme:  # so does torch.per_tensor_affine
             return self._save_name(obj, _Global("torch", obj.name))
+        if type(obj) is ScriptObject:
+            return self._save_script_object(obj)
         return super().save(obj, save_persistent_id)
+
+    def _save_script_object(self, obj: ScriptObject) -> None:
+        """`torch.ScriptObject.__new__()` then BUILD with its state, as PyTorch pickles a
+        TorchScript custom class's object."""
+        memo = self.memo.get(id(obj))
+        if memo is not None:
+            self.write(self.get(memo[0]))
+            return
+        if self.proto < 2:
+            raise pickle.PicklingError("a torch.ScriptObject pickles with protocol 2 or "
+                                       f"later, not {self.proto}")
+        self.save(_SCRIPT_OBJECT)
+        self.save(())
+        self.write(pickle.NEWOBJ)
+        self.memoize(obj)
+        # PyTorch's C++ __getstate__ builds its strings anew for each object, so that
+        # none is pickled as a back-reference to an earlier one
+        values = tuple(_fresh(v) if type(v) is str else v for v in obj.values)
+        self.save((values, _fresh(obj.qualified_name)))
+        self.write(pickle.BUILD)
 
     def _save_name(self, obj: Any, name: _Global) -> None:
         memo = self.memo.get(id(obj))
@@ -249,6 +273,11 @@ class TorchPickler(pickle._Pickler):
                          t.q_per_channel_zero_points(), t._axis)
         return (_StorageRef(storage), offset, size, stride, quantizer, t.requires_grad,
                 collections.OrderedDict())
+
+
+def _fresh(text: str) -> str:
+    """An equal string that is not `text` (pickle's memo goes by identity)."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
 
 
 class _Layout:

@@ -7,6 +7,7 @@ dict of quantized models through ember.save/ember.load."""
 from __future__ import annotations
 
 import copy
+import pickle
 import re
 import warnings
 
@@ -390,7 +391,12 @@ def test_dynamic_state_dict_round_trips(tmp_path):
     fresh = eq.quantize_dynamic(ember.nn.ModuleDict({
         "rnn": ember.nn.Sequential(ember.nn.LSTM(3, 4, num_layers=2)),
         "head": ember.nn.Linear(4, 2)}), {ember.nn.LSTM, ember.nn.Linear})
-    fresh.load_state_dict(ember.load(tmp_path / "dyn.pt"))
+    # the LSTM's weights are TorchScript objects (torch.ScriptObject): like torch.load,
+    # ember.load reads them only with weights_only=False
+    with pytest.raises(pickle.UnpicklingError, match="GLOBAL torch.ScriptObject was not an "
+                                                     "allowed global"):
+        ember.load(tmp_path / "dyn.pt")
+    fresh.load_state_dict(ember.load(tmp_path / "dyn.pt", weights_only=False))
     x = ember.randn(5, 2, 3)
     out, fresh_out = q["rnn"](x)[0], fresh["rnn"](x)[0]
     np.testing.assert_array_equal(fresh_out.numpy(), out.numpy())
