@@ -11,8 +11,10 @@ as an int64 element count followed by its bytes.
 Each storage becomes one NumPy buffer read straight from the file (no intermediate
 copies), and each tensor a strided NumPy view of it (`_rebuild_tensor_v2`), so tensors
 that share a storage in PyTorch share memory here and loading peaks at about the file's
-size. The pickle is read by `WeightsUnpickler`: only tensors, parameters, dtypes,
-devices, sizes and containers are allowed, so no code from the file runs.
+size. The pickle is read by `WeightsUnpickler`: only tensors (quantized ones too),
+parameters, dtypes, qschemes, devices, sizes and containers are allowed, so no code from
+the file runs (with `weights_only=False`, also `torch.ScriptObject`'s state, kept as an
+`ember.script_object.ScriptObject`).
 """
 
 from __future__ import annotations
@@ -311,7 +313,7 @@ def _storage_dtype(storage_type: Any) -> dt.dtype | None:
 
 
 class _TorchUnpickler(WeightsUnpickler):
-    """Names PyTorch dtypes and storages ember lacks (quantized, uint16...) as
+    """Names PyTorch dtypes and storages ember lacks (uint16, float8...) as
     such, rather than as disallowed globals."""
 
     def find_class(self, module: str, name: str) -> Any:

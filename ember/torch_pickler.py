@@ -7,8 +7,11 @@ A tensor becomes `torch._utils._rebuild_tensor_v2(storage, offset, size, stride,
 requires_grad, OrderedDict())`, its storage a persistent id `("storage",
 torch.<Type>Storage, key, location, numel)` whose bytes the caller writes as the record
 `data/<key>`; tensors that view one storage share one key. A `Parameter` becomes
-`torch._utils._rebuild_parameter(data, requires_grad, OrderedDict())`. Pickle's own
-`save_global` would import `torch` to check such a name, and torch is no dependency, so
+`torch._utils._rebuild_parameter(data, requires_grad, OrderedDict())`, a quantized tensor
+`torch._utils._rebuild_qtensor` over its integers' storage (`torch.QInt8Storage` ...) with
+its quantizer, and a `ScriptObject` PyTorch's NEWOBJ + BUILD of `torch.ScriptObject`.
+Pickle's own `save_global` would import `torch` to check such a name, and torch is no
+dependency, so
 the pickler writes those GLOBAL opcodes itself (`_Global`). It builds each reduction
 with fresh objects where PyTorch's `__reduce_ex__` does (size tuples, the hooks dict, a
 parameter's `.data`) and shared ones where PyTorch shares (a storage's key, the "cpu"
