@@ -38,7 +38,6 @@ from ember import checkpoint_io
 from ember.checkpoint_io import FormatError, UnsupportedError, place
 from ember.core import dtype as dt
 from ember.core.device import device as Device
-from ember.core.quantized import rebuild_quantized
 from ember.core.tensor import Tensor
 from ember.weights_unpickler import (
     UnsafeGlobalError,
@@ -341,5 +340,4 @@ class _Decoder:
 
 # the globals ember's own pickled records may use under weights_only=True
 _EMBER_GLOBALS = {"ember.core.dtype._by_name": dt.from_name,
-                  "ember.core.quantized.rebuild_quantized": rebuild_quantized,
                   "ember.core.device.device": Device}

@@ -11,8 +11,10 @@ as an int64 element count followed by its bytes.
 Each storage becomes one NumPy buffer read straight from the file (no intermediate
 copies), and each tensor a strided NumPy view of it (`_rebuild_tensor_v2`), so tensors
 that share a storage in PyTorch share memory here and loading peaks at about the file's
-size. The pickle is read by `WeightsUnpickler`: only tensors, parameters, dtypes,
-devices, sizes and containers are allowed, so no code from the file runs.
+size. The pickle is read by `WeightsUnpickler`: only tensors (quantized ones too),
+parameters, dtypes, qschemes, devices, sizes and containers are allowed, so no code from
+the file runs (with `weights_only=False`, also `torch.ScriptObject`'s state, kept as an
+`ember.script_object.ScriptObject`).
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ from ember.checkpoint_io import FormatError as CheckpointError
 from ember.core import dtype as dt
 from ember.core.backend import numpy_dtype
 from ember.core.device import device as Device
+from ember.core.quantized import qscheme_by_name
 from ember.core.tensor import Size, Tensor
+from ember.script_object import ScriptObject
 from ember.weights_unpickler import WeightsUnpickler
 
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
@@ -49,7 +53,8 @@ _STORAGE_DTYPES = {
     "BFloat16Storage": dt.bfloat16, "LongStorage": dt.int64, "IntStorage": dt.int32,
     "ShortStorage": dt.int16, "CharStorage": dt.int8, "ByteStorage": dt.uint8,
     "BoolStorage": dt.bool_, "ComplexFloatStorage": dt.complex64,
-    "ComplexDoubleStorage": dt.complex128,
+    "ComplexDoubleStorage": dt.complex128, "QInt8Storage": dt.qint8,
+    "QUInt8Storage": dt.quint8, "QInt32Storage": dt.qint32, "QUInt4x2Storage": dt.quint4x2,
 }
 _TORCH_DTYPES = {
     "float64": dt.float64, "double": dt.float64, "float32": dt.float32,
@@ -57,8 +62,16 @@ _TORCH_DTYPES = {
     "bfloat16": dt.bfloat16, "int64": dt.int64, "long": dt.int64, "int32": dt.int32,
     "int": dt.int32, "int16": dt.int16, "short": dt.int16, "int8": dt.int8,
     "uint8": dt.uint8, "bool": dt.bool_, "complex64": dt.complex64, "cfloat": dt.complex64,
-    "complex128": dt.complex128, "cdouble": dt.complex128,
+    "complex128": dt.complex128, "cdouble": dt.complex128, "qint8": dt.qint8,
+    "quint8": dt.quint8, "qint32": dt.qint32, "quint4x2": dt.quint4x2,
 }
+_QSCHEME_NAMES = ("per_tensor_affine", "per_channel_affine", "per_tensor_symmetric",
+                  "per_channel_symmetric", "per_channel_affine_float_qparams")
+
+
+def _elements(d: dt.dtype) -> dt.dtype:
+    """The dtype a storage's elements are read as: a quantized storage's integers."""
+    return dt.STORAGE_OF[d.name] if d in dt.QUANTIZED_DTYPES else d
 
 
 def is_zip(head: bytes) -> bool:
@@ -87,6 +100,7 @@ class _Storage:
         self._typed: dict[dt.dtype, np.ndarray] = {}
 
     def typed(self, d: dt.dtype, big_endian: bool) -> np.ndarray:
+        d = _elements(d)
         arr = self._typed.get(d)
         if arr is None:
             np_dtype = numpy_dtype(d)
@@ -107,11 +121,14 @@ class _TorchReader:
     def __init__(self, map_location: Any, big_endian: bool = False) -> None:
         self.map_location, self.big_endian = map_location, big_endian
 
-    def allowed(self) -> dict[str, Any]:
+    def allowed(self, trusted: bool = False) -> dict[str, Any]:
+        """The globals a pickle may name; with `trusted` (`weights_only=False`), also
+        `torch.ScriptObject`, which PyTorch's weights-only loading refuses too."""
         table: dict[str, Any] = {
             "torch._utils._rebuild_tensor": self.rebuild_tensor_v1,
             "torch._utils._rebuild_tensor_v2": self.rebuild_tensor_v2,
             "torch._utils._rebuild_tensor_v3": self.rebuild_tensor_v3,
+            "torch._utils._rebuild_qtensor": self.rebuild_qtensor,
             "torch._utils._rebuild_parameter": self.rebuild_parameter,
             "torch._utils._rebuild_parameter_with_state": self.rebuild_parameter,
             "torch._tensor._rebuild_from_type_v2": self.rebuild_from_type_v2,
@@ -130,6 +147,10 @@ class _TorchReader:
             table[f"torch.cuda.{storage}"] = storage
         for name, d in _TORCH_DTYPES.items():
             table[f"torch.{name}"] = d
+        for name in _QSCHEME_NAMES:
+            table[f"torch.{name}"] = qscheme_by_name(name)
+        if trusted:  # ember's stand-in, so that no torch is imported
+            table["torch.ScriptObject"] = ScriptObject
         return table
 
     # -- tensors --------------------------------------------------------------------
@@ -145,6 +166,17 @@ class _TorchReader:
 
     def rebuild_tensor_v1(self, storage: Any, offset: int, size: Any, stride: Any) -> Tensor:
         return self._tensor(storage, offset, size, stride, False, None)
+
+    def rebuild_qtensor(self, storage: Any, offset: int, size: Any, stride: Any,
+                        quantizer: Any, requires_grad: Any = False, hooks: Any = None
+                        ) -> Tensor:
+        """A quantized tensor: its integers viewed from the storage as a plain tensor's,
+        its quantizer checked as PyTorch's `_rebuild_qtensor` checks it."""
+        if not isinstance(storage, _Storage) or storage.dtype not in dt.QUANTIZED_DTYPES:
+            raise CheckpointError(f"a quantized tensor's storage is not a quantized one "
+                                  f"({getattr(storage, 'dtype', storage)!r})")
+        ints = self._tensor(storage, offset, size, stride, False, _elements(storage.dtype))
+        return quantized_from_parts(ints, storage.dtype, quantizer)
 
     def rebuild_parameter(self, data: Tensor, requires_grad: bool, hooks: Any = None,
                           state: Any = None) -> Tensor:
@@ -176,6 +208,48 @@ class _TorchReader:
         if requires_grad:
             t.requires_grad_(True)
         return t
+
+
+def quantized_from_parts(ints: Tensor, d: dt.dtype, quantizer: Any) -> Tensor:
+    """The quantized tensor of dtype `d` holding `ints`, its quantizer as pickled:
+    `(scheme, scale, zero_point)` or `(scheme, scales, zero_points, axis)` (tensors, or
+    lists in older files)."""
+    from ember.core import quantized as q
+
+    scheme = quantizer[0] if isinstance(quantizer, tuple) and quantizer else None
+    if scheme is q.per_tensor_affine and len(quantizer) == 3:
+        _, scale, zero_point = quantizer
+        if not (isinstance(scale, (int, float)) and isinstance(zero_point, int)):
+            raise CheckpointError(f"a quantized tensor's scale and zero point are "
+                                  f"{scale!r}, {zero_point!r}")
+        return q.rebuild_quantized(ints, d, scheme.name, float(scale), int(zero_point), None)
+    if scheme in (q.per_channel_affine, q.per_channel_affine_float_qparams) \
+            and len(quantizer) == 4:
+        _, scales, zero_points, axis = quantizer
+        if not (isinstance(axis, int) and 0 <= axis < ints.ndim):
+            raise CheckpointError(f"_rebuild_qtensor: per_channel axis {axis!r} out of range "
+                                  f"for size {tuple(ints.shape)}")
+        float_zero_points = scheme is q.per_channel_affine_float_qparams
+        scales = _channel_values(scales, dt.float32 if float_zero_points else dt.float64)
+        zero_points = _channel_values(zero_points,
+                                      dt.float32 if float_zero_points else dt.int64)
+        channels = ints.shape[axis]
+        if scales.shape != (channels,) or zero_points.shape != (channels,):
+            raise CheckpointError(
+                f"_rebuild_qtensor: per_channel scales/zero_points length must equal "
+                f"size[axis]={channels}, got scales={scales.numel()}, "
+                f"zero_points={zero_points.numel()}")
+        return q.rebuild_quantized(ints, d, scheme.name, scales, zero_points, axis)
+    raise UnsupportedError(f"it holds a quantized tensor of quantizer {str(quantizer)[:80]}; "
+                           "ember reads per_tensor_affine and per_channel_affine ones")
+
+
+def _channel_values(values: Any, d: dt.dtype) -> Tensor:
+    from ember.core.creation import tensor
+
+    if isinstance(values, list):
+        return tensor(values, dtype=d)
+    return _check_tensor(values).to(d)
 
 
 def _set_state(t: Tensor, state: Any) -> None:
@@ -239,7 +313,7 @@ def _storage_dtype(storage_type: Any) -> dt.dtype | None:
 
 
 class _TorchUnpickler(WeightsUnpickler):
-    """Names PyTorch dtypes and storages ember lacks (quantized, uint16...) as
+    """Names PyTorch dtypes and storages ember lacks (uint16, float8...) as
     such, rather than as disallowed globals."""
 
     def find_class(self, module: str, name: str) -> Any:
@@ -250,8 +324,9 @@ class _TorchUnpickler(WeightsUnpickler):
                     name[:1].islower() and any(c.isdigit() for c in name))):
                 raise UnsupportedError(f"it holds torch.{name} data, which ember has no "
                                       "dtype for (ember has bool, uint8, int8/16/32/64, "
-                                      "float16, bfloat16, float32, float64, complex64 and "
-                                      "complex128)") from None
+                                      "float16, bfloat16, float32, float64, complex64, "
+                                      "complex128 and the quantized qint8, quint8, qint32 "
+                                      "and quint4x2)") from None
             raise
 
 
@@ -275,7 +350,7 @@ def _element_type(d: dt.dtype | None, nbytes: int) -> np.dtype:
     tensor views it)."""
     if d is None or nbytes % d.itemsize:
         return np.dtype(np.uint8)
-    return numpy_dtype(d)
+    return numpy_dtype(_elements(d))
 
 
 def load_zip(fh: BinaryIO, map_location: Any, mmap_path: str | None = None,
@@ -341,7 +416,8 @@ def _load_zip(fh: BinaryIO, map_location: Any, mmap_path: str | None,
         return storage
 
     data = archive.read(prefix + "data.pkl")
-    return _TorchUnpickler(io.BytesIO(data), reader.allowed(), persistent, trusted).load()
+    return _TorchUnpickler(io.BytesIO(data), reader.allowed(trusted), persistent,
+                           trusted).load()
 
 
 # -- the legacy layout ----------------------------------------------------------------
@@ -374,7 +450,8 @@ def load_legacy(fh: BinaryIO, map_location: Any, trusted: bool = False) -> Any:
         key = str(key)
         if key not in storages:
             # filled after the pickle, from the records that follow it
-            storages[key] = _Storage(np.empty(numel, numpy_dtype(d)), d, str(location))
+            storages[key] = _Storage(np.empty(numel, numpy_dtype(_elements(d))), d,
+                                     str(location))
         root = storages[key]
         if view is None:
             return root
@@ -384,7 +461,7 @@ def load_legacy(fh: BinaryIO, map_location: Any, trusted: bool = False) -> Any:
                                             root.location)
         return views[str(view_key)]
 
-    result = _TorchUnpickler(fh, reader.allowed(), persistent, trusted).load()
+    result = _TorchUnpickler(fh, reader.allowed(trusted), persistent, trusted).load()
     keys = plain()
     if not isinstance(keys, list):
         raise CheckpointError("the storage key list is damaged")

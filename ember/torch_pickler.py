@@ -7,8 +7,11 @@ A tensor becomes `torch._utils._rebuild_tensor_v2(storage, offset, size, stride,
 requires_grad, OrderedDict())`, its storage a persistent id `("storage",
 torch.<Type>Storage, key, location, numel)` whose bytes the caller writes as the record
 `data/<key>`; tensors that view one storage share one key. A `Parameter` becomes
-`torch._utils._rebuild_parameter(data, requires_grad, OrderedDict())`. Pickle's own
-`save_global` would import `torch` to check such a name, and torch is no dependency, so
+`torch._utils._rebuild_parameter(data, requires_grad, OrderedDict())`, a quantized tensor
+`torch._utils._rebuild_qtensor` over its integers' storage (`torch.QInt8Storage` ...) with
+its quantizer, and a `ScriptObject` PyTorch's NEWOBJ + BUILD of `torch.ScriptObject`.
+Pickle's own `save_global` would import `torch` to check such a name, and torch is no
+dependency, so
 the pickler writes those GLOBAL opcodes itself (`_Global`). It builds each reduction
 with fresh objects where PyTorch's `__reduce_ex__` does (size tuples, the hooks dict, a
 parameter's `.data`) and shared ones where PyTorch shares (a storage's key, the "cpu"
@@ -31,7 +34,9 @@ from ember import checkpoint_io
 from ember.core import dtype as dt
 from ember.core.device import device as Device
 from ember.core.host import host_array
+from ember.core.quantized import per_channel_affine, per_tensor_affine, qscheme
 from ember.core.tensor import Size, Tensor
+from ember.script_object import ScriptObject
 
 # the element type of each dtype's storage class, as PyTorch names it when it pickles
 STORAGE_NAMES = {
@@ -40,6 +45,8 @@ STORAGE_NAMES = {
     dt.int16: "ShortStorage", dt.int8: "CharStorage", dt.uint8: "ByteStorage",
     dt.bool_: "BoolStorage", dt.complex64: "ComplexFloatStorage",
     dt.complex128: "ComplexDoubleStorage",
+    dt.qint8: "QInt8Storage", dt.quint8: "QUInt8Storage", dt.qint32: "QInt32Storage",
+    dt.quint4x2: "QUInt4x2Storage",
 }
 _CPU = "cpu"  # one object, as PyTorch's location tag for the CPU is (pickle memoizes it)
 _STORAGE = "storage"
@@ -67,7 +74,9 @@ _GET_LAYOUT = _Global("torch.serialization", "_get_layout")
 _DEVICE = _Global("torch", "device")
 _SIZE = _Global("torch", "Size")
 _STORAGE_TYPES = {d: _Global("torch", name) for d, name in STORAGE_NAMES.items()}
-_DTYPES = {d: _Global("torch", d.name) for d in dt.EVERY_DTYPE}
+_DTYPES = {d: _Global("torch", d.name) for d in dt.EVERY_DTYPE + dt.QUANTIZED_DTYPES}
+_REBUILD_QTENSOR = _Global("torch._utils", "_rebuild_qtensor")
+_SCRIPT_OBJECT = _Global("torch", "ScriptObject")
 
 
 class Storage:
@@ -132,20 +141,22 @@ class StorageTable:
             self._keep.append(ident)
         return storage
 
-    def view(self, t: Tensor) -> tuple[Storage, int, tuple[int, ...], tuple[int, ...]]:
+    def view(self, t: Tensor, d: dt.dtype | None = None
+             ) -> tuple[Storage, int, tuple[int, ...], tuple[int, ...]]:
         """`t` as (its storage, offset, size, stride): a CPU tensor as a view of the
         array its memory belongs to, so that its views share that storage; a tensor on
-        another device, or whose memory NumPy cannot trace, as a dense copy."""
-        size = tuple(t.shape)
+        another device, or whose memory NumPy cannot trace, as a dense copy. `d` names
+        the storage's dtype where it is not `t`'s (a quantized tensor's integers)."""
+        size, d = tuple(t.shape), d or t.dtype
         if t.device.type == "cpu":
             arr = host_array(t)
             view = checkpoint_io.storage_view(arr)
             if view is not None:
                 root, offset, _ = view
-                return self._storage(root, root, t.dtype, None), offset, size, t.stride()
+                return self._storage(root, root, d, None), offset, size, t.stride()
         on_cpu = t.device.type == "cpu"
         arr = np.ascontiguousarray(host_array(t.detach()))
-        storage = self._storage(arr if on_cpu else t._data, arr, t.dtype,
+        storage = self._storage(arr if on_cpu else t._data, arr, d,
                                 None if on_cpu else t.device)
         return storage, 0, size, _dense_strides(size)
 
@@ -181,7 +192,31 @@ class TorchPickler(pickle._Pickler):
             return self._save_name(obj, obj)
         if type(obj) is dt.dtype:  # torch.float32 pickles as the name torch.float32
             return self._save_name(obj, _DTYPES[obj])
+        if type(obj) is qscheme:  # so does torch.per_tensor_affine
+            return self._save_name(obj, _Global("torch", obj.name))
+        if type(obj) is ScriptObject:
+            return self._save_script_object(obj)
         return super().save(obj, save_persistent_id)
+
+    def _save_script_object(self, obj: ScriptObject) -> None:
+        """`torch.ScriptObject.__new__()` then BUILD with its state, as PyTorch pickles a
+        TorchScript custom class's object."""
+        memo = self.memo.get(id(obj))
+        if memo is not None:
+            self.write(self.get(memo[0]))
+            return
+        if self.proto < 2:
+            raise pickle.PicklingError("a torch.ScriptObject pickles with protocol 2 or "
+                                       f"later, not {self.proto}")
+        self.save(_SCRIPT_OBJECT)
+        self.save(())
+        self.write(pickle.NEWOBJ)
+        self.memoize(obj)
+        # PyTorch's C++ __getstate__ builds its strings anew for each object, so that
+        # none is pickled as a back-reference to an earlier one
+        values = tuple(_fresh(v) if type(v) is str else v for v in obj.values)
+        self.save((values, _fresh(obj.qualified_name)))
+        self.write(pickle.BUILD)
 
     def _save_name(self, obj: Any, name: _Global) -> None:
         memo = self.memo.get(id(obj))
@@ -206,15 +241,18 @@ class TorchPickler(pickle._Pickler):
                 if state:
                     return (_REBUILD_PARAMETER_WITH_STATE, (*args, state))
                 return (_REBUILD_PARAMETER, args)
-            if obj.is_sparse:
+            if obj.is_quantized:
+                func, args = _REBUILD_QTENSOR, self._quantized_args(obj)
+            elif obj.is_sparse:
                 return (_REBUILD_SPARSE, (_SPARSE_COO, (obj._indices(), obj._values().detach(),
                                                       Size(obj.shape), obj.is_coalesced())))
-            storage, offset, size, stride = self.table.view(obj)
-            args = (_StorageRef(storage), offset, size, stride, obj.requires_grad,
-                    collections.OrderedDict())
+            else:
+                storage, offset, size, stride = self.table.view(obj)
+                func, args = _REBUILD_TENSOR, (_StorageRef(storage), offset, size, stride,
+                                               obj.requires_grad, collections.OrderedDict())
             if state:
-                return (_REBUILD_FROM_TYPE, (_REBUILD_TENSOR, _TENSOR, args, state))
-            return (_REBUILD_TENSOR, args)
+                return (_REBUILD_FROM_TYPE, (func, _TENSOR, args, state))
+            return (func, args)
         if type(obj) is _Layout:
             return (_GET_LAYOUT, ("torch.sparse_coo",))
         if isinstance(obj, Device):
@@ -223,6 +261,26 @@ class TorchPickler(pickle._Pickler):
         if isinstance(obj, Size):
             return (_SIZE, (tuple(obj),))
         return NotImplemented
+
+
+    def _quantized_args(self, t: Any) -> tuple:
+        """`torch._utils._rebuild_qtensor`'s arguments, as PyTorch's `__reduce_ex__`
+        builds them: the integers' storage typed as the quantized dtype, then the
+        quantizer as `(per_tensor_affine, scale, zero_point)` or `(per_channel_affine,
+        scales, zero_points, axis)` (float64 and int64 tensors, fresh copies)."""
+        storage, offset, size, stride = self.table.view(t._int, t.dtype)
+        if t._axis is None:
+            quantizer = (per_tensor_affine, float(t._scale), int(t._zero_point))
+        else:  # PyTorch writes per_channel_affine for float-qparams tensors too
+            quantizer = (per_channel_affine, t.q_per_channel_scales(),
+                         t.q_per_channel_zero_points(), t._axis)
+        return (_StorageRef(storage), offset, size, stride, quantizer, t.requires_grad,
+                collections.OrderedDict())
+
+
+def _fresh(text: str) -> str:
+    """An equal string that is not `text` (pickle's memo goes by identity)."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
 
 
 class _Layout:

@@ -7,6 +7,7 @@ dict of quantized models through ember.save/ember.load."""
 from __future__ import annotations
 
 import copy
+import pickle
 import re
 import warnings
 
@@ -390,7 +391,12 @@ def test_dynamic_state_dict_round_trips(tmp_path):
     fresh = eq.quantize_dynamic(ember.nn.ModuleDict({
         "rnn": ember.nn.Sequential(ember.nn.LSTM(3, 4, num_layers=2)),
         "head": ember.nn.Linear(4, 2)}), {ember.nn.LSTM, ember.nn.Linear})
-    fresh.load_state_dict(ember.load(tmp_path / "dyn.pt"))
+    # the LSTM's weights are TorchScript objects (torch.ScriptObject): like torch.load,
+    # ember.load reads them only with weights_only=False
+    with pytest.raises(pickle.UnpicklingError, match="GLOBAL torch.ScriptObject was not an "
+                                                     "allowed global"):
+        ember.load(tmp_path / "dyn.pt")
+    fresh.load_state_dict(ember.load(tmp_path / "dyn.pt", weights_only=False))
     x = ember.randn(5, 2, 3)
     out, fresh_out = q["rnn"](x)[0], fresh["rnn"](x)[0]
     np.testing.assert_array_equal(fresh_out.numpy(), out.numpy())
@@ -426,3 +432,66 @@ def test_float_functional_becomes_quantized_add():
     assert e_model.skip_add.zero_point == t_model.skip_add.zero_point
     np.testing.assert_allclose(e_model(e_(x)).numpy(), t_model(x).numpy(),
                                atol=1.01 * t_model.skip_add.scale)
+
+
+# -- quantized state dicts in PyTorch's checkpoint format, both ways ----------------------
+
+def _same_files(tmp_path, theirs, state):
+    """`state` saved by ember under `theirs`' name is `theirs`, byte for byte."""
+    ours = tmp_path / "ours" / theirs.name
+    ours.parent.mkdir(exist_ok=True)
+    ember.save(state, ours)
+    return ours.read_bytes() == theirs.read_bytes()
+
+
+def test_static_quantized_state_dict_between_torch_and_ember(tmp_path):
+    torch.manual_seed(0)
+    t_model, e_model = _net(torch), _net(ember)
+    _static(torch, t_model, [torch.randn(4, 2, 6, 6) for _ in range(2)])
+    _static(ember, e_model, [ember.randn(4, 2, 6, 6)])
+    x = torch.randn(3, 2, 6, 6)
+    # torch's file -> ember.load -> ember's model: torch's outputs; saved again: the file
+    torch.save(t_model.state_dict(), tmp_path / "static.pt")
+    e_model.load_state_dict(ember.load(tmp_path / "static.pt"))
+    np.testing.assert_array_equal(e_model(e_(x)).numpy(), t_model(x).numpy())
+    assert _same_files(tmp_path, tmp_path / "static.pt", e_model.state_dict())
+    # ember's file -> torch.load (weights only) -> a torch model: ember's outputs
+    e_other = _net(ember)
+    _static(ember, e_other, [ember.randn(4, 2, 6, 6) * 2])
+    ember.save(e_other.state_dict(), tmp_path / "ours.pt")
+    t_model.load_state_dict(torch.load(tmp_path / "ours.pt", weights_only=True))
+    assert t_model.conv.weight().qscheme() == torch.per_channel_affine
+    np.testing.assert_array_equal(t_model.fc.weight().int_repr().numpy(),
+                                  e_other.fc.weight().int_repr().numpy())
+    np.testing.assert_array_equal(t_model(x).numpy(), e_other(e_(x)).numpy())
+
+
+def _dynamic(lib, seed):
+    lib.manual_seed(seed)
+    q = tq if lib is torch else eq
+    model = lib.nn.ModuleDict({"rnn": lib.nn.LSTM(3, 4, num_layers=2),
+                               "head": lib.nn.Linear(4, 2)})
+    return q.quantize_dynamic(model, {lib.nn.LSTM, lib.nn.Linear}, dtype=lib.qint8)
+
+
+def _run(model, x):
+    out = model["rnn"](x)[0]
+    return model["head"](out)
+
+
+def test_dynamic_quantized_state_dict_between_torch_and_ember(tmp_path):
+    t_model, e_model = _dynamic(torch, 0), _dynamic(ember, 1)
+    x = torch.randn(5, 2, 3)
+    # the LSTM's cell parameters are TorchScript objects: weights_only=False both ways
+    torch.save(t_model.state_dict(), tmp_path / "dynamic.pt")
+    e_model.load_state_dict(ember.load(tmp_path / "dynamic.pt", weights_only=False))
+    # FBGEMM's float32 epilogue, reproduced in order (differences of an ulp)
+    np.testing.assert_allclose(_run(e_model, e_(x)).numpy(), _run(t_model, x).detach().numpy(),
+                               atol=2e-6)
+    assert _same_files(tmp_path, tmp_path / "dynamic.pt", e_model.state_dict())
+    e_other = _dynamic(ember, 2)
+    ember.save(e_other.state_dict(), tmp_path / "ours.pt")
+    t_model.load_state_dict(torch.load(tmp_path / "ours.pt", weights_only=False))
+    np.testing.assert_allclose(_run(t_model, x).detach().numpy(), _run(e_other, e_(x)).numpy(),
+                               atol=2e-6)
+    assert as_torch_text(repr(e_other)) == repr(t_model)

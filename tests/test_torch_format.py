@@ -271,3 +271,75 @@ def test_legacy_layout_when_asked_for_reads_back_in_torch(tmp_path):
     assert back["tail"][1] == -1.0  # one storage
     again = ember.load(ours)
     assert again["tail"].tolist() == [2.0, 3.0, 4.0, 5.0] and again["ids"].dtype == ember.int64
+
+
+def _quantized(m):
+    """Per-tensor and per-channel quantized tensors (and a quantized dtype) built from
+    the same integers in `m` (ember or torch)."""
+    ints = np.arange(-6, 6, dtype=np.int8).reshape(3, 4)
+    scales = m.tensor([0.5, 0.25, 0.125, 2.0], dtype=m.float64)
+    zero_points = m.tensor([0, 1, -1, 3])
+    return {"pt": m._make_per_tensor_quantized_tensor(m.from_numpy(ints), 0.1, 2),
+            "pt_u8": m._make_per_tensor_quantized_tensor(
+                m.from_numpy(ints.astype(np.uint8) + 6), 0.3, 128),
+            "pt_i32": m._make_per_tensor_quantized_tensor(
+                m.from_numpy(ints.astype(np.int32) * 1000), 1e-4, 0),
+            "pc": m._make_per_channel_quantized_tensor(m.from_numpy(ints), scales,
+                                                       zero_points, 1),
+            "dtype": m.quint8}
+
+
+def test_quantized_tensors_pickle_as_torch_saves_them(tmp_path):
+    import warnings
+
+    with warnings.catch_warnings():  # torch's deprecation notice for quantized tensors
+        warnings.simplefilter("ignore", UserWarning)
+        ours, theirs = _both(tmp_path, _quantized)
+        assert (zipfile.ZipFile(ours).read("ck/data.pkl")
+                == zipfile.ZipFile(theirs).read("ck/data.pkl"))
+        assert ours.read_bytes() == theirs.read_bytes()
+        expected = _quantized(torch)
+        back = torch.load(ours, weights_only=True)
+        for key in ("pt", "pt_u8", "pt_i32", "pc"):
+            assert back[key].dtype == expected[key].dtype and torch.equal(back[key],
+                                                                          expected[key])
+        assert back["pc"].q_per_channel_axis() == 1 and back["dtype"] is torch.quint8
+        # torch's file read by ember is the same quantized tensors, and saved again by
+        # ember, the same file
+        loaded = ember.load(theirs)
+        mine = _quantized(ember)
+        for key in ("pt", "pt_u8", "pt_i32", "pc"):
+            assert loaded[key].dtype == mine[key].dtype
+            assert loaded[key].qscheme() is mine[key].qscheme()
+            np.testing.assert_array_equal(loaded[key].int_repr().numpy(),
+                                          mine[key].int_repr().numpy())
+            np.testing.assert_array_equal(loaded[key].dequantize().numpy(),
+                                          expected[key].dequantize().numpy())
+        assert loaded["pt"].q_scale() == 0.1 and loaded["pt_u8"].q_zero_point() == 128
+        assert loaded["pc"].q_per_channel_scales().dtype == ember.float64
+        assert loaded["pc"].q_per_channel_zero_points().tolist() == [0, 1, -1, 3]
+        again = tmp_path / "again" / "ck.pt"
+        again.parent.mkdir()
+        ember.save(loaded, again)
+        assert again.read_bytes() == theirs.read_bytes()
+
+
+def test_damaged_quantizer_in_a_torch_file_is_a_clear_error(tmp_path):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        qt = torch.quantize_per_channel(torch.ones(2, 3), torch.tensor([0.1, 0.2]),
+                                        torch.tensor([0, 0]), 0, torch.qint8)
+        torch.save({"w": qt}, tmp_path / "q.pt")
+    data = zipfile.ZipFile(tmp_path / "q.pt").read("q/data.pkl")
+    # axis 0 -> axis 5: torch's own loader refuses it as out of range, and so does ember
+    damaged = data.replace(b"K\x00t", b"K\x05t")
+    assert damaged != data
+    archive = tmp_path / "bad.pt"
+    with zipfile.ZipFile(tmp_path / "q.pt") as src, zipfile.ZipFile(archive, "w") as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename.replace("q/", "bad/"),
+                         damaged if info.filename == "q/data.pkl" else src.read(info))
+    with pytest.raises(RuntimeError, match=r"per_channel axis 5 out of range for size \(2, 3\)"):
+        ember.load(archive)

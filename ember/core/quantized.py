@@ -261,7 +261,8 @@ def _make(ints: Tensor, dtype: dt.dtype, scheme: qscheme, scale: Any, zero_point
 
 def rebuild_quantized(ints: Tensor, dtype: dt.dtype, scheme: str, scale: Any,
                       zero_point: Any, axis: int | None) -> QuantizedTensor:
-    """Unpickling (copies, `torch.save`/`torch.load` of quantized modules)."""
+    """A quantized tensor from its parts: what plain pickling (`copy`, multiprocessing)
+    and reading a checkpoint's `torch._utils._rebuild_qtensor` build."""
     return _make(ints, dtype, _QSCHEMES[scheme], scale, zero_point, axis)
 
 
@@ -470,8 +471,9 @@ def _make_per_tensor_quantized_tensor(input: Tensor, scale: float, zero_point: i
     if input._dtype not in by_storage:
         raise RuntimeError(f"_make_per_tensor_quantized_tensor: expected an int8, uint8 or "
                            f"int32 tensor, got {input._dtype}")
-    return _make(input, by_storage[input._dtype], per_tensor_affine, float(scale),
-                 int(zero_point), None)
+    # a copy, as PyTorch's: the quantized tensor owns its integers
+    return _make(input.detach().clone(), by_storage[input._dtype], per_tensor_affine,
+                 float(scale), int(zero_point), None)
 
 
 def _make_per_channel_quantized_tensor(input: Tensor, scale: Tensor, zero_point: Tensor,
@@ -482,5 +484,6 @@ def _make_per_channel_quantized_tensor(input: Tensor, scale: Tensor, zero_point:
     if input._dtype not in by_storage:
         raise RuntimeError(f"_make_per_channel_quantized_tensor: expected an int8, uint8 or "
                            f"int32 tensor, got {input._dtype}")
-    return _make(input, by_storage[input._dtype], per_channel_affine, scale.to(dt.float64),
-                 zero_point.to(dt.int64), normalize_dim("quantize", axis, input.ndim))
+    return _make(input.detach().clone(), by_storage[input._dtype], per_channel_affine,
+                 scale.to(dt.float64), zero_point.to(dt.int64),
+                 normalize_dim("quantize", axis, input.ndim))

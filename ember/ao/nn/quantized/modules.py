@@ -27,8 +27,10 @@ def _quantize_weight(float_wt: Tensor, observer: Any) -> Tensor:
 
 
 def _hide_packed_params_repr(module: nn.Module) -> str:
-    """The repr of a module holding `_packed_params`, without that child (PyTorch's)."""
-    children = [(k, m) for k, m in module._modules.items() if k != "_packed_params"]
+    """The repr of a module holding packed weights (`_packed_params`, a dynamic LSTM's
+    `_all_weight_values`), without those children (PyTorch's)."""
+    children = [(k, m) for k, m in module._modules.items()
+                if k not in ("_packed_params", "_all_weight_values")]
     lines = [f"({k}): " + _addindent(repr(m), 2) for k, m in children]
     main = module._get_name() + "(" + module.extra_repr()
     if lines:
@@ -181,7 +183,6 @@ class Conv2d(_QuantizedOutput):
     channel), float bias, quint8 output of ``scale`` and ``zero_point``. The arguments
     are :class:`ember.nn.Conv2d`'s."""
 
-    _version = 3
     _relu = False
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,

@@ -10,9 +10,14 @@ import ember
 from ember import nn
 from ember.ao.nn.quantized import functional as qF
 from ember.ao.nn.quantized.modules import Linear as _QuantizedLinear
-from ember.ao.nn.quantized.modules import _quantize_weight
+from ember.ao.nn.quantized.modules import (
+    _float_bias,
+    _hide_packed_params_repr,
+    _quantize_weight,
+)
 from ember.core.tensor import Tensor
 from ember.nn.modules.rnn import RNNBase
+from ember.script_object import ScriptObject
 
 
 class Linear(_QuantizedLinear):
@@ -47,12 +52,83 @@ class Linear(_QuantizedLinear):
         return out
 
 
+_CELL_PARAMS = "__torch__.torch.classes.rnn.CellParamsBase"
+_PACKED_PARAMS = "__torch__.torch.classes.quantized.LinearPackedParamsBase"
+
+
+def _cell_params(w_ih: Tensor, b_ih: Tensor | None, w_hh: Tensor, b_hh: Tensor | None
+                 ) -> ScriptObject:
+    """A layer's weights as PyTorch's `CellParamsBase` object pickles:
+    `("quantized_dynamic", [b_ih, b_hh], [], [reduce_range], [packed_ih, packed_hh])`,
+    each packed weight a `LinearPackedParamsBase` of `(weight, bias)` holding the same
+    bias Parameters."""
+    b_ih, b_hh = _float_bias(b_ih), _float_bias(b_hh)
+    packed = [ScriptObject((w, b), _PACKED_PARAMS) for w, b in ((w_ih, b_ih), (w_hh, b_hh))]
+    biases = [b for b in (b_ih, b_hh) if b is not None]
+    return ScriptObject(("quantized_dynamic", biases, [], [1], packed), _CELL_PARAMS)
+
+
+def _layer_weights(cell: Any, key: str) -> tuple:
+    """(w_ih, b_ih, w_hh, b_hh) of a layer's saved cell parameters (the biases as plain
+    tensors, as `from_float` keeps them)."""
+    if isinstance(cell, tuple) and len(cell) == 4:  # ember's format before PyTorch's
+        return cell
+    if not isinstance(cell, ScriptObject):
+        raise RuntimeError(f"{key}: expected the cell parameters PyTorch saves (a "
+                           f"torch.ScriptObject), got a {type(cell).__name__}")
+    values = cell.values_of(_CELL_PARAMS, key)
+    if not (len(values) == 5 and values[0] == "quantized_dynamic"
+            and isinstance(values[4], list) and len(values[4]) == 2):
+        kind = values[0] if values else "empty"
+        raise RuntimeError(f"{key}: ember's dynamic quantized LSTM reads qint8 "
+                           f"('quantized_dynamic') cell parameters, not {kind!r} ones")
+    weights: list = []
+    for packed in values[4]:
+        weight, bias = packed.values_of(_PACKED_PARAMS, key)
+        weights += [weight, None if bias is None else bias.detach()]
+    return tuple(weights)
+
+
+def _zero_weights(input_size: int, hidden_size: int, bias: bool) -> tuple:
+    """(w_ih, b_ih, w_hh, b_hh) of zeros: qint8 weights of scale 1, float biases."""
+    def weight(columns: int) -> Tensor:
+        return ember._make_per_tensor_quantized_tensor(
+            ember.zeros(4 * hidden_size, columns, dtype=ember.int8), 1.0, 0)
+    b_ih, b_hh = (ember.zeros(4 * hidden_size) for _ in range(2)) if bias else (None, None)
+    return (weight(input_size), b_ih, weight(hidden_size), b_hh)
+
+
+class PackedParameter(nn.Module):
+    """The weights of one layer of a dynamic quantized LSTM, `param` = (w_ih, b_ih, w_hh,
+    b_hh); its state dict entry `param` is PyTorch's `CellParamsBase` object."""
+
+    def __init__(self, param: tuple) -> None:
+        super().__init__()
+        self.param = param
+
+    def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        destination[prefix + "param"] = _cell_params(*self.param)
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict,
+                              strict: bool, missing_keys: list, unexpected_keys: list,
+                              error_msgs: list) -> None:
+        key = prefix + "param"
+        if key in state_dict:
+            self.param = _layer_weights(state_dict.pop(key), key)
+        else:
+            missing_keys.append(key)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys,
+                                      unexpected_keys, error_msgs)
+
+
 class LSTM(nn.Module):
     r"""A dynamically quantized LSTM (``DynamicQuantizedLSTM``): PyTorch's LSTM equations,
     each gate product a dynamically quantized linear with qint8 weights (the input
     projection over the whole sequence at once, the hidden one per step)."""
 
     _FLOAT_MODULE = nn.LSTM
+    _version = 2
     extra_repr = RNNBase.extra_repr
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
@@ -65,32 +141,18 @@ class LSTM(nn.Module):
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
         self.bidirectional, self.proj_size, self.dtype = bidirectional, 0, dtype
-        self._all_weight_values: list = []  # per layer: (w_ih, b_ih, w_hh, b_hh)
+        # PyTorch's module tree (state dict keys `_all_weight_values.<layer>.param`),
+        # each layer's weights zeros until from_float or load_state_dict sets them
+        self._all_weight_values = nn.ModuleList(
+            PackedParameter(_zero_weights(input_size if layer == 0 else hidden_size,
+                                          hidden_size, bias))
+            for layer in range(num_layers))
 
     def _get_name(self) -> str:
         return "DynamicQuantizedLSTM"
 
-    def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
-        # PyTorch's keys (`_all_weight_values.0.param`, one per layer), each holding the
-        # layer's (w_ih, b_ih, w_hh, b_hh) where PyTorch's holds its packed weights
-        super()._save_to_state_dict(destination, prefix, keep_vars)
-        for layer, values in enumerate(self._all_weight_values):
-            destination[f"{prefix}_all_weight_values.{layer}.param"] = values
-
-    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict,
-                              strict: bool, missing_keys: list, unexpected_keys: list,
-                              error_msgs: list) -> None:
-        values = []
-        for layer in range(self.num_layers):
-            key = f"{prefix}_all_weight_values.{layer}.param"
-            if key in state_dict:
-                values.append(tuple(state_dict.pop(key)))
-            else:
-                missing_keys.append(key)
-        if len(values) == self.num_layers:
-            self._all_weight_values = values
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict,
-                                      missing_keys, unexpected_keys, error_msgs)
+    def __repr__(self) -> str:
+        return _hide_packed_params_repr(self)  # (its weights' modules are not shown)
 
     def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None
                 ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
@@ -106,7 +168,8 @@ class LSTM(nn.Module):
         elif unbatched:
             hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1))
         h_n, c_n = [], []
-        for layer, (w_ih, b_ih, w_hh, b_hh) in enumerate(self._all_weight_values):
+        for layer, packed in enumerate(self._all_weight_values):
+            w_ih, b_ih, w_hh, b_hh = packed.param
             if layer and self.dropout and self.training:
                 x = ember.nn.functional.dropout(x, self.dropout, True)
             gates_x = qF.linear_dynamic(x, w_ih, b_ih)
@@ -141,5 +204,5 @@ class LSTM(nn.Module):
                 bias = getattr(mod, f"bias_{kind}_l{layer}") if mod.bias else None
                 values += [_quantize_weight(weight, observer),
                            None if bias is None else bias.detach().clone()]
-            out._all_weight_values.append(tuple(values))
+            out._all_weight_values[layer].param = tuple(values)
         return out
