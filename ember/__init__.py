@@ -12,6 +12,7 @@ subpackages load on first use.
 
 from __future__ import annotations
 
+import builtins as _builtins
 import math as _math
 
 from ember import (
@@ -666,7 +667,9 @@ def devices() -> list:
         if backend.name == "cpu":
             out.append(device("cpu"))
         else:
-            out.extend(device(backend.name, i) for i in range(backend.device_count()))
+            # (builtins.range: `range` here is torch.range)
+            out.extend(device(backend.name, i)
+                       for i in _builtins.range(backend.device_count()))
     return out
 
 

@@ -256,3 +256,9 @@ def test_embedding_bag_output_node_is_named_as_torchs(mode):
         bag = lib.nn.EmbeddingBag(10, 3, mode=mode)
         names.append(bag(lib.tensor([1, 2, 4, 5, 4, 3, 2, 9]), lib.tensor([0, 4])).grad_fn.name())
     assert names[0] == names[1] == "EmbeddingBagBackward0"
+
+
+def test_torch_range_does_not_shadow_the_builtin_inside_ember():
+    """`ember.range` is torch.range; ember's own code that counts with `range` (the device
+    list) must still get Python's."""
+    assert all(d.index is None or type(d.index) is int for d in ember.devices())

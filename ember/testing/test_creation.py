@@ -358,11 +358,48 @@ def test_more_distributions(device: ember.device) -> None:
         ember.empty(2, device=device).geometric_(1.5)
 
 
+def test_strided_and_permuted_empties(device: ember.device) -> None:
+    x = ember.empty_strided((2, 3), (1, 2), dtype=ember.float32, device=device)
+    assert x.shape == (2, 3) and x.stride() == (1, 2) and x.device == device
+    nhwc = ember.empty_permuted((2, 3, 4, 5), (0, 2, 3, 1), device=device)
+    assert nhwc.stride() == (60, 1, 15, 3) and nhwc.device == device
+    like = ember.ones(1, dtype=ember.int32, device=device)
+    y = like.new_empty_strided((4, 2), (1, 4))
+    assert y.dtype is ember.int32 and y.stride() == (1, 4) and y.device == device
+    y.fill_(7)  # the memory is really there
+    S.assert_matches(y, np.full((4, 2), 7, np.int32), device, dtype=ember.int32)
+
+
+def test_deprecated_range_is_inclusive(device: ember.device) -> None:
+    with pytest.warns(UserWarning, match="torch.range is deprecated"):
+        x = ember.range(1, 2, 0.25, device=device)
+    S.assert_matches(x, np.array([1.0, 1.25, 1.5, 1.75, 2.0], np.float32), device,
+                     dtype=ember.float32)
+
+
+def test_tensors_over_existing_memory(device: ember.device, tmp_path) -> None:
+    values = np.arange(6, dtype=np.float32)
+    S.assert_matches(ember.asarray(values, device=device), values, device, dtype=ember.float32)
+    S.assert_matches(ember.asarray([[1, 2]], dtype=ember.float32, device=device),
+                     np.array([[1, 2]], np.float32), device, dtype=ember.float32)
+    on_device = ember.ones(3, device=device)
+    assert ember.asarray(on_device) is on_device  # no copy asked for, none made
+    raw = bytearray(values.tobytes())
+    S.assert_matches(ember.frombuffer(raw, dtype=ember.float32, count=2, offset=8).to(device),
+                     values[2:4], device, dtype=ember.float32)
+    path = tmp_path / "values.bin"
+    values.tofile(path)
+    S.assert_matches(ember.from_file(str(path), size=6, dtype=ember.float32, device=device),
+                     values, device, dtype=ember.float32)
+
+
 COVERS = {"tensor", "as_tensor", "full", "zeros", "ones", "empty", "full_like", "zeros_like",
           "ones_like", "empty_like", "new_full", "new_zeros", "new_ones", "new_empty",
           "new_tensor", "arange", "linspace", "logspace", "eye", "rand", "randn", "randint",
           "randperm", "rand_like", "randn_like", "randint_like", "uniform_", "normal_", "bernoulli",
           "bernoulli_", "exponential_", "random_", "multinomial",
           "poisson", "binomial",  # (nnmisc family, issue 16)
-          "normal", "cauchy_", "log_normal_", "geometric_"}
+          "normal", "cauchy_", "log_normal_", "geometric_",
+          "empty_strided", "empty_permuted", "new_empty_strided", "range", "asarray",
+          "frombuffer", "from_file"}
 """The declared ops whose values this module's tests check."""

@@ -375,7 +375,17 @@ COVERS |= {"strided_view", "diagonal", "unfold", "as_strided", "fliplr", "flipud
            "unravel_index", "meshgrid", "combinations", "cartesian_prod", "block_diag",
            "detach", "numel", "is_floating_point", "get_device", "is_signed", "is_nonzero",
            "is_same_size", "is_inference", "is_neg", "is_distributed", "resolve_neg",
-           "adjoint", "type_as", "detach_copy"}
+           "adjoint", "type_as", "detach_copy", "dim_order"}
+
+
+def test_dim_order(device: ember.device) -> None:
+    x = ember.empty(2, 3, 4, 5, device=device)
+    assert x.dim_order() == (0, 1, 2, 3)
+    assert x.permute(0, 2, 3, 1).dim_order() == (0, 3, 1, 2)
+    assert x.to(memory_format=ember.channels_last).dim_order() == (0, 2, 3, 1)
+    assert ember.empty(4, 5, device=device).t().dim_order() == (1, 0)
+    with pytest.raises(RuntimeError, match="unique dim order"):
+        ember.empty(2, 1, 3, device=device).dim_order(ambiguity_check=True)
 
 def _np_strided(a: np.ndarray, offset: int, shape: tuple, strides: tuple) -> np.ndarray:
     return np.lib.stride_tricks.as_strided(a.reshape(-1)[offset:], shape,
