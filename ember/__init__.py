@@ -380,6 +380,7 @@ from ember.core.ops.nn import (
     softmax,
 )
 from ember.core.ops.norms import (
+    _weight_norm,
     cdist,
     corrcoef,
     cov,
@@ -555,6 +556,7 @@ from ember.core.ops.spectral import (
     hamming_window,
     hann_window,
     istft,
+    kaiser_window,
     stft,
 )
 from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, normal, poisson, zero_
@@ -744,7 +746,7 @@ __all__ = [
     "tensordot", "vdot", "cdist", "cholesky", "cholesky_inverse", "cholesky_solve",
     "corrcoef", "cov", "det", "dist", "frobenius_norm", "inverse", "logdet", "lu", "lu_solve",
     "lu_unpack", "matrix_exp", "matrix_power", "nuclear_norm", "pinverse", "qr", "slogdet",
-    "norm_except_dim", "native_norm", "lobpcg",
+    "norm_except_dim", "_weight_norm", "native_norm", "lobpcg",
     "svd", "triangular_solve", "geqrf", "orgqr", "ormqr",
     "svd_lowrank", "pca_lowrank", "vander",
     # neural-network ops
@@ -767,6 +769,7 @@ __all__ = [
     "slice_inverse",
     # spectral
     "stft", "istft", "hann_window", "hamming_window", "blackman_window", "bartlett_window",
+    "kaiser_window",
     # complex numbers
     "angle", "complex", "conj", "conj_physical", "imag", "is_complex", "is_conj", "polar",
     "real", "resolve_conj", "view_as_complex", "view_as_real",

@@ -211,10 +211,30 @@ def test_istft_errors_as_torch():
 
 
 @pytest.mark.parametrize("name", ["hann_window", "hamming_window", "blackman_window",
-                                  "bartlett_window"])
+                                  "bartlett_window", "kaiser_window"])
 @pytest.mark.parametrize("n", [0, 1, 2, 7, 16])
 @pytest.mark.parametrize("periodic", [True, False])
 def test_windows_as_torch(name, n, periodic):
     close(getattr(ember, name)(n, periodic), getattr(torch, name)(n, periodic), 1e-6)
     close(getattr(ember, name)(n, periodic, dtype=ember.float64),
           getattr(torch, name)(n, periodic, dtype=torch.float64), 1e-12)
+
+
+def test_kaiser_window_beta_and_errors_as_torch():
+    for n, periodic, beta in ((9, False, 5.0), (16, True, 0.5), (5, True, 30.0)):
+        close(ember.kaiser_window(n, periodic, beta), torch.kaiser_window(n, periodic, beta),
+              1e-6)
+    w = ember.kaiser_window(4, requires_grad=True)
+    assert w.requires_grad and w.is_leaf and w.dtype is ember.float32
+    with pytest.raises(RuntimeError, match="kaiser_window requires non-negative window_length"):
+        ember.kaiser_window(-1)
+    with pytest.raises(RuntimeError, match="kaiser_window expects floating point dtypes"):
+        ember.kaiser_window(4, dtype=ember.int64)
+
+
+def test_blackman_window_is_torchs_to_the_bit():
+    """The terms summed in PyTorch's order: the float32 zeros at the ends are its rounding
+    (-2.98e-08), which a printed window shows."""
+    for periodic in (True, False):
+        np.testing.assert_array_equal(ember.blackman_window(8, periodic).numpy(),
+                                      torch.blackman_window(8, periodic).numpy())

@@ -24,6 +24,7 @@ from ember.core.declare import composite
 from ember.core.host import dtype_arg
 from ember.core.ops import fft
 from ember.core.ops.complex import real
+from ember.core.ops.elementwise_math import i0
 from ember.core.ops.nn import col2im, constant_pad_nd
 from ember.core.ops.shape import cat, stack
 from ember.core.tensor import Tensor
@@ -233,10 +234,8 @@ def _overlap_add(frames: Tensor, total: int, n_fft: int, hop: int) -> Tensor:
 # -- window functions -----------------------------------------------------------------
 
 
-def _cosine_window(name: str, length: int, periodic: bool, terms: tuple[float, ...],
-                   dtype: Any, device: Any, requires_grad: bool) -> Tensor:
-    """`sum_k (-1)^k terms[k] cos(2 pi k n / (N - 1))` for n < N, N = `length` (+1 when
-    `periodic`, the last point then dropped), computed as PyTorch computes it."""
+def _window_dtype(name: str, length: int, dtype: Any) -> Any:
+    """A window's dtype (floating, the default one unless given), after PyTorch's checks."""
     d = dtype_arg(dtype) or dt.get_default_dtype()
     if not d.is_floating_point:
         raise RuntimeError(f"{name} expects floating point dtypes, got: "
@@ -244,6 +243,14 @@ def _cosine_window(name: str, length: int, periodic: bool, terms: tuple[float, .
     if length < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got "
                            f"window_length={length}")
+    return d
+
+
+def _cosine_window(name: str, length: int, periodic: bool, terms: tuple[float, ...],
+                   dtype: Any, device: Any, requires_grad: bool) -> Tensor:
+    """`sum_k (-1)^k terms[k] cos(2 pi k n / (N - 1))` for n < N, N = `length` (+1 when
+    `periodic`, the last point then dropped), computed as PyTorch computes it."""
+    d = _window_dtype(name, length, dtype)
     if length <= 1:
         out = ones(length, dtype=d, device=device)
     else:
@@ -277,16 +284,42 @@ def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.5
 @composite(variants="function", cost=costs.creation)
 def blackman_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
                     device: Any = None, requires_grad: bool = False) -> Tensor:
-    """The Blackman window, `0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))`."""
-    return _cosine_window("blackman_window", window_length, periodic, (0.42, 0.5, 0.08),
-                          dtype, device, requires_grad)
+    """The Blackman window, `0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))`
+    (summed in PyTorch's order, so the float32 values are its to the last bit)."""
+    d = _window_dtype("blackman_window", window_length, dtype)
+    if window_length <= 1:
+        out = ones(window_length, dtype=d, device=device)
+    else:
+        n = window_length + 1 if periodic else window_length
+        step = arange(n, dtype=d, device=device) * (math.pi / (n - 1))
+        out = (step * 4).cos() * 0.08 - (step * 2).cos() * 0.5 + 0.42
+        out = out[:-1] if periodic else out
+    return out.requires_grad_(True) if requires_grad else out
+
+
+@composite(variants="function", cost=costs.creation)
+def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *,
+                  dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """The Kaiser window, `I0(beta sqrt(1 - ((n - a) / a)^2)) / I0(beta)` with
+    `a = (N - 1) / 2` (periodic: of N + 1 points, the last dropped)."""
+    d = _window_dtype("kaiser_window", window_length, dtype)
+    if window_length <= 1:
+        out = ones(window_length, dtype=d, device=device)
+    else:
+        n = window_length + 1 if periodic else window_length
+        alpha = (n - 1) / 2.0
+        ratio = (arange(n, dtype=d, device=device) - alpha) / alpha
+        out = i0((1 - ratio.pow(2)).abs().sqrt() * beta) / i0(full((), beta, dtype=d,
+                                                                    device=device))
+        out = out[:-1] if periodic else out
+    return out.requires_grad_(True) if requires_grad else out
 
 
 @composite(variants="function", cost=costs.creation)
 def bartlett_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
                     device: Any = None, requires_grad: bool = False) -> Tensor:
     """The Bartlett (triangular) window, `1 - |2 n / (N - 1) - 1|`."""
-    d = dtype_arg(dtype) or dt.get_default_dtype()
+    d = _window_dtype("bartlett_window", window_length, dtype)
     if window_length <= 1:
         out = ones(max(window_length, 0), dtype=d, device=device)
     else:
