@@ -513,6 +513,12 @@ def _sac_targets_frozen(t_out: str, e_out: str) -> None:
         assert metric(out, r"TestEpRet ([-\d.]+)")[-1] > -5
 
 
+def _a2c_balances(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        assert metric(out, r"mean/median reward ([\d.]+)")[-1] > 40
+        assert "greedy action at the upright state [[" in out
+
+
 PROGRAMS_L = [
     Program("speech_ctc.py", trends=[Trend(r"Average loss: ([\d.]+)", 0.5, 0.3)],
             same=r"(mel filterbank .*)", first=r"\tLoss: ([\d.]+)", extra=_speech_decodes),
@@ -541,6 +547,9 @@ PROGRAMS_L = [
     Program("sac_continuous.py", trends=[Trend(r"TestEpRet ([-\d.]+)", 0.5, 0.3, rises=True),
                                          Trend(r"LossQ ([\d.]+)", 0.5, 0.3)],
             first=r"LossQ ([\d.]+)", extra=_sac_targets_frozen),
+    Program("a2c_gae.py", trends=[Trend(r"mean/median reward ([\d.]+)", 1.5, 0.5, rises=True),
+                                  Trend(r"entropy ([\d.]+)", 0.95, 0.3)],
+            first=r"value loss ([\d.]+)", extra=_a2c_balances),
 ]
 PROGRAM_SPECS += PROGRAMS_L
 

@@ -256,9 +256,9 @@ def mdn(args):
 
 def main():
     parser = argparse.ArgumentParser(description='Bayesian deep learning on a toy regression')
-    parser.add_argument('--epochs', type=int, default=40)
+    parser.add_argument('--epochs', type=int, default=30)
     parser.add_argument('--lr', type=float, default=1e-2)
-    parser.add_argument('--mc-samples', type=int, default=30)
+    parser.add_argument('--mc-samples', type=int, default=20)
     parser.add_argument('--mdn-steps', type=int, default=76)
     args = parser.parse_args()
     torch.manual_seed(0)

@@ -344,6 +344,6 @@ if __name__ == '__main__':
     parser = argparse.ArgumentParser()
     parser.add_argument('--gamma', type=float, default=0.9)
     parser.add_argument('--seed', '-s', type=int, default=0)
-    parser.add_argument('--epochs', type=int, default=5)
+    parser.add_argument('--epochs', type=int, default=4)
     args = parser.parse_args()
     sac(seed=args.seed, gamma=args.gamma, epochs=args.epochs)
