@@ -208,6 +208,31 @@ def test_istft_errors_as_torch():
         ember.istft(ember.zeros(9, 5, dtype=ember.cfloat), 16, 4, window=ember.zeros(16))
     with pytest.raises(RuntimeError, match="Invalid window shape"):
         ember.istft(ember.zeros(9, 5, dtype=ember.cfloat), 16, 4, window=ember.ones(3))
+    for lib in (torch, ember):  # a complex signal back needs the two-sided spectrum
+        with pytest.raises(RuntimeError, match="^Cannot have onesided output if window or "
+                                               "input is complex$"):
+            lib.istft(lib.ones(9, 5, dtype=lib.cfloat), 16, 4, window=lib.hann_window(16),
+                      return_complex=True)
+
+
+@pytest.mark.parametrize("complex_input", [False, True])
+@pytest.mark.parametrize("onesided", [None, False])
+def test_stft_real_view_as_torch(complex_input, onesided):
+    """The deprecated `return_complex=False`: the FFT's spectrum as (..., 2) real pairs, of
+    real and complex signals alike (a complex one is always two-sided)."""
+    if complex_input and onesided is None:
+        onesided = False
+    x = _rng.standard_normal((2, 40)).astype(np.complex64 if complex_input else np.float32)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        e = ember.stft(ember.tensor(x), 8, 2, window=ember.hann_window(8), onesided=onesided,
+                       return_complex=False)
+        t = torch.stft(torch.tensor(x), 8, 2, window=torch.hann_window(8), onesided=onesided,
+                       return_complex=False)
+    assert e.shape == t.shape and e.dtype is ember.float32
+    close(e, t, 1e-5)
 
 
 @pytest.mark.parametrize("name", ["hann_window", "hamming_window", "blackman_window",
