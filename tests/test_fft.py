@@ -263,3 +263,34 @@ def test_blackman_window_is_torchs_to_the_bit():
     for periodic in (True, False):
         np.testing.assert_array_equal(ember.blackman_window(8, periodic).numpy(),
                                       torch.blackman_window(8, periodic).numpy())
+
+
+@pytest.mark.parametrize("name, kwargs", [
+    ("hann", {}), ("hamming", {}), ("blackman", {}), ("bartlett", {}), ("nuttall", {}),
+    ("kaiser", {"beta": 8.0}), ("gaussian", {"std": 2.0}), ("exponential", {"tau": 2.0}),
+    ("cosine", {}), ("general_cosine", {"a": [0.5, 0.3, 0.2]}),
+    ("general_hamming", {"alpha": 0.6})])
+@pytest.mark.parametrize("M", [0, 1, 2, 7, 8])
+@pytest.mark.parametrize("sym", [True, False])
+def test_signal_windows_as_torch(name, kwargs, M, sym):
+    """`torch.signal.windows`: SciPy's windows, computed (and rounded) as PyTorch's."""
+    for dtype in ("float32", "float64"):
+        e = getattr(ember.signal.windows, name)(M, sym=sym, dtype=getattr(ember, dtype),
+                                                **kwargs)
+        t = getattr(torch.signal.windows, name)(M, sym=sym, dtype=getattr(torch, dtype),
+                                                **kwargs)
+        assert e.dtype is getattr(ember, dtype) and tuple(e.shape) == tuple(t.shape)
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("call", [
+    "W.hann(-1)", "W.hann(4, dtype=L.float16)", "W.kaiser(4, beta=-1.0)",
+    "W.gaussian(4, std=0.0)", "W.exponential(4, tau=0.0)", "W.exponential(4, center=1.0)",
+    "W.general_cosine(5, a=[])", "W.general_cosine(5, a=3)"])
+def test_signal_windows_errors_as_torch(call):
+    errors = []
+    for lib in (torch, ember):
+        with pytest.raises((ValueError, TypeError)) as err:
+            eval(call, {"W": lib.signal.windows, "L": lib})
+        errors.append((type(err.value), str(err.value).replace("ember.", "torch.")))
+    assert errors[1] == errors[0]
