@@ -519,6 +519,12 @@ def _a2c_balances(t_out: str, e_out: str) -> None:
         assert "greedy action at the upright state [[" in out
 
 
+def _adjoint_is_backprop(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        assert "prediction torch.Size([12, 1, 2]) OdeintAdjointMethodBackward" in out
+        assert "adjoint grads match backprop: True" in out
+
+
 PROGRAMS_L = [
     Program("speech_ctc.py", trends=[Trend(r"Average loss: ([\d.]+)", 0.5, 0.3)],
             same=r"(mel filterbank .*)", first=r"\tLoss: ([\d.]+)", extra=_speech_decodes),
@@ -550,6 +556,8 @@ PROGRAMS_L = [
     Program("a2c_gae.py", trends=[Trend(r"mean/median reward ([\d.]+)", 1.5, 0.5, rises=True),
                                   Trend(r"entropy ([\d.]+)", 0.95, 0.3)],
             first=r"value loss ([\d.]+)", extra=_a2c_balances),
+    Program("neural_ode_adjoint.py", trends=[Trend(r"\| Loss ([\d.]+)", 0.6, 0.2)],
+            first=r"\| Loss ([\d.]+)", extra=_adjoint_is_backprop),
 ]
 PROGRAM_SPECS += PROGRAMS_L
 
