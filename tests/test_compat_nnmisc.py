@@ -336,6 +336,28 @@ def test_ctc_loss_concatenated_unbatched_module_and_errors():
         F.ctc_loss(ember.tensor(lp), ember.tensor(flat), il, tl, reduction="max")
 
 
+@pytest.mark.parametrize("lengths, target_slice, blank", [
+    (([13, 10, 8], [4, 3, 2]), None, 0), (([12, 10, 8], [5, 3, 2]), None, 0),
+    (([12, 10, 8], [4, 3, 2]), 7, 0), (([12, 10, 8], [4, 3, 2]), None, 6),
+    (([12, 10], [4, 3, 2]), None, 0), (([12, 10, 8], [4, 3]), None, 0),
+    (([12, -1, 13], [4, 3, 2]), None, 0), (([12, 10, 8], [4, -2, 2]), None, 0),
+    (([13, 10, 8], [4, -2, 2]), None, 0)])
+def test_ctc_loss_bad_lengths_error_as_torch(lengths, target_slice, blank):
+    """A speech model's wrong lengths: PyTorch's RuntimeErrors, word for word and in its
+    order of checks (negative lengths too, rather than an infinite loss)."""
+    lp = np.log(RNG.dirichlet(np.ones(6), (12, 3))).astype(np.float32)
+    targets = RNG.integers(1, 6, (3, 4))
+    if target_slice is not None:
+        targets = targets.reshape(-1)[:target_slice]
+    errors = []
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError) as err:
+            lib.nn.functional.ctc_loss(lib.tensor(lp), lib.tensor(targets), *lengths,
+                                       blank=blank)
+        errors.append(str(err.value))
+    assert errors[1] == errors[0]
+
+
 def test_margin_losses_match_torch():
     x = RNG.standard_normal((4, 5))
     t = np.array([1, 0, 4, 2])
