@@ -1,11 +1,12 @@
-"""The bytes of ember's checkpoint format (safetensors), read and written without copies,
-and the placement of loaded tensors on devices (`map_location`).
+"""Reading safetensors files (what ember's earlier `ember.save` wrote, and other tools'
+tensors) without copies, the views of a storage, and the placement of loaded tensors on
+devices (`map_location`).
 
 safetensors: an 8-byte little-endian header length, a JSON header (`{name: {"dtype",
 "shape", "data_offsets": [begin, end]}, "__metadata__": {str: str}}`), then the tensors'
-bytes back to back. Writing streams each array to the file; reading fills one buffer
-with the data region and returns NumPy views of it, so loading peaks at about the file's
-size. Every header field is checked before it is used.
+bytes back to back. Reading fills one buffer with the data region and returns NumPy
+views of it, so loading peaks at about the file's size. Every header field is checked
+before it is used.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from ember.core.tensor import Tensor
 _DTYPES = {"F16": dt.float16, "BF16": dt.bfloat16, "F32": dt.float32, "F64": dt.float64,
            "I8": dt.int8, "I16": dt.int16, "I32": dt.int32, "I64": dt.int64,
            "U8": dt.uint8, "BOOL": dt.bool_, "C64": dt.complex64, "C128": dt.complex128}
-_CODES = {d: code for code, d in _DTYPES.items()}
 MAX_HEADER = 100_000_000  # safetensors' own limit
 
 
@@ -47,35 +47,6 @@ def read_into(fh: BinaryIO, offset: int, buffer: np.ndarray, what: str) -> np.nd
             raise FormatError(f"{what} is truncated ({got} of {nbytes} bytes)")
         got += n
     return buffer
-
-
-# -- write ----------------------------------------------------------------------------
-
-
-def write(out: BinaryIO, arrays: dict[str, np.ndarray], metadata: dict[str, str]) -> None:
-    """Writes `arrays` (name -> host array of an ember dtype) and `metadata` as
-    safetensors to the binary file `out`."""
-    header: dict[str, Any] = {"__metadata__": metadata}
-    begin = 0
-    for name, arr in arrays.items():
-        code = _CODES.get(_ember_dtype(arr))
-        header[name] = {"dtype": code, "shape": list(arr.shape),
-                        "data_offsets": [begin, begin + arr.nbytes]}
-        begin += arr.nbytes
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)  # the data starts 8-aligned
-    out.write(len(text).to_bytes(8, "little"))
-    out.write(text)
-    for arr in arrays.values():
-        if arr.nbytes:
-            out.write(memoryview(np.ascontiguousarray(arr).reshape(-1).view(np.uint8)))
-
-
-def _ember_dtype(arr: np.ndarray) -> dt.dtype:
-    for d in dt.EVERY_DTYPE:
-        if numpy_dtype(d) == arr.dtype:
-            return d
-    raise TypeError(f"ember.save: unsupported array dtype {arr.dtype}")
 
 
 # -- read -----------------------------------------------------------------------------
@@ -152,14 +123,17 @@ def _count(n: Any) -> bool:
 def storage_view(arr: np.ndarray) -> tuple[np.ndarray, int, tuple[int, ...]] | None:
     """(root, offset, strides in elements) when `arr` views a C-contiguous array of its
     dtype (its storage, as far as NumPy tells), else None."""
-    if arr.size == 0:
-        return None
     root = arr
-    while isinstance(root.base, np.ndarray) and root.base.dtype == arr.dtype:
-        root = root.base
+    while True:
+        base = root.base
+        if base is not None and not isinstance(base, np.ndarray):
+            base = getattr(base, "base", None)  # as_strided's views hold a wrapper
+        if not (isinstance(base, np.ndarray) and base.dtype == arr.dtype):
+            break
+        root = base
     itemsize = arr.itemsize
     delta = arr.ctypes.data - root.ctypes.data
-    if not root.flags.c_contiguous or delta < 0 or delta % itemsize or any(
+    if not root.flags.c_contiguous or not 0 <= delta <= root.nbytes or delta % itemsize or any(
             s < 0 or s % itemsize for s in arr.strides):
         return None
     return root, delta // itemsize, tuple(s // itemsize for s in arr.strides)

@@ -128,7 +128,7 @@ def run(device: str = "auto", epochs: int = DEFAULT_EPOCHS, batch_size: int = 32
 
     # Without --checkpoint the round trip goes through a temporary folder, removed after.
     with tempfile.TemporaryDirectory(prefix="ember-demo-") as scratch:
-        path = checkpoint or os.path.join(scratch, "digits_cnn.safetensors")
+        path = checkpoint or os.path.join(scratch, "digits_cnn.pt")
         ember.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                     "epochs": epochs, "accuracy": accuracy}, path)
         checkpoint_bytes = os.path.getsize(path)

@@ -80,7 +80,7 @@ def load_state_dict_from_url(url: str, model_dir: str | None = None,
                              map_location: Any = None, progress: bool = True,
                              check_hash: bool = False, file_name: str | None = None,
                              weights_only: bool = False) -> Any:
-    """Loads the checkpoint at `url` (an `ember.save` file, or plain safetensors),
+    """Loads the checkpoint at `url` (a `torch.save` or `ember.save` file, or plain safetensors),
     downloading it first into `model_dir` (default: `<get_dir()>/checkpoints`) unless a
     file of that name is already there.
 

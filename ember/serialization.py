@@ -1,13 +1,14 @@
 """`ember.save` / `ember.load`, with PyTorch 2.6+'s semantics.
 
-`ember.save` writes ember's own format: safetensors, whose entries are the tensors of a
-(nested) object named by their path (`model.fc1.weight`), and whose metadata holds the
-object's shape as JSON — dicts (string or int keys), OrderedDicts, lists, tuples,
-numbers, strings, booleans, None, dtypes, devices; NumPy arrays are stored as tensor
-data. What JSON cannot hold (a whole `nn.Module`, a set, an instance of some class) is
-pickled in place, as `torch.save` does, with its tensors still stored as entries.
+`ember.save` writes PyTorch's checkpoint format, as `torch.save` writes it: a zip archive
+(`ember.torch_zip`) holding `data.pkl`, the object's pickle, in which tensors are
+PyTorch's tensor reductions over persistent storage ids (`ember.torch_pickler`), and one
+raw record per storage. `torch.load` reads ember's files, and ember's programs see the
+same files (`os.path.getsize`, `zipfile`) that PyTorch's do.
 
-`ember.load` reads ember's format and PyTorch's (`.pt`/`.pth`, zip or legacy). With
+`ember.load` reads PyTorch's files (`.pt`/`.pth`, zip or legacy; `ember.torch_checkpoint`)
+and the safetensors files that ember's earlier `ember.save` wrote (tensors named by
+path, the object's structure as JSON metadata; `_load_ember` below). With
 `weights_only=True`, the default as in PyTorch 2.6+, every pickle goes through the
 restricted unpickler of `ember.weights_unpickler`: tensors, containers, numbers and
 strings load; anything else raises `pickle.UnpicklingError` naming the global and saying
@@ -24,9 +25,10 @@ import collections
 import contextlib
 import io
 import json
-import math
 import os
 import pickle
+import struct
+import sys
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
@@ -36,7 +38,7 @@ from ember import checkpoint_io
 from ember.checkpoint_io import FormatError, UnsupportedError, place
 from ember.core import dtype as dt
 from ember.core.device import device as Device
-from ember.core.host import host_array
+from ember.core.quantized import rebuild_quantized
 from ember.core.tensor import Tensor
 from ember.weights_unpickler import (
     UnsafeGlobalError,
@@ -61,191 +63,89 @@ def _parameter_class() -> type:
     return Parameter
 
 
-def _is_data(t: Tensor) -> bool:
-    """Whether `t` holds values to store (an uninitialized parameter of a lazy module
-    holds none: it is pickled as what it is)."""
-    from ember.nn.parameter import is_lazy
-
-    return not is_lazy(t)
-
-
 # -- save -----------------------------------------------------------------------------
-
-
-class _Encoder:
-    """Turns an object into a JSON-able structure plus a table of named host arrays;
-    what JSON cannot hold is pickled, its tensors kept out of the pickle as entries."""
-
-    def __init__(self, pickle_module: Any, protocol: int) -> None:
-        self.arrays: dict[str, np.ndarray] = {}
-        self._entry_of: dict[int, str] = {}  # id of a tensor's storage -> its entry
-        self._keep: list[Any] = []  # keeps those ids' objects alive while saving
-        self.pickle_module, self.protocol = pickle_module, protocol
-        # CPU tensors that view one storage differently (a base and its slices) are saved
-        # as that storage once plus each view's offset and strides, so they share memory
-        # again after loading, as in PyTorch. A first pass (`plan`) finds such storages.
-        self._planning = False
-        self._views: dict[int, set] = {}  # id of a storage -> the views saved of it
-        self._shared: set[int] = set()
-
-    def plan(self, value: Any) -> None:
-        self._planning = True
-        try:
-            self.encode(value, "")
-        finally:
-            self._planning = False
-        self._shared = {root for root, views in self._views.items() if len(views) > 1}
-
-    def encode(self, value: Any, path: str) -> Any:
-        if isinstance(value, Tensor) and value.is_sparse:
-            return self._sparse(value, path)
-        if isinstance(value, Tensor) and _is_data(value):
-            return self._tensor(value, path)
-        if isinstance(value, (np.ndarray, np.number, np.bool_)):
-            return self._numpy(value, path)
-        if value is None or isinstance(value, (bool, str)):
-            return value
-        if isinstance(value, int):
-            return value
-        if isinstance(value, float):
-            return value if math.isfinite(value) else {"__float__": repr(value)}
-        if isinstance(value, dict) and type(value) in (dict, collections.OrderedDict) and all(
-                isinstance(k, (str, int)) and not isinstance(k, bool) for k in value):
-            tag = "__dict__" if type(value) is dict else "__odict__"
-            return {tag: [[k if isinstance(k, str) else {"__int__": k},
-                           self.encode(v, f"{path}.{k}" if path else str(k))]
-                          for k, v in value.items()]}
-        if type(value) in (list, tuple):
-            tag = "__list__" if type(value) is list else "__tuple__"
-            return {tag: [self.encode(v, f"{path}.{i}" if path else str(i))
-                          for i, v in enumerate(value)]}
-        if isinstance(value, dt.dtype):
-            return {"__dtype__": value.name}
-        if isinstance(value, Device):
-            return {"__device__": str(value)}
-        return {"__pickle__": self._pickle(value, path)}
-
-    def _storage_entry(self, root: np.ndarray, path: str) -> str:
-        key = self._entry_of.get(id(root))
-        if key is None:
-            key = self._new_key(path)
-            self.arrays[key] = root
-            self._entry_of[id(root)] = key
-        return key
-
-    def _new_key(self, path: str) -> str:
-        key, n = path or "tensor", 1
-        while key in self.arrays:
-            key = f"{path or 'tensor'}#{n}"
-            n += 1
-        return key
-
-    def _entry(self, t: Tensor, path: str) -> str:
-        """The entry holding `t`'s values: one per storage, so tensors that share one
-        (tied weights, a parameter and its state-dict alias) are stored once."""
-        known = self._entry_of.get(id(t._data))
-        if known is not None and tuple(self.arrays[known].shape) == tuple(t.shape) \
-                and self.arrays[known].dtype == host_array(t).dtype:
-            return known
-        key = self._new_key(path)
-        arr = host_array(t.detach())  # a CPU tensor's own array: written, not copied
-        self.arrays[key] = arr if arr.flags.c_contiguous else np.array(arr, order="C")
-        self._entry_of[id(t._data)] = key
-        self._keep.append(t._data)
-        return key
-
-    def _tensor(self, t: Tensor, path: str) -> dict:
-        view = checkpoint_io.storage_view(host_array(t)) if t.device.type == "cpu" else None
-        if self._planning:
-            if view is not None:
-                self._views.setdefault(id(view[0]), set()).add((view[1], t.shape, view[2]))
-                self._keep.append(view[0])
-            return {}
-        if view is not None and id(view[0]) in self._shared:
-            record = {"__tensor__": self._storage_entry(view[0], path),
-                      "view": [view[1], list(t.shape), list(view[2])]}
-        else:
-            record = {"__tensor__": self._entry(t, path)}
-        record.update(device=str(t.device), requires_grad=t.requires_grad)
-        if isinstance(t, _parameter_class()):
-            record["parameter"] = True
-        return record
-
-    def _sparse(self, t: Tensor, path: str) -> dict:
-        """A sparse COO tensor: its indices and values as tensors, and its size."""
-        return {"__sparse__": [self._tensor(t._indices(), f"{path}.indices"),
-                               self._tensor(t._values().detach(), f"{path}.values")],
-                "size": list(t.shape), "coalesced": t.is_coalesced(),
-                "requires_grad": t.requires_grad}
-
-    def _numpy(self, value: np.ndarray | np.generic, path: str) -> dict:
-        # stored as tensor data (no pickle), tagged so that it loads back as NumPy
-        if self._planning:
-            return {}
-        try:
-            as_tensor = Tensor._from_data(np.asarray(value))
-        except TypeError as err:
-            raise TypeError(f"ember.save: cannot store the NumPy {type(value).__name__} at "
-                            f"'{path or '<root>'}': {err}") from None
-        return {"__numpy__": self._entry(as_tensor, path),
-                "scalar": isinstance(value, np.generic)}
-
-    def _pickle(self, value: Any, path: str) -> str:
-        buffer = io.BytesIO()
-        pickler = self.pickle_module.Pickler(buffer, protocol=self.protocol)
-        counter = iter(range(1 << 62))
-
-        def persistent_id(obj: Any) -> Any:
-            if isinstance(obj, Tensor) and obj.is_sparse:
-                return ("ember.sparse", self._sparse(obj, f"{path}.@{next(counter)}"))
-            if isinstance(obj, Tensor) and _is_data(obj):
-                return ("ember.tensor", self._tensor(obj, f"{path}.@{next(counter)}"))
-            if isinstance(obj, (np.ndarray, np.number, np.bool_)):
-                return ("ember.numpy", self._numpy(obj, f"{path}.@{next(counter)}"))
-            return None
-
-        pickler.persistent_id = persistent_id
-        pickler.dump(value)
-        return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 def save(obj: Any, f: str | os.PathLike | BinaryIO, pickle_module: Any = pickle,
          pickle_protocol: int = DEFAULT_PROTOCOL, _use_new_zipfile_serialization: bool = True,
          _disable_byteorder_record: bool = False) -> None:
-    """Saves an object to a disk file (or a binary file-like object).
+    """Saves an object to a disk file (or a binary file-like object) in PyTorch's format.
 
-    Tensors (on any device), NumPy arrays, numbers, strings, dtypes, devices, and lists,
-    tuples and dicts of them are stored as data; anything else (a whole `nn.Module`, an
-    instance of your class) is pickled, as `torch.save` does, and `ember.load` then
-    needs `weights_only=False` to read it. Saving to a path is atomic: the file is
-    written beside it and renamed over it, so an interrupted save leaves the old file.
+    The file is what `torch.save` writes: a zip archive whose `data.pkl` pickles the
+    object with each tensor's storage as a record of its own, so `torch.load` reads it
+    (and for a state dict, `data.pkl` is byte for byte torch's). Tensors that view one
+    storage share it in the file. Anything else (a whole `nn.Module`, an instance of your
+    class) is pickled as usual; loading it needs `weights_only=False`. Saving to a path
+    is atomic: the file is written beside it and renamed over it, so an interrupted save
+    leaves the old file.
 
     Args:
         obj: the object to save.
         f: a path, or a binary file-like object with `write`.
-        pickle_module: the module whose `Pickler` pickles what data cannot hold.
-        pickle_protocol: the pickle protocol for that.
-        _use_new_zipfile_serialization, _disable_byteorder_record: PyTorch's switches
-            between its file layouts, accepted so that programs passing them run; ember
-            writes its one format either way.
+        pickle_module: the module whose pure-Python `Pickler` (a `pickle._Pickler`)
+            pickles the object.
+        pickle_protocol: the pickle protocol (PyTorch's default, 2).
+        _use_new_zipfile_serialization: False writes PyTorch's legacy (pre-1.6) layout,
+            a stream of pickles and storages, as `torch.save` then does.
+        _disable_byteorder_record: write the `byteorder` record last, as PyTorch's
+            writer then does, instead of before the tensor data.
     """
-    encoder = _Encoder(pickle_module, pickle_protocol)
+    from ember import torch_pickler, torch_zip  # imported when a file is saved
+
+    legacy = not _use_new_zipfile_serialization
     try:
-        encoder.plan(obj)
-        structure = encoder.encode(obj, "")  # fails before the file is touched
+        data, storages = torch_pickler.dumps(obj, pickle_protocol, pickle_module, legacy)
     except RecursionError:
         raise RuntimeError("ember.save: the object is nested too deeply to save") from None
-    metadata = {"format": FORMAT, "structure": json.dumps(structure)}
+
+    def write(out: BinaryIO, folder: str) -> None:
+        if legacy:
+            return _write_legacy(out, data, storages, pickle_protocol)
+        archive = torch_zip.ZipWriter(out, folder)
+        archive.write_record("data.pkl", data)
+        archive.write_record(".format_version", b"1")
+        archive.write_record(".storage_alignment", str(torch_zip.ALIGNMENT).encode())
+        if not _disable_byteorder_record:
+            archive.write_record("byteorder", sys.byteorder.encode())
+        for storage in storages:
+            arr = storage.array
+            archive.write_record(f"data/{storage.key}", arr.reshape(-1).view(np.uint8)
+                                 if arr.size else b"")
+        archive.close(big_endian=sys.byteorder == "big")
+
     if hasattr(f, "write"):
-        checkpoint_io.write(f, encoder.arrays, metadata)
+        write(f, torch_zip.archive_name(None))
         return
     from ember.atomic_write import atomic_write
 
-    folder = os.path.dirname(os.path.abspath(os.fspath(f)))
+    path = os.fspath(f)
+    archive = torch_zip.archive_name(os.fsdecode(path))
+    folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise RuntimeError(f"Parent directory {folder} does not exist.")  # PyTorch's words
-    with atomic_write(f) as out:
-        checkpoint_io.write(out, encoder.arrays, metadata)
+    with atomic_write(path) as out:
+        write(out, archive)
+
+
+def _write_legacy(out: BinaryIO, data: bytes, storages: list, protocol: int) -> None:
+    """PyTorch's legacy layout (`_use_new_zipfile_serialization=False`): pickles of its
+    magic number, protocol version and system info, the object's pickle, a pickle of the
+    storage keys, then each storage as its element count (int64) and bytes."""
+    from ember.torch_checkpoint import LEGACY_MAGIC, LEGACY_PROTOCOL
+
+    sizes = {"short": 2, "int": 4, "long": struct.calcsize("=l")}
+    head = (LEGACY_MAGIC, LEGACY_PROTOCOL, {"protocol_version": LEGACY_PROTOCOL,
+                                           "little_endian": sys.byteorder == "little",
+                                           "type_sizes": sizes})
+    for value in head:
+        out.write(pickle.dumps(value, protocol=protocol))
+    out.write(data)
+    storages = sorted(storages, key=lambda s: s.key)  # PyTorch writes them by sorted key
+    out.write(pickle.dumps([s.key for s in storages], protocol=protocol))
+    for storage in storages:
+        out.write(struct.pack("<q", storage.array.size))
+        if storage.array.size:
+            out.write(storage.array.reshape(-1).view(np.uint8))
 
 
 # -- load -----------------------------------------------------------------------------
@@ -441,4 +341,5 @@ class _Decoder:
 
 # the globals ember's own pickled records may use under weights_only=True
 _EMBER_GLOBALS = {"ember.core.dtype._by_name": dt.from_name,
+                  "ember.core.quantized.rebuild_quantized": rebuild_quantized,
                   "ember.core.device.device": Device}

@@ -93,7 +93,8 @@ class _Storage:
             if self.buffer.nbytes % np_dtype.itemsize:
                 raise CheckpointError(f"a storage of {self.buffer.nbytes} bytes cannot hold "
                                       f"{d.name} elements")
-            arr = self.buffer.view(np_dtype)
+            arr = (self.buffer if self.buffer.dtype == np_dtype
+                   else self.buffer.view(np.uint8).view(np_dtype))
             if big_endian and np_dtype.itemsize > 1:
                 arr.byteswap(inplace=True)
             self._typed[d] = arr
@@ -114,6 +115,8 @@ class _TorchReader:
             "torch._utils._rebuild_parameter": self.rebuild_parameter,
             "torch._utils._rebuild_parameter_with_state": self.rebuild_parameter,
             "torch._tensor._rebuild_from_type_v2": self.rebuild_from_type_v2,
+            "torch._utils._rebuild_sparse_tensor": _rebuild_sparse_tensor,
+            "torch.serialization._get_layout": _get_layout,
             "torch.Size": Size,
             "torch.device": _torch_device,
             # types named only as the new_type of _rebuild_from_type_v2: markers, never
@@ -145,7 +148,9 @@ class _TorchReader:
 
     def rebuild_parameter(self, data: Tensor, requires_grad: bool, hooks: Any = None,
                           state: Any = None) -> Tensor:
-        return _parameter_class()(_check_tensor(data), requires_grad=bool(requires_grad))
+        result = _parameter_class()(_check_tensor(data), requires_grad=bool(requires_grad))
+        _set_state(result, state)
+        return result
 
     def rebuild_from_type_v2(self, func: Any, new_type: Any, args: Any, state: Any) -> Tensor:
         if new_type not in (_TENSOR_TYPE, _PARAMETER_TYPE) or not isinstance(args, tuple):
@@ -153,8 +158,7 @@ class _TorchReader:
         result = _check_tensor(func(*args))
         if new_type == _PARAMETER_TYPE and not isinstance(result, _parameter_class()):
             result = _parameter_class()(result, requires_grad=result.requires_grad)
-        if isinstance(state, dict):
-            result.__dict__.update({k: v for k, v in state.items() if isinstance(k, str)})
+        _set_state(result, state)
         return result
 
     def _tensor(self, storage: Any, offset: Any, size: Any, stride: Any,
@@ -172,6 +176,33 @@ class _TorchReader:
         if requires_grad:
             t.requires_grad_(True)
         return t
+
+
+def _set_state(t: Tensor, state: Any) -> None:
+    """The attributes a program had set on a tensor (its pickled `__dict__`)."""
+    if isinstance(state, dict):
+        t.__dict__.update({k: v for k, v in state.items() if isinstance(k, str)})
+
+
+def _get_layout(name: Any) -> str:
+    if name != "torch.sparse_coo":
+        raise UnsupportedError(f"it holds a tensor of layout {name!r}; ember has sparse COO "
+                               "tensors only")
+    return name
+
+
+def _rebuild_sparse_tensor(layout: Any, data: Any) -> Tensor:
+    """A sparse COO tensor from its indices, values, size and coalesced flag."""
+    from ember.core.sparse_coo import make
+
+    if layout != "torch.sparse_coo" or not (isinstance(data, tuple) and len(data) == 4):
+        raise CheckpointError(f"a sparse tensor record is damaged ({layout!r})")
+    indices, values, size, coalesced = data
+    indices, values, size = _check_tensor(indices), _check_tensor(values), _ints("size", size)
+    if indices.ndim != 2 or indices.shape[0] > len(size) or values.shape[:1] != indices.shape[1:]:
+        raise CheckpointError(f"a sparse tensor's indices {tuple(indices.shape)} and values "
+                              f"{tuple(values.shape)} do not fit its size {tuple(size)}")
+    return make(indices, values, tuple(size), bool(coalesced))
 
 
 def _ints(what: str, value: Any) -> list[int]:
@@ -238,9 +269,26 @@ def _record_offset(fh: BinaryIO, info: zipfile.ZipInfo) -> int:
     return info.header_offset + 30 + name_len + extra_len
 
 
+def _element_type(d: dt.dtype | None, nbytes: int) -> np.dtype:
+    """The NumPy dtype to read a storage of `nbytes` as: its elements' (bytes for an
+    untyped storage, or one whose size does not fit its type, which is reported when a
+    tensor views it)."""
+    if d is None or nbytes % d.itemsize:
+        return np.dtype(np.uint8)
+    return numpy_dtype(d)
+
+
 def load_zip(fh: BinaryIO, map_location: Any, mmap_path: str | None = None,
              trusted: bool = False) -> Any:
     """The object a zip-layout `torch.save` file holds."""
+    try:
+        return _load_zip(fh, map_location, mmap_path, trusted)
+    except zipfile.BadZipFile as err:  # a record fails its CRC, a header is damaged
+        raise CheckpointError(f"a damaged zip archive ({err})") from None
+
+
+def _load_zip(fh: BinaryIO, map_location: Any, mmap_path: str | None,
+              trusted: bool) -> Any:
     try:
         archive = zipfile.ZipFile(fh)
         names = archive.namelist()
@@ -271,18 +319,21 @@ def load_zip(fh: BinaryIO, map_location: Any, mmap_path: str | None = None,
         info = infos.get(f"{prefix}data/{key}")
         if info is None:
             raise CheckpointError(f"storage {key!r} is missing from the archive")
+        # a typed storage is read into an array of its dtype, so that the arrays of its
+        # tensors are views of that array (ember.save then finds their shared storage)
+        elements = _element_type(d, info.file_size)
+        count = info.file_size // elements.itemsize
         if info.compress_type != zipfile.ZIP_STORED:
-            buffer = np.frombuffer(bytearray(archive.read(info.filename)), dtype=np.uint8)
+            buffer = np.frombuffer(bytearray(archive.read(info.filename)), dtype=elements)
         elif mmap_path is not None:
             offset = _record_offset(fh, info)
-            buffer = (np.memmap(mmap_path, dtype=np.uint8, mode="c", offset=offset,
-                                shape=(info.file_size,))
-                      if info.file_size else np.empty(0, np.uint8))
+            buffer = (np.memmap(mmap_path, dtype=elements, mode="c", offset=offset,
+                                shape=(count,))
+                      if count else np.empty(0, elements))
         else:
             offset = _record_offset(fh, info)
-            buffer = read_into(fh, offset, np.empty(info.file_size, np.uint8),
-                                f"storage {key!r}")
-            if zlib.crc32(buffer) & 0xFFFFFFFF != info.CRC:
+            buffer = read_into(fh, offset, np.empty(count, elements), f"storage {key!r}")
+            if zlib.crc32(buffer.view(np.uint8)) & 0xFFFFFFFF != info.CRC:
                 raise CheckpointError(f"storage {key!r} fails its CRC check (corrupted)")
         storage = _Storage(buffer, d, str(location.decode() if isinstance(location, bytes)
                                           else location))
@@ -323,15 +374,14 @@ def load_legacy(fh: BinaryIO, map_location: Any, trusted: bool = False) -> Any:
         key = str(key)
         if key not in storages:
             # filled after the pickle, from the records that follow it
-            storages[key] = _Storage(np.empty(numel * d.itemsize, np.uint8), d, str(location))
+            storages[key] = _Storage(np.empty(numel, numpy_dtype(d)), d, str(location))
         root = storages[key]
         if view is None:
             return root
         view_key, offset, size = view
         if str(view_key) not in views:
-            start = offset * d.itemsize
-            views[str(view_key)] = _Storage(root.buffer[start:start + size * d.itemsize],
-                                            d, root.location)
+            views[str(view_key)] = _Storage(root.buffer[offset:offset + size], d,
+                                            root.location)
         return views[str(view_key)]
 
     result = _TorchUnpickler(fh, reader.allowed(), persistent, trusted).load()

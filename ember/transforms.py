@@ -29,34 +29,19 @@ from ember.core.engine import grad as _autograd_grad
 from ember.core.grad_mode import enable_grad, is_grad_enabled
 from ember.core.ops.shape import stack
 from ember.core.tensor import Tensor
+from ember.utils._pytree import tree_leaves as _leaves
+from ember.utils._pytree import tree_map as _map
+from ember.utils._pytree import tree_structure, tree_unflatten
 
 __all__ = ["grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "stack_module_state",
            "vjp", "vmap"]
 
 
-# -- pytrees ---------------------------------------------------------------------------------
-
-def _leaves(tree: Any) -> list:
-    if isinstance(tree, (tuple, list)):
-        return [leaf for item in tree for leaf in _leaves(item)]
-    if isinstance(tree, dict):
-        return [leaf for item in tree.values() for leaf in _leaves(item)]
-    return [tree]
-
-
-def _map(fn: Callable[[Any], Any], tree: Any) -> Any:
-    if isinstance(tree, tuple) and hasattr(tree, "_fields"):  # a namedtuple
-        return type(tree)(*[_map(fn, item) for item in tree])
-    if isinstance(tree, (tuple, list)):
-        return type(tree)(_map(fn, item) for item in tree)
-    if isinstance(tree, dict):
-        return {k: _map(fn, v) for k, v in tree.items()}
-    return fn(tree)
-
+# -- pytrees (torch.func's: ember.utils._pytree) ---------------------------------------------
 
 def _unflatten(tree: Any, leaves: list) -> Any:
-    it = iter(leaves)
-    return _map(lambda _: next(it), tree)
+    """A pytree of `tree`'s structure holding `leaves`."""
+    return tree_unflatten(leaves, tree_structure(tree))
 
 
 # -- differentiation -----------------------------------------------------------------------

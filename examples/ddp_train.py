@@ -1,6 +1,6 @@
 """Distributed data-parallel training: one process per rank, each on its share of the data.
 
-    ember run -n 2 examples/ddp_train.py --epochs 3 --checkpoint /tmp/ddp.safetensors
+    ember run -n 2 examples/ddp_train.py --epochs 3 --checkpoint /tmp/ddp.pt
 
 Every rank builds the same model; DistributedDataParallel broadcasts rank 0's weights and
 averages the gradients over the ranks during backward, so all ranks take the same steps.
@@ -42,7 +42,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=32, help="per rank")
     parser.add_argument("--lr", type=float, default=0.05)
-    parser.add_argument("--checkpoint", default="ddp_checkpoint.safetensors")
+    parser.add_argument("--checkpoint", default="ddp_checkpoint.pt")
     args = parser.parse_args()
 
     dist.init_process_group("mpi")

@@ -4,6 +4,8 @@ and errors (type and message)."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -650,3 +652,16 @@ def test_long_rows_sort_quickly_on_opencl():
     np.testing.assert_array_equal(values.cpu().numpy(), want.values.numpy())
     np.testing.assert_array_equal(ember.topk(x, 3, 1, largest=False).values.cpu().numpy(),
                                   torch.topk(torch.tensor(a), 3, 1, largest=False).values)
+
+
+def test_index_reduce_warns_once_that_it_is_beta_as_torch():
+    """PyTorch's TORCH_WARN_ONCE: the first call of the process warns, later ones not."""
+    from ember.core.ops import indexing
+
+    indexing._INDEX_REDUCE_WARNED.clear()  # (as in a fresh process)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            ember.ones(3).index_reduce(0, ember.tensor([0, 1]), ember.ones(2), "prod")
+    assert [(w.category, str(w.message)) for w in caught] == [
+        (UserWarning, "index_reduce() is in beta and the API may change at any time.")]

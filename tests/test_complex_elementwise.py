@@ -155,6 +155,8 @@ REDUCTIONS = {
     "block_diag_combinations": lambda m, z: m.block_diag(z, z[0]).sum(0) [:3] * m.cat(
         [m.cartesian_prod(z[0], z[1]), m.combinations(z[1])]).prod(1)[:3],
     "trapezoid": lambda m, z: m.trapezoid(z, dx=0.5) + m.cumulative_trapezoid(z, dim=0).sum(),
+    # (shifted by the maximum real part, as PyTorch: exp of z * 40 overflows unshifted)
+    "logsumexp": lambda m, z: m.logsumexp(z, 1) + m.logsumexp(z * 40, 0, keepdim=True).sum(),
 }
 
 
@@ -183,6 +185,31 @@ def test_select_and_slice_scatter_refuse_complex_autograd_as_torch():
                                                "differentiation for outputs with complex"):
             m.slice_scatter(zg, zg[:, :1], 1, 0, 1)
         assert m.as_strided_scatter(z, z[0, :2] * 2, (2,), (1,))[0, 1] == z[0, 1] * 2
+
+
+def _complex_reduces(m) -> tuple[list, list]:
+    src = np.array([1 + 2j, 3 - 1j, -2 + 0.5j, 0.5 + 0.5j, 2j], dtype=np.complex64)
+    idx, s, b = m.tensor([0, 1, 0, 2, 1]), m.tensor(src), m.tensor([1 + 1j, 2, -1j])
+    values = [b.scatter_reduce(0, idx, s, red, include_self=inc).numpy()
+              for red in ("sum", "prod", "mean") for inc in (True, False)]
+    errors = []
+    for call in (lambda: b.scatter_reduce(0, idx, s, "amax"),
+                 lambda: b.scatter_reduce(0, idx, s, "amin", include_self=False),
+                 lambda: b.index_reduce(0, idx, s, "prod"),
+                 lambda: b.index_reduce(0, idx, s, "mean", include_self=False),
+                 lambda: b.requires_grad_().scatter_reduce(0, idx, s, "prod")):
+        with pytest.raises(RuntimeError) as info:  # (NotImplementedError included)
+            call()
+        errors.append((info.type, str(info.value)))
+    return values, errors
+
+
+def test_scatter_and_index_reduce_of_complex_as_torch():
+    """scatter_reduce: sum, prod and mean of complex (no autograd, no amax/amin);
+    index_reduce refuses complex, each with PyTorch's error."""
+    (want, want_errors), (got, got_errors) = _complex_reduces(torch), _complex_reduces(ember)
+    np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-6)
+    assert got_errors == want_errors
 
 
 def test_prod_gradient_with_zeros():

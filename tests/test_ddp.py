@@ -65,7 +65,7 @@ def test_ddp_on_real_ranks(ranks):
 @needs_mpi
 def test_example_trains_and_rank0_saves_a_checkpoint(tmp_path):
     pytest.importorskip("sklearn")
-    ckpt = tmp_path / "ddp.safetensors"
+    ckpt = tmp_path / "ddp.pt"
     code, out = run_ranks(2, ROOT / "examples" / "ddp_train.py", timeout=180,
                           args=["--epochs", "2", "--checkpoint", str(ckpt)])
     assert code == 0, out

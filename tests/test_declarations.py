@@ -187,9 +187,15 @@ def test_exported_ops_are_declared():
                "is_deterministic_algorithms_warn_only_enabled", "set_printoptions",
                "get_printoptions", "set_num_threads", "get_num_threads",
                "set_num_interop_threads", "get_num_interop_threads",
+               "set_default_tensor_type", "set_flush_denormal", "typename", "is_storage",
                # sparse COO and CSR tensors: written with the dense ops
                # (ember.core.sparse_ops, ember.core.sparse_csr)
-               "sparse_coo_tensor", "spmm", "sparse_csr_tensor"}
+               "sparse_coo_tensor", "spmm", "sparse_csr_tensor",
+               # quantized tensors: written with the dense ops on their integers
+               # (ember.core.quantized)
+               "quantize_per_tensor", "quantize_per_channel", "dequantize",
+               "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine",
+               "_make_per_tensor_quantized_tensor", "_make_per_channel_quantized_tensor"}
     publics = [op.public for op in OPS.values()]
     publics += [op.public_inplace for op in OPS.values()]  # torch.sin_ & co
     for name in ember.__all__:

@@ -829,8 +829,9 @@ def test_updates_run_on_a_third_party_backend(name, kwargs, foreach, data):
     for c, d in zip(cpu, dev):
         assert d.device.type == "countdev"
         _assert_close(d.detach().cpu().numpy(), _np(c))
-    for value in dopt.state[dev[0]].values():
-        if isinstance(value, ember.Tensor):
+    for key, value in dopt.state[dev[0]].items():
+        # (the step count stays on the CPU, as PyTorch's outside capturable/fused groups)
+        if isinstance(value, ember.Tensor) and key != "step":
             assert value.device.type == "countdev"
 
 
@@ -1046,3 +1047,159 @@ def test_param_group_keys_in_pytorchs_order(name):
     assert list(e_opt.defaults) == list(t_opt.defaults)
     assert list(e_opt.state_dict()["param_groups"][0]) == \
         list(t_opt.state_dict()["param_groups"][0])
+
+
+# -- the state as PyTorch holds it ------------------------------------------------------
+
+def _state_form(lib, name, kwargs):
+    """Each state entry's (type, dtype, device, shape), printed the way torch prints,
+    after two steps over a float32 parameter."""
+    if name == "SparseAdam":
+        emb = lib.nn.Embedding(4, 3, sparse=True)
+        opt = lib.optim.SparseAdam(emb.parameters())
+        for _ in range(2):
+            opt.zero_grad()
+            emb(lib.tensor([1, 2])).sum().backward()
+            opt.step()
+    else:
+        w = lib.nn.Parameter(lib.linspace(-1, 1, 6).reshape(2, 3))
+        opt = getattr(lib.optim, name)([w], **kwargs)
+        for _ in range(2):
+            opt.zero_grad()
+            (w ** 2).sum().backward()
+            opt.step()
+    assert type(opt.state).__name__ == "defaultdict" and opt.state.default_factory is dict
+    state = next(iter(opt.state.values()))
+    return [(k, type(v).__name__, str(getattr(v, "dtype", "")).split(".")[-1],
+             str(getattr(v, "device", "")), tuple(getattr(v, "shape", ())),
+             repr(v).replace("ember", "torch") if getattr(v, "ndim", 1) == 0 else "")
+            for k, v in state.items()]
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("Adam", {"amsgrad": True}), ("AdamW", {}), ("Adamax", {}), ("NAdam", {}),
+    ("RAdam", {}), ("Adagrad", {}), ("Adadelta", {}), ("RMSprop", {"momentum": 0.9}),
+    ("ASGD", {}), ("Rprop", {}), ("SparseAdam", {}), ("SGD", {"momentum": 0.9})])
+def test_state_entries_are_torchs(name, kwargs):
+    """`optimizer.state[p]` holds torch's entries: `step` a 0-d float32 tensor (an int in
+    SparseAdam), NAdam's `mu_product` and ASGD's `eta`/`mu` 0-d tensors, same order."""
+    assert _state_form(ember, name, kwargs) == _state_form(torch, name, kwargs)
+
+
+def test_scalar_state_is_float64_under_a_float64_default_dtype():
+    for lib in (torch, ember):
+        old = lib.get_default_dtype()
+        try:
+            lib.set_default_dtype(lib.float64)
+            p = lib.nn.Parameter(lib.ones(2))
+            opt = lib.optim.NAdam([p])
+            p.grad = lib.ones(2)
+            opt.step()
+            assert opt.state[p]["step"].dtype == lib.float64
+            assert opt.state[p]["mu_product"].dtype == lib.float64
+            fused = lib.optim.Adam([p], fused=True)  # (a fused group's step: float32)
+            fused.step()
+            assert fused.state[p]["step"].dtype == lib.float32
+        finally:
+            lib.set_default_dtype(old)
+
+
+def test_printed_state_dict_and_optimizer_are_torchs():
+    outs = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        model = lib.nn.Linear(2, 1)
+        opt = lib.optim.AdamW(model.parameters(), lr=0.01)
+        model(lib.ones(1, 2)).sum().backward()
+        opt.step()
+        sd = opt.state_dict()
+        outs.append((str(sd["state"][1]), str(sd["param_groups"]), str(opt),
+                     f"{sd['state'][0]['step']}"))
+    assert outs[1] == outs[0]
+
+
+def test_old_checkpoint_numbers_become_tensors_and_training_continues():
+    """A checkpoint whose `step` (and NAdam's `mu_product`) are numbers (saved before
+    torch 1.12, or by an older ember) loads as tensors, as torch's __setstate__ does."""
+    results = []
+    for lib in (torch, ember):
+        p = lib.nn.Parameter(lib.tensor([1.0, -2.0]))
+        opt = lib.optim.NAdam([p], lr=0.1)
+        p.grad = lib.tensor([0.5, 0.25])
+        opt.step()
+        sd = opt.state_dict()
+        sd["state"][0]["step"] = 1
+        sd["state"][0]["mu_product"] = float(sd["state"][0]["mu_product"])
+        fresh = lib.optim.NAdam([p], lr=0.1)
+        fresh.load_state_dict(sd)
+        st = fresh.state[p]
+        p.grad = lib.tensor([0.5, 0.25])
+        fresh.step()
+        results.append((repr(st["step"]).replace("ember", "torch"),
+                        str(st["mu_product"].dtype)[-7:], p.tolist()))
+    assert results[1] == results[0]
+
+
+def test_load_state_dict_casts_as_torch():
+    """State tensors are moved to the parameter's dtype (a tensor already right is kept);
+    `step` is kept as saved, and becomes float32 in a capturable group."""
+    for lib in (torch, ember):
+        p = lib.nn.Parameter(lib.ones(2, dtype=lib.float64))
+        opt = lib.optim.Adam([p])
+        sd = {"state": {0: {"step": lib.tensor(3.0, dtype=lib.float64),
+                            "exp_avg": lib.zeros(2), "exp_avg_sq": lib.zeros(2,
+                                                                            dtype=lib.float64)}},
+              "param_groups": opt.state_dict()["param_groups"]}
+        opt.load_state_dict(sd)
+        st = opt.state[p]
+        assert st["step"].dtype == lib.float64 and st["exp_avg"].dtype == lib.float64
+        assert st["exp_avg_sq"] is sd["state"][0]["exp_avg_sq"]
+        sd["param_groups"][0]["capturable"] = True
+        opt.load_state_dict(sd)
+        assert opt.state[p]["step"].dtype == lib.float32
+
+
+def _hook_log(lib) -> list:
+    log = []
+    p = lib.nn.Parameter(lib.ones(2))
+    opt = lib.optim.SGD([p], lr=0.1)
+    opt.register_state_dict_pre_hook(lambda o: log.append("pre"))
+    opt.register_state_dict_pre_hook(lambda o: log.append("pre-first"), prepend=True)
+
+    def post(o, sd):
+        log.append("post")
+        sd["extra"] = 1
+
+    opt.register_state_dict_post_hook(post)
+    sd = opt.state_dict()
+    log.append(sorted(sd))
+
+    def load_pre(o, sd):
+        log.append(("load_pre", sorted(sd)))
+        sd = dict(sd)
+        sd["param_groups"] = [dict(sd["param_groups"][0], lr=0.5)]
+        return sd
+
+    handle = opt.register_load_state_dict_pre_hook(load_pre)
+    opt.register_load_state_dict_post_hook(lambda o: log.append(o.param_groups[0]["lr"]))
+    opt.load_state_dict(sd)
+    handle.remove()
+    opt.load_state_dict(sd)
+    return log
+
+
+def test_state_dict_and_load_state_dict_hooks_as_torch():
+    log = _hook_log(torch)
+    assert _hook_log(ember) == log == [
+        "pre-first", "pre", "post", ["extra", "param_groups", "state"],
+        ("load_pre", ["extra", "param_groups", "state"]), 0.5, 0.1]
+
+
+def test_mismatched_groups_error_as_torch():
+    for lib in (torch, ember):
+        a, b = lib.nn.Parameter(lib.ones(2)), lib.nn.Parameter(lib.ones(2))
+        sd = lib.optim.SGD([a, b], lr=0.1).state_dict()
+        with pytest.raises(ValueError, match="that doesn't match the size of optimizer's group"):
+            lib.optim.SGD([a], lr=0.1).load_state_dict(sd)
+        with pytest.raises(ValueError, match="different number of parameter groups"):
+            lib.optim.SGD([{"params": [a]}, {"params": [b]}], lr=0.1).load_state_dict(sd)

@@ -457,6 +457,43 @@ PROGRAMS_I = [
 PROGRAM_SPECS += PROGRAMS_I
 
 
+def _dynamic_close_to_float(t_out: str, e_out: str) -> None:
+    # dynamic quantization costs little: the quantized models' outputs stay near the float
+    for out in (t_out, e_out):
+        assert metric(out, r"loss difference: ([\d.]+)")[0] < 0.05, out[-300:]
+        assert metric(out, r"argmax agreement: ([\d.]+)")[0] >= 0.75, out[-300:]
+
+
+def _qat_converts_faithfully(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        qat, quantized = metric(out, r"(?:QAT|Quantized) model accuracy: ([\d.]+)")
+        assert quantized >= 80 and abs(qat - quantized) <= 10, (qat, quantized)
+        assert "fc2 output scale matches: True" in out
+
+
+def _ptq_keeps_accuracy(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        float_acc = metric(out, r"Float model: Evaluation accuracy on \d+ images, ([\d.]+)")[0]
+        quant_acc = metric(out, r"(?m)^Evaluation accuracy on \d+ images, ([\d.]+)")
+        assert quant_acc and abs(quant_acc[0] - float_acc) <= 6, (float_acc, quant_acc)
+        loss_f, loss_q = re.search(r"loss float ([\d.]+) quantized ([\d.]+)", out).groups()
+        assert abs(float(loss_f) - float(loss_q)) < 0.1
+
+
+# Set Q: PyTorch's quantization tutorials (dynamic, eager static PTQ, QAT)
+PROGRAMS_Q = [
+    Program("quant_dynamic_lstm.py", first=r"train loss +([\d.]+)",
+            trends=[Trend(r"train loss +([\d.]+)", 0.95, 0.1)],
+            extra=_dynamic_close_to_float),
+    Program("quant_static_ptq.py", first=r"epoch 0 loss ([\d.]+)",
+            trends=[Trend(r"epoch \d loss ([\d.]+)", 0.95, 0.3)], extra=_ptq_keeps_accuracy),
+    Program("quant_aware_training.py", first=r"Epoch 0: loss ([\d.]+)",
+            trends=[Trend(r"Epoch \d: loss ([\d.]+)", 0.9, 0.2)],
+            extra=_qat_converts_faithfully),
+]
+PROGRAM_SPECS += PROGRAMS_Q
+
+
 # -- set L: audio, recommendation, time series and scientific ML -------------------------
 
 def _speech_decodes(t_out: str, e_out: str) -> None:

@@ -385,6 +385,30 @@ PROGRAMS_FX = [
 ]
 PROGRAMS_B += PROGRAMS_FX
 
+# PyTorch-compat round (s26): the "Python Custom Operators" tutorial (torch.library custom
+# ops with fake kernels and autograd, under torch.compile(fullgraph=True); long: PyTorch's
+# inductor compiles C++), and a training run resumed from a checkpoint whose optimizer
+# state holds PyTorch's step tensors (it must continue exactly as the uninterrupted run)
+PROGRAMS_CO = [
+    Program("python_custom_ops.py",
+            same=r"^(?!numpy_sin \d|step \d|cropped)", skeleton=r"^numpy_sin \d|^cropped",
+            losses=r"^step \d+ loss (?P<loss>[\d.]+)$", factor=1.1, long=True),
+    Program("resume_checkpoint.py", same=r"^(?!epoch \d)",
+            losses=r"^epoch \d+ loss (?P<loss>[\d.]+) ", factor=1.1),
+]
+PROGRAMS_B += PROGRAMS_CO
+# __torch_function__ (the "Extending torch Python API" docs' ScalarTensor, LoggingTensor and
+# metadata wrappers), a TorchFunctionMode op counter, and a torch.utils._pytree utility:
+# every line is torch's text (the logged function names included)
+PROGRAMS_TF = [
+    Program("tf_scalar_tensor.py", same=r"^"),
+    Program("tf_logging_tensor.py", same=r"^(?!mean:)", close=r"^mean:"),
+    Program("tf_metadata_tensor.py", same=r"^"),
+    Program("tf_mode_counter.py", same=r"^"),
+    Program("pytree_train_util.py", same=r"^(?!step)", close=r"^step"),
+]
+PROGRAMS_B += PROGRAMS_TF
+
 
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""

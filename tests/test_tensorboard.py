@@ -432,7 +432,7 @@ def test_demo_logs_loss_accuracy_and_learning_rate(tmp_path):
     args = cli.build_parser().parse_args(["demo", "--tensorboard", str(tmp_path / "tb")])
     assert args.tensorboard == str(tmp_path / "tb")
     result = demo.run(device="cpu", epochs=2, batch_size=256, progress=False,
-                      checkpoint=str(tmp_path / "ck.safetensors"), tensorboard=args.tensorboard)
+                      checkpoint=str(tmp_path / "ck.pt"), tensorboard=args.tensorboard)
     acc = read(tmp_path / "tb")
     steps = math.ceil(result["train_samples"] / 256)
     loss = acc.Scalars("train/loss")

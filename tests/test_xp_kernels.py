@@ -94,6 +94,7 @@ COMPLEX_OPS = frozenset({"view_as_real", "conj_physical", "_fft_c2c", "_fft_r2c"
                          "_fft_c2r"})
 SHARED_OPS = SHARED_OPS | COMPLEX_OPS
 CUPY_NAMES = CUPY_NAMES | frozenset("conj fft complex64".split())
+CUPY_NAMES = CUPY_NAMES | frozenset(["copysign"])  # erf's sign, remainder's zero
 
 
 def _complex_calls() -> list:
@@ -332,14 +333,23 @@ def test_half_precision_sums_accumulate_in_float32():
     assert total.dtype == x.dtype and float(total) == 262
 
 
-def test_erf_float64_is_exact_only_with_the_hook():
-    x = np.linspace(-3, 3, 101)
+def test_erf_without_the_hook_is_cephes_accurate_and_the_hook_is_exact():
+    x = np.concatenate([np.linspace(-7, 7, 2001), np.geomspace(1e-300, 1.0, 200)])
     exact = np.array([math.erf(v) for v in x])
     polynomial = make_kernels(np)["erf"](x)
-    np.testing.assert_allclose(polynomial, exact, rtol=0, atol=2e-7)
-    assert not np.array_equal(polynomial, exact)
+    np.testing.assert_allclose(polynomial, exact, rtol=5e-16, atol=0)
     hooked = make_kernels(np, hooks=Hooks(exact_erf=np.vectorize(math.erf)))["erf"](x)
     np.testing.assert_array_equal(hooked, exact)
+
+
+def test_float32_erf_is_correctly_rounded_with_exact_zeros_and_limits():
+    x = np.concatenate([np.linspace(-6, 6, 100_001, dtype=np.float32),
+                        np.array([0.0, -0.0, 1e-45, -1e-30, np.inf, -np.inf, np.nan], np.float32)])
+    got = make_kernels(np)["erf"](x)
+    want = np.array([math.erf(v) for v in x.astype(np.float64)]).astype(np.float32)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)  # NaN compares equal to NaN here
+    assert np.signbit(got[-6]) and not np.signbit(got[-7])  # erf(-0.0) is -0.0
 
 
 def test_scatter_add_and_accumulating_setitem_add_every_repeated_index():

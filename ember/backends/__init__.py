@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-_SUBMODULES = ("cpu", "cuda", "opencl", "cudnn", "mps", "xp")
+_SUBMODULES = ("cpu", "cuda", "opencl", "cudnn", "mps", "quantized", "xp")
 
 
 def __getattr__(name: str) -> ModuleType:

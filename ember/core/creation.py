@@ -27,6 +27,7 @@ from ember.core.device import device as Device
 from ember.core.dispatch import check_dtype, run_creation, run_inplace, user_stacklevel
 from ember.core.host import dtype_arg, python_scalar
 from ember.core.memory_format import (
+    _in_order,
     check_format,
     contiguous_format,
     empty_in_format,
@@ -157,6 +158,69 @@ def arange(start: Any = None, end: Any = None, step: Any = 1, *, dtype: Any = No
     dev, backend = resolve(device)
     t = run_creation("arange", dev, backend, start=start, end=end, step=step, dtype=d)
     return _finish(t, requires_grad)
+
+
+def _deprecated_range(start: Any = 0, end: Any = None, step: Any = 1, *, dtype: Any = None,
+                      device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
+    """Deprecated: values from `start` to `end` *inclusive* every `step`, in the default
+    dtype (use `arange`, whose `end` is exclusive)."""
+    warnings.warn("torch.range is deprecated and will be removed in a future release because "
+                  "its behavior is inconsistent with Python's range builtin. Instead, use "
+                  "torch.arange, which produces values in [start, end).", UserWarning,
+                  stacklevel=user_stacklevel())
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    d = dtype_arg(dtype) or dt.get_default_dtype()
+    count = int(math.floor((end - start) / step)) + 1
+    # start + i * step in float64, as PyTorch's kernel accumulates, then cast
+    values = arange(count, dtype=dt.float64, device=device) * step + start
+    return _finish(values.to(d), requires_grad)
+
+
+# `torch.range`, declared under its name without shadowing the builtin in this module
+deprecated_range = define("range", Kind.COMPOSITE, _deprecated_range, variants="function")
+
+
+@composite(complex=True, variants="function")
+def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: Any = None,
+                  layout: Any = None, device: DeviceLike = None, requires_grad: bool = False,
+                  pin_memory: bool = False) -> Tensor:
+    """An uninitialised tensor of `size` with the given `stride`s, over the smallest
+    storage they reach."""
+    size, stride = tuple(size), tuple(stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"dimensionality of sizes ({len(size)}) must match dimensionality "
+                           f"of strides ({len(stride)})")
+    if any(st < 0 for st in stride):
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(size)} and "
+                           f"strides={list(stride)}")
+    elements = 0 if 0 in size else 1 + sum((n - 1) * st for n, st in zip(size, stride))
+    d = dtype_arg(dtype) or dt.get_default_dtype()
+    flat = empty(elements, dtype=d, device=device)
+    return _finish(flat.as_strided(size, stride), requires_grad)
+
+
+@composite(complex=True, variants="function")
+def empty_permuted(size: Sequence[int], physical_layout: Sequence[int], *, dtype: Any = None,
+                   layout: Any = None, device: DeviceLike = None, requires_grad: bool = False,
+                   pin_memory: bool = False) -> Tensor:
+    """An uninitialised tensor of `size` whose dims lie in memory in the order
+    `physical_layout` (outermost first): `empty_permuted(s, (0, 2, 3, 1))` is
+    channels-last."""
+    size, order = tuple(size), tuple(physical_layout)
+    if len(size) != len(order):
+        raise RuntimeError("Number of dimensions in size does not match the length of the "
+                           f"physical_layout; i.e. len(size) = {len(size)} is not equal to "
+                           f"len(physical_layout) = {len(order)}")
+    if sorted(order) != list(range(len(order))):
+        raise RuntimeError("Duplicate dim not allowed")
+    d = dtype_arg(dtype) or dt.get_default_dtype()
+    laid = _in_order(size, order, lambda s: empty(s, dtype=d, device=device))
+    return _finish(laid, requires_grad)
 
 
 def _random(op: str, size: tuple, dtype: Any, device: DeviceLike, requires_grad: bool,
@@ -521,6 +585,15 @@ def new_full(self: Tensor, size: Sequence[int], fill_value: Any, *, dtype: Any =
     """`fill_value` in `size`, with this tensor's dtype and device unless given."""
     return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
                 requires_grad=requires_grad)
+
+
+@composite(complex=True, variants="method")
+def new_empty_strided(self: Tensor, size: Sequence[int], stride: Sequence[int], *,
+                      dtype: Any = None, layout: Any = None, device: DeviceLike = None,
+                      requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """`empty_strided(size, stride)`, with this tensor's dtype and device unless given."""
+    return empty_strided(size, stride, dtype=dtype or self.dtype,
+                         device=device or self.device, requires_grad=requires_grad)
 
 
 @composite(complex=True, variants="method")

@@ -30,7 +30,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ember.core import interpose, tracing
+from ember.core import interpose, torch_function, tracing
 from ember.core.backend import host_out_of_memory
 from ember.core.dispatch import check_castable, refuse_complex, write_into
 from ember.core.grad_mode import state
@@ -47,6 +47,7 @@ _BINARY = ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "
 REFLECTED = frozenset(f"__r{n}__" for n in _BINARY)
 INPLACE = frozenset(f"__i{n}__" for n in _BINARY)
 FORWARD = frozenset(f"__{n}__" for n in _BINARY + ("eq", "ne", "lt", "le", "gt", "ge"))
+torch_function.binary_operators = REFLECTED | FORWARD
 
 
 def declare(op: Op) -> Callable[..., Any]:
@@ -70,6 +71,7 @@ def declare(op: Op) -> Callable[..., Any]:
             labelled(op.node_label, op.method)
         method = public if own is None and "out" not in op.variants else \
             _entered(op, op.name, own or fn)
+        method.__name__ = op.name  # (not the method's own `_reshape_method`)
         for name in names:
             setattr(Tensor, name, method)
     if "inplace" in op.variants:
@@ -127,8 +129,12 @@ def _entered(op: Op, name: str, fn: Callable) -> Callable:
             return hook(op, name, fn, args, kwargs)
         except MemoryError as err:  # NumPy's, as PyTorch's RuntimeError naming the bytes
             raise host_out_of_memory(op.name, err) from None
-        except AttributeError:  # `torch.sqrt(2.0)`: PyTorch's TypeError, not a float's
-            wrong = _input_not_a_tensor(name, args, kwargs) if takes_input else None
+        except (AttributeError, TypeError) as err:
+            if torch_function.foreign((*args, *kwargs.values())):  # a Tensor-like's call
+                return torch_function.dispatch_op(op, name, args, kwargs, fn)
+            # `torch.sqrt(2.0)`: PyTorch's TypeError, not a float's
+            wrong = _input_not_a_tensor(name, args, kwargs) \
+                if takes_input and isinstance(err, AttributeError) else None
             if wrong is None:
                 raise
             raise TypeError(wrong) from None
@@ -137,6 +143,7 @@ def _entered(op: Op, name: str, fn: Callable) -> Callable:
             if sparse_form is None:
                 raise
             return sparse_form(*args, **kwargs)
+    entered.op_entry = True  # (ember.core.torch_function routes the other Tensor methods)
     return entered
 
 
@@ -332,6 +339,14 @@ def is_operand(x: Any) -> bool:
 _REFLECTED_LABELS = {"__rsub__": "RsubBackward1", "__rpow__": "PowBackward2"}
 
 
+def _foreign_operand(op: Op, dunder: str, self: Tensor, other: Any) -> Any:
+    """`tensor + obj` where `obj` is no operand: a Tensor-like's `__torch_function__`
+    answers (PyTorch's operators dispatch to it), else NotImplemented."""
+    if not torch_function.foreign((other,)):
+        return NotImplemented
+    return torch_function.dispatch_op(op, dunder, (self, other), {})
+
+
 def _operator(op: Op, dunder: str, impl: Callable) -> Callable:
     # (the binary operators check the op-entry hooks inline: `a + b` is the hottest call)
     if dunder in INPLACE:
@@ -344,7 +359,7 @@ def _operator(op: Op, dunder: str, impl: Callable) -> Callable:
 
         def reflected(self: Tensor, other: Any) -> Any:
             if not isinstance(other, Tensor) and not is_operand(other):
-                return NotImplemented
+                return _foreign_operand(op, dunder, self, other)
             args = (self, other) if swap else (other, self)
             hook = interpose.active
             try:
@@ -354,11 +369,12 @@ def _operator(op: Op, dunder: str, impl: Callable) -> Callable:
             if label is not None and state.enabled:
                 relabel(out, label, (self,))
             return out
+        reflected.op_entry = True
         return reflected
     if dunder in FORWARD:
         def forward(self: Tensor, other: Any) -> Any:
             if not isinstance(other, Tensor) and not is_operand(other):
-                return NotImplemented
+                return _foreign_operand(op, dunder, self, other)
             hook = interpose.active
             try:
                 if hook is None:
@@ -366,5 +382,8 @@ def _operator(op: Op, dunder: str, impl: Callable) -> Callable:
                 return hook(op, dunder, impl, (self, other), {})
             except MemoryError as err:
                 raise host_out_of_memory(op.name, err) from None
+        forward.op_entry = True
         return forward
-    return _entered(op, dunder, impl)  # unary operators, __getitem__, __setitem__
+    entered = _entered(op, dunder, impl)  # unary operators, __getitem__, __setitem__
+    entered.__name__ = dunder  # (as `__torch_function__` sees it: Tensor.__getitem__)
+    return entered

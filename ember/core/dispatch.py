@@ -61,6 +61,9 @@ def common_device(op: str, args: tuple) -> Tensor | None:
 def check_dtype(op: str, backend: Backend, d: _dt.dtype, device: Device) -> None:
     """A backend holds only the dtypes it declares (`Backend.dtypes`)."""
     if d not in backend.dtypes:
+        if d._category == _dt.QUANTIZED:  # a quantized operand: its own ops answer (declare)
+            raise NotImplementedError(f"Could not run 'aten::{op}' with arguments from the "
+                                      f"'Quantized{device.type.upper()}' backend")
         held = ", ".join(x.name for x in _dt.EVERY_DTYPE if x in backend.dtypes)
         raise RuntimeError(f"{op}: device {device} cannot hold {d} tensors (it holds {held})")
 

@@ -62,7 +62,8 @@ class dtype:  # noqa: N801 - PyTorch's spelling
         self.is_signed = signed
         self._category = category  # BOOL < INT < FLOAT < COMPLEX
         self._rank = rank  # order within the promotion lattice
-        self._differentiable = category >= FLOAT  # may require grad: floating and complex
+        # may require grad: floating and complex (not the quantized dtypes above them)
+        self._differentiable = FLOAT <= category <= COMPLEX
 
     def __repr__(self) -> str:
         return f"{API_NAME}.{self.name}"
@@ -87,7 +88,7 @@ class dtype:  # noqa: N801 - PyTorch's spelling
                         "PyTorch's chalf, is not supported)")
 
 
-BOOL, INT, FLOAT, COMPLEX = 0, 1, 2, 3
+BOOL, INT, FLOAT, COMPLEX, QUANTIZED = 0, 1, 2, 3, 4
 
 SCALAR_TYPE_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
                      "uint8": "Byte", "bool": "Bool", "float32": "Float", "float64": "Double",
@@ -127,6 +128,22 @@ _NAMES = {d.name: d for d in EVERY_DTYPE}
 _NAMES.update(half=float16, float=float32, double=float64, short=int16, int=int32, long=int64,
               cfloat=complex64, cdouble=complex128)
 UNSUPPORTED_COMPLEX = ("complex32", "chalf")
+
+# The quantized dtypes: what a quantized tensor (ember.core.quantized) reports as its dtype.
+# No backend holds them: a quantized tensor keeps its integer values in a tensor of the
+# storage dtype below (`int_repr()`), so they are outside every promotion.
+qint8 = dtype("qint8", 1, QUANTIZED, 10, True)
+quint8 = dtype("quint8", 1, QUANTIZED, 10, False)
+qint32 = dtype("qint32", 4, QUANTIZED, 10, True)
+quint4x2 = dtype("quint4x2", 1, QUANTIZED, 10, False)
+QUANTIZED_DTYPES: tuple[dtype, ...] = (qint8, quint8, qint32, quint4x2)
+STORAGE_OF = {"qint8": int8, "quint8": uint8, "qint32": int32, "quint4x2": uint8}
+"""The dtype of a quantized tensor's integer values (`int_repr()`), by quantized dtype."""
+QUANTIZED_RANGE = {"qint8": (-128, 127), "quint8": (0, 255), "qint32": (-(1 << 31), (1 << 31) - 1),
+                   "quint4x2": (0, 15)}
+"""The integers each quantized dtype holds (PyTorch's `quant_min`/`quant_max` defaults)."""
+_NAMES.update((d.name, d) for d in QUANTIZED_DTYPES)
+SCALAR_TYPE_NAMES.update(qint8="QInt8", quint8="QUInt8", qint32="QInt32", quint4x2="QUInt4x2")
 
 
 def _by_name(name: str) -> dtype:

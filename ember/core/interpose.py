@@ -30,6 +30,22 @@ active: Callable[[Any, str, Callable[..., Any], tuple, dict], Any] | None = None
 
 _hooks: list[tuple[int, Hook]] = []
 
+OVERRIDDEN_NOT = object()
+"""What an override check returns for a call that it leaves to the op."""
+
+_override_check: Callable[[Any, str, Callable[..., Any], tuple, dict], Any] | None = None
+
+
+def set_override_check(check: Callable[[Any, str, Callable[..., Any], tuple, dict], Any]
+                       | None) -> None:
+    """Ask `check(op, name, fn, args, kwargs)` first at every op entry, before the hooks
+    (`__torch_function__`, ember.core.torch_function): its result is the call's unless it
+    is `OVERRIDDEN_NOT`. `fn` is the function the entry would run (a method's or the
+    function's). None removes it."""
+    global _override_check
+    _override_check = check
+    _compose()
+
 
 def install(hook: Hook, order: int) -> None:
     """Run `hook` at the entry of every declared op (until `remove(hook)`)."""
@@ -50,11 +66,17 @@ def remove(hook: Hook) -> None:
 def _compose() -> None:
     global active
     hooks = tuple(h for _, h in _hooks)
-    if not hooks:
+    check = _override_check
+    if not hooks and check is None:
         active = None
         return
 
     def run(op: Any, name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        if check is not None:
+            result = check(op, name, fn, args, kwargs)
+            if result is not OVERRIDDEN_NOT:
+                return result
+
         def step(i: int, args: tuple, kwargs: dict) -> Any:
             if i == len(hooks):
                 return fn(*args, **kwargs)

@@ -10,11 +10,13 @@ tensor, and `t.type(ember.LongTensor)` converts.
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Any
 
 from ember.core import dtype as dt
 from ember.core.creation import empty, tensor
 from ember.core.device import device as Device
+from ember.core.placement import set_default_device
 from ember.core.tensor import Size, Tensor
 
 
@@ -111,3 +113,26 @@ BoolTensor = _legacy("BoolTensor", dt.bool_)
 # else torch.FloatTensor`; ember.cuda exports them
 CUDA_TYPES = {name: _legacy(name, dt.from_name(d), "cuda")
               for d, name in dt.LEGACY_TYPE_NAMES.items()}
+
+
+def set_default_tensor_type(t: type | str) -> None:
+    """Deprecated: make a floating legacy type's dtype (and, for `torch.cuda.*Tensor`, its
+    device) the default: `set_default_tensor_type(torch.DoubleTensor)` or by its name
+    (`'torch.DoubleTensor'`)."""
+    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please "
+                  "use torch.set_default_dtype() and torch.set_default_device() as "
+                  "alternatives.", UserWarning, stacklevel=2)
+    if isinstance(t, str):
+        module, _, name = t.rpartition(".")
+        types = CUDA_TYPES if module.endswith(".cuda") else globals()
+        found = types.get(name)
+        if not isinstance(found, _LegacyTensorType):
+            raise AttributeError(f"module '{module}' has no attribute '{name}'")
+        t = found
+    if not isinstance(t, _LegacyTensorType):
+        raise TypeError(f"invalid type object: {t!r}")
+    if not t.dtype.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    dt.set_default_dtype(t.dtype)
+    if t.device_type != "cpu":
+        set_default_device(t.device_type)

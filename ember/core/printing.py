@@ -166,6 +166,10 @@ def tensor_body(t, indent: int) -> str:
 
 def tensor_repr(t) -> str:
     suffix = []
+    # a subclass prints under its own name (`LoggingTensor([1., 2.])`), except a class
+    # that prints as a plain tensor (nn.Parameter, whose repr adds its own header)
+    prefix = "tensor(" if type(t).__dict__.get("_prints_as_tensor", False) else \
+        type(t).__name__ + "("
     if t.device.type != "cpu":
         suffix.append(f"device='{t.device}'")
     default_float = dt.get_default_dtype()
@@ -182,7 +186,7 @@ def tensor_repr(t) -> str:
         if t.dtype is not default_float:  # (no element shows an empty tensor's dtype)
             suffix.append(f"dtype={t.dtype!r}")
     else:
-        body = tensor_body(t, len("tensor("))
+        body = tensor_body(t, len(prefix))
         if t.dtype not in default_dtypes:
             suffix.append(f"dtype={t.dtype!r}")
     if t.grad_fn is not None:
@@ -192,7 +196,7 @@ def tensor_repr(t) -> str:
     tangent = fw.tangent_of(t)
     if tangent is not None:  # a dual tensor, as PyTorch prints it
         suffix.append(f"tangent={tangent!r}")
-    return add_suffixes("tensor(" + body, suffix, len("tensor("))
+    return add_suffixes(prefix + body, suffix, len(prefix))
 
 
 def add_suffixes(text: str, suffixes: list[str], indent: int,

@@ -34,6 +34,7 @@ from ember.core.printing import add_suffixes, tensor_body
 from ember.core.shapes import normalize_dim
 from ember.core.storage import layout
 from ember.core.tensor import Size, Tensor
+from ember.core.torch_function import _disabled_torch_function_impl
 
 sparse_coo = layout("sparse_coo")
 # PyTorch's compressed layouts: named, so a program can compare `x.layout` with them;
@@ -74,6 +75,8 @@ def _op_in_progress() -> str:
             if isinstance(op, Op):
                 return op.name
             outermost = frame.f_code.co_name
+        elif outermost is not None:  # the user's code (not ember.run's frames below it)
+            break
         frame = frame.f_back
     return outermost or "unknown"
 
@@ -85,6 +88,7 @@ class SparseLayout(Tensor):
     in the autograd graph that is their values'."""
 
     __slots__ = ("_vals", "_sparse_size")
+    __torch_function__ = _disabled_torch_function_impl  # ember's own layout: no overrides
     _dispatch_key = "Sparse"  # PyTorch's dispatch key of the layout, before the device
     _supported = ""  # what ember's tensors of the layout do, for the error of the rest
 

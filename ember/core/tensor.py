@@ -14,10 +14,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ember.core import dtype as dt
-from ember.core import engine, tracing
+from ember.core import engine, torch_function, tracing
 from ember.core.backend import Backend
 from ember.core.device import device as Device
-from ember.core.graph import Node
+from ember.core.graph import Node, relabel
 from ember.core.host import dtype_arg, host_array, to_host
 from ember.core.placement import resolve
 from ember.core.printing import tensor_repr
@@ -49,7 +49,9 @@ class Tensor:
     _shared = False  # share_memory_ was called
     _grad_dtype: Any = "same"  # the dtype backward casts a leaf's gradient to (None: none)
     is_sparse = False  # True for the sparse COO tensors (ember.core.sparse_coo)
+    is_quantized = False  # True for the quantized tensors (ember.core.quantized)
     _fw_tangent = None  # the forward-AD tangent at the dual level (ember.core.forward_ad)
+    _prints_as_tensor = True  # repr's prefix is `tensor(`, not the class name (read per class)
 
     # -- construction -----------------------------------------------------------------
     @classmethod
@@ -100,6 +102,43 @@ class Tensor:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         pass
+
+    # -- subclasses and __torch_function__ (ember.core.torch_function) ------------------
+    __torch_function__ = classmethod(torch_function.default_torch_function)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        torch_function.subclass_defined(cls)
+
+    def as_subclass(self, cls: type) -> Tensor:
+        """A `cls` instance sharing this tensor's data, attached to the autograd graph
+        (a view of this tensor, as in PyTorch): changes through either are seen by both.
+
+        Args:
+            cls (type): a subclass of Tensor.
+        """
+        from ember.core.grad_mode import state
+
+        _check_subclass(cls)
+        with torch_function.DisableTorchFunction():
+            if self._requires_grad and state.enabled:
+                out = relabel(self.view_as(self), "AliasBackward0", (self,))
+            else:
+                out = _alias(self)
+        out.__class__ = cls
+        return out
+
+    @staticmethod
+    def _make_subclass(cls: type, data: Tensor, require_grad: bool = False, **_: Any
+                       ) -> Tensor:
+        """A `cls` instance sharing `data`'s storage, outside the autograd graph (a new
+        leaf), requiring grad if `require_grad` (PyTorch's `Tensor._make_subclass`)."""
+        _check_subclass(cls)
+        out = cls._make(data._data, data._dtype, data._device, data._backend)
+        out._vc = data._vc
+        if require_grad:
+            out.requires_grad_(True)
+        return out
 
     # -- attributes -------------------------------------------------------------------
     @property
@@ -645,6 +684,11 @@ class Tensor:
         memo[id(self)] = out
         return out
 
+    def dequantize(self) -> Tensor:
+        """The float values of a quantized tensor; a float tensor is itself (PyTorch's
+        `x.dequantize()` of a float tensor)."""
+        return self
+
     # -- autograd ---------------------------------------------------------------------
     def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
                  create_graph: bool = False, inputs: Any = None) -> None:
@@ -714,6 +758,24 @@ class Tensor:
             self._post_accumulate_hooks = []
         self._post_accumulate_hooks.append(hook)
         return _RemovableHandle(self._post_accumulate_hooks, hook)
+
+
+torch_function.Tensor = Tensor
+
+
+def _check_subclass(cls: Any) -> None:
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError("Creating a Tensor subclass from a class that does not inherit from "
+                        "Tensor is not possible. Make sure your class inherits from Tensor.")
+
+
+def _alias(t: Tensor) -> Tensor:
+    """A new tensor object over `t`'s storage and version counter (not in the graph)."""
+    out = Tensor._make(t._data, t._dtype, t._device, t._backend)
+    out._vc = t._vc
+    if t._base is not None:
+        out._base, out._view_fn = t._base, t._view_fn
+    return out
 
 
 class Size(tuple):

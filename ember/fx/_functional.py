@@ -13,6 +13,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from ember.nn.functional import TORCH_BUILTINS
+
 # name -> (leading arguments passed positionally, the keywords that follow)
 NORMALIZED: dict[str, tuple[int, tuple[str, ...]]] = {
     "adaptive_avg_pool2d": (2, ()), "adaptive_avg_pool3d": (2, ()),
@@ -83,26 +85,9 @@ NORMALIZED: dict[str, tuple[int, tuple[str, ...]]] = {
 # torch's defaults for parameters ember's functions may not take
 _DEFAULTS = {"_stacklevel": 3, "size_average": None, "reduce": None, "dtype": None,
              "out": None, "weight": None}
-# bound to C++ builtins in torch: recorded as called, named by torch's path
-BUILTIN: dict[str, str] = {
-    "adaptive_avg_pool1d": "torch.adaptive_avg_pool1d", "avg_pool1d": "torch.avg_pool1d",
-    "avg_pool2d": "torch._C._nn.avg_pool2d", "avg_pool3d": "torch._C._nn.avg_pool3d",
-    "bilinear": "torch.bilinear", "celu_": "torch.celu_",
-    "channel_shuffle": "torch.channel_shuffle", "conv1d": "torch.conv1d",
-    "conv2d": "torch.conv2d", "conv3d": "torch.conv3d", "conv_tbc": "torch.conv_tbc",
-    "conv_transpose1d": "torch.conv_transpose1d", "conv_transpose2d": "torch.conv_transpose2d",
-    "conv_transpose3d": "torch.conv_transpose3d", "cosine_similarity": "torch.cosine_similarity",
-    "elu_": "torch._C._nn.elu_", "gelu": "torch._C._nn.gelu", "hardshrink": "torch.hardshrink",
-    "hardtanh_": "torch._C._nn.hardtanh_", "leaky_relu_": "torch._C._nn.leaky_relu_",
-    "linear": "torch._C._nn.linear", "logsigmoid": "torch._C._nn.log_sigmoid",
-    "one_hot": "torch._C._nn.one_hot", "pairwise_distance": "torch.pairwise_distance",
-    "pdist": "torch.pdist", "pixel_shuffle": "torch.pixel_shuffle",
-    "pixel_unshuffle": "torch.pixel_unshuffle", "prelu": "torch.prelu", "relu_": "torch.relu_",
-    "rrelu_": "torch.rrelu_",
-    "scaled_dot_product_attention": "torch._C._nn.scaled_dot_product_attention",
-    "selu_": "torch.selu_", "softplus": "torch._C._nn.softplus",
-    "softshrink": "torch._C._nn.softshrink", "threshold_": "torch.threshold_",
-}
+# bound to C++ builtins in torch: recorded as called, named by torch's path (the table is
+# torch.nn.functional's: its overrides check reads it too)
+BUILTIN = TORCH_BUILTINS
 AS_METHOD = frozenset(("tanh", "sigmoid"))
 
 

@@ -66,3 +66,13 @@ if _find_spec("ember.nn.modules.transformer") is not None:
         TransformerEncoder,
         TransformerEncoderLayer,
     )
+
+
+def __getattr__(name: str):
+    """`torch.nn.quantized`, `.intrinsic`, `.qat` (the modules of ember.ao.nn) load on first
+    use: they sit above ember.nn."""
+    if name in ("quantized", "intrinsic", "qat"):
+        import importlib
+
+        return importlib.import_module(f"ember.nn.{name}")
+    raise AttributeError(f"module 'ember.nn' has no attribute {name!r}")

@@ -42,6 +42,7 @@ from ember.core.ops.losses import (  # noqa: F401 - the losses are declared in c
     soft_margin_loss,
     triplet_margin_loss,
 )
+from ember.core.torch_function import overridable as _overridable
 
 __all__ = [
     # linear and convolution
@@ -1963,3 +1964,36 @@ hardtanh, leaky_relu and embedding are one node each, named by their own gradien
 
 for _name, _label in _NODE_LABELS.items():
     globals()[_name] = _labelled(_label, globals()[_name])
+
+
+# the functions torch binds to C++ builtins, by torch's path (torch.fx records them as
+# called; their failed `__torch_function__` dispatch has the C++ functions' message)
+TORCH_BUILTINS: dict[str, str] = {
+    "adaptive_avg_pool1d": "torch.adaptive_avg_pool1d", "avg_pool1d": "torch.avg_pool1d",
+    "avg_pool2d": "torch._C._nn.avg_pool2d", "avg_pool3d": "torch._C._nn.avg_pool3d",
+    "bilinear": "torch.bilinear", "celu_": "torch.celu_",
+    "channel_shuffle": "torch.channel_shuffle", "conv1d": "torch.conv1d",
+    "conv2d": "torch.conv2d", "conv3d": "torch.conv3d", "conv_tbc": "torch.conv_tbc",
+    "conv_transpose1d": "torch.conv_transpose1d", "conv_transpose2d": "torch.conv_transpose2d",
+    "conv_transpose3d": "torch.conv_transpose3d", "cosine_similarity": "torch.cosine_similarity",
+    "elu_": "torch._C._nn.elu_", "gelu": "torch._C._nn.gelu", "hardshrink": "torch.hardshrink",
+    "hardtanh_": "torch._C._nn.hardtanh_", "leaky_relu_": "torch._C._nn.leaky_relu_",
+    "linear": "torch._C._nn.linear", "logsigmoid": "torch._C._nn.log_sigmoid",
+    "one_hot": "torch._C._nn.one_hot", "pairwise_distance": "torch.pairwise_distance",
+    "pdist": "torch.pdist", "pixel_shuffle": "torch.pixel_shuffle",
+    "pixel_unshuffle": "torch.pixel_unshuffle", "prelu": "torch.prelu", "relu_": "torch.relu_",
+    "rrelu_": "torch.rrelu_",
+    "scaled_dot_product_attention": "torch._C._nn.scaled_dot_product_attention",
+    "selu_": "torch.selu_", "softplus": "torch._C._nn.softplus",
+    "softshrink": "torch._C._nn.softshrink", "threshold_": "torch.threshold_",
+}
+
+# each function checks for `__torch_function__` overrides first, as PyTorch's call
+# `handle_torch_function` (the declared ops among them check at their own entry)
+for _name in __all__:
+    _fn = globals().get(_name)
+    if callable(_fn) and not isinstance(_fn, type) and not getattr(_fn, "op_entry", False):
+        globals()[_name] = _overridable(_fn, TORCH_BUILTINS.get(_name))
+    elif getattr(_fn, "op_entry", False) and _name not in TORCH_BUILTINS and \
+            _name not in vars(ember):  # a declared op that torch writes in Python (losses)
+        _fn.torch_python = True

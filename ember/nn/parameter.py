@@ -8,6 +8,7 @@ from typing import Any
 import ember
 from ember import Tensor
 from ember.core.dtype import printed_in_api
+from ember.core.torch_function import _disabled_torch_function_impl
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "is_lazy"]
 
@@ -26,6 +27,10 @@ class Parameter(Tensor):
         requires_grad (bool, optional): if the parameter requires gradient. ``no_grad``
             does not change this default. Default: ``True``
     """
+
+    # ops on a parameter return plain tensors, as PyTorch's; it prints as a tensor
+    __torch_function__ = _disabled_torch_function_impl
+    _prints_as_tensor = True
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> Parameter:
         if data is None:
@@ -86,6 +91,8 @@ class Buffer(Tensor, metaclass=_BufferMeta):
             :attr:`state_dict`. Default: ``True``
     """
 
+    __torch_function__ = _disabled_torch_function_impl  # (its instances are plain tensors)
+
     def __new__(cls, data: Tensor | None = None, *, persistent: bool = True) -> Tensor:
         if data is None:
             data = ember.empty(0)
@@ -102,6 +109,7 @@ class UninitializedTensorMixin:
     module replaces, in place, with a tensor of the inferred shape (`materialize`)."""
 
     cls_to_become: type
+    __torch_function__ = _disabled_torch_function_impl
 
     def materialize(self, shape: Any, device: Any = None, dtype: Any = None) -> None:
         r"""Give the tensor its shape, in place: the object becomes a ``cls_to_become``

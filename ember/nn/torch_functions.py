@@ -17,6 +17,7 @@ from typing import Any
 
 import ember
 from ember import Tensor
+from ember.core.torch_function import overridable
 from ember.nn import functional as F
 
 __all__ = [
@@ -638,3 +639,10 @@ pixel_shuffle = F.pixel_shuffle
 pixel_unshuffle = F.pixel_unshuffle
 channel_shuffle = F.channel_shuffle
 bilinear = F.bilinear
+
+
+# each checks for `__torch_function__` overrides first, as torch.batch_norm & co do
+for _name in __all__:
+    _fn = globals()[_name]
+    if not getattr(_fn, "op_entry", False) and not getattr(_fn, "overridable", False):
+        globals()[_name] = overridable(_fn)

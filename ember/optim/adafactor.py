@@ -9,7 +9,7 @@ from typing import Any
 
 from ember.core.creation import zeros, zeros_like
 from ember.core.grad_mode import no_grad
-from ember.optim.optimizer import Optimizer, ParamsT, refuse_sparse
+from ember.optim.optimizer import Optimizer, ParamsT, new_scalar, refuse_sparse
 
 __all__ = ["Adafactor"]
 
@@ -45,7 +45,7 @@ class Adafactor(Optimizer):
             per tensor.
         maximize (bool): maximize the objective instead of minimizing it (default: False).
 
-    State per parameter: ``step`` (a float), and ``row_var`` and ``col_var`` for a
+    State per parameter: ``step`` (a 0-d float32 tensor), and ``row_var`` and ``col_var`` for a
     tensor of two or more dims, else ``variance``.
     """
 
@@ -86,7 +86,7 @@ class Adafactor(Optimizer):
                     refuse_sparse(p.grad, "Adafactor")
                     pstate = self.state[p]
                     if not pstate:
-                        pstate["step"] = 0.0
+                        pstate["step"] = new_scalar(0.0)
                         if p.grad.ndim > 1:
                             shape = list(p.grad.shape)
                             pstate["row_var"] = zeros(shape[:-1] + [1], dtype=p.grad.dtype,
@@ -95,7 +95,7 @@ class Adafactor(Optimizer):
                                                       dtype=p.grad.dtype, device=p.grad.device)
                         else:
                             pstate["variance"] = zeros_like(p.grad)
-                    pstate["step"] += 1.0
+                    pstate["step"].add_(1)
                     _adafactor_update(p, pstate, group)
         return loss
 
@@ -106,7 +106,7 @@ def _adafactor_update(p: Any, pstate: dict[str, Any], group: dict[str, Any]) -> 
     lr, eps1, eps2 = group["lr"], group["eps"][0], group["eps"][1]
     if eps1 is None:
         eps1 = _EPS[p.dtype.name] if p.dtype.is_floating_point else 0.0
-    step = pstate["step"]
+    step = pstate["step"].item()
     one_minus_beta2 = step ** group["beta2_decay"]
     rho = min(lr, 1 / (step ** 0.5))
     alpha = max(eps2, p.norm(2).item() / math.sqrt(max(p.numel(), 1))) * rho

@@ -18,6 +18,9 @@ from ember.optim.optimizer import (
     _implementation_options,
     _per_step,
     _use_foreach,
+    count_steps,
+    new_scalar,
+    on_device,
 )
 
 __all__ = ["Adagrad"]
@@ -83,7 +86,8 @@ class Adagrad(Optimizer):
 
     def _init_state(self, p: Any, group: dict[str, Any]) -> dict[str, Any]:
         pstate = self.state[p]
-        pstate["step"] = 0
+        pstate["step"] = new_scalar(0.0, p.device if on_device(group) else None,
+                                    fused=bool(group["fused"]))
         pstate["sum"] = full_like(p, group["initial_accumulator_value"])
         return pstate
 
@@ -105,13 +109,13 @@ class Adagrad(Optimizer):
                     pstate = state[p]
                     if not pstate:  # a group added after construction
                         pstate = self._init_state(p, group)
-                    steps.append(pstate["step"] + 1)
-                    pstate["step"] = steps[-1]
+                    steps.append(pstate["step"])
                     params.append(p)
                     grads.append(grad)
                     sums.append(pstate["sum"])
                 if not params:
                     continue
+                steps = count_steps(steps)
                 options = (group["lr"], group["lr_decay"], group["eps"],
                            group["weight_decay"], group["maximize"])
                 if _use_foreach(group) and not any(g.is_sparse for g in grads):
@@ -123,7 +127,7 @@ class Adagrad(Optimizer):
 
 
 def _adagrad_single(params: list[Tensor], grads: list[Tensor], sums: list[Tensor],
-                    steps: list[int], lr: float, lr_decay: float, eps: float,
+                    steps: list[float], lr: float, lr_decay: float, eps: float,
                     weight_decay: float, maximize: bool) -> None:
     """The per-tensor update (`steps` already counts this step)."""
     for p, grad, state_sum, step in zip(params, grads, sums, steps):
@@ -145,7 +149,7 @@ def _adagrad_single(params: list[Tensor], grads: list[Tensor], sums: list[Tensor
 
 
 def _adagrad_foreach(params: list[Tensor], grads: list[Tensor], sums: list[Tensor],
-                     steps: list[int], lr: float, lr_decay: float, eps: float,
+                     steps: list[float], lr: float, lr_decay: float, eps: float,
                      weight_decay: float, maximize: bool) -> None:
     """The same update with one list op per stage (parameters on one device and dtype)."""
     if maximize:

@@ -19,6 +19,9 @@ from ember.optim.optimizer import (
     _per_step,
     _use_foreach,
     _view_as_real,
+    count_steps,
+    new_scalar,
+    on_device,
     refuse_sparse,
 )
 
@@ -72,8 +75,8 @@ class Adam(Optimizer):
         decoupled_weight_decay (bool): decay the weights directly instead of adding an L2
             term to the gradient, which makes this AdamW (default: False).
 
-    State per parameter: ``step`` (a Python int), ``exp_avg``, ``exp_avg_sq`` and, with
-    amsgrad, ``max_exp_avg_sq``.
+    State per parameter, as PyTorch's: ``step`` (a 0-d float32 tensor, ``tensor(3.)``),
+    ``exp_avg``, ``exp_avg_sq`` and, with amsgrad, ``max_exp_avg_sq``.
     """
 
     _option_defaults = {"capturable": False, "differentiable": False, "fused": None,
@@ -118,21 +121,22 @@ class Adam(Optimizer):
                     refuse_sparse(grad, "Adam", ", please consider SparseAdam instead")
                     pstate = state[p]
                     if not pstate:
-                        pstate["step"] = 0
+                        pstate["step"] = new_scalar(0.0, p.device if on_device(group) else None,
+                                                    fused=bool(group["fused"]))
                         pstate["exp_avg"] = zeros_like(p)
                         pstate["exp_avg_sq"] = zeros_like(p)
                         if amsgrad:
                             pstate["max_exp_avg_sq"] = zeros_like(p)
-                    step = pstate["step"] = pstate["step"] + 1
                     params.append(p)
                     grads.append(grad)
                     exp_avgs.append(pstate["exp_avg"])
                     exp_avg_sqs.append(pstate["exp_avg_sq"])
                     if amsgrad:
                         max_sqs.append(pstate["max_exp_avg_sq"])
-                    steps.append(step)
+                    steps.append(pstate["step"])
                 if not params:
                     continue
+                steps = count_steps(steps)
                 if any(p.is_complex() for p in params):
                     params, grads, exp_avgs, exp_avg_sqs, max_sqs = _view_as_real(
                         params, grads, exp_avgs, exp_avg_sqs, max_sqs)
@@ -148,7 +152,7 @@ class Adam(Optimizer):
 
 
 def _adam_single(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
-                 exp_avg_sqs: list[Tensor], max_sqs: list[Tensor], steps: list[int], lr: float,
+                 exp_avg_sqs: list[Tensor], max_sqs: list[Tensor], steps: list[float], lr: float,
                  beta1: float, beta2: float, eps: float, weight_decay: float, amsgrad: bool,
                  maximize: bool, decoupled: bool) -> None:
     """The per-tensor update (`steps` already counts this step)."""
@@ -176,7 +180,7 @@ def _adam_single(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tenso
 
 
 def _adam_foreach(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
-                  exp_avg_sqs: list[Tensor], max_sqs: list, steps: list[int], lr: float,
+                  exp_avg_sqs: list[Tensor], max_sqs: list, steps: list[float], lr: float,
                   beta1: float, beta2: float, eps: float, weight_decay: float, amsgrad: bool,
                   maximize: bool, decoupled: bool) -> None:
     """The same update with one list op per stage (parameters on one device and dtype)."""

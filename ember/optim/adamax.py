@@ -92,7 +92,7 @@ class Adamax(Optimizer):
 
 
 def _adamax_single(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
-                   exp_infs: list[Tensor], steps: list[int], lr: float, beta1: float,
+                   exp_infs: list[Tensor], steps: list[float], lr: float, beta1: float,
                    beta2: float, eps: float, weight_decay: float, maximize: bool) -> None:
     """The per-tensor update (`steps` already counts this step)."""
     for p, grad, exp_avg, exp_inf, step in zip(params, grads, exp_avgs, exp_infs, steps):
@@ -106,7 +106,7 @@ def _adamax_single(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Ten
 
 
 def _adamax_foreach(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
-                    exp_infs: list[Tensor], steps: list[int], lr: float, beta1: float,
+                    exp_infs: list[Tensor], steps: list[float], lr: float, beta1: float,
                     beta2: float, eps: float, weight_decay: float, maximize: bool) -> None:
     """The same update with one list op per stage (parameters on one device and dtype)."""
     grads = _foreach_penalized_grads(params, grads, weight_decay, maximize)

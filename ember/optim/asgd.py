@@ -12,8 +12,8 @@ from ember.core.tensor import Tensor
 from ember.optim.optimizer import (
     Optimizer,
     ParamsT,
-    _float32,
     _implementation_options,
+    new_scalar,
     refuse_sparse,
 )
 
@@ -47,12 +47,17 @@ class ASGD(Optimizer):
             runs per tensor, as PyTorch's does on the CPU.
         maximize (bool): maximize the objective instead of minimizing it (default: False).
 
-    State per parameter: ``step``, ``eta``, ``mu`` (both kept in float32, as PyTorch
-    keeps them, so that trajectories match) and ``ax`` (the average :math:`a_t`).
+    State per parameter: ``step``, ``eta``, ``mu`` (0-d float32 tensors on the
+    parameter's device, as PyTorch keeps them) and ``ax`` (the average :math:`a_t`).
     """
+
+    _scalar_state = ("step", "eta", "mu")
 
     _option_defaults = {"differentiable": False, "capturable": False, "foreach": None,
                         "maximize": False}
+
+    def _scalar_device(self, group: dict[str, Any], p: Tensor) -> Any:
+        return p.device  # (ASGD's scalars are on the parameter's device in any group)
 
     def __init__(self, params: ParamsT, lr: float = 1e-2, lambd: float = 1e-4,
                  alpha: float = 0.75, t0: float = 1e6, weight_decay: float = 0,
@@ -83,11 +88,12 @@ class ASGD(Optimizer):
                     refuse_sparse(p.grad, "ASGD")
                     pstate = self.state[p]
                     if not pstate:
-                        pstate["step"] = 0
-                        pstate["eta"] = _float32(group["lr"])
-                        pstate["mu"] = 1.0
+                        # (PyTorch keeps ASGD's scalars on the parameter's device)
+                        pstate["step"] = new_scalar(0.0, p.device)
+                        pstate["eta"] = new_scalar(group["lr"], p.device)
+                        pstate["mu"] = new_scalar(1.0, p.device)
                         pstate["ax"] = zeros_like(p)
-                    pstate["step"] += 1
+                    pstate["step"].add_(1)
                     _asgd_update(p, p.grad, pstate, group)
         return loss
 
@@ -100,13 +106,13 @@ def _asgd_update(p: Tensor, grad: Tensor, pstate: dict[str, Any],
         grad = -grad
     if group["weight_decay"] != 0:
         grad = grad.add(p, alpha=group["weight_decay"])
-    eta, mu, ax = pstate["eta"], pstate["mu"], pstate["ax"]
+    eta, mu, ax = pstate["eta"].item(), pstate["mu"].item(), pstate["ax"]
     p.mul_(1 - lambd * eta)
     p.add_(grad, alpha=-eta)
     if mu != 1:
         ax.add_(p.sub(ax).mul_(mu))
     else:
         ax.copy_(p)
-    step = pstate["step"]
-    pstate["eta"] = _float32(lr / ((1 + lambd * lr * step) ** alpha))
-    pstate["mu"] = _float32(1 / max(1, step - t0))
+    step = pstate["step"].item()
+    pstate["eta"].fill_(lr / ((1 + lambd * lr * step) ** alpha))
+    pstate["mu"].fill_(1 / max(1, step - t0))

@@ -68,6 +68,8 @@ class LAMB(Optimizer):
     State per parameter: ``step``, ``exp_avg`` and ``exp_avg_sq``.
     """
 
+    _scalar_state = ()  # (not a PyTorch optimizer: counts steps in a Python int)
+
     _option_defaults = {"min_weight_norm": None, "max_weight_norm": None, "maximize": False,
                         "foreach": None}
 

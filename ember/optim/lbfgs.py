@@ -157,6 +157,8 @@ class LBFGS(Optimizer):
     ``prev_loss`` and ``al``.
     """
 
+    _scalar_state = ()  # (its state counts in Python ints: func_evals, n_iter)
+
     def __init__(self, params: ParamsT, lr: float = 1, max_iter: int = 20,
                  max_eval: int | None = None, tolerance_grad: float = 1e-7,
                  tolerance_change: float = 1e-9, history_size: int = 100,

@@ -15,7 +15,6 @@ from ember.optim.optimizer import (
     ParamsT,
     _advance,
     _buckets,
-    _float32,
     _foreach_penalized_grads,
     _implementation_options,
     _use_foreach,
@@ -24,7 +23,7 @@ from ember.optim.optimizer import (
 __all__ = ["NAdam"]
 
 
-def _mu(beta1: float, momentum_decay: float, step: int) -> float:
+def _mu(beta1: float, momentum_decay: float, step: float) -> float:
     """The momentum coefficient :math:`\\mu_t` of step `step`."""
     return beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
 
@@ -64,10 +63,12 @@ class NAdam(Optimizer):
             per-tensor loop. Both compute the same update.
         maximize (bool): maximize the objective instead of minimizing it (default: False).
 
-    State per parameter: ``step``, ``mu_product`` (:math:`\Pi_t`, kept in float32 as
-    PyTorch keeps it, so that trajectories match), ``exp_avg`` and ``exp_avg_sq``.
+    State per parameter: ``step``, ``mu_product`` (:math:`\Pi_t`; both 0-d float32
+    tensors, as PyTorch keeps them, so that trajectories match), ``exp_avg`` and
+    ``exp_avg_sq``.
     """
 
+    _scalar_state = ("step", "mu_product")
     _option_defaults = {"capturable": False, "differentiable": False,
                         "decoupled_weight_decay": False, "foreach": None,
                         "maximize": False}
@@ -104,13 +105,10 @@ class NAdam(Optimizer):
                     state, group, ("exp_avg", "exp_avg_sq"), {"mu_product": 1.0},
                     optimizer="NAdam")
                 mu_products = []
-                for pstate in states:
-                    mu = _mu(beta1, group["momentum_decay"], pstate["step"])
-                    # PyTorch holds the product in a float32 tensor: round as it does
-                    # (the double product of two float32 values is exact, so rounding
-                    # it once is float32 multiplication)
-                    pstate["mu_product"] = _float32(pstate["mu_product"] * _float32(mu))
-                    mu_products.append(pstate["mu_product"])
+                for pstate, step in zip(states, steps):
+                    # (a 0-d tensor, as PyTorch's: it rounds the product as PyTorch does)
+                    pstate["mu_product"].mul_(_mu(beta1, group["momentum_decay"], step))
+                    mu_products.append(pstate["mu_product"].item())
                 if not params:
                     continue
                 options = (group["lr"], beta1, beta2, group["eps"], group["weight_decay"],
@@ -123,7 +121,7 @@ class NAdam(Optimizer):
         return loss
 
 
-def _coefficients(step: int, mu_product: float, lr: float, beta1: float, beta2: float,
+def _coefficients(step: float, mu_product: float, lr: float, beta1: float, beta2: float,
                   momentum_decay: float) -> tuple[float, float, float]:
     """(1 - beta2^t, the gradient's coefficient, the momentum's coefficient)."""
     mu = _mu(beta1, momentum_decay, step)
@@ -133,7 +131,7 @@ def _coefficients(step: int, mu_product: float, lr: float, beta1: float, beta2: 
 
 
 def _nadam_single(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
-                  exp_avg_sqs: list[Tensor], steps: list[int], mu_products: list[float],
+                  exp_avg_sqs: list[Tensor], steps: list[float], mu_products: list[float],
                   lr: float, beta1: float, beta2: float, eps: float, weight_decay: float,
                   momentum_decay: float, decoupled_weight_decay: bool,
                   maximize: bool) -> None:
@@ -157,7 +155,7 @@ def _nadam_single(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tens
 
 
 def _nadam_foreach(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
-                   exp_avg_sqs: list[Tensor], steps: list[int], mu_products: list[float],
+                   exp_avg_sqs: list[Tensor], steps: list[float], mu_products: list[float],
                    lr: float, beta1: float, beta2: float, eps: float, weight_decay: float,
                    momentum_decay: float, decoupled_weight_decay: bool,
                    maximize: bool) -> None:

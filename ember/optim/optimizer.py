@@ -8,7 +8,6 @@ Optimizers are written only against ember's public Tensor API (in-place ops unde
 from __future__ import annotations
 
 import functools
-import struct
 import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
@@ -50,6 +49,16 @@ class _RemovableHandle:
         self._hooks = hooks
         self.id = _next_hook_id[0]
         _next_hook_id[0] += 1
+
+    @classmethod
+    def add(cls, hooks: OrderedDict, hook: Callable, prepend: bool = False
+            ) -> _RemovableHandle:
+        """Register `hook` in `hooks` (first of them when `prepend`) and return its handle."""
+        handle = cls(hooks)
+        hooks[handle.id] = hook
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        return handle
 
     def remove(self) -> None:
         self._hooks.pop(self.id, None)
@@ -140,14 +149,46 @@ def refuse_sparse(grad: Any, optimizer: str, hint: str = "") -> None:
         raise RuntimeError(f"{optimizer} does not support sparse gradients{hint}")
 
 
+def scalar_dtype() -> Any:
+    """PyTorch's dtype of an optimizer's scalar state (``step``, NAdam's ``mu_product``,
+    ASGD's ``eta`` and ``mu``): float64 under a float64 default dtype, else float32."""
+    return float64 if get_default_dtype() is float64 else float32
+
+
+def new_scalar(value: float, device: Any = None, *, fused: bool = False) -> Tensor:
+    """A 0-d scalar-state tensor as PyTorch's optimizers make it (``tensor(0.)``): on the
+    CPU, or on `device` (a parameter's, for ``capturable``/``fused`` groups and ASGD);
+    always float32 in a ``fused`` group (PyTorch's ``_get_scalar_dtype(is_fused=True)``)."""
+    return tensor(float(value), dtype=float32 if fused else scalar_dtype(), device=device)
+
+
+def on_device(group: dict[str, Any]) -> bool:
+    """Whether a group keeps its step counts on the parameters' device (PyTorch's
+    ``capturable`` and ``fused`` groups); else they live on the CPU."""
+    return bool(group.get("capturable") or group.get("fused"))
+
+
+def count_steps(steps: list[Tensor]) -> list[float]:
+    """Advance each step-count tensor by one in place (PyTorch's ``step_t += 1``, one list
+    op for the group) and return the new counts as Python floats (its ``_get_value``)."""
+    if len(steps) > 1 and all(s.device == steps[0].device and s.dtype is steps[0].dtype
+                              for s in steps):
+        fe._foreach_add_(steps, 1)
+    else:
+        for s in steps:
+            s.add_(1)
+    return [s.item() for s in steps]
+
+
 def _advance(state: dict, group: dict[str, Any], buffers: tuple[str, ...],
-             scalars: dict[str, Any] | None = None, *,
+             scalars: dict[str, float] | None = None, *,
              optimizer: str) -> tuple[list, list, list, list, list]:
     """One step's lists for a parameter group: the parameters that have a gradient, their
-    gradients, one list per state buffer named in `buffers`, their step counts, and their
-    state dicts. At a parameter's first step its state is made: `step` 0, then `scalars`,
-    then each buffer as zeros like the parameter (PyTorch's order of state keys). Each
-    step count is advanced by one. A sparse gradient raises `optimizer`'s error."""
+    gradients, one list per state buffer named in `buffers`, their step counts (Python
+    floats, this step counted), and their state dicts. At a parameter's first step its
+    state is made as PyTorch makes it: `step` a 0-d tensor 0., then `scalars` as 0-d
+    tensors, then each buffer as zeros like the parameter (PyTorch's order of state keys).
+    Each step tensor is advanced by one. A sparse gradient raises `optimizer`'s error."""
     params, grads, steps, states = [], [], [], []
     for p in group["params"]:
         if p.grad is None:
@@ -155,29 +196,18 @@ def _advance(state: dict, group: dict[str, Any], buffers: tuple[str, ...],
         refuse_sparse(p.grad, optimizer)
         pstate = state[p]
         if not pstate:
-            pstate["step"] = 0
-            pstate.update(scalars or {})
+            device = p.device if on_device(group) else None
+            pstate["step"] = new_scalar(0.0, device)
+            for name, value in (scalars or {}).items():
+                pstate[name] = new_scalar(value, device)
             for name in buffers:
                 pstate[name] = zeros_like(p)
-        pstate["step"] += 1
         params.append(p)
         grads.append(p.grad)
         steps.append(pstate["step"])
         states.append(pstate)
-    return params, grads, [[s[name] for s in states] for name in buffers], steps, states
-
-
-def _with_step_tensor(pstate: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a parameter's state with its step count as PyTorch saves it: a 0-d
-    float32 tensor (float64 under a float64 default dtype; `tensor(72.)`), which prints
-    and pickles as PyTorch's. ember counts steps in a Python number; load_state_dict turns
-    the tensor back."""
-    out = dict(pstate)
-    step = out.get("step")
-    if isinstance(step, (int, float)) and not isinstance(step, bool):
-        default = get_default_dtype()
-        out["step"] = tensor(float(step), dtype=default if default is float64 else float32)
-    return out
+    return (params, grads, [[s[name] for s in states] for name in buffers],
+            count_steps(steps), states)
 
 
 def _buckets(*lists: list) -> list[tuple[list, ...]]:
@@ -203,20 +233,13 @@ def _view_as_real(*lists: list) -> tuple[list, ...]:
                  for lst in lists)
 
 
-def _per_step(steps: list[int], fn: Callable[[int], float]) -> float | list[float]:
+def _per_step(steps: list[float], fn: Callable[[float], float]) -> float | list[float]:
     """`fn(step)` as one scalar when every tensor is at the same step (the usual case),
     else one scalar per tensor."""
     first = steps[0]
     if all(s == first for s in steps):
         return fn(first)
     return [fn(s) for s in steps]
-
-
-def _float32(x: float) -> float:
-    """`x` rounded to the nearest float32: PyTorch keeps some per-parameter scalars
-    (NAdam's ``mu_product``, ASGD's ``eta`` and ``mu``) in float32 tensors, and a
-    trajectory only matches its own when they round the same way."""
-    return struct.unpack("f", struct.pack("f", x))[0]
 
 
 def _foreach_penalized_grads(params: list[Tensor], grads: list[Tensor],
@@ -260,6 +283,13 @@ class Optimizer:
 
     _in_hooked_step = False
     _opt_called = False
+    # the state entries PyTorch holds as 0-d tensors (an older checkpoint's numbers are
+    # turned into them on load, as each PyTorch optimizer's __setstate__ does)
+    _scalar_state: tuple[str, ...] = ("step",)
+    _HOOK_DICTS = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
+                   "_optimizer_state_dict_pre_hooks", "_optimizer_state_dict_post_hooks",
+                   "_optimizer_load_state_dict_pre_hooks",
+                   "_optimizer_load_state_dict_post_hooks")
     # options added to a subclass after its first version: a group unpickled from an older
     # optimizer gets these defaults (PyTorch's subclasses each override __setstate__ for it)
     _option_defaults: dict[str, Any] = {}
@@ -272,8 +302,8 @@ class Optimizer:
 
     def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
-        self._optimizer_step_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
-        self._optimizer_step_post_hooks: OrderedDict[int, Callable] = OrderedDict()
+        for name in self._HOOK_DICTS:
+            setattr(self, name, OrderedDict())
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of "
                             "Tensors or dicts, but got " + _typename(params))
@@ -294,13 +324,25 @@ class Optimizer:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        if "_optimizer_step_pre_hooks" not in self.__dict__:
-            self._optimizer_step_pre_hooks = OrderedDict()
-        if "_optimizer_step_post_hooks" not in self.__dict__:
-            self._optimizer_step_post_hooks = OrderedDict()
+        for name in self._HOOK_DICTS:
+            if name not in self.__dict__:
+                setattr(self, name, OrderedDict())
+        self.defaults.setdefault("differentiable", False)
         for group in self.param_groups:
             for name, value in self._option_defaults.items():
                 group.setdefault(name, value)
+            for p in group["params"]:
+                pstate = self.state.get(p)
+                for name in self._scalar_state if pstate else ():
+                    value = pstate.get(name)
+                    if value is not None and not isinstance(value, Tensor):
+                        pstate[name] = new_scalar(value, self._scalar_device(group, p),
+                                                  fused=bool(group.get("fused")))
+
+    def _scalar_device(self, group: dict[str, Any], p: Tensor) -> Any:
+        """Where a parameter's scalar state lives: PyTorch's choice (the CPU, but the
+        parameter's device in ``capturable`` and ``fused`` groups)."""
+        return p.device if on_device(group) else None
 
     def __repr__(self) -> str:
         out = self.__class__.__name__ + " ("
@@ -425,15 +467,39 @@ class Optimizer:
 
         It may return ``(new_args, new_kwargs)`` to replace the step's arguments.
         """
-        handle = _RemovableHandle(self._optimizer_step_pre_hooks)
-        self._optimizer_step_pre_hooks[handle.id] = hook
-        return handle
+        return _RemovableHandle.add(self._optimizer_step_pre_hooks, hook)
 
     def register_step_post_hook(self, hook: Callable) -> _RemovableHandle:
         """Register `hook(optimizer, args, kwargs)` to run after this optimizer's `step`."""
-        handle = _RemovableHandle(self._optimizer_step_post_hooks)
-        self._optimizer_step_post_hooks[handle.id] = hook
-        return handle
+        return _RemovableHandle.add(self._optimizer_step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook: Callable, prepend: bool = False
+                                     ) -> _RemovableHandle:
+        """Register `hook(optimizer)` to run before :meth:`state_dict` builds the dict.
+
+        Args:
+            hook (Callable): the hook.
+            prepend (bool): run it before the hooks already registered (default: False).
+        """
+        return _RemovableHandle.add(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook: Callable, prepend: bool = False
+                                      ) -> _RemovableHandle:
+        """Register `hook(optimizer, state_dict) -> state_dict or None` to run after
+        :meth:`state_dict`: it may change the dict in place or return a new one."""
+        return _RemovableHandle.add(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable, prepend: bool = False
+                                          ) -> _RemovableHandle:
+        """Register `hook(optimizer, state_dict) -> state_dict or None` to run before
+        :meth:`load_state_dict` (given a shallow copy of the dict; a returned dict is
+        loaded instead)."""
+        return _RemovableHandle.add(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook: Callable, prepend: bool = False
+                                           ) -> _RemovableHandle:
+        """Register `hook(optimizer)` to run after :meth:`load_state_dict` has loaded."""
+        return _RemovableHandle.add(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
     # -- checkpoints --------------------------------------------------------------------
     def state_dict(self) -> StateDict:
@@ -445,6 +511,8 @@ class Optimizer:
         the same order. State tensors are not copied (as in PyTorch): save or copy the
         dict before stepping again if you need a snapshot.
         """
+        for pre_hook in self._optimizer_state_dict_pre_hooks.values():
+            pre_hook(self)
         mapping: dict[int, int] = {}
         start = 0
 
@@ -458,22 +526,33 @@ class Optimizer:
             return packed
 
         param_groups = [pack(g) for g in self.param_groups]
-        state = {(mapping[id(k)] if isinstance(k, Tensor) else k):
-                 (_with_step_tensor(v) if isinstance(v, dict) else v)
+        state = {(mapping[id(k)] if isinstance(k, Tensor) else k): v
                  for k, v in self.state.items()}
-        return {"state": state, "param_groups": param_groups}
+        state_dict = {"state": state, "param_groups": param_groups}
+        for post_hook in self._optimizer_state_dict_post_hooks.values():
+            result = post_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict: StateDict) -> None:
         """Load a state produced by :meth:`state_dict` (of an optimizer of the same kind
         over parameters of the same shapes, in the same order and groups).
 
-        State tensors are copied onto each parameter's device (floating-point ones in the
-        parameter's dtype), so the loaded optimizer never aliases the dict's tensors.
+        As PyTorch: state tensors are moved to each parameter's device (floating-point ones
+        in the parameter's dtype; a tensor already there is kept, not copied); a ``step``
+        stays as saved, but becomes float32 on the parameter's device in ``capturable`` or
+        ``fused`` groups; numbers an older checkpoint holds for ``step`` become tensors.
 
         .. warning::
             Construct LR schedulers *before* loading, since creating one resets the
             groups' ``lr``.
         """
+        state_dict = state_dict.copy()  # shallow, as the module API's
+        for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
+            result = pre_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         groups = self.param_groups
         saved_groups = deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -485,25 +564,25 @@ class Optimizer:
         id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
                           chain.from_iterable(g["params"] for g in groups)))
 
-        def cast(param: Tensor, value: Any, key: Any = None) -> Any:
+        def cast(param: Tensor, value: Any, step_on_device: bool, key: Any = None) -> Any:
             if isinstance(value, Tensor):
                 if key == "step":
-                    # a step count kept as a tensor (PyTorch does) becomes a Python number
-                    number = value.item()
-                    return int(number) if float(number).is_integer() else number
-                dtype = param.dtype if param.is_floating_point() else value.dtype
-                return value.detach().to(device=param.device, dtype=dtype).clone()
+                    return value.to(dtype=float32, device=param.device) if step_on_device \
+                        else value
+                if param.is_floating_point():
+                    return value.to(dtype=param.dtype, device=param.device)
+                return value.to(device=param.device)
             if isinstance(value, dict):
-                return {k: cast(param, v, k) for k, v in value.items()}
+                return {k: cast(param, v, step_on_device, k) for k, v in value.items()}
             if isinstance(value, (list, tuple)):
-                return type(value)(cast(param, v) for v in value)
+                return type(value)(cast(param, v, step_on_device) for v in value)
             return value
 
         state: defaultdict[Any, Any] = defaultdict(dict)
         for k, v in state_dict["state"].items():
             if k in id_map:
-                param = id_map[k]
-                state[param] = cast(param, v)
+                saved = next((g for g in state_dict["param_groups"] if k in g["params"]), {})
+                state[id_map[k]] = cast(id_map[k], v, on_device(saved))
             else:
                 state[k] = v
 
@@ -514,3 +593,5 @@ class Optimizer:
                 saved["param_names"] = group["param_names"]
             new_groups.append(saved)
         self.__setstate__({"state": state, "param_groups": new_groups})
+        for post_hook in self._optimizer_load_state_dict_post_hooks.values():
+            post_hook(self)

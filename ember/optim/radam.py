@@ -113,7 +113,7 @@ class RAdam(Optimizer):
         return loss
 
 
-def _by_step(steps: list[int]) -> list[list[int]]:
+def _by_step(steps: list[float]) -> list[list[int]]:
     """Indices of `steps` grouped by value (usually one group)."""
     groups: dict[int, list[int]] = {}
     for i, s in enumerate(steps):
@@ -122,7 +122,7 @@ def _by_step(steps: list[int]) -> list[list[int]]:
 
 
 def _radam_foreach(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
-                   exp_avg_sqs: list[Tensor], step: int, lr: float, beta1: float,
+                   exp_avg_sqs: list[Tensor], step: float, lr: float, beta1: float,
                    beta2: float, eps: float, weight_decay: float,
                    decoupled_weight_decay: bool, maximize: bool) -> None:
     """The update of tensors all at step `step` (already counting this step), one list op

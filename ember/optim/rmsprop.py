@@ -16,6 +16,9 @@ from ember.optim.optimizer import (
     _buckets,
     _implementation_options,
     _use_foreach,
+    count_steps,
+    new_scalar,
+    on_device,
     refuse_sparse,
 )
 
@@ -95,7 +98,7 @@ class RMSprop(Optimizer):
         with no_grad():
             for group in self.param_groups:
                 momentum, centered = group["momentum"], group["centered"]
-                params, grads, square_avgs, grad_avgs, bufs = [], [], [], [], []
+                params, grads, square_avgs, grad_avgs, bufs, steps = [], [], [], [], [], []
                 for p in group["params"]:
                     grad = p.grad
                     if grad is None:
@@ -103,13 +106,13 @@ class RMSprop(Optimizer):
                     refuse_sparse(grad, "RMSprop")
                     pstate = state[p]
                     if not pstate:
-                        pstate["step"] = 0
+                        pstate["step"] = new_scalar(0.0, p.device if on_device(group) else None)
                         pstate["square_avg"] = zeros_like(p)
                         if momentum > 0:
                             pstate["momentum_buffer"] = zeros_like(p)
                         if centered:
                             pstate["grad_avg"] = zeros_like(p)
-                    pstate["step"] += 1
+                    steps.append(pstate["step"])
                     params.append(p)
                     grads.append(grad)
                     square_avgs.append(pstate["square_avg"])
@@ -117,6 +120,7 @@ class RMSprop(Optimizer):
                     bufs.append(pstate["momentum_buffer"] if momentum > 0 else None)
                 if not params:
                     continue
+                count_steps(steps)
                 options = (group["lr"], group["alpha"], group["eps"], group["weight_decay"],
                            momentum, centered, group["maximize"])
                 if _use_foreach(group):

@@ -10,7 +10,14 @@ from ember.core.creation import full_like, zeros_like
 from ember.core.grad_mode import no_grad
 from ember.core.ops.elementwise import where
 from ember.core.tensor import Tensor
-from ember.optim.optimizer import Optimizer, ParamsT, _implementation_options, refuse_sparse
+from ember.optim.optimizer import (
+    Optimizer,
+    ParamsT,
+    _implementation_options,
+    new_scalar,
+    on_device,
+    refuse_sparse,
+)
 
 __all__ = ["Rprop"]
 
@@ -72,10 +79,10 @@ class Rprop(Optimizer):
                     refuse_sparse(p.grad, "Rprop")
                     pstate = self.state[p]
                     if not pstate:
-                        pstate["step"] = 0
+                        pstate["step"] = new_scalar(0.0, p.device if on_device(group) else None)
                         pstate["prev"] = zeros_like(p)
                         pstate["step_size"] = full_like(p.grad, group["lr"])
-                    pstate["step"] += 1
+                    pstate["step"].add_(1)
                     _rprop_update(p, p.grad, pstate["prev"], pstate["step_size"], group)
         return loss
 

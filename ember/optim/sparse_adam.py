@@ -41,6 +41,8 @@ class SparseAdam(Optimizer):
         >>> opt.step()
     """
 
+    _scalar_state = ()  # (PyTorch's SparseAdam counts steps in a Python int)
+
     def __init__(self, params: ParamsT, lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  maximize: bool = False) -> None:

@@ -18,7 +18,8 @@ __all__ = ["assert_close"]
 
 # (rtol, atol) by dtype, PyTorch's; other dtypes compare exactly
 _DTYPE_PRECISIONS = {dt.float16: (0.001, 1e-5), dt.bfloat16: (0.016, 1e-5),
-                     dt.float32: (1.3e-6, 1e-5), dt.float64: (1e-7, 1e-7)}
+                     dt.float32: (1.3e-6, 1e-5), dt.float64: (1e-7, 1e-7),
+                     dt.complex64: (1.3e-6, 1e-5), dt.complex128: (1e-7, 1e-7)}
 # Python numbers compare with their dtype's (complex128's are float64's, 1e-7 and 1e-7)
 _NUMBER_DTYPES = {bool: dt.bool_, int: dt.int64, float: dt.float64, complex: dt.float64}
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-_SUBMODULES = ("data", "tensorboard", "dlpack", "model_zoo", "checkpoint", "benchmark")
+_SUBMODULES = ("data", "tensorboard", "dlpack", "model_zoo", "checkpoint", "benchmark",
+               "_pytree")
 
 
 def __getattr__(name: str) -> ModuleType:

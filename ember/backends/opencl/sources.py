@@ -331,15 +331,12 @@ def _binary_helpers(t: CType) -> str:
     if t.kind in "fh":
         return f"""
 inline {c} py_divmod_{c}({c} a, {c} b, {c}* modulus) {{
-  /* NumPy's npy_divmod: the remainder has the sign of b, the quotient is floored */
+  /* PyTorch's div_floor and remainder: the remainder has the sign of b (a zero keeps
+     fmod's sign), the quotient is floored */
   {c} mod = fmod(a, b);
   if (b == 0) {{ *modulus = mod; return a / b; }}
   {c} div = (a - mod) / b;
-  if (mod != 0) {{
-    if ((b < 0) != (mod < 0)) {{ mod += b; div -= ({c})1; }}
-  }} else {{
-    mod = copysign(({c})0, b);
-  }}
+  if (mod != 0 && (b < 0) != (mod < 0)) {{ mod += b; div -= ({c})1; }}
   {c} floordiv;
   if (div != 0) {{
     floordiv = floor(div);

@@ -398,6 +398,10 @@ def round(input: Tensor, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's
     `decimals` shifts the rounding position."""
     if decimals == 0:
         return _round(input)
+    # as PyTorch: divide by a power of ten for negative decimals (10 ** -3 is inexact)
+    if decimals < 0:
+        scale = 10.0 ** -decimals
+        return _round(input / scale) * scale
     scale = 10.0 ** decimals
     return _round(input * scale) / scale
 

@@ -512,31 +512,32 @@ def cholesky(input: Tensor, upper: bool = False, *, out: Any = None) -> Tensor:
 def _cholesky_solve_factor_grad(grad, input2, result, upper):
     """PyTorch's: the factor is differentiated as a whole matrix, `A = L @ L^T`."""
     gB = cholesky_solve(grad, input2, upper)
-    common = gB @ result.mT
-    common = common + common.mT
+    common = gB @ result.mH
+    common = common + common.mH
     return -(input2 @ common) if upper else -(common @ input2)
 
 
-@composite(variants="function method", cost=_matrix_cost(2 / 3), grad=Grad(
+@composite(complex=True, variants="function method", cost=_matrix_cost(2 / 3), grad=Grad(
     input=lambda grad, input2, upper: cholesky_solve(grad, input2, upper),
     input2=_cholesky_solve_factor_grad))
 def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor:
     """The solution X of `A @ X = input` given A's Cholesky factor `input2` (lower, or
-    upper with `upper`)."""
+    upper with `upper`): `A = L @ L^H`."""
     _check("cholesky_solve", input2, name="input2")
     if input.ndim < 2:
         raise RuntimeError(f"b should have at least 2 dimensions, but has {input.ndim} "
                            "dimensions instead")
     with no_grad():
-        L = input2.mT if upper else input2
+        L = input2.mH if upper else input2
         Y = linalg_solve_triangular(L, input, upper=False)
-        X = linalg_solve_triangular(L.mT, Y, upper=True)
+        X = linalg_solve_triangular(L.mH, Y, upper=True)
     record_grad(OPS["cholesky_solve"], (input, input2), {"upper": upper}, X,
                 "CholeskySolveBackward0")
     return X
 
 
-@composite(variants="function method", cost=_matrix_cost(1.0), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="function method", cost=_matrix_cost(1.0),
+           cpu_precision=P.FLOAT32)
 def cholesky_inverse(input: Tensor, upper: bool = False) -> Tensor:
     """The inverse of `A = L @ L^T` given its Cholesky factor L (`A = U^T @ U` given U
     with `upper`)."""
@@ -1139,7 +1140,7 @@ def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     return linalg_pinv(input, rtol=rcond)
 
 
-@composite(variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
 def linalg_matrix_rank(A: Tensor, *, atol: Any = None, rtol: Any = None,
                        hermitian: bool = False, out: Any = None) -> Tensor:
     """`linalg.matrix_rank`: the number of singular values above `max(atol, rtol *

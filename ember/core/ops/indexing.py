@@ -26,6 +26,7 @@ Kernels (signatures of their rules):
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Any
 
 from ember.core import costs
@@ -393,13 +394,15 @@ def _pad_to(g: Tensor, shape: tuple) -> Tensor:
 def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
             reduce: str | None = None) -> Tensor:
     """A copy of `input` with `src` (or `value`) written along `dim` at `index`."""
-    if reduce is not None:
-        if reduce != "add":
-            raise RuntimeError(f"scatter(): reduce={reduce!r} is not supported (use 'add')")
+    if reduce is not None:  # PyTorch's older reductions: scatter_add and a product
+        if reduce not in ("add", "multiply"):
+            raise RuntimeError("reduce argument must be either add or multiply.")
         if not isinstance(src, Tensor):
             src = full(tuple(index.shape), src if src is not None else value,
                        dtype=input.dtype, device=input.device)
-        return scatter_add(input, dim, index, src)
+        if reduce == "add":
+            return scatter_add(input, dim, index, src)
+        return scatter_reduce(input, dim, index, src, "prod")
     d = normalize_dim("scatter", dim, input.ndim)
     if src is None:
         src = value
@@ -871,7 +874,7 @@ def _scatter_reduced(input: Tensor, d: int, index: Tensor, src: Tensor, reduce: 
         if reduce == "sum":
             return total
         n = _scatter_counts(input, d, index, include_self)
-        return total / n if input.dtype.is_floating_point else \
+        return total / n if input.dtype.is_floating_point or input.dtype.is_complex else \
             total.div(n, rounding_mode="floor")
     return run("scatter_reduce", base, index, src, dim=d, reduce=reduce)
 
@@ -917,8 +920,8 @@ def _scatter_reduce_grad(grad, input, index, src, result, dim, reduce, include_s
             _pad_to(grad_src, tuple(src.shape)) if needs[2] else None)
 
 
-@primitive(variants="function method inplace", rule=_scatter_reduce_rule, cost=costs.movement,
-           grad=Grad("ScatterReduceBackward0", each=_scatter_reduce_grad))
+@primitive(complex=True, variants="function method inplace", rule=_scatter_reduce_rule,
+           cost=costs.movement, grad=Grad("ScatterReduceBackward0", each=_scatter_reduce_grad))
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
                    include_self: bool = True) -> Tensor:
     """A copy of `input` where the values of `src` are reduced into the positions
@@ -931,6 +934,14 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     if reduce == "mean" and input.dtype is dt.bool_:
         raise NotImplementedError("\"scatter_gather_tensor_cpu_reduce_mean\" not implemented "
                                   "for 'Bool'")
+    if input.dtype.is_complex:  # (PyTorch: sum, prod and mean of complex; no autograd)
+        if reduce in ("amax", "amin"):
+            raise NotImplementedError(
+                f'"scatter_gather_tensor_{input.device.type}_reduce_{reduce}" not '
+                f"implemented for '{SCALAR_TYPE_NAMES[input.dtype.name]}'")
+        if state.enabled and (input.requires_grad or src.requires_grad):
+            raise RuntimeError("scatter_reduce does not support automatic differentiation "
+                               "for outputs with complex dtype.")
     d = normalize_dim("scatter_reduce", dim, input.ndim)
     _check_scatter_reduce(input, index, src, dim=d)
     if not index.numel():  # nothing reduced (and no shape checked)
@@ -944,7 +955,10 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     return out
 
 
-@composite(variants="function method inplace", cost=costs.movement)
+_INDEX_REDUCE_WARNED: list[bool] = []
+
+
+@composite(complex=True, variants="function method inplace", cost=costs.movement)
 def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
                  include_self: bool = True) -> Tensor:
     """A copy of `input` where the slices of `source` along `dim` are reduced into the
@@ -953,6 +967,10 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")
+    if not _INDEX_REDUCE_WARNED:  # (PyTorch's TORCH_WARN_ONCE)
+        _INDEX_REDUCE_WARNED.append(True)
+        warnings.warn("index_reduce() is in beta and the API may change at any time.",
+                      UserWarning, stacklevel=3)
     d = normalize_dim("index_reduce", dim, input.ndim)
     if index.ndim > 1:
         raise IndexError(f"index_reduce_(): Index is supposed to be a vector, but got dim: "
@@ -966,6 +984,10 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
                            f"specified dimension. Got self.shape = {list(input.shape)} "
                            f"source.shape = {list(source.shape)}")
     _same_scalar_type("index_reduce_", input, source)
+    if input.dtype.is_complex:  # PyTorch's kernels have no complex case
+        kernel = "index_func_" if include_self else "index_reduce_func_exclude_input_init"
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{SCALAR_TYPE_NAMES[input.dtype.name]}'")
     check_in_range("index_reduce_", index, input.shape[d] if input.ndim else 1, d,
                    select=True)
     return scatter_reduce(input, d, _along(index, d, tuple(source.shape)), source, reduce,

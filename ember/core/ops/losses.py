@@ -23,7 +23,7 @@ from ember.core.apply import record_grad
 from ember.core.creation import full as _full
 from ember.core.creation import zeros_like
 from ember.core.declare import composite, fused_kernel
-from ember.core.dispatch import run_fused
+from ember.core.dispatch import not_implemented_for, run_fused
 from ember.core.grad_mode import no_grad
 from ember.core.host import host_array
 from ember.core.opdef import OPS, Grad
@@ -138,6 +138,14 @@ def _pairwise_distance(x1: Tensor, x2: Tensor, p: float, eps: float) -> Tensor:
 # -- regression losses ----------------------------------------------------------------
 
 
+def _refuse_complex(kernel: str, *tensors: Tensor) -> None:
+    """PyTorch's error for a loss without a complex kernel, which names the kernel
+    (``"mse_cpu" not implemented for 'ComplexFloat'``), not the op."""
+    for x in tensors:
+        if x.dtype.is_complex:
+            raise not_implemented_for(kernel, x)
+
+
 def _mse_grad(grad: Tensor, input: Tensor, target: Tensor, reduction: str) -> Tensor:
     """ATen's mse_loss_backward: `(input - target) * norm * grad`, norm 2 (2 / numel for
     'mean'); the target's gradient is the same with the two swapped."""
@@ -145,7 +153,7 @@ def _mse_grad(grad: Tensor, input: Tensor, target: Tensor, reduction: str) -> Te
     return diff * (2.0 / diff.numel() if reduction == "mean" else 2.0) * grad
 
 
-@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+@composite(complex=True, variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
            cost=costs.reduction(3),
            grad=Grad("MseLossBackward0",
                      input=lambda grad, input, target, reduction:
@@ -156,6 +164,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
              reduce: bool | None = None, reduction: str = "mean",
              weight: Tensor | None = None) -> Tensor:
     r"""Mean squared error: :math:`(x - y)^2`, reduced."""
+    _refuse_complex("mse", input, target)
     _target_size_check(input, target)
     reduction = _reduction_arg(size_average, reduce, reduction)
     if weight is not None:  # differentiated through its ops, as PyTorch's weighted form
@@ -201,7 +210,7 @@ def _huber_grad(grad: Tensor, input: Tensor, target: Tensor, reduction: str,
                    E.where(d >= delta, norm * delta * grad, d * norm * grad))
 
 
-@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+@composite(complex=True, variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
            cost=costs.reduction(6),
            grad=Grad("SmoothL1LossBackward0",
                      input=lambda grad, input, target, reduction, beta:
@@ -212,6 +221,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = No
                    reduce: bool | None = None, reduction: str = "mean",
                    beta: float = 1.0) -> Tensor:
     r""":math:`0.5 d^2 / \beta` where :math:`|d| < \beta`, else :math:`|d| - 0.5\beta`."""
+    _refuse_complex("smooth_l1", input, target)
     _target_size_check(input, target)
     reduction = _reduction_arg(size_average, reduce, reduction)
     if beta < 0:
@@ -228,7 +238,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = No
     return loss
 
 
-@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
+@composite(complex=True, variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
            cost=costs.reduction(6),
            grad=Grad("HuberLossBackward0",
                      input=lambda grad, input, target, reduction, delta:
@@ -238,6 +248,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = No
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
     r""":math:`0.5 d^2` where :math:`|d| < \delta`, else :math:`\delta(|d| - 0.5\delta)`."""
+    _refuse_complex("huber", input, target)
     _target_size_check(input, target)
     _check_reduction(reduction)
     if delta <= 0:

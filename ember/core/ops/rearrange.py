@@ -311,8 +311,10 @@ def _scatter_into(op: str, input: Tensor, src: Tensor, key: tuple, target_shape:
         raise RuntimeError(f"expected src to have a size equal to the slice of self. "
                            f"src size = {fmt_shape(tuple(src.shape))}, slice size = "
                            f"{fmt_shape(tuple(target_shape))}")
+    if src.dtype != input.dtype:  # cast to input's dtype, as PyTorch's copy_
+        src = src.to(input.dtype)
     out = clone(input)
-    out[key] = value(src)  # cast to input's dtype, as PyTorch's copy_
+    out[key] = value(src)
     return out
 
 

@@ -437,17 +437,19 @@ def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
             mean(input, _dims_arg("std_mean", input, dim), keepdim))
 
 
-@composite(node_label="LogsumexpBackward0",
+@composite(complex=True, node_label="LogsumexpBackward0",
            traced_as_node=True, precision=P.FLOAT32, cost=costs.reduction(10))
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
-    """`log(sum(exp(input), dim))`, computed stably."""
+    """`log(sum(exp(input), dim))`, computed stably: shifted by the maximum (of the real
+    parts, for complex input, as PyTorch)."""
     dims = _dims_arg("logsumexp", input, dim)
-    if not input._dtype.is_floating_point:  # as PyTorch: in the default float dtype
-        input = to_dtype(input, dt.get_default_dtype())
+    if not (input._dtype.is_floating_point or input._dtype.is_complex):
+        input = to_dtype(input, dt.get_default_dtype())  # as PyTorch: the default float dtype
     if not input.numel():  # no maximum to shift by: the sum of no terms is 0, its log -inf
         return input.exp().sum(dims, keepdim).log()
     with no_grad():
-        m = amax(input, dims if dims is not None else (), keepdim=True)
+        m = amax(input.real if input._dtype.is_complex else input,
+                 dims if dims is not None else (), keepdim=True)
         m = where(m.isinf(), 0.0, m)
     out = ((input - m).exp().sum(dims, keepdim=True)).log() + m
     if not keepdim:

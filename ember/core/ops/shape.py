@@ -33,9 +33,11 @@ from ember.core.memory_format import (
     contiguous_format,
     is_contiguous_in,
     like_layout,
+    memory_format,
     preserve_format,
     tensor_format,
 )
+from ember.core.memory_format import dim_order as _dim_order
 from ember.core.opdef import OPS, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.shapes import (
@@ -623,6 +625,34 @@ def is_contiguous(self: Tensor, memory_format: Any = None) -> bool:
     if fmt is contiguous_format or fmt is preserve_format:
         return bool(self._backend.is_contiguous(self._data))
     return is_contiguous_in(tuple(self.shape), self.stride(), fmt)
+
+
+@composite(complex=True, variants="method", cost=costs.view)
+def dim_order(self: Tensor, *, ambiguity_check: bool | list = False) -> tuple[int, ...]:
+    """The dims from the outermost in memory to the innermost (`(0, 2, 3, 1)` for a
+    channels-last tensor). With `ambiguity_check` (True, or a list of memory formats of
+    which exactly one must hold) an order that strides leave open raises."""
+    if self.is_sparse:
+        raise AttributeError(f"Can't get dim order on sparse type: {self.type()} Use "
+                             "Tensor.to_dense() to convert to a dense tensor first.")
+    formats = ambiguity_check if isinstance(ambiguity_check, list) else []
+    if not isinstance(ambiguity_check, bool) and (
+            not isinstance(ambiguity_check, list) or
+            not all(isinstance(f, memory_format) for f in formats)):
+        raise TypeError("The ambiguity_check argument must be a bool or a list of memory "
+                        "formats.")
+    shape, strides = tuple(self.shape), self.stride()
+    check = ambiguity_check if isinstance(ambiguity_check, bool) else True
+    # several orders fit where a dim has size 1 or two neighbours share a stride
+    several = 1 in shape or any(a == b for a, b in zip(strides, strides[1:]))
+    if check and several and sum(is_contiguous(self, f) for f in formats) != 1:
+        raise RuntimeError("The tensor does not have unique dim order, or cannot map to "
+                           "exact one of the given memory formats.")
+    order, ambiguous = _dim_order(shape, strides, bool(self._backend.is_contiguous(
+        self._data)), bool(ambiguity_check))
+    if ambiguous:
+        raise RuntimeError("The tensor does not have unique dim order.")
+    return order
 
 
 # -- joining --------------------------------------------------------------------------

@@ -1,0 +1,19 @@
+"""`ember._C` (torch._C): the few names of PyTorch's C extension that programs extending
+the Python API use: the `__torch_function__` switches and the disabled implementation."""
+
+from __future__ import annotations
+
+from ember.core import torch_function as _tf
+from ember.core.torch_function import (  # noqa: F401 - re-exported
+    DisableTorchFunction,
+    DisableTorchFunctionSubclass,
+    _disabled_torch_function_impl,
+)
+
+_is_torch_function_enabled = _tf.is_torch_function_enabled
+_is_torch_function_mode_enabled = _tf.is_torch_function_mode_enabled
+
+
+def _len_torch_function_stack() -> int:
+    """The number of TorchFunctionModes entered."""
+    return len(_tf.modes)

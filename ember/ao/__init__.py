@@ -1,0 +1,13 @@
+"""Quantization (`torch.ao`): `ember.ao.quantization` (the workflow) and `ember.ao.nn` (the
+quantized, fused and QAT modules). Written against ember's public Tensor API, above
+ember.nn."""
+
+import importlib
+
+_SUBMODULES = {"quantization", "nn"}
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"ember.ao.{name}")
+    raise AttributeError(f"module 'ember.ao' has no attribute {name!r}")

@@ -1,0 +1,182 @@
+"""The operators registered through `ember.library`, reachable as PyTorch's `torch.ops`:
+``ops.mylib`` a namespace, ``ops.mylib.foo`` an overload packet, ``ops.mylib.foo.default``
+an overload. ``ops.aten.<name>`` finds ember's own function of that name."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ember.core import dtype as _dtype
+from ember.library.operator import Operator
+
+# "ns::name" -> {overload name ("" for default) -> Operator}
+OPERATORS: dict[str, dict[str, Operator]] = {}
+
+
+def register(op: Operator) -> None:
+    OPERATORS.setdefault(op.qualname, {})[op.schema.overload] = op
+
+
+def lookup(qualname: str) -> Operator:
+    """The operator ``ns::name`` or ``ns::name.overload`` (its default overload)."""
+    name, _, overload = qualname.partition(".")
+    found = OPERATORS.get(name, {}).get(overload)
+    if found is None:
+        raise RuntimeError(f"Operator {qualname} does not exist; define it first "
+                           "(torch.library.define or torch.library.custom_op)")
+    return found
+
+
+def _fx_recorded(overload: OpOverload, args: tuple, kwargs: dict) -> Any:
+    """While torch.fx traces (a Proxy among the arguments): the call recorded as a
+    call_function node targeting the overload, as PyTorch records it; else None."""
+    patching = sys.modules.get("ember.fx._patching")  # (not loaded: nothing traces)
+    proxy = patching._find_proxy(args, kwargs, overload) if patching is not None else None
+    if proxy is None:
+        return None
+    return proxy.tracer.create_proxy("call_function", overload, args, kwargs)
+
+
+class OpOverload:
+    """``torch.ops.mylib.foo.default``: one overload of an operator, callable."""
+
+    def __init__(self, op: Operator) -> None:
+        self._op = op
+        self._schema = op.schema
+        self._overloadname = op.schema.overload or "default"
+        self.namespace = op.schema.namespace
+        self.__name__ = f"{op.schema.name}.{self._overloadname}"
+        self.__qualname__ = self.__name__
+        self.__module__ = f"ember.ops.{self.namespace}"  # (fx names it torch.ops...)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        recorded = _fx_recorded(self, args, kwargs)
+        return self._op(*args, **kwargs) if recorded is None else recorded
+
+    def name(self) -> str:
+        return self._op.qualname + (f".{self._op.schema.overload}"
+                                    if self._op.schema.overload else "")
+
+    def __repr__(self) -> str:
+        return (f"<OpOverload(op='{self.namespace}.{self._op.schema.name}', "
+                f"overload='{self._overloadname}')>")
+
+    def __str__(self) -> str:
+        return f"{self.namespace}.{self.__name__}"
+
+    def __hash__(self) -> int:
+        return hash(self._op)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, OpOverload) and other._op is self._op
+
+
+class OpOverloadPacket:
+    """``torch.ops.mylib.foo``: all overloads of ``mylib::foo``; calling it calls the
+    default overload (or the only one)."""
+
+    def __init__(self, namespace: str, name: str) -> None:
+        self._namespace, self._name = namespace, name
+        self._qualified_op_name = f"{namespace}::{name}"
+        self.__name__ = name
+
+    def _overloads(self) -> dict[str, Operator]:
+        return OPERATORS.get(self._qualified_op_name, {})
+
+    def overloads(self) -> list[str]:
+        return [o or "default" for o in self._overloads()]
+
+    def __getattr__(self, overload: str) -> OpOverload:
+        if overload.startswith("__"):
+            raise AttributeError(overload)
+        op = self._overloads().get("" if overload == "default" else overload)
+        if op is None:
+            raise AttributeError(f"The underlying op of '{self}' has no overload name "
+                                 f"'{overload}'")
+        return OpOverload(op)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        ops = self._overloads()
+        return OpOverload(ops.get("") or next(iter(ops.values())))(*args, **kwargs)
+
+    @property
+    def default(self) -> OpOverload:
+        return self.__getattr__("default")
+
+    def __repr__(self) -> str:
+        return f"<OpOverloadPacket(op='{self._namespace}.{self._name}')>"
+
+    def __str__(self) -> str:
+        return f"{self._namespace}.{self._name}"
+
+
+class _AtenFunction:
+    """``torch.ops.aten.add`` (and any overload of it, ``.Tensor``): ember's function."""
+
+    def __init__(self, name: str, fn: Callable) -> None:
+        self._name, self._fn = name, fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._fn(*args, **kwargs)
+
+    def __getattr__(self, overload: str) -> Any:
+        if overload.startswith("__"):
+            raise AttributeError(overload)
+        return self
+
+    def __repr__(self) -> str:
+        return f"aten.{self._name}"
+
+
+class OpNamespace:
+    """``torch.ops.mylib``: attribute lookup finds the namespace's operators."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __getattr__(self, op_name: str) -> Any:
+        if op_name.startswith("__"):
+            raise AttributeError(op_name)
+        if f"{self.name}::{op_name}" in OPERATORS:
+            return OpOverloadPacket(self.name, op_name)
+        if self.name == "aten":
+            import ember
+            import ember.nn.functional as F
+
+            fn = getattr(ember, op_name, None) or getattr(F, op_name, None)
+            if callable(fn):
+                return _AtenFunction(op_name, fn)
+        raise AttributeError(f"'_OpNamespace' '{self.name}' object has no attribute "
+                             f"'{op_name}'")
+
+    def __repr__(self) -> str:
+        api = _dtype.API_NAME
+        return f"<module '{api}.ops.{self.name}' from '{api}.ops'>"
+
+
+class Ops:
+    """``torch.ops``: namespaces made on first access (PyTorch's `_Ops`)."""
+
+    def __init__(self) -> None:
+        self._namespaces: dict[str, OpNamespace] = {}
+
+    def __getattr__(self, name: str) -> OpNamespace:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if name not in self._namespaces:
+            self._namespaces[name] = OpNamespace(name)
+        return self._namespaces[name]
+
+    def load_library(self, path: str) -> None:
+        """PyTorch loads a C++ operator library here; ember has no C++ dispatcher."""
+        raise RuntimeError(f"torch.ops.load_library({path!r}): ember cannot load C++ operator "
+                           "libraries; define the operators in Python with "
+                           "torch.library.custom_op")
+
+    def __repr__(self) -> str:
+        return f"<module '{_dtype.API_NAME}.ops' from '_ops.py'>"
+
+
+ops = Ops()
