@@ -677,6 +677,10 @@ _SUBMODULES = {"nn", "optim", "jit", "onnx", "exporters", "testing", "demo", "cl
                "distributed", "hub"}
 _FROM_AMP = {"autocast", "is_autocast_enabled", "get_autocast_dtype",
              "is_autocast_available", "clear_autocast_cache", "is_autocast_cache_enabled"}
+# PyTorch's top-level autocast state setters (not in torch.amp)
+_FROM_AUTOCAST_MODE = {"set_autocast_enabled", "set_autocast_dtype",
+                       "set_autocast_cache_enabled", "autocast_increment_nesting",
+                       "autocast_decrement_nesting"}
 # PyTorch's deprecated top-level getters (they warn)
 _FROM_AMP_DEPRECATED = {"is_autocast_cpu_enabled", "get_autocast_cpu_dtype",
                         "get_autocast_gpu_dtype"}
@@ -724,6 +728,8 @@ def __getattr__(name: str):
         return importlib.import_module(f"ember.{name}")
     if name in _FROM_AMP:  # torch.autocast & co
         return getattr(importlib.import_module("ember.amp"), name)
+    if name in _FROM_AUTOCAST_MODE:
+        return getattr(importlib.import_module("ember.amp.autocast_mode"), name)
     if name in _FROM_AMP_DEPRECATED:
         return getattr(importlib.import_module("ember.amp.deprecated"), name)
     if name in _FROM_SCHEDULING:

@@ -17,4 +17,18 @@ from ember.transforms import (
 )
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
-           "stack_module_state", "vjp", "vmap"]
+           "linearize", "stack_module_state", "vjp", "vmap"]
+
+
+def linearize(func, *primals):  # noqa: ANN001, ANN201 - torch.func's signature
+    """`(func(*primals), jvp_fn)`: `jvp_fn(*tangents)` is the Jacobian-vector product of
+    `func` at `primals` (forward-mode AD, as `jvp(func, primals, tangents)[1]`)."""
+    output = func(*primals)
+
+    def jvp_fn(*tangents):  # noqa: ANN002, ANN202
+        if len(tangents) != len(primals):
+            raise RuntimeError(f"linearize: expected {len(primals)} tangents, got "
+                               f"{len(tangents)}")
+        return jvp(func, primals, tangents)[1]
+
+    return output, jvp_fn

@@ -456,6 +456,43 @@ def test_device_amp_spellings_warn_as_pytorch(spelling: str) -> None:
     assert messages[0] == messages[1]
 
 
+def test_top_level_autocast_setters_as_pytorch() -> None:
+    """`torch.set_autocast_enabled` & co switch autocast outside a region, as PyTorch's
+    (a linear runs in the set dtype), and regions restore what they found."""
+    seen = []
+    for lib in (torch, ember):
+        lin = lib.nn.Linear(2, 2)
+        x = lib.ones(1, 2)
+        try:
+            lib.set_autocast_dtype("cpu", lib.float16)
+            lib.set_autocast_enabled("cpu", True)
+            state = [lib.is_autocast_enabled("cpu"), str(lib.get_autocast_dtype("cpu")),
+                     str(lin(x).dtype)]
+            with lib.autocast("cpu", enabled=False):
+                state.append(str(lin(x).dtype))
+            state += [lib.is_autocast_enabled("cpu"), str(lin(x).dtype)]
+            lib.set_autocast_enabled(True)  # one argument: CUDA's switch
+            state.append(lib.is_autocast_enabled())
+            lib.set_autocast_enabled(False)
+            lib.set_autocast_cache_enabled(False)
+            state.append(lib.is_autocast_cache_enabled())
+            state += [lib.autocast_increment_nesting(), lib.autocast_decrement_nesting()]
+            errors = []
+            for args in (("cpu", 1), ("xyz", True)):
+                with pytest.raises((TypeError, RuntimeError)) as info:
+                    lib.set_autocast_enabled(*args)
+                errors.append((info.type.__name__, str(info.value)))
+            state.append(errors)
+        finally:
+            lib.set_autocast_enabled("cpu", False)
+            lib.set_autocast_dtype("cpu", lib.bfloat16)
+            lib.set_autocast_cache_enabled(True)
+        state.append(str(lin(x).dtype))
+        seen.append([str(v).replace(lib.__name__ + ".", "<api>.") for v in state])
+    assert seen[1] == seen[0]
+    assert not interpose.active
+
+
 @pytest.mark.parametrize("getter", ["is_autocast_cpu_enabled", "get_autocast_cpu_dtype",
                                     "get_autocast_gpu_dtype"])
 def test_deprecated_top_level_getters_as_pytorch(getter: str) -> None:

@@ -272,6 +272,51 @@ class TestGradModes:
             seen.append((inner, after, under_no_grad, lib.is_grad_enabled()))
         assert seen[1] == seen[0] == ((True, False, True), (False, True), True, True)
 
+    def test_inference_tensors_as_torch(self):
+        # made inside inference_mode: inference tensors, and so are their views; a view of a
+        # normal tensor stays normal; outside, ops on them make normal tensors, and writing
+        # into them (or asking for their grad or version) is refused with PyTorch's errors
+        torch = pytest.importorskip("torch")
+        seen = []
+        for lib in (torch, ember):
+            normal = lib.ones(3)
+            param = lib.ones(3, requires_grad=True)
+            with lib.inference_mode():
+                made = lib.ones(3) * 2
+                row = lib.arange(4.0)[1:]
+                kinds = [made.is_inference(), row.is_inference(), normal.view(3).is_inference(),
+                         param.detach().is_inference(), normal.clone().is_inference()]
+                normal.add_(1)  # a normal tensor is written as usual, and stays normal
+                made.add_(1)  # as is an inference tensor, inside
+                with lib.inference_mode(False):
+                    kinds.append(lib.ones(1).is_inference())
+            kinds += [normal.is_inference(), (made + 1).is_inference(), made[1:].is_inference(),
+                      made.detach().is_inference(), lib.is_inference(made),
+                      (param + made).requires_grad]
+            errors = []
+            for write in (lambda t, n: t.add_(1), lambda t, n: t.mul_(t),
+                          lambda t, n: t.__setitem__(0, 5.0), lambda t, n: t[1:].zero_(),
+                          lambda t, n: t.copy_(n), lambda t, n: t.exp_(),
+                          lambda t, n: t.requires_grad_(), lambda t, n: t._version):
+                with pytest.raises(RuntimeError) as info:
+                    write(made, normal)
+                errors.append(str(info.value))
+            made.requires_grad_(False)
+            seen.append((kinds, errors))
+        assert seen[1] == seen[0]
+        # (PyTorch's copy_ and exp_ write before they refuse; ember's refuse first)
+        assert made.tolist() == [3.0, 3.0, 3.0]
+        assert seen[1][0] == [True, True, False, False, True, False, False, False, True, True,
+                              True, True]
+
+    def test_modes_bind_none_in_with_as_torch(self):
+        torch = pytest.importorskip("torch")
+        for lib in (torch, ember):
+            for mode in (lib.no_grad(), lib.enable_grad(), lib.set_grad_enabled(True),
+                         lib.inference_mode(), lib.inference_mode(False)):
+                with mode as bound:
+                    assert bound is None, (lib.__name__, type(mode).__name__)
+
     def test_modes_decorate_without_parentheses(self):
         x = leaf([1.0])
 

@@ -25,7 +25,8 @@ def _raises_alike(fe, ft):
         ft()
     with pytest.raises(te.type) as ee:
         fe()
-    assert str(ee.value) == str(te.value)
+    # ember's API name where PyTorch says torch (`python -m ember.run` says torch)
+    assert str(ee.value) == str(te.value).replace("torch.", "ember.")
 
 
 def test_numeric_constants_are_torchs():
@@ -191,3 +192,67 @@ def test_set_default_tensor_type_sets_the_default_dtype():
                 ember.set_default_tensor_type("torch.FooTensor")
     finally:
         ember.set_default_dtype(ember.float32)
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(dtype="float32"), dict(dtype="float64", low=-1, high=1), dict(dtype="int64", low=-2),
+    dict(dtype="bool"), dict(dtype="uint8", exclude_zero=True), dict(dtype="complex64"),
+    dict(dtype="float32", noncontiguous=True), dict(dtype="float32", low=-math.inf),
+    dict(dtype="int8", high=1000),
+])
+def test_make_tensor_draws_torchs_values(kwargs):
+    def make(lib):
+        lib.manual_seed(0)
+        kw = dict(kwargs, dtype=getattr(lib, kwargs["dtype"]))
+        return lib.testing.make_tensor(3, 4, device="cpu", **kw)
+    e, t = make(ember), make(torch)
+    _same(e, t)
+    assert e.stride() == t.stride()
+
+
+@pytest.mark.parametrize("kwargs", [dict(low=5, high=1), dict(low=math.nan),
+                                    dict(requires_grad=True), dict(low=300)])
+def test_make_tensor_refuses_bad_bounds_as_torch_does(kwargs):
+    _raises_alike(lambda: ember.testing.make_tensor(2, dtype=ember.uint8, device="cpu", **kwargs),
+                  lambda: torch.testing.make_tensor(2, dtype=torch.uint8, device="cpu", **kwargs))
+
+
+def test_assert_close_compares_numpy_arrays():
+    ember.testing.assert_close(np.array([1.0, 2.0]), np.array([1.0, 2.0]))
+    with pytest.raises(AssertionError, match="Tensor-likes are not close"):
+        ember.testing.assert_close(np.array([1.0, 2.0]), np.array([1.0, 2.1]))
+
+
+def test_func_linearize_is_jvp_at_the_primals():
+    results = []
+    for lib in (ember, torch):
+        x = lib.arange(4.0)
+        out, jvp_fn = lib.func.linearize(lambda t: t.sin() * t, x)
+        results.append((out, jvp_fn(lib.ones(4)), jvp_fn(lib.arange(4.0))))
+    for e, t in zip(*results):
+        np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=1e-6)
+
+
+def test_convert_conv_weight_memory_format_and_skip_init():
+    def convert(lib):
+        model = lib.nn.Sequential(lib.nn.Conv2d(3, 4, 3),
+                                  lib.nn.Sequential(lib.nn.ConvTranspose2d(4, 2, 3)),
+                                  lib.nn.Linear(2, 2), lib.nn.Conv3d(1, 1, 1))
+        out = lib.nn.utils.convert_conv2d_weight_memory_format(model, lib.channels_last)
+        assert out is model
+        lib.nn.utils.convert_conv3d_weight_memory_format(model, lib.channels_last_3d)
+        return [m.weight.stride() for m in (model[0], model[1][0], model[2], model[3])]
+    assert convert(ember) == convert(torch)
+    skipped = ember.nn.utils.skip_init(ember.nn.Linear, 5, 1)
+    assert skipped.weight.device.type == "cpu" and tuple(skipped.weight.shape) == (1, 5)
+    assert isinstance(skipped.weight, ember.nn.Parameter)
+    _raises_alike(lambda: ember.nn.utils.skip_init(int), lambda: torch.nn.utils.skip_init(int))
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_output_node_is_named_as_torchs(mode):
+    names = []
+    for lib in (ember, torch):
+        bag = lib.nn.EmbeddingBag(10, 3, mode=mode)
+        names.append(bag(lib.tensor([1, 2, 4, 5, 4, 3, 2, 9]), lib.tensor([0, 4])).grad_fn.name())
+    assert names[0] == names[1] == "EmbeddingBagBackward0"

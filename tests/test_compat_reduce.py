@@ -541,6 +541,35 @@ def test_scatter_reduce_kernel_without_ufunc_at():
         np.testing.assert_array_equal(got, want)
 
 
+def test_scatter_with_reduce_as_torch():
+    """`scatter(..., reduce="add" | "multiply")`, of a tensor or a number, in and out of
+    place; a tensor src warns once (deprecated), another reduce is refused, as PyTorch."""
+    import warnings
+
+    seen = []
+    for lib in (torch, ember):
+        index = lib.tensor([[0, 0, 2]])
+        src = lib.tensor([[2.0, 3.0, 4.0]])
+        values = [lib.ones(1, 3).scatter(1, index, src, reduce="multiply").tolist(),
+                  lib.ones(1, 3).scatter(1, index, 5.0, reduce="multiply").tolist(),
+                  lib.ones(1, 3).scatter(1, index, 5.0, reduce="add").tolist(),
+                  lib.ones(1, 3, dtype=lib.long).scatter(
+                      1, index, lib.tensor([[2, 3, 4]]), reduce="multiply").tolist(),
+                  lib.ones(1, 3).scatter_(1, index, src, reduce="add").tolist()]
+        with pytest.raises(RuntimeError) as info:
+            lib.ones(1, 3).scatter(1, index, src, reduce="mean")
+        seen.append((values, str(info.value)))
+    assert seen[1] == seen[0]
+    ember.core.ops.indexing._warned_scatter_reduce = False
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ember.ones(3).scatter(0, ember.tensor([0]), ember.ones(1), reduce="add")
+        ember.ones(3).scatter(0, ember.tensor([0]), ember.ones(1), reduce="add")
+        ember.ones(3).scatter(0, ember.tensor([0]), 2.0, reduce="add")
+    assert [str(w.message)[:45] for w in caught] == [
+        "The reduce argument of ember.scatter with Ten"]
+
+
 def test_masked_scatter():
     same(lambda lib, x, s: lib.masked_scatter(x, x > 2, s), GRID, np.arange(10.0, 22.0))
     same(lambda lib, x, s: x.masked_scatter(lib.tensor([True, False, False, True]), s), GRID,

@@ -339,6 +339,9 @@ def test_out_of_range_indices_on_opencl(op):
 EMPTY_CASES = {
     "cat_legacy_empty": lambda lib, T: lib.cat([lib.zeros(0), lib.ones(2, 3)], 1),
     "cat_only_legacy_empty_any_dim": lambda lib, T: lib.cat([lib.zeros(0)], 1),
+    # (a skipped legacy empty tensor still takes part in the result's dtype)
+    "cat_legacy_empty_promotes": lambda lib, T: lib.cat([lib.tensor([]), lib.tensor([3])]),
+    "cat_legacy_empty_f64_last": lambda lib, T: lib.cat([T([[3]]), lib.zeros(0).double()]),
     "cat_empty_rows": lambda lib, T: lib.cat([lib.zeros(0, 3), lib.ones(2, 3)]),
     "cat_empty_columns_mismatch": lambda lib, T: lib.cat([lib.zeros(2, 0), lib.ones(3, 3)], 1),
     "cat_empty_rank_mismatch": lambda lib, T: lib.cat([lib.zeros(2, 0, 3), lib.ones(2, 3)]),

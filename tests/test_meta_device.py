@@ -115,6 +115,22 @@ def test_module_to_from_meta_names_to_empty():
     assert got[1] == want[1].replace("torch.", "ember.")
 
 
+def test_skip_init_builds_on_meta_then_gives_memory_as_torch():
+    seen = []
+    for lib in (torch, ember):
+        lin = lib.nn.utils.skip_init(lib.nn.Linear, 5, 2, bias=False)
+        ln = lib.nn.utils.skip_init(lib.nn.LayerNorm, 4, device="cpu")
+        errors = []
+        for cls in (lib.nn.ReLU, int):
+            with pytest.raises(RuntimeError) as info:
+                lib.nn.utils.skip_init(cls)
+            errors.append(str(info.value).split("'")[0])
+        seen.append((type(lin).__name__, tuple(lin.weight.shape), lin.bias,
+                     str(lin.weight.device), lin.weight.requires_grad,
+                     tuple(ln.weight.shape), str(ln.bias.device), errors))
+    assert seen[1] == seen[0]
+
+
 # -- ops: PyTorch's result shapes and dtypes ------------------------------------------------
 OPS = {
     "add-promote": lambda t, x, i: x + i[..., None],

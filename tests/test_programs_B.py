@@ -409,6 +409,53 @@ PROGRAMS_TF = [
 ]
 PROGRAMS_B += PROGRAMS_TF
 
+# set K: LLM and NLP-pretraining programs (Hugging Face's modeling files written out, GPT-2
+# generation with a KV cache and the logits processors, LoRA, T5, Mistral-style SDPA and
+# inference_mode, byte-level BPE with collators, sentence embeddings, speculative decoding
+# with an int8 KV cache). Seeded draws match torch's; what follows training is a skeleton.
+PROGRAMS_K = [
+    Program("bert_mlm.py",
+            same=r"^BertEmbeddings|^  \(|^\)|^decoder tied|^position_ids|^state_dict has"
+                 r"|^number of parameters|^input_ids|^token_type_ids|^extended mask|^attentions"
+                 r"|^padding gets|^<All keys|^reloaded",
+            skeleton=r"^mask fraction|^masked token accuracy",
+            losses=r"^step +\d+ \| lr \S+ \| loss (?P<loss>[\d.]+)$", factor=1.5),
+    Program("gpt2_generate.py",
+            same=r"^GPT2Block|^  |^\)|^number of|^tied|^past_key_values|^greedy cached"
+                 r"|^last-step|^repetition|^top-k|^top-p|^classic|^temperature|^multinomial"
+                 r"|^        \[|^sampled shape|^beam output shape",
+            skeleton=r"^beam best scores", losses=r"^step \d+ loss (?P<loss>[\d.]+)$",
+            factor=1.5),
+    Program("lora_finetune.py",
+            same=r"^MLP|^  \(|^\)|^missing|^unexpected|^trainable|^lora_A|^lora_B|^frozen"
+                 r"|^base weight|^merged|^unmerged|^lora keys|^reloaded",
+            skeleton=r"^pretrained:|^adapted:",
+            losses=r"^(?P<tag>pretrain|lora) step +\d+ loss (?P<loss>[\d.]+)$", factor=2.0),
+    Program("t5_relative_bias.py",
+            same=r"^bidirectional|^causal|^T5LayerNorm|^       grad_fn|^T5LayerSelfAttention"
+                 r"|^  |^\)|^T5Attention|^parameters|^shift_right|^position bias",
+            skeleton=r"^token accuracy", losses=r"^step +\d+ loss (?P<loss>[\d.]+)$",
+            factor=1.5),
+    Program("mistral_sdpa.py",
+            same=r"^tensor\(\[\[0|^        \[|^bool mask|^enable_gqa|^scale=|^TransformerBlock"
+                 r"|^  |^\)|^freqs_cis|^tied|^number of|^generated|^inference tensors"
+                 r"|^cached and full|^RuntimeError",
+            losses=r"^step +\d+ loss (?P<loss>[\d.]+) lr", factor=1.5),
+    Program("bpe_collator.py", same=r"^(?!epoch|collated)", skeleton=r"^collated",
+            losses=r"^epoch \d+ loss (?P<loss>[\d.]+)$", factor=1.5),
+    Program("sentence_contrastive.py",  # (the SimCSE steps need not fall: a skeleton)
+            same=r"^mean pooling|^all-padding|^normalize|^        \[0\.0000|^TransformerEncoder"
+                 r"|^  |^\)|^parameters|^embeddings|^<All keys|^reloaded",
+            skeleton=r"simcse loss|^most similar pair|^top hits",
+            losses=r"^step +\d+ mnrl loss (?P<loss>[\d.]+)$", factor=1.5),
+    Program("speculative_kvquant.py",
+            same=r"^int8|^        \[|^dequantized|^round half|^clamp then|^max_fn|^target params"
+                 r"|^quantized-cache|^incremental|^autoregressive",
+            skeleton=r"^speculative|^acceptance rate|^follows the pattern",
+            losses=r"^(?P<tag>target|draft) step +\d+ loss (?P<loss>[\d.]+)$", factor=1.5),
+]
+PROGRAMS_B += PROGRAMS_K
+
 
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""

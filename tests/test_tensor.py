@@ -106,9 +106,18 @@ class TestTensorFactory:
         src[0] = 9.0
         assert t.tolist() == [1.0, 2.0]
 
-    def test_ragged_raises(self):
-        with pytest.raises(ValueError):
-            ember.tensor([[1, 2], [3]])
+    @pytest.mark.parametrize("data", [[[1, 2], [3]], [[1, 2], 3], [[[1], [2, 3]]],
+                                      [[1, 2], [3, 4, 5]], [[[1, 2], [3, 4]], [[1, 2], [3]]],
+                                      [[1.0, 2.0], []], [(1, 2), [3]]])
+    def test_ragged_raises_as_torch(self, data):
+        # unpadded token lists: PyTorch's "expected sequence of length 2 at dim 1 (got 1)"
+        torch = pytest.importorskip("torch")
+        errors = []
+        for lib in (torch, ember):
+            with pytest.raises((ValueError, TypeError)) as info:
+                lib.tensor(data)
+            errors.append((info.type, str(info.value)))
+        assert errors[1] == errors[0]
 
     def test_requires_grad(self):
         t = ember.tensor([1.0, 2.0], requires_grad=True)
@@ -133,6 +142,46 @@ class TestSharedMemory:
         assert t[0].item() == 42.0
         t[1] = -3.0
         assert a[1] == -3.0
+
+    def test_frombuffer_shares_and_reads_as_torch(self):
+        import array
+
+        torch = pytest.importorskip("torch")
+        buf = bytearray(b"hello world!")
+        t = ember.frombuffer(buf, dtype=ember.uint8)
+        t[0] = 72
+        assert buf[:1] == b"H" and t.shape == (12,)
+        for kwargs in (dict(dtype="int32"), dict(dtype="int16", count=2, offset=2),
+                       dict(dtype="uint8", offset=11)):
+            got = ember.frombuffer(buf, **{**kwargs, "dtype": getattr(ember, kwargs["dtype"])})
+            want = torch.frombuffer(buf, **{**kwargs, "dtype": getattr(torch, kwargs["dtype"])})
+            assert got.tolist() == want.tolist() and str(got.dtype)[6:] == str(want.dtype)[6:]
+        floats = ember.frombuffer(array.array("f", [1, 2, 3]), dtype=ember.float32,
+                                  requires_grad=True)
+        assert floats.tolist() == [1.0, 2.0, 3.0] and floats.requires_grad
+        for kwargs in (dict(offset=1, dtype="int32"), dict(offset=12), dict(count=20),
+                       dict(count=0), dict(offset=-1, dtype="int64")):
+            messages = []
+            for lib, source in ((torch, bytearray(buf)), (ember, bytearray(buf))):
+                with pytest.raises(ValueError) as info:
+                    lib.frombuffer(source, **{**kwargs,
+                                              "dtype": getattr(lib, kwargs.get("dtype", "uint8"))})
+                messages.append(str(info.value))
+            assert messages[1] == messages[0], kwargs
+        with pytest.raises(ValueError, match="does not implement Python buffer protocol"):
+            ember.frombuffer([1, 2], dtype=ember.uint8)
+
+    def test_frombuffer_of_read_only_bytes_warns_and_copies(self):
+        import warnings
+
+        data = b"abcd"
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ember.core.from_memory._warned_read_only = False
+            t = ember.frombuffer(data, dtype=ember.uint8)
+        assert any("The given buffer is not writable" in str(w.message) for w in caught)
+        t.add_(1)  # its own memory: the bytes object stays as it was
+        assert t.tolist() == [98, 99, 100, 101] and data == b"abcd"
 
     def test_as_tensor_shares_numpy(self):
         a = np.zeros(3, dtype=np.int32)

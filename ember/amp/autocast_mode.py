@@ -87,6 +87,72 @@ def clear_autocast_cache() -> None:
     _cache.clear()
 
 
+# -- PyTorch's low-level state setters (torch.set_autocast_enabled & co), which `autocast`
+# regions save and restore around them
+
+def set_autocast_enabled(device_type: str | bool, enabled: bool | None = None) -> None:
+    """Turn autocast on or off for `device_type` outside any region;
+    `set_autocast_enabled(enabled)` (one argument) is CUDA's, as in PyTorch."""
+    if enabled is None:
+        device_type, enabled, position = "cuda", device_type, 1
+    else:
+        position = 2
+    if not isinstance(enabled, bool):
+        raise TypeError(f"set_autocast_enabled(): argument 'enabled' (position {position}) "
+                        f"must be bool, not {type(enabled).__name__}")
+    _device_type_arg(device_type)
+    _enabled[device_type] = enabled
+    _update_hook()
+
+
+def set_autocast_dtype(device_type: str, dtype: Any) -> None:
+    """The low-precision dtype autocast lowers to on `device_type` from now on."""
+    _device_type_arg(device_type)
+    _dtype[device_type] = _as_dtype(dtype)
+
+
+def set_autocast_cache_enabled(enabled: bool) -> None:
+    """Whether autocast casts each float32 weight once per outermost region."""
+    global _cache_enabled
+    if not isinstance(enabled, bool):
+        raise TypeError(f"set_autocast_cache_enabled(): argument 'enabled' (position 1) must "
+                        f"be bool, not {type(enabled).__name__}")
+    _cache_enabled = enabled
+
+
+def autocast_increment_nesting() -> int:
+    """Count one more autocast region entered; the new depth."""
+    global _depth
+    _depth += 1
+    return _depth
+
+
+def autocast_decrement_nesting() -> int:
+    """Count an autocast region left (the cast-weight cache empties at depth 0); the new
+    depth."""
+    global _depth
+    _depth -= 1
+    if _depth == 0:
+        _cache.clear()
+    return _depth
+
+
+# the device types PyTorch's parser knows, in its order (its message lists them)
+_TORCH_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip",
+                       "ve", "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu",
+                       "mtia", "privateuseone")
+
+
+def _device_type_arg(device_type: Any) -> None:
+    """Refuse what is neither one of PyTorch's device types nor a loaded ember backend's,
+    with PyTorch's message."""
+    if not isinstance(device_type, str):
+        raise TypeError(f"expected a device type string, got {type(device_type).__name__}")
+    if device_type not in _TORCH_DEVICE_TYPES and not is_autocast_available(device_type):
+        raise RuntimeError(f"Expected one of {', '.join(_TORCH_DEVICE_TYPES)} device type at "
+                           f"start of device string: {device_type}")
+
+
 class autocast:  # noqa: N801 - PyTorch's name
     """Run the ops of a region in mixed precision (a context manager and a decorator).
 

@@ -27,13 +27,15 @@ and may add kernels one by one.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import ember.core.dtype as _dtypes
 from ember.core.dtype import (  # noqa: F401 - re-exported: the dtype vocabulary of the contract
     ALL_DTYPES,
     COMPLEX_DTYPES,
@@ -98,6 +100,46 @@ def set_float32_matmul_precision(precision: str) -> None:
                       "set_float32_matmul_precision call has no effect.", stacklevel=2)
         return
     _float32_matmul_precision = precision
+
+
+# scaled_dot_product_attention's kernel switches (PyTorch's torch._C._set_sdp_use_*): set
+# by `ember.backends.cuda.enable_*_sdp` and `ember.nn.attention.sdpa_kernel`, read by
+# `ember.nn.functional.scaled_dot_product_attention` on every device, as PyTorch's are.
+SDP_KERNELS = ("flash", "mem_efficient", "math", "cudnn", "overrideable")
+_sdp_use = dict.fromkeys(SDP_KERNELS, True)
+
+
+def sdp_use(kernel: str) -> bool:
+    """Whether scaled_dot_product_attention may use `kernel` (one of SDP_KERNELS)."""
+    return _sdp_use[kernel]
+
+
+def set_sdp_use(kernel: str, enabled: bool) -> None:
+    """Allow or forbid `kernel` (one of SDP_KERNELS) to scaled_dot_product_attention."""
+    if not isinstance(enabled, bool):
+        # PyTorch's messages, down to the three switches that name the math one
+        name = {"cudnn": "cudnn", "overrideable": "overrideable"}.get(kernel, "math")
+        got = ("%s" if kernel == "cudnn" else "") + type(enabled).__name__
+        raise RuntimeError(f"set_sdp_use_{name} expects a bool, but got {got}")
+    _sdp_use[kernel] = enabled
+
+
+@contextlib.contextmanager
+def sdp_kernels_only(kernels: Iterable[str]) -> Iterator[dict]:
+    """Allow exactly `kernels` to scaled_dot_product_attention inside the block (yielding
+    PyTorch's empty context dict), then restore the switches as they were."""
+    kernels = set(kernels)
+    previous = dict(_sdp_use)
+    try:
+        _sdp_use.update((k, k in kernels) for k in SDP_KERNELS)
+        yield {}
+    finally:
+        _sdp_use.update(previous)
+
+
+def api_name() -> str:
+    """The module name that user-facing messages give ember ("torch" under the alias)."""
+    return _dtypes.API_NAME
 
 
 API_VERSION = 1

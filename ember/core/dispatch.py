@@ -25,6 +25,7 @@ from ember.core import dtype as _dt
 from ember.core import plugins, tracing
 from ember.core.backend import Backend
 from ember.core.device import device as Device
+from ember.core.grad_mode import check_writable
 from ember.core.grad_mode import state as _grad_state
 from ember.core.opdef import FUSED, OPS
 from ember.core.shapes import fmt_shape
@@ -153,6 +154,7 @@ def run_binary(op: str, a: Any, b: Any, out: Tensor | None = None) -> Tensor:
             tracing.active is None and tracing.tape is None:
         # `a.add_(b)` of one shape and dtype (gradient accumulation, optimizers): the
         # result's dtype is known (see same_dtype_results), the kernel writes into a
+        check_writable(a)
         backend = a._backend
         entry = same_dtype_results.get((op, a._dtype, backend))
         if entry is not None and entry[1] is a._dtype and entry[2] is a._dtype and \
@@ -197,6 +199,7 @@ def run_binary(op: str, a: Any, b: Any, out: Tensor | None = None) -> Tensor:
             return write_into(out, run(op, a, b))
         return run(op, a, b)
     if out is not None:
+        check_writable(out)
         check_out(op + "_", out, meta.shape, meta.dtype)
         if kernel is None or not backend.supports_out or meta.dtype is not out._dtype \
                 or meta.compute is not out._dtype:
@@ -223,6 +226,7 @@ def run_unary_into(op: str, x: Tensor) -> Tensor:
     """Unary elementwise `op` written into `x` itself (an in-place op; no autograd)."""
     if x._dtype.is_complex and not OPS[op].complex:
         raise not_implemented_for(op, x)
+    check_writable(x)
     meta = OPS[op].rule(x)
     check_out(op + "_", x, meta.shape, meta.dtype)
     kernel = x._backend.kernels.get(op)
@@ -253,6 +257,7 @@ def check_out(op: str, out: Tensor, shape: Any, dtype: Any) -> None:
 
 def write_into(dst: Tensor, src: Tensor) -> Tensor:
     """Copy `src` (same shape; castable dtype) into `dst`'s storage and bump its version."""
+    check_writable(dst)
     if src._dtype is not dst._dtype:
         src = cast(src, dst._dtype)
     assign = dst._backend.kernels["assign"]
@@ -267,6 +272,7 @@ def write_into(dst: Tensor, src: Tensor) -> Tensor:
 
 def run_inplace(op: str, target: Tensor, *args: Any, **attrs: Any) -> None:
     """Run an in-place primitive (`assign`, `setitem`) that writes into `target`."""
+    check_writable(target)
     common_device(op, (target,) + args)
     if not OPS[op].complex:
         refuse_complex(op, (target,) + args)

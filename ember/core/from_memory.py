@@ -99,7 +99,10 @@ def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0,
     `mmap` ...), sharing its memory: `count` elements of `dtype` from byte `offset`
     (all that follow where `count` is -1)."""
     d = dtype_arg(dtype)
-    view = memoryview(buffer).cast("B")
+    try:
+        view = memoryview(buffer).cast("B")
+    except TypeError:  # PyTorch's words for an object without the buffer protocol
+        raise ValueError("object does not implement Python buffer protocol.") from None
     length, size = view.nbytes, np.dtype(numpy_dtype(d)).itemsize
     if length == 0 or count == 0:
         raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable
+from typing import Any
 
 
 class _GradState(threading.local):
@@ -15,6 +16,29 @@ class _GradState(threading.local):
 
 state = _GradState()
 """Read `state.enabled` on hot paths: one attribute lookup, no call."""
+
+
+class InferenceVersion(list):
+    """The version counter of an inference tensor (one made inside `inference_mode`):
+    its type is the mark, shared with the views of the tensor as the counter is, so a
+    view of an inference tensor is one and a view of a normal tensor is not, as in
+    PyTorch."""
+
+    __slots__ = ()
+
+
+def new_version() -> list:
+    """A new tensor's version counter: an InferenceVersion inside `inference_mode`."""
+    return InferenceVersion((0,)) if state.inference else [0]
+
+
+def check_writable(x: Any) -> None:
+    """PyTorch refuses an in-place write to an inference tensor outside inference mode."""
+    if type(x._vc) is InferenceVersion and not state.inference:
+        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
+                           "allowed.You can make a clone to get a normal tensor before doing "
+                           "inplace update.See https://github.com/pytorch/rfcs/pull/17 for "
+                           "more details.")
 
 
 def is_grad_enabled() -> bool:
@@ -30,10 +54,9 @@ def is_inference_mode_enabled() -> bool:
 class _GradMode(contextlib.ContextDecorator):
     _target: bool = True
 
-    def __enter__(self):
+    def __enter__(self) -> None:  # as PyTorch's, `with no_grad() as x` binds None
         self._prev = (state.enabled, state.inference)
         state.enabled = self._target
-        return self
 
     def __exit__(self, *exc):
         state.enabled, state.inference = self._prev
@@ -71,8 +94,8 @@ class set_grad_enabled(_GradMode):  # noqa: N801
         self._prev = (state.enabled, state.inference)
         state.enabled = self._target  # works as a plain function call too
 
-    def __enter__(self):
-        return self
+    def __enter__(self) -> None:
+        pass
 
 
 class inference_mode(_GradMode):  # noqa: N801
@@ -88,7 +111,6 @@ class inference_mode(_GradMode):  # noqa: N801
     def __init__(self, mode: bool | None = True) -> None:
         self._mode = bool(mode)
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         self._prev = (state.enabled, state.inference)
         state.enabled, state.inference = not self._mode, self._mode
-        return self

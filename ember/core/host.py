@@ -81,6 +81,38 @@ def infer_dtype(data: Any) -> dt.dtype:
     return out
 
 
+_SEQUENCES = (list, tuple, np.ndarray)
+
+
+def _ragged(data: Any) -> Exception | None:
+    """PyTorch's error for nested sequences that are not a grid: the shape is read down
+    the first elements, then every sequence must match it, depth first ("expected
+    sequence of length 2 at dim 1 (got 1)"); None if the fault lies elsewhere."""
+    shape = []
+    x = data
+    while isinstance(x, _SEQUENCES) and not isinstance(x, np.ndarray) or \
+            isinstance(x, np.ndarray) and x.ndim:
+        shape.append(len(x))
+        if not len(x):
+            break
+        x = x[0]
+
+    def walk(x: Any, dim: int) -> Exception | None:
+        if dim == len(shape):
+            return None
+        if not isinstance(x, _SEQUENCES) or isinstance(x, np.ndarray) and not x.ndim:
+            return TypeError("not a sequence")
+        if len(x) != shape[dim]:
+            return ValueError(f"expected sequence of length {shape[dim]} at dim {dim} "
+                              f"(got {len(x)})")
+        for item in x:
+            found = walk(item, dim + 1)
+            if found is not None:
+                return found
+        return None
+    return walk(data, 0)
+
+
 def to_host(data: Any, dtype: dt.dtype | None) -> tuple[np.ndarray, dt.dtype]:
     """`data` as a new C-contiguous host array of `dtype` (inferred when None)."""
     if is_tensor(data):
@@ -99,7 +131,8 @@ def to_host(data: Any, dtype: dt.dtype | None) -> tuple[np.ndarray, dt.dtype]:
             arr = np.array(data, dtype=numpy_dtype(dtype) if dtype is not dt.bfloat16
                            else np.float32)
         except ValueError as err:
-            raise ValueError(f"tensor(): expected sequences of equal length: {err}") from None
+            raise _ragged(data) or ValueError(
+                f"tensor(): expected sequences of equal length: {err}") from None
         except OverflowError:  # PyTorch's error (NumPy raises OverflowError)
             raise RuntimeError(f"value cannot be converted to type {dtype.name} without "
                                "overflow") from None

@@ -17,7 +17,7 @@ from typing import Any
 from ember.core import forward_ad as fw
 from ember.core import graph
 from ember.core.dispatch import check_out, device_mismatch, write_into
-from ember.core.grad_mode import no_grad, state
+from ember.core.grad_mode import check_writable, no_grad, state
 from ember.core.graph import FnNode, default_label, edge_of
 from ember.core.tensor import Tensor
 
@@ -70,6 +70,7 @@ def apply_inplace(x: Tensor, compute: Callable[[Tensor], Tensor], *others: Any,
                   op: str = "inplace") -> Tensor:
     """Run `compute(x)` out of place and write the result into `x`; `others` are the
     op's other operands (autograd records when any of them, or `x`, requires grad)."""
+    check_writable(x)
     if not recording(x, *others):
         result = compute(x)
         write(x, result, op)
@@ -161,6 +162,7 @@ def metadata_inplace(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     advances, as for any in-place op: a node that saved `x` before must not read the
     reshaped tensor."""
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        check_writable(self)
         if recording(self):
             _check_allowed(self)
         result = fn(self, *args, **kwargs)

@@ -17,6 +17,8 @@ from ember.core import dtype as dt
 from ember.core import engine, torch_function, tracing
 from ember.core.backend import Backend
 from ember.core.device import device as Device
+from ember.core.grad_mode import InferenceVersion
+from ember.core.grad_mode import state as grad_state
 from ember.core.graph import Node, relabel
 from ember.core.host import dtype_arg, host_array, to_host
 from ember.core.placement import resolve
@@ -63,7 +65,7 @@ class Tensor:
         t._backend = backend
         t._requires_grad = False
         t._node = None
-        t._vc = [0]
+        t._vc = InferenceVersion((0,)) if grad_state.inference else [0]
         if tracing.tape is not None:
             tracing.tape.created(t)
         return t
@@ -178,6 +180,9 @@ class Tensor:
         if requires_grad and not self._dtype._differentiable:
             raise RuntimeError(f"only Tensors of floating point dtype can require gradients "
                                f"(got {self._dtype})")
+        if requires_grad and type(self._vc) is InferenceVersion and not grad_state.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
         self._requires_grad = bool(requires_grad)
         return self
 
@@ -205,6 +210,8 @@ class Tensor:
 
     @property
     def _version(self) -> int:
+        if type(self._vc) is InferenceVersion:
+            raise RuntimeError("Inference tensors do not track version counter.")
         return self._vc[0]
 
     @property

@@ -18,6 +18,7 @@ from typing import Any
 
 import ember
 from ember import Tensor
+from ember.core import backend as _contract
 from ember.core import tracing as _tracing
 from ember.core.graph import labelled as _labelled
 from ember.core.memory_format import like_layout
@@ -1124,6 +1125,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     upper triangle. ``dropout_p`` is applied to the attention weights (always: pass 0.0
     in evaluation).
     """
+    _check_sdp_kernel(query, key, value, dropout_p)
     length, source = query.shape[-2], key.shape[-2]
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     if enable_gqa:
@@ -1147,6 +1149,34 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)
     return ember.matmul(weights, value)
+
+
+def _check_sdp_kernel(query: Tensor, key: Tensor, value: Tensor, dropout_p: float) -> None:
+    """Refuse, as PyTorch does, when the kernel switches (`sdpa_kernel`,
+    `ember.backends.cuda.enable_*_sdp`) leave no kernel PyTorch could run: on the CPU the
+    math one, or the flash one where it applies (no dropout, one head size); elsewhere
+    ember takes any switched-on kernel for its own."""
+    use = _contract.sdp_use
+    if use("math"):
+        return
+    if query.device.type != "cpu":
+        if any(use(k) for k in ("flash", "mem_efficient", "cudnn")):
+            return
+    elif use("flash"):
+        reason = None
+        if dropout_p > 0.0:
+            reason = "Both fused kernels do not support non-zero dropout."
+        elif not query.shape[-1] == key.shape[-1] == value.shape[-1]:
+            reason = ("Flash attention requires q,k,v to have the same last dimension. Got "
+                      f"Query.size(-1): {query.shape[-1]}, Key.size(-1): {key.shape[-1]}, "
+                      f"Value.size(-1): {value.shape[-1]} instead.")
+        if reason is None:
+            return
+        warnings.warn("Flash attention kernel not used because:", UserWarning, stacklevel=3)
+        warnings.warn(reason, UserWarning, stacklevel=3)
+        raise RuntimeError("No available kernel.  Aborting execution.")
+    raise RuntimeError("No viable backend for scaled_dot_product_attention was found. This is "
+                       "likely due to turning off both the math kernel and the fused kernels.")
 
 
 def _repeat_heads(x: Tensor, n: int) -> Tensor:
@@ -1955,8 +1985,8 @@ _NODE_LABELS: dict[str, str | Callable[..., str | None]] = {
     "mish": "MishBackward0", "hardswish": "HardswishBackward0",
     "hardsigmoid": "HardsigmoidBackward0", "logsigmoid": "LogSigmoidBackward0",
     "glu": "GluBackward0", "batch_norm": "NativeBatchNormBackward0",
-    "embedding_bag": "EmbeddingBagBackward0",
     "group_norm": "NativeGroupNormBackward0", "interpolate": _interpolate_label,
+    "embedding_bag": "EmbeddingBagBackward0",
 }
 """Node names of the decomposed functions (gelu, silu, elu, selu, celu, softplus,
 hardtanh, leaky_relu and embedding are one node each, named by their own gradients)."""

@@ -60,6 +60,8 @@ Public API:
 """
 
 from ember.testing.comparison import assert_allclose, assert_close
+from ember.testing.creation import make_tensor
 from ember.testing.gradcheck import GradcheckError, gradcheck, gradgradcheck
 
-__all__ = ["GradcheckError", "assert_allclose", "assert_close", "gradcheck", "gradgradcheck"]
+__all__ = ["GradcheckError", "assert_allclose", "assert_close", "gradcheck", "gradgradcheck",
+           "make_tensor"]

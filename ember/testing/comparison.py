@@ -11,6 +11,8 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from ember.core import dtype as dt
 from ember.core.tensor import Tensor
 
@@ -145,6 +147,9 @@ def _is_number(x: Any) -> bool:
 
 def _compare(actual: Any, expected: Any, **options: Any) -> None:
     tensor_options = {k: v for k, v in options.items() if k != "allow_subclasses"}
+    if isinstance(actual, np.ndarray) and isinstance(expected, np.ndarray):
+        # two NumPy arrays compare as tensors (PyTorch's TensorLikePair takes them)
+        actual, expected = Tensor._from_data(actual), Tensor._from_data(expected)
     if isinstance(actual, Tensor) and isinstance(expected, Tensor):
         _compare_tensors(actual, expected, **tensor_options)
         return

@@ -18,7 +18,19 @@ import sys
 from typing import Any
 
 from ember.backends.cuda import fusion
-from ember.backends.cuda.flags import matmul  # noqa: F401 - torch.backends.cuda.matmul
+from ember.backends.cuda.flags import (  # noqa: F401 - torch.backends.cuda's switches
+    cudnn_sdp_enabled,
+    enable_cudnn_sdp,
+    enable_flash_sdp,
+    enable_math_sdp,
+    enable_mem_efficient_sdp,
+    flash_sdp_enabled,
+    is_flash_attention_available,
+    math_sdp_enabled,
+    matmul,
+    mem_efficient_sdp_enabled,
+    sdp_kernel,
+)
 from ember.core.backend import (
     EVERY_DTYPE,
     Backend,

@@ -5,6 +5,8 @@ kernels read `allow_tf32` at every float32 matmul; as in PyTorch, it is the same
 
 from __future__ import annotations
 
+import contextlib
+import warnings
 from typing import Any
 
 from ember.core import backend as contract
@@ -51,3 +53,66 @@ class cuBLASModule:  # noqa: N801 - PyTorch's name
 
 
 matmul = cuBLASModule()
+
+
+# -- scaled_dot_product_attention's kernels (the switches live in the contract) ---------
+def flash_sdp_enabled() -> bool:
+    """Whether scaled_dot_product_attention may use the flash attention kernel."""
+    return contract.sdp_use("flash")
+
+
+def enable_flash_sdp(enabled: bool) -> None:
+    """Allow or forbid the flash attention kernel to scaled_dot_product_attention."""
+    contract.set_sdp_use("flash", enabled)
+
+
+def mem_efficient_sdp_enabled() -> bool:
+    """Whether scaled_dot_product_attention may use the memory-efficient kernel."""
+    return contract.sdp_use("mem_efficient")
+
+
+def enable_mem_efficient_sdp(enabled: bool) -> None:
+    """Allow or forbid the memory-efficient kernel to scaled_dot_product_attention."""
+    contract.set_sdp_use("mem_efficient", enabled)
+
+
+def math_sdp_enabled() -> bool:
+    """Whether scaled_dot_product_attention may use the math (reference) kernel."""
+    return contract.sdp_use("math")
+
+
+def enable_math_sdp(enabled: bool) -> None:
+    """Allow or forbid the math kernel to scaled_dot_product_attention."""
+    contract.set_sdp_use("math", enabled)
+
+
+def cudnn_sdp_enabled() -> bool:
+    """Whether scaled_dot_product_attention may use the cuDNN kernel."""
+    return contract.sdp_use("cudnn")
+
+
+def enable_cudnn_sdp(enabled: bool) -> None:
+    """Allow or forbid the cuDNN kernel to scaled_dot_product_attention."""
+    contract.set_sdp_use("cudnn", enabled)
+
+
+def is_flash_attention_available() -> bool:
+    """Whether a CUDA flash attention kernel is built in (ember has none: its attention
+    is the math one on every backend)."""
+    return False
+
+
+def sdp_kernel(enable_flash: bool = True, enable_math: bool = True,
+               enable_mem_efficient: bool = True,
+               enable_cudnn: bool = True) -> contextlib.AbstractContextManager[dict]:
+    """Deprecated context manager that allows only the chosen scaled_dot_product_attention
+    kernels inside, restoring the switches on exit (`nn.attention.sdpa_kernel` is its
+    successor). As PyTorch's, it warns when called."""
+    api = contract.api_name()
+    warnings.warn(f"`{api}.backends.cuda.sdp_kernel()` is deprecated. In the future, this "
+                  f"context manager will be removed. Please see `{api}.nn.attention."
+                  "sdpa_kernel()` for the new context manager, with updated signature.",
+                  FutureWarning, stacklevel=2)
+    chosen = {"flash": enable_flash, "mem_efficient": enable_mem_efficient,
+              "math": enable_math, "cudnn": enable_cudnn}
+    return contract.sdp_kernels_only([k for k, on in chosen.items() if on])

@@ -36,7 +36,7 @@ from ember.core.dispatch import (
     same_dtype_results,
     user_stacklevel,
 )
-from ember.core.grad_mode import no_grad, state
+from ember.core.grad_mode import InferenceVersion, no_grad, state
 from ember.core.host import dtype_arg, no_data, python_scalar
 from ember.core.inplace import apply_inplace, tracked
 from ember.core.memory_format import check_format, preserve_format, tensor_format
@@ -431,7 +431,8 @@ def binary(name: str, a: Any, b: Any) -> Tensor:
                 out = _new(Tensor)  # Tensor._make, inline: this is the hottest path
                 out._data, out._dtype, out._device, out._backend = \
                     entry[0](x, y), entry[1], a._device, backend
-                out._requires_grad, out._node, out._vc = False, None, [0]
+                out._requires_grad, out._node = False, None
+                out._vc = InferenceVersion((0,)) if state.inference else [0]
             else:
                 out = run_binary(name, a, b)
         else:

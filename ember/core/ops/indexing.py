@@ -35,7 +35,7 @@ from ember.core import forward_ad as fw
 from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.creation import arange, full, zeros
 from ember.core.declare import composite, primitive
-from ember.core.dispatch import run, run_inplace
+from ember.core.dispatch import run, run_inplace, user_stacklevel
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
 from ember.core.host import python_scalar
@@ -386,6 +386,20 @@ def _pad_to(g: Tensor, shape: tuple) -> Tensor:
     return _index_put(out, parse(out, key), g)
 
 
+_warned_scatter_reduce = False
+
+
+def _warn_scatter_reduce_once() -> None:
+    """PyTorch warns once per process that `scatter(..., reduce=)` of a tensor is deprecated."""
+    global _warned_scatter_reduce
+    if not _warned_scatter_reduce:
+        _warned_scatter_reduce = True
+        warnings.warn(f"The reduce argument of {dt.API_NAME}.scatter with Tensor src is "
+                      "deprecated and will be removed in a future PyTorch release. Use "
+                      f"{dt.API_NAME}.scatter_reduce instead for more reduction options.",
+                      UserWarning, stacklevel=user_stacklevel())
+
+
 @primitive(complex=True, variants="function method inplace", rule=_scatter_rule("scatter"),
            cost=costs.movement, grad=Grad(
                input=lambda grad, index, dim: grad.scatter(dim, index, 0.0),
@@ -393,11 +407,14 @@ def _pad_to(g: Tensor, shape: tuple) -> Tensor:
                    gather_in_bounds(grad, dim, index), src_shape)))
 def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
             reduce: str | None = None) -> Tensor:
-    """A copy of `input` with `src` (or `value`) written along `dim` at `index`."""
-    if reduce is not None:  # PyTorch's older reductions: scatter_add and a product
+    """A copy of `input` with `src` (or `value`) written along `dim` at `index`;
+    `reduce="add"` or `"multiply"` combines them with what is there instead."""
+    if reduce is not None:
         if reduce not in ("add", "multiply"):
             raise RuntimeError("reduce argument must be either add or multiply.")
-        if not isinstance(src, Tensor):
+        if isinstance(src, Tensor):
+            _warn_scatter_reduce_once()
+        else:
             src = full(tuple(index.shape), src if src is not None else value,
                        dtype=input.dtype, device=input.device)
         if reduce == "add":

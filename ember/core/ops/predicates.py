@@ -8,6 +8,7 @@ from __future__ import annotations
 from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.declare import composite
+from ember.core.grad_mode import InferenceVersion
 from ember.core.ops.elementwise import to_dtype
 from ember.core.ops.shape import transpose
 from ember.core.tensor import Tensor
@@ -62,8 +63,9 @@ def is_same_size(input: Tensor, other: Tensor) -> bool:
 
 @composite(complex=True, cost=costs.view)
 def is_inference(input: Tensor) -> bool:
-    """Whether `input` is an inference tensor (never: ember has no inference tensors)."""
-    return False
+    """Whether `input` is an inference tensor: one made inside `inference_mode` (or a view
+    of one)."""
+    return type(input._vc) is InferenceVersion
 
 
 @composite(complex=True, cost=costs.view)

@@ -14,6 +14,7 @@ Kernels (signatures of their rules):
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -685,6 +686,10 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     kept = [x for x in tensors if not (x.ndim == 1 and x.shape[0] == 0)]
     if not kept:
         return apply(OPS["cat"], *tensors, dim=0)
+    if len(kept) < len(tensors):  # the skipped ones still take part in the result's dtype
+        every = functools.reduce(dt.promote_types, (x._dtype for x in tensors))
+        if every is not functools.reduce(dt.promote_types, (x._dtype for x in kept)):
+            kept = [x if x._dtype is every else x.to(every) for x in kept]
     tensors = kept
     d = normalize_dim("cat", dim, tensors[0].ndim)
     return apply(OPS["cat"], *tensors, dim=d)

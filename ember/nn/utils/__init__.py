@@ -1,5 +1,5 @@
 """`ember.nn.utils`: gradient clipping, parameter/vector conversion, spectral and weight
-normalization, and (in `rnn`) variable-length sequence packing."""
+normalization, `skip_init`, and (in `rnn`) variable-length sequence packing."""
 
 from ember.nn.utils import (  # noqa: F401
     fusion,
@@ -25,6 +25,11 @@ from ember.nn.utils.fusion import (  # noqa: F401
     fuse_conv_bn_weights,
     fuse_linear_bn_eval,
     fuse_linear_bn_weights,
+)
+from ember.nn.utils.init import skip_init  # noqa: F401
+from ember.nn.utils.memory_format import (  # noqa: F401
+    convert_conv2d_weight_memory_format,
+    convert_conv3d_weight_memory_format,
 )
 from ember.nn.utils.spectral_norm import (  # noqa: F401
     remove_spectral_norm,
