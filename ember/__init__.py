@@ -392,6 +392,7 @@ from ember.core.ops.nn import (
     softmax,
 )
 from ember.core.ops.norms import (
+    _weight_norm,
     cdist,
     corrcoef,
     cov,
@@ -567,6 +568,7 @@ from ember.core.ops.spectral import (
     hamming_window,
     hann_window,
     istft,
+    kaiser_window,
     stft,
 )
 from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, normal, poisson, zero_
@@ -711,6 +713,7 @@ _SUBMODULES = _SUBMODULES | {"linalg"}  # ember.linalg, as torch.linalg
 _SUBMODULES = _SUBMODULES | {"version"}  # torch.version.cuda & co
 _SUBMODULES = _SUBMODULES | {"multiprocessing"}  # torch.multiprocessing: tensors in shared memory
 _SUBMODULES = _SUBMODULES | {"func"}  # torch.func.functional_call
+_SUBMODULES = _SUBMODULES | {"signal"}  # torch.signal.windows: SciPy-style windows
 _SUBMODULES = _SUBMODULES | {"sparse"}  # torch.sparse.mm & co (ember.core.sparse_ops)
 _SUBMODULES = _SUBMODULES | {"compiler", "_dynamo"}  # torch.compiler.reset(), OptimizedModule
 _SUBMODULES = _SUBMODULES | {"fft"}  # torch.fft: discrete Fourier transforms
@@ -824,7 +827,7 @@ __all__ = [
     "tensordot", "vdot", "cdist", "cholesky", "cholesky_inverse", "cholesky_solve",
     "corrcoef", "cov", "det", "dist", "frobenius_norm", "inverse", "logdet", "lu", "lu_solve",
     "lu_unpack", "matrix_exp", "matrix_power", "nuclear_norm", "pinverse", "qr", "slogdet",
-    "norm_except_dim", "native_norm", "lobpcg",
+    "norm_except_dim", "_weight_norm", "native_norm", "lobpcg",
     "svd", "triangular_solve", "geqrf", "orgqr", "ormqr",
     "svd_lowrank", "pca_lowrank", "vander",
     # neural-network ops
@@ -847,6 +850,7 @@ __all__ = [
     "slice_inverse",
     # spectral
     "stft", "istft", "hann_window", "hamming_window", "blackman_window", "bartlett_window",
+    "kaiser_window",
     # complex numbers
     "angle", "complex", "conj", "conj_physical", "imag", "is_complex", "is_conj", "polar",
     "real", "resolve_conj", "view_as_complex", "view_as_real",

@@ -1278,6 +1278,37 @@ def test_autograd_function_module_and_grad_errors_match_torch():
             L.autograd.grad((x * 2).sum(), [x, x * 3])
 
 
+def test_custom_function_node_class_is_named_as_torchs():
+    """Each Function gets its own node class `<Name>Backward` (a subclass's too), with
+    `_forward_cls` pointing back: torchdiffeq-style programs print
+    `type(y.grad_fn).__name__`."""
+    torch = pytest.importorskip("torch")
+    seen = []
+    for L in (torch, ember):
+        class Double(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * 2
+
+        class Triple(Double):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 3
+
+        x = L.ones(2, requires_grad=True)
+        y, z = Double.apply(x), Triple.apply(x)
+        assert type(y.grad_fn) is Double._backward_cls and Double._backward_cls._forward_cls \
+            is Double and type(z.grad_fn) is Triple._backward_cls
+        (y + z).sum().backward()
+        seen.append((type(y.grad_fn).__name__, type(z.grad_fn).__name__, y.grad_fn.name(),
+                     x.grad.tolist(), str(y).replace("ember.", "torch.")))
+    assert seen[1] == seen[0]
+
+
 def test_saved_tensors_hooks_as_torch():
     # "Hooks for autograd saved tensors": every tensor saved for backward goes through the
     # innermost pack hook, and backward reads it back through the unpack hook

@@ -192,6 +192,21 @@ def test_named_results_and_grad_fn():
         ember.det(x).grad_fn.name() == "LinalgDetBackward0"
 
 
+def test_solve_and_cholesky_show_torchs_node_names():
+    """A Kalman filter's or a GP's printed factors and solutions say
+    grad_fn=<LinalgCholeskyExBackward0> / <LinalgSolveExBackward0>, whatever the form."""
+    names = []
+    for lib in (torch, ember):
+        a = lib.tensor(SPD[0], requires_grad=True)
+        b = lib.tensor(B[0], requires_grad=True)
+        names.append((lib.linalg.cholesky(a).grad_fn.name(),
+                      lib.linalg.cholesky(a, upper=True).grad_fn.name(),
+                      lib.linalg.solve(a, b).grad_fn.name(),
+                      lib.linalg.solve(a, b[:, 0]).grad_fn.name(),
+                      lib.linalg.solve(a, b.mT, left=False).grad_fn.name()))
+    assert names[1] == names[0]
+
+
 @pytest.mark.parametrize("values, kwargs", [
     ([1, 2, 3], {}), ([1.5, -2.0], {"N": 4, "increasing": True}), ([True, False], {}),
     ([], {}), ([2], {"N": 0}), ([3.0, 0.5, -1.25], {"N": 5}),

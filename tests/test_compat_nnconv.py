@@ -491,6 +491,23 @@ def test_grid_sample_identity_affine_grid_reproduces_input():
         np.testing.assert_allclose(out.numpy(), x, rtol=1e-5, atol=1e-6)
 
 
+def test_grid_sample_and_affine_grid_show_torchs_node_names():
+    """A spatial transformer's printed grid and warp say grad_fn=<AffineGridGeneratorBackward0>
+    and <GridSampler2DBackward0> (3D for volumes), whichever function made them."""
+    names = []
+    for lib in (torch, ember):
+        x2, g2, x3, g3 = (lib.tensor(a, requires_grad=True) for a in _arrays(
+            (1, 2, 4, 5), (1, 3, 3, 2), (1, 2, 3, 4, 5), (1, 2, 3, 2, 3)))
+        theta = lib.tensor(np.eye(2, 3, dtype=np.float32)[None], requires_grad=True)
+        names.append((lib.nn.functional.affine_grid(theta, (1, 2, 4, 5), False).grad_fn.name(),
+                      lib.nn.functional.grid_sample(x2, g2, align_corners=False).grad_fn.name(),
+                      lib.nn.functional.grid_sample(x3, g3, align_corners=True).grad_fn.name(),
+                      lib.grid_sampler(x2, g2, 2, 0, False).grad_fn.name(),
+                      lib.grid_sampler_2d(x2, g2, 1, 1, False).grad_fn.name(),
+                      lib.grid_sampler_3d(x3, g3, 0, 2, True).grad_fn.name()))
+    assert names[1] == names[0]
+
+
 @pytest.mark.parametrize("size", [(2, 3, 4, 5), (2, 1, 1, 3), (2, 2, 3, 4, 2)])
 @pytest.mark.parametrize("align_corners", [False, True])
 def test_affine_grid_matches_torch(size, align_corners):

@@ -250,13 +250,40 @@ def test_embedding_bag_weights_module_and_errors():
     with pytest.raises(NotImplementedError, match="only supported for mode='sum'"):
         F.embedding_bag(ember.tensor(IDX), w, ember.tensor([0]),
                         per_sample_weights=ember.ones(8, dtype=ember.float64))
-    with pytest.raises(IndexError, match="index out of range"):
-        F.embedding_bag(ember.tensor([1, 9]), w, ember.tensor([0]))
+    with pytest.raises(RuntimeError, match="embedding_bag: Expected idx >= 0 && idx < "
+                                           "num_embeddings but found idx to be 9"):
+        F.embedding_bag(ember.tensor([1, 9]), w, ember.tensor([0]))  # (float64: no fast path)
     with pytest.raises(RuntimeError, match="'indices' to have one of the following"):
         F.embedding_bag(ember.tensor([1.0, 2.0]), w, ember.tensor([0]))
     empty = F.embedding_bag(ember.tensor([], dtype=ember.int64), w, ember.tensor([0, 0]),
                             mode="max")
     assert empty.shape == (2, 3) and float(empty.abs().sum()) == 0.0
+
+
+@pytest.mark.parametrize("call", [
+    "F.embedding_bag(L.tensor([1, 2, 4, 5, 4, 13]), w, L.tensor([0, 2]))",
+    "F.embedding_bag(L.tensor([-1, 2]), w, L.tensor([0, 1]), mode='sum')",
+    "F.embedding_bag(L.tensor([[1, 2], [7, 0]]), w)",
+    "F.embedding_bag(L.tensor([1, 2, 13]), w, L.tensor([0, 1]), mode='max')",
+    "F.embedding_bag(L.tensor([1, 2, 13]), w.double(), L.tensor([0, 1]))",
+    "F.embedding_bag(L.tensor([1, 13]), w, L.tensor([0, 1]), padding_idx=0)",
+    "F.embedding_bag(L.tensor([1, 2]), w.double(), L.tensor([0, 1]), mode='sum', "
+    "per_sample_weights=L.ones(2))",
+])
+def test_embedding_bag_bad_input_errors_as_torch(call):
+    """A DLRM's out-of-range sparse feature: PyTorch's RuntimeError (its fast float path
+    names the index's place in the flat input, as its single-threaded kernel does)."""
+    errors, threads = [], torch.get_num_threads()
+    torch.set_num_threads(1)  # (threads each number the places of their own bags)
+    try:
+        for lib in (torch, ember):
+            w = lib.ones(6, 3)
+            with pytest.raises(RuntimeError) as err:
+                eval(call, {"L": lib, "F": lib.nn.functional, "w": w})
+            errors.append(str(err.value).replace("ember.", "torch."))
+    finally:
+        torch.set_num_threads(threads)
+    assert errors[1] == errors[0]
 
 
 @pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
@@ -297,6 +324,28 @@ def test_ctc_loss_concatenated_unbatched_module_and_errors():
         F.ctc_loss(ember.tensor(lp), ember.tensor(flat), [7], tl)
     with pytest.raises(ValueError, match="not a valid value for reduction"):
         F.ctc_loss(ember.tensor(lp), ember.tensor(flat), il, tl, reduction="max")
+
+
+@pytest.mark.parametrize("lengths, target_slice, blank", [
+    (([13, 10, 8], [4, 3, 2]), None, 0), (([12, 10, 8], [5, 3, 2]), None, 0),
+    (([12, 10, 8], [4, 3, 2]), 7, 0), (([12, 10, 8], [4, 3, 2]), None, 6),
+    (([12, 10], [4, 3, 2]), None, 0), (([12, 10, 8], [4, 3]), None, 0),
+    (([12, -1, 13], [4, 3, 2]), None, 0), (([12, 10, 8], [4, -2, 2]), None, 0),
+    (([13, 10, 8], [4, -2, 2]), None, 0)])
+def test_ctc_loss_bad_lengths_error_as_torch(lengths, target_slice, blank):
+    """A speech model's wrong lengths: PyTorch's RuntimeErrors, word for word and in its
+    order of checks (negative lengths too, rather than an infinite loss)."""
+    lp = np.log(RNG.dirichlet(np.ones(6), (12, 3))).astype(np.float32)
+    targets = RNG.integers(1, 6, (3, 4))
+    if target_slice is not None:
+        targets = targets.reshape(-1)[:target_slice]
+    errors = []
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError) as err:
+            lib.nn.functional.ctc_loss(lib.tensor(lp), lib.tensor(targets), *lengths,
+                                       blank=blank)
+        errors.append(str(err.value))
+    assert errors[1] == errors[0]
 
 
 def test_margin_losses_match_torch():

@@ -437,6 +437,19 @@ def test_take_and_put():
     same_grad(lambda lib, x: lib.take(x, _i(lib, [[1, 1], [0, 7]])), GRID)
 
 
+def test_take_and_index_add_show_torchs_node_names():
+    """Printed results say grad_fn=<TakeBackward0> / <IndexAddBackward0>, as PyTorch's."""
+    names = []
+    for lib in (torch, ember):
+        x = lib.tensor(GRID, requires_grad=True)
+        index = _i(lib, [0, 2])
+        names.append((lib.take(x, index).grad_fn.name(),
+                      x.index_add(0, index, x[:2]).grad_fn.name(),
+                      lib.index_add(x, 1, index, x[:, :2], alpha=2).grad_fn.name(),
+                      x.clone().index_add_(0, index, x[:2]).grad_fn.name()))
+    assert names[1] == names[0]
+
+
 def test_index_copy_and_index_put():
     same(lambda lib, x: lib.index_copy(x, 1, _i(lib, [2, 0]), x[:, :2] * 10), GRID)
     same(lambda lib, x: x.index_copy(0, _i(lib, [1]), x[:1] + 7), GRID)

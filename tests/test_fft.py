@@ -208,13 +208,89 @@ def test_istft_errors_as_torch():
         ember.istft(ember.zeros(9, 5, dtype=ember.cfloat), 16, 4, window=ember.zeros(16))
     with pytest.raises(RuntimeError, match="Invalid window shape"):
         ember.istft(ember.zeros(9, 5, dtype=ember.cfloat), 16, 4, window=ember.ones(3))
+    for lib in (torch, ember):  # a complex signal back needs the two-sided spectrum
+        with pytest.raises(RuntimeError, match="^Cannot have onesided output if window or "
+                                               "input is complex$"):
+            lib.istft(lib.ones(9, 5, dtype=lib.cfloat), 16, 4, window=lib.hann_window(16),
+                      return_complex=True)
+
+
+@pytest.mark.parametrize("complex_input", [False, True])
+@pytest.mark.parametrize("onesided", [None, False])
+def test_stft_real_view_as_torch(complex_input, onesided):
+    """The deprecated `return_complex=False`: the FFT's spectrum as (..., 2) real pairs, of
+    real and complex signals alike (a complex one is always two-sided)."""
+    if complex_input and onesided is None:
+        onesided = False
+    x = _rng.standard_normal((2, 40)).astype(np.complex64 if complex_input else np.float32)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        e = ember.stft(ember.tensor(x), 8, 2, window=ember.hann_window(8), onesided=onesided,
+                       return_complex=False)
+        t = torch.stft(torch.tensor(x), 8, 2, window=torch.hann_window(8), onesided=onesided,
+                       return_complex=False)
+    assert e.shape == t.shape and e.dtype is ember.float32
+    close(e, t, 1e-5)
 
 
 @pytest.mark.parametrize("name", ["hann_window", "hamming_window", "blackman_window",
-                                  "bartlett_window"])
+                                  "bartlett_window", "kaiser_window"])
 @pytest.mark.parametrize("n", [0, 1, 2, 7, 16])
 @pytest.mark.parametrize("periodic", [True, False])
 def test_windows_as_torch(name, n, periodic):
     close(getattr(ember, name)(n, periodic), getattr(torch, name)(n, periodic), 1e-6)
     close(getattr(ember, name)(n, periodic, dtype=ember.float64),
           getattr(torch, name)(n, periodic, dtype=torch.float64), 1e-12)
+
+
+def test_kaiser_window_beta_and_errors_as_torch():
+    for n, periodic, beta in ((9, False, 5.0), (16, True, 0.5), (5, True, 30.0)):
+        close(ember.kaiser_window(n, periodic, beta), torch.kaiser_window(n, periodic, beta),
+              1e-6)
+    w = ember.kaiser_window(4, requires_grad=True)
+    assert w.requires_grad and w.is_leaf and w.dtype is ember.float32
+    with pytest.raises(RuntimeError, match="kaiser_window requires non-negative window_length"):
+        ember.kaiser_window(-1)
+    with pytest.raises(RuntimeError, match="kaiser_window expects floating point dtypes"):
+        ember.kaiser_window(4, dtype=ember.int64)
+
+
+def test_blackman_window_is_torchs_to_the_bit():
+    """The terms summed in PyTorch's order: the float32 zeros at the ends are its rounding
+    (-2.98e-08), which a printed window shows."""
+    for periodic in (True, False):
+        np.testing.assert_array_equal(ember.blackman_window(8, periodic).numpy(),
+                                      torch.blackman_window(8, periodic).numpy())
+
+
+@pytest.mark.parametrize("name, kwargs", [
+    ("hann", {}), ("hamming", {}), ("blackman", {}), ("bartlett", {}), ("nuttall", {}),
+    ("kaiser", {"beta": 8.0}), ("gaussian", {"std": 2.0}), ("exponential", {"tau": 2.0}),
+    ("cosine", {}), ("general_cosine", {"a": [0.5, 0.3, 0.2]}),
+    ("general_hamming", {"alpha": 0.6})])
+@pytest.mark.parametrize("M", [0, 1, 2, 7, 8])
+@pytest.mark.parametrize("sym", [True, False])
+def test_signal_windows_as_torch(name, kwargs, M, sym):
+    """`torch.signal.windows`: SciPy's windows, computed (and rounded) as PyTorch's."""
+    for dtype in ("float32", "float64"):
+        e = getattr(ember.signal.windows, name)(M, sym=sym, dtype=getattr(ember, dtype),
+                                                **kwargs)
+        t = getattr(torch.signal.windows, name)(M, sym=sym, dtype=getattr(torch, dtype),
+                                                **kwargs)
+        assert e.dtype is getattr(ember, dtype) and tuple(e.shape) == tuple(t.shape)
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("call", [
+    "W.hann(-1)", "W.hann(4, dtype=L.float16)", "W.kaiser(4, beta=-1.0)",
+    "W.gaussian(4, std=0.0)", "W.exponential(4, tau=0.0)", "W.exponential(4, center=1.0)",
+    "W.general_cosine(5, a=[])", "W.general_cosine(5, a=3)"])
+def test_signal_windows_errors_as_torch(call):
+    errors = []
+    for lib in (torch, ember):
+        with pytest.raises((ValueError, TypeError)) as err:
+            eval(call, {"W": lib.signal.windows, "L": lib})
+        errors.append((type(err.value), str(err.value).replace("ember.", "torch.")))
+    assert errors[1] == errors[0]

@@ -114,6 +114,20 @@ def test_zero_d_views():
     assert x.tolist() == [2.0, 9.0]
 
 
+def test_matrix_transposes_of_vectors_and_scalars_as_torch(torch):
+    """`.mT` / `.mH` refuse a vector with PyTorch's RuntimeError and give a 0-D tensor
+    back itself (a Kalman filter's `v.mT` of a vector is the classic slip)."""
+    for attr in ("mT", "mH"):
+        for lib in (torch, ember):
+            with pytest.raises(RuntimeError, match=rf"^tensor\.{attr} is only supported on "
+                                                   r"matrices or batches of matrices\. Got "
+                                                   r"1-D tensor\.$"):
+                getattr(lib.ones(3), attr)
+            scalar = lib.tensor(2.0, requires_grad=True)
+            assert getattr(scalar, attr) is scalar
+        assert ember.ones(2, 3, 4).mT.shape == (2, 4, 3)
+
+
 def test_in_place_on_view_of_view_reaches_root():
     x = ember.zeros(4, 4)
     x[1:3][:, 1:3][0, 0] = 5.0

@@ -730,6 +730,24 @@ def test_removing_a_weight_reparametrisation_as_pytorch(kind):
     assert str(got.value) == str(want.value)
 
 
+@pytest.mark.parametrize("dim", [0, 1, None])
+def test_weight_norm_weights_show_torchs_node_names(dim):
+    """A printed weight-normalised weight says grad_fn=<WeightNormInterfaceBackward0> (its
+    fused kernel), or MulBackward0 for the norm over all of it (dim=None), in both forms."""
+    torch = pytest.importorskip("torch")
+    names = []
+    for lib in (torch, ember):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            hooked = lib.nn.utils.weight_norm(lib.nn.Conv1d(2, 3, 2), dim=dim)
+        parametrized = lib.nn.utils.parametrizations.weight_norm(lib.nn.Conv1d(2, 3, 2),
+                                                                 dim=dim)
+        v, g = (lib.ones(3, 2, 2, requires_grad=True), lib.full((3, 1, 1), 2.0))
+        names.append((hooked.weight.grad_fn.name(), parametrized.weight.grad_fn.name(),
+                      lib._weight_norm(v, g, -1 if dim is None else dim).grad_fn.name()))
+    assert names[1] == names[0]
+
+
 # -- torch.func.functional_call / nn.utils.stateless ---------------------------------------
 
 

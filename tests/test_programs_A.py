@@ -494,6 +494,111 @@ PROGRAMS_Q = [
 PROGRAM_SPECS += PROGRAMS_Q
 
 
+# -- set L: audio, recommendation, time series and scientific ML -------------------------
+
+def _speech_decodes(t_out: str, e_out: str) -> None:
+    # the STFT inverts; greedy CTC decoding reads some characters right
+    for out in (t_out, e_out):
+        assert metric(out, r"istft round-trip error ([\d.e+-]+)")[0] < 1e-5
+        assert metric(out, r"Average CER: ([\d.]+)")[-1] < 0.6
+
+
+def _recommenders_rank(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        assert metric(out, r"reloaded HR@10 ([\d.]+)")[0] >= 0.8
+        assert metric(out, r"accuracy ([\d.]+) %")[-1] > 70
+        assert "embedding grad torch.sparse_coo True" in out
+
+
+def _anomalies_found(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        assert metric(out, r"Correct normal predictions: (\d+)/32")[0] >= 24
+        assert metric(out, r"Correct anomaly predictions: (\d+)/32")[0] >= 28
+
+
+def _hnn_conserves_energy(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        baseline, hnn = metric(out, r"(?:baseline|HNN) ([\d.]+)")[-2:]
+        assert hnn < baseline, (baseline, hnn)
+
+
+def _uncertainty_grows_away_from_data(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        std_in, std_out = re.search(r"predictive std in ([\d.]+) out ([\d.]+)", out).groups()
+        assert float(std_out) > float(std_in)
+        assert "out > in: True" in out and "deterministic: True" in out
+        assert "weights sum 1.0000" in out
+
+
+def _kalman_filters(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        observed, filtered, smoothed = (float(v) for v in re.search(
+            r"observed ([\d.]+) filtered ([\d.]+) smoothed ([\d.]+)", out).groups())
+        assert smoothed < filtered < observed
+        assert "symmetric: True" in out and "positive definite: True" in out
+
+
+def _pose_recovered(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        angle, scale = (float(v) for v in re.findall(r"angle ([\d.-]+) scale ([\d.]+)", out)[-1])
+        assert abs(angle - 0.5) < 0.05 and abs(scale - 0.8) < 0.02
+
+
+def _sac_targets_frozen(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        assert "target requires_grad: False" in out
+        assert metric(out, r"TestEpRet ([-\d.]+)")[-1] > -5
+
+
+def _a2c_balances(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        assert metric(out, r"mean/median reward ([\d.]+)")[-1] > 40
+        assert "greedy action at the upright state [[" in out
+
+
+def _adjoint_is_backprop(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        assert "prediction torch.Size([12, 1, 2]) OdeintAdjointMethodBackward" in out
+        assert "adjoint grads match backprop: True" in out
+
+
+PROGRAMS_L = [
+    Program("speech_ctc.py", trends=[Trend(r"Average loss: ([\d.]+)", 0.5, 0.3)],
+            same=r"(mel filterbank .*)", first=r"\tLoss: ([\d.]+)", extra=_speech_decodes),
+    Program("recsys_ncf_dlrm.py", trends=[Trend(r"BPR loss: ([\d.]+)", 0.7, 0.3),
+                                          Trend(r"HR: ([\d.]+)", 1.5, 0.5, rises=True),
+                                          Trend(r"it \d+/\d+, loss ([\d.]+)", 0.8, 0.3)],
+            same=r"(train interactions .*)", first=r"BPR loss: ([\d.]+)",
+            extra=_recommenders_rank),
+    Program("tcn_forecast.py", trends=[Trend(r"\| train loss ([\d.]+)", 0.5, 0.3),
+                                       Trend(r"test RMSE ([\d.]+)", 0.9, 0.5),
+                                       Trend(r": train loss ([\d.]+) val", 0.8, 0.3)],
+            same=r"(series .*)", first=r"\| train loss ([\d.]+)", extra=_anomalies_found),
+    Program("neural_ode_hnn.py", trends=[Trend(r"running loss ([\d.]+)", 0.8, 0.3),
+                                         Trend(r"HNN step \d+, train_loss ([\d.e+-]+)", 0.1, 0.1)],
+            same=r"(true_y .*)", first=r"Total Loss ([\d.]+)", extra=_hnn_conserves_energy),
+    Program("bayesian_uncertainty.py",
+            trends=[Trend(r"BBB epoch +\d+ loss ([\d.]+)", 0.6, 0.3),
+                    Trend(r"MC dropout epoch +\d+ mse ([\d.]+)", 0.2, 0.3),
+                    Trend(r"MDN step +\d+ nll ([-\d.]+)", 0.3, 0.3)],
+            first=r"BBB epoch +0 loss ([\d.]+)", extra=_uncertainty_grows_away_from_data),
+    Program("kalman_ssm.py", trends=[Trend(r"nll/step ([\d.]+)", 0.6, 0.3)],
+            first=r"iter +0 nll/step ([\d.]+)", extra=_kalman_filters),
+    Program("diff_render_spring.py", trends=[Trend(r"image loss ([\d.]+)", 0.01, 0.1),
+                                             Trend(r"dist to goal ([\d.]+)", 0.3, 0.3)],
+            same=r"(sprite .*)", first=r"image loss ([\d.]+)", extra=_pose_recovered),
+    Program("sac_continuous.py", trends=[Trend(r"TestEpRet ([-\d.]+)", 0.5, 0.3, rises=True),
+                                         Trend(r"LossQ ([\d.]+)", 0.5, 0.3)],
+            first=r"LossQ ([\d.]+)", extra=_sac_targets_frozen),
+    Program("a2c_gae.py", trends=[Trend(r"mean/median reward ([\d.]+)", 1.5, 0.5, rises=True),
+                                  Trend(r"entropy ([\d.]+)", 0.95, 0.3)],
+            first=r"value loss ([\d.]+)", extra=_a2c_balances),
+    Program("neural_ode_adjoint.py", trends=[Trend(r"\| Loss ([\d.]+)", 0.6, 0.2)],
+            first=r"\| Loss ([\d.]+)", extra=_adjoint_is_backprop),
+]
+PROGRAM_SPECS += PROGRAMS_L
+
+
 def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
     workdir.mkdir()
     cmd = [sys.executable, "-W", "ignore"] + (["-m", "ember.run"] if alias else []) + \

@@ -60,7 +60,7 @@ def declare(op: Op) -> Callable[..., Any]:
     if unknown:
         raise ValueError(f"op {op.name!r}: unknown variants {sorted(unknown)}")
     register(op)
-    fn = op.fn if op.node_label is None else labelled(op.node_label, op.fn)
+    fn = named = op.fn if op.node_label is None else labelled(op.node_label, op.fn)
     if op.traced_as_node:
         fn = tracing.composite(op.name)(fn)
     public = _entered(op, op.name, _with_out(op, fn) if "out" in op.variants else fn)
@@ -75,7 +75,7 @@ def declare(op: Op) -> Callable[..., Any]:
         for name in names:
             setattr(Tensor, name, method)
     if "inplace" in op.variants:
-        inplace = _entered(op, op.name + "_", op.inplace_method or _inplace_method(op, op.fn))
+        inplace = _entered(op, op.name + "_", op.inplace_method or _inplace_method(op, named))
         for name in names:
             setattr(Tensor, name + "_", inplace)
         if not inplace.__doc__:

@@ -97,6 +97,14 @@ class Function:
     methods and are called through `MyFunction.apply(*args)`.
     """
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # each Function has its own node class, `<Name>Backward`, as PyTorch's metaclass
+        # makes it (programs print `type(y.grad_fn).__name__` and check `_backward_cls`)
+        super().__init_subclass__(**kwargs)
+        cls._backward_cls = type(f"{cls.__name__}Backward", (_CustomNode,),
+                                 {"__slots__": (), "_forward_cls": cls,
+                                  "__module__": _CustomNode.__module__})
+
     @staticmethod
     def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError
@@ -128,7 +136,7 @@ class Function:
         if not (state.enabled and any(ctx.needs_input_grad)):
             return out
         edges = tuple(None if a is None else edge_of(a) for a in tensor_args)
-        node = _CustomNode(edges)
+        node = cls._backward_cls(edges)
         node.fn_cls, node.ctx = cls, ctx
         node.n_outputs = len(outs)
         node.out_meta = [(o.shape, o.dtype, o.device) for o in outs]

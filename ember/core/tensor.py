@@ -229,7 +229,10 @@ class Tensor:
 
     @property
     def mT(self) -> Tensor:  # noqa: N802
-        return self.transpose(-2, -1)
+        if self.ndim == 1:  # (PyTorch gives a 0-D tensor back itself)
+            raise RuntimeError("tensor.mT is only supported on matrices or batches of "
+                               "matrices. Got 1-D tensor.")
+        return self if self.ndim == 0 else self.transpose(-2, -1)
 
     @property
     def is_cuda(self) -> bool:
@@ -435,10 +438,10 @@ class Tensor:
 
     @property
     def mH(self) -> Tensor:  # noqa: N802
-        if self.ndim < 2:
-            raise RuntimeError(f"tensor.mH is only supported on matrices or batches of "
-                               f"matrices. Got {self.ndim}-D tensor.")
-        return self.adjoint()
+        if self.ndim == 1:  # (PyTorch gives a 0-D tensor back itself)
+            raise RuntimeError("tensor.mH is only supported on matrices or batches of "
+                               "matrices. Got 1-D tensor.")
+        return self if self.ndim == 0 else self.adjoint()
 
     def resize_(self, *sizes: Any, memory_format: Any = None) -> Tensor:
         """Gives this tensor the shape `sizes` in place: its first elements are kept (in

@@ -1377,6 +1377,25 @@ def _bags(input: Tensor, offsets: Tensor | None, per_sample_weights: Tensor | No
         (None if per_sample_weights is None else per_sample_weights[:used]), count
 
 
+def _check_bag_indices(flat: Tensor, num: int, mode: str, padding_idx: int | None,
+                       dtype: Any) -> None:
+    """PyTorch's RuntimeError for an index outside [0, num): its fast path (a sum or mean
+    of float32/half rows, no padding_idx) names the index's place in the flat input (as
+    its single-threaded kernel does: threads each report a place in their own share)."""
+    with _checking():
+        bad = (flat < 0) | (flat >= num)
+        if not (flat.numel() and bool(bad.any())):
+            return
+        first = int(bad.int().argmax())
+        value = int(flat[first])
+    if mode != "max" and padding_idx is None and dtype in (ember.float32, ember.float16,
+                                                           ember.bfloat16):
+        raise RuntimeError(f"Index {first} of input takes value {value} which is not in the "
+                           f"valid range [0, {num})")
+    raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings but found "
+                       f"idx to be {value}")
+
+
 def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
                   max_norm: float | None = None, norm_type: float = 2,
                   scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
@@ -1417,6 +1436,11 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
                                   f"per_sample_weights is only supported for mode='sum' (got "
                                   f"mode='{mode}'). Please open a feature request on GitHub.")
+    if per_sample_weights is not None and per_sample_weights.dtype is not weight.dtype:
+        raise RuntimeError(f"Expected tensor for argument #1 'weight' to have the same type as "
+                           f"tensor for argument #1 'per_sample_weights'; but type "
+                           f"{weight.type()} does not equal {per_sample_weights.type()} (while "
+                           f"checking arguments for embedding_bag)")
     num = weight.shape[0]
     if padding_idx is not None:
         if not -num <= padding_idx < num:
@@ -1424,10 +1448,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
                                f"through {num - 1}, but got {padding_idx}")
         padding_idx = padding_idx % num
     flat, bag, weights, count = _bags(input, offsets, per_sample_weights, include_last_offset)
-    with _checking():
-        bad = flat.numel() and bool(((flat < 0) | (flat >= num)).any())
-    if bad:
-        raise IndexError("index out of range in self")
+    _check_bag_indices(flat, num, mode, padding_idx, weight.dtype)
     rows = embedding(flat, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq,
                      sparse)
     keep = ember.ones(flat.shape, dtype=ember.bool, device=flat.device) \

@@ -342,7 +342,8 @@ def _solve(op: str, A: Tensor, B: Tensor, left: bool, check: bool) -> tuple[Tens
 SolveExResult = return_type("linalg_solve_ex", ["result", "info"])
 
 
-@composite(complex=True, variants="", cost=_matrix_cost(2 / 3), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="", cost=_matrix_cost(2 / 3), cpu_precision=P.FLOAT32,
+           node_label="LinalgSolveExBackward0")
 def linalg_solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor:
     """`linalg.solve`: the solution X of `A @ X = B` (`X @ A = B` with `left=False`); B is
     a matrix, or a vector (B.ndim == 1, or A's shape without its last dimension); batches
@@ -474,7 +475,8 @@ def _cholesky_ex(A: Tensor, upper: bool) -> tuple[Tensor, Tensor]:
     return L, _info(info)
 
 
-@composite(complex=True, variants="", cost=_matrix_cost(1 / 3), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="", cost=_matrix_cost(1 / 3), cpu_precision=P.FLOAT32,
+           node_label="LinalgCholeskyExBackward0")
 def linalg_cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
     """`linalg.cholesky`: the lower-triangular L with `A = L @ L^T` of a symmetric
     positive-definite A (reading its lower triangle), or the upper U = L^T with `upper`

@@ -508,7 +508,8 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     return out
 
 
-@composite(complex=True, variants="function method inplace", cost=costs.movement)
+@composite(complex=True, variants="function method inplace", cost=costs.movement,
+           node_label="IndexAddBackward0")
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
               alpha: Any = 1) -> Tensor:
     """A copy of `input` with `alpha * source` added at `index` along `dim` (repeats
@@ -756,7 +757,8 @@ def _flat_index(op: str, index: Tensor, n: int) -> Tensor:
     return where(flat < 0, flat + n, flat)
 
 
-@composite(complex=True, variants="function method", cost=costs.movement)
+@composite(complex=True, variants="function method", cost=costs.movement,
+           node_label="TakeBackward0")
 def take(input: Tensor, index: Tensor) -> Tensor:
     """The elements of `input`, read as 1-d, at `index` (any shape, which the result
     has; negative indices count from the end)."""

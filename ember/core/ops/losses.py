@@ -912,9 +912,11 @@ def _lengths(name: str, lengths: Tensor | list | tuple | int, batch: int) -> lis
     else:
         values = [int(v) for v in lengths]
     if len(values) != batch:
-        raise RuntimeError(f"ctc_loss: {name} must be of size batch_size ({batch}), but got "
-                           f"{len(values)}")
+        raise RuntimeError(f"{name} must be of size batch_size")
     return values
+
+
+_CTC_ARGS = " (while checking arguments for ctc_loss_allocate_outputs)"  # PyTorch's suffix
 
 
 def _lse(*terms: Tensor) -> Tensor:
@@ -987,25 +989,31 @@ def _ctc_nll(log_probs: Tensor, targets: Tensor, input_lengths: list, target_len
     from ember.core.ops.shape import stack
     T, N, C = log_probs.shape
     if not 0 <= blank < C:
-        raise RuntimeError("ctc_loss: blank must be in label range")
-    if any(n > T for n in input_lengths):
-        bad = max(input_lengths)
-        raise RuntimeError(f"ctc_loss: Expected input_lengths to have value at most {T}, "
-                           f"but got value {bad}")
+        raise RuntimeError("blank must be in label range")
+    # PyTorch's checks in its order: the targets, then each sequence's input length
+    for n in target_lengths:
+        if n < 0:
+            raise RuntimeError(f"Expected target_lengths to have value at least 0, but got "
+                               f"value {n}{_CTC_ARGS}")
     flat = host_array(targets).tolist()
     if targets.ndim == 1:  # concatenated targets
         starts = [sum(target_lengths[:n]) for n in range(N)]
         if sum(target_lengths) != len(flat):
-            raise RuntimeError(f"ctc_loss: Expected tensor to have size {sum(target_lengths)} "
-                               f"at dimension 0, but got size {len(flat)} for argument #2 "
-                               "'targets'")
+            raise RuntimeError(f"Expected tensor to have size {sum(target_lengths)} at "
+                               f"dimension 0, but got size {len(flat)} for argument #2 "
+                               f"'targets'{_CTC_ARGS}")
         rows = [flat[s:s + n] for s, n in zip(starts, target_lengths)]
     else:
         if any(n > targets.shape[1] for n in target_lengths):
-            raise RuntimeError(f"ctc_loss: Expected tensor to have size at least "
-                               f"{max(target_lengths)} at dimension 1, but got size "
-                               f"{targets.shape[1]} for argument #2 'targets'")
+            raise RuntimeError(f"Expected tensor to have size at least {max(target_lengths)} "
+                               f"at dimension 1, but got size {targets.shape[1]} for argument "
+                               f"#2 'targets'{_CTC_ARGS}")
         rows = [flat[n][:k] for n, k in enumerate(target_lengths)]
+    for n in input_lengths:
+        if not 0 <= n <= T:
+            bound = "at least 0" if n < 0 else f"at most {T}"
+            raise RuntimeError(f"Expected input_lengths to have value {bound}, but got value "
+                               f"{n}{_CTC_ARGS}")
     width = 2 * max(target_lengths, default=0) + 1
     ext = [[blank] * width for _ in range(N)]
     for n, row in enumerate(rows):

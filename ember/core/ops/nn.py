@@ -1358,7 +1358,8 @@ def _base_grid(size: tuple, align_corners: bool, dtype: Any, device: Any) -> Ten
     return tensor(np.stack(cols, 1).astype(numpy_dtype(dtype)), device=device)
 
 
-@composite(variants="function", cost=costs.reduction(4))
+@composite(variants="function", cost=costs.reduction(4),
+           node_label="AffineGridGeneratorBackward0")
 def affine_grid_generator(theta: Tensor, size: Sequence[int], align_corners: bool) -> Tensor:
     """The (N, *spatial, n) sampling grid of the affine maps `theta` (N, n, n + 1) over
     an output of `size` (N, C, *spatial) (`nn.functional.affine_grid` checks arguments)."""
@@ -1547,7 +1548,13 @@ def _grid_sample(op: str, input: Tensor, grid: Tensor, interpolation_mode: int,
     return reshape(out, (batch, channels) + outs)
 
 
-@composite(variants="function", traced_as_node=True, cost=costs.reduction(8))
+def _grid_sampler_label(input: Tensor, *args: Any) -> str:
+    # PyTorch's grid_sampler runs its 2-D or its 3-D kernel, one node each
+    return f"GridSampler{input.ndim - 2}DBackward0"
+
+
+@composite(variants="function", traced_as_node=True, cost=costs.reduction(8),
+           node_label=_grid_sampler_label)
 def grid_sampler(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int,
                  align_corners: bool) -> Tensor:
     """Samples `input` (N, C, *spatial) at the normalised coordinates `grid` (N, *out, n):
@@ -1557,7 +1564,8 @@ def grid_sampler(input: Tensor, grid: Tensor, interpolation_mode: int, padding_m
                         align_corners)
 
 
-@composite(variants="function", traced_as_node=True, cost=costs.reduction(8))
+@composite(variants="function", traced_as_node=True, cost=costs.reduction(8),
+           node_label="GridSampler2DBackward0")
 def grid_sampler_2d(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int,
                     align_corners: bool) -> Tensor:
     """`grid_sampler` of a 4-D input."""
@@ -1568,7 +1576,8 @@ def grid_sampler_2d(input: Tensor, grid: Tensor, interpolation_mode: int, paddin
                         align_corners)
 
 
-@composite(variants="function", traced_as_node=True, cost=costs.reduction(8))
+@composite(variants="function", traced_as_node=True, cost=costs.reduction(8),
+           node_label="GridSampler3DBackward0")
 def grid_sampler_3d(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int,
                     align_corners: bool) -> Tensor:
     """`grid_sampler` of a 5-D input."""

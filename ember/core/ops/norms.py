@@ -312,6 +312,21 @@ def norm_except_dim(v: Tensor, pow: Any = 2, dim: int = 0) -> Tensor:
     return norm_except_dim(v.transpose(0, dim), pow, 0).transpose(0, dim)
 
 
+def _weight_norm_label(v: Tensor, g: Tensor, dim: int = 0) -> str | None:
+    # PyTorch's fused kernel (one node) serves the first and last dim of a full-precision
+    # v; it decomposes the others (and dim=-1, all of v) as here
+    fused = dim in (0, v.ndim - 1) and dim != -1 and \
+        v.dtype not in (dt.float16, dt.bfloat16) and g.dtype not in (dt.float16, dt.bfloat16)
+    return "WeightNormInterfaceBackward0" if fused else None
+
+
+@composite(variants="function", cost=costs.reduction(3), node_label=_weight_norm_label)
+def _weight_norm(v: Tensor, g: Tensor, dim: int = 0) -> Tensor:
+    """Weight normalization's weight `v * (g / norm_except_dim(v, 2, dim))` (`dim=-1`:
+    over all of `v`): what `nn.utils.weight_norm` and its parametrization compute."""
+    return v * (g / norm_except_dim(v, 2, dim))
+
+
 @composite(variants="function", cost=costs.reduction(2))
 def native_norm(input: Tensor, p: Any = 2, dim: Any = None, keepdim: bool = False,
                 dtype: Any = None) -> Tensor:

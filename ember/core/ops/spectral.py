@@ -15,17 +15,16 @@ import math
 import warnings
 from typing import Any
 
-import numpy as np
-
 from ember.core import costs
 from ember.core import dtype as dt
-from ember.core.creation import arange, full, ones, tensor
+from ember.core.creation import arange, full, ones
 from ember.core.declare import composite
 from ember.core.host import dtype_arg
 from ember.core.ops import fft
-from ember.core.ops.complex import real
+from ember.core.ops.complex import real, view_as_real
+from ember.core.ops.elementwise_math import i0
 from ember.core.ops.nn import col2im, constant_pad_nd
-from ember.core.ops.shape import cat, stack
+from ember.core.ops.shape import cat
 from ember.core.tensor import Tensor
 
 _DEPRECATED = ("stft with return_complex=False is deprecated. In a future pytorch release, "
@@ -59,20 +58,6 @@ def _pad_signal(x: Tensor, pad: int, mode: str) -> Tensor:
     return cat([left, x, right], -1)
 
 
-def _dft_matrices(n_fft: int, n_freq: int, like: Tensor) -> tuple[Tensor, Tensor]:
-    """cos(2 pi k n / N) and -sin(2 pi k n / N), (n_fft, n_freq), in `like`'s dtype. The
-    angle is reduced modulo N first, and the twiddles that are exactly 0 (a quarter turn)
-    are written as 0, as an FFT's are: else cos(pi / 2) ~ 6e-17 would bring a huge
-    sample's rounding into frequencies it does not reach."""
-    turns = np.outer(np.arange(n_fft), np.arange(n_freq)) % n_fft
-    angle = 2.0 * np.pi * turns / n_fft
-    cos, sin = np.cos(angle), -np.sin(angle)
-    cos[np.abs(cos) < 1e-12] = 0.0
-    sin[np.abs(sin) < 1e-12] = 0.0
-    make = lambda a: tensor(a, dtype=like.dtype, device=like.device)  # noqa: E731
-    return make(cos), make(sin)
-
-
 @composite(complex=True, variants="function method", cost=costs.matmul)
 def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
          win_length: int | None = None, window: Tensor | None = None, center: bool = True,
@@ -90,9 +75,6 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
                                "inputs, and will further require that return_complex=True in "
                                "a future PyTorch release.")
         return_complex = True
-    if input.dtype.is_complex and not return_complex:
-        raise RuntimeError("stft: return_complex=False needs a real signal here (ember gives "
-                           "the real view of real signals only)")
     if onesided and input.dtype.is_complex:
         raise RuntimeError("Cannot have onesided output if window or input is complex")
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
@@ -128,16 +110,11 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
         left = (n_fft - win) // 2
         window = constant_pad_nd(window, (left, n_fft - win - left))
     frames = x.unfold(-1, n_fft, hop) * window  # (B, frames, n_fft)
-    if return_complex:
-        two_sided = onesided is False or frames.dtype.is_complex
-        out = (fft.fft_fft if two_sided else fft.fft_rfft)(
-            frames, norm="ortho" if normalized else None).transpose(1, 2)
-        return out if input.ndim == 2 else out.squeeze(0)
-    n_freq = n_fft // 2 + 1 if onesided is None or onesided else n_fft
-    cos, sin = _dft_matrices(n_fft, n_freq, frames)
-    out = stack([frames @ cos, frames @ sin], -1).transpose(1, 2)  # (B, n_freq, frames, 2)
-    if normalized:
-        out = out * (1.0 / math.sqrt(n_fft))
+    two_sided = onesided is False or frames.dtype.is_complex
+    out = (fft.fft_fft if two_sided else fft.fft_rfft)(
+        frames, norm="ortho" if normalized else None).transpose(1, 2)
+    if not return_complex:  # (B, n_freq, frames, 2): the FFT's exact zero imaginary parts
+        out = view_as_real(out)
     return out if input.ndim == 2 else out.squeeze(0)
 
 
@@ -173,6 +150,8 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
     n_freq, n_frames = x.shape[1], x.shape[2]
     if onesided is None:
         onesided = n_freq != n_fft
+    if onesided and return_complex:
+        raise RuntimeError("Cannot have onesided output if window or input is complex")
     if onesided and n_fft // 2 + 1 != n_freq:
         raise RuntimeError(f"istft: expected the frequency dimension (3rd to the last) of "
                            f"the input tensor to match n_fft / 2 + 1 when onesided=True, but "
@@ -233,10 +212,8 @@ def _overlap_add(frames: Tensor, total: int, n_fft: int, hop: int) -> Tensor:
 # -- window functions -----------------------------------------------------------------
 
 
-def _cosine_window(name: str, length: int, periodic: bool, terms: tuple[float, ...],
-                   dtype: Any, device: Any, requires_grad: bool) -> Tensor:
-    """`sum_k (-1)^k terms[k] cos(2 pi k n / (N - 1))` for n < N, N = `length` (+1 when
-    `periodic`, the last point then dropped), computed as PyTorch computes it."""
+def _window_dtype(name: str, length: int, dtype: Any) -> Any:
+    """A window's dtype (floating, the default one unless given), after PyTorch's checks."""
     d = dtype_arg(dtype) or dt.get_default_dtype()
     if not d.is_floating_point:
         raise RuntimeError(f"{name} expects floating point dtypes, got: "
@@ -244,6 +221,14 @@ def _cosine_window(name: str, length: int, periodic: bool, terms: tuple[float, .
     if length < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got "
                            f"window_length={length}")
+    return d
+
+
+def _cosine_window(name: str, length: int, periodic: bool, terms: tuple[float, ...],
+                   dtype: Any, device: Any, requires_grad: bool) -> Tensor:
+    """`sum_k (-1)^k terms[k] cos(2 pi k n / (N - 1))` for n < N, N = `length` (+1 when
+    `periodic`, the last point then dropped), computed as PyTorch computes it."""
+    d = _window_dtype(name, length, dtype)
     if length <= 1:
         out = ones(length, dtype=d, device=device)
     else:
@@ -277,16 +262,42 @@ def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.5
 @composite(variants="function", cost=costs.creation)
 def blackman_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
                     device: Any = None, requires_grad: bool = False) -> Tensor:
-    """The Blackman window, `0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))`."""
-    return _cosine_window("blackman_window", window_length, periodic, (0.42, 0.5, 0.08),
-                          dtype, device, requires_grad)
+    """The Blackman window, `0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))`
+    (summed in PyTorch's order, so the float32 values are its to the last bit)."""
+    d = _window_dtype("blackman_window", window_length, dtype)
+    if window_length <= 1:
+        out = ones(window_length, dtype=d, device=device)
+    else:
+        n = window_length + 1 if periodic else window_length
+        step = arange(n, dtype=d, device=device) * (math.pi / (n - 1))
+        out = (step * 4).cos() * 0.08 - (step * 2).cos() * 0.5 + 0.42
+        out = out[:-1] if periodic else out
+    return out.requires_grad_(True) if requires_grad else out
+
+
+@composite(variants="function", cost=costs.creation)
+def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *,
+                  dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """The Kaiser window, `I0(beta sqrt(1 - ((n - a) / a)^2)) / I0(beta)` with
+    `a = (N - 1) / 2` (periodic: of N + 1 points, the last dropped)."""
+    d = _window_dtype("kaiser_window", window_length, dtype)
+    if window_length <= 1:
+        out = ones(window_length, dtype=d, device=device)
+    else:
+        n = window_length + 1 if periodic else window_length
+        alpha = (n - 1) / 2.0
+        ratio = (arange(n, dtype=d, device=device) - alpha) / alpha
+        out = i0((1 - ratio.pow(2)).abs().sqrt() * beta) / i0(full((), beta, dtype=d,
+                                                                    device=device))
+        out = out[:-1] if periodic else out
+    return out.requires_grad_(True) if requires_grad else out
 
 
 @composite(variants="function", cost=costs.creation)
 def bartlett_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
                     device: Any = None, requires_grad: bool = False) -> Tensor:
     """The Bartlett (triangular) window, `1 - |2 n / (N - 1) - 1|`."""
-    d = dtype_arg(dtype) or dt.get_default_dtype()
+    d = _window_dtype("bartlett_window", window_length, dtype)
     if window_length <= 1:
         out = ones(max(window_length, 0), dtype=d, device=device)
     else:

@@ -132,7 +132,7 @@ class WeightNorm:
     def compute_weight(self, module: Module) -> Any:
         g = getattr(module, self.name + "_g")
         v = getattr(module, self.name + "_v")
-        return v * (g / norm_except_dim(v, 2, self.dim))
+        return ember._weight_norm(v, g, self.dim)
 
     def remove(self, module: Module) -> None:
         weight = self.compute_weight(module)
