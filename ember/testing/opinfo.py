@@ -1093,6 +1093,9 @@ DIFF_OPS += [
            make=_away_from_zero((3, 4, 2))),
     DiffOp("norm_except_dim_last", lambda lib, x: lib.norm_except_dim(x, 3, 2),
            make=_away_from_zero((3, 4, 2)), ops=("norm_except_dim",)),
+    # weight_norm's fused form, w = g * v / ||v|| (torch._weight_norm)
+    DiffOp("_weight_norm", lambda lib, v, g: lib._weight_norm(v, g, 0),
+           make=lambda rng: [_away_from_zero((3, 4))(rng)[0], rng.uniform(0.5, 2.0, (3, 1))]),
 ]
 
 

@@ -22,6 +22,7 @@ COVERS = {"view_as_real", "conj_physical", "_fft_c2c", "_fft_r2c", "_fft_c2r",
           "fft_ihfft", "fft_fftfreq", "fft_rfftfreq", "fft_fftshift", "fft_ifftshift",
           # the windows spectral analysis multiplies frames by (real, on every device)
           "hann_window", "hamming_window", "blackman_window", "bartlett_window",
+          "kaiser_window",
           "isreal", "_linalg_eig", "linalg_eig", "linalg_eigvals"}
 
 _RNG = np.random.default_rng(7)
@@ -128,6 +129,9 @@ def test_windows_match_numpy(device: ember.device, n: int) -> None:
                          dtype=ember.float32, **_TOL)
         S.assert_matches(fn(n, device=device), ref(n + 1)[:-1] if n > 1 else np.ones(n),
                          device, dtype=ember.float32, **_TOL)
+    for beta in (0.0, 5.0, 12.0):
+        S.assert_matches(ember.kaiser_window(n, periodic=False, beta=beta, device=device),
+                         np.kaiser(n, beta), device, dtype=ember.float32, **_TOL)
 
 
 def test_stft_and_istft_round_trip(cdevice: ember.device) -> None:
