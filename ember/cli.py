@@ -215,9 +215,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_compat(args: argparse.Namespace) -> int:
-    """Print ember's coverage of the installed PyTorch's public API, per namespace."""
+    """Print ember's coverage of the installed PyTorch's public API, per namespace (or,
+    with --examples, how PyTorch's docstring examples run under ember)."""
     from ember.utils import compat
 
+    if args.examples or args.only:
+        return _compat_examples(args)
     try:
         report = compat.measure()
     except ImportError:
@@ -225,6 +228,21 @@ def cmd_compat(args: argparse.Namespace) -> int:
               "measured against (pip install torch)", file=sys.stderr)
         return 1
     print(compat.format_report(report, show_missing=not args.summary))
+    return 0
+
+
+def _compat_examples(args: argparse.Namespace) -> int:
+    from ember.utils import doc_examples
+
+    try:
+        import torch  # noqa: F401 - only asked whether it is there
+    except ImportError:
+        print("ember compat --examples: PyTorch is not installed; its docstring examples "
+              "are what ember is run against (pip install torch)", file=sys.stderr)
+        return 1
+    names = args.only.split(",") if args.only else None
+    same, differing = doc_examples.compare(names)
+    print(doc_examples.format_report(same, [] if args.summary else differing))
     return 0
 
 
@@ -322,6 +340,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "has, per namespace, and what it lacks")
     p.add_argument("--summary", action="store_true", help="the coverage figures only, "
                    "without the missing names")
+    p.add_argument("--examples", action="store_true", help="run PyTorch's docstring "
+                   "examples under PyTorch and under ember and compare their results")
+    p.add_argument("--only", metavar="NAMES", help="with --examples: only these "
+                   "docstrings, comma-separated qualified names (torch.add,torch.nn.Linear)")
     p.set_defaults(func=cmd_compat)
     p = sub.add_parser("tour", help="a short tour of tensors and autograd")
     p.add_argument("--device", default="cpu", help="where the tour's tensors live "
