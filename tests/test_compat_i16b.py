@@ -245,4 +245,10 @@ def test_state_dict_round_trip_resumes_the_same_trajectory(name, data):
             opt_b = getattr(optim, name)(b, **kwargs)
             opt_b.load_state_dict(sd)
     for pa, pb in zip(a, b):
-        np.testing.assert_array_equal(_np(pa), _np(pb))
+        if name == "NAdam":
+            # as in PyTorch: its float32 `mu_product` is loaded as the parameters' float64
+            # (every state tensor but `step` takes their dtype), so the resumed run
+            # differs in the last bits (PyTorch's by 9.5e-13 on these values)
+            np.testing.assert_allclose(_np(pa), _np(pb), rtol=1e-10, atol=1e-11)
+        else:
+            np.testing.assert_array_equal(_np(pa), _np(pb))

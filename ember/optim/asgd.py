@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ember.core.creation import zeros_like
+from ember.core.creation import as_tensor, zeros_like
 from ember.core.grad_mode import no_grad
 from ember.core.tensor import Tensor
 from ember.optim.optimizer import (
@@ -114,5 +114,7 @@ def _asgd_update(p: Tensor, grad: Tensor, pstate: dict[str, Any],
     else:
         ax.copy_(p)
     step = pstate["step"].item()
-    pstate["eta"].fill_(lr / ((1 + lambd * lr * step) ** alpha))
-    pstate["mu"].fill_(1 / max(1, step - t0))
+    # PyTorch copies `torch.as_tensor(value)`, a tensor of the default dtype, into eta and
+    # mu: the values are rounded to it even where a loaded state made them float64
+    pstate["eta"].copy_(as_tensor(lr / ((1 + lambd * lr * step) ** alpha)))
+    pstate["mu"].copy_(as_tensor(1 / max(1, step - t0)))

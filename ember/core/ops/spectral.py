@@ -15,22 +15,49 @@ import math
 import warnings
 from typing import Any
 
+import numpy as np
+
 from ember.core import costs
 from ember.core import dtype as dt
-from ember.core.creation import arange, full, ones
+from ember.core.creation import arange, full, ones, tensor
 from ember.core.declare import composite
 from ember.core.host import dtype_arg
 from ember.core.ops import fft
 from ember.core.ops.complex import real, view_as_real
 from ember.core.ops.elementwise_math import i0
 from ember.core.ops.nn import col2im, constant_pad_nd
-from ember.core.ops.shape import cat
+from ember.core.ops.shape import cat, stack
 from ember.core.tensor import Tensor
 
 _DEPRECATED = ("stft with return_complex=False is deprecated. In a future pytorch release, "
                "stft will return complex tensors for all inputs, and return_complex=False "
                "will raise an error.\nNote: you can still call torch.view_as_real on the "
                "complex output to recover the old return format.")
+
+
+def _dft_matrices(n_fft: int, n_freq: int, like: Tensor) -> tuple[Tensor, Tensor]:
+    """cos(2 pi k n / N) and -sin(2 pi k n / N), (n_fft, n_freq), in `like`'s dtype. The
+    angle is reduced modulo N first, and the twiddles that are exactly 0 (a quarter turn)
+    are written as 0, as an FFT's are: else cos(pi / 2) ~ 6e-17 would bring a huge
+    sample's rounding into frequencies it does not reach."""
+    turns = np.outer(np.arange(n_fft), np.arange(n_freq)) % n_fft
+    angle = 2.0 * np.pi * turns / n_fft
+    cos, sin = np.cos(angle), -np.sin(angle)
+    cos[np.abs(cos) < 1e-12] = 0.0
+    sin[np.abs(sin) < 1e-12] = 0.0
+    make = lambda a: tensor(a, dtype=like.dtype, device=like.device)  # noqa: E731
+    return make(cos), make(sin)
+
+
+def _real_stft(frames: Tensor, n_fft: int, onesided: bool | None, normalized: bool
+               ) -> Tensor:
+    """The real view of a real signal's transform as two matmuls with the DFT's cosines
+    and sines: for devices that hold no complex dtype (OpenCL, a vendor's), where the
+    FFT's complex result cannot live. (B, n_freq, frames, 2)."""
+    n_freq = n_fft // 2 + 1 if onesided is None or onesided else n_fft
+    cos, sin = _dft_matrices(n_fft, n_freq, frames)
+    out = stack([frames @ cos, frames @ sin], -1).transpose(1, 2)
+    return out * (1.0 / math.sqrt(n_fft)) if normalized else out
 
 
 def _pad_signal(x: Tensor, pad: int, mode: str) -> Tensor:
@@ -110,6 +137,9 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
         left = (n_fft - win) // 2
         window = constant_pad_nd(window, (left, n_fft - win - left))
     frames = x.unfold(-1, n_fft, hop) * window  # (B, frames, n_fft)
+    if not return_complex and dt.complex64 not in frames._backend.dtypes:
+        out = _real_stft(frames, n_fft, onesided, normalized)
+        return out if input.ndim == 2 else out.squeeze(0)
     two_sided = onesided is False or frames.dtype.is_complex
     out = (fft.fft_fft if two_sided else fft.fft_rfft)(
         frames, norm="ortho" if normalized else None).transpose(1, 2)
