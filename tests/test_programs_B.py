@@ -99,9 +99,10 @@ PROGRAMS_B = [
     Program("ppo_continuous.py",
             same=r"^Device set to|^saved and reloaded", skeleton=r"^Episode", long=True),
     Program("text_classification.py",
-            same=r"^-+$|^Checking|^This is a", skeleton=r"accuracy", check=_test_accuracy(0.9)),
+            same=r"^-+$|^Checking|^This is a", skeleton=r"accuracy", check=_test_accuracy(0.9),
+            long=True),
     Program("reinforce.py", ("--episodes", "20"),
-            skeleton=r"^Episode (10|20)\t", losses=None),
+            skeleton=r"^Episode (10|20)\t", losses=None, long=True),
     Program("actor_critic.py", ("--episodes", "20"),
             skeleton=r"^Episode (10|20)\t", losses=None, long=True),
     Program("char_rnn_classification.py",
@@ -118,11 +119,12 @@ PROGRAMS_B = [
     # set D: generative models, graphs, advanced autograd and API
     Program("ddpm_2d.py",
             same=r"^betas|^Denoiser|^  |^\)|^samples", skeleton=r"^fraction near a mode",
-            losses=r"^epoch .* loss (?P<loss>[\d.]+)$", factor=1.5),
+            losses=r"^epoch .* loss (?P<loss>[\d.]+)$", factor=1.5, long=True),
     Program("realnvp_2d.py",
             same=r"^Parameter|^tensor|^        \[|^MultivariateNormal|^Independent|^base log_prob"
                  r"|^max reconstruction|^sample shape",
-            skeleton=r"^test nll", losses=r"^iter \d+: loss = (?P<loss>[\d.]+)", factor=1.5),
+            skeleton=r"^test nll", losses=r"^iter \d+: loss = (?P<loss>[\d.]+)", factor=1.5,
+            long=True),
     Program("gcn.py",
             same=r"^nodes|^torch.Size|^symmetric|^mm ==|^masks|^GCN|^  \(|^\)|^Optimization",
             skeleton=r"^Epoch|^Test set", losses=r"loss_train: (?P<loss>[\d.]+)", factor=3.0),
@@ -130,10 +132,11 @@ PROGRAMS_B = [
             same=r"^Loading|^adj |^coalesced|^row sums|^spmm|^to_sparse|^tensor|^ |^GCN|^\)"
                  r"|^Optimization",
             skeleton=r"^Epoch|^Test set", check=_test_accuracy(0.8),
-            losses=r"loss_train: (?P<loss>[\d.]+)", factor=1.5),
+            losses=r"loss_train: (?P<loss>[\d.]+)", factor=1.5, long=True),
     Program("moe.py",
             same=r"^Model|^  |^\)|^number of parameters|^tokens per expert",
-            skeleton=r"^eval mse", losses=r"^step +\d+ loss (?P<loss>[\d.]+)", factor=1.5),
+            skeleton=r"^eval mse", losses=r"^step +\d+ loss (?P<loss>[\d.]+)", factor=1.5,
+            long=True),
     Program("autograd_hooks_maml.py",
             same=r"^tensor|^ |^gradcheck|^w.grad|^hooked|^activation|^hooks removed"
                  r"|^gradient penalty",
@@ -153,12 +156,12 @@ PROGRAMS_B = [
                  r"|/DET",
             skeleton=r"^test accuracy", check=_test_accuracy(0.9),
             losses=r"^epoch \d+ \| loss (?P<loss>[\d.]+)", factor=3.0, long=True),
-    Program("model_ensembling.py", same=r".*"),  # (its asserts check the values)
+    Program("model_ensembling.py", same=r".*", long=True),  # (its asserts check the values)
     # set G: well-known model implementations (as their reference repositories write them)
     Program("mobilenet_v2.py",
             same=r"^Namespace|^InvertedResidual|^Conv2dNormActivation|^Sequential|^  |^\)"
                  r"|^last_channel|^_make_divisible|^reloaded|^running_mean",
-            skeleton=r"^Test set", losses=r"\tLoss: (?P<loss>[\d.]+)", factor=3.0),
+            skeleton=r"^Test set", losses=r"\tLoss: (?P<loss>[\d.]+)", factor=3.0, long=True),
     Program("efficientnet_mbconv.py",
             same=r"^DropPath|^drop_path values|^eval is|^MBConv|^  |^\)|^drop path rates"
                  r"|^number of params|^stem BN",
@@ -181,7 +184,7 @@ PROGRAMS_B = [
             same=r"^_Transition|^  |^\)|^\['dense|^_DenseLayer|^classifier|^parameters"
                  r"|^checkpoint outputs|^output grad_fn",
             skeleton=r"^Epoch: \[|^Test error",
-            losses=r"^Epoch \d+: train loss (?P<loss>[\d.]+)", factor=1.5),
+            losses=r"^Epoch \d+: train loss (?P<loss>[\d.]+)", factor=1.5, long=True),
     Program("yolo_head.py",
             same=r"^Namespace|^iou|^giou|^ciou|^nms keep|^heat|^Detect|^  |^\)|^anchors"
                  r"|^inference out|^grid",
@@ -254,7 +257,7 @@ PROGRAMS_F = [
     Program("blitz_cifar10.py",
             same=r"^torch.Size|^Net|^  \(|^\)|^Finished|^GroundTruth|^<All keys|^cpu",
             skeleton=r"^Accuracy", losses=r"^\[\d+, +\d+\] loss: (?P<loss>[\d.]+)",
-            factor=1.5),
+            factor=1.5, long=True),
     Program("transformer_lm.py",
             same=r"^train_data|^tensor|^        \[|^True|^parameters|^-+$|^=+$|^reloaded",
             losses=r"\| loss +(?P<loss>[\d.]+) \| ppl", factor=1.5),
@@ -316,16 +319,16 @@ PROGRAMS_H = [
                  r"|^inputs|^targets|^----|^[abc]=|^--$|^        \[|^       grad_fn|^tensor\(True"
                  r"|M parameters|^Block|^  +\(|^  +\)|^\)",
             skeleton=r"^tensor\(\d|^-?0\.\d+, ", close=r"^\d\.\d+$",
-            losses=r"^step \d+: train loss (?P<loss>[\d.]+)", factor=1.1),
+            losses=r"^step \d+: train loss (?P<loss>[\d.]+)", factor=1.1, long=True),
     Program("build_nanogpt.py",
             same=r"^using|^total|^=>|^found|^number|^True|^num |^2 \[|^rank|^torch",
             skeleton=r"^validation loss",
-            losses=r"^step +\d+ \| loss: (?P<loss>[\d.]+)", factor=1.1),
+            losses=r"^step +\d+ \| loss: (?P<loss>[\d.]+)", factor=1.1, long=True),
     Program("micrograd_vs_torch.py", same=r"."),  # (its asserts check micrograd against torch)
     Program("makemore_repo.py",
             ("--max-steps", "31", "--eval-every", "15", "--num-workers", "0", "--n-layer", "1"),
             same=MAKEMORE_REPO, skeleton=r"train loss: |is the best so far",
-            losses=r"^step \d+ \| loss (?P<loss>[\d.]+) \|", factor=1.1),
+            losses=r"^step \d+ \| loss (?P<loss>[\d.]+) \|", factor=1.1, long=True),
     Program("makemore_repo.py",
             ("--type", "gru", "--max-steps", "31", "--eval-every", "15", "--num-workers", "0"),
             same=MAKEMORE_REPO, skeleton=r"train loss: |is the best so far",
@@ -348,7 +351,7 @@ PROGRAMS_S = [
             same=r"^vocabulary|^\d+ \(centre|^SkipGramNeg|^  \(|^\)|^grad is sparse",
             skeleton=r"^neighbours in the same topic",
             losses=r"^epoch \d+ loss (?P<loss>[\d.]+)$", factor=1.2,
-            check=_topic_neighbours(9)),
+            check=_topic_neighbours(9), long=True),
     Program("fasttext_classifier.py",
             same=r"^FastText|^  \(|^\)|grad is sparse|^the storm|^we bake",
             skeleton=r"^test accuracy", losses=r"^epoch \d+ loss (?P<loss>[\d.]+)$",
