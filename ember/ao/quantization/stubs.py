@@ -9,7 +9,19 @@ from ember import nn
 from ember.core.tensor import Tensor
 
 
-class QuantStub(nn.Module):
+class _Stub(nn.Module):
+    """An identity in float that carries an optional qconfig of its own."""
+
+    def __init__(self, qconfig: Any = None) -> None:
+        super().__init__()
+        if qconfig:
+            self.qconfig = qconfig
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x
+
+
+class QuantStub(_Stub):
     r"""Marks where float input enters the quantized part of a model: an observer watches
     it during calibration, and ``convert`` makes it a ``Quantize`` module.
 
@@ -17,26 +29,10 @@ class QuantStub(nn.Module):
         qconfig: the quantization config of the tensor, when not the model's.
     """
 
-    def __init__(self, qconfig: Any = None) -> None:
-        super().__init__()
-        if qconfig:
-            self.qconfig = qconfig
 
-    def forward(self, x: Tensor) -> Tensor:
-        return x
-
-
-class DeQuantStub(nn.Module):
+class DeQuantStub(_Stub):
     r"""Marks where a quantized tensor leaves the quantized part of a model: ``convert``
     makes it a ``DeQuantize`` module."""
-
-    def __init__(self, qconfig: Any = None) -> None:
-        super().__init__()
-        if qconfig:
-            self.qconfig = qconfig
-
-    def forward(self, x: Tensor) -> Tensor:
-        return x
 
 
 class QuantWrapper(nn.Module):
