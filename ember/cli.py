@@ -242,7 +242,7 @@ def _compat_examples(args: argparse.Namespace) -> int:
         return 1
     names = args.only.split(",") if args.only else None
     same, differing = doc_examples.compare(names)
-    print(doc_examples.format_report(same, [] if args.summary else differing))
+    print(doc_examples.format_report(same, differing, summary=args.summary))
     return 0
 
 

@@ -262,3 +262,11 @@ def test_torch_range_does_not_shadow_the_builtin_inside_ember():
     """`ember.range` is torch.range; ember's own code that counts with `range` (the device
     list) must still get Python's."""
     assert all(d.index is None or type(d.index) is int for d in ember.devices())
+
+
+def test_assert_close_without_subclasses_refuses_a_parameter_against_a_tensor():
+    actual = ember.tensor([1.0, 2.0])
+    ember.testing.assert_close(ember.nn.Parameter(actual), actual.clone())
+    with pytest.raises(TypeError, match="No comparison pair was able to handle inputs of type"):
+        ember.testing.assert_close(ember.nn.Parameter(actual), actual.clone(),
+                                   allow_subclasses=False)

@@ -151,6 +151,9 @@ def _compare(actual: Any, expected: Any, **options: Any) -> None:
         # two NumPy arrays compare as tensors (PyTorch's TensorLikePair takes them)
         actual, expected = Tensor._from_data(actual), Tensor._from_data(expected)
     if isinstance(actual, Tensor) and isinstance(expected, Tensor):
+        if not options.get("allow_subclasses", True) and type(actual) is not type(expected):
+            raise _Mismatch(TypeError, f"No comparison pair was able to handle inputs of "
+                                       f"type {type(actual)} and {type(expected)}.")
         _compare_tensors(actual, expected, **tensor_options)
         return
     if _is_number(actual) and _is_number(expected):

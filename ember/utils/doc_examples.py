@@ -179,11 +179,13 @@ def compare(names: list[str] | None = None) -> tuple[int, list[dict[str, Any]]]:
     return same, differing
 
 
-def format_report(same: int, differing: list[dict[str, Any]], limit: int = 400) -> str:
-    """The count, then each differing docstring's first differing example."""
+def format_report(same: int, differing: list[dict[str, Any]], limit: int = 400,
+                  summary: bool = False) -> str:
+    """The count, then (unless `summary`) each differing docstring's first differing
+    example."""
     lines = [f"PyTorch's docstring examples under ember: {same} of {same + len(differing)} "
              "docstrings give PyTorch's results throughout"]
-    for d in differing:
+    for d in [] if summary else differing:
         lines.append(f"\n{d['name']}:  >>> {d['source'].strip()}")
         lines.append("  torch: " + d["torch"].strip()[:limit].replace("\n", "\n         "))
         lines.append("  ember: " + d["ember"].strip()[:limit].replace("\n", "\n         "))
