@@ -9,6 +9,7 @@ views of it.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from ember.core import dtype as dt
@@ -99,6 +100,21 @@ _TYPED: dict[str, type] = {}
 _SCALAR_TYPES = {"float32": "Float", "float64": "Double", "float16": "Half",
                  "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
                  "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+_typed_storage_warned = False
+
+
+def warn_typed_storage_removal(stacklevel: int = 2) -> None:
+    """PyTorch's deprecation warning for typed storages, given once a process."""
+    global _typed_storage_warned
+    if not _typed_storage_warned:
+        _typed_storage_warned = True
+        warnings.warn("TypedStorage is deprecated. It will be removed in the future and "
+                      "UntypedStorage will be the only storage class. This should only matter "
+                      "to you if you are using storages directly.  To access UntypedStorage "
+                      "directly, use tensor.untyped_storage() instead of tensor.storage()",
+                      UserWarning, stacklevel=stacklevel + 1)
 
 
 def scalar_type_name(d: dt.dtype) -> str:

@@ -9,8 +9,9 @@ attaches the methods, operators and in-place variants it names to this class.
 from __future__ import annotations
 
 import math
+import operator
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ember.core import dtype as dt
@@ -145,7 +146,7 @@ class Tensor:
     # -- attributes -------------------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(self._data.shape)
+        return _tuple_new(Size, self._data.shape)  # (unchecked: the hot path)
 
     @property
     def dtype(self) -> dt.dtype:
@@ -316,8 +317,9 @@ class Tensor:
 
     def storage(self) -> Any:
         """The memory this tensor shares with its views, as a typed 1-D array."""
-        from ember.core.storage import storage_type
+        from ember.core.storage import storage_type, warn_typed_storage_removal
 
+        warn_typed_storage_removal(stacklevel=2)
         return storage_type(self._dtype)(self._storage_owner())
 
     def storage_type(self) -> type:
@@ -786,17 +788,60 @@ def _alias(t: Tensor) -> Tensor:
 
 
 class Size(tuple):
-    """A tensor's shape: a tuple of ints that prints as PyTorch's does."""
+    """A tensor's shape: a tuple of ints that prints as PyTorch's does.
+
+    As ``torch.Size``: built from any iterable of integers (``int``, ``bool``, 0-d integer
+    tensors: anything with ``__index__``), and concatenation, repetition and slicing give
+    a Size again.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, sizes: Iterable[Any] = ()) -> Size:
+        items = tuple(sizes)
+        for i, item in enumerate(items):
+            if type(item) is not int:
+                try:
+                    items = items[:i] + (operator.index(item),) + items[i + 1:]
+                except TypeError:
+                    raise TypeError(f"{dt.API_NAME}.Size() takes an iterable of 'int' (item "
+                                    f"{i} is '{type(item).__name__}')") from None
+        return tuple.__new__(cls, items)
 
     def __repr__(self) -> str:
         return f"{dt.API_NAME}.Size([{', '.join(str(s) for s in self)}])"
+
+    def __reduce__(self) -> tuple:
+        return (Size, (tuple(self),))
 
     def numel(self) -> int:
         return math.prod(self)
 
     def __getitem__(self, key):
         out = tuple.__getitem__(self, key)
-        return Size(out) if isinstance(key, slice) else out
+        return _tuple_new(Size, out) if isinstance(key, slice) else out
+
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            raise TypeError(f"can only concatenate tuple (not {type(other).__name__}) to "
+                            f"{dt.API_NAME}.Size")
+        return _tuple_new(Size, tuple.__add__(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return _tuple_new(Size, tuple.__add__(other, self))
+
+    def __mul__(self, times):
+        if not hasattr(times, "__index__"):
+            raise TypeError(f"can't multiply sequence by non-int of type "
+                            f"'{type(times).__name__}'")
+        return _tuple_new(Size, tuple.__mul__(self, times))
+
+    __rmul__ = __mul__
+
+
+_tuple_new = tuple.__new__  # a Size from a tuple of ints, unchecked
 
 
 class _RemovableHandle:
