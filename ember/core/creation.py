@@ -25,6 +25,7 @@ from ember.core.backend import from_numpy_dtype, numpy_dtype
 from ember.core.declare import composite, define, primitive
 from ember.core.device import device as Device
 from ember.core.dispatch import check_dtype, run_creation, run_inplace, user_stacklevel
+from ember.core.errors import with_context
 from ember.core.host import dtype_arg, python_scalar
 from ember.core.memory_format import (
     _in_order,
@@ -95,10 +96,10 @@ def _filled(*, shape: tuple[int, ...], dtype: dt.dtype, device: int, **_: Any) -
 
 def _arange_rule(*, start: Any, end: Any, step: Any, dtype: dt.dtype, device: int) -> OutMeta:
     if step == 0:
-        raise RuntimeError("arange: step must be nonzero")
+        raise RuntimeError("step must be nonzero")
     if (end - start) * step < 0:
-        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step "
-                           f"sign (start={start}, end={end}, step={step})")
+        raise with_context(RuntimeError("upper bound and lower bound inconsistent with step "
+                                        "sign"), f"arange: start={start}, end={end}, step={step}")
     return OutMeta((max(0, math.ceil((end - start) / step)),), dtype, None)
 
 
@@ -173,7 +174,8 @@ def _deprecated_range(start: Any = 0, end: Any = None, step: Any = 1, *, dtype: 
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (step > 0 and end < start) or (step < 0 and end > start):
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise with_context(RuntimeError("upper bound and lower bound inconsistent with step "
+                                        "sign"), f"arange: start={start}, end={end}, step={step}")
     d = dtype_arg(dtype) or dt.get_default_dtype()
     count = int(math.floor((end - start) / step)) + 1
     # start + i * step in float64, as PyTorch's kernel accumulates, then cast

@@ -122,6 +122,19 @@ def scalar_type_name(d: dt.dtype) -> str:
     return _SCALAR_TYPES.get(d.name, d.name.capitalize())
 
 
+_CPP_TYPES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+              "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
+              "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+              "bool": "bool", "complex64": "c10::complex<float>",
+              "complex128": "c10::complex<double>"}
+
+
+def cpp_type_name(d: dt.dtype) -> str:
+    """The C++ type of a dtype (`float`, `long int` ...), as some of PyTorch's messages
+    print it."""
+    return _CPP_TYPES.get(d.name, d.name)
+
+
 def storage_type(d: dt.dtype) -> type:
     """PyTorch's legacy storage class of a dtype (`FloatStorage` ...): a TypedStorage."""
     name = scalar_type_name(d) + "Storage"
