@@ -393,3 +393,68 @@ def test_factory_argument_errors():
         ember.ones(3, -2)
     with pytest.raises((TypeError, ValueError)):
         ember.device(3.5)
+
+
+# -- autograd's messages, word for word -----------------------------------------------------
+
+
+def _inplace_after_save(lib, case):
+    v = lib.ones(2, requires_grad=True)
+    if case == "own output":  # sigmoid saves its output; the write bumps its version
+        u = v.sigmoid()
+        u.mul_(2)
+        return u.sum()
+    if case == "input":  # mul saves its input, which exp made
+        u = v.exp()
+        w = u * 1
+        u.add_(1)
+        return w.sum()
+    loss = (v * v).sum()  # a leaf written under no_grad (an optimizer step in between)
+    with lib.no_grad():
+        v.add_(1)
+    return loss
+
+
+@pytest.mark.parametrize("case", ["own output", "input", "leaf"])
+def test_inplace_modified_saved_tensor_error_is_torchs(torch, case):
+    def message(lib):
+        with pytest.raises(RuntimeError) as info:
+            _inplace_after_save(lib, case).backward()
+        return str(info.value).replace(lib.__name__ + ".", "")
+    assert message(ember) == message(torch)
+
+
+def _set_requires_grad(lib):
+    lib.ones(2, dtype=lib.int64).requires_grad = True
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.tensor([1, 2], requires_grad=True),
+    lambda lib: lib.arange(3, requires_grad=True),
+    lambda lib: lib.ones(2, dtype=lib.int64).requires_grad_(),
+    _set_requires_grad,
+    lambda lib: lib.nn.Parameter(lib.ones(2, dtype=lib.int64)),
+])
+def test_integer_tensors_refuse_grad_with_torchs_messages(torch, make):
+    messages = []
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError) as info:
+            make(lib)
+        messages.append(str(info.value))
+    # (torch's setter says "Only" on its first use in a process, "only" after: ember "only")
+    if make is _set_requires_grad:
+        messages[0] = "o" + messages[0][1:]
+    assert messages[0] == messages[1]
+
+
+def test_backward_checks_requires_grad_before_the_output_shape(torch):
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match="^element 0 of tensors does not require grad "
+                                               "and does not have a grad_fn$"):
+            lib.ones(2, 2).backward()
+        a = lib.ones(2, requires_grad=True).sum()
+        with pytest.raises(RuntimeError, match="^element 1 of tensors does not require grad"):
+            lib.autograd.backward([a, lib.ones(2).sum()])
+        with pytest.raises(RuntimeError, match="(?m)^grad can be implicitly created only for "
+                                               "scalar outputs$"):
+            (lib.ones(2, requires_grad=True) * 2).backward()

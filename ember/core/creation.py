@@ -38,7 +38,7 @@ from ember.core.memory_format import (
 from ember.core.mt19937 import DEFAULT_SEED, MT19937
 from ember.core.opdef import Kind, OutMeta
 from ember.core.placement import DeviceLike, get_default_device, resolve, set_default_device
-from ember.core.tensor import Tensor
+from ember.core.tensor import Tensor, factory_requires_grad
 
 __all__ = ["Generator", "default_generator", "get_default_device", "get_rng_state",
            "initial_seed", "seed", "manual_seed", "set_default_device", "set_rng_state"]
@@ -82,9 +82,7 @@ def _shape_arg(op: str, size: tuple, dtype: dt.dtype | None = None) -> tuple[int
 
 
 def _finish(t: Tensor, requires_grad: bool) -> Tensor:
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+    return factory_requires_grad(t) if requires_grad else t
 
 
 # -- the creation primitives ----------------------------------------------------------

@@ -18,6 +18,7 @@ from ember.core import dtype as dt
 from ember.core import engine, grad_mode, torch_function, tracing
 from ember.core.backend import Backend
 from ember.core.device import device as Device
+from ember.core.errors import with_context
 from ember.core.grad_mode import InferenceVersion, new_version
 from ember.core.grad_mode import state as grad_state
 from ember.core.graph import Node, relabel
@@ -101,7 +102,7 @@ class Tensor:
             t = cls._make(backend.empty(shape, d, dev.index or 0), d, dev, backend)
         else:
             t = cls._from_data(args[0] if args else [], d, device)
-        return t.requires_grad_(True) if requires_grad else t
+        return factory_requires_grad(t) if requires_grad else t
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         pass
@@ -170,6 +171,11 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
+        # (PyTorch words this refusal three ways: here, in `requires_grad_()` and in the
+        # factories' `requires_grad=True`, see `factory_requires_grad`)
+        if value and not self._dtype._differentiable:
+            raise with_context(RuntimeError("only Tensors of floating point and complex dtype "
+                                            "can require gradients"), f"got {self._dtype}")
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -179,8 +185,8 @@ class Tensor:
                                "you want to use a computed variable in a subgraph that doesn't "
                                "require differentiation use var_no_grad = var.detach().")
         if requires_grad and not self._dtype._differentiable:
-            raise RuntimeError(f"only Tensors of floating point dtype can require gradients "
-                               f"(got {self._dtype})")
+            raise with_context(RuntimeError("only Tensors of floating point dtype can require "
+                                            "gradients"), f"got {self._dtype}")
         if requires_grad and type(self._vc) is InferenceVersion and not grad_state.inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside "
                                "InferenceMode is not allowed.")
@@ -272,7 +278,8 @@ class Tensor:
         return self._data.shape[0]
 
     def type_name(self) -> str:
-        return f"ember.{self._device.type}.{self._dtype.name}"
+        """PyTorch's legacy type name (`torch.FloatTensor`), as its messages print it."""
+        return self.type()
 
     # -- memory layout (SHAPE family: tensor attributes) --------------------------------
     def stride(self, dim: int | None = None) -> tuple[int, ...] | int:
@@ -844,6 +851,15 @@ class Size(tuple):
 _tuple_new = tuple.__new__  # a Size from a tuple of ints, unchecked
 
 
+def factory_requires_grad(t: Tensor) -> Tensor:
+    """`t.requires_grad_()` for a factory's (or Parameter's) `requires_grad=True`, with
+    their message for a dtype that cannot require gradients."""
+    if not t._dtype._differentiable:
+        raise with_context(RuntimeError("Only Tensors of floating point and complex dtype can "
+                                        "require gradients"), f"got {t._dtype}")
+    return t.requires_grad_(True)
+
+
 class _RemovableHandle:
     def __init__(self, hooks: list, hook: Callable) -> None:
         self._hooks, self._hook = hooks, hook
@@ -858,4 +874,4 @@ def _rebuild_tensor(array: Any, device: str, requires_grad: bool) -> Tensor:
     """Unpickling (for copies and DataLoader workers; ember.save keeps tensors out of its
     pickles)."""
     t = Tensor._from_data(array, None, device)  # the array's own dtype
-    return t.requires_grad_(True) if requires_grad else t
+    return factory_requires_grad(t) if requires_grad else t
