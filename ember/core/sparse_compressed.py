@@ -528,7 +528,7 @@ def _check_indices(cidx: Tensor, pidx: Tensor, ncomp: int, nplain: int, nnz: int
     # within each compressed slice the plain indices increase strictly
     flat_c = cidx.reshape(-1, cidx.shape[-1])
     flat_p = pidx.reshape(-1, nnz)
-    owner = arange(ncomp, device=cidx.device).repeat_interleave(
+    owner = arange(flat_c.shape[0] * ncomp, device=cidx.device).repeat_interleave(
         (flat_c[:, 1:] - flat_c[:, :-1]).reshape(-1)) if ncomp else None
     if owner is not None and nnz > 1:
         owner = owner.reshape(flat_p.shape)
