@@ -20,6 +20,7 @@ from ember import (
     autograd,
     utils,
 )
+from ember.core import sparse_compressed_ops as _sparse_compressed_ops  # noqa: F401 - (methods)
 from ember.core.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from ember.core.backend import (
     OutOfMemoryError,
@@ -589,6 +590,13 @@ from ember.core.quantized import (
     quantize_per_channel,
     quantize_per_tensor,
 )
+from ember.core.sparse_compressed import (
+    sparse_bsc_tensor,
+    sparse_bsr_tensor,
+    sparse_compressed_tensor,
+    sparse_csc_tensor,
+    sparse_csr_tensor,
+)
 from ember.core.sparse_coo import (
     sparse_bsc,
     sparse_bsr,
@@ -597,7 +605,6 @@ from ember.core.sparse_coo import (
     sparse_csc,
     sparse_csr,
 )
-from ember.core.sparse_csr import sparse_csr_tensor
 from ember.core.sparse_ops import spmm
 from ember.core.storage import TypedStorage, layout, strided
 from ember.core.tensor import Size, Tensor
@@ -877,7 +884,8 @@ __all__ = [
     # (end of the REDUCE family's names)
     # sparse COO tensors
     "sparse_coo", "sparse_coo_tensor", "spmm", "sparse_csr", "sparse_csc", "sparse_bsr",
-    "sparse_bsc", "sparse_csr_tensor",
+    "sparse_bsc", "sparse_csr_tensor", "sparse_csc_tensor", "sparse_bsr_tensor",
+    "sparse_bsc_tensor", "sparse_compressed_tensor",
     # checkpoints, subpackages
     "save", "load", "utils",
 ]

@@ -258,25 +258,48 @@ def _set_state(t: Tensor, state: Any) -> None:
         t.__dict__.update({k: v for k, v in state.items() if isinstance(k, str)})
 
 
+_SPARSE_LAYOUTS = ("torch.sparse_coo", "torch.sparse_csr", "torch.sparse_csc",
+                   "torch.sparse_bsr", "torch.sparse_bsc")
+
+
 def _get_layout(name: Any) -> str:
-    if name != "torch.sparse_coo":
-        raise UnsupportedError(f"it holds a tensor of layout {name!r}; ember has sparse COO "
-                               "tensors only")
+    if name not in _SPARSE_LAYOUTS:
+        raise UnsupportedError(f"it holds a tensor of layout {name!r}; ember has the sparse "
+                               "layouts " + ", ".join(_SPARSE_LAYOUTS))
     return name
 
 
 def _rebuild_sparse_tensor(layout: Any, data: Any) -> Tensor:
-    """A sparse COO tensor from its indices, values, size and coalesced flag."""
+    """A sparse tensor: COO from its indices, values, size and coalesced flag; CSR, CSC,
+    BSR and BSC from their compressed and plain indices, values and size (checked as
+    PyTorch checks a loaded one, with its invariants)."""
     from ember.core.sparse_coo import make
 
-    if layout != "torch.sparse_coo" or not (isinstance(data, tuple) and len(data) == 4):
+    if layout not in _SPARSE_LAYOUTS or not (isinstance(data, tuple) and len(data) == 4):
         raise CheckpointError(f"a sparse tensor record is damaged ({layout!r})")
+    if layout != "torch.sparse_coo":
+        from ember.core.sparse_compressed import sparse_compressed_tensor
+
+        cidx, pidx, values, size = data
+        cidx, pidx = _check_tensor(cidx), _check_tensor(pidx)
+        values, size = _check_tensor(values), _ints("size", size)
+        try:
+            return sparse_compressed_tensor(cidx, pidx, values, size,
+                                            layout=_compressed_layout(layout))
+        except RuntimeError as err:
+            raise CheckpointError(f"a {layout} tensor is invalid: {err}") from None
     indices, values, size, coalesced = data
     indices, values, size = _check_tensor(indices), _check_tensor(values), _ints("size", size)
     if indices.ndim != 2 or indices.shape[0] > len(size) or values.shape[:1] != indices.shape[1:]:
         raise CheckpointError(f"a sparse tensor's indices {tuple(indices.shape)} and values "
                               f"{tuple(values.shape)} do not fit its size {tuple(size)}")
     return make(indices, values, tuple(size), bool(coalesced))
+
+
+def _compressed_layout(name: str) -> Any:
+    from ember.core import sparse_coo
+
+    return getattr(sparse_coo, name[len("torch."):])
 
 
 def _ints(what: str, value: Any) -> list[int]:

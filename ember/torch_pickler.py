@@ -246,6 +246,10 @@ class TorchPickler(pickle._Pickler):
             elif obj.is_sparse:
                 return (_REBUILD_SPARSE, (_SPARSE_COO, (obj._indices(), obj._values().detach(),
                                                       Size(obj.shape), obj.is_coalesced())))
+            elif hasattr(obj, "_cidx"):  # CSR, CSC, BSR, BSC: PyTorch's __reduce_ex__ parts
+                return (_REBUILD_SPARSE, (_Layout(obj.layout._name),
+                                          (obj._cidx, obj._pidx, obj.values().detach(),
+                                           Size(obj.shape))))
             else:
                 storage, offset, size, stride = self.table.view(obj)
                 func, args = _REBUILD_TENSOR, (_StorageRef(storage), offset, size, stride,
@@ -254,7 +258,7 @@ class TorchPickler(pickle._Pickler):
                 return (_REBUILD_FROM_TYPE, (func, _TENSOR, args, state))
             return (func, args)
         if type(obj) is _Layout:
-            return (_GET_LAYOUT, ("torch.sparse_coo",))
+            return (_GET_LAYOUT, (f"torch.{obj.name}",))
         if isinstance(obj, Device):
             args = (obj.type,) if obj.index is None else (obj.type, obj.index)
             return (_DEVICE, args)
@@ -284,12 +288,16 @@ def _fresh(text: str) -> str:
 
 
 class _Layout:
-    """`torch.sparse_coo`, which PyTorch pickles as a call of `_get_layout`."""
+    """A sparse layout (`torch.sparse_coo`, `torch.sparse_csr` ...), which PyTorch pickles
+    as a call of `_get_layout` with its name."""
 
-    __slots__ = ()
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
 
-_SPARSE_COO = _Layout()
+_SPARSE_COO = _Layout("sparse_coo")
 
 
 def dumps(obj: Any, protocol: int, pickle_module: Any = pickle,

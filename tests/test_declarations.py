@@ -188,9 +188,10 @@ def test_exported_ops_are_declared():
                "get_printoptions", "set_num_threads", "get_num_threads",
                "set_num_interop_threads", "get_num_interop_threads",
                "set_default_tensor_type", "set_flush_denormal", "typename", "is_storage",
-               # sparse COO and CSR tensors: written with the dense ops
-               # (ember.core.sparse_ops, ember.core.sparse_csr)
-               "sparse_coo_tensor", "spmm", "sparse_csr_tensor",
+               # sparse COO and compressed tensors: written with the dense ops
+               # (ember.core.sparse_ops, ember.core.sparse_compressed)
+               "sparse_coo_tensor", "spmm", "sparse_csr_tensor", "sparse_csc_tensor",
+               "sparse_bsr_tensor", "sparse_bsc_tensor", "sparse_compressed_tensor",
                # quantized tensors: written with the dense ops on their integers
                # (ember.core.quantized)
                "quantize_per_tensor", "quantize_per_channel", "dequantize",

@@ -103,6 +103,7 @@ def test_errors_of_unsupported_uses():
     with pytest.raises(NotImplementedError, match="Could not run 'aten::exp' with arguments "
                                                   "from the 'SparseCsrCPU' backend"):
         ember.exp(e)
-    with pytest.raises(RuntimeError, match="to_sparse_csr: ember supports 2-D matrices, got "
-                                           "a 3-D tensor"):
-        ember.ones(2, 2, 2).to_sparse_csr()
+    for lib in (ember, torch):  # a batch's matrices must have one number of entries
+        with pytest.raises(RuntimeError, match="Expect the same number of specified elements "
+                                               "per batch."):
+            lib.stack([lib.eye(2), lib.ones(2, 2)]).to_sparse_csr()

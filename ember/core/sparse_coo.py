@@ -37,11 +37,18 @@ from ember.core.tensor import Size, Tensor
 from ember.core.torch_function import _disabled_torch_function_impl
 
 sparse_coo = layout("sparse_coo")
-# PyTorch's compressed layouts: named, so a program can compare `x.layout` with them;
-# ember builds CSR matrices (ember.core.sparse_csr), and no tensor of the others
-# (`to_sparse(layout=...)` refuses them)
+# PyTorch's compressed layouts (their tensors: ember.core.sparse_compressed)
 sparse_csr, sparse_csc = layout("sparse_csr"), layout("sparse_csc")
 sparse_bsr, sparse_bsc = layout("sparse_bsr"), layout("sparse_bsc")
+# PyTorch's name of each layout in its messages ("... layout but got SparseCsr")
+_LAYOUT_NAMES = {"strided": "Strided", "sparse_coo": "Sparse", "sparse_csr": "SparseCsr",
+                 "sparse_csc": "SparseCsc", "sparse_bsr": "SparseBsr", "sparse_bsc": "SparseBsc"}
+
+
+def layout_name(layout: Any) -> str:
+    """PyTorch's name of `layout` in its messages: 'Strided', 'Sparse', 'SparseCsr' ..."""
+    return "none" if layout is None else _LAYOUT_NAMES.get(getattr(layout, "_name", ""),
+                                                           str(layout))
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -614,20 +621,6 @@ def _dense_to_dense(self: Tensor, dtype: Any = None, *, masked_grad: Any = None)
     return self if dtype is None else self.to(dtype)
 
 
-def _dense_to_sparse(self: Tensor, sparse_dim: int | None = None, *, layout: Any = None,
-                     blocksize: Any = None, dense_dim: Any = None) -> SparseTensor:
-    """This tensor as a sparse COO tensor: its nonzero entries (with `sparse_dim`, its
-    first `sparse_dim` dimensions sparse and each value a slice of the rest)."""
-    if layout is sparse_csr:
-        from ember.core.sparse_csr import dense_to_csr
-
-        return dense_to_csr(self, dense_dim)
-    if layout not in (None, sparse_coo):
-        raise NotImplementedError(f"to_sparse: ember has the {sparse_coo!r} and "
-                                  f"{sparse_csr!r} layouts, not {layout!r}")
-    return dense_to_sparse(self, sparse_dim)
-
-
 for _name in ("is_coalesced", "indices", "_indices", "coalesce"):
     setattr(Tensor, _name, _strided_error(_name))
 for _name in ("values", "_values"):
@@ -652,6 +645,5 @@ Tensor._nnz = _dense_nnz
 Tensor.sparse_dim = lambda self: 0
 Tensor.dense_dim = lambda self: self.ndim
 Tensor.to_dense = _dense_to_dense
-Tensor.to_sparse = _dense_to_sparse
-Tensor.to_sparse_coo = _dense_to_sparse
+Tensor.to_sparse_coo = dense_to_sparse  # (`to_sparse`: ember.core.sparse_compressed_ops)
 SparseTensor.to_sparse_coo = SparseTensor.to_sparse

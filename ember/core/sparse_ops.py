@@ -23,10 +23,12 @@ from ember.core.sparse_coo import (
     SparseTensor,
     coalesced,
     labelled,
+    layout_name,
     linear_index,
     make,
     unsupported,
 )
+from ember.core.storage import strided
 from ember.core.tensor import Tensor
 
 _SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
@@ -97,6 +99,8 @@ def mm(mat1: Tensor, mat2: Tensor, reduce: str = "sum") -> Tensor:
     if reduce != "sum":
         raise NotImplementedError(f"torch.sparse.mm: ember supports reduce='sum' only, got "
                                   f"{reduce!r}")
+    if hasattr(mat1, "_sparse_mm"):  # a compressed (CSR, CSC, BSR) matrix
+        return mat1._sparse_mm(mat2)
     if not (mat1.is_sparse or mat2.is_sparse):
         return mat1.mm(mat2)
     return sparse_matmul(mat1, mat2, "sparse.mm")
@@ -127,8 +131,10 @@ def sparse_sum(input: Tensor, dim: Any = None, dtype: Any = None) -> Tensor:
     coalesced sparse tensor of the remaining dimensions.
     """
     if not input.is_sparse:
+        if dim is not None and input.layout is not strided:  # (a compressed tensor)
+            raise unsupported(input, "_indices")
         raise RuntimeError("coalesce expected sparse coordinate tensor layout but got "
-                           "Strided")
+                           f"{layout_name(input.layout)}")
     vals = input._vals
     if dtype is not None:
         vals = vals.to(dtype_arg(dtype))
