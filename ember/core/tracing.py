@@ -39,8 +39,16 @@ python_value_hooks: list[Callable[[Any, str], None]] = []
 (`item`, `tolist`, `bool`): the tracer warns there, since the trace cannot replay it."""
 
 
+value_read: Callable[[Any, str], None] | None = None
+"""Called as `value_read(tensor, how)` at every read of a tensor's value into Python
+while an fx graph capture runs (ember.fx._capture: `torch.compile`'s custom backends,
+`torch.export`), which cannot put a Python value into a graph."""
+
+
 def note_python_value(x: Any, how: str) -> None:
     """Report that `x`'s value is being read into Python (`how`: "item", "tolist" ...)."""
+    if value_read is not None:
+        value_read(x, how)
     if python_value_hooks and active is not None:  # not while a check pauses the tracer
         python_value_hooks[-1](x, how)
     if tape is not None:

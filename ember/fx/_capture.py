@@ -1,0 +1,174 @@
+"""Graph capture by running: one eager call of a function on real tensors, each declared
+op it runs (outermost only: a composite's inner ops are its own business) recorded as a
+node of an fx Graph. What `torch.compile`'s custom backends receive (ember.jit.backends)
+and what `torch.export` builds (ember.export) — PyTorch gets both from dynamo's bytecode
+tracing; ember sees the ops where they enter (ember.core.interpose).
+
+Shapes, Python control flow and everything read from a shape are fixed at the values of
+this call (dynamo's `dynamic=False`): the graph is valid for inputs of the same shapes,
+dtypes and devices. A read of a tensor's value into Python (`.item()`, `if t > 0`), or a
+backward pass run inside the call, is what dynamo would break the graph at: the capture
+notes it in `broken` (the caller runs such a function eagerly).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+from ember.core import interpose, tracing
+from ember.core.tensor import Tensor
+from ember.fx.graph import Graph
+from ember.fx.node import Node
+
+__all__ = ["Capture", "TargetOf"]
+
+TargetOf = Callable[[Any, str], tuple[str, Any, str]]
+"""`target_of(op, entered_name) -> (node op, target, node name)`: how a call of a declared
+op is recorded (dynamo's `torch.relu` / `operator.add`, or export's `aten.relu.default`)."""
+
+
+def pytree_tensors(tree: Any) -> list[Tensor]:
+    """The tensors in `tree` (lists, tuples, dicts walked), in order."""
+    if isinstance(tree, Tensor):
+        return [tree]
+    if isinstance(tree, (list, tuple)):
+        return [t for x in tree for t in pytree_tensors(x)]
+    if isinstance(tree, dict):
+        return [t for x in tree.values() for t in pytree_tensors(x)]
+    return []
+
+
+class Capture:
+    """Records one call into `graph`. Tensors get their nodes from `placeholder` (now),
+    `lift` (a placeholder made at first use, as dynamo lifts the parameters it reads), or
+    the op that made them; any other tensor an op reads is a constant, a get_attr of
+    `_tensor_constant<N>` (kept in `constants`)."""
+
+    def __init__(self, target_of: TargetOf) -> None:
+        self.graph = Graph()
+        self.target_of = target_of
+        self.constants: dict[str, Tensor] = {}
+        self.broken: str | None = None  # why the call cannot be one graph (None: it can)
+        self.placeholders: list[tuple[Node, Tensor]] = []  # in the graph's order
+        self._nodes: dict[int, tuple[Node, Tensor]] = {}  # id(tensor) -> (its node, it)
+        self._lifted: dict[int, tuple] = {}  # placeholders made at first use
+        self._elements: dict[int, tuple[Tensor, Node, int]] = {}  # outputs of tuple ops
+        self._depth = 0
+
+    # -- where tensors come from ---------------------------------------------------------
+    def placeholder(self, tensor: Tensor, target: str, name: str | None = None,
+                    type_expr: Any = None) -> Node:
+        """A graph input for `tensor` (in the order of the calls): the forward's argument
+        `target`, its node `name` (default: `target`)."""
+        last = self.placeholders[-1][0] if self.placeholders else None
+        with (self.graph.inserting_after(last) if last is not None
+              else self.graph.inserting_before(None)):
+            node = self.graph.create_node("placeholder", target, name=name,
+                                          type_expr=type_expr)
+        node.meta["val"] = tensor
+        self.placeholders.append((node, tensor))
+        self._nodes[id(tensor)] = (node, tensor)
+        return node
+
+    def lift(self, tensor: Tensor, target: str, type_expr: Any = None,
+             early: bool = False) -> None:
+        """Make `tensor`'s placeholder (argument `target`) when an op first reads it;
+        `early`: before the other tensors that op reads (dynamo lifts a module's
+        parameters when the module is read, before its forward uses the input)."""
+        self._lifted.setdefault(id(tensor), (target, tensor, type_expr, early))
+
+    def node_of(self, x: Tensor) -> Node:
+        """The node whose value `x` is (a constant's get_attr for a tensor from outside)."""
+        found = self._nodes.get(id(x))
+        if found is not None and found[1] is x:
+            return found[0]
+        key = id(x)
+        element = self._elements.get(key)
+        if element is not None and element[0] is x:
+            node = self.graph.call_function(operator.getitem, (element[1], element[2]))
+            node.meta["val"] = x
+        elif key in self._lifted and self._lifted[key][1] is x:
+            target, _, type_expr, _ = self._lifted.pop(key)
+            return self.placeholder(x, target, target.lower(), type_expr)
+        else:
+            name = f"_tensor_constant{len(self.constants)}"
+            self.constants[name] = x
+            node = self.graph.get_attr(name)
+            node.meta["val"] = x
+        self._nodes[key] = (node, x)
+        return node
+
+    def argument(self, a: Any) -> Any:
+        """`a` with each tensor replaced by its node (lists, tuples and dicts walked)."""
+        if isinstance(a, Tensor):
+            return self.node_of(a)
+        if isinstance(a, (list, tuple)) and not hasattr(a, "_fields"):
+            return type(a)(self.argument(x) for x in a)
+        if isinstance(a, dict):
+            return {k: self.argument(v) for k, v in a.items()}
+        return a
+
+    # -- the call ------------------------------------------------------------------------
+    def _hook(self, op: Any, name: str, call: Callable[[tuple, dict], Any], args: tuple,
+              kwargs: dict) -> Any:
+        if self._depth:
+            return call(args, kwargs)
+        self._depth += 1
+        try:
+            out = call(args, kwargs)
+        finally:
+            self._depth -= 1
+        kind, target, node_name = self.target_of(op, name)
+        if self._lifted:
+            for t in pytree_tensors((args, kwargs)):
+                if self._lifted.get(id(t), (None, None, None, False))[3]:
+                    self.node_of(t)
+        if isinstance(out, Tensor):
+            node = self.graph.create_node(kind, target, self.argument(args),
+                                          self.argument(kwargs), name=node_name)
+            node.meta["val"] = out
+            self._nodes[id(out)] = (node, out)
+        elif isinstance(out, (tuple, list)) and out and all(
+                isinstance(t, Tensor) for t in out):
+            node = self.graph.create_node(kind, target, self.argument(args),
+                                          self.argument(kwargs), name=node_name)
+            node.meta["val"] = list(out)
+            for i, t in enumerate(out):  # a getitem node on first use, as dynamo's
+                self._elements[id(t)] = (t, node, i)
+        elif out is None and name == "__setitem__":
+            self.graph.create_node(kind, target, self.argument(args), self.argument(kwargs),
+                                   name=node_name)
+        elif self.broken is None:
+            self.broken = f"{name} returned a Python value ({type(out).__name__})"
+        return out
+
+    def _value_read(self, x: Any, how: str) -> None:
+        if not self._depth and self.broken is None:
+            self.broken = f"the call reads a tensor's value into Python ({how})"
+
+    def _backward(self, node: Any, run: Callable[[], Any]) -> Any:
+        if self.broken is None:
+            self.broken = "the call runs a backward pass"
+        return run()
+
+    def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Call `fn` eagerly, recording it; returns what it returns."""
+        if tracing.value_read is not None:
+            raise RuntimeError("a graph capture is already running (torch.compile or "
+                               "torch.export called inside a compiled or exported call)")
+        interpose.install(self._hook, -200)  # outermost: autocast's casts are recorded inside
+        interpose.install_backward(self._backward)
+        tracing.value_read = self._value_read
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            tracing.value_read = None
+            interpose.remove_backward(self._backward)
+            interpose.remove(self._hook)
+
+    def output(self, tensors: list[Tensor]) -> Node:
+        """End the graph: it returns `tensors` as a tuple (dynamo's and export's form)."""
+        node = self.graph.output(tuple(self.node_of(t) for t in tensors))
+        return node

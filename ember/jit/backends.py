@@ -1,0 +1,257 @@
+"""`torch.compile(fn, backend=...)`: the named backends and custom backend functions.
+
+A string backend (`"inductor"`, `"eager"`, `"aot_eager"`, `"cudagraphs"`, or one added with
+`register_backend`) runs ember's kernel replay (ember.jit.compiled); an unknown name is
+refused as PyTorch refuses it. A callable backend is PyTorch's *custom backend*:
+`backend(gm, example_inputs) -> callable`, called once per guard key (new shapes, dtypes,
+grad mode, training flags: dynamo's recompilation with `dynamic=False`) with the fx
+GraphModule of the call, as dynamo hands it over:
+
+- its placeholders are the call's tensors: the parameters and buffers it reads, lifted
+  (`L_self_modules_fc_parameters_weight_`), and the user's inputs (`L_x_`), in the order
+  the ops first read them; `example_inputs` are those tensors;
+- its nodes are the torch functions, methods and operators the call ran
+  (`torch._C._nn.linear`, `torch.relu`, `operator.add`, `view`); it returns a tuple.
+
+Later calls with the same key run the returned callable on the same kind of inputs. The
+graph is recorded by running the call once (ember.fx._capture), so a call that reads a
+tensor's value into Python or runs backward (where dynamo breaks the graph) is not
+handed to the backend: that key runs eagerly (`fullgraph=True`: an error).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import ember
+from ember.core import tracing
+from ember.core.tensor import Tensor
+from ember.utils import _pytree as pytree
+
+__all__ = ["BackendCompiledFunction", "InvalidBackend", "list_backends", "lookup_backend",
+           "register_backend"]
+
+_REPLAY_BACKENDS = {"inductor", "eager", "aot_eager", "cudagraphs", "aot_eager_decomp_partition",
+                    "aot_ts", "openxla", "tvm", "onnxrt"}
+_LISTED = ["cudagraphs", "inductor", "openxla", "tvm"]  # what torch 2.13 lists on a CPU build
+_REGISTERED: dict[str, Callable[..., Any]] = {}
+
+
+class InvalidBackend(RuntimeError):
+    """`torch._dynamo.exc.InvalidBackend`: `torch.compile` was given an unknown name."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Invalid backend: {name!r}, see `torch._dynamo.list_backends()` "
+                         "for available backends.")
+
+
+InvalidBackend.__module__ = "ember._dynamo.exc"
+
+
+def list_backends(exclude_tags: Any = ("debug", "experimental")) -> list[str]:
+    """The backend names `torch.compile` accepts (PyTorch's list, plus registered ones)."""
+    return sorted(set(_LISTED) | set(_REGISTERED))
+
+
+def register_backend(compiler_fn: Callable[..., Any] | None = None, name: str | None = None,
+                     tags: Any = ()) -> Any:
+    """Register a custom backend under `name` (default: the function's name), so
+    `torch.compile(m, backend="name")` finds it; usable as a decorator."""
+    if compiler_fn is None:
+        return lambda fn: register_backend(fn, name=name, tags=tags)
+    _REGISTERED[name or compiler_fn.__name__] = compiler_fn
+    return compiler_fn
+
+
+def lookup_backend(backend: Any) -> Any:
+    """A registered backend function for `backend`'s name, `backend` itself if it is a
+    callable, or the name of a built-in one (ember replays those); else InvalidBackend."""
+    if callable(backend):
+        return backend
+    if backend in _REGISTERED:
+        return _REGISTERED[backend]
+    if isinstance(backend, str) and backend in _REPLAY_BACKENDS:
+        return backend
+    raise InvalidBackend(backend)
+
+
+# -- what dynamo's graph holds ------------------------------------------------------------
+def dynamo_target(op: Any, name: str) -> tuple[str, Any, str | None]:
+    """How dynamo records a call of declared op `op` entered as `name`: a torch function
+    (`torch.relu`, `torch._C._nn.linear`), an operator (`operator.add`), or a Tensor
+    method (`view`) when torch has no function of that name."""
+    import ember.nn.functional as F
+    from ember.fx._names import _c_submodule_path, qualified_name
+    from ember.fx._patching import _op_target
+
+    target = _op_target(op, name)
+    if getattr(target, "__module__", "") == "_operator":
+        return "call_function", target, None
+    called = name.lstrip("_") if name.startswith("__") else name
+    if getattr(ember, called, None) is target or _c_submodule_path(target) is not None:
+        return "call_function", target, None
+    functional = getattr(F, op.name, None)
+    functional = getattr(functional, "__fx_orig__", functional)
+    if functional is not None and qualified_name(functional).startswith("torch._C._nn."):
+        return "call_function", functional, None
+    return "call_method", called, None
+
+
+def _source_name(prefix: str, path: str, kind: str) -> str:
+    """Dynamo's placeholder for a module's tensor: ``L_self_modules_fc_parameters_weight_``."""
+    *mods, leaf = path.split(".")
+    parts = [prefix] + [f"modules_{m}" for m in mods] + [f"{kind}_{leaf}"]
+    return "_".join(parts) + "_"
+
+
+def _argument_names(fn: Callable[..., Any], args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
+    """(name, value) of each argument as the function's signature names it."""
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return [(f"args_{i}", a) for i, a in enumerate(args)] + list(kwargs.items())
+    named = []
+    for name, value in bound.arguments.items():
+        param = bound.signature.parameters[name]
+        if param.kind is inspect.Parameter.VAR_POSITIONAL:
+            named += [(f"{name}_{i}", v) for i, v in enumerate(value)]
+        elif param.kind is inspect.Parameter.VAR_KEYWORD:
+            named += list(value.items())
+        else:
+            named.append((name, value))
+    return named
+
+
+class _Graph:
+    """One guard key's compiled graph: the backend's callable and where its inputs come
+    from (an index into the call's flattened arguments, or a module's tensor)."""
+
+    def __init__(self, compiled: Callable[..., Any], sources: list[Any], out_spec: Any,
+                 out_leaves: list[Any]) -> None:
+        self.compiled = compiled
+        self.sources = sources
+        self.out_spec = out_spec
+        self.out_leaves = out_leaves  # the returned structure's leaves (None: a tensor)
+
+
+class BackendCompiledFunction:
+    """What `torch.compile(fn, backend=my_backend)` returns for a callable backend."""
+
+    def __init__(self, fn: Callable[..., Any], backend: Callable[..., Any],
+                 fullgraph: bool = False) -> None:
+        import functools
+
+        from ember.jit.compiled import _ALL, _Context
+
+        self.fn = fn
+        self.backend = backend
+        self.fullgraph = fullgraph
+        self.entries: dict[Any, _Graph | str] = {}  # guard key -> graph, or why eager
+        self.context: Any = None
+        self._context_type = _Context
+        functools.update_wrapper(self, fn, updated=())
+        _ALL.add(self)
+
+    def _key(self, args: tuple, kwargs: dict) -> tuple:
+        from ember.amp import autocast_mode
+        from ember.core import grad_mode
+        from ember.jit.compiled import _value_key
+
+        if self.context is None:
+            self.context = self._context_type(self.fn)
+        return (_value_key(args), _value_key(kwargs), grad_mode.state.enabled,
+                autocast_mode.state_key(), self.context.key())
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if tracing.value_read is not None or tracing.active is not None:
+            return self.fn(*args, **kwargs)  # inside a capture or a trace: inlined
+        from ember.jit.compiled import MAX_KEYS
+
+        key = self._key(args, kwargs)
+        entry = self.entries.get(key)
+        if entry is None:
+            if len(self.entries) >= MAX_KEYS:
+                self.entries.pop(next(iter(self.entries)))
+            return self._compile(key, args, kwargs)
+        if isinstance(entry, str):
+            return self.fn(*args, **kwargs)
+        flat = pytree.tree_leaves((args, kwargs))
+        inputs = [flat[s] if isinstance(s, int) else s for s in entry.sources]
+        result = entry.compiled(*inputs)
+        results = iter(result)
+        leaves = [next(results) if leaf is None else leaf for leaf in entry.out_leaves]
+        return pytree.tree_unflatten(leaves, entry.out_spec)
+
+    def _compile(self, key: Any, args: tuple, kwargs: dict) -> Any:
+        from ember.fx._capture import Capture
+        from ember.fx.graph_module import GraphModule
+
+        capture = Capture(dynamo_target)
+        flat = pytree.tree_leaves((args, kwargs))
+        index = {id(x): i for i, x in enumerate(flat) if isinstance(x, Tensor)}
+        owner = getattr(self.fn, "__self__", None)
+        signed = owner.forward if isinstance(owner, ember.nn.Module) else self.fn
+        for name, value in _argument_names(signed, args, kwargs):
+            leaves = pytree.tree_leaves(value)
+            for j, leaf in enumerate(leaves):
+                if isinstance(leaf, Tensor):
+                    suffix = "" if len(leaves) == 1 and leaf is value else f"_{j}"
+                    capture.lift(leaf, f"L_{name}{suffix}_", type(leaf))
+        for prefix, module in self._modules():
+            for path, p in module.named_parameters(remove_duplicate=False):
+                capture.lift(p, _source_name(prefix, path, "parameters"), type(p), early=True)
+            for path, b in module.named_buffers(remove_duplicate=False):
+                capture.lift(b, _source_name(prefix, path, "buffers"), type(b), early=True)
+        out = capture.run(self.fn, *args, **kwargs)
+        if capture.broken is not None:
+            if self.fullgraph:
+                raise RuntimeError(f"torch.compile(fullgraph=True): "
+                                   f"{getattr(self.fn, '__name__', 'the function')} "
+                                   f"cannot be one graph: {capture.broken}")
+            self.entries[key] = capture.broken
+            return out
+        out_leaves, out_spec = pytree.tree_flatten(out)
+        tensors = [t for t in out_leaves if isinstance(t, Tensor)]
+        capture.output(tensors)
+        gm = GraphModule(dict(capture.constants), capture.graph)
+        sources = [index.get(id(t), t) for _, t in capture.placeholders]
+        example_inputs = [t for _, t in capture.placeholders]
+        compiled = self.backend(gm, example_inputs)
+        if not callable(compiled):
+            raise RuntimeError(f"backend={getattr(self.backend, '__name__', self.backend)!r} "
+                               f"returned {type(compiled).__name__}, not a callable")
+        self.entries[key] = _Graph(compiled, sources, out_spec,
+                                   [None if isinstance(x, Tensor) else x for x in out_leaves])
+        return out
+
+    def _modules(self) -> list[tuple[str, Any]]:
+        """The modules the function reads, with dynamo's source prefix: `L_self` for a
+        module's own forward, `L_<name>` for a closure's, `G_<name>` for a global's."""
+        found = []
+        owner = getattr(self.fn, "__self__", None)
+        if isinstance(owner, ember.nn.Module):
+            found.append(("L_self", owner))
+        inner = getattr(self.fn, "__func__", self.fn)
+        code = getattr(inner, "__code__", None)
+        if code is None:
+            return found
+        for name, cell in zip(code.co_freevars, getattr(inner, "__closure__", None) or ()):
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                continue
+            if isinstance(value, ember.nn.Module):
+                found.append((f"L_{name}", value))
+        scope = getattr(inner, "__globals__", {})
+        found += [(f"G_{n}", scope[n]) for n in code.co_names
+                  if isinstance(scope.get(n), ember.nn.Module)]
+        return found
+
+    def explain(self) -> str:
+        """What each guard key does: a graph handed to the backend, or eager and why."""
+        lines = [f"key {i}: " + (f"eager: {e}" if isinstance(e, str) else
+                                 "compiled by the backend")
+                 for i, e in enumerate(self.entries.values())]
+        return "\n".join(lines) or "not called yet"
