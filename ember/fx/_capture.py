@@ -24,9 +24,10 @@ from ember.fx.node import Node
 
 __all__ = ["Capture", "TargetOf"]
 
-TargetOf = Callable[[Any, str], tuple[str, Any, str]]
-"""`target_of(op, entered_name) -> (node op, target, node name)`: how a call of a declared
-op is recorded (dynamo's `torch.relu` / `operator.add`, or export's `aten.relu.default`)."""
+TargetOf = Callable[[Any, str, tuple, dict], tuple[str, Any, str | None]]
+"""`target_of(op, entered_name, args, kwargs) -> (node op, target, node name)`: how a call
+of a declared op is recorded (dynamo's `torch.relu` / `operator.add`, or export's
+`aten.relu.default`)."""
 
 
 def pytree_tensors(tree: Any) -> list[Tensor]:
@@ -120,7 +121,7 @@ class Capture:
             out = call(args, kwargs)
         finally:
             self._depth -= 1
-        kind, target, node_name = self.target_of(op, name)
+        kind, target, node_name = self.target_of(op, name, args, kwargs)
         if self._lifted:
             for t in pytree_tensors((args, kwargs)):
                 if self._lifted.get(id(t), (None, None, None, False))[3]:
@@ -158,15 +159,16 @@ class Capture:
         if tracing.value_read is not None:
             raise RuntimeError("a graph capture is already running (torch.compile or "
                                "torch.export called inside a compiled or exported call)")
-        interpose.install(self._hook, -200)  # outermost: autocast's casts are recorded inside
-        interpose.install_backward(self._backward)
+        hook, backward = self._hook, self._backward  # (one bound method each: removable)
+        interpose.install(hook, -200)  # outermost: autocast's casts are recorded inside
+        interpose.install_backward(backward)
         tracing.value_read = self._value_read
         try:
             return fn(*args, **kwargs)
         finally:
             tracing.value_read = None
-            interpose.remove_backward(self._backward)
-            interpose.remove(self._hook)
+            interpose.remove_backward(backward)
+            interpose.remove(hook)
 
     def output(self, tensors: list[Tensor]) -> Node:
         """End the graph: it returns `tensors` as a tuple (dynamo's and export's form)."""

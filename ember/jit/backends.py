@@ -78,7 +78,8 @@ def lookup_backend(backend: Any) -> Any:
 
 
 # -- what dynamo's graph holds ------------------------------------------------------------
-def dynamo_target(op: Any, name: str) -> tuple[str, Any, str | None]:
+def dynamo_target(op: Any, name: str, args: tuple = (), kwargs: dict | None = None
+                  ) -> tuple[str, Any, str | None]:
     """How dynamo records a call of declared op `op` entered as `name`: a torch function
     (`torch.relu`, `torch._C._nn.linear`), an operator (`operator.add`), or a Tensor
     method (`view`) when torch has no function of that name."""

@@ -146,6 +146,14 @@ class _AtenFunction:
         return f"aten.{self.__name__}"
 
 
+def _sym_size(t: Any, dim: int) -> int:
+    return t.size(dim)
+
+
+# ATen ops with no ember function of their name (exported graphs' dynamic sizes use them)
+_ATEN_EXTRA: dict[str, Callable] = {"sym_size": _sym_size}
+
+
 def aten_function(name: str, overload: str | None = None) -> _AtenFunction:
     """``torch.ops.aten.<name>[.<overload>]``: ember's declared op of that name (its
     in-place variant for ``add_``), else ember's or torch.nn.functional's function."""
@@ -158,7 +166,7 @@ def aten_function(name: str, overload: str | None = None) -> _AtenFunction:
     if op is not None:
         fn = op.public_inplace if name.endswith("_") else op.public
     if fn is None:
-        fn = getattr(ember, name, None) or getattr(F, name, None)
+        fn = _ATEN_EXTRA.get(name) or getattr(ember, name, None) or getattr(F, name, None)
     if not callable(fn):
         raise AttributeError(f"'_OpNamespace' 'aten' object has no attribute '{name}'")
     packet = _AtenFunction(name, fn)
