@@ -22,7 +22,6 @@ import ember
 from ember.core.tensor import Tensor
 from ember.export.dynamic_shapes import Dim
 from ember.export.graph_signature import (
-    ExportGraphSignature,
     InputKind,
     InputSpec,
     OutputKind,

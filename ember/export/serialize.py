@@ -56,10 +56,6 @@ def _untarget(spec: tuple) -> Any:
     return getattr(operator, spec[1])
 
 
-class _Ref:
-    """A node in saved arguments, by name."""
-
-
 def save(ep: Any, f: Any, *, extra_files: dict[str, Any] | None = None,
          opset_version: dict | None = None, pickle_protocol: int = 2) -> None:
     """Write `ep` to `f` (a path or a binary file object) as a `.pt2` zip archive."""
