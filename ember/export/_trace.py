@@ -199,7 +199,10 @@ def export(mod: Any, args: tuple, kwargs: dict | None = None, *,
         raise ValueError(f"Expected `mod` to be an instance of `torch.nn.Module`, got "
                          f"{type(mod)}.")
     if not isinstance(args, tuple):
-        raise ValueError(f"Expected `args` to be a tuple, got {type(args)}")
+        from ember._dynamo.exc import UserError
+
+        raise UserError(f"Expecting `args` to be a tuple of example positional inputs, got "
+                        f"{type(args)}")
     kwargs = {} if kwargs is None else kwargs
     named = _user_inputs(mod, args, kwargs)
     dims = _dynamic_dims(named, dynamic_shapes)
