@@ -208,3 +208,92 @@ def test_module_compile_compiles_in_place_keeping_class_and_state_dict_keys():
     compiled.compile()
     for _ in range(3):  # recorded, then replayed
         assert ember.equal(compiled(x), eager(x))
+
+
+def _buffered(lib):
+    class M(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            lib.manual_seed(0)
+            self.fc = lib.nn.Linear(4, 3)
+            self.register_buffer("b", lib.ones(3))
+
+        def forward(self, x):
+            return lib.relu(self.fc(x)) + self.b
+    return M()
+
+
+def _recording_backend(seen):
+    def my_backend(gm, example_inputs):
+        seen.append((gm, list(example_inputs)))
+        return gm.forward
+    return my_backend
+
+
+def test_a_custom_backend_gets_dynamos_graph_once_per_shape():
+    got, want = [], []
+    m, tm = _buffered(ember), _buffered(torch)
+    c = ember.compile(m, backend=_recording_backend(got), dynamic=False)
+    tc = torch.compile(tm, backend=_recording_backend(want), dynamic=False)
+    x = np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)
+    for _ in range(2):
+        np.testing.assert_allclose(c(ember.tensor(x)).detach().numpy(),
+                                   tc(torch.tensor(x)).detach().numpy(), rtol=1e-6)
+    assert len(got) == len(want) == 1
+    gm, inputs = got[0]
+    tgm, tinputs = want[0]
+    assert isinstance(gm, ember.fx.GraphModule)
+    assert gm.code == tgm.code
+    assert str(gm.graph) == str(tgm.graph)
+    assert [type(t).__name__ for t in inputs] == [type(t).__name__ for t in tinputs]
+    assert inputs[0] is m.fc.weight and inputs[2].shape == (2, 4)
+    x5 = np.ones((5, 4), np.float32)
+    np.testing.assert_allclose(c(ember.tensor(x5)).detach().numpy(),
+                               tc(torch.tensor(x5)).detach().numpy(), rtol=1e-6)
+    assert len(got) == len(want) == 2  # a new shape compiles again (dynamic=False)
+    c(ember.tensor(x5)).sum().backward()  # autograd goes through the backend's callable
+    assert m.fc.weight.grad is not None
+    ember._dynamo.reset()
+    c(ember.tensor(x5))
+    assert len(got) == 3
+
+
+def test_custom_backend_of_a_function_and_what_stays_eager():
+    seen = []
+
+    def f(a, b):
+        return a / (ember.abs(a) + 1) * b
+
+    cf = ember.compile(f, backend=_recording_backend(seen))
+    a, b = ember.randn(10), ember.randn(10)
+    np.testing.assert_allclose(cf(a, b).numpy(), f(a, b).numpy())
+    np.testing.assert_allclose(cf(a, b).numpy(), f(a, b).numpy())
+    assert len(seen) == 1
+    assert [n.op for n in seen[0][0].graph.nodes] == \
+        ["placeholder", "placeholder", "call_function", "call_function", "call_function",
+         "call_function", "output"]
+
+    def g(a, b):  # dynamo breaks the graph here: ember runs the call eagerly
+        x = a / (ember.abs(a) + 1)
+        if b.sum() < 0:
+            b = b * -1
+        return x * b
+
+    cg = ember.compile(g, backend=_recording_backend(seen))
+    np.testing.assert_allclose(cg(a, b).numpy(), g(a, b).numpy())
+    np.testing.assert_allclose(cg(a, -b).numpy(), g(a, -b).numpy())
+    assert len(seen) == 1
+    with pytest.raises(RuntimeError, match="reads a tensor's value into Python"):
+        ember.compile(g, backend=_recording_backend(seen), fullgraph=True)(a, b)
+
+
+def test_backend_names_and_unknown_backend_as_torch():
+    with pytest.raises(Exception) as want:
+        torch.compile(lambda x: x, backend="no_such_backend")
+    with pytest.raises(ember._dynamo.exc.InvalidBackend) as got:
+        ember.compile(lambda x: x, backend="no_such_backend")
+    assert str(got.value) == str(want.value)
+    assert ember._dynamo.list_backends() == torch._dynamo.list_backends()
+    for name in ("inductor", "eager", "aot_eager", "cudagraphs"):
+        f = ember.compile(lambda x: x * 2, backend=name)
+        np.testing.assert_allclose(f(ember.ones(2)).numpy(), 2.0)
