@@ -297,3 +297,19 @@ def test_backend_names_and_unknown_backend_as_torch():
     for name in ("inductor", "eager", "aot_eager", "cudagraphs"):
         f = ember.compile(lambda x: x * 2, backend=name)
         np.testing.assert_allclose(f(ember.ones(2)).numpy(), 2.0)
+
+
+def test_explain_counts_graphs_and_ops_as_torch():
+    import re
+
+    def f(lib):
+        return lambda x: lib.sin(x) + 1
+
+    got = ember._dynamo.explain(f(ember))(ember.randn(3))
+    want = torch._dynamo.explain(f(torch))(torch.randn(3))
+    assert (got.graph_count, got.graph_break_count, got.op_count) == \
+        (want.graph_count, want.graph_break_count, want.op_count) == (1, 0, 2)
+
+    def text(e):
+        return re.sub(r"0x[0-9a-f]+", "ADDR", str(e).split("Out Guards")[0])
+    assert text(got) == text(want)

@@ -155,3 +155,13 @@ def test_errors_as_torch():
 
     with pytest.raises(RuntimeError, match="reads a tensor's value into Python"):
         ember.export.export(DataDependent(), (ember.ones(2),))
+
+
+def test_is_exporting_during_the_capture_only():
+    class M(ember.nn.Module):
+        def forward(self, x):
+            return x * 2 if ember.compiler.is_exporting() else x
+
+    ep = ember.export.export(M(), (ember.ones(2),))
+    np.testing.assert_allclose(ep.module()(ember.ones(2)).numpy(), 2.0)
+    assert not ember.compiler.is_exporting()

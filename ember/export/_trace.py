@@ -35,6 +35,9 @@ from ember.utils import _pytree as pytree
 
 __all__ = ["export", "aten_target"]
 
+exporting = False
+"""True while an export captures a call (`torch.compiler.is_exporting()`)."""
+
 # ATen's overload of each op that torch.export's graphs name (the rest: `.default`)
 _OVERLOADS = {"flatten": "using_ints", "softmax": "int", "log_softmax": "int",
               "transpose": "int", "select": "int", "split": "Tensor", "unbind": "int",
@@ -117,7 +120,12 @@ class _Captured:
                     specs.append(InputSpec(InputKind.USER_INPUT, TensorArgument(node.name),
                                            None))
                     self.user_leaves.append((node.name, leaf))
-        out = capture.run(mod, *args, **kwargs)
+        global exporting
+        exporting = True
+        try:
+            out = capture.run(mod, *args, **kwargs)
+        finally:
+            exporting = False
         if capture.broken is not None:
             raise RuntimeError(f"torch.export.export({type(mod).__name__}): {capture.broken}; "
                                "data-dependent Python control flow cannot be exported "

@@ -30,8 +30,8 @@ from ember.core import tracing
 from ember.core.tensor import Tensor
 from ember.utils import _pytree as pytree
 
-__all__ = ["BackendCompiledFunction", "InvalidBackend", "list_backends", "lookup_backend",
-           "register_backend"]
+__all__ = ["BackendCompiledFunction", "ExplainOutput", "InvalidBackend", "explain",
+           "list_backends", "lookup_backend", "register_backend"]
 
 _REPLAY_BACKENDS = {"inductor", "eager", "aot_eager", "cudagraphs", "aot_eager_decomp_partition",
                     "aot_ts", "openxla", "tvm", "onnxrt"}
@@ -256,3 +256,51 @@ class BackendCompiledFunction:
                                  "compiled by the backend")
                  for i, e in enumerate(self.entries.values())]
         return "\n".join(lines) or "not called yet"
+
+
+class ExplainOutput:
+    """What `torch._dynamo.explain(fn)(*args)` returns: the graphs a call makes, their
+    ops, and why the call could not be one graph (ember runs such a call eagerly)."""
+
+    def __init__(self, graphs: list[Any], break_reasons: list[str]) -> None:
+        from ember.fx._names import target_str
+
+        self.graphs = graphs
+        self.graph_count = len(graphs)
+        self.graph_break_count = len(break_reasons)
+        self.break_reasons = break_reasons
+        self.ops_per_graph = [[n.target for n in gm.graph.nodes
+                               if n.op in ("call_function", "call_method", "call_module")]
+                              for gm in graphs]
+        self.op_count = sum(len(ops) for ops in self.ops_per_graph)
+        self.out_guards: list[Any] = []
+        self.compile_times = ""
+        self._target_str = target_str
+
+    def __str__(self) -> str:
+        lines = [f"Graph Count: {self.graph_count}",
+                 f"Graph Break Count: {self.graph_break_count}",
+                 f"Op Count: {self.op_count}", "Break Reasons:"]
+        lines += [f"  Break Reason {i + 1}:\n    Reason: {r}"
+                  for i, r in enumerate(self.break_reasons)]
+        lines.append("Ops per Graph:")
+        for i, ops in enumerate(self.ops_per_graph):
+            lines.append(f"  Ops {i + 1}:")
+            lines += [f"    {self._target_str(op)}" for op in ops]
+        return "\n".join(lines) + "\n"
+
+
+def explain(f: Callable[..., Any], *extra_args: Any, **extra_kwargs: Any) -> Any:
+    """`torch._dynamo.explain(f)(*args, **kwargs)`: capture one call of `f` and describe
+    it as an :class:`ExplainOutput` (the call runs once, eagerly)."""
+    def inner(*args: Any, **kwargs: Any) -> ExplainOutput:
+        graphs: list[Any] = []
+
+        def keep(gm: Any, example_inputs: list[Any]) -> Any:
+            graphs.append(gm)
+            return gm.forward
+        compiled = BackendCompiledFunction(f, keep)
+        compiled(*extra_args, *args, **extra_kwargs, **kwargs)
+        reasons = [e for e in compiled.entries.values() if isinstance(e, str)]
+        return ExplainOutput(graphs, reasons)
+    return inner
