@@ -165,3 +165,22 @@ def test_is_exporting_during_the_capture_only():
     ep = ember.export.export(M(), (ember.ones(2),))
     np.testing.assert_allclose(ep.module()(ember.ones(2)).numpy(), 2.0)
     assert not ember.compiler.is_exporting()
+
+
+def test_method_forms_and_dynamic_sizes_print_as_torch():
+    def make(lib):
+        class M(lib.nn.Module):
+            def forward(self, x):
+                y = x.reshape(x.size(0), 3, 2).permute(0, 2, 1)
+                return y.softmax(-1), lib.reshape(x, (-1,))
+        return M()
+
+    ep = ember.export.export(make(ember), (ember.randn(4, 6),),
+                             dynamic_shapes=({0: ember.export.Dim("b")},))
+    tep = torch.export.export(make(torch), (torch.randn(4, 6),),
+                              dynamic_shapes=({0: torch.export.Dim("b")},))
+    assert ep.graph_module.code == tep.graph_module.code.replace("sym_size_int_1",
+                                                                 "sym_size_int")
+    x = np.random.default_rng(2).standard_normal((7, 6)).astype(np.float32)
+    for a, b in zip(ep.module()(ember.tensor(x)), tep.module()(torch.tensor(x))):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)

@@ -65,13 +65,14 @@ def paused() -> Iterator[None]:
     """Stop recording for a moment: for ember's own checks (index bounds ...), which are
     not part of the computation a trace should replay or export. A kernel tape pauses
     too: `ember.compile`'s replays skip these checks, as they skip all Python."""
-    global active, tape
+    global active, tape, value_read
     saved, active = active, None
     saved_tape, tape = tape, None
+    saved_read, value_read = value_read, None  # (a graph capture records nothing meanwhile)
     try:
         yield
     finally:
-        active, tape = saved, saved_tape
+        active, tape, value_read = saved, saved_tape, saved_read
 
 
 def composite(name: str) -> Callable[[Callable], Callable]:

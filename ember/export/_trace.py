@@ -49,7 +49,8 @@ _COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
 _REDUCTIONS = {"mean": "dim", "sum": "dim_IntList", "amax": "default", "amin": "default"}
 
 
-def aten_target(op: Any, name: str, args: tuple, kwargs: dict) -> tuple[str, Any, str]:
+def aten_target(op: Any, name: str, args: tuple, kwargs: dict, method: bool = False
+                ) -> tuple[str, Any, str]:
     """How torch.export names a call of declared op `op` entered as `name`:
     ``aten.conv2d.default``, ``aten.add.Tensor``, ``aten.add_.Tensor``."""
     from ember.library.registry import aten_function
@@ -101,7 +102,7 @@ class _Captured:
     """One capture of `mod(*args, **kwargs)`: the graph, its specs and its inputs."""
 
     def __init__(self, mod: Any, args: tuple, kwargs: dict) -> None:
-        capture = Capture(aten_target)
+        capture = Capture(aten_target, int_lists=True)
         specs: list[InputSpec] = []
         self.user_leaves: list[tuple[str, Tensor]] = []
         for path, p in mod.named_parameters():

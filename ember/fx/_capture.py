@@ -14,6 +14,7 @@ notes it in `broken` (the caller runs such a function eagerly).
 from __future__ import annotations
 
 import operator
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -24,10 +25,11 @@ from ember.fx.node import Node
 
 __all__ = ["Capture", "TargetOf"]
 
-TargetOf = Callable[[Any, str, tuple, dict], tuple[str, Any, str | None]]
-"""`target_of(op, entered_name, args, kwargs) -> (node op, target, node name)`: how a call
-of a declared op is recorded (dynamo's `torch.relu` / `operator.add`, or export's
-`aten.relu.default`)."""
+TargetOf = Callable[[Any, str, tuple, dict, bool], tuple[str, Any, str | None]]
+"""`target_of(op, entered_name, args, kwargs, method) -> (node op, target, node name)`:
+how a call of a declared op is recorded (dynamo's `torch.relu` / `operator.add`, or
+export's `aten.relu.default`); `method`: it was called as a Tensor method with a form of
+its own (`x.reshape(2, 3)`, which `torch.reshape` does not take)."""
 
 
 def pytree_tensors(tree: Any) -> list[Tensor]:
@@ -41,21 +43,44 @@ def pytree_tensors(tree: Any) -> list[Tensor]:
     return []
 
 
+def _method_call(op: Any, name: str) -> bool:
+    """Whether the op call being recorded entered through a Tensor method of its own
+    (the function the op-entry composition runs is not the public function's)."""
+    if name != op.name:
+        return False
+    frame = sys._getframe(2)
+    for _ in range(4):  # (the hook, interpose's step and run: `run` holds the function)
+        if frame is None:
+            return False
+        if frame.f_code.co_name == "run" and "fn" in frame.f_locals:
+            return frame.f_locals["fn"] is not getattr(op.public, "__wrapped__", op.public)
+        frame = frame.f_back
+    return False
+
+
+def _all_tensors(out: Any) -> bool:
+    """Whether a tuple result holds only tensors (in nested tuples too; None allowed)."""
+    return all(t is None or isinstance(t, Tensor) or (
+        isinstance(t, (tuple, list)) and t and _all_tensors(t)) for t in out)
+
+
 class Capture:
     """Records one call into `graph`. Tensors get their nodes from `placeholder` (now),
     `lift` (a placeholder made at first use, as dynamo lifts the parameters it reads), or
     the op that made them; any other tensor an op reads is a constant, a get_attr of
     `_tensor_constant<N>` (kept in `constants`)."""
 
-    def __init__(self, target_of: TargetOf) -> None:
+    def __init__(self, target_of: TargetOf, int_lists: bool = False) -> None:
         self.graph = Graph()
         self.target_of = target_of
+        self.int_lists = int_lists  # record tuples of ints as lists (ATen's int[] form)
         self.constants: dict[str, Tensor] = {}
         self.broken: str | None = None  # why the call cannot be one graph (None: it can)
         self.placeholders: list[tuple[Node, Tensor]] = []  # in the graph's order
         self._nodes: dict[int, tuple[Node, Tensor]] = {}  # id(tensor) -> (its node, it)
         self._lifted: dict[int, tuple] = {}  # placeholders made at first use
-        self._elements: dict[int, tuple[Tensor, Node, int]] = {}  # outputs of tuple ops
+        self._elements: dict[int, tuple[Tensor, Node, tuple]] = {}  # outputs of tuple ops
+        self._getitems: dict[tuple[Node, tuple], Node] = {}
         self._depth = 0
 
     # -- where tensors come from ---------------------------------------------------------
@@ -88,7 +113,14 @@ class Capture:
         key = id(x)
         element = self._elements.get(key)
         if element is not None and element[0] is x:
-            node = self.graph.call_function(operator.getitem, (element[1], element[2]))
+            node = element[1]
+            for depth in range(1, len(element[2]) + 1):  # shared prefixes made once
+                step = self._getitems.get((element[1], element[2][:depth]))
+                if step is None:
+                    step = self.graph.call_function(operator.getitem,
+                                                    (node, element[2][depth - 1]))
+                    self._getitems[(element[1], element[2][:depth])] = step
+                node = step
             node.meta["val"] = x
         elif key in self._lifted and self._lifted[key][1] is x:
             target, _, type_expr, _ = self._lifted.pop(key)
@@ -106,6 +138,8 @@ class Capture:
         if isinstance(a, Tensor):
             return self.node_of(a)
         if isinstance(a, (list, tuple)) and not hasattr(a, "_fields"):
+            if self.int_lists and type(a) is tuple and a and all(type(x) is int for x in a):
+                return list(a)
             return type(a)(self.argument(x) for x in a)
         if isinstance(a, dict):
             return {k: self.argument(v) for k, v in a.items()}
@@ -114,14 +148,18 @@ class Capture:
     # -- the call ------------------------------------------------------------------------
     def _hook(self, op: Any, name: str, call: Callable[[tuple, dict], Any], args: tuple,
               kwargs: dict) -> Any:
-        if self._depth:
+        if self._depth or tracing.value_read is None:  # inside an op, or a paused check
             return call(args, kwargs)
         self._depth += 1
         try:
             out = call(args, kwargs)
         finally:
             self._depth -= 1
-        kind, target, node_name = self.target_of(op, name, args, kwargs)
+        method = _method_call(op, name)
+        kind, target, node_name = self.target_of(op, name, args, kwargs, method)
+        if method and kind == "call_function" and len(args) > 2 and all(
+                type(a) is int for a in args[1:]):
+            args = (args[0], list(args[1:]))  # `x.view(2, 3)` as aten.view(x, [2, 3])
         if self._lifted:
             for t in pytree_tensors((args, kwargs)):
                 if self._lifted.get(id(t), (None, None, None, False))[3]:
@@ -131,19 +169,27 @@ class Capture:
                                           self.argument(kwargs), name=node_name)
             node.meta["val"] = out
             self._nodes[id(out)] = (node, out)
-        elif isinstance(out, (tuple, list)) and out and all(
-                isinstance(t, Tensor) for t in out):
+        elif isinstance(out, (tuple, list)) and out and _all_tensors(out):
             node = self.graph.create_node(kind, target, self.argument(args),
                                           self.argument(kwargs), name=node_name)
             node.meta["val"] = list(out)
-            for i, t in enumerate(out):  # a getitem node on first use, as dynamo's
-                self._elements[id(t)] = (t, node, i)
-        elif out is None and name == "__setitem__":
-            self.graph.create_node(kind, target, self.argument(args), self.argument(kwargs),
-                                   name=node_name)
+            self._index(out, node, ())
+        elif out is None:  # (an op that declines returns None: nothing to record)
+            if name == "__setitem__":
+                self.graph.create_node(kind, target, self.argument(args),
+                                       self.argument(kwargs), name=node_name)
         elif self.broken is None:
             self.broken = f"{name} returned a Python value ({type(out).__name__})"
         return out
+
+    def _index(self, out: Any, node: Node, path: tuple[int, ...]) -> None:
+        """Note where each tensor of a (nested) tuple result is: a getitem chain on
+        `node`, made on first use, as dynamo's."""
+        for i, t in enumerate(out):
+            if isinstance(t, Tensor):
+                self._elements[id(t)] = (t, node, (*path, i))
+            elif t is not None:
+                self._index(t, node, (*path, i))
 
     def _value_read(self, x: Any, how: str) -> None:
         if not self._depth and self.broken is None:

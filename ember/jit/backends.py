@@ -78,8 +78,8 @@ def lookup_backend(backend: Any) -> Any:
 
 
 # -- what dynamo's graph holds ------------------------------------------------------------
-def dynamo_target(op: Any, name: str, args: tuple = (), kwargs: dict | None = None
-                  ) -> tuple[str, Any, str | None]:
+def dynamo_target(op: Any, name: str, args: tuple = (), kwargs: dict | None = None,
+                  method: bool = False) -> tuple[str, Any, str | None]:
     """How dynamo records a call of declared op `op` entered as `name`: a torch function
     (`torch.relu`, `torch._C._nn.linear`), an operator (`operator.add`), or a Tensor
     method (`view`) when torch has no function of that name."""
@@ -91,13 +91,17 @@ def dynamo_target(op: Any, name: str, args: tuple = (), kwargs: dict | None = No
     if getattr(target, "__module__", "") == "_operator":
         return "call_function", target, None
     called = name.lstrip("_") if name.startswith("__") else name
+    if method:
+        return "call_method", called, None
     if getattr(ember, called, None) is target or _c_submodule_path(target) is not None:
         return "call_function", target, None
     functional = getattr(F, op.name, None)
     functional = getattr(functional, "__fx_orig__", functional)
     if functional is not None and qualified_name(functional).startswith("torch._C._nn."):
         return "call_function", functional, None
-    return "call_method", called, None
+    if hasattr(Tensor, called):
+        return "call_method", called, None
+    return "call_function", target, None  # an op of ember's own (its module's path)
 
 
 def _source_name(prefix: str, path: str, kind: str) -> str:
