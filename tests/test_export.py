@@ -153,6 +153,18 @@ def test_errors_as_torch():
         def forward(self, x):
             return x * 2 if x.sum() > 0 else x
 
+    with pytest.raises(AssertionError) as want:
+        torch.export.Dim("b", min=5, max=2)
+    with pytest.raises(AssertionError) as got:
+        ember.export.Dim("b", min=5, max=2)
+    assert str(got.value) == str(want.value)
+    with pytest.raises(RuntimeError) as want:
+        torch.export.export(tlin, (torch.ones(1, 2),),
+                            dynamic_shapes={"y": {0: torch.export.Dim("b")}})
+    with pytest.raises(RuntimeError) as got:
+        ember.export.export(lin, (ember.ones(1, 2),),
+                            dynamic_shapes={"y": {0: ember.export.Dim("b")}})
+    assert str(want.value).startswith(str(got.value))
     with pytest.raises(RuntimeError, match="reads a tensor's value into Python"):
         ember.export.export(DataDependent(), (ember.ones(2),))
 

@@ -151,10 +151,15 @@ def _dynamic_dims(named: list[tuple[str, Any]], dynamic_shapes: Any
     if dynamic_shapes is None:
         return []
     if isinstance(dynamic_shapes, dict):
-        unknown = set(dynamic_shapes) - {n for n, _ in named}
-        if unknown:
-            raise ValueError(f"torch.export.export: dynamic_shapes names {sorted(unknown)}, "
-                             f"which are not arguments of forward ({[n for n, _ in named]})")
+        names = [n for n, _ in named]
+        if set(dynamic_shapes) - set(names):
+            from ember._dynamo.exc import UserError
+
+            raise UserError(f"When `dynamic_shapes` is specified as a dict, its top-level keys "
+                            f"must be the arg names {names} of `inputs`, but here they are "
+                            f"{list(dynamic_shapes)}. Alternatively, you could also ignore arg "
+                            "names entirely and specify `dynamic_shapes` as a list/tuple "
+                            "matching `inputs`.")
         per_input = [dynamic_shapes.get(n) for n, _ in named]
     else:
         per_input = list(dynamic_shapes)

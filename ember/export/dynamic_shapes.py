@@ -18,7 +18,7 @@ class Dim:
     def __init__(self, name: str, *, min: int | None = None,  # noqa: A002 - PyTorch's names
                  max: int | None = None) -> None:
         if min is not None and max is not None and max < min:
-            raise ValueError(f"Cannot create Dim with inconsistent min={min}, max={max}")
+            raise AssertionError(f"Cannot create Dim with inconsistent min={min}, max={max}")
         self.__name__ = name
         self.min = 0 if min is None else min
         self.max = max
