@@ -141,6 +141,14 @@ class _Graph:
         self.out_leaves = out_leaves  # the returned structure's leaves (None: a tensor)
 
 
+class _Segmented:
+    """A guard key whose calls break into several graphs (dynamo's graph breaks): the
+    graphs the backend was given, by their code and input shapes."""
+
+    def __init__(self) -> None:
+        self.seen: set[Any] = set()
+
+
 class BackendCompiledFunction:
     """What `torch.compile(fn, backend=my_backend)` returns for a callable backend."""
 
@@ -153,7 +161,7 @@ class BackendCompiledFunction:
         self.fn = fn
         self.backend = backend
         self.fullgraph = fullgraph
-        self.entries: dict[Any, _Graph | str] = {}  # guard key -> graph, or why eager
+        self.entries: dict[Any, Any] = {}  # guard key -> _Graph, _Segmented, or why eager
         self.context: Any = None
         self._context_type = _Context
         functools.update_wrapper(self, fn, updated=())
@@ -182,6 +190,8 @@ class BackendCompiledFunction:
             return self._compile(key, args, kwargs)
         if isinstance(entry, str):
             return self.fn(*args, **kwargs)
+        if isinstance(entry, _Segmented):
+            return self._segmented(entry, args, kwargs)
         flat = pytree.tree_leaves((args, kwargs))
         inputs = [flat[s] if isinstance(s, int) else s for s in entry.sources]
         result = entry.compiled(*inputs)
@@ -189,13 +199,11 @@ class BackendCompiledFunction:
         leaves = [next(results) if leaf is None else leaf for leaf in entry.out_leaves]
         return pytree.tree_unflatten(leaves, entry.out_spec)
 
-    def _compile(self, key: Any, args: tuple, kwargs: dict) -> Any:
+    def _capture(self, args: tuple, kwargs: dict) -> tuple[Any, Any]:
+        """Run the call once, recording it (graph breaks allowed): (capture, result)."""
         from ember.fx._capture import Capture
-        from ember.fx.graph_module import GraphModule
 
-        capture = Capture(dynamo_target)
-        flat = pytree.tree_leaves((args, kwargs))
-        index = {id(x): i for i, x in enumerate(flat) if isinstance(x, Tensor)}
+        capture = Capture(dynamo_target, breaks=not self.fullgraph, variable_names=True)
         owner = getattr(self.fn, "__self__", None)
         signed = owner.forward if isinstance(owner, ember.nn.Module) else self.fn
         for name, value in _argument_names(signed, args, kwargs):
@@ -209,7 +217,12 @@ class BackendCompiledFunction:
                 capture.lift(p, _source_name(prefix, path, "parameters"), type(p), early=True)
             for path, b in module.named_buffers(remove_duplicate=False):
                 capture.lift(b, _source_name(prefix, path, "buffers"), type(b), early=True)
-        out = capture.run(self.fn, *args, **kwargs)
+        return capture, capture.run(self.fn, *args, **kwargs)
+
+    def _compile(self, key: Any, args: tuple, kwargs: dict) -> Any:
+        from ember.fx.graph_module import GraphModule
+
+        capture, out = self._capture(args, kwargs)
         if capture.broken is not None:
             if self.fullgraph:
                 raise RuntimeError(f"torch.compile(fullgraph=True): "
@@ -219,17 +232,49 @@ class BackendCompiledFunction:
             return out
         out_leaves, out_spec = pytree.tree_flatten(out)
         tensors = [t for t in out_leaves if isinstance(t, Tensor)]
-        capture.output(tensors)
+        segments = capture.finish(tensors)
+        if len(segments) > 1:  # graph breaks: each call runs eagerly, as recorded
+            self.entries[key] = _Segmented()
+            self._hand_over(self.entries[key], capture, segments)
+            return out
         gm = GraphModule(dict(capture.constants), capture.graph)
+        flat = pytree.tree_leaves((args, kwargs))
+        index = {id(x): i for i, x in enumerate(flat) if isinstance(x, Tensor)}
         sources = [index.get(id(t), t) for _, t in capture.placeholders]
-        example_inputs = [t for _, t in capture.placeholders]
+        compiled = self._backend(gm, [t for _, t in capture.placeholders])
+        self.entries[key] = _Graph(compiled, sources, out_spec,
+                                   [None if isinstance(x, Tensor) else x for x in out_leaves])
+        return out
+
+    def _backend(self, gm: Any, example_inputs: list[Tensor]) -> Callable[..., Any]:
         compiled = self.backend(gm, example_inputs)
         if not callable(compiled):
             raise RuntimeError(f"backend={getattr(self.backend, '__name__', self.backend)!r} "
                                f"returned {type(compiled).__name__}, not a callable")
-        self.entries[key] = _Graph(compiled, sources, out_spec,
-                                   [None if isinstance(x, Tensor) else x for x in out_leaves])
+        return compiled
+
+    def _segmented(self, entry: _Segmented, args: tuple, kwargs: dict) -> Any:
+        """A call of a key whose calls break into several graphs: run it eagerly while
+        recording, and hand the backend each graph it has not seen (a branch not taken
+        before, as dynamo compiles the resumed code of each branch)."""
+        capture, out = self._capture(args, kwargs)
+        if capture.broken is None:
+            tensors = [t for t in pytree.tree_leaves(out) if isinstance(t, Tensor)]
+            self._hand_over(entry, capture, capture.finish(tensors))
         return out
+
+    def _hand_over(self, entry: _Segmented, capture: Any, segments: list[Any]) -> None:
+        from ember.fx.graph_module import GraphModule
+
+        for segment in segments:
+            if not any(n.op.startswith("call_") for n in segment.graph.nodes):
+                continue  # (dynamo compiles no empty graph)
+            gm = GraphModule(dict(capture.constants), segment.graph)
+            inputs = [t for _, t in segment.placeholders]
+            seen = (gm.code, tuple((tuple(t.shape), t.dtype) for t in inputs))
+            if seen not in entry.seen:
+                entry.seen.add(seen)
+                self._backend(gm, inputs)
 
     def _modules(self) -> list[tuple[str, Any]]:
         """The modules the function reads, with dynamo's source prefix: `L_self` for a
@@ -257,6 +302,8 @@ class BackendCompiledFunction:
     def explain(self) -> str:
         """What each guard key does: a graph handed to the backend, or eager and why."""
         lines = [f"key {i}: " + (f"eager: {e}" if isinstance(e, str) else
+                                 f"eager, {len(e.seen)} graphs (graph breaks) given to the "
+                                 "backend" if isinstance(e, _Segmented) else
                                  "compiled by the backend")
                  for i, e in enumerate(self.entries.values())]
         return "\n".join(lines) or "not called yet"

@@ -26,6 +26,26 @@ x, y = torch.randn(10), torch.randn(10)
 out = fn(x, y)
 print("fn matches eager:", torch.allclose(out, torch.cos(x) + torch.sin(y)))
 
+# Graph breaks: data-dependent control flow splits the function into several graphs,
+# each handed to the backend (the code after the branch once per branch taken).
+def print_code_compiler(gm: torch.fx.GraphModule, example_inputs):
+    print("my_compiler() called with FX graph:")
+    print(gm.code)
+    return gm.forward
+
+
+def toy_example(a, b):
+    x = a / (torch.abs(a) + 1)
+    if b.sum() < 0:
+        b = b * -1
+    return x * b
+
+
+opt_toy = torch.compile(toy_example, backend=print_code_compiler)
+for _ in range(4):
+    a, b = torch.randn(10), torch.randn(10)
+    print(f"toy sum {opt_toy(a, b).sum().item():.4f} eager {toy_example(a, b).sum().item():.4f}")
+
 # A backend that keeps statistics about the graphs it is given
 compile_count = 0
 op_counts = []
@@ -72,6 +92,10 @@ for step in range(5):
     optimizer.step()
     print(f"step {step} loss {loss.item():.4f}")
 print("compiles:", compile_count, "op counts:", op_counts)
+
+torch._dynamo.reset()
+opt_print = torch.compile(model, backend=print_code_compiler, dynamic=False)
+print(opt_print(torch.randn(2, 8)).shape)
 
 try:
     torch.compile(fn, backend="not_a_backend")
