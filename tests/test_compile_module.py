@@ -258,7 +258,7 @@ def test_a_custom_backend_gets_dynamos_graph_once_per_shape():
     assert len(got) == 3
 
 
-def test_custom_backend_of_a_function_and_what_stays_eager():
+def test_custom_backend_of_a_function_and_its_graph_breaks():
     seen = []
 
     def f(a, b):
@@ -273,7 +273,7 @@ def test_custom_backend_of_a_function_and_what_stays_eager():
         ["placeholder", "placeholder", "call_function", "call_function", "call_function",
          "call_function", "output"]
 
-    def g(a, b):  # dynamo breaks the graph here: ember runs the call eagerly
+    def g(a, b):  # dynamo breaks the graph here: the calls run eagerly, recorded
         x = a / (ember.abs(a) + 1)
         if b.sum() < 0:
             b = b * -1
@@ -282,7 +282,8 @@ def test_custom_backend_of_a_function_and_what_stays_eager():
     cg = ember.compile(g, backend=_recording_backend(seen))
     np.testing.assert_allclose(cg(a, b).numpy(), g(a, b).numpy())
     np.testing.assert_allclose(cg(a, -b).numpy(), g(a, -b).numpy())
-    assert len(seen) == 1
+    np.testing.assert_allclose(cg(a, b).numpy(), g(a, b).numpy())
+    assert len(seen) == 4  # before the break, then each side of it once
     with pytest.raises(RuntimeError, match="reads a tensor's value into Python"):
         ember.compile(g, backend=_recording_backend(seen), fullgraph=True)(a, b)
 
@@ -341,3 +342,25 @@ def test_custom_backend_records_rnns_embeddings_and_method_forms():
     assert "reshape" in methods  # `out.reshape(2, -1)`: torch.reshape takes no varargs
     # the embedding's bounds check runs paused: its comparisons are not in the graph
     assert not any(n.name in ("lt", "ge", "any") for n in gm.graph.nodes)
+
+
+def test_graph_breaks_give_the_backend_dynamos_graphs():
+    def make(lib):
+        def toy_example(a, b):
+            x = a / (lib.abs(a) + 1)
+            if b.sum() < 0:
+                b = b * -1
+            return x * b
+        return toy_example
+
+    got, want = [], []
+    opt = ember.compile(make(ember), backend=_recording_backend(got))
+    topt = torch.compile(make(torch), backend=_recording_backend(want))
+    rng = np.random.default_rng(0)
+    for sign in (1, 1, -1, -1):
+        a = rng.standard_normal(10).astype(np.float32)
+        b = (np.abs(rng.standard_normal(10)) * sign).astype(np.float32)
+        np.testing.assert_allclose(opt(ember.tensor(a), ember.tensor(b)).numpy(),
+                                   topt(torch.tensor(a), torch.tensor(b)).numpy(), rtol=1e-6)
+    assert [gm.code for gm, _ in got] == [gm.code for gm, _ in want]  # 3 graphs, same text
+    assert len(got) == 3

@@ -75,10 +75,11 @@ class Segment:
     where it ended (None for the last), and the tensors later segments read from it."""
 
     def __init__(self, graph: Graph, placeholders: list[tuple[Node, Tensor]],
-                 broke_on: Tensor | None) -> None:
+                 broke_on: Tensor | None, reason: str | None = None) -> None:
         self.graph = graph
         self.placeholders = placeholders
         self.broke_on = broke_on
+        self.reason = reason  # why it ended (None: the call returned)
         self.exports: list[Tensor] = []
 
 
@@ -244,7 +245,8 @@ class Capture:
             self.broken = f"the call reads a tensor's value into Python ({how})"
             return
         self.node_of(x)  # (in this graph: it is what the graph returns first)
-        segment = Segment(self.graph, self.placeholders, x)
+        segment = Segment(self.graph, self.placeholders, x,
+                          f"the call reads a tensor's value into Python ({how})")
         self.segments.append(segment)
         for node, t in self._nodes.values():
             if node.op not in ("placeholder", "get_attr"):

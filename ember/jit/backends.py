@@ -147,6 +147,7 @@ class _Segmented:
 
     def __init__(self) -> None:
         self.seen: set[Any] = set()
+        self.reasons: list[str] = []  # why the first call's graphs broke
 
 
 class BackendCompiledFunction:
@@ -235,6 +236,7 @@ class BackendCompiledFunction:
         segments = capture.finish(tensors)
         if len(segments) > 1:  # graph breaks: each call runs eagerly, as recorded
             self.entries[key] = _Segmented()
+            self.entries[key].reasons = [s.reason for s in segments if s.reason]
             self._hand_over(self.entries[key], capture, segments)
             return out
         gm = GraphModule(dict(capture.constants), capture.graph)
@@ -352,6 +354,7 @@ def explain(f: Callable[..., Any], *extra_args: Any, **extra_kwargs: Any) -> Any
             return gm.forward
         compiled = BackendCompiledFunction(f, keep)
         compiled(*extra_args, *args, **extra_kwargs, **kwargs)
-        reasons = [e for e in compiled.entries.values() if isinstance(e, str)]
+        reasons = [r for e in compiled.entries.values()
+                   for r in ([e] if isinstance(e, str) else getattr(e, "reasons", []))]
         return ExplainOutput(graphs, reasons)
     return inner
