@@ -178,8 +178,9 @@ class CompiledFunction:
                 grad_mode.state.enabled, autocast_mode.state_key(), self.context.key())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if tracing.tape is not None or tracing.active is not None:
-            return self.fn(*args, **kwargs)  # inside a recording or a trace: run as is
+        if tracing.tape is not None or tracing.active is not None or \
+                tracing.value_read is not None:
+            return self.fn(*args, **kwargs)  # inside a recording, a trace or a capture
         key = self._key(args, kwargs)
         entry = self.entries.get(key)
         if entry is None:
