@@ -89,8 +89,9 @@ def save(ep: Any, f: Any, *, extra_files: dict[str, Any] | None = None,
     }
     buffer = io.BytesIO()
     ember.save(program, buffer)
-    name = "ep" if isinstance(f, (str, os.PathLike)) is False else \
-        os.path.splitext(os.path.basename(os.fspath(f)))[0] or "ep"
+    name = "ep"  # the archive's top folder (a file object has no name to take it from)
+    if isinstance(f, (str, os.PathLike)):
+        name = os.path.splitext(os.path.basename(os.fspath(f)))[0] or name
     with zipfile.ZipFile(f, "w") as archive:
         archive.writestr(f"{name}/archive_format", "pt2")
         archive.writestr(f"{name}/archive_version", str(_VERSION))
