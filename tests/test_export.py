@@ -112,6 +112,12 @@ def test_save_load_round_trip(tmp_path):
     assert str(loaded) == str(ep)
     _close(loaded.module()(ember.tensor(x)), e(ember.tensor(x)))
     _close(ep.run_decompositions().module()(ember.tensor(x)), e(ember.tensor(x)))
+    import io
+
+    buffer = io.BytesIO()  # a file object works as a path does
+    ember.export.save(ep, buffer)
+    buffer.seek(0)
+    _close(ember.export.load(buffer).module()(ember.tensor(x)), e(ember.tensor(x)))
 
 
 def test_outputs_keep_their_structure_and_kwargs_inputs():
