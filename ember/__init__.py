@@ -728,6 +728,7 @@ _SUBMODULES = _SUBMODULES | {"fx"}  # torch.fx: symbolic tracing, Graph, GraphMo
 _SUBMODULES = _SUBMODULES | {"library"}  # torch.library: Python custom operators
 _SUBMODULES = _SUBMODULES | {"ao", "quantization"}  # torch.ao.quantization & its old name
 _SUBMODULES = _SUBMODULES | {"overrides", "_C", "_tensor"}  # __torch_function__
+_SUBMODULES = _SUBMODULES | {"export"}  # torch.export: ExportedProgram, save/load, Dim
 
 
 def __getattr__(name: str):

@@ -25,8 +25,11 @@ def is_dynamo_compiling() -> bool:
 
 
 def is_exporting() -> bool:
-    """False: `torch.export` is not in ember."""
-    return False
+    """Whether `torch.export.export` is capturing the running code (ember.export)."""
+    import sys
+
+    trace = sys.modules.get("ember.export._trace")
+    return bool(trace is not None and trace.exporting)
 
 
 def disable(fn: Callable | None = None, recursive: bool = True, *,

@@ -208,3 +208,159 @@ def test_module_compile_compiles_in_place_keeping_class_and_state_dict_keys():
     compiled.compile()
     for _ in range(3):  # recorded, then replayed
         assert ember.equal(compiled(x), eager(x))
+
+
+def _buffered(lib):
+    class M(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            lib.manual_seed(0)
+            self.fc = lib.nn.Linear(4, 3)
+            self.register_buffer("b", lib.ones(3))
+
+        def forward(self, x):
+            return lib.relu(self.fc(x)) + self.b
+    return M()
+
+
+def _recording_backend(seen):
+    def my_backend(gm, example_inputs):
+        seen.append((gm, list(example_inputs)))
+        return gm.forward
+    return my_backend
+
+
+def test_a_custom_backend_gets_dynamos_graph_once_per_shape():
+    got, want = [], []
+    m, tm = _buffered(ember), _buffered(torch)
+    c = ember.compile(m, backend=_recording_backend(got), dynamic=False)
+    tc = torch.compile(tm, backend=_recording_backend(want), dynamic=False)
+    x = np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)
+    for _ in range(2):
+        np.testing.assert_allclose(c(ember.tensor(x)).detach().numpy(),
+                                   tc(torch.tensor(x)).detach().numpy(), rtol=1e-6)
+    assert len(got) == len(want) == 1
+    gm, inputs = got[0]
+    tgm, tinputs = want[0]
+    assert isinstance(gm, ember.fx.GraphModule)
+    assert gm.code == tgm.code
+    assert str(gm.graph) == str(tgm.graph)
+    assert [type(t).__name__ for t in inputs] == [type(t).__name__ for t in tinputs]
+    assert inputs[0] is m.fc.weight and inputs[2].shape == (2, 4)
+    x5 = np.ones((5, 4), np.float32)
+    np.testing.assert_allclose(c(ember.tensor(x5)).detach().numpy(),
+                               tc(torch.tensor(x5)).detach().numpy(), rtol=1e-6)
+    assert len(got) == len(want) == 2  # a new shape compiles again (dynamic=False)
+    c(ember.tensor(x5)).sum().backward()  # autograd goes through the backend's callable
+    assert m.fc.weight.grad is not None
+    ember._dynamo.reset()
+    c(ember.tensor(x5))
+    assert len(got) == 3
+
+
+def test_custom_backend_of_a_function_and_its_graph_breaks():
+    seen = []
+
+    def f(a, b):
+        return a / (ember.abs(a) + 1) * b
+
+    cf = ember.compile(f, backend=_recording_backend(seen))
+    a, b = ember.randn(10), ember.randn(10)
+    np.testing.assert_allclose(cf(a, b).numpy(), f(a, b).numpy())
+    np.testing.assert_allclose(cf(a, b).numpy(), f(a, b).numpy())
+    assert len(seen) == 1
+    assert [n.op for n in seen[0][0].graph.nodes] == \
+        ["placeholder", "placeholder", "call_function", "call_function", "call_function",
+         "call_function", "output"]
+
+    def g(a, b):  # dynamo breaks the graph here: the calls run eagerly, recorded
+        x = a / (ember.abs(a) + 1)
+        if b.sum() < 0:
+            b = b * -1
+        return x * b
+
+    cg = ember.compile(g, backend=_recording_backend(seen))
+    np.testing.assert_allclose(cg(a, b).numpy(), g(a, b).numpy())
+    np.testing.assert_allclose(cg(a, -b).numpy(), g(a, -b).numpy())
+    np.testing.assert_allclose(cg(a, b).numpy(), g(a, b).numpy())
+    assert len(seen) == 4  # before the break, then each side of it once
+    with pytest.raises(RuntimeError, match="reads a tensor's value into Python"):
+        ember.compile(g, backend=_recording_backend(seen), fullgraph=True)(a, b)
+
+
+def test_backend_names_and_unknown_backend_as_torch():
+    with pytest.raises(Exception) as want:
+        torch.compile(lambda x: x, backend="no_such_backend")
+    with pytest.raises(ember._dynamo.exc.InvalidBackend) as got:
+        ember.compile(lambda x: x, backend="no_such_backend")
+    assert str(got.value) == str(want.value)
+    assert ember._dynamo.list_backends() == torch._dynamo.list_backends()
+    for name in ("inductor", "eager", "aot_eager", "cudagraphs"):
+        f = ember.compile(lambda x: x * 2, backend=name)
+        np.testing.assert_allclose(f(ember.ones(2)).numpy(), 2.0)
+
+
+def test_explain_counts_graphs_and_ops_as_torch():
+    import re
+
+    def f(lib):
+        return lambda x: lib.sin(x) + 1
+
+    got = ember._dynamo.explain(f(ember))(ember.randn(3))
+    want = torch._dynamo.explain(f(torch))(torch.randn(3))
+    assert (got.graph_count, got.graph_break_count, got.op_count) == \
+        (want.graph_count, want.graph_break_count, want.op_count) == (1, 0, 2)
+
+    def text(e):
+        return re.sub(r"0x[0-9a-f]+", "ADDR", str(e).split("Out Guards")[0])
+    assert text(got) == text(want)
+
+
+def test_custom_backend_records_rnns_embeddings_and_method_forms():
+    class Tagger(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            ember.manual_seed(0)
+            self.emb = ember.nn.Embedding(10, 4)
+            self.lstm = ember.nn.LSTM(4, 5, batch_first=True)
+
+        def forward(self, idx):
+            out, (h, c) = self.lstm(self.emb(idx))
+            return out.reshape(idx.shape[0], -1), h
+
+    seen = []
+    m = Tagger()
+    c = ember.compile(m, backend=_recording_backend(seen), dynamic=False)
+    idx = ember.tensor([[1, 2, 3], [4, 5, 9]])
+    for _ in range(2):
+        got, want = c(idx), m(idx)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-6)
+    assert len(seen) == 1
+    gm = seen[0][0]
+    methods = [n.target for n in gm.graph.nodes if n.op == "call_method"]
+    assert "reshape" in methods  # `out.reshape(2, -1)`: torch.reshape takes no varargs
+    # the embedding's bounds check runs paused: its comparisons are not in the graph
+    assert not any(n.name in ("lt", "ge", "any") for n in gm.graph.nodes)
+
+
+def test_graph_breaks_give_the_backend_dynamos_graphs():
+    def make(lib):
+        def toy_example(a, b):
+            x = a / (lib.abs(a) + 1)
+            if b.sum() < 0:
+                b = b * -1
+            return x * b
+        return toy_example
+
+    got, want = [], []
+    opt = ember.compile(make(ember), backend=_recording_backend(got))
+    topt = torch.compile(make(torch), backend=_recording_backend(want))
+    rng = np.random.default_rng(0)
+    for sign in (1, 1, -1, -1):
+        a = rng.standard_normal(10).astype(np.float32)
+        b = (np.abs(rng.standard_normal(10)) * sign).astype(np.float32)
+        np.testing.assert_allclose(opt(ember.tensor(a), ember.tensor(b)).numpy(),
+                                   topt(torch.tensor(a), torch.tensor(b)).numpy(), rtol=1e-6)
+    assert [gm.code for gm, _ in got] == [gm.code for gm, _ in want]  # 3 graphs, same text
+    assert len(got) == 3

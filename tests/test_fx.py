@@ -497,3 +497,66 @@ def test_linalg_and_fft_functions_named_as_torch():
     gm = ember.fx.symbolic_trace(f(ember))
     assert gm.code == torch.fx.symbolic_trace(f(torch)).code  # torch._C._linalg.linalg_norm
     assert gm(ember.tensor([3.0, 4.0])).item() == pytest.approx(5.0 + 7.0 - 1.0)
+
+
+def _two_layers(lib):
+    class M(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            lib.manual_seed(0)
+            self.l1 = lib.nn.Linear(4, 4)
+            self.l2 = lib.nn.Linear(4, 2)
+
+        def forward(self, x, y):
+            a = self.l1(x) + y
+            b = lib.relu(a)
+            return self.l2(b), a
+
+    return M()
+
+
+def test_split_module_as_torch():
+    from torch.fx.passes.split_module import split_module as torch_split
+
+    from ember.fx.passes.split_module import split_module
+
+    m, tm = _two_layers(ember), _two_layers(torch)
+    gm, tgm = ember.fx.symbolic_trace(m), torch.fx.symbolic_trace(tm)
+
+    def cb(node):
+        return 0 if node.name in ("l1", "add") else 1
+
+    sm, tsm = split_module(gm, m, cb), torch_split(tgm, tm, cb)
+    assert str(sm.graph) == str(tsm.graph)
+    assert str(sm) == str(tsm)
+    assert sm.submod_0.code == tsm.submod_0.code and sm.submod_1.code == tsm.submod_1.code
+    x, y = np.ones((2, 4), np.float32), np.full((2, 4), -0.5, np.float32)
+    for a, b in zip(sm(ember.tensor(x), ember.tensor(y)), tsm(torch.tensor(x), torch.tensor(y))):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-6)
+    with pytest.raises(RuntimeError, match="cycle"):  # 0 -> 1 -> 0
+        split_module(gm, m, lambda n: 1 if n.name == "relu" else 0)
+
+
+def test_to_folder_writes_an_importable_module(tmp_path):
+    import importlib
+    import sys
+
+    m = _two_layers(ember)
+    gm = ember.fx.symbolic_trace(m)
+    folder = tmp_path / "saved_fx"
+    gm.to_folder(folder, "MyMod")
+    assert sorted(p.name for p in folder.iterdir()) == ["__init__.py", "module.py",
+                                                         "state_dict.pt"]
+    source = (folder / "module.py").read_text()
+    assert "class MyMod(torch.nn.Module):" in source
+    assert "setattr(self, 'l1', Linear(in_features=4, out_features=4, bias=True))" in source
+    sys.path.insert(0, str(tmp_path))
+    try:
+        mod = importlib.import_module("saved_fx").MyMod()
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("saved_fx", None)
+        sys.modules.pop("saved_fx.module", None)
+    x = ember.ones(2, 4)
+    for a, b in zip(mod(x, x), m(x, x)):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy())

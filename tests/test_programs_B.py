@@ -460,6 +460,21 @@ PROGRAMS_K = [
 ]
 PROGRAMS_B += PROGRAMS_K
 
+# torch.compile's "Custom Backends" tutorial (the backend sees dynamo's FX graphs: once per
+# shape with dynamic=False, one per side of a graph break, nodes named after the variables)
+# and a torch.export tutorial-style script (graph signature, ep.module(), Dim, save/load).
+# Every line is torch's but the builtins' addresses and one line: `t.softmax(dim=-1)`,
+# which ember records as `torch.softmax(t, dim = -1)` (its method is the function).
+# Both are `long`: PyTorch's side alone costs ~4.5 s of CPU (dynamo and export load).
+PROGRAMS_EX = [
+    Program("compile_custom_backend.py",
+            same=r"^(?!.* at 0x)(?!    softmax = )(?!step )",
+            losses=r"^step \d+ loss (?P<loss>[\d.]+)$", factor=1.1, long=True),
+    Program("export_small_cnn.py", same=r"^(?!train step)",
+            losses=r"^train step \d+ loss (?P<loss>[\d.]+)$", factor=1.1, long=True),
+]
+PROGRAMS_B += PROGRAMS_EX
+
 
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""

@@ -633,6 +633,15 @@ class TestDevice:
         c = ember.device("cpu")
         assert repr(c) == repr(torch.device("cpu")) and str(c) == "cpu" and c.index is None
         assert ember.device("cuda", 2) == ember.device("cuda:2")
+        # its repr is a call that rebuilds it (fx's generated code holds `device(type='cpu')`)
+        for text in ("cpu", "cuda:1"):
+            assert eval(repr(ember.device(text)), {"device": ember.device}) == ember.device(text)
+        assert ember.device(type="cuda", index=1) == ember.device("cuda:1")
+        with pytest.raises(TypeError) as want:
+            torch.device("cpu", type="cpu")
+        with pytest.raises(TypeError) as got:
+            ember.device("cpu", type="cpu")
+        assert type(got.value) is type(want.value)
 
     def test_device_eq_hash(self):
         assert ember.device("cuda:1") == ember.device("cuda:1")

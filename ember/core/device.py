@@ -14,12 +14,17 @@ class device:  # noqa: N801 - PyTorch's spelling
 
     __slots__ = ("type", "index")
 
-    def __new__(cls, type_or_str: str | device, index: int | None = None) -> device:
+    def __new__(cls, type_or_str: str | device | None = None, index: int | None = None, *,
+                type: str | None = None) -> device:  # noqa: A002 - PyTorch's keyword
+        if type is not None:  # `device(type='cpu', index=0)`, as its repr reads
+            if type_or_str is not None:
+                raise TypeError("device(): got multiple values for argument 'type'")
+            type_or_str = type
         if isinstance(type_or_str, device):
             return type_or_str if index is None else _make(type_or_str.type, index)
         if not isinstance(type_or_str, str):
             raise TypeError(f"device(): expected a string like 'cpu' or 'cuda:0', "
-                            f"got {type(type_or_str).__name__}")
+                            f"got {type_or_str.__class__.__name__}")
         kind, parsed = parse(type_or_str)
         if index is not None and parsed is not None:
             raise ValueError(f"device(): index given twice in {type_or_str!r} and {index}")

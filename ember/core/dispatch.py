@@ -339,15 +339,17 @@ def run_fused(name: str, *args: Any, **attrs: Any) -> Any:
     """Run fused kernel `name` on the backend of the first tensor argument.
 
     Returns None when it does not run: the backend has no such kernel, a trace is
-    recording (a trace keeps the decomposition, so it can be replayed and exported), the
+    recording or an fx graph capture runs (either keeps the decomposition, so it can be
+    replayed and exported), the
     kernel computes a gradient while the backward pass is itself recorded, or a tensor
     argument is on another device or (for `same_dtype` kernels) of another dtype. Else
     its outputs as the declaration says: none `()`, one tensor, or a tuple. Arguments may
     be tensors, lists of tensors (list ops; entries may be None), None, or plain values.
     """
     decl = FUSED[name]
-    if tracing.active is not None or (decl.backward and _grad_state.enabled):
-        return None
+    if tracing.active is not None or tracing.value_read is not None or (
+            decl.backward and _grad_state.enabled):
+        return None  # (a trace or a graph capture records the decomposition)
     if _withheld and name in _withheld.get(threading.get_ident(), ()):
         return None
     same = decl.same_dtype

@@ -39,8 +39,16 @@ python_value_hooks: list[Callable[[Any, str], None]] = []
 (`item`, `tolist`, `bool`): the tracer warns there, since the trace cannot replay it."""
 
 
+value_read: Callable[[Any, str], None] | None = None
+"""Called as `value_read(tensor, how)` at every read of a tensor's value into Python
+while an fx graph capture runs (ember.fx._capture: `torch.compile`'s custom backends,
+`torch.export`), which cannot put a Python value into a graph."""
+
+
 def note_python_value(x: Any, how: str) -> None:
     """Report that `x`'s value is being read into Python (`how`: "item", "tolist" ...)."""
+    if value_read is not None:
+        value_read(x, how)
     if python_value_hooks and active is not None:  # not while a check pauses the tracer
         python_value_hooks[-1](x, how)
     if tape is not None:
@@ -57,13 +65,14 @@ def paused() -> Iterator[None]:
     """Stop recording for a moment: for ember's own checks (index bounds ...), which are
     not part of the computation a trace should replay or export. A kernel tape pauses
     too: `ember.compile`'s replays skip these checks, as they skip all Python."""
-    global active, tape
+    global active, tape, value_read
     saved, active = active, None
     saved_tape, tape = tape, None
+    saved_read, value_read = value_read, None  # (a graph capture records nothing meanwhile)
     try:
         yield
     finally:
-        active, tape = saved, saved_tape
+        active, tape, value_read = saved, saved_tape, saved_read
 
 
 def composite(name: str) -> Callable[[Callable], Callable]:

@@ -55,6 +55,19 @@ def format_target(base: str, target: str) -> str:
     return r
 
 
+_DTYPE_ABBREVIATIONS = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16",
+                        "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8",
+                        "uint8": "u8", "bool": "b8", "complex64": "c64", "complex128": "c128"}
+
+
+def tensor_annotation(t: Any, shape: list | None = None) -> str:
+    """A tensor's dtype and shape as torch's readable graphs print them: ``f32[2, 4]``
+    (`shape`: the sizes to print instead, symbols for dynamic ones: ``f32[s0, 4]``)."""
+    dtype = str(t.dtype).rsplit(".", 1)[-1]
+    shape = list(t.shape) if shape is None else shape
+    return f"{_DTYPE_ABBREVIATIONS.get(dtype, dtype)}[{', '.join(str(d) for d in shape)}]"
+
+
 def python_code(graph: Graph, root_module: str, verbose: bool = False) -> PythonCode:
     """The source of ``forward`` for `graph` (torch's `Graph.python_code(root_module)`)."""
     namespace = Namespace()
@@ -168,6 +181,8 @@ def _gen(nodes: list[Node], root_module: str, namespace: Namespace,
     def emit(node: Node) -> None:
         nonlocal return_annotation
         annotation = "" if node.type is None else f" : {type_repr(node.type)}"
+        if verbose and isinstance(node.meta.get("val"), ember.Tensor):
+            annotation = f': "{tensor_annotation(node.meta["val"], node.meta.get("shape"))}"'
         if node.op == "placeholder":
             default = "" if not node.args else f" = {get_repr(node.args[0])}"
             free_vars.append(f"{node.target}{annotation}{default}")

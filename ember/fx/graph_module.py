@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 import itertools
 import linecache
+import os
+from pathlib import Path
 from typing import Any
 
 from ember.fx.graph import Graph, PythonCode
@@ -205,6 +207,52 @@ class GraphModule(Module):
         to_delete = [name for name, _ in self.named_modules() if name not in used]
         for name in to_delete:
             self.delete_submodule(name)
+
+    def to_folder(self, folder: str | os.PathLike, module_name: str = "FxModule") -> None:
+        """Write this module as an importable package: `folder/module.py` (a class
+        `module_name` whose forward is this code), `folder/state_dict.pt` (the
+        parameters and buffers), a `<name>.pt` for each submodule that its `repr` cannot
+        rebuild, and `folder/__init__.py`."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        import ember
+
+        ember.save(self.state_dict(), folder / "state_dict.pt")
+        tab = " " * 4
+        custom_builtins = "\n".join([
+            "import ember",
+            "from ember.fx._names import torch_namespace",
+            "torch = torch_namespace()  # torch's names in the generated code, ember's objects",
+            "from math import inf", "from math import nan", "NoneType = type(None)",
+            "from ember import device"])
+        model_str = f"""
+{custom_builtins}
+
+from ember.nn import *
+class {module_name}(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+"""
+        for name, module in self.named_children():
+            if type(module).__module__.startswith("ember.nn.") and not any(
+                    True for _ in module.children()):
+                model_str += f"{tab * 2}setattr(self, '{name}', {module!r})\n"
+            else:
+                ember.save(module, folder / f"{name}.pt")
+                model_str += (f"{tab * 2}setattr(self, '{name}', torch.load(r'{folder}/{name}.pt'"
+                              f", weights_only=False))\n")
+        for name, buffer in self._buffers.items():
+            if buffer is not None:
+                model_str += (f"{tab * 2}self.register_buffer('{name}', torch.empty("
+                              f"{list(buffer.shape)}, dtype={buffer.dtype}))\n")
+        for name, param in self._parameters.items():
+            if param is not None:
+                model_str += (f"{tab * 2}setattr(self, '{name}', torch.nn.Parameter("
+                              f"torch.empty({list(param.shape)}, dtype={param.dtype})))\n")
+        model_str += f"{tab * 2}self.load_state_dict(torch.load(r'{folder}/state_dict.pt'))\n"
+        model_str += f"{_addindent(self.code, 4)}\n"
+        (folder / "module.py").write_text(model_str)
+        (folder / "__init__.py").write_text("from .module import *")
 
     # -- printing, copying ---------------------------------------------------------------
     def print_readable(self, print_output: bool = True, include_stride: bool = False,

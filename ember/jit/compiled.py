@@ -178,8 +178,9 @@ class CompiledFunction:
                 grad_mode.state.enabled, autocast_mode.state_key(), self.context.key())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if tracing.tape is not None or tracing.active is not None:
-            return self.fn(*args, **kwargs)  # inside a recording or a trace: run as is
+        if tracing.tape is not None or tracing.active is not None or \
+                tracing.value_read is not None:
+            return self.fn(*args, **kwargs)  # inside a recording, a trace or a capture
         key = self._key(args, kwargs)
         entry = self.entries.get(key)
         if entry is None:
@@ -327,7 +328,7 @@ class OptimizedModule(ember.nn.Module):
         self._initialize()
 
     def _initialize(self) -> None:
-        self.forward = CompiledFunction(self._orig_mod.__call__, bool(self.dynamo_ctx))
+        self.forward = _compiled(self._orig_mod.__call__, self.dynamo_ctx)
 
     def __reduce__(self) -> tuple:
         return (self.__class__, (self._orig_mod, self.dynamo_ctx))
@@ -401,17 +402,48 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
             ``nn.Module``, returned wrapped in an `OptimizedModule` (its calls compiled,
             the module itself unchanged), as PyTorch's. Without it, a decorator.
         fullgraph: raise instead of running eagerly when a call cannot be replayed.
-        dynamic, backend, mode, options: accepted for PyTorch's signature.
+        backend: a name (``"inductor"``, the default, ``"eager"``, ``"aot_eager"``,
+            ``"cudagraphs"``: all run ember's replay) or a custom backend,
+            ``backend(gm, example_inputs) -> callable``, given the fx GraphModule of each
+            (re)compiled call (ember.jit.backends); an unknown name raises InvalidBackend.
+        dynamic, mode, options: accepted for PyTorch's signature (shapes are static: a
+            new shape compiles again, as with ``dynamic=False``).
         disable: return `model` unchanged.
     """
     if model is None:
         return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
                                  mode=mode, options=options, disable=disable)
+    from ember.jit.backends import lookup_backend
+
+    backend = lookup_backend(backend)
     if disable:
         return model
+    options = CompileOptions(fullgraph, None if isinstance(backend, str) else backend)
     if isinstance(model, ember.nn.Module):
-        return OptimizedModule(model, fullgraph)
+        return OptimizedModule(model, options)
     if not callable(model):
         raise RuntimeError(f"ember.compile: expected a function or an nn.Module, got "
                            f"{type(model).__name__}")
-    return CompiledFunction(model, fullgraph)
+    return _compiled(model, options)
+
+
+class CompileOptions:
+    """`OptimizedModule.dynamo_ctx`: what `compile` was asked for (a custom backend, or
+    None for ember's replay)."""
+
+    def __init__(self, fullgraph: bool = False, backend: Callable | None = None) -> None:
+        self.fullgraph = fullgraph
+        self.backend = backend
+
+    def __bool__(self) -> bool:  # (older pickles hold the bare `fullgraph` flag)
+        return self.fullgraph
+
+
+def _compiled(fn: Callable, options: Any) -> Any:
+    """The compiled callable for `fn`: a custom backend's, or ember's replay."""
+    backend = getattr(options, "backend", None)
+    if backend is not None:
+        from ember.jit.backends import BackendCompiledFunction
+
+        return BackendCompiledFunction(fn, backend, bool(options))
+    return CompiledFunction(fn, bool(options))

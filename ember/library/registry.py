@@ -113,21 +113,64 @@ class OpOverloadPacket:
 
 
 class _AtenFunction:
-    """``torch.ops.aten.add`` (and any overload of it, ``.Tensor``): ember's function."""
+    """``torch.ops.aten.add`` (and any overload of it, ``aten.add.Tensor``): ember's
+    function. An overload prints as PyTorch's (``aten.add.Tensor``) and has the path
+    generated code names it by (``torch.ops.aten.add.Tensor``): torch.export's graphs
+    hold these."""
 
-    def __init__(self, name: str, fn: Callable) -> None:
-        self._name, self._fn = name, fn
+    __module__ = "torch.ops.aten"
+
+    def __init__(self, name: str, fn: Callable, overload: str | None = None) -> None:
+        self._name, self._fn, self._overload = name, fn, overload
+        self.__name__ = name if overload is None else f"{name}.{overload}"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._fn(*args, **kwargs)
 
     def __getattr__(self, overload: str) -> Any:
-        if overload.startswith("__"):
+        if overload.startswith("__") or self._overload is not None:
             raise AttributeError(overload)
-        return self
+        return _AtenFunction(self._name, self._fn, overload)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, _AtenFunction) and other._fn is self._fn
+                and other.__name__ == self.__name__)
+
+    def __hash__(self) -> int:
+        return hash((id(self._fn), self.__name__))
+
+    def __reduce__(self) -> tuple:
+        return (aten_function, (self._name, self._overload))
 
     def __repr__(self) -> str:
-        return f"aten.{self._name}"
+        return f"aten.{self.__name__}"
+
+
+def _sym_size(t: Any, dim: int) -> int:
+    return t.size(dim)
+
+
+# ATen ops with no ember function of their name (exported graphs' dynamic sizes use them)
+_ATEN_EXTRA: dict[str, Callable] = {"sym_size": _sym_size}
+
+
+def aten_function(name: str, overload: str | None = None) -> _AtenFunction:
+    """``torch.ops.aten.<name>[.<overload>]``: ember's declared op of that name (its
+    in-place variant for ``add_``), else ember's or torch.nn.functional's function."""
+    import ember
+    import ember.nn.functional as F
+    from ember.core.opdef import OPS
+
+    op = OPS.get(name[:-1] if name.endswith("_") else name)
+    fn = None
+    if op is not None:
+        fn = op.public_inplace if name.endswith("_") else op.public
+    if fn is None:
+        fn = _ATEN_EXTRA.get(name) or getattr(ember, name, None) or getattr(F, name, None)
+    if not callable(fn):
+        raise AttributeError(f"'_OpNamespace' 'aten' object has no attribute '{name}'")
+    packet = _AtenFunction(name, fn)
+    return packet if overload is None else getattr(packet, overload)
 
 
 class OpNamespace:
@@ -142,12 +185,7 @@ class OpNamespace:
         if f"{self.name}::{op_name}" in OPERATORS:
             return OpOverloadPacket(self.name, op_name)
         if self.name == "aten":
-            import ember
-            import ember.nn.functional as F
-
-            fn = getattr(ember, op_name, None) or getattr(F, op_name, None)
-            if callable(fn):
-                return _AtenFunction(op_name, fn)
+            return aten_function(op_name)
         raise AttributeError(f"'_OpNamespace' '{self.name}' object has no attribute "
                              f"'{op_name}'")
 
