@@ -13,6 +13,7 @@ from ember.optim.optimizer import (
     Optimizer,
     ParamsT,
     _implementation_options,
+    check_capturable,
     new_scalar,
     refuse_sparse,
 )
@@ -93,6 +94,8 @@ class ASGD(Optimizer):
                         pstate["eta"] = new_scalar(group["lr"], p.device)
                         pstate["mu"] = new_scalar(1.0, p.device)
                         pstate["ax"] = zeros_like(p)
+                    if group["capturable"]:
+                        check_capturable([p], [pstate["step"]], "ASGD")
                     pstate["step"].add_(1)
                     _asgd_update(p, p.grad, pstate, group)
         return loss

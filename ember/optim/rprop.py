@@ -14,6 +14,7 @@ from ember.optim.optimizer import (
     Optimizer,
     ParamsT,
     _implementation_options,
+    check_capturable,
     new_scalar,
     on_device,
     refuse_sparse,
@@ -82,6 +83,8 @@ class Rprop(Optimizer):
                         pstate["step"] = new_scalar(0.0, p.device if on_device(group) else None)
                         pstate["prev"] = zeros_like(p)
                         pstate["step_size"] = full_like(p.grad, group["lr"])
+                    if group["capturable"]:
+                        check_capturable([p], [pstate["step"]])
                     pstate["step"].add_(1)
                     _rprop_update(p, p.grad, pstate["prev"], pstate["step_size"], group)
         return loss
