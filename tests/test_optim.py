@@ -940,6 +940,8 @@ DIFFERENTIABLE = [
     ("AdamW", {"lr": 0.1}),
     ("RMSprop", {"lr": 0.1, "momentum": 0.5, "centered": True, "weight_decay": 0.1}),
     ("Adagrad", {"lr": 0.1, "lr_decay": 0.01}),
+    ("Adadelta", {"lr": 0.5, "weight_decay": 0.1}),
+    ("ASGD", {"lr": 0.1, "t0": 0}),
 ]
 
 
@@ -979,7 +981,7 @@ def test_differentiable_refusals_as_torch():
         with pytest.raises(RuntimeError, match="^a leaf Variable that requires grad is being "
                                                "used in an in-place operation."):
             lib.optim.SGD([leaf], lr=0.1, differentiable=True).step()
-        for name in ("Adam", "AdamW", "RMSprop", "Adagrad"):
+        for name in ("Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "ASGD"):
             p = lib.ones(2, requires_grad=True).clone()
             p.grad = lib.ones(2)
             opt = getattr(lib.optim, name)([p], differentiable=True, foreach=True)
@@ -1008,6 +1010,7 @@ def test_capturable_on_the_cpu_refused_as_torch(name):
     ("Adam", {"lr": 0.05, "amsgrad": True, "weight_decay": 0.1}), ("AdamW", {"lr": 0.05}),
     ("Adam", {"lr": 0.05, "maximize": True, "foreach": False}),
     ("RMSprop", {"lr": 0.01, "centered": True, "momentum": 0.5}),
+    ("Adadelta", {"lr": 0.5, "weight_decay": 0.1}), ("Rprop", {"lr": 0.01}),
 ])
 def test_capturable_step_stays_on_the_device_unread(name, kwargs, data, monkeypatch):
     """On a device (the example plugin's), a capturable group keeps `step` there and the

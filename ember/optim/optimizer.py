@@ -118,7 +118,7 @@ def _hooked_step(step: Callable) -> Callable:
 
 
 # the optimizers whose update ember records for autograd when `differentiable=True`
-_DIFFERENTIABLE = ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad")
+_DIFFERENTIABLE = ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "ASGD")
 # PyTorch's device lists, as its messages print them (ember's list-op "fused" update runs
 # on every device; a capturable step count lives on any device but the CPU)
 _FUSED_DEVICES = ["mps", "cuda", "xpu", "hpu", "cpu", "mtia", "privateuseone"]
@@ -225,14 +225,15 @@ def count_steps(steps: list[Tensor], read: bool = True) -> list[float]:
 
 
 def _advance(state: dict, group: dict[str, Any], buffers: tuple[str, ...],
-             scalars: dict[str, float] | None = None, *,
-             optimizer: str) -> tuple[list, list, list, list, list]:
+             scalars: dict[str, float] | None = None, *, optimizer: str,
+             read_steps: bool = True) -> tuple[list, list, list, list, list]:
     """One step's lists for a parameter group: the parameters that have a gradient, their
     gradients, one list per state buffer named in `buffers`, their step counts (Python
     floats, this step counted), and their state dicts. At a parameter's first step its
     state is made as PyTorch makes it: `step` a 0-d tensor 0., then `scalars` as 0-d
     tensors, then each buffer as zeros like the parameter (PyTorch's order of state keys).
-    Each step tensor is advanced by one. A sparse gradient raises `optimizer`'s error."""
+    Each step tensor is advanced by one (and read back unless `read_steps` is False: the
+    counts are then []). A sparse gradient raises `optimizer`'s error."""
     params, grads, steps, states = [], [], [], []
     for p in group["params"]:
         if p.grad is None:
@@ -253,7 +254,7 @@ def _advance(state: dict, group: dict[str, Any], buffers: tuple[str, ...],
     if group.get("capturable"):
         check_capturable(params, steps, optimizer)
     return (params, grads, [[s[name] for s in states] for name in buffers],
-            count_steps(steps), states)
+            count_steps(steps, read_steps), states)
 
 
 def _buckets(*lists: list) -> list[tuple[list, ...]]:

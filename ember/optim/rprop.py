@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ember.core.creation import full_like, zeros_like
-from ember.core.grad_mode import no_grad
 from ember.core.ops.elementwise import where
 from ember.core.tensor import Tensor
 from ember.optim.optimizer import (
@@ -72,7 +71,7 @@ class Rprop(Optimizer):
             closure (Callable, optional): re-evaluates the model and returns the loss.
         """
         loss = self._eval_closure(closure)
-        with no_grad():
+        with self._update_mode():
             for group in self.param_groups:
                 for p in group["params"]:
                     if p.grad is None:
