@@ -1064,6 +1064,19 @@ def test_fused_refuses_what_torch_refuses(name, dtype):
     assert errors[0].startswith("`fused=True` requires all the params to be floating point")
 
 
+def test_fused_adagrad_refuses_sparse_gradients_as_torch():
+    errors = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        table = lib.nn.Embedding(4, 3, sparse=True)
+        opt = lib.optim.Adagrad(table.parameters(), fused=True)
+        table(lib.tensor([1, 2])).sum().backward()
+        with pytest.raises(RuntimeError) as info:
+            opt.step()
+        errors.append(str(info.value))
+    assert errors[0] == errors[1] == "`fused` does not support sparse grad or complex param"
+
+
 def test_out_of_place_list_sub_and_lerp_match_torch():
     rng = np.random.default_rng(4)
     xs, ys = ([rng.standard_normal(s).astype(np.float32) for s in SHAPES] for _ in range(2))

@@ -117,6 +117,9 @@ class Adagrad(Optimizer):
                     continue
                 if group["fused"]:
                     check_fused(params[0])
+                    if any(g.is_sparse for g in grads):
+                        raise RuntimeError("`fused` does not support sparse grad or complex "
+                                           "param")
                 foreach = _use_foreach(group)
                 steps = count_steps(steps)
                 options = (group["lr"], group["lr_decay"], group["eps"],
