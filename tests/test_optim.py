@@ -942,6 +942,7 @@ DIFFERENTIABLE = [
     ("Adagrad", {"lr": 0.1, "lr_decay": 0.01}),
     ("Adadelta", {"lr": 0.5, "weight_decay": 0.1}),
     ("ASGD", {"lr": 0.1, "t0": 0}),
+    ("Rprop", {"lr": 0.1}),
 ]
 
 
@@ -981,7 +982,7 @@ def test_differentiable_refusals_as_torch():
         with pytest.raises(RuntimeError, match="^a leaf Variable that requires grad is being "
                                                "used in an in-place operation."):
             lib.optim.SGD([leaf], lr=0.1, differentiable=True).step()
-        for name in ("Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "ASGD"):
+        for name in ("Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "ASGD", "Rprop"):
             p = lib.ones(2, requires_grad=True).clone()
             p.grad = lib.ones(2)
             opt = getattr(lib.optim, name)([p], differentiable=True, foreach=True)

@@ -13,6 +13,7 @@ from ember.optim.optimizer import (
     Optimizer,
     ParamsT,
     _implementation_options,
+    _use_foreach,
     check_capturable,
     new_scalar,
     on_device,
@@ -73,6 +74,7 @@ class Rprop(Optimizer):
         loss = self._eval_closure(closure)
         with self._update_mode():
             for group in self.param_groups:
+                _use_foreach(group)  # (the update is per tensor; this raises as PyTorch's)
                 for p in group["params"]:
                     if p.grad is None:
                         continue
@@ -96,7 +98,8 @@ def _rprop_update(p: Tensor, grad: Tensor, prev: Tensor, step_size: Tensor,
     step_size_min, step_size_max = group["step_sizes"]
     if group["maximize"]:
         grad = -grad
-    sign = grad.mul(prev).sign()
+    # (a differentiable group keeps the `prev` autograd saves: it is overwritten below)
+    sign = grad.mul(prev.clone() if group["differentiable"] else prev).sign()
     flipped = sign.lt(0)
     # the factors, in the gradient's dtype as PyTorch writes them into `sign`
     factor = where(sign.gt(0), etaplus, where(flipped, etaminus, where(sign.eq(0), 1, sign)))
