@@ -926,8 +926,8 @@ def test_implementation_flag_conflicts_raise_as_torch(kwargs):
             getattr(torch.optim, name)([torch.zeros(1, requires_grad=True)], lr=0.1, **kwargs)
         with pytest.raises(RuntimeError, match=re.escape(str(theirs.value))):
             getattr(ember.optim, name)([ember.zeros(1, requires_grad=True)], lr=0.1, **kwargs)
-    with pytest.raises(NotImplementedError, match=r"^Adamax\(differentiable=True\)"):
-        ember.optim.Adamax([ember.zeros(1, requires_grad=True)], differentiable=True)
+    with pytest.raises(NotImplementedError, match=r"^RAdam\(differentiable=True\)"):
+        ember.optim.RAdam([ember.zeros(1, requires_grad=True)], differentiable=True)
 
 
 # -- differentiable, capturable, fused: PyTorch's implementation switches ---------------
@@ -943,6 +943,7 @@ DIFFERENTIABLE = [
     ("Adadelta", {"lr": 0.5, "weight_decay": 0.1}),
     ("ASGD", {"lr": 0.1, "t0": 0}),
     ("Rprop", {"lr": 0.1}),
+    ("Adamax", {"lr": 0.1, "weight_decay": 0.1}),
 ]
 
 
@@ -982,7 +983,8 @@ def test_differentiable_refusals_as_torch():
         with pytest.raises(RuntimeError, match="^a leaf Variable that requires grad is being "
                                                "used in an in-place operation."):
             lib.optim.SGD([leaf], lr=0.1, differentiable=True).step()
-        for name in ("Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "ASGD", "Rprop"):
+        for name in ("Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "ASGD", "Rprop",
+                     "Adamax"):
             p = lib.ones(2, requires_grad=True).clone()
             p.grad = lib.ones(2)
             opt = getattr(lib.optim, name)([p], differentiable=True, foreach=True)
