@@ -944,6 +944,7 @@ DIFFERENTIABLE = [
     ("ASGD", {"lr": 0.1, "t0": 0}),
     ("Rprop", {"lr": 0.1}),
     ("Adamax", {"lr": 0.1, "weight_decay": 0.1}),
+    ("NAdam", {"lr": 0.1, "decoupled_weight_decay": True, "weight_decay": 0.1}),
 ]
 
 
@@ -984,7 +985,7 @@ def test_differentiable_refusals_as_torch():
                                                "used in an in-place operation."):
             lib.optim.SGD([leaf], lr=0.1, differentiable=True).step()
         for name in ("Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "ASGD", "Rprop",
-                     "Adamax"):
+                     "Adamax", "NAdam"):
             p = lib.ones(2, requires_grad=True).clone()
             p.grad = lib.ones(2)
             opt = getattr(lib.optim, name)([p], differentiable=True, foreach=True)
