@@ -40,7 +40,7 @@ from ember.core import dtype as dt
 from ember.core.backend import numpy_dtype
 from ember.core.device import device as Device
 from ember.core.quantized import qscheme_by_name
-from ember.core.tensor import Size, Tensor
+from ember.core.tensor import Size, Tensor, _rebuild_from_type_v2, set_state
 from ember.script_object import ScriptObject
 from ember.weights_unpickler import WeightsUnpickler
 
@@ -181,16 +181,22 @@ class _TorchReader:
     def rebuild_parameter(self, data: Tensor, requires_grad: bool, hooks: Any = None,
                           state: Any = None) -> Tensor:
         result = _parameter_class()(_check_tensor(data), requires_grad=bool(requires_grad))
-        _set_state(result, state)
+        set_state(result, state)
         return result
 
     def rebuild_from_type_v2(self, func: Any, new_type: Any, args: Any, state: Any) -> Tensor:
+        if isinstance(new_type, type) and issubclass(new_type, Tensor) \
+                and isinstance(args, tuple):
+            # a program's subclass: its class was found by name, so the load is trusted
+            # (weights_only=False) or the class an allowed global
+            return _rebuild_from_type_v2(lambda: _check_tensor(func(*args)), new_type, (),
+                                         state)
         if new_type not in (_TENSOR_TYPE, _PARAMETER_TYPE) or not isinstance(args, tuple):
             raise UnsupportedError(f"it holds a tensor subclass {new_type!r}")
         result = _check_tensor(func(*args))
         if new_type == _PARAMETER_TYPE and not isinstance(result, _parameter_class()):
             result = _parameter_class()(result, requires_grad=result.requires_grad)
-        _set_state(result, state)
+        set_state(result, state)
         return result
 
     def _tensor(self, storage: Any, offset: Any, size: Any, stride: Any,
@@ -250,12 +256,6 @@ def _channel_values(values: Any, d: dt.dtype) -> Tensor:
     if isinstance(values, list):
         return tensor(values, dtype=d)
     return _check_tensor(values).to(d)
-
-
-def _set_state(t: Tensor, state: Any) -> None:
-    """The attributes a program had set on a tensor (its pickled `__dict__`)."""
-    if isinstance(state, dict):
-        t.__dict__.update({k: v for k, v in state.items() if isinstance(k, str)})
 
 
 _SPARSE_LAYOUTS = ("torch.sparse_coo", "torch.sparse_csr", "torch.sparse_csc",

@@ -35,7 +35,7 @@ from ember.core import dtype as dt
 from ember.core.device import device as Device
 from ember.core.host import host_array
 from ember.core.quantized import per_channel_affine, per_tensor_affine, qscheme
-from ember.core.tensor import Size, Tensor
+from ember.core.tensor import Size, Tensor, _ember_class, user_state
 from ember.script_object import ScriptObject
 
 # the element type of each dtype's storage class, as PyTorch names it when it pickles
@@ -169,14 +169,6 @@ def _dense_strides(size: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def _user_state(t: Tensor) -> dict:
-    """The attributes a program set on `t`, which travel as its state as in PyTorch.
-    ember's own rarely set fields (a view's `_base`, hooks) live in the instance dict
-    too, overriding class-level defaults: those are left out."""
-    cls = type(t)
-    return {k: v for k, v in t.__dict__.items() if not hasattr(cls, k)}
-
-
 class TorchPickler(pickle._Pickler):
     """Pickles as `torch.save`'s pickler does, ember objects standing for torch's."""
 
@@ -235,7 +227,7 @@ class TorchPickler(pickle._Pickler):
         if isinstance(obj, Tensor):
             if not _holds_data(obj):
                 return NotImplemented  # an uninitialized parameter pickles as itself
-            state = _user_state(obj)
+            state = user_state(obj)
             if isinstance(obj, _parameter_class()):
                 args = (obj.detach(), obj.requires_grad, collections.OrderedDict())
                 if state:
@@ -254,8 +246,10 @@ class TorchPickler(pickle._Pickler):
                 storage, offset, size, stride = self.table.view(obj)
                 func, args = _REBUILD_TENSOR, (_StorageRef(storage), offset, size, stride,
                                                obj.requires_grad, collections.OrderedDict())
-            if state:
-                return (_REBUILD_FROM_TYPE, (func, _TENSOR, args, state))
+            subclass = not _ember_class(type(obj))  # (ember's stand for PyTorch's)
+            if state or subclass:  # (PyTorch names the subclass itself, pickled by name)
+                return (_REBUILD_FROM_TYPE, (func, type(obj) if subclass else _TENSOR, args,
+                                             state))
             return (func, args)
         if type(obj) is _Layout:
             return (_GET_LAYOUT, (f"torch.{obj.name}",))

@@ -23,7 +23,7 @@ in PyTorch (`vmap(grad(loss), in_dims=(None, 0, 0))(params_dict, x, y)`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from ember.core.engine import grad as _autograd_grad
 from ember.core.grad_mode import enable_grad, is_grad_enabled
@@ -335,6 +335,10 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
             raise ValueError(f"{call}: expected `in_dims` to be int or a (potentially nested) "
                              f"tuple matching the structure of inputs, got: {type(in_dims)}.")
         size = _batch_size(args, dims, call)
+        rule = getattr(func, "_vmap_rule", None)  # a custom op's (register_vmap)
+        if rule is not None:
+            return _vmap_by_rule(rule, VmapInfo(size, randomness), dims, args, kwargs,
+                                 out_dims)
         outputs = [func(*_slice(args, dims, i), **kwargs) for i in range(size)]
         leaves = [_leaves(o) for o in outputs]
         for leaf in leaves[0]:
@@ -348,6 +352,52 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
                    for k, d in enumerate(out_leaves)]
         return _unflatten(outputs[0], stacked)
     return wrapper
+
+
+class VmapInfo(NamedTuple):
+    """What a batching rule learns of the `vmap` calling it (PyTorch's ``VmapInfo``)."""
+
+    batch_size: int
+    randomness: str
+
+
+def _vmap_by_rule(rule: Callable, info: VmapInfo, in_dims: tuple, args: tuple,
+                  kwargs: dict, out_dims: Any) -> Any:
+    """`vmap` of a custom op with a batching rule: the rule runs once on the whole
+    batch, ``rule(info, in_dims, *args, **kwargs) -> (output, its out_dims)``; each
+    output is then moved to the batch dimension `out_dims` asks for (an output the rule
+    left unbatched, out_dim None, is the same for every sample)."""
+    result = rule(info, tuple(in_dims), *args, **kwargs)
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise RuntimeError("Expected the vmap staticmethod to have two returns, an output "
+                           "and out_dims with pytree structure compatible with the output. "
+                           f"Got a {type(result)} instead")
+    output, rule_dims = result
+    leaves = _leaves(output)
+    have = _per_leaf(rule_dims, len(leaves))
+    want = _per_leaf(out_dims, len(leaves))
+    if have is None or want is None:
+        raise RuntimeError(f"The autograd.Function's vmap staticmethod returned an "
+                           f"incompatible (output, out_dims) tuple. Expected out_dims="
+                           f"{rule_dims} to be compatible with the structure of `output`.")
+    moved = []
+    for leaf, src, dst in zip(leaves, have, want):
+        if src is None:
+            leaf = leaf.unsqueeze(0).expand(info.batch_size, *leaf.shape)
+            src = 0
+        moved.append(leaf.movedim(src, dst if dst is not None else 0))
+    return _unflatten(output, moved)
+
+
+def _per_leaf(dims: Any, count: int) -> list | None:
+    """`dims` (an int or None for every leaf, or a tuple of them) as one per leaf; None
+    when the structure does not fit."""
+    if dims is None or isinstance(dims, int):
+        return [dims] * count
+    if isinstance(dims, (tuple, list)) and len(dims) == count \
+            and all(d is None or isinstance(d, int) for d in dims):
+        return list(dims)
+    return None
 
 
 def stack_module_state(models: list) -> tuple[dict, dict]:

@@ -309,6 +309,16 @@ class TestGradModes:
         assert seen[1][0] == [True, True, False, False, True, False, False, False, True, True,
                               True, True]
 
+    def test_inference_tensors_cannot_be_saved_for_backward_as_torch(self):
+        # a recorded op that keeps an inference tensor for its backward is refused (mul,
+        # matmul, linear, pow, a Function's save_for_backward, through a view too), before
+        # an in-place op writes; an op that saves none of them records as usual
+        torch = pytest.importorskip("torch")
+        seen = [_inference_save_outcomes(lib) for lib in (torch, ember)]
+        assert seen[1] == seen[0]
+        assert [o[0] for o in seen[1][0][:-1]] == ["refused"] * 8 + ["ok"] * 4
+        assert seen[1][0][0][1].startswith("Inference tensors cannot be saved for backward.")
+
     def test_modes_bind_none_in_with_as_torch(self):
         torch = pytest.importorskip("torch")
         for lib in (torch, ember):
@@ -1424,3 +1434,36 @@ def test_node_names_with_digits_are_torchs():
                 F.fold(x.view(1, 3, 1), (3, 1), (3, 1)).grad_fn.name()]
 
     assert names(ember) == names(torch)
+
+
+def _inference_save_outcomes(lib):
+    """What each of a few ops does with an inference tensor outside inference mode."""
+    with lib.inference_mode():
+        made = lib.full((3,), 2.0)
+    w = lib.ones(3, requires_grad=True)
+
+    class Keep(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(b)
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, None
+
+    linear = lib.nn.Linear(3, 2)
+    recorded = lib.ones(3, requires_grad=True).clone()
+    outcomes = []
+    for op in (lambda: w * made, lambda: made * w, lambda: w[:2] * made[1:],
+               lambda: w @ made, lambda: w ** made, lambda: linear(made),
+               lambda: Keep.apply(w, made), lambda: recorded.mul_(made),
+               lambda: w + made, lambda: lib.where(made > 0, w, made),
+               lambda: made * made, lambda: made.exp()):
+        try:
+            outcomes.append(("ok", op().requires_grad))
+        except RuntimeError as error:
+            outcomes.append(("refused", str(error)))
+    with lib.no_grad():
+        outcomes.append((w * made).requires_grad)
+    return outcomes, recorded.tolist(), recorded._version

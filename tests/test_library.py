@@ -378,3 +378,95 @@ def _impl_abstract_warning(lib) -> tuple:
 
 def test_impl_abstract_is_the_deprecated_register_fake_and_fallthrough_skips():
     assert _impl_abstract_warning(ember) == _impl_abstract_warning(torch)
+
+
+# -- get_ctx, register_vmap, infer_schema, register_torch_dispatch -------------------------
+
+def _nonzero(lib, ns, dynamic):
+    """A data-dependent op (PyTorch's custom_nonzero example): its fake kernel asks
+    get_ctx() for the row count (`dynamic`), or guesses one."""
+    @lib.library.custom_op(f"{ns}::nonzero", mutates_args=())
+    def nonzero(x: lib.Tensor) -> lib.Tensor:
+        return lib.from_numpy(np.stack(np.nonzero(x.numpy()), axis=1))
+
+    @nonzero.register_fake
+    def _(x):
+        rows = lib.library.get_ctx().new_dynamic_size() if dynamic else 2
+        return x.new_empty(rows, x.dim(), dtype=lib.int64)
+
+    return nonzero
+
+
+@pytest.mark.parametrize("dynamic", [True, False])
+def test_get_ctx_in_fake_kernels_as_torch(dynamic):
+    seen = []
+    for lib in LIBS:
+        ns = f"ctx{int(dynamic)}_{lib.__name__}"
+        op = _nonzero(lib, ns, dynamic)
+        x = lib.tensor([[1.0, 0.0], [0.0, 3.0]])
+        outcome = [lib.library.get_ctx(), op(x).tolist(),
+                   lib.library.opcheck(op, (x,), test_utils="test_faketensor")]
+        try:
+            outcome.append(tuple(op(x.to("meta")).shape))
+        except RuntimeError as error:
+            outcome.append(str(error).replace(ns, "NS"))
+        seen.append(outcome)
+    assert seen[1] == seen[0]
+    assert seen[1][2] == {"test_faketensor": "SUCCESS"}
+    if dynamic:  # named by where the op was made: this file, _nonzero's decorator line
+        assert seen[1][3].startswith(f"NS::nonzero ({__file__}:")
+        assert "You're trying to run this operator with meta Tensors" in seen[1][3]
+
+
+def _scaled(lib, ns, calls):
+    @lib.library.custom_op(f"{ns}::scaled", mutates_args=())
+    def scaled(x: lib.Tensor, y: lib.Tensor, k: float) -> lib.Tensor:
+        return lib.from_numpy(x.numpy() * y.numpy() * k)
+
+    def rule(info, in_dims, x, y, k):
+        calls.append((info.batch_size, info.randomness, in_dims))
+        x = x.movedim(in_dims[0], 0) if in_dims[0] is not None else x.unsqueeze(0)
+        y = y.movedim(in_dims[1], 0) if in_dims[1] is not None else y.unsqueeze(0)
+        return scaled(x, y, k), 0
+
+    return scaled, rule
+
+
+def _vmap_outcomes(lib):
+    calls = []
+    op, rule = _scaled(lib, f"vmap_{lib.__name__}", calls)
+    x, y = lib.arange(6.0).reshape(2, 3), lib.arange(2.0)
+    plain = lib.func.vmap(op, in_dims=(1, None, None))(x, y, 2.0)  # no rule: per sample
+    lib.library.register_vmap(f"vmap_{lib.__name__}::scaled", rule)
+    ruled = lib.func.vmap(op, in_dims=(1, None, None))(x, y, 2.0)
+    overload = getattr(lib.ops, f"vmap_{lib.__name__}").scaled.default
+    moved = lib.func.vmap(overload, in_dims=(0, 0, None), out_dims=1)(x, x, 3.0)
+    op.register_vmap(lambda info, in_dims, x, y, k: (lib.ones(2), None))  # unbatched
+    broadcast = lib.func.vmap(op, in_dims=(0, 0, None))(x, x, 1.0)
+    op.register_vmap(lambda info, in_dims, x, y, k: op(x, y, k))
+    error = _error(lambda: lib.func.vmap(op, in_dims=(0, 0, None))(x, x, 1.0))
+    return (plain.tolist(), ruled.tolist(), moved.tolist(), broadcast.tolist(), calls,
+            error[0], error[1].split(" Got")[0])  # (then the Tensor class, each library's)
+
+
+def test_register_vmap_rule_runs_once_per_batch_as_torch():
+    ours, theirs = _vmap_outcomes(ember), _vmap_outcomes(torch)
+    assert ours == theirs
+    assert ours[4] == [(3, "error", (1, None, None)), (2, "error", (0, 0, None))]
+
+
+def test_infer_schema_as_torch():
+    def fn(lib):
+        def f(x: lib.Tensor, n: int = 2, *, scale: float = 1.0) -> lib.Tensor:
+            ...
+        return [lib.library.infer_schema(f, mutates_args=()),
+                lib.library.infer_schema(f, mutates_args=(), op_name="foo")]
+    assert fn(ember) == fn(torch) == ["(Tensor x, SymInt n=2, *, float scale=1.0) -> Tensor",
+                                      "foo(Tensor x, SymInt n=2, *, float scale=1.0) -> Tensor"]
+
+
+def test_register_torch_dispatch_is_refused_clearly():
+    op = _numpy_sin(ember, "tdispatch")
+    with pytest.raises(NotImplementedError, match=r"register_torch_dispatch\(.*ember has no "
+                                                  r"__torch_dispatch__"):
+        ember.library.register_torch_dispatch(op, ember.Tensor, lambda *a: None)

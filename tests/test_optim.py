@@ -926,8 +926,159 @@ def test_implementation_flag_conflicts_raise_as_torch(kwargs):
             getattr(torch.optim, name)([torch.zeros(1, requires_grad=True)], lr=0.1, **kwargs)
         with pytest.raises(RuntimeError, match=re.escape(str(theirs.value))):
             getattr(ember.optim, name)([ember.zeros(1, requires_grad=True)], lr=0.1, **kwargs)
-    with pytest.raises(NotImplementedError, match="differentiable=True"):
-        ember.optim.Adam([ember.zeros(1, requires_grad=True)], differentiable=True)
+    with pytest.raises(NotImplementedError, match=r"^RAdam\(differentiable=True\)"):
+        ember.optim.RAdam([ember.zeros(1, requires_grad=True)], differentiable=True)
+
+
+# -- differentiable, capturable, fused: PyTorch's implementation switches ---------------
+
+DIFFERENTIABLE = [
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 0.1}),
+    ("SGD", {"lr": 0.1, "foreach": True}),  # (PyTorch's SGD takes both)
+    ("Adam", {"lr": 0.1, "amsgrad": True, "weight_decay": 0.1}),
+    ("Adam", {"lr": 0.1, "maximize": True}),
+    ("AdamW", {"lr": 0.1}),
+    ("RMSprop", {"lr": 0.1, "momentum": 0.5, "centered": True, "weight_decay": 0.1}),
+    ("Adagrad", {"lr": 0.1, "lr_decay": 0.01}),
+    ("Adadelta", {"lr": 0.5, "weight_decay": 0.1}),
+    ("ASGD", {"lr": 0.1, "t0": 0}),
+    ("Rprop", {"lr": 0.1}),
+    ("Adamax", {"lr": 0.1, "weight_decay": 0.1}),
+    ("NAdam", {"lr": 0.1, "decoupled_weight_decay": True, "weight_decay": 0.1}),
+]
+
+
+def _meta_step(lib, name, kwargs, w, s, c):
+    """One differentiable step of a clone of `w` whose gradient `s * c` depends on `s`
+    ("learning to learn"), then the gradient of the updated weights' sum: through the
+    update, to both."""
+    w0 = lib.tensor(w, requires_grad=True)
+    s0 = lib.tensor(s, requires_grad=True)
+    p = w0.clone()
+    opt = getattr(lib.optim, name)([p], differentiable=True, **kwargs)
+    p.grad = s0 * lib.tensor(c)
+    opt.step()
+    assert p.grad_fn is not None
+    (p * lib.tensor(c)).sum().backward()
+    flags = {k: v.requires_grad for k, v in opt.state[p].items()}
+    return [t.detach().numpy() for t in (p, w0.grad, s0.grad)], flags
+
+
+@pytest.mark.parametrize("name, kwargs", DIFFERENTIABLE)
+def test_differentiable_update_carries_torchs_meta_gradient(name, kwargs):
+    rng = np.random.default_rng(7)
+    w, s, c = (rng.standard_normal(5) for _ in range(3))
+    ours, our_flags = _meta_step(ember, name, kwargs, w, s, c)
+    theirs, their_flags = _meta_step(torch, name, kwargs, w, s, c)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+    assert our_flags == their_flags  # (which state entries carry history)
+
+
+def test_differentiable_refusals_as_torch():
+    for lib in (ember, torch):
+        with pytest.raises(ValueError, match="^can't optimize a non-leaf Tensor$"):
+            lib.optim.SGD([lib.ones(2, requires_grad=True).clone()], lr=0.1)
+        leaf = lib.ones(2, requires_grad=True)
+        leaf.grad = lib.ones(2)
+        with pytest.raises(RuntimeError, match="^a leaf Variable that requires grad is being "
+                                               "used in an in-place operation."):
+            lib.optim.SGD([leaf], lr=0.1, differentiable=True).step()
+        for name in ("Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "ASGD", "Rprop",
+                     "Adamax", "NAdam"):
+            p = lib.ones(2, requires_grad=True).clone()
+            p.grad = lib.ones(2)
+            opt = getattr(lib.optim, name)([p], differentiable=True, foreach=True)
+            with pytest.raises(AssertionError, match="^_foreach ops don't support autograd$"):
+                opt.step()
+
+
+CAPTURABLE = ["Adam", "AdamW", "RMSprop", "Adamax", "NAdam", "RAdam", "ASGD", "Adadelta",
+              "Rprop"]
+
+
+@pytest.mark.parametrize("name", CAPTURABLE)
+def test_capturable_on_the_cpu_refused_as_torch(name):
+    errors = []
+    for lib in (torch, ember):
+        p = lib.ones(2, requires_grad=True)
+        p.grad = lib.ones(2)
+        opt = getattr(lib.optim, name)([p], capturable=True)
+        with pytest.raises(AssertionError) as info:
+            opt.step()
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]
+
+
+@pytest.mark.parametrize("name, kwargs", [
+    ("Adam", {"lr": 0.05, "amsgrad": True, "weight_decay": 0.1}), ("AdamW", {"lr": 0.05}),
+    ("Adam", {"lr": 0.05, "maximize": True, "foreach": False}),
+    ("RMSprop", {"lr": 0.01, "centered": True, "momentum": 0.5}),
+    ("Adadelta", {"lr": 0.5, "weight_decay": 0.1}), ("Rprop", {"lr": 0.01}),
+])
+def test_capturable_step_stays_on_the_device_unread(name, kwargs, data, monkeypatch):
+    """On a device (the example plugin's), a capturable group keeps `step` there and the
+    update never reads it back into Python. The values are PyTorch's capturable update's,
+    which its differentiable one computes on the CPU (the bias corrections from the
+    float32 step tensor), and the default update's up to that float32 rounding."""
+    if not _countdev_available():
+        pytest.skip("the countdev example plugin is not installed")
+    init, grads = data
+    cpu = _ember_params(init)
+    dev = [ember.tensor(a, dtype=ember.float64, device="countdev", requires_grad=True)
+           for a in init]
+    tps = [torch.tensor(a, dtype=torch.float64) for a in init]
+    copt = getattr(optim, name)(cpu, **kwargs)
+    dopt = getattr(optim, name)(dev, capturable=True, **kwargs)
+    topt = getattr(torch.optim, name)(tps, differentiable=True,
+                                      **{k: v for k, v in kwargs.items() if k != "foreach"})
+    for step_grads in grads[:3]:
+        _set_grads(cpu, step_grads, ember.tensor)
+        _set_grads(dev, step_grads, lambda g: ember.tensor(g, device="countdev"))
+        _set_grads(tps, step_grads, torch.tensor)
+        copt.step()
+        topt.step()
+        with monkeypatch.context() as patch:
+            for reader in ("item", "tolist", "numpy", "__float__"):
+                patch.setattr(ember.Tensor, reader, _refused_read)
+            dopt.step()
+    for c, d, t in zip(cpu, dev, tps):
+        _assert_close(d.detach().cpu().numpy(), t.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(d.detach().cpu().numpy(), _np(c), rtol=1e-5, atol=1e-6)
+    step = dopt.state[dev[0]]["step"]
+    assert step.device.type == "countdev" and step.dtype == ember.float32
+    assert step.cpu().item() == 3
+
+
+def _refused_read(*args, **kwargs):
+    raise AssertionError("a capturable step read a tensor into Python")
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "Adagrad"])
+@pytest.mark.parametrize("dtype", ["int64", "complex64"])
+def test_fused_refuses_what_torch_refuses(name, dtype):
+    errors = []
+    for lib in (torch, ember):
+        p = lib.ones(2, dtype=getattr(lib, dtype))
+        p.grad = lib.ones(2, dtype=getattr(lib, dtype))
+        with pytest.raises(RuntimeError) as info:
+            getattr(lib.optim, name)([p], lr=0.1, fused=True).step()
+        errors.append(str(info.value).replace("torch.", "ember."))
+    assert errors[0] == errors[1]
+    assert errors[0].startswith("`fused=True` requires all the params to be floating point")
+
+
+def test_fused_adagrad_refuses_sparse_gradients_as_torch():
+    errors = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        table = lib.nn.Embedding(4, 3, sparse=True)
+        opt = lib.optim.Adagrad(table.parameters(), fused=True)
+        table(lib.tensor([1, 2])).sum().backward()
+        with pytest.raises(RuntimeError) as info:
+            opt.step()
+        errors.append(str(info.value))
+    assert errors[0] == errors[1] == "`fused` does not support sparse grad or complex param"
 
 
 def test_out_of_place_list_sub_and_lerp_match_torch():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import re
 
 import pytest
 
@@ -422,3 +423,89 @@ def test_pytree_map_variants_and_errors():
         out.append(str(info.value).split("'")[-1])
         return out
     assert run(ember_pytree, ember) == run(torch_pytree, torch)
+
+
+# -- pickling and copying a subclass: it comes back as itself, with its attributes ----------
+# (module level, so that pickle finds the classes by name)
+
+class EmberUnits(ember.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return super().__torch_function__(func, types, args, kwargs)
+
+
+class TorchUnits(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return super().__torch_function__(func, types, args, kwargs)
+
+
+class EmberSlotted(ember.Tensor):
+    __slots__ = ("unit",)
+
+
+class TorchSlotted(torch.Tensor):
+    __slots__ = ("unit",)
+
+
+def _round_trips(lib, cls, tmp_path):
+    """What pickling, and saving then loading, give back for a `cls` leaf with state."""
+    import pickle
+
+    x = lib.Tensor._make_subclass(cls, lib.arange(3.0), True)
+    if "Slotted" in cls.__name__:
+        x.unit = "m"
+    else:
+        x.meta = {"unit": "m", "scale": [1, 2]}
+    seen = []
+    path = tmp_path / f"{lib.__name__}.pt"
+    lib.save({"x": x}, path)
+    for y in (pickle.loads(pickle.dumps(x)), lib.load(path, weights_only=False)["x"]):
+        seen.append((type(y).__name__.replace(lib.__name__.capitalize(), ""),
+                     getattr(y, "meta", None), getattr(y, "unit", None), y.requires_grad,
+                     y.is_leaf, y.tolist()))
+    with pytest.raises(Exception) as info:
+        lib.load(path)  # weights_only=True refuses the program's class by name
+    # (PyTorch's text may carry terminal bold codes)
+    seen.append((type(info.value).__name__,
+                 re.sub(r"\x1b\[[0-9;]*m", "", str(info.value)).splitlines()[0],
+                 f"{cls.__module__}.{cls.__name__}" in str(info.value)))
+    return seen
+
+
+@pytest.mark.parametrize("kind", ["Units", "Slotted"])
+def test_pickled_and_saved_subclass_comes_back_as_torchs(kind, tmp_path):
+    ours = _round_trips(ember, globals()["Ember" + kind], tmp_path)
+    theirs = _round_trips(torch, globals()["Torch" + kind], tmp_path)
+    assert ours == theirs
+    assert ours[0][0] == kind and (ours[0][1] or ours[0][2])
+
+
+def test_deepcopied_subclass_is_itself_with_copied_attributes():
+    import copy
+
+    x = ember.Tensor._make_subclass(EmberUnits, ember.arange(3.0), True)
+    x.meta = {"unit": "m"}
+    x.grad = ember.ones(3)
+    s = ember.arange(2.0).as_subclass(EmberSlotted)
+    s.unit = ["m"]
+    y, y_again, t = copy.deepcopy([x, x, s])
+    assert type(y) is EmberUnits and y is y_again  # (the memo: one copy of one tensor)
+    assert y.meta == x.meta and y.meta is not x.meta
+    assert y.requires_grad and y.is_leaf and y.grad.tolist() == [1.0, 1.0, 1.0]
+    y.detach().add_(1)  # its own storage
+    assert x.tolist() == [0.0, 1.0, 2.0]
+    assert type(t) is EmberSlotted and t.unit == ["m"] and t.unit is not s.unit
+    plain = ember.ones(2)
+    plain.note = "kept"
+    assert copy.deepcopy(plain).note == "kept" and type(copy.deepcopy(plain)) is ember.Tensor
+
+
+def test_parameter_pickles_with_its_attributes_as_torch():
+    import pickle
+
+    for lib in (torch, ember):
+        p = lib.nn.Parameter(lib.ones(2))
+        p.note = "n"
+        q = pickle.loads(pickle.dumps(p))
+        assert type(q) is lib.nn.Parameter and q.note == "n" and q.requires_grad

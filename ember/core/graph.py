@@ -16,7 +16,7 @@ from typing import Any
 
 from ember.core import dtype
 from ember.core import forward_ad as fw
-from ember.core.grad_mode import state
+from ember.core.grad_mode import InferenceVersion, state
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -25,6 +25,14 @@ FREED_MESSAGE = (
     "backward through the graph a second time or if you need to access saved tensors after "
     "calling backward.")
 
+
+INFERENCE_SAVED_MESSAGE = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+    "inference mode in computation tracked by autograd. To work around this, you can make a "
+    "clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead "
+    "of `torch.inference_mode()`.")
+"""PyTorch's error (its words, `torch.` included) when a recorded op would keep an
+inference tensor (one made inside `inference_mode`) for its backward."""
 
 saves_seen: list[SavedTensor] | None = None
 """While not None, every tensor saved for backward is also listed here (an in-place op
@@ -44,7 +52,12 @@ class SavedTensor:
     __slots__ = ("tensor", "version", "packed", "unpack_hook", "creator")
 
     def __init__(self, tensor: Any) -> None:
-        self.version = tensor._vc[0]
+        vc = tensor._vc
+        # (an inference tensor's counter is an InferenceVersion: the mark costs no lookup
+        # beyond the counter read here anyway; ops not recorded never come here)
+        if type(vc) is InferenceVersion:
+            raise RuntimeError(INFERENCE_SAVED_MESSAGE)
+        self.version = vc[0]
         if saved_tensors_hooks:
             pack, self.unpack_hook = saved_tensors_hooks[-1]
             self.tensor, self.packed = None, pack(tensor)

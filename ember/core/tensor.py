@@ -12,6 +12,7 @@ import math
 import operator
 import warnings
 from collections.abc import Callable, Iterable
+from copy import deepcopy
 from typing import Any
 
 from ember.core import dtype as dt
@@ -113,6 +114,10 @@ class Tensor:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         torch_function.subclass_defined(cls)
+        # ember's own subclasses stand for PyTorch's tensor types (told apart from a
+        # program's where they are made: the printed names change their __module__ later)
+        if cls.__module__.partition(".")[0] == "ember":
+            _EMBER_CLASSES.add(cls)
 
     def as_subclass(self, cls: type) -> Tensor:
         """A `cls` instance sharing this tensor's data, attached to the autograd graph
@@ -129,7 +134,10 @@ class Tensor:
                 out = relabel(self.view_as(self), "AliasBackward0", (self,))
             else:
                 out = _alias(self)
-        out.__class__ = cls
+        try:
+            out.__class__ = cls
+        except TypeError:  # a subclass with __slots__ of its own: another object layout
+            out = _moved_into(out, cls)
         return out
 
     @staticmethod
@@ -689,15 +697,26 @@ class Tensor:
         return (self[i] for i in range(self._data.shape[0]))
 
     def __reduce_ex__(self, protocol: int) -> Any:
-        return (_rebuild_tensor, (host_array(self).copy(), str(self._device),
-                                  self._requires_grad))
+        args = (host_array(self).copy(), str(self._device), self._requires_grad)
+        state = user_state(self) if type(self) is not Tensor or self.__dict__ else None
+        if type(self) is Tensor and not state:
+            return (_rebuild_tensor, args)
+        # a subclass, or attributes a program set: rebuilt as PyTorch rebuilds them
+        return (_rebuild_from_type_v2, (_rebuild_tensor, type(self), args, state))
 
     def __deepcopy__(self, memo: dict) -> Tensor:
-        out = self.detach().clone()
+        if id(self) in memo:
+            return memo[id(self)]
+        with torch_function.DisableTorchFunction():
+            out = self.detach().clone()
+        if type(self) is not Tensor:  # a subclass copies as itself (PyTorch's new_empty)
+            out = Tensor._make_subclass(type(self), out)
         out._requires_grad = self._requires_grad
         if self._grad is not None:
             out._grad = self._grad.clone()
         memo[id(self)] = out
+        if type(self) is not Tensor or self.__dict__:
+            set_state(out, deepcopy(user_state(self), memo))
         return out
 
     def dequantize(self) -> Tensor:
@@ -868,6 +887,64 @@ class _RemovableHandle:
         if self._hook in self._hooks:
             self._hooks.remove(self._hook)
 
+
+
+def _moved_into(t: Tensor, cls: type) -> Tensor:
+    """A new `cls` instance holding `t`'s fields (`t`, just made, is dropped): how a
+    tensor becomes an instance of a subclass whose own `__slots__` change the layout."""
+    out = object.__new__(cls)
+    for name in ("_data", "_dtype", "_device", "_backend", "_requires_grad", "_node", "_vc"):
+        setattr(out, name, getattr(t, name))
+    out.__dict__.update(t.__dict__)
+    return out
+
+
+def user_state(t: Tensor) -> Any:
+    """The attributes a program set on `t`, which travel with it when pickled or copied,
+    as PyTorch's `_get_obj_state`: a dict, or `(dict, slots)` for a subclass with
+    `__slots__` of its own. ember's own rarely set fields (a view's `_base`, hooks) live
+    in the instance dict too, overriding defaults of ember's classes: those are left out."""
+    mro = type(t).__mro__
+    own = next(c for c in mro if _ember_class(c))
+    attrs = {k: v for k, v in t.__dict__.items() if not hasattr(own, k)}
+    names = [name for c in mro[:mro.index(own)]
+             for name in ((c.__slots__,) if isinstance(c.__dict__.get("__slots__"), str)
+                          else c.__dict__.get("__slots__", ()))]
+    slots = {name: getattr(t, name) for name in names if hasattr(t, name)}
+    return (attrs, slots) if slots else attrs
+
+
+def _ember_class(cls: type) -> bool:
+    """Whether `cls` is one of ember's classes (not a program's subclass)."""
+    return cls is Tensor or cls in _EMBER_CLASSES
+
+
+_EMBER_CLASSES: set[type] = set()
+
+
+def _rebuild_from_type_v2(func: Any, new_type: type, args: tuple, state: Any) -> Tensor:
+    """Unpickling a tensor subclass, or a tensor with attributes, as PyTorch's
+    `torch._tensor._rebuild_from_type_v2`: `func(*args)` made a `new_type` (with
+    `as_subclass`), then its state restored by the class's own `__setstate__` if it
+    has one, else set as attributes (`state` a dict, or PyTorch's `(dict, slots)`)."""
+    result = func(*args)
+    if type(result) is not new_type:  # (a view in the graph, as PyTorch's: not a leaf)
+        result = result.as_subclass(new_type)
+    if getattr(new_type, "__setstate__", None) is not None:
+        result.__setstate__(state)
+    else:
+        set_state(result, state)
+    return result
+
+
+def set_state(t: Tensor, state: Any) -> None:
+    """Set the attributes of `state` (a dict, or `(dict, slots)`) on `t`, as PyTorch's
+    `_set_obj_state`."""
+    for part in state if isinstance(state, tuple) else (state,):
+        if isinstance(part, dict):
+            for name, value in part.items():
+                if isinstance(name, str):
+                    setattr(t, name, value)
 
 
 def _rebuild_tensor(array: Any, device: str, requires_grad: bool) -> Tensor:

@@ -16,17 +16,20 @@ and the older `Library` API (``lib.define("foo(Tensor x) -> Tensor")``,
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ember.library.fake_impl import get_ctx
 from ember.library.operator import Operator, device_key
 from ember.library.registry import OPERATORS, OpOverload, lookup, ops, register
 from ember.library.schema import Schema, infer, parse
 
 __all__ = ["custom_op", "CustomOpDef", "register_fake", "register_autograd",
            "register_kernel", "impl", "impl_abstract", "define", "Library", "opcheck",
-           "OpCheckError", "infer_schema", "fallthrough_kernel", "ops"]
+           "OpCheckError", "infer_schema", "fallthrough_kernel", "ops", "get_ctx",
+           "register_vmap", "register_torch_dispatch"]
 
 
 def fallthrough_kernel() -> None:
@@ -51,8 +54,7 @@ class CustomOpDef:
         self._namespace, self._name = namespace, name
         self._init_fn = fn
         self._op = Operator(schema, custom=True)
-        self._schema = schema
-        self.__name__ = name
+        self._schema = schema  # (no __name__, as PyTorch's: messages show its repr)
         self.__doc__ = fn.__doc__
         register(self._op)
         self._opoverload = OpOverload(self._op)
@@ -77,7 +79,17 @@ class CustomOpDef:
         """Register the fake kernel: it makes the outputs' metadata (shape, dtype, device)
         without computing values; it runs for ``meta`` tensors."""
         self._op.fake = fn
+        code = self._init_fn.__code__  # (PyTorch's messages name where the op was made)
+        self._op.fake_source = f"{code.co_filename}:{code.co_firstlineno}"
         return fn
+
+    def register_vmap(self, func: Callable | None = None) -> Any:
+        """Register the batching rule `vmap` of this op runs (see `register_vmap`)."""
+        return register_vmap(self, func)
+
+    @property
+    def _vmap_rule(self) -> Callable | None:
+        return self._op.vmap
 
     def register_autograd(self, backward: Callable, /, *,
                           setup_context: Callable | None = None) -> None:
@@ -90,9 +102,9 @@ class CustomOpDef:
 def infer_schema(prototype_function: Callable, /, *, mutates_args: Any,
                  op_name: str | None = None) -> str:
     """The schema string PyTorch infers from a function's type annotations."""
-    schema = infer(prototype_function, "", op_name or "", mutates_args)
+    schema = infer(prototype_function, "", "", mutates_args)
     text = schema.text(python_floats=True)
-    return text if op_name else text[text.index("("):]
+    return (op_name or "") + text[text.index("("):]
 
 
 def custom_op(name: str, fn: Callable | None = None, /, *, mutates_args: Any,
@@ -143,10 +155,46 @@ def _operator(op: Any) -> Operator:
 def register_fake(op: Any, fn: Callable | None = None, /, *, lib: Any = None,
                   _stacklevel: int = 1) -> Any:
     """Register the fake kernel of `op` (``"ns::name"``, a custom op or an overload)."""
+    source = _caller(_stacklevel)
+
     def inner(fn: Callable) -> Callable:
-        _operator(op).fake = fn
+        target = _operator(op)
+        target.fake, target.fake_source = fn, source
         return fn
     return inner if fn is None else inner(fn)
+
+
+def _caller(stacklevel: int) -> str:
+    """``file:line`` of the code `stacklevel` frames above the caller (PyTorch's
+    `get_source`: messages about a kernel name where it was registered)."""
+    frame = sys._getframe(stacklevel + 1)
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def register_vmap(op: Any, func: Callable | None = None, /, *, lib: Any = None) -> Any:
+    """Register `func` as `op`'s batching rule, which ``ember.func.vmap(op)`` runs once on
+    the whole batch instead of calling the op once per sample (a decorator without it).
+
+    ``func(info, in_dims, *args, **kwargs) -> (output, out_dims)``: `info` has
+    ``batch_size`` and ``randomness``; `in_dims` holds, per positional argument, the
+    dimension it is batched along (None: not batched, as a non-tensor argument);
+    `out_dims` says the same of the output (an int, None, or one per output)."""
+    def inner(func: Callable) -> Callable:
+        _operator(op).vmap = func
+        return func
+    return inner if func is None else inner(func)
+
+
+def register_torch_dispatch(op: Any, torch_dispatch_class: Any, func: Callable | None = None,
+                            /, *, lib: Any = None) -> Any:
+    """PyTorch's rule for `op` under a ``__torch_dispatch__`` subclass or mode: ember has
+    no dispatch below autograd for Python to enter (no ``__torch_dispatch__``), so this
+    raises. ``__torch_function__`` (see `ember.overrides`) sees every call above it."""
+    target = getattr(torch_dispatch_class, "__name__", torch_dispatch_class)
+    raise NotImplementedError(
+        f"register_torch_dispatch({op!r}, {target}): ember has no __torch_dispatch__ (no "
+        "Python dispatch subclasses or modes below autograd); override __torch_function__ "
+        "instead, or register a kernel with register_kernel")
 
 
 def impl_abstract(qualname: Any, func: Callable | None = None, *, lib: Any = None,
@@ -257,7 +305,8 @@ class Library:
         _impl(target, fn, dispatch_key or self.dispatch_key)
 
     def _register_fake(self, op_name: str, fn: Callable, _stacklevel: int = 1) -> None:
-        lookup(op_name if "::" in op_name else f"{self.ns}::{op_name}").fake = fn
+        target = lookup(op_name if "::" in op_name else f"{self.ns}::{op_name}")
+        target.fake, target.fake_source = fn, _caller(_stacklevel)
 
     def _destroy(self) -> None:
         for qualname in self._defined:

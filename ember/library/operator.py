@@ -22,6 +22,7 @@ from typing import Any
 from ember.core import grad_mode, tracing
 from ember.core.function import Function
 from ember.core.tensor import Tensor
+from ember.library.fake_impl import ctx_getter, fake_kernel_ctx
 from ember.library.schema import Schema, bind
 
 # dispatch keys -> the device type whose calls they serve ("default": any device)
@@ -76,6 +77,8 @@ class Operator:
         self.implicit: Callable | None = None  # a CompositeImplicitAutograd kernel
         self.autograd_kernel: Callable | None = None  # a kernel for the Autograd key
         self.fake: Callable | None = None
+        self.fake_source = ""  # where the fake kernel was registered (file:line)
+        self.vmap: Callable | None = None  # a batching rule (register_vmap)
         self.backward: Callable | None = None
         self.setup_context: Callable | None = None
         self._function: type | None = None
@@ -243,6 +246,9 @@ class Operator:
                 "omitted during the selective/custom build process (if using custom build). "
                 f"'{self.qualname}' is only available for these backends: "
                 f"[{', '.join(_KEY_OF.get(k, k) for k in self.kernels)}].")
+        if device_type == "meta" and kernel is self.fake:
+            with ctx_getter(fake_kernel_ctx(self.qualname, self.dotted, self.fake_source)):
+                return kernel(*positional, **keywords)
         out = kernel(*positional, **keywords)
         if self.custom and device_type != "meta":
             self._check_aliasing(tensors, out, kernel)

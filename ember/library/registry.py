@@ -55,6 +55,11 @@ class OpOverload:
         recorded = _fx_recorded(self, args, kwargs)
         return self._op(*args, **kwargs) if recorded is None else recorded
 
+    @property
+    def _vmap_rule(self) -> Callable | None:
+        """The op's batching rule (`register_vmap`): `vmap` of this overload calls it."""
+        return self._op.vmap
+
     def name(self) -> str:
         return self._op.qualname + (f".{self._op.schema.overload}"
                                     if self._op.schema.overload else "")
@@ -104,6 +109,13 @@ class OpOverloadPacket:
     @property
     def default(self) -> OpOverload:
         return self.__getattr__("default")
+
+    @property
+    def _vmap_rule(self) -> Callable | None:
+        """The batching rule of the overload a call runs (`register_vmap`)."""
+        ops = self._overloads()
+        op = ops.get("") or next(iter(ops.values()), None)
+        return op.vmap if op is not None else None
 
     def __repr__(self) -> str:
         return f"<OpOverloadPacket(op='{self._namespace}.{self._name}')>"

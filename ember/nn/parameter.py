@@ -8,7 +8,7 @@ from typing import Any
 import ember
 from ember import Tensor
 from ember.core.dtype import printed_in_api
-from ember.core.tensor import factory_requires_grad
+from ember.core.tensor import factory_requires_grad, set_state, user_state
 from ember.core.torch_function import _disabled_torch_function_impl
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "is_lazy"]
@@ -61,11 +61,16 @@ class Parameter(Tensor):
         return result
 
     def __reduce_ex__(self, protocol: int) -> Any:
-        return (_rebuild_parameter, (self.detach(), self.requires_grad))
+        # (as PyTorch's: a Parameter, its attributes kept; a subclass's type is not)
+        state = user_state(self) if self.__dict__ else None
+        return (_rebuild_parameter, (self.detach(), self.requires_grad, state or None))
 
 
-def _rebuild_parameter(data: Tensor, requires_grad: bool) -> Parameter:
-    return Parameter(data, requires_grad)
+def _rebuild_parameter(data: Tensor, requires_grad: bool, state: Any = None) -> Parameter:
+    param = Parameter(data, requires_grad)
+    if state:
+        set_state(param, state)
+    return param
 
 
 class _BufferMeta(type):

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ember.core.grad_mode import no_grad
 from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
 from ember.optim.optimizer import (
@@ -82,10 +81,11 @@ class Adadelta(Optimizer):
         """
         loss = self._eval_closure(closure)
         state = self.state
-        with no_grad():
+        with self._update_mode():
             for group in self.param_groups:
                 params, grads, (square_avgs, acc_deltas), _, _ = _advance(
-                    state, group, ("square_avg", "acc_delta"), optimizer="Adadelta")
+                    state, group, ("square_avg", "acc_delta"), optimizer="Adadelta",
+                    read_steps=False)  # (the update does not depend on the count)
                 if not params:
                     continue
                 options = (group["lr"], group["rho"], group["eps"], group["weight_decay"],

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ember.core.creation import full_like
-from ember.core.grad_mode import no_grad
 from ember.core.ops import foreach as fe
 from ember.core.sparse_grad import sparse_rows
 from ember.core.tensor import Tensor
@@ -18,6 +17,7 @@ from ember.optim.optimizer import (
     _implementation_options,
     _per_step,
     _use_foreach,
+    check_fused,
     count_steps,
     new_scalar,
     on_device,
@@ -99,7 +99,7 @@ class Adagrad(Optimizer):
         """
         loss = self._eval_closure(closure)
         state = self.state
-        with no_grad():
+        with self._update_mode():
             for group in self.param_groups:
                 params, grads, sums, steps = [], [], [], []
                 for p in group["params"]:
@@ -115,21 +115,29 @@ class Adagrad(Optimizer):
                     sums.append(pstate["sum"])
                 if not params:
                     continue
+                if group["fused"]:
+                    check_fused(params[0])
+                    if any(g.is_sparse for g in grads):
+                        raise RuntimeError("`fused` does not support sparse grad or complex "
+                                           "param")
+                foreach = _use_foreach(group)
                 steps = count_steps(steps)
                 options = (group["lr"], group["lr_decay"], group["eps"],
                            group["weight_decay"], group["maximize"])
-                if _use_foreach(group) and not any(g.is_sparse for g in grads):
+                if foreach and not any(g.is_sparse for g in grads):
                     for bucket in _buckets(params, grads, sums, steps):
                         _adagrad_foreach(*bucket, *options)
                 else:
-                    _adagrad_single(params, grads, sums, steps, *options)
+                    _adagrad_single(params, grads, sums, steps, *options,
+                                    differentiable=group["differentiable"])
         return loss
 
 
 def _adagrad_single(params: list[Tensor], grads: list[Tensor], sums: list[Tensor],
                     steps: list[float], lr: float, lr_decay: float, eps: float,
-                    weight_decay: float, maximize: bool) -> None:
-    """The per-tensor update (`steps` already counts this step)."""
+                    weight_decay: float, maximize: bool, differentiable: bool = False) -> None:
+    """The per-tensor update (`steps` already counts this step); recorded by autograd in
+    a differentiable group, where the square root autograd saves is not written in place."""
     for p, grad, state_sum, step in zip(params, grads, sums, steps):
         if maximize:
             grad = -grad
@@ -145,7 +153,8 @@ def _adagrad_single(params: list[Tensor], grads: list[Tensor], sums: list[Tensor
             p.index_put_(where, values / std * -clr, accumulate=True)
             continue
         state_sum.addcmul_(grad, grad)
-        p.addcdiv_(grad, state_sum.sqrt().add_(eps), value=-clr)
+        std = state_sum.sqrt()
+        p.addcdiv_(grad, std.add(eps) if differentiable else std.add_(eps), value=-clr)
 
 
 def _adagrad_foreach(params: list[Tensor], grads: list[Tensor], sums: list[Tensor],

@@ -8,7 +8,6 @@ from typing import Any
 
 import ember
 from ember.core.creation import zeros_like
-from ember.core.grad_mode import no_grad
 from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
 from ember.optim.optimizer import (
@@ -19,6 +18,8 @@ from ember.optim.optimizer import (
     _per_step,
     _use_foreach,
     _view_as_real,
+    check_capturable,
+    check_fused,
     count_steps,
     new_scalar,
     on_device,
@@ -110,7 +111,7 @@ class Adam(Optimizer):
         """
         loss = self._eval_closure(closure)
         state = self.state
-        with no_grad():
+        with self._update_mode():
             for group in self.param_groups:
                 amsgrad = group["amsgrad"]
                 params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps = [], [], [], [], [], []
@@ -121,6 +122,8 @@ class Adam(Optimizer):
                     refuse_sparse(grad, "Adam", ", please consider SparseAdam instead")
                     pstate = state[p]
                     if not pstate:
+                        if group["fused"]:
+                            check_fused(p)
                         pstate["step"] = new_scalar(0.0, p.device if on_device(group) else None,
                                                     fused=bool(group["fused"]))
                         pstate["exp_avg"] = zeros_like(p)
@@ -136,18 +139,28 @@ class Adam(Optimizer):
                     steps.append(pstate["step"])
                 if not params:
                     continue
-                steps = count_steps(steps)
+                foreach = _use_foreach(group)
+                capturable, differentiable = group["capturable"], group["differentiable"]
+                if capturable:
+                    check_capturable(params, steps)
+                # (capturable: the step tensors never come back to Python)
+                counts = count_steps(steps, read=not (capturable or differentiable))
                 if any(p.is_complex() for p in params):
                     params, grads, exp_avgs, exp_avg_sqs, max_sqs = _view_as_real(
                         params, grads, exp_avgs, exp_avg_sqs, max_sqs)
                 options = (group["lr"], *group["betas"], group["eps"], group["weight_decay"],
                            amsgrad, group["maximize"], group["decoupled_weight_decay"])
-                if _use_foreach(group):
+                if capturable or differentiable:
+                    _adam_tensor_steps(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps,
+                                       *options, differentiable=differentiable)
+                elif foreach:
                     for bucket in _buckets(params, grads, exp_avgs, exp_avg_sqs,
-                                           max_sqs if amsgrad else [None] * len(params), steps):
+                                           max_sqs if amsgrad else [None] * len(params),
+                                           counts):
                         _adam_foreach(*bucket, *options)
                 else:
-                    _adam_single(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, *options)
+                    _adam_single(params, grads, exp_avgs, exp_avg_sqs, max_sqs, counts,
+                                 *options)
         return loss
 
 
@@ -177,6 +190,37 @@ def _adam_single(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tenso
             denom = exp_avg_sq.sqrt()
         denom.div_(bias_correction2_sqrt).add_(eps)  # in place on the fresh temporary
         p.addcdiv_(exp_avg, denom, value=-lr / bias_correction1)
+
+
+def _adam_tensor_steps(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
+                       exp_avg_sqs: list[Tensor], max_sqs: list[Tensor], steps: list[Tensor],
+                       lr: float, beta1: float, beta2: float, eps: float, weight_decay: float,
+                       amsgrad: bool, maximize: bool, decoupled: bool, *,
+                       differentiable: bool) -> None:
+    """The per-tensor update of a ``capturable`` or ``differentiable`` group, as PyTorch's:
+    the bias corrections are tensor ops on the step counts (`steps`, already advanced),
+    on their device, never read into Python. In a differentiable group autograd records
+    every op (the state is cloned where PyTorch clones it, so its history stays intact)."""
+    for i, (p, grad, exp_avg, exp_avg_sq) in enumerate(zip(params, grads, exp_avgs,
+                                                           exp_avg_sqs)):
+        if maximize:
+            grad = -grad
+        if weight_decay != 0:
+            if decoupled:
+                p.mul_(1 - lr * weight_decay)
+            else:
+                grad = grad.add(p, alpha=weight_decay)
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        step_size_neg = (lr / (1 - beta1 ** steps[i])).neg()
+        bias_correction2_sqrt = (1 - beta2 ** steps[i]).sqrt()
+        if amsgrad:
+            previous = max_sqs[i].clone() if differentiable else max_sqs[i]
+            max_sqs[i].copy_(ember.maximum(previous, exp_avg_sq))
+            exp_avg_sq = max_sqs[i]
+        denom = (exp_avg_sq.sqrt() / (bias_correction2_sqrt * step_size_neg)).add_(
+            eps / step_size_neg)
+        p.addcdiv_(exp_avg.clone() if differentiable else exp_avg, denom)
 
 
 def _adam_foreach(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],

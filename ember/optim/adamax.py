@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ember.core.grad_mode import no_grad
+import ember
 from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
 from ember.optim.adam import _check_adam_args
@@ -76,7 +76,7 @@ class Adamax(Optimizer):
         """
         loss = self._eval_closure(closure)
         state = self.state
-        with no_grad():
+        with self._update_mode():
             for group in self.param_groups:
                 params, grads, (exp_avgs, exp_infs), steps, _ = _advance(
                     state, group, ("exp_avg", "exp_inf"), optimizer="Adamax")
@@ -85,23 +85,33 @@ class Adamax(Optimizer):
                 beta1, beta2 = group["betas"]
                 options = (group["lr"], beta1, beta2, group["eps"], group["weight_decay"],
                            group["maximize"])
-                run = _adamax_foreach if _use_foreach(group) else _adamax_single
-                for bucket in _buckets(params, grads, exp_avgs, exp_infs, steps):
-                    run(*bucket, *options)
+                if _use_foreach(group):
+                    for bucket in _buckets(params, grads, exp_avgs, exp_infs, steps):
+                        _adamax_foreach(*bucket, *options)
+                else:
+                    _adamax_single(params, grads, exp_avgs, exp_infs, steps, *options,
+                                   differentiable=group["differentiable"])
         return loss
 
 
 def _adamax_single(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
                    exp_infs: list[Tensor], steps: list[float], lr: float, beta1: float,
-                   beta2: float, eps: float, weight_decay: float, maximize: bool) -> None:
-    """The per-tensor update (`steps` already counts this step)."""
+                   beta2: float, eps: float, weight_decay: float, maximize: bool,
+                   differentiable: bool = False) -> None:
+    """The per-tensor update (`steps` already counts this step); in a differentiable
+    group the new `exp_inf` is PyTorch's `amax` over a stacked copy, so the tensor
+    autograd saves is not the one overwritten."""
     for p, grad, exp_avg, exp_inf, step in zip(params, grads, exp_avgs, exp_infs, steps):
         if maximize:
             grad = -grad
         if weight_decay != 0:
             grad = grad.add(p, alpha=weight_decay)
         exp_avg.lerp_(grad, 1 - beta1)
-        exp_inf.copy_(exp_inf.mul_(beta2).maximum(grad.abs().add_(eps)))
+        norm = grad.abs().add_(eps)
+        if differentiable:
+            exp_inf.copy_(ember.stack([exp_inf.mul_(beta2), norm]).amax(0))
+        else:
+            exp_inf.copy_(exp_inf.mul_(beta2).maximum(norm))
         p.addcdiv_(exp_avg, exp_inf, value=-lr / (1 - beta1 ** step))
 
 

@@ -7,12 +7,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ember.core.creation import as_tensor, zeros_like
-from ember.core.grad_mode import no_grad
 from ember.core.tensor import Tensor
 from ember.optim.optimizer import (
     Optimizer,
     ParamsT,
     _implementation_options,
+    _use_foreach,
+    check_capturable,
     new_scalar,
     refuse_sparse,
 )
@@ -80,8 +81,9 @@ class ASGD(Optimizer):
             closure (Callable, optional): re-evaluates the model and returns the loss.
         """
         loss = self._eval_closure(closure)
-        with no_grad():
+        with self._update_mode():
             for group in self.param_groups:
+                _use_foreach(group)  # (the update is per tensor; this raises as PyTorch's)
                 for p in group["params"]:
                     if p.grad is None:
                         continue
@@ -93,6 +95,8 @@ class ASGD(Optimizer):
                         pstate["eta"] = new_scalar(group["lr"], p.device)
                         pstate["mu"] = new_scalar(1.0, p.device)
                         pstate["ax"] = zeros_like(p)
+                    if group["capturable"]:
+                        check_capturable([p], [pstate["step"]], "ASGD")
                     pstate["step"].add_(1)
                     _asgd_update(p, p.grad, pstate, group)
         return loss

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ember.core.grad_mode import no_grad
 from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
 from ember.optim.adam import _check_adam_args
@@ -98,7 +97,7 @@ class NAdam(Optimizer):
         """
         loss = self._eval_closure(closure)
         state = self.state
-        with no_grad():
+        with self._update_mode():
             for group in self.param_groups:
                 beta1, beta2 = group["betas"]
                 params, grads, (exp_avgs, exp_avg_sqs), steps, states = _advance(
@@ -114,6 +113,11 @@ class NAdam(Optimizer):
                 options = (group["lr"], beta1, beta2, group["eps"], group["weight_decay"],
                            group["momentum_decay"], group["decoupled_weight_decay"],
                            group["maximize"])
+                if group["differentiable"]:  # (_use_foreach refuses foreach=True)
+                    _use_foreach(group)
+                    _nadam_differentiable(params, grads, exp_avgs, exp_avg_sqs, steps,
+                                          [st["mu_product"] for st in states], *options)
+                    continue
                 run = _nadam_foreach if _use_foreach(group) else _nadam_single
                 for bucket in _buckets(params, grads, exp_avgs, exp_avg_sqs, steps,
                                        mu_products):
@@ -152,6 +156,32 @@ def _nadam_single(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tens
         denom = exp_avg_sq.div(bias_correction2).sqrt().add_(eps)
         p.addcdiv_(grad, denom, value=grad_coef)
         p.addcdiv_(exp_avg, denom, value=avg_coef)
+
+
+def _nadam_differentiable(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
+                          exp_avg_sqs: list[Tensor], steps: list[float],
+                          mu_products: list[Tensor], lr: float, beta1: float, beta2: float,
+                          eps: float, weight_decay: float, momentum_decay: float,
+                          decoupled_weight_decay: bool, maximize: bool) -> None:
+    """The per-tensor update of a differentiable group, as PyTorch's: the coefficients
+    are tensor ops on the 0-d `mu_products` (this step's), and no tensor autograd saves
+    is written in place."""
+    for p, grad, exp_avg, exp_avg_sq, step, mu_product in zip(
+            params, grads, exp_avgs, exp_avg_sqs, steps, mu_products):
+        if maximize:
+            grad = -grad
+        if weight_decay != 0:
+            if decoupled_weight_decay:
+                p.mul_(1 - lr * weight_decay)
+            else:
+                grad = grad.add(p, alpha=weight_decay)
+        mu = _mu(beta1, momentum_decay, step)
+        mu_next = _mu(beta1, momentum_decay, step + 1)
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        denom = exp_avg_sq.div(1 - beta2 ** step).sqrt().add(eps)
+        p.addcdiv_(grad * (-lr * (1.0 - mu) / (1.0 - mu_product)), denom)
+        p.addcdiv_(exp_avg * (-lr * mu_next / (1.0 - mu_product * mu_next)), denom)
 
 
 def _nadam_foreach(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],

@@ -17,7 +17,7 @@ from typing import Any
 
 from ember.core.creation import tensor, zeros_like
 from ember.core.dtype import float32, float64, get_default_dtype
-from ember.core.grad_mode import enable_grad
+from ember.core.grad_mode import enable_grad, no_grad
 from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
 
@@ -117,29 +117,73 @@ def _hooked_step(step: Callable) -> Callable:
     return wrapper
 
 
+# the optimizers whose update ember records for autograd when `differentiable=True`
+_DIFFERENTIABLE = ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "ASGD", "Rprop",
+                   "Adamax", "NAdam")
+# PyTorch's device lists, as its messages print them (ember's list-op "fused" update runs
+# on every device; a capturable step count lives on any device but the CPU)
+_FUSED_DEVICES = ["mps", "cuda", "xpu", "hpu", "cpu", "mtia", "privateuseone"]
+_CAPTURABLE_DEVICES = ["cuda", "xpu", "hpu", "privateuseone", "xla"]
+
+
 def _implementation_options(name: str, foreach: bool | None, **flags: bool | None
                             ) -> dict[str, bool | None]:
     """PyTorch's implementation switches of optimizer `name` (`capturable`,
     `differentiable`, `fused`, those it has), checked as PyTorch checks them, as the
     group options PyTorch keeps (they print in the optimizer's repr and its state_dict).
 
-    ember runs one update whichever is asked: `fused=True` is its list ops (they are the
-    fused kernels where the backend has them), `capturable` changes nothing on the host's
-    step count. `differentiable=True` (autograd through the update itself) is refused."""
+    `fused=True` runs ember's list ops (the fused kernels where the backend has them);
+    `capturable=True` keeps the step count on the parameter's device and the update
+    never reads it into Python; `differentiable=True` records the update for autograd
+    (the optimizers in `_DIFFERENTIABLE`; the others refuse it)."""
     if flags.get("fused") and foreach:
         raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
     if flags.get("fused") and flags.get("differentiable"):
         raise RuntimeError("`fused` does not support `differentiable`")
-    if flags.get("differentiable"):
-        raise NotImplementedError(f"{name}(differentiable=True): ember does not record the "
-                                  "optimizer's update for autograd")
+    if flags.get("differentiable") and name not in _DIFFERENTIABLE:
+        raise NotImplementedError(f"{name}(differentiable=True): ember records the update "
+                                  f"for autograd in {', '.join(_DIFFERENTIABLE)} only")
     return flags
 
 
-def _use_foreach(group: dict[str, Any]) -> bool:
+def _use_foreach(group: dict[str, Any], *, autograd_refused: bool = True) -> bool:
     """Whether a group's update runs on the list ("foreach") ops: by default (`foreach`
-    None or True); `foreach=False` asks for the per-tensor loop."""
+    None or True); `foreach=False` asks for the per-tensor loop, and so does a
+    differentiable group (list ops record no autograd). Asking for both raises
+    PyTorch's error, where its optimizer refuses them (`autograd_refused`)."""
+    if group.get("differentiable"):
+        if autograd_refused and group.get("foreach"):
+            raise AssertionError("_foreach ops don't support autograd")
+        return False
     return group.get("foreach") is not False
+
+
+def check_fused(p: Tensor) -> None:
+    """PyTorch's check of a parameter in a ``fused=True`` group (at its first step)."""
+    if not p.is_floating_point() or p.device.type == "meta":
+        raise RuntimeError("`fused=True` requires all the params to be floating point "
+                           f"Tensors of supported devices: {_FUSED_DEVICES} but {p.dtype} "
+                           f"and {p.device.type}")
+
+
+# how PyTorch's capturable error names an optimizer's tensors and devices, where it differs
+_CAPTURABLE_WORDING = {
+    "NAdam": ("params, mu_products and state_steps", _CAPTURABLE_DEVICES),
+    "ASGD": ("params, mus, etas, and state_steps", _CAPTURABLE_DEVICES),
+    "Adadelta": ("params and state_steps", ["cuda", "xpu", "hpu", "privateuseone"]),
+}
+
+
+def check_capturable(params: list[Tensor], steps: list[Tensor], optimizer: str = "") -> None:
+    """PyTorch's check of a ``capturable=True`` group: each parameter and its step count
+    on one device that is not the CPU (or meta); the error words it as `optimizer`'s."""
+    what, devices = _CAPTURABLE_WORDING.get(optimizer, ("params and state_steps",
+                                                        _CAPTURABLE_DEVICES))
+    for p, step in zip(params, steps):
+        kind = p.device.type
+        if kind in ("cpu", "meta") or step.device.type != kind:
+            raise AssertionError(f"If capturable=True, {what} must be on supported "
+                                 f"devices: {devices}.")
 
 
 def refuse_sparse(grad: Any, optimizer: str, hint: str = "") -> None:
@@ -168,27 +212,29 @@ def on_device(group: dict[str, Any]) -> bool:
     return bool(group.get("capturable") or group.get("fused"))
 
 
-def count_steps(steps: list[Tensor]) -> list[float]:
+def count_steps(steps: list[Tensor], read: bool = True) -> list[float]:
     """Advance each step-count tensor by one in place (PyTorch's ``step_t += 1``, one list
-    op for the group) and return the new counts as Python floats (its ``_get_value``)."""
+    op for the group) and return the new counts as Python floats (its ``_get_value``);
+    with `read` False (a capturable group's) they are not read back: returns []."""
     if len(steps) > 1 and all(s.device == steps[0].device and s.dtype is steps[0].dtype
                               for s in steps):
         fe._foreach_add_(steps, 1)
     else:
         for s in steps:
             s.add_(1)
-    return [s.item() for s in steps]
+    return [s.item() for s in steps] if read else []
 
 
 def _advance(state: dict, group: dict[str, Any], buffers: tuple[str, ...],
-             scalars: dict[str, float] | None = None, *,
-             optimizer: str) -> tuple[list, list, list, list, list]:
+             scalars: dict[str, float] | None = None, *, optimizer: str,
+             read_steps: bool = True) -> tuple[list, list, list, list, list]:
     """One step's lists for a parameter group: the parameters that have a gradient, their
     gradients, one list per state buffer named in `buffers`, their step counts (Python
     floats, this step counted), and their state dicts. At a parameter's first step its
     state is made as PyTorch makes it: `step` a 0-d tensor 0., then `scalars` as 0-d
     tensors, then each buffer as zeros like the parameter (PyTorch's order of state keys).
-    Each step tensor is advanced by one. A sparse gradient raises `optimizer`'s error."""
+    Each step tensor is advanced by one (and read back unless `read_steps` is False: the
+    counts are then []). A sparse gradient raises `optimizer`'s error."""
     params, grads, steps, states = [], [], [], []
     for p in group["params"]:
         if p.grad is None:
@@ -206,8 +252,10 @@ def _advance(state: dict, group: dict[str, Any], buffers: tuple[str, ...],
         grads.append(p.grad)
         steps.append(pstate["step"])
         states.append(pstate)
+    if group.get("capturable"):
+        check_capturable(params, steps, optimizer)
     return (params, grads, [[s[name] for s in states] for name in buffers],
-            count_steps(steps), states)
+            count_steps(steps, read_steps), states)
 
 
 def _buckets(*lists: list) -> list[tuple[list, ...]]:
@@ -394,7 +442,9 @@ class Optimizer:
             if not isinstance(param, Tensor):
                 raise TypeError("optimizer can only optimize Tensors, but one of the params is "
                                 + _typename(param))
-            if not (param.is_leaf or param.retains_grad):
+            # (a differentiable optimizer updates non-leaf tensors: a clone of the weights)
+            if not (self.defaults.get("differentiable") or param.is_leaf
+                    or param.retains_grad):
                 raise ValueError("can't optimize a non-leaf Tensor")
 
         for name, default in self.defaults.items():
@@ -451,6 +501,11 @@ class Optimizer:
             return None
         with enable_grad():
             return closure()
+
+    def _update_mode(self) -> no_grad | enable_grad:
+        """The grad mode a step's update runs in (PyTorch's `_use_grad_for_differentiable`):
+        recorded by autograd in a ``differentiable=True`` optimizer, else not recorded."""
+        return enable_grad() if self.defaults.get("differentiable") else no_grad()
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step (update every parameter that has a grad).

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ember.core.grad_mode import no_grad
 from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
 from ember.optim.adam import _check_adam_args
@@ -91,7 +90,7 @@ class RAdam(Optimizer):
         """
         loss = self._eval_closure(closure)
         state = self.state
-        with no_grad():
+        with self._update_mode():
             for group in self.param_groups:
                 params, grads, (exp_avgs, exp_avg_sqs), steps, _ = _advance(
                     state, group, ("exp_avg", "exp_avg_sq"), optimizer="RAdam")

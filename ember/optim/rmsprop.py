@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ember.core.creation import zeros_like
-from ember.core.grad_mode import no_grad
 from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
 from ember.optim.optimizer import (
@@ -16,6 +15,7 @@ from ember.optim.optimizer import (
     _buckets,
     _implementation_options,
     _use_foreach,
+    check_capturable,
     count_steps,
     new_scalar,
     on_device,
@@ -95,7 +95,7 @@ class RMSprop(Optimizer):
         """
         loss = self._eval_closure(closure)
         state = self.state
-        with no_grad():
+        with self._update_mode():
             for group in self.param_groups:
                 momentum, centered = group["momentum"], group["centered"]
                 params, grads, square_avgs, grad_avgs, bufs, steps = [], [], [], [], [], []
@@ -120,22 +120,27 @@ class RMSprop(Optimizer):
                     bufs.append(pstate["momentum_buffer"] if momentum > 0 else None)
                 if not params:
                     continue
-                count_steps(steps)
+                foreach = _use_foreach(group)
+                if group["capturable"]:
+                    check_capturable(params, steps)
+                count_steps(steps, read=False)  # (the update does not depend on the count)
                 options = (group["lr"], group["alpha"], group["eps"], group["weight_decay"],
                            momentum, centered, group["maximize"])
-                if _use_foreach(group):
+                if foreach:
                     for bucket in _buckets(params, grads, square_avgs, grad_avgs, bufs):
                         _rmsprop_foreach(*bucket, *options)
                 else:
-                    _rmsprop_single(params, grads, square_avgs, grad_avgs, bufs, *options)
+                    _rmsprop_single(params, grads, square_avgs, grad_avgs, bufs, *options,
+                                    differentiable=group["differentiable"])
         return loss
 
 
 def _rmsprop_single(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor],
                     grad_avgs: list, bufs: list, lr: float, alpha: float, eps: float,
                     weight_decay: float, momentum: float, centered: bool,
-                    maximize: bool) -> None:
-    """The per-tensor update."""
+                    maximize: bool, differentiable: bool = False) -> None:
+    """The per-tensor update (recorded by autograd in a differentiable group, where the
+    square root autograd saves is not written in place)."""
     for p, grad, square_avg, grad_avg, buf in zip(params, grads, square_avgs, grad_avgs, bufs):
         if maximize:
             grad = -grad
@@ -144,9 +149,10 @@ def _rmsprop_single(params: list[Tensor], grads: list[Tensor], square_avgs: list
         square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
         if centered:
             grad_avg.lerp_(grad, 1 - alpha)
-            avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt().add_(eps)
+            avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt()
         else:
-            avg = square_avg.sqrt().add_(eps)
+            avg = square_avg.sqrt()
+        avg = avg.add(eps) if differentiable else avg.add_(eps)
         if momentum > 0:
             buf.mul_(momentum).addcdiv_(grad, avg)
             p.add_(buf, alpha=-lr)

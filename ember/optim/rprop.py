@@ -7,13 +7,14 @@ from collections.abc import Callable
 from typing import Any
 
 from ember.core.creation import full_like, zeros_like
-from ember.core.grad_mode import no_grad
 from ember.core.ops.elementwise import where
 from ember.core.tensor import Tensor
 from ember.optim.optimizer import (
     Optimizer,
     ParamsT,
     _implementation_options,
+    _use_foreach,
+    check_capturable,
     new_scalar,
     on_device,
     refuse_sparse,
@@ -71,8 +72,9 @@ class Rprop(Optimizer):
             closure (Callable, optional): re-evaluates the model and returns the loss.
         """
         loss = self._eval_closure(closure)
-        with no_grad():
+        with self._update_mode():
             for group in self.param_groups:
+                _use_foreach(group)  # (the update is per tensor; this raises as PyTorch's)
                 for p in group["params"]:
                     if p.grad is None:
                         continue
@@ -82,6 +84,8 @@ class Rprop(Optimizer):
                         pstate["step"] = new_scalar(0.0, p.device if on_device(group) else None)
                         pstate["prev"] = zeros_like(p)
                         pstate["step_size"] = full_like(p.grad, group["lr"])
+                    if group["capturable"]:
+                        check_capturable([p], [pstate["step"]])
                     pstate["step"].add_(1)
                     _rprop_update(p, p.grad, pstate["prev"], pstate["step_size"], group)
         return loss
@@ -94,7 +98,8 @@ def _rprop_update(p: Tensor, grad: Tensor, prev: Tensor, step_size: Tensor,
     step_size_min, step_size_max = group["step_sizes"]
     if group["maximize"]:
         grad = -grad
-    sign = grad.mul(prev).sign()
+    # (a differentiable group keeps the `prev` autograd saves: it is overwritten below)
+    sign = grad.mul(prev.clone() if group["differentiable"] else prev).sign()
     flipped = sign.lt(0)
     # the factors, in the gradient's dtype as PyTorch writes them into `sign`
     factor = where(sign.gt(0), etaplus, where(flipped, etaminus, where(sign.eq(0), 1, sign)))

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ember.core.grad_mode import no_grad
 from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
 from ember.optim.optimizer import (
@@ -14,6 +13,7 @@ from ember.optim.optimizer import (
     _buckets,
     _implementation_options,
     _use_foreach,
+    check_fused,
 )
 
 __all__ = ["SGD"]
@@ -88,7 +88,7 @@ class SGD(Optimizer):
         """
         loss = self._eval_closure(closure)
         state = self.state
-        with no_grad():
+        with self._update_mode():
             for group in self.param_groups:
                 params, grads = [], []
                 for p in group["params"]:
@@ -109,9 +109,12 @@ class SGD(Optimizer):
                 # sparse gradients (nn.Embedding(sparse=True)) take the per-tensor loop,
                 # whose ops have sparse forms, as PyTorch's do
                 sparse = any(g.is_sparse for g in grads)
-                if sparse and group.get("fused"):
-                    raise RuntimeError("`_fused_sgd` does not support sparse gradients")
-                foreach = _use_foreach(group) and not sparse
+                if group.get("fused"):
+                    check_fused(params[0])
+                    if sparse:
+                        raise RuntimeError("`_fused_sgd` does not support sparse gradients")
+                # (PyTorch's SGD takes foreach=True with differentiable=True: the loop runs)
+                foreach = _use_foreach(group, autograd_refused=False) and not sparse
                 runs = _buckets(params, grads, bufs, pstates) if foreach else \
                     [(params, grads, bufs, pstates)]
                 for run_params, run_grads, run_bufs, run_states in runs:
@@ -137,7 +140,7 @@ def _sgd_single(params: list[Tensor], grads: list[Tensor], bufs: list[Tensor | N
         if momentum != 0:
             buf = bufs[i]
             if buf is None:
-                buf = bufs[i] = grad.clone()
+                buf = bufs[i] = grad.clone().detach()  # (not recorded, as PyTorch's)
             else:
                 buf.mul_(momentum).add_(grad, alpha=1 - dampening)
             grad = grad.add(buf, alpha=momentum) if nesterov else buf
