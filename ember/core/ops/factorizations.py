@@ -695,12 +695,13 @@ def _larf(v: Tensor, tau: Tensor, C: Tensor, left: bool) -> Tensor:
     t = tau.unsqueeze(-1).unsqueeze(-1)
     # (dger's order: the scale times w first, then v's entries times that; a product in
     # another order overflows elsewhere)
-    if left:  # H C = C - v (tau v^T C)
-        update = v.unsqueeze(-1) * (t * (v.unsqueeze(-2) @ read))
-        untrimmed = C - v_full.unsqueeze(-1) * (t * (v_full.unsqueeze(-2) @ C))
-    else:  # C H = C - (C v) (tau v^T)
-        update = (read @ v.unsqueeze(-1)) * (t * v.unsqueeze(-2))
-        untrimmed = C - (C @ v_full.unsqueeze(-1)) * (t * v_full.unsqueeze(-2))
+    # (complex: H = I - tau v v^H, zlarf's; conj leaves real v as it is)
+    if left:  # H C = C - v (tau v^H C)
+        update = v.unsqueeze(-1) * (t * (conj(v).unsqueeze(-2) @ read))
+        untrimmed = C - v_full.unsqueeze(-1) * (t * (conj(v_full).unsqueeze(-2) @ C))
+    else:  # C H = C - (C v) (tau v^H)
+        update = (read @ v.unsqueeze(-1)) * (t * conj(v).unsqueeze(-2))
+        untrimmed = C - (C @ v_full.unsqueeze(-1)) * (t * conj(v_full).unsqueeze(-2))
     trimmed = where(in_v & in_c & (t != 0), C - update, C)
     # the trimming changes no finite value, but it would cut the gradient of the zeros it
     # skips (d/dv_j of a trailing zero, d/dtau where tau is 0): where the values agree
@@ -764,7 +765,7 @@ def _householder_checks(op: str, A: Tensor, tau: Tensor) -> None:
                            f"{A.dtype}")
 
 
-@composite(variants="", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
 def linalg_householder_product(A: Tensor, tau: Tensor, *, out: Any = None) -> Tensor:
     """`linalg.householder_product`: the first n columns of the product of the Householder
     reflectors stored in A (m x n, m >= n) and `tau` (geqrf's output gives Q of the QR
