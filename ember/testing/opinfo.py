@@ -1113,6 +1113,8 @@ def _complex_ops(lib: Any, a: Any, b: Any) -> Any:
 def _fft_ops(lib: Any, x: Any) -> Any:
     f = lib.fft
     y = f.irfft(f.rfft(x, dim=1) * 1.5j, n=5, dim=1).sum() + f.hfft(f.ihfft(x)).sum()
+    y = y + f.hfft2(f.ihfft2(x) * 2j).sum() + \
+        f.hfftn(f.ihfftn(x, dim=0), dim=0, norm="ortho").sum()
     z = f.fft(x) * f.ifft2(x, norm="ortho") + f.fftn(x, s=(2, 3)).sum()
     z = f.ifftn(z, norm="forward") + f.fft2(f.fftshift(x)) + f.ifftshift(f.ifft(z))
     r = f.irfft2(f.rfft2(x) * 2.0) + f.irfftn(f.rfftn(x, norm="ortho"), s=(3, 4))
@@ -1150,7 +1152,7 @@ DIFF_OPS += [
         "_fft_c2c", "_fft_r2c", "_fft_c2r", "fft_fft", "fft_ifft", "fft_fft2", "fft_ifft2",
         "fft_fftn", "fft_ifftn", "fft_rfft", "fft_irfft", "fft_rfft2", "fft_irfft2",
         "fft_rfftn", "fft_irfftn", "fft_hfft", "fft_ihfft", "fft_fftshift", "fft_ifftshift",
-        "fft_fftfreq", "fft_rfftfreq")),
+        "fft_fftfreq", "fft_rfftfreq", "fft_hfft2", "fft_ihfft2", "fft_hfftn", "fft_ihfftn")),
 ]
 
 _names = [op.name for op in DIFF_OPS]
