@@ -1,8 +1,8 @@
 """Complex linear algebra against PyTorch: `linalg.eig`/`eigvals` (complex results even
 for real input) and complex inputs to inv, solve, det, slogdet, Cholesky, QR, SVD, eigh,
 pinv, the norms, matrix_exp and householder_product: values, result dtypes, gradients
-(PyTorch's conjugate convention, against torch's backward and finite differences), printed result types and
-errors."""
+(PyTorch's conjugate convention, against torch's backward and finite differences),
+printed result types and errors."""
 
 from __future__ import annotations
 
