@@ -522,6 +522,7 @@ from ember.core.ops.search import (  # the REDUCE family
     unique,
     unique_consecutive,
 )
+from ember.core.ops.segments import segment_reduce
 from ember.core.ops.shape import (
     broadcast_shapes,
     broadcast_tensors,
@@ -874,6 +875,7 @@ __all__ = [
     "searchsorted", "bucketize", "isin", "unique", "unique_consecutive", "bincount", "histc",
     "histogram", "take", "put", "index_copy", "index_put", "index_reduce", "scatter_reduce",
     "masked_scatter", "argwhere", "nonzero_static", "gradient", "histogramdd",
+    "segment_reduce",
     # (end of the REDUCE family's names)
     # sparse COO tensors
     "sparse_coo", "sparse_coo_tensor", "spmm", "sparse_csr", "sparse_csc", "sparse_bsr",

@@ -1070,6 +1070,10 @@ _REDUCE_FAMILY: list[DiffOp] = [
         make=lambda rng: [rng.uniform(0.5, 1.5, (3, 4)),
                           np.array([[0.0, 1.5, 0.7], [0.0, 0.0, 1.2], [0.9, 1.1, 0.0]])],
         ops=("scatter_reduce",)),
+    *[DiffOp(f"segment_reduce_{reduce}", lambda lib, x, r=reduce: lib.segment_reduce(
+        x, r, lengths=_idx(lib, x, [[1, 0, 3], [2, 2, 0], [4, 0, 0]]), axis=1, initial=0.5),
+        shapes=((3, 4, 2),), low=0.5, high=2.0, ops=("segment_reduce",))
+      for reduce in ("sum", "mean", "max", "min", "prod")],
     DiffOp("gradient", lambda lib, x: lib.gradient(x, spacing=0.5, edge_order=2)),
     DiffOp("gradient_coordinates", lambda lib, x, c: lib.gradient(x, spacing=(c,), dim=1),
            make=lambda rng: [rng.uniform(-2, 2, (3, 4)), np.cumsum(rng.uniform(0.5, 1.5, 4))],

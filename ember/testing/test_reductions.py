@@ -396,5 +396,32 @@ def test_histogramdd(device: ember.device) -> None:
 
 COVERS |= {"histogramdd", "sort", "argsort", "median", "mode", "cumprod", "cummax", "searchsorted",
            "bucketize", "isin", "unique", "unique_consecutive", "bincount", "histc",
-           "histogram"}
+           "histogram", "segment_reduce"}
+
+
+@pytest.mark.parametrize("reduce,want", [
+    ("sum", [[6.0, 8.0], [0.0, 0.0], [7.0, 9.0]]),
+    ("mean", [[3.0, 4.0], [np.nan, np.nan], [7.0, 9.0]]),
+    ("max", [[5.0, 6.0], [-np.inf, -np.inf], [7.0, 9.0]]),
+    ("min", [[1.0, 2.0], [np.inf, np.inf], [7.0, 9.0]]),
+    ("prod", [[5.0, 12.0], [1.0, 1.0], [7.0, 9.0]])])
+def test_segment_reduce(device: ember.device, reduce: str, want: list) -> None:
+    """Segments by lengths (an empty one: the identity, NaN for mean) or offsets (the
+    rows after the last segment left out); `initial` joins every segment."""
+    data = S.on(device, np.array([[1.0, 2.0], [5.0, 6.0], [7.0, 9.0], [0.0, 0.0]]))
+    lengths = S.on(device, np.array([2, 0, 1]))
+    out = ember.segment_reduce(data, reduce, lengths=lengths, unsafe=True)
+    S.assert_matches(out, np.array(want), device, dtype=ember.float64)
+    offsets = S.on(device, np.array([0, 2, 2, 3]))
+    S.assert_matches(ember.segment_reduce(data, reduce, offsets=offsets), np.array(want),
+                     device)
+    with_initial = ember.segment_reduce(data, reduce, offsets=offsets, initial=2.0)
+    expected = {"sum": [[8.0, 10.0], [2.0, 2.0], [9.0, 11.0]],
+                "mean": [[4.0, 5.0], [2.0, 2.0], [9.0, 11.0]],
+                "max": [[5.0, 6.0], [2.0, 2.0], [7.0, 9.0]],
+                "min": [[1.0, 2.0], [2.0, 2.0], [2.0, 2.0]],
+                "prod": [[10.0, 24.0], [2.0, 2.0], [14.0, 18.0]]}[reduce]
+    S.assert_matches(with_initial, np.array(expected), device)
+    with pytest.raises(RuntimeError, match="sum to data.size"):
+        ember.segment_reduce(data, reduce, lengths=lengths)
 # -- end of the REDUCE family's tests --
