@@ -151,6 +151,10 @@ def _error(make, lib, T):
     lambda L, T: T.grad(lambda x: x.sum(0, keepdim=True))(L.ones(3)),  # one element, 1-d
     lambda L, T: T.grad(lambda x: x.sum(), argnums=2)(L.ones(3)),
     lambda L, T: T.grad(lambda x: x.sum(), has_aux=True)(L.ones(3)),
+    # cotangents of another pytree structure than the outputs
+    lambda L, T: T.vjp(lambda x: {"a": x.sin(), "b": x}, L.ones(3))[1](L.ones(3)),
+    lambda L, T: T.vjp(lambda x: (x.sin(), x), L.ones(3))[1]([L.ones(3), L.ones(3)]),
+    lambda L, T: T.vjp(L.sin, L.ones(3))[1]((L.ones(3),)),
 ])
 def test_errors_match_torch_func(make) -> None:
     assert _error(make, ember, ET) == _error(make, torch, TF)
