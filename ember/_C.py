@@ -4,6 +4,7 @@ the Python API use: the `__torch_function__` switches and the disabled implement
 from __future__ import annotations
 
 from ember.core import torch_function as _tf
+from ember.core.backend import _LinAlgError  # noqa: F401 - torch._C._LinAlgError
 from ember.core.torch_function import (  # noqa: F401 - re-exported
     DisableTorchFunction,
     DisableTorchFunctionSubclass,

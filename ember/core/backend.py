@@ -257,11 +257,19 @@ def host_out_of_memory(op: str, err: MemoryError) -> OutOfMemoryError:
                             f"allocate {nbytes} bytes ({human_bytes(nbytes)})")
 
 
-class LinAlgError(RuntimeError):
+@_dtypes.printed_in_api("._C")
+class _LinAlgError(RuntimeError):
     """A matrix a factorization cannot handle: singular for an inverse or a solve, not
     positive-definite for Cholesky, an SVD that does not converge
     (`torch.linalg.LinAlgError`, a RuntimeError; `ember.linalg.LinAlgError`). Kernels
-    raise it only where they cannot report LAPACK's `info` in their result."""
+    raise it only where they cannot report LAPACK's `info` in their result.
+
+    Named and placed as PyTorch's class is (`torch._C._LinAlgError`, printed `ember._C`
+    or, under the torch alias, `torch._C`), so a program that prints or compares
+    `type(e).__name__` sees PyTorch's; `ember._C` holds it for pickling by that path."""
+
+
+LinAlgError = _LinAlgError
 
 
 class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
