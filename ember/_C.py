@@ -18,3 +18,17 @@ _is_torch_function_mode_enabled = _tf.is_torch_function_mode_enabled
 def _len_torch_function_stack() -> int:
     """The number of TorchFunctionModes entered."""
     return len(_tf.modes)
+
+
+def _is_grad_layout_enforcement_enabled() -> bool:
+    """Whether autograd enforces the gradient layout contract on this thread."""
+    from ember.core.grad_mode import state
+
+    return state.layout_enforced
+
+
+def _set_grad_layout_enforcement_enabled(enabled: bool) -> None:
+    """Turn the gradient layout contract's enforcement on or off on this thread."""
+    from ember.core.grad_mode import state
+
+    state.layout_enforced = bool(enabled)
