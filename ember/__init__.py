@@ -748,6 +748,8 @@ def __getattr__(name: str):
                              "complex128 (cdouble)")
     if name == "ops":  # torch.ops.mylib.foo: the operators ember.library registered
         return importlib.import_module("ember.library.registry").ops
+    if name == "Event":  # torch.Event, the device-generic event
+        return importlib.import_module("ember.event").Event
     if name == "vmap":  # torch.vmap, the same as torch.func.vmap
         return importlib.import_module("ember.func").vmap
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
