@@ -291,6 +291,24 @@ def test_fork_rng_restores_the_stream() -> None:
     same(ember.rand(2), torch.rand(2))
 
 
+def test_thread_safe_generator_is_none_outside_thread_workers() -> None:
+    """torch.random.thread_safe_generator: None in the main process and in a (process)
+    DataLoader worker, so the draws are the default generator's."""
+    class Draws(ember.utils.data.Dataset):
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, i):
+            return ember.tensor(ember.random.thread_safe_generator() is None)
+
+    assert ember.random.thread_safe_generator() is torch.random.thread_safe_generator() is None
+    loader = ember.utils.data.DataLoader(Draws(), batch_size=2, num_workers=1)
+    assert next(iter(loader)).tolist() == [True, True]
+    seeded(2)
+    same(ember.randint(0, 10, (5,), generator=ember.random.thread_safe_generator()),
+         torch.randint(0, 10, (5,), generator=torch.random.thread_safe_generator()))
+
+
 @mkl_bernoulli
 def test_a_training_step_gives_pytorchs_loss() -> None:
     """A whole program: model initialisation, a shuffled DataLoader, dropout, one SGD step
