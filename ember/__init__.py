@@ -590,6 +590,7 @@ from ember.core.quantized import (
     quantize_per_channel,
     quantize_per_tensor,
 )
+from ember.core.quantized_functions import quantize_per_tensor_dynamic, quantized_batch_norm
 from ember.core.sparse_coo import (
     sparse_bsc,
     sparse_bsr,
@@ -768,6 +769,7 @@ __all__ = [
     "qint8", "quint8", "qint32", "quint4x2", "qscheme", "per_tensor_affine",
     "per_channel_affine", "per_tensor_symmetric", "per_channel_symmetric",
     "per_channel_affine_float_qparams", "quantize_per_tensor", "quantize_per_channel",
+    "quantize_per_tensor_dynamic", "quantized_batch_norm",
     "dequantize", "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine",
     "_make_per_tensor_quantized_tensor", "_make_per_channel_quantized_tensor",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "use_deterministic_algorithms",
