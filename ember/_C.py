@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ember.core import torch_function as _tf
 from ember.core.backend import _LinAlgError  # noqa: F401 - torch._C._LinAlgError
+from ember.core.creation import Generator  # noqa: F401 - torch._C.Generator
 from ember.core.torch_function import (  # noqa: F401 - re-exported
     DisableTorchFunction,
     DisableTorchFunctionSubclass,

@@ -470,3 +470,19 @@ def test_binomial_draws_pytorchs_stream(expr: str) -> None:
     element: inversion below a mean of 10, BTRS above, in the dtype's arithmetic where
     PyTorch's is, and leaves the generator where PyTorch's is."""
     same(*draw_both(expr))
+
+
+def test_generator_is_named_and_printed_as_torchs() -> None:
+    """torch.Generator is torch._C.Generator (`<torch._C.Generator object at 0x...>`);
+    ember's prints `ember._C.Generator` (torch._C under the alias), and pickles and
+    copies with its state, whatever name it prints."""
+    import copy
+    import pickle
+
+    for L in (torch, ember):
+        g = L.Generator().manual_seed(3)
+        assert type(g) is L._C.Generator and type(g).__name__ == "Generator"
+        assert repr(g).startswith(f"<{L.__name__}._C.Generator object at 0x")
+        twins = (pickle.loads(pickle.dumps(g)), copy.deepcopy(g))
+        expected = L.rand(3, generator=g).tolist()
+        assert [L.rand(3, generator=t).tolist() for t in twins] == [expected, expected]
