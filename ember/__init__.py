@@ -88,6 +88,9 @@ from ember.core.dtype import (
     quint8,
     set_default_dtype,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from ember.core.dtype import bool_ as bool  # noqa: A004 - PyTorch's name
 from ember.core.from_memory import asarray, from_file, frombuffer
@@ -522,6 +525,7 @@ from ember.core.ops.search import (  # the REDUCE family
     unique,
     unique_consecutive,
 )
+from ember.core.ops.hashing import hash_tensor
 from ember.core.ops.segments import segment_reduce
 from ember.core.ops.shape import (
     broadcast_shapes,
@@ -762,7 +766,8 @@ __all__ = [
     "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
     "device", "is_tensor", "devices", "from_dlpack",
     "OutOfMemoryError",
-    "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
+    "bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
+    "float16", "bfloat16", "float32",
     "float64", "half", "double", "long", "short", "float", "int", "complex64", "complex128",
     "cfloat", "cdouble",
     # quantized tensors (ember.core.quantized)
@@ -879,7 +884,7 @@ __all__ = [
     "searchsorted", "bucketize", "isin", "unique", "unique_consecutive", "bincount", "histc",
     "histogram", "take", "put", "index_copy", "index_put", "index_reduce", "scatter_reduce",
     "masked_scatter", "argwhere", "nonzero_static", "gradient", "histogramdd",
-    "segment_reduce",
+    "segment_reduce", "hash_tensor",
     # (end of the REDUCE family's names)
     # sparse COO tensors
     "sparse_coo", "sparse_coo_tensor", "spmm", "sparse_csr", "sparse_csc", "sparse_bsr",

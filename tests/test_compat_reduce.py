@@ -746,3 +746,34 @@ def test_segment_reduce_errors_as_torch(call):
     with pytest.raises(type(want.value)) as got:
         call(ember)
     assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.hash_tensor(L.tensor([[1.1918, -1.1813, 0.3373]])),
+    lambda L: L.hash_tensor(L.tensor([1, -2, 3], dtype=L.int8)),
+    lambda L: L.hash_tensor(L.tensor([255, 7], dtype=L.uint8)),
+    lambda L: L.hash_tensor(L.tensor([True, False, True])),
+    lambda L: L.hash_tensor(L.tensor([1.5, -0.25], dtype=L.float16)),
+    lambda L: L.hash_tensor(L.tensor([1.5, -0.25], dtype=L.bfloat16)),
+    lambda L: L.hash_tensor(L.arange(24.0).reshape(2, 3, 4), 1),
+    lambda L: L.hash_tensor(L.arange(35.0).reshape(5, 7), (0, 1), keepdim=True),
+    lambda L: L.arange(35.0).reshape(5, 7).hash_tensor(-1),
+    lambda L: L.hash_tensor(L.zeros(0, 3), 1),
+    lambda L: L.hash_tensor(L.tensor([-0.0, NAN, INF])),
+    lambda L: L.hash_tensor(L.tensor(3.0, requires_grad=True)),
+    # errors
+    lambda L: L.hash_tensor(L.tensor([1.0]), mode=1),
+    lambda L: L.hash_tensor(L.tensor([1 + 2j])),
+    lambda L: L.hash_tensor(L.tensor([])),
+    lambda L: L.hash_tensor(L.zeros(2, 0), 1),
+    lambda L: L.hash_tensor(L.tensor([5], dtype=L.uint64)),
+])
+def test_hash_tensor_as_torch(call):
+    def run(L):
+        try:
+            r = call(L)
+        except Exception as err:  # noqa: BLE001 - compared by type name and message
+            return type(err).__name__, str(err)
+        return str(r.dtype).split(".")[1], tuple(r.shape), r.tolist(), r.requires_grad
+
+    assert run(ember) == run(torch)

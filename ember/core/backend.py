@@ -41,6 +41,7 @@ from ember.core.dtype import (  # noqa: F401 - re-exported: the dtype vocabulary
     COMPLEX_DTYPES,
     EVERY_DTYPE,
     FLOATING_DTYPES,
+    LIMITED_DTYPES,
     bfloat16,
     bool_,
     dtype,
@@ -69,7 +70,7 @@ def numpy_dtype(d: dtype) -> Any:
 def from_numpy_dtype(np_dtype: Any) -> dtype:
     """The ember dtype of a NumPy dtype, or TypeError for one ember does not have."""
     name = str(np_dtype)
-    for d in EVERY_DTYPE:
+    for d in EVERY_DTYPE + LIMITED_DTYPES:
         if d.name == name:
             return d
     raise TypeError(f"can't convert NumPy arrays of dtype {name}; ember supports "

@@ -396,7 +396,26 @@ def test_histogramdd(device: ember.device) -> None:
 
 COVERS |= {"histogramdd", "sort", "argsort", "median", "mode", "cumprod", "cummax", "searchsorted",
            "bucketize", "isin", "unique", "unique_consecutive", "bincount", "histc",
-           "histogram", "segment_reduce"}
+           "histogram", "segment_reduce", "hash_tensor"}
+
+
+def test_hash_tensor_xors_the_64_bit_patterns(device: ember.device) -> None:
+    """hash_tensor: float elements as float64 bits, integers as int64 (sign-extended),
+    XORed over all elements or along dims; a uint64 result (on the devices that hold
+    uint64, one of PyTorch's shell dtypes)."""
+    if not S.holds(device, ember.uint64):
+        pytest.skip(f"{device} holds no uint64 tensors")
+    x = np.array([[1.5, -2.0, 0.25], [3.0, 0.0, -0.5], [7.0, 1.0, 2.0]])
+    bits = x.view(np.uint64)
+    out = ember.hash_tensor(S.on(device, x))
+    assert out.dtype is ember.uint64 and out.shape == ()
+    assert int(out.item()) == int(np.bitwise_xor.reduce(bits.reshape(-1)))
+    rows = ember.hash_tensor(S.on(device, x, ember.float32), 1, keepdim=True)
+    assert rows.shape == (3, 1)
+    assert rows.reshape(-1).tolist() == np.bitwise_xor.reduce(bits, axis=1).tolist()
+    ints = np.array([-1, 5, 9], dtype=np.int8)
+    got = ember.hash_tensor(S.on(device, ints), 0)
+    assert int(got.item()) == int(np.bitwise_xor.reduce(ints.astype(np.int64).view(np.uint64)))
 
 
 @pytest.mark.parametrize("reduce,want", [
