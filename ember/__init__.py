@@ -320,6 +320,7 @@ from ember.core.ops.foreach import (
     _foreach_zero_,
     _fused_sgd_,
 )
+from ember.core.ops.hashing import hash_tensor
 from ember.core.ops.indexing import (
     argwhere,
     chunk,
@@ -525,7 +526,6 @@ from ember.core.ops.search import (  # the REDUCE family
     unique,
     unique_consecutive,
 )
-from ember.core.ops.hashing import hash_tensor
 from ember.core.ops.segments import segment_reduce
 from ember.core.ops.shape import (
     broadcast_shapes,
