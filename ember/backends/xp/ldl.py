@@ -26,6 +26,10 @@ ALPHA = (1.0 + math.sqrt(17.0)) / 8.0
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     xp, as_array = lib.xp, lib.as_array
 
+    def outer(x, y):
+        """x[i] * y[j] (broadcast: CuPy's ufuncs have no `outer`)."""
+        return x[..., :, None] * y[..., None, :]
+
     def magnitude(x):
         """LAPACK's cabs1 on complex entries (|re| + |im|), abs on real ones."""
         return xp.abs(x.real) + xp.abs(x.imag) if x.dtype.kind == "c" else xp.abs(x)
@@ -105,7 +109,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             return
         r1 = 1.0 / (a[k, k].real if herm else a[k, k])
         x = a[k + 1:, k].copy()
-        a[k + 1:, k + 1:] += xp.multiply.outer(x, conj(x) * -r1)
+        a[k + 1:, k + 1:] += outer(x, conj(x) * -r1)
         if herm:
             real_diagonal(a[k + 1:, k + 1:])
         a[k + 1:, k] = x * r1
@@ -129,8 +133,8 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             wk = d21 * (d11 * ck - ck1)
             wkp1 = d21 * (d22 * ck1 - ck)
         trailing = a[k + 2:, k + 2:]
-        trailing -= xp.multiply.outer(ck, conj(wk))
-        trailing -= xp.multiply.outer(ck1, conj(wkp1))
+        trailing -= outer(ck, conj(wk))
+        trailing -= outer(ck1, conj(wkp1))
         if herm:
             real_diagonal(trailing)
         a[k + 2:, k], a[k + 2:, k + 1] = wk, wkp1
@@ -162,7 +166,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
                 kp = pivots[k] - 1
                 if kp != k:
                     b[[k, kp]] = b[[kp, k]]
-                b[k + 1:] -= xp.multiply.outer(ld[k + 1:, k], b[k])
+                b[k + 1:] -= outer(ld[k + 1:, k], b[k])
                 b[k] *= 1.0 / (ld[k, k].real if herm else ld[k, k])
                 k += 1
             else:
@@ -170,8 +174,8 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
                 if kp != k + 1:
                     b[[k + 1, kp]] = b[[kp, k + 1]]
                 if k < n - 2:
-                    b[k + 2:] -= xp.multiply.outer(ld[k + 2:, k], b[k])
-                    b[k + 2:] -= xp.multiply.outer(ld[k + 2:, k + 1], b[k + 1])
+                    b[k + 2:] -= outer(ld[k + 2:, k], b[k])
+                    b[k + 2:] -= outer(ld[k + 2:, k + 1], b[k + 1])
                 akm1k = ld[k + 1, k]
                 akm1 = ld[k, k] / conj(akm1k)
                 ak = ld[k + 1, k + 1] / akm1k
