@@ -75,7 +75,8 @@ def _check(data: Tensor, reduce: str, lengths: Tensor | None, indices: Tensor | 
     try:
         axis = normalize_dim("segment_reduce", axis, data.ndim)
     except IndexError as error:  # (PyTorch's maybe_wrap_dim names no op)
-        raise IndexError(str(error).split(": ", 1)[1]) from None
+        message = str(error)
+        raise IndexError(message.removeprefix("segment_reduce: ")) from None
     if indices is not None:
         raise RuntimeError("segment_reduce(): indices based reduction is not supported yet.")
     if lengths is None and offsets is None:
