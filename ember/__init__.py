@@ -89,6 +89,9 @@ from ember.core.dtype import (
     quint8,
     set_default_dtype,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from ember.core.dtype import bool_ as bool  # noqa: A004 - PyTorch's name
 from ember.core.from_memory import asarray, from_file, frombuffer
@@ -318,6 +321,7 @@ from ember.core.ops.foreach import (
     _foreach_zero_,
     _fused_sgd_,
 )
+from ember.core.ops.hashing import hash_tensor
 from ember.core.ops.indexing import (
     argwhere,
     chunk,
@@ -523,6 +527,7 @@ from ember.core.ops.search import (  # the REDUCE family
     unique,
     unique_consecutive,
 )
+from ember.core.ops.segments import segment_reduce
 from ember.core.ops.shape import (
     broadcast_shapes,
     broadcast_tensors,
@@ -590,6 +595,7 @@ from ember.core.quantized import (
     quantize_per_channel,
     quantize_per_tensor,
 )
+from ember.core.quantized_functions import quantize_per_tensor_dynamic, quantized_batch_norm
 from ember.core.sparse_compressed import (
     sparse_bsc_tensor,
     sparse_bsr_tensor,
@@ -755,6 +761,8 @@ def __getattr__(name: str):
                              "complex128 (cdouble)")
     if name == "ops":  # torch.ops.mylib.foo: the operators ember.library registered
         return importlib.import_module("ember.library.registry").ops
+    if name == "Event":  # torch.Event, the device-generic event
+        return importlib.import_module("ember.event").Event
     if name == "vmap":  # torch.vmap, the same as torch.func.vmap
         return importlib.import_module("ember.func").vmap
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
@@ -766,13 +774,15 @@ __all__ = [
     "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
     "device", "is_tensor", "devices", "from_dlpack",
     "OutOfMemoryError",
-    "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
+    "bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
+    "float16", "bfloat16", "float32",
     "float64", "half", "double", "long", "short", "float", "int", "complex64", "complex128",
     "cfloat", "cdouble",
     # quantized tensors (ember.core.quantized)
     "qint8", "quint8", "qint32", "quint4x2", "qscheme", "per_tensor_affine",
     "per_channel_affine", "per_tensor_symmetric", "per_channel_symmetric",
     "per_channel_affine_float_qparams", "quantize_per_tensor", "quantize_per_channel",
+    "quantize_per_tensor_dynamic", "quantized_batch_norm",
     "dequantize", "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine",
     "_make_per_tensor_quantized_tensor", "_make_per_channel_quantized_tensor",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "use_deterministic_algorithms",
@@ -882,6 +892,7 @@ __all__ = [
     "searchsorted", "bucketize", "isin", "unique", "unique_consecutive", "bincount", "histc",
     "histogram", "take", "put", "index_copy", "index_put", "index_reduce", "scatter_reduce",
     "masked_scatter", "argwhere", "nonzero_static", "gradient", "histogramdd",
+    "segment_reduce", "hash_tensor",
     # (end of the REDUCE family's names)
     # sparse COO tensors
     "sparse_coo", "sparse_coo_tensor", "spmm", "sparse_csr", "sparse_csc", "sparse_bsr",

@@ -1,8 +1,12 @@
 """`ember.func` (PyTorch's torch.func): the function transforms of ember.transforms
 (`grad`, `grad_and_value`, `vjp`, `jvp`, `jacrev`, `jacfwd`, `hessian`, `vmap`,
-`stack_module_state`) and `functional_call` (ember.nn.utils.stateless), so programs that
-write `from torch.func import functional_call, grad, vmap` run unchanged."""
+`stack_module_state`), `functional_call` (ember.nn.utils.stateless), `rearrange`
+(ember.einops) and `functionalize`, so programs that write `from torch.func import
+functional_call, grad, vmap` run unchanged."""
 
+import functools
+
+from ember.einops import rearrange
 from ember.nn.utils.stateless import functional_call
 from ember.transforms import (
     grad,
@@ -16,8 +20,28 @@ from ember.transforms import (
     vmap,
 )
 
-__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
-           "linearize", "stack_module_state", "vjp", "vmap"]
+__all__ = ["functional_call", "functionalize", "grad", "grad_and_value", "hessian", "jacfwd",
+           "jacrev", "jvp", "linearize", "rearrange", "stack_module_state", "vjp", "vmap"]
+
+
+def functionalize(func, *, remove="mutations"):  # noqa: ANN001, ANN201 - torch.func's
+    """`func` with its mutations (and, with `remove="mutations_and_views"`, its views)
+    removed from what a tracer records. ember runs programs eagerly and records no
+    functional graph, so the function returned computes exactly what `func` does (inputs
+    `func` mutates are mutated the same way), which is what PyTorch guarantees of it."""
+    if remove not in ("mutations", "mutations_and_views"):
+        raise RuntimeError(f"functionalize(f, remove='mutations'): received invalid argument "
+                           f"for remove={remove}. Valid options are:\n     remove='mutations'"
+                           ": all inplace and out= operators will be removed from the program"
+                           ", and replaced with their out-of-place equivalents.\n     remove="
+                           "'mutations_and_views': In addition to the above, all aliasing "
+                           "operators {view} will be replaced with their non-aliasing "
+                           "counterparts, {view}_copy.\n")
+
+    @functools.wraps(func)
+    def wrapped(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        return func(*args, **kwargs)
+    return wrapped
 
 
 def linearize(func, *primals):  # noqa: ANN001, ANN201 - torch.func's signature

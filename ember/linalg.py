@@ -16,7 +16,8 @@ from ember.core.ops import norms as _n
 
 __all__ = [
     "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig",
-    "eigh", "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex", "lstsq", "lu",
+    "eigh", "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor",
+    "ldl_factor_ex", "ldl_solve", "lstsq", "lu",
     "lu_factor",
     "lu_factor_ex", "lu_solve",
     "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot",
@@ -37,6 +38,9 @@ eigvalsh = _f.linalg_eigvalsh
 householder_product = _f.linalg_householder_product
 inv = _f.linalg_inv
 inv_ex = _f.linalg_inv_ex
+ldl_factor = _f.linalg_ldl_factor
+ldl_factor_ex = _f.linalg_ldl_factor_ex
+ldl_solve = _f.linalg_ldl_solve
 lstsq = _f.linalg_lstsq
 lu = _f.linalg_lu
 lu_factor = _f.linalg_lu_factor

@@ -20,7 +20,7 @@ from ember.core.creation import (
 )
 
 __all__ = ["default_generator", "fork_rng", "get_rng_state", "initial_seed", "manual_seed",
-           "seed", "set_rng_state"]
+           "seed", "set_rng_state", "thread_safe_generator"]
 
 
 @contextlib.contextmanager
@@ -44,3 +44,16 @@ def fork_rng(devices: Iterable[Any] | None = None, enabled: bool = True,
         yield
     finally:
         set_rng_state(state)
+
+
+def thread_safe_generator() -> Any:
+    """The generator a DataLoader's thread worker keeps for its own draws, or None (the
+    default generator then) in the main process and in process workers. ember's
+    DataLoader runs its workers as processes, so this is None there too."""
+    from ember.utils.data import get_worker_info
+
+    info = get_worker_info()
+    if info is not None and getattr(info, "worker_method", None) == "thread" and \
+            getattr(info, "rng", None) is not None:
+        return info.rng.torch_generator
+    return None

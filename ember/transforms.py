@@ -31,7 +31,7 @@ from ember.core.ops.shape import stack
 from ember.core.tensor import Tensor
 from ember.utils._pytree import tree_leaves as _leaves
 from ember.utils._pytree import tree_map as _map
-from ember.utils._pytree import tree_structure, tree_unflatten
+from ember.utils._pytree import tree_structure, tree_unflatten, treespec_pprint
 
 __all__ = ["grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "stack_module_state",
            "vjp", "vmap"]
@@ -146,11 +146,19 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
         output, aux = _split_aux(func(*watched), has_aux, "vjp(f, primals)")
     inputs = _leaves(watched)
 
-    def vjp_fn(*cotangents: Any) -> tuple:
+    def vjp_fn(cotangents: Any, retain_graph: bool = True,
+               create_graph: bool | None = None) -> tuple:
+        if tree_structure(cotangents) != tree_structure(output):
+            raise RuntimeError(
+                "Expected pytree structure of cotangents to be the same as pytree structure "
+                f"of outputs to the function. cotangents: "
+                f"{treespec_pprint(tree_structure(cotangents))}, primal output: "
+                f"{treespec_pprint(tree_structure(output))}")
         outs = _leaves(output)
-        cots = _leaves(cotangents[0] if len(cotangents) == 1 else cotangents)
         with enable_grad():
-            grads = _autograd_grad(outs, inputs, cots, retain_graph=True, create_graph=keep,
+            grads = _autograd_grad(outs, inputs, _leaves(cotangents),
+                                   retain_graph=retain_graph,
+                                   create_graph=keep if create_graph is None else create_graph,
                                    allow_unused=True)
         grads = [g if g is not None else x.new_zeros(x.shape) for g, x in zip(grads, inputs)]
         if not keep:

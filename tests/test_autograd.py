@@ -1467,3 +1467,33 @@ def _inference_save_outcomes(lib):
     with lib.no_grad():
         outcomes.append((w * made).requires_grad)
     return outcomes, recorded.tolist(), recorded._version
+
+
+def test_grad_layout_contract_and_its_policy_as_torch(torch):
+    """A permuted leaf's `.grad` gets the leaf's strides; under
+    enforce_grad_layout_policy(False) a gradient autograd can keep keeps its own; the
+    policy is set when the object is made and restored on leaving (or after a call)."""
+
+    def layouts(L):
+        p = L.zeros(2, 3, 4).permute(2, 0, 1).requires_grad_()
+        (p * 2).sum().backward()
+        strides = [p.grad.stride()]
+        p.grad = None
+        with L.autograd.enforce_grad_layout_policy(False):
+            (p * 2).sum().backward()
+        strides.append(p.grad.stride())
+        p.grad = None
+        p.backward(L.ones(4, 2, 3))  # a gradient the caller holds: copied, in p's layout
+        strides.append(p.grad.stride())
+        policy = L.autograd.enforce_grad_layout_policy(False)
+        states = [L._C._is_grad_layout_enforcement_enabled()]
+        with policy:
+            pass
+        states.append(L._C._is_grad_layout_enforcement_enabled())
+        decorated = L.autograd.enforce_grad_layout_policy(False)(
+            L._C._is_grad_layout_enforcement_enabled)
+        states += [decorated(), L._C._is_grad_layout_enforcement_enabled()]
+        return strides, states, p.grad.tolist() == L.full((4, 2, 3), 1.0).tolist()
+
+    assert layouts(ember) == layouts(torch) == (
+        [(1, 12, 4), (6, 3, 1), (1, 12, 4)], [False, True, False, True], True)

@@ -694,3 +694,86 @@ def test_index_reduce_warns_once_that_it_is_beta_as_torch():
             ember.ones(3).index_reduce(0, ember.tensor([0, 1]), ember.ones(2), "prod")
     assert [(w.category, str(w.message)) for w in caught] == [
         (UserWarning, "index_reduce() is in beta and the API may change at any time.")]
+
+
+SEGMENT_DATA = np.array([[1.0, 3.0, 3.0], [0.0, 2.0, 0.0], [NAN, 0.0, 2.0], [4.0, -1.0, 5.0]])
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min", "prod", "amax"])
+@pytest.mark.parametrize("initial", [None, 3.0])
+def test_segment_reduce_values_and_gradients_as_torch(reduce, initial):
+    """segment_reduce by lengths (batched along a later axis, an empty segment) and by
+    offsets: values (NaN, zeros, ties) and PyTorch's gradients."""
+    calls = [
+        lambda L, x: L.segment_reduce(x, reduce, lengths=L.tensor([[2, 1], [3, 0], [1, 2],
+                                                                   [0, 3]]),
+                                      axis=1, initial=initial),
+        lambda L, x: L.segment_reduce(x, reduce, offsets=L.tensor([0, 1, 1, 3]),
+                                      initial=initial),
+        lambda L, x: L.segment_reduce(x, reduce, lengths=L.tensor([1, 2]), axis=-2,
+                                      unsafe=True, initial=initial),
+    ]
+    w = np.arange(1.0, 13.0)
+    for call in calls:
+        grads = []
+        for L in (torch, ember):
+            x = L.tensor(SEGMENT_DATA, requires_grad=True)
+            y = call(L, x)
+            grads.append((y.detach().numpy(), str(y.grad_fn).split()[0]))
+            (y * L.tensor(w[:y.numel()].reshape(tuple(y.shape)))).sum().backward()
+            grads[-1] += (x.grad.numpy(),)
+        (want, want_fn, want_grad), (got, got_fn, got_grad) = grads
+        np.testing.assert_allclose(got, want)
+        assert got_fn == want_fn == "<SegmentReduceBackward0"
+        np.testing.assert_allclose(got_grad, want_grad)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.segment_reduce(L.ones(3, 4), "sum", lengths=L.tensor([1, 3]), axis=1),
+    lambda L: L.segment_reduce(L.ones(3, 4), "sum", lengths=L.tensor([1, 1])),
+    lambda L: L.segment_reduce(L.ones(3, 4), "foo", lengths=L.tensor([1, 2])),
+    lambda L: L.segment_reduce(L.ones(3, 4), "sum"),
+    lambda L: L.segment_reduce(L.ones(3, 4, dtype=L.int64), "sum", lengths=L.tensor([3])),
+    lambda L: L.segment_reduce(L.ones(3, 4), "sum", lengths=L.tensor([-1, 3, 1])),
+    lambda L: L.segment_reduce(L.ones(3, 4), "sum", lengths=L.tensor([1.0, 2.0])),
+    lambda L: L.segment_reduce(L.ones(3, 4), "sum", offsets=L.tensor([0, 2, 1, 3])),
+    lambda L: L.segment_reduce(L.ones(3, 4), "sum", indices=L.tensor([0, 2])),
+    lambda L: L.segment_reduce(L.ones(3, 4), "sum", lengths=L.tensor([3]), axis=2),
+])
+def test_segment_reduce_errors_as_torch(call):
+    with pytest.raises(Exception) as want:
+        call(torch)
+    with pytest.raises(type(want.value)) as got:
+        call(ember)
+    assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.hash_tensor(L.tensor([[1.1918, -1.1813, 0.3373]])),
+    lambda L: L.hash_tensor(L.tensor([1, -2, 3], dtype=L.int8)),
+    lambda L: L.hash_tensor(L.tensor([255, 7], dtype=L.uint8)),
+    lambda L: L.hash_tensor(L.tensor([True, False, True])),
+    lambda L: L.hash_tensor(L.tensor([1.5, -0.25], dtype=L.float16)),
+    lambda L: L.hash_tensor(L.tensor([1.5, -0.25], dtype=L.bfloat16)),
+    lambda L: L.hash_tensor(L.arange(24.0).reshape(2, 3, 4), 1),
+    lambda L: L.hash_tensor(L.arange(35.0).reshape(5, 7), (0, 1), keepdim=True),
+    lambda L: L.arange(35.0).reshape(5, 7).hash_tensor(-1),
+    lambda L: L.hash_tensor(L.zeros(0, 3), 1),
+    lambda L: L.hash_tensor(L.tensor([-0.0, NAN, INF])),
+    lambda L: L.hash_tensor(L.tensor(3.0, requires_grad=True)),
+    # errors
+    lambda L: L.hash_tensor(L.tensor([1.0]), mode=1),
+    lambda L: L.hash_tensor(L.tensor([1 + 2j])),
+    lambda L: L.hash_tensor(L.tensor([])),
+    lambda L: L.hash_tensor(L.zeros(2, 0), 1),
+    lambda L: L.hash_tensor(L.tensor([5], dtype=L.uint64)),
+])
+def test_hash_tensor_as_torch(call):
+    def run(L):
+        try:
+            r = call(L)
+        except Exception as err:  # noqa: BLE001 - compared by type name and message
+            return type(err).__name__, str(err)
+        return str(r.dtype).split(".")[1], tuple(r.shape), r.tolist(), r.requires_grad
+
+    assert run(ember) == run(torch)

@@ -1,8 +1,8 @@
 """Complex linear algebra against PyTorch: `linalg.eig`/`eigvals` (complex results even
 for real input) and complex inputs to inv, solve, det, slogdet, Cholesky, QR, SVD, eigh,
-pinv, the norms and matrix_exp: values, result dtypes, gradients (PyTorch's conjugate
-convention, against torch's backward and finite differences), printed result types and
-errors."""
+pinv, the norms, matrix_exp and householder_product: values, result dtypes, gradients
+(PyTorch's conjugate convention, against torch's backward and finite differences),
+printed result types and errors."""
 
 from __future__ import annotations
 
@@ -72,6 +72,8 @@ CASES = {
     "norm": lambda m, x: m.linalg.norm(x),
     "cond": lambda m, x: m.linalg.cond(x),
     "matrix_exp": lambda m, x: m.linalg.matrix_exp(x),
+    # (zung2r: H_i = I - tau_i v_i v_i^H)
+    "householder_product": lambda m, x: m.linalg.householder_product(x[:, :2], x[0, :2] / 3),
 }
 
 

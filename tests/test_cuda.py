@@ -328,6 +328,26 @@ def test_accelerator_is_none_here_as_torchs():
         _outcome(lambda: torch.zeros(2).pin_memory())
 
 
+def test_cpu_event_as_torchs():
+    """torch.Event on the CPU: recording (and timing) raise, query/synchronize/wait
+    return at once; its printed form."""
+    torch = pytest.importorskip("torch")
+    if _any_accelerator():
+        pytest.skip("an accelerator is present here: the default event is its")
+
+    def story(L):
+        e, t1, t2 = L.Event(), L.Event(enable_timing=True), L.Event("cpu", enable_timing=True)
+        steps = [repr(e).split(".", 1)[1], repr(t1).split(".", 1)[1], str(e.device)]
+        for call in (e.query, e.record, e.synchronize, e.wait, e.ipc_handle,
+                     lambda: t1.elapsed_time(t2), lambda: e.elapsed_time(t1)):
+            result, error = _outcome(call)
+            steps.append((result, error and (error[0].__name__, error[1])))
+        return steps
+
+    assert story(ember) == story(torch)
+    assert type(ember.Event()).__name__ == "Event"
+
+
 def test_pocl_is_not_an_accelerator():
     backend = plugins.get_backend("opencl")
     if plugins.safe_unavailable_reason(backend) is not None:

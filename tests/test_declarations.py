@@ -196,7 +196,8 @@ def test_exported_ops_are_declared():
                # (ember.core.quantized)
                "quantize_per_tensor", "quantize_per_channel", "dequantize",
                "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine",
-               "_make_per_tensor_quantized_tensor", "_make_per_channel_quantized_tensor"}
+               "_make_per_tensor_quantized_tensor", "_make_per_channel_quantized_tensor",
+               "quantize_per_tensor_dynamic", "quantized_batch_norm"}
     publics = [op.public for op in OPS.values()]
     publics += [op.public_inplace for op in OPS.values()]  # torch.sin_ & co
     for name in ember.__all__:

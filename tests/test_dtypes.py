@@ -313,3 +313,25 @@ class TestOpDtypes:
         with pytest.raises(RuntimeError):
             -torch.tensor([True])
 
+
+
+@pytest.mark.parametrize("name", ["uint16", "uint32", "uint64"])
+def test_shell_unsigned_dtypes_as_torch(name):
+    """uint16/uint32/uint64: tensors hold and print them (NumPy arrays too), casts work,
+    and they promote with no other integer dtype (PyTorch's error) but with floats."""
+    torch = pytest.importorskip("torch")
+
+    def run(L):
+        d = getattr(L, name)
+        big = np.array([np.iinfo(name).max, 5], dtype=name)
+        t = L.from_numpy(big)
+        out = [str(t).split("dtype=")[0], str(d).split(".")[1], t.tolist(), t.dtype is d,
+               t.to(L.float64).tolist(), str(L.promote_types(d, L.float32)).split(".")[1]]
+        for other in (L.int64, L.uint8, L.bool):
+            try:
+                L.promote_types(d, other)
+            except RuntimeError as err:
+                out.append(str(err))
+        return out
+
+    assert run(ember) == run(torch)

@@ -44,8 +44,11 @@ CASES = [
     ("rfftn", {}), ("rfftn", {"norm": "ortho", "dim": (1, 2)}), ("irfftn", {}),
     ("irfftn", {"s": (2, 3, 5)}), ("hfft", {}), ("hfft", {"n": 7, "norm": "ortho"}),
     ("ihfft", {}), ("ihfft", {"n": 9, "norm": "forward"}),
+    ("hfft2", {}), ("hfft2", {"s": (3, 7), "norm": "ortho"}),
+    ("hfftn", {"dim": (2, 0), "norm": "forward"}), ("ihfft2", {}),
+    ("ihfft2", {"s": (4, 5), "norm": "ortho"}), ("ihfftn", {"dim": (2, 0)}),
 ]
-_REAL_ONLY = {"rfft", "rfft2", "rfftn", "ihfft"}
+_REAL_ONLY = {"rfft", "rfft2", "rfftn", "ihfft", "ihfft2", "ihfftn"}
 
 
 def _inputs(name):
@@ -99,6 +102,11 @@ def test_integer_input_is_promoted():
     lambda m: m.fft.fftn(m.ones(3, 4), s=(2,), dim=(0, 1)),
     lambda m: m.fft.fftn(m.ones(3, 4), dim=(0, 0)),
     lambda m: m.fft.fft(m.ones(4), norm="bogus"),
+    lambda m: m.fft.hfftn(m.ones(3, 4, dtype=m.cfloat), dim=()),
+    lambda m: m.fft.ihfftn(m.ones(3, 4), dim=()),
+    lambda m: m.fft.ihfft2(m.ones(3, 4, dtype=m.cfloat)),
+    lambda m: m.fft.hfft2(m.ones(3, 4, dtype=m.cfloat), s=(0, 4)),
+    lambda m: m.fft.hfft2(m.ones(3, 4, dtype=m.cfloat), s=(3,)),
 ])
 def test_errors_as_torch(call):
     with pytest.raises((RuntimeError, ValueError)) as want:

@@ -151,6 +151,53 @@ def _error(make, lib, T):
     lambda L, T: T.grad(lambda x: x.sum(0, keepdim=True))(L.ones(3)),  # one element, 1-d
     lambda L, T: T.grad(lambda x: x.sum(), argnums=2)(L.ones(3)),
     lambda L, T: T.grad(lambda x: x.sum(), has_aux=True)(L.ones(3)),
+    # cotangents of another pytree structure than the outputs
+    lambda L, T: T.vjp(lambda x: {"a": x.sin(), "b": x}, L.ones(3))[1](L.ones(3)),
+    lambda L, T: T.vjp(lambda x: (x.sin(), x), L.ones(3))[1]([L.ones(3), L.ones(3)]),
+    lambda L, T: T.vjp(L.sin, L.ones(3))[1]((L.ones(3),)),
 ])
 def test_errors_match_torch_func(make) -> None:
     assert _error(make, ember, ET) == _error(make, torch, TF)
+
+
+_IMAGES = np.arange(2 * 6 * 4 * 3, dtype=np.float32).reshape(2, 6, 4, 3)
+
+
+@pytest.mark.parametrize("pattern,lengths", [
+    ("b h w c -> (b h) w c", {}), ("b h w c -> h (b w) c", {}), ("b h w c -> b c h w", {}),
+    ("b (h1 h) (w1 w) c -> (b h1 w1) h w c", {"h1": 2, "w1": 2}),
+    ("b (h h1) (w w1) c -> b h w (c h1 w1)", {"h1": 2, "w1": 2}),
+    ("b ... c -> c b ...", {}), ("b ... -> (...) b", {}), ("b h w c -> b 1 h w c ()", {}),
+    # errors: PyTorch's parser's and its first-class dimensions'
+    ("b h w -> b", {}), ("b h w c -> b h w", {}), ("b h w c - b", {}),
+    ("b h w c -> b h w c 2", {}), ("b b h c -> b", {}), ("b (h (w)) c -> b", {}),
+    ("b h -> b h ...", {}), ("b (h h2) w c -> b h h2 w c", {"h2": 4}),
+    ("b (h h2) w c -> b h h2 w c", {}), ("b h w c -> b h w c", {"h": 5}),
+])
+def test_rearrange_as_torch_func(pattern, lengths):
+    def run(L):
+        try:
+            out = L.func.rearrange(L.tensor(_IMAGES), pattern, **lengths)
+        except Exception as err:  # noqa: BLE001 - compared by type name and message
+            return type(err).__name__, str(err)
+        return tuple(out.shape), out.numpy().tolist()
+
+    assert run(ember) == run(torch)
+
+
+def test_rearrange_stacks_a_sequence_and_functionalize_keeps_values():
+    parts = [np.full((2, 3), float(i)) for i in range(4)]
+    got = ember.func.rearrange([ember.tensor(p) for p in parts], "n a b -> a (n b)")
+    want = torch.func.rearrange([torch.tensor(p) for p in parts], "n a b -> a (n b)")
+    assert got.tolist() == want.tolist()
+
+    def f(a):
+        b = a.view(-1)
+        b.add_(1)
+        return a
+
+    x, y = ember.zeros(2), torch.zeros(2)
+    assert ember.func.functionalize(f)(x).tolist() == torch.func.functionalize(f)(y).tolist()
+    assert x.tolist() == y.tolist() == [1.0, 1.0]
+    with pytest.raises(RuntimeError, match="received invalid argument for remove=views"):
+        ember.func.functionalize(f, remove="views")

@@ -560,3 +560,27 @@ def test_to_folder_writes_an_importable_module(tmp_path):
     x = ember.ones(2, 4)
     for a, b in zip(mod(x, x), m(x, x)):
         np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy())
+
+
+def test_make_fx_traces_a_function_into_a_graph_module():
+    """torch.fx.experimental.proxy_tensor.make_fx: a GraphModule of the function traced
+    on example inputs, computing what the function does (and what PyTorch's computes)."""
+    torch = pytest.importorskip("torch")
+    from torch.fx.experimental.proxy_tensor import make_fx as torch_make_fx
+
+    from ember.fx.experimental.proxy_tensor import make_fx
+
+    def f(a):
+        b = a + 1
+        c = b.view(-1)
+        c.add_(1)
+        return b * a
+
+    gm = make_fx(f)(ember.ones(2, 2))
+    assert isinstance(gm, ember.fx.GraphModule)
+    assert "view" in gm.code and "add_" in gm.code
+    x = np.arange(4.0).reshape(2, 2)
+    want = torch_make_fx(f)(torch.ones(2, 2))(torch.tensor(x))
+    assert gm(ember.tensor(x)).tolist() == want.tolist()
+    with pytest.raises(AssertionError, match="tracing_mode must be real/fake/symbolic, got other"):
+        make_fx(f, tracing_mode="other")

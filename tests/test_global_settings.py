@@ -4,6 +4,7 @@ deterministic-algorithms flag, with PyTorch's argument checks and messages."""
 from __future__ import annotations
 
 import re
+import warnings
 
 import pytest
 
@@ -55,3 +56,32 @@ def test_deterministic_algorithms_flag_matches_torch(restore):
         torch.use_deterministic_algorithms("yes")
     with pytest.raises(TypeError, match=re.escape(str(theirs.value))):
         ember.use_deterministic_algorithms("yes")
+
+
+def test_put_without_accumulation_alerts_under_deterministic_algorithms(restore):
+    """put_ (and put) without accumulate have no deterministic implementation in
+    PyTorch: an error under use_deterministic_algorithms(True), a warning with warn_only;
+    accumulating is deterministic."""
+    torch = pytest.importorskip("torch")
+
+    def run(L):
+        outcomes = []
+        for warn_only in (False, True):
+            L.use_deterministic_algorithms(True, warn_only=warn_only)
+            src = L.tensor([[4, 3, 5], [6, 7, 8]])
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                for call in (lambda s=src: s.put_(L.tensor([1, 3]), L.tensor([9, 10])),
+                             lambda s=src: s.put(L.tensor([1]), L.tensor([2]),
+                                                 accumulate=True)):
+                    try:
+                        outcomes.append(call().tolist())
+                    except RuntimeError as err:
+                        outcomes.append(str(err).replace(L.__name__, "torch"))
+            # (PyTorch's warning names its C++ source: that part left out)
+            outcomes.append([str(w.message).replace(L.__name__, "torch").split(" (Triggered")[0]
+                             for w in caught])
+        L.use_deterministic_algorithms(False)
+        return outcomes
+
+    assert run(ember) == run(torch)

@@ -1090,7 +1090,7 @@ TESTED |= set(HOST_LINALG)
 
 
 def test_factorizations_run_on_the_host_and_match_the_cpu() -> None:
-    """det, inv, solve, Cholesky, QR, SVD, eigh and LU of OpenCL tensors: LAPACK on the
+    """det, inv, solve, Cholesky, QR, SVD, eigh, LU and LDL of OpenCL tensors: LAPACK on the
     host (ember/backends/opencl/host.py), the same numbers as the CPU backend's."""
     rng = np.random.default_rng(19)
     a = rng.uniform(-1, 1, (2, 3, 3)).astype(np.float32) + 3 * np.eye(3, dtype=np.float32)
@@ -1102,7 +1102,10 @@ def test_factorizations_run_on_the_host_and_match_the_cpu() -> None:
         "inv": lambda t, s, r: la.inv(t), "solve": lambda t, s, r: la.solve(t, r),
         "cholesky": lambda t, s, r: la.cholesky(s), "qr": lambda t, s, r: la.qr(t)[1].abs(),
         "svd": lambda t, s, r: la.svdvals(t), "eigh": lambda t, s, r: la.eigvalsh(s),
-        "lu": lambda t, s, r: la.lu_factor(t)[0], "geqrf": lambda t, s, r: ember.geqrf(t)[0]}
+        "lu": lambda t, s, r: la.lu_factor(t)[0], "geqrf": lambda t, s, r: ember.geqrf(t)[0],
+        # an indefinite symmetric matrix: Bunch-Kaufman's LDL and its solve
+        "ldl": lambda t, s, r: la.ldl_solve(*la.ldl_factor(t + t.mT - 6 * ember.eye(
+            3, device=t.device)), r)}
     for name, fn in cases.items():
         want = fn(ember.tensor(a), ember.tensor(spd), ember.tensor(b))
         got = fn(*(ember.tensor(x, device="opencl") for x in (a, spd, b)))

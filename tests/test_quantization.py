@@ -495,3 +495,56 @@ def test_dynamic_quantized_state_dict_between_torch_and_ember(tmp_path):
     np.testing.assert_allclose(_run(t_model, x).detach().numpy(), _run(e_other, e_(x)).numpy(),
                                atol=2e-6)
     assert as_torch_text(repr(e_other)) == repr(t_model)
+
+
+def _quantized(t):
+    return (str(t.dtype).split(".")[1], t.q_scale(), t.q_zero_point(), t.int_repr().tolist())
+
+
+@pytest.mark.parametrize("values", [[-1.0, 0.0, 1.0, 2.0], [0.5, 3.0], [-2.0, -0.5],
+                                    [0.0, 0.0], [1e-7, 2e-7], [-1e-6, 3e-6], [100.0, -50.0]])
+@pytest.mark.parametrize("name", ["quint8", "qint8"])
+@pytest.mark.parametrize("reduce_range", [False, True])
+def test_quantize_per_tensor_dynamic_chooses_pytorchs_parameters(values, name, reduce_range):
+    """FBGEMM's ChooseQuantizationParams: the range widened to 0, tiny scales raised to
+    6.1e-5, the zero point of the smaller error; reduce_range halves the integer range."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = ember.quantize_per_tensor_dynamic(ember.tensor(values), getattr(ember, name),
+                                                reduce_range)
+        want = torch.quantize_per_tensor_dynamic(torch.tensor(values), getattr(torch, name),
+                                                 reduce_range)
+    assert _quantized(got) == _quantized(want)
+
+
+def test_quantize_per_tensor_dynamic_half_and_errors():
+    half = ember.quantize_per_tensor_dynamic(ember.tensor([1.0, 2.5]), ember.float16, False)
+    assert half.dtype is ember.float16 and half.tolist() == [1.0, 2.5]
+    with pytest.raises(RuntimeError, match="^dtype Intnot supported$"):  # (sic: PyTorch's)
+        ember.quantize_per_tensor_dynamic(ember.tensor([1.0]), ember.int32, False)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 2, 2), (4, 3), (2, 3, 2, 2, 2)])
+@pytest.mark.parametrize("name,scale,zero_point,out_scale,out_zero_point", [
+    ("quint8", 1.5, 3, 0.2, 2), ("quint8", 0.05, 100, 0.01, 128), ("qint8", 0.1, 0, 0.05, -3)])
+def test_quantized_batch_norm_matches(shape, name, scale, zero_point, out_scale,
+                                      out_zero_point):
+    """quantized_batch_norm: PyTorch's per-channel alpha and beta in float32 on the
+    integer values, requantized and clamped."""
+    rng = np.random.default_rng(4)
+    x = (rng.random(shape) * 10 - (5 if name == "qint8" else 0)).astype(np.float32)
+    stats = [rng.random(3).astype(np.float32) for _ in range(4)]
+
+    def run(L):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            q = L.quantize_per_tensor(L.tensor(x), scale, zero_point, getattr(L, name))
+        w, b, m, v = (L.tensor(s) for s in stats)
+        return _quantized(L.quantized_batch_norm(q, w, b, m, v, 1e-3, out_scale,
+                                                 out_zero_point))
+
+    assert run(ember) == run(torch)
+    with pytest.raises(RuntimeError, match="Expect weight size to match C"):
+        ember.quantized_batch_norm(
+            ember.quantize_per_tensor(ember.tensor(x), scale, zero_point, getattr(ember, name)),
+            ember.ones(2), None, ember.zeros(3), ember.ones(3), 1e-5, 0.1, 0)

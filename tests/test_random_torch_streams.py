@@ -291,6 +291,24 @@ def test_fork_rng_restores_the_stream() -> None:
     same(ember.rand(2), torch.rand(2))
 
 
+def test_thread_safe_generator_is_none_outside_thread_workers() -> None:
+    """torch.random.thread_safe_generator: None in the main process and in a (process)
+    DataLoader worker, so the draws are the default generator's."""
+    class Draws(ember.utils.data.Dataset):
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, i):
+            return ember.tensor(ember.random.thread_safe_generator() is None)
+
+    assert ember.random.thread_safe_generator() is torch.random.thread_safe_generator() is None
+    loader = ember.utils.data.DataLoader(Draws(), batch_size=2, num_workers=1)
+    assert next(iter(loader)).tolist() == [True, True]
+    seeded(2)
+    same(ember.randint(0, 10, (5,), generator=ember.random.thread_safe_generator()),
+         torch.randint(0, 10, (5,), generator=torch.random.thread_safe_generator()))
+
+
 @mkl_bernoulli
 def test_a_training_step_gives_pytorchs_loss() -> None:
     """A whole program: model initialisation, a shuffled DataLoader, dropout, one SGD step
@@ -452,3 +470,19 @@ def test_binomial_draws_pytorchs_stream(expr: str) -> None:
     element: inversion below a mean of 10, BTRS above, in the dtype's arithmetic where
     PyTorch's is, and leaves the generator where PyTorch's is."""
     same(*draw_both(expr))
+
+
+def test_generator_is_named_and_printed_as_torchs() -> None:
+    """torch.Generator is torch._C.Generator (`<torch._C.Generator object at 0x...>`);
+    ember's prints `ember._C.Generator` (torch._C under the alias), and pickles and
+    copies with its state, whatever name it prints."""
+    import copy
+    import pickle
+
+    for L in (torch, ember):
+        g = L.Generator().manual_seed(3)
+        assert type(g) is L._C.Generator and type(g).__name__ == "Generator"
+        assert repr(g).startswith(f"<{L.__name__}._C.Generator object at 0x")
+        twins = (pickle.loads(pickle.dumps(g)), copy.deepcopy(g))
+        expected = L.rand(3, generator=g).tolist()
+        assert [L.rand(3, generator=t).tolist() for t in twins] == [expected, expected]

@@ -567,3 +567,18 @@ def test_a_custom_function_that_saves_a_sparse_tensor():
         grads.append((out, e.grad, x.grad))
     for got, want in zip(*grads):
         close(got, want)
+
+
+@pytest.mark.parametrize("dim,start,length", [(0, 0, 1), (1, 1, 1), (2, 0, 1), (3, 1, 1),
+                                              (0, 0, 2)])
+def test_narrow_copy_of_a_sparse_tensor_as_torch(dim, start, length):
+    """narrow_copy of a COO tensor (two sparse, two dense dimensions): the entries inside
+    the range of a sparse dimension, shifted; the values narrowed along a dense one."""
+    results = []
+    for L in (torch, ember):
+        s = L.arange(16).reshape(2, 2, 2, 2).to_sparse(2)
+        r = L.narrow_copy(s, dim, start, length) if dim % 2 else s.narrow_copy(dim, start,
+                                                                                 length)
+        results.append((tuple(r.shape), r._indices().tolist(), r._values().tolist(),
+                        r.is_coalesced(), str(r.layout).split(".")[1]))
+    assert results[0] == results[1]

@@ -79,10 +79,11 @@ CUPY_NAMES = CUPY_NAMES | frozenset("""
 """.split())
 
 # linear algebra (issue 16): the factorizations run xp.linalg (numpy.linalg, cupy.linalg);
-# LU with partial pivoting is written against xp itself
+# LU with partial pivoting and the Bunch-Kaufman LDL are written against xp itself
 LINALG_OPS = frozenset("""
     det _linalg_slogdet _linalg_inv_ex _linalg_solve_ex _linalg_cholesky_ex _linalg_qr
     _geqrf _linalg_svd _linalg_eigh _linalg_lu_factor_ex _linalg_solve_triangular
+    _linalg_ldl_factor_ex _linalg_ldl_solve
 """.split())
 SHARED_OPS = SHARED_OPS | LINALG_OPS | {"strided_view", "view_dtype"}
 NUMPY_LINALG_ONLY = frozenset({"_linalg_eig"})  # (listed where xp.linalg has eig: not CuPy's)
@@ -124,12 +125,18 @@ def _linalg_calls() -> list:
     a = (rng.uniform(-1, 1, (2, 3, 3)) + 3 * np.eye(3)).astype(np.float32)
     spd = a @ a.transpose(0, 2, 1)
     b = rng.uniform(-1, 1, (2, 3, 2)).astype(np.float32)
+    sym = a + a.transpose(0, 2, 1) - 6 * np.eye(3, dtype=np.float32)  # indefinite
+    sym[:, 0, 0] = 0  # a zero pivot: a 2x2 block, an interchange
+    packed = plugins.get_backend("cpu").kernels["_linalg_ldl_factor_ex"](sym, hermitian=False)
+    ld, pivots = packed[:, :9].reshape(2, 3, 3), packed[:, 9:12].astype(np.int64)
     return [("det", (a,), {}), ("_linalg_slogdet", (a,), {}), ("_linalg_inv_ex", (a,), {}),
             ("_linalg_solve_ex", (a, b), {}), ("_linalg_cholesky_ex", (spd,), {"upper": False}),
             ("_linalg_qr", (a,), {"mode": "reduced"}), ("_geqrf", (a,), {}),
             ("_linalg_svd", (a,), {"full_matrices": False}),
             ("_linalg_eigh", (spd,), {"UPLO": "L"}), ("_linalg_lu_factor_ex", (a,), {}),
             ("_linalg_solve_triangular", (a, b), {"upper": True, "unitriangular": False}),
+            ("_linalg_ldl_factor_ex", (sym,), {"hermitian": False}),
+            ("_linalg_ldl_solve", (ld, pivots, b), {"hermitian": False}),
             ("strided_view", (_f32(3, 4),), {"shape": (2, 2), "steps": ((1, 0), (1, 1)),
                                              "start": (0, 0)}),
             ("view_dtype", (_f32(3, 4),), {"dtype": int16})]

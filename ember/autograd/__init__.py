@@ -7,7 +7,13 @@ from ember.core import engine as _engine
 from ember.core.anomaly_mode import detect_anomaly, set_detect_anomaly
 from ember.core.engine import queue_callback
 from ember.core.function import Function, FunctionCtx
-from ember.core.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
+from ember.core.grad_mode import (
+    enable_grad,
+    enforce_grad_layout_policy,
+    inference_mode,
+    no_grad,
+    set_grad_enabled,
+)
 from ember.core.graph import Node
 from ember.core.torch_function import overridable as _overridable
 
@@ -16,7 +22,8 @@ backward = _overridable(_engine.backward)
 grad = _overridable(_engine.grad)
 backward.__module__ = grad.__module__ = __name__
 
-__all__ = ["Function", "FunctionCtx", "Node", "backward", "detect_anomaly", "enable_grad", "grad",
+__all__ = ["Function", "FunctionCtx", "Node", "backward", "detect_anomaly", "enable_grad",
+           "enforce_grad_layout_policy", "grad",
            "inference_mode", "no_grad", "queue_callback", "set_detect_anomaly", "set_grad_enabled",
            "Variable", "forward_ad", "functional", "graph", "profiler"]
 

@@ -41,6 +41,7 @@ from ember.core.dtype import (  # noqa: F401 - re-exported: the dtype vocabulary
     COMPLEX_DTYPES,
     EVERY_DTYPE,
     FLOATING_DTYPES,
+    LIMITED_DTYPES,
     bfloat16,
     bool_,
     dtype,
@@ -69,7 +70,7 @@ def numpy_dtype(d: dtype) -> Any:
 def from_numpy_dtype(np_dtype: Any) -> dtype:
     """The ember dtype of a NumPy dtype, or TypeError for one ember does not have."""
     name = str(np_dtype)
-    for d in EVERY_DTYPE:
+    for d in EVERY_DTYPE + LIMITED_DTYPES:
         if d.name == name:
             return d
     raise TypeError(f"can't convert NumPy arrays of dtype {name}; ember supports "
@@ -257,11 +258,19 @@ def host_out_of_memory(op: str, err: MemoryError) -> OutOfMemoryError:
                             f"allocate {nbytes} bytes ({human_bytes(nbytes)})")
 
 
-class LinAlgError(RuntimeError):
+@_dtypes.printed_in_api("._C")
+class _LinAlgError(RuntimeError):
     """A matrix a factorization cannot handle: singular for an inverse or a solve, not
     positive-definite for Cholesky, an SVD that does not converge
     (`torch.linalg.LinAlgError`, a RuntimeError; `ember.linalg.LinAlgError`). Kernels
-    raise it only where they cannot report LAPACK's `info` in their result."""
+    raise it only where they cannot report LAPACK's `info` in their result.
+
+    Named and placed as PyTorch's class is (`torch._C._LinAlgError`, printed `ember._C`
+    or, under the torch alias, `torch._C`), so a program that prints or compares
+    `type(e).__name__` sees PyTorch's; `ember._C` holds it for pickling by that path."""
+
+
+LinAlgError = _LinAlgError
 
 
 class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):

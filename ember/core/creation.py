@@ -736,6 +736,7 @@ def initial_seed() -> int:
     return plugins.registry.startup_seed if _seed is None else _seed
 
 
+@dt.printed_in_api("._C")
 class Generator:
     """A random number generator with its own state, as `torch.Generator`.
 
@@ -752,9 +753,6 @@ class Generator:
     def __init__(self, device: DeviceLike = "cpu") -> None:
         self.device = Device(device) if not isinstance(device, Device) else device
         self._engine = MT19937(DEFAULT_SEED)
-
-    def __repr__(self) -> str:
-        return f"<ember.Generator object at {id(self):#x}>"
 
     def manual_seed(self, seed: int) -> Generator:
         """Seed this generator (PyTorch seeds its twister with the low 32 bits and
@@ -794,6 +792,12 @@ class Generator:
         twin._engine.set_state(self._engine.get_state())
         return twin
 
+    # Printed and named as PyTorch's class (`<torch._C.Generator object at 0x...>` under
+    # the torch alias, `ember._C.Generator` otherwise): a pickle names this module's
+    # rebuild function, never that printed path.
+    def __reduce_ex__(self, protocol: int) -> tuple:
+        return _rebuild_generator, (str(self.device), self._engine.get_state())
+
     def __getstate__(self) -> dict:
         return {"device": str(self.device), "state": self._engine.get_state()}
 
@@ -801,6 +805,13 @@ class Generator:
         self.device = Device(state["device"])
         self._engine = MT19937(DEFAULT_SEED)
         self._engine.set_state(state["state"])
+
+
+def _rebuild_generator(device: str, state: Any) -> Generator:
+    """A pickled Generator: one on `device` in `state`."""
+    generator = Generator(device)
+    generator._engine.set_state(state)
+    return generator
 
 
 default_generator = Generator()

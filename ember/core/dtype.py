@@ -145,6 +145,17 @@ QUANTIZED_RANGE = {"qint8": (-128, 127), "quint8": (0, 255), "qint32": (-(1 << 3
 _NAMES.update((d.name, d) for d in QUANTIZED_DTYPES)
 SCALAR_TYPE_NAMES.update(qint8="QInt8", quint8="QUInt8", qint32="QInt32", quint4x2="QUInt4x2")
 
+# PyTorch's "shell" unsigned dtypes: tensors hold them (hash_tensor's uint64 results,
+# NumPy arrays of them), few kernels take them, and they promote with no other integer
+# dtype. The CPU backend holds them; they are in no list of dtypes the conformance suite
+# draws from.
+uint16 = dtype("uint16", 2, INT, 2, False)
+uint32 = dtype("uint32", 4, INT, 3, False)
+uint64 = dtype("uint64", 8, INT, 4, False)
+LIMITED_DTYPES: tuple[dtype, ...] = (uint16, uint32, uint64)
+_NAMES.update((d.name, d) for d in LIMITED_DTYPES)
+SCALAR_TYPE_NAMES.update(uint16="UInt16", uint32="UInt32", uint64="UInt64")
+
 
 def _by_name(name: str) -> dtype:
     return _NAMES[name]
@@ -188,6 +199,11 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     """The smallest dtype both `a` and `b` convert to without losing their category."""
     if a is b:
         return a
+    if (a in LIMITED_DTYPES or b in LIMITED_DTYPES) and a._category <= INT and \
+            b._category <= INT:
+        raise RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, "
+                           f"attempted to promote {SCALAR_TYPE_NAMES[a.name]} and "
+                           f"{SCALAR_TYPE_NAMES[b.name]}")
     if a._category == COMPLEX or b._category == COMPLEX:
         c, other = (a, b) if a._category == COMPLEX else (b, a)
         if other._category == COMPLEX:

@@ -273,8 +273,11 @@ def _accumulate(t: Any, g: Any, create_graph: bool) -> None:
         g = g.detach()
     if t._grad is None:
         # PyTorch's gradient layout contract: `.grad` is laid out as its leaf (a kept
-        # gradient too: a transposed matmul result is copied for a row-major weight)
-        if t._backend.is_contiguous(t._data):
+        # gradient too: a transposed matmul result is copied for a row-major weight);
+        # under enforce_grad_layout_policy(False) a gradient that can be kept is kept
+        if unshared and not create_graph and not state.layout_enforced:
+            pass
+        elif t._backend.is_contiguous(t._data):
             if not (create_graph or (unshared and g._backend.is_contiguous(g._data))):
                 g = g.clone(memory_format=contiguous_format)
         else:
@@ -296,13 +299,36 @@ def _accumulate(t: Any, g: Any, create_graph: bool) -> None:
         hook(t)
 
 
+def _dense(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether a layout covers its storage without gaps or overlaps (a permutation of a
+    row-major one)."""
+    expected = 1
+    for size, stride in sorted((p for p in zip(shape, strides) if p[0] != 1),
+                               key=lambda p: p[1]):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
 def _leaf_layout(t: Any, g: Any, unshared: bool) -> tuple[Any, bool]:
-    """PyTorch's gradient layout contract: a channels-last leaf (a convolution's weight
-    after `Module.to(memory_format=...)`) gets a channels-last `.grad`."""
+    """PyTorch's gradient layout contract (clone_obey_contract): a leaf whose layout is
+    dense (channels-last, a permuted tensor) gets a `.grad` with its strides; any other
+    non-contiguous leaf a row-major one."""
     fmt = tensor_format(t)
-    if fmt is contiguous_format or g.is_contiguous(memory_format=fmt):
+    if fmt is not contiguous_format:
+        if g.is_contiguous(memory_format=fmt):
+            return g, unshared
+        return g.contiguous(memory_format=fmt), True  # (a fresh copy)
+    shape, strides = tuple(t.shape), t.stride()
+    if not _dense(shape, strides):
+        return (g, unshared) if g.is_contiguous() else (g.contiguous(), True)
+    if all(a == b for size, a, b in zip(shape, strides, g.stride()) if size != 1):
         return g, unshared
-    return g.contiguous(memory_format=fmt), True  # (a fresh copy)
+    with no_grad():
+        out = g.new_empty_strided(shape, strides)
+        out.copy_(g)
+    return out, True
 
 
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,

@@ -12,6 +12,7 @@ from typing import Any
 class _GradState(threading.local):
     enabled = True
     inference = False
+    layout_enforced = True  # the gradient layout contract (enforce_grad_layout_policy)
 
 
 state = _GradState()
@@ -131,3 +132,37 @@ class inference_mode(_GradMode):  # noqa: N801
             with _inference_lock:
                 inference_entered -= 1
         return super().__exit__(*exc)
+
+
+class enforce_grad_layout_policy:  # noqa: N801 - PyTorch's spelling
+    """Context manager and decorator: whether autograd enforces the gradient layout
+    contract on this thread (a leaf's first `.grad` laid out with the leaf's strides,
+    the default) or, with `enable=False`, keeps a gradient it can take over (one no other
+    tensor holds) in the layout it has. As PyTorch's, the setting takes effect when the
+    object is made, and leaving the block (or a decorated call) restores the previous
+    one."""
+
+    def __init__(self, enable: bool = True) -> None:
+        self.prev = state.layout_enforced
+        state.layout_enforced = bool(enable)
+        self.mode = enable
+
+    def __call__(self, orig_func: Callable) -> Callable:
+        state.layout_enforced = self.prev  # (decorating: set only while the function runs)
+        import functools
+
+        @functools.wraps(orig_func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with self.clone():
+                return orig_func(*args, **kwargs)
+        return wrapper
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: Any) -> None:
+        state.layout_enforced = self.prev
+
+    def clone(self) -> enforce_grad_layout_policy:
+        """A copy of this object (made anew: it sets the policy again)."""
+        return self.__class__(self.mode)

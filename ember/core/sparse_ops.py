@@ -433,6 +433,30 @@ def transpose(input: SparseTensor, dim0: int, dim1: int) -> SparseTensor:
     return make(input._ind[order], input._vals, size, False)
 
 
+def narrow_copy(input: SparseTensor, dim: int, start: int, length: int) -> SparseTensor:
+    """A sparse copy of `length` slices of `dim` from `start` on: along a sparse dimension
+    the entries inside the range, their index shifted down by `start`; along a dense one
+    the values narrowed (PyTorch's narrow_copy_sparse)."""
+    ndim = input.ndim
+    if not 0 <= dim < ndim:
+        raise RuntimeError(f"Dimension {dim} out of range. Expecting 0 <= dim < {ndim}.")
+    size = list(input.shape)
+    if start < 0 or length < 0 or start + length > size[dim]:
+        raise RuntimeError(f"Invalid range to narrow. range(start, start+length) must be a "
+                           f"subset of range(0, {size[dim]}).")
+    size[dim] = length
+    n = input.sparse_dim()
+    ind, vals = input._ind, input._vals
+    if dim >= n:
+        return make(ind.clone(), vals.narrow_copy(dim - n + 1, start, length), size,
+                    input.is_coalesced())
+    inside = ((ind[dim] >= start) & (ind[dim] < start + length)).nonzero().reshape(-1)
+    kept = ind.index_select(1, inside)
+    shift = zeros(n, 1, dtype=kept.dtype, device=kept.device)
+    shift[dim] = start
+    return make(kept - shift, vals.index_select(0, inside), size, input.is_coalesced())
+
+
 def t(input: SparseTensor) -> SparseTensor:
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
@@ -479,6 +503,7 @@ SparseTensor.zero_ = zero_
 SparseTensor.neg = SparseTensor.__neg__ = SparseTensor.negative = neg
 SparseTensor.transpose = transpose
 SparseTensor.t = t
+SparseTensor.narrow_copy = narrow_copy
 SparseTensor.T = property(lambda self: t(self))
 SparseTensor.sum = _sum_method
 SparseTensor.mm = SparseTensor.spmm = _mm_method
@@ -488,7 +513,7 @@ SparseTensor.matmul = SparseTensor.__matmul__ = _matmul_method
 SparseTensor.function_forms = {
     "t": t, "transpose": transpose, "sum": _sum_method, "clone": SparseTensor.clone,
     "detach": SparseTensor.detach, "neg": neg, "add": add, "sub": sub, "mul": mul,
-    "div": div}
+    "div": div, "narrow_copy": narrow_copy}
 SparseTensor.second_operand_forms = {  # `ember.add(dense, sparse)` & co
     "add": lambda input, other, *, alpha=1: dense_add(input, other, alpha),
     "sub": lambda input, other, *, alpha=1: dense_add(input, other, -alpha),

@@ -581,7 +581,7 @@ def _det(ctx: ExportContext, node: Node) -> Any:
 
 @converter("_linalg_slogdet", "_linalg_inv_ex", "_linalg_solve_ex", "_linalg_cholesky_ex",
            "_linalg_qr", "_geqrf", "_linalg_svd", "_linalg_eigh", "_linalg_eig",
-           "_linalg_lu_factor_ex",
+           "_linalg_lu_factor_ex", "_linalg_ldl_factor_ex", "_linalg_ldl_solve",
            "_linalg_solve_triangular")
 def _factorization(ctx: ExportContext, node: Node) -> Any:
     raise ctx.unsupported(node, "ONNX has no operator for this matrix factorization")

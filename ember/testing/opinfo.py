@@ -1070,6 +1070,10 @@ _REDUCE_FAMILY: list[DiffOp] = [
         make=lambda rng: [rng.uniform(0.5, 1.5, (3, 4)),
                           np.array([[0.0, 1.5, 0.7], [0.0, 0.0, 1.2], [0.9, 1.1, 0.0]])],
         ops=("scatter_reduce",)),
+    *[DiffOp(f"segment_reduce_{reduce}", lambda lib, x, r=reduce: lib.segment_reduce(
+        x, r, lengths=_idx(lib, x, [[1, 0, 3], [2, 2, 0], [4, 0, 0]]), axis=1, initial=0.5),
+        shapes=((3, 4, 2),), low=0.5, high=2.0, ops=("segment_reduce",))
+      for reduce in ("sum", "mean", "max", "min", "prod")],
     DiffOp("gradient", lambda lib, x: lib.gradient(x, spacing=0.5, edge_order=2)),
     DiffOp("gradient_coordinates", lambda lib, x, c: lib.gradient(x, spacing=(c,), dim=1),
            make=lambda rng: [rng.uniform(-2, 2, (3, 4)), np.cumsum(rng.uniform(0.5, 1.5, 4))],
@@ -1113,6 +1117,8 @@ def _complex_ops(lib: Any, a: Any, b: Any) -> Any:
 def _fft_ops(lib: Any, x: Any) -> Any:
     f = lib.fft
     y = f.irfft(f.rfft(x, dim=1) * 1.5j, n=5, dim=1).sum() + f.hfft(f.ihfft(x)).sum()
+    y = y + f.hfft2(f.ihfft2(x) * 2j).sum() + \
+        f.hfftn(f.ihfftn(x, dim=0), dim=0, norm="ortho").sum()
     z = f.fft(x) * f.ifft2(x, norm="ortho") + f.fftn(x, s=(2, 3)).sum()
     z = f.ifftn(z, norm="forward") + f.fft2(f.fftshift(x)) + f.ifftshift(f.ifft(z))
     r = f.irfft2(f.rfft2(x) * 2.0) + f.irfftn(f.rfftn(x, norm="ortho"), s=(3, 4))
@@ -1150,7 +1156,7 @@ DIFF_OPS += [
         "_fft_c2c", "_fft_r2c", "_fft_c2r", "fft_fft", "fft_ifft", "fft_fft2", "fft_ifft2",
         "fft_fftn", "fft_ifftn", "fft_rfft", "fft_irfft", "fft_rfft2", "fft_irfft2",
         "fft_rfftn", "fft_irfftn", "fft_hfft", "fft_ihfft", "fft_fftshift", "fft_ifftshift",
-        "fft_fftfreq", "fft_rfftfreq")),
+        "fft_fftfreq", "fft_rfftfreq", "fft_hfft2", "fft_ihfft2", "fft_hfftn", "fft_ihfftn")),
 ]
 
 _names = [op.name for op in DIFF_OPS]

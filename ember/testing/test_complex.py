@@ -19,7 +19,8 @@ COVERS = {"view_as_real", "conj_physical", "_fft_c2c", "_fft_r2c", "_fft_c2r",
           "angle", "polar", "complex",
           "fft_fft", "fft_ifft", "fft_fft2", "fft_ifft2", "fft_fftn", "fft_ifftn", "fft_rfft",
           "fft_irfft", "fft_rfft2", "fft_irfft2", "fft_rfftn", "fft_irfftn", "fft_hfft",
-          "fft_ihfft", "fft_fftfreq", "fft_rfftfreq", "fft_fftshift", "fft_ifftshift",
+          "fft_ihfft", "fft_hfft2", "fft_ihfft2", "fft_hfftn", "fft_ihfftn", "fft_fftfreq",
+          "fft_rfftfreq", "fft_fftshift", "fft_ifftshift",
           # the windows spectral analysis multiplies frames by (real, on every device)
           "hann_window", "hamming_window", "blackman_window", "bartlett_window",
           "kaiser_window",
@@ -110,6 +111,21 @@ def test_inverse_real_transforms_match_numpy(cdevice: ember.device, name: str, r
     out = getattr(ember.fft, name)(S.on(cdevice, _Z), **kw)
     S.assert_matches(out, ref(_Z.astype(np.complex128), **kw), cdevice, dtype=ember.float32,
                      **_TOL)
+
+
+def test_hermitian_transforms_match_numpy(cdevice: ember.device) -> None:
+    """hfft2/hfftn are irfftn of the conjugate, unnormalized; ihfft2/ihfftn the
+    conjugate of rfftn, normalized by the points transformed."""
+    x, z = _X.astype(np.float64), _Z.astype(np.complex128)
+    S.assert_matches(ember.fft.ihfft2(S.on(cdevice, _X)), np.conj(np.fft.rfft2(x)) / x.size,
+                     cdevice, dtype=ember.complex64, **_TOL)
+    S.assert_matches(ember.fft.ihfftn(S.on(cdevice, _X), dim=0),
+                     np.conj(np.fft.rfft(x, axis=0)) / x.shape[0], cdevice, **_TOL)
+    out = np.fft.irfft2(np.conj(z), s=(z.shape[0], 5))
+    S.assert_matches(ember.fft.hfft2(S.on(cdevice, _Z), s=(z.shape[0], 5)), out * out.size,
+                     cdevice, dtype=ember.float32, **_TOL)
+    S.assert_matches(ember.fft.hfftn(S.on(cdevice, _Z), norm="forward"),
+                     np.fft.irfftn(np.conj(z)), cdevice, dtype=ember.float32, **_TOL)
 
 
 def test_frequencies_and_shifts(device: ember.device) -> None:

@@ -158,7 +158,9 @@ COVERS = {"matmul", "mm", "bmm", "mv", "dot", "outer", "addmm", "einsum", "softm
           "linalg_lu_factor_ex", "lu", "linalg_lu", "_geqrf", "geqrf",
           "_linalg_solve_triangular",
           "svd_lowrank", "pca_lowrank", "linalg_slogdet", "vander",
-          "_linalg_eig", "linalg_eig", "linalg_eigvals"}
+          "_linalg_eig", "linalg_eig", "linalg_eigvals",
+          "_linalg_ldl_factor_ex", "linalg_ldl_factor", "linalg_ldl_factor_ex",
+          "_linalg_ldl_solve", "linalg_ldl_solve"}
 """The declared ops whose values this module's tests check."""
 
 
@@ -208,6 +210,30 @@ def test_factorizations_reconstruct_their_input(device: ember.device, dtype) -> 
                      dtype=dtype, rtol=tol, atol=tol)
     S.assert_matches(ember.linalg.householder_product(h, tau) @ h.triu()[..., :2, :],
                      a[..., :2], device, dtype=dtype, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_ldl_factor_is_lapacks_bunch_kaufman(device: ember.device, dtype) -> None:
+    """linalg.ldl_factor: LAPACK sytrf's compact lower form and signed 1-based pivots (a
+    zero diagonal takes a 2x2 pivot), and ldl_solve's solutions of indefinite systems."""
+    a = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 3.0], [2.0, 3.0, 0.0]])
+    LD, pivots, info = ember.linalg.ldl_factor_ex(S.on(device, a, dtype))
+    S.assert_matches(LD, [[0.0, 0.0, 0.0], [2.0, 0.0, 0.0], [1.5, 0.5, -3.0]], device,
+                     dtype=dtype)
+    S.assert_matches(pivots, np.array([-3, -3, 3]), device, dtype=ember.int32)
+    S.assert_matches(info, np.array(0), device, dtype=ember.int32)
+    rng = np.random.default_rng(3)
+    sym = rng.uniform(-1, 1, (2, 5, 5))
+    sym = sym + sym.swapaxes(-1, -2)
+    b = rng.uniform(-1, 1, (2, 5, 2))
+    tol = 1e-3 if dtype is ember.float32 else 1e-9
+    LD, pivots = ember.linalg.ldl_factor(S.on(device, sym, dtype))
+    x = ember.linalg.ldl_solve(LD, pivots, S.on(device, b, dtype))
+    S.assert_matches(x, np.linalg.solve(sym, b), device, dtype=dtype, rtol=tol, atol=tol)
+    LD, pivots, info = ember.linalg.ldl_factor_ex(S.on(device, np.zeros((3, 3)), dtype))
+    S.assert_matches(info, np.array(1), device, dtype=ember.int32)
+    with pytest.raises(RuntimeError, match="Unknown error code: 1"):
+        ember.linalg.ldl_factor(S.on(device, np.zeros((3, 3)), dtype))
 
 
 @pytest.mark.parametrize("dtype", [ember.float32, ember.float64])

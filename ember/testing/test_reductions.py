@@ -396,5 +396,51 @@ def test_histogramdd(device: ember.device) -> None:
 
 COVERS |= {"histogramdd", "sort", "argsort", "median", "mode", "cumprod", "cummax", "searchsorted",
            "bucketize", "isin", "unique", "unique_consecutive", "bincount", "histc",
-           "histogram"}
+           "histogram", "segment_reduce", "hash_tensor"}
+
+
+def test_hash_tensor_xors_the_64_bit_patterns(device: ember.device) -> None:
+    """hash_tensor: float elements as float64 bits, integers as int64 (sign-extended),
+    XORed over all elements or along dims; a uint64 result (on the devices that hold
+    uint64, one of PyTorch's shell dtypes)."""
+    if not S.holds(device, ember.uint64):
+        pytest.skip(f"{device} holds no uint64 tensors")
+    x = np.array([[1.5, -2.0, 0.25], [3.0, 0.0, -0.5], [7.0, 1.0, 2.0]])
+    bits = x.view(np.uint64)
+    out = ember.hash_tensor(S.on(device, x))
+    assert out.dtype is ember.uint64 and out.shape == ()
+    assert int(out.item()) == int(np.bitwise_xor.reduce(bits.reshape(-1)))
+    rows = ember.hash_tensor(S.on(device, x, ember.float32), 1, keepdim=True)
+    assert rows.shape == (3, 1)
+    assert rows.reshape(-1).tolist() == np.bitwise_xor.reduce(bits, axis=1).tolist()
+    ints = np.array([-1, 5, 9], dtype=np.int8)
+    got = ember.hash_tensor(S.on(device, ints), 0)
+    assert int(got.item()) == int(np.bitwise_xor.reduce(ints.astype(np.int64).view(np.uint64)))
+
+
+@pytest.mark.parametrize("reduce,want", [
+    ("sum", [[6.0, 8.0], [0.0, 0.0], [7.0, 9.0]]),
+    ("mean", [[3.0, 4.0], [np.nan, np.nan], [7.0, 9.0]]),
+    ("max", [[5.0, 6.0], [-np.inf, -np.inf], [7.0, 9.0]]),
+    ("min", [[1.0, 2.0], [np.inf, np.inf], [7.0, 9.0]]),
+    ("prod", [[5.0, 12.0], [1.0, 1.0], [7.0, 9.0]])])
+def test_segment_reduce(device: ember.device, reduce: str, want: list) -> None:
+    """Segments by lengths (an empty one: the identity, NaN for mean) or offsets (the
+    rows after the last segment left out); `initial` joins every segment."""
+    data = S.on(device, np.array([[1.0, 2.0], [5.0, 6.0], [7.0, 9.0], [0.0, 0.0]]))
+    lengths = S.on(device, np.array([2, 0, 1]))
+    out = ember.segment_reduce(data, reduce, lengths=lengths, unsafe=True)
+    S.assert_matches(out, np.array(want), device, dtype=ember.float64)
+    offsets = S.on(device, np.array([0, 2, 2, 3]))
+    S.assert_matches(ember.segment_reduce(data, reduce, offsets=offsets), np.array(want),
+                     device)
+    with_initial = ember.segment_reduce(data, reduce, offsets=offsets, initial=2.0)
+    expected = {"sum": [[8.0, 10.0], [2.0, 2.0], [9.0, 11.0]],
+                "mean": [[4.0, 5.0], [2.0, 2.0], [9.0, 11.0]],
+                "max": [[5.0, 6.0], [2.0, 2.0], [7.0, 9.0]],
+                "min": [[1.0, 2.0], [2.0, 2.0], [2.0, 2.0]],
+                "prod": [[10.0, 24.0], [2.0, 2.0], [14.0, 18.0]]}[reduce]
+    S.assert_matches(with_initial, np.array(expected), device)
+    with pytest.raises(RuntimeError, match="sum to data.size"):
+        ember.segment_reduce(data, reduce, lengths=lengths)
 # -- end of the REDUCE family's tests --

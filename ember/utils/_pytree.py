@@ -15,7 +15,8 @@ from typing import Any, NamedTuple
 __all__ = ["PyTree", "Context", "TreeSpec", "LeafSpec", "register_pytree_node",
            "tree_flatten", "tree_unflatten", "tree_leaves", "tree_structure", "tree_iter",
            "tree_map", "tree_map_", "tree_map_only", "tree_map_only_", "tree_all",
-           "tree_any", "tree_all_only", "tree_any_only", "treespec_leaf", "tree_is_leaf"]
+           "tree_any", "tree_all_only", "tree_any_only", "treespec_leaf", "tree_is_leaf",
+           "treespec_pprint"]
 
 PyTree = Any
 Context = Any
@@ -200,6 +201,18 @@ def tree_unflatten(leaves: Iterable[Any], treespec: TreeSpec) -> PyTree:
         raise TypeError(f"tree_unflatten(leaves, treespec): Expected `treespec` to be "
                         f"instance of TreeSpec but got item of type {type(treespec)}.")
     return treespec.unflatten(leaves)
+
+
+class _Asterisk(str):
+    """A leaf that prints as `*` (treespec_pprint's)."""
+
+    def __repr__(self) -> str:
+        return "*"
+
+
+def treespec_pprint(treespec: TreeSpec) -> str:
+    """A pytree structure as PyTorch prints it in messages: `{'a': *, 'b': (*, *)}`."""
+    return repr(tree_unflatten([_Asterisk("*")] * treespec.num_leaves, treespec))
 
 
 def tree_iter(tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None

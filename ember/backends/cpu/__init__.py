@@ -11,6 +11,7 @@ from typing import Any
 
 from ember.core.backend import (
     EVERY_DTYPE,
+    LIMITED_DTYPES,
     Backend,
     DeviceInfo,
     ElementwiseChain,
@@ -39,7 +40,8 @@ class CPUBackend(Backend):
         self.kernels.update(gru.KERNELS)
         self.kernels.update(losses.kernels(kernels.KERNELS))
         self.fusible_ops = fusion.FUSIBLE
-        self.dtypes = frozenset(EVERY_DTYPE)  # complex too: the xp kernels take it
+        # complex too: the xp kernels take it; and PyTorch's shell unsigned dtypes
+        self.dtypes = frozenset(EVERY_DTYPE + LIMITED_DTYPES)
 
     def device_count(self) -> int:
         return 1

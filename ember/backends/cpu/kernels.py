@@ -31,14 +31,14 @@ import numpy as np
 from ember.backends.cpu import blas, compiled
 from ember.backends.xp import Hooks, make_kernels
 from ember.backends.xp.lib import OVERLAP
-from ember.core.backend import EVERY_DTYPE, bfloat16, numpy_dtype
+from ember.core.backend import EVERY_DTYPE, LIMITED_DTYPES, bfloat16, numpy_dtype
 
 # NumPy reports IEEE arithmetic (inf - inf, 0 / 0, overflow) as RuntimeWarnings; PyTorch
 # computes the same NaN and inf silently. Hide them for the kernels only (an errstate
 # around each call would cost a microsecond per op).
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.backends\.")
 
-_NP = {d: numpy_dtype(d) for d in EVERY_DTYPE}
+_NP = {d: numpy_dtype(d) for d in EVERY_DTYPE + LIMITED_DTYPES}
 _BF16, _BOOL = _NP[bfloat16], np.dtype(np.bool_)
 _NATIVE_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))  # BLAS and Generator dtypes
 _rng = np.random.Generator(np.random.PCG64(0))

@@ -29,7 +29,8 @@ HOST_OPS = (
 # the factorizations: small matrices, sequential pivoting: LAPACK on the host
 HOST_LINALG = ("det", "_linalg_slogdet", "_linalg_inv_ex", "_linalg_solve_ex",
                "_linalg_cholesky_ex", "_linalg_qr", "_geqrf", "_linalg_svd", "_linalg_eigh",
-               "_linalg_eig", "_linalg_lu_factor_ex", "_linalg_solve_triangular")
+               "_linalg_eig", "_linalg_lu_factor_ex", "_linalg_solve_triangular",
+               "_linalg_ldl_factor_ex", "_linalg_ldl_solve")
 
 _table: dict[str, Any] = {}
 

@@ -19,7 +19,8 @@ Modules, one family of kernels each:
 - `shapes`: views (reshape, permute, expand) and copies (flip, cat, pad ...)
 - `creation`: full, arange
 - `indexing`: getitem/setitem, assign, gather/scatter
-- `linalg`: matmul, einsum, the fused linear layer
+- `linalg`: matmul, einsum, the fused linear layer, the LAPACK factorizations
+- `ldl`: the symmetric indefinite (Bunch-Kaufman) LDL factorization and its solve
 - `fused`: backward formulas, cross-entropy, one LSTM step
 - `windows`, `conv`, `pooling`: sliding windows, convolution, max pooling
 - `foreach`: list kernels and SGD's fused update, for the optimizers
@@ -37,6 +38,7 @@ from ember.backends.xp import (
     foreach,
     fused,
     indexing,
+    ldl,
     linalg,
     pooling,
     reductions,
@@ -47,8 +49,8 @@ from ember.backends.xp.lib import OVERLAP, ArrayLib, Hooks, Kernel
 
 __all__ = ["OVERLAP", "Hooks", "make_kernels"]
 
-_FAMILIES = (elementwise, reductions, shapes, creation, indexing, linalg, fused, conv,
-             pooling, foreach, special, fft)
+_FAMILIES = (elementwise, reductions, shapes, creation, indexing, linalg, ldl, fused,
+             conv, pooling, foreach, special, fft)
 
 
 def make_kernels(xp: Any, *, hooks: Hooks | None = None) -> dict[str, Kernel]:

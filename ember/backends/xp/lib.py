@@ -14,7 +14,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ember.core.backend import EVERY_DTYPE, bfloat16, float16, float32, float64, numpy_dtype
+from ember.core.backend import (
+    EVERY_DTYPE,
+    LIMITED_DTYPES,
+    bfloat16,
+    float16,
+    float32,
+    float64,
+    numpy_dtype,
+)
 
 Kernel = Callable[..., Any]
 
@@ -94,7 +102,7 @@ class ArrayLib:
         self.xp = xp
         self.hooks = hooks
         # CuPy keeps NumPy's dtype objects, so one vocabulary serves every array module
-        self.dtypes: dict[Any, Any] = {d: numpy_dtype(d) for d in EVERY_DTYPE}
+        self.dtypes: dict[Any, Any] = {d: numpy_dtype(d) for d in EVERY_DTYPE + LIMITED_DTYPES}
         # half precision: sums and products accumulate in float32, as PyTorch's do
         self.low_precision = frozenset({self.dtypes[float16], self.dtypes[bfloat16]})
         self.gemm_dtypes = (self.dtypes[float32], self.dtypes[float64])  # BLAS's own

@@ -9,7 +9,7 @@ indexing; fft on complex, nn and
 rearrange; rearrange builds on
 shape and indexing, predicates on shape, spectral
 on shape and nn, lobpcg on
-factorizations. A gradient
+factorizations, segments on indexing and search, hashing on elementwise. A gradient
 formula that needs an op of a later family calls it as a Tensor method
 (`grad.sum_to_size(...)`), bound by the time any backward runs.
 """
@@ -21,6 +21,7 @@ from ember.core.ops import (  # noqa: F401 - imported for their declarations
     factorizations,
     fft,
     foreach,
+    hashing,
     indexing,
     linalg,
     lobpcg,
@@ -32,6 +33,7 @@ from ember.core.ops import (  # noqa: F401 - imported for their declarations
     reduction,
     scans,
     search,
+    segments,
     shape,
     sorting,
     spectral,

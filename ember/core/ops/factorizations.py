@@ -26,6 +26,10 @@ that failed are NaN (an inverse or a solve: what getrs leaves, inf or NaN, as Py
     _linalg_svd           kernel(A, *, full_matrices) -> [U, S, Vh]
     _linalg_eigh          kernel(A, *, UPLO) -> [eigenvalues, eigenvectors]
     _linalg_lu_factor_ex  kernel(A) -> [LU, pivots (1-based), info] (partial pivoting)
+    _linalg_ldl_factor_ex kernel(A, *, hermitian) -> [LD, pivots (1-based, signed), info]
+                          (Bunch-Kaufman, LAPACK sytrf/hetrf's lower compact form)
+    _linalg_ldl_solve     kernel(LD, pivots, B, *, hermitian) -> X (sytrs/hetrs; one
+                          batch shape, not packed)
 
     _linalg_eig           kernel(A) -> [eigenvalues, eigenvectors] (.., n + n*n), complex
                           even for a real A
@@ -691,12 +695,13 @@ def _larf(v: Tensor, tau: Tensor, C: Tensor, left: bool) -> Tensor:
     t = tau.unsqueeze(-1).unsqueeze(-1)
     # (dger's order: the scale times w first, then v's entries times that; a product in
     # another order overflows elsewhere)
-    if left:  # H C = C - v (tau v^T C)
-        update = v.unsqueeze(-1) * (t * (v.unsqueeze(-2) @ read))
-        untrimmed = C - v_full.unsqueeze(-1) * (t * (v_full.unsqueeze(-2) @ C))
-    else:  # C H = C - (C v) (tau v^T)
-        update = (read @ v.unsqueeze(-1)) * (t * v.unsqueeze(-2))
-        untrimmed = C - (C @ v_full.unsqueeze(-1)) * (t * v_full.unsqueeze(-2))
+    # (complex: H = I - tau v v^H, zlarf's; conj leaves real v as it is)
+    if left:  # H C = C - v (tau v^H C)
+        update = v.unsqueeze(-1) * (t * (conj(v).unsqueeze(-2) @ read))
+        untrimmed = C - v_full.unsqueeze(-1) * (t * (conj(v_full).unsqueeze(-2) @ C))
+    else:  # C H = C - (C v) (tau v^H)
+        update = (read @ v.unsqueeze(-1)) * (t * conj(v).unsqueeze(-2))
+        untrimmed = C - (C @ v_full.unsqueeze(-1)) * (t * conj(v_full).unsqueeze(-2))
     trimmed = where(in_v & in_c & (t != 0), C - update, C)
     # the trimming changes no finite value, but it would cut the gradient of the zeros it
     # skips (d/dv_j of a trailing zero, d/dtau where tau is 0): where the values agree
@@ -760,7 +765,7 @@ def _householder_checks(op: str, A: Tensor, tau: Tensor) -> None:
                            f"{A.dtype}")
 
 
-@composite(variants="", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
 def linalg_householder_product(A: Tensor, tau: Tensor, *, out: Any = None) -> Tensor:
     """`linalg.householder_product`: the first n columns of the product of the Householder
     reflectors stored in A (m x n, m >= n) and `tau` (geqrf's output gives Q of the QR
@@ -1378,6 +1383,120 @@ def lu_solve(input: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
                "torch.lu_solve(B, LU, pivots)\nshould be replaced with\nX = "
                "torch.linalg.lu_solve(LU, pivots, B)")
     return linalg_lu_solve(LU_data, LU_pivots, input)
+
+
+# -- LDL (symmetric indefinite) -----------------------------------------------------------
+
+
+def _ldl_check(op: str, A: Any) -> None:
+    if A.dtype in (dt.float16, dt.bfloat16):  # (before _check's LAPACK-precision error)
+        raise NotImplementedError(
+            f"\"ldl_factor_kernel_cpu\" not implemented for '{_word(A.dtype)}'")
+    _check(op, A)
+
+
+def _ldl_factor_rule(A, *, hermitian):
+    n = A.shape[-1]
+    return OutMeta(tuple(A.shape[:-2]) + (n * n + n + 1,), A.dtype, None)
+
+
+# (PyTorch differentiates neither the factor nor the solve: no gradient is declared)
+@primitive(complex=True, variants="", rule=_ldl_factor_rule, cost=_matrix_cost(1 / 3))
+def _linalg_ldl_factor_ex(A: Tensor, *, hermitian: bool = False) -> Tensor:
+    """LAPACK sytrf/hetrf (lower): the compact LD, the signed 1-based pivots and info,
+    packed."""
+    return apply_labelled(OPS["_linalg_ldl_factor_ex"], "", A, hermitian=hermitian)
+
+
+LDLFactorResult = return_type("linalg_ldl_factor", ["LD", "pivots"])
+LDLFactorExResult = return_type("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+
+
+def _ldl_factor(op: str, A: Tensor, hermitian: bool) -> tuple[Tensor, Tensor, Tensor]:
+    _ldl_check(op, A)
+    n = A.shape[-1]
+    LD, pivots, info = _split(_linalg_ldl_factor_ex(A, hermitian=hermitian), (n, n), (n,), ())
+    return LD, _info(pivots), _info(info)
+
+
+def _ldl_raise(info: Tensor) -> None:
+    # PyTorch's error check knows no positive info of sytrf (a zero block of D): its
+    # internal assert fires, a RuntimeError
+    if info.numel() and bool((info != 0).any()):
+        first = next(v for v in info.reshape(-1).tolist() if v != 0)
+        raise RuntimeError(f"torch.linalg.ldl_factor: Unknown error code: {first}.")
+
+
+@composite(complex=True, variants="", cost=_matrix_cost(1 / 3))
+def linalg_ldl_factor(A: Tensor, *, hermitian: bool = False, out: Any = None) -> Any:
+    """`linalg.ldl_factor`: the LDL factorization of a symmetric (Hermitian, with
+    `hermitian=True`) matrix with Bunch-Kaufman pivoting, in LAPACK's compact form (LD)
+    and its signed 1-based pivots (int32); only A's lower triangle is read."""
+    LD, pivots, info = _ldl_factor("torch.linalg.ldl_factor_ex", A, hermitian)
+    _ldl_raise(info)
+    if out is not None:
+        _write("linalg.ldl_factor", out[0], LD)
+        _write("linalg.ldl_factor", out[1], pivots)
+        return LDLFactorResult(out[0], out[1])
+    return LDLFactorResult(LD, pivots)
+
+
+@composite(complex=True, variants="", cost=_matrix_cost(1 / 3))
+def linalg_ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False,
+                         out: Any = None) -> Any:
+    """`linalg.ldl_factor_ex`: `linalg.ldl_factor` and LAPACK's info (the first zero
+    diagonal block of D, 1-based) without raising unless `check_errors`."""
+    LD, pivots, info = _ldl_factor("torch.linalg.ldl_factor_ex", A, hermitian)
+    if check_errors:
+        _ldl_raise(info)
+    if out is not None:
+        for target, value in zip(out, (LD, pivots, info)):
+            _write("linalg.ldl_factor_ex", target, value)
+        return LDLFactorExResult(*out)
+    return LDLFactorExResult(LD, pivots, info)
+
+
+def _ldl_solve_rule(LD, pivots, B, *, hermitian):
+    return OutMeta(tuple(B.shape), B.dtype, None)
+
+
+@primitive(complex=True, variants="", rule=_ldl_solve_rule, cost=_matrix_cost(2.0))
+def _linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *,
+                      hermitian: bool = False) -> Tensor:
+    """LAPACK sytrs/hetrs (lower) on operands of one batch shape."""
+    return apply_labelled(OPS["_linalg_ldl_solve"], "", LD, pivots, B, hermitian=hermitian)
+
+
+@composite(complex=True, variants="", cost=_matrix_cost(2.0))
+def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False,
+                     out: Any = None) -> Tensor:
+    """`linalg.ldl_solve`: the solution X of `A @ X = B` given `linalg.ldl_factor(A)`'s
+    LD and pivots (batch dimensions broadcast)."""
+    op = "torch.linalg.ldl_solve"
+    if LD.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
+    if B.ndim < 2:
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but "
+                         "got -2)")
+    if pivots.dtype.is_floating_point or pivots.dtype.is_complex or pivots.dtype is dt.bool_:
+        raise RuntimeError(f"{op}: Expected pivots to be integers. Got {_word(pivots.dtype)}")
+    if tuple(LD.shape[:-1]) != tuple(pivots.shape):
+        raise RuntimeError(f"{op}: Expected LD.shape[:-1] and pivots.shape to be the same, "
+                           f"but got pivots with shape {list(pivots.shape)} instead")
+    n = LD.shape[-1]
+    if LD.shape[-2] != n:
+        raise RuntimeError(f"{op}: A must be batches of square matrices, but they are "
+                           f"{LD.shape[-2]} by {n} matrices")
+    if B.shape[-2] != n:
+        raise RuntimeError(f"Incompatible matrix sizes for {op}: each A matrix is {n} by {n} "
+                           f"but each b matrix is {B.shape[-2]} by {B.shape[-1]}")
+    if B.dtype is not LD.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
+                           f"{_word(B.dtype)} and A of type {_word(LD.dtype)} instead.")
+    batch = broadcast_shapes(op, tuple(LD.shape[:-2]), tuple(B.shape[:-2]))
+    X = _linalg_ldl_solve(LD.expand(batch + (n, n)), pivots.expand(batch + (n,)),
+                          B.expand(batch + tuple(B.shape[-2:])), hermitian=hermitian)
+    return X if out is None else _write("linalg.ldl_solve", out, X)
 
 
 # -- powers and exponentials -----------------------------------------------------------

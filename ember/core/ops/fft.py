@@ -366,6 +366,73 @@ def fft_ihfft(input: Tensor, n: int | None = None, dim: int = -1,
     return _r2c("ihfft", input, (d,), (n,), norm, False)
 
 
+def _hermitian_dims(op: str, input: Tensor, s: Any, dim: Any) -> tuple[tuple, tuple]:
+    dims, sizes = _many_dims(input, s, dim)
+    if not dims:
+        raise RuntimeError(f"{op} must transform at least one axis")
+    return dims, sizes
+
+
+def _hfftn(op: str, input: Tensor, s: Any, dim: Any, norm: str | None) -> Tensor:
+    """PyTorch's fft_hfftn_impl: a forward c2c over all but the last of the dims, then the
+    conjugate's c2r over the last (its real output `s[-1]` long, `2 * (m - 1)` by
+    default), each normalized over its own dims."""
+    dims, sizes = _hermitian_dims(op, input, s, dim)
+    last = s[-1] if s is not None and s[-1] != -1 else 2 * (input.shape[dims[-1]] - 1)
+    _check_points(last)
+    x = _as_complex(_floating(op, input))
+    x = _resize(x, dims, sizes[:-1] + (last // 2 + 1,))
+    mode = _norm_mode(norm, True)
+    if len(dims) > 1:
+        x = _fft_c2c(x, dims[:-1], mode, True)
+    return _fft_c2r(x.conj(), dims[-1:], mode, last)
+
+
+def _ihfftn(op: str, input: Tensor, s: Any, dim: Any, norm: str | None) -> Tensor:
+    """PyTorch's fft_ihfftn_impl: a one-sided r2c over the last of the dims, conjugated,
+    then an inverse c2c over the others."""
+    dims, sizes = _hermitian_dims(op, input, s, dim)
+    if input.dtype.is_complex:
+        raise RuntimeError("Only supports floating-point dtypes, but found: "
+                           f"{dt.SCALAR_TYPE_NAMES[input.dtype.name]}")
+    x = _resize(_floating(op, input), dims, sizes)
+    mode = _norm_mode(norm, False)
+    out = _fft_r2c(x, dims[-1:], mode, True).conj()
+    return out if len(dims) == 1 else _fft_c2c(out, dims[:-1], mode, False)
+
+
+@composite(complex=True, variants="", cost=costs.pointwise(1))
+def fft_hfft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] = (-2, -1),
+              norm: str | None = None) -> Tensor:
+    """The two-dimensional Fourier transform of a Hermitian-symmetric signal given by its
+    first half in the last of `dim`: a real result of shape `s`."""
+    return _hfftn("hfft2", input, s, dim, norm)
+
+
+@composite(complex=True, variants="", cost=costs.pointwise(1))
+def fft_hfftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
+              norm: str | None = None) -> Tensor:
+    """The N-dimensional Fourier transform of a Hermitian-symmetric signal given by its
+    first half in the last transformed dimension: a real result."""
+    return _hfftn("hfftn", input, s, dim, norm)
+
+
+@composite(complex=True, variants="", cost=costs.pointwise(1))
+def fft_ihfft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] = (-2, -1),
+               norm: str | None = None) -> Tensor:
+    """The inverse of `hfft2`: the two-dimensional inverse transform of real `input`,
+    one-sided in the last of `dim`."""
+    return _ihfftn("ihfft2", input, s, dim, norm)
+
+
+@composite(complex=True, variants="", cost=costs.pointwise(1))
+def fft_ihfftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
+               norm: str | None = None) -> Tensor:
+    """The inverse of `hfftn`: the N-dimensional inverse transform of real `input`,
+    one-sided in the last transformed dimension."""
+    return _ihfftn("ihfftn", input, s, dim, norm)
+
+
 @composite(complex=True, variants="", cost=costs.creation)
 def fft_fftfreq(n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None,
                 requires_grad: bool = False) -> Tensor:

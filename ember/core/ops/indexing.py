@@ -35,6 +35,7 @@ from ember.core import forward_ad as fw
 from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.creation import arange, full, zeros
 from ember.core.declare import composite, primitive
+from ember.core.determinism import alert_not_deterministic
 from ember.core.dispatch import run, run_inplace, user_stacklevel
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
@@ -814,6 +815,8 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
                            f"self.dtype = {SCALAR_TYPE_NAMES[input.dtype.name]} and "
                            f"source.dtype = "
                            f"{SCALAR_TYPE_NAMES[source.dtype.name]}")
+    if not accumulate:  # (PyTorch's put_ writes repeated indices in no fixed order)
+        alert_not_deterministic("put_")
     flat = _flat_index("put_", index, input.numel())
     out = index_put(reshape(input, (-1,)), (flat,), reshape(source, (-1,)), accumulate)
     return reshape(out, tuple(input.shape))

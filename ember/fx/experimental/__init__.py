@@ -1,0 +1,1 @@
+"""`ember.fx.experimental` (torch.fx.experimental): `proxy_tensor.make_fx`."""
