@@ -46,7 +46,7 @@ def _run_script(path: str) -> None:
     main = types.ModuleType("__main__")
     main.__file__, main.__cached__, main.__builtins__ = path, None, builtins
     with open(path, "rb") as f:
-        code = compile(f.read(), path, "exec")
+        code = compile(f.read(), path, "exec", dont_inherit=True)  # (not our __future__s)
     sys.modules["__main__"] = main
     exec(code, main.__dict__)
 

@@ -277,6 +277,8 @@ def test_ember_run_gives_the_script_pythons_main_module(tmp_path):
         "    pass\n"
         "print(__file__, sys.argv[0], __name__, sys.modules['__main__'].Point is Point)\n"
         "print(type(pickle.loads(pickle.dumps(Point()))).__qualname__)\n"
+        "def scaled(x: float = 2.0) -> int: ...\n"
+        "print(scaled.__annotations__)  # (not strings: ember.run's __future__s stay its own)\n"
         "raise SystemExit(3)\n")
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": str(root)}

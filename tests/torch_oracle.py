@@ -42,7 +42,8 @@ class Raised:
     def __init__(self, exc: BaseException) -> None:
         # (torch.linalg.LinAlgError's class is torch._C._LinAlgError)
         self.type = type(exc).__name__.lstrip("_")
-        self.message = str(exc)
+        # (with ember's notes: the op and shapes it adds beside PyTorch's message)
+        self.message = "\n".join([str(exc), *getattr(exc, "__notes__", ())])
         self.exc = exc
 
     def __repr__(self) -> str:
