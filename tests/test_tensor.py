@@ -469,6 +469,21 @@ class TestAttributes:
         assert s.numel() == 24
         assert s == (2, 3, 4) and s == ember.Size([2, 3, 4])
 
+    def test_size_concatenation_and_repetition(self, torch):
+        for lib in (ember, torch):
+            s = lib.Size([2, 3])
+            for got, want in (((1,) + s, (1, 2, 3)), (s + (1,), (2, 3, 1)), (s + s, (2, 3, 2, 3)),
+                              (s * 2, (2, 3, 2, 3)), (2 * s, (2, 3, 2, 3)),
+                              (s[:1] + (5,), (2, 5))):
+                assert isinstance(got, lib.Size) and got == want, (lib.__name__, got)
+        with pytest.raises(TypeError,
+                           match=r"^can only concatenate tuple \(not list\) to ember.Size$"):
+            ember.Size([2]) + [1]
+        with pytest.raises(TypeError, match="can only concatenate tuple"):
+            torch.Size([2]) + [1]
+        with pytest.raises(TypeError, match="can only concatenate list"):
+            [1] + ember.Size([2])
+
     def test_item(self):
         assert ember.tensor(2.5).item() == 2.5 and isinstance(ember.tensor(2.5).item(), float)
         assert ember.tensor([[7]]).item() == 7 and isinstance(ember.tensor([7]).item(), int)

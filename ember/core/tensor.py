@@ -798,6 +798,24 @@ class Size(tuple):
         out = tuple.__getitem__(self, key)
         return Size(out) if isinstance(key, slice) else out
 
+    # concatenating or repeating a shape gives a shape, on either side (PyTorch's Size does)
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            raise TypeError(f"can only concatenate tuple (not {type(other).__name__}) "
+                            f"to {dt.API_NAME}.Size")
+        return Size(tuple.__add__(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(other, self))
+
+    def __mul__(self, times):
+        out = tuple.__mul__(self, times)
+        return out if out is NotImplemented else Size(out)
+
+    __rmul__ = __mul__
+
 
 class _RemovableHandle:
     def __init__(self, hooks: list, hook: Callable) -> None:
