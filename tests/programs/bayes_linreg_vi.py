@@ -16,7 +16,7 @@ from torch.distributions import (Gamma, MultivariateNormal, Normal, Independent,
 from torch.distributions.kl import _KL_REGISTRY
 
 parser = argparse.ArgumentParser()
-parser.add_argument('--steps', type=int, default=300)
+parser.add_argument('--steps', type=int, default=150)
 parser.add_argument('--samples', type=int, default=8)
 args = parser.parse_args()
 
@@ -78,7 +78,7 @@ for step in range(args.steps):
     opt.zero_grad()
     loss.backward()
     opt.step()
-    if step % 100 == 0 or step == args.steps - 1:
+    if step % 50 == 0 or step == args.steps - 1:
         print(f"step {step:4d} -elbo {loss.item():.4f} kl {model.kl().item():.4f}")
 
 with torch.no_grad():
@@ -127,7 +127,7 @@ except NotImplementedError as e:
 # ---------------------------------------------------------------- learned noise, prediction
 log_noise = nn.Parameter(torch.tensor(0.0))
 opt = torch.optim.Adam(list(model.parameters()) + [log_noise], lr=0.05)
-for step in range(100):
+for step in range(60):
     preds = model(Phi, args.samples)
     loss = -(Normal(preds, log_noise.exp()).log_prob(y).sum(-1).mean() - model.kl())
     opt.zero_grad()

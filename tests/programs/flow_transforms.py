@@ -16,7 +16,7 @@ from torch.distributions.transforms import (AffineTransform, ComposeTransform, E
                                             SigmoidTransform, Transform)
 
 parser = argparse.ArgumentParser()
-parser.add_argument('--steps', type=int, default=150)
+parser.add_argument('--steps', type=int, default=100)
 args = parser.parse_args()
 
 torch.manual_seed(0)

@@ -17,7 +17,7 @@ from torch.utils.checkpoint import checkpoint, checkpoint_sequential
 warnings.filterwarnings("ignore")  # weight_norm's deprecation warning
 
 parser = argparse.ArgumentParser()
-parser.add_argument('--steps', type=int, default=60)
+parser.add_argument('--steps', type=int, default=30)
 args = parser.parse_args()
 
 torch.manual_seed(0)
@@ -63,7 +63,7 @@ for step in range(args.steps):
     opt_g.zero_grad()
     g_loss.backward()
     opt_g.step()
-    if step % 20 == 0 or step == args.steps - 1:
+    if step % 10 == 0 or step == args.steps - 1:
         print(f"gan step {step:3d} d_loss {d_loss.item():.4f} g_loss {g_loss.item():.4f}")
 
 D.eval()
@@ -91,8 +91,8 @@ rnn_model = OrthoRNN(1, 16, 1)
 print(rnn_model)
 W = rnn_model.rnn.weight_hh_l0
 print("orthogonal at init", torch.allclose(W @ W.T, torch.eye(16), atol=1e-5))
-seq = torch.randn(32, 20, 1)
-target = seq[:, 0]  # remember the first input over 20 steps
+seq = torch.randn(32, 12, 1)
+target = seq[:, 0]  # remember the first input over 12 steps
 opt = torch.optim.RMSprop(rnn_model.parameters(), lr=3e-3)
 for step in range(args.steps):
     loss = F.mse_loss(rnn_model(seq), target)
@@ -100,7 +100,7 @@ for step in range(args.steps):
     loss.backward()
     total_norm = clip_grad_norm_(rnn_model.parameters(), max_norm=1.0)
     opt.step()
-    if step % 20 == 0 or step == args.steps - 1:
+    if step % 10 == 0 or step == args.steps - 1:
         print(f"rnn step {step:3d} loss {loss.item():.4f} grad norm {total_norm:.4f}")
 W = rnn_model.rnn.weight_hh_l0
 print("still orthogonal", torch.allclose(W @ W.T, torch.eye(16), atol=1e-4))
@@ -186,7 +186,7 @@ for step in range(args.steps):
     loss.backward()
     grad_norm = clip_grad_norm_(lm.parameters(), 0.25)
     opt.step()
-    if step % 20 == 0 or step == args.steps - 1:
+    if step % 10 == 0 or step == args.steps - 1:
         print(f"lm step {step:3d} loss {loss.item():.4f} ppl {loss.exp().item():8.2f} grad norm {grad_norm.item():.3f}")
 print("still tied after training", lm.decoder.weight.data_ptr() == lm.encoder.weight.data_ptr())
 sd = lm.state_dict()
