@@ -96,3 +96,105 @@ def test_reentrant_without_grad_inputs_gives_no_gradients_as_torch():
                                    rtol=1e-6)
     assert results[1] == results[0]
     assert results[0][:2] == (False, True)
+
+
+def _libs():
+    torch = pytest.importorskip("torch")
+    return ((torch, __import__("torch.utils.checkpoint", fromlist=["x"])),
+            (ember, __import__("ember.utils.checkpoint", fromlist=["x"])))
+
+
+def test_non_reentrant_recomputes_in_backward_as_torch():
+    """The function runs again when backward first needs what it saved (once more for a
+    second backward through the retained graph), and only once under no_grad."""
+    counts = []
+    for lib, ckpt in _libs():
+        calls = []
+
+        def segment(a, b, calls=calls):
+            calls.append(1)
+            return (a.sin() * b).exp()
+
+        x = lib.tensor([0.1, 0.5, 0.9], requires_grad=True)
+        out = ckpt.checkpoint(segment, x, lib.tensor(2.0), use_reentrant=False)
+        forward_calls = len(calls)
+        out.sum().backward(retain_graph=True)
+        first = x.grad.clone()
+        x.grad = None
+        out.sum().backward()
+        with lib.no_grad():
+            ckpt.checkpoint(segment, x, lib.tensor(2.0), use_reentrant=False)
+        counts.append((forward_calls, len(calls)))
+        np.testing.assert_allclose(x.grad.numpy(), first.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(
+            first.numpy(), (np.cos([0.1, 0.5, 0.9]) * 2 * np.exp(2 * np.sin([0.1, 0.5, 0.9]))),
+            rtol=1e-5)
+    assert counts[1] == counts[0] == (1, 4)
+
+
+def test_non_reentrant_frees_the_activations_as_torch():
+    import gc
+    import weakref
+
+    for lib, ckpt in _libs():
+        refs = []
+
+        def segment(a, refs=refs):
+            h = a.sin()
+            refs.append(weakref.ref(h))
+            return h.cos()  # cos saves h for backward
+
+        x = lib.ones(4, requires_grad=True)
+        plain = segment(x)
+        out = ckpt.checkpoint(segment, x, use_reentrant=False)
+        gc.collect()
+        assert refs[0]() is not None, lib.__name__  # the plain graph keeps h
+        assert refs[1]() is None, lib.__name__  # the checkpointed one does not
+        (plain + out).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), -2 * np.sin(np.sin(1.0)) * np.cos(1.0),
+                                   rtol=1e-6)
+
+
+def test_non_reentrant_recomputation_must_save_the_same_as_torch():
+    messages = []
+    for lib, ckpt in _libs():
+        calls = []
+
+        def changing(a, calls=calls):
+            calls.append(1)
+            return a.exp().exp() if len(calls) == 1 else a.exp()
+
+        def reshaping(a, calls=calls):
+            calls.append(1)
+            return a.exp() if len(calls) % 2 else a.reshape(2, 2).exp()
+
+        x = lib.ones(4, requires_grad=True)
+        out = ckpt.checkpoint(changing, x, use_reentrant=False)
+        with pytest.raises(ckpt.CheckpointError) as fewer:
+            out.sum().backward()
+        assert isinstance(fewer.value, RuntimeError)
+        calls.clear()
+        out = ckpt.checkpoint(reshaping, x, use_reentrant=False)
+        with pytest.raises(ckpt.CheckpointError) as other:
+            out.sum().backward()
+        messages.append([str(fewer.value), str(other.value)])
+    assert [m.replace("ember.", "torch.") for m in messages[1]] == messages[0]
+    assert "Number of tensors saved during recomputation: 1." in messages[0][0]
+    assert "recomputed metadata: {'shape': torch.Size([2, 2])" in messages[0][1]
+
+
+def test_non_reentrant_replays_dropout_and_autocast_of_the_forward():
+    model = _model(ember, dropout=0.5)
+    x = ember.tensor(np.random.RandomState(1).randn(5, 4).astype(np.float32))
+    results = []
+    for run in (RUNS["plain"], RUNS["non_reentrant"]):
+        ember.manual_seed(3)
+        model.zero_grad()
+        with ember.autocast("cpu", dtype=ember.bfloat16):
+            out = run(model, x)
+        assert out.dtype == ember.bfloat16
+        out.float().pow(2).sum().backward()  # (outside the autocast region)
+        results.append([out.detach().float().numpy()]
+                       + [p.grad.numpy() for p in model.parameters()])
+    for want, got in zip(*results):
+        np.testing.assert_array_equal(got, want)

@@ -1,27 +1,140 @@
 """Activation checkpointing with PyTorch's API (`torch.utils.checkpoint`).
 
-ember runs the checkpointed function once, recording its graph as usual: programs that
-checkpoint get the values and gradients they get under PyTorch (dropout included), but not
-the memory saving. Recomputing in backward needs the generator's state saved and restored
-around the recomputation, so that dropout draws the same mask; ember will recompute once
-its CPU generator offers that state (`get_rng_state`/`set_rng_state`). PyTorch's argument
-checks and warnings are kept, so a program sees the same messages.
+The non-reentrant variant (``use_reentrant=False``) is PyTorch's algorithm: the function
+runs once in forward under `saved_tensors_hooks` whose pack hook keeps only a numbered
+holder per tensor the graph saves (so the activations are freed); the first unpack in
+backward runs the function again -- with the generator state and autocast state of the
+forward, so dropout draws the same mask -- collecting what it saves, in order, and each
+holder hands back its recomputed tensor. The recomputation must save as many tensors, of
+the same shapes, dtypes and devices, as the forward did (a `CheckpointError` otherwise, as
+in PyTorch). The reentrant variant runs the function once, recording its graph as usual
+(the same values and gradients, no memory saving). Accelerator backends keep their own
+generators, which are not replayed: dropout inside a checkpoint on such a device draws a
+new mask in the recomputation. PyTorch's argument checks and warnings are kept, so a
+program sees the same messages.
 """
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import ember
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
+__all__ = ["CheckpointError", "checkpoint", "checkpoint_sequential"]
+
+_DEBUG_TIP = """
+Tip: To see a more detailed error message, either pass `debug=True` to
+`torch.utils.checkpoint.checkpoint(...)` or wrap the code block
+with `with torch.utils.checkpoint.set_checkpoint_debug_enabled(True):` to
+enable checkpoint\u2011debug mode globally.
+
+If this error occurs under torch.compile with automatic_dynamic_shapes enabled,
+it may be because the recomputation selected a different compiled graph than the
+forward pass (e.g., a dynamic graph instead of the original static graph).
+To fix this, either:
+  - Use torch._dynamo.mark_dynamic() to explicitly mark varying dimensions as
+    dynamic upfront, avoiding the static-to-dynamic transition.
+  - Call torch._C._dynamo.eval_frame._set_lru_cache(False) to disable LRU cache
+    reordering, which can change which graph is checked first between forward
+    and recompute.
+See https://github.com/pytorch/pytorch/issues/166926 for more details and
+workaround examples.
+"""
+
+
+class CheckpointError(RuntimeError):
+    """The recomputation in backward did not save what the checkpointed forward saved."""
+
+
+class _Holder:
+    """What the graph keeps for one tensor saved inside a checkpoint: its position."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+def _metadata(t: Any) -> dict:
+    return {"shape": t.shape, "dtype": t.dtype, "device": t.device}
+
+
+class _Frame:
+    """One non-reentrant checkpointed call: how to rerun it exactly as the forward ran it,
+    what its forward saved (metadata only), and the recomputed tensors not yet unpacked."""
+
+    def __init__(self, function: Callable, args: tuple, kwargs: dict,
+                 preserve_rng_state: bool, check_metadata: bool) -> None:
+        self.function, self.args, self.kwargs = function, args, kwargs
+        self.check_metadata = check_metadata
+        self.rng_state = ember.get_rng_state() if preserve_rng_state else None
+        from ember.amp import autocast_mode as amp  # (amp sits beside utils)
+        devices = {"cpu"} | {a.device.type for a in args if isinstance(a, ember.Tensor)}
+        self.autocast = [(d, amp.is_autocast_enabled(d), amp.get_autocast_dtype(d))
+                         for d in sorted(devices) if amp.is_autocast_available(d)]
+        self.saved_meta: list[dict] = []
+        self.recomputed: dict[int, Any] = {}
+
+    def pack(self, tensor: Any) -> _Holder:
+        self.saved_meta.append(_metadata(tensor))
+        return _Holder(len(self.saved_meta) - 1)
+
+    def unpack(self, holder: _Holder) -> Any:
+        if holder.index not in self.recomputed:  # first unpack of this backward
+            self.recompute()
+        return self.recomputed.pop(holder.index)
+
+    def recompute(self) -> None:
+        saved: list = []
+
+        def pack(tensor: Any) -> Any:
+            if len(saved) >= len(self.saved_meta):
+                raise CheckpointError(
+                    "torch.utils.checkpoint: trying to save more tensors during "
+                    "recomputation than during the original forward pass.\n" + _DEBUG_TIP)
+            saved.append(tensor.detach() if tensor.requires_grad else tensor)
+            return tensor
+
+        from ember.amp import autocast
+        from ember.autograd.graph import saved_tensors_hooks
+        state = ember.get_rng_state() if self.rng_state is not None else None
+        try:
+            if state is not None:
+                ember.set_rng_state(self.rng_state)
+            with contextlib.ExitStack() as stack:
+                for device, enabled, dtype in self.autocast:
+                    stack.enter_context(autocast(device, dtype=dtype, enabled=enabled))
+                stack.enter_context(saved_tensors_hooks(pack, lambda t: t))
+                stack.enter_context(ember.enable_grad())
+                self.function(*self.args, **self.kwargs)
+        finally:
+            if state is not None:
+                ember.set_rng_state(state)
+        if len(saved) != len(self.saved_meta):
+            raise CheckpointError(
+                "torch.utils.checkpoint: A different number of tensors was saved during the "
+                "original forward and recomputation.\n"
+                f"Number of tensors saved during forward: {len(self.saved_meta)}\n"
+                f"Number of tensors saved during recomputation: {len(saved)}.\n{_DEBUG_TIP}")
+        mismatched = "".join(
+            f"tensor at position {i}:\nsaved metadata: {want}\n"
+            f"recomputed metadata: {_metadata(t)}\n"
+            for i, (want, t) in enumerate(zip(self.saved_meta, saved))
+            if self.check_metadata and _metadata(t) != want)
+        if mismatched:
+            raise CheckpointError(
+                "torch.utils.checkpoint: Recomputed values for the following tensors have "
+                f"different metadata than during the forward pass.\n{mismatched}.\n{_DEBUG_TIP}")
+        self.recomputed = dict(enumerate(saved))
 
 
 def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None,
                preserve_rng_state: bool = True, **kwargs: Any) -> Any:
-    r"""Checkpoint a model or part of the model (ember runs it once: see the module's notes).
+    r"""Checkpoint a model or part of the model: with ``use_reentrant=False`` its activations
+    are not kept but recomputed in backward (see the module's notes).
 
     Args:
         function: describes what to run in the forward pass of the model or part of the
@@ -30,8 +143,8 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
         use_reentrant (bool): PyTorch's choice of variant; pass it explicitly, as PyTorch
             asks (a warning otherwise). Both give PyTorch's values and gradients (the
             reentrant one none when no input requires grad, as PyTorch's).
-        preserve_rng_state (bool): PyTorch's flag; ember draws once, so dropout is
-            always consistent.
+        preserve_rng_state (bool): rerun the function in backward with the CPU generator's
+            state of the forward, so dropout draws the same mask. Default: ``True``
         kwargs: keyword arguments of :attr:`function` (``use_reentrant=False`` only, as in
             PyTorch).
 
@@ -46,7 +159,8 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
             "current default behavior, you can pass use_reentrant=True. Refer to docs for "
             "more details on the differences between the two variants.", stacklevel=2)
         use_reentrant = True
-    for name in ("context_fn", "determinism_check", "debug", "early_stop"):
+    determinism_check = kwargs.pop("determinism_check", "default")
+    for name in ("context_fn", "debug", "early_stop"):
         kwargs.pop(name, None)
     if use_reentrant:
         if kwargs:
@@ -59,7 +173,13 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
             # inside get no gradient
             with ember.no_grad():
                 return function(*args)
-    return function(*args, **kwargs)
+        return function(*args, **kwargs)
+    if not ember.is_grad_enabled():  # nothing is saved: nothing to recompute
+        return function(*args, **kwargs)
+    from ember.autograd.graph import saved_tensors_hooks
+    frame = _Frame(function, args, kwargs, preserve_rng_state, determinism_check != "none")
+    with saved_tensors_hooks(frame.pack, frame.unpack):
+        return function(*args, **kwargs)
 
 
 def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool | None = None,
