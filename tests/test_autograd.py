@@ -785,6 +785,28 @@ class TestCustomFunction:
         s.sum().backward()
         np.testing.assert_allclose(x.grad.numpy(), np.cos(x0))
 
+    def test_non_tensor_outputs_pass_through(self):
+        # PyTorch lets forward return other values beside tensors (a count, a tuple of
+        # tensors); they come back unchanged, and backward gets None for them
+        seen = []
+
+        class WithCount(Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2, 3, (x.sum(),)
+
+            @staticmethod
+            def backward(ctx, g, g_count, g_pair):
+                seen.append((g_count, g_pair))
+                return g * 2
+
+        x = leaf(np.array([1.0, 2.0]))
+        y, count, pair = WithCount.apply(x)
+        assert count == 3 and isinstance(pair, tuple) and not pair[0].requires_grad
+        assert y.requires_grad
+        y.sum().backward()
+        assert x.grad.tolist() == [2.0, 2.0] and seen == [(None, None)]
+
     def test_custom_function_in_a_larger_graph_and_double_use(self):
         class Square(Function):
             @staticmethod

@@ -104,7 +104,8 @@ def _libs():
             (ember, __import__("ember.utils.checkpoint", fromlist=["x"])))
 
 
-def test_non_reentrant_recomputes_in_backward_as_torch():
+@pytest.mark.parametrize("use_reentrant", [False, True])
+def test_checkpoint_recomputes_in_backward_as_torch(use_reentrant):
     """The function runs again when backward first needs what it saved (once more for a
     second backward through the retained graph), and only once under no_grad."""
     counts = []
@@ -116,14 +117,14 @@ def test_non_reentrant_recomputes_in_backward_as_torch():
             return (a.sin() * b).exp()
 
         x = lib.tensor([0.1, 0.5, 0.9], requires_grad=True)
-        out = ckpt.checkpoint(segment, x, lib.tensor(2.0), use_reentrant=False)
+        out = ckpt.checkpoint(segment, x, lib.tensor(2.0), use_reentrant=use_reentrant)
         forward_calls = len(calls)
         out.sum().backward(retain_graph=True)
         first = x.grad.clone()
         x.grad = None
         out.sum().backward()
         with lib.no_grad():
-            ckpt.checkpoint(segment, x, lib.tensor(2.0), use_reentrant=False)
+            ckpt.checkpoint(segment, x, lib.tensor(2.0), use_reentrant=use_reentrant)
         counts.append((forward_calls, len(calls)))
         np.testing.assert_allclose(x.grad.numpy(), first.numpy(), rtol=1e-6)
         np.testing.assert_allclose(
@@ -132,7 +133,8 @@ def test_non_reentrant_recomputes_in_backward_as_torch():
     assert counts[1] == counts[0] == (1, 4)
 
 
-def test_non_reentrant_frees_the_activations_as_torch():
+@pytest.mark.parametrize("use_reentrant", [False, True])
+def test_checkpoint_frees_the_activations_as_torch(use_reentrant):
     import gc
     import weakref
 
@@ -146,7 +148,7 @@ def test_non_reentrant_frees_the_activations_as_torch():
 
         x = lib.ones(4, requires_grad=True)
         plain = segment(x)
-        out = ckpt.checkpoint(segment, x, use_reentrant=False)
+        out = ckpt.checkpoint(segment, x, use_reentrant=use_reentrant)
         gc.collect()
         assert refs[0]() is not None, lib.__name__  # the plain graph keeps h
         assert refs[1]() is None, lib.__name__  # the checkpointed one does not
@@ -198,3 +200,28 @@ def test_non_reentrant_replays_dropout_and_autocast_of_the_forward():
                        + [p.grad.numpy() for p in model.parameters()])
     for want, got in zip(*results):
         np.testing.assert_array_equal(got, want)
+
+
+def test_reentrant_passes_nested_outputs_and_non_tensor_arguments_as_torch():
+    """An LSTM's (output, (h, c)) through the reentrant variant: only the top-level tensor
+    output is differentiable (the nested tuple passes through), as in PyTorch; an output
+    cut from the graph inside fails in backward with PyTorch's message."""
+    results = []
+    for lib, ckpt in _libs():
+        lib.manual_seed(0)
+        lstm = lib.nn.LSTM(3, 4, batch_first=True)
+        x = lib.tensor(np.random.RandomState(2).randn(2, 5, 3).astype(np.float32),
+                       requires_grad=True)
+        out, (h, c) = ckpt.checkpoint(lambda inp, scale, m=lstm: m(inp * scale), x, 2.0,
+                                      use_reentrant=True)
+        out.sum().backward()
+        results.append((out.requires_grad, h.requires_grad, x.grad.numpy(),
+                        lstm.weight_hh_l0.grad.numpy()))
+        cut = ckpt.checkpoint(lambda a: a.detach() * 2, x, use_reentrant=True)
+        assert cut.requires_grad
+        with pytest.raises(RuntimeError, match="^none of output has requires_grad=True, "
+                                               "this checkpoint\\(\\) is not necessary$"):
+            cut.sum().backward()
+    assert results[1][:2] == results[0][:2] == (True, False)
+    for got, want in zip(results[1][2:], results[0][2:]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

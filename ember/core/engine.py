@@ -203,10 +203,11 @@ def _add_grad(buffers: dict, node: Node, nr: int, g: Any) -> None:
 
 def zeros_for_missing(grads: Sequence[Any], metas: Sequence[Any]) -> list:
     """Zero gradients for the outputs that got none, from their (shape, dtype, device):
-    made by a gradient that did arrive (a node runs only when one did)."""
+    made by a gradient that did arrive (a node runs only when one did). An output with no
+    meta (not a tensor: a custom Function may return other values) keeps None."""
     present = next(g for g in grads if g is not None)
-    return [present.new_zeros(m[0], dtype=m[1], device=m[2]) if g is None else g
-            for g, m in zip(grads, metas)]
+    return [present.new_zeros(m[0], dtype=m[1], device=m[2]) if g is None and m is not None
+            else g for g, m in zip(grads, metas)]
 
 
 def _fill_missing(node: Node, grads: list) -> list:

@@ -1,29 +1,30 @@
-"""Activation checkpointing with PyTorch's API (`torch.utils.checkpoint`).
+"""Activation checkpointing with PyTorch's API (`torch.utils.checkpoint`): both variants
+free the checkpointed function's activations after forward and rerun it in backward, as
+PyTorch's do.
 
-The non-reentrant variant (``use_reentrant=False``) is PyTorch's algorithm: the function
-runs once in forward under `saved_tensors_hooks` whose pack hook keeps only a numbered
-holder per tensor the graph saves (so the activations are freed); the first unpack in
-backward runs the function again -- with the generator state and autocast state of the
-forward, so dropout draws the same mask -- collecting what it saves, in order, and each
-holder hands back its recomputed tensor. The recomputation must save as many tensors, of
-the same shapes, dtypes and devices, as the forward did (a `CheckpointError` otherwise, as
-in PyTorch). The reentrant variant runs the function once, recording its graph as usual
-(the same values and gradients, no memory saving). Accelerator backends keep their own
-generators, which are not replayed: dropout inside a checkpoint on such a device draws a
-new mask in the recomputation. PyTorch's argument checks and warnings are kept, so a
-program sees the same messages.
+The non-reentrant variant (``use_reentrant=False``) runs the function once in forward under
+`saved_tensors_hooks` whose pack hook keeps only a numbered holder per tensor the graph
+saves; the first unpack in backward runs the function again, collecting what it saves, in
+order, and each holder hands back its recomputed tensor. The recomputation must save as
+many tensors, of the same shapes, dtypes and devices, as the forward did (a
+`CheckpointError` otherwise, as in PyTorch). The reentrant variant (`CheckpointFunction`)
+runs the function under no_grad in forward; its backward reruns it on detached inputs and
+backpropagates through that graph. Either recomputation replays the forward's CPU
+generator state (so dropout draws the same mask) and autocast state. Accelerator backends
+keep their own generators, which are not replayed. PyTorch's argument checks, warnings
+and messages are kept.
 """
 
 from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import ember
 
-__all__ = ["CheckpointError", "checkpoint", "checkpoint_sequential"]
+__all__ = ["CheckpointError", "CheckpointFunction", "checkpoint", "checkpoint_sequential"]
 
 _DEBUG_TIP = """
 Tip: To see a more detailed error message, either pass `debug=True` to
@@ -62,6 +63,70 @@ def _metadata(t: Any) -> dict:
     return {"shape": t.shape, "dtype": t.dtype, "device": t.device}
 
 
+class _ForwardState:
+    """What a recomputation must replay of the forward it repeats: the CPU generator's
+    state (when `preserve_rng_state`) and autocast's state on the devices involved."""
+
+    def __init__(self, args: tuple, preserve_rng_state: bool) -> None:
+        self.rng_state = ember.get_rng_state() if preserve_rng_state else None
+        from ember.amp import autocast_mode as amp  # (amp sits beside utils)
+        devices = {"cpu"} | {a.device.type for a in args if isinstance(a, ember.Tensor)}
+        self.autocast = [(d, amp.is_autocast_enabled(d), amp.get_autocast_dtype(d))
+                         for d in sorted(devices) if amp.is_autocast_available(d)]
+
+    @contextlib.contextmanager
+    def replay(self) -> Iterator[None]:
+        """Grad mode on, the forward's autocast state, and its generator state (the
+        current one restored on leaving)."""
+        from ember.amp import autocast
+        state = ember.get_rng_state() if self.rng_state is not None else None
+        try:
+            if state is not None:
+                ember.set_rng_state(self.rng_state)
+            with contextlib.ExitStack() as stack:
+                for device, enabled, dtype in self.autocast:
+                    stack.enter_context(autocast(device, dtype=dtype, enabled=enabled))
+                stack.enter_context(ember.enable_grad())
+                yield
+        finally:
+            if state is not None:
+                ember.set_rng_state(state)
+
+
+class CheckpointFunction(ember.autograd.Function):
+    """The reentrant variant (PyTorch's CheckpointFunction): the function runs under
+    no_grad in forward; backward reruns it on detached inputs and backpropagates through
+    that graph (a backward inside the backward), handing on the inputs' gradients."""
+
+    @staticmethod
+    def forward(ctx: Any, run_function: Callable, preserve_rng_state: bool,
+                *args: Any) -> Any:
+        ctx.run_function = run_function
+        ctx.forward_state = _ForwardState(args, preserve_rng_state)
+        ctx.inputs = [None if isinstance(a, ember.Tensor) else a for a in args]
+        ctx.tensor_indices = [i for i, a in enumerate(args) if isinstance(a, ember.Tensor)]
+        ctx.save_for_backward(*[args[i] for i in ctx.tensor_indices])
+        with ember.no_grad():
+            return run_function(*args)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> tuple:
+        inputs = list(ctx.inputs)
+        for i, tensor in zip(ctx.tensor_indices, ctx.saved_tensors):
+            inputs[i] = tensor.detach().requires_grad_(tensor.requires_grad)
+        with ctx.forward_state.replay():
+            outputs = ctx.run_function(*inputs)
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        pairs = [(out, grad) for out, grad in zip(outputs, grads)
+                 if isinstance(out, ember.Tensor) and out.requires_grad]
+        if not pairs:
+            raise RuntimeError("none of output has requires_grad=True, this checkpoint() is "
+                               "not necessary")
+        ember.autograd.backward([out for out, _ in pairs], [grad for _, grad in pairs])
+        return (None, None, *[a.grad if isinstance(a, ember.Tensor) else None
+                              for a in inputs])
+
+
 class _Frame:
     """One non-reentrant checkpointed call: how to rerun it exactly as the forward ran it,
     what its forward saved (metadata only), and the recomputed tensors not yet unpacked."""
@@ -70,11 +135,7 @@ class _Frame:
                  preserve_rng_state: bool, check_metadata: bool) -> None:
         self.function, self.args, self.kwargs = function, args, kwargs
         self.check_metadata = check_metadata
-        self.rng_state = ember.get_rng_state() if preserve_rng_state else None
-        from ember.amp import autocast_mode as amp  # (amp sits beside utils)
-        devices = {"cpu"} | {a.device.type for a in args if isinstance(a, ember.Tensor)}
-        self.autocast = [(d, amp.is_autocast_enabled(d), amp.get_autocast_dtype(d))
-                         for d in sorted(devices) if amp.is_autocast_available(d)]
+        self.forward_state = _ForwardState(args, preserve_rng_state)
         self.saved_meta: list[dict] = []
         self.recomputed: dict[int, Any] = {}
 
@@ -98,21 +159,9 @@ class _Frame:
             saved.append(tensor.detach() if tensor.requires_grad else tensor)
             return tensor
 
-        from ember.amp import autocast
         from ember.autograd.graph import saved_tensors_hooks
-        state = ember.get_rng_state() if self.rng_state is not None else None
-        try:
-            if state is not None:
-                ember.set_rng_state(self.rng_state)
-            with contextlib.ExitStack() as stack:
-                for device, enabled, dtype in self.autocast:
-                    stack.enter_context(autocast(device, dtype=dtype, enabled=enabled))
-                stack.enter_context(saved_tensors_hooks(pack, lambda t: t))
-                stack.enter_context(ember.enable_grad())
-                self.function(*self.args, **self.kwargs)
-        finally:
-            if state is not None:
-                ember.set_rng_state(state)
+        with self.forward_state.replay(), saved_tensors_hooks(pack, lambda t: t):
+            self.function(*self.args, **self.kwargs)
         if len(saved) != len(self.saved_meta):
             raise CheckpointError(
                 "torch.utils.checkpoint: A different number of tensors was saved during the "
@@ -166,14 +215,10 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
         if kwargs:
             raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
         if not any(isinstance(a, ember.Tensor) and a.requires_grad for a in args):
+            # (its outputs then require no grad: the parameters inside get no gradient)
             warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
                           stacklevel=2)
-            # PyTorch's reentrant variant is an autograd Function run under no_grad: with
-            # no input requiring grad its outputs do not either, and the parameters used
-            # inside get no gradient
-            with ember.no_grad():
-                return function(*args)
-        return function(*args, **kwargs)
+        return CheckpointFunction.apply(function, preserve_rng_state, *args)
     if not ember.is_grad_enabled():  # nothing is saved: nothing to recompute
         return function(*args, **kwargs)
     from ember.autograd.graph import saved_tensors_hooks
