@@ -257,11 +257,15 @@ def host_out_of_memory(op: str, err: MemoryError) -> OutOfMemoryError:
                             f"allocate {nbytes} bytes ({human_bytes(nbytes)})")
 
 
-class LinAlgError(RuntimeError):
+class _LinAlgError(RuntimeError):
     """A matrix a factorization cannot handle: singular for an inverse or a solve, not
     positive-definite for Cholesky, an SVD that does not converge
     (`torch.linalg.LinAlgError`, a RuntimeError; `ember.linalg.LinAlgError`). Kernels
-    raise it only where they cannot report LAPACK's `info` in their result."""
+    raise it only where they cannot report LAPACK's `info` in their result. Named
+    `_LinAlgError`, as PyTorch's class is (`type(e).__name__` prints it)."""
+
+
+LinAlgError = _LinAlgError
 
 
 class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
