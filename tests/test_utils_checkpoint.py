@@ -225,3 +225,46 @@ def test_reentrant_passes_nested_outputs_and_non_tensor_arguments_as_torch():
     assert results[1][:2] == results[0][:2] == (True, False)
     for got, want in zip(results[1][2:], results[0][2:]):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_context_fn_and_reentrant_limits_as_torch():
+    """`context_fn`'s two contexts wrap the forward run and the recomputation; the
+    reentrant variant refuses `context_fn` and refuses to run inside autograd.grad."""
+    import contextlib
+
+    logs, errors = [], []
+    for lib, ckpt in _libs():
+        log = []
+
+        @contextlib.contextmanager
+        def tagged(tag, log=log):
+            log.append(tag + " in")
+            yield
+            log.append(tag + " out")
+
+        def segment(a, log=log):
+            log.append("run")
+            return a.sin()
+
+        x = lib.ones(2, requires_grad=True)
+        for early_stop in (True, False):  # (an early stop leaves the recomputation early)
+            out = ckpt.checkpoint(segment, x, use_reentrant=False, early_stop=early_stop,
+                                  context_fn=lambda t=tagged: (t("forward"), t("recompute")))
+            out.sum().backward()
+        with ckpt.set_checkpoint_early_stop(False):
+            out = ckpt.checkpoint(segment, x, use_reentrant=False, early_stop=True)
+        out.sum().backward()
+        logs.append(list(log))
+        with pytest.raises(ValueError) as refused:
+            ckpt.checkpoint(segment, x, use_reentrant=True, context_fn=ckpt.noop_context_fn,
+                            debug=True)
+        out = ckpt.checkpoint(segment, x, use_reentrant=True)
+        with pytest.raises(RuntimeError) as in_grad:
+            lib.autograd.grad(out.sum(), x)
+        errors.append((str(refused.value), str(in_grad.value)))
+    assert logs[1] == logs[0] == ["forward in", "run", "forward out", "recompute in", "run",
+                                  "forward in", "run", "forward out", "recompute in", "run",
+                                  "recompute out", "run", "run"]
+    assert errors[1] == errors[0]
+    assert errors[0][1].startswith("When use_reentrant=True, torch.utils.checkpoint is "
+                                   "incompatible with .grad()")

@@ -50,11 +50,12 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
     """
     state = backend_contract.backward_state
     outer, state.retain_graph = state.retain_graph, retain_graph
+    outer_valid, state.checkpoint_valid = state.checkpoint_valid, capture is None
     try:
         return _run_backward(tensors, grad_tensors, retain_graph, create_graph, capture,
                              accumulate)
     finally:
-        state.retain_graph = outer
+        state.retain_graph, state.checkpoint_valid = outer, outer_valid
 
 
 def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_graph: bool,

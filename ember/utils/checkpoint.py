@@ -24,7 +24,8 @@ from typing import Any
 
 import ember
 
-__all__ = ["CheckpointError", "CheckpointFunction", "checkpoint", "checkpoint_sequential"]
+__all__ = ["CheckpointError", "CheckpointFunction", "checkpoint", "checkpoint_sequential",
+           "noop_context_fn", "set_checkpoint_early_stop"]
 
 _DEBUG_TIP = """
 Tip: To see a more detailed error message, either pass `debug=True` to
@@ -44,6 +45,32 @@ To fix this, either:
 See https://github.com/pytorch/pytorch/issues/166926 for more details and
 workaround examples.
 """
+
+
+_early_stop: bool | None = None  # set_checkpoint_early_stop's setting (None: none set)
+
+
+class _StopRecomputation(Exception):
+    """Raised by the recomputation's pack hook once it has every tensor backward needs."""
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable: bool) -> Iterator[None]:
+    """Context manager: whether non-reentrant checkpoints made inside it stop recomputing
+    once every tensor the backward needs is recomputed (overriding their ``early_stop=``,
+    as in PyTorch)."""
+    global _early_stop
+    outer, _early_stop = _early_stop, enable
+    try:
+        yield
+    finally:
+        _early_stop = outer
+
+
+def noop_context_fn() -> tuple[Any, Any]:
+    """`checkpoint`'s default `context_fn`: no context around the forward run, none around
+    the recomputation."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
 
 
 class CheckpointError(RuntimeError):
@@ -111,6 +138,12 @@ class CheckpointFunction(ember.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> tuple:
+        if not ember.autograd._is_checkpoint_valid():
+            raise RuntimeError(
+                "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() "
+                "or passing an `inputs` parameter to .backward(). To resolve this error, you "
+                "can either set use_reentrant=False, or call .backward() without passing the "
+                "`inputs` argument.")
         inputs = list(ctx.inputs)
         for i, tensor in zip(ctx.tensor_indices, ctx.saved_tensors):
             inputs[i] = tensor.detach().requires_grad_(tensor.requires_grad)
@@ -132,9 +165,11 @@ class _Frame:
     what its forward saved (metadata only), and the recomputed tensors not yet unpacked."""
 
     def __init__(self, function: Callable, args: tuple, kwargs: dict,
-                 preserve_rng_state: bool, check_metadata: bool) -> None:
+                 preserve_rng_state: bool, check_metadata: bool,
+                 recompute_context: Any, early_stop: bool) -> None:
         self.function, self.args, self.kwargs = function, args, kwargs
-        self.check_metadata = check_metadata
+        self.early_stop = early_stop
+        self.check_metadata, self.recompute_context = check_metadata, recompute_context
         self.forward_state = _ForwardState(args, preserve_rng_state)
         self.saved_meta: list[dict] = []
         self.recomputed: dict[int, Any] = {}
@@ -157,11 +192,17 @@ class _Frame:
                     "torch.utils.checkpoint: trying to save more tensors during "
                     "recomputation than during the original forward pass.\n" + _DEBUG_TIP)
             saved.append(tensor.detach() if tensor.requires_grad else tensor)
+            if self.early_stop and len(saved) == len(self.saved_meta):
+                raise _StopRecomputation  # (the rest of the function is not rerun)
             return tensor
 
         from ember.autograd.graph import saved_tensors_hooks
-        with self.forward_state.replay(), saved_tensors_hooks(pack, lambda t: t):
-            self.function(*self.args, **self.kwargs)
+        try:
+            with self.forward_state.replay(), saved_tensors_hooks(pack, lambda t: t), \
+                    self.recompute_context:
+                self.function(*self.args, **self.kwargs)
+        except _StopRecomputation:
+            pass
         if len(saved) != len(self.saved_meta):
             raise CheckpointError(
                 "torch.utils.checkpoint: A different number of tensors was saved during the "
@@ -194,6 +235,12 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
             reentrant one none when no input requires grad, as PyTorch's).
         preserve_rng_state (bool): rerun the function in backward with the CPU generator's
             state of the forward, so dropout draws the same mask. Default: ``True``
+        context_fn (Callable, optional): returns two context managers, entered around the
+            forward run and around the recomputation (``use_reentrant=False`` only).
+        early_stop (bool): stop the recomputation once every tensor the backward needs is
+            recomputed (default ``True``; see `set_checkpoint_early_stop`).
+        determinism_check (str): ``"default"`` checks that the recomputation saves tensors
+            of the forward's shapes, dtypes and devices; ``"none"`` does not.
         kwargs: keyword arguments of :attr:`function` (``use_reentrant=False`` only, as in
             PyTorch).
 
@@ -209,9 +256,13 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
             "more details on the differences between the two variants.", stacklevel=2)
         use_reentrant = True
     determinism_check = kwargs.pop("determinism_check", "default")
-    for name in ("context_fn", "debug", "early_stop"):
-        kwargs.pop(name, None)
+    context_fn = kwargs.pop("context_fn", noop_context_fn)
+    debug = kwargs.pop("debug", False)
+    early_stop = kwargs.pop("early_stop", True)
     if use_reentrant:
+        if context_fn is not noop_context_fn or debug is not False:
+            raise ValueError("Passing `context_fn` or `debug` is only supported when "
+                             "use_reentrant=False.")
         if kwargs:
             raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
         if not any(isinstance(a, ember.Tensor) and a.requires_grad for a in args):
@@ -222,8 +273,10 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
     if not ember.is_grad_enabled():  # nothing is saved: nothing to recompute
         return function(*args, **kwargs)
     from ember.autograd.graph import saved_tensors_hooks
-    frame = _Frame(function, args, kwargs, preserve_rng_state, determinism_check != "none")
-    with saved_tensors_hooks(frame.pack, frame.unpack):
+    forward_context, recompute_context = context_fn()
+    frame = _Frame(function, args, kwargs, preserve_rng_state, determinism_check != "none",
+                   recompute_context, early_stop if _early_stop is None else _early_stop)
+    with saved_tensors_hooks(frame.pack, frame.unpack), forward_context:
         return function(*args, **kwargs)
 
 
