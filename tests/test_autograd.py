@@ -1369,6 +1369,27 @@ def test_saved_tensors_hooks_as_torch():
     assert results[1][1] == [8.0 + 1.0 + 2.0, 10.0 + 1.0 + 4.0, 12.0 + 1.0 + 6.0]
 
 
+def test_saved_tensors_hooks_with_create_graph_as_torch():
+    # an unpacked tensor takes back the saved one's place in the graph: a double backward
+    # differentiates through it (a leaf's and an intermediate's), as PyTorch's does
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (torch, ember):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        w = lib.tensor([3.0, 4.0], requires_grad=True)
+        with lib.autograd.graph.saved_tensors_hooks(lambda t: t.detach() * 1, lambda t: t):
+            y = (x * w).sin() * x
+        (g,) = lib.autograd.grad(y.sum(), x, create_graph=True)
+        second = lib.autograd.grad(g.sum(), (x, w))
+        with lib.autograd.graph.save_on_cpu():
+            z = (x.exp() * w).sum()
+        (gz,) = lib.autograd.grad(z, w, create_graph=True)
+        gz.sum().backward()
+        results.append([g.detach().numpy(), *[t.numpy() for t in second], x.grad.numpy()])
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
 def test_grad_fn_saved_values_as_torch():
     # the saved-tensors tutorial prints `d.grad_fn._saved_self is a` (True) and
     # `y is y.grad_fn._saved_result` (False: an output is unpacked as a new object)

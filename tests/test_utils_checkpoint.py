@@ -268,3 +268,17 @@ def test_context_fn_and_reentrant_limits_as_torch():
     assert errors[1] == errors[0]
     assert errors[0][1].startswith("When use_reentrant=True, torch.utils.checkpoint is "
                                    "incompatible with .grad()")
+
+
+def test_non_reentrant_double_backward_as_torch():
+    # a gradient penalty through a checkpointed block: the recomputed tensors take the
+    # saved ones' places in the graph, so the second derivative is PyTorch's
+    results = []
+    for lib, ckpt in _libs():
+        x = lib.tensor([0.3, 1.0, 2.0], requires_grad=True)
+        out = ckpt.checkpoint(lambda a: a.sin() * a, x, use_reentrant=False)
+        (g,) = lib.autograd.grad(out.sum(), x, create_graph=True)
+        (gg,) = lib.autograd.grad(g.sum(), x)
+        results.append((g.detach().numpy(), gg.numpy()))
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-6)

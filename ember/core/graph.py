@@ -41,12 +41,15 @@ class SavedTensor:
     """A tensor kept for backward, with the version it had when saved (or what the
     innermost saved-tensors pack hook made of it, read back through its unpack hook)."""
 
-    __slots__ = ("tensor", "version", "packed", "unpack_hook")
+    __slots__ = ("tensor", "version", "packed", "unpack_hook", "edge")
 
     def __init__(self, tensor: Any) -> None:
         self.version = tensor._vc[0]
         if saved_tensors_hooks:
             pack, self.unpack_hook = saved_tensors_hooks[-1]
+            # the graph position of what was saved: the unpacked tensor takes it back, so a
+            # backward with create_graph differentiates through it (as PyTorch's does)
+            self.edge = edge_of(tensor)
             self.tensor, self.packed = None, pack(tensor)
             return
         self.tensor, self.unpack_hook = tensor, None
@@ -55,7 +58,12 @@ class SavedTensor:
 
     def unpack(self, node: Node) -> Any:
         if self.unpack_hook is not None:
-            return self.unpack_hook(self.packed)
+            t = self.unpack_hook(self.packed)
+            if self.edge is None or not state.enabled:  # (no graph is being made)
+                return t
+            t = t.detach()
+            (t._node, t._output_nr), t._requires_grad = self.edge, True
+            return t
         t = self.tensor
         if t._vc[0] != self.version:
             where = (f", which is output 0 of {t._node.name()}," if t._node is not None
