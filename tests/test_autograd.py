@@ -1385,6 +1385,9 @@ def test_saved_tensors_hooks_with_create_graph_as_torch():
             z = (x.exp() * w).sum()
         (gz,) = lib.autograd.grad(z, w, create_graph=True)
         gz.sum().backward()
+        with lib.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+            saved = x.pow(2).grad_fn._saved_self  # a leaf again, accumulating into x
+        assert (saved.is_leaf, saved.requires_grad, saved.grad_fn) == (True, True, None)
         results.append([g.detach().numpy(), *[t.numpy() for t in second], x.grad.numpy()])
     for got, want in zip(results[1], results[0]):
         np.testing.assert_allclose(got, want, rtol=1e-5)

@@ -62,7 +62,12 @@ class SavedTensor:
             if self.edge is None or not state.enabled:  # (no graph is being made)
                 return t
             t = t.detach()
-            (t._node, t._output_nr), t._requires_grad = self.edge, True
+            node, t._output_nr = self.edge
+            if isinstance(node, AccumulateGrad):  # a saved leaf: a leaf accumulating in it
+                t._grad_acc = node
+            else:
+                t._node = node
+            t._requires_grad = True
             return t
         t = self.tensor
         if t._vc[0] != self.version:
