@@ -7,9 +7,12 @@ ember.torch_alias); the script runs as `__main__` with `sys.argv` set as Python 
 
 from __future__ import annotations
 
+import builtins
 import os
 import runpy
 import sys
+import types
+import zipfile
 
 from ember import torch_alias
 
@@ -28,8 +31,24 @@ def main(argv: list[str] | None = None) -> None:
         runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
     else:
         sys.argv = argv
-        sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))  # as `python script.py`
-        runpy.run_path(argv[0], run_name="__main__")
+        path = os.path.abspath(argv[0])
+        sys.path[0] = os.path.dirname(path)  # as `python script.py`
+        if os.path.isfile(path) and not zipfile.is_zipfile(path):
+            _run_script(path)
+        else:  # a directory or zip with a __main__.py
+            runpy.run_path(argv[0], run_name="__main__")
+
+
+def _run_script(path: str) -> None:
+    """Run a script file as `python script.py` does: as the process's `__main__` module
+    (so pickles and worker processes find what it defines), `__file__` absolute (Python
+    3.9+), `sys.argv[0]` as typed (runpy.run_path would set it to `__file__`)."""
+    main = types.ModuleType("__main__")
+    main.__file__, main.__cached__, main.__builtins__ = path, None, builtins
+    with open(path, "rb") as f:
+        code = compile(f.read(), path, "exec")
+    sys.modules["__main__"] = main
+    exec(code, main.__dict__)
 
 
 if __name__ == "__main__":

@@ -94,7 +94,10 @@ def test_frombuffer_shares_the_buffer_and_checks_its_bounds():
                   lambda: torch.frombuffer(bytearray(), dtype=torch.int32))
 
 
-def test_frombuffer_of_immutable_bytes_warns_and_reads_them():
+def test_frombuffer_of_immutable_bytes_warns_and_reads_them(monkeypatch):
+    from ember.core import from_memory
+
+    monkeypatch.setattr(from_memory, "_warned_read_only", False)  # (warned once a process)
     with pytest.warns(UserWarning, match="buffer is not writable"):
         e = ember.frombuffer(b"abcd", dtype=ember.uint8)
     assert e.tolist() == [97, 98, 99, 100]

@@ -391,6 +391,19 @@ def test_storage_objects():
     assert isinstance(ember.strided, ember.layout)
 
 
+def test_typed_storage_warns_its_deprecation_once_as_torch(monkeypatch):
+    from ember.core import storage
+
+    monkeypatch.setattr(storage, "_typed_storage_warned", False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ember.ones(2).storage()
+        ember.ones(2).storage()
+        ember.ones(2).untyped_storage()
+    assert [str(w.message)[:26] for w in caught] == ["TypedStorage is deprecated"]
+    assert caught[0].category is UserWarning and caught[0].filename == __file__
+
+
 def test_resize_and_set_match_torch():
     for shape in ((2, 3), (2, 2), (4, 3), (0,), (6,)):
         x, t = ember.arange(6.0), torch.arange(6.0)

@@ -64,7 +64,13 @@ def test_uint8_masks_index_as_bool_masks_with_pytorchs_warning():
     assert_same(lambda lib, T: _x(lib, T)[T([1, 0], dtype=lib.uint8)])
     assert_same(lambda lib, T: _x(lib, T)[:, T([[1, 0, 1, 1]] * 3, dtype=lib.uint8)
                                           .bool()] * 2)
+    from ember.core import indexing
+
+    indexing._uint8_warned = False  # (PyTorch warns once a process; so does ember)
     with pytest.warns(UserWarning, match="indexing with dtype ember.uint8 is now deprecated"):
+        ember.zeros(2)[ember.tensor([1, 0], dtype=ember.uint8)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         ember.zeros(2)[ember.tensor([1, 0], dtype=ember.uint8)]
 
 
@@ -503,3 +509,41 @@ def test_native_norm_refuses_dense_tensors_as_pytorch():
     for lib in (torch, ember):
         with pytest.raises(NotImplementedError, match="native_norm"):
             lib.native_norm(lib.ones(3))
+
+
+_INDEX_OPS = {  # name: the call, given (lib, x, 2-d index i, 1-d index v)
+    "gather": lambda lib, x, i, v: lib.gather(x, 0, i),
+    "scatter": lambda lib, x, i, v: lib.zeros(2, 3).scatter(0, i, x),
+    "scatter_add": lambda lib, x, i, v: lib.zeros(2, 3).scatter_add(0, i, x),
+    "scatter_reduce": lambda lib, x, i, v: lib.zeros(2, 3).scatter_reduce(0, i, x, "amax"),
+    "index_select": lambda lib, x, i, v: x.index_select(1, v),
+    "index_add": lambda lib, x, i, v: lib.zeros(2, 3).index_add(1, v, x[:, :2]),
+    "index_copy": lambda lib, x, i, v: lib.zeros(2, 3).index_copy(1, v, x[:, :2]),
+    "index_fill": lambda lib, x, i, v: x.index_fill(1, v, -1.0),
+    "take": lambda lib, x, i, v: lib.take(x, v),
+    "take_along_dim": lambda lib, x, i, v: lib.take_along_dim(x, i, 0),
+    "put_": lambda lib, x, i, v: x.clone().put_(v, lib.tensor([9.0, 9.0])),
+    "embedding": lambda lib, x, i, v: lib.nn.functional.embedding(v, x),
+    "embedding_bag": lambda lib, x, i, v: lib.nn.functional.embedding_bag(v.view(1, 2), x),
+    "getitem": lambda lib, x, i, v: x[:, v],
+    "index_put_": lambda lib, x, i, v: x.clone().index_put_((v,), lib.tensor(0.0)),
+    "one_hot": lambda lib, x, i, v: lib.nn.functional.one_hot(v, 3),
+}
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int16", "float32"])
+@pytest.mark.parametrize("op", list(_INDEX_OPS))
+def test_index_tensors_of_each_dtype_as_torch(op, dtype):
+    """int32 indices where PyTorch's kernels take them (gather, scatter, index_select,
+    index_add, embedding, indexing), PyTorch's error type and message elsewhere."""
+    def run(lib):
+        x = lib.arange(6.0).reshape(2, 3)
+        i = lib.tensor([[0, 1, 0], [1, 0, 1]]).to(getattr(lib, dtype))
+        v = lib.tensor([0, 1]).to(getattr(lib, dtype))
+        try:
+            out = _INDEX_OPS[op](lib, x, i, v)
+        except (RuntimeError, IndexError) as e:
+            return type(e).__name__, str(e).replace(lib.__name__ + ".", "")
+        return "ok", out.tolist()
+
+    assert run(ember) == run(torch)

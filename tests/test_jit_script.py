@@ -22,14 +22,20 @@ class Branchy(nn.Module):
         return -y
 
 
-def test_script_keeps_control_flow_and_the_module_itself() -> None:
+def test_script_keeps_control_flow_and_shares_the_parameters() -> None:
     model = Branchy()
     scripted = ember.jit.script(model)
-    assert scripted is model
+    assert type(scripted) is ember.jit.RecursiveScriptModule and scripted is not model
+    assert isinstance(scripted, (ember.jit.ScriptModule, nn.Module))
+    assert not isinstance(scripted, Branchy) and scripted.original_name == "Branchy"
+    assert type(scripted.fc) is ember.jit.RecursiveScriptModule
+    assert scripted.fc.weight is model.fc.weight
+    assert ember.jit.script(scripted) is scripted
     for sign in (1.0, -1.0):
         x = ember.full((2, 3), sign * 10.0)
         assert ember.equal(scripted(x), model(x))
-    assert ember.jit.script(lambda t: t + 1)(ember.ones(2)).tolist() == [2.0, 2.0]
+    with pytest.raises(OSError, match="TorchScript requires source access"):
+        ember.jit.script(lambda t: t + 1)
 
 
 def test_script_as_a_decorator_and_the_compiler_directives() -> None:
@@ -66,7 +72,7 @@ def test_script_as_a_decorator_and_the_compiler_directives() -> None:
 
 
 def test_script_rejects_what_is_not_code() -> None:
-    with pytest.raises(RuntimeError, match="ember.jit.script: expected an nn.Module"):
+    with pytest.raises(TypeError, match="<class 'int'> is a built-in class"):
         ember.jit.script(3)
 
 
@@ -122,7 +128,8 @@ def test_jit_save_and_load_keep_a_whole_module(tmp_path) -> None:
     ember.jit.save(ember.jit.script(model), path)
     loaded = ember.jit.load(path)
     x = ember.randn(4, 3)
-    assert type(loaded) is nn.Sequential and ember.equal(loaded(x), model(x))
+    assert type(loaded) is ember.jit.RecursiveScriptModule
+    assert ember.equal(loaded(x), model(x))
     traced = ember.jit.trace(model, x)
     ember.jit.save(traced, tmp_path / "traced.pt")
     assert ember.equal(ember.jit.load(tmp_path / "traced.pt")(x), model(x))
@@ -138,7 +145,8 @@ def test_a_scripted_or_traced_module_saves_itself(tmp_path) -> None:
     scripted = ember.jit.script(model)
     scripted.save(tmp_path / "my_mlp")
     loaded = ember.jit.load(tmp_path / "my_mlp")
-    assert type(loaded) is nn.Sequential and ember.equal(loaded(x), model(x))
+    assert type(loaded) is ember.jit.RecursiveScriptModule
+    assert ember.equal(loaded(x), model(x)) and loaded.original_name == "Sequential"
     assert sorted(loaded.state_dict()) == ["0.bias", "0.weight"]
     loaded.save(tmp_path / "again")  # the loaded module is still a scripted one
     assert ember.equal(ember.jit.load(tmp_path / "again")(x), model(x))
@@ -146,3 +154,101 @@ def test_a_scripted_or_traced_module_saves_itself(tmp_path) -> None:
     assert ember.equal(ember.jit.load(tmp_path / "traced")(x), model(x))
     with pytest.raises(AttributeError, match="'Sequential' object has no attribute 'save'"):
         _ = nn.Sequential(nn.Linear(3, 2)).save  # only scripted modules have it
+
+
+class Attributes(nn.Module):
+    """A module with a plain attribute, a helper method, a property and an exported one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
+        self.scale = 3
+        self.register_buffer("offset", None)
+
+    def forward(self, x):
+        return self.helper(self.body(x)) * self.scale
+
+    def helper(self, y):
+        return y + 1
+
+    @property
+    def width(self):
+        return self.body[0].out_features
+
+    def exported(self, x):
+        return x - 1
+
+
+def test_scripted_modules_are_pytorchs_recursive_script_modules() -> None:
+    """Types, printed forms, attributes, methods, modes and errors as torch.jit.script's."""
+    torch = pytest.importorskip("torch")
+    from ember.core import dtype as dt
+
+    def build(lib):
+        lib.manual_seed(0)
+        m = Attributes() if lib is ember else _torch_attributes(torch)
+        m.exported = lib.jit.export(type(m).exported)
+        return m
+
+    e, t = ember.jit.script(Attributes()), torch.jit.script(_torch_attributes(torch))
+    dt.set_api_name("torch")
+    try:
+        assert repr(e) == repr(t)
+    finally:
+        dt.set_api_name("ember")
+    for s in (e, t):
+        assert s.scale == 3 and len(s.body) == 2
+        assert type(s.body).__name__ == "RecursiveScriptModule"
+        assert sorted(s.state_dict()) == ["body.0.bias", "body.0.weight"]
+        assert s.eval() is s and not s.training and not s.body.training
+    assert e.width == 3  # (torch's own gives the property object itself)
+    e.body[0].weight.data.copy_(ember.tensor(t.body[0].weight.detach().numpy()))
+    e.body[0].bias.data.copy_(ember.tensor(t.body[0].bias.detach().numpy()))
+    x = [[1.0, -2.0], [0.5, 0.25]]
+    assert e(ember.tensor(x)).detach().numpy() == pytest.approx(t(torch.tensor(x)).detach().numpy())
+    assert e.exported(ember.ones(1)).tolist() == [0.0]
+    for lib, s in ((ember, e), (torch, t)):
+        with pytest.raises(AttributeError, match="no attribute 'missing'"):
+            _ = s.missing
+        with pytest.raises(RuntimeError, match="Freezing expects a ScriptModule as input"):
+            lib.jit.freeze(nn.Linear(2, 2) if lib is ember else torch.nn.Linear(2, 2))
+        with pytest.raises(RuntimeError, match="only implemented for modules in eval mode"):
+            lib.jit.freeze(s.train())
+        assert type(lib.jit.optimize_for_inference(s.eval())).__name__ == \
+            "RecursiveScriptModule"
+
+
+def _torch_attributes(torch):
+    class Attributes(torch.nn.Module):  # the same module in torch's nn
+        def __init__(self):
+            super().__init__()
+            self.body = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU())
+            self.scale = 3
+            self.register_buffer("offset", None)
+
+        def forward(self, x):
+            return self.helper(self.body(x)) * self.scale
+
+        def helper(self, y):
+            return y + 1
+
+        @property
+        def width(self):
+            return self.body[0].out_features
+
+        @torch.jit.export
+        def exported(self, x):
+            return x - 1
+
+    return Attributes()
+
+
+def test_scripted_functions_are_script_functions() -> None:
+    @ember.jit.script
+    def twice(x: ember.Tensor) -> ember.Tensor:
+        """Doubles."""
+        return x * 2
+
+    assert type(twice) is ember.jit.ScriptFunction and twice.name == "twice"
+    assert twice(ember.ones(2)).tolist() == [2.0, 2.0] and "return x * 2" in twice.code
+    assert ember.jit.script(twice) is twice

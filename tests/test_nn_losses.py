@@ -265,7 +265,8 @@ class TestErrors:
         with pytest.raises(RuntimeError, match="0D or 1D target tensor expected, "
                                                "multi-target not supported"):
             F.cross_entropy(x, ember.zeros(5, 5))
-        with pytest.raises(RuntimeError, match="expected scalar type Long but found Float"):
+        with pytest.raises(RuntimeError, match="expected target dtype to be Long or Byte, but "
+                                               "got Float"):
             F.nll_loss(x, ember.zeros(5))
 
     def test_target_size_checks(self):
@@ -328,3 +329,36 @@ def test_cross_entropy_target_out_of_bounds_raises_as_torch(torch):
             torch.nn.functional.cross_entropy(torch.tensor(x), torch.tensor(target), **kw)
         with pytest.raises(IndexError, match=f"Target {bad} is out of bounds."):
             F.cross_entropy(ember.tensor(x), ember.tensor(target), **kw)
+
+
+# (input shape, target values, target dtype): class-index targets of every dtype and shape
+# PyTorch's nll_loss/cross_entropy check, in its order of checks
+_TARGET_CASES = [
+    ((2, 3), [0, 1], "float32"), ((2, 3), [0, 1], "int32"), ((2, 3), [0, 1], "uint8"),
+    ((2, 3), [0, 1], "bool"), ((2, 3), [0, 1], "int16"), ((2, 3), [0, 1], "int8"),
+    ((2, 3, 4), [[0, 1, 1, 2], [0, 0, 0, 0]], "float32"),
+    ((2, 3, 4), [[0, 1, 1, 2], [0, 0, 0, 0]], "uint8"),
+    ((2, 3, 4), [[0, 1, 1, 2], [0, 0, 0, 0]], "int32"),
+    ((2, 3), [[0.5] * 4] * 2, "float32"), ((3,), [0, 1], "int64"), ((3,), [1], "int64"),
+    ((3,), [[1]], "int64"), ((3,), [0.5, 0.5], "float32"), ((2, 3), 1, "int64"),
+    ((2, 3), [0, 1, 1], "int64"), ((2, 3, 4), [[[0.5] * 5] * 3] * 2, "float32"),
+]
+
+
+@pytest.mark.parametrize("name", ["nll_loss", "cross_entropy"])
+@pytest.mark.parametrize("case", range(len(_TARGET_CASES)))
+def test_class_index_targets_as_torch(name, case):
+    """Accepted targets give torch's loss; refused ones torch's error type and message."""
+    torch = pytest.importorskip("torch")
+    shape, values, dtype = _TARGET_CASES[case]
+    x = np.linspace(-1, 1, int(np.prod(shape)), dtype=np.float32).reshape(shape)
+
+    def run(lib):
+        try:
+            out = getattr(lib.nn.functional, name)(lib.tensor(x), lib.tensor(values).to(
+                getattr(lib, dtype)))
+        except (RuntimeError, ValueError, IndexError) as e:
+            return type(e).__name__, str(e)
+        return "ok", round(float(out), 5)
+
+    assert run(ember) == run(torch)

@@ -3,6 +3,10 @@ Size and type-name strings under either namespace, finfo/iinfo, and the optimize
 `capturable`/`differentiable`/`fused` options (signatures, reprs, state_dict groups)."""
 
 import inspect
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -237,10 +241,6 @@ def test_torch_version_compares_as_pytorch_s():
 
 
 def test_version_under_the_alias_and_without(tmp_path):
-    import subprocess
-    import sys
-    from pathlib import Path
-
     script = tmp_path / "v.py"
     script.write_text(
         "import torch\n"
@@ -256,7 +256,7 @@ def test_version_under_the_alias_and_without(tmp_path):
         "print(ember.__version__, type(ember.__version__).__name__, repr(type(ember.ones(1))))\n")
     root = Path(__file__).resolve().parents[1]
     done = subprocess.run([sys.executable, "-m", "ember.run", str(script)], cwd=tmp_path,
-                          env={**__import__("os").environ, "PYTHONPATH": str(root)},
+                          env={**os.environ, "PYTHONPATH": str(root)},
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
@@ -264,6 +264,33 @@ def test_version_under_the_alias_and_without(tmp_path):
     assert lines[1] == "<class 'torch.Tensor'>"
     assert lines[2] == f"{ember.__version__} str <class 'ember.Tensor'>"
     assert type(ember.__version__) is str
+
+
+def test_ember_run_gives_the_script_pythons_main_module(tmp_path):
+    """`python -m ember.run script.py` as `python script.py`: `__file__` absolute,
+    `sys.argv[0]` as typed, the script is `sys.modules["__main__"]` (its classes pickle),
+    tracebacks name its lines, and its exit status is the process's."""
+    script = tmp_path / "prog.py"
+    script.write_text(
+        "import pickle, sys, torch\n"
+        "class Point:\n"
+        "    pass\n"
+        "print(__file__, sys.argv[0], __name__, sys.modules['__main__'].Point is Point)\n"
+        "print(type(pickle.loads(pickle.dumps(Point()))).__qualname__)\n"
+        "raise SystemExit(3)\n")
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    runs = [subprocess.run([sys.executable, *launcher, "prog.py"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120)
+            for launcher in ([], ["-m", "ember.run"])]
+    assert [r.returncode for r in runs] == [3, 3], runs[1].stderr
+    assert runs[1].stdout == runs[0].stdout
+    assert runs[1].stdout.startswith(f"{script} prog.py __main__ True\nPoint")
+    script.write_text("import torch\n\ndef f():\n    raise ValueError('bad')\n\nf()\n")
+    failed = subprocess.run([sys.executable, "-m", "ember.run", "prog.py"], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert f'File "{script}", line 4, in f' in failed.stderr
+    assert "raise ValueError('bad')" in failed.stderr and failed.returncode == 1
 
 
 # ops written as decompositions name their result's node as PyTorch's kernels do

@@ -85,7 +85,7 @@ PROGRAMS_B = [
             losses=WLM_LOSSES, factor=1.5, long=True),
     Program("nanogpt.py", ("--max_iters", "40"),
             same=r"^number of parameters|^num |^using fused|^sample of",
-            losses=r"^step \d+: train loss (?P<loss>[\d.]+)", factor=1.3),
+            losses=r"^step \d+: train loss (?P<loss>[\d.]+)", factor=1.3, long=True),
     Program("nanogpt.py", ("--no_flash", "--dropout", "0.1"),
             same=r"^number of parameters|^num |^using fused|^sample of",
             losses=r"^step \d+: train loss (?P<loss>[\d.]+)", factor=1.3, long=True),
@@ -438,7 +438,7 @@ PROGRAMS_K = [
             same=r"^bidirectional|^causal|^T5LayerNorm|^       grad_fn|^T5LayerSelfAttention"
                  r"|^  |^\)|^T5Attention|^parameters|^shift_right|^position bias",
             skeleton=r"^token accuracy", losses=r"^step +\d+ loss (?P<loss>[\d.]+)$",
-            factor=1.5),
+            factor=1.5, long=True),
     Program("mistral_sdpa.py",
             same=r"^tensor\(\[\[0|^        \[|^bool mask|^enable_gqa|^scale=|^TransformerBlock"
                  r"|^  |^\)|^freqs_cis|^tied|^number of|^generated|^inference tensors"
@@ -455,7 +455,8 @@ PROGRAMS_K = [
             same=r"^int8|^        \[|^dequantized|^round half|^clamp then|^max_fn|^target params"
                  r"|^quantized-cache|^incremental|^autoregressive",
             skeleton=r"^speculative|^acceptance rate|^follows the pattern",
-            losses=r"^(?P<tag>target|draft) step +\d+ loss (?P<loss>[\d.]+)$", factor=1.5),
+            losses=r"^(?P<tag>target|draft) step +\d+ loss (?P<loss>[\d.]+)$", factor=1.5,
+            long=True),
 ]
 PROGRAMS_B += PROGRAMS_K
 

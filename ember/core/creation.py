@@ -25,6 +25,7 @@ from ember.core.backend import from_numpy_dtype, numpy_dtype
 from ember.core.declare import composite, define, primitive
 from ember.core.device import device as Device
 from ember.core.dispatch import check_dtype, run_creation, run_inplace, user_stacklevel
+from ember.core.errors import with_context
 from ember.core.host import dtype_arg, python_scalar
 from ember.core.memory_format import (
     _in_order,
@@ -37,7 +38,7 @@ from ember.core.memory_format import (
 from ember.core.mt19937 import DEFAULT_SEED, MT19937
 from ember.core.opdef import Kind, OutMeta
 from ember.core.placement import DeviceLike, get_default_device, resolve, set_default_device
-from ember.core.tensor import Tensor
+from ember.core.tensor import Tensor, factory_requires_grad
 
 __all__ = ["Generator", "default_generator", "get_default_device", "get_rng_state",
            "initial_seed", "seed", "manual_seed", "set_default_device", "set_rng_state"]
@@ -81,9 +82,7 @@ def _shape_arg(op: str, size: tuple, dtype: dt.dtype | None = None) -> tuple[int
 
 
 def _finish(t: Tensor, requires_grad: bool) -> Tensor:
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+    return factory_requires_grad(t) if requires_grad else t
 
 
 # -- the creation primitives ----------------------------------------------------------
@@ -95,10 +94,10 @@ def _filled(*, shape: tuple[int, ...], dtype: dt.dtype, device: int, **_: Any) -
 
 def _arange_rule(*, start: Any, end: Any, step: Any, dtype: dt.dtype, device: int) -> OutMeta:
     if step == 0:
-        raise RuntimeError("arange: step must be nonzero")
+        raise RuntimeError("step must be nonzero")
     if (end - start) * step < 0:
-        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step "
-                           f"sign (start={start}, end={end}, step={step})")
+        raise with_context(RuntimeError("upper bound and lower bound inconsistent with step "
+                                        "sign"), f"arange: start={start}, end={end}, step={step}")
     return OutMeta((max(0, math.ceil((end - start) / step)),), dtype, None)
 
 
@@ -173,7 +172,8 @@ def _deprecated_range(start: Any = 0, end: Any = None, step: Any = 1, *, dtype: 
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (step > 0 and end < start) or (step < 0 and end > start):
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise with_context(RuntimeError("upper bound and lower bound inconsistent with step "
+                                        "sign"), f"arange: start={start}, end={end}, step={step}")
     d = dtype_arg(dtype) or dt.get_default_dtype()
     count = int(math.floor((end - start) / step)) + 1
     # start + i * step in float64, as PyTorch's kernel accumulates, then cast

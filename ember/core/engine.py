@@ -17,6 +17,7 @@ from typing import Any
 
 from ember.core import anomaly_mode, interpose, tracing
 from ember.core import backend as backend_contract
+from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import AccumulateGrad, Node, edge_of, is_tensor
 from ember.core.memory_format import contiguous_format, tensor_format
@@ -63,10 +64,10 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
                   accumulate: bool) -> list[Any] | None:
     buffers: dict[Node, list] = {}
     roots = []
-    for t, g in zip(tensors, grad_tensors):
+    for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
         edge = edge_of(t)
         if edge is None:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have "
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
                                "a grad_fn")
         node, nr = edge
         _add_grad(buffers, node, nr, g)
@@ -330,13 +331,15 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
 
 def _seed(t: Any, g: Any) -> Any:
     if g is None:
-        if t._dtype.is_complex:
-            raise RuntimeError(f"grad can be implicitly created only for real scalar outputs "
-                               f"but got {t.dtype}")
-        if t.numel() != 1:
-            raise RuntimeError(f"grad can be implicitly created only for scalar outputs "
-                               f"(got a tensor of shape {list(t.shape)}); pass `gradient=` to "
-                               f"backward()")
+        if t.requires_grad:  # (else the engine refuses it: PyTorch's order of checks)
+            if t.numel() != 1:
+                raise with_context(RuntimeError("grad can be implicitly created only for scalar "
+                                                "outputs"),
+                                   f"backward: the output has shape {list(t.shape)}; pass "
+                                   f"`gradient=` to backward()")
+            if t._dtype.is_complex:
+                raise RuntimeError(f"grad can be implicitly created only for real scalar "
+                                   f"outputs but got {t.dtype}")
         return t.new_ones(t.shape)
     if not is_tensor(g):
         g = t.new_tensor(g)

@@ -41,7 +41,7 @@ class SavedTensor:
     """A tensor kept for backward, with the version it had when saved (or what the
     innermost saved-tensors pack hook made of it, read back through its unpack hook)."""
 
-    __slots__ = ("tensor", "version", "packed", "unpack_hook", "edge")
+    __slots__ = ("tensor", "version", "packed", "unpack_hook", "creator", "edge")
 
     def __init__(self, tensor: Any) -> None:
         self.version = tensor._vc[0]
@@ -53,6 +53,7 @@ class SavedTensor:
             self.tensor, self.packed = None, pack(tensor)
             return
         self.tensor, self.unpack_hook = tensor, None
+        self.creator = tensor._node  # (named if an in-place write invalidates the save)
         if saves_seen is not None:
             saves_seen.append(self)
 
@@ -62,22 +63,27 @@ class SavedTensor:
             if self.edge is None or not state.enabled:  # (no graph is being made)
                 return t
             t = t.detach()
-            node, t._output_nr = self.edge
-            if isinstance(node, AccumulateGrad):  # a saved leaf: a leaf accumulating in it
-                t._grad_acc = node
+            saved_node, t._output_nr = self.edge
+            if isinstance(saved_node, AccumulateGrad):  # a saved leaf: a leaf accumulating
+                t._grad_acc = saved_node                 # into the original
             else:
-                t._node = node
+                t._node = saved_node
             t._requires_grad = True
             return t
         t = self.tensor
         if t._vc[0] != self.version:
-            where = (f", which is output 0 of {t._node.name()}," if t._node is not None
-                     else "")
-            raise RuntimeError(
+            # (a node's own output is saved before it is the output's node: None then)
+            creator = self.creator if self.creator is not None or t._node is None else node
+            where = "" if creator is None else \
+                f", which is output 0 of {re.sub(r'Backward[0-9]*$', '', creator.name())},"
+            err = RuntimeError(
                 f"one of the variables needed for gradient computation has been modified by "
                 f"an inplace operation: [{t.type_name()} {list(t.shape)}]{where} is at version "
-                f"{t._vc[0]}; expected version {self.version} instead (needed by "
-                f"{node.name()}).")
+                f"{t._vc[0]}; expected version {self.version} instead. Hint: enable anomaly "
+                f"detection to find the operation that failed to compute its gradient, with "
+                f"{dtype.API_NAME}.autograd.set_detect_anomaly(True, check_nan=False).")
+            err.add_note(f"needed by {node.name()}")
+            raise err
         return t
 
 

@@ -18,7 +18,8 @@ import numpy as np
 
 from ember.core import dtype as dt
 from ember.core import tracing
-from ember.core.dispatch import run
+from ember.core.dispatch import run, user_stacklevel
+from ember.core.errors import with_context
 from ember.core.host import host_array
 from ember.core.shapes import broadcast_shapes, fmt_shape
 from ember.core.tensor import Tensor
@@ -149,6 +150,20 @@ def view_label(key: Any, shape: tuple[int, ...]) -> str:
     return label
 
 
+_INDEX_DTYPES = (dt.int64, dt.int32)  # (and the uint8 and bool masks, taken before)
+_uint8_warned = False
+
+
+def _warn_uint8_index() -> None:
+    """PyTorch's deprecation warning for a uint8 mask, given once a process as there."""
+    global _uint8_warned
+    if not _uint8_warned:
+        _uint8_warned = True
+        warnings.warn(f"indexing with dtype {dt.API_NAME}.uint8 is now deprecated, please use "
+                      f"a dtype {dt.API_NAME}.bool instead.", UserWarning,
+                      stacklevel=user_stacklevel())
+
+
 def parse(x: Tensor, key: Any) -> ParsedIndex:
     fast = parse_basic(x._data.shape, key)
     if fast is not None:
@@ -173,8 +188,7 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
             if k.device != x.device:
                 k = k.to(x.device)
             if k.dtype is dt.uint8 and k.ndim:
-                warnings.warn("indexing with dtype ember.uint8 is now deprecated, please use a "
-                              "dtype ember.bool instead.", UserWarning, stacklevel=4)
+                _warn_uint8_index()
                 masks.append(k)
                 items.append(("mask", k != 0))
                 continue
@@ -182,9 +196,9 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
                 masks.append(k)
                 items.append(("mask", k))
                 continue
-            if k.dtype.is_floating_point:
-                raise IndexError("tensors used as indices must be long, int, byte or bool "
-                                 f"tensors (got {k.dtype})")
+            if k.dtype not in _INDEX_DTYPES:
+                raise with_context(IndexError("tensors used as indices must be long, int, byte "
+                                              "or bool tensors"), f"indexing: got {k.dtype}")
             if k.ndim == 0:
                 items.append(int(k))
                 continue

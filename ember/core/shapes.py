@@ -10,6 +10,8 @@ import functools
 import math
 from typing import Any
 
+from ember.core.errors import with_context
+
 
 def fmt_shape(shape: tuple[int, ...]) -> str:
     """`(2, 3)` -> `"[2, 3]"`, the way PyTorch prints sizes in its messages."""
@@ -31,10 +33,10 @@ def broadcast_shapes(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[i
         elif x == 1:
             out.append(y)
         else:
-            raise RuntimeError(
-                f"{op}: shapes {fmt_shape(a)} and {fmt_shape(b)} cannot be broadcast: the size "
-                f"of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton "
-                f"dimension {i}")
+            raise with_context(RuntimeError(
+                f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                f"non-singleton dimension {i}"),
+                f"{op}: shapes {fmt_shape(a)} and {fmt_shape(b)} cannot be broadcast")
     return tuple(reversed(out))
 
 
@@ -42,8 +44,9 @@ def normalize_dim(op: str, dim: int, ndim: int) -> int:
     """A possibly negative dim -> a valid non-negative one, or PyTorch's IndexError."""
     lo, hi = (-ndim, ndim - 1) if ndim else (-1, 0)
     if not lo <= dim <= hi:
-        raise IndexError(f"{op}: Dimension out of range (expected to be in range of "
-                         f"[{lo}, {hi}], but got {dim})")
+        raise with_context(IndexError(f"Dimension out of range (expected to be in range of "
+                                      f"[{lo}, {hi}], but got {dim})"),
+                           f"{op}: dim {dim} of a {ndim}-d tensor")
     return dim % ndim if ndim else 0
 
 
@@ -73,7 +76,7 @@ def infer_reshape(op: str, shape: tuple[int, ...], numel: int,
                   new: tuple[int, ...]) -> tuple[int, ...]:
     """Resolve one -1 in `new` and check the element count, with PyTorch's messages."""
     if new.count(-1) > 1:
-        raise RuntimeError(f"{op}: only one dimension can be inferred")
+        raise with_context(RuntimeError("only one dimension can be inferred"), op)
     if any(s < -1 for s in new):
         raise RuntimeError(f"{op}: invalid shape dimension {min(new)}")
     if -1 in new:
@@ -83,12 +86,12 @@ def infer_reshape(op: str, shape: tuple[int, ...], numel: int,
                                f"{fmt_shape(new)} because the unspecified dimension size -1 "
                                f"can be any value and is ambiguous")
         if known == 0 or numel % known:
-            raise RuntimeError(f"{op}: shape '{fmt_shape(new)}' is invalid for input of "
-                               f"size {numel}")
+            raise with_context(RuntimeError(f"shape '{fmt_shape(new)}' is invalid for "
+                                            f"input of size {numel}"), op)
         new = tuple(numel // known if s == -1 else s for s in new)
     if math.prod(new) != numel:
-        raise RuntimeError(f"{op}: shape '{fmt_shape(new)}' is invalid for input of size "
-                           f"{numel}")
+        raise with_context(RuntimeError(f"shape '{fmt_shape(new)}' is invalid for input of "
+                                        f"size {numel}"), op)
     return new
 
 

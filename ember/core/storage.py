@@ -9,6 +9,7 @@ views of it.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from ember.core import dtype as dt
@@ -101,9 +102,37 @@ _SCALAR_TYPES = {"float32": "Float", "float64": "Double", "float16": "Half",
                  "int8": "Char", "uint8": "Byte", "bool": "Bool"}
 
 
+_typed_storage_warned = False
+
+
+def warn_typed_storage_removal(stacklevel: int = 2) -> None:
+    """PyTorch's deprecation warning for typed storages, given once a process."""
+    global _typed_storage_warned
+    if not _typed_storage_warned:
+        _typed_storage_warned = True
+        warnings.warn("TypedStorage is deprecated. It will be removed in the future and "
+                      "UntypedStorage will be the only storage class. This should only matter "
+                      "to you if you are using storages directly.  To access UntypedStorage "
+                      "directly, use tensor.untyped_storage() instead of tensor.storage()",
+                      UserWarning, stacklevel=stacklevel + 1)
+
+
 def scalar_type_name(d: dt.dtype) -> str:
     """PyTorch's C++ name of a dtype (`Float`, `Long` ...), as its messages print it."""
     return _SCALAR_TYPES.get(d.name, d.name.capitalize())
+
+
+_CPP_TYPES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+              "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
+              "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+              "bool": "bool", "complex64": "c10::complex<float>",
+              "complex128": "c10::complex<double>"}
+
+
+def cpp_type_name(d: dt.dtype) -> str:
+    """The C++ type of a dtype (`float`, `long int` ...), as some of PyTorch's messages
+    print it."""
+    return _CPP_TYPES.get(d.name, d.name)
 
 
 def storage_type(d: dt.dtype) -> type:

@@ -9,14 +9,16 @@ attaches the methods, operators and in-place variants it names to this class.
 from __future__ import annotations
 
 import math
+import operator
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ember.core import dtype as dt
 from ember.core import engine, grad_mode, torch_function, tracing
 from ember.core.backend import Backend
 from ember.core.device import device as Device
+from ember.core.errors import with_context
 from ember.core.grad_mode import InferenceVersion, new_version
 from ember.core.grad_mode import state as grad_state
 from ember.core.graph import Node, relabel
@@ -100,7 +102,7 @@ class Tensor:
             t = cls._make(backend.empty(shape, d, dev.index or 0), d, dev, backend)
         else:
             t = cls._from_data(args[0] if args else [], d, device)
-        return t.requires_grad_(True) if requires_grad else t
+        return factory_requires_grad(t) if requires_grad else t
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         pass
@@ -145,7 +147,7 @@ class Tensor:
     # -- attributes -------------------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(self._data.shape)
+        return _tuple_new(Size, self._data.shape)  # (unchecked: the hot path)
 
     @property
     def dtype(self) -> dt.dtype:
@@ -169,6 +171,11 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
+        # (PyTorch words this refusal three ways: here, in `requires_grad_()` and in the
+        # factories' `requires_grad=True`, see `factory_requires_grad`)
+        if value and not self._dtype._differentiable:
+            raise with_context(RuntimeError("only Tensors of floating point and complex dtype "
+                                            "can require gradients"), f"got {self._dtype}")
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -178,8 +185,8 @@ class Tensor:
                                "you want to use a computed variable in a subgraph that doesn't "
                                "require differentiation use var_no_grad = var.detach().")
         if requires_grad and not self._dtype._differentiable:
-            raise RuntimeError(f"only Tensors of floating point dtype can require gradients "
-                               f"(got {self._dtype})")
+            raise with_context(RuntimeError("only Tensors of floating point dtype can require "
+                                            "gradients"), f"got {self._dtype}")
         if requires_grad and type(self._vc) is InferenceVersion and not grad_state.inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside "
                                "InferenceMode is not allowed.")
@@ -271,7 +278,8 @@ class Tensor:
         return self._data.shape[0]
 
     def type_name(self) -> str:
-        return f"ember.{self._device.type}.{self._dtype.name}"
+        """PyTorch's legacy type name (`torch.FloatTensor`), as its messages print it."""
+        return self.type()
 
     # -- memory layout (SHAPE family: tensor attributes) --------------------------------
     def stride(self, dim: int | None = None) -> tuple[int, ...] | int:
@@ -316,8 +324,9 @@ class Tensor:
 
     def storage(self) -> Any:
         """The memory this tensor shares with its views, as a typed 1-D array."""
-        from ember.core.storage import storage_type
+        from ember.core.storage import storage_type, warn_typed_storage_removal
 
+        warn_typed_storage_removal(stacklevel=2)
         return storage_type(self._dtype)(self._storage_owner())
 
     def storage_type(self) -> type:
@@ -786,35 +795,69 @@ def _alias(t: Tensor) -> Tensor:
 
 
 class Size(tuple):
-    """A tensor's shape: a tuple of ints that prints as PyTorch's does."""
+    """A tensor's shape: a tuple of ints that prints as PyTorch's does.
+
+    As ``torch.Size``: built from any iterable of integers (``int``, ``bool``, 0-d integer
+    tensors: anything with ``__index__``), and concatenation, repetition and slicing give
+    a Size again.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, sizes: Iterable[Any] = ()) -> Size:
+        items = tuple(sizes)
+        for i, item in enumerate(items):
+            if type(item) is not int:
+                try:
+                    items = items[:i] + (operator.index(item),) + items[i + 1:]
+                except TypeError:
+                    raise TypeError(f"{dt.API_NAME}.Size() takes an iterable of 'int' (item "
+                                    f"{i} is '{type(item).__name__}')") from None
+        return tuple.__new__(cls, items)
 
     def __repr__(self) -> str:
         return f"{dt.API_NAME}.Size([{', '.join(str(s) for s in self)}])"
+
+    def __reduce__(self) -> tuple:
+        return (Size, (tuple(self),))
 
     def numel(self) -> int:
         return math.prod(self)
 
     def __getitem__(self, key):
         out = tuple.__getitem__(self, key)
-        return Size(out) if isinstance(key, slice) else out
+        return _tuple_new(Size, out) if isinstance(key, slice) else out
 
-    # concatenating or repeating a shape gives a shape, on either side (PyTorch's Size does)
     def __add__(self, other):
         if not isinstance(other, tuple):
-            raise TypeError(f"can only concatenate tuple (not {type(other).__name__}) "
-                            f"to {dt.API_NAME}.Size")
-        return Size(tuple.__add__(self, other))
+            raise TypeError(f"can only concatenate tuple (not {type(other).__name__}) to "
+                            f"{dt.API_NAME}.Size")
+        return _tuple_new(Size, tuple.__add__(self, other))
 
     def __radd__(self, other):
         if not isinstance(other, tuple):
             return NotImplemented
-        return Size(tuple.__add__(other, self))
+        return _tuple_new(Size, tuple.__add__(other, self))
 
     def __mul__(self, times):
-        out = tuple.__mul__(self, times)
-        return out if out is NotImplemented else Size(out)
+        if not hasattr(times, "__index__"):
+            raise TypeError(f"can't multiply sequence by non-int of type "
+                            f"'{type(times).__name__}'")
+        return _tuple_new(Size, tuple.__mul__(self, times))
 
     __rmul__ = __mul__
+
+
+_tuple_new = tuple.__new__  # a Size from a tuple of ints, unchecked
+
+
+def factory_requires_grad(t: Tensor) -> Tensor:
+    """`t.requires_grad_()` for a factory's (or Parameter's) `requires_grad=True`, with
+    their message for a dtype that cannot require gradients."""
+    if not t._dtype._differentiable:
+        raise with_context(RuntimeError("Only Tensors of floating point and complex dtype can "
+                                        "require gradients"), f"got {t._dtype}")
+    return t.requires_grad_(True)
 
 
 class _RemovableHandle:
@@ -831,4 +874,4 @@ def _rebuild_tensor(array: Any, device: str, requires_grad: bool) -> Tensor:
     """Unpickling (for copies and DataLoader workers; ember.save keeps tensors out of its
     pickles)."""
     t = Tensor._from_data(array, None, device)  # the array's own dtype
-    return t.requires_grad_(True) if requires_grad else t
+    return factory_requires_grad(t) if requires_grad else t

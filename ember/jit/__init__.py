@@ -26,6 +26,9 @@ from ember.jit.graph import Graph, Node, Value  # noqa: F401
 from ember.jit.script import (  # noqa: F401
     Final,
     Future,
+    RecursiveScriptModule,
+    ScriptFunction,
+    ScriptModule,
     annotate,
     export,
     fork,

@@ -3,14 +3,20 @@
 
 ember has no TorchScript compiler: a scripted module or function runs as the Python it
 is, eagerly, so it gives the same results, control flow included (what scripting
-preserves and tracing does not). The decorators that steer PyTorch's compiler
-(`ignore`, `unused`, `export`, `interface`) leave their function as it is; `annotate`
-returns its value; `is_scripting()` is False, as it is in eager PyTorch.
+preserves and tracing does not). What scripting returns is PyTorch's, though: a module
+becomes a `RecursiveScriptModule` (its submodules too) that shares the original's
+parameters and buffers, copies its other attributes, prints as PyTorch's
+(`RecursiveScriptModule(original_name=Linear)`) and runs the original class's methods
+on itself; a function becomes a `ScriptFunction`. The decorators that steer PyTorch's
+compiler (`ignore`, `unused`, `export`, `interface`) leave their function as it is;
+`annotate` returns its value; `is_scripting()` is False, as it is in eager PyTorch.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
+import types
 from collections.abc import Callable
 from typing import IO, Any, Final, TypeVar
 
@@ -19,36 +25,151 @@ from ember.core import tracing
 
 T = TypeVar("T")
 
-__all__ = ["Final", "annotate", "export", "fork", "freeze", "ignore", "interface",
-           "is_scripting", "is_tracing", "load", "optimize_for_inference", "save", "script",
-           "unused", "wait"]
+__all__ = ["Final", "RecursiveScriptModule", "ScriptFunction", "ScriptModule", "annotate",
+           "export", "fork", "freeze", "ignore", "interface", "is_scripting", "is_tracing",
+           "load", "optimize_for_inference", "save", "script", "unused", "wait"]
 
 
-def script(obj: T, optimize: Any = None, _frames_up: int = 0, _rcb: Any = None,
-           example_inputs: Any = None) -> T:
-    """Return `obj` (an ``nn.Module``, a function or a class) ready to run.
+def script(obj: Any, optimize: Any = None, _frames_up: int = 0, _rcb: Any = None,
+           example_inputs: Any = None) -> Any:
+    """Script `obj`: an ``nn.Module`` becomes a :class:`RecursiveScriptModule`, a function a
+    :class:`ScriptFunction`; a class is returned as it is.
 
-    In PyTorch this compiles `obj` to TorchScript; ember runs it eagerly, so the result
-    is `obj` itself and computes exactly what it computed before.
+    In PyTorch this compiles `obj` to TorchScript; ember runs the same Python eagerly, so
+    the result computes exactly what `obj` computed (control flow included).
     """
-    if not (isinstance(obj, ember.nn.Module) or callable(obj)):
-        raise RuntimeError(f"ember.jit.script: expected an nn.Module, a function or a class, "
-                           f"got {type(obj).__name__}")
-    if isinstance(obj, ember.nn.Module) and "save" not in obj.__dict__:
-        obj.__dict__["save"] = _SaveMethod(obj)  # a ScriptModule's own `save(f)`
-    return obj
+    if isinstance(obj, (ScriptModule, ScriptFunction)) or isinstance(obj, type):
+        return obj
+    if isinstance(obj, ember.nn.Module):
+        return RecursiveScriptModule._from(obj, {})
+    if callable(obj):
+        if getattr(obj, "__name__", "") == "<lambda>":
+            raise OSError(f"Can't get source for {obj!r}. TorchScript requires source access "
+                          "in order to carry out compilation, make sure original .py files "
+                          "are available.")
+        return ScriptFunction(obj)
+    raise TypeError(f"{type(obj)} is a built-in class" if type(obj).__module__ == "builtins"
+                    else f"{type(obj).__name__} object cannot be scripted: expected an "
+                    "nn.Module, a function or a class")
 
 
-class _SaveMethod:
-    """`scripted.save(f)`, as a PyTorch ScriptModule saves itself (d2l 13.2's
-    `net = torch.jit.script(net); net.save('my_mlp')`): `ember.jit.save(scripted, f)`.
-    An object, not a bound method, so the scripted module still pickles."""
+class ScriptModule(ember.nn.Module):
+    """The base of scripted modules (PyTorch's ``torch.jit.ScriptModule``)."""
 
-    def __init__(self, module: Any) -> None:
-        self.module = module
+    def save(self, f: str | os.PathLike | IO[bytes], _extra_files: Any = None) -> None:
+        """Save this module whole (see :func:`save`)."""
+        save(self, f, _extra_files)
 
-    def __call__(self, f: str | os.PathLike | IO[bytes], _extra_files: Any = None) -> None:
-        save(self.module, f, _extra_files)
+    @property
+    def code(self) -> str:
+        """The source of the module's ``forward`` (PyTorch prints TorchScript here)."""
+        return _source(type(self).forward)
+
+
+# what every Module keeps in its __dict__ (not user attributes to copy)
+_MODULE_STATE = frozenset(ember.nn.Module().__dict__)
+
+
+class RecursiveScriptModule(ScriptModule):
+    """A scripted ``nn.Module``: the original's parameters and buffers (the same tensors),
+    its submodules scripted, its other attributes copied, and its class's methods run
+    on this module. Prints as PyTorch's: ``RecursiveScriptModule(original_name=Linear)``.
+    """
+
+    @classmethod
+    def _from(cls, module: Any, memo: dict[int, RecursiveScriptModule]) -> RecursiveScriptModule:
+        if id(module) in memo:  # a submodule used twice stays one module
+            return memo[id(module)]
+        if isinstance(module, ScriptModule):
+            return module
+        scripted = memo[id(module)] = cls()
+        state = scripted.__dict__
+        state["_original_class"] = type(module)
+        state["original_name"] = type(module).__name__
+        state["training"] = module.training
+        state["_parameters"].update(module._parameters)
+        state["_buffers"].update(module._buffers)
+        state["_non_persistent_buffers_set"].update(module._non_persistent_buffers_set)
+        for name, child in module._modules.items():
+            state["_modules"][name] = None if child is None else cls._from(child, memo)
+        for name, value in module.__dict__.items():
+            if name not in _MODULE_STATE:
+                state[name] = value
+        return scripted
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self._original_class.forward(self, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            pass
+        cls = self.__dict__.get("_original_class")
+        try:
+            attr = inspect.getattr_static(cls, name) if cls is not None else None
+        except AttributeError:
+            attr = None
+        if attr is None or name.startswith("__"):
+            raise AttributeError(f"'RecursiveScriptModule' object has no attribute '{name}'")
+        if isinstance(attr, staticmethod):
+            return attr.__func__
+        if isinstance(attr, classmethod):
+            return types.MethodType(attr.__func__, cls)
+        if isinstance(attr, property):
+            return attr.fget(self)
+        if isinstance(attr, types.FunctionType):
+            return types.MethodType(attr, self)
+        return attr
+
+    # containers' protocols (looked up on the type, so not through __getattr__)
+    def __getitem__(self, index: Any) -> Any:
+        return self._original_class.__getitem__(self, index)
+
+    def __len__(self) -> int:
+        return self._original_class.__len__(self)
+
+    def __iter__(self) -> Any:
+        return self._original_class.__iter__(self)
+
+    def __contains__(self, key: Any) -> bool:
+        return self._original_class.__contains__(self, key)
+
+    def extra_repr(self) -> str:
+        return f"original_name={self.original_name}"
+
+    @property
+    def code(self) -> str:
+        return _source(self._original_class.forward)
+
+
+class ScriptFunction:
+    """A scripted function (PyTorch's ``torch.jit.ScriptFunction``): calls run the
+    function as it is."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self._fn = fn
+        self.name = self.__name__ = getattr(fn, "__name__", "function")
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._fn(*args, **kwargs)
+
+    @property
+    def code(self) -> str:
+        """The function's source (PyTorch prints TorchScript here)."""
+        return _source(self._fn)
+
+    def save(self, f: str | os.PathLike | IO[bytes], _extra_files: Any = None) -> None:
+        save(self, f, _extra_files)
+
+
+def _source(fn: Any) -> str:
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):
+        return ""
 
 
 def is_scripting() -> bool:
@@ -102,13 +223,28 @@ def wait(future: Future) -> Any:
     return future.wait()
 
 
+def _check_scripted(mod: Any, what: str) -> None:
+    from ember.jit.tracer import TracedModule
+
+    if not isinstance(mod, (ScriptModule, TracedModule)):
+        raise RuntimeError(f"{what} expects a ScriptModule as input. Please use "
+                           f"{ember.core.dtype.API_NAME}.jit.script or "
+                           f"{ember.core.dtype.API_NAME}.jit.trace to script your 'nn.Module'.")
+
+
 def freeze(mod: T, preserved_attrs: Any = None, optimize_numerics: bool = True) -> T:
-    """The module, unchanged (it already runs with its current weights)."""
+    """The scripted module, unchanged (it already runs with its current weights); PyTorch's
+    errors for a module not scripted or in training mode."""
+    _check_scripted(mod, "Freezing")
+    if mod.training:
+        raise RuntimeError("Freezing is currently only implemented for modules in eval mode. "
+                           "Please call .eval() on your module before freezing.")
     return mod
 
 
 def optimize_for_inference(mod: T, other_methods: Any = None) -> T:
-    """The module, unchanged."""
+    """The scripted module, frozen if it was not (PyTorch's)."""
+    _check_scripted(mod, "optimize_for_inference")
     return mod
 
 

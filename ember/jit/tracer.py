@@ -280,9 +280,9 @@ def trace(module_or_fn: Any, example_inputs: Any, *, check_trace: bool = True,
     def on_python_value(t: Any, how: str) -> None:
         what = {"item": "number", "tolist": "list", "bool": "boolean"}.get(how, how)
         warnings.warn(f"Converting a tensor to a Python {what} might cause the trace to be "
-                      "incorrect: ember cannot record the data flow of Python values, so this "
-                      "value will be treated as a constant in the future. The trace might "
-                      "not generalize to other inputs!", TracerWarning, stacklevel=4)
+                      "incorrect. We can't record the data flow of Python values, so this "
+                      "value will be treated as a constant in the future. This means that the "
+                      "trace might not generalize to other inputs!", TracerWarning, stacklevel=4)
 
     tracing.python_value_hooks.append(on_python_value)
     tracing.active = recorder

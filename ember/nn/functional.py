@@ -20,6 +20,7 @@ import ember
 from ember import Tensor
 from ember.core import backend as _contract
 from ember.core import tracing as _tracing
+from ember.core.dispatch import user_stacklevel as _user_stacklevel
 from ember.core.graph import labelled as _labelled
 from ember.core.memory_format import like_layout
 from ember.core.ops import nn as _nnops
@@ -462,7 +463,7 @@ def upsample(input: Tensor, size: Any = None, scale_factor: Any = None,
 def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
     r"""Deprecated: :func:`interpolate` with ``mode='nearest'`` (warns as PyTorch does)."""
     warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
-                  "`nn.functional.interpolate` instead.", stacklevel=2)
+                  "`nn.functional.interpolate` instead.", stacklevel=_user_stacklevel())
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
@@ -470,7 +471,7 @@ def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None)
     r"""Deprecated: :func:`interpolate` with ``mode='bilinear', align_corners=True`` (warns
     as PyTorch does)."""
     warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
-                  "`nn.functional.interpolate` instead.", stacklevel=2)
+                  "`nn.functional.interpolate` instead.", stacklevel=_user_stacklevel())
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
@@ -504,7 +505,7 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     r"""``(*)`` class indices -> ``(*, num_classes)`` int64 one-hot vectors; with
     ``num_classes=-1`` the number of classes is one more than the largest index."""
-    if tensor.dtype.is_floating_point or tensor.dtype is ember.bool:
+    if tensor.dtype is not ember.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if tensor.numel() > 0:
         if int(tensor.min()) < 0:
@@ -738,7 +739,7 @@ def _deprecated_dims(name: str, ndim: int, spatial: int) -> None:
                   "silence this warning, please use dropout instead. Note that "
                   f"{name} exists to provide channel-wise dropout on inputs with {spatial} "
                   "spatial dimensions, a channel dimension, and an optional batch dimension "
-                  f"(i.e. {spatial + 1}D or {spatial + 2}D inputs).", stacklevel=3)
+                  f"(i.e. {spatial + 1}D or {spatial + 2}D inputs).", stacklevel=_user_stacklevel())
 
 
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
@@ -771,7 +772,7 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
                       "in a future release to interpret the input as one without a batch "
                       "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise "
                       "dropout behavior, please switch to using dropout1d instead.",
-                      stacklevel=2)
+                      stacklevel=_user_stacklevel())
     return _feature_dropout(input, p, training, inplace)
 
 
@@ -813,7 +814,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         sparse (bool): ``weight``'s gradient is a sparse COO tensor of the looked-up rows
             (for :class:`~torch.optim.SparseAdam`, ``SGD`` or ``Adagrad``).
     """
-    if input.dtype.is_floating_point or input.dtype is ember.bool:
+    if input.dtype not in (ember.int64, ember.int32):
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
                            f"following scalar types: Long, Int; but got {input.type()} instead "
                            "(while checking arguments for embedding)")
@@ -1064,7 +1065,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
 
 def _softmax_dim(name: str, ndim: int) -> int:
     warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
-                  "to include dim=X as an argument.", stacklevel=3)
+                  "to include dim=X as an argument.", stacklevel=_user_stacklevel())
     return 0 if ndim in (0, 1, 3) else 1
 
 
@@ -1172,8 +1173,9 @@ def _check_sdp_kernel(query: Tensor, key: Tensor, value: Tensor, dropout_p: floa
                       f"Value.size(-1): {value.shape[-1]} instead.")
         if reason is None:
             return
-        warnings.warn("Flash attention kernel not used because:", UserWarning, stacklevel=3)
-        warnings.warn(reason, UserWarning, stacklevel=3)
+        warnings.warn("Flash attention kernel not used because:", UserWarning,
+                      stacklevel=_user_stacklevel())
+        warnings.warn(reason, UserWarning, stacklevel=_user_stacklevel())
         raise RuntimeError("No available kernel.  Aborting execution.")
     raise RuntimeError("No viable backend for scaled_dot_product_attention was found. This is "
                        "likely due to turning off both the math kernel and the fused kernels.")
@@ -1413,7 +1415,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
     if weight.dtype in (ember.int64, ember.int32) and input.dtype.is_floating_point:
         warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage "
                       "`embedding_bag(weight, input, ...)` is deprecated, and should now be "
-                      "`embedding_bag(input, weight, ...)`.", stacklevel=2)
+                      "`embedding_bag(input, weight, ...)`.", stacklevel=_user_stacklevel())
         weight, input = input, weight
     if per_sample_weights is not None and input.shape != per_sample_weights.shape:
         raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) "
@@ -1422,7 +1424,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
     if weight.ndim != 2:
         raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
                          f"{weight.ndim}")
-    if input.dtype.is_floating_point or input.dtype is ember.bool:
+    if input.dtype not in (ember.int64, ember.int32):
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
                            f"following scalar types: Long, Int; but got {input.type()} instead "
                            "(while checking arguments for embedding_bag)")
@@ -1489,7 +1491,8 @@ def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: floa
     with ``hard``, the one-hot of its argmax, differentiated as the soft sample
     (straight-through)."""
     if eps != 1e-10:
-        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+        warnings.warn("`eps` parameter is deprecated and has no effect.",
+                      stacklevel=_user_stacklevel())
     gumbels = -ember.empty_like(logits).exponential_().log()
     y_soft = ((logits + gumbels) / tau).softmax(dim)
     if not hard:
@@ -1919,7 +1922,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
                          f"'border', or 'reflection', but got: '{padding_mode}'")
     if align_corners is None:
-        warnings.warn(_ALIGN_CORNERS_CHANGED, stacklevel=2)
+        warnings.warn(_ALIGN_CORNERS_CHANGED, stacklevel=_user_stacklevel())
         align_corners = False
     return ember.grid_sampler(input, grid, _GRID_MODES[mode], _GRID_PADDING[padding_mode],
                               align_corners)
@@ -1931,7 +1934,7 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
     ``(N, 2, 3)`` for a 2-D ``size`` ``(N, C, H, W)``, ``(N, 3, 4)`` for a 3-D one; the
     grid is ``(N, H, W, 2)`` (or ``(N, D, H, W, 3)``)."""
     if align_corners is None:
-        warnings.warn(_ALIGN_CORNERS_CHANGED, stacklevel=2)
+        warnings.warn(_ALIGN_CORNERS_CHANGED, stacklevel=_user_stacklevel())
         align_corners = False
     if not theta.is_floating_point():
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
@@ -1950,7 +1953,7 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
         warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size "
                       "grids when align_corners=True. This is not an intended use case of "
                       "affine_grid. See the documentation of affine_grid for details.",
-                      stacklevel=2)
+                      stacklevel=_user_stacklevel())
     elif min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
     return ember.affine_grid_generator(theta, size, align_corners)

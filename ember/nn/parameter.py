@@ -8,6 +8,7 @@ from typing import Any
 import ember
 from ember import Tensor
 from ember.core.dtype import printed_in_api
+from ember.core.tensor import factory_requires_grad
 from ember.core.torch_function import _disabled_torch_function_impl
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "is_lazy"]
@@ -42,9 +43,7 @@ class Parameter(Tensor):
         # both, and they share the version counter (as `detach()` does).
         p = cls._make(data._data, data._dtype, data._device, data._backend)
         p._vc = data._vc
-        if requires_grad:
-            p.requires_grad_(True)
-        return p
+        return factory_requires_grad(p) if requires_grad else p
 
     def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
         pass

@@ -318,7 +318,8 @@ def test_masked_fill(device: ember.device, data: st.DataObject) -> None:
 
 def test_masked_fill_errors(device: ember.device) -> None:
     x = S.on(device, np.zeros(3))
-    with pytest.raises(RuntimeError, match="masked_fill only supports boolean masks"):
+    with pytest.raises(RuntimeError, match="masked_fill_ only supports boolean masks, but got "
+                                           "mask with dtype long int"):
         x.masked_fill(S.on(device, np.array([1, 0, 1])), 1.0)
 
 

@@ -329,7 +329,8 @@ def test_loss_errors(device: ember.device) -> None:
         F.mse_loss(x, y, reduction="foo")
     with pytest.raises(ValueError, match="must be the same as input size"):
         F.binary_cross_entropy_with_logits(x, y[:2])
-    with pytest.raises(RuntimeError, match="expected scalar type Long but found Float"):
+    with pytest.raises(RuntimeError, match="expected target dtype to be Long or Byte, but got "
+                                           "Float"):
         F.nll_loss(x, S.on(device, np.zeros(4, np.float32)))
     with pytest.raises(IndexError, match="Target -3 is out of bounds."):
         F.nll_loss(x, S.on(device, np.array([0, 1, -3, 0])))

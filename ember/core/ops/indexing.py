@@ -54,6 +54,7 @@ from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import to_dtype, where
 from ember.core.ops.shape import broadcast_tensors, cat, reshape
 from ember.core.shapes import broadcast_shapes, fmt_shape, normalize_dim
+from ember.core.storage import cpp_type_name
 from ember.core.tensor import Tensor
 
 SCALAR_TYPE_NAMES = dt.SCALAR_TYPE_NAMES  # the callers of this module import it from here
@@ -73,6 +74,29 @@ def _setitem_rule(input, value, *index_tensors, index, accumulate=False):
 
 def _assign_rule(dst, src):
     return None
+
+
+# PyTorch's own words for an index tensor of a dtype its kernel does not take
+_INDEX_DTYPE_ERRORS = {
+    "gather": "gather(): Expected dtype int32/int64 for index",
+    "scatter": "scatter(): Expected dtype int32/int64 for index",
+    "index_select": "index_select(): Expected dtype int32 or int64 for index",
+}
+
+
+def long_index(op: str, index: Tensor) -> Tensor:
+    """`index` for the kernels, which take int64: an int32 index (which PyTorch's gather,
+    scatter and index_select take too) is widened, any other dtype refused with PyTorch's
+    message for `op` ("gather", "scatter", "index_select" or "index_add")."""
+    d = index._dtype
+    if d is dt.int64:
+        return index
+    if d is dt.int32:
+        return to_dtype(index, dt.int64)
+    if op == "index_add":
+        raise RuntimeError(f"index_add_(): Expected dtype int32/int64 for index but got: "
+                           f"{SCALAR_TYPE_NAMES[d.name]}")
+    raise RuntimeError(_INDEX_DTYPE_ERRORS[op])
 
 
 def _check_index_tensor(op: str, index) -> None:
@@ -343,6 +367,7 @@ def _gather_grad(grad, index, dim, input_shape):
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Values of `input` along `dim` at `index` (`out[i][j] = input[index[i][j]][j]` for
     dim 0)."""
+    index = long_index("gather", index)
     d = normalize_dim("gather", dim, input.ndim)
     if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
         return reshape(gather(reshape(input, (1,)), 0, reshape(index, (-1,))),
@@ -358,6 +383,9 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     """The values of `input` at `indices` along `dim` (NumPy's take_along_axis): the two
     broadcast against each other outside `dim`; with `dim=None`, over the flattened
     input."""
+    if indices.dtype is not dt.int64:
+        raise RuntimeError(f"{dt.API_NAME}.take_along_dim(): dtype of indices should be Long "
+                           f"but got {SCALAR_TYPE_NAMES[indices.dtype.name]}")
     if dim is None:
         return gather(reshape(input, (-1,)), 0, reshape(indices, (-1,)))
     d = normalize_dim("take_along_dim", dim, input.ndim)
@@ -420,6 +448,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
         if reduce == "add":
             return scatter_add(input, dim, index, src)
         return scatter_reduce(input, dim, index, src, "prod")
+    index = long_index("scatter", index)
     d = normalize_dim("scatter", dim, input.ndim)
     if src is None:
         src = value
@@ -444,6 +473,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
                    gather_in_bounds(grad, dim, index), src_shape)))
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of `input` with `src` added along `dim` at `index` (repeats accumulate)."""
+    index = long_index("scatter", index)
     d = normalize_dim("scatter_add", dim, input.ndim)
     if src.dtype is not input.dtype:
         raise _scatter_dtype_error()
@@ -466,6 +496,7 @@ def _index_select_grad(grad, index, dim, input_shape):
            rule=_index_select_rule, cost=costs.movement, grad=Grad(input=_index_select_grad))
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Entries of `input` along `dim` at the 1-D `index`."""
+    index = long_index("index_select", index)
     d = normalize_dim("index_select", dim, input.ndim)
     if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
         if index.numel() != 1:
@@ -487,6 +518,8 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     """A copy of `input` with `value` at positions `index` along `dim`."""
     d = normalize_dim("index_fill", dim, input.ndim)
+    if index.dtype is not dt.int64:
+        raise IndexError("index_fill_(): Expected dtype int64 for index.")
     if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
         return reshape(index_fill(reshape(input, (1,)), 0, index, value), ())
     if isinstance(value, Tensor):  # written as the number it holds: any dtype
@@ -514,6 +547,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
               alpha: Any = 1) -> Tensor:
     """A copy of `input` with `alpha * source` added at `index` along `dim` (repeats
     accumulate)."""
+    index = long_index("index_add", index)
     d = normalize_dim("index_add", dim, input.ndim)
     if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
         if source.ndim:
@@ -547,8 +581,8 @@ def _masked_fill_label(input: Any, mask: Any, value: Any) -> str:
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     """A copy of `input` with `value` where `mask` is true."""
     if mask.dtype is not dt.bool_:
-        raise RuntimeError(f"masked_fill only supports boolean masks, but got mask with dtype "
-                           f"{mask.dtype}")
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{cpp_type_name(mask.dtype)}")
     if isinstance(value, Tensor):
         if value.ndim:
             raise RuntimeError(f"masked_fill only supports a 0-dimensional value tensor, but "
@@ -745,7 +779,8 @@ def _flat_index(op: str, index: Tensor, n: int) -> Tensor:
     """`index` into a flattened tensor of `n` elements, negative ones counted from the
     end; PyTorch's IndexError for one outside [-n, n)."""
     if index.dtype is not dt.int64:
-        raise RuntimeError(f"{op}(): Expected a long tensor for index, but got {index.dtype}")
+        raise RuntimeError(f"{op}(): Expected a long tensor for index, but got "
+                           f"{SCALAR_TYPE_NAMES[index.dtype.name]}")
     flat = reshape(index, (-1,))
     if not n and flat.numel():
         raise IndexError("take(): tried to take from an empty tensor" if op == "take" else
@@ -805,6 +840,9 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     """A copy of `input` with the slices of `source` along `dim` written at positions
     `index` there."""
     d = normalize_dim("index_copy", dim, input.ndim)
+    if index.dtype is not dt.int64:
+        raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got "
+                           f"{SCALAR_TYPE_NAMES[index.dtype.name]}")
     if index.ndim > 1:
         raise IndexError("index_copy_(): Index should have dimension 1 or 0 (got "
                          f"{index.ndim})")
@@ -948,6 +986,7 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     if reduce not in _SCATTER_REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, "
                            f"got {reduce}")
+    index = long_index("scatter", index)
     if reduce == "mean" and input.dtype is dt.bool_:
         raise NotImplementedError("\"scatter_gather_tensor_cpu_reduce_mean\" not implemented "
                                   "for 'Bool'")

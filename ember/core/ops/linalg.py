@@ -22,11 +22,13 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import apply, apply_labelled
 from ember.core.declare import composite, primitive, write_out
+from ember.core.errors import with_context
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import conj
 from ember.core.ops.shape import cat
 from ember.core.shapes import broadcast_shapes, fmt_shape, normalize_dim
+from ember.core.storage import cpp_type_name, scalar_type_name
 from ember.core.tensor import Tensor
 
 # -- rules ----------------------------------------------------------------------------
@@ -35,19 +37,18 @@ from ember.core.tensor import Tensor
 def _matmul_rule(input, other):
     a, b = input, other
     if a.ndim == 0 or b.ndim == 0:
-        raise RuntimeError(f"matmul: both arguments need at least 1 dimension, got "
-                           f"{a.ndim}D and {b.ndim}D tensors")
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
+                           f"{a.ndim}D and {b.ndim}D")
     if a.dtype is not b.dtype:
-        raise RuntimeError(f"matmul: expected both operands to have the same dtype, but got "
-                           f"{a.dtype} and {b.dtype}")
+        raise with_context(RuntimeError(_matmul_dtype_message(a, b)),
+                           f"matmul: operands of {a.dtype} and {b.dtype}")
     if a.dtype is dt.bool_:
         raise RuntimeError("matmul: not implemented for dtype ember.bool")
     sa = (1,) + a.shape if a.ndim == 1 else a.shape
     sb = b.shape + (1,) if b.ndim == 1 else b.shape
     if sa[-1] != sb[-2]:
-        raise RuntimeError(f"matmul: mat1 and mat2 shapes cannot be multiplied "
-                           f"({sa[-2]}x{sa[-1]} and {sb[-2]}x{sb[-1]}); full shapes "
-                           f"{fmt_shape(a.shape)} and {fmt_shape(b.shape)}")
+        raise with_context(RuntimeError(_matmul_shape_message(a.shape, b.shape)),
+                           f"matmul: shapes {fmt_shape(a.shape)} and {fmt_shape(b.shape)}")
     batch = broadcast_shapes("matmul", sa[:-2], sb[:-2])
     shape = batch + (sa[-2], sb[-1])
     if a.ndim == 1:
@@ -55,6 +56,36 @@ def _matmul_rule(input, other):
     if b.ndim == 1:
         shape = shape[:-1]
     return OutMeta(shape, a.dtype, None)
+
+
+def _matmul_dtype_message(a: Tensor, b: Tensor) -> str:
+    """PyTorch's message for operands of two dtypes: the kernel it reaches names them."""
+    if a.ndim == b.ndim == 1:
+        return (f"dot : expected both vectors to have same dtype, but found "
+                f"{scalar_type_name(a.dtype)} and {scalar_type_name(b.dtype)}")
+    if b.ndim <= 2:  # mm (or mv) of the folded batch
+        return (f"expected m1 and m2 to have the same dtype, but got: "
+                f"{cpp_type_name(a.dtype)} != {cpp_type_name(b.dtype)}")
+    return f"expected scalar type {scalar_type_name(a.dtype)} but found " \
+           f"{scalar_type_name(b.dtype)}"
+
+
+def _matmul_shape_message(a: tuple, b: tuple) -> str:
+    """PyTorch's message for shapes that do not multiply: each of torch.matmul's paths
+    (dot, mv, mm of the folded batch, bmm) words it its own way."""
+    if len(a) == len(b) == 1:
+        return (f"inconsistent tensor size, expected tensor [{a[0]}] and src [{b[0]}] to have "
+                f"the same number of elements, but got {a[0]} and {b[0]} elements respectively")
+    if len(b) == 1:  # mv of the folded batch
+        rows = math.prod(a[:-1])
+        return f"size mismatch, got input ({rows}), mat ({rows}x{a[-1]}), vec ({b[0]})"
+    if len(b) == 2:  # mm of the folded batch
+        return (f"mat1 and mat2 shapes cannot be multiplied ({math.prod(a[:-1])}x{a[-1]} and "
+                f"{b[0]}x{b[1]})")
+    sa = (1,) + a if len(a) == 1 else a
+    batch = math.prod(broadcast_shapes("matmul", sa[:-2], b[:-2]))
+    return (f"Expected size for first two dimensions of batch2 tensor to be: "
+            f"[{batch}, {sa[-1]}] but got: [{batch}, {b[-2]}].")
 
 
 def _einsum_rule(*operands, equation):
@@ -65,17 +96,20 @@ def _einsum_rule(*operands, equation):
         raise RuntimeError(f"einsum(): equation {equation!r} names {len(terms)} operands "
                            f"but {len(operands)} were given")
     sizes: dict[str, int] = {}
-    for term, x in zip(terms, operands):
+    for k, (term, x) in enumerate(zip(terms, operands)):
         if "." in term:
             raise RuntimeError("einsum(): ellipsis ('...') is not supported yet")
         if len(term) != x.ndim:
-            raise RuntimeError(f"einsum(): the number of subscripts in {term!r} does not "
-                               f"match the dimensions of operand shape {fmt_shape(x.shape)}")
+            raise with_context(RuntimeError(
+                f"einsum(): the number of subscripts in the equation ({len(term)}) does not "
+                f"match the number of dimensions ({x.ndim}) for operand {k} and no ellipsis "
+                f"was given"), f"einsum: operand {k} has shape {fmt_shape(x.shape)}")
         for c, s in zip(term, x.shape):
             if sizes.setdefault(c, s) != s and s != 1 and sizes[c] != 1:
-                raise RuntimeError(f"einsum(): subscript {c} has size {s} for operand shape "
-                                   f"{fmt_shape(x.shape)} which does not broadcast with "
-                                   f"previously seen size {sizes[c]}")
+                raise with_context(RuntimeError(
+                    f"einsum(): subscript {c} has size {s} for operand {k} which does not "
+                    f"broadcast with previously seen size {sizes[c]}"),
+                    f"einsum: operand {k} has shape {fmt_shape(x.shape)}")
             sizes[c] = max(sizes[c], s)
     if not _:
         rhs = "".join(sorted(c for c in set(lhs) - {","} if lhs.count(c) == 1))

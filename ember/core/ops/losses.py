@@ -287,6 +287,46 @@ def _nll_grad(grad: Tensor, input_shape: tuple, class_dim: int, reduction: str, 
     return scatter(zeros, class_dim, unsqueeze(safe, class_dim), unsqueeze(picked, class_dim))
 
 
+def _class_index_target(input: Tensor, target: Tensor) -> Tensor:
+    """`target` checked as class indices for `input`, in PyTorch's order (shape and dtype
+    checks interleave as its kernels do them); int64, or uint8 for a 1-D or 2-D input,
+    which is widened. PyTorch's errors."""
+    if input.ndim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
+    if input.ndim == 1:
+        if target.ndim > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        target = _index_dtype(target, byte=True)
+        if target.ndim == 1 and target.shape[0] != 1:
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: "
+                             f"{target.shape[0]}")
+        return target
+    batch = target.shape[0] if target.ndim else 0
+    if input.shape[0] != batch:
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
+                         f"batch_size ({batch}).")
+    expected = tuple(input.shape[:1]) + tuple(input.shape[2:])
+    if tuple(target.shape) != expected:
+        if input.ndim == 2:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        raise RuntimeError(f"Expected target size {list(expected)}, got "
+                           f"{list(target.shape)}")
+    return _index_dtype(target, byte=input.ndim == 2)
+
+
+def _index_dtype(target: Tensor, byte: bool) -> Tensor:
+    """An int64 target as it is, a uint8 one widened where `byte` (the 1-D/2-D kernel takes
+    them; the N-d one refuses), any other dtype refused."""
+    if target.dtype is dt.int64:
+        return target
+    if target.dtype is dt.uint8:
+        if not byte:
+            raise RuntimeError("expected scalar type Long but found Byte")
+        return E.to_dtype(target, dt.int64)
+    raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
+                       f"{dt.SCALAR_TYPE_NAMES[target.dtype.name]}")
+
+
 @composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
            cost=costs.reduction(1), grad=Grad("NllLossBackward0", input=_nll_grad))
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -300,26 +340,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
     ``(N, d1, ...)`` of class indices.
     """
     reduction = _reduction_arg(size_average, reduce, reduction)
-    if target.dtype.is_floating_point or target.dtype is dt.bool_:
-        raise RuntimeError(f"expected scalar type Long but found "
-                           f"{target.dtype.name.capitalize()}")
-    if input.ndim < 1:
-        raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
+    target = _class_index_target(input, target)
     class_dim = 0 if input.ndim == 1 else 1
-    if input.ndim == 1:
-        if target.ndim != 0 and not (target.ndim == 1 and target.shape[0] == 1):
-            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
-    else:
-        if input.shape[0] != target.shape[0]:
-            raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
-                             f"batch_size ({target.shape[0]}).")
-        expected = tuple(input.shape[:1]) + tuple(input.shape[2:])
-        if tuple(target.shape) != expected:
-            if input.ndim == 2:
-                raise RuntimeError("0D or 1D target tensor expected, multi-target not "
-                                   "supported")
-            raise RuntimeError(f"Expected target size {list(expected)}, got "
-                               f"{list(target.shape)}")
     n_classes = input.shape[class_dim]
     if weight is not None and (weight.ndim != 1 or weight.shape[0] != n_classes):
         raise RuntimeError(f"weight tensor should be defined either for all {n_classes} "
@@ -423,17 +445,12 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: "
                            f"{label_smoothing}")
     class_dim = 0 if input.ndim == 1 else 1
-    if target.dtype.is_floating_point:
-        if target.shape != input.shape:
-            if input.ndim == 2 and target.ndim == 2:
-                raise RuntimeError("0D or 1D target tensor expected, multi-target not "
-                                   "supported")
-            raise RuntimeError(f"Expected target size {list(input.shape)}, got "
-                               f"{list(target.shape)}")
+    if target.dtype.is_floating_point and target.shape == input.shape:
         return _cross_entropy_prob_target(input, target, weight, reduction, label_smoothing)
     if weight is None and label_smoothing == 0.0 and input.ndim == 2 and target.ndim == 1 \
-            and target.shape[0] == input.shape[0]:
+            and target.shape[0] == input.shape[0] and target.dtype is dt.int64:
         return _cross_entropy_indices(input, target, ignore_index, reduction)
+    target = _class_index_target(input, target)
     logp = log_softmax(input, class_dim)
     nll = nll_loss(logp, target, weight, None, ignore_index, None, reduction)
     if label_smoothing == 0.0:

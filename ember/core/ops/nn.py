@@ -36,6 +36,7 @@ from ember.core.backend import numpy_dtype
 from ember.core.creation import arange, full, ones, tensor, zeros
 from ember.core.declare import composite, fused_kernel, primitive
 from ember.core.dispatch import device_mismatch, run_fused
+from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import ShownNode, record
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
@@ -96,6 +97,7 @@ from ember.core.ops.shape import (
     unsqueeze,
 )
 from ember.core.shapes import conv_out_size, fmt_shape, normalize_dim
+from ember.core.storage import scalar_type_name
 from ember.core.tensor import Tensor
 
 
@@ -265,9 +267,15 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise RuntimeError(f"linear: weight must be 1-D or 2-D, got shape "
                            f"{fmt_shape(w_shape)}")
     if x_shape[-1] != w_shape[-1]:
-        raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied "
-                           f"({math.prod(x_shape[:-1])}x{x_shape[-1]} and "
-                           f"{w_shape[-1]}x{w_shape[0] if len(w_shape) == 2 else 1})")
+        raise with_context(RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({math.prod(x_shape[:-1])}x"
+            f"{x_shape[-1]} and {w_shape[-1]}x{w_shape[0] if len(w_shape) == 2 else 1})"),
+            f"linear: input of shape {fmt_shape(x_shape)}, weight of shape "
+            f"{fmt_shape(w_shape)}")
+    if input._dtype is not weight._dtype and bias is not None and len(w_shape) == 2:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                           f"{scalar_type_name(input._dtype)} and "
+                           f"{scalar_type_name(weight._dtype)}")
     out = run_fused("linear", input, weight, bias) if len(w_shape) == 2 else None
     if out is None:
         with no_grad():
@@ -544,10 +552,10 @@ def _conv_check(op: str, input: Tensor, weight: Tensor, groups: int, n: int) -> 
                            f"to {op}, but got input of size: {list(input.shape)}")
     channels = input.shape[-n - 1]
     if channels != weight.shape[1] * groups:
-        raise RuntimeError(
-            f"{op}: Given groups={groups}, weight of size {list(weight.shape)}, expected "
+        raise with_context(RuntimeError(
+            f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
             f"input{list(input.shape)} to have {weight.shape[1] * groups} channels, but got "
-            f"{channels} channels instead")
+            f"{channels} channels instead"), op)
     if weight.shape[0] % groups:
         raise RuntimeError(f"{op}: out_channels ({weight.shape[0]}) must be divisible by "
                            f"groups ({groups})")
@@ -593,6 +601,13 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
             raise ValueError(f"{op}: invalid padding string {padding!r}, should be one of "
                              "'valid' or 'same'")
     padding = _tuple(padding, n, "padding")
+    padded = [input.shape[2 + i] + 2 * padding[i] for i in range(n)]
+    spans = [dilation[i] * (kernel[i] - 1) + 1 for i in range(n)]
+    if any(p < s for p, s in zip(padded, spans)):
+        raise with_context(RuntimeError(
+            f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
+            f"Kernel size: ({' x '.join(map(str, spans))}). Kernel size can't be greater than "
+            f"actual input size"), f"{op}: input of shape {list(input.shape)}")
     batch = input.shape[0]
     outs = tuple(conv_out_size(op, input.shape[2 + i], kernel[i], dilation[i], padding[i],
                                stride[i]) for i in range(n))

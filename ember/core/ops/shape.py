@@ -26,6 +26,7 @@ from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.backend import ViewNotPossible
 from ember.core.declare import composite, primitive
 from ember.core.dispatch import run, run_inplace
+from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.inplace import as_view, metadata_inplace
 from ember.core.memory_format import (
@@ -78,10 +79,10 @@ def _expand_rule(input, *, shape):
         if n == -1:
             n = s
         if s != n and s != 1:
-            raise RuntimeError(
-                f"expand: the expanded size of the tensor ({n}) must match the existing size "
+            raise with_context(RuntimeError(
+                f"The expanded size of the tensor ({n}) must match the existing size "
                 f"({s}) at non-singleton dimension {i + lead}.  Target sizes: "
-                f"{fmt_shape(shape)}.  Tensor sizes: {fmt_shape(input.shape)}")
+                f"{fmt_shape(shape)}.  Tensor sizes: {fmt_shape(input.shape)}"), "expand")
         out.append(n)
     if any(s < 0 for s in out):
         raise RuntimeError(f"expand: -1 is not allowed in a leading, non-existing dimension "
@@ -106,14 +107,15 @@ def _cat_rule(*tensors, dim):
     ref = shapes[0]
     for i, shape in enumerate(shapes):
         if len(shape) != len(ref):
-            raise RuntimeError(f"cat: Tensors must have same number of dimensions: got "
-                               f"{len(ref)} and {len(shape)} (tensor {i})")
+            raise with_context(RuntimeError(f"Tensors must have same number of dimensions: "
+                                            f"got {len(ref)} and {len(shape)}"),
+                               f"cat: tensor {i} has shape {fmt_shape(shape)}")
         if shape != ref and any(s != r for d, (s, r) in enumerate(zip(shape, ref)) if d != dim):
             d = next(d for d, (s, r) in enumerate(zip(shape, ref)) if d != dim and s != r)
-            raise RuntimeError(
-                f"cat: Sizes of tensors must match except in dimension {dim}. Expected "
+            raise with_context(RuntimeError(
+                f"Sizes of tensors must match except in dimension {dim}. Expected "
                 f"size {ref[d]} but got size {shape[d]} for tensor number {i} "
-                f"in the list. (Shapes {fmt_shape(ref)} and {fmt_shape(shape)}.)")
+                f"in the list."), f"cat: shapes {fmt_shape(ref)} and {fmt_shape(shape)}")
     common = tensors[0].dtype
     for x in tensors[1:]:
         if x.dtype is not common:
@@ -150,11 +152,11 @@ def _reshape_impl(x: Tensor, shape: tuple, must_view: bool, op: str,
         viewed = True
     except ViewNotPossible:
         if must_view:
-            raise RuntimeError(
-                f"view size is not compatible with input tensor's size and stride (at least "
-                f"one dimension spans across two contiguous subspaces); shape "
-                f"{fmt_shape(tuple(x.shape))} -> {fmt_shape(shape)}. Use .reshape(...) "
-                "instead.") from None
+            raise with_context(RuntimeError(
+                "view size is not compatible with input tensor's size and stride (at least "
+                "one dimension spans across two contiguous subspaces). Use .reshape(...) "
+                "instead."), f"view: shape {fmt_shape(tuple(x.shape))} -> "
+                             f"{fmt_shape(shape)}") from None
         out = run("reshape", x, shape=shape, copy=True)
         viewed = False
     if viewed:
