@@ -795,6 +795,28 @@ class TestCustomFunction:
         s.sum().backward()
         np.testing.assert_allclose(x.grad.numpy(), np.cos(x0))
 
+    def test_non_tensor_outputs_pass_through(self):
+        # PyTorch lets forward return other values beside tensors (a count, a tuple of
+        # tensors); they come back unchanged, and backward gets None for them
+        seen = []
+
+        class WithCount(Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2, 3, (x.sum(),)
+
+            @staticmethod
+            def backward(ctx, g, g_count, g_pair):
+                seen.append((g_count, g_pair))
+                return g * 2
+
+        x = leaf(np.array([1.0, 2.0]))
+        y, count, pair = WithCount.apply(x)
+        assert count == 3 and isinstance(pair, tuple) and not pair[0].requires_grad
+        assert y.requires_grad
+        y.sum().backward()
+        assert x.grad.tolist() == [2.0, 2.0] and seen == [(None, None)]
+
     def test_custom_function_in_a_larger_graph_and_double_use(self):
         class Square(Function):
             @staticmethod
@@ -1355,6 +1377,30 @@ def test_saved_tensors_hooks_as_torch():
         results.append((sorted(log), a.grad.tolist()))
     assert results[0] == results[1]
     assert results[1][1] == [8.0 + 1.0 + 2.0, 10.0 + 1.0 + 4.0, 12.0 + 1.0 + 6.0]
+
+
+def test_saved_tensors_hooks_with_create_graph_as_torch():
+    # an unpacked tensor takes back the saved one's place in the graph: a double backward
+    # differentiates through it (a leaf's and an intermediate's), as PyTorch's does
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (torch, ember):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        w = lib.tensor([3.0, 4.0], requires_grad=True)
+        with lib.autograd.graph.saved_tensors_hooks(lambda t: t.detach() * 1, lambda t: t):
+            y = (x * w).sin() * x
+        (g,) = lib.autograd.grad(y.sum(), x, create_graph=True)
+        second = lib.autograd.grad(g.sum(), (x, w))
+        with lib.autograd.graph.save_on_cpu():
+            z = (x.exp() * w).sum()
+        (gz,) = lib.autograd.grad(z, w, create_graph=True)
+        gz.sum().backward()
+        with lib.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+            saved = x.pow(2).grad_fn._saved_self  # a leaf again, accumulating into x
+        assert (saved.is_leaf, saved.requires_grad, saved.grad_fn) == (True, True, None)
+        results.append([g.detach().numpy(), *[t.numpy() for t in second], x.grad.numpy()])
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-5)
 
 
 def test_grad_fn_saved_values_as_torch():

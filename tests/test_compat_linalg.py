@@ -170,6 +170,7 @@ def test_namespace_is_made_of_the_declared_ops():
     assert ember.linalg.inv is OPS["linalg_inv"].public
     assert ember.linalg.det is ember.det and ember.linalg.matrix_exp is ember.matrix_exp
     assert issubclass(ember.linalg.LinAlgError, RuntimeError)
+    assert ember.linalg.LinAlgError.__name__ == torch.linalg.LinAlgError.__name__
     missing = [n for n in dir(torch.linalg) if not n.startswith("_") and
                not hasattr(ember.linalg, n)]
     assert missing == ["common_notes"], missing  # (a dict of docstring fragments)

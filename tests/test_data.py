@@ -148,8 +148,12 @@ def test_random_split_fractions_match_torch_sizes(n, fractions):
 
 
 def test_random_split_errors():
-    with pytest.raises(ValueError, match="Sum of input lengths does not equal"):
-        random_split(range(10), [3, 3])
+    torch = pytest.importorskip("torch")
+    for split in (random_split, torch.utils.data.random_split):
+        for lengths in ([3, 3], [0.5, 0.6]):  # fractions that do not sum to 1: as sizes
+            with pytest.raises(ValueError, match="^Sum of input lengths does not equal the "
+                                                 "length of the input dataset!$"):
+                split(range(10), lengths)
     with pytest.raises(ValueError, match="Fraction at index 1 is not between 0 and 1"):
         random_split(range(10), [0.5, 1.5, -1.0])
     with pytest.warns(UserWarning, match="Length of split at index 1 is 0"):
@@ -932,3 +936,31 @@ def test_random_split_fraction_remainder_round_robin():
     # floor(10 / 3) = 3 each, and the one left over goes to the first split
     sizes = [len(p) for p in random_split(range(10), [1 / 3, 1 / 3, 1 / 3], generator=gen(0))]
     assert sizes == [math.floor(10 / 3) + 1, math.floor(10 / 3), math.floor(10 / 3)]
+
+
+def test_utils_collate_and_worker_modules_at_torchs_paths():
+    # programs import the collate helpers from PyTorch's private module path
+    torch = pytest.importorskip("torch")
+    from torch.utils.data._utils import collate as torch_collate
+
+    from ember.utils.data._utils import collate as ember_collate
+    from ember.utils.data._utils import worker as ember_worker
+
+    wanted = {"collate", "default_collate", "default_convert", "default_collate_fn_map",
+              "collate_tensor_fn", "np_str_obj_array_pattern", "default_collate_err_msg_format"}
+    assert wanted <= set(dir(torch_collate)) and wanted <= set(dir(ember_collate))
+    assert ember_collate.default_collate is default_collate
+    assert ember_worker.get_worker_info() is None
+    assert ember_collate.np_str_obj_array_pattern.pattern == \
+        torch_collate.np_str_obj_array_pattern.pattern
+    assert ember_collate.default_collate_err_msg_format == \
+        torch_collate.default_collate_err_msg_format
+
+    def lengths_of(lib, module):
+        def collate_str_to_len(batch, *, collate_fn_map=None):
+            return lib.tensor([len(s) for s in batch])
+        custom = {**module.default_collate_fn_map, str: collate_str_to_len}
+        out = module.collate([("ab", 1.5), ("c", 2.5)], collate_fn_map=custom)
+        return [o.tolist() for o in out], [str(o.dtype).split(".")[1] for o in out]
+
+    assert lengths_of(ember, ember_collate) == lengths_of(torch, torch_collate)

@@ -659,3 +659,31 @@ def test_unsorted_packing_orders_equal_lengths_as_torch(torch):
     assert results[1][0] == results[0][0]
     np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(results[1][2], results[0][2], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["RNN", "LSTM", "GRU"])
+def test_parametrized_weights_are_used(torch, name):
+    # a parametrization on a recurrent weight (orthogonal RNNs, weight_norm'd LSTMs) is the
+    # weight the layer runs with, and its gradient reaches the original parameter
+    class Scale(torch.nn.Module):
+        def forward(self, w):
+            return 0.5 * w
+
+    class EmberScale(nn.Module):
+        def forward(self, w):
+            return 0.5 * w
+
+    tm, em = make_pair(torch, name, IN, HID, num_layers=2)
+    torch.nn.utils.parametrize.register_parametrization(tm, "weight_hh_l1", Scale())
+    nn.utils.parametrize.register_parametrization(em, "weight_hh_l1", EmberScale())
+    x = torch.randn(T_LEN, BATCH, IN, dtype=torch.float64)
+    out_t, out_e = tm(x)[0], em(to_ember(x))[0]
+    assert_close(out_e, out_t, what="output")
+    out_t.sum().backward()
+    out_e.sum().backward()
+    assert_close(em.parametrizations.weight_hh_l1.original.grad,
+                 tm.parametrizations.weight_hh_l1.original.grad, what="original's gradient")
+    plain = getattr(torch.nn, name)(IN, HID, num_layers=2).double()
+    plain.load_state_dict({k.replace("parametrizations.", "").replace(".original", ""): v
+                           for k, v in tm.state_dict().items()})
+    assert not torch.allclose(plain(x)[0], out_t)  # the scaling changed the result

@@ -475,6 +475,34 @@ PROGRAMS_EX = [
 ]
 PROGRAMS_B += PROGRAMS_EX
 
+# set M: data pipelines (samplers, splits, padding collate, worker-sharded IterableDataset),
+# densities (MixtureSameFamily, transforms and TransformedDistribution, conjugate and
+# variational Bayesian regression with kl_divergence), numerical methods (PCA, Newton with
+# autograd.functional, lstsq, FFT filtering, statistics) and regularisation idioms
+# (spectral_norm / orthogonal / weight_norm, gradient clipping, tied weights, checkpoint)
+PROGRAMS_M = [
+    Program("data_pipeline.py", same=r"^(?!epoch \d|val accuracy)",
+            skeleton=r"^epoch \d+ class counts|^val accuracy",
+            losses=r"^epoch \d+ loss (?P<loss>[\d.]+) ", factor=1.5),
+    Program("flow_transforms.py", same=r"^(?!.* step +\d+ nll|stack|        \[)",
+            close=r"^stack|^        \[",
+            losses=r"^(?P<tag>mdn|flow) step +\d+ nll (?P<loss>[-\d.]+)$", factor=None),
+    Program("bayes_linreg_vi.py",
+            same=r"^(?!step|vi |tensor\(\[ 0\.5|mean error|KL\(q|learned|mc pred|registered)",
+            skeleton=r"^vi |^tensor\(\[ 0\.5|^mean error|^KL\(q|^learned|^mc pred|^registered",
+            losses=r"^step +\d+ -elbo (?P<loss>[\d.]+)", factor=1.5),
+    Program("numerical_methods.py", same=r"^(?!newton \d|gauss-newton|fitted)",
+            skeleton=r"^newton \d", close=r"^fitted",
+            losses=r"^gauss-newton \d+ loss (?P<loss>[\d.]+)$", factor=1.5),
+    Program("regularization_idioms.py",
+            same=r"^(?!gan step|spectral norms after|generated radius|rnn step|lm step"
+                 r"|returned norm|inf norm)",
+            skeleton=r"^gan step|^spectral norms after|^generated radius",
+            close=r"^returned norm|^inf norm",
+            losses=r"^(?P<tag>rnn|lm) step +\d+ loss (?P<loss>[\d.]+)", factor=1.5),
+]
+PROGRAMS_B += PROGRAMS_M
+
 
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""

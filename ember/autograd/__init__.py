@@ -28,6 +28,13 @@ __all__ = ["Function", "FunctionCtx", "Node", "backward", "detect_anomaly", "ena
            "Variable", "forward_ad", "functional", "graph", "profiler"]
 
 
+def _is_checkpoint_valid() -> bool:
+    """False inside an `autograd.grad` (or `backward(inputs=...)`) pass, where a reentrant
+    checkpoint's inner backward cannot run (PyTorch's private check of the same name)."""
+    from ember.core.backend import backward_state
+    return backward_state.checkpoint_valid
+
+
 def __getattr__(name: str):
     """`ember.autograd.functional`, `.forward_ad`, `.graph` and `.profiler` load on first
     use (they bring ops and the profiler's recorder that `import ember` does not need); so

@@ -493,6 +493,9 @@ def cache_dir() -> Path:
 
 class _BackwardState(threading.local):  # per thread, as each thread runs its own backward
     retain_graph = False
+    # False while the backward running is autograd.grad / backward(inputs=...): a reentrant
+    # checkpoint cannot give gradients to chosen inputs (torch.autograd._is_checkpoint_valid)
+    checkpoint_valid = True
 
 
 backward_state = _BackwardState()

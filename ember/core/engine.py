@@ -51,11 +51,12 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
     """
     state = backend_contract.backward_state
     outer, state.retain_graph = state.retain_graph, retain_graph
+    outer_valid, state.checkpoint_valid = state.checkpoint_valid, capture is None
     try:
         return _run_backward(tensors, grad_tensors, retain_graph, create_graph, capture,
                              accumulate)
     finally:
-        state.retain_graph = outer
+        state.retain_graph, state.checkpoint_valid = outer, outer_valid
 
 
 def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_graph: bool,
@@ -204,10 +205,11 @@ def _add_grad(buffers: dict, node: Node, nr: int, g: Any) -> None:
 
 def zeros_for_missing(grads: Sequence[Any], metas: Sequence[Any]) -> list:
     """Zero gradients for the outputs that got none, from their (shape, dtype, device):
-    made by a gradient that did arrive (a node runs only when one did)."""
+    made by a gradient that did arrive (a node runs only when one did). An output with no
+    meta (not a tensor: a custom Function may return other values) keeps None."""
     present = next(g for g in grads if g is not None)
-    return [present.new_zeros(m[0], dtype=m[1], device=m[2]) if g is None else g
-            for g, m in zip(grads, metas)]
+    return [present.new_zeros(m[0], dtype=m[1], device=m[2]) if g is None and m is not None
+            else g for g, m in zip(grads, metas)]
 
 
 def _fill_missing(node: Node, grads: list) -> list:

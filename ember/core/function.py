@@ -139,7 +139,7 @@ class Function:
         node = cls._backward_cls(edges)
         node.fn_cls, node.ctx = cls, ctx
         node.n_outputs = len(outs)
-        node.out_meta = [(o.shape, o.dtype, o.device) for o in outs]
+        node.out_meta = [(o.shape, o.dtype, o.device) if is_tensor(o) else None for o in outs]
         node.in_meta = [None if a is None else (tuple(a.shape), a.dtype) for a in tensor_args]
         node._saved = tuple(None if t is None else SavedTensor(t) for t in ctx._to_save)
         ctx._node = node

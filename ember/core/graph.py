@@ -49,7 +49,7 @@ class SavedTensor:
     """A tensor kept for backward, with the version it had when saved (or what the
     innermost saved-tensors pack hook made of it, read back through its unpack hook)."""
 
-    __slots__ = ("tensor", "version", "packed", "unpack_hook", "creator")
+    __slots__ = ("tensor", "version", "packed", "unpack_hook", "creator", "edge")
 
     def __init__(self, tensor: Any) -> None:
         vc = tensor._vc
@@ -60,6 +60,9 @@ class SavedTensor:
         self.version = vc[0]
         if saved_tensors_hooks:
             pack, self.unpack_hook = saved_tensors_hooks[-1]
+            # the graph position of what was saved: the unpacked tensor takes it back, so a
+            # backward with create_graph differentiates through it (as PyTorch's does)
+            self.edge = edge_of(tensor)
             self.tensor, self.packed = None, pack(tensor)
             return
         self.tensor, self.unpack_hook = tensor, None
@@ -69,7 +72,17 @@ class SavedTensor:
 
     def unpack(self, node: Node) -> Any:
         if self.unpack_hook is not None:
-            return self.unpack_hook(self.packed)
+            t = self.unpack_hook(self.packed)
+            if self.edge is None or not state.enabled:  # (no graph is being made)
+                return t
+            t = t.detach()
+            saved_node, t._output_nr = self.edge
+            if isinstance(saved_node, AccumulateGrad):  # a saved leaf: a leaf accumulating
+                t._grad_acc = saved_node                 # into the original
+            else:
+                t._node = saved_node
+            t._requires_grad = True
+            return t
         t = self.tensor
         if t._vc[0] != self.version:
             # (a node's own output is saved before it is the output's node: None then)

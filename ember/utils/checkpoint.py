@@ -1,27 +1,230 @@
-"""Activation checkpointing with PyTorch's API (`torch.utils.checkpoint`).
+"""Activation checkpointing with PyTorch's API (`torch.utils.checkpoint`): both variants
+free the checkpointed function's activations after forward and rerun it in backward, as
+PyTorch's do.
 
-ember runs the checkpointed function once, recording its graph as usual: programs that
-checkpoint get the values and gradients they get under PyTorch (dropout included), but not
-the memory saving. Recomputing in backward needs the generator's state saved and restored
-around the recomputation, so that dropout draws the same mask; ember will recompute once
-its CPU generator offers that state (`get_rng_state`/`set_rng_state`). PyTorch's argument
-checks and warnings are kept, so a program sees the same messages.
+The non-reentrant variant (``use_reentrant=False``) runs the function once in forward under
+`saved_tensors_hooks` whose pack hook keeps only a numbered holder per tensor the graph
+saves; the first unpack in backward runs the function again, collecting what it saves, in
+order, and each holder hands back its recomputed tensor. The recomputation must save as
+many tensors, of the same shapes, dtypes and devices, as the forward did (a
+`CheckpointError` otherwise, as in PyTorch). The reentrant variant (`CheckpointFunction`)
+runs the function under no_grad in forward; its backward reruns it on detached inputs and
+backpropagates through that graph. Either recomputation replays the forward's CPU
+generator state (so dropout draws the same mask) and autocast state. Accelerator backends
+keep their own generators, which are not replayed. PyTorch's argument checks, warnings
+and messages are kept.
 """
 
 from __future__ import annotations
 
+import contextlib
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import ember
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
+__all__ = ["CheckpointError", "CheckpointFunction", "checkpoint", "checkpoint_sequential",
+           "noop_context_fn", "set_checkpoint_early_stop"]
+
+_DEBUG_TIP = """
+Tip: To see a more detailed error message, either pass `debug=True` to
+`torch.utils.checkpoint.checkpoint(...)` or wrap the code block
+with `with torch.utils.checkpoint.set_checkpoint_debug_enabled(True):` to
+enable checkpoint\u2011debug mode globally.
+
+If this error occurs under torch.compile with automatic_dynamic_shapes enabled,
+it may be because the recomputation selected a different compiled graph than the
+forward pass (e.g., a dynamic graph instead of the original static graph).
+To fix this, either:
+  - Use torch._dynamo.mark_dynamic() to explicitly mark varying dimensions as
+    dynamic upfront, avoiding the static-to-dynamic transition.
+  - Call torch._C._dynamo.eval_frame._set_lru_cache(False) to disable LRU cache
+    reordering, which can change which graph is checked first between forward
+    and recompute.
+See https://github.com/pytorch/pytorch/issues/166926 for more details and
+workaround examples.
+"""
+
+
+_early_stop: bool | None = None  # set_checkpoint_early_stop's setting (None: none set)
+
+
+class _StopRecomputation(Exception):
+    """Raised by the recomputation's pack hook once it has every tensor backward needs."""
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable: bool) -> Iterator[None]:
+    """Context manager: whether non-reentrant checkpoints made inside it stop recomputing
+    once every tensor the backward needs is recomputed (overriding their ``early_stop=``,
+    as in PyTorch)."""
+    global _early_stop
+    outer, _early_stop = _early_stop, enable
+    try:
+        yield
+    finally:
+        _early_stop = outer
+
+
+def noop_context_fn() -> tuple[Any, Any]:
+    """`checkpoint`'s default `context_fn`: no context around the forward run, none around
+    the recomputation."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+class CheckpointError(RuntimeError):
+    """The recomputation in backward did not save what the checkpointed forward saved."""
+
+
+class _Holder:
+    """What the graph keeps for one tensor saved inside a checkpoint: its position."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+def _metadata(t: Any) -> dict:
+    return {"shape": t.shape, "dtype": t.dtype, "device": t.device}
+
+
+class _ForwardState:
+    """What a recomputation must replay of the forward it repeats: the CPU generator's
+    state (when `preserve_rng_state`) and autocast's state on the devices involved."""
+
+    def __init__(self, args: tuple, preserve_rng_state: bool) -> None:
+        self.rng_state = ember.get_rng_state() if preserve_rng_state else None
+        from ember.amp import autocast_mode as amp  # (amp sits beside utils)
+        devices = {"cpu"} | {a.device.type for a in args if isinstance(a, ember.Tensor)}
+        self.autocast = [(d, amp.is_autocast_enabled(d), amp.get_autocast_dtype(d))
+                         for d in sorted(devices) if amp.is_autocast_available(d)]
+
+    @contextlib.contextmanager
+    def replay(self) -> Iterator[None]:
+        """Grad mode on, the forward's autocast state, and its generator state (the
+        current one restored on leaving)."""
+        from ember.amp import autocast
+        state = ember.get_rng_state() if self.rng_state is not None else None
+        try:
+            if state is not None:
+                ember.set_rng_state(self.rng_state)
+            with contextlib.ExitStack() as stack:
+                for device, enabled, dtype in self.autocast:
+                    stack.enter_context(autocast(device, dtype=dtype, enabled=enabled))
+                stack.enter_context(ember.enable_grad())
+                yield
+        finally:
+            if state is not None:
+                ember.set_rng_state(state)
+
+
+class CheckpointFunction(ember.autograd.Function):
+    """The reentrant variant (PyTorch's CheckpointFunction): the function runs under
+    no_grad in forward; backward reruns it on detached inputs and backpropagates through
+    that graph (a backward inside the backward), handing on the inputs' gradients."""
+
+    @staticmethod
+    def forward(ctx: Any, run_function: Callable, preserve_rng_state: bool,
+                *args: Any) -> Any:
+        ctx.run_function = run_function
+        ctx.forward_state = _ForwardState(args, preserve_rng_state)
+        ctx.inputs = [None if isinstance(a, ember.Tensor) else a for a in args]
+        ctx.tensor_indices = [i for i, a in enumerate(args) if isinstance(a, ember.Tensor)]
+        ctx.save_for_backward(*[args[i] for i in ctx.tensor_indices])
+        with ember.no_grad():
+            return run_function(*args)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> tuple:
+        if not ember.autograd._is_checkpoint_valid():
+            raise RuntimeError(
+                "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() "
+                "or passing an `inputs` parameter to .backward(). To resolve this error, you "
+                "can either set use_reentrant=False, or call .backward() without passing the "
+                "`inputs` argument.")
+        inputs = list(ctx.inputs)
+        for i, tensor in zip(ctx.tensor_indices, ctx.saved_tensors):
+            inputs[i] = tensor.detach().requires_grad_(tensor.requires_grad)
+        with ctx.forward_state.replay():
+            outputs = ctx.run_function(*inputs)
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        pairs = [(out, grad) for out, grad in zip(outputs, grads)
+                 if isinstance(out, ember.Tensor) and out.requires_grad]
+        if not pairs:
+            raise RuntimeError("none of output has requires_grad=True, this checkpoint() is "
+                               "not necessary")
+        ember.autograd.backward([out for out, _ in pairs], [grad for _, grad in pairs])
+        return (None, None, *[a.grad if isinstance(a, ember.Tensor) else None
+                              for a in inputs])
+
+
+class _Frame:
+    """One non-reentrant checkpointed call: how to rerun it exactly as the forward ran it,
+    what its forward saved (metadata only), and the recomputed tensors not yet unpacked."""
+
+    def __init__(self, function: Callable, args: tuple, kwargs: dict,
+                 preserve_rng_state: bool, check_metadata: bool,
+                 recompute_context: Any, early_stop: bool) -> None:
+        self.function, self.args, self.kwargs = function, args, kwargs
+        self.early_stop = early_stop
+        self.check_metadata, self.recompute_context = check_metadata, recompute_context
+        self.forward_state = _ForwardState(args, preserve_rng_state)
+        self.saved_meta: list[dict] = []
+        self.recomputed: dict[int, Any] = {}
+
+    def pack(self, tensor: Any) -> _Holder:
+        self.saved_meta.append(_metadata(tensor))
+        return _Holder(len(self.saved_meta) - 1)
+
+    def unpack(self, holder: _Holder) -> Any:
+        if holder.index not in self.recomputed:  # first unpack of this backward
+            self.recompute()
+        return self.recomputed.pop(holder.index)
+
+    def recompute(self) -> None:
+        saved: list = []
+
+        def pack(tensor: Any) -> Any:
+            if len(saved) >= len(self.saved_meta):
+                raise CheckpointError(
+                    "torch.utils.checkpoint: trying to save more tensors during "
+                    "recomputation than during the original forward pass.\n" + _DEBUG_TIP)
+            saved.append(tensor.detach() if tensor.requires_grad else tensor)
+            if self.early_stop and len(saved) == len(self.saved_meta):
+                raise _StopRecomputation  # (the rest of the function is not rerun)
+            return tensor
+
+        from ember.autograd.graph import saved_tensors_hooks
+        try:
+            with self.forward_state.replay(), saved_tensors_hooks(pack, lambda t: t), \
+                    self.recompute_context:
+                self.function(*self.args, **self.kwargs)
+        except _StopRecomputation:
+            pass
+        if len(saved) != len(self.saved_meta):
+            raise CheckpointError(
+                "torch.utils.checkpoint: A different number of tensors was saved during the "
+                "original forward and recomputation.\n"
+                f"Number of tensors saved during forward: {len(self.saved_meta)}\n"
+                f"Number of tensors saved during recomputation: {len(saved)}.\n{_DEBUG_TIP}")
+        mismatched = "".join(
+            f"tensor at position {i}:\nsaved metadata: {want}\n"
+            f"recomputed metadata: {_metadata(t)}\n"
+            for i, (want, t) in enumerate(zip(self.saved_meta, saved))
+            if self.check_metadata and _metadata(t) != want)
+        if mismatched:
+            raise CheckpointError(
+                "torch.utils.checkpoint: Recomputed values for the following tensors have "
+                f"different metadata than during the forward pass.\n{mismatched}.\n{_DEBUG_TIP}")
+        self.recomputed = dict(enumerate(saved))
 
 
 def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None,
                preserve_rng_state: bool = True, **kwargs: Any) -> Any:
-    r"""Checkpoint a model or part of the model (ember runs it once: see the module's notes).
+    r"""Checkpoint a model or part of the model: with ``use_reentrant=False`` its activations
+    are not kept but recomputed in backward (see the module's notes).
 
     Args:
         function: describes what to run in the forward pass of the model or part of the
@@ -30,8 +233,14 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
         use_reentrant (bool): PyTorch's choice of variant; pass it explicitly, as PyTorch
             asks (a warning otherwise). Both give PyTorch's values and gradients (the
             reentrant one none when no input requires grad, as PyTorch's).
-        preserve_rng_state (bool): PyTorch's flag; ember draws once, so dropout is
-            always consistent.
+        preserve_rng_state (bool): rerun the function in backward with the CPU generator's
+            state of the forward, so dropout draws the same mask. Default: ``True``
+        context_fn (Callable, optional): returns two context managers, entered around the
+            forward run and around the recomputation (``use_reentrant=False`` only).
+        early_stop (bool): stop the recomputation once every tensor the backward needs is
+            recomputed (default ``True``; see `set_checkpoint_early_stop`).
+        determinism_check (str): ``"default"`` checks that the recomputation saves tensors
+            of the forward's shapes, dtypes and devices; ``"none"`` does not.
         kwargs: keyword arguments of :attr:`function` (``use_reentrant=False`` only, as in
             PyTorch).
 
@@ -46,20 +255,29 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
             "current default behavior, you can pass use_reentrant=True. Refer to docs for "
             "more details on the differences between the two variants.", stacklevel=2)
         use_reentrant = True
-    for name in ("context_fn", "determinism_check", "debug", "early_stop"):
-        kwargs.pop(name, None)
+    determinism_check = kwargs.pop("determinism_check", "default")
+    context_fn = kwargs.pop("context_fn", noop_context_fn)
+    debug = kwargs.pop("debug", False)
+    early_stop = kwargs.pop("early_stop", True)
     if use_reentrant:
+        if context_fn is not noop_context_fn or debug is not False:
+            raise ValueError("Passing `context_fn` or `debug` is only supported when "
+                             "use_reentrant=False.")
         if kwargs:
             raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
         if not any(isinstance(a, ember.Tensor) and a.requires_grad for a in args):
+            # (its outputs then require no grad: the parameters inside get no gradient)
             warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
                           stacklevel=2)
-            # PyTorch's reentrant variant is an autograd Function run under no_grad: with
-            # no input requiring grad its outputs do not either, and the parameters used
-            # inside get no gradient
-            with ember.no_grad():
-                return function(*args)
-    return function(*args, **kwargs)
+        return CheckpointFunction.apply(function, preserve_rng_state, *args)
+    if not ember.is_grad_enabled():  # nothing is saved: nothing to recompute
+        return function(*args, **kwargs)
+    from ember.autograd.graph import saved_tensors_hooks
+    forward_context, recompute_context = context_fn()
+    frame = _Frame(function, args, kwargs, preserve_rng_state, determinism_check != "none",
+                   recompute_context, early_stop if _early_stop is None else _early_stop)
+    with saved_tensors_hooks(frame.pack, frame.unpack), forward_context:
+        return function(*args, **kwargs)
 
 
 def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool | None = None,

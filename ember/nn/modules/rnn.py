@@ -747,7 +747,9 @@ class RNNBase(Module):
         """Run every layer on the ``(rows, input_size)`` sequence laid out by `steps`;
         returns (output rows, h_n, c_n or None)."""
         num_directions = 2 if self.bidirectional else 1
-        params = self._parameters
+        # by attribute, not from _parameters: a parametrization (orthogonal, weight_norm) or
+        # a plain tensor set in a parameter's place (weight drop) is what the layer uses
+        params = dict(zip(self._flat_weights_names, self._flat_weights))
         weights = []
         for layer in range(self.num_layers):
             for suffix in ("", "_reverse")[:num_directions]:

@@ -251,11 +251,11 @@ def random_split(dataset: Dataset[T_co], lengths: Sequence[int | float],
                 warnings.warn(f"Length of split at index {i} is 0. This might result in an "
                               "empty dataset.", stacklevel=2)
         lengths = sizes
+    if sum(lengths) != n:  # (fractions that do not sum to 1 end here too, as in PyTorch)
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     if any(not isinstance(x, int) or x < 0 for x in lengths):
         raise ValueError(f"random_split(): lengths must be non-negative integers or fractions "
                          f"that sum to 1, got {lengths}")
-    if sum(lengths) != n:
-        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     indices = ember.randperm(n, generator=_generator_or_default(generator),
                              device="cpu").tolist()
     return [Subset(dataset, indices[offset - length:offset])
