@@ -38,3 +38,15 @@ def clean_env(monkeypatch):
     for var in ("EMBER_STRICT", "EMBER_BACKENDS", "EMBER_PLUGIN_AUTOLOAD"):
         monkeypatch.delenv(var, raising=False)
     return os.environ
+
+
+def pytest_collection_finish(session):
+    """Importing the test modules must leave ember as a program finds it: a module-level
+    `__torch_function__` (or autocast, or profile) would install an op-entry hook for
+    every test collected, and the tests that check for none would fail far away."""
+    from ember.core import interpose
+
+    if interpose.active is not None:
+        raise pytest.UsageError("a test module installed an ember op-entry hook at import "
+                                "(a module-level __torch_function__ subclass?): define it "
+                                "inside the test, or in a helper module the test imports")

@@ -426,27 +426,9 @@ def test_pytree_map_variants_and_errors():
 
 
 # -- pickling and copying a subclass: it comes back as itself, with its attributes ----------
-# (module level, so that pickle finds the classes by name)
-
-class EmberUnits(ember.Tensor):
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        return super().__torch_function__(func, types, args, kwargs)
-
-
-class TorchUnits(torch.Tensor):
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        return super().__torch_function__(func, types, args, kwargs)
-
-
-class EmberSlotted(ember.Tensor):
-    __slots__ = ("unit",)
-
-
-class TorchSlotted(torch.Tensor):
-    __slots__ = ("unit",)
-
+# (the classes live in subclass_pickles.py, imported by the test: pickle finds them by
+# name there, and defining a `__torch_function__` at this module's import would switch
+# the override check on for every test the session collects)
 
 def _round_trips(lib, cls, tmp_path):
     """What pickling, and saving then loading, give back for a `cls` leaf with state."""
@@ -475,14 +457,18 @@ def _round_trips(lib, cls, tmp_path):
 
 @pytest.mark.parametrize("kind", ["Units", "Slotted"])
 def test_pickled_and_saved_subclass_comes_back_as_torchs(kind, tmp_path):
-    ours = _round_trips(ember, globals()["Ember" + kind], tmp_path)
-    theirs = _round_trips(torch, globals()["Torch" + kind], tmp_path)
+    import subclass_pickles
+
+    ours = _round_trips(ember, getattr(subclass_pickles, "Ember" + kind), tmp_path)
+    theirs = _round_trips(torch, getattr(subclass_pickles, "Torch" + kind), tmp_path)
     assert ours == theirs
     assert ours[0][0] == kind and (ours[0][1] or ours[0][2])
 
 
 def test_deepcopied_subclass_is_itself_with_copied_attributes():
     import copy
+
+    from subclass_pickles import EmberSlotted, EmberUnits
 
     x = ember.Tensor._make_subclass(EmberUnits, ember.arange(3.0), True)
     x.meta = {"unit": "m"}
