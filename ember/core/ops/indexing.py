@@ -36,6 +36,7 @@ from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.creation import arange, full, zeros
 from ember.core.declare import composite, primitive
 from ember.core.dispatch import run, run_inplace, user_stacklevel
+from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
 from ember.core.host import python_scalar
@@ -656,15 +657,17 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     d = normalize_dim("narrow", dim, input.ndim)
     size = input.shape[d]
     if not -size <= start <= size:
-        raise IndexError(f"narrow(): start out of range (expected to be in range of "
-                         f"[{-size}, {size}], but got {start})")
+        raise with_context(IndexError(f"start out of range (expected to be in range of "
+                                      f"[{-size}, {size}], but got {start})"),
+                           f"narrow: dim {d} of shape {tuple(input.shape)}")
     if start < 0:
         start += size
     if length < 0:
         raise RuntimeError("narrow(): length must be non-negative.")
     if start + length > size:
-        raise RuntimeError(f"narrow(): start ({start}) + length ({length}) exceeds dimension "
-                           f"size ({size}).")
+        raise with_context(RuntimeError(f"start ({start}) + length ({length}) exceeds "
+                                        f"dimension size ({size})."),
+                           f"narrow: dim {d} of shape {tuple(input.shape)}")
     key = (slice(None),) * d + (slice(start, start + length),)
     return _index(input, parse_basic(input._data.shape, key), key)
 
@@ -717,8 +720,14 @@ def _split(input: Tensor, split_size_or_sections: Any, dim: int) -> tuple:
     size = input.shape[d]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
-        if step <= 0 and size:
-            raise RuntimeError(f"split(): split_size must be positive, got {step}")
+        if step < 0:
+            raise with_context(RuntimeError(f"split expects split_size be non-negative, but "
+                                            f"got split_size={step}"),
+                               f"split: tensor of shape {tuple(input.shape)}")
+        if step == 0 and size:
+            raise with_context(RuntimeError(f"split_size can only be 0 if dimension size is "
+                                            f"0, but got dimension size of {size}"),
+                               f"split: dim {d} of shape {tuple(input.shape)}")
         sizes = [min(step, size - s) for s in range(0, size, step)] if size else [0]
     else:
         sizes = list(split_size_or_sections)
@@ -738,7 +747,9 @@ def _split(input: Tensor, split_size_or_sections: Any, dim: int) -> tuple:
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     """Splits into `chunks` nearly equal pieces (views)."""
     if chunks <= 0:
-        raise RuntimeError(f"chunk(): chunks must be greater than 0, got {chunks}")
+        raise with_context(RuntimeError(f"chunk expects `chunks` to be greater than 0, got: "
+                                        f"{chunks}"), f"chunk: tensor of shape "
+                                                      f"{tuple(input.shape)}")
     if not input.ndim:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     d = normalize_dim("chunk", dim, input.ndim)

@@ -485,8 +485,10 @@ def repeat(input: Tensor, repeats: Sequence[int]) -> Tensor:
     """Tiles the tensor `repeats[i]` times along each dimension (a copy)."""
     reps = sizes_arg((repeats,))
     if len(reps) < input.ndim:
-        raise RuntimeError("repeat(): Number of dimensions of repeat dims can not be smaller "
-                           "than number of dimensions of tensor")
+        raise with_context(RuntimeError("Number of dimensions of repeat dims can not be "
+                                        "smaller than number of dimensions of tensor"),
+                           f"repeat: {len(reps)} repeats for a tensor of shape "
+                           f"{tuple(input.shape)}")
     x = reshape(input, (1,) * (len(reps) - input.ndim) + tuple(input.shape))
     shape = tuple(x.shape)
     sizes = [r * s for r, s in zip(reps, shape)]
@@ -676,7 +678,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenates tensors along an existing dimension."""
     tensors = [x for x in tensors]
     if not tensors:
-        raise ValueError("cat(): expected a non-empty list of Tensors")  # (PyTorch's type)
+        raise ValueError(f"{dt.API_NAME}.cat(): expected a non-empty list of Tensors")
     if not isinstance(tensors[0], Tensor):
         raise TypeError(f"cat(): expected a sequence of Tensors, got "
                         f"{type(tensors[0]).__name__}")
