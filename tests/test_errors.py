@@ -155,7 +155,7 @@ def test_integer_division_by_zero():
 def test_two_devices_in_one_op():
     a = ember.ones(2, device="countdev")
     b = ember.ones(2)
-    msg = (r"expected all tensors to be on the same device, but found at least two devices, "
+    msg = (r"^Expected all tensors to be on the same device, but found at least two devices, "
            r"(countdev:0 and cpu|cpu and countdev:0)")
     for fn in (lambda: a + b, lambda: b * a, lambda: a @ b, lambda: ember.cat([a, b]),
                lambda: ember.where(b > 0, a, b), lambda: a.add_(b)):
