@@ -678,6 +678,15 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
+    for name, param in (("weight", weight), ("bias", bias)):
+        if param is not None and (param.ndim != 1 or param.numel() != c):
+            # (PyTorch's bias message prints the weight's shape, [0] without one)
+            shown = param if name == "weight" else weight
+            raise with_context(RuntimeError(
+                f"Expected {name} to be a vector of size equal to the number of channels in "
+                f"input, but got {name} of shape {list(shown.shape) if shown is not None else [0]}"
+                f" and input of shape {list(input.shape)}"),
+                f"group_norm: {name} of shape {tuple(param.shape)}, {c} channels")
     # explicit sizes: a -1 is ambiguous when the batch is empty
     x = input.reshape(n, num_groups, (c // num_groups) * math.prod(input.shape[2:]))
     mean = x.mean(-1, keepdim=True)

@@ -443,7 +443,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     reduction = _reduction_arg(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: "
-                           f"{label_smoothing}")
+                           f"{label_smoothing:g}")  # (a C++ double, as PyTorch prints it)
     class_dim = 0 if input.ndim == 1 else 1
     if target.dtype.is_floating_point and target.shape == input.shape:
         return _cross_entropy_prob_target(input, target, weight, reduction, label_smoothing)

@@ -97,7 +97,7 @@ from ember.core.ops.shape import (
     unsqueeze,
 )
 from ember.core.shapes import conv_out_size, fmt_shape, normalize_dim, window_count
-from ember.core.storage import scalar_type_name
+from ember.core.storage import cpp_type_name, scalar_type_name
 from ember.core.tensor import Tensor
 
 
@@ -554,14 +554,29 @@ def _conv_check(op: str, input: Tensor, weight: Tensor, groups: int, n: int) -> 
             f"{tuple(weight.shape)}")
     channels = input.shape[-n - 1]
     if channels != weight.shape[1] * groups:
+        batched = list(input.shape) if input.ndim == n + 2 else [1, *input.shape]
         raise with_context(RuntimeError(
             f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
-            f"input{list(input.shape)} to have {weight.shape[1] * groups} channels, but got "
-            f"{channels} channels instead"), op)
+            f"input{batched} to have {weight.shape[1] * groups} channels, but got "
+            f"{channels} channels instead"), f"{op}: input of shape {tuple(input.shape)}")
     if weight.shape[0] % groups:
         raise RuntimeError(f"{op}: out_channels ({weight.shape[0]}) must be divisible by "
                            f"groups ({groups})")
     return input.ndim == n + 1
+
+
+def _conv_dtypes(op: str, input: Tensor, weight: Tensor, bias: Tensor | None) -> None:
+    """PyTorch's refusal of operands of two dtypes: the bias's is checked first."""
+    if bias is not None and bias._dtype is not input._dtype:
+        raise with_context(RuntimeError(
+            f"Input type ({cpp_type_name(input._dtype)}) and bias type "
+            f"({cpp_type_name(bias._dtype)}) should be the same"),
+            f"{op}: input {input._dtype}, bias {bias._dtype}")
+    if weight._dtype is not input._dtype:
+        raise with_context(RuntimeError(
+            f"expected scalar type {scalar_type_name(input._dtype)} but found "
+            f"{scalar_type_name(weight._dtype)}"),
+            f"{op}: input {input._dtype}, weight {weight._dtype}")
 
 
 def _same_padding(kernel: tuple, dilation: tuple) -> tuple[tuple, tuple]:
@@ -581,6 +596,7 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
                            f"{list(_tuple(dilation, n, 'dilation'))}")
     _same_device(op, input, weight, bias)
     unbatched = _conv_check(op, input, weight, groups, n)
+    _conv_dtypes(op, input, weight, bias)
     if unbatched:
         input = unsqueeze(input, 0)
     kernel = tuple(weight.shape[2:])
@@ -759,6 +775,7 @@ def _conv_transpose(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor
                            f"{list(weight.shape)}, expected input{list(input.shape)} to have "
                            f"{weight.shape[0]} channels, but got "
                            f"{input.shape[1] if input.ndim > 1 else '?'} channels instead")
+    _conv_dtypes(op, input, weight, None)  # (PyTorch's transposed kernels: the weight's)
     if groups <= 0 or weight.shape[0] % groups:
         raise RuntimeError(f"{op}: in_channels ({weight.shape[0]}) must be divisible by "
                            f"groups ({groups})")

@@ -289,6 +289,13 @@ def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
                            f"dimensions")
     d = normalize_dim("unflatten", dim, input.ndim)
     shape = tuple(input.shape)
+    sizes = tuple(sizes)
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    if -1 not in sizes and math.prod(sizes) != shape[d]:
+        raise with_context(RuntimeError(
+            f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim "
+            f"{dim} ({shape[d]}) in the input tensor"), f"unflatten: input of shape {shape}")
     inner = infer_reshape("unflatten", (shape[d],), shape[d], tuple(sizes))
     return reshape(input, shape[:d] + inner + shape[d + 1:])
 
