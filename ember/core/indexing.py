@@ -209,8 +209,7 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
             items.append(int(k))
         else:
             raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or "
-                             f"byte or bool tensors are valid indices (got "
-                             f"{type(k).__name__})")
+                             f"byte Variables are valid indices (got {type(k).__name__})")
 
     consumed = sum(k[1].ndim if isinstance(k, tuple) else
                    (0 if k is None or k is Ellipsis else 1) for k in items)

@@ -53,7 +53,7 @@ from ember.core.inplace import apply_inplace, as_view
 from ember.core.opdef import OPS, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import to_dtype, where
-from ember.core.ops.shape import broadcast_tensors, cat, reshape
+from ember.core.ops.shape import broadcast_tensors, cat, expanded_shape, reshape
 from ember.core.shapes import broadcast_shapes, fmt_shape, normalize_dim
 from ember.core.storage import cpp_type_name
 from ember.core.tensor import Tensor
@@ -278,14 +278,18 @@ def _write_value(input: Tensor, value: Any, parsed: ParsedIndex, *,
         if value._dtype is not input._dtype:  # the number masked_fill_ would be given
             dt.fit_scalar(python_scalar(value.item()), input._dtype)
         return to_dtype(reshape(value, ()), input._dtype)
-    try:
-        target = broadcast_shapes("setitem", tuple(value.shape), parsed.shape)
-    except RuntimeError:
-        target = None
-    if target != parsed.shape:
-        raise RuntimeError(f"setitem: shape mismatch: value tensor of shape "
-                           f"{fmt_shape(tuple(value.shape))} cannot be broadcast to indexing "
-                           f"result of shape {fmt_shape(parsed.shape)}")
+    if parsed.basic:  # PyTorch copies into the view: expand's words
+        expanded_shape(value, parsed.shape, "setitem")
+    else:
+        try:
+            target = broadcast_shapes("setitem", tuple(value.shape), parsed.shape)
+        except RuntimeError:
+            target = None
+        if target != parsed.shape:
+            raise with_context(RuntimeError(
+                f"shape mismatch: value tensor of shape {fmt_shape(tuple(value.shape))} "
+                f"cannot be broadcast to indexing result of shape {fmt_shape(parsed.shape)}"),
+                "setitem (advanced indexing)")
     if not parsed.basic and value._dtype is not input._dtype:
         raise _index_put_dtype_error(input, value)
     return to_dtype(value, input._dtype)
