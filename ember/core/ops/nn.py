@@ -911,6 +911,8 @@ def _features_present(op: str, n: int, input: Tensor) -> None:
 
 def _max_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, dilation,
               ceil_mode, return_indices):
+    if return_indices and op == "max_pool1d":  # PyTorch's own kernel (and words) for it
+        op = "max_pool1d_with_indices"
     _features_present(op, n, input)
     x, unbatched = _batched(input, n, op)
     fused = max_pool_with_indices(op, n, x, kernel_size, stride, padding, dilation, ceil_mode,
