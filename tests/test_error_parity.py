@@ -113,7 +113,12 @@ CASES: dict[str, Callable[[Any], Any]] = {
     "mm_vector": lambda L: L.mm(L.randn(2, 3), L.randn(2)),
     "bmm_batch1": lambda L: L.bmm(L.randn(2, 3), L.randn(2, 3, 4)),
     "bmm_sizes": lambda L: L.bmm(L.randn(2, 3, 4), L.randn(3, 4, 5)),
+    "inplace_broadcast": lambda L: L.ones(2, 3).mul_(L.ones(4, 2, 3)),
+    "masked_select_shapes": lambda L: L.randn(2, 3).masked_select(L.ones(3, 3, dtype=L.bool)),
+    "clamp_nothing": lambda L: L.randn(2, 3).clamp(),
+    "bce_target_dtype": lambda L: _f(L).binary_cross_entropy(L.rand(2), L.rand(2).double()),
     # tensor creation
+    "linspace_negative": lambda L: L.linspace(0, 1, -1),
     "tensor_of_str": lambda L: L.tensor(["a"]),
     "tensor_str_leaf": lambda L: L.tensor([1, "a"]),
     "tensor_str_scalar": lambda L: L.tensor("a"),

@@ -613,7 +613,7 @@ def linspace(start: float, end: float, steps: int, *, dtype: Any = None,
              device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
     """`steps` evenly spaced values from `start` to `end`, both included."""
     if steps < 0:
-        raise RuntimeError(f"linspace(): number of steps must be non-negative (got {steps})")
+        raise RuntimeError("number of steps must be non-negative")
     d = dtype_arg(dtype) or dt.get_default_dtype()
     if steps == 1:
         return full((1,), start, dtype=d, device=device, requires_grad=requires_grad)

@@ -259,8 +259,9 @@ def check_out(op: str, out: Tensor, shape: Any, dtype: Any) -> None:
     """A result of `shape` and `dtype` written in place (op `op`, e.g. "add_") must keep
     the destination's shape and fit its dtype."""
     if tuple(shape) != out._data.shape:
-        raise RuntimeError(f"{op}: output with shape {fmt_shape(out._data.shape)} doesn't "
-                           f"match the broadcast shape {fmt_shape(tuple(shape))}")
+        raise with_context(RuntimeError(
+            f"output with shape {fmt_shape(out._data.shape)} doesn't match the broadcast "
+            f"shape {fmt_shape(tuple(shape))}"), f"{op}: written in place")
     check_castable(op, dtype, out._dtype)
 
 

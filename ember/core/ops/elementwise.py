@@ -162,7 +162,8 @@ def _where_rule(condition, input, other):
 
 def _clamp_rule(input, *, min=None, max=None):  # noqa: A002 - PyTorch's names
     if min is None and max is None:
-        raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
+        raise RuntimeError(f"{dt.API_NAME}.clamp: At least one of 'min' or 'max' must not be "
+                           f"None")
     tiers = [operand_tier(input)] + [operand_tier(v) for v in (min, max) if v is not None]
     out = dt.result_type(*tiers)
     return OutMeta(input.shape, out, out)

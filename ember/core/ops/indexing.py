@@ -608,6 +608,7 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
            cost=costs.movement)
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The elements of `input` where `mask` (broadcast) is true, as a 1-D tensor."""
+    broadcast_shapes("masked_select", tuple(mask.shape), tuple(input.shape))  # (its order)
     input, mask = broadcast_tensors(input, mask)
     if not input.ndim:  # a 1-D result even for 0-d operands, as PyTorch's
         input, mask = reshape(input, (1,)), reshape(mask, (1,))
