@@ -75,10 +75,15 @@ def reduced_shape(shape: tuple[int, ...], dims: tuple[int, ...] | None,
 def infer_reshape(op: str, shape: tuple[int, ...], numel: int,
                   new: tuple[int, ...]) -> tuple[int, ...]:
     """Resolve one -1 in `new` and check the element count, with PyTorch's messages."""
-    if new.count(-1) > 1:
-        raise with_context(RuntimeError("only one dimension can be inferred"), op)
-    if any(s < -1 for s in new):
-        raise RuntimeError(f"{op}: invalid shape dimension {min(new)}")
+    if new.count(-1) > 1 or any(s < -1 for s in new):  # the first fault, in PyTorch's words
+        inferred = False
+        for i, s in enumerate(new):
+            if s == -1 and inferred:
+                raise with_context(RuntimeError("only one dimension can be inferred"), op)
+            inferred = inferred or s == -1
+            if s < -1:
+                raise with_context(RuntimeError(
+                    f"invalid shape dimension {s} at index {i} of shape {fmt_shape(new)}"), op)
     if -1 in new:
         known = math.prod(s for s in new if s != -1)
         if known == 0 and numel == 0:
