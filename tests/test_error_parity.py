@@ -98,6 +98,9 @@ CASES: dict[str, Callable[[Any], Any]] = {
     "setitem_basic_rank": _setitem(0, (2, 3)),
     "setitem_basic_size": _setitem(slice(0, 1), (2,)),
     "setitem_advanced": _setitem(lambda L: L.tensor([0, 1]), (4,)),
+    "setitem_true": _setitem(True, (7,)),
+    "reshape_bad_size": lambda L: L.ones(6).reshape(-1, -2, -5),
+    "reshape_two_inferred": lambda L: L.ones(6).reshape(-1, -1, -2),
     "cat_nothing": lambda L: L.cat([]),
     "concat_nothing": lambda L: L.concat(()),
     # reductions, dtypes, devices
@@ -224,3 +227,27 @@ def test_transformer_encoder_warns_why_it_would_not_nest():
         return [str(w.message) for w in caught if "nested" in str(w.message)]
     assert warned(ember) == warned(torch)
     assert len(warned(ember)) == 1
+
+
+def _sgd(lib: Any) -> Any:
+    return lib.optim.SGD([lib.nn.Parameter(lib.ones(1))], lr=1.0)
+
+
+WARNINGS: dict[str, Callable[[Any], Any]] = {
+    "non_leaf_grad": lambda L: (L.ones(2, requires_grad=True) * 2).grad,
+    "upsample": lambda L: _f(L).upsample(L.ones(1, 1, 2, 2), scale_factor=2),
+    "scheduler_first": lambda L: L.optim.lr_scheduler.StepLR(_sgd(L), 1).step(),
+    "softmax_implicit_dim": lambda L: _f(L).softmax(L.ones(2, 3)),
+}
+
+
+@pytest.mark.parametrize("name", list(WARNINGS))
+def test_warning_is_torchs(name):
+    def warned(lib: Any) -> list[str]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            WARNINGS[name](lib)
+        # (PyTorch's C++ warnings end with where they were raised in its build)
+        return [str(w.message).split(" (Triggered internally at")[0] for w in caught]
+    got, expected = warned(ember), warned(torch)
+    assert expected and got == expected

@@ -239,7 +239,7 @@ def _index_put_dtype_error(input: Tensor, value: Tensor) -> RuntimeError:
 
 
 def _write_value(input: Tensor, value: Any, parsed: ParsedIndex, *,
-                 accumulate: bool = False, copied: bool = True) -> Tensor:
+                 accumulate: bool = False) -> Tensor:
     """The value `input[key] = value` (or `index_put`) writes at `parsed`, checked and cast
     to `input`'s dtype as PyTorch does it:
 
@@ -252,9 +252,7 @@ def _write_value(input: Tensor, value: Any, parsed: ParsedIndex, *,
       a value on the CPU only; ember on every device, so a program's dtypes work the same
       on all of them.)
 
-    Leading dimensions of size 1 are dropped first, as PyTorch drops them. `copied`:
-    False where PyTorch writes through index_put although the key is basic here (a key
-    that is just `True`), for its words on a shape that does not fit."""
+    Leading dimensions of size 1 are dropped first, as PyTorch drops them."""
     if not isinstance(value, Tensor):
         number = python_scalar(value)
         if not isinstance(number, numbers.Number):
@@ -280,7 +278,7 @@ def _write_value(input: Tensor, value: Any, parsed: ParsedIndex, *,
         if value._dtype is not input._dtype:  # the number masked_fill_ would be given
             dt.fit_scalar(python_scalar(value.item()), input._dtype)
         return to_dtype(reshape(value, ()), input._dtype)
-    if parsed.basic and copied:  # PyTorch copies into the view: expand's words
+    if parsed.basic:  # PyTorch copies into the view: expand's words
         expanded_shape(value, parsed.shape, "setitem")
     else:
         try:
@@ -305,12 +303,11 @@ def setitem(input: Tensor, key: Any, value: Any) -> None:
     just `False` writes nothing, and just `True` writes as `input[None]` does."""
     if key is False:  # PyTorch's shortcut: nothing written, nothing checked
         return
-    copied = key is not True
     if key is True:
         key = None
     x, key = unsqueeze_bools(input, key)  # x: input, or a view of it with unit dimensions
     parsed = parse(x, key)
-    value = _write_value(x, value, parsed, copied=copied)
+    value = _write_value(x, value, parsed)
     if not (state.enabled and (input._requires_grad or value._requires_grad) or fw.active):
         run_inplace("setitem", x, value, *parsed.tensors, index=parsed.spec,
                     accumulate=False)
