@@ -120,6 +120,17 @@ CASES: dict[str, Callable[[Any], Any]] = {
     "masked_select_shapes": lambda L: L.randn(2, 3).masked_select(L.ones(3, 3, dtype=L.bool)),
     "clamp_nothing": lambda L: L.randn(2, 3).clamp(),
     "bce_target_dtype": lambda L: _f(L).binary_cross_entropy(L.rand(2), L.rand(2).double()),
+    "gru_hidden_dtype": lambda L: _nn(L).GRU(4, 8)(L.randn(3, 2, 4), L.zeros(1, 2, 8).double()),
+    "gather_dims": lambda L: L.randn(2, 3).gather(1, L.tensor([0])),
+    "index_add_source_shape": lambda L: L.randn(2, 3).index_add_(0, L.tensor([0]),
+                                                                 L.ones(1, 4)),
+    "index_add_count": lambda L: L.randn(2, 3).index_add_(0, L.tensor([0]), L.ones(2, 3)),
+    "masked_fill_value_dims": lambda L: L.randn(2, 3).masked_fill(
+        L.zeros(2, 3, dtype=L.bool), L.ones(2)),
+    "pad_sequence_sizes": lambda L: L.nn.utils.rnn.pad_sequence([L.ones(2, 3), L.ones(2, 4)]),
+    "pad_sequence_broadcast": lambda L: L.nn.utils.rnn.pad_sequence([L.ones(2, 1),
+                                                                     L.ones(2, 3)]),
+    "from_numpy_list": lambda L: L.from_numpy([1, 2]),
     # tensor creation
     "linspace_negative": lambda L: L.linspace(0, 1, -1),
     "tensor_of_str": lambda L: L.tensor(["a"]),

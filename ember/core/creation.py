@@ -372,7 +372,7 @@ def as_tensor(data: Any, dtype: Any = None, device: DeviceLike = None) -> Tensor
 def from_numpy(array: np.ndarray) -> Tensor:
     """A CPU tensor sharing memory with a NumPy array."""
     if not isinstance(array, np.ndarray):
-        raise TypeError(f"from_numpy(): expected np.ndarray (got {type(array).__name__})")
+        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     d = from_numpy_dtype(array.dtype)
     dev, backend = resolve("cpu")
     return Tensor._make(array, d, dev, backend)

@@ -110,9 +110,10 @@ def _gather_rule(input, index, *, dim):
     if not _numel(index.shape):  # PyTorch checks no shape for an empty index
         return OutMeta(index.shape, input.dtype, None)
     if index.ndim != input.ndim:
-        raise RuntimeError(f"gather: Index tensor must have the same number of dimensions as "
-                           f"input tensor (input {fmt_shape(input.shape)}, index "
-                           f"{fmt_shape(index.shape)})")
+        raise with_context(RuntimeError("Index tensor must have the same number of dimensions "
+                                        "as input tensor"),
+                           f"gather: input {fmt_shape(input.shape)}, index "
+                           f"{fmt_shape(index.shape)}")
     for d in range(input.ndim):
         if d != dim and index.shape[d] > input.shape[d]:
             raise RuntimeError(f"gather: Size does not match at dimension {d} expected index "
@@ -546,6 +547,19 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     return out
 
 
+def _check_index_add_shapes(input: Tensor, d: int, index: Tensor, source: Tensor) -> None:
+    """PyTorch's checks of index_add's source, in its order: one slice per index, then
+    `input`'s shape apart from `d`."""
+    if source.ndim > d and index.numel() != source.shape[d]:
+        raise RuntimeError(f"index_add_(): Number of indices ({index.numel()}) should be equal "
+                           f"to source.size(dim): ({source.shape[d]}), for dim: {d}")
+    if source.ndim != input.ndim or any(a != b for i, (a, b) in
+                                        enumerate(zip(input.shape, source.shape)) if i != d):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = {list(input.shape)} "
+                           f"source.shape = {list(source.shape)}")
+
+
 @composite(complex=True, variants="function method inplace", cost=costs.movement,
            node_label="IndexAddBackward0")
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
@@ -561,6 +575,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
                                f"{list(source.shape)}")
         return reshape(index_add(reshape(input, (1,)), 0, reshape(index, (-1,)),
                                  reshape(source, (1,)).expand(index.numel()), alpha=alpha), ())
+    _check_index_add_shapes(input, d, index, source)
     _same_scalar_type("index_add_", input, source)
     if input.ndim > 1 and not input.numel():  # PyTorch's kernel returns at once
         return input.clone()
@@ -590,7 +605,7 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
                            f"{cpp_type_name(mask.dtype)}")
     if isinstance(value, Tensor):
         if value.ndim:
-            raise RuntimeError(f"masked_fill only supports a 0-dimensional value tensor, but "
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but "
                                f"got tensor with {value.ndim} dimension(s).")
         value = to_dtype(value, input._dtype)
     elif input._dtype.is_complex:
