@@ -111,8 +111,8 @@ def _dim_type_error(op: str, dim: Any) -> TypeError:
 def _dims_arg(op: str, x: Tensor, dim: Any) -> tuple[int, ...] | None:
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return None
-    if not (_is_index(dim) or isinstance(dim, (tuple, list))
-            and builtins.all(_is_index(d) for d in dim)):
+    if type(dim) is not int and not (_is_index(dim) or isinstance(dim, (tuple, list))
+                                     and builtins.all(_is_index(d) for d in dim)):
         raise _dim_type_error(op, dim)
     dims = normalize_dims(op, dim, x.ndim)
     return None if x.ndim == 0 else dims  # a 0-d tensor's dim 0 (or -1) is all of it
