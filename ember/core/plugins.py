@@ -244,7 +244,7 @@ class PluginRegistry:
                    importlib.metadata.entry_points(group=GROUP)):
                 hint += f"; an installed plugin provides {name!r}"
             hint += ")"
-        if hint:  # ember's own situation: its words
+        if hint or name in _TORCH_DEVICE_TYPES:  # a type PyTorch knows, or ember's own case
             raise RuntimeError(f"unknown device type {name!r}{hint}.\n{self.summary()}")
         raise with_context(RuntimeError(
             f"Expected one of {', '.join(_TORCH_DEVICE_TYPES)} device type at start of device "
