@@ -244,7 +244,9 @@ class PluginRegistry:
                    importlib.metadata.entry_points(group=GROUP)):
                 hint += f"; an installed plugin provides {name!r}"
             hint += ")"
-        if hint or name in _TORCH_DEVICE_TYPES:  # a type PyTorch knows, or ember's own case
+        if hint or self.errors or name in _TORCH_DEVICE_TYPES:
+            # ember's own case (plugins off or broken: what they say matters most), or a
+            # type PyTorch knows: ember's words
             raise RuntimeError(f"unknown device type {name!r}{hint}.\n{self.summary()}")
         raise with_context(RuntimeError(
             f"Expected one of {', '.join(_TORCH_DEVICE_TYPES)} device type at start of device "
