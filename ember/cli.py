@@ -10,6 +10,11 @@ from collections.abc import Callable
 from typing import Any
 
 
+def _described(err: BaseException) -> str:
+    """An error's message and its notes (ember's context: what devices there are ...)."""
+    return "\n".join([str(err), *getattr(err, "__notes__", ())])
+
+
 def _fmt_bytes(n: int | None) -> str:
     if not n:
         return "?"
@@ -87,7 +92,7 @@ def cmd_ops(args: argparse.Namespace) -> int:
         try:
             backend = plugins.get_backend(args.device.split(":")[0])
         except RuntimeError as err:
-            print(f"error: {err}", file=sys.stderr)
+            print(f"error: {_described(err)}", file=sys.stderr)
             return 1
     if args.kernels:
         head = ["kernel", "kind", "signature"] + (["on " + args.device] if backend else [])
@@ -188,7 +193,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         try:  # an unknown or unusable device is a usage error, not a traceback
             resolve(args.device)
         except (RuntimeError, ValueError, TypeError) as err:
-            print(f"ember demo: error: --device {args.device}: {err}", file=sys.stderr)
+            print(f"ember demo: error: --device {args.device}: {_described(err)}",
+                  file=sys.stderr)
             return 2
     return demo.main(args)
 

@@ -48,7 +48,8 @@ def test_demo_with_an_unknown_device_is_a_usage_error(tmp_path: Path) -> None:
     done = ember("demo", "--device", "nosuch", "--epochs", "1", cwd=tmp_path)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
-    assert "--device nosuch" in done.stderr and "unknown device type 'nosuch'" in done.stderr
+    assert "--device nosuch: Expected one of cpu, cuda" in done.stderr  # PyTorch's words
+    assert "unknown device type 'nosuch'" in done.stderr  # and ember's note
     assert "cpu: available" in done.stderr  # what the user can pick instead
 
 

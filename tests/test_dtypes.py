@@ -219,8 +219,8 @@ def test_mixed_values_match_torch(torch):
 class TestInplaceCasting:
     def test_float_result_into_int_raises(self, torch):
         x = ember.tensor([1, 2])
-        with pytest.raises(RuntimeError, match="result type .*float32 can't be cast to "
-                                               "the desired output type .*int64"):
+        with pytest.raises(RuntimeError, match="^result type Float can't be cast to the "
+                                               "desired output type Long\n"):
             x.add_(1.5)
         assert x.tolist() == [1, 2]
         tx = torch.tensor([1, 2])

@@ -48,8 +48,8 @@ def test_where_broadcast_error():
 
 def test_in_place_broadcast_to_larger_shape():
     x = ember.zeros(2, 3)
-    with pytest.raises(RuntimeError, match=r"add_: output with shape \[2, 3\] doesn't match the "
-                                           r"broadcast shape \[2, 2, 3\]"):
+    with pytest.raises(RuntimeError, match=r"^output with shape \[2, 3\] doesn't match the "
+                                           r"broadcast shape \[2, 2, 3\]\nadd_: "):
         x.add_(ember.ones(2, 1, 3))
 
 
@@ -90,8 +90,9 @@ def test_linear_errors_are_torchs(torch):
 def test_mm_bmm_checks():
     with pytest.raises(RuntimeError, match=r"cannot be multiplied \(3x2 and 3x2\)"):
         ember.mm(ember.ones(3, 2), ember.ones(3, 2))
-    with pytest.raises(RuntimeError, match=r"bmm: Expected size for first two dimensions of "
-                                           r"batch2 tensor to be: \[2, 2\] but got: \[2, 3\]"):
+    with pytest.raises(RuntimeError, match=r"^Expected size for first two dimensions of "
+                                           r"batch2 tensor to be: \[2, 2\] but got: \[2, 3\]\.\n"
+                                           r"bmm: "):
         ember.bmm(ember.ones(2, 3, 2), ember.ones(2, 3, 2))
 
 
@@ -126,7 +127,7 @@ def test_shape_op_errors(fn, msg):
                                                       r"point or complex dtype. Got: Int$"),
     (lambda: -ember.tensor([True]), "neg: "),
     (lambda: ember.where(ember.ones(2), ember.ones(2), ember.ones(2)),
-     "where: expected condition to be a bool tensor"),
+     r"^where expected condition to be a boolean tensor, but got a tensor with dtype Float$"),
 ])
 def test_dtype_errors(fn, msg):
     with pytest.raises(RuntimeError, match=msg):
@@ -155,7 +156,7 @@ def test_integer_division_by_zero():
 def test_two_devices_in_one_op():
     a = ember.ones(2, device="countdev")
     b = ember.ones(2)
-    msg = (r"expected all tensors to be on the same device, but found at least two devices, "
+    msg = (r"^Expected all tensors to be on the same device, but found at least two devices, "
            r"(countdev:0 and cpu|cpu and countdev:0)")
     for fn in (lambda: a + b, lambda: b * a, lambda: a @ b, lambda: ember.cat([a, b]),
                lambda: ember.where(b > 0, a, b), lambda: a.add_(b)):

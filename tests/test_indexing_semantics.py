@@ -98,8 +98,7 @@ def test_setitem_with_bool_scalars(key, device):
 
 def test_setitem_with_python_false_writes_nothing_and_checks_nothing():
     assert_same(_write(lambda lib: False, lambda lib, T: T([1.0] * 7)))
-    assert_same(_write(lambda lib: True, lambda lib, T: T([1.0] * 7)),  # True checks
-                match="value tensor of shape [7] cannot be broadcast")
+    assert_same(_write(lambda lib: True, lambda lib, T: T([1.0] * 7)))  # True checks
 
 
 def test_bool_scalar_indices_are_differentiable():
@@ -255,9 +254,9 @@ def test_conv_operands_on_two_devices_raise_the_device_error(op, x, w, b, batch)
     F = ember.nn.functional
     weight_device = "cpu" if b else "opencl"
     bias = ember.zeros(w[0] if "transpose" not in op else w[1], device="opencl") if b else None
-    with pytest.raises(RuntimeError, match=rf"{op}: expected all tensors to be on the same "
-                                           r"device, but found at least two devices, cpu and "
-                                           r"opencl:0"):
+    with pytest.raises(RuntimeError, match=r"^Expected all tensors to be on the same device, "
+                                           r"but found at least two devices, cpu and "
+                                           rf"opencl:0!\n{op}: "):
         getattr(F, op)(ember.zeros(batch, *x), ember.zeros(*w, device=weight_device), bias)
 
 
@@ -414,8 +413,7 @@ EMPTY_CASES = {
 # where ember's message cannot be PyTorch's word for word ("torch.cat()", a kernel's name)
 EMPTY_MATCH = {"cat_nothing": "cat(): expected a non-empty list of Tensors",
                "max_pool_empty_length": "tensor with optional 0 dim batch size",
-               "avg_pool_empty_channels": "tensor with optional 0 dim batch size",
-               "softmax_int_refused": "softmax: expected a floating-point input"}
+               "avg_pool_empty_channels": "tensor with optional 0 dim batch size"}
 
 
 @pytest.mark.parametrize("case", list(EMPTY_CASES))

@@ -384,9 +384,13 @@ def test_setitem_casts_value_to_target_dtype():
 
 def test_setitem_shape_mismatch():
     x = ember.zeros(3, 4)
-    with pytest.raises(RuntimeError, match=r"shape mismatch: value tensor of shape \[3\] cannot "
+    with pytest.raises(RuntimeError, match=r"^The expanded size of the tensor \(4\) must match "
+                                           r"the existing size \(3\) at non-singleton dimension "
+                                           r"1.  Target sizes: \[2, 4\].  Tensor sizes: \[3\]"):
+        x[:2] = ember.ones(3)  # basic indices: PyTorch copies, with expand's words
+    with pytest.raises(RuntimeError, match=r"^shape mismatch: value tensor of shape \[3\] cannot "
                                            r"be broadcast to indexing result of shape \[2, 4\]"):
-        x[:2] = ember.ones(3)
+        x[ember.tensor([0, 1])] = ember.ones(3)
     assert x.sum().item() == 0.0 and x._version == 0
 
 

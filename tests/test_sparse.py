@@ -303,7 +303,7 @@ def test_sparse_times_sparse_and_the_product_errors():
         ember.sparse.mm(e, ember.ones(4, 2))
     with pytest.raises(RuntimeError, match="^expected scalar type Float but found Double$"):
         ember.mm(e, ember.ones(3, 2, dtype=ember.float64))
-    with pytest.raises(RuntimeError, match="mm: mat2 must be a matrix"):
+    with pytest.raises(RuntimeError, match="^mat2 must be a matrix\n"):
         ember.mm(e, ember.ones(3))
     close(ember.sparse.mm(ember.ones(2, 3), ember.ones(3, 2)),
           torch.sparse.mm(torch.ones(2, 3), torch.ones(3, 2)))

@@ -372,7 +372,7 @@ def as_tensor(data: Any, dtype: Any = None, device: DeviceLike = None) -> Tensor
 def from_numpy(array: np.ndarray) -> Tensor:
     """A CPU tensor sharing memory with a NumPy array."""
     if not isinstance(array, np.ndarray):
-        raise TypeError(f"from_numpy(): expected np.ndarray (got {type(array).__name__})")
+        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     d = from_numpy_dtype(array.dtype)
     dev, backend = resolve("cpu")
     return Tensor._make(array, d, dev, backend)
@@ -613,7 +613,7 @@ def linspace(start: float, end: float, steps: int, *, dtype: Any = None,
              device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
     """`steps` evenly spaced values from `start` to `end`, both included."""
     if steps < 0:
-        raise RuntimeError(f"linspace(): number of steps must be non-negative (got {steps})")
+        raise RuntimeError("number of steps must be non-negative")
     d = dtype_arg(dtype) or dt.get_default_dtype()
     if steps == 1:
         return full((1,), start, dtype=d, device=device, requires_grad=requires_grad)

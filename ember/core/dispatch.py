@@ -25,6 +25,7 @@ from ember.core import dtype as _dt
 from ember.core import plugins, tracing
 from ember.core.backend import Backend
 from ember.core.device import device as Device
+from ember.core.errors import with_context
 from ember.core.grad_mode import check_writable
 from ember.core.grad_mode import state as _grad_state
 from ember.core.opdef import FUSED, OPS
@@ -43,8 +44,14 @@ def strict() -> bool:
 
 
 def device_mismatch(op: str, a: Tensor, b: Tensor) -> RuntimeError:
-    return RuntimeError(f"{op}: expected all tensors to be on the same device, but found at "
-                        f"least two devices, {a._device} and {b._device}!")
+    """PyTorch's error for operands `a` (the op's device) and `b` on two devices: its
+    meta kernels word it their own way."""
+    if "meta" in (a._device.type, b._device.type):
+        msg = f"Tensor on device {b._device} is not on the expected device {a._device}!"
+    else:
+        msg = (f"Expected all tensors to be on the same device, but found at least two "
+               f"devices, {a._device} and {b._device}!")
+    return with_context(RuntimeError(msg), f"{op}: operands on {a._device} and {b._device}")
 
 
 def common_device(op: str, args: tuple) -> Tensor | None:
@@ -242,16 +249,19 @@ def run_unary_into(op: str, x: Tensor) -> Tensor:
 def check_castable(op: str, src: Any, dst: Any) -> None:
     """PyTorch's rule for in-place and `out=` results: never into a lower category."""
     if src._category > dst._category:
-        raise RuntimeError(f"{op}: result type {src} can't be cast to the desired output type "
-                           f"{dst}")
+        names = _dt.SCALAR_TYPE_NAMES
+        raise with_context(RuntimeError(
+            f"result type {names.get(src.name, src)} can't be cast to the desired output type "
+            f"{names.get(dst.name, dst)}"), f"{op}: a {src} result into a {dst} tensor")
 
 
 def check_out(op: str, out: Tensor, shape: Any, dtype: Any) -> None:
     """A result of `shape` and `dtype` written in place (op `op`, e.g. "add_") must keep
     the destination's shape and fit its dtype."""
     if tuple(shape) != out._data.shape:
-        raise RuntimeError(f"{op}: output with shape {fmt_shape(out._data.shape)} doesn't "
-                           f"match the broadcast shape {fmt_shape(tuple(shape))}")
+        raise with_context(RuntimeError(
+            f"output with shape {fmt_shape(out._data.shape)} doesn't match the broadcast "
+            f"shape {fmt_shape(tuple(shape))}"), f"{op}: written in place")
     check_castable(op, dtype, out._dtype)
 
 

@@ -55,6 +55,11 @@ def dtype_arg(dtype: Any) -> dt.dtype | None:
 def infer_dtype(data: Any) -> dt.dtype:
     """PyTorch's dtype for nested Python data: bool, else int64, else the default float,
     else (a Python complex among them) the default complex dtype."""
+    first = data
+    while isinstance(first, (list, tuple)) and first:
+        first = first[0]
+    if isinstance(first, str) and first is not data:  # PyTorch reads a str as a sequence
+        raise ValueError("too many dimensions 'str'")
     kinds = set()
     stack = [data]
     while stack:
@@ -71,8 +76,10 @@ def infer_dtype(data: Any) -> dt.dtype:
             kinds.add(dt.get_default_dtype())
         elif isinstance(item, numbers.Complex):
             kinds.add(dt.default_complex_dtype())
+        elif isinstance(item, (str, bytes)):
+            raise TypeError(f"new(): invalid data type '{type(item).__name__}'")
         else:
-            raise TypeError(f"tensor(): could not infer dtype of {type(item).__name__}")
+            raise RuntimeError(f"Could not infer dtype of {type(item).__name__}")
     if not kinds:
         return dt.get_default_dtype()
     out = kinds.pop()
@@ -84,7 +91,7 @@ def infer_dtype(data: Any) -> dt.dtype:
 _SEQUENCES = (list, tuple, np.ndarray)
 
 
-def _ragged(data: Any) -> Exception | None:
+def _ragged(data: Any, dtype: dt.dtype) -> Exception | None:
     """PyTorch's error for nested sequences that are not a grid: the shape is read down
     the first elements, then every sequence must match it, depth first ("expected
     sequence of length 2 at dim 1 (got 1)"); None if the fault lies elsewhere."""
@@ -99,7 +106,11 @@ def _ragged(data: Any) -> Exception | None:
 
     def walk(x: Any, dim: int) -> Exception | None:
         if dim == len(shape):
-            return None
+            if not isinstance(x, (list, tuple)):
+                return None
+            if dtype.is_floating_point:  # a sequence where a number must be: Python's words
+                return TypeError(f"must be real number, not {type(x).__name__}")
+            return TypeError(f"'{type(x).__name__}' object cannot be interpreted as an integer")
         if not isinstance(x, _SEQUENCES) or isinstance(x, np.ndarray) and not x.ndim:
             return TypeError("not a sequence")
         if len(x) != shape[dim]:
@@ -131,7 +142,7 @@ def to_host(data: Any, dtype: dt.dtype | None) -> tuple[np.ndarray, dt.dtype]:
             arr = np.array(data, dtype=numpy_dtype(dtype) if dtype is not dt.bfloat16
                            else np.float32)
         except ValueError as err:
-            raise _ragged(data) or ValueError(
+            raise _ragged(data, dtype) or ValueError(
                 f"tensor(): expected sequences of equal length: {err}") from None
         except OverflowError:  # PyTorch's error (NumPy raises OverflowError)
             raise RuntimeError(f"value cannot be converted to type {dtype.name} without "

@@ -209,13 +209,13 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
             items.append(int(k))
         else:
             raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or "
-                             f"byte or bool tensors are valid indices (got "
-                             f"{type(k).__name__})")
+                             f"byte Variables are valid indices (got {type(k).__name__})")
 
     consumed = sum(k[1].ndim if isinstance(k, tuple) else
                    (0 if k is None or k is Ellipsis else 1) for k in items)
     if consumed > x.ndim:
-        raise IndexError(f"too many indices for tensor of dimension {x.ndim} (got {consumed})")
+        raise with_context(IndexError(f"too many indices for tensor of dimension {x.ndim}"),
+                           f"index: {consumed} indices for a tensor of shape {tuple(x.shape)}")
     if sum(k is Ellipsis for k in items) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     if any(k is Ellipsis for k in items):
@@ -353,5 +353,6 @@ def check_in_range(op: str, index: Tensor, size: int, dim: int, *,
         return
     if select:
         raise IndexError("index out of range in self")
-    raise RuntimeError(f"{op}(): index {bad} is out of bounds for dimension {dim} with size "
-                       f"{size}")
+    raise with_context(RuntimeError(f"index {bad} is out of bounds for dimension {dim} with "
+                                    f"size {size}"),
+                       f"{op}: index of shape {tuple(index.shape)}")

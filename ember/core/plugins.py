@@ -33,8 +33,13 @@ from ember.core.backend import (
     Backend,
     Kernel,
 )
+from ember.core.errors import with_context
 
 GROUP = "ember.backends"
+# the device types PyTorch's device-string parser lists when it knows none by that name
+_TORCH_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep",
+                       "hip", "ve", "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta",
+                       "hpu", "mtia", "privateuseone")
 BUILTIN = {"cpu": "ember.backends.cpu", "cuda": "ember.backends.cuda",
            "opencl": "ember.backends.opencl"}
 RESERVED = {"auto", "meta"}
@@ -239,7 +244,13 @@ class PluginRegistry:
                    importlib.metadata.entry_points(group=GROUP)):
                 hint += f"; an installed plugin provides {name!r}"
             hint += ")"
-        raise RuntimeError(f"unknown device type {name!r}{hint}.\n{self.summary()}")
+        if hint or self.errors or name in _TORCH_DEVICE_TYPES:
+            # ember's own case (plugins off or broken: what they say matters most), or a
+            # type PyTorch knows: ember's words
+            raise RuntimeError(f"unknown device type {name!r}{hint}.\n{self.summary()}")
+        raise with_context(RuntimeError(
+            f"Expected one of {', '.join(_TORCH_DEVICE_TYPES)} device type at start of device "
+            f"string: {name}"), f"unknown device type {name!r}.\n{self.summary()}")
 
     def meta(self) -> Backend:
         """The shape-only backend of the "meta" device, created on first use."""

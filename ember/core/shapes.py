@@ -100,10 +100,16 @@ def infer_reshape(op: str, shape: tuple[int, ...], numel: int,
 def conv_out_size(op: str, size: int, k: int, d: int, p: int, s: int,
                   ceil_mode: bool = False) -> int:
     """Output length of a sliding window (PyTorch's formula, with its ceil_mode rule)."""
-    span = size + 2 * p - d * (k - 1) - 1
-    if span < 0:
+    if size + 2 * p - d * (k - 1) - 1 < 0:
         raise RuntimeError(f"{op}: the kernel (size {k}, dilation {d}) is larger than the "
                            f"padded input (size {size} + 2 * {p})")
+    return window_count(size, k, d, p, s, ceil_mode)
+
+
+def window_count(size: int, k: int, d: int, p: int, s: int, ceil_mode: bool = False) -> int:
+    """PyTorch's `pooling_output_shape`: the number of windows, zero or less when the
+    kernel does not fit (the caller words the refusal)."""
+    span = size + 2 * p - d * (k - 1) - 1
     out = (-(-span // s) if ceil_mode else span // s) + 1
     if ceil_mode and (out - 1) * s >= size + p:  # the last window must start inside
         out -= 1

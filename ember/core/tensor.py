@@ -31,6 +31,33 @@ from ember.core.shapes import normalize_dim
 _warned_float_of_grad_tensor = False  # float(t) of a graph tensor: PyTorch warns once
 
 
+_NON_LEAF_GRAD = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+    "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
+    "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
+    "instead. See github.com/pytorch/pytorch/pull/30531 for more information.")
+_T_WARNED: set[bool] = set()
+
+
+def _warn_t_once(ndim: int) -> None:
+    """PyTorch's deprecation of `x.T` off matrices, once per process for each wording (its
+    TORCH_WARN_ONCE)."""
+    zero_d = ndim == 0
+    if zero_d in _T_WARNED:
+        return
+    _T_WARNED.add(zero_d)
+    if zero_d:
+        msg = ("Tensor.T is deprecated on 0-D tensors. This function is the identity in these "
+               "cases.")
+    else:
+        msg = ("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+               "deprecated and it will throw an error in a future release. Consider `x.mT` to "
+               "transpose batches of matrices or `x.permute(*" + dt.API_NAME + ".arange(x.ndim - "
+               "1, -1, -1))` to reverse the dimensions of a tensor.")
+    warnings.warn(msg, UserWarning, stacklevel=3)
+
+
 @dt.printed_in_api()  # <class 'ember.Tensor'>, <class 'torch.Tensor'> under the alias
 class Tensor:
     """A multi-dimensional array on a device, with PyTorch's semantics.
@@ -203,6 +230,8 @@ class Tensor:
 
     @property
     def grad(self) -> Tensor | None:
+        if self._grad is None and self._node is not None and not self.retains_grad:
+            warnings.warn(_NON_LEAF_GRAD, UserWarning, stacklevel=2)
         return self._grad
 
     @grad.setter
@@ -240,6 +269,8 @@ class Tensor:
 
     @property
     def T(self) -> Tensor:  # noqa: N802
+        if self.ndim != 2:
+            _warn_t_once(self.ndim)
         return self.permute(tuple(reversed(range(self.ndim))))
 
     @property

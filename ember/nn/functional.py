@@ -21,6 +21,7 @@ from ember import Tensor
 from ember.core import backend as _contract
 from ember.core import tracing as _tracing
 from ember.core.dispatch import user_stacklevel as _user_stacklevel
+from ember.core.errors import with_context
 from ember.core.graph import labelled as _labelled
 from ember.core.memory_format import like_layout
 from ember.core.ops import nn as _nnops
@@ -353,6 +354,20 @@ def _cubic_taps(out_size: int, in_size: int, scale: float | None,
     return idx, wts
 
 
+def _check_spatial_count(in_sizes: list, size: Any, scale_factor: Any) -> None:
+    """PyTorch's refusal of a size or scale_factor sequence of the wrong length, printed
+    as the caller gave it."""
+    for given, what, form in ((size, "output size of", "output size in (o1, o2, ...,oK)"),
+                              (scale_factor, "scale_factor of shape",
+                               "scale_factor in (s1, s2, ...,sK)")):
+        if isinstance(given, (list, tuple)) and len(given) != len(in_sizes):
+            name = "output" if given is size else "scale_factor"
+            raise ValueError(f"Input and {name} must have the same number of spatial "
+                             f"dimensions, but got input with spatial dimensions of "
+                             f"{in_sizes} and {what} {given}. Please provide input tensor in "
+                             f"(N, C, d1, d2, ...,dK) format and {form} format.")
+
+
 def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
                 mode: str = "nearest", align_corners: bool | None = None,
                 recompute_scale_factor: bool | None = None,
@@ -398,6 +413,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         raise ValueError("either size or scale_factor should be defined" if size is None
                          else "only one of size or scale_factor should be defined")
     in_sizes = list(input.shape[2:])
+    _check_spatial_count(in_sizes, size, scale_factor)
     if size is not None:
         out_sizes = [int(s) for s in _pair(size, spatial)]
         scales: list = [None] * spatial
@@ -405,10 +421,6 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         factors = [float(f) for f in _pair(scale_factor, spatial)]
         out_sizes = [int(math.floor(n * f)) for n, f in zip(in_sizes, factors)]
         scales = [None] * spatial if recompute_scale_factor else factors
-    if len(out_sizes) != spatial:
-        raise ValueError(f"Input and output must have the same number of spatial dimensions, "
-                         f"but got input with spatial dimensions of {in_sizes} and output "
-                         f"size of {out_sizes}.")
     if mode == "area":
         if spatial == 2:
             return _nnops.adaptive_avg_pool2d(input, tuple(out_sizes))
@@ -456,7 +468,9 @@ def _bicubic(input: Tensor, out_sizes: list[int], scales: list, align_corners: b
 
 def upsample(input: Tensor, size: Any = None, scale_factor: Any = None,
              mode: str = "nearest", align_corners: bool | None = None) -> Tensor:
-    r"""Deprecated alias of :func:`interpolate`."""
+    r"""Deprecated alias of :func:`interpolate` (warns as PyTorch does)."""
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
+                  "instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
@@ -533,6 +547,17 @@ def _verify_batch_size(size: Sequence[int]) -> None:
                          f"size {size}")
 
 
+def _check_channel_params(input: Tensor, c: int, **params: Tensor | None) -> None:
+    """PyTorch's refusal of a per-channel parameter that is not `c` long, checked in
+    its order (running_mean, running_var, weight, bias)."""
+    for name, param in params.items():
+        if param is not None and param.numel() != c:
+            raise with_context(RuntimeError(f"{name} should contain {c} elements not "
+                                            f"{param.numel()}"),
+                               f"batch_norm: input of shape {tuple(input.shape)} has {c} "
+                               f"channels (dim 1); {name} has shape {tuple(param.shape)}")
+
+
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
                weight: Tensor | None = None, bias: Tensor | None = None,
                training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
@@ -552,6 +577,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     if input.ndim < 2:
         raise ValueError(f"batch_norm: expected at least 2D input (got {input.ndim}D input)")
     c = input.shape[1]
+    _check_channel_params(input, c, running_mean=running_mean, running_var=running_var,
+                          weight=weight, bias=bias)
     shape = _channel_shape(input)
     dims = (0,) + tuple(range(2, input.ndim))
     if training or running_mean is None or running_var is None:
@@ -653,6 +680,15 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
+    for name, param in (("weight", weight), ("bias", bias)):
+        if param is not None and (param.ndim != 1 or param.numel() != c):
+            # (PyTorch's bias message prints the weight's shape, [0] without one)
+            shown = param if name == "weight" else weight
+            raise with_context(RuntimeError(
+                f"Expected {name} to be a vector of size equal to the number of channels in "
+                f"input, but got {name} of shape {list(shown.shape) if shown is not None else [0]}"
+                f" and input of shape {list(input.shape)}"),
+                f"group_norm: {name} of shape {tuple(param.shape)}, {c} channels")
     # explicit sizes: a -1 is ambiguous when the batch is empty
     x = input.reshape(n, num_groups, (c // num_groups) * math.prod(input.shape[2:]))
     mean = x.mean(-1, keepdim=True)

@@ -74,9 +74,9 @@ def test_matmul_errors(device: ember.device) -> None:
         ember.matmul(S.on(device, 1.0), a)
     with pytest.raises(RuntimeError, match="same dtype"):
         a @ S.on(device, np.zeros((3, 2), np.float32))
-    with pytest.raises(RuntimeError, match="bmm: batch1 must be a 3D tensor"):
+    with pytest.raises(RuntimeError, match="^batch1 must be a 3D tensor\n"):
         ember.bmm(a, b)
-    with pytest.raises(RuntimeError, match="mm: self must be a matrix"):
+    with pytest.raises(RuntimeError, match="^self must be a matrix\n"):
         ember.mm(S.on(device, np.zeros(3)), a)
 
 

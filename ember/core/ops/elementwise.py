@@ -152,8 +152,8 @@ def _no_bool_sub(a: dt.dtype, b: dt.dtype) -> None:
 
 def _where_rule(condition, input, other):
     if condition.dtype is not dt.bool_:
-        raise RuntimeError(f"where: expected condition to be a bool tensor, got "
-                           f"{condition.dtype}")
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
+                           f"tensor with dtype {dt.SCALAR_TYPE_NAMES.get(condition.dtype.name)}")
     shape = broadcast_shapes("where", broadcast_shapes("where", condition.shape, _shape(input)),
                              _shape(other))
     common = dt.result_type(operand_tier(input), operand_tier(other))
@@ -162,7 +162,8 @@ def _where_rule(condition, input, other):
 
 def _clamp_rule(input, *, min=None, max=None):  # noqa: A002 - PyTorch's names
     if min is None and max is None:
-        raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
+        raise RuntimeError(f"{dt.API_NAME}.clamp: At least one of 'min' or 'max' must not be "
+                           f"None")
     tiers = [operand_tier(input)] + [operand_tier(v) for v in (min, max) if v is not None]
     out = dt.result_type(*tiers)
     return OutMeta(input.shape, out, out)

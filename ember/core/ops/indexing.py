@@ -37,6 +37,7 @@ from ember.core.creation import arange, full, zeros
 from ember.core.declare import composite, primitive
 from ember.core.determinism import alert_not_deterministic
 from ember.core.dispatch import run, run_inplace, user_stacklevel
+from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
 from ember.core.host import python_scalar
@@ -53,7 +54,7 @@ from ember.core.inplace import apply_inplace, as_view
 from ember.core.opdef import OPS, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import to_dtype, where
-from ember.core.ops.shape import broadcast_tensors, cat, reshape
+from ember.core.ops.shape import broadcast_tensors, cat, expanded_shape, reshape
 from ember.core.shapes import broadcast_shapes, fmt_shape, normalize_dim
 from ember.core.storage import cpp_type_name
 from ember.core.tensor import Tensor
@@ -110,9 +111,10 @@ def _gather_rule(input, index, *, dim):
     if not _numel(index.shape):  # PyTorch checks no shape for an empty index
         return OutMeta(index.shape, input.dtype, None)
     if index.ndim != input.ndim:
-        raise RuntimeError(f"gather: Index tensor must have the same number of dimensions as "
-                           f"input tensor (input {fmt_shape(input.shape)}, index "
-                           f"{fmt_shape(index.shape)})")
+        raise with_context(RuntimeError("Index tensor must have the same number of dimensions "
+                                        "as input tensor"),
+                           f"gather: input {fmt_shape(input.shape)}, index "
+                           f"{fmt_shape(index.shape)}")
     for d in range(input.ndim):
         if d != dim and index.shape[d] > input.shape[d]:
             raise RuntimeError(f"gather: Size does not match at dimension {d} expected index "
@@ -278,14 +280,18 @@ def _write_value(input: Tensor, value: Any, parsed: ParsedIndex, *,
         if value._dtype is not input._dtype:  # the number masked_fill_ would be given
             dt.fit_scalar(python_scalar(value.item()), input._dtype)
         return to_dtype(reshape(value, ()), input._dtype)
-    try:
-        target = broadcast_shapes("setitem", tuple(value.shape), parsed.shape)
-    except RuntimeError:
-        target = None
-    if target != parsed.shape:
-        raise RuntimeError(f"setitem: shape mismatch: value tensor of shape "
-                           f"{fmt_shape(tuple(value.shape))} cannot be broadcast to indexing "
-                           f"result of shape {fmt_shape(parsed.shape)}")
+    if parsed.basic:  # PyTorch copies into the view: expand's words
+        expanded_shape(value, parsed.shape, "setitem")
+    else:
+        try:
+            target = broadcast_shapes("setitem", tuple(value.shape), parsed.shape)
+        except RuntimeError:
+            target = None
+        if target != parsed.shape:
+            raise with_context(RuntimeError(
+                f"shape mismatch: value tensor of shape {fmt_shape(tuple(value.shape))} "
+                f"cannot be broadcast to indexing result of shape {fmt_shape(parsed.shape)}"),
+                "setitem (advanced indexing)")
     if not parsed.basic and value._dtype is not input._dtype:
         raise _index_put_dtype_error(input, value)
     return to_dtype(value, input._dtype)
@@ -542,6 +548,19 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     return out
 
 
+def _check_index_add_shapes(input: Tensor, d: int, index: Tensor, source: Tensor) -> None:
+    """PyTorch's checks of index_add's source, in its order: one slice per index, then
+    `input`'s shape apart from `d`."""
+    if source.ndim > d and index.numel() != source.shape[d]:
+        raise RuntimeError(f"index_add_(): Number of indices ({index.numel()}) should be equal "
+                           f"to source.size(dim): ({source.shape[d]}), for dim: {d}")
+    if source.ndim != input.ndim or any(a != b for i, (a, b) in
+                                        enumerate(zip(input.shape, source.shape)) if i != d):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = {list(input.shape)} "
+                           f"source.shape = {list(source.shape)}")
+
+
 @composite(complex=True, variants="function method inplace", cost=costs.movement,
            node_label="IndexAddBackward0")
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
@@ -557,6 +576,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
                                f"{list(source.shape)}")
         return reshape(index_add(reshape(input, (1,)), 0, reshape(index, (-1,)),
                                  reshape(source, (1,)).expand(index.numel()), alpha=alpha), ())
+    _check_index_add_shapes(input, d, index, source)
     _same_scalar_type("index_add_", input, source)
     if input.ndim > 1 and not input.numel():  # PyTorch's kernel returns at once
         return input.clone()
@@ -586,7 +606,7 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
                            f"{cpp_type_name(mask.dtype)}")
     if isinstance(value, Tensor):
         if value.ndim:
-            raise RuntimeError(f"masked_fill only supports a 0-dimensional value tensor, but "
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but "
                                f"got tensor with {value.ndim} dimension(s).")
         value = to_dtype(value, input._dtype)
     elif input._dtype.is_complex:
@@ -604,6 +624,7 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
            cost=costs.movement)
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The elements of `input` where `mask` (broadcast) is true, as a 1-D tensor."""
+    broadcast_shapes("masked_select", tuple(mask.shape), tuple(input.shape))  # (its order)
     input, mask = broadcast_tensors(input, mask)
     if not input.ndim:  # a 1-D result even for 0-d operands, as PyTorch's
         input, mask = reshape(input, (1,)), reshape(mask, (1,))
@@ -657,15 +678,17 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     d = normalize_dim("narrow", dim, input.ndim)
     size = input.shape[d]
     if not -size <= start <= size:
-        raise IndexError(f"narrow(): start out of range (expected to be in range of "
-                         f"[{-size}, {size}], but got {start})")
+        raise with_context(IndexError(f"start out of range (expected to be in range of "
+                                      f"[{-size}, {size}], but got {start})"),
+                           f"narrow: dim {d} of shape {tuple(input.shape)}")
     if start < 0:
         start += size
     if length < 0:
         raise RuntimeError("narrow(): length must be non-negative.")
     if start + length > size:
-        raise RuntimeError(f"narrow(): start ({start}) + length ({length}) exceeds dimension "
-                           f"size ({size}).")
+        raise with_context(RuntimeError(f"start ({start}) + length ({length}) exceeds "
+                                        f"dimension size ({size})."),
+                           f"narrow: dim {d} of shape {tuple(input.shape)}")
     key = (slice(None),) * d + (slice(start, start + length),)
     return _index(input, parse_basic(input._data.shape, key), key)
 
@@ -718,8 +741,14 @@ def _split(input: Tensor, split_size_or_sections: Any, dim: int) -> tuple:
     size = input.shape[d]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
-        if step <= 0 and size:
-            raise RuntimeError(f"split(): split_size must be positive, got {step}")
+        if step < 0:
+            raise with_context(RuntimeError(f"split expects split_size be non-negative, but "
+                                            f"got split_size={step}"),
+                               f"split: tensor of shape {tuple(input.shape)}")
+        if step == 0 and size:
+            raise with_context(RuntimeError(f"split_size can only be 0 if dimension size is "
+                                            f"0, but got dimension size of {size}"),
+                               f"split: dim {d} of shape {tuple(input.shape)}")
         sizes = [min(step, size - s) for s in range(0, size, step)] if size else [0]
     else:
         sizes = list(split_size_or_sections)
@@ -739,7 +768,9 @@ def _split(input: Tensor, split_size_or_sections: Any, dim: int) -> tuple:
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     """Splits into `chunks` nearly equal pieces (views)."""
     if chunks <= 0:
-        raise RuntimeError(f"chunk(): chunks must be greater than 0, got {chunks}")
+        raise with_context(RuntimeError(f"chunk expects `chunks` to be greater than 0, got: "
+                                        f"{chunks}"), f"chunk: tensor of shape "
+                                                      f"{tuple(input.shape)}")
     if not input.ndim:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     d = normalize_dim("chunk", dim, input.ndim)

@@ -163,8 +163,9 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """The product of two matrices."""
     if input.ndim != 2 or mat2.ndim != 2:
-        raise RuntimeError(f"mm: {'self' if input.ndim != 2 else 'mat2'} must be a matrix "
-                           f"(expected 2D tensors, got {input.ndim}D and {mat2.ndim}D)")
+        raise with_context(RuntimeError(f"{'self' if input.ndim != 2 else 'mat2'} must be a "
+                                        f"matrix"),
+                           f"mm: {input.ndim}-D and {mat2.ndim}-D operands")
     return matmul(input, mat2)
 
 
@@ -174,12 +175,15 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """The batched product of two (b, n, m) and (b, m, p) tensors."""
     if input.ndim != 3 or mat2.ndim != 3:
-        raise RuntimeError(f"bmm: {'batch1' if input.ndim != 3 else 'batch2'} must be a 3D "
-                           f"tensor (got {input.ndim}D and {mat2.ndim}D)")
+        raise with_context(RuntimeError(f"{'batch1' if input.ndim != 3 else 'batch2'} must be "
+                                        f"a 3D tensor"),
+                           f"bmm: {input.ndim}-D and {mat2.ndim}-D operands")
     want = [input.shape[0], input.shape[2]]
     if list(mat2.shape[:2]) != want:
-        raise RuntimeError(f"bmm: Expected size for first two dimensions of batch2 tensor to "
-                           f"be: {want} but got: {list(mat2.shape[:2])}.")
+        raise with_context(RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: {want} but got: "
+            f"{list(mat2.shape[:2])}."), f"bmm: shapes {fmt_shape(input.shape)} and "
+                                         f"{fmt_shape(mat2.shape)}")
     return matmul(input, mat2)
 
 

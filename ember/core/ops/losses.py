@@ -24,6 +24,7 @@ from ember.core.creation import full as _full
 from ember.core.creation import zeros_like
 from ember.core.declare import composite, fused_kernel
 from ember.core.dispatch import not_implemented_for, run_fused
+from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad
 from ember.core.host import host_array
 from ember.core.opdef import OPS, Grad
@@ -443,7 +444,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     reduction = _reduction_arg(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: "
-                           f"{label_smoothing}")
+                           f"{label_smoothing:g}")  # (a C++ double, as PyTorch prints it)
     class_dim = 0 if input.ndim == 1 else 1
     if target.dtype.is_floating_point and target.shape == input.shape:
         return _cross_entropy_prob_target(input, target, weight, reduction, label_smoothing)
@@ -576,6 +577,11 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
                          f"size ({input.shape}) is deprecated. Please ensure they have the "
                          "same size.")
+    if target.dtype is not input.dtype:
+        raise with_context(RuntimeError(
+            f"Found dtype {dt.SCALAR_TYPE_NAMES.get(target.dtype.name)} but expected "
+            f"{dt.SCALAR_TYPE_NAMES.get(input.dtype.name)}"),
+            f"binary_cross_entropy: target {target.dtype}, input {input.dtype}")
     with tracing.paused():  # a check, not part of the computation (NaN fails it too)
         if input.numel() and not bool(R.all(E.logical_and(input >= 0, input <= 1))):
             raise RuntimeError("all elements of input should be between 0 and 1")

@@ -96,8 +96,8 @@ from ember.core.ops.shape import (
     transpose,
     unsqueeze,
 )
-from ember.core.shapes import conv_out_size, fmt_shape, normalize_dim
-from ember.core.storage import scalar_type_name
+from ember.core.shapes import conv_out_size, fmt_shape, normalize_dim, window_count
+from ember.core.storage import cpp_type_name, scalar_type_name
 from ember.core.tensor import Tensor
 
 
@@ -548,18 +548,35 @@ def _conv_check(op: str, input: Tensor, weight: Tensor, groups: int, n: int) -> 
         raise RuntimeError(f"{op}: expected weight to be {n + 2}-D, got shape "
                            f"{fmt_shape(tuple(weight.shape))}")
     if input.ndim not in (n + 1, n + 2):
-        raise RuntimeError(f"{op}: Expected {n + 1}D (unbatched) or {n + 2}D (batched) input "
-                           f"to {op}, but got input of size: {list(input.shape)}")
+        raise with_context(RuntimeError(
+            f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to {op}, but got "
+            f"input of size: {list(input.shape)}"), f"{op}: weight of shape "
+            f"{tuple(weight.shape)}")
     channels = input.shape[-n - 1]
     if channels != weight.shape[1] * groups:
+        batched = list(input.shape) if input.ndim == n + 2 else [1, *input.shape]
         raise with_context(RuntimeError(
             f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
-            f"input{list(input.shape)} to have {weight.shape[1] * groups} channels, but got "
-            f"{channels} channels instead"), op)
+            f"input{batched} to have {weight.shape[1] * groups} channels, but got "
+            f"{channels} channels instead"), f"{op}: input of shape {tuple(input.shape)}")
     if weight.shape[0] % groups:
         raise RuntimeError(f"{op}: out_channels ({weight.shape[0]}) must be divisible by "
                            f"groups ({groups})")
     return input.ndim == n + 1
+
+
+def _conv_dtypes(op: str, input: Tensor, weight: Tensor, bias: Tensor | None) -> None:
+    """PyTorch's refusal of operands of two dtypes: the bias's is checked first."""
+    if bias is not None and bias._dtype is not input._dtype:
+        raise with_context(RuntimeError(
+            f"Input type ({cpp_type_name(input._dtype)}) and bias type "
+            f"({cpp_type_name(bias._dtype)}) should be the same"),
+            f"{op}: input {input._dtype}, bias {bias._dtype}")
+    if weight._dtype is not input._dtype:
+        raise with_context(RuntimeError(
+            f"expected scalar type {scalar_type_name(input._dtype)} but found "
+            f"{scalar_type_name(weight._dtype)}"),
+            f"{op}: input {input._dtype}, weight {weight._dtype}")
 
 
 def _same_padding(kernel: tuple, dilation: tuple) -> tuple[tuple, tuple]:
@@ -579,6 +596,7 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
                            f"{list(_tuple(dilation, n, 'dilation'))}")
     _same_device(op, input, weight, bias)
     unbatched = _conv_check(op, input, weight, groups, n)
+    _conv_dtypes(op, input, weight, bias)
     if unbatched:
         input = unsqueeze(input, 0)
     kernel = tuple(weight.shape[2:])
@@ -757,6 +775,7 @@ def _conv_transpose(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor
                            f"{list(weight.shape)}, expected input{list(input.shape)} to have "
                            f"{weight.shape[0]} channels, but got "
                            f"{input.shape[1] if input.ndim > 1 else '?'} channels instead")
+    _conv_dtypes(op, input, weight, None)  # (PyTorch's transposed kernels: the weight's)
     if groups <= 0 or weight.shape[0] % groups:
         raise RuntimeError(f"{op}: in_channels ({weight.shape[0]}) must be divisible by "
                            f"groups ({groups})")
@@ -892,6 +911,8 @@ def _features_present(op: str, n: int, input: Tensor) -> None:
 
 def _max_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, dilation,
               ceil_mode, return_indices):
+    if return_indices and op == "max_pool1d":  # PyTorch's own kernel (and words) for it
+        op = "max_pool1d_with_indices"
     _features_present(op, n, input)
     x, unbatched = _batched(input, n, op)
     fused = max_pool_with_indices(op, n, x, kernel_size, stride, padding, dilation, ceil_mode,
@@ -915,6 +936,35 @@ def _max_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, dila
     return values, (squeeze(indices, 0) if unbatched else indices)
 
 
+def _pool_padding_error(op: str, kernel: tuple, padding: tuple, dilation: tuple, k: int,
+                        p: int, d: int) -> RuntimeError:
+    """PyTorch's words for a padding over half the kernel (max_pool1d and a dilated
+    max_pool2d have their own)."""
+    if op == "max_pool1d":
+        msg = (f"max_pool1d() padding should be at most half of kernel size, but got "
+               f"padding={p} and kernel_size={k}")
+    elif op.startswith("max_pool2d") and p <= ((k - 1) * d + 1) // 2:
+        msg = (f"pad should be smaller than or equal to half of kernel size, but got "
+               f"padW = {padding[1]}, padH = {padding[0]}, kW = {kernel[1]}, kH = {kernel[0]}")
+    else:
+        msg = (f"pad should be at most half of effective kernel size, but got pad={p}, "
+               f"kernel_size={k} and dilation={d}")
+    return with_context(RuntimeError(msg), f"{op}: kernel_size={kernel}, padding={padding}")
+
+
+def _pool_output_error(op: str, x: Tensor, spatial: tuple, outs: tuple) -> RuntimeError:
+    """PyTorch's words for a kernel that does not fit: max_pool1d's own, else the 2-D/3-D
+    kernels' (1-D pools run as 2-D ones of height 1 there)."""
+    if op == "max_pool1d":
+        msg = f"max_pool1d() Invalid computed output size: {outs[0]}"
+    else:
+        lead = (x.shape[1], 1) if len(spatial) == 1 else (x.shape[1],)
+        msg = (f"Given input size: ({'x'.join(map(str, lead + spatial))}). Calculated output "
+               f"size: ({'x'.join(map(str, lead + outs))}). Output size is too small")
+    return with_context(RuntimeError(msg), f"{op}: input of shape {tuple(x.shape)} gives "
+                                           f"output size {outs}")
+
+
 def _pool_geometry(op: str, n: int, x: Tensor, kernel_size, stride, padding, dilation,
                    ceil_mode) -> tuple:
     """Checked (kernel, stride, padding, dilation, extra right padding, output sizes); the
@@ -933,16 +983,18 @@ def _pool_geometry(op: str, n: int, x: Tensor, kernel_size, stride, padding, dil
                                f"{list(values)}")
     if any(p < 0 for p in padding):
         raise RuntimeError(f"{op}: pad must be non-negative, but got pad: {list(padding)}")
-    for k, p in zip(kernel, padding):
+    for k, p, d in zip(kernel, padding, dilation):
         if p > k // 2:
-            raise RuntimeError(f"{op}: pad should be at most half of effective kernel size, "
-                               f"but got pad={p}, kernel_size={k}")
+            raise _pool_padding_error(op, kernel, padding, dilation, k, p, d)
     spatial = tuple(x.shape[2:])
-    outs = tuple(conv_out_size(op, spatial[i], kernel[i], dilation[i], padding[i], stride[i],
-                               ceil_mode) for i in range(n))
+    if op == "avg_pool3d" and any(size < k for size, k in zip(spatial, kernel)):
+        raise with_context(RuntimeError(
+            "input image (T: {} H: {} W: {}) smaller than kernel size (kT: {} kH: {} kW: {})"
+            .format(*spatial, *kernel)), f"{op}: input of shape {tuple(x.shape)}")
+    outs = tuple(window_count(spatial[i], kernel[i], dilation[i], padding[i], stride[i],
+                              ceil_mode) for i in range(n))
     if any(o <= 0 for o in outs):
-        raise RuntimeError(f"{op}: output size {outs} is too small for input "
-                           f"{fmt_shape(tuple(x.shape))}")
+        raise _pool_output_error(op, x, spatial, outs)
     extra = tuple(max(0, (o - 1) * s + d * (k - 1) + 1 - (size + 2 * p))
                   for o, s, d, k, size, p in zip(outs, stride, dilation, kernel, spatial,
                                                  padding))
@@ -1612,10 +1664,16 @@ _HALF = (dt.float16, dt.bfloat16)
 def _softmax_input(op: str, input: Tensor, dim: int, dtype: Any) -> tuple[Tensor, int]:
     if dtype is not None:
         input = input.to(dtype=dtype)
+    d = normalize_dim(op, dim, input.ndim)
     if not input._dtype.is_floating_point and input.numel():  # (nothing to compute: kept)
-        raise NotImplementedError(f"{op}: expected a floating-point input, got "
-                                  f"{input._dtype}")
-    return input, normalize_dim(op, dim, input.ndim)
+        # named as PyTorch's CPU kernel is: its own for the last dim
+        kernel = f"{op}_lastdim_kernel_impl" if d == input.ndim - 1 or not input.ndim \
+            else f"{op}_kernel_impl"
+        raise with_context(NotImplementedError(
+            f'"{kernel}" not implemented for '
+            f"'{SCALAR_TYPE_NAMES.get(input._dtype.name, input._dtype)}'"),
+            f"{op}: a {input._dtype} input (pass dtype= for a floating-point result)")
+    return input, d
 
 
 @composite(traced_as_node=True, precision=P.FLOAT32, cost=costs.reduction(10),
@@ -1678,9 +1736,11 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else \
         tuple(normalized_shape)
     if tuple(input.shape[input.ndim - len(shape):]) != shape:
-        raise RuntimeError(f"layer_norm: Given normalized_shape={list(shape)}, expected input "
-                           f"with shape [*, {', '.join(str(s) for s in shape)}], but got "
-                           f"input of size{list(input.shape)}")
+        raise with_context(RuntimeError(
+            f"Given normalized_shape={list(shape)}, expected input with shape "
+            f"[*, {', '.join(str(s) for s in shape)}], but got input of size{list(input.shape)}"),
+            f"layer_norm: input of shape {tuple(input.shape)} does not end in "
+            f"normalized_shape {shape}")
     if input._dtype in _HALF:
         # PyTorch computes in float32 and rounds once to the input's dtype (the weights
         # may be float32, as under autocast)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins  # this module defines sum, max, min, all and any: the ops
 import math
+import operator
 from typing import Any
 
 from ember.core import costs
@@ -79,9 +80,40 @@ def _cumsum_rule(input, *, dim):
 # -- helpers --------------------------------------------------------------------------
 
 
+# the signatures PyTorch's argument parser lists when a method's dim is not ints
+_DIM_SIGNATURES = {
+    "sum": ("(*, torch.dtype dtype = None)",
+            "(tuple of ints dim, bool keepdim = False, *, torch.dtype dtype = None)"),
+}
+_DIM_SIGNATURES["mean"] = _DIM_SIGNATURES["sum"]
+
+
+def _is_index(value: Any) -> bool:
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _dim_type_error(op: str, dim: Any) -> TypeError:
+    """PyTorch's refusal of a dim that is not an int or ints (its parser's words, as for
+    the method called with `dim=`)."""
+    got = type(dim).__name__
+    if op not in _DIM_SIGNATURES:
+        return TypeError(f"{op}(): argument 'dim' must be tuple of ints, not {got}")
+    listed = "".join(f" * {sig.replace('torch.', dt.API_NAME + '.')}\n"
+                     for sig in _DIM_SIGNATURES[op])
+    return TypeError(f"{op}() received an invalid combination of arguments - got "
+                     f"(dim={got}, ), but expected one of:\n{listed}")
+
+
 def _dims_arg(op: str, x: Tensor, dim: Any) -> tuple[int, ...] | None:
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return None
+    if type(dim) is not int and not (_is_index(dim) or isinstance(dim, (tuple, list))
+                                     and builtins.all(_is_index(d) for d in dim)):
+        raise _dim_type_error(op, dim)
     dims = normalize_dims(op, dim, x.ndim)
     return None if x.ndim == 0 else dims  # a 0-d tensor's dim 0 (or -1) is all of it
 
@@ -154,8 +186,9 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
     only."""
     input = _cast_first(input, dtype)
     if not input._dtype._differentiable:
-        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either "
-                           f"a floating point or complex dtype. Got: "
+        which = "Input" if dtype is None else "Optional"
+        raise RuntimeError(f"mean(): could not infer output dtype. {which} dtype must be "
+                           f"either a floating point or complex dtype. Got: "
                            f"{SCALAR_TYPE_NAMES.get(input._dtype.name, input._dtype)}")
     dims = _dims_arg("mean", input, dim)
     n = input.numel() if dims is None else math.prod(input.shape[d] for d in dims)

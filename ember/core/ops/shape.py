@@ -68,12 +68,19 @@ def _permute_rule(input, *, dims):
     return OutMeta(tuple(input.shape[d] for d in dims), input.dtype, None)
 
 
-def _expand_rule(input, *, shape):
+def expanded_shape(input: Tensor, shape: tuple, op: str = "expand") -> tuple:
+    """`input`'s shape expanded to `shape` (-1 keeps a size), or PyTorch's error."""
     if len(shape) < input.ndim:
-        raise RuntimeError(f"expand: the number of sizes provided ({len(shape)}) must be "
-                           f"greater or equal to the number of dimensions in the tensor "
-                           f"({input.ndim})")
+        raise with_context(RuntimeError(
+            f"expand({input.type()}{{{fmt_shape(input.shape)}}}, size={fmt_shape(shape)}): "
+            f"the number of sizes provided ({len(shape)}) must be greater or equal to the "
+            f"number of dimensions in the tensor ({input.ndim})"), op)
     lead = len(shape) - input.ndim
+    for i, n in enumerate(shape[:lead]):
+        if n < 0:
+            raise with_context(RuntimeError(
+                f"The expanded size of the tensor ({n}) isn't allowed in a leading, "
+                f"non-existing dimension {i}"), f"{op}: target sizes {fmt_shape(shape)}")
     out = list(shape[:lead])
     for i, (s, n) in enumerate(zip(input.shape, shape[lead:])):
         if n == -1:
@@ -82,12 +89,13 @@ def _expand_rule(input, *, shape):
             raise with_context(RuntimeError(
                 f"The expanded size of the tensor ({n}) must match the existing size "
                 f"({s}) at non-singleton dimension {i + lead}.  Target sizes: "
-                f"{fmt_shape(shape)}.  Tensor sizes: {fmt_shape(input.shape)}"), "expand")
+                f"{fmt_shape(shape)}.  Tensor sizes: {fmt_shape(input.shape)}"), op)
         out.append(n)
-    if any(s < 0 for s in out):
-        raise RuntimeError(f"expand: -1 is not allowed in a leading, non-existing dimension "
-                           f"(target sizes {fmt_shape(shape)})")
-    return OutMeta(tuple(out), input.dtype, None)
+    return tuple(out)
+
+
+def _expand_rule(input, *, shape):
+    return OutMeta(expanded_shape(input, shape), input.dtype, None)
 
 
 def _flip_rule(input, *, dims):
@@ -289,6 +297,13 @@ def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
                            f"dimensions")
     d = normalize_dim("unflatten", dim, input.ndim)
     shape = tuple(input.shape)
+    sizes = tuple(sizes)
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    if -1 not in sizes and math.prod(sizes) != shape[d]:
+        raise with_context(RuntimeError(
+            f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim "
+            f"{dim} ({shape[d]}) in the input tensor"), f"unflatten: input of shape {shape}")
     inner = infer_reshape("unflatten", (shape[d],), shape[d], tuple(sizes))
     return reshape(input, shape[:d] + inner + shape[d + 1:])
 
@@ -347,11 +362,17 @@ def _permute_method(self: Tensor, *dims: Any, **kwargs: Any) -> Tensor:
            grad=Grad(input=lambda grad, dims: grad.permute(_inverse(dims))))
 def permute(input: Tensor, dims: Sequence[int]) -> Tensor:
     """A view with the dimensions reordered as `dims`."""
-    dims = tuple(normalize_dim("permute", d, input.ndim) for d in sizes_arg((dims,)))
-    if len(dims) != input.ndim:
-        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
-                           f"not match the length of the desired ordering of dimensions i.e. "
-                           f"input.dim() = {input.ndim} is not equal to len(dims) = {len(dims)}")
+    dims = sizes_arg((dims,))
+    if len(dims) != input.ndim:  # (checked first, and named so, by PyTorch's dense permute)
+        raise with_context(RuntimeError(
+            f"permute(sparse_coo): number of dimensions in the tensor input does not match "
+            f"the length of the desired ordering of dimensions i.e. input.dim() = "
+            f"{input.ndim} is not equal to len(dims) = {len(dims)}"),
+            f"permute: dims {list(dims)} for a tensor of shape {fmt_shape(input.shape)}")
+    dims = tuple(normalize_dim("permute", d, input.ndim) for d in dims)
+    if len(set(dims)) != len(dims):
+        raise with_context(RuntimeError("permute(): duplicate dims are not allowed."),
+                           f"permute: dims {list(dims)} (normalized)")
     return _permute_impl(input, dims, "PermuteBackward0")
 
 
@@ -485,8 +506,10 @@ def repeat(input: Tensor, repeats: Sequence[int]) -> Tensor:
     """Tiles the tensor `repeats[i]` times along each dimension (a copy)."""
     reps = sizes_arg((repeats,))
     if len(reps) < input.ndim:
-        raise RuntimeError("repeat(): Number of dimensions of repeat dims can not be smaller "
-                           "than number of dimensions of tensor")
+        raise with_context(RuntimeError("Number of dimensions of repeat dims can not be "
+                                        "smaller than number of dimensions of tensor"),
+                           f"repeat: {len(reps)} repeats for a tensor of shape "
+                           f"{tuple(input.shape)}")
     x = reshape(input, (1,) * (len(reps) - input.ndim) + tuple(input.shape))
     shape = tuple(x.shape)
     sizes = [r * s for r, s in zip(reps, shape)]
@@ -676,7 +699,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenates tensors along an existing dimension."""
     tensors = [x for x in tensors]
     if not tensors:
-        raise ValueError("cat(): expected a non-empty list of Tensors")  # (PyTorch's type)
+        raise ValueError(f"{dt.API_NAME}.cat(): expected a non-empty list of Tensors")
     if not isinstance(tensors[0], Tensor):
         raise TypeError(f"cat(): expected a sequence of Tensors, got "
                         f"{type(tensors[0]).__name__}")

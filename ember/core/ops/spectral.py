@@ -129,6 +129,9 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
         raise RuntimeError(f"stft: expected 0 < win_length <= n_fft, but got "
                            f"win_length={win}")
     if window is None:
+        if not _STFT_WARNED:  # (PyTorch's TORCH_WARN_ONCE)
+            _STFT_WARNED.append(True)
+            warnings.warn(_stft_no_window(), UserWarning, stacklevel=3)
         window = ones(win, dtype=input.dtype.to_real(), device=input.device)
     elif window.ndim != 1 or window.shape[0] != win:
         raise RuntimeError(f"stft: expected a 1D window tensor of size equal to win_length="
@@ -147,6 +150,17 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
         out = view_as_real(out)
     return out if input.ndim == 2 else out.squeeze(0)
 
+
+def _stft_no_window() -> str:
+    api = dt.API_NAME
+    return (f"A window was not provided. A rectangular window will be applied,which is known "
+            f"to cause spectral leakage. Other windows such as {api}.hann_window or "
+            f"{api}.hamming_window are recommended to reduce spectral leakage.To suppress this "
+            f"warning and use a rectangular window, explicitly set `window={api}.ones(n_fft, "
+            f"device=<device>)`.")
+
+
+_STFT_WARNED: list[bool] = []
 
 _NO_WINDOW = ("A window was not provided. A rectangular window will be applied.Please provide "
               "the same window used by stft to make the inversion lossless.To suppress this "

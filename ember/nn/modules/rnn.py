@@ -30,6 +30,7 @@ from typing import Any
 import ember
 from ember import Tensor
 from ember.autograd import Function
+from ember.core import dtype as _dt
 from ember.core import forward_ad as _fw
 from ember.core.ops import nn as _nnops
 from ember.core.ops.shape import named_view
@@ -884,6 +885,10 @@ def _forward_single_state(module: RNNBase, input: Tensor | PackedSequence, hx: T
         hx = ember.zeros(module.num_layers * num_directions, input.size(batch_dim),
                          module.hidden_size, dtype=input.dtype, device=input.device)
     module.check_forward_args(input, hx, None)
+    if hx.dtype != input.dtype:  # PyTorch's cell multiplies hx by the weights first: its words
+        names = _dt.SCALAR_TYPE_NAMES
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                           f"{names[hx.dtype.name]} and {names[input.dtype.name]}")
     output, h_n, _ = module._run_padded(input, hx, None)
     if not is_batched:
         output = output.squeeze(batch_dim)

@@ -550,6 +550,30 @@ class TransformerEncoderLayer(Module):
         return self.dropout2(x)
 
 
+def _why_not_fast_path(layer: Any) -> str:
+    """Why PyTorch's TransformerEncoder would not take its nested-tensor path for
+    `layer` ("" when it would), in its words and order."""
+    name = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{name} was not TransformerEncoderLayer"
+    if layer.norm_first:
+        return f"{name}.norm_first was True"
+    if not layer.self_attn.batch_first:
+        return (f"{name}.self_attn.batch_first was not True(use batch_first for better "
+                f"inference performance)")
+    if not layer.self_attn._qkv_same_embed_dim:
+        return f"{name}.self_attn._qkv_same_embed_dim was not True"
+    if layer.self_attn.in_proj_bias is None:
+        return f"{name}.self_attn was passed bias=False"
+    if not layer.activation_relu_or_gelu:
+        return f"{name}.activation_relu_or_gelu was not True"
+    if layer.norm1.eps != layer.norm2.eps:
+        return f"{name}.norm1.eps was not equal to {name}.norm2.eps"
+    if layer.self_attn.num_heads % 2 == 1:
+        return f"{name}.self_attn.num_heads is odd"
+    return ""
+
+
 class TransformerEncoder(Module):
     r"""A stack of ``num_layers`` encoder layers (deep copies of ``encoder_layer``), and an
     optional final ``norm``.
@@ -574,6 +598,10 @@ class TransformerEncoder(Module):
         self.enable_nested_tensor = enable_nested_tensor
         self.use_nested_tensor = False
         self.mask_check = mask_check
+        why_not = _why_not_fast_path(encoder_layer)
+        if enable_nested_tensor and why_not:  # PyTorch's warning (ember never nests)
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False "
+                          f"because {why_not}", stacklevel=2)
 
     def forward(self, src: Tensor, mask: Tensor | None = None,
                 src_key_padding_mask: Tensor | None = None,

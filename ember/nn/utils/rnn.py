@@ -195,6 +195,21 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
     return padded, ember.tensor(lengths, dtype=ember.int64)
 
 
+def _check_trailing_sizes(sequences: list[Tensor]) -> None:
+    """PyTorch's refusal of sequences whose trailing sizes differ from the first's: it
+    copies each into its slot of the output, with copy_'s broadcasting and words."""
+    from ember.core.shapes import broadcast_shapes, fmt_shape
+
+    trailing = tuple(sequences[0].shape[1:])
+    for s in sequences[1:]:
+        slot = (s.shape[0],) + trailing if s.ndim else trailing
+        if tuple(s.shape) != slot and \
+                broadcast_shapes("pad_sequence", slot, tuple(s.shape)) != slot:
+            raise RuntimeError(f"output with shape {fmt_shape(slot)} doesn't match the "
+                               f"broadcast shape "
+                               f"{fmt_shape(broadcast_shapes('pad_sequence', slot, s.shape))}")
+
+
 def pad_sequence(sequences: Tensor | Iterable[Tensor], batch_first: bool = False,
                  padding_value: float = 0.0, padding_side: str = "right") -> Tensor:
     r"""Stack sequences ``(L_i, *)`` of different lengths into one padded tensor
@@ -216,8 +231,12 @@ def pad_sequence(sequences: Tensor | Iterable[Tensor], batch_first: bool = False
     if not sequences:
         raise RuntimeError("received an empty list of sequences")
     longest = max(s.shape[0] for s in sequences)
+    _check_trailing_sizes(sequences)
     padded = []
     for s in sequences:
+        slot = (s.shape[0], *sequences[0].shape[1:])
+        if tuple(s.shape) != slot:  # (broadcast into its slot, as PyTorch's copy_ does)
+            s = s.expand(slot)
         extra = longest - s.shape[0]
         if extra:
             # constant_pad_nd lists (left, right) pairs from the last dimension backwards
