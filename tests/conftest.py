@@ -2,10 +2,18 @@
 ember.testing's pytest plugin."""
 
 import os
+import sys
 
 import pytest
 
 pytest_plugins = ["ember.testing.plugin"]
+
+# Hypothesis (6.170) chains one more settings object onto a @given test's settings for
+# each of its parametrized cases, and reads the chain recursively: the fuzz file's
+# ~950-case extreme-values test reached Python's default limit of 1000 frames (a
+# RecursionError in hypothesis/_settings.py). Pure-Python frames, so a higher limit is
+# safe.
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
 
 
 @pytest.fixture(autouse=True, scope="session")
