@@ -156,27 +156,31 @@ def test_a_scripted_or_traced_module_saves_itself(tmp_path) -> None:
         _ = nn.Sequential(nn.Linear(3, 2)).save  # only scripted modules have it
 
 
-class Attributes(nn.Module):
-    """A module with a plain attribute, a helper method, a property and an exported one."""
+def _attributes(lib):
+    """A module with a plain attribute, a helper method, a property and an exported one,
+    built on `lib`'s nn."""
+    class Attributes(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = lib.nn.Sequential(lib.nn.Linear(2, 3), lib.nn.ReLU())
+            self.scale = 3
+            self.register_buffer("offset", None)
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.body = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
-        self.scale = 3
-        self.register_buffer("offset", None)
+        def forward(self, x):
+            return self.helper(self.body(x)) * self.scale
 
-    def forward(self, x):
-        return self.helper(self.body(x)) * self.scale
+        def helper(self, y):
+            return y + 1
 
-    def helper(self, y):
-        return y + 1
+        @property
+        def width(self):
+            return self.body[0].out_features
 
-    @property
-    def width(self):
-        return self.body[0].out_features
+        @lib.jit.export
+        def exported(self, x):
+            return x - 1
 
-    def exported(self, x):
-        return x - 1
+    return Attributes()
 
 
 def test_scripted_modules_are_pytorchs_recursive_script_modules() -> None:
@@ -184,13 +188,7 @@ def test_scripted_modules_are_pytorchs_recursive_script_modules() -> None:
     torch = pytest.importorskip("torch")
     from ember.core import dtype as dt
 
-    def build(lib):
-        lib.manual_seed(0)
-        m = Attributes() if lib is ember else _torch_attributes(torch)
-        m.exported = lib.jit.export(type(m).exported)
-        return m
-
-    e, t = ember.jit.script(Attributes()), torch.jit.script(_torch_attributes(torch))
+    e, t = ember.jit.script(_attributes(ember)), torch.jit.script(_attributes(torch))
     dt.set_api_name("torch")
     try:
         assert repr(e) == repr(t)
@@ -216,31 +214,6 @@ def test_scripted_modules_are_pytorchs_recursive_script_modules() -> None:
             lib.jit.freeze(s.train())
         assert type(lib.jit.optimize_for_inference(s.eval())).__name__ == \
             "RecursiveScriptModule"
-
-
-def _torch_attributes(torch):
-    class Attributes(torch.nn.Module):  # the same module in torch's nn
-        def __init__(self):
-            super().__init__()
-            self.body = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU())
-            self.scale = 3
-            self.register_buffer("offset", None)
-
-        def forward(self, x):
-            return self.helper(self.body(x)) * self.scale
-
-        def helper(self, y):
-            return y + 1
-
-        @property
-        def width(self):
-            return self.body[0].out_features
-
-        @torch.jit.export
-        def exported(self, x):
-            return x - 1
-
-    return Attributes()
 
 
 def test_scripted_functions_are_script_functions() -> None:

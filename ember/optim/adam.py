@@ -23,6 +23,7 @@ from ember.optim.optimizer import (
     count_steps,
     new_scalar,
     on_device,
+    penalized_grad,
     refuse_sparse,
 )
 
@@ -172,13 +173,7 @@ def _adam_single(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tenso
     for i, (p, grad, exp_avg, exp_avg_sq) in enumerate(zip(params, grads, exp_avgs,
                                                            exp_avg_sqs)):
         step = steps[i]
-        if maximize:
-            grad = -grad
-        if weight_decay != 0:
-            if decoupled:
-                p.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad.add(p, alpha=weight_decay)
+        grad = penalized_grad(p, grad, lr, weight_decay, maximize, decoupled)
         exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
         bias_correction1 = 1 - beta1 ** step
@@ -203,13 +198,7 @@ def _adam_tensor_steps(params: list[Tensor], grads: list[Tensor], exp_avgs: list
     every op (the state is cloned where PyTorch clones it, so its history stays intact)."""
     for i, (p, grad, exp_avg, exp_avg_sq) in enumerate(zip(params, grads, exp_avgs,
                                                            exp_avg_sqs)):
-        if maximize:
-            grad = -grad
-        if weight_decay != 0:
-            if decoupled:
-                p.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad.add(p, alpha=weight_decay)
+        grad = penalized_grad(p, grad, lr, weight_decay, maximize, decoupled)
         exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
         step_size_neg = (lr / (1 - beta1 ** steps[i])).neg()

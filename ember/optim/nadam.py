@@ -17,6 +17,7 @@ from ember.optim.optimizer import (
     _foreach_penalized_grads,
     _implementation_options,
     _use_foreach,
+    penalized_grad,
 )
 
 __all__ = ["NAdam"]
@@ -142,13 +143,7 @@ def _nadam_single(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tens
     """The per-tensor update (`steps` and `mu_products` already count this step)."""
     for p, grad, exp_avg, exp_avg_sq, step, mu_product in zip(
             params, grads, exp_avgs, exp_avg_sqs, steps, mu_products):
-        if maximize:
-            grad = -grad
-        if weight_decay != 0:
-            if decoupled_weight_decay:
-                p.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad.add(p, alpha=weight_decay)
+        grad = penalized_grad(p, grad, lr, weight_decay, maximize, decoupled_weight_decay)
         bias_correction2, grad_coef, avg_coef = _coefficients(
             step, mu_product, lr, beta1, beta2, momentum_decay)
         exp_avg.lerp_(grad, 1 - beta1)
@@ -168,13 +163,7 @@ def _nadam_differentiable(params: list[Tensor], grads: list[Tensor], exp_avgs: l
     is written in place."""
     for p, grad, exp_avg, exp_avg_sq, step, mu_product in zip(
             params, grads, exp_avgs, exp_avg_sqs, steps, mu_products):
-        if maximize:
-            grad = -grad
-        if weight_decay != 0:
-            if decoupled_weight_decay:
-                p.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad.add(p, alpha=weight_decay)
+        grad = penalized_grad(p, grad, lr, weight_decay, maximize, decoupled_weight_decay)
         mu = _mu(beta1, momentum_decay, step)
         mu_next = _mu(beta1, momentum_decay, step + 1)
         exp_avg.lerp_(grad, 1 - beta1)

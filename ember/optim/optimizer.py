@@ -290,6 +290,21 @@ def _per_step(steps: list[float], fn: Callable[[float], float]) -> float | list[
     return [fn(s) for s in steps]
 
 
+def penalized_grad(p: Tensor, grad: Tensor, lr: float, weight_decay: float, maximize: bool,
+                   decoupled: bool) -> Tensor:
+    """One parameter's gradient negated for `maximize`, with L2 weight decay added, or
+    the parameter itself decayed in place when `decoupled` (AdamW's): the per-tensor
+    updates' common first lines, in PyTorch's order."""
+    if maximize:
+        grad = -grad
+    if weight_decay != 0:
+        if decoupled:
+            p.mul_(1 - lr * weight_decay)
+        else:
+            grad = grad.add(p, alpha=weight_decay)
+    return grad
+
+
 def _foreach_penalized_grads(params: list[Tensor], grads: list[Tensor],
                              weight_decay: float, maximize: bool) -> list[Tensor]:
     """The gradients negated when maximizing, plus the L2 penalty ``weight_decay * p``,
