@@ -95,9 +95,9 @@ def test_frombuffer_shares_the_buffer_and_checks_its_bounds():
 
 
 def test_frombuffer_of_immutable_bytes_warns_and_reads_them(monkeypatch):
-    from ember.core import from_memory
+    from ember.core import errors
 
-    monkeypatch.setattr(from_memory, "_warned_read_only", False)  # (warned once a process)
+    monkeypatch.setattr(errors, "_warned", set())  # (warned once a process)
     with pytest.warns(UserWarning, match="buffer is not writable"):
         e = ember.frombuffer(b"abcd", dtype=ember.uint8)
     assert e.tolist() == [97, 98, 99, 100]

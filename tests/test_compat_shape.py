@@ -392,9 +392,9 @@ def test_storage_objects():
 
 
 def test_typed_storage_warns_its_deprecation_once_as_torch(monkeypatch):
-    from ember.core import storage
+    from ember.core import errors
 
-    monkeypatch.setattr(storage, "_typed_storage_warned", False)
+    monkeypatch.setattr(errors, "_warned", set())  # (warned once a process)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         ember.ones(2).storage()

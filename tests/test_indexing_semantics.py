@@ -60,13 +60,13 @@ def test_getitem_of_a_0d_tensor_with_bool_scalars(key):
     assert_same(lambda lib, T: T(5.0)[BOOL_KEYS[key](lib)])
 
 
-def test_uint8_masks_index_as_bool_masks_with_pytorchs_warning():
+def test_uint8_masks_index_as_bool_masks_with_pytorchs_warning(monkeypatch):
     assert_same(lambda lib, T: _x(lib, T)[T([1, 0], dtype=lib.uint8)])
     assert_same(lambda lib, T: _x(lib, T)[:, T([[1, 0, 1, 1]] * 3, dtype=lib.uint8)
                                           .bool()] * 2)
-    from ember.core import indexing
+    from ember.core import errors
 
-    indexing._uint8_warned = False  # (PyTorch warns once a process; so does ember)
+    monkeypatch.setattr(errors, "_warned", set())  # (PyTorch warns once a process; so does ember)
     with pytest.warns(UserWarning, match="indexing with dtype ember.uint8 is now deprecated"):
         ember.zeros(2)[ember.tensor([1, 0], dtype=ember.uint8)]
     with warnings.catch_warnings():

@@ -171,13 +171,15 @@ class TestSharedMemory:
         with pytest.raises(ValueError, match="does not implement Python buffer protocol"):
             ember.frombuffer([1, 2], dtype=ember.uint8)
 
-    def test_frombuffer_of_read_only_bytes_warns_and_copies(self):
+    def test_frombuffer_of_read_only_bytes_warns_and_copies(self, monkeypatch):
         import warnings
 
+        from ember.core import errors
+
         data = b"abcd"
+        monkeypatch.setattr(errors, "_warned", set())  # (warned once a process)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            ember.core.from_memory._warned_read_only = False
             t = ember.frombuffer(data, dtype=ember.uint8)
         assert any("The given buffer is not writable" in str(w.message) for w in caught)
         t.add_(1)  # its own memory: the bytes object stays as it was

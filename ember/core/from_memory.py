@@ -19,13 +19,13 @@ from ember.core import storage
 from ember.core.backend import from_numpy_dtype, numpy_dtype
 from ember.core.creation import from_numpy, tensor
 from ember.core.declare import composite
+from ember.core.errors import warn_once
 from ember.core.host import dtype_arg
 from ember.core.placement import DeviceLike, resolve
 from ember.core.tensor import Tensor
 
 __all__ = ["asarray", "frombuffer", "from_file"]
 
-_warned_read_only = False
 
 
 def _alias_error(source: dt.dtype, target: dt.dtype) -> ValueError:
@@ -118,15 +118,13 @@ def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0,
         raise ValueError(f"requested buffer length ({count} * {size} bytes) after offset "
                          f"({offset} bytes) must not be greater than actual buffer length "
                          f"({length} bytes)")
-    global _warned_read_only
-    if view.readonly and not _warned_read_only:
-        _warned_read_only = True
-        warnings.warn("The given buffer is not writable, and PyTorch does not support "
-                      "non-writable tensors. This means you can write to the underlying "
-                      "(supposedly non-writable) buffer using the tensor. You may want to copy "
-                      "the buffer to protect its data or make it writable before converting "
-                      "it to a tensor. This type of warning will be suppressed for the rest "
-                      "of this program.", UserWarning, stacklevel=2)
+    if view.readonly:
+        warn_once("The given buffer is not writable, and PyTorch does not support "
+                  "non-writable tensors. This means you can write to the underlying "
+                  "(supposedly non-writable) buffer using the tensor. You may want to copy "
+                  "the buffer to protect its data or make it writable before converting "
+                  "it to a tensor. This type of warning will be suppressed for the rest "
+                  "of this program.", UserWarning, stacklevel=2)
     array = np.frombuffer(view, dtype=numpy_dtype(d), count=count, offset=offset)
     if not array.flags.writeable:
         # immutable bytes: nothing else can write them, so a writable copy reads the same

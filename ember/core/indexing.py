@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numbers
 import operator
-import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -19,7 +18,7 @@ import numpy as np
 from ember.core import dtype as dt
 from ember.core import tracing
 from ember.core.dispatch import run, user_stacklevel
-from ember.core.errors import with_context
+from ember.core.errors import warn_once, with_context
 from ember.core.host import host_array
 from ember.core.shapes import broadcast_shapes, fmt_shape
 from ember.core.tensor import Tensor
@@ -151,19 +150,6 @@ def view_label(key: Any, shape: tuple[int, ...]) -> str:
 
 
 _INDEX_DTYPES = (dt.int64, dt.int32)  # (and the uint8 and bool masks, taken before)
-_uint8_warned = False
-
-
-def _warn_uint8_index() -> None:
-    """PyTorch's deprecation warning for a uint8 mask, given once a process as there."""
-    global _uint8_warned
-    if not _uint8_warned:
-        _uint8_warned = True
-        warnings.warn(f"indexing with dtype {dt.API_NAME}.uint8 is now deprecated, please use "
-                      f"a dtype {dt.API_NAME}.bool instead.", UserWarning,
-                      stacklevel=user_stacklevel())
-
-
 def parse(x: Tensor, key: Any) -> ParsedIndex:
     fast = parse_basic(x._data.shape, key)
     if fast is not None:
@@ -188,7 +174,9 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
             if k.device != x.device:
                 k = k.to(x.device)
             if k.dtype is dt.uint8 and k.ndim:
-                _warn_uint8_index()
+                warn_once(f"indexing with dtype {dt.API_NAME}.uint8 is now deprecated, please "
+                          f"use a dtype {dt.API_NAME}.bool instead.", UserWarning,
+                          stacklevel=user_stacklevel())
                 masks.append(k)
                 items.append(("mask", k != 0))
                 continue

@@ -22,13 +22,13 @@ float32, halves to even, clamped to the dtype's range.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ember.core import dtype as dt
+from ember.core.errors import warn_once
 from ember.core.function import Function
 from ember.core.grad_mode import no_grad
 from ember.core.host import dtype_arg
@@ -75,15 +75,9 @@ _DEPRECATION = ("torch.quantize_per_tensor, torch.quantize_per_channel and other
                 "torch.qint8, and torch.qint32 are deprecated and will be removed in a future "
                 "PyTorch release. Please see https://github.com/pytorch/pytorch/issues/184982 "
                 "for more information.")
-_warned_deprecation = False
-
-
 def _warn_deprecated() -> None:
     """PyTorch 2.13 warns once per process on the first quantized tensor made."""
-    global _warned_deprecation
-    if not _warned_deprecation:
-        _warned_deprecation = True
-        warnings.warn(_DEPRECATION, UserWarning, stacklevel=3)
+    warn_once(_DEPRECATION, UserWarning, stacklevel=3)
 
 
 class QuantizedTensor(Tensor):

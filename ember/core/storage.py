@@ -9,10 +9,10 @@ views of it.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 from ember.core import dtype as dt
+from ember.core.errors import warn_once
 
 
 class layout:  # noqa: N801 - PyTorch's name
@@ -102,19 +102,13 @@ _SCALAR_TYPES = {"float32": "Float", "float64": "Double", "float16": "Half",
                  "int8": "Char", "uint8": "Byte", "bool": "Bool"}
 
 
-_typed_storage_warned = False
-
-
 def warn_typed_storage_removal(stacklevel: int = 2) -> None:
     """PyTorch's deprecation warning for typed storages, given once a process."""
-    global _typed_storage_warned
-    if not _typed_storage_warned:
-        _typed_storage_warned = True
-        warnings.warn("TypedStorage is deprecated. It will be removed in the future and "
-                      "UntypedStorage will be the only storage class. This should only matter "
-                      "to you if you are using storages directly.  To access UntypedStorage "
-                      "directly, use tensor.untyped_storage() instead of tensor.storage()",
-                      UserWarning, stacklevel=stacklevel + 1)
+    warn_once("TypedStorage is deprecated. It will be removed in the future and UntypedStorage "
+              "will be the only storage class. This should only matter to you if you are "
+              "using storages directly.  To access UntypedStorage directly, use "
+              "tensor.untyped_storage() instead of tensor.storage()", UserWarning,
+              stacklevel=stacklevel + 1)
 
 
 def scalar_type_name(d: dt.dtype) -> str:

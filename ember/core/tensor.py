@@ -19,7 +19,7 @@ from ember.core import dtype as dt
 from ember.core import engine, grad_mode, torch_function, tracing
 from ember.core.backend import Backend
 from ember.core.device import device as Device
-from ember.core.errors import with_context
+from ember.core.errors import warn_once, with_context
 from ember.core.grad_mode import InferenceVersion, new_version
 from ember.core.grad_mode import state as grad_state
 from ember.core.graph import Node, relabel
@@ -37,17 +37,12 @@ _NON_LEAF_GRAD = (
     "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
     "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
     "instead. See github.com/pytorch/pytorch/pull/30531 for more information.")
-_T_WARNED: set[bool] = set()
 
 
 def _warn_t_once(ndim: int) -> None:
     """PyTorch's deprecation of `x.T` off matrices, once per process for each wording (its
     TORCH_WARN_ONCE)."""
-    zero_d = ndim == 0
-    if zero_d in _T_WARNED:
-        return
-    _T_WARNED.add(zero_d)
-    if zero_d:
+    if ndim == 0:
         msg = ("Tensor.T is deprecated on 0-D tensors. This function is the identity in these "
                "cases.")
     else:
@@ -55,7 +50,7 @@ def _warn_t_once(ndim: int) -> None:
                "deprecated and it will throw an error in a future release. Consider `x.mT` to "
                "transpose batches of matrices or `x.permute(*" + dt.API_NAME + ".arange(x.ndim - "
                "1, -1, -1))` to reverse the dimensions of a tensor.")
-    warnings.warn(msg, UserWarning, stacklevel=3)
+    warn_once(msg, UserWarning, stacklevel=3)
 
 
 @dt.printed_in_api()  # <class 'ember.Tensor'>, <class 'torch.Tensor'> under the alias

@@ -8,6 +8,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ember.core.errors import warn_once
 from ember.profiler import recorder, trace
 from ember.profiler.activity import DEVICE_ACTIVITIES, ProfilerActivity, activity_of
 from ember.profiler.events import EventList
@@ -17,13 +18,8 @@ from ember.profiler.schedule import ProfilerAction, default_schedule
 PROFILER_STEP_NAME = "ProfilerStep"
 
 _NOT_STARTED = "Profiler must be initialized before {}"
-_warned: set[str] = set()
-
-
 def _warn_once(message: str) -> None:
-    if message not in _warned:
-        _warned.add(message)
-        warnings.warn(message, stacklevel=4)
+    warn_once(message, UserWarning, stacklevel=4)
 
 
 class profile:  # noqa: N801 - PyTorch's name
