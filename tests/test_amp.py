@@ -662,8 +662,18 @@ def test_lstm_under_autocast_matches_pytorch():
     x = ember.randn(3, 5, 4)
     with ember.autocast("cpu"):
         out, (h, _) = lstm(x)
-    with torch.autocast("cpu"):
-        tout, (th, _) = theirs(torch.tensor(x.numpy()))
+    try:
+        with torch.autocast("cpu"):
+            tout, (th, _) = theirs(torch.tensor(x.numpy()))
+    except RuntimeError as e:  # oneDNN has no bfloat16 LSTM on CPUs without AVX-512
+        if "primitive descriptor" not in str(e):
+            raise
+        # the oracle then: PyTorch's documented bfloat16 outputs, float32 LSTM's values
+        assert (_dtype_name(out), _dtype_name(h)) == ("bfloat16", "bfloat16")
+        tout, _ = theirs(torch.tensor(x.numpy()))
+        np.testing.assert_allclose(out.detach().float().numpy(), tout.detach().numpy(),
+                                   atol=2e-2)
+        return
     assert (_dtype_name(out), _dtype_name(h)) == (_dtype_name(tout), _dtype_name(th))
     np.testing.assert_allclose(out.detach().float().numpy(), tout.detach().float().numpy(),
                                atol=2e-2)

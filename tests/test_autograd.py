@@ -1543,3 +1543,82 @@ def test_grad_layout_contract_and_its_policy_as_torch(torch):
 
     assert layouts(ember) == layouts(torch) == (
         [(1, 12, 4), (6, 3, 1), (1, 12, 4)], [False, True, False, True], True)
+
+
+# -- a saved output holds no reference cycle ----------------------------------------------
+# PyTorch's SavedVariable keeps a node's own output without the output's link back to the
+# node; keeping the output itself would make output -> node -> output a cycle, and a
+# forward whose result is dropped (an evaluation under grad mode) would hold its memory
+# until Python's cycle collector ran.
+
+
+class _ExpSavingOutput(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = x.exp()
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: x.exp(), lambda x: x.sigmoid(), lambda x: x.tanh(), lambda x: x.relu(),
+    lambda x: x.sqrt(), _ExpSavingOutput.apply], ids=["exp", "sigmoid", "tanh", "relu",
+                                                      "sqrt", "function"])
+def test_dropped_output_freed_without_the_cycle_collector(make):
+    import gc
+    import weakref
+
+    x = ember.rand(64, requires_grad=True)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        y = make(x)
+        assert y.grad_fn is not None
+        alive = weakref.ref(y)
+        del y
+        assert alive() is None
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def test_saved_output_double_backward_matches_torch():
+    torch = pytest.importorskip("torch")
+    data = np.array([-1.5, -0.2, 0.3, 2.0], np.float32)
+    for fn in ("exp", "sigmoid", "tanh"):
+        got = []
+        for lib in (ember, torch):
+            x = lib.tensor(data, requires_grad=True)
+            y = getattr(x, fn)()
+            (g,) = lib.autograd.grad(y.sum(), x, create_graph=True)
+            (gg,) = lib.autograd.grad(g.sum(), x)
+            got.append(gg.detach().numpy())
+        np.testing.assert_allclose(got[0], got[1], rtol=1e-5, atol=1e-6, err_msg=fn)
+    # a custom Function's saved output, differentiated twice
+    x = ember.tensor(data, requires_grad=True)
+    (g,) = ember.autograd.grad(_ExpSavingOutput.apply(x).sum(), x, create_graph=True)
+    (gg,) = ember.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(gg.numpy(), np.exp(data), rtol=1e-6)
+
+
+def test_saved_output_read_back_and_checked_as_torch():
+    torch = pytest.importorskip("torch")
+    x = ember.tensor([0.5, 1.0], requires_grad=True)
+    y = x.exp()
+    saved = y.grad_fn._saved_result
+    assert saved is not y and saved.grad_fn is y.grad_fn and saved.requires_grad
+    np.testing.assert_array_equal(saved.detach().numpy(), y.detach().numpy())
+    messages = []
+    for lib in (ember, torch):
+        y = lib.tensor([0.5, 1.0], requires_grad=True).exp()
+        y.add_(1)
+        with pytest.raises(RuntimeError) as info:
+            y.sum().backward()
+        messages.append(str(info.value).replace("torch.", "ember.").split("\n")[0])
+    assert messages[0] == messages[1]
+    assert "which is output 0 of Exp," in messages[0]

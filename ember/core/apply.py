@@ -89,13 +89,18 @@ def _declared_node(op: Op, operands: Sequence[Any], attrs: dict, result: Tensor,
     plan = op.grad.plans.get(needs)
     if plan is None:
         plan = op.grad.plans[needs] = _make_plan(op, needs)
-    saved: list[Tensor] = []
+    saved: list[SavedTensor] = []
     values: list[Any] = []  # per plan step: the value, or a marker of where it was saved
     stored = False  # whether `values` holds a marker
     for source, where in plan.steps:
         if source is _OPERAND:
             value = operands[where]
         elif source is _RESULT:
+            if edges:  # kept unlinked from the node it belongs to (graph.SavedTensor)
+                stored = True
+                values.append(_Stored(len(saved), None))
+                saved.append(SavedTensor(result, 0))
+                continue
             value = result
         elif source is _ATTR:
             value = attrs[where]
@@ -104,7 +109,7 @@ def _declared_node(op: Op, operands: Sequence[Any], attrs: dict, result: Tensor,
         elif source is _REST:
             stored = True
             values.append(_Stored(len(saved), len(operands) - where))
-            saved.extend(operands[where:])
+            saved.extend([SavedTensor(t) for t in operands[where:]])
             continue
         elif source is _REST_SHAPES:
             value = [t._data.shape for t in operands[where:]]
@@ -113,7 +118,7 @@ def _declared_node(op: Op, operands: Sequence[Any], attrs: dict, result: Tensor,
         if isinstance(value, Tensor):  # saved: a later in-place change makes backward raise
             stored = True
             values.append(_Stored(len(saved), None))
-            saved.append(value)
+            saved.append(SavedTensor(value))
         else:  # a Python number, a shape, an attribute: kept as it is
             values.append(value)
     links = []
@@ -168,11 +173,12 @@ class DeclaredNode(Node):
 
     __slots__ = ("label", "plan", "values", "metas", "stored")
 
-    def __init__(self, label: str, plan: _Plan, edges: tuple, needs: tuple, saved: list,
-                 values: list, metas: list, stored: bool = True) -> None:
+    def __init__(self, label: str, plan: _Plan, edges: tuple, needs: tuple,
+                 saved: list[SavedTensor], values: list, metas: list, stored: bool = True
+                 ) -> None:
         # Node's fields, set here directly: a node is made for every recorded op
         self.next_edges, self.needs, self.attrs = edges, needs, _NO_ATTRS
-        self._saved = tuple([SavedTensor(t) for t in saved]) if saved else ()
+        self._saved = tuple(saved)
         self._freed, self.pre_hooks, self.retain, self.post_hooks = False, None, None, None
         self.label, self.plan, self.values, self.metas = label, plan, values, metas
         self.stored = stored  # whether `values` marks saved tensors (else plain values)

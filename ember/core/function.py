@@ -141,16 +141,22 @@ class Function:
         node.n_outputs = len(outs)
         node.out_meta = [(o.shape, o.dtype, o.device) if is_tensor(o) else None for o in outs]
         node.in_meta = [None if a is None else (tuple(a.shape), a.dtype) for a in tensor_args]
-        node._saved = tuple(None if t is None else SavedTensor(t) for t in ctx._to_save)
         ctx._node = node
         results = []
+        linked = {}  # id of each output linked to the node: its output number
         for i, o in enumerate(outs):
             if is_tensor(o) and id(o) not in ctx._non_differentiable \
                     and o.dtype._differentiable:
                 if any(o is a for a in args):  # returned an input: give it a fresh identity
                     o = o.view_as(o)
+                else:
+                    linked[id(o)] = i
                 o._node, o._output_nr, o._requires_grad = node, i, True
             results.append(o)
+        # a saved output is kept unlinked from the node (no reference cycle: SavedTensor)
+        node._saved = tuple(None if t is None else SavedTensor(t, linked.get(id(t)))
+                            for t in ctx._to_save)
+        ctx._to_save = ()  # (read through the node from now on)
         return tuple(results) if isinstance(out, tuple) else results[0]
 
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ember.core import dtype
+from ember.core import dtype, tracing
 from ember.core import forward_ad as fw
 from ember.core.grad_mode import InferenceVersion, state
 
@@ -47,32 +47,46 @@ innermost last: a tensor saved for backward is kept as `pack(tensor)` and read b
 
 class SavedTensor:
     """A tensor kept for backward, with the version it had when saved (or what the
-    innermost saved-tensors pack hook made of it, read back through its unpack hook)."""
+    innermost saved-tensors pack hook made of it, read back through its unpack hook).
 
-    __slots__ = ("tensor", "version", "packed", "unpack_hook", "creator", "edge")
+    A node's own output (`output_nr` given) is kept without its link to the node, as
+    PyTorch's SavedVariable keeps one: output -> node -> saved output would be a reference
+    cycle, and an output dropped without a backward (a forward under grad mode whose
+    result is thrown away) would then hold its memory until Python's cycle collector ran.
+    Read back in a backward that records a graph, it is linked to the node again."""
 
-    def __init__(self, tensor: Any) -> None:
+    __slots__ = ("tensor", "version", "packed", "unpack_hook", "creator", "edge",
+                 "output_nr")
+
+    def __init__(self, tensor: Any, output_nr: int | None = None) -> None:
         vc = tensor._vc
         # (an inference tensor's counter is an InferenceVersion: the mark costs no lookup
         # beyond the counter read here anyway; ops not recorded never come here)
         if type(vc) is InferenceVersion:
             raise RuntimeError(INFERENCE_SAVED_MESSAGE)
         self.version = vc[0]
+        self.output_nr = output_nr
         if saved_tensors_hooks:
             pack, self.unpack_hook = saved_tensors_hooks[-1]
             # the graph position of what was saved: the unpacked tensor takes it back, so a
             # backward with create_graph differentiates through it (as PyTorch's does)
-            self.edge = edge_of(tensor)
+            self.edge = edge_of(tensor) if output_nr is None else None
             self.tensor, self.packed = None, pack(tensor)
             return
-        self.tensor, self.unpack_hook = tensor, None
-        self.creator = tensor._node  # (named if an in-place write invalidates the save)
+        self.unpack_hook = None
+        if output_nr is None:
+            self.tensor = tensor
+            self.creator = tensor._node  # (named if an in-place write invalidates the save)
+        else:
+            self.tensor, self.creator = _unlinked(tensor), None
         if saves_seen is not None:
             saves_seen.append(self)
 
     def unpack(self, node: Node) -> Any:
         if self.unpack_hook is not None:
             t = self.unpack_hook(self.packed)
+            if self.output_nr is not None and state.enabled:
+                return _linked(t, node, self.output_nr)
             if self.edge is None or not state.enabled:  # (no graph is being made)
                 return t
             t = t.detach()
@@ -86,9 +100,11 @@ class SavedTensor:
         t = self.tensor
         if t._vc[0] != self.version:
             # (a node's own output is saved before it is the output's node: None then)
-            creator = self.creator if self.creator is not None or t._node is None else node
+            creator = node if self.output_nr is not None else \
+                self.creator if self.creator is not None or t._node is None else node
             where = "" if creator is None else \
-                f", which is output 0 of {re.sub(r'Backward[0-9]*$', '', creator.name())},"
+                f", which is output {self.output_nr or 0} of " \
+                f"{re.sub(r'Backward[0-9]*$', '', creator.name())},"
             err = RuntimeError(
                 f"one of the variables needed for gradient computation has been modified by "
                 f"an inplace operation: [{t.type_name()} {list(t.shape)}]{where} is at version "
@@ -97,7 +113,27 @@ class SavedTensor:
                 f"{dtype.API_NAME}.autograd.set_detect_anomaly(True, check_nan=False).")
             err.add_note(f"needed by {node.name()}")
             raise err
+        if self.output_nr is not None and state.enabled:  # a backward making a graph
+            return _linked(t, node, self.output_nr)
         return t
+
+
+def _unlinked(t: Any) -> Any:
+    """`t.detach()` as Tensor.detach makes it (same storage and version counter; a tracer
+    sees an alias), without calling a subclass's override."""
+    out = t._make(t._data, t._dtype, t._device, t._backend)
+    out._vc = t._vc
+    if tracing.active is not None:
+        tracing.primitive("alias", (t,), {}, out)
+    return out
+
+
+def _linked(t: Any, node: Node, output_nr: int) -> Any:
+    """A saved output read back as output `output_nr` of `node` again: a backward with
+    create_graph differentiates through it."""
+    out = _unlinked(t)
+    out._node, out._output_nr, out._requires_grad = node, output_nr, True
+    return out
 
 
 def is_tensor(x: Any) -> bool:
