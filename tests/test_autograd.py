@@ -1565,11 +1565,17 @@ class _ExpSavingOutput(Function):
         return g * y
 
 
+def _retaining(t):
+    t.retain_grad()
+    return t
+
+
 @pytest.mark.parametrize("make", [
     lambda x: x.exp(), lambda x: x.sigmoid(), lambda x: x.tanh(), lambda x: x.relu(),
-    lambda x: x.sqrt(), _ExpSavingOutput.apply], ids=["exp", "sigmoid", "tanh", "relu",
-                                                      "sqrt", "function"])
+    lambda x: x.sqrt(), _ExpSavingOutput.apply, lambda x: _retaining(x * 2)],
+    ids=["exp", "sigmoid", "tanh", "relu", "sqrt", "function", "retain_grad"])
 def test_dropped_output_freed_without_the_cycle_collector(make):
+    """(a tensor that called retain_grad() is not kept alive by its node either)"""
     import gc
     import weakref
 

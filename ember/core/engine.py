@@ -234,8 +234,9 @@ def _run_pre_hooks(node: Node, grads: list) -> None:
                     if new is not None:
                         grads[nr] = new
     if node.retain:
-        for nr, t in node.retain.items():
-            if nr < len(grads) and grads[nr] is not None:
+        for nr, ref in node.retain.items():
+            t = ref()  # (None once the retaining tensor is gone)
+            if t is not None and nr < len(grads) and grads[nr] is not None:
                 g = grads[nr] if state.enabled else grads[nr].detach()
                 t.grad = g if t.grad is None else t.grad + g
 

@@ -189,7 +189,7 @@ class Node:
         self._saved = tuple([SavedTensor(t) for t in saved]) if saved else ()
         self._freed = False
         self.pre_hooks: dict[int, list[Callable]] | None = None  # output_nr -> tensor hooks
-        self.retain: dict[int, Any] | None = None  # output_nr -> tensor retaining .grad
+        self.retain: dict[int, Any] | None = None  # output_nr -> weakref: tensor keeping .grad
         self.post_hooks: list[Callable] | None = None  # hook(grad_inputs, grad_outputs)
         self.attrs = attrs
 

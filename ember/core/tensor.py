@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import operator
 import warnings
+import weakref
 from collections.abc import Callable, Iterable
 from copy import deepcopy
 from typing import Any
@@ -776,12 +777,15 @@ class Tensor:
         node = self._node
         if node.retain is None:
             node.retain = {}
-        node.retain[self._output_nr] = self
+        # a weak reference: the node holding this tensor would be a reference cycle
+        node.retain[self._output_nr] = weakref.ref(self)
 
     @property
     def retains_grad(self) -> bool:
-        return self._node is not None and bool(self._node.retain) and \
-            self._node.retain.get(self._output_nr) is self
+        if self._node is None or not self._node.retain:
+            return False
+        ref = self._node.retain.get(self._output_nr)
+        return ref is not None and ref() is self
 
     def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> _RemovableHandle:
         """Call `hook(grad)` when this tensor's gradient is computed; it may return a new
