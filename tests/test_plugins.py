@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.core import dispatch, plugins
+from ember.core import dispatch, errors, plugins
 from ember.core.backend import API_VERSION, REQUIRED_KERNELS
 
 FIXTURES = Path(__file__).parent / "plugin_fixtures"
@@ -144,14 +144,14 @@ def calls():
 
 @pytest.fixture
 def fresh_warnings():
-    """Forget which (backend, op) fallbacks have warned already."""
-    saved = set(dispatch._warned)
-    dispatch._warned.clear()
+    """Forget which (backend, op) fallbacks have warned already (warned once a process)."""
+    saved = set(errors._warned)
+    errors._warned.clear()
     try:
         yield
     finally:
-        dispatch._warned.clear()
-        dispatch._warned.update(saved)
+        errors._warned.clear()
+        errors._warned.update(saved)
 
 
 def fallback_warnings(record: list[warnings.WarningMessage]) -> list[warnings.WarningMessage]:

@@ -810,8 +810,8 @@ def test_float_of_a_graph_tensor_warns_once_as_torch(monkeypatch):
     # mode is on; item(), int(), a detached tensor and no_grad do not
     import warnings
 
-    from ember.core import tensor as tensor_module
-    monkeypatch.setattr(tensor_module, "_warned_float_of_grad_tensor", False)
+    from ember.core import errors
+    monkeypatch.setattr(errors, "_warned", set())  # (warned once a process)
     x = ember.ones(1, requires_grad=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -831,8 +831,8 @@ def test_float_of_a_graph_tensor_warns_once_as_torch(monkeypatch):
 def test_lbfgs_converts_its_losses_outside_grad_mode(monkeypatch):
     import warnings
 
-    from ember.core import tensor as tensor_module
-    monkeypatch.setattr(tensor_module, "_warned_float_of_grad_tensor", False)
+    from ember.core import errors
+    monkeypatch.setattr(errors, "_warned", set())  # (warned once a process)
     w = ember.ones(2, requires_grad=True)
     opt = ember.optim.LBFGS([w], max_iter=3, line_search_fn=None)
 

@@ -17,7 +17,6 @@ import contextlib
 import os
 import sys
 import threading
-import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,14 +24,12 @@ from ember.core import dtype as _dt
 from ember.core import plugins, tracing
 from ember.core.backend import Backend
 from ember.core.device import device as Device
-from ember.core.errors import with_context
+from ember.core.errors import warn_once, with_context
 from ember.core.grad_mode import check_writable
 from ember.core.grad_mode import state as _grad_state
 from ember.core.opdef import FUSED, OPS
 from ember.core.shapes import fmt_shape
 from ember.core.tensor import Tensor
-
-_warned: set[tuple[str, str]] = set()
 
 
 class FallbackWarning(UserWarning):
@@ -458,12 +455,9 @@ def _warn_fallback(backend: Backend, op: str) -> None:
     if strict():
         raise RuntimeError(f"{op}: backend {backend.name!r} has no kernel for this op, and "
                            "EMBER_STRICT=1 forbids running it on the CPU instead")
-    key = (backend.name, op)
-    if key not in _warned:
-        _warned.add(key)
-        warnings.warn(f"{op}: backend {backend.name!r} has no kernel for this op; it runs on "
-                      "the CPU backend instead (copying its operands). Set EMBER_STRICT=1 to "
-                      "make this an error.", FallbackWarning, stacklevel=user_stacklevel())
+    warn_once(f"{op}: backend {backend.name!r} has no kernel for this op; it runs on the CPU "
+              "backend instead (copying its operands). Set EMBER_STRICT=1 to make this an "
+              "error.", FallbackWarning, stacklevel=user_stacklevel())
 
 
 _EMBER_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -29,9 +29,6 @@ from ember.core.placement import resolve
 from ember.core.printing import tensor_repr
 from ember.core.shapes import normalize_dim
 
-_warned_float_of_grad_tensor = False  # float(t) of a graph tensor: PyTorch warns once
-
-
 _NON_LEAF_GRAD = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
     "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
@@ -669,15 +666,13 @@ class Tensor:
 
     def __float__(self) -> float:
         self._one_element()
-        global _warned_float_of_grad_tensor
-        if self._requires_grad and not _warned_float_of_grad_tensor:
+        if self._requires_grad:
             from ember.core.grad_mode import state
 
             if state.enabled:  # PyTorch warns once a process, where the graph is recorded
-                _warned_float_of_grad_tensor = True
-                warnings.warn("Converting a tensor with requires_grad=True to a scalar may "
-                              "lead to unexpected behavior.\nConsider using tensor.detach() "
-                              "first.", UserWarning, stacklevel=2)
+                warn_once("Converting a tensor with requires_grad=True to a scalar may lead "
+                          "to unexpected behavior.\nConsider using tensor.detach() first.",
+                          UserWarning, stacklevel=2)
         return float(self.item())
 
     def __complex__(self) -> complex:

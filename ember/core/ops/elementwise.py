@@ -20,7 +20,6 @@ import functools
 import math
 import numbers
 import struct
-import warnings
 from typing import Any
 
 from ember.core import costs, grad_mode, tracing
@@ -36,6 +35,7 @@ from ember.core.dispatch import (
     same_dtype_results,
     user_stacklevel,
 )
+from ember.core.errors import warn_once
 from ember.core.grad_mode import new_version, no_grad, state
 from ember.core.host import dtype_arg, no_data, python_scalar
 from ember.core.inplace import apply_inplace, tracked
@@ -1024,24 +1024,13 @@ def logaddexp(input: Tensor, other: Tensor) -> Tensor:
 # -- dtype and device moves -----------------------------------------------------------
 
 
-_warned_discard = False
-
-
-def _warn_discard() -> None:
-    """PyTorch's warning (given once a process, as its TORCH_WARN_ONCE) for a complex
-    tensor cast to a real dtype."""
-    global _warned_discard
-    _warned_discard = True
-    warnings.warn("Casting complex values to real discards the imaginary part", UserWarning,
-                  stacklevel=user_stacklevel())
-
-
 def _cast(input: Tensor, dtype: dt.dtype) -> Tensor:
     if input._dtype is dtype:
         return input
-    if input._dtype.is_complex and not dtype.is_complex and dtype is not dt.bool_ and \
-            not _warned_discard:
-        _warn_discard()
+    if input._dtype.is_complex and not dtype.is_complex and dtype is not dt.bool_:
+        # (PyTorch's TORCH_WARN_ONCE for a complex tensor cast to a real dtype)
+        warn_once("Casting complex values to real discards the imaginary part", UserWarning,
+                  stacklevel=user_stacklevel())
     return apply(OPS["cast"], input, dtype=dtype)
 
 

@@ -37,7 +37,7 @@ from ember.core.creation import arange, full, zeros
 from ember.core.declare import composite, primitive
 from ember.core.determinism import alert_not_deterministic
 from ember.core.dispatch import run, run_inplace, user_stacklevel
-from ember.core.errors import with_context
+from ember.core.errors import warn_once, with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
 from ember.core.host import python_scalar
@@ -421,18 +421,12 @@ def _pad_to(g: Tensor, shape: tuple) -> Tensor:
     return _index_put(out, parse(out, key), g)
 
 
-_warned_scatter_reduce = False
-
-
 def _warn_scatter_reduce_once() -> None:
     """PyTorch warns once per process that `scatter(..., reduce=)` of a tensor is deprecated."""
-    global _warned_scatter_reduce
-    if not _warned_scatter_reduce:
-        _warned_scatter_reduce = True
-        warnings.warn(f"The reduce argument of {dt.API_NAME}.scatter with Tensor src is "
-                      "deprecated and will be removed in a future PyTorch release. Use "
-                      f"{dt.API_NAME}.scatter_reduce instead for more reduction options.",
-                      UserWarning, stacklevel=user_stacklevel())
+    warn_once(f"The reduce argument of {dt.API_NAME}.scatter with Tensor src is deprecated "
+              "and will be removed in a future PyTorch release. Use "
+              f"{dt.API_NAME}.scatter_reduce instead for more reduction options.",
+              UserWarning, stacklevel=user_stacklevel())
 
 
 @primitive(complex=True, variants="function method inplace", rule=_scatter_rule("scatter"),
