@@ -258,7 +258,8 @@ PROGRAM_SPECS = [
             trends=[Trend(r"Average loss: ([\d.]+)", 0.97, 0.05)]),
     Program("regression.py", extra=_regression_fits),
     Program("time_sequence_prediction.py",
-            trends=[Trend(r"test loss: ([\d.e-]+)", 0.5, 0.2)], first=r"loss: ([\d.]+)"),
+            trends=[Trend(r"test loss: ([\d.e-]+)", 0.5, 0.2)], first=r"loss: ([\d.]+)",
+            long=True),
     Program("spatial_transformer.py", extra=_stn_runs, long=True),
     Program("mnist.py", trends=[Trend(r"Average loss: ([\d.]+)", 0.8, 0.3)], long=True),
     # set C: vision and modern training idioms
@@ -590,12 +591,12 @@ PROGRAMS_L = [
             same=r"(sprite .*)", first=r"image loss ([\d.]+)", extra=_pose_recovered),
     Program("sac_continuous.py", trends=[Trend(r"TestEpRet ([-\d.]+)", 0.5, 0.3, rises=True),
                                          Trend(r"LossQ ([\d.]+)", 0.5, 0.3)],
-            first=r"LossQ ([\d.]+)", extra=_sac_targets_frozen),
+            first=r"LossQ ([\d.]+)", extra=_sac_targets_frozen, long=True),
     Program("a2c_gae.py", trends=[Trend(r"mean/median reward ([\d.]+)", 1.5, 0.5, rises=True),
                                   Trend(r"entropy ([\d.]+)", 0.95, 0.3)],
-            first=r"value loss ([\d.]+)", extra=_a2c_balances),
+            first=r"value loss ([\d.]+)", extra=_a2c_balances, long=True),
     Program("neural_ode_adjoint.py", trends=[Trend(r"\| Loss ([\d.]+)", 0.6, 0.2)],
-            first=r"\| Loss ([\d.]+)", extra=_adjoint_is_backprop),
+            first=r"\| Loss ([\d.]+)", extra=_adjoint_is_backprop, long=True),
 ]
 PROGRAM_SPECS += PROGRAMS_L
 
