@@ -49,12 +49,22 @@ def get_default_device() -> Device:
     return _default_device or Device("cpu")
 
 
+_CPU_DEVICE = Device("cpu")
+# the CPU's resolution, kept with the plugin registry it came from (the CPU backend is
+# always available; a new registry, after plugins.reset(), looks it up again)
+_cpu_resolved: tuple[Any, Any] = (None, None)
+
+
 def resolve(device: Any, nbytes: int = 0) -> tuple[Device, Backend]:
     """A device-like value -> (the normalised device, its backend), or a clear error that
     lists what is available and why the rest is not. `nbytes`: the size of the tensor
     about to be made there, the work `"auto"` judges when it has no choice yet."""
+    global _cpu_resolved
     if device is None:
         device = _default_device or "cpu"
+    if (device == "cpu" if type(device) is str else device is _CPU_DEVICE) and \
+            _cpu_resolved[0] is plugins.registry:  # the common case, once looked up
+        return _cpu_resolved[1]
     if isinstance(device, int):
         device = Device("cuda", device)
     if not isinstance(device, Device):
@@ -70,7 +80,8 @@ def resolve(device: Any, nbytes: int = 0) -> tuple[Device, Backend]:
         if device.index not in (None, 0):
             raise RuntimeError(f"device 'cpu:{device.index}' does not exist: the CPU backend "
                                "has one device, 'cpu'")
-        return Device("cpu"), backend
+        _cpu_resolved = (plugins.registry, (_CPU_DEVICE, backend))
+        return _cpu_resolved[1]
     if backend.shape_only:  # the meta device: one, written without an index
         return Device(backend.name), backend
     index = backend.current_device() if device.index is None else device.index
