@@ -175,3 +175,101 @@ def test_deprecated_autocast_setters(monkeypatch, as_torch):
                     lambda: ember.set_autocast_cpu_enabled(1))
         _same_error(lambda: torch.set_autocast_gpu_dtype("x"),
                     lambda: ember.set_autocast_gpu_dtype("x"))
+
+
+# ---------------------------------------------------------------- autograd.graph
+
+def _multi_hook_trace(lib):
+    a = lib.ones(2, 3, requires_grad=True)
+    b = lib.full((2, 3), 2.0, requires_grad=True)
+    c, d = a * b, a * b
+    seen = []
+    handle = lib.autograd.graph.register_multi_grad_hook(
+        (a, b, c, d), lambda grads: seen.append([g is not None for g in grads]))
+    c.sum().backward(retain_graph=True)
+    c.sum().backward(inputs=(a,), retain_graph=True)
+    handle.remove()
+    c.sum().backward(retain_graph=True)
+    first = []
+    lib.autograd.graph.register_multi_grad_hook(
+        (a, b), lambda g: first.append(g.tolist()), mode="any")
+    (a.sum() + 2 * b.sum()).backward()
+    (3 * a.sum()).backward()
+    return seen, first
+
+
+def test_register_multi_grad_hook_matches_torch():
+    torch = pytest.importorskip("torch")
+    assert _multi_hook_trace(ember) == _multi_hook_trace(torch)
+    _same_error(lambda: torch.autograd.graph.register_multi_grad_hook([], print, mode="x"),
+                lambda: ember.autograd.graph.register_multi_grad_hook([], print, mode="x"))
+
+
+def test_gradient_edges_in_autograd_grad():
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (torch, ember):
+        graph = lib.autograd.graph
+        x = lib.arange(3.0, requires_grad=True)
+        y = x * x
+        edge = graph.get_gradient_edge(y)
+        assert type(edge).__name__ == "GradientEdge" and edge.output_nr == 0
+        assert edge.node is y.grad_fn and edge.ownership_token is None
+        assert graph.get_gradient_edge(x).node.name().endswith("AccumulateGrad")
+        (gy,) = lib.autograd.grad((y * 3).sum(), edge, retain_graph=True)
+        (gx,) = lib.autograd.grad(edge, graph.get_gradient_edge(x), lib.ones(3))
+        results.append((gy.tolist(), gx.tolist()))
+    assert results[0] == results[1]
+    _same_error(lambda: torch.autograd.graph.get_gradient_edge(torch.ones(1)),
+                lambda: ember.autograd.graph.get_gradient_edge(ember.ones(1)))
+
+
+def test_increment_version_and_allow_mutation_on_saved_tensors():
+    torch = pytest.importorskip("torch")
+    for lib in (torch, ember):
+        x = lib.ones(3, requires_grad=True)
+        y = x.exp()
+        before = y._version
+        lib.autograd.graph.increment_version([y])
+        assert y._version == before + 1
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+        with lib.autograd.graph.allow_mutation_on_saved_tensors():
+            a = lib.ones(2, 3, requires_grad=True)
+            b = a.clone()
+            out = (b ** 2).sum()
+            b.sin_()
+            out.backward()
+            assert a.grad.tolist() == [[2.0] * 3] * 2
+            with pytest.raises(RuntimeError, match="cannot be nested"):
+                with lib.autograd.graph.allow_mutation_on_saved_tensors():
+                    pass
+        with lib.autograd.graph.allow_mutation_on_saved_tensors():
+            out = (lib.ones(2, requires_grad=True).clone() ** 2).sum()
+        with pytest.raises(AssertionError, match="Trying to backward outside"):
+            out.backward()
+
+
+def test_swap_tensors_matches_torch():
+    torch = pytest.importorskip("torch")
+    outcomes = []
+    for lib in (torch, ember):
+        a, b = lib.ones(2, requires_grad=True), lib.zeros(3, dtype=lib.int64)
+        a.tag = "a"
+        identity = id(a)
+        lib.utils.swap_tensors(a, b)
+        p, t = lib.nn.Parameter(lib.ones(2)), lib.zeros(2)
+        lib.utils.swap_tensors(p, t)
+        x, y = lib.ones(2, requires_grad=True), lib.full((2,), 3.0, requires_grad=True)
+        lib.utils.swap_tensors(x, y)
+        (x * 2).sum().backward()
+        outcomes.append((a.tolist(), b.tolist(), b.requires_grad, id(a) == identity, b.tag,
+                         type(p).__name__, type(t).__name__, x.grad.tolist(), y.grad))
+    assert outcomes[0] == outcomes[1]
+    import weakref
+
+    w = ember.ones(2)
+    ref = weakref.ref(w)
+    with pytest.raises(RuntimeError, match="Cannot swap t1 because it has weakref"):
+        ember.utils.swap_tensors(w, ember.ones(2))
+    del ref
