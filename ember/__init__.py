@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins as _builtins
 import math as _math
 from types import ModuleType as _ModuleType
+from typing import Any
 
 from ember import (
     _early,  # noqa: F401 - first: before anything loads NumPy (see the module)
@@ -59,6 +60,7 @@ from ember.core.creation import (
     randn,
     randn_like,
     randperm,
+    scalar_tensor,
     seed,
     set_rng_state,
     tensor,
@@ -586,7 +588,16 @@ from ember.core.ops.spectral import (
     kaiser_window,
     stft,
 )
-from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, normal, poisson, zero_
+from ember.core.ops.writes import (
+    bernoulli,
+    binomial,
+    fill,
+    fill_,
+    multinomial,
+    normal,
+    poisson,
+    zero_,
+)
 from ember.core.placement import get_default_device, set_default_device
 from ember.core.printing import get_printoptions, set_printoptions
 from ember.core.quantized import (
@@ -717,6 +728,16 @@ def get_device_module(device: _Device | str | None = None) -> _ModuleType:
     return module
 
 
+def detach_(input: Tensor) -> Tensor:
+    """Detaches `input` from the graph that created it, making it a leaf, in place."""
+    return input.detach_()
+
+
+def resize_as_(input: Tensor, the_template: Tensor, *, memory_format: Any = None) -> Tensor:
+    """Resizes `input` to the size of `the_template`, in place (``Tensor.resize_as_``)."""
+    return input.resize_as_(the_template, memory_format=memory_format)
+
+
 def devices() -> list:
     """Every device that can be used now, e.g. `[device(type='cpu'), ...]`."""
     from ember.core import scheduler
@@ -779,6 +800,7 @@ _SUBMODULES = _SUBMODULES | {"fx"}  # torch.fx: symbolic tracing, Graph, GraphMo
 _SUBMODULES = _SUBMODULES | {"library"}  # torch.library: Python custom operators
 _SUBMODULES = _SUBMODULES | {"ao", "quantization"}  # torch.ao.quantization & its old name
 _SUBMODULES = _SUBMODULES | {"overrides", "_C", "_tensor"}  # __torch_function__
+_SUBMODULES = _SUBMODULES | {"masked"}  # torch.masked: mask= reductions, MaskedTensor
 _SUBMODULES = _SUBMODULES | {"xpu", "mps", "mtia"}  # absent devices' probes: torch.xpu & co
 _SUBMODULES = _SUBMODULES | {"export"}  # torch.export: ExportedProgram, save/load, Dim
 
@@ -830,6 +852,8 @@ def __getattr__(name: str):
         return importlib.import_module("ember.event").Event
     if name in _DEPRECATED_BUILD_FLAGS:  # torch.has_cuda & co: warn, then answer
         return _deprecated_build_flag(name)
+    if name in ("cond", "while_loop"):  # torch.cond, torch.while_loop: run eagerly
+        return getattr(importlib.import_module("ember.control_flow"), name)
     if name == "vmap":  # torch.vmap, the same as torch.func.vmap
         return importlib.import_module("ember.func").vmap
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
@@ -887,7 +911,8 @@ __all__ = [
     "eq", "ne", "not_equal", "lt", "less", "le", "less_equal", "gt", "greater", "ge",
     "greater_equal", "equal", "allclose", "isclose", "isnan", "isinf", "isfinite",
     "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
-    "bitwise_xor", "bitwise_not", "fill_", "zero_",
+    "bitwise_xor", "bitwise_not", "fill_", "fill", "zero_",
+    "scalar_tensor", "detach_", "resize_as_",
     # elementwise math (issue 16)
     "arctan2", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh",
     "exp2", "log10", "erfc", "erfinv", "lgamma", "digamma", "i0", "polygamma", "signbit",
@@ -982,7 +1007,7 @@ _INPLACE_FUNCTIONS = (
     "index_put_", "lcm_", "ldexp_", "log10_", "log1p_", "log2_", "log_", "logit_",
     "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_", "relu_", "round_",
     "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_",
-    "trunc_", "xlogy_",
+    "trunc_", "xlogy_", "conj_physical_",
 )
 
 

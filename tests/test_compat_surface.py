@@ -273,3 +273,209 @@ def test_swap_tensors_matches_torch():
     with pytest.raises(RuntimeError, match="Cannot swap t1 because it has weakref"):
         ember.utils.swap_tensors(w, ember.ones(2))
     del ref
+
+
+# ---------------------------------------------------------------- small tensor functions
+
+def test_scalar_tensor_matches_torch():
+    torch = pytest.importorskip("torch")
+    for args, kwargs in (((3,), {}), ((3.5,), {"dtype": "int64"}), ((True,), {}),
+                         ((2 + 1j,), {"dtype": "complex64"}), ((2 + 0j,), {}),
+                         ((1,), {"requires_grad": True})):
+        t = torch.scalar_tensor(*args, **{k: getattr(torch, v) if k == "dtype" else v
+                                          for k, v in kwargs.items()})
+        e = ember.scalar_tensor(*args, **{k: getattr(ember, v) if k == "dtype" else v
+                                          for k, v in kwargs.items()})
+        assert (e.item(), str(e.dtype)[6:], e.shape, e.requires_grad) == \
+            (t.item(), str(t.dtype)[6:], t.shape, t.requires_grad)
+    for bad in (2 + 1j, "a", None, 300):
+        kw = {"dtype": "uint8"} if bad == 300 else {}
+        _same_error(lambda b=bad, k=kw: torch.scalar_tensor(b, **{n: getattr(torch, v)
+                                                                  for n, v in k.items()}),
+                    lambda b=bad, k=kw: ember.scalar_tensor(b, **{n: getattr(ember, v)
+                                                                  for n, v in k.items()}))
+
+
+def test_fill_and_top_level_in_place_functions():
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (torch, ember):
+        x = lib.arange(3.0, requires_grad=True)
+        v = lib.tensor(2.0, requires_grad=True)
+        y = lib.fill(x, v)
+        z = lib.fill(x, 7)
+        (y * lib.arange(3.0)).sum().backward()
+        ints = lib.fill(lib.arange(3), 2.7)
+        d = lib.ones(2, requires_grad=True) * 2
+        lib.detach_(d)
+        r = lib.resize_as_(lib.ones(2), lib.ones(2, 3))
+        c = lib.tensor([1 + 2j])
+        lib.conj_physical_(c)
+        results.append((y.tolist(), y.grad_fn.name(), z.grad_fn.name(), x.grad.tolist(),
+                        v.grad.item(), ints.tolist(), d.requires_grad, d.grad_fn, r.shape,
+                        c.tolist(), lib.ones(2).cfloat().dtype.is_complex,
+                        str(lib.ones(2).cdouble().dtype)[6:]))
+    assert results[0] == results[1]
+    _same_error(lambda: torch.fill(torch.ones(2), torch.ones(2)),
+                lambda: ember.fill(ember.ones(2), ember.ones(2)))
+
+
+def _control_flow(lib):
+    x = lib.arange(4.0)
+    out = [lib.cond(x.sum() > 3, lambda x: x + 1, lambda x: x - 1, (x,)).tolist(),
+           lib.cond(False, lambda x, k: x * k, lambda x, k: x - k, (x, 2)).tolist(),
+           lib.cond(lib.tensor(True), lambda: 1, lambda: 0)]
+    i, s = lib.while_loop(lambda i, s: i < 5, lambda i, s: (i + 1, s + i),
+                          (lib.tensor(0), lib.tensor(0.0)))
+    out.append((i.item(), s.item()))
+    out.append(lib.while_loop(lambda i: i < 3, lambda i: i + 1, (lib.tensor(0),)).item())
+    out.append(lib.while_loop(lambda i: i < 3, lambda i: (i + 1,), (0,)))
+    return out
+
+
+def test_cond_and_while_loop_run_eagerly_with_torchs_checks(as_torch):
+    torch = pytest.importorskip("torch")
+    assert _control_flow(ember) == _control_flow(torch)
+    for call in (lambda lib: lib.cond(lib.tensor([True, False]), abs, abs, ()),
+                 lambda lib: lib.cond(lib.tensor(True), 3, abs, ()),
+                 lambda lib: lib.cond(lib.tensor(True), abs, abs, (1,)),
+                 lambda lib: lib.while_loop(3, abs, (lib.tensor(0),))):
+        _same_error(lambda c=call: c(torch), lambda c=call: c(ember))
+    with pytest.raises(RuntimeError, match="dtype: torch.float32 vs torch.int64"):
+        ember.while_loop(lambda i: i < 3, lambda i: (i + 1.0,), (ember.tensor(0),))
+
+
+def test_sparse_spdiags_and_sampled_addmm_match_torch():
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (torch, ember):
+        d = lib.arange(1.0, 10.0).reshape(3, 3)
+        coo = lib.sparse.spdiags(d, lib.tensor([0, -1, 1]), (3, 3))
+        csr = lib.sparse.spdiags(d, lib.tensor([0, 2, -2]), (3, 5), layout=lib.sparse_csr)
+        tall = lib.sparse.spdiags(d, lib.tensor([0, -1, 1]), (4, 3), layout=lib.sparse_csc)
+        a = lib.tensor([[1.0, 0, 2], [0, 0, 3], [4, 0, 0]]).to_sparse_csr()
+        m1, m2 = lib.arange(6.0).reshape(3, 2), lib.arange(6.0).reshape(2, 3)
+        s = lib.sparse.sampled_addmm(a, m1, m2, beta=0.5, alpha=2)
+        results.append((coo._indices().tolist(), coo._values().tolist(), coo.is_coalesced(),
+                        csr.crow_indices().tolist(), csr.to_dense().tolist(),
+                        tall.to_dense().tolist(), str(s.layout)[6:],
+                        s.col_indices().tolist(), s.values().tolist()))
+    assert results[0] == results[1]
+    d = (torch.ones(3, 3), ember.ones(3, 3))
+    for offsets, shape, layout in (([0, 0, 1], (3, 3), None), ([0, -1], (3, 3), None),
+                                   ([[0, -1, 1]], (3, 3), None), ([0.0, 1, 2], (3, 3), None),
+                                   ([0, 1, 2], (3,), None), ([0, 1, 2], (3, 3), "strided")):
+        _same_error(
+            lambda o=offsets, s=shape, lay=layout: torch.sparse.spdiags(
+                d[0], torch.tensor(o), s, **({"layout": torch.strided} if lay else {})),
+            lambda o=offsets, s=shape, lay=layout: ember.sparse.spdiags(
+                d[1], ember.tensor(o), s, **({"layout": ember.strided} if lay else {})))
+    for lib_args in ((lambda lib: (lib.eye(3).to_sparse_csr(), lib.ones(3, 2), lib.ones(3, 2))),
+                     (lambda lib: (lib.eye(3).to_sparse_csr(), lib.ones(3, 2).double(),
+                                   lib.ones(2, 3)))):
+        _same_error(lambda f=lib_args: torch.sparse.sampled_addmm(*f(torch)),
+                    lambda f=lib_args: ember.sparse.sampled_addmm(*f(ember)))
+
+
+# ---------------------------------------------------------------- torch.special
+
+_POLYNOMIALS = ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+                "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+                "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+                "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+                "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")
+_XS = [-3.0, -2.0, -1.0, -0.999, -0.5, 0.0, 0.25, 0.5, 0.7071, 0.9, 1.0, 1.3, 2.5,
+       float("nan"), float("inf")]
+_NS = [-3, -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 20, 2.7, float("nan")]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_orthogonal_polynomials_match_torch(dtype):
+    torch = pytest.importorskip("torch")
+    np = pytest.importorskip("numpy")
+    tol = {"float32": (1e-5, 1e-6), "float64": (1e-12, 1e-12)}[dtype]
+    grids = [(lib.tensor(_XS, dtype=getattr(lib, dtype)).reshape(-1, 1),
+              lib.tensor(_NS, dtype=getattr(lib, dtype)).reshape(1, -1))
+             for lib in (torch, ember)]
+    for name in _POLYNOMIALS:
+        theirs = getattr(torch.special, name)(*grids[0])
+        ours = getattr(ember.special, name)(*grids[1])
+        assert str(ours.dtype)[6:] == str(theirs.dtype)[6:]
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=tol[0], atol=tol[1],
+                                   equal_nan=True, err_msg=name)
+        # a number for either operand, integer tensors, out=
+        assert getattr(ember.special, name)(0.5, ember.tensor([1, 2, 3])).tolist() == \
+            pytest.approx(getattr(torch.special, name)(0.5, torch.tensor([1, 2, 3])).tolist())
+        out = ember.empty(2)
+        getattr(ember.special, name)(ember.tensor([1, 2]), 3, out=out)
+        assert out.tolist() == pytest.approx(
+            getattr(torch.special, name)(torch.tensor([1, 2]), 3).tolist())
+
+
+def test_special_functions_errors_and_airy_ai(as_torch):
+    torch = pytest.importorskip("torch")
+    f_t, f_e = torch.special.chebyshev_polynomial_t, ember.special.chebyshev_polynomial_t
+    _same_error(lambda: f_t(0.5, 3), lambda: f_e(0.5, 3))
+    _same_error(lambda: f_t(torch.ones(1, dtype=torch.float16), 3),
+                lambda: f_e(ember.ones(1, dtype=ember.float16), 3))
+    x = [float("nan"), float("inf"), -float("inf"), 0.0, 1.0, -1.0, -10.0, 10.0, 3.5]
+    ours = ember.special.airy_ai(ember.tensor(x, dtype=ember.float64)).tolist()
+    theirs = torch.special.airy_ai(torch.tensor(x, dtype=torch.float64)).tolist()
+    assert ours == pytest.approx(theirs, rel=1e-12, nan_ok=True)
+    assert ember.special.airy_ai(ember.tensor([1, 2])).dtype is ember.float32
+
+
+# ---------------------------------------------------------------- torch.masked
+
+def _masked_results(lib):
+    x = lib.tensor([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]])
+    m = lib.tensor([[True, False, True], [False, False, False]])
+    M = lib.masked
+    ints = lib.tensor([[1, 2], [3, 4]])
+    return [M.sum(x, 1, mask=m), M.sum(x, mask=m), M.sum(x, 1), M.sum(x, (0, 1), mask=m),
+            M.sum(x, 1, keepdim=True, mask=m), M.sum(x, 1, dtype=lib.float64, mask=m),
+            M.sum(x, 1, mask=lib.tensor([True, False, True])),
+            M.sum(ints, 1, mask=lib.tensor([[True, False], [True, True]])),
+            M.mean(x, 1, mask=m), M.amax(x, 1, mask=m), M.amin(x, 1, mask=m),
+            M.amax(ints, 1, mask=lib.tensor([[False, False], [True, True]])),
+            M.prod(x, 1, mask=m), M.argmax(x, 1, mask=m), M.var(x, 1, mask=m),
+            M.std(x, 1, mask=m), M.logsumexp(x, 1, mask=m), M.softmax(x, 1, mask=m),
+            M.log_softmax(x, 1, mask=m), M.softmin(x, 1, mask=m),
+            M.norm(x, 2, 1, mask=m), M.norm(x, 1.0, 1, mask=m),
+            M.norm(x, float("inf"), 1, mask=m), M.normalize(x, 2.0, 1, mask=m),
+            M.cumsum(x, 1, mask=m)]
+
+
+def test_masked_reductions_match_torch():
+    torch = pytest.importorskip("torch")
+    np = pytest.importorskip("numpy")
+    for ours, theirs in zip(_masked_results(ember), _masked_results(torch)):
+        assert str(ours.dtype)[6:] == str(theirs.dtype)[6:] and ours.shape == theirs.shape
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="mean\\(\\): Could not infer output dtype"):
+        ember.masked.mean(ember.tensor([[1, 2]]), 1, mask=ember.tensor([[True, False]]))
+
+
+def _masked_tensor_text(lib):
+    x = lib.tensor([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]])
+    m = lib.tensor([[True, False, True], [False, False, False]])
+    mt = lib.masked.masked_tensor(x, m)
+    shown = [mt, mt.sum(), mt.sum(1), mt.amax(1), mt.mean(0), mt + 1, mt * mt,
+             lib.masked.masked_tensor(lib.tensor([1, 2, 3]), lib.tensor([True, False, True])),
+             lib.masked.masked_tensor(lib.tensor(2.5), lib.tensor(True)),
+             lib.masked.as_masked_tensor(lib.tensor([1.5, 1e5]), lib.tensor([True, False]))]
+    return [repr(s) for s in shown] + [mt.to_tensor(0).tolist(), tuple(mt.shape)]
+
+
+def test_masked_tensor_prints_and_reduces_as_torch():
+    torch = pytest.importorskip("torch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert _masked_tensor_text(ember) == _masked_tensor_text(torch)
+        x = (torch.ones(2, 3), ember.ones(2, 3))
+        for bad in ((lambda lib: lib.ones(3, dtype=lib.bool)), (lambda lib: lib.ones(2, 3)),
+                    (lambda lib: lib.ones(3, 2, dtype=lib.bool))):
+            _same_error(lambda b=bad: torch.masked.masked_tensor(x[0], b(torch)),
+                        lambda b=bad: ember.masked.masked_tensor(x[1], b(ember)))
+    with pytest.warns(UserWarning, match="MaskedTensors is in prototype stage"):
+        ember.masked.masked_tensor(ember.ones(1), ember.ones(1, dtype=ember.bool))
