@@ -801,6 +801,7 @@ _SUBMODULES = _SUBMODULES | {"library"}  # torch.library: Python custom operator
 _SUBMODULES = _SUBMODULES | {"ao", "quantization"}  # torch.ao.quantization & its old name
 _SUBMODULES = _SUBMODULES | {"overrides", "_C", "_tensor"}  # __torch_function__
 _SUBMODULES = _SUBMODULES | {"masked"}  # torch.masked: mask= reductions, MaskedTensor
+_SUBMODULES = _SUBMODULES | {"nested"}  # torch.nested: nested tensors of the strided layout
 _SUBMODULES = _SUBMODULES | {"xpu", "mps", "mtia"}  # absent devices' probes: torch.xpu & co
 _SUBMODULES = _SUBMODULES | {"export"}  # torch.export: ExportedProgram, save/load, Dim
 

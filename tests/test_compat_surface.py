@@ -320,22 +320,23 @@ def test_fill_and_top_level_in_place_functions():
                 lambda: ember.fill(ember.ones(2), ember.ones(2)))
 
 
-def _control_flow(lib):
-    x = lib.arange(4.0)
-    out = [lib.cond(x.sum() > 3, lambda x: x + 1, lambda x: x - 1, (x,)).tolist(),
-           lib.cond(False, lambda x, k: x * k, lambda x, k: x - k, (x, 2)).tolist(),
-           lib.cond(lib.tensor(True), lambda: 1, lambda: 0)]
-    i, s = lib.while_loop(lambda i, s: i < 5, lambda i, s: (i + 1, s + i),
-                          (lib.tensor(0), lib.tensor(0.0)))
-    out.append((i.item(), s.item()))
-    out.append(lib.while_loop(lambda i: i < 3, lambda i: i + 1, (lib.tensor(0),)).item())
-    out.append(lib.while_loop(lambda i: i < 3, lambda i: (i + 1,), (0,)))
-    return out
-
-
 def test_cond_and_while_loop_run_eagerly_with_torchs_checks(as_torch):
+    # (the values are PyTorch's: its cond on a tensor predicate and its while_loop
+    # compile the branches with dynamo, seconds per call, so they are not rerun here)
     torch = pytest.importorskip("torch")
-    assert _control_flow(ember) == _control_flow(torch)
+    x = ember.arange(4.0)
+    assert ember.cond(x.sum() > 3, lambda x: x + 1, lambda x: x - 1, (x,)).tolist() == \
+        [1.0, 2.0, 3.0, 4.0]
+    for lib in (torch, ember):  # a Python predicate: no checks, the branch runs
+        y = lib.arange(4.0)
+        assert lib.cond(False, lambda y, k: y * k, lambda y, k: y - k, (y, 2)).tolist() == \
+            [-2.0, -1.0, 0.0, 1.0]
+    assert ember.cond(ember.tensor(True), lambda: 1, lambda: 0) == 1
+    i, s = ember.while_loop(lambda i, s: i < 5, lambda i, s: (i + 1, s + i),
+                            (ember.tensor(0), ember.tensor(0.0)))
+    assert (i.item(), s.item(), i.dtype, s.dtype) == (5, 10.0, ember.int64, ember.float32)
+    assert ember.while_loop(lambda i: i < 3, lambda i: i + 1, (ember.tensor(0),)).item() == 3
+    assert ember.while_loop(lambda i: i < 3, lambda i: (i + 1,), (0,)) == (3,)
     for call in (lambda lib: lib.cond(lib.tensor([True, False]), abs, abs, ()),
                  lambda lib: lib.cond(lib.tensor(True), 3, abs, ()),
                  lambda lib: lib.cond(lib.tensor(True), abs, abs, (1,)),
@@ -479,3 +480,31 @@ def test_masked_tensor_prints_and_reduces_as_torch():
                         lambda b=bad: ember.masked.masked_tensor(x[1], b(ember)))
     with pytest.warns(UserWarning, match="MaskedTensors is in prototype stage"):
         ember.masked.masked_tensor(ember.ones(1), ember.ones(1, dtype=ember.bool))
+
+
+# ---------------------------------------------------------------- torch.nested
+
+def _nested_results(lib):
+    a, b = lib.arange(6.0).reshape(2, 3), lib.arange(3.0).reshape(1, 3)
+    nt = lib.nested.nested_tensor([a, b])
+    grad = lib.nested.nested_tensor([a, b], requires_grad=True)
+    ints = lib.nested.nested_tensor([lib.tensor([1, 2]), lib.tensor([3])])
+    lists = lib.nested.nested_tensor([[1, 2], [3]], dtype=lib.float32)
+    return [repr(nt), repr(grad), repr(ints), repr(lists), repr(lib.nested.nested_tensor([])),
+            repr(lib.nested.as_nested_tensor([a, b])), nt.is_nested, nt.dim(), nt.size(0),
+            nt.size(2), nt.numel(), [t.tolist() for t in nt.unbind()], nt[1].tolist(),
+            lib.nested.to_padded_tensor(nt, 0.0).tolist(),
+            nt.to_padded_tensor(-1.0, (2, 4, 5)).tolist(), lib.zeros(1).is_nested]
+
+
+def test_nested_tensors_match_torch():
+    torch = pytest.importorskip("torch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert _nested_results(ember) == _nested_results(torch)
+        nts = [lib.nested.nested_tensor([lib.ones(2, 3), lib.ones(1, 3)]) for lib in
+               (torch, ember)]
+    for call in (lambda nt: nt.size(1), lambda nt: nt.size(), lambda nt: nt.unbind(1)):
+        _same_error(lambda c=call: c(nts[0]), lambda c=call: c(nts[1]))
+    _same_error(lambda: torch.nested.nested_tensor([torch.ones(2, 3), torch.ones(3)]),
+                lambda: ember.nested.nested_tensor([ember.ones(2, 3), ember.ones(3)]))
