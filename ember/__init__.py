@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import builtins as _builtins
 import math as _math
+from types import ModuleType as _ModuleType
+from typing import Any
 
 from ember import (
     _early,  # noqa: F401 - first: before anything loads NumPy (see the module)
@@ -21,7 +23,11 @@ from ember import (
     utils,
 )
 from ember.core import sparse_compressed_ops as _sparse_compressed_ops  # noqa: F401 - (methods)
-from ember.core.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
+from ember.core.anomaly_mode import (
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_anomaly_enabled,
+)
 from ember.core.backend import (
     OutOfMemoryError,
     get_float32_matmul_precision,
@@ -54,6 +60,7 @@ from ember.core.creation import (
     randn,
     randn_like,
     randperm,
+    scalar_tensor,
     seed,
     set_rng_state,
     tensor,
@@ -63,10 +70,13 @@ from ember.core.creation import (
 from ember.core.creation import deprecated_range as range  # noqa: A004 - PyTorch's name
 from ember.core.determinism import (
     are_deterministic_algorithms_enabled,
+    get_deterministic_debug_mode,
     is_deterministic_algorithms_warn_only_enabled,
+    set_deterministic_debug_mode,
     use_deterministic_algorithms,
 )
 from ember.core.device import device
+from ember.core.device import device as _Device
 from ember.core.dlpack import from_dlpack
 from ember.core.dtype import (
     bfloat16,
@@ -94,6 +104,7 @@ from ember.core.dtype import (
     uint64,
 )
 from ember.core.dtype import bool_ as bool  # noqa: A004 - PyTorch's name
+from ember.core.errors import is_warn_always_enabled, set_warn_always
 from ember.core.from_memory import asarray, from_file, frombuffer
 from ember.core.grad_mode import (
     enable_grad,
@@ -577,7 +588,16 @@ from ember.core.ops.spectral import (
     kaiser_window,
     stft,
 )
-from ember.core.ops.writes import bernoulli, binomial, fill_, multinomial, normal, poisson, zero_
+from ember.core.ops.writes import (
+    bernoulli,
+    binomial,
+    fill,
+    fill_,
+    multinomial,
+    normal,
+    poisson,
+    zero_,
+)
 from ember.core.placement import get_default_device, set_default_device
 from ember.core.printing import get_printoptions, set_printoptions
 from ember.core.quantized import (
@@ -673,6 +693,51 @@ def _assert(condition: object, message: str) -> None:
     assert condition, message
 
 
+# what this build has (PyTorch's build flags): LAPACK through NumPy / SciPy, FFTs through
+# NumPy's pocketfft; no MKL and no OpenMP thread pool of ember's own
+has_lapack = has_spectral = True
+has_mkl = has_openmp = False
+
+
+def is_vulkan_available() -> bool:
+    """False: ember has no Vulkan backend."""
+    return False
+
+
+def get_device_module(device: _Device | str | None = None) -> _ModuleType:
+    """Returns the module associated with a given device (e.g., ``torch.device('cuda')``,
+    ``"mtia:0"``, ``"xpu"``, ...). If no device is given, return the module for the
+    current accelerator or CPU if none is present."""
+    from ember.core.dtype import API_NAME
+
+    if isinstance(device, (str, _Device)):
+        name = _Device(device).type
+    elif device is None:
+        current = __getattr__("accelerator").current_accelerator()
+        name = "cpu" if current is None else current.type
+    else:
+        raise RuntimeError(f"Invalid value of device '{device}', expect {API_NAME}.device, "
+                           "str, or None")
+    try:
+        module = globals()[name] if name in globals() else __getattr__(name)
+    except AttributeError:
+        module = None
+    if not isinstance(module, _ModuleType):
+        raise RuntimeError(f"Device '{name}' does not have a corresponding module registered "
+                           f"as '{API_NAME}.{name}'.")
+    return module
+
+
+def detach_(input: Tensor) -> Tensor:
+    """Detaches `input` from the graph that created it, making it a leaf, in place."""
+    return input.detach_()
+
+
+def resize_as_(input: Tensor, the_template: Tensor, *, memory_format: Any = None) -> Tensor:
+    """Resizes `input` to the size of `the_template`, in place (``Tensor.resize_as_``)."""
+    return input.resize_as_(the_template, memory_format=memory_format)
+
+
 def devices() -> list:
     """Every device that can be used now, e.g. `[device(type='cpu'), ...]`."""
     from ember.core import scheduler
@@ -699,7 +764,8 @@ _FROM_AUTOCAST_MODE = {"set_autocast_enabled", "set_autocast_dtype",
                        "autocast_decrement_nesting"}
 # PyTorch's deprecated top-level getters (they warn)
 _FROM_AMP_DEPRECATED = {"is_autocast_cpu_enabled", "get_autocast_cpu_dtype",
-                        "get_autocast_gpu_dtype"}
+                        "get_autocast_gpu_dtype", "set_autocast_cpu_enabled",
+                        "set_autocast_cpu_dtype", "set_autocast_gpu_dtype"}
 _FROM_SCHEDULING = {"plan", "Plan"}  # auto-scheduling: imported on first use
 _FROM_COMPILED = {"compile"}  # ember.compile: kernel replay (ember.jit.compiled)
 _SUBMODULES = _SUBMODULES | {"scheduling"}  # ember.scheduling.learn & co
@@ -734,7 +800,29 @@ _SUBMODULES = _SUBMODULES | {"fx"}  # torch.fx: symbolic tracing, Graph, GraphMo
 _SUBMODULES = _SUBMODULES | {"library"}  # torch.library: Python custom operators
 _SUBMODULES = _SUBMODULES | {"ao", "quantization"}  # torch.ao.quantization & its old name
 _SUBMODULES = _SUBMODULES | {"overrides", "_C", "_tensor"}  # __torch_function__
+_SUBMODULES = _SUBMODULES | {"masked"}  # torch.masked: mask= reductions, MaskedTensor
+_SUBMODULES = _SUBMODULES | {"nested"}  # torch.nested: nested tensors of the strided layout
+_SUBMODULES = _SUBMODULES | {"xpu", "mps", "mtia"}  # absent devices' probes: torch.xpu & co
 _SUBMODULES = _SUBMODULES | {"export"}  # torch.export: ExportedProgram, save/load, Dim
+
+
+# PyTorch's deprecated build flags: the module and function each one now points to
+_DEPRECATED_BUILD_FLAGS = {"has_cuda": ("cuda", "is_built"), "has_cudnn": ("cudnn", "is_available"),
+                           "has_mps": ("mps", "is_built"), "has_mkldnn": ("mkldnn", "is_available")}
+
+
+def _deprecated_build_flag(name: str) -> bool:
+    import importlib
+    import warnings
+
+    from ember.core.dtype import API_NAME
+
+    module, function = _DEPRECATED_BUILD_FLAGS[name]
+    warnings.warn(f"'{name}' is deprecated, please use '{API_NAME}.backends.{module}.{function}()'",
+                  UserWarning, stacklevel=3)
+    if module == "mkldnn":  # ember has no oneDNN
+        return False
+    return getattr(importlib.import_module(f"ember.backends.{module}"), function)()
 
 
 def __getattr__(name: str):
@@ -763,6 +851,10 @@ def __getattr__(name: str):
         return importlib.import_module("ember.library.registry").ops
     if name == "Event":  # torch.Event, the device-generic event
         return importlib.import_module("ember.event").Event
+    if name in _DEPRECATED_BUILD_FLAGS:  # torch.has_cuda & co: warn, then answer
+        return _deprecated_build_flag(name)
+    if name in ("cond", "while_loop"):  # torch.cond, torch.while_loop: run eagerly
+        return getattr(importlib.import_module("ember.control_flow"), name)
     if name == "vmap":  # torch.vmap, the same as torch.func.vmap
         return importlib.import_module("ember.func").vmap
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
@@ -785,7 +877,10 @@ __all__ = [
     "quantize_per_tensor_dynamic", "quantized_batch_norm",
     "dequantize", "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine",
     "_make_per_tensor_quantized_tensor", "_make_per_channel_quantized_tensor",
-    "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "use_deterministic_algorithms",
+    "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
+    "set_warn_always", "is_warn_always_enabled", "set_deterministic_debug_mode",
+    "get_deterministic_debug_mode", "has_lapack", "has_spectral", "has_mkl", "has_openmp",
+    "is_vulkan_available", "get_device_module", "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "get_default_dtype", "set_default_dtype", "promote_types", "can_cast", "result_type",
     "get_default_device", "set_default_device", "get_float32_matmul_precision",
@@ -817,7 +912,8 @@ __all__ = [
     "eq", "ne", "not_equal", "lt", "less", "le", "less_equal", "gt", "greater", "ge",
     "greater_equal", "equal", "allclose", "isclose", "isnan", "isinf", "isfinite",
     "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
-    "bitwise_xor", "bitwise_not", "fill_", "zero_",
+    "bitwise_xor", "bitwise_not", "fill_", "fill", "zero_",
+    "scalar_tensor", "detach_", "resize_as_",
     # elementwise math (issue 16)
     "arctan2", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh",
     "exp2", "log10", "erfc", "erfinv", "lgamma", "digamma", "i0", "polygamma", "signbit",
@@ -912,7 +1008,7 @@ _INPLACE_FUNCTIONS = (
     "index_put_", "lcm_", "ldexp_", "log10_", "log1p_", "log2_", "log_", "logit_",
     "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_", "relu_", "round_",
     "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_",
-    "trunc_", "xlogy_",
+    "trunc_", "xlogy_", "conj_physical_",
 )
 
 

@@ -22,6 +22,7 @@ from ember.core.ops.elementwise_math import (
     mvlgamma,
     polygamma,
     sinc,
+    special_airy_ai,
     special_bessel_j0,
     special_bessel_j1,
     special_bessel_y0,
@@ -46,6 +47,20 @@ from ember.core.ops.elementwise_math import (
     xlogy,
 )
 from ember.core.ops.nn import log_softmax, softmax
+from ember.core.ops.polynomials import (
+    special_chebyshev_polynomial_t,
+    special_chebyshev_polynomial_u,
+    special_chebyshev_polynomial_v,
+    special_chebyshev_polynomial_w,
+    special_hermite_polynomial_h,
+    special_hermite_polynomial_he,
+    special_laguerre_polynomial_l,
+    special_legendre_polynomial_p,
+    special_shifted_chebyshev_polynomial_t,
+    special_shifted_chebyshev_polynomial_u,
+    special_shifted_chebyshev_polynomial_v,
+    special_shifted_chebyshev_polynomial_w,
+)
 from ember.core.ops.reduction import logsumexp
 
 expit = sigmoid
@@ -75,6 +90,19 @@ scaled_modified_bessel_k0 = special_scaled_modified_bessel_k0
 scaled_modified_bessel_k1 = special_scaled_modified_bessel_k1
 spherical_bessel_j0 = special_spherical_bessel_j0
 zeta = special_zeta
+airy_ai = special_airy_ai
+chebyshev_polynomial_t = special_chebyshev_polynomial_t
+chebyshev_polynomial_u = special_chebyshev_polynomial_u
+chebyshev_polynomial_v = special_chebyshev_polynomial_v
+chebyshev_polynomial_w = special_chebyshev_polynomial_w
+shifted_chebyshev_polynomial_t = special_shifted_chebyshev_polynomial_t
+shifted_chebyshev_polynomial_u = special_shifted_chebyshev_polynomial_u
+shifted_chebyshev_polynomial_v = special_shifted_chebyshev_polynomial_v
+shifted_chebyshev_polynomial_w = special_shifted_chebyshev_polynomial_w
+hermite_polynomial_h = special_hermite_polynomial_h
+hermite_polynomial_he = special_hermite_polynomial_he
+laguerre_polynomial_l = special_laguerre_polynomial_l
+legendre_polynomial_p = special_legendre_polynomial_p
 
 __all__ = [
     "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0",
@@ -84,4 +112,9 @@ __all__ = [
     "expit", "expm1", "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e",
     "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr",
     "ndtri", "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy",
+    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+    "laguerre_polynomial_l", "legendre_polynomial_p", "airy_ai",
 ]

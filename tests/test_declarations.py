@@ -197,7 +197,12 @@ def test_exported_ops_are_declared():
                "quantize_per_tensor", "quantize_per_channel", "dequantize",
                "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine",
                "_make_per_tensor_quantized_tensor", "_make_per_channel_quantized_tensor",
-               "quantize_per_tensor_dynamic", "quantized_batch_norm"}
+               "quantize_per_tensor_dynamic", "quantized_batch_norm",
+               # global switches and device probes (the surface brief), and the
+               # top-level spellings of two Tensor methods that are not ops
+               "set_anomaly_enabled", "set_warn_always", "is_warn_always_enabled",
+               "set_deterministic_debug_mode", "get_deterministic_debug_mode",
+               "is_vulkan_available", "get_device_module", "detach_", "resize_as_"}
     publics = [op.public for op in OPS.values()]
     publics += [op.public_inplace for op in OPS.values()]  # torch.sin_ & co
     for name in ember.__all__:

@@ -1,17 +1,120 @@
 """`torch.autograd.graph`: hooks on the tensors autograd saves for backward
-(`saved_tensors_hooks`, `save_on_cpu`, `disable_saved_tensors_hooks`) and the graph's
-`Node` class."""
+(`saved_tensors_hooks`, `save_on_cpu`, `disable_saved_tensors_hooks`,
+`allow_mutation_on_saved_tensors`), the graph's `Node` class, gradient edges and
+multi-tensor gradient hooks."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import contextlib
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Literal
 
 from ember.core import graph as _graph
-from ember.core.graph import Node
+from ember.core.engine import current_graph_task_id, queue_callback
+from ember.core.grad_mode import no_grad
+from ember.core.graph import GradientEdge, Node, edge_of
 from ember.core.tensor import Tensor
 
-__all__ = ["Node", "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks"]
+__all__ = ["Node", "GradientEdge", "get_gradient_edge", "increment_version",
+           "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
+           "register_multi_grad_hook", "allow_mutation_on_saved_tensors"]
+
+
+def get_gradient_edge(tensor: Tensor) -> GradientEdge:
+    """Get the gradient edge for computing the gradient of the given Tensor.
+
+    In particular, it is equivalent to call
+    ``g = autograd.grad(loss, input)`` and ``g = autograd.grad(loss, get_gradient_edge(input))``.
+    """
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that "
+                           "does not require gradients")
+    node, output_nr = edge_of(tensor)
+    return GradientEdge(node, output_nr)
+
+
+def increment_version(tensor: Tensor | Iterable[Tensor]) -> None:
+    """Update autograd metadata tracking whether the given Tensor was modified in place.
+
+    Call it after changing a tensor's data in a way ember does not see (a kernel of your
+    own writing through ``data_ptr``), so that backward detects the change to a tensor
+    it saved. Can accept either a tensor, or a list of tensors.
+    """
+    for t in (tensor,) if isinstance(tensor, Tensor) else tensor:
+        t._vc[0] += 1
+
+
+class _MultiHandle:
+    """Removes every hook that `register_multi_grad_hook` registered."""
+
+    def __init__(self, handles: tuple) -> None:
+        self.handles = handles
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+
+def register_multi_grad_hook(tensors: Sequence[Tensor],
+                             fn: Callable[[Sequence[Tensor | None]], None]
+                             | Callable[[Tensor], None], *,
+                             mode: Literal["all", "any"] = "all") -> _MultiHandle:
+    r"""Register a multi-grad backward hook.
+
+    Under the ``"all"`` mode, the hook is called once the gradients of the tensors in
+    :attr:`tensors` that the backward pass computes have been computed, with a list of
+    them (``None`` for a tensor whose gradient was not computed). ember calls it when the
+    backward pass ends (PyTorch calls it as soon as the last one is computed).
+
+    Under the ``"any"`` mode, the hook is called with the first gradient computed
+    among :attr:`tensors`, once per backward pass.
+
+    The hook should not modify its arguments. Returns a handle with a method
+    ``handle.remove()`` that removes the hook.
+    """
+    supported_modes = ("all", "any")
+    if mode not in supported_modes:
+        raise ValueError(f"Expects mode to be one of {supported_modes} but got {mode}")
+    lock = threading.Lock()
+    if mode == "all":
+        buffers: dict[int, list] = {}
+
+        def finish(task: int) -> None:
+            fn(buffers.pop(task))
+
+        def inner(idx: int) -> Callable[[Tensor], None]:
+            def hook(grad: Tensor) -> None:
+                task = _task()
+                with lock:
+                    first = task not in buffers
+                    if first:
+                        buffers[task] = [None] * len(tensors)
+                buffers[task][idx] = grad
+                if first:
+                    queue_callback(lambda: finish(task))
+            return hook
+
+        return _MultiHandle(tuple(t.register_hook(inner(i)) for i, t in enumerate(tensors)))
+    ran: set[int] = set()
+
+    def wrapped(grad: Tensor) -> None:
+        task = _task()
+        with lock:
+            if task in ran:
+                return
+            ran.add(task)
+        queue_callback(lambda: ran.discard(task))
+        fn(grad)
+
+    return _MultiHandle(tuple(t.register_hook(wrapped) for t in tensors if t.requires_grad))
+
+
+def _task() -> int:
+    task = current_graph_task_id()
+    if task == -1:
+        raise AssertionError("expected this hook to be called inside a backward call")
+    return task
 
 
 class saved_tensors_hooks:  # noqa: N801 - PyTorch's name
@@ -84,3 +187,64 @@ class disable_saved_tensors_hooks:  # noqa: N801 - PyTorch's name
     def __exit__(self, *exc: object) -> None:
         global _disabled
         _disabled = self.previous
+
+
+_mutation_allowed = False
+_OUTSIDE = ("Trying to backward outside of the 'allow_mutation_on_saved_tensors' context"
+            "in which the graph was originally recorded.")
+
+
+class _AllowMutationOnSavedContext:
+    """The state of one `allow_mutation_on_saved_tensors` region: the copies of the
+    tensors saved inside it, dropped when it exits."""
+
+    def __init__(self) -> None:
+        self.cloned: dict[int, Tensor] = {}
+
+    def clear(self) -> None:
+        self.cloned.clear()
+
+
+@contextlib.contextmanager
+def allow_mutation_on_saved_tensors() -> Iterator[_AllowMutationOnSavedContext]:
+    """Context manager under which mutating tensors saved for backward is allowed.
+
+    Under this context manager, tensors saved for backward keep the values they had when
+    saved, so the original version is used during backward (ember copies each saved
+    tensor when it is saved; PyTorch copies it when it is first mutated). Normally,
+    mutating a tensor saved for backward will result in an error raised when it's used
+    during backward. Both the forward and backward should be run under the same context
+    manager.
+
+    Example::
+
+        >>> with ember.autograd.graph.allow_mutation_on_saved_tensors():
+        ...     a = ember.ones(2, 3, requires_grad=True)
+        ...     b = a.clone()
+        ...     out = (b**2).sum()
+        ...     b.sin_()
+        ...     out.sum().backward()
+    """
+    global _mutation_allowed
+    ctx = _AllowMutationOnSavedContext()
+
+    def pack(tensor: Tensor) -> int:
+        key = len(ctx.cloned)
+        with no_grad():
+            ctx.cloned[key] = tensor.detach().clone()
+        return key
+
+    def unpack(key: int) -> Tensor:
+        if not _mutation_allowed or key not in ctx.cloned:
+            raise AssertionError(_OUTSIDE)
+        return ctx.cloned[key]
+
+    with saved_tensors_hooks(pack, unpack):
+        try:
+            if _mutation_allowed:
+                raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
+            _mutation_allowed = True
+            yield ctx
+        finally:
+            ctx.clear()
+            _mutation_allowed = False

@@ -89,3 +89,13 @@ class set_detect_anomaly(_AnomalyMode):  # noqa: N801 - PyTorch's name
 
     def __enter__(self) -> None:
         pass
+
+
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """Turns anomaly detection on or off (`torch.set_anomaly_enabled`, the function that
+    `set_detect_anomaly` calls), without the warning of `detect_anomaly`."""
+    for position, (name, value) in enumerate((("enabled", enabled), ("check_nan", check_nan))):
+        if not isinstance(value, bool):
+            raise TypeError(f"set_anomaly_enabled(): argument '{name}' (position "
+                            f"{position + 1}) must be bool, not {type(value).__name__}")
+    _set(enabled, check_nan)

@@ -133,6 +133,26 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Dev
     return _finish(t, requires_grad)
 
 
+@composite(complex=True, variants="function", cost=costs.creation)
+def scalar_tensor(s: Any, *, dtype: Any = None, layout: Any = None, device: DeviceLike = None,
+                  requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """A 0-dimensional tensor holding the number `s`, of the default floating dtype
+    unless `dtype` is given (PyTorch's `torch.scalar_tensor`)."""
+    s = python_scalar(s)
+    if isinstance(s, Tensor) and s.ndim == 0:
+        s = s.item()
+    if not isinstance(s, numbers.Number):
+        raise TypeError(f"scalar_tensor(): argument 's' (position 1) must be Number, not "
+                        f"{type(s).__name__}")
+    d = dtype_arg(dtype) or dt.get_default_dtype()
+    if isinstance(s, complex) and not d.is_complex:
+        if s.imag != 0:
+            raise RuntimeError(f"value cannot be converted to type {dt.c_name(d)} without "
+                               "overflow")
+        s = s.real
+    return full((), s, dtype=d, device=device, requires_grad=requires_grad)
+
+
 @primitive(variants="function", rule=_arange_rule, creation=True, cost=costs.creation)
 def arange(start: Any = None, end: Any = None, step: Any = 1, *, dtype: Any = None,
            device: DeviceLike = None, requires_grad: bool = False) -> Tensor:

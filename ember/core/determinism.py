@@ -62,3 +62,38 @@ def alert_not_deterministic(caller: str) -> None:
                            "determinism just for this operation, or you can use the "
                            "'warn_only=True' option, if that's acceptable for your "
                            f"application. You can also {issue}")
+
+
+def set_deterministic_debug_mode(debug_mode: int | str) -> None:
+    r"""Sets the debug mode for deterministic operations: another interface for
+    :func:`use_deterministic_algorithms`.
+
+    Args:
+        debug_mode(str or int): If "default" or 0, don't error or warn on
+            nondeterministic operations. If "warn" or 1, warn on
+            nondeterministic operations. If "error" or 2, error on
+            nondeterministic operations.
+    """
+    global _enabled, _warn_only
+    if not isinstance(debug_mode, (int, str)):
+        raise TypeError(f"debug_mode must be str or int, but got {type(debug_mode)}")
+    if isinstance(debug_mode, str):
+        if debug_mode not in _DEBUG_MODES:
+            raise RuntimeError("invalid value of debug_mode, expected one of `default`, "
+                               f"`warn`, `error`, but got {debug_mode}")
+        debug_mode = _DEBUG_MODES.index(debug_mode)
+    if debug_mode not in (0, 1, 2):
+        raise RuntimeError(f"invalid value of debug_mode, expected 0, 1, or 2, but got "
+                           f"{debug_mode}")
+    _enabled, _warn_only = debug_mode != 0, debug_mode == 1
+
+
+def get_deterministic_debug_mode() -> int:
+    r"""Returns the current value of the debug mode for deterministic operations
+    (0: default, 1: warn, 2: error). Refer to :func:`set_deterministic_debug_mode`."""
+    if not _enabled:
+        return 0
+    return 1 if _warn_only else 2
+
+
+_DEBUG_MODES = ("default", "warn", "error")

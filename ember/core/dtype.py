@@ -279,6 +279,11 @@ _FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
               "float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308}
 
 
+def c_name(d: dtype) -> str:
+    """The C++ type PyTorch's messages name for a dtype (`float`, `int64_t` ...)."""
+    return _C_NAMES.get(d.name, d.name)
+
+
 def fit_scalar(value: object, to: dtype) -> object:
     """A Python number written into a tensor of dtype `to` (`fill_`, `full`, `x[i] = v`,
     `masked_fill`), checked as PyTorch's `checked_convert` does: a value outside the
@@ -300,6 +305,6 @@ def fit_scalar(value: object, to: dtype) -> object:
             return value + 2 * half
         fits = not math.isnan(value) and lo <= value <= hi
     if not fits:
-        raise RuntimeError(f"value cannot be converted to type {_C_NAMES[to.name]} without "
+        raise RuntimeError(f"value cannot be converted to type {c_name(to)} without "
                            f"overflow")
     return value

@@ -9,6 +9,7 @@ op module: whatever records a gradient also provides the ops to add it up.
 from __future__ import annotations
 
 import functools
+import itertools
 import sys
 import threading
 import warnings
@@ -19,7 +20,7 @@ from ember.core import anomaly_mode, interpose, tracing
 from ember.core import backend as backend_contract
 from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad, state
-from ember.core.graph import AccumulateGrad, Node, edge_of, is_tensor
+from ember.core.graph import AccumulateGrad, GradientEdge, Node, edge_of, is_tensor
 from ember.core.memory_format import contiguous_format, tensor_format
 
 
@@ -41,31 +42,39 @@ def _collect(roots: set[Node]) -> dict[Node, int]:
     return deps
 
 
+def _edge(x: Any) -> tuple | None:
+    """The graph edge of a tensor, or of a `GradientEdge` given in its place."""
+    if type(x) is GradientEdge:
+        return (x.node, x.output_nr)
+    return edge_of(x)
+
+
 def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_graph: bool,
                  create_graph: bool, capture: Sequence[Any] | None = None,
-                 accumulate: bool = True) -> list[Any] | None:
+                 accumulate: bool = True, into_captured: bool = False) -> list[Any] | None:
     """Run the graph backward from `tensors` seeded with `grad_tensors`.
 
     With `capture` (autograd.grad), returns the gradients reaching those tensors and
-    leaves `.grad` untouched when `accumulate` is False.
+    leaves `.grad` untouched when `accumulate` is False; `into_captured` (backward's
+    `inputs=`) accumulates them into those tensors' `.grad` before the final callbacks.
     """
     state = backend_contract.backward_state
     outer, state.retain_graph = state.retain_graph, retain_graph
     outer_valid, state.checkpoint_valid = state.checkpoint_valid, capture is None
     try:
         return _run_backward(tensors, grad_tensors, retain_graph, create_graph, capture,
-                             accumulate)
+                             accumulate, into_captured)
     finally:
         state.retain_graph, state.checkpoint_valid = outer, outer_valid
 
 
 def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_graph: bool,
                   create_graph: bool, capture: Sequence[Any] | None,
-                  accumulate: bool) -> list[Any] | None:
+                  accumulate: bool, into_captured: bool) -> list[Any] | None:
     buffers: dict[Node, list] = {}
     roots = []
     for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
-        edge = edge_of(t)
+        edge = _edge(t)
         if edge is None:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
                                "a grad_fn")
@@ -77,7 +86,7 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
     wanted: dict[tuple[Node, int], int] = {}
     if capture is not None:
         for i, t in enumerate(capture):
-            edge = edge_of(t)
+            edge = _edge(t)
             if edge is None:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             wanted[edge] = i
@@ -86,8 +95,8 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
     ready = [n for n in dict.fromkeys(roots) if n not in deps]
     prev = state.enabled
     state.enabled = create_graph
-    outer_callbacks = _callbacks.queue
-    _callbacks.queue = []
+    outer_callbacks, outer_task = _callbacks.queue, _callbacks.task
+    _callbacks.queue, _callbacks.task = [], next(_task_ids)
     pop = buffers.pop
     try:
         while ready:
@@ -156,20 +165,35 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
                 if not count:
                     ready.append(nxt)
             results = g = grads = None  # only the buffers may hold gradients (_accumulate)
+        if into_captured:
+            for t in capture:
+                g = captured.get(edge_of(t))
+                if g is not None:
+                    _accumulate(t, g, create_graph)
+            g = None
         _run_callbacks()
     finally:
         state.enabled = prev
-        _callbacks.queue = outer_callbacks
+        _callbacks.queue, _callbacks.task = outer_callbacks, outer_task
     if capture is None:
         return None
-    return [captured.get(edge_of(t)) for t in capture]
+    return [captured.get(_edge(t)) for t in capture]
 
 
 class _Callbacks(threading.local):  # per thread, as each thread runs its own backward
     queue: list | None = None  # the running backward's final callbacks; None outside one
+    task: int = -1  # the running backward's id; -1 outside one
 
 
 _callbacks = _Callbacks()
+_task_ids = itertools.count()
+
+
+def current_graph_task_id() -> int:
+    """The id of the backward pass running in this thread (PyTorch's
+    `torch._C._current_graph_task_id`), -1 outside one: hooks that must act once per
+    backward pass key their state by it."""
+    return _callbacks.task
 
 
 def queue_callback(callback: Callable[[], None]) -> None:
@@ -347,16 +371,17 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
         retain_graph = create_graph
     if inputs is not None:
         inputs = [inputs] if is_tensor(inputs) else list(inputs)
-        grads = run_backward(tensors, seeds, retain_graph, create_graph, capture=inputs,
-                             accumulate=False)
-        for t, g in zip(inputs, grads):
-            if g is not None:
-                _accumulate(t, g, create_graph)
+        run_backward(tensors, seeds, retain_graph, create_graph, capture=inputs,
+                     accumulate=False, into_captured=True)
         return
     run_backward(tensors, seeds, retain_graph, create_graph)
 
 
 def _seed(t: Any, g: Any) -> Any:
+    if type(t) is GradientEdge:  # (no shape to check or to make ones of)
+        if g is None:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        return g
     if g is None:
         if t.requires_grad:  # (else the engine refuses it: PyTorch's order of checks)
             if t.numel() != 1:
@@ -394,8 +419,8 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None,
     if is_grads_batched:
         raise NotImplementedError("autograd.grad(is_grads_batched=True) is not supported "
                                   "by ember")
-    outputs = [outputs] if is_tensor(outputs) else list(outputs)
-    inputs = [inputs] if is_tensor(inputs) else list(inputs)
+    outputs = [outputs] if _single(outputs) else list(outputs)
+    inputs = [inputs] if _single(inputs) else list(inputs)
     if not inputs:  # PyTorch refuses before running anything
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     if grad_outputs is None:
@@ -416,7 +441,12 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None,
                 raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have "
                                    "been used in the graph. Set allow_unused=True if this is "
                                    "the desired behavior.")
-        elif g.shape != t.shape:
+        elif type(t) is not GradientEdge and g.shape != t.shape:
             g = g.sum_to_size(t.shape)
         result.append(g)
     return tuple(result)
+
+
+def _single(x: Any) -> bool:
+    """A tensor or a `GradientEdge` given alone (not in a sequence)."""
+    return is_tensor(x) or type(x) is GradientEdge

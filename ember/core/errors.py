@@ -21,12 +21,35 @@ def with_context(err: E, context: str) -> E:
 
 
 _warned: set[str] = set()  # the messages warn_once has given
+_warn_always = False  # torch.set_warn_always: every warn-once warning warns every time
+
+
+def set_warn_always(b: bool, /) -> None:
+    r"""When this flag is False (default) then some PyTorch warnings may only
+    appear once per process. This helps avoid excessive warning information.
+    Setting it to True causes these warnings to always appear, which may be
+    helpful when debugging.
+
+    Args:
+        b (:class:`bool`): If True, force warnings to always be emitted
+                           If False, set to the default behaviour
+    """
+    global _warn_always
+    if not isinstance(b, bool):
+        raise RuntimeError(f"setWarnOnlyOnce expects a bool, but got {type(b).__name__}")
+    _warn_always = b
+
+
+def is_warn_always_enabled() -> bool:
+    r"""Returns True if the global warn_always flag is turned on. Refer to
+    :func:`torch.set_warn_always` documentation for more details."""
+    return _warn_always
 
 
 def warn_once(message: str, category: type[Warning] = UserWarning, stacklevel: int = 2) -> None:
     """`warnings.warn(message, category, stacklevel)` the first time this process gives
     `message` (PyTorch's TORCH_WARN_ONCE); `stacklevel` counts from the caller, as it
     would for its own `warnings.warn`."""
-    if message not in _warned:
+    if message not in _warned or _warn_always:
         _warned.add(message)
         warnings.warn(message, category, stacklevel=stacklevel + 1)

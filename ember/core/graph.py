@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ember.core import dtype, tracing
 from ember.core import forward_ad as fw
@@ -282,6 +282,19 @@ class AccumulateGrad(Node):
 
     def apply(self, grads):
         return ()
+
+
+class GradientEdge(NamedTuple):
+    """Object representing a given gradient edge within the autograd graph.
+
+    To get the gradient edge where a given Tensor gradient will be computed,
+    you can do ``edge = autograd.graph.get_gradient_edge(tensor)``.
+    """
+
+    node: Node
+    output_nr: int
+    # (PyTorch's token keeps a C++ graph alive; ember's nodes are kept by `node` itself)
+    ownership_token: Node | None = None
 
 
 def edge_of(t: Any) -> tuple | None:

@@ -718,8 +718,11 @@ def coo_to_compressed(s: SparseTensor, layout: Any, blocksize: Any) -> SparseCom
     if layout in BLOCKED:  # through the dense tensor: entries become whole blocks
         return dense_to_compressed(s.to_dense(), layout, blocksize, s.dense_dim())
     s = s.coalesce()
-    ind = s._ind if layout in ROW_MAJOR else s._ind.flip(0)
-    m = make(ind, s._vals, s._sparse_size, False).coalesce() if layout not in ROW_MAJOR else s
+    if layout in ROW_MAJOR:
+        m = s
+    else:  # sorted by (column, row): the transposed pattern, of the transposed size
+        rows, cols = s._sparse_size
+        m = make(s._ind.flip(0), s._vals, (cols, rows), False).coalesce()
     return from_major(m._ind, m._vals, tuple(s.shape), 0, layout, f"to_sparse_{name}")
 
 

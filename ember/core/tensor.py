@@ -427,6 +427,32 @@ class Tensor:
         return self._device.type == "xla"
 
     @property
+    def is_xpu(self) -> bool:
+        return self._device.type == "xpu"
+
+    @property
+    def is_mtia(self) -> bool:
+        return self._device.type == "mtia"
+
+    @property
+    def is_ipu(self) -> bool:
+        return self._device.type == "ipu"
+
+    @property
+    def is_vulkan(self) -> bool:
+        return self._device.type == "vulkan"
+
+    @property
+    def is_mkldnn(self) -> bool:
+        """False: ember has no MKL-DNN (opaque) layout."""
+        return False
+
+    @property
+    def is_nested(self) -> bool:
+        """False: ember has no nested tensors."""
+        return False
+
+    @property
     def is_maia(self) -> bool:
         return self._device.type == "maia"
 

@@ -338,6 +338,8 @@ _INDEXING: list[DiffOp] = [
            shapes=((3, 4), ())),
     DiffOp("zero_", lambda lib, x: _written(x, lambda y: y[0].zero_()) * x,
            ops=("zero_", "fill_")),
+    # out of place: `x` gets zeros through the fill, the 0-d value the sum
+    DiffOp("fill", lambda lib, x, v: lib.fill(x, v) * x, shapes=((3, 4), ())),
     DiffOp("fill_diagonal_", lambda lib, x: _written(x, lambda y: y.fill_diagonal_(0.5)) * x),
     DiffOp("gather", lambda lib, x: lib.gather(x, 1, _idx(lib, x, [[0, 0], [3, 1],
                                                                   [2, 2]]))),

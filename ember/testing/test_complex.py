@@ -24,7 +24,7 @@ COVERS = {"view_as_real", "conj_physical", "_fft_c2c", "_fft_r2c", "_fft_c2r",
           # the windows spectral analysis multiplies frames by (real, on every device)
           "hann_window", "hamming_window", "blackman_window", "bartlett_window",
           "kaiser_window",
-          "isreal", "_linalg_eig", "linalg_eig", "linalg_eigvals"}
+          "isreal", "_linalg_eig", "linalg_eig", "linalg_eigvals", "cfloat", "cdouble"}
 
 _RNG = np.random.default_rng(7)
 _Z = (_RNG.standard_normal((3, 4)) + 1j * _RNG.standard_normal((3, 4))).astype(np.complex64)
@@ -71,6 +71,10 @@ def test_made_from_reals(cdevice: ember.device) -> None:
     S.assert_matches(ember.view_as_complex(ember.stack([a, b], -1)), want, cdevice)
     S.assert_matches(ember.polar(a.abs(), b), np.abs(_X) * np.exp(1j * _X[::-1]), cdevice,
                      **_TOL)
+    S.assert_matches(a.cfloat(), _X.astype(np.complex64), cdevice, dtype=ember.complex64)
+    if S.holds(cdevice, ember.complex128):
+        S.assert_matches(a.cdouble(), _X.astype(np.complex128), cdevice,
+                         dtype=ember.complex128)
 
 
 def test_arithmetic_and_promotion(cdevice: ember.device) -> None:

@@ -72,6 +72,11 @@ def test_full_dtype_from_value(device: ember.device) -> None:
         ember.full((2, -1), 0.0, device=device)
     with pytest.raises(RuntimeError, match="zeros: Dimension size must be non-negative"):
         ember.zeros(2, -1, device=device)  # (zeros' own words, as PyTorch's)
+    # scalar_tensor: a 0-d tensor of the default dtype whatever the number's type
+    S.assert_matches(ember.scalar_tensor(3, device=device), np.float32(3.0), device,
+                     dtype=ember.get_default_dtype())
+    S.assert_matches(ember.scalar_tensor(2.7, dtype=ember.int64, device=device), 2, device,
+                     dtype=ember.int64)
 
 
 @pytest.mark.parametrize("args, kwargs", [
@@ -401,5 +406,5 @@ COVERS = {"tensor", "as_tensor", "full", "zeros", "ones", "empty", "full_like", 
           "poisson", "binomial",  # (nnmisc family, issue 16)
           "normal", "cauchy_", "log_normal_", "geometric_",
           "empty_strided", "empty_permuted", "new_empty_strided", "range", "asarray",
-          "frombuffer", "from_file"}
+          "frombuffer", "from_file", "scalar_tensor"}
 """The declared ops whose values this module's tests check."""

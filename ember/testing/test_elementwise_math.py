@@ -58,6 +58,7 @@ UNARY = [
     Math1("special_i1e", ember.special.i1e, sp.i1e),
     Math1("special_erfcx", ember.special.erfcx, sp.erfcx),
     Math1("special_bessel_j0", ember.special.bessel_j0, sp.j0, lo=-8.0, hi=8.0),
+    Math1("special_airy_ai", ember.special.airy_ai, lambda x: sp.airy(x)[0], lo=-8.0, hi=8.0),
     Math1("special_bessel_j1", ember.special.bessel_j1, sp.j1, lo=-8.0, hi=8.0),
     Math1("special_bessel_y0", ember.special.bessel_y0, sp.y0, lo=0.1, hi=8.0),
     Math1("special_bessel_y1", ember.special.bessel_y1, sp.y1, lo=0.1, hi=8.0),
@@ -381,12 +382,64 @@ def test_hardshrink_and_prelu(device: ember.device) -> None:
         ember.hardshrink(S.on(device, [1, 2]))
 
 
+_POLYNOMIALS = {  # name -> (first, step(m, x, P_{m-2}, P_{m-1})) of the float64 reference
+    "chebyshev_polynomial_t": (lambda x: x, lambda m, x, p, q: 2 * x * q - p),
+    "chebyshev_polynomial_u": (lambda x: 2 * x, lambda m, x, p, q: 2 * x * q - p),
+    "chebyshev_polynomial_v": (lambda x: 2 * x - 1, lambda m, x, p, q: 2 * x * q - p),
+    "chebyshev_polynomial_w": (lambda x: 2 * x + 1, lambda m, x, p, q: 2 * x * q - p),
+    "shifted_chebyshev_polynomial_t": (lambda x: 2 * x - 1,
+                                       lambda m, x, p, q: 2 * (2 * x - 1) * q - p),
+    "shifted_chebyshev_polynomial_u": (lambda x: 2 * (2 * x - 1),
+                                       lambda m, x, p, q: 2 * (2 * x - 1) * q - p),
+    "shifted_chebyshev_polynomial_v": (lambda x: 2 * (2 * x - 1) - 1,
+                                       lambda m, x, p, q: 2 * (2 * x - 1) * q - p),
+    "shifted_chebyshev_polynomial_w": (lambda x: 2 * (2 * x - 1) + 1,
+                                       lambda m, x, p, q: 2 * (2 * x - 1) * q - p),
+    "hermite_polynomial_h": (lambda x: 2 * x, lambda m, x, p, q: 2 * x * q - 2 * (m - 1) * p),
+    "hermite_polynomial_he": (lambda x: x, lambda m, x, p, q: x * q - (m - 1) * p),
+    "laguerre_polynomial_l": (lambda x: 1 - x,
+                              lambda m, x, p, q: ((2 * m - 1 - x) * q - (m - 1) * p) / m),
+    "legendre_polynomial_p": (lambda x: x,
+                              lambda m, x, p, q: ((2 * m - 1) * x * q - (m - 1) * p) / m),
+}
+
+
+def _polynomial(name: str, x: np.ndarray, n: int) -> np.ndarray:
+    first, step = _POLYNOMIALS[name]
+    if n < 0:
+        return np.zeros_like(x)
+    p, q = np.ones_like(x), first(x)
+    if n == 0:
+        return p
+    for m in range(2, n + 1):
+        p, q = q, step(m, x, p, q)
+    return q
+
+
+@pytest.mark.parametrize("name", sorted(_POLYNOMIALS))
+def test_orthogonal_polynomials(device: ember.device, name: str) -> None:
+    # the closed forms PyTorch switches to (the interval's ends, degrees above 4 to 8
+    # inside it) agree with the recurrence up to rounding
+    fn = getattr(ember.special, name)
+    arr = np.array([-1.5, -1.0, -0.6, 0.0, 0.3, 0.5, 0.9, 1.0, 1.25])
+    x = S.on(device, arr)
+    for n in (-2, 0, 1, 2, 5, 9, 12):
+        S.assert_matches(fn(x, n), _polynomial(name, arr, n), device, dtype=ember.float64,
+                         rtol=1e-9, atol=1e-9, what=f"{name}(x, {n})")
+    degrees = S.on(device, np.array([0.0, 1.0, 3.7, 10.0]))
+    S.assert_matches(fn(0.5, degrees),
+                     [_polynomial(name, np.array(0.5), k) for k in (0, 1, 3, 10)], device,
+                     rtol=1e-9, atol=1e-9, what=f"{name}(0.5, n)")
+    assert fn(S.on(device, np.array([1, 2])), 2).dtype is ember.get_default_dtype()
+
+
 # -- what this module checks (ember.testing.test_coverage reads it) ---------------------
 
 COVERS = (
     {u.name for u in UNARY} | {b.name for b in BINARY} |
     {"polygamma", "signbit", "nan_to_num", "isposinf", "isneginf", "frexp", "gcd", "lcm",
      "bitwise_left_shift", "bitwise_right_shift", "heaviside", "float_power", "sgn",
-     "logit", "fmod", "hardshrink", "prelu"}
+     "logit", "fmod", "hardshrink", "prelu"} |
+    {f"special_{name}" for name in _POLYNOMIALS}
 )
 """The declared ops whose values this module's tests check."""

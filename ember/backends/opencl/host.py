@@ -24,7 +24,7 @@ HOST_OPS = (
     "special_bessel_j1", "special_bessel_y0", "special_bessel_y1",
     "special_modified_bessel_i0", "special_modified_bessel_i1", "special_modified_bessel_k0",
     "special_modified_bessel_k1", "special_scaled_modified_bessel_k0",
-    "special_scaled_modified_bessel_k1",
+    "special_scaled_modified_bessel_k1", "special_airy_ai",
 )
 # the factorizations: small matrices, sequential pivoting: LAPACK on the host
 HOST_LINALG = ("det", "_linalg_slogdet", "_linalg_inv_ex", "_linalg_solve_ex",

@@ -23,6 +23,7 @@ _UNARY = {
     "special_modified_bessel_i0": "i0", "special_modified_bessel_i1": "i1",
     "special_modified_bessel_k0": "k0", "special_modified_bessel_k1": "k1",
     "special_scaled_modified_bessel_k0": "k0e", "special_scaled_modified_bessel_k1": "k1e",
+    "special_airy_ai": "airy",
 }
 _BINARY = {"igamma": "gammainc", "igammac": "gammaincc"}  # (and zeta)
 
@@ -65,6 +66,8 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         def kernel(x: Any, out: Any = None) -> Any:
             with quiet():
                 y = getattr(load(), name)(computed(x))
+                if name == "airy":  # (Ai, Ai', Bi, Bi'): Ai
+                    y = y[0]
                 if name == "gammaln":  # PyTorch's lgamma(-inf) is +inf (SciPy's, -inf)
                     y = xp.where(x == -xp.inf, xp.inf, y)
                     if y.dtype == xp.float64:

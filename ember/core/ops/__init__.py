@@ -4,8 +4,8 @@ Importing this package declares every op: the registry (`ember.core.opdef.OPS`) 
 complete, and `Tensor` has all its methods and operators. The families import one
 another one way only: elementwise <- shape <- indexing <- reduction <- scans <- sorting
 <- search <- linalg <- factorizations <- norms <- nn <- losses, and writes, foreach,
-elementwise_math (which reads complex); complex builds on elementwise, shape and
-indexing; fft on complex, nn and
+elementwise_math (which reads complex), polynomials (on elementwise_math and
+shape); complex builds on elementwise, shape and indexing; fft on complex, nn and
 rearrange; rearrange builds on
 shape and indexing, predicates on shape, spectral
 on shape and nn, lobpcg on
@@ -28,6 +28,7 @@ from ember.core.ops import (  # noqa: F401 - imported for their declarations
     losses,
     nn,
     norms,
+    polynomials,
     predicates,
     rearrange,
     reduction,

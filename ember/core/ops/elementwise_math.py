@@ -210,6 +210,7 @@ special_modified_bessel_k0 = _bessel("special_modified_bessel_k0", "Computes the
                                      "Bessel function of the second kind of order 0.")
 special_modified_bessel_k1 = _bessel("special_modified_bessel_k1", "Computes the modified "
                                      "Bessel function of the second kind of order 1.")
+special_airy_ai = _bessel("special_airy_ai", "Computes the Airy function Ai of each element.")
 special_scaled_modified_bessel_k0 = _bessel(
     "special_scaled_modified_bessel_k0", "Computes the exponentially scaled modified Bessel "
     "function of the second kind of order 0: exp(x) * k0(x).")

@@ -32,6 +32,7 @@ from ember.core.creation import (
 )
 from ember.core.declare import composite
 from ember.core.grad_mode import no_grad
+from ember.core.graph import relabel
 from ember.core.inplace import apply_inplace
 from ember.core.mt19937 import MT19937
 from ember.core.ops.complex import view_as_real
@@ -49,12 +50,34 @@ from ember.core.tensor import Tensor
 def fill_(input: Tensor, value: Any) -> Tensor:
     """Fills `input` with `value` (a number or a 0-d tensor), in place."""
     if isinstance(value, Tensor):
-        if value.ndim:
-            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
-                               f"with {value.ndim} dimensions.")
+        _check_fill_value(value)
         return apply_inplace(input, lambda old: expand(to_dtype(value, input._dtype),
                                                        tuple(input.shape)), value, op="fill_")
     return apply_inplace(input, lambda old: full_like(old, value), op="fill_")
+
+
+@composite(complex=True, variants="function", cost=costs.creation)
+def fill(input: Tensor, value: Any) -> Tensor:
+    """A tensor of `input`'s shape, dtype and device filled with `value` (a number or a
+    0-d tensor): the out-of-place `fill_`. Its gradient reaches a tensor `value` (summed),
+    and `input` as zeros."""
+    if isinstance(value, Tensor):
+        _check_fill_value(value)
+        source = expand(to_dtype(value, input._dtype), tuple(input.shape))
+    else:
+        source = full_like(input, value)
+    # (a `where` taking every element from `source`: `input`'s gradient is zeros, as
+    # PyTorch's FillBackward0 gives it)
+    out = where(full_like(input, True, dtype=dt.bool_), source, input)
+    if out._node is not None:  # PyTorch's node: FillBackward0 (number), FillBackward1
+        relabel(out, "FillBackward1" if isinstance(value, Tensor) else "FillBackward0", ())
+    return out
+
+
+def _check_fill_value(value: Tensor) -> None:
+    if value.ndim:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
+                           f"with {value.ndim} dimensions.")
 
 
 @composite(complex=True, variants="function method", cost=costs.creation)
