@@ -508,3 +508,25 @@ def test_nested_tensors_match_torch():
         _same_error(lambda c=call: c(nts[0]), lambda c=call: c(nts[1]))
     _same_error(lambda: torch.nested.nested_tensor([torch.ones(2, 3), torch.ones(3)]),
                 lambda: ember.nested.nested_tensor([ember.ones(2, 3), ember.ones(3)]))
+
+
+def test_cpu_library_probes_answer_and_keep_their_flags():
+    """torch.backends.mkldnn/mkl/openmp/nnpack/opt_einsum: ember uses none of these
+    libraries, so each says so; the flags scripts set are read back (and restored by the
+    `flags` contexts, as PyTorch's)."""
+    backends = ember.backends
+    assert not any([backends.mkldnn.is_available(), backends.mkl.is_available(),
+                    backends.openmp.is_available(), backends.nnpack.is_available(),
+                    backends.opt_einsum.is_available()])
+    assert backends.opt_einsum.get_opt_einsum() is None
+    assert backends.mkldnn.enabled is True
+    with backends.mkldnn.flags(enabled=False):
+        assert backends.mkldnn.enabled is False
+    assert backends.mkldnn.enabled is True
+    with backends.mkl.verbose(backends.mkl.VERBOSE_ON), \
+            backends.mkldnn.verbose(backends.mkldnn.VERBOSE_ON):
+        pass
+    assert backends.nnpack.set_flags(True) == (False,)
+    with backends.nnpack.flags(enabled=False):
+        assert backends.nnpack.set_flags(False) == (False,)
+    assert backends.nnpack.set_flags(False) == (True,)

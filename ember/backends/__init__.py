@@ -14,7 +14,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-_SUBMODULES = ("cpu", "cuda", "opencl", "cudnn", "mps", "quantized", "xp")
+_SUBMODULES = ("cpu", "cuda", "opencl", "cudnn", "mps", "quantized", "xp", "mkldnn", "mkl",
+               "openmp", "nnpack", "opt_einsum")
 
 
 def __getattr__(name: str) -> ModuleType:
