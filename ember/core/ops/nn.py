@@ -44,6 +44,7 @@ from ember.core.opdef import Precision as P
 from ember.core.ops import reduction as R
 from ember.core.ops.elementwise import abs as abs_
 from ember.core.ops.elementwise import (
+    activation_backward,
     add,
     clamp,
     conj,
@@ -426,7 +427,8 @@ def silu(input: Tensor) -> Tensor:
 
 @composite(variants="", cost=costs.pointwise(2),
            grad=Grad("LeakyReluBackward0", input=lambda grad, input, negative_slope:
-                     where(input > 0, grad, grad * negative_slope)))
+                     activation_backward(grad, input, input > 0, negative_slope,
+                                         label="LeakyReluBackwardBackward0")))
 def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     """`x` where positive, else `negative_slope * x`, as one node."""
     return _activation("leaky_relu", input,
@@ -483,7 +485,9 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 
 @composite(variants="", cost=costs.pointwise(2),
            grad=Grad("HardtanhBackward0", input=lambda grad, input, min_val, max_val:
-                     where(logical_and(input > min_val, input < max_val), grad, 0.0)))
+                     activation_backward(grad, input,
+                                         logical_and(input > min_val, input < max_val),
+                                         label="HardtanhBackwardBackward0")))
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
     """Clamped to `[min_val, max_val]` (gradient 1 strictly inside), as one node."""
     return _activation("hardtanh", input, lambda x: clamp(x, min_val, max_val),
