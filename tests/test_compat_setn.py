@@ -3,6 +3,8 @@ UNet) needed of ember, checked against PyTorch: values, gradients, node names, e
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -43,3 +45,42 @@ def test_relu_double_backward_names_and_passes_the_output_gradient():
     gt, = torch.autograd.grad(torch.relu(t), t, torch.ones(3), create_graph=True)
     assert ge.grad_fn.name() == gt.grad_fn.name() == "ThresholdBackwardBackward0"
     np.testing.assert_array_equal(ge.detach().numpy(), gt.detach().numpy())
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("kw", [{"size": (5, 7)}, {"size": (6, 17)}, {"scale_factor": 0.37},
+                                {"size": (20, 9)}, {"size": (4, 4), "align_corners": True},
+                                {"scale_factor": (0.5, 0.25), "recompute_scale_factor": True}])
+def test_interpolate_antialias_matches_pytorch(mode, kw):
+    """interpolate(antialias=True) (torchvision's Resize on tensors): PIL-style filters
+    stretched by the downscaling factor, normalised per output; a kept size is untouched."""
+    a = np.random.default_rng(0).standard_normal((2, 3, 13, 17))
+    got = F.interpolate(ember.tensor(a), mode=mode, antialias=True, **kw)
+    want = TF.interpolate(torch.tensor(a), mode=mode, antialias=True, **kw)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_interpolate_antialias_gradient_and_refusals():
+    a = np.random.default_rng(1).standard_normal((1, 2, 9, 9))
+    (e, t) = _pair(a, True)
+    F.interpolate(e, size=(4, 3), mode="bilinear", antialias=True).pow(2).sum().backward()
+    TF.interpolate(t, size=(4, 3), mode="bilinear", antialias=True).pow(2).sum().backward()
+    np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-6)
+    for lib, f in ((ember, F), (torch, TF)):
+        for x, mode in ((lib.zeros(1, 1, 4), "linear"), (lib.zeros(1, 1, 4, 4), "nearest")):
+            with pytest.raises(ValueError, match="^Anti-alias option is restricted to bilinear, "
+                               "bicubic, and lanczos modes and requires a 4-D tensor as input$"):
+                f.interpolate(x, size=2, mode=mode, antialias=True)
+
+
+@pytest.mark.parametrize("op, shape, factor", [
+    ("pixel_unshuffle", (1, 1, 4, 3), 2), ("pixel_unshuffle", (1, 1, 3, 4), 2),
+    ("pixel_unshuffle", (4, 4), 2), ("pixel_unshuffle", (1, 4, 4), 0),
+    ("pixel_unshuffle", (1, 4, 4), -1), ("pixel_shuffle", (1, 3, 4, 4), 2),
+    ("pixel_shuffle", (4, 4), 2), ("pixel_shuffle", (1, 4, 4), 0),
+    ("pixel_shuffle", (1, 4, 4, 4), 2.0)])
+def test_pixel_shuffle_refusals_are_pytorchs(op, shape, factor):
+    with pytest.raises((RuntimeError, TypeError)) as want:
+        getattr(TF, op)(torch.zeros(shape), factor)
+    with pytest.raises(want.type, match=f"^{re.escape(str(want.value))}$"):
+        getattr(F, op)(ember.zeros(shape), factor)
