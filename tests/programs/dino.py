@@ -1,6 +1,6 @@
 """DINO self-distillation in the style of facebookresearch/dino (main_dino.py, utils.py,
 vision_transformer.py): a DINOHead with weight_norm'd last layer whose weight_g is filled
-with 1 and frozen, multi-crop (2 global + 4 local crops) through a MultiCropWrapper that
+with 1 and frozen, multi-crop (2 global + 4 local crops, antialiased resizes) through a MultiCropWrapper that
 groups crops by resolution with torch.unique_consecutive(return_counts=True).cumsum, the
 teacher's centering buffer updated by EMA, temperature-sharpened softmax and the loss loop
 over crop pairs, cosine schedules with warmup computed in NumPy (lr, weight decay, teacher
@@ -214,8 +214,8 @@ class DataAugmentationDINO(object):
         for _ in range(2):
             g = F.interpolate(self.crop(image, 12), size=(16, 16), mode='bicubic', align_corners=False)
             crops.append(torch.where(torch.rand(image.shape[0], 1, 1, 1) < 0.5, g.flip(-1), g))
-        for _ in range(self.local_crops_number):
-            crops.append(F.interpolate(self.crop(image, 8), scale_factor=1.0, mode='bilinear'))
+        for _ in range(self.local_crops_number):  # (torchvision's Resize: antialiased)
+            crops.append(F.interpolate(self.crop(image, 12), size=(8, 8), mode='bilinear', antialias=True))
         return crops
 
 

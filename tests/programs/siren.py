@@ -158,3 +158,26 @@ relu_net = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 1))
 c = coords[:5].clone().requires_grad_(True)
 lap = laplace(relu_net(c), c)
 print('relu laplacian', lap.abs().max().item(), lap.shape)
+
+# the same derivatives with torch.func (as newer SIREN / PINN ports write them): the
+# Jacobian and Hessian per coordinate with vmap, the parameters closed over, trained through
+from torch.func import hessian, jacrev, vmap
+
+scalar_siren = lambda c: poisson_siren.net(c).squeeze(-1)
+jac = vmap(jacrev(scalar_siren))(coords[:4])
+hes = vmap(hessian(scalar_siren))(coords[:4])
+out, c = poisson_siren(coords[:4])
+print('jacrev agrees with autograd.grad:', torch.allclose(jac, gradient(out, c), atol=1e-5),
+      jac.shape, jac.requires_grad)
+print('hessian trace agrees with laplace:',
+      torch.allclose(hes.diagonal(dim1=-2, dim2=-1).sum(-1, keepdim=True), laplace(out, c), atol=1e-3),
+      hes.shape)
+optim = torch.optim.Adam(lr=1e-3, params=poisson_siren.parameters())
+sub = slice(None, None, 16)  # (vmap runs per coordinate: a subset keeps it quick)
+for step in range(7):
+    func_loss = ((vmap(jacrev(scalar_siren))(coords[sub]) - gt['grads'][sub]) ** 2).mean()
+    optim.zero_grad()
+    func_loss.backward()
+    optim.step()
+    if step % 3 == 0:
+        print('func step %d loss %.6f' % (step, func_loss.item()))
