@@ -28,8 +28,8 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ember.core.engine import grad as _autograd_grad
-from ember.core.graph import AccumulateGrad, edge_of
 from ember.core.grad_mode import enable_grad, is_grad_enabled
+from ember.core.graph import AccumulateGrad, edge_of
 from ember.core.ops.shape import stack
 from ember.core.tensor import Tensor
 from ember.utils._pytree import tree_leaves as _leaves

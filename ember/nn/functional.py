@@ -16,8 +16,6 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 import ember
 from ember import Tensor
 from ember.core import backend as _contract
@@ -474,20 +472,20 @@ def _bicubic(input: Tensor, out_sizes: list[int], scales: list, align_corners: b
     return out
 
 
-def _aa_filter(x: np.ndarray, mode: str) -> np.ndarray:
+def _aa_filter(x: float, mode: str) -> float:
     """ATen's antialiasing filters: the triangle (bilinear) and Keys' cubic with a = -0.5,
     PIL's (bicubic)."""
-    x = np.abs(x)
+    x = abs(x)
     if mode == "bilinear":
-        return np.where(x < 1.0, 1.0 - x, 0.0)
+        return 1.0 - x if x < 1.0 else 0.0
     a = -0.5
-    near = ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
-    far = (((x - 5.0) * x + 8.0) * x - 4.0) * a
-    return np.where(x < 1.0, near, np.where(x < 2.0, far, 0.0))
+    if x < 1.0:
+        return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+    return (((x - 5.0) * x + 8.0) * x - 4.0) * a if x < 2.0 else 0.0
 
 
 def _aa_weights(out_size: int, in_size: int, scale: float | None, align_corners: bool,
-                mode: str) -> np.ndarray:
+                mode: str) -> list[list[float]]:
     """The `(out_size, in_size)` matrix of antialiased resampling along one dimension, as
     ATen's _compute_weights_aa: each output's window of `support` source pixels around its
     centre, the filter stretched by the downscaling factor, its weights normalised."""
@@ -498,14 +496,16 @@ def _aa_weights(out_size: int, in_size: int, scale: float | None, align_corners:
     half = 1.0 if mode == "bilinear" else 2.0  # interp_size / 2
     support = half * ratio if ratio >= 1.0 else half
     invscale = 1.0 / ratio if ratio >= 1.0 else 1.0
-    weights = np.zeros((out_size, in_size))
+    weights = []
     for i in range(out_size):
         center = ratio * (i + 0.5)
         lo = max(int(center - support + 0.5), 0)
         hi = min(int(center + support + 0.5), in_size)
-        w = _aa_filter((np.arange(lo, hi) - center + 0.5) * invscale, mode)
-        total = w.sum()
-        weights[i, lo:hi] = w / total if total != 0.0 else w
+        w = [_aa_filter((j - center + 0.5) * invscale, mode) for j in range(lo, hi)]
+        total = sum(w)
+        if total != 0.0:
+            w = [v / total for v in w]
+        weights.append([0.0] * lo + w + [0.0] * (in_size - hi))
     return weights
 
 
@@ -519,8 +519,8 @@ def _antialiased(input: Tensor, out_sizes: list[int], scales: list, align_corner
         if out_sizes[d] == input.shape[dim]:
             continue
         w = _aa_weights(out_sizes[d], input.shape[dim], scales[d], align_corners, mode)
-        wt = ember.tensor(w.T, dtype=input.dtype, device=input.device)
-        out = ember.matmul(out.movedim(dim, -1), wt).movedim(-1, dim)
+        wt = ember.tensor(w, dtype=input.dtype, device=input.device)
+        out = ember.matmul(out.movedim(dim, -1), wt.t()).movedim(-1, dim)
     return out
 
 
