@@ -117,3 +117,16 @@ def test_func_transforms_keep_the_graph_to_closed_over_parameters():
     assert flags == want_flags
     np.testing.assert_allclose(weight_grad, want_grad, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(hess, want_hess, rtol=1e-5, atol=1e-7)
+
+
+def test_integer_pow_by_a_negative_number_is_refused_in_pytorchs_words():
+    with pytest.raises(RuntimeError) as want:
+        torch.tensor([2]) ** -1
+    with pytest.raises(RuntimeError, match=f"^{re.escape(str(want.value))}$"):
+        ember.tensor([2]) ** -1
+
+
+def test_cross_without_dim_warns_at_the_callers_line():
+    with pytest.warns(UserWarning, match="Using torch.cross without specifying") as rec:
+        ember.cross(ember.ones(3, 3), ember.ones(3, 3))
+    assert rec[0].filename == __file__
