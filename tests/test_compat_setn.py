@@ -130,3 +130,30 @@ def test_cross_without_dim_warns_at_the_callers_line():
     with pytest.warns(UserWarning, match="Using torch.cross without specifying") as rec:
         ember.cross(ember.ones(3, 3), ember.ones(3, 3))
     assert rec[0].filename == __file__
+
+
+@pytest.mark.parametrize("name, args", [("threshold", (0.2, -3.0)), ("softshrink", (0.5,)),
+                                        ("hardshrink", (0.5,))])
+def test_threshold_and_shrink_are_one_node_as_pytorchs(name, args):
+    """Values (NaN kept where PyTorch keeps it), gradients, node names, and a second
+    gradient connected to the input."""
+    x = [float("nan"), -1.0, -0.5, 0.2, 0.5, 2.0]
+    got = []
+    for lib, f, t in ((ember, F, _pair(x, True)[0]), (torch, TF, _pair(x, True)[1])):
+        y = getattr(f, name)(t, *args)
+        g, = lib.autograd.grad(y.sum(), t, create_graph=True)
+        gg, = lib.autograd.grad(g.sum(), t)
+        got.append((y.detach().numpy(), y.grad_fn.name(), g.detach().numpy(), g.grad_fn.name(),
+                    gg.numpy()))
+    for e, t in zip(*got):
+        if isinstance(e, str):
+            assert e == t
+        else:
+            np.testing.assert_array_equal(e, t)
+
+
+def test_threshold_in_place_names_its_node_as_pytorch():
+    for lib, f in ((ember, F), (torch, TF)):
+        y = lib.ones(3, requires_grad=True) * 1
+        f.threshold(y, 0.5, 0.0, inplace=True)
+        assert y.grad_fn.name() == "ThresholdBackward1"

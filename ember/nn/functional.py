@@ -979,7 +979,8 @@ def relu_(input: Tensor) -> Tensor:
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     r""":math:`y = x` if :math:`x > threshold`, else ``value``."""
-    fn = lambda x: ember.where(x > threshold, x, value)
+    label = "ThresholdBackward1" if inplace else "ThresholdBackward0"
+    fn = lambda x: _nnops.threshold(x, threshold, value, label)  # noqa: E731
     return _inplace_apply(input, fn) if inplace else fn(input)
 
 
@@ -1134,13 +1135,12 @@ def softsign(input: Tensor) -> Tensor:
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     r""":math:`x - \lambda` if :math:`x > \lambda`, :math:`x + \lambda` if
     :math:`x < -\lambda`, else 0."""
-    return ember.where(input > lambd, input - lambd,
-                       ember.where(input < -lambd, input + lambd, input * 0.0))
+    return _nnops.softshrink(input, lambd)
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     r""":math:`x` if :math:`|x| > \lambda`, else 0."""
-    return ember.where((input > lambd) | (input < -lambd), input, input * 0.0)
+    return ember.hardshrink(input, lambd)
 
 
 def tanhshrink(input: Tensor) -> Tensor:

@@ -440,6 +440,10 @@ _NN: list[DiffOp] = [
     DiffOp("hardtanh", lambda lib, x: nnf(lib).hardtanh(x, -0.5, 1.0),
            make=lambda rng: [rng.choice([-1.0, 0.0, 0.5, 1.5], (3, 4))
                              + rng.uniform(-0.2, 0.2, (3, 4))]),
+    DiffOp("threshold", lambda lib, x: nnf(lib).threshold(x, 0.1, -2.0),
+           make=_away_from_zero((3, 4))),
+    DiffOp("softshrink", lambda lib, x: nnf(lib).softshrink(x, 0.2),
+           make=_away_from_zero((3, 4))),
     # the first gradient of each piecewise-linear activation, differentiated again: the
     # output gradient's coefficient, and a zero (but connected) gradient for the input
     DiffOp("relu_backward", lambda lib, g, x: lib.autograd.grad(

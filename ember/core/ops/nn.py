@@ -75,6 +75,7 @@ from ember.core.ops.elementwise import (
     where,
 )
 from ember.core.ops.elementwise import round as round_
+from ember.core.ops.elementwise_math import shrink_passes
 from ember.core.ops.indexing import (
     SCALAR_TYPE_NAMES,
     chunk,
@@ -492,6 +493,29 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tens
     """Clamped to `[min_val, max_val]` (gradient 1 strictly inside), as one node."""
     return _activation("hardtanh", input, lambda x: clamp(x, min_val, max_val),
                        {"min_val": min_val, "max_val": max_val})
+
+
+@composite(variants="", cost=costs.pointwise(2),
+           grad=Grad("ThresholdBackward0", input=lambda grad, input, threshold:
+                     activation_backward(grad, input, (input <= threshold).logical_not(),
+                                         label="ThresholdBackwardBackward0")))
+def threshold(input: Tensor, threshold: float, value: float,
+              label: str = "ThresholdBackward0") -> Tensor:
+    """`value` where `input <= threshold`, else `input` (NaN stays), as one node named
+    `label` (the in-place form's is ThresholdBackward1)."""
+    return _activation("threshold", input, lambda x: where(x <= threshold, value, x),
+                       {"threshold": threshold}, label)
+
+
+@composite(variants="", cost=costs.pointwise(3),
+           grad=Grad("SoftshrinkBackward0", input=lambda grad, input, lambd:
+                     activation_backward(grad, input, shrink_passes(input, lambd),
+                                         label="SoftshrinkBackwardBackward0")))
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """`x - lambd` above `lambd`, `x + lambd` below `-lambd`, else 0, as one node."""
+    return _activation("softshrink", input, lambda x: where(
+        x > lambd, x - lambd, where(x < -lambd, x + lambd, x * 0.0)), {"lambd": lambd})
+
 
 
 # -- embedding ------------------------------------------------------------------------
