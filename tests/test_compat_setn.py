@@ -157,3 +157,17 @@ def test_threshold_in_place_names_its_node_as_pytorch():
         y = lib.ones(3, requires_grad=True) * 1
         f.threshold(y, 0.5, 0.0, inplace=True)
         assert y.grad_fn.name() == "ThresholdBackward1"
+
+
+def test_a_grad_fn_is_an_instance_of_a_class_named_as_pytorchs():
+    """`type(y.grad_fn)` prints as PyTorch's C++ node classes; the node stays itself."""
+    got = []
+    for lib in (ember, torch):
+        x = lib.ones(2, 3, requires_grad=True)
+        y = lib.nn.functional.linear(x * 2, lib.ones(4, 3))
+        node = y.grad_fn
+        got.append([repr(type(node)), type(node).__name__, node.__class__.__name__,
+                    repr(type(node.next_functions[0][0].next_functions[0][0])),
+                    [type(n).__name__ for n, _ in node.next_functions if n is not None]])
+        assert y.grad_fn is node and isinstance(node, lib.autograd.graph.Node)
+    assert got[0] == got[1]

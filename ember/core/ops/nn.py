@@ -38,7 +38,7 @@ from ember.core.declare import composite, fused_kernel, primitive
 from ember.core.dispatch import device_mismatch, run_fused
 from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad, state
-from ember.core.graph import ShownNode, record
+from ember.core.graph import ShownNode, record, shown_as
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops import reduction as R
@@ -309,7 +309,7 @@ class _LinearNode(DeclaredNode):
         shown = _linear_shown.get(self)
         if shown is None:
             shown = _linear_shown[self] = _shown_linear_edges(self.label, self.next_edges)
-        return tuple((e[0], e[1]) if e is not None else (None, 0) for e in shown)
+        return tuple((shown_as(e[0]), e[1]) if e is not None else (None, 0) for e in shown)
 
 
 def _shown_linear_edges(label: str, edges: tuple) -> tuple:
