@@ -171,3 +171,39 @@ def test_a_grad_fn_is_an_instance_of_a_class_named_as_pytorchs():
                     [type(n).__name__ for n, _ in node.next_functions if n is not None]])
         assert y.grad_fn is node and isinstance(node, lib.autograd.graph.Node)
     assert got[0] == got[1]
+
+
+def _grad_mode_story(lib):
+    seen = []
+
+    @lib.no_grad()
+    def samples():
+        for _ in range(2):
+            yield (lib.ones(1, requires_grad=True) * 2).requires_grad, lib.is_grad_enabled()
+
+    seen.append([list(s) for s in samples()])
+
+    @lib.no_grad
+    def recursive(n):
+        return recursive(n - 1) if n else lib.is_grad_enabled()
+
+    seen.append((recursive(2), lib.is_grad_enabled()))
+
+    @lib.set_grad_enabled(False)
+    def disabled():
+        return lib.is_grad_enabled()
+
+    seen.append((lib.is_grad_enabled(), disabled(), lib.is_grad_enabled()))
+
+    @lib.inference_mode()
+    def inferred():
+        yield (lib.ones(1) * 2).is_inference()
+
+    seen.append((list(inferred()), lib.is_inference_mode_enabled()))
+    return seen
+
+
+def test_grad_mode_decorators_hold_in_generators_and_recursion():
+    """`@no_grad()` on a generator holds at every resumption (a sampling loop that
+    yields); a recursive decorated call restores the caller's mode."""
+    assert _grad_mode_story(ember) == _grad_mode_story(torch)
