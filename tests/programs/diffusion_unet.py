@@ -353,3 +353,21 @@ img, x_start = ema_model.p_sample(torch.randn(2, 1, 8, 8), 5)
 print('p_sample', img.shape, x_start.shape, img.requires_grad)
 unnormalized = (sampled + 1) * 0.5
 print('unnormalized', unnormalized.shape, unnormalized.dtype)
+
+
+# guided-diffusion's p_sample_loop_progressive: a generator under @torch.no_grad() that
+# yields each intermediate sample (the mode holds while it is resumed, not only created)
+@torch.no_grad()
+def p_sample_loop_progressive(diffusion, shape, indices):
+    img = torch.randn(shape)
+    for i in indices:
+        t = torch.full((shape[0],), i, dtype=torch.long)
+        pred_noise = diffusion.model(img, t)
+        x_start = diffusion.predict_start_from_noise(img, t, pred_noise).clamp(-1., 1.)
+        img, _ = diffusion.q_posterior(x_start, img, t)
+        yield {"sample": img, "pred_xstart": x_start}
+
+
+progressive = [out["sample"] for out in p_sample_loop_progressive(diffusion, (2, 1, 8, 8), [40, 20, 0])]
+print('progressive', len(progressive), [tuple(s.shape) for s in progressive],
+      'requires_grad:', [s.requires_grad for s in progressive])
