@@ -207,3 +207,15 @@ def test_grad_mode_decorators_hold_in_generators_and_recursion():
     """`@no_grad()` on a generator holds at every resumption (a sampling loop that
     yields); a recursive decorated call restores the caller's mode."""
     assert _grad_mode_story(ember) == _grad_mode_story(torch)
+
+
+def test_complex_cast_methods_and_scalar_tensor():
+    for lib in (ember, torch):
+        x = lib.tensor([1.5, -2.0], requires_grad=True)
+        assert (x.cfloat().dtype, x.cdouble().dtype) == (lib.complex64, lib.complex128)
+        assert x.cfloat().grad_fn.name() == "ToCopyBackward0"
+    for value in (3, 2.5, True):
+        got, want = ember.scalar_tensor(value), torch.scalar_tensor(value)
+        assert (got.item(), str(got.dtype), got.shape) == \
+            (want.item(), str(want.dtype).replace("torch", "ember"), want.shape)
+    assert ember.scalar_tensor(1.5, requires_grad=True).requires_grad

@@ -382,6 +382,15 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 
 @composite(complex=True, variants="function")
+def scalar_tensor(s: Any, *, dtype: Any = None, layout: Any = None, device: DeviceLike = None,
+                  pin_memory: bool = False, requires_grad: bool = False) -> Tensor:
+    """A 0-d tensor holding the number `s`, of the default float dtype unless `dtype` is
+    given (an integer or a bool becomes a float, as PyTorch's)."""
+    d = dtype_arg(dtype) or dt.get_default_dtype()
+    return full((), s, dtype=d, device=device, requires_grad=requires_grad)
+
+
+@composite(complex=True, variants="function")
 def zeros(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
           device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros, of the sizes given (or `size=`)."""

@@ -68,6 +68,12 @@ def test_full_dtype_from_value(device: ember.device) -> None:
     assert ember.zeros(2, device=device).dtype is ember.get_default_dtype()
     S.assert_matches(ember.full((), -2.5, device=device), -2.5, device)
     S.assert_matches(ember.zeros((0, 3), device=device), np.zeros((0, 3), np.float32), device)
+    # scalar_tensor: 0-d, the default float dtype even for an integer or a bool
+    for value in (3, 2.5, True):
+        S.assert_matches(ember.scalar_tensor(value, device=device), float(value), device,
+                         dtype=ember.get_default_dtype())
+    S.assert_matches(ember.scalar_tensor(3, dtype=ember.int64, device=device), 3, device,
+                     dtype=ember.int64)
     with pytest.raises(RuntimeError, match="negative dimension"):
         ember.full((2, -1), 0.0, device=device)
     with pytest.raises(RuntimeError, match="zeros: Dimension size must be non-negative"):
@@ -401,5 +407,5 @@ COVERS = {"tensor", "as_tensor", "full", "zeros", "ones", "empty", "full_like", 
           "poisson", "binomial",  # (nnmisc family, issue 16)
           "normal", "cauchy_", "log_normal_", "geometric_",
           "empty_strided", "empty_permuted", "new_empty_strided", "range", "asarray",
-          "frombuffer", "from_file"}
+          "frombuffer", "from_file", "scalar_tensor"}
 """The declared ops whose values this module's tests check."""
