@@ -262,7 +262,7 @@ def _rows(out: Tensor, inputs: list, keep: bool) -> list:
     result = []
     for row, x in zip(rows, inputs):
         jac = (stack(row) if row else x.new_zeros((0,) + tuple(x.shape)))
-        jac = jac.reshape(tuple(out.shape) + tuple(x.shape))
+        jac = jac.view(tuple(out.shape) + tuple(x.shape))  # (a view node, as PyTorch's)
         result.append(jac if keep else jac.detach())
     return result
 
