@@ -7,7 +7,9 @@ it has, and compose as PyTorch's do:
 
 - `grad`, `vjp` and `jacrev` are reverse-mode autograd on the function's inputs. Inside
   another transform (an input that already requires grad) they keep the graph, so
-  `grad(grad(f))`, `jacfwd(jacrev(f))` and `vmap(grad(f))` work.
+  `grad(grad(f))`, `jacfwd(jacrev(f))` and `vmap(grad(f))` work; so they do when the
+  function reads a tensor that requires grad (a module's parameters), so a loss on
+  `vmap(jacrev(net))(x)` trains `net`.
 - `jvp` and `jacfwd` use the double-backward trick (the gradient of a vector-Jacobian
   product with respect to the vector is the Jacobian-vector product), as
   ember.autograd.functional does.
@@ -27,6 +29,7 @@ from typing import Any, NamedTuple
 
 from ember.core.engine import grad as _autograd_grad
 from ember.core.grad_mode import enable_grad, is_grad_enabled
+from ember.core.graph import AccumulateGrad, edge_of
 from ember.core.ops.shape import stack
 from ember.core.tensor import Tensor
 from ember.utils._pytree import tree_leaves as _leaves
@@ -50,6 +53,27 @@ def _inside_transform(leaves: list) -> bool:
     """Whether an outer transform differentiates through this call (an input already
     requires grad): then results keep their graph."""
     return is_grad_enabled() and any(isinstance(x, Tensor) and x.requires_grad for x in leaves)
+
+
+def _reaches_outside(outputs: list, inputs: list) -> bool:
+    """Whether the graph of `outputs` reaches a tensor that requires grad besides the
+    transform's own `inputs`: a parameter the function closes over (`jacrev(net)(x)`).
+    PyTorch's transforms keep such a graph (so a PINN's loss on `vmap(jacrev(u))(x)`
+    trains `u`'s parameters); walked only until the first such leaf."""
+    own = {id(x) for x in inputs}
+    todo = [e[0] for e in (edge_of(t) for t in outputs if isinstance(t, Tensor)) if e]
+    seen: set[int] = set()
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, AccumulateGrad):
+            if id(node.variable) not in own:
+                return True
+            continue
+        todo.extend(e[0] for e in node.next_edges if e is not None)
+    return False
 
 
 def _watch(x: Any, keep: bool) -> Any:
@@ -98,7 +122,7 @@ def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0,
     aux))`."""
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         nums = _argnums(argnums, len(args))
-        keep = _inside_transform(_leaves(args))
+        outer, keep = is_grad_enabled(), _inside_transform(_leaves(args))
         with enable_grad():
             args = list(args)
             diff = {n: _map(lambda x: _watch(x, keep), args[n]) for n in nums}
@@ -115,6 +139,7 @@ def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0,
                                    f"{output.dim()} dims. Maybe you wanted to use the vjp or "
                                    "jacrev APIs instead?")
             inputs = [leaf for n in nums for leaf in _leaves(diff[n])]
+            keep = keep or (outer and _reaches_outside([output], inputs))
             grads = _autograd_grad([output], inputs, create_graph=keep, allow_unused=True)
         grads = [g if g is not None else x.new_zeros(x.shape) for g, x in zip(grads, inputs)]
         if not keep:
@@ -140,11 +165,12 @@ def grad(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = Fal
 def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     """`(output, vjp_fn)`: `vjp_fn(cotangents)` gives the vector-Jacobian products with
     respect to every primal (a tuple, one per primal)."""
-    keep = _inside_transform(_leaves(primals))
+    outer, keep = is_grad_enabled(), _inside_transform(_leaves(primals))
     with enable_grad():
         watched = tuple(_map(lambda x: _watch(x, keep), p) for p in primals)
         output, aux = _split_aux(func(*watched), has_aux, "vjp(f, primals)")
     inputs = _leaves(watched)
+    keep = keep or (outer and _reaches_outside(_leaves(output), inputs))
 
     def vjp_fn(cotangents: Any, retain_graph: bool = True,
                create_graph: bool | None = None) -> tuple:
@@ -174,11 +200,12 @@ def jvp(func: Callable, primals: tuple, tangents: tuple, *, has_aux: bool = Fals
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be "
                            "tuples")
-    keep = _inside_transform(_leaves(primals) + _leaves(tangents))
+    outer, keep = is_grad_enabled(), _inside_transform(_leaves(primals) + _leaves(tangents))
     with enable_grad():
         watched = tuple(_map(lambda x: _watch(x, True), p) for p in primals)
         output, aux = _split_aux(func(*watched), has_aux, "jvp(f, primals, tangents)")
         outs = _leaves(output)
+        keep = keep or (outer and _reaches_outside(outs, _leaves(watched)))
         # the backward pass is linear in these: their values never reach the result
         dummies = [o.new_zeros(o.shape).requires_grad_(True) for o in outs]
         grads = _autograd_grad(outs, _leaves(watched), dummies, create_graph=True,
@@ -202,7 +229,7 @@ def _jacobian(func: Callable, argnums: int | tuple[int, ...], has_aux: bool,
               forward: bool) -> Callable:
     def wrapper(*args: Any) -> Any:
         nums = _argnums(argnums, len(args))
-        keep = _inside_transform(_leaves(args))
+        outer, keep = is_grad_enabled(), _inside_transform(_leaves(args))
         with enable_grad():
             args = list(args)
             diff = {n: _map(lambda x: _watch(x, True), args[n]) for n in nums}
@@ -211,6 +238,7 @@ def _jacobian(func: Callable, argnums: int | tuple[int, ...], has_aux: bool,
             output, aux = _split_aux(func(*args), has_aux,
                                      f"{'jacfwd' if forward else 'jacrev'}(f, ...)(*args)")
             inputs = [leaf for n in nums for leaf in _leaves(diff[n])]
+            keep = keep or (outer and _reaches_outside(_leaves(output), inputs))
             per_output = [_rows(out, inputs, keep) for out in _leaves(output)]
         # result[output leaf][input leaf], arranged as the output's and the inputs' trees
         tree = []
@@ -234,7 +262,7 @@ def _rows(out: Tensor, inputs: list, keep: bool) -> list:
     result = []
     for row, x in zip(rows, inputs):
         jac = (stack(row) if row else x.new_zeros((0,) + tuple(x.shape)))
-        jac = jac.reshape(tuple(out.shape) + tuple(x.shape))
+        jac = jac.view(tuple(out.shape) + tuple(x.shape))  # (a view node, as PyTorch's)
         result.append(jac if keep else jac.detach())
     return result
 

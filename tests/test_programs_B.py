@@ -504,6 +504,36 @@ PROGRAMS_M = [
 PROGRAMS_B += PROGRAMS_M
 
 
+# set N: neural fields and self-supervised / generative vision (tiny NeRF with searchsorted
+# hierarchical sampling, SIREN's gradients and Laplacians by create_graph, PixelCNN's masked
+# convolutions and multinomial sampling, MAE, CLIP, MoCo v2 / BYOL, DINO's multi-crop with
+# antialiased resizes, a diffusion UNet with DDIM sampling). Seeded draws match torch's.
+# Only siren.py (double backward through ReLU, torch.func on a module's parameters) and
+# dino.py (antialiased interpolate) run by default: the rest cost ~5 s each.
+PROGRAMS_N = [
+    Program("tiny_nerf.py", same=r"^(?!\[TRAIN\]|render|test psnr)",
+            skeleton=r"^render|^test psnr",
+            losses=r"^\[TRAIN\] Iter: \d+ Loss: (?P<loss>[\d.]+)", factor=1.5, long=True),
+    Program("siren.py", same=r"^(?!Step|  grad norm|poisson step|func step)",
+            skeleton=r"^  grad norm|^func step",
+            losses=r"^(?P<tag>Step|poisson step) \d+,? (?:Total )?loss (?P<loss>[\d.]+)$",
+            factor=3.0),
+    Program("pixelcnn.py", same=r"^(?!epoch=|per-pixel|probs)", skeleton=r"^probs",
+            losses=r"^epoch=\d+; nll_tr=(?P<loss>[\d.]+);", factor=1.2, long=True),
+    Program("mae.py", same=r"^(?!Epoch|visualised)", skeleton=r"^visualised",
+            losses=r"^Epoch: \[\d+\] lr: \S+ loss: (?P<loss>[\d.]+)$", factor=1.2, long=True),
+    Program("clip_contrastive.py", same=r"^(?!step|zero-shot|fp16)",
+            skeleton=r"^zero-shot|^fp16",
+            losses=r"^step +\d+ loss (?P<loss>[\d.]+) ", factor=3.0, long=True),
+    Program("moco_byol.py", same=r"^(?!moco epoch|byol step|logits)", skeleton=r"^moco epoch",
+            losses=r"^byol step +\d+ loss (?P<loss>[\d.]+)$", factor=1.5, long=True),
+    Program("dino.py", same=r"^(?!Epoch)", skeleton=r"^Epoch"),
+    Program("diffusion_unet.py", same=r"^(?!step|sampled)", skeleton=r"^sampled",
+            losses=r"^step +\d+ loss: (?P<loss>[\d.]+)$", factor=1.5, long=True),
+]
+PROGRAMS_B += PROGRAMS_N
+
+
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""
     checks = []

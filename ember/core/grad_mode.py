@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -58,8 +60,49 @@ def is_inference_mode_enabled() -> bool:
     return state.inference
 
 
+def _wrap_generator(make_mode: Callable[[], Any], func: Callable) -> Callable:
+    """A generator function whose body runs in the mode at every resumption (PyTorch's
+    `_wrap_generator`: `@no_grad()` on a generator holds while it yields, not only while
+    it is created)."""
+    @functools.wraps(func)
+    def generator_context(*args: Any, **kwargs: Any) -> Any:
+        gen = func(*args, **kwargs)
+        try:
+            with make_mode():
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with make_mode():
+                        gen.close()
+                    raise
+                except BaseException as exc:  # thrown into the generator: passed on
+                    with make_mode():
+                        response = gen.throw(exc)
+                else:
+                    with make_mode():
+                        response = gen.send(request)
+        except StopIteration as stop:
+            return stop.value
+    return generator_context
+
+
 class _GradMode(contextlib.ContextDecorator):
     _target: bool = True
+
+    def clone(self) -> _GradMode:
+        """A fresh manager of the same mode: each decorated call enters its own (so a
+        recursive decorated function restores the right mode), as PyTorch's."""
+        return type(self)()
+
+    def _recreate_cm(self) -> _GradMode:
+        return self.clone()
+
+    def __call__(self, func: Callable) -> Callable:
+        if inspect.isgeneratorfunction(func):
+            return _wrap_generator(self.clone, func)
+        return super().__call__(func)
 
     def __enter__(self) -> None:  # as PyTorch's, `with no_grad() as x` binds None
         self._prev = (state.enabled, state.inference)
@@ -101,6 +144,14 @@ class set_grad_enabled(_GradMode):  # noqa: N801
         self._prev = (state.enabled, state.inference)
         state.enabled = self._target  # works as a plain function call too
 
+    def clone(self) -> set_grad_enabled:
+        return type(self)(self._target)
+
+    def __call__(self, func: Callable) -> Callable:
+        # as a decorator, making it set the mode for nothing: restored until each call
+        state.enabled, state.inference = self._prev
+        return super().__call__(func)
+
     def __enter__(self) -> None:
         pass
 
@@ -117,6 +168,9 @@ class inference_mode(_GradMode):  # noqa: N801
 
     def __init__(self, mode: bool | None = True) -> None:
         self._mode = bool(mode)
+
+    def clone(self) -> inference_mode:
+        return type(self)(self._mode)
 
     def __enter__(self) -> None:
         global inference_entered

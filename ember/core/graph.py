@@ -204,7 +204,8 @@ class Node:
 
     @property
     def next_functions(self) -> tuple:
-        return tuple((e[0], e[1]) if e is not None else (None, 0) for e in self.next_edges)
+        return tuple((shown_as(e[0]), e[1]) if e is not None else (None, 0)
+                     for e in self.next_edges)
 
     def apply(self, grads: list) -> Sequence[Any]:
         raise NotImplementedError
@@ -268,6 +269,7 @@ class AccumulateGrad(Node):
     """The node of a leaf tensor: the engine adds the incoming gradient into `.grad`."""
 
     __slots__ = ("variable",)
+    __module__ = "builtins"  # printed as PyTorch's C++ class: <class 'AccumulateGrad'>
 
     def __init__(self, variable: Any) -> None:
         super().__init__(())
@@ -295,6 +297,28 @@ class GradientEdge(NamedTuple):
     output_nr: int
     # (PyTorch's token keeps a C++ graph alive; ember's nodes are kept by `node` itself)
     ownership_token: Node | None = None
+
+
+_SHOWN_CLASSES: dict[tuple[type, str], type] = {}
+
+
+def shown_as(node: Node | None) -> Node | None:
+    """`node` as PyTorch's users see it: an instance of a class named after its PyTorch
+    node (`type(y.grad_fn).__name__ == "MulBackward0"`, printed `<class 'MulBackward0'>`).
+    One subclass per (class, name), without slots of its own so the object can take it on
+    first sight (a tensor's `grad_fn`, a node's `next_functions`): recording pays nothing."""
+    if node is None:
+        return None
+    cls = type(node)
+    name = node.name().rpartition("::")[2]  # (AccumulateGrad's C++ name)
+    if cls.__name__ == name:  # shown already, or named so (a custom Function's node)
+        return node
+    shown = _SHOWN_CLASSES.get((cls, name))
+    if shown is None:
+        shown = _SHOWN_CLASSES[cls, name] = type(name, (cls,), {
+            "__slots__": (), "__module__": "builtins", "__qualname__": name})
+    node.__class__ = shown
+    return node
 
 
 def edge_of(t: Any) -> tuple | None:

@@ -23,7 +23,7 @@ from ember.core.device import device as Device
 from ember.core.errors import warn_once, with_context
 from ember.core.grad_mode import InferenceVersion, new_version
 from ember.core.grad_mode import state as grad_state
-from ember.core.graph import Node, relabel
+from ember.core.graph import Node, relabel, shown_as
 from ember.core.host import dtype_arg, host_array, to_host
 from ember.core.placement import resolve
 from ember.core.printing import tensor_repr
@@ -243,7 +243,7 @@ class Tensor:
 
     @property
     def grad_fn(self) -> Node | None:
-        return self._node
+        return shown_as(self._node)
 
     @property
     def _version(self) -> int:

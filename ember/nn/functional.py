@@ -382,9 +382,12 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         align_corners: for the linear modes, align the corner pixels' centres.
         recompute_scale_factor: compute the coordinate scale from the output size
             instead of using ``scale_factor`` directly.
+        antialias: low-pass filter while downsampling (``'bilinear'`` and ``'bicubic'``
+            on 4-D input), as PIL's resize.
     """
-    if antialias:
-        raise NotImplementedError("interpolate(): antialias=True is not supported by ember")
+    if antialias and not (mode in ("bilinear", "bicubic") and input.ndim == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
+                         "modes and requires a 4-D tensor as input")
     spatial = input.ndim - 2
     if spatial < 1:
         raise ValueError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
@@ -427,6 +430,9 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         if spatial == 1:
             return adaptive_avg_pool1d(input, out_sizes[0])
         return _nnops.adaptive_avg_pool3d(input, tuple(out_sizes))
+    if antialias:
+        return _nnops.kept_format(input, _antialiased(input, out_sizes, scales,
+                                                      bool(align_corners), mode))
     if mode == "bicubic":
         return _nnops.kept_format(input, _bicubic(input, out_sizes, scales,
                                                   bool(align_corners)))
@@ -466,6 +472,58 @@ def _bicubic(input: Tensor, out_sizes: list[int], scales: list, align_corners: b
     return out
 
 
+def _aa_filter(x: float, mode: str) -> float:
+    """ATen's antialiasing filters: the triangle (bilinear) and Keys' cubic with a = -0.5,
+    PIL's (bicubic)."""
+    x = abs(x)
+    if mode == "bilinear":
+        return 1.0 - x if x < 1.0 else 0.0
+    a = -0.5
+    if x < 1.0:
+        return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+    return (((x - 5.0) * x + 8.0) * x - 4.0) * a if x < 2.0 else 0.0
+
+
+def _aa_weights(out_size: int, in_size: int, scale: float | None, align_corners: bool,
+                mode: str) -> list[list[float]]:
+    """The `(out_size, in_size)` matrix of antialiased resampling along one dimension, as
+    ATen's _compute_weights_aa: each output's window of `support` source pixels around its
+    centre, the filter stretched by the downscaling factor, its weights normalised."""
+    if align_corners:
+        ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    else:
+        ratio = 1.0 / scale if scale else in_size / out_size
+    half = 1.0 if mode == "bilinear" else 2.0  # interp_size / 2
+    support = half * ratio if ratio >= 1.0 else half
+    invscale = 1.0 / ratio if ratio >= 1.0 else 1.0
+    weights = []
+    for i in range(out_size):
+        center = ratio * (i + 0.5)
+        lo = max(int(center - support + 0.5), 0)
+        hi = min(int(center + support + 0.5), in_size)
+        w = [_aa_filter((j - center + 0.5) * invscale, mode) for j in range(lo, hi)]
+        total = sum(w)
+        if total != 0.0:
+            w = [v / total for v in w]
+        weights.append([0.0] * lo + w + [0.0] * (in_size - hi))
+    return weights
+
+
+def _antialiased(input: Tensor, out_sizes: list[int], scales: list, align_corners: bool,
+                 mode: str) -> Tensor:
+    """interpolate(antialias=True): separable resampling by a weight matrix along the width,
+    then the height (ATen's order), a dimension whose size is kept left as it is."""
+    out = input
+    for d in (1, 0):
+        dim = 2 + d
+        if out_sizes[d] == input.shape[dim]:
+            continue
+        w = _aa_weights(out_sizes[d], input.shape[dim], scales[d], align_corners, mode)
+        wt = ember.tensor(w, dtype=input.dtype, device=input.device)
+        out = ember.matmul(out.movedim(dim, -1), wt.t()).movedim(-1, dim)
+    return out
+
+
 def upsample(input: Tensor, size: Any = None, scale_factor: Any = None,
              mode: str = "nearest", align_corners: bool | None = None) -> Tensor:
     r"""Deprecated alias of :func:`interpolate` (warns as PyTorch does)."""
@@ -489,9 +547,22 @@ def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None)
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
+def _pixel_shuffle_check(op: str, input: Tensor, factor: Any, what: str) -> int:
+    """pixel_shuffle / pixel_unshuffle's checks of their factor and input rank, as ATen's."""
+    if isinstance(factor, bool) or not isinstance(factor, int):
+        raise TypeError(f"{op}(): argument '{what}' (position 2) must be int, not "
+                        f"{type(factor).__name__}")
+    if input.dim() < 3:
+        raise RuntimeError(f"{op} expects input to have at least 3 dimensions, but got input "
+                           f"with {input.dim()} dimension(s)")
+    if factor <= 0:
+        raise RuntimeError(f"{op} expects a positive {what}, but got {factor}")
+    return factor
+
+
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     r"""Rearrange ``(*, C*r^2, H, W)`` into ``(*, C, H*r, W*r)``."""
-    r = upscale_factor
+    r = _pixel_shuffle_check("pixel_shuffle", input, upscale_factor, "upscale_factor")
     *lead, c, h, w = input.shape
     if c % (r * r) != 0:
         raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
@@ -505,11 +576,13 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     r"""Rearrange ``(*, C, H*r, W*r)`` into ``(*, C*r^2, H, W)``."""
-    r = downscale_factor
+    r = _pixel_shuffle_check("pixel_unshuffle", input, downscale_factor, "downscale_factor")
     *lead, c, h, w = input.shape
-    if h % r != 0 or w % r != 0:
-        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by "
-                           f"downscale_factor, but got {h} and {w} for factor {r}")
+    for side, size, dim in (("height", h, -2), ("width", w, -1)):
+        if size % r != 0:
+            raise RuntimeError(f"pixel_unshuffle expects {side} to be divisible by "
+                               f"downscale_factor, but input.size({dim})={size} is not "
+                               f"divisible by {r}")
     n = len(lead)
     x = input.reshape(*lead, c, h // r, r, w // r, r)
     x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
@@ -906,7 +979,8 @@ def relu_(input: Tensor) -> Tensor:
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     r""":math:`y = x` if :math:`x > threshold`, else ``value``."""
-    fn = lambda x: ember.where(x > threshold, x, value)
+    label = "ThresholdBackward1" if inplace else "ThresholdBackward0"
+    fn = lambda x: _nnops.threshold(x, threshold, value, label)  # noqa: E731
     return _inplace_apply(input, fn) if inplace else fn(input)
 
 
@@ -1061,13 +1135,12 @@ def softsign(input: Tensor) -> Tensor:
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     r""":math:`x - \lambda` if :math:`x > \lambda`, :math:`x + \lambda` if
     :math:`x < -\lambda`, else 0."""
-    return ember.where(input > lambd, input - lambd,
-                       ember.where(input < -lambd, input + lambd, input * 0.0))
+    return _nnops.softshrink(input, lambd)
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     r""":math:`x` if :math:`|x| > \lambda`, else 0."""
-    return ember.where((input > lambd) | (input < -lambd), input, input * 0.0)
+    return ember.hardshrink(input, lambd)
 
 
 def tanhshrink(input: Tensor) -> Tensor:

@@ -442,6 +442,24 @@ _NN: list[DiffOp] = [
     DiffOp("hardtanh", lambda lib, x: nnf(lib).hardtanh(x, -0.5, 1.0),
            make=lambda rng: [rng.choice([-1.0, 0.0, 0.5, 1.5], (3, 4))
                              + rng.uniform(-0.2, 0.2, (3, 4))]),
+    DiffOp("threshold", lambda lib, x: nnf(lib).threshold(x, 0.1, -2.0),
+           make=_away_from_zero((3, 4))),
+    DiffOp("softshrink", lambda lib, x: nnf(lib).softshrink(x, 0.2),
+           make=_away_from_zero((3, 4))),
+    # the first gradient of each piecewise-linear activation, differentiated again: the
+    # output gradient's coefficient, and a zero (but connected) gradient for the input
+    DiffOp("relu_backward", lambda lib, g, x: lib.autograd.grad(
+        lib.relu(x), x, g, create_graph=True)[0], make=lambda rng: [
+            rng.uniform(-1, 1, (3, 4)), _away_from_zero((3, 4))(rng)[0]],
+        ops=("activation_backward",), gradgrad=True),
+    DiffOp("leaky_relu_backward", lambda lib, g, x: lib.autograd.grad(
+        nnf(lib).leaky_relu(x, 0.2), x, g, create_graph=True)[0], make=lambda rng: [
+            rng.uniform(-1, 1, (3, 4)), _away_from_zero((3, 4))(rng)[0]],
+        ops=("activation_backward",)),
+    DiffOp("hardtanh_backward", lambda lib, g, x: lib.autograd.grad(
+        nnf(lib).hardtanh(x, -0.5, 1.0), x, g, create_graph=True)[0], make=lambda rng: [
+            rng.uniform(-1, 1, (3, 4)), rng.choice([-1.0, 0.0, 0.5, 1.5], (3, 4))
+            + rng.uniform(-0.2, 0.2, (3, 4))], ops=("activation_backward",)),
     DiffOp("embedding", lambda lib, w: nnf(lib).embedding(_idx(lib, w, [[1, 2, 1], [0, 1, 3]]), w),
            shapes=((4, 3),), gradgrad=True),
     DiffOp("linear", lambda lib, x, w, b: nnf(lib).linear(x, w, b),

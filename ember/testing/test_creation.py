@@ -73,8 +73,9 @@ def test_full_dtype_from_value(device: ember.device) -> None:
     with pytest.raises(RuntimeError, match="zeros: Dimension size must be non-negative"):
         ember.zeros(2, -1, device=device)  # (zeros' own words, as PyTorch's)
     # scalar_tensor: a 0-d tensor of the default dtype whatever the number's type
-    S.assert_matches(ember.scalar_tensor(3, device=device), np.float32(3.0), device,
-                     dtype=ember.get_default_dtype())
+    for value in (3, 2.5, True):
+        S.assert_matches(ember.scalar_tensor(value, device=device), float(value), device,
+                         dtype=ember.get_default_dtype())
     S.assert_matches(ember.scalar_tensor(2.7, dtype=ember.int64, device=device), 2, device,
                      dtype=ember.int64)
 

@@ -467,7 +467,8 @@ def test_cast_methods(device: ember.device) -> None:
     for method, d in (("float", ember.float32), ("double", ember.float64),
                       ("half", ember.float16), ("bfloat16", ember.bfloat16),
                       ("long", ember.int64), ("int", ember.int32), ("short", ember.int16),
-                      ("bool", ember.bool)):
+                      ("bool", ember.bool), ("cfloat", ember.complex64),
+                      ("cdouble", ember.complex128)):
         if not S.holds(device, d):
             continue
         out = getattr(x, method)()
@@ -585,7 +586,8 @@ def test_lerp_addcmul_addcdiv_square(device: ember.device) -> None:
 COVERS = (
     {u.name for u in UNARY} | {b.name for b in BINARY} |
     {"where", "clamp", "clamp_min", "clamp_max", "cast", "to", "type", "float", "double",
-     "half", "bfloat16", "long", "int", "short", "char", "byte", "bool", "isclose",
+     "half", "bfloat16", "long", "int", "short", "char", "byte", "bool", "cfloat",
+     "cdouble", "isclose",
      "allclose", "equal", "positive", "rsub", "result_type", "lerp", "addcmul", "addcdiv",
      "square", "logaddexp"}
 )

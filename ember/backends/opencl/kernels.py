@@ -420,7 +420,7 @@ def _check_integer_operand(op: str, b: Any) -> None:
     division by zero (a tensor operand costs a reduction and a read back)."""
     if op == "pow":  # (a tensor of negative exponents is fine: ipow gives PyTorch's values)
         if type(b) is not CLBuffer and b < 0:
-            raise RuntimeError("pow: integers to negative integer powers are not allowed")
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
     else:
         bad = (b == 0) if type(b) is not CLBuffer else _any_true(
             _binary_kernel("eq")(b, 0))

@@ -146,7 +146,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     def power(a, b, out=None):
         if is_integer(a, b) and _any(b < 0):
             if not isinstance(b, ndarray):  # PyTorch refuses a negative number exponent
-                raise RuntimeError("pow: integers to negative integer powers are not allowed")
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
             # and for a tensor of them gives 1 ** -n = 1, (-1) ** -n = +-1, else 0
             a = xp.asarray(a, dtype=xp.result_type(a, b))
             mag = xp.power(a, xp.where(b < 0, 0, b))

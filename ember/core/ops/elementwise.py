@@ -26,6 +26,7 @@ from ember.core import costs, grad_mode, tracing
 from ember.core import dtype as dt
 from ember.core import forward_ad as fw
 from ember.core.apply import apply, apply_labelled, record_grad
+from ember.core.creation import zeros_like
 from ember.core.declare import alias, composite, define, fused_kernel, primitive
 from ember.core.dispatch import (
     check_dtype,
@@ -290,7 +291,9 @@ ceil = _unary("ceil", "same", _zero_grad,
               doc="Returns the smallest integer greater than or equal to each element.")
 trunc = _unary("trunc", "same", _zero_grad, aliases="fix",
                doc="Returns the integer part of each element, rounding toward zero.")
-relu = _unary("relu", "same", lambda grad, result: grad.where((result <= 0).logical_not(), 0.0),
+relu = _unary("relu", "same",
+              lambda grad, result: activation_backward(grad, result, (result <= 0).logical_not(),
+                                                       label="ThresholdBackwardBackward0"),
               fused_backward="result", out=False,
               doc="Applies the rectified linear unit function element-wise: max(0, x).")
 exp = _unary("exp", "float", lambda grad, result: grad * conj(result), precision=P.FLOAT32,
@@ -818,6 +821,26 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Tensor:
     if not common.is_floating_point:  # a number outside an integer result's range raises
         input, other = _fit_numbers(common, input, other)
     return apply(OPS["where"], condition, input, other)
+
+
+def _kept_grad(grad: Tensor, keep: Tensor, negative_slope: float) -> Tensor:
+    return where(keep, grad, grad * negative_slope if negative_slope else 0.0)
+
+
+@composite(variants="", cost=costs.pointwise(1),
+           grad=Grad(grad_output=_kept_grad, input=lambda grad: zeros_like(grad)))
+def activation_backward(grad_output: Tensor, input: Tensor, keep: Tensor,
+                        negative_slope: float = 0.0, label: str | None = None) -> Tensor:
+    """The gradient of a piecewise-linear activation (ReLU's threshold_backward, hardtanh's
+    and leaky_relu's backward): `grad_output` where `keep`, else `grad_output *
+    negative_slope` (0). One node that reads `input` too, with a zero gradient, as PyTorch's
+    does: a gradient taken with `create_graph=True` stays connected to the input (a
+    Laplacian through a ReLU net is zeros, not an unused-tensor error), named `label`."""
+    with no_grad():
+        out = _kept_grad(grad_output, keep, negative_slope)
+    record_grad(OPS["activation_backward"], (grad_output, input),
+                {"keep": keep, "negative_slope": negative_slope}, out, label)
+    return out
 
 
 def _fit_numbers(to: dt.dtype, *values: Any) -> list[Any]:

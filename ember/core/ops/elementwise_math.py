@@ -30,6 +30,7 @@ from ember.core.ops.elementwise import (
     _binary_inplace,
     _binary_rule,
     _unary,
+    activation_backward,
     as_operand,
     binary,
     clamp,
@@ -732,12 +733,24 @@ def special_log_ndtr(input: Tensor) -> Tensor:
 # -- activations PyTorch also has as tensor methods ----------------------------------------------
 
 
-@composite(variants="function method", cost=costs.pointwise(3))
+def shrink_passes(input: Tensor, lambd: float) -> Tensor:
+    """Where hardshrink and softshrink pass their gradient: outside `[-lambd, lambd]` (NaN
+    included, as ATen's backward kernels)."""
+    return (input >= -lambd).logical_and(input <= lambd).logical_not()
+
+
+@composite(variants="function method", cost=costs.pointwise(3),
+           grad=Grad("HardshrinkBackward0", input=lambda grad, input, lambd:
+                     activation_backward(grad, input, shrink_passes(input, lambd),
+                                         label="HardshrinkBackwardBackward0")))
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """The hard shrinkage function: `input` where `|input| > lambd`, else 0 (NaN stays)."""
+    """The hard shrinkage function: `input` where `|input| > lambd`, else 0 (NaN stays),
+    as one node."""
     _floating_only("hardshrink", input.dtype)
-    inside = (input >= -lambd).logical_and(input <= lambd)
-    return where(inside, 0.0, input)
+    with no_grad():
+        out = where(shrink_passes(input, lambd), input, 0.0)
+    record_grad(OPS["hardshrink"], (input,), {"lambd": lambd}, out)
+    return out
 
 
 @composite(variants="function method", cost=costs.pointwise(3))

@@ -1054,7 +1054,7 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     if not _INDEX_REDUCE_WARNED:  # (PyTorch's TORCH_WARN_ONCE)
         _INDEX_REDUCE_WARNED.append(True)
         warnings.warn("index_reduce() is in beta and the API may change at any time.",
-                      UserWarning, stacklevel=3)
+                      UserWarning, stacklevel=user_stacklevel())
     d = normalize_dim("index_reduce", dim, input.ndim)
     if index.ndim > 1:
         raise IndexError(f"index_reduce_(): Index is supposed to be a vector, but got dim: "

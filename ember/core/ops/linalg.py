@@ -22,6 +22,7 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import apply, apply_labelled
 from ember.core.declare import composite, primitive, write_out
+from ember.core.dispatch import user_stacklevel
 from ember.core.errors import with_context
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
 from ember.core.opdef import Precision as P
@@ -550,7 +551,8 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
         warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\n"
                       "Please either pass the dim explicitly or simply use torch.linalg.cross."
                       "\nThe default value of dim will change to agree with that of "
-                      "linalg.cross in a future release.", UserWarning, stacklevel=3)
+                      "linalg.cross in a future release.", UserWarning,
+                      stacklevel=user_stacklevel())
     a, b, d = _cross_dim("linalg.cross", input, other, dim)
     return _cross(a, b, d)
 

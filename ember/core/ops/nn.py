@@ -38,12 +38,13 @@ from ember.core.declare import composite, fused_kernel, primitive
 from ember.core.dispatch import device_mismatch, run_fused
 from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad, state
-from ember.core.graph import ShownNode, record
+from ember.core.graph import ShownNode, record, shown_as
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops import reduction as R
 from ember.core.ops.elementwise import abs as abs_
 from ember.core.ops.elementwise import (
+    activation_backward,
     add,
     clamp,
     conj,
@@ -74,6 +75,7 @@ from ember.core.ops.elementwise import (
     where,
 )
 from ember.core.ops.elementwise import round as round_
+from ember.core.ops.elementwise_math import shrink_passes
 from ember.core.ops.indexing import (
     SCALAR_TYPE_NAMES,
     chunk,
@@ -307,7 +309,7 @@ class _LinearNode(DeclaredNode):
         shown = _linear_shown.get(self)
         if shown is None:
             shown = _linear_shown[self] = _shown_linear_edges(self.label, self.next_edges)
-        return tuple((e[0], e[1]) if e is not None else (None, 0) for e in shown)
+        return tuple((shown_as(e[0]), e[1]) if e is not None else (None, 0) for e in shown)
 
 
 def _shown_linear_edges(label: str, edges: tuple) -> tuple:
@@ -426,7 +428,8 @@ def silu(input: Tensor) -> Tensor:
 
 @composite(variants="", cost=costs.pointwise(2),
            grad=Grad("LeakyReluBackward0", input=lambda grad, input, negative_slope:
-                     where(input > 0, grad, grad * negative_slope)))
+                     activation_backward(grad, input, input > 0, negative_slope,
+                                         label="LeakyReluBackwardBackward0")))
 def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     """`x` where positive, else `negative_slope * x`, as one node."""
     return _activation("leaky_relu", input,
@@ -483,11 +486,36 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 
 @composite(variants="", cost=costs.pointwise(2),
            grad=Grad("HardtanhBackward0", input=lambda grad, input, min_val, max_val:
-                     where(logical_and(input > min_val, input < max_val), grad, 0.0)))
+                     activation_backward(grad, input,
+                                         logical_and(input > min_val, input < max_val),
+                                         label="HardtanhBackwardBackward0")))
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
     """Clamped to `[min_val, max_val]` (gradient 1 strictly inside), as one node."""
     return _activation("hardtanh", input, lambda x: clamp(x, min_val, max_val),
                        {"min_val": min_val, "max_val": max_val})
+
+
+@composite(variants="", cost=costs.pointwise(2),
+           grad=Grad("ThresholdBackward0", input=lambda grad, input, threshold:
+                     activation_backward(grad, input, (input <= threshold).logical_not(),
+                                         label="ThresholdBackwardBackward0")))
+def threshold(input: Tensor, threshold: float, value: float,
+              label: str = "ThresholdBackward0") -> Tensor:
+    """`value` where `input <= threshold`, else `input` (NaN stays), as one node named
+    `label` (the in-place form's is ThresholdBackward1)."""
+    return _activation("threshold", input, lambda x: where(x <= threshold, value, x),
+                       {"threshold": threshold}, label)
+
+
+@composite(variants="", cost=costs.pointwise(3),
+           grad=Grad("SoftshrinkBackward0", input=lambda grad, input, lambd:
+                     activation_backward(grad, input, shrink_passes(input, lambd),
+                                         label="SoftshrinkBackwardBackward0")))
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """`x - lambd` above `lambd`, `x + lambd` below `-lambd`, else 0, as one node."""
+    return _activation("softshrink", input, lambda x: where(
+        x > lambd, x - lambd, where(x < -lambd, x + lambd, x * 0.0)), {"lambd": lambd})
+
 
 
 # -- embedding ------------------------------------------------------------------------
