@@ -75,3 +75,117 @@ def test_complex_number_into_real_tensor(make) -> None:
     """A complex number written into a real tensor: its real part when the imaginary part
     is zero, else PyTorch's overflow error (a bool tensor takes any number)."""
     assert _fill_outcome(ember, make) == _fill_outcome(torch, make)
+
+
+def _call_outcome(mod, make) -> tuple[str, object]:
+    """A call's result (its dtype, shape and values) or its error, torch's names kept."""
+    try:
+        out = make(mod)
+    except Exception as err:  # noqa: BLE001 (the error is the outcome compared)
+        return type(err).__name__, str(err).replace("ember.", "torch.")
+    if isinstance(out, tuple):
+        out = out[0]
+    return str(out.dtype).split(".")[-1], tuple(out.shape), out.tolist()
+
+
+_M = [[1.0, 2.0, 0.5], [0.0, -1.0, 3.0], [2.0, 1.0, 1.0]]
+
+
+@pytest.mark.parametrize("equation,dtypes", [
+    ("ij->k", ["float32"]), ("ij->ii", ["float32"]), ("i1->i", ["float32"]),
+    ("ij->i1", ["float32"]), ("ij->j", ["float32", "float32"]), ("ij", ["float32"] * 2),
+    ("ij,jk", ["float32"]), ("ij->i->j", ["float32"]), ("i.j->i", ["float32"]),
+    ("ij->...", ["float32"]), ("...ij->j.", ["float32"]), ("i...j...->ij", ["float32"]),
+    ("ij->iJ", ["float32"]), ("i j -> j i", ["float32"]),
+    # contractions meet in a batched matmul: one dtype; products promote
+    ("ij,jk->ik", ["float64", "float32"]), ("ij,jk->ik", ["float32", "complex64"]),
+    ("ij,ij->", ["float32", "int32"]), ("ij,ij->ij", ["float32", "float64"]),
+    ("ij,kl->ijkl", ["float32", "float64"]), ("ij,jk->ik", ["int32", "int32"]),
+    ("ij->", ["int32"]), ("ij->j", ["uint8"]), ("ij->ji", ["int32"]),
+])
+def test_einsum_equation_checks_and_dtypes(equation: str, dtypes: list[str]) -> None:
+    """einsum's parse errors, PyTorch's words and positions, and its result dtypes: a
+    contraction between operands of two dtypes is refused, a lone integer operand summed
+    over a subscript gives int64."""
+    def make(m):
+        return m.einsum(equation, *[m.tensor(_M).to(getattr(m, d)) for d in dtypes])
+    assert _call_outcome(ember, make) == _call_outcome(torch, make)
+
+
+@pytest.mark.parametrize("shapes,dtypes,driver", [
+    (((5, 3), (5,)), ("float32", "float32"), None),
+    (((2, 5, 3), (2, 5)), ("float32", "float32"), None),
+    (((5, 3), (5, 2)), ("int32", "int32"), None),
+    (((5, 3), (5, 2)), ("int32", "float32"), None),
+    (((5, 3), ()), ("float32", "float32"), None),
+    (((5, 3), (4,)), ("float32", "float32"), None),
+    (((5, 3), (4, 2)), ("float32", "float32"), None),
+    (((5, 3), (2, 5, 2)), ("float32", "float32"), None),
+    (((2, 5, 3), (5, 1)), ("float32", "float32"), None),
+    (((4, 1, 5, 3), (3, 5, 5)), ("float32", "float32"), None),
+    (((2, 5, 3), (3, 5, 2)), ("float32", "float32"), None),
+    (((2, 5, 3), (1, 5)), ("float32", "float32"), None),
+    (((3,), (3,)), ("float32", "float32"), None),
+    (((5, 3), (5, 2)), ("float32", "float32"), "foo"),
+    (((5, 3), (5, 2)), ("int32", "int32"), "foo"),
+    (((5, 3), (5, 2)), ("float16", "float16"), None),
+    (((5, 3), (5, 2)), ("float64", "float32"), None),
+])
+def test_lstsq_checks(shapes, dtypes, driver) -> None:
+    """linalg.lstsq's checks in PyTorch's order and words: B a vector when 1-D or shaped
+    as A without its last dimension; a matrix B one dimension short broadcasts its rows
+    against A's batch."""
+    def make(m):
+        a, b = (m.linspace(-1.0, 2.0, max(1, int(np.prod(s)))).reshape(s).sin()
+                .to(getattr(m, d)) for s, d in zip(shapes, dtypes))
+        return m.linalg.lstsq(a + m.eye(*a.shape[-2:]).to(a.dtype) if a.ndim >= 2 else a, b,
+                              driver=driver)
+    got, want = _call_outcome(ember, make), _call_outcome(torch, make)
+    if want[0] == "float32":  # (a solution: the values within float32 rounding)
+        assert got[:2] == want[:2]
+        np.testing.assert_allclose(got[2], want[2], rtol=1e-4, atol=1e-5)
+    else:
+        assert got == want
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.lerp(m.zeros(3, dtype=m.int64), m.ones(3, dtype=m.int64), 0.5),
+    lambda m: m.lerp(m.zeros(3, dtype=m.uint8), m.ones(3, dtype=m.uint8), m.ones(3, dtype=m.uint8)),
+    lambda m: m.lerp(m.zeros(3, dtype=m.int32), m.ones(3, dtype=m.int32), m.tensor(0.5)),
+    lambda m: m.lerp(m.zeros(3, dtype=m.bool), m.ones(3, dtype=m.bool), 0.5),
+    lambda m: m.zeros(3).lerp_(m.ones(3, dtype=m.float64), 0.5),
+    lambda m: m.lerp(m.zeros(3), m.ones(3, dtype=m.int16), 0.5),
+    lambda m: m.lerp(m.zeros(3, dtype=m.half), m.ones(3), 0.5),
+    lambda m: m.lerp(m.zeros(3), m.ones(3, dtype=m.complex64), 0.5),
+    lambda m: m.lerp(m.zeros(3), m.ones(3), m.ones(3, dtype=m.complex128)),
+    lambda m: m.lerp(m.zeros(3), m.ones(3), m.tensor(0.25, dtype=m.float64)),
+    lambda m: m.lerp(m.zeros(3), m.ones(3), m.tensor([0.25], dtype=m.float64)),
+    lambda m: m.lerp(m.zeros(3), m.ones(2), m.ones(3)),
+    lambda m: m.lerp(m.zeros(3), m.ones(1), m.ones(2)),
+    lambda m: m.lerp(m.zeros(1), m.ones(2), 0.5),
+    lambda m: m.lerp(m.zeros(3), m.ones(3), 2 + 1j),
+    lambda m: m.lerp(m.zeros(3), m.ones(3), 2 + 0j),
+])
+def test_lerp_checks(make) -> None:
+    """lerp's checks as PyTorch's: `end` (and a weight of one or more dimensions) of the
+    input's dtype, broadcasting input with end then weight, no integer kernel (unless a
+    float 0-d weight makes the computation float), a number weight that fits."""
+    assert _call_outcome(ember, make) == _call_outcome(torch, make)
+
+
+@pytest.mark.parametrize("norm_type", [0, 1, 2.0, 3, float("inf"), -float("inf")])
+@pytest.mark.parametrize("grads", [[[3.0, 4.0, 0.0]], [[3.0, 0.0], [0.0, 0.0], [1e-3, 2.5]]],
+                         ids=["one", "three"])
+def test_clip_grad_norm_is_the_norm_of_the_norms(grads, norm_type) -> None:
+    """clip_grad_norm_ returns the norm of the stacked per-tensor norms, for one tensor too
+    (the 0-norm counts the tensors with a nonzero gradient), and scales as PyTorch."""
+    def run(m):
+        params = [m.nn.Parameter(m.zeros(len(g))) for g in grads]
+        for p, g in zip(params, grads):
+            p.grad = m.tensor(g)
+        total = m.nn.utils.clip_grad_norm_(params, max_norm=1.0, norm_type=norm_type)
+        return total.item(), [p.grad.tolist() for p in params]
+    (got, got_grads), (want, want_grads) = run(ember), run(torch)
+    assert got == pytest.approx(want, rel=1e-6)
+    for g, w in zip(got_grads, want_grads):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
