@@ -189,3 +189,37 @@ def test_clip_grad_norm_is_the_norm_of_the_norms(grads, norm_type) -> None:
     assert got == pytest.approx(want, rel=1e-6)
     for g, w in zip(got_grads, want_grads):
         np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_einsum_promoted_product_backward() -> None:
+    """A product of float32 and float64 operands promotes, and its backward (a contraction
+    of the float64 grad with the float32 operand) runs: each grad in its operand's dtype."""
+    def run(m):
+        a = m.ones(3, requires_grad=True)
+        b = m.full((2,), 2.0, dtype=m.float64, requires_grad=True)
+        y = m.einsum("i,j->ij", a, b)
+        y.sum().backward()
+        return str(y.dtype).split(".")[-1], a.grad.tolist(), str(a.grad.dtype), b.grad.tolist()
+    got, want = run(ember), run(torch)
+    assert got[:2] == want[:2] and got[3] == want[3]
+    assert got[2].split(".")[-1] == want[2].split(".")[-1]
+
+
+def test_jit_script_method_runs_eagerly() -> None:
+    """RWKV's `MyModule = torch.jit.ScriptModule; MyFunction = torch.jit.script_method`
+    idiom: the decorated method runs (eagerly in ember) after PyTorch's deprecation
+    warning, and the module is an nn.Module that trains."""
+    with pytest.warns(DeprecationWarning, match=r"`torch.jit.script_method` is deprecated"):
+        class Mix(ember.jit.ScriptModule):
+            def __init__(self) -> None:
+                super().__init__()
+                self.w = ember.nn.Parameter(ember.full((3,), 2.0))
+
+            @ember.jit.script_method
+            def forward(self, x):
+                return x * self.w
+
+    out = Mix()(ember.ones(3))
+    out.sum().backward()
+    assert out.tolist() == [2.0, 2.0, 2.0] and out.grad_fn.name() == "MulBackward0"
+    assert isinstance(Mix(), ember.nn.Module) and repr(Mix()) == "Mix()"

@@ -710,7 +710,10 @@ def _einsum_grads(grad, operands, equation, needs):
         avail = set(rhs).union(*others) if others else set(rhs)
         kept = "".join(c for c in term if c in avail)
         sub_eq = ",".join(others + [rhs]) + "->" + kept
-        gi = einsum(sub_eq, *[conj(o) for j, o in enumerate(operands) if j != i], grad)
+        # (straight to the op: the grad may meet an operand of another dtype that the
+        # forward promoted, which the user-facing dtype check would refuse)
+        gi = apply(OPS["einsum"], *[conj(o) for j, o in enumerate(operands) if j != i], grad,
+                   equation=sub_eq)
         # broadcast back over letters summed only within this operand, and where this
         # operand's size 1 met a larger size (the node then sums those down)
         sizes = [gi.shape[kept.index(c)] if c in kept else 1 for c in term]
