@@ -223,3 +223,29 @@ def test_jit_script_method_runs_eagerly() -> None:
     out.sum().backward()
     assert out.tolist() == [2.0, 2.0, 2.0] and out.grad_fn.name() == "MulBackward0"
     assert isinstance(Mix(), ember.nn.Module) and repr(Mix()) == "Mix()"
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.ones(2, 3).sum((0, 0)), lambda m: m.ones(2, 3).sum((1, -1)),
+    lambda m: m.ones(2, 3).mean((0, -2)), lambda m: m.ones(2, 3).amax((1, 1)),
+    lambda m: m.ones(2, 3).std((0, 0)), lambda m: m.ones(2, 3).logsumexp((1, 1)),
+    lambda m: m.flip(m.ones(2, 3), [0, -2]), lambda m: m.ones(2, 3).flip(1, 1, 0),
+    lambda m: m.ones(2, 3).any((0, 0)),
+])
+def test_repeated_dims_name_the_first_repeat(make) -> None:
+    """A dim listed twice: PyTorch's message names the first repeat, wrapped ("dim 0")."""
+    assert _call_outcome(ember, make) == _call_outcome(torch, make)
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.ones(2, 3) @ m.ones(3).int(), lambda m: m.ones(2, 3).int() @ m.ones(3),
+    lambda m: m.ones(2, 3).double() @ m.ones(3),
+    lambda m: m.mv(m.ones(2, 3), m.ones(3).double()),
+    lambda m: m.ones(4, 2, 3) @ m.ones(3).double(),
+    lambda m: m.ones(3) @ m.ones(3, 2).double(), lambda m: m.ones(3) @ m.ones(3).double(),
+    lambda m: m.ones(3) @ m.ones(4, 3, 2).double(),
+])
+def test_matmul_dtype_messages(make) -> None:
+    """Operands of two dtypes: each matmul path's kernel words it (addmv lists its result,
+    of the vector's dtype, then the matrix and the vector)."""
+    assert _call_outcome(ember, make) == _call_outcome(torch, make)

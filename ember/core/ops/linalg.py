@@ -63,7 +63,10 @@ def _matmul_dtype_message(a: Tensor, b: Tensor) -> str:
     if a.ndim == b.ndim == 1:
         return (f"dot : expected both vectors to have same dtype, but found "
                 f"{scalar_type_name(a.dtype)} and {scalar_type_name(b.dtype)}")
-    if b.ndim <= 2:  # mm (or mv) of the folded batch
+    if b.ndim == 1:  # addmv of the folded batch: its result (of the vector's dtype) first
+        vec, mat = dt.SCALAR_TYPE_NAMES[b.dtype.name], dt.SCALAR_TYPE_NAMES[a.dtype.name]
+        return f"addmv input tensors must have the same dtype, but got {vec}, {mat}, and {vec}"
+    if b.ndim == 2:  # mm of the folded batch
         return (f"expected m1 and m2 to have the same dtype, but got: "
                 f"{cpp_type_name(a.dtype)} != {cpp_type_name(b.dtype)}")
     return f"expected scalar type {scalar_type_name(a.dtype)} but found " \
