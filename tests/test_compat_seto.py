@@ -249,3 +249,31 @@ def test_matmul_dtype_messages(make) -> None:
     """Operands of two dtypes: each matmul path's kernel words it (addmv lists its result,
     of the vector's dtype, then the matrix and the vector)."""
     assert _call_outcome(ember, make) == _call_outcome(torch, make)
+
+
+def _qkv(m, **dtypes):
+    m.manual_seed(0)
+    x = m.randn(2, 4, 8)
+    return [x.to(getattr(m, dtypes.get(name, "float32"))) for name in ("q", "k", "v")]
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.nn.functional.scaled_dot_product_attention(
+        *_qkv(m), attn_mask=m.ones(4, 4).int()),
+    lambda m: m.nn.functional.scaled_dot_product_attention(
+        *_qkv(m), attn_mask=m.ones(4, 4, dtype=m.int64)),
+    lambda m: m.nn.functional.scaled_dot_product_attention(*_qkv(m, v="float64")),
+    lambda m: m.nn.functional.scaled_dot_product_attention(*_qkv(m, k="float16")),
+    lambda m: m.nn.functional.scaled_dot_product_attention(*[t[0, 0] for t in _qkv(m)]),
+    lambda m: m.nn.functional.scaled_dot_product_attention(
+        *_qkv(m, q="float64", k="float64", v="float64"), attn_mask=m.zeros(4, 4)),
+])
+def test_sdpa_input_checks(make) -> None:
+    """scaled_dot_product_attention's input checks: PyTorch's words (its doubled spaces
+    too); a float32 additive mask is taken with float64 queries."""
+    got, want = _call_outcome(ember, make), _call_outcome(torch, make)
+    if want[0] == "float64":
+        assert got[:2] == want[:2]
+        np.testing.assert_allclose(got[2], want[2], rtol=1e-6)
+    else:
+        assert got == want
