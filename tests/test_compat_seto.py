@@ -277,3 +277,18 @@ def test_sdpa_input_checks(make) -> None:
         np.testing.assert_allclose(got[2], want[2], rtol=1e-6)
     else:
         assert got == want
+
+
+@pytest.mark.parametrize("driver", [None, "gelsd", "gels"])
+def test_lstsq_complex(driver) -> None:
+    """linalg.lstsq takes complex operands: a complex solution, real residuals (|r|^2
+    summed) and real singular values, as PyTorch's."""
+    rng = np.random.default_rng(5)
+    a = (rng.standard_normal((6, 3)) + 1j * rng.standard_normal((6, 3))).astype(np.complex64)
+    b = (rng.standard_normal((6, 2)) + 1j * rng.standard_normal((6, 2))).astype(np.complex64)
+    got = ember.linalg.lstsq(ember.tensor(a), ember.tensor(b), driver=driver)
+    want = torch.linalg.lstsq(torch.tensor(a), torch.tensor(b), driver=driver)
+    for g, w in zip(got, want):
+        assert str(g.dtype).split(".")[-1] == str(w.dtype).split(".")[-1]
+        assert tuple(g.shape) == tuple(w.shape)
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-4, atol=1e-5)

@@ -1193,7 +1193,7 @@ def _check_lstsq(A: Tensor, B: Tensor, driver: str | None) -> bool:
     return vector
 
 
-@composite(variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
 def linalg_lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,
                  driver: str | None = None) -> Any:
     """`linalg.lstsq`: the X minimizing `||A @ X - B||` (through the pseudo-inverse), with
@@ -1205,7 +1205,7 @@ def linalg_lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,
     X = linalg_pinv(A, rtol=rtol) @ Bm
     if vector:
         X = X.squeeze(-1)
-    empty = zeros(0, dtype=A.dtype, device=A.device)
+    empty = zeros(0, dtype=A.dtype.to_real(), device=A.device)  # (real, for complex A)
     rank = linalg_matrix_rank(A, rtol=rtol) if driver != "gels" else \
         zeros(0, dtype=dt.int64, device=A.device)
     sv = empty if driver in (None, "gelsy", "gels") else _svd(A, False)[1]
@@ -1215,7 +1215,7 @@ def linalg_lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,
     if driver not in (None, "gelsy") and m > n and (
             driver == "gels" or bool((rank == n).all())):
         Xm = X.unsqueeze(-1) if vector else X
-        residuals = ((A @ Xm - Bm) ** 2).sum(-2)
+        residuals = ((A @ Xm - Bm).abs() ** 2).sum(-2)
         if vector:
             residuals = residuals.squeeze(-1)
     return LstsqResult(X, residuals, rank, sv)
