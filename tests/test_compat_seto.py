@@ -292,3 +292,20 @@ def test_lstsq_complex(driver) -> None:
         assert str(g.dtype).split(".")[-1] == str(w.dtype).split(".")[-1]
         assert tuple(g.shape) == tuple(w.shape)
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("data", [
+    [np.float64(1)], [np.float32(1), 2.0], [np.int32(1)], [np.float16(1)],
+    [np.int32(1), 2.5], [np.int8(1), np.int16(2)], [[np.float64(1)], [2]], [np.uint8(3)],
+    [np.array([1.0]), np.array([2.0])], [np.array([1, 2], dtype=np.int32), [3, 4]],
+    [np.array([1.5, 2], dtype=np.float32), np.array([3, 4])],
+], ids=lambda d: type(d[0]).__name__)
+def test_tensor_from_list_of_numpy_keeps_their_dtypes(data) -> None:
+    """`torch.tensor([...])` of NumPy scalars or arrays (an RL replay batch): their dtypes
+    take part in the promotion, as a tensor's would (`[np.float64(1)]` is float64)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (PyTorch's "list of numpy.ndarrays is slow")
+        want = torch.tensor(data)
+    got = ember.tensor(data)
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    assert got.tolist() == want.tolist()
