@@ -533,6 +533,47 @@ PROGRAMS_N = [
 ]
 PROGRAMS_B += PROGRAMS_N
 
+# set O: research-code programs (efficient-kan's B-spline KAN with lstsq grid updates,
+# RWKV-4 with ZeroPad2d token shift and a stable WKV loop plus top-p sampling, a Decision
+# Transformer, TD3/DDPG with deepcopy targets and soft updates, DETR-lite with Hungarian
+# matching by scipy, hand-written sLSTM/mLSTM cells, AlphaZero-lite with MCTS and
+# Dirichlet noise, a Lightning-free Trainer with OneCycleLR and weights_only checkpoints).
+# All long: each side costs 4-8 s of CPU (PyTorch's import alone ~3 s on the 2-core box)
+PROGRAMS_O = [
+    Program("kan_efficient.py", same=r"^(?!step|test mse|grid updated)",
+            skeleton=r"^test mse", close=r"^grid updated",
+            losses=r"^step +\d+ loss (?P<loss>[\d.]+) ", factor=1.5,
+            long=True),
+    Program("rwkv_lm.py", same=r"^(?!step|next token|sampled)",
+            skeleton=r"^next token|^sampled",
+            losses=r"^step +\d+ loss (?P<loss>[\d.]+)$", factor=1.5,
+            long=True),
+    Program("decision_transformer.py", same=r"^(?!step)",
+            losses=r"^step +\d+ action loss (?P<loss>[\d.]+) ", factor=1.5,
+            long=True),
+    Program("td3_ddpg.py", same=r"^(?!initial action|td3 it|ddpg it)",
+            close=r"^initial action",
+            losses=r"^(?P<tag>td3|ddpg) it +\d+ critic loss (?P<loss>[\d.]+) ", factor=2.0,
+            long=True),
+    Program("detr_lite.py", same=r"^(?!epoch)",
+            losses=r"^epoch \d+ loss (?P<loss>[\d.]+) ", factor=1.5,
+            long=True),
+    Program("xlstm_cells.py", same=r"^(?!step)",
+            losses=r"^step +\d+ loss (?P<loss>[\d.]+) ", factor=1.5,
+            long=True),
+    Program("alphazero_lite.py", same=r"^(?!iteration|  epoch)", skeleton=r"^iteration",
+            losses=r"^  epoch \d+ loss (?P<loss>[\d.]+)$", factor=1.5,
+            long=True),
+    Program("trainer_loop.py",
+            same=r"^(?!epoch|   grad norms|early stopping|best macro|confusion|        \[|"
+                 r"reloaded f1|precision)",
+            skeleton=r"^   grad norms|^early stopping|^best macro|^confusion|^        \[|"
+                     r"^reloaded f1|^precision",
+            losses=r"^epoch +\d+ train loss (?P<loss>[\d.]+) ", factor=1.5,
+            long=True),
+]
+PROGRAMS_B += PROGRAMS_O
+
 
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""

@@ -290,7 +290,13 @@ def fit_scalar(value: object, to: dtype) -> object:
     dtype's range (NaN or an infinity into an integer dtype, 1000 into int8, 1e300 into
     float32) raises instead of wrapping. As in PyTorch, a negative integer down to
     -max wraps into an unsigned dtype (-1 into uint8 is 255), and NaN and the infinities
-    fit every floating dtype. Returns the value to write."""
+    fit every floating dtype. A complex number fits a real dtype when its imaginary part
+    is zero (its real part is written). Returns the value to write."""
+    if isinstance(value, complex) and not to.is_complex and to is not bool_:
+        if value.imag:
+            raise RuntimeError(f"value cannot be converted to type {_C_NAMES[to.name]} "
+                               f"without overflow")
+        value = value.real
     if to is bool_ or isinstance(value, bool) or not isinstance(value, (int, float)) or \
             to.is_complex:
         return value

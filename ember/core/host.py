@@ -54,7 +54,8 @@ def dtype_arg(dtype: Any) -> dt.dtype | None:
 
 def infer_dtype(data: Any) -> dt.dtype:
     """PyTorch's dtype for nested Python data: bool, else int64, else the default float,
-    else (a Python complex among them) the default complex dtype."""
+    else (a Python complex among them) the default complex dtype, promoted with the dtypes
+    of the tensors, NumPy arrays and NumPy scalars among them."""
     first = data
     while isinstance(first, (list, tuple)) and first:
         first = first[0]
@@ -68,6 +69,10 @@ def infer_dtype(data: Any) -> dt.dtype:
             stack.extend(item)
         elif is_tensor(item):
             kinds.add(item.dtype)
+        elif isinstance(item, np.ndarray) or (isinstance(item, np.generic)
+                                              and not isinstance(item, np.bool_)):
+            # NumPy data keeps its dtype (`[np.float64(1)]` is float64), as a tensor would
+            kinds.add(from_numpy_dtype(item.dtype))
         elif isinstance(item, bool) or isinstance(item, np.bool_):
             kinds.add(dt.bool_)
         elif isinstance(item, numbers.Integral):

@@ -57,8 +57,10 @@ def normalize_dims(op: str, dims: Any, ndim: int) -> tuple[int, ...] | None:
     if isinstance(dims, int):
         dims = (dims,)
     out = tuple(normalize_dim(op, d, ndim) for d in dims)
-    if len(set(out)) != len(out):
-        raise RuntimeError(f"{op}: dim {dims} appears multiple times in the list of dims")
+    if len(set(out)) != len(out):  # PyTorch names the first repeat, wrapped
+        repeat = next(d for k, d in enumerate(out) if d in out[:k])
+        raise with_context(RuntimeError(f"dim {repeat} appears multiple times in the list of "
+                                        "dims"), f"{op}: dims {tuple(dims)}")
     return out
 
 

@@ -41,6 +41,7 @@ from ember.jit.script import (  # noqa: F401
     optimize_for_inference,
     save,
     script,
+    script_method,
     unused,
     wait,
 )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import inspect
 import os
 import types
+import warnings
 from collections.abc import Callable
 from typing import IO, Any, Final, TypeVar
 
@@ -51,6 +52,15 @@ def script(obj: Any, optimize: Any = None, _frames_up: int = 0, _rcb: Any = None
     raise TypeError(f"{type(obj)} is a built-in class" if type(obj).__module__ == "builtins"
                     else f"{type(obj).__name__} object cannot be scripted: expected an "
                     "nn.Module, a function or a class")
+
+
+def script_method(fn: Callable) -> Callable:
+    """Mark a method of a :class:`ScriptModule` subclass as scripted (PyTorch's
+    ``torch.jit.script_method``, deprecated there). ember runs it eagerly: the method
+    itself is returned, after PyTorch's deprecation warning."""
+    warnings.warn("`torch.jit.script_method` is deprecated. Please switch to `torch.compile` "
+                  "or `torch.export`.", DeprecationWarning, stacklevel=2)
+    return fn
 
 
 class ScriptModule(ember.nn.Module):

@@ -45,6 +45,7 @@ from ember.core.ops.losses import (  # noqa: F401 - the losses are declared in c
     soft_margin_loss,
     triplet_margin_loss,
 )
+from ember.core.storage import cpp_type_name as _cpp_type_name
 from ember.core.torch_function import overridable as _overridable
 
 __all__ = [
@@ -1235,6 +1236,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     upper triangle. ``dropout_p`` is applied to the attention weights (always: pass 0.0
     in evaluation).
     """
+    _validate_sdpa_input(query, key, value, attn_mask)
     _check_sdp_kernel(query, key, value, dropout_p)
     length, source = query.shape[-2], key.shape[-2]
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
@@ -1259,6 +1261,27 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)
     return ember.matmul(weights, value)
+
+
+def _validate_sdpa_input(query: Tensor, key: Tensor, value: Tensor,
+                         attn_mask: Tensor | None) -> None:
+    """PyTorch's checks of the attention inputs, before it picks a kernel (its words, the
+    doubled spaces included): one dtype for q, k and v, at least 2-D each, a mask that is
+    bool, float32 or of the query's dtype."""
+    if not query.dtype == key.dtype == value.dtype:
+        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got "
+                           f"query.dtype: {_cpp_type_name(query.dtype)} key.dtype: "
+                           f"{_cpp_type_name(key.dtype)} and value.dtype: "
+                           f"{_cpp_type_name(value.dtype)} instead.")
+    if min(query.ndim, key.ndim, value.ndim) < 2:
+        raise RuntimeError(f"Expected query, key, and value to all be  at least 2 dimensional, "
+                           f"but got query.dim: {query.ndim} key.dim: {key.ndim} and "
+                           f"value.dim: {value.ndim} instead.")
+    if attn_mask is not None and attn_mask.dtype not in (ember.bool, ember.float32,
+                                                         query.dtype):
+        raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
+                           f"dtype, but got attn_mask.dtype: {_cpp_type_name(attn_mask.dtype)} "
+                           f"and  query.dtype: {_cpp_type_name(query.dtype)} instead.")
 
 
 def _check_sdp_kernel(query: Tensor, key: Tensor, value: Tensor, dropout_p: float) -> None:

@@ -45,6 +45,7 @@ from ember.core.opdef import OPS, Grad, Kind, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.placement import resolve
 from ember.core.shapes import broadcast_shapes
+from ember.core.storage import cpp_type_name
 from ember.core.tensor import Tensor
 
 _Number = (int, float, bool, complex)
@@ -932,12 +933,44 @@ def _lerp_label(input: Any, end: Any, weight: Any) -> str:
     return "LerpBackward1" if isinstance(weight, Tensor) else "LerpBackward0"
 
 
+def _check_lerp(input: Tensor, end: Any, weight: Any) -> Any:
+    """PyTorch's checks of lerp's operands, in its order and words: `end` (and a weight
+    tensor of one or more dimensions) of `input`'s dtype, shapes that broadcast, a
+    floating or complex dtype (its kernels have no integer variant), a number weight that
+    fits the dtype. Returns the weight (a complex number with no imaginary part as its
+    real part, for a real dtype)."""
+    if isinstance(end, Tensor) and end._dtype is not input._dtype:
+        raise RuntimeError(f"expected dtype {cpp_type_name(input._dtype)} for `end` but got "
+                           f"dtype {cpp_type_name(end._dtype)}")
+    tensor_weight = isinstance(weight, Tensor)
+    if tensor_weight and weight.ndim and weight._dtype is not input._dtype:
+        raise RuntimeError(f"expected dtype {cpp_type_name(input._dtype)} for `weight` but "
+                           f"got dtype {cpp_type_name(weight._dtype)}")
+    if isinstance(end, Tensor):  # (as PyTorch's iterator: input with end, then weight)
+        shape = broadcast_shapes("lerp", tuple(input.shape), tuple(end.shape))
+        if tensor_weight:
+            broadcast_shapes("lerp", shape, tuple(weight.shape))
+    def floating(d: dt.dtype) -> bool:
+        return d.is_floating_point or d.is_complex
+
+    # (a 0-d weight tensor takes part in the type promotion: a float one makes it float)
+    if not floating(input._dtype) and not (tensor_weight and not weight.ndim
+                                           and floating(weight._dtype)):
+        kernel = "lerp_kernel_tensor" if tensor_weight else "lerp_kernel_scalar"
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{dt.SCALAR_TYPE_NAMES[input._dtype.name]}'")
+    if not tensor_weight:
+        weight = dt.fit_scalar(python_scalar(weight), input._dtype)
+    return weight
+
+
 @composite(complex=True,
            node_label=_lerp_label, variants="function method inplace", cost=costs.pointwise(3))
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     """Linear interpolation: `input + weight * (end - input)`, or `end - (end - input) *
     (1 - weight)` where `|weight| >= 0.5` (PyTorch's formula: exact at weight 1, and the
     same infinities and NaNs)."""
+    weight = _check_lerp(input, end, weight)
     if input._dtype in _FMA_EMULATED and isinstance(end, Tensor) and \
             end._dtype is input._dtype and not isinstance(weight, Tensor):
         return _lerp_fused_multiply_add(input, end, float(weight))

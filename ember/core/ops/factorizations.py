@@ -1160,25 +1160,52 @@ def linalg_matrix_rank(A: Tensor, *, atol: Any = None, rtol: Any = None,
 LstsqResult = return_type("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 
 
-@composite(variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
+def _check_lstsq(A: Tensor, B: Tensor, driver: str | None) -> bool:
+    """PyTorch's checks of `linalg.lstsq(A, B)`, in its order (and its words); whether `B`
+    is a (batch of) vector(s): 1-D, or shaped as `A` without its last dimension."""
+    op = "torch.linalg.lstsq"
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
+    if B.ndim < 1:
+        raise RuntimeError(f"{op}: other must have at least 1 dimension.")
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"{op}: Expected input and other to have the same dtype, but got "
+                           f"input's dtype {_word(A.dtype)} and other's dtype "
+                           f"{_word(B.dtype)}")
+    dim_diff = A.ndim - B.ndim
+    if not 0 <= dim_diff <= 1:
+        raise RuntimeError(f"{op}: input.dim() must be greater or equal to other.dim() and "
+                           "(input.dim() - other.dim()) <= 1")
+    vector = B.ndim == 1 or (dim_diff == 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    rows = B.shape[-1] if vector else B.shape[-2]
+    if rows != A.shape[-2]:
+        raise RuntimeError(f"{op}: input.size(-2) should match other.size("
+                           f"{-1 if vector else -2})")
+    if driver not in (None, "gelsy", "gelsd", "gelss", "gels"):
+        raise RuntimeError(f"{op}: parameter `driver` should be one of (gels, gelsy, gelsd, "
+                           "gelss)")
+    # (a matrix B one dimension short: PyTorch broadcasts A's batch against B's leading
+    # dimensions, its rows included, and so refuses it unless those broadcast)
+    broadcast_shapes(op, tuple(A.shape[:-2]),
+                     tuple(B.shape[:-1]) if dim_diff and not vector else tuple(B.shape[:-2]))
+    if not (A.dtype.is_complex or A.dtype in (dt.float32, dt.float64)):
+        raise RuntimeError("This function doesn't handle types other than float and double")
+    return vector
+
+
+@composite(complex=True, variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
 def linalg_lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,
                  driver: str | None = None) -> Any:
     """`linalg.lstsq`: the X minimizing `||A @ X - B||` (through the pseudo-inverse), with
     what PyTorch's CPU driver "gelsy" returns besides: the residuals (empty), the rank and
     the singular values (empty)."""
-    if driver not in (None, "gelsy", "gelsd", "gelss", "gels"):
-        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of "
-                           f"(gels, gelsy, gelsd, gelss), but got {driver}")
-    _check("torch.linalg.lstsq", A, square=False)
-    vector = B.ndim == A.ndim - 1
+    vector = _check_lstsq(A, B, driver)
     Bm = B.unsqueeze(-1) if vector else B
-    if Bm.ndim < 2 or Bm.shape[-2] != A.shape[-2]:
-        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
     rtol = rcond if rcond is not None and rcond > 0 else None
     X = linalg_pinv(A, rtol=rtol) @ Bm
     if vector:
         X = X.squeeze(-1)
-    empty = zeros(0, dtype=A.dtype, device=A.device)
+    empty = zeros(0, dtype=A.dtype.to_real(), device=A.device)  # (real, for complex A)
     rank = linalg_matrix_rank(A, rtol=rtol) if driver != "gels" else \
         zeros(0, dtype=dt.int64, device=A.device)
     sv = empty if driver in (None, "gelsy", "gels") else _svd(A, False)[1]
@@ -1188,7 +1215,7 @@ def linalg_lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,
     if driver not in (None, "gelsy") and m > n and (
             driver == "gels" or bool((rank == n).all())):
         Xm = X.unsqueeze(-1) if vector else X
-        residuals = ((A @ Xm - Bm) ** 2).sum(-2)
+        residuals = ((A @ Xm - Bm).abs() ** 2).sum(-2)
         if vector:
             residuals = residuals.squeeze(-1)
     return LstsqResult(X, residuals, rank, sv)

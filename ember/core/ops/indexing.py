@@ -25,9 +25,10 @@ Kernels (signatures of their rules):
 
 from __future__ import annotations
 
-import numbers
 import warnings
 from typing import Any
+
+import numpy as np
 
 from ember.core import costs
 from ember.core import dtype as dt
@@ -240,12 +241,33 @@ def _index_put_dtype_error(input: Tensor, value: Tensor) -> RuntimeError:
                         f"{SCALAR_TYPE_NAMES[value.dtype.name]} for the source.")
 
 
+def _assignable_number(value: Any) -> bool:
+    """Whether `input[key] = value` takes `value` as a number: as PyTorch, a Python bool,
+    int, float or complex (so `np.float64`, a float subclass) or a NumPy integer; not
+    `np.float32`, `np.bool_`, a 0-d array, a `Fraction` or a `Decimal`."""
+    return isinstance(value, (int, float, complex, np.integer))
+
+
+def _c_type_name(value: Any) -> str:
+    """The type's name as CPython's `tp_name` spells it, which PyTorch's messages print: a
+    class written in Python by its bare name (`Fraction`), a C type with its module
+    (`numpy.float32`, `decimal.Decimal`), a builtin alone (`list`)."""
+    kind = type(value)
+    if kind.__module__ == "builtins" or kind.__flags__ & _HEAP_TYPE:
+        return kind.__name__
+    return f"{kind.__module__}.{kind.__name__}"
+
+
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a `class` statement
+
+
 def _write_value(input: Tensor, value: Any, parsed: ParsedIndex, *,
                  accumulate: bool = False) -> Tensor:
     """The value `input[key] = value` (or `index_put`) writes at `parsed`, checked and cast
     to `input`'s dtype as PyTorch does it:
 
-    - a Python number is converted (a value outside the dtype's range raises);
+    - a Python number is converted (a value outside the dtype's range raises); a NumPy
+      float or bool scalar is refused, as PyTorch refuses it;
     - through basic indices only (ints, slices, None, ...) a tensor is copied as `copy_`
       copies: any dtype, cast (a float into an integer tensor truncates);
     - through tensor indices its dtype must be `input`'s ("Index put requires the source
@@ -256,13 +278,9 @@ def _write_value(input: Tensor, value: Any, parsed: ParsedIndex, *,
 
     Leading dimensions of size 1 are dropped first, as PyTorch drops them."""
     if not isinstance(value, Tensor):
-        number = python_scalar(value)
-        if not isinstance(number, numbers.Number):
-            kind = type(value)
-            name = kind.__name__ if kind.__module__ == "builtins" else \
-                f"{kind.__module__}.{kind.__name__}"
-            raise TypeError(f"can't assign a {name} to a {input.type()}")
-        value = full((), number, dtype=input._dtype, device=input.device)
+        if not _assignable_number(value):
+            raise TypeError(f"can't assign a {_c_type_name(value)} to a {input.type()}")
+        value = full((), python_scalar(value), dtype=input._dtype, device=input.device)
     if value.device != input.device:
         if not (value.ndim == 0 and value.device.type == "cpu"):  # (goes anywhere)
             raise RuntimeError(f"setitem: expected value on device {input.device}, got "

@@ -64,7 +64,10 @@ def _matmul_dtype_message(a: Tensor, b: Tensor) -> str:
     if a.ndim == b.ndim == 1:
         return (f"dot : expected both vectors to have same dtype, but found "
                 f"{scalar_type_name(a.dtype)} and {scalar_type_name(b.dtype)}")
-    if b.ndim <= 2:  # mm (or mv) of the folded batch
+    if b.ndim == 1:  # addmv of the folded batch: its result (of the vector's dtype) first
+        vec, mat = dt.SCALAR_TYPE_NAMES[b.dtype.name], dt.SCALAR_TYPE_NAMES[a.dtype.name]
+        return f"addmv input tensors must have the same dtype, but got {vec}, {mat}, and {vec}"
+    if b.ndim == 2:  # mm of the folded batch
         return (f"expected m1 and m2 to have the same dtype, but got: "
                 f"{cpp_type_name(a.dtype)} != {cpp_type_name(b.dtype)}")
     return f"expected scalar type {scalar_type_name(a.dtype)} but found " \
@@ -583,6 +586,68 @@ def linalg_vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Any = None) -> Te
 # -- einsum ---------------------------------------------------------------------------
 
 
+def _parse_checks(equation: str, n_operands: int) -> None:
+    """PyTorch's checks of an einsum equation as it parses it, in its order and words
+    (positions count the spaces, which PyTorch skips)."""
+    lhs, arrow, rhs = equation.partition("->")
+
+    def dots_at(text: str, i: int) -> bool:
+        return i + 2 < len(text) and text[i + 1] == "." and text[i + 2] == "."
+
+    def invalid(i: int) -> RuntimeError:
+        return RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation "
+                            "string, subscripts must be in [a-zA-Z]")
+
+    counts: dict[str, int] = {}
+    op, i, ellipsis = 0, 0, False
+    while i < len(lhs):
+        c = lhs[i]
+        if c == ".":
+            if ellipsis:
+                raise RuntimeError(f"einsum(): found '.' for operand {op} for which an "
+                                   "ellipsis was already found")
+            if not dots_at(lhs, i):
+                raise RuntimeError(f"einsum(): found '.' for operand {op} that is not part "
+                                   "of any ellipsis")
+            ellipsis, i = True, i + 2
+        elif c == ",":
+            op, ellipsis = op + 1, False
+            if op >= n_operands:
+                raise RuntimeError("einsum(): fewer operands were provided than specified "
+                                   "in the equation")
+        elif c != " ":
+            if not c.isascii() or not c.isalpha():
+                raise invalid(i)
+            counts[c] = counts.get(c, 0) + 1
+        i += 1
+    if op != n_operands - 1:
+        raise RuntimeError("einsum(): more operands were provided than specified in the "
+                           "equation")
+    seen: set[str] = set()
+    i, ellipsis = 0, False
+    while arrow and i < len(rhs):
+        c = rhs[i]
+        if c == ".":
+            if ellipsis:
+                raise RuntimeError("einsum(): found '.' for output but an ellipsis (...) "
+                                   "was already found")
+            if not dots_at(rhs, i):
+                raise RuntimeError("einsum(): found '.' for output that is not part of any "
+                                   "ellipsis (...)")
+            ellipsis, i = True, i + 2
+        elif c != " ":
+            if not c.isascii() or not c.isalpha():
+                raise invalid(len(lhs) + 2 + i)
+            if c in seen:
+                raise RuntimeError(f"einsum(): output subscript {c} appears more than once "
+                                   "in the output")
+            if c not in counts:
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
+                                   "equation for any input operand")
+            seen.add(c)
+        i += 1
+
+
 def _expand_ellipsis(equation: str, operands: Sequence[Tensor]) -> str:
     """Rewrite `...` into explicit letters (NumPy's rules), so the rest of einsum only
     ever sees plain subscripts."""
@@ -611,6 +676,28 @@ def _expand_ellipsis(equation: str, operands: Sequence[Tensor]) -> str:
     return ",".join(terms) + "->" + rhs
 
 
+def _contraction_dtypes(equation: str, operands: Sequence[Tensor]) -> Sequence[Tensor]:
+    """The dtypes PyTorch's einsum computes in: operands contracted over a shared summed
+    subscript meet in a batched matmul, which takes one dtype only (its error otherwise);
+    a lone operand summed over a subscript is summed as `sum` does, an integer one into
+    int64. Otherwise (products only) the operands' dtypes promote."""
+    lhs, _, rhs = equation.partition("->")
+    terms = lhs.split(",")
+    summed = {c for c in lhs if c not in rhs and c != ","}
+    if len(operands) == 1:
+        x = operands[0]
+        if summed and not (x.dtype.is_floating_point or x.dtype.is_complex):
+            return (x.to(dtype=dt.int64),)
+        return operands
+    shared = any(sum(c in t for t in terms) > 1 for c in summed)
+    first = operands[0].dtype
+    for x in operands[1:]:
+        if shared and x.dtype is not first:
+            raise RuntimeError(f"expected scalar type {dt.SCALAR_TYPE_NAMES[first.name]} "
+                               f"but found {dt.SCALAR_TYPE_NAMES[x.dtype.name]}")
+    return operands
+
+
 def _einsum_grads(grad, operands, equation, needs):
     lhs, arrow, rhs = equation.partition("->")
     terms = lhs.split(",")
@@ -628,7 +715,10 @@ def _einsum_grads(grad, operands, equation, needs):
         avail = set(rhs).union(*others) if others else set(rhs)
         kept = "".join(c for c in term if c in avail)
         sub_eq = ",".join(others + [rhs]) + "->" + kept
-        gi = einsum(sub_eq, *[conj(o) for j, o in enumerate(operands) if j != i], grad)
+        # (straight to the op: the grad may meet an operand of another dtype that the
+        # forward promoted, which the user-facing dtype check would refuse)
+        gi = apply(OPS["einsum"], *[conj(o) for j, o in enumerate(operands) if j != i], grad,
+                   equation=sub_eq)
         # broadcast back over letters summed only within this operand, and where this
         # operand's size 1 met a larger size (the node then sums those down)
         sizes = [gi.shape[kept.index(c)] if c in kept else 1 for c in term]
@@ -684,5 +774,7 @@ def einsum(equation: str, *operands: Any) -> Tensor:
         equation, operands = _sublist_equation((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
-    return apply(OPS["einsum"], *operands,
-                 equation=_expand_ellipsis(equation.replace(" ", ""), operands))
+    _parse_checks(equation, len(operands))
+    equation = _expand_ellipsis(equation.replace(" ", ""), operands)
+    operands = _contraction_dtypes(equation, operands)
+    return apply(OPS["einsum"], *operands, equation=equation)

@@ -42,10 +42,9 @@ def get_total_norm(tensors: _TensorOrTensors, norm_type: float = 2.0,
         # (a complex gradient's norm is real: the norms keep the real dtype)
         norms = [ember.norm(t, norm_type).to(first.device, first.dtype.to_real())
                  for t in tensors]
-        if len(norms) == 1:
-            total = norms[0]
-        else:
-            total = ember.norm(ember.stack(norms), norm_type)
+        # the norm of the stacked norms even for one tensor, as PyTorch: the 0-"norm" then
+        # counts the tensors with a nonzero gradient, not their nonzero elements
+        total = ember.norm(ember.stack(norms), norm_type)
     if error_if_nonfinite and not math.isfinite(float(total)):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from "
                            "`parameters` is non-finite, so it cannot be clipped. To disable "
