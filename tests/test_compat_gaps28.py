@@ -31,7 +31,7 @@ UNUSABLE_DEVICE_CALLS = [
     "m.full((2,), 1.0, device='cuda')", "m.zeros_like(m.zeros(2), device='cuda')",
     "m.zeros(2).new_zeros(2, device='cuda')", "m.as_tensor([1.0], device='cuda')",
     "m.zeros(2).cuda()", "m.nn.Linear(2, 2).cuda()", "m.nn.Linear(2, 2).to('cuda')",
-    "m.zeros(2).to('xpu')",
+    "m.zeros(2).to('xpu')", "m.zeros(2, device=0)", "m.zeros(2).to(0)",
     "m.cuda.current_device()", "m.cuda.get_device_name()", "m.cuda.get_device_name(0)",
     "m.cuda.get_device_properties(0)", "m.cuda.get_device_capability()",
     "m.cuda.synchronize()", "m.cuda.init()", "m.cuda.mem_get_info()",
@@ -50,7 +50,7 @@ def test_unusable_cuda_raises_torchs_cpu_build_error(call):
         ember.set_default_device(None)
         torch.set_default_device(None)
     assert mine[0] == theirs[0] != "ok"
-    if theirs[0] == "AssertionError":
+    if theirs[0] == "AssertionError" or "accelerator" in theirs[1]:
         assert mine == theirs
 
 

@@ -62,8 +62,13 @@ def get_default_device() -> Device:
 _NOT_COMPILED = {"cuda": "CUDA", "xpu": "XPU"}
 
 
-def not_compiled_error(device_type: str, reason: str) -> AssertionError:
-    """PyTorch's error for an accelerator it cannot use, with ember's `reason` as a note."""
+def not_compiled_error(device_type: str, reason: str, index_only: bool = False
+                       ) -> AssertionError | RuntimeError:
+    """PyTorch's error for an accelerator it cannot use, with ember's `reason` as a note
+    (`index_only`: the device was given as a bare index, `zeros(2, device=0)`)."""
+    if index_only:
+        return with_context(RuntimeError(
+            "Cannot access accelerator device when none is available."), reason)
     return with_context(AssertionError(
         f"Torch not compiled with {_NOT_COMPILED[device_type]} enabled"), reason)
 
@@ -74,7 +79,8 @@ def resolve(device: Any, nbytes: int = 0) -> tuple[Device, Backend]:
     about to be made there, the work `"auto"` judges when it has no choice yet."""
     if device is None:
         device = _default_device or "cpu"
-    if isinstance(device, int):
+    index_only = isinstance(device, int)  # an accelerator's index: CUDA's, in ember
+    if index_only:
         device = Device("cuda", device)
     if not isinstance(device, Device):
         device = Device(device)
@@ -84,14 +90,14 @@ def resolve(device: Any, nbytes: int = 0) -> tuple[Device, Backend]:
         backend = plugins.get_backend(device.type)
     except RuntimeError as err:
         if device.type in _NOT_COMPILED:
-            raise not_compiled_error(device.type, str(err)) from None
+            raise not_compiled_error(device.type, str(err), index_only) from None
         raise
     reason = plugins.safe_unavailable_reason(backend)
     if reason is not None:
         context = (f"device {str(device)!r} is not available: {reason}\n"
                    f"{plugins.registry.summary()}")
         if device.type in _NOT_COMPILED:
-            raise not_compiled_error(device.type, context)
+            raise not_compiled_error(device.type, context, index_only)
         raise RuntimeError(context)
     if backend.name == "cpu":
         if device.index not in (None, 0):
