@@ -175,8 +175,8 @@ def _grouped_softmax(input: Tensor, dim: int, dtype: Any, log: bool) -> Tensor:
         vals = s._vals.log_softmax(d - s.sparse_dim() + 1, dtype=dtype) if log else \
             s._vals.softmax(d - s.sparse_dim() + 1, dtype=dtype)
         return make(s._ind, vals, s._sparse_size, True)
-    d = dtype_arg(dtype, "log_softmax" if log else "softmax")
-    vals = s._vals if d is None else s._vals.to(d)
+    want = dtype_arg(dtype, "log_softmax" if log else "softmax")
+    vals = s._vals if want is None else s._vals.to(want)
     if not s._nnz():
         return make(s._ind, vals, s._sparse_size, True)
     # entries that share every index but `d` form a group; unspecified ones count as -inf
