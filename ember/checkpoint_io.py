@@ -20,6 +20,7 @@ import numpy as np
 from ember.core import dtype as dt
 from ember.core.backend import numpy_dtype
 from ember.core.device import device as Device
+from ember.core.errors import with_context
 from ember.core.tensor import Tensor
 
 _DTYPES = {"F16": dt.float16, "BF16": dt.bfloat16, "F32": dt.float32, "F64": dt.float64,
@@ -176,7 +177,14 @@ def place(t: Tensor, saved: str, map_location: Any) -> Tensor:
         return t
     try:
         return t.to(target)
-    except (RuntimeError, ValueError) as err:
-        raise RuntimeError(f"ember.load: a tensor was saved on {saved!r}, which cannot be "
-                           f"used here ({err}); pass map_location='cpu' to load it on the "
-                           "CPU") from None
+    except (RuntimeError, ValueError, AssertionError) as err:
+        context = (f"ember.load: a tensor was saved on {saved!r}, which cannot be used here "
+                   f"({err}); pass map_location='cpu' to load it on the CPU")
+        if not isinstance(err, AssertionError):
+            raise RuntimeError(context) from None
+        # CUDA unusable here: PyTorch's own words, ember's in a note
+        raise with_context(RuntimeError(
+            "Attempting to deserialize object on a CUDA device but torch.cuda.is_available() "
+            "is False. If you are running on a CPU-only machine, please use torch.load with "
+            "map_location=torch.device('cpu') to map your storages to the CPU."),
+            context) from None

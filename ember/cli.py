@@ -192,7 +192,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if args.device != "auto":
         try:  # an unknown or unusable device is a usage error, not a traceback
             resolve(args.device)
-        except (RuntimeError, ValueError, TypeError) as err:
+        except (RuntimeError, ValueError, TypeError, AssertionError) as err:
             print(f"ember demo: error: --device {args.device}: {_described(err)}",
                   file=sys.stderr)
             return 2

@@ -71,14 +71,17 @@ class TestDtypeObjects:
         assert ember.long is ember.int64 and ember.short is ember.int16
         assert ember.float is ember.float32 and ember.int is ember.int32
 
-    def test_dtype_from_string_and_python_type(self):
-        assert ember.zeros(2, dtype="float64").dtype is ember.float64
-        assert ember.zeros(2, dtype="long").dtype is ember.int64
-        assert ember.zeros(2, dtype=float).dtype is ember.float32
+    def test_dtype_from_python_type_not_string(self):
+        # as PyTorch: a Python type is a dtype (`float` is a C double: float64 whatever
+        # the default), a name is refused
+        assert ember.zeros(2, dtype=float).dtype is ember.float64
         assert ember.zeros(2, dtype=int).dtype is ember.int64
         assert ember.zeros(2, dtype=bool).dtype is ember.bool
-        with pytest.raises(TypeError):
-            ember.zeros(2, dtype="complex256")
+        assert ember.zeros(2, dtype=complex).dtype is ember.complex128
+        for name in ("float64", "long", "complex256"):
+            with pytest.raises(TypeError, match="^zeros\\(\\): argument 'dtype' must be "
+                                                "torch.dtype, not str$"):
+                ember.zeros(2, dtype=name)
 
     def test_pickle(self):
         import pickle

@@ -926,8 +926,6 @@ def test_implementation_flag_conflicts_raise_as_torch(kwargs):
             getattr(torch.optim, name)([torch.zeros(1, requires_grad=True)], lr=0.1, **kwargs)
         with pytest.raises(RuntimeError, match=re.escape(str(theirs.value))):
             getattr(ember.optim, name)([ember.zeros(1, requires_grad=True)], lr=0.1, **kwargs)
-    with pytest.raises(NotImplementedError, match=r"^RAdam\(differentiable=True\)"):
-        ember.optim.RAdam([ember.zeros(1, requires_grad=True)], differentiable=True)
 
 
 # -- differentiable, capturable, fused: PyTorch's implementation switches ---------------
@@ -945,6 +943,8 @@ DIFFERENTIABLE = [
     ("Rprop", {"lr": 0.1}),
     ("Adamax", {"lr": 0.1, "weight_decay": 0.1}),
     ("NAdam", {"lr": 0.1, "decoupled_weight_decay": True, "weight_decay": 0.1}),
+    ("RAdam", {"lr": 0.1, "weight_decay": 0.1}),
+    ("RAdam", {"lr": 0.1, "decoupled_weight_decay": True, "weight_decay": 0.1}),
 ]
 
 

@@ -64,7 +64,7 @@ def test_type_accepts_pytorch_type_names(name):
     want = torch.tensor([1.5, -2.0]).type(name.replace("ember.", "torch."))
     assert str(got.dtype).split(".")[1] == str(want.dtype).split(".")[1]
     assert got.tolist() == want.tolist()
-    with pytest.raises(TypeError, match="invalid type 'torch.NoSuchTensor'"):
+    with pytest.raises(ValueError, match="invalid type: 'torch.NoSuchTensor'"):
         ember.tensor([1.0]).type("torch.NoSuchTensor")
 
 
@@ -121,8 +121,7 @@ def test_optimizer_switches_are_checked_as_pytorch_checks_them():
     with pytest.raises(RuntimeError) as got:
         ember.optim.Adam(p, fused=True, foreach=True)
     assert str(got.value) == str(want.value)
-    with pytest.raises(NotImplementedError, match=r"RAdam\(differentiable=True\)"):
-        ember.optim.RAdam(p, lr=0.1, differentiable=True)
+    assert ember.optim.RAdam(p, lr=0.1, differentiable=True).defaults["differentiable"]
     # fused and capturable run the same update as the default
     for kwargs in ({"fused": True}, {"foreach": False}):
         e = [ember.nn.Parameter(ember.tensor([1.0, -2.0]))]

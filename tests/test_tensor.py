@@ -683,7 +683,8 @@ def test_new_ones_and_new_zeros_match_torch():
             for size, kw in ((((),), {}), ((3,), {}), (((2, 3),), {}), ((2, 0), {}),
                              ((2,), {"dtype": "float64"})):
                 tkw = {k: getattr(torch, v) for k, v in kw.items()}
-                eo, to = getattr(e, name)(*size, **kw), getattr(t, name)(*size, **tkw)
+                ekw = {k: getattr(ember, v) for k, v in kw.items()}
+                eo, to = getattr(e, name)(*size, **ekw), getattr(t, name)(*size, **tkw)
                 assert str(eo.dtype)[6:] == str(to.dtype)[6:] and eo.shape == to.shape
                 np.testing.assert_array_equal(eo.numpy(), to.numpy())
     g = ember.zeros(2).new_ones(2, requires_grad=True)
@@ -728,9 +729,9 @@ def test_cuda_legacy_types_exist_and_check_dtype_and_device():
     assert ember.cuda.FloatTensor.dtype is ember.float32
     assert ember.ones(2).type(ember.LongTensor).dtype is ember.int64
     if not ember.cuda.is_available():
-        with pytest.raises(RuntimeError, match="cuda"):
+        with pytest.raises(AssertionError, match="cuda"):
             ember.cuda.FloatTensor(2)
-        with pytest.raises(RuntimeError, match="cuda"):
+        with pytest.raises(AssertionError, match="cuda"):
             ember.ones(1).type(ember.cuda.FloatTensor)
     else:
         t = ember.cuda.FloatTensor(2, 3).fill_(1.0)

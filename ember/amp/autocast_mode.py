@@ -185,9 +185,12 @@ class autocast:  # noqa: N801 - PyTorch's name
         self._enabled = bool(enabled)
         self._cache_enabled = _cache_enabled if cache_enabled is None else bool(cache_enabled)
         if self._enabled and not _device_available(device_type):
-            warnings.warn(f"User provided device_type of '{device_type}', but "
-                          f"{device_type.upper() if device_type == 'cuda' else device_type} "
-                          "is not available. Disabling", stacklevel=2)
+            if device_type == "cuda":  # PyTorch's words
+                message = "CUDA is not available or torch_xla is imported. Disabling autocast."
+            else:
+                message = (f"User provided device_type of '{device_type}', but {device_type} "
+                           "is not available. Disabling")
+            warnings.warn(message, stacklevel=2)
             self._enabled = False
         if self._enabled and not _supported(device_type, self.fast_dtype):
             supported = ", ".join(f"ember.{d.name}" for d in _supported_dtypes(device_type))
@@ -353,7 +356,7 @@ def _supported(device_type: str, dtype: dt.dtype) -> bool:
 
 def _as_dtype(dtype: Any) -> dt.dtype:
     try:
-        d = dtype_arg(dtype)
+        d = dtype_arg(dtype, "autocast")
     except (TypeError, ValueError, KeyError, AttributeError) as err:
         raise TypeError(f"autocast: dtype must be an ember dtype such as ember.bfloat16 or "
                         f"ember.float16, got {dtype!r}") from err

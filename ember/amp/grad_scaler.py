@@ -13,6 +13,7 @@ import warnings
 from collections import abc, defaultdict
 from typing import Any
 
+from ember.core import dtype as dt
 from ember.core import plugins
 from ember.core.creation import full
 from ember.core.dtype import float16, float32, int32
@@ -61,14 +62,17 @@ class GradScaler:
         self._device = device
         self._enabled = enabled
         if enabled and not _available(device):
-            warnings.warn(f"ember.amp.GradScaler is enabled, but {device} is not available. "
-                          f" Disabling.", stacklevel=2)
+            # PyTorch's words for CUDA (whichever class was made); ember's for the others
+            what = f"{dt.API_NAME}.{'cuda.' if device == 'cuda' else ''}amp.GradScaler"
+            where = "CUDA" if device == "cuda" else device
+            warnings.warn(f"{what} is enabled, but {where} is not available.  Disabling.",
+                          stacklevel=2)
             self._enabled = False
-        if self._enabled:
+        if self._enabled:  # (PyTorch's checks: AssertionErrors)
             if growth_factor <= 1.0:
-                raise ValueError("The growth factor must be > 1.0.")
+                raise AssertionError("The growth factor must be > 1.0.")
             if backoff_factor >= 1.0:
-                raise ValueError("The backoff factor must be < 1.0.")
+                raise AssertionError("The backoff factor must be < 1.0.")
             self._init_scale = init_scale
             self._scale: Tensor | None = None  # made on the first scale(), on its device
             self._growth_factor = growth_factor

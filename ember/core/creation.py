@@ -125,7 +125,7 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Dev
     """A tensor of `size` filled with `fill_value`."""
     fill_value = fill_value.item() if isinstance(fill_value, Tensor) else \
         python_scalar(fill_value)
-    d = dtype_arg(dtype) or dt.scalar_dtype(fill_value)
+    d = dtype_arg(dtype, "full") or dt.scalar_dtype(fill_value)
     fill_value = dt.fit_scalar(fill_value, d)
     dev, backend = resolve(device, _nbytes(size, d))
     t = run_creation("full", dev, backend, shape=_shape_arg("full", tuple(size), d),
@@ -170,7 +170,7 @@ def arange(start: Any = None, end: Any = None, step: Any = 1, *, dtype: Any = No
         start, end = 0, start
     start, end, step = (float(v) if isinstance(v, Tensor) and v.is_floating_point()
                         else (int(v) if isinstance(v, Tensor) else v) for v in (start, end, step))
-    d = dtype_arg(dtype)
+    d = dtype_arg(dtype, "arange")
     if d is None:
         d = dt.int64 if all(isinstance(v, numbers.Integral) for v in (start, end, step)) \
             else dt.get_default_dtype()
@@ -194,7 +194,7 @@ def _deprecated_range(start: Any = 0, end: Any = None, step: Any = 1, *, dtype: 
     if (step > 0 and end < start) or (step < 0 and end > start):
         raise with_context(RuntimeError("upper bound and lower bound inconsistent with step "
                                         "sign"), f"arange: start={start}, end={end}, step={step}")
-    d = dtype_arg(dtype) or dt.get_default_dtype()
+    d = dtype_arg(dtype, "range") or dt.get_default_dtype()
     count = int(math.floor((end - start) / step)) + 1
     # start + i * step in float64, as PyTorch's kernel accumulates, then cast
     values = arange(count, dtype=dt.float64, device=device) * step + start
@@ -219,7 +219,7 @@ def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: Any = No
         raise RuntimeError(f"Storage size calculation overflowed with sizes={list(size)} and "
                            f"strides={list(stride)}")
     elements = 0 if 0 in size else 1 + sum((n - 1) * st for n, st in zip(size, stride))
-    d = dtype_arg(dtype) or dt.get_default_dtype()
+    d = dtype_arg(dtype, "empty_strided") or dt.get_default_dtype()
     flat = empty(elements, dtype=d, device=device)
     return _finish(flat.as_strided(size, stride), requires_grad)
 
@@ -238,7 +238,7 @@ def empty_permuted(size: Sequence[int], physical_layout: Sequence[int], *, dtype
                            f"len(physical_layout) = {len(order)}")
     if sorted(order) != list(range(len(order))):
         raise RuntimeError("Duplicate dim not allowed")
-    d = dtype_arg(dtype) or dt.get_default_dtype()
+    d = dtype_arg(dtype, "empty_permuted") or dt.get_default_dtype()
     laid = _in_order(size, order, lambda s: empty(s, dtype=d, device=device))
     return _finish(laid, requires_grad)
 
@@ -248,7 +248,7 @@ def _random(op: str, size: tuple, dtype: Any, device: DeviceLike, requires_grad:
             **attrs: Any) -> Tensor:
     """A random factory: on the CPU (or with a generator) PyTorch's stream from the host
     generator, `draw(engine, count, numpy dtype)`; elsewhere the device's own kernel."""
-    d = dtype_arg(dtype) or dt.get_default_dtype()
+    d = dtype_arg(dtype, op) or dt.get_default_dtype()
     if op in ("rand", "randn") and d.is_complex:
         return _finish(_complex_random(op, size, d, device, generator, draw), requires_grad)
     if op in ("rand", "randn") and not d.is_floating_point:
@@ -320,7 +320,7 @@ def randint(low: int, high: int | None = None, size: Sequence[int] = (), *,
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
                            f"from={low} >= to={high}")
-    d = dtype_arg(dtype) or dt.int64
+    d = dtype_arg(dtype, "randint") or dt.int64
     wide = d.name in WIDE_RANDOM
 
     def draw(engine: MT19937, n: int, npd: np.dtype) -> np.ndarray:
@@ -336,7 +336,7 @@ def randperm(n: int, *, dtype: Any = None, device: DeviceLike = None,
     n = int(n)
     if n < 0:
         raise RuntimeError(f"n must be non-negative, got{n}")
-    d = dtype_arg(dtype) or dt.int64
+    d = dtype_arg(dtype, "randperm") or dt.int64
     dev, backend = resolve(device)
     host = host_generator(generator, dev)
     if host is None:
@@ -374,7 +374,7 @@ def tensor(data: Any, dtype: Any = None, device: DeviceLike = None,
 @composite(complex=True, variants="function")
 def as_tensor(data: Any, dtype: Any = None, device: DeviceLike = None) -> Tensor:
     """Like `tensor`, but shares memory with `data` when no conversion is needed."""
-    d = dtype_arg(dtype)
+    d = dtype_arg(dtype, "as_tensor")
     if isinstance(data, Tensor):
         out = data
         if d is not None and d is not data.dtype:
@@ -406,7 +406,7 @@ def zeros(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
           device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros, of the sizes given (or `size=`)."""
     size = _sizes_given("zeros", sizes, size)
-    d = dtype_arg(dtype) or dt.get_default_dtype()
+    d = dtype_arg(dtype, "zeros") or dt.get_default_dtype()
     try:
         shape = _shape_arg("zeros", size, d)
     except RuntimeError as err:  # (zeros' own words in PyTorch; the others' are these)
@@ -421,7 +421,7 @@ def ones(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
          device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones, of the sizes given (or `size=`)."""
     size = _sizes_given("ones", sizes, size)
-    d = dtype_arg(dtype) or dt.get_default_dtype()
+    d = dtype_arg(dtype, "ones") or dt.get_default_dtype()
     return full(_shape_arg("ones", size, d), 1, dtype=d, device=device,
                 requires_grad=requires_grad)
 
@@ -433,7 +433,7 @@ def empty(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
     """An uninitialised tensor, of the sizes given (or `size=`), row-major or laid out in
     `memory_format` (`ember.channels_last`)."""
     size = _sizes_given("empty", sizes, size)
-    d = dtype_arg(dtype) or dt.get_default_dtype()
+    d = dtype_arg(dtype, "empty") or dt.get_default_dtype()
     dev, backend = resolve(device, _nbytes(size, d))
     check_dtype("empty", backend, d, dev)
     shape = _shape_arg("empty", size, d)
@@ -468,7 +468,7 @@ def _like(op: str, x: Tensor, dtype: Any, device: DeviceLike, layout: Any = None
                                       f"dense tensors are {storage.strided}")
     if memory_format is not None:
         check_format(op, memory_format)
-    return (dtype_arg(dtype) or x.dtype), (device if device is not None else x.device)
+    return (dtype_arg(dtype, op) or x.dtype), (device if device is not None else x.device)
 
 
 def _empty_like(x: Tensor, d: dt.dtype, dev: DeviceLike, memory_format: Any = None) -> Tensor:
@@ -580,7 +580,7 @@ def _new(factory: Callable[..., Tensor], doc: str, fill: int | None = None
         if fill is not None and device is None and interpose.active is None:
             # on this tensor's own device (backward's seed, zero gradients): `full` without
             # resolving the device again, which was most of the cost of `new_ones(())`
-            d = dtype_arg(dtype) or self._dtype
+            d = dtype_arg(dtype, "new_" + name) or self._dtype
             t = run_creation("full", self._device, self._backend,
                              shape=_shape_arg(name, size, d), fill_value=dt.fit_scalar(fill, d),
                              dtype=d)
@@ -621,7 +621,7 @@ def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: DeviceLike
                requires_grad: bool = False) -> Tensor:
     """A copy of `data`, with this tensor's dtype and device unless given."""
     _warn_copy_construct(data, "tensor.new_tensor")
-    out = Tensor._from_data(data, dtype or self.dtype, device or self.device)
+    out = Tensor._from_data(data, dtype or self.dtype, device or self.device, "new_tensor")
     return _finish(out, requires_grad)
 
 
@@ -634,7 +634,7 @@ def linspace(start: float, end: float, steps: int, *, dtype: Any = None,
     """`steps` evenly spaced values from `start` to `end`, both included."""
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    d = dtype_arg(dtype) or dt.get_default_dtype()
+    d = dtype_arg(dtype, "linspace") or dt.get_default_dtype()
     if steps == 1:
         return full((1,), start, dtype=d, device=device, requires_grad=requires_grad)
     # PyTorch fills the first half as fma(step, i, start) and the second half back from
@@ -689,7 +689,7 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: DeviceLike =
         requires_grad: bool = False) -> Tensor:
     """A 2-D tensor with ones on the diagonal."""
     m = n if m is None else m
-    d = dtype_arg(dtype) or dt.get_default_dtype()
+    d = dtype_arg(dtype, "eye") or dt.get_default_dtype()
     rows = arange(n, device=device).reshape(n, 1)
     cols = arange(m, device=device).reshape(1, m)
     return _finish((rows == cols).to(d), requires_grad)
@@ -701,7 +701,7 @@ def logspace(start: float, end: float, steps: int, base: float = 10.0, *, dtype:
     """`steps` values from `base ** start` to `base ** end`, the exponents evenly spaced."""
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    d = dtype_arg(dtype) or dt.get_default_dtype()
+    d = dtype_arg(dtype, "logspace") or dt.get_default_dtype()
     if steps == 1:
         return full((1,), math.pow(base, start), dtype=d, device=device,
                     requires_grad=requires_grad)

@@ -138,7 +138,9 @@ def _entered(op: Op, name: str, fn: Callable) -> Callable:
             if wrong is None:
                 raise
             raise TypeError(wrong) from None
-        except NotImplementedError:
+        except (NotImplementedError, RuntimeError):
+            # a sparse operand refused by the dense op or its decomposition (`frac` is
+            # `x - trunc(x)`, and a compressed tensor refuses `-`): its own form, if any
             sparse_form = _sparse_form(name, args)
             if sparse_form is None:
                 raise

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 
+from ember.core.errors import with_context
+
 
 class device:  # noqa: N801 - PyTorch's spelling
     """A device: a backend name (`type`) and an optional device `index`.
@@ -42,7 +44,7 @@ class device:  # noqa: N801 - PyTorch's spelling
         if isinstance(other, str):
             try:
                 other = device(other)
-            except (ValueError, TypeError):
+            except (RuntimeError, TypeError):
                 return False
         return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
 
@@ -78,12 +80,15 @@ def _make(kind: str, index: int | None) -> device:
 @functools.cache
 def parse(text: str) -> tuple[str, int | None]:
     """`"cuda:1"` -> `("cuda", 1)`; `"cpu"` -> `("cpu", None)`."""
+    if not text:
+        raise RuntimeError("Device string must not be empty")
     kind, sep, idx = text.strip().partition(":")
     if not kind or not (kind.replace("_", "").replace("-", "").isalnum()):
-        raise ValueError(f"invalid device string {text!r}: expected 'type' or 'type:index'")
+        raise with_context(RuntimeError(f"Invalid device string: {text!r}"),
+                           "expected 'type' or 'type:index'")
     if not sep:
         return kind.lower(), None
     if not idx.isdigit():
-        raise ValueError(f"invalid device string {text!r}: the index must be a "
-                         "non-negative integer")
+        raise with_context(RuntimeError(f"Invalid device string: {text!r}"),
+                           "the index must be a non-negative integer")
     return kind.lower(), int(idx)

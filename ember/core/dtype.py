@@ -17,6 +17,8 @@ import functools
 import math
 from collections.abc import Callable
 
+from ember.core.errors import type_name, with_context
+
 API_NAME = "ember"
 """The package name printed forms show (`ember.float32`, `ember.Size([2])`); ember.torch_alias
 sets it to "torch", so a PyTorch program run unchanged prints what it prints under PyTorch."""
@@ -190,13 +192,16 @@ def set_default_dtype(d: dtype) -> None:
     """Set the default floating dtype, as `torch.set_default_dtype` does."""
     global _default_float
     if not isinstance(d, dtype) or not d.is_floating_point:
-        raise TypeError(f"set_default_dtype: only floating-point dtypes are allowed, got {d}")
+        raise with_context(TypeError("invalid dtype object: only floating-point types are "
+                                     "supported as the default type"),
+                           f"set_default_dtype: got {d!r}")
     _default_float = d
 
 
-@functools.cache
+@functools.cache  # the argument check runs on a cache miss only: free on the hot path
 def promote_types(a: dtype, b: dtype) -> dtype:
     """The smallest dtype both `a` and `b` convert to without losing their category."""
+    _dtypes_only("promote_types", ("type1", a), ("type2", b))
     if a is b:
         return a
     if (a in LIMITED_DTYPES or b in LIMITED_DTYPES) and a._category <= INT and \
@@ -265,9 +270,24 @@ def result_type(*operands: tuple[dtype, int]) -> dtype:
     return result
 
 
+def not_a_dtype(value: object, op: str, arg: str = "dtype", position: int | None = None
+                ) -> TypeError:
+    """PyTorch's error for a dtype argument that is not one (`dtype="float32"`)."""
+    where = "" if position is None else f" (position {position})"
+    return TypeError(f"{op}(): argument '{arg}'{where} must be torch.dtype, not "
+                     f"{type_name(value)}")
+
+
+def _dtypes_only(op: str, *args: tuple[str, object]) -> None:
+    for position, (arg, value) in enumerate(args, 1):
+        if not isinstance(value, dtype):
+            raise not_a_dtype(value, op, arg, position)
+
+
 def can_cast(from_: dtype, to: dtype) -> bool:
     """Whether PyTorch's casting rules allow `from_` into `to` in an in-place or `out=` op:
     never to a lower category (float -> int, int -> bool)."""
+    _dtypes_only("can_cast", ("from_", from_), ("to", to))
     return from_._category <= to._category
 
 

@@ -20,7 +20,7 @@ from ember.core import anomaly_mode, interpose, tracing
 from ember.core import backend as backend_contract
 from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad, state
-from ember.core.graph import AccumulateGrad, GradientEdge, Node, edge_of, is_tensor
+from ember.core.graph import AccumulateGrad, GradientEdge, Node, edge_of, is_tensor, record
 from ember.core.memory_format import contiguous_format, tensor_format
 
 
@@ -66,6 +66,35 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
                              accumulate, into_captured)
     finally:
         state.retain_graph, state.checkpoint_valid = outer, outer_valid
+
+
+# The nodes whose backward PyTorch cannot differentiate again (their double backward
+# "is not implemented"), by label: ember's formulas could, but a program differentiated
+# twice through them fails under PyTorch, and ember raises the same error at the same
+# place (when the second backward reaches the gradient, as PyTorch's DelayedError does).
+ONCE_DIFFERENTIABLE = {
+    "CdistBackward0": "the derivative for '_cdist_backward' is not implemented.",
+    "EmbeddingBagBackward0": "the derivative for '_embedding_bag_backward' is not "
+                             "implemented.",
+}
+
+
+def _delayed_errors(label: str, results: Sequence[Any]) -> tuple:
+    """`results` (a once-differentiable node's gradients, computed under create_graph)
+    each behind a node that raises PyTorch's NotImplementedError when differentiated."""
+    message = ONCE_DIFFERENTIABLE[label]
+
+    def fail(node: Node, grad: Any) -> Any:
+        raise NotImplementedError(message)
+
+    out = []
+    for g in results:
+        if g is not None and g._requires_grad:
+            held = g.detach()
+            record(label[:-1] + "Backward0", fail, (g,), held)  # "CdistBackwardBackward0"
+            g = held
+        out.append(g)
+    return tuple(out)
 
 
 def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_graph: bool,
@@ -125,6 +154,8 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
                     results = hook(node, functools.partial(node.apply, grads))
                 if anomaly_mode._enabled:
                     anomaly_mode.check_gradients(node, results)
+                if create_graph and node.name() in ONCE_DIFFERENTIABLE:
+                    results = _delayed_errors(node.name(), results)
             else:  # nothing reached this node: it sends nothing on
                 results = (None,) * len(node.next_edges)
             if node.post_hooks:

@@ -53,3 +53,12 @@ def warn_once(message: str, category: type[Warning] = UserWarning, stacklevel: i
     if message not in _warned or _warn_always:
         _warned.add(message)
         warnings.warn(message, category, stacklevel=stacklevel + 1)
+
+
+def type_name(obj: object) -> str:
+    """`type(obj)`'s name as PyTorch's argument errors print it: bare for builtins
+    (`str`), qualified otherwise (`numpy.dtypes.Float32DType`)."""
+    cls = type(obj)
+    if cls.__module__ == "builtins":
+        return cls.__qualname__
+    return f"{cls.__module__}.{cls.__qualname__}"

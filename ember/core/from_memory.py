@@ -55,7 +55,7 @@ def asarray(obj: Any, *, dtype: Any = None, device: DeviceLike = None,
     as a tensor, sharing its memory when `copy` is not True and neither `dtype` nor
     `device` asks for a conversion (`copy=False` raises where one is needed).
     `requires_grad` defaults to `obj.requires_grad` for a tensor, else False."""
-    d = dtype_arg(dtype)
+    d = dtype_arg(dtype, "asarray")
     if isinstance(obj, Tensor):
         if requires_grad is None and obj.requires_grad:
             warnings.warn("torch.asarray: unspecified requires_grad now defaults to "
@@ -98,7 +98,7 @@ def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0,
     """A 1-D tensor over an object that exposes the buffer protocol (`bytearray`, `array`,
     `mmap` ...), sharing its memory: `count` elements of `dtype` from byte `offset`
     (all that follow where `count` is -1)."""
-    d = dtype_arg(dtype)
+    d = dtype_arg(dtype, "frombuffer")
     try:
         view = memoryview(buffer).cast("B")
     except TypeError:  # PyTorch's words for an object without the buffer protocol
@@ -139,7 +139,7 @@ def from_file(filename: str | os.PathLike, shared: bool | None = None, size: int
               pin_memory: bool = False) -> Tensor:
     """A 1-D tensor of `size` elements of `dtype` memory-mapped from `filename`. With
     `shared=True` writes reach the file; otherwise the mapping is private."""
-    d = dtype_arg(dtype) or dt.get_default_dtype()
+    d = dtype_arg(dtype, "from_file") or dt.get_default_dtype()
     path = os.fspath(filename)
     mode = "r+" if shared else "c"
     nbytes = size * np.dtype(numpy_dtype(d)).itemsize

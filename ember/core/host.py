@@ -37,19 +37,21 @@ def no_data() -> NotImplementedError:
     return NotImplementedError("Cannot copy out of meta tensor; no data!")
 
 
-def dtype_arg(dtype: Any) -> dt.dtype | None:
-    """Whatever users pass as `dtype=` (an ember dtype, a name, a Python or NumPy type)
-    -> an ember dtype, or None."""
+# The Python types PyTorch takes as a dtype: `float` is float64 whatever the default
+# dtype (a Python float is a C double), as in `torch.zeros(2, dtype=float)`.
+_PYTHON_TYPES = {float: dt.float64, int: dt.int64, bool: dt.bool_, complex: dt.complex128}
+
+
+def dtype_arg(dtype: Any, op: str) -> dt.dtype | None:
+    """What a user passed as `dtype=` to `op` -> an ember dtype, or None. As PyTorch: an
+    ember dtype or a Python type (`float`, `int`, `bool`, `complex`); a name
+    (`"float32"`) or a NumPy dtype is refused with PyTorch's TypeError."""
     if dtype is None or isinstance(dtype, dt.dtype):
         return dtype
-    if isinstance(dtype, str):
-        return dt.from_name(dtype)
-    if dtype in (float, int, bool):
-        return {float: dt.get_default_dtype(), int: dt.int64, bool: dt.bool_}[dtype]
-    try:
-        return from_numpy_dtype(np.dtype(dtype))
-    except TypeError:
-        raise TypeError(f"dtype must be an ember.dtype, got {dtype!r}") from None
+    d = _PYTHON_TYPES.get(dtype) if isinstance(dtype, type) else None
+    if d is None:
+        raise dt.not_a_dtype(dtype, op)
+    return d
 
 
 def infer_dtype(data: Any) -> dt.dtype:

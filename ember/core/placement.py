@@ -8,6 +8,7 @@ from typing import Any
 from ember.core import plugins, scheduler
 from ember.core.backend import Backend
 from ember.core.device import device as Device
+from ember.core.errors import with_context
 
 DeviceLike = str | Device | int | None
 
@@ -22,7 +23,13 @@ def set_default_device(device: DeviceLike) -> None:
     if isinstance(device, (str, Device)) and Device(device).type == "auto":
         _default_device = Device("auto")
         return
-    _default_device = None if device is None else resolve(device)[0]
+    if device is None:
+        _default_device = None
+        return
+    try:
+        _default_device = resolve(device)[0]
+    except AssertionError:  # CUDA unusable: PyTorch raises on the first factory call only
+        _default_device = Device(device)
 
 
 _pushed: list[Device | None] = []  # the defaults that `with device(...)` blocks replaced
@@ -49,6 +56,23 @@ def get_default_device() -> Device:
     return _default_device or Device("cpu")
 
 
+# The accelerators PyTorch's CPU build names: asked for one, it raises
+# `AssertionError: Torch not compiled with CUDA enabled`. ember raises the same where it
+# cannot use the device (no CuPy, no GPU, no driver), so programs that catch it still run.
+_NOT_COMPILED = {"cuda": "CUDA", "xpu": "XPU"}
+
+
+def not_compiled_error(device_type: str, reason: str, index_only: bool = False
+                       ) -> AssertionError | RuntimeError:
+    """PyTorch's error for an accelerator it cannot use, with ember's `reason` as a note
+    (`index_only`: the device was given as a bare index, `zeros(2, device=0)`)."""
+    if index_only:
+        return with_context(RuntimeError(
+            "Cannot access accelerator device when none is available."), reason)
+    return with_context(AssertionError(
+        f"Torch not compiled with {_NOT_COMPILED[device_type]} enabled"), reason)
+
+
 _CPU_DEVICE = Device("cpu")
 # the CPU's resolution, kept with the plugin registry it came from (the CPU backend is
 # always available; a new registry, after plugins.reset(), looks it up again)
@@ -65,17 +89,26 @@ def resolve(device: Any, nbytes: int = 0) -> tuple[Device, Backend]:
     if (device == "cpu" if type(device) is str else device is _CPU_DEVICE) and \
             _cpu_resolved[0] is plugins.registry:  # the common case, once looked up
         return _cpu_resolved[1]
-    if isinstance(device, int):
+    index_only = isinstance(device, int)  # an accelerator's index: CUDA's, in ember
+    if index_only:
         device = Device("cuda", device)
     if not isinstance(device, Device):
         device = Device(device)
     if device.type == "auto":
         device = scheduler.default_device(nbytes)
-    backend = plugins.get_backend(device.type)
+    try:
+        backend = plugins.get_backend(device.type)
+    except RuntimeError as err:
+        if device.type in _NOT_COMPILED:
+            raise not_compiled_error(device.type, str(err), index_only) from None
+        raise
     reason = plugins.safe_unavailable_reason(backend)
     if reason is not None:
-        raise RuntimeError(f"device {str(device)!r} is not available: {reason}\n"
-                           f"{plugins.registry.summary()}")
+        context = (f"device {str(device)!r} is not available: {reason}\n"
+                   f"{plugins.registry.summary()}")
+        if device.type in _NOT_COMPILED:
+            raise not_compiled_error(device.type, context, index_only)
+        raise RuntimeError(context)
     if backend.name == "cpu":
         if device.index not in (None, 0):
             raise RuntimeError(f"device 'cpu:{device.index}' does not exist: the CPU backend "

@@ -248,9 +248,13 @@ class PluginRegistry:
             # ember's own case (plugins off or broken: what they say matters most), or a
             # type PyTorch knows: ember's words
             raise RuntimeError(f"unknown device type {name!r}{hint}.\n{self.summary()}")
-        raise with_context(RuntimeError(
-            f"Expected one of {', '.join(_TORCH_DEVICE_TYPES)} device type at start of device "
-            f"string: {name}"), f"unknown device type {name!r}.\n{self.summary()}")
+        if not re.fullmatch(r"[a-zA-Z_]+", name):  # not a name PyTorch's parser takes
+            message = f"Invalid device string: {name!r}"  # x.to("float32")
+        else:
+            message = (f"Expected one of {', '.join(_TORCH_DEVICE_TYPES)} device type at "
+                       f"start of device string: {name}")
+        raise with_context(RuntimeError(message),
+                           f"unknown device type {name!r}.\n{self.summary()}")
 
     def meta(self) -> Backend:
         """The shape-only backend of the "meta" device, created on first use."""

@@ -267,7 +267,7 @@ def _check_input(op: str, input: Any, dtype: Any) -> dt.dtype:
     if input._dtype is not dt.float32:
         raise RuntimeError(f"Quantize only works on Float Tensor, got "
                            f"{dt.SCALAR_TYPE_NAMES.get(input._dtype.name, input._dtype.name)}")
-    d = dtype_arg(dtype)
+    d = dtype_arg(dtype, op)
     if d not in (dt.qint8, dt.quint8, dt.qint32):
         name = dt.SCALAR_TYPE_NAMES.get(d.name, d.name) if isinstance(d, dt.dtype) else d
         raise RuntimeError(f"ScalarType {name} is not supported in new_qtensor.")

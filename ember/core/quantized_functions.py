@@ -66,7 +66,7 @@ def quantize_per_tensor_dynamic(input: Any, dtype: Any, reduce_range: bool) -> A
     """
     if isinstance(input, (list, tuple)):
         return [quantize_per_tensor_dynamic(x, dtype, reduce_range) for x in input]
-    d = dtype_arg(dtype)
+    d = dtype_arg(dtype, "quantize_per_tensor_dynamic")
     if d not in (dt.qint8, dt.quint8, dt.float16):
         name = dt.SCALAR_TYPE_NAMES.get(d.name, d.name) if isinstance(d, dt.dtype) else d
         raise RuntimeError(f"dtype {name}not supported")

@@ -340,7 +340,7 @@ def sparse_compressed_tensor(compressed_indices: Any, plain_indices: Any, values
     cidx, pidx = (x if isinstance(x, Tensor) else _as_tensor(x, dtype=dt.int64)
                   for x in (compressed_indices, plain_indices))
     if dtype is not None:
-        vals = vals.to(dtype_arg(dtype))
+        vals = vals.to(dtype_arg(dtype, "sparse_compressed_tensor"))
     if device is not None:
         vals, cidx, pidx = vals.to(device), cidx.to(device), pidx.to(device)
     if size is None:

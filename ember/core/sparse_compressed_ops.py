@@ -210,6 +210,47 @@ def neg(input: SparseCompressedTensor) -> SparseCompressedTensor:
                            input.layout)
 
 
+# PyTorch's value-wise unary ops of compressed tensors: the f with f(0) == 0, applied to
+# the specified values, the indices kept (others, `exp`, `cos`, `sigmoid` ..., refused)
+_VALUE_WISE = ("abs", "sin", "sqrt", "tanh", "relu", "log1p", "expm1", "sgn", "sign", "ceil",
+               "floor", "round", "trunc", "frac", "asin", "asinh", "atan", "atanh", "tan",
+               "sinh", "erf", "erfinv", "deg2rad", "rad2deg", "isnan", "isinf", "signbit",
+               "conj_physical", "angle")
+_VALUE_WISE_INPLACE = ("abs", "sin", "sqrt", "tanh", "relu", "log1p", "expm1", "sgn", "sign",
+                       "ceil", "floor", "round", "trunc", "frac", "asin", "asinh", "atan",
+                       "atanh", "tan", "sinh", "erf", "erfinv", "deg2rad", "rad2deg", "neg")
+# PyTorch's "unsupported tensor layout" refusals among the unary and scalar ops
+_UNSUPPORTED = ("exp", "log", "cos", "exp2", "rsqrt", "reciprocal", "sigmoid", "square",
+                "pow", "__pow__", "clamp", "clip", "threshold", "leaky_relu", "gelu", "silu",
+                "div", "__truediv__", "true_divide",
+                "divide", "sub", "__sub__", "__rsub__", "div_", "sub_", "__itruediv__",
+                "__isub__")
+
+
+def _value_wise(name: str) -> Any:
+    def op(input: SparseCompressedTensor) -> SparseCompressedTensor:
+        return make_compressed(input._cidx, input._pidx, getattr(input._vals, name)(),
+                               input._sparse_size, input.layout)
+    op.__name__ = name
+    return op
+
+
+def _value_wise_(name: str) -> Any:
+    def op(input: SparseCompressedTensor) -> SparseCompressedTensor:
+        getattr(input._vals, name + "_")()
+        return input
+    op.__name__ = name + "_"
+    return op
+
+
+def mul_(input: SparseCompressedTensor, other: Any) -> SparseCompressedTensor:
+    """`input *= number`: the values scaled in place."""
+    if not _is_scalar(other):
+        raise unsupported(input, "mul_.Tensor")
+    input._vals.mul_(other)
+    return input
+
+
 def transpose(input: SparseCompressedTensor, dim0: int, dim1: int) -> SparseCompressedTensor:
     """The two sparse dimensions swapped: CSR <-> CSC and BSR <-> BSC with the same index
     tensors (the blocks transposed); batch dimensions do not move, as in PyTorch."""
@@ -281,9 +322,15 @@ C.mul = C.__mul__ = C.__rmul__ = C.multiply = _binary(mul)
 C.add = C.__add__ = _add_method
 C.__radd__ = _radd_method
 C.neg = C.__neg__ = C.negative = neg
-for _name in ("div", "__truediv__", "true_divide", "divide", "sub", "__sub__", "__rsub__",
-              "exp", "log", "div_", "sub_", "__itruediv__", "__isub__"):
+for _name in _UNSUPPORTED:
     setattr(C, _name, _refuse(_name))
+_UNARY_FORMS = {name: _value_wise(name) for name in _VALUE_WISE}
+for _name, _op in _UNARY_FORMS.items():
+    setattr(C, _name, _op)
+for _name in _VALUE_WISE_INPLACE:
+    setattr(C, _name + "_", _value_wise_(_name))
+C.absolute = C.abs
+C.mul_ = C.__imul__ = mul_
 C.transpose = transpose
 C.t = t
 C.T = property(lambda self: t(self))
@@ -295,7 +342,8 @@ C.__rmatmul__ = _rmatmul_method
 # `ember.<name>(compressed, ...)` once the dense op refused it (see declare._sparse_form)
 C.function_forms = {
     "mm": _mm_method, "matmul": _matmul_method, "sum": sum, "mul": mul, "add": add,
-    "neg": neg, "t": t, "transpose": transpose, "clone": C.clone, "detach": C.detach}
+    "neg": neg, "t": t, "transpose": transpose, "clone": C.clone, "detach": C.detach,
+    **_UNARY_FORMS, **{name: _refuse(name) for name in _UNSUPPORTED}}
 C.second_operand_forms = {  # `ember.mm(dense, csr)`, `ember.add(dense, csr)`
     "mm": lambda input, mat2: dense_matmul(input, mat2, "mm"),
     "matmul": lambda input, other: dense_matmul(input, other, "matmul"),

@@ -418,7 +418,7 @@ def sparse_coo_tensor(indices: Any, values: Any = None, size: Sequence[int] | No
     """
     if values is None and size is None:  # sparse_coo_tensor(size): no entries
         full_size = _int_size(indices)
-        d = dtype_arg(dtype) or dt.get_default_dtype()
+        d = dtype_arg(dtype, "sparse_coo_tensor") or dt.get_default_dtype()
         return sparse_coo_tensor(zeros((len(full_size), 0), dtype=dt.int64, device=device),
                                  zeros((0,), dtype=d, device=device), full_size,
                                  requires_grad=requires_grad, is_coalesced=True)
@@ -427,7 +427,7 @@ def sparse_coo_tensor(indices: Any, values: Any = None, size: Sequence[int] | No
     if vals.is_sparse or ind.is_sparse:
         raise TypeError("sparse_coo_tensor(): indices and values must be dense tensors")
     if dtype is not None:
-        vals = vals.to(dtype_arg(dtype))
+        vals = vals.to(dtype_arg(dtype, "sparse_coo_tensor"))
     if device is not None:
         vals = vals.to(device)
         ind = ind.to(device)

@@ -137,7 +137,7 @@ def sparse_sum(input: Tensor, dim: Any = None, dtype: Any = None) -> Tensor:
                            f"{layout_name(input.layout)}")
     vals = input._vals
     if dtype is not None:
-        vals = vals.to(dtype_arg(dtype))
+        vals = vals.to(dtype_arg(dtype, "sum"))
     elif not (vals.dtype.is_floating_point):
         vals = vals.to(dt.int64)  # integers sum as int64, as in PyTorch
     if dim is None:
@@ -175,7 +175,8 @@ def _grouped_softmax(input: Tensor, dim: int, dtype: Any, log: bool) -> Tensor:
         vals = s._vals.log_softmax(d - s.sparse_dim() + 1, dtype=dtype) if log else \
             s._vals.softmax(d - s.sparse_dim() + 1, dtype=dtype)
         return make(s._ind, vals, s._sparse_size, True)
-    vals = s._vals if dtype is None else s._vals.to(dtype_arg(dtype))
+    want = dtype_arg(dtype, "log_softmax" if log else "softmax")
+    vals = s._vals if want is None else s._vals.to(want)
     if not s._nnz():
         return make(s._ind, vals, s._sparse_size, True)
     # entries that share every index but `d` form a group; unspecified ones count as -inf

@@ -94,9 +94,11 @@ class Tensor:
         return t
 
     @classmethod
-    def _from_data(cls, data: Any, dtype: Any = None, device: Any = None) -> Tensor:
-        """A new tensor holding a copy of `data` (a number, nested lists, an array)."""
-        arr, d = to_host(data, dtype_arg(dtype))
+    def _from_data(cls, data: Any, dtype: Any = None, device: Any = None,
+                   op: str = "tensor") -> Tensor:
+        """A new tensor holding a copy of `data` (a number, nested lists, an array); `op`
+        names the factory in argument errors."""
+        arr, d = to_host(data, dtype_arg(dtype, op))
         dev, backend = resolve(device)
         if d not in backend.dtypes:
             from ember.core.dispatch import check_dtype
@@ -112,7 +114,7 @@ class Tensor:
         `Tensor(t)` the tensor `t` itself (PyTorch: an alias of it, of its dtype)."""
         if len(args) == 1 and isinstance(args[0], Tensor) and dtype is None:
             return args[0]  # PyTorch returns an alias of any tensor, keeping its dtype
-        d = dtype_arg(dtype) or dt.get_default_dtype()
+        d = dtype_arg(dtype, "Tensor") or dt.get_default_dtype()
         if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args) or \
                 len(args) == 1 and isinstance(args[0], Size):
             shape = tuple(args[0]) if isinstance(args[0], Size) else args

@@ -7,6 +7,15 @@ import numpy as np
 
 from ember.core import dtype as dt
 from ember.core.backend import numpy_dtype
+from ember.core.host import dtype_arg
+
+
+def _dtype_arg(value: object, op: str) -> dt.dtype:
+    """A dtype, or a Python type (`finfo(float)` is float64's), else PyTorch's error."""
+    try:
+        return dtype_arg(value, op)
+    except TypeError:
+        raise dt.not_a_dtype(value, op, "type", 1) from None
 
 
 def _g(value: float) -> str:
@@ -19,7 +28,7 @@ class finfo:  # noqa: N801 - PyTorch's name
     `bits`, `eps`, `max`, `min`, `tiny` (= `smallest_normal`), `resolution`, `dtype`."""
 
     def __init__(self, type: dt.dtype | None = None) -> None:  # noqa: A002 - PyTorch's name
-        d = dt.get_default_dtype() if type is None else type
+        d = dt.get_default_dtype() if type is None else _dtype_arg(type, "finfo")
         if isinstance(d, dt.dtype) and d.is_complex:  # PyTorch's: its parts' dtype's
             d = d.to_real()
         if not isinstance(d, dt.dtype) or not d.is_floating_point:
@@ -56,6 +65,7 @@ class iinfo:  # noqa: N801 - PyTorch's name
     """Machine limits of an integer dtype: `bits`, `max`, `min`, `dtype`."""
 
     def __init__(self, type: dt.dtype) -> None:  # noqa: A002 - PyTorch's name
+        type = _dtype_arg(type, "iinfo")  # noqa: A001
         if type is dt.bool_:
             raise TypeError(f"{type} is not supported by {dt.API_NAME}.iinfo")
         if not isinstance(type, dt.dtype) or type.is_floating_point:

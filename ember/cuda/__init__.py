@@ -4,10 +4,9 @@ streams and events of the CUDA backend, and `ember.cuda.amp`.
 Works on every machine. What needs no GPU answers without one, as PyTorch's does:
 `is_available()` is False, `device_count()` 0, `manual_seed` does nothing, the memory
 functions report 0, `device(-1)` and `stream(None)` are no-ops. What needs a GPU
-initializes CUDA first and raises why it cannot: an AssertionError when ember has no CUDA
-at all (CuPy is not installed: PyTorch's "not compiled with CUDA enabled"), else a
-RuntimeError with the backend's reason (no driver, no device ...). `ember devices` shows
-the same reason.
+initializes CUDA first and raises, where it cannot, what PyTorch's CPU build raises
+(AssertionError: Torch not compiled with CUDA enabled), with the backend's reason (CuPy
+missing, no driver, no device ...) in a note. `ember devices` shows the same reason.
 
 The CUDA backend is reached through the plugin manager, like every backend; its own
 methods (device contexts, memory pool statistics, CuPy's streams and events) do the work.
@@ -24,7 +23,9 @@ from typing import Any
 from ember.core import plugins
 from ember.core.backend import OutOfMemoryError
 from ember.core.device import device as _Device
+from ember.core.errors import with_context
 from ember.core.legacy_types import CUDA_TYPES as _CUDA_TYPES
+from ember.core.placement import not_compiled_error
 
 # PyTorch's legacy constructors of CUDA tensors (ember.cuda.FloatTensor ...)
 globals().update(_CUDA_TYPES)
@@ -52,20 +53,18 @@ def _backend() -> Any:
 
 
 def _lazy_init() -> Any:
-    """The CUDA backend, ready; else PyTorch's errors for a build without CUDA
-    (AssertionError) or a machine without a usable GPU (RuntimeError, with the reason)."""
+    """The CUDA backend, ready; else PyTorch's error where it cannot use CUDA (its CPU
+    build's AssertionError "Torch not compiled with CUDA enabled"), with ember's reason
+    (CuPy missing, no driver, no device ...) as a note."""
     global _initialized
     backend = _backend()
     if backend is None:
-        raise AssertionError("ember not compiled with CUDA enabled (the 'cuda' backend is "
-                             "not loaded: see EMBER_BACKENDS)")
+        raise not_compiled_error("cuda", "the 'cuda' backend is not loaded: see EMBER_BACKENDS")
     if _initialized:
         return backend
     reason = plugins.safe_unavailable_reason(backend)
     if reason is not None:
-        if not backend.is_built():
-            raise AssertionError(f"ember not compiled with CUDA enabled: {reason}")
-        raise RuntimeError(reason)
+        raise not_compiled_error("cuda", reason)
     _initialized = True
     return backend
 
@@ -146,7 +145,7 @@ class device:  # noqa: N801 - PyTorch's name
     def __enter__(self) -> None:
         if self.idx < 0:
             return
-        backend = _lazy_init()
+        backend = _needs_cuda("PyTorch was compiled without CUDA support", suffix="")
         self.prev_idx = backend.current_device()
         if self.prev_idx != self.idx:
             backend.set_device(_check_index(backend, self.idx))
@@ -316,11 +315,14 @@ def mem_get_info(device: Any = None) -> tuple[int, int]:
 # -- streams and events ---------------------------------------------------------------
 
 
-def _needs_cuda(what: str) -> Any:
+def _needs_cuda(what: str, suffix: str = " requires CUDA support") -> Any:
+    """The CUDA backend, ready; else the RuntimeError that PyTorch's CPU build raises
+    here (`what` + `suffix`), with ember's reason as a note."""
     try:
         return _lazy_init()
-    except (AssertionError, RuntimeError) as err:
-        raise RuntimeError(f"{what} requires CUDA support: {err}") from None
+    except AssertionError as err:
+        reason = "; ".join(getattr(err, "__notes__", []))
+        raise with_context(RuntimeError(what + suffix), reason) from None
 
 
 class Stream:

@@ -18,6 +18,7 @@ from typing import Any
 import ember
 from ember import Tensor
 from ember.autograd import Function
+from ember.core.ops.elementwise import to_arguments
 from ember.nn.parameter import Buffer, Parameter
 
 __all__ = ["Module", "RemovableHandle", "register_module_forward_hook",
@@ -722,22 +723,8 @@ class Module:
         Returns:
             Module: self
         """
-        device = kwargs.pop("device", None)
-        dtype = kwargs.pop("dtype", None)
-        kwargs.pop("non_blocking", None)
-        memory_format = kwargs.pop("memory_format", None)
-        if kwargs:
-            raise TypeError(f"to() received an invalid combination of arguments: unexpected "
-                            f"keyword arguments {sorted(kwargs)}")
-        for a in args:
-            if isinstance(a, Tensor):
-                device, dtype = a.device, a.dtype
-            elif isinstance(a, ember.dtype):
-                dtype = a
-            elif isinstance(a, bool):  # non_blocking passed positionally
-                continue
-            elif a is not None:
-                device = a
+        memory_format = kwargs.get("memory_format")
+        device, dtype, _, _ = to_arguments(args, kwargs)  # Tensor.to's parsing and errors
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
                             f"got desired dtype={dtype}")

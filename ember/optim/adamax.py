@@ -78,14 +78,22 @@ class Adamax(Optimizer):
         state = self.state
         with self._update_mode():
             for group in self.param_groups:
-                params, grads, (exp_avgs, exp_infs), steps, _ = _advance(
-                    state, group, ("exp_avg", "exp_inf"), optimizer="Adamax")
+                capturable = group["capturable"]
+                # (capturable: the step counts stay tensors, never read into Python)
+                params, grads, (exp_avgs, exp_infs), steps, states = _advance(
+                    state, group, ("exp_avg", "exp_inf"), optimizer="Adamax",
+                    read_steps=not capturable)
                 if not params:
                     continue
                 beta1, beta2 = group["betas"]
                 options = (group["lr"], beta1, beta2, group["eps"], group["weight_decay"],
                            group["maximize"])
-                if _use_foreach(group):
+                if capturable:
+                    _use_foreach(group)  # (raises PyTorch's error for foreach + autograd)
+                    _adamax_single(params, grads, exp_avgs, exp_infs,
+                                   [st["step"] for st in states], *options,
+                                   differentiable=group["differentiable"], capturable=True)
+                elif _use_foreach(group):
                     for bucket in _buckets(params, grads, exp_avgs, exp_infs, steps):
                         _adamax_foreach(*bucket, *options)
                 else:
@@ -97,10 +105,11 @@ class Adamax(Optimizer):
 def _adamax_single(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
                    exp_infs: list[Tensor], steps: list[float], lr: float, beta1: float,
                    beta2: float, eps: float, weight_decay: float, maximize: bool,
-                   differentiable: bool = False) -> None:
+                   differentiable: bool = False, capturable: bool = False) -> None:
     """The per-tensor update (`steps` already counts this step); in a differentiable
     group the new `exp_inf` is PyTorch's `amax` over a stacked copy, so the tensor
-    autograd saves is not the one overwritten."""
+    autograd saves is not the one overwritten. In a capturable group `steps` are the
+    step tensors and the bias correction is computed from them on their device."""
     for p, grad, exp_avg, exp_inf, step in zip(params, grads, exp_avgs, exp_infs, steps):
         if maximize:
             grad = -grad
@@ -112,7 +121,11 @@ def _adamax_single(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Ten
             exp_inf.copy_(ember.stack([exp_inf.mul_(beta2), norm]).amax(0))
         else:
             exp_inf.copy_(exp_inf.mul_(beta2).maximum(norm))
-        p.addcdiv_(exp_avg, exp_inf, value=-lr / (1 - beta1 ** step))
+        if capturable:  # PyTorch's: the negated correction folded into the denominator
+            neg_bias_correction = (beta1 ** step - 1).div_(lr)
+            p.addcdiv_(exp_avg, exp_inf * neg_bias_correction)
+        else:
+            p.addcdiv_(exp_avg, exp_inf, value=-lr / (1 - beta1 ** step))
 
 
 def _adamax_foreach(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],

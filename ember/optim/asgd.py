@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import ember
 from ember.core.creation import as_tensor, zeros_like
 from ember.core.tensor import Tensor
 from ember.optim.optimizer import (
@@ -110,6 +111,9 @@ def _asgd_update(p: Tensor, grad: Tensor, pstate: dict[str, Any],
         grad = -grad
     if group["weight_decay"] != 0:
         grad = grad.add(p, alpha=group["weight_decay"])
+    if group["capturable"]:  # PyTorch's: eta, mu and step used as tensors, never read
+        _asgd_capturable(p, grad, pstate, lr, lambd, alpha, t0)
+        return
     eta, mu, ax = pstate["eta"].item(), pstate["mu"].item(), pstate["ax"]
     p.mul_(1 - lambd * eta)
     p.add_(grad, alpha=-eta)
@@ -122,3 +126,15 @@ def _asgd_update(p: Tensor, grad: Tensor, pstate: dict[str, Any],
     # mu: the values are rounded to it even where a loaded state made them float64
     pstate["eta"].copy_(as_tensor(lr / ((1 + lambd * lr * step) ** alpha)))
     pstate["mu"].copy_(as_tensor(1 / max(1, step - t0)))
+
+
+def _asgd_capturable(p: Tensor, grad: Tensor, pstate: dict[str, Any], lr: float,
+                     lambd: float, alpha: float, t0: float) -> None:
+    """The update of a capturable group: on the parameter's device, from the 0-d `eta`,
+    `mu` and `step` tensors, with no value read back into Python."""
+    eta, mu, ax, step = pstate["eta"], pstate["mu"], pstate["ax"], pstate["step"]
+    p.mul_(1 - lambd * eta)
+    p.addcmul_(grad, eta, value=-1)
+    ax.add_(p.sub(ax).mul_(mu))
+    eta.copy_(lr / ((1 + lambd * lr * step) ** alpha))
+    mu.copy_(1 / ember.maximum(step - t0, ember.ones_like(step)))

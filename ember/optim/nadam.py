@@ -101,24 +101,27 @@ class NAdam(Optimizer):
         with self._update_mode():
             for group in self.param_groups:
                 beta1, beta2 = group["betas"]
+                capturable = group["capturable"]
+                # (capturable: the step counts and mu products stay tensors, never read)
                 params, grads, (exp_avgs, exp_avg_sqs), steps, states = _advance(
                     state, group, ("exp_avg", "exp_avg_sq"), {"mu_product": 1.0},
-                    optimizer="NAdam")
-                mu_products = []
+                    optimizer="NAdam", read_steps=not capturable)
+                if capturable:
+                    steps = [st["step"] for st in states]
                 for pstate, step in zip(states, steps):
                     # (a 0-d tensor, as PyTorch's: it rounds the product as PyTorch does)
                     pstate["mu_product"].mul_(_mu(beta1, group["momentum_decay"], step))
-                    mu_products.append(pstate["mu_product"].item())
                 if not params:
                     continue
                 options = (group["lr"], beta1, beta2, group["eps"], group["weight_decay"],
                            group["momentum_decay"], group["decoupled_weight_decay"],
                            group["maximize"])
-                if group["differentiable"]:  # (_use_foreach refuses foreach=True)
-                    _use_foreach(group)
-                    _nadam_differentiable(params, grads, exp_avgs, exp_avg_sqs, steps,
-                                          [st["mu_product"] for st in states], *options)
+                if group["differentiable"] or capturable:  # (_use_foreach refuses
+                    _use_foreach(group)                      # foreach=True with autograd)
+                    _nadam_tensor_steps(params, grads, exp_avgs, exp_avg_sqs, steps,
+                                        [st["mu_product"] for st in states], *options)
                     continue
+                mu_products = [st["mu_product"].item() for st in states]
                 run = _nadam_foreach if _use_foreach(group) else _nadam_single
                 for bucket in _buckets(params, grads, exp_avgs, exp_avg_sqs, steps,
                                        mu_products):
@@ -153,14 +156,14 @@ def _nadam_single(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tens
         p.addcdiv_(exp_avg, denom, value=avg_coef)
 
 
-def _nadam_differentiable(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
-                          exp_avg_sqs: list[Tensor], steps: list[float],
-                          mu_products: list[Tensor], lr: float, beta1: float, beta2: float,
-                          eps: float, weight_decay: float, momentum_decay: float,
-                          decoupled_weight_decay: bool, maximize: bool) -> None:
-    """The per-tensor update of a differentiable group, as PyTorch's: the coefficients
-    are tensor ops on the 0-d `mu_products` (this step's), and no tensor autograd saves
-    is written in place."""
+def _nadam_tensor_steps(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
+                        exp_avg_sqs: list[Tensor], steps: list[Any],
+                        mu_products: list[Tensor], lr: float, beta1: float, beta2: float,
+                        eps: float, weight_decay: float, momentum_decay: float,
+                        decoupled_weight_decay: bool, maximize: bool) -> None:
+    """The per-tensor update of a differentiable or capturable group, as PyTorch's: the
+    coefficients are tensor ops on the 0-d `mu_products` (this step's) and, capturable,
+    on the step tensors `steps`; no tensor autograd saves is written in place."""
     for p, grad, exp_avg, exp_avg_sq, step, mu_product in zip(
             params, grads, exp_avgs, exp_avg_sqs, steps, mu_products):
         grad = penalized_grad(p, grad, lr, weight_decay, maximize, decoupled_weight_decay)

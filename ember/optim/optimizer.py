@@ -119,7 +119,7 @@ def _hooked_step(step: Callable) -> Callable:
 
 # the optimizers whose update ember records for autograd when `differentiable=True`
 _DIFFERENTIABLE = ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "ASGD", "Rprop",
-                   "Adamax", "NAdam")
+                   "Adamax", "NAdam", "RAdam")
 # PyTorch's device lists, as its messages print them (ember's list-op "fused" update runs
 # on every device; a capturable step count lives on any device but the CPU)
 _FUSED_DEVICES = ["mps", "cuda", "xpu", "hpu", "cpu", "mtia", "privateuseone"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import ember
 from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
 from ember.optim.adam import _check_adam_args
@@ -17,6 +18,7 @@ from ember.optim.optimizer import (
     _foreach_penalized_grads,
     _implementation_options,
     _use_foreach,
+    penalized_grad,
 )
 
 __all__ = ["RAdam"]
@@ -92,14 +94,23 @@ class RAdam(Optimizer):
         state = self.state
         with self._update_mode():
             for group in self.param_groups:
-                params, grads, (exp_avgs, exp_avg_sqs), steps, _ = _advance(
-                    state, group, ("exp_avg", "exp_avg_sq"), optimizer="RAdam")
+                capturable, differentiable = group["capturable"], group["differentiable"]
+                # (capturable: the step counts stay tensors, never read into Python)
+                params, grads, (exp_avgs, exp_avg_sqs), steps, states = _advance(
+                    state, group, ("exp_avg", "exp_avg_sq"), optimizer="RAdam",
+                    read_steps=not capturable)
                 if not params:
                     continue
                 beta1, beta2 = group["betas"]
                 options = (group["lr"], beta1, beta2, group["eps"], group["weight_decay"],
                            group["decoupled_weight_decay"], group["maximize"])
-                if _use_foreach(group):
+                if capturable or differentiable:
+                    _use_foreach(group)  # (raises PyTorch's error for foreach + autograd)
+                    _radam_tensor_steps(params, grads, exp_avgs, exp_avg_sqs,
+                                        [st["step"] for st in states] if capturable else steps,
+                                        *options, capturable=capturable,
+                                        differentiable=differentiable)
+                elif _use_foreach(group):
                     # one run per step count, since the rectification depends on it
                     for bucket in _buckets(params, grads, exp_avgs, exp_avg_sqs, steps):
                         for idx in _by_step(bucket[-1]):
@@ -118,6 +129,51 @@ def _by_step(steps: list[float]) -> list[list[int]]:
     for i, s in enumerate(steps):
         groups.setdefault(s, []).append(i)
     return list(groups.values())
+
+
+def _radam_tensor_steps(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
+                        exp_avg_sqs: list[Tensor], steps: list[Any], lr: float, beta1: float,
+                        beta2: float, eps: float, weight_decay: float,
+                        decoupled_weight_decay: bool, maximize: bool, *, capturable: bool,
+                        differentiable: bool) -> None:
+    """The per-tensor update of a ``capturable`` or ``differentiable`` group, as PyTorch's.
+    Capturable: `steps` are the step tensors, and the rectification is chosen by
+    `where` on their device rather than by a Python `if`. Differentiable: no tensor that
+    autograd saves is written in place."""
+    rho_inf = 2 / (1 - beta2) - 1
+    for p, grad, exp_avg, exp_avg_sq, step in zip(params, grads, exp_avgs, exp_avg_sqs,
+                                                  steps):
+        grad = penalized_grad(p, grad, lr, weight_decay, maximize, decoupled_weight_decay)
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2 = 1 - beta2 ** step
+        bias_corrected_exp_avg = exp_avg / bias_correction1
+        rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+        if capturable:
+            update = ember.where(rho_t > 5.0, _rect(rho_t, rho_inf) * _adaptive_lr(
+                exp_avg_sq, bias_correction2, eps, differentiable), 1.0)
+            p.add_(bias_corrected_exp_avg * lr * update, alpha=-1.0)
+        elif rho_t > 5.0:
+            p.add_(bias_corrected_exp_avg * lr * _adaptive_lr(
+                exp_avg_sq, bias_correction2, eps, differentiable) * _rect(rho_t, rho_inf),
+                alpha=-1.0)
+        else:
+            p.add_(bias_corrected_exp_avg * lr, alpha=-1.0)
+
+
+def _rect(rho_t: Any, rho_inf: float) -> Any:
+    """RAdam's variance rectification term (NaN where `rho_t` <= 4: unused there)."""
+    return ((rho_t - 4) * (rho_t - 2) * rho_inf
+            / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+
+
+def _adaptive_lr(exp_avg_sq: Tensor, bias_correction2: Any, eps: float,
+                 differentiable: bool) -> Tensor:
+    """`sqrt(1 - beta2^t) / (sqrt(v) + eps)`, as PyTorch computes it."""
+    root = exp_avg_sq.sqrt()
+    root = root.add(eps) if differentiable else root.add_(eps)
+    return (bias_correction2 ** 0.5) / root
 
 
 def _radam_foreach(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],

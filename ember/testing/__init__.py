@@ -56,7 +56,7 @@ Public API:
     assert_allclose(actual, expected, rtol=None, atol=None): its deprecated older form.
     gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3): check first derivatives.
     gradgradcheck(fn, inputs, grad_outputs=None, ...): check second derivatives.
-    GradcheckError: raised by both on a mismatch (an AssertionError).
+    GradcheckError: raised by both on a mismatch (a RuntimeError, as PyTorch's).
 """
 
 from ember.testing.comparison import assert_allclose, assert_close

@@ -90,7 +90,8 @@ def _chosen_devices(config: pytest.Config) -> list[Any]:
             try:
                 dev = _resolve(part)
             except Exception as err:  # unknown backend, unavailable device, bad index
-                raise pytest.UsageError(f"--ember-device {part}: {err}") from None
+                why = "\n".join([str(err), *getattr(err, "__notes__", ())])  # notes: ember's why
+                raise pytest.UsageError(f"--ember-device {part}: {why}") from None
             if dev not in chosen:
                 chosen.append(dev)
     return chosen
@@ -181,7 +182,8 @@ def _pinned_param(name: str) -> Any:
         return pytest.param(_resolve(name), id=name)
     except Exception as err:
         return pytest.param(None, id=name, marks=pytest.mark.skip(
-            reason=f"device {name!r} is not available: {str(err).splitlines()[0]}"))
+            reason=[*getattr(err, "__notes__", ()),  # ember's why, when the error has it
+                    f"device {name!r} is not available: {err}"][0].splitlines()[0]))
 
 
 def _device(request: pytest.FixtureRequest) -> Any:

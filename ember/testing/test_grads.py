@@ -103,8 +103,8 @@ def test_gradcheck_reports_the_worst_element(device: ember.device) -> None:
 
 def test_gradcheck_argument_errors(device: ember.device) -> None:
     x32 = S.on(device, np.array([1.0, 2.0], np.float32), requires_grad=True)
-    with pytest.raises(ValueError, match="float64"):
-        gradcheck(lambda t: t * 2, (x32,))
+    with pytest.warns(UserWarning, match="not a double precision"):  # as PyTorch: checked
+        gradcheck(lambda t: t * 2, (x32,), raise_exception=False)
     with pytest.raises(ValueError, match="requires_grad=True"):
         gradcheck(lambda t: t * 2, (S.on(device, np.array([1.0])),))
 

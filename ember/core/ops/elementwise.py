@@ -1141,13 +1141,13 @@ def to_arguments(args: tuple, kwargs: dict) -> tuple[Any, Any, bool, bool]:
     for a in args:
         if isinstance(a, Tensor):
             device, d = a.device, a.dtype
-        elif isinstance(a, dt.dtype):
+        elif isinstance(a, (dt.dtype, type)):  # to(float64) or to(float)
             d = a
         elif isinstance(a, bool):  # to(device, dtype, non_blocking) positionally
             non_blocking = a
         elif a is not None:
             device = a
-    return device, (None if d is None else dtype_arg(d)), non_blocking, copy
+    return device, (None if d is None else dtype_arg(d, "to")), non_blocking, copy
 
 
 @composite(complex=True, variants="method")
@@ -1192,8 +1192,12 @@ def _type(self: Tensor, dtype: Any = None) -> Any:
         # a legacy type: t.type(ember.LongTensor), t.type(ember.cuda.FloatTensor)
         kind = getattr(dtype, "device_type", "cpu")
         return _to_type_name(self, f"ember.{kind}.{_TYPE_NAMES[dtype.dtype.name]}")
-    if isinstance(dtype, str) and dtype.endswith("Tensor"):
+    if isinstance(dtype, str):
         return _to_type_name(self, dtype)
+    if isinstance(dtype, type):  # PyTorch takes no Python type here (`to(float)` does)
+        raise ValueError(f"invalid type: {dtype.__name__!r}")
+    if not isinstance(dtype, dt.dtype):
+        raise TypeError("dtype must be a type, str, or dtype object")
     return to(self, dtype=dtype)
 
 
@@ -1205,7 +1209,7 @@ def _to_type_name(self: Tensor, name: str) -> Tensor:
     parts = name.split(".")
     if len(parts) not in (2, 3) or parts[0] not in ("ember", "torch") or \
             parts[-1] not in by_name:
-        raise TypeError(f"type(): invalid type {name!r}")
+        raise ValueError(f"invalid type: {name!r}")
     out = to(self, dtype=dt.from_name(by_name[parts[-1]]))
     if len(parts) == 3 and parts[1] != self.device.type:
         out = to_device(out, parts[1])

@@ -39,6 +39,7 @@ from ember.core.dispatch import device_mismatch, run_fused
 from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import ShownNode, record, shown_as
+from ember.core.host import dtype_arg
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops import reduction as R
@@ -1691,7 +1692,7 @@ _HALF = (dt.float16, dt.bfloat16)
 
 def _softmax_input(op: str, input: Tensor, dim: int, dtype: Any) -> tuple[Tensor, int]:
     if dtype is not None:
-        input = input.to(dtype=dtype)
+        input = input.to(dtype=dtype_arg(dtype, op))
     d = normalize_dim(op, dim, input.ndim)
     if not input._dtype.is_floating_point and input.numel():  # (nothing to compute: kept)
         # named as PyTorch's CPU kernel is: its own for the last dim

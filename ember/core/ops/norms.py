@@ -60,7 +60,7 @@ def linalg_vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool =
     vector, when None): `sum(|x|^ord)^(1/ord)`; `inf`/`-inf` the largest/smallest |x|,
     0 the count of non-zeros. A complex tensor's is that of its magnitudes (real)."""
     if x.dtype.is_complex:
-        x = x.abs() if dtype is None else x.to(dtype_arg(dtype)).abs()
+        x = x.abs() if dtype is None else x.to(dtype_arg(dtype, "linalg_vector_norm")).abs()
         dtype = None
     x = _float_input("linalg.vector_norm", x, dtype)
     if isinstance(ord, str) or isinstance(ord, bool):

@@ -128,14 +128,14 @@ def expand_back(g: Tensor, shape: tuple, dims: tuple | None, keepdim: bool) -> T
     return expand(g, shape)
 
 
-def _as_requested(out: Tensor, dtype: Any) -> Tensor:
+def _as_requested(out: Tensor, dtype: Any, op: str) -> Tensor:
     """An explicit `dtype=` is also the output dtype (ints otherwise accumulate in int64;
     the wrap-around of the narrower type is the same either way)."""
-    return out if dtype is None else to_dtype(out, dtype_arg(dtype))
+    return out if dtype is None else to_dtype(out, dtype_arg(dtype, op))
 
 
-def _cast_first(input: Tensor, dtype: Any) -> Tensor:
-    return input if dtype is None else to_dtype(input, dtype_arg(dtype))
+def _cast_first(input: Tensor, dtype: Any, op: str) -> Tensor:
+    return input if dtype is None else to_dtype(input, dtype_arg(dtype, op))
 
 
 # -- sum, mean, prod ------------------------------------------------------------------
@@ -148,11 +148,11 @@ def _cast_first(input: Tensor, dtype: Any) -> Tensor:
 def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001
         dtype: Any = None) -> Tensor:
     """The sum of the elements over `dim` (all dimensions when None)."""
-    input = _cast_first(input, dtype)
+    input = _cast_first(input, dtype, "sum")
     dims = _dims_arg("sum", input, dim)
     out = apply_labelled(OPS["sum"], "SumBackward1" if dims is not None else "SumBackward0",
                          input, dims=dims, keepdim=keepdim)
-    return _as_requested(out, dtype)
+    return _as_requested(out, dtype, "sum")
 
 
 @composite(complex=True, variants="method", cost=costs.reduction(1))
@@ -184,7 +184,7 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
          dtype: Any = None) -> Tensor:
     """The mean of the elements over `dim` (all dimensions when None); floating tensors
     only."""
-    input = _cast_first(input, dtype)
+    input = _cast_first(input, dtype, "mean")
     if not input._dtype._differentiable:
         which = "Input" if dtype is None else "Optional"
         raise RuntimeError(f"mean(): could not infer output dtype. {which} dtype must be "
@@ -226,7 +226,7 @@ def _prod_grad(grad, input, result, dims, keepdim):
 def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
          dtype: Any = None) -> Tensor:
     """The product of the elements over `dim` (all of them when None)."""
-    input = _cast_first(input, dtype)
+    input = _cast_first(input, dtype, "prod")
     if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int)):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__} "
                         f"(prod reduces over one dim, or all of them)")
@@ -234,7 +234,7 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
     if not input.ndim:  # a 0-d tensor's dim 0 (or -1) is all of it
         dims = None
     out = apply_labelled(OPS["prod"], "ProdBackward0", input, dims=dims, keepdim=keepdim)
-    return _as_requested(out, dtype)
+    return _as_requested(out, dtype, "prod")
 
 
 # -- extremes -------------------------------------------------------------------------
@@ -505,7 +505,7 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
          dtype: Any = None) -> Tensor:
     """The vector p-norm over `dim` (the Frobenius norm by default); of a complex tensor,
     the norm of its magnitudes (a real result)."""
-    input = _cast_first(input, dtype)
+    input = _cast_first(input, dtype, "norm")
     if input.dtype.is_complex:
         return norm(input.abs(), p, dim, keepdim)
     if not input.dtype.is_floating_point:
@@ -543,11 +543,12 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
            grad=Grad(input=lambda grad, dim: grad.flip((dim,)).cumsum(dim).flip((dim,))))
 def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """The cumulative sum along `dim`."""
-    input = _cast_first(input, dtype)
+    input = _cast_first(input, dtype, "cumsum")
     d = normalize_dim("cumsum", dim, input.ndim)
     if not input.ndim:  # a 0-d tensor: the sum of its one element, still 0-d
         return reshape(cumsum(reshape(input, (1,)), 0, dtype=dtype), ())
-    return _as_requested(apply_labelled(OPS["cumsum"], "CumsumBackward0", input, dim=d), dtype)
+    out = apply_labelled(OPS["cumsum"], "CumsumBackward0", input, dim=d)
+    return _as_requested(out, dtype, "cumsum")
 
 
 # -- NaN-ignoring reductions, aminmax, trace, renorm ----------------------------------
@@ -571,7 +572,7 @@ def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
     if not input._dtype.is_floating_point and dtype is None:
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
                            f"dtype but got {SCALAR_TYPE_NAMES.get(input.dtype.name, input.dtype)}")
-    input = _cast_first(input, dtype)
+    input = _cast_first(input, dtype, "nanmean")
     numbers = sum(input.isnan().logical_not(), dim, keepdim)
     return nansum(input, dim, keepdim) / numbers
 

@@ -54,7 +54,7 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """The cumulative product along `dim` (integer and bool inputs give int64, as
     `cumsum`; `dtype` casts first)."""
     if dtype is not None:
-        input = to_dtype(input, dtype_arg(dtype))
+        input = to_dtype(input, dtype_arg(dtype, "cumprod"))
     elif not input.dtype._differentiable:
         input = to_dtype(input, dt.int64)
     d = _scan_dim("cumprod", input, dim)

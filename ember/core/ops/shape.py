@@ -28,6 +28,7 @@ from ember.core.declare import composite, primitive
 from ember.core.dispatch import run, run_inplace
 from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad, state
+from ember.core.host import dtype_arg
 from ember.core.inplace import as_view, metadata_inplace
 from ember.core.memory_format import (
     check_format,
@@ -200,8 +201,14 @@ def view(self: Tensor, *shape: Any, **kwargs: Any) -> Tensor:
     `view(dtype)` instead reinterprets the tensor's memory as another dtype (PyTorch's
     bit views: `float_tensor.view(torch.int32)`); with a different element size the
     last dimension grows or shrinks by the ratio of the sizes."""
-    if len(shape) == 1 and not kwargs and isinstance(shape[0], dt.dtype):
-        return _view_as_dtype(self, shape[0])
+    if len(shape) == 1 and not kwargs and isinstance(shape[0], (dt.dtype, type)):
+        return _view_as_dtype(self, dtype_arg(shape[0], "view"))  # view(float) too
+    if len(shape) == 1 and not kwargs and isinstance(shape[0], str):  # view("int32")
+        raise TypeError(
+            "view() received an invalid combination of arguments - got (str), but expected "
+            "one of:\n * (torch.dtype dtype)\n      didn't match because some of the arguments "
+            "have invalid types: (!str!)\n * (tuple of ints size)\n      didn't match because "
+            "some of the arguments have invalid types: (!str!)\n")
     if not shape and set(kwargs) == {"dtype"}:
         return _view_as_dtype(self, kwargs["dtype"])
     return _reshape_impl(self, sizes_arg(shape, kwargs), True, "view")

@@ -258,7 +258,7 @@ def _overlap_add(frames: Tensor, total: int, n_fft: int, hop: int) -> Tensor:
 
 def _window_dtype(name: str, length: int, dtype: Any) -> Any:
     """A window's dtype (floating, the default one unless given), after PyTorch's checks."""
-    d = dtype_arg(dtype) or dt.get_default_dtype()
+    d = dtype_arg(dtype, name) or dt.get_default_dtype()
     if not d.is_floating_point:
         raise RuntimeError(f"{name} expects floating point dtypes, got: "
                            f"{dt.SCALAR_TYPE_NAMES[d.name]}")

@@ -4,7 +4,7 @@ PyTorch's do, so a training loop written for a GPU still runs."""
 
 from __future__ import annotations
 
-import functools
+import warnings
 from typing import Any
 
 from ember.amp import autocast as _autocast
@@ -12,6 +12,7 @@ from ember.amp import custom_bwd as _custom_bwd
 from ember.amp import custom_fwd as _custom_fwd
 from ember.amp.deprecated import warn_device_amp
 from ember.amp.grad_scaler import GradScaler as _GradScaler
+from ember.core import dtype as dt
 from ember.core.dtype import float16
 
 
@@ -36,7 +37,24 @@ class GradScaler(_GradScaler):
                          enabled=enabled)
 
 
-custom_fwd = functools.partial(_custom_fwd, device_type="cuda")
-custom_bwd = functools.partial(_custom_bwd, device_type="cuda")
+def custom_fwd(fwd: Any = None, *, cast_inputs: Any = None) -> Any:
+    """``ember.cuda.amp.custom_fwd(args...)`` is
+    ``ember.amp.custom_fwd(args..., device_type="cuda")`` (deprecated, as PyTorch's)."""
+    _warn_decorator("custom_fwd")
+    return _custom_fwd(fwd, device_type="cuda", cast_inputs=cast_inputs)
+
+
+def custom_bwd(bwd: Any = None) -> Any:
+    """``ember.cuda.amp.custom_bwd(args...)`` is
+    ``ember.amp.custom_bwd(args..., device_type="cuda")`` (deprecated, as PyTorch's)."""
+    _warn_decorator("custom_bwd")
+    return _custom_bwd(bwd, device_type="cuda")
+
+
+def _warn_decorator(name: str) -> None:
+    api = dt.API_NAME
+    warnings.warn(f"`{api}.cuda.amp.{name}(args...)` is deprecated. Please use "
+                  f"`{api}.amp.{name}(args..., device_type='cuda')` instead.", FutureWarning,
+                  stacklevel=3)
 
 __all__ = ["GradScaler", "autocast", "custom_bwd", "custom_fwd"]
