@@ -144,7 +144,7 @@ def scalar_tensor(s: Any, *, dtype: Any = None, layout: Any = None, device: Devi
     if not isinstance(s, numbers.Number):
         raise TypeError(f"scalar_tensor(): argument 's' (position 1) must be Number, not "
                         f"{type(s).__name__}")
-    d = dtype_arg(dtype) or dt.get_default_dtype()
+    d = dtype_arg(dtype, "scalar_tensor") or dt.get_default_dtype()
     if isinstance(s, complex) and not d.is_complex:
         if s.imag != 0:
             raise RuntimeError(f"value cannot be converted to type {dt.c_name(d)} without "
