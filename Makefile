@@ -17,7 +17,11 @@ demo: $(STAMP)
 	$(VENV)/bin/ember devices
 	$(VENV)/bin/ember demo
 
+# The suite starts hundreds of Python processes (each program twice, MPI ranks, the CLI):
+# bytecode compiled once up front spares each of them compiling ember again where
+# PYTHONDONTWRITEBYTECODE keeps imports from writing it (import ember 0.95 s -> 0.3 s).
 test: $(STAMP)
+	$(PY) -m compileall -q ember examples > /dev/null
 	$(PY) -m pytest tests
 
 lint: $(STAMP)
