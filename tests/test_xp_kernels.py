@@ -69,7 +69,7 @@ SPECIAL_OPS = frozenset("""
     special_i1 special_i1e special_erfcx special_ndtri special_bessel_j0 special_bessel_j1
     special_bessel_y0 special_bessel_y1 special_modified_bessel_i0 special_modified_bessel_i1
     special_modified_bessel_k0 special_modified_bessel_k1 special_scaled_modified_bessel_k0
-    special_scaled_modified_bessel_k1
+    special_scaled_modified_bessel_k1 special_airy_ai
 """.split())
 SHARED_OPS = SHARED_OPS | MATH_OPS
 CPU_ONLY = CPU_ONLY | SPECIAL_OPS  # (the CPU passes the hook; a bare make_kernels has none)
