@@ -419,3 +419,23 @@ def test_transpose_declines_what_it_cannot_do() -> None:
     assert blas.transpose(np.ones((4, n), np.float32).T) is None         # not C order
     assert blas.transpose(np.ones((n, 4), np.int32)) is None             # not a BLAS dtype
     assert blas.transpose(np.ones((n, 2, 2), np.float32)) is None        # not 2-D
+
+
+@pytest.mark.skipif(not NUMPY_BLAS, reason="NumPy's OpenBLAS is not reachable")
+def test_serial_gemms_runs_small_gemms_on_one_thread_and_restores() -> None:
+    numpy_blas = blas._numpy_blas()
+    before = numpy_blas.num_threads()
+    numpy_blas.set_num_threads(2)
+    try:
+        if numpy_blas.num_threads() != 2:
+            pytest.skip("this OpenBLAS runs one thread only")
+        with blas.serial_gemms(2 * 32 * 512 * 128):  # an LSTM step's recurrent GEMM
+            assert numpy_blas.num_threads() == 1
+        assert numpy_blas.num_threads() == 2
+        with blas.serial_gemms(blas.serial_gemm_flops):  # large enough to share out
+            assert numpy_blas.num_threads() == 2
+        with pytest.raises(ValueError), blas.serial_gemms(1):  # restored on an error too
+            raise ValueError
+        assert numpy_blas.num_threads() == 2
+    finally:
+        numpy_blas.set_num_threads(before)

@@ -28,9 +28,11 @@ lazily so that :func:`configure_before_numpy` can run before it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "fast_matmul_threshold",
     "gemm_fn",
     "openblas_info",
+    "serial_gemms",
     "should_use_fast_path",
     "transpose",
 ]
@@ -882,6 +885,29 @@ def axpby(alpha: float, x: Any, beta: float, y: Any) -> bool:
         return False
     fn(y.size, alpha, ptrs[0], 1, beta, ptrs[1], 1)
     return True
+
+
+#: Below this many FLOPs a GEMM runs on one thread inside :func:`serial_gemms`: waking
+#: OpenBLAS's other threads costs more than they save, and on a loaded machine a step
+#: waits for a worker thread the scheduler has not run yet (an LSTM's 50 recurrent
+#: (32, 128) x (128, 512) GEMMs per step ran 30x slower with two busy processes beside).
+serial_gemm_flops: int = 2 * 256**3
+
+
+@contextlib.contextmanager
+def serial_gemms(flops: int) -> Iterator[None]:
+    """Run the GEMMs of the block on one OpenBLAS thread when each is smaller than
+    `serial_gemm_flops` (a recurrent layer's time loop: many small GEMMs in a row)."""
+    blas = _numpy_blas() if flops < serial_gemm_flops else None
+    threads = blas.num_threads() if blas is not None else None
+    if not threads or threads == 1:
+        yield
+        return
+    blas.set_num_threads(1)
+    try:
+        yield
+    finally:
+        blas.set_num_threads(threads)
 
 
 def gemm_fn(dtype: Any) -> Any:
