@@ -125,3 +125,59 @@ def test_traced_replay_returns_new_tensors_equal_to_eager():
         np.testing.assert_allclose(out.numpy(), want.numpy(), rtol=1e-6)
     assert outs[-1] is not outs[-2]
     assert outs[-1]._data is not outs[-2]._data
+
+
+def _twice(fn):
+    """fn() run twice: the second call takes a cached rule answer."""
+    first = fn()
+    return first, fn()
+
+
+def test_cached_rule_answers_follow_what_the_rule_reads():
+    """A metadata rule's answer is kept per shapes, dtypes, scalar types and values,
+    attributes and the default dtype (ember.core.dispatch.rule_key): each call below
+    differs from the one before in one of these only, and gets PyTorch's dtype or shape."""
+    ints = ember.tensor([1, 2, 3])
+    tints = torch.tensor([1, 2, 3])
+    for lib, x in ((ember, ints), (torch, tints)):  # (2 == 2.0: the types must differ)
+        assert str(x.clamp(min=2).dtype).split(".")[1] == "int64"
+        assert str(x.clamp(min=2.0).dtype).split(".")[1] == "float32"
+        assert str(lib.where(x > 1, x, 0).dtype).split(".")[1] == "int64"
+        assert str(lib.where(x > 1, x, 0.5).dtype).split(".")[1] == "float32"
+    for default in (ember.float64, ember.float32):  # the default dtype is in the key
+        before = ember.get_default_dtype()
+        ember.set_default_dtype(default)
+        try:
+            assert ints.exp().dtype is default and ints.exp().dtype is default
+        finally:
+            ember.set_default_dtype(before)
+    x = ember.zeros(2, 3)
+    assert _twice(lambda: x.permute(1, 0).shape) == ((3, 2), (3, 2))
+    assert x.sum(0, keepdim=True).shape == (1, 3) and x.sum(0).shape == (3,)
+    x.resize_(4, 5)  # the same tensor, a new shape: the key reads the shape each call
+    assert x.permute(1, 0).shape == (5, 4) and (x @ ember.zeros(5, 2)).shape == (4, 2)
+
+
+def test_cached_rule_answers_never_skip_an_error():
+    """An error a rule raises is never kept: a call that fails after (or before) one
+    that succeeded raises PyTorch's error each time."""
+    x, tx = ember.zeros(2, 3), torch.zeros(2, 3)
+    for _ in range(2):
+        assert (x @ ember.zeros(3, 4)).shape == (2, 4)
+        with pytest.raises(RuntimeError) as ours:
+            x @ ember.zeros(2, 4)
+        with pytest.raises(RuntimeError) as theirs:
+            tx @ torch.zeros(2, 4)
+        assert str(ours.value) == str(theirs.value)
+        with pytest.raises(RuntimeError, match="Sizes of tensors must match"):
+            ember.cat([x, ember.zeros(3, 2)])
+
+
+def test_rule_key_refuses_what_it_cannot_key():
+    from ember.core.dispatch import rule_key
+
+    x = ember.zeros(2)
+    assert rule_key((x, 2), {"dims": (0,)}) != rule_key((x, 2.0), {"dims": (0,)})
+    assert rule_key((x,), {"index": (slice(0, 1),)}) is None  # another kind of object
+    assert rule_key((x, object()), {}) is None
+    assert rule_key((x,), {"dims": [0, 1]}) == rule_key((x,), {"dims": (0, 1)})

@@ -101,7 +101,18 @@ def run(op: str, *args: Any, **attrs: Any) -> Tensor:
         for a in args:  # (refuse_complex, inline: every primitive call passes here)
             if isinstance(a, Tensor) and a._dtype.is_complex:
                 raise not_implemented_for(op, a)
-    meta = decl.rule(*args, **attrs)
+    answers = decl.rule_answers
+    if answers is None:
+        meta = decl.rule(*args, **attrs)
+    else:
+        key = rule_key(args, attrs)
+        meta = answers.get(key) if key is not None else None
+        if meta is None:
+            meta = decl.rule(*args, **attrs)
+            if key is not None and meta is not None:
+                if len(answers) > 1024:  # many distinct calls: start afresh
+                    answers.clear()
+                answers[key] = meta
     backend = first._backend
     if meta is not None and meta.compute is not None and meta.compute.is_complex and \
             not decl.complex:  # a real tensor with a Python complex (`x < 1j`)
@@ -134,6 +145,48 @@ def run(op: str, *args: Any, **attrs: Any) -> Tensor:
     if tracing.active is not None:
         tracing.primitive(op, traced_args, attrs, result)
     return result
+
+
+_SCALARS = (int, float, bool, complex, type(None))
+
+
+def _attr_key(value: Any) -> Any:
+    """An attribute's part of `rule_key`, or `rule_key` itself when it has none."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return kind, value  # (2 and 2.0, True and 1 are equal, but not the same attribute)
+    if kind is str or kind is _dt.dtype:
+        return value
+    if kind is tuple or kind is list:
+        parts = tuple([_attr_key(v) for v in value])
+        return rule_key if rule_key in parts else parts
+    if isinstance(value, Tensor):
+        return value._data.shape, value._dtype
+    return rule_key  # another kind of object: no key
+
+
+def rule_key(args: tuple, attrs: dict) -> tuple | None:
+    """What a `metadata_rule`'s answer depends on for this call (see opdef.metadata_rule):
+    each tensor operand's shape and dtype, each scalar's type and value, the attributes,
+    the default dtype. None when an argument or attribute is of another kind: the rule
+    then runs."""
+    key: list = [_dt._default_float]
+    for a in args:
+        if isinstance(a, Tensor):
+            key.append(a._data.shape)
+            key.append(a._dtype)
+        elif type(a) in _SCALARS:
+            key.append(type(a))
+            key.append(a)
+        else:
+            return None
+    for name, value in attrs.items():
+        part = _attr_key(value)
+        if part is rule_key:
+            return None
+        key.append(name)
+        key.append(part)
+    return tuple(key)
 
 
 _binary_meta: dict[tuple, Any] = {}

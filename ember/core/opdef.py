@@ -59,6 +59,16 @@ class OutMeta(NamedTuple):
     compute: dt.dtype | None
 
 
+def metadata_rule(rule: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a shape/dtype rule whose answer depends only on its tensor operands' shapes
+    and dtypes, its Python scalars (type and value), its attributes and the default
+    dtype: never on a tensor's values, its device or strides, or other global state.
+    Dispatch then keeps the rule's answers per such key (`Op.rule_answers`), so a
+    repeated call skips the rule (ember.core.dispatch.run)."""
+    rule.metadata_only = True
+    return rule
+
+
 @dataclass(frozen=True)
 class Cost:
     """The work of one call: floating-point operations and bytes read plus written."""
@@ -196,6 +206,9 @@ class Op:
     exact_out: bool = False
     complex: bool = False
     node_label: str | Callable[..., str] | None = None
+    rule_answers: dict | None = field(default=None, repr=False)
+    """The rule's answers by call key, when the rule is a `metadata_rule`; set by
+    register."""
     public: Callable[..., Any] | None = field(default=None, repr=False)
     """The function users call (`fn`, wrapped for `out=` and tracing); set by declare."""
     public_inplace: Callable[..., Any] | None = field(default=None, repr=False)
@@ -277,6 +290,8 @@ def register(op: Op) -> Op:
         if unknown:
             raise ValueError(f"op {op.name!r}: gradient formulas for {sorted(unknown)}, "
                              f"which are not operands of its rule {op.operand_names}")
+    if getattr(op.rule, "metadata_only", False):
+        op.rule_answers = {}
     OPS[op.name] = op
     return op
 

@@ -41,7 +41,7 @@ from ember.core.grad_mode import new_version, no_grad, state
 from ember.core.host import dtype_arg, no_data, python_scalar
 from ember.core.inplace import apply_inplace, tracked
 from ember.core.memory_format import check_format, preserve_format, tensor_format
-from ember.core.opdef import OPS, Grad, Kind, OutMeta
+from ember.core.opdef import OPS, Grad, Kind, OutMeta, metadata_rule
 from ember.core.opdef import Precision as P
 from ember.core.placement import resolve
 from ember.core.shapes import broadcast_shapes
@@ -90,6 +90,7 @@ def as_operand(x: Any, like: Tensor) -> Any:
 
 
 def _same_dtype_rule(op: str):
+    @metadata_rule
     def rule(input):
         if input.dtype is dt.bool_:
             if op == "neg":
@@ -103,11 +104,13 @@ def _same_dtype_rule(op: str):
     return rule
 
 
+@metadata_rule
 def _float_rule(input):
     out = input.dtype if input.dtype._differentiable else dt.get_default_dtype()
     return OutMeta(input.shape, out, out)
 
 
+@metadata_rule
 def _abs_rule(input):
     """abs: the input's dtype; a complex input's magnitude is of its real dtype."""
     if input.dtype.is_complex:
@@ -115,16 +118,19 @@ def _abs_rule(input):
     return _same_dtype_rule("abs")(input)
 
 
+@metadata_rule
 def _predicate_rule(input):
     return OutMeta(input.shape, dt.bool_, None)
 
 
+@metadata_rule
 def _bitwise_not_rule(input):
     _require("bitwise_not", input.dtype, lambda d: not d.is_floating_point, "integer or bool")
     return OutMeta(input.shape, input.dtype, None)
 
 
 def _binary_rule(op: str, kind: str):
+    @metadata_rule
     def rule(input, other):
         shape = broadcast_shapes(op, _shape(input), _shape(other))
         common = dt.result_type(operand_tier(input), operand_tier(other))
@@ -152,6 +158,7 @@ def _no_bool_sub(a: dt.dtype, b: dt.dtype) -> None:
                            "`logical_not()` operator instead.")
 
 
+@metadata_rule
 def _where_rule(condition, input, other):
     if condition.dtype is not dt.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
@@ -162,6 +169,7 @@ def _where_rule(condition, input, other):
     return OutMeta(shape, common, common)
 
 
+@metadata_rule
 def _clamp_rule(input, *, min=None, max=None):  # noqa: A002 - PyTorch's names
     if min is None and max is None:
         raise RuntimeError(f"{dt.API_NAME}.clamp: At least one of 'min' or 'max' must not be "
@@ -171,6 +179,7 @@ def _clamp_rule(input, *, min=None, max=None):  # noqa: A002 - PyTorch's names
     return OutMeta(input.shape, out, out)
 
 
+@metadata_rule
 def _cast_rule(input, *, dtype):
     return OutMeta(input.shape, dtype, None)
 

@@ -23,7 +23,7 @@ from ember.core.declare import alias, composite, define
 from ember.core.grad_mode import no_grad
 from ember.core.host import python_scalar
 from ember.core.inplace import apply_inplace
-from ember.core.opdef import OPS, Grad, Kind, OutMeta
+from ember.core.opdef import OPS, Grad, Kind, OutMeta, metadata_rule
 from ember.core.opdef import Precision as P
 from ember.core.ops.complex import complex as complex_
 from ember.core.ops.elementwise import (
@@ -256,6 +256,7 @@ polygamma = define("polygamma", Kind.PRIMITIVE, _polygamma,
 # -- signbit: a predicate that reads the sign bit (-0.0 and -NaN included) -------------------
 
 
+@metadata_rule
 def _signbit_rule(input):
     return OutMeta(input.shape, dt.bool_, None)
 
@@ -285,6 +286,7 @@ def _binary_rule_of(op: str, kind: str):
     if kind == "to_float":
         return _binary_rule(op, "float")
 
+    @metadata_rule
     def rule(input, other):
         meta = base(input, other)
         if kind == "float":

@@ -52,7 +52,7 @@ from ember.core.indexing import (
     view_label,
 )
 from ember.core.inplace import apply_inplace, as_view
-from ember.core.opdef import OPS, Grad, OutMeta
+from ember.core.opdef import OPS, Grad, OutMeta, metadata_rule
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import to_dtype, where
 from ember.core.ops.shape import broadcast_tensors, cat, expanded_shape, reshape
@@ -107,6 +107,7 @@ def _check_index_tensor(op: str, index) -> None:
         raise RuntimeError(f"{op}: expected an int64 index tensor, got {index.dtype}")
 
 
+@metadata_rule
 def _gather_rule(input, index, *, dim):
     _check_index_tensor("gather", index)
     if not _numel(index.shape):  # PyTorch checks no shape for an empty index
@@ -132,6 +133,7 @@ def _numel(shape: tuple) -> int:
 
 
 def _scatter_rule(op: str):
+    @metadata_rule
     def rule(input, index, src, *, dim):
         _check_index_tensor(op, index)
         if not _numel(index.shape):  # PyTorch checks no shape for an empty index
@@ -167,6 +169,7 @@ def _same_scalar_type(op: str, input: Tensor, source: Tensor) -> None:
                            f"scalar type")
 
 
+@metadata_rule
 def _index_select_rule(input, index, *, dim):
     _check_index_tensor("index_select", index)
     if index.ndim > 1:

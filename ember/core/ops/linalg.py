@@ -24,7 +24,7 @@ from ember.core.apply import apply, apply_labelled
 from ember.core.declare import composite, primitive, write_out
 from ember.core.dispatch import user_stacklevel
 from ember.core.errors import with_context
-from ember.core.opdef import OPS, Cost, Grad, OutMeta
+from ember.core.opdef import OPS, Cost, Grad, OutMeta, metadata_rule
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import conj
 from ember.core.ops.shape import cat
@@ -35,6 +35,7 @@ from ember.core.tensor import Tensor
 # -- rules ----------------------------------------------------------------------------
 
 
+@metadata_rule
 def _matmul_rule(input, other):
     a, b = input, other
     if a.ndim == 0 or b.ndim == 0:

@@ -40,7 +40,7 @@ from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import ShownNode, record, shown_as
 from ember.core.host import dtype_arg
-from ember.core.opdef import OPS, Cost, Grad, OutMeta
+from ember.core.opdef import OPS, Cost, Grad, OutMeta, metadata_rule
 from ember.core.opdef import Precision as P
 from ember.core.ops import reduction as R
 from ember.core.ops.elementwise import abs as abs_
@@ -125,6 +125,7 @@ def _window_attrs(n: int, kernel_size: Any, dilation: Any, padding: Any,
                 padding=_tuple(padding, n, "padding"), stride=_tuple(stride, n, "stride"))
 
 
+@metadata_rule
 def _im2col_rule(input, *, kernel_size, dilation, padding, stride):
     n = len(kernel_size)
     if input.ndim != n + 2:
@@ -139,6 +140,7 @@ def _im2col_rule(input, *, kernel_size, dilation, padding, stride):
                    input.dtype, None)
 
 
+@metadata_rule
 def _col2im_rule(input, *, output_size, kernel_size, dilation, padding, stride):
     n = len(kernel_size)
     k = math.prod(kernel_size)
@@ -180,6 +182,7 @@ def col2im(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1,
 # -- padding --------------------------------------------------------------------------
 
 
+@metadata_rule
 def _constant_pad_rule(input, *, pad, value=0):
     # `pad`: a (before, after) pair per dimension, all non-negative (constant_pad_nd crops)
     return OutMeta(tuple(s + a + b for s, (a, b) in zip(input.shape, pad)), input.dtype, None)

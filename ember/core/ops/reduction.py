@@ -28,7 +28,7 @@ from ember.core.dispatch import run
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
 from ember.core.host import dtype_arg
-from ember.core.opdef import OPS, Grad, OutMeta
+from ember.core.opdef import OPS, Grad, OutMeta, metadata_rule
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import conj, maximum, minimum, to_dtype, where
 from ember.core.ops.indexing import SCALAR_TYPE_NAMES, gather_in_bounds, scatter
@@ -41,6 +41,7 @@ from ember.core.tensor import Tensor
 
 
 def _reduction_rule(op: str):
+    @metadata_rule
     def rule(input, *, dims=None, keepdim=False):
         if op in ("max", "min") and input.numel() == 0 and (
                 dims is None or builtins.any(input.shape[d] == 0 for d in dims)):
@@ -60,6 +61,7 @@ def _reduction_rule(op: str):
 
 
 def _arg_rule(op: str):
+    @metadata_rule
     def rule(input, *, dim=None, keepdim=False):
         if dim is None and input.numel() == 0:
             raise IndexError(f"{op}(): Expected reduction dim to be specified for "
@@ -71,6 +73,7 @@ def _arg_rule(op: str):
     return rule
 
 
+@metadata_rule
 def _cumsum_rule(input, *, dim):
     floating = input.dtype._differentiable  # (floating or complex: kept)
     return OutMeta(input.shape, input.dtype if floating else dt.int64,

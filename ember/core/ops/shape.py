@@ -41,7 +41,7 @@ from ember.core.memory_format import (
     tensor_format,
 )
 from ember.core.memory_format import dim_order as _dim_order
-from ember.core.opdef import OPS, Grad, OutMeta
+from ember.core.opdef import OPS, Grad, OutMeta, metadata_rule
 from ember.core.opdef import Precision as P
 from ember.core.shapes import (
     broadcast_shapes as broadcast_pair,
@@ -57,10 +57,12 @@ from ember.core.tensor import Size, Tensor
 # -- rules ----------------------------------------------------------------------------
 
 
+@metadata_rule
 def _reshape_rule(input, *, shape, copy=True):
     return OutMeta(shape, input.dtype, None)
 
 
+@metadata_rule
 def _permute_rule(input, *, dims):
     if sorted(dims) != list(range(input.ndim)):
         raise RuntimeError(f"permute: dims {list(dims)} are not a permutation of the "
@@ -95,22 +97,27 @@ def expanded_shape(input: Tensor, shape: tuple, op: str = "expand") -> tuple:
     return tuple(out)
 
 
+@metadata_rule
 def _expand_rule(input, *, shape):
     return OutMeta(expanded_shape(input, shape), input.dtype, None)
 
 
+@metadata_rule
 def _flip_rule(input, *, dims):
     return OutMeta(input.shape, input.dtype, None)
 
 
+@metadata_rule
 def _clone_rule(input):
     return OutMeta(input.shape, input.dtype, None)
 
 
+@metadata_rule
 def _triangle_rule(input, *, diagonal=0):
     return OutMeta(input.shape, input.dtype, None)
 
 
+@metadata_rule
 def _cat_rule(*tensors, dim):
     shapes = [tuple(x.shape) for x in tensors]
     ref = shapes[0]
