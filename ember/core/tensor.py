@@ -69,6 +69,7 @@ class Tensor:
     _base = None  # the tensor whose storage a view shares
     _view_fn = None  # recreates this view from `_base` (for in-place writes through it)
     _view_vc = 0  # the version at which this view's graph node was taken from its base
+    _view_mode = None  # "no_grad" / "inference": the view was made with grad mode off
     _hooks = None  # gradient hooks of a leaf
     _post_accumulate_hooks = None  # hooks run after a leaf's .grad is accumulated
     _shared = False  # share_memory_ was called
@@ -197,7 +198,9 @@ class Tensor:
 
     @property
     def requires_grad(self) -> bool:
-        return self._requires_grad
+        # a view made with grad mode off still requires grad while its base does (PyTorch's
+        # DifferentiableViewMeta), though nothing recorded it
+        return self._requires_grad or (self._view_mode is not None and self._base.requires_grad)
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:

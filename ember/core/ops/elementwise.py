@@ -482,8 +482,9 @@ def _binary_fn(name: str) -> Any:
 def _binary_inplace(name: str, fn: Any) -> Any:
     """`x.mul_(y)`: one kernel writing into x when autograd does not record."""
     def method(self: Tensor, other: Any, **kwargs: Any) -> Tensor:
-        if kwargs or fw.active or (state.enabled and (self._requires_grad or (
-                isinstance(other, Tensor) and other._requires_grad))):  # autograd records
+        if kwargs or fw.active or (state.enabled and (
+                self._requires_grad or self._view_mode is not None or (
+                    isinstance(other, Tensor) and other._requires_grad))):  # autograd records
             return apply_inplace(self, lambda old: fn(old, other, **kwargs), other,
                                  op=name + "_")
         if not isinstance(other, Tensor):
