@@ -303,20 +303,50 @@ def randn(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
                    requires_grad, generator, streams.normal)
 
 
+def _is_size(value: Any) -> bool:
+    return isinstance(value, (tuple, list)) or hasattr(value, "__len__")
+
+
+_RANDINT_OVERLOADS = "".join(
+    f"\n * ({first}tuple of ints size, *, {gen}Tensor out = None, torch.dtype dtype = None, "
+    "torch.layout layout = None, torch.device device = None, bool pin_memory = False, "
+    "bool requires_grad = False)"
+    for first in ("int high, ", "int low, int high, ")
+    for gen in ("torch.Generator generator, ", ""))
+
+
+def _randint_args(low: Any, high: Any, size: Any) -> tuple[int, int, tuple[int, ...]]:
+    """PyTorch's overloads `(high, size)` and `(low, high, size)`, positional or keyword:
+    `randint(5, (3,))`, `randint(high=5, size=(3,))`, `randint(5, size=(3,))`."""
+    if size is None and high is not None and _is_size(high):
+        low, high, size = None, low, high  # randint(high, size)
+    given = [v for v in (low, high, size) if v is not None]
+    if size is None and high is not None:  # randint(high, 3): the size overload's message
+        raise TypeError(f"randint(): argument 'size' (position 2) must be tuple of ints, not "
+                        f"{type(high).__name__}")
+    if high is None:
+        low, high = None, low
+    if size is None or not _is_size(size) or high is None or (
+            low is not None and any(isinstance(v, float) for v in (low, high))):
+        got = ", ".join(type(v).__name__ for v in given)
+        raise TypeError(f"randint() received an invalid combination of arguments - got "
+                        f"({got}), but expected one of:{_RANDINT_OVERLOADS}\n")
+    if isinstance(high, float):
+        raise TypeError("randint(): argument 'high' (position 1) must be int, not float")
+    return int(low or 0), int(high), tuple(size)
+
+
 # the dtypes whose `random_(from, to)` draws 64-bit words for ranges of 2**32 or more
 WIDE_RANDOM = frozenset({"int64", "float64", "float32", "bfloat16"})
 
 
 @primitive(variants="function", rule=_randint_rule, creation=True, cost=costs.creation)
-def randint(low: int, high: int | None = None, size: Sequence[int] = (), *,
+def randint(low: int | None = None, high: int | None = None, size: Sequence[int] | None = None, *,
             dtype: Any = None, device: DeviceLike = None, generator: Any = None,
             requires_grad: bool = False) -> Tensor:
-    """Random integers in [low, high)."""
-    if high is None:
-        low, high = 0, low
-    elif isinstance(high, (tuple, list)) or hasattr(high, "__len__"):
-        low, high, size = 0, low, high  # randint(high, size), as PyTorch allows
-    low, high = int(low), int(high)
+    """Random integers in [low, high): `randint(high, size)` or `randint(low, high, size)`
+    (by position or keyword, as PyTorch's two overloads take them)."""
+    low, high, size = _randint_args(low, high, size)
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
                            f"from={low} >= to={high}")

@@ -30,6 +30,8 @@ def as_view(out: Tensor, x: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
     out._view_vc = x._vc[0]
     if not state.enabled:
         out._view_mode = "inference" if state.inference else "no_grad"
+    elif x._view_mode is not None:  # a view of such a view is one too (PyTorch's CreationMeta)
+        out._view_mode = x._view_mode
     if x._base is None:
         out._base, out._view_fn = x, fn
     else:
