@@ -3,6 +3,7 @@ mixture density network, TransE, RAFT-lite, C3D) needed, checked against torch i
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import ember
@@ -16,7 +17,9 @@ def _outcome(fn, mod) -> tuple[str, object]:
         out = fn(mod)
     except Exception as err:  # noqa: BLE001 (the error is the outcome compared)
         return type(err).__name__, str(err).replace("ember.", "torch.")
-    return "ok", out.tolist() if isinstance(out, (torch.Tensor, ember.Tensor)) else out
+    if isinstance(out, (torch.Tensor, ember.Tensor)):
+        return "ok", np.asarray(out.tolist()).ravel().tolist()
+    return "ok", out
 
 
 def _view_flags(mod, mode: str) -> list[bool]:
@@ -47,7 +50,7 @@ def _inplace_through_view(mod, mode: str, op: str) -> object:
     ops = {"mul_": lambda t: t.mul_(2), "setitem": lambda t: t.__setitem__(0, 5.0),
            "zero_": lambda t: t.zero_(), "exp_": lambda t: t.exp_(),
            "add_alpha": lambda t: t.add_(1, alpha=2)}
-    return [_outcome(lambda _: ops[op](t), mod) for t in (v, w)]
+    return [_outcome(lambda _, t=t: ops[op](t), mod) for t in (v, w)]
 
 
 @pytest.mark.parametrize("op", ["mul_", "setitem", "zero_", "exp_", "add_alpha"])
@@ -87,3 +90,48 @@ def test_randint_overloads(args: tuple, kwargs: dict) -> None:
     assert got[0] == want[0]
     if got[0] != "ok":
         assert got == want
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"p": "nuc"}, {"p": "nuc", "keepdim": True}, {"p": "nuc", "dim": 1},
+    {"p": "nuc", "dim": (1, 0)}, {"p": "abc"}])
+@pytest.mark.parametrize("shape", [(3, 3), (2, 3, 3)])
+def test_norm_nuc(kwargs: dict, shape: tuple) -> None:
+    """`torch.norm(A, p="nuc")`: the nuclear norm over `dim` (all dimensions when None, so
+    only a matrix takes it), with linalg.matrix_norm's errors."""
+    def nuc(mod):
+        a = mod.tensor([[2.0, 1, 0], [0, 3, 1], [1, 0, 4]]).expand(*shape)
+        return mod.norm(a, **kwargs)
+    got, want = _outcome(nuc, ember), _outcome(nuc, torch)
+    assert got[0] == want[0]
+    assert got[1] == (pytest.approx(want[1], rel=1e-5) if got[0] == "ok" else want[1])
+
+
+def test_norm_nuc_gradient() -> None:
+    grads = []
+    for mod in (ember, torch):
+        a = mod.tensor([[2.0, 1, 0], [0, 3, 1], [1, 0, 4]], requires_grad=True)
+        mod.norm(a, p="nuc").backward()
+        grads.append(a.grad.tolist())
+    assert np.allclose(*grads, atol=1e-5)
+
+
+def _renorm(mod, case: int) -> object:
+    w = mod.ones(3, 2) * 3
+    cases = [
+        lambda: mod.embedding_renorm_(w, mod.tensor([[0, 0]]), 1.0, 1.0) is w and w,
+        lambda: mod.embedding_renorm_(w, mod.tensor([-1], dtype=mod.int32), 2.0, 2.0),
+        lambda: mod.embedding_renorm_(mod.ones(3, 2, requires_grad=True), mod.tensor([0]),
+                                      1.0, 2.0),
+        lambda: mod.embedding_renorm_(w, mod.tensor([0.0]), 1.0, 2.0),
+        lambda: mod.embedding_renorm_(w, mod.tensor([5]), 1.0, 2.0)]
+    return _outcome(lambda _: cases[case](), mod)
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_embedding_renorm_(case: int) -> None:
+    """`torch.embedding_renorm_(weight, indices, max_norm, norm_type)`, in place, with
+    PyTorch's errors for a leaf that requires grad, float indices, an index out of range."""
+    got, want = _renorm(ember, case), _renorm(torch, case)
+    assert got[0] == want[0]
+    assert got[1] == (pytest.approx(want[1], rel=1e-6) if got[0] == "ok" else want[1])
