@@ -3,6 +3,8 @@ mixture density network, TransE, RAFT-lite, C3D) needed, checked against torch i
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -135,3 +137,57 @@ def test_embedding_renorm_(case: int) -> None:
     got, want = _renorm(ember, case), _renorm(torch, case)
     assert got[0] == want[0]
     assert got[1] == (pytest.approx(want[1], rel=1e-6) if got[0] == "ok" else want[1])
+
+
+@pytest.mark.parametrize("shape, pad", [
+    ((1, 1, 3), (3, 0)), ((1, 1, 3, 3), (3, 0, 0, 0)), ((1, 1, 3, 3), (0, 0, 0, 3)),
+    ((1, 1, 2, 3, 3), (0, 0, 0, 0, 2, 0)), ((1, 3), (3, 0))])
+def test_reflect_pad_too_big_names_the_argument(shape: tuple, pad: tuple) -> None:
+    def padded(mod):
+        return mod.nn.functional.pad(mod.ones(shape), pad, mode="reflect")
+    assert _outcome(padded, ember) == _outcome(padded, torch)
+
+
+def test_instance_norm_without_affine_warns_of_other_channel_count() -> None:
+    """num_features is unused without affine: a mismatch only warns (the audio front end
+    normalises (B, mels, frames) with InstanceNorm1d(frames))."""
+    caught = []
+    for mod in (ember, torch):
+        with pytest.warns(UserWarning) as record:
+            out = mod.nn.InstanceNorm1d(3)(mod.ones(2, 4, 5))
+        caught.append(([str(w.message) for w in record], tuple(out.shape)))
+    assert caught[0] == caught[1]
+
+
+@pytest.mark.parametrize("op", ["linspace", "logspace"])
+@pytest.mark.parametrize("bounds", [((0,), ()), (None, (2,)), ((1, 1), None), ((), ())])
+def test_space_bounds_must_be_0d(op: str, bounds: tuple) -> None:
+    def spaced(mod):
+        start, end = (0.0 if b is None else mod.zeros(b) + i for i, b in enumerate(bounds))
+        return getattr(mod, op)(start, end, 3)
+    assert _outcome(spaced, ember) == _outcome(spaced, torch)
+
+
+@pytest.mark.parametrize("window", ["hann_window", "hamming_window", "blackman_window",
+                                    "bartlett_window", "kaiser_window"])
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "bool", "uint16", "float64"])
+def test_window_of_integer_dtype_names_its_options(window: str, dtype: str) -> None:
+    def make(mod):
+        return getattr(mod, window)(4, dtype=getattr(mod, dtype))
+    assert _outcome(make, ember) == _outcome(make, torch)
+
+
+def test_sum_and_cumsum_of_opposite_infinities_do_not_warn() -> None:
+    """inf + -inf is NaN without a word (NumPy's np.sum would warn from its own module)."""
+    x = ember.tensor([float("inf"), -float("inf")])
+    with warnings.catch_warnings(record=True) as record:
+        warnings.filterwarnings("always", module="numpy")  # (where np.sum's would come from)
+        results = [x.sum(), x.mean(), x.prod(), x.cumsum(0), x.nansum(),
+                   ember.distributions.Categorical(probs=ember.tensor([0.5, -0.5]),
+                                                   validate_args=False).probs]
+    assert not record
+    assert str(results) == str([torch.tensor([float("inf"), -float("inf")]).sum(),
+                                torch.tensor(float("nan")), torch.tensor(-float("inf")),
+                                torch.tensor([float("inf"), float("nan")]),
+                                torch.tensor(float("nan")), torch.tensor([float("inf"),
+                                                                          -float("inf")])])

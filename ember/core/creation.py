@@ -658,10 +658,21 @@ def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: DeviceLike
 # -- ranges ---------------------------------------------------------------------------
 
 
+def _check_scalar_bounds(op: str, start: Any, end: Any) -> None:
+    """linspace/logspace take numbers or 0-d tensors for their bounds, as PyTorch."""
+    dims = {name: v.ndim for name, v in (("start", start), ("end", end))
+            if isinstance(v, Tensor)}
+    if any(dims.values()):
+        raise RuntimeError(f"{op} only supports 0-dimensional start and end tensors, but got "
+                           + " and ".join(f"{k} with {n} dimension(s)" for k, n in dims.items())
+                           + ".")
+
+
 @composite(variants="function")
 def linspace(start: float, end: float, steps: int, *, dtype: Any = None,
              device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
     """`steps` evenly spaced values from `start` to `end`, both included."""
+    _check_scalar_bounds("linspace", start, end)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     d = dtype_arg(dtype, "linspace") or dt.get_default_dtype()
@@ -729,6 +740,7 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: DeviceLike =
 def logspace(start: float, end: float, steps: int, base: float = 10.0, *, dtype: Any = None,
              device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
     """`steps` values from `base ** start` to `base ** end`, the exponents evenly spaced."""
+    _check_scalar_bounds("logspace", start, end)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     d = dtype_arg(dtype, "logspace") or dt.get_default_dtype()
