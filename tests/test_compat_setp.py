@@ -191,3 +191,69 @@ def test_sum_and_cumsum_of_opposite_infinities_do_not_warn() -> None:
                                 torch.tensor([float("inf"), float("nan")]),
                                 torch.tensor(float("nan")), torch.tensor([float("inf"),
                                                                           -float("inf")])])
+
+
+def test_grad_mode_reprs_name_torch_autograd_grad_mode() -> None:
+    def reprs(mod):
+        out = [repr(mod.set_grad_enabled(True)), type(mod.no_grad()).__module__,
+               mod.autograd.grad_mode.no_grad is mod.no_grad]
+        from_module = mod.autograd.grad_mode.set_grad_enabled(False)
+        mod.set_grad_enabled(True)
+        return [*out, type(from_module).__name__]
+    assert [str(r).replace("ember.", "torch.") for r in reprs(ember)] == \
+        [str(r) for r in reprs(torch)]
+
+
+@pytest.mark.parametrize("value", [1, 0, None, 1.0, "tensor", np.bool_(True), True])
+def test_requires_grad_takes_a_bool_only(value) -> None:
+    def set_attr(mod):
+        t = mod.ones(1)
+        t.requires_grad = mod.tensor(True) if isinstance(value, str) else value
+        return t.requires_grad
+
+    def set_method(mod):
+        t = mod.ones(1)
+        return t.requires_grad_(mod.tensor(True) if isinstance(value, str) else value) \
+            .requires_grad
+    for fn in (set_attr, set_method):
+        assert _outcome(fn, ember) == _outcome(fn, torch)
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.randn_like(m.ones(2, dtype=m.long)), lambda m: m.ones(2, dtype=m.long).normal_(),
+    lambda m: m.randn(2, dtype=m.long), lambda m: m.rand(2, dtype=m.int8),
+    lambda m: m.rand_like(m.ones(2, dtype=m.int32)), lambda m: m.ones(2, dtype=m.int32).uniform_(),
+    lambda m: m.ones(2, dtype=m.bool).normal_(), lambda m: m.normal(m.zeros(2, dtype=m.long), 1.0),
+    lambda m: m.ones(2, dtype=m.long).exponential_(),
+    lambda m: m.ones(2, dtype=m.long).log_normal_(), lambda m: m.ones(2, dtype=m.long).cauchy_()])
+def test_continuous_draws_refuse_integer_dtypes(make) -> None:
+    """`torch.randn_like(long_tensor)` and the continuous in-place fills of an integer
+    tensor raise their kernels' errors (the EBM's noise must be made float)."""
+    assert _outcome(make, ember) == _outcome(make, torch)
+
+
+def _batched(mod) -> list:
+    mod.manual_seed(0)
+    x = mod.randn(3, 2, requires_grad=True)
+    w = mod.randn(2, requires_grad=True)
+    y = (x * w).sum(0)
+    a = mod.autograd.grad(y, x, mod.eye(2), is_grads_batched=True, retain_graph=True)
+    b = mod.autograd.grad([y, (x ** 2).sum(0)], [x, w], [mod.eye(2), mod.ones(2, 2)],
+                          is_grads_batched=True, retain_graph=True)
+    (c,) = mod.autograd.grad(y, w, mod.eye(2), is_grads_batched=True, create_graph=True)
+    return [t.tolist() for t in (*a, *b, c)] + [c.requires_grad]
+
+
+def test_grad_is_grads_batched() -> None:
+    """`autograd.grad(..., is_grads_batched=True)`: one vector-Jacobian product per row of
+    grad_outputs (a Jacobian from the identity), stacked."""
+    got, want = _batched(ember), _batched(torch)
+    assert got[-1] == want[-1]
+    for g, w in zip(got[:-1], want[:-1]):
+        assert np.allclose(g, w, atol=1e-6)
+
+    def mismatched(mod):
+        x = mod.ones(3, 2, requires_grad=True)
+        y = x.sum(0)
+        return mod.autograd.grad([y, y], x, [mod.eye(2), mod.ones(3, 2)], is_grads_batched=True)
+    assert _outcome(mismatched, ember) == _outcome(mismatched, torch)

@@ -251,8 +251,10 @@ def _random(op: str, size: tuple, dtype: Any, device: DeviceLike, requires_grad:
     d = dtype_arg(dtype, op) or dt.get_default_dtype()
     if op in ("rand", "randn") and d.is_complex:
         return _finish(_complex_random(op, size, d, device, generator, draw), requires_grad)
-    if op in ("rand", "randn") and not d.is_floating_point:
-        raise RuntimeError(f"{op}(): expected a floating-point dtype, got {d}")
+    if op in ("rand", "randn") and not d.is_floating_point:  # (worded as its kernel)
+        kernel = "check_uniform_bounds" if op == "rand" else "normal_kernel_cpu"
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{dt.SCALAR_TYPE_NAMES[d.name]}'")
     dev, backend = resolve(device, _nbytes(size, d))
     shape = _shape_arg(op, size, d)
     host = host_generator(generator, dev)

@@ -20,7 +20,7 @@ from ember.core import dtype as dt
 from ember.core import engine, grad_mode, torch_function, tracing
 from ember.core.backend import Backend
 from ember.core.device import device as Device
-from ember.core.errors import warn_once, with_context
+from ember.core.errors import type_name, warn_once, with_context
 from ember.core.grad_mode import InferenceVersion, new_version
 from ember.core.grad_mode import state as grad_state
 from ember.core.graph import Node, relabel, shown_as
@@ -206,6 +206,8 @@ class Tensor:
     def requires_grad(self, value: bool) -> None:
         # (PyTorch words this refusal three ways: here, in `requires_grad_()` and in the
         # factories' `requires_grad=True`, see `factory_requires_grad`)
+        if type(value) is not bool:
+            raise RuntimeError("requires_grad must be a bool")
         if value and not self._dtype._differentiable:
             raise with_context(RuntimeError("only Tensors of floating point and complex dtype "
                                             "can require gradients"), f"got {self._dtype}")
@@ -213,6 +215,10 @@ class Tensor:
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Set whether autograd records ops on this tensor (leaves only), in place."""
+        if type(requires_grad) is not bool:
+            name = "Tensor" if isinstance(requires_grad, Tensor) else type_name(requires_grad)
+            raise TypeError(f"requires_grad_(): argument 'requires_grad' (position 1) must be "
+                            f"bool, not {name}")
         if self._node is not None and not requires_grad:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
                                "you want to use a computed variable in a subgraph that doesn't "
