@@ -118,6 +118,9 @@ def main():
     x = torch.zeros(4, 2, requires_grad=True)
     (g,) = torch.autograd.grad(model(x).sum(), x, create_graph=False)
     print("input grad", g.shape, g.requires_grad, x.grad)
+    h = model.net[:2](x[:1])  # features of one input: their Jacobian, a row per feature
+    (jac,) = torch.autograd.grad(h, x, torch.eye(64).view(64, 1, 64), is_grads_batched=True)
+    print("jacobian", jac.shape, "row norm > 0", bool(jac[:, 0].norm(dim=-1).max() > 0))
 
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.0, 0.999))
     sampler = Sampler(model, sample_size=32, max_len=256)

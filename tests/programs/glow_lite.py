@@ -250,6 +250,7 @@ def main():
     print("LU masks", lu.u_mask.tolist(), lu.l_mask.sum().item())
     print("w_p is permutation", bool((lu.w_p.sum(0) == 1).all() and (lu.w_p.sum(1) == 1).all()))
     print("W orthogonal", torch.allclose(w @ w.T, torch.eye(4), atol=1e-5))
+    print("nuclear norm", round(torch.norm(w.detach(), p="nuc").item(), 4))
     print("s_sign", lu.s_sign)
 
     model = Glow(1, n_flow=3, conv_lu=True)

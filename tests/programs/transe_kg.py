@@ -139,6 +139,8 @@ def main():
     print("looked-up norms", out.norm(dim=1))
     print("renormalised rows", (emb.weight.norm(dim=1) <= 1.0 + 1e-5).tolist(),
           "others kept", torch.equal(emb.weight.norm(dim=1)[[1, 3, 4]], before[[1, 3, 4]]))
+    w = torch.ones(4, 2) * 3
+    print("embedding_renorm_", torch.embedding_renorm_(w, torch.tensor([1, 3, 3]), 1.0, 2.0).norm(dim=1))
     print("F.normalize", F.normalize(torch.tensor([[3.0, 4.0], [0.0, 0.0]]), p=2, dim=1))
     print("torch.norm p=1", torch.norm(torch.tensor([[1.0, -2.0], [3.0, -4.0]]), p=1, dim=1))
     margin = nn.MarginRankingLoss(margin=0.5)
