@@ -257,3 +257,17 @@ def test_grad_is_grads_batched() -> None:
         y = x.sum(0)
         return mod.autograd.grad([y, y], x, [mod.eye(2), mod.ones(3, 2)], is_grads_batched=True)
     assert _outcome(mismatched, ember) == _outcome(mismatched, torch)
+
+
+@pytest.mark.parametrize("size", [(2, 5), [2, 5], ((2, "a"), 5), (2, 5.0), 10, "ab"])
+def test_unflatten_size_errors(size) -> None:
+    def make(mod):
+        return mod.nn.Unflatten(1, size).unflattened_size
+    assert _outcome(make, ember) == _outcome(make, torch)
+
+
+def test_reshape_of_nothing_into_an_ambiguous_shape() -> None:
+    for op in ("view", "reshape"):
+        def make(mod, op=op):
+            return getattr(mod.ones(0, 3), op)(-1, 0)
+        assert _outcome(make, ember) == _outcome(make, torch)
