@@ -271,3 +271,50 @@ def test_reshape_of_nothing_into_an_ambiguous_shape() -> None:
         def make(mod, op=op):
             return getattr(mod.ones(0, 3), op)(-1, 0)
         assert _outcome(make, ember) == _outcome(make, torch)
+
+
+@pytest.mark.parametrize("op", ["abs", "floor", "ceil", "trunc", "round", "fix", "relu", "neg",
+                                "sign", "positive"])
+def test_unary_ops_of_bool_tensors(op: str) -> None:
+    def run(mod):
+        return getattr(mod, op)(mod.tensor([True, False]))
+    assert _outcome(run, ember) == _outcome(run, torch)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "bool", "float32"])
+@pytest.mark.parametrize("decimals", [None, 1, -1])
+def test_round_decimals_takes_floats_only(dtype: str, decimals) -> None:
+    def run(mod):
+        t = mod.tensor([15], dtype=getattr(mod, dtype))
+        return t.round() if decimals is None else t.round(decimals=decimals)
+    assert _outcome(run, ember) == _outcome(run, torch)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.tensor([1.0]).var(), lambda m: m.tensor([1.0]).std(),
+    lambda m: m.ones(2, 1).std(1), lambda m: m.ones(3).var(correction=3),
+    lambda m: m.std_mean(m.ones(1)), lambda m: m.var_mean(m.ones(1)),
+    lambda m: m.ones(3).var(correction=2)])
+def test_variance_without_degrees_of_freedom_warns(call) -> None:
+    said = []
+    for mod in (ember, torch):
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            out = call(mod)
+        said.append(([str(w.message).partition(" (Triggered")[0] for w in record],
+                     str(out).replace("ember.", "torch.")))
+    assert said[0] == said[1]
+
+
+@pytest.mark.parametrize("data", [
+    lambda m: [m.ones(2), m.ones(2)], lambda m: [m.ones(1), m.ones(1)],
+    lambda m: [[m.ones(1)]], lambda m: [m.tensor(1.0), 2.0], lambda m: [m.ones(1, 1)],
+    lambda m: [m.tensor(1), m.tensor(2.5)],
+    lambda m: [[m.tensor(1), m.tensor(2)], [m.tensor(3), m.tensor(4)]]])
+def test_tensor_of_a_list_of_tensors_reads_their_numbers(data) -> None:
+    """`torch.tensor([t1, t2])` reads each (one-element) tensor as a number: shape (2,)
+    for two tensors of shape (1,), an error for longer ones."""
+    def make(mod):
+        out = mod.tensor(data(mod))
+        return [list(out.shape), str(out.dtype).replace("ember.", "torch."), out.tolist()]
+    assert _outcome(make, ember) == _outcome(make, torch)

@@ -89,16 +89,21 @@ def as_operand(x: Any, like: Tensor) -> Any:
 # -- rules ----------------------------------------------------------------------------
 
 
+_VML_KERNELS = frozenset({"floor", "ceil", "trunc", "round"})  # ATen's vectorised kernels
+
+
 def _same_dtype_rule(op: str):
     def rule(input):
-        if input.dtype is dt.bool_:
+        if input.dtype is dt.bool_:  # (PyTorch's words: its kernels' names for the rest)
             if op == "neg":
-                raise RuntimeError("neg: negation, the `-` operator, on a bool tensor is not "
-                                   "supported; use `~` or logical_not() instead")
+                raise RuntimeError("Negation, the `-` operator, on a bool tensor is not "
+                                   "supported. If you are trying to invert a mask, use the `~` "
+                                   "or `logical_not()` operator instead.")
             if op == "relu":
-                raise RuntimeError("relu: Boolean inputs not supported for relu")
+                raise RuntimeError("Boolean inputs not supported for relu")
             if op != "sign":
-                raise NotImplementedError(f"{op}: not implemented for dtype ember.bool")
+                kernel = f"{op}_vml_cpu" if op in _VML_KERNELS else f"{op}_cpu"
+                raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
         return OutMeta(input.shape, input.dtype, None)
     return rule
 
@@ -403,6 +408,9 @@ def round(input: Tensor, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's
     `decimals` shifts the rounding position."""
     if decimals == 0:
         return _round(input)
+    if not input.dtype._differentiable:  # (PyTorch's overload with decimals: floats only)
+        raise NotImplementedError(f'"round_cpu" not implemented for '
+                                  f"'{dt.SCALAR_TYPE_NAMES[input.dtype.name]}'")
     # as PyTorch: divide by a power of ten for negative decimals (10 ** -3 is inexact)
     if decimals < 0:
         scale = 10.0 ** -decimals

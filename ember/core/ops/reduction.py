@@ -17,6 +17,7 @@ from __future__ import annotations
 import builtins  # this module defines sum, max, min, all and any: the ops
 import math
 import operator
+import warnings
 from typing import Any
 
 from ember.core import costs
@@ -24,7 +25,7 @@ from ember.core import dtype as dt
 from ember.core.apply import apply_labelled, record_grad
 from ember.core.creation import arange, zeros
 from ember.core.declare import composite, primitive, write_out
-from ember.core.dispatch import run
+from ember.core.dispatch import run, user_stacklevel
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
 from ember.core.host import dtype_arg
@@ -429,6 +430,17 @@ def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
 def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: Any = None) -> Tensor:
     """The variance over `dim`, with Bessel's correction by default (`correction=1`)."""
+    return _variance("var", input, dim, unbiased, keepdim, correction)
+
+
+_NO_FREEDOM = ("{}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+               "reduction factor (input numel divided by output numel).")
+
+
+def _variance(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: bool,
+              correction: Any) -> Tensor:
+    """var's computation; `op` (var, std, var_mean, std_mean) names it in PyTorch's warning
+    when the correction leaves no degrees of freedom (the result is NaN)."""
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
     if not input._dtype._differentiable:
@@ -436,6 +448,8 @@ def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
                            f"dtypes (got {input._dtype})")
     dims = _dims_arg("var", input, dim)
     n = input.numel() if dims is None else math.prod(input.shape[d] for d in dims)
+    if n - correction <= 0:
+        warnings.warn(_NO_FREEDOM.format(op), UserWarning, stacklevel=user_stacklevel())
     centered = input - mean(input, dims, keepdim=True)
     if input._dtype.is_complex:  # |x - mean|^2: a real variance, as PyTorch's
         centered = centered.real * centered.real + centered.imag * centered.imag
@@ -449,7 +463,7 @@ def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
 def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: Any = None) -> Tensor:
     """The standard deviation over `dim` (see `var`)."""
-    return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
+    return _variance("std", input, dim, unbiased, keepdim, correction).sqrt()
 
 
 @composite(node_label="VarMeanBackward0",
@@ -457,7 +471,7 @@ def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
 def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
              keepdim: bool = False, *, correction: Any = None) -> tuple:
     """(`var`, `mean`) over `dim`."""
-    return (var(input, dim, unbiased, keepdim, correction=correction),
+    return (_variance("var_mean", input, dim, unbiased, keepdim, correction),
             mean(input, _dims_arg("var_mean", input, dim), keepdim))
 
 
@@ -466,7 +480,7 @@ def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
 def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
              keepdim: bool = False, *, correction: Any = None) -> tuple:
     """(`std`, `mean`) over `dim`."""
-    return (std(input, dim, unbiased, keepdim, correction=correction),
+    return (_variance("std_mean", input, dim, unbiased, keepdim, correction).sqrt(),
             mean(input, _dims_arg("std_mean", input, dim), keepdim))
 
 
