@@ -318,3 +318,12 @@ def test_tensor_of_a_list_of_tensors_reads_their_numbers(data) -> None:
         out = mod.tensor(data(mod))
         return [list(out.shape), str(out.dtype).replace("ember.", "torch."), out.tolist()]
     assert _outcome(make, ember) == _outcome(make, torch)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.tensor([True]) - m.tensor([True]), lambda m: m.tensor([True]) - 1,
+    lambda m: 1 - m.tensor([True]), lambda m: m.tensor([1.0]) - m.tensor([True]),
+    lambda m: m.tensor([True]).sub_(m.tensor([True])), lambda m: m.tensor([True]) - True,
+    lambda m: m.arange(4)[::-1], lambda m: m.arange(4)[::0]])
+def test_bool_subtraction_and_slice_step_errors(call) -> None:
+    assert _outcome(call, ember) == _outcome(call, torch)

@@ -151,8 +151,11 @@ def _binary_rule(op: str, kind: str):
 
 
 def _no_bool_sub(a: dt.dtype, b: dt.dtype) -> None:
+    if a is dt.bool_ and b is dt.bool_:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
     if dt.bool_ in (a, b):
-        raise RuntimeError("sub: Subtraction, the `-` operator, with a bool tensor is not "
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
                            "supported. If you are trying to invert a mask, use the `~` or "
                            "`logical_not()` operator instead.")
 
