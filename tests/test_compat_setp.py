@@ -327,3 +327,11 @@ def test_tensor_of_a_list_of_tensors_reads_their_numbers(data) -> None:
     lambda m: m.arange(4)[::-1], lambda m: m.arange(4)[::0]])
 def test_bool_subtraction_and_slice_step_errors(call) -> None:
     assert _outcome(call, ember) == _outcome(call, torch)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.tensor([1, 2]).broadcast_to(2, 2), lambda m: m.tensor([1, 2]).broadcast_to([3, 2]),
+    lambda m: m.tensor([1, 2]).broadcast_to(size=(2, 2)),
+    lambda m: m.broadcast_to(m.tensor([1, 2]), (2, 2)), lambda m: m.tensor([1, 2]).broadcast_to()])
+def test_broadcast_to_method_takes_unpacked_sizes(call) -> None:
+    assert _outcome(call, ember) == _outcome(call, torch)
