@@ -28,7 +28,8 @@ def _view_flags(mod, mode: str) -> list[bool]:
     p = mod.nn.Parameter(mod.ones(2, 3))
     with getattr(mod, mode)():
         views = [p[0], p.view(-1), p.t(), p.flatten()[:2], p.unbind(0)[1], p.expand(2, 2, 3),
-                 p.detach()[0], p.data[0], p.clone(), p.reshape(6), p.T.contiguous()]
+                 p.detach()[0], p.data[0], p.clone(), p.reshape(6), p.T.contiguous(),
+                 p[1].detach()[0], p[0][1:]]
     flags = [v.requires_grad for v in views] + [views[0].is_leaf, views[0].grad_fn is None]
     p.requires_grad_(False)
     return flags + [views[0].requires_grad]

@@ -28,10 +28,10 @@ def as_view(out: Tensor, x: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
     `fn(x)` recreates it (so in-place writes through it reach the base's graph)."""
     out._vc = x._vc
     out._view_vc = x._vc[0]
-    if not state.enabled:
-        out._view_mode = "inference" if state.inference else "no_grad"
-    elif x._view_mode is not None:  # a view of such a view is one too (PyTorch's CreationMeta)
+    if x._view_mode is not None:  # a view of such a view is one too (PyTorch's CreationMeta)
         out._view_mode = x._view_mode
+    elif not state.enabled and x._requires_grad:  # (a detached alias is no differentiable view)
+        out._view_mode = "inference" if state.inference else "no_grad"
     if x._base is None:
         out._base, out._view_fn = x, fn
     else:
