@@ -575,6 +575,38 @@ PROGRAMS_O = [
 PROGRAMS_B += PROGRAMS_O
 
 
+# set P: research-code programs (Glow with data-dependent ActNorm, slogdet and LU-decomposed
+# 1x1 convolutions; GraphSAGE with scatter_reduce / index_add_ aggregation and neighbour
+# sampling; an audio classifier with stft, a torch-built mel filterbank and SpecAugment; an
+# EBM with spectral_norm and Langevin sampling by autograd.grad; a mixture density network
+# with MixtureSameFamily and EM by logsumexp; TransE with max_norm embeddings and Hits@k;
+# RAFT-lite with a correlation pyramid, grid_sample lookups and a ConvGRU; a C3D video
+# classifier with Conv3d, ceil_mode pools and channels_last_3d). Seeded draws match torch's.
+PROGRAMS_P = [
+    Program("glow_lite.py", same=r"^(?!step)",
+            losses=r"^step +\d+ loss: (?P<loss>[\d.]+);", factor=1.5, long=True),
+    Program("graphsage.py", same=r"^(?!(mean|max) (epoch|test))",
+            skeleton=r"^(mean|max) test accuracy",
+            losses=r"^(?P<tag>mean|max) epoch \d+ loss (?P<loss>[\d.]+)$", factor=1.5,
+            long=True),
+    Program("audio_spec_classifier.py", same=r"^(?!epoch|held-out)",
+            skeleton=r"^held-out", losses=r"^epoch \d+ loss (?P<loss>[\d.]+) ", factor=1.5,
+            long=True),
+    Program("ebm_langevin.py", same=r"^(?!step|langevin|data scores)", skeleton=r"^step",
+            long=True),
+    Program("mixture_density.py",
+            same=r"^(?!mdn step|em iter|recovered|        \[|weights|monotone|MixtureSameFamily a)",
+            close=r"^em iter",
+            losses=r"^mdn step +\d+ nll (?P<loss>\S+)$", factor=None, long=True),
+    Program("transe_kg.py", same=r"^(?!epoch|hits@)", skeleton=r"^hits@",
+            losses=r"^epoch +\d+ loss (?P<loss>[\d.]+)$", factor=1.5, long=True),
+    Program("raft_lite.py", same=r"^(?!step)",
+            losses=r"^step \d+ loss (?P<loss>[\d.]+) ", factor=1.5, long=True),
+    Program("c3d_video.py", same=r"^(?!\[train\])",
+            losses=r"^\[train\] Epoch: \d+/\d+ Loss: (?P<loss>[\d.]+) ", factor=1.5, long=True),
+]
+PROGRAMS_B += PROGRAMS_P
+
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""
     checks = []

@@ -1,7 +1,10 @@
 """Automatic differentiation: `backward`, `grad`, grad modes, custom `Function`s, and the
 deprecated `Variable`."""
 
-from ember.autograd import function  # noqa: F401  (torch.autograd.function.X without an import)
+from ember.autograd import (
+    function,  # noqa: F401  (torch.autograd.function.X without an import)
+    grad_mode,  # noqa: F401  (torch.autograd.grad_mode.no_grad & co)
+)
 from ember.autograd.variable import Variable
 from ember.core import engine as _engine
 from ember.core.anomaly_mode import detect_anomaly, set_detect_anomaly

@@ -251,8 +251,10 @@ def _random(op: str, size: tuple, dtype: Any, device: DeviceLike, requires_grad:
     d = dtype_arg(dtype, op) or dt.get_default_dtype()
     if op in ("rand", "randn") and d.is_complex:
         return _finish(_complex_random(op, size, d, device, generator, draw), requires_grad)
-    if op in ("rand", "randn") and not d.is_floating_point:
-        raise RuntimeError(f"{op}(): expected a floating-point dtype, got {d}")
+    if op in ("rand", "randn") and not d.is_floating_point:  # (worded as its kernel)
+        kernel = "check_uniform_bounds" if op == "rand" else "normal_kernel_cpu"
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{dt.SCALAR_TYPE_NAMES[d.name]}'")
     dev, backend = resolve(device, _nbytes(size, d))
     shape = _shape_arg(op, size, d)
     host = host_generator(generator, dev)
@@ -303,20 +305,50 @@ def randn(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
                    requires_grad, generator, streams.normal)
 
 
+def _is_size(value: Any) -> bool:
+    return isinstance(value, (tuple, list)) or hasattr(value, "__len__")
+
+
+_RANDINT_OVERLOADS = "".join(
+    f"\n * ({first}tuple of ints size, *, {gen}Tensor out = None, torch.dtype dtype = None, "
+    "torch.layout layout = None, torch.device device = None, bool pin_memory = False, "
+    "bool requires_grad = False)"
+    for first in ("int high, ", "int low, int high, ")
+    for gen in ("torch.Generator generator, ", ""))
+
+
+def _randint_args(low: Any, high: Any, size: Any) -> tuple[int, int, tuple[int, ...]]:
+    """PyTorch's overloads `(high, size)` and `(low, high, size)`, positional or keyword:
+    `randint(5, (3,))`, `randint(high=5, size=(3,))`, `randint(5, size=(3,))`."""
+    if size is None and high is not None and _is_size(high):
+        low, high, size = None, low, high  # randint(high, size)
+    given = [v for v in (low, high, size) if v is not None]
+    if size is None and high is not None:  # randint(high, 3): the size overload's message
+        raise TypeError(f"randint(): argument 'size' (position 2) must be tuple of ints, not "
+                        f"{type(high).__name__}")
+    if high is None:
+        low, high = None, low
+    if size is None or not _is_size(size) or high is None or (
+            low is not None and any(isinstance(v, float) for v in (low, high))):
+        got = ", ".join(type(v).__name__ for v in given)
+        raise TypeError(f"randint() received an invalid combination of arguments - got "
+                        f"({got}), but expected one of:{_RANDINT_OVERLOADS}\n")
+    if isinstance(high, float):
+        raise TypeError("randint(): argument 'high' (position 1) must be int, not float")
+    return int(low or 0), int(high), tuple(size)
+
+
 # the dtypes whose `random_(from, to)` draws 64-bit words for ranges of 2**32 or more
 WIDE_RANDOM = frozenset({"int64", "float64", "float32", "bfloat16"})
 
 
 @primitive(variants="function", rule=_randint_rule, creation=True, cost=costs.creation)
-def randint(low: int, high: int | None = None, size: Sequence[int] = (), *,
+def randint(low: int | None = None, high: int | None = None, size: Sequence[int] | None = None, *,
             dtype: Any = None, device: DeviceLike = None, generator: Any = None,
             requires_grad: bool = False) -> Tensor:
-    """Random integers in [low, high)."""
-    if high is None:
-        low, high = 0, low
-    elif isinstance(high, (tuple, list)) or hasattr(high, "__len__"):
-        low, high, size = 0, low, high  # randint(high, size), as PyTorch allows
-    low, high = int(low), int(high)
+    """Random integers in [low, high): `randint(high, size)` or `randint(low, high, size)`
+    (by position or keyword, as PyTorch's two overloads take them)."""
+    low, high, size = _randint_args(low, high, size)
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
                            f"from={low} >= to={high}")
@@ -628,10 +660,21 @@ def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: DeviceLike
 # -- ranges ---------------------------------------------------------------------------
 
 
+def _check_scalar_bounds(op: str, start: Any, end: Any) -> None:
+    """linspace/logspace take numbers or 0-d tensors for their bounds, as PyTorch."""
+    dims = {name: v.ndim for name, v in (("start", start), ("end", end))
+            if isinstance(v, Tensor)}
+    if any(dims.values()):
+        raise RuntimeError(f"{op} only supports 0-dimensional start and end tensors, but got "
+                           + " and ".join(f"{k} with {n} dimension(s)" for k, n in dims.items())
+                           + ".")
+
+
 @composite(variants="function")
 def linspace(start: float, end: float, steps: int, *, dtype: Any = None,
              device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
     """`steps` evenly spaced values from `start` to `end`, both included."""
+    _check_scalar_bounds("linspace", start, end)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     d = dtype_arg(dtype, "linspace") or dt.get_default_dtype()
@@ -699,6 +742,7 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: DeviceLike =
 def logspace(start: float, end: float, steps: int, base: float = 10.0, *, dtype: Any = None,
              device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
     """`steps` values from `base ** start` to `base ** end`, the exponents evenly spaced."""
+    _check_scalar_bounds("logspace", start, end)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     d = dtype_arg(dtype, "logspace") or dt.get_default_dtype()

@@ -22,6 +22,7 @@ from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import AccumulateGrad, GradientEdge, Node, edge_of, is_tensor, record
 from ember.core.memory_format import contiguous_format, tensor_format
+from ember.core.opdef import OPS
 
 
 def _collect(roots: set[Node]) -> dict[Node, int]:
@@ -441,15 +442,17 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None,
     Unlike `backward`, leaves' `.grad` is not changed. With `create_graph=True` the
     returned gradients are themselves differentiable (second derivatives).
     `only_inputs` is PyTorch's deprecated flag, accepted and ignored as there (WGAN-GP
-    programs pass it); `is_grads_batched=True` (vmap over grad_outputs) is not supported.
+    programs pass it). With `is_grads_batched=True` the first dimension of each of
+    `grad_outputs` is a batch: one vector-Jacobian product per entry, stacked (PyTorch
+    vmaps; here each runs in turn over the retained graph).
     """
     if not only_inputs:
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to "
                       "True). To accumulate gradient for other parts of the graph, please "
                       "use torch.autograd.backward.", FutureWarning, stacklevel=2)
     if is_grads_batched:
-        raise NotImplementedError("autograd.grad(is_grads_batched=True) is not supported "
-                                  "by ember")
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                             allow_unused, materialize_grads)
     outputs = [outputs] if _single(outputs) else list(outputs)
     inputs = [inputs] if _single(inputs) else list(inputs)
     if not inputs:  # PyTorch refuses before running anything
@@ -476,6 +479,27 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None,
             g = g.sum_to_size(t.shape)
         result.append(g)
     return tuple(result)
+
+
+def _batched_grad(outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: bool | None,
+                  create_graph: bool, allow_unused: bool | None,
+                  materialize_grads: bool) -> tuple:
+    """`grad(..., is_grads_batched=True)`: a `grad` per batch entry of `grad_outputs`,
+    the graph kept for all but the last, each input's gradients stacked."""
+    batched = [grad_outputs] if is_tensor(grad_outputs) else list(grad_outputs)
+    sizes = [g.shape[0] for g in batched if g is not None]
+    if len(set(sizes)) != 1:  # (PyTorch's vmap words it)
+        raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
+                         f"dimension, got sizes {sizes} for the mapped dimension")
+    n = sizes[0]
+    keep = create_graph if retain_graph is None else retain_graph
+    per_entry = [grad(outputs, inputs, [None if g is None else g[b] for g in batched],
+                      retain_graph=True if b < n - 1 else keep, create_graph=create_graph,
+                      allow_unused=allow_unused, materialize_grads=materialize_grads)
+                 for b in range(n)]
+    stack = OPS["stack"].fn  # (by name: the ops import the engine)
+    return tuple(None if entries[0] is None else stack(list(entries))
+                 for entries in zip(*per_entry))
 
 
 def _single(x: Any) -> bool:

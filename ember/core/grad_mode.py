@@ -155,6 +155,9 @@ class set_grad_enabled(_GradMode):  # noqa: N801
     def __enter__(self) -> None:
         pass
 
+    def __repr__(self) -> str:  # PyTorch's: torch.typename(self) and the mode
+        return f"{type(self).__module__}.{type(self).__qualname__}(mode={self._target})"
+
 
 class inference_mode(_GradMode):  # noqa: N801
     """Like `no_grad`, and tensors made inside are marked as inference tensors.
@@ -220,3 +223,8 @@ class enforce_grad_layout_policy:  # noqa: N801 - PyTorch's spelling
     def clone(self) -> enforce_grad_layout_policy:
         """A copy of this object (made anew: it sets the policy again)."""
         return self.__class__(self.mode)
+
+
+# PyTorch's grad modes live in torch.autograd.grad_mode, and their reprs name it
+for _mode in (no_grad, enable_grad, set_grad_enabled, inference_mode, enforce_grad_layout_policy):
+    _mode.__module__ = "ember.autograd.grad_mode"

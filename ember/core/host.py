@@ -131,6 +131,18 @@ def _ragged(data: Any, dtype: dt.dtype) -> Exception | None:
     return walk(data, 0)
 
 
+def _tensor_scalars(data: Any) -> Any:
+    """Nested sequences with each tensor in them read as the number it holds, as PyTorch
+    reads them (`tensor([t1, t2])` of one-element tensors is 1-D, whatever their shape)."""
+    if is_tensor(data):
+        if data.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return host_array(data).reshape(())
+    if isinstance(data, (list, tuple)):
+        return [_tensor_scalars(x) for x in data]
+    return data
+
+
 def to_host(data: Any, dtype: dt.dtype | None) -> tuple[np.ndarray, dt.dtype]:
     """`data` as a new C-contiguous host array of `dtype` (inferred when None)."""
     if is_tensor(data):
@@ -143,8 +155,10 @@ def to_host(data: Any, dtype: dt.dtype | None) -> tuple[np.ndarray, dt.dtype]:
         if hasattr(data, "__array__") and not isinstance(data, (list, tuple)):
             return to_host(np.asarray(data), dtype)
         dtype = dtype or infer_dtype(data)
-        if isinstance(data, (list, tuple)) and any(is_tensor(x) for x in data):
-            data = [host_array(x) if is_tensor(x) else x for x in data]
+        if isinstance(data, (list, tuple)) and data and (
+                any(is_tensor(x) for x in data) or isinstance(data[0], (list, tuple))
+                and any(is_tensor(x) for x in data[0])):
+            data = _tensor_scalars(data)
         try:
             arr = np.array(data, dtype=numpy_dtype(dtype) if dtype is not dt.bfloat16
                            else np.float32)

@@ -224,8 +224,9 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
         elif isinstance(k, slice):
             size = x.shape[dim]
             if k.step is not None and int(k.step) <= 0:
-                raise ValueError(f"indexing: slice step must be greater than zero (got "
-                                 f"{k.step})")
+                raise with_context(ValueError("slice step cannot be zero" if int(k.step) == 0
+                                              else "step must be greater than zero"),
+                                   f"indexing: got step {k.step}")
             start, stop, step = k.indices(size)
             spec.append(("slice", start, stop, step))
             shape_parts.append(len(range(start, stop, step)))

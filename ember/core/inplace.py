@@ -17,6 +17,7 @@ from typing import Any
 from ember.core import forward_ad as fw
 from ember.core import graph
 from ember.core.dispatch import check_out, device_mismatch, write_into
+from ember.core.errors import with_context
 from ember.core.grad_mode import check_writable, no_grad, state
 from ember.core.graph import FnNode, default_label, edge_of
 from ember.core.tensor import Tensor
@@ -27,6 +28,10 @@ def as_view(out: Tensor, x: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
     `fn(x)` recreates it (so in-place writes through it reach the base's graph)."""
     out._vc = x._vc
     out._view_vc = x._vc[0]
+    if x._view_mode is not None:  # a view of such a view is one too (PyTorch's CreationMeta)
+        out._view_mode = x._view_mode
+    elif not state.enabled and x._requires_grad:  # (a detached alias is no differentiable view)
+        out._view_mode = "inference" if state.inference else "no_grad"
     if x._base is None:
         out._base, out._view_fn = x, fn
     else:
@@ -52,7 +57,8 @@ def recording(*tensors: Any) -> bool:
 def tracked(*tensors: Any) -> bool:
     """Whether an in-place op must go through `apply_inplace` (not one kernel writing into
     the tensor): autograd records it, or a dual level gives the result its tangent."""
-    return fw.active or recording(*tensors)
+    return fw.active or recording(*tensors) or (
+        tensors[0]._view_mode is not None and state.enabled)  # (refused: see apply_inplace)
 
 
 def _check_allowed(x: Tensor) -> None:
@@ -66,11 +72,30 @@ def _check_allowed(x: Tensor) -> None:
                            "in-place operation.")
 
 
+_VIEW_MODE_ERROR = (
+    "A view was created in {} mode and is being modified inplace {}. Given that this use "
+    "case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving "
+    "both the view and the inplace either both inside the {} block (if you don't want the "
+    "inplace to be tracked) or both outside (if you want the inplace to be tracked).")
+
+
+def _check_view_mode(x: Tensor) -> None:
+    """PyTorch refuses to record an in-place write through a view made with grad mode off
+    (of a base that requires grad): which graph the write belongs to is ambiguous."""
+    if x._base.requires_grad:
+        words = (("no_grad", "with grad mode enabled", "no_grad") if x._view_mode == "no_grad"
+                 else ("inference", "in normal mode", "inference_mode"))
+        raise with_context(RuntimeError(_VIEW_MODE_ERROR.format(*words)),
+                           f"a view of shape {tuple(x.shape)}")
+
+
 def apply_inplace(x: Tensor, compute: Callable[[Tensor], Tensor], *others: Any,
                   op: str = "inplace") -> Tensor:
     """Run `compute(x)` out of place and write the result into `x`; `others` are the
     op's other operands (autograd records when any of them, or `x`, requires grad)."""
     check_writable(x)
+    if x._view_mode is not None and state.enabled:
+        _check_view_mode(x)
     if not recording(x, *others):
         result = compute(x)
         write(x, result, op)

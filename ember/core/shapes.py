@@ -86,9 +86,9 @@ def infer_reshape(op: str, shape: tuple[int, ...], numel: int,
     if -1 in new:
         known = math.prod(s for s in new if s != -1)
         if known == 0 and numel == 0:
-            raise RuntimeError(f"{op}: cannot reshape tensor of 0 elements into shape "
-                               f"{fmt_shape(new)} because the unspecified dimension size -1 "
-                               f"can be any value and is ambiguous")
+            raise with_context(RuntimeError(
+                f"cannot reshape tensor of 0 elements into shape {fmt_shape(new)} because the "
+                f"unspecified dimension size -1 can be any value and is ambiguous"), op)
         if known == 0 or numel % known:
             raise with_context(RuntimeError(f"shape '{fmt_shape(new)}' is invalid for "
                                             f"input of size {numel}"), op)

@@ -120,7 +120,8 @@ _CPP_TYPES = {"float32": "float", "float64": "double", "float16": "c10::Half",
               "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
               "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
               "bool": "bool", "complex64": "c10::complex<float>",
-              "complex128": "c10::complex<double>"}
+              "complex128": "c10::complex<double>", "uint16": "short unsigned int",
+              "uint32": "unsigned int", "uint64": "long unsigned int"}
 
 
 def cpp_type_name(d: dt.dtype) -> str:

@@ -20,7 +20,7 @@ from ember.core import dtype as dt
 from ember.core import engine, grad_mode, torch_function, tracing
 from ember.core.backend import Backend
 from ember.core.device import device as Device
-from ember.core.errors import warn_once, with_context
+from ember.core.errors import type_name, warn_once, with_context
 from ember.core.grad_mode import InferenceVersion, new_version
 from ember.core.grad_mode import state as grad_state
 from ember.core.graph import Node, relabel, shown_as
@@ -69,6 +69,7 @@ class Tensor:
     _base = None  # the tensor whose storage a view shares
     _view_fn = None  # recreates this view from `_base` (for in-place writes through it)
     _view_vc = 0  # the version at which this view's graph node was taken from its base
+    _view_mode = None  # "no_grad" / "inference": the view was made with grad mode off
     _hooks = None  # gradient hooks of a leaf
     _post_accumulate_hooks = None  # hooks run after a leaf's .grad is accumulated
     _shared = False  # share_memory_ was called
@@ -197,12 +198,16 @@ class Tensor:
 
     @property
     def requires_grad(self) -> bool:
-        return self._requires_grad
+        # a view made with grad mode off still requires grad while its base does (PyTorch's
+        # DifferentiableViewMeta), though nothing recorded it
+        return self._requires_grad or (self._view_mode is not None and self._base.requires_grad)
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
         # (PyTorch words this refusal three ways: here, in `requires_grad_()` and in the
         # factories' `requires_grad=True`, see `factory_requires_grad`)
+        if type(value) is not bool:
+            raise RuntimeError("requires_grad must be a bool")
         if value and not self._dtype._differentiable:
             raise with_context(RuntimeError("only Tensors of floating point and complex dtype "
                                             "can require gradients"), f"got {self._dtype}")
@@ -210,6 +215,10 @@ class Tensor:
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Set whether autograd records ops on this tensor (leaves only), in place."""
+        if type(requires_grad) is not bool:
+            name = "Tensor" if isinstance(requires_grad, Tensor) else type_name(requires_grad)
+            raise TypeError(f"requires_grad_(): argument 'requires_grad' (position 1) must be "
+                            f"bool, not {name}")
         if self._node is not None and not requires_grad:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
                                "you want to use a computed variable in a subgraph that doesn't "

@@ -249,9 +249,11 @@ def _pad_indices(n: int, left: int, right: int, mode: str, dim: int, input: Tens
         return [min(max(i, 0), n - 1) for i in idx]
     if mode == "reflect":
         if left >= n or right >= n:
-            raise RuntimeError(f"Padding size should be less than the corresponding input "
-                               f"dimension, but got: padding ({left}, {right}) at dimension "
-                               f"{dim} of input {list(input.shape)}")
+            # (ATen names the width's check argument #4, the height's #6, the depth's #8)
+            raise RuntimeError(f"Argument #{2 * (input.ndim - dim) + 2}: Padding size should "
+                               f"be less than the corresponding input dimension, but got: "
+                               f"padding ({left}, {right}) at dimension {dim} of input "
+                               f"{list(input.shape)}")
         return [-i if i < 0 else (2 * (n - 1) - i if i >= n else i) for i in idx]
     if mode == "circular":
         if left > n or right > n:

@@ -32,8 +32,8 @@ __all__ = [
     "batch_norm_stats", "batch_norm_elemt", "batch_norm_gather_stats",
     "batch_norm_gather_stats_with_counts", "batch_norm_backward_reduce",
     "batch_norm_backward_elemt", "batch_norm_update_stats", "embedding_bag",
-    "cosine_similarity", "pairwise_distance", "pdist", "pixel_shuffle", "pixel_unshuffle",
-    "channel_shuffle", "bilinear",
+    "embedding_renorm_", "cosine_similarity", "pairwise_distance", "pdist", "pixel_shuffle",
+    "pixel_unshuffle", "channel_shuffle", "bilinear",
 ]
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
@@ -210,6 +210,28 @@ def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
     a negative ``padding_idx`` means none."""
     return F.embedding(indices, weight, padding_idx if padding_idx >= 0 else None,
                        scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+def embedding_renorm_(input: Tensor, indices: Tensor, max_norm: float,
+                      norm_type: float) -> Tensor:
+    r"""``torch.embedding_renorm_``: rescales, in place, the rows of ``input`` at
+    ``indices`` whose ``norm_type``-norm exceeds ``max_norm`` to that norm (what
+    ``F.embedding(..., max_norm=)`` does to its weight); returns ``input``."""
+    if indices.dtype not in (ember.int64, ember.int32):
+        raise RuntimeError(f"Expected tensor for argument #2 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got {indices.type()} "
+                           f"instead (while checking arguments for embedding_renorm_)")
+    if ember.is_grad_enabled() and input.requires_grad and input.is_leaf:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    flat = indices.reshape(-1).to(ember.int64)
+    num = input.shape[0]
+    bad = flat[(flat < -num) | (flat >= num)]
+    if bad.numel():
+        raise IndexError(f"select(): index {int(bad[0])} out of range for tensor of size "
+                         f"{list(input.shape)} at dimension 0")
+    F._embedding_renorm_(input, flat % num, max_norm, norm_type)
+    return input
 
 
 def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor,

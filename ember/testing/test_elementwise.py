@@ -159,7 +159,7 @@ def test_relu_gradient_at_nan_zero_and_infinities(device: ember.device) -> None:
 
 def test_unary_errors(device: ember.device) -> None:
     b = S.on(device, [True, False])
-    with pytest.raises(RuntimeError, match="neg.*bool"):
+    with pytest.raises(RuntimeError, match="Negation.*bool"):
         _ = -b
     with pytest.raises(RuntimeError, match="bitwise_not"):
         ember.bitwise_not(S.on(device, [1.5]))
@@ -352,9 +352,9 @@ def test_binary_errors(device: ember.device) -> None:
     with pytest.raises(RuntimeError, match=r"add.*\[2, 3\].*\[4\]"):
         a + b
     t = S.on(device, [True])
-    with pytest.raises(RuntimeError, match="sub"):
+    with pytest.raises(RuntimeError, match="Subtraction.*two bool tensors"):
         _ = t - t
-    with pytest.raises(RuntimeError, match="sub"):
+    with pytest.raises(RuntimeError, match="Subtraction.*a bool tensor"):
         _ = t - S.on(device, [1.0])
     with pytest.raises(RuntimeError, match="bitwise_and"):
         S.on(device, [1.0]) & S.on(device, [1.0])

@@ -89,17 +89,22 @@ def as_operand(x: Any, like: Tensor) -> Any:
 # -- rules ----------------------------------------------------------------------------
 
 
+_VML_KERNELS = frozenset({"floor", "ceil", "trunc", "round"})  # ATen's vectorised kernels
+
+
 def _same_dtype_rule(op: str):
     @metadata_rule
     def rule(input):
-        if input.dtype is dt.bool_:
+        if input.dtype is dt.bool_:  # (PyTorch's words: its kernels' names for the rest)
             if op == "neg":
-                raise RuntimeError("neg: negation, the `-` operator, on a bool tensor is not "
-                                   "supported; use `~` or logical_not() instead")
+                raise RuntimeError("Negation, the `-` operator, on a bool tensor is not "
+                                   "supported. If you are trying to invert a mask, use the `~` "
+                                   "or `logical_not()` operator instead.")
             if op == "relu":
-                raise RuntimeError("relu: Boolean inputs not supported for relu")
+                raise RuntimeError("Boolean inputs not supported for relu")
             if op != "sign":
-                raise NotImplementedError(f"{op}: not implemented for dtype ember.bool")
+                kernel = f"{op}_vml_cpu" if op in _VML_KERNELS else f"{op}_cpu"
+                raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
         return OutMeta(input.shape, input.dtype, None)
     return rule
 
@@ -152,8 +157,11 @@ def _binary_rule(op: str, kind: str):
 
 
 def _no_bool_sub(a: dt.dtype, b: dt.dtype) -> None:
+    if a is dt.bool_ and b is dt.bool_:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
     if dt.bool_ in (a, b):
-        raise RuntimeError("sub: Subtraction, the `-` operator, with a bool tensor is not "
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
                            "supported. If you are trying to invert a mask, use the `~` or "
                            "`logical_not()` operator instead.")
 
@@ -412,6 +420,9 @@ def round(input: Tensor, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's
     `decimals` shifts the rounding position."""
     if decimals == 0:
         return _round(input)
+    if not input.dtype._differentiable:  # (PyTorch's overload with decimals: floats only)
+        raise NotImplementedError(f'"round_cpu" not implemented for '
+                                  f"'{dt.SCALAR_TYPE_NAMES[input.dtype.name]}'")
     # as PyTorch: divide by a power of ten for negative decimals (10 ** -3 is inexact)
     if decimals < 0:
         scale = 10.0 ** -decimals
@@ -491,8 +502,9 @@ def _binary_fn(name: str) -> Any:
 def _binary_inplace(name: str, fn: Any) -> Any:
     """`x.mul_(y)`: one kernel writing into x when autograd does not record."""
     def method(self: Tensor, other: Any, **kwargs: Any) -> Tensor:
-        if kwargs or fw.active or (state.enabled and (self._requires_grad or (
-                isinstance(other, Tensor) and other._requires_grad))):  # autograd records
+        if kwargs or fw.active or (state.enabled and (
+                self._requires_grad or self._view_mode is not None or (
+                    isinstance(other, Tensor) and other._requires_grad))):  # autograd records
             return apply_inplace(self, lambda old: fn(old, other, **kwargs), other,
                                  op=name + "_")
         if not isinstance(other, Tensor):

@@ -331,7 +331,8 @@ def setitem(input: Tensor, key: Any, value: Any) -> None:
     x, key = unsqueeze_bools(input, key)  # x: input, or a view of it with unit dimensions
     parsed = parse(x, key)
     value = _write_value(x, value, parsed)
-    if not (state.enabled and (input._requires_grad or value._requires_grad) or fw.active):
+    if not (state.enabled and (input._requires_grad or value._requires_grad
+                               or input._view_mode is not None) or fw.active):
         run_inplace("setitem", x, value, *parsed.tensors, index=parsed.spec,
                     accumulate=False)
         input._vc[0] += 1

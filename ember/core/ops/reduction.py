@@ -17,6 +17,7 @@ from __future__ import annotations
 import builtins  # this module defines sum, max, min, all and any: the ops
 import math
 import operator
+import warnings
 from typing import Any
 
 from ember.core import costs
@@ -24,7 +25,7 @@ from ember.core import dtype as dt
 from ember.core.apply import apply_labelled, record_grad
 from ember.core.creation import arange, zeros
 from ember.core.declare import composite, primitive, write_out
-from ember.core.dispatch import run
+from ember.core.dispatch import run, user_stacklevel
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
 from ember.core.host import dtype_arg
@@ -432,6 +433,17 @@ def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
 def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: Any = None) -> Tensor:
     """The variance over `dim`, with Bessel's correction by default (`correction=1`)."""
+    return _variance("var", input, dim, unbiased, keepdim, correction)
+
+
+_NO_FREEDOM = ("{}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+               "reduction factor (input numel divided by output numel).")
+
+
+def _variance(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: bool,
+              correction: Any) -> Tensor:
+    """var's computation; `op` (var, std, var_mean, std_mean) names it in PyTorch's warning
+    when the correction leaves no degrees of freedom (the result is NaN)."""
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
     if not input._dtype._differentiable:
@@ -439,6 +451,8 @@ def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
                            f"dtypes (got {input._dtype})")
     dims = _dims_arg("var", input, dim)
     n = input.numel() if dims is None else math.prod(input.shape[d] for d in dims)
+    if n - correction <= 0:
+        warnings.warn(_NO_FREEDOM.format(op), UserWarning, stacklevel=user_stacklevel())
     centered = input - mean(input, dims, keepdim=True)
     if input._dtype.is_complex:  # |x - mean|^2: a real variance, as PyTorch's
         centered = centered.real * centered.real + centered.imag * centered.imag
@@ -452,7 +466,7 @@ def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
 def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: Any = None) -> Tensor:
     """The standard deviation over `dim` (see `var`)."""
-    return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
+    return _variance("std", input, dim, unbiased, keepdim, correction).sqrt()
 
 
 @composite(node_label="VarMeanBackward0",
@@ -460,7 +474,7 @@ def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
 def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
              keepdim: bool = False, *, correction: Any = None) -> tuple:
     """(`var`, `mean`) over `dim`."""
-    return (var(input, dim, unbiased, keepdim, correction=correction),
+    return (_variance("var_mean", input, dim, unbiased, keepdim, correction),
             mean(input, _dims_arg("var_mean", input, dim), keepdim))
 
 
@@ -469,7 +483,7 @@ def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
 def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
              keepdim: bool = False, *, correction: Any = None) -> tuple:
     """(`std`, `mean`) over `dim`."""
-    return (std(input, dim, unbiased, keepdim, correction=correction),
+    return (_variance("std_mean", input, dim, unbiased, keepdim, correction).sqrt(),
             mean(input, _dims_arg("std_mean", input, dim), keepdim))
 
 
@@ -530,8 +544,11 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
         return sum(input.abs(), dims, keepdim)
     if p == 0:
         return sum(to_dtype(input != 0, input.dtype), dims, keepdim)
-    if isinstance(p, str):
-        raise RuntimeError(f"norm(): unsupported norm type {p!r}")
+    if isinstance(p, str):  # "nuc" (or a bad order): a matrix norm over `dim`, all when None
+        matrix_norm = OPS["linalg_matrix_norm"].fn  # (by name: norms.py imports this module)
+        if dims is None:  # (PyTorch refuses a bad order before it looks at the dimensions)
+            dims = tuple(range(input.ndim)) if p == "nuc" else (-2, -1)
+        return matrix_norm(input, p, dims, keepdim)
     return sum(input.abs() ** p, dims, keepdim) ** (1.0 / p)
 
 

@@ -467,7 +467,15 @@ def expand_as(self: Tensor, other: Tensor) -> Tensor:
     return expand(self, tuple(other.shape))
 
 
-@composite(complex=True, cost=costs.view)
+def _broadcast_to_method(self: Tensor, *sizes: Any, **kwargs: Any) -> Tensor:
+    """`x.broadcast_to(2, 3)` as well as `x.broadcast_to((2, 3))`: PyTorch's method takes
+    the sizes unpacked too (its function does not)."""
+    if not sizes and not kwargs:
+        raise TypeError('broadcast_to() missing 1 required positional arguments: "size"')
+    return broadcast_to(self, sizes_arg(sizes, kwargs))
+
+
+@composite(complex=True, cost=costs.view, method=_broadcast_to_method)
 def broadcast_to(input: Tensor, size: Sequence[int]) -> Tensor:
     """`input` broadcast to `size` (a view)."""
     return expand(input, tuple(size))

@@ -27,6 +27,7 @@ from ember.core.ops.complex import real, view_as_real
 from ember.core.ops.elementwise_math import i0
 from ember.core.ops.nn import col2im, constant_pad_nd
 from ember.core.ops.shape import cat, stack
+from ember.core.storage import cpp_type_name
 from ember.core.tensor import Tensor
 
 _DEPRECATED = ("stft with return_complex=False is deprecated. In a future pytorch release, "
@@ -256,12 +257,15 @@ def _overlap_add(frames: Tensor, total: int, n_fft: int, hop: int) -> Tensor:
 # -- window functions -----------------------------------------------------------------
 
 
-def _window_dtype(name: str, length: int, dtype: Any) -> Any:
+def _window_dtype(name: str, length: int, dtype: Any, device: Any = None) -> Any:
     """A window's dtype (floating, the default one unless given), after PyTorch's checks."""
     d = dtype_arg(dtype, name) or dt.get_default_dtype()
-    if not d.is_floating_point:
-        raise RuntimeError(f"{name} expects floating point dtypes, got: "
-                           f"{dt.SCALAR_TYPE_NAMES[d.name]}")
+    if not d.is_floating_point and not d.is_complex:  # (complex fails later, in arange)
+        where = "cpu" if device is None else str(device)
+        raise RuntimeError(f"{name} expects floating point dtypes, got: TensorOptions(dtype="
+                           f"{cpp_type_name(d)}, device={where}, layout=Strided (default), "
+                           "requires_grad=false (default), pinned_memory=false, "
+                           "memory_format=(nullopt))")
     if length < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got "
                            f"window_length={length}")
@@ -272,7 +276,7 @@ def _cosine_window(name: str, length: int, periodic: bool, terms: tuple[float, .
                    dtype: Any, device: Any, requires_grad: bool) -> Tensor:
     """`sum_k (-1)^k terms[k] cos(2 pi k n / (N - 1))` for n < N, N = `length` (+1 when
     `periodic`, the last point then dropped), computed as PyTorch computes it."""
-    d = _window_dtype(name, length, dtype)
+    d = _window_dtype(name, length, dtype, device)
     if length <= 1:
         out = ones(length, dtype=d, device=device)
     else:
@@ -308,7 +312,7 @@ def blackman_window(window_length: int, periodic: bool = True, *, dtype: Any = N
                     device: Any = None, requires_grad: bool = False) -> Tensor:
     """The Blackman window, `0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))`
     (summed in PyTorch's order, so the float32 values are its to the last bit)."""
-    d = _window_dtype("blackman_window", window_length, dtype)
+    d = _window_dtype("blackman_window", window_length, dtype, device)
     if window_length <= 1:
         out = ones(window_length, dtype=d, device=device)
     else:
@@ -324,7 +328,7 @@ def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0,
                   dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """The Kaiser window, `I0(beta sqrt(1 - ((n - a) / a)^2)) / I0(beta)` with
     `a = (N - 1) / 2` (periodic: of N + 1 points, the last dropped)."""
-    d = _window_dtype("kaiser_window", window_length, dtype)
+    d = _window_dtype("kaiser_window", window_length, dtype, device)
     if window_length <= 1:
         out = ones(window_length, dtype=d, device=device)
     else:
@@ -341,7 +345,7 @@ def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0,
 def bartlett_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
                     device: Any = None, requires_grad: bool = False) -> Tensor:
     """The Bartlett (triangular) window, `1 - |2 n / (N - 1) - 1|`."""
-    d = _window_dtype("bartlett_window", window_length, dtype)
+    d = _window_dtype("bartlett_window", window_length, dtype, device)
     if window_length <= 1:
         out = ones(max(window_length, 0), dtype=d, device=device)
     else:

@@ -43,6 +43,7 @@ from ember.core.ops.reduction import argmax, cumsum
 from ember.core.ops.reduction import sum as sum_
 from ember.core.ops.shape import cat, expand, squeeze, unsqueeze
 from ember.core.shapes import broadcast_shapes
+from ember.core.storage import cpp_type_name
 from ember.core.tensor import Tensor
 
 
@@ -149,10 +150,26 @@ def _in_memory_order(self: Tensor, values: Tensor) -> np.ndarray:
     return np.ascontiguousarray(arr.transpose(order)).reshape(-1)
 
 
+def _type_word(self: Tensor) -> str:
+    return SCALAR_TYPE_NAMES.get(self.dtype.name, self.dtype.name)
+
+
 def _check_float(op: str, self: Tensor) -> None:
-    if not self.dtype.is_floating_point:
-        raise RuntimeError(f'"{op}_cpu" not implemented for '
-                           f"'{SCALAR_TYPE_NAMES.get(self.dtype.name, self.dtype.name)}'")
+    """PyTorch's refusals of a continuous distribution's fill of an integer tensor, each
+    worded as its kernel words it."""
+    if self.dtype.is_floating_point:
+        return
+    if op == "exponential":
+        raise RuntimeError(f"Exponential distribution is a continuous probability "
+                           f"distribution. dtype must be a floating point but you specified "
+                           f"{_type_word(self)}")
+    if op == "cauchy":
+        raise RuntimeError(f"Cauchy distribution is a continuous probability distribution. "
+                           f"dtype must be a floating point but you specified "
+                           f"{cpp_type_name(self.dtype)}")
+    kernel = {"normal": "normal_kernel", "uniform": "check_uniform_bounds"}.get(op, op)
+    raise NotImplementedError(f'"{kernel}{"" if op == "uniform" else "_cpu"}" not implemented '
+                              f"for '{_type_word(self)}'")
 
 
 @composite(complex=True, variants="method", cost=costs.creation)
@@ -165,6 +182,7 @@ def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Any = N
     if self.dtype.is_complex:
         view_as_real(self).uniform_(a, b, generator=generator)
         return self
+    _check_float("uniform", self)
     done = _host_fill(self, "uniform_", generator,
                       lambda e, n, d: cpu_random.uniform(e, n, d, a, b))
     if done is not None:
@@ -177,6 +195,8 @@ def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Any = N
 def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *,
             generator: Any = None) -> Tensor:
     """Fills this tensor with numbers drawn from N(mean, std²), in place."""
+    if not self.dtype.is_complex:
+        _check_float("normal", self)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     contiguous = self.is_contiguous()

@@ -35,12 +35,13 @@ class Unflatten(Module):
 
     def __init__(self, dim: int, unflattened_size: Sequence[int]) -> None:
         super().__init__()
-        if not isinstance(dim, int):
-            raise TypeError("invalid argument type for dim parameter")
-        if not isinstance(unflattened_size, (tuple, list)) or \
-                not all(isinstance(s, int) for s in unflattened_size):
-            raise TypeError("unflattened_size must be tuple of ints, but found type "
+        if not isinstance(unflattened_size, (tuple, list)):
+            raise TypeError(f"unflattened_size must be a tuple of ints, but found type "
                             f"{type(unflattened_size).__name__}")
+        for idx, elem in enumerate(unflattened_size):
+            if not isinstance(elem, int):
+                raise TypeError(f"unflattened_size must be tuple of ints, but found element of "
+                                f"type {type(elem).__name__} at pos {idx}")
         self.dim = dim
         self.unflattened_size = unflattened_size
 
