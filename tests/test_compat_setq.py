@@ -57,3 +57,38 @@ def test_view_of_transposed_sum_refuses_as_torch() -> None:
         with pytest.raises(RuntimeError, match="view size is not compatible"):
             (x.t() + mod.ones(4, 3)).view(-1)
         assert (mod.ones(4, 3) + x.t()).view(-1).shape == (12,)
+
+
+def _error(fn) -> tuple[str, str]:
+    try:
+        fn()
+    except Exception as err:  # noqa: BLE001 (the error is the outcome compared)
+        return type(err).__name__, str(err)
+    return "ok", ""
+
+
+@pytest.mark.parametrize(("shape", "pad"), [
+    ((1, 3), (3, 0)), ((1, 1, 3), (0, 3)), ((1, 3, 3), (1, 1, 3, 1)),
+    ((1, 1, 3, 3), (3, 1, 1, 1)), ((1, 1, 3, 3), (1, 1, 1, 3)),
+    ((1, 1, 2, 3, 3), (1, 1, 1, 1, 2, 0)), ((1, 1, 2, 3, 3), (1, 1, 3, 1, 0, 0))])
+def test_reflect_pad_too_wide_names_the_argument(shape, pad) -> None:
+    """PyTorch's reflection_pad kernels name the offending pair: Argument #4, #6, #8."""
+    def run(mod):
+        return _error(lambda: mod.nn.functional.pad(mod.ones(shape), pad, mode="reflect"))
+    assert run(ember) == run(torch)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_value_in_non_constant_mode(mode: str) -> None:
+    """A fill value is a RuntimeError outside constant mode (0 is allowed)."""
+    def run(mod, value):
+        x = mod.ones(1, 1, 3)
+        return _error(lambda: mod.nn.functional.pad(x, (1, 1), mode=mode, value=value))
+    for value in (1.0, 0.0):
+        assert run(ember, value) == run(torch, value)
+
+
+def test_index_select_matrix_index_error() -> None:
+    def run(mod):
+        return _error(lambda: mod.ones(3, 2).index_select(0, mod.tensor([[0]])))
+    assert run(ember) == run(torch)

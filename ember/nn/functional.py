@@ -249,9 +249,12 @@ def _pad_indices(n: int, left: int, right: int, mode: str, dim: int, input: Tens
         return [min(max(i, 0), n - 1) for i in idx]
     if mode == "reflect":
         if left >= n or right >= n:
-            raise RuntimeError(f"Padding size should be less than the corresponding input "
-                               f"dimension, but got: padding ({left}, {right}) at dimension "
-                               f"{dim} of input {list(input.shape)}")
+            # (PyTorch names the padding's argument of its reflection_pad kernels: the
+            # last dim's pair is #4, the one before #6, then #8)
+            arg = 4 + 2 * (input.ndim - 1 - dim)
+            raise RuntimeError(f"Argument #{arg}: Padding size should be less than the "
+                               f"corresponding input dimension, but got: padding ({left}, "
+                               f"{right}) at dimension {dim} of input {list(input.shape)}")
         return [-i if i < 0 else (2 * (n - 1) - i if i >= n else i) for i in idx]
     if mode == "circular":
         if left > n or right > n:
@@ -281,7 +284,7 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
     if mode == "constant":
         return ember.constant_pad_nd(input, pad, 0.0 if value is None else value)
     if value is not None and value != 0:
-        raise ValueError(f"Padding mode \"{mode}\" doesn't take in value argument.")
+        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unsupported padding mode: {mode}")
     n_pad = len(pad) // 2

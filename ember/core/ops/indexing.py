@@ -170,7 +170,7 @@ def _same_scalar_type(op: str, input: Tensor, source: Tensor) -> None:
 def _index_select_rule(input, index, *, dim):
     _check_index_tensor("index_select", index)
     if index.ndim > 1:
-        raise IndexError(f"index_select: index must be 0-D or 1-D, got {index.ndim}-D")
+        raise IndexError("index_select(): Index is supposed to be a vector")
     shape = list(input.shape)
     shape[dim] = index.numel()
     return OutMeta(tuple(shape), input.dtype, None)
