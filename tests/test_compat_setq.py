@@ -4,6 +4,7 @@ against torch itself."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import ember
@@ -27,7 +28,8 @@ def _operands(mod):
             (w.t()[:, :2], mod.ones(4, 2)), (t[:, ::2], c[:, ::2].int())]
 
 
-@pytest.mark.parametrize("op", ["add", "mul", "sub", "maximum", "lt", "div"])
+@pytest.mark.parametrize("op", ["add", "mul", "sub", "maximum", "lt", "div", "pow", "fmod",
+                                "remainder", "floor_divide", "atan2", "logical_and"])
 def test_binary_result_takes_the_first_operands_memory_order(op: str) -> None:
     """An elementwise result is laid out as TensorIterator lays it: the first operand
     that orders two dims decides (NumPy would let row-major win a disagreement)."""
@@ -36,7 +38,74 @@ def test_binary_result_takes_the_first_operands_memory_order(op: str) -> None:
         got = getattr(ember, op)(ea, eb)
         assert got.stride() == want.stride(), (ta.stride(), tb.stride())
         assert got.is_contiguous() == want.is_contiguous()
-        assert got.tolist() == want.tolist()
+        np.testing.assert_allclose(np.asarray(got.tolist()), np.asarray(want.tolist()),
+                                   rtol=1e-6, equal_nan=True)
+
+
+def test_where_takes_the_conditions_memory_order() -> None:
+    """where iterates (condition, input, other): a row-major condition makes a row-major
+    result, a transposed one a transposed result."""
+    for cond_t in (False, True):
+        strides = []
+        for mod in (torch, ember):
+            t = mod.arange(24.0).reshape(2, 3, 4).transpose(1, 2)
+            cond = t > 5
+            cond = cond.transpose(1, 2).contiguous().transpose(1, 2) if cond_t \
+                else cond.contiguous()
+            strides.append((mod.where(cond, t, 0.0 * t.contiguous()).stride(),
+                            mod.where(cond, t.contiguous(), t).stride()))
+        assert strides[0] == strides[1]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, t: m.softmax(t, -1), lambda m, t: m.log_softmax(t, 1),
+    lambda m, t: m.nn.functional.layer_norm(t, (3,)), lambda m, t: 2 ** t,
+    lambda m, t: t ** 2, lambda m, t: m.sigmoid(t)],
+    ids=["softmax", "log_softmax", "layer_norm", "rpow", "pow_scalar", "sigmoid"])
+def test_unary_like_result_layouts(fn) -> None:
+    """softmax, log_softmax and layer_norm answer row-major for a transposed input (their
+    CPU kernels read a contiguous copy), as does a number raised to a tensor; pointwise
+    ops keep the input's order."""
+    out = []
+    for mod in (torch, ember):
+        t = mod.arange(1.0, 25.0).reshape(2, 3, 4).transpose(1, 2)
+        t.requires_grad_()
+        r = fn(mod, t)
+        r.sum().backward()
+        out.append((r.stride(), r.detach().tolist(), t.grad.tolist()))
+    assert out[1][0] == out[0][0]
+    np.testing.assert_allclose(np.asarray(out[1][1]), np.asarray(out[0][1]), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(out[1][2]), np.asarray(out[0][2]), rtol=1e-5,
+                               atol=1e-6)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, t: m.cat([t, t], 0), lambda m, t: m.cat([t, t], 2), lambda m, t: m.stack([t, t]),
+    lambda m, t: t.sum(0), lambda m, t: t.amax(1), lambda m, t: t.var(0),
+    lambda m, t: t.logsumexp(0), lambda m, t: t.cumsum(1), lambda m, t: t.cumprod(2),
+    lambda m, t: t.argmax(0), lambda m, t: t.masked_fill(t > 3, 0.0),
+    lambda m, t: m.nn.functional.batch_norm(t, None, None, training=True),
+    lambda m, t: m.nn.functional.instance_norm(t)],
+    ids=["cat0", "cat2", "stack", "sum", "amax", "var", "logsumexp", "cumsum", "cumprod",
+         "argmax", "masked_fill", "batch_norm", "instance_norm"])
+def test_row_major_results_of_transposed_inputs(fn) -> None:
+    """Reductions, scans, cat and stack, masked_fill and the batch/instance norms answer
+    row-major for a transposed input in PyTorch, so that `.view` of them works."""
+    out = []
+    for mod in (torch, ember):
+        t = mod.arange(1.0, 25.0).reshape(2, 3, 4).transpose(1, 2)
+        r = fn(mod, t)
+        out.append((r.stride(), r.view(-1).tolist()))
+    assert out[1][0] == out[0][0]
+    np.testing.assert_allclose(np.asarray(out[1][1]), np.asarray(out[0][1]), rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_cat_keeps_channels_last() -> None:
+    for mod in (torch, ember):
+        x = mod.ones(2, 3, 4, 5).to(memory_format=mod.channels_last)
+        assert mod.cat([x, x], 1).is_contiguous(memory_format=mod.channels_last)
+        assert mod.cat([x, x.contiguous()], 1).is_contiguous()
 
 
 def test_dropout_after_transposed_add_draws_as_torch() -> None:

@@ -30,12 +30,11 @@ import numpy as np
 
 from ember.backends.cpu import blas, compiled
 from ember.backends.xp import Hooks, make_kernels
-from ember.backends.xp.lib import OVERLAP
+from ember.backends.xp.lib import OVERLAP, disordered, in_torch_order
 from ember.core.backend import (
     EVERY_DTYPE,
     LIMITED_DTYPES,
     bfloat16,
-    logical_to_physical_perm,
     numpy_dtype,
 )
 
@@ -66,8 +65,6 @@ def _call_elementwise(f, args, out):
     into scalars). ml_dtypes' bfloat16 ignores NumPy's weak-scalar rule (`bf16 + 2.0`
     gives float32): there, make scalars bfloat16 arrays and keep a bfloat16 result."""
     first = args[0] if type(args[0]) is np.ndarray else args[-1]
-    if out is None and _disordered(args):
-        f = _in_torch_order(f)
     if first.dtype != _BF16:
         result = f(*args, out=out)
         return result if type(result) is np.ndarray else np.asarray(result)
@@ -76,49 +73,20 @@ def _call_elementwise(f, args, out):
     return result if result.dtype in (_BF16, _BOOL) else result.astype(_BF16)
 
 
-def _disordered(args) -> bool:
-    """Whether NumPy may lay out `f(*args)` otherwise than PyTorch: two arrays, the first
-    not row-major (see _in_torch_order)."""
-    return len(args) == 2 and type(args[1]) is np.ndarray and type(args[0]) is np.ndarray \
-        and args[0].ndim > 1 and not args[0].flags.c_contiguous
-
-
-def _in_torch_order(f):
-    """`f` laid out as PyTorch's TensorIterator lays out an elementwise result `f(x, y)`:
-    in the memory order of the first operand that orders each pair of dims (NumPy lets
-    row-major order win where its operands disagree: a transposed `x` plus a row-major
-    `y` comes back row-major there, in `x`'s order in PyTorch, and a later `view`,
-    `is_contiguous` or random fill such as dropout's sees that). Both operands are
-    walked in that order, so NumPy's own choice is then row-major over it."""
-    def ordered(x, y, out=None):
-        ndim = max(x.ndim, y.ndim)
-        x = x.reshape((1,) * (ndim - x.ndim) + x.shape)  # (views: leading 1s never copy)
-        y = y.reshape((1,) * (ndim - y.ndim) + y.shape)
-        shape = tuple(max(a, b) for a, b in zip(x.shape, y.shape))
-        strides = [tuple(0 if n == 1 and m != 1 else st
-                         for n, m, st in zip(t.shape, shape, t.strides)) for t in (x, y)]
-        perm, _ = logical_to_physical_perm(shape, strides)
-        if perm == sorted(perm):
-            return f(x, y)
-        inverse = [0] * ndim
-        for i, d in enumerate(perm):
-            inverse[d] = i
-        return f(x.transpose(perm), y.transpose(perm)).transpose(inverse)
-    return ordered
-
-
 def _elementwise_kernel(f):
     """The kernel of a NumPy function of one or two operands: the common case (no `out`,
     no bfloat16) calls it straight away, the rest goes through _call_elementwise. Two
     arrays the first of which is not row-major take PyTorch's result layout."""
     ndarray, asarray = np.ndarray, np.asarray
+    ordered = in_torch_order(f, ndarray)
 
     def kernel(*args, out=None):
         if out is None:
             first = args[0] if type(args[0]) is ndarray else args[-1]
+            if len(args) == 2 and disordered(args, ndarray):
+                return _call_elementwise(ordered, args, None)
             if first.dtype is not _BF16:
-                result = _in_torch_order(f)(*args) if len(args) == 2 and _disordered(args) \
-                    else f(*args)
+                result = f(*args)
                 return result if type(result) is ndarray else asarray(result)
         elif not out.flags.writeable:  # a broadcast view: its elements share memory
             raise RuntimeError(OVERLAP)

@@ -6,8 +6,14 @@ from ember.backends.xp.lib import ArrayLib, Kernel
 
 
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
-    xp, as_array, low_precision = lib.xp, lib.as_array, lib.low_precision
+    xp, low_precision = lib.xp, lib.low_precision
     float32, int64 = xp.float32, xp.int64
+    make_array, ascontiguousarray = lib.as_array, xp.ascontiguousarray
+
+    def as_array(result):
+        # PyTorch allocates reduction and scan results row-major whatever the input's
+        # layout (NumPy keeps a transposed input's order): a later `view` relies on it
+        return ascontiguousarray(make_array(result))
 
     def accumulating(f):
         """Sum and product of half-precision values accumulate in float32, as PyTorch
@@ -31,8 +37,8 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 
     def cumsum(x, dim):
         if x.dtype in low_precision:  # accumulated in float32, each sum rounded: PyTorch's
-            return xp.cumsum(x.astype(float32), axis=dim).astype(x.dtype)
-        return xp.cumsum(x, axis=dim, dtype=x.dtype)
+            return as_array(xp.cumsum(x.astype(float32), axis=dim).astype(x.dtype))
+        return as_array(xp.cumsum(x, axis=dim, dtype=x.dtype))
 
     def topk(x, k, dim, largest=True):
         """Indices of the k largest (smallest) along `dim`, in order, ties by index. A stable

@@ -628,6 +628,11 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
         value = int(value) if input._dtype is not dt.bool_ else bool(value)
     else:
         value = float(dt.fit_scalar(python_scalar(value), input._dtype))
+    if not (mask.is_contiguous() and input.is_contiguous()):
+        # PyTorch fills a row-major clone of the input: a full, row-major mask leads
+        # where's iteration to that layout (the mask is no part of the graph)
+        mask = mask.expand(broadcast_shapes("masked_fill", tuple(mask.shape),
+                                            tuple(input.shape))).contiguous()
     out = where(mask, value, input)
     return out if out._dtype is input._dtype else to_dtype(out, input._dtype)
 
