@@ -101,6 +101,24 @@ def test_row_major_results_of_transposed_inputs(fn) -> None:
                                atol=1e-6)
 
 
+@pytest.mark.parametrize(("equation", "shapes"), [
+    ("bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+    ("bhqk,bkhd->bqhd", [(2, 3, 4, 6), (2, 6, 3, 5)]),
+    ("bij,jk->bik", [(2, 4, 3), (3, 2)]), ("ij,jk->ki", [(6, 4), (4, 2)]),
+    ("bij,bjk->ikb", [(3, 6, 4), (3, 4, 2)]), ("bi,bj->jib", [(2, 3), (2, 4)]),
+    ("nchw,oc->nohw", [(2, 3, 4, 5), (6, 3)]), ("bhqk,bkhd->dqbh", [(2, 3, 4, 4), (2, 4, 3, 5)]),
+    ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)]), ("i,j->ij", [(3,), (4,)]),
+    ("ijk,ikl,ilm->ijm", [(2, 3, 4), (2, 4, 5), (2, 5, 6)]), ("ij->ji", [(3, 4)])])
+def test_einsum_result_layout(equation: str, shapes) -> None:
+    """einsum's result lies in memory as PyTorch's last bmm leaves it, so `.view` of an
+    attention einsum works (NumPy's einsum answers transposed layouts)."""
+    strides = []
+    for mod in (torch, ember):
+        operands = [mod.ones(s) for s in shapes]
+        strides.append(mod.einsum(equation, *operands).stride())
+    assert strides[1] == strides[0]
+
+
 def test_cat_keeps_channels_last() -> None:
     for mod in (torch, ember):
         x = mod.ones(2, 3, 4, 5).to(memory_format=mod.channels_last)

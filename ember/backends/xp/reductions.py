@@ -13,7 +13,8 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     def as_array(result):
         # PyTorch allocates reduction and scan results row-major whatever the input's
         # layout (NumPy keeps a transposed input's order): a later `view` relies on it
-        return ascontiguousarray(make_array(result))
+        result = make_array(result)
+        return result if result.flags.c_contiguous else ascontiguousarray(result)
 
     def accumulating(f):
         """Sum and product of half-precision values accumulate in float32, as PyTorch
