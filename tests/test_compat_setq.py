@@ -179,3 +179,14 @@ def test_index_select_matrix_index_error() -> None:
     def run(mod):
         return _error(lambda: mod.ones(3, 2).index_select(0, mod.tensor([[0]])))
     assert run(ember) == run(torch)
+
+
+def test_multinomial_without_replacement_of_transposed_weights() -> None:
+    """The exponential race draws into `empty_like(weights)`: in a transposed matrix's
+    memory order, as PyTorch's."""
+    picks = []
+    for mod in (torch, ember):
+        mod.manual_seed(0)
+        weights = mod.ones(3, 5).t()
+        picks.append((mod.multinomial(weights, 3).tolist(), mod.multinomial(weights, 1).tolist()))
+    assert picks[1] == picks[0]
