@@ -365,10 +365,12 @@ def _einsum_layout(equation: str, shapes: list[tuple[int, ...]]) -> list[int] | 
     each group in output order and the group with the earlier output dim first, and is
     permuted to the output's order (NumPy's einsum answers
     in other layouts). None for one operand: PyTorch returns views of it."""
-    inputs, output = equation.split("->")
+    inputs, _, output = equation.partition("->")
     terms = inputs.split(",")
     if len(terms) < 2:
         return None
+    if not _:  # the implicit form: the labels seen once, in alphabetical order
+        output = "".join(sorted(c for c in set(inputs) if c != "," and inputs.count(c) == 1))
 
     def present(term_shapes: list[tuple[str, tuple[int, ...]]]) -> set[str]:
         return {label for term, shape in term_shapes for label, n in zip(term, shape)
