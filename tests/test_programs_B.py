@@ -607,6 +607,42 @@ PROGRAMS_P = [
 ]
 PROGRAMS_B += PROGRAMS_P
 
+# set Q: point clouds, long convolutions, tabular, forecasting, memory nets, interpretability
+# and a HuggingFace-style model file (DGCNN EdgeConv with kNN by topk and index arithmetic,
+# Hyena's FFT long convolution with an implicit Sin-MLP filter and per-parameter _optim groups,
+# TabNet with sparsemax / entmax15 autograd Functions and ghost batch norm, N-BEATS with trend
+# and seasonality bases and sMAPE/MASE losses, a Neural Turing Machine on the copy task, a
+# TopK sparse autoencoder over hook-cached activations with decoder renormalisation and a
+# splicing hook, Autoformer's autocorrelation and Informer's ProbSparse attention, an inline
+# Llama with 4-D finfo masks, a KV cache, generate() and renamed state_dict keys).
+# All long: each side costs 4-10 s of CPU (PyTorch's import alone ~3 s on the 2-core box)
+PROGRAMS_Q = [
+    Program("dgcnn_edgeconv.py", same=r"^(?!epoch)",
+            losses=r"^epoch \d+ loss (?P<loss>[\d.]+) ", factor=1.5, long=True),
+    Program("hyena_fftconv.py", same=r"^(?!step)",
+            losses=r"^step +\d+ loss (?P<loss>[\d.]+)$", factor=1.5, long=True),
+    Program("tabnet.py", same=r"^(?!epoch)",
+            losses=r"^epoch \d+ loss (?P<loss>[\d.]+) ", factor=1.5, long=True),
+    Program("nbeats.py", same=r"^(?!\w+ iter|\w+ test)", skeleton=r"^\w+ test smape",
+            losses=r"^(?P<tag>\w+) iter +\d+ smape (?P<loss>[\d.]+)$", factor=1.5,
+            long=True),
+    Program("ntm_copy.py", same=r"^(?!batch)",
+            losses=r"^batch +\d+ loss (?P<loss>[\d.]+) ", factor=1.5, long=True),
+    Program("sae_interp.py",
+            same=r"^(?!lm step|sae step|relu sae|decoder norms after|log feature|top feature|"
+                 r"ce clean|loss recovered)",
+            skeleton=r"^decoder norms after|^log feature|^top feature|^ce clean|^loss recovered",
+            losses=r"^(?P<tag>lm|sae|relu sae) step +\d+ (?:loss|mse) (?P<loss>[\d.]+)(?: |$)",
+            factor=1.5, long=True),
+    Program("autoformer_informer.py", same=r"^(?!step|eval mse)", skeleton=r"^eval mse",
+            losses=r"^step +\d+ loss (?P<loss>[\d.]+)$", factor=1.5, long=True),
+    Program("hf_inline_model.py", same=r"^(?!step|greedy|penalized|        \[)",
+            skeleton=r"^greedy|^penalized|^        \[",
+            losses=r"^step +\d+ loss (?P<loss>[\d.]+) ", factor=1.5, long=True),
+]
+PROGRAMS_B += PROGRAMS_Q
+
+
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""
     checks = []

@@ -225,6 +225,43 @@ def merged_dims(shape: tuple[int, ...], inputs: list[tuple[int, ...]]
     return tuple(dims), [tuple(p) for p in patterns]
 
 
+def logical_to_physical_perm(shape: tuple, strides_of: list[tuple],
+                             check: bool = False) -> tuple[list[int], bool]:
+    """The dims from the outermost in memory to the innermost, judged over the strides of
+    every operand in `strides_of` (PyTorch's elementwise output order, which backends
+    give their elementwise results, and `Tensor.dim_order`): an insertion sort from the
+    innermost dim where a zero stride says nothing, a smaller stride is inner, and of
+    equal strides the longer dim is outer.
+    With `check`, also whether some neighbours were left unordered (ambiguous)."""
+    ndim = len(shape)
+
+    def should_swap(a: int, b: int) -> int:
+        for strides in strides_of:
+            sa, sb = strides[a], strides[b]
+            if sa == 0 or sb == 0:
+                continue
+            if sa == sb:
+                if shape[b] >= shape[a]:
+                    continue
+                return 1
+            return -1 if sb > sa else 1
+        return 0
+
+    perm = list(reversed(range(ndim)))  # innermost first while sorting
+    for i in range(1, ndim):
+        d1 = i
+        for d0 in reversed(range(i)):
+            comparison = should_swap(perm[d0], perm[d1])
+            if comparison > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif comparison < 0:
+                break
+    ambiguous = check and any(should_swap(perm[i], perm[i + 1]) != -1
+                              for i in range(ndim - 1))
+    return list(reversed(perm)), ambiguous
+
+
 class ViewNotPossible(RuntimeError):
     """Raised by a `reshape` kernel called with copy=False when the buffer's strides do not
     allow a view; core then copies (`reshape`) or raises (`view`)."""

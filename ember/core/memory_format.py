@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ember.core import dtype as dt
+from ember.core.backend import logical_to_physical_perm
 
 
 class memory_format:  # noqa: N801 - PyTorch's name
@@ -89,42 +90,6 @@ def suggest_memory_format(shape: tuple, strides: tuple) -> memory_format:
         if like:
             return fmt
     return contiguous_format
-
-
-def logical_to_physical_perm(shape: tuple, strides_of: list[tuple],
-                             check: bool = False) -> tuple[list[int], bool]:
-    """The dims from the outermost in memory to the innermost, judged over the strides of
-    every operand in `strides_of` (PyTorch's elementwise output order, and
-    `Tensor.dim_order`): an insertion sort from the innermost dim where a zero stride says
-    nothing, a smaller stride is inner, and of equal strides the longer dim is outer.
-    With `check`, also whether some neighbours were left unordered (ambiguous)."""
-    ndim = len(shape)
-
-    def should_swap(a: int, b: int) -> int:
-        for strides in strides_of:
-            sa, sb = strides[a], strides[b]
-            if sa == 0 or sb == 0:
-                continue
-            if sa == sb:
-                if shape[b] >= shape[a]:
-                    continue
-                return 1
-            return -1 if sb > sa else 1
-        return 0
-
-    perm = list(reversed(range(ndim)))  # innermost first while sorting
-    for i in range(1, ndim):
-        d1 = i
-        for d0 in reversed(range(i)):
-            comparison = should_swap(perm[d0], perm[d1])
-            if comparison > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif comparison < 0:
-                break
-    ambiguous = check and any(should_swap(perm[i], perm[i + 1]) != -1
-                              for i in range(ndim - 1))
-    return list(reversed(perm)), ambiguous
 
 
 def dim_order(shape: tuple, strides: tuple, contiguous: bool, check: bool = False

@@ -23,7 +23,7 @@ from ember.core import tracing as _tracing
 from ember.core.dispatch import user_stacklevel as _user_stacklevel
 from ember.core.errors import with_context
 from ember.core.graph import labelled as _labelled
-from ember.core.memory_format import like_layout
+from ember.core.memory_format import like_layout, tensor_format
 from ember.core.ops import nn as _nnops
 from ember.core.ops.losses import (  # noqa: F401 - the losses are declared in core
     _legacy_reduction,
@@ -283,7 +283,7 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
     if mode == "constant":
         return ember.constant_pad_nd(input, pad, 0.0 if value is None else value)
     if value is not None and value != 0:
-        raise ValueError(f"Padding mode \"{mode}\" doesn't take in value argument.")
+        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unsupported padding mode: {mode}")
     n_pad = len(pad) // 2
@@ -675,7 +675,16 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         out = out * weight.reshape(shape)
     if bias is not None:
         out = out + bias.reshape(shape)
-    return out
+    return _in_suggested_format(out, input)
+
+
+def _in_suggested_format(out: Tensor, input: Tensor) -> Tensor:
+    """`out` laid out as PyTorch's CPU batch and instance norm kernels allocate their
+    results: in the input's suggested memory format (row-major for a transposed input,
+    where the arithmetic above would keep its order)."""
+    if out.is_contiguous():
+        return out
+    return out.contiguous(memory_format=tensor_format(input))
 
 
 def instance_norm(input: Tensor, running_mean: Tensor | None = None,
@@ -712,7 +721,7 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
         out = out * weight.reshape(_channel_shape(input))
     if bias is not None:
         out = out + bias.reshape(_channel_shape(input))
-    return out
+    return _in_suggested_format(out, input)
 
 
 def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,

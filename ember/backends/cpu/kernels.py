@@ -30,8 +30,13 @@ import numpy as np
 
 from ember.backends.cpu import blas, compiled
 from ember.backends.xp import Hooks, make_kernels
-from ember.backends.xp.lib import OVERLAP
-from ember.core.backend import EVERY_DTYPE, LIMITED_DTYPES, bfloat16, numpy_dtype
+from ember.backends.xp.lib import OVERLAP, disordered, in_torch_order
+from ember.core.backend import (
+    EVERY_DTYPE,
+    LIMITED_DTYPES,
+    bfloat16,
+    numpy_dtype,
+)
 
 # NumPy reports IEEE arithmetic (inf - inf, 0 / 0, overflow) as RuntimeWarnings; PyTorch
 # computes the same NaN and inf silently. Hide them for the kernels only (an errstate
@@ -70,12 +75,17 @@ def _call_elementwise(f, args, out):
 
 def _elementwise_kernel(f):
     """The kernel of a NumPy function of one or two operands: the common case (no `out`,
-    no bfloat16) calls it straight away, the rest goes through _call_elementwise."""
+    no bfloat16) calls it straight away, the rest goes through _call_elementwise. Two
+    arrays the first of which is not row-major take PyTorch's result layout."""
     ndarray, asarray = np.ndarray, np.asarray
+    ordered = in_torch_order(f, ndarray)
 
     def kernel(*args, out=None):
         if out is None:
             first = args[0] if type(args[0]) is ndarray else args[-1]
+            # (a row-major first operand, the common case, costs one flag read)
+            if not first.flags.c_contiguous and len(args) == 2 and disordered(args, ndarray):
+                return _call_elementwise(ordered, args, None)
             if first.dtype is not _BF16:
                 result = f(*args)
                 return result if type(result) is ndarray else asarray(result)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.backends.xp.lib import OVERLAP, ArrayLib, Kernel
+from ember.backends.xp.lib import (
+    OVERLAP,
+    ArrayLib,
+    Kernel,
+    disordered,
+    in_torch_order,
+    torch_layout,
+)
 from ember.core.backend import IntegerDivisionByZero
 
 # op name -> the xp function that computes it
@@ -44,18 +51,23 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         if make_plain is not None:
             return make_plain(f)
 
+        ordered = in_torch_order(f, ndarray)
+
         def kernel(*args, out=None):
             if out is not None and read_only(out):
                 raise RuntimeError(OVERLAP)
-            return call(f, args, out)
+            return call(ordered if out is None and disordered(args, ndarray) else f, args, out)
         return kernel
 
     def silenced(f):
+        ordered = in_torch_order(f, ndarray)
+
         def kernel(*args, out=None):
             if out is not None and read_only(out):
                 raise RuntimeError(OVERLAP)
             with quiet():
-                return call(f, args, out)
+                return call(ordered if out is None and disordered(args, ndarray) else f,
+                            args, out)
         return kernel
 
     low_precision = lib.low_precision
@@ -157,7 +169,12 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             xp.copyto(out, y)
             return out
         with quiet():
-            return as_array(xp.power(a, b, out=out))
+            y = as_array(xp.power(a, b, out=out))
+        if out is None and not isinstance(a, ndarray) and not y.flags.c_contiguous:
+            # PyTorch's pow(Scalar, Tensor) gives a row-major result whatever the exponent's
+            # layout (the kernel sizes its output without strides)
+            y = xp.ascontiguousarray(y)
+        return y
 
     def where(cond, x, y):
         ref = x if isinstance(x, ndarray) else y
@@ -202,13 +219,19 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             return y
         return kernel
 
+    def where_laid_out(cond, x, y):
+        # PyTorch's where iterates (condition, input, other): the condition leads
+        if disordered((cond, x, y), ndarray):
+            return in_torch_order(where, ndarray)(cond, x, y)
+        return where(cond, x, y)
+
     table.update({
-        "fmod": integer_division(xp.fmod, "fmod"),
-        "bitwise_left_shift": shift(True), "bitwise_right_shift": shift(False),
-        "pow": power, "remainder": remainder,
-        "floor_divide": integer_division(xp.floor_divide, "floor_divide"),
-        "where": where, "clamp": clamp, "cast": cast,
-    })
+        op: torch_layout(k, ndarray) for op, k in {
+            "fmod": integer_division(xp.fmod, "fmod"),
+            "bitwise_left_shift": shift(True), "bitwise_right_shift": shift(False),
+            "pow": power, "remainder": remainder,
+            "floor_divide": integer_division(xp.floor_divide, "floor_divide")}.items()})
+    table.update({"where": where_laid_out, "clamp": clamp, "cast": cast})
     return table
 
 

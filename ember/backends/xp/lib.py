@@ -21,6 +21,7 @@ from ember.core.backend import (
     float16,
     float32,
     float64,
+    logical_to_physical_perm,
     numpy_dtype,
 )
 
@@ -31,6 +32,60 @@ OVERLAP = ("unsupported operation: more than one element of the written-to tenso
            "operation.")
 """PyTorch's error for a write into a tensor whose elements share memory (an expanded
 view): raised where `Hooks.read_only` says a buffer must not be written."""
+
+
+def disordered(args: tuple, ndarray: type) -> bool:
+    """Whether NumPy (or CuPy) may lay out an elementwise result of `args` otherwise than
+    PyTorch does: the first operand an array that is not row-major, and another operand
+    an array too (see `in_torch_order`)."""
+    first = args[0]
+    return type(first) is ndarray and first.ndim > 1 and not first.flags.c_contiguous \
+        and any(type(a) is ndarray for a in args[1:])
+
+
+def in_torch_order(f: Kernel, ndarray: type) -> Kernel:
+    """`f` whose elementwise result is laid out as PyTorch's TensorIterator lays it out:
+    in the memory order of the first operand that orders each pair of dims. NumPy lets
+    row-major order win where its operands disagree, so a transposed `x` plus a
+    row-major `y` comes back row-major there and in `x`'s order in PyTorch, which a later
+    `view`, `is_contiguous` or random fill (dropout's mask) sees. Every operand is walked
+    in PyTorch's order, so NumPy's own choice is then row-major over it."""
+    def ordered(*args: Any, **kwargs: Any) -> Any:
+        arrays = [a for a in args if type(a) is ndarray]
+        shape = arrays[0].shape
+        if all(a.shape == shape for a in arrays):  # (the common case: nothing broadcast)
+            strides = [a.strides for a in arrays]
+        else:
+            ndim = max(a.ndim for a in arrays)
+            # (views: leading 1s never copy)
+            args = tuple(a.reshape((1,) * (ndim - a.ndim) + a.shape) if type(a) is ndarray
+                         else a for a in args)
+            arrays = [a for a in args if type(a) is ndarray]
+            shape = tuple(max(sizes) for sizes in zip(*(a.shape for a in arrays)))
+            strides = [tuple(0 if n == 1 and m != 1 else st
+                             for n, m, st in zip(a.shape, shape, a.strides)) for a in arrays]
+        ndim = len(shape)
+        perm, _ = logical_to_physical_perm(shape, strides)
+        if perm == sorted(perm):
+            return f(*args, **kwargs)
+        inverse = [0] * ndim
+        for i, d in enumerate(perm):
+            inverse[d] = i
+        result = f(*(a.transpose(perm) if type(a) is ndarray else a for a in args), **kwargs)
+        return result.transpose(inverse)
+    return ordered
+
+
+def torch_layout(kernel: Kernel, ndarray: type) -> Kernel:
+    """A kernel `kernel(*args, out=None)` of two or more operands whose new results take
+    PyTorch's layout (`in_torch_order`); a result written into `out` keeps out's."""
+    ordered = in_torch_order(kernel, ndarray)
+
+    def laid_out(*args: Any, out: Any = None) -> Any:
+        if out is None and disordered(args, ndarray):
+            return ordered(*args)
+        return kernel(*args, out=out)
+    return laid_out
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,14 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return as_array(product(a, b)).astype(a.dtype, copy=False)
 
     def einsum(*xs, equation):
-        return as_array(xp.einsum(equation, *xs, optimize=len(xs) > 1))
+        out = as_array(xp.einsum(equation, *xs, optimize=len(xs) > 1))
+        order = _einsum_layout(equation, [x.shape for x in xs]) if out.ndim > 1 else None
+        if order is None:
+            return out
+        inverse = [0] * len(order)
+        for i, d in enumerate(order):
+            inverse[d] = i
+        return xp.ascontiguousarray(out.transpose(order)).transpose(inverse)
 
     def linear(x, w, b=None):
         """x @ w.T + b in one call (the transpose is a BLAS flag, not a copy). Half
@@ -348,3 +355,32 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     if hasattr(linalg, "eig"):  # (CuPy has none: the CUDA backend runs the CPU's)
         table["_linalg_eig"] = eig
     return table
+
+
+def _einsum_layout(equation: str, shapes: list[tuple[int, ...]]) -> list[int] | None:
+    """The memory order (outermost first) of PyTorch's einsum result of two or more
+    operands, which a later `view` depends on: its last pairwise contraction is a bmm
+    whose row-major result holds the output dims present (size > 1) in both operands,
+    then those only in the left one (everything before the last operand) and the rest,
+    each group in output order and the group with the earlier output dim first, and is
+    permuted to the output's order (NumPy's einsum answers
+    in other layouts). None for one operand: PyTorch returns views of it."""
+    inputs, _, output = equation.partition("->")
+    terms = inputs.split(",")
+    if len(terms) < 2:
+        return None
+    if not _:  # the implicit form: the labels seen once, in alphabetical order
+        output = "".join(sorted(c for c in set(inputs) if c != "," and inputs.count(c) == 1))
+
+    def present(term_shapes: list[tuple[str, tuple[int, ...]]]) -> set[str]:
+        return {label for term, shape in term_shapes for label, n in zip(term, shape)
+                if n != 1}
+
+    pairs = list(zip(terms, shapes))
+    left, right = present(pairs[:-1]), present(pairs[-1:])
+    both = [i for i, c in enumerate(output) if c in left and c in right]
+    left_only = [i for i, c in enumerate(output) if c in left and c not in right]
+    rest = [i for i, c in enumerate(output) if c not in left]
+    if rest and (not left_only or rest[0] < left_only[0]):
+        return both + rest + left_only  # (the operands swapped: the earlier output dim leads)
+    return both + left_only + rest

@@ -6,7 +6,7 @@ from ember.backends.xp.lib import ArrayLib, Kernel
 
 
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
-    xp, as_array, low_precision = lib.xp, lib.as_array, lib.low_precision
+    xp, low_precision = lib.xp, lib.low_precision
     float32, int64 = xp.float32, xp.int64
     if hasattr(xp, "errstate"):
         # NumPy: the ufuncs' own reduce and accumulate (np.sum's wrapper costs ~6 us more);
@@ -19,6 +19,14 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 
         def add_accumulate(x, axis, dtype=None):
             return xp.cumsum(x, axis=axis, dtype=dtype)
+
+    make_array, ascontiguousarray = lib.as_array, xp.ascontiguousarray
+
+    def as_array(result):
+        # PyTorch allocates reduction and scan results row-major whatever the input's
+        # layout (NumPy keeps a transposed input's order): a later `view` relies on it
+        result = make_array(result)
+        return result if result.flags.c_contiguous else ascontiguousarray(result)
 
     def accumulating(f):
         """Sum and product of half-precision values accumulate in float32, as PyTorch
@@ -42,8 +50,8 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 
     def cumsum(x, dim):
         if x.dtype in low_precision:  # accumulated in float32, each sum rounded: PyTorch's
-            return add_accumulate(x.astype(float32), axis=dim).astype(x.dtype)
-        return add_accumulate(x, axis=dim, dtype=x.dtype)
+            return as_array(add_accumulate(x.astype(float32), axis=dim).astype(x.dtype))
+        return as_array(add_accumulate(x, axis=dim, dtype=x.dtype))
 
     def topk(x, k, dim, largest=True):
         """Indices of the k largest (smallest) along `dim`, in order, ties by index. A stable

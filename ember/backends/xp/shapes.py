@@ -58,7 +58,12 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return xp.triu(x, diagonal)
 
     def cat(*xs, dim):
-        return xp.concatenate(xs, axis=dim)
+        out = xp.concatenate(xs, axis=dim)
+        if out.flags.c_contiguous or all(_channels_last(x) for x in xs):
+            return out
+        # PyTorch's cat is row-major unless every input is channels-last (NumPy keeps a
+        # transposed input's order)
+        return xp.ascontiguousarray(out)
 
     def constant_pad(x, pad, value=0):
         return xp.pad(x, pad, mode="constant", constant_values=value)
@@ -73,3 +78,11 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             "strided_view": strided_view, "view_dtype": view_dtype, "view_as_real": view_as_real,
             "clone": clone, "tril": tril, "triu": triu, "cat": cat,
             "constant_pad": constant_pad}
+
+
+def _channels_last(x) -> bool:
+    """Whether a 4-d or 5-d array lies in memory as NHWC (NDHWC): channels innermost."""
+    if x.ndim not in (4, 5) or x.flags.c_contiguous:
+        return False
+    strides = x.strides
+    return strides[1] <= min(strides[2:]) and strides[0] >= max(strides[2:])

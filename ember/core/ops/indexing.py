@@ -173,7 +173,7 @@ def _same_scalar_type(op: str, input: Tensor, source: Tensor) -> None:
 def _index_select_rule(input, index, *, dim):
     _check_index_tensor("index_select", index)
     if index.ndim > 1:
-        raise IndexError(f"index_select: index must be 0-D or 1-D, got {index.ndim}-D")
+        raise IndexError("index_select(): Index is supposed to be a vector")
     shape = list(input.shape)
     shape[dim] = index.numel()
     return OutMeta(tuple(shape), input.dtype, None)
@@ -632,6 +632,11 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
         value = int(value) if input._dtype is not dt.bool_ else bool(value)
     else:
         value = float(dt.fit_scalar(python_scalar(value), input._dtype))
+    if not (mask.is_contiguous() and input.is_contiguous()):
+        # PyTorch fills a row-major clone of the input: a full, row-major mask leads
+        # where's iteration to that layout (the mask is no part of the graph)
+        mask = mask.expand(broadcast_shapes("masked_fill", tuple(mask.shape),
+                                            tuple(input.shape))).contiguous()
     out = where(mask, value, input)
     return out if out._dtype is input._dtype else to_dtype(out, input._dtype)
 

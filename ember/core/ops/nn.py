@@ -1693,6 +1693,16 @@ def grid_sampler_3d(input: Tensor, grid: Tensor, interpolation_mode: int, paddin
 _HALF = (dt.float16, dt.bfloat16)
 
 
+def _row_major(input: Tensor) -> Tensor:
+    """`input`'s values row-major, outside autograd: PyTorch's CPU softmax, log_softmax and
+    layer_norm read a contiguous copy and return row-major results (what a later
+    dropout's mask or `view` sees)."""
+    if input.is_contiguous():
+        return input
+    with no_grad():
+        return input.contiguous()
+
+
 def _softmax_input(op: str, input: Tensor, dim: int, dtype: Any) -> tuple[Tensor, int]:
     if dtype is not None:
         input = input.to(dtype=dtype_arg(dtype, op))
@@ -1720,10 +1730,11 @@ def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
         return reshape(softmax(reshape(input, (1,)), 0), ())
     if not input.numel():
         return input.clone()
-    out = run_fused("softmax", input, dim=d)
+    src = _row_major(input)
+    out = run_fused("softmax", src, dim=d)
     if out is None:
         with no_grad():
-            e = (input - R.amax(input, d, keepdim=True)).exp()
+            e = (src - R.amax(src, d, keepdim=True)).exp()
             out = e / R.sum(e, d, keepdim=True)
     record_grad(OPS["softmax"], (input,), {"dim": d}, out)
     return out
@@ -1741,10 +1752,11 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
         return reshape(log_softmax(reshape(input, (1,)), 0), ())
     if not input.numel():
         return input.clone()
-    out = run_fused("log_softmax", input, dim=d)
+    src = _row_major(input)
+    out = run_fused("log_softmax", src, dim=d)
     if out is None:
         with no_grad():
-            shifted = input - R.amax(input, d, keepdim=True)
+            shifted = src - R.amax(src, d, keepdim=True)
             out = shifted - R.sum(shifted.exp(), d, keepdim=True).log()
     record_grad(OPS["log_softmax"], (input,), {"dim": d}, out)
     return out
@@ -1789,7 +1801,7 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
         out = mul(out, weight)
     if bias is not None:
         out = add(out, bias)
-    return out
+    return out if out.is_contiguous() else out.contiguous()  # (PyTorch's is row-major)
 
 
 # -- recurrent cells ------------------------------------------------------------------

@@ -21,6 +21,7 @@ from ember.core.creation import (
     arange,
     default_generator,
     empty,
+    empty_like,
     full,
     full_like,
     host_generator,
@@ -417,8 +418,8 @@ def _host_multinomial(probs: Tensor, num_samples: int, replacement: bool,
     With replacement: per row, the cumulative sums (in `p`'s dtype, normalised), then a
     binary search for each double uniform."""
     if not replacement or num_samples == 1:
-        q = exponential_(empty(tuple(probs.shape), dtype=probs.dtype, device=probs.device),
-                         1.0, generator=generator)
+        # (empty_like: a transposed `probs` draws its exponentials in its memory order)
+        q = exponential_(empty_like(probs), 1.0, generator=generator)
         keys = (probs / q).detach().cpu().numpy()
         if num_samples == 1:
             picks = np.argmax(keys, axis=1)[:, None]
