@@ -152,9 +152,8 @@ def sizes_arg(args: tuple, kwargs: dict | None = None, name: str = "size") -> tu
 
 def _reshape_impl(x: Tensor, shape: tuple, must_view: bool, op: str,
                   label: str | None = None) -> Tensor:
+    # (no shortcut for an unchanged shape: PyTorch returns a new view then too)
     shape = infer_reshape(op, tuple(x.shape), x.numel(), shape)
-    if tuple(x.shape) == shape and not must_view:
-        return x
     reshape_op = OPS["reshape"]
     try:
         out = run("reshape", x, shape=shape, copy=False)
@@ -292,6 +291,8 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     e = normalize_dim("flatten", end_dim, input.ndim)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:  # PyTorch returns the tensor itself when nothing is flattened
+        return input
     shape = tuple(input.shape)
     return reshape(input, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
 
@@ -440,8 +441,7 @@ def _expand_method(self: Tensor, *sizes: Any, **kwargs: Any) -> Tensor:
 
 
 def _expand(input: Tensor, shape: tuple[int, ...]) -> Tensor:
-    if shape == tuple(input.shape):
-        return input
+    # (an unchanged shape is still a new view, as in PyTorch)
     out = apply(OPS["expand"], input, shape=shape)
     return as_view(out, input, lambda b: _expand(b, shape))
 
@@ -472,7 +472,8 @@ def broadcast_tensors(*tensors: Tensor) -> tuple:
     shape: tuple = ()
     for x in tensors:
         shape = broadcast_pair("broadcast_tensors", shape, tuple(x.shape))
-    return tuple(expand(x, shape) for x in tensors)
+    # (as PyTorch's expand_outplace: a tensor of the common shape is returned itself)
+    return tuple(x if tuple(x.shape) == shape else expand(x, shape) for x in tensors)
 
 
 def broadcast_shapes(*shapes: Any) -> Size:
@@ -527,7 +528,9 @@ def repeat(input: Tensor, repeats: Sequence[int]) -> Tensor:
     inter = tuple(v for s in shape for v in (1, s))
     target = tuple(v for r, s in zip(reps, shape) for v in (r, s))
     out = expand(reshape(x, inter), target)
-    return reshape(contiguous(out), tuple(r * s for r, s in zip(reps, shape)))
+    # a copy even when nothing repeats (then `contiguous` would keep the view)
+    dense = clone(out) if out._backend.is_contiguous(out._data) else contiguous(out)
+    return reshape(dense, tuple(r * s for r, s in zip(reps, shape)))
 
 
 def _tile_method(self: Tensor, *dims: Any, **kwargs: Any) -> Tensor:
