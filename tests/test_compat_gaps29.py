@@ -76,3 +76,86 @@ def test_no_op_view_gradient_flows():
     x = ember.randn(2, 3, requires_grad=True)
     (x.reshape(2, 3) * 2 + x.expand(2, 3)).sum().backward()
     assert x.grad.tolist() == [[3.0] * 3] * 2
+
+
+# == 2. double backward =================================================================
+
+SECOND_ORDER = [  # (expression of x (float64) and m (the module), x's shape)
+    ("m.nn.functional.cross_entropy(x, m.tensor([0, 2]))", (2, 3)),
+    ("m.nn.functional.cross_entropy(x, m.tensor([0, 2]), reduction='sum')", (2, 3)),
+    ("m.nn.functional.cross_entropy(x, m.tensor([0, -100]), reduction='none')", (2, 3)),
+    ("m.nn.functional.cross_entropy(x, m.tensor([1, 2]), label_smoothing=0.1)", (2, 3)),
+    ("m.nn.functional.max_pool2d(x, 2)", (1, 2, 4, 4)),
+    ("m.nn.functional.avg_pool2d(x, 3, 2, 1)", (1, 2, 5, 5)),
+    ("m.nn.functional.adaptive_max_pool2d(x, 3)", (1, 2, 5, 5)),
+    ("m.nn.functional.pad(x, (2, 1, 1, 2), mode='reflect')", (1, 2, 4, 4)),
+    ("m.nn.functional.pad(x, (2, 1), mode='circular') ** 2", (1, 2, 5)),
+    ("m.nn.functional.conv2d(x, x[:, :2].flip(-1) * 0.5, padding=1) ** 2", (2, 2, 3, 3)),
+    ("m.nn.functional.interpolate(x, scale_factor=2, mode='bilinear') ** 2", (1, 1, 3, 3)),
+]
+
+
+def _second_derivative(lib, expr, shape):
+    gen = __import__("numpy").random.default_rng(0)
+    x = lib.tensor(gen.standard_normal(shape), requires_grad=True)
+    y = eval(expr, {"x": x, "m": lib})
+    g, = lib.autograd.grad((y * y.detach().cos()).sum(), x, create_graph=True)
+    h, = lib.autograd.grad((g * g.detach().sin()).sum(), x)
+    return g.detach().numpy(), h.numpy()
+
+
+@pytest.mark.parametrize("expr, shape", SECOND_ORDER)
+def test_second_derivative_matches_pytorch(expr, shape):
+    import numpy as np
+    mine, theirs = _second_derivative(ember, expr, shape), _second_derivative(torch, expr, shape)
+    for a, b in zip(mine, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def test_cross_entropy_gradgradcheck():
+    x = ember.randn(3, 4, dtype=ember.float64, requires_grad=True)
+    target = ember.tensor([0, 3, 1])
+    assert ember.autograd.gradgradcheck(
+        lambda x: ember.nn.functional.cross_entropy(x, target), (x,))
+
+
+TIED_GRADIENTS = [  # PyTorch's gradient of these requires grad under create_graph
+    ("m.nn.functional.max_pool2d(x, 2)", (1, 2, 4, 4)),
+    ("m.nn.functional.max_pool3d(x, 2)", (1, 1, 2, 2, 2)),
+    ("m.nn.functional.avg_pool2d(x, 2)", (1, 2, 4, 4)),
+    ("m.nn.functional.adaptive_avg_pool2d(x, 3)", (1, 2, 5, 5)),
+    ("m.nn.functional.adaptive_avg_pool3d(x, 2)", (1, 1, 3, 3, 3)),
+    ("m.nn.functional.adaptive_max_pool2d(x, 3)", (1, 2, 5, 5)),
+    ("m.nn.functional.interpolate(x, size=(2, 2), mode='area')", (1, 1, 5, 5)),
+    ("m.nn.functional.pad(x, (2, 1), mode='reflect')", (1, 2, 5)),
+    ("m.nn.functional.pad(x, (1, 1, 1, 2), mode='replicate')", (1, 2, 4, 4)),
+    ("m.nn.functional.pad(x, (2, 1), mode='circular')", (1, 2, 5)),
+    ("m.nn.functional.conv2d(x, m.ones(3, 2, 2, 2, dtype=x.dtype))", (1, 2, 4, 4)),
+    ("m.nn.functional.grid_sample(x, m.zeros(1, 2, 2, 2, dtype=x.dtype) + 0.3, "
+     "align_corners=False)", (1, 1, 4, 4)),
+    ("m.nn.functional.relu(x)", (2, 3)), ("x * 2", (2, 3)),
+]
+
+
+def _tied_gradient(lib, expr, shape):
+    x = lib.ones(shape, dtype=lib.float64).cumsum(-1).sin().requires_grad_()
+    y = eval(expr, {"x": x, "m": lib})
+    g, = lib.autograd.grad(y, x, lib.ones_like(y), create_graph=True)
+    if not g.requires_grad:
+        return False, type(g.grad_fn).__name__
+    h, = lib.autograd.grad(g.sum(), x, allow_unused=True)
+    return True, None if h is None else h.tolist()
+
+
+@pytest.mark.parametrize("expr, shape", TIED_GRADIENTS)
+def test_gradient_under_create_graph_requires_grad_as_in_pytorch(expr, shape):
+    assert _tied_gradient(ember, expr, shape) == _tied_gradient(torch, expr, shape)
+
+
+def test_reflection_pad_node_names():
+    for lib in (ember, torch):
+        names = [type(lib.nn.functional.pad(lib.ones((1,) * 2 + (3,) * n, requires_grad=True),
+                                            (1,) * 2 * n, mode=mode).grad_fn).__name__
+                 for mode in ("reflect", "replicate") for n in (1, 2, 3)]
+        assert names == [f"{k}Pad{n}DBackward0" for k in ("Reflection", "Replication")
+                         for n in (1, 2, 3)]
