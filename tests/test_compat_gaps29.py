@@ -159,3 +159,44 @@ def test_reflection_pad_node_names():
                  for mode in ("reflect", "replicate") for n in (1, 2, 3)]
         assert names == [f"{k}Pad{n}DBackward0" for k in ("Reflection", "Replication")
                          for n in (1, 2, 3)]
+
+
+# == 4. singular matrices: LinAlgError (or RuntimeError) with PyTorch's message =========
+
+SINGULAR_CALLS = [
+    "m.linalg.inv(S)", "m.inverse(S)", "S.inverse()", "m.linalg.inv(B)",
+    "m.linalg.solve(S, m.ones(2, dtype=S.dtype))", "m.linalg.solve(B, m.ones(2, 2, dtype=S.dtype))",
+    "m.linalg.solve_ex(B, m.ones(2, 2, dtype=S.dtype), check_errors=True)",
+    "m.linalg.inv_ex(B, check_errors=True)", "m.linalg.cholesky(N)", "m.linalg.cholesky(BN)",
+    "m.cholesky(N)", "m.cholesky(BN)", "m.linalg.cholesky_ex(BN, check_errors=True)",
+    "m.linalg.lu_factor(S)", "m.linalg.lu_factor(B)", "m.linalg.lu_factor_ex(B, check_errors=True)",
+    "m.lu(B)", "m.linalg.tensorinv(m.zeros(2, 2, 2, 2, dtype=S.dtype))",
+    "m.linalg.matrix_power(B, -1)", "m.linalg.inv(F)",
+    "m.linalg.solve(F, m.ones(2, dtype=F.dtype))",
+]
+
+
+def _matrices(m, dtype):
+    d = getattr(m, dtype)
+    S = m.tensor([[1.0, 2.0], [2.0, 4.0]], dtype=d)
+    N = m.tensor([[1.0, 2.0], [2.0, 1.0]], dtype=d)
+    return {"m": m, "S": S, "N": N, "B": m.stack([m.eye(2, dtype=d), S]),
+            "BN": m.stack([m.eye(2, dtype=d), N]),
+            # exactly singular when getrf divides (PyTorch's MKL), not with a fused
+            # multiply-add or a reciprocal
+            "F": m.tensor([[0.1, 0.2], [0.3, 0.6]], dtype=d)}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("call", SINGULAR_CALLS)
+def test_singular_matrix_errors_match_pytorch(call, dtype):
+    mine = _outcome(lambda: eval(call, _matrices(ember, dtype)))
+    theirs = _outcome(lambda: eval(call, _matrices(torch, dtype)))
+    if theirs[0] == "ok":
+        assert mine[0] == "ok"
+        return
+    assert mine == theirs
+    if theirs[0] == "_LinAlgError":
+        with pytest.raises(ember.linalg.LinAlgError):
+            eval(call, _matrices(ember, dtype))
