@@ -200,3 +200,79 @@ def test_singular_matrix_errors_match_pytorch(call, dtype):
     if theirs[0] == "_LinAlgError":
         with pytest.raises(ember.linalg.LinAlgError):
             eval(call, _matrices(ember, dtype))
+
+
+# == 5. NumPy interchange ===============================================================
+
+_ARRAYS = {
+    "negative stride": lambda: __import__("numpy").arange(6.0).reshape(2, 3)[:, ::-1],
+    "one element, negative stride": lambda: __import__("numpy").arange(1.0)[::-1],
+    "empty, negative stride": lambda: __import__("numpy").arange(0.0)[::-1],
+    "big-endian": lambda: __import__("numpy").ones(2, dtype=">f4"),
+    "object": lambda: __import__("numpy").array([1, "a"], dtype=object),
+    "str": lambda: __import__("numpy").array(["a"]),
+}
+
+
+@pytest.mark.parametrize("maker", ["from_numpy", "as_tensor", "tensor", "asarray"])
+@pytest.mark.parametrize("kind", sorted(_ARRAYS))
+def test_numpy_arrays_refused_as_pytorch(kind, maker):
+    mine = _outcome(lambda: getattr(ember, maker)(_ARRAYS[kind]()).tolist())
+    theirs = _outcome(lambda: getattr(torch, maker)(_ARRAYS[kind]()).tolist())
+    assert mine == theirs
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("call", ["np.array(t)", "np.asarray(t)", "np.array(t, dtype=np.float32)",
+                                  "t.__array__()", "np.add(np.ones(2), t)", "t.numpy()",
+                                  "np.array([t, t])"])
+def test_numpy_of_a_tensor_that_requires_grad_raises(call):
+    import numpy as np
+
+    def run(m):
+        return _outcome(lambda: eval(call, {"np": np, "t": m.ones(2, requires_grad=True)}))
+    assert run(ember) == run(torch) == (
+        "RuntimeError", "Can't call numpy() on Tensor that requires grad. Use "
+                        "tensor.detach().numpy() instead.")
+
+
+# == 3. gradcheck's fast mode ===========================================================
+
+def _gradcheck_run(lib, case, fast):
+    """(result or error, number of calls of the function) of a gradcheck in `lib`."""
+    calls = [0]
+    gen = __import__("numpy").random.default_rng(3)
+    x = lib.tensor(gen.standard_normal(3), requires_grad=True)
+    y = lib.tensor(gen.standard_normal((2, 3)), requires_grad=True)
+
+    class Wrong(lib.autograd.Function):  # d(t*t)/dt given as 3t
+        @staticmethod
+        def forward(ctx, t):
+            ctx.save_for_backward(t)
+            return t * t
+
+        @staticmethod
+        def backward(ctx, g):
+            t, = ctx.saved_tensors
+            return g * 3 * t
+
+    fn, inputs = {"sin": (lambda t: (t * t).sin(), (x,)),
+                  "two outputs": (lambda a, b: (a * b, b.sum()), (x, y)),
+                  "wrong": (Wrong.apply, (x,))}[case]
+
+    def counted(*args):
+        calls[0] += 1
+        return fn(*args)
+    outcome = _outcome(lambda: lib.autograd.gradcheck(counted, inputs, fast_mode=fast))
+    return outcome[0], str(outcome[1]).replace("ember.", "torch."), calls[0]
+
+
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("case", ["sin", "two outputs", "wrong"])
+def test_gradcheck_modes_match_pytorch(case, fast):
+    assert _gradcheck_run(ember, case, fast) == _gradcheck_run(torch, case, fast)
+
+
+def test_gradgradcheck_fast_mode():
+    x = ember.randn(3, dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradgradcheck(lambda t: (t * t).sin(), (x,), fast_mode=True)
