@@ -276,3 +276,31 @@ def test_gradcheck_modes_match_pytorch(case, fast):
 def test_gradgradcheck_fast_mode():
     x = ember.randn(3, dtype=ember.float64, requires_grad=True)
     assert ember.autograd.gradgradcheck(lambda t: (t * t).sin(), (x,), fast_mode=True)
+
+
+# == 6. which index kthvalue, median and mode return among ties (and NaN) ===============
+
+def _order_statistics(lib):
+    """Indices (and mode's values) of many small rows full of ties and NaN."""
+    import random
+    rng = random.Random(5)
+    out = []
+    for trial in range(60):
+        n = rng.randint(1, 40)
+        pool = [0.0, 1.0, 2.0, 3.0, float("nan")] if trial % 3 == 0 else [0.0, 1.0, 2.0]
+        t = lib.tensor([rng.choice(pool) for _ in range(n)])
+        k = rng.randint(1, n)
+        mode = lib.mode(t)
+        out.append((lib.kthvalue(t, k).indices.item(), mode.indices.item(),
+                    str(mode.values.item()), lib.median(t, 0).indices.item(),
+                    lib.nanmedian(t, 0).indices.item(),
+                    lib.mode(t.nan_to_num(7).long()).indices.item()))
+    m = lib.tensor([[rng.choice([0.0, 1.0, 2.0]) for _ in range(9)] for _ in range(6)])
+    out.append((lib.kthvalue(m, 4, 0).indices.tolist(), lib.mode(m, 0).indices.tolist(),
+                lib.kthvalue(m, 3, 1, keepdim=True).indices.tolist(),
+                lib.mode(m, 1, True).indices.tolist()))
+    return out
+
+
+def test_order_statistics_pick_pytorchs_index_among_ties():
+    assert _order_statistics(ember) == _order_statistics(torch)
