@@ -179,8 +179,10 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
     ready = [n for n in dict.fromkeys(roots) if n not in deps]
     prev = state.enabled
     state.enabled = create_graph
-    outer_callbacks, outer_task = _callbacks.queue, _callbacks.task
+    outer_callbacks, outer_task, outer_graph = _callbacks.queue, _callbacks.task, \
+        _callbacks.graph
     _callbacks.queue, _callbacks.task = [], next(_task_ids)
+    _callbacks.graph = (deps, set(roots), accumulate, {key[0] for key in wanted})
     pop = buffers.pop
     try:
         while ready:
@@ -264,6 +266,7 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
     finally:
         state.enabled = prev
         _callbacks.queue, _callbacks.task = outer_callbacks, outer_task
+        _callbacks.graph = outer_graph
     if capture is None:
         return None
     return [captured.get(_edge(t)) for t in capture]
@@ -272,6 +275,9 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
 class _Callbacks(threading.local):  # per thread, as each thread runs its own backward
     queue: list | None = None  # the running backward's final callbacks; None outside one
     task: int = -1  # the running backward's id; -1 outside one
+    # the running backward's graph: (the dependency counts of the nodes it reaches, its
+    # roots, whether leaves accumulate, the captured nodes), for will_engine_execute_node
+    graph: tuple | None = None
 
 
 _callbacks = _Callbacks()
@@ -283,6 +289,19 @@ def current_graph_task_id() -> int:
     `torch._C._current_graph_task_id`), -1 outside one: hooks that must act once per
     backward pass key their state by it."""
     return _callbacks.task
+
+
+def will_engine_execute_node(node: Any) -> bool:
+    """Whether the backward pass running in this thread runs `node` (a tensor's grad_fn,
+    or a leaf's AccumulateGrad, which runs where leaves accumulate or their gradient is
+    captured): PyTorch's `torch._C._will_engine_execute_node`."""
+    if _callbacks.graph is None:
+        raise RuntimeError("_will_engine_execute_node should only be called during the "
+                           "backward pass")
+    deps, roots, accumulate, captured = _callbacks.graph
+    if node not in deps and node not in roots:
+        return False
+    return accumulate or type(node) is not AccumulateGrad or node in captured
 
 
 def queue_callback(callback: Callable[[], None]) -> None:
