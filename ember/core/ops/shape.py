@@ -150,10 +150,29 @@ def sizes_arg(args: tuple, kwargs: dict | None = None, name: str = "size") -> tu
 # -- reshape and view -----------------------------------------------------------------
 
 
+def _plain_alias(x: Tensor, op: str, again: Any, **attrs: Any) -> Tensor | None:
+    """A new view of all of `x` by the view kernel `op` (PyTorch returns one for a view
+    that changes nothing), made without the general path when nothing watches it (no
+    autograd, dual level or trace: the kernel's rule has nothing to check then); None
+    otherwise. `again(base)` recreates it from its base."""
+    if state.enabled and x._requires_grad or fw.active or tracing.active is not None or \
+            tracing.tape is not None:
+        return None
+    kernel = x._backend.kernels.get(op)
+    if kernel is None:
+        return None
+    out = Tensor._make(kernel(x._data, **attrs), x._dtype, x._device, x._backend)
+    return as_view(out, x, again)
+
+
 def _reshape_impl(x: Tensor, shape: tuple, must_view: bool, op: str,
                   label: str | None = None) -> Tensor:
     # (no shortcut for an unchanged shape: PyTorch returns a new view then too)
     shape = infer_reshape(op, tuple(x.shape), x.numel(), shape)
+    if shape == x._data.shape:
+        out = _plain_alias(x, "reshape", lambda b: reshape(b, shape), shape=shape, copy=False)
+        if out is not None:
+            return out
     reshape_op = OPS["reshape"]
     try:
         out = run("reshape", x, shape=shape, copy=False)
@@ -442,6 +461,10 @@ def _expand_method(self: Tensor, *sizes: Any, **kwargs: Any) -> Tensor:
 
 def _expand(input: Tensor, shape: tuple[int, ...]) -> Tensor:
     # (an unchanged shape is still a new view, as in PyTorch)
+    if shape == input._data.shape:
+        out = _plain_alias(input, "expand", lambda b: _expand(b, shape), shape=shape)
+        if out is not None:
+            return out
     out = apply(OPS["expand"], input, shape=shape)
     return as_view(out, input, lambda b: _expand(b, shape))
 
