@@ -19,6 +19,7 @@ from typing import Any
 
 from ember import (
     _early,  # noqa: F401 - first: before anything loads NumPy (see the module)
+    _linalg_utils,  # noqa: F401 - Tensor.symeig & co (PyTorch's removal errors)
     autograd,
     utils,
 )
@@ -825,6 +826,11 @@ def _deprecated_build_flag(name: str) -> bool:
     return getattr(importlib.import_module(f"ember.backends.{module}"), function)()
 
 
+_FROM_GAMMA_SAMPLING = {"_standard_gamma": "standard_gamma",
+                        "_sample_dirichlet": "sample_dirichlet"}
+_REMOVED_LINALG = ("symeig", "solve", "eig", "matrix_rank", "lstsq")
+
+
 def __getattr__(name: str):
     """`ember.nn`, `ember.optim` ... import on first use (keeps `import ember` fast)."""
     import importlib
@@ -857,6 +863,13 @@ def __getattr__(name: str):
         return getattr(importlib.import_module("ember.control_flow"), name)
     if name == "vmap":  # torch.vmap, the same as torch.func.vmap
         return importlib.import_module("ember.func").vmap
+    if name in _FROM_GAMMA_SAMPLING:  # torch._standard_gamma, torch._sample_dirichlet
+        return getattr(importlib.import_module("ember.distributions.gamma_sampling"),
+                       _FROM_GAMMA_SAMPLING[name])
+    if name in _REMOVED_LINALG:  # torch.symeig & co: PyTorch 1.9's, removed with an error
+        return getattr(importlib.import_module("ember._linalg_utils"), name)
+    if name == "__config__":
+        return importlib.import_module("ember.__config__")
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Literal
 
 from ember.core import graph as _graph
-from ember.core.engine import current_graph_task_id, queue_callback
+from ember.core.engine import current_graph_task_id, queue_callback, will_engine_execute_node
 from ember.core.grad_mode import no_grad
 from ember.core.graph import GradientEdge, Node, edge_of
 from ember.core.tensor import Tensor
@@ -63,9 +63,9 @@ def register_multi_grad_hook(tensors: Sequence[Tensor],
     r"""Register a multi-grad backward hook.
 
     Under the ``"all"`` mode, the hook is called once the gradients of the tensors in
-    :attr:`tensors` that the backward pass computes have been computed, with a list of
-    them (``None`` for a tensor whose gradient was not computed). ember calls it when the
-    backward pass ends (PyTorch calls it as soon as the last one is computed).
+    :attr:`tensors` that the backward pass computes have been computed (as soon as the
+    last of them is, among that tensor's hooks in the order registered), with a list of
+    them (``None`` for a tensor whose gradient was not computed).
 
     Under the ``"any"`` mode, the hook is called with the first gradient computed
     among :attr:`tensors`, once per backward pass.
@@ -78,21 +78,27 @@ def register_multi_grad_hook(tensors: Sequence[Tensor],
         raise ValueError(f"Expects mode to be one of {supported_modes} but got {mode}")
     lock = threading.Lock()
     if mode == "all":
+        # PyTorch's: a hook on each tensor; the call that completes the count of those the
+        # backward pass runs (counted at its first call) calls `fn`
+        nodes = [_node_of(t) for t in tensors]
+        counts: dict[int, int] = {}
         buffers: dict[int, list] = {}
-
-        def finish(task: int) -> None:
-            fn(buffers.pop(task))
+        expected: dict[int, int] = {}
 
         def inner(idx: int) -> Callable[[Tensor], None]:
             def hook(grad: Tensor) -> None:
                 task = _task()
                 with lock:
-                    first = task not in buffers
-                    if first:
+                    seen = counts.get(task, 0)
+                    counts[task] = seen + 1
+                    if not seen:
                         buffers[task] = [None] * len(tensors)
+                        expected[task] = sum(node is not None and will_engine_execute_node(node)
+                                             for node in nodes)
                 buffers[task][idx] = grad
-                if first:
-                    queue_callback(lambda: finish(task))
+                if seen == expected[task] - 1:
+                    del counts[task], expected[task]
+                    fn(buffers.pop(task))
             return hook
 
         return _MultiHandle(tuple(t.register_hook(inner(i)) for i, t in enumerate(tensors)))
@@ -108,6 +114,13 @@ def register_multi_grad_hook(tensors: Sequence[Tensor],
         fn(grad)
 
     return _MultiHandle(tuple(t.register_hook(wrapped) for t in tensors if t.requires_grad))
+
+
+def _node_of(t: Tensor) -> Node | None:
+    """A tensor's grad_fn, or its AccumulateGrad node where it is a leaf (None where it
+    needs no gradient)."""
+    edge = edge_of(t)
+    return None if edge is None else edge[0]
 
 
 def _task() -> int:

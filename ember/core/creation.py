@@ -21,12 +21,12 @@ import numpy as np
 from ember.core import costs, interpose, plugins, storage, tracing
 from ember.core import cpu_random as streams
 from ember.core import dtype as dt
-from ember.core.backend import from_numpy_dtype, numpy_dtype
+from ember.core.backend import numpy_dtype
 from ember.core.declare import composite, define, primitive
 from ember.core.device import device as Device
 from ember.core.dispatch import check_dtype, run_creation, run_inplace, user_stacklevel
 from ember.core.errors import with_context
-from ember.core.host import dtype_arg, python_scalar
+from ember.core.host import check_numpy_array, dtype_arg, python_scalar
 from ember.core.memory_format import (
     _in_order,
     check_format,
@@ -425,7 +425,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
     """A CPU tensor sharing memory with a NumPy array."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
-    d = from_numpy_dtype(array.dtype)
+    d = check_numpy_array(array)
     dev, backend = resolve("cpu")
     return Tensor._make(array, d, dev, backend)
 

@@ -20,7 +20,15 @@ from ember.core import anomaly_mode, interpose, tracing
 from ember.core import backend as backend_contract
 from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad, state
-from ember.core.graph import AccumulateGrad, GradientEdge, Node, edge_of, is_tensor, record
+from ember.core.graph import (
+    AccumulateGrad,
+    FnNode,
+    GradientEdge,
+    Node,
+    edge_of,
+    is_tensor,
+    record,
+)
 from ember.core.memory_format import contiguous_format, tensor_format
 from ember.core.opdef import OPS
 
@@ -80,6 +88,53 @@ ONCE_DIFFERENTIABLE = {
 }
 
 
+# The nodes whose gradient PyTorch computes with a backward op that also takes the
+# forward's input: under create_graph that gradient requires grad (it has a
+# "...BackwardBackward0" node) even where its value does not depend on the input. True:
+# the input's second derivative is zeros (piecewise-linear pools and pads); False: it is
+# unused, None (convolution, grid_sample, batch norm in eval mode).
+TIED_TO_INPUT = dict.fromkeys((
+    "MaxPool1DWithIndicesBackward0", "MaxPool2DWithIndicesBackward0",
+    "MaxPool3DWithIndicesBackward0", "AvgPool2DBackward0", "AvgPool3DBackward0",
+    "AdaptiveAvgPool2DBackward0", "AdaptiveAvgPool3DBackward0",
+    "AdaptiveMaxPool2DBackward0", "AdaptiveMaxPool3DBackward0",
+    "ReflectionPad1DBackward0", "ReflectionPad2DBackward0", "ReflectionPad3DBackward0",
+    "ReplicationPad1DBackward0", "ReplicationPad2DBackward0",
+    "ReplicationPad3DBackward0"), True)
+TIED_TO_INPUT.update(dict.fromkeys((
+    "ConvolutionBackward0", "GridSampler2DBackward0", "GridSampler3DBackward0",
+    "NativeBatchNormBackward0"), False))
+
+
+def _tied(node: Node, results: tuple) -> tuple:
+    """`node`'s gradients (computed under create_graph), the ones that do not require grad
+    behind one node with edges to `node`'s inputs, as PyTorch's double-backward node: it
+    sends zeros (or nothing) to each input (see TIED_TO_INPUT)."""
+    if all(g is None or g._requires_grad for g in results):
+        return tuple(results)
+    # (empty templates keep each gradient's dtype and device, not its memory)
+    metas = [None if g is None else (tuple(g.shape), g.new_empty((0,))) for g in results]
+    zeros = TIED_TO_INPUT[node.name()]
+
+    def back(tied: Node, grads: Any) -> tuple:
+        if not zeros:
+            return (None,) * len(metas)
+        return tuple(None if m is None else m[1].new_zeros(m[0]) for m in metas)
+
+    loose = [g is not None and not g._requires_grad for g in results]
+    tied = FnNode(node.name()[:-1] + "Backward0", back, tuple(node.next_edges),
+                  n_outputs=len(results))
+    tied.attrs["_out_meta"] = [None if m is None else (m[0], m[1].dtype, m[1].device)
+                               for m in metas]
+    out = []
+    for i, g in enumerate(results):
+        if loose[i]:
+            g = g.detach()  # (an alias: the result may be a tensor the caller holds)
+            g._node, g._output_nr, g._requires_grad = tied, i, True
+        out.append(g)
+    return tuple(out)
+
+
 def _delayed_errors(label: str, results: Sequence[Any]) -> tuple:
     """`results` (a once-differentiable node's gradients, computed under create_graph)
     each behind a node that raises PyTorch's NotImplementedError when differentiated."""
@@ -125,8 +180,10 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
     ready = [n for n in dict.fromkeys(roots) if n not in deps]
     prev = state.enabled
     state.enabled = create_graph
-    outer_callbacks, outer_task = _callbacks.queue, _callbacks.task
+    outer_callbacks, outer_task, outer_graph = _callbacks.queue, _callbacks.task, \
+        _callbacks.graph
     _callbacks.queue, _callbacks.task = [], next(_task_ids)
+    _callbacks.graph = (deps, set(roots), accumulate, {key[0] for key in wanted})
     pop = buffers.pop
     try:
         while ready:
@@ -155,8 +212,11 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
                     results = hook(node, functools.partial(node.apply, grads))
                 if anomaly_mode._enabled:
                     anomaly_mode.check_gradients(node, results)
-                if create_graph and node.name() in ONCE_DIFFERENTIABLE:
-                    results = _delayed_errors(node.name(), results)
+                if create_graph:
+                    if node.name() in ONCE_DIFFERENTIABLE:
+                        results = _delayed_errors(node.name(), results)
+                    elif node.name() in TIED_TO_INPUT:
+                        results = _tied(node, results)
             else:  # nothing reached this node: it sends nothing on
                 results = (None,) * len(node.next_edges)
             if node.post_hooks:
@@ -207,6 +267,7 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
     finally:
         state.enabled = prev
         _callbacks.queue, _callbacks.task = outer_callbacks, outer_task
+        _callbacks.graph = outer_graph
     if capture is None:
         return None
     return [captured.get(_edge(t)) for t in capture]
@@ -215,6 +276,9 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
 class _Callbacks(threading.local):  # per thread, as each thread runs its own backward
     queue: list | None = None  # the running backward's final callbacks; None outside one
     task: int = -1  # the running backward's id; -1 outside one
+    # the running backward's graph: (the dependency counts of the nodes it reaches, its
+    # roots, whether leaves accumulate, the captured nodes), for will_engine_execute_node
+    graph: tuple | None = None
 
 
 _callbacks = _Callbacks()
@@ -226,6 +290,19 @@ def current_graph_task_id() -> int:
     `torch._C._current_graph_task_id`), -1 outside one: hooks that must act once per
     backward pass key their state by it."""
     return _callbacks.task
+
+
+def will_engine_execute_node(node: Any) -> bool:
+    """Whether the backward pass running in this thread runs `node` (a tensor's grad_fn,
+    or a leaf's AccumulateGrad, which runs where leaves accumulate or their gradient is
+    captured): PyTorch's `torch._C._will_engine_execute_node`."""
+    if _callbacks.graph is None:
+        raise RuntimeError("_will_engine_execute_node should only be called during the "
+                           "backward pass")
+    deps, roots, accumulate, captured = _callbacks.graph
+    if node not in deps and node not in roots:
+        return False
+    return accumulate or type(node) is not AccumulateGrad or node in captured
 
 
 def queue_callback(callback: Callable[[], None]) -> None:

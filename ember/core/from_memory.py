@@ -20,7 +20,7 @@ from ember.core.backend import from_numpy_dtype, numpy_dtype
 from ember.core.creation import from_numpy, tensor
 from ember.core.declare import composite
 from ember.core.errors import warn_once
-from ember.core.host import dtype_arg
+from ember.core.host import check_numpy_array, dtype_arg
 from ember.core.placement import DeviceLike, resolve
 from ember.core.tensor import Tensor
 
@@ -73,6 +73,7 @@ def asarray(obj: Any, *, dtype: Any = None, device: DeviceLike = None,
         out = _converted(from_dlpack(obj), d, device, copy)
     elif isinstance(obj, (np.ndarray, np.generic)):
         array = np.asarray(obj)
+        check_numpy_array(array)
         want = array.dtype if d is None else numpy_dtype(d)
         if copy is False and want != array.dtype:
             raise _alias_error(from_numpy_dtype(array.dtype), d)

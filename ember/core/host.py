@@ -23,6 +23,29 @@ def python_scalar(x: Any) -> Any:
     return x.item() if isinstance(x, np.generic) else x
 
 
+_NUMPY_TYPES = ("float64, float32, float16, complex64, complex128, int64, int32, int16, int8, "
+                "uint64, uint32, uint16, uint8, and bool")
+
+
+def check_numpy_array(arr: np.ndarray) -> dt.dtype:
+    """The ember dtype of a NumPy array a tensor is made from, after PyTorch's checks
+    (tensor_numpy.cpp): no negative stride, the native byte order, a supported dtype."""
+    if arr.size and any(s < 0 for s in arr.strides):
+        raise ValueError(
+            "At least one stride in the given numpy array is negative, and tensors with "
+            "negative strides are not currently supported. (You can probably work around "
+            "this by making a copy of your array  with array.copy().) ")
+    if not arr.dtype.isnative:
+        raise ValueError("given numpy array has byte order different from the native byte "
+                         "order. Conversion between byte orders is currently not supported.")
+    try:
+        return from_numpy_dtype(arr.dtype)
+    except TypeError:
+        kind = arr.dtype.type
+        raise TypeError(f"can't convert np.ndarray of type {kind.__module__}.{kind.__name__}. "
+                        f"The only supported types are: {_NUMPY_TYPES}.") from None
+
+
 def host_array(x: Any) -> np.ndarray:
     """A tensor's values as a NumPy array (shared with the tensor on the CPU)."""
     if x._backend.shape_only:
@@ -150,7 +173,8 @@ def to_host(data: Any, dtype: dt.dtype | None) -> tuple[np.ndarray, dt.dtype]:
         dtype = dtype or data.dtype
     elif isinstance(data, np.ndarray) or isinstance(data, np.generic):
         arr = np.asarray(data)
-        dtype = dtype or from_numpy_dtype(arr.dtype)
+        source = check_numpy_array(arr)
+        dtype = dtype or source
     else:
         if hasattr(data, "__array__") and not isinstance(data, (list, tuple)):
             return to_host(np.asarray(data), dtype)

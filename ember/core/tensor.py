@@ -688,6 +688,9 @@ class Tensor:
     __array_priority__ = 1000
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        if self._requires_grad:  # (PyTorch's __array__ is `self.numpy()`)
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
         arr = host_array(self)
         return arr if dtype is None else arr.astype(dtype)
 

@@ -22,14 +22,15 @@ from ember.distributions.implicit_grads import dirichlet_grad, standard_gamma_gr
 __all__ = ["sample_dirichlet", "standard_gamma"]
 
 
-def _host_gamma(alpha, single: bool):
+def _host_gamma(alpha, single: bool, generator=None):
     """PyTorch's CPU gamma draws of each shape in `alpha` (row-major order, float64 on
-    the host), or None where they are drawn on a device or recorded by a trace."""
+    the host; from `generator`, else the default one), or None where they are drawn on a
+    device or recorded by a trace."""
     if tracing.active is not None or alpha.device.type != "cpu" or \
             alpha.dtype not in (ember.float32, ember.float64):
         return None
     shapes = np.ascontiguousarray(alpha.detach().numpy()).reshape(-1)
-    return cpu_random.gamma(default_generator._engine, shapes, single)
+    return cpu_random.gamma((generator or default_generator)._engine, shapes, single)
 
 
 def _from_host(values: np.ndarray, like):
@@ -39,9 +40,9 @@ def _from_host(values: np.ndarray, like):
     return host_random("gamma", shape, like.dtype, like.device, lambda: values, shape=shape)
 
 
-def _marsaglia_tsang(alpha):
+def _marsaglia_tsang(alpha, generator=None):
     """Unit-rate gamma draws of shape `alpha` (> 0), without gradient."""
-    host = _host_gamma(alpha, single=alpha.dtype is ember.float32)
+    host = _host_gamma(alpha, single=alpha.dtype is ember.float32, generator=generator)
     if host is not None:  # PyTorch's `_standard_gamma`: rounded to the dtype
         return _from_host(host, alpha)
     boosted = alpha < 1
@@ -66,8 +67,8 @@ def _marsaglia_tsang(alpha):
 
 class _StandardGamma(Function):
     @staticmethod
-    def forward(ctx, alpha):
-        x = _marsaglia_tsang(alpha)
+    def forward(ctx, alpha, generator=None):
+        x = _marsaglia_tsang(alpha, generator)
         x = x.clamp(min=ember.finfo(x.dtype).tiny)
         ctx.save_for_backward(alpha, x)
         return x
@@ -75,18 +76,19 @@ class _StandardGamma(Function):
     @staticmethod
     def backward(ctx, grad_output):
         alpha, x = ctx.saved_tensors
-        return grad_output * standard_gamma_grad(alpha, x)
+        return grad_output * standard_gamma_grad(alpha, x), None
 
 
-def standard_gamma(concentration):
-    """Gamma(concentration, 1) draws, differentiable with respect to `concentration`."""
-    return _StandardGamma.apply(concentration)
+def standard_gamma(concentration, generator=None):
+    """Gamma(concentration, 1) draws, differentiable with respect to `concentration`
+    (`torch._standard_gamma`)."""
+    return _StandardGamma.apply(concentration, generator)
 
 
 class _Dirichlet(Function):
     @staticmethod
-    def forward(ctx, concentration):
-        host = _host_gamma(concentration, single=False)
+    def forward(ctx, concentration, generator=None):
+        host = _host_gamma(concentration, single=False, generator=generator)
         if host is not None:  # PyTorch's `_sample_dirichlet`: normalised in float64
             gammas = np.maximum(host, np.finfo(np.float64).tiny).reshape(concentration.shape)
             ratio = (gammas / gammas.sum(-1, keepdims=True)).astype(
@@ -95,7 +97,7 @@ class _Dirichlet(Function):
             x = _from_host(np.clip(ratio, np.finfo(ratio.dtype).tiny, top).reshape(-1),
                            concentration)
         else:
-            gammas = _marsaglia_tsang(concentration).clamp(
+            gammas = _marsaglia_tsang(concentration, generator).clamp(
                 min=ember.finfo(concentration.dtype).tiny)
             x = gammas / gammas.sum(-1, keepdim=True)
         ctx.save_for_backward(x, concentration)
@@ -106,10 +108,10 @@ class _Dirichlet(Function):
         x, concentration = ctx.saved_tensors
         total = concentration.sum(-1, True).expand_as(concentration)
         grad = dirichlet_grad(x, concentration, total)
-        return grad * (grad_output - (x * grad_output).sum(-1, True))
+        return grad * (grad_output - (x * grad_output).sum(-1, True)), None
 
 
-def sample_dirichlet(concentration):
+def sample_dirichlet(concentration, generator=None):
     """Dirichlet(concentration) draws (normalised gamma draws over the last dimension),
-    differentiable with respect to `concentration` as PyTorch's."""
-    return _Dirichlet.apply(concentration)
+    differentiable with respect to `concentration` as PyTorch's (`torch._sample_dirichlet`)."""
+    return _Dirichlet.apply(concentration, generator)

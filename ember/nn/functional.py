@@ -2109,13 +2109,22 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
 
 _INTERPOLATE_NODES = {"nearest": "UpsampleNearest{n}D", "nearest-exact": "UpsampleNearestExact{n}D",
                       "linear": "UpsampleLinear1D", "bilinear": "UpsampleBilinear2D",
-                      "bicubic": "UpsampleBicubic2D", "trilinear": "UpsampleTrilinear3D"}
+                      "bicubic": "UpsampleBicubic2D", "trilinear": "UpsampleTrilinear3D",
+                      "area": "AdaptiveAvgPool{n}D"}
 
 
 def _interpolate_label(input: Tensor, *args: Any, mode: str = "nearest",
                        **kwargs: Any) -> str | None:
     node = _INTERPOLATE_NODES.get(mode)
     return None if node is None else node.format(n=input.ndim - 2) + "Backward0"
+
+
+def _pad_label(input: Tensor, pad: Sequence[int], mode: str = "constant",
+               value: float | None = None) -> str | None:
+    # (PyTorch's reflection and replication pads are one op each; its circular pad
+    # writes slices, and the constant pad is named by constant_pad_nd)
+    kind = {"reflect": "Reflection", "replicate": "Replication"}.get(mode)
+    return None if kind is None else f"{kind}Pad{len(pad) // 2}DBackward0"
 
 
 def _adaptive_avg_pool2d_label(input: Tensor, output_size: Any) -> str:
@@ -2132,7 +2141,9 @@ _NODE_LABELS: dict[str, str | Callable[..., str | None]] = {
     "hardsigmoid": "HardsigmoidBackward0", "logsigmoid": "LogSigmoidBackward0",
     "glu": "GluBackward0", "batch_norm": "NativeBatchNormBackward0",
     "group_norm": "NativeGroupNormBackward0", "interpolate": _interpolate_label,
-    "embedding_bag": "EmbeddingBagBackward0",
+    "embedding_bag": "EmbeddingBagBackward0", "pad": _pad_label,
+    "adaptive_avg_pool3d": "AdaptiveAvgPool3DBackward0",
+    "adaptive_max_pool3d": "AdaptiveMaxPool3DBackward0",
 }
 """Node names of the decomposed functions (gelu, silu, elu, selu, celu, softplus,
 hardtanh, leaky_relu and embedding are one node each, named by their own gradients)."""

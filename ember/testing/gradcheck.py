@@ -162,8 +162,14 @@ def gradcheck(fn: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol: f
             `ember.autograd.forward_ad` JVP per input element).
         check_backward_ad: check the Jacobian backward-mode AD gives (the default).
         nondet_tol, check_undefined_grad, check_grad_dtypes, check_batched_grad,
-            check_batched_forward_grad, fast_mode, masked: PyTorch's options, accepted
-            for its signature; ember always checks dtypes, and does the full check.
+            check_batched_forward_grad, masked: PyTorch's options, accepted for its
+            signature; ember always checks dtypes.
+        fast_mode: PyTorch's fast mode: instead of whole Jacobians, compare
+            :math:`v^T J u` for random unit vectors `u` (per input) and `v` (per output),
+            J u by one central difference per input, :math:`v^T J` by one backward pass
+            per output (J u by forward mode with `check_forward_ad`). The vectors come
+            from a fresh `ember.Generator()`, as PyTorch's; a mismatch recomputes the
+            Jacobians element by element for the message.
 
     Returns:
         True when every gradient matches.
@@ -196,22 +202,172 @@ def gradcheck(fn: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol: f
     if not outputs:
         raise ValueError("gradcheck: the function returned no floating-point tensor")
     try:
-        numerical = _numerical_jacobians(fn, inputs, which, eps)
-        found = []
-        if check_backward_ad:
-            found.append(_analytical_jacobians(outputs, inputs, which))
-        if check_forward_ad:
-            found.append(_forward_jacobians(fn, inputs, which, outputs))
-        for analytical in found:
-            for i in which:
-                for k, (a, n) in enumerate(zip(analytical[i], numerical[i])):
-                    _compare(a, n, i, k, tuple(inputs[i].shape), tuple(outputs[k].shape),
-                             atol, rtol)
+        if fast_mode:
+            _fast_check(fn, inputs, which, outputs, eps, atol, rtol, check_backward_ad,
+                        check_forward_ad)
+        else:
+            _slow_check(fn, inputs, which, outputs, eps, atol, rtol, check_backward_ad,
+                        check_forward_ad)
+        if check_undefined_grad and check_backward_ad:
+            _check_zero_grads(fn, inputs, which)
     except GradcheckError:
         if raise_exception:
             raise
         return False
     return True
+
+
+def _slow_check(fn: Callable[..., Any], inputs: tuple, which: list[int], outputs: list[Tensor],
+                eps: float, atol: float, rtol: float, backward: bool, forward: bool) -> None:
+    """gradcheck's whole Jacobians, element by element (see `gradcheck`)."""
+    numerical = _numerical_jacobians(fn, inputs, which, eps)
+    found = []
+    if backward:
+        found.append(_analytical_jacobians(outputs, inputs, which))
+    if forward:
+        found.append(_forward_jacobians(fn, inputs, which, outputs))
+    for analytical in found:
+        for i in which:
+            for k, (a, n) in enumerate(zip(analytical[i], numerical[i])):
+                _compare(a, n, i, k, tuple(inputs[i].shape), tuple(outputs[k].shape),
+                         atol, rtol)
+
+
+def _check_zero_grads(fn: Callable[..., Any], inputs: tuple, which: list[int]) -> None:
+    """PyTorch's undefined-gradient check: with zero gradients for the outputs (all at
+    once, then one output at a time where there are several, each time from a new call of
+    `fn`), the inputs' gradients must be zero or None."""
+    diff_inputs = [inputs[i] for i in which]
+
+    def check(outs: list[Tensor]) -> None:
+        zeros = [ember.zeros_like(o) for o in outs]
+        try:
+            grads = ember.autograd.grad(outs, diff_inputs, zeros, allow_unused=True)
+        except RuntimeError as err:
+            raise GradcheckError(
+                "Expected backward function to handle undefined output grads. Please look "
+                'at "Notes about undefined output gradients" in '
+                '"tools/autograd/derivatives.yaml"') from err
+        if any(g is not None and not bool((g == 0).all()) for g in grads):
+            raise GradcheckError(
+                "Expected all input grads to be undefined or zero when all output grads are "
+                'undefined or zero. Please look at "Notes about undefined output gradients" '
+                'in "tools/autograd/derivatives.yaml"')
+
+    def requiring_grad() -> list[Tensor]:
+        return [o for o in _differentiable_outputs(fn(*inputs)) if o.requires_grad]
+
+    first = requiring_grad()
+    runs = [first] + ([requiring_grad() for _ in first] if len(first) > 1 else [])
+    for outs in runs:
+        if outs:
+            check(outs)
+
+
+def _unit_vectors(tensors: Sequence[Tensor], generator: Any) -> list[np.ndarray]:
+    """PyTorch's fast-mode vectors: `rand(numel)` (float32) in the tensor's dtype, divided
+    by its norm, flat, as float64."""
+    out = []
+    for t in tensors:
+        vec = ember.rand(t.numel(), generator=generator).to(t.dtype)
+        out.append(_host(vec / vec.norm()).astype(np.float64))
+    return out
+
+
+def _fast_check(fn: Callable[..., Any], inputs: tuple, which: list[int], outputs: list[Tensor],
+                eps: float, atol: float, rtol: float, backward: bool, forward: bool) -> None:
+    """gradcheck's fast mode (see `gradcheck`; PyTorch's `_fast_gradcheck`)."""
+    generator = ember.Generator()  # (a fresh one: the caller's random state is kept)
+    all_u = _unit_vectors([inputs[i] for i in which], generator)
+    all_v = _unit_vectors(outputs, generator)
+    numerical = {}  # per input: J u per output, by one central difference
+    for i, u in zip(which, all_u):
+        x = inputs[i]
+        base = _host(x)
+        delta = u.reshape(base.shape) * eps
+        outs = []
+        for arr in (base - delta, base + delta):
+            args = list(inputs)
+            args[i] = ember.tensor(arr, dtype=x.dtype, device=x.device, requires_grad=True)
+            outs.append(_evaluate(fn, args))
+        numerical[i] = [(b - a).reshape(-1) / (2 * eps) for a, b in zip(*outs)]
+    if backward:
+        analytical = _vjp_times_u(outputs, inputs, which, all_v, all_u)
+        for index, (i, u) in enumerate(zip(which, all_u)):
+            for k, v in enumerate(all_v):
+                # (atol scaled by v^T M u for M all ones: PyTorch's _adjusted_atol)
+                _fast_compare(fn, inputs, outputs, (index, i), k, analytical[k][index],
+                              float(v @ numerical[i][k]), atol * u.sum() * v.sum(), rtol,
+                              eps)
+    if forward:
+        jacobians = _forward_jacobians(fn, inputs, which, outputs)
+        for index, (i, u) in enumerate(zip(which, all_u)):
+            for k in range(len(outputs)):
+                ju, n = jacobians[i][k] @ u, numerical[i][k]
+                if not np.all(np.abs(ju - n) <= atol * u.sum() + rtol * np.abs(n)):
+                    raise GradcheckError(
+                        f"Jacobian computed with forward mode mismatch for output {k} with "
+                        f"respect to input {index},\nnumerical:{ember.tensor(n)}\n"
+                        f"analytical:{ember.tensor(ju)}\n")
+
+
+def _vjp_times_u(outputs: list[Tensor], inputs: tuple, which: list[int], all_v: list,
+                 all_u: list) -> list[list[float]]:
+    """Per output k, per input: (v_k^T J) u, with one backward pass per output."""
+    diff_inputs = [inputs[i] for i in which]
+    result = []
+    for out, v in zip(outputs, all_v):
+        if not out.requires_grad:
+            result.append([0.0] * len(which))
+            continue
+        seed = ember.tensor(v.reshape(tuple(out.shape)), dtype=out.dtype, device=out.device)
+        grads = ember.autograd.grad(out, diff_inputs, seed, retain_graph=True,
+                                    allow_unused=True)
+        result.append([0.0 if g is None else float(_host(g).reshape(-1) @ u)
+                       for g, u in zip(grads, all_u)])
+    return result
+
+
+def _fast_compare(fn: Callable[..., Any], inputs: tuple, outputs: list[Tensor],
+                  which: tuple[int, int], k: int, a: float, n: float, atol: float,
+                  rtol: float, eps: float) -> None:
+    """Compare v^T J u of output k and input `which` (its index among the inputs that
+    require grad, which PyTorch's message names, and its position) both ways."""
+    if abs(a - n) <= atol + rtol * abs(n):
+        return
+    index, i = which
+    # PyTorch's message: the two scalars, then both Jacobians recomputed in slow mode
+    slow_n = _numerical_jacobians(fn, inputs, [i], eps)[i][k]
+    slow_a = _analytical_jacobians(outputs, inputs, [i])[i][k]
+    diff = float(np.abs(slow_n - slow_a).max()) if slow_n.size else 0.0
+    msg = (f"Jacobian mismatch for output {k} with respect to input {index},\n"
+           f"numerical:{n!r}\nanalytical:{a!r}\n"
+           "\nThe above quantities relating the numerical and analytical jacobians are "
+           "computed \nin fast mode. See: https://github.com/pytorch/pytorch/issues/53876 "
+           "for more background \nabout fast mode. Below, we recompute numerical and "
+           "analytical jacobians in slow mode:\n\n"
+           f"Numerical:\n {ember.tensor(slow_n.T)}\nAnalytical:\n{ember.tensor(slow_a.T)}\n\n"
+           f"The max per-element difference (slow mode) is: {diff!r}.\n")
+    if np.all(np.abs(slow_a - slow_n) <= atol + rtol * np.abs(slow_n)):
+        msg += _FAST_FAIL_SLOW_OK
+    raise GradcheckError(msg)
+
+
+_FAST_FAIL_SLOW_OK = """
+Fast gradcheck failed but element-wise differences are small. This means that the
+test might've passed in slow_mode!
+
+If you are adding a new operator, please file an issue and then use one of the
+workarounds. The workaround depends on how your test invokes gradcheck/gradgradcheck:
+
+If the test
+- manually invokes gradcheck/gradgradcheck, then call gradcheck/gradgradcheck
+  with `fast_mode=False` as a keyword argument.
+- is OpInfo-based (e.g., in test_ops_gradients.py), then modify the OpInfo for the test
+  to have `gradcheck_fast_mode=False`
+- is a Module test (e.g., in common_nn.py), then modify the corresponding
+  module_test entry to have `gradcheck_fast_mode=False`
+""".strip()
 
 
 def _compare(a: np.ndarray, n: np.ndarray, i: int, k: int, in_shape: tuple, out_shape: tuple,
@@ -280,4 +436,4 @@ def gradgradcheck(fn: Callable[..., Any], inputs: Any, grad_outputs: Any = None,
 
     return gradcheck(vjp, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
                      raise_exception=raise_exception, check_forward_ad=check_fwd_over_rev,
-                     check_backward_ad=check_rev_over_rev)
+                     check_backward_ad=check_rev_over_rev, fast_mode=fast_mode)

@@ -83,7 +83,6 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         rows = xp.arange(b)
         pivots = xp.zeros((b, k), dtype=xp.int64)
         info = xp.zeros(b, dtype=xp.int64)
-        tiny = xp.finfo(lu.dtype).tiny
         with quiet():
             for j in range(k):
                 p = idamax(lu[:, j:, j]) + j
@@ -95,11 +94,10 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
                 zero = d == 0
                 info = xp.where((info == 0) & zero, j + 1, info)
                 scale = xp.where(zero, 1, d)[:, None]
-                # getf2 scales by the reciprocal of a pivot unless it is subnormal (whose
-                # reciprocal overflows)
-                column = lu[:, j + 1:, j]
-                lu[:, j + 1:, j] = xp.where(xp.abs(scale) >= tiny, column * (1 / scale),
-                                            column / scale)
+                # divided by the pivot, as PyTorch's LAPACK (MKL) does it: reference getf2's
+                # reciprocal rounds differently, and an exactly singular float32 matrix
+                # (0.1, 0.2; 0.3, 0.6) would then keep a round-off pivot
+                lu[:, j + 1:, j] /= scale
                 lu[:, j + 1:, j + 1:] -= lu[:, j + 1:, j:j + 1] * lu[:, j:j + 1, j + 1:]
         return pivots, info
 
@@ -198,17 +196,34 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         getrf and getrs are done here, as PyTorch's LAPACK does them, so NaN and inf
         spread to the same rows."""
         batch = a.shape[:-2]
+        x = None
         if far_from_overflow(a, b):
             try:
                 x = as_array(linalg.solve(a, b))
-                if far_from_overflow(a, x):
+                if not far_from_overflow(a, x):
+                    x = None
+                elif not near_singular(a, b, x):
                     return pack(x, xp.zeros(batch, dtype=xp.int64), batch=batch)
             except lapack_error:
-                pass
+                x = None
         lu = a.reshape((math.prod(batch),) + a.shape[-2:]).copy()
         pivots, info = lu_in_place(lu)
+        if x is not None and not bool(info.any()):
+            # a nonsingular (if ill-conditioned) matrix: the array module's solution
+            return pack(x, xp.zeros(batch, dtype=xp.int64), batch=batch)
         x = lu_solve(lu, pivots, b.reshape((math.prod(batch),) + b.shape[-2:]))
         return pack(x.reshape(b.shape), info.reshape(batch), batch=batch)
+
+    def near_singular(a, b, x):
+        """Whether a solution's size says A may be singular in PyTorch's arithmetic:
+        max|A| max|X| / max|B| beyond 1/eps (a lower bound of A's condition number). The
+        array module's LAPACK may fuse multiply-adds (an exact zero pivot of PyTorch's
+        getrf then leaves round-off), so such a matrix is factored again here."""
+        if a.size == 0 or b.size == 0:
+            return False
+        with quiet():
+            bound = xp.abs(a).max() * xp.abs(x).max() * xp.finfo(a.dtype).eps
+            return bool(bound > xp.abs(b).max())
 
     def lu_of_transpose(a):
         """The diagonal of U and the parity of the row swaps (-1 odd, 1 even) of the LU

@@ -125,10 +125,10 @@ def _conj_kernel(input: Tensor) -> Tensor:
            rule=lambda input: OutMeta(input.shape, input.dtype, None), cost=costs.pointwise(1),
            grad=Grad("ConjPhysicalBackward0", input=lambda grad: grad.conj()))
 def conj_physical(input: Tensor) -> Tensor:
-    """The elementwise complex conjugate of `input`, computed now (a real tensor: a
-    copy of it)."""
+    """The elementwise complex conjugate of `input`, computed now (a real tensor: itself,
+    as PyTorch returns it)."""
     if not input.dtype.is_complex:
-        return input.clone()
+        return input
     return _conj_kernel(input)
 
 

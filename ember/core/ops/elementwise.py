@@ -38,6 +38,7 @@ from ember.core.dispatch import (
 )
 from ember.core.errors import warn_once
 from ember.core.grad_mode import new_version, no_grad, state
+from ember.core.graph import relabel
 from ember.core.host import dtype_arg, no_data, python_scalar
 from ember.core.inplace import apply_inplace, tracked
 from ember.core.memory_format import check_format, preserve_format, tensor_format
@@ -1187,7 +1188,8 @@ def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         out = out.clone(memory_format=fmt)  # (a copy even when `out` is contiguous in
     if copy and out is self:                # fmt too, as PyTorch's: N1HW in NHWC strides)
         out = out.clone()
-    return out
+    # a copy made here is PyTorch's _to_copy, whatever made it
+    return relabel(out, "ToCopyBackward0", (self,)) if out._node is not None else out
 
 
 @composite(complex=True, variants="method")

@@ -99,9 +99,9 @@ def _info(packed: Tensor) -> Tensor:
     return (packed.real if packed.dtype.is_complex else packed).detach().to(dt.int32)
 
 
-def _raise_info(op: str, info: Tensor, message: str) -> None:
-    """Raise LinAlgError for the first matrix whose `info` is not 0 (`message` formats
-    its info); PyTorch names the batch element when there is a batch."""
+def _raise_info(op: str, info: Tensor, message: str, error: type = LinAlgError) -> None:
+    """Raise LinAlgError (or `error`) for the first matrix whose `info` is not 0 (`message`
+    formats its info); PyTorch names the batch element when there is a batch."""
     if info.numel() == 0:
         return
     flat = info.reshape(-1)
@@ -110,7 +110,7 @@ def _raise_info(op: str, info: Tensor, message: str) -> None:
     values = flat.tolist()
     index = next(i for i, v in enumerate(values) if v != 0)
     where_ = f"(Batch element {index}): " if info.ndim else ""
-    raise LinAlgError(f"{op}: {where_}{message.format(info=values[index])}")
+    raise error(f"{op}: {where_}{message.format(info=values[index])}")
 
 
 def _eye_like(n: int, like: Tensor) -> Tensor:
@@ -267,8 +267,12 @@ _SINGULAR = ("The diagonal element {info} is zero, the inversion could not be co
 def linalg_inv(A: Tensor, *, out: Any = None) -> Tensor:
     """`linalg.inv`: the inverse of a square matrix (or of each in a batch); raises
     LinAlgError for a singular one."""
+    return _checked_inverse("linalg.inv", A, out)
+
+
+def _checked_inverse(op: str, A: Tensor, out: Any = None) -> Tensor:
     inverse, info = _inv_ex(A)
-    _raise_info("linalg.inv", info, _SINGULAR)
+    _raise_info(op, info, _SINGULAR)  # (`op`: the name PyTorch's error gives)
     return inverse if out is None else _write("linalg.inv", out, inverse)
 
 
@@ -338,7 +342,7 @@ def _solve(op: str, A: Tensor, B: Tensor, left: bool, check: bool) -> tuple[Tens
     X, info = _split(_linalg_solve_ex(A, B), tuple(B.shape[-2:]), ())
     info = _info(info)
     if check:  # (PyTorch names this one error torch.linalg.solve, its others linalg.solve)
-        _raise_info("torch." + op if op == "linalg.solve" else op, info,
+        _raise_info("torch." + op if op in ("linalg.solve", "linalg.solve_ex") else op, info,
                     "The solver failed because the input matrix is singular.")
     return (X.squeeze(-1) if vector else X), info
 
@@ -510,7 +514,9 @@ def cholesky(input: Tensor, upper: bool = False, *, out: Any = None) -> Tensor:
                "torch.linalg.cholesky(A)\nand\nU = torch.cholesky(A, upper=True)\nshould be "
                "replaced with\nU = torch.linalg.cholesky(A).mH\nThis transform will produce "
                "equivalent results for all valid (symmetric positive definite) inputs.")
-    return linalg_cholesky(input, upper=upper, out=out)
+    L, info = _cholesky_ex(input, upper)
+    _raise_info("cholesky", info, _NOT_PD)  # (PyTorch's error names `cholesky`)
+    return L if out is None else _write("linalg.cholesky", out, L)
 
 
 def _cholesky_solve_factor_grad(grad, input2, result, upper):
@@ -1275,16 +1281,18 @@ def _lu_factor(op: str, A: Tensor, pivot: bool) -> tuple[Tensor, Tensor, Tensor]
     return LU, pivots.to(dt.int32), info.to(dt.int32)
 
 
+_LU_SINGULAR = ("U[{info},{info}] is zero and using it on lu_solve would result in a "
+                "division by zero. If you still want to perform the factorization, consider "
+                "calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
+
+
 @composite(variants="", cost=_matrix_cost(2 / 3))
 def linalg_lu_factor(A: Tensor, *, pivot: bool = True, out: Any = None) -> Any:
     """`linalg.lu_factor`: the LU factorization with partial pivoting in LAPACK's compact
     form: L (unit diagonal, below it) and U in one matrix, and the 1-based pivots (int32).
     Raises LinAlgError for a singular matrix."""
     LU, pivots, info = _lu_factor("linalg.lu_factor", A, pivot)
-    _raise_info("torch.linalg.lu_factor", info, "U[{info},{info}] is zero and using it on "
-                "lu_solve would result in a division by zero. If you still want to perform "
-                "the factorization, consider calling linalg.lu(A, pivot) or "
-                "linalg.lu_factor_ex(A, pivot)")
+    _raise_info("torch.linalg.lu_factor", info, _LU_SINGULAR, RuntimeError)
     return LUFactorResult(LU, pivots)
 
 
@@ -1295,7 +1303,7 @@ def linalg_lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = F
     pivot, 1-based) without raising."""
     LU, pivots, info = _lu_factor("linalg.lu_factor_ex", A, pivot)
     if check_errors:
-        _raise_info("linalg.lu_factor_ex", info, "U[{info},{info}] is zero.")
+        _raise_info("torch.linalg.lu_factor_ex", info, _LU_SINGULAR, RuntimeError)
     return LUFactorExResult(LU, pivots, info)
 
 
@@ -1323,13 +1331,8 @@ def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out: Any = None) 
                "\nLU, pivots, info = torch.lu(A, compute_pivots, get_infos=True)\nshould be "
                "replaced with\nLU, pivots, info = torch.linalg.lu_factor_ex(A, compute_pivots)")
     LU, pivots, info = _lu_factor("lu", A, pivot)
-    if get_infos:
-        return LU, pivots, info
-    _raise_info("torch.linalg.lu_factor", info, "U[{info},{info}] is zero and using it on "
-                "lu_solve would result in a division by zero. If you still want to perform "
-                "the factorization, consider calling linalg.lu(A, pivot) or "
-                "linalg.lu_factor_ex(A, pivot)")
-    return LU, pivots
+    # (a singular matrix does not raise: PyTorch's check covers illegal arguments only)
+    return (LU, pivots, info) if get_infos else (LU, pivots)
 
 
 LUUnpackResult = return_type("lu_unpack", ["P", "L", "U"])
@@ -1607,7 +1610,9 @@ def linalg_tensorinv(A: Tensor, ind: int = 2, *, out: Any = None) -> Tensor:
         raise RuntimeError(f"Expected self to satisfy the requirement "
                            f"prod(self.shape[ind:]) == prod(self.shape[:ind]), but got "
                            f"{math.prod(cols)} != {math.prod(rows)}")
-    result = linalg_inv(A.reshape(math.prod(rows), math.prod(cols))).reshape(cols + rows)
+    # (its error names `inv`, PyTorch's inner call)
+    result = _checked_inverse("inv", A.reshape(math.prod(rows), math.prod(cols)))
+    result = result.reshape(cols + rows)
     return result if out is None else _write("linalg.tensorinv", out, result)
 
 

@@ -195,8 +195,9 @@ def _getitem_grad(grad, input_shape, index, index_tensors, shape):
     return index_put_into_zeros(grad, input_shape, parsed)
 
 
-def _index(input: Tensor, parsed: ParsedIndex, key: Any) -> Tensor:
-    label = view_label(key, tuple(input.shape)) if parsed.basic else "IndexBackward0"
+def _index(input: Tensor, parsed: ParsedIndex, key: Any, label: str | None = None) -> Tensor:
+    if label is None:
+        label = view_label(key, tuple(input.shape)) if parsed.basic else "IndexBackward0"
     out = apply_labelled(OPS["getitem"], label, input, *parsed.tensors, index=parsed.spec,
                          shape=parsed.shape)
     if parsed.basic:
@@ -711,7 +712,7 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
                                         f"dimension size ({size})."),
                            f"narrow: dim {d} of shape {tuple(input.shape)}")
     key = (slice(None),) * d + (slice(start, start + length),)
-    return _index(input, parse_basic(input._data.shape, key), key)
+    return _index(input, parse_basic(input._data.shape, key), key, "SliceBackward0")
 
 
 @composite(complex=True, cost=costs.view)
@@ -812,7 +813,7 @@ def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> tuple
             raise RuntimeError(f"tensor_split: number of sections must be greater than 0, "
                                f"but got {indices_or_sections}")
         q, r = divmod(n, indices_or_sections)
-        return split(input, [q + 1 if i < r else q for i in range(indices_or_sections)], d)
+        return _split(input, [q + 1 if i < r else q for i in range(indices_or_sections)], d)
     bounds = [min(max(int(i) + n if int(i) < 0 else int(i), 0), n)
               for i in indices_or_sections]
     out, start = [], 0

@@ -14,11 +14,16 @@ from __future__ import annotations
 THRESHOLD = 16  # libstdc++'s _S_threshold
 
 
-def std_sort_order(keys: list, descending: bool) -> list[int]:
+def std_sort_order(keys: list, descending: bool, plain: bool = False) -> list[int]:
     """The permutation `std::sort` leaves `range(len(keys))` in when sorting the pairs
-    (keys[i], i) by key with ATen's KeyValueCompAsc / KeyValueCompDesc."""
+    (keys[i], i) by key with ATen's KeyValueCompAsc / KeyValueCompDesc (with `plain`,
+    by `a < b` alone, as ATen's `mode` sorts: a NaN may then lead a partition past the
+    row's end, an IndexError here)."""
     n = len(keys)
-    if descending:
+    if plain:
+        def comp(a, b):
+            return a < b
+    elif descending:
         def comp(a, b):
             return (a != a and b == b) or a > b
     else:
@@ -132,3 +137,63 @@ def std_sort_order(keys: list, descending: bool) -> list[int]:
         else:
             insertion_sort(0, n)
     return ix
+
+
+def quick_select_index(keys: list, k: int) -> int:
+    """The index ATen's `quick_select_template` (kthvalue's CPU kernel) leaves at position
+    `k` of the pairs (keys[i], i): median-of-three quickselect with NaN above every
+    number, which decides which of equal keys is returned."""
+    arr, ix = list(keys), list(range(len(keys)))
+
+    def gt(a, b):
+        return (a != a and b == b) or a > b
+
+    def swap(a, b):
+        arr[a], arr[b] = arr[b], arr[a]
+        ix[a], ix[b] = ix[b], ix[a]
+
+    lo, hi = 0, len(arr) - 1
+    while hi > lo:
+        if hi == lo + 1:
+            if gt(arr[lo], arr[hi]):
+                swap(lo, hi)
+            break
+        swap(lo + (hi - lo) // 2, lo + 1)
+        if gt(arr[lo + 1], arr[hi]):
+            swap(lo + 1, hi)
+        if gt(arr[lo], arr[hi]):
+            swap(lo, hi)
+        if gt(arr[lo + 1], arr[lo]):
+            swap(lo + 1, lo)
+        i, j, pivot = lo + 1, hi, arr[lo]
+        while True:
+            i += 1
+            while gt(pivot, arr[i]):
+                i += 1
+            j -= 1
+            while gt(arr[j], pivot):
+                j -= 1
+            if j < i:
+                break
+            swap(i, j)
+        swap(lo, j)
+        if j <= k:
+            lo = i
+        if j >= k:
+            hi = j - 1
+    return ix[k]
+
+
+def mode_of_row(keys: list) -> tuple[object, int]:
+    """ATen's CPU `mode` of one row: the pairs (key, index) sorted by `std::sort` with
+    `a < b`, then the first longest run of equal keys (NaN equals nothing), and the index
+    of its last pair."""
+    order = std_sort_order(keys, False, plain=True)
+    best, best_index, best_count, count = keys[order[0]], order[0], 0, 0
+    for pos, i in enumerate(order):
+        count += 1
+        if pos == len(order) - 1 or keys[i] != keys[order[pos + 1]]:
+            if count > best_count:
+                best, best_index, best_count = keys[i], i, count
+            count = 0
+    return best, best_index

@@ -25,14 +25,14 @@ from ember.core.creation import zeros_like
 from ember.core.declare import composite, fused_kernel
 from ember.core.dispatch import not_implemented_for, run_fused
 from ember.core.errors import with_context
-from ember.core.grad_mode import no_grad
+from ember.core.grad_mode import no_grad, state
 from ember.core.host import host_array
 from ember.core.opdef import OPS, Grad
 from ember.core.opdef import Precision as P
 from ember.core.ops import elementwise as E
 from ember.core.ops import reduction as R
 from ember.core.ops.indexing import gather, scatter
-from ember.core.ops.nn import log_softmax
+from ember.core.ops.nn import log_softmax, softmax
 from ember.core.ops.shape import squeeze, unsqueeze
 from ember.core.tensor import Tensor
 
@@ -407,7 +407,9 @@ def _cross_entropy_prob_target(input: Tensor, target: Tensor, weight: Tensor | N
     return -prod.sum() / (count if count else float("nan"))
 
 
-def _cross_entropy_grad(grad, probs, target, ignore_index, reduction):
+def _cross_entropy_grad(grad, input, probs, target, ignore_index, reduction):
+    if state.enabled:  # a recorded backward (create_graph): probs as a function of input
+        probs = softmax(input, 1)
     fused = run_fused("cross_entropy_backward", probs, target, grad,
                       ignore_index=ignore_index, reduction=reduction)
     if fused is not None:

@@ -75,10 +75,15 @@ def _atleast(op: str, n: int, tensors: tuple) -> Any:
     out = []
     for x in xs:
         shape = tuple(x.shape)
-        if len(shape) < n:
-            # 0-d -> (1,)*n; a 1-D (k,) -> (1, k) or (1, k, 1); a 2-D (a, b) -> (a, b, 1)
-            new = {0: (1,) * n, 1: (1,) + shape + (1,) * (n - 2), 2: shape + (1,)}[len(shape)]
-            x = reshape(x, new)
+        # 0-d -> (1,)*n (a reshape); a 1-D (k,) -> (1, k) or (1, k, 1); a 2-D (a, b) ->
+        # (a, b, 1) (unsqueezes: PyTorch's steps, which name the autograd node)
+        if not shape:
+            x = reshape(x, (1,) * n)
+        elif len(shape) < n:
+            if len(shape) == 1:
+                x = unsqueeze(x, 0)
+            if n == 3:
+                x = unsqueeze(x, -1)
         out.append(x)
     return out[0] if single else tuple(out)
 
@@ -211,7 +216,7 @@ def flipud(input: Tensor) -> Tensor:
     return flip(input, (0,))
 
 
-@composite(complex=True, cost=costs.movement)
+@composite(complex=True, cost=costs.movement, node_label="Rot90Backward0")
 def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
     """Rotates by 90 degrees `k` times in the plane of `dims`, from the first towards the
     second."""
@@ -633,15 +638,25 @@ def _by_counts(x: Tensor, counts: Tensor, d: int, output_size: int | None) -> Te
 # -- the *_copy forms of the views ----------------------------------------------------
 
 
-def _copy_of(view: Callable[..., Any], name: str, variants: str = "function out"
-             ) -> Callable[..., Any]:
+def _copy_of(view: Callable[..., Any], name: str, variants: str = "function out",
+             label: str | None = None) -> Callable[..., Any]:
     """`torch.<view>_copy`: the view's result as a new tensor with its own storage (a
-    tuple of them for the views that return several)."""
+    tuple of them for the views that return several). Its autograd node is named as
+    PyTorch's: `label`, else the view's node name + "_copy" (`ViewBackward0_copy`)."""
+    def copied(input: Tensor, view_out: Tensor) -> Tensor:
+        out = clone(view_out)
+        if out._node is not None:
+            node = view_out._node
+            viewed = node is not None and node is not input._node
+            out._node.label = label or \
+                f"{node.label if viewed else 'AliasBackward0'}_copy"
+        return out
+
     def fn(input: Tensor, *args: Any, **kwargs: Any) -> Any:
         out = view(input, *args, **kwargs)
         if isinstance(out, (tuple, list)):
-            return tuple(clone(o) for o in out)
-        return clone(out)
+            return tuple(copied(input, o) for o in out)
+        return copied(input, out)
     fn.__doc__ = f"`{view.__name__}`, copied: the result shares no storage with `input`."
     # (complex when its view is: the view refuses a complex tensor it does not take)
     return composite(variants=variants, cost=costs.movement, complex=True)(_named(fn, name))
@@ -657,7 +672,7 @@ as_strided_copy = _copy_of(as_strided, "as_strided_copy")
 detach_copy = _copy_of(lambda x: x.detach(), "detach_copy")
 diagonal_copy = _copy_of(diagonal, "diagonal_copy")
 expand_copy = _copy_of(lambda x, size, *, implicit=False: expand(x, size), "expand_copy")
-narrow_copy = _copy_of(narrow, "narrow_copy", "function method out")
+narrow_copy = _copy_of(narrow, "narrow_copy", "function method out", "NarrowCopyBackward0")
 permute_copy = _copy_of(permute, "permute_copy")
 select_copy = _copy_of(select, "select_copy")
 slice_copy = _copy_of(lambda x, dim=0, start=None, end=None, step=1:

@@ -157,11 +157,29 @@ def sizes_arg(args: tuple, kwargs: dict | None = None, name: str = "size") -> tu
 # -- reshape and view -----------------------------------------------------------------
 
 
+def _plain_alias(x: Tensor, op: str, again: Any, **attrs: Any) -> Tensor | None:
+    """A new view of all of `x` by the view kernel `op` (PyTorch returns one for a view
+    that changes nothing), made without the general path when nothing watches it (no
+    autograd, dual level or trace: the kernel's rule has nothing to check then); None
+    otherwise. `again(base)` recreates it from its base."""
+    if state.enabled and x._requires_grad or fw.active or tracing.active is not None or \
+            tracing.tape is not None:
+        return None
+    kernel = x._backend.kernels.get(op)
+    if kernel is None:
+        return None
+    out = Tensor._make(kernel(x._data, **attrs), x._dtype, x._device, x._backend)
+    return as_view(out, x, again)
+
+
 def _reshape_impl(x: Tensor, shape: tuple, must_view: bool, op: str,
                   label: str | None = None) -> Tensor:
+    # (no shortcut for an unchanged shape: PyTorch returns a new view then too)
     shape = infer_reshape(op, tuple(x.shape), x.numel(), shape)
-    if tuple(x.shape) == shape and not must_view:
-        return x
+    if shape == x._data.shape:
+        out = _plain_alias(x, "reshape", lambda b: reshape(b, shape), shape=shape, copy=False)
+        if out is not None:
+            return out
     reshape_op = OPS["reshape"]
     try:
         out = run("reshape", x, shape=shape, copy=False)
@@ -299,6 +317,8 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     e = normalize_dim("flatten", end_dim, input.ndim)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:  # PyTorch returns the tensor itself when nothing is flattened
+        return input
     shape = tuple(input.shape)
     return reshape(input, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
 
@@ -447,8 +467,11 @@ def _expand_method(self: Tensor, *sizes: Any, **kwargs: Any) -> Tensor:
 
 
 def _expand(input: Tensor, shape: tuple[int, ...]) -> Tensor:
-    if shape == tuple(input.shape):
-        return input
+    # (an unchanged shape is still a new view, as in PyTorch)
+    if shape == input._data.shape:
+        out = _plain_alias(input, "expand", lambda b: _expand(b, shape), shape=shape)
+        if out is not None:
+            return out
     out = apply(OPS["expand"], input, shape=shape)
     return as_view(out, input, lambda b: _expand(b, shape))
 
@@ -487,7 +510,8 @@ def broadcast_tensors(*tensors: Tensor) -> tuple:
     shape: tuple = ()
     for x in tensors:
         shape = broadcast_pair("broadcast_tensors", shape, tuple(x.shape))
-    return tuple(expand(x, shape) for x in tensors)
+    # (as PyTorch's expand_outplace: a tensor of the common shape is returned itself)
+    return tuple(x if tuple(x.shape) == shape else expand(x, shape) for x in tensors)
 
 
 def broadcast_shapes(*shapes: Any) -> Size:
@@ -542,7 +566,9 @@ def repeat(input: Tensor, repeats: Sequence[int]) -> Tensor:
     inter = tuple(v for s in shape for v in (1, s))
     target = tuple(v for r, s in zip(reps, shape) for v in (r, s))
     out = expand(reshape(x, inter), target)
-    return reshape(contiguous(out), tuple(r * s for r, s in zip(reps, shape)))
+    # a copy even when nothing repeats (then `contiguous` would keep the view)
+    dense = clone(out) if out._backend.is_contiguous(out._data) else contiguous(out)
+    return reshape(dense, tuple(r * s for r, s in zip(reps, shape)))
 
 
 def _tile_method(self: Tensor, *dims: Any, **kwargs: Any) -> Tensor:

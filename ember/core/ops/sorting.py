@@ -152,7 +152,39 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     with no_grad():
         order = sorted_indices(x, d)
-    return KthvalueResult(*_pick(input, x, d, order, _positions(x, d, k - 1), keepdim))
+        idx = gather_in_bounds(order, d, _positions(x, d, k - 1))
+        idx = _quickselect_ties(x, d, idx, k - 1)
+    values = gather_in_bounds(x, d, idx)
+    if input.ndim == 0:
+        return KthvalueResult(reshape(values, ()), reshape(idx, ()))
+    if not keepdim:
+        values, idx = squeeze(values, d), squeeze(idx, d)
+    return KthvalueResult(values, idx)
+
+
+def _tied_rows(x: Tensor, d: int, idx: Tensor) -> Tensor:
+    """Which rows along `d` hold the value at `idx` (keepdim-shaped) more than once (NaN
+    equal to NaN), as a flat bool tensor over the rows of `movedim(x, d, -1)`."""
+    v = gather_in_bounds(x, d, idx)
+    same = (x == v) | (x.isnan() & v.isnan()) if x._dtype.is_floating_point else x == v
+    return reshape(movedim(sum_(same, d, keepdim=True), d, -1), (-1,)) > 1
+
+
+def _quickselect_ties(x: Tensor, d: int, idx: Tensor, k: int) -> Tensor:
+    """`idx` (the stable order's index of the k-th value, keepdim-shaped) with, in CPU rows
+    where that value is tied, the index PyTorch's quickselect returns instead."""
+    if x.device.type != "cpu" or x.numel() > TIE_ORDER_LIMIT or x._dtype.is_complex:
+        return idx
+    tied = _tied_rows(x, d, idx).tolist()
+    if not any(tied):
+        return idx
+    rows = reshape(movedim(x, d, -1), (-1, x.shape[d])).tolist()
+    flat = reshape(movedim(idx, d, -1), (-1,)).tolist()
+    for r, row in enumerate(rows):
+        if tied[r]:
+            flat[r] = introsort.quick_select_index(row, k)
+    shape = tuple(movedim(idx, d, -1).shape)
+    return movedim(reshape(tensor(flat, dtype=dt.int64, device=x.device), shape), -1, d)
 
 
 def _median_grad(grad, input, result):
@@ -220,6 +252,10 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
     n = x.shape[d]
     if x.numel() == 0:
         return ModeResult(*_pick(input, x, d, x.long(), _positions(x, d, 0), keepdim))
+    if x.device.type == "cpu" and x.numel() <= TIE_ORDER_LIMIT and not x._dtype.is_complex:
+        picked = _aten_mode(x, d)
+        if picked is not None:
+            return ModeResult(*_pick(input, x, d, picked, _positions(x, d, 0), keepdim))
     with no_grad():
         order = sorted_indices(x, d)
         s = gather_in_bounds(x, d, order)
@@ -235,6 +271,20 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
         # occurrence (a stable order keeps the run in index order)
         pos = (p - run_start).argmax(d, keepdim=True)
     return ModeResult(*_pick(input, x, d, order, pos, keepdim))
+
+
+def _aten_mode(x: Tensor, d: int) -> Tensor | None:
+    """PyTorch's CPU mode of each row along `d` (see introsort.mode_of_row): the index it
+    returns, keepdim-shaped; None where a NaN makes the emulated sort leave its row (its
+    comparator orders nothing consistently then)."""
+    n = x.shape[d]
+    rows = reshape(movedim(x, d, -1), (-1, n)).tolist()
+    try:
+        picked = [introsort.mode_of_row(row)[1] for row in rows]
+    except IndexError:  # (a NaN led a partition past the row's end, where C++ reads on)
+        return None
+    shape = tuple(movedim(x, d, -1).shape[:-1]) + (1,)
+    return movedim(reshape(tensor(picked, dtype=dt.int64, device=x.device), shape), -1, d)
 
 
 # -- quantiles -------------------------------------------------------------------------
