@@ -624,10 +624,10 @@ def _demo_accuracy(epochs: int, amp: str | None) -> float:
 
 
 def test_demo_trains_in_bfloat16_to_float32_accuracy():
-    # 8 epochs: about 98% either way (98.05% and 97.77% here), half the time of the
-    # demo's 15
-    full = _demo_accuracy(8, None)
-    assert abs(_demo_accuracy(8, "bfloat16") - full) <= 0.01
+    # 4 epochs: about 95% either way (94.71% both on a 2-core EPYC), a quarter of the
+    # demo's 15 (8 epochs gave 98.05% and 97.77%)
+    full = _demo_accuracy(4, None)
+    assert abs(_demo_accuracy(4, "bfloat16") - full) <= 0.01
 
 
 def test_demo_trains_in_float16_with_a_grad_scaler():

@@ -265,7 +265,9 @@ def test_nan_to_num_on_complex():
 # other gives inf or 0, in C99 Annex G's corner cases. The comparison therefore checks
 # finite inputs exactly (to tolerance) and, for non-finite inputs, only where both
 # libraries' results are finite (where either is not, it is a corner case of that kind).
-_finite = st.floats(-3, 3, width=64)
+# (no subnormal parts: PyTorch itself answers them two ways, sgn(5e-324 + 0j) 0 or 1j by
+# the tensor's length, its vectorised and scalar loops disagreeing)
+_finite = st.floats(-3, 3, width=64, allow_subnormal=False)
 _parts = _finite | st.sampled_from([math.nan, math.inf, -math.inf, 0.0, -0.0])
 
 # near these ops' singular points (the poles of tan and atanh, 0 for log-like ops) the
