@@ -127,7 +127,8 @@ PROGRAMS_B = [
             long=True),
     Program("gcn.py",
             same=r"^nodes|^torch.Size|^symmetric|^mm ==|^masks|^GCN|^  \(|^\)|^Optimization",
-            skeleton=r"^Epoch|^Test set", losses=r"loss_train: (?P<loss>[\d.]+)", factor=3.0),
+            skeleton=r"^Epoch|^Test set", losses=r"loss_train: (?P<loss>[\d.]+)", factor=3.0,
+            long=True),
     Program("pygcn.py",
             same=r"^Loading|^adj |^coalesced|^row sums|^spmm|^to_sparse|^tensor|^ |^GCN|^\)"
                  r"|^Optimization",
