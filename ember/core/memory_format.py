@@ -109,6 +109,14 @@ def dim_order(shape: tuple, strides: tuple, contiguous: bool, check: bool = Fals
     return tuple(perm), ambiguous
 
 
+def row_major(t: Any) -> bool:
+    """Whether tensor `t` is row-major (`t.is_contiguous()`), asked of its backend
+    directly: core's own layout checks are no op calls a trace or an export capture
+    records (there `is_contiguous` returning a bool reads as data-dependent control
+    flow)."""
+    return bool(t._backend.is_contiguous(t._data))
+
+
 def tensor_format(t: Any) -> memory_format:
     """`suggest_memory_format` of a tensor (contiguous_format at once for a row-major one,
     the common case)."""

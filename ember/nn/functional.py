@@ -23,7 +23,7 @@ from ember.core import tracing as _tracing
 from ember.core.dispatch import user_stacklevel as _user_stacklevel
 from ember.core.errors import with_context
 from ember.core.graph import labelled as _labelled
-from ember.core.memory_format import like_layout, tensor_format
+from ember.core.memory_format import like_layout, row_major, tensor_format
 from ember.core.ops import nn as _nnops
 from ember.core.ops.losses import (  # noqa: F401 - the losses are declared in core
     _legacy_reduction,
@@ -682,7 +682,7 @@ def _in_suggested_format(out: Tensor, input: Tensor) -> Tensor:
     """`out` laid out as PyTorch's CPU batch and instance norm kernels allocate their
     results: in the input's suggested memory format (row-major for a transposed input,
     where the arithmetic above would keep its order)."""
-    if out.is_contiguous():
+    if row_major(out):
         return out
     return out.contiguous(memory_format=tensor_format(input))
 

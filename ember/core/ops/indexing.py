@@ -52,6 +52,7 @@ from ember.core.indexing import (
     view_label,
 )
 from ember.core.inplace import apply_inplace, as_view
+from ember.core.memory_format import row_major
 from ember.core.opdef import OPS, Grad, OutMeta, metadata_rule
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import to_dtype, where
@@ -633,7 +634,7 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
         value = int(value) if input._dtype is not dt.bool_ else bool(value)
     else:
         value = float(dt.fit_scalar(python_scalar(value), input._dtype))
-    if not (mask.is_contiguous() and input.is_contiguous()):
+    if not (row_major(mask) and row_major(input)):
         # PyTorch fills a row-major clone of the input: a full, row-major mask leads
         # where's iteration to that layout (the mask is no part of the graph)
         mask = mask.expand(broadcast_shapes("masked_fill", tuple(mask.shape),

@@ -40,6 +40,7 @@ from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import ShownNode, record, shown_as
 from ember.core.host import dtype_arg
+from ember.core.memory_format import row_major
 from ember.core.opdef import OPS, Cost, Grad, OutMeta, metadata_rule
 from ember.core.opdef import Precision as P
 from ember.core.ops import reduction as R
@@ -1697,7 +1698,7 @@ def _row_major(input: Tensor) -> Tensor:
     """`input`'s values row-major, outside autograd: PyTorch's CPU softmax, log_softmax and
     layer_norm read a contiguous copy and return row-major results (what a later
     dropout's mask or `view` sees)."""
-    if input.is_contiguous():
+    if row_major(input):
         return input
     with no_grad():
         return input.contiguous()
@@ -1801,7 +1802,7 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
         out = mul(out, weight)
     if bias is not None:
         out = add(out, bias)
-    return out if out.is_contiguous() else out.contiguous()  # (PyTorch's is row-major)
+    return out if row_major(out) else out.contiguous()  # (PyTorch's is row-major)
 
 
 # -- recurrent cells ------------------------------------------------------------------
