@@ -148,10 +148,11 @@ def run(op: str, *args: Any, **attrs: Any) -> Tensor:
 
 
 _SCALARS = (int, float, bool, complex, type(None))
+_UNKEYED = object()  # what `_attr_key` gives for an attribute `rule_key` cannot key
 
 
 def _attr_key(value: Any) -> Any:
-    """An attribute's part of `rule_key`, or `rule_key` itself when it has none."""
+    """An attribute's part of `rule_key`, or `_UNKEYED`."""
     kind = type(value)
     if kind in _SCALARS:
         return kind, value  # (2 and 2.0, True and 1 are equal, but not the same attribute)
@@ -159,10 +160,10 @@ def _attr_key(value: Any) -> Any:
         return value
     if kind is tuple or kind is list:
         parts = tuple([_attr_key(v) for v in value])
-        return rule_key if rule_key in parts else parts
+        return _UNKEYED if any(p is _UNKEYED for p in parts) else parts
     if isinstance(value, Tensor):
         return value._data.shape, value._dtype
-    return rule_key  # another kind of object: no key
+    return _UNKEYED  # another kind of object
 
 
 def rule_key(args: tuple, attrs: dict) -> tuple | None:
@@ -182,7 +183,7 @@ def rule_key(args: tuple, attrs: dict) -> tuple | None:
             return None
     for name, value in attrs.items():
         part = _attr_key(value)
-        if part is rule_key:
+        if part is _UNKEYED:
             return None
         key.append(name)
         key.append(part)

@@ -120,7 +120,7 @@ def row_major(t: Any) -> bool:
 def tensor_format(t: Any) -> memory_format:
     """`suggest_memory_format` of a tensor (contiguous_format at once for a row-major one,
     the common case)."""
-    if t.ndim not in (4, 5) or t._backend.is_contiguous(t._data):
+    if t.ndim not in (4, 5) or row_major(t):
         return contiguous_format
     return suggest_memory_format(tuple(t.shape), t.stride())
 

@@ -38,6 +38,7 @@ from ember.core.memory_format import (
     like_layout,
     memory_format,
     preserve_format,
+    row_major,
     tensor_format,
 )
 from ember.core.memory_format import dim_order as _dim_order
@@ -697,7 +698,7 @@ def is_contiguous(self: Tensor, memory_format: Any = None) -> bool:
     `memory_format`'s: `channels_last`, `channels_last_3d`)."""
     fmt = check_format("is_contiguous", memory_format)
     if fmt is contiguous_format or fmt is preserve_format:
-        return bool(self._backend.is_contiguous(self._data))
+        return row_major(self)
     return is_contiguous_in(tuple(self.shape), self.stride(), fmt)
 
 
