@@ -132,7 +132,7 @@ def _spy(monkeypatch, compiled):
     called = []
     module = compiled.conv_kernels()
     for name in dir(module):
-        if name.endswith(("_serial", "_parallel")):
+        if name.endswith(("_serial", "_parallel", "_batch_last")):
             original = getattr(module, name)
             monkeypatch.setattr(module, name, lambda *a, _f=original, _n=name: (
                 called.append(_n), _f(*a))[1])
@@ -365,3 +365,74 @@ def test_numpy_max_pool_picks_a_windows_last_nan_as_torch(kernel, stride, paddin
         ey.backward(ember.ones_like(ey))
         ty.backward(torch.ones_like(ty))
         np.testing.assert_array_equal(ex.grad.numpy(), tx.grad.numpy())
+
+
+def _numpy_conv_kernels(budget=None):
+    """The shared conv kernels without the CPU's compiled column hooks (NumPy's copies)."""
+    from ember.backends.cpu import blas
+    from ember.backends.cpu.kernels import _matmul
+    from ember.backends.xp import conv
+    from ember.backends.xp.lib import ArrayLib, Hooks
+    return conv.kernels(ArrayLib(np, Hooks(matmul=_matmul, transpose=blas.transpose,
+                                           conv_columns_bytes=budget)))
+
+
+# (input, weight, stride, padding, dilation) in the batch-last layout (C*K >= 2 * O)
+BATCH_LAST = [
+    ((6, 8, 13, 13), (4, 8, 3, 3), (1, 1), (0, 0), (1, 1)),
+    ((5, 8, 12, 11), (4, 8, 3, 3), (2, 1), (1, 2), (1, 1)),
+    ((3, 9, 10, 12), (5, 9, 3, 2), (1, 2), (2, 1), (2, 2)),
+    ((1, 16, 9, 9), (4, 16, 3, 3), (1, 1), (1, 1), (1, 1)),   # one sample: batch first
+    ((7, 8, 6, 5), (4, 8, 5, 4), (3, 3), (4, 3), (1, 2)),     # padding past the kernel
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding, dilation", BATCH_LAST)
+def test_compiled_batch_last_columns_equal_numpys(monkeypatch, dtype, x_shape, w_shape,
+                                                  stride, padding, dilation):
+    """The compiled im2col/col2im of the batch-last layout (numba_conv) give NumPy's
+    columns and input gradient exactly (the same values, the same order of sums), with
+    NaN and infinities passed through, in float32 and float64."""
+    from ember.backends.cpu.kernels import KERNELS
+    compiled = _compiled()
+    called = _spy(monkeypatch, compiled)
+    monkeypatch.setattr(compiled, "_CONV_FIRST_USE", 1)
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal(x_shape).astype(dtype)
+    x.flat[::37] = np.nan
+    x.flat[5::41] = np.inf
+    w = rng.standard_normal(w_shape).astype(dtype)
+    b = rng.standard_normal(w_shape[0]).astype(dtype)
+    numpy_kernels = _numpy_conv_kernels()
+    ours, _ = KERNELS["conv"](x, w, b, stride, padding, dilation)
+    want, _ = numpy_kernels["conv"](x, w, b, stride, padding, dilation)
+    np.testing.assert_array_equal(ours, want)
+    g = rng.standard_normal(want.shape).astype(dtype)
+    g.flat[::29] = -np.inf
+    got = KERNELS["conv_backward"](g, x.shape, w, x, stride, padding, dilation)
+    expected = numpy_kernels["conv_backward"](g, x.shape, w, x, stride, padding, dilation)
+    for a, e in zip(got, expected):
+        np.testing.assert_array_equal(a, e)
+    batch_last = layout(x_shape, w_shape) == "batch last"
+    assert ({"im2col_batch_last", "col2im_batch_last"} <= set(called)) == batch_last
+
+
+def test_compiled_batch_last_columns_in_chunks_match_torch(monkeypatch):
+    """The benchmark CNN's second layer, in the CPU's 2 MiB chunks, through the compiled
+    columns: torch's values and gradients."""
+    compiled = _compiled()
+    called = _spy(monkeypatch, compiled)
+    rng = np.random.default_rng(9)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in
+              ((64, 32, 13, 13), (64, 32, 3, 3), (64,))]
+    ours = [ember.tensor(a, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    ey, ty = F.conv2d(*ours), torch.nn.functional.conv2d(*theirs)
+    np.testing.assert_allclose(ey.detach().numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-4)
+    ey.sum().backward()
+    ty.sum().backward()
+    for e, t in zip(ours, theirs):
+        np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-3, atol=1e-2)
+    assert called.count("im2col_batch_last") == 2 * 5  # forward and weight gradient
+    assert called.count("col2im_batch_last") == 5

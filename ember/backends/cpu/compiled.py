@@ -338,3 +338,41 @@ def max_pool_backward(numpy_kernel: Callable[..., Any]) -> Callable[..., Any]:
                             dilation, extra)
     kernel.__name__ = kernel.__qualname__ = "max_pool_backward"
     return kernel
+
+
+def _conv_params(kernel_size, dilation, padding, stride, outs) -> tuple:
+    """A 2-d convolution's geometry as the column kernels take it."""
+    return (*kernel_size, *stride, *padding, *dilation, *outs)
+
+
+def im2col_batch_last(x, kernel_size, dilation, padding, stride, outs):
+    """`Hooks.im2col_batch_last`: a 2-d convolution's batch-last columns (C*K, L*N) in one
+    compiled pass over each channel, or None (NumPy's copies run) where x does not
+    qualify."""
+    if len(kernel_size) != 2 or not _qualifies(x) or (module := conv_kernels()) is None:
+        return None
+    cols = np.empty((x.shape[1] * math.prod(kernel_size), math.prod(outs) * x.shape[0]),
+                    x.dtype)
+    try:
+        module.im2col_batch_last(
+            x, cols, *_conv_params(kernel_size, dilation, padding, stride, outs))
+    except Exception as e:  # noqa: BLE001 - a numba failure: NumPy from now on
+        _disable(e)
+        return None
+    return cols
+
+
+def col2im_batch_last(cols, x_shape, kernel_size, dilation, padding, stride, outs):
+    """`Hooks.col2im_batch_last`: the input gradient (N, C, H, W) from the gradient of
+    batch-last columns in one compiled pass over each channel, or None where the columns
+    do not qualify."""
+    if len(kernel_size) != 2 or not _qualifies(cols) or (module := conv_kernels()) is None:
+        return None
+    grad = np.empty(tuple(x_shape), cols.dtype)
+    try:
+        module.col2im_batch_last(
+            cols, grad, *_conv_params(kernel_size, dilation, padding, stride, outs))
+    except Exception as e:  # noqa: BLE001 - a numba failure: NumPy from now on
+        _disable(e)
+        return None
+    return grad

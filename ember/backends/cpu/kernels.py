@@ -170,6 +170,8 @@ KERNELS: dict[str, Any] = make_kernels(np, hooks=Hooks(
     axpby=blas.axpby,
     transpose=blas.transpose,
     conv_columns_bytes=2 << 20,  # (L2-sized chunks; the benchmark CNN's conv2 in 5)
+    im2col_batch_last=compiled.im2col_batch_last,
+    col2im_batch_last=compiled.col2im_batch_last,
     exact_erf=np.vectorize(math.erf, otypes=[np.float64]),
     special=lambda: importlib.import_module("scipy.special"),  # (slow to import: on first use)
 ))

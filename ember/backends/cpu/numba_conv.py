@@ -1,5 +1,6 @@
 """numba kernels for a CNN's passes outside its GEMMs: ReLU and its backward, 1-d and 2-d
-max pooling (values, window-local indices) and its backward.
+max pooling (values, window-local indices) and its backward, and a 2-d convolution's
+batch-last im2col and col2im (xp/conv.py's "batch last" columns).
 
 Imports numba, so only ``compiled.py`` imports this module, on the first call that wants
 one of these kernels (``import ember`` never loads numba).
@@ -8,7 +9,8 @@ Each pass is one loop over the data where NumPy takes several (a tiled max pool'
 is a copy and three `maximum`s, its backward three passes per window offset). Every
 kernel comes as a serial loop and a ``prange`` twin over the same body (compiled.py picks
 by size: waking the threads costs more than small passes take, and on a loaded machine a
-parallel loop waits for its slowest thread).
+parallel loop waits for its slowest thread); the convolution's columns are serial only
+(see there).
 
 Semantics are PyTorch's CPU kernels': ``relu`` keeps NaN and -0.0 (``x < 0 ? 0 : x``);
 its backward is ``y <= 0 ? 0 : g`` (a select, not a product, so an infinite gradient
@@ -229,3 +231,108 @@ def max_pool_backward_serial(g, x, idx, use_idx, grad, kh, kw, sh, sw, ph, pw, d
 def max_pool_backward_parallel(g, x, idx, use_idx, grad, kh, kw, sh, sw, ph, pw, dh, dw):
     for p in numba.prange(g.shape[0]):
         _backward_plane(g, x, idx, use_idx, grad, kh, kw, sh, sw, ph, pw, dh, dw, p)
+
+
+# -- a 2-d convolution's batch-last columns (xp/conv.py) --------------------------------
+# The columns are (C*KH*KW, OH*OW*N): row (c, kh, kw) holds, for each output pixel, the
+# batch's input values under that tap, N in a row. One channel's work reads or writes its
+# plane through an (H, W, N) scratch that stays in cache, so every other access moves N
+# contiguous values: NumPy's version (a transpose of all of x, a padded copy, a strided
+# window copy; for col2im a pass over the whole gradient per tap, a crop and a
+# transpose) moved the data five to nine times (see docs/architecture.md for the figures).
+# Serial only: beside OpenBLAS's threads, `prange` twins made the convolution slower.
+
+@_jit(inline=True)
+def _tap_range(kw, sw, pw, dw, width, out_w):
+    """The output columns j whose tap kw reads inside the input: 0 <= j*sw + kw*dw - pw
+    < width, as [first, stop)."""
+    offset = kw * dw - pw
+    first = 0 if offset >= 0 else (-offset + sw - 1) // sw
+    stop = 0 if width - offset <= 0 else min(out_w, (width - offset - 1) // sw + 1)
+    return first, max(first, stop)
+
+
+@_jit()
+def _im2col_channel(x, cols, c, kh_, kw_, sh, sw, ph, pw, dh, dw, out_h, out_w):
+    """Rows (c, *, *) of the columns from x[:, c] (zeros where a tap falls in the padding).
+    With stride 1 along the width, an output row's pixels under one tap read consecutive
+    input pixels: one run of (stop - first) * N values."""
+    batch, height, width = x.shape[0], x.shape[2], x.shape[3]
+    plane = np.empty((height, width * batch), x.dtype)  # (H, W, N)
+    for n in range(batch):
+        for h in range(height):
+            for w in range(width):
+                plane[h, w * batch + n] = x[n, c, h, w]
+    for kh in range(kh_):
+        for kw in range(kw_):
+            row = cols[(c * kh_ + kh) * kw_ + kw]
+            first, stop = _tap_range(kw, sw, pw, dw, width, out_w)
+            for i in range(out_h):
+                dst = row[i * out_w * batch:(i + 1) * out_w * batch]
+                h = i * sh + kh * dh - ph
+                if h < 0 or h >= height:
+                    first_i, stop_i = 0, 0
+                else:
+                    first_i, stop_i = first, stop
+                for k in range(first_i * batch):
+                    dst[k] = 0
+                for k in range(stop_i * batch, out_w * batch):
+                    dst[k] = 0
+                if stop_i == first_i:
+                    continue
+                src = plane[h]
+                if sw == 1:  # (slices: an index that might be negative would not vectorise)
+                    start = (first_i + kw * dw - pw) * batch
+                    run_src = src[start:start + (stop_i - first_i) * batch]
+                    run_dst = dst[first_i * batch:stop_i * batch]
+                    for k in range(run_dst.size):
+                        run_dst[k] = run_src[k]
+                else:
+                    for j in range(first_i, stop_i):
+                        w = j * sw + kw * dw - pw
+                        for n in range(batch):
+                            dst[j * batch + n] = src[w * batch + n]
+
+
+@_jit()
+def im2col_batch_last(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, out_h, out_w):
+    for c in range(x.shape[1]):
+        _im2col_channel(x, cols, c, kh, kw, sh, sw, ph, pw, dh, dw, out_h, out_w)
+
+
+@_jit()
+def _col2im_channel(cols, grad, c, kh_, kw_, sh, sw, ph, pw, dh, dw, out_h, out_w):
+    """grad[:, c]: the sum of every tap's column values over the pixels they read (taps in
+    the padding dropped); runs as in `_im2col_channel`."""
+    batch, height, width = grad.shape[0], grad.shape[2], grad.shape[3]
+    plane = np.zeros((height, width * batch), grad.dtype)  # (H, W, N)
+    for kh in range(kh_):
+        for kw in range(kw_):
+            row = cols[(c * kh_ + kh) * kw_ + kw]
+            first, stop = _tap_range(kw, sw, pw, dw, width, out_w)
+            for i in range(out_h):
+                h = i * sh + kh * dh - ph
+                if h < 0 or h >= height or stop == first:
+                    continue
+                src, dst = row[i * out_w * batch:(i + 1) * out_w * batch], plane[h]
+                if sw == 1:
+                    start = (first + kw * dw - pw) * batch
+                    run_dst = dst[start:start + (stop - first) * batch]
+                    run_src = src[first * batch:stop * batch]
+                    for k in range(run_src.size):
+                        run_dst[k] += run_src[k]
+                else:
+                    for j in range(first, stop):
+                        w = j * sw + kw * dw - pw
+                        for n in range(batch):
+                            dst[w * batch + n] += src[j * batch + n]
+    for n in range(batch):
+        for h in range(height):
+            for w in range(width):
+                grad[n, c, h, w] = plane[h, w * batch + n]
+
+
+@_jit()
+def col2im_batch_last(cols, grad, kh, kw, sh, sw, ph, pw, dh, dw, out_h, out_w):
+    for c in range(grad.shape[1]):
+        _col2im_channel(cols, grad, c, kh, kw, sh, sw, ph, pw, dh, dw, out_h, out_w)

@@ -50,6 +50,8 @@ def layout(x_shape, w_shape) -> str:
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     xp, product, transpose = lib.xp, lib.matmul, lib.transpose
     budget = lib.hooks.conv_columns_bytes
+    im2col_batch_last, col2im_batch_last = (lib.hooks.im2col_batch_last,
+                                            lib.hooks.col2im_batch_last)
 
     def im2col(x, kernel_size, dilation, padding, stride):
         n = len(kernel_size)
@@ -78,6 +80,12 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         module doc), with a last row of ones if `ones`; and the output's spatial sizes."""
         n = len(kernel_size)
         rows = x.shape[1] * math.prod(kernel_size)
+        if batch_last and im2col_batch_last is not None and not ones:
+            outs = out_sizes(x.shape, (None, None) + tuple(kernel_size), stride, padding,
+                             dilation)
+            cols = im2col_batch_last(x, kernel_size, dilation, padding, stride, outs)
+            if cols is not None:
+                return cols, outs
         if batch_last:
             # (N, C, *sp) -> (C, *sp, N), padded: each window row is one run over the batch
             batch, channels, spatial = x.shape[0], x.shape[1], tuple(x.shape[2:])
@@ -187,6 +195,29 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
                 gb = gb_part if gb is None else xp.add(gb, gb_part, out=gb)
         return gx, gw, gb
 
+    def input_grad_batch_last(g_cols, x_shape, kernel_size, dilation, padding, stride,
+                              outs):
+        """The input gradient (N, C, *spatial) from the gradient of batch-last columns,
+        (C*K, L*N): the backend's hook where it applies, else each tap's slice added into a
+        padded (C, *padded, N), cropped and transposed."""
+        if col2im_batch_last is not None:
+            gx = col2im_batch_last(g_cols, x_shape, kernel_size, dilation, padding, stride,
+                                   outs)
+            if gx is not None:
+                return gx
+        batch, channels = x_shape[0], x_shape[1]
+        padded_sp = tuple(s + 2 * p for s, p in zip(x_shape[2:], padding))
+        g_cols = g_cols.reshape((channels,) + kernel_size + outs + (batch,))
+        padded = xp.zeros((channels,) + padded_sp + (batch,), dtype=g_cols.dtype)
+        for offset in kernel_offsets(kernel_size):
+            region = tuple(slice(o * d, o * d + s * (m - 1) + 1, s) for o, d, s, m in
+                           zip(offset, dilation, stride, outs))
+            padded[(_ALL,) + region] += g_cols[(_ALL,) + offset]
+        # (C, *padded, N) -> (C, *spatial, N) -> (N, C, *spatial)
+        inner = xp.ascontiguousarray(padded[(_ALL,) + tuple(
+            slice(p, p + s) for p, s in zip(padding, x_shape[2:]))])
+        return transpose(inner.reshape(-1, batch)).reshape(x_shape)
+
     def backward_chunk(g, x, w, stride, padding, dilation, needs):
         x_shape = x.shape
         batch, channels, out_ch = x_shape[0], x_shape[1], w.shape[0]
@@ -231,16 +262,8 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         if needs[0]:
             g_cols = product(w_mat.T, g_mat)  # (C*K, N*L) or (C*K, L*N)
             if order == BATCH_LAST:
-                g_cols = g_cols.reshape((channels,) + kernel_size + outs + (batch,))
-                padded = xp.zeros((channels,) + padded_sp + (batch,), dtype=g.dtype)
-                for offset in kernel_offsets(kernel_size):
-                    region = tuple(slice(o * d, o * d + s * (m - 1) + 1, s) for o, d, s, m in
-                                   zip(offset, dilation, stride, outs))
-                    padded[(_ALL,) + region] += g_cols[(_ALL,) + offset]
-                # (C, *padded, N) -> (C, *spatial, N) -> (N, C, *spatial)
-                inner = xp.ascontiguousarray(padded[(_ALL,) + tuple(
-                    slice(p, p + s) for p, s in zip(padding, x_shape[2:]))])
-                gx = transpose(inner.reshape(-1, batch)).reshape(x_shape)
+                gx = input_grad_batch_last(g_cols, x_shape, kernel_size, dilation, padding,
+                                           stride, outs)
             else:
                 # accumulated as (C, N, *padded): each offset's slice of the columns adds
                 # in place without a transpose; one transpose at the end

@@ -138,6 +138,16 @@ class Hooks:
     cut into chunks that fit, each run through its own GEMMs (memory, and columns that
     stay in cache). Default: the whole batch at once."""
 
+    im2col_batch_last: Callable[..., Any] | None = None
+    """`im2col_batch_last(x, kernel_size, dilation, padding, stride, outs)`: a
+    convolution's "batch last" columns, (C*K, L*N) (xp/conv.py), or None where it does not
+    apply. Default: NumPy's transpose, padded copy and window copy."""
+
+    col2im_batch_last: Callable[..., Any] | None = None
+    """`col2im_batch_last(cols, x_shape, kernel_size, dilation, padding, stride, outs)`:
+    the input gradient (N, C, *spatial) from the gradient of those columns, or None where
+    it does not apply. Default: a strided add per kernel tap, a crop and a transpose."""
+
     exact_erf: Callable[[Any], Any] | None = None
     """erf of a float64 array to float64 precision. Default: the polynomial that every
     other dtype uses (fractional error < 1.2e-7)."""
