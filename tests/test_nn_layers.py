@@ -693,3 +693,24 @@ def test_inplace_selu_celu_match_torch(torch, name, args):
         results.append((out is t, t.numpy().copy()))
     assert results[1][0] and results[0][0]
     np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_softmax_in_one_fused_kernel_matches_torch(torch, name, dtype):
+    """The CPU's softmax and log_softmax run as one fused kernel (xp/fused.py): torch's
+    values along each dim of a transposed input, rows holding NaN, +-inf and all -inf
+    included, and its gradient."""
+    from ember.backends.cpu.kernels import KERNELS
+    assert name in KERNELS
+    x = np.random.default_rng(1).standard_normal((4, 5, 3)).astype(dtype)
+    x[0, 0, 0], x[1, 2, :], x[2, :, 1] = np.nan, np.inf, -np.inf
+    x[3, 1, 2] = np.inf
+    for dim in (0, 1, 2, -1):
+        ours = getattr(F, name)(ember.tensor(x).transpose(0, 2), dim)
+        theirs = getattr(torch.nn.functional, name)(torch.from_numpy(x).transpose(0, 2), dim)
+        assert tuple(ours.stride()) == theirs.stride()
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6, atol=1e-7)
+    finite = ember.tensor(np.random.default_rng(2).standard_normal((3, 4)),
+                          requires_grad=True)
+    assert ember.autograd.gradcheck(lambda t: getattr(F, name)(t, 1), (finite,))

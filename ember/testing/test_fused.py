@@ -125,6 +125,19 @@ def _softmax(name: str) -> FusedCase:
     return FusedCase(run)
 
 
+def _max_min_dim(device: ember.device) -> Results:
+    a = _rand(1, 4, 5, 3)
+    a[0, 1, 0] = a[0, 3, 0] = 5.0  # a tie: the first index
+    a[1, 2, 1] = a[1, 4, 1] = np.nan  # NaN: the first one
+    x = _leaf(device, a)
+    outs: Results = {}
+    for op, dim, keepdim in (("max", 1, False), ("min", 0, True), ("max", -1, True)):
+        values, indices = getattr(ember, op)(x, dim, keepdim)
+        _backward(values, 5 + dim)
+        outs.update({f"{op} {dim} values": values, f"{op} {dim} indices": indices})
+    return {**outs, "grad": x.grad}
+
+
 def _cross_entropy(device: ember.device) -> Results:
     target = S.on(device, np.array([1, -100, 4, 0, 4]))  # one ignored row
     out: Results = {}
@@ -230,6 +243,7 @@ CASES: dict[str, FusedCase] = {
     "conv_backward": FusedCase(_conv),
     "max_pool": FusedCase(_max_pool),
     "max_pool_backward": FusedCase(_max_pool),
+    "max_min_dim": FusedCase(_max_min_dim),
     "softmax": _softmax("softmax"),
     "log_softmax": _softmax("log_softmax"),
     "cross_entropy": FusedCase(_cross_entropy),

@@ -48,6 +48,16 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             return as_array(f(x, axis=dim, keepdims=keepdim)).astype(int64, copy=False)
         return kernel
 
+    def max_min_dim(x, dim, keepdim, largest):
+        """(values, indices) of max(dim)/min(dim): argmax's index (the first maximum, or
+        the first NaN) and the value there, not the reduction's (which may pick the other
+        zero of a -0.0/0.0 tie)."""
+        idx = (xp.argmax if largest else xp.argmin)(x, axis=dim, keepdims=True)
+        values = xp.take_along_axis(x, idx, axis=dim)
+        if not keepdim:
+            values, idx = values.squeeze(dim), idx.squeeze(dim)
+        return as_array(values), as_array(idx).astype(int64, copy=False)
+
     def cumsum(x, dim):
         if x.dtype in low_precision:  # accumulated in float32, each sum rounded: PyTorch's
             return as_array(add_accumulate(x.astype(float32), axis=dim).astype(x.dtype))
@@ -72,5 +82,6 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         "sum": accumulating(add_reduce), "prod": accumulating(multiply_reduce),
         "max": reduction(xp.max), "min": reduction(xp.min), "all": reduction(xp.all),
         "any": reduction(xp.any), "argmax": arg_reduction(xp.argmax),
-        "argmin": arg_reduction(xp.argmin), "cumsum": cumsum, "topk": topk,
+        "argmin": arg_reduction(xp.argmin), "max_min_dim": max_min_dim, "cumsum": cumsum,
+        "topk": topk,
     }

@@ -24,8 +24,8 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import apply_labelled, record_grad
 from ember.core.creation import arange, zeros
-from ember.core.declare import composite, primitive, write_out
-from ember.core.dispatch import run, user_stacklevel
+from ember.core.declare import composite, fused_kernel, primitive, write_out
+from ember.core.dispatch import run, run_fused, user_stacklevel
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
 from ember.core.host import dtype_arg
@@ -288,17 +288,26 @@ def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool) -> Any:
         return type(flat)(reshape(flat.values, ()), reshape(flat.indices, ()))
     if input.shape and input.shape[d] == 0:
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
-    idx = run("argmax" if op == "max" else "argmin", input, dim=d, keepdim=True)
     with no_grad():  # one node, PyTorch's MaxBackward0 / MinBackward0
-        values = gather_in_bounds(input, d, idx)
-        if not keepdim:
-            values = squeeze(values, d)
+        both = run_fused("max_min_dim", input, dim=d, keepdim=keepdim, largest=op == "max")
+        if both is not None:
+            values, idx = both
+        else:
+            idx = run("argmax" if op == "max" else "argmin", input, dim=d, keepdim=True)
+            values = gather_in_bounds(input, d, idx)
+            if not keepdim:
+                values, idx = squeeze(values, d), squeeze(idx, d)
     if state.enabled and input._requires_grad:
         record("MaxBackward0" if op == "max" else "MinBackward0", _select_back, (input,),
                values, saved=(idx,), dim=d, keepdim=keepdim, shape=tuple(input.shape))
-    if not keepdim:
-        idx = squeeze(idx, d)
     return (MaxResult if op == "max" else MinResult)(values, idx)
+
+
+fused_kernel("max_min_dim", replaces="max", outputs=("like", "int64"),
+             signature="max_min_dim(x, *, dim, keepdim, largest) -> (values, indices)",
+             doc="The largest (smallest) element along `dim` and its index: the first "
+                 "among ties, a NaN (the first) before any number, as argmax/argmin and a "
+                 "gather at their indices give them; min(dim)'s too.")
 
 
 def _select_back(node: Any, grad: Tensor) -> Tensor:
@@ -306,12 +315,14 @@ def _select_back(node: Any, grad: Tensor) -> Tensor:
     indices of zeros shaped as the input."""
     (idx,) = node.saved_tensors
     a = node.attrs
-    g = grad if a["keepdim"] else unsqueeze(grad, a["dim"])
-    return scatter(zeros(a["shape"], dtype=g.dtype, device=g.device), a["dim"], idx, g)
+    if not a["keepdim"]:
+        grad, idx = unsqueeze(grad, a["dim"]), unsqueeze(idx, a["dim"])
+    return scatter(zeros(a["shape"], dtype=grad.dtype, device=grad.device), a["dim"], idx,
+                   grad)
 
 
 @primitive(rule=_reduction_rule("max"), cost=costs.reduction(1),
-           grad=Grad(input=_extreme_grad))
+           grad=Grad(input=_extreme_grad), fused=("max_min_dim",))
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
     """The largest element; with `dim`, a (values, indices) pair along it; with a tensor,
     the elementwise maximum."""
@@ -319,7 +330,7 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: 
 
 
 @primitive(rule=_reduction_rule("min"), cost=costs.reduction(1),
-           grad=Grad(input=_extreme_grad))
+           grad=Grad(input=_extreme_grad), fused=("max_min_dim",))
 def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
     """The smallest element; with `dim`, a (values, indices) pair along it; with a tensor,
     the elementwise minimum."""
