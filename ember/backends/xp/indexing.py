@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.backends.xp.lib import OVERLAP, ArrayLib, Kernel
+from ember.core.backend import logical_to_physical_perm
 
 
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
@@ -27,7 +28,10 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 
     def getitem(x, *tensors, index, shape=None):
         x, index = _select_ints_first(x, index)
-        return x[_key(index, tensors)]
+        result = x[_key(index, tensors)]
+        if not tensors or result.ndim < 2:
+            return result
+        return _in_index_order(xp, result, x, index, tensors)
 
     def setitem(x, value, *tensors, index, accumulate=False):
         x, index = _select_ints_first(x, index)
@@ -142,6 +146,129 @@ def _key(index: tuple, tensors: tuple) -> tuple:
             key.append(tensors[entry[1]])
     key.append(Ellipsis)  # keeps 0-d results as arrays (views), not NumPy scalars
     return tuple(key)
+
+
+def _in_index_order(xp: Any, result: Any, x: Any, index: tuple, tensors: tuple) -> Any:
+    """`result` of advanced indexing laid out as PyTorch lays it out. NumPy puts the
+    indexed dims' block outermost in memory (`x[:, idx]` of a row-major `x` comes back
+    strided), PyTorch orders the result by TensorIterator's rule over `x` (its indexed
+    dims made stride 0) and the index tensors (see `_index_order`): a row-major `x` and
+    row-major indices give a row-major result, which a later `view` needs."""
+    ndim = result.ndim
+    if _plainly_row_major(x) and all(t.ndim < 2 or _plainly_row_major(t) for t in tensors):
+        if _plainly_row_major(result):  # (the common case, and its answer)
+            return result
+        perm = list(range(ndim))
+    else:
+        perm = _index_order(result.shape, x, index, tensors)
+    expected = _dense_strides(result.shape, perm, result.itemsize)
+    if result.strides == expected or not result.size:
+        return result
+    ordered = result.transpose(perm)
+    if not ordered.flags.c_contiguous:
+        inverse = [0] * ndim
+        for i, d in enumerate(perm):
+            inverse[d] = i
+        result = xp.ascontiguousarray(ordered).transpose(inverse)
+    if result.strides != expected:  # dense in that order: only size-1 dims' strides differ
+        result = xp.lib.stride_tricks.as_strided(result, result.shape, expected)
+    return result
+
+
+def _plainly_row_major(a: Any) -> bool:
+    """Row-major with no size-1 dim, whose stride (which NumPy's flags ignore) PyTorch's
+    layout rule reads."""
+    return a.flags.c_contiguous and 1 not in a.shape
+
+
+def _dense_strides(shape: tuple, perm: list[int], itemsize: int) -> tuple:
+    """The strides (in bytes) of a dense array of `shape` whose dims lie outermost-first
+    in `perm`, as PyTorch gives them (a size-1 dim too)."""
+    strides = [0] * len(shape)
+    step = itemsize
+    for d in reversed(perm):
+        strides[d] = step
+        step *= shape[d]
+    return tuple(strides)
+
+
+def _index_order(shape: tuple, x: Any, index: tuple, tensors: tuple) -> list[int]:
+    """The memory order (outermost first) of PyTorch's result of `x[index]` with tensor
+    indices (ints already selected), by TensorIterator's rule over what ATen's
+    AdvancedIndex feeds it: `x` after its slices and Nones, restrided so the indexed dims
+    become the broadcast index block with stride 0 (where they stood when adjacent, else
+    in front), and each index tensor viewed with size-1 dims around it. Size-1 dims keep
+    the strides PyTorch's views give them, which break ties."""
+    strides, positions, d = [], [], 0
+    for e in index:
+        if e[0] == "none":  # unsqueeze's stride
+            strides.append(x.shape[d] * x.strides[d] if d < x.ndim else x.itemsize)
+            continue
+        if e[0] == "tensor":
+            positions.append(len(strides))
+        strides.append(x.strides[d] * (e[3] if e[0] == "slice" and e[3] else 1))
+        d += 1
+    block = len(shape) - (len(strides) - len(positions))
+    if positions == list(range(positions[0], positions[-1] + 1)):
+        before = positions[0]
+        src = strides[:before] + [0] * block + strides[positions[-1] + 1:]
+    else:
+        before = 0
+        src = [0] * block + [st for k, st in enumerate(strides) if k not in positions]
+    after = len(shape) - before - block
+    operands = [tuple(src)]
+    for t in tensors:  # expanded to the block, then viewed with the 1s around it
+        sizes, strides = _expanded(t.shape, t.strides, shape[before:before + block])
+        sizes = (1,) * before + sizes + (1,) * after
+        strides = _view_strides(sizes[before:before + block], strides, sizes)
+        operands.append(_broadcast_strides(strides, shape, sizes))
+    return logical_to_physical_perm(tuple(shape), operands)[0]
+
+
+def _expanded(sizes: tuple, strides: tuple, target: tuple) -> tuple[tuple, tuple]:
+    """`expand`'s sizes and strides of an array of `sizes`/`strides` to `target`
+    (c10's inferExpandGeometry): a new or grown dim has stride 0, except a new dim of
+    size 1, which takes the stride a row-major view would give it."""
+    if sizes == target:
+        return sizes, strides
+    out = [0] * len(target)
+    lead = len(target) - len(sizes)
+    for i in reversed(range(len(target))):
+        j = i - lead
+        if j >= 0:
+            out[i] = 0 if sizes[j] != target[i] else strides[j]
+        else:
+            inner = target[i + 1] * out[i + 1] if i + 1 < len(target) else 1
+            out[i] = inner if target[i] == 1 else 0
+    return tuple(target), tuple(out)
+
+
+def _view_strides(old_shape: tuple, old_strides: tuple, shape: tuple) -> tuple:
+    """The strides `view(shape)` gives an array of `old_shape`/`old_strides` (ATen's
+    computeStride, for a shape that only adds or drops size-1 dims): size-1 dims get the
+    strides a dense chunk would give them, which TensorIterator's ordering reads."""
+    if not old_shape:
+        return (1,) * len(shape)
+    strides = [0] * len(shape)
+    view_d = len(shape) - 1
+    base, tensor_numel, view_numel = old_strides[-1], 1, 1
+    for tensor_d in reversed(range(len(old_shape))):
+        tensor_numel *= old_shape[tensor_d]
+        if tensor_d == 0 or (old_shape[tensor_d - 1] != 1 and
+                             old_strides[tensor_d - 1] != tensor_numel * base):
+            while view_d >= 0 and (view_numel < tensor_numel or shape[view_d] == 1):
+                strides[view_d] = view_numel * base
+                view_numel *= shape[view_d]
+                view_d -= 1
+            if tensor_d > 0:
+                base, tensor_numel, view_numel = old_strides[tensor_d - 1], 1, 1
+    return tuple(strides)
+
+
+def _broadcast_strides(strides: tuple, shape: tuple, sizes: tuple) -> tuple:
+    """An operand's strides as TensorIterator sees them over `shape`: 0 where the operand
+    (of `sizes`) has size 1 and `shape` does not."""
+    return tuple(0 if n == 1 and m != 1 else st for n, m, st in zip(sizes, shape, strides))
 
 
 def _select_ints_first(x: Any, index: tuple) -> tuple[Any, tuple]:
