@@ -28,10 +28,10 @@ from ember.core.dispatch import check_dtype, run_creation, run_inplace, user_sta
 from ember.core.errors import with_context
 from ember.core.host import check_numpy_array, dtype_arg, python_scalar
 from ember.core.memory_format import (
-    _in_order,
     check_format,
     contiguous_format,
     empty_in_format,
+    in_order,
     like_layout,
     preserve_format,
 )
@@ -239,7 +239,7 @@ def empty_permuted(size: Sequence[int], physical_layout: Sequence[int], *, dtype
     if sorted(order) != list(range(len(order))):
         raise RuntimeError("Duplicate dim not allowed")
     d = dtype_arg(dtype, "empty_permuted") or dt.get_default_dtype()
-    laid = _in_order(size, order, lambda s: empty(s, dtype=d, device=device))
+    laid = in_order(size, order, lambda s: empty(s, dtype=d, device=device))
     return _finish(laid, requires_grad)
 
 

@@ -141,7 +141,7 @@ def memory_order(t: Any) -> tuple[int, ...] | None:
     return tuple(d for d in range(len(shape)) if shape[d] == 1) + tuple(dims)
 
 
-def _in_order(shape: tuple, order: tuple, empty: Callable[[tuple], Any]) -> Any:
+def in_order(shape: tuple, order: Any, empty: Callable[[tuple], Any]) -> Any:
     """`empty` of `shape` whose dims lie in memory outermost-first in `order`."""
     inverse = [0] * len(order)
     for i, d in enumerate(order):
@@ -154,7 +154,7 @@ def empty_in_format(shape: tuple, fmt: memory_format, empty: Callable[[tuple], A
     check_rank(fmt, len(shape))
     if fmt not in _DIM_ORDER:
         return empty(tuple(shape))
-    return _in_order(tuple(shape), tuple(reversed(_DIM_ORDER[fmt][1])), empty)
+    return in_order(tuple(shape), tuple(reversed(_DIM_ORDER[fmt][1])), empty)
 
 
 def like_layout(t: Any, empty: Callable[[tuple], Any], fmt: Any = None) -> Any:
@@ -166,6 +166,6 @@ def like_layout(t: Any, empty: Callable[[tuple], Any], fmt: Any = None) -> Any:
     if fmt is preserve_format:
         order = memory_order(t)
         if order is not None:
-            return _in_order(tuple(t.shape), order, empty)
+            return in_order(tuple(t.shape), order, empty)
         fmt = tensor_format(t)
     return empty_in_format(tuple(t.shape), fmt, empty)

@@ -608,7 +608,8 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     elif num_classes == -1:
         raise RuntimeError("Can not infer total number of classes from empty tensor.")
     classes = ember.arange(num_classes, device=tensor.device)
-    return (tensor.unsqueeze(-1) == classes).to(ember.int64)
+    # (row-major whatever the input's layout: PyTorch scatters into new zeros)
+    return (tensor.unsqueeze(-1) == classes).to(ember.int64).contiguous()
 
 
 # -- normalisation --------------------------------------------------------------------

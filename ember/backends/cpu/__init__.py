@@ -7,6 +7,7 @@ OpenBLAS at the right kernels (see blas.py) before NumPy loads.
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 from ember.core.backend import (
@@ -19,6 +20,20 @@ from ember.core.backend import (
     dtype,
     hookimpl,
 )
+
+
+def hide_ieee_warnings() -> None:
+    """NumPy reports IEEE arithmetic (inf - inf, 0 / 0, overflow) as RuntimeWarnings;
+    PyTorch computes the same NaN and inf silently. Hide them for the kernels' modules only
+    (the user's own NumPy code still warns; an errstate around each call would cost a
+    microsecond per op). Installed when ember is imported (ember/_early imports this
+    package), so that it sits outside a `warnings.catch_warnings()` block in which a
+    program runs its first op: the block would drop a filter added inside it on exit. The
+    kernels add it again when they load (`filterwarnings` keeps a single copy)."""
+    warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.backends\.")
+
+
+hide_ieee_warnings()
 
 
 class CPUBackend(Backend):

@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import importlib
 import math
-import warnings
 from typing import Any
 
 import numpy as np
 
-from ember.backends.cpu import blas, compiled
+from ember.backends.cpu import blas, compiled, hide_ieee_warnings
 from ember.backends.xp import Hooks, make_kernels
 from ember.backends.xp.lib import OVERLAP, disordered, in_torch_order
 from ember.core.backend import (
@@ -38,10 +37,7 @@ from ember.core.backend import (
     numpy_dtype,
 )
 
-# NumPy reports IEEE arithmetic (inf - inf, 0 / 0, overflow) as RuntimeWarnings; PyTorch
-# computes the same NaN and inf silently. Hide them for the kernels only (an errstate
-# around each call would cost a microsecond per op).
-warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.backends\.")
+hide_ieee_warnings()  # (again: ember may have been imported inside a catch_warnings block)
 
 _NP = {d: numpy_dtype(d) for d in EVERY_DTYPE + LIMITED_DTYPES}
 _BF16, _BOOL = _NP[bfloat16], np.dtype(np.bool_)

@@ -44,6 +44,7 @@ from ember.core.inplace import apply_inplace, tracked
 from ember.core.memory_format import check_format, preserve_format, tensor_format
 from ember.core.opdef import OPS, Grad, Kind, OutMeta, metadata_rule
 from ember.core.opdef import Precision as P
+from ember.core.ops.shape import in_iter_order
 from ember.core.placement import resolve
 from ember.core.shapes import broadcast_shapes
 from ember.core.storage import cpp_type_name
@@ -993,6 +994,10 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     (1 - weight)` where `|weight| >= 0.5` (PyTorch's formula: exact at weight 1, and the
     same infinities and NaNs)."""
     weight = _check_lerp(input, end, weight)
+    return in_iter_order(_lerp(input, end, weight), input, end, weight)
+
+
+def _lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     if input._dtype in _FMA_EMULATED and isinstance(end, Tensor) and \
             end._dtype is input._dtype and not isinstance(weight, Tensor):
         return _lerp_fused_multiply_add(input, end, float(weight))

@@ -49,6 +49,7 @@ from ember.core.ops.elementwise import (
     where,
 )
 from ember.core.ops.indexing import index_select
+from ember.core.ops.shape import in_iter_order
 from ember.core.return_types import return_type
 from ember.core.tensor import Tensor
 
@@ -547,7 +548,7 @@ def copysign(input: Any, other: Any) -> Tensor:
     with no_grad():
         x, y, _ = _float_operands("copysign", input, other)
         a = x.abs()
-        out = where(signbit(y), -a, a)
+        out = in_iter_order(where(signbit(y), -a, a), input, other)
     record_grad(OPS["copysign"], (input, other), {}, out)
     return out
 

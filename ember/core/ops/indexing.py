@@ -52,11 +52,18 @@ from ember.core.indexing import (
     view_label,
 )
 from ember.core.inplace import apply_inplace, as_view
-from ember.core.memory_format import row_major
+from ember.core.memory_format import like_layout, row_major
 from ember.core.opdef import OPS, Grad, OutMeta, metadata_rule
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import to_dtype, where
-from ember.core.ops.shape import broadcast_tensors, cat, expanded_shape, reshape
+from ember.core.ops.shape import (
+    broadcast_tensors,
+    cat,
+    empty_of,
+    expanded_shape,
+    in_layout,
+    reshape,
+)
 from ember.core.shapes import broadcast_shapes, fmt_shape, normalize_dim
 from ember.core.storage import cpp_type_name
 from ember.core.tensor import Tensor
@@ -350,6 +357,8 @@ def setitem(input: Tensor, key: Any, value: Any) -> None:
 def _index_put(x: Tensor, parsed: ParsedIndex, value: Tensor) -> Tensor:
     """Out of place: a copy of `x` with `value` written at `parsed`."""
     out = run("clone", x)
+    if not row_major(x):  # (PyTorch's clone keeps a permuted x's strides)
+        out = in_layout(out, like_layout(x, empty_of(out)))
     run_inplace("setitem", out, value, *parsed.tensors, index=parsed.spec, accumulate=False)
     if state.enabled and (x._requires_grad or value._requires_grad) or fw.active:
         record("IndexPutBackward0", _bw_index_put, (x, value), out, parsed=parsed,

@@ -23,7 +23,7 @@ from ember.core import costs, tracing
 from ember.core import dtype as dt
 from ember.core import forward_ad as fw
 from ember.core.apply import apply, apply_labelled, record_grad
-from ember.core.backend import ViewNotPossible
+from ember.core.backend import ViewNotPossible, logical_to_physical_perm
 from ember.core.declare import composite, primitive
 from ember.core.dispatch import run, run_inplace
 from ember.core.errors import with_context
@@ -34,6 +34,7 @@ from ember.core.memory_format import (
     check_format,
     check_rank,
     contiguous_format,
+    in_order,
     is_contiguous_in,
     like_layout,
     memory_format,
@@ -599,7 +600,10 @@ def flip(input: Tensor, dims: Sequence[int]) -> Tensor:
     dims = normalize_dims("flip", sizes_arg((dims,)), input.ndim) or ()
     if not input.ndim:  # a 0-d tensor reversed along its one (implicit) dim
         dims = ()
-    return apply(OPS["flip"], input, dims=dims)
+    out = apply(OPS["flip"], input, dims=dims)
+    if row_major(input):
+        return out
+    return in_layout(out, like_layout(input, empty_of(out)))  # (empty_like's, as PyTorch)
 
 
 def _triangle(op: str, input: Tensor, diagonal: int) -> Tensor:
@@ -660,6 +664,24 @@ def in_layout(out: Tensor, laid: Tensor) -> Tensor:
         run_inplace("assign", laid, out)
     out._data = laid._data
     return out
+
+
+def in_iter_order(out: Tensor, *operands: Any) -> Tensor:
+    """`out`, the elementwise result of `operands` that a composite computed, laid out as
+    PyTorch's TensorIterator lays out such a result (in the memory order of the first
+    operand that orders each pair of dims; see `logical_to_physical_perm`). `out` itself
+    when every operand is row-major, the common case."""
+    tensors = [t for t in operands if isinstance(t, Tensor) and t.ndim]
+    if out.ndim < 2 or all(row_major(t) for t in tensors):
+        return out
+    shape = tuple(out.shape)
+    strides = []
+    for t in tensors:
+        lead = len(shape) - t.ndim
+        strides.append((0,) * lead + tuple(0 if n == 1 and m != 1 else st for n, m, st in
+                                           zip(t.shape, shape[lead:], t.stride())))
+    perm, _ = logical_to_physical_perm(shape, strides)
+    return in_layout(out, in_order(shape, perm, empty_of(out)))
 
 
 def in_format_of(out: Tensor, *sources: Tensor) -> Tensor:
