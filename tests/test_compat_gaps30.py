@@ -119,6 +119,81 @@ def test_view_after_indexing_a_column_block():
     assert ember.equal(x[:, idx].view(-1), x[:, idx].reshape(-1))
 
 
+# == 2. 1-d pools: PyTorch's 2-d pooling of the input unsqueezed to (N, C, 1, L) ==========
+
+POOLS_1D = [  # (expression of x and m (the module), x's shape)
+    ("m.nn.functional.avg_pool1d(x, 2)", (1, 2, 4)),
+    ("m.nn.functional.avg_pool1d(x, 3, 2, 1)", (2, 5)),
+    ("m.nn.functional.avg_pool1d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False)",
+     (1, 2, 6)),
+    ("m.nn.functional.adaptive_avg_pool1d(x, 3)", (1, 2, 5)),
+    ("m.adaptive_avg_pool1d(x, 3)", (2, 5)),
+    ("m.nn.functional.adaptive_max_pool1d(x, 3)", (1, 2, 5)),
+    ("m.nn.functional.adaptive_max_pool1d(x, 3, return_indices=True)[0]", (2, 5)),
+    ("m.nn.functional.max_pool1d(x, 2)", (1, 2, 4)),
+]
+
+
+def _tied_gradient(lib, expr, shape):
+    x = lib.ones(shape, dtype=lib.float64).cumsum(-1).sin().requires_grad_()
+    y = eval(expr, {"x": x, "m": lib})
+    g, = lib.autograd.grad(y, x, lib.ones_like(y), create_graph=True)
+    if not g.requires_grad:
+        return False, g.tolist()
+    h, = lib.autograd.grad((g * g.detach().sin()).sum(), x, allow_unused=True)
+    return True, g.tolist(), None if h is None else h.tolist()
+
+
+@pytest.mark.parametrize("expr, shape", POOLS_1D)
+def test_1d_pool_gradient_under_create_graph_as_in_pytorch(expr, shape):
+    assert _tied_gradient(ember, expr, shape) == _tied_gradient(torch, expr, shape)
+
+
+def test_1d_pool_gradgradcheck():
+    x = ember.randn(2, 3, 7, dtype=ember.float64, requires_grad=True)
+    F = ember.nn.functional
+    for fn in (lambda x: F.avg_pool1d(x, 3, 2, 1), lambda x: F.adaptive_avg_pool1d(x, 3),
+               lambda x: F.adaptive_max_pool1d(x, 3)):
+        assert ember.autograd.gradgradcheck(fn, (x,))
+
+
+POOL_1D_LAYOUTS = [
+    "m.nn.functional.avg_pool1d(t, 2)", "m.nn.functional.avg_pool1d(c, 2)",
+    "m.nn.functional.adaptive_avg_pool1d(t, 2)", "m.nn.functional.adaptive_max_pool1d(t, 2)",
+    "m.adaptive_max_pool1d(t, 2)[1]", "m.avg_pool1d(t[0], 2)",
+]
+
+
+@pytest.mark.parametrize("expr", POOL_1D_LAYOUTS)
+def test_1d_pool_result_layout(expr):
+    def layout(lib):
+        c = lib.arange(36.0).reshape(2, 3, 6)
+        t = lib.arange(36.0).reshape(2, 6, 3).transpose(1, 2)
+        r = eval(expr, {"t": t, "c": c, "m": lib})
+        return tuple(r.shape), r.stride(), r.tolist()
+    assert layout(ember) == layout(torch)
+
+
+POOL_1D_ERRORS = [
+    "F.avg_pool1d(x, (2, 2))", "F.avg_pool1d(x, 2, (1, 1))", "F.avg_pool1d(x[0, 0], 2)",
+    "F.avg_pool1d(x[None], 2)", "F.adaptive_avg_pool1d(x, (2, 2))",
+    "F.adaptive_avg_pool1d(x[0, 0], 2)", "F.adaptive_max_pool1d(x, (2, 2))",
+    "F.adaptive_max_pool1d(x[0, 0], 2)", "F.adaptive_max_pool1d(x[:, :0], 2)",
+    "F.adaptive_max_pool1d(x[0, :, :0], 2)",
+]
+
+
+@pytest.mark.parametrize("expr", POOL_1D_ERRORS)
+def test_1d_pool_errors_as_pytorch(expr):
+    def outcome(lib):
+        try:
+            eval(expr, {"x": lib.ones(2, 3, 6), "F": lib.nn.functional})
+        except Exception as err:  # noqa: BLE001 - the error is what is compared
+            return type(err).__name__, str(err)
+        return "ok"
+    assert outcome(ember) == outcome(torch)
+
+
 # == 7. NumPy's floating-point warnings stay hidden after a catch_warnings block =========
 
 def test_no_numpy_warning_after_first_op_inside_catch_warnings():

@@ -235,9 +235,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
 
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
     r"""1-D average pooling to a fixed output length."""
-    size = output_size[0] if isinstance(output_size, (tuple, list)) else output_size
-    out = _nnops.adaptive_avg_pool2d(input.unsqueeze(-2), (1, size))
-    return out.squeeze(-2)
+    return ember.adaptive_avg_pool1d(input, output_size)
 
 
 # -- padding and reshaping ------------------------------------------------------------
@@ -2128,15 +2126,7 @@ def _pad_label(input: Tensor, pad: Sequence[int], mode: str = "constant",
     return None if kind is None else f"{kind}Pad{len(pad) // 2}DBackward0"
 
 
-def _adaptive_avg_pool2d_label(input: Tensor, output_size: Any) -> str:
-    # PyTorch averages to a single element with a mean
-    sizes = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * 2
-    return "MeanBackward1" if all(n == 1 for n in sizes) else "AdaptiveAvgPool2DBackward0"
-
-
 _NODE_LABELS: dict[str, str | Callable[..., str | None]] = {
-    "adaptive_avg_pool2d": _adaptive_avg_pool2d_label,
-    "adaptive_max_pool2d": "AdaptiveMaxPool2DBackward0", "avg_pool1d": "SqueezeBackward1",
     "pixel_shuffle": "PixelShuffleBackward0", "pixel_unshuffle": "PixelUnshuffleBackward0",
     "mish": "MishBackward0", "hardswish": "HardswishBackward0",
     "hardsigmoid": "HardsigmoidBackward0", "logsigmoid": "LogSigmoidBackward0",

@@ -1211,9 +1211,31 @@ def _avg_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, ceil
 @composite(variants="function", traced_as_node=True, cost=costs.reduction(1))
 def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
                ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
-    """1-D average pooling over (N, C, L) inputs."""
-    return _avg_pool("avg_pool1d", 1, input, kernel_size, stride, padding, ceil_mode,
-                     count_include_pad)
+    """1-D average pooling over (N, C, L) inputs: PyTorch's, 2-D pooling of `input`
+    unsqueezed to (N, C, 1, L) (so a channels-last-like input gives a channels-last-like
+    result, and a gradient taken with `create_graph=True` stays tied to the input)."""
+    k, s, p = _args_1d("avg_pool1d", input, kernel_size=kernel_size,
+                       stride=kernel_size if stride is None or stride == () else stride,
+                       padding=padding)
+    return squeeze(avg_pool2d(unsqueeze(input, -2), (1, k), (1, s), (0, p), ceil_mode,
+                              count_include_pad), -2)
+
+
+def _args_1d(op: str, input: Tensor, **args: Any) -> list[int]:
+    """The one int of each argument of a 1-D pooling `op` that PyTorch computes by its 2-D
+    one, after PyTorch's checks of `input`'s rank and the arguments' lengths."""
+    if not 2 <= input.ndim <= 3:
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional "
+                           f"tensor for argument #1 'self' (while checking arguments for "
+                           f"{op})")
+    out = []
+    for name, value in args.items():
+        value = (value,) if isinstance(value, int) else tuple(value)
+        if len(value) != 1:
+            raise RuntimeError(f"{op}() argument '{name}' should contain one int (got "
+                               f"{len(value)})")
+        out.append(value[0])
+    return out
 
 
 @composite(node_label="AvgPool2DBackward0",
@@ -1263,11 +1285,20 @@ def _adaptive_avg_pool(op: str, n: int, input: Tensor, output_size: Any) -> Tens
 
 @composite(variants="function", traced_as_node=True, cost=costs.reduction(1))
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
-    """Average pooling of (N, C, L) inputs to a fixed output size."""
-    return _adaptive_avg_pool("adaptive_avg_pool1d", 1, input, output_size)
+    """Average pooling of (N, C, L) inputs to a fixed output size (PyTorch's: 2-D pooling
+    of `input` unsqueezed to (N, C, 1, L); see `avg_pool1d`)."""
+    size, = _args_1d("adaptive_avg_pool1d", input, output_size=output_size)
+    return squeeze(adaptive_avg_pool2d(unsqueeze(input, -2), (1, size)), -2)
 
 
-@composite(variants="", traced_as_node=True, cost=costs.reduction(1))
+def _adaptive_avg_pool2d_label(input: Tensor, output_size: Any) -> str:
+    # PyTorch averages to a single element with a mean
+    sizes = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * 2
+    return "MeanBackward1" if all(n == 1 for n in sizes) else "AdaptiveAvgPool2DBackward0"
+
+
+@composite(node_label=_adaptive_avg_pool2d_label, variants="", traced_as_node=True,
+           cost=costs.reduction(1))
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     """Average pooling of (N, C, H, W) inputs to a fixed output size."""
     return kept_format(input, _adaptive_avg_pool("adaptive_avg_pool2d", 2, input,
@@ -1355,11 +1386,19 @@ def _adaptive_max_pool(op: str, n: int, input: Tensor, output_size: Any) -> tupl
 
 @composite(variants="function", cost=costs.reduction(1))
 def adaptive_max_pool1d(input: Tensor, output_size: Any) -> tuple[Tensor, Tensor]:
-    """Max pooling of (N, C, L) inputs to a fixed output length: (values, indices)."""
-    return _adaptive_max_pool("adaptive_max_pool1d", 1, input, output_size)
+    """Max pooling of (N, C, L) inputs to a fixed output length: (values, indices)
+    (PyTorch's: 2-D pooling of `input` unsqueezed to (N, C, 1, L); see `avg_pool1d`)."""
+    size, = _args_1d("adaptive_max_pool1d", input, output_size=output_size)
+    for d in range(1, input.ndim):
+        if input.shape[d] == 0:
+            raise RuntimeError(f"adaptive_max_pool1d(): Expected input to have non-zero "
+                               f"size for non-batch dimensions, but input has sizes "
+                               f"{list(input.shape)} with dimension {d} being empty")
+    values, indices = adaptive_max_pool2d(unsqueeze(input, -2), (1, size))
+    return squeeze(values, -2), squeeze(indices, -2)
 
 
-@composite(variants="", cost=costs.reduction(1))
+@composite(node_label="AdaptiveMaxPool2DBackward0", variants="", cost=costs.reduction(1))
 def adaptive_max_pool2d(input: Tensor, output_size: Any) -> tuple[Tensor, Tensor]:
     """Max pooling of (N, C, H, W) inputs to a fixed output size: (values, indices)."""
     return kept_format(input, _adaptive_max_pool("adaptive_max_pool2d", 2, input,
