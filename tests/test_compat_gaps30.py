@@ -43,7 +43,18 @@ LAYOUTS = [  # (x: arange(12.) as (3, 4); y: arange(24.) as (2, 3, 4); i: [0, 2,
     "x.t().index_put((m.tensor([0, 1]),), m.tensor(1.0))",
     "x.t().index_put((m.tensor([0, 1]),), m.tensor(1.0), accumulate=True)",
     "y.permute(1, 2, 0).index_put((m.tensor([0]), m.tensor([1])), m.tensor(5.0))",
+    "x.t().sum(0, keepdim=True)", "x.t().sum(1, keepdim=True)", "x.t().prod(1, keepdim=True)",
+    "x.t().all(1, keepdim=True)", "x.t().nansum(0, keepdim=True)",
+    "y.permute(2, 0, 1).amax(0, keepdim=True)", "y.permute(2, 0, 1).argmax(1, keepdim=True)",
+    "y[None].contiguous(memory_format=m.channels_last).sum(1, keepdim=True)",
+    "y[None].contiguous(memory_format=m.channels_last).amax(1, keepdim=True)",
+    "y[None].contiguous(memory_format=m.channels_last).mean((2, 3), keepdim=True)",
+    "m.complex(x.t(), x.t())", "m.polar(x.t(), x.t())",
 ]
+
+
+def m_real(r):
+    return r.real.double() * 1000 + r.imag.double()
 
 
 def _layout(lib, expr):
@@ -51,8 +62,9 @@ def _layout(lib, expr):
     y = lib.arange(24.0).reshape(2, 3, 4)
     i = lib.tensor([0, 2, 1])
     r = eval(expr, {"x": x, "y": y, "i": i, "m": lib})
+    values = m_real(r) if r.is_complex() else r
     return (tuple(r.shape), r.stride(), r.is_contiguous(), str(r.dtype).split(".")[-1]), \
-        np.array(r.tolist())
+        np.array(values.tolist())
 
 
 @pytest.mark.parametrize("expr", LAYOUTS)

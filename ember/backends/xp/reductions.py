@@ -22,30 +22,38 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 
     make_array, ascontiguousarray = lib.as_array, xp.ascontiguousarray
 
-    def as_array(result):
+    def as_array(result, kept=False):
         # PyTorch allocates reduction and scan results row-major whatever the input's
-        # layout (NumPy keeps a transposed input's order): a later `view` relies on it
+        # layout (NumPy keeps a transposed input's order): a later `view` relies on it.
+        # `kept`: a keepdim result of an input that is not row-major, whose size-1 dims
+        # NumPy may give the input's strides (its flags ignore them); PyTorch's are
+        # row-major's.
         result = make_array(result)
-        return result if result.flags.c_contiguous else ascontiguousarray(result)
+        if not result.flags.c_contiguous:
+            return ascontiguousarray(result)
+        return result.reshape(-1).reshape(result.shape) if kept else result
 
     def accumulating(f):
         """Sum and product of half-precision values accumulate in float32, as PyTorch
         does."""
         def kernel(x, dims=None, keepdim=False):
+            kept = keepdim and not x.flags.c_contiguous
             if x.dtype in low_precision:
                 return as_array(f(x.astype(float32), axis=dims, keepdims=keepdim)
-                                .astype(x.dtype))
-            return as_array(f(x, axis=dims, keepdims=keepdim))
+                                .astype(x.dtype), kept)
+            return as_array(f(x, axis=dims, keepdims=keepdim), kept)
         return kernel
 
     def reduction(f):
         def kernel(x, dims=None, keepdim=False):
-            return as_array(f(x, axis=dims, keepdims=keepdim))
+            return as_array(f(x, axis=dims, keepdims=keepdim),
+                            keepdim and not x.flags.c_contiguous)
         return kernel
 
     def arg_reduction(f):
         def kernel(x, dim=None, keepdim=False):
-            return as_array(f(x, axis=dim, keepdims=keepdim)).astype(int64, copy=False)
+            return as_array(f(x, axis=dim, keepdims=keepdim),
+                            keepdim and not x.flags.c_contiguous).astype(int64, copy=False)
         return kernel
 
     def max_min_dim(x, dim, keepdim, largest):

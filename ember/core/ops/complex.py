@@ -28,7 +28,7 @@ from ember.core.inplace import as_view
 from ember.core.opdef import OPS, Grad, OutMeta
 from ember.core.ops.elementwise import atan2, to_dtype, where
 from ember.core.ops.indexing import select
-from ember.core.ops.shape import stack
+from ember.core.ops.shape import in_iter_order, stack
 from ember.core.tensor import Tensor
 
 
@@ -196,7 +196,8 @@ def complex(real: Tensor, imag: Tensor) -> Tensor:  # noqa: A001 - PyTorch's nam
     if real.shape != imag.shape:
         real, imag = real.broadcast_to(_broadcast(real, imag)), \
             imag.broadcast_to(_broadcast(real, imag))
-    return view_as_complex(stack([real, imag], -1))
+    # (laid out as PyTorch's elementwise result of the two)
+    return in_iter_order(view_as_complex(stack([real, imag], -1)), real, imag)
 
 
 def _broadcast(a: Tensor, b: Tensor) -> tuple[int, ...]:
