@@ -206,6 +206,41 @@ def test_1d_pool_errors_as_pytorch(expr):
     assert outcome(ember) == outcome(torch)
 
 
+# == 3. ops PyTorch differentiates once: the second differentiation raises its error ===
+
+ONCE = [  # (expression of x (a float64 (3, 4) leaf), m the module)
+    "m.nn.functional.hardsigmoid(x)", "m.nn.functional.pdist(x)",
+    "m.nn.functional.multi_margin_loss(x, m.tensor([0, 1, 2]))",
+    "m.nn.functional.multi_margin_loss(x, m.tensor([0, 1, 2]), reduction='none')",
+    "m.nn.functional.multilabel_margin_loss(x, m.tensor([[0, 1, -1, 0]] * 3))",
+    "m.nn.functional.ctc_loss(x[:, :3].log_softmax(-1).reshape(3, 1, 3), m.tensor([[1, 2]]), "
+    "m.tensor([3]), m.tensor([2]))",
+    "m.nn.functional.embedding_bag(m.tensor([0, 1, 2]), x, m.tensor([0, 2]))",
+    "m.nn.functional.nll_loss(x, m.tensor([0, 1, 2]))",
+    "m.nn.functional.nll_loss(x.reshape(3, 4, 1, 1), m.tensor([0, 1, 2]).reshape(3, 1, 1))",
+    "m.nn.functional.hardswish(x)",
+]
+
+
+def _twice(lib, expr):
+    gen = np.random.default_rng(3)
+    x = lib.tensor(gen.standard_normal((3, 4)), requires_grad=True)
+    y = eval(expr, {"x": x, "m": lib})
+    g, = lib.autograd.grad(y.sum(), x, create_graph=True)
+    if not g.requires_grad:
+        return "constant", type(g.grad_fn).__name__
+    try:
+        h, = lib.autograd.grad(g.sum(), x, allow_unused=True)
+    except Exception as err:  # noqa: BLE001 - the error is what is compared
+        return type(err).__name__, str(err)
+    return "ok", None if h is None else np.round(np.array(h.tolist()), 9).tolist()
+
+
+@pytest.mark.parametrize("expr", ONCE)
+def test_second_differentiation_as_in_pytorch(expr):
+    assert _twice(ember, expr) == _twice(torch, expr)
+
+
 # == 7. NumPy's floating-point warnings stay hidden after a catch_warnings block =========
 
 def test_no_numpy_warning_after_first_op_inside_catch_warnings():

@@ -27,7 +27,6 @@ from ember.core.graph import (
     Node,
     edge_of,
     is_tensor,
-    record,
 )
 from ember.core.memory_format import contiguous_format, tensor_format
 from ember.core.opdef import OPS
@@ -81,10 +80,24 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gra
 # "is not implemented"), by label: ember's formulas could, but a program differentiated
 # twice through them fails under PyTorch, and ember raises the same error at the same
 # place (when the second backward reaches the gradient, as PyTorch's DelayedError does).
-ONCE_DIFFERENTIABLE = {
-    "CdistBackward0": "the derivative for '_cdist_backward' is not implemented.",
-    "EmbeddingBagBackward0": "the derivative for '_embedding_bag_backward' is not "
-                             "implemented.",
+# Their gradients require grad under create_graph, as PyTorch's backward ops that take
+# the forward's input make them, except embedding_bag's (its weight's takes no weight).
+ONCE_DIFFERENTIABLE: dict[str, tuple[type[Exception], str]] = {
+    "CdistBackward0": (NotImplementedError,
+                       "the derivative for '_cdist_backward' is not implemented."),
+    "EmbeddingBagBackward0": (NotImplementedError, "the derivative for "
+                              "'_embedding_bag_backward' is not implemented."),  # (untied)
+    "PdistBackward0": (NotImplementedError,
+                       "the derivative for '_pdist_backward' is not implemented."),
+    "HardsigmoidBackward0": (RuntimeError,
+                             "derivative for aten::hardsigmoid_backward is not implemented"),
+    "MultiMarginLossBackward0": (RuntimeError, "derivative for "
+                                 "aten::multi_margin_loss_backward is not implemented"),
+    "MultilabelMarginLossBackward0": (RuntimeError, "derivative for "
+                                      "aten::multilabel_margin_loss_backward is not "
+                                      "implemented"),
+    "CtcLossBackward0": (RuntimeError,
+                         "derivative for aten::_ctc_loss_backward is not implemented"),
 }
 
 
@@ -100,7 +113,7 @@ TIED_TO_INPUT = dict.fromkeys((
     "AdaptiveMaxPool2DBackward0", "AdaptiveMaxPool3DBackward0",
     "ReflectionPad1DBackward0", "ReflectionPad2DBackward0", "ReflectionPad3DBackward0",
     "ReplicationPad1DBackward0", "ReplicationPad2DBackward0",
-    "ReplicationPad3DBackward0"), True)
+    "ReplicationPad3DBackward0", "NllLossBackward0", "NllLoss2DBackward0"), True)
 TIED_TO_INPUT.update(dict.fromkeys((
     "ConvolutionBackward0", "GridSampler2DBackward0", "GridSampler3DBackward0",
     "NativeBatchNormBackward0"), False))
@@ -135,20 +148,26 @@ def _tied(node: Node, results: tuple) -> tuple:
     return tuple(out)
 
 
-def _delayed_errors(label: str, results: Sequence[Any]) -> tuple:
-    """`results` (a once-differentiable node's gradients, computed under create_graph)
-    each behind a node that raises PyTorch's NotImplementedError when differentiated."""
-    message = ONCE_DIFFERENTIABLE[label]
+def _delayed_errors(node: Node, results: Sequence[Any]) -> tuple:
+    """`node`'s gradients (a once-differentiable node's, computed under create_graph)
+    behind one node with edges to `node`'s inputs that raises PyTorch's error when
+    differentiated; they require grad, as PyTorch's do, even where ember's formula made
+    them constants."""
+    error, message = ONCE_DIFFERENTIABLE[node.name()]
 
-    def fail(node: Node, grad: Any) -> Any:
-        raise NotImplementedError(message)
+    def fail(failing: Node, grads: Any) -> Any:
+        raise error(message)
 
+    failing = FnNode(node.name()[:-1] + "Backward0", fail, tuple(node.next_edges),
+                     n_outputs=len(results))  # "CdistBackwardBackward0"
+    failing.attrs["_out_meta"] = [None if g is None else (tuple(g.shape), g.dtype, g.device)
+                                  for g in results]
+    tied = node.name() != "EmbeddingBagBackward0"
     out = []
-    for g in results:
-        if g is not None and g._requires_grad:
-            held = g.detach()
-            record(label[:-1] + "Backward0", fail, (g,), held)  # "CdistBackwardBackward0"
-            g = held
+    for i, g in enumerate(results):
+        if g is not None and (tied or g._requires_grad):
+            g = g.detach()  # (an alias: the result may be a tensor the caller holds)
+            g._node, g._output_nr, g._requires_grad = failing, i, True
         out.append(g)
     return tuple(out)
 
@@ -214,7 +233,7 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
                     anomaly_mode.check_gradients(node, results)
                 if create_graph:
                     if node.name() in ONCE_DIFFERENTIABLE:
-                        results = _delayed_errors(node.name(), results)
+                        results = _delayed_errors(node, results)
                     elif node.name() in TIED_TO_INPUT:
                         results = _tied(node, results)
             else:  # nothing reached this node: it sends nothing on

@@ -2127,7 +2127,8 @@ def _pad_label(input: Tensor, pad: Sequence[int], mode: str = "constant",
 
 
 _NODE_LABELS: dict[str, str | Callable[..., str | None]] = {
-    "pixel_shuffle": "PixelShuffleBackward0", "pixel_unshuffle": "PixelUnshuffleBackward0",
+    "pdist": "PdistBackward0", "pixel_shuffle": "PixelShuffleBackward0",
+    "pixel_unshuffle": "PixelUnshuffleBackward0",
     "mish": "MishBackward0", "hardswish": "HardswishBackward0",
     "hardsigmoid": "HardsigmoidBackward0", "logsigmoid": "LogSigmoidBackward0",
     "glu": "GluBackward0", "batch_norm": "NativeBatchNormBackward0",

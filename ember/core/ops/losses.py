@@ -864,8 +864,8 @@ def _multi_margin_checks(input: Tensor, target: Tensor, p: int, weight: Tensor |
     return classes
 
 
-@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
-           cost=costs.reduction(6))
+@composite(node_label="MultiMarginLossBackward0", variants="", precision=P.FLOAT32,
+           cpu_precision=P.FLOAT32, cost=costs.reduction(6))
 def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
                       weight: Tensor | None = None, size_average: bool | None = None,
                       reduce: bool | None = None, reduction: str = "mean") -> Tensor:
@@ -890,8 +890,8 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     return _reduce(loss, reduction)
 
 
-@composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
-           cost=costs.reduction(6))
+@composite(node_label="MultilabelMarginLossBackward0", variants="", precision=P.FLOAT32,
+           cpu_precision=P.FLOAT32, cost=costs.reduction(6))
 def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
                            reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     r"""Multi-label hinge loss: each row of ``target`` lists its classes, ended by the
