@@ -702,7 +702,7 @@ def _div_fn(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tens
         # where the quotient is negative and inexact
         q = floor_divide(input, other)
         return q + (q < 0).logical_and(q * other != input).to(q.dtype)
-    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+    raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                      f"found '{rounding_mode}'")
 
 

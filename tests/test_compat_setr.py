@@ -1,0 +1,131 @@
+"""PyTorch behaviours the set-R programs (CenterNet, DeepLabV3/PSPNet, growing NCA,
+SegFormer, ResNeXt-SE, stacked hourglass, prototypical networks, Deep SVDD) needed, or
+that probing around them showed ember getting wrong, checked against torch itself."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+
+def _error(fn, mod):
+    """(type name, message) of what fn(mod) raises; None when it returns."""
+    try:
+        fn(mod)
+    except Exception as err:  # noqa: BLE001 - any error, compared with PyTorch's
+        return type(err).__name__, str(err)
+    return None
+
+
+def _same_error(fn, kind: type[Exception] = RuntimeError) -> None:
+    want, got = _error(fn, torch), _error(fn, ember)
+    assert want is not None and want[0] == kind.__name__
+    assert got is not None and got[1] == want[1], (got, want)
+    with pytest.raises(kind):
+        fn(ember)
+
+
+def test_nn_modules_has_pytorchs_submodules() -> None:
+    """`nn.modules.batchnorm._BatchNorm` (torchvision's set_weight_decay), and every other
+    submodule PyTorch's nn.modules holds, reachable as attributes without an import."""
+    def submodules(mod):
+        return {k for k, v in vars(mod.nn.modules).items()
+                if isinstance(v, types.ModuleType) and not k.startswith("_")}
+
+    assert submodules(torch) - {"linear_cross_entropy_options"} <= submodules(ember)
+    m = ember.nn.modules
+    assert m.batchnorm._BatchNorm is ember.nn.BatchNorm2d.__mro__[1]
+    assert isinstance(ember.nn.InstanceNorm2d(3), m.instancenorm._InstanceNorm)
+    assert m.upsampling.Upsample is ember.nn.Upsample
+    assert m.pixelshuffle.PixelShuffle is ember.nn.PixelShuffle
+    assert m.container.Sequential is ember.nn.Sequential
+    assert sorted(m.upsampling.__all__) == sorted(torch.nn.modules.upsampling.__all__)
+    assert sorted(m.instancenorm.__all__) == sorted(torch.nn.modules.instancenorm.__all__)
+
+
+def _conv(lib_fn, x, w, **kw):
+    return lambda m: getattr(m.nn.functional, lib_fn)(m.randn(*x), m.randn(*w), **kw)
+
+
+@pytest.mark.parametrize("fn", [
+    _conv("conv2d", (1, 16, 3, 3), (0, 16, 1, 1)),  # ResNeXt's width rounded to 0
+    _conv("conv2d", (1, 6, 3, 3), (2, 2, 1, 1), groups=3),
+    _conv("conv2d", (1, 6, 3, 3), (4, 2, 1, 1), groups=3),
+    _conv("conv2d", (1, 5, 3, 3), (4, 2, 1, 1), groups=3),
+    _conv("conv1d", (1, 6, 3), (4, 2, 1), groups=3),
+    _conv("conv2d", (6, 3, 3), (4, 2, 1, 1), groups=3),
+    _conv("conv2d", (1, 5, 3, 3), (4, 2, 1, 1), groups=0),
+    _conv("conv2d", (1, 4, 5, 5), (4, 4, 3, 3), padding=-1),
+    _conv("conv2d", (1, 4, 5, 5), (4, 4, 3, 3), stride=0),
+    _conv("conv2d", (1, 4, 5, 5), (4, 4, 3, 3), dilation=0),
+    _conv("conv2d", (1, 5, 3, 3), (4, 3, 1, 1), groups=2),
+    _conv("conv_transpose2d", (1, 4, 3, 3), (4, 2, 1, 1), groups=3),
+    _conv("conv_transpose2d", (1, 2, 3, 3), (2, 2, 1, 1), groups=3),
+    _conv("conv_transpose2d", (1, 0, 3, 3), (0, 2, 1, 1)),
+    _conv("conv_transpose2d", (1, 5, 3, 3), (6, 2, 1, 1), groups=3),
+    _conv("conv_transpose2d", (1, 5, 3, 3), (6, 2, 1, 1), groups=0),
+    _conv("conv_transpose2d", (1, 4, 5, 5), (4, 4, 3, 3), padding=-1),
+    _conv("conv_transpose2d", (1, 4, 5, 5), (4, 4, 3, 3), stride=0),
+    _conv("conv_transpose2d", (1, 4, 5, 5), (4, 4, 3, 3), output_padding=-1),
+    _conv("conv_transpose2d", (1, 4, 5, 5, 5), (4, 4, 3, 3)),
+    _conv("conv_transpose1d", (1, 4, 5, 5), (4, 4, 3)),
+    _conv("conv_transpose2d", (1, 4, 5, 5), (4, 4, 3, 3), output_padding=2, stride=2),
+    _conv("conv_transpose1d", (1, 4, 5), (4, 4, 3), output_padding=2, stride=2),
+    _conv("conv_transpose3d", (1, 4, 3, 3, 3), (4, 4, 1, 1, 1), output_padding=(1, 2, 1),
+          stride=2),
+])
+def test_convolution_argument_errors_as_torch(fn) -> None:
+    """Convolutions refuse bad groups, paddings, strides and ranks with PyTorch's messages
+    and in its order (the groups of the weight before the input's channels)."""
+    _same_error(fn)
+
+
+def test_convolution_groups_divide_the_weight_before_the_input_channels() -> None:
+    """A ResNeXt block whose width rounds to zero channels fails in its first conv, as in
+    PyTorch, not later with an empty tensor."""
+    conv = ember.nn.Conv2d(16, 0, 1)
+    with pytest.raises(RuntimeError, match=r"expected weight to be at least 1 at dimension 0"):
+        conv(ember.randn(1, 16, 3, 3))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m: m.nn.functional.cross_entropy(m.randn(2, 3, 4, 4), m.zeros(2, 4, 5).long()),
+    lambda m: m.nn.functional.nll_loss(m.randn(2, 3, 4, 4), m.zeros(2, 4, 5).long()),
+    lambda m: m.nn.functional.cross_entropy(m.randn(2, 3, 4, 4), m.zeros(2, 4).long()),
+    lambda m: m.nn.functional.cross_entropy(m.randn(2, 3, 4, 4), m.zeros(2, 4, 4, 1).long()),
+    lambda m: m.nn.functional.nll_loss(m.randn(2, 3, 4), m.zeros(2, 5).long()),
+    lambda m: m.nn.functional.nll_loss(m.randn(2, 3, 4, 4, 2), m.zeros(2, 4, 4, 3).long()),
+])
+def test_spatial_target_shape_errors_as_torch(fn) -> None:
+    """A segmentation target of the wrong size: PyTorch's nll_loss2d messages for 4-D
+    inputs, its generic one for the other ranks."""
+    _same_error(fn)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m: m.randperm(-1),
+    lambda m: m.randperm(-3, dtype=m.int32),
+    lambda m: m.div(m.tensor([5.0]), 2, rounding_mode="bad"),
+    lambda m: m.tensor([5.0]).div_(2, rounding_mode="x"),
+    lambda m: m.tensor([5]).div(m.tensor([0]), rounding_mode="floor"),
+    lambda m: m.tensor([5]).div(m.tensor([0]), rounding_mode="trunc"),
+    lambda m: m.tensor([5]).fmod(0),
+    lambda m: m.tensor([5, -5]) // 0,
+    lambda m: m.tensor([5]).remainder(m.tensor([0])),
+])
+def test_creation_and_division_errors_as_torch(fn) -> None:
+    """randperm of a negative n, an unknown rounding mode and integer division by zero:
+    RuntimeErrors with PyTorch's words (the op that refused is in a note)."""
+    _same_error(fn)
+
+
+def test_integer_division_by_zero_is_also_pythons_error() -> None:
+    with pytest.raises(ZeroDivisionError) as err:
+        ember.tensor([3]) // ember.tensor([0])
+    assert str(err.value) == "ZeroDivisionError"
+    assert "floor_divide: integer division by zero" in err.value.__notes__
