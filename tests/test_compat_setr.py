@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import types
 
+import numpy as np
 import pytest
 
 import ember
@@ -129,3 +130,70 @@ def test_integer_division_by_zero_is_also_pythons_error() -> None:
         ember.tensor([3]) // ember.tensor([0])
     assert str(err.value) == "ZeroDivisionError"
     assert "floor_divide: integer division by zero" in err.value.__notes__
+
+
+class _TensorBatches:
+    """Prototypical networks' episode sampler: yields index tensors, not lists."""
+
+    def __init__(self, batches):
+        self.batches = batches
+
+    def __iter__(self):
+        yield from self.batches
+
+    def __len__(self):
+        return len(self.batches)
+
+
+@pytest.mark.parametrize("subset", [False, True])
+def test_batch_sampler_may_yield_index_tensors(subset: bool) -> None:
+    """A batch sampler of LongTensors over a TensorDataset (or a Subset of one) loads the
+    samples at those indices, as PyTorch's per-sample fetch does."""
+    def batches(mod):
+        data = mod.utils.data.TensorDataset(mod.arange(20.0).view(10, 2), mod.arange(10))
+        if subset:
+            data = mod.utils.data.Subset(data, [9, 8, 7, 6, 5, 4, 3, 2])
+        sampler = _TensorBatches([mod.tensor([3, 1, 4]), mod.tensor([0, 5])])
+        loader = mod.utils.data.DataLoader(data, batch_sampler=sampler)
+        return [[t.tolist() for t in batch] for batch in loader]
+
+    assert batches(ember) == batches(torch)
+
+
+def _layouts(mod):
+    """Inputs whose layouts PyTorch's kernels treat apart: channels-last, a transposed
+    3-d tensor and a transposed matrix."""
+    return [mod.arange(288.0).view(2, 6, 6, 4).permute(0, 3, 1, 2),
+            mod.arange(60.0).view(4, 3, 5).transpose(0, 2),
+            mod.arange(12.0).view(3, 4).t()]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, a: m.nn.functional.pad(a, (1, 1, 1, 1)),
+    lambda m, a: m.nn.functional.pad(a, (1, 1)),
+    lambda m, a: m.nn.functional.pad(a, (-1, 1)),
+    lambda m, a: m.nn.functional.pad(a, (1, 1, 1, 1), mode="reflect"),
+    lambda m, a: m.nn.functional.pad(a, (1, 1, 1, 1), mode="replicate"),
+    lambda m, a: m.nn.functional.pad(a, (1, 1, 1, 1), mode="circular"),
+    lambda m, a: a.flip(-1),
+    lambda m, a: m.fliplr(a),
+    lambda m, a: m.nn.functional.conv_transpose2d(a, m.ones(a.shape[1], 2, 2, 2)),
+    lambda m, a: m.nn.functional.group_norm(a, 1),
+    lambda m, a: m.nn.functional.instance_norm(a),
+    lambda m, a: m.nn.InstanceNorm2d(a.shape[1], affine=True)(a),
+], ids=["pad", "pad1", "crop", "reflect", "replicate", "circular", "flip", "fliplr",
+        "conv_transpose2d", "group_norm", "instance_norm", "InstanceNorm2d"])
+def test_results_laid_out_as_torch(fn) -> None:
+    """A UNet/SegFormer in channels_last: padding, flips, transposed convolutions and group
+    norm keep the channels-last format (a flip keeps any permuted order), instance norm
+    and the paddings of a transposed tensor are row-major, as PyTorch's kernels write them
+    (a later `.view` works or fails as there)."""
+    for t_in, e_in in zip(_layouts(torch), _layouts(ember)):
+        try:
+            want = fn(torch, t_in)
+        except (RuntimeError, NotImplementedError, ValueError):
+            continue  # (a rank the op refuses)
+        got = fn(ember, e_in)
+        assert got.stride() == want.stride(), (tuple(t_in.shape), t_in.stride())
+        np.testing.assert_allclose(np.asarray(got.tolist()), np.asarray(want.tolist()),
+                                   rtol=1e-5, atol=1e-5)

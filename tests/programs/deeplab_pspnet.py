@@ -277,8 +277,8 @@ def make_data(n, size, num_classes, g):
 
 def main():
     parser = argparse.ArgumentParser(description="DeepLabV3 / PSPNet on shapes")
-    parser.add_argument("--size", type=int, default=33)
-    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--size", type=int, default=25)
+    parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--batch-size", type=int, default=8)
     args = parser.parse_args()

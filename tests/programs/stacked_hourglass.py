@@ -244,7 +244,7 @@ def make_batch(n, size, out_size, g):
 
 def main():
     parser = argparse.ArgumentParser(description="stacked hourglass")
-    parser.add_argument("--iters", type=int, default=25)
+    parser.add_argument("--iters", type=int, default=15)
     parser.add_argument("--size", type=int, default=32)
     args = parser.parse_args()
     torch.manual_seed(0)

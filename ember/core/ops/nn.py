@@ -93,6 +93,7 @@ from ember.core.ops.shape import (
     cat,
     expand,
     in_format_of,
+    in_suggested_format,
     permute,
     reshape,
     squeeze,
@@ -220,7 +221,7 @@ def constant_pad_nd(input: Tensor, pad: Sequence[int], value: Any = 0.0) -> Tens
     pairs = tuple(pairs)
     if not any(a or b for a, b in pairs):
         return input
-    return constant_pad(input, pairs, value)
+    return in_suggested_format(constant_pad(input, pairs, value), input)
 
 
 # -- linear ---------------------------------------------------------------------------
@@ -879,7 +880,7 @@ def _conv_transpose(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor
     out = col2im(cols, size, kernel, dilation, padding, stride)
     if bias is not None:
         out = add(out, reshape(bias, (out_ch,) + (1,) * n))
-    return squeeze(out, 0) if unbatched else out
+    return squeeze(out, 0) if unbatched else in_format_of(out, input, weight)
 
 
 @composite(node_label="ConvolutionBackward0",
