@@ -197,3 +197,26 @@ def test_results_laid_out_as_torch(fn) -> None:
         assert got.stride() == want.stride(), (tuple(t_in.shape), t_in.stride())
         np.testing.assert_allclose(np.asarray(got.tolist()), np.asarray(want.tolist()),
                                    rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m: m.tensor([True, False]) ** m.tensor([True, True]),
+    lambda m: m.tensor([True, False]).remainder(m.tensor([True, True])),
+    lambda m: m.floor_divide(m.tensor([True]), m.tensor([True])),
+    lambda m: m.div(m.tensor([True]), m.tensor([True]), rounding_mode="floor"),
+    lambda m: m.fmod(m.tensor([True]), m.tensor([True])),
+    lambda m: m.tensor([True]) // True,
+], ids=["pow", "remainder", "floor_divide", "div_floor", "fmod", "floordiv_scalar"])
+def test_bool_arithmetic_refused_in_torchs_words(fn) -> None:
+    """Two bool operands: PyTorch's kernel-named NotImplementedError."""
+    _same_error(fn, NotImplementedError)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m: m.tensor([1, 2]).var(),
+    lambda m: m.tensor([1, 2]).std(0, keepdim=True),
+    lambda m: m.var_mean(m.tensor([1, 2])),
+    lambda m: m.std_mean(m.tensor([True, False]), 0),
+])
+def test_variance_of_integers_refused_in_torchs_words(fn) -> None:
+    _same_error(fn)

@@ -26,6 +26,7 @@ from ember.core.apply import apply_labelled, record_grad
 from ember.core.creation import arange, zeros
 from ember.core.declare import composite, primitive, write_out
 from ember.core.dispatch import run, user_stacklevel
+from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
 from ember.core.host import dtype_arg
@@ -447,8 +448,9 @@ def _variance(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: 
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
     if not input._dtype._differentiable:
-        raise RuntimeError(f"var(): std and var only support floating point and complex "
-                           f"dtypes (got {input._dtype})")
+        names = op if op in ("var_mean", "std_mean") else "std and var"
+        raise with_context(RuntimeError(f"{names} only support floating point and complex "
+                                        "dtypes"), f"{op}: input of dtype {input._dtype}")
     dims = _dims_arg("var", input, dim)
     n = input.numel() if dims is None else math.prod(input.shape[d] for d in dims)
     if n - correction <= 0:
