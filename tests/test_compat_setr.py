@@ -220,3 +220,24 @@ def test_bool_arithmetic_refused_in_torchs_words(fn) -> None:
 ])
 def test_variance_of_integers_refused_in_torchs_words(fn) -> None:
     _same_error(fn)
+
+
+def _grads(mod, fn, *values):
+    xs = [mod.tensor(v, requires_grad=True) for v in values]
+    out = fn(mod, *xs)
+    out.backward(mod.ones_like(out))
+    return [x.grad.tolist() for x in xs]
+
+
+@pytest.mark.parametrize("fn, values", [
+    (lambda m, a, b: m.cdist(a, b, p=float("inf")),
+     ([[0.0, 1.0], [1.0, 1.0]], [[0.0, 3.0], [2.0, 2.0]])),
+    (lambda m, a: m.cdist(a, a, p=float("inf")), ([[0.0, 1.0], [1.0, 2.0], [3.0, 0.0]],)),
+    (lambda m, a: a.std(), ([1.0, 1.0],)),
+    (lambda m, a: a.std(1), ([[1.0, 1.0], [1.0, 3.0]],)),
+    (lambda m, a: m.std_mean(a, 0)[0], ([[2.0, 1.0], [2.0, 3.0]],)),
+], ids=["cdist_inf_ties", "cdist_inf_self", "std_constant", "std_rows", "std_mean"])
+def test_gradients_at_ties_and_zero_spread_as_torch(fn, values) -> None:
+    """cdist's inf-norm gives every tied coordinate the whole gradient; the std of a
+    constant row has gradient 0 (PyTorch masks it), not NaN."""
+    assert _grads(ember, fn, *values) == _grads(torch, fn, *values)

@@ -468,7 +468,16 @@ def _variance(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: 
 def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: Any = None) -> Tensor:
     """The standard deviation over `dim` (see `var`)."""
-    return _variance("std", input, dim, unbiased, keepdim, correction).sqrt()
+    return _root(_variance("std", input, dim, unbiased, keepdim, correction))
+
+
+def _root(variance: Tensor) -> Tensor:
+    """`variance.sqrt()` with PyTorch's std gradient: zero where the variance is zero (a
+    constant input), not sqrt's infinite slope times zero."""
+    if not variance.requires_grad:
+        return variance.sqrt()
+    zero = variance == 0
+    return where(zero, 0.0, where(zero, 1.0, variance).sqrt())
 
 
 @composite(node_label="VarMeanBackward0",
@@ -485,7 +494,7 @@ def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
 def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
              keepdim: bool = False, *, correction: Any = None) -> tuple:
     """(`std`, `mean`) over `dim`."""
-    return (_variance("std_mean", input, dim, unbiased, keepdim, correction).sqrt(),
+    return (_root(_variance("std_mean", input, dim, unbiased, keepdim, correction)),
             mean(input, _dims_arg("std_mean", input, dim), keepdim))
 
 
