@@ -241,3 +241,18 @@ def test_gradients_at_ties_and_zero_spread_as_torch(fn, values) -> None:
     """cdist's inf-norm gives every tied coordinate the whole gradient; the std of a
     constant row has gradient 0 (PyTorch masks it), not NaN."""
     assert _grads(ember, fn, *values) == _grads(torch, fn, *values)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, a: m.sort(a, dim=1).values,
+    lambda m, a: m.sort(a, dim=0, stable=True).indices,
+    lambda m, a: a.argsort(-1, descending=True),
+    lambda m, a: a.msort(),
+])
+def test_sort_results_keep_the_inputs_order(fn) -> None:
+    """Deep SVDD's argsort of scores, on permuted inputs: PyTorch's sort writes values and
+    indices into empty_like(input), so a channels-last or transposed order stays."""
+    for t_in, e_in in zip(_layouts(torch)[:2], _layouts(ember)[:2]):
+        want, got = fn(torch, t_in), fn(ember, e_in)
+        assert got.stride() == want.stride()
+        assert got.tolist() == want.tolist()
