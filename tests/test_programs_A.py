@@ -602,6 +602,85 @@ PROGRAMS_L = [
 PROGRAM_SPECS += PROGRAMS_L
 
 
+# -- set R: vision and structured models (detection and segmentation heads, cellular
+# automata, pose, few-shot and anomaly detection) ------------------------------------------
+
+def _detections_found(t_out: str, e_out: str) -> None:
+    # the decoding helpers on a fixed map agree exactly; both detectors find objects
+    for out in (t_out, e_out):
+        assert "nms peaks [[0, 0, 1, 2], [0, 1, 4, 4], [0, 1, 5, 0]]" in out
+        found = re.findall(r"image \d: (\d) objects, (\d) detections", out)
+        assert sum(int(d) > 0 for _, d in found) >= 2, found
+    assert re.findall(r"gathered .*\n.*\n.*", e_out) == re.findall(r"gathered .*\n.*\n.*",
+                                                                    t_out)
+
+
+def _segmenters_score(t_out: str, e_out: str) -> None:
+    # PSPNet learns the shapes; both runs compute the same IoUs two ways
+    for out in (t_out, e_out):
+        assert metric(out, r"mean IoU: ([\d.]+)")[-1] > 40
+        ious = metric(out, r"mean IoU: ([\d.]+)")
+        assert [round(v * 100, 1) for v in metric(out, r"mIoU ([\d.]+)")] == \
+            pytest.approx(ious, abs=0.11)
+
+
+def _pixels_classified(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        assert metric(out, r"pixel acc ([\d.]+)")[0] > 0.6
+
+
+def _classifier_learns(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        assert metric(out, r"Test:  Acc@1 ([\d.]+)")[0] > 20
+        assert "milestones [2] last_epoch 6" in out
+
+
+def _joints_located(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        assert metric(out, r"PCK@0.2 hard ([\d.]+)")[0] > 0.3
+
+
+def _episodes_classified(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        assert "agree True" in out
+        assert metric(out, r"Test Acc: ([\d.]+)")[0] > 0.5
+
+
+def _anomalies_ranked(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        aucs = metric(out, r"Test set AUC: ([\d.]+)%")
+        assert len(aucs) == 2 and min(aucs) > 90
+        assert metric(out, r"rank-sum AUC: ([\d.]+)%") == aucs
+        assert "AUC (fixed scores) tensor(0.8889)" in out
+
+
+PROGRAMS_R30 = [
+    Program("centernet_head.py", trends=[Trend(r"\]  loss ([\d.]+)", 0.3, 0.3)],
+            same=r"(gaussian radius .*)", first=r"\]  loss ([\d.]+)", extra=_detections_found,
+            long=True),
+    Program("deeplab_pspnet.py", trends=[Trend(r"deeplabv3 epoch \d loss ([\d.]+)", 0.6, 0.3),
+                                         Trend(r"pspnet epoch \d loss ([\d.]+)", 0.4, 0.3)],
+            same=r"(interpolate .*)", first=r"deeplabv3 epoch 0 loss ([\d.]+)",
+            extra=_segmenters_score, long=True),
+    Program("growing_nca.py", trends=[Trend(r"steps \d+, loss = ([\d.]+)", 0.95, 0.3)],
+            same=r"(target .*)", first=r"steps \d+, loss = ([\d.]+)", long=True),
+    Program("segformer_lite.py", trends=[Trend(r"iter \d+ loss ([\d.]+)", 0.7, 0.3)],
+            first=r"iter \d+ loss ([\d.]+)", extra=_pixels_classified, long=True),
+    Program("resnext_se.py", trends=[Trend(r"\tLoss [\d.e+-]+ \(([\d.e+-]+)\)", 0.9, 0.3)],
+            first=r"\tLoss [\d.e+-]+ \(([\d.e+-]+)\)", extra=_classifier_learns, long=True),
+    Program("stacked_hourglass.py", trends=[Trend(r"iter +\d+ loss ([\d.]+)", 0.3, 0.3)],
+            first=r"iter +\d+ loss ([\d.]+)", extra=_joints_located, long=True),
+    Program("protonet_fewshot.py", trends=[Trend(r"Avg Train Loss: ([\d.]+)", 0.8, 0.5)],
+            same=r"(train .*)", first=r"Avg Train Loss: ([\d.]+)", extra=_episodes_classified,
+            long=True),
+    Program("deep_svdd.py", trends=[Trend(r"AE Epoch \d/\d\t Loss: ([\d.]+)", 0.9, 0.1),
+                                    Trend(r"one-class Epoch \d/\d\t Loss: ([\d.]+)", 0.3, 0.1)],
+            same=r"(train torch.*)", first=r"AE Epoch 1/\d\t Loss: ([\d.]+)",
+            extra=_anomalies_ranked, long=True),
+]
+PROGRAM_SPECS += PROGRAMS_R30
+
+
 def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
     workdir.mkdir()
     cmd = [sys.executable, "-W", "ignore"] + (["-m", "ember.run"] if alias else []) + \

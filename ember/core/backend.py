@@ -312,7 +312,13 @@ LinAlgError = _LinAlgError
 
 class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
     """Raised by integer division and remainder kernels for a zero divisor: a RuntimeError,
-    as PyTorch raises, and a ZeroDivisionError, as Python does."""
+    as PyTorch raises, and a ZeroDivisionError, as Python does. Its message is PyTorch's
+    ("ZeroDivisionError"); the op that refused goes in a note."""
+
+    def __init__(self, op: str = "", *args: object) -> None:
+        super().__init__("ZeroDivisionError", *args)
+        if op and op != "ZeroDivisionError":  # (not when unpickled from its own args)
+            self.add_note(f"{op}: integer division by zero")
 
 
 @dataclass

@@ -367,7 +367,7 @@ def randperm(n: int, *, dtype: Any = None, device: DeviceLike = None,
     """A random permutation of 0 .. n-1."""
     n = int(n)
     if n < 0:
-        raise RuntimeError(f"n must be non-negative, got{n}")
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     d = dtype_arg(dtype, "randperm") or dt.int64
     dev, backend = resolve(device)
     host = host_generator(generator, dev)

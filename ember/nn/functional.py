@@ -45,6 +45,7 @@ from ember.core.ops.losses import (  # noqa: F401 - the losses are declared in c
     soft_margin_loss,
     triplet_margin_loss,
 )
+from ember.core.ops.shape import in_format_of, in_memory_format, in_suggested_format
 from ember.core.storage import cpp_type_name as _cpp_type_name
 from ember.core.torch_function import overridable as _overridable
 
@@ -304,7 +305,9 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
                                       f"'constant' (got {pad} for mode '{mode}')")
         idx = _pad_indices(input.shape[dim], left, right, mode, dim, input)
         out = ember.index_select(out, dim, ember.tensor(idx, device=input.device))
-    return out
+    # (PyTorch's reflection and replication kernels keep a channels-last input's format;
+    # its circular padding is made of cats, as here)
+    return out if mode == "circular" else in_format_of(out, input)
 
 
 def _interp_source(out_size: int, in_size: int, scale: float | None, align_corners: bool,
@@ -720,7 +723,8 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
         out = out * weight.reshape(_channel_shape(input))
     if bias is not None:
         out = out + bias.reshape(_channel_shape(input))
-    return _in_suggested_format(out, input)
+    # (PyTorch normalises a row-major (1, N * C, ...) view of any input)
+    return in_memory_format(out, ember.contiguous_format)
 
 
 def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
@@ -784,7 +788,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
         out = out * weight.reshape(shape)
     if bias is not None:
         out = out + bias.reshape(shape)
-    return out
+    return in_suggested_format(out, input)
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,

@@ -425,7 +425,7 @@ def _check_integer_operand(op: str, b: Any) -> None:
         bad = (b == 0) if type(b) is not CLBuffer else _any_true(
             _binary_kernel("eq")(b, 0))
         if bad:
-            raise IntegerDivisionByZero(f"{op}: integer division by zero")
+            raise IntegerDivisionByZero(op)
 
 
 def _any_true(mask: CLBuffer) -> bool:

@@ -137,7 +137,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         def kernel(a, b, out=None):
             with quiet():
                 if is_integer(a, b) and _any(b == 0):
-                    raise IntegerDivisionByZero(f"{name}: integer division by zero")
+                    raise IntegerDivisionByZero(name)
                 return as_array(f(a, b, out=out))
         return kernel
 

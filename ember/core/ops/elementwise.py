@@ -36,7 +36,7 @@ from ember.core.dispatch import (
     same_dtype_results,
     user_stacklevel,
 )
-from ember.core.errors import warn_once
+from ember.core.errors import warn_once, with_context
 from ember.core.grad_mode import new_version, no_grad, state
 from ember.core.graph import relabel
 from ember.core.host import dtype_arg, no_data, python_scalar
@@ -136,6 +136,19 @@ def _bitwise_not_rule(input):
     return OutMeta(input.shape, input.dtype, None)
 
 
+# PyTorch's CPU kernels that refuse two bool operands, by the name its message gives
+_BOOL_REFUSING_KERNELS = {"pow": "pow", "remainder": "remainder_cpu",
+                          "floor_divide": "div_floor_cpu", "fmod": "fmod_cpu"}
+
+
+def bool_operands_refused(op: str) -> NotImplementedError:
+    """PyTorch's error for arithmetic `op` on two bool operands, in its kernel's words
+    (`"remainder_cpu" not implemented for 'Bool'`); ember's advice goes in a note."""
+    return with_context(NotImplementedError(
+        f"\"{_BOOL_REFUSING_KERNELS[op]}\" not implemented for 'Bool'"),
+        f"{op}: not implemented for two bool operands; convert one to an integer dtype first")
+
+
 def _binary_rule(op: str, kind: str):
     @metadata_rule
     def rule(input, other):
@@ -144,9 +157,8 @@ def _binary_rule(op: str, kind: str):
         if kind == "arith":
             if op == "sub":
                 _no_bool_sub(operand_tier(input)[0], operand_tier(other)[0])
-            if common is dt.bool_ and op in ("pow", "remainder", "floor_divide"):
-                raise NotImplementedError(f"{op}: not implemented for two bool operands; "
-                                          "convert one to an integer dtype first")
+            if common is dt.bool_ and op in _BOOL_REFUSING_KERNELS:
+                raise bool_operands_refused(op)
             return OutMeta(shape, common, common)
         if kind == "float":
             out = common if common._differentiable else dt.get_default_dtype()
@@ -703,7 +715,7 @@ def _div_fn(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tens
         # where the quotient is negative and inexact
         q = floor_divide(input, other)
         return q + (q < 0).logical_and(q * other != input).to(q.dtype)
-    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+    raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                      f"found '{rounding_mode}'")
 
 

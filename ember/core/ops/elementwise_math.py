@@ -33,6 +33,7 @@ from ember.core.ops.elementwise import (
     activation_backward,
     as_operand,
     binary,
+    bool_operands_refused,
     clamp,
     conj,
     log,
@@ -296,7 +297,7 @@ def _binary_rule_of(op: str, kind: str):
             raise NotImplementedError(f"{op}: not implemented for dtype {meta.dtype} (takes "
                                       "integer tensors)")
         elif kind == "arith" and meta.dtype is dt.bool_:
-            raise NotImplementedError(f"{op}: not implemented for dtype ember.bool")
+            raise bool_operands_refused(op)
         return meta
     rule.__name__ = f"{op}_rule"
     return rule

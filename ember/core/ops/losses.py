@@ -307,6 +307,12 @@ def _class_index_target(input: Tensor, target: Tensor) -> Tensor:
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
                          f"batch_size ({batch}).")
     expected = tuple(input.shape[:1]) + tuple(input.shape[2:])
+    if input.ndim == 4 and tuple(target.shape) != expected:  # (PyTorch's nll_loss2d)
+        if target.ndim != 3:
+            raise RuntimeError("only batches of spatial targets supported (3D tensors) but got "
+                               f"targets of dimension: {target.ndim}")
+        raise RuntimeError(f"size mismatch (got input: {list(input.shape)} , target: "
+                           f"{list(target.shape)}")
     if tuple(target.shape) != expected:
         if input.ndim == 2:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")

@@ -93,6 +93,7 @@ from ember.core.ops.shape import (
     cat,
     expand,
     in_format_of,
+    in_suggested_format,
     permute,
     reshape,
     squeeze,
@@ -220,7 +221,7 @@ def constant_pad_nd(input: Tensor, pad: Sequence[int], value: Any = 0.0) -> Tens
     pairs = tuple(pairs)
     if not any(a or b for a, b in pairs):
         return input
-    return constant_pad(input, pairs, value)
+    return in_suggested_format(constant_pad(input, pairs, value), input)
 
 
 # -- linear ---------------------------------------------------------------------------
@@ -585,6 +586,7 @@ def _conv_check(op: str, input: Tensor, weight: Tensor, groups: int, n: int) -> 
             f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to {op}, but got "
             f"input of size: {list(input.shape)}"), f"{op}: weight of shape "
             f"{tuple(weight.shape)}")
+    _conv_weight_groups(weight, groups)
     channels = input.shape[-n - 1]
     if channels != weight.shape[1] * groups:
         batched = list(input.shape) if input.ndim == n + 2 else [1, *input.shape]
@@ -592,10 +594,41 @@ def _conv_check(op: str, input: Tensor, weight: Tensor, groups: int, n: int) -> 
             f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
             f"input{batched} to have {weight.shape[1] * groups} channels, but got "
             f"{channels} channels instead"), f"{op}: input of shape {tuple(input.shape)}")
-    if weight.shape[0] % groups:
-        raise RuntimeError(f"{op}: out_channels ({weight.shape[0]}) must be divisible by "
-                           f"groups ({groups})")
     return input.ndim == n + 1
+
+
+def _conv_weight_groups(weight: Tensor, groups: int) -> None:
+    """PyTorch's checks of the weight's dim 0 against `groups` (out channels of a
+    convolution, in channels of a transposed one), before the input's channels; its
+    second message does print the size in double brackets."""
+    if weight.shape[0] < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
+                           f"dimension 0, but got weight of size {list(weight.shape)} instead")
+    if weight.shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size [{list(weight.shape)}] "
+                           "instead")
+
+
+def _conv_args_check(op: str, n: int, stride: Any, padding: Any, dilation: Any, groups: int,
+                     output_padding: Any = None) -> None:
+    """PyTorch's checks of a convolution's arguments, in its order, before the shapes'."""
+    def refuse(message: str) -> None:
+        raise with_context(RuntimeError(message), f"{op}: stride {stride}, padding {padding}, "
+                           f"dilation {dilation}, groups {groups}")
+
+    if not isinstance(padding, str) and any(p < 0 for p in _tuple(padding, n, "padding")):
+        refuse("negative padding is not supported")
+    if output_padding is not None and any(p < 0 for p in
+                                          _tuple(output_padding, n, "output_padding")):
+        refuse("negative output_padding is not supported")
+    if any(s <= 0 for s in _tuple(stride, n, "stride")):
+        refuse("non-positive stride is not supported")
+    if any(d <= 0 for d in _tuple(dilation, n, "dilation")):
+        refuse(f"dilation should be greater than zero, but got "
+               f"{list(_tuple(dilation, n, 'dilation'))}")
+    if groups <= 0:
+        refuse("non-positive groups is not supported")
 
 
 def _conv_dtypes(op: str, input: Tensor, weight: Tensor, bias: Tensor | None) -> None:
@@ -619,14 +652,7 @@ def _same_padding(kernel: tuple, dilation: tuple) -> tuple[tuple, tuple]:
 
 def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
           padding: Any, dilation: Any, groups: int) -> Tensor:
-    # PyTorch's checks of the arguments, in its order, before the shapes'
-    if not isinstance(padding, str) and any(p < 0 for p in _tuple(padding, n, "padding")):
-        raise RuntimeError(f"{op}: negative padding is not supported")
-    if any(s <= 0 for s in _tuple(stride, n, "stride")):
-        raise RuntimeError(f"{op}: non-positive stride is not supported")
-    if any(d <= 0 for d in _tuple(dilation, n, "dilation")):
-        raise RuntimeError(f"{op}: dilation should be greater than zero, but got "
-                           f"{list(_tuple(dilation, n, 'dilation'))}")
+    _conv_args_check(op, n, stride, padding, dilation, groups)
     _same_device(op, input, weight, bias)
     unbatched = _conv_check(op, input, weight, groups, n)
     _conv_dtypes(op, input, weight, bias)
@@ -791,34 +817,52 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
 
 
+def _output_padding_message(output_padding: tuple, stride: tuple, dilation: tuple) -> str:
+    """PyTorch's refusal of an output padding as large as both stride and dilation: each
+    value named per dimension (a 1-d one as the 2-d kernel it runs: height 0, 1, 1)."""
+    if len(stride) == 1:
+        output_padding, stride, dilation = (0, *output_padding), (1, *stride), (1, *dilation)
+    names = ("depth", "height", "width")[-len(stride):]
+    parts = [f"{what}_{name}: {v}" for what, values in
+             (("output_padding", output_padding), ("stride", stride), ("dilation", dilation))
+             for name, v in zip(names, values)]
+    return ("output padding must be smaller than either stride or dilation, but got "
+            + " ".join(parts))
+
+
 def _conv_transpose(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None,
                     stride: Any, padding: Any, output_padding: Any, groups: int,
                     dilation: Any) -> Tensor:
     """The gradient of an n-d convolution with respect to its input: W^T @ x per group,
     its columns folded back (col2im) into the output's spatial size."""
+    _conv_args_check(op, n, stride, padding, dilation, groups, output_padding)
     _same_device(op, input, weight, bias)
     if weight.ndim != n + 2:
         raise RuntimeError(f"{op}: expected a {n + 2}-D weight, got shape "
                            f"{fmt_shape(tuple(weight.shape))}")
+    if input.ndim not in (n + 1, n + 2):
+        raise with_context(RuntimeError(
+            f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to {op}, but got "
+            f"input of size: {list(input.shape)}"), f"{op}: weight of shape "
+            f"{tuple(weight.shape)}")
     unbatched = input.ndim == n + 1
     if unbatched:
         input = unsqueeze(input, 0)
-    if input.ndim != n + 2 or input.shape[1] != weight.shape[0]:
-        raise RuntimeError(f"{op}: Given transposed=1, weight of size "
-                           f"{list(weight.shape)}, expected input{list(input.shape)} to have "
-                           f"{weight.shape[0]} channels, but got "
-                           f"{input.shape[1] if input.ndim > 1 else '?'} channels instead")
+    _conv_weight_groups(weight, groups)
+    if input.shape[1] != weight.shape[0]:
+        raise with_context(RuntimeError(
+            f"Given transposed=1, weight of size {list(weight.shape)}, expected "
+            f"input{list(input.shape)} to have {weight.shape[0]} channels, but got "
+            f"{input.shape[1]} channels instead"), f"{op}: input of shape "
+            f"{tuple(input.shape)}")
     _conv_dtypes(op, input, weight, None)  # (PyTorch's transposed kernels: the weight's)
-    if groups <= 0 or weight.shape[0] % groups:
-        raise RuntimeError(f"{op}: in_channels ({weight.shape[0]}) must be divisible by "
-                           f"groups ({groups})")
     stride, padding = _tuple(stride, n, "stride"), _tuple(padding, n, "padding")
     dilation = _tuple(dilation, n, "dilation")
     output_padding = _tuple(output_padding, n, "output_padding")
-    for op_, s, d in zip(output_padding, stride, dilation):
-        if op_ >= s and op_ >= d:
-            raise RuntimeError(f"{op}: output padding must be smaller than either stride or "
-                               "dilation")
+    if any(o >= s and o >= d for o, s, d in zip(output_padding, stride, dilation)):
+        raise with_context(RuntimeError(_output_padding_message(output_padding, stride,
+                                                                dilation)),
+                           f"{op}: input of shape {tuple(input.shape)}")
     batch, in_ch = input.shape[0], input.shape[1]
     spatial = tuple(input.shape[2:])
     kernel = tuple(weight.shape[2:])
@@ -836,7 +880,7 @@ def _conv_transpose(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor
     out = col2im(cols, size, kernel, dilation, padding, stride)
     if bias is not None:
         out = add(out, reshape(bias, (out_ch,) + (1,) * n))
-    return squeeze(out, 0) if unbatched else out
+    return squeeze(out, 0) if unbatched else in_format_of(out, input, weight)
 
 
 @composite(node_label="ConvolutionBackward0",

@@ -293,7 +293,14 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
                            f"{x1.shape[-1]} X2: {x2.shape[-1]}")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
-    return linalg_vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), float(p), -1)
+    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    if p == float("inf") and diff.requires_grad:
+        # PyTorch's cdist gradient gives each tied largest coordinate the whole gradient
+        # (the norm's splits it): the maximum plus zeros that carry those slopes
+        size = diff.abs()
+        top = size.amax(-1, keepdim=True).detach()
+        return (top + ((size - top) * (size == top)).sum(-1, keepdim=True)).squeeze(-1)
+    return linalg_vector_norm(diff, float(p), -1)
 
 
 @composite(variants="function", cost=costs.reduction(2))

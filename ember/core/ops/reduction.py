@@ -26,6 +26,7 @@ from ember.core.apply import apply_labelled, record_grad
 from ember.core.creation import arange, zeros
 from ember.core.declare import composite, fused_kernel, primitive, write_out
 from ember.core.dispatch import run, run_fused, user_stacklevel
+from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
 from ember.core.host import dtype_arg
@@ -458,8 +459,9 @@ def _variance(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: 
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
     if not input._dtype._differentiable:
-        raise RuntimeError(f"var(): std and var only support floating point and complex "
-                           f"dtypes (got {input._dtype})")
+        names = op if op in ("var_mean", "std_mean") else "std and var"
+        raise with_context(RuntimeError(f"{names} only support floating point and complex "
+                                        "dtypes"), f"{op}: input of dtype {input._dtype}")
     dims = _dims_arg("var", input, dim)
     n = input.numel() if dims is None else math.prod(input.shape[d] for d in dims)
     if n - correction <= 0:
@@ -477,7 +479,16 @@ def _variance(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: 
 def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: Any = None) -> Tensor:
     """The standard deviation over `dim` (see `var`)."""
-    return _variance("std", input, dim, unbiased, keepdim, correction).sqrt()
+    return _root(_variance("std", input, dim, unbiased, keepdim, correction))
+
+
+def _root(variance: Tensor) -> Tensor:
+    """`variance.sqrt()` with PyTorch's std gradient: zero where the variance is zero (a
+    constant input), not sqrt's infinite slope times zero."""
+    if not variance.requires_grad:
+        return variance.sqrt()
+    zero = variance == 0
+    return where(zero, 0.0, where(zero, 1.0, variance).sqrt())
 
 
 @composite(node_label="VarMeanBackward0",
@@ -494,7 +505,7 @@ def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
 def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
              keepdim: bool = False, *, correction: Any = None) -> tuple:
     """(`std`, `mean`) over `dim`."""
-    return (_variance("std_mean", input, dim, unbiased, keepdim, correction).sqrt(),
+    return (_root(_variance("std_mean", input, dim, unbiased, keepdim, correction)),
             mean(input, _dims_arg("std_mean", input, dim), keepdim))
 
 

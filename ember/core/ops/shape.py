@@ -34,6 +34,7 @@ from ember.core.memory_format import (
     check_format,
     check_rank,
     contiguous_format,
+    empty_in_format,
     in_order,
     is_contiguous_in,
     like_layout,
@@ -600,10 +601,7 @@ def flip(input: Tensor, dims: Sequence[int]) -> Tensor:
     dims = normalize_dims("flip", sizes_arg((dims,)), input.ndim) or ()
     if not input.ndim:  # a 0-d tensor reversed along its one (implicit) dim
         dims = ()
-    out = apply(OPS["flip"], input, dims=dims)
-    if row_major(input):
-        return out
-    return in_layout(out, like_layout(input, empty_of(out)))  # (empty_like's, as PyTorch)
+    return in_layout_like(apply(OPS["flip"], input, dims=dims), input)
 
 
 def _triangle(op: str, input: Tensor, diagonal: int) -> Tensor:
@@ -694,6 +692,30 @@ def in_format_of(out: Tensor, *sources: Tensor) -> Tensor:
             if fmt is not contiguous_format and out.ndim == source.ndim:
                 return in_layout(out, like_layout(out, empty_of(out), fmt))
     return out
+
+
+def in_memory_format(out: Tensor, fmt: memory_format) -> Tensor:
+    """`out`, a result nothing else holds yet, laid out in `fmt` (its autograd node
+    kept)."""
+    if fmt is contiguous_format and row_major(out):
+        return out
+    return in_layout(out, empty_in_format(tuple(out.shape), fmt, empty_of(out)))
+
+
+def in_suggested_format(out: Tensor, source: Tensor) -> Tensor:
+    """`out` laid out as PyTorch's kernels that allocate `empty(shape,
+    source.suggest_memory_format())` write it (constant and reflection padding, group
+    norm): channels-last for a channels-last `source`, else row-major."""
+    return in_memory_format(out, tensor_format(source) if out.ndim == source.ndim
+                            else contiguous_format)
+
+
+def in_layout_like(out: Tensor, source: Tensor) -> Tensor:
+    """`out`, of `source`'s shape, laid out as `empty_like(source)` (a TensorIterator
+    result of one input: a permuted or channels-last source's order is kept)."""
+    if row_major(source) and row_major(out):
+        return out
+    return in_layout(out, like_layout(source, empty_of(out)))
 
 
 @composite(complex=True, variants="method", cost=costs.movement)

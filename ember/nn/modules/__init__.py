@@ -8,9 +8,14 @@ from ember.nn.containers import (  # noqa: F401
     Sequential,
 )
 from ember.nn.module import Module  # noqa: F401
-from ember.nn.modules import (
-    module,  # noqa: F401 - PyTorch's path to the global hooks
-    utils,  # noqa: F401 - torch.nn.modules.utils._pair
+from ember.nn.modules import (  # noqa: F401 - PyTorch's submodule paths, as attributes
+    batchnorm,  # nn.modules.batchnorm._BatchNorm in isinstance checks
+    container,
+    instancenorm,
+    module,  # the global hooks
+    pixelshuffle,
+    upsampling,
+    utils,  # nn.modules.utils._pair
 )
 from ember.nn.modules.activation import *  # noqa: F401, F403
 from ember.nn.modules.conv import *  # noqa: F401, F403

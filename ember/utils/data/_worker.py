@@ -145,10 +145,12 @@ def _collated_batch(dataset: Any, indices: list) -> Any:
     types only: a subclass may override __getitem__."""
     from .dataset import Subset, TensorDataset
 
+    if type(indices) is not list or not indices:
+        return None  # a custom batch sampler's tensor or array of indices: per sample
     while type(dataset) is Subset:
         indices = [dataset.indices[i] for i in indices]
         dataset = dataset.dataset
-    if type(dataset) is TensorDataset and indices:
+    if type(dataset) is TensorDataset:
         return dataset._collated_batch(indices)
     return None
 
