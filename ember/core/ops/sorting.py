@@ -25,7 +25,7 @@ from ember.core.ops.indexing import gather_in_bounds
 from ember.core.ops.reduction import pair_out
 from ember.core.ops.reduction import sum as sum_
 from ember.core.ops.scans import cummax
-from ember.core.ops.shape import cat, in_layout_like, movedim, reshape, squeeze, unsqueeze
+from ember.core.ops.shape import cat, in_iter_order, movedim, reshape, squeeze, unsqueeze
 from ember.core.return_types import return_type
 from ember.core.shapes import normalize_dim
 from ember.core.tensor import Tensor
@@ -95,9 +95,9 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, *,
                         lambda: sort(input, dim, descending, stable=stable))
     x, d = _as_row("sort", input, dim)
     idx = sorted_indices(x, d, descending, stable=bool(stable))
-    # (PyTorch's sort writes both into empty_like(input): a permuted input's order)
-    return SortResult(in_layout_like(_unrow(input, gather_in_bounds(x, d, idx)), input),
-                      in_layout_like(_unrow(input, idx), input))
+    # (PyTorch's sort keeps a dense input's strides, and infers dense ones from others')
+    return SortResult(in_iter_order(_unrow(input, gather_in_bounds(x, d, idx)), input),
+                      in_iter_order(_unrow(input, idx), input))
 
 
 @composite(variants="function method", cost=costs.reduction(8))
@@ -105,7 +105,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, *,
             stable: bool = False) -> Tensor:
     """The indices that sort `input` along `dim` (see `sort`, also for `stable`)."""
     x, d = _as_row("argsort", input, dim)
-    return in_layout_like(_unrow(input, sorted_indices(x, d, descending, stable=bool(stable))),
+    return in_iter_order(_unrow(input, sorted_indices(x, d, descending, stable=bool(stable))),
                           input)
 
 
