@@ -532,6 +532,10 @@ def _scaled(name: str, input: Any, other: Any, alpha: Any) -> Any:
                            "floating point number.")
     if isinstance(other, numbers.Number) and not isinstance(other, Tensor):
         return other * alpha
+    if other.dtype is not common and common._differentiable:
+        # PyTorch scales `other` in the result's dtype: a bfloat16 update added to a
+        # float32 parameter (`p.add_(u, alpha=-lr)`) is not rounded to bfloat16 first
+        other = other.to(common)
     return mul(other, alpha)
 
 
@@ -996,6 +1000,9 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     if input._dtype in _FMA_EMULATED and isinstance(end, Tensor) and \
             end._dtype is input._dtype and not isinstance(weight, Tensor):
         return _lerp_fused_multiply_add(input, end, float(weight))
+    if input._dtype is dt.float32 and isinstance(end, Tensor) and \
+            isinstance(weight, Tensor) and end._dtype is weight._dtype is dt.float32:
+        return _lerp_fused_multiply_add_tensor(input, end, weight)
     diff = sub(end, input)
     if not isinstance(weight, Tensor):
         return add(input, mul(diff, weight)) if -0.5 < weight < 0.5 else \
@@ -1023,6 +1030,16 @@ def _lerp_fused_multiply_add(input: Tensor, end: Tensor, weight: float) -> Tenso
     base = (input if small else end).to(dtype=dt.float64)
     out = add(base, mul(diff, coeff)).to(dtype=dt.float32)  # the fma's float32 rounding
     return out if input._dtype is dt.float32 else out.to(dtype=input._dtype)
+
+
+def _lerp_fused_multiply_add_tensor(input: Tensor, end: Tensor, weight: Tensor) -> Tensor:
+    """The float32 lerp with a weight tensor, bit for bit as PyTorch's kernel: per element
+    `fma(w, end - start, start)` where |w| < 0.5, else `fma(w - 1, end - start, end)`."""
+    small = abs(weight) < 0.5
+    coeff = where(small, weight, sub(weight, 1)).to(dtype=dt.float64)
+    base = where(small, input, end).to(dtype=dt.float64)
+    diff = sub(end, input).to(dtype=dt.float64)
+    return add(base, mul(diff, coeff)).to(dtype=dt.float32)
 
 
 def _addcmul_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
