@@ -238,7 +238,7 @@ def main():
         model.num_inputs = 2
         samples = model.sample(num_samples=256)
         print("sample shape", tuple(samples.shape), "finite:", bool(torch.isfinite(samples).all()))
-    print("running_mean of first BN", model[1].running_mean)
+    print("running_mean of first BN", [f"{v:.4f}" for v in model[1].running_mean.tolist()])
 
 
 if __name__ == "__main__":

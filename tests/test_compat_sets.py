@@ -1,0 +1,73 @@
+"""PyTorch behaviours the set-S30 programs (Conformer, Performer, Reformer, RetNet, a masked
+autoregressive flow, a Gumbel-softmax VAE, Rainbow-lite, Lion/Muon/LAMB) needed, checked
+against torch itself."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+_NUMBER_OPS = {
+    "mul": lambda m, a: a * 2.0315, "rmul": lambda m, a: -4.775 * a,
+    "div": lambda m, a: a / 3.3, "rdiv": lambda m, a: 3.3 / a,
+    "add": lambda m, a: a + 0.29021, "rsub": lambda m, a: 0.29021 - a,
+    "pow": lambda m, a: a.abs() ** 2.37, "rpow": lambda m, a: 1.37 ** a,
+    "fmod": lambda m, a: m.fmod(a, 0.3333), "remainder": lambda m, a: a % 0.3333,
+    "floor_divide": lambda m, a: a // 0.3333, "imul": lambda m, a: a.clone().mul_(2.0315),
+    "idiv": lambda m, a: a.clone().div_(3.3),
+}
+
+
+def _values(mod, dtype_name: str):
+    g = np.random.default_rng(0).standard_normal(2000).astype(np.float32) * 3
+    return mod.tensor(g).to(getattr(mod, dtype_name))
+
+
+def _bits(t) -> np.ndarray:
+    return np.asarray(t.float().tolist(), np.float32)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("op", sorted(_NUMBER_OPS))
+def test_half_precision_tensor_and_number(op: str, dtype: str) -> None:
+    """mul and div of a half-precision tensor by a number run in float32 with the number
+    unrounded (Muon's `b * A` in bfloat16); add, sub, pow, fmod and remainder round the
+    number to the tensor's dtype; every result stays in the tensor's dtype."""
+    fn = _NUMBER_OPS[op]
+    want, got = fn(torch, _values(torch, dtype)), fn(ember, _values(ember, dtype))
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1] == dtype
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+def test_add_alpha_scales_in_the_result_dtype() -> None:
+    """`p.add_(u, alpha=-lr)` with a float32 p and a bfloat16 u (Muon's update) scales u
+    in float32, not rounded to bfloat16 first."""
+    out = []
+    for mod in (torch, ember):
+        p = mod.zeros(5)
+        u = mod.tensor([1.1, 2.3, 0.7, 3.3, 1.7]).bfloat16()
+        out.append((p.clone().add_(u, alpha=-0.02).tolist(),
+                    mod.add(p, u, alpha=-0.0213).tolist(), mod.sub(p, u, alpha=0.37).tolist()))
+    assert out[1] == out[0]
+
+
+def test_lerp_with_a_weight_tensor_is_fused() -> None:
+    """float32 lerp with a weight tensor rounds as PyTorch's fma kernel (both branches of
+    |w| < 0.5), and its gradients agree (to float32 rounding: they flow through the
+    float64 multiply-add)."""
+    g = np.random.default_rng(1)
+    a, b = g.standard_normal(3000).astype(np.float32), g.standard_normal(3000).astype(np.float32)
+    w = g.uniform(-0.2, 1.2, 3000).astype(np.float32)
+    res = []
+    for mod in (torch, ember):
+        ta, tb, tw = (mod.tensor(v, requires_grad=True) for v in (a, b, w))
+        y = mod.lerp(ta, tb, tw)
+        (y * mod.arange(3000.0)).sum().backward()
+        res.append([_bits(t) for t in (y.detach(), ta.grad, tb.grad, tw.grad)])
+    np.testing.assert_array_equal(res[1][0], res[0][0])
+    for want, got in zip(res[0][1:], res[1][1:]):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
