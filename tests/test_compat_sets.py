@@ -71,3 +71,26 @@ def test_lerp_with_a_weight_tensor_is_fused() -> None:
     np.testing.assert_array_equal(res[1][0], res[0][0])
     for want, got in zip(res[0][1:], res[1][1:]):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_normal_and_bernoulli_are_exponential_families() -> None:
+    """Normal and Bernoulli are ExponentialFamily members as in PyTorch: the Bregman KL and
+    entropy work through their natural parameters, and a KL across families names the
+    exponential-family rule (the Gumbel-softmax VAE's KL probes)."""
+    out = []
+    for mod in (torch, ember):
+        D = mod.distributions
+        n1 = D.Normal(mod.tensor([0.3, 0.0]), mod.tensor([1.2, 1.0]))
+        n2 = D.Normal(mod.tensor([1.0, 1.0]), mod.tensor([0.7, 2.0]))
+        b1, b2 = D.Bernoulli(mod.tensor([0.3, 0.6])), D.Bernoulli(mod.tensor([0.5, 0.1]))
+        with pytest.raises(NotImplementedError) as err:
+            D.kl_divergence(D.Normal(0.0, 1.0), D.Bernoulli(0.3))
+        out.append((isinstance(n1, D.ExponentialFamily), isinstance(b1, D.ExponentialFamily),
+                    D.kl._kl_expfamily_expfamily(n1, n2).tolist(),
+                    D.kl._kl_expfamily_expfamily(b1, b2).tolist(),
+                    D.ExponentialFamily.entropy(n1).tolist(),
+                    D.ExponentialFamily.entropy(b1).tolist(), str(err.value)))
+    assert out[1][:2] == out[0][:2] == (True, True)
+    assert out[1][-1] == out[0][-1]
+    for want, got in zip(out[0][2:6], out[1][2:6]):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
