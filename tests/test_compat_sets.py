@@ -94,3 +94,23 @@ def test_normal_and_bernoulli_are_exponential_families() -> None:
     assert out[1][-1] == out[0][-1]
     for want, got in zip(out[0][2:6], out[1][2:6]):
         np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_conv_same_padding_with_an_even_kernel_warns_once() -> None:
+    """PyTorch's TORCH_WARN_ONCE for an asymmetric 'same' padding (the Conformer's
+    depthwise convolution with an even kernel), and no warning for an odd kernel."""
+    import warnings
+
+    from ember.core import errors
+
+    message = ("Using padding='same' with even kernel lengths and odd dilation may require a "
+               "zero-padded copy of the input be created")
+    errors._warned.discard(message)
+    x = ember.randn(1, 4, 9)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ember.nn.Conv1d(4, 4, 3, padding="same", groups=4)(x)
+        y = ember.nn.Conv1d(4, 4, 4, padding="same", groups=4)(x)
+        ember.nn.Conv1d(4, 4, 4, padding="same", groups=4)(x)
+    assert [str(w.message) for w in caught] == [message]
+    assert caught[0].category is UserWarning and tuple(y.shape) == (1, 4, 9)
