@@ -114,3 +114,78 @@ def test_conv_same_padding_with_an_even_kernel_warns_once() -> None:
         ember.nn.Conv1d(4, 4, 4, padding="same", groups=4)(x)
     assert [str(w.message) for w in caught] == [message]
     assert caught[0].category is UserWarning and tuple(y.shape) == (1, 4, 9)
+
+
+def _triple(mod, dtype_name: str):
+    # (a multiple of 64 elements: PyTorch's half kernels round a vector loop's leftover
+    # elements in their scalar loop, alpha * other first)
+    g = np.random.default_rng(2).standard_normal((3, 3008)).astype(np.float32)
+    return [mod.tensor(row).to(getattr(mod, dtype_name)) for row in g]
+
+
+_AXPY_LIKE = {
+    "add": lambda m, a, b, c: m.add(a, b, alpha=0.0137),
+    "sub": lambda m, a, b, c: m.sub(a, b, alpha=0.0137),
+    "add_": lambda m, a, b, c: a.clone().add_(b, alpha=-0.0137),
+    "sub_": lambda m, a, b, c: a.clone().sub_(b, alpha=0.0137),
+    "addcmul": lambda m, a, b, c: m.addcmul(a, b, c, value=0.3),
+    "addcmul_": lambda m, a, b, c: a.clone().addcmul_(b, c, value=-0.0137),
+    "addcdiv": lambda m, a, b, c: m.addcdiv(a, b, c.abs() + 1, value=0.0137),
+    "addcdiv_": lambda m, a, b, c: a.clone().addcdiv_(b, c.abs() + 1, value=-0.0137),
+    "foreach_add_": lambda m, a, b, c: m._foreach_add_([a], [b], alpha=-0.0137)[0],
+    "foreach_addcmul_": lambda m, a, b, c: m._foreach_addcmul_([a], [b], [c], value=0.3)[0],
+    "foreach_addcdiv_": lambda m, a, b, c: m._foreach_addcdiv_([a], [b], [c.abs() + 1],
+                                                               value=-0.3)[0],
+    "foreach_lerp_": lambda m, a, b, c: m._foreach_lerp_([a], [b], 0.1)[0],
+}
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("op", sorted(_AXPY_LIKE))
+def test_half_precision_scaled_updates_round_once(op: str, dtype: str) -> None:
+    """add/sub with alpha (alpha rounded to the dtype), addcmul and addcdiv (value not
+    rounded) of half-precision tensors compute in float32 and round once, as PyTorch's
+    kernels (and so its optimizers' steps on bfloat16 parameters)."""
+    fn = _AXPY_LIKE[op]
+    want, got = fn(torch, *_triple(torch, dtype)), fn(ember, *_triple(ember, dtype))
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+@pytest.mark.parametrize("op", ["addcdiv", "addcdiv_", "foreach_addcdiv_"])
+def test_float32_addcdiv_multiplies_by_value_first(op: str) -> None:
+    """PyTorch's addcdiv kernel is `input + value * tensor1 / tensor2`: (value * t1) / t2."""
+    fn = _AXPY_LIKE[op]
+    want, got = fn(torch, *_triple(torch, "float32")), fn(ember, *_triple(ember, "float32"))
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+@pytest.mark.parametrize("make", [
+    lambda m, ps: m.optim.SGD(ps, lr=0.0137, momentum=0.9, weight_decay=1e-4),
+    lambda m, ps: m.optim.SGD(ps, lr=0.0137, momentum=0.9, dampening=0.1, nesterov=False),
+    lambda m, ps: m.optim.SGD(ps, lr=0.0137, momentum=0.9, nesterov=True, weight_decay=1e-3),
+    lambda m, ps: m.optim.Adam(ps, lr=0.0137), lambda m, ps: m.optim.AdamW(ps, lr=0.0137)],
+    ids=["sgd", "sgd_dampening", "sgd_nesterov", "adam", "adamw"])
+def test_bfloat16_optimizer_steps_match(make) -> None:
+    """Three optimizer steps on a bfloat16 model give PyTorch's parameters bit for bit."""
+    out = []
+    for mod in (torch, ember):
+        mod.manual_seed(0)
+        m = mod.nn.Linear(16, 64).bfloat16()  # (64 biases: see _triple)
+        opt = make(mod, m.parameters())
+        x = mod.randn(4, 16).bfloat16()
+        for _ in range(3):
+            opt.zero_grad()
+            m(x).float().pow(2).mean().backward()
+            opt.step()
+        out.append([_bits(p.detach()) for p in m.parameters()])
+    for want, got in zip(*out):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_inplace_foreach_ops_return_their_list() -> None:
+    """PyTorch's in-place list ops return the very list they were given."""
+    for mod in (torch, ember):
+        xs = [mod.ones(2), mod.ones(3)]
+        assert mod._foreach_add_(xs, 1.0) is xs
+        assert mod._foreach_mul_(xs, [mod.ones(2), mod.ones(3)]) is xs
+        assert mod._foreach_lerp_(xs, xs, 0.5) is xs and mod._foreach_zero_(xs) is xs
