@@ -660,9 +660,7 @@ def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """Subtracts `other`, scaled by `alpha`, from `input`: `input - alpha * other`."""
     if not _plain(alpha):
-        half = _half_axpy(input, other, -python_scalar(alpha)) \
-            if isinstance(python_scalar(alpha), (int, float)) and \
-            not isinstance(python_scalar(alpha), bool) else None
+        half = _half_axpy(input, other, _negated(alpha))
         if half is not None:
             return half
         other = _scaled("sub", input, other, alpha)
