@@ -644,6 +644,37 @@ PROGRAMS_Q = [
 PROGRAMS_B += PROGRAMS_Q
 
 
+# set S30: sequence models (Conformer, Performer FAVOR+, Reformer LSH, RetNet), generative
+# models (masked autoregressive flow, Gumbel-softmax dVAE), RL (Rainbow-lite), optimizers
+# people copy (Lion, Muon, LAMB)
+PROGRAMS_S30 = [
+    Program("conformer_block.py", same=r"^(?!step|first frame|frame accuracy|running_var)",
+            skeleton=r"^first frame|^frame accuracy|^running_var",
+            losses=r"^step +\d+ loss (?P<loss>[\d.]+) ", factor=1.5, long=True),
+    Program("performer_favor.py", same=r"^(?!step|copy accuracy|features +\d+ mean)",
+            skeleton=r"^copy accuracy|^features +\d+ mean",
+            losses=r"^step +\d+ loss (?P<loss>[\d.]+)$", factor=1.5, long=True),
+    Program("reformer_lsh.py", same=r"^(?!step|lsh out|        \[ )",
+            skeleton=r"^lsh out|^        \[ ",
+            losses=r"^step +\d+ loss (?P<loss>[\d.]+)$", factor=1.5, long=True),
+    Program("retnet_retention.py", same=r"^(?!step|parallel logits)",
+            skeleton=r"^parallel logits",
+            losses=r"^step +\d+ loss (?P<loss>[\d.]+) ", factor=1.5, long=True),
+    Program("maf_flow.py", same=r"^(?!epoch|data |running_mean|eval nll)",
+            skeleton=r"^data |^running_mean|^eval nll",
+            losses=r"^epoch \d+ loss (?P<loss>[\d.]+)$", factor=1.5, long=True),
+    Program("gumbel_dvae.py", same=r"^(?!====>)",
+            losses=r"Average loss: (?P<loss>[\d.]+)", factor=1.5, long=True),
+    Program("custom_optimizers_lion_muon.py",
+            same=r"^(?!(lion|muon|lamb) (step|accuracy)|exp_avg of|trust ratio)",
+            skeleton=r"^(lion|muon|lamb) accuracy|^exp_avg of|^trust ratio",
+            losses=r"^(?P<tag>\w+) step +\d+ loss (?P<loss>[\d.]+)$", factor=1.5, long=True),
+    Program("rainbow_dqn.py", same=r"^(?!step|greedy)", skeleton=r"^greedy",
+            losses=r"^step +\d+ loss (?P<loss>[\d.]+)$", factor=1.5, long=True),
+]
+PROGRAMS_B += PROGRAMS_S30
+
+
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""
     checks = []

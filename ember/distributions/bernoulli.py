@@ -7,13 +7,13 @@ from numbers import Number
 import ember
 import ember.nn.functional as F
 from ember.distributions import constraints
-from ember.distributions.distribution import Distribution
+from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Bernoulli"]
 
 
-class Bernoulli(Distribution):
+class Bernoulli(ExponentialFamily):
     r"""A Bernoulli distribution parameterized by `probs` or `logits` (but not both).
 
     Samples are binary (0 or 1): 1 with probability `p` and 0 with probability `1 - p`.
@@ -33,6 +33,7 @@ class Bernoulli(Distribution):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
+    _mean_carrier_measure = 0
 
     def __init__(self, probs=None, logits=None, validate_args: bool | None = None):
         if (probs is None) == (logits is None):
@@ -99,6 +100,13 @@ class Bernoulli(Distribution):
 
     def entropy(self):
         return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+
+    @property
+    def _natural_params(self):
+        return (ember.logit(self.probs),)
+
+    def _log_normalizer(self, x):
+        return ember.log1p(ember.exp(x))
 
     def enumerate_support(self, expand: bool = True):
         values = ember.arange(2, dtype=self._param.dtype, device=self._param.device)

@@ -40,7 +40,8 @@ from ember.core.backend import (
 hide_ieee_warnings()  # (again: ember may have been imported inside a catch_warnings block)
 
 _NP = {d: numpy_dtype(d) for d in EVERY_DTYPE + LIMITED_DTYPES}
-_BF16, _BOOL = _NP[bfloat16], np.dtype(np.bool_)
+_BF16, _BOOL, _F16 = _NP[bfloat16], np.dtype(np.bool_), np.dtype(np.float16)
+_HALF = (_F16, _BF16)
 _NATIVE_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))  # BLAS and Generator dtypes
 _rng = np.random.Generator(np.random.PCG64(0))
 
@@ -61,12 +62,32 @@ def _call_elementwise(f, args, out):
     into scalars). ml_dtypes' bfloat16 ignores NumPy's weak-scalar rule (`bf16 + 2.0`
     gives float32): there, make scalars bfloat16 arrays and keep a bfloat16 result."""
     first = args[0] if type(args[0]) is np.ndarray else args[-1]
+    if first.dtype in _HALF and f in _OPMATH and len(args) == 2 and \
+            type(args[0]) is not type(args[1]):
+        return _opmath_with_number(f, args, out, first.dtype)
     if first.dtype != _BF16:
         result = f(*args, out=out)
         return result if type(result) is np.ndarray else np.asarray(result)
     args = tuple(a if type(a) is np.ndarray else np.asarray(a, _BF16) for a in args)
     result = np.asarray(f(*args, out=out))
     return result if result.dtype in (_BF16, _BOOL) else result.astype(_BF16)
+
+
+# PyTorch multiplies and divides a half-precision tensor by a number in float32, the
+# number kept at full precision (its mul/div kernels read the scalar as opmath_t), and
+# rounds the result once; add, sub, pow and fmod round the number to the tensor's dtype
+# first, as NumPy's weak-scalar rule does
+_OPMATH = frozenset({np.multiply, np.true_divide})
+
+
+def _opmath_with_number(f, args, out, dtype):
+    wide = tuple(a.astype(np.float32) if type(a) is np.ndarray else np.float32(a)
+                 for a in args)
+    result = np.asarray(f(*wide)).astype(dtype)
+    if out is None:
+        return result
+    np.copyto(out, result)
+    return out
 
 
 def _elementwise_kernel(f):
@@ -82,7 +103,7 @@ def _elementwise_kernel(f):
             # (a row-major first operand, the common case, costs one flag read)
             if not first.flags.c_contiguous and len(args) == 2 and disordered(args, ndarray):
                 return _call_elementwise(ordered, args, None)
-            if first.dtype is not _BF16:
+            if first.dtype is not _BF16 and first.dtype is not _F16:
                 result = f(*args)
                 return result if type(result) is ndarray else asarray(result)
         elif not out.flags.writeable:  # a broadcast view: its elements share memory
@@ -117,7 +138,6 @@ def _relu(x, out=None):
     return np.maximum(x, x.dtype.type(0), out=out)
 
 
-_HALF = (np.dtype(np.float16), _BF16)
 
 
 def _matmul(a, b):

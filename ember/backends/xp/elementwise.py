@@ -133,8 +133,20 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     def is_integer(a, b) -> bool:
         return xp.issubdtype(xp.result_type(a, b), xp.integer)
 
-    def integer_division(f, name):
+    def rounded_number(a, b):
+        """PyTorch's pow, fmod and remainder round a number operand to a half-precision
+        tensor's dtype (NumPy's weak-scalar rule; ml_dtypes' bfloat16 would compute, and
+        answer, in float32); floor_divide keeps it whole."""
+        if isinstance(a, ndarray) and a.dtype in low_precision and not isinstance(b, ndarray):
+            return a, xp.asarray(b, a.dtype)
+        if isinstance(b, ndarray) and b.dtype in low_precision and not isinstance(a, ndarray):
+            return xp.asarray(a, b.dtype), b
+        return a, b
+
+    def integer_division(f, name, rounds=False):
         def kernel(a, b, out=None):
+            if rounds:
+                a, b = rounded_number(a, b)
             with quiet():
                 if is_integer(a, b) and _any(b == 0):
                     raise IntegerDivisionByZero(name)
@@ -144,6 +156,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     def remainder(a, b, out=None):
         # PyTorch's: fmod, then the divisor's sign; a zero keeps fmod's sign
         # (remainder(-2., 2) is -0.), where NumPy's gives the divisor's
+        a, b = rounded_number(a, b)
         if is_integer(a, b):
             return integer_division(xp.remainder, "remainder")(a, b, out=out)
         with quiet():
@@ -156,6 +169,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return out
 
     def power(a, b, out=None):
+        a, b = rounded_number(a, b)
         if is_integer(a, b) and _any(b < 0):
             if not isinstance(b, ndarray):  # PyTorch refuses a negative number exponent
                 raise RuntimeError("Integers to negative integer powers are not allowed.")
@@ -227,7 +241,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 
     table.update({
         op: torch_layout(k, ndarray) for op, k in {
-            "fmod": integer_division(xp.fmod, "fmod"),
+            "fmod": integer_division(xp.fmod, "fmod", rounds=True),
             "bitwise_left_shift": shift(True), "bitwise_right_shift": shift(False),
             "pow": power, "remainder": remainder,
             "floor_divide": integer_division(xp.floor_divide, "floor_divide")}.items()})

@@ -545,12 +545,57 @@ def _scaled(name: str, input: Any, other: Any, alpha: Any) -> Any:
                            "floating point number.")
     if isinstance(other, numbers.Number) and not isinstance(other, Tensor):
         return other * alpha
+    if other.dtype is not common and common._differentiable:
+        # PyTorch scales `other` in the result's dtype: a bfloat16 update added to a
+        # float32 parameter (`p.add_(u, alpha=-lr)`) is not rounded to bfloat16 first
+        other = other.to(common)
     return mul(other, alpha)
+
+
+_HALF_FLOATS = (dt.float16, dt.bfloat16)
+
+
+def _rounded_to(number: float, dtype: dt.dtype) -> float:
+    """`number` rounded to float16 or bfloat16 (to nearest, ties to even), as a float."""
+    if dtype is dt.float16:
+        return struct.unpack("e", struct.pack("e", number))[0]
+    bits = struct.unpack("I", struct.pack("f", number))[0]
+    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    return struct.unpack("f", struct.pack("I", bits & 0xFFFFFFFF))[0]
+
+
+def _half_operands(*tensors: Any) -> dt.dtype | None:
+    """The shared float16/bfloat16 dtype of `tensors` when no autograd or forward-mode
+    records them (PyTorch's half kernels compute in float32 and round once), else None."""
+    first = tensors[0]
+    if not isinstance(first, Tensor) or first._dtype not in _HALF_FLOATS or fw.active:
+        return None
+    for t in tensors:
+        if not isinstance(t, Tensor) or t._dtype is not first._dtype or \
+                (state.enabled and t._requires_grad):
+            return None
+    return first._dtype
+
+
+def _half_axpy(input: Any, other: Any, alpha: Any) -> Tensor | None:
+    """PyTorch's half-precision `input + alpha * other`: alpha rounded to the dtype, the
+    rest in float32, one rounding at the end. None where that does not apply."""
+    alpha = python_scalar(alpha)
+    half = _half_operands(input, other)
+    if half is None or not isinstance(alpha, (int, float)) or isinstance(alpha, bool):
+        return None
+    wide = binary("add", input.float(), mul(other.float(), _rounded_to(float(alpha), half)))
+    return wide.to(dtype=half)
 
 
 def _plain(alpha: Any) -> bool:
     """Whether `alpha` is the default (the int 1: True and 1.0 get checked)."""
     return type(alpha) is int and alpha == 1
+
+
+def _negated(alpha: Any) -> Any:
+    alpha = python_scalar(alpha)
+    return -alpha if isinstance(alpha, (int, float)) and not isinstance(alpha, bool) else None
 
 
 def _scaled_inplace(name: str) -> Any:
@@ -563,6 +608,9 @@ def _scaled_inplace(name: str) -> Any:
                 fn = OPS[name].fn
                 return apply_inplace(self, lambda old: fn(old, other, alpha=alpha), other,
                                      op=name + "_")
+            half = _half_axpy(self, other, alpha if name == "add" else _negated(alpha))
+            if half is not None and tuple(half.shape) == tuple(self.shape):
+                return self.copy_(half)
             other = _scaled(name, self, other, alpha)
         return fast(self, other)
     method.__name__ = name + "_"
@@ -609,6 +657,9 @@ def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """Adds `other`, scaled by `alpha`, to `input`: `input + alpha * other`, with
     broadcasting and type promotion."""
     if not _plain(alpha):
+        half = _half_axpy(input, other, alpha)
+        if half is not None:
+            return half
         other = _scaled("add", input, other, alpha)
     return binary("add", input, other)
 
@@ -622,6 +673,9 @@ def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """Subtracts `other`, scaled by `alpha`, from `input`: `input - alpha * other`."""
     if not _plain(alpha):
+        half = _half_axpy(input, other, _negated(alpha))
+        if half is not None:
+            return half
         other = _scaled("sub", input, other, alpha)
     return binary("sub", input, other)
 
@@ -1013,6 +1067,9 @@ def _lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     if input._dtype in _FMA_EMULATED and isinstance(end, Tensor) and \
             end._dtype is input._dtype and not isinstance(weight, Tensor):
         return _lerp_fused_multiply_add(input, end, float(weight))
+    if input._dtype is dt.float32 and isinstance(end, Tensor) and \
+            isinstance(weight, Tensor) and end._dtype is weight._dtype is dt.float32:
+        return _lerp_fused_multiply_add_tensor(input, end, weight)
     diff = sub(end, input)
     if not isinstance(weight, Tensor):
         return add(input, mul(diff, weight)) if -0.5 < weight < 0.5 else \
@@ -1042,11 +1099,24 @@ def _lerp_fused_multiply_add(input: Tensor, end: Tensor, weight: float) -> Tenso
     return out if input._dtype is dt.float32 else out.to(dtype=input._dtype)
 
 
+def _lerp_fused_multiply_add_tensor(input: Tensor, end: Tensor, weight: Tensor) -> Tensor:
+    """The float32 lerp with a weight tensor, bit for bit as PyTorch's kernel: per element
+    `fma(w, end - start, start)` where |w| < 0.5, else `fma(w - 1, end - start, end)`."""
+    small = abs(weight) < 0.5
+    coeff = where(small, weight, sub(weight, 1)).to(dtype=dt.float64)
+    base = where(small, input, end).to(dtype=dt.float64)
+    diff = sub(end, input).to(dtype=dt.float64)
+    return add(base, mul(diff, coeff)).to(dtype=dt.float32)
+
+
 def _addcmul_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
                      value: Any = 1) -> Tensor:
     if tracked(self, tensor1, tensor2):
         return apply_inplace(self, lambda old: addcmul(old, tensor1, tensor2, value=value),
                              tensor1, tensor2, op="addcmul_")
+    half = _half_addc(mul, self, tensor1, tensor2, value)
+    if half is not None and tuple(half.shape) == tuple(self.shape):
+        return self.copy_(half)
     prod_ = mul(tensor1, tensor2)
     return run_binary("add", self, mul(prod_, value) if value != 1 else prod_, out=self)
 
@@ -1057,8 +1127,12 @@ def _addcdiv_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
         return apply_inplace(self, lambda old: addcdiv(old, tensor1, tensor2, value=value),
                              tensor1, tensor2, op="addcdiv_")
     _no_integer_addcdiv(tensor1, tensor2)
-    q = div(tensor1, tensor2)
-    return run_binary("add", self, mul(q, value) if value != 1 else q, out=self)
+    half = _half_addc(div, self, tensor1, tensor2, value)
+    if half is not None and tuple(half.shape) == tuple(self.shape):
+        return self.copy_(half)
+    # PyTorch's kernel: `self + value * tensor1 / tensor2`, the product first
+    q = div(mul(tensor1, value), tensor2) if value != 1 else div(tensor1, tensor2)
+    return run_binary("add", self, q, out=self)
 
 
 @composite(complex=True,
@@ -1066,6 +1140,9 @@ def _addcdiv_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
            inplace_method=_addcmul_inplace, cost=costs.pointwise(3))
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """`input + value * tensor1 * tensor2`."""
+    half = _half_addc(mul, input, tensor1, tensor2, value)
+    if half is not None:
+        return half
     return add(input, mul(mul(tensor1, tensor2), value))
 
 
@@ -1074,7 +1151,26 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """`input + value * tensor1 / tensor2`."""
     _no_integer_addcdiv(tensor1, tensor2)
-    return add(input, mul(div(tensor1, tensor2), value))
+    half = _half_addc(div, input, tensor1, tensor2, value)
+    if half is not None:
+        return half
+    # PyTorch's kernel: `input + value * tensor1 / tensor2`, the product first
+    return add(input, div(mul(tensor1, value), tensor2) if value != 1 else div(tensor1, tensor2))
+
+
+def _half_addc(op: Any, input: Any, tensor1: Any, tensor2: Any, value: Any) -> Tensor | None:
+    """PyTorch's half-precision addcmul/addcdiv: `input + value * tensor1 op tensor2` in
+    float32 (value unrounded), one rounding at the end; addcmul's kernel fuses the last
+    multiply-add (float64 holds that product exactly). None where that does not apply."""
+    value = python_scalar(value)
+    half = _half_operands(input, tensor1, tensor2)
+    if half is None or not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    scaled = mul(tensor1.float(), float(value))
+    if op is mul:
+        fused = binary("add", input.double(), mul(scaled.double(), tensor2.double()))
+        return fused.float().to(dtype=half)
+    return binary("add", input.float(), op(scaled, tensor2.float())).to(dtype=half)
 
 
 def _no_integer_addcdiv(tensor1: Tensor, tensor2: Tensor) -> None:

@@ -82,10 +82,10 @@ def _list_op(name: str, inplace: bool) -> Callable[..., Any]:
         lists = [a for a in args if _is_list(a)]
         _check(op, xs, lists)
         if not xs:
-            return None if inplace else ()
+            return self if inplace else ()
         fused = run_fused(op, xs, *args, **kwargs)
-        if fused is not None:  # (a tuple out of place, as PyTorch's)
-            return None if inplace else tuple(fused)
+        if fused is not None:  # (a tuple out of place; in place, the list given, as PyTorch's)
+            return self if inplace else tuple(fused)
         _check_devices(op, xs, lists)
         out = []
         with no_grad():
@@ -97,7 +97,7 @@ def _list_op(name: str, inplace: bool) -> Callable[..., Any]:
                     x.copy_(value)
                 else:
                     out.append(value)
-        return None if inplace else tuple(out)
+        return self if inplace else tuple(out)
     fn.__doc__ = f"`{name}` over a list of tensors{' in place' if inplace else ''}."
     return fn
 
@@ -115,7 +115,7 @@ def _declare_list_op(name: str, inplace: bool) -> Callable[..., Any]:
     fused_kernel(op, replaces=op, same_dtype=False,
                  outputs=() if inplace else ("each",), writes=(0,) if inplace else (),
                  signature=f"{op}{_SIGNATURES[name]} -> "
-                           f"{'None (writes into xs)' if inplace else 'list'}",
+                           f"{'xs (written in place)' if inplace else 'list'}",
                  doc=f"`{name}` over lists of buffers in one call.")
     return define(op, Kind.COMPOSITE, _list_op(name, inplace), variants="function",
                   fused=(op,), cost=_list_cost, complex=name in _COMPLEX)

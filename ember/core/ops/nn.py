@@ -36,7 +36,7 @@ from ember.core.backend import numpy_dtype
 from ember.core.creation import arange, full, ones, tensor, zeros
 from ember.core.declare import composite, fused_kernel, primitive
 from ember.core.dispatch import device_mismatch, run_fused
-from ember.core.errors import with_context
+from ember.core.errors import warn_once, with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import ShownNode, record, shown_as
 from ember.core.host import dtype_arg
@@ -669,6 +669,8 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
                                  "convolutions")
             left, right = _same_padding(kernel, dilation)
             if left != right:  # uneven: pad the extra element on the right, as PyTorch does
+                warn_once("Using padding='same' with even kernel lengths and odd dilation may "
+                          "require a zero-padded copy of the input be created")
                 extra = []
                 for a, b in reversed(list(zip(left, right))):
                     extra += [0, b - a]
