@@ -34,10 +34,11 @@ SHARED_OPS = frozenset("""
     exp_backward expand expm1 flip floor floor_divide full gather ge getitem gt im2col
     index_select isfinite isinf isnan le linear linear_backward log log1p log2
     log_backward logical_and logical_not logical_or logical_xor lstm_cell
-    lstm_cell_backward lt matmul max max_pool max_pool_backward maximum min minimum mul ne
+    lstm_cell_backward lt matmul max max_min_dim max_pool max_pool_backward maximum min
+    minimum mul ne
     neg nonzero permute pow prod reciprocal relu relu_backward remainder reshape round
-    rsqrt scatter scatter_add scatter_reduce setitem sigmoid sigmoid_backward sign sin sqrt
-    sub sum tan
+    rsqrt scatter scatter_add scatter_reduce setitem sigmoid sigmoid_backward sign sin
+    softmax log_softmax sqrt sub sum tan
     tanh tanh_backward topk tril triu trunc where
 """.split())
 CPU_ONLY = frozenset({"rand", "randn", "randint", "randperm", "lstm_layer",
@@ -247,7 +248,10 @@ def _calls():
               "sum prod max min all any".split()]
     calls += [("argmax", (x,), {"dim": 1}), ("argmin", (x,), {"dim": None}),
               ("cumsum", (x,), {"dim": 0}), ("topk", (x,), {"k": 2, "dim": 1}),
-              ("topk", (x,), {"k": 3, "dim": 0, "largest": False})]
+              ("topk", (x,), {"k": 3, "dim": 0, "largest": False}),
+              ("max_min_dim", (x,), {"dim": 1, "keepdim": False, "largest": True}),
+              ("max_min_dim", (x,), {"dim": 0, "keepdim": True, "largest": False}),
+              ("softmax", (x,), {"dim": 1}), ("log_softmax", (x,), {"dim": 0})]
     calls += [("reshape", (x,), {"shape": (4, 3), "copy": False}),
               ("permute", (x,), {"dims": (1, 0)}), ("expand", (x[:1],), {"shape": (2, 3, 4)}),
               ("flip", (x,), {"dims": (0,)}), ("clone", (x.T,), {}),

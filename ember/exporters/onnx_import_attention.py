@@ -96,7 +96,10 @@ def _attention(ctx: ImportContext, q: Any, k: Any, v: Any, mask: Any = None,
             k.shape[0], heads_q, kv_len, k.shape[3])
         v = v.unsqueeze(2).expand(-1, -1, reps, -1, -1).reshape(
             v.shape[0], heads_q, kv_len, v.shape[3])
-    scores = ember.matmul(q * scale, k.transpose(2, 3) * scale)
+    # the scale in the operands' dtype, as onnx's reference (NumPy) multiplies by it: a
+    # Python float would stay float32 in a half-precision product (PyTorch's opmath)
+    root = ember.tensor(scale, dtype=q.dtype, device=q.device)
+    scores = ember.matmul(q * root, k.transpose(2, 3) * root)
     softcap = ctx.attr("softcap")
     if softcap is not None and softcap > 0:
         scores = ember.tanh(scores / softcap) * softcap

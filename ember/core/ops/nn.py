@@ -1053,18 +1053,38 @@ def _pool_geometry(op: str, n: int, x: Tensor, kernel_size, stride, padding, dil
         _tuple(stride, n, "stride")
     padding, dilation = _tuple(padding, n, "padding"), _tuple(dilation, n, "dilation")
     # PyTorch's checks, in its order
+    where = f"{op}: kernel_size={kernel}, stride={stride}, padding={padding}, " \
+            f"dilation={dilation}"
+    if op == "max_pool1d":  # PyTorch's own checks and words for it, in its order
+        checks = (("kernel_size", kernel[0] > 0, "must be greater than zero"),
+                  ("stride", stride[0] > 0, "must be greater than zero"),
+                  ("padding", padding[0] >= 0, "must be non-negative"))
+        for name, ok, rule in checks:
+            if not ok:
+                value = {"kernel_size": kernel, "stride": stride, "padding": padding}[name]
+                raise with_context(RuntimeError(f"max_pool1d() {name} {rule}, but got "
+                                                f"{value[0]}"), where)
+        if padding[0] > kernel[0] // 2:
+            raise _pool_padding_error(op, kernel, padding, dilation, kernel[0], padding[0],
+                                      dilation[0])
+        if dilation[0] <= 0:
+            raise with_context(RuntimeError(f"max_pool1d() dilation must be greater than "
+                                            f"zero, but got {dilation[0]}"), where)
     if any(s == 0 for s in stride):
-        raise RuntimeError(f"{op}: stride should not be zero")
-    for what, values in (("kernel size", kernel), ("stride", stride),
-                         ("dilation", dilation)):
-        if any(v <= 0 for v in values):
-            raise RuntimeError(f"{op}: {what} should be greater than zero, but got "
-                               f"{list(values)}")
+        raise with_context(RuntimeError("stride should not be zero"), where)
     if any(p < 0 for p in padding):
-        raise RuntimeError(f"{op}: pad must be non-negative, but got pad: {list(padding)}")
+        raise with_context(RuntimeError(f"pad must be non-negative, but got pad: "
+                                        f"{next(p for p in padding if p < 0)}"), where)
     for k, p, d in zip(kernel, padding, dilation):
-        if p > k // 2:
+        if p > int(k / 2):  # (C's division: a negative kernel is refused just below)
             raise _pool_padding_error(op, kernel, padding, dilation, k, p, d)
+    axes = "THW"[-n:]  # PyTorch's labels: kT kH kW, dT dH dW, dilationT ...
+    for what, label, values in (("kernel size", "k", kernel), ("stride", "d", stride),
+                                ("dilation", "dilation", dilation)):
+        if any(v <= 0 for v in values):
+            got = " ".join(f"{label}{a}: {v}" for a, v in zip(axes, values))
+            raise with_context(RuntimeError(f"{what} should be greater than zero, but got "
+                                            f"{got}"), where)
     spatial = tuple(x.shape[2:])
     if op == "avg_pool3d" and any(size < k for size, k in zip(spatial, kernel)):
         raise with_context(RuntimeError(
