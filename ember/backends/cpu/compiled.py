@@ -340,39 +340,34 @@ def max_pool_backward(numpy_kernel: Callable[..., Any]) -> Callable[..., Any]:
     return kernel
 
 
-def _conv_params(kernel_size, dilation, padding, stride, outs) -> tuple:
-    """A 2-d convolution's geometry as the column kernels take it."""
-    return (*kernel_size, *stride, *padding, *dilation, *outs)
+def _columns_pass(name: str, source: np.ndarray, result: np.ndarray, kernel_size, dilation,
+                  padding, stride, outs) -> np.ndarray | None:
+    """Runs numba_conv's column kernel `name` from `source` into `result` (a 2-d
+    convolution's geometry passed as it takes it); None where `source` does not qualify
+    or numba fails (NumPy's copies then run)."""
+    if len(kernel_size) != 2 or not _qualifies(source) or (module := conv_kernels()) is None:
+        return None
+    try:
+        getattr(module, name)(source, result, *kernel_size, *stride, *padding, *dilation,
+                              *outs)
+    except Exception as e:  # noqa: BLE001 - a numba failure: NumPy from now on
+        _disable(e)
+        return None
+    return result
 
 
 def im2col_batch_last(x, kernel_size, dilation, padding, stride, outs):
     """`Hooks.im2col_batch_last`: a 2-d convolution's batch-last columns (C*K, L*N) in one
-    compiled pass over each channel, or None (NumPy's copies run) where x does not
-    qualify."""
-    if len(kernel_size) != 2 or not _qualifies(x) or (module := conv_kernels()) is None:
-        return None
+    compiled pass over each channel, or None (NumPy's copies run)."""
     cols = np.empty((x.shape[1] * math.prod(kernel_size), math.prod(outs) * x.shape[0]),
                     x.dtype)
-    try:
-        module.im2col_batch_last(
-            x, cols, *_conv_params(kernel_size, dilation, padding, stride, outs))
-    except Exception as e:  # noqa: BLE001 - a numba failure: NumPy from now on
-        _disable(e)
-        return None
-    return cols
+    return _columns_pass("im2col_batch_last", x, cols, kernel_size, dilation, padding,
+                         stride, outs)
 
 
 def col2im_batch_last(cols, x_shape, kernel_size, dilation, padding, stride, outs):
     """`Hooks.col2im_batch_last`: the input gradient (N, C, H, W) from the gradient of
-    batch-last columns in one compiled pass over each channel, or None where the columns
-    do not qualify."""
-    if len(kernel_size) != 2 or not _qualifies(cols) or (module := conv_kernels()) is None:
-        return None
+    batch-last columns in one compiled pass over each channel, or None."""
     grad = np.empty(tuple(x_shape), cols.dtype)
-    try:
-        module.col2im_batch_last(
-            cols, grad, *_conv_params(kernel_size, dilation, padding, stride, outs))
-    except Exception as e:  # noqa: BLE001 - a numba failure: NumPy from now on
-        _disable(e)
-        return None
-    return grad
+    return _columns_pass("col2im_batch_last", cols, grad, kernel_size, dilation, padding,
+                         stride, outs)
