@@ -154,6 +154,10 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
     fast = parse_basic(x._data.shape, key)
     if fast is not None:
         return fast
+    shape = x._data.shape
+    if type(key) is Tensor and key._dtype is dt.int64 and key._device is x._device and \
+            key._data.shape and shape and shape[0]:
+        return _parse_one_index_tensor(shape, key)
     if not x._data.shape and not isinstance(key, tuple):  # PyTorch's words for `loss.data[0]`
         if isinstance(key, numbers.Integral) and not isinstance(key, bool):
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python "
@@ -291,8 +295,21 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
     return ParsedIndex(tuple(spec), tuple(tensors), shape, False, mask)
 
 
+def _parse_one_index_tensor(shape: tuple[int, ...], key: Tensor) -> ParsedIndex:
+    """`x[idx]` with one int64 tensor on x's device (embedding lookups, batches by index,
+    the commonest advanced index): what the general parse builds for it, without its
+    walk over the key."""
+    rows = tuple(key._data.shape)
+    check_bounds([key], [shape[0]], rows)
+    spec = (("tensor", 0),) + tuple(("slice", 0, n, 1) for n in shape[1:])
+    return ParsedIndex(spec, (key,), rows + tuple(shape[1:]), False, None)
+
+
 def _index_range(index: Tensor) -> tuple[int, int]:
     """The smallest and largest entry of a non-empty index tensor."""
+    if index._device.type == "cpu":  # (its own values: two NumPy calls, no dispatches)
+        values = host_array(index)
+        return int(values.min()), int(values.max())
     with tracing.paused():  # a check, not part of the computation
         lo = host_array(run("min", index, dims=None, keepdim=False)).item()
         hi = host_array(run("max", index, dims=None, keepdim=False)).item()
