@@ -18,6 +18,7 @@ def _raised(fn) -> tuple[type, str]:
 
 def _same_error(ember_fn, torch_fn) -> None:
     ours, theirs = _raised(ember_fn), _raised(torch_fn)
+    theirs = theirs[0], theirs[1].replace("torch.", f"{ember.core.dtype.API_NAME}.")
     assert ours[0].__name__ == theirs[0].__name__ and ours[1] == theirs[1], (ours, theirs)
 
 
@@ -33,3 +34,23 @@ def test_factory_with_unknown_device_type() -> None:
 def test_known_device_types_still_parse() -> None:
     for text in ("cpu", "cuda:0", "opencl", "meta", "privateuseone", "cpu:0"):
         assert str(ember.device(text)) == str(torch.device(text))
+
+
+@pytest.mark.parametrize("call", [
+    "kaiser_window(5, beta=8.0)", "kaiser_window(5, 8.0)", "kaiser_window(5, 1)",
+    "hamming_window(5, alpha=0.5)", "hamming_window(5, 0.5)", "hamming_window(5, True, beta=0.3)",
+])
+def test_window_overloads_refused_as_pytorch(call: str) -> None:
+    _same_error(lambda: eval(f"ember.{call}"), lambda: eval(f"torch.{call}"))
+
+
+@pytest.mark.parametrize("call", [
+    "kaiser_window(5, True, 8.0)", "kaiser_window(5, False, beta=8.0)", "kaiser_window(5)",
+    "kaiser_window(5, periodic=False, beta=8.0)", "hamming_window(5, True, alpha=0.5)",
+    "hamming_window(5, True, 0.5, 0.3)", "hamming_window(5, False)", "hann_window(5, False)",
+    "blackman_window(5)", "bartlett_window(5, periodic=False)",
+])
+def test_window_overloads_accepted(call: str) -> None:
+    ours, theirs = eval(f"ember.{call}"), eval(f"torch.{call}")
+    assert ours.dtype.__repr__().split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    assert ours.tolist() == pytest.approx(theirs.tolist(), abs=1e-6)
