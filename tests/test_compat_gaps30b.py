@@ -54,3 +54,22 @@ def test_window_overloads_accepted(call: str) -> None:
     ours, theirs = eval(f"ember.{call}"), eval(f"torch.{call}")
     assert ours.dtype.__repr__().split(".")[-1] == str(theirs.dtype).split(".")[-1]
     assert ours.tolist() == pytest.approx(theirs.tolist(), abs=1e-6)
+
+
+@pytest.mark.parametrize("call", [
+    "b ** True", "b ** False", "torch.pow(b, True)", "torch.pow(b, False)", "b.pow(True)",
+    "b.clone().pow_(True)", "b.clone().pow_(False)", "b ** 1", "b ** 0",
+])
+def test_bool_tensor_to_bool_power(call: str) -> None:
+    results = []
+    for lib in (ember, torch):
+        b = lib.tensor([True, False, True])
+        r = eval(call, {"torch": lib, "b": b})
+        results.append((r.tolist(), str(r.dtype).split(".")[-1]))
+    assert results[0] == results[1]
+
+
+def test_bool_tensor_ipow_bool() -> None:
+    b = ember.tensor([True, False])
+    b **= False
+    assert b.tolist() == [True, True] and b.dtype == ember.bool
