@@ -73,3 +73,19 @@ def test_bool_tensor_ipow_bool() -> None:
     b = ember.tensor([True, False])
     b **= False
     assert b.tolist() == [True, True] and b.dtype == ember.bool
+
+
+def test_foreach_neg_in_place_returns_the_list() -> None:
+    results = []
+    for lib in (ember, torch):
+        xs = [lib.tensor([1.0, -2.0]), lib.tensor([3])]
+        out = lib._foreach_neg_(xs)
+        assert out is xs and out[0] is xs[0]
+        results.append([(x.tolist(), str(x.dtype).split(".")[-1]) for x in xs])
+    assert results[0] == results[1]
+
+
+def test_foreach_neg_of_bool_is_pytorchs_error() -> None:
+    for name in ("_foreach_neg_", "_foreach_neg"):
+        _same_error(lambda: getattr(ember, name)([ember.tensor([True])]),
+                    lambda: getattr(torch, name)([torch.tensor([True])]))

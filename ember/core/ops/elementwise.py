@@ -94,14 +94,19 @@ def as_operand(x: Any, like: Tensor) -> Any:
 _VML_KERNELS = frozenset({"floor", "ceil", "trunc", "round"})  # ATen's vectorised kernels
 
 
+def bool_negation_error() -> RuntimeError:
+    """PyTorch's refusal of `-mask` (also `_foreach_neg` of a bool tensor)."""
+    return RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you "
+                        "are trying to invert a mask, use the `~` or `logical_not()` operator "
+                        "instead.")
+
+
 def _same_dtype_rule(op: str):
     @metadata_rule
     def rule(input):
         if input.dtype is dt.bool_:  # (PyTorch's words: its kernels' names for the rest)
             if op == "neg":
-                raise RuntimeError("Negation, the `-` operator, on a bool tensor is not "
-                                   "supported. If you are trying to invert a mask, use the `~` "
-                                   "or `logical_not()` operator instead.")
+                raise bool_negation_error()
             if op == "relu":
                 raise RuntimeError("Boolean inputs not supported for relu")
             if op != "sign":
