@@ -85,7 +85,24 @@ def test_foreach_neg_in_place_returns_the_list() -> None:
     assert results[0] == results[1]
 
 
-def test_foreach_neg_of_bool_is_pytorchs_error() -> None:
-    for name in ("_foreach_neg_", "_foreach_neg"):
-        _same_error(lambda: getattr(ember, name)([ember.tensor([True])]),
-                    lambda: getattr(torch, name)([torch.tensor([True])]))
+@pytest.mark.parametrize("name", ["_foreach_neg_", "_foreach_neg"])
+def test_foreach_neg_of_bool_is_pytorchs_error(name: str) -> None:
+    _same_error(lambda: getattr(ember, name)([ember.tensor([True])]),
+                lambda: getattr(torch, name)([torch.tensor([True])]))
+
+
+@pytest.mark.parametrize("mode", ["replicate", "reflect", "circular"])
+@pytest.mark.parametrize("shape", [(0, 4), (2, 0), (1, 0, 4), (0, 2, 4), (0, 4, 4), (2, 0, 4, 4),
+                                   (1, 2, 4, 0), (1, 1, 0, 4, 4), (0, 2, 4, 4, 4)])
+def test_non_constant_pad_of_empty_dims(mode: str, shape: tuple) -> None:
+    pad = (1, 1) * max(len(shape) - 2, 1)
+    if len(shape) == 3 and shape[0] == 0 and shape[1:] == (4, 4):
+        pad = (1, 1, 1, 1)  # a non-batch 3-D input with no channels
+    try:
+        expected = tuple(torch.nn.functional.pad(torch.zeros(shape), pad, mode=mode).shape)
+    except RuntimeError:
+        _same_error(lambda: ember.nn.functional.pad(ember.zeros(shape), pad, mode=mode),
+                    lambda: torch.nn.functional.pad(torch.zeros(shape), pad, mode=mode))
+        return
+    got = ember.nn.functional.pad(ember.zeros(shape), pad, mode=mode)
+    assert tuple(got.shape) == expected
