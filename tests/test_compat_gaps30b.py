@@ -106,3 +106,31 @@ def test_non_constant_pad_of_empty_dims(mode: str, shape: tuple) -> None:
         return
     got = ember.nn.functional.pad(ember.zeros(shape), pad, mode=mode)
     assert tuple(got.shape) == expected
+
+
+_SORT_REFUSED = ["x.sort(0, stable=True)", "torch.sort(x, 0, stable=True)",
+                 "x.sort(0, True, stable=True)", "torch.sort(x, 0, True, stable=True)",
+                 "x.sort(0, descending=True, stable=True)", "x.sort(0, stable=None)",
+                 "torch.argsort(x, 0, stable=True)", "x.argsort(0, stable=True)",
+                 "x.argsort(0, True, stable=True)", "torch.argsort(x, 0, True, True)",
+                 "torch.sort(x, 0, True, True)", "x.sort(0, True, True)"]
+_SORT_ACCEPTED = ["x.sort(stable=True)", "torch.sort(x, stable=True, dim=0)",
+                  "torch.sort(x, stable=True, descending=True)", "torch.sort(x, stable=None)",
+                  "x.sort(dim=0, stable=False)", "x.sort(1, True)",
+                  "torch.argsort(x, stable=True, dim=0)", "x.argsort(1, True)"]
+
+
+@pytest.mark.parametrize("call", _SORT_REFUSED)
+def test_sort_overloads_refused_as_pytorch(call: str) -> None:
+    _same_error(lambda: eval(call, {"torch": ember, "x": ember.tensor([[3, 1, 2], [1, 1, 0]])}),
+                lambda: eval(call, {"torch": torch, "x": torch.tensor([[3, 1, 2], [1, 1, 0]])}))
+
+
+@pytest.mark.parametrize("call", _SORT_ACCEPTED)
+def test_sort_overloads_accepted(call: str) -> None:
+    ours = eval(call, {"torch": ember, "x": ember.tensor([[3, 1, 2], [1, 1, 0]])})
+    theirs = eval(call, {"torch": torch, "x": torch.tensor([[3, 1, 2], [1, 1, 0]])})
+    if isinstance(theirs, torch.Tensor):
+        assert ours.tolist() == theirs.tolist()
+    else:
+        assert [t.tolist() for t in ours] == [t.tolist() for t in theirs]
