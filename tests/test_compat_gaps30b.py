@@ -113,7 +113,8 @@ _SORT_REFUSED = ["x.sort(0, stable=True)", "torch.sort(x, 0, stable=True)",
                  "x.sort(0, descending=True, stable=True)", "x.sort(0, stable=None)",
                  "torch.argsort(x, 0, stable=True)", "x.argsort(0, stable=True)",
                  "x.argsort(0, True, stable=True)", "torch.argsort(x, 0, True, True)",
-                 "torch.sort(x, 0, True, True)", "x.sort(0, True, True)"]
+                 "torch.sort(x, 0, True, True)", "x.sort(0, True, True)", "x.sort(True)",
+                 "torch.sort(x, True)", "x.argsort(True)", "torch.argsort(x, False)"]
 _SORT_ACCEPTED = ["x.sort(stable=True)", "torch.sort(x, stable=True, dim=0)",
                   "torch.sort(x, stable=True, descending=True)", "torch.sort(x, stable=None)",
                   "x.sort(dim=0, stable=False)", "x.sort(1, True)",

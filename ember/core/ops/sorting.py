@@ -98,7 +98,8 @@ _SORT_OVERLOADS = {
 
 def _sort_overload_error(op: str, method: bool, args: tuple, kwargs: dict) -> TypeError:
     """PyTorch's argument parser refusing `x.sort(0, stable=True)` (`stable` only in the
-    keyword-only overload) or too many positional arguments."""
+    keyword-only overload), too many positional arguments, or a bool dim (`x.sort(True)`:
+    its int takes no bool)."""
     first = 0 if method else 1  # the functions count the input
     given = first + len(args)
     n = given + len(kwargs)
@@ -129,7 +130,8 @@ def _sort_overloads(op: str, method: bool) -> Callable[[Callable], Callable]:
     """`fn` behind PyTorch's overload match of `op` (see `_sort_overload_error`)."""
     def wrap(fn: Callable) -> Callable:
         def checked(input: Any, *args: Any, **kwargs: Any) -> Any:
-            if args and ("stable" in kwargs or len(args) > 2):
+            if args and ("stable" in kwargs or len(args) > 2 or (
+                    len(args) == 1 and not kwargs and isinstance(args[0], bool))):
                 raise _sort_overload_error(op, method, args, kwargs)
             return fn(input, *args, **kwargs)
         # fn's name, documentation and signature, but no `__wrapped__`: `checked` is what
