@@ -325,6 +325,7 @@ from ember.core.ops.foreach import (
     _foreach_mul,
     _foreach_mul_,
     _foreach_neg,
+    _foreach_neg_,
     _foreach_norm,
     _foreach_sqrt,
     _foreach_sqrt_,
@@ -970,7 +971,7 @@ __all__ = [
     "_foreach_add", "_foreach_add_", "_foreach_sub", "_foreach_sub_", "_foreach_mul",
     "_foreach_mul_", "_foreach_div", "_foreach_div_", "_foreach_maximum_", "_foreach_addcmul_",
     "_foreach_addcdiv_", "_foreach_lerp", "_foreach_lerp_", "_foreach_sqrt", "_foreach_sqrt_",
-    "_foreach_neg",
+    "_foreach_neg", "_foreach_neg_",
     "_foreach_zero_", "_foreach_copy_", "_foreach_norm", "_fused_sgd_",
     # SHAPE family: views, splits, joins, diagonals, index grids, predicates
     "adjoint", "alias_copy", "as_strided", "as_strided_copy", "as_strided_scatter",

@@ -294,6 +294,11 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
             "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
             "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
             "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    features = input.shape[1:] if input.ndim == n_pad + 2 else input.shape
+    if mode != "circular" and not all(features):  # (circular pads an empty dim's cats)
+        raise RuntimeError(f"Expected {n_pad + 1}D or {n_pad + 2}D (batch mode) tensor with "
+                           "possibly 0 batch size and other non-zero dimensions for input, but "
+                           f"got: {list(input.shape)}")
     out = input
     for i in range(len(pad) // 2):
         dim = input.ndim - 1 - i

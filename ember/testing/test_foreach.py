@@ -70,6 +70,8 @@ LIST_OPS: dict[str, tuple[Callable[..., Any], Callable[..., list]]] = {
                        lambda xs, ys, zs: [np.sqrt(z) for z in zs]),
     "_foreach_neg": (lambda lib, xs, ys, zs: lib._foreach_neg(xs),
                      lambda xs, ys, zs: [-x for x in xs]),
+    "_foreach_neg_": (lambda lib, xs, ys, zs: lib._foreach_neg_(xs),
+                      lambda xs, ys, zs: [-x for x in xs]),
     "_foreach_zero_": (lambda lib, xs, ys, zs: lib._foreach_zero_(xs),
                        lambda xs, ys, zs: [np.zeros_like(x) for x in xs]),
     "_foreach_copy_": (lambda lib, xs, ys, zs: lib._foreach_copy_(xs, ys),

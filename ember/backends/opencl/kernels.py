@@ -1562,6 +1562,7 @@ FOREACH = {
     "_foreach_addcmul_": _foreach_addc("addcmul"), "_foreach_addcdiv_": _foreach_addc("addcdiv"),
     "_foreach_lerp_": _foreach_lerp_, "_foreach_sqrt": _foreach_unary("sqrt", False),
     "_foreach_sqrt_": _foreach_unary("sqrt", True), "_foreach_neg": _foreach_unary("neg", False),
+    "_foreach_neg_": _foreach_unary("neg", True),
     "_foreach_zero_": _foreach_zero_, "_foreach_copy_": _foreach_copy_,
     "_fused_sgd_": _fused_sgd_,
 }

@@ -103,6 +103,10 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     def neg(xs):
         return [as_array(xp.negative(x)) for x in xs]
 
+    def neg_(xs):
+        for x in xs:
+            xp.negative(x, out=x)
+
     def zero_(xs):
         for x in xs:
             x.fill(0)
@@ -156,6 +160,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         "_foreach_maximum_": binary(xp.maximum, True),
         "_foreach_addcmul_": addcmul_, "_foreach_addcdiv_": addcdiv_, "_foreach_lerp_": lerp_,
         "_foreach_sqrt": sqrt, "_foreach_sqrt_": sqrt_, "_foreach_neg": neg,
+        "_foreach_neg_": neg_,
         "_foreach_zero_": zero_, "_foreach_copy_": copy_,
     }
 

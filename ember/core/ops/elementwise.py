@@ -26,7 +26,7 @@ from ember.core import costs, grad_mode, tracing
 from ember.core import dtype as dt
 from ember.core import forward_ad as fw
 from ember.core.apply import apply, apply_labelled, record_grad
-from ember.core.creation import zeros_like
+from ember.core.creation import ones_like, zeros_like
 from ember.core.declare import alias, composite, define, fused_kernel, primitive
 from ember.core.dispatch import (
     check_dtype,
@@ -94,14 +94,19 @@ def as_operand(x: Any, like: Tensor) -> Any:
 _VML_KERNELS = frozenset({"floor", "ceil", "trunc", "round"})  # ATen's vectorised kernels
 
 
+def bool_negation_error() -> RuntimeError:
+    """PyTorch's refusal of `-mask` (also `_foreach_neg` of a bool tensor)."""
+    return RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you "
+                        "are trying to invert a mask, use the `~` or `logical_not()` operator "
+                        "instead.")
+
+
 def _same_dtype_rule(op: str):
     @metadata_rule
     def rule(input):
         if input.dtype is dt.bool_:  # (PyTorch's words: its kernels' names for the rest)
             if op == "neg":
-                raise RuntimeError("Negation, the `-` operator, on a bool tensor is not "
-                                   "supported. If you are trying to invert a mask, use the `~` "
-                                   "or `logical_not()` operator instead.")
+                raise bool_negation_error()
             if op == "relu":
                 raise RuntimeError("Boolean inputs not supported for relu")
             if op != "sign":
@@ -722,18 +727,37 @@ remainder = _declare_binary(
     operators="__mod__ __rmod__ __imod__",
     grad=Grad(input=lambda grad: grad,
               other=lambda grad, input, other: -(grad * input.floor_divide(other))))
+def _bool_power(input: Any, exponent: Any) -> bool:
+    """A bool tensor to a bool exponent: PyTorch's pow(Tensor, Scalar) answers the
+    exponents 1 and 0 with a copy and ones before choosing a kernel (none takes bool)."""
+    return isinstance(exponent, bool) and isinstance(input, Tensor) and input._dtype is dt.bool_
+
+
 def _pow(input: Any, exponent: Any) -> Tensor:
+    if _bool_power(input, exponent):  # `b ** True`, `torch.pow(b, False)`
+        return input.clone() if exponent else ones_like(input)
     if isinstance(exponent, int) and isinstance(input, Tensor) and \
             not input._dtype.is_floating_point:  # PyTorch converts it to input's dtype
         exponent = dt.fit_scalar(exponent, input._dtype)
     return binary("pow", input, exponent)
 
 
+_pow_kernel_inplace = _binary_inplace("pow", _pow)
+
+
+def _pow_inplace(self: Tensor, exponent: Any) -> Tensor:
+    """`x.pow_(y)`; `b.pow_(True)` through `_pow` (no kernel takes bool)."""
+    if _bool_power(self, exponent):
+        return apply_inplace(self, lambda old: _pow(old, exponent), exponent, op="pow_")
+    return _pow_kernel_inplace(self, exponent)
+
+
+_pow_inplace.__name__ = "pow_"
 pow = define("pow", Kind.PRIMITIVE, _pow, variants=_ARITH, complex=True,  # noqa: A001
              rule=_binary_rule("pow", "arith"), precision=P.FLOAT32,
              grad=Grad(input=_pow_grad_input, other=_pow_grad_exponent),
              cost=costs.pointwise(8), operators="__pow__ __rpow__ __ipow__",
-             operator_impl=_pow, inplace_method=_binary_inplace("pow", _pow),
+             operator_impl=_pow, inplace_method=_pow_inplace,
              doc="Takes the power of each element of `input` with `exponent` (a number or "
                  "a tensor).")
 maximum = _declare_binary(  # (PyTorch has no maximum_)

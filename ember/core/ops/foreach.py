@@ -13,11 +13,22 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ember.core import costs
+from ember.core import dtype as dt
 from ember.core.declare import composite, define, fused_kernel
 from ember.core.dispatch import run_fused
 from ember.core.grad_mode import is_grad_enabled, no_grad
 from ember.core.opdef import Cost, Kind
-from ember.core.ops.elementwise import add, addcdiv, addcmul, div, lerp, maximum, mul, sub
+from ember.core.ops.elementwise import (
+    add,
+    addcdiv,
+    addcmul,
+    bool_negation_error,
+    div,
+    lerp,
+    maximum,
+    mul,
+    sub,
+)
 from ember.core.ops.reduction import norm
 from ember.core.tensor import Tensor
 
@@ -81,6 +92,8 @@ def _list_op(name: str, inplace: bool) -> Callable[..., Any]:
         args = tuple(list(a) if _is_list(a) else a for a in args)
         lists = [a for a in args if _is_list(a)]
         _check(op, xs, lists)
+        if name == "neg" and any(x._dtype is dt.bool_ for x in xs):  # before any kernel
+            raise bool_negation_error()
         if not xs:
             return self if inplace else ()
         fused = run_fused(op, xs, *args, **kwargs)
@@ -141,6 +154,7 @@ _foreach_lerp = _declare_list_op("lerp", False)
 _foreach_sqrt = _declare_list_op("sqrt", False)
 _foreach_sqrt_ = _declare_list_op("sqrt", True)
 _foreach_neg = _declare_list_op("neg", False)
+_foreach_neg_ = _declare_list_op("neg", True)
 _foreach_zero_ = _declare_list_op("zero", True)
 _foreach_copy_ = _declare_list_op("copy", True)
 

@@ -9,6 +9,9 @@ back to the elements picked (PyTorch's `value_selecting_reduction_backward`).
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from typing import Any
 
 from ember.core import costs
@@ -82,7 +85,64 @@ def _sort_label(input: Any, *args: Any, stable: Any = None, **kwargs: Any) -> st
     return "SortBackward0" if stable is None else "SortBackward1"
 
 
-@composite(node_label=_sort_label, variants="function method", cost=costs.reduction(8))
+# PyTorch's two overloads of sort and argsort: `(input, *, stable, dim=-1,
+# descending=False)` and `(input, dim=-1, descending=False)`, `out=` in the functions'
+_SORT_OVERLOADS = {
+    "sort": ("(Tensor input, *, bool stable, int dim = -1, bool descending = False, tuple of "
+             "Tensors out = None)", "(Tensor input, int dim = -1, bool descending = False, *, "
+             "tuple of Tensors out = None)"),
+    "argsort": ("(Tensor input, *, bool stable, int dim = -1, bool descending = False, Tensor "
+                "out = None)", "(Tensor input, int dim = -1, bool descending = False)"),
+}
+
+
+def _sort_overload_error(op: str, method: bool, args: tuple, kwargs: dict) -> TypeError:
+    """PyTorch's argument parser refusing `x.sort(0, stable=True)` (`stable` only in the
+    keyword-only overload), too many positional arguments, or a bool dim (`x.sort(True)`:
+    its int takes no bool)."""
+    first = 0 if method else 1  # the functions count the input
+    given = first + len(args)
+    n = given + len(kwargs)
+    fits_stable = first + 1 <= n <= first + 4  # (the function's out counted)
+    fits_plain = n <= first + 2 + (op == "sort" and not method)
+    if fits_stable and not fits_plain:  # its parser's message for the one overload left
+        return TypeError(f"{op}() takes from {first + 1} to {first} positional arguments but "
+                         f"{given} were given")
+    stable_sig, plain_sig = (s.replace("Tensor input, ", "") if method else s
+                             for s in _SORT_OVERLOADS[op])
+    if method:  # (the methods have no out=)
+        stable_sig = stable_sig.split(", tuple of")[0].split(", Tensor out")[0] + ")"
+        plain_sig = plain_sig.split(", *, tuple")[0].rstrip(")") + ")"
+    got = ["Tensor"] * first + [type(a).__name__ for a in args] + \
+        [f"{k}={type(v).__name__}" for k, v in kwargs.items()]
+    wrong = [k for k in kwargs if k not in ("dim", "descending", "out")]
+    # (PyTorch's listing explains the plain overload's keywords, but for sort's function,
+    # whose `tuple of Tensors out` its listing does not match)
+    note = "      didn't match because some of the keywords were incorrect: " \
+        f"{', '.join(wrong)}\n" if wrong and len(args) <= 2 and (method or op == "argsort") \
+        else ""
+    return TypeError(f"{op}() received an invalid combination of arguments - got "
+                     f"({', '.join(got)}), but expected one of:\n * {stable_sig}\n"
+                     f" * {plain_sig}\n{note}")
+
+
+def _sort_overloads(op: str, method: bool) -> Callable[[Callable], Callable]:
+    """`fn` behind PyTorch's overload match of `op` (see `_sort_overload_error`)."""
+    def wrap(fn: Callable) -> Callable:
+        def checked(input: Any, *args: Any, **kwargs: Any) -> Any:
+            if args and ("stable" in kwargs or len(args) > 2 or (
+                    len(args) == 1 and not kwargs and isinstance(args[0], bool))):
+                raise _sort_overload_error(op, method, args, kwargs)
+            return fn(input, *args, **kwargs)
+        # fn's name, documentation and signature, but no `__wrapped__`: `checked` is what
+        # the op binds (inspect.unwrap stops here)
+        functools.update_wrapper(checked, fn, updated=())
+        del checked.__wrapped__
+        checked.__signature__ = inspect.signature(fn)
+        return checked
+    return wrap
+
+
 def sort(input: Tensor, dim: int = -1, descending: bool = False, *,
          stable: bool | None = False, out: Any = None) -> Any:
     """The values along `dim` in ascending order (descending with `descending=True`), and
@@ -92,7 +152,7 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, *,
     to `TIE_ORDER_LIMIT` elements, and other devices the stable one."""
     if out is not None:
         return pair_out("sort", input, out,
-                        lambda: sort(input, dim, descending, stable=stable))
+                        lambda: _sort(input, dim, descending, stable=stable))
     x, d = _as_row("sort", input, dim)
     idx = sorted_indices(x, d, descending, stable=bool(stable))
     # (PyTorch's sort keeps a dense input's strides, and infers dense ones from others')
@@ -100,13 +160,23 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, *,
                       in_iter_order(_unrow(input, idx), input))
 
 
-@composite(variants="function method", cost=costs.reduction(8))
+_sort = sort
+sort = composite(node_label=_sort_label, variants="function method", cost=costs.reduction(8),
+                 method=_sort_overloads("sort", True)(_sort))(
+    _sort_overloads("sort", False)(_sort))
+
+
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, *,
             stable: bool = False) -> Tensor:
     """The indices that sort `input` along `dim` (see `sort`, also for `stable`)."""
     x, d = _as_row("argsort", input, dim)
     return in_iter_order(_unrow(input, sorted_indices(x, d, descending, stable=bool(stable))),
                           input)
+
+
+argsort = composite(variants="function method", cost=costs.reduction(8),
+                    method=_sort_overloads("argsort", True)(argsort))(
+    _sort_overloads("argsort", False)(argsort))
 
 
 @composite(variants="function method", cost=costs.reduction(8))

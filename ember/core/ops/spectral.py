@@ -272,6 +272,37 @@ def _window_dtype(name: str, length: int, dtype: Any, device: Any = None) -> Any
     return d
 
 
+_WINDOW_KEYWORDS = ("torch.dtype dtype = None, torch.layout layout = None, torch.device device"
+                    " = None, bool pin_memory = False, bool requires_grad = False")
+
+
+def _window_args(name: str, length: Any, periodic: Any, *params: tuple[str, Any]) -> bool:
+    """PyTorch's overloads of a window function: `(N)`, `(N, periodic)`, then each of
+    `params` (name, value; None when not given) in turn, a later one only after every
+    earlier one, as its argument parser matches them (`kaiser_window(5, beta=8.0)` and
+    `kaiser_window(5, 8.0)` match none). Returns `periodic` (True when not given)."""
+    values = [periodic, *(v for _, v in params)]
+    given = [v is not None for v in values]
+    first_gap = given.index(False) if False in given else len(given)
+    ok = not any(given[first_gap:]) and (periodic is None or isinstance(periodic, bool)) \
+        and all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+                for _, v in params)
+    if not ok:
+        names = ["periodic", *(n for n, _ in params)]
+        got = [type(length).__name__] + [
+            (f"{n}=" if i > first_gap else "") + type(v).__name__
+            for i, (n, v) in enumerate(zip(names, values)) if v is not None]
+        overloads = ["int window_length"]
+        for n in names:
+            overloads.append(overloads[-1] + (", bool periodic" if n == "periodic"
+                                              else f", float {n}"))
+        keywords = _WINDOW_KEYWORDS.replace("torch.", dt.API_NAME + ".")
+        listed = "".join(f" * ({o}, *, {keywords})\n" for o in overloads)
+        raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                        f"({', '.join(got)}), but expected one of:\n{listed}")
+    return True if periodic is None else periodic
+
+
 def _cosine_window(name: str, length: int, periodic: bool, terms: tuple[float, ...],
                    dtype: Any, device: Any, requires_grad: bool) -> Tensor:
     """`sum_k (-1)^k terms[k] cos(2 pi k n / (N - 1))` for n < N, N = `length` (+1 when
@@ -290,28 +321,33 @@ def _cosine_window(name: str, length: int, periodic: bool, terms: tuple[float, .
 
 
 @composite(variants="function", cost=costs.creation)
-def hann_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
+def hann_window(window_length: int, periodic: bool | None = None, *, dtype: Any = None,
                 device: Any = None, requires_grad: bool = False) -> Tensor:
     """The Hann window, `0.5 - 0.5 cos(2 pi n / (N - 1))` (periodic: of N + 1 points,
     the last dropped, as spectral analysis wants)."""
+    periodic = _window_args("hann_window", window_length, periodic)
     return _cosine_window("hann_window", window_length, periodic, (0.5, 0.5), dtype, device,
                           requires_grad)
 
 
 @composite(variants="function", cost=costs.creation)
-def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.54,
-                   beta: float = 0.46, *, dtype: Any = None, device: Any = None,
-                   requires_grad: bool = False) -> Tensor:
+def hamming_window(window_length: int, periodic: bool | None = None,
+                   alpha: float | None = None, beta: float | None = None, *,
+                   dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """The Hamming window, `alpha - beta cos(2 pi n / (N - 1))`."""
-    return _cosine_window("hamming_window", window_length, periodic, (alpha, beta), dtype,
+    periodic = _window_args("hamming_window", window_length, periodic, ("alpha", alpha),
+                            ("beta", beta))
+    terms = (0.54 if alpha is None else alpha, 0.46 if beta is None else beta)
+    return _cosine_window("hamming_window", window_length, periodic, terms, dtype,
                           device, requires_grad)
 
 
 @composite(variants="function", cost=costs.creation)
-def blackman_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
+def blackman_window(window_length: int, periodic: bool | None = None, *, dtype: Any = None,
                     device: Any = None, requires_grad: bool = False) -> Tensor:
     """The Blackman window, `0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))`
     (summed in PyTorch's order, so the float32 values are its to the last bit)."""
+    periodic = _window_args("blackman_window", window_length, periodic)
     d = _window_dtype("blackman_window", window_length, dtype, device)
     if window_length <= 1:
         out = ones(window_length, dtype=d, device=device)
@@ -324,10 +360,13 @@ def blackman_window(window_length: int, periodic: bool = True, *, dtype: Any = N
 
 
 @composite(variants="function", cost=costs.creation)
-def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *,
+def kaiser_window(window_length: int, periodic: bool | None = None,
+                  beta: float | None = None, *,
                   dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """The Kaiser window, `I0(beta sqrt(1 - ((n - a) / a)^2)) / I0(beta)` with
     `a = (N - 1) / 2` (periodic: of N + 1 points, the last dropped)."""
+    periodic = _window_args("kaiser_window", window_length, periodic, ("beta", beta))
+    beta = 12.0 if beta is None else beta
     d = _window_dtype("kaiser_window", window_length, dtype, device)
     if window_length <= 1:
         out = ones(window_length, dtype=d, device=device)
@@ -342,9 +381,10 @@ def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0,
 
 
 @composite(variants="function", cost=costs.creation)
-def bartlett_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
+def bartlett_window(window_length: int, periodic: bool | None = None, *, dtype: Any = None,
                     device: Any = None, requires_grad: bool = False) -> Tensor:
     """The Bartlett (triangular) window, `1 - |2 n / (N - 1) - 1|`."""
+    periodic = _window_args("bartlett_window", window_length, periodic)
     d = _window_dtype("bartlett_window", window_length, dtype, device)
     if window_length <= 1:
         out = ones(max(window_length, 0), dtype=d, device=device)
