@@ -27,7 +27,8 @@ XP_DIR = pathlib.Path(__file__).resolve().parents[1] / "ember" / "backends" / "x
 SHARED_OPS = frozenset("""
     _foreach_add _foreach_add_ _foreach_addcdiv_ _foreach_addcmul_ _foreach_copy_
     _foreach_div _foreach_div_ _foreach_lerp_ _foreach_maximum_ _foreach_mul _foreach_mul_
-    _foreach_neg _foreach_sqrt _foreach_sqrt_ _foreach_sub_ _foreach_zero_ _fused_sgd_
+    _foreach_neg _foreach_neg_ _foreach_sqrt _foreach_sqrt_ _foreach_sub_ _foreach_zero_
+    _fused_sgd_
     abs acos add all any arange argmax argmin asin assign atan atan2 bitwise_and
     bitwise_not bitwise_or bitwise_xor cast cat ceil clamp clone col2im constant_pad conv
     conv_backward cos cross_entropy cross_entropy_backward cumsum div einsum eq erf exp
@@ -293,7 +294,7 @@ def _calls():
               ("_foreach_addcmul_", "_foreach_addcdiv_")]
     calls += [("_foreach_lerp_", ([a.copy() for a in xs], xs), {"weight": 0.3})]
     calls += [(op, ([np.abs(a) for a in xs],), {}) for op in
-              "_foreach_sqrt _foreach_sqrt_ _foreach_neg _foreach_zero_".split()]
+              "_foreach_sqrt _foreach_sqrt_ _foreach_neg _foreach_neg_ _foreach_zero_".split()]
     calls += [("_fused_sgd_", ([a.copy() for a in xs], xs, [a.copy() for a in xs]),
                dict(lr=0.1, momentum=0.9, dampening=0, weight_decay=0.01, nesterov=True,
                     maximize=False))]

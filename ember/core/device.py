@@ -86,10 +86,9 @@ def parse(text: str) -> tuple[str, int | None]:
     if not kind or not (kind.replace("_", "").replace("-", "").isalnum()):
         raise with_context(RuntimeError(f"Invalid device string: {text!r}"),
                            "expected 'type' or 'type:index'")
-    if sep and not idx.isdigit():
+    if not sep:
+        return kind.lower(), None
+    if not idx.isdigit():
         raise with_context(RuntimeError(f"Invalid device string: {text!r}"),
                            "the index must be a non-negative integer")
-    from ember.core import plugins  # lazy: plugins sit above device names
-
-    plugins.registry.check_device_type(kind)  # PyTorch's error for `device("gpu")`
-    return kind, int(idx) if sep else None
+    return kind.lower(), int(idx)

@@ -248,23 +248,12 @@ class PluginRegistry:
             # ember's own case (plugins off or broken: what they say matters most), or a
             # type PyTorch knows: ember's words
             raise RuntimeError(f"unknown device type {name!r}{hint}.\n{self.summary()}")
-        raise with_context(_torch_unknown_type(name),
-                           f"unknown device type {name!r}.\n{self.summary()}")
-
-    def check_device_type(self, name: str) -> None:
-        """Raise PyTorch's device-string error when `name` is neither one of PyTorch's
-        device types nor a backend an installed plugin offers (`torch.device("gpu")`).
-        Lenient while plugins are off or broken: `get` explains those cases when used."""
-        if name in _TORCH_DEVICE_TYPES or name in RESERVED:
-            return
-        try:
-            self.ensure_loaded()
-        except Exception:  # a loud EMBER_BACKENDS failure: raised again when used
-            return
-        if (name in self.backends or name in self.offered or self.errors
-                or os.environ.get("EMBER_PLUGIN_AUTOLOAD", "1").strip() == "0"):
-            return
-        raise with_context(_torch_unknown_type(name),
+        if not re.fullmatch(r"[a-zA-Z_]+", name):  # not a name PyTorch's parser takes
+            message = f"Invalid device string: {name!r}"  # x.to("float32")
+        else:
+            message = (f"Expected one of {', '.join(_TORCH_DEVICE_TYPES)} device type at "
+                       f"start of device string: {name}")
+        raise with_context(RuntimeError(message),
                            f"unknown device type {name!r}.\n{self.summary()}")
 
     def meta(self) -> Backend:
@@ -365,14 +354,6 @@ def _describe(err: BaseException) -> str:
     frames = traceback.extract_tb(err.__traceback__)
     where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
     return f"{type(err).__name__}: {err}{where}"
-
-
-def _torch_unknown_type(name: str) -> RuntimeError:
-    """PyTorch's error for a device string that names no device type it knows."""
-    if not re.fullmatch(r"[a-zA-Z_]+", name):  # not a name PyTorch's parser takes
-        return RuntimeError(f"Invalid device string: {name!r}")  # x.to("float32")
-    return RuntimeError(f"Expected one of {', '.join(_TORCH_DEVICE_TYPES)} device type at "
-                        f"start of device string: {name}")
 
 
 registry = PluginRegistry()

@@ -262,7 +262,7 @@ CASES: dict[str, FusedCase] = {
         "_foreach_mul", "_foreach_div_", "_foreach_div", "_foreach_maximum_",
         "_foreach_addcmul_", "_foreach_addcdiv_", "_foreach_lerp_", "_foreach_lerp",
         "_foreach_sqrt", "_foreach_sqrt_",
-        "_foreach_neg", "_foreach_zero_", "_foreach_copy_")},
+        "_foreach_neg", "_foreach_neg_", "_foreach_zero_", "_foreach_copy_")},
     "_fused_sgd_": FusedCase(_fused_sgd),
 }
 """One case per fused kernel (ember.testing.test_coverage checks that none is missing)."""
