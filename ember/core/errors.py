@@ -9,6 +9,7 @@ out, and `pytest.raises(match=...)` searches both.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 from typing import TypeVar
 
 E = TypeVar("E", bound=BaseException)
@@ -18,6 +19,16 @@ def with_context(err: E, context: str) -> E:
     """`err` with `context` added as a note; returns `err` to raise."""
     err.add_note(context)
     return err
+
+
+def invalid_combination(op: str, got: str, signatures: Iterable[str],
+                        notes: str = "") -> TypeError:
+    """PyTorch's argument parser refusing a call that matches none of `op`'s overloads:
+    `got` the arguments' types as it lists them (`Tensor, dim=float`), `signatures` each
+    overload's parenthesised parameters, `notes` what it adds below them."""
+    listed = "".join(f" * {signature}\n" for signature in signatures)
+    return TypeError(f"{op}() received an invalid combination of arguments - got ({got}), "
+                     f"but expected one of:\n{listed}{notes}")
 
 
 _warned: set[str] = set()  # the messages warn_once has given

@@ -19,6 +19,7 @@ from typing import Any
 from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.declare import composite
+from ember.core.errors import invalid_combination
 from ember.core.grad_mode import no_grad
 from ember.core.ops.elementwise import to_dtype, where
 from ember.core.ops.elementwise_math import _float_operands
@@ -40,10 +41,8 @@ def _operands(op: str, input: Any, n: Any) -> tuple[Tensor, Tensor, Tensor]:
     `static_cast<int64_t>` of the degree in that dtype; NaN and the infinities become -1)
     and as that dtype, broadcast together."""
     if not isinstance(input, Tensor) and not isinstance(n, Tensor):
-        got = f"({type(input).__name__}, {type(n).__name__})"
-        raise TypeError(f"special_{op}() received an invalid combination of arguments - got "
-                        f"{got}, but expected one of:\n" +
-                        "".join(f" * {s}\n" for s in _SIGNATURES))
+        raise invalid_combination(f"special_{op}",
+                                  f"{type(input).__name__}, {type(n).__name__}", _SIGNATURES)
     x, degree, like = _float_operands(op, input, n)
     if x.dtype not in (dt.float32, dt.float64):
         raise NotImplementedError(f'"{op}_{like.device.type}" not implemented for '

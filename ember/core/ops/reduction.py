@@ -26,7 +26,7 @@ from ember.core.apply import apply_labelled, record_grad
 from ember.core.creation import arange, zeros
 from ember.core.declare import composite, fused_kernel, primitive, write_out
 from ember.core.dispatch import run, run_fused, user_stacklevel
-from ember.core.errors import with_context
+from ember.core.errors import invalid_combination, with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
 from ember.core.host import dtype_arg
@@ -107,10 +107,8 @@ def _dim_type_error(op: str, dim: Any) -> TypeError:
     got = type(dim).__name__
     if op not in _DIM_SIGNATURES:
         return TypeError(f"{op}(): argument 'dim' must be tuple of ints, not {got}")
-    listed = "".join(f" * {sig.replace('torch.', dt.API_NAME + '.')}\n"
-                     for sig in _DIM_SIGNATURES[op])
-    return TypeError(f"{op}() received an invalid combination of arguments - got "
-                     f"(dim={got}, ), but expected one of:\n{listed}")
+    return invalid_combination(op, f"dim={got}, ", (
+        sig.replace("torch.", dt.API_NAME + ".") for sig in _DIM_SIGNATURES[op]))
 
 
 def _dims_arg(op: str, x: Tensor, dim: Any) -> tuple[int, ...] | None:

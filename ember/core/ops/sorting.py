@@ -20,6 +20,7 @@ from ember.core.apply import record_grad
 from ember.core.creation import arange, full, tensor
 from ember.core.declare import composite
 from ember.core.dispatch import run
+from ember.core.errors import invalid_combination
 from ember.core.grad_mode import no_grad
 from ember.core.opdef import OPS, Grad
 from ember.core.ops import introsort
@@ -121,9 +122,7 @@ def _sort_overload_error(op: str, method: bool, args: tuple, kwargs: dict) -> Ty
     note = "      didn't match because some of the keywords were incorrect: " \
         f"{', '.join(wrong)}\n" if wrong and len(args) <= 2 and (method or op == "argsort") \
         else ""
-    return TypeError(f"{op}() received an invalid combination of arguments - got "
-                     f"({', '.join(got)}), but expected one of:\n * {stable_sig}\n"
-                     f" * {plain_sig}\n{note}")
+    return invalid_combination(op, ", ".join(got), (stable_sig, plain_sig), note)
 
 
 def _sort_overloads(op: str, method: bool) -> Callable[[Callable], Callable]:

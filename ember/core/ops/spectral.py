@@ -21,6 +21,7 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.creation import arange, full, ones, tensor
 from ember.core.declare import composite
+from ember.core.errors import invalid_combination
 from ember.core.host import dtype_arg
 from ember.core.ops import fft
 from ember.core.ops.complex import real, view_as_real
@@ -297,9 +298,8 @@ def _window_args(name: str, length: Any, periodic: Any, *params: tuple[str, Any]
             overloads.append(overloads[-1] + (", bool periodic" if n == "periodic"
                                               else f", float {n}"))
         keywords = _WINDOW_KEYWORDS.replace("torch.", dt.API_NAME + ".")
-        listed = "".join(f" * ({o}, *, {keywords})\n" for o in overloads)
-        raise TypeError(f"{name}() received an invalid combination of arguments - got "
-                        f"({', '.join(got)}), but expected one of:\n{listed}")
+        raise invalid_combination(name, ", ".join(got),
+                                  (f"({o}, *, {keywords})" for o in overloads))
     return True if periodic is None else periodic
 
 
