@@ -15,8 +15,8 @@ it has, and compose as PyTorch's do:
   ember.autograd.functional does.
 - `vmap` maps the function over the batch dimension one sample at a time and stacks
   the results: the values are the batched function's, the speed is a Python loop's. Its
-  `randomness` is always "different" (each sample draws its own numbers; PyTorch's
-  default, "error", refuses random ops inside).
+  `randomness` is PyTorch's: "error" (the default) refuses random ops inside, "different"
+  lets each sample draw its own numbers, "same" gives every sample the same numbers.
 
 Arguments and results may be nested tuples, lists and dicts of tensors ("pytrees"), as
 in PyTorch (`vmap(grad(loss), in_dims=(None, 0, 0))(params_dict, x, y)`).
@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from ember.core.creation import default_generator, vmap_randomness
 from ember.core.engine import grad as _autograd_grad
 from ember.core.grad_mode import enable_grad, is_grad_enabled
 from ember.core.graph import AccumulateGrad, edge_of
@@ -375,7 +376,7 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
         if rule is not None:
             return _vmap_by_rule(rule, VmapInfo(size, randomness), dims, args, kwargs,
                                  out_dims)
-        outputs = [func(*_slice(args, dims, i), **kwargs) for i in range(size)]
+        outputs = _map_samples(func, randomness, size, lambda i: _slice(args, dims, i), kwargs)
         leaves = [_leaves(o) for o in outputs]
         for leaf in leaves[0]:
             if not isinstance(leaf, Tensor):
@@ -388,6 +389,24 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
                    for k, d in enumerate(out_leaves)]
         return _unflatten(outputs[0], stacked)
     return wrapper
+
+
+def _map_samples(func: Callable, randomness: str, size: int, sample: Callable[[int], Any],
+                 kwargs: dict) -> list:
+    """`func` of each sample in turn. Random ops inside draw as PyTorch's `randomness`
+    says: "error" refuses them, "same" gives every sample the first sample's numbers (the
+    default generator rewound before each), "different" draws on."""
+    vmap_randomness.append(randomness)
+    start = default_generator.get_state() if randomness == "same" else None
+    try:
+        outputs = []
+        for i in range(size):
+            if start is not None:
+                default_generator.set_state(start)
+            outputs.append(func(*sample(i), **kwargs))
+        return outputs
+    finally:
+        vmap_randomness.pop()
 
 
 class VmapInfo(NamedTuple):

@@ -893,10 +893,19 @@ def set_rng_state(new_state: Tensor) -> None:
     default_generator.set_state(new_state)
 
 
+# the `randomness` of each `vmap` running, innermost last (ember.transforms.vmap): under
+# "error" a random op refuses to draw, as PyTorch's batched random ops do
+vmap_randomness: list[str] = []
+
+
 def host_generator(generator: Any, device: Device) -> Generator | None:
     """The generator a random op on `device` draws from on the host: the one given, or
     the default generator on the CPU; None when the op should run on its device's own
     generator (a backend kernel)."""
+    if vmap_randomness and vmap_randomness[-1] == "error":
+        raise RuntimeError("vmap: called random operation while in randomness error mode. "
+                           "Please either use the 'same' or 'different' randomness flags on "
+                           "vmap or perform the randomness operation out of vmap")
     if generator is not None:
         if not isinstance(generator, Generator):
             raise TypeError(f"expected a Generator, but got {type(generator).__name__}")

@@ -9,6 +9,7 @@ per-tensor decomposition is test_fused's business.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -84,6 +85,69 @@ LIST_OPS: dict[str, tuple[Callable[..., Any], Callable[..., list]]] = {
                                                 for x in xs]),
 }
 
+# the looped list ops (no fused kernel): unary math on the positive list `zs` (in range of
+# acos/asin after scaling), the bounds and pow against `ys` or a number
+_UNARY_NP = {
+    "abs": np.abs, "acos": lambda z: np.arccos(z / 2), "asin": lambda z: np.arcsin(z / 2),
+    "atan": np.arctan, "ceil": np.ceil, "cos": np.cos, "cosh": np.cosh, "exp": np.exp,
+    "expm1": np.expm1, "floor": np.floor, "frac": lambda z: z - np.trunc(z), "log": np.log,
+    "log10": np.log10, "log1p": np.log1p, "log2": np.log2, "reciprocal": lambda z: 1 / z,
+    "round": np.round, "rsqrt": lambda z: 1 / np.sqrt(z),
+    "sigmoid": lambda z: 1 / (1 + np.exp(-z)), "sign": np.sign, "sin": np.sin,
+    "sinh": np.sinh, "tan": np.tan, "tanh": np.tanh, "trunc": np.trunc,
+    "erf": lambda z: np.vectorize(math.erf)(z), "erfc": lambda z: np.vectorize(math.erfc)(z),
+    "lgamma": lambda z: np.vectorize(math.lgamma)(z),
+}
+_HALVED = ("acos", "asin")  # called on zs / 2
+
+
+def _unary_case(name: str, inplace: bool) -> tuple[Callable[..., Any], Callable[..., list]]:
+    op = f"_foreach_{name}{'_' if inplace else ''}"
+
+    def call(lib: Any, xs: list, ys: list, zs: list) -> Any:
+        if name in _HALVED:
+            for z in zs:
+                z.mul_(0.5)
+        out = getattr(lib, op)(zs)
+        return None if inplace else out
+    return call, lambda xs, ys, zs: [_UNARY_NP[name](z) for z in zs]
+
+
+for _name in _UNARY_NP:
+    LIST_OPS[f"_foreach_{_name}"] = _unary_case(_name, False)
+    LIST_OPS[f"_foreach_{_name}_"] = _unary_case(_name, True)
+LIST_OPS.update({
+    "_foreach_maximum": (lambda lib, xs, ys, zs: lib._foreach_maximum(xs, ys),
+                         lambda xs, ys, zs: [np.maximum(x, y) for x, y in zip(xs, ys)]),
+    "_foreach_minimum": (lambda lib, xs, ys, zs: lib._foreach_minimum(xs, 0.5),
+                         lambda xs, ys, zs: [np.minimum(x, 0.5) for x in xs]),
+    "_foreach_minimum_": (lambda lib, xs, ys, zs: lib._foreach_minimum_(xs, ys),
+                          lambda xs, ys, zs: [np.minimum(x, y) for x, y in zip(xs, ys)]),
+    "_foreach_clamp_min": (lambda lib, xs, ys, zs: lib._foreach_clamp_min(xs, [0.0, 0.5, 1.0]),
+                           lambda xs, ys, zs: [np.maximum(x, s)
+                                               for x, s in zip(xs, [0.0, 0.5, 1.0])]),
+    "_foreach_clamp_min_": (lambda lib, xs, ys, zs: lib._foreach_clamp_min_(xs, -0.5),
+                            lambda xs, ys, zs: [np.maximum(x, -0.5) for x in xs]),
+    "_foreach_clamp_max": (lambda lib, xs, ys, zs: lib._foreach_clamp_max(xs, ys),
+                           lambda xs, ys, zs: [np.minimum(x, y) for x, y in zip(xs, ys)]),
+    "_foreach_clamp_max_": (lambda lib, xs, ys, zs: lib._foreach_clamp_max_(xs, 0.25),
+                            lambda xs, ys, zs: [np.minimum(x, 0.25) for x in xs]),
+    "_foreach_pow": (lambda lib, xs, ys, zs: lib._foreach_pow(zs, ys),
+                     lambda xs, ys, zs: [z ** y for z, y in zip(zs, ys)]),
+    "_foreach_pow scalar base": (lambda lib, xs, ys, zs: lib._foreach_pow(2.0, xs),
+                                 lambda xs, ys, zs: [2.0 ** x for x in xs]),
+    "_foreach_pow_": (lambda lib, xs, ys, zs: lib._foreach_pow_(xs, 2),
+                      lambda xs, ys, zs: [x ** 2 for x in xs]),
+    "_foreach_addcmul": (lambda lib, xs, ys, zs: lib._foreach_addcmul(xs, ys, zs, value=3),
+                         lambda xs, ys, zs: [x + 3 * y * z for x, y, z in zip(xs, ys, zs)]),
+    "_foreach_addcdiv": (lambda lib, xs, ys, zs: lib._foreach_addcdiv(xs, ys, zs),
+                         lambda xs, ys, zs: [x + y / z for x, y, z in zip(xs, ys, zs)]),
+    "_foreach_clone": (lambda lib, xs, ys, zs: lib._foreach_clone(xs),
+                       lambda xs, ys, zs: [x.copy() for x in xs]),
+    "_foreach_max": (lambda lib, xs, ys, zs: lib._foreach_max(xs),
+                     lambda xs, ys, zs: [x.max() for x in xs]),
+})
+
 
 def run_list_op(lib: Any, name: str, make: Callable[[np.ndarray], Any]) -> list:
     """Run list op `name` on fresh lists; returns what it returned, or the list it wrote."""
@@ -91,7 +155,8 @@ def run_list_op(lib: Any, name: str, make: Callable[[np.ndarray], Any]) -> list:
     out = LIST_OPS[name][0](lib, xs, ys, zs)
     if out is not None:
         return list(out)
-    return zs if name.startswith("_foreach_sqrt_") else xs
+    op = name.split()[0]
+    return zs if op == "_foreach_sqrt_" or op.removesuffix("_")[9:] in _UNARY_NP else xs
 
 
 @pytest.mark.parametrize("name", sorted(LIST_OPS))

@@ -16,6 +16,7 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.declare import composite, define, fused_kernel
 from ember.core.dispatch import run_fused
+from ember.core.errors import with_context
 from ember.core.grad_mode import is_grad_enabled, no_grad
 from ember.core.opdef import Cost, Kind
 from ember.core.ops.elementwise import (
@@ -26,6 +27,7 @@ from ember.core.ops.elementwise import (
     div,
     lerp,
     maximum,
+    minimum,
     mul,
     sub,
 )
@@ -62,8 +64,9 @@ def _check(op: str, xs: list, lists: list) -> None:
     `run_fused` for the kernel, and by `_check_devices` before the per-tensor loop.)"""
     for other in lists:
         if len(other) != len(xs):
-            raise RuntimeError(f"{op}: tensor lists must have the same length, got "
-                               f"{len(xs)} and {len(other)}")
+            raise with_context(
+                RuntimeError(f"Tensor lists must have the same number of tensors, got "
+                             f"{len(xs)} and {len(other)}"), f"in {op}")
     if is_grad_enabled() and any(x._requires_grad for x in xs):
         raise RuntimeError(f"{op}: list ops do not record autograd; run them under "
                            "ember.no_grad()")
@@ -157,6 +160,96 @@ _foreach_neg = _declare_list_op("neg", False)
 _foreach_neg_ = _declare_list_op("neg", True)
 _foreach_zero_ = _declare_list_op("zero", True)
 _foreach_copy_ = _declare_list_op("copy", True)
+
+
+# -- the rest of PyTorch's list ops --------------------------------------------------------
+# No fused kernel: each loops its tensor op, so out of place it records autograd (as
+# PyTorch's do) and in place it refuses a leaf that requires grad as the tensor op does.
+
+def _binary_bound(bound: str) -> Callable[..., Tensor]:
+    """`maximum`/`minimum` of a tensor and a tensor or a number (`clamp_min`/`clamp_max`
+    with a number: PyTorch's list op takes both)."""
+    def fn(x: Tensor, other: Any) -> Tensor:
+        if isinstance(other, Tensor):
+            return (maximum if bound == "min" else minimum)(x, other)
+        return x.clamp_min(other) if bound == "min" else x.clamp_max(other)
+    return fn
+
+
+def _method(name: str) -> Callable[[Tensor], Tensor]:
+    """The tensor method `name` (a unary op) as a function."""
+    return lambda x: getattr(x, name)()
+
+
+_MORE: dict[str, Callable[..., Tensor]] = {
+    **{name: _method(name) for name in (
+        "abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "exp", "expm1",
+        "floor", "frac", "lgamma", "log", "log10", "log1p", "log2", "reciprocal", "round",
+        "rsqrt", "sigmoid", "sign", "sin", "sinh", "tan", "tanh", "trunc")},
+    "maximum": _binary_bound("min"), "minimum": _binary_bound("max"),
+    "clamp_min": _binary_bound("min"), "clamp_max": _binary_bound("max"),
+    "pow": lambda x, exponent: x.pow(exponent),
+    "addcmul": lambda x, a, b, value=1: addcmul(x, a, b, value=value),
+    "addcdiv": lambda x, a, b, value=1: addcdiv(x, a, b, value=value),
+    "clone": lambda x: x.clone(),
+    "max": lambda x: x.max(),
+}
+_NO_INPLACE = frozenset({"maximum", "clone", "max", "addcmul", "addcdiv"})  # (declared above
+# in place, or PyTorch has none)
+
+
+def _check_list(op: str, xs: Any) -> list[Tensor]:
+    """`xs` as a list, with PyTorch's errors for a tensor and for an empty list."""
+    if isinstance(xs, Tensor) or not isinstance(xs, (list, tuple)):
+        raise TypeError(f"{op}(): argument 'self' (position 1) must be tuple of Tensors, "
+                        f"not {type(xs).__name__}")
+    if not xs:
+        raise RuntimeError("Tensor list must have at least one tensor.")
+    return list(xs)
+
+
+def _looped_list_op(name: str, inplace: bool) -> Callable[..., Any]:
+    op = f"_foreach_{name}{'_' if inplace else ''}"
+    per_tensor = _MORE[name]
+
+    def fn(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if name == "pow" and not isinstance(self, (list, tuple, Tensor)):  # pow(number, xs)
+            exps = _check_list(op, args[0] if args else kwargs["exponent"])
+            return tuple(_rpow(self, x) for x in exps)
+        xs = _check_list(op, self)
+        args = tuple(list(a) if isinstance(a, (list, tuple)) else a for a in args)
+        for other in (a for a in args if isinstance(a, list)):
+            if len(other) != len(xs):
+                _check(op, xs, [other])
+        out = []
+        for i, x in enumerate(xs):
+            others = [a[i] if isinstance(a, list) else a for a in args]
+            own = {k: v[i] if isinstance(v, (list, tuple)) else v for k, v in kwargs.items()}
+            method = getattr(x, f"{name}_", None) if inplace else None
+            if method is not None and name not in ("clamp_min", "clamp_max"):
+                method(*others, **own)
+            elif inplace:
+                x.copy_(per_tensor(x, *others, **own))
+            else:
+                out.append(per_tensor(x, *others, **own))
+        return self if inplace else tuple(out)
+    fn.__doc__ = f"`{name}` of each tensor of a list{' in place' if inplace else ''}."
+    return fn
+
+
+def _rpow(base: float, x: Tensor) -> Tensor:
+    """`base ** x` (PyTorch's `_foreach_pow(scalar, exponents)`)."""
+    return base ** x
+
+
+for _name in _MORE:
+    for _inplace in (False, True):
+        if _inplace and _name in _NO_INPLACE:
+            continue
+        _op = f"_foreach_{_name}{'_' if _inplace else ''}"
+        globals()[_op] = define(_op, Kind.COMPOSITE, _looped_list_op(_name, _inplace),
+                                variants="function", cost=_list_cost)
+del _name, _inplace, _op
 
 
 @composite(variants="function", cost=_list_cost)

@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 import ember
+from ember.core.errors import with_context
 
 __all__ = [
     "BatchSampler",
@@ -201,9 +202,10 @@ class WeightedRandomSampler(Sampler[int]):
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
         nonzero = np.flatnonzero(w > 0)
         if not self.replacement and self.num_samples > nonzero.size:
-            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
-                               f"replacement (n_sample={self.num_samples}, {nonzero.size} "
-                               "non-zero weights)")
+            raise with_context(
+                RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                             "replacement"),
+                f"n_sample={self.num_samples}, {nonzero.size} non-zero weights")
         # PyTorch's draw: torch.multinomial of the float64 weights
         return ember.multinomial(self.weights, self.num_samples, self.replacement,
                                  generator=self.generator).numpy()

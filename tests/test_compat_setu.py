@@ -1,0 +1,117 @@
+"""PyTorch behaviours the set-U31 programs (Barlow Twins/VICReg, SwAV, a Dreamer RSSM,
+IMPALA V-trace, DeepONet and Lagrangian NNs with torch.func, training utilities, DeepFM /
+SASRec recommenders, score matching and flow matching with EMA) and the probes around
+them needed, checked against torch itself."""
+
+from __future__ import annotations
+
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+
+def _both(fn):
+    """`fn(torch)` and `fn(ember)`; an exception is returned as (type name, message)."""
+    out = []
+    for lib in (torch, ember):
+        try:
+            out.append(fn(lib))
+        except Exception as e:  # noqa: BLE001 - compared, not swallowed
+            out.append((type(e).__name__, str(e)))
+    return out
+
+
+def _lists(values) -> list:
+    return [v.tolist() if hasattr(v, "tolist") else v for v in values]
+
+
+# -- list ("foreach") ops beyond the optimizers' own -------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda m: m._foreach_exp([m.tensor([0.5, -1.0]), m.tensor(2.0)]),
+    lambda m: m._foreach_sigmoid([m.tensor([0.5, -1.0])]),
+    lambda m: m._foreach_sign([m.tensor([3, -2, 0])]),
+    lambda m: m._foreach_reciprocal([m.tensor([2.0, 4.0])]),
+    lambda m: m._foreach_pow(2.0, [m.tensor([1.0, 3.0])]),
+    lambda m: m._foreach_pow([m.tensor([1.0, 3.0])], [m.tensor([2.0, 0.5])]),
+    lambda m: m._foreach_max([m.tensor([1.0, 3.0]), m.tensor([[2.0]])]),
+    lambda m: m._foreach_minimum([m.tensor([1.0, -3.0])], 0.5),
+    lambda m: m._foreach_maximum([m.tensor([1.0, -3.0])], [m.tensor([0.0, 0.0])]),
+    lambda m: m._foreach_clamp_min([m.tensor([1.0, -3.0])], [0.5]),
+    lambda m: m._foreach_addcmul([m.ones(2)], [m.ones(2)], [m.full((2,), 2.0)], value=3),
+    lambda m: m._foreach_addcdiv([m.ones(2)], [m.ones(2)], [m.full((2,), 4.0)]),
+    lambda m: m._foreach_clone([m.tensor([1.0, 2.0])]),
+], ids=["exp", "sigmoid", "sign-int", "reciprocal", "pow-scalar-base", "pow-lists", "max",
+        "minimum-scalar", "maximum", "clamp_min", "addcmul", "addcdiv", "clone"])
+def test_more_foreach_ops(call) -> None:
+    """The rest of torch._foreach_*: a tuple of new tensors, each in its tensor's dtype."""
+    want, got = _both(call)
+    assert isinstance(got, tuple)
+    assert [t.dtype for t in got] == [getattr(ember, str(t.dtype).split(".")[1]) for t in want]
+    for w, g in zip(want, got):
+        assert g.tolist() == pytest.approx(w.tolist(), rel=1e-6)
+
+
+def test_foreach_in_place_ops() -> None:
+    """In place the list given is written (and returned); a leaf that requires grad is
+    refused as the tensor op refuses it; out of place the results record autograd."""
+    def run(m):
+        xs = [m.tensor([0.25, 4.0]), m.tensor([-1.0])]
+        m._foreach_clamp_min_(xs, 0.5)
+        m._foreach_log2_(xs)
+        m._foreach_minimum_(xs, [m.tensor([0.0, 1.0]), m.tensor([3.0])])
+        return _lists(xs)
+    want, got = _both(run)
+    assert got == want
+    w = torch.ones(2, requires_grad=True)
+    e = ember.ones(2, requires_grad=True)
+    assert torch._foreach_exp([w])[0].requires_grad and ember._foreach_exp([e])[0].requires_grad
+    want, got = _both(lambda m: m._foreach_exp_([m.ones(2, requires_grad=True)]))
+    assert got == want
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m._foreach_exp([]),
+    lambda m: m._foreach_exp(m.ones(2)),
+    lambda m: m._foreach_maximum([m.ones(2)], [m.zeros(2), m.zeros(2)]),
+    lambda m: m._foreach_add([m.ones(2)], [m.ones(2), m.ones(2)]),
+], ids=["empty", "tensor-not-list", "lengths", "lengths-fused"])
+def test_foreach_errors(call) -> None:
+    want, got = _both(call)
+    assert got == want
+
+
+# -- vmap's randomness -------------------------------------------------------------------
+
+def test_vmap_randomness_modes() -> None:
+    """"error" (the default) refuses a random op inside vmap, "same" gives every sample
+    the same numbers, "different" lets each draw its own; the stream goes on after."""
+    def run(m):
+        m.manual_seed(0)
+        out = []
+        for randomness in ("error", "same", "different"):
+            try:
+                y = m.func.vmap(lambda x: x + m.rand(()), randomness=randomness)(m.zeros(3))
+                out.append((y.tolist(), m.rand(2).tolist()))
+            except RuntimeError as e:
+                out.append(str(e))
+        dropped = m.func.vmap(lambda x: m.nn.functional.dropout(x, 0.5),
+                              randomness="same")(m.ones(3, 4))
+        out.append(dropped.tolist())
+        return out
+    want, got = _both(run)
+    assert got == want
+    assert got[0].startswith("vmap: called random operation while in randomness error mode")
+
+
+# -- samplers --------------------------------------------------------------------------
+
+def test_weighted_sampler_without_replacement_error() -> None:
+    """More samples than non-zero weights without replacement: torch.multinomial's
+    message word for word (ember's numbers go in a note)."""
+    def run(m):
+        return list(m.utils.data.WeightedRandomSampler([0.1, 0.9, 0.0], 5, replacement=False))
+    want, got = _both(run)
+    assert got == want
