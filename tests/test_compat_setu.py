@@ -115,3 +115,53 @@ def test_weighted_sampler_without_replacement_error() -> None:
         return list(m.utils.data.WeightedRandomSampler([0.1, 0.9, 0.0], 5, replacement=False))
     want, got = _both(run)
     assert got == want
+
+
+# -- losses: target dtypes -----------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["mse_loss", "smooth_l1_loss", "huber_loss"])
+def test_regression_losses_take_a_bool_target(name: str) -> None:
+    """PyTorch's mse / smooth L1 / Huber kernels promote a bool target (a mask)."""
+    def run(m):
+        x = m.tensor([0.3, 2.6], requires_grad=True)
+        loss = getattr(m.nn.functional, name)(x, m.tensor([True, False]))
+        if name != "huber_loss":  # (PyTorch's Huber backward refuses the bool target)
+            loss.backward()
+            return [round(loss.item(), 5), str(loss.dtype).split(".")[1],
+                    [round(g, 5) for g in x.grad.tolist()]]
+        return [round(loss.item(), 5), str(loss.dtype).split(".")[1]]
+    want, got = _both(run)
+    assert got == want
+
+
+@pytest.mark.parametrize("name", ["huber_loss", "soft_margin_loss"])
+def test_losses_keep_the_input_dtype(name: str) -> None:
+    """Huber and soft-margin write into a tensor of the input's dtype: a float64 target
+    gives a float32 loss for a float32 input, a float16 input a float16 loss."""
+    def run(m):
+        t = m.tensor([1.0, -1.0], dtype=m.float64)
+        fn = getattr(m.nn.functional, name)
+        a = fn(m.tensor([0.3, 2.6]), t)
+        b = fn(m.tensor([0.3, 2.6]).half(), t, reduction="none")
+        return str(a.dtype), round(a.item(), 5), str(b.dtype), b.tolist()
+    want, got = _both(run)
+    assert [str(x).replace("ember.", "torch.") for x in got] == [str(x) for x in want]
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.nn.functional.kl_div(m.tensor([0.3, 0.6]), m.tensor([0, 1]),
+                                     reduction="sum"),
+    lambda m: m.nn.functional.kl_div(m.tensor([0, 1]), m.tensor([0.3, 0.6]),
+                                     reduction="sum"),
+    lambda m: m.nn.functional.binary_cross_entropy_with_logits(m.tensor([0.3, 0.6]),
+                                                               m.tensor([0, 1])),
+    lambda m: m.nn.functional.binary_cross_entropy_with_logits(m.tensor([0.3, 0.6]).double(),
+                                                               m.tensor([0, 1])),
+    lambda m: m.nn.functional.binary_cross_entropy_with_logits(m.tensor([0.3, 0.6]),
+                                                               m.tensor([False, True])),
+], ids=["kl_div-int-target", "kl_div-int-input", "bce-logits-long", "bce-logits-long-f64",
+        "bce-logits-bool"])
+def test_loss_target_dtype_errors(call) -> None:
+    want, got = _both(call)
+    assert got == want
+    assert isinstance(got, tuple) and got[0] == "RuntimeError"

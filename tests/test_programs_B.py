@@ -678,6 +678,41 @@ PROGRAMS_S30 = [
 PROGRAMS_B += PROGRAMS_S30
 
 
+# set U31: self-supervised learning (Barlow Twins/VICReg with LARS, SwAV's Sinkhorn-Knopp),
+# model-based and off-policy RL (Dreamer RSSM, IMPALA V-trace + GAE), scientific ML with
+# torch.func (DeepONet, Fourier features, a Lagrangian NN), recommenders (DeepFM/DCN-v2,
+# SASRec), training utilities (checkpointing, schedulers, samplers, BytesIO checkpoints),
+# score matching and flow matching with EMA weights
+PROGRAMS_U31 = [
+    Program("barlow_vicreg.py", same=r"^(?!(barlow|vicreg) step)",
+            skeleton=r"^(barlow|vicreg) step",
+            losses=r"^(?P<tag>barlow|vicreg) step +\d+ loss (?P<loss>[\d.]+) ", factor=1.5,
+            long=True),
+    Program("swav_sinkhorn.py", same=r"^(?!iter|prototype norms|codes argmax|        1)",
+            skeleton=r"^iter|^prototype norms|^codes argmax|^        1", long=True),
+    Program("dreamer_rssm.py", same=r"^(?!(gauss|discrete|imagine) step)",
+            skeleton=r"^(gauss|discrete|imagine) step",
+            losses=r"^(?P<tag>gauss|discrete) step \d+ loss (?P<loss>[\d.]+) ", factor=1.5,
+            long=True),
+    Program("vtrace_gae.py", same=r"^(?!step|normalized adv)",
+            skeleton=r"^step|^normalized adv", long=True),
+    Program("deeponet_lnn.py", same=r"^(?!(deeponet|fourier|lnn) step)",
+            skeleton=r"^(deeponet|fourier|lnn) step",
+            losses=r"^(?P<tag>deeponet|fourier|lnn) step +\d+ loss (?P<loss>[\d.]+)",
+            factor=1.5, long=True),
+    Program("training_utils.py", same=r"^(?!epoch|restored lr)",
+            skeleton=r"^epoch|^restored lr", long=True),
+    Program("recsys_deepfm_sasrec.py", same=r"^(?!(ctr|sasrec) epoch)",
+            skeleton=r"^(ctr|sasrec) epoch",
+            losses=r"^(?P<tag>ctr|sasrec) epoch \d+ loss (?P<loss>[\d.]+)$", factor=1.5,
+            long=True),
+    Program("score_flow_matching.py", same=r"^(?!(ssm|flow) step)",
+            skeleton=r"^(ssm|flow) step",
+            losses=r"^(?P<tag>flow) step +\d+ loss (?P<loss>[\d.]+)$", factor=1.5, long=True),
+]
+PROGRAMS_B += PROGRAMS_U31
+
+
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""
     checks = []

@@ -147,6 +147,13 @@ def _refuse_complex(kernel: str, *tensors: Tensor) -> None:
             raise not_implemented_for(kernel, x)
 
 
+def _numeric_target(input: Tensor, target: Tensor) -> Tensor:
+    """A bool target as the input's dtype: PyTorch's mse, smooth L1 and Huber kernels
+    promote it (their `input - target` is not the `-` operator, which refuses bool)."""
+    return target.to(input.dtype) if target.dtype is dt.bool_ and \
+        input.dtype is not dt.bool_ else target
+
+
 def _mse_grad(grad: Tensor, input: Tensor, target: Tensor, reduction: str) -> Tensor:
     """ATen's mse_loss_backward: `(input - target) * norm * grad`, norm 2 (2 / numel for
     'mean'); the target's gradient is the same with the two swapped."""
@@ -167,6 +174,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
     r"""Mean squared error: :math:`(x - y)^2`, reduced."""
     _refuse_complex("mse", input, target)
     _target_size_check(input, target)
+    target = _numeric_target(input, target)
     reduction = _reduction_arg(size_average, reduce, reduction)
     if weight is not None:  # differentiated through its ops, as PyTorch's weighted form
         diff = input - target
@@ -224,6 +232,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = No
     r""":math:`0.5 d^2 / \beta` where :math:`|d| < \beta`, else :math:`|d| - 0.5\beta`."""
     _refuse_complex("smooth_l1", input, target)
     _target_size_check(input, target)
+    target = _numeric_target(input, target)
     reduction = _reduction_arg(size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
@@ -251,6 +260,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     r""":math:`0.5 d^2` where :math:`|d| < \delta`, else :math:`\delta(|d| - 0.5\delta)`."""
     _refuse_complex("huber", input, target)
     _target_size_check(input, target)
+    target = _numeric_target(input, target)
     _check_reduction(reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
@@ -264,6 +274,8 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
         ad = E.abs(diff)
         loss = _reduce(E.where(ad < delta, diff * diff * 0.5, (ad - 0.5 * delta) * delta),
                        reduction)
+        # PyTorch's kernel writes into a tensor of the input's dtype (smooth L1's doesn't)
+        loss = loss.to(input.dtype) if input.dtype.is_floating_point else loss
     record_grad(OPS["huber_loss"], (input, target), {"reduction": reduction, "delta": delta},
                 loss)
     return loss
@@ -637,6 +649,21 @@ def _bce_logits_target_grad(grad: Tensor, input: Tensor, target: Tensor,
     return g / target.numel() if reduction == "mean" else g
 
 
+def _check_logits_target(input: Tensor, target: Tensor) -> None:
+    """PyTorch's kernel computes `(1 - target).mul_(input)`: a bool target fails the
+    `1 - target`, an integer one the in-place multiply by a float input."""
+    if target.dtype is dt.bool_:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if not (target.dtype.is_floating_point or target.dtype.is_complex):
+        names = dt.SCALAR_TYPE_NAMES
+        promoted = dt.promote_types(input.dtype, target.dtype)
+        raise with_context(RuntimeError(
+            f"result type {names.get(promoted.name, promoted)} can't be cast to the desired "
+            f"output type {names.get(target.dtype.name, target.dtype)}"),
+            "binary_cross_entropy_with_logits: an integer target (give it as a float)")
+
+
 @composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
            cost=costs.reduction(10),
            grad=Grad("BinaryCrossEntropyWithLogitsBackward0", input=_bce_logits_input_grad,
@@ -654,6 +681,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
+    _check_logits_target(input, target)
     with no_grad():  # one node, PyTorch's BinaryCrossEntropyWithLogitsBackward0
         # -log(sigmoid(x)) = softplus(-x), computed stably
         neg_log_sig = E.log1p(E.exp(-E.abs(input))) - E.minimum(input, 0.0)
@@ -676,7 +704,10 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = 
                      reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     r""":math:`\log(1 + e^{-y x})` for targets :math:`y \in \{-1, 1\}`."""
     reduction = _reduction_arg(size_average, reduce, reduction)
-    return _reduce(_log1p_exp(-target * input), reduction)
+    # PyTorch's `neg_out(output, input).mul_(target)...`: a result of the input's dtype (a
+    # bool or wider target included)
+    loss = _log1p_exp(-input * target)
+    return _reduce(loss.to(input.dtype) if input.dtype.is_floating_point else loss, reduction)
 
 
 # (not in PyTorch's autocast lists: a composite of logsigmoid, sum and division there, so
@@ -719,6 +750,9 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,
                         "behave the same as 'batchmean' in the next major release.")
     if reduction not in ("none", "mean", "sum", "batchmean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
+    if not (input.dtype.is_floating_point or input.dtype.is_complex) or \
+            not (target.dtype.is_floating_point or target.dtype.is_complex):
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         loss = E.exp(target) * (target - input)
     else:
