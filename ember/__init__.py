@@ -875,6 +875,7 @@ _SUBMODULES = _SUBMODULES | {"masked"}  # torch.masked: mask= reductions, Masked
 _SUBMODULES = _SUBMODULES | {"nested"}  # torch.nested: nested tensors of the strided layout
 _SUBMODULES = _SUBMODULES | {"xpu", "mps", "mtia"}  # absent devices' probes: torch.xpu & co
 _SUBMODULES = _SUBMODULES | {"export"}  # torch.export: ExportedProgram, save/load, Dim
+_SUBMODULES = _SUBMODULES | {"functional", "types"}  # torch.functional.einsum & co, torch.types
 
 
 # PyTorch's deprecated build flags: the module and function each one now points to

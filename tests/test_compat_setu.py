@@ -165,3 +165,49 @@ def test_loss_target_dtype_errors(call) -> None:
     want, got = _both(call)
     assert got == want
     assert isinstance(got, tuple) and got[0] == "RuntimeError"
+
+
+# -- printed classes and torch.utils.hooks ---------------------------------------------------
+
+def test_every_hook_handle_is_a_removable_handle() -> None:
+    """Module, tensor, post-accumulate and optimizer hooks all return
+    torch.utils.hooks.RemovableHandle (importable from there), and it removes its hook."""
+    from ember.utils.hooks import RemovableHandle
+
+    def run(m):
+        from importlib import import_module
+        handle_cls = import_module(f"{m.__name__}.utils.hooks").RemovableHandle
+        lin = m.nn.Linear(1, 1)
+        calls = []
+        handles = [lin.register_forward_hook(lambda *a: calls.append("fwd")),
+                   lin.weight.register_hook(lambda g: calls.append("grad")),
+                   lin.weight.register_post_accumulate_grad_hook(lambda p: calls.append("acc")),
+                   m.optim.SGD(lin.parameters(), lr=0.1).register_step_pre_hook(
+                       lambda *a: None)]
+        kinds = [isinstance(h, handle_cls) for h in handles]
+        lin(m.ones(1, 1)).sum().backward()
+        for h in handles:
+            h.remove()
+        lin(m.ones(1, 1)).sum().backward()
+        return kinds, calls, type(handles[1]).__qualname__
+    want, got = _both(run)
+    assert got == want == ([True] * 4, ["fwd", "grad", "acc"], "RemovableHandle")
+    assert ember.utils.hooks.RemovableHandle is RemovableHandle
+
+
+def test_size_prints_its_class_as_torch() -> None:
+    """`type(x.shape)` prints <class 'torch.Size'> (ember's name outside the alias)."""
+    assert repr(type(ember.ones(2).shape)) == "<class 'ember.Size'>"
+    assert repr(type(torch.ones(2).shape)) == "<class 'torch.Size'>"
+
+
+def test_typing_and_functional_modules() -> None:
+    """torch.nn.common_types, torch.types and torch.functional import as in PyTorch."""
+    from ember.nn.common_types import _ratio_2_t, _size_2_t
+    from ember.types import Device, Number
+
+    from torch.nn.common_types import _size_2_t as torch_size_2_t
+    assert repr(_size_2_t).replace("ember", "torch") == repr(torch_size_2_t)
+    assert _ratio_2_t is not None and Device is not None and Number == (int | float | bool)
+    assert ember.functional.einsum("i,i->", ember.ones(3), ember.ones(3)).item() == 3.0
+    assert [t.tolist() for t in ember.functional.split(ember.arange(4), 2)] == [[0, 1], [2, 3]]

@@ -24,6 +24,7 @@ from ember.core.errors import type_name, warn_once, with_context
 from ember.core.grad_mode import InferenceVersion, new_version
 from ember.core.grad_mode import state as grad_state
 from ember.core.graph import Node, relabel, shown_as
+from ember.core.hooks import RemovableHandle
 from ember.core.host import dtype_arg, host_array, to_host
 from ember.core.placement import resolve
 from ember.core.printing import tensor_repr
@@ -822,7 +823,7 @@ class Tensor:
         ref = self._node.retain.get(self._output_nr)
         return ref is not None and ref() is self
 
-    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> _RemovableHandle:
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
         """Call `hook(grad)` when this tensor's gradient is computed; it may return a new
         gradient to use instead."""
         if not self._requires_grad:
@@ -832,17 +833,17 @@ class Tensor:
             if self._hooks is None:
                 self._hooks = []
             self._hooks.append(hook)
-            return _RemovableHandle(self._hooks, hook)
+            return RemovableHandle.of_list_entry(self._hooks, hook)
         node = self._node
         if node.pre_hooks is None:
             node.pre_hooks = {}
         hooks = node.pre_hooks.setdefault(self._output_nr, [])
         hooks.append(hook)
-        return _RemovableHandle(hooks, hook)
+        return RemovableHandle.of_list_entry(hooks, hook)
 
 
     def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]
-                                           ) -> _RemovableHandle:
+                                           ) -> RemovableHandle:
         """Call `hook(tensor)` after a gradient has been accumulated into this leaf's
         `.grad` during backward (not by `autograd.grad`); the hook returns None.
 
@@ -857,7 +858,7 @@ class Tensor:
         if self._post_accumulate_hooks is None:
             self._post_accumulate_hooks = []
         self._post_accumulate_hooks.append(hook)
-        return _RemovableHandle(self._post_accumulate_hooks, hook)
+        return RemovableHandle.of_list_entry(self._post_accumulate_hooks, hook)
 
 
 torch_function.Tensor = Tensor
@@ -878,6 +879,7 @@ def _alias(t: Tensor) -> Tensor:
     return out
 
 
+@dt.printed_in_api()
 class Size(tuple):
     """A tensor's shape: a tuple of ints that prints as PyTorch's does.
 
@@ -942,15 +944,6 @@ def factory_requires_grad(t: Tensor) -> Tensor:
         raise with_context(RuntimeError("Only Tensors of floating point and complex dtype can "
                                         "require gradients"), f"got {t._dtype}")
     return t.requires_grad_(True)
-
-
-class _RemovableHandle:
-    def __init__(self, hooks: list, hook: Callable) -> None:
-        self._hooks, self._hook = hooks, hook
-
-    def remove(self) -> None:
-        if self._hook in self._hooks:
-            self._hooks.remove(self._hook)
 
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import itertools
 import warnings
-import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import ember
 from ember import Tensor
 from ember.autograd import Function
+from ember.core.hooks import RemovableHandle
 from ember.core.ops.elementwise import to_arguments
 from ember.nn.parameter import Buffer, Parameter
 
@@ -25,49 +25,6 @@ __all__ = ["Module", "RemovableHandle", "register_module_forward_hook",
            "register_module_forward_pre_hook"]
 
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
-
-
-class RemovableHandle:
-    """A handle that removes the hook it was returned for; also a context manager."""
-
-    next_id: int = 0
-
-    def __init__(self, hooks_dict: dict, *, extra_dict: Any = None) -> None:
-        self.hooks_dict_ref = weakref.ref(hooks_dict)
-        self.id = RemovableHandle.next_id
-        RemovableHandle.next_id += 1
-        if isinstance(extra_dict, dict):
-            self.extra_dict_ref: tuple = (weakref.ref(extra_dict),)
-        elif isinstance(extra_dict, list):
-            self.extra_dict_ref = tuple(weakref.ref(d) for d in extra_dict)
-        else:
-            self.extra_dict_ref = ()
-
-    def remove(self) -> None:
-        """Remove the hook (a second call does nothing)."""
-        hooks_dict = self.hooks_dict_ref()
-        if hooks_dict is not None and self.id in hooks_dict:
-            del hooks_dict[self.id]
-        for ref in self.extra_dict_ref:
-            extra = ref()
-            if extra is not None and self.id in extra:
-                del extra[self.id]
-
-    def __getstate__(self) -> tuple:
-        return (self.hooks_dict_ref(), self.id, tuple(r() for r in self.extra_dict_ref))
-
-    def __setstate__(self, state: tuple) -> None:
-        self.hooks_dict_ref = weakref.ref(OrderedDict() if state[0] is None else state[0])
-        self.id = state[1]
-        RemovableHandle.next_id = max(RemovableHandle.next_id, self.id + 1)
-        self.extra_dict_ref = tuple(weakref.ref(d) for d in state[2] if d is not None) \
-            if len(state) > 2 else ()
-
-    def __enter__(self) -> RemovableHandle:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.remove()
 
 
 # -- global module hooks (every module's calls: for debugging and the profiler) -------

@@ -18,6 +18,7 @@ from typing import Any
 from ember.core.creation import tensor, zeros_like
 from ember.core.dtype import float32, float64, get_default_dtype
 from ember.core.grad_mode import enable_grad, no_grad
+from ember.core.hooks import RemovableHandle
 from ember.core.ops import foreach as fe
 from ember.core.tensor import Tensor
 
@@ -39,47 +40,27 @@ required = _RequiredParameter()
 # Hooks registered on every optimizer (`register_optimizer_step_pre_hook` ...).
 _global_step_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
 _global_step_post_hooks: OrderedDict[int, Callable] = OrderedDict()
-_next_hook_id = [0]
 
 
-class _RemovableHandle:
-    """Returned by the `register_*_hook` methods; `remove()` unregisters the hook."""
-
-    def __init__(self, hooks: OrderedDict) -> None:
-        self._hooks = hooks
-        self.id = _next_hook_id[0]
-        _next_hook_id[0] += 1
-
-    @classmethod
-    def add(cls, hooks: OrderedDict, hook: Callable, prepend: bool = False
-            ) -> _RemovableHandle:
-        """Register `hook` in `hooks` (first of them when `prepend`) and return its handle."""
-        handle = cls(hooks)
-        hooks[handle.id] = hook
-        if prepend:
-            hooks.move_to_end(handle.id, last=False)
-        return handle
-
-    def remove(self) -> None:
-        self._hooks.pop(self.id, None)
-
-    def __enter__(self) -> _RemovableHandle:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.remove()
+def _add_hook(hooks: OrderedDict, hook: Callable, prepend: bool = False) -> RemovableHandle:
+    """Register `hook` in `hooks` (first of them when `prepend`) and return its handle."""
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
 
 
-def register_optimizer_step_pre_hook(hook: Callable) -> _RemovableHandle:
+def register_optimizer_step_pre_hook(hook: Callable) -> RemovableHandle:
     """Register `hook(optimizer, args, kwargs)` to run before every optimizer's `step`."""
-    handle = _RemovableHandle(_global_step_pre_hooks)
+    handle = RemovableHandle(_global_step_pre_hooks)
     _global_step_pre_hooks[handle.id] = hook
     return handle
 
 
-def register_optimizer_step_post_hook(hook: Callable) -> _RemovableHandle:
+def register_optimizer_step_post_hook(hook: Callable) -> RemovableHandle:
     """Register `hook(optimizer, args, kwargs)` to run after every optimizer's `step`."""
-    handle = _RemovableHandle(_global_step_post_hooks)
+    handle = RemovableHandle(_global_step_post_hooks)
     _global_step_post_hooks[handle.id] = hook
     return handle
 
@@ -532,44 +513,44 @@ class Optimizer:
         raise NotImplementedError
 
     # -- hooks --------------------------------------------------------------------------
-    def register_step_pre_hook(self, hook: Callable) -> _RemovableHandle:
+    def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
         """Register `hook(optimizer, args, kwargs)` to run before this optimizer's `step`.
 
         It may return ``(new_args, new_kwargs)`` to replace the step's arguments.
         """
-        return _RemovableHandle.add(self._optimizer_step_pre_hooks, hook)
+        return _add_hook(self._optimizer_step_pre_hooks, hook)
 
-    def register_step_post_hook(self, hook: Callable) -> _RemovableHandle:
+    def register_step_post_hook(self, hook: Callable) -> RemovableHandle:
         """Register `hook(optimizer, args, kwargs)` to run after this optimizer's `step`."""
-        return _RemovableHandle.add(self._optimizer_step_post_hooks, hook)
+        return _add_hook(self._optimizer_step_post_hooks, hook)
 
     def register_state_dict_pre_hook(self, hook: Callable, prepend: bool = False
-                                     ) -> _RemovableHandle:
+                                     ) -> RemovableHandle:
         """Register `hook(optimizer)` to run before :meth:`state_dict` builds the dict.
 
         Args:
             hook (Callable): the hook.
             prepend (bool): run it before the hooks already registered (default: False).
         """
-        return _RemovableHandle.add(self._optimizer_state_dict_pre_hooks, hook, prepend)
+        return _add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
 
     def register_state_dict_post_hook(self, hook: Callable, prepend: bool = False
-                                      ) -> _RemovableHandle:
+                                      ) -> RemovableHandle:
         """Register `hook(optimizer, state_dict) -> state_dict or None` to run after
         :meth:`state_dict`: it may change the dict in place or return a new one."""
-        return _RemovableHandle.add(self._optimizer_state_dict_post_hooks, hook, prepend)
+        return _add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
 
     def register_load_state_dict_pre_hook(self, hook: Callable, prepend: bool = False
-                                          ) -> _RemovableHandle:
+                                          ) -> RemovableHandle:
         """Register `hook(optimizer, state_dict) -> state_dict or None` to run before
         :meth:`load_state_dict` (given a shallow copy of the dict; a returned dict is
         loaded instead)."""
-        return _RemovableHandle.add(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+        return _add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
 
     def register_load_state_dict_post_hook(self, hook: Callable, prepend: bool = False
-                                           ) -> _RemovableHandle:
+                                           ) -> RemovableHandle:
         """Register `hook(optimizer)` to run after :meth:`load_state_dict` has loaded."""
-        return _RemovableHandle.add(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+        return _add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
     # -- checkpoints --------------------------------------------------------------------
     def state_dict(self) -> StateDict:

@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Any
 
 _SUBMODULES = ("data", "tensorboard", "dlpack", "model_zoo", "checkpoint", "benchmark",
-               "_pytree")
+               "_pytree", "hooks")
 
 
 def __getattr__(name: str) -> ModuleType:
