@@ -203,10 +203,10 @@ def test_size_prints_its_class_as_torch() -> None:
 
 def test_typing_and_functional_modules() -> None:
     """torch.nn.common_types, torch.types and torch.functional import as in PyTorch."""
+    from torch.nn.common_types import _size_2_t as torch_size_2_t
+
     from ember.nn.common_types import _ratio_2_t, _size_2_t
     from ember.types import Device, Number
-
-    from torch.nn.common_types import _size_2_t as torch_size_2_t
     assert repr(_size_2_t).replace("ember", "torch") == repr(torch_size_2_t)
     assert _ratio_2_t is not None and Device is not None and Number == (int | float | bool)
     assert ember.functional.einsum("i,i->", ember.ones(3), ember.ones(3)).item() == 3.0
