@@ -211,3 +211,14 @@ def test_typing_and_functional_modules() -> None:
     assert _ratio_2_t is not None and Device is not None and Number == (int | float | bool)
     assert ember.functional.einsum("i,i->", ember.ones(3), ember.ones(3)).item() == 3.0
     assert [t.tolist() for t in ember.functional.split(ember.arange(4), 2)] == [[0, 1], [2, 3]]
+
+
+def test_prelu_runs_in_low_precision_under_autocast() -> None:
+    """prelu is on both devices' autocast low-precision lists (nn.PReLU included)."""
+    def run(m):
+        x = m.randn(2, 3)
+        with m.autocast("cpu", dtype=m.bfloat16):
+            return [str(m.nn.PReLU()(x).dtype), str(m.nn.functional.prelu(x, m.ones(3)).dtype),
+                    str(m.prelu(x, m.ones(1)).dtype)]
+    want, got = _both(run)
+    assert [s.replace("ember", "torch") for s in got] == want == ["torch.bfloat16"] * 3

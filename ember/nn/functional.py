@@ -1183,13 +1183,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     r""":math:`\max(0,x) + a \min(0,x)` with a learnable ``a`` (one per channel, dim 1,
     or a single one)."""
-    if weight.numel() != 1:
-        if input.ndim < 2 or weight.numel() != input.shape[1]:
-            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
-                               f"parameter numbers = {weight.numel()} and channel size = "
-                               f"{input.shape[1] if input.ndim >= 2 else 1}.")
-        weight = weight.reshape(_channel_shape(input))
-    return ember.where(input > 0, input, input * weight)
+    return ember.prelu(input, weight)  # (the op: autocast runs it in low precision)
 
 
 def _softmax_dim(name: str, ndim: int) -> int:

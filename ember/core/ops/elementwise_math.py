@@ -757,7 +757,9 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     return out
 
 
-@composite(variants="function method", cost=costs.pointwise(3))
+# (in PyTorch's autocast lists of both devices: the low-precision dtype)
+@composite(variants="function method", cost=costs.pointwise(3), precision=P.LOWER,
+           cpu_precision=P.LOWER)
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """The parametric ReLU: `input` where it is > 0, else `weight * input`; `weight` has
     one element, or one per channel (dim 1)."""
