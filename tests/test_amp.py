@@ -159,6 +159,45 @@ CASES.update({
         lib.tensor([2])),
 })
 
+# set U31: prelu is LOWER on both devices; the CPU's float32 list also holds trace, the
+# quantiles, the 3-d pools, grid_sampler, stft, the FFTs, polar and view_as_complex
+_FFTS = ("fft", "ifft", "rfft", "ihfft")  # one dim, real or complex input
+_FFTS_ND = ("fft2", "ifft2", "fftn", "ifftn", "rfft2", "rfftn")
+_FFTS_C2R = ("irfft", "hfft", "irfft2", "irfftn")  # their input made complex first
+
+
+def _fft_case(name: str, complex_input: bool):
+    """torch.fft.<name> of the data in the region's low-precision dtype (viewed as complex
+    for the transforms that take it)."""
+    def case(lib, F, a, w):
+        x = _low(lib, a)
+        if complex_input:
+            x = lib.view_as_complex(x.float().view(4, 4, 2))
+        return getattr(lib.fft, name)(x)
+    return case
+
+
+CASES.update({
+    "prelu": lambda lib, F, a, w: F.prelu(a, lib.ones(8) * 0.25),
+    "trace": lambda lib, F, a, w: _low(lib, a).trace(),
+    "quantile": lambda lib, F, a, w: lib.quantile(_low(lib, a[0]), 0.3),
+    "nanquantile": lambda lib, F, a, w: lib.nanquantile(_low(lib, a[0]), 0.3),
+    "max_pool3d": lambda lib, F, a, w: F.max_pool3d(_low(lib, a)[None, None, None], (1, 2, 2)),
+    "avg_pool3d": lambda lib, F, a, w: F.avg_pool3d(_low(lib, a)[None, None, None], (1, 2, 2)),
+    "adaptive_avg_pool3d": lambda lib, F, a, w: F.adaptive_avg_pool3d(
+        _low(lib, a)[None, None, None], 1),
+    "adaptive_max_pool3d": lambda lib, F, a, w: F.adaptive_max_pool3d(
+        _low(lib, a)[None, None, None], 1),
+    "grid_sampler": lambda lib, F, a, w: F.grid_sample(
+        _low(lib, a)[None, None], _low(lib, lib.zeros(1, 2, 2, 2)), align_corners=False),
+    "stft": lambda lib, F, a, w: lib.stft(_low(lib, a.flatten()), 8, window=lib.ones(8),
+                                          return_complex=True),
+    "polar": lambda lib, F, a, w: lib.polar(_low(lib, a.abs()), _low(lib, a)),
+    "view_as_complex": lambda lib, F, a, w: lib.view_as_complex(_low(lib, a.view(4, 4, 2))),
+    **{f"fft_{n}": _fft_case(n, complex_input=False) for n in _FFTS + _FFTS_ND},
+    **{f"fft_{n}": _fft_case(n, complex_input=True) for n in _FFTS_C2R},
+})
+
 
 def _run(lib, F, dtype_name, case):
     a = lib.tensor(A)

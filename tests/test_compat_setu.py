@@ -222,3 +222,19 @@ def test_prelu_runs_in_low_precision_under_autocast() -> None:
                     str(m.prelu(x, m.ones(1)).dtype)]
     want, got = _both(run)
     assert [s.replace("ember", "torch") for s in got] == want == ["torch.bfloat16"] * 3
+
+
+def test_cpu_autocast_float32_list_takes_bfloat16_inputs() -> None:
+    """PyTorch's CPU autocast runs quantile, the FFTs, stft, polar, trace and the 3-d pools
+    in float32, so bfloat16 inputs work there (ember refused some before)."""
+    def run(m):
+        x = m.linspace(-1, 1, 16).to(m.bfloat16)
+        with m.autocast("cpu", dtype=m.bfloat16):
+            outs = [m.quantile(x, 0.3), m.fft.rfft(x), m.polar(x.abs(), x),
+                    m.stft(x, 8, window=m.ones(8), return_complex=True),
+                    x.view(4, 4).trace(),
+                    m.nn.functional.avg_pool3d(x.view(1, 1, 1, 4, 4), (1, 2, 2))]
+        return [str(o.dtype).split(".")[1] for o in outs]
+    want, got = _both(run)
+    assert got == want == ["float32", "complex64", "complex64", "complex64", "float32",
+                           "float32"]

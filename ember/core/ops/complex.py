@@ -26,6 +26,7 @@ from ember.core.dispatch import run
 from ember.core.grad_mode import no_grad
 from ember.core.inplace import as_view
 from ember.core.opdef import OPS, Grad, OutMeta
+from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import atan2, to_dtype, where
 from ember.core.ops.indexing import select
 from ember.core.ops.shape import in_iter_order, stack
@@ -68,7 +69,8 @@ def _check_view_as_complex(x: Tensor) -> None:
 
 
 @composite(complex=True, variants="function", cost=costs.view,
-           grad=Grad("ViewAsComplexBackward0", input=lambda grad: view_as_real(grad)))
+           grad=Grad("ViewAsComplexBackward0", input=lambda grad: view_as_real(grad)),
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def view_as_complex(input: Tensor) -> Tensor:
     """A view of `input` (float32 or float64, last dimension of size 2 and stride 1) as a
     complex tensor: each pair along the last dimension is one complex number."""
@@ -206,7 +208,8 @@ def _broadcast(a: Tensor, b: Tensor) -> tuple[int, ...]:
     return broadcast_shapes("complex", tuple(a.shape), tuple(b.shape))
 
 
-@composite(complex=True, variants="function out", cost=costs.pointwise(16))
+@composite(complex=True, variants="function out", cost=costs.pointwise(16),
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def polar(abs: Tensor, angle: Tensor) -> Tensor:  # noqa: A002 - PyTorch's names
     """The complex tensor with magnitudes `abs` and arguments `angle` (radians):
     `abs * (cos(angle) + 1j * sin(angle))`."""

@@ -27,6 +27,7 @@ from ember.core.apply import apply
 from ember.core.creation import arange
 from ember.core.declare import composite, primitive
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
+from ember.core.opdef import Precision as P
 from ember.core.ops.complex import real
 from ember.core.ops.elementwise import to_dtype
 from ember.core.ops.nn import constant_pad_nd
@@ -239,7 +240,8 @@ def _c2r(op: str, x: Tensor, dims: tuple, sizes: tuple, norm: str | None,
 
 
 
-@composite(complex=True, variants="", cost=costs.pointwise(1))
+@composite(complex=True, variants="", cost=costs.pointwise(1),
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def fft_fft(input: Tensor, n: int | None = None, dim: int = -1,
             norm: str | None = None) -> Tensor:
     """The one-dimensional discrete Fourier transform of `input` along `dim` (`n` points:
@@ -249,7 +251,8 @@ def fft_fft(input: Tensor, n: int | None = None, dim: int = -1,
     return _c2c_or_r2c("fft", input, (d,), (n,), norm, True)
 
 
-@composite(complex=True, variants="", cost=costs.pointwise(1))
+@composite(complex=True, variants="", cost=costs.pointwise(1),
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def fft_ifft(input: Tensor, n: int | None = None, dim: int = -1,
              norm: str | None = None) -> Tensor:
     """The one-dimensional inverse discrete Fourier transform of `input` along `dim`."""
@@ -257,7 +260,8 @@ def fft_ifft(input: Tensor, n: int | None = None, dim: int = -1,
     return _c2c_or_r2c("ifft", input, (d,), (n,), norm, False)
 
 
-@composite(complex=True, variants="", cost=costs.pointwise(1))
+@composite(complex=True, variants="", cost=costs.pointwise(1),
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def fft_fft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] = (-2, -1),
              norm: str | None = None) -> Tensor:
     """The two-dimensional discrete Fourier transform of `input` over `dim`."""
@@ -265,7 +269,8 @@ def fft_fft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] =
     return _c2c_or_r2c("fft2", input, dims, sizes, norm, True)
 
 
-@composite(complex=True, variants="", cost=costs.pointwise(1))
+@composite(complex=True, variants="", cost=costs.pointwise(1),
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def fft_ifft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] = (-2, -1),
               norm: str | None = None) -> Tensor:
     """The two-dimensional inverse discrete Fourier transform of `input` over `dim`."""
@@ -273,7 +278,8 @@ def fft_ifft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] 
     return _c2c_or_r2c("ifft2", input, dims, sizes, norm, False)
 
 
-@composite(complex=True, variants="", cost=costs.pointwise(1))
+@composite(complex=True, variants="", cost=costs.pointwise(1),
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def fft_fftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
              norm: str | None = None) -> Tensor:
     """The N-dimensional discrete Fourier transform of `input` (over all dimensions, or
@@ -282,7 +288,8 @@ def fft_fftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
     return _c2c_or_r2c("fftn", input, dims, sizes, norm, True)
 
 
-@composite(complex=True, variants="", cost=costs.pointwise(1))
+@composite(complex=True, variants="", cost=costs.pointwise(1),
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def fft_ifftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
               norm: str | None = None) -> Tensor:
     """The N-dimensional inverse discrete Fourier transform of `input`."""
@@ -290,7 +297,8 @@ def fft_ifftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
     return _c2c_or_r2c("ifftn", input, dims, sizes, norm, False)
 
 
-@composite(complex=True, variants="", cost=costs.pointwise(1))
+@composite(complex=True, variants="", cost=costs.pointwise(1),
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def fft_rfft(input: Tensor, n: int | None = None, dim: int = -1,
              norm: str | None = None) -> Tensor:
     """The one-dimensional Fourier transform of real `input`: its `n // 2 + 1`
@@ -299,7 +307,8 @@ def fft_rfft(input: Tensor, n: int | None = None, dim: int = -1,
     return _r2c("rfft", input, (d,), (n,), norm, True)
 
 
-@composite(complex=True, variants="", cost=costs.pointwise(1))
+@composite(complex=True, variants="", cost=costs.pointwise(1),
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def fft_irfft(input: Tensor, n: int | None = None, dim: int = -1,
               norm: str | None = None) -> Tensor:
     """The inverse of `rfft`: a real signal of `n` points (default `2 * (m - 1)`, `m` the
@@ -309,7 +318,8 @@ def fft_irfft(input: Tensor, n: int | None = None, dim: int = -1,
     return _c2r("irfft", input, (d,), (n,), norm, False)
 
 
-@composite(complex=True, variants="", cost=costs.pointwise(1))
+@composite(complex=True, variants="", cost=costs.pointwise(1),
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def fft_rfft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] = (-2, -1),
               norm: str | None = None) -> Tensor:
     """The two-dimensional Fourier transform of real `input`, one-sided in the last of
@@ -318,14 +328,16 @@ def fft_rfft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] 
     return _r2c("rfft2", input, dims, sizes, norm, True)
 
 
-@composite(complex=True, variants="", cost=costs.pointwise(1))
+@composite(complex=True, variants="", cost=costs.pointwise(1),
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def fft_irfft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] = (-2, -1),
                norm: str | None = None) -> Tensor:
     """The inverse of `rfft2`: a real signal of shape `s` over `dim`."""
     return _irfftn("irfft2", input, s, dim, norm)
 
 
-@composite(complex=True, variants="", cost=costs.pointwise(1))
+@composite(complex=True, variants="", cost=costs.pointwise(1),
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def fft_rfftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
               norm: str | None = None) -> Tensor:
     """The N-dimensional Fourier transform of real `input`, one-sided in the last of its
@@ -334,7 +346,8 @@ def fft_rfftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
     return _r2c("rfftn", input, dims, sizes, norm, True)
 
 
-@composite(complex=True, variants="", cost=costs.pointwise(1))
+@composite(complex=True, variants="", cost=costs.pointwise(1),
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def fft_irfftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
                norm: str | None = None) -> Tensor:
     """The inverse of `rfftn`."""
@@ -347,7 +360,8 @@ def _irfftn(op: str, input: Tensor, s: Any, dim: Any, norm: str | None) -> Tenso
     return _c2r(op, input, dims, sizes[:-1] + (last,), norm, False)
 
 
-@composite(complex=True, variants="", cost=costs.pointwise(1))
+@composite(complex=True, variants="", cost=costs.pointwise(1),
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def fft_hfft(input: Tensor, n: int | None = None, dim: int = -1,
              norm: str | None = None) -> Tensor:
     """The Fourier transform of a Hermitian-symmetric signal given by its first half:
@@ -357,7 +371,8 @@ def fft_hfft(input: Tensor, n: int | None = None, dim: int = -1,
     return _c2r("hfft", input, (d,), (n,), norm, True)
 
 
-@composite(complex=True, variants="", cost=costs.pointwise(1))
+@composite(complex=True, variants="", cost=costs.pointwise(1),
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def fft_ihfft(input: Tensor, n: int | None = None, dim: int = -1,
               norm: str | None = None) -> Tensor:
     """The inverse of `hfft`: the `n // 2 + 1` non-negative frequencies of the inverse

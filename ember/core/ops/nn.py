@@ -1214,7 +1214,8 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                                         padding, dilation, ceil_mode, return_indices))
 
 
-@composite(variants="function", traced_as_node=True, cost=costs.reduction(1))
+@composite(variants="function", traced_as_node=True, cost=costs.reduction(1),
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
                dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False):
     """3-D max pooling over (N, C, D, H, W) inputs."""
@@ -1316,7 +1317,8 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
 
 
 @composite(node_label="AvgPool3DBackward0",
-           variants="", traced_as_node=True, cost=costs.reduction(1))
+           variants="", traced_as_node=True, cost=costs.reduction(1),
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
                ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> Tensor:
@@ -1371,7 +1373,8 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
                                                  output_size))
 
 
-@composite(variants="", traced_as_node=True, cost=costs.reduction(1))
+@composite(variants="", traced_as_node=True, cost=costs.reduction(1),
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
     """Average pooling of (N, C, D, H, W) inputs to a fixed output size."""
     return kept_format(input, _adaptive_avg_pool("adaptive_avg_pool3d", 3, input,
@@ -1471,7 +1474,8 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any) -> tuple[Tensor, Tensor
                                                  output_size))
 
 
-@composite(variants="", cost=costs.reduction(1))
+@composite(variants="", cost=costs.reduction(1),
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def adaptive_max_pool3d(input: Tensor, output_size: Any) -> tuple[Tensor, Tensor]:
     """Max pooling of (N, C, D, H, W) inputs to a fixed output size: (values, indices)."""
     return kept_format(input, _adaptive_max_pool("adaptive_max_pool3d", 3, input,
@@ -1759,7 +1763,8 @@ def _grid_sampler_label(input: Tensor, *args: Any) -> str:
 
 
 @composite(variants="function", traced_as_node=True, cost=costs.reduction(8),
-           node_label=_grid_sampler_label)
+           node_label=_grid_sampler_label,
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def grid_sampler(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int,
                  align_corners: bool) -> Tensor:
     """Samples `input` (N, C, *spatial) at the normalised coordinates `grid` (N, *out, n):

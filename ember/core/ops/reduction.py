@@ -639,7 +639,8 @@ def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> 
 
 
 @composite(complex=True, node_label="TraceBackward0",
-           variants="function method", cost=costs.reduction(1))
+           variants="function method", cost=costs.reduction(1),
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def trace(input: Tensor) -> Tensor:
     """The sum of the main diagonal of a matrix (int64 for integer matrices)."""
     if input.ndim != 2:

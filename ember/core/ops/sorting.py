@@ -23,6 +23,7 @@ from ember.core.dispatch import run
 from ember.core.errors import invalid_combination
 from ember.core.grad_mode import no_grad
 from ember.core.opdef import OPS, Grad
+from ember.core.opdef import Precision as P
 from ember.core.ops import introsort
 from ember.core.ops.elementwise import to_dtype, where
 from ember.core.ops.indexing import gather_in_bounds
@@ -434,7 +435,8 @@ def _lerp(start: Tensor, end: Tensor, weight: Tensor) -> Tensor:
     return where(weight < 0.5, start + weight * step, end - step * (1 - weight))
 
 
-@composite(variants="function method", cost=costs.reduction(10))
+@composite(variants="function method", cost=costs.reduction(10),
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def quantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
              interpolation: str = "linear") -> Tensor:
     """The `q`-th quantiles (a number or a 1-d tensor in [0, 1]) of the values along
@@ -444,7 +446,8 @@ def quantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = Fals
     return _quantile("quantile", input, q, dim, keepdim, interpolation, ignore_nan=False)
 
 
-@composite(variants="function method", cost=costs.reduction(10))
+@composite(variants="function method", cost=costs.reduction(10),
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def nanquantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
                 interpolation: str = "linear") -> Tensor:
     """`quantile`, ignoring NaN (NaN only where a row is all NaN)."""

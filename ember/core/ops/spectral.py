@@ -23,6 +23,7 @@ from ember.core.creation import arange, full, ones, tensor
 from ember.core.declare import composite
 from ember.core.errors import invalid_combination
 from ember.core.host import dtype_arg
+from ember.core.opdef import Precision as P
 from ember.core.ops import fft
 from ember.core.ops.complex import real, view_as_real
 from ember.core.ops.elementwise_math import i0
@@ -87,7 +88,8 @@ def _pad_signal(x: Tensor, pad: int, mode: str) -> Tensor:
     return cat([left, x, right], -1)
 
 
-@composite(complex=True, variants="function method", cost=costs.matmul)
+@composite(complex=True, variants="function method", cost=costs.matmul,
+           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
          win_length: int | None = None, window: Tensor | None = None, center: bool = True,
          pad_mode: str = "reflect", normalized: bool = False, onesided: bool | None = None,
