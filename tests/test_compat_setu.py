@@ -238,3 +238,19 @@ def test_cpu_autocast_float32_list_takes_bfloat16_inputs() -> None:
     want, got = _both(run)
     assert got == want == ["float32", "complex64", "complex64", "complex64", "float32",
                            "float32"]
+
+
+def test_reflect_and_replicate_padding_run_in_float32_under_cpu_autocast() -> None:
+    """reflection_pad1d/2d and replication_pad1d/2d/3d are on PyTorch's CPU autocast
+    float32 list (reflection_pad3d, circular and constant padding are not)."""
+    def run(m):
+        F = m.nn.functional
+        b = m.linspace(-1, 1, 32).view(1, 2, 4, 4).to(m.bfloat16)
+        c = m.linspace(-1, 1, 27).view(1, 1, 3, 3, 3).to(m.bfloat16)
+        with m.autocast("cpu", dtype=m.bfloat16):
+            outs = [F.pad(b, (1, 1, 1, 1), mode="reflect"), F.pad(c, (1,) * 6, mode="reflect"),
+                    F.pad(c, (1,) * 6, mode="replicate"), F.pad(b, (1,) * 4, mode="circular"),
+                    F.pad(b, (1, 1)), m.nn.ReplicationPad1d(1)(b[0, :, 0])]
+        return [str(o.dtype).split(".")[1] for o in outs]
+    want, got = _both(run)
+    assert got == want == ["float32", "bfloat16", "float32", "bfloat16", "bfloat16", "float32"]

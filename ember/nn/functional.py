@@ -261,6 +261,15 @@ def _pad_indices(n: int, left: int, right: int, mode: str, dim: int, input: Tens
     raise NotImplementedError(f"Unsupported padding mode: {mode}")
 
 
+def _float32_under_cpu_autocast(mode: str, n_pad: int, input: Tensor) -> bool:
+    """Whether PyTorch's CPU autocast runs this padding in float32: reflection_pad1d/2d and
+    replication_pad1d/2d/3d are on its float32 list (reflection_pad3d is not)."""
+    listed = mode == "replicate" or (mode == "reflect" and n_pad < 3)
+    return listed and input.device.type == "cpu" and input.dtype in (ember.float16,
+                                                                      ember.bfloat16) \
+        and ember.is_autocast_enabled("cpu")
+
+
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
         value: float | None = None) -> Tensor:
     r"""Pad the last ``len(pad) // 2`` dimensions of ``input``.
@@ -294,6 +303,8 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
             "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
             "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
             "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    if _float32_under_cpu_autocast(mode, n_pad, input):
+        input = input.float()
     features = input.shape[1:] if input.ndim == n_pad + 2 else input.shape
     if mode != "circular" and not all(features):  # (circular pads an empty dim's cats)
         raise RuntimeError(f"Expected {n_pad + 1}D or {n_pad + 2}D (batch mode) tensor with "
