@@ -155,6 +155,29 @@ def _matmul(a, b):
 
 # -- random numbers ---------------------------------------------------------------------
 
+def _expand(shared):
+    """The shared `expand` (NumPy's broadcast_to: ~5 us of argument checks and an nditer
+    in Python) as one array constructor over a C-contiguous input's own buffer; the
+    result is read-only as broadcast_to's is. Other inputs take the shared kernel."""
+    def expand(x, shape):
+        lead = len(shape) - x.ndim
+        if not x.flags.c_contiguous or not x.size or lead < 0:
+            return shared(x, shape)
+        target, strides = [], []
+        for i, n in enumerate(shape):
+            s = x.shape[i - lead] if i >= lead else 1
+            if n == -1:
+                n = s
+            target.append(n)
+            strides.append(x.strides[i - lead] if i >= lead and s == n else 0)
+        if not math.prod(target) or tuple(target) == x.shape:
+            return shared(x, shape)
+        out = np.ndarray(tuple(target), x.dtype, buffer=x, strides=tuple(strides))
+        out.flags.writeable = False
+        return out
+    return expand
+
+
 def _uniform_like(sample, shape, dtype):
     native = _NP[dtype] if _NP[dtype] in _NATIVE_FLOATS else np.dtype(np.float32)
     return sample(shape, dtype=native).astype(_NP[dtype], copy=False)
@@ -191,7 +214,8 @@ KERNELS: dict[str, Any] = make_kernels(np, hooks=Hooks(
     exact_erf=np.vectorize(math.erf, otypes=[np.float64]),
     special=lambda: importlib.import_module("scipy.special"),  # (slow to import: on first use)
 ))
-KERNELS.update({"rand": rand, "randn": randn, "randint": randint, "randperm": randperm})
+KERNELS.update({"rand": rand, "randn": randn, "randint": randint, "randperm": randperm,
+                "expand": _expand(KERNELS["expand"])})
 # numba-compiled loops where they beat NumPy (compiled.py says where; numba loads lazily)
 KERNELS.update({op: compiled.unary(op, KERNELS[op]) for op in ("sigmoid", "tanh", "exp")})
 KERNELS.update({op: compiled.backward(op, KERNELS[op])
