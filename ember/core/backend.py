@@ -56,15 +56,24 @@ from ember.core.dtype import (  # noqa: F401 - re-exported: the dtype vocabulary
 )
 
 
+_NUMPY_DTYPES: dict = {}  # dtype -> NumPy dtype, filled as asked (tensor.item() asks)
+
+
 def numpy_dtype(d: dtype) -> Any:
     """The NumPy dtype that holds `d` on the host (bfloat16 through ml_dtypes)."""
+    found = _NUMPY_DTYPES.get(d)
+    if found is not None:
+        return found
     import numpy as np
 
     if d is bfloat16:
         import ml_dtypes
 
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(d.name)
+        found = np.dtype(ml_dtypes.bfloat16)
+    else:
+        found = np.dtype(d.name)
+    _NUMPY_DTYPES[d] = found
+    return found
 
 
 def from_numpy_dtype(np_dtype: Any) -> dtype:

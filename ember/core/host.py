@@ -52,7 +52,7 @@ def host_array(x: Any) -> np.ndarray:
         raise no_data()
     arr = x._backend.to_numpy(x._data)
     want = numpy_dtype(x._dtype)
-    return arr if arr.dtype == want else arr.astype(want)
+    return arr if arr.dtype is want or arr.dtype == want else arr.astype(want)
 
 
 def no_data() -> NotImplementedError:

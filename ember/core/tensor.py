@@ -641,7 +641,7 @@ class Tensor:
                                "Scalar")
         self._check_has_data("item")
         tracing.note_python_value(self, "item")
-        return host_array(self).reshape(()).item()
+        return host_array(self).item()  # (NumPy's item() takes any one-element array)
 
     def tolist(self) -> Any:
         tracing.note_python_value(self, "tolist")

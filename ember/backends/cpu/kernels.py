@@ -21,6 +21,7 @@ CPU-only, passed to the shared kernels as hooks or added to the table here:
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 from typing import Any
@@ -178,6 +179,29 @@ def _expand(shared):
     return expand
 
 
+def _quiet() -> Any:
+    """NumPy 2's `errstate` builds its error state anew on each entry (~3 us, more than a
+    small division itself). The state it sets is a context variable: this context sets
+    one made once instead (thread- and task-safe, as errstate is). Another NumPy gets
+    errstate itself."""
+    try:
+        from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
+
+        ignore_all = _make_extobj(all="ignore")
+    except (ImportError, TypeError):
+        return functools.partial(np.errstate, all="ignore")
+
+    class Quiet:
+        __slots__ = ("token",)
+
+        def __enter__(self) -> None:
+            self.token = _extobj_contextvar.set(ignore_all)
+
+        def __exit__(self, *exc_info: Any) -> None:
+            _extobj_contextvar.reset(self.token)
+    return Quiet
+
+
 def _uniform_like(sample, shape, dtype):
     native = _NP[dtype] if _NP[dtype] in _NATIVE_FLOATS else np.dtype(np.float32)
     return sample(shape, dtype=native).astype(_NP[dtype], copy=False)
@@ -204,6 +228,7 @@ KERNELS: dict[str, Any] = make_kernels(np, hooks=Hooks(
     elementwise_kernel=_elementwise_kernel,
     elementwise={"relu": _relu},
     read_only=_read_only,
+    quiet=_quiet(),
     matmul=_matmul,
     axpy=blas.axpy,
     axpby=blas.axpby,

@@ -152,6 +152,11 @@ class Hooks:
     """erf of a float64 array to float64 precision. Default: the polynomial that every
     other dtype uses (fractional error < 1.2e-7)."""
 
+    quiet: Callable[[], Any] | None = None
+    """Makes a context manager in which the array module raises no floating-point
+    warnings (inf/NaN arithmetic, which PyTorch computes silently). Default: the module's
+    `errstate(all="ignore")` where it has one, else nothing to silence."""
+
     special: Callable[[], Any] | None = None
     """Returns the array module's `scipy.special` (SciPy's for NumPy, `cupyx.scipy.special`
     for CuPy), imported on the first call: the special-function kernels (lgamma, digamma,
@@ -176,7 +181,7 @@ class ArrayLib:
         self.read_only: Callable[[Any], bool] = hooks.read_only or (lambda buffer: False)
         self.transpose = _transposer(xp, hooks.transpose)
         self.as_array = _array_maker(xp)
-        self.quiet = _quiet(xp)
+        self.quiet = _quiet(xp, hooks.quiet)
 
 
 def _transposer(xp: Any, hook: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
@@ -201,9 +206,11 @@ def _array_maker(xp: Any) -> Callable[[Any], Any]:
     return as_array
 
 
-def _quiet(xp: Any) -> Callable[[], contextlib.AbstractContextManager]:
+def _quiet(xp: Any, hook: Callable[[], Any] | None) -> Callable[[], Any]:
     """A context that silences floating-point warnings (PyTorch gives inf/nan silently).
     NumPy warns and has `errstate`; CuPy has neither."""
+    if hook is not None:
+        return hook
     if hasattr(xp, "errstate"):
         return functools.partial(xp.errstate, all="ignore")
     return contextlib.nullcontext
