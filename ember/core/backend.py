@@ -55,7 +55,6 @@ from ember.core.dtype import (  # noqa: F401 - re-exported: the dtype vocabulary
     uint8,
 )
 
-
 _NUMPY_DTYPES: dict = {}  # dtype -> NumPy dtype, filled as asked (tensor.item() asks)
 
 
