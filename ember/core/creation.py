@@ -67,11 +67,12 @@ def _shape_arg(op: str, size: tuple, dtype: dt.dtype | None = None) -> tuple[int
         size = tuple(size[0])
     out = []
     for s in size:
-        if isinstance(s, Tensor):
-            s = int(s)
-        if not isinstance(s, numbers.Integral) or isinstance(s, bool):
-            raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found "
-                            f"element of type {type(s).__name__}")
+        if type(s) is not int:  # (a plain int skips the slower checks of the others)
+            if isinstance(s, Tensor):
+                s = int(s)
+            if not isinstance(s, numbers.Integral) or isinstance(s, bool):
+                raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found "
+                                f"element of type {type(s).__name__}")
         if s < 0:  # PyTorch names no op here
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
                                f"{list(size)}")

@@ -834,15 +834,17 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")  # (PyTorch's words)
-    shape = tuple(tensors[0].shape)
+    shape = tensors[0]._data.shape
     for i, x in enumerate(tensors):
-        if tuple(x.shape) != shape:
+        if x._data.shape != shape:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{fmt_shape(shape)} at entry 0 and {fmt_shape(tuple(x.shape))} "
                                f"at entry {i}")
     d = normalize_dim("stack", dim, len(shape) + 1)
+    new = shape[:d] + (1,) + shape[d:]
     with no_grad():  # one node, PyTorch's StackBackward0, with an edge per input
-        out = cat([unsqueeze(x, d) for x in tensors], d)
+        out = apply(OPS["cat"], *[_reshape_impl(x, new, False, "unsqueeze") for x in tensors],
+                    dim=d)
     record_grad(OPS["stack"], tensors, {"dim": d}, out)
     return out
 
