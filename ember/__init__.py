@@ -635,6 +635,19 @@ from ember.core.sparse_coo import (
 )
 from ember.core.sparse_ops import spmm
 from ember.core.storage import TypedStorage, layout, strided
+from ember.core.symbolic import (
+    SymBool,
+    SymFloat,
+    SymInt,
+    sym_float,
+    sym_int,
+    sym_ite,
+    sym_max,
+    sym_min,
+    sym_not,
+    sym_sqrt,
+    sym_sum,
+)
 from ember.core.tensor import Size, Tensor
 from ember.core.threads import (
     get_num_interop_threads,
@@ -758,7 +771,7 @@ def devices() -> list:
 _SUBMODULES = {"nn", "optim", "jit", "onnx", "exporters", "testing", "demo", "cli", "amp",
                "cuda", "cpu", "profiler", "accelerator", "backends", "distributions",
                "distributed", "hub"}
-_FROM_AMP = {"autocast", "is_autocast_enabled", "get_autocast_dtype",
+_FROM_AMP = {"autocast", "GradScaler", "is_autocast_enabled", "get_autocast_dtype",
              "is_autocast_available", "clear_autocast_cache", "is_autocast_cache_enabled"}
 # PyTorch's top-level autocast state setters (not in torch.amp)
 _FROM_AUTOCAST_MODE = {"set_autocast_enabled", "set_autocast_dtype",
@@ -806,6 +819,7 @@ _SUBMODULES = _SUBMODULES | {"masked"}  # torch.masked: mask= reductions, Masked
 _SUBMODULES = _SUBMODULES | {"nested"}  # torch.nested: nested tensors of the strided layout
 _SUBMODULES = _SUBMODULES | {"xpu", "mps", "mtia"}  # absent devices' probes: torch.xpu & co
 _SUBMODULES = _SUBMODULES | {"export"}  # torch.export: ExportedProgram, save/load, Dim
+_SUBMODULES = _SUBMODULES | {"quasirandom"}  # torch.quasirandom.SobolEngine
 
 
 # PyTorch's deprecated build flags: the module and function each one now points to
@@ -879,6 +893,8 @@ __all__ = [
     "Tensor", "Size", "dtype", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor",
     "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
     "device", "is_tensor", "devices", "from_dlpack",
+    "SymInt", "SymFloat", "SymBool", "sym_int", "sym_float", "sym_max", "sym_min", "sym_not",
+    "sym_ite", "sym_sum", "sym_sqrt",
     "OutOfMemoryError",
     "bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
     "float16", "bfloat16", "float32",

@@ -1,0 +1,145 @@
+"""PyTorch API names that real programs touch and ember lacked (surface brief, round 31),
+each checked against PyTorch's own answer."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import ember
+from ember.core import dtype as dt
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture
+def as_torch():
+    """Print the API's name as PyTorch's, so messages and reprs compare word for word."""
+    dt.set_api_name("torch")
+    yield
+    dt.set_api_name("ember")
+
+
+def _outcome(call):
+    """("value", result, its type) or ("error", type, message) of `call()`."""
+    try:
+        result = call()
+    except Exception as err:  # noqa: BLE001 - compared with PyTorch's
+        return ("error", type(err).__name__, str(err))
+    if isinstance(result, (torch.Tensor, ember.Tensor)):
+        return ("tensor", result.tolist(), str(result.dtype).split(".")[-1])
+    return ("value", result, type(result).__name__)
+
+
+def _same(make_torch, make_ember):
+    assert _outcome(make_ember) == _outcome(make_torch)
+
+
+# ---------------------------------------------------------------- torch.torch_version
+
+
+def test_torch_version_module_names():
+    from ember import torch_version
+    from ember.torch_version import TorchVersion
+
+    assert type(torch_version.__version__) is TorchVersion
+    assert torch_version.internal_version == ember.version.__version__
+    assert type(torch_version.internal_version) is str
+    assert TorchVersion("2.1.0") < (2, 1, 1) and not TorchVersion("2.1.0") < (2, 1)
+    with pytest.raises(AttributeError):
+        torch_version.no_such_name  # noqa: B018
+
+
+# ---------------------------------------------------------------- GradScaler, sym_*
+
+
+def test_grad_scaler_is_amp_s():
+    assert ember.GradScaler is ember.amp.GradScaler
+    assert torch.GradScaler is torch.amp.GradScaler
+
+
+_SYM_CALLS = [
+    ("sym_int", (3.7,)), ("sym_int", (-3.7,)), ("sym_int", (True,)), ("sym_int", ("3",)),
+    ("sym_int", (math.inf,)), ("sym_int", (math.nan,)), ("sym_float", (3,)),
+    ("sym_float", (True,)), ("sym_float", ("a",)), ("sym_max", (2, 3)),
+    ("sym_max", (2, 3.0)), ("sym_max", (True, False)), ("sym_min", (2, 3.0)),
+    ("sym_min", (3, 2)), ("sym_min", (np.int64(3), 2)), ("sym_not", (0,)),
+    ("sym_ite", (True, 1, 2)), ("sym_ite", (False, 1.0, 2)), ("sym_ite", (1, 1, 2)),
+    ("sym_sum", ([1, 2, 3],)), ("sym_sum", (1, 2.5)), ("sym_sum", ([],)), ("sym_sqrt", (4,)),
+    ("sym_sqrt", (-1,)),
+]
+
+
+@pytest.mark.parametrize("name,args", _SYM_CALLS)
+def test_sym_functions_on_numbers(name, args):
+    _same(lambda: getattr(torch, name)(*args), lambda: getattr(ember, name)(*args))
+
+
+def test_sym_functions_on_tensors(as_torch):
+    for name, make in [("sym_int", lambda m: (m.tensor(3.7),)),
+                       ("sym_float", lambda m: (m.tensor(3),)),
+                       ("sym_not", lambda m: (m.tensor(True),)),
+                       ("sym_not", lambda m: (m.tensor([True, False]),)),
+                       ("sym_sqrt", lambda m: (m.tensor(4.0),)),
+                       ("sym_sum", lambda m: ((m.tensor(1.0), 2),)),
+                       ("sym_max", lambda m: (m.tensor(1), 2)),
+                       ("sym_ite", lambda m: (m.tensor(True), 1, 2))]:
+        _same(lambda name=name, make=make: getattr(torch, name)(*make(torch)),
+              lambda name=name, make=make: getattr(ember, name)(*make(ember)))
+
+
+def test_sym_classes(as_torch):
+    for name in ("SymInt", "SymFloat", "SymBool"):
+        cls = getattr(ember, name)
+        assert repr(cls) == repr(getattr(torch, name)) and cls.__mro__[1:] == (object,)
+        assert not isinstance(3, cls) and cls("node").node == "node"
+
+
+# ---------------------------------------------------------------- torch.quasirandom
+
+
+def _sobol_session(m):
+    """A sequence of engine calls; every result as a list, in order."""
+    out = []
+    for d in (1, 7, 300):
+        e = m.quasirandom.SobolEngine(d)
+        out += [e.draw(37), e.draw(5, dtype=m.float64), e.fast_forward(7).draw(3),
+                e.reset().draw(2), e.draw(1), e.draw(0)]
+    e = m.quasirandom.SobolEngine(3)
+    out += [e.draw_base2(3), e.draw_base2(3), e.fast_forward(0).draw(1)]
+    out += [m.quasirandom.SobolEngine(2).draw(1), m.quasirandom.SobolEngine(2).draw(2)]
+    for seed in (0, 7):
+        e = m.quasirandom.SobolEngine(5, scramble=True, seed=seed)
+        out += [e.shift, e.draw(9), e.draw(3, dtype=m.float64), e.fast_forward(4).draw(2)]
+    m.manual_seed(5)  # no seed: the global generator
+    out += [m.quasirandom.SobolEngine(3, scramble=True).draw(4), m.rand(2)]
+    target = m.empty(0, dtype=m.float64)
+    e = m.quasirandom.SobolEngine(2)
+    out += [e.draw(3, out=target) is target, target, e.quasi, e.sobolstate]
+    return [x.tolist() if isinstance(x, (torch.Tensor, ember.Tensor)) else x for x in out]
+
+
+def test_sobol_engine_points_equal_pytorch_s_bit_for_bit():
+    assert _sobol_session(ember) == _sobol_session(torch)
+
+
+def test_sobol_engine_every_dimension_s_direction_numbers():
+    ours = ember.quasirandom.SobolEngine(21201).sobolstate.numpy()
+    assert np.array_equal(ours, torch.quasirandom.SobolEngine(21201).sobolstate.numpy())
+
+
+def test_sobol_engine_errors_and_repr(as_torch):
+    for m in (torch, ember):
+        assert repr(m.quasirandom.SobolEngine(2)) == "SobolEngine(dimension=2)"
+        assert repr(m.quasirandom.SobolEngine(2, scramble=True, seed=3)) == \
+            "SobolEngine(dimension=2, scramble=True, seed=3)"
+    for call in ("SobolEngine(0)", "SobolEngine(21202)", "SobolEngine(2).draw(0)",
+                 "SobolEngine(2).draw(3, dtype=m.float16)",
+                 "SobolEngine(2).draw(3, dtype=m.int64)",
+                 "SobolEngine(2).fast_forward(3).draw_base2(2)"):
+        def run(m, call=call):
+            return eval("m.quasirandom." + call, {"m": m})  # noqa: S307 - fixed probes
+        _same(lambda run=run: run(torch), lambda run=run: run(ember))
+    assert ember.quasirandom.SobolEngine(3).draw(2).dtype == ember.get_default_dtype()
