@@ -78,7 +78,7 @@ from ember.core.determinism import (
 )
 from ember.core.device import device
 from ember.core.device import device as _Device
-from ember.core.dlpack import from_dlpack
+from ember.core.dlpack import from_dlpack, to_dlpack
 from ember.core.dtype import (
     bfloat16,
     can_cast,
@@ -892,7 +892,7 @@ __all__ = [
     # tensors, dtypes, devices
     "Tensor", "Size", "dtype", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor",
     "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
-    "device", "is_tensor", "devices", "from_dlpack",
+    "device", "is_tensor", "devices", "from_dlpack", "to_dlpack",
     "SymInt", "SymFloat", "SymBool", "sym_int", "sym_float", "sym_max", "sym_min", "sym_not",
     "sym_ite", "sym_sum", "sym_sqrt",
     "OutOfMemoryError",

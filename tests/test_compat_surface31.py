@@ -143,3 +143,43 @@ def test_sobol_engine_errors_and_repr(as_torch):
             return eval("m.quasirandom." + call, {"m": m})  # noqa: S307 - fixed probes
         _same(lambda run=run: run(torch), lambda run=run: run(ember))
     assert ember.quasirandom.SobolEngine(3).draw(2).dtype == ember.get_default_dtype()
+
+
+# ---------------------------------------------------------------- DLPack
+
+
+def test_to_dlpack_round_trips_with_numpy_and_torch():
+    x = ember.arange(6.0).reshape(2, 3)
+    capsule = ember.to_dlpack(x)
+    assert type(capsule).__name__ == "PyCapsule" and "dltensor" in repr(capsule)
+    y = ember.from_dlpack(capsule)
+    y[0, 0] = 9.0
+    assert x[0, 0].item() == 9.0  # shared memory
+    with pytest.raises(RuntimeError) as ours:
+        ember.from_dlpack(capsule)
+    theirs = torch.to_dlpack(torch.ones(1))
+    torch.from_dlpack(theirs)
+    with pytest.raises(RuntimeError) as expected:
+        torch.from_dlpack(theirs)
+    assert str(ours.value) == str(expected.value)
+    a = np.from_dlpack(x.T)
+    assert a.strides == np.from_dlpack(torch.arange(6.0).reshape(2, 3).T).strides
+    a[1, 0] = -1.0
+    assert x[0, 1].item() == -1.0 and a.flags.writeable
+    z = ember.from_dlpack(np.arange(4, dtype=np.int32))
+    assert z.dtype == ember.int32 and z.tolist() == [0, 1, 2, 3]
+    t = ember.from_dlpack(torch.to_dlpack(torch.tensor([1.5, 2.0], dtype=torch.bfloat16)))
+    assert t.dtype == ember.bfloat16 and t.tolist() == [1.5, 2.0]
+    # torch.to_dlpack exports a tensor that requires grad (its data), as PyTorch's does
+    w = ember.ones(3, requires_grad=True)
+    assert not ember.from_dlpack(ember.to_dlpack(w)).requires_grad
+
+
+def test_utils_dlpack_module():
+    from ember.utils import dlpack
+
+    assert dlpack.to_dlpack is ember.to_dlpack and dlpack.from_dlpack is ember.from_dlpack
+    assert ember.ones(1).__dlpack_device__() == (dlpack.DLDeviceType.kDLCPU, 0)
+    assert repr(ember.ones(1).__dlpack_device__()) == repr(torch.ones(1).__dlpack_device__())
+    assert {k: int(v) for k, v in dlpack.DLDeviceType.__members__.items()} == \
+        {k: int(v) for k, v in torch.utils.dlpack.DLDeviceType.__members__.items()}
