@@ -801,7 +801,7 @@ _FROM_NN_TORCH_FUNCTIONS = {
     "batch_norm_gather_stats_with_counts", "batch_norm_backward_reduce",
     "batch_norm_backward_elemt", "batch_norm_update_stats", "embedding_bag",
     "embedding_renorm_", "cosine_similarity", "pairwise_distance", "pdist", "pixel_shuffle",
-    "pixel_unshuffle", "channel_shuffle", "bilinear",
+    "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "bilinear",
 }
 _SUBMODULES = _SUBMODULES | {"linalg"}  # ember.linalg, as torch.linalg
 _SUBMODULES = _SUBMODULES | {"version"}  # torch.version.cuda & co

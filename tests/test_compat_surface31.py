@@ -37,6 +37,11 @@ def _same(make_torch, make_ember):
     assert _outcome(make_ember) == _outcome(make_torch)
 
 
+def _both(run, *args):
+    """`run(m, *args)` gives the same outcome with m = torch and m = ember."""
+    _same(lambda: run(torch, *args), lambda: run(ember, *args))
+
+
 # ---------------------------------------------------------------- torch.torch_version
 
 
@@ -183,3 +188,43 @@ def test_utils_dlpack_module():
     assert repr(ember.ones(1).__dlpack_device__()) == repr(torch.ones(1).__dlpack_device__())
     assert {k: int(v) for k, v in dlpack.DLDeviceType.__members__.items()} == \
         {k: int(v) for k, v in torch.utils.dlpack.DLDeviceType.__members__.items()}
+
+
+# ---------------------------------------------------------------- channel shuffle
+
+
+def _shuffles(m):
+    F = m.nn.functional
+    return [m.native_channel_shuffle, m.channel_shuffle, F.channel_shuffle,
+            F.native_channel_shuffle, lambda x, g: m.nn.ChannelShuffle(g)(x)]
+
+
+@pytest.mark.parametrize("which", range(5))
+def test_channel_shuffle_values_strides_and_errors(which, as_torch):
+    def run(m, layout, groups):
+        x = m.arange(48.0).reshape(2, 6, 2, 2)
+        x = {"rows": x, "nhwc": x.contiguous(memory_format=m.channels_last),
+             "3d": m.arange(24.0).reshape(1, 6, 4), "5d": m.arange(48.0).reshape(1, 6, 2, 2, 2),
+             "1d": m.ones(3), "2d": m.ones(2, 6)}[layout]
+        y = _shuffles(m)[which](x, groups)
+        return y.tolist(), y.stride()
+
+    for layout, groups in [("rows", 3), ("rows", 2), ("nhwc", 2), ("3d", 3), ("5d", 2),
+                           ("rows", 1), ("rows", 4), ("rows", 0), ("rows", -1), ("1d", 1),
+                           ("2d", 2)]:
+        _both(run, layout, groups)
+    if which < 4:
+        for groups in (2.0, True, "2", None, np.int64(2)):
+            _both(run, "rows", groups)
+
+
+def test_channel_shuffle_gradient_and_module_repr():
+    x = ember.arange(12.0).reshape(1, 6, 2).requires_grad_()
+    y = ember.channel_shuffle(x, 2)
+    (y * ember.arange(12.0).reshape(1, 6, 2)).sum().backward()
+    t = torch.arange(12.0).reshape(1, 6, 2).requires_grad_()
+    u = torch.channel_shuffle(t, 2)
+    (u * torch.arange(12.0).reshape(1, 6, 2)).sum().backward()
+    assert x.grad.tolist() == t.grad.tolist()
+    assert y.grad_fn.name() == u.grad_fn.name() == "ChannelShuffleBackward0"
+    assert repr(ember.nn.ChannelShuffle(2)) == repr(torch.nn.ChannelShuffle(2))
