@@ -82,9 +82,16 @@ from ember.core.dlpack import from_dlpack, to_dlpack
 from ember.core.dtype import (
     bfloat16,
     can_cast,
+    complex32,
     complex64,
     complex128,
     dtype,
+    float4_e2m1fn_x2,
+    float8_e4m3fn,
+    float8_e4m3fnuz,
+    float8_e5m2,
+    float8_e5m2fnuz,
+    float8_e8m0fnu,
     float16,
     float32,
     float64,
@@ -660,7 +667,7 @@ from ember.serialization import load, save
 
 half, double, long, short = float16, float64, int64, int16
 float = float32  # noqa: A001 - PyTorch's alias
-cfloat, cdouble = complex64, complex128
+cfloat, cdouble, chalf = complex64, complex128, complex32
 int = int32  # noqa: A001
 
 # PyTorch's numeric constants (`torch.pi`, `-torch.inf`, `x[:, torch.newaxis]`)
@@ -864,10 +871,6 @@ def __getattr__(name: str):
         return getattr(importlib.import_module("ember.jit.compiled"), name)
     if name in _FROM_NN_TORCH_FUNCTIONS:
         return getattr(importlib.import_module("ember.nn.torch_functions"), name)
-    if name in ("complex32", "chalf"):  # a clear refusal, not a missing name
-        raise AttributeError(f"module 'ember' has no attribute {name!r}: ember does not "
-                             "support complex32 (ComplexHalf); use complex64 (cfloat) or "
-                             "complex128 (cdouble)")
     if name == "ops":  # torch.ops.mylib.foo: the operators ember.library registered
         return importlib.import_module("ember.library.registry").ops
     if name == "Event":  # torch.Event, the device-generic event
@@ -899,7 +902,8 @@ __all__ = [
     "bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
     "float16", "bfloat16", "float32",
     "float64", "half", "double", "long", "short", "float", "int", "complex64", "complex128",
-    "cfloat", "cdouble",
+    "cfloat", "cdouble", "complex32", "chalf", "float8_e4m3fn", "float8_e5m2",
+    "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2",
     # quantized tensors (ember.core.quantized)
     "qint8", "quint8", "qint32", "quint4x2", "qscheme", "per_tensor_affine",
     "per_channel_affine", "per_tensor_symmetric", "per_channel_symmetric",
@@ -1055,3 +1059,15 @@ def _bind_inplace_functions() -> list[str]:
 
 
 __all__ += _bind_inplace_functions()
+
+
+def _name_sub_byte_dtypes() -> list[str]:
+    """`ember.uint1` ... `uint7`, `int1` ... `int7` and the bits dtypes (`bits8` ...):
+    PyTorch's names of dtypes no backend holds."""
+    from ember.core.dtype import BITS_DTYPES, SUB_BYTE_INTS
+
+    globals().update((d.name, d) for d in SUB_BYTE_INTS + BITS_DTYPES)
+    return [d.name for d in SUB_BYTE_INTS + BITS_DTYPES]
+
+
+__all__ += _name_sub_byte_dtypes()

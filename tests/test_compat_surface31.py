@@ -30,6 +30,8 @@ def _outcome(call):
         return ("error", type(err).__name__, str(err))
     if isinstance(result, (torch.Tensor, ember.Tensor)):
         return ("tensor", result.tolist(), str(result.dtype).split(".")[-1])
+    if isinstance(result, (torch.dtype, ember.dtype)):
+        return ("dtype", repr(result))
     return ("value", result, type(result).__name__)
 
 
@@ -228,3 +230,99 @@ def test_channel_shuffle_gradient_and_module_repr():
     assert x.grad.tolist() == t.grad.tolist()
     assert y.grad_fn.name() == u.grad_fn.name() == "ChannelShuffleBackward0"
     assert repr(ember.nn.ChannelShuffle(2)) == repr(torch.nn.ChannelShuffle(2))
+
+
+# ---------------------------------------------------------------- dtypes
+
+_FLOAT8 = ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+           "float8_e8m0fnu"]
+_NAMED_ONLY = ["complex32", "chalf", "float4_e2m1fn_x2", "bits8", "bits16", "bits1x8",
+               "bits2x4", "bits4x2"] + [f"{k}{b}" for k in ("uint", "int") for b in range(1, 8)]
+
+
+@pytest.mark.parametrize("name", _FLOAT8 + _NAMED_ONLY)
+def test_dtype_objects(name, as_torch):
+    ours, theirs = getattr(ember, name), getattr(torch, name)
+    assert repr(ours) == repr(theirs) and str(ours) == str(theirs)
+    for attr in ("itemsize", "is_floating_point", "is_complex", "is_signed"):
+        _same(lambda attr=attr: getattr(theirs, attr), lambda attr=attr: getattr(ours, attr))
+    if name != "float4_e2m1fn_x2":  # (PyTorch's finfo of it is broken)
+        _same(lambda: repr(torch.finfo(theirs)), lambda: repr(ember.finfo(ours)))
+    _same(lambda: repr(torch.iinfo(theirs)), lambda: repr(ember.iinfo(ours)))
+    import pickle
+
+    assert pickle.loads(pickle.dumps(ours)) is ours
+
+
+def test_float8_finfo_fields():
+    for name in _FLOAT8:
+        ours, theirs = ember.finfo(getattr(ember, name)), torch.finfo(getattr(torch, name))
+        for field in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution",
+                      "dtype"):
+            assert getattr(ours, field) == getattr(theirs, field), (name, field)
+
+
+def test_promotion_refuses_float8(as_torch):
+    pairs = [("float8_e4m3fn", "float32"), ("float8_e4m3fn", "float8_e5m2"),
+             ("float8_e4m3fn", "float8_e4m3fn"), ("float8_e5m2", "int64"),
+             ("complex32", "float32"), ("complex32", "float16"), ("complex32", "complex64"),
+             ("uint1", "int8")]
+    for a, b in pairs:
+        _both(lambda m, a, b: m.promote_types(getattr(m, a), getattr(m, b)), a, b)
+
+
+@pytest.mark.parametrize("name", _FLOAT8)
+def test_float8_casts_round_as_pytorch_s(name):
+    """Casts into float8 from float32, float64, float16 and integers, bit for bit (PyTorch
+    saturates e4m3fn, rounds e8m0fnu's exponent, writes its own NaN)."""
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    special = [0.0, -0.0, np.inf, -np.inf, np.nan, 448, 449, 464, 465, 480, 500, 57344,
+               61440, 61439, 240, 247, 248, 1.5, -3, 300, 2.0**-10, 1e38, 2.0**-127,
+               2.0**-128, 2.0**-149]
+    x = np.concatenate([x, np.array(special, np.float32),
+                        (rng.standard_normal(20000) * 100).astype(np.float32)])
+    for arr in (x, x.astype(np.float64) * 1.0001, x.astype(np.float16), np.arange(-600, 600)):
+        with np.errstate(all="ignore"):
+            theirs = torch.from_numpy(arr).to(getattr(torch, name)).view(torch.uint8).numpy()
+        ours = ember.from_numpy(arr).to(getattr(ember, name)).view(ember.uint8).numpy()
+        assert np.array_equal(ours, theirs), arr.dtype
+    back = np.arange(256, dtype=np.uint8)
+    theirs = torch.from_numpy(back).view(getattr(torch, name)).double().numpy()
+    ours = ember.from_numpy(back).view(getattr(ember, name)).double().numpy()
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def _float8_session(m, name):
+    d = getattr(m, name)
+    out = []
+    for v in ([0.0, 1.0, -2.5, 448.0, 1e-5, 0.01, 3.3], [1.0, 2.0, 3.0], [1e-3, 2e-3],
+              [100.0, 0.5, float("nan"), float("inf")], [12345.0, 0.001], [0.0]):
+        t = m.tensor(v).to(d)
+        out += [repr(t), t.tolist(), repr(m.tensor(v, dtype=d))]
+    x = m.arange(-8.0, 8.0).reshape(4, 4).to(d)
+    out += [repr(m.zeros(2, 3, dtype=d)), repr(m.ones(2, dtype=d)[0]),
+            m.ones(2, dtype=d)[0].item(), repr(m.full((2,), 3.3, dtype=d)),
+            repr(x.t().contiguous()), repr(x[1:3, ::2]), repr(m.cat([x, x])), x.type(),
+            x.element_size(), x.is_floating_point(), x.is_signed(), repr(x.to(m.int32)),
+            repr(x.to(m.bool)), repr(x.to(m.float8_e5m2)), repr(x.half()), repr(x == x)]
+    for call in (lambda: m.randn(2, dtype=d), lambda: m.rand(2, dtype=d),
+                 lambda: m.randint(5, (2,), dtype=d), lambda: x.numpy()):
+        try:
+            call()
+        except Exception as err:  # noqa: BLE001 - compared with PyTorch's
+            out.append((type(err).__name__, str(err)))
+    return out
+
+
+@pytest.mark.parametrize("name", _FLOAT8)
+def test_float8_tensors_print_and_convert_as_pytorch_s(name, as_torch):
+    assert str(_float8_session(ember, name)) == str(_float8_session(torch, name))
+
+
+def test_dtypes_no_backend_holds(as_torch):
+    for name in ("complex32", "uint3", "bits8"):
+        with pytest.raises(RuntimeError, match=f"cannot hold torch.{name} tensors"):
+            ember.zeros(2, dtype=getattr(ember, name))
+    with pytest.raises(RuntimeError, match="Bits types are undefined"):
+        ember.bits8.is_signed  # noqa: B018

@@ -40,6 +40,7 @@ from ember.core.dtype import (  # noqa: F401 - re-exported: the dtype vocabulary
     ALL_DTYPES,
     COMPLEX_DTYPES,
     EVERY_DTYPE,
+    FLOAT8_DTYPES,
     FLOATING_DTYPES,
     LIMITED_DTYPES,
     bfloat16,
@@ -69,16 +70,28 @@ def numpy_dtype(d: dtype) -> Any:
         import ml_dtypes
 
         found = np.dtype(ml_dtypes.bfloat16)
+    elif d in FLOAT8_DTYPES:
+        from ember.core import float8
+
+        found = float8.numpy_type(d.name)
     else:
         found = np.dtype(d.name)
     _NUMPY_DTYPES[d] = found
     return found
 
 
+def to_float8(values: Any, name: str) -> Any:
+    """A NumPy array of real `values` as float8 dtype `name`, rounded (and saturated) as
+    PyTorch converts (ember.core.float8)."""
+    from ember.core import float8
+
+    return float8.to_float8(values, name)
+
+
 def from_numpy_dtype(np_dtype: Any) -> dtype:
     """The ember dtype of a NumPy dtype, or TypeError for one ember does not have."""
     name = str(np_dtype)
-    for d in EVERY_DTYPE + LIMITED_DTYPES:
+    for d in EVERY_DTYPE + LIMITED_DTYPES + FLOAT8_DTYPES:
         if d.name == name:
             return d
     raise TypeError(f"can't convert NumPy arrays of dtype {name}; ember supports "

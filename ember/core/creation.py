@@ -252,7 +252,7 @@ def _random(op: str, size: tuple, dtype: Any, device: DeviceLike, requires_grad:
     d = dtype_arg(dtype, op) or dt.get_default_dtype()
     if op in ("rand", "randn") and d.is_complex:
         return _finish(_complex_random(op, size, d, device, generator, draw), requires_grad)
-    if op in ("rand", "randn") and not d.is_floating_point:  # (worded as its kernel)
+    if op in ("rand", "randn") and (not d.is_floating_point or d in dt.FLOAT8_DTYPES):
         kernel = "check_uniform_bounds" if op == "rand" else "normal_kernel_cpu"
         raise NotImplementedError(f'"{kernel}" not implemented for '
                                   f"'{dt.SCALAR_TYPE_NAMES[d.name]}'")
@@ -354,6 +354,9 @@ def randint(low: int | None = None, high: int | None = None, size: Sequence[int]
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
                            f"from={low} >= to={high}")
     d = dtype_arg(dtype, "randint") or dt.int64
+    if d in dt.FLOAT8_DTYPES:  # (worded as PyTorch's kernel)
+        raise NotImplementedError('"random_update_from_to" not implemented for '
+                                  f"'{dt.SCALAR_TYPE_NAMES[d.name]}'")
     wide = d.name in WIDE_RANDOM
 
     def draw(engine: MT19937, n: int, npd: np.dtype) -> np.ndarray:

@@ -655,6 +655,9 @@ class Tensor:
         if self._device.type != "cpu" and not force:
             raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
                             "Tensor.cpu() to copy the tensor to host memory first.")
+        if self._dtype in dt.FLOAT8_DTYPES and not force:  # (NumPy has no float8)
+            raise TypeError("Got unsupported ScalarType "
+                            f"{dt.SCALAR_TYPE_NAMES[self._dtype.name]}")
         return host_array(self)
 
     def pin_memory(self) -> Tensor:

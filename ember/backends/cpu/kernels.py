@@ -33,14 +33,16 @@ from ember.backends.xp import Hooks, make_kernels
 from ember.backends.xp.lib import OVERLAP, disordered, in_torch_order
 from ember.core.backend import (
     EVERY_DTYPE,
+    FLOAT8_DTYPES,
     LIMITED_DTYPES,
     bfloat16,
     numpy_dtype,
+    to_float8,
 )
 
 hide_ieee_warnings()  # (again: ember may have been imported inside a catch_warnings block)
 
-_NP = {d: numpy_dtype(d) for d in EVERY_DTYPE + LIMITED_DTYPES}
+_NP = {d: numpy_dtype(d) for d in EVERY_DTYPE + LIMITED_DTYPES + FLOAT8_DTYPES}
 _BF16, _BOOL, _F16 = _NP[bfloat16], np.dtype(np.bool_), np.dtype(np.float16)
 _HALF = (_F16, _BF16)
 _NATIVE_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))  # BLAS and Generator dtypes
@@ -241,6 +243,23 @@ KERNELS: dict[str, Any] = make_kernels(np, hooks=Hooks(
 ))
 KERNELS.update({"rand": rand, "randn": randn, "randint": randint, "randperm": randperm,
                 "expand": _expand(KERNELS["expand"])})
+
+
+def _float8_cast(cast):
+    """The cast kernel, float8 through float32 as PyTorch converts: into a float8 dtype
+    with its rounding and saturation (to_float8), out of one exactly."""
+    float8 = frozenset(_NP[d] for d in FLOAT8_DTYPES)
+
+    def kernel(x, dtype):
+        if x.dtype in float8:
+            x = x.astype(np.float32)
+        if dtype in FLOAT8_DTYPES:
+            return to_float8(x.real if x.dtype.kind == "c" else x, dtype.name)
+        return cast(x, dtype)
+    return kernel
+
+
+KERNELS["cast"] = _float8_cast(KERNELS["cast"])
 # numba-compiled loops where they beat NumPy (compiled.py says where; numba loads lazily)
 KERNELS.update({op: compiled.unary(op, KERNELS[op]) for op in ("sigmoid", "tanh", "exp")})
 KERNELS.update({op: compiled.backward(op, KERNELS[op])

@@ -16,6 +16,7 @@ from typing import Any
 
 from ember.core.backend import (
     EVERY_DTYPE,
+    FLOAT8_DTYPES,
     LIMITED_DTYPES,
     bfloat16,
     float16,
@@ -172,7 +173,8 @@ class ArrayLib:
         self.xp = xp
         self.hooks = hooks
         # CuPy keeps NumPy's dtype objects, so one vocabulary serves every array module
-        self.dtypes: dict[Any, Any] = {d: numpy_dtype(d) for d in EVERY_DTYPE + LIMITED_DTYPES}
+        self.dtypes: dict[Any, Any] = {d: numpy_dtype(d) for d in
+                                       EVERY_DTYPE + LIMITED_DTYPES + FLOAT8_DTYPES}
         # half precision: sums and products accumulate in float32, as PyTorch's do
         self.low_precision = frozenset({self.dtypes[float16], self.dtypes[bfloat16]})
         self.gemm_dtypes = (self.dtypes[float32], self.dtypes[float64])  # BLAS's own
