@@ -873,8 +873,8 @@ def __getattr__(name: str):
         return getattr(importlib.import_module("ember.nn.torch_functions"), name)
     if name == "ops":  # torch.ops.mylib.foo: the operators ember.library registered
         return importlib.import_module("ember.library.registry").ops
-    if name == "Event":  # torch.Event, the device-generic event
-        return importlib.import_module("ember.event").Event
+    if name in ("Event", "Stream"):  # torch.Event, torch.Stream: the device-generic ones
+        return getattr(importlib.import_module("ember.event"), name)
     if name in _DEPRECATED_BUILD_FLAGS:  # torch.has_cuda & co: warn, then answer
         return _deprecated_build_flag(name)
     if name in ("cond", "while_loop"):  # torch.cond, torch.while_loop: run eagerly

@@ -326,3 +326,62 @@ def test_dtypes_no_backend_holds(as_torch):
             ember.zeros(2, dtype=getattr(ember, name))
     with pytest.raises(RuntimeError, match="Bits types are undefined"):
         ember.bits8.is_signed  # noqa: B018
+
+
+# ---------------------------------------------------------------- streams and events
+
+_STREAM_PROBES = [
+    "m.Stream()", "m.Stream('cpu')", "m.Stream(device='cpu')", "m.Stream('cpu:0')",
+    "m.Stream(priority=-1)", "m.Stream().device", "m.Stream().device_type",
+    "m.Stream().device_index", "m.Stream().stream_id", "m.Stream().query()",
+    "m.Stream().synchronize()", "m.Stream() == m.Stream()", "m.Stream() != m.Stream()",
+    "hash(m.Stream()) == hash(m.Stream())", "m.Stream().is_capturing()",
+    "m.Stream().wait_event(m.Event())", "m.Stream().record_event()",
+    "m.Stream().wait_stream(m.Stream())", "m.Stream().native_handle",
+    "m.Stream(3)", "m.Event()", "m.Event().query()", "m.Event().record()",
+    "m.Event(enable_timing=True)", "m.cpu.Stream(priority=3).wait_stream(None)",
+    "m.cpu.Stream().record_event()", "m.cpu.Stream().wait_event(None)",
+    "m.cpu.Event().query()", "m.cpu.Event().record()", "m.cpu.Event().synchronize()",
+    "m.cpu.Event().wait()", "m.cpu.current_device()", "m.cpu.is_initialized()",
+    "m.cpu.set_device('cpu')", "m.cpu.synchronize()", "m.cpu.device_count()",
+    "type(m.cpu.current_stream()).__qualname__", "repr(m.cpu.Event)",
+    "isinstance(m.cpu.current_stream(), m.Stream)",
+    "m.cpu.current_stream() is m.cpu.current_stream()",
+    "m.accelerator.current_stream()", "m.accelerator.set_stream(m.Stream())",
+    "sorted(set(m.cpu.__all__) - {'get_capabilities'})",
+]
+
+
+@pytest.mark.parametrize("probe", _STREAM_PROBES)
+def test_streams_and_events_on_the_cpu(probe, as_torch):
+    if ember.accelerator.is_available():
+        pytest.skip("probes PyTorch's CPU-only build: this machine has an accelerator")
+
+    def run(m):
+        out = eval(probe, {"m": m})  # noqa: S307 - fixed probes
+        return repr(out) if isinstance(out, (torch.Stream, ember.Stream, torch.Event,
+                                             ember.Event, torch.device, ember.device)) else out
+    _both(run)
+
+
+def test_cpu_stream_context_selects_the_stream():
+    s = ember.cpu.Stream()
+    with ember.cpu.stream(s):
+        assert ember.cpu.current_stream() is s
+    assert ember.cpu.current_stream() is not s
+    with ember.cpu.stream(None):
+        assert ember.cpu.current_stream() is ember.cpu.current_stream()
+    assert isinstance(ember.cpu.StreamContext(s), ember.cpu.StreamContext)
+    with ember.Stream() as entered:
+        assert entered == ember.Stream()
+
+
+def test_accelerator_deprecated_index_aliases():
+    if ember.accelerator.is_available():
+        pytest.skip("this machine has an accelerator")
+    for name in ("current_device_idx", "set_device_idx"):
+        fn = getattr(ember.accelerator, name)
+        assert fn.__name__ == name and name in ember.accelerator.__all__
+        with pytest.warns(FutureWarning, match="instead"), \
+                pytest.raises(RuntimeError, match="none is available"):
+            fn(*(() if name.startswith("current") else (0,)))
