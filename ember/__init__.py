@@ -641,7 +641,7 @@ from ember.core.sparse_coo import (
     sparse_csr,
 )
 from ember.core.sparse_ops import spmm
-from ember.core.storage import TypedStorage, layout, strided
+from ember.core.storage import TypedStorage, UntypedStorage, layout, strided
 from ember.core.symbolic import (
     SymBool,
     SymFloat,
@@ -719,6 +719,17 @@ def _assert(condition: object, message: str) -> None:
 # NumPy's pocketfft; no MKL and no OpenMP thread pool of ember's own
 has_lapack = has_spectral = True
 has_mkl = has_openmp = False
+
+
+def compiled_with_cxx11_abi() -> bool:
+    """Whether PyTorch was built with _GLIBCXX_USE_CXX11_ABI=1: True, as PyTorch's wheels
+    are (ember builds no C++ extensions; programs check it to pick prebuilt ones)."""
+    return True
+
+
+def init_num_threads() -> None:
+    """Initialize the thread pool's number of threads (nothing to do: ember's CPU kernels
+    take their threads from NumPy's BLAS and numba, set by `set_num_threads`)."""
 
 
 def is_vulkan_available() -> bool:
@@ -827,6 +838,8 @@ _SUBMODULES = _SUBMODULES | {"nested"}  # torch.nested: nested tensors of the st
 _SUBMODULES = _SUBMODULES | {"xpu", "mps", "mtia"}  # absent devices' probes: torch.xpu & co
 _SUBMODULES = _SUBMODULES | {"export"}  # torch.export: ExportedProgram, save/load, Dim
 _SUBMODULES = _SUBMODULES | {"quasirandom"}  # torch.quasirandom.SobolEngine
+_SUBMODULES = _SUBMODULES | {"functional", "storage"}  # torch.functional, torch.storage
+_FROM_JIT_SCRIPT = {"fork", "wait", "Future"}  # torch.fork & co: TorchScript's futures
 
 
 # PyTorch's deprecated build flags: the module and function each one now points to
@@ -879,6 +892,8 @@ def __getattr__(name: str):
         return _deprecated_build_flag(name)
     if name in ("cond", "while_loop"):  # torch.cond, torch.while_loop: run eagerly
         return getattr(importlib.import_module("ember.control_flow"), name)
+    if name in _FROM_JIT_SCRIPT:  # (ember runs a forked call at once)
+        return getattr(importlib.import_module("ember.jit.script"), name)
     if name == "vmap":  # torch.vmap, the same as torch.func.vmap
         return importlib.import_module("ember.func").vmap
     if name in _FROM_GAMMA_SAMPLING:  # torch._standard_gamma, torch._sample_dirichlet
@@ -934,6 +949,7 @@ __all__ = [
     "get_rng_state", "set_rng_state",
     # printing, threads, dtype limits
     "set_printoptions", "get_printoptions", "set_num_threads", "get_num_threads",
+    "init_num_threads", "compiled_with_cxx11_abi", "TypedStorage", "UntypedStorage",
     "set_num_interop_threads", "get_num_interop_threads", "finfo", "iinfo",
     # elementwise
     "abs", "absolute", "neg", "negative", "positive", "sign", "floor", "ceil", "trunc",

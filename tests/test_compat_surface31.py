@@ -385,3 +385,30 @@ def test_accelerator_deprecated_index_aliases():
         with pytest.warns(FutureWarning, match="instead"), \
                 pytest.raises(RuntimeError, match="none is available"):
             fn(*(() if name.startswith("current") else (0,)))
+
+
+# ---------------------------------------------------------------- small modules
+
+
+def test_functional_and_storage_modules():
+    import torch.functional as theirs
+    import torch.storage
+
+    from ember import functional as ours
+    from ember import storage
+
+    assert ours.__all__ == theirs.__all__
+    assert all(getattr(ours, n) is getattr(ember, n) for n in ours.__all__)
+    assert storage.__all__ == torch.storage.__all__
+    assert storage.UntypedStorage is ember.UntypedStorage
+    assert storage.TypedStorage is ember.TypedStorage
+    assert isinstance(ember.ones(3).untyped_storage(), ember.UntypedStorage)
+    assert ours.einsum("ij->ji", ember.ones(2, 3)).shape == (3, 2)
+
+
+def test_fork_wait_and_build_probes():
+    future = ember.fork(lambda x, y=1: x * 2 + y, 3, y=2)
+    assert isinstance(future, ember.Future) and future.done()
+    assert ember.wait(future) == future.wait() == 8
+    assert ember.compiled_with_cxx11_abi() is torch.compiled_with_cxx11_abi()
+    assert ember.init_num_threads() is None
