@@ -30,3 +30,85 @@ def test_overlapping_max_pool_backward_with_expanded_gradient(shape) -> None:
         return m.nn.functional.max_pool2d(t, kernel_size=3, stride=2).sum()
 
     np.testing.assert_array_equal(_grad_of(ember, fn, x), _grad_of(torch, fn, x))
+
+
+_FACTORIES = {
+    "arange": lambda m, **k: m.arange(0, 6, **k), "zeros": lambda m, **k: m.zeros(2, 3, **k),
+    "ones": lambda m, **k: m.ones(2, 3, **k), "full": lambda m, **k: m.full((2, 3), 7, **k),
+    "linspace": lambda m, **k: m.linspace(0, 1, 6, **k),
+    "logspace": lambda m, **k: m.logspace(0, 1, 6, **k), "eye": lambda m, **k: m.eye(2, 3, **k),
+    "randint": lambda m, **k: m.randint(0, 4, (2, 3), **k),
+    "randperm": lambda m, **k: m.randperm(6, **k), "rand": lambda m, **k: m.rand(2, 3, **k),
+    "randn": lambda m, **k: m.randn(2, 3, **k),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_FACTORIES))
+@pytest.mark.parametrize("out_dtype", ["int64", "float64"])
+def test_factory_out_takes_its_dtype_and_shape(name: str, out_dtype: str) -> None:
+    """`torch.arange(0, max_len, out=torch.LongTensor(max_len))` (Tacotron 2): a factory's
+    `out=` gives the values its dtype, is resized silently and returned."""
+    fn = _FACTORIES[name]
+    got = []
+    for m in (torch, ember):
+        m.manual_seed(0)
+        out = m.empty(0 if name == "arange" else 4, dtype=getattr(m, out_dtype))
+        try:
+            r = fn(m, out=out)
+        except NotImplementedError as err:  # rand/randn into an integer tensor
+            got.append(str(err))
+            continue
+        assert r is out
+        got.append((str(r.dtype).split(".")[-1], tuple(r.shape), r.tolist()))
+    assert got[1] == got[0]
+
+
+def test_factory_out_errors_and_arange_warning() -> None:
+    for m in (torch, ember):
+        with pytest.raises(RuntimeError, match=r"^dtype Int does not match dtype of out "
+                                               r"parameter \(Float\)$"):
+            m.zeros(3, dtype=m.int32, out=m.empty(3))
+        with pytest.raises(RuntimeError, match=r"^aten::arange\(\): functions with out=\.\.\. "
+                                               "arguments don't support automatic"):
+            m.arange(3.0, out=m.empty(3, requires_grad=True))
+        with pytest.warns(UserWarning, match=r"The number of elements in the out tensor of "
+                          r"shape \[3\] is 3 which does not match the computed number of "
+                          r"elements 5\. .* resized to a tensor of shape \(5,\)"):
+            r = m.arange(5, out=m.zeros(3))
+        assert r.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+        with pytest.warns(UserWarning, match="torch.range is deprecated"):
+            assert m.range(0, 2, out=m.empty(3, dtype=m.int64)).tolist() == [0, 1, 2]
+
+
+def test_legacy_constructor_takes_one_element_integer_tensors_as_sizes() -> None:
+    """Tacotron 2's collate: `torch.LongTensor(len(batch), max_input_len)` where
+    `max_input_len = input_lengths[0]` is a 0-d tensor."""
+    for m in (torch, ember):
+        assert tuple(m.LongTensor(2, m.tensor(3)).shape) == (2, 3)
+        assert tuple(m.FloatTensor(2, m.tensor([3], dtype=m.int32)).shape) == (2, 3)
+        assert tuple(m.zeros(1).new(2, m.tensor(3)).shape) == (2, 3)
+        assert tuple(m.FloatTensor(2, True).shape) == (2, 1)
+        for bad, name in ((m.tensor(3.0), "Tensor"), (3.0, "float")):
+            with pytest.raises(TypeError, match=r"^new\(\): argument 'size' failed to unpack "
+                               rf'the object at pos 2 with error "type must be tuple of '
+                               rf'ints,but got {name}"$'):
+                m.FloatTensor(2, bad)
+
+
+def test_data_has_its_own_version_counter() -> None:
+    """`outputs[0].data.masked_fill_(mask, 0.0)` after the outputs fed a convolution
+    (Tacotron 2's parse_output): writes through `.data` are not seen by autograd, while
+    writes through `.detach()` are."""
+    for m in (torch, ember):
+        x = m.arange(6.0, requires_grad=True)
+        y = (x * 2).view(2, 3).transpose(0, 1)
+        z = (y * y).sum()
+        d = y.data
+        d.masked_fill_(m.ones(3, 2, dtype=m.bool), 0.0)
+        assert (y._version, d._version) == (0, 1)
+        z.backward()
+        assert x.grad.tolist() == [0.0] * 6
+        w = x.sigmoid()
+        w.detach().zero_()
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            w.sum().backward()

@@ -62,14 +62,29 @@ def _new(args: tuple, d: dt.dtype, device: Any) -> Tensor:
         return empty(0, dtype=d, device=device)
     if len(args) == 1 and isinstance(args[0], Size):
         return empty(tuple(args[0]), dtype=d, device=device)
-    if all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args):
-        return empty(*args, dtype=d, device=device)
+    if len(args) == 1 and isinstance(args[0], numbers.Integral) and \
+            not isinstance(args[0], bool):
+        return empty(args[0], dtype=d, device=device)
     if len(args) == 1 and not isinstance(args[0], (numbers.Number, str)):
         return tensor(args[0], dtype=d, device=device)
-    bad = next(a for a in args if not isinstance(a, numbers.Integral) or isinstance(a, bool))
     if len(args) == 1:
-        raise TypeError(f"new(): data must be a sequence (got {type(bad).__name__})")
-    raise TypeError(f"new(): size must be integers, got {type(bad).__name__} {bad!r}")
+        raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
+    # sizes: ints (a bool counts), or one-element integer tensors (Tacotron 2's
+    # `torch.LongTensor(len(batch), max_input_len)` with `max_input_len = lengths[0]`)
+    for pos, a in enumerate(args, 1):
+        if not _size_like(a):
+            raise TypeError(f"new(): argument 'size' failed to unpack the object at pos {pos} "
+                            f'with error "type must be tuple of ints,but got '
+                            f'{type(a).__name__}"')
+    return empty(*(int(a) for a in args), dtype=d, device=device)
+
+
+def _size_like(a: Any) -> bool:
+    """Whether PyTorch's legacy constructors take `a` as a size: an int, or a tensor of
+    one integer element."""
+    if isinstance(a, Tensor):
+        return a.numel() == 1 and not a.dtype.is_floating_point and not a.dtype.is_complex
+    return isinstance(a, numbers.Integral)
 
 
 def _tensor_new(self: Tensor, *args: Any, device: Any = None) -> Tensor:

@@ -264,7 +264,13 @@ class Tensor:
 
     @property
     def data(self) -> Tensor:
-        return self.detach()
+        """This tensor's values outside autograd: `detach()`, but with a version counter of
+        its own, as PyTorch's, so writes through it (Tacotron 2's
+        `outputs[0].data.masked_fill_(mask, 0.0)`) go unseen by the graph."""
+        out = self.detach()
+        if type(out._vc) is not InferenceVersion:
+            out._vc = [0]
+        return out
 
     @data.setter
     def data(self, value: Tensor) -> None:
