@@ -112,3 +112,41 @@ def test_data_has_its_own_version_counter() -> None:
         w.detach().zero_()
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             w.sum().backward()
+
+
+def test_old_weight_norm_checkpoint_loads_into_parametrization() -> None:
+    """A HiFi-GAN checkpoint saved with `nn.utils.weight_norm` (`weight_g`, `weight_v`)
+    loads into a module wrapped by `nn.utils.parametrizations.weight_norm`."""
+    for m in (torch, ember):
+        m.manual_seed(0)
+        old = m.nn.utils.weight_norm(m.nn.Conv1d(2, 3, 3))
+        new = m.nn.utils.parametrizations.weight_norm(m.nn.Conv1d(2, 3, 3))
+        result = new.load_state_dict(old.state_dict())
+        assert not result.missing_keys and not result.unexpected_keys
+        assert sorted(new.state_dict()) == ["bias", "parametrizations.weight.original0",
+                                            "parametrizations.weight.original1"]
+        assert m.equal(new.weight, old.weight)
+
+
+def test_private_load_state_dict_pre_hook() -> None:
+    """`module._register_load_state_dict_pre_hook(hook)` (PyTorch's private form, used by
+    libraries for renamed keys): the hook is called without the module, unless
+    `with_module=True`."""
+    for m in (torch, ember):
+        _check_private_pre_hook(m)
+
+
+def _check_private_pre_hook(m) -> None:
+    calls = []
+    lin = m.nn.Linear(2, 2)
+
+    def rename(state_dict, prefix, *rest):
+        calls.append(len(rest))
+        if prefix + "w" in state_dict:
+            state_dict[prefix + "weight"] = state_dict.pop(prefix + "w")
+
+    lin._register_load_state_dict_pre_hook(rename)
+    lin._register_load_state_dict_pre_hook(
+        lambda mod, *a: calls.append(type(mod).__name__), with_module=True)
+    lin.load_state_dict({"w": m.ones(2, 2), "bias": m.zeros(2)})
+    assert calls == [5, "Linear"] and lin.weight.sum().item() == 4.0

@@ -300,6 +300,9 @@ def main():
     print("parametrized", sorted(n for n, _ in pwn.named_parameters()))
     print("original0", pwn.parametrizations.weight.original0.shape,
           "original1", pwn.parametrizations.weight.original1.shape)
+    # a checkpoint saved with the old weight_norm loads into the parametrized module
+    old = weight_norm(nn.Conv2d(1, 2, (3, 1)))
+    print("old checkpoint", pwn.load_state_dict(old.state_dict()), torch.equal(pwn.weight, old.weight))
     torch.nn.utils.parametrize.remove_parametrizations(pwn, "weight")
     print("parametrize removed", sorted(n for n, _ in pwn.named_parameters()))
 

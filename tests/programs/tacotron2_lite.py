@@ -601,9 +601,9 @@ def main():
     print("pad_packed", padded.shape, lens)
 
     criterion = Tacotron2Loss()
-    optimizer = torch.optim.Adam(model.parameters(), lr=2e-3, weight_decay=1e-6)
+    optimizer = torch.optim.Adam(model.parameters(), lr=4e-3, weight_decay=1e-6)
     model.train()
-    for iteration in range(8):
+    for iteration in range(12):
         model.zero_grad()
         y_pred = model(x)
         loss = criterion(y_pred, y)
