@@ -150,3 +150,30 @@ def _check_private_pre_hook(m) -> None:
         lambda mod, *a: calls.append(type(mod).__name__), with_module=True)
     lin.load_state_dict({"w": m.ones(2, 2), "bias": m.zeros(2)})
     assert calls == [5, "Linear"] and lin.weight.sum().item() == 4.0
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("periodic", [True, False])
+def test_bartlett_window_rounds_as_pytorch(dtype: str, periodic: bool) -> None:
+    """The ramp `n * step` with the step in the dtype, reflected as `2 - ramp`: the same
+    bits as PyTorch's window (a triangle's rise and fall differ in the last place)."""
+    for n in (0, 1, 2, 5, 6, 11):
+        want = torch.bartlett_window(n, periodic=periodic, dtype=getattr(torch, dtype))
+        got = ember.bartlett_window(n, periodic=periodic, dtype=getattr(ember, dtype))
+        assert got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("mode", ["replicate", "reflect", "circular"])
+@pytest.mark.parametrize("pad", [(-1, 2), (2, -1), (-2, -1), (1, -1, -1, 1)])
+def test_negative_padding_crops_in_every_mode(mode: str, pad: tuple) -> None:
+    """`F.pad(x, (-1, 2), mode="replicate")` crops one side and pads the other (reflection
+    and replication read the uncropped input; circular padding wraps what remains), with
+    the gradient of both."""
+    x = np.arange(24, dtype=np.float32).reshape((1, 2, 3, 4) if len(pad) == 4 else (2, 3, 4))
+
+    def fn(m, t):
+        return m.nn.functional.pad(t, pad, mode=mode).pow(2)
+
+    want = fn(torch, torch.tensor(x))
+    assert fn(ember, ember.tensor(x)).tolist() == want.tolist()
+    np.testing.assert_array_equal(_grad_of(ember, fn, x), _grad_of(torch, fn, x))
