@@ -177,3 +177,20 @@ def test_negative_padding_crops_in_every_mode(mode: str, pad: tuple) -> None:
     want = fn(torch, torch.tensor(x))
     assert fn(ember, ember.tensor(x)).tolist() == want.tolist()
     np.testing.assert_array_equal(_grad_of(ember, fn, x), _grad_of(torch, fn, x))
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int16", "uint8"])
+def test_arange_of_an_integer_dtype_with_float_arguments(dtype: str) -> None:
+    """`torch.arange(0.5, 3.7, 1.5, dtype=torch.long)`: int64 truncates the bounds and the
+    step first; the narrower integer dtypes count from the numbers as given and step from
+    the truncated start by the truncated step."""
+    cases = [(0, 3, 1.5), (0.5, 3.7, 1.5), (0.7, 3), (2.5,), (-1.5, 2.2, 1.7),
+             (3.9, -2.2, -1.3), (0, 1, 0.25)]
+    for args in cases:
+        outs = []
+        for m in (torch, ember):
+            try:
+                outs.append(m.arange(*args, dtype=getattr(m, dtype)).tolist())
+            except ValueError as err:  # int64 with a step truncated to 0
+                outs.append(str(err))
+        assert outs[1] == outs[0], args

@@ -212,6 +212,12 @@ def arange(start: Any = None, end: Any = None, step: Any = 1, *, dtype: Any = No
     if d is None:
         d = dt.int64 if all(isinstance(v, numbers.Integral) for v in (start, end, step)) \
             else dt.get_default_dtype()
+    elif d is dt.int64 and not all(isinstance(v, numbers.Integral)
+                                   for v in (start, end, step)):
+        # int64 (only): PyTorch truncates the bounds and the step to integers first
+        if step != 0 and int(step) == 0:
+            raise ValueError("step must be nonzero")
+        start, end, step = int(start), int(end), int(step)
     dev, backend = resolve(device)
     t = run_creation("arange", dev, backend, start=start, end=end, step=step, dtype=d)
     return _finish(t, requires_grad)
