@@ -194,3 +194,12 @@ def test_arange_of_an_integer_dtype_with_float_arguments(dtype: str) -> None:
             except ValueError as err:  # int64 with a step truncated to 0
                 outs.append(str(err))
         assert outs[1] == outs[0], args
+
+
+def test_sizes_given_as_one_element_tensors() -> None:
+    """`torch.Tensor(2, lengths[0])` and `x.split(n)` with `n` a 0-d tensor, as old data
+    pipelines pass a length straight from a tensor."""
+    for m in (torch, ember):
+        assert tuple(m.Tensor(2, m.tensor(3)).shape) == (2, 3)
+        parts = m.arange(4.0).split(m.tensor(3))
+        assert [p.tolist() for p in parts] == [[0.0, 1.0, 2.0], [3.0]]

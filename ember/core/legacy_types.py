@@ -49,10 +49,20 @@ class _LegacyTensor(metaclass=_LegacyTensorType):
             t = args[0]
             if not isinstance(t, cls):
                 raise TypeError(f"{cls.__name__}(): expected a tensor of type "
-                                f"ember.{cls._prefix()}{cls.__name__} on {kind}, got "
+                                f"{dt.API_NAME}.{cls._prefix()}{cls.__name__} on {kind}, got "
                                 f"{t.type()} on {t.device}")
             return t
-        return _new(args, cls.dtype, kind if device is None else device)
+        try:
+            return _new(args, cls.dtype, kind if device is None else device)
+        except AssertionError as err:  # `Torch not compiled with CUDA enabled`
+            if kind == "cpu" or not str(err).startswith("Torch not compiled with"):
+                raise
+            # PyTorch's words for the type itself, ember's reason kept as the note
+            refusal = TypeError(f"type {dt.API_NAME}.{cls._prefix()}{cls.__name__} not "
+                                f"available. {err}.")
+            for note in getattr(err, "__notes__", ()):
+                refusal.add_note(note)
+            raise refusal from None
 
 
 def _new(args: tuple, d: dt.dtype, device: Any) -> Tensor:
