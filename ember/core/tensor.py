@@ -116,9 +116,14 @@ class Tensor:
         if len(args) == 1 and isinstance(args[0], Tensor) and dtype is None:
             return args[0]  # PyTorch returns an alias of any tensor, keeping its dtype
         d = dtype_arg(dtype, "Tensor") or dt.get_default_dtype()
-        if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args) or \
+        # sizes: ints, or (from the second on) one-element integer tensors, as PyTorch's
+        # `Tensor(2, lengths[0])`
+        if args and all(isinstance(a, int) and not isinstance(a, bool) or
+                        i and isinstance(a, Tensor) and a.numel() == 1 and
+                        not a._dtype.is_floating_point and not a._dtype.is_complex
+                        for i, a in enumerate(args)) or \
                 len(args) == 1 and isinstance(args[0], Size):
-            shape = tuple(args[0]) if isinstance(args[0], Size) else args
+            shape = tuple(args[0]) if isinstance(args[0], Size) else tuple(int(a) for a in args)
             if any(n < 0 for n in shape):
                 raise RuntimeError(f"Trying to create tensor with negative dimension "
                                    f"{min(shape)}: {list(shape)}")
@@ -264,7 +269,13 @@ class Tensor:
 
     @property
     def data(self) -> Tensor:
-        return self.detach()
+        """This tensor's values outside autograd: `detach()`, but with a version counter of
+        its own, as PyTorch's, so writes through it (Tacotron 2's
+        `outputs[0].data.masked_fill_(mask, 0.0)`) go unseen by the graph."""
+        out = self.detach()
+        if type(out._vc) is not InferenceVersion:
+            out._vc = [0]
+        return out
 
     @data.setter
     def data(self, value: Tensor) -> None:

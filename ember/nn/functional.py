@@ -257,7 +257,10 @@ def _pad_indices(n: int, left: int, right: int, mode: str, dim: int, input: Tens
     if mode == "circular":
         if left > n or right > n:
             raise RuntimeError("Padding value causes wrapping around more than once.")
-        return [i % n for i in idx]
+        # a negative side crops first; the wrap is of what remains, as PyTorch's
+        crop_left, crop_right = max(-left, 0), max(-right, 0)
+        kept = n - crop_left - crop_right
+        return [crop_left + i % kept for i in range(-max(left, 0), kept + max(right, 0))]
     raise NotImplementedError(f"Unsupported padding mode: {mode}")
 
 
@@ -305,9 +308,7 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
         left, right = pad[2 * i], pad[2 * i + 1]
         if left == 0 and right == 0:
             continue
-        if left < 0 or right < 0:
-            raise NotImplementedError(f"negative padding is only supported by mode "
-                                      f"'constant' (got {pad} for mode '{mode}')")
+        # (a negative side crops: reflection and replication read the uncropped input)
         idx = _pad_indices(input.shape[dim], left, right, mode, dim, input)
         out = ember.index_select(out, dim, ember.tensor(idx, device=input.device))
     # (PyTorch's reflection and replication kernels keep a channels-last input's format;

@@ -776,6 +776,8 @@ def _split(input: Tensor, split_size_or_sections: Any, dim: int) -> tuple:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
     d = normalize_dim("split", dim, input.ndim)
     size = input.shape[d]
+    if isinstance(split_size_or_sections, Tensor) and split_size_or_sections.ndim == 0:
+        split_size_or_sections = int(split_size_or_sections)  # (PyTorch's `split(t.size(0))`)
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
         if step < 0:
