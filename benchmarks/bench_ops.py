@@ -1,7 +1,7 @@
 """Per-op overhead, matmul throughput and a traced forward's replay: ember against
 PyTorch, in one run.
 
-    python benchmarks/bench_ops.py [--only overhead,matmul,jit]
+    python benchmarks/bench_ops.py [--only overhead,small,matmul,jit]
 
 NumPy is imported *before* ember on purpose: that is the order most scripts use, and the
 one where OpenBLAS has already picked its kernels (see `ember devices` and the README).
@@ -46,6 +46,46 @@ def overhead_rows() -> list:
         ta, tb, tg = torch.ones(4, requires_grad=True), torch.ones(4), torch.ones(4)
         theirs = best_time(lambda: (ta + tb).backward(tg), 5000)
     rows.append(("(a + b).backward(g), 4 floats", ours, theirs, "<= 1.5x"))
+    return rows
+
+
+# Small-tensor ops real programs call in their Python loops (views, indexing, joins,
+# reductions, factories): each one's fixed cost, on an 8x8 float32 tensor
+SMALL_OPS = {
+    "x.view(64)": lambda m, x, i, k: x.view(64),
+    "x.unsqueeze(0)": lambda m, x, i, k: x.unsqueeze(0),
+    "x.t()": lambda m, x, i, k: x.t(),
+    "x.permute(1, 0)": lambda m, x, i, k: x.permute(1, 0),
+    "x[0].expand(4, 8)": lambda m, x, i, k: x[0].expand(4, 8),
+    "x[0]": lambda m, x, i, k: x[0],
+    "x[:, 1:3]": lambda m, x, i, k: x[:, 1:3],
+    "x[idx], 4 rows": lambda m, x, i, k: x[i],
+    "x[mask]": lambda m, x, i, k: x[k],
+    "cat([x, x])": lambda m, x, i, k: m.cat([x, x]),
+    "stack([x, x])": lambda m, x, i, k: m.stack([x, x]),
+    "x.sum(1)": lambda m, x, i, k: x.sum(1),
+    "x.mean(1)": lambda m, x, i, k: x.mean(1),
+    "x.max(1)": lambda m, x, i, k: x.max(1),
+    "x.softmax(-1)": lambda m, x, i, k: x.softmax(-1),
+    "x / 8": lambda m, x, i, k: x / 8,
+    "zeros(8)": lambda m, x, i, k: m.zeros(8),
+    "x[0, 0].item()": lambda m, x, i, k: x[0, 0].item(),
+}
+
+
+def small_op_rows() -> list:
+    """Each small op's time, ember against PyTorch (no goal of its own: the training
+    steps' goals in bench_train.py are where these add up)."""
+    def operands(lib):
+        x = lib.tensor(np.random.default_rng(0).standard_normal((8, 8), dtype=np.float32))
+        return x, lib.tensor([0, 3, 5, 7]), x > 0
+
+    mine, theirs = operands(ember), operands(torch) if torch is not None else None
+    rows = []
+    for name, op in SMALL_OPS.items():
+        ours = best_time(lambda op=op: op(ember, *mine), 3000)
+        other = best_time(lambda op=op: op(torch, *theirs), 3000) if theirs else None
+        rows.append((name, ours, other, "-"))
     return rows
 
 
@@ -119,7 +159,7 @@ def main() -> None:
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--only", default="overhead,matmul,jit")
+    parser.add_argument("--only", default="overhead,small,matmul,jit")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the jit children")
     parser.add_argument("--child", choices=["ember", "torch"], help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -139,6 +179,9 @@ def main() -> None:
         (matmul_rows() if "matmul" in only else []) + \
         (jit_rows(args.rounds) if "jit" in only else [])
     print_table("Per-op overhead, matmul and traced replay (CPU)", rows)
+    if "small" in only:
+        print_table("Small-tensor ops, 8x8 float32 (the fixed cost of each call)",
+                    small_op_rows())
 
 
 if __name__ == "__main__":

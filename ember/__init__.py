@@ -78,13 +78,20 @@ from ember.core.determinism import (
 )
 from ember.core.device import device
 from ember.core.device import device as _Device
-from ember.core.dlpack import from_dlpack
+from ember.core.dlpack import from_dlpack, to_dlpack
 from ember.core.dtype import (
     bfloat16,
     can_cast,
+    complex32,
     complex64,
     complex128,
     dtype,
+    float4_e2m1fn_x2,
+    float8_e4m3fn,
+    float8_e4m3fnuz,
+    float8_e5m2,
+    float8_e5m2fnuz,
+    float8_e8m0fnu,
     float16,
     float32,
     float64,
@@ -703,7 +710,20 @@ from ember.core.sparse_coo import (
     sparse_csr,
 )
 from ember.core.sparse_ops import spmm
-from ember.core.storage import TypedStorage, layout, strided
+from ember.core.storage import TypedStorage, UntypedStorage, layout, strided
+from ember.core.symbolic import (
+    SymBool,
+    SymFloat,
+    SymInt,
+    sym_float,
+    sym_int,
+    sym_ite,
+    sym_max,
+    sym_min,
+    sym_not,
+    sym_sqrt,
+    sym_sum,
+)
 from ember.core.tensor import Size, Tensor
 from ember.core.threads import (
     get_num_interop_threads,
@@ -716,7 +736,7 @@ from ember.serialization import load, save
 
 half, double, long, short = float16, float64, int64, int16
 float = float32  # noqa: A001 - PyTorch's alias
-cfloat, cdouble = complex64, complex128
+cfloat, cdouble, chalf = complex64, complex128, complex32
 int = int32  # noqa: A001
 
 # PyTorch's numeric constants (`torch.pi`, `-torch.inf`, `x[:, torch.newaxis]`)
@@ -768,6 +788,17 @@ def _assert(condition: object, message: str) -> None:
 # NumPy's pocketfft; no MKL and no OpenMP thread pool of ember's own
 has_lapack = has_spectral = True
 has_mkl = has_openmp = False
+
+
+def compiled_with_cxx11_abi() -> bool:
+    """Whether PyTorch was built with _GLIBCXX_USE_CXX11_ABI=1: True, as PyTorch's wheels
+    are (ember builds no C++ extensions; programs check it to pick prebuilt ones)."""
+    return True
+
+
+def init_num_threads() -> None:
+    """Initialize the thread pool's number of threads (nothing to do: ember's CPU kernels
+    take their threads from NumPy's BLAS and numba, set by `set_num_threads`)."""
 
 
 def is_vulkan_available() -> bool:
@@ -827,7 +858,7 @@ def devices() -> list:
 _SUBMODULES = {"nn", "optim", "jit", "onnx", "exporters", "testing", "demo", "cli", "amp",
                "cuda", "cpu", "profiler", "accelerator", "backends", "distributions",
                "distributed", "hub"}
-_FROM_AMP = {"autocast", "is_autocast_enabled", "get_autocast_dtype",
+_FROM_AMP = {"autocast", "GradScaler", "is_autocast_enabled", "get_autocast_dtype",
              "is_autocast_available", "clear_autocast_cache", "is_autocast_cache_enabled"}
 # PyTorch's top-level autocast state setters (not in torch.amp)
 _FROM_AUTOCAST_MODE = {"set_autocast_enabled", "set_autocast_dtype",
@@ -857,7 +888,7 @@ _FROM_NN_TORCH_FUNCTIONS = {
     "batch_norm_gather_stats_with_counts", "batch_norm_backward_reduce",
     "batch_norm_backward_elemt", "batch_norm_update_stats", "embedding_bag",
     "embedding_renorm_", "cosine_similarity", "pairwise_distance", "pdist", "pixel_shuffle",
-    "pixel_unshuffle", "channel_shuffle", "bilinear",
+    "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "bilinear",
 }
 _SUBMODULES = _SUBMODULES | {"linalg"}  # ember.linalg, as torch.linalg
 _SUBMODULES = _SUBMODULES | {"version"}  # torch.version.cuda & co
@@ -875,7 +906,10 @@ _SUBMODULES = _SUBMODULES | {"masked"}  # torch.masked: mask= reductions, Masked
 _SUBMODULES = _SUBMODULES | {"nested"}  # torch.nested: nested tensors of the strided layout
 _SUBMODULES = _SUBMODULES | {"xpu", "mps", "mtia"}  # absent devices' probes: torch.xpu & co
 _SUBMODULES = _SUBMODULES | {"export"}  # torch.export: ExportedProgram, save/load, Dim
-_SUBMODULES = _SUBMODULES | {"functional", "types"}  # torch.functional.einsum & co, torch.types
+_SUBMODULES = _SUBMODULES | {"quasirandom"}  # torch.quasirandom.SobolEngine
+_SUBMODULES = _SUBMODULES | {"functional", "storage"}  # torch.functional, torch.storage
+_SUBMODULES = _SUBMODULES | {"types"}  # torch.types: Device, Number & co
+_FROM_JIT_SCRIPT = {"fork", "wait", "Future"}  # torch.fork & co: TorchScript's futures
 
 
 # PyTorch's deprecated build flags: the module and function each one now points to
@@ -920,18 +954,16 @@ def __getattr__(name: str):
         return getattr(importlib.import_module("ember.jit.compiled"), name)
     if name in _FROM_NN_TORCH_FUNCTIONS:
         return getattr(importlib.import_module("ember.nn.torch_functions"), name)
-    if name in ("complex32", "chalf"):  # a clear refusal, not a missing name
-        raise AttributeError(f"module 'ember' has no attribute {name!r}: ember does not "
-                             "support complex32 (ComplexHalf); use complex64 (cfloat) or "
-                             "complex128 (cdouble)")
     if name == "ops":  # torch.ops.mylib.foo: the operators ember.library registered
         return importlib.import_module("ember.library.registry").ops
-    if name == "Event":  # torch.Event, the device-generic event
-        return importlib.import_module("ember.event").Event
+    if name in ("Event", "Stream"):  # torch.Event, torch.Stream: the device-generic ones
+        return getattr(importlib.import_module("ember.event"), name)
     if name in _DEPRECATED_BUILD_FLAGS:  # torch.has_cuda & co: warn, then answer
         return _deprecated_build_flag(name)
     if name in ("cond", "while_loop"):  # torch.cond, torch.while_loop: run eagerly
         return getattr(importlib.import_module("ember.control_flow"), name)
+    if name in _FROM_JIT_SCRIPT:  # (ember runs a forked call at once)
+        return getattr(importlib.import_module("ember.jit.script"), name)
     if name == "vmap":  # torch.vmap, the same as torch.func.vmap
         return importlib.import_module("ember.func").vmap
     if name in _FROM_GAMMA_SAMPLING:  # torch._standard_gamma, torch._sample_dirichlet
@@ -948,12 +980,15 @@ __all__ = [
     # tensors, dtypes, devices
     "Tensor", "Size", "dtype", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor",
     "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
-    "device", "is_tensor", "devices", "from_dlpack",
+    "device", "is_tensor", "devices", "from_dlpack", "to_dlpack",
+    "SymInt", "SymFloat", "SymBool", "sym_int", "sym_float", "sym_max", "sym_min", "sym_not",
+    "sym_ite", "sym_sum", "sym_sqrt",
     "OutOfMemoryError",
     "bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
     "float16", "bfloat16", "float32",
     "float64", "half", "double", "long", "short", "float", "int", "complex64", "complex128",
-    "cfloat", "cdouble",
+    "cfloat", "cdouble", "complex32", "chalf", "float8_e4m3fn", "float8_e5m2",
+    "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2",
     # quantized tensors (ember.core.quantized)
     "qint8", "quint8", "qint32", "quint4x2", "qscheme", "per_tensor_affine",
     "per_channel_affine", "per_tensor_symmetric", "per_channel_symmetric",
@@ -984,6 +1019,7 @@ __all__ = [
     "get_rng_state", "set_rng_state",
     # printing, threads, dtype limits
     "set_printoptions", "get_printoptions", "set_num_threads", "get_num_threads",
+    "init_num_threads", "compiled_with_cxx11_abi", "TypedStorage", "UntypedStorage",
     "set_num_interop_threads", "get_num_interop_threads", "finfo", "iinfo",
     # elementwise
     "abs", "absolute", "neg", "negative", "positive", "sign", "floor", "ceil", "trunc",
@@ -1124,3 +1160,15 @@ def _bind_inplace_functions() -> list[str]:
 
 
 __all__ += _bind_inplace_functions()
+
+
+def _name_sub_byte_dtypes() -> list[str]:
+    """`ember.uint1` ... `uint7`, `int1` ... `int7` and the bits dtypes (`bits8` ...):
+    PyTorch's names of dtypes no backend holds."""
+    from ember.core.dtype import BITS_DTYPES, SUB_BYTE_INTS
+
+    globals().update((d.name, d) for d in SUB_BYTE_INTS + BITS_DTYPES)
+    return [d.name for d in SUB_BYTE_INTS + BITS_DTYPES]
+
+
+__all__ += _name_sub_byte_dtypes()

@@ -21,7 +21,8 @@ from ember.core.device import device as _Device
 __all__ = ["current_accelerator", "is_available", "device_count", "current_device_index",
            "set_device_index", "device_index", "synchronize", "memory_stats",
            "memory_allocated", "max_memory_allocated", "memory_reserved",
-           "max_memory_reserved", "reset_peak_memory_stats", "empty_cache"]
+           "max_memory_reserved", "reset_peak_memory_stats", "empty_cache",
+           "current_stream", "set_stream", "current_device_idx", "set_device_idx"]
 
 _NONE = "Cannot access accelerator device when none is available."
 
@@ -93,6 +94,38 @@ def set_device_index(device: Any) -> None:
         raise RuntimeError(f"device index {index} is out of range: the {backend.name} "
                            f"accelerator has {count} device(s)")
     backend.set_device(index)
+
+
+def _deprecated_alias(function: Any, name: str) -> Any:
+    """`function` under its old name, warning as PyTorch's deprecated aliases do."""
+    import functools
+    import warnings
+
+    @functools.wraps(function)
+    def alias(*args: Any, **kwargs: Any) -> Any:
+        warnings.warn(f"Use `{function.__name__}` instead.", FutureWarning, stacklevel=2)
+        return function(*args, **kwargs)
+    alias.__name__ = alias.__qualname__ = name
+    return alias
+
+
+current_device_idx = _deprecated_alias(current_device_index, "current_device_idx")
+set_device_idx = _deprecated_alias(set_device_index, "set_device_idx")
+
+
+def current_stream(device: Any = None, /) -> Any:
+    """The current stream (an `ember.Stream`) of an accelerator device (the current one by
+    default)."""
+    from ember.event import Stream
+
+    backend = _require()
+    return Stream(_Device(backend.name, _index(backend, device)))
+
+
+def set_stream(stream: Any) -> None:
+    """Make `stream` current: its device becomes the accelerator's current device (ember's
+    generic streams order work as the device's default stream does)."""
+    set_device_index(_require() and stream.device)
 
 
 class device_index:  # noqa: N801 - PyTorch's name

@@ -1,9 +1,10 @@
-"""`ember.Event` (torch.Event): the device-generic event of PyTorch's accelerator API.
+"""`ember.Event` and `ember.Stream` (torch.Event, torch.Stream): the device-generic event
+and stream of PyTorch's accelerator API.
 
 A host device runs every op before it returns, so there is nothing on the CPU for an
-event to mark: as PyTorch's, recording one raises (`cpu backend doesn't support
-events.`), and querying, synchronizing and waiting return at once. The CUDA backend's
-own events are `ember.cuda.Event`.
+event to mark or a stream to order: as PyTorch's, recording an event raises (`cpu backend
+doesn't support events.`), and querying, synchronizing and waiting return at once. The
+CUDA backend's own events and streams are `ember.cuda.Event` and `ember.cuda.Stream`.
 """
 
 from __future__ import annotations
@@ -77,3 +78,107 @@ class Event:
         # (`event_flag`: PyTorch's EventFlag, 1 for a timing event)
         return (f"{_dtypes.API_NAME}.Event device_type={self.device.type}, device_index="
                 f"{index}, event_flag={int(self._timing)}, event_id={self.event_id}")
+
+
+# c10's DeviceType codes, as `Stream.device_type` gives them
+_DEVICE_TYPES = {"cpu": 0, "cuda": 1, "opencl": 4, "xpu": 12, "mps": 13, "meta": 14,
+                 "mtia": 19}
+_PRIVATE_USE = 20
+
+
+@_dtypes.printed_in_api()
+class Stream:
+    """A stream on `device` (the current accelerator's, or the CPU's when there is none):
+    the work queued on it runs in order. On the CPU every op has run when it returns, so
+    the stream is a formality that device-generic code can use.
+
+    Args:
+        device: the stream's device (a device, a string, or an index of the current
+            accelerator's devices).
+        priority: the stream's priority (ignored: one host stream).
+    """
+
+    def __init__(self, device: Any = None, *, priority: int = 0) -> None:
+        from ember import accelerator
+
+        if device is None:
+            device = accelerator.current_accelerator() or "cpu"
+        elif isinstance(device, int) and not isinstance(device, bool):
+            accelerator.current_device_index()  # (raises PyTorch's error without one)
+            device = _device(accelerator.current_accelerator().type, device)
+        self.device = _device(device)
+        if self.device.type == "cpu":  # (one host device: PyTorch's has no index)
+            self.device = _device("cpu")
+        elif self.device.type not in (b.name for b in _available()):
+            raise RuntimeError(f"PyTorch is not linked with support for {self.device.type} "
+                               "devices")
+        self.priority = priority
+        self.stream_id = 0
+
+    @property
+    def device_type(self) -> int:
+        """The device's type as c10's DeviceType code (0 for the CPU)."""
+        return _DEVICE_TYPES.get(self.device.type, _PRIVATE_USE)
+
+    @property
+    def device_index(self) -> int:
+        """The device's index (-1 for the CPU)."""
+        return -1 if self.device.index is None else self.device.index
+
+    @property
+    def native_handle(self) -> Any:
+        raise RuntimeError("Backend doesn't support getting stream native handle.")
+
+    def query(self) -> bool:
+        """Whether all work queued on the stream is done."""
+        if self.device.type != "cpu":
+            self.synchronize()
+        return True
+
+    def synchronize(self) -> None:
+        """Wait for all work queued on the stream."""
+        if self.device.type != "cpu":
+            from ember import accelerator
+
+            accelerator.synchronize(self.device)
+
+    def is_capturing(self) -> bool:
+        """Whether the stream is capturing a graph: never."""
+        return False
+
+    def record_event(self, event: Event | None = None) -> Event:
+        """Record an event (`event`, or a new one) marking the work queued so far."""
+        event = Event(self.device) if event is None else event
+        event.record(self)
+        return event
+
+    def wait_event(self, event: Event) -> None:
+        """Make later work on the stream wait for `event`: nothing to wait for when the
+        device runs ops as they are called."""
+
+    def wait_stream(self, stream: Stream) -> None:
+        """Make later work on the stream wait for the work queued on `stream`."""
+        self.wait_event(stream.record_event())
+
+    def __enter__(self) -> Stream:
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        return False
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Stream) and (other.device, other.stream_id) == \
+            (self.device, self.stream_id)
+
+    def __hash__(self) -> int:
+        return hash((self.device, self.stream_id))
+
+    def __repr__(self) -> str:
+        return (f"{_dtypes.API_NAME}.Stream device_type={self.device.type}, device_index="
+                f"{self.device_index}, stream_id={self.stream_id}")
+
+
+def _available() -> list:
+    from ember.core import scheduler
+
+    return scheduler.available_backends()

@@ -29,10 +29,12 @@ OWN_VERSION = ember.__version__  # ember's own version, a plain string
 
 
 def _set_version(version: str) -> None:
-    """`__version__` of ember and of ember.version (torch.version.__version__)."""
+    """`__version__` of ember and of ember.version (torch.version.__version__, a plain
+    string in PyTorch: only `torch.__version__` is a TorchVersion)."""
     import ember.version
 
-    ember.__version__ = ember.version.__version__ = version
+    ember.__version__ = version
+    ember.version.__version__ = str(version)
 
 
 class _AliasLoader(importlib.abc.Loader):

@@ -103,3 +103,15 @@ class TorchVersion(str):
         return not self == other
 
     __hash__ = str.__hash__
+
+
+def __getattr__(name: str) -> Any:
+    """`internal_version` (the plain string) and `__version__` (that string as a
+    TorchVersion): the version ember presents now, PyTorch's release under the alias and
+    ember's own otherwise, read when asked since the alias sets it when installed."""
+    if name in ("internal_version", "__version__"):
+        import ember.version
+
+        text = str(ember.version.__version__)
+        return text if name == "internal_version" else TorchVersion(text)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -505,7 +505,7 @@ def test_dlpack_with_numpy_views_and_capsules():
     assert t[2, 2].item() == 5
     used = ember.utils.dlpack.to_dlpack(e)
     torch.utils.dlpack.from_dlpack(used)
-    with pytest.raises(RuntimeError, match="consumed already"):
+    with pytest.raises(RuntimeError, match="can be consumed only once"):
         ember.utils.dlpack.from_dlpack(used)
     assert ember.from_dlpack(e) is e
 

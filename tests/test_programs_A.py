@@ -682,6 +682,72 @@ PROGRAMS_R30 = [
 PROGRAM_SPECS += PROGRAMS_R30
 
 
+# -- set T: vision, audio, time series, detection and molecules (ShuffleNet/GhostNet,
+# Inception-v3, HiFi-GAN, PatchTST/DLinear, TFT, an SSD box pipeline, Tacotron 2, SchNet) --
+
+def _boxes_matched(t_out: str, e_out: str) -> None:
+    # the box helpers agree exactly; the trained detector finds some of the objects
+    for out in (t_out, e_out):
+        assert "nms keep [3, 0]" in out and "batched_nms keep [3, 0, 1]" in out
+        found = metric(out, r"found (\d)")
+        assert len(found) == 4
+
+
+def _vocoder_pieces_agree(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        assert "old checkpoint <All keys matched successfully> True" in out
+        assert "after removal ['bias', 'weight']" in out
+
+
+def _forces_differentiable(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        assert "forces torch.Size([30, 3]) True True" in out
+        assert "translation invariant True" in out
+
+
+def _tacotron_masks(t_out: str, e_out: str) -> None:
+    for out in (t_out, e_out):
+        assert "arange out tensor([0, 1, 2, 3]) True torch.int64" in out
+        assert "padded mel zero True gate padded 1e3 1000.0" in out
+
+
+PROGRAMS_T31 = [
+    Program("shufflenet_ghostnet.py",
+            trends=[Trend(r"step +\d+ lr [\d.]+ loss ([\d.]+)", 0.9, 0.3)],
+            same=r"(shuffled channels .*|chunk .*|transposed .*|hard_sigmoid .*|"
+                 r"make_divisible .*)",
+            first=r"step +\d+ lr [\d.]+ loss ([\d.]+)", long=True),
+    Program("inception_v3_lite.py",
+            trends=[Trend(r"epoch +\d+ lr [\d.]+ loss ([\d.]+)", 0.8, 0.3)],
+            same=r"(InceptionOutputs .*|tuple unpack .*|eval output .*|state_dict keys .*)",
+            first=r"epoch +\d+ lr [\d.]+ loss ([\d.]+)", long=True),
+    Program("hifigan_lite.py", trends=[Trend(r"Mel-Spec. Error : ([\d.]+)", 0.9, 0.3)],
+            same=r"(weight_norm params .*|parametrized .*|convtranspose out .*|generated .*|"
+                 r"mpd outputs .*|fmap shapes .*)",
+            first=r"Gen Loss Total : ([\d.]+)", extra=_vocoder_pieces_agree, long=True),
+    Program("patchtst_dlinear.py",
+            trends=[Trend(r"DLinear Epoch: \d+ \| Train Loss: ([\d.]+)", 0.5, 0.3),
+                    Trend(r"PatchTST Epoch: \d+ \| Train Loss: ([\d.]+)", 0.5, 0.3)],
+            same=r"(series .*|windows .*|decomp .*|repeat .*|unfold .*|periods .*|rfft .*)",
+            first=r"DLinear Epoch: \d+ \| Train Loss: ([\d.]+)", long=True),
+    Program("tft_lite.py", trends=[Trend(r"epoch \d train_loss ([\d.]+)", 0.5, 0.3)],
+            same=r"(glu .*|quantile losses .*|one_hot .*|data .*|max .*)",
+            first=r"epoch \d train_loss ([\d.]+)", long=True),
+    Program("ssd_box_pipeline.py", trends=[Trend(r"iter +\d+ loss ([\d.]+)", 0.8, 0.3)],
+            same=r"(jaccard agrees .*|grid anchors .*|meshgrid .*|index_fill_ .*|focal sum .*|"
+                 r"targets .*|priors .*)",
+            first=r"iter +\d+ loss ([\d.]+)", extra=_boxes_matched, long=True),
+    Program("tacotron2_lite.py", trends=[Trend(r"Train loss \d+ ([\d.]+)", 0.95, 0.3)],
+            same=r"(mask .*|collated .*|packed .*|pad_packed .*|bce pos_weight .*)",
+            first=r"Train loss \d+ ([\d.]+)", extra=_tacotron_masks, long=True),
+    Program("schnet_lite.py", trends=[Trend(r"step +\d+ loss ([\d.]+)", 0.3, 0.3)],
+            same=r"(shifted softplus .*|gaussians .*|radius graph .*|nonzero .*|scatter_add .*|"
+                 r"index_add alpha .*|data .*|energies .*)",
+            first=r"step +\d+ loss ([\d.]+)", extra=_forces_differentiable, long=True),
+]
+PROGRAM_SPECS += PROGRAMS_T31
+
+
 def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
     workdir.mkdir()
     cmd = [sys.executable, "-W", "ignore"] + (["-m", "ember.run"] if alias else []) + \

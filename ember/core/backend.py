@@ -40,6 +40,7 @@ from ember.core.dtype import (  # noqa: F401 - re-exported: the dtype vocabulary
     ALL_DTYPES,
     COMPLEX_DTYPES,
     EVERY_DTYPE,
+    FLOAT8_DTYPES,
     FLOATING_DTYPES,
     LIMITED_DTYPES,
     bfloat16,
@@ -55,22 +56,42 @@ from ember.core.dtype import (  # noqa: F401 - re-exported: the dtype vocabulary
     uint8,
 )
 
+_NUMPY_DTYPES: dict = {}  # dtype -> NumPy dtype, filled as asked (tensor.item() asks)
+
 
 def numpy_dtype(d: dtype) -> Any:
     """The NumPy dtype that holds `d` on the host (bfloat16 through ml_dtypes)."""
+    found = _NUMPY_DTYPES.get(d)
+    if found is not None:
+        return found
     import numpy as np
 
     if d is bfloat16:
         import ml_dtypes
 
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(d.name)
+        found = np.dtype(ml_dtypes.bfloat16)
+    elif d in FLOAT8_DTYPES:
+        from ember.core import float8
+
+        found = float8.numpy_type(d.name)
+    else:
+        found = np.dtype(d.name)
+    _NUMPY_DTYPES[d] = found
+    return found
+
+
+def to_float8(values: Any, name: str) -> Any:
+    """A NumPy array of real `values` as float8 dtype `name`, rounded (and saturated) as
+    PyTorch converts (ember.core.float8)."""
+    from ember.core import float8
+
+    return float8.to_float8(values, name)
 
 
 def from_numpy_dtype(np_dtype: Any) -> dtype:
     """The ember dtype of a NumPy dtype, or TypeError for one ember does not have."""
     name = str(np_dtype)
-    for d in EVERY_DTYPE + LIMITED_DTYPES:
+    for d in EVERY_DTYPE + LIMITED_DTYPES + FLOAT8_DTYPES:
         if d.name == name:
             return d
     raise TypeError(f"can't convert NumPy arrays of dtype {name}; ember supports "

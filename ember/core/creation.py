@@ -9,6 +9,7 @@ factories are written with them.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import os
@@ -18,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from ember.core import costs, interpose, plugins, storage, tracing
+from ember.core import costs, grad_mode, interpose, plugins, storage, tracing
 from ember.core import cpu_random as streams
 from ember.core import dtype as dt
 from ember.core.backend import numpy_dtype
-from ember.core.declare import composite, define, primitive
+from ember.core.declare import composite, define, primitive, write_out
 from ember.core.device import device as Device
 from ember.core.dispatch import check_dtype, run_creation, run_inplace, user_stacklevel
 from ember.core.errors import with_context
@@ -67,11 +68,12 @@ def _shape_arg(op: str, size: tuple, dtype: dt.dtype | None = None) -> tuple[int
         size = tuple(size[0])
     out = []
     for s in size:
-        if isinstance(s, Tensor):
-            s = int(s)
-        if not isinstance(s, numbers.Integral) or isinstance(s, bool):
-            raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found "
-                            f"element of type {type(s).__name__}")
+        if type(s) is not int:  # (a plain int skips the slower checks of the others)
+            if isinstance(s, Tensor):
+                s = int(s)
+            if not isinstance(s, numbers.Integral) or isinstance(s, bool):
+                raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found "
+                                f"element of type {type(s).__name__}")
         if s < 0:  # PyTorch names no op here
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
                                f"{list(size)}")
@@ -83,6 +85,41 @@ def _shape_arg(op: str, size: tuple, dtype: dt.dtype | None = None) -> tuple[int
 
 def _finish(t: Tensor, requires_grad: bool) -> Tensor:
     return factory_requires_grad(t) if requires_grad else t
+
+
+def _accepts_out(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """PyTorch's `out=` on a factory (`torch.arange(0, n, out=torch.LongTensor(n))`, Tacotron
+    2's `get_mask_from_lengths`): the values are made in `out`'s dtype (a `dtype=` must be
+    it) on its device, `out` is resized to them (silently, but for arange's warning about
+    a count it did not expect) and returned."""
+    op = fn.__name__.removeprefix("_deprecated_")
+
+    @functools.wraps(fn)
+    def factory(*args: Any, out: Tensor | None = None, **kwargs: Any) -> Tensor:
+        if out is None:
+            return fn(*args, **kwargs)
+        if not isinstance(out, Tensor):
+            raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+        d = dtype_arg(kwargs.get("dtype"), op)
+        if d is not None and d is not out._dtype:
+            raise RuntimeError(f"dtype {dt.SCALAR_TYPE_NAMES[d.name]} does not match dtype of "
+                               f"out parameter ({dt.SCALAR_TYPE_NAMES[out._dtype.name]})")
+        if out._requires_grad and grad_mode.state.enabled:
+            raise RuntimeError(f"aten::{op}(): functions with out=... arguments don't support "
+                               "automatic differentiation, but one of the arguments requires "
+                               "grad.")
+        kwargs.update(dtype=out._dtype, requires_grad=False,
+                      device=kwargs.get("device") or out.device)
+        result = fn(*args, **kwargs)
+        if op == "arange" and out.numel() and out.numel() != result.numel():
+            warnings.warn(f"The number of elements in the out tensor of shape "
+                          f"{list(out.shape)} is {out.numel()} which does not match the "
+                          f"computed number of elements {result.numel()}. Note that this may "
+                          "occur as a result of rounding error. The out tensor will be resized "
+                          f"to a tensor of shape ({result.numel()},).", UserWarning,
+                          stacklevel=user_stacklevel())
+        return write_out(op, out, result, warn_resize=False)
+    return factory
 
 
 # -- the creation primitives ----------------------------------------------------------
@@ -120,6 +157,7 @@ def _randint_rule(*, shape: tuple[int, ...], dtype: dt.dtype, low: int, high: in
 
 
 @primitive(complex=True, variants="function", rule=_full_rule, creation=True, cost=costs.creation)
+@_accepts_out
 def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: DeviceLike = None,
          requires_grad: bool = False) -> Tensor:
     """A tensor of `size` filled with `fill_value`."""
@@ -154,6 +192,7 @@ def scalar_tensor(s: Any, *, dtype: Any = None, layout: Any = None, device: Devi
 
 
 @primitive(variants="function", rule=_arange_rule, creation=True, cost=costs.creation)
+@_accepts_out
 def arange(start: Any = None, end: Any = None, step: Any = 1, *, dtype: Any = None,
            device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
     """Values from `start` (default 0) to `end` (exclusive) every `step`: `arange(end)`,
@@ -174,6 +213,12 @@ def arange(start: Any = None, end: Any = None, step: Any = 1, *, dtype: Any = No
     if d is None:
         d = dt.int64 if all(isinstance(v, numbers.Integral) for v in (start, end, step)) \
             else dt.get_default_dtype()
+    elif d is dt.int64 and not all(isinstance(v, numbers.Integral)
+                                   for v in (start, end, step)):
+        # int64 (only): PyTorch truncates the bounds and the step to integers first
+        if step != 0 and int(step) == 0:
+            raise ValueError("step must be nonzero")
+        start, end, step = int(start), int(end), int(step)
     dev, backend = resolve(device)
     t = run_creation("arange", dev, backend, start=start, end=end, step=step, dtype=d)
     return _finish(t, requires_grad)
@@ -202,7 +247,8 @@ def _deprecated_range(start: Any = 0, end: Any = None, step: Any = 1, *, dtype: 
 
 
 # `torch.range`, declared under its name without shadowing the builtin in this module
-deprecated_range = define("range", Kind.COMPOSITE, _deprecated_range, variants="function")
+deprecated_range = define("range", Kind.COMPOSITE, _accepts_out(_deprecated_range),
+                          variants="function")
 
 
 @composite(complex=True, variants="function")
@@ -251,7 +297,7 @@ def _random(op: str, size: tuple, dtype: Any, device: DeviceLike, requires_grad:
     d = dtype_arg(dtype, op) or dt.get_default_dtype()
     if op in ("rand", "randn") and d.is_complex:
         return _finish(_complex_random(op, size, d, device, generator, draw), requires_grad)
-    if op in ("rand", "randn") and not d.is_floating_point:  # (worded as its kernel)
+    if op in ("rand", "randn") and (not d.is_floating_point or d in dt.FLOAT8_DTYPES):
         kernel = "check_uniform_bounds" if op == "rand" else "normal_kernel_cpu"
         raise NotImplementedError(f'"{kernel}" not implemented for '
                                   f"'{dt.SCALAR_TYPE_NAMES[d.name]}'")
@@ -288,6 +334,7 @@ def _complex_random(op: str, size: tuple, d: dt.dtype, device: DeviceLike, gener
 
 
 @primitive(complex=True, variants="function", rule=_rand_rule, creation=True, cost=costs.creation)
+@_accepts_out
 def rand(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
          device: DeviceLike = None, requires_grad: bool = False,
          generator: Any = None) -> Tensor:
@@ -297,6 +344,7 @@ def rand(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
 
 
 @primitive(complex=True, variants="function", rule=_rand_rule, creation=True, cost=costs.creation)
+@_accepts_out
 def randn(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
           device: DeviceLike = None, requires_grad: bool = False,
           generator: Any = None) -> Tensor:
@@ -343,6 +391,7 @@ WIDE_RANDOM = frozenset({"int64", "float64", "float32", "bfloat16"})
 
 
 @primitive(variants="function", rule=_randint_rule, creation=True, cost=costs.creation)
+@_accepts_out
 def randint(low: int | None = None, high: int | None = None, size: Sequence[int] | None = None, *,
             dtype: Any = None, device: DeviceLike = None, generator: Any = None,
             requires_grad: bool = False) -> Tensor:
@@ -353,6 +402,9 @@ def randint(low: int | None = None, high: int | None = None, size: Sequence[int]
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
                            f"from={low} >= to={high}")
     d = dtype_arg(dtype, "randint") or dt.int64
+    if d in dt.FLOAT8_DTYPES:  # (worded as PyTorch's kernel)
+        raise NotImplementedError('"random_update_from_to" not implemented for '
+                                  f"'{dt.SCALAR_TYPE_NAMES[d.name]}'")
     wide = d.name in WIDE_RANDOM
 
     def draw(engine: MT19937, n: int, npd: np.dtype) -> np.ndarray:
@@ -362,6 +414,7 @@ def randint(low: int | None = None, high: int | None = None, size: Sequence[int]
 
 
 @primitive(variants="function", rule=_randperm_rule, creation=True, cost=costs.creation)
+@_accepts_out
 def randperm(n: int, *, dtype: Any = None, device: DeviceLike = None,
              generator: Any = None, requires_grad: bool = False) -> Tensor:
     """A random permutation of 0 .. n-1."""
@@ -434,6 +487,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 
 @composite(complex=True, variants="function")
+@_accepts_out
 def zeros(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
           device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros, of the sizes given (or `size=`)."""
@@ -449,6 +503,7 @@ def zeros(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
 
 
 @composite(complex=True, variants="function")
+@_accepts_out
 def ones(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
          device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones, of the sizes given (or `size=`)."""
@@ -459,6 +514,7 @@ def ones(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
 
 
 @composite(complex=True, variants="function")
+@_accepts_out
 def empty(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
           device: DeviceLike = None, requires_grad: bool = False,
           memory_format: Any = None) -> Tensor:
@@ -671,6 +727,7 @@ def _check_scalar_bounds(op: str, start: Any, end: Any) -> None:
 
 
 @composite(variants="function")
+@_accepts_out
 def linspace(start: float, end: float, steps: int, *, dtype: Any = None,
              device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
     """`steps` evenly spaced values from `start` to `end`, both included."""
@@ -728,6 +785,7 @@ def _fma(k: Tensor, step: float, c: float) -> Tensor:
 
 
 @composite(variants="function")
+@_accepts_out
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: DeviceLike = None,
         requires_grad: bool = False) -> Tensor:
     """A 2-D tensor with ones on the diagonal."""
@@ -739,6 +797,7 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: DeviceLike =
 
 
 @composite(variants="function")
+@_accepts_out
 def logspace(start: float, end: float, steps: int, base: float = 10.0, *, dtype: Any = None,
              device: DeviceLike = None, requires_grad: bool = False) -> Tensor:
     """`steps` values from `base ** start` to `base ** end`, the exponents evenly spaced."""

@@ -292,8 +292,9 @@ def _any_requires_grad(values: Iterable[Any]) -> bool:
     return False
 
 
-def write_out(name: str, out: Tensor, result: Tensor) -> Tensor:
-    """Write `result` into the `out=` tensor, resizing it as PyTorch does."""
+def write_out(name: str, out: Tensor, result: Tensor, *, warn_resize: bool = True) -> Tensor:
+    """Write `result` into the `out=` tensor, resizing it as PyTorch does (a factory's
+    `out=` resizes without the deprecation warning: `warn_resize=False`)."""
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if result._device is not out._device:
@@ -305,7 +306,7 @@ def write_out(name: str, out: Tensor, result: Tensor) -> Tensor:
             raise RuntimeError(f"{name}(): the out= tensor, a view of another tensor, has "
                                f"shape {fmt_shape(tuple(out.shape))} but the result has shape "
                                f"{fmt_shape(tuple(result.shape))}; a view cannot be resized")
-        if out.numel():
+        if out.numel() and warn_resize:
             warnings.warn(f"An output with one or more elements was resized since it had "
                           f"shape {fmt_shape(tuple(out.shape))}, which does not match the "
                           f"required output shape {fmt_shape(tuple(result.shape))}. This "

@@ -147,6 +147,18 @@ def run(op: str, *args: Any, **attrs: Any) -> Tensor:
     return result
 
 
+def run_view(op: str, x: Tensor, **attrs: Any) -> Tensor:
+    """`run` for a view kernel of one tensor whose attributes the caller has checked
+    (reshape to an inferred shape, a permutation it built): the result keeps `x`'s dtype
+    and device, so outside traces and compiled recordings (which record every primitive)
+    the kernel runs without the rule's lookup."""
+    if tracing.active is None and tracing.tape is None:
+        kernel = x._backend.kernels.get(op)
+        if kernel is not None:
+            return Tensor._make(kernel(x._data, **attrs), x._dtype, x._device, x._backend)
+    return run(op, x, **attrs)
+
+
 _SCALARS = (int, float, bool, complex, type(None))
 _UNKEYED = object()  # what `_attr_key` gives for an attribute `rule_key` cannot key
 

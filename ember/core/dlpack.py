@@ -13,6 +13,7 @@ backend (`from_dlpack`: CuPy's), found by the plugin manager like every backend.
 from __future__ import annotations
 
 import ctypes
+import enum
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,28 @@ from ember.core.backend import from_numpy_dtype
 from ember.core.declare import composite
 from ember.core.device import device as Device
 
-# DLDeviceType codes (dlpack.h)
+
+class DLDeviceType(enum.IntEnum):
+    """DLPack's device codes (dlpack.h's `DLDeviceType`), as `__dlpack_device__` gives
+    them."""
+
+    kDLCPU = 1
+    kDLCUDA = 2
+    kDLCUDAHost = 3
+    kDLOpenCL = 4
+    kDLVulkan = 7
+    kDLMetal = 8
+    kDLVPI = 9
+    kDLROCM = 10
+    kDLROCMHost = 11
+    kDLExtDev = 12
+    kDLCUDAManaged = 13
+    kDLOneAPI = 14
+    kDLWebGPU = 15
+    kDLHexagon = 16
+    kDLMAIA = 17
+
+
 _CPU, _CUDA, _CUDA_HOST, _CUDA_MANAGED = 1, 2, 3, 13
 _BACKEND_OF = {_CUDA: "cuda", _CUDA_MANAGED: "cuda"}
 
@@ -64,9 +86,10 @@ def tensor_dlpack_device(tensor: Any) -> tuple[int, int]:
     buffer = tensor._data
     if hasattr(buffer, "__dlpack_device__"):
         kind, index = buffer.__dlpack_device__()
-        return int(kind), int(index)
+        known = int(kind) in DLDeviceType._value2member_map_
+        return (DLDeviceType(int(kind)) if known else int(kind)), int(index)
     if tensor.device.type == "cpu":
-        return _CPU, 0
+        return DLDeviceType.kDLCPU, 0
     raise BufferError(f"the {tensor.device.type} backend's buffers do not support DLPack")
 
 
@@ -102,8 +125,10 @@ def from_dlpack(ext: Any) -> Any:
 
 
 def to_dlpack(tensor: Any) -> Any:
-    """A DLPack capsule (the unversioned "dltensor" kind) sharing the tensor's memory."""
-    return tensor_dlpack(tensor)
+    """A DLPack capsule (the unversioned "dltensor" kind) sharing the tensor's memory;
+    PyTorch's `torch.to_dlpack`, which, unlike `__dlpack__`, exports a tensor that
+    requires grad (its data, without the graph)."""
+    return tensor_dlpack(tensor.detach())
 
 
 # -- capsules -------------------------------------------------------------------------
@@ -155,8 +180,9 @@ def _dl_tensor(capsule: Any) -> _DLTensor:
     for name, offset in ((b"dltensor", 0), (b"dltensor_versioned", _VERSIONED_HEADER)):
         if _api.PyCapsule_IsValid(capsule, name):
             return _DLTensor.from_address(_api.PyCapsule_GetPointer(capsule, name) + offset)
-    raise RuntimeError("from_dlpack(): the capsule is not a DLPack tensor, or was consumed "
-                       "already (a DLPack capsule can be used only once)")
+    raise RuntimeError("from_dlpack received an invalid capsule. Note that DLTensor capsules "
+                       "can be consumed only once, so you might have already constructed a "
+                       "tensor from it once.")
 
 
 class _Owner:

@@ -56,12 +56,14 @@ class dtype:  # noqa: N801 - PyTorch's spelling
     __slots__ = ("name", "itemsize", "is_floating_point", "is_complex", "is_signed",
                  "_category", "_rank", "_differentiable")
 
-    def __init__(self, name: str, itemsize: int, category: int, rank: int, signed: bool):
+    def __init__(self, name: str, itemsize: int, category: int, rank: int,
+                 signed: bool | None):
         self.name = name
         self.itemsize = itemsize
         self.is_floating_point = category == FLOAT
         self.is_complex = category == COMPLEX  # (a slot, not a property: dispatch reads it)
-        self.is_signed = signed
+        if signed is not None:  # (None: the bits dtypes, whose class answers)
+            self.is_signed = signed
         self._category = category  # BOOL < INT < FLOAT < COMPLEX
         self._rank = rank  # order within the promotion lattice
         # may require grad: floating and complex (not the quantized dtypes above them)
@@ -86,8 +88,8 @@ class dtype:  # noqa: N801 - PyTorch's spelling
             return complex128
         if self.name == "float32":
             return complex64
-        raise TypeError(f"{self.name} has no complex counterpart in ember (complex32, "
-                        "PyTorch's chalf, is not supported)")
+        raise TypeError(f"{self.name} has no complex counterpart in ember (no backend holds "
+                        "complex32, PyTorch's chalf)")
 
 
 BOOL, INT, FLOAT, COMPLEX, QUANTIZED = 0, 1, 2, 3, 4
@@ -124,12 +126,11 @@ COMPLEX_DTYPES: tuple[dtype, ...] = (complex64, complex128)
 """The complex dtypes, which a backend holds only when it says so (`Backend.dtypes`)."""
 EVERY_DTYPE: tuple[dtype, ...] = ALL_DTYPES + COMPLEX_DTYPES
 FLOATING_DTYPES = (float16, bfloat16, float32, float64)
-_REAL_OF = {"complex64": float32, "complex128": float64}
+_REAL_OF = {"complex64": float32, "complex128": float64, "complex32": float16}
 _NAMES = {d.name: d for d in EVERY_DTYPE}
 # PyTorch's aliases
 _NAMES.update(half=float16, float=float32, double=float64, short=int16, int=int32, long=int64,
               cfloat=complex64, cdouble=complex128)
-UNSUPPORTED_COMPLEX = ("complex32", "chalf")
 
 # The quantized dtypes: what a quantized tensor (ember.core.quantized) reports as its dtype.
 # No backend holds them: a quantized tensor keeps its integer values in a tensor of the
@@ -158,6 +159,51 @@ LIMITED_DTYPES: tuple[dtype, ...] = (uint16, uint32, uint64)
 _NAMES.update((d.name, d) for d in LIMITED_DTYPES)
 SCALAR_TYPE_NAMES.update(uint16="UInt16", uint32="UInt32", uint64="UInt64")
 
+# PyTorch's float8 dtypes, held on the host as ml_dtypes' types: tensors of them are made,
+# cast (with PyTorch's rounding: ember.core.float8), copied, viewed and printed; PyTorch
+# computes nothing in them, and they promote with no other dtype.
+float8_e4m3fn = dtype("float8_e4m3fn", 1, FLOAT, 5, True)
+float8_e5m2 = dtype("float8_e5m2", 1, FLOAT, 5, True)
+float8_e4m3fnuz = dtype("float8_e4m3fnuz", 1, FLOAT, 5, True)
+float8_e5m2fnuz = dtype("float8_e5m2fnuz", 1, FLOAT, 5, True)
+float8_e8m0fnu = dtype("float8_e8m0fnu", 1, FLOAT, 5, False)
+FLOAT8_DTYPES: tuple[dtype, ...] = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz,
+                                    float8_e5m2fnuz, float8_e8m0fnu)
+_NAMES.update((d.name, d) for d in FLOAT8_DTYPES)
+SCALAR_TYPE_NAMES.update((d.name, "Float8" + d.name[6:]) for d in FLOAT8_DTYPES)
+LEGACY_TYPE_NAMES.update((d.name, f"Float8{d.name[6:]}Tensor") for d in FLOAT8_DTYPES)
+
+
+class _BitsDtype(dtype):
+    """PyTorch's bits dtypes (`bits8`, `bits4x2` ...): opaque bytes, neither signed nor
+    unsigned."""
+
+    __slots__ = ()
+
+    @property
+    def is_signed(self) -> bool:  # type: ignore[override]
+        raise RuntimeError("Bits types are undefined")
+
+
+# dtypes PyTorch names but no ember backend holds (nor PyTorch's kernels compute in):
+# complex32 (ComplexHalf), the 1- to 7-bit integers, the bits types and float4, there for
+# programs that name them (dtype tables, checks); a tensor of one is refused
+complex32 = dtype("complex32", 4, COMPLEX, 7, True)
+SUB_BYTE_INTS: tuple[dtype, ...] = tuple(
+    dtype(f"{kind}{bits}", 1, INT, 1, kind == "int") for kind in ("uint", "int")
+    for bits in range(1, 8))
+BITS_DTYPES: tuple[dtype, ...] = tuple(_BitsDtype(name, size, INT, 1, None) for name, size in
+                                       (("bits1x8", 1), ("bits2x4", 1), ("bits4x2", 1),
+                                        ("bits8", 1), ("bits16", 2)))
+float4_e2m1fn_x2 = dtype("float4_e2m1fn_x2", 1, FLOAT, 5, True)
+UNHELD_DTYPES: tuple[dtype, ...] = (complex32, *SUB_BYTE_INTS, *BITS_DTYPES, float4_e2m1fn_x2)
+_NAMES.update((d.name, d) for d in UNHELD_DTYPES)
+_NAMES.update(chalf=complex32)
+SCALAR_TYPE_NAMES.update(complex32="ComplexHalf", float4_e2m1fn_x2="Float4_e2m1fn_x2")
+SCALAR_TYPE_NAMES.update((d.name, d.name[0].upper() + d.name[1:]) for d in BITS_DTYPES)
+SCALAR_TYPE_NAMES.update((d.name, ("UInt" if d.name[0] == "u" else "Int") + d.name[-1])
+                         for d in SUB_BYTE_INTS)
+
 
 def _by_name(name: str) -> dtype:
     return _NAMES[name]
@@ -168,9 +214,6 @@ def from_name(name: str) -> dtype:
     try:
         return _NAMES[name]
     except KeyError:
-        if name in UNSUPPORTED_COMPLEX:
-            raise TypeError(f"dtype {name!r}: ember does not support complex32 (chalf); use "
-                            "complex64 (cfloat) or complex128 (cdouble)") from None
         raise TypeError(f"unknown dtype {name!r}; known: {', '.join(sorted(_NAMES))}") from None
 
 
@@ -204,8 +247,12 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     _dtypes_only("promote_types", ("type1", a), ("type2", b))
     if a is b:
         return a
-    if (a in LIMITED_DTYPES or b in LIMITED_DTYPES) and a._category <= INT and \
-            b._category <= INT:
+    if a in FLOAT8_DTYPES or b in FLOAT8_DTYPES:
+        raise RuntimeError("Promotion for Float8 Types is not supported, attempted to "
+                           f"promote {SCALAR_TYPE_NAMES[a.name]} and "
+                           f"{SCALAR_TYPE_NAMES[b.name]}")
+    if (a in LIMITED_DTYPES or a in SUB_BYTE_INTS or b in LIMITED_DTYPES or
+            b in SUB_BYTE_INTS) and a._category <= INT and b._category <= INT:
         raise RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, "
                            f"attempted to promote {SCALAR_TYPE_NAMES[a.name]} and "
                            f"{SCALAR_TYPE_NAMES[b.name]}")
@@ -214,7 +261,8 @@ def promote_types(a: dtype, b: dtype) -> dtype:
         if other._category == COMPLEX:
             return a if a._rank >= b._rank else b
         if other._category == FLOAT:  # a float wider than the complex's parts widens it
-            return promote_types(c.to_real(), other).to_complex()
+            real = promote_types(c.to_real(), other)
+            return complex32 if real is float16 else real.to_complex()
         return c
     if a._category != b._category:
         return a if a._category > b._category else b
@@ -319,6 +367,12 @@ def fit_scalar(value: object, to: dtype) -> object:
         value = value.real
     if to is bool_ or isinstance(value, bool) or not isinstance(value, (int, float)) or \
             to.is_complex:
+        return value
+    if to in FLOAT8_DTYPES:  # no overflow check: PyTorch rounds (and saturates) it
+        from ember.core.float8 import round_scalar
+
+        return round_scalar(value, to.name)
+    if to in UNHELD_DTYPES:  # (no tensor holds one: the backend refuses it next)
         return value
     if to.is_floating_point:
         top = _FLOAT_MAX[to.name]

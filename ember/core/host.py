@@ -52,7 +52,7 @@ def host_array(x: Any) -> np.ndarray:
         raise no_data()
     arr = x._backend.to_numpy(x._data)
     want = numpy_dtype(x._dtype)
-    return arr if arr.dtype == want else arr.astype(want)
+    return arr if arr.dtype is want or arr.dtype == want else arr.astype(want)
 
 
 def no_data() -> NotImplementedError:
@@ -184,12 +184,18 @@ def to_host(data: Any, dtype: dt.dtype | None) -> tuple[np.ndarray, dt.dtype]:
                 and any(is_tensor(x) for x in data[0])):
             data = _tensor_scalars(data)
         try:
-            arr = np.array(data, dtype=numpy_dtype(dtype) if dtype is not dt.bfloat16
-                           else np.float32)
+            arr = np.array(data, dtype=np.float32 if dtype is dt.bfloat16 else np.float64
+                           if dtype in dt.FLOAT8_DTYPES else numpy_dtype(dtype))
         except ValueError as err:
             raise _ragged(data, dtype) or ValueError(
                 f"tensor(): expected sequences of equal length: {err}") from None
         except OverflowError:  # PyTorch's error (NumPy raises OverflowError)
             raise RuntimeError(f"value cannot be converted to type {dtype.name} without "
                                "overflow") from None
+    if dtype in dt.FLOAT8_DTYPES and arr.dtype != numpy_dtype(dtype):
+        from ember.core.float8 import to_float8  # (PyTorch's rounding and saturation)
+
+        if arr.dtype.kind == "c":
+            arr = arr.real
+        return to_float8(arr, dtype.name), dtype
     return np.array(arr, dtype=numpy_dtype(dtype), order="C", copy=True), dtype

@@ -17,7 +17,7 @@ import numpy as np
 
 from ember.core import dtype as dt
 from ember.core import tracing
-from ember.core.dispatch import run, user_stacklevel
+from ember.core.dispatch import run, run_view, user_stacklevel
 from ember.core.errors import warn_once, with_context
 from ember.core.host import host_array
 from ember.core.shapes import broadcast_shapes, fmt_shape
@@ -158,6 +158,9 @@ def parse(x: Tensor, key: Any) -> ParsedIndex:
     if type(key) is Tensor and key._dtype is dt.int64 and key._device is x._device and \
             key._data.shape and shape and shape[0]:
         return _parse_one_index_tensor(shape, key)
+    if type(key) is Tensor and key._dtype is dt.bool_ and key._device is x._device and \
+            key._data.shape and shape[:key._data.ndim] == key._data.shape:
+        return _parse_one_mask(shape, key)
     if not x._data.shape and not isinstance(key, tuple):  # PyTorch's words for `loss.data[0]`
         if isinstance(key, numbers.Integral) and not isinstance(key, bool):
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python "
@@ -303,6 +306,22 @@ def _parse_one_index_tensor(shape: tuple[int, ...], key: Tensor) -> ParsedIndex:
     check_bounds([key], [shape[0]], rows)
     spec = (("tensor", 0),) + tuple(("slice", 0, n, 1) for n in shape[1:])
     return ParsedIndex(spec, (key,), rows + tuple(shape[1:]), False, None)
+
+
+def _parse_one_mask(shape: tuple[int, ...], mask: Tensor) -> ParsedIndex:
+    """`x[mask]` with one bool mask over x's leading dimensions, on x's device: what the
+    general parse builds for it (the mask's nonzero positions, one index tensor per
+    dimension it covers), without its walk over the key."""
+    nz = run("nonzero", mask)
+    n, k = nz._data.shape
+    if k == 1:
+        tensors = (run_view("reshape", nz, shape=(n,), copy=False),)
+    else:
+        tensors = tuple(run_view("getitem", nz, index=(("slice", 0, n, 1), ("int", j)),
+                                 shape=(n,)) for j in range(k))
+    spec = tuple(("tensor", j) for j in range(k)) + tuple(("slice", 0, s, 1)
+                                                          for s in shape[k:])
+    return ParsedIndex(spec, tensors, (n,) + tuple(shape[k:]), False, mask)
 
 
 def _index_range(index: Tensor) -> tuple[int, int]:

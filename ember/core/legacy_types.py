@@ -49,10 +49,20 @@ class _LegacyTensor(metaclass=_LegacyTensorType):
             t = args[0]
             if not isinstance(t, cls):
                 raise TypeError(f"{cls.__name__}(): expected a tensor of type "
-                                f"ember.{cls._prefix()}{cls.__name__} on {kind}, got "
+                                f"{dt.API_NAME}.{cls._prefix()}{cls.__name__} on {kind}, got "
                                 f"{t.type()} on {t.device}")
             return t
-        return _new(args, cls.dtype, kind if device is None else device)
+        try:
+            return _new(args, cls.dtype, kind if device is None else device)
+        except AssertionError as err:  # `Torch not compiled with CUDA enabled`
+            if kind == "cpu" or not str(err).startswith("Torch not compiled with"):
+                raise
+            # PyTorch's words for the type itself, ember's reason kept as the note
+            refusal = TypeError(f"type {dt.API_NAME}.{cls._prefix()}{cls.__name__} not "
+                                f"available. {err}.")
+            for note in getattr(err, "__notes__", ()):
+                refusal.add_note(note)
+            raise refusal from None
 
 
 def _new(args: tuple, d: dt.dtype, device: Any) -> Tensor:
@@ -62,14 +72,29 @@ def _new(args: tuple, d: dt.dtype, device: Any) -> Tensor:
         return empty(0, dtype=d, device=device)
     if len(args) == 1 and isinstance(args[0], Size):
         return empty(tuple(args[0]), dtype=d, device=device)
-    if all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args):
-        return empty(*args, dtype=d, device=device)
+    if len(args) == 1 and isinstance(args[0], numbers.Integral) and \
+            not isinstance(args[0], bool):
+        return empty(args[0], dtype=d, device=device)
     if len(args) == 1 and not isinstance(args[0], (numbers.Number, str)):
         return tensor(args[0], dtype=d, device=device)
-    bad = next(a for a in args if not isinstance(a, numbers.Integral) or isinstance(a, bool))
     if len(args) == 1:
-        raise TypeError(f"new(): data must be a sequence (got {type(bad).__name__})")
-    raise TypeError(f"new(): size must be integers, got {type(bad).__name__} {bad!r}")
+        raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
+    # sizes: ints (a bool counts), or one-element integer tensors (Tacotron 2's
+    # `torch.LongTensor(len(batch), max_input_len)` with `max_input_len = lengths[0]`)
+    for pos, a in enumerate(args, 1):
+        if not _size_like(a):
+            raise TypeError(f"new(): argument 'size' failed to unpack the object at pos {pos} "
+                            f'with error "type must be tuple of ints,but got '
+                            f'{type(a).__name__}"')
+    return empty(*(int(a) for a in args), dtype=d, device=device)
+
+
+def _size_like(a: Any) -> bool:
+    """Whether PyTorch's legacy constructors take `a` as a size: an int, or a tensor of
+    one integer element."""
+    if isinstance(a, Tensor):
+        return a.numel() == 1 and not a.dtype.is_floating_point and not a.dtype.is_complex
+    return isinstance(a, numbers.Integral)
 
 
 def _tensor_new(self: Tensor, *args: Any, device: Any = None) -> Tensor:

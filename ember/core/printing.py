@@ -154,12 +154,14 @@ def tensor_body(t, indent: int) -> str:
     """The bracketed values of `t` (`[[1., 2.], ...]`), each line after the first indented
     by `indent` columns; `[]` when it has no element."""
     values = host_array(t.detach())
-    if t.dtype in (dt.float16, dt.bfloat16):
+    if t.dtype in (dt.float16, dt.bfloat16) or t.dtype in dt.FLOAT8_DTYPES:
         values = values.astype(np.float32)
     if values.size == 0:
         return "[]"
     summarize = values.size > PRINT_OPTIONS.threshold
     shown = _summarize(values) if summarize else values.reshape(-1)
+    if t.dtype is dt.float8_e8m0fnu:  # its smallest value equals 0 cast to it: PyTorch's
+        shown = np.where(shown == 2.0**-127, np.float32(0), shown)  # formatter skips it
     fmt = (_ComplexFormatter if t.dtype.is_complex else _Formatter)(shown, t.dtype)
     return _format(values, fmt, indent, summarize)
 

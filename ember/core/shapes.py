@@ -54,6 +54,8 @@ def normalize_dims(op: str, dims: Any, ndim: int) -> tuple[int, ...] | None:
     """An int or a sequence of ints -> a tuple of valid dims (None stays None)."""
     if dims is None:
         return None
+    if type(dims) is int:  # (one dim: nothing can repeat)
+        return (normalize_dim(op, dims, ndim),)
     if isinstance(dims, int):
         dims = (dims,)
     out = tuple(normalize_dim(op, d, ndim) for d in dims)

@@ -117,9 +117,14 @@ class Tensor:
         if len(args) == 1 and isinstance(args[0], Tensor) and dtype is None:
             return args[0]  # PyTorch returns an alias of any tensor, keeping its dtype
         d = dtype_arg(dtype, "Tensor") or dt.get_default_dtype()
-        if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args) or \
+        # sizes: ints, or (from the second on) one-element integer tensors, as PyTorch's
+        # `Tensor(2, lengths[0])`
+        if args and all(isinstance(a, int) and not isinstance(a, bool) or
+                        i and isinstance(a, Tensor) and a.numel() == 1 and
+                        not a._dtype.is_floating_point and not a._dtype.is_complex
+                        for i, a in enumerate(args)) or \
                 len(args) == 1 and isinstance(args[0], Size):
-            shape = tuple(args[0]) if isinstance(args[0], Size) else args
+            shape = tuple(args[0]) if isinstance(args[0], Size) else tuple(int(a) for a in args)
             if any(n < 0 for n in shape):
                 raise RuntimeError(f"Trying to create tensor with negative dimension "
                                    f"{min(shape)}: {list(shape)}")
@@ -265,7 +270,13 @@ class Tensor:
 
     @property
     def data(self) -> Tensor:
-        return self.detach()
+        """This tensor's values outside autograd: `detach()`, but with a version counter of
+        its own, as PyTorch's, so writes through it (Tacotron 2's
+        `outputs[0].data.masked_fill_(mask, 0.0)`) go unseen by the graph."""
+        out = self.detach()
+        if type(out._vc) is not InferenceVersion:
+            out._vc = [0]
+        return out
 
     @data.setter
     def data(self, value: Tensor) -> None:
@@ -642,7 +653,7 @@ class Tensor:
                                "Scalar")
         self._check_has_data("item")
         tracing.note_python_value(self, "item")
-        return host_array(self).reshape(()).item()
+        return host_array(self).item()  # (NumPy's item() takes any one-element array)
 
     def tolist(self) -> Any:
         tracing.note_python_value(self, "tolist")
@@ -656,6 +667,9 @@ class Tensor:
         if self._device.type != "cpu" and not force:
             raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
                             "Tensor.cpu() to copy the tensor to host memory first.")
+        if self._dtype in dt.FLOAT8_DTYPES and not force:  # (NumPy has no float8)
+            raise TypeError("Got unsupported ScalarType "
+                            f"{dt.SCALAR_TYPE_NAMES[self._dtype.name]}")
         return host_array(self)
 
     def pin_memory(self) -> Tensor:

@@ -18,6 +18,15 @@ def _dtype_arg(value: object, op: str) -> dt.dtype:
         raise dt.not_a_dtype(value, op, "type", 1) from None
 
 
+# PyTorch's limits of its float8 dtypes: (eps, max, smallest normal); min is -max but for
+# float8_e8m0fnu, which has no sign (its min is its smallest normal). The resolution is 1.
+_FLOAT8 = {"float8_e4m3fn": (2.0**-3, 448.0, 2.0**-6),
+           "float8_e5m2": (2.0**-2, 57344.0, 2.0**-14),
+           "float8_e4m3fnuz": (2.0**-3, 240.0, 2.0**-7),
+           "float8_e5m2fnuz": (2.0**-3, 57344.0, 2.0**-15),
+           "float8_e8m0fnu": (1.0, 2.0**127, 2.0**-127)}
+
+
 def _g(value: float) -> str:
     return f"{value:g}"
 
@@ -34,19 +43,24 @@ class finfo:  # noqa: N801 - PyTorch's name
         if not isinstance(d, dt.dtype) or not d.is_floating_point:
             raise TypeError(f"{dt.API_NAME}.finfo() requires a floating point input type. "
                             f"Use {dt.API_NAME}.iinfo to handle '{dt.API_NAME}.finfo'")
+        self.bits = d.itemsize * 8
+        self.dtype = d.name
+        if d.name in _FLOAT8:
+            self.eps, self.max, self.tiny = _FLOAT8[d.name]
+            self.min = self.tiny if d is dt.float8_e8m0fnu else -self.max
+            self.smallest_normal, self.resolution = self.tiny, 1.0
+            return
         if d is dt.bfloat16:  # NumPy's finfo knows only its own types
             import ml_dtypes
 
             info = ml_dtypes.finfo(ml_dtypes.bfloat16)
         else:
             info = np.finfo(numpy_dtype(d))
-        self.bits = d.itemsize * 8
         self.eps = float(info.eps)
         self.max = float(info.max)
         self.min = float(info.min)
         self.tiny = self.smallest_normal = float(info.smallest_normal)
         self.resolution = float(10.0 ** -info.precision)
-        self.dtype = d.name
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, finfo) and other.dtype == self.dtype
@@ -68,7 +82,8 @@ class iinfo:  # noqa: N801 - PyTorch's name
         type = _dtype_arg(type, "iinfo")  # noqa: A001
         if type is dt.bool_:
             raise TypeError(f"{type} is not supported by {dt.API_NAME}.iinfo")
-        if not isinstance(type, dt.dtype) or type.is_floating_point:
+        if not isinstance(type, dt.dtype) or type.is_floating_point or \
+                type in dt.UNHELD_DTYPES:  # (PyTorch's iinfo knows no sub-byte integers)
             raise TypeError(f"{dt.API_NAME}.iinfo() requires an integer input type. "
                             f"Use {dt.API_NAME}.finfo to handle '{dt.API_NAME}.iinfo'")
         info = np.iinfo(numpy_dtype(type))

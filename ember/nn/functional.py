@@ -257,7 +257,10 @@ def _pad_indices(n: int, left: int, right: int, mode: str, dim: int, input: Tens
     if mode == "circular":
         if left > n or right > n:
             raise RuntimeError("Padding value causes wrapping around more than once.")
-        return [i % n for i in idx]
+        # a negative side crops first; the wrap is of what remains, as PyTorch's
+        crop_left, crop_right = max(-left, 0), max(-right, 0)
+        kept = n - crop_left - crop_right
+        return [crop_left + i % kept for i in range(-max(left, 0), kept + max(right, 0))]
     raise NotImplementedError(f"Unsupported padding mode: {mode}")
 
 
@@ -316,9 +319,7 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
         left, right = pad[2 * i], pad[2 * i + 1]
         if left == 0 and right == 0:
             continue
-        if left < 0 or right < 0:
-            raise NotImplementedError(f"negative padding is only supported by mode "
-                                      f"'constant' (got {pad} for mode '{mode}')")
+        # (a negative side crops: reflection and replication read the uncropped input)
         idx = _pad_indices(input.shape[dim], left, right, mode, dim, input)
         out = ember.index_select(out, dim, ember.tensor(idx, device=input.device))
     # (PyTorch's reflection and replication kernels keep a channels-last input's format;
@@ -1448,7 +1449,13 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     return input / div.mul(alpha).add(k).pow(beta)
 
 
-def _check_channel_shuffle(input: Tensor, groups: int) -> None:
+def _channel_shuffle(op: str, input: Tensor, groups: int) -> Tensor:
+    """ATen's native_channel_shuffle: the checks, then channels interleaved, the result
+    laid out in the input's suggested memory format (channels-last stays channels-last)."""
+    if isinstance(groups, bool) or not hasattr(groups, "__index__"):
+        raise TypeError(f"{op}(): argument 'groups' (position 2) must be int, not "
+                        f"{type(groups).__name__}")
+    groups = groups.__index__()
     if input.ndim <= 2:
         raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with "
                            f"sizes {list(input.shape)}")
@@ -1458,18 +1465,21 @@ def _check_channel_shuffle(input: Tensor, groups: int) -> None:
     if input.shape[1] % groups:
         raise RuntimeError(f"Number of channels must be divisible by groups. Got "
                            f"{input.shape[1]} channels and {groups} groups.")
+    shape = tuple(input.shape)
+    out = input.reshape(shape[0], groups, shape[1] // groups, *shape[2:]).transpose(1, 2)
+    return in_suggested_format(out.reshape(shape), input)
 
 
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:
     r"""Split the channels of ``(N, C, *)`` input into ``groups`` groups and interleave
     them (ShuffleNet): channel ``g * (C / groups) + i`` moves to ``i * groups + g``."""
-    _check_channel_shuffle(input, groups)
-    shape = tuple(input.shape)
-    out = input.reshape(shape[0], groups, shape[1] // groups, *shape[2:]).transpose(1, 2)
-    return out.reshape(shape)
+    return _channel_shuffle("channel_shuffle", input, groups)
 
 
-native_channel_shuffle = channel_shuffle
+def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    r"""Native kernel level implementation of the `channel_shuffle`: the same result
+    (see :func:`channel_shuffle`)."""
+    return _channel_shuffle("native_channel_shuffle", input, groups)
 
 
 def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
@@ -2142,7 +2152,7 @@ def _pad_label(input: Tensor, pad: Sequence[int], mode: str = "constant",
 
 _NODE_LABELS: dict[str, str | Callable[..., str | None]] = {
     "pdist": "PdistBackward0", "pixel_shuffle": "PixelShuffleBackward0",
-    "pixel_unshuffle": "PixelUnshuffleBackward0",
+    "pixel_unshuffle": "PixelUnshuffleBackward0", "channel_shuffle": "ChannelShuffleBackward0",
     "mish": "MishBackward0", "hardswish": "HardswishBackward0",
     "hardsigmoid": "HardsigmoidBackward0", "logsigmoid": "LogSigmoidBackward0",
     "glu": "GluBackward0", "batch_norm": "NativeBatchNormBackward0",
@@ -2172,6 +2182,7 @@ TORCH_BUILTINS: dict[str, str] = {
     "elu_": "torch._C._nn.elu_", "gelu": "torch._C._nn.gelu", "hardshrink": "torch.hardshrink",
     "hardtanh_": "torch._C._nn.hardtanh_", "leaky_relu_": "torch._C._nn.leaky_relu_",
     "linear": "torch._C._nn.linear", "logsigmoid": "torch._C._nn.log_sigmoid",
+    "native_channel_shuffle": "torch.native_channel_shuffle",
     "one_hot": "torch._C._nn.one_hot", "pairwise_distance": "torch.pairwise_distance",
     "pdist": "torch.pdist", "pixel_shuffle": "torch.pixel_shuffle",
     "pixel_unshuffle": "torch.pixel_unshuffle", "prelu": "torch.prelu", "relu_": "torch.relu_",

@@ -859,6 +859,17 @@ class Module:
         self._load_state_dict_pre_hooks[handle.id] = functools.partial(hook, self)
         return handle
 
+    def _register_load_state_dict_pre_hook(self, hook: Callable,
+                                           with_module: bool = False) -> RemovableHandle:
+        r"""PyTorch's private form of :meth:`register_load_state_dict_pre_hook`, used by
+        libraries: ``hook(state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)``, given the module first only ``with_module``."""
+        if with_module:
+            return self.register_load_state_dict_pre_hook(hook)
+        handle = RemovableHandle(self._load_state_dict_pre_hooks)
+        self._load_state_dict_pre_hooks[handle.id] = hook
+        return handle
+
     def register_load_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
         r"""Register ``hook(module, incompatible_keys)``, called after
         :meth:`load_state_dict`; it may edit the key lists in place."""

@@ -33,7 +33,7 @@ __all__ = [
     "batch_norm_gather_stats_with_counts", "batch_norm_backward_reduce",
     "batch_norm_backward_elemt", "batch_norm_update_stats", "embedding_bag",
     "embedding_renorm_", "cosine_similarity", "pairwise_distance", "pdist", "pixel_shuffle",
-    "pixel_unshuffle", "channel_shuffle", "bilinear",
+    "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "bilinear",
 ]
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
@@ -660,6 +660,7 @@ pdist = F.pdist
 pixel_shuffle = F.pixel_shuffle
 pixel_unshuffle = F.pixel_unshuffle
 channel_shuffle = F.channel_shuffle
+native_channel_shuffle = F.native_channel_shuffle
 bilinear = F.bilinear
 
 

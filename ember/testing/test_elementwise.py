@@ -480,6 +480,9 @@ def test_cast_methods(device: ember.device) -> None:
     S.assert_matches(x.type(ember.int16), [1, -2, 0, 200], device, dtype=ember.int16,
                      what="type(dtype)")
     assert x.type(ember.float64) is x  # no-op, like to()
+    if not S.holds(device, ember.complex32):  # chalf: a dtype the device does not hold
+        with pytest.raises(RuntimeError, match="cannot hold"):
+            x.chalf()
 
 
 def test_type_names_follow_torch(device: ember.device) -> None:
@@ -587,7 +590,7 @@ COVERS = (
     {u.name for u in UNARY} | {b.name for b in BINARY} |
     {"where", "clamp", "clamp_min", "clamp_max", "cast", "to", "type", "float", "double",
      "half", "bfloat16", "long", "int", "short", "char", "byte", "bool", "cfloat",
-     "cdouble", "isclose",
+     "cdouble", "chalf", "isclose",
      "allclose", "equal", "positive", "rsub", "result_type", "lerp", "addcmul", "addcdiv",
      "square", "logaddexp"}
 )

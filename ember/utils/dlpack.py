@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from ember.core.dlpack import from_dlpack, to_dlpack
+from ember.core.dlpack import DLDeviceType, from_dlpack, to_dlpack
 
-__all__ = ["from_dlpack", "to_dlpack"]
+__all__ = ["DLDeviceType", "from_dlpack", "to_dlpack"]

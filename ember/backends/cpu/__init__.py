@@ -12,6 +12,7 @@ from typing import Any
 
 from ember.core.backend import (
     EVERY_DTYPE,
+    FLOAT8_DTYPES,
     LIMITED_DTYPES,
     Backend,
     DeviceInfo,
@@ -55,8 +56,9 @@ class CPUBackend(Backend):
         self.kernels.update(gru.KERNELS)
         self.kernels.update(losses.kernels(kernels.KERNELS))
         self.fusible_ops = fusion.FUSIBLE
-        # complex too: the xp kernels take it; and PyTorch's shell unsigned dtypes
-        self.dtypes = frozenset(EVERY_DTYPE + LIMITED_DTYPES)
+        # complex too: the xp kernels take it; and PyTorch's shell unsigned dtypes and its
+        # float8 dtypes (ml_dtypes' types: made, cast, copied and printed)
+        self.dtypes = frozenset(EVERY_DTYPE + LIMITED_DTYPES + FLOAT8_DTYPES)
 
     def device_count(self) -> int:
         return 1

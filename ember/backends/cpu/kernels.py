@@ -21,6 +21,7 @@ CPU-only, passed to the shared kernels as hooks or added to the table here:
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 from typing import Any
@@ -32,14 +33,16 @@ from ember.backends.xp import Hooks, make_kernels
 from ember.backends.xp.lib import OVERLAP, disordered, in_torch_order
 from ember.core.backend import (
     EVERY_DTYPE,
+    FLOAT8_DTYPES,
     LIMITED_DTYPES,
     bfloat16,
     numpy_dtype,
+    to_float8,
 )
 
 hide_ieee_warnings()  # (again: ember may have been imported inside a catch_warnings block)
 
-_NP = {d: numpy_dtype(d) for d in EVERY_DTYPE + LIMITED_DTYPES}
+_NP = {d: numpy_dtype(d) for d in EVERY_DTYPE + LIMITED_DTYPES + FLOAT8_DTYPES}
 _BF16, _BOOL, _F16 = _NP[bfloat16], np.dtype(np.bool_), np.dtype(np.float16)
 _HALF = (_F16, _BF16)
 _NATIVE_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))  # BLAS and Generator dtypes
@@ -155,6 +158,52 @@ def _matmul(a, b):
 
 # -- random numbers ---------------------------------------------------------------------
 
+def _expand(shared):
+    """The shared `expand` (NumPy's broadcast_to: ~5 us of argument checks and an nditer
+    in Python) as one array constructor over a C-contiguous input's own buffer; the
+    result is read-only as broadcast_to's is. Other inputs take the shared kernel."""
+    def expand(x, shape):
+        lead = len(shape) - x.ndim
+        if not x.flags.c_contiguous or not x.size or lead < 0:
+            return shared(x, shape)
+        target, strides = [], []
+        for i, n in enumerate(shape):
+            s = x.shape[i - lead] if i >= lead else 1
+            if n == -1:
+                n = s
+            target.append(n)
+            strides.append(x.strides[i - lead] if i >= lead and s == n else 0)
+        if not math.prod(target) or tuple(target) == x.shape:
+            return shared(x, shape)
+        out = np.ndarray(tuple(target), x.dtype, buffer=x, strides=tuple(strides))
+        out.flags.writeable = False
+        return out
+    return expand
+
+
+def _quiet() -> Any:
+    """NumPy 2's `errstate` builds its error state anew on each entry (~3 us, more than a
+    small division itself). The state it sets is a context variable: this context sets
+    one made once instead (thread- and task-safe, as errstate is). Another NumPy gets
+    errstate itself."""
+    try:
+        from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
+
+        ignore_all = _make_extobj(all="ignore")
+    except (ImportError, TypeError):
+        return functools.partial(np.errstate, all="ignore")
+
+    class Quiet:
+        __slots__ = ("token",)
+
+        def __enter__(self) -> None:
+            self.token = _extobj_contextvar.set(ignore_all)
+
+        def __exit__(self, *exc_info: Any) -> None:
+            _extobj_contextvar.reset(self.token)
+    return Quiet
+
+
 def _uniform_like(sample, shape, dtype):
     native = _NP[dtype] if _NP[dtype] in _NATIVE_FLOATS else np.dtype(np.float32)
     return sample(shape, dtype=native).astype(_NP[dtype], copy=False)
@@ -181,6 +230,7 @@ KERNELS: dict[str, Any] = make_kernels(np, hooks=Hooks(
     elementwise_kernel=_elementwise_kernel,
     elementwise={"relu": _relu},
     read_only=_read_only,
+    quiet=_quiet(),
     matmul=_matmul,
     axpy=blas.axpy,
     axpby=blas.axpby,
@@ -191,7 +241,25 @@ KERNELS: dict[str, Any] = make_kernels(np, hooks=Hooks(
     exact_erf=np.vectorize(math.erf, otypes=[np.float64]),
     special=lambda: importlib.import_module("scipy.special"),  # (slow to import: on first use)
 ))
-KERNELS.update({"rand": rand, "randn": randn, "randint": randint, "randperm": randperm})
+KERNELS.update({"rand": rand, "randn": randn, "randint": randint, "randperm": randperm,
+                "expand": _expand(KERNELS["expand"])})
+
+
+def _float8_cast(cast):
+    """The cast kernel, float8 through float32 as PyTorch converts: into a float8 dtype
+    with its rounding and saturation (to_float8), out of one exactly."""
+    float8 = frozenset(_NP[d] for d in FLOAT8_DTYPES)
+
+    def kernel(x, dtype):
+        if x.dtype in float8:
+            x = x.astype(np.float32)
+        if dtype in FLOAT8_DTYPES:
+            return to_float8(x.real if x.dtype.kind == "c" else x, dtype.name)
+        return cast(x, dtype)
+    return kernel
+
+
+KERNELS["cast"] = _float8_cast(KERNELS["cast"])
 # numba-compiled loops where they beat NumPy (compiled.py says where; numba loads lazily)
 KERNELS.update({op: compiled.unary(op, KERNELS[op]) for op in ("sigmoid", "tanh", "exp")})
 KERNELS.update({op: compiled.backward(op, KERNELS[op])

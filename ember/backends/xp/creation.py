@@ -20,6 +20,11 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             # start + i * step, computed in float64 and then cast to the dtype
             n = max(0, math.ceil((end - start) / step))
             return (start + xp.arange(n, dtype=xp.float64) * step).astype(dtypes[dtype])
-        return xp.arange(start, end, step).astype(dtypes[dtype])
+        if all(isinstance(v, int) for v in (start, end, step)):
+            return xp.arange(start, end, step).astype(dtypes[dtype])
+        # PyTorch's integer kernel: the count from the numbers as given, the values from
+        # the start and the step truncated to integers
+        n = max(0, math.ceil((end - start) / step))
+        return (int(start) + xp.arange(n, dtype=xp.int64) * int(step)).astype(dtypes[dtype])
 
     return {"full": full, "arange": arange}

@@ -16,6 +16,7 @@ from typing import Any
 
 from ember.core.backend import (
     EVERY_DTYPE,
+    FLOAT8_DTYPES,
     LIMITED_DTYPES,
     bfloat16,
     float16,
@@ -152,6 +153,11 @@ class Hooks:
     """erf of a float64 array to float64 precision. Default: the polynomial that every
     other dtype uses (fractional error < 1.2e-7)."""
 
+    quiet: Callable[[], Any] | None = None
+    """Makes a context manager in which the array module raises no floating-point
+    warnings (inf/NaN arithmetic, which PyTorch computes silently). Default: the module's
+    `errstate(all="ignore")` where it has one, else nothing to silence."""
+
     special: Callable[[], Any] | None = None
     """Returns the array module's `scipy.special` (SciPy's for NumPy, `cupyx.scipy.special`
     for CuPy), imported on the first call: the special-function kernels (lgamma, digamma,
@@ -167,7 +173,8 @@ class ArrayLib:
         self.xp = xp
         self.hooks = hooks
         # CuPy keeps NumPy's dtype objects, so one vocabulary serves every array module
-        self.dtypes: dict[Any, Any] = {d: numpy_dtype(d) for d in EVERY_DTYPE + LIMITED_DTYPES}
+        self.dtypes: dict[Any, Any] = {d: numpy_dtype(d) for d in
+                                       EVERY_DTYPE + LIMITED_DTYPES + FLOAT8_DTYPES}
         # half precision: sums and products accumulate in float32, as PyTorch's do
         self.low_precision = frozenset({self.dtypes[float16], self.dtypes[bfloat16]})
         self.gemm_dtypes = (self.dtypes[float32], self.dtypes[float64])  # BLAS's own
@@ -176,7 +183,7 @@ class ArrayLib:
         self.read_only: Callable[[Any], bool] = hooks.read_only or (lambda buffer: False)
         self.transpose = _transposer(xp, hooks.transpose)
         self.as_array = _array_maker(xp)
-        self.quiet = _quiet(xp)
+        self.quiet = _quiet(xp, hooks.quiet)
 
 
 def _transposer(xp: Any, hook: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
@@ -201,9 +208,11 @@ def _array_maker(xp: Any) -> Callable[[Any], Any]:
     return as_array
 
 
-def _quiet(xp: Any) -> Callable[[], contextlib.AbstractContextManager]:
+def _quiet(xp: Any, hook: Callable[[], Any] | None) -> Callable[[], Any]:
     """A context that silences floating-point warnings (PyTorch gives inf/nan silently).
     NumPy warns and has `errstate`; CuPy has neither."""
+    if hook is not None:
+        return hook
     if hasattr(xp, "errstate"):
         return functools.partial(xp.errstate, all="ignore")
     return contextlib.nullcontext

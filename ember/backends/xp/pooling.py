@@ -58,8 +58,11 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         maximum, as PyTorch: recovered from x and the values when idx is None)."""
         if idx is None:
             # NaN windows: let argmax find the NaN, as PyTorch; a gradient holding inf or
-            # NaN: scatter it (a product with the mask would put NaN beside it, inf * 0)
-            if _all_finite(values) and _all_finite(g):
+            # NaN: scatter it (a product with the mask would put NaN beside it, inf * 0).
+            # Overlapping windows (a compiled forward keeps no indices for them either,
+            # and this fallback runs for a gradient it declines) take the indices path.
+            if _tiled(kernel_size, stride, padding, dilation, extra) and \
+                    _all_finite(values) and _all_finite(g):
                 return _first_maximum_grad(g, x, values, input_shape, kernel_size)
             _, idx = max_pool(x, kernel_size, stride, padding, dilation, extra)
         n = len(kernel_size)

@@ -1391,5 +1391,6 @@ def _as_dtype(d: dt.dtype) -> Any:
 for _name, _d in (("float", dt.float32), ("double", dt.float64), ("half", dt.float16),
                   ("bfloat16", dt.bfloat16), ("long", dt.int64), ("int", dt.int32),
                   ("short", dt.int16), ("char", dt.int8), ("byte", dt.uint8),
-                  ("bool", dt.bool_), ("cfloat", dt.complex64), ("cdouble", dt.complex128)):
+                  ("bool", dt.bool_), ("cfloat", dt.complex64), ("cdouble", dt.complex128),
+                  ("chalf", dt.complex32)):
     define(_name, Kind.COMPOSITE, _as_dtype(_d), variants="method", complex=True)

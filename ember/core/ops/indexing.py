@@ -37,7 +37,7 @@ from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.creation import arange, full, zeros
 from ember.core.declare import composite, primitive
 from ember.core.determinism import alert_not_deterministic
-from ember.core.dispatch import run, run_inplace, user_stacklevel
+from ember.core.dispatch import run, run_inplace, run_view, user_stacklevel
 from ember.core.errors import warn_once, with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
@@ -206,10 +206,15 @@ def _getitem_grad(grad, input_shape, index, index_tensors, shape):
 def _index(input: Tensor, parsed: ParsedIndex, key: Any, label: str | None = None) -> Tensor:
     if label is None:
         label = view_label(key, tuple(input.shape)) if parsed.basic else "IndexBackward0"
-    out = apply_labelled(OPS["getitem"], label, input, *parsed.tensors, index=parsed.spec,
-                         shape=parsed.shape)
-    if parsed.basic:
-        as_view(out, input, lambda b: getitem(b, key))
+    if not parsed.basic:
+        return apply_labelled(OPS["getitem"], label, input, *parsed.tensors,
+                              index=parsed.spec, shape=parsed.shape)
+    # a view by ints, slices, None and ...: parse_basic has checked the key
+    out = as_view(run_view("getitem", input, index=parsed.spec, shape=parsed.shape), input,
+                  lambda b: getitem(b, key))
+    if state.enabled and input._requires_grad or fw.active:
+        record_grad(OPS["getitem"], (input,), {"index": parsed.spec, "shape": parsed.shape},
+                    out, label)
     return out
 
 
@@ -771,6 +776,8 @@ def _split(input: Tensor, split_size_or_sections: Any, dim: int) -> tuple:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
     d = normalize_dim("split", dim, input.ndim)
     size = input.shape[d]
+    if isinstance(split_size_or_sections, Tensor) and split_size_or_sections.ndim == 0:
+        split_size_or_sections = int(split_size_or_sections)  # (PyTorch's `split(t.size(0))`)
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
         if step < 0:

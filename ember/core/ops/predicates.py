@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 from ember.core import costs
-from ember.core import dtype as dt
 from ember.core.declare import composite
 from ember.core.grad_mode import InferenceVersion
 from ember.core.ops.elementwise import to_dtype
@@ -40,8 +39,9 @@ def get_device(input: Tensor) -> int:
 
 @composite(complex=True, cost=costs.view)
 def is_signed(input: Tensor) -> bool:
-    """Whether `input`'s dtype is signed (every dtype but bool and uint8)."""
-    return input.dtype not in (dt.bool_, dt.uint8)
+    """Whether `input`'s dtype is signed (all but bool, the unsigned integers and
+    float8_e8m0fnu)."""
+    return input.dtype.is_signed
 
 
 @composite(complex=True, cost=costs.view)

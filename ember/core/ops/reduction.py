@@ -195,8 +195,8 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
                            f"{SCALAR_TYPE_NAMES.get(input._dtype.name, input._dtype)}")
     dims = _dims_arg("mean", input, dim)
     n = input.numel() if dims is None else math.prod(input.shape[d] for d in dims)
-    with no_grad():
-        out = sum(input, dims, keepdim) / (n if n else float("nan"))
+    with no_grad():  # (the sum primitive itself: `dims` are checked already)
+        out = run("sum", input, dims=dims, keepdim=keepdim) / (n if n else float("nan"))
     record_grad(OPS["mean"], (input,), {"dims": dims, "keepdim": keepdim, "n": n}, out,
                 "MeanBackward1" if dims is not None else "MeanBackward0")
     return out

@@ -25,7 +25,7 @@ from ember.core import forward_ad as fw
 from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.backend import ViewNotPossible, logical_to_physical_perm
 from ember.core.declare import composite, primitive
-from ember.core.dispatch import run, run_inplace
+from ember.core.dispatch import run, run_inplace, run_view
 from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.host import dtype_arg
@@ -185,7 +185,7 @@ def _reshape_impl(x: Tensor, shape: tuple, must_view: bool, op: str,
             return out
     reshape_op = OPS["reshape"]
     try:
-        out = run("reshape", x, shape=shape, copy=False)
+        out = run_view("reshape", x, shape=shape, copy=False)
         viewed = True
     except ViewNotPossible:
         if must_view:
@@ -194,7 +194,7 @@ def _reshape_impl(x: Tensor, shape: tuple, must_view: bool, op: str,
                 "one dimension spans across two contiguous subspaces). Use .reshape(...) "
                 "instead."), f"view: shape {fmt_shape(tuple(x.shape))} -> "
                              f"{fmt_shape(shape)}") from None
-        out = run("reshape", x, shape=shape, copy=True)
+        out = run_view("reshape", x, shape=shape, copy=True)
         viewed = False
     if viewed:
         as_view(out, x, lambda b: reshape(b, shape))
@@ -381,8 +381,11 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
 
 
 def _permute_impl(input: Tensor, dims: tuple, label: str) -> Tensor:
-    out = apply_labelled(OPS["permute"], label, input, dims=dims)
-    return as_view(out, input, lambda b: permute(b, dims))
+    # (`dims` is a checked permutation: the callers build or check it)
+    out = as_view(run_view("permute", input, dims=dims), input, lambda b: permute(b, dims))
+    if state.enabled and input._requires_grad or fw.active:
+        record_grad(OPS["permute"], (input,), {"dims": dims}, out, label)
+    return out
 
 
 def _inverse(dims: tuple[int, ...]) -> tuple[int, ...]:
@@ -475,8 +478,11 @@ def _expand(input: Tensor, shape: tuple[int, ...]) -> Tensor:
         out = _plain_alias(input, "expand", lambda b: _expand(b, shape), shape=shape)
         if out is not None:
             return out
-    out = apply(OPS["expand"], input, shape=shape)
-    return as_view(out, input, lambda b: _expand(b, shape))
+    out = run_view("expand", input, shape=expanded_shape(input, shape))
+    as_view(out, input, lambda b: _expand(b, shape))
+    if state.enabled and input._requires_grad or fw.active:
+        record_grad(OPS["expand"], (input,), {"shape": shape}, out)
+    return out
 
 
 @primitive(complex=True, variants="method", rule=_expand_rule, view=True, cost=costs.view,
@@ -828,15 +834,17 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")  # (PyTorch's words)
-    shape = tuple(tensors[0].shape)
+    shape = tensors[0]._data.shape
     for i, x in enumerate(tensors):
-        if tuple(x.shape) != shape:
+        if x._data.shape != shape:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{fmt_shape(shape)} at entry 0 and {fmt_shape(tuple(x.shape))} "
                                f"at entry {i}")
     d = normalize_dim("stack", dim, len(shape) + 1)
+    new = shape[:d] + (1,) + shape[d:]
     with no_grad():  # one node, PyTorch's StackBackward0, with an edge per input
-        out = cat([unsqueeze(x, d) for x in tensors], d)
+        out = apply(OPS["cat"], *[_reshape_impl(x, new, False, "unsqueeze") for x in tensors],
+                    dim=d)
     record_grad(OPS["stack"], tensors, {"dim": d}, out)
     return out
 

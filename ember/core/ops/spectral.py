@@ -391,7 +391,12 @@ def bartlett_window(window_length: int, periodic: bool | None = None, *, dtype: 
     if window_length <= 1:
         out = ones(max(window_length, 0), dtype=d, device=device)
     else:
+        # as PyTorch computes it, to its rounding: the ramp `2 n / (N - 1)` with the step
+        # rounded to the dtype, its second half reflected as `2 - ramp`
         n = window_length + 1 if periodic else window_length
-        out = 1.0 - (arange(n, dtype=d, device=device) * (2.0 / (n - 1)) - 1.0).abs()
+        ramp = arange(n, dtype=d, device=device) * full((), 2.0 / (n - 1), dtype=d,
+                                                        device=device)
+        half = ((n - 1) >> 1) + 1
+        out = cat([ramp[:half], 2.0 - ramp[half:]])
         out = out[:-1] if periodic else out
     return out.requires_grad_(True) if requires_grad else out

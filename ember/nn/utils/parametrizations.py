@@ -169,6 +169,18 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
         The original module with the weight norm parametrization.
     """
     parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
+
+    def _weight_norm_compat_hook(state_dict: dict, prefix: str, local_metadata: dict,
+                                 strict: bool, missing_keys: list, unexpected_keys: list,
+                                 error_msgs: list) -> None:
+        # a checkpoint of the old nn.utils.weight_norm (HiFi-GAN's `weight_g`/`weight_v`)
+        # loads into the parametrization's `original0`/`original1`, as in PyTorch
+        g_key, v_key = f"{prefix}{name}_g", f"{prefix}{name}_v"
+        if g_key in state_dict and v_key in state_dict:
+            state_dict[f"{prefix}parametrizations.{name}.original0"] = state_dict.pop(g_key)
+            state_dict[f"{prefix}parametrizations.{name}.original1"] = state_dict.pop(v_key)
+
+    module._register_load_state_dict_pre_hook(_weight_norm_compat_hook)
     return module
 
 

@@ -1,0 +1,68 @@
+"""PyTorch's conversions into the float8 dtypes, on NumPy arrays (ml_dtypes' types).
+
+PyTorch converts every value through float32 (c10's `Float8_*(float)` constructors: a
+double is rounded to float first) and rounds to nearest even, as ml_dtypes does; the
+formats differ from ml_dtypes where PyTorch chose otherwise:
+
+- `float8_e4m3fn` saturates: a finite value or infinity beyond its range becomes +-448
+  (ml_dtypes: NaN);
+- `float8_e5m2` writes NaN as 0x7f with the sign (ml_dtypes: 0x7e);
+- `float8_e8m0fnu` (a power of two, no sign) takes the exponent of |x| rounded from its
+  guard, round and sticky bits (c10's Float8_e8m0fnu-inl.h): ties round up, a
+  float32 subnormal down; NaN and infinity give NaN (0xff).
+
+The float8s convert back exactly (float8 -> float32 has no rounding).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+_E4M3FN_MAX = 448.0
+
+
+def numpy_type(name: str) -> Any:
+    """The NumPy dtype (ml_dtypes) holding PyTorch's float8 dtype `name`."""
+    import ml_dtypes
+
+    return np.dtype(getattr(ml_dtypes, name))
+
+
+def to_float8(values: np.ndarray, name: str) -> np.ndarray:
+    """`values` (any real NumPy dtype) as float8 dtype `name`, rounded as PyTorch does."""
+    x = np.asarray(values).astype(np.float32)
+    target = numpy_type(name)
+    if name == "float8_e8m0fnu":
+        return _to_e8m0fnu(x).view(target)
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = x.astype(target)
+    if name == "float8_e4m3fn":
+        overflow = np.isnan(out.astype(np.float32)) & ~np.isnan(x)
+        if overflow.any():
+            out[overflow] = np.copysign(_E4M3FN_MAX, x[overflow]).astype(target)
+    elif name == "float8_e5m2":
+        nan = np.isnan(x)
+        if nan.any():
+            bits = out.view(np.uint8)
+            bits[nan] = 0x7F | (np.signbit(x[nan]).astype(np.uint8) << 7)
+    return out
+
+
+def _to_e8m0fnu(x: np.ndarray) -> np.ndarray:
+    """The uint8 bits of float32 `x` as float8_e8m0fnu: the biased exponent, plus one
+    when the mantissa rounds up."""
+    bits = x.view(np.uint32)
+    exponent = ((bits >> 23) & 0xFF).astype(np.uint16)
+    guard = (bits & 0x400000) != 0
+    rest = (bits & 0x3FFFFF) != 0  # the round and sticky bits
+    normal = exponent > 0  # (the implied mantissa bit, e8m0's lowest)
+    up = guard & (rest | normal)
+    result = np.where(exponent == 0xFF, 0xFF, exponent + up)
+    return result.astype(np.uint8)
+
+
+def round_scalar(value: float, name: str) -> float:
+    """A Python number as float8 dtype `name` holds it (as a float)."""
+    return float(to_float8(np.array([value], np.float64), name).astype(np.float64)[0])
