@@ -1,0 +1,93 @@
+"""PyTorch's "opmath" rounding rules for `add(alpha=)`, addcmul, addcdiv and lerp: the
+one place they are written. Core's composites reach them as fused kernels
+(`opmath_axpy` ...), and the list ops and SGD's fused step (foreach.py) call them.
+
+PyTorch's CPU kernels compute float16, bfloat16 and float32 in float32 and round once to
+the dtype, and fuse the last multiply-add where they use `fmadd` (checked bit for bit
+against torch 2.13 on large and scalar-sized inputs):
+
+- `x + alpha * y`: `fma(alpha, y, x)`, alpha first rounded to x's dtype;
+- addcmul: `fma(value * t1, t2, x)`, value in float32 (not rounded to a half dtype);
+- addcdiv: `x + value * t1 / t2`, unfused;
+- lerp: `fma(w, end - x, x)` where |w| < 0.5, else `fma(w - 1, end - x, end)`.
+
+An fma in float32 is emulated in float64, which holds the product of two float32 numbers
+exactly: the sum's one rounding (to float32) stands in for the fma's. float64 follows the
+plain formulas (PyTorch fuses there too; NumPy has no float64 fma).
+"""
+
+from __future__ import annotations
+
+from ember.backends.xp.lib import ArrayLib, Kernel
+from ember.core.backend import float32 as _float32
+
+
+def kernels(lib: ArrayLib) -> dict[str, Kernel]:
+    return {"opmath_" + name: kernel for name, kernel in rules(lib).items()}
+
+
+def rules(lib: ArrayLib) -> dict[str, Kernel]:
+    """The rules by name (axpy, addcmul, addcdiv, lerp), each `(x, ...) -> new array` of
+    x's dtype, broadcast as NumPy does."""
+    xp, float32, float64 = lib.xp, lib.xp.float32, lib.xp.float64
+    ndarray = xp.ndarray
+    narrow = lib.low_precision | {lib.dtypes[_float32]}  # computed in float32
+
+    def fma(a, b, c, dtype):
+        """`a * b + c` of float32 values, rounded once to float32, then to `dtype`."""
+        wide = xp.multiply(a.astype(float64), b.astype(float64) if isinstance(b, ndarray)
+                           else float64(b))
+        return xp.add(wide, c).astype(float32).astype(dtype, copy=False)
+
+    def operand(a, dtype):
+        """An array operand, or a number in the result's dtype (PyTorch's wrapped number)."""
+        return a if isinstance(a, ndarray) else xp.asarray(a, dtype)
+
+    def axpy(x, y, alpha):
+        """`x + alpha * y`."""
+        y = operand(y, x.dtype)
+        if x.dtype not in narrow:
+            return xp.add(x, xp.multiply(y, alpha))
+        alpha = float32(xp.asarray(alpha, x.dtype))  # (rounded to the dtype)
+        return fma(y.astype(float32), alpha, x.astype(float32), x.dtype)
+
+    def addcmul(x, t1, t2, value):
+        """`x + value * t1 * t2`."""
+        t1, t2 = operand(t1, x.dtype), operand(t2, x.dtype)
+        if x.dtype not in narrow:
+            return xp.add(x, xp.multiply(xp.multiply(t1, value), t2))
+        scaled = xp.multiply(t1.astype(float32), float32(value))
+        return fma(scaled, t2.astype(float32), x.astype(float32), x.dtype)
+
+    def addcdiv(x, t1, t2, value):
+        """`x + value * t1 / t2` (a division by zero gives IEEE's infinities silently)."""
+        dtype = x.dtype
+        t1, t2 = operand(t1, dtype), operand(t2, dtype)
+        if dtype in narrow:
+            x, t1, t2, value = (x.astype(float32), t1.astype(float32), t2.astype(float32),
+                                float32(value))
+        with lib.quiet():
+            out = xp.add(x, xp.true_divide(xp.multiply(t1, value), t2))
+        return out.astype(dtype, copy=False)
+
+    def lerp(x, end, weight):
+        """`x + weight * (end - x)` as PyTorch's kernel: from `end` back where |weight| >=
+        0.5 (exact at weight 1). `weight`: a number or an array."""
+        dtype, end = x.dtype, operand(end, x.dtype)
+        if dtype in narrow:
+            x, end = x.astype(float32), end.astype(float32)
+            weight = weight.astype(float32) if isinstance(weight, ndarray) else \
+                float32(weight)
+        with lib.quiet():  # (infinities make NaNs, silently, as PyTorch)
+            diff = xp.subtract(end, x)
+            small = xp.abs(weight) < 0.5
+            if not isinstance(weight, ndarray):  # one branch for every element
+                coeff, base = (weight, x) if small else (weight - 1, end)
+            else:
+                coeff, base = xp.where(small, weight, weight - 1), xp.where(small, x, end)
+            if dtype not in narrow:
+                return xp.add(base, xp.multiply(diff, coeff))
+            return fma(diff, coeff, base, dtype)
+
+    return {"axpy": axpy, "addcmul": addcmul, "addcdiv": addcdiv, "lerp": lerp}
+
