@@ -31,18 +31,16 @@ _OPS = {
 
 def _operands(mod, dtype: str, shape: tuple, grad: bool) -> dict:
     """x, a, b (away from 0: addcdiv divides by it), w (weights on both sides of 0.5) and
-    a0 (a row of a, broadcast), the same numbers for torch and ember."""
+    a0 (a's first row, broadcast), the same numbers for torch and ember."""
     rng = np.random.default_rng(0)
-    size = (4,) + shape
-
     def make(values):
         t = mod.tensor(values.astype(np.float32)).to(getattr(mod, dtype))
         return t.requires_grad_() if grad else t
 
-    x, a = rng.standard_normal(size) * 3, rng.standard_normal(size)
-    b = rng.uniform(0.5, 2.0, size) * rng.choice([-1, 1], size)
-    return {"x": make(x), "a": make(a), "b": make(b), "w": make(rng.uniform(-0.2, 1.2, size)),
-            "a0": make(a[0])}
+    x, a = rng.standard_normal(shape) * 3, rng.standard_normal(shape)
+    b = rng.uniform(0.5, 2.0, shape) * rng.choice([-1, 1], shape)
+    return {"x": make(np.asarray(x)), "a": make(np.asarray(a)), "b": make(np.asarray(b)),
+            "w": make(rng.uniform(-0.2, 1.2, shape)), "a0": make(np.asarray(a[0] if shape else a))}
 
 
 def _run(mod, case: str, dtype: str, shape: tuple, inplace: bool, grad: bool):
@@ -59,29 +57,30 @@ def _bits(t) -> np.ndarray:
     return np.asarray(t.detach().float().tolist(), np.float32)
 
 
-@pytest.mark.parametrize("grad", [False, True], ids=["plain", "requires_grad"])
-@pytest.mark.parametrize("inplace", [False, True], ids=["out", "inplace"])
-@pytest.mark.parametrize("shape", [(64,), ()], ids=["vector", "scalars"])
+@pytest.mark.parametrize("shape", [(4, 64), (4,), ()], ids=["vector", "scalars", "0d"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("case", sorted(_OPS))
-def test_opmath_ops_round_as_torch(case: str, dtype: str, shape: tuple, inplace: bool,
-                                   grad: bool) -> None:
-    """The value bit for bit (PyTorch's forward is the same kernel with grad as without),
-    its dtype, and, recording, a gradient that flows as PyTorch's does."""
-    if shape == () and (dtype != "float32" and _OPS[case][0] in ("add", "sub")
-                        or case == "add_number"):
+def test_opmath_ops_round_as_torch(case: str, dtype: str, shape: tuple) -> None:
+    """Out of place and in place, with and without autograd recording: the value bit for
+    bit (PyTorch's forward is the same kernel with grad as without), its dtype, and,
+    recording, a gradient that flows as PyTorch's does."""
+    if shape != (4, 64) and (dtype != "float32" and _OPS[case][0] in ("add", "sub")
+                             or case == "add_number"):
         pytest.skip("PyTorch's scalar loop (a vector loop's leftover elements) rounds "
                     "these differently from its vector loop, which ember follows")
-    want, t_in = _run(torch, case, dtype, shape, inplace, grad)
-    got, e_in = _run(ember, case, dtype, shape, inplace, grad)
-    assert str(got.dtype) == str(want.dtype).replace("torch", "ember")
-    np.testing.assert_array_equal(_bits(got), _bits(want))
-    if grad:
-        want.float().pow(2).sum().backward()
-        got.float().pow(2).sum().backward()
-        tol = 1e-5 if dtype == "float32" else 2e-2
-        np.testing.assert_allclose(_bits(e_in["x"].grad), _bits(t_in["x"].grad), rtol=tol,
-                                   atol=tol)
+    for inplace in (False, True):
+        for grad in (False, True):
+            want, t_in = _run(torch, case, dtype, shape, inplace, grad)
+            got, e_in = _run(ember, case, dtype, shape, inplace, grad)
+            what = f"inplace={inplace}, requires_grad={grad}"
+            assert str(got.dtype) == str(want.dtype).replace("torch", "ember"), what
+            np.testing.assert_array_equal(_bits(got), _bits(want), err_msg=what)
+            if grad:
+                want.float().pow(2).sum().backward()
+                got.float().pow(2).sum().backward()
+                tol = 1e-5 if dtype == "float32" else 2e-2
+                np.testing.assert_allclose(_bits(e_in["x"].grad), _bits(t_in["x"].grad),
+                                           rtol=tol, atol=tol, err_msg=what)
 
 
 def _lists(mod, dtype: str) -> list:
@@ -146,3 +145,15 @@ def test_optimizer_steps_match_bit_for_bit(make, dtype: str) -> None:
         out.append([_bits(p) for p in params])
     for want, got in zip(*out):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("call", [lambda m, x: m.add(x, x, alpha=1e6),
+                                  lambda m, x: x.clone().sub_(x, alpha=-1e6)],
+                         ids=["add", "sub_"])
+def test_an_alpha_beyond_the_dtype_raises_as_torch(call) -> None:
+    messages = []
+    for mod in (torch, ember):
+        with pytest.raises(RuntimeError) as info:
+            call(mod, mod.ones(3, dtype=mod.float16))
+        messages.append(str(info.value))
+    assert messages[1] == messages[0]

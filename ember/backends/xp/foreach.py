@@ -18,8 +18,9 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 
     def axpy_(alpha, y, x):
         """`x += alpha * y` in place by PyTorch's rule: the backend's axpy where it applies
-        (one pass; OpenBLAS's saxpy is the same fused multiply-add)."""
-        if not axpy(alpha, y, x):
+        (one pass; OpenBLAS's saxpy is the same fused multiply-add), not for a half dtype
+        (a hook may compute in it)."""
+        if x.dtype in low_precision or not axpy(alpha, y, x):
             x[...] = opmath_axpy(x, y, alpha)
 
     def by_number(ufunc, x, number):
@@ -129,7 +130,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 
 
 def _never(*args: Any) -> bool:
-    """An absent axpy/axpby hook: it never applies."""
+    """An absent axpy hook: it never applies."""
     return False
 
 

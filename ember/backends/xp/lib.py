@@ -125,9 +125,6 @@ class Hooks:
     """`y += alpha * x` in place in one pass (a BLAS axpy) for the optimizer updates;
     returns False, having done nothing, where it does not apply. Default: never applies."""
 
-    axpby: Callable[[float, Any, float, Any], bool] | None = None
-    """`y = alpha * x + beta * y` in place, as `axpy`."""
-
     transpose: Callable[[Any], Any] | None = None
     """The transpose of a 2-D array as a new C-contiguous array (the conv kernels' layout
     changes), or None where it does not apply. Default: `xp.ascontiguousarray(a.T)`. The

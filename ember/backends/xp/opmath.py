@@ -23,7 +23,11 @@ from ember.core.backend import float32 as _float32
 
 
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
-    return {"opmath_" + name: kernel for name, kernel in rules(lib).items()}
+    as_array = lib.as_array  # (NumPy gives a 0-d operation's result as a scalar)
+
+    def kernel(rule: Kernel) -> Kernel:
+        return lambda *args, **kwargs: as_array(rule(*args, **kwargs))
+    return {"opmath_" + name: kernel(rule) for name, rule in rules(lib).items()}
 
 
 def rules(lib: ArrayLib) -> dict[str, Kernel]:
@@ -40,15 +44,16 @@ def rules(lib: ArrayLib) -> dict[str, Kernel]:
         return xp.add(wide, c).astype(float32).astype(dtype, copy=False)
 
     def operand(a, dtype):
-        """An array operand, or a number in the result's dtype (PyTorch's wrapped number)."""
-        return a if isinstance(a, ndarray) else xp.asarray(a, dtype)
+        """An array operand, or a number in the result's dtype (PyTorch's wrapped number;
+        a host scalar, which CuPy takes too)."""
+        return a if isinstance(a, ndarray) else dtype.type(a)
 
     def axpy(x, y, alpha):
         """`x + alpha * y`."""
         y = operand(y, x.dtype)
         if x.dtype not in narrow:
             return xp.add(x, xp.multiply(y, alpha))
-        alpha = float32(xp.asarray(alpha, x.dtype))  # (rounded to the dtype)
+        alpha = float32(x.dtype.type(alpha))  # (rounded to the dtype)
         return fma(y.astype(float32), alpha, x.astype(float32), x.dtype)
 
     def addcmul(x, t1, t2, value):

@@ -616,11 +616,14 @@ def _plain(alpha: Any) -> bool:
     return type(alpha) is int and alpha == 1
 
 
-def _signed(name: str, alpha: Any) -> Any:
-    """add's alpha, or sub's negated (`x - a * y` is `x + (-a) * y`); None if no number."""
+def _signed(name: str, input: Any, alpha: Any) -> Any:
+    """add's alpha, or sub's negated (`x - a * y` is `x + (-a) * y`); None if no number.
+    Raises PyTorch's error for an alpha beyond `input`'s floating dtype."""
     alpha = python_scalar(alpha)
     if not isinstance(alpha, (int, float)) or isinstance(alpha, bool):
         return None
+    if isinstance(input, Tensor) and input._dtype.is_floating_point:
+        dt.fit_scalar(alpha, input._dtype)
     return alpha if name == "add" else -alpha
 
 
@@ -634,7 +637,7 @@ def _scaled_inplace(name: str) -> Any:
                 fn = OPS[name].fn
                 return apply_inplace(self, lambda old: fn(old, other, alpha=alpha), other,
                                      op=name + "_")
-            done = _opmath_inplace(self, "opmath_axpy", other, _signed(name, alpha))
+            done = _opmath_inplace(self, "opmath_axpy", other, _signed(name, self, alpha))
             if done is not None:
                 return done
             other = _scaled(name, self, other, alpha)
@@ -685,7 +688,7 @@ def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     broadcasting and type promotion."""
     if not _plain(alpha):
         return _opmath("opmath_axpy", lambda: binary("add", input, _scaled(
-            "add", input, other, alpha)), input, other, _signed("add", alpha))
+            "add", input, other, alpha)), input, other, _signed("add", input, alpha))
     return binary("add", input, other)
 
 
@@ -699,7 +702,7 @@ def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """Subtracts `other`, scaled by `alpha`, from `input`: `input - alpha * other`."""
     if not _plain(alpha):
         return _opmath("opmath_axpy", lambda: binary("sub", input, _scaled(
-            "sub", input, other, alpha)), input, other, _signed("sub", alpha))
+            "sub", input, other, alpha)), input, other, _signed("sub", input, alpha))
     return binary("sub", input, other)
 
 
