@@ -83,6 +83,16 @@ def test_opmath_ops_round_as_torch(case: str, dtype: str, shape: tuple) -> None:
                                            rtol=tol, atol=tol, err_msg=what)
 
 
+@pytest.mark.parametrize("case", ["add", "sub", "addcmul", "lerp_small", "lerp_large",
+                                  "lerp_tensor"])
+def test_large_float32_operands_round_as_torch(case: str) -> None:
+    """From 1024 elements the CPU computes float32's fused multiply-add in one compiled
+    pass (numba; NumPy's float64 emulation where numba is missing): the same bits."""
+    want, _ = _run(torch, case, "float32", (40, 103), inplace=False, grad=False)
+    got, _ = _run(ember, case, "float32", (40, 103), inplace=False, grad=False)
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
 def _lists(mod, dtype: str) -> list:
     """x, a, b (away from 0) and w (weights on both sides of 0.5), lists of two tensors."""
     rng = np.random.default_rng(1)

@@ -183,6 +183,7 @@ KERNELS: dict[str, Any] = make_kernels(np, hooks=Hooks(
     read_only=_read_only,
     matmul=_matmul,
     axpy=blas.axpy,
+    fma=compiled.fma,
     transpose=blas.transpose,
     conv_columns_bytes=2 << 20,  # (L2-sized chunks; the benchmark CNN's conv2 in 5)
     im2col_batch_last=compiled.im2col_batch_last,

@@ -23,12 +23,17 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         if x.dtype in low_precision or not axpy(alpha, y, x):
             x[...] = opmath_axpy(x, y, alpha)
 
-    def by_number(ufunc, x, number):
-        """`x * number` or `x / number`; a half dtype's in float32 with the number not
-        rounded to the dtype (PyTorch's rule for mul and div by a number)."""
-        if x.dtype in low_precision:
-            return ufunc(x.astype(float32), float32(number)).astype(x.dtype)
-        return ufunc(x, number)
+    def by_number(ufunc, x, number, out=None):
+        """`x * number` or `x / number` (into `out` if given); a half dtype's in float32
+        with the number not rounded to the dtype (PyTorch's rule for mul and div by a
+        number)."""
+        if x.dtype not in low_precision:
+            return ufunc(x, number, out=out)
+        result = ufunc(x.astype(float32), float32(number)).astype(x.dtype)
+        if out is None:
+            return result
+        out[...] = result
+        return out
 
     def binary(ufunc, inplace):
         sign = {xp.add: 1, xp.subtract: -1}.get(ufunc)  # the ops with an alpha
@@ -46,7 +51,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
                         continue
                     out = opmath_axpy(x, y, sign * alpha)
                 elif scales and not array:
-                    out = by_number(ufunc, x, y)
+                    out = by_number(ufunc, x, y, out=x if inplace else None)
                 else:
                     y = y if alpha == 1 else xp.multiply(y, alpha)
                     out = ufunc(x, y, out=x) if inplace else ufunc(x, y)
@@ -105,7 +110,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
                 g = opmath_axpy(g, p, weight_decay)
             if momentum != 0:
                 buf = bufs[i]
-                buf[...] = by_number(xp.multiply, buf, momentum)
+                by_number(xp.multiply, buf, momentum, out=buf)
                 if dampening == 0:
                     buf += g
                 else:

@@ -11,12 +11,15 @@ against torch 2.13 on large and scalar-sized inputs):
 - addcdiv: `x + value * t1 / t2`, unfused;
 - lerp: `fma(w, end - x, x)` where |w| < 0.5, else `fma(w - 1, end - x, end)`.
 
-An fma in float32 is emulated in float64, which holds the product of two float32 numbers
-exactly: the sum's one rounding (to float32) stands in for the fma's. float64 follows the
+An fma in float32 is the backend's `fma` hook where it applies (the CPU's: one
+numba-compiled pass), else emulated in float64, which holds the product of two float32
+numbers exactly: the sum's one rounding (to float32) stands in for the fma's. float64 follows the
 plain formulas (PyTorch fuses there too; NumPy has no float64 fma).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from ember.backends.xp.lib import ArrayLib, Kernel
 from ember.core.backend import float32 as _float32
@@ -32,16 +35,25 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 
 def rules(lib: ArrayLib) -> dict[str, Kernel]:
     """The rules by name (axpy, addcmul, addcdiv, lerp), each `(x, ...) -> new array` of
-    x's dtype, broadcast as NumPy does."""
-    xp, float32, float64 = lib.xp, lib.xp.float32, lib.xp.float64
+    x's dtype, broadcast as NumPy does; infinities and NaNs come out silently (as
+    PyTorch's), without NumPy's warnings."""
+    xp, float32, float64, quiet = lib.xp, lib.xp.float32, lib.xp.float64, lib.quiet
     ndarray = xp.ndarray
     narrow = lib.low_precision | {lib.dtypes[_float32]}  # computed in float32
+    hook = lib.hooks.fma
 
     def fma(a, b, c, dtype):
-        """`a * b + c` of float32 values, rounded once to float32, then to `dtype`."""
-        wide = xp.multiply(a.astype(float64), b.astype(float64) if isinstance(b, ndarray)
-                           else float64(b))
-        return xp.add(wide, c).astype(float32).astype(dtype, copy=False)
+        """`a * b + c` of float32 values (or values a float32 holds exactly), rounded once
+        to float32, then to `dtype`: by the backend's hook where it applies, else
+        emulated in float64, which holds the product exactly."""
+        if hook is not None and (out := hook(a, b, c)) is not None:
+            return out.astype(dtype, copy=False)
+        wide = xp.multiply(a, b, dtype=float64)
+        if isinstance(wide, ndarray) and (wide.shape == c.shape or not c.shape):
+            wide += c  # (no second temporary)
+        else:
+            wide = xp.add(wide, c)
+        return wide.astype(float32).astype(dtype, copy=False)
 
     def operand(a, dtype):
         """An array operand, or a number in the result's dtype (PyTorch's wrapped number;
@@ -54,25 +66,24 @@ def rules(lib: ArrayLib) -> dict[str, Kernel]:
         if x.dtype not in narrow:
             return xp.add(x, xp.multiply(y, alpha))
         alpha = float32(x.dtype.type(alpha))  # (rounded to the dtype)
-        return fma(y.astype(float32), alpha, x.astype(float32), x.dtype)
+        return fma(y, alpha, x, x.dtype)  # (a half dtype's values: exact in float64)
 
     def addcmul(x, t1, t2, value):
         """`x + value * t1 * t2`."""
         t1, t2 = operand(t1, x.dtype), operand(t2, x.dtype)
         if x.dtype not in narrow:
             return xp.add(x, xp.multiply(xp.multiply(t1, value), t2))
-        scaled = xp.multiply(t1.astype(float32), float32(value))
-        return fma(scaled, t2.astype(float32), x.astype(float32), x.dtype)
+        scaled = xp.multiply(t1, float32(value), dtype=float32)
+        return fma(scaled, t2, x, x.dtype)
 
     def addcdiv(x, t1, t2, value):
-        """`x + value * t1 / t2` (a division by zero gives IEEE's infinities silently)."""
+        """`x + value * t1 / t2`."""
         dtype = x.dtype
         t1, t2 = operand(t1, dtype), operand(t2, dtype)
         if dtype in narrow:
-            x, t1, t2, value = (x.astype(float32), t1.astype(float32), t2.astype(float32),
-                                float32(value))
-        with lib.quiet():
-            out = xp.add(x, xp.true_divide(xp.multiply(t1, value), t2))
+            x, t1, t2 = (a.astype(float32, copy=False) for a in (x, t1, t2))
+            value = float32(value)
+        out = xp.add(x, xp.true_divide(xp.multiply(t1, value), t2))
         return out.astype(dtype, copy=False)
 
     def lerp(x, end, weight):
@@ -80,19 +91,25 @@ def rules(lib: ArrayLib) -> dict[str, Kernel]:
         0.5 (exact at weight 1). `weight`: a number or an array."""
         dtype, end = x.dtype, operand(end, x.dtype)
         if dtype in narrow:
-            x, end = x.astype(float32), end.astype(float32)
-            weight = weight.astype(float32) if isinstance(weight, ndarray) else \
+            x, end = x.astype(float32, copy=False), end.astype(float32, copy=False)
+            weight = weight.astype(float32, copy=False) if isinstance(weight, ndarray) else \
                 float32(weight)
-        with lib.quiet():  # (infinities make NaNs, silently, as PyTorch)
-            diff = xp.subtract(end, x)
-            small = xp.abs(weight) < 0.5
-            if not isinstance(weight, ndarray):  # one branch for every element
-                coeff, base = (weight, x) if small else (weight - 1, end)
-            else:
-                coeff, base = xp.where(small, weight, weight - 1), xp.where(small, x, end)
-            if dtype not in narrow:
-                return xp.add(base, xp.multiply(diff, coeff))
-            return fma(diff, coeff, base, dtype)
+        diff = xp.subtract(end, x)
+        small = xp.abs(weight) < 0.5
+        if not isinstance(weight, ndarray):  # one branch for every element
+            coeff, base = (weight, x) if small else (weight - 1, end)
+        else:
+            coeff, base = xp.where(small, weight, weight - 1), xp.where(small, x, end)
+        if dtype not in narrow:
+            return xp.add(base, xp.multiply(diff, coeff))
+        return fma(diff, coeff, base, dtype)
 
-    return {"axpy": axpy, "addcmul": addcmul, "addcdiv": addcdiv, "lerp": lerp}
+    def quietly(rule: Kernel) -> Kernel:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            with quiet():
+                return rule(*args, **kwargs)
+        return run
+
+    return {name: quietly(rule) for name, rule in
+            (("axpy", axpy), ("addcmul", addcmul), ("addcdiv", addcdiv), ("lerp", lerp))}
 
