@@ -39,7 +39,7 @@ if _reason is not None:  # pragma: no cover - depends on the machine
 from ember.backends.opencl import kernels as K  # noqa: E402
 from ember.backends.opencl import runtime as rt  # noqa: E402
 from ember.backends.opencl.buffer import CLBuffer, reshape_strides  # noqa: E402
-from ember.backends.opencl.host import HOST_LINALG, HOST_OPS  # noqa: E402
+from ember.backends.opencl.host import HOST_LINALG, HOST_OPMATH, HOST_OPS  # noqa: E402
 from ember.backends.opencl.sources import BACKWARD_OPS as S_BACKWARD  # noqa: E402
 
 CPU = plugins.get_backend("cpu")
@@ -1084,6 +1084,17 @@ def test_host_computed_kernels(op: str) -> None:
     if binary:  # a Python scalar operand
         got = OCL.kernels[op](up(a), 2, **attrs)
         check(got, CPU.kernels[op](a, 2, **attrs), d, what=f"{op} scalar")
+
+
+@pytest.mark.parametrize("op", HOST_OPMATH)
+@pytest.mark.parametrize("d", [E.float32, E.bfloat16])
+def test_opmath_kernels_round_as_the_cpus(op: str, d: ember.dtype) -> None:
+    """add(alpha=), addcmul, addcdiv and lerp with PyTorch's rounding (on the host)."""
+    rng = np.random.default_rng(20)
+    a, b, c = (sample(rng, (3, 4), d, 0.5, 2) for _ in range(3))
+    args = {"opmath_axpy": (a, b, 0.3), "opmath_lerp": (a, b, 0.7)}.get(op, (a, b, c, 0.3))
+    got = OCL.kernels[op](*[up(x) if isinstance(x, np.ndarray) else x for x in args])
+    np.testing.assert_array_equal(down(got), CPU.kernels[op](*args))
 
 
 TESTED |= set(HOST_LINALG)

@@ -914,7 +914,9 @@ def test_implementation_flags_as_torch(name, kwargs):
             opt.zero_grad()
             (p * p).sum().backward()
             opt.step()
-    np.testing.assert_allclose(e_p.detach().numpy(), t_p.detach().numpy(), rtol=1e-6)
+    # (ember's steps round as PyTorch's default loop, bit for bit; PyTorch's fused CPU SGD
+    # kernel multiplies and adds unfused, ~1e-6 away after three steps)
+    np.testing.assert_allclose(e_p.detach().numpy(), t_p.detach().numpy(), rtol=2e-6)
 
 
 @pytest.mark.parametrize("kwargs", [{"fused": True, "foreach": True},

@@ -37,7 +37,8 @@ SHARED_OPS = frozenset("""
     log_backward logical_and logical_not logical_or logical_xor lstm_cell
     lstm_cell_backward lt matmul max max_min_dim max_pool max_pool_backward maximum min
     minimum mul ne
-    neg nonzero permute pow prod reciprocal relu relu_backward remainder reshape round
+    neg nonzero opmath_addcdiv opmath_addcmul opmath_axpy opmath_lerp
+    permute pow prod reciprocal relu relu_backward remainder reshape round
     rsqrt scatter scatter_add scatter_reduce setitem sigmoid sigmoid_backward sign sin
     softmax log_softmax sqrt sub sum tan
     tanh tanh_backward topk tril triu trunc where
@@ -295,6 +296,14 @@ def _calls():
     calls += [("_foreach_lerp_", ([a.copy() for a in xs], xs), {"weight": 0.3})]
     calls += [(op, ([np.abs(a) for a in xs],), {}) for op in
               "_foreach_sqrt _foreach_sqrt_ _foreach_neg _foreach_neg_ _foreach_zero_".split()]
+    half = y.astype(numpy_dtype(bfloat16))
+    calls += [("opmath_axpy", (x, y), {"alpha": 0.3}),
+              ("opmath_axpy", (half, half[0]), {"alpha": -0.3}),
+              ("opmath_axpy", (x, 2.5), {"alpha": 3})]
+    calls += [(op, args, {"value": 0.7}) for op in ("opmath_addcmul", "opmath_addcdiv")
+              for args in ((x, x, y), (half, half, half[:1]))]
+    calls += [("opmath_lerp", (x, y, w), {}) for w in (0.3, 0.7, x)] + \
+        [("opmath_lerp", (half, half, 0.7), {})]
     calls += [("_fused_sgd_", ([a.copy() for a in xs], xs, [a.copy() for a in xs]),
                dict(lr=0.1, momentum=0.9, dampening=0, weight_decay=0.01, nesterov=True,
                     maximize=False))]

@@ -11,6 +11,7 @@ checked against NumPy and PyTorch by the other modules.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -231,6 +232,22 @@ def _fused_sgd(device: ember.device) -> Results:
     return out
 
 
+def _opmath(fn: functools.partial, n_operands: int) -> FusedCase:
+    """An opmath kernel's op (add(alpha=), addcmul, addcdiv, lerp) with autograd recording
+    (the kernel gives the value, the decomposition the graph), out of place and in place."""
+    def run(device: ember.device) -> Results:
+        args = [_leaf(device, _rand(i + 1, 4, 5, lo=0.5 if i == 2 else -2.0))
+                for i in range(n_operands)]
+        out = fn(*args)
+        _backward(out, 9)
+        with ember.no_grad():
+            x = args[0].detach().clone()
+            inplace = getattr(x, fn.func.__name__ + "_")(*args[1:], **fn.keywords)
+        return {"out": out, "in place": inplace,
+                **{f"grad {i}": a.grad for i, a in enumerate(args)}}
+    return FusedCase(run)
+
+
 CASES: dict[str, FusedCase] = {
     "relu_backward": _unary(ember.relu),
     "exp_backward": _unary(ember.exp),
@@ -264,6 +281,10 @@ CASES: dict[str, FusedCase] = {
         "_foreach_sqrt", "_foreach_sqrt_",
         "_foreach_neg", "_foreach_neg_", "_foreach_zero_", "_foreach_copy_")},
     "_fused_sgd_": FusedCase(_fused_sgd),
+    "opmath_axpy": _opmath(functools.partial(ember.sub, alpha=0.3), 2),
+    "opmath_addcmul": _opmath(functools.partial(ember.addcmul, value=-0.7), 3),
+    "opmath_addcdiv": _opmath(functools.partial(ember.addcdiv, value=0.7), 3),
+    "opmath_lerp": _opmath(functools.partial(ember.lerp), 3),  # a weight tensor
 }
 """One case per fused kernel (ember.testing.test_coverage checks that none is missing)."""
 

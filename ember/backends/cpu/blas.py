@@ -36,7 +36,6 @@ from collections.abc import Iterator
 from typing import Any
 
 __all__ = [
-    "axpby",
     "axpy",
     "benchmark_matmul",
     "configure_before_numpy",
@@ -251,8 +250,6 @@ class _Blas:
         # level 1, for optimizer updates (y += a * x in one threaded pass, no temporary)
         self.saxpy = self._fn("cblas_saxpy", None, [i, f, p, i, p, i])
         self.daxpy = self._fn("cblas_daxpy", None, [i, d, p, i, p, i])
-        self.saxpby = self._fn("cblas_saxpby", None, [i, f, p, i, f, p, i])  # OpenBLAS's
-        self.daxpby = self._fn("cblas_daxpby", None, [i, d, p, i, d, p, i])
         # OpenBLAS's out-of-place transpose (cache-blocked: 3-7x NumPy's strided copy)
         self.somatcopy = self._fn("cblas_somatcopy", None, [e, e, i, i, f, p, i, p, i])
         self.domatcopy = self._fn("cblas_domatcopy", None, [e, e, i, i, d, p, i, p, i])
@@ -871,19 +868,6 @@ def axpy(alpha: float, x: Any, y: Any) -> bool:
     if ptrs is None:
         return False
     fn(y.size, alpha, ptrs[0], 1, ptrs[1], 1)
-    return True
-
-
-def axpby(alpha: float, x: Any, beta: float, y: Any) -> bool:
-    """``y = alpha * x + beta * y`` in place, in one pass; False (nothing done) when it
-    does not apply (as `axpy`; both factors non-zero)."""
-    if getattr(y, "size", 0) < level1_min_size:  # small: NumPy's two passes are cheaper
-        return False
-    fn = _level1_fn(y, "axpby") if alpha != 0 and beta != 0 else None
-    ptrs = _operands(fn, x, y)
-    if ptrs is None:
-        return False
-    fn(y.size, alpha, ptrs[0], 1, beta, ptrs[1], 1)
     return True
 
 

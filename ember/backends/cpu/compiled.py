@@ -127,6 +127,39 @@ def backward(op: str, numpy_kernel: Callable[..., Any]) -> Callable[..., Any]:
     return kernel
 
 
+def _flat32(x: Any, like: np.ndarray) -> np.ndarray | None:
+    """`x` as a flat float32 array if it is a contiguous one of `like`'s shape."""
+    if type(x) is np.ndarray and x.dtype == _F32 and x.shape == like.shape and \
+            x.flags.c_contiguous:
+        return x.reshape(-1)
+    return None
+
+
+def fma(a: Any, b: Any, c: Any) -> np.ndarray | None:
+    """``a * b + c`` rounded once to float32 in one compiled pass (the opmath rules' fma;
+    NumPy's emulation takes three passes and a float64 temporary): where a and c are
+    contiguous float32 arrays of one shape from _BACKWARD_MIN elements on, and b is one
+    too or a number. None where it does not apply."""
+    if type(a) is not np.ndarray or a.size < _BACKWARD_MIN:
+        return None
+    flat_a, flat_c = _flat32(a, a), _flat32(c, a)
+    by_number = isinstance(b, (float, np.floating))
+    flat_b = None if by_number else _flat32(b, a)
+    if flat_a is None or flat_c is None or (flat_b is None and not by_number) or \
+            (module := kernels()) is None:
+        return None
+    out = np.empty_like(a)
+    try:
+        if by_number:
+            module.fma32_by_number(flat_a, float(b), flat_c, out.reshape(-1))
+        else:
+            module.fma32(flat_a, flat_b, flat_c, out.reshape(-1))
+    except Exception as e:  # noqa: BLE001 - a numba failure: NumPy from now on
+        _disable(e)
+        return None
+    return out
+
+
 _layers_ready: bool | None = None
 _layers: tuple[ModuleType, int, np.ndarray] | None = None  # once ready
 

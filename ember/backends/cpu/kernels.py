@@ -4,7 +4,7 @@ what only the CPU has (each op's semantics: its declaration in ember/core/ops).
 CPU-only, passed to the shared kernels as hooks or added to the table here:
 
 - OpenBLAS: large matrix products through blas.py's private library (`matmul`, `linear`),
-  BLAS axpy/axpby for the optimizers' in-place updates, and its blocked transpose
+  BLAS axpy for the optimizers' in-place updates, and its blocked transpose
   (`?omatcopy`) for the conv kernels' layout changes;
 - bfloat16 through ml_dtypes, which needs its scalars and results kept bfloat16;
 - NumPy's read-only arrays (broadcast views), which writes must refuse;
@@ -233,7 +233,7 @@ KERNELS: dict[str, Any] = make_kernels(np, hooks=Hooks(
     quiet=_quiet(),
     matmul=_matmul,
     axpy=blas.axpy,
-    axpby=blas.axpby,
+    fma=compiled.fma,
     transpose=blas.transpose,
     conv_columns_bytes=2 << 20,  # (L2-sized chunks; the benchmark CNN's conv2 in 5)
     im2col_batch_last=compiled.im2col_batch_last,

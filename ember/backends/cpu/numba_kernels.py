@@ -317,6 +317,23 @@ UNARY = {"exp": (exp_serial, exp_parallel), "tanh": (tanh_serial, tanh_parallel)
 """op name -> (serial, parallel) kernel `(x, out)` on flat contiguous arrays."""
 
 
+# -- PyTorch's float32 fused multiply-add (the opmath rules: ember/backends/xp/opmath.py) --
+# float64 holds a product of two float32 exactly, so the sum's one rounding to float32 is
+# the fma's (a contracted float64 fma changes nothing)
+
+@_jit()
+def fma32(a, b, c, out):
+    for i in range(out.size):
+        out[i] = np.float32(np.float64(a[i]) * np.float64(b[i]) + np.float64(c[i]))
+
+
+@_jit()
+def fma32_by_number(a, b, c, out):
+    wide = np.float64(b)
+    for i in range(out.size):
+        out[i] = np.float32(np.float64(a[i]) * wide + np.float64(c[i]))
+
+
 # -- BLAS from compiled code -------------------------------------------------------------
 
 @intrinsic

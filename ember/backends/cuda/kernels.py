@@ -6,7 +6,7 @@ NVRTC on first use, per dtype):
   from the device to decide on a slow path, which would wait for the GPU on every call);
 - cross_entropy and its backward with masks instead of branches on device values
   (losses.py: the shared ones wait for the GPU three times a step);
-- SGD's in-place updates (`axpy`, `axpby` hooks: one pass each, as BLAS's on the CPU);
+- SGD's in-place updates (the `axpy` hook: one pass, as BLAS's on the CPU);
 - matmul through cuBLAS, float16 with float32 accumulation (CuPy's compute type), TF32
   for float32 when `ember.backends.cuda.matmul.allow_tf32` is set;
 - random numbers from one cupy.random.RandomState per device, seeded by ember.manual_seed;
@@ -57,7 +57,6 @@ _sigmoid_backward = cupy.ElementwiseKernel("T y, T g", "T out", "out = (T(1) - y
 _relu_backward = cupy.ElementwiseKernel("T y, T g", "T out", "out = y <= T(0) ? T(0) : g",
                                         "ember_relu_backward")
 _axpy = cupy.ElementwiseKernel("T x, T a", "T y", "y += a * x", "ember_axpy")
-_axpby = cupy.ElementwiseKernel("T x, T a, T b", "T y", "y = a * x + b * y", "ember_axpby")
 
 
 def _one_pass(kernel: Any, formula: Any) -> Any:
@@ -78,13 +77,6 @@ def axpy(alpha: float, x: Any, y: Any) -> bool:
     if not _same(x, y):
         return False
     _axpy(x, y.dtype.type(alpha), y)
-    return True
-
-
-def axpby(alpha: float, x: Any, beta: float, y: Any) -> bool:
-    if not _same(x, y):
-        return False
-    _axpby(x, y.dtype.type(alpha), y.dtype.type(beta), y)
     return True
 
 
@@ -186,7 +178,6 @@ def _on_device(kernel: Any) -> Any:
 KERNELS: dict[str, Any] = make_kernels(cupy, hooks=Hooks(
     matmul=_matmul,
     axpy=axpy,
-    axpby=axpby,
     read_only=_has_overlap,
     exact_ufunc_at=_exact_at,
     exact_erf=lambda x: _special().erf(x),

@@ -1,7 +1,8 @@
 """The ops OpenCL C has no functions for, computed on the host: the special functions
 (digamma, polygamma, erfinv, i0, the Bessel functions, the incomplete gamma and zeta
-functions ...), the rarer integer ops (gcd, lcm, the shifts), nextafter, and the matrix
-factorizations (LAPACK's work: det, inv, solve, Cholesky, QR, SVD, eigh, LU).
+functions ...), the rarer integer ops (gcd, lcm, the shifts), nextafter, the matrix
+factorizations (LAPACK's work: det, inv, solve, Cholesky, QR, SVD, eigh, LU), and the
+opmath kernels (PyTorch's rounding of add(alpha=), addcmul, addcdiv, lerp).
 
 Each kernel reads its operands back, runs the shared xp kernel over NumPy (SciPy for the
 special functions, imported on the first call) and writes the result to the device. It
@@ -59,4 +60,8 @@ def _on_host(op: str) -> Any:
     return kernel
 
 
-KERNELS: dict[str, Any] = {op: _on_host(op) for op in HOST_OPS + HOST_LINALG}
+# PyTorch's rounding of add(alpha=), addcmul, addcdiv and lerp (xp/opmath.py: fused
+# multiply-adds, one rounding), which the device's kernels do not reproduce yet
+HOST_OPMATH = ("opmath_axpy", "opmath_addcmul", "opmath_addcdiv", "opmath_lerp")
+
+KERNELS: dict[str, Any] = {op: _on_host(op) for op in HOST_OPS + HOST_LINALG + HOST_OPMATH}

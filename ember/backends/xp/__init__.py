@@ -23,6 +23,7 @@ Modules, one family of kernels each:
 - `ldl`: the symmetric indefinite (Bunch-Kaufman) LDL factorization and its solve
 - `fused`: backward formulas, cross-entropy, one LSTM step
 - `windows`, `conv`, `pooling`: sliding windows, convolution, max pooling
+- `opmath`: PyTorch's rounding rules for add(alpha=), addcmul, addcdiv and lerp
 - `foreach`: list kernels and SGD's fused update, for the optimizers
 """
 
@@ -40,6 +41,7 @@ from ember.backends.xp import (
     indexing,
     ldl,
     linalg,
+    opmath,
     pooling,
     reductions,
     shapes,
@@ -50,7 +52,7 @@ from ember.backends.xp.lib import OVERLAP, ArrayLib, Hooks, Kernel
 __all__ = ["OVERLAP", "Hooks", "make_kernels"]
 
 _FAMILIES = (elementwise, reductions, shapes, creation, indexing, linalg, ldl, fused,
-             conv, pooling, foreach, special, fft)
+             conv, pooling, opmath, foreach, special, fft)
 
 
 def make_kernels(xp: Any, *, hooks: Hooks | None = None) -> dict[str, Kernel]:

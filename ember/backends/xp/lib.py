@@ -126,8 +126,10 @@ class Hooks:
     """`y += alpha * x` in place in one pass (a BLAS axpy) for the optimizer updates;
     returns False, having done nothing, where it does not apply. Default: never applies."""
 
-    axpby: Callable[[float, Any, float, Any], bool] | None = None
-    """`y = alpha * x + beta * y` in place, as `axpy`."""
+    fma: Callable[[Any, Any, Any], Any] | None = None
+    """`a * b + c` rounded once to float32, for float32 arrays a and c of one shape and b
+    one too or a number (xp/opmath.py's rules), or None where it does not apply. Default:
+    emulated in float64 with `xp`'s ufuncs."""
 
     transpose: Callable[[Any], Any] | None = None
     """The transpose of a 2-D array as a new C-contiguous array (the conv kernels' layout

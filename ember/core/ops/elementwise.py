@@ -19,7 +19,6 @@ import cmath
 import functools
 import math
 import numbers
-import struct
 from typing import Any
 
 from ember.core import costs, grad_mode, tracing
@@ -557,40 +556,59 @@ def _scaled(name: str, input: Any, other: Any, alpha: Any) -> Any:
     return mul(other, alpha)
 
 
-_HALF_FLOATS = (dt.float16, dt.bfloat16)
+# PyTorch's rounding of add(alpha=), addcmul, addcdiv and lerp (half floats and float32
+# computed in float32 and rounded once, multiply-adds fused): the backends' `opmath_*`
+# kernels, written once in ember/backends/xp/opmath.py
+for _name, _signature, _doc in (
+        ("axpy", "opmath_axpy(x, y, alpha)", "`x + alpha * y` (add's and sub's alpha)"),
+        ("addcmul", "opmath_addcmul(x, t1, t2, value)", "`x + value * t1 * t2`"),
+        ("addcdiv", "opmath_addcdiv(x, t1, t2, value)", "`x + value * t1 / t2`"),
+        ("lerp", "opmath_lerp(x, end, weight)", "`x + weight * (end - x)`, weight a number "
+                                                "or a tensor")):
+    fused_kernel("opmath_" + _name, replaces="add" if _name == "axpy" else _name,
+                 signature=_signature + " -> result",
+                 doc=_doc + " of same-dtype floating tensors, rounded as PyTorch's CPU "
+                     "kernels round it (float16/bfloat16/float32 in float32, once).")
 
 
-def _rounded_to(number: float, dtype: dt.dtype) -> float:
-    """`number` rounded to float16 or bfloat16 (to nearest, ties to even), as a float."""
-    if dtype is dt.float16:
-        return struct.unpack("e", struct.pack("e", number))[0]
-    bits = struct.unpack("I", struct.pack("f", number))[0]
-    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
-    return struct.unpack("f", struct.pack("I", bits & 0xFFFFFFFF))[0]
-
-
-def _half_operands(*tensors: Any) -> dt.dtype | None:
-    """The shared float16/bfloat16 dtype of `tensors` when no autograd or forward-mode
-    records them (PyTorch's half kernels compute in float32 and round once), else None."""
-    first = tensors[0]
-    if not isinstance(first, Tensor) or first._dtype not in _HALF_FLOATS or fw.active:
+def _opmath_value(kernel: str, *args: Any) -> Tensor | None:
+    """Fused kernel `kernel` on `args` (a floating tensor first, then tensors of its dtype
+    and real numbers: a number operand is taken in that dtype, as PyTorch's wrapped
+    numbers), outside autograd; None where the backend has no such kernel or the
+    arguments are other."""
+    first = args[0]
+    if not isinstance(first, Tensor) or not first._dtype.is_floating_point:
         return None
-    for t in tensors:
-        if not isinstance(t, Tensor) or t._dtype is not first._dtype or \
-                (state.enabled and t._requires_grad):
+    for a in args:
+        if not isinstance(a, Tensor) and (isinstance(a, bool) or
+                                          not isinstance(a, (int, float))):
             return None
-    return first._dtype
+    return run_fused(kernel, *args)
 
 
-def _half_axpy(input: Any, other: Any, alpha: Any) -> Tensor | None:
-    """PyTorch's half-precision `input + alpha * other`: alpha rounded to the dtype, the
-    rest in float32, one rounding at the end. None where that does not apply."""
-    alpha = python_scalar(alpha)
-    half = _half_operands(input, other)
-    if half is None or not isinstance(alpha, (int, float)) or isinstance(alpha, bool):
+def _opmath(kernel: str, decomposed: Any, *args: Any) -> Tensor:
+    """PyTorch's value of opmath kernel `kernel` on `args` where the backend has it (see
+    `_opmath_value`), else `decomposed()`. Where autograd records, the decomposition
+    supplies the graph (the backward formulas) and the kernel the value: PyTorch's
+    forward rounds the same with grad as without."""
+    value = _opmath_value(kernel, *args)
+    if value is None:
+        return decomposed()
+    if not fw.active and not (state.enabled and any(
+            isinstance(a, Tensor) and a._requires_grad for a in args)):
+        return value
+    out = decomposed()
+    out._data = value._data
+    return out
+
+
+def _opmath_inplace(self: Tensor, kernel: str, *args: Any) -> Tensor | None:
+    """`self` overwritten with opmath kernel `kernel`'s value on `(self, *args)`; None
+    (nothing written) where that does not apply or the result would not fit `self`."""
+    value = _opmath_value(kernel, self, *args)
+    if value is None or tuple(value.shape) != tuple(self.shape):
         return None
-    wide = binary("add", input.float(), mul(other.float(), _rounded_to(float(alpha), half)))
-    return wide.to(dtype=half)
+    return self.copy_(value)
 
 
 def _plain(alpha: Any) -> bool:
@@ -598,9 +616,15 @@ def _plain(alpha: Any) -> bool:
     return type(alpha) is int and alpha == 1
 
 
-def _negated(alpha: Any) -> Any:
+def _signed(name: str, input: Any, alpha: Any) -> Any:
+    """add's alpha, or sub's negated (`x - a * y` is `x + (-a) * y`); None if no number.
+    Raises PyTorch's error for an alpha beyond `input`'s floating dtype."""
     alpha = python_scalar(alpha)
-    return -alpha if isinstance(alpha, (int, float)) and not isinstance(alpha, bool) else None
+    if not isinstance(alpha, (int, float)) or isinstance(alpha, bool):
+        return None
+    if isinstance(input, Tensor) and input._dtype.is_floating_point:
+        dt.fit_scalar(alpha, input._dtype)
+    return alpha if name == "add" else -alpha
 
 
 def _scaled_inplace(name: str) -> Any:
@@ -613,9 +637,9 @@ def _scaled_inplace(name: str) -> Any:
                 fn = OPS[name].fn
                 return apply_inplace(self, lambda old: fn(old, other, alpha=alpha), other,
                                      op=name + "_")
-            half = _half_axpy(self, other, alpha if name == "add" else _negated(alpha))
-            if half is not None and tuple(half.shape) == tuple(self.shape):
-                return self.copy_(half)
+            done = _opmath_inplace(self, "opmath_axpy", other, _signed(name, self, alpha))
+            if done is not None:
+                return done
             other = _scaled(name, self, other, alpha)
         return fast(self, other)
     method.__name__ = name + "_"
@@ -657,15 +681,14 @@ _ARITH = "function method inplace out"
            variants=_ARITH, rule=_binary_rule("add", "arith"), cost=costs.pointwise(1),
            grad=Grad(input=lambda grad: grad, other=lambda grad: grad),
            operators="__add__ __radd__ __iadd__",
-           operator_impl=functools.partial(binary, "add"), inplace_method=_scaled_inplace("add"))
+           operator_impl=functools.partial(binary, "add"), inplace_method=_scaled_inplace("add"),
+           fused=("opmath_axpy",))
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """Adds `other`, scaled by `alpha`, to `input`: `input + alpha * other`, with
     broadcasting and type promotion."""
     if not _plain(alpha):
-        half = _half_axpy(input, other, alpha)
-        if half is not None:
-            return half
-        other = _scaled("add", input, other, alpha)
+        return _opmath("opmath_axpy", lambda: binary("add", input, _scaled(
+            "add", input, other, alpha)), input, other, _signed("add", input, alpha))
     return binary("add", input, other)
 
 
@@ -674,14 +697,12 @@ def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
            grad=Grad(input=lambda grad: grad, other=lambda grad: -grad),
            operators="__sub__ __rsub__ __isub__",
            operator_impl=functools.partial(binary, "sub"), inplace_method=_scaled_inplace("sub"),
-           aliases="subtract")
+           aliases="subtract", fused=("opmath_axpy",))
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """Subtracts `other`, scaled by `alpha`, from `input`: `input - alpha * other`."""
     if not _plain(alpha):
-        half = _half_axpy(input, other, _negated(alpha))
-        if half is not None:
-            return half
-        other = _scaled("sub", input, other, alpha)
+        return _opmath("opmath_axpy", lambda: binary("sub", input, _scaled(
+            "sub", input, other, alpha)), input, other, _signed("sub", input, alpha))
     return binary("sub", input, other)
 
 
@@ -1078,7 +1099,8 @@ def _check_lerp(input: Tensor, end: Any, weight: Any) -> Any:
 
 
 @composite(complex=True,
-           node_label=_lerp_label, variants="function method inplace", cost=costs.pointwise(3))
+           node_label=_lerp_label, variants="function method inplace", cost=costs.pointwise(3),
+           fused=("opmath_lerp",))
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     """Linear interpolation: `input + weight * (end - input)`, or `end - (end - input) *
     (1 - weight)` where `|weight| >= 0.5` (PyTorch's formula: exact at weight 1, and the
@@ -1088,12 +1110,11 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
 
 
 def _lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
-    if input._dtype in _FMA_EMULATED and isinstance(end, Tensor) and \
-            end._dtype is input._dtype and not isinstance(weight, Tensor):
-        return _lerp_fused_multiply_add(input, end, float(weight))
-    if input._dtype is dt.float32 and isinstance(end, Tensor) and \
-            isinstance(weight, Tensor) and end._dtype is weight._dtype is dt.float32:
-        return _lerp_fused_multiply_add_tensor(input, end, weight)
+    return _opmath("opmath_lerp", lambda: _lerp_decomposed(input, end, weight), input, end,
+                   weight)
+
+
+def _lerp_decomposed(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     diff = sub(end, input)
     if not isinstance(weight, Tensor):
         return add(input, mul(diff, weight)) if -0.5 < weight < 0.5 else \
@@ -1102,45 +1123,14 @@ def _lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
                  sub(end, mul(diff, rsub(weight, 1))))
 
 
-# dtypes whose products fit float64 exactly, so that a float64 multiply-add rounds like a
-# fused one (PyTorch's lerp kernels are `fma(w, end - start, start)`)
-_FMA_EMULATED = (dt.float32, dt.float16, dt.bfloat16)
-
-
-def _lerp_fused_multiply_add(input: Tensor, end: Tensor, weight: float) -> Tensor:
-    """PyTorch's CPU and CUDA lerp with a number weight, bit for bit: in the weight's
-    float32 (PyTorch's "opmath"), `fma(w, end - start, start)` below |w| 0.5, else
-    `fma(w - 1, end - start, end)`; a half-float difference is taken in float32."""
-    w = float(struct.unpack("f", struct.pack("f", weight))[0])  # (as float32)
-    small = -0.5 < w < 0.5
-    coeff = w if small else float(struct.unpack("f", struct.pack("f", w - 1.0))[0])
-    if input._dtype is dt.float32:
-        diff = sub(end, input).to(dtype=dt.float64)
-    else:
-        diff = sub(end.to(dtype=dt.float32), input.to(dtype=dt.float32)).to(dtype=dt.float64)
-    base = (input if small else end).to(dtype=dt.float64)
-    out = add(base, mul(diff, coeff)).to(dtype=dt.float32)  # the fma's float32 rounding
-    return out if input._dtype is dt.float32 else out.to(dtype=input._dtype)
-
-
-def _lerp_fused_multiply_add_tensor(input: Tensor, end: Tensor, weight: Tensor) -> Tensor:
-    """The float32 lerp with a weight tensor, bit for bit as PyTorch's kernel: per element
-    `fma(w, end - start, start)` where |w| < 0.5, else `fma(w - 1, end - start, end)`."""
-    small = abs(weight) < 0.5
-    coeff = where(small, weight, sub(weight, 1)).to(dtype=dt.float64)
-    base = where(small, input, end).to(dtype=dt.float64)
-    diff = sub(end, input).to(dtype=dt.float64)
-    return add(base, mul(diff, coeff)).to(dtype=dt.float32)
-
-
 def _addcmul_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
                      value: Any = 1) -> Tensor:
     if tracked(self, tensor1, tensor2):
         return apply_inplace(self, lambda old: addcmul(old, tensor1, tensor2, value=value),
                              tensor1, tensor2, op="addcmul_")
-    half = _half_addc(mul, self, tensor1, tensor2, value)
-    if half is not None and tuple(half.shape) == tuple(self.shape):
-        return self.copy_(half)
+    done = _opmath_inplace(self, "opmath_addcmul", tensor1, tensor2, python_scalar(value))
+    if done is not None:
+        return done
     prod_ = mul(tensor1, tensor2)
     return run_binary("add", self, mul(prod_, value) if value != 1 else prod_, out=self)
 
@@ -1151,9 +1141,9 @@ def _addcdiv_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
         return apply_inplace(self, lambda old: addcdiv(old, tensor1, tensor2, value=value),
                              tensor1, tensor2, op="addcdiv_")
     _no_integer_addcdiv(tensor1, tensor2)
-    half = _half_addc(div, self, tensor1, tensor2, value)
-    if half is not None and tuple(half.shape) == tuple(self.shape):
-        return self.copy_(half)
+    done = _opmath_inplace(self, "opmath_addcdiv", tensor1, tensor2, python_scalar(value))
+    if done is not None:
+        return done
     # PyTorch's kernel: `self + value * tensor1 / tensor2`, the product first
     q = div(mul(tensor1, value), tensor2) if value != 1 else div(tensor1, tensor2)
     return run_binary("add", self, q, out=self)
@@ -1161,40 +1151,22 @@ def _addcdiv_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
 
 @composite(complex=True,
            node_label="AddcmulBackward0", variants="function method inplace", precision=P.PROMOTE,
-           inplace_method=_addcmul_inplace, cost=costs.pointwise(3))
+           inplace_method=_addcmul_inplace, cost=costs.pointwise(3), fused=("opmath_addcmul",))
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """`input + value * tensor1 * tensor2`."""
-    half = _half_addc(mul, input, tensor1, tensor2, value)
-    if half is not None:
-        return half
-    return add(input, mul(mul(tensor1, tensor2), value))
+    return _opmath("opmath_addcmul", lambda: add(input, mul(mul(tensor1, tensor2), value)),
+                   input, tensor1, tensor2, python_scalar(value))
 
 
 @composite(complex=True, variants="function method inplace", precision=P.PROMOTE,
-           inplace_method=_addcdiv_inplace, cost=costs.pointwise(3))
+           inplace_method=_addcdiv_inplace, cost=costs.pointwise(3), fused=("opmath_addcdiv",))
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """`input + value * tensor1 / tensor2`."""
     _no_integer_addcdiv(tensor1, tensor2)
-    half = _half_addc(div, input, tensor1, tensor2, value)
-    if half is not None:
-        return half
     # PyTorch's kernel: `input + value * tensor1 / tensor2`, the product first
-    return add(input, div(mul(tensor1, value), tensor2) if value != 1 else div(tensor1, tensor2))
-
-
-def _half_addc(op: Any, input: Any, tensor1: Any, tensor2: Any, value: Any) -> Tensor | None:
-    """PyTorch's half-precision addcmul/addcdiv: `input + value * tensor1 op tensor2` in
-    float32 (value unrounded), one rounding at the end; addcmul's kernel fuses the last
-    multiply-add (float64 holds that product exactly). None where that does not apply."""
-    value = python_scalar(value)
-    half = _half_operands(input, tensor1, tensor2)
-    if half is None or not isinstance(value, (int, float)) or isinstance(value, bool):
-        return None
-    scaled = mul(tensor1.float(), float(value))
-    if op is mul:
-        fused = binary("add", input.double(), mul(scaled.double(), tensor2.double()))
-        return fused.float().to(dtype=half)
-    return binary("add", input.float(), op(scaled, tensor2.float())).to(dtype=half)
+    return _opmath("opmath_addcdiv", lambda: add(input, div(mul(tensor1, value), tensor2)
+                                                 if value != 1 else div(tensor1, tensor2)),
+                   input, tensor1, tensor2, python_scalar(value))
 
 
 def _no_integer_addcdiv(tensor1: Tensor, tensor2: Tensor) -> None:
