@@ -804,6 +804,8 @@ def _rtruediv(other: Any, input: Tensor) -> Tensor:
     `Tensor.__rtruediv__`); a tensor numerator divides."""
     if isinstance(other, Tensor):
         return binary("div", other, input)
+    if not isinstance(other, numbers.Number):  # a NumPy array: NumPy multiplies (`__rmul__`)
+        return reciprocal(input) * other
     return mul(reciprocal(input), other)
 
 

@@ -1,0 +1,78 @@
+"""Known differences from PyTorch 2.13 (its CPU build is the oracle), closed: NumPy arrays
+beside tensors in Python's operators ..."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+
+def _outcome(lib, expr, **names):
+    """What `expr` gives with `m` as `lib`: (type name, dtype, values) or (error type,
+    message)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # (NumPy on torch's __array_wrap__)
+        try:
+            r = eval(expr, {"m": lib, "np": np, **names})
+        except Exception as err:  # noqa: BLE001 - the error is the outcome compared
+            return type(err).__name__, str(err)
+    if isinstance(r, (lib.Tensor, np.ndarray)):
+        values = np.asarray(r.detach() if isinstance(r, lib.Tensor) else r).tolist()
+        return type(r).__name__, str(r.dtype).split(".")[-1], values
+    return type(r).__name__, r
+
+
+def _same(expr, **names):
+    got = _outcome(ember, expr, **names)
+    want = _outcome(torch, expr, **names)
+    assert got == want, expr
+
+
+# == 1. NumPy arrays beside tensors in operators =========================================
+
+NUMPY_OPERANDS = [
+    "np.ones(3) + m.ones(3)", "np.ones(3) * m.ones(3)", "np.ones(3) - m.ones(3)",
+    "np.ones(3) / m.ones(3)", "np.ones(3) // m.ones(3)", "np.ones(3) % m.ones(3)",
+    "np.ones(3) ** m.ones(3)", "np.ones(3) @ m.ones(3)", "np.ones((2, 3)) @ m.ones(3, 2)",
+    "np.ones(3) < m.ones(3)", "np.ones(3) >= m.ones(3)", "np.ones(3) == m.ones(3)",
+    "np.ones(3) != m.ones(3)", "np.array(2.0) * m.ones(3)",
+    "np.ones(3, np.int32) + m.ones(3)", "np.ones(3, bool) & m.ones(3, dtype=m.bool)",
+    "m.ones(3) + np.ones(3)", "m.ones(3) * np.ones(3, np.float32)", "m.ones(3) @ np.ones(3)",
+    "m.ones(3) > np.ones(3)", "m.ones(3) == np.array([1, 2, 3])", "m.ones(3) / np.ones(3)",
+    "m.ones(3, dtype=m.int64) << np.ones(3, np.int64)", "m.ones(3) + [1.0, 2.0, 3.0]",
+    "m.ones(3, requires_grad=True) + np.ones(3)", "np.ones(3) / m.ones(3, requires_grad=True)",
+    "m.ones(3, requires_grad=True) == np.ones(3)",
+    "np.float32(2) * m.ones(3)", "np.float64(2) * m.ones(3)", "np.int64(2) + m.ones(3)",
+    "np.float64(2) / m.ones(3, dtype=m.int32)", "m.ones(3, dtype=m.int32) + np.int64(2)",
+    "np.float32(2) * m.ones(3, requires_grad=True)", "m.ones(3) + np.bool_(True)",
+    "m.ones(3).__add__(np.ones(3))", "m.ones(3).__rmul__(np.ones(3))",
+    "m.ones(3).__iadd__(np.ones(3))", "m.ones(3).__iadd__(np.float64(2))",
+    "m.ones(3).__lt__(np.ones(3))", "m.ones(3).__rtruediv__(np.ones(3))",
+    "np.greater(m.ones(3), 0)", "np.exp(m.ones(3))", "np.exp(m.tensor(1.0))",
+    "np.add(np.ones(3), m.ones(3))", "np.add.reduce(m.ones(3))",
+]
+
+
+@pytest.mark.parametrize("expr", NUMPY_OPERANDS)
+def test_numpy_operands_as_pytorch(expr):
+    _same(expr)
+
+
+def test_inplace_operator_with_an_array_rebinds_as_pytorch():
+    for lib in (ember, torch):
+        t = lib.ones(3)
+        before = t
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            t += np.ones(3)  # declined: NumPy's `t + array`, a new float64 tensor
+        assert t is not before and t.dtype == lib.float64 and before.tolist() == [1.0] * 3
+        u = lib.ones(3)
+        keep = u
+        u += np.float64(2)  # a NumPy scalar is a number: in place
+        assert u is keep and u.tolist() == [3.0] * 3
