@@ -76,3 +76,44 @@ def test_inplace_operator_with_an_array_rebinds_as_pytorch():
         keep = u
         u += np.float64(2)  # a NumPy scalar is a number: in place
         assert u is keep and u.tolist() == [3.0] * 3
+
+
+# == 2. a second backward through a node that saved a Python number ======================
+
+TWICE = ["x * 2", "2 * x", "x / 2", "x.mul(2)", "m.mul(x, 2.5)", "x.div(3)", "2 / x",
+         "x + 2", "x - 2", "2 - x", "x * x", "x + x", "-x", "x.mean()", "x.sum() * 2",
+         "x.lerp(m.zeros(3), 0.5)", "x.add(m.ones(3), alpha=2)", "x.view(3) * 2",
+         "x.clone().mul_(2)", "x * m.tensor(2.0)"]
+
+
+def _backward_twice(lib, expr):
+    x = lib.ones(3, requires_grad=True)
+    y = eval(expr, {"m": lib, "x": x}).sum()
+    y.backward()
+    try:
+        y.backward()
+    except RuntimeError as err:
+        return str(err)
+    return x.grad.tolist()
+
+
+@pytest.mark.parametrize("expr", TWICE)
+def test_backward_twice_as_pytorch(expr):
+    assert _backward_twice(ember, expr) == _backward_twice(torch, expr)
+
+
+def test_saved_number_fields_as_pytorch():
+    for lib in (ember, torch):
+        x = lib.ones(3, requires_grad=True)
+        y, z = x * 2, x / 3.0
+        other = y.grad_fn._saved_other
+        assert (other.item(), str(other.dtype).split(".")[-1]) == (2, "int64")
+        assert str(z.grad_fn._saved_other.dtype).split(".")[-1] == "float64"
+        assert y.grad_fn._saved_self is None  # not needed: `other` needs no gradient
+        y.sum().backward()
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            _ = y.grad_fn._saved_other
+        w = x * 2
+        w.sum().backward(retain_graph=True)
+        w.sum().backward()
+        assert x.grad.tolist() == [6.0] * 3
