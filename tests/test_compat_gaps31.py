@@ -117,3 +117,29 @@ def test_saved_number_fields_as_pytorch():
         w.sum().backward(retain_graph=True)
         w.sum().backward()
         assert x.grad.tolist() == [6.0] * 3
+
+
+# == 4. list ops refuse an empty list and lists of other lengths ========================
+
+FOREACH = [
+    "m._foreach_add([], 1)", "m._foreach_add([], [])", "m._foreach_mul([], 2)",
+    "m._foreach_add_([], 1)", "m._foreach_neg([])", "m._foreach_sqrt([])",
+    "m._foreach_norm([])", "m._foreach_lerp([], [], 0.5)", "m._foreach_zero_([])",
+    "m._foreach_copy_([], [])", "m._foreach_div([], [])",
+    "m._foreach_add(a, [m.ones(2)])", "m._foreach_add(a, [1.0])",
+    "m._foreach_add(a, [1.0, 2.0])", "m._foreach_mul(a, [m.ones(2)])",
+    "m._foreach_lerp(a, [m.ones(2)], 0.5)", "m._foreach_copy_(a, [m.ones(2)])",
+    "m._foreach_add(a, [m.ones(3), m.ones(2)])", "m._foreach_add(a, [m.ones(1), m.ones(1)])",
+    "m._foreach_addcmul_(a, a, [m.ones(2)])", "m._foreach_addcdiv_(a, a, a, [1.0])",
+]
+
+
+@pytest.mark.parametrize("expr", FOREACH)
+def test_foreach_list_checks_as_pytorch(expr):
+    def outcome(lib):
+        try:
+            r = eval(expr, {"m": lib, "a": [lib.ones(2), lib.ones(3)]})
+        except RuntimeError as err:
+            return str(err)
+        return [t.tolist() for t in r]
+    assert outcome(ember) == outcome(torch), expr
