@@ -143,3 +143,26 @@ def test_foreach_list_checks_as_pytorch(expr):
             return str(err)
         return [t.tolist() for t in r]
     assert outcome(ember) == outcome(torch), expr
+
+
+# == 5. channels_last layouts: keepdim reductions, pixel_shuffle / pixel_unshuffle ======
+
+CL_LAYOUTS = [
+    "x.sum((2, 3), keepdim=True)", "x.mean((2, 3), keepdim=True)",
+    "x.amax((2, 3), keepdim=True)", "x.var((2, 3), keepdim=True)", "x.sum(1, keepdim=True)",
+    "x.sum(0, keepdim=True)", "x.amin(2, keepdim=True)", "x.std((2, 3), keepdim=True)",
+    "m.nn.functional.pixel_shuffle(x, 2)", "m.nn.functional.pixel_unshuffle(x, 2)",
+    "m.nn.functional.pixel_shuffle(x.transpose(2, 3).contiguous().transpose(2, 3), 1)",
+    "m.nn.functional.pixel_shuffle(x[0], 2)",
+]
+
+
+@pytest.mark.parametrize("expr", CL_LAYOUTS)
+def test_channels_last_layouts_as_pytorch(expr):
+    def layout(lib):
+        x = lib.arange(2 * 8 * 4 * 6.0).reshape(2, 8, 4, 6)
+        x = x.contiguous(memory_format=lib.channels_last).requires_grad_()
+        out = eval(expr, {"m": lib, "x": x})
+        out.backward(lib.ones_like(out))
+        return tuple(out.shape), out.stride(), x.grad.stride(), out.detach().flatten().tolist()
+    assert layout(ember) == layout(torch), expr

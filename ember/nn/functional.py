@@ -580,7 +580,13 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     n = len(lead)
     x = input.reshape(*lead, c // (r * r), r, r, h, w)
     x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
-    return x.reshape(*lead, c // (r * r), h * r, w * r)
+    return _shuffled(input, x.reshape(*lead, c // (r * r), h * r, w * r))
+
+
+def _shuffled(input: Tensor, out: Tensor) -> Tensor:
+    """pixel_(un)shuffle's result as PyTorch lays it out: in the memory format `input`
+    suggests (channels_last stays channels_last), row-major otherwise."""
+    return _nnops.kept_format(input, out.contiguous())
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
@@ -595,7 +601,7 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     n = len(lead)
     x = input.reshape(*lead, c, h // r, r, w // r, r)
     x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
-    return x.reshape(*lead, c * r * r, h // r, w // r)
+    return _shuffled(input, x.reshape(*lead, c * r * r, h // r, w // r))
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
