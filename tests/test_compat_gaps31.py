@@ -166,3 +166,23 @@ def test_channels_last_layouts_as_pytorch(expr):
         out.backward(lib.ones_like(out))
         return tuple(out.shape), out.stride(), x.grad.stride(), out.detach().flatten().tolist()
     assert layout(ember) == layout(torch), expr
+
+
+# == 6. cholesky_ex of a matrix that is not positive-definite: LAPACK's partial factor ==
+
+CHOLESKY = [
+    "[[4., 2., 1.], [2., 1., 3.], [1., 3., 2.]]",
+    "[[4., 2., 1., 0.], [2., 5., 3., 1.], [1., 3., -20., 2.], [0., 1., 2., 3.]]",
+    "[[-1.]]", "[[float('nan'), 0.], [0., 1.]]", "[[1., 2.], [2., 1.]]",
+    "[[[4., 2.], [2., 5.]], [[1., 2.], [2., 1.]], [[-2., 0.], [0., 1.]]]",
+]
+
+
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("matrix", CHOLESKY)
+def test_cholesky_ex_partial_factor_as_pytorch(matrix, upper):
+    def factor(lib):
+        a = lib.tensor(eval(matrix), dtype=lib.float64)
+        out = lib.linalg.cholesky_ex(a, upper=upper)
+        return np.asarray(out.L).tobytes(), out.info.tolist(), str(out.info.dtype)[-5:]
+    assert factor(ember) == factor(torch)
