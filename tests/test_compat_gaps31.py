@@ -186,3 +186,23 @@ def test_cholesky_ex_partial_factor_as_pytorch(matrix, upper):
         out = lib.linalg.cholesky_ex(a, upper=upper)
         return np.asarray(out.L).tobytes(), out.info.tolist(), str(out.info.dtype)[-5:]
     assert factor(ember) == factor(torch)
+
+
+# == 7. unsafe_split / unsafe_chunk: memory shared, no autograd views ====================
+
+@pytest.mark.parametrize("call", ["m.unsafe_split(y, 2)", "m.unsafe_chunk(y, 3)",
+                                  "y.unsafe_split_with_sizes([2, 4])", "y.unsafe_split(4)"])
+def test_unsafe_split_pieces_as_pytorch(call):
+    def run(lib):
+        x = lib.arange(6.0)
+        parts = eval(call, {"m": lib, "y": x})
+        shared = [(p._base is None, p.data_ptr() - x.data_ptr()) for p in parts]
+        parts[0].mul_(10)  # writes into x
+        leaf = lib.arange(6.0, requires_grad=True)
+        y = leaf * 1
+        pieces = eval(call, {"m": lib, "y": y})
+        names = {p.grad_fn.name() for p in pieces}
+        pieces[-1].add_(1)  # allowed: no view of y to autograd; y's node stays
+        (pieces[0].sum() * 2 + pieces[-1].sum()).backward()
+        return shared, x.tolist(), names, y.grad_fn.name(), y.tolist(), leaf.grad.tolist()
+    assert run(ember) == run(torch)
