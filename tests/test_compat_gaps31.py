@@ -206,3 +206,25 @@ def test_unsafe_split_pieces_as_pytorch(call):
         (pieces[0].sum() * 2 + pieces[-1].sum()).backward()
         return shared, x.tolist(), names, y.grad_fn.name(), y.tolist(), leaf.grad.tolist()
     assert run(ember) == run(torch)
+
+
+# == 8. max_pool1d's graph as PyTorch's (a 2-D pool between a squeeze and an unsqueeze) ==
+
+def _graph_names(fn, depth=0):
+    if fn is None or depth > 4:
+        return []
+    return [(depth, fn.name().rpartition("::")[2])] + [
+        n for f, _ in fn.next_functions for n in _graph_names(f, depth + 1)]
+
+
+@pytest.mark.parametrize("expr", [
+    "F.max_pool1d(x, 2)", "F.max_pool1d(x, 2, return_indices=True)[0]", "F.max_pool1d(x[0], 2)",
+    "m.nn.MaxPool1d(3, 2, 1)(x)", "F.max_pool1d(x, 2, dilation=2)"])
+def test_max_pool1d_graph_as_pytorch(expr):
+    def run(lib):
+        x = lib.tensor(np.random.default_rng(0).permutation(48).reshape(2, 3, 8) * 1.0,
+                       requires_grad=True)
+        y = eval(expr, {"m": lib, "F": lib.nn.functional, "x": x})
+        y.backward(lib.ones_like(y))
+        return _graph_names(y.grad_fn), y.detach().tolist(), x.grad.tolist()
+    assert run(ember) == run(torch)

@@ -206,6 +206,11 @@ class Node:
     def name(self) -> str:
         return type(self).__name__
 
+    def runs_as(self) -> str:
+        """The name of the PyTorch node whose backward this one runs: its own, but for a
+        node shown as a small graph of PyTorch's (max_pool1d's squeeze of a 2-D pool)."""
+        return self.name()
+
     @property
     def saved_tensors(self) -> tuple:
         if self._freed:

@@ -998,6 +998,8 @@ def _max_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, dila
                                   return_indices)
     if fused is not None:
         values, indices = fused
+        if n == 1 and isinstance(values._node, DeclaredNode):
+            _as_pool2d_node(values._node, unbatched)
         if unbatched:
             values = squeeze(values, 0)
         if not return_indices:
@@ -1013,6 +1015,40 @@ def _max_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, dila
         return values
     indices = _pool_indices(result.indices, x, outs, geom)
     return values, (squeeze(indices, 0) if unbatched else indices)
+
+
+_pool1d_shown: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class _Pool1dNode(DeclaredNode):
+    """A batched 1-D max pool's node, shown as PyTorch's graph of it: a squeeze of a 2-D
+    pool of the unsqueezed input (`next_functions` walks SqueezeBackward1 ->
+    MaxPool2DWithIndicesBackward0 -> UnsqueezeBackward0). The one node runs the backward."""
+
+    __slots__ = ()
+
+    def runs_as(self) -> str:
+        return "MaxPool2DWithIndicesBackward0"
+
+    @property
+    def next_functions(self) -> tuple:
+        shown = _pool1d_shown.get(self)
+        if shown is None:
+            unsqueezed = (ShownNode("UnsqueezeBackward0", self.next_edges), 0)
+            shown = _pool1d_shown[self] = (
+                (ShownNode("MaxPool2DWithIndicesBackward0", (unsqueezed,)), 0),)
+        return tuple((shown_as(e[0]), e[1]) for e in shown)
+
+
+def _as_pool2d_node(node: DeclaredNode, unbatched: bool) -> None:
+    """max_pool1d's node named as PyTorch's, whose 1-D pools with grad run as 2-D ones of
+    height 1: an unbatched input's pool, between the squeeze and unsqueeze it has here
+    too, is the 2-D pool's node; a batched one's is the squeeze around it."""
+    if unbatched:
+        node.label = "MaxPool2DWithIndicesBackward0"
+    else:
+        node.label = "SqueezeBackward1"
+        node.__class__ = _Pool1dNode
 
 
 def _pool_padding_error(op: str, kernel: tuple, padding: tuple, dilation: tuple, k: int,
