@@ -228,3 +228,26 @@ def test_max_pool1d_graph_as_pytorch(expr):
         y.backward(lib.ones_like(y))
         return _graph_names(y.grad_fn), y.detach().tolist(), x.grad.tolist()
     assert run(ember) == run(torch)
+
+
+# == 3. std / var overloads: a bool alone is `unbiased`, an int `unbiased` matches none ==
+
+VARIANCE_CALLS = [
+    "x.std(True)", "x.var(False)", "m.var(x, True)", "m.std_mean(x, True)[0]",
+    "x.std(0, True)", "x.std(0, True, True)", "x.var([0, 1], False, True)",
+    "x.var(dim=0, unbiased=False)", "m.std(x, (0,), keepdim=True)", "x.std(0, correction=0)",
+    "m.var_mean(x, 0, correction=0)[0]", "x.std(None, True)",
+    "x.std(0, 1)", "x.var(0, 0)", "m.std(x, 0, 1)", "m.var_mean(x, 0, 1)", "m.std_mean(x, 0, 1)",
+    "x.std(0, keepdim=1)", "x.var(0, unbiased=0)", "x.std(True, keepdim=True)", "x.std(dim=True)",
+]
+
+
+@pytest.mark.parametrize("expr", VARIANCE_CALLS)
+def test_variance_overloads_as_pytorch(expr):
+    def run(lib):
+        x = lib.tensor([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+        try:
+            return eval(expr, {"m": lib, "x": x}).tolist()
+        except TypeError as err:
+            return str(err).replace("torch.", "ember.")
+    assert run(ember) == run(torch)

@@ -161,10 +161,14 @@ _NUMPY_KEYWORDS = {"dim": ("axis",), "keepdim": ("keepdims",), "input": ("x", "a
 def _numpy_keywords(fn: Callable | None) -> dict[str, str]:
     """{NumPy's keyword: the parameter it names} for the parameters of `fn` that PyTorch
     also accepts under NumPy's name (none that `fn` has a parameter of its own for)."""
-    code = getattr(_unwrapped(fn), "__code__", None)
-    if code is None:
-        return {}
-    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    signature = getattr(fn, "__signature__", None)  # (an overload-matching wrapper's)
+    if signature is not None:
+        params = tuple(signature.parameters)
+    else:
+        code = getattr(_unwrapped(fn), "__code__", None)
+        if code is None:
+            return {}
+        params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
     return {alias: param for param in params for alias in _NUMPY_KEYWORDS.get(param, ())
             if alias not in params}
 
