@@ -251,3 +251,22 @@ def test_variance_overloads_as_pytorch(expr):
         except TypeError as err:
             return str(err).replace("torch.", "ember.")
     assert run(ember) == run(torch)
+
+
+WINDOW_CALLS = [
+    "m.hann_window(5)", "m.hann_window(5, False)", "m.hamming_window(5, True, 0.5, 0.4)",
+    "m.kaiser_window(5, True, 8.0)", "m.bartlett_window(5, dtype=m.float64)",
+    "m.hann_window(5, alpha=0.5)", "m.hann_window(5, True, 1)",
+    "m.blackman_window(5, alpha=0.4)", "m.kaiser_window(5, beta=8.0)",
+    "m.hamming_window(5, True, 0.5, 0.4, 0.1)", "m.bartlett_window(5, False, foo=1)",
+]
+
+
+@pytest.mark.parametrize("expr", WINDOW_CALLS)
+def test_window_overloads_as_pytorch(expr):
+    def run(lib):
+        try:
+            return np.asarray(eval(expr, {"m": lib})).round(6).tolist()
+        except TypeError as err:
+            return str(err).replace("torch.", "ember.")
+    assert run(ember) == run(torch)
