@@ -270,3 +270,20 @@ def test_window_overloads_as_pytorch(expr):
         except TypeError as err:
             return str(err).replace("torch.", "ember.")
     assert run(ember) == run(torch)
+
+
+SORT_CALLS = ["x.sort(0, 1)", "m.sort(x, 0, 1)", "x.sort(-1, 2)", "x.sort(0, None)",
+              "x.sort(0, 1.5)", "x.argsort(1, 0)", "m.argsort(x, 0, 1)",
+              "x.sort(0, True).values", "m.sort(x, 1, False).indices", "x.argsort(0, True)",
+              "m.argsort(x, 1, False)", "x.sort(True)"]
+
+
+@pytest.mark.parametrize("expr", SORT_CALLS)
+def test_sort_positional_overloads_as_pytorch(expr):
+    def run(lib):
+        x = lib.tensor([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+        try:
+            return eval(expr, {"m": lib, "x": x}).tolist()
+        except TypeError as err:
+            return str(err)
+    assert run(ember) == run(torch)
