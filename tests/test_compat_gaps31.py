@@ -287,3 +287,26 @@ def test_sort_positional_overloads_as_pytorch(expr):
         except TypeError as err:
             return str(err)
     assert run(ember) == run(torch)
+
+
+# == 9. instance_norm's graph as PyTorch's (a view of a batch norm of a view) ============
+
+@pytest.mark.parametrize("expr", [
+    "F.instance_norm(x)", "F.instance_norm(x, weight=w, bias=b)",
+    "F.instance_norm(x, m.zeros(3), m.ones(3), use_input_stats=True)",
+    "m.nn.InstanceNorm1d(3)(x)", "F.instance_norm(x.detach(), weight=w)",
+    "m.std(x)", "m.var(x, 1)", "m.std_mean(x)[0]", "m.var_mean(x, 1)[1]"])
+def test_instance_norm_and_variance_node_names_as_pytorch(expr):
+    def run(lib):
+        x = lib.tensor(np.random.default_rng(0).permutation(48).reshape(2, 3, 8) * 1.0,
+                       dtype=lib.float32, requires_grad=True)
+        w = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        b = lib.tensor([0.5, 0.0, -0.5], requires_grad=True)
+        y = eval(expr, {"m": lib, "F": lib.nn.functional, "x": x, "w": w, "b": b})
+        names = _graph_names(y.grad_fn)
+        if "instance_norm" not in expr and "InstanceNorm" not in expr:
+            names = names[:1]  # (the statistics: their own node's name)
+        y.sum().backward()
+        return names, [None if t.grad is None else np.round(t.grad.numpy(), 4).tolist()
+                       for t in (x, w, b)]
+    assert run(ember) == run(torch)

@@ -735,7 +735,8 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
     if bias is not None:
         out = out + bias.reshape(_channel_shape(input))
     # (PyTorch normalises a row-major (1, N * C, ...) view of any input)
-    return in_memory_format(out, ember.contiguous_format)
+    out = in_memory_format(out, ember.contiguous_format)
+    return _nnops.show_instance_norm_graph(out, input, weight, bias)
 
 
 def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
