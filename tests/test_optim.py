@@ -858,12 +858,15 @@ def test_sgd_without_a_fused_kernel_matches_torch(kwargs, data, monkeypatch):
 
 def test_list_op_errors_name_the_op():
     a, b = [ember.ones(3)], [ember.ones(3), ember.ones(3)]
-    with pytest.raises(RuntimeError, match=r"^_foreach_add_: tensor lists must have the same "
-                                           r"length, got 1 and 2"):
+    # (PyTorch's words; the op in a note)
+    with pytest.raises(RuntimeError, match=r"^Tensor lists must have the same number of "
+                                           r"tensors, got 1 and 2") as info:
         ember._foreach_add_(a, b)
-    with pytest.raises(RuntimeError, match=r"^_fused_sgd_: tensor lists must have the same "
-                                           r"length, got 1 and 2"):
+    assert info.value.__notes__ == ["_foreach_add_"]
+    with pytest.raises(RuntimeError, match=r"^Tensor lists must have the same number of "
+                                           r"tensors, got 1 and 2") as info:
         ember._fused_sgd_(a, b, [None], lr=0.1)
+    assert info.value.__notes__ == ["_fused_sgd_"]
     p = [ember.ones(3, requires_grad=True)]
     with pytest.raises(RuntimeError, match=r"^_fused_sgd_: list ops do not record autograd; "
                                            r"run them under ember.no_grad\(\)"):

@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ember.core import forward_ad as fw
+from ember.core import graph
 from ember.core.dispatch import run
 from ember.core.grad_mode import state
 from ember.core.graph import Node, SavedTensor, default_label, edge_of
@@ -55,7 +56,7 @@ def grad_operands(op: Op) -> tuple[str, ...]:
 
 
 # where a value a formula reads comes from
-_OPERAND, _REST, _RESULT, _SHAPE, _REST_SHAPES, _ATTR, _NEEDS = range(7)
+_OPERAND, _REST, _RESULT, _SHAPE, _REST_SHAPES, _ATTR, _NEEDS, _WRAPPED = range(8)
 
 
 def record_grad(op: Op, operands: Sequence[Any], attrs: dict, result: Tensor,
@@ -92,9 +93,14 @@ def _declared_node(op: Op, operands: Sequence[Any], attrs: dict, result: Tensor,
     saved: list[SavedTensor] = []
     values: list[Any] = []  # per plan step: the value, or a marker of where it was saved
     stored = False  # whether `values` holds a marker
+    wraps = False  # whether it keeps a number PyTorch saves as a tensor (Grad.wrapped)
     for source, where in plan.steps:
         if source is _OPERAND:
             value = operands[where]
+        elif source is _WRAPPED:
+            value = operands[where]
+            if not isinstance(value, Tensor) and not graph.composing:
+                wraps = stored = True  # kept as it is, freed as a saved tensor
         elif source is _RESULT:
             if edges:  # kept unlinked from the node it belongs to (graph.SavedTensor)
                 stored = True
@@ -138,7 +144,7 @@ def _declared_node(op: Op, operands: Sequence[Any], attrs: dict, result: Tensor,
             links.append(None)
             metas.append(None)
     return DeclaredNode(label or plan.label, plan, tuple(links), needs, saved, values, metas,
-                        stored)
+                        stored, wraps)
 
 
 def _propagate_tangent(op: Op, operands: Sequence[Any], attrs: dict, result: Tensor,
@@ -171,20 +177,26 @@ class DeclaredNode(Node):
     """The graph node of an op with a declared gradient: its backward evaluates the
     declaration's formulas on what the node kept."""
 
-    __slots__ = ("label", "plan", "values", "metas", "stored")
+    __slots__ = ("label", "plan", "values", "metas", "stored", "wraps")
 
     def __init__(self, label: str, plan: _Plan, edges: tuple, needs: tuple,
-                 saved: list[SavedTensor], values: list, metas: list, stored: bool = True
-                 ) -> None:
+                 saved: list[SavedTensor], values: list, metas: list, stored: bool = True,
+                 wraps: bool = False) -> None:
         # Node's fields, set here directly: a node is made for every recorded op
         self.next_edges, self.needs, self.attrs = edges, needs, _NO_ATTRS
         self._saved = tuple(saved)
         self._freed, self.pre_hooks, self.retain, self.post_hooks = False, None, None, None
         self.label, self.plan, self.values, self.metas = label, plan, values, metas
         self.stored = stored  # whether `values` marks saved tensors (else plain values)
+        self.wraps = wraps  # whether it kept a number as PyTorch's saved tensor
 
     def name(self) -> str:
         return self.label
+
+    def release(self) -> None:
+        if self._saved or self.wraps:
+            self._saved = ()
+            self._freed = True
 
     def __getattr__(self, attr: str) -> Any:
         """PyTorch's `grad_fn._saved_<name>`: a value the node kept for backward, by the
@@ -196,8 +208,20 @@ class DeclaredNode(Node):
         if name == "self":
             name = "input"
         if name not in self.plan.reads:
+            if name in self.plan.known:  # a field of PyTorch's node this node did not need
+                return None
             raise AttributeError(f"'{self.label}' object has no attribute '{attr}'")
-        value = self.values[self.plan.reads.index(name)]
+        i = self.plan.reads.index(name)
+        value = self.values[i]
+        if self.plan.steps[i][0] is _WRAPPED and type(value) is not _Stored:  # a number
+            from ember.core import dtype as dt
+            from ember.core.creation import tensor
+
+            self.saved_tensors  # noqa: B018 - raises once freed, as PyTorch
+            # PyTorch's wrapped number: bool, int64, float64 or complex128
+            wide = dt.float64 if isinstance(value, float) else \
+                dt.complex128 if isinstance(value, complex) else None
+            return tensor(value, dtype=wide)
         if type(value) is _Stored:
             saved = self.saved_tensors  # raises once freed, as PyTorch
             value = saved[value.index] if value.count is None else \
@@ -250,15 +274,16 @@ class _Plan:
     """What a node of an op keeps, for one combination of operands needing a gradient,
     and how its formulas read it back."""
 
-    __slots__ = ("label", "steps", "formulas", "each", "reads")
+    __slots__ = ("label", "steps", "formulas", "each", "reads", "known")
 
     def __init__(self, label: str, steps: tuple, formulas: tuple, each: tuple | None,
-                 reads: tuple[str, ...] = ()):
+                 reads: tuple[str, ...] = (), known: frozenset[str] = frozenset()):
         self.label = label  # the node's name unless the caller gives one
         self.steps = steps  # (source, where) of each value a formula reads
         self.reads = reads  # the name of each (a formula's parameter name)
         self.formulas = formulas  # per operand: (fn, positions in steps) or None
         self.each = each  # or (fn, positions) for a formula of all operands
+        self.known = known  # what any formula of the op reads, needed here or not
 
 
 def _make_plan(op: Op, needs: tuple[bool, ...]) -> _Plan:
@@ -275,7 +300,7 @@ def _make_plan(op: Op, needs: tuple[bool, ...]) -> _Plan:
     steps = []
     for name in reads:
         if name in index:
-            steps.append((_OPERAND, index[name]))
+            steps.append((_WRAPPED if name in spec.wrapped else _OPERAND, index[name]))
         elif name == rest:
             steps.append((_REST, len(fixed)))
         elif name == "result":
@@ -296,7 +321,8 @@ def _make_plan(op: Op, needs: tuple[bool, ...]) -> _Plan:
         return formula.fn, tuple(position[r] for r in formula.reads)
     return _Plan(spec.label or default_label(op.name), tuple(steps),
                  tuple(compiled(f, n, need) for f, n, need in zip(needed, names, needs)),
-                 compiled(spec.each), tuple(reads))
+                 compiled(spec.each), tuple(reads),
+                 frozenset(r for f in spec.formulas.values() for r in f.reads))
 
 
 def _not_implemented(op: str, operand: str) -> Any:

@@ -30,6 +30,8 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
+
 from ember.core import interpose, torch_function, tracing
 from ember.core.backend import host_out_of_memory
 from ember.core.dispatch import check_castable, refuse_complex, write_into
@@ -159,10 +161,14 @@ _NUMPY_KEYWORDS = {"dim": ("axis",), "keepdim": ("keepdims",), "input": ("x", "a
 def _numpy_keywords(fn: Callable | None) -> dict[str, str]:
     """{NumPy's keyword: the parameter it names} for the parameters of `fn` that PyTorch
     also accepts under NumPy's name (none that `fn` has a parameter of its own for)."""
-    code = getattr(_unwrapped(fn), "__code__", None)
-    if code is None:
-        return {}
-    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    signature = getattr(fn, "__signature__", None)  # (an overload-matching wrapper's)
+    if signature is not None:
+        params = tuple(signature.parameters)
+    else:
+        code = getattr(_unwrapped(fn), "__code__", None)
+        if code is None:
+            return {}
+        params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
     return {alias: param for param in params for alias in _NUMPY_KEYWORDS.get(param, ())
             if alias not in params}
 
@@ -332,9 +338,20 @@ def _inplace_method(op: Op, fn: Callable) -> Callable:
 
 
 def is_operand(x: Any) -> bool:
-    """Whether a Python operator should handle `x` (else it returns NotImplemented)."""
-    return isinstance(x, (Tensor, int, float)) or hasattr(x, "__array__") or \
-        isinstance(x, numbers.Number)
+    """Whether a Python operator should handle `x` (else it returns NotImplemented): a
+    tensor or a number, NumPy's scalars included. PyTorch's operators decline NumPy arrays,
+    so NumPy computes `t + array` itself and wraps its result (`Tensor.__array_wrap__`),
+    and `array < t` is Python's TypeError."""
+    return isinstance(x, (Tensor, int, float, numbers.Number, np.bool_))
+
+
+def _is_operand_or_array(x: Any) -> bool:
+    return is_operand(x) or isinstance(x, np.ndarray)
+
+
+# the operators that take a NumPy array all the same in PyTorch: `t == array` compares,
+# `array / t` is its `t.reciprocal() * array` (which NumPy computes)
+_ARRAY_OPERATORS = frozenset({"__eq__", "__rtruediv__"})
 
 
 # PyTorch's nodes for a number on the left: `1 - x` is rsub, `1 / x` a reciprocal times 1
@@ -350,10 +367,24 @@ def _foreign_operand(op: Op, dunder: str, self: Tensor, other: Any) -> Any:
     return torch_function.dispatch_op(op, dunder, (self, other), {})
 
 
+def _inplace_operator(method: Callable) -> Callable:
+    """`t += other`: the in-place method, or NotImplemented for what PyTorch's operators
+    decline (Python then tries `t + other`: NumPy computes `t += array` into a new tensor)."""
+    def inplace(self: Tensor, other: Any) -> Any:
+        if not isinstance(other, Tensor) and not is_operand(other) and \
+                not torch_function.foreign((other,)):
+            return NotImplemented
+        return method(self, other)
+    inplace.__name__ = method.__name__
+    inplace.__doc__ = method.__doc__
+    return inplace
+
+
 def _operator(op: Op, dunder: str, impl: Callable) -> Callable:
     # (the binary operators check the op-entry hooks inline: `a + b` is the hottest call)
     if dunder in INPLACE:
-        return getattr(Tensor, op.name + "_")
+        return _inplace_operator(getattr(Tensor, op.name + "_"))
+    operand = _is_operand_or_array if dunder in _ARRAY_OPERATORS else is_operand
     if dunder in REFLECTED:
         label = _REFLECTED_LABELS.get(dunder)
         # `2 * t` is PyTorch's `t.mul(2)` for the commutative ops (the node's first edge is
@@ -361,7 +392,7 @@ def _operator(op: Op, dunder: str, impl: Callable) -> Callable:
         swap = dunder in ("__radd__", "__rmul__")
 
         def reflected(self: Tensor, other: Any) -> Any:
-            if not isinstance(other, Tensor) and not is_operand(other):
+            if not isinstance(other, Tensor) and not operand(other):
                 return _foreign_operand(op, dunder, self, other)
             args = (self, other) if swap else (other, self)
             hook = interpose.active
@@ -376,7 +407,7 @@ def _operator(op: Op, dunder: str, impl: Callable) -> Callable:
         return reflected
     if dunder in FORWARD:
         def forward(self: Tensor, other: Any) -> Any:
-            if not isinstance(other, Tensor) and not is_operand(other):
+            if not isinstance(other, Tensor) and not operand(other):
                 return _foreign_operand(op, dunder, self, other)
             hook = interpose.active
             try:

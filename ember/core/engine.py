@@ -127,7 +127,7 @@ def _tied(node: Node, results: tuple) -> tuple:
         return tuple(results)
     # (empty templates keep each gradient's dtype and device, not its memory)
     metas = [None if g is None else (tuple(g.shape), g.new_empty((0,))) for g in results]
-    zeros = TIED_TO_INPUT[node.name()]
+    zeros = TIED_TO_INPUT[node.runs_as()]
 
     def back(tied: Node, grads: Any) -> tuple:
         if not zeros:
@@ -234,7 +234,7 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
                 if create_graph:
                     if node.name() in ONCE_DIFFERENTIABLE:
                         results = _delayed_errors(node, results)
-                    elif node.name() in TIED_TO_INPUT:
+                    elif node.runs_as() in TIED_TO_INPUT:
                         results = _tied(node, results)
             else:  # nothing reached this node: it sends nothing on
                 results = (None,) * len(node.next_edges)

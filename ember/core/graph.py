@@ -162,12 +162,22 @@ def relabel(out: Any, label: str, inputs: Sequence[Any]) -> Any:
     return out
 
 
+composing = 0
+"""How many decomposed ops (`labelled`) are running: their inner ops' nodes are their
+PyTorch node's insides (a number their `mul` reads is no saved tensor of PyTorch's)."""
+
+
 def labelled(label: str | Callable[..., str | None], fn: Callable) -> Callable:
     """`fn`, its result's new graph node named `label` (or `label(*args, **kwargs)`; None
     leaves it) while grad mode is on: how a decomposed op shows PyTorch's node name."""
     @functools.wraps(fn)
     def named(*args: Any, **kwargs: Any) -> Any:
-        out = fn(*args, **kwargs)
+        global composing
+        composing += 1
+        try:
+            out = fn(*args, **kwargs)
+        finally:
+            composing -= 1
         if state.enabled:
             name = label if isinstance(label, str) else label(*args, **kwargs)
             if name is not None:
@@ -195,6 +205,11 @@ class Node:
 
     def name(self) -> str:
         return type(self).__name__
+
+    def runs_as(self) -> str:
+        """The name of the PyTorch node whose backward this one runs: its own, but for a
+        node shown as a small graph of PyTorch's (max_pool1d's squeeze of a 2-D pool)."""
+        return self.name()
 
     @property
     def saved_tensors(self) -> tuple:

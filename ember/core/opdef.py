@@ -110,6 +110,11 @@ class Grad:
     - `<operand>_shape`: that operand's shape (nothing saved);
     - `needs`: which operands need a gradient (a tuple of bools).
 
+    `wrapped` names the operands PyTorch types as tensors that a Python number may fill
+    (mul's and div's `other`): its binding makes the number a tensor, so a formula that
+    reads it saves it, and a second backward through the node raises as for a saved
+    tensor (`grad_fn._saved_other` shows it as a 0-d tensor).
+
     A returned gradient is summed down to its operand's shape (broadcasting) and cast to
     its dtype when they differ, so formulas need not do either. Formulas are written with
     ember ops, so gradients run on the forward's device and can be differentiated again
@@ -117,13 +122,15 @@ class Grad:
     """
 
     def __init__(self, label: str | None = None, *, each: Callable[..., Any] | None = None,
-                 operands: tuple[str, ...] = (), **formulas: Callable[..., Any]) -> None:
+                 operands: tuple[str, ...] = (), wrapped: tuple[str, ...] = (),
+                 **formulas: Callable[..., Any]) -> None:
         if (each is None) == (not formulas):
             raise TypeError("Grad: give one formula per operand, or `each=`, not both")
         self.label = label  # the node's name (PyTorch's, e.g. "MulBackward0")
         self.formulas = {name: _formula(f) for name, f in formulas.items()}
         self.each = None if each is None else _formula(each)
         self.operands = operands
+        self.wrapped = wrapped
         self.plans: dict[tuple[bool, ...], Any] = {}  # ember.core.apply's, by `needs`
 
 

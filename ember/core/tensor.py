@@ -709,6 +709,17 @@ class Tensor:
         arr = host_array(self)
         return arr if dtype is None else arr.astype(dtype)
 
+    def __array_wrap__(self, array: Any, context: Any = None, return_scalar: bool = False
+                       ) -> Tensor:
+        """NumPy's result of a ufunc that took this tensor (`np.sin(t)`, `t + array`), as a
+        tensor sharing its memory: PyTorch's, which makes a bool result uint8 and a
+        scalar result a 0-d tensor."""
+        from ember.core.creation import from_numpy
+
+        if array.dtype == bool:
+            array = array.astype("uint8")
+        return from_numpy(array)
+
     def __bool__(self) -> bool:
         n = self.numel()
         if n != 1:  # PyTorch's messages

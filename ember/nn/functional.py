@@ -592,7 +592,13 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     n = len(lead)
     x = input.reshape(*lead, c // (r * r), r, r, h, w)
     x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
-    return x.reshape(*lead, c // (r * r), h * r, w * r)
+    return _shuffled(input, x.reshape(*lead, c // (r * r), h * r, w * r))
+
+
+def _shuffled(input: Tensor, out: Tensor) -> Tensor:
+    """pixel_(un)shuffle's result as PyTorch lays it out: in the memory format `input`
+    suggests (channels_last stays channels_last), row-major otherwise."""
+    return _nnops.kept_format(input, out.contiguous())
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
@@ -607,7 +613,7 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     n = len(lead)
     x = input.reshape(*lead, c, h // r, r, w // r, r)
     x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
-    return x.reshape(*lead, c * r * r, h // r, w // r)
+    return _shuffled(input, x.reshape(*lead, c * r * r, h // r, w // r))
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
@@ -741,7 +747,8 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
     if bias is not None:
         out = out + bias.reshape(_channel_shape(input))
     # (PyTorch normalises a row-major (1, N * C, ...) view of any input)
-    return in_memory_format(out, ember.contiguous_format)
+    out = in_memory_format(out, ember.contiguous_format)
+    return _nnops.show_instance_norm_graph(out, input, weight, bias)
 
 
 def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,

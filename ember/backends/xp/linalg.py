@@ -267,14 +267,23 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             logabsdet = xp.log(xp.abs(diagonal)).sum(axis=-1)
         return pack(sign, logabsdet, batch=batch)
 
-    def cholesky_info(m):
-        """The order of the first leading minor of `m` that is not positive-definite."""
-        for k in range(1, m.shape[-1] + 1):
-            try:
-                linalg.cholesky(m[:k, :k])
-            except lapack_error:
-                return k
-        return 0
+    def partial_cholesky(m):
+        """LAPACK's potrf on one matrix that may not be positive-definite: the lower
+        factor's columns before the first pivot that is not positive (or NaN), that
+        pivot's value `a_jj - |l_j|^2` on the diagonal, `m`'s own lower entries after it
+        (the strict upper triangle zero), and the order of that minor (0: none)."""
+        n = m.shape[-1]
+        factor = xp.tril(m)
+        for j in range(n):
+            row = factor[j, :j]
+            pivot = (m[j, j] - (row * row.conj()).sum()).real
+            if not pivot > 0:
+                factor[j, j] = pivot
+                return factor, j + 1
+            root = math.sqrt(float(pivot))
+            factor[j, j] = root
+            factor[j + 1:, j] = (m[j + 1:, j] - factor[j + 1:, :j] @ row.conj()) / root
+        return factor, 0
 
     def adjoint(m):
         m = xp.swapaxes(m, -1, -2)
@@ -284,20 +293,22 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         # LAPACK reads the named triangle: the upper one of A is the lower one of A^H
         src = adjoint(a) if upper else a
         batch = a.shape[:-2]
+        info = xp.zeros(batch, dtype=xp.int64)
         try:
             factor = linalg.cholesky(src)
-            info = xp.zeros(batch, dtype=xp.int64)
+            # LAPACK stops at a NaN pivot too (NumPy's factor is then NaN from there on)
+            failed = xp.isnan(xp.diagonal(factor, axis1=-2, axis2=-1)).any(axis=-1)
         except lapack_error:
-            flat = src.reshape((math.prod(batch),) + src.shape[-2:])
-            info = xp.asarray([cholesky_info(m) for m in flat], dtype=xp.int64).reshape(batch)
-            bad = (info > 0)[..., None, None]
-            factor = xp.where(bad, xp.nan, linalg.cholesky(
-                xp.where(bad, xp.eye(a.shape[-1], dtype=a.dtype), src)))
-        # LAPACK stops at a NaN pivot too (NumPy's factor is then NaN from there on)
-        diagonal = xp.diagonal(factor, axis1=-2, axis2=-1)
-        if diagonal.shape[-1]:
-            nan = xp.isnan(diagonal)
-            info = xp.where((info == 0) & nan.any(axis=-1), xp.argmax(nan, axis=-1) + 1, info)
+            factor, failed = xp.zeros_like(src), xp.ones(batch, dtype=bool)
+        if bool(failed.any()):  # LAPACK's partial factors, one matrix at a time
+            factor, info = factor.copy(), info.copy()
+            for index in zip(*xp.nonzero(failed)) if batch else [()]:
+                index = tuple(int(i) for i in index)
+                factor[index], info[index] = partial_cholesky(src[index])
+            ok = (info == 0)[..., None, None]
+            if bool(ok.any()):
+                factor = xp.where(ok, linalg.cholesky(xp.where(ok, src, xp.eye(
+                    a.shape[-1], dtype=a.dtype))), factor)
         if upper:  # U = L^H
             factor = adjoint(factor)
         return pack(factor, info, batch=batch)

@@ -738,7 +738,8 @@ def _declare_binary(name: str, kind: str, doc: str, *, grad: Grad | None = None,
 mul = _declare_binary("mul", "arith", "Multiplies `input` by `other`, with broadcasting.",
                       operators="__mul__ __rmul__ __imul__", aliases="multiply", complex=True,
                       grad=Grad(input=lambda grad, other: grad * conj(other),
-                                other=lambda grad, input: grad * conj(input)))
+                                other=lambda grad, input: grad * conj(input),
+                                wrapped=("other",)))
 floor_divide = _declare_binary(
     "floor_divide", "arith", "Divides `input` by `other` and rounds the quotient down.",
     operators="__floordiv__ __rfloordiv__ __ifloordiv__",
@@ -825,13 +826,16 @@ def _rtruediv(other: Any, input: Tensor) -> Tensor:
     `Tensor.__rtruediv__`); a tensor numerator divides."""
     if isinstance(other, Tensor):
         return binary("div", other, input)
+    if not isinstance(other, numbers.Number):  # a NumPy array: NumPy multiplies (`__rmul__`)
+        return reciprocal(input) * other
     return mul(reciprocal(input), other)
 
 
 div = define("div", Kind.PRIMITIVE, _div_fn, variants=_ARITH, rule=_binary_rule("div", "float"),
              cost=costs.pointwise(1), complex=True,
              grad=Grad(input=lambda grad, other: grad / conj(other),
-                       other=lambda grad, input, other: -(grad * conj(input / (other * other)))),
+                       other=lambda grad, input, other: -(grad * conj(input / (other * other))),
+                       wrapped=("other",)),
              operators="__truediv__ __rtruediv__ __itruediv__",
              operator_impl=functools.partial(binary, "div"), reflected_impl=_rtruediv,
              aliases="divide true_divide",

@@ -59,14 +59,19 @@ _SIGNATURES = {
 }
 
 
-def _check(op: str, xs: list, lists: list) -> None:
-    """Same lengths, no autograd recording; errors name `op`. (Devices are checked by
+def _check(op: str, xs: list, lists: list, scalars: list | None = None) -> None:
+    """A list of one tensor or more, lists of the same length (`scalars`, a list of
+    numbers, too), in PyTorch's words; no autograd recording. (Devices are checked by
     `run_fused` for the kernel, and by `_check_devices` before the per-tensor loop.)"""
+    if not xs:
+        raise with_context(RuntimeError("Tensor list must have at least one tensor."), op)
     for other in lists:
         if len(other) != len(xs):
-            raise with_context(
-                RuntimeError(f"Tensor lists must have the same number of tensors, got "
-                             f"{len(xs)} and {len(other)}"), f"in {op}")
+            raise with_context(RuntimeError(f"Tensor lists must have the same number of "
+                                            f"tensors, got {len(xs)} and {len(other)}"), op)
+    if scalars is not None and len(scalars) != len(xs):
+        raise with_context(RuntimeError("Tensor list must have same number of elements as "
+                                        "scalar list."), op)
     if is_grad_enabled() and any(x._requires_grad for x in xs):
         raise RuntimeError(f"{op}: list ops do not record autograd; run them under "
                            "ember.no_grad()")
@@ -94,12 +99,13 @@ def _list_op(name: str, inplace: bool) -> Callable[..., Any]:
         xs = list(self)
         args = tuple(list(a) if _is_list(a) else a for a in args)
         lists = [a for a in args if _is_list(a)]
-        _check(op, xs, lists)
+        scalars = [a for a in args if isinstance(a, (list, tuple)) and not _is_list(a)]
+        _check(op, xs, lists, scalars[0] if scalars else None)
         if name == "neg" and any(x._dtype is dt.bool_ for x in xs):  # before any kernel
             raise bool_negation_error()
-        if not xs:
-            return self if inplace else ()
-        fused = run_fused(op, xs, *args, **kwargs)
+        # (shapes that differ broadcast in the per-tensor loop, or raise PyTorch's error)
+        same = all(a[i].shape == x.shape for a in lists for i, x in enumerate(xs))
+        fused = run_fused(op, xs, *args, **kwargs) if same else None
         if fused is not None:  # (a tuple out of place; in place, the list given, as PyTorch's)
             return self if inplace else tuple(fused)
         _check_devices(op, xs, lists)
@@ -255,6 +261,8 @@ del _name, _inplace, _op
 @composite(variants="function", cost=_list_cost)
 def _foreach_norm(self: Sequence[Tensor], ord: float = 2) -> tuple[Tensor, ...]:
     """The p-norm of each tensor, as a tuple of 0-d tensors."""
+    if not self:
+        raise RuntimeError("Tensor list must have at least one tensor.")
     with no_grad():
         return tuple(norm(x, ord) for x in self)
 

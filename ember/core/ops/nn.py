@@ -38,7 +38,7 @@ from ember.core.declare import composite, fused_kernel, primitive
 from ember.core.dispatch import device_mismatch, run_fused
 from ember.core.errors import warn_once, with_context
 from ember.core.grad_mode import no_grad, state
-from ember.core.graph import ShownNode, record, shown_as
+from ember.core.graph import ShownNode, edge_of, record, shown_as
 from ember.core.host import dtype_arg
 from ember.core.memory_format import row_major
 from ember.core.opdef import OPS, Cost, Grad, OutMeta, metadata_rule
@@ -998,6 +998,8 @@ def _max_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, dila
                                   return_indices)
     if fused is not None:
         values, indices = fused
+        if n == 1 and isinstance(values._node, DeclaredNode):
+            _as_pool2d_node(values._node, unbatched)
         if unbatched:
             values = squeeze(values, 0)
         if not return_indices:
@@ -1013,6 +1015,79 @@ def _max_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, dila
         return values
     indices = _pool_indices(result.indices, x, outs, geom)
     return values, (squeeze(indices, 0) if unbatched else indices)
+
+
+_graphs_shown: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_SHOWING_CLASSES: dict[type, type] = {}
+
+
+def _showing_class(cls: type) -> type:
+    """`cls` with the `next_functions` of PyTorch's graph kept for each node in
+    `_graphs_shown` (one subclass per node class, no slots of its own)."""
+    shown = _SHOWING_CLASSES.get(cls)
+    if shown is None:
+        def next_functions(self: Any) -> tuple:
+            return tuple((shown_as(e[0]), e[1]) if e is not None else (None, 0)
+                         for e in _graphs_shown[self])
+        shown = _SHOWING_CLASSES[cls] = type(cls.__name__, (cls,), {
+            "__slots__": (), "next_functions": property(next_functions)})
+    return shown
+
+
+def show_instance_norm_graph(out: Tensor, input: Tensor, weight: Tensor | None,
+                             bias: Tensor | None) -> Tensor:
+    """`out`, instance_norm's decomposed result, its node shown as PyTorch's graph of
+    instance_norm: a view of a batch norm of a view of `input`, `weight` and `bias` each
+    repeated over the batch (`ViewBackward0 -> NativeBatchNormBackward0 -> ...`). The
+    decomposition's nodes still run the backward."""
+    node = out._node
+    if node is None or not hasattr(node, "label") or node is input._node:
+        return out
+
+    def shown(name: str, t: Tensor | None) -> tuple | None:
+        edge = None if t is None else edge_of(t)
+        return None if edge is None else (ShownNode(name, (edge,)), 0)
+    norm = ShownNode("NativeBatchNormBackward0", (
+        shown("ViewBackward0", input), shown("RepeatBackward0", weight),
+        shown("RepeatBackward0", bias)))
+    node.label = "ViewBackward0"
+    node.__class__ = _showing_class(type(node))
+    _graphs_shown[node] = ((norm, 0),)
+    return out
+
+
+_pool1d_shown: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class _Pool1dNode(DeclaredNode):
+    """A batched 1-D max pool's node, shown as PyTorch's graph of it: a squeeze of a 2-D
+    pool of the unsqueezed input (`next_functions` walks SqueezeBackward1 ->
+    MaxPool2DWithIndicesBackward0 -> UnsqueezeBackward0). The one node runs the backward."""
+
+    __slots__ = ()
+
+    def runs_as(self) -> str:
+        return "MaxPool2DWithIndicesBackward0"
+
+    @property
+    def next_functions(self) -> tuple:
+        shown = _pool1d_shown.get(self)
+        if shown is None:
+            unsqueezed = (ShownNode("UnsqueezeBackward0", self.next_edges), 0)
+            shown = _pool1d_shown[self] = (
+                (ShownNode("MaxPool2DWithIndicesBackward0", (unsqueezed,)), 0),)
+        return tuple((shown_as(e[0]), e[1]) for e in shown)
+
+
+def _as_pool2d_node(node: DeclaredNode, unbatched: bool) -> None:
+    """max_pool1d's node named as PyTorch's, whose 1-D pools with grad run as 2-D ones of
+    height 1: an unbatched input's pool, between the squeeze and unsqueeze it has here
+    too, is the 2-D pool's node; a batched one's is the squeeze around it."""
+    if unbatched:
+        node.label = "MaxPool2DWithIndicesBackward0"
+    else:
+        node.label = "SqueezeBackward1"
+        node.__class__ = _Pool1dNode
 
 
 def _pool_padding_error(op: str, kernel: tuple, padding: tuple, dilation: tuple, k: int,

@@ -26,6 +26,8 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.creation import arange, zeros
 from ember.core.declare import composite
+from ember.core.grad_mode import no_grad
+from ember.core.graph import record
 from ember.core.inplace import metadata_inplace
 from ember.core.ops.elementwise import refuse_complex_autograd, to_dtype
 from ember.core.ops.indexing import index_select, narrow, select, split, tensor_split, unbind
@@ -178,23 +180,42 @@ def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) ->
     return split(input, [int(s) for s in split_sizes], dim)
 
 
+def _unsafe(label: str, input: Tensor, dim: int, split_pieces: Callable[[], tuple]) -> tuple:
+    """The pieces of a split as PyTorch's `unsafe_*` ops return them: sharing `input`'s
+    memory, but no views of it to autograd (no `_base`, a version counter of their own),
+    so an in-place write into one is allowed and leaves `input`'s graph alone; one
+    `label` node takes all their gradients back."""
+    with no_grad():
+        pieces = split_pieces()
+    outs = tuple(Tensor._make(p._data, p._dtype, p._device, p._backend) for p in pieces)
+    d = normalize_dim(label, dim, input.ndim)
+
+    def backward(node: Any, grads: Any) -> tuple:
+        full = [zeros(meta[0], dtype=meta[1], device=meta[2]) if g is None else g
+                for g, meta in zip(grads, node.attrs["_out_meta"])]
+        return (cat(full, d),)
+    record(label, backward, (input,), outs)
+    return outs
+
+
 @composite(complex=True, cost=costs.view)
 def unsafe_split(input: Tensor, split_size: int, dim: int = 0) -> tuple:
-    """`split` into pieces of `split_size` (PyTorch skips the checks of in-place writes
-    through the pieces; the values are split's)."""
-    return split(input, split_size, dim)
+    """`split` into pieces of `split_size` that are no views to autograd: in-place writes
+    into them are allowed (see `_unsafe`)."""
+    return _unsafe("UnsafeSplitBackward0", input, dim, lambda: split(input, split_size, dim))
 
 
 @composite(complex=True, cost=costs.view)
 def unsafe_split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple:
     """`split_with_sizes` (see `unsafe_split`)."""
-    return split(input, [int(s) for s in split_sizes], dim)
+    return _unsafe("UnsafeSplitWithSizesBackward0", input, dim,
+                   lambda: split(input, [int(s) for s in split_sizes], dim))
 
 
 @composite(complex=True, cost=costs.view)
 def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
-    """`chunk` (see `unsafe_split`)."""
-    return input.chunk(chunks, dim)
+    """`chunk` (see `unsafe_split`; PyTorch's node is unsafe_split's)."""
+    return _unsafe("UnsafeSplitBackward0", input, dim, lambda: input.chunk(chunks, dim))
 
 
 # -- flips, rotations, ravel ----------------------------------------------------------

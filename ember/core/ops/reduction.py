@@ -15,6 +15,8 @@ Kernels (signatures of their rules):
 from __future__ import annotations
 
 import builtins  # this module defines sum, max, min, all and any: the ops
+import functools
+import inspect
 import math
 import operator
 import warnings
@@ -439,11 +441,57 @@ def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
 # -- statistics -----------------------------------------------------------------------
 
 
-@composite(complex=True, node_label="VarBackward0", traced_as_node=True, cost=costs.reduction(4))
+def _variance_overloads(op: str, method: bool) -> Any:
+    """`fn` (var, std, var_mean, std_mean) behind PyTorch's overload match: `(dim,
+    unbiased, keepdim)`, `(dim, *, correction, keepdim)` and `(unbiased)`, so a bool
+    alone is `unbiased` (`x.std(True)`, over all elements), and an `unbiased` or
+    `keepdim` that is no bool matches none (PyTorch's TypeError)."""
+    def wrap(fn: Any) -> Any:
+        def checked(input: Any, *args: Any, **kwargs: Any) -> Any:
+            named = dict(zip(("dim", "unbiased", "keepdim"), args), **kwargs)
+            if len(args) == 1 and not kwargs and isinstance(args[0], bool):  # (unbiased)
+                return fn(input, unbiased=args[0])
+            if builtins.any(k in named and not isinstance(named[k], bool)
+                            for k in ("unbiased", "keepdim")) or isinstance(
+                    named.get("dim"), bool):
+                raise _variance_overload_error(op, method, args, kwargs)
+            return fn(input, *args, **kwargs)
+        functools.update_wrapper(checked, fn, updated=())
+        del checked.__wrapped__
+        checked.__signature__ = inspect.signature(fn)
+        return checked
+    return wrap
+
+
+def _variance_overload_error(op: str, method: bool, args: tuple, kwargs: dict) -> TypeError:
+    out = "" if op.endswith("_mean") else ", *, Tensor out = None"
+    signatures = [f"(tuple of ints dim, bool unbiased = True, bool keepdim = False{out})",
+                  "(tuple of ints dim = None, *, Number correction = None, bool keepdim = "
+                  f"False{out.replace(', *', '')})", "(bool unbiased = True)"]
+    if method:
+        signatures = [sig.replace(", *, Tensor out = None", "").replace(
+            ", Tensor out = None", "") for sig in signatures]
+    else:
+        signatures = [sig.replace("(", "(Tensor input, ", 1) for sig in signatures]
+    got = ["Tensor"] * (not method) + [type(a).__name__ for a in args] + \
+        [f"{k}={type(v).__name__}" for k, v in kwargs.items()]
+    if "dim" in kwargs and isinstance(kwargs["dim"], bool):  # (its parser's own listing)
+        return invalid_combination(op, ", ".join(got) + ", ", signatures,
+                                   "      didn't match because some of the keywords were "
+                                   "incorrect: dim\n")
+    return invalid_combination(op, ", ".join(got), signatures)
+
+
 def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: Any = None) -> Tensor:
     """The variance over `dim`, with Bessel's correction by default (`correction=1`)."""
     return _variance("var", input, dim, unbiased, keepdim, correction)
+
+
+_var = var
+var = composite(complex=True, node_label="VarBackward0", traced_as_node=True,
+                cost=costs.reduction(4), method=_variance_overloads("var", True)(_var))(
+    _variance_overloads("var", False)(_var))
 
 
 _NO_FREEDOM = ("{}(): degrees of freedom is <= 0. Correction should be strictly less than the "
@@ -473,11 +521,16 @@ def _variance(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: 
     return total / (n - correction if n - correction > 0 else float("nan"))
 
 
-@composite(complex=True, node_label="StdBackward0", cost=costs.reduction(5))
 def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: Any = None) -> Tensor:
     """The standard deviation over `dim` (see `var`)."""
     return _root(_variance("std", input, dim, unbiased, keepdim, correction))
+
+
+_std = std
+std = composite(complex=True, node_label="StdBackward0", cost=costs.reduction(5),
+                method=_variance_overloads("std", True)(_std))(
+    _variance_overloads("std", False)(_std))
 
 
 def _root(variance: Tensor) -> Tensor:
@@ -491,6 +544,7 @@ def _root(variance: Tensor) -> Tensor:
 
 @composite(node_label="VarMeanBackward0",
            variants="function", cost=costs.reduction(5))
+@_variance_overloads("var_mean", False)
 def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
              keepdim: bool = False, *, correction: Any = None) -> tuple:
     """(`var`, `mean`) over `dim`."""
@@ -500,6 +554,7 @@ def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
 
 @composite(node_label="StdMeanBackward0",
            variants="function", cost=costs.reduction(5))
+@_variance_overloads("std_mean", False)
 def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
              keepdim: bool = False, *, correction: Any = None) -> tuple:
     """(`std`, `mean`) over `dim`."""

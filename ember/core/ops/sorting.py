@@ -123,6 +123,11 @@ def _sort_overload_error(op: str, method: bool, args: tuple, kwargs: dict) -> Ty
     note = "      didn't match because some of the keywords were incorrect: " \
         f"{', '.join(wrong)}\n" if wrong and len(args) <= 2 and (method or op == "argsort") \
         else ""
+    if len(args) == 2 and not kwargs and not isinstance(args[1], bool) and \
+            (method or op == "argsort"):  # (its listing marks both, dim too)
+        marked = ["Tensor"] * first + [f"!{type(a).__name__}!" for a in args]
+        note = "      didn't match because some of the arguments have invalid types: " \
+            f"({', '.join(marked)})\n"
     return invalid_combination(op, ", ".join(got), (stable_sig, plain_sig), note)
 
 
@@ -131,7 +136,8 @@ def _sort_overloads(op: str, method: bool) -> Callable[[Callable], Callable]:
     def wrap(fn: Callable) -> Callable:
         def checked(input: Any, *args: Any, **kwargs: Any) -> Any:
             if args and ("stable" in kwargs or len(args) > 2 or (
-                    len(args) == 1 and not kwargs and isinstance(args[0], bool))):
+                    len(args) == 1 and not kwargs and isinstance(args[0], bool)) or (
+                    len(args) == 2 and not kwargs and not isinstance(args[1], bool))):
                 raise _sort_overload_error(op, method, args, kwargs)
             return fn(input, *args, **kwargs)
         # fn's name, documentation and signature, but no `__wrapped__`: `checked` is what

@@ -11,6 +11,8 @@ and divided by the window's summed square. All of it is differentiable.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import warnings
 from typing import Any
@@ -295,14 +297,40 @@ def _window_args(name: str, length: Any, periodic: Any, *params: tuple[str, Any]
         got = [type(length).__name__] + [
             (f"{n}=" if i > first_gap else "") + type(v).__name__
             for i, (n, v) in enumerate(zip(names, values)) if v is not None]
-        overloads = ["int window_length"]
-        for n in names:
-            overloads.append(overloads[-1] + (", bool periodic" if n == "periodic"
-                                              else f", float {n}"))
-        keywords = _WINDOW_KEYWORDS.replace("torch.", dt.API_NAME + ".")
-        raise invalid_combination(name, ", ".join(got),
-                                  (f"({o}, *, {keywords})" for o in overloads))
+        raise _window_error(name, got, names[1:])
     return True if periodic is None else periodic
+
+
+def _window_error(name: str, got: list[str], params: Any) -> TypeError:
+    """PyTorch's refusal of a window call matching none of its overloads: `(N)`, `(N,
+    periodic)`, then one more of `params` (float parameters) each."""
+    overloads = ["int window_length"]
+    for n in ("periodic", *params):
+        overloads.append(overloads[-1] + (", bool periodic" if n == "periodic"
+                                          else f", float {n}"))
+    keywords = _WINDOW_KEYWORDS.replace("torch.", dt.API_NAME + ".")
+    return invalid_combination(name, ", ".join(got),
+                               (f"({o}, *, {keywords})" for o in overloads))
+
+
+def _window_overloads(*params: str) -> Any:
+    """A window function that refuses, in PyTorch's words, what its Python signature
+    would (a keyword it lacks, such as `hann_window(5, alpha=0.5)`; too many arguments)."""
+    def wrap(fn: Any) -> Any:
+        name = fn.__name__
+        known = set(inspect.signature(fn).parameters) - {"window_length"}
+
+        def checked(window_length: Any, *args: Any, **kwargs: Any) -> Any:
+            if len(args) > 1 + len(params) or not kwargs.keys() <= known:
+                got = [type(window_length).__name__] + [type(a).__name__ for a in args] + \
+                    [f"{k}={type(v).__name__}" for k, v in kwargs.items()]
+                raise _window_error(name, got, params)
+            return fn(window_length, *args, **kwargs)
+        functools.update_wrapper(checked, fn, updated=())
+        del checked.__wrapped__
+        checked.__signature__ = inspect.signature(fn)
+        return checked
+    return wrap
 
 
 def _cosine_window(name: str, length: int, periodic: bool, terms: tuple[float, ...],
@@ -323,6 +351,7 @@ def _cosine_window(name: str, length: int, periodic: bool, terms: tuple[float, .
 
 
 @composite(variants="function", cost=costs.creation)
+@_window_overloads()
 def hann_window(window_length: int, periodic: bool | None = None, *, dtype: Any = None,
                 device: Any = None, requires_grad: bool = False) -> Tensor:
     """The Hann window, `0.5 - 0.5 cos(2 pi n / (N - 1))` (periodic: of N + 1 points,
@@ -333,6 +362,7 @@ def hann_window(window_length: int, periodic: bool | None = None, *, dtype: Any 
 
 
 @composite(variants="function", cost=costs.creation)
+@_window_overloads("alpha", "beta")
 def hamming_window(window_length: int, periodic: bool | None = None,
                    alpha: float | None = None, beta: float | None = None, *,
                    dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -345,6 +375,7 @@ def hamming_window(window_length: int, periodic: bool | None = None,
 
 
 @composite(variants="function", cost=costs.creation)
+@_window_overloads()
 def blackman_window(window_length: int, periodic: bool | None = None, *, dtype: Any = None,
                     device: Any = None, requires_grad: bool = False) -> Tensor:
     """The Blackman window, `0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))`
@@ -362,6 +393,7 @@ def blackman_window(window_length: int, periodic: bool | None = None, *, dtype: 
 
 
 @composite(variants="function", cost=costs.creation)
+@_window_overloads("beta")
 def kaiser_window(window_length: int, periodic: bool | None = None,
                   beta: float | None = None, *,
                   dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -383,6 +415,7 @@ def kaiser_window(window_length: int, periodic: bool | None = None,
 
 
 @composite(variants="function", cost=costs.creation)
+@_window_overloads()
 def bartlett_window(window_length: int, periodic: bool | None = None, *, dtype: Any = None,
                     device: Any = None, requires_grad: bool = False) -> Tensor:
     """The Bartlett (triangular) window, `1 - |2 n / (N - 1) - 1|`."""
