@@ -8,8 +8,10 @@ out, and `pytest.raises(match=...)` searches both.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 E = TypeVar("E", bound=BaseException)
@@ -29,6 +31,17 @@ def invalid_combination(op: str, got: str, signatures: Iterable[str],
     listed = "".join(f" * {signature}\n" for signature in signatures)
     return TypeError(f"{op}() received an invalid combination of arguments - got ({got}), "
                      f"but expected one of:\n{listed}{notes}")
+
+
+def as_overload_check(checked: Callable, fn: Callable) -> Callable:
+    """`checked`, a wrapper that refuses the calls PyTorch's overloads of `fn` refuse
+    (with :func:`invalid_combination`) and calls `fn` otherwise, given `fn`'s name,
+    documentation and signature but no `__wrapped__`: `checked` is what the op binds
+    (inspect.unwrap stops there)."""
+    functools.update_wrapper(checked, fn, updated=())
+    del checked.__wrapped__
+    checked.__signature__ = inspect.signature(fn)
+    return checked
 
 
 _warned: set[str] = set()  # the messages warn_once has given

@@ -15,8 +15,6 @@ Kernels (signatures of their rules):
 from __future__ import annotations
 
 import builtins  # this module defines sum, max, min, all and any: the ops
-import functools
-import inspect
 import math
 import operator
 import warnings
@@ -28,7 +26,7 @@ from ember.core.apply import apply_labelled, record_grad
 from ember.core.creation import arange, zeros
 from ember.core.declare import composite, fused_kernel, primitive, write_out
 from ember.core.dispatch import run, run_fused, user_stacklevel
-from ember.core.errors import invalid_combination, with_context
+from ember.core.errors import as_overload_check, invalid_combination, with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
 from ember.core.host import dtype_arg
@@ -456,10 +454,7 @@ def _variance_overloads(op: str, method: bool) -> Any:
                     named.get("dim"), bool):
                 raise _variance_overload_error(op, method, args, kwargs)
             return fn(input, *args, **kwargs)
-        functools.update_wrapper(checked, fn, updated=())
-        del checked.__wrapped__
-        checked.__signature__ = inspect.signature(fn)
-        return checked
+        return as_overload_check(checked, fn)
     return wrap
 
 

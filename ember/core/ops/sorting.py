@@ -9,8 +9,6 @@ back to the elements picked (PyTorch's `value_selecting_reduction_backward`).
 
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +18,7 @@ from ember.core.apply import record_grad
 from ember.core.creation import arange, full, tensor
 from ember.core.declare import composite
 from ember.core.dispatch import run
-from ember.core.errors import invalid_combination
+from ember.core.errors import as_overload_check, invalid_combination
 from ember.core.grad_mode import no_grad
 from ember.core.opdef import OPS, Grad
 from ember.core.opdef import Precision as P
@@ -140,12 +138,7 @@ def _sort_overloads(op: str, method: bool) -> Callable[[Callable], Callable]:
                     len(args) == 2 and not kwargs and not isinstance(args[1], bool))):
                 raise _sort_overload_error(op, method, args, kwargs)
             return fn(input, *args, **kwargs)
-        # fn's name, documentation and signature, but no `__wrapped__`: `checked` is what
-        # the op binds (inspect.unwrap stops here)
-        functools.update_wrapper(checked, fn, updated=())
-        del checked.__wrapped__
-        checked.__signature__ = inspect.signature(fn)
-        return checked
+        return as_overload_check(checked, fn)
     return wrap
 
 

@@ -11,7 +11,6 @@ and divided by the window's summed square. All of it is differentiable.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import math
 import warnings
@@ -23,7 +22,7 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.creation import arange, full, ones, tensor
 from ember.core.declare import composite
-from ember.core.errors import invalid_combination
+from ember.core.errors import as_overload_check, invalid_combination
 from ember.core.host import dtype_arg
 from ember.core.opdef import Precision as P
 from ember.core.ops import fft
@@ -326,10 +325,7 @@ def _window_overloads(*params: str) -> Any:
                     [f"{k}={type(v).__name__}" for k, v in kwargs.items()]
                 raise _window_error(name, got, params)
             return fn(window_length, *args, **kwargs)
-        functools.update_wrapper(checked, fn, updated=())
-        del checked.__wrapped__
-        checked.__signature__ = inspect.signature(fn)
-        return checked
+        return as_overload_check(checked, fn)
     return wrap
 
 
