@@ -99,6 +99,7 @@ COMPLEX_OPS = frozenset({"view_as_real", "conj_physical", "_fft_c2c", "_fft_r2c"
 SHARED_OPS = SHARED_OPS | COMPLEX_OPS
 CUPY_NAMES = CUPY_NAMES | frozenset("conj fft complex64".split())
 CUPY_NAMES = CUPY_NAMES | frozenset(["copysign"])  # erf's sign, remainder's zero
+CUPY_NAMES = CUPY_NAMES | frozenset(["zeros_like"])  # cholesky_ex's partial factor
 
 
 def _complex_calls() -> list:
