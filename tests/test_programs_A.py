@@ -747,6 +747,16 @@ PROGRAMS_T31 = [
 ]
 PROGRAM_SPECS += PROGRAMS_T31
 
+# set V: Whisper's log-mel encoder (stft, mel matmul, log10 clamp, sinusoids, MHA + SDPA),
+# GATv2 graph utilities, PointNet++ set abstraction, FPN + RoIAlign by grid_sample
+PROGRAMS_V31 = [
+    Program("whisper_encoder.py", trends=[Trend(r"step +\d+ loss ([\d.]+)", 0.8, 0.3)],
+            same=r"(audio .*|hann window .*|stft .*|filters .*|mel .*|sinusoids .*|"
+                 r"buffers .*|encoder out .*|accuracy .*|sdpa mask agrees .*)",
+            first=r"step +\d+ loss ([\d.]+)", long=True),
+]
+PROGRAM_SPECS += PROGRAMS_V31
+
 
 def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
     workdir.mkdir()
