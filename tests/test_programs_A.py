@@ -754,6 +754,10 @@ PROGRAMS_V31 = [
             same=r"(audio .*|hann window .*|stft .*|filters .*|mel .*|sinusoids .*|"
                  r"buffers .*|encoder out .*|accuracy .*|sdpa mask agrees .*)",
             first=r"step +\d+ loss ([\d.]+)", long=True),
+    Program("gatv2_graph.py", trends=[Trend(r"Epoch: \d+, Loss: ([\d.]+)", 0.6, 0.3)],
+            same=r"(edge_index .*|coalesced .*|self loops .*|degree .*|unique .*|adj .*|"
+                 r"small .*|sparse.mm .*|attention .*|Test accuracy .*)",
+            first=r"Epoch: \d+, Loss: ([\d.]+)", long=True),
 ]
 PROGRAM_SPECS += PROGRAMS_V31
 
