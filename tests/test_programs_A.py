@@ -758,6 +758,11 @@ PROGRAMS_V31 = [
             same=r"(edge_index .*|coalesced .*|self loops .*|degree .*|unique .*|adj .*|"
                  r"small .*|sparse.mm .*|attention .*|Test accuracy .*)",
             first=r"Epoch: \d+, Loss: ([\d.]+)", long=True),
+    Program("pointnet2_ssg.py", trends=[Trend(r"Epoch \d+ lr [\d.]+ loss ([\d.]+)", 0.6, 0.3)],
+            same=r"(points .*|square_distance .*|fps .*|index_points .*|ball query .*|"
+                 r"grouped .*|group_all .*|max over samples .*|argmax .*|gather .*|sort .*|"
+                 r"eval .*|Epoch \d+ lr [\d.]+ )",
+            first=r"first batch loss ([\d.]+)", long=True),
 ]
 PROGRAM_SPECS += PROGRAMS_V31
 
