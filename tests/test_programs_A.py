@@ -763,6 +763,10 @@ PROGRAMS_V31 = [
                  r"grouped .*|group_all .*|max over samples .*|argmax .*|gather .*|sort .*|"
                  r"eval .*|Epoch \d+ lr [\d.]+ )",
             first=r"first batch loss ([\d.]+)", long=True),
+    Program("fpn_roialign.py", trends=[Trend(r"iter +\d+ lr [\d.]+ loss ([\d.]+)", 0.8, 0.3)],
+            same=r"(images .*|nearest .*|maxpool .*|affine grid .*|grid sample .*|roi_align .*|"
+                 r"encode .*|decode .*|box_iou .*|levels .*|smooth_l1 .*|fpn .*|eval .*)",
+            first=r"iter +\d+ lr [\d.]+ loss ([\d.]+)", long=True),
 ]
 PROGRAM_SPECS += PROGRAMS_V31
 
