@@ -1,0 +1,68 @@
+"""What the set V programs (Whisper's encoder, GATv2, PointNet++, FPN + RoIAlign) found
+ember doing differently from PyTorch: attention rows a mask takes out entirely, matmul's
+grad_fn names, GELU's error message."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import ember  # noqa: E402
+
+NEG = float("-inf")
+
+
+def _grad_fn_name(t) -> str:
+    return type(t.grad_fn).__name__
+
+
+@pytest.mark.parametrize("mask", ["bool", "float", "causal"])
+def test_sdpa_fully_masked_row_is_zero_not_nan(mask: str) -> None:
+    """PyTorch's math attention (its `_safe_softmax`) gives a row that attends to nothing
+    zeros, and a zero gradient, where a plain softmax gives NaN."""
+    outs = []
+    for lib in (torch, ember):
+        q = lib.ones(1, 2, 3, requires_grad=True)
+        k = lib.ones(1, 2, 3)
+        v = lib.arange(6.0).view(1, 2, 3)
+        kwargs = {"bool": {"attn_mask": lib.tensor([[True, False], [False, False]])},
+                  "float": {"attn_mask": lib.tensor([[0.0, NEG], [NEG, NEG]])},
+                  "causal": {"is_causal": True}}[mask]
+        if mask == "causal":  # more keys than queries: no row fully masked
+            k, v = lib.ones(1, 3, 3), lib.arange(9.0).view(1, 3, 3)
+        out = lib.nn.functional.scaled_dot_product_attention(q, k, v, **kwargs)
+        out.sum().backward()
+        outs.append((out.tolist(), q.grad.tolist()))
+    assert outs[1] == outs[0]
+
+
+@pytest.mark.parametrize("shapes", [((2,), (2,)), ((2,), (2, 2)), ((2, 2), (2,)),
+                                    ((2, 2), (2, 2)), ((2,), (2, 2, 2)), ((2, 2, 2), (2,)),
+                                    ((2, 2, 2), (2, 2)), ((2, 2), (2, 2, 2)),
+                                    ((2, 2, 2), (2, 2, 2)), ((2, 2, 2, 2), (2, 2))])
+@pytest.mark.parametrize("which", ["input", "other"])
+def test_matmul_grad_fn_names(shapes, which: str) -> None:
+    """matmul's node is the last step of PyTorch's folding: Dot/Mv/Mm for small operands,
+    a squeeze (vector @ matrix), an _unsafe_view of the batched product, or a clone (a
+    matrix @ a batch when the matrix needs its gradient)."""
+    names = []
+    for lib in (torch, ember):
+        a, b = lib.ones(*shapes[0]), lib.ones(*shapes[1])
+        (a if which == "input" else b).requires_grad_(True)
+        names.append(_grad_fn_name(lib.matmul(a, b)))
+    assert names[1] == names[0]
+
+
+def test_bmm_mm_mv_keep_their_names() -> None:
+    for lib in (torch, ember):
+        a = lib.ones(2, 2, 2, requires_grad=True)
+        got = [_grad_fn_name(f) for f in (lib.bmm(a, a), lib.mm(a[0], a[0]),
+                                           lib.mv(a[0], a[0, 0]), a @ a)]
+        assert got == ["BmmBackward0", "MmBackward0", "MvBackward0", "UnsafeViewBackward0"]
+
+
+def test_gelu_bad_approximate_message() -> None:
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError) as info:
+            lib.nn.functional.gelu(lib.ones(2), approximate="x")
+        assert str(info.value).split("\n")[0] == \
+            "approximate argument must be either none or tanh."
