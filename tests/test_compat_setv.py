@@ -66,3 +66,37 @@ def test_gelu_bad_approximate_message() -> None:
             lib.nn.functional.gelu(lib.ones(2), approximate="x")
         assert str(info.value).split("\n")[0] == \
             "approximate argument must be either none or tanh."
+
+
+@pytest.mark.parametrize("size", [(2, 2), (2, 3), (3, 4), (4, 2)])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_antialiased_interpolate_is_row_major(size, channels_last: bool) -> None:
+    """interpolate(antialias=True) writes its result in the input's memory format, not
+    the transposed view its height pass leaves."""
+    got = []
+    for lib in (torch, ember):
+        x = lib.arange(96.0).view(2, 3, 4, 4)
+        if channels_last:
+            x = x.to(memory_format=lib.channels_last)
+        out = lib.nn.functional.interpolate(x, size=size, mode="bilinear", antialias=True)
+        got.append((out.stride(), out.flatten().tolist()))
+    assert got[1][0] == got[0][0]
+    assert got[1][1] == pytest.approx(got[0][1], rel=1e-5)
+
+
+@pytest.mark.parametrize("reduce", ["max", "min"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_takes_legacy_max_min(reduce: str, include_self: bool) -> None:
+    """scatter_reduce's kernel still takes "max"/"min" (amax/amin); its backward refuses
+    them, with PyTorch's message."""
+    got = []
+    for lib in (torch, ember):
+        x = lib.tensor([1.0, 5.0, 2.0, 7.0, 3.0], requires_grad=True)
+        index = lib.tensor([0, 1, 0, 1, 3])
+        out = lib.full((4,), 2.0).scatter_reduce(0, index, x, reduce, include_self=include_self)
+        with pytest.raises(RuntimeError) as info:
+            out.sum().backward()
+        got.append((out.tolist(), str(info.value).split("\n")[0]))
+    assert got[1] == got[0]
+    assert got[0][1] == (f"Expected 'reduce' to be one of 'sum', 'prod', 'mean', 'amax', "
+                         f"'amin' but got {reduce}.")

@@ -542,7 +542,8 @@ def _antialiased(input: Tensor, out_sizes: list[int], scales: list, align_corner
         w = _aa_weights(out_sizes[d], input.shape[dim], scales[d], align_corners, mode)
         wt = ember.tensor(w, dtype=input.dtype, device=input.device)
         out = ember.matmul(out.movedim(dim, -1), wt.t()).movedim(-1, dim)
-    return out
+    # ATen writes its result row-major (the height's pass leaves a transposed view here)
+    return in_memory_format(out, ember.contiguous_format)
 
 
 def upsample(input: Tensor, size: Any = None, scale_factor: Any = None,
