@@ -100,3 +100,25 @@ def test_scatter_reduce_takes_legacy_max_min(reduce: str, include_self: bool) ->
     assert got[1] == got[0]
     assert got[0][1] == (f"Expected 'reduce' to be one of 'sum', 'prod', 'mean', 'amax', "
                          f"'amin' but got {reduce}.")
+
+
+def _stft_refusal(lib, case: int) -> str:
+    x = lib.randn(1, 2, 40) if case == 1 else lib.randn(2, 40) if case == 4 else lib.randn(40)
+    kwargs = [{"center": False}, {}, {"window": lib.ones(8)}, {"hop_length": 0},
+              {"win_length": 20, "onesided": True, "normalized": True}][case]
+    if case == 0:
+        x = x[:5]
+    if case == 3:
+        x = x.double()
+    with pytest.raises(RuntimeError) as info:
+        lib.stft(x, 16, return_complex=case != 4, **kwargs)
+    return str(info.value).split("\n")[0]
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_stft_errors_name_the_call(case: int) -> None:
+    """stft's argument checks answer with PyTorch's kernel's words: the padded signal's
+    type and shape and every argument, then what was wrong."""
+    # (ember names its own types ember.FloatTensor, torch's under `python -m ember.run`)
+    assert _stft_refusal(ember, case).replace("ember.", "torch.") == \
+        _stft_refusal(torch, case)
