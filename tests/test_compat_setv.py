@@ -122,3 +122,31 @@ def test_stft_errors_name_the_call(case: int) -> None:
     # (ember names its own types ember.FloatTensor, torch's under `python -m ember.run`)
     assert _stft_refusal(ember, case).replace("ember.", "torch.") == \
         _stft_refusal(torch, case)
+
+
+@pytest.mark.parametrize("op", ["scatter", "scatter_add", "scatter_reduce"])
+@pytest.mark.parametrize("case", ["rank", "size"])
+def test_scatter_shape_errors_word_for_word(op: str, case: str) -> None:
+    """The scatter family's shape checks say PyTorch's words, ember's context in a note."""
+    got = []
+    for lib in (torch, ember):
+        if case == "rank":
+            base, index, src = lib.zeros(3, 2), lib.tensor([0, 1]), lib.ones(2, 2)
+        else:
+            base, index, src = lib.zeros(3, 1), lib.tensor([[0, 1], [0, 0]]), lib.ones(2, 2)
+        args = ("sum",) if op == "scatter_reduce" else ()
+        with pytest.raises(RuntimeError) as info:
+            getattr(base, op)(0, index, src, *args)
+        got.append(str(info.value).split("\n")[0])
+    assert got[1] == got[0]
+
+
+def test_sparse_to_dense_grad_fn() -> None:
+    names = []
+    for lib in (torch, ember):
+        values = lib.tensor([1.0, 2.0], requires_grad=True)
+        adj = lib.sparse_coo_tensor(lib.tensor([[0, 1], [1, 0]]), values, (2, 2))
+        dense = adj.to_dense()
+        dense.pow(2).sum().backward()
+        names.append((type(dense.grad_fn).__name__, values.grad.tolist()))
+    assert names[1] == names[0] == ("ToDenseBackward0", [2.0, 4.0])

@@ -148,16 +148,16 @@ def _scatter_rule(op: str):
             return OutMeta(input.shape, input.dtype, None)
         for other, name in ((input, "self"), (src, "src")):
             if index.ndim != other.ndim:
-                raise RuntimeError(f"{op}: Index tensor must have the same number of "
-                                   f"dimensions as {name} tensor (self "
-                                   f"{fmt_shape(input.shape)}, index "
-                                   f"{fmt_shape(index.shape)}, src {fmt_shape(src.shape)})")
+                raise with_context(RuntimeError(f"Index tensor must have the same number of "
+                                                f"dimensions as {name} tensor"),
+                                   f"{op}: self {fmt_shape(input.shape)}, index "
+                                   f"{fmt_shape(index.shape)}, src {fmt_shape(src.shape)}")
         for d in range(input.ndim):
             if index.shape[d] > src.shape[d] or (d != dim and index.shape[d] > input.shape[d]):
-                raise RuntimeError(f"{op}: Expected index {fmt_shape(index.shape)} to be no "
-                                   f"larger than self {fmt_shape(input.shape)} apart from "
-                                   f"dimension {dim} and to be no larger size than src "
-                                   f"{fmt_shape(src.shape)}")
+                raise with_context(RuntimeError(
+                    f"Expected index {fmt_shape(index.shape)} to be no larger than self "
+                    f"{fmt_shape(input.shape)} apart from dimension {dim} and to be no larger "
+                    f"size than src {fmt_shape(src.shape)}"), f"{op}, along dimension {d}")
         if src.dtype is not input.dtype:
             raise _scatter_dtype_error()
         return OutMeta(input.shape, input.dtype, None)
