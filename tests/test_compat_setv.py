@@ -150,3 +150,17 @@ def test_sparse_to_dense_grad_fn() -> None:
         dense.pow(2).sum().backward()
         names.append((type(dense.grad_fn).__name__, values.grad.tolist()))
     assert names[1] == names[0] == ("ToDenseBackward0", [2.0, 4.0])
+
+
+def test_sparse_times_sparse_grad_fn() -> None:
+    """sparse @ sparse: torch.sparse.mm's node is SparseSparseMatmulBackward0, mm's and
+    matmul's MmBackward0; the values' gradient flows through both factors."""
+    got = []
+    for lib in (torch, ember):
+        values = lib.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        adj = lib.sparse_coo_tensor(lib.tensor([[0, 1, 1, 2], [2, 0, 0, 1]]), values, (3, 3))
+        products = [lib.sparse.mm(adj, adj.t()), lib.mm(adj, adj.t()), adj @ adj]
+        lib.sparse.sum(products[0]).backward()
+        got.append(([type(p.grad_fn).__name__ for p in products],
+                    [p.to_dense().tolist() for p in products], values.grad.tolist()))
+    assert got[1] == got[0]
