@@ -747,6 +747,29 @@ PROGRAMS_T31 = [
 ]
 PROGRAM_SPECS += PROGRAMS_T31
 
+# set V: Whisper's log-mel encoder (stft, mel matmul, log10 clamp, sinusoids, MHA + SDPA),
+# GATv2 graph utilities, PointNet++ set abstraction, FPN + RoIAlign by grid_sample
+PROGRAMS_V31 = [
+    Program("whisper_encoder.py", trends=[Trend(r"step +\d+ loss ([\d.]+)", 0.8, 0.3)],
+            same=r"(audio .*|hann window .*|stft .*|filters .*|mel .*|sinusoids .*|"
+                 r"buffers .*|encoder out .*|accuracy .*|sdpa mask agrees .*)",
+            first=r"step +\d+ loss ([\d.]+)", long=True),
+    Program("gatv2_graph.py", trends=[Trend(r"Epoch: \d+, Loss: ([\d.]+)", 0.6, 0.3)],
+            same=r"(edge_index .*|coalesced .*|self loops .*|degree .*|unique .*|adj .*|"
+                 r"small .*|sparse.mm .*|attention .*|Test accuracy .*)",
+            first=r"Epoch: \d+, Loss: ([\d.]+)", long=True),
+    Program("pointnet2_ssg.py", trends=[Trend(r"Epoch \d+ lr [\d.]+ loss ([\d.]+)", 0.6, 0.3)],
+            same=r"(points .*|square_distance .*|fps .*|index_points .*|ball query .*|"
+                 r"grouped .*|group_all .*|max over samples .*|argmax .*|gather .*|sort .*|"
+                 r"eval .*|Epoch \d+ lr [\d.]+ )",
+            first=r"first batch loss ([\d.]+)", long=True),
+    Program("fpn_roialign.py", trends=[Trend(r"iter +\d+ lr [\d.]+ loss ([\d.]+)", 0.8, 0.3)],
+            same=r"(images .*|nearest .*|maxpool .*|affine grid .*|grid sample .*|roi_align .*|"
+                 r"encode .*|decode .*|box_iou .*|levels .*|smooth_l1 .*|fpn .*|eval .*)",
+            first=r"iter +\d+ lr [\d.]+ loss ([\d.]+)", long=True),
+]
+PROGRAM_SPECS += PROGRAMS_V31
+
 
 def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
     workdir.mkdir()

@@ -237,7 +237,7 @@ class SparseTensor(SparseLayout):
         """The dense tensor of these entries (duplicates summed); differentiable."""
         if dtype is not None:
             raise RuntimeError("dtype argument is not supported by sparse_to_dense")
-        return to_dense(self)
+        return labelled(to_dense(self), "ToDenseBackward0")
 
     def to_sparse(self, sparse_dim: int | None = None) -> SparseTensor:
         if sparse_dim is not None and sparse_dim != self.sparse_dim():

@@ -47,7 +47,10 @@ def _sparse_dense_mm(s: SparseTensor, d: Tensor, op: str) -> Tensor:
         raise RuntimeError(f"{op}: expected a 2-D sparse matrix (sparse_dim 2, dense_dim 0), "
                            f"got sparse_dim {s.sparse_dim()} and dense_dim {s.dense_dim()}")
     if d.is_sparse:  # sparse @ sparse: a sparse result of the product's nonzeros
-        return _sparse_dense_mm(s, d.to_dense(), op).to_sparse()
+        out = _sparse_dense_mm(s, d.to_dense(), op).to_sparse()
+        out._vals = labelled(out._vals, "SparseSparseMatmulBackward0" if op == "sparse.mm"
+                             else "MmBackward0")
+        return out
     if d.ndim not in (1, 2):
         raise RuntimeError(f"{op}: expected the dense operand to be 1-D or 2-D, got "
                            f"{d.ndim}-D")

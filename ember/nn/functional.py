@@ -542,7 +542,8 @@ def _antialiased(input: Tensor, out_sizes: list[int], scales: list, align_corner
         w = _aa_weights(out_sizes[d], input.shape[dim], scales[d], align_corners, mode)
         wt = ember.tensor(w, dtype=input.dtype, device=input.device)
         out = ember.matmul(out.movedim(dim, -1), wt.t()).movedim(-1, dim)
-    return out
+    # ATen writes its result row-major (the height's pass leaves a transposed view here)
+    return in_memory_format(out, ember.contiguous_format)
 
 
 def upsample(input: Tensor, size: Any = None, scale_factor: Any = None,
@@ -1289,10 +1290,20 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
             scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
         else:
             scores = scores + attn_mask
-    weights = ember.softmax(scores, -1)
+    weights = _safe_softmax(scores) if is_causal or attn_mask is not None else \
+        ember.softmax(scores, -1)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)
     return ember.matmul(weights, value)
+
+
+def _safe_softmax(scores: Tensor) -> Tensor:
+    """PyTorch's `_safe_softmax` of the attention scores: a row its mask takes out entirely
+    (all -inf) attends to nothing, its weights 0 (not softmax's NaN), its gradient 0."""
+    masked = (scores == float("-inf")).all(-1, keepdim=True)
+    # the softmax of such a row would be NaN, and NaN times a zero gradient stays NaN
+    weights = ember.softmax(scores.masked_fill(masked, 0.0), -1)
+    return weights.masked_fill(masked, 0.0)
 
 
 def _validate_sdpa_input(query: Tensor, key: Tensor, value: Tensor,

@@ -148,16 +148,16 @@ def _scatter_rule(op: str):
             return OutMeta(input.shape, input.dtype, None)
         for other, name in ((input, "self"), (src, "src")):
             if index.ndim != other.ndim:
-                raise RuntimeError(f"{op}: Index tensor must have the same number of "
-                                   f"dimensions as {name} tensor (self "
-                                   f"{fmt_shape(input.shape)}, index "
-                                   f"{fmt_shape(index.shape)}, src {fmt_shape(src.shape)})")
+                raise with_context(RuntimeError(f"Index tensor must have the same number of "
+                                                f"dimensions as {name} tensor"),
+                                   f"{op}: self {fmt_shape(input.shape)}, index "
+                                   f"{fmt_shape(index.shape)}, src {fmt_shape(src.shape)}")
         for d in range(input.ndim):
             if index.shape[d] > src.shape[d] or (d != dim and index.shape[d] > input.shape[d]):
-                raise RuntimeError(f"{op}: Expected index {fmt_shape(index.shape)} to be no "
-                                   f"larger than self {fmt_shape(input.shape)} apart from "
-                                   f"dimension {dim} and to be no larger size than src "
-                                   f"{fmt_shape(src.shape)}")
+                raise with_context(RuntimeError(
+                    f"Expected index {fmt_shape(index.shape)} to be no larger than self "
+                    f"{fmt_shape(input.shape)} apart from dimension {dim} and to be no larger "
+                    f"size than src {fmt_shape(src.shape)}"), f"{op}, along dimension {d}")
         if src.dtype is not input.dtype:
             raise _scatter_dtype_error()
         return OutMeta(input.shape, input.dtype, None)
@@ -961,6 +961,8 @@ def index_put(input: Tensor, indices: Any, values: Tensor, accumulate: bool = Fa
 
 
 _SCATTER_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+# the names scatter_reduce's kernel still takes from before amax/amin (its backward does not)
+_SCATTER_LEGACY = {"max": "amax", "min": "amin"}
 _check_scatter_reduce = _scatter_rule("scatter_reduce")
 
 
@@ -1014,6 +1016,9 @@ def _crop(t: Tensor, shape: tuple) -> Tensor:
 def _scatter_reduce_grad(grad, input, index, src, result, dim, reduce, include_self,
                          needs):
     """PyTorch's scatter_reduce_backward (derivatives.yaml), for every reduction."""
+    if reduce not in _SCATTER_REDUCES:
+        raise RuntimeError(f"Expected 'reduce' to be one of 'sum', 'prod', 'mean', 'amax', "
+                           f"'amin' but got {reduce}.")
     src_in = _crop(src, tuple(index.shape))
     if reduce == "sum":
         grad_self, grad_src = grad, gather_in_bounds(grad, dim, index)
@@ -1056,7 +1061,7 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     `index` gives along `dim`: "sum", "prod", "mean", "amax" or "amin", with the
     position's own value unless `include_self=False` (untouched positions keep it).
     The kernel does "prod", "amax" and "amin"; sum and mean are `scatter_add`s."""
-    if reduce not in _SCATTER_REDUCES:
+    if _SCATTER_LEGACY.get(reduce, reduce) not in _SCATTER_REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, "
                            f"got {reduce}")
     index = long_index("scatter", index)
@@ -1078,7 +1083,8 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     # PyTorch's scatter family: a RuntimeError, and no index counts from the end
     check_in_range("scatter_reduce", index, input.shape[d] if input.ndim else 1, d)
     with no_grad():
-        out = _scatter_reduced(input, d, index, src, reduce, include_self)
+        out = _scatter_reduced(input, d, index, src, _SCATTER_LEGACY.get(reduce, reduce),
+                               include_self)
     record_grad(OPS["scatter_reduce"], (input, index, src),
                 {"dim": d, "reduce": reduce, "include_self": include_self}, out)
     return out

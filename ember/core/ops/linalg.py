@@ -145,7 +145,19 @@ def _matmul_grads(grad, input, other, needs):
 
 
 _MATMUL_LABELS = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBackward0",
-                  (3, 3): "BmmBackward0"}
+                  (1, 2): "SqueezeBackward4"}
+
+
+def _matmul_label(input: Tensor, other: Tensor) -> str:
+    """The grad_fn PyTorch's matmul leaves: dot, mv and mm for small operands; past those its
+    folding ends in an unsqueezed mm's squeeze, an _unsafe_view of the bmm, or (a matrix
+    times a batch, when the matrix needs its gradient) a clone of the transposed product."""
+    label = _MATMUL_LABELS.get((input.ndim, other.ndim))
+    if label is not None:
+        return label
+    if input.ndim == 2 and input.requires_grad:
+        return "CloneBackward0"
+    return "UnsafeViewBackward0"
 
 
 @primitive(complex=True,
@@ -158,8 +170,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         from ember.core.sparse_ops import sparse_matmul  # (only a sparse operand pays)
 
         return sparse_matmul(input, other, "matmul")
-    label = _MATMUL_LABELS.get((input.ndim, other.ndim), "MatmulBackward0")
-    return apply_labelled(OPS["matmul"], label, input, other)
+    return apply_labelled(OPS["matmul"], _matmul_label(input, other), input, other)
 
 
 @composite(complex=True,
@@ -189,7 +200,9 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
             f"Expected size for first two dimensions of batch2 tensor to be: {want} but got: "
             f"{list(mat2.shape[:2])}."), f"bmm: shapes {fmt_shape(input.shape)} and "
                                          f"{fmt_shape(mat2.shape)}")
-    return matmul(input, mat2)
+    if getattr(input, "is_sparse", False) or getattr(mat2, "is_sparse", False):
+        return matmul(input, mat2)
+    return apply_labelled(OPS["matmul"], "BmmBackward0", input, mat2)
 
 
 @composite(complex=True, variants="function method out", exact_out=True, cost=costs.matmul,

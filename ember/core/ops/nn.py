@@ -411,8 +411,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
         compute = lambda x: x * (tanh(  # noqa: E731
             (x + x * x * x * _GELU_KAPPA) * math.sqrt(2.0 / math.pi)) + 1.0) * 0.5
     else:
-        raise RuntimeError(f"approximate argument must be either none or tanh, got "
-                           f"'{approximate}'")
+        raise RuntimeError("approximate argument must be either none or tanh.")
     return _activation("gelu", input, compute, {"approximate": approximate})
 
 

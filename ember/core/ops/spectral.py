@@ -89,6 +89,26 @@ def _pad_signal(x: Tensor, pad: int, mode: str) -> Tensor:
     return cat([left, x, right], -1)
 
 
+class _StftCall:
+    """How PyTorch's stft kernel names its call in its errors: the (padded) signal's type
+    and shape, then every argument as its C++ prints it (bools as 0/1). Written only when
+    an error is raised."""
+
+    def __init__(self, signal: Tensor, *args: Any) -> None:
+        self.signal, self.args = signal, args
+
+    def error(self, message: str) -> RuntimeError:
+        n_fft, hop, win, window, normalized, onesided, return_complex, align = self.args
+        shown = "None" if window is None else f"{window.type_name()}{{{list(window.shape)}}}"
+        flag = lambda v: "None" if v is None else str(int(v))  # noqa: E731
+        return RuntimeError(
+            f"stft({self.signal.type_name()}{list(self.signal.shape)}, n_fft={n_fft}, "
+            f"hop_length={hop}, win_length={win}, window={shown}, "
+            f"normalized={int(normalized)}, onesided={flag(onesided)}, "
+            f"return_complex={int(return_complex)}, align_to_window={flag(align)}) : "
+            f"{message}")
+
+
 @composite(complex=True, variants="function method", cost=costs.matmul,
            cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
@@ -112,8 +132,6 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(f"stft: expected a tensor of floating point values, got "
                            f"{input.dtype}")
-    if input.ndim not in (1, 2):
-        raise RuntimeError(f"stft: expected a 1D or 2D tensor, but got {input.ndim}D")
     if align_to_window and center:
         raise RuntimeError("stft: align_to_window should only be set when center = false")
     if align_to_window:
@@ -122,25 +140,29 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
         warnings.warn(_DEPRECATED, UserWarning, stacklevel=3)
     hop = n_fft // 4 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
-    x = input if input.ndim == 2 else input.reshape(1, -1)
+    x = input if input.ndim != 1 else input.reshape(1, -1)
     if center:
         x = _pad_signal(x, n_fft // 2, pad_mode)
+    # (the signal PyTorch's kernel is handed: padded, of the input's rank)
+    call = _StftCall(x if input.ndim != 1 else x[0], n_fft, hop, win, window, normalized,
+                     onesided, return_complex, align_to_window)
+    if input.ndim not in (1, 2):
+        raise call.error("expected a 1D or 2D tensor")
     length = x.shape[-1]
     if not 0 < n_fft <= length:
-        raise RuntimeError(f"stft: expected 0 < n_fft <= {length}, but got n_fft={n_fft}")
+        raise call.error(f"expected 0 < n_fft < {length}, but got n_fft={n_fft}")
     if hop <= 0:
-        raise RuntimeError(f"stft: expected hop_length > 0, but got hop_length={hop}")
+        raise call.error(f"expected hop_length > 0, but got hop_length={hop}")
     if not 0 < win <= n_fft:
-        raise RuntimeError(f"stft: expected 0 < win_length <= n_fft, but got "
-                           f"win_length={win}")
+        raise call.error(f"expected 0 < win_length <= n_fft, but got win_length={win}")
     if window is None:
         if not _STFT_WARNED:  # (PyTorch's TORCH_WARN_ONCE)
             _STFT_WARNED.append(True)
             warnings.warn(_stft_no_window(), UserWarning, stacklevel=3)
         window = ones(win, dtype=input.dtype.to_real(), device=input.device)
     elif window.ndim != 1 or window.shape[0] != win:
-        raise RuntimeError(f"stft: expected a 1D window tensor of size equal to win_length="
-                           f"{win}, but got window with size {list(window.shape)}")
+        raise call.error(f"expected a 1D window tensor of size equal to win_length={win}, "
+                         f"but got window with size {list(window.shape)}")
     if win < n_fft:  # centred in the frame, as PyTorch places a shorter window
         left = (n_fft - win) // 2
         window = constant_pad_nd(window, (left, n_fft - win - left))
