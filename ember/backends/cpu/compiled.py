@@ -160,6 +160,24 @@ def fma(a: Any, b: Any, c: Any) -> np.ndarray | None:
     return out
 
 
+def scale_add(x: Any, scale: float, y: Any) -> bool:
+    """``x = x * scale + y`` in place, rounded after each step (SGD's momentum buffer:
+    PyTorch's `buf.mul_(momentum).add_(grad)`), in one compiled pass where x and y are
+    contiguous float32 arrays of one shape from _BACKWARD_MIN elements on (NumPy: two
+    passes); False where it does not apply."""
+    if type(x) is not np.ndarray or x.size < _BACKWARD_MIN:
+        return False
+    flat_x, flat_y = _flat32(x, x), _flat32(y, x)
+    if flat_x is None or flat_y is None or (module := kernels()) is None:
+        return False
+    try:
+        module.scale_add32(flat_x, float(scale), flat_y)
+    except Exception as e:  # noqa: BLE001 - a numba failure: NumPy from now on
+        _disable(e)
+        return False
+    return True
+
+
 _layers_ready: bool | None = None
 _layers: tuple[ModuleType, int, np.ndarray] | None = None  # once ready
 

@@ -234,6 +234,7 @@ KERNELS: dict[str, Any] = make_kernels(np, hooks=Hooks(
     matmul=_matmul,
     axpy=blas.axpy,
     fma=compiled.fma,
+    scale_add=compiled.scale_add,
     transpose=blas.transpose,
     conv_columns_bytes=2 << 20,  # (L2-sized chunks; the benchmark CNN's conv2 in 5)
     im2col_batch_last=compiled.im2col_batch_last,

@@ -38,10 +38,13 @@ from numba.extending import intrinsic, overload
 _FASTMATH = {"contract"}
 
 
-def _jit(parallel: bool = False, inline: bool = False) -> Callable[[Callable], Any]:
+def _jit(parallel: bool = False, inline: bool = False,
+         contract: bool = True) -> Callable[[Callable], Any]:
     """numba.njit with this module's flags, cached on disk (so a process loads the machine
-    code instead of compiling it, ~2 s a kernel) where a cache folder is writable."""
-    options: dict[str, Any] = dict(fastmath=_FASTMATH, error_model="numpy")
+    code instead of compiling it, ~2 s a kernel) where a cache folder is writable.
+    `contract=False` for a kernel whose roundings must stay apart (no fused multiply-add)."""
+    options: dict[str, Any] = dict(fastmath=_FASTMATH if contract else False,
+                                   error_model="numpy")
     if inline:  # a scalar helper: inlined into the loops, nothing to cache
         return numba.njit(**options)
 
@@ -332,6 +335,15 @@ def fma32_by_number(a, b, c, out):
     wide = np.float64(b)
     for i in range(out.size):
         out[i] = np.float32(np.float64(a[i]) * wide + np.float64(c[i]))
+
+
+@_jit(contract=False)
+def scale_add32(x, scale, y):
+    """``x = x * scale + y`` in place, each step rounded to float32 as PyTorch's `mul_`
+    then `add_` round it (compiled without contraction: LLVM would fuse them)."""
+    s = np.float32(scale)
+    for i in range(x.size):
+        x[i] = x[i] * s + y[i]
 
 
 # -- BLAS from compiled code -------------------------------------------------------------

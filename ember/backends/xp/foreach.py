@@ -12,6 +12,7 @@ from ember.backends.xp.lib import ArrayLib, Kernel
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     xp, as_array, ndarray = lib.xp, lib.as_array, lib.xp.ndarray
     axpy = lib.hooks.axpy or _never
+    scale_add = lib.hooks.scale_add or _never
 
     rule = opmath.rules(lib)
     opmath_axpy, low_precision, float32 = rule["axpy"], lib.low_precision, lib.xp.float32
@@ -110,11 +111,12 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
                 g = opmath_axpy(g, p, weight_decay)
             if momentum != 0:
                 buf = bufs[i]
-                by_number(xp.multiply, buf, momentum, out=buf)
-                if dampening == 0:
-                    buf += g
-                else:
-                    axpy_(1 - dampening, g, buf)
+                if dampening != 0 or not scale_add(buf, momentum, g):
+                    by_number(xp.multiply, buf, momentum, out=buf)
+                    if dampening == 0:
+                        buf += g
+                    else:
+                        axpy_(1 - dampening, g, buf)
                 g = opmath_axpy(g, buf, momentum) if nesterov else buf
             axpy_(-lr, g, p)
 
@@ -135,7 +137,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 
 
 def _never(*args: Any) -> bool:
-    """An absent axpy hook: it never applies."""
+    """An absent axpy or scale_add hook: it never applies."""
     return False
 
 

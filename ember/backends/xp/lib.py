@@ -131,6 +131,12 @@ class Hooks:
     one too or a number (xp/opmath.py's rules), or None where it does not apply. Default:
     emulated in float64 with `xp`'s ufuncs."""
 
+    scale_add: Callable[[Any, float, Any], bool] | None = None
+    """`x = x * scale + y` in place for arrays x and y of one shape, rounded to x's dtype
+    after the product and after the sum (PyTorch's `x.mul_(scale).add_(y)`: SGD's
+    momentum buffer) in one pass; returns False where it does not apply. Default: the
+    two passes with `xp`'s ufuncs."""
+
     transpose: Callable[[Any], Any] | None = None
     """The transpose of a 2-D array as a new C-contiguous array (the conv kernels' layout
     changes), or None where it does not apply. Default: `xp.ascontiguousarray(a.T)`. The
