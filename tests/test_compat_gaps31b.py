@@ -51,3 +51,44 @@ def test_bool_argument_keeps_bools():
     x = ember.tensor([[1.0, 2.0], [3.0, 4.0]])
     assert x.sum(0, True).shape == (1, 2)
     assert x.max(1, False).values.tolist() == [2.0, 4.0]
+
+
+# -- 2. in-place writes into the views an op returned several of --------------------------
+
+_MULTI_VIEW_WRITES = {
+    "split": lambda m, y: y.split(2)[0].add_(1),
+    "split_sizes": lambda m, y: y.split([1, 3])[1].mul_(2),
+    "split_with_sizes": lambda m, y: y.split_with_sizes([1, 3])[0].add_(1),
+    "torch_split": lambda m, y: m.split(y, 2, 1)[0].zero_(),
+    "chunk": lambda m, y: y.chunk(2)[1].add_(1),
+    "unbind": lambda m, y: y.unbind(0)[2].add_(1),
+    "view_of_piece": lambda m, y: y.split(2)[0][0].add_(1),
+    "reshaped_piece": lambda m, y: y.split(2)[1].view(-1).add_(1),
+    "copy_": lambda m, y: y.split(2)[0].copy_(m.ones(2, 3)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_MULTI_VIEW_WRITES))
+def test_inplace_into_multi_output_view(case):
+    write = _MULTI_VIEW_WRITES[case]
+    got = [_raised(lambda m=m: write(m, m.ones(4, 3, requires_grad=True) * 1))
+           for m in (torch, ember)]
+    assert got[0][0] is RuntimeError
+    assert got[1] == got[0]
+
+
+def test_inplace_into_multi_output_view_of_leaf():
+    w = ember.ones(4, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="^Output 0 of Split is a view"):
+        w.split(2)[0].add_(1)
+
+
+def test_multi_output_views_writable_without_grad():
+    w = ember.ones(4, 3, requires_grad=True)
+    y = w * 1
+    with ember.no_grad():
+        y.split(2)[1].add_(1)
+    y.detach().chunk(2)[0].mul_(3)
+    y.unsafe_split(2)[0].add_(1)
+    assert y.tolist() == [[4.0] * 3] * 2 + [[2.0] * 3] * 2
+    assert w.split(2)[0].grad_fn.name() == "SplitBackward0"

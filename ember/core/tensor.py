@@ -70,7 +70,9 @@ class Tensor:
     _base = None  # the tensor whose storage a view shares
     _view_fn = None  # recreates this view from `_base` (for in-place writes through it)
     _view_vc = 0  # the version at which this view's graph node was taken from its base
-    _view_mode = None  # "no_grad" / "inference": the view was made with grad mode off
+    _view_mode = None  # "no_grad" / "inference": the view was made with grad mode off;
+    # "multi": it is one of the views an op returned several of (split), or a view of one
+    _multi_output = None  # which of those several views this one is
     _hooks = None  # gradient hooks of a leaf
     _post_accumulate_hooks = None  # hooks run after a leaf's .grad is accumulated
     _shared = False  # share_memory_ was called
