@@ -92,3 +92,21 @@ def test_multi_output_views_writable_without_grad():
     y.unsafe_split(2)[0].add_(1)
     assert y.tolist() == [[4.0] * 3] * 2 + [[2.0] * 3] * 2
     assert w.split(2)[0].grad_fn.name() == "SplitBackward0"
+
+
+# -- 3. div with a rounding mode: one DivBackward2 node, a zero gradient ---------------------
+
+@pytest.mark.parametrize("mode", ["floor", "trunc"])
+@pytest.mark.parametrize("by_tensor", [False, True])
+def test_rounded_div_node_and_gradient(mode, by_tensor):
+    got = []
+    for m in (torch, ember):
+        x = m.tensor([1.5, -2.5, 3.0], requires_grad=True)
+        o = m.tensor([[2.0], [-4.0]], requires_grad=True) if by_tensor else 2
+        y = x.div(o, rounding_mode=mode)
+        y.sum().backward(retain_graph=True)
+        y.sum().backward()  # (nothing saved to free)
+        grads = (x.grad.tolist(), o.grad.tolist() if by_tensor else None)
+        got.append((y.grad_fn.name(), y.tolist(), grads,
+                    [f is None for f, _ in y.grad_fn.next_functions]))
+    assert got[1] == got[0]
