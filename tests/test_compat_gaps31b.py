@@ -110,3 +110,27 @@ def test_rounded_div_node_and_gradient(mode, by_tensor):
         got.append((y.grad_fn.name(), y.tolist(), grads,
                     [f is None for f, _ in y.grad_fn.next_functions]))
     assert got[1] == got[0]
+
+
+# -- 4. soft_margin_loss: one SoftMarginLossBackward0 node ---------------------------------
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_soft_margin_loss_node(reduction):
+    got = []
+    for m in (torch, ember):
+        x = m.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        y = m.nn.functional.soft_margin_loss(x, m.tensor([1.0, -1.0, 1.0]), reduction=reduction)
+        (g,) = m.autograd.grad(y.sum(), x, create_graph=True)
+        (gg,) = m.autograd.grad(g.sum(), x)
+        got.append((y.grad_fn.name(), [type(f).__name__ for f, _ in y.grad_fn.next_functions],
+                    [*y.reshape(-1).tolist(), *g.tolist(), *gg.tolist()]))
+    assert got[1][:2] == got[0][:2]
+    assert got[1][2] == pytest.approx(got[0][2])
+
+
+def test_soft_margin_loss_refuses_target_requiring_grad():
+    want = _raised(lambda: torch.nn.functional.soft_margin_loss(
+        torch.zeros(2), torch.ones(2, requires_grad=True)))
+    assert want[0] is RuntimeError
+    assert _raised(lambda: ember.nn.functional.soft_margin_loss(
+        ember.zeros(2), ember.ones(2, requires_grad=True))) == want
