@@ -29,7 +29,7 @@ def as_view(out: Tensor, x: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
     out._vc = x._vc
     out._view_vc = x._vc[0]
     if x._view_mode is not None:  # a view of such a view is one too (PyTorch's CreationMeta)
-        out._view_mode = x._view_mode
+        out._view_mode = x._view_mode  # (not `_multi_output`: its own node's output it is)
     elif not state.enabled and x._requires_grad:  # (a detached alias is no differentiable view)
         out._view_mode = "inference" if state.inference else "no_grad"
     if x._base is None:
@@ -39,6 +39,16 @@ def as_view(out: Tensor, x: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
         out._base = x._base
         out._view_fn = (lambda b: fn(parent(b))) if parent is not None else None
     return out
+
+
+def multi_output_views(views: tuple) -> tuple:
+    """Mark `views`, the outputs of an op that returns several views of its input (split,
+    chunk, unbind), as such when autograd records them: PyTorch refuses to write into them
+    in place (one graph node cannot be rebased for one of its outputs)."""
+    for i, view in enumerate(views):
+        if view._requires_grad and state.enabled:
+            view._view_mode, view._multi_output = "multi", i
+    return views
 
 
 def write(x: Tensor, result: Tensor, op: str) -> None:
@@ -79,9 +89,25 @@ _VIEW_MODE_ERROR = (
     "inplace to be tracked) or both outside (if you want the inplace to be tracked).")
 
 
+_MULTI_OUTPUT_ERROR = (
+    "Output {} of {} is a view and is being modified inplace. This view is the output of a "
+    "function that returns multiple views. Such functions do not allow the output views to be "
+    "modified inplace. You should replace the inplace operation by an out-of-place one.")
+
+
 def _check_view_mode(x: Tensor) -> None:
     """PyTorch refuses to record an in-place write through a view made with grad mode off
-    (of a base that requires grad): which graph the write belongs to is ambiguous."""
+    (of a base that requires grad): which graph the write belongs to is ambiguous; and one
+    through a view that an op returned several of (or a view of one), while it is
+    differentiable."""
+    if x._view_mode == "multi":
+        if x._requires_grad:
+            index = x._multi_output if x._multi_output is not None else x._output_nr
+            op = getattr(x._node, "label", "")
+            op = op[:op.rfind("Backward")] if "Backward" in op else op
+            raise with_context(RuntimeError(_MULTI_OUTPUT_ERROR.format(index, op)),
+                               f"a view of shape {tuple(x.shape)}")
+        return
     if x._base.requires_grad:
         words = (("no_grad", "with grad mode enabled", "no_grad") if x._view_mode == "no_grad"
                  else ("inference", "in normal mode", "inference_mode"))

@@ -70,7 +70,9 @@ class Tensor:
     _base = None  # the tensor whose storage a view shares
     _view_fn = None  # recreates this view from `_base` (for in-place writes through it)
     _view_vc = 0  # the version at which this view's graph node was taken from its base
-    _view_mode = None  # "no_grad" / "inference": the view was made with grad mode off
+    _view_mode = None  # "no_grad" / "inference": the view was made with grad mode off;
+    # "multi": it is one of the views an op returned several of (split), or a view of one
+    _multi_output = None  # which of those several views this one is
     _hooks = None  # gradient hooks of a leaf
     _post_accumulate_hooks = None  # hooks run after a leaf's .grad is accumulated
     _shared = False  # share_memory_ was called
@@ -667,10 +669,16 @@ class Tensor:
         if self._device.type != "cpu" and not force:
             raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
                             "Tensor.cpu() to copy the tensor to host memory first.")
-        if self._dtype in dt.FLOAT8_DTYPES and not force:  # (NumPy has no float8)
+        if not force:
+            self._check_numpy_dtype()
+        return host_array(self)
+
+    def _check_numpy_dtype(self) -> None:
+        """PyTorch's refusal to convert a dtype NumPy has no type of its own for (bfloat16,
+        the float8s; ember's host arrays hold them as ml_dtypes' types)."""
+        if self._dtype is dt.bfloat16 or self._dtype in dt.FLOAT8_DTYPES:
             raise TypeError("Got unsupported ScalarType "
                             f"{dt.SCALAR_TYPE_NAMES[self._dtype.name]}")
-        return host_array(self)
 
     def pin_memory(self) -> Tensor:
         """A copy of this CPU tensor in page-locked memory, for asynchronous copies to an
@@ -706,6 +714,7 @@ class Tensor:
         if self._requires_grad:  # (PyTorch's __array__ is `self.numpy()`)
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
+        self._check_numpy_dtype()
         arr = host_array(self)
         return arr if dtype is None else arr.astype(dtype)
 

@@ -37,7 +37,7 @@ from ember.core.dispatch import (
 )
 from ember.core.errors import warn_once, with_context
 from ember.core.grad_mode import new_version, no_grad, state
-from ember.core.graph import relabel
+from ember.core.graph import record, relabel
 from ember.core.host import dtype_arg, no_data, python_scalar
 from ember.core.inplace import apply_inplace, tracked
 from ember.core.memory_format import check_format, preserve_format, tensor_format
@@ -802,6 +802,17 @@ atan2 = _declare_binary(
 def _div_fn(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     if rounding_mode is None:
         return binary("div", input, other)
+    with no_grad():
+        out = _rounded_div(input, other, rounding_mode)
+    # PyTorch's one node for a rounded division (div.Tensor_mode), its gradient zero
+    shapes = [tuple(t.shape) if isinstance(t, Tensor) else None for t in (input, other)]
+    record("DivBackward2", lambda node, g: tuple(
+        None if shape is None else g.new_zeros(shape) for shape in shapes), (input, other), out)
+    return out
+
+
+def _rounded_div(input: Any, other: Any, rounding_mode: str) -> Tensor:
+    """`input / other` rounded down (`"floor"`) or toward zero (`"trunc"`)."""
     if rounding_mode == "floor":
         return floor_divide(input, other)
     if rounding_mode == "trunc":

@@ -51,7 +51,7 @@ from ember.core.indexing import (
     unsqueeze_bools,
     view_label,
 )
-from ember.core.inplace import apply_inplace, as_view
+from ember.core.inplace import apply_inplace, as_view, multi_output_views
 from ember.core.memory_format import like_layout, row_major
 from ember.core.opdef import OPS, Grad, OutMeta, metadata_rule
 from ember.core.opdef import Precision as P
@@ -746,13 +746,13 @@ def unbind(input: Tensor, dim: int = 0) -> tuple:
     """Every slice along `dim`, as views."""
     _require_dims("unbind", input, dim)
     d = normalize_dim("unbind", dim, input.ndim)
-    return tuple(select(input, d, i) for i in range(input.shape[d]))
+    return multi_output_views(tuple(select(input, d, i) for i in range(input.shape[d])))
 
 
 def _split_method(self: Tensor, split_size: Any, dim: int = 0) -> tuple:
     # PyTorch names the argument of Tensor.split `split_size` (torch.split's is
     # `split_size_or_sections`): `x.split(split_size=[a, b], dim=-1)`
-    return _split(self, split_size, dim)
+    return multi_output_views(_split(self, split_size, dim))
 
 
 _split_method.__qualname__ = "Tensor.split"  # (named so in argument errors, as PyTorch's)
@@ -768,7 +768,7 @@ def _split_label(input: Any, *args: Any, **kwargs: Any) -> str:
            cost=costs.view, method=_split_method)
 def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
     """Splits into chunks of a given size, or of the given list of sizes (views)."""
-    return _split(input, split_size_or_sections, dim)
+    return multi_output_views(_split(input, split_size_or_sections, dim))
 
 
 def _split(input: Tensor, split_size_or_sections: Any, dim: int) -> tuple:

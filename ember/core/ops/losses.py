@@ -698,16 +698,32 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     return loss
 
 
+def _soft_margin_grad(grad: Tensor, input: Tensor, target: Tensor, reduction: str) -> Tensor:
+    """ATen's soft_margin_loss_backward: `-y sigmoid(-y x)` times the gradient, over the
+    element count for 'mean'."""
+    g = -target * E.sigmoid(-target * input) * grad
+    return g / input.numel() if reduction == "mean" else g
+
+
 @composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
-           cost=costs.reduction(5))
+           cost=costs.reduction(5),
+           grad=Grad("SoftMarginLossBackward0", input=_soft_margin_grad))
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
                      reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     r""":math:`\log(1 + e^{-y x})` for targets :math:`y \in \{-1, 1\}`."""
     reduction = _reduction_arg(size_average, reduce, reduction)
-    # PyTorch's `neg_out(output, input).mul_(target)...`: a result of the input's dtype (a
-    # bool or wider target included)
-    loss = _log1p_exp(-input * target)
-    return _reduce(loss.to(input.dtype) if input.dtype.is_floating_point else loss, reduction)
+    if state.enabled and target.requires_grad:
+        raise RuntimeError("The function 'soft_margin_loss' is not differentiable with respect "
+                           "to argument 'target'. This input cannot have requires_grad True.")
+    with no_grad():  # one node, PyTorch's SoftMarginLossBackward0
+        # PyTorch's `neg_out(output, input).mul_(target)...`: a result of the input's dtype
+        # (a bool or wider target included)
+        loss = _log1p_exp(-input * target)
+        loss = _reduce(loss.to(input.dtype) if input.dtype.is_floating_point else loss,
+                       reduction)
+    record_grad(OPS["soft_margin_loss"], (input,), {"target": target, "reduction": reduction},
+                loss)
+    return loss
 
 
 # (not in PyTorch's autocast lists: a composite of logsigmoid, sum and division there, so

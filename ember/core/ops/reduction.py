@@ -26,7 +26,7 @@ from ember.core.apply import apply_labelled, record_grad
 from ember.core.creation import arange, zeros
 from ember.core.declare import composite, fused_kernel, primitive, write_out
 from ember.core.dispatch import run, run_fused, user_stacklevel
-from ember.core.errors import as_overload_check, invalid_combination, with_context
+from ember.core.errors import as_overload_check, invalid_combination, type_name, with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
 from ember.core.host import dtype_arg
@@ -111,6 +111,15 @@ def _dim_type_error(op: str, dim: Any) -> TypeError:
         sig.replace("torch.", dt.API_NAME + ".") for sig in _DIM_SIGNATURES[op]))
 
 
+def check_bool(op: str, name: str, value: Any, position: int) -> None:
+    """PyTorch's argument parser refusing a bool parameter given anything but a bool
+    (`x.sum(0, 1)`: an int is not a keepdim); `position` counts as for the method
+    (`self` not counted), the form such calls mostly take."""
+    if value.__class__ is not bool:
+        raise TypeError(f"{op}(): argument '{name}' (position {position}) must be bool, "
+                        f"not {type_name(value)}")
+
+
 def _dims_arg(op: str, x: Tensor, dim: Any) -> tuple[int, ...] | None:
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return None
@@ -151,6 +160,7 @@ def _cast_first(input: Tensor, dtype: Any, op: str) -> Tensor:
 def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001
         dtype: Any = None) -> Tensor:
     """The sum of the elements over `dim` (all dimensions when None)."""
+    check_bool("sum", "keepdim", keepdim, 2)
     input = _cast_first(input, dtype, "sum")
     dims = _dims_arg("sum", input, dim)
     out = apply_labelled(OPS["sum"], "SumBackward1" if dims is not None else "SumBackward0",
@@ -187,6 +197,7 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
          dtype: Any = None) -> Tensor:
     """The mean of the elements over `dim` (all dimensions when None); floating tensors
     only."""
+    check_bool("mean", "keepdim", keepdim, 2)
     input = _cast_first(input, dtype, "mean")
     if not input._dtype._differentiable:
         which = "Input" if dtype is None else "Optional"
@@ -229,6 +240,7 @@ def _prod_grad(grad, input, result, dims, keepdim):
 def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
          dtype: Any = None) -> Tensor:
     """The product of the elements over `dim` (all of them when None)."""
+    check_bool("prod", "keepdim", keepdim, 2)
     input = _cast_first(input, dtype, "prod")
     if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int)):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__} "
@@ -261,6 +273,7 @@ def _extreme(op: str, input: Tensor, dims: tuple | None, keepdim: bool,
 def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """The maximum over `dim` (all dimensions when empty); the gradient is shared by
     ties."""
+    check_bool("amax", "keepdim", keepdim, 2)
     return _extreme("max", input, _dims_arg("amax", input, dim), keepdim)
 
 
@@ -268,6 +281,7 @@ def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
 def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """The minimum over `dim` (all dimensions when empty); the gradient is shared by
     ties."""
+    check_bool("amin", "keepdim", keepdim, 2)
     return _extreme("min", input, _dims_arg("amin", input, dim), keepdim)
 
 
@@ -281,6 +295,7 @@ def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool) -> Any:
     if dim is None:
         return _extreme(op, input, None, False, "MaxBackward1" if op == "max" else
                         "MinBackward1")
+    check_bool(op, "keepdim", keepdim, 2)
     d = normalize_dim(op, dim, input.ndim)
     if not input.ndim:  # a 0-d tensor is its own max, at index 0
         flat = _max_min(op, reshape(input, (1,)), 0, False)
@@ -346,6 +361,7 @@ def _no_bool(op: str, input: Tensor) -> None:
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """The index of the largest element (over the flattened tensor when `dim` is None)."""
     _no_bool("argmax", input)
+    check_bool("argmax", "keepdim", keepdim, 2)
     d = None if dim is None else normalize_dim("argmax", dim, input.ndim)
     return run("argmax", input, dim=d, keepdim=keepdim)
 
@@ -354,6 +370,7 @@ def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
 def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """The index of the smallest element (over the flattened tensor when `dim` is None)."""
     _no_bool("argmin", input)
+    check_bool("argmin", "keepdim", keepdim, 2)
     d = None if dim is None else normalize_dim("argmin", dim, input.ndim)
     return run("argmin", input, dim=d, keepdim=keepdim)
 
@@ -382,6 +399,8 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     if isinstance(k, bool) or not isinstance(k, int):
         raise TypeError(f"topk(): argument 'k' (position 2) must be int, not "
                         f"{type(k).__name__}")
+    check_bool("topk", "largest", largest, 3)
+    check_bool("topk", "sorted", sorted, 4)
     d = normalize_dim("topk", dim, builtins.max(input.ndim, 1))
     if out is not None:
         return _topk_out(input, k, d, largest, out)
@@ -562,6 +581,7 @@ def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """`log(sum(exp(input), dim))`, computed stably: shifted by the maximum (of the real
     parts, for complex input, as PyTorch)."""
+    check_bool("logsumexp", "keepdim", keepdim, 2)
     dims = _dims_arg("logsumexp", input, dim)
     if not (input._dtype.is_floating_point or input._dtype.is_complex):
         input = to_dtype(input, dt.get_default_dtype())  # as PyTorch: the default float dtype
@@ -592,6 +612,7 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
          dtype: Any = None) -> Tensor:
     """The vector p-norm over `dim` (the Frobenius norm by default); of a complex tensor,
     the norm of its magnitudes (a real result)."""
+    check_bool("linalg_vector_norm", "keepdim", keepdim, 4)
     input = _cast_first(input, dtype, "norm")
     if input.dtype.is_complex:
         return norm(input.abs(), p, dim, keepdim)
@@ -650,6 +671,7 @@ AminmaxResult = return_type("aminmax", ["min", "max"])
 def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *,
            dtype: Any = None) -> Tensor:
     """The sum over `dim`, counting NaN as zero."""
+    check_bool("nansum", "keepdim", keepdim, 2)
     if input._dtype.is_floating_point:
         input = where(input.isnan(), 0.0, input)
     return sum(input, dim, keepdim, dtype=dtype)
@@ -659,6 +681,7 @@ def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *,
 def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
             dtype: Any = None) -> Tensor:
     """The mean over `dim` of the elements that are not NaN."""
+    check_bool("nanmean", "keepdim", keepdim, 2)
     if not input._dtype.is_floating_point and dtype is None:
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
                            f"dtype but got {SCALAR_TYPE_NAMES.get(input.dtype.name, input.dtype)}")

@@ -25,7 +25,7 @@ from ember.core.opdef import Precision as P
 from ember.core.ops import introsort
 from ember.core.ops.elementwise import to_dtype, where
 from ember.core.ops.indexing import gather_in_bounds
-from ember.core.ops.reduction import pair_out
+from ember.core.ops.reduction import check_bool, pair_out
 from ember.core.ops.reduction import sum as sum_
 from ember.core.ops.scans import cummax
 from ember.core.ops.shape import cat, in_iter_order, movedim, reshape, squeeze, unsqueeze
@@ -216,6 +216,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,
              out: Any = None) -> Any:
     """The `k`-th smallest value along `dim` (k counts from 1) and its index, as a named
     (values, indices) pair."""
+    check_bool("kthvalue", "keepdim", keepdim, 3)
     if out is not None:
         return pair_out("kthvalue", input, out, lambda: kthvalue(input, k, dim, keepdim))
     x, d = _as_row("kthvalue", input, dim)
@@ -305,6 +306,7 @@ def _median(op: str, input: Tensor, dim: Any, keepdim: bool, ignore_nan: bool) -
 def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     """The lower median of all elements; with `dim`, a named (values, indices) pair of
     the lower medians along it. NaN propagates: a row with a NaN has median NaN."""
+    check_bool("median", "keepdim", keepdim, 2)
     return _median("median", input, dim, keepdim, ignore_nan=False)
 
 
@@ -312,6 +314,7 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
            grad=Grad(input=_median_grad))
 def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     """`median`, ignoring NaN (NaN only where a row is all NaN)."""
+    check_bool("nanmedian", "keepdim", keepdim, 2)
     return _median("nanmedian", input, dim, keepdim, ignore_nan=True)
 
 
@@ -319,6 +322,7 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> A
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
     """The most frequent value along `dim` (the smallest of those equally frequent) and
     the index of its last occurrence, as a named (values, indices) pair."""
+    check_bool("mode", "keepdim", keepdim, 2)
     x, d = _as_row("mode", input, dim)
     _nonempty("mode", x, d)
     n = x.shape[d]
