@@ -134,34 +134,3 @@ def test_soft_margin_loss_refuses_target_requiring_grad():
     assert want[0] is RuntimeError
     assert _raised(lambda: ember.nn.functional.soft_margin_loss(
         ember.zeros(2), ember.ones(2, requires_grad=True))) == want
-
-
-# -- 5. NumPy has no bfloat16: PyTorch refuses the conversion ------------------------------
-
-_TO_NUMPY = {
-    "array": lambda np, t: np.array(t),
-    "asarray": lambda np, t: np.asarray(t),
-    "array_dtype": lambda np, t: np.array(t, dtype=np.float32),
-    "numpy": lambda np, t: t.numpy(),
-    "scalar": lambda np, t: np.float32(t[0]),
-}
-
-
-@pytest.mark.parametrize("case", sorted(_TO_NUMPY))
-def test_bfloat16_to_numpy_refused(case):
-    import numpy as np
-
-    convert = _TO_NUMPY[case]
-    got = [_raised(lambda m=m: convert(np, m.tensor([1.0, 2.0], dtype=m.bfloat16)))
-           for m in (torch, ember)]
-    assert got[0] == (TypeError, "Got unsupported ScalarType BFloat16")
-    assert got[1] == got[0]
-
-
-def test_bfloat16_still_converts_by_value():
-    import numpy as np
-
-    t = ember.tensor([1.5, -2.0], dtype=ember.bfloat16)
-    assert np.asarray(t.float()).tolist() == [1.5, -2.0]
-    assert t.tolist() == [1.5, -2.0] and float(t[0]) == 1.5
-    assert str(t) == "tensor([ 1.5000, -2.0000], dtype=ember.bfloat16)"

@@ -669,16 +669,10 @@ class Tensor:
         if self._device.type != "cpu" and not force:
             raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
                             "Tensor.cpu() to copy the tensor to host memory first.")
-        if not force:
-            self._check_numpy_dtype()
-        return host_array(self)
-
-    def _check_numpy_dtype(self) -> None:
-        """PyTorch's refusal to convert a dtype NumPy has no type of its own for (bfloat16,
-        the float8s; ember's host arrays hold them as ml_dtypes' types)."""
-        if self._dtype is dt.bfloat16 or self._dtype in dt.FLOAT8_DTYPES:
+        if self._dtype in dt.FLOAT8_DTYPES and not force:  # (NumPy has no float8)
             raise TypeError("Got unsupported ScalarType "
                             f"{dt.SCALAR_TYPE_NAMES[self._dtype.name]}")
+        return host_array(self)
 
     def pin_memory(self) -> Tensor:
         """A copy of this CPU tensor in page-locked memory, for asynchronous copies to an
@@ -714,7 +708,6 @@ class Tensor:
         if self._requires_grad:  # (PyTorch's __array__ is `self.numpy()`)
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
-        self._check_numpy_dtype()
         arr = host_array(self)
         return arr if dtype is None else arr.astype(dtype)
 

@@ -28,7 +28,7 @@ def _as_tuple(x: Any) -> tuple:
 
 def _host(t: Tensor) -> np.ndarray:
     """The values of `t` on the host, as float64 (or bool/int for such tensors)."""
-    return np.asarray(t.detach().to("cpu").numpy(force=True))  # (bfloat16 too)
+    return np.asarray(t.detach().to("cpu").numpy())
 
 
 def _fmt_index(flat: int, shape: tuple[int, ...]) -> str:

@@ -89,7 +89,7 @@ def on(device: Any, array: Any, dtype: ember.dtype | None = None,
 
 def host(t: ember.Tensor) -> np.ndarray:
     """The values of `t` as a NumPy array (copied to the host)."""
-    return np.asarray(t.detach().to("cpu").numpy(force=True))  # (bfloat16 too)
+    return np.asarray(t.detach().to("cpu").numpy())
 
 
 def flushes_float32_subnormals(device: Any) -> bool:

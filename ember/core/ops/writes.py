@@ -147,7 +147,7 @@ def _in_memory_order(self: Tensor, values: Tensor) -> np.ndarray:
     """`values` (broadcast to `self`'s shape) as a flat host array in `self`'s memory
     order."""
     order = _memory_order(self)
-    arr = expand(values, tuple(self.shape)).detach().cpu().numpy(force=True)
+    arr = expand(values, tuple(self.shape)).detach().cpu().numpy()
     return np.ascontiguousarray(arr.transpose(order)).reshape(-1)
 
 

@@ -118,7 +118,7 @@ def _rebuild_tensor(array: np.ndarray, device: str, requires_grad: bool) -> embe
 
 
 def _reduce_tensor(t: ember.Tensor) -> tuple:
-    return _rebuild_tensor, (t.numpy(force=True), str(t.device), t.requires_grad)
+    return _rebuild_tensor, (np.asarray(t), str(t.device), t.requires_grad)
 
 
 class _Pickler(pickle.Pickler):

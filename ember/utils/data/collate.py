@@ -151,7 +151,7 @@ def collate_tensor_fn(batch: list, *, collate_fn_map: CollateFnMap | None = None
            and not t.requires_grad and t.shape == shape for t in batch):
         # CPU tensors outside autograd: one host-side np.stack is several times faster
         # than stacking through the op dispatcher, and gives the same tensor
-        return ember.from_numpy(np.stack([t.numpy(force=True) for t in batch]))
+        return ember.from_numpy(np.stack([t.numpy() for t in batch]))
     return ember.stack(list(batch), 0)
 
 
