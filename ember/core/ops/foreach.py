@@ -59,12 +59,17 @@ _SIGNATURES = {
 }
 
 
+def _empty_list_error() -> RuntimeError:
+    """PyTorch's refusal of an empty tensor list, for every list op."""
+    return RuntimeError("Tensor list must have at least one tensor.")
+
+
 def _check(op: str, xs: list, lists: list, scalars: list | None = None) -> None:
     """A list of one tensor or more, lists of the same length (`scalars`, a list of
     numbers, too), in PyTorch's words; no autograd recording. (Devices are checked by
     `run_fused` for the kernel, and by `_check_devices` before the per-tensor loop.)"""
     if not xs:
-        raise with_context(RuntimeError("Tensor list must have at least one tensor."), op)
+        raise with_context(_empty_list_error(), op)
     for other in lists:
         if len(other) != len(xs):
             raise with_context(RuntimeError(f"Tensor lists must have the same number of "
@@ -210,7 +215,7 @@ def _check_list(op: str, xs: Any) -> list[Tensor]:
         raise TypeError(f"{op}(): argument 'self' (position 1) must be tuple of Tensors, "
                         f"not {type(xs).__name__}")
     if not xs:
-        raise RuntimeError("Tensor list must have at least one tensor.")
+        raise _empty_list_error()
     return list(xs)
 
 
@@ -262,7 +267,7 @@ del _name, _inplace, _op
 def _foreach_norm(self: Sequence[Tensor], ord: float = 2) -> tuple[Tensor, ...]:
     """The p-norm of each tensor, as a tuple of 0-d tensors."""
     if not self:
-        raise RuntimeError("Tensor list must have at least one tensor.")
+        raise _empty_list_error()
     with no_grad():
         return tuple(norm(x, ord) for x in self)
 
