@@ -14,15 +14,15 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     axpy = lib.hooks.axpy or _never
     scale_add = lib.hooks.scale_add or _never
 
-    rule = opmath.rules(lib)
+    rule, bare = opmath.rules(lib), opmath.rules(lib, silenced=False)
     opmath_axpy, low_precision, float32 = rule["axpy"], lib.low_precision, lib.xp.float32
 
-    def axpy_(alpha, y, x):
+    def axpy_(alpha, y, x, opmath_axpy_=rule["axpy_"]):
         """`x += alpha * y` in place by PyTorch's rule: the backend's axpy where it applies
         (one pass; OpenBLAS's saxpy is the same fused multiply-add), not for a half dtype
         (a hook may compute in it)."""
         if x.dtype in low_precision or not axpy(alpha, y, x):
-            x[...] = opmath_axpy(x, y, alpha)
+            opmath_axpy_(x, y, alpha)
 
     def by_number(ufunc, x, number, out=None):
         """`x * number` or `x / number` (into `out` if given); a half dtype's in float32
@@ -103,22 +103,23 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
                    maximize):
         """SGD's update in place (every momentum buffer exists), each step rounded as
         PyTorch's single-tensor loop rounds it: `add(alpha=)` by the opmath rule, `mul_`
-        by the exact number."""
-        for i, (p, g) in enumerate(zip(params, grads)):
-            if maximize:
-                g = xp.negative(g)
-            if weight_decay != 0:
-                g = opmath_axpy(g, p, weight_decay)
-            if momentum != 0:
-                buf = bufs[i]
-                if dampening != 0 or not scale_add(buf, momentum, g):
-                    by_number(xp.multiply, buf, momentum, out=buf)
-                    if dampening == 0:
-                        buf += g
-                    else:
-                        axpy_(1 - dampening, g, buf)
-                g = opmath_axpy(g, buf, momentum) if nesterov else buf
-            axpy_(-lr, g, p)
+        by the exact number. The rules run bare, inside one quiet state for the list."""
+        with lib.quiet():
+            for i, (p, g) in enumerate(zip(params, grads)):
+                if maximize:
+                    g = xp.negative(g)
+                if weight_decay != 0:
+                    g = bare["axpy"](g, p, weight_decay)
+                if momentum != 0:
+                    buf = bufs[i]
+                    if dampening != 0 or not scale_add(buf, momentum, g):
+                        by_number(xp.multiply, buf, momentum, out=buf)
+                        if dampening == 0:
+                            buf += g
+                        else:
+                            axpy_(1 - dampening, g, buf, bare["axpy_"])
+                    g = bare["axpy"](g, buf, momentum) if nesterov else buf
+                axpy_(-lr, g, p, bare["axpy_"])
 
     return {
         "_fused_sgd_": fused_sgd_,

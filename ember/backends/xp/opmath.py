@@ -30,16 +30,19 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 
     def kernel(rule: Kernel) -> Kernel:
         return lambda *args, **kwargs: as_array(rule(*args, **kwargs))
-    return {"opmath_" + name: kernel(rule) for name, rule in rules(lib).items()}
+    return {"opmath_" + name: kernel(rule) for name, rule in rules(lib).items()
+            if not name.endswith("_")}
 
 
-def rules(lib: ArrayLib) -> dict[str, Kernel]:
+def rules(lib: ArrayLib, silenced: bool = True) -> dict[str, Kernel]:
     """The rules by name (axpy, addcmul, addcdiv, lerp), each `(x, ...) -> new array` of
-    x's dtype, broadcast as NumPy does; infinities and NaNs come out silently (as
-    PyTorch's), without NumPy's warnings."""
+    x's dtype, broadcast as NumPy does, and `axpy_`, axpy written into x; infinities and
+    NaNs come out silently (as PyTorch's), without NumPy's warnings. `silenced=False`
+    gives the rules bare, for a caller that holds `lib.quiet()` around a loop of calls."""
     xp, float32, float64, quiet = lib.xp, lib.xp.float32, lib.xp.float64, lib.quiet
     ndarray = xp.ndarray
     narrow = lib.low_precision | {lib.dtypes[_float32]}  # computed in float32
+    single = xp.dtype(float32)
     hook = lib.hooks.fma
 
     def fma(a, b, c, dtype):
@@ -67,6 +70,23 @@ def rules(lib: ArrayLib) -> dict[str, Kernel]:
             return xp.add(x, xp.multiply(y, alpha))
         alpha = float32(x.dtype.type(alpha))  # (rounded to the dtype)
         return fma(y, alpha, x, x.dtype)  # (a half dtype's values: exact in float64)
+
+    def axpy_(x, y, alpha):
+        """`x += alpha * y` in place, rounded as `axpy`; y an array of x's shape and dtype.
+        A float32 x below the hook's size takes the float64 emulation written straight
+        into x (one temporary, not four: an optimizer's step over small parameters)."""
+        if x.dtype != single or x.shape != y.shape or y.dtype != single:
+            x[...] = axpy(x, y, alpha)
+            return
+        alpha = float32(alpha)
+        if hook is not None and (out := hook(y, alpha, x)) is not None:
+            x[...] = out
+            return
+        # (each ufunc on one dtype: NumPy's mixed float32/float64 loops cost ~2 us more)
+        wide = y.astype(float64)
+        wide *= float(alpha)
+        wide += x.astype(float64)
+        x[...] = wide  # (the float32 rounding: the fma's one)
 
     def addcmul(x, t1, t2, value):
         """`x + value * t1 * t2`."""
@@ -110,6 +130,7 @@ def rules(lib: ArrayLib) -> dict[str, Kernel]:
                 return rule(*args, **kwargs)
         return run
 
-    return {name: quietly(rule) for name, rule in
-            (("axpy", axpy), ("addcmul", addcmul), ("addcdiv", addcdiv), ("lerp", lerp))}
+    bare = {"axpy": axpy, "axpy_": axpy_, "addcmul": addcmul, "addcdiv": addcdiv,
+            "lerp": lerp}
+    return {name: quietly(rule) for name, rule in bare.items()} if silenced else bare
 
