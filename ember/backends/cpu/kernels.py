@@ -31,6 +31,7 @@ import numpy as np
 from ember.backends.cpu import blas, compiled, hide_ieee_warnings
 from ember.backends.xp import Hooks, make_kernels
 from ember.backends.xp.lib import OVERLAP, disordered, in_torch_order
+from ember.backends.xp.opmath import half_by_number
 from ember.core.backend import (
     EVERY_DTYPE,
     FLOAT8_DTYPES,
@@ -65,32 +66,14 @@ def _call_elementwise(f, args, out):
     into scalars). ml_dtypes' bfloat16 ignores NumPy's weak-scalar rule (`bf16 + 2.0`
     gives float32): there, make scalars bfloat16 arrays and keep a bfloat16 result."""
     first = args[0] if type(args[0]) is np.ndarray else args[-1]
-    if first.dtype in _HALF and f in _OPMATH and len(args) == 2 and \
-            type(args[0]) is not type(args[1]):
-        return _opmath_with_number(f, args, out, first.dtype)
+    if first.dtype in _HALF and (result := half_by_number(np, f, args, out, _HALF)) is not None:
+        return result
     if first.dtype != _BF16:
         result = f(*args, out=out)
         return result if type(result) is np.ndarray else np.asarray(result)
     args = tuple(a if type(a) is np.ndarray else np.asarray(a, _BF16) for a in args)
     result = np.asarray(f(*args, out=out))
     return result if result.dtype in (_BF16, _BOOL) else result.astype(_BF16)
-
-
-# PyTorch multiplies and divides a half-precision tensor by a number in float32, the
-# number kept at full precision (its mul/div kernels read the scalar as opmath_t), and
-# rounds the result once; add, sub, pow and fmod round the number to the tensor's dtype
-# first, as NumPy's weak-scalar rule does
-_OPMATH = frozenset({np.multiply, np.true_divide})
-
-
-def _opmath_with_number(f, args, out, dtype):
-    wide = tuple(a.astype(np.float32) if type(a) is np.ndarray else np.float32(a)
-                 for a in args)
-    result = np.asarray(f(*wide)).astype(dtype)
-    if out is None:
-        return result
-    np.copyto(out, result)
-    return out
 
 
 def _elementwise_kernel(f):

@@ -12,6 +12,7 @@ from ember.backends.xp.lib import (
     in_torch_order,
     torch_layout,
 )
+from ember.backends.xp.opmath import half_by_number
 from ember.core.backend import IntegerDivisionByZero
 
 # op name -> the xp function that computes it
@@ -43,7 +44,12 @@ _QUIET = frozenset({"exp", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "as
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     xp, as_array, quiet, read_only = lib.xp, lib.as_array, lib.quiet, lib.read_only
     ndarray, float64 = xp.ndarray, xp.float64
-    call = lib.hooks.call_elementwise or (lambda f, args, out: as_array(f(*args, out=out)))
+    low_precision = lib.low_precision
+
+    def default_call(f, args, out):
+        result = half_by_number(xp, f, args, out, low_precision)
+        return as_array(f(*args, out=out)) if result is None else result
+    call = lib.hooks.call_elementwise or default_call
 
     make_plain = lib.hooks.elementwise_kernel
 
@@ -69,8 +75,6 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
                 return call(ordered if out is None and disordered(args, ndarray) else f,
                             args, out)
         return kernel
-
-    low_precision = lib.low_precision
 
     def sigmoid(x, out=None):
         # e / (1 + e) with e = exp(-|x|) <= 1: never overflows, and keeps its relative

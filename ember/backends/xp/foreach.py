@@ -15,7 +15,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     scale_add = lib.hooks.scale_add or _never
 
     rule, bare = opmath.rules(lib), opmath.rules(lib, silenced=False)
-    opmath_axpy, low_precision, float32 = rule["axpy"], lib.low_precision, lib.xp.float32
+    opmath_axpy, low_precision = rule["axpy"], lib.low_precision
 
     def axpy_(alpha, y, x, opmath_axpy_=rule["axpy_"]):
         """`x += alpha * y` in place by PyTorch's rule: the backend's axpy where it applies
@@ -25,16 +25,10 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             opmath_axpy_(x, y, alpha)
 
     def by_number(ufunc, x, number, out=None):
-        """`x * number` or `x / number` (into `out` if given); a half dtype's in float32
-        with the number not rounded to the dtype (PyTorch's rule for mul and div by a
-        number)."""
-        if x.dtype not in low_precision:
-            return ufunc(x, number, out=out)
-        result = ufunc(x.astype(float32), float32(number)).astype(x.dtype)
-        if out is None:
-            return result
-        out[...] = result
-        return out
+        """`x * number` or `x / number` (into `out` if given), by PyTorch's rule for a half
+        dtype (opmath.half_by_number)."""
+        result = opmath.half_by_number(xp, ufunc, (x, number), out, low_precision)
+        return ufunc(x, number, out=out) if result is None else result
 
     def binary(ufunc, inplace):
         sign = {xp.add: 1, xp.subtract: -1}.get(ufunc)  # the ops with an alpha

@@ -9,7 +9,11 @@ against torch 2.13 on large and scalar-sized inputs):
 - `x + alpha * y`: `fma(alpha, y, x)`, alpha first rounded to x's dtype;
 - addcmul: `fma(value * t1, t2, x)`, value in float32 (not rounded to a half dtype);
 - addcdiv: `x + value * t1 / t2`, unfused;
-- lerp: `fma(w, end - x, x)` where |w| < 0.5, else `fma(w - 1, end - x, end)`.
+- lerp: `fma(w, end - x, x)` where |w| < 0.5, else `fma(w - 1, end - x, end)`;
+- a half-precision tensor times or divided by a number (`half_by_number`): in float32,
+  the number not rounded to the tensor's dtype (the mul and div kernels read the scalar as
+  float), rounded once; add, sub, pow and fmod round the number to the dtype first, as
+  NumPy's weak-scalar rule does.
 
 An fma in float32 is the backend's `fma` hook where it applies (the CPU's: one
 numba-compiled pass), else emulated in float64, which holds the product of two float32
@@ -23,6 +27,29 @@ from typing import Any
 
 from ember.backends.xp.lib import ArrayLib, Kernel
 from ember.core.backend import float32 as _float32
+
+
+def half_by_number(xp: Any, f: Any, args: tuple, out: Any, low_precision: Any) -> Any:
+    """`f(*args, out=out)` by PyTorch's rule for a half-precision array times or divided
+    by a number (`f` is `xp.multiply` or `xp.true_divide`); None where the rule does not
+    apply (another function, two arrays or none, another dtype). `low_precision`: the
+    half-precision dtypes. The elementwise kernels (each backend's `call_elementwise`)
+    and the list ops read it."""
+    if len(args) != 2 or (f is not xp.multiply and f is not xp.true_divide):
+        return None
+    ndarray = xp.ndarray
+    a, b = args
+    if isinstance(a, ndarray) is isinstance(b, ndarray):
+        return None
+    dtype = (a if isinstance(a, ndarray) else b).dtype
+    if dtype not in low_precision:
+        return None
+    wide = [x.astype(xp.float32) if isinstance(x, ndarray) else xp.float32(x) for x in args]
+    result = xp.asarray(f(*wide)).astype(dtype)
+    if out is None:
+        return result
+    xp.copyto(out, result)
+    return out
 
 
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
@@ -42,7 +69,7 @@ def rules(lib: ArrayLib, silenced: bool = True) -> dict[str, Kernel]:
     xp, float32, float64, quiet = lib.xp, lib.xp.float32, lib.xp.float64, lib.quiet
     ndarray = xp.ndarray
     narrow = lib.low_precision | {lib.dtypes[_float32]}  # computed in float32
-    single = xp.dtype(float32)
+    single = lib.dtypes[_float32]
     hook = lib.hooks.fma
 
     def fma(a, b, c, dtype):
