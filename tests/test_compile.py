@@ -445,3 +445,36 @@ def test_gradients_accumulated_in_place_over_two_backwards() -> None:
     for _ in range(6):
         _assert_same(model, twin, compiled(x, y), eager(x, y))
     assert "replayed" in compiled.explain(), compiled.explain()
+
+
+@pytest.mark.parametrize("size", [8, 16], ids=["numpy_relu", "fused_relu"])
+def test_max_pool_runs_before_relu_with_eagers_values_and_gradients(size: int) -> None:
+    """The plan pools before ReLU (they commute): values and gradients equal eager's bit
+    for bit, through ties, windows of no positive value, NaN and infinities."""
+    import numpy as np
+    rng = np.random.default_rng(3)
+    x = np.round(rng.standard_normal((4, 4, size, size)) * 2) / 2  # ties
+    x[0, 0, :2, :2] = -1.0  # a window with no positive value
+    x[0, 1, :2, :2] = [[np.nan, 5.0], [-1.0, np.nan]]
+    x[1, 0, 2:4, 2:4] = [[np.inf, 1.0], [np.inf, -np.inf]]
+    x[1, 1, 4:6, :2] = [[0.0, -0.0], [0.0, -2.0]]
+    scale = ember.nn.Parameter(ember.ones(4, 4, size, size))
+    weights = ember.tensor(rng.standard_normal((4, 4, size // 4, size // 4)),
+                           dtype=ember.float32)
+    pool = nn.MaxPool2d(2)
+
+    def step(inputs):
+        scale.grad = None
+        y = pool(nn.functional.relu(pool(nn.functional.relu(inputs * scale))))
+        loss = (y * weights).sum()
+        loss.backward()
+        return y, scale.grad
+
+    inputs = ember.tensor(x, dtype=ember.float32)
+    want = [t.detach().numpy().copy() for t in step(inputs)]
+    compiled = ember.compile(step)
+    for _ in range(3):
+        got = [t.detach().numpy() for t in compiled(inputs)]
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)
+    assert "2 ReLU-max-pool pairs pooled first" in compiled.explain(), compiled.explain()

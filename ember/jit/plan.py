@@ -20,7 +20,17 @@ Made once per guard key, from the second recording (ember.jit.tape), in two pass
    parameter's or one a kernel may keep: a storage two kernels hand out is taken as a
    kernel's workspace, and never reused).
 
-Each replay still runs every kernel; the plan changes only where results are written.
+Before both, one rewrite of what runs: **max pooling before ReLU.** `max_pool(relu(x))`
+is `relu(max_pool(x))` (ReLU does not decrease, so it keeps each window's pick, and a
+NaN stays NaN), and the backward's `relu_backward(max_pool_backward(g))` is
+`max_pool_backward(relu_backward(g))` with the mask read from the pooled values (a window
+whose maximum is not positive gets no gradient in either order). Where the ReLU's result
+is read only by the pool and their backwards (a CNN's conv-ReLU-pool), the plan runs the
+pool first, so ReLU and its backward touch a quarter of the elements (2x2 windows), and
+the ReLU's full-size result is never made.
+
+Each replay still runs every kernel; the plan changes only where results are written and,
+by the rewrite above, the order of two ops whose results it proves the same.
 `EMBER_COMPILE_PLAN=0` replays the tape as recorded (to compare, or to rule the plan
 out).
 """
@@ -57,12 +67,14 @@ class Plan(NamedTuple):
     fused_ops: int  # ops run inside fused kernels
     elided: int  # clones removed
     reused: int  # results written into a dead buffer
+    pooled_first: int = 0  # ReLU-pool pairs run pool first
 
     def summary(self) -> str:
         chains = sum(1 for s in self.steps if s.fused)
         return (f"{sum(1 for s in self.steps if s.alias is None)} kernel calls a call; "
                 f"{chains} fused chains ({self.fused_ops} ops), {self.elided} copies "
-                f"elided, {self.reused} results into reused buffers")
+                f"elided, {self.reused} results into reused buffers, {self.pooled_first} "
+                f"ReLU-max-pool pairs pooled first")
 
 
 def make_plan(tape: Tape, wanted: list[int]) -> Plan:
@@ -71,8 +83,10 @@ def make_plan(tape: Tape, wanted: list[int]) -> Plan:
              for op, kernel, specs, kw, out in tape.steps]
     if os.environ.get("EMBER_COMPILE_PLAN", "1") == "0":  # the tape as recorded
         return Plan(steps, 0, 0, 0)
+    steps, pooled_first = _pool_before_relu(tape, steps, set(wanted))
     steps, backends = _fuse_chains(tape, steps, list(tape.backends), set(wanted))
-    return _plan_buffers(tape, steps, backends, set(wanted))
+    return _plan_buffers(tape, steps, backends, set(wanted))._replace(
+        pooled_first=pooled_first)
 
 
 # -- operands -----------------------------------------------------------------------------
@@ -130,6 +144,116 @@ def _key(spec: tuple) -> tuple:
 
 def _writes(step: PlanStep) -> bool:
     return step.out is None or step.name in _WRITERS
+
+
+# -- the rewrite: max pooling before ReLU --------------------------------------------------
+
+def _pool_before_relu(tape: Tape, steps: list[PlanStep], wanted: set[int]
+                      ) -> tuple[list[PlanStep], int]:
+    """`steps` with each `relu -> max_pool` pair (and its backward pair) run pool first,
+    where that provably computes the same (see the module's docstring); and how many."""
+    done = 0
+    while (rewritten := _pool_one_relu(tape, steps, wanted)) is not None:
+        steps, done = rewritten, done + 1
+    return steps, done
+
+
+def _pool_one_relu(tape: Tape, steps: list[PlanStep], wanted: set[int]
+                   ) -> list[PlanStep] | None:
+    """`steps` with the first pair `_relu_pool_pair` finds rewritten; None if none."""
+    readers: dict[int, list[int]] = {}  # slot -> the steps that read it
+    for n, step in enumerate(steps):
+        for kind, value in _specs(step):
+            if kind == SLOT:
+                readers.setdefault(value, []).append(n)
+    for n in range(len(steps)):
+        pair = _relu_pool_pair(tape, steps, n, readers, wanted)
+        if pair is not None:
+            break
+    else:
+        return None
+    relu, (pool, pool_bwd, relu_bwd) = steps[n], pair
+    x, activated = relu.args[0], steps[pool].out[1][0]
+    # two new slots, the pool of x (before ReLU) and the gradient masked by ReLU's
+    # backward at the pool's size; their buffers (shapes, dtypes, storages for the plan)
+    # made by running the kernels on the recording's buffers
+    kw = {k: v for k, (_, v) in steps[pool].kw.items()}
+    pooled = _new_slot(tape, steps[pool].kernel(_buffer(tape, x), **kw)[0],
+                       _dtype(tape, (SLOT, activated)))
+    out = list(steps)
+    out[n] = None
+    out[pool] = [steps[pool]._replace(args=(x,), out=(tuple, [pooled, None])),
+                 relu._replace(args=((SLOT, pooled),), out=activated)]
+    if pool_bwd is not None:
+        # ReLU's backward masks where the pool's result is not positive: read from the
+        # pool's result before ReLU, so that the ReLU's result has no reader here (and a
+        # ReLU-pool pair after it can be rewritten too)
+        g, _, _, *rest = steps[pool_bwd].args
+        masked = _new_slot(tape, steps[relu_bwd].kernel(tape.keep[pooled],
+                                                        _buffer(tape, g)), _dtype(tape, g))
+        out[pool_bwd] = steps[relu_bwd]._replace(args=((SLOT, pooled), g), out=masked)
+        out[relu_bwd] = steps[pool_bwd]._replace(args=((SLOT, masked), x, (SLOT, pooled),
+                                                       *rest), out=steps[relu_bwd].out)
+    return [s for entry in out if entry is not None
+            for s in (entry if isinstance(entry, list) else [entry])]
+
+
+def _relu_pool_pair(tape: Tape, steps: list[PlanStep], n: int,
+                    readers: dict[int, list[int]], wanted: set[int]
+                    ) -> tuple[int, int | None, int | None] | None:
+    """If step `n` is a ReLU whose result only a max pool (without indices) reads, and
+    that pool's and the ReLU's backwards (`max_pool_backward` recovering the picks from
+    the ReLU's result, then `relu_backward` of its gradient) or nothing else: the steps
+    of (pool, pool backward, ReLU backward), the backwards None if absent. Else None.
+    The ReLU's input must be read by the ReLU alone, and nothing between the ReLU and its
+    backward may write into a buffer the step made (which could be the input's)."""
+    relu = steps[n]
+    if relu.name != "relu" or relu.kw or len(relu.args) != 1 or relu.args[0][0] != SLOT or \
+            not isinstance(relu.out, int) or relu.out in wanted:
+        return None
+    x, y = relu.args[0][1], relu.out
+    if readers.get(x) != [n] or x in wanted:
+        return None
+    users = readers.get(y, [])
+    pool = users[0] if users else None
+    if pool is None or steps[pool].name != "max_pool" or steps[pool].args != ((SLOT, y),) or \
+            steps[pool].kw.get("need_indices") != (LITERAL, False):
+        return None
+    pooled = steps[pool].out
+    if not (isinstance(pooled, tuple) and len(pooled[1]) == 2 and pooled[1][1] is None and
+            isinstance(pooled[1][0], int)):
+        return None
+    if len(users) == 1:
+        return pool, None, None
+    if len(users) != 3:
+        return None
+    pool_bwd, relu_bwd = users[1], users[2]
+    backward = steps[pool_bwd]
+    if backward.name != "max_pool_backward" or len(backward.args) != 5 or \
+            backward.args[1] != (SLOT, y) or backward.args[3] != (LITERAL, None) or \
+            not isinstance(backward.out, int):
+        return None
+    # the pool's result, maybe under a later slot: a kernel that returns its input (conv,
+    # as its saved input) names the buffer anew
+    values = backward.args[2]
+    if values[0] != SLOT or tape.keep[values[1]] is not tape.keep[pooled[1][0]]:
+        return None
+    grad = backward.out
+    if steps[relu_bwd].name != "relu_backward" or steps[relu_bwd].kw or \
+            steps[relu_bwd].args != ((SLOT, y), (SLOT, grad)) or \
+            readers.get(grad) != [relu_bwd] or grad in wanted:
+        return None
+    if any(_writes(steps[k]) and any(kind == SLOT for kind, _ in _specs(steps[k]))
+           for k in range(n + 1, relu_bwd)):
+        return None
+    return pool, pool_bwd, relu_bwd
+
+
+def _new_slot(tape: Tape, buffer: Any, dtype: Any) -> int:
+    """A slot for a buffer the plan makes (read for its shape, dtype and storage)."""
+    tape.keep.append(buffer)
+    tape.dtype_of[id(buffer)] = dtype
+    return len(tape.keep) - 1
 
 
 # -- pass 1: chains -------------------------------------------------------------------------
