@@ -264,6 +264,20 @@ def test_parameters_vector_round_trip():
     assert net[1].bias.tolist() == [10.0]
     with pytest.raises(TypeError, match="expected ember.Tensor, but got: list"):
         vector_to_parameters([1.0], params)
+    with pytest.raises(TypeError, match="expected ember.Tensor, but got: numpy.ndarray"):
+        vector_to_parameters(np.ones(2), params)
+
+
+def test_parameters_to_vector_views_as_torch(torch):
+    """PyTorch's `param.view(-1)`: a channels_last weight cannot be flattened by a view,
+    and the message is the view's."""
+    messages = []
+    for mod in (torch, ember):
+        conv = mod.nn.Conv2d(3, 4, 3).to(memory_format=mod.channels_last)
+        with pytest.raises(RuntimeError) as info:
+            mod.nn.utils.parameters_to_vector(conv.parameters())
+        messages.append(str(info.value))
+    assert messages[1] == messages[0]
 
 
 # -- variable-length sequences (nn.utils.rnn) -----------------------------------------

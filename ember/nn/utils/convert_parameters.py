@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import ember
 from ember import Tensor
+from ember.core.backend import api_name
 
 __all__ = ["parameters_to_vector", "vector_to_parameters"]
 
@@ -23,7 +24,7 @@ def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
     vec = []
     for param in parameters:
         device = _check_same_device(param, device)
-        vec.append(param.reshape(-1))
+        vec.append(param.view(-1))  # (PyTorch's: a channels_last weight raises)
     return ember.cat(vec)
 
 
@@ -31,11 +32,11 @@ def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
     r"""Copy consecutive slices of the 1-D ``vec`` into ``parameters`` (their ``.data``
     is replaced, so the Parameter objects stay the same)."""
     if not isinstance(vec, Tensor):
-        raise TypeError(f"expected ember.Tensor, but got: {type(vec).__name__}")
+        raise TypeError(f"expected {api_name()}.Tensor, but got: {ember.typename(vec)}")
     device = None
     pointer = 0
     for param in parameters:
         device = _check_same_device(param, device)
         n = param.numel()
-        param.data = vec[pointer:pointer + n].reshape(param.shape).detach()
+        param.data = vec[pointer:pointer + n].view_as(param).data
         pointer += n
