@@ -305,9 +305,12 @@ def test_special_namespace_matches_torch(name):
         for dtype in ("float64", "float32"):
             e, t = _t(values, dtype)
             with np.errstate(all="ignore"):
-                # (torch's bessel_y0/y1 are accurate to ~1e-7 in float64)
-                _same(fe(e), ft(t), rtol=1e-5 if dtype == "float32" or "_y" in name else 1e-9,
-                      atol=1e-7, what=f"special.{name}({dtype})")
+                # (torch's float64 bessel_j0/j1/y0/y1 are accurate to ~2e-7 absolute: near
+                # a zero of the function, ~1e-6 relative; which values meet one depends on
+                # the shared generator's draws, so on the order tests run in)
+                bessel = name.startswith("bessel_")
+                _same(fe(e), ft(t), rtol=1e-5 if dtype == "float32" or bessel else 1e-9,
+                      atol=1e-6 if bessel else 1e-7, what=f"special.{name}({dtype})")
     if name not in ("round",):
         e, t = _t([0, 1, 2], "int64")
         _same(fe(e), ft(t), rtol=1e-6, atol=1e-7, what=f"special.{name}(int64)")

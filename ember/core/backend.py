@@ -341,6 +341,15 @@ class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
         if op and op != "ZeroDivisionError":  # (not when unpickled from its own args)
             self.add_note(f"{op}: integer division by zero")
 
+    def __reduce__(self) -> tuple:
+        return RuntimeError, self.args
+
+
+# printed as PyTorch's (a traceback's "RuntimeError: ZeroDivisionError", `type(e).__name__`);
+# pickled as a builtin RuntimeError (another process gets PyTorch's type and message)
+IntegerDivisionByZero.__name__ = IntegerDivisionByZero.__qualname__ = "RuntimeError"
+IntegerDivisionByZero.__module__ = "builtins"
+
 
 @dataclass
 class DeviceInfo:
