@@ -34,6 +34,7 @@ from ember.core.backend import (
     get_float32_matmul_precision,
     set_float32_matmul_precision,
 )
+from ember.core.backend import api_name as _api_name
 from ember.core.creation import (
     Generator,
     arange,
@@ -973,7 +974,7 @@ def __getattr__(name: str):
         return getattr(importlib.import_module("ember._linalg_utils"), name)
     if name == "__config__":
         return importlib.import_module("ember.__config__")
-    raise AttributeError(f"module 'ember' has no attribute {name!r}")
+    raise AttributeError(f"module '{_api_name()}' has no attribute {name!r}")
 
 
 __all__ = [

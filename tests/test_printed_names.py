@@ -427,3 +427,27 @@ def test_linear_nodes_walk_as_pytorch(x_shape, bias, grad_x):
         out.backward()  # (the shown nodes do not run: one backward, the same gradients)
         walks.append(np.round(layer.weight.grad.numpy(), 5).tolist())
     assert walks[0] == walks[2] and walks[1] == walks[3]
+
+
+def test_messages_that_name_the_package_name_torch_under_the_alias(as_torch):
+    """PyTorch's messages that name torch (missing module attributes, a tensor assigned to
+    a parameter, a non-tensor in a state dict) say `torch` under the alias."""
+    pairs = []
+    for mod in (torch, ember):
+        got = []
+        for namespace in (mod, mod.nn, mod.autograd, mod.cuda, mod.cpu):
+            with pytest.raises(AttributeError) as info:
+                namespace.no_such_name  # noqa: B018
+            got.append(str(info.value))
+        linear = mod.nn.Linear(2, 2)
+        with pytest.raises(TypeError) as info:
+            linear.weight = mod.ones(2, 2)
+        got.append(str(info.value))
+        with pytest.raises(RuntimeError) as info:
+            linear.load_state_dict({"weight": [[1.0, 2.0]] * 2, "bias": mod.zeros(2)})
+        got.append(str(info.value))
+        with pytest.raises(RuntimeError) as info:
+            mod.ones(2).float_power_(2)
+        got.append(str(info.value))
+        pairs.append(got)
+    assert pairs[1] == pairs[0]

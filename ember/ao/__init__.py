@@ -4,10 +4,12 @@ ember.nn."""
 
 import importlib
 
+from ember.core.backend import api_name
+
 _SUBMODULES = {"quantization", "nn"}
 
 
 def __getattr__(name: str):
     if name in _SUBMODULES:
         return importlib.import_module(f"ember.ao.{name}")
-    raise AttributeError(f"module 'ember.ao' has no attribute {name!r}")
+    raise AttributeError(f"module '{api_name()}.ao' has no attribute {name!r}")

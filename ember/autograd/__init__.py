@@ -8,6 +8,7 @@ from ember.autograd import (
 from ember.autograd.variable import Variable
 from ember.core import engine as _engine
 from ember.core.anomaly_mode import detect_anomaly, set_detect_anomaly
+from ember.core.backend import api_name
 from ember.core.engine import queue_callback
 from ember.core.function import Function, FunctionCtx
 from ember.core.grad_mode import (
@@ -48,4 +49,4 @@ def __getattr__(name: str):
         return importlib.import_module(f"ember.autograd.{name}")
     if name in ("gradcheck", "gradgradcheck"):  # in ember.testing, which needs NumPy
         return getattr(importlib.import_module("ember.testing.gradcheck"), name)
-    raise AttributeError(f"module 'ember.autograd' has no attribute {name!r}")
+    raise AttributeError(f"module '{api_name()}.autograd' has no attribute {name!r}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Any
 
+from ember.core.backend import api_name
 from ember.core.dtype import printed_in_api
 
 __all__ = ["is_available", "is_initialized", "synchronize", "current_device",
@@ -121,4 +122,4 @@ def __getattr__(name: str):
         import importlib
 
         return importlib.import_module("ember.cpu.amp")
-    raise AttributeError(f"module 'ember.cpu' has no attribute {name!r}")
+    raise AttributeError(f"module '{api_name()}.cpu' has no attribute {name!r}")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ember.core import plugins
-from ember.core.backend import OutOfMemoryError
+from ember.core.backend import OutOfMemoryError, api_name
 from ember.core.device import device as _Device
 from ember.core.errors import with_context
 from ember.core.legacy_types import CUDA_TYPES as _CUDA_TYPES
@@ -105,8 +105,8 @@ def _device_index(device: Any, optional: bool = False) -> int:
         device = device.index
     if device is None:
         if not optional:
-            raise ValueError("Expected a ember.device with a specified index or an integer, "
-                             "but got:None")
+            raise ValueError(f"Expected a {api_name()}.device with a specified index or an "
+                             "integer, but got:None")
         return current_device()
     if isinstance(device, bool) or not isinstance(device, int):
         raise ValueError(f"Expected a cuda device, but got: {device!r}")
@@ -294,8 +294,9 @@ def reset_peak_memory_stats(device: Any = None) -> None:
 
 
 def reset_max_memory_allocated(device: Any = None) -> None:
-    warnings.warn("ember.cuda.reset_max_memory_allocated now calls "
-                  "ember.cuda.reset_peak_memory_stats, which resets /all/ peak memory stats.",
+    warnings.warn(f"{api_name()}.cuda.reset_max_memory_allocated now calls "
+                  f"{api_name()}.cuda.reset_peak_memory_stats, which resets /all/ peak memory "
+                  "stats.",
                   FutureWarning, stacklevel=2)
     reset_peak_memory_stats(device)
 
@@ -470,4 +471,4 @@ def __getattr__(name: str):
         import importlib
 
         return importlib.import_module("ember.cuda.amp")
-    raise AttributeError(f"module 'ember.cuda' has no attribute {name!r}")
+    raise AttributeError(f"module '{api_name()}.cuda' has no attribute {name!r}")

@@ -9,6 +9,7 @@
 
 from importlib.util import find_spec as _find_spec
 
+from ember.core.backend import api_name
 from ember.nn import attention, functional, init, parallel, utils  # noqa: F401
 from ember.nn.containers import (  # noqa: F401
     Container,
@@ -75,4 +76,4 @@ def __getattr__(name: str):
         import importlib
 
         return importlib.import_module(f"ember.nn.{name}")
-    raise AttributeError(f"module 'ember.nn' has no attribute {name!r}")
+    raise AttributeError(f"module '{api_name()}.nn' has no attribute {name!r}")

@@ -17,6 +17,7 @@ from typing import Any
 import ember
 from ember import Tensor
 from ember.autograd import Function
+from ember.core.backend import api_name
 from ember.core.hooks import RemovableHandle
 from ember.core.ops.elementwise import to_arguments
 from ember.nn.parameter import Buffer, Parameter
@@ -457,7 +458,7 @@ class Module:
         elif params is not None and name in params:
             if value is not None:
                 raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
-                                "(ember.nn.Parameter or None expected)")
+                                f"({api_name()}.nn.Parameter or None expected)")
             self.register_parameter(name, value)
         else:
             modules = self.__dict__.get("_modules")
@@ -1039,7 +1040,7 @@ class Module:
             input_param = state_dict[key]
             if not isinstance(input_param, Tensor):
                 error_msgs.append(f'While copying the parameter named "{key}", expected '
-                                  "ember.Tensor or Tensor-like object from checkpoint but "
+                                  f"{api_name()}.Tensor or Tensor-like object from checkpoint but "
                                   f"received {type(input_param)}")
                 continue
             # old checkpoints stored scalars as 1-element vectors

@@ -646,8 +646,9 @@ def fmin(input: Tensor, other: Tensor) -> Tensor:
 
 def _float_power_inplace(self: Tensor, exponent: Any) -> Tensor:
     if self.dtype is not dt.float64:
-        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype} but the "
-                           "operation's result requires dtype ember.float64")
+        raise RuntimeError(f"the base given to float_power_ has dtype "
+                           f"{dt.SCALAR_TYPE_NAMES[self.dtype.name]} but the operation's "
+                           "result requires dtype Double")
     return apply_inplace(self, lambda old: float_power(old, exponent), exponent,
                          op="float_power_")
 

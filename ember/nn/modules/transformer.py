@@ -18,6 +18,7 @@ from typing import Any
 
 import ember
 from ember import Tensor
+from ember.core.backend import api_name
 from ember.nn import functional as F
 from ember.nn import init
 from ember.nn.containers import ModuleList
@@ -62,7 +63,7 @@ def _none_or_dtype(input: Tensor | None) -> Any:
         return None
     if isinstance(input, Tensor):
         return input.dtype
-    raise RuntimeError("input to _none_or_dtype() must be None or ember.Tensor")
+    raise RuntimeError(f"input to _none_or_dtype() must be None or {api_name()}.Tensor")
 
 
 def _generate_square_subsequent_mask(sz: int, device: Any = None, dtype: Any = None) -> Tensor:

@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 import ember
+from ember.core.backend import api_name
 
 from . import _worker
 from .collate import default_collate, default_convert
@@ -367,7 +368,7 @@ class _BaseDataLoaderIter:
             if self._num_workers > 0:
                 msg += ("For multiprocessing data-loading, this could be caused by not properly "
                         "configuring the IterableDataset replica at each worker (see "
-                        "ember.utils.data.get_worker_info).")
+                        f"{api_name()}.utils.data.get_worker_info).")
             warnings.warn(msg, stacklevel=2)
         return data
 
