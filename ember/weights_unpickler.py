@@ -168,6 +168,13 @@ class WeightsUnpickler(pickle.Unpickler):
                 if full_path in table:
                     return table[full_path]
         if self._trusted:
+            if module == "torch" or module.startswith("torch."):
+                # a class PyTorch defines there (a whole module pickled by PyTorch, or by a
+                # program ember ran as torch): ember's at the same path
+                try:
+                    return super().find_class("ember" + module[len("torch"):], name)
+                except (ImportError, AttributeError):
+                    pass
             return super().find_class(module, name)
         raise UnsafeGlobalError(unsupported_global_message(full_path))
 

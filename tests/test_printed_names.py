@@ -451,3 +451,33 @@ def test_messages_that_name_the_package_name_torch_under_the_alias(as_torch):
         got.append(str(info.value))
         pairs.append(got)
     assert pairs[1] == pairs[0]
+
+
+_CLASS_NAMES = (
+    "import copy, pickle, torch, torch.nn as nn\n"
+    "m = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2), nn.LazyLinear(3), nn.ReLU())\n"
+    "opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+    "sched = torch.optim.lr_scheduler.StepLR(opt, 1)\n"
+    "for obj in (m, m[1], m[2], opt, sched, torch.ones(1), torch.float32, torch.device('cpu'),\n"
+    "            torch.finfo(), torch.utils.data.DataLoader([1]), nn.Module,\n"
+    "            nn.MultiheadAttention(4, 2), torch.autograd.Function,\n"
+    "            torch.distributions.Normal(0.0, 1.0), nn.Conv2d(1, 1, 1)):\n"
+    "    print(obj if isinstance(obj, type) else type(obj))\n"
+    "print(type(pickle.loads(pickle.dumps(m))[1]), type(copy.deepcopy(opt)))\n"
+    "torch.save(m, 'whole.pt')\n"
+    "print(type(torch.load('whole.pt', weights_only=False)))\n")
+
+
+def test_classes_print_and_pickle_as_pytorch_s_under_the_alias(tmp_path):
+    """Under the alias each class prints its PyTorch module (`<class 'torch.nn.modules.
+    container.Sequential'>`), and pickles there; ember itself loads such a pickle."""
+    script = tmp_path / "names.py"
+    script.write_text(_CLASS_NAMES)
+    runs = [subprocess.run([sys.executable, *how, str(script)], cwd=tmp_path, text=True,
+                           capture_output=True, timeout=120) for how in ([], ["-m", "ember.run"])]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+    assert runs[1].stdout == runs[0].stdout
+    whole = ember.load(tmp_path / "whole.pt", weights_only=False)  # (as ember, not torch)
+    assert type(whole) is ember.nn.Sequential and type(whole[1]) is ember.nn.BatchNorm1d
+    assert "'ember.nn.modules.container.Sequential'" in repr(type(whole))

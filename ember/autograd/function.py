@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from typing import Any
 
+from ember.core.dtype import place_in
 from ember.core.function import Function, FunctionCtx  # noqa: F401
 from ember.core.grad_mode import no_grad
 
@@ -20,3 +22,6 @@ def once_differentiable(fn: Callable[..., Any]) -> Callable[..., Any]:
         with no_grad():
             return fn(ctx, *args)
     return wrapper
+
+
+place_in(sys.modules[__name__], Function)  # (PyTorch's module for it)

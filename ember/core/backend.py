@@ -288,6 +288,7 @@ class ViewNotPossible(RuntimeError):
     allow a view; core then copies (`reshape`) or raises (`view`)."""
 
 
+@_dtypes.printed_in_api()
 class OutOfMemoryError(RuntimeError):
     """A device ran out of memory (`torch.OutOfMemoryError`): the message names the device,
     the bytes asked for and the bytes free. The allocator stays usable afterwards."""

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import functools
 
+from ember.core import dtype as dt
 from ember.core.errors import with_context
 
 
+@dt.printed_in_api()
 class device:  # noqa: N801 - PyTorch's spelling
     """A device: a backend name (`type`) and an optional device `index`.
 

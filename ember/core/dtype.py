@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
+from types import ModuleType
 
 from ember.core.errors import type_name, with_context
 
@@ -50,6 +51,19 @@ def printed_in_api(submodule: str = "") -> Callable[[type], type]:
     return register
 
 
+def place_in(module: ModuleType, *classes: type) -> None:
+    """Put `classes` in ember's `module` (PyTorch's module for them:
+    `ember.nn.modules.container` for `Sequential`) and name it as their module, as the
+    API prints it (`torch.nn.modules.container` under the alias, which serves ember's
+    modules as torch's): they print as PyTorch's do and pickle by that path."""
+    submodule = module.__name__[len("ember"):]
+    for cls in classes:
+        setattr(module, cls.__name__, cls)
+        _PRINTED_CLASSES.append((cls, submodule))
+        cls.__module__ = API_NAME + submodule
+
+
+@printed_in_api()  # <class 'torch.dtype'> under the alias
 class dtype:  # noqa: N801 - PyTorch's spelling
     """The element type of a tensor (`ember.float32`, `ember.int64`, ...)."""
 

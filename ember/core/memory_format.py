@@ -18,6 +18,7 @@ from ember.core import dtype as dt
 from ember.core.backend import logical_to_physical_perm
 
 
+@dt.printed_in_api()
 class memory_format:  # noqa: N801 - PyTorch's name
     """The order of a tensor's dimensions in memory that `to(memory_format=...)`,
     `contiguous(memory_format=...)`, `clone(memory_format=...)`, `empty(...,

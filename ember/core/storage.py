@@ -15,6 +15,7 @@ from ember.core import dtype as dt
 from ember.core.errors import warn_once
 
 
+@dt.printed_in_api()
 class layout:  # noqa: N801 - PyTorch's name
     """How a tensor's elements are laid out in memory (`ember.strided`, the only one)."""
 
@@ -28,6 +29,7 @@ class layout:  # noqa: N801 - PyTorch's name
 strided = layout("strided")
 
 
+@dt.printed_in_api(".storage")
 class TypedStorage:
     """The elements of the memory a tensor shares with its views, as a typed 1-D array:
     `size()`, `dtype`, `device`, `data_ptr()`, `tolist()`, `nbytes()`, indexing."""
@@ -84,6 +86,7 @@ class TypedStorage:
                 f"device={self.device}) of size {self.size()}]")
 
 
+@dt.printed_in_api(".storage")
 class UntypedStorage(TypedStorage):
     """The same memory counted in bytes: `size()` and `nbytes()` are byte counts."""
 

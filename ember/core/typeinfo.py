@@ -31,6 +31,7 @@ def _g(value: float) -> str:
     return f"{value:g}"
 
 
+@dt.printed_in_api()
 class finfo:  # noqa: N801 - PyTorch's name
     """Machine limits of a floating-point dtype (the default dtype when none is given; a
     complex dtype: that of its parts):
@@ -75,6 +76,7 @@ class finfo:  # noqa: N801 - PyTorch's name
                 f"dtype={self.dtype})")
 
 
+@dt.printed_in_api()
 class iinfo:  # noqa: N801 - PyTorch's name
     """Machine limits of an integer dtype: `bits`, `max`, `min`, `dtype`."""
 

@@ -234,7 +234,7 @@ class {module_name}(torch.nn.Module):
         super().__init__()
 """
         for name, module in self.named_children():
-            if type(module).__module__.startswith("ember.nn.") and not any(
+            if type(module).__module__.startswith(("ember.nn.", "torch.nn.")) and not any(
                     True for _ in module.children()):
                 model_str += f"{tab * 2}setattr(self, '{name}', {module!r})\n"
             else:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import IO, Any, Final, TypeVar
 
 import ember
+from ember.core import dtype as dt
 from ember.core import tracing
 
 T = TypeVar("T")
@@ -207,6 +208,7 @@ def annotate(the_type: Any, the_value: T) -> T:
     return the_value
 
 
+@dt.printed_in_api()
 class Future:
     """The result of `fork`: the call already ran (ember runs it at once)."""
 

@@ -16,6 +16,9 @@ the same update as a loop of per-tensor in-place ops. The state (`state_dict()`)
 PyTorch's layout, so a step-for-step comparison with PyTorch, or a resumed run, match.
 """
 
+import sys
+
+import ember.core.dtype as _dtypes
 from ember.optim import lr_scheduler, swa_utils
 from ember.optim.adadelta import Adadelta
 from ember.optim.adafactor import Adafactor
@@ -47,3 +50,6 @@ __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "LAMB", "L
            "Rprop", "Adafactor", "Muon", "SparseAdam",
            "lr_scheduler", "swa_utils", "required", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]
+
+# PyTorch exports these two from `torch.optim` itself (their files are private there)
+_dtypes.place_in(sys.modules[__name__], Adafactor, Muon)

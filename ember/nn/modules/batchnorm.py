@@ -1,7 +1,12 @@
-"""PyTorch's module path of the batch norms (`from torch.nn.modules.batchnorm import
-_BatchNorm`, for isinstance checks); the classes live in normalization.py."""
+"""PyTorch's module of the batch norms (`from torch.nn.modules.batchnorm import
+_BatchNorm`, for isinstance checks), where they print and pickle from; their code is in
+normalization.py and lazy.py."""
 
-from ember.nn.modules.normalization import (  # noqa: F401
+import sys
+
+from ember.core.dtype import place_in
+from ember.nn.modules.lazy import LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d
+from ember.nn.modules.normalization import (
     BatchNorm1d,
     BatchNorm2d,
     BatchNorm3d,
@@ -9,3 +14,6 @@ from ember.nn.modules.normalization import (  # noqa: F401
     _BatchNorm,
     _NormBase,
 )
+
+place_in(sys.modules[__name__], _NormBase, _BatchNorm, BatchNorm1d, BatchNorm2d, BatchNorm3d,
+         SyncBatchNorm, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d)

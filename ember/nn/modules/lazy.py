@@ -15,6 +15,8 @@ from typing import Any
 
 import ember
 from ember import Tensor
+from ember.core.dtype import place_in
+from ember.nn.modules import conv, linear
 from ember.nn.modules.conv import (
     Conv1d,
     Conv2d,
@@ -267,3 +269,8 @@ LazyBatchNorm3d = _lazy_norm(BatchNorm3d)
 LazyInstanceNorm1d = _lazy_norm(InstanceNorm1d)
 LazyInstanceNorm2d = _lazy_norm(InstanceNorm2d)
 LazyInstanceNorm3d = _lazy_norm(InstanceNorm3d)
+
+# PyTorch defines the lazy convolutions and LazyLinear beside their eager classes
+place_in(conv, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d,
+         LazyConvTranspose3d)
+place_in(linear, LazyLinear)

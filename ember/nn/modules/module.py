@@ -2,6 +2,9 @@
 (`torch.nn.modules.module.register_module_forward_pre_hook`); they live in
 `ember.nn.module`."""
 
+import sys
+
+from ember.core.dtype import place_in
 from ember.nn.module import (  # noqa: F401
     Module,
     RemovableHandle,
@@ -11,3 +14,5 @@ from ember.nn.module import (  # noqa: F401
 
 __all__ = ["Module", "RemovableHandle", "register_module_forward_hook",
            "register_module_forward_pre_hook"]
+
+place_in(sys.modules[__name__], Module)

@@ -19,10 +19,12 @@ from typing import Any
 import ember
 from ember import Tensor
 from ember.core.backend import api_name
+from ember.core.dtype import place_in
 from ember.nn import functional as F
 from ember.nn import init
 from ember.nn.containers import ModuleList
 from ember.nn.module import Module
+from ember.nn.modules import activation
 from ember.nn.modules.activation import GELU, ReLU
 from ember.nn.modules.dropout import Dropout
 from ember.nn.modules.linear import Linear
@@ -879,3 +881,6 @@ class Transformer(Module):
         for p in self.parameters():
             if p.dim() > 1:
                 init.xavier_uniform_(p)
+
+
+place_in(activation, MultiheadAttention)  # (PyTorch's module for it)
