@@ -35,6 +35,7 @@ import numpy as np
 from ember.core import interpose, torch_function, tracing
 from ember.core.backend import host_out_of_memory
 from ember.core.dispatch import check_castable, refuse_complex, write_into
+from ember.core.errors import ArgumentTypeError
 from ember.core.grad_mode import state
 from ember.core.graph import labelled, relabel
 from ember.core.inplace import apply_inplace
@@ -71,8 +72,9 @@ def declare(op: Op) -> Callable[..., Any]:
     if "method" in op.variants:
         own = op.method if op.method is None or op.node_label is None else \
             labelled(op.node_label, op.method)
-        method = public if own is None and "out" not in op.variants else \
-            _entered(op, op.name, own or fn)
+        # (an entry of its own even where it runs what the function does: an argument's
+        # position in PyTorch's errors counts `self` in the function form only)
+        method = _entered(op, op.name, own or fn, method=True)
         method.__name__ = op.name  # (not the method's own `_reshape_method`)
         for name in names:
             setattr(Tensor, name, method)
@@ -107,10 +109,12 @@ def alias(public: Callable, name: str) -> Callable:
     return fn
 
 
-def _entered(op: Op, name: str, fn: Callable) -> Callable:
+def _entered(op: Op, name: str, fn: Callable, *, method: bool = False) -> Callable:
     """`fn` with the op-entry check: the hooks of ember.core.interpose run first when any
     is installed (autocast, the profiler). A composite not declared `complex` refuses a
-    complex argument here (a primitive's are checked by dispatch)."""
+    complex argument here (a primitive's are checked by dispatch). `method`: the entry
+    is `Tensor.<name>` (an ArgumentTypeError of the op is numbered as PyTorch numbers the
+    method's arguments, not the function's)."""
     refuses = op.kind is Kind.COMPOSITE and not op.complex
     numpy_names = _numpy_keywords(op.fn)
     code = getattr(_unwrapped(op.fn), "__code__", None)
@@ -134,6 +138,8 @@ def _entered(op: Op, name: str, fn: Callable) -> Callable:
         except (AttributeError, TypeError) as err:
             if torch_function.foreign((*args, *kwargs.values())):  # a Tensor-like's call
                 return torch_function.dispatch_op(op, name, args, kwargs, fn)
+            if isinstance(err, ArgumentTypeError):
+                raise err.as_called(op.name, args, kwargs, not method) from None
             # `torch.sqrt(2.0)`: PyTorch's TypeError, not a float's
             wrong = _input_not_a_tensor(name, args, kwargs) \
                 if takes_input and isinstance(err, AttributeError) else None
@@ -204,6 +210,14 @@ def _input_not_a_tensor(name: str, args: tuple, kwargs: dict) -> str | None:
     if isinstance(value, Tensor):
         return None
     return f"{name}(): argument 'input'{where} must be Tensor, not {type(value).__name__}"
+
+
+def check_tensor(op: str, name: str, value: Any, position: int) -> None:
+    """PyTorch's argument parser refusing a non-tensor where the op takes only a Tensor
+    (`torch.maximum(x, 2.0)`); `position` counts as for the method (see
+    ArgumentTypeError)."""
+    if not isinstance(value, Tensor):
+        raise ArgumentTypeError(op, name, position, "Tensor", value)
 
 
 def _sparse_form(name: str, args: tuple) -> Callable | None:

@@ -26,7 +26,7 @@ from ember.core import dtype as dt
 from ember.core import forward_ad as fw
 from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.creation import ones_like, zeros_like
-from ember.core.declare import alias, composite, define, fused_kernel, primitive
+from ember.core.declare import alias, check_tensor, composite, define, fused_kernel, primitive
 from ember.core.dispatch import (
     check_dtype,
     run_binary,
@@ -517,6 +517,17 @@ def _binary_fn(name: str) -> Any:
     return fn
 
 
+def _tensors_binary_fn(name: str) -> Any:
+    """The op of PyTorch's `(Tensor input, Tensor other)`, refusing a number (`maximum`);
+    ember's own code calls the `_binary_fn` it checks (`maximum_of`)."""
+    def fn(input: Any, other: Any) -> Tensor:
+        if not (isinstance(input, Tensor) and isinstance(other, Tensor)):
+            check_tensor(name, "input", input, 0)
+            check_tensor(name, "other", other, 1)
+        return binary(name, input, other)
+    return fn
+
+
 def _binary_inplace(name: str, fn: Any) -> Any:
     """`x.mul_(y)`: one kernel writing into x when autograd does not record."""
     def method(self: Tensor, other: Any, **kwargs: Any) -> Tensor:
@@ -723,8 +734,9 @@ def _compare_inplace(name: str, fn: Any) -> Any:
 def _declare_binary(name: str, kind: str, doc: str, *, grad: Grad | None = None,
                     precision: P = P.KEEP,
                     operators: str = "", aliases: str = "", flops: float = 1,
-                    variants: str = _ARITH, **fields: Any) -> Any:
-    fn = _binary_fn(name)
+                    variants: str = _ARITH, tensors: bool = False, **fields: Any) -> Any:
+    """A binary op; `tensors`: PyTorch's takes only tensors (no number for `other`)."""
+    fn = (_tensors_binary_fn if tensors else _binary_fn)(name)
     inplace = None
     if "inplace" in variants:
         inplace = (_compare_inplace if kind == "compare" else _binary_inplace)(name, fn)
@@ -784,14 +796,20 @@ pow = define("pow", Kind.PRIMITIVE, _pow, variants=_ARITH, complex=True,  # noqa
                  "a tensor).")
 maximum = _declare_binary(  # (PyTorch has no maximum_)
     "maximum", "arith", "The elementwise maximum (NaN propagates).", variants="function method out",
+    tensors=True,
     grad=Grad(input=lambda grad, input, other: grad * _share(input, other, grad, "maximum"),
               other=lambda grad, input, other: grad * (1.0 - _share(input, other, grad,
                                                                     "maximum"))))
 minimum = _declare_binary(
     "minimum", "arith", "The elementwise minimum (NaN propagates).", variants="function method out",
+    tensors=True,
     grad=Grad(input=lambda grad, input, other: grad * _share(input, other, grad, "minimum"),
               other=lambda grad, input, other: grad * (1.0 - _share(input, other, grad,
                                                                     "minimum"))))
+# maximum/minimum with a number allowed, for ember's own code (`maximum_of(k, 10.0)`):
+# the public ops refuse one, as PyTorch's do
+maximum_of = _binary_fn("maximum")
+minimum_of = _binary_fn("minimum")
 atan2 = _declare_binary(
     "atan2", "float", "Element-wise arctangent of `input / other`, in the quadrant given by "
     "the signs of both.", precision=P.PROMOTE, flops=16, aliases="arctan2",
@@ -1045,9 +1063,9 @@ def _clamp_tensors(input: Tensor, min: Any, max: Any) -> Tensor:  # noqa: A002
     with no_grad():
         out = input
         if min is not None:
-            out = maximum(out, min)
+            out = maximum_of(out, min)
         if max is not None:
-            out = minimum(out, max)
+            out = minimum_of(out, max)
         if out is input:
             out = input.clone()
     record_grad(OPS["_clamp_tensors"], (input, min, max), {}, out)
@@ -1215,7 +1233,7 @@ def logaddexp(input: Tensor, other: Tensor) -> Tensor:
         raise RuntimeError(f"logaddexp: not implemented for dtype {common} (takes floating "
                            "tensors)")
     with no_grad():
-        larger = maximum(input, other)
+        larger = maximum_of(input, other)
         out = larger + (-(input - other).abs()).exp().log1p()
         # equal infinities: their own value (inf - inf would make the formula NaN)
         out = where(larger.isinf().logical_and(input == other), larger, out)

@@ -19,7 +19,7 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import apply, record_grad
 from ember.core.creation import tensor
-from ember.core.declare import alias, composite, define
+from ember.core.declare import alias, check_tensor, composite, define
 from ember.core.grad_mode import no_grad
 from ember.core.host import python_scalar
 from ember.core.inplace import apply_inplace
@@ -38,8 +38,8 @@ from ember.core.ops.elementwise import (
     conj,
     log,
     log1p,
-    maximum,
-    minimum,
+    maximum_of,
+    minimum_of,
     operand_tier,
     pow,
     refuse_complex_autograd,
@@ -573,7 +573,7 @@ def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
     """`log2(2**input + 2**other)`, computed without overflow or underflow."""
     _floating_only("logaddexp2", _common("logaddexp2", input, other))
     with no_grad():
-        larger = maximum(input, other)
+        larger = maximum_of(input, other)
         out = larger + log1p((-(input - other).abs()).exp2()) / _LN2
         out = where(larger.isinf().logical_and(input == other), larger, out)
     record_grad(OPS["logaddexp2"], (input, other), {}, out)
@@ -625,7 +625,7 @@ def _fmax(op: str, input: Tensor, other: Tensor) -> Tensor:
     if not isinstance(other, Tensor):
         other = _tensor_like(other, input, _common(op, input, other))
     with no_grad():
-        m = (maximum if op == "fmax" else minimum)(input, other)
+        m = (maximum_of if op == "fmax" else minimum_of)(input, other)
         out = where(input.isnan(), other, where(other.isnan(), input, m))
         out = to_dtype(out, m.dtype)
     record_grad(OPS[op], (input, other), {}, out)
@@ -635,12 +635,16 @@ def _fmax(op: str, input: Tensor, other: Tensor) -> Tensor:
 @composite(variants="function method out", cost=costs.pointwise(3), grad=_fmax_grads("fmax"))
 def fmax(input: Tensor, other: Tensor) -> Tensor:
     """The elementwise maximum, ignoring NaN (NaN only where both are NaN)."""
+    check_tensor("fmax", "input", input, 0)
+    check_tensor("fmax", "other", other, 1)
     return _fmax("fmax", input, other)
 
 
 @composite(variants="function method out", cost=costs.pointwise(3), grad=_fmax_grads("fmin"))
 def fmin(input: Tensor, other: Tensor) -> Tensor:
     """The elementwise minimum, ignoring NaN (NaN only where both are NaN)."""
+    check_tensor("fmin", "input", input, 0)
+    check_tensor("fmin", "other", other, 1)
     return _fmax("fmin", input, other)
 
 

@@ -128,7 +128,7 @@ def _log1p_exp(x: Tensor) -> Tensor:
 
 def _logsigmoid(x: Tensor) -> Tensor:
     """`log(1 / (1 + e^-x))`, computed stably."""
-    return E.minimum(x, 0.0) - E.log1p(E.exp(-E.abs(x)))
+    return E.minimum_of(x, 0.0) - E.log1p(E.exp(-E.abs(x)))
 
 
 def _pairwise_distance(x1: Tensor, x2: Tensor, p: float, eps: float) -> Tensor:
@@ -684,7 +684,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     _check_logits_target(input, target)
     with no_grad():  # one node, PyTorch's BinaryCrossEntropyWithLogitsBackward0
         # -log(sigmoid(x)) = softplus(-x), computed stably
-        neg_log_sig = E.log1p(E.exp(-E.abs(input))) - E.minimum(input, 0.0)
+        neg_log_sig = E.log1p(E.exp(-E.abs(input))) - E.minimum_of(input, 0.0)
         if pos_weight is not None:
             log_weight = (pos_weight - 1.0) * target + 1.0
             loss = (1.0 - target) * input + log_weight * neg_log_sig

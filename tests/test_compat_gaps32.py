@@ -1,0 +1,95 @@
+"""Round 32 of small PyTorch-compatibility gaps, each checked against torch."""
+
+import pytest
+
+import ember
+from ember.core.dtype import API_NAME
+
+torch = pytest.importorskip("torch")
+
+
+def _raised(fn):
+    with pytest.raises(Exception) as info:
+        fn()
+    return type(info.value), str(info.value)
+
+
+def _same_error(call, data, kind=TypeError):
+    """`call(lib, x)` raises the same error (type and message) in torch and ember."""
+    kind_, text = _raised(lambda: call(torch, torch.tensor(data)))
+    assert kind_ is kind
+    want = kind, text.replace("torch.", API_NAME + ".")  # (ember's name outside ember.run)
+    assert _raised(lambda: call(ember, ember.tensor(data))) == want
+
+
+# -- 1. a number where PyTorch's op takes only a Tensor ----------------------------------
+
+_TENSOR_ONLY_CALLS = {
+    "function": lambda m, op, x: getattr(m, op)(x, 2.0),
+    "int": lambda m, op, x: getattr(m, op)(x, 2),
+    "bool": lambda m, op, x: getattr(m, op)(x, True),
+    "none": lambda m, op, x: getattr(m, op)(x, None),
+    "list": lambda m, op, x: getattr(m, op)(x, [1.0, 2.0, 3.0]),
+    "number_first": lambda m, op, x: getattr(m, op)(2.0, x),
+    "method": lambda m, op, x: getattr(x, op)(2.0),
+    "keyword": lambda m, op, x: getattr(m, op)(x, other=2.0),
+    "method_keyword": lambda m, op, x: getattr(x, op)(other=2.0),
+}
+
+
+@pytest.mark.parametrize("op", ["maximum", "minimum", "fmax", "fmin"])
+@pytest.mark.parametrize("case", sorted(_TENSOR_ONLY_CALLS))
+def test_tensor_only_op_refuses_number(op, case):
+    call = _TENSOR_ONLY_CALLS[case]
+    _same_error(lambda m, x: call(m, op, x), [1.0, 2.0, 3.0])
+
+
+def _callers_of_maximum(lib):
+    t = lib.tensor([1.0, -2.0, 3.0])
+    return [lib.nn.functional.logsigmoid(t), lib.clamp(t, min=lib.tensor(0.0), max=2.0),
+            lib._foreach_maximum([t], [1.0])[0],
+            lib.nn.functional.binary_cross_entropy_with_logits(t, lib.ones(3)).reshape(1)]
+
+
+def test_internal_callers_still_take_numbers():
+    for got, want in zip(_callers_of_maximum(ember), _callers_of_maximum(torch)):
+        assert got.tolist() == pytest.approx(want.tolist())
+
+
+# -- 4. a bool parameter given an int: the function form's position and overloads ----------
+
+_FUNCTION_BOOL_CALLS = {
+    "sum": lambda m, x: m.sum(x, 0, 1),
+    "sum_keyword": lambda m, x: m.sum(x, 0, keepdim=1),
+    "sum_method_keyword": lambda m, x: x.sum(0, keepdim=1),
+    "mean": lambda m, x: m.mean(x, 0, 1),
+    "mean_keyword": lambda m, x: m.mean(x, 0, keepdim=1),
+    "mean_dtype": lambda m, x: m.mean(x, 0, 1, dtype=m.float64),
+    "amax": lambda m, x: m.amax(x, 0, 1),
+    "amin": lambda m, x: m.amin(x, 0, 1),
+    "prod": lambda m, x: m.prod(x, 0, 1),
+    "logsumexp": lambda m, x: m.logsumexp(x, 0, 1.0),
+    "argmax": lambda m, x: m.argmax(x, 0, 1),
+    "argmin": lambda m, x: m.argmin(x, None, 1),
+    "max": lambda m, x: m.max(x, 0, 1),
+    "max_keyword": lambda m, x: m.max(x, 0, keepdim=1),
+    "max_method_keyword": lambda m, x: x.max(0, keepdim=1),
+    "min": lambda m, x: m.min(x, 0, None),
+    "nansum": lambda m, x: m.nansum(x, 0, 1),
+    "nanmean": lambda m, x: m.nanmean(x, 0, 1),
+    "norm": lambda m, x: m.norm(x, 2, 0, 1),
+    "norm_method": lambda m, x: x.norm(2, 0, 1),
+    "vector_norm": lambda m, x: m.linalg.vector_norm(x, 2, 0, 1),
+    "kthvalue": lambda m, x: m.kthvalue(x, 1, 0, 1),
+    "median": lambda m, x: m.median(x, 0, 1),
+    "nanmedian": lambda m, x: m.nanmedian(x, 0, 1),
+    "mode": lambda m, x: m.mode(x, 0, 1),
+    "topk_largest": lambda m, x: m.topk(x, 2, 0, 1),
+    "topk_sorted": lambda m, x: m.topk(x, 2, 0, True, 1),
+    "aminmax": lambda m, x: m.aminmax(x, dim=0, keepdim=1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_FUNCTION_BOOL_CALLS))
+def test_function_form_bool_argument(case):
+    _same_error(_FUNCTION_BOOL_CALLS[case], [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
