@@ -93,3 +93,47 @@ _FUNCTION_BOOL_CALLS = {
 @pytest.mark.parametrize("case", sorted(_FUNCTION_BOOL_CALLS))
 def test_function_form_bool_argument(case):
     _same_error(_FUNCTION_BOOL_CALLS[case], [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+
+
+# -- 2. a NumPy array (or a list) where PyTorch's named op takes a Tensor ----------------
+
+_ARRAY_CALLS = {
+    "add_method": lambda m, x, a: x.add(a),
+    "add_function": lambda m, x, a: m.add(x, a),
+    "add_keyword": lambda m, x, a: m.add(x, other=a),
+    "add_first": lambda m, x, a: m.add(a, x),
+    "add_alpha": lambda m, x, a: m.add(x, a, alpha=2),
+    "add_alpha_method": lambda m, x, a: x.add(a, alpha=2),
+    "add_inplace": lambda m, x, a: x.clone().add_(a),
+    "add_inplace_alpha": lambda m, x, a: x.clone().add_(a, alpha=2),
+    "sub_method": lambda m, x, a: x.sub(a),
+    "mul_function": lambda m, x, a: m.mul(x, a),
+    "mul_first": lambda m, x, a: m.mul(a, x),
+    "mul_list": lambda m, x, a: x.mul(a.tolist()),
+    "mul_grad": lambda m, x, a: x.clone().requires_grad_().mul(a),
+    "mul_inplace_grad": lambda m, x, a: (x.clone().requires_grad_() * 1).mul_(a),
+    "div_method": lambda m, x, a: x.div(a),
+    "div_inplace": lambda m, x, a: x.clone().div_(a),
+    "maximum": lambda m, x, a: m.maximum(x, a),
+    "atan2": lambda m, x, a: x.atan2(a),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_ARRAY_CALLS))
+def test_named_op_refuses_array(case):
+    np = pytest.importorskip("numpy")
+    call = _ARRAY_CALLS[case]
+    _same_error(lambda m, x: call(m, x, np.ones(3)), [1.0, 2.0, 3.0])
+
+
+def test_operators_and_numbers_take_arrays():
+    np = pytest.importorskip("numpy")
+    a = np.arange(3.0)
+    for lib in (torch, ember):
+        x = lib.tensor([1.0, 2.0, 3.0])
+        got = [x + a, x * a, x == a, x.add(np.float32(2)), x.mul(2), a / x]
+        if lib is torch:
+            want = [(type(g).__name__, str(g.dtype), g.tolist()) for g in got]
+        else:
+            assert [(type(g).__name__, str(g.dtype).replace("ember", "torch"), g.tolist())
+                    for g in got] == want

@@ -79,7 +79,8 @@ def declare(op: Op) -> Callable[..., Any]:
         for name in names:
             setattr(Tensor, name, method)
     if "inplace" in op.variants:
-        inplace = _entered(op, op.name + "_", op.inplace_method or _inplace_method(op, named))
+        inplace = _entered(op, op.name + "_", op.inplace_method or _inplace_method(op, named),
+                           method=True)
         for name in names:
             setattr(Tensor, name + "_", inplace)
         if not inplace.__doc__:
@@ -139,7 +140,7 @@ def _entered(op: Op, name: str, fn: Callable, *, method: bool = False) -> Callab
             if torch_function.foreign((*args, *kwargs.values())):  # a Tensor-like's call
                 return torch_function.dispatch_op(op, name, args, kwargs, fn)
             if isinstance(err, ArgumentTypeError):
-                raise err.as_called(op.name, args, kwargs, not method) from None
+                raise err.as_called(op.name, name, args, kwargs, not method) from None
             # `torch.sqrt(2.0)`: PyTorch's TypeError, not a float's
             wrong = _input_not_a_tensor(name, args, kwargs) \
                 if takes_input and isinstance(err, AttributeError) else None

@@ -55,13 +55,15 @@ class ArgumentTypeError(TypeError):
         return f"{self.op}(): argument '{self.name}'{where} must be {self.expected}, " \
             f"not {self.got}"
 
-    def as_called(self, op: str, args: tuple, kwargs: dict, function: bool) -> TypeError:
-        """The TypeError for a call of `op` given `args` and `kwargs`, of the function
-        form or not. Raised by another op, one that `op` called (`norm` calling
-        `linalg_vector_norm`), it is numbered as that op's function form called
-        positionally."""
+    def as_called(self, op: str, entry: str, args: tuple, kwargs: dict,
+                  function: bool) -> TypeError:
+        """The TypeError for a call of op `op` entered as `entry` (`add_`, `subtract`)
+        given `args` and `kwargs`, of the function form or not. Raised by another op, one
+        that `op` called (`norm` calling `linalg_vector_norm`), it is numbered as that
+        op's function form called positionally."""
         if op != self.op:
             return TypeError(self.text(self.position + 1))
+        self.op = entry
         own = self.function_form(args, kwargs) if function and self.function_form else None
         if own is not None:
             return own

@@ -35,7 +35,7 @@ from ember.core.dispatch import (
     same_dtype_results,
     user_stacklevel,
 )
-from ember.core.errors import warn_once, with_context
+from ember.core.errors import ArgumentTypeError, warn_once, with_context
 from ember.core.grad_mode import new_version, no_grad, state
 from ember.core.graph import record, relabel
 from ember.core.host import dtype_arg, no_data, python_scalar
@@ -460,6 +460,13 @@ def positive(input: Tensor) -> Tensor:
 # -- binary ops -----------------------------------------------------------------------
 
 
+# the binary ops whose PyTorch signatures show a Tensor `other` only (their Scalar
+# overloads are hidden from its argument parser's messages): `t.add(array)` is its
+# "argument 'other' (position 1) must be Tensor" (the operators decline an array: NumPy
+# computes `t + array`)
+_TENSOR_OPERANDS = frozenset({"add", "sub", "mul", "div", "maximum", "minimum", "atan2"})
+
+
 def binary(name: str, a: Any, b: Any) -> Tensor:
     """Run binary elementwise primitive `name` (the operators' fast path)."""
     if isinstance(a, Tensor) and isinstance(b, Tensor):
@@ -493,11 +500,15 @@ def binary(name: str, a: Any, b: Any) -> Tensor:
         raise TypeError(f"{name}(): expected at least one tensor operand, got "
                         f"{type(a).__name__} and {type(b).__name__}")
     if not ta:
-        a = as_operand(a, b)
+        given, a = a, as_operand(a, b)
         ta = isinstance(a, Tensor)
+        if ta and name in _TENSOR_OPERANDS:  # an array or a list made a tensor
+            raise ArgumentTypeError(name, "input", 0, "Tensor", given)
     if not tb:
-        b = as_operand(b, a)
+        given, b = b, as_operand(b, a)
         tb = isinstance(b, Tensor)
+        if tb and name in _TENSOR_OPERANDS:
+            raise ArgumentTypeError(name, "other", 1, "Tensor", given)
     out = run_binary(name, a, b)
     if state.enabled and ((ta and a._requires_grad) or (tb and b._requires_grad)) or \
             fw.active:
@@ -537,7 +548,9 @@ def _binary_inplace(name: str, fn: Any) -> Any:
             return apply_inplace(self, lambda old: fn(old, other, **kwargs), other,
                                  op=name + "_")
         if not isinstance(other, Tensor):
-            other = as_operand(other, self)
+            given, other = other, as_operand(other, self)
+            if isinstance(other, Tensor) and name in _TENSOR_OPERANDS:
+                raise ArgumentTypeError(name, "other", 1, "Tensor", given)
         return run_binary(name, self, other, out=self)
     method.__name__ = name + "_"
     return method
@@ -547,6 +560,8 @@ def _scaled(name: str, input: Any, other: Any, alpha: Any) -> Any:
     """`alpha * other`, the operand `add`/`sub` take with an `alpha`, after PyTorch's
     checks of alpha's type against the operands' (a number stays a number)."""
     other, alpha = python_scalar(other), python_scalar(alpha)
+    if not isinstance(other, (Tensor, numbers.Number)):  # `t.add(array, alpha=2)`
+        raise ArgumentTypeError(name, "other", 1, "Tensor", other)
     a, b = operand_tier(input), operand_tier(other)
     if name == "sub":
         _no_bool_sub(a[0], b[0])
