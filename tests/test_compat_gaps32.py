@@ -137,3 +137,61 @@ def test_operators_and_numbers_take_arrays():
         else:
             assert [(type(g).__name__, str(g.dtype).replace("ember", "torch"), g.tolist())
                     for g in got] == want
+
+
+# -- 3. float8 tensors: held, cast, copied and viewed, but no arithmetic ------------------
+
+_FLOAT8_REFUSED = {
+    "add": lambda m, x: x + 1,
+    "add_tensors": lambda m, x: x + x,
+    "mul_number": lambda m, x: x * 2,
+    "div": lambda m, x: x / 2,
+    "div_tensors": lambda m, x: x / x,
+    "sum": lambda m, x: x.sum(),
+    "mean": lambda m, x: x.mean(),
+    "max": lambda m, x: x.max(),
+    "dot": lambda m, x: x @ x,
+    "mv": lambda m, x: x.reshape(1, 2) @ x,
+    "exp": lambda m, x: x.exp(),
+    "neg": lambda m, x: -x,
+    "relu": lambda m, x: m.relu(x),
+    "sigmoid": lambda m, x: x.sigmoid(),
+    "lt": lambda m, x: x < 1,
+    "clamp": lambda m, x: x.clamp(0, 1),
+    "cumsum": lambda m, x: x.cumsum(0),
+    "argmax": lambda m, x: x.argmax(),
+    "maximum": lambda m, x: m.maximum(x, x),
+    "softmax": lambda m, x: x.softmax(0),
+    "mul_inplace": lambda m, x: x.clone().mul_(2),
+    "flip": lambda m, x: x.flip(0),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+@pytest.mark.parametrize("case", sorted(_FLOAT8_REFUSED))
+def test_float8_arithmetic_refused(case, dtype):
+    call = _FLOAT8_REFUSED[case]
+    got = [_raised(lambda m=m: call(m, m.ones(2, dtype=getattr(m, dtype))))
+           for m in (torch, ember)]
+    assert got[0][0] is NotImplementedError
+    assert got[1] == got[0]
+
+
+_FLOAT8_WORKS = {
+    "float": lambda m, x: x.float(),
+    "mul_tensors": lambda m, x: (x * x).float(),
+    "mm": lambda m, x: (x.reshape(1, 2) @ x.reshape(2, 1)).float(),
+    "eq": lambda m, x: x == x,
+    "abs": lambda m, x: x.abs().float(),
+    "cat": lambda m, x: m.cat([x, x]).float(),
+    "index": lambda m, x: x[1:].float(),
+    "copy_": lambda m, x: x.clone().copy_(m.tensor([0.5, 3.0])).float(),
+    "isnan": lambda m, x: x.isnan(),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_FLOAT8_WORKS))
+def test_float8_storage_ops_work(case):
+    call = _FLOAT8_WORKS[case]
+    got, want = (call(m, m.tensor([1.5, -2.0]).to(m.float8_e4m3fn)) for m in (ember, torch))
+    assert got.tolist() == want.tolist()
