@@ -444,9 +444,9 @@ def round(input: Tensor, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's
     # as PyTorch: divide by a power of ten for negative decimals (10 ** -3 is inexact)
     if decimals < 0:
         scale = 10.0 ** -decimals
-        return _round(input / scale) * scale
+        return relabel(_round(input / scale) * scale, "RoundBackward1", (input,))
     scale = 10.0 ** decimals
-    return _round(input * scale) / scale
+    return relabel(_round(input * scale) / scale, "RoundBackward1", (input,))
 
 
 @composite(complex=True, variants="function method", operators="__pos__")
@@ -490,7 +490,7 @@ def binary(name: str, a: Any, b: Any) -> Tensor:
         if (a._requires_grad or b._requires_grad) and state.enabled:
             op = OPS[name]
             if op.grad is not None:
-                record_grad(op, (a, b), _NO_ATTRS, out, None,
+                record_grad(op, (a, b), _NO_ATTRS, out, _TENSORS_LABELS.get(name),
                             (a._requires_grad, b._requires_grad))
         elif fw.active:  # a dual level: the output's tangent
             record_grad(OPS[name], (a, b), _NO_ATTRS, out)
@@ -499,6 +499,9 @@ def binary(name: str, a: Any, b: Any) -> Tensor:
     if not ta and not tb:
         raise TypeError(f"{name}(): expected at least one tensor operand, got "
                         f"{type(a).__name__} and {type(b).__name__}")
+    # PyTorch's node for each overload: `tensor % tensor` RemainderBackward1, `2 % t` ...
+    label = _TENSORS_LABELS.get(name) if ta and tb else \
+        _NUMBER_FIRST_LABELS.get(name) if tb else None
     if not ta:
         given, a = a, as_operand(a, b)
         ta = isinstance(a, Tensor)
@@ -514,8 +517,23 @@ def binary(name: str, a: Any, b: Any) -> Tensor:
             fw.active:
         op = OPS[name]
         if op.grad is not None:
-            record_grad(op, (a, b), _NO_ATTRS, out)
+            record_grad(op, (a, b), _NO_ATTRS, out, label)
     return out
+
+
+# PyTorch's node names where its overloads differ from the op's default (`<Op>Backward0`,
+# its overload with a number `other`): two tensors, and a number first (no derivative:
+# PyTorch's NotImplemented node, whose backward raises; see _no_derivative)
+_TENSORS_LABELS = {"remainder": "RemainderBackward1", "fmod": "FmodBackward1",
+                   "pow": "PowBackward1"}
+_NUMBER_FIRST_LABELS = {"remainder": "NotImplemented", "pow": "PowBackward2"}
+
+
+def _no_derivative(op: str) -> Any:
+    """A gradient formula for PyTorch's NotImplemented node: backward raises its error."""
+    def formula(grad: Tensor) -> Tensor:
+        raise RuntimeError(f"derivative for aten::{op} is not implemented")
+    return formula
 
 
 _new = object.__new__
@@ -746,6 +764,15 @@ def _compare_inplace(name: str, fn: Any) -> Any:
     return method
 
 
+def _remainder_other_grad(grad: Tensor, input: Any, other: Tensor) -> Tensor:
+    """`-grad * floor(input / other)`; `number % t` has no derivative in PyTorch."""
+    if not isinstance(input, Tensor):
+        _no_derivative("remainder")(grad)
+    with no_grad():  # (floor_divide has no derivative: the quotient is a constant)
+        quotient = input.floor_divide(other)
+    return -(grad * quotient)
+
+
 def _declare_binary(name: str, kind: str, doc: str, *, grad: Grad | None = None,
                     precision: P = P.KEEP,
                     operators: str = "", aliases: str = "", flops: float = 1,
@@ -770,12 +797,12 @@ mul = _declare_binary("mul", "arith", "Multiplies `input` by `other`, with broad
 floor_divide = _declare_binary(
     "floor_divide", "arith", "Divides `input` by `other` and rounds the quotient down.",
     operators="__floordiv__ __rfloordiv__ __ifloordiv__",
-    grad=Grad(input=_zero_grad, other=_zero_grad))
+    grad=Grad("NotImplemented", input=_no_derivative("floor_divide"),
+              other=_no_derivative("floor_divide")))
 remainder = _declare_binary(
     "remainder", "arith", "Python's modulus: the remainder has the sign of the divisor.",
     operators="__mod__ __rmod__ __imod__",
-    grad=Grad(input=lambda grad: grad,
-              other=lambda grad, input, other: -(grad * input.floor_divide(other))))
+    grad=Grad(input=lambda grad: grad, other=_remainder_other_grad))
 def _bool_power(input: Any, exponent: Any) -> bool:
     """A bool tensor to a bool exponent: PyTorch's pow(Tensor, Scalar) answers the
     exponents 1 and 0 with a copy and ones before choosing a kernel (none takes bool)."""

@@ -384,7 +384,8 @@ def sinc(input: Tensor) -> Tensor:
     return where(zero, 1.0, sin(px) / px)
 
 
-@composite(complex=True, variants="function method inplace out", cost=costs.pointwise(1))
+@composite(complex=True, variants="function method inplace out", cost=costs.pointwise(1),
+           node_label="SgnBackward0")
 def sgn(input: Tensor) -> Tensor:
     """The sign of each element (for real tensors `sign`, with PyTorch's 0 for NaN; for
     complex ones `z / |z|`, 0 at 0)."""
