@@ -242,3 +242,56 @@ def _rounding_grads(m, call):
 def test_rounding_op_gradient(case):
     call = _ROUNDING_CALLS[case]
     assert _rounding_grads(ember, call) == _rounding_grads(torch, call)
+
+
+# -- 6. out= of another shape or dtype -------------------------------------------------------
+
+_OUT_CALLS = {
+    "add_shape": lambda m, a: m.add(a, a, out=m.empty(5)),
+    "add_empty": lambda m, a: m.add(a, a, out=m.empty(0)),
+    "add_view": lambda m, a: m.add(a, a, out=m.zeros(3, 4)[:2, :3]),
+    "add_long": lambda m, a: m.add(a, a, out=m.empty(2, 3, dtype=m.long)),
+    "add_double": lambda m, a: m.add(a, a, out=m.empty(2, 3, dtype=m.float64)),
+    "abs_shape": lambda m, a: m.abs(a, out=m.empty(3)),
+    "exp_long": lambda m, a: m.exp(a, out=m.empty(2, 3, dtype=m.long)),
+    "neg_long": lambda m, a: m.neg(a, out=m.empty(2, 3, dtype=m.long)),
+    "clamp_double": lambda m, a: m.clamp(a, 0, 1, out=m.empty(2, 3, dtype=m.float64)),
+    "where_double": lambda m, a: m.where(a > 0, a, a, out=m.empty(2, 3, dtype=m.float64)),
+    "sum_shape": lambda m, a: m.sum(a, 0, out=m.empty(2)),
+    "sum_long": lambda m, a: m.sum(a * 1.5, 0, out=m.empty(3, dtype=m.long)),
+    "sum_dtype_mismatch": lambda m, a: m.sum(a, 0, dtype=m.float64,
+                                             out=m.empty(3, dtype=m.long)),
+    "prod_long": lambda m, a: m.prod(a * 1.5, 1, out=m.empty(2, dtype=m.long)),
+    "mean_long": lambda m, a: m.mean(a, 1, out=m.empty(2, dtype=m.long)),
+    "mean_double": lambda m, a: m.mean(a, 1, out=m.empty(2, dtype=m.float64)),
+    "amax_shape": lambda m, a: m.amax(a, 1, out=m.empty(5)),
+    "amax_long": lambda m, a: m.amax(a, 1, out=m.empty(2, dtype=m.long)),
+    "amin_double": lambda m, a: m.amin(a, 1, out=m.empty(2, dtype=m.float64)),
+    "mm_shape": lambda m, a: m.mm(a, a.t(), out=m.empty(3)),
+    "mm_long": lambda m, a: m.mm(a, a.t(), out=m.empty(2, 2, dtype=m.long)),
+    "mm_half": lambda m, a: m.mm(a, a.t(), out=m.empty(2, 2, dtype=m.float16)),
+    "matmul_double": lambda m, a: m.matmul(a, a.t(), out=m.empty(2, 2, dtype=m.float64)),
+    "bmm_shape": lambda m, a: m.bmm(a[None], a.t()[None], out=m.empty(3)),
+    "mv_double": lambda m, a: m.mv(a, m.ones(3), out=m.empty(2, dtype=m.float64)),
+    "dot_double": lambda m, a: m.dot(a[0], a[1], out=m.empty((), dtype=m.float64)),
+}
+
+
+def _out_outcome(m, call):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            out = call(m, m.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
+            got = (str(out.dtype).split(".")[-1], out.tolist())
+        except RuntimeError as err:
+            got = str(err)
+    return got, [str(w.message).split(" (Triggered internally")[0] for w in caught
+                 if issubclass(w.category, UserWarning)]
+
+
+@pytest.mark.parametrize("case", sorted(_OUT_CALLS))
+def test_out_of_another_shape_or_dtype(case):
+    call = _OUT_CALLS[case]
+    assert _out_outcome(ember, call) == _out_outcome(torch, call)

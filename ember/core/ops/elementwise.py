@@ -283,7 +283,7 @@ def _unary(name: str, rule: str, grad: Any, doc: str, *, precision: P = P.KEEP,
                     cost=costs.pointwise(flops), doc=doc,
                     variants=variants if variants is not None else "function method" +
                     (" inplace" if inplace else "") + (" out" if out else ""),
-                    exact_out=rule in ("same", "bitwise", "abs"),
+                    exact_out="found" if rule in ("same", "bitwise", "abs") else False,
                     inplace_method=_unary_inplace(name, fn), **fields)
     op = OPS[name]
     return public
@@ -1014,7 +1014,7 @@ def _where_method(self: Tensor, condition: Tensor, other: Any) -> Tensor:
 
 
 @primitive(complex=True,
-           rule=_where_rule, uncast=(0,), variants="function method out", exact_out=True,
+           rule=_where_rule, uncast=(0,), variants="function method out", exact_out="where",
            method=_where_method, cost=costs.pointwise(1),
            grad=Grad(input=lambda grad, condition: where(condition, grad, 0.0),
                      other=lambda grad, condition: where(condition, 0.0, grad)))
@@ -1076,7 +1076,7 @@ def _clamp_grad(grad, input, min, max):  # noqa: A002
 
 
 @primitive(rule=_clamp_rule, variants="function method inplace out", aliases="clip",
-           exact_out=True,
+           exact_out="found",
            grad=Grad("ClampBackward1", input=_clamp_grad), cost=costs.pointwise(2))
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
     """Clamps every element into [min, max]; either bound may be None or a tensor."""

@@ -198,7 +198,7 @@ def _cast_first(input: Tensor, dtype: Any, op: str) -> Tensor:
 
 
 @primitive(complex=True, variants="function method out", rule=_reduction_rule("sum"),
-           precision=P.FLOAT32, cost=costs.reduction(1), grad=Grad(
+           precision=P.FLOAT32, out_is_dtype=True, cost=costs.reduction(1), grad=Grad(
                input=lambda grad, input_shape, dims, keepdim: expand_back(
                    grad, input_shape, dims, keepdim)))
 def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001
@@ -278,8 +278,8 @@ def _prod_grad(grad, input, result, dims, keepdim):
     return where(is_zero, at_zero, gy / conj(safe))
 
 
-@primitive(complex=True, variants="function method", rule=_reduction_rule("prod"),
-           precision=P.FLOAT32,
+@primitive(complex=True, variants="function method out", rule=_reduction_rule("prod"),
+           precision=P.FLOAT32, out_is_dtype=True,
            cpu_precision=P.FLOAT32, cost=costs.reduction(1), grad=Grad(input=_prod_grad))
 def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
          dtype: Any = None) -> Tensor:
@@ -313,7 +313,7 @@ def _extreme(op: str, input: Tensor, dims: tuple | None, keepdim: bool,
                           keepdim=keepdim)
 
 
-@composite(cost=costs.reduction(1))
+@composite(variants="function method out", exact_out="reduction", cost=costs.reduction(1))
 def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """The maximum over `dim` (all dimensions when empty); the gradient is shared by
     ties."""
@@ -321,7 +321,7 @@ def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     return _extreme("max", input, _dims_arg("amax", input, dim), keepdim)
 
 
-@composite(cost=costs.reduction(1))
+@composite(variants="function method out", exact_out="reduction", cost=costs.reduction(1))
 def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """The minimum over `dim` (all dimensions when empty); the gradient is shared by
     ties."""
