@@ -295,3 +295,55 @@ def _out_outcome(m, call):
 def test_out_of_another_shape_or_dtype(case):
     call = _OUT_CALLS[case]
     assert _out_outcome(ember, call) == _out_outcome(torch, call)
+
+
+# -- 7. sparse COO: values()'s node, select and integer indexing ---------------------------
+
+def _sparse(m, requires_grad=False):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (PyTorch's invariant-check notice)
+        s = m.sparse_coo_tensor(m.tensor([[0, 1, 1, 0], [2, 0, 2, 2]]),
+                                m.tensor([3.0, 4.0, 5.0, 6.0]), (2, 3))
+    return s.coalesce().requires_grad_() if requires_grad else s
+
+
+_SPARSE_SELECTS = {
+    "first": lambda m, s: s[0],
+    "coalesced_row": lambda m, s: s.coalesce()[1],
+    "negative": lambda m, s: s.coalesce()[-1],
+    "column": lambda m, s: s.select(1, 2),
+    "column_negative": lambda m, s: s.coalesce().select(1, -1),
+    "out_of_bounds": lambda m, s: s[5],
+    "bad_dim": lambda m, s: s.select(2, 0),
+}
+
+
+def _sparse_outcome(m, call):
+    try:
+        r = call(m, _sparse(m))
+    except IndexError as err:
+        return str(err)
+    return repr(r), r.is_coalesced()
+
+
+@pytest.mark.parametrize("case", sorted(_SPARSE_SELECTS))
+def test_sparse_select(case):
+    got, want = (_sparse_outcome(m, _SPARSE_SELECTS[case]) for m in (ember, torch))
+    assert got == (want if isinstance(want, str) else (want[0].replace("torch", API_NAME),
+                                                        want[1]))
+
+
+def test_sparse_select_hybrid_and_nodes():
+    for m in (torch, ember):
+        h = m.sparse_coo_tensor(m.tensor([[0, 1]]), m.tensor([[1.0, 2.0], [3.0, 4.0]]), (3, 2),
+                                requires_grad=True)
+        s = _sparse(m, requires_grad=True)
+        got = (h[1].tolist(), h[2].tolist(), type(h[1].grad_fn).__name__,
+               type(s[0].grad_fn).__name__, type(s.values().grad_fn).__name__)
+        (s.values() * 2).sum().backward()
+        got += (s.grad.to_dense().tolist(),)
+        if m is torch:
+            want = got
+    assert got == want
