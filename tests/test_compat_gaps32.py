@@ -347,3 +347,27 @@ def test_sparse_select_hybrid_and_nodes():
         if m is torch:
             want = got
     assert got == want
+
+
+_SPARSE_PRODUCTS = {
+    "index_select_rows": lambda m, s: s.index_select(0, m.tensor([1, 0, 1])),
+    "index_select_columns": lambda m, s: m.index_select(s, 1, m.tensor([2, 0])),
+    "hspmm": lambda m, s: m.hspmm(s.coalesce(), m.ones(3, 2)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SPARSE_PRODUCTS))
+def test_sparse_index_select_and_hspmm(case):
+    got, want = (_sparse_outcome(m, _SPARSE_PRODUCTS[case]) for m in (ember, torch))
+    assert got == (want[0].replace("torch", API_NAME), want[1])
+
+
+def test_hspmm_has_no_derivative():
+    for m in (torch, ember):
+        s = _sparse(m, requires_grad=True)
+        out = m.hspmm(s, m.ones(3, 2))
+        got = [type(out.grad_fn).__name__,
+               _raised(lambda out=out: out.to_dense().sum().backward())]
+        if m is torch:
+            want = got
+    assert got == want
