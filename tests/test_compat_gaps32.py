@@ -371,3 +371,37 @@ def test_hspmm_has_no_derivative():
         if m is torch:
             want = got
     assert got == want
+
+
+# -- 8. writes into the pieces of split/chunk through an index; soft_margin_loss twice -----
+
+_PIECE_KEYS = {
+    "int": 0, "slice": slice(0, 1), "full_slice": slice(None), "ellipsis_int": (Ellipsis, 0),
+    "column": (slice(None), 1), "none": None, "ellipsis": Ellipsis,
+    "full_slices": (slice(None), slice(None)), "mask": "mask",
+}
+
+
+@pytest.mark.parametrize("case", sorted(_PIECE_KEYS))
+def test_setitem_into_a_split_piece(case):
+    def write(m):
+        piece = (m.ones(4, 3, requires_grad=True) * 1).split(2)[1]
+        key = piece > 0 if _PIECE_KEYS[case] == "mask" else _PIECE_KEYS[case]
+        piece[key] = 2.0
+    got, want = _raised(lambda: write(ember)), _raised(lambda: write(torch))
+    assert want[0] is RuntimeError and got == want
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_soft_margin_loss_double_backward(reduction):
+    def run(m):
+        x = m.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        go = m.tensor([1.0, 2.0, 3.0] if reduction == "none" else 1.5, requires_grad=True)
+        loss = m.nn.functional.soft_margin_loss(x, m.tensor([1.0, -1.0, 1.0]),
+                                                reduction=reduction)
+        g, = m.autograd.grad(loss, x, go, create_graph=True)
+        second = m.autograd.grad((g * m.tensor([1.0, 2.0, 3.0])).sum(), (x, go))
+        return (type(g.grad_fn).__name__,
+                [type(f[0]).__name__ for f in g.grad_fn.next_functions],
+                [[builtins.round(v, 5) for v in s.reshape(-1).tolist()] for s in second])
+    assert run(ember) == run(torch)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import sys
 import warnings
+from typing import Any
 
 from ember.core import costs, tracing
 from ember.core import dtype as dt
@@ -26,6 +27,7 @@ from ember.core.declare import composite, fused_kernel
 from ember.core.dispatch import not_implemented_for, run_fused
 from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad, state
+from ember.core.graph import record
 from ember.core.host import host_array
 from ember.core.opdef import OPS, Grad
 from ember.core.opdef import Precision as P
@@ -701,8 +703,24 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
 def _soft_margin_grad(grad: Tensor, input: Tensor, target: Tensor, reduction: str) -> Tensor:
     """ATen's soft_margin_loss_backward: `-y sigmoid(-y x)` times the gradient, over the
     element count for 'mean'."""
-    g = -target * E.sigmoid(-target * input) * grad
-    return g / input.numel() if reduction == "mean" else g
+    scale = input.numel() if reduction == "mean" else None
+    with no_grad():  # one node, as PyTorch's SoftMarginLossBackwardBackward0
+        s = E.sigmoid(-target * input)
+        g = -target * s * grad
+        g = g / scale if scale else g
+
+    def backward(node: Any, gg: Tensor) -> tuple:
+        # d/d grad: -y sigmoid(-y x); d/d x: y^2 sigmoid(-y x) (1 - sigmoid(-y x)) grad
+        d_grad = d_input = None
+        if node.needs[0]:
+            d_grad = (-target * s * gg).sum_to_size(grad.shape)
+            d_grad = d_grad / scale if scale else d_grad
+        if node.needs[1]:
+            d_input = gg * grad * target * target * s * (1 - s)
+            d_input = d_input / scale if scale else d_input
+        return d_grad, d_input
+    record("SoftMarginLossBackwardBackward0", backward, (grad, input), g)
+    return g
 
 
 @composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
