@@ -54,6 +54,23 @@ def _callers_of_maximum(lib):
             lib.nn.functional.binary_cross_entropy_with_logits(t, lib.ones(3)).reshape(1)]
 
 
+_TENSOR_ONLY_MORE = {
+    "function": lambda m, op, x: getattr(m, op)(x, 2.0),
+    "method": lambda m, op, x: getattr(x, op)(2),
+    "number_first": lambda m, op, x: getattr(m, op)(2.0, x),
+    "inplace": lambda m, op, x: getattr(x.clone(), op + "_")(2.0),
+}
+
+
+@pytest.mark.parametrize("op", ["atan2", "hypot", "logaddexp", "logaddexp2", "nextafter",
+                                "igamma", "igammac", "ldexp", "heaviside"])
+@pytest.mark.parametrize("case", sorted(_TENSOR_ONLY_MORE))
+def test_more_tensor_only_ops_refuse_numbers(op, case):
+    if case == "inplace" and not hasattr(torch.Tensor, op + "_"):
+        pytest.skip(f"PyTorch has no {op}_")
+    _same_error(lambda m, x: _TENSOR_ONLY_MORE[case](m, op, x), [1.0, 2.0, 3.0])
+
+
 def test_internal_callers_still_take_numbers():
     for got, want in zip(_callers_of_maximum(ember), _callers_of_maximum(torch)):
         assert got.tolist() == pytest.approx(want.tolist())

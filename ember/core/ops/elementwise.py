@@ -465,6 +465,9 @@ def positive(input: Tensor) -> Tensor:
 # "argument 'other' (position 1) must be Tensor" (the operators decline an array: NumPy
 # computes `t + array`)
 _TENSOR_OPERANDS = frozenset({"add", "sub", "mul", "div", "maximum", "minimum", "atan2"})
+# the binary ops PyTorch declares for two tensors only (`x.atan2_(2.0)` is its TypeError)
+_TENSORS_ONLY = frozenset({"maximum", "minimum", "atan2", "hypot", "nextafter", "igamma",
+                           "igammac"})
 
 
 def binary(name: str, a: Any, b: Any) -> Tensor:
@@ -546,13 +549,20 @@ def _binary_fn(name: str) -> Any:
     return fn
 
 
+def check_tensors(op: str, input: Any, other: Any, name: str = "other") -> None:
+    """PyTorch's refusal of a non-tensor operand of an op of `(Tensor input, Tensor
+    other)` (`torch.atan2(x, 2.0)`), `name` its second parameter's name."""
+    if not (isinstance(input, Tensor) and isinstance(other, Tensor)):
+        check_tensor(op, "input", input, 0)
+        check_tensor(op, name, other, 1)
+
+
 def _tensors_binary_fn(name: str) -> Any:
     """The op of PyTorch's `(Tensor input, Tensor other)`, refusing a number (`maximum`);
     ember's own code calls the `_binary_fn` it checks (`maximum_of`)."""
     def fn(input: Any, other: Any) -> Tensor:
         if not (isinstance(input, Tensor) and isinstance(other, Tensor)):
-            check_tensor(name, "input", input, 0)
-            check_tensor(name, "other", other, 1)
+            check_tensors(name, input, other)
         return binary(name, input, other)
     return fn
 
@@ -567,7 +577,7 @@ def _binary_inplace(name: str, fn: Any) -> Any:
                                  op=name + "_")
         if not isinstance(other, Tensor):
             given, other = other, as_operand(other, self)
-            if isinstance(other, Tensor) and name in _TENSOR_OPERANDS:
+            if name in _TENSORS_ONLY or isinstance(other, Tensor) and name in _TENSOR_OPERANDS:
                 raise ArgumentTypeError(name, "other", 1, "Tensor", given)
         return run_binary(name, self, other, out=self)
     method.__name__ = name + "_"
@@ -854,7 +864,7 @@ maximum_of = _binary_fn("maximum")
 minimum_of = _binary_fn("minimum")
 atan2 = _declare_binary(
     "atan2", "float", "Element-wise arctangent of `input / other`, in the quadrant given by "
-    "the signs of both.", precision=P.PROMOTE, flops=16, aliases="arctan2",
+    "the signs of both.", precision=P.PROMOTE, flops=16, aliases="arctan2", tensors=True,
     grad=Grad(input=lambda grad, input, other: grad * other / (input * input + other * other),
               other=lambda grad, input, other: -(grad * input / (input * input + other * other))))
 
@@ -1270,6 +1280,7 @@ def square(input: Tensor) -> Tensor:
     other=lambda grad, other, result: grad * (other - result).exp()))
 def logaddexp(input: Tensor, other: Tensor) -> Tensor:
     """`log(exp(input) + exp(other))`, computed without overflow or underflow."""
+    check_tensors("logaddexp", input, other)
     common = dt.result_type(operand_tier(input), operand_tier(other))
     if not common.is_floating_point:
         raise RuntimeError(f"logaddexp: not implemented for dtype {common} (takes floating "

@@ -34,6 +34,7 @@ from ember.core.ops.elementwise import (
     as_operand,
     binary,
     bool_operands_refused,
+    check_tensors,
     clamp,
     conj,
     log,
@@ -304,8 +305,12 @@ def _binary_rule_of(op: str, kind: str):
 
 
 def _declare(name: str, kind: str, doc: str, *, grad: Grad | None = None, flops: float = 1,
-             operators: str = "", variants: str = "function method inplace out") -> Any:
+             operators: str = "", variants: str = "function method inplace out",
+             tensors: bool = False) -> Any:
+    """A binary op; `tensors`: PyTorch's takes only tensors (no number for `other`)."""
     def fn(input: Any, other: Any) -> Tensor:
+        if tensors:
+            check_tensors(name, input, other)
         return binary(name, input, other)
     return define(name, Kind.PRIMITIVE, fn, variants=variants, rule=_binary_rule_of(name, kind),
                   grad=grad, cost=costs.pointwise(flops), doc=doc, operators=operators,
@@ -318,18 +323,18 @@ fmod = _declare("fmod", "arith", "C's remainder (`fmod`): the remainder of `inpu
                 grad=Grad(input=lambda grad: grad,
                           other=lambda grad, input, other: -(grad * (input / other).trunc())))
 hypot = _declare("hypot", "float", "`sqrt(input**2 + other**2)` element-wise, without "
-                 "overflow or underflow.", flops=8,
+                 "overflow or underflow.", flops=8, tensors=True,
                  grad=Grad(input=lambda grad, input, result: grad * input / result,
                            other=lambda grad, other, result: grad * other / result))
 nextafter = _declare("nextafter", "float", "The next floating-point value after `input` "
-                     "towards `other`.")
+                     "towards `other`.", tensors=True)
 igamma = _declare("igamma", "float", "The regularized lower incomplete gamma function "
-                  "P(input, other).", flops=64, grad=Grad(
+                  "P(input, other).", flops=64, tensors=True, grad=Grad(
                       input=_not_implemented("igamma: input"),
                       other=lambda grad, input, other: grad * (
                           (input - 1.0) * other.log() - other - input.lgamma()).exp()))
 igammac = _declare("igammac", "float", "The regularized upper incomplete gamma function "
-                   "Q(input, other) = 1 - P(input, other).", flops=64, grad=Grad(
+                   "Q(input, other) = 1 - P(input, other).", flops=64, tensors=True, grad=Grad(
                        input=_not_implemented("igammac: input"),
                        other=lambda grad, input, other: -(grad * (
                            (input - 1.0) * other.log() - other - input.lgamma()).exp())))
@@ -559,7 +564,7 @@ def copysign(input: Any, other: Any) -> Tensor:
 def heaviside(input: Tensor, values: Tensor) -> Tensor:
     """The Heaviside step function: 0 where `input` < 0, `values` where it is 0, 1 where
     it is > 0 (not differentiable)."""
-    values = as_operand(values, input)
+    check_tensors("heaviside", input, values, "values")
     if isinstance(values, Tensor) and values.dtype is not input.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different "
                            "dtypes.")
@@ -572,6 +577,7 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
     other=lambda grad, other, result: grad * (other - result).exp2()))
 def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
     """`log2(2**input + 2**other)`, computed without overflow or underflow."""
+    check_tensors("logaddexp2", input, other)
     _floating_only("logaddexp2", _common("logaddexp2", input, other))
     with no_grad():
         larger = maximum_of(input, other)
@@ -672,6 +678,7 @@ def float_power(input: Any, exponent: Any) -> Tensor:
 @composite(variants="function method inplace out", cost=costs.pointwise(9))
 def ldexp(input: Tensor, other: Tensor) -> Tensor:
     """`input * 2**other`."""
+    check_tensors("ldexp", input, other)
     d = _float_of(_common("ldexp", input, other))
     return to_dtype(input, d) * pow(2.0, _tensor_like(other, input, d))
 
