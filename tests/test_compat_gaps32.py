@@ -1,6 +1,7 @@
 """Round 32 of small PyTorch-compatibility gaps, each checked against torch."""
 
 import builtins
+import functools
 import math
 
 import pytest
@@ -108,6 +109,17 @@ _FUNCTION_BOOL_CALLS = {
     "topk_sorted": lambda m, x: m.topk(x, 2, 0, True, 1),
     "aminmax": lambda m, x: m.aminmax(x, dim=0, keepdim=1),
 }
+
+
+_FUNCTION_BOOL_CALLS.update({
+    f"{op}_{form}": functools.partial(call, op=op)
+    for op in ("all", "any") for form, call in {
+        "method": lambda m, x, op: getattr(x, op)(0, 1),
+        "function": lambda m, x, op: getattr(m, op)(x, 0, 1),
+        "method_keyword": lambda m, x, op: getattr(x, op)(0, keepdim=1),
+        "function_keyword": lambda m, x, op: getattr(m, op)(x, 0, keepdim=1),
+        "method_none": lambda m, x, op: getattr(x, op)(0, None),
+    }.items()})
 
 
 @pytest.mark.parametrize("case", sorted(_FUNCTION_BOOL_CALLS))

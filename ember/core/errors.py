@@ -41,12 +41,14 @@ class ArgumentTypeError(TypeError):
     argument given by keyword."""
 
     def __init__(self, op: str, name: str, position: int, expected: str, value: object,
-                 function_form: Callable[[tuple, dict], TypeError | None] | None = None):
+                 function_form: Callable[[tuple, dict], TypeError | None] | None = None,
+                 method_form: Callable[[tuple, dict], TypeError | None] | None = None):
         self.op, self.name, self.position, self.expected = op, name, position, expected
         self.got = type_name(value)
-        # the function form's own error, where its overloads differ from the method's
-        # (`torch.mean(x, 0, 1)`: PyTorch's "invalid combination"), given (args, kwargs)
-        self.function_form = function_form
+        # the function form's (the method form's) own error, where its overloads make
+        # PyTorch's parser list them (`torch.mean(x, 0, 1)`: "invalid combination"),
+        # given (args, kwargs); None: the plain message
+        self.function_form, self.method_form = function_form, method_form
         super().__init__(self.text(position))
 
     def text(self, position: int | None) -> str:
@@ -64,7 +66,8 @@ class ArgumentTypeError(TypeError):
         if op != self.op:
             return TypeError(self.text(self.position + 1))
         self.op = entry
-        own = self.function_form(args, kwargs) if function and self.function_form else None
+        form = self.function_form if function else self.method_form
+        own = form(args, kwargs) if form is not None else None
         if own is not None:
             return own
         if self.name in kwargs:

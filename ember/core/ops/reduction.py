@@ -119,14 +119,15 @@ def _dim_type_error(op: str, dim: Any) -> TypeError:
 
 
 def check_bool(op: str, name: str, value: Any, position: int,
-               function_form: Callable[[tuple, dict], TypeError | None] | None = None
+               function_form: Callable[[tuple, dict], TypeError | None] | None = None,
+               method_form: Callable[[tuple, dict], TypeError | None] | None = None
                ) -> None:
     """PyTorch's argument parser refusing a bool parameter given anything but a bool
     (`x.sum(0, 1)`: an int is not a keepdim); `position` counts as for the method
     (`self` not counted): the op's entry renumbers it for the function form, or makes
     `function_form(args, kwargs)`'s error there (see ArgumentTypeError)."""
     if value.__class__ is not bool:
-        raise ArgumentTypeError(op, name, position, "bool", value, function_form)
+        raise ArgumentTypeError(op, name, position, "bool", value, function_form, method_form)
 
 
 def _got(args: tuple, kwargs: dict) -> str:
@@ -479,9 +480,44 @@ def pair_out(name: str, input: Tensor, out: Any, compute: Any) -> Any:
 # -- logical --------------------------------------------------------------------------
 
 
+def _all_any_error(op: str, function: bool) -> Callable[[tuple, dict], TypeError | None]:
+    """`x.all(0, 1)`, `torch.any(x, 0, keepdim=1)`: PyTorch's listing of all's (any's)
+    overloads refusing an int keepdim after an int dim (None: another call, whose listing
+    ember leaves to the plain message)."""
+    def error(args: tuple, kwargs: dict) -> TypeError | None:
+        rest = args[1:]  # (the tensor, `self` of the method, comes first in both)
+        if not rest or type(rest[0]) is not int or kwargs.keys() - {"keepdim"}:
+            return None
+        if kwargs:
+            notes = ["keywords were incorrect: keepdim"] * 2
+        else:
+            kd = type_name(rest[1])
+            notes = [f"arguments have invalid types: (!int!, !{kd}!)",
+                     f"arguments have invalid types: (int, !{kd}!)"]
+        notes = [f"\n      didn't match because some of the {note}" for note in notes]
+        if function:
+            first = ("(Tensor input, *, Tensor out = None)\n      didn't match because some "
+                     "of the " + ("keywords were incorrect: keepdim" if kwargs else
+                                  "arguments have invalid types: (Tensor, " + ", ".join(
+                                      f"!{type_name(a)}!" for a in rest) + ")"))
+            signatures = (first, "(Tensor input, tuple of ints dim = None, bool keepdim = "
+                          "False, *, Tensor out = None)", "(Tensor input, int dim, bool "
+                          "keepdim = False, *, Tensor out = None)")
+        else:
+            signatures = ("()", "(tuple of ints dim = None, bool keepdim = False)" + notes[0],
+                          "(int dim, bool keepdim = False)" + notes[1])
+        return invalid_combination(op, _got(args if function else rest, kwargs), signatures)
+    return error
+
+
+_ALL_FORMS = (_all_any_error("all", True), _all_any_error("all", False))
+_ANY_FORMS = (_all_any_error("any", True), _all_any_error("any", False))
+
+
 @primitive(complex=True, rule=_reduction_rule("all"), cost=costs.reduction(1))
 def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """Whether every element over `dim` is nonzero (uint8 for a uint8 input, as PyTorch)."""
+    check_bool("all", "keepdim", keepdim, 2, *_ALL_FORMS)
     out = run("all", input, dims=_dims_arg("all", input, dim), keepdim=keepdim)
     return to_dtype(out, dt.uint8) if input._dtype is dt.uint8 else out
 
@@ -489,6 +525,7 @@ def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noq
 @primitive(complex=True, rule=_reduction_rule("any"), cost=costs.reduction(1))
 def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """Whether any element over `dim` is nonzero (uint8 for a uint8 input, as PyTorch)."""
+    check_bool("any", "keepdim", keepdim, 2, *_ANY_FORMS)
     out = run("any", input, dims=_dims_arg("any", input, dim), keepdim=keepdim)
     return to_dtype(out, dt.uint8) if input._dtype is dt.uint8 else out
 
