@@ -109,7 +109,8 @@ def test_coalesce_sums_duplicates_and_sorts():
     assert ec.indices().tolist() == tc.indices().tolist()
     assert ec.values().tolist() == tc.values().tolist()
     assert e._indices().tolist() == t._indices().tolist()
-    assert not e._values().requires_grad and ec.values() is ec.values()
+    # (values() is an alias of the values: a new tensor each call, as PyTorch's)
+    assert not e._values().requires_grad and ec.values().data_ptr() == ec.values().data_ptr()
     assert e._values().tolist() == t._values().tolist()
     assert ember.sparse_coo_tensor(ember.tensor(I), ember.tensor(V),
                                    is_coalesced=True).is_coalesced()
@@ -429,7 +430,7 @@ def test_function_forms_take_a_sparse_first_operand(call):
 @pytest.mark.parametrize("call, name", [
     (lambda s: s.exp(), "exp"), (lambda s: ember.tanh(s), "tanh"),
     (lambda s: ember.maximum(ember.ones(3, 3), s), "maximum"), (lambda s: s.max(), "max"),
-    (lambda s: s.view(9), None), (lambda s: s[0], None), (lambda s: s.abs(), "abs"),
+    (lambda s: s.view(9), None), (lambda s: s[0:1], None), (lambda s: s.abs(), "abs"),
     (lambda s: ember.cat([s, s]), None), (lambda s: s.sigmoid(), "sigmoid"),
     (lambda s: ember.nn.functional.relu(s), "relu"),
 ])

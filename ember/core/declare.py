@@ -35,6 +35,8 @@ import numpy as np
 from ember.core import interpose, torch_function, tracing
 from ember.core.backend import host_out_of_memory
 from ember.core.dispatch import check_castable, refuse_complex, write_into
+from ember.core.dtype import SCALAR_TYPE_NAMES
+from ember.core.errors import ArgumentTypeError
 from ember.core.grad_mode import state
 from ember.core.graph import labelled, relabel
 from ember.core.inplace import apply_inplace
@@ -71,13 +73,15 @@ def declare(op: Op) -> Callable[..., Any]:
     if "method" in op.variants:
         own = op.method if op.method is None or op.node_label is None else \
             labelled(op.node_label, op.method)
-        method = public if own is None and "out" not in op.variants else \
-            _entered(op, op.name, own or fn)
+        # (an entry of its own even where it runs what the function does: an argument's
+        # position in PyTorch's errors counts `self` in the function form only)
+        method = _entered(op, op.name, own or fn, method=True)
         method.__name__ = op.name  # (not the method's own `_reshape_method`)
         for name in names:
             setattr(Tensor, name, method)
     if "inplace" in op.variants:
-        inplace = _entered(op, op.name + "_", op.inplace_method or _inplace_method(op, named))
+        inplace = _entered(op, op.name + "_", op.inplace_method or _inplace_method(op, named),
+                           method=True)
         for name in names:
             setattr(Tensor, name + "_", inplace)
         if not inplace.__doc__:
@@ -107,10 +111,12 @@ def alias(public: Callable, name: str) -> Callable:
     return fn
 
 
-def _entered(op: Op, name: str, fn: Callable) -> Callable:
+def _entered(op: Op, name: str, fn: Callable, *, method: bool = False) -> Callable:
     """`fn` with the op-entry check: the hooks of ember.core.interpose run first when any
     is installed (autocast, the profiler). A composite not declared `complex` refuses a
-    complex argument here (a primitive's are checked by dispatch)."""
+    complex argument here (a primitive's are checked by dispatch). `method`: the entry
+    is `Tensor.<name>` (an ArgumentTypeError of the op is numbered as PyTorch numbers the
+    method's arguments, not the function's)."""
     refuses = op.kind is Kind.COMPOSITE and not op.complex
     numpy_names = _numpy_keywords(op.fn)
     code = getattr(_unwrapped(op.fn), "__code__", None)
@@ -134,6 +140,8 @@ def _entered(op: Op, name: str, fn: Callable) -> Callable:
         except (AttributeError, TypeError) as err:
             if torch_function.foreign((*args, *kwargs.values())):  # a Tensor-like's call
                 return torch_function.dispatch_op(op, name, args, kwargs, fn)
+            if isinstance(err, ArgumentTypeError):
+                raise err.as_called(op.name, name, args, kwargs, not method) from None
             # `torch.sqrt(2.0)`: PyTorch's TypeError, not a float's
             wrong = _input_not_a_tensor(name, args, kwargs) \
                 if takes_input and isinstance(err, AttributeError) else None
@@ -204,6 +212,14 @@ def _input_not_a_tensor(name: str, args: tuple, kwargs: dict) -> str | None:
     if isinstance(value, Tensor):
         return None
     return f"{name}(): argument 'input'{where} must be Tensor, not {type(value).__name__}"
+
+
+def check_tensor(op: str, name: str, value: Any, position: int) -> None:
+    """PyTorch's argument parser refusing a non-tensor where the op takes only a Tensor
+    (`torch.maximum(x, 2.0)`); `position` counts as for the method (see
+    ArgumentTypeError)."""
+    if not isinstance(value, Tensor):
+        raise ArgumentTypeError(op, name, position, "Tensor", value)
 
 
 def _sparse_form(name: str, args: tuple) -> Callable | None:
@@ -279,12 +295,47 @@ def _with_out(op: Op, fn: Callable) -> Callable:
             raise RuntimeError(f"{op.name}(): functions with out=... arguments don't support "
                                "automatic differentiation, but one of the arguments requires "
                                "grad.")
+        if op.out_is_dtype and isinstance(out, Tensor):
+            dtype = kwargs.get("dtype")
+            if dtype is None:
+                kwargs = {**kwargs, "dtype": out._dtype}
+            elif dtype is not out._dtype:
+                raise RuntimeError(OUT_DTYPE_ERRORS[True](dtype, out._dtype))
         result = fn(*args, **kwargs)
         if op.exact_out and isinstance(out, Tensor) and out._dtype is not result._dtype:
-            raise RuntimeError(f"{op.name}(): Expected out tensor to have dtype "
-                               f"{result.dtype}, but got {out.dtype} instead")
+            raise RuntimeError(OUT_DTYPE_ERRORS[op.exact_out](result._dtype, out._dtype))
         return write_out(op.name, out, result)
     return public
+
+
+# C++'s names of the dtypes, as PyTorch's matmul family names an `out=` of another dtype
+_CPP_TYPES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
+              "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+              "bool": "bool", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+              "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+
+
+def _scalar(d: Any) -> str:
+    return SCALAR_TYPE_NAMES.get(d.name, d.name)
+
+
+# PyTorch's errors for an `out=` of another dtype where the op wants its result's dtype
+# exactly (Op.exact_out): by style, (result dtype, out dtype) -> message
+OUT_DTYPE_ERRORS: dict[Any, Callable[[Any, Any], str]] = {
+    True: lambda want, got: f"Expected out tensor to have dtype "  # (mm, matmul, addmm)
+                            f"{_CPP_TYPES.get(want.name, want.name)}, but got "
+                            f"{_CPP_TYPES.get(got.name, got.name)} instead",
+    "found": lambda want, got: f"Found dtype {_scalar(got)} but expected {_scalar(want)}",
+    "where": lambda want, got: f"Expected out type to be {_scalar(want)} but got "
+                               f"{_scalar(got)}",
+    "dot": lambda want, got: f"result dtype {_scalar(got)} does not match input dtype "
+                             f"{_scalar(want)}",
+    "mv": lambda want, got: f"addmv input tensors must have the same dtype, but got "
+                            f"{_scalar(got)}, {_scalar(want)}, and {_scalar(want)}",
+    "reduction": lambda want, got: f"Expected the dtype for input and out to match, but got "
+                                   f"{_scalar(want)} for input's dtype and {_scalar(got)} "
+                                   "for out's dtype.",
+}
 
 
 def _any_requires_grad(values: Iterable[Any]) -> bool:
@@ -317,7 +368,9 @@ def write_out(name: str, out: Tensor, result: Tensor, *, warn_resize: bool = Tru
                           f"shape {fmt_shape(tuple(out.shape))}, which does not match the "
                           f"required output shape {fmt_shape(tuple(result.shape))}. This "
                           "behavior is deprecated, and in a future PyTorch release outputs "
-                          "will not be resized unless they have zero elements.", UserWarning,
+                          "will not be resized unless they have zero elements. You can "
+                          "explicitly reuse an out tensor t by resizing it, inplace, to zero "
+                          "elements with t.resize_(0).", UserWarning,
                           stacklevel=3)
         out._data = out._backend.empty(tuple(result.shape), out._dtype,
                                        out._device.index or 0)

@@ -25,6 +25,7 @@ from ember.core import plugins, tracing
 from ember.core.backend import Backend
 from ember.core.device import device as Device
 from ember.core.errors import warn_once, with_context
+from ember.core.float8 import refusing_kernel
 from ember.core.grad_mode import check_writable
 from ember.core.grad_mode import state as _grad_state
 from ember.core.opdef import FUSED, OPS
@@ -81,6 +82,20 @@ def not_implemented_for(op: str, x: Any, dtype: Any = None) -> NotImplementedErr
                                f"'{_dt.SCALAR_TYPE_NAMES[(dtype or x._dtype).name]}'")
 
 
+_FLOAT8 = frozenset(_dt.FLOAT8_DTYPES)
+
+
+def refuse_float8(op: str, args: tuple) -> None:
+    """Raise PyTorch's error when its CPU kernel for primitive `op` refuses the float8
+    operand among `args` (ember.core.float8.REFUSING_KERNELS); asked only when the rule
+    runs (its answer is kept), so other dtypes pay one set lookup there."""
+    kernel = refusing_kernel(op, args)
+    if kernel is not None:
+        d = next(a._dtype for a in args if isinstance(a, Tensor) and a._dtype in _FLOAT8)
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{_dt.SCALAR_TYPE_NAMES[d.name]}'")
+
+
 def refuse_complex(op: str, args: Any) -> None:
     """Raise when a tensor among `args` (or in a list among them) is complex: the op
     `op` was not declared to take complex tensors (`Op.complex`)."""
@@ -104,11 +119,15 @@ def run(op: str, *args: Any, **attrs: Any) -> Tensor:
     answers = decl.rule_answers
     if answers is None:
         meta = decl.rule(*args, **attrs)
+        if first._dtype in _FLOAT8:
+            refuse_float8(op, args)
     else:
         key = rule_key(args, attrs)
         meta = answers.get(key) if key is not None else None
         if meta is None:
             meta = decl.rule(*args, **attrs)
+            if first._dtype in _FLOAT8:  # (a rule's answer is kept: checked once)
+                refuse_float8(op, args)
             if key is not None and meta is not None:
                 if len(answers) > 1024:  # many distinct calls: start afresh
                     answers.clear()
@@ -250,6 +269,8 @@ def run_binary(op: str, a: Any, b: Any, out: Tensor | None = None) -> Tensor:
         if not OPS[op].complex:
             refuse_complex(op, (a, b))
         meta = OPS[op].rule(a, b)
+        if first._dtype in _FLOAT8:
+            refuse_float8(op, (a, b))
         if meta.compute is not None and meta.compute.is_complex and not OPS[op].complex:
             raise not_implemented_for(op, first, meta.compute)  # a Python complex scalar
         check_dtype(op, backend, meta.dtype, first._device)
@@ -454,6 +475,8 @@ def run_fused(name: str, *args: Any, **attrs: Any) -> Any:
             bufs.append(a)
     if first is None or dtype.is_complex:  # (fused kernels compute real formulas only)
         return None
+    if dtype in _FLOAT8:  # (PyTorch's softmax kernel refuses them: so would its parts)
+        refuse_float8(name, args)
     kernel = first._backend.kernels.get(name)
     if kernel is None:
         return None

@@ -33,6 +33,48 @@ def invalid_combination(op: str, got: str, signatures: Iterable[str],
                      f"but expected one of:\n{listed}{notes}")
 
 
+class ArgumentTypeError(TypeError):
+    """PyTorch's argument parser refusing one argument's type: `sum(): argument 'keepdim'
+    (position 3) must be bool, not int`. Raised with the position the method form counts
+    (`x.sum(0, 1)`: `self` not counted); the op's entry (ember.core.declare) renumbers it
+    as called: one more for the function form (the tensor is position 1), none for an
+    argument given by keyword."""
+
+    def __init__(self, op: str, name: str, position: int, expected: str, value: object,
+                 function_form: Callable[[tuple, dict], TypeError | None] | None = None,
+                 method_form: Callable[[tuple, dict], TypeError | None] | None = None):
+        self.op, self.name, self.position, self.expected = op, name, position, expected
+        self.got = type_name(value)
+        # the function form's (the method form's) own error, where its overloads make
+        # PyTorch's parser list them (`torch.mean(x, 0, 1)`: "invalid combination"),
+        # given (args, kwargs); None: the plain message
+        self.function_form, self.method_form = function_form, method_form
+        super().__init__(self.text(position))
+
+    def text(self, position: int | None) -> str:
+        """The message with `position` (None: given by keyword, no position)."""
+        where = "" if position is None else f" (position {position})"
+        return f"{self.op}(): argument '{self.name}'{where} must be {self.expected}, " \
+            f"not {self.got}"
+
+    def as_called(self, op: str, entry: str, args: tuple, kwargs: dict,
+                  function: bool) -> TypeError:
+        """The TypeError for a call of op `op` entered as `entry` (`add_`, `subtract`)
+        given `args` and `kwargs`, of the function form or not. Raised by another op, one
+        that `op` called (`norm` calling `linalg_vector_norm`), it is numbered as that
+        op's function form called positionally."""
+        if op != self.op:
+            return TypeError(self.text(self.position + 1))
+        self.op = entry
+        form = self.function_form if function else self.method_form
+        own = form(args, kwargs) if form is not None else None
+        if own is not None:
+            return own
+        if self.name in kwargs:
+            return TypeError(self.text(None))
+        return TypeError(self.text(self.position + 1 if function else self.position))
+
+
 def as_overload_check(checked: Callable, fn: Callable) -> Callable:
     """`checked`, a wrapper that refuses the calls PyTorch's overloads of `fn` refuse
     (with :func:`invalid_combination`) and calls `fn` otherwise, given `fn`'s name,

@@ -66,3 +66,53 @@ def _to_e8m0fnu(x: np.ndarray) -> np.ndarray:
 def round_scalar(value: float, name: str) -> float:
     """A Python number as float8 dtype `name` holds it (as a float)."""
     return float(to_float8(np.array([value], np.float64), name).astype(np.float64)[0])
+
+
+# -- the arithmetic PyTorch's CPU kernels refuse --------------------------------------
+#
+# PyTorch holds, casts, copies, views, indexes, prints and compares (`==`, `!=`, `isnan`,
+# `abs`, `all`, `mm`) float8 tensors, but most of its CPU kernels are not built for them:
+# `x + 1` is NotImplementedError('"add_stub" not implemented for 'Float8_e4m3fn''). The
+# kernel each ember primitive meets there, by the name PyTorch's message gives; a pair is
+# (with a tensor operand, with a Python number), None where that one computes.
+
+_UNARY_VML = ("exp", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan",
+              "asin", "acos", "atan", "tanh", "floor", "ceil", "trunc", "round", "erf",
+              "erfc", "erfinv", "lgamma")
+_CPU = ("neg", "rsqrt", "sinh", "cosh", "asinh", "acosh", "atanh", "frac", "sign",
+              "reciprocal", "signbit", "logical_not", "bitwise_not", "angle", "lt", "le", "gt",
+              "ge", "maximum", "minimum", "atan2", "hypot", "remainder", "fmod", "copysign",
+              "nextafter", "xlogy", "logaddexp", "logical_and", "logical_or", "logical_xor",
+              "argmax", "argmin", "norm", "median", "mode", "nansum", "cummax", "topk", "silu")
+REFUSING_KERNELS: dict[str, Any] = {
+    **{op: f"{op}_vml_cpu" for op in _UNARY_VML},
+    **{op: f"{op}_cpu" for op in _CPU},
+    "exp2": "exp2", "digamma": "digamma", "isinf": "isinf", "isfinite": "isfinite",
+    "pow": "pow", "nan_to_num": "nan_to_num", "add": "add_stub", "sub": "add_stub",
+    "mul": (None, "mul_cpu_reduced_float"), "div": ("div_cpu", "div_cpu_reduced_float"),
+    "sigmoid": "sigmoid_cpu_reduced_float", "relu": "clamp_min_scalar_cpu",
+    "floor_divide": "div_floor_cpu", "sum": "sum_cpu", "prod": "prod_out_cpu",
+    "max": "max_all", "min": "min_all", "cumsum": "cumsum_out_cpu",
+    "cumprod": "cumprod_out_cpu", "sort": "sorting_kernel_method_name",
+    "softmax": "softmax_lastdim_kernel_impl", "log_softmax": "log_softmax_lastdim_kernel_impl",
+    "clamp": "clamp_scalar_cpu", "flip": "flip_cpu", "nonzero": "nonzero_count_cpu",
+    "unique": "unique", "lerp": "lerp_kernel_scalar", "addcmul": "addcmul_cpu_out",
+    "gelu": "GeluKernelImpl", "tril": "tril", "triu": "triu", "fmax": "fmax_cpu",
+    "fmin": "fmin_cpu", "isclose": "mul_cpu_reduced_float",
+}
+# matmul by the operands' dimensions: a dot, a matrix-vector product, batches (a matrix
+# product, vector-matrix included, computes)
+_MATMUL_KERNELS = {(1, 1): "dot", (2, 1): "addmv_impl_cpu"}
+
+
+def refusing_kernel(op: str, args: tuple) -> str | None:
+    """The name of PyTorch's CPU kernel that refuses float8 operands for ember primitive
+    `op` run on `args` (its operands, a float8 tensor among them), or None when PyTorch
+    computes it."""
+    if op == "matmul":
+        dims = tuple(getattr(a, "ndim", 0) for a in args[:2])
+        return _MATMUL_KERNELS.get(dims, "bmm" if max(dims) > 2 else None)
+    kernel = REFUSING_KERNELS.get(op)
+    if isinstance(kernel, tuple):  # a Python number among the operands: the second
+        kernel = kernel[not all(hasattr(a, "_dtype") for a in args)]
+    return kernel

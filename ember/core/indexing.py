@@ -115,7 +115,7 @@ def parse_basic(shape: tuple[int, ...], key: Any) -> ParsedIndex | None:
     return ParsedIndex(tuple(spec), (), tuple(out), True)
 
 
-def _full_slice(k: slice, size: int) -> bool:
+def full_slice(k: slice, size: int) -> bool:
     """Whether PyTorch skips this slice of a tuple key (`:`, `0:`, `0:n` with n >= size)."""
     start = 0 if k.start is None else operator.index(k.start)
     stop = size if k.stop is None else operator.index(k.stop)
@@ -143,7 +143,7 @@ def view_label(key: Any, shape: tuple[int, ...]) -> str:
         else:
             if not isinstance(k, slice):
                 label = "SelectBackward0"
-            elif not _full_slice(k, shape[dim]):
+            elif not full_slice(k, shape[dim]):
                 label = "SliceBackward0"
             dim += 1
     return label

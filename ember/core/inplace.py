@@ -89,7 +89,7 @@ _VIEW_MODE_ERROR = (
     "inplace to be tracked) or both outside (if you want the inplace to be tracked).")
 
 
-_MULTI_OUTPUT_ERROR = (
+MULTI_OUTPUT_ERROR = (
     "Output {} of {} is a view and is being modified inplace. This view is the output of a "
     "function that returns multiple views. Such functions do not allow the output views to be "
     "modified inplace. You should replace the inplace operation by an out-of-place one.")
@@ -105,7 +105,7 @@ def _check_view_mode(x: Tensor) -> None:
             index = x._multi_output if x._multi_output is not None else x._output_nr
             op = getattr(x._node, "label", "")
             op = op[:op.rfind("Backward")] if "Backward" in op else op
-            raise with_context(RuntimeError(_MULTI_OUTPUT_ERROR.format(index, op)),
+            raise with_context(RuntimeError(MULTI_OUTPUT_ERROR.format(index, op)),
                                f"a view of shape {tuple(x.shape)}")
         return
     if x._base.requires_grad:

@@ -176,7 +176,10 @@ class Op:
         uncast: primitives: operands never cast to the compute dtype (`where`'s condition).
         exact_out: an `out=` tensor must have the result's dtype (PyTorch's rule for its
             ops outside TensorIterator, such as `mm` and `where`, and for the unary ops
-            that keep their input's dtype); else any dtype the result casts to.
+            that keep their input's dtype); else any dtype the result casts to. True, or
+            the style of PyTorch's message (ember.core.declare.OUT_DTYPE_ERRORS).
+        out_is_dtype: an `out=` tensor's dtype is the op's `dtype=` (PyTorch's `sum` and
+            `prod` compute in it), which, given as well, must be the same.
         complex: the op takes complex tensors, with PyTorch's values and gradients (the
             conjugate convention: `z.grad` is dL/dRe + i dL/dIm). An op without it refuses
             a complex operand before anything runs, as PyTorch refuses a dtype its kernel
@@ -210,7 +213,8 @@ class Op:
     mutates: bool = False
     creation: bool = False
     uncast: tuple[int, ...] = ()
-    exact_out: bool = False
+    exact_out: bool | str = False
+    out_is_dtype: bool = False
     complex: bool = False
     node_label: str | Callable[..., str] | None = None
     rule_answers: dict | None = field(default=None, repr=False)

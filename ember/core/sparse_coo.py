@@ -171,8 +171,8 @@ class SparseTensor(SparseLayout):
     is_sparse = True
     layout = sparse_coo
     _supported = ("coalesce, to_dense, indices/values, mm/matmul/spmm with a dense operand, "
-                  "sparse.sum, sparse.softmax, +, -, * and / by a scalar, t/transpose and "
-                  "to()")
+                  "sparse.sum, sparse.softmax, +, -, * and / by a scalar, t/transpose, "
+                  "select and s[i], and to()")
 
     @property
     def grad(self) -> Tensor | None:  # type: ignore[override]
@@ -226,7 +226,7 @@ class SparseTensor(SparseLayout):
         if not self._coalesced:
             raise RuntimeError("Cannot get values on an uncoalesced tensor, please call "
                                ".coalesce() first")
-        return self._vals
+        return labelled(self._vals, "ValuesBackward0")  # (an alias: in-place writes show)
 
     def coalesce(self) -> SparseTensor:
         """This tensor with its duplicate entries summed and its indices sorted (itself

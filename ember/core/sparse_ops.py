@@ -16,6 +16,8 @@ from typing import Any
 
 from ember.core import dtype as dt
 from ember.core.creation import tensor, zeros
+from ember.core.grad_mode import no_grad
+from ember.core.graph import record, relabel
 from ember.core.host import dtype_arg
 from ember.core.ops.shape import cat
 from ember.core.shapes import normalize_dim
@@ -461,6 +463,81 @@ def narrow_copy(input: SparseTensor, dim: int, start: int, length: int) -> Spars
     return make(kept - shift, vals.index_select(0, inside), size, input.is_coalesced())
 
 
+def select(input: SparseTensor, dim: int, index: int) -> Tensor:
+    """The slice at `index` of `dim` (PyTorch's select_sparse): along a sparse dimension
+    the entries there, that dimension dropped from their indices (a dense tensor, their
+    sum, when it was the only sparse one); along a dense one the values selected."""
+    d = normalize_dim("select", dim, input.ndim)
+    size = list(input.shape)
+    if not -size[d] <= index < size[d]:
+        raise IndexError(f"index {index} is out of bounds for dimension {d} with size "
+                         f"{size[d]}")
+    index %= size[d]
+    del size[d]
+    n = input.sparse_dim()
+    ind, vals = input._ind, input._vals
+    if d >= n:
+        return make(ind.clone(), labelled(vals.select(d - n + 1, index), "SelectBackward0"),
+                    size, input.is_coalesced())
+    there = (ind[d] == index).nonzero().reshape(-1)
+    picked = vals.index_select(0, there)
+    if n == 1:  # no sparse dimension left: the dense sum of the entries there
+        return relabel(picked.sum(0), "SelectBackward0", (vals,))
+    rows = [r for r in range(n) if r != d]
+    # (flagged coalesced only with at most one entry, as PyTorch's)
+    return make(ind.index_select(0, _as_index(rows, ind.device)).index_select(1, there),
+                labelled(picked, "SelectBackward0"), size, picked.shape[0] <= 1)
+
+
+def index_select(input: SparseTensor, dim: int, index: Tensor) -> SparseTensor:
+    """The slices `index` of `dim`, in that order (PyTorch's index_select_sparse): along
+    a sparse dimension each entry at a selected position, re-indexed by where `index`
+    names it (repeats repeat it); along a dense one the values selected."""
+    d = normalize_dim("index_select", dim, input.ndim)
+    size = list(input.shape)
+    size[d] = index.numel()
+    n = input.sparse_dim()
+    ind, vals = input._ind, input._vals
+    if d >= n:
+        return make(ind.clone(), vals.index_select(d - n + 1, index), size,
+                    input.is_coalesced())
+    # (position in `index`, entry) pairs, by position then entry, as PyTorch orders them
+    pairs = (index.reshape(-1, 1) == ind[d].reshape(1, -1)).nonzero()
+    picked, entries = pairs[:, 0], pairs[:, 1]
+    new_ind = ind.index_select(1, entries)
+    new_ind[d] = picked
+    return make(new_ind, labelled(vals.index_select(0, entries), "IndexSelectBackward0"),
+                size, False)
+
+
+def hspmm(mat1: Tensor, mat2: Tensor) -> SparseTensor:
+    """The product of a 2-D sparse `mat1` and a dense `mat2` as a hybrid sparse tensor
+    (``torch.hspmm``): the rows of `mat1` with entries, each a dense row of the product.
+    PyTorch has no derivative for it: a gradient through it raises, as there."""
+    if not getattr(mat1, "is_sparse", False):
+        raise NotImplementedError(f"Could not run 'aten::hspmm' with arguments from the "
+                                  f"'{mat1.device.type.upper()}' backend.")
+    s = mat1.coalesce()
+    with no_grad():
+        rows = s._ind[0].unique(sorted=True)
+        vals = _sparse_dense_mm(s, mat2, "hspmm").index_select(0, rows)
+    if s.requires_grad or mat2.requires_grad:
+        record("NotImplemented", _no_hspmm_derivative, (s._vals, mat2), vals)
+    return make(rows.reshape(1, -1), vals, (s.shape[0], mat2.shape[1]), rows.numel() <= 1)
+
+
+def _no_hspmm_derivative(node: Any, grad: Tensor) -> Any:
+    raise RuntimeError("derivative for aten::hspmm is not implemented")
+
+
+def _getitem(self: SparseTensor, index: Any) -> Tensor:
+    """`s[i]`: select along the first dimension (PyTorch's only indexing of a sparse
+    tensor; any other index meets the dense op's refusal)."""
+    if isinstance(index, numbers.Integral) and not isinstance(index, bool):
+        return select(self, 0, int(index))
+    return Tensor.__getitem__(self, index)
+
+
 def t(input: SparseTensor) -> SparseTensor:
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
@@ -508,6 +585,9 @@ SparseTensor.neg = SparseTensor.__neg__ = SparseTensor.negative = neg
 SparseTensor.transpose = transpose
 SparseTensor.t = t
 SparseTensor.narrow_copy = narrow_copy
+SparseTensor.select = select
+SparseTensor.index_select = index_select
+SparseTensor.__getitem__ = _getitem
 SparseTensor.T = property(lambda self: t(self))
 SparseTensor.sum = _sum_method
 SparseTensor.mm = SparseTensor.spmm = _mm_method
@@ -517,7 +597,7 @@ SparseTensor.matmul = SparseTensor.__matmul__ = _matmul_method
 SparseTensor.function_forms = {
     "t": t, "transpose": transpose, "sum": _sum_method, "clone": SparseTensor.clone,
     "detach": SparseTensor.detach, "neg": neg, "add": add, "sub": sub, "mul": mul,
-    "div": div, "narrow_copy": narrow_copy}
+    "div": div, "narrow_copy": narrow_copy, "select": select, "index_select": index_select}
 SparseTensor.second_operand_forms = {  # `ember.add(dense, sparse)` & co
     "add": lambda input, other, *, alpha=1: dense_add(input, other, alpha),
     "sub": lambda input, other, *, alpha=1: dense_add(input, other, -alpha),

@@ -27,6 +27,7 @@ from ember.core.memory_format import like_layout, row_major, tensor_format
 from ember.core.ops import nn as _nnops
 from ember.core.ops.losses import (  # noqa: F401 - the losses are declared in core
     _legacy_reduction,
+    _logsigmoid,
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cosine_embedding_loss,
@@ -1158,7 +1159,7 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 
 def logsigmoid(input: Tensor) -> Tensor:
     r""":math:`\log(1 / (1 + e^{-x}))`, computed stably."""
-    return ember.minimum(input, 0.0) - ember.log1p(ember.exp(-ember.abs(input)))
+    return _logsigmoid(input)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:

@@ -100,10 +100,10 @@ _UNARY: list[DiffOp] = [
     DiffOp("ceil", lambda lib, x: lib.ceil(x) * x, make=_off_grid),
     DiffOp("round", lambda lib, x: lib.round(x) * x, make=_off_grid),
     DiffOp("trunc", lambda lib, x: lib.trunc(x) * x, make=_off_grid),
-    # (PyTorch declares no derivative for floor_divide: its backward raises; ember gives
-    # the zero gradient of a step function, as div(rounding_mode="floor") does there)
-    DiffOp("floor_divide", lambda lib, x: lib.floor_divide(x, 1.0) * x, make=_off_grid,
-           torch=False),
+    # (PyTorch declares no derivative for floor_divide: its backward raises, and so does
+    # ember's (its NotImplemented node); the quotient enters here as a constant)
+    DiffOp("floor_divide", lambda lib, x: lib.floor_divide(x.detach(), 1.0) * x,
+           make=_off_grid),
     DiffOp("relu", lambda lib, x: lib.relu(x), make=_away_from_zero((3, 4))),
     DiffOp("exp", lambda lib, x: lib.exp(x), gradgrad=True),
     DiffOp("log", lambda lib, x: lib.log(x), low=0.2, high=3.0,

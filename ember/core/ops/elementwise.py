@@ -26,7 +26,7 @@ from ember.core import dtype as dt
 from ember.core import forward_ad as fw
 from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.creation import ones_like, zeros_like
-from ember.core.declare import alias, composite, define, fused_kernel, primitive
+from ember.core.declare import alias, check_tensor, composite, define, fused_kernel, primitive
 from ember.core.dispatch import (
     check_dtype,
     run_binary,
@@ -35,7 +35,7 @@ from ember.core.dispatch import (
     same_dtype_results,
     user_stacklevel,
 )
-from ember.core.errors import warn_once, with_context
+from ember.core.errors import ArgumentTypeError, warn_once, with_context
 from ember.core.grad_mode import new_version, no_grad, state
 from ember.core.graph import record, relabel
 from ember.core.host import dtype_arg, no_data, python_scalar
@@ -283,7 +283,7 @@ def _unary(name: str, rule: str, grad: Any, doc: str, *, precision: P = P.KEEP,
                     cost=costs.pointwise(flops), doc=doc,
                     variants=variants if variants is not None else "function method" +
                     (" inplace" if inplace else "") + (" out" if out else ""),
-                    exact_out=rule in ("same", "bitwise", "abs"),
+                    exact_out="found" if rule in ("same", "bitwise", "abs") else False,
                     inplace_method=_unary_inplace(name, fn), **fields)
     op = OPS[name]
     return public
@@ -444,9 +444,9 @@ def round(input: Tensor, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's
     # as PyTorch: divide by a power of ten for negative decimals (10 ** -3 is inexact)
     if decimals < 0:
         scale = 10.0 ** -decimals
-        return _round(input / scale) * scale
+        return relabel(_round(input / scale) * scale, "RoundBackward1", (input,))
     scale = 10.0 ** decimals
-    return _round(input * scale) / scale
+    return relabel(_round(input * scale) / scale, "RoundBackward1", (input,))
 
 
 @composite(complex=True, variants="function method", operators="__pos__")
@@ -458,6 +458,16 @@ def positive(input: Tensor) -> Tensor:
 
 
 # -- binary ops -----------------------------------------------------------------------
+
+
+# the binary ops whose PyTorch signatures show a Tensor `other` only (their Scalar
+# overloads are hidden from its argument parser's messages): `t.add(array)` is its
+# "argument 'other' (position 1) must be Tensor" (the operators decline an array: NumPy
+# computes `t + array`)
+_TENSOR_OPERANDS = frozenset({"add", "sub", "mul", "div", "maximum", "minimum", "atan2"})
+# the binary ops PyTorch declares for two tensors only (`x.atan2_(2.0)` is its TypeError)
+_TENSORS_ONLY = frozenset({"maximum", "minimum", "atan2", "hypot", "nextafter", "igamma",
+                           "igammac"})
 
 
 def binary(name: str, a: Any, b: Any) -> Tensor:
@@ -483,7 +493,7 @@ def binary(name: str, a: Any, b: Any) -> Tensor:
         if (a._requires_grad or b._requires_grad) and state.enabled:
             op = OPS[name]
             if op.grad is not None:
-                record_grad(op, (a, b), _NO_ATTRS, out, None,
+                record_grad(op, (a, b), _NO_ATTRS, out, _TENSORS_LABELS.get(name),
                             (a._requires_grad, b._requires_grad))
         elif fw.active:  # a dual level: the output's tangent
             record_grad(OPS[name], (a, b), _NO_ATTRS, out)
@@ -492,19 +502,41 @@ def binary(name: str, a: Any, b: Any) -> Tensor:
     if not ta and not tb:
         raise TypeError(f"{name}(): expected at least one tensor operand, got "
                         f"{type(a).__name__} and {type(b).__name__}")
+    # PyTorch's node for each overload: `tensor % tensor` RemainderBackward1, `2 % t` ...
+    label = _TENSORS_LABELS.get(name) if ta and tb else \
+        _NUMBER_FIRST_LABELS.get(name) if tb else None
     if not ta:
-        a = as_operand(a, b)
+        given, a = a, as_operand(a, b)
         ta = isinstance(a, Tensor)
+        if ta and name in _TENSOR_OPERANDS:  # an array or a list made a tensor
+            raise ArgumentTypeError(name, "input", 0, "Tensor", given)
     if not tb:
-        b = as_operand(b, a)
+        given, b = b, as_operand(b, a)
         tb = isinstance(b, Tensor)
+        if tb and name in _TENSOR_OPERANDS:
+            raise ArgumentTypeError(name, "other", 1, "Tensor", given)
     out = run_binary(name, a, b)
     if state.enabled and ((ta and a._requires_grad) or (tb and b._requires_grad)) or \
             fw.active:
         op = OPS[name]
         if op.grad is not None:
-            record_grad(op, (a, b), _NO_ATTRS, out)
+            record_grad(op, (a, b), _NO_ATTRS, out, label)
     return out
+
+
+# PyTorch's node names where its overloads differ from the op's default (`<Op>Backward0`,
+# its overload with a number `other`): two tensors, and a number first (no derivative:
+# PyTorch's NotImplemented node, whose backward raises; see _no_derivative)
+_TENSORS_LABELS = {"remainder": "RemainderBackward1", "fmod": "FmodBackward1",
+                   "pow": "PowBackward1"}
+_NUMBER_FIRST_LABELS = {"remainder": "NotImplemented", "pow": "PowBackward2"}
+
+
+def _no_derivative(op: str) -> Any:
+    """A gradient formula for PyTorch's NotImplemented node: backward raises its error."""
+    def formula(grad: Tensor) -> Tensor:
+        raise RuntimeError(f"derivative for aten::{op} is not implemented")
+    return formula
 
 
 _new = object.__new__
@@ -513,6 +545,24 @@ _NO_ATTRS: dict = {}  # a binary op has no attributes (read only)
 
 def _binary_fn(name: str) -> Any:
     def fn(input: Any, other: Any) -> Tensor:
+        return binary(name, input, other)
+    return fn
+
+
+def check_tensors(op: str, input: Any, other: Any, name: str = "other") -> None:
+    """PyTorch's refusal of a non-tensor operand of an op of `(Tensor input, Tensor
+    other)` (`torch.atan2(x, 2.0)`), `name` its second parameter's name."""
+    if not (isinstance(input, Tensor) and isinstance(other, Tensor)):
+        check_tensor(op, "input", input, 0)
+        check_tensor(op, name, other, 1)
+
+
+def _tensors_binary_fn(name: str) -> Any:
+    """The op of PyTorch's `(Tensor input, Tensor other)`, refusing a number (`maximum`);
+    ember's own code calls the `_binary_fn` it checks (`maximum_of`)."""
+    def fn(input: Any, other: Any) -> Tensor:
+        if not (isinstance(input, Tensor) and isinstance(other, Tensor)):
+            check_tensors(name, input, other)
         return binary(name, input, other)
     return fn
 
@@ -526,7 +576,9 @@ def _binary_inplace(name: str, fn: Any) -> Any:
             return apply_inplace(self, lambda old: fn(old, other, **kwargs), other,
                                  op=name + "_")
         if not isinstance(other, Tensor):
-            other = as_operand(other, self)
+            given, other = other, as_operand(other, self)
+            if name in _TENSORS_ONLY or isinstance(other, Tensor) and name in _TENSOR_OPERANDS:
+                raise ArgumentTypeError(name, "other", 1, "Tensor", given)
         return run_binary(name, self, other, out=self)
     method.__name__ = name + "_"
     return method
@@ -536,6 +588,8 @@ def _scaled(name: str, input: Any, other: Any, alpha: Any) -> Any:
     """`alpha * other`, the operand `add`/`sub` take with an `alpha`, after PyTorch's
     checks of alpha's type against the operands' (a number stays a number)."""
     other, alpha = python_scalar(other), python_scalar(alpha)
+    if not isinstance(other, (Tensor, numbers.Number)):  # `t.add(array, alpha=2)`
+        raise ArgumentTypeError(name, "other", 1, "Tensor", other)
     a, b = operand_tier(input), operand_tier(other)
     if name == "sub":
         _no_bool_sub(a[0], b[0])
@@ -720,11 +774,21 @@ def _compare_inplace(name: str, fn: Any) -> Any:
     return method
 
 
+def _remainder_other_grad(grad: Tensor, input: Any, other: Tensor) -> Tensor:
+    """`-grad * floor(input / other)`; `number % t` has no derivative in PyTorch."""
+    if not isinstance(input, Tensor):
+        _no_derivative("remainder")(grad)
+    with no_grad():  # (floor_divide has no derivative: the quotient is a constant)
+        quotient = input.floor_divide(other)
+    return -(grad * quotient)
+
+
 def _declare_binary(name: str, kind: str, doc: str, *, grad: Grad | None = None,
                     precision: P = P.KEEP,
                     operators: str = "", aliases: str = "", flops: float = 1,
-                    variants: str = _ARITH, **fields: Any) -> Any:
-    fn = _binary_fn(name)
+                    variants: str = _ARITH, tensors: bool = False, **fields: Any) -> Any:
+    """A binary op; `tensors`: PyTorch's takes only tensors (no number for `other`)."""
+    fn = (_tensors_binary_fn if tensors else _binary_fn)(name)
     inplace = None
     if "inplace" in variants:
         inplace = (_compare_inplace if kind == "compare" else _binary_inplace)(name, fn)
@@ -743,12 +807,12 @@ mul = _declare_binary("mul", "arith", "Multiplies `input` by `other`, with broad
 floor_divide = _declare_binary(
     "floor_divide", "arith", "Divides `input` by `other` and rounds the quotient down.",
     operators="__floordiv__ __rfloordiv__ __ifloordiv__",
-    grad=Grad(input=_zero_grad, other=_zero_grad))
+    grad=Grad("NotImplemented", input=_no_derivative("floor_divide"),
+              other=_no_derivative("floor_divide")))
 remainder = _declare_binary(
     "remainder", "arith", "Python's modulus: the remainder has the sign of the divisor.",
     operators="__mod__ __rmod__ __imod__",
-    grad=Grad(input=lambda grad: grad,
-              other=lambda grad, input, other: -(grad * input.floor_divide(other))))
+    grad=Grad(input=lambda grad: grad, other=_remainder_other_grad))
 def _bool_power(input: Any, exponent: Any) -> bool:
     """A bool tensor to a bool exponent: PyTorch's pow(Tensor, Scalar) answers the
     exponents 1 and 0 with a copy and ones before choosing a kernel (none takes bool)."""
@@ -784,17 +848,23 @@ pow = define("pow", Kind.PRIMITIVE, _pow, variants=_ARITH, complex=True,  # noqa
                  "a tensor).")
 maximum = _declare_binary(  # (PyTorch has no maximum_)
     "maximum", "arith", "The elementwise maximum (NaN propagates).", variants="function method out",
+    tensors=True,
     grad=Grad(input=lambda grad, input, other: grad * _share(input, other, grad, "maximum"),
               other=lambda grad, input, other: grad * (1.0 - _share(input, other, grad,
                                                                     "maximum"))))
 minimum = _declare_binary(
     "minimum", "arith", "The elementwise minimum (NaN propagates).", variants="function method out",
+    tensors=True,
     grad=Grad(input=lambda grad, input, other: grad * _share(input, other, grad, "minimum"),
               other=lambda grad, input, other: grad * (1.0 - _share(input, other, grad,
                                                                     "minimum"))))
+# maximum/minimum with a number allowed, for ember's own code (`maximum_of(k, 10.0)`):
+# the public ops refuse one, as PyTorch's do
+maximum_of = _binary_fn("maximum")
+minimum_of = _binary_fn("minimum")
 atan2 = _declare_binary(
     "atan2", "float", "Element-wise arctangent of `input / other`, in the quadrant given by "
-    "the signs of both.", precision=P.PROMOTE, flops=16, aliases="arctan2",
+    "the signs of both.", precision=P.PROMOTE, flops=16, aliases="arctan2", tensors=True,
     grad=Grad(input=lambda grad, input, other: grad * other / (input * input + other * other),
               other=lambda grad, input, other: -(grad * input / (input * input + other * other))))
 
@@ -954,7 +1024,7 @@ def _where_method(self: Tensor, condition: Tensor, other: Any) -> Tensor:
 
 
 @primitive(complex=True,
-           rule=_where_rule, uncast=(0,), variants="function method out", exact_out=True,
+           rule=_where_rule, uncast=(0,), variants="function method out", exact_out="where",
            method=_where_method, cost=costs.pointwise(1),
            grad=Grad(input=lambda grad, condition: where(condition, grad, 0.0),
                      other=lambda grad, condition: where(condition, 0.0, grad)))
@@ -1016,7 +1086,7 @@ def _clamp_grad(grad, input, min, max):  # noqa: A002
 
 
 @primitive(rule=_clamp_rule, variants="function method inplace out", aliases="clip",
-           exact_out=True,
+           exact_out="found",
            grad=Grad("ClampBackward1", input=_clamp_grad), cost=costs.pointwise(2))
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
     """Clamps every element into [min, max]; either bound may be None or a tensor."""
@@ -1045,9 +1115,9 @@ def _clamp_tensors(input: Tensor, min: Any, max: Any) -> Tensor:  # noqa: A002
     with no_grad():
         out = input
         if min is not None:
-            out = maximum(out, min)
+            out = maximum_of(out, min)
         if max is not None:
-            out = minimum(out, max)
+            out = minimum_of(out, max)
         if out is input:
             out = input.clone()
     record_grad(OPS["_clamp_tensors"], (input, min, max), {}, out)
@@ -1210,12 +1280,13 @@ def square(input: Tensor) -> Tensor:
     other=lambda grad, other, result: grad * (other - result).exp()))
 def logaddexp(input: Tensor, other: Tensor) -> Tensor:
     """`log(exp(input) + exp(other))`, computed without overflow or underflow."""
+    check_tensors("logaddexp", input, other)
     common = dt.result_type(operand_tier(input), operand_tier(other))
     if not common.is_floating_point:
         raise RuntimeError(f"logaddexp: not implemented for dtype {common} (takes floating "
                            "tensors)")
     with no_grad():
-        larger = maximum(input, other)
+        larger = maximum_of(input, other)
         out = larger + (-(input - other).abs()).exp().log1p()
         # equal infinities: their own value (inf - inf would make the formula NaN)
         out = where(larger.isinf().logical_and(input == other), larger, out)

@@ -19,7 +19,7 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import apply, record_grad
 from ember.core.creation import tensor
-from ember.core.declare import alias, composite, define
+from ember.core.declare import alias, check_tensor, composite, define
 from ember.core.grad_mode import no_grad
 from ember.core.host import python_scalar
 from ember.core.inplace import apply_inplace
@@ -34,12 +34,13 @@ from ember.core.ops.elementwise import (
     as_operand,
     binary,
     bool_operands_refused,
+    check_tensors,
     clamp,
     conj,
     log,
     log1p,
-    maximum,
-    minimum,
+    maximum_of,
+    minimum_of,
     operand_tier,
     pow,
     refuse_complex_autograd,
@@ -304,8 +305,12 @@ def _binary_rule_of(op: str, kind: str):
 
 
 def _declare(name: str, kind: str, doc: str, *, grad: Grad | None = None, flops: float = 1,
-             operators: str = "", variants: str = "function method inplace out") -> Any:
+             operators: str = "", variants: str = "function method inplace out",
+             tensors: bool = False) -> Any:
+    """A binary op; `tensors`: PyTorch's takes only tensors (no number for `other`)."""
     def fn(input: Any, other: Any) -> Tensor:
+        if tensors:
+            check_tensors(name, input, other)
         return binary(name, input, other)
     return define(name, Kind.PRIMITIVE, fn, variants=variants, rule=_binary_rule_of(name, kind),
                   grad=grad, cost=costs.pointwise(flops), doc=doc, operators=operators,
@@ -318,18 +323,18 @@ fmod = _declare("fmod", "arith", "C's remainder (`fmod`): the remainder of `inpu
                 grad=Grad(input=lambda grad: grad,
                           other=lambda grad, input, other: -(grad * (input / other).trunc())))
 hypot = _declare("hypot", "float", "`sqrt(input**2 + other**2)` element-wise, without "
-                 "overflow or underflow.", flops=8,
+                 "overflow or underflow.", flops=8, tensors=True,
                  grad=Grad(input=lambda grad, input, result: grad * input / result,
                            other=lambda grad, other, result: grad * other / result))
 nextafter = _declare("nextafter", "float", "The next floating-point value after `input` "
-                     "towards `other`.")
+                     "towards `other`.", tensors=True)
 igamma = _declare("igamma", "float", "The regularized lower incomplete gamma function "
-                  "P(input, other).", flops=64, grad=Grad(
+                  "P(input, other).", flops=64, tensors=True, grad=Grad(
                       input=_not_implemented("igamma: input"),
                       other=lambda grad, input, other: grad * (
                           (input - 1.0) * other.log() - other - input.lgamma()).exp()))
 igammac = _declare("igammac", "float", "The regularized upper incomplete gamma function "
-                   "Q(input, other) = 1 - P(input, other).", flops=64, grad=Grad(
+                   "Q(input, other) = 1 - P(input, other).", flops=64, tensors=True, grad=Grad(
                        input=_not_implemented("igammac: input"),
                        other=lambda grad, input, other: -(grad * (
                            (input - 1.0) * other.log() - other - input.lgamma()).exp())))
@@ -384,7 +389,8 @@ def sinc(input: Tensor) -> Tensor:
     return where(zero, 1.0, sin(px) / px)
 
 
-@composite(complex=True, variants="function method inplace out", cost=costs.pointwise(1))
+@composite(complex=True, variants="function method inplace out", cost=costs.pointwise(1),
+           node_label="SgnBackward0")
 def sgn(input: Tensor) -> Tensor:
     """The sign of each element (for real tensors `sign`, with PyTorch's 0 for NaN; for
     complex ones `z / |z|`, 0 at 0)."""
@@ -558,7 +564,7 @@ def copysign(input: Any, other: Any) -> Tensor:
 def heaviside(input: Tensor, values: Tensor) -> Tensor:
     """The Heaviside step function: 0 where `input` < 0, `values` where it is 0, 1 where
     it is > 0 (not differentiable)."""
-    values = as_operand(values, input)
+    check_tensors("heaviside", input, values, "values")
     if isinstance(values, Tensor) and values.dtype is not input.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different "
                            "dtypes.")
@@ -571,9 +577,10 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
     other=lambda grad, other, result: grad * (other - result).exp2()))
 def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
     """`log2(2**input + 2**other)`, computed without overflow or underflow."""
+    check_tensors("logaddexp2", input, other)
     _floating_only("logaddexp2", _common("logaddexp2", input, other))
     with no_grad():
-        larger = maximum(input, other)
+        larger = maximum_of(input, other)
         out = larger + log1p((-(input - other).abs()).exp2()) / _LN2
         out = where(larger.isinf().logical_and(input == other), larger, out)
     record_grad(OPS["logaddexp2"], (input, other), {}, out)
@@ -625,7 +632,7 @@ def _fmax(op: str, input: Tensor, other: Tensor) -> Tensor:
     if not isinstance(other, Tensor):
         other = _tensor_like(other, input, _common(op, input, other))
     with no_grad():
-        m = (maximum if op == "fmax" else minimum)(input, other)
+        m = (maximum_of if op == "fmax" else minimum_of)(input, other)
         out = where(input.isnan(), other, where(other.isnan(), input, m))
         out = to_dtype(out, m.dtype)
     record_grad(OPS[op], (input, other), {}, out)
@@ -635,12 +642,16 @@ def _fmax(op: str, input: Tensor, other: Tensor) -> Tensor:
 @composite(variants="function method out", cost=costs.pointwise(3), grad=_fmax_grads("fmax"))
 def fmax(input: Tensor, other: Tensor) -> Tensor:
     """The elementwise maximum, ignoring NaN (NaN only where both are NaN)."""
+    check_tensor("fmax", "input", input, 0)
+    check_tensor("fmax", "other", other, 1)
     return _fmax("fmax", input, other)
 
 
 @composite(variants="function method out", cost=costs.pointwise(3), grad=_fmax_grads("fmin"))
 def fmin(input: Tensor, other: Tensor) -> Tensor:
     """The elementwise minimum, ignoring NaN (NaN only where both are NaN)."""
+    check_tensor("fmin", "input", input, 0)
+    check_tensor("fmin", "other", other, 1)
     return _fmax("fmin", input, other)
 
 
@@ -668,6 +679,7 @@ def float_power(input: Any, exponent: Any) -> Tensor:
 @composite(variants="function method inplace out", cost=costs.pointwise(9))
 def ldexp(input: Tensor, other: Tensor) -> Tensor:
     """`input * 2**other`."""
+    check_tensors("ldexp", input, other)
     d = _float_of(_common("ldexp", input, other))
     return to_dtype(input, d) * pow(2.0, _tensor_like(other, input, d))
 

@@ -46,12 +46,13 @@ from ember.core.indexing import (
     ParsedIndex,
     check_in_range,
     first_outside,
+    full_slice,
     parse,
     parse_basic,
     unsqueeze_bools,
     view_label,
 )
-from ember.core.inplace import apply_inplace, as_view, multi_output_views
+from ember.core.inplace import MULTI_OUTPUT_ERROR, apply_inplace, as_view, multi_output_views
 from ember.core.memory_format import like_layout, row_major
 from ember.core.opdef import OPS, Grad, OutMeta, metadata_rule
 from ember.core.opdef import Precision as P
@@ -351,12 +352,27 @@ def setitem(input: Tensor, key: Any, value: Any) -> None:
                     accumulate=False)
         input._vc[0] += 1
         return
+    if input._view_mode == "multi" and parsed.basic and input._requires_grad and state.enabled:
+        _refuse_piece_view_write(x, key)
     if x is input:
         apply_inplace(input, lambda old: _index_put(old, parsed, value), value, op="setitem")
     else:  # written through the unit dimensions, then shaped back
         apply_inplace(input, lambda old: reshape(
             _index_put(reshape(old, tuple(x.shape)), parsed, value), tuple(input.shape)),
             value, op="setitem")
+
+
+def _refuse_piece_view_write(x: Tensor, key: Any) -> None:
+    """`pieces[0][key] = v` for a piece of `split` & co that requires grad: PyTorch writes
+    through the view its indexing makes (`Output 0 of Select ...`), or into the piece
+    itself where the key makes none (a lone full slice, `...`: apply_inplace names the
+    piece)."""
+    label = view_label(key, tuple(x.shape))
+    if label == "AliasBackward0" or (isinstance(key, slice) and x.ndim and
+                                     full_slice(key, x.shape[0])):
+        return
+    raise with_context(RuntimeError(MULTI_OUTPUT_ERROR.format(0, label[:label.rfind(
+        "Backward")])), f"a view of shape {tuple(x.shape)} indexed by {key!r}")
 
 
 def _index_put(x: Tensor, parsed: ParsedIndex, value: Tensor) -> Tensor:

@@ -205,7 +205,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     return apply_labelled(OPS["matmul"], "BmmBackward0", input, mat2)
 
 
-@composite(complex=True, variants="function method out", exact_out=True, cost=costs.matmul,
+@composite(complex=True, variants="function method out", exact_out="mv", cost=costs.matmul,
            precision=P.LOWER)
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     """The product of a matrix and a vector."""
@@ -220,7 +220,7 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
     return matmul(input, vec)
 
 
-@composite(complex=True, variants="function method out", exact_out=True, cost=costs.matmul,
+@composite(complex=True, variants="function method out", exact_out="dot", cost=costs.matmul,
            precision=P.PROMOTE)
 def dot(input: Tensor, other: Tensor) -> Tensor:
     """The dot product of two 1-D tensors (neither conjugated: `vdot` conjugates the

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import sys
 import warnings
+from typing import Any
 
 from ember.core import costs, tracing
 from ember.core import dtype as dt
@@ -26,6 +27,7 @@ from ember.core.declare import composite, fused_kernel
 from ember.core.dispatch import not_implemented_for, run_fused
 from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad, state
+from ember.core.graph import record
 from ember.core.host import host_array
 from ember.core.opdef import OPS, Grad
 from ember.core.opdef import Precision as P
@@ -128,7 +130,7 @@ def _log1p_exp(x: Tensor) -> Tensor:
 
 def _logsigmoid(x: Tensor) -> Tensor:
     """`log(1 / (1 + e^-x))`, computed stably."""
-    return E.minimum(x, 0.0) - E.log1p(E.exp(-E.abs(x)))
+    return E.minimum_of(x, 0.0) - E.log1p(E.exp(-E.abs(x)))
 
 
 def _pairwise_distance(x1: Tensor, x2: Tensor, p: float, eps: float) -> Tensor:
@@ -684,7 +686,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     _check_logits_target(input, target)
     with no_grad():  # one node, PyTorch's BinaryCrossEntropyWithLogitsBackward0
         # -log(sigmoid(x)) = softplus(-x), computed stably
-        neg_log_sig = E.log1p(E.exp(-E.abs(input))) - E.minimum(input, 0.0)
+        neg_log_sig = E.log1p(E.exp(-E.abs(input))) - E.minimum_of(input, 0.0)
         if pos_weight is not None:
             log_weight = (pos_weight - 1.0) * target + 1.0
             loss = (1.0 - target) * input + log_weight * neg_log_sig
@@ -701,8 +703,24 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
 def _soft_margin_grad(grad: Tensor, input: Tensor, target: Tensor, reduction: str) -> Tensor:
     """ATen's soft_margin_loss_backward: `-y sigmoid(-y x)` times the gradient, over the
     element count for 'mean'."""
-    g = -target * E.sigmoid(-target * input) * grad
-    return g / input.numel() if reduction == "mean" else g
+    scale = input.numel() if reduction == "mean" else None
+    with no_grad():  # one node, as PyTorch's SoftMarginLossBackwardBackward0
+        s = E.sigmoid(-target * input)
+        g = -target * s * grad
+        g = g / scale if scale else g
+
+    def backward(node: Any, gg: Tensor) -> tuple:
+        # d/d grad: -y sigmoid(-y x); d/d x: y^2 sigmoid(-y x) (1 - sigmoid(-y x)) grad
+        d_grad = d_input = None
+        if node.needs[0]:
+            d_grad = (-target * s * gg).sum_to_size(grad.shape)
+            d_grad = d_grad / scale if scale else d_grad
+        if node.needs[1]:
+            d_input = gg * grad * target * target * s * (1 - s)
+            d_input = d_input / scale if scale else d_input
+        return d_grad, d_input
+    record("SoftMarginLossBackwardBackward0", backward, (grad, input), g)
+    return g
 
 
 @composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,

@@ -18,6 +18,7 @@ import builtins  # this module defines sum, max, min, all and any: the ops
 import math
 import operator
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from ember.core import costs
@@ -26,7 +27,13 @@ from ember.core.apply import apply_labelled, record_grad
 from ember.core.creation import arange, zeros
 from ember.core.declare import composite, fused_kernel, primitive, write_out
 from ember.core.dispatch import run, run_fused, user_stacklevel
-from ember.core.errors import as_overload_check, invalid_combination, type_name, with_context
+from ember.core.errors import (
+    ArgumentTypeError,
+    as_overload_check,
+    invalid_combination,
+    type_name,
+    with_context,
+)
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
 from ember.core.host import dtype_arg
@@ -111,13 +118,51 @@ def _dim_type_error(op: str, dim: Any) -> TypeError:
         sig.replace("torch.", dt.API_NAME + ".") for sig in _DIM_SIGNATURES[op]))
 
 
-def check_bool(op: str, name: str, value: Any, position: int) -> None:
+def check_bool(op: str, name: str, value: Any, position: int,
+               function_form: Callable[[tuple, dict], TypeError | None] | None = None,
+               method_form: Callable[[tuple, dict], TypeError | None] | None = None
+               ) -> None:
     """PyTorch's argument parser refusing a bool parameter given anything but a bool
     (`x.sum(0, 1)`: an int is not a keepdim); `position` counts as for the method
-    (`self` not counted), the form such calls mostly take."""
+    (`self` not counted): the op's entry renumbers it for the function form, or makes
+    `function_form(args, kwargs)`'s error there (see ArgumentTypeError)."""
     if value.__class__ is not bool:
-        raise TypeError(f"{op}(): argument '{name}' (position {position}) must be bool, "
-                        f"not {type_name(value)}")
+        raise ArgumentTypeError(op, name, position, "bool", value, function_form, method_form)
+
+
+def _got(args: tuple, kwargs: dict) -> str:
+    """The arguments' types as PyTorch's "invalid combination" lists them."""
+    return ", ".join([type_name(a) if not isinstance(a, Tensor) else "Tensor" for a in args]
+                     + [f"{k}={type_name(v)}" for k, v in kwargs.items()])
+
+
+def _mean_function_error(args: tuple, kwargs: dict) -> TypeError | None:
+    """`torch.mean(x, 0, 1)`: no overload of the function takes an int keepdim (given a
+    dtype, the one with it names the argument: None, the plain error)."""
+    if "dtype" in kwargs:
+        return None
+    dtype = f"{dt.API_NAME}.dtype dtype = None, Tensor out = None)"
+    return invalid_combination("mean", _got(args, kwargs), (
+        f"(Tensor input, *, {dtype}",
+        f"(Tensor input, tuple of ints dim, bool keepdim = False, *, {dtype}"))
+
+
+def _max_min_function_error(op: str) -> Callable[[tuple, dict], TypeError | None]:
+    """`torch.max(x, 0, 1)`: PyTorch's listing of max's (min's) three overloads, the
+    first refusing the extra arguments."""
+    def error(args: tuple, kwargs: dict) -> TypeError | None:
+        if kwargs.keys() - {"keepdim"}:
+            return None  # (its listing of several keywords follows no order ember can copy)
+        if kwargs:
+            note = "keywords were incorrect: keepdim"
+        else:
+            note = "arguments have invalid types: (" + ", ".join(
+                ["Tensor"] + [f"!{type_name(a)}!" for a in args[1:]]) + ")"
+        return invalid_combination(op, _got(args, kwargs), (
+            "(Tensor input, *, Tensor out = None)\n      didn't match because some of the "
+            f"{note}", "(Tensor input, Tensor other, *, Tensor out = None)",
+            "(Tensor input, int dim, bool keepdim = False, *, tuple of Tensors out = None)"))
+    return error
 
 
 def _dims_arg(op: str, x: Tensor, dim: Any) -> tuple[int, ...] | None:
@@ -154,7 +199,7 @@ def _cast_first(input: Tensor, dtype: Any, op: str) -> Tensor:
 
 
 @primitive(complex=True, variants="function method out", rule=_reduction_rule("sum"),
-           precision=P.FLOAT32, cost=costs.reduction(1), grad=Grad(
+           precision=P.FLOAT32, out_is_dtype=True, cost=costs.reduction(1), grad=Grad(
                input=lambda grad, input_shape, dims, keepdim: expand_back(
                    grad, input_shape, dims, keepdim)))
 def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001
@@ -197,7 +242,7 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
          dtype: Any = None) -> Tensor:
     """The mean of the elements over `dim` (all dimensions when None); floating tensors
     only."""
-    check_bool("mean", "keepdim", keepdim, 2)
+    check_bool("mean", "keepdim", keepdim, 2, _mean_function_error)
     input = _cast_first(input, dtype, "mean")
     if not input._dtype._differentiable:
         which = "Input" if dtype is None else "Optional"
@@ -234,8 +279,8 @@ def _prod_grad(grad, input, result, dims, keepdim):
     return where(is_zero, at_zero, gy / conj(safe))
 
 
-@primitive(complex=True, variants="function method", rule=_reduction_rule("prod"),
-           precision=P.FLOAT32,
+@primitive(complex=True, variants="function method out", rule=_reduction_rule("prod"),
+           precision=P.FLOAT32, out_is_dtype=True,
            cpu_precision=P.FLOAT32, cost=costs.reduction(1), grad=Grad(input=_prod_grad))
 def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
          dtype: Any = None) -> Tensor:
@@ -269,7 +314,7 @@ def _extreme(op: str, input: Tensor, dims: tuple | None, keepdim: bool,
                           keepdim=keepdim)
 
 
-@composite(cost=costs.reduction(1))
+@composite(variants="function method out", exact_out="reduction", cost=costs.reduction(1))
 def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """The maximum over `dim` (all dimensions when empty); the gradient is shared by
     ties."""
@@ -277,7 +322,7 @@ def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     return _extreme("max", input, _dims_arg("amax", input, dim), keepdim)
 
 
-@composite(cost=costs.reduction(1))
+@composite(variants="function method out", exact_out="reduction", cost=costs.reduction(1))
 def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """The minimum over `dim` (all dimensions when empty); the gradient is shared by
     ties."""
@@ -295,7 +340,7 @@ def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool) -> Any:
     if dim is None:
         return _extreme(op, input, None, False, "MaxBackward1" if op == "max" else
                         "MinBackward1")
-    check_bool(op, "keepdim", keepdim, 2)
+    check_bool(op, "keepdim", keepdim, 2, _max_min_function_error(op))
     d = normalize_dim(op, dim, input.ndim)
     if not input.ndim:  # a 0-d tensor is its own max, at index 0
         flat = _max_min(op, reshape(input, (1,)), 0, False)
@@ -435,9 +480,44 @@ def pair_out(name: str, input: Tensor, out: Any, compute: Any) -> Any:
 # -- logical --------------------------------------------------------------------------
 
 
+def _all_any_error(op: str, function: bool) -> Callable[[tuple, dict], TypeError | None]:
+    """`x.all(0, 1)`, `torch.any(x, 0, keepdim=1)`: PyTorch's listing of all's (any's)
+    overloads refusing an int keepdim after an int dim (None: another call, whose listing
+    ember leaves to the plain message)."""
+    def error(args: tuple, kwargs: dict) -> TypeError | None:
+        rest = args[1:]  # (the tensor, `self` of the method, comes first in both)
+        if not rest or type(rest[0]) is not int or kwargs.keys() - {"keepdim"}:
+            return None
+        if kwargs:
+            notes = ["keywords were incorrect: keepdim"] * 2
+        else:
+            kd = type_name(rest[1])
+            notes = [f"arguments have invalid types: (!int!, !{kd}!)",
+                     f"arguments have invalid types: (int, !{kd}!)"]
+        notes = [f"\n      didn't match because some of the {note}" for note in notes]
+        if function:
+            first = ("(Tensor input, *, Tensor out = None)\n      didn't match because some "
+                     "of the " + ("keywords were incorrect: keepdim" if kwargs else
+                                  "arguments have invalid types: (Tensor, " + ", ".join(
+                                      f"!{type_name(a)}!" for a in rest) + ")"))
+            signatures = (first, "(Tensor input, tuple of ints dim = None, bool keepdim = "
+                          "False, *, Tensor out = None)", "(Tensor input, int dim, bool "
+                          "keepdim = False, *, Tensor out = None)")
+        else:
+            signatures = ("()", "(tuple of ints dim = None, bool keepdim = False)" + notes[0],
+                          "(int dim, bool keepdim = False)" + notes[1])
+        return invalid_combination(op, _got(args if function else rest, kwargs), signatures)
+    return error
+
+
+_ALL_FORMS = (_all_any_error("all", True), _all_any_error("all", False))
+_ANY_FORMS = (_all_any_error("any", True), _all_any_error("any", False))
+
+
 @primitive(complex=True, rule=_reduction_rule("all"), cost=costs.reduction(1))
 def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """Whether every element over `dim` is nonzero (uint8 for a uint8 input, as PyTorch)."""
+    check_bool("all", "keepdim", keepdim, 2, *_ALL_FORMS)
     out = run("all", input, dims=_dims_arg("all", input, dim), keepdim=keepdim)
     return to_dtype(out, dt.uint8) if input._dtype is dt.uint8 else out
 
@@ -445,6 +525,7 @@ def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noq
 @primitive(complex=True, rule=_reduction_rule("any"), cost=costs.reduction(1))
 def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """Whether any element over `dim` is nonzero (uint8 for a uint8 input, as PyTorch)."""
+    check_bool("any", "keepdim", keepdim, 2, *_ANY_FORMS)
     out = run("any", input, dims=_dims_arg("any", input, dim), keepdim=keepdim)
     return to_dtype(out, dt.uint8) if input._dtype is dt.uint8 else out
 
@@ -612,7 +693,7 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
          dtype: Any = None) -> Tensor:
     """The vector p-norm over `dim` (the Frobenius norm by default); of a complex tensor,
     the norm of its magnitudes (a real result)."""
-    check_bool("linalg_vector_norm", "keepdim", keepdim, 4)
+    check_bool("linalg_vector_norm", "keepdim", keepdim, 3)  # (norm calls it: see check_bool)
     input = _cast_first(input, dtype, "norm")
     if input.dtype.is_complex:
         return norm(input.abs(), p, dim, keepdim)
@@ -694,6 +775,7 @@ def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
 def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> Any:
     """The minimum and maximum over `dim` (all elements when None), as a named
     (min, max) pair."""
+    check_bool("aminmax", "keepdim", keepdim, 0)  # (keyword-only: no position shown)
     if dim is None:
         if input.numel() == 0:
             raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as "

@@ -481,7 +481,7 @@ def _log_factorial(k: Tensor) -> Tensor:
     from ember.core.ops.indexing import gather
     table = tensor(_LOG_FACTORIALS, dtype=k.dtype, device=k.device)
     small = gather(table, 0, to_dtype(E.clamp(k, 0, 9), dt.int64).reshape(-1)).reshape(k.shape)
-    n = E.maximum(k, 10.0) + 1.0  # log k! = lgamma(k + 1)
+    n = E.maximum_of(k, 10.0) + 1.0  # log k! = lgamma(k + 1)
     inv = 1.0 / n
     inv2 = inv * inv
     stirling = ((n - 0.5) * E.log(n) - n + 0.9189385332046727
