@@ -377,3 +377,20 @@ def test_lgamma_of_float64_subnormals_is_minus_log_as_torch():
     x = np.array([1e-310, 5e-324, -1e-310, 2.5e-308, 0.0, -0.0, np.inf, -np.inf, 3.5])
     np.testing.assert_array_equal(ember.lgamma(ember.tensor(x)).numpy(),
                                   torch.lgamma(torch.tensor(x)).numpy())
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.ones(2) & m.ones(2), lambda m: m.ones(2) | 1, lambda m: m.ones(2) ^ True,
+    lambda m: m.bitwise_not(m.ones(2)), lambda m: m.ones(2) << 1,
+    lambda m: m.ones(2) >> m.ones(2), lambda m: m.gcd(m.ones(2), m.ones(2)),
+    lambda m: m.ones(2, dtype=m.complex64) // 2, lambda m: m.ones(2, dtype=m.complex64) & 1],
+    ids=["and", "or", "xor", "not", "lshift", "rshift", "gcd", "floor_divide", "and_complex"])
+def test_kernels_refuse_a_dtype_in_pytorch_s_words(call):
+    """PyTorch names the kernel that lacks the dtype (`"bitwise_and_cpu" not implemented
+    for 'Float'`, floor division's `div_floor_cpu`, the shifts' `lshift_cpu`)."""
+    messages = []
+    for mod in (torch, ember):
+        with pytest.raises(NotImplementedError) as info:
+            call(mod)
+        messages.append(str(info.value))
+    assert messages[1] == messages[0]

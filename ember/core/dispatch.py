@@ -74,11 +74,18 @@ def check_dtype(op: str, backend: Backend, d: _dt.dtype, device: Device) -> None
         raise RuntimeError(f"{op}: device {device} cannot hold {d} tensors (it holds {held})")
 
 
+# PyTorch's kernel names where they are not the op's (its "not implemented for" messages
+# name the kernel)
+_KERNEL_NAMES = {"floor_divide": "div_floor", "bitwise_left_shift": "lshift",
+                 "bitwise_right_shift": "rshift"}
+
+
 def not_implemented_for(op: str, x: Any, dtype: Any = None) -> NotImplementedError:
     """PyTorch's error for a dtype an op's kernel lacks: `"clamp_cpu" not implemented for
     'ComplexFloat'` (a NotImplementedError, which is a RuntimeError's kin in PyTorch);
-    `dtype`: the dtype named, when not tensor `x`'s."""
-    return NotImplementedError(f'"{op}_{x._device.type}" not implemented for '
+    `dtype`: the dtype named, when not tensor `x`'s; `x` a number: the CPU's kernel."""
+    device = x._device.type if isinstance(x, Tensor) else "cpu"
+    return NotImplementedError(f'"{_KERNEL_NAMES.get(op, op)}_{device}" not implemented for '
                                f"'{_dt.SCALAR_TYPE_NAMES[(dtype or x._dtype).name]}'")
 
 

@@ -29,6 +29,7 @@ from ember.core.creation import ones_like, zeros_like
 from ember.core.declare import alias, check_tensor, composite, define, fused_kernel, primitive
 from ember.core.dispatch import (
     check_dtype,
+    not_implemented_for,
     run_binary,
     run_fused,
     run_unary_into,
@@ -64,11 +65,14 @@ def operand_tier(x: Any) -> tuple[dt.dtype, int]:
     return dt.scalar_dtype(x), dt.SCALAR
 
 
-def _require(op: str, x: dt.dtype, ok: Any, what: str) -> None:
+def _require(op: str, x: dt.dtype, ok: Any, what: str, *operands: Any) -> None:
+    """PyTorch's NotImplementedError for a dtype `x` op's kernel lacks (`"bitwise_and_cpu"
+    not implemented for 'Float'`, on the first tensor among `operands`' device), with
+    what it takes in a note."""
     if not ok(x):
-        # (NotImplementedError, a RuntimeError, as PyTorch raises for a dtype its kernel
-        # lacks)
-        raise NotImplementedError(f"{op}: not implemented for dtype {x} (takes {what})")
+        like = next((a for a in operands if isinstance(a, Tensor)), None)
+        raise with_context(not_implemented_for(op, like, x),
+                           f"{op}: not implemented for dtype {x} (takes {what})")
 
 
 def as_operand(x: Any, like: Tensor) -> Any:
@@ -136,7 +140,8 @@ def _predicate_rule(input):
 
 @metadata_rule
 def _bitwise_not_rule(input):
-    _require("bitwise_not", input.dtype, lambda d: not d.is_floating_point, "integer or bool")
+    _require("bitwise_not", input.dtype, lambda d: not d.is_floating_point, "integer or bool",
+             input)
     return OutMeta(input.shape, input.dtype, None)
 
 
@@ -168,7 +173,8 @@ def _binary_rule(op: str, kind: str):
             out = common if common._differentiable else dt.get_default_dtype()
             return OutMeta(shape, out, out)
         if kind == "bitwise":
-            _require(op, common, lambda d: not d.is_floating_point, "integer or bool")
+            _require(op, common, lambda d: not d.is_floating_point, "integer or bool",
+                     input, other)
             return OutMeta(shape, common, common)
         return OutMeta(shape, dt.bool_, common)  # compare / logical
     return rule

@@ -29,6 +29,7 @@ from ember.core.ops.complex import complex as complex_
 from ember.core.ops.elementwise import (
     _binary_inplace,
     _binary_rule,
+    _require,
     _unary,
     activation_backward,
     as_operand,
@@ -294,9 +295,9 @@ def _binary_rule_of(op: str, kind: str):
         meta = base(input, other)
         if kind == "float":
             _floating_only(op, meta.dtype)
-        elif kind == "integer" and (meta.dtype.is_floating_point or meta.dtype is dt.bool_):
-            raise NotImplementedError(f"{op}: not implemented for dtype {meta.dtype} (takes "
-                                      "integer tensors)")
+        elif kind == "integer":
+            _require(op, meta.dtype, lambda d: not d.is_floating_point and d is not dt.bool_,
+                     "integer tensors", input, other)
         elif kind == "arith" and meta.dtype is dt.bool_:
             raise bool_operands_refused(op)
         return meta
