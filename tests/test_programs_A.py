@@ -770,6 +770,17 @@ PROGRAMS_V31 = [
 ]
 PROGRAM_SPECS += PROGRAMS_V31
 
+# set Y: the utility layers programs lean on: torch.utils.data (samplers, splits, collation,
+# packing), torch.autograd.functional and torch.func, LR schedulers and optimizer state,
+# parametrizations and module hooks/utilities
+PROGRAMS_Y32 = [
+    Program("data_utils_tour.py", trends=[Trend(r"epoch \d+ loss ([\d.]+)", 0.5, 0.3)],
+            same=r"((?:stream|tensor dataset|split|subset|concat|sequential|random|weighted|"
+                 r"batch sampler|collate|loader|padded|packed|unpacked|toy sample|val size) .*)",
+            first=r"epoch \d+ loss ([\d.]+)", long=True),
+]
+PROGRAM_SPECS += PROGRAMS_Y32
+
 
 def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
     workdir.mkdir()
