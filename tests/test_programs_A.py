@@ -778,6 +778,14 @@ PROGRAMS_Y32 = [
             same=r"((?:stream|tensor dataset|split|subset|concat|sequential|random|weighted|"
                  r"batch sampler|collate|loader|padded|packed|unpacked|toy sample|val size) .*)",
             first=r"epoch \d+ loss ([\d.]+)", long=True),
+    Program("autograd_functional_tour.py",
+            trends=[Trend(r"gauss-newton step \d+ loss ([\d.]+)", 0.01, 0.01),
+                    Trend(r"(?m)^newton step \d+ loss ([\d.]+)", 0.1, 0.01)],
+            same=r"((?:jacobian|hessian|hvp|vhp|vjp|jvp|strict error|non-strict|allow_unused|"
+                 r"materialize_grads|retain_graph|unused error|double backward|grad_outputs|"
+                 r"gradcheck|gradgradcheck|func|grad_and_value|jacrev|jacfwd|vmap|per-example|"
+                 r"tied|functional_call|grad over dict|per-sample|recovered) .*)",
+            first=r"gauss-newton step \d+ loss ([\d.]+)", long=True),
 ]
 PROGRAM_SPECS += PROGRAMS_Y32
 

@@ -15,6 +15,7 @@ import numpy as np
 import ember
 from ember.core.errors import with_context
 from ember.core.tensor import Tensor
+from ember.testing.creation import make_tensor
 
 
 class GradcheckError(RuntimeError):
@@ -229,8 +230,7 @@ def _slow_check(fn: Callable[..., Any], inputs: tuple, which: list[int], outputs
     for analytical in found:
         for i in which:
             for k, (a, n) in enumerate(zip(analytical[i], numerical[i])):
-                _compare(a, n, i, k, tuple(inputs[i].shape), tuple(outputs[k].shape),
-                         atol, rtol)
+                _compare(a, n, i, k, inputs[i], tuple(outputs[k].shape), atol, rtol)
 
 
 def _check_zero_grads(fn: Callable[..., Any], inputs: tuple, which: list[int]) -> None:
@@ -346,7 +346,8 @@ def _fast_compare(fn: Callable[..., Any], inputs: tuple, outputs: list[Tensor],
            "computed \nin fast mode. See: https://github.com/pytorch/pytorch/issues/53876 "
            "for more background \nabout fast mode. Below, we recompute numerical and "
            "analytical jacobians in slow mode:\n\n"
-           f"Numerical:\n {ember.tensor(slow_n.T)}\nAnalytical:\n{ember.tensor(slow_a.T)}\n\n"
+           f"Numerical:\n {ember.tensor(slow_n.T, dtype=inputs[i].dtype)}\n"
+           f"Analytical:\n{ember.tensor(slow_a.T, dtype=inputs[i].dtype)}\n\n"
            f"The max per-element difference (slow mode) is: {diff!r}.\n")
     if np.all(np.abs(slow_a - slow_n) <= atol + rtol * np.abs(slow_n)):
         msg += _FAST_FAIL_SLOW_OK
@@ -370,8 +371,9 @@ If the test
 """.strip()
 
 
-def _compare(a: np.ndarray, n: np.ndarray, i: int, k: int, in_shape: tuple, out_shape: tuple,
+def _compare(a: np.ndarray, n: np.ndarray, i: int, k: int, x: Tensor, out_shape: tuple,
              atol: float, rtol: float) -> None:
+    in_shape = tuple(x.shape)
     if a.shape != n.shape:
         raise GradcheckError(f"gradcheck: Jacobian of output {k} with respect to input {i} has "
                              f"shape {a.shape} analytically but {n.shape} numerically")
@@ -384,7 +386,8 @@ def _compare(a: np.ndarray, n: np.ndarray, i: int, k: int, in_shape: tuple, out_
     # PyTorch's message: the two Jacobians, one row per input element; ember's finding
     # (how many entries differ, the worst one) in a note
     msg = (f"Jacobian mismatch for output {k} with respect to input {i},\n"
-           f"numerical:{ember.tensor(n.T)}\nanalytical:{ember.tensor(a.T)}\n")
+           f"numerical:{ember.tensor(n.T, dtype=x.dtype)}\n"
+           f"analytical:{ember.tensor(a.T, dtype=x.dtype)}\n")  # (in the input's dtype)
     raise with_context(GradcheckError(msg), (
         f"{int(bad.sum())} of {a.size} entries differ; worst: input {i} element "
         f"{_fmt_index(col, in_shape)} -> output {k} element {_fmt_index(row, out_shape)}: "
@@ -417,10 +420,13 @@ def gradgradcheck(fn: Callable[..., Any], inputs: Any, grad_outputs: Any = None,
     which = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     outputs = _differentiable_outputs(fn(*inputs))
     if grad_outputs is None:
-        rng = np.random.default_rng(0)
+        # PyTorch's draw: make_tensor in [-1, 1) from the global generator, so the random
+        # stream after a gradgradcheck is PyTorch's
         grad_outputs = tuple(
-            ember.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype, device=o.device,
-                         requires_grad=True) for o in outputs)
+            make_tensor(o.shape, dtype=o.dtype if o.dtype.is_floating_point or o.dtype.is_complex
+                        else ember.float64, device=o.device, low=-1, high=1,
+                        requires_grad=True, noncontiguous=gen_non_contig_grad_outputs)
+            for o in outputs)
     grad_outputs = _as_tuple(grad_outputs)
     n = len(inputs)
 

@@ -1,0 +1,98 @@
+"""PyTorch behaviours the set-Y programs (torch.utils.data, torch.autograd.functional and
+torch.func, LR schedulers and optimizer state, parametrizations and module utilities)
+needed, checked against torch itself."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+
+def _outcome(fn, mod) -> tuple[str, object]:
+    """What `fn(mod)` gives: its value (nested lists for tensors), or its error's type and
+    text."""
+    try:
+        out = fn(mod)
+    except Exception as err:  # noqa: BLE001 (the error is the outcome compared)
+        return type(err).__name__, str(err).replace("ember.", "torch.")
+    if isinstance(out, (torch.Tensor, ember.Tensor)):
+        return "ok", out.tolist()
+    if isinstance(out, tuple):
+        return "ok", [o.tolist() if isinstance(o, (torch.Tensor, ember.Tensor)) else o
+                      for o in out]
+    return "ok", out
+
+
+def _same(fn) -> None:
+    assert _outcome(fn, ember) == _outcome(fn, torch)
+
+
+# -- torch.autograd ------------------------------------------------------------------
+
+def _grad_of_unreached_after_backward(mod):
+    a = mod.tensor([1.0, 2.0], requires_grad=True)
+    c = mod.tensor([5.0], requires_grad=True)
+    loss = (a * a).sum()
+    loss.backward()  # frees the graph; grad() of a tensor it never reaches runs none of it
+    return mod.autograd.grad(loss, c)
+
+
+def _grad_skips_other_branches(mod):
+    a = mod.tensor([1.0, 2.0], requires_grad=True)
+    b = mod.tensor([3.0, 4.0], requires_grad=True)
+    seen = []
+    left, right = a * 2, b * 3
+    right.register_hook(lambda g: seen.append("right"))
+    left.register_hook(lambda g: seen.append("left"))
+    ga, = mod.autograd.grad((left + right).sum(), a)
+    return ga.tolist(), seen
+
+
+def test_grad_runs_only_the_nodes_leading_to_its_inputs() -> None:
+    _same(_grad_of_unreached_after_backward)
+    _same(_grad_skips_other_branches)
+
+
+def test_grad_materialize_grads_refuses_allow_unused_false() -> None:
+    def fn(mod):
+        x = mod.ones(3, requires_grad=True)
+        return mod.autograd.grad((x * 2).sum(), [x, mod.ones(2, requires_grad=True)],
+                                 allow_unused=False, materialize_grads=True)
+    _same(fn)
+    x = ember.ones(3, requires_grad=True)
+    unused = ember.ones(2, requires_grad=True)
+    _, g = ember.autograd.grad((x * 2).sum(), [x, unused], materialize_grads=True)
+    assert g.tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("kwargs", [dict(vectorize=True),
+                                    dict(vectorize=True, strategy="forward-mode"),
+                                    dict(strategy="forward-mode")])
+def test_jacobian_strict_refused_where_pytorch_refuses(kwargs) -> None:
+    def fn(mod):
+        return mod.autograd.functional.jacobian(lambda a: a * 2, mod.ones(3), strict=True,
+                                                **kwargs)
+    _same(fn)
+
+
+def test_gradgradcheck_draws_grad_outputs_from_the_global_generator() -> None:
+    def after(mod):
+        mod.manual_seed(0)
+        x = mod.randn(4, 3, dtype=mod.double, requires_grad=True)
+        assert mod.autograd.gradgradcheck(lambda t: (t ** 3).sin(), (x,))
+        return mod.rand(3)
+    _same(after)
+
+
+def test_gradcheck_mismatch_prints_jacobians_in_the_input_dtype() -> None:
+    def fn(mod):
+        x = mod.ones(2, requires_grad=True)  # float32: a mismatch from rounding
+        return mod.autograd.gradcheck(mod.sin, (x,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _same(fn)
