@@ -786,6 +786,12 @@ PROGRAMS_Y32 = [
                  r"gradcheck|gradgradcheck|func|grad_and_value|jacrev|jacfwd|vmap|per-example|"
                  r"tied|functional_call|grad over dict|per-sample|recovered) .*)",
             first=r"gauss-newton step \d+ loss ([\d.]+)", long=True),
+    Program("scheduler_state_tour.py",
+            trends=[Trend(r"step +\d+ lr [\d.]+ [\d.]+ loss ([\d.]+)", 0.3, 0.3)],
+            same=r"((?:onecycle|warm restarts|plateau|sequential|chained|cyclic|polynomial|"
+                 r"stacked|multistep|groups|zero_grad|optimizer|scheduler|resumed|load error|"
+                 r"steplr) .*|step +\d+ lr [\d.]+ [\d.]+ )",
+            first=r"step +\d+ lr [\d.]+ [\d.]+ loss ([\d.]+)", long=True),
 ]
 PROGRAM_SPECS += PROGRAMS_Y32
 
