@@ -96,3 +96,21 @@ def test_gradcheck_mismatch_prints_jacobians_in_the_input_dtype() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         _same(fn)
+
+
+# -- nn.Module utilities ---------------------------------------------------------------
+
+@pytest.mark.parametrize("target, strict", [("3.0", False), ("3.0", True), ("3.7", False),
+                                            ("3.7", True), ("1.x", False), ("", False),
+                                            ("5.0", False), ("0.weight", False)])
+def test_set_submodule(target: str, strict: bool) -> None:
+    def fn(mod):
+        net = mod.nn.Sequential(mod.nn.Linear(4, 4), mod.nn.ReLU(), mod.nn.Identity(),
+                                mod.nn.Sequential(mod.nn.Linear(4, 2)))
+        net.set_submodule(target, mod.nn.Linear(4, 3), strict=strict)
+        return repr(net)
+    _same(fn)
+
+
+def test_set_submodule_refuses_a_non_module() -> None:
+    _same(lambda mod: mod.nn.Sequential(mod.nn.ReLU()).set_submodule("0", 3))

@@ -386,6 +386,31 @@ class Module:
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
 
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
+        """Set the submodule at dotted path ``target`` to ``module``.
+
+        Args:
+            target: the fully-qualified name of the submodule (``"net_b.net_c.conv"``).
+            module: the module to put there.
+            strict: if ``False`` (default), replace an existing submodule or add a new one
+                to an existing parent; if ``True``, only replace an existing submodule.
+
+        Raises:
+            ValueError: if ``target`` is empty or ``module`` is not an ``nn.Module``.
+            AttributeError: if a (sub)path names no attribute or something not a module.
+        """
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(parent._get_name() + " has no attribute `" + name + "`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError("`" + name + "` is not an nn.Module")
+        setattr(parent, name, module)
+
     def _owner_of(self, target: str) -> tuple[Module, str]:
         """(the submodule holding dotted path ``target``'s last name, that name)."""
         module_path, _, name = target.rpartition(".")
