@@ -9,6 +9,7 @@ import warnings
 import pytest
 
 import ember
+from ember.core import dtype as dt
 
 torch = pytest.importorskip("torch")
 
@@ -19,7 +20,7 @@ def _outcome(fn, mod) -> tuple[str, object]:
     try:
         out = fn(mod)
     except Exception as err:  # noqa: BLE001 (the error is the outcome compared)
-        return type(err).__name__, str(err).replace("ember.", "torch.")
+        return type(err).__name__, str(err)
     if isinstance(out, (torch.Tensor, ember.Tensor)):
         return "ok", out.tolist()
     if isinstance(out, tuple):
@@ -29,7 +30,13 @@ def _outcome(fn, mod) -> tuple[str, object]:
 
 
 def _same(fn) -> None:
-    assert _outcome(fn, ember) == _outcome(fn, torch)
+    """`fn` does under ember what it does under torch, as a program run through the alias
+    sees it (ember's printed names are "torch...")."""
+    saved, dt.API_NAME = dt.API_NAME, "torch"
+    try:
+        assert _outcome(fn, ember) == _outcome(fn, torch)
+    finally:
+        dt.API_NAME = saved
 
 
 # -- torch.autograd ------------------------------------------------------------------
@@ -114,3 +121,59 @@ def test_set_submodule(target: str, strict: bool) -> None:
 
 def test_set_submodule_refuses_a_non_module() -> None:
     _same(lambda mod: mod.nn.Sequential(mod.nn.ReLU()).set_submodule("0", 3))
+
+
+def test_module_to_complex_casts_floating_tensors_with_pytorch_warning() -> None:
+    def fn(mod):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            bn = mod.nn.BatchNorm1d(2).to(mod.complex64)
+        return ([str(t.dtype) for t in (bn.weight, bn.running_mean, bn.num_batches_tracked)],
+                [str(w.message) for w in caught])
+    _same(fn)
+    _same(lambda mod: mod.nn.Linear(2, 2).to(mod.int64))
+
+
+@pytest.mark.parametrize("assign", ["register_parameter", "setattr"])
+def test_parameter_assignment_errors_name_the_api(assign: str) -> None:
+    def fn(mod):
+        m = mod.nn.Linear(2, 2)
+        if assign == "setattr":
+            m.weight = mod.ones(2, 2)
+        else:
+            m.register_parameter("w", mod.ones(2))
+    _same(fn)
+
+
+def test_full_backward_hook_warning_when_no_input_requires_grad() -> None:
+    def fn(mod):
+        m = mod.nn.Linear(2, 2)
+        m.register_full_backward_hook(lambda *a: None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            m(mod.ones(1, 2)).sum().backward()
+        return [str(w.message) for w in caught]
+    _same(fn)
+
+
+# -- parametrizations ------------------------------------------------------------------
+
+@pytest.mark.parametrize("orthogonal_map", ["matrix_exp", "cayley", "householder"])
+def test_orthogonal_makes_complex_weights_unitary(orthogonal_map: str) -> None:
+    def fn(mod):
+        mod.manual_seed(0)
+        layer = mod.nn.utils.parametrizations.orthogonal(
+            mod.nn.Linear(3, 3, dtype=mod.cfloat), orthogonal_map=orthogonal_map)
+        w = layer.weight
+        return str(w.dtype), mod.allclose(w.mH @ w, mod.eye(3, dtype=mod.cfloat), atol=1e-5)
+    _same(fn)
+
+
+def test_geqrf_of_complex_matrices() -> None:
+    x = torch.randn(2, 4, 3, dtype=torch.cdouble)
+    a, tau = torch.geqrf(x)
+    ea, etau = ember.geqrf(ember.tensor(x.numpy()))
+    assert torch.allclose(torch.from_numpy(ea.numpy()), a)
+    assert torch.allclose(torch.from_numpy(etau.numpy()), tau)
+    q = ember.linalg.householder_product(ea, etau)
+    assert ember.allclose(q @ ea.triu()[..., :3, :], ember.tensor(x.numpy()))

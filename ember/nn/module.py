@@ -17,6 +17,7 @@ from typing import Any
 import ember
 from ember import Tensor
 from ember.autograd import Function
+from ember.core.backend import api_name
 from ember.core.hooks import RemovableHandle
 from ember.core.ops.elementwise import to_arguments
 from ember.nn.parameter import Buffer, Parameter
@@ -217,8 +218,10 @@ class _BackwardHook:
             if self.input_tensors_index is None:
                 # no input requires grad: the hooks fire now, with grad_input all None
                 warnings.warn("Full backward hook is firing when gradients are computed with "
-                              "respect to module outputs since no inputs require gradients.",
-                              stacklevel=2)
+                              "respect to module outputs since no inputs require gradients. "
+                              "See https://docs.pytorch.org/docs/main/generated/torch.nn.Module"
+                              ".html#torch.nn.Module.register_full_backward_hook for more "
+                              "details.", stacklevel=2)
                 grad_inputs = self._pack_with_none([], (), self.n_inputs)
                 for user_hook in self.user_hooks:
                     res = user_hook(self.module, grad_inputs, self.grad_outputs)
@@ -346,7 +349,7 @@ class Module:
             self._parameters[name] = None
         elif not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{_typename(param)}' object to parameter "
-                            f"'{name}' (ember.nn.Parameter or None required)")
+                            f"'{name}' ({api_name()}.nn.Parameter or None required)")
         elif param.grad_fn is not None:
             raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model "
                              f"parameters must be created explicitly. To express '{name}' as "
@@ -482,7 +485,7 @@ class Module:
         elif params is not None and name in params:
             if value is not None:
                 raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
-                                "(ember.nn.Parameter or None expected)")
+                                f"({api_name()}.nn.Parameter or None expected)")
             self.register_parameter(name, value)
         else:
             modules = self.__dict__.get("_modules")
@@ -707,22 +710,31 @@ class Module:
         """
         memory_format = kwargs.get("memory_format")
         device, dtype, _, _ = to_arguments(args, kwargs)  # Tensor.to's parsing and errors
-        if dtype is not None and not dtype.is_floating_point:
-            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
-                            f"got desired dtype={dtype}")
+        if dtype is not None:
+            if not (dtype.is_floating_point or dtype.is_complex):
+                raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, "
+                                f"but got desired dtype={dtype}")
+            if dtype.is_complex:
+                warnings.warn(
+                    "Complex modules are a new feature under active development whose design "
+                    "may change, and some modules might not work as expected when using "
+                    "complex tensors as parameters or buffers. Please file an issue at "
+                    "https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml if "
+                    "a complex module does not work as expected.", stacklevel=2)
+
+        def cast(t: Tensor) -> Any:  # floating and complex tensors take `dtype`
+            return dtype if t.is_floating_point() or t.is_complex() else None
 
         def convert(t: Tensor) -> Tensor:
             if memory_format is not None and t.dim() in (4, 5):  # conv weights
-                return t.to(device, dtype if t.is_floating_point() else None,
-                            memory_format=memory_format)
-            return t.to(device, dtype if t.is_floating_point() else None)
+                return t.to(device, cast(t), memory_format=memory_format)
+            return t.to(device, cast(t))
 
         if isinstance(device, (str, ember.device)) and ember.device(device).type == "auto":
             from ember.scheduling import place_module  # the scheduler picks (and records)
 
             def move(chosen: ember.device) -> Module:
-                return self._apply(lambda t: t.to(chosen, dtype if t.is_floating_point()
-                                                   else None))
+                return self._apply(lambda t: t.to(chosen, cast(t)))
             return place_module(self, move)
         try:
             return self._apply(convert)
