@@ -177,3 +177,36 @@ def test_geqrf_of_complex_matrices() -> None:
     assert torch.allclose(torch.from_numpy(etau.numpy()), tau)
     q = ember.linalg.householder_product(ea, etau)
     assert ember.allclose(q @ ea.triu()[..., :3, :], ember.tensor(x.numpy()))
+
+
+# -- torch.utils.data and the draws beneath it ---------------------------------------
+
+_INF, _NAN = float("inf"), float("nan")
+
+
+@pytest.mark.parametrize("weights", [[_INF, 1.0], [_NAN, 1.0], [-1.0, 1.0], [1.0, -1.0, _INF],
+                                     [1.0, _INF, -1.0], [[1.0, _INF], [-1.0, 1.0]], [0.0, 0.0],
+                                     []])
+@pytest.mark.parametrize("num_samples, replacement", [(1, True), (3, True), (1, False)])
+def test_multinomial_bad_weights_messages(weights, num_samples: int, replacement: bool) -> None:
+    _same(lambda mod: mod.multinomial(mod.tensor(weights), num_samples, replacement))
+
+
+@pytest.mark.parametrize("args", [([1.0, 0.0, 0.0], 2, False), ([1.0, 1.0], 3, False), ([], 1),
+                                  ([1.0, _INF], 1), ([1.0, -1.0], 3), ([0.0, 0.0], 2)])
+def test_weighted_random_sampler_draws_as_multinomial(args) -> None:
+    def fn(mod):
+        g = mod.Generator().manual_seed(0)
+        return list(mod.utils.data.WeightedRandomSampler(*args, generator=g))
+    _same(fn)
+
+
+def test_dataloader_pin_memory_device_is_deprecated() -> None:
+    def fn(mod):
+        loader = mod.utils.data.DataLoader(range(2), pin_memory=True, pin_memory_device="cuda")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            list(loader)
+        return loader.pin_memory_device, [str(w.message) for w in caught]
+    _same(fn)
+    assert ember.utils.data.DataLoader(range(2)).pin_memory_device == ""
