@@ -210,3 +210,48 @@ def test_dataloader_pin_memory_device_is_deprecated() -> None:
         return loader.pin_memory_device, [str(w.message) for w in caught]
     _same(fn)
     assert ember.utils.data.DataLoader(range(2)).pin_memory_device == ""
+
+
+# -- torch.func ----------------------------------------------------------------------
+
+def _setup_context_exp(mod):
+    class MyExp(mod.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(x, scale=2.0):
+            return x.exp() * scale
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(output)
+            ctx.n_inputs = len(inputs)  # the defaults are bound: (x, scale)
+
+        @staticmethod
+        def backward(ctx, g):
+            out, = ctx.saved_tensors
+            return g * out, None
+    return MyExp
+
+
+def test_function_with_setup_context() -> None:
+    def plain(mod):
+        x = mod.zeros(2, requires_grad=True)
+        y = _setup_context_exp(mod).apply(x)
+        y.sum().backward()
+        return y.tolist(), x.grad.tolist(), type(y.grad_fn).__name__
+
+    def transformed(mod):
+        fn = _setup_context_exp(mod).apply
+        x = mod.zeros(2, 3)
+        return (mod.func.vmap(fn)(x).tolist(),
+                mod.func.vmap(mod.func.grad(lambda t: fn(t).sum()))(x).tolist())
+    _same(plain)
+    _same(transformed)
+
+
+def test_vmap_out_dims_none_passes_non_tensors_through() -> None:
+    _same(lambda mod: mod.func.vmap(lambda t: (t * 2, 5), out_dims=(0, None))(mod.ones(2, 3)))
+    _same(lambda mod: mod.func.vmap(lambda t: (t, 5), out_dims=0)(mod.ones(2, 3)))
+    _same(lambda mod: mod.func.vmap(lambda t: {"a": t, "b": "x"},
+                                    out_dims={"a": 1, "b": None})(mod.ones(2, 3))["b"])
