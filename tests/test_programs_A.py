@@ -784,7 +784,7 @@ PROGRAMS_Y32 = [
             same=r"((?:jacobian|hessian|hvp|vhp|vjp|jvp|strict error|non-strict|allow_unused|"
                  r"materialize_grads|retain_graph|unused error|double backward|grad_outputs|"
                  r"gradcheck|gradgradcheck|func|grad_and_value|jacrev|jacfwd|vmap|per-example|"
-                 r"tied|functional_call|grad over dict|per-sample|recovered) .*)",
+                 r"tied|functional_call|grad over dict|per-sample|setup_context|recovered) .*)",
             first=r"gauss-newton step \d+ loss ([\d.]+)", long=True),
     Program("scheduler_state_tour.py",
             trends=[Trend(r"step +\d+ lr [\d.]+ [\d.]+ loss ([\d.]+)", 0.3, 0.3)],

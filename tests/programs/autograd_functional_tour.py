@@ -117,6 +117,31 @@ print('vmap out_dims', vmap(lambda r: r * 2, out_dims=1)(torch.arange(6.).reshap
 print('per-example jac', vmap(jacrev(torch.sin))(torch.ones(2, 3)).shape)
 
 
+class NumpySin(torch.autograd.Function):
+    """A Function in the torch.func style: forward without ctx, then setup_context."""
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x):
+        return torch.sin(x)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, = inputs
+        ctx.save_for_backward(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, = ctx.saved_tensors
+        return grad_output * torch.cos(x)
+
+
+print('setup_context grad', grad(lambda v: NumpySin.apply(v).sum())(t))
+print('setup_context vmap', vmap(NumpySin.apply)(torch.ones(2, 3) * 0.5))
+print('setup_context per-sample grad', vmap(grad(lambda v: NumpySin.apply(v).sum()))(torch.zeros(2, 3)))
+print('vmap out_dims None', vmap(lambda r: (r.sum(), 'rows'), out_dims=(0, None))(torch.ones(2, 3)))
+
+
 class TiedLM(nn.Module):
     def __init__(self, vocab=6, dim=3):
         super().__init__()
