@@ -108,6 +108,8 @@ print('weighted', len(wrs), list(wrs))
 wno = WeightedRandomSampler([1, 2, 3, 4], 4, replacement=False,
                             generator=torch.Generator().manual_seed(7))
 print('weighted no replacement', sorted(wno))
+print('weighted zero weights drawn last', list(WeightedRandomSampler(
+    [3.0, 0.0, 1.0], 3, replacement=False, generator=torch.Generator().manual_seed(0)))[-1])
 for drop_last in (False, True):
     bs = BatchSampler(SequentialSampler(range(10)), batch_size=3, drop_last=drop_last)
     print('batch sampler drop_last', drop_last, len(bs), list(bs))

@@ -78,6 +78,9 @@ Q = q.weight
 print('orthogonal', torch.allclose(Q @ Q.T, torch.eye(4), atol=1e-5),
       list(q.state_dict().keys()))
 print(q)
+u = orthogonal(nn.Linear(3, 3, dtype=torch.cfloat))  # complex weights become unitary
+U = u.weight
+print('unitary', U.dtype, torch.allclose(U.mH @ U, torch.eye(3, dtype=torch.cfloat), atol=1e-5))
 sn = spectral_norm(nn.Linear(5, 3))
 for _ in range(20):
     sn(torch.randn(2, 5))  # power iterations run in training mode
