@@ -255,3 +255,53 @@ def test_vmap_out_dims_none_passes_non_tensors_through() -> None:
     _same(lambda mod: mod.func.vmap(lambda t: (t, 5), out_dims=0)(mod.ones(2, 3)))
     _same(lambda mod: mod.func.vmap(lambda t: {"a": t, "b": "x"},
                                     out_dims={"a": 1, "b": None})(mod.ones(2, 3))["b"])
+
+
+# -- autograd graph hooks and .grad assignment ------------------------------------------
+
+def test_node_prehook_and_hook_with_grad_skipping_unneeded_nodes() -> None:
+    def fn(mod):
+        a = mod.ones(2, requires_grad=True)
+        w = mod.ones(2, requires_grad=True)
+        b = a * 2
+        c = (b * w).exp()
+        log = []
+        c.grad_fn.register_prehook(lambda go: log.append("pre exp"))
+        handle = c.grad_fn.register_prehook(lambda go: (go[0] * 10,))
+        b.grad_fn.register_hook(lambda gi, go: log.append("post mul"))  # not run: not needed
+        c.register_hook(lambda g: log.append(
+            (mod._C._will_engine_execute_node(b.grad_fn),
+             mod._C._will_engine_execute_node(c.grad_fn))))
+        gw, = mod.autograd.grad(c.sum(), w, retain_graph=True)
+        handle.remove()
+        ga, = mod.autograd.grad(c.sum(), a)
+        return log, [round(v, 3) for v in gw.tolist() + ga.tolist()]
+    _same(fn)
+
+
+def test_node_hook_may_replace_grad_inputs() -> None:
+    def fn(mod):
+        a = mod.ones(2, requires_grad=True)
+        y = a * 3
+        y.grad_fn.register_hook(lambda gi, go: (gi[0] * 0 + 7, gi[1]))
+        y.sum().backward()
+        return a.grad
+    _same(fn)
+
+
+@pytest.mark.parametrize("grad", ["float64", "int64", "shape", "ok"])
+def test_grad_assignment_checks_dtype_then_size(grad: str) -> None:
+    def fn(mod):
+        a = mod.ones(2, requires_grad=True)
+        value = {"float64": mod.ones(3, dtype=mod.float64), "int64": mod.ones(2, dtype=mod.long),
+                 "shape": mod.ones(1, 2), "ok": mod.full((2,), 5.0)}[grad]
+        a.grad = value
+        return a.grad
+    _same(fn)
+
+    def relaxed(mod):
+        a = mod.ones(2, requires_grad=True)
+        a.grad_dtype = None
+        a.grad = mod.ones(2, dtype=mod.float64)
+        return str(a.grad.dtype)
+    _same(relaxed)

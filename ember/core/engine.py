@@ -21,6 +21,7 @@ from ember.core import backend as backend_contract
 from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import (
+    NODE_HOOKS,
     AccumulateGrad,
     FnNode,
     GradientEdge,
@@ -245,7 +246,7 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
                 # it leads to no captured tensor: PyTorch does not run it
                 if node in wanted_nodes:
                     if node.pre_hooks or node.retain:
-                        _run_pre_hooks(node, grads)
+                        _run_pre_hooks(node, grads, captured_only=True)
                     for key in [k for k in wanted if k[0] is node]:
                         captured[key] = grads[key[1]] if key[1] < len(grads) else None
                 _pass_over(node, deps, ready)
@@ -282,7 +283,9 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
                 results = (None,) * len(node.next_edges)
             if node.post_hooks:
                 for post in node.post_hooks:
-                    post(tuple(results), tuple(grads))
+                    new = post(tuple(results), tuple(grads))
+                    if new is not None:  # (PyTorch's: replacement grad_inputs)
+                        results = tuple(new)
             if not retain_graph:
                 node.release()
                 if tracing.tape is not None:  # ember.compile: this graph is spent
@@ -422,9 +425,13 @@ def _fill_missing(node: Node, grads: list) -> list:
     return grads
 
 
-def _run_pre_hooks(node: Node, grads: list) -> None:
+def _run_pre_hooks(node: Node, grads: list, captured_only: bool = False) -> None:
+    """The hooks on `node`'s output tensors, their retained `.grad`s, then the node's
+    own pre-hooks (not for a node only captured, which PyTorch does not run)."""
     if node.pre_hooks:
         for nr, hooks in node.pre_hooks.items():
+            if nr == NODE_HOOKS:
+                continue
             for hook in hooks:
                 if nr < len(grads) and grads[nr] is not None:
                     new = hook(grads[nr])
@@ -436,6 +443,14 @@ def _run_pre_hooks(node: Node, grads: list) -> None:
             if t is not None and nr < len(grads) and grads[nr] is not None:
                 g = grads[nr] if state.enabled else grads[nr].detach()
                 t.grad = g if t.grad is None else t.grad + g
+    own = node.pre_hooks.get(NODE_HOOKS) if node.pre_hooks and not captured_only else None
+    for hook in own or ():
+        new = hook(tuple(grads))
+        if new is not None:
+            if len(new) != len(grads):
+                raise RuntimeError(f"hook returned an incorrect number of gradients (expected "
+                                   f"{len(grads)}, got {len(new)})")
+            grads[:] = list(new)
 
 
 # references to a gradient tensor inside _accumulate when nothing else holds it: the
