@@ -305,3 +305,9 @@ def test_grad_assignment_checks_dtype_then_size(grad: str) -> None:
         a.grad = mod.ones(2, dtype=mod.float64)
         return str(a.grad.dtype)
     _same(relaxed)
+
+
+def test_grad_dtype_setter_error_names_the_api() -> None:
+    def fn(mod):
+        mod.ones(2, requires_grad=True).grad_dtype = 3
+    _same(fn)

@@ -448,7 +448,7 @@ class Tensor:
         if self._node is not None:
             raise RuntimeError("grad_dtype can only be set on leaf tensors.")
         if value is not None and not isinstance(value, dt.dtype):
-            raise RuntimeError(f"grad_dtype must be a ember.dtype or None, but got "
+            raise RuntimeError(f"grad_dtype must be a {dt.API_NAME}.dtype or None, but got "
                                f"{type(value).__name__}")
         self._grad_dtype = value
 
