@@ -311,3 +311,49 @@ def test_grad_dtype_setter_error_names_the_api() -> None:
     def fn(mod):
         mod.ones(2, requires_grad=True).grad_dtype = 3
     _same(fn)
+
+
+# -- the deprecated Module.register_backward_hook ------------------------------------------
+
+def test_register_backward_hook_runs_on_the_output_node() -> None:
+    def fn(mod):
+        mod.manual_seed(0)
+        conv = mod.nn.Conv2d(1, 2, 3)
+        seen = []
+
+        def hook(module, grad_input, grad_output):  # Grad-CAM's use
+            seen.append((type(module).__name__,
+                         [None if g is None else list(g.shape) for g in grad_input],
+                         [list(g.shape) for g in grad_output]))
+        handle = conv.register_backward_hook(hook)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            conv(mod.randn(1, 1, 4, 4, requires_grad=True)).sum().backward()
+        handle.remove()
+        conv(mod.randn(1, 1, 4, 4, requires_grad=True)).sum().backward()
+        return seen, [str(w.message) for w in caught]
+    _same(fn)
+
+
+def test_register_backward_hook_may_replace_grad_input() -> None:
+    def fn(mod):
+        relu = mod.nn.ReLU()
+        relu.register_backward_hook(lambda m, gi, go: (gi[0] * 0 + 2,))
+        x = mod.ones(3, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            relu(x * 1).sum().backward()
+        return x.grad
+    _same(fn)
+
+
+@pytest.mark.parametrize("first", ["full", "old"])
+def test_backward_hooks_of_both_kinds_refused(first: str) -> None:
+    def fn(mod):
+        lin = mod.nn.Linear(2, 2)
+        hooks = [lin.register_full_backward_hook, lin.register_backward_hook]
+        if first == "old":
+            hooks.reverse()
+        for register in hooks:
+            register(lambda *a: None)
+    _same(fn)
