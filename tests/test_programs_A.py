@@ -797,7 +797,7 @@ PROGRAMS_Y32 = [
             same=r"((?:symmetric|original shape|state_dict|named|chained|after|cached|uncached|"
                  r"removed|right_inverse|orthogonal|unitary|spectral|weight_norm|hook|hooks|load|"
                  r"missing|strict load|shape error|parameters|to float64|requires_grad_|partial|"
-                 r"get_submodule|set_submodule|get_parameter|extra_repr|train accuracy|"
+                 r"get_submodule|set_submodule|get_parameter|extra_repr|grad-cam|train accuracy|"
                  r"classifier keys) .*)",
             first=r"step +\d+ loss ([\d.]+)", long=True),
 ]

@@ -200,6 +200,19 @@ except AttributeError as e:
 print('get_parameter', net.get_parameter('3.0.bias').shape)
 print('extra_repr', nn.Linear(2, 3).extra_repr())
 
+# --- Grad-CAM with the (deprecated) register_backward_hook and a forward hook ---
+cnn = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                    nn.Linear(4, 3))
+activations, gradients = {}, {}
+cnn[0].register_forward_hook(lambda m, i, o: activations.__setitem__('conv', o.detach()))
+cnn[0].register_backward_hook(lambda m, gi, go: gradients.__setitem__('conv', go[0].detach()))
+image = torch.randn(1, 1, 6, 6)
+scores = cnn(image)
+scores[0, scores.argmax()].backward()
+weights = gradients['conv'].mean(dim=(2, 3), keepdim=True)
+cam = F.relu((weights * activations['conv']).sum(1))
+print('grad-cam', tuple(gradients['conv'].shape), tuple(cam.shape), bool((cam >= 0).all()))
+
 # --- a classifier built from these pieces trains ---
 
 
