@@ -357,3 +357,38 @@ def test_backward_hooks_of_both_kinds_refused(first: str) -> None:
         for register in hooks:
             register(lambda *a: None)
     _same(fn)
+
+
+# -- gradcheck's outputs ---------------------------------------------------------------
+
+def _double(mod):
+    mod.manual_seed(0)
+    return mod.randn(3, dtype=mod.float64, requires_grad=True)
+
+
+def test_gradcheck_checks_only_outputs_that_require_grad() -> None:
+    _same(lambda mod: mod.autograd.gradcheck(lambda t: (t * 2, t.detach()), (_double(mod),)))
+    _same(lambda mod: mod.autograd.gradcheck(lambda t: t.argmax(), (_double(mod),)))
+    _same(lambda mod: mod.autograd.gradcheck(lambda t: t.detach() * 2, (_double(mod),)))
+    _same(lambda mod: mod.autograd.gradcheck(lambda t: t.argmax(), (_double(mod),),
+                                             fast_mode=True))
+
+
+def test_gradcheck_forward_mode_failure_names_the_mode() -> None:
+    def fn(mod):
+        class BadJvp(mod.autograd.Function):
+            @staticmethod
+            def forward(ctx, t):
+                return t * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+            @staticmethod
+            def jvp(ctx, t):
+                return t * 3
+        return mod.autograd.gradcheck(BadJvp.apply, (_double(mod),), check_forward_ad=True)
+    _same(fn)
+    _same(lambda mod: mod.autograd.gradcheck(mod.sin, (_double(mod),), check_forward_ad=True,
+                                             check_backward_ad=False))
