@@ -392,3 +392,24 @@ def test_gradcheck_forward_mode_failure_names_the_mode() -> None:
     _same(fn)
     _same(lambda mod: mod.autograd.gradcheck(mod.sin, (_double(mod),), check_forward_ad=True,
                                              check_backward_ad=False))
+
+
+# -- SWALR -----------------------------------------------------------------------------
+
+def test_swalr_state_dict_keeps_the_strategy_name_not_the_function() -> None:
+    def fn(mod):
+        opt = mod.optim.SGD([mod.nn.Parameter(mod.zeros(2))], lr=0.1)
+        sched = mod.optim.swa_utils.SWALR(opt, swa_lr=0.05, anneal_epochs=3,
+                                          anneal_strategy="linear")
+        state = sched.state_dict()
+        fresh = mod.optim.swa_utils.SWALR(opt, swa_lr=0.05)
+        fresh.load_state_dict(state)
+        lrs = []
+        for _ in range(3):
+            opt.step()
+            fresh.step()
+            lrs.append(round(fresh.get_last_lr()[0], 6))
+        return sorted(state), state["_anneal_strategy"], lrs
+    _same(fn)
+    _same(lambda mod: mod.optim.swa_utils.SWALR(
+        mod.optim.SGD([mod.nn.Parameter(mod.zeros(2))], lr=0.1), 0.05, anneal_strategy="x"))
