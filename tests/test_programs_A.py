@@ -789,7 +789,7 @@ PROGRAMS_Y32 = [
     Program("scheduler_state_tour.py",
             trends=[Trend(r"step +\d+ lr [\d.]+ [\d.]+ loss ([\d.]+)", 0.3, 0.3)],
             same=r"((?:onecycle|warm restarts|plateau|sequential|chained|cyclic|polynomial|"
-                 r"stacked|multistep|groups|zero_grad|optimizer|scheduler|resumed|load error|"
+                 r"stacked|multistep|swalr|groups|zero_grad|optimizer|scheduler|resumed|load error|"
                  r"steplr) .*|step +\d+ lr [\d.]+ [\d.]+ )",
             first=r"step +\d+ lr [\d.]+ [\d.]+ loss ([\d.]+)", long=True),
     Program("parametrize_module_utils.py",

@@ -115,6 +115,16 @@ for _ in range(3):
 print('stacked multistep+lambda', lrs(opt), ms.get_last_lr(), lam.get_last_lr())
 print('multistep state', ms.state_dict())
 
+# --- SWA: SWALR after a cosine phase, and its state dict ---
+opt = fresh(cls=SGD, momentum=0.9)
+swa_sched = torch.optim.swa_utils.SWALR(opt, swa_lr=0.02, anneal_epochs=3, anneal_strategy='linear')
+seen = []
+for _ in range(4):
+    opt.step()
+    swa_sched.step()
+    seen.append(lrs(opt)[0])
+print('swalr', seen, sorted(swa_sched.state_dict().keys()))
+
 # --- optimizer state_dicts and param groups ---
 
 
