@@ -6,6 +6,8 @@ from __future__ import annotations
 from ember.core import torch_function as _tf
 from ember.core.backend import _LinAlgError  # noqa: F401 - torch._C._LinAlgError
 from ember.core.creation import Generator  # noqa: F401 - torch._C.Generator
+from ember.core.engine import current_graph_task_id as _current_graph_task_id  # noqa: F401
+from ember.core.engine import will_engine_execute_node as _will_engine_execute_node  # noqa: F401
 from ember.core.torch_function import (  # noqa: F401 - re-exported
     DisableTorchFunction,
     DisableTorchFunctionSubclass,

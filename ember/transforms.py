@@ -378,13 +378,13 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
                                  out_dims)
         outputs = _map_samples(func, randomness, size, lambda i: _slice(args, dims, i), kwargs)
         leaves = [_leaves(o) for o in outputs]
-        for leaf in leaves[0]:
-            if not isinstance(leaf, Tensor):
+        out_leaves = _leaves(out_dims) if not isinstance(out_dims, int) else \
+            [out_dims] * len(leaves[0])
+        for leaf, d in zip(leaves[0], out_leaves):
+            if d is not None and not isinstance(leaf, Tensor):  # (None: returned as it is)
                 raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got "
                                  f"type {type(leaf)}. Did you mean to set out_dims= to None "
                                  "for output?")
-        out_leaves = _leaves(out_dims) if not isinstance(out_dims, int) else \
-            [out_dims] * len(leaves[0])
         stacked = [stack([ls[k] for ls in leaves], dim=d) if d is not None else leaves[0][k]
                    for k, d in enumerate(out_leaves)]
         return _unflatten(outputs[0], stacked)

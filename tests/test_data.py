@@ -233,8 +233,10 @@ def test_weighted_sampler_without_replacement():
     first = [next(iter(WeightedRandomSampler([1.0, 3.0], 2, replacement=False, generator=g)))
              for _ in range(4000)]
     assert abs(np.mean(first) - 0.75) < 0.03
+    # as torch.multinomial: zero weights are drawn last once the others are used up
+    assert list(WeightedRandomSampler([1, 0, 1], 3, replacement=False))[-1] == 1
     with pytest.raises(RuntimeError, match="without replacement"):
-        list(WeightedRandomSampler([1, 0, 1], 3, replacement=False))
+        list(WeightedRandomSampler([1, 1], 3, replacement=False))
 
 
 def test_weighted_sampler_errors():

@@ -412,7 +412,7 @@ def test_swalr_matches_torch(kwargs):
 
 def test_swalr_errors_as_torch():
     eopt, _ = _optimizers()
-    with pytest.raises(ValueError, match="anneal_strategy must by one of 'cos' or 'linear', "
+    with pytest.raises(ValueError, match="anneal_strategy must be one of 'cos' or 'linear', "
                                          "instead got step"):
         ember.optim.swa_utils.SWALR(eopt, swa_lr=0.1, anneal_strategy="step")
     with pytest.raises(ValueError, match="anneal_epochs must be equal or greater than 0, got -1"):

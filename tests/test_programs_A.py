@@ -770,6 +770,39 @@ PROGRAMS_V31 = [
 ]
 PROGRAM_SPECS += PROGRAMS_V31
 
+# set Y: the utility layers programs lean on: torch.utils.data (samplers, splits, collation,
+# packing), torch.autograd.functional and torch.func, LR schedulers and optimizer state,
+# parametrizations and module hooks/utilities
+PROGRAMS_Y32 = [
+    Program("data_utils_tour.py", trends=[Trend(r"epoch \d+ loss ([\d.]+)", 0.5, 0.3)],
+            same=r"((?:stream|tensor dataset|split|subset|concat|sequential|random|weighted|"
+                 r"batch sampler|collate|loader|padded|packed|unpacked|toy sample|val size) .*)",
+            first=r"epoch \d+ loss ([\d.]+)", long=True),
+    Program("autograd_functional_tour.py",
+            trends=[Trend(r"gauss-newton step \d+ loss ([\d.]+)", 0.01, 0.01),
+                    Trend(r"(?m)^newton step \d+ loss ([\d.]+)", 0.1, 0.01)],
+            same=r"((?:jacobian|hessian|hvp|vhp|vjp|jvp|strict error|non-strict|allow_unused|"
+                 r"materialize_grads|retain_graph|unused error|double backward|grad_outputs|"
+                 r"gradcheck|gradgradcheck|func|grad_and_value|jacrev|jacfwd|vmap|per-example|"
+                 r"tied|functional_call|grad over dict|per-sample|setup_context|recovered) .*)",
+            first=r"gauss-newton step \d+ loss ([\d.]+)", long=True),
+    Program("scheduler_state_tour.py",
+            trends=[Trend(r"step +\d+ lr [\d.]+ [\d.]+ loss ([\d.]+)", 0.3, 0.3)],
+            same=r"((?:onecycle|warm restarts|plateau|sequential|chained|cyclic|polynomial|"
+                 r"stacked|multistep|swalr|groups|zero_grad|optimizer|scheduler|resumed|load error|"
+                 r"steplr) .*|step +\d+ lr [\d.]+ [\d.]+ )",
+            first=r"step +\d+ lr [\d.]+ [\d.]+ loss ([\d.]+)", long=True),
+    Program("parametrize_module_utils.py",
+            trends=[Trend(r"step +\d+ loss ([\d.]+)", 0.95, 0.3)],
+            same=r"((?:symmetric|original shape|state_dict|named|chained|after|cached|uncached|"
+                 r"removed|right_inverse|orthogonal|unitary|spectral|weight_norm|hook|hooks|load|"
+                 r"missing|strict load|shape error|parameters|to float64|requires_grad_|partial|"
+                 r"get_submodule|set_submodule|get_parameter|extra_repr|grad-cam|train accuracy|"
+                 r"classifier keys) .*)",
+            first=r"step +\d+ loss ([\d.]+)", long=True),
+]
+PROGRAM_SPECS += PROGRAMS_Y32
+
 
 def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
     workdir.mkdir()

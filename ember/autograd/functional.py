@@ -280,6 +280,11 @@ def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bo
                                       "and `strategy=\"forward-mode\"` are not supported "
                                       "together (yet). Please either set `create_graph=False` "
                                       "or `strategy=\"reverse-mode\"`.")
+        if strict:
+            raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
+                               "`strategy=\"forward-mode\"` are not supported together "
+                               "(yet). Please either set `strict=False` or "
+                               "`strategy=\"reverse-mode\"`.")
         if not vectorize:
             raise NotImplementedError("Computing Jacobian using forward-AD or "
                                       "forward-over-reverse Hessian is"  # (PyTorch's words)
@@ -295,6 +300,10 @@ def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bo
         is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
                                               "jacobian")
         _check_requires_grad(outputs, "outputs", strict=strict)
+        if vectorize and strict:
+            raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
+                               "`vectorized=True` are not supported together. Please either "
+                               "set `strict=False` or `vectorize=False`.")
         result = _grad_postprocess(_jacobian_rows(outputs, inputs, create_graph, strict),
                                    create_graph)
         return _tuple_postprocess(result, (is_outputs_tuple, is_inputs_tuple))

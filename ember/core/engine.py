@@ -21,6 +21,7 @@ from ember.core import backend as backend_contract
 from ember.core.errors import with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import (
+    NODE_HOOKS,
     AccumulateGrad,
     FnNode,
     GradientEdge,
@@ -48,6 +49,36 @@ def _collect(roots: set[Node]) -> dict[Node, int]:
                 if nxt not in roots:
                     stack.append(nxt)
     return deps
+
+
+def _leading_to(deps: dict[Node, int], roots: Sequence[Node],
+                targets: set[Node]) -> set[Node]:
+    """The nodes with a path (of at least one edge) to one of `targets`: the nodes an
+    autograd.grad runs (PyTorch's exec_info); the others send nothing on, their graph
+    left as it was (not freed, its hooks not run)."""
+    parents: dict[Node, list[Node]] = {}
+    for node in itertools.chain(roots, deps):
+        for edge in node.next_edges:
+            if edge is not None:
+                parents.setdefault(edge[0], []).append(node)
+    needed: set[Node] = set()
+    stack = list(targets)
+    while stack:
+        for parent in parents.get(stack.pop(), ()):
+            if parent not in needed:
+                needed.add(parent)
+                stack.append(parent)
+    return needed
+
+
+def _pass_over(node: Node, deps: dict[Node, int], ready: list[Node]) -> None:
+    """Count `node`'s edges as done without running it (its inputs get nothing from it)."""
+    for edge in node.next_edges:
+        if edge is not None:
+            nxt = edge[0]
+            deps[nxt] -= 1
+            if not deps[nxt]:
+                ready.append(nxt)
 
 
 def _edge(x: Any) -> tuple | None:
@@ -197,18 +228,30 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
 
     deps = _collect(set(roots))
     ready = [n for n in dict.fromkeys(roots) if n not in deps]
+    wanted_nodes = {key[0] for key in wanted}
+    needed = _leading_to(deps, ready, wanted_nodes) if wanted else None
     prev = state.enabled
     state.enabled = create_graph
     outer_callbacks, outer_task, outer_graph = _callbacks.queue, _callbacks.task, \
         _callbacks.graph
     _callbacks.queue, _callbacks.task = [], next(_task_ids)
-    _callbacks.graph = (deps, set(roots), accumulate, {key[0] for key in wanted})
+    _callbacks.graph = (deps, set(roots), accumulate, wanted_nodes, needed)
     pop = buffers.pop
     try:
         while ready:
             node = ready.pop()
             grads = pop(node, None) or []
             hook = interpose.backward_active  # the profiler's ranges, when one records
+            if needed is not None and node not in needed:
+                # it leads to no captured tensor: PyTorch does not run it
+                if node in wanted_nodes:
+                    if node.pre_hooks or node.retain:
+                        _run_pre_hooks(node, grads, captured_only=True)
+                    for key in [k for k in wanted if k[0] is node]:
+                        captured[key] = grads[key[1]] if key[1] < len(grads) else None
+                _pass_over(node, deps, ready)
+                grads = None
+                continue
             if node.pre_hooks or node.retain:
                 _run_pre_hooks(node, grads)
             if wanted:
@@ -240,7 +283,9 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
                 results = (None,) * len(node.next_edges)
             if node.post_hooks:
                 for post in node.post_hooks:
-                    post(tuple(results), tuple(grads))
+                    new = post(tuple(results), tuple(grads))
+                    if new is not None:  # (PyTorch's: replacement grad_inputs)
+                        results = tuple(new)
             if not retain_graph:
                 node.release()
                 if tracing.tape is not None:  # ember.compile: this graph is spent
@@ -296,7 +341,8 @@ class _Callbacks(threading.local):  # per thread, as each thread runs its own ba
     queue: list | None = None  # the running backward's final callbacks; None outside one
     task: int = -1  # the running backward's id; -1 outside one
     # the running backward's graph: (the dependency counts of the nodes it reaches, its
-    # roots, whether leaves accumulate, the captured nodes), for will_engine_execute_node
+    # roots, whether leaves accumulate, the captured nodes, the nodes that lead to them or
+    # None), for will_engine_execute_node
     graph: tuple | None = None
 
 
@@ -318,8 +364,10 @@ def will_engine_execute_node(node: Any) -> bool:
     if _callbacks.graph is None:
         raise RuntimeError("_will_engine_execute_node should only be called during the "
                            "backward pass")
-    deps, roots, accumulate, captured = _callbacks.graph
+    deps, roots, accumulate, captured, needed = _callbacks.graph
     if node not in deps and node not in roots:
+        return False
+    if needed is not None and node not in needed and node not in captured:
         return False
     return accumulate or type(node) is not AccumulateGrad or node in captured
 
@@ -377,9 +425,13 @@ def _fill_missing(node: Node, grads: list) -> list:
     return grads
 
 
-def _run_pre_hooks(node: Node, grads: list) -> None:
+def _run_pre_hooks(node: Node, grads: list, captured_only: bool = False) -> None:
+    """The hooks on `node`'s output tensors, their retained `.grad`s, then the node's
+    own pre-hooks (not for a node only captured, which PyTorch does not run)."""
     if node.pre_hooks:
         for nr, hooks in node.pre_hooks.items():
+            if nr == NODE_HOOKS:
+                continue
             for hook in hooks:
                 if nr < len(grads) and grads[nr] is not None:
                     new = hook(grads[nr])
@@ -391,6 +443,14 @@ def _run_pre_hooks(node: Node, grads: list) -> None:
             if t is not None and nr < len(grads) and grads[nr] is not None:
                 g = grads[nr] if state.enabled else grads[nr].detach()
                 t.grad = g if t.grad is None else t.grad + g
+    own = node.pre_hooks.get(NODE_HOOKS) if node.pre_hooks and not captured_only else None
+    for hook in own or ():
+        new = hook(tuple(grads))
+        if new is not None:
+            if len(new) != len(grads):
+                raise RuntimeError(f"hook returned an incorrect number of gradients (expected "
+                                   f"{len(grads)}, got {len(new)})")
+            grads[:] = list(new)
 
 
 # references to a gradient tensor inside _accumulate when nothing else holds it: the
@@ -546,6 +606,9 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None,
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to "
                       "True). To accumulate gradient for other parts of the graph, please "
                       "use torch.autograd.backward.", FutureWarning, stacklevel=2)
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when "
+                         "materialize_grads=True, but got: allow_unused=False.")
     if is_grads_batched:
         return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
                              allow_unused, materialize_grads)

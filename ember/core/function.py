@@ -1,11 +1,13 @@
 """Custom differentiable operations: `ember.autograd.Function`, as in PyTorch.
 
 Subclasses define `forward(ctx, *args)` and `backward(ctx, *grad_outputs)` as static
-methods and are called through `MyFunction.apply(*args)`.
+methods and are called through `MyFunction.apply(*args)`; or `forward(*args)` with
+`setup_context(ctx, inputs, output)`, the style PyTorch's function transforms need.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from ember.core import forward_ad as fw
@@ -114,6 +116,12 @@ class Function:
         raise NotImplementedError
 
     @staticmethod
+    def setup_context(ctx: FunctionCtx, inputs: tuple[Any, ...], output: Any) -> Any:
+        """Fill `ctx` from the inputs and output of a `forward` that takes no `ctx` (the
+        style `torch.func` transforms need): override it together with such a forward."""
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
     def jvp(ctx: FunctionCtx, *grad_inputs: Any) -> Any:
         """The tangents of the outputs given those of the inputs (forward-mode AD)."""
         raise NotImplementedError("You must implement the jvp function for custom "
@@ -122,16 +130,21 @@ class Function:
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         ctx = FunctionCtx()
+        separate = cls.setup_context is not Function.setup_context
+        if separate:  # the inputs as setup_context sees them: defaults bound, as in PyTorch
+            bound = inspect.signature(cls.forward).bind(*args, **kwargs)
+            bound.apply_defaults()
+            args, kwargs = bound.args, bound.kwargs
         tensor_args = [a if is_tensor(a) else None for a in args]
         ctx.needs_input_grad = tuple(a is not None and a._requires_grad for a in tensor_args)
         tangents = fw.tangents_of(args) if fw.active else None
         if tangents is not None:  # the forward sees plain tensors; `jvp` gives the tangents
             with fw.suspended(), no_grad():
-                out = cls.forward(ctx, *args, **kwargs)
+                out = _forward(cls, ctx, separate, args, kwargs)
                 _set_output_tangents(out, cls.jvp(ctx, *tangents))
         else:
             with no_grad():
-                out = cls.forward(ctx, *args, **kwargs)
+                out = _forward(cls, ctx, separate, args, kwargs)
         outs = out if isinstance(out, tuple) else (out,)
         if not (state.enabled and any(ctx.needs_input_grad)):
             return out
@@ -158,6 +171,17 @@ class Function:
                             for t in ctx._to_save)
         ctx._to_save = ()  # (read through the node from now on)
         return tuple(results) if isinstance(out, tuple) else results[0]
+
+
+def _forward(cls: type[Function], ctx: FunctionCtx, separate: bool, args: tuple,
+             kwargs: dict) -> Any:
+    """`cls.forward` of the inputs: given `ctx`, or (`separate`) without it, followed by
+    `cls.setup_context(ctx, inputs, output)`."""
+    if not separate:
+        return cls.forward(ctx, *args, **kwargs)
+    out = cls.forward(*args, **kwargs)
+    cls.setup_context(ctx, args, out)
+    return out
 
 
 def _set_output_tangents(out: Any, tangents: Any) -> None:

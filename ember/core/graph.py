@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from ember.core import dtype, tracing
 from ember.core import forward_ad as fw
 from ember.core.grad_mode import InferenceVersion, state
+from ember.core.hooks import RemovableHandle
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -186,6 +187,9 @@ def labelled(label: str | Callable[..., str | None], fn: Callable) -> Callable:
     return named
 
 
+NODE_HOOKS = -1  # the key of `Node.pre_hooks` whose hooks see all of the node's gradients
+
+
 class Node:
     """A recorded operation: maps output gradients to input gradients."""
 
@@ -198,7 +202,8 @@ class Node:
         self.needs = tuple([e is not None for e in next_edges])
         self._saved = tuple([SavedTensor(t) for t in saved]) if saved else ()
         self._freed = False
-        self.pre_hooks: dict[int, list[Callable]] | None = None  # output_nr -> tensor hooks
+        # output_nr -> its tensor's hooks; NODE_HOOKS -> the node's own (register_prehook)
+        self.pre_hooks: dict[int, list[Callable]] | None = None
         self.retain: dict[int, Any] | None = None  # output_nr -> weakref: tensor keeping .grad
         self.post_hooks: list[Callable] | None = None  # hook(grad_inputs, grad_outputs)
         self.attrs = attrs
@@ -230,11 +235,22 @@ class Node:
             self._saved = ()
             self._freed = True
 
-    def register_hook(self, hook: Callable) -> None:
-        """Called as hook(grad_inputs, grad_outputs) after this node runs (module hooks)."""
+    def register_hook(self, hook: Callable) -> RemovableHandle:
+        """Call ``hook(grad_inputs, grad_outputs)`` after this node runs; it may return
+        new grad_inputs to send on instead."""
         if self.post_hooks is None:
             self.post_hooks = []
         self.post_hooks.append(hook)
+        return RemovableHandle.of_list_entry(self.post_hooks, hook)
+
+    def register_prehook(self, hook: Callable) -> RemovableHandle:
+        """Call ``hook(grad_outputs)`` before this node runs (after its tensors' hooks);
+        it may return new grad_outputs to use instead."""
+        if self.pre_hooks is None:
+            self.pre_hooks = {}
+        hooks = self.pre_hooks.setdefault(NODE_HOOKS, [])
+        hooks.append(hook)
+        return RemovableHandle.of_list_entry(hooks, hook)
 
     def __repr__(self) -> str:
         return f"<{self.name()} object at {id(self):#x}>"

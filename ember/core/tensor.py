@@ -252,9 +252,22 @@ class Tensor:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got "
                                 f"{type(value).__name__}")
+            want = self._dtype if self._grad_dtype == "same" else self._grad_dtype
+            if want is not None and value._dtype is not want:
+                from ember.core.storage import cpp_type_name, scalar_type_name
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{cpp_type_name(value._dtype)}'"
+                    f" to a tensor with grad_dtype '{scalar_type_name(want)}'. The gradient "
+                    "must match the tensor's grad_dtype (defaults to the tensor's dtype). You "
+                    "can set the tensor's grad_dtype attribute with a specific dtype, or None "
+                    "to allow any dtype. Set grad_dtype with caution. Diverging the dtypes of "
+                    "a tensor and its gradient may break downstream systems that assume they "
+                    "match.")
             if value.shape != self.shape:
-                raise RuntimeError(f"assigned grad has data of a different size: "
-                                   f"{list(value.shape)} vs {list(self.shape)}")
+                raise RuntimeError(f"attempting to assign a gradient of size "
+                                   f"'{list(value.shape)}' to a tensor of size "
+                                   f"'{list(self.shape)}'. Please ensure that the gradient and "
+                                   "the tensor are the same size")
             if value._device is not self._device:
                 raise RuntimeError(f"assigned grad has data located on a different device: "
                                    f"{value._device} vs {self._device}")
@@ -435,7 +448,7 @@ class Tensor:
         if self._node is not None:
             raise RuntimeError("grad_dtype can only be set on leaf tensors.")
         if value is not None and not isinstance(value, dt.dtype):
-            raise RuntimeError(f"grad_dtype must be a ember.dtype or None, but got "
+            raise RuntimeError(f"grad_dtype must be a {dt.API_NAME}.dtype or None, but got "
                                f"{type(value).__name__}")
         self._grad_dtype = value
 

@@ -214,15 +214,29 @@ class SWALR(LRScheduler):
         for lr, group in zip(swa_lrs, optimizer.param_groups):
             group["swa_lr"] = lr
         if anneal_strategy not in ["cos", "linear"]:
-            raise ValueError("anneal_strategy must by one of 'cos' or 'linear', instead got "
+            raise ValueError("anneal_strategy must be one of 'cos' or 'linear', instead got "
                              f"{anneal_strategy}")
-        self.anneal_func = self._cosine_anneal if anneal_strategy == "cos" else \
-            self._linear_anneal
+        self._set_anneal_func(anneal_strategy)
         if not isinstance(anneal_epochs, int) or anneal_epochs < 0:
             raise ValueError(f"anneal_epochs must be equal or greater than 0, got "
                              f"{anneal_epochs}")
         self.anneal_epochs = anneal_epochs
         super().__init__(optimizer, last_epoch)
+
+    def _set_anneal_func(self, anneal_strategy: str) -> None:
+        self._anneal_strategy = anneal_strategy  # (the state dict keeps the name)
+        self.anneal_func = self._cosine_anneal if anneal_strategy == "cos" else \
+            self._linear_anneal
+
+    def state_dict(self) -> dict[str, Any]:
+        """The scheduler's state: every attribute except the optimizer and anneal_func."""
+        return {key: value for key, value in self.__dict__.items()
+                if key not in ("optimizer", "anneal_func")}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load a state returned by :meth:`state_dict`."""
+        self.__dict__.update(state_dict)
+        self._set_anneal_func(self._anneal_strategy)
 
     @staticmethod
     def _linear_anneal(t: float) -> float:

@@ -15,6 +15,7 @@ import numpy as np
 import ember
 from ember.core.errors import with_context
 from ember.core.tensor import Tensor
+from ember.testing.creation import make_tensor
 
 
 class GradcheckError(RuntimeError):
@@ -38,16 +39,25 @@ def _fmt_index(flat: int, shape: tuple[int, ...]) -> str:
 
 
 def _differentiable_outputs(out: Any) -> list[Tensor]:
-    return [o for o in _as_tuple(out) if isinstance(o, Tensor) and o.dtype.is_floating_point]
+    """The outputs gradcheck checks: those that require grad (PyTorch's; a detached or
+    integer output has no gradient to check)."""
+    return [o for o in _as_tuple(out) if isinstance(o, Tensor) and o.requires_grad]
 
 
-def _evaluate(fn: Callable[..., Any], inputs: Sequence[Any]) -> list[np.ndarray]:
+def _tensor_outputs(out: Any) -> list[Tensor]:
+    return [o for o in _as_tuple(out) if isinstance(o, Tensor)]
+
+
+def _evaluate(fn: Callable[..., Any], inputs: Sequence[Any],
+              select: Callable[[Any], list[Tensor]] = _differentiable_outputs,
+              ) -> list[np.ndarray]:
     # grad mode stays on: `fn` may itself differentiate (gradgradcheck's vjp does)
-    return [_host(o).astype(np.float64) for o in _differentiable_outputs(fn(*inputs))]
+    return [_host(o).astype(np.float64) for o in select(fn(*inputs))]
 
 
-def _numerical_jacobians(fn: Callable[..., Any], inputs: tuple, which: list[int],
-                         eps: float) -> dict[int, list[np.ndarray]]:
+def _numerical_jacobians(fn: Callable[..., Any], inputs: tuple, which: list[int], eps: float,
+                         select: Callable[[Any], list[Tensor]] = _differentiable_outputs,
+                         ) -> dict[int, list[np.ndarray]]:
     """For each input in `which`: one (n_out, n_in) matrix per output, by central
     differences. Each evaluation gets fresh input tensors, so the caller's tensors are
     never written to (and no version counter moves)."""
@@ -66,9 +76,9 @@ def _numerical_jacobians(fn: Callable[..., Any], inputs: tuple, which: list[int]
                                      requires_grad=True)
                 args = list(inputs)
                 args[i] = moved
-                outs.append(_evaluate(fn, args))
+                outs.append(_evaluate(fn, args, select))
             columns.append([(p - m).reshape(-1) / (2 * eps) for p, m in zip(*outs)])
-        n_outputs = len(columns[0]) if columns else len(_evaluate(fn, inputs))
+        n_outputs = len(columns[0]) if columns else len(_evaluate(fn, inputs, select))
         result[i] = [
             np.stack([col[k] for col in columns], axis=1) if columns else
             np.zeros((0, 0)) for k in range(n_outputs)]
@@ -83,6 +93,9 @@ def _forward_jacobians(fn: Callable[..., Any], inputs: tuple, which: list[int],
 
     result: dict[int, list[np.ndarray]] = {
         i: [np.zeros((o.numel(), inputs[i].numel())) for o in outputs] for i in which}
+    # the outputs checked: those that require grad in a call with the inputs as given (a
+    # dual input requires none)
+    keep = [k for k, o in enumerate(_tensor_outputs(fn(*inputs))) if o.requires_grad]
     for i in which:
         x = inputs[i]
         for col in range(x.numel()):
@@ -92,8 +105,8 @@ def _forward_jacobians(fn: Callable[..., Any], inputs: tuple, which: list[int],
                 args = list(inputs)
                 args[i] = fwad.make_dual(x.detach(), ember.tensor(unit, dtype=x.dtype,
                                                                   device=x.device))
-                outs = _differentiable_outputs(fn(*args))
-                for k, out in enumerate(outs):
+                every = _tensor_outputs(fn(*args))
+                for k, out in enumerate(every[k] for k in keep):
                     tangent = fwad.unpack_dual(out).tangent
                     if tangent is not None:
                         result[i][k][:, col] = _host(tangent).astype(np.float64).reshape(-1)
@@ -199,10 +212,10 @@ def gradcheck(fn: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol: f
                           "inputs are not of double precision floating point or complex. ",
                           stacklevel=2)
     outputs = _differentiable_outputs(fn(*inputs))
-    if not outputs:
-        raise ValueError("gradcheck: the function returned no floating-point tensor")
     try:
-        if fast_mode:
+        if not outputs:  # then the numerical gradients must be zero (PyTorch's check)
+            _check_no_differentiable_outputs(fn, inputs, which, eps)
+        elif fast_mode:
             _fast_check(fn, inputs, which, outputs, eps, atol, rtol, check_backward_ad,
                         check_forward_ad)
         else:
@@ -226,11 +239,18 @@ def _slow_check(fn: Callable[..., Any], inputs: tuple, which: list[int], outputs
         found.append(_analytical_jacobians(outputs, inputs, which))
     if forward:
         found.append(_forward_jacobians(fn, inputs, which, outputs))
-    for analytical in found:
+    for mode, analytical in zip(("" if backward else "computed with forward mode ",
+                                 "computed with forward mode "), found):
         for i in which:
             for k, (a, n) in enumerate(zip(analytical[i], numerical[i])):
-                _compare(a, n, i, k, tuple(inputs[i].shape), tuple(outputs[k].shape),
-                         atol, rtol)
+                _compare(a, n, i, k, inputs[i], tuple(outputs[k].shape), atol, rtol, mode)
+
+
+def _check_no_differentiable_outputs(fn: Callable[..., Any], inputs: tuple, which: list[int],
+                                     eps: float) -> None:
+    numerical = _numerical_jacobians(fn, inputs, which, eps, select=_tensor_outputs)
+    if any(np.any(j != 0) for i in which for j in numerical[i]):
+        raise GradcheckError("Numerical gradient for function expected to be zero")
 
 
 def _check_zero_grads(fn: Callable[..., Any], inputs: tuple, which: list[int]) -> None:
@@ -346,7 +366,8 @@ def _fast_compare(fn: Callable[..., Any], inputs: tuple, outputs: list[Tensor],
            "computed \nin fast mode. See: https://github.com/pytorch/pytorch/issues/53876 "
            "for more background \nabout fast mode. Below, we recompute numerical and "
            "analytical jacobians in slow mode:\n\n"
-           f"Numerical:\n {ember.tensor(slow_n.T)}\nAnalytical:\n{ember.tensor(slow_a.T)}\n\n"
+           f"Numerical:\n {ember.tensor(slow_n.T, dtype=inputs[i].dtype)}\n"
+           f"Analytical:\n{ember.tensor(slow_a.T, dtype=inputs[i].dtype)}\n\n"
            f"The max per-element difference (slow mode) is: {diff!r}.\n")
     if np.all(np.abs(slow_a - slow_n) <= atol + rtol * np.abs(slow_n)):
         msg += _FAST_FAIL_SLOW_OK
@@ -370,8 +391,9 @@ If the test
 """.strip()
 
 
-def _compare(a: np.ndarray, n: np.ndarray, i: int, k: int, in_shape: tuple, out_shape: tuple,
-             atol: float, rtol: float) -> None:
+def _compare(a: np.ndarray, n: np.ndarray, i: int, k: int, x: Tensor, out_shape: tuple,
+             atol: float, rtol: float, mode: str = "") -> None:
+    in_shape = tuple(x.shape)
     if a.shape != n.shape:
         raise GradcheckError(f"gradcheck: Jacobian of output {k} with respect to input {i} has "
                              f"shape {a.shape} analytically but {n.shape} numerically")
@@ -383,8 +405,9 @@ def _compare(a: np.ndarray, n: np.ndarray, i: int, k: int, in_shape: tuple, out_
     row, col = divmod(worst, a.shape[1])
     # PyTorch's message: the two Jacobians, one row per input element; ember's finding
     # (how many entries differ, the worst one) in a note
-    msg = (f"Jacobian mismatch for output {k} with respect to input {i},\n"
-           f"numerical:{ember.tensor(n.T)}\nanalytical:{ember.tensor(a.T)}\n")
+    msg = (f"Jacobian {mode}mismatch for output {k} with respect to input {i},\n"
+           f"numerical:{ember.tensor(n.T, dtype=x.dtype)}\n"
+           f"analytical:{ember.tensor(a.T, dtype=x.dtype)}\n")  # (in the input's dtype)
     raise with_context(GradcheckError(msg), (
         f"{int(bad.sum())} of {a.size} entries differ; worst: input {i} element "
         f"{_fmt_index(col, in_shape)} -> output {k} element {_fmt_index(row, out_shape)}: "
@@ -417,10 +440,13 @@ def gradgradcheck(fn: Callable[..., Any], inputs: Any, grad_outputs: Any = None,
     which = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     outputs = _differentiable_outputs(fn(*inputs))
     if grad_outputs is None:
-        rng = np.random.default_rng(0)
+        # PyTorch's draw: make_tensor in [-1, 1) from the global generator, so the random
+        # stream after a gradgradcheck is PyTorch's
         grad_outputs = tuple(
-            ember.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype, device=o.device,
-                         requires_grad=True) for o in outputs)
+            make_tensor(o.shape, dtype=o.dtype if o.dtype.is_floating_point or o.dtype.is_complex
+                        else ember.float64, device=o.device, low=-1, high=1,
+                        requires_grad=True, noncontiguous=gen_non_contig_grad_outputs)
+            for o in outputs)
     grad_outputs = _as_tuple(grad_outputs)
     n = len(inputs)
 

@@ -658,7 +658,7 @@ def _geqrf_rule(A):
     return OutMeta(tuple(A.shape[:-2]) + (m * n + min(m, n),), A.dtype, None)
 
 
-@primitive(variants="", rule=_geqrf_rule, cost=_matrix_cost(4 / 3))
+@primitive(complex=True, variants="", rule=_geqrf_rule, cost=_matrix_cost(4 / 3))
 def _geqrf(A: Tensor) -> Tensor:
     """LAPACK's geqrf output, packed."""
     return apply_labelled(OPS["_geqrf"], "GeqrfBackward0", A)
@@ -667,7 +667,8 @@ def _geqrf(A: Tensor) -> Tensor:
 GeqrfResult = return_type("geqrf", ["a", "tau"])
 
 
-@composite(variants="function method", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="function method", cost=_matrix_cost(4 / 3),
+           cpu_precision=P.FLOAT32)
 def geqrf(input: Tensor) -> Any:
     """The QR decomposition in LAPACK's compact form `(a, tau)`: R on and above `a`'s
     diagonal, the Householder vectors below it (their leading 1 implied), and their

@@ -394,9 +394,12 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
         if rows == 0:
             out = full((0, num_samples), 0, dtype=dt.int64, device=input.device)
             return squeeze(out, 0) if input.ndim == 1 else out
+        scanned = replacement and num_samples > 1  # (PyTorch's CPU kernels: see below)
+        if categories == 0 and not scanned:  # (PyTorch's exponential race reduces first)
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as "
+                               "the operation has no identity.")
         if not all_(isfinite(probs).logical_and(probs >= 0)).item():
-            raise RuntimeError("probability tensor contains either `inf`, `nan` or "
-                               "element < 0")
+            raise RuntimeError(_bad_probability(probs, scanned))
         if not all_(sum_(probs, 1) > 0).item():
             raise RuntimeError("invalid multinomial distribution (sum of probabilities "
                                "<= 0)")
@@ -409,6 +412,20 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
             out = (_draw_with_replacement if replacement else _draw_without_replacement)(
                 probs, num_samples, generator)
         return squeeze(out, 0) if input.ndim == 1 else out
+
+
+def _bad_probability(probs: Tensor, scanned: bool) -> str:
+    """PyTorch's message for weights with an entry < 0, inf or NaN. Its CPU draw with
+    replacement (`scanned`) checks entry by entry, `>= 0` then finite, and names the first
+    bad entry's fault; its other draws check all at once."""
+    if not scanned:
+        return "probability tensor contains either `inf`, `nan` or element < 0"
+    first = probs.reshape(-1)[argmax(to_dtype(~(isfinite(probs) & (probs >= 0)), dt.uint8)
+                                     .reshape(-1))].item()
+    if first >= 0:  # (+inf: non-negative, not finite)
+        return "invalid multinomial distribution (encountering probability entry = infinity " \
+               "or NaN)"
+    return "invalid multinomial distribution (encountering probability entry < 0)"
 
 
 def _host_multinomial(probs: Tensor, num_samples: int, replacement: bool,

@@ -1,8 +1,7 @@
 """`ember.nn.utils.parametrizations` (PyTorch's torch.nn.utils.parametrizations):
 `orthogonal`, `weight_norm` and `spectral_norm` as parametrizations
 (`nn.utils.parametrize`), the forms PyTorch recommends over the hook-based
-`nn.utils.weight_norm`/`spectral_norm`. (Real weights only: the conjugate transposes
-of PyTorch's complex branches are transposes here.)"""
+`nn.utils.weight_norm`/`spectral_norm`. `orthogonal` makes complex weights unitary."""
 
 from __future__ import annotations
 
@@ -21,14 +20,15 @@ __all__ = ["orthogonal", "spectral_norm", "weight_norm"]
 def _is_orthogonal(q: Tensor) -> bool:
     n, k = q.size(-2), q.size(-1)
     eye = ember.eye(k, dtype=q.dtype, device=q.device)
-    return ember.allclose(q.mT @ q, eye, atol=10.0 * n * ember.finfo(q.dtype).eps)
+    return ember.allclose(q.mH @ q, eye, atol=10.0 * n * ember.finfo(q.dtype).eps)
 
 
 def _make_orthogonal(a: Tensor) -> Tensor:
-    """The Q factor of a tall `a = QR` with diag(R) non-negative."""
+    """The Q factor of a tall `a = QR` (`a` may be complex) with diag(R) real and
+    non-negative."""
     x, tau = ember.geqrf(a)
     q = ember.linalg.householder_product(x, tau)
-    return q * x.diagonal(dim1=-2, dim2=-1).sign().unsqueeze(-2)
+    return q * x.diagonal(dim1=-2, dim2=-1).sgn().unsqueeze(-2)
 
 
 class _OrthMaps(Enum):
@@ -41,6 +41,9 @@ class _Orthogonal(Module):
     def __init__(self, weight: Tensor, orthogonal_map: _OrthMaps, *,
                  use_trivialization: bool = True) -> None:
         super().__init__()
+        if weight.is_complex() and orthogonal_map == _OrthMaps.householder:
+            raise ValueError("The householder parametrization does not support complex "
+                             "tensors.")
         self.shape = weight.shape
         self.orthogonal_map = orthogonal_map
         if use_trivialization:
@@ -55,7 +58,7 @@ class _Orthogonal(Module):
             X = X.tril()
             if n != k:
                 X = ember.cat([X, X.new_zeros(n, n - k).expand(*X.shape[:-2], -1, -1)], dim=-1)
-            A = X - X.mT
+            A = X - X.mH  # skew-Hermitian: its exponential (or Cayley map) is unitary
             if self.orthogonal_map == _OrthMaps.matrix_exp:
                 Q = ember.matrix_exp(A)
             else:

@@ -112,6 +112,8 @@ class DataLoader(Generic[T_co]):
             ``2`` with workers; must stay ``None`` without.
         persistent_workers (bool, optional): keep the workers alive between epochs.
             Default: ``False``.
+        pin_memory_device (str, optional): deprecated, as in PyTorch: the current
+            accelerator is the device (a warning says so when ``pin_memory`` is set).
         in_order (bool, optional): return batches in sampler order (default); ``False``
             returns them as the workers finish them.
 
@@ -132,7 +134,7 @@ class DataLoader(Generic[T_co]):
                  worker_init_fn: Callable[[int], None] | None = None,
                  multiprocessing_context: Any = None, generator: Any = None, *,
                  prefetch_factor: int | None = None, persistent_workers: bool = False,
-                 in_order: bool = True) -> None:
+                 pin_memory_device: str = "", in_order: bool = True) -> None:
         if not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError("num_workers option should be non-negative; use num_workers=0 to "
                              "disable multiprocessing.")
@@ -154,6 +156,7 @@ class DataLoader(Generic[T_co]):
         self.num_workers = num_workers
         self.prefetch_factor = prefetch_factor
         self.pin_memory = pin_memory
+        self.pin_memory_device = pin_memory_device  # (deprecated in PyTorch: warned, unused)
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
         self.multiprocessing_context = multiprocessing_context
@@ -327,6 +330,10 @@ class _BaseDataLoaderIter:
         self._index_sampler = loader._index_sampler
         self._num_workers = loader.num_workers
         self._pin_memory = False
+        if loader.pin_memory and loader.pin_memory_device:
+            warnings.warn("pin_memory_device is deprecated, the current accelerator will be "
+                          "used as the device,ignore pin_memory_device="
+                          f"'{loader.pin_memory_device}'.", stacklevel=5)
         if loader.pin_memory:
             from ember.core import pinning
 

@@ -16,7 +16,6 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 import ember
-from ember.core.errors import with_context
 
 __all__ = [
     "BatchSampler",
@@ -190,22 +189,6 @@ class WeightedRandomSampler(Sampler[int]):
         self.generator = generator
 
     def _draw(self) -> np.ndarray:
-        # the checks torch.multinomial makes, at draw time as there
-        w = np.asarray(self.weights.detach().cpu().numpy(), dtype=np.float64)
-        if w.size == 0:
-            raise RuntimeError("cannot sample from an empty set of weights")
-        if not np.all(np.isfinite(w)) or np.any(w < 0):
-            raise RuntimeError("invalid multinomial distribution (encountering probability "
-                               "entry < 0, inf or nan)")
-        total = w.sum()
-        if total <= 0:
-            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-        nonzero = np.flatnonzero(w > 0)
-        if not self.replacement and self.num_samples > nonzero.size:
-            raise with_context(
-                RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
-                             "replacement"),
-                f"n_sample={self.num_samples}, {nonzero.size} non-zero weights")
         # PyTorch's draw: torch.multinomial of the float64 weights
         return ember.multinomial(self.weights, self.num_samples, self.replacement,
                                  generator=self.generator).numpy()
