@@ -300,8 +300,9 @@ def _count(x: Tensor, edges: Tensor, weight: Tensor | None) -> Tensor:
 def histc(input: Tensor, bins: int = 100, min: Any = 0, max: Any = 0) -> Tensor:  # noqa: A002
     """A histogram of `bins` equal bins from `min` to `max` (the data's own range when
     they are equal); values outside are left out."""
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"histogram_cpu\" not implemented for "
+    if not input.dtype.is_floating_point:  # (bool meets PyTorch's linspace first)
+        kernel = "linspace_cpu" if input.dtype is dt.bool_ else "histogram_cpu"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
                                   f"'{SCALAR_TYPE_NAMES[input.dtype.name]}'")
     if bins <= 0:
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for "

@@ -219,6 +219,8 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,
     check_bool("kthvalue", "keepdim", keepdim, 3)
     if out is not None:
         return pair_out("kthvalue", input, out, lambda: kthvalue(input, k, dim, keepdim))
+    if input.dtype is dt.bool_:
+        raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
     x, d = _as_row("kthvalue", input, dim)
     _nonempty("kthvalue", x, d)
     if not 1 <= k <= x.shape[d]:
@@ -282,6 +284,9 @@ def _median_positions(x: Tensor, d: int, ignore_nan: bool) -> Tensor:
 
 
 def _median(op: str, input: Tensor, dim: Any, keepdim: bool, ignore_nan: bool) -> Any:
+    if input.dtype is dt.bool_:  # (PyTorch's kernels, both ops: the whole or along a dim)
+        raise NotImplementedError(f"\"median_{'cpu' if dim is None else 'out'}\" not "
+                                  "implemented for 'Bool'")
     result = NanmedianResult if ignore_nan else MedianResult
     if dim is None:
         flat = reshape(input, (-1,))
