@@ -713,6 +713,18 @@ PROGRAMS_U31 = [
 PROGRAMS_B += PROGRAMS_U31
 
 
+# set X32: volumetric and geometric vision (3D U-Net with Dice + CE), self-supervised depth
+# (Monodepth2), probabilistic forecasting (DeepAR), tabular transformers (FT-Transformer with
+# sparsemax/entmax)
+PROGRAMS_X32 = [
+    Program("unet3d_volumes.py", same=r"^(?!unet step|eval dice|tta probs|instance-normed)",
+            skeleton=r"^unet step|^eval dice",
+            close=r"^tta probs|^instance-normed",
+            losses=r"^unet step \d+ loss (?P<loss>[\d.]+) ", factor=1.5, long=True),
+]
+PROGRAMS_B += PROGRAMS_X32
+
+
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""
     checks = []
