@@ -721,6 +721,11 @@ PROGRAMS_X32 = [
             skeleton=r"^unet step|^eval dice",
             close=r"^tta probs|^instance-normed",
             losses=r"^unet step \d+ loss (?P<loss>[\d.]+) ", factor=1.5, long=True),
+    Program("monodepth2_selfsup.py",
+            same=r"^(?!depth step|identity warp|ssim|depth metrics|grid_sample|antialias)",
+            skeleton=r"^depth step",
+            close=r"^identity warp|^ssim|^depth metrics|^grid_sample|^antialias",
+            losses=r"^depth step \d+ loss (?P<loss>[\d.]+) ", factor=1.5, long=True),
 ]
 PROGRAMS_B += PROGRAMS_X32
 
