@@ -726,6 +726,11 @@ PROGRAMS_X32 = [
             skeleton=r"^depth step",
             close=r"^identity warp|^ssim|^depth metrics|^grid_sample|^antialias",
             losses=r"^depth step \d+ loss (?P<loss>[\d.]+) ", factor=1.5, long=True),
+    Program("deepar_forecast.py",
+            same=r"^(?!\w+ step|\w+ (mase|quantile loss)|neg-binomial probs form)",
+            skeleton=r"^\w+ step|^\w+ (mase|quantile loss)",
+            close=r"^neg-binomial probs form",
+            losses=r"^(?P<tag>\w+) step +\d+ loss (?P<loss>[\d.]+) ", factor=1.5, long=True),
 ]
 PROGRAMS_B += PROGRAMS_X32
 

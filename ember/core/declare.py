@@ -317,8 +317,9 @@ def write_out(name: str, out: Tensor, result: Tensor, *, warn_resize: bool = Tru
                           f"shape {fmt_shape(tuple(out.shape))}, which does not match the "
                           f"required output shape {fmt_shape(tuple(result.shape))}. This "
                           "behavior is deprecated, and in a future PyTorch release outputs "
-                          "will not be resized unless they have zero elements.", UserWarning,
-                          stacklevel=3)
+                          "will not be resized unless they have zero elements. You can "
+                          "explicitly reuse an out tensor t by resizing it, inplace, to zero "
+                          "elements with t.resize_(0).", UserWarning, stacklevel=3)
         out._data = out._backend.empty(tuple(result.shape), out._dtype,
                                        out._device.index or 0)
     return write_into(out, result)
