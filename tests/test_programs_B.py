@@ -731,6 +731,9 @@ PROGRAMS_X32 = [
             skeleton=r"^\w+ step|^\w+ (mase|quantile loss)",
             close=r"^neg-binomial probs form",
             losses=r"^(?P<tag>\w+) step +\d+ loss (?P<loss>[\d.]+) ", factor=1.5, long=True),
+    Program("ft_transformer_entmax.py", same=r"^(?!\w+ (epoch|rmse|attention))",
+            skeleton=r"^\w+ (epoch|rmse|attention)",
+            losses=r"^(?P<tag>\w+) epoch \d+ loss (?P<loss>[\d.]+) ", factor=1.5, long=True),
 ]
 PROGRAMS_B += PROGRAMS_X32
 
