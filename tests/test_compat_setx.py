@@ -100,3 +100,96 @@ def test_interpolate_errors_in_pytorch_order(ndim: tuple, kwargs: dict) -> None:
     errors = [_error(lambda lib=lib: lib.nn.functional.interpolate(
         lib.ones(*[2] * ndim[0]), **kwargs)) for lib in (torch, ember)]
     assert errors[1] == errors[0]
+
+
+def _sparsemax_classes(lib):
+    """A sparsemax in the two styles of custom Function: ctx in forward, and PyTorch 2's
+    ctx-less forward with setup_context (its default `dim` bound for setup_context)."""
+    def threshold(x, dim):
+        srt, _ = lib.sort(x, dim=dim, descending=True)
+        cs = srt.cumsum(dim) - 1
+        rho = lib.arange(1, x.shape[dim] + 1, dtype=x.dtype)
+        support = (rho * srt > cs).sum(dim, keepdim=True)
+        return cs.gather(dim, support - 1) / support.to(x.dtype)
+
+    def gradient(ctx, g):
+        out, = ctx.saved_tensors
+        g = g * (out > 0)
+        v = g.sum(ctx.dim, keepdim=True) / (out > 0).sum(ctx.dim, keepdim=True)
+        return lib.where(out > 0, g - v, g), None
+
+    class WithCtx(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, dim=-1):
+            ctx.dim = dim
+            out = lib.clamp(x - threshold(x, dim), min=0)
+            ctx.save_for_backward(out)
+            return out
+
+        backward = staticmethod(gradient)
+
+    class WithSetup(lib.autograd.Function):
+        @staticmethod
+        def forward(x, dim=-1):
+            return lib.clamp(x - threshold(x, dim), min=0)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.dim = inputs[1]
+            ctx.save_for_backward(output)
+
+        backward = staticmethod(gradient)
+
+    class WithVjp(lib.autograd.Function):
+        forward = WithCtx.forward
+        vjp = staticmethod(gradient)
+
+    return WithCtx, WithSetup, WithVjp
+
+
+@pytest.mark.parametrize("style", [0, 1, 2])
+def test_custom_function_styles(style: int) -> None:
+    """forward(ctx, ...) + backward, forward(...) + setup_context, and `vjp` for backward."""
+    got = []
+    for lib in (torch, ember):
+        fn = _sparsemax_classes(lib)[style]
+        x = lib.tensor([[1.0, 0.8, 0.1, -1.0], [0.2, 0.2, 0.2, 0.2]], requires_grad=True)
+        y = fn.apply(x)
+        (y * lib.arange(4.0)).sum().backward()
+        got.append((y.flatten().tolist(), x.grad.flatten().tolist(), type(y.grad_fn).__name__))
+    assert got[1][2] == got[0][2]
+    assert got[1][0] == pytest.approx(got[0][0]) and got[1][1] == pytest.approx(got[0][1])
+
+
+def _function_errors(lib, case: str):
+    x = lib.ones(2, requires_grad=True)
+
+    class Twice(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+    if case == "too many":
+        Twice.backward = staticmethod(lambda ctx, g: (g, g))
+    elif case == "extra nones":
+        Twice.backward = staticmethod(lambda ctx, g: (g, None, None))
+    elif case == "both":
+        Twice.backward = Twice.vjp = staticmethod(lambda ctx, g: g)
+    elif case == "instance":
+        with pytest.warns(DeprecationWarning, match="should not be instantiated"):
+            return Twice()(x)
+    Twice.apply(x).sum().backward()
+    return x.grad.tolist()
+
+
+@pytest.mark.parametrize("case", ["none", "too many", "extra nones", "both", "instance"])
+def test_custom_function_errors(case: str) -> None:
+    """A backward missing, returning too many gradients (trailing Nones are dropped),
+    both backward and vjp, a Function instance called: PyTorch's errors."""
+    outcomes = []
+    for lib in (torch, ember):
+        try:
+            outcomes.append(_function_errors(lib, case))
+        except Exception as e:  # noqa: BLE001 - the error is the result compared
+            outcomes.append((type(e), str(e)))
+    assert outcomes[1] == outcomes[0]
