@@ -193,3 +193,22 @@ def test_custom_function_errors(case: str) -> None:
         except Exception as e:  # noqa: BLE001 - the error is the result compared
             outcomes.append((type(e), str(e)))
     assert outcomes[1] == outcomes[0]
+
+
+@pytest.mark.parametrize("equation,shapes", [
+    ("bf,fd->bfd", [(2, 3), (3, 5)]), ("bf,fd->dfb", [(2, 3), (3, 5)]),
+    ("bf,fd->fbd", [(2, 3), (3, 5)]), ("fd,bf->bfd", [(3, 5), (2, 3)]),
+    ("bij,bjk->bijk", [(2, 3, 4), (2, 4, 5)]), ("ij,j->ij", [(2, 3), (3,)]),
+    ("j,ij->ji", [(3,), (2, 3)]), ("ab,cd->dbca", [(2, 3), (4, 5)]),
+    ("abc,cba->bca", [(2, 3, 4), (4, 3, 2)]), ("ab,bc,cd->abcd", [(2, 3), (3, 4), (4, 5)]),
+    ("ab,bc,cd->acd", [(2, 3), (3, 4), (4, 5)]), ("bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+])
+def test_einsum_product_layout(equation: str, shapes: list) -> None:
+    """An einsum with nothing to contract in its last pair is PyTorch's elementwise
+    product, laid out as its TensorIterator lays it out (FT-Transformer's
+    `einsum("bf,fd->bfd", x, weight)` is row-major)."""
+    got = []
+    for lib in (torch, ember):
+        out = lib.einsum(equation, *[lib.ones(*s) for s in shapes])
+        got.append((tuple(out.shape), out.stride()))
+    assert got[1] == got[0]
