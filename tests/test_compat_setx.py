@@ -212,3 +212,54 @@ def test_einsum_product_layout(equation: str, shapes: list) -> None:
         out = lib.einsum(equation, *[lib.ones(*s) for s in shapes])
         got.append((tuple(out.shape), out.stride()))
     assert got[1] == got[0]
+
+
+POOLS_3D = {
+    "avg": lambda F, x: F.avg_pool3d(x, 2),
+    "avg padded": lambda F, x: F.avg_pool3d(x, 3, 1, 1, count_include_pad=False),
+    "adaptive avg": lambda F, x: F.adaptive_avg_pool3d(x, (3, 4, 5)),
+    "adaptive avg to one": lambda F, x: F.adaptive_avg_pool3d(x, 1),
+    "adaptive max": lambda F, x: F.adaptive_max_pool3d(x, 2, return_indices=True),
+    "max": lambda F, x: F.max_pool3d(x, 2, return_indices=True),
+    "lp": lambda F, x: F.lp_pool3d(x.abs(), 2, 2),
+    "fractional": lambda F, x: F.fractional_max_pool3d(x, 2, output_size=2,
+                                                       return_indices=True),
+}
+
+
+@pytest.mark.parametrize("pool", list(POOLS_3D))
+def test_3d_pools_of_channels_last_input(pool: str) -> None:
+    """PyTorch's CPU avg_pool3d and adaptive 3-d pools write a channels_last_3d input's
+    result row-major (max_pool3d keeps the layout); node names, the pooled-to-one mean's
+    as_strided included; the gradient channels-last."""
+    got = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        x = lib.randn(2, 3, 4, 6, 6).to(memory_format=lib.channels_last_3d)
+        x.requires_grad_()
+        out = POOLS_3D[pool](lib.nn.functional, x)
+        outs = out if isinstance(out, tuple) else (out,)
+        outs[0].sum().backward()
+        got.append(([o.stride() for o in outs], x.grad.stride(), outs[0].grad_fn.name()))
+    assert got[1] == got[0]
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_adaptive_avg_pool_to_one_node_names(n: int) -> None:
+    names = []
+    for lib in (torch, ember):
+        x = lib.ones(*[2, 3, 4, 5, 6][:n + 2], requires_grad=True)
+        cl = x.detach().to(memory_format=lib.channels_last if n == 2 else lib.channels_last_3d)
+        pool = getattr(lib.nn.functional, f"adaptive_avg_pool{n}d")
+        names.append([pool(t, 1).grad_fn.name() for t in (x, x[0], cl.requires_grad_())])
+    assert names[1] == names[0]
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_fractional_max_pool_node_name(n: int) -> None:
+    names = []
+    for lib in (torch, ember):
+        x = lib.ones(*[1, 2, 6, 6, 6][:n + 2], requires_grad=True)
+        pool = getattr(lib.nn.functional, f"fractional_max_pool{n}d")
+        names.append([pool(t, 2, output_size=2).grad_fn.name() for t in (x, x[0])])
+    assert names[1] == names[0]

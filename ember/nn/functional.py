@@ -2200,8 +2200,11 @@ _NODE_LABELS: dict[str, str | Callable[..., str | None]] = {
     "glu": "GluBackward0", "batch_norm": "NativeBatchNormBackward0",
     "group_norm": "NativeGroupNormBackward0", "interpolate": _interpolate_label,
     "embedding_bag": "EmbeddingBagBackward0", "pad": _pad_label,
-    "adaptive_avg_pool3d": "AdaptiveAvgPool3DBackward0",
     "adaptive_max_pool3d": "AdaptiveMaxPool3DBackward0",
+    "fractional_max_pool2d": "FractionalMaxPool2DBackward0",
+    "fractional_max_pool3d": "FractionalMaxPool3DBackward0",
+    "fractional_max_pool2d_with_indices": "FractionalMaxPool2DBackward0",
+    "fractional_max_pool3d_with_indices": "FractionalMaxPool3DBackward0",
 }
 """Node names of the decomposed functions (gelu, silu, elu, selu, celu, softplus,
 hardtanh, leaky_relu and embedding are one node each, named by their own gradients)."""
