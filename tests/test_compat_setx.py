@@ -263,3 +263,15 @@ def test_fractional_max_pool_node_name(n: int) -> None:
         pool = getattr(lib.nn.functional, f"fractional_max_pool{n}d")
         names.append([pool(t, 2, output_size=2).grad_fn.name() for t in (x, x[0])])
     assert names[1] == names[0]
+
+
+@pytest.mark.parametrize("sequences,side", [("one", "middle"), ("none", "middle"),
+                                            ("none", "left")])
+def test_pad_sequence_refusals(sequences: str, side: str) -> None:
+    """An empty list is refused first, then a bad padding_side (both RuntimeErrors)."""
+    errors = []
+    for lib in (torch, ember):
+        seqs = [lib.ones(2)] if sequences == "one" else []
+        errors.append(_error(lambda lib=lib, seqs=seqs: lib.nn.utils.rnn.pad_sequence(
+            seqs, padding_side=side)))
+    assert errors[1] == errors[0]
