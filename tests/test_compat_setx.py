@@ -275,3 +275,9 @@ def test_pad_sequence_refusals(sequences: str, side: str) -> None:
         errors.append(_error(lambda lib=lib, seqs=seqs: lib.nn.utils.rnn.pad_sequence(
             seqs, padding_side=side)))
     assert errors[1] == errors[0]
+
+
+def test_broadcast_all_refusal_text() -> None:
+    errors = [_error(lambda lib=lib: lib.distributions.utils.broadcast_all("a", lib.ones(1)))
+              for lib in (torch, ember)]
+    assert errors[1] == errors[0]
