@@ -281,3 +281,52 @@ def test_broadcast_all_refusal_text() -> None:
     errors = [_error(lambda lib=lib: lib.distributions.utils.broadcast_all("a", lib.ones(1)))
               for lib in (torch, ember)]
     assert errors[1] == errors[0]
+
+
+CONV_GRAD_CASES = {
+    1: ((2, 4, 9), (6, 2, 3), {"stride": 2, "padding": 1, "groups": 2}),
+    2: ((2, 3, 7, 8), (4, 3, 3, 2), {"stride": (2, 1), "padding": (1, 0), "dilation": 2}),
+    3: ((1, 2, 5, 6, 5), (3, 2, 2, 3, 2), {"padding": 1}),
+}
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_nn_grad_conv_input_and_weight(n: int) -> None:
+    """torch.nn.grad (also F.grad) gives a convolution's input and weight gradients, as a
+    custom Function's backward reuses them (the conv + batch-norm fusion tutorial)."""
+    got = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        xs, ws, kw = CONV_GRAD_CASES[n]
+        x, w = lib.randn(*xs, requires_grad=True), lib.randn(*ws, requires_grad=True)
+        go = lib.randn(getattr(lib.nn.functional, f"conv{n}d")(x, w, None, **kw).shape)
+        gi = getattr(lib.nn.grad, f"conv{n}d_input")(x.shape, w, go, **kw)
+        gw = getattr(lib.nn.functional.grad, f"conv{n}d_weight")(x, w.shape, go, **kw)
+        got.append((gi.detach().numpy(), gw.detach().numpy(), gi.requires_grad,
+                    lib.nn.grad.conv1d_input((1, 1, 4), lib.ones(1, 1, 2),
+                                             lib.ones(1, 1, 3)).requires_grad))
+    assert got[1][2:] == got[0][2:]
+    for e, t in zip(got[1][:2], got[0][:2]):
+        assert e == pytest.approx(t, rel=1e-4, abs=1e-5)
+
+
+def test_replace_all_batch_norm_modules_() -> None:
+    got = []
+    for lib in (torch, ember):
+        m = lib.nn.Sequential(lib.nn.BatchNorm2d(2), lib.nn.Sequential(lib.nn.BatchNorm1d(3)))
+        assert lib.func.replace_all_batch_norm_modules_(m) is m
+        got.append((repr(m), list(m.state_dict()), m[0].running_var, m[1][0].num_batches_tracked))
+    assert got[1] == got[0]
+
+
+def test_small_autograd_and_functional_names() -> None:
+    """torch.autograd.anomaly_mode, (set_/is_)multithreading_enabled and F's grid-sample
+    mode tables."""
+    for lib in (torch, ember):
+        assert lib.autograd.anomaly_mode.detect_anomaly is lib.autograd.detect_anomaly
+        with lib.autograd.set_multithreading_enabled(False):
+            assert not lib.autograd.is_multithreading_enabled()
+        assert lib.autograd.is_multithreading_enabled()
+    F, G = torch.nn.functional, ember.nn.functional
+    assert G.GRID_SAMPLE_INTERPOLATION_MODES == F.GRID_SAMPLE_INTERPOLATION_MODES
+    assert G.GRID_SAMPLE_PADDING_MODES == F.GRID_SAMPLE_PADDING_MODES

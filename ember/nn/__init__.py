@@ -9,7 +9,7 @@
 
 from importlib.util import find_spec as _find_spec
 
-from ember.nn import attention, functional, init, parallel, utils  # noqa: F401
+from ember.nn import attention, functional, grad, init, parallel, utils  # noqa: F401
 from ember.nn.containers import (  # noqa: F401
     Container,
     ModuleDict,

@@ -2096,8 +2096,9 @@ def fractional_max_pool3d(input: Tensor, kernel_size: Any, output_size: Any = No
     return out if return_indices else out[0]
 
 
-_GRID_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
-_GRID_PADDING = {"zeros": 0, "border": 1, "reflection": 2}
+GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+GRID_SAMPLE_PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
+_GRID_MODES, _GRID_PADDING = GRID_SAMPLE_INTERPOLATION_MODES, GRID_SAMPLE_PADDING_MODES
 _ALIGN_CORNERS_CHANGED = (
     "Default grid_sample and affine_grid behavior has changed to align_corners=False since "
     "1.3.0. Please specify align_corners=True if the old behavior is desired. See the "
@@ -2246,3 +2247,5 @@ for _name in __all__:
     elif getattr(_fn, "op_entry", False) and _name not in TORCH_BUILTINS and \
             _name not in vars(ember):  # a declared op that torch writes in Python (losses)
         _fn.torch_python = True
+
+from ember.nn import grad  # noqa: E402, F401  (`F.grad.conv2d_input`, as torch's)
