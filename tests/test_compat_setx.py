@@ -330,3 +330,25 @@ def test_small_autograd_and_functional_names() -> None:
     F, G = torch.nn.functional, ember.nn.functional
     assert G.GRID_SAMPLE_INTERPOLATION_MODES == F.GRID_SAMPLE_INTERPOLATION_MODES
     assert G.GRID_SAMPLE_PADDING_MODES == F.GRID_SAMPLE_PADDING_MODES
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"batch_chunk_size": 4, "chunking_method": None},
+                                    {"acc_policy": "x"}, {"chunking_method": "aspect_ratio:0"},
+                                    {"chunking_method": "aspect_ratio:3"},
+                                    {"batch_chunk_size": 0}, {"acc_dtype": "int32"}])
+def test_linear_cross_entropy_options(kwargs: dict) -> None:
+    """nn.LinearCrossEntropyOptions (PyTorch 2.13): its fields, repr and refusals; the
+    loss it is given to is PyTorch's."""
+    got = []
+    for lib in (torch, ember):
+        kw = {k: getattr(lib, v) if k == "acc_dtype" else v for k, v in kwargs.items()}
+        try:
+            options = lib.nn.LinearCrossEntropyOptions(**kw)
+        except ValueError as e:
+            got.append(str(e).replace("ember.", "torch."))
+            continue
+        lib.manual_seed(0)
+        x, w, y = lib.randn(8, 4), lib.randn(10, 4), lib.randint(0, 10, (8,))
+        loss = lib.nn.functional.linear_cross_entropy(x, w, y, options=options)
+        got.append((repr(options), round(loss.item(), 5)))
+    assert got[1] == got[0]

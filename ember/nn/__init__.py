@@ -31,6 +31,9 @@ from ember.nn.modules.flatten import *  # noqa: F401, F403
 from ember.nn.modules.fold import *  # noqa: F401, F403
 from ember.nn.modules.lazy import *  # noqa: F401, F403
 from ember.nn.modules.linear import *  # noqa: F401, F403
+from ember.nn.modules.linear_cross_entropy_options import (  # noqa: F401
+    LinearCrossEntropyOptions,
+)
 from ember.nn.modules.loss import *  # noqa: F401, F403
 from ember.nn.modules.normalization import *  # noqa: F401, F403
 from ember.nn.modules.padding import *  # noqa: F401, F403
