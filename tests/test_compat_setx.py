@@ -352,3 +352,62 @@ def test_linear_cross_entropy_options(kwargs: dict) -> None:
         loss = lib.nn.functional.linear_cross_entropy(x, w, y, options=options)
         got.append((repr(options), round(loss.item(), 5)))
     assert got[1] == got[0]
+
+
+def _function_misuse(lib, case: str):
+    x = lib.ones(2, requires_grad=True)
+
+    class Fn(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            if case == "save int":
+                ctx.save_for_backward(3)
+            if case == "dirty leaf":
+                x.mul_(2)
+                ctx.mark_dirty(x)
+                return x
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return "a" if case == "str grad" else g
+
+    y = Fn.apply(x)
+    if case == "metadata":
+        y.grad_fn.metadata["tag"] = 1
+        return y.grad_fn.metadata, (x * 2).grad_fn.metadata
+    y.sum().backward()
+    return x.grad.tolist()
+
+
+@pytest.mark.parametrize("case", ["save int", "dirty leaf", "str grad", "metadata"])
+def test_custom_function_misuse(case: str) -> None:
+    """save_for_backward of a non-tensor, mark_dirty of a leaf that requires grad, a
+    backward returning a non-tensor: PyTorch's errors; grad_fn.metadata is a kept dict."""
+    outcomes = []
+    for lib in (torch, ember):
+        try:
+            outcomes.append(_function_misuse(lib, case))
+        except Exception as e:  # noqa: BLE001 - the error is the result compared
+            outcomes.append((type(e), str(e)))
+    assert outcomes[1] == outcomes[0]
+
+
+@pytest.mark.parametrize("case", ["append rows", "prepend rank", "prepend 1-d", "scalar",
+                                  "dim 0", "long append"])
+def test_diff_prepend_append_checks(case: str) -> None:
+    """diff's prepend/append must have the input's rank and its sizes off `dim` (a 0-d
+    one is refused too, as PyTorch 2.13 does)."""
+    outcomes = []
+    for lib in (torch, ember):
+        x = lib.arange(15.0).view(3, 5)
+        kw = {"append rows": {"append": lib.zeros(2, 1)},
+              "prepend rank": {"prepend": lib.zeros(3, 1, 1)},
+              "prepend 1-d": {"prepend": lib.zeros(5)}, "scalar": {"prepend": lib.tensor(1.0)},
+              "dim 0": {"dim": 0, "append": lib.zeros(1, 4)},
+              "long append": {"append": lib.ones(3, 2, dtype=lib.long)}}[case]
+        try:
+            outcomes.append(lib.diff(x, **kw).tolist())
+        except RuntimeError as e:
+            outcomes.append(str(e))
+    assert outcomes[1] == outcomes[0]

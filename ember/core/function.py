@@ -28,6 +28,10 @@ class FunctionCtx:
         self._dirty: tuple = ()
 
     def save_for_backward(self, *tensors: Any) -> None:
+        for i, t in enumerate(tensors):
+            if t is not None and not is_tensor(t):
+                raise TypeError(f"save_for_backward can only save variables, but argument {i} "
+                                f"is of type {type(t).__name__}")
         self._to_save = tensors
 
     @property
@@ -80,6 +84,8 @@ class _CustomNode(Node):
     def _validate(self, i: int, g: Any) -> Any:
         """PyTorch's check of a returned gradient: summed to its input's shape where it
         broadcast, cast to its input's dtype (a float32 gradient of a bfloat16 input)."""
+        if g is not None and not is_tensor(g):
+            raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
         meta = self.in_meta[i]
         if g is None or meta is None:
             return g
@@ -190,6 +196,10 @@ class Function:
         outs = out if isinstance(out, tuple) else (out,)
         if not (state.enabled and any(ctx.needs_input_grad)):
             return out
+        for t in ctx._dirty:  # (an input the forward modified in place)
+            if is_tensor(t) and t._requires_grad and t._node is None:
+                raise RuntimeError("a leaf Variable that requires grad has been used in an "
+                                   "in-place operation.")
         edges = tuple(None if a is None else edge_of(a) for a in tensor_args)
         node = cls._backward_cls(edges)
         node.fn_cls, node.ctx = cls, ctx
