@@ -411,3 +411,35 @@ def test_diff_prepend_append_checks(case: str) -> None:
         except RuntimeError as e:
             outcomes.append(str(e))
     assert outcomes[1] == outcomes[0]
+
+
+@pytest.mark.parametrize("case", ["no_grad", "grad", "front padding", "with mask",
+                                  "fast path off", "norm_first"])
+def test_transformer_encoder_nested_fast_path_padding(case: str) -> None:
+    """PyTorch's TransformerEncoder in inference with a key padding mask runs on nested
+    tensors and pads them back with zeros (before its final norm); where it does not take
+    that path, the padded positions are computed."""
+    got = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        nn = lib.nn
+        layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True,
+                                           norm_first=case == "norm_first")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            enc = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(8)).eval()
+        x = lib.randn(2, 5, 8)
+        pad = lib.tensor([[False] * 5, [False] * 3 + [True] * 2])
+        if case == "front padding":
+            pad = pad.flip(1)
+        kw = {"mask": lib.zeros(5, 5, dtype=lib.bool)} if case == "with mask" else {}
+        lib.backends.mha.set_fastpath_enabled(case != "fast path off")
+        try:
+            with warnings.catch_warnings(), lib.set_grad_enabled(case == "grad"):
+                warnings.simplefilter("ignore")
+                out = enc(x, src_key_padding_mask=pad, **kw)
+        finally:
+            lib.backends.mha.set_fastpath_enabled(True)
+        got.append((enc.use_nested_tensor, out.detach().numpy()))
+    assert got[1][0] == got[0][0]
+    assert got[1][1] == pytest.approx(got[0][1], abs=1e-5)
