@@ -349,7 +349,10 @@ def test_linear_cross_entropy_options(kwargs: dict) -> None:
             continue
         lib.manual_seed(0)
         x, w, y = lib.randn(8, 4), lib.randn(10, 4), lib.randint(0, 10, (8,))
-        loss = lib.nn.functional.linear_cross_entropy(x, w, y, options=options)
+        # (PyTorch's chunked path takes seconds to load on its first call: its loss is
+        # the reference path's, which it is compared with)
+        loss = lib.nn.functional.linear_cross_entropy(
+            x, w, y, options=options if lib is ember else None)
         got.append((repr(options), round(loss.item(), 5)))
     assert got[1] == got[0]
 
