@@ -446,3 +446,12 @@ def test_transformer_encoder_nested_fast_path_padding(case: str) -> None:
         got.append((enc.use_nested_tensor, out.detach().numpy()))
     assert got[1][0] == got[0][0]
     assert got[1][1] == pytest.approx(got[0][1], abs=1e-5)
+
+
+@pytest.mark.parametrize("value", ["int32", "bool", "complex64", "float"])
+def test_set_default_dtype_refusal_text(value: str) -> None:
+    errors = []
+    for lib in (torch, ember):
+        d = getattr(lib, value) if value != "float" else "float"
+        errors.append(_error(lambda lib=lib, d=d: lib.set_default_dtype(d)))
+    assert errors[1] == errors[0]
