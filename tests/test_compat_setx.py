@@ -2,6 +2,7 @@
 found ember doing differently from PyTorch: `out=` of the quantiles, the resize warning's
 full text."""
 
+import math
 import warnings
 
 import pytest
@@ -455,3 +456,21 @@ def test_set_default_dtype_refusal_text(value: str) -> None:
         d = getattr(lib, value) if value != "float" else "float"
         errors.append(_error(lambda lib=lib, d=d: lib.set_default_dtype(d)))
     assert errors[1] == errors[0]
+
+
+@pytest.mark.parametrize("ndim", [1, 2, 4, 5])
+@pytest.mark.parametrize("weight_shape", [(4,), (1, 3)])
+def test_class_weight_checks_by_rank(ndim: int, weight_shape: tuple) -> None:
+    """nll_loss/cross_entropy over more than 2 dims (PyTorch's nll_loss2d) check only the
+    weight's element count, in other words than the 1-2 dim ones."""
+    outcomes = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        x = lib.randn(*(2, 3, 2, 2, 2)[:ndim]) if ndim > 1 else lib.randn(3)
+        y = lib.zeros(*(2, 2, 2, 2)[:ndim - 1], dtype=lib.long) if ndim > 1 else lib.tensor(1)
+        w = lib.arange(1.0, 1.0 + math.prod(weight_shape)).reshape(weight_shape)
+        try:
+            outcomes.append(round(lib.nn.functional.cross_entropy(x, y, weight=w).item(), 5))
+        except RuntimeError as e:
+            outcomes.append(str(e))
+    assert outcomes[1] == outcomes[0]
