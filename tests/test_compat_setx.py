@@ -474,3 +474,24 @@ def test_class_weight_checks_by_rank(ndim: int, weight_shape: tuple) -> None:
         except RuntimeError as e:
             outcomes.append(str(e))
     assert outcomes[1] == outcomes[0]
+
+
+@pytest.mark.parametrize("target,strict,what", [
+    ("0.conv", False, "module"), ("0.new", False, "module"), ("0.new", True, "module"),
+    ("", False, "module"), ("0.conv", False, "int"), ("0.conv.weight", False, "module"),
+    ("0.conv.bias.x", False, "module"), ("1", False, "module")])
+def test_module_set_submodule(target: str, strict: bool, what: str) -> None:
+    """Module.set_submodule (used to swap layers, e.g. for quantization or LoRA)."""
+    outcomes = []
+    for lib in (torch, ember):
+        nn = lib.nn
+        inner = nn.Module()
+        inner.conv = nn.Conv2d(1, 2, 3)
+        root = nn.Sequential(inner, nn.ReLU())
+        module = nn.Identity() if what == "module" else 3
+        try:
+            root.set_submodule(target, module, strict=strict)
+            outcomes.append(repr(root))
+        except (ValueError, AttributeError) as e:
+            outcomes.append((type(e), str(e)))
+    assert outcomes[1] == outcomes[0]

@@ -386,6 +386,21 @@ class Module:
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
 
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
+        """Put ``module`` at dotted path ``target`` (its parent must exist; with
+        ``strict``, so must the name being replaced). What it replaces must be a module."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(parent._get_name() + " has no attribute `" + name + "`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError("`" + name + "` is not an nn.Module")
+        setattr(parent, name, module)
+
     def _owner_of(self, target: str) -> tuple[Module, str]:
         """(the submodule holding dotted path ``target``'s last name, that name)."""
         module_path, _, name = target.rpartition(".")
