@@ -495,3 +495,46 @@ def test_module_set_submodule(target: str, strict: bool, what: str) -> None:
         except (ValueError, AttributeError) as e:
             outcomes.append((type(e), str(e)))
     assert outcomes[1] == outcomes[0]
+
+
+@pytest.mark.parametrize("case", ["linear", "linear input grad", "relu", "conv", "sequential",
+                                  "no bias", "zeroing"])
+def test_module_register_backward_hook(case: str) -> None:
+    """The deprecated non-full Module.register_backward_hook: the hook sees the gradients
+    of the module's last autograd node (Linear's addmm: bias, input, weight.T)."""
+    got = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        nn = lib.nn
+        mod, x = {"linear": (nn.Linear(3, 2), lib.randn(4, 3)),
+                  "linear input grad": (nn.Linear(3, 2), lib.randn(4, 3, requires_grad=True)),
+                  "relu": (nn.ReLU(), lib.randn(4, 3, requires_grad=True)),
+                  "conv": (nn.Conv2d(1, 2, 3), lib.randn(1, 1, 5, 5, requires_grad=True)),
+                  "sequential": (nn.Sequential(nn.Linear(3, 3), nn.Tanh()),
+                                 lib.randn(2, 3, requires_grad=True)),
+                  "no bias": (nn.Linear(3, 2, bias=False), lib.randn(4, 3, requires_grad=True)),
+                  "zeroing": (nn.Linear(3, 2), lib.randn(4, 3, requires_grad=True))}[case]
+        seen = []
+
+        def hook(m, gi, go, seen=seen):
+            seen.append([None if g is None else g.detach().numpy().round(4).tolist()
+                         for g in gi] + [len(go)])
+            if case == "zeroing":
+                return tuple(None if g is None else g * 0 for g in gi)
+
+        mod.register_backward_hook(hook)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            (mod(x) * lib.arange(1.0, 1.0 + mod(x).shape[-1])).sum().backward()
+        grads = [p.grad.abs().sum().item() for p in mod.parameters()]
+        got.append((seen, round(sum(grads), 4)))
+    assert got[1] == got[0]
+
+
+def test_backward_hook_kinds_do_not_mix() -> None:
+    for lib in (torch, ember):
+        m = lib.nn.Linear(2, 2)
+        m.register_backward_hook(lambda *a: None)
+        assert _error(lambda m=m: m.register_full_backward_hook(lambda *a: None)) == (
+            RuntimeError, "Cannot use both regular backward hooks and full backward hooks on "
+            "a single Module. Please use only one of them.")

@@ -318,6 +318,25 @@ class _LinearNode(DeclaredNode):
             shown = _linear_shown[self] = _shown_linear_edges(self.label, self.next_edges)
         return tuple((shown_as(e[0]), e[1]) if e is not None else (None, 0) for e in shown)
 
+    def register_hook(self, hook: Any) -> None:
+        """A post hook sees PyTorch's addmm/mm gradients, (bias, input, weight.T) or
+        (input, weight.T), rather than this node's (input, weight, bias)."""
+        if self.label not in ("AddmmBackward0", "MmBackward0"):
+            return super().register_hook(hook)
+        addmm = self.label == "AddmmBackward0"
+
+        def t_(g: Any) -> Any:
+            return None if g is None else g.t()
+
+        def shown(grad_inputs: tuple, grad_outputs: tuple) -> Any:
+            x, w, b = (tuple(grad_inputs) + (None, None))[:3]
+            new = hook((b, x, t_(w)) if addmm else (x, t_(w)), grad_outputs)
+            if new is None:
+                return None
+            new = tuple(new)
+            return (new[1], t_(new[2]), new[0]) if addmm else (new[0], t_(new[1]))
+        return super().register_hook(shown)
+
 
 def _shown_linear_edges(label: str, edges: tuple) -> tuple:
     x, w, b = (tuple(edges) + (None, None))[:3]
