@@ -538,3 +538,17 @@ def test_backward_hook_kinds_do_not_mix() -> None:
         assert _error(lambda m=m: m.register_full_backward_hook(lambda *a: None)) == (
             RuntimeError, "Cannot use both regular backward hooks and full backward hooks on "
             "a single Module. Please use only one of them.")
+
+
+def test_node_register_hook_handle() -> None:
+    """grad_fn.register_hook returns a RemovableHandle whose remove() takes the hook off."""
+    calls = []
+    for lib in (torch, ember):
+        x = lib.ones(2, requires_grad=True)
+        y = (x * 2).sum()
+        kept = y.grad_fn.register_hook(lambda gi, go, lib=lib: calls.append(lib.__name__))
+        removed = y.grad_fn.register_hook(lambda gi, go: calls.append("removed"))
+        assert type(kept).__name__ == "RemovableHandle"
+        removed.remove()
+        y.backward()
+    assert calls == ["torch", "ember"]

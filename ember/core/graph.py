@@ -240,11 +240,15 @@ class Node:
             self._saved = ()
             self._freed = True
 
-    def register_hook(self, hook: Callable) -> None:
-        """Called as hook(grad_inputs, grad_outputs) after this node runs (module hooks)."""
+    def register_hook(self, hook: Callable) -> Any:
+        """Called as hook(grad_inputs, grad_outputs) after this node runs (a returned tuple
+        replaces grad_inputs); returns the hook's RemovableHandle."""
+        from ember.core.hooks import RemovableHandle  # (hooks -> dtype -> ... -> graph)
+
         if self.post_hooks is None:
             self.post_hooks = []
         self.post_hooks.append(hook)
+        return RemovableHandle.of_list_entry(self.post_hooks, hook)
 
     def __repr__(self) -> str:
         return f"<{self.name()} object at {id(self):#x}>"

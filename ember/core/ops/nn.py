@@ -318,7 +318,7 @@ class _LinearNode(DeclaredNode):
             shown = _linear_shown[self] = _shown_linear_edges(self.label, self.next_edges)
         return tuple((shown_as(e[0]), e[1]) if e is not None else (None, 0) for e in shown)
 
-    def register_hook(self, hook: Any) -> None:
+    def register_hook(self, hook: Any) -> Any:
         """A post hook sees PyTorch's addmm/mm gradients, (bias, input, weight.T) or
         (input, weight.T), rather than this node's (input, weight, bias)."""
         if self.label not in ("AddmmBackward0", "MmBackward0"):
