@@ -21,7 +21,23 @@ from ember.transforms import (
 )
 
 __all__ = ["functional_call", "functionalize", "grad", "grad_and_value", "hessian", "jacfwd",
-           "jacrev", "jvp", "linearize", "rearrange", "stack_module_state", "vjp", "vmap"]
+           "jacrev", "jvp", "linearize", "rearrange", "replace_all_batch_norm_modules_",
+           "stack_module_state", "vjp", "vmap"]
+
+
+def replace_all_batch_norm_modules_(root):  # noqa: ANN001, ANN201 - torch.func's
+    """Stop every batch norm in `root` (and `root` itself) tracking running statistics,
+    in place, so that `vmap` over the model normalises each sample's batch by itself:
+    their running_mean, running_var and num_batches_tracked become None. Returns root."""
+    from ember.nn.modules.normalization import _BatchNorm
+
+    for module in (root, *root.modules()):
+        if isinstance(module, _BatchNorm) and module.track_running_stats:
+            module.running_mean = None
+            module.running_var = None
+            module.num_batches_tracked = None
+            module.track_running_stats = False
+    return root
 
 
 def functionalize(func, *, remove="mutations"):  # noqa: ANN001, ANN201 - torch.func's

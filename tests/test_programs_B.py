@@ -713,6 +713,31 @@ PROGRAMS_U31 = [
 PROGRAMS_B += PROGRAMS_U31
 
 
+# set X32: volumetric and geometric vision (3D U-Net with Dice + CE), self-supervised depth
+# (Monodepth2), probabilistic forecasting (DeepAR), tabular transformers (FT-Transformer with
+# sparsemax/entmax)
+PROGRAMS_X32 = [
+    Program("unet3d_volumes.py", same=r"^(?!unet step|eval dice|tta probs|instance-normed)",
+            skeleton=r"^unet step|^eval dice",
+            close=r"^tta probs|^instance-normed",
+            losses=r"^unet step \d+ loss (?P<loss>[\d.]+) ", factor=1.5, long=True),
+    Program("monodepth2_selfsup.py",
+            same=r"^(?!depth step|identity warp|ssim|depth metrics|grid_sample|antialias)",
+            skeleton=r"^depth step",
+            close=r"^identity warp|^ssim|^depth metrics|^grid_sample|^antialias",
+            losses=r"^depth step \d+ loss (?P<loss>[\d.]+) ", factor=1.5, long=True),
+    Program("deepar_forecast.py",
+            same=r"^(?!\w+ step|\w+ (mase|quantile loss)|neg-binomial probs form)",
+            skeleton=r"^\w+ step|^\w+ (mase|quantile loss)",
+            close=r"^neg-binomial probs form",
+            losses=r"^(?P<tag>\w+) step +\d+ loss (?P<loss>[\d.]+) ", factor=1.5, long=True),
+    Program("ft_transformer_entmax.py", same=r"^(?!\w+ (epoch|rmse|attention))",
+            skeleton=r"^\w+ (epoch|rmse|attention)",
+            losses=r"^(?P<tag>\w+) epoch \d+ loss (?P<loss>[\d.]+) ", factor=1.5, long=True),
+]
+PROGRAMS_B += PROGRAMS_X32
+
+
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""
     checks = []

@@ -29,7 +29,8 @@ backward.__module__ = grad.__module__ = __name__
 __all__ = ["Function", "FunctionCtx", "Node", "backward", "detect_anomaly", "enable_grad",
            "enforce_grad_layout_policy", "grad",
            "inference_mode", "no_grad", "queue_callback", "set_detect_anomaly", "set_grad_enabled",
-           "Variable", "forward_ad", "functional", "graph", "profiler"]
+           "Variable", "forward_ad", "functional", "graph", "profiler",
+           "is_multithreading_enabled", "set_multithreading_enabled"]
 
 
 def _is_checkpoint_valid() -> bool:
@@ -39,13 +40,40 @@ def _is_checkpoint_valid() -> bool:
     return backward_state.checkpoint_valid
 
 
+_multithreading = True
+
+
+def is_multithreading_enabled() -> bool:
+    """Whether backward may run its devices' work on threads of their own (a setting ember
+    keeps for PyTorch's API: its engine runs one device's nodes in one thread)."""
+    return _multithreading
+
+
+class set_multithreading_enabled:
+    """Context manager (or function) setting `is_multithreading_enabled`, as PyTorch's."""
+
+    def __init__(self, mode: bool) -> None:
+        global _multithreading
+        self.prev, _multithreading = _multithreading, bool(mode)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        global _multithreading
+        _multithreading = self.prev
+
+    def clone(self) -> "set_multithreading_enabled":
+        return self.__class__(_multithreading)
+
+
 def __getattr__(name: str):
     """`ember.autograd.functional`, `.forward_ad`, `.graph` and `.profiler` load on first
     use (they bring ops and the profiler's recorder that `import ember` does not need); so
     do `gradcheck` and `gradgradcheck`."""
     import importlib
 
-    if name in ("forward_ad", "functional", "graph", "profiler"):
+    if name in ("anomaly_mode", "forward_ad", "functional", "graph", "profiler"):
         return importlib.import_module(f"ember.autograd.{name}")
     if name in ("gradcheck", "gradgradcheck"):  # in ember.testing, which needs NumPy
         return getattr(importlib.import_module("ember.testing.gradcheck"), name)

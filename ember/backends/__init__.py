@@ -15,7 +15,7 @@ import importlib
 from types import ModuleType
 
 _SUBMODULES = ("cpu", "cuda", "opencl", "cudnn", "mps", "quantized", "xp", "mkldnn", "mkl",
-               "openmp", "nnpack", "opt_einsum")
+               "openmp", "nnpack", "opt_einsum", "mha")
 
 
 def __getattr__(name: str) -> ModuleType:

@@ -249,9 +249,10 @@ def set_default_dtype(d: dtype) -> None:
     """Set the default floating dtype, as `torch.set_default_dtype` does."""
     global _default_float
     if not isinstance(d, dtype) or not d.is_floating_point:
-        raise with_context(TypeError("invalid dtype object: only floating-point types are "
-                                     "supported as the default type"),
-                           f"set_default_dtype: got {d!r}")
+        # (PyTorch's words: "invalid dtype object: " only for what is not a dtype)
+        prefix = "" if isinstance(d, dtype) else "invalid dtype object: "
+        raise with_context(TypeError(f"{prefix}only floating-point types are supported as "
+                                     "the default type"), f"set_default_dtype: got {d!r}")
     _default_float = d
 
 

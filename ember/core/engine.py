@@ -281,11 +281,11 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
                         results = _tied(node, results)
             else:  # nothing reached this node: it sends nothing on
                 results = (None,) * len(node.next_edges)
-            if node.post_hooks:
+            if node.post_hooks:  # hook(grad_inputs, grad_outputs); a result replaces them
                 for post in node.post_hooks:
                     new = post(tuple(results), tuple(grads))
-                    if new is not None:  # (PyTorch's: replacement grad_inputs)
-                        results = tuple(new)
+                    if new is not None:
+                        results = tuple(new) if isinstance(new, (tuple, list)) else (new,)
             if not retain_graph:
                 node.release()
                 if tracing.tape is not None:  # ember.compile: this graph is spent

@@ -8,6 +8,7 @@ methods and are called through `MyFunction.apply(*args)`; or `forward(*args)` wi
 from __future__ import annotations
 
 import inspect
+import warnings
 from typing import Any
 
 from ember.core import forward_ad as fw
@@ -28,6 +29,10 @@ class FunctionCtx:
         self._dirty: tuple = ()
 
     def save_for_backward(self, *tensors: Any) -> None:
+        for i, t in enumerate(tensors):
+            if t is not None and not is_tensor(t):
+                raise TypeError(f"save_for_backward can only save variables, but argument {i} "
+                                f"is of type {type(t).__name__}")
         self._to_save = tensors
 
     @property
@@ -59,13 +64,15 @@ class _CustomNode(Node):
             raise RuntimeError(FREED_MESSAGE)
         if self.ctx.materialize_grads and any(g is None for g in grads):
             grads = zeros_for_missing(grads, self.out_meta)
-        out = self.fn_cls.backward(self.ctx, *grads)
+        out = self.fn_cls._backward_fn()(self.ctx, *grads)
         out = out if isinstance(out, tuple) else (out,)
         n = len(self.next_edges)
-        if len(out) < n:
+        if len(out) > n and all(g is None for g in out[n:]):
+            out = out[:n]  # (PyTorch drops extra trailing Nones)
+        if len(out) != n:
             raise RuntimeError(f"function {self.fn_cls.__name__}Backward returned an incorrect "
                                f"number of gradients (expected {n}, got {len(out)})")
-        return tuple(self._validate(i, g) for i, g in enumerate(out[:n]))
+        return tuple(self._validate(i, g) for i, g in enumerate(out))
 
     def release(self) -> None:
         """After a backward that does not retain the graph: the saved tensors go, and so
@@ -78,6 +85,8 @@ class _CustomNode(Node):
     def _validate(self, i: int, g: Any) -> Any:
         """PyTorch's check of a returned gradient: summed to its input's shape where it
         broadcast, cast to its input's dtype (a float32 gradient of a bfloat16 input)."""
+        if g is not None and not is_tensor(g):
+            raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
         meta = self.in_meta[i]
         if g is None or meta is None:
             return g
@@ -92,12 +101,30 @@ class _CustomNode(Node):
         return g if g.dtype is dtype else g.to(dtype)
 
 
+_NO_BACKWARD = ("You must implement either the backward or vjp method for your custom "
+                "autograd.Function to use it with backward mode AD.")
+
+
 class Function:
     """Base class of user-defined differentiable operations, as in PyTorch.
 
-    Subclasses define `forward(ctx, *args)` and `backward(ctx, *grad_outputs)` as static
-    methods and are called through `MyFunction.apply(*args)`.
+    Subclasses define `forward(ctx, *args)` and `backward(ctx, *grad_outputs)` (or `vjp`)
+    as static methods and are called through `MyFunction.apply(*args)`. A subclass that
+    also defines `setup_context(ctx, inputs, output)` writes `forward(*args)` without the
+    ctx: `setup_context` then saves what backward needs.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        warnings.warn(f"{self.__class__} should not be instantiated. Methods on autograd "
+                      "functions are all static, so you should invoke them on the class "
+                      "itself. Instantiating an autograd function will raise an error in a "
+                      "future version of PyTorch.", DeprecationWarning, stacklevel=2)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("Legacy autograd function with non-static forward method is "
+                           "deprecated. Please use new-style autograd function with static "
+                           "forward method. (Example: https://pytorch.org/docs/stable/"
+                           "autograd.html#torch.autograd.Function)")
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # each Function has its own node class, `<Name>Backward`, as PyTorch's metaclass
@@ -109,17 +136,41 @@ class Function:
 
     @staticmethod
     def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError
+        raise NotImplementedError("You must implement the forward function for custom "
+                                  "autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx: FunctionCtx, inputs: tuple, output: Any) -> None:
+        """Save what backward needs, given the inputs and output of a ctx-less forward."""
+        raise NotImplementedError("setup_context is not implemented.")
 
     @staticmethod
     def backward(ctx: FunctionCtx, *grad_outputs: Any) -> Any:
-        raise NotImplementedError
+        raise NotImplementedError(_NO_BACKWARD)
 
     @staticmethod
-    def setup_context(ctx: FunctionCtx, inputs: tuple[Any, ...], output: Any) -> Any:
-        """Fill `ctx` from the inputs and output of a `forward` that takes no `ctx` (the
-        style `torch.func` transforms need): override it together with such a forward."""
-        raise NotImplementedError("setup_context is not implemented.")
+    def vjp(ctx: FunctionCtx, *grad_outputs: Any) -> Any:
+        """Another name of `backward` (a subclass defines one of the two)."""
+        raise NotImplementedError(_NO_BACKWARD)
+
+    @classmethod
+    def _backward_fn(cls) -> Any:
+        """The subclass's `backward`, or its `vjp` (never both, as PyTorch requires)."""
+        own_vjp = cls.vjp is not Function.vjp
+        if own_vjp and cls.backward is not Function.backward:
+            raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function "
+                               "is not allowed. You should only implement one of them.")
+        return cls.vjp if own_vjp else cls.backward
+
+    @classmethod
+    def _forward(cls, ctx: FunctionCtx, args: tuple, kwargs: dict) -> Any:
+        """`forward` of the inputs: given `ctx`, or without it followed by
+        `setup_context(ctx, inputs, output)`."""
+        if cls.setup_context is Function.setup_context:
+            return cls.forward(ctx, *args, **kwargs)
+        out = cls.forward(*args, **kwargs)
+        cls.setup_context(ctx, args, out)
+        return out
 
     @staticmethod
     def jvp(ctx: FunctionCtx, *grad_inputs: Any) -> Any:
@@ -129,25 +180,29 @@ class Function:
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
-        ctx = FunctionCtx()
-        separate = cls.setup_context is not Function.setup_context
-        if separate:  # the inputs as setup_context sees them: defaults bound, as in PyTorch
+        if cls.setup_context is not Function.setup_context:
+            # setup_context sees every input, the defaults of those not given included
             bound = inspect.signature(cls.forward).bind(*args, **kwargs)
             bound.apply_defaults()
             args, kwargs = bound.args, bound.kwargs
+        ctx = FunctionCtx()
         tensor_args = [a if is_tensor(a) else None for a in args]
         ctx.needs_input_grad = tuple(a is not None and a._requires_grad for a in tensor_args)
         tangents = fw.tangents_of(args) if fw.active else None
         if tangents is not None:  # the forward sees plain tensors; `jvp` gives the tangents
             with fw.suspended(), no_grad():
-                out = _forward(cls, ctx, separate, args, kwargs)
+                out = cls._forward(ctx, args, kwargs)
                 _set_output_tangents(out, cls.jvp(ctx, *tangents))
         else:
             with no_grad():
-                out = _forward(cls, ctx, separate, args, kwargs)
+                out = cls._forward(ctx, args, kwargs)
         outs = out if isinstance(out, tuple) else (out,)
         if not (state.enabled and any(ctx.needs_input_grad)):
             return out
+        for t in ctx._dirty:  # (an input the forward modified in place)
+            if is_tensor(t) and t._requires_grad and t._node is None:
+                raise RuntimeError("a leaf Variable that requires grad has been used in an "
+                                   "in-place operation.")
         edges = tuple(None if a is None else edge_of(a) for a in tensor_args)
         node = cls._backward_cls(edges)
         node.fn_cls, node.ctx = cls, ctx
@@ -171,17 +226,6 @@ class Function:
                             for t in ctx._to_save)
         ctx._to_save = ()  # (read through the node from now on)
         return tuple(results) if isinstance(out, tuple) else results[0]
-
-
-def _forward(cls: type[Function], ctx: FunctionCtx, separate: bool, args: tuple,
-             kwargs: dict) -> Any:
-    """`cls.forward` of the inputs: given `ctx`, or (`separate`) without it, followed by
-    `cls.setup_context(ctx, inputs, output)`."""
-    if not separate:
-        return cls.forward(ctx, *args, **kwargs)
-    out = cls.forward(*args, **kwargs)
-    cls.setup_context(ctx, args, out)
-    return out
 
 
 def _set_output_tangents(out: Any, tangents: Any) -> None:

@@ -194,7 +194,7 @@ class Node:
     """A recorded operation: maps output gradients to input gradients."""
 
     __slots__ = ("next_edges", "_saved", "_freed", "pre_hooks", "retain", "post_hooks",
-                 "attrs", "needs", "__weakref__")
+                 "attrs", "needs", "_metadata", "__weakref__")
     n_outputs = 1  # how many outputs the op had (nodes of several outputs say so)
 
     def __init__(self, next_edges: tuple, saved: Sequence[Any] = (), **attrs: Any) -> None:
@@ -221,6 +221,16 @@ class Node:
         if self._freed:
             raise RuntimeError(FREED_MESSAGE)
         return tuple([s.unpack(self) for s in self._saved])
+
+    @property
+    def metadata(self) -> dict:
+        """A dict of the user's own data about this node, kept with it (PyTorch's
+        `grad_fn.metadata`), made on first use."""
+        try:
+            return self._metadata
+        except AttributeError:
+            self._metadata = {}
+            return self._metadata
 
     @property
     def next_functions(self) -> tuple:

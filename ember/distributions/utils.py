@@ -18,7 +18,7 @@ def broadcast_all(*values):
     """Broadcast numbers and tensors to one shape; numbers become tensors of the tensors' dtype
     (or the default dtype when every value is a number)."""
     if not all(isinstance(v, (ember.Tensor, Number)) for v in values):
-        raise ValueError("Input arguments must all be instances of numbers.Number, torch.Tensor "
+        raise ValueError("Input arguments must all be instances of Number, torch.Tensor "
                          "or objects implementing __torch_function__.")
     if not all(isinstance(v, ember.Tensor) for v in values):
         options = {"dtype": ember.get_default_dtype()}

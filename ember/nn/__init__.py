@@ -10,7 +10,7 @@
 from importlib.util import find_spec as _find_spec
 
 from ember.core.backend import api_name
-from ember.nn import attention, functional, init, parallel, utils  # noqa: F401
+from ember.nn import attention, functional, grad, init, parallel, utils  # noqa: F401
 from ember.nn.containers import (  # noqa: F401
     Container,
     ModuleDict,
@@ -32,6 +32,9 @@ from ember.nn.modules.flatten import *  # noqa: F401, F403
 from ember.nn.modules.fold import *  # noqa: F401, F403
 from ember.nn.modules.lazy import *  # noqa: F401, F403
 from ember.nn.modules.linear import *  # noqa: F401, F403
+from ember.nn.modules.linear_cross_entropy_options import (  # noqa: F401
+    LinearCrossEntropyOptions,
+)
 from ember.nn.modules.loss import *  # noqa: F401, F403
 from ember.nn.modules.normalization import *  # noqa: F401, F403
 from ember.nn.modules.padding import *  # noqa: F401, F403

@@ -390,6 +390,25 @@ def _check_spatial_count(in_sizes: list, size: Any, scale_factor: Any) -> None:
                              f"(N, C, d1, d2, ...,dK) format and {form} format.")
 
 
+_MODE_DIMS = {"nearest": (3, 4, 5), "nearest-exact": (3, 4, 5), "area": (3, 4, 5),
+              "linear": (3,), "bilinear": (4,), "bicubic": (4,), "trilinear": (5,),
+              "lanczos": (4,)}
+
+
+def _check_interpolate_mode(ndim: int, mode: str) -> None:
+    """PyTorch's refusal of a mode its input's rank cannot take (or of an unknown mode)."""
+    if ndim in _MODE_DIMS.get(mode, ()):
+        return
+    needs = {"linear": 3, "bilinear": 4, "trilinear": 5}
+    if mode in needs and ndim in (3, 4, 5):
+        raise NotImplementedError(f"Got {ndim}D input, but {mode} mode needs {needs[mode]}D "
+                                  "input")
+    raise NotImplementedError(
+        f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {ndim}D) for the "
+        f"modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
+        f"nearest-exact (got {mode})")
+
+
 def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
                 mode: str = "nearest", align_corners: bool | None = None,
                 recompute_scale_factor: bool | None = None,
@@ -400,45 +419,35 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         size: the output spatial size (an int or one per dimension).
         scale_factor: multiplier of the spatial size (instead of ``size``).
         mode: ``'nearest'``, ``'nearest-exact'``, ``'linear'`` (3-D input),
-            ``'bilinear'`` or ``'bicubic'`` (4-D), ``'trilinear'`` (5-D) or ``'area'``.
+            ``'bilinear'``, ``'bicubic'`` or ``'lanczos'`` (4-D; Lanczos-3, with
+            ``antialias=True`` only), ``'trilinear'`` (5-D) or ``'area'``.
         align_corners: for the linear modes, align the corner pixels' centres.
         recompute_scale_factor: compute the coordinate scale from the output size
             instead of using ``scale_factor`` directly.
-        antialias: low-pass filter while downsampling (``'bilinear'`` and ``'bicubic'``
-            on 4-D input), as PIL's resize.
+        antialias: low-pass filter while downsampling (``'bilinear'``, ``'bicubic'``
+            and ``'lanczos'`` on 4-D input), as PIL's resize.
     """
-    if antialias and not (mode in ("bilinear", "bicubic") and input.ndim == 4):
-        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
-                         "modes and requires a 4-D tensor as input")
-    spatial = input.ndim - 2
-    if spatial < 1:
-        raise ValueError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
-                         f"{input.ndim}D) for the modes: nearest | linear | bilinear | "
-                         f"bicubic | trilinear | area | nearest-exact (got {mode})")
-    linear_modes = {"linear": 1, "bilinear": 2, "trilinear": 3}
-    if mode in linear_modes:
-        if linear_modes[mode] != spatial:
-            raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
-                                      f"{linear_modes[mode] + 2}D input")
-        align_corners = bool(align_corners)
-    elif mode == "bicubic":
-        if spatial != 2:
-            raise NotImplementedError(  # PyTorch's words
-                f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) "
-                f"for the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | "
-                f"area | nearest-exact (got bicubic)")
-        align_corners = bool(align_corners)
-    elif mode in ("nearest", "nearest-exact", "area"):
+    if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating "
                              "modes: linear | bilinear | bicubic | trilinear")
-    else:
-        raise NotImplementedError(f"interpolate(): mode '{mode}' is not supported")
     if (size is None) == (scale_factor is None):
         raise ValueError("either size or scale_factor should be defined" if size is None
                          else "only one of size or scale_factor should be defined")
+    spatial = input.ndim - 2
+    _check_spatial_count(list(input.shape[2:]), size, scale_factor)
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.ndim == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
+                         "modes and requires a 4-D tensor as input")
+    _check_interpolate_mode(input.ndim, mode)
+    if mode == "lanczos":
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
     in_sizes = list(input.shape[2:])
-    _check_spatial_count(in_sizes, size, scale_factor)
     if size is not None:
         out_sizes = [int(s) for s in _pair(size, spatial)]
         scales: list = [None] * spatial
@@ -494,12 +503,22 @@ def _bicubic(input: Tensor, out_sizes: list[int], scales: list, align_corners: b
     return out
 
 
+def _sinc(x: float) -> float:
+    return 1.0 if x == 0.0 else math.sin(math.pi * x) / (math.pi * x)
+
+
+# half the width of each antialiasing filter, in source pixels at scale 1
+_AA_HALF_WIDTH = {"bilinear": 1.0, "bicubic": 2.0, "lanczos": 3.0}
+
+
 def _aa_filter(x: float, mode: str) -> float:
-    """ATen's antialiasing filters: the triangle (bilinear) and Keys' cubic with a = -0.5,
-    PIL's (bicubic)."""
+    """ATen's antialiasing filters: the triangle (bilinear), Keys' cubic with a = -0.5,
+    PIL's (bicubic), and the Lanczos-3 window sinc(x) sinc(x / 3)."""
     x = abs(x)
     if mode == "bilinear":
         return 1.0 - x if x < 1.0 else 0.0
+    if mode == "lanczos":
+        return _sinc(x) * _sinc(x / 3.0) if x < 3.0 else 0.0
     a = -0.5
     if x < 1.0:
         return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
@@ -515,7 +534,7 @@ def _aa_weights(out_size: int, in_size: int, scale: float | None, align_corners:
         ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
     else:
         ratio = 1.0 / scale if scale else in_size / out_size
-    half = 1.0 if mode == "bilinear" else 2.0  # interp_size / 2
+    half = _AA_HALF_WIDTH[mode]  # interp_size / 2
     support = half * ratio if ratio >= 1.0 else half
     invscale = 1.0 / ratio if ratio >= 1.0 else 1.0
     weights = []
@@ -2078,8 +2097,9 @@ def fractional_max_pool3d(input: Tensor, kernel_size: Any, output_size: Any = No
     return out if return_indices else out[0]
 
 
-_GRID_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
-_GRID_PADDING = {"zeros": 0, "border": 1, "reflection": 2}
+GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+GRID_SAMPLE_PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
+_GRID_MODES, _GRID_PADDING = GRID_SAMPLE_INTERPOLATION_MODES, GRID_SAMPLE_PADDING_MODES
 _ALIGN_CORNERS_CHANGED = (
     "Default grid_sample and affine_grid behavior has changed to align_corners=False since "
     "1.3.0. Please specify align_corners=True if the old behavior is desired. See the "
@@ -2152,13 +2172,18 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
 _INTERPOLATE_NODES = {"nearest": "UpsampleNearest{n}D", "nearest-exact": "UpsampleNearestExact{n}D",
                       "linear": "UpsampleLinear1D", "bilinear": "UpsampleBilinear2D",
                       "bicubic": "UpsampleBicubic2D", "trilinear": "UpsampleTrilinear3D",
-                      "area": "AdaptiveAvgPool{n}D"}
+                      "lanczos": "UpsampleLanczos2D", "area": "AdaptiveAvgPool{n}D"}
 
 
-def _interpolate_label(input: Tensor, *args: Any, mode: str = "nearest",
-                       **kwargs: Any) -> str | None:
+def _interpolate_label(input: Tensor, size: Any = None, scale_factor: Any = None,
+                       mode: str = "nearest", align_corners: bool | None = None,
+                       recompute_scale_factor: bool | None = None,
+                       antialias: bool = False) -> str | None:
     node = _INTERPOLATE_NODES.get(mode)
-    return None if node is None else node.format(n=input.ndim - 2) + "Backward0"
+    if node is None:
+        return None
+    # (the antialiased kernels are ATen ops of their own: _upsample_bilinear2d_aa ...)
+    return node.format(n=input.ndim - 2) + ("Aa" if antialias else "") + "Backward0"
 
 
 def _pad_label(input: Tensor, pad: Sequence[int], mode: str = "constant",
@@ -2177,8 +2202,11 @@ _NODE_LABELS: dict[str, str | Callable[..., str | None]] = {
     "glu": "GluBackward0", "batch_norm": "NativeBatchNormBackward0",
     "group_norm": "NativeGroupNormBackward0", "interpolate": _interpolate_label,
     "embedding_bag": "EmbeddingBagBackward0", "pad": _pad_label,
-    "adaptive_avg_pool3d": "AdaptiveAvgPool3DBackward0",
     "adaptive_max_pool3d": "AdaptiveMaxPool3DBackward0",
+    "fractional_max_pool2d": "FractionalMaxPool2DBackward0",
+    "fractional_max_pool3d": "FractionalMaxPool3DBackward0",
+    "fractional_max_pool2d_with_indices": "FractionalMaxPool2DBackward0",
+    "fractional_max_pool3d_with_indices": "FractionalMaxPool3DBackward0",
 }
 """Node names of the decomposed functions (gelu, silu, elu, selu, celu, softplus,
 hardtanh, leaky_relu and embedding are one node each, named by their own gradients)."""
@@ -2220,3 +2248,5 @@ for _name in __all__:
     elif getattr(_fn, "op_entry", False) and _name not in TORCH_BUILTINS and \
             _name not in vars(ember):  # a declared op that torch writes in Python (losses)
         _fn.torch_python = True
+
+from ember.nn import grad  # noqa: E402, F401  (`F.grad.conv2d_input`, as torch's)

@@ -1034,7 +1034,8 @@ class Module:
             full = getattr(self, "_is_full_backward_hook", None) is not False
             full_hooks = list(self._backward_hooks.values()) if full else []
             if full_hooks or self._backward_pre_hooks:
-                bw_hook = _BackwardHook(self, full_hooks, list(self._backward_pre_hooks.values()))
+                bw_hook = _BackwardHook(self, full_hooks,
+                                        list(self._backward_pre_hooks.values()))
                 args = bw_hook.setup_input_hook(args)
 
             result = self.forward(*args, **kwargs)

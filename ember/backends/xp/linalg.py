@@ -390,7 +390,8 @@ def _einsum_layout(equation: str, shapes: list[tuple[int, ...]]) -> list[int] | 
     then those only in the left one (everything before the last operand) and the rest,
     each group in output order and the group with the earlier output dim first, and is
     permuted to the output's order (NumPy's einsum answers
-    in other layouts). None for one operand: PyTorch returns views of it."""
+    in other layouts); row-major where that pair has nothing to contract. None for one
+    operand: PyTorch returns views of it."""
     inputs, _, output = equation.partition("->")
     terms = inputs.split(",")
     if len(terms) < 2:
@@ -404,9 +405,58 @@ def _einsum_layout(equation: str, shapes: list[tuple[int, ...]]) -> list[int] | 
 
     pairs = list(zip(terms, shapes))
     left, right = present(pairs[:-1]), present(pairs[-1:])
+    if not (left & right) - set(output):
+        # nothing to contract in the last pair: PyTorch multiplies the operands (laid out
+        # in output order) elementwise, in the layout its TensorIterator picks
+        return _elementwise_layout(output, pairs) if len(pairs) == 2 else \
+            list(range(len(output)))
     both = [i for i, c in enumerate(output) if c in left and c in right]
     left_only = [i for i, c in enumerate(output) if c in left and c not in right]
     rest = [i for i, c in enumerate(output) if c not in left]
     if rest and (not left_only or rest[0] < left_only[0]):
         return both + rest + left_only  # (the operands swapped: the earlier output dim leads)
     return both + left_only + rest
+
+
+def _elementwise_layout(output: str, pairs: list[tuple[str, tuple[int, ...]]]) -> list[int]:
+    """The memory order (outermost first) of PyTorch's elementwise result of row-major
+    operands viewed in the output's dims (TensorIterator's reorder_dimensions: an
+    insertion sort of the dims, fastest first, by the first operand's strides, a
+    broadcast dim deferring to the next operand, equal strides putting the smaller dim
+    first)."""
+    sizes = {}
+    for term, shape in pairs:
+        for c, n in zip(term, shape):
+            sizes[c] = max(sizes.get(c, 1), n)
+    strides = []
+    for term, shape in pairs:
+        own = {}
+        step = 1
+        for c, n in zip(reversed(term), reversed(shape)):
+            own[c] = 0 if n == 1 and sizes[c] != 1 else step
+            step *= n
+        strides.append([own.get(c, 0) for c in output])
+    shape = [sizes.get(c, 1) for c in output]
+
+    def should_swap(d0: int, d1: int) -> int:
+        for st in strides:
+            s0, s1 = st[d0], st[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 != s1:
+                return -1 if s0 < s1 else 1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+
+    perm = list(range(len(output)))[::-1]  # fastest first
+    for i in range(1, len(perm)):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            cmp = should_swap(perm[d0], perm[d1])
+            if cmp > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif cmp < 0:
+                break
+    return perm[::-1]

@@ -364,7 +364,11 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
     target = _class_index_target(input, target)
     class_dim = 0 if input.ndim == 1 else 1
     n_classes = input.shape[class_dim]
-    if weight is not None and (weight.ndim != 1 or weight.shape[0] != n_classes):
+    if weight is not None and input.ndim > 2:  # (PyTorch's nll_loss2d: counts only)
+        if weight.numel() != n_classes:
+            raise RuntimeError("weight tensor should be defined either for all or no classes")
+        weight = weight.reshape(n_classes)
+    elif weight is not None and (weight.ndim != 1 or weight.shape[0] != n_classes):
         raise RuntimeError(f"weight tensor should be defined either for all {n_classes} "
                            f"classes or no classes but got weight tensor of shape: "
                            f"{list(weight.shape)}")

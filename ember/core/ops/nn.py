@@ -40,7 +40,7 @@ from ember.core.errors import warn_once, with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import ShownNode, edge_of, record, shown_as
 from ember.core.host import dtype_arg
-from ember.core.memory_format import row_major
+from ember.core.memory_format import contiguous_format, row_major, tensor_format
 from ember.core.opdef import OPS, Cost, Grad, OutMeta, metadata_rule
 from ember.core.opdef import Precision as P
 from ember.core.ops import reduction as R
@@ -93,6 +93,7 @@ from ember.core.ops.shape import (
     cat,
     expand,
     in_format_of,
+    in_memory_format,
     in_suggested_format,
     permute,
     reshape,
@@ -316,6 +317,25 @@ class _LinearNode(DeclaredNode):
         if shown is None:
             shown = _linear_shown[self] = _shown_linear_edges(self.label, self.next_edges)
         return tuple((shown_as(e[0]), e[1]) if e is not None else (None, 0) for e in shown)
+
+    def register_hook(self, hook: Any) -> Any:
+        """A post hook sees PyTorch's addmm/mm gradients, (bias, input, weight.T) or
+        (input, weight.T), rather than this node's (input, weight, bias)."""
+        if self.label not in ("AddmmBackward0", "MmBackward0"):
+            return super().register_hook(hook)
+        addmm = self.label == "AddmmBackward0"
+
+        def t_(g: Any) -> Any:
+            return None if g is None else g.t()
+
+        def shown(grad_inputs: tuple, grad_outputs: tuple) -> Any:
+            x, w, b = (tuple(grad_inputs) + (None, None))[:3]
+            new = hook((b, x, t_(w)) if addmm else (x, t_(w)), grad_outputs)
+            if new is None:
+                return None
+            new = tuple(new)
+            return (new[1], t_(new[2]), new[0]) if addmm else (new[0], t_(new[1]))
+        return super().register_hook(shown)
 
 
 def _shown_linear_edges(label: str, edges: tuple) -> tuple:
@@ -715,6 +735,16 @@ def kept_format(input: Tensor, result: Any) -> Any:
         kept = [in_format_of(r, input) for r in result]
         return type(result)(*kept) if hasattr(result, "_fields") else tuple(kept)
     return in_format_of(result, input)
+
+
+def row_major_result(result: Any) -> Any:
+    """A pooling result (or its (values, indices)) row-major whatever its input's layout:
+    PyTorch's CPU kernels of avg_pool3d and the adaptive 3-d pools write channels-last
+    input's results that way (max_pool3d's keep the channels-last layout)."""
+    if isinstance(result, tuple):
+        kept = [in_memory_format(r, contiguous_format) for r in result]
+        return type(result)(*kept) if hasattr(result, "_fields") else tuple(kept)
+    return in_memory_format(result, contiguous_format)
 
 
 def _convolution_grads(grad, input, weight, workspace, stride, padding, dilation, needs):
@@ -1397,9 +1427,9 @@ def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> Tensor:
     """3-D average pooling over (N, C, D, H, W) inputs."""
-    return kept_format(input, _avg_pool("avg_pool3d", 3, input, kernel_size, stride,
-                                        padding, ceil_mode, count_include_pad,
-                                        divisor_override))
+    return row_major_result(_avg_pool("avg_pool3d", 3, input, kernel_size, stride,
+                                      padding, ceil_mode, count_include_pad,
+                                      divisor_override))
 
 
 def _adaptive_avg_pool(op: str, n: int, input: Tensor, output_size: Any) -> Tensor:
@@ -1433,13 +1463,23 @@ def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
     return squeeze(adaptive_avg_pool2d(unsqueeze(input, -2), (1, size)), -2)
 
 
-def _adaptive_avg_pool2d_label(input: Tensor, output_size: Any) -> str:
-    # PyTorch averages to a single element with a mean
-    sizes = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * 2
-    return "MeanBackward1" if all(n == 1 for n in sizes) else "AdaptiveAvgPool2DBackward0"
+def _to_one(n: int, output_size: Any) -> bool:
+    sizes = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * n
+    return all(size == 1 for size in sizes)
 
 
-@composite(node_label=_adaptive_avg_pool2d_label, variants="", traced_as_node=True,
+def _adaptive_avg_pool_label(n: int) -> Any:
+    def label(input: Tensor, output_size: Any) -> str:
+        # PyTorch averages to a single element with a mean, made channels-last (by an
+        # as_strided) for a channels-last input
+        if not _to_one(n, output_size):
+            return f"AdaptiveAvgPool{n}DBackward0"
+        channels_last = input.ndim == n + 2 and tensor_format(input) is not contiguous_format
+        return "AsStridedBackward1" if channels_last else "MeanBackward1"
+    return label
+
+
+@composite(node_label=_adaptive_avg_pool_label(2), variants="", traced_as_node=True,
            cost=costs.reduction(1))
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     """Average pooling of (N, C, H, W) inputs to a fixed output size."""
@@ -1447,12 +1487,13 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
                                                  output_size))
 
 
-@composite(variants="", traced_as_node=True, cost=costs.reduction(1),
+@composite(node_label=_adaptive_avg_pool_label(3), variants="", traced_as_node=True,
+           cost=costs.reduction(1),
            cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
     """Average pooling of (N, C, D, H, W) inputs to a fixed output size."""
-    return kept_format(input, _adaptive_avg_pool("adaptive_avg_pool3d", 3, input,
-                                                 output_size))
+    out = _adaptive_avg_pool("adaptive_avg_pool3d", 3, input, output_size)
+    return kept_format(input, out) if _to_one(3, output_size) else row_major_result(out)
 
 
 # -- pooling over windows given as a table of input positions --------------------------
@@ -1552,8 +1593,8 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any) -> tuple[Tensor, Tensor
            cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def adaptive_max_pool3d(input: Tensor, output_size: Any) -> tuple[Tensor, Tensor]:
     """Max pooling of (N, C, D, H, W) inputs to a fixed output size: (values, indices)."""
-    return kept_format(input, _adaptive_max_pool("adaptive_max_pool3d", 3, input,
-                                                 output_size))
+    return row_major_result(_adaptive_max_pool("adaptive_max_pool3d", 3, input,
+                                               output_size))
 
 
 def _fractional_starts(samples: Tensor, size: int, out: int, pool: int) -> Tensor:

@@ -136,8 +136,10 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     d = normalize_dim("diff", dim, input.ndim)
-    parts = [t if t.ndim else t.expand(tuple(1 if i == d else s for i, s in enumerate(
-        input.shape))) for t in (prepend, input, append) if t is not None]
+    for t in (prepend, append):
+        if t is not None:
+            _check_diff_join(input, t, d)
+    parts = [t for t in (prepend, input, append) if t is not None]
     out = cat(parts, d) if len(parts) > 1 else input
     for _ in range(n):
         length = out.shape[d]
@@ -146,6 +148,18 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
         later, earlier = narrow(out, d, 1, length - 1), narrow(out, d, 0, length - 1)
         out = later.logical_xor(earlier) if out.dtype is dt.bool_ else later - earlier
     return out
+
+
+def _check_diff_join(input: Tensor, t: Tensor, d: int) -> None:
+    """PyTorch's refusal of a prepend/append that cannot be joined to `input` along `d`."""
+    if t.ndim != input.ndim:
+        raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+    for i, (want, got) in enumerate(zip(input.shape, t.shape)):
+        if i != d and want != got:
+            raise RuntimeError(f"diff expects the shape of tensor to prepend or append to "
+                               f"match that of input except along the differencing "
+                               f"dimension; input.size({i}) = {want}, but got tensor.size({i}) "
+                               f"= {got}")
 
 
 def _spacing(op: str, y: Tensor, x: Tensor | None, dx: Any, d: int) -> Any:

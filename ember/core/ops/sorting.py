@@ -16,7 +16,7 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import record_grad
 from ember.core.creation import arange, full, tensor
-from ember.core.declare import composite
+from ember.core.declare import composite, write_out
 from ember.core.dispatch import run
 from ember.core.errors import as_overload_check, invalid_combination
 from ember.core.grad_mode import no_grad
@@ -436,6 +436,16 @@ def _quantile(op: str, input: Tensor, q: Any, dim: int | None, keepdim: bool,
     return squeeze(out, 0) if scalar_q else out
 
 
+def _quantile_out(op: str, result: Tensor, out: Tensor | None) -> Tensor:
+    """The result, written into `out` when given (PyTorch's `out=` of the quantiles, a
+    composite op that keeps autograd, wants the input's dtype exactly)."""
+    if out is None:
+        return result
+    if isinstance(out, Tensor) and out.dtype is not result.dtype:
+        raise RuntimeError(f"{op}() out tensor must be same dtype as the input tensor")
+    return write_out(op, out, result)
+
+
 def _lerp(start: Tensor, end: Tensor, weight: Tensor) -> Tensor:
     """PyTorch's lerp: from the nearer end, so that an infinite neighbour gives the
     quantile PyTorch gives."""
@@ -446,19 +456,21 @@ def _lerp(start: Tensor, end: Tensor, weight: Tensor) -> Tensor:
 @composite(variants="function method", cost=costs.reduction(10),
            cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def quantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
-             interpolation: str = "linear") -> Tensor:
+             interpolation: str = "linear", out: Tensor | None = None) -> Tensor:
     """The `q`-th quantiles (a number or a 1-d tensor in [0, 1]) of the values along
     `dim` (of all values when None); a tensor `q` puts its dimension first. Between two
     values, `interpolation` picks: "linear", "lower", "higher", "midpoint" or "nearest".
-    A row with a NaN has NaN quantiles."""
-    return _quantile("quantile", input, q, dim, keepdim, interpolation, ignore_nan=False)
+    A row with a NaN has NaN quantiles. `out`, when given, receives the result."""
+    result = _quantile("quantile", input, q, dim, keepdim, interpolation, ignore_nan=False)
+    return _quantile_out("quantile", result, out)
 
 
 @composite(variants="function method", cost=costs.reduction(10),
            cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def nanquantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
-                interpolation: str = "linear") -> Tensor:
+                interpolation: str = "linear", out: Tensor | None = None) -> Tensor:
     """`quantile`, ignoring NaN (NaN only where a row is all NaN)."""
-    return _quantile("nanquantile", input, q, dim, keepdim, interpolation, ignore_nan=True)
+    result = _quantile("nanquantile", input, q, dim, keepdim, interpolation, ignore_nan=True)
+    return _quantile_out("nanquantile", result, out)
 
 

@@ -20,6 +20,7 @@ import ember
 from ember import Tensor
 from ember.core.backend import api_name
 from ember.core.dtype import place_in
+from ember.core.errors import warn_once
 from ember.nn import functional as F
 from ember.nn import init
 from ember.nn.containers import ModuleList
@@ -585,8 +586,11 @@ class TransformerEncoder(Module):
         encoder_layer: an instance of :class:`TransformerEncoderLayer` (copied).
         num_layers: number of layers.
         norm: a final normalisation module. Default: ``None``
-        enable_nested_tensor, mask_check: accepted for PyTorch compatibility; ember has
-            no nested tensors, so every layer always runs on the padded input.
+        enable_nested_tensor: take PyTorch's "sparsity fast path" where it would (in
+            inference, with a left-aligned ``src_key_padding_mask``): ember runs the layers
+            on the padded input as always, and then gives the padded positions zeros, as
+            PyTorch's nested tensors padded back do. Default: ``True``
+        mask_check: check that ``src_key_padding_mask`` is left-aligned before that.
     """
 
     __constants__ = ["norm"]
@@ -599,10 +603,10 @@ class TransformerEncoder(Module):
         self.num_layers = num_layers
         self.norm = norm
         self.enable_nested_tensor = enable_nested_tensor
-        self.use_nested_tensor = False
         self.mask_check = mask_check
         why_not = _why_not_fast_path(encoder_layer)
-        if enable_nested_tensor and why_not:  # PyTorch's warning (ember never nests)
+        self.use_nested_tensor = enable_nested_tensor and not why_not
+        if enable_nested_tensor and why_not:  # PyTorch's warning
             warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False "
                           f"because {why_not}", stacklevel=2)
 
@@ -623,12 +627,37 @@ class TransformerEncoder(Module):
         output = src
         batch_first = self.layers[0].self_attn.batch_first if len(self.layers) else False
         is_causal = _detect_is_causal_mask(mask, is_causal, _get_seq_len(src, batch_first))
+        keep = self._nested_keep(src, mask, src_key_padding_mask)
         for mod in self.layers:
             output = mod(output, src_mask=mask, is_causal=is_causal,
                          src_key_padding_mask=src_key_padding_mask)
+        if keep is not None:  # PyTorch's nested output padded back with zeros
+            output = output.masked_fill(keep.logical_not().unsqueeze(-1), 0.0)
         if self.norm is not None:
             output = self.norm(output)
         return output
+
+
+    def _nested_keep(self, src: Tensor, mask: Tensor | None,
+                     src_key_padding_mask: Tensor | None) -> Tensor | None:
+        """The (N, S) positions PyTorch's sparsity fast path keeps (None where it would
+        not take that path: training, grad needed, a `mask`, padding not at the end...)."""
+        if not (ember.backends.mha.get_fastpath_enabled() and self.use_nested_tensor) \
+                or not len(self.layers) or self.layers[0].training or src.ndim != 3 \
+                or src_key_padding_mask is None or mask is not None \
+                or ember.is_autocast_enabled():
+            return None
+        keep = src_key_padding_mask.logical_not()
+        if self.mask_check and bool((keep[:, 1:] > keep[:, :-1]).any()):
+            return None  # (a kept position after a padded one: not left-aligned)
+        if ember.is_grad_enabled() and (src.requires_grad or any(
+                p.requires_grad for p in self.layers[0].parameters())):
+            return None
+        warn_once("The PyTorch API of nested tensors is in prototype stage and will change in "
+                  "the near future. We recommend specifying layout=torch.jagged when "
+                  "constructing a nested tensor, as this layout receives active development, "
+                  "has better operator coverage, and works with torch.compile.", stacklevel=2)
+        return keep
 
 
 class TransformerDecoderLayer(Module):

@@ -225,11 +225,11 @@ def pad_sequence(sequences: Tensor | Iterable[Tensor], batch_first: bool = False
         raise RuntimeError(f"pad_sequence: Expected iterable for input sequences, but got arg "
                            f"of type: {type(sequences)}")
     sequences = list(sequences)
-    if padding_side not in ("left", "right"):
-        raise ValueError(f"Expected padding_side to be one of left or right, but got "
-                         f"{padding_side}.")
     if not sequences:
         raise RuntimeError("received an empty list of sequences")
+    if padding_side not in ("left", "right"):
+        raise RuntimeError(f"Expected padding_side to be one of left or right, but got "
+                           f"{padding_side}.")
     longest = max(s.shape[0] for s in sequences)
     _check_trailing_sizes(sequences)
     padded = []
