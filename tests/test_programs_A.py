@@ -770,6 +770,22 @@ PROGRAMS_V31 = [
 ]
 PROGRAM_SPECS += PROGRAMS_V31
 
+# set W: DPO preference training (frozen deepcopy reference, gathered log-probs, logsigmoid,
+# top-p sampling), Conv-TasNet (PReLU, GroupNorm gLN, dilated depthwise Conv1d,
+# ConvTranspose1d, fold overlap-add, PIT SI-SNR), neural spline flows, EGNN
+PROGRAMS_W32 = [
+    Program("dpo_preference.py",
+            trends=[Trend(r"step +\d+ lr [\d.]+ loss ([\d.]+)", 0.9, 0.3)],
+            same=r"(TinyLM.*|parameters .*|tied .*|reference .*|deepcopy .*|batch logps .*|"
+                 r"losses .*|logsigmoid .*|schedule .*|top_p .*|loss grad_fn .*|generated .*)",
+            first=r"step +\d+ lr [\d.]+ loss ([\d.]+)", long=True),
+    Program("conv_tasnet.py", trends=[Trend(r"step +\d+ loss (-?[\d.]+)", 0.5, 0.5)],
+            same=r"(parameters .*|prelu .*|fold ola .*|convtranspose ola .*|unfold .*|"
+                 r"fold/unfold .*|gLN .*|pad .*|mixture torch.*)",
+            first=r"step +\d+ loss (-?[\d.]+)", long=True),
+]
+PROGRAM_SPECS += PROGRAMS_W32
+
 
 def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
     workdir.mkdir()

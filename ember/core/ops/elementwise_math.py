@@ -759,7 +759,7 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 
 # (in PyTorch's autocast lists of both devices: the low-precision dtype)
 @composite(variants="function method", cost=costs.pointwise(3), precision=P.LOWER,
-           cpu_precision=P.LOWER)
+           cpu_precision=P.LOWER, node_label="PreluKernelBackward0")
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """The parametric ReLU: `input` where it is > 0, else `weight * input`; `weight` has
     one element, or one per channel (dim 1)."""
