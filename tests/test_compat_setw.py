@@ -25,3 +25,105 @@ def test_prelu_node_name_and_gradients(slopes: int) -> None:
                      w.grad.tolist()))
     assert outs[1][0] == outs[0][0] == ["PreluKernelBackward0"] * 3
     assert outs[1][1:] == outs[0][1:]  # (float32 products of the same numbers)
+
+
+@pytest.mark.parametrize("groups,unbatched", [(1, False), (3, False), (3, True)])
+def test_grouped_conv_node_is_convolution_backward(groups: int, unbatched: bool) -> None:
+    """Conv-TasNet's depthwise Conv1d (groups = channels): PyTorch's one
+    `ConvolutionBackward0` node for any groups; an unbatched input ends in a squeeze."""
+    names, grads = [], []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        x = lib.arange(2 * 3 * 10, dtype=lib.float32).view(2, 3, 10).sin()
+        x = (x[0] if unbatched else x).requires_grad_()
+        conv = lib.nn.Conv1d(3, 3, 3, groups=groups, dilation=2, padding=2)
+        with lib.no_grad():
+            conv.weight.copy_(lib.linspace(-1, 1, conv.weight.numel()).view(conv.weight.shape))
+        y = conv(x)
+        y.pow(2).sum().backward()
+        names.append(_grad_fn_name(y))
+        grads.append(x.grad.flatten().tolist())
+    assert names[1] == names[0] == ("SqueezeBackward1" if unbatched else "ConvolutionBackward0")
+    assert grads[1] == pytest.approx(grads[0], rel=1e-5, abs=1e-5)
+
+
+def test_conv2d_depthwise_and_convolution_node_names() -> None:
+    for lib in (torch, ember):
+        x = lib.ones(1, 4, 5, 5, requires_grad=True)
+        names = [_grad_fn_name(lib.nn.functional.conv2d(x, lib.ones(4, 1, 3, 3), groups=4,
+                                                         padding="same")),
+                 _grad_fn_name(lib.convolution(x, lib.ones(4, 2, 3, 3), None, [1, 1], [0, 0],
+                                               [1, 1], False, [0, 0], 2))]
+        assert names == ["ConvolutionBackward0"] * 2
+
+
+def _sdpa_cases(lib):
+    q = lib.ones(2, 2, 4, 8, requires_grad=True)
+    kv = lib.ones(2, 2, 4, 8)
+    F = lib.nn.functional
+    return {
+        "plain": F.scaled_dot_product_attention(q, kv, kv),
+        "causal": F.scaled_dot_product_attention(q, kv, kv, is_causal=True),
+        "bool mask": F.scaled_dot_product_attention(q, kv, kv,
+                                                    attn_mask=lib.ones(4, 4, dtype=lib.bool)),
+        "4-d mask": F.scaled_dot_product_attention(q, kv, kv, attn_mask=lib.zeros(2, 1, 4, 4)),
+        "3-d mask": F.scaled_dot_product_attention(q, kv, kv, attn_mask=lib.zeros(2, 4, 4)),
+        "mask needs grad": F.scaled_dot_product_attention(
+            q, kv, kv, attn_mask=lib.zeros(4, 4, requires_grad=True)),
+        "dropout": F.scaled_dot_product_attention(q, kv, kv, dropout_p=0.5),
+        "3-d": F.scaled_dot_product_attention(q[0], kv[0], kv[0]),
+        "gqa": F.scaled_dot_product_attention(q, kv[:, :1], kv[:, :1], enable_gqa=True),
+        "broadcast heads": F.scaled_dot_product_attention(q, kv[:, :1], kv[:, :1]),
+        "strided rows": F.scaled_dot_product_attention(q.transpose(-1, -2), kv.mT, kv.mT),
+        "head sizes": F.scaled_dot_product_attention(q, kv, kv[..., :4]),
+    }
+
+
+def test_sdpa_node_is_cpu_flash_where_pytorch_picks_it() -> None:
+    """`grad_fn=<ScaledDotProductFlashAttentionForCpuBackward0>` where PyTorch's CPU flash
+    kernel takes the call; the math path's `UnsafeViewBackward0` elsewhere."""
+    t = {k: _grad_fn_name(v) for k, v in _sdpa_cases(torch).items()}
+    e = {k: _grad_fn_name(v) for k, v in _sdpa_cases(ember).items()}
+    assert e == t
+    assert t["plain"] == "ScaledDotProductFlashAttentionForCpuBackward0"
+
+
+def _linalg_names(lib) -> dict:
+    a = lib.tensor([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]], requires_grad=True)
+    b = lib.tensor([[1.0, 0.0], [2.0, 1.0], [0.0, 3.0]])
+    linalg = lib.linalg
+    outs = {
+        "qr": linalg.qr(a), "svd": linalg.svd(a), "svdvals": linalg.svdvals(a),
+        "eigh": linalg.eigh(a), "eigvalsh": linalg.eigvalsh(a), "inv": linalg.inv(a),
+        "inverse": a.inverse(), "inv_ex": linalg.inv_ex(a)[:1],
+        "cholesky_ex": linalg.cholesky_ex(a)[:1], "slogdet": linalg.slogdet(a),
+        "eig": linalg.eig(a), "lu_factor": linalg.lu_factor(a)[:1], "lu": linalg.lu(a)[1:],
+        "lu_solve": linalg.lu_solve(*linalg.lu_factor(a), b), "pinv": linalg.pinv(a),
+        "matrix_exp": linalg.matrix_exp(a), "lstsq": linalg.lstsq(a, b)[:1],
+        "cholesky_inverse": lib.cholesky_inverse(linalg.cholesky(a)),
+        "cross": linalg.cross(a, b[:, :1].expand(3, 3)), "torch.cross": a.cross(a, dim=1),
+        "solve_ex": linalg.solve_ex(a, b)[:1],
+    }
+    return {k: [_grad_fn_name(t) for t in (v if isinstance(v, tuple) else (v,))]
+            for k, v in outs.items()}
+
+
+def test_linalg_results_show_pytorch_node_names() -> None:
+    """Q and R of `linalg.qr` (and every output of the packed decompositions) show the
+    decomposition's node (`LinalgQrBackward0`), not the view that unpacks it; the
+    composites pinv, matrix_exp, lstsq, lu, lu_solve, cholesky_inverse, cross theirs."""
+    assert _linalg_names(ember) == _linalg_names(torch)
+
+
+def test_deprecated_and_conv_warnings_point_at_the_caller() -> None:
+    import warnings
+    for lib in (torch, ember):
+        a = lib.tensor([[2.0, 1.0], [1.0, 3.0]])
+        LU, piv = lib.linalg.lu_factor(a)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            lib.lu_solve(lib.ones(2, 1), LU, piv)
+            lib.nn.functional.conv1d(lib.ones(1, 1, 8), lib.ones(1, 1, 4), padding="same")
+        files = {w.filename for w in caught}
+        # (PyTorch warns once per process: a second run may warn nothing)
+        assert files <= {__file__}, files

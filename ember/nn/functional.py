@@ -2168,7 +2168,36 @@ def _pad_label(input: Tensor, pad: Sequence[int], mode: str = "constant",
     return None if kind is None else f"{kind}Pad{len(pad) // 2}DBackward0"
 
 
+def _sdpa_label(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+                dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                enable_gqa: bool = False) -> str | None:
+    """PyTorch's CPU flash-attention node where its `use_flash_attention_cpp` takes the
+    call (4-D q, k, v of one batch and head count, one head size, rows of stride 1, no
+    dropout, a mask it can broadcast that needs no gradient); else its math path's last
+    node stays."""
+    if query.device.type != "cpu" or not _contract.sdp_use("flash") or dropout_p > 0.0:
+        return None
+    qkv = (query, key, value)
+    if any(t.ndim != 4 or t.shape[-2] == 0 or t.stride(-1) != 1 for t in qkv):
+        return None
+    batch, heads, length, source = query.shape[0], query.shape[1], query.shape[2], key.shape[2]
+    if key.shape[0] != batch or value.shape[0] != batch or \
+            not query.shape[-1] == key.shape[-1] == value.shape[-1]:
+        return None
+    if not (heads % key.shape[1] == 0 and heads % value.shape[1] == 0 if enable_gqa
+            else heads == key.shape[1] == value.shape[1]):
+        return None
+    if attn_mask is not None:
+        mask = attn_mask.shape
+        if attn_mask.requires_grad or mask[-2] not in (length, 1) or \
+                mask[-1] not in (source, 1) or attn_mask.ndim not in (2, 4) or \
+                (attn_mask.ndim == 4 and (mask[0] not in (1, batch) or mask[1] not in (1, heads))):
+            return None
+    return "ScaledDotProductFlashAttentionForCpuBackward0"
+
+
 _NODE_LABELS: dict[str, str | Callable[..., str | None]] = {
+    "scaled_dot_product_attention": _sdpa_label,
     "pdist": "PdistBackward0", "pixel_shuffle": "PixelShuffleBackward0",
     "pixel_unshuffle": "PixelUnshuffleBackward0", "channel_shuffle": "ChannelShuffleBackward0",
     "mish": "MishBackward0", "hardswish": "HardswishBackward0",

@@ -560,7 +560,8 @@ def _cross(a: Tensor, b: Tensor, d: int) -> Tensor:
                 i[0] * j[1] - i[1] * j[0]], d)
 
 
-@composite(variants="function method out", cost=costs.pointwise(3))
+@composite(variants="function method out", cost=costs.pointwise(3),
+           node_label="LinalgCrossBackward0")
 def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     """The cross product of 3-vectors along `dim` (None: the first dimension of size 3,
     with PyTorch's deprecation warning)."""
@@ -574,7 +575,8 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     return _cross(a, b, d)
 
 
-@composite(complex=True, variants="", cost=costs.pointwise(3))
+@composite(complex=True, variants="", cost=costs.pointwise(3),
+           node_label="LinalgCrossBackward0")
 def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
     """`linalg.cross`: the cross product of 3-vectors along `dim` (broadcasting)."""
     a, b, d = _cross_dim("linalg.cross", input, other, dim)

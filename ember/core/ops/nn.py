@@ -35,7 +35,7 @@ from ember.core.apply import DeclaredNode, apply, record_grad
 from ember.core.backend import numpy_dtype
 from ember.core.creation import arange, full, ones, tensor, zeros
 from ember.core.declare import composite, fused_kernel, primitive
-from ember.core.dispatch import device_mismatch, run_fused
+from ember.core.dispatch import device_mismatch, run_fused, user_stacklevel
 from ember.core.errors import warn_once, with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import ShownNode, edge_of, record, shown_as
@@ -669,7 +669,8 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
             left, right = _same_padding(kernel, dilation)
             if left != right:  # uneven: pad the extra element on the right, as PyTorch does
                 warn_once("Using padding='same' with even kernel lengths and odd dilation may "
-                          "require a zero-padded copy of the input be created")
+                          "require a zero-padded copy of the input be created",
+                          stacklevel=user_stacklevel())
                 extra = []
                 for a, b in reversed(list(zip(left, right))):
                     extra += [0, b - a]
@@ -795,7 +796,15 @@ def conv_transpose_nd(g: Tensor, w: Tensor, stride: tuple, padding: tuple, dilat
     return col2im(cols, size, tuple(w.shape[2:]), dilation, padding, stride)
 
 
-@composite(variants="function", cost=_conv_cost, precision=P.LOWER, cpu_precision=P.LOWER)
+def _conv_label(input: Tensor, weight: Tensor, *args: Any, **kwargs: Any) -> str | None:
+    """PyTorch's one `ConvolutionBackward0` node for a batched convolution of any groups
+    (grouped ones here are im2col + matmul + bias); an unbatched one ends in a squeeze
+    (`SqueezeBackward1`), which stays."""
+    return "ConvolutionBackward0" if input.ndim == weight.ndim else None
+
+
+@composite(variants="function", cost=_conv_cost, precision=P.LOWER, cpu_precision=P.LOWER,
+           node_label=_conv_label)
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """1-D convolution (cross-correlation) over (N, C, L) inputs."""
@@ -803,7 +812,7 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
 
 
 @composite(variants="function", traced_as_node=True, cost=_conv_cost, precision=P.LOWER,
-           cpu_precision=P.LOWER)
+           cpu_precision=P.LOWER, node_label=_conv_label)
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """2-D convolution (cross-correlation) over (N, C, H, W) inputs."""
@@ -811,7 +820,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
 
 
 @composite(variants="function", traced_as_node=True, cost=_conv_cost, precision=P.LOWER,
-           cpu_precision=P.LOWER)
+           cpu_precision=P.LOWER, node_label=_conv_label)
 def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """3-D convolution (cross-correlation) over (N, C, D, H, W) inputs."""
@@ -917,7 +926,8 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
                            output_padding, groups, dilation)
 
 
-@composite(variants="function", traced_as_node=True, precision=P.LOWER)  # (not on the CPU)
+@composite(variants="function", traced_as_node=True, precision=P.LOWER,  # (not on the CPU)
+           node_label=_conv_label)
 def convolution(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Sequence[int],
                 padding: Sequence[int], dilation: Sequence[int], transposed: bool,
                 output_padding: Sequence[int], groups: int) -> Tensor:
