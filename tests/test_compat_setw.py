@@ -127,3 +127,30 @@ def test_deprecated_and_conv_warnings_point_at_the_caller() -> None:
         files = {w.filename for w in caught}
         # (PyTorch warns once per process: a second run may warn nothing)
         assert files <= {__file__}, files
+
+
+EINSUMS = {"bij,bkj->bik": ((2, 3, 4), (2, 5, 4)), "ij,jk": ((3, 4), (4, 5)),
+           "i,i->": ((4,), (4,)), "i,j->ij": ((3,), (4,)), "ij,ij->ij": ((3, 4), (3, 4)),
+           "ii->i": ((4, 4),), "ij->ji": ((3, 4),), "ij->j": ((3, 4),), "ii": ((3, 3),),
+           "ij,k->k": ((3, 4), (5,)), "i,i,i->i": ((4,), (4,), (4,)),
+           "...ij,...jk->...ik": ((2, 3, 4), (4, 5))}
+
+
+@pytest.mark.parametrize("equation", list(EINSUMS))
+def test_einsum_node_is_the_last_step_of_pytorch_einsum(equation: str) -> None:
+    """EGNN/flow einsums: PyTorch's einsum is no node of its own; its result shows its last
+    step: a bmm's view, a product, a lone operand's sum or permute."""
+    names = []
+    for lib in (torch, ember):
+        ops = [lib.ones(*s, requires_grad=i == 0) for i, s in enumerate(EINSUMS[equation])]
+        names.append(_grad_fn_name(lib.einsum(equation, *ops)))
+    assert names[1] == names[0]
+
+
+def test_diag_and_diag_embed_node_names() -> None:
+    for lib in (torch, ember):
+        a = lib.ones(3, 3, requires_grad=True)
+        v = lib.ones(3, requires_grad=True)
+        names = [_grad_fn_name(t) for t in (lib.diag(a), a.diag(1), lib.diag(v),
+                                             lib.diag_embed(v), lib.diagflat(v))]
+        assert names == ["DiagonalBackward0_copy"] * 2 + ["DiagEmbedBackward0"] * 3

@@ -767,6 +767,20 @@ def _sublist_equation(args: tuple) -> tuple[str, tuple]:
     return equation, tuple(args[::2])
 
 
+def _einsum_label(equation: str, n: int) -> str:
+    """The node PyTorch's einsum ends in: a lone operand's sum (`SumBackward1`) or
+    permute (`PermuteBackward0`); for several, the view of its bmm when any subscript is
+    summed (`ViewBackward0`), else their product (`MulBackward0`)."""
+    lhs, arrow, rhs = equation.partition("->")
+    letters = set(lhs) - {",", "."}
+    if not arrow:  # implicit output: the subscripts that appear once
+        rhs = "".join(c for c in letters if lhs.count(c) == 1)
+    summed = letters - set(rhs)
+    if n == 1:
+        return "SumBackward1" if summed else "PermuteBackward0"
+    return "ViewBackward0" if summed else "MulBackward0"
+
+
 def _einsum_cost(*operands: Any, equation: str) -> Cost:
     sizes: dict[str, int] = {}
     terms = equation.partition("->")[0].split(",")
@@ -793,4 +807,5 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     _parse_checks(equation, len(operands))
     equation = _expand_ellipsis(equation.replace(" ", ""), operands)
     operands = _contraction_dtypes(equation, operands)
-    return apply(OPS["einsum"], *operands, equation=equation)
+    return apply_labelled(OPS["einsum"], _einsum_label(equation, len(operands)), *operands,
+                          equation=equation)

@@ -293,7 +293,14 @@ def ravel(input: Tensor) -> Tensor:
 # -- diagonals ------------------------------------------------------------------------
 
 
-@composite(complex=True, variants="function method out", cost=costs.movement)
+def _diag_label(input: Tensor, *args: Any, **kwargs: Any) -> str | None:
+    """PyTorch's node of `diag`: its 1-D case is diag_embed's; its 2-D one a
+    `diagonal_copy`'s."""
+    return "DiagonalBackward0_copy" if input.ndim == 2 else None
+
+
+@composite(complex=True, variants="function method out", cost=costs.movement,
+           node_label=_diag_label)
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     """Of a 1-D tensor, the square matrix with it on diagonal `diagonal`; of a 2-D tensor,
     a copy of its diagonal `diagonal`."""
@@ -304,7 +311,7 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
 
 
-@composite(complex=True, cost=costs.movement)
+@composite(complex=True, cost=costs.movement, node_label="DiagEmbedBackward0")
 def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """A tensor whose diagonals (`offset`, in the plane of `dim1` and `dim2` of the
     result) hold the last dimension of `input`; zeros elsewhere."""
