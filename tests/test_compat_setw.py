@@ -154,3 +154,28 @@ def test_diag_and_diag_embed_node_names() -> None:
         names = [_grad_fn_name(t) for t in (lib.diag(a), a.diag(1), lib.diag(v),
                                              lib.diag_embed(v), lib.diagflat(v))]
         assert names == ["DiagonalBackward0_copy"] * 2 + ["DiagEmbedBackward0"] * 3
+
+
+def _named_results(lib) -> dict:
+    m = lib.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], requires_grad=True)
+    index = lib.tensor([[0, 2, 1], [1, 0, 2]])
+    outs = {
+        "logcumsumexp": m.logcumsumexp(1), "cummax": m.cummax(1)[0], "cummin": m.cummin(0)[0],
+        "scatter value": m.scatter(1, index, 1.0), "scatter src": m.scatter(1, index, m * 2),
+        "baddbmm": lib.baddbmm(m.mT[None] @ m[None], m.mT[None], m[None]),
+        "sinc": m.sinc(), "sgn": m.sgn(),
+        "nansum": m.nansum(), "renorm": m.renorm(2, 0, 1.0), "prod": m.prod(),
+        "prod dim": m.prod(1), "block_diag": lib.block_diag(m, m),
+        "masked_scatter": m.masked_scatter(m > 0, lib.ones(6)), "median": m.median(),
+        "median dim": m.median(1)[0], "nanmedian dim": m.nanmedian(0)[0],
+        "mode": m.mode(1)[0], "complex": lib.complex(m, m), "polar": lib.polar(m.abs(), m),
+        "pairwise_distance": lib.nn.functional.pairwise_distance(m, m.flip(0)),
+    }
+    return {k: _grad_fn_name(v) for k, v in outs.items()}
+
+
+def test_composite_ops_show_pytorch_node_names() -> None:
+    """Ops ember writes as decompositions show PyTorch's one node (`CummaxBackward0`,
+    `SincBackward0`, ...), and the overloads PyTorch numbers apart (`ScatterBackward1` for a
+    scalar value, `ProdBackward1` / `MedianBackward1` along a dim) theirs."""
+    assert _named_results(ember) == _named_results(torch)

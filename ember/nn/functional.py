@@ -2203,6 +2203,7 @@ _NODE_LABELS: dict[str, str | Callable[..., str | None]] = {
     "mish": "MishBackward0", "hardswish": "HardswishBackward0",
     "hardsigmoid": "HardsigmoidBackward0", "logsigmoid": "LogSigmoidBackward0",
     "glu": "GluBackward0", "batch_norm": "NativeBatchNormBackward0",
+    "pairwise_distance": "NormBackward1",
     "group_norm": "NativeGroupNormBackward0", "interpolate": _interpolate_label,
     "embedding_bag": "EmbeddingBagBackward0", "pad": _pad_label,
     "adaptive_avg_pool3d": "AdaptiveAvgPool3DBackward0",

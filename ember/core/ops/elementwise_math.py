@@ -374,7 +374,8 @@ def frac(input: Tensor) -> Tensor:
     return input - trunc(input)
 
 
-@composite(variants="function method inplace out", cost=costs.pointwise(12))
+@composite(variants="function method inplace out", cost=costs.pointwise(12),
+           node_label="SincBackward0")
 def sinc(input: Tensor) -> Tensor:
     """The normalized sinc function `sin(pi x) / (pi x)` of each element (1 at 0)."""
     x = _as_float(input)
@@ -384,7 +385,8 @@ def sinc(input: Tensor) -> Tensor:
     return where(zero, 1.0, sin(px) / px)
 
 
-@composite(complex=True, variants="function method inplace out", cost=costs.pointwise(1))
+@composite(complex=True, variants="function method inplace out", cost=costs.pointwise(1),
+           node_label="SgnBackward0")
 def sgn(input: Tensor) -> Tensor:
     """The sign of each element (for real tensors `sign`, with PyTorch's 0 for NaN; for
     complex ones `z / |z|`, 0 at 0)."""

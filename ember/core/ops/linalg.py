@@ -323,7 +323,7 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any
 
 
 @composite(complex=True, variants="function method inplace out", exact_out=True,
-           cost=_addmm_cost,
+           cost=_addmm_cost, node_label="BaddbmmBackward0",
            precision=P.LOWER, cpu_precision=P.LOWER)
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
             alpha: Any = 1) -> Tensor:

@@ -516,7 +516,8 @@ def cartesian_prod(*tensors: Tensor) -> Tensor:
     return stack([reshape(g, (-1,)) for g in grids], 1)
 
 
-@composite(complex=True, variants="function", cost=costs.movement)
+@composite(complex=True, variants="function", cost=costs.movement,
+           node_label="BlockDiagBackward0")
 def block_diag(*tensors: Tensor) -> Tensor:
     """The block-diagonal matrix of the inputs (0-d tensors are 1 x 1 blocks, 1-D ones
     rows), zeros elsewhere, in their promoted dtype."""

@@ -64,7 +64,8 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     return out
 
 
-@composite(variants="function method out", cost=costs.reduction(6))
+@composite(variants="function method out", cost=costs.reduction(6),
+           node_label="LogcumsumexpBackward0")
 def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     """`log(cumsum(exp(input), dim))`, computed without overflow."""
     if not input.dtype.is_floating_point:
@@ -108,14 +109,14 @@ def _cum_extreme(op: str, input: Tensor, dim: int) -> tuple[Tensor, Tensor]:
     return gather_in_bounds(input, d, indices), indices
 
 
-@composite(variants="function method", cost=costs.reduction(4))
+@composite(variants="function method", cost=costs.reduction(4), node_label="CummaxBackward0")
 def cummax(input: Tensor, dim: int) -> Any:
     """The running maximum along `dim` and where it was found, as a named (values,
     indices) pair."""
     return CummaxResult(*_cum_extreme("cummax", input, dim))
 
 
-@composite(variants="function method", cost=costs.reduction(4))
+@composite(variants="function method", cost=costs.reduction(4), node_label="CumminBackward0")
 def cummin(input: Tensor, dim: int) -> Any:
     """The running minimum along `dim` and where it was found, as a named (values,
     indices) pair."""

@@ -302,7 +302,9 @@ def _median(op: str, input: Tensor, dim: Any, keepdim: bool, ignore_nan: bool) -
     return result(*_pick(input, x, d, order, pos, keepdim))
 
 
-@composite(variants="function method", cost=costs.reduction(8), grad=Grad(input=_median_grad))
+@composite(variants="function method", cost=costs.reduction(8), grad=Grad(input=_median_grad),
+           node_label=lambda input, dim=None, *args, **kwargs:
+           None if dim is None else "MedianBackward1")
 def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     """The lower median of all elements; with `dim`, a named (values, indices) pair of
     the lower medians along it. NaN propagates: a row with a NaN has median NaN."""
@@ -311,14 +313,15 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
 
 
 @composite(variants="function method", cost=costs.reduction(8),
-           grad=Grad(input=_median_grad))
+           grad=Grad(input=_median_grad), node_label=lambda input, dim=None, *args, **kwargs:
+           None if dim is None else "NanmedianBackward1")
 def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     """`median`, ignoring NaN (NaN only where a row is all NaN)."""
     check_bool("nanmedian", "keepdim", keepdim, 2)
     return _median("nanmedian", input, dim, keepdim, ignore_nan=True)
 
 
-@composite(variants="function method", cost=costs.reduction(10))
+@composite(variants="function method", cost=costs.reduction(10), node_label="ModeBackward0")
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
     """The most frequent value along `dim` (the smallest of those equally frequent) and
     the index of its last occurrence, as a named (values, indices) pair."""
