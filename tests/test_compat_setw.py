@@ -170,6 +170,11 @@ def _named_results(lib) -> dict:
         "median dim": m.median(1)[0], "nanmedian dim": m.nanmedian(0)[0],
         "mode": m.mode(1)[0], "complex": lib.complex(m, m), "polar": lib.polar(m.abs(), m),
         "pairwise_distance": lib.nn.functional.pairwise_distance(m, m.flip(0)),
+        "kron": lib.kron(m, m), "repeat_interleave": m.repeat_interleave(2, dim=0),
+        "repeat_interleave tensor": m.repeat_interleave(lib.tensor([1, 2]), dim=0),
+        "trapezoid": lib.trapezoid(m), "trapezoid x": lib.trapezoid(m, lib.arange(3.0)),
+        "cumulative_trapezoid": lib.cumulative_trapezoid(m),
+        "quantile": lib.quantile(m, 0.5, dim=1, keepdim=True),
     }
     return {k: _grad_fn_name(v) for k, v in outs.items()}
 

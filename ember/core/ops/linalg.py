@@ -403,7 +403,8 @@ def _word(d: dt.dtype) -> str:
     return _WORDS.get(d.name, d.name)
 
 
-@composite(complex=True, variants="function method out", cost=costs.pointwise(1))
+@composite(complex=True, variants="function method out", cost=costs.pointwise(1),
+           node_label="UnsafeViewBackward0")
 def kron(input: Tensor, other: Tensor) -> Tensor:
     """The Kronecker product: every element of `input` times all of `other`, in blocks
     (the shorter shape is padded with leading 1s)."""

@@ -620,7 +620,9 @@ def unravel_index(indices: Tensor, shape: Any) -> tuple:
 # -- repeat_interleave ----------------------------------------------------------------
 
 
-@composite(complex=True, cost=costs.movement)
+@composite(complex=True, cost=costs.movement,
+           node_label=lambda input, repeats=None, *args, **kwargs:
+           "ViewBackward0" if isinstance(repeats, int) else None)  # (a tensor's: index_select)
 def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None, *,
                       output_size: int | None = None) -> Tensor:
     """Repeats each element (each slice along `dim`) `repeats` times, in place order;

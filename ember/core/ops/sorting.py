@@ -441,7 +441,7 @@ def _lerp(start: Tensor, end: Tensor, weight: Tensor) -> Tensor:
     return where(weight < 0.5, start + weight * step, end - step * (1 - weight))
 
 
-@composite(variants="function method", cost=costs.reduction(10),
+@composite(variants="function method", node_label="SqueezeBackward4", cost=costs.reduction(10),
            cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def quantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
              interpolation: str = "linear") -> Tensor:
@@ -452,7 +452,7 @@ def quantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = Fals
     return _quantile("quantile", input, q, dim, keepdim, interpolation, ignore_nan=False)
 
 
-@composite(variants="function method", cost=costs.reduction(10),
+@composite(variants="function method", node_label="SqueezeBackward4", cost=costs.reduction(10),
            cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def nanquantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
                 interpolation: str = "linear") -> Tensor:
