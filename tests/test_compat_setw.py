@@ -184,3 +184,13 @@ def test_composite_ops_show_pytorch_node_names() -> None:
     `SincBackward0`, ...), and the overloads PyTorch numbers apart (`ScatterBackward1` for a
     scalar value, `ProdBackward1` / `MedianBackward1` along a dim) theirs."""
     assert _named_results(ember) == _named_results(torch)
+
+
+def test_logsigmoid_result_is_row_major() -> None:
+    """DPO's F.logsigmoid: PyTorch's kernel returns a contiguous tensor whatever the
+    input's layout (where elementwise ops keep it)."""
+    for lib in (torch, ember):
+        x = lib.arange(24.0).view(2, 3, 4).sub(12.0).requires_grad_()
+        for t in (x.transpose(1, 2), x[:, :, ::2], x.permute(2, 0, 1)):
+            y = lib.nn.functional.logsigmoid(t)
+            assert y.is_contiguous() and _grad_fn_name(y) == "LogSigmoidBackward0"

@@ -1158,7 +1158,8 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 
 def logsigmoid(input: Tensor) -> Tensor:
     r""":math:`\log(1 / (1 + e^{-x}))`, computed stably."""
-    return ember.minimum(input, 0.0) - ember.log1p(ember.exp(-ember.abs(input)))
+    out = ember.minimum(input, 0.0) - ember.log1p(ember.exp(-ember.abs(input)))
+    return out.contiguous()  # (PyTorch's kernel writes a new row-major tensor, any input)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
