@@ -194,3 +194,11 @@ def test_logsigmoid_result_is_row_major() -> None:
         for t in (x.transpose(1, 2), x[:, :, ::2], x.permute(2, 0, 1)):
             y = lib.nn.functional.logsigmoid(t)
             assert y.is_contiguous() and _grad_fn_name(y) == "LogSigmoidBackward0"
+
+
+def test_circular_pad_node_is_copy_slices() -> None:
+    for lib in (torch, ember):
+        x = lib.arange(10.0).view(1, 2, 5).requires_grad_()
+        y = lib.nn.functional.pad(x, (1, 2), mode="circular")
+        z = lib.nn.functional.pad(x.view(1, 1, 2, 5), (1, 1, 1, 0), mode="circular")
+        assert [_grad_fn_name(y), _grad_fn_name(z)] == ["CopySlices"] * 2

@@ -2165,6 +2165,8 @@ def _pad_label(input: Tensor, pad: Sequence[int], mode: str = "constant",
                value: float | None = None) -> str | None:
     # (PyTorch's reflection and replication pads are one op each; its circular pad
     # writes slices, and the constant pad is named by constant_pad_nd)
+    if mode == "circular":  # (its last write into the new tensor's slices)
+        return "CopySlices"
     kind = {"reflect": "Reflection", "replicate": "Replication"}.get(mode)
     return None if kind is None else f"{kind}Pad{len(pad) // 2}DBackward0"
 
