@@ -202,3 +202,44 @@ def test_circular_pad_node_is_copy_slices() -> None:
         y = lib.nn.functional.pad(x, (1, 2), mode="circular")
         z = lib.nn.functional.pad(x.view(1, 1, 2, 5), (1, 1, 1, 0), mode="circular")
         assert [_grad_fn_name(y), _grad_fn_name(z)] == ["CopySlices"] * 2
+
+
+def test_fold_unfold_unbatched_and_node_names() -> None:
+    """Conv-TasNet's overlap-add by F.fold: PyTorch's fold/unfold take an unbatched
+    (C*k, L) / (C, H, W) input too, one Col2Im/Im2Col node either way."""
+    outs = []
+    for lib in (torch, ember):
+        F = lib.nn.functional
+        x = lib.arange(18.0).view(2, 3, 3).requires_grad_()
+        u = F.unfold(x, 2)
+        f = F.fold(u, (3, 3), 2)
+        f.sum().backward()
+        outs.append((tuple(u.shape), tuple(f.shape), _grad_fn_name(u), _grad_fn_name(f),
+                     f.flatten().tolist(), x.grad.flatten().tolist()))
+    assert outs[1] == outs[0]
+
+
+FOLD_ERRORS = [
+    ("fold", (1, 4, 5), dict(output_size=(1, 10), kernel_size=(1, 4), stride=(1, 2))),
+    ("fold", (2, 5, 4), dict(output_size=(1, 10), kernel_size=(1, 4), stride=(1, 2))),
+    ("fold", (4,), dict(output_size=(1, 10), kernel_size=(1, 4))),
+    ("fold", (1, 4, 0), dict(output_size=(1, 2), kernel_size=(1, 4))),
+    ("fold", (1, 4, 1), dict(output_size=(1, 2), kernel_size=(1, 4))),
+    ("fold", (1, 4, 4), dict(output_size=(1, 10), kernel_size=(1, 4), stride=0)),
+    ("fold", (1, 4, 4), dict(output_size=(1, 10), kernel_size=(1, 4), padding=-1)),
+    ("unfold", (1, 2, 3, 5), dict(kernel_size=(4, 2))),
+    ("unfold", (4,), dict(kernel_size=2)),
+    ("unfold", (0, 4), dict(kernel_size=2)),
+    ("unfold", (2, 0, 3, 3), dict(kernel_size=2)),
+    ("unfold", (2, 3, 3), dict(kernel_size=2, dilation=0)),
+]
+
+
+@pytest.mark.parametrize("fn,shape,kwargs", FOLD_ERRORS)
+def test_fold_unfold_errors(fn: str, shape: tuple, kwargs: dict) -> None:
+    errors = []
+    for lib in (torch, ember):
+        with pytest.raises(Exception) as info:
+            getattr(lib.nn.functional, fn)(lib.zeros(shape), **kwargs)
+        errors.append((type(info.value), str(info.value)))
+    assert errors[1] == errors[0]
