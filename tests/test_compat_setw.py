@@ -243,3 +243,30 @@ def test_fold_unfold_errors(fn: str, shape: tuple, kwargs: dict) -> None:
             getattr(lib.nn.functional, fn)(lib.zeros(shape), **kwargs)
         errors.append((type(info.value), str(info.value)))
     assert errors[1] == errors[0]
+
+
+INTEGER_REFUSALS = {
+    "logsigmoid": lambda F, x: F.logsigmoid(x), "softplus": lambda F, x: F.softplus(x),
+    "silu": lambda F, x: F.silu(x), "gelu": lambda F, x: F.gelu(x), "elu": lambda F, x: F.elu(x),
+    "selu": lambda F, x: F.selu(x), "celu": lambda F, x: F.celu(x),
+    "mish": lambda F, x: F.mish(x), "hardswish": lambda F, x: F.hardswish(x),
+    "hardsigmoid": lambda F, x: F.hardsigmoid(x), "leaky_relu": lambda F, x: F.leaky_relu(x),
+    "softshrink": lambda F, x: F.softshrink(x), "hardshrink": lambda F, x: F.hardshrink(x),
+    "prelu": lambda F, x: F.prelu(x, x[:1]), "frac": lambda F, x: x.frac(),
+    "hypot": lambda F, x: x.hypot(x), "logaddexp": lambda F, x: x.logaddexp(x),
+    "logaddexp2": lambda F, x: x.logaddexp2(x),
+}
+
+
+@pytest.mark.parametrize("name", list(INTEGER_REFUSALS))
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+def test_float_kernels_refuse_integer_tensors(name: str, dtype: str) -> None:
+    """PyTorch's activations have no integer kernel: `"silu_cpu" not implemented for
+    'Long'`, where ember computed them in float."""
+    errors = []
+    for lib in (torch, ember):
+        x = lib.tensor([1, 0, 3]).to(getattr(lib, dtype))
+        with pytest.raises(Exception) as info:
+            INTEGER_REFUSALS[name](lib.nn.functional, x)
+        errors.append((type(info.value).__name__, str(info.value)))
+    assert errors[1] == errors[0]

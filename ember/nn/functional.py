@@ -1200,6 +1200,7 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     r""":math:`x \tanh(\mathrm{softplus}(x))`."""
+    _nnops.refuse_integer("mish_{}", input)
     fn = lambda x: _in_float32(x, lambda y: y * ember.tanh(softplus(y)))
     return _inplace_apply(input, fn) if inplace else fn(input)
 
@@ -1216,12 +1217,15 @@ def tanh(input: Tensor) -> Tensor:
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     r""":math:`\mathrm{clamp}(x/6 + 1/2, 0, 1)` (gradient 1/6 strictly inside)."""
+    _nnops.refuse_integer("hardsigmoid_{}", input)
     fn = lambda x: hardtanh(x / 6.0 + 0.5, 0.0, 1.0)
     return _inplace_apply(input, fn) if inplace else fn(input)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     r""":math:`x \cdot \mathrm{relu6}(x + 3) / 6`."""
+    _nnops.refuse_integer("hardswish_{}", input)
+
     def fn(x: Tensor) -> Tensor:
         # torch's gradient: 0 for x < -3, 1 for x > 3, (2x + 3) / 6 in [-3, 3]
         mid = x * (x + 3.0) / 6.0
@@ -1231,6 +1235,7 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 
 def logsigmoid(input: Tensor) -> Tensor:
     r""":math:`\log(1 / (1 + e^{-x}))`, computed stably."""
+    _nnops.refuse_integer("log_sigmoid_{}", input)
     out = ember.minimum(input, 0.0) - ember.log1p(ember.exp(-ember.abs(input)))
     return out.contiguous()  # (PyTorch's kernel writes a new row-major tensor, any input)
 

@@ -29,6 +29,7 @@ from ember.core.creation import ones_like, zeros_like
 from ember.core.declare import alias, composite, define, fused_kernel, primitive
 from ember.core.dispatch import (
     check_dtype,
+    not_implemented_for,
     run_binary,
     run_fused,
     run_unary_into,
@@ -1212,8 +1213,8 @@ def logaddexp(input: Tensor, other: Tensor) -> Tensor:
     """`log(exp(input) + exp(other))`, computed without overflow or underflow."""
     common = dt.result_type(operand_tier(input), operand_tier(other))
     if not common.is_floating_point:
-        raise RuntimeError(f"logaddexp: not implemented for dtype {common} (takes floating "
-                           "tensors)")
+        raise not_implemented_for("logaddexp", input if isinstance(input, Tensor) else other,
+                                  common)
     with no_grad():
         larger = maximum(input, other)
         out = larger + (-(input - other).abs()).exp().log1p()

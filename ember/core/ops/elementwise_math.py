@@ -52,6 +52,7 @@ from ember.core.ops.elementwise import (
 from ember.core.ops.indexing import index_select
 from ember.core.ops.shape import in_iter_order
 from ember.core.return_types import return_type
+from ember.core.storage import scalar_type_name
 from ember.core.tensor import Tensor
 
 _SQRT_PI = math.sqrt(math.pi)
@@ -65,11 +66,13 @@ def _not_implemented(what: str) -> Any:
     return formula
 
 
-def _floating_only(op: str, d: dt.dtype) -> None:
-    """PyTorch's error for an op that has no integer kernel."""
+def _floating_only(op: str, d: dt.dtype, device: Any = None) -> None:
+    """PyTorch's error for an op that has no integer kernel: `"frac_cpu" not implemented
+    for 'Long'` (`device`: the operand's device or tensor; the CPU when not known)."""
     if not d.is_floating_point:
-        raise NotImplementedError(f"{op}: not implemented for dtype {d} (takes floating "
-                                  "tensors)")
+        kind = getattr(getattr(device, "device", device), "type", None) or "cpu"
+        raise NotImplementedError(f'"{op}_{kind}" not implemented for '
+                                  f"'{scalar_type_name(d)}'")
 
 
 def _float_of(d: dt.dtype) -> dt.dtype:
@@ -292,7 +295,7 @@ def _binary_rule_of(op: str, kind: str):
     def rule(input, other):
         meta = base(input, other)
         if kind == "float":
-            _floating_only(op, meta.dtype)
+            _floating_only(op, meta.dtype, input)
         elif kind == "integer" and (meta.dtype.is_floating_point or meta.dtype is dt.bool_):
             raise NotImplementedError(f"{op}: not implemented for dtype {meta.dtype} (takes "
                                       "integer tensors)")
@@ -370,7 +373,7 @@ def rad2deg(input: Tensor) -> Tensor:
            variants="function method inplace out", cost=costs.pointwise(2))
 def frac(input: Tensor) -> Tensor:
     """The fractional part of each element: `input - trunc(input)`, with its sign."""
-    _floating_only("frac", input.dtype)
+    _floating_only("frac", input.dtype, input)
     return input - trunc(input)
 
 
@@ -573,7 +576,7 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
     other=lambda grad, other, result: grad * (other - result).exp2()))
 def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
     """`log2(2**input + 2**other)`, computed without overflow or underflow."""
-    _floating_only("logaddexp2", _common("logaddexp2", input, other))
+    _floating_only("logaddexp2", _common("logaddexp2", input, other), input)
     with no_grad():
         larger = maximum(input, other)
         out = larger + log1p((-(input - other).abs()).exp2()) / _LN2
@@ -752,7 +755,7 @@ def shrink_passes(input: Tensor, lambd: float) -> Tensor:
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """The hard shrinkage function: `input` where `|input| > lambd`, else 0 (NaN stays),
     as one node."""
-    _floating_only("hardshrink", input.dtype)
+    _floating_only("hardshrink", input.dtype, input)
     with no_grad():
         out = where(shrink_passes(input, lambd), input, 0.0)
     record_grad(OPS["hardshrink"], (input,), {"lambd": lambd}, out)
@@ -765,7 +768,7 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """The parametric ReLU: `input` where it is > 0, else `weight * input`; `weight` has
     one element, or one per channel (dim 1)."""
-    _floating_only("prelu", input.dtype)
+    _floating_only("prelu", input.dtype, input)
     if weight.numel() != 1:
         channels = input.shape[1] if input.ndim >= 2 else 1
         if weight.numel() != channels:

@@ -367,9 +367,25 @@ def _opmath(x: Tensor) -> Tensor:
     return to_dtype(x, dt.float32) if x._dtype in _HALF_FLOATS else x
 
 
+_FLOAT_KERNELS = {"gelu": "GeluKernelImpl", "silu": "silu_{}", "leaky_relu": "leaky_relu_{}",
+                  "elu": "elu_{}", "softplus": "softplus_{}", "softshrink": "softshrink_check"}
+"""PyTorch's kernel names of the activations with floating (and complex) kernels only, as
+its error for an integer or bool input names them ({} the device type)."""
+
+
+def refuse_integer(kernel: str, input: Tensor) -> None:
+    """PyTorch's error for an activation whose kernel takes no integer or bool tensor:
+    `"silu_cpu" not implemented for 'Long'` (no silent cast to float)."""
+    if not (input._dtype.is_floating_point or input._dtype.is_complex):
+        raise NotImplementedError(f'"{kernel.format(input._device.type)}" not implemented '
+                                  f"for '{scalar_type_name(input._dtype)}'")
+
+
 def _activation(name: str, input: Tensor, compute: Any, attrs: dict,
                 label: str | None = None) -> Tensor:
     """`compute(input)` (in opmath, rounded once) as one node with `name`'s gradient."""
+    if name in _FLOAT_KERNELS:
+        refuse_integer(_FLOAT_KERNELS[name], input)
     with no_grad():
         x = _opmath(input)
         out = compute(x)
