@@ -270,3 +270,18 @@ def test_float_kernels_refuse_integer_tensors(name: str, dtype: str) -> None:
             INTEGER_REFUSALS[name](lib.nn.functional, x)
         errors.append((type(info.value).__name__, str(info.value)))
     assert errors[1] == errors[0]
+
+
+def test_deepcopy_refuses_a_non_leaf_tensor() -> None:
+    """DPO's `copy.deepcopy(policy)`: leaves copy (requires_grad kept); a tensor made by
+    an op that records a graph raises PyTorch's error."""
+    import copy
+    errors = []
+    for lib in (torch, ember):
+        leaf = lib.ones(2, requires_grad=True)
+        twin = copy.deepcopy(leaf)
+        assert twin.requires_grad and twin.is_leaf and twin is not leaf
+        with pytest.raises(RuntimeError) as info:
+            copy.deepcopy(leaf * 2)
+        errors.append(str(info.value))
+    assert errors[1] == errors[0]
