@@ -1,5 +1,8 @@
 """What the set W programs (DPO preference training, Conv-TasNet, neural spline flows,
-EGNN) found ember doing differently from PyTorch."""
+EGNN) and the probes around them found ember doing differently from PyTorch: autograd node
+names (PReLU, grouped convolutions, CPU flash attention, linalg decompositions, einsum and
+other decomposed ops), fold/unfold's unbatched inputs and errors, float-only kernels taking
+integer tensors, deepcopy of a non-leaf tensor, logsigmoid's layout."""
 
 import pytest
 
