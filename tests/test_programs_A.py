@@ -803,6 +803,34 @@ PROGRAMS_Y32 = [
 ]
 PROGRAM_SPECS += PROGRAMS_Y32
 
+# set W: DPO preference training (frozen deepcopy reference, gathered log-probs, logsigmoid,
+# top-p sampling), Conv-TasNet (PReLU, GroupNorm gLN, dilated depthwise Conv1d,
+# ConvTranspose1d, fold overlap-add, PIT SI-SNR), neural spline flows (searchsorted, gather,
+# softplus, Independent(Normal)), EGNN (combinations, triu_indices, scatter_add_, qr rotations)
+PROGRAMS_W32 = [
+    Program("dpo_preference.py",
+            trends=[Trend(r"step +\d+ lr [\d.]+ loss ([\d.]+)", 0.9, 0.3)],
+            same=r"(TinyLM.*|parameters .*|tied .*|reference .*|deepcopy .*|batch logps .*|"
+                 r"losses .*|logsigmoid .*|schedule .*|top_p .*|loss grad_fn .*|generated .*)",
+            first=r"step +\d+ lr [\d.]+ loss ([\d.]+)", long=True),
+    Program("conv_tasnet.py", trends=[Trend(r"step +\d+ loss (-?[\d.]+)", 0.5, 0.5)],
+            same=r"(parameters .*|prelu .*|fold ola .*|convtranspose ola .*|unfold .*|"
+                 r"fold/unfold .*|gLN .*|pad .*|mixture torch.*)",
+            first=r"step +\d+ loss (-?[\d.]+)", long=True),
+    Program("neural_spline_flow.py",
+            trends=[Trend(r"epoch +\d+ lr [\d.]+ nll ([\d.]+)", 0.7, 0.3)],
+            same=r"(spline .*|logabsdet .*|inverse .*|searchsorted .*|softplus const .*|"
+                 r"pad cumsum .*|gather .*|dy/dx .*|data .*|base .*|parameters .*|samples .*|"
+                 r"coupling invertible .*)",
+            first=r"epoch +\d+ lr [\d.]+ nll ([\d.]+)", long=True),
+    Program("egnn.py", trends=[Trend(r"step +\d+ loss ([\d.]+)", 0.5, 0.3)],
+            same=r"(edges .*|combinations .*|triu_indices .*|undirected .*|segment .*|"
+                 r"index_add_ .*|scatter_reduce .*|vector_norm .*|parameters .*|coord layer .*|"
+                 r"rotation .*|h invariant .*|x equivariant .*|outputs .*|trained .*)",
+            first=r"step +\d+ loss ([\d.]+)", long=True),
+]
+PROGRAM_SPECS += PROGRAMS_W32
+
 
 def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
     workdir.mkdir()

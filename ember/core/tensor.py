@@ -810,6 +810,12 @@ class Tensor:
     def __deepcopy__(self, memo: dict) -> Tensor:
         if id(self) in memo:
             return memo[id(self)]
+        if self._node is not None:  # (PyTorch's words, its double space included)
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
+                               "support the deepcopy protocol at the moment.  If you were "
+                               "attempting to deepcopy a module, this may be because of a "
+                               "torch.nn.utils.weight_norm usage, see "
+                               "https://github.com/pytorch/pytorch/pull/103001")
         with torch_function.DisableTorchFunction():
             out = self.detach().clone()
         if type(self) is not Tensor:  # a subclass copies as itself (PyTorch's new_empty)

@@ -180,19 +180,92 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
                                   groups, dilation)
 
 
+_WINDOW_CHECKS = {
+    "kernel": ("kernel size should be greater than zero, but got kernel_height: {} "
+               "kernel_width: {}", 1),
+    "stride": ("stride should be greater than zero, but got stride_height: {} stride_width: {}",
+               1),
+    "dilation": ("dilation should be greater than zero, but got dilation_height: {} "
+                 "dilation_width: {}", 1),
+    "padding": ("padding should be non-negative, but got pad_height: {} pad_width: {}", 0),
+}
+
+
+def _check_window(order: Sequence[str], **values: tuple[int, int]) -> None:
+    """ATen's im2col/col2im checks of the window's (height, width) pairs, in its order."""
+    for name in order:
+        message, least = _WINDOW_CHECKS[name]
+        if min(values[name]) < least:
+            raise RuntimeError(message.format(*values[name]))
+
+
+def _size_at(input: Tensor, dim: int) -> int:
+    """`input.size(dim)` as ATen's shape checks read it: out of range raises IndexError."""
+    if dim >= input.ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-input.ndim}, "
+                         f"{input.ndim - 1}], but got {dim})")
+    return input.shape[dim]
+
+
 def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
            stride: Any = 1) -> Tensor:
-    r"""Extract sliding local blocks: ``(N, C, H, W) -> (N, C*kH*kW, L)`` (im2col)."""
-    return _nnops.im2col(input, _pair(kernel_size), _pair(dilation), _pair(padding),
-                        _pair(stride))
+    r"""Extract sliding local blocks: ``(N, C, H, W) -> (N, C*kH*kW, L)`` (im2col); an
+    unbatched ``(C, H, W)`` gives ``(C*kH*kW, L)``."""
+    kernel, dil, pad, step = (_pair(v) for v in (kernel_size, dilation, padding, stride))
+    _check_window(("kernel", "dilation", "padding", "stride"), kernel=kernel, dilation=dil,
+                  padding=pad, stride=step)
+    valid = _size_at(input, 1) != 0 and _size_at(input, 2) != 0
+    if not ((input.ndim == 3 and input.shape[0] != 0 and valid) or
+            (input.ndim == 4 and valid and input.shape[3] != 0)):
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with possibly 0 batch size "
+                           "and other non-zero dimensions for input, but got: "
+                           f"{list(input.shape)}")
+    size = tuple(input.shape[-2:])
+    blocks = [(size[i] + 2 * pad[i] - (dil[i] * (kernel[i] - 1) + 1)) // step[i] + 1
+              for i in range(2)]
+    if min(blocks) < 1:
+        raise RuntimeError(f"Given input with spatial size {size}, kernel_size={kernel}, "
+                           f"dilation={dil}, padding={pad}, calculated shape of the array of "
+                           f"sliding blocks as {tuple(blocks)}, but its components must be "
+                           "at least one.")
+    batched = input if input.ndim == 4 else input.unsqueeze(0)
+    out = _nnops.im2col(batched, kernel, dil, pad, step)
+    return out if input.ndim == 4 else out.squeeze(0)
 
 
 def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1,
          padding: Any = 0, stride: Any = 1) -> Tensor:
     r"""Sum sliding local blocks into a tensor: ``(N, C*kH*kW, L) -> (N, C, H, W)``
-    (col2im, the adjoint of :func:`unfold`)."""
-    return _nnops.col2im(input, _pair(output_size), _pair(kernel_size), _pair(dilation),
-                        _pair(padding), _pair(stride))
+    (col2im, the adjoint of :func:`unfold`); an unbatched ``(C*kH*kW, L)`` gives
+    ``(C, H, W)``."""
+    size, kernel, dil, pad, step = (_pair(v) for v in (output_size, kernel_size, dilation,
+                                                       padding, stride))
+    _check_window(("kernel", "stride", "dilation", "padding"), kernel=kernel, stride=step,
+                  dilation=dil, padding=pad)
+    shape = tuple(input.shape)
+    if not ((len(shape) == 2 and shape[0] != 0 and shape[1] != 0) or
+            (len(shape) == 3 and shape[1] != 0 and shape[2] != 0)):
+        raise RuntimeError("Expected 2D or 3D (batch mode) tensor for input with possibly 0 "
+                           f"batch size and non-zero dimensions for input, but got: {list(shape)}")
+    planes, length = shape[-2], shape[-1]
+    if planes % (kernel[0] * kernel[1]):
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the "
+                           f"product of kernel_size, but got input.size(1)={planes} and "
+                           f"kernel_size={kernel}.")
+    blocks = [(size[i] + 2 * pad[i] - dil[i] * (kernel[i] - 1) - 1) // step[i] + 1
+              for i in range(2)]
+    given = (f"Given output_size={size}, kernel_size={kernel}, dilation={dil}, "
+             f"padding={pad}, stride={step}, ")
+    if length != blocks[0] * blocks[1]:
+        raise RuntimeError(f"{given}expected size of input's dimension 2 to match the "
+                           f"calculated number of sliding blocks {blocks[0]} * {blocks[1]} = "
+                           f"{blocks[0] * blocks[1]}, but got input.size(2)={length}.")
+    if min(blocks) < 1:
+        raise RuntimeError(f"{given}calculated shape of the array of sliding blocks as "
+                           f"{tuple(blocks)}, which is too small (non-positive)")
+    batched = input if len(shape) == 3 else input.unsqueeze(0)
+    out = _nnops.col2im(batched, size, kernel, dil, pad, step)
+    return out if len(shape) == 3 else out.squeeze(0)
 
 
 # -- pooling --------------------------------------------------------------------------
@@ -1147,6 +1220,7 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     r""":math:`x \tanh(\mathrm{softplus}(x))`."""
+    _nnops.refuse_integer("mish_{}", input)
     fn = lambda x: _in_float32(x, lambda y: y * ember.tanh(softplus(y)))
     return _inplace_apply(input, fn) if inplace else fn(input)
 
@@ -1163,12 +1237,15 @@ def tanh(input: Tensor) -> Tensor:
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     r""":math:`\mathrm{clamp}(x/6 + 1/2, 0, 1)` (gradient 1/6 strictly inside)."""
+    _nnops.refuse_integer("hardsigmoid_{}", input)
     fn = lambda x: hardtanh(x / 6.0 + 0.5, 0.0, 1.0)
     return _inplace_apply(input, fn) if inplace else fn(input)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     r""":math:`x \cdot \mathrm{relu6}(x + 3) / 6`."""
+    _nnops.refuse_integer("hardswish_{}", input)
+
     def fn(x: Tensor) -> Tensor:
         # torch's gradient: 0 for x < -3, 1 for x > 3, (2x + 3) / 6 in [-3, 3]
         mid = x * (x + 3.0) / 6.0
@@ -1178,7 +1255,8 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 
 def logsigmoid(input: Tensor) -> Tensor:
     r""":math:`\log(1 / (1 + e^{-x}))`, computed stably."""
-    return _logsigmoid(input)
+    _nnops.refuse_integer("log_sigmoid_{}", input)
+    return _logsigmoid(input).contiguous()  # (PyTorch's kernel writes a new row-major tensor)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -2190,16 +2268,48 @@ def _pad_label(input: Tensor, pad: Sequence[int], mode: str = "constant",
                value: float | None = None) -> str | None:
     # (PyTorch's reflection and replication pads are one op each; its circular pad
     # writes slices, and the constant pad is named by constant_pad_nd)
+    if mode == "circular":  # (its last write into the new tensor's slices)
+        return "CopySlices"
     kind = {"reflect": "Reflection", "replicate": "Replication"}.get(mode)
     return None if kind is None else f"{kind}Pad{len(pad) // 2}DBackward0"
 
 
+def _sdpa_label(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+                dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                enable_gqa: bool = False) -> str | None:
+    """PyTorch's CPU flash-attention node where its `use_flash_attention_cpp` takes the
+    call (4-D q, k, v of one batch and head count, one head size, rows of stride 1, no
+    dropout, a mask it can broadcast that needs no gradient); else its math path's last
+    node stays."""
+    if query.device.type != "cpu" or not _contract.sdp_use("flash") or dropout_p > 0.0:
+        return None
+    qkv = (query, key, value)
+    if any(t.ndim != 4 or t.shape[-2] == 0 or t.stride(-1) != 1 for t in qkv):
+        return None
+    batch, heads, length, source = query.shape[0], query.shape[1], query.shape[2], key.shape[2]
+    if key.shape[0] != batch or value.shape[0] != batch or \
+            not query.shape[-1] == key.shape[-1] == value.shape[-1]:
+        return None
+    if not (heads % key.shape[1] == 0 and heads % value.shape[1] == 0 if enable_gqa
+            else heads == key.shape[1] == value.shape[1]):
+        return None
+    if attn_mask is not None:
+        mask = attn_mask.shape
+        if attn_mask.requires_grad or mask[-2] not in (length, 1) or \
+                mask[-1] not in (source, 1) or attn_mask.ndim not in (2, 4) or \
+                (attn_mask.ndim == 4 and (mask[0] not in (1, batch) or mask[1] not in (1, heads))):
+            return None
+    return "ScaledDotProductFlashAttentionForCpuBackward0"
+
+
 _NODE_LABELS: dict[str, str | Callable[..., str | None]] = {
+    "scaled_dot_product_attention": _sdpa_label,
     "pdist": "PdistBackward0", "pixel_shuffle": "PixelShuffleBackward0",
     "pixel_unshuffle": "PixelUnshuffleBackward0", "channel_shuffle": "ChannelShuffleBackward0",
     "mish": "MishBackward0", "hardswish": "HardswishBackward0",
     "hardsigmoid": "HardsigmoidBackward0", "logsigmoid": "LogSigmoidBackward0",
     "glu": "GluBackward0", "batch_norm": "NativeBatchNormBackward0",
+    "pairwise_distance": "NormBackward1", "unfold": "Im2ColBackward0", "fold": "Col2ImBackward0",
     "group_norm": "NativeGroupNormBackward0", "interpolate": _interpolate_label,
     "embedding_bag": "EmbeddingBagBackward0", "pad": _pad_label,
     "adaptive_max_pool3d": "AdaptiveMaxPool3DBackward0",

@@ -190,7 +190,8 @@ def _same_real(op: str, a: Tensor, b: Tensor) -> None:
         raise RuntimeError(f"{op}: complex32 (ComplexHalf) is not supported by ember")
 
 
-@composite(complex=True, variants="function out", cost=costs.pointwise(1))
+@composite(complex=True, variants="function out", cost=costs.pointwise(1),
+           node_label="ComplexBackward0")
 def complex(real: Tensor, imag: Tensor) -> Tensor:  # noqa: A001 - PyTorch's name
     """The complex tensor `real + imag * 1j` (both float32, or both float64; they
     broadcast)."""
@@ -209,7 +210,7 @@ def _broadcast(a: Tensor, b: Tensor) -> tuple[int, ...]:
 
 
 @composite(complex=True, variants="function out", cost=costs.pointwise(16),
-           cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
+           node_label="PolarBackward0", cpu_precision=P.FLOAT32)  # (CPU autocast: float32)
 def polar(abs: Tensor, angle: Tensor) -> Tensor:  # noqa: A002 - PyTorch's names
     """The complex tensor with magnitudes `abs` and arguments `angle` (radians):
     `abs * (cos(angle) + 1j * sin(angle))`."""

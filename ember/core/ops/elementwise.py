@@ -1289,8 +1289,8 @@ def logaddexp(input: Tensor, other: Tensor) -> Tensor:
     check_tensors("logaddexp", input, other)
     common = dt.result_type(operand_tier(input), operand_tier(other))
     if not common.is_floating_point:
-        raise RuntimeError(f"logaddexp: not implemented for dtype {common} (takes floating "
-                           "tensors)")
+        raise not_implemented_for("logaddexp", input if isinstance(input, Tensor) else other,
+                                  common)
     with no_grad():
         larger = maximum_of(input, other)
         out = larger + (-(input - other).abs()).exp().log1p()

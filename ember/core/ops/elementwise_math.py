@@ -20,6 +20,7 @@ from ember.core import dtype as dt
 from ember.core.apply import apply, record_grad
 from ember.core.creation import tensor
 from ember.core.declare import alias, check_tensor, composite, define
+from ember.core.dispatch import not_implemented_for
 from ember.core.grad_mode import no_grad
 from ember.core.host import python_scalar
 from ember.core.inplace import apply_inplace
@@ -67,11 +68,11 @@ def _not_implemented(what: str) -> Any:
     return formula
 
 
-def _floating_only(op: str, d: dt.dtype) -> None:
-    """PyTorch's error for an op that has no integer kernel."""
+def _floating_only(op: str, d: dt.dtype, like: Any = None) -> None:
+    """PyTorch's error for an op that has no integer kernel: `"frac_cpu" not implemented
+    for 'Long'` (on tensor `like`'s device; the CPU's when not given)."""
     if not d.is_floating_point:
-        raise NotImplementedError(f"{op}: not implemented for dtype {d} (takes floating "
-                                  "tensors)")
+        raise not_implemented_for(op, like, d)
 
 
 def _float_of(d: dt.dtype) -> dt.dtype:
@@ -294,7 +295,7 @@ def _binary_rule_of(op: str, kind: str):
     def rule(input, other):
         meta = base(input, other)
         if kind == "float":
-            _floating_only(op, meta.dtype)
+            _floating_only(op, meta.dtype, input)
         elif kind == "integer":
             _require(op, meta.dtype, lambda d: not d.is_floating_point and d is not dt.bool_,
                      "integer tensors", input, other)
@@ -376,11 +377,12 @@ def rad2deg(input: Tensor) -> Tensor:
            variants="function method inplace out", cost=costs.pointwise(2))
 def frac(input: Tensor) -> Tensor:
     """The fractional part of each element: `input - trunc(input)`, with its sign."""
-    _floating_only("frac", input.dtype)
+    _floating_only("frac", input.dtype, input)
     return input - trunc(input)
 
 
-@composite(variants="function method inplace out", cost=costs.pointwise(12))
+@composite(variants="function method inplace out", cost=costs.pointwise(12),
+           node_label="SincBackward0")
 def sinc(input: Tensor) -> Tensor:
     """The normalized sinc function `sin(pi x) / (pi x)` of each element (1 at 0)."""
     x = _as_float(input)
@@ -579,7 +581,7 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
 def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
     """`log2(2**input + 2**other)`, computed without overflow or underflow."""
     check_tensors("logaddexp2", input, other)
-    _floating_only("logaddexp2", _common("logaddexp2", input, other))
+    _floating_only("logaddexp2", _common("logaddexp2", input, other), input)
     with no_grad():
         larger = maximum_of(input, other)
         out = larger + log1p((-(input - other).abs()).exp2()) / _LN2
@@ -764,7 +766,7 @@ def shrink_passes(input: Tensor, lambd: float) -> Tensor:
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """The hard shrinkage function: `input` where `|input| > lambd`, else 0 (NaN stays),
     as one node."""
-    _floating_only("hardshrink", input.dtype)
+    _floating_only("hardshrink", input.dtype, input)
     with no_grad():
         out = where(shrink_passes(input, lambd), input, 0.0)
     record_grad(OPS["hardshrink"], (input,), {"lambd": lambd}, out)
@@ -773,11 +775,11 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 
 # (in PyTorch's autocast lists of both devices: the low-precision dtype)
 @composite(variants="function method", cost=costs.pointwise(3), precision=P.LOWER,
-           cpu_precision=P.LOWER)
+           cpu_precision=P.LOWER, node_label="PreluKernelBackward0")
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """The parametric ReLU: `input` where it is > 0, else `weight * input`; `weight` has
     one element, or one per channel (dim 1)."""
-    _floating_only("prelu", input.dtype)
+    _floating_only("prelu", input.dtype, input)
     if weight.numel() != 1:
         channels = input.shape[1] if input.ndim >= 2 else 1
         if weight.numel() != channels:

@@ -54,7 +54,9 @@ from ember.core.apply import apply_labelled, record_grad
 from ember.core.backend import LinAlgError
 from ember.core.creation import arange, eye, randn, tensor, zeros
 from ember.core.declare import composite, primitive, write_out
+from ember.core.dispatch import user_stacklevel
 from ember.core.grad_mode import no_grad
+from ember.core.graph import relabel
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import conj, where
@@ -90,6 +92,10 @@ def _split(packed: Tensor, *shapes: tuple[int, ...]) -> list[Tensor]:
         size = math.prod(shape)
         outs.append(packed[..., start:start + size].reshape(batch + tuple(shape)))
         start += size
+    label = getattr(packed._node, "label", None)
+    if label:  # each output shows the kernel's node (`LinalgQrBackward0`), as PyTorch's
+        for out in outs:
+            relabel(out, label, (packed,))
     return outs
 
 
@@ -143,7 +149,7 @@ def deprecated(op: str, advice: str) -> None:
     if op not in _WARNED:
         _WARNED.add(op)
         warnings.warn(f"torch.{op} is deprecated in favor of {advice}", UserWarning,
-                      stacklevel=4)
+                      stacklevel=user_stacklevel())  # (the caller's line, however wrapped)
 
 
 # -- determinants ---------------------------------------------------------------------------
@@ -547,7 +553,7 @@ def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor
 
 
 @composite(complex=True, variants="function method", cost=_matrix_cost(1.0),
-           cpu_precision=P.FLOAT32)
+           cpu_precision=P.FLOAT32, node_label="CholeskyInverseBackward0")
 def cholesky_inverse(input: Tensor, upper: bool = False) -> Tensor:
     """The inverse of `A = L @ L^T` given its Cholesky factor L (`A = U^T @ U` given U
     with `upper`)."""
@@ -1125,7 +1131,7 @@ def _tolerance(op: str, S: Tensor, shape: tuple, atol: Any, rtol: Any) -> Tensor
     return tol.clamp(min=atol)
 
 
-@composite(complex=True, variants="", cost=_matrix_cost(12.0))
+@composite(complex=True, variants="", cost=_matrix_cost(12.0), node_label="LinalgPinvBackward0")
 def linalg_pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False,
                 out: Any = None) -> Tensor:
     """`linalg.pinv`: the Moore-Penrose pseudo-inverse, through the SVD (the
@@ -1200,7 +1206,8 @@ def _check_lstsq(A: Tensor, B: Tensor, driver: str | None) -> bool:
     return vector
 
 
-@composite(complex=True, variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32,
+           node_label="LinalgLstsqBackward0")
 def linalg_lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,
                  driver: str | None = None) -> Any:
     """`linalg.lstsq`: the X minimizing `||A @ X - B||` (through the pseudo-inverse), with
@@ -1367,14 +1374,14 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
 LUResult = return_type("linalg_lu", ["P", "L", "U"])
 
 
-@composite(variants="", cost=_matrix_cost(2 / 3))
+@composite(variants="", cost=_matrix_cost(2 / 3), node_label="LinalgLuBackward0")
 def linalg_lu(A: Tensor, *, pivot: bool = True, out: Any = None) -> Any:
     """`linalg.lu`: `A = P @ L @ U` with partial pivoting, as a named triple."""
     LU, pivots, _ = _lu_factor("linalg.lu", A, pivot)
     return LUResult(*lu_unpack(LU, pivots))
 
 
-@composite(variants="", cost=_matrix_cost(2.0))
+@composite(variants="", cost=_matrix_cost(2.0), node_label="LinalgLuSolveBackward0")
 def linalg_lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
                     adjoint: bool = False, out: Any = None) -> Tensor:
     """`linalg.lu_solve`: the solution X of `A @ X = B` given `lu_factor(A)` (`A^T @ X = B`
@@ -1405,7 +1412,8 @@ def _permute_rows(B: Tensor, rows: Tensor) -> Tensor:
     return B.expand(batch + tuple(B.shape[-2:])).gather(-2, index)
 
 
-@composite(variants="function method", cost=_matrix_cost(2.0))
+@composite(variants="function method", cost=_matrix_cost(2.0),
+           node_label="LinalgLuSolveBackward0")
 def lu_solve(input: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
     """The solution of `A @ X = input` given A's LU factorization (deprecated in PyTorch
     for `linalg.lu_solve`)."""
@@ -1559,7 +1567,8 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
     return result
 
 
-@composite(complex=True, variants="function method", cost=_matrix_cost(40.0))
+@composite(complex=True, variants="function method", cost=_matrix_cost(40.0),
+           node_label="LinalgMatrixExpBackward0")
 def matrix_exp(A: Tensor) -> Tensor:
     """The matrix exponential `sum_k A^k / k!`, by scaling and squaring: a Taylor
     polynomial of `A / 2^s` (with `||A / 2^s||_1 <= 1/2`), squared `s` times."""

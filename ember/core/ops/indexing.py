@@ -487,7 +487,9 @@ def _warn_scatter_reduce_once() -> None:
            cost=costs.movement, grad=Grad(
                input=lambda grad, index, dim: grad.scatter(dim, index, 0.0),
                src=lambda grad, index, dim, src_shape: _pad_to(
-                   gather_in_bounds(grad, dim, index), src_shape)))
+                   gather_in_bounds(grad, dim, index), src_shape)),
+           node_label=lambda input, dim, index, src=None, **kwargs:
+           None if isinstance(src, Tensor) else "ScatterBackward1")  # (scatter.value)
 def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
             reduce: str | None = None) -> Tensor:
     """A copy of `input` with `src` (or `value`) written along `dim` at `index`;
@@ -1145,7 +1147,8 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
                           include_self=include_self)
 
 
-@composite(complex=True, variants="function method inplace", cost=costs.movement)
+@composite(complex=True, variants="function method inplace", cost=costs.movement,
+           node_label="MaskedScatterBackward0")
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """A copy of `input` with the leading elements of `source`, in order, written where
     `mask` (broadcast to `input`) is true."""

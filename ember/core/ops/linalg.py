@@ -323,7 +323,7 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any
 
 
 @composite(complex=True, variants="function method inplace out", exact_out=True,
-           cost=_addmm_cost,
+           cost=_addmm_cost, node_label="BaddbmmBackward0",
            precision=P.LOWER, cpu_precision=P.LOWER)
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
             alpha: Any = 1) -> Tensor:
@@ -403,7 +403,8 @@ def _word(d: dt.dtype) -> str:
     return _WORDS.get(d.name, d.name)
 
 
-@composite(complex=True, variants="function method out", cost=costs.pointwise(1))
+@composite(complex=True, variants="function method out", cost=costs.pointwise(1),
+           node_label="UnsafeViewBackward0")
 def kron(input: Tensor, other: Tensor) -> Tensor:
     """The Kronecker product: every element of `input` times all of `other`, in blocks
     (the shorter shape is padded with leading 1s)."""
@@ -560,7 +561,8 @@ def _cross(a: Tensor, b: Tensor, d: int) -> Tensor:
                 i[0] * j[1] - i[1] * j[0]], d)
 
 
-@composite(variants="function method out", cost=costs.pointwise(3))
+@composite(variants="function method out", cost=costs.pointwise(3),
+           node_label="LinalgCrossBackward0")
 def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     """The cross product of 3-vectors along `dim` (None: the first dimension of size 3,
     with PyTorch's deprecation warning)."""
@@ -574,7 +576,8 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     return _cross(a, b, d)
 
 
-@composite(complex=True, variants="", cost=costs.pointwise(3))
+@composite(complex=True, variants="", cost=costs.pointwise(3),
+           node_label="LinalgCrossBackward0")
 def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
     """`linalg.cross`: the cross product of 3-vectors along `dim` (broadcasting)."""
     a, b, d = _cross_dim("linalg.cross", input, other, dim)
@@ -765,6 +768,20 @@ def _sublist_equation(args: tuple) -> tuple[str, tuple]:
     return equation, tuple(args[::2])
 
 
+def _einsum_label(equation: str, n: int) -> str:
+    """The node PyTorch's einsum ends in: a lone operand's sum (`SumBackward1`) or
+    permute (`PermuteBackward0`); for several, the view of its bmm when any subscript is
+    summed (`ViewBackward0`), else their product (`MulBackward0`)."""
+    lhs, arrow, rhs = equation.partition("->")
+    letters = set(lhs) - {",", "."}
+    if not arrow:  # implicit output: the subscripts that appear once
+        rhs = "".join(c for c in letters if lhs.count(c) == 1)
+    summed = letters - set(rhs)
+    if n == 1:
+        return "SumBackward1" if summed else "PermuteBackward0"
+    return "ViewBackward0" if summed else "MulBackward0"
+
+
 def _einsum_cost(*operands: Any, equation: str) -> Cost:
     sizes: dict[str, int] = {}
     terms = equation.partition("->")[0].split(",")
@@ -791,4 +808,5 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     _parse_checks(equation, len(operands))
     equation = _expand_ellipsis(equation.replace(" ", ""), operands)
     operands = _contraction_dtypes(equation, operands)
-    return apply(OPS["einsum"], *operands, equation=equation)
+    return apply_labelled(OPS["einsum"], _einsum_label(equation, len(operands)), *operands,
+                          equation=equation)

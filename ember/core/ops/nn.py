@@ -35,7 +35,7 @@ from ember.core.apply import DeclaredNode, apply, record_grad
 from ember.core.backend import numpy_dtype
 from ember.core.creation import arange, full, ones, tensor, zeros
 from ember.core.declare import composite, fused_kernel, primitive
-from ember.core.dispatch import device_mismatch, run_fused
+from ember.core.dispatch import device_mismatch, run_fused, user_stacklevel
 from ember.core.errors import warn_once, with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import ShownNode, edge_of, record, shown_as
@@ -387,9 +387,25 @@ def _opmath(x: Tensor) -> Tensor:
     return to_dtype(x, dt.float32) if x._dtype in _HALF_FLOATS else x
 
 
+_FLOAT_KERNELS = {"gelu": "GeluKernelImpl", "silu": "silu_{}", "leaky_relu": "leaky_relu_{}",
+                  "elu": "elu_{}", "softplus": "softplus_{}", "softshrink": "softshrink_check"}
+"""PyTorch's kernel names of the activations with floating (and complex) kernels only, as
+its error for an integer or bool input names them ({} the device type)."""
+
+
+def refuse_integer(kernel: str, input: Tensor) -> None:
+    """PyTorch's error for an activation whose kernel takes no integer or bool tensor:
+    `"silu_cpu" not implemented for 'Long'` (no silent cast to float)."""
+    if not (input._dtype.is_floating_point or input._dtype.is_complex):
+        raise NotImplementedError(f'"{kernel.format(input._device.type)}" not implemented '
+                                  f"for '{scalar_type_name(input._dtype)}'")
+
+
 def _activation(name: str, input: Tensor, compute: Any, attrs: dict,
                 label: str | None = None) -> Tensor:
     """`compute(input)` (in opmath, rounded once) as one node with `name`'s gradient."""
+    if name in _FLOAT_KERNELS:
+        refuse_integer(_FLOAT_KERNELS[name], input)
     with no_grad():
         x = _opmath(input)
         out = compute(x)
@@ -689,7 +705,8 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
             left, right = _same_padding(kernel, dilation)
             if left != right:  # uneven: pad the extra element on the right, as PyTorch does
                 warn_once("Using padding='same' with even kernel lengths and odd dilation may "
-                          "require a zero-padded copy of the input be created")
+                          "require a zero-padded copy of the input be created",
+                          stacklevel=user_stacklevel())
                 extra = []
                 for a, b in reversed(list(zip(left, right))):
                     extra += [0, b - a]
@@ -825,7 +842,15 @@ def conv_transpose_nd(g: Tensor, w: Tensor, stride: tuple, padding: tuple, dilat
     return col2im(cols, size, tuple(w.shape[2:]), dilation, padding, stride)
 
 
-@composite(variants="function", cost=_conv_cost, precision=P.LOWER, cpu_precision=P.LOWER)
+def _conv_label(input: Tensor, weight: Tensor, *args: Any, **kwargs: Any) -> str | None:
+    """PyTorch's one `ConvolutionBackward0` node for a batched convolution of any groups
+    (grouped ones here are im2col + matmul + bias); an unbatched one ends in a squeeze
+    (`SqueezeBackward1`), which stays."""
+    return "ConvolutionBackward0" if input.ndim == weight.ndim else None
+
+
+@composite(variants="function", cost=_conv_cost, precision=P.LOWER, cpu_precision=P.LOWER,
+           node_label=_conv_label)
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """1-D convolution (cross-correlation) over (N, C, L) inputs."""
@@ -833,7 +858,7 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
 
 
 @composite(variants="function", traced_as_node=True, cost=_conv_cost, precision=P.LOWER,
-           cpu_precision=P.LOWER)
+           cpu_precision=P.LOWER, node_label=_conv_label)
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """2-D convolution (cross-correlation) over (N, C, H, W) inputs."""
@@ -841,7 +866,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
 
 
 @composite(variants="function", traced_as_node=True, cost=_conv_cost, precision=P.LOWER,
-           cpu_precision=P.LOWER)
+           cpu_precision=P.LOWER, node_label=_conv_label)
 def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """3-D convolution (cross-correlation) over (N, C, D, H, W) inputs."""
@@ -947,7 +972,8 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
                            output_padding, groups, dilation)
 
 
-@composite(variants="function", traced_as_node=True, precision=P.LOWER)  # (not on the CPU)
+@composite(variants="function", traced_as_node=True, precision=P.LOWER,  # (not on the CPU)
+           node_label=_conv_label)
 def convolution(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Sequence[int],
                 padding: Sequence[int], dilation: Sequence[int], transposed: bool,
                 output_padding: Sequence[int], groups: int) -> Tensor:

@@ -293,7 +293,14 @@ def ravel(input: Tensor) -> Tensor:
 # -- diagonals ------------------------------------------------------------------------
 
 
-@composite(complex=True, variants="function method out", cost=costs.movement)
+def _diag_label(input: Tensor, *args: Any, **kwargs: Any) -> str | None:
+    """PyTorch's node of `diag`: its 1-D case is diag_embed's; its 2-D one a
+    `diagonal_copy`'s."""
+    return "DiagonalBackward0_copy" if input.ndim == 2 else None
+
+
+@composite(complex=True, variants="function method out", cost=costs.movement,
+           node_label=_diag_label)
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     """Of a 1-D tensor, the square matrix with it on diagonal `diagonal`; of a 2-D tensor,
     a copy of its diagonal `diagonal`."""
@@ -304,7 +311,7 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
 
 
-@composite(complex=True, cost=costs.movement)
+@composite(complex=True, cost=costs.movement, node_label="DiagEmbedBackward0")
 def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """A tensor whose diagonals (`offset`, in the plane of `dim1` and `dim2` of the
     result) hold the last dimension of `input`; zeros elsewhere."""
@@ -509,7 +516,8 @@ def cartesian_prod(*tensors: Tensor) -> Tensor:
     return stack([reshape(g, (-1,)) for g in grids], 1)
 
 
-@composite(complex=True, variants="function", cost=costs.movement)
+@composite(complex=True, variants="function", cost=costs.movement,
+           node_label="BlockDiagBackward0")
 def block_diag(*tensors: Tensor) -> Tensor:
     """The block-diagonal matrix of the inputs (0-d tensors are 1 x 1 blocks, 1-D ones
     rows), zeros elsewhere, in their promoted dtype."""
@@ -612,7 +620,9 @@ def unravel_index(indices: Tensor, shape: Any) -> tuple:
 # -- repeat_interleave ----------------------------------------------------------------
 
 
-@composite(complex=True, cost=costs.movement)
+@composite(complex=True, cost=costs.movement,
+           node_label=lambda input, repeats=None, *args, **kwargs:
+           "ViewBackward0" if isinstance(repeats, int) else None)  # (a tensor's: index_select)
 def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None, *,
                       output_size: int | None = None) -> Tensor:
     """Repeats each element (each slice along `dim`) `repeats` times, in place order;

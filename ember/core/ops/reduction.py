@@ -281,7 +281,9 @@ def _prod_grad(grad, input, result, dims, keepdim):
 
 @primitive(complex=True, variants="function method out", rule=_reduction_rule("prod"),
            precision=P.FLOAT32, out_is_dtype=True,
-           cpu_precision=P.FLOAT32, cost=costs.reduction(1), grad=Grad(input=_prod_grad))
+           cpu_precision=P.FLOAT32, cost=costs.reduction(1), grad=Grad(input=_prod_grad),
+           node_label=lambda input, dim=None, *args, **kwargs:
+           None if dim is None else "ProdBackward1")  # (PyTorch's prod.dim_int overload)
 def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
          dtype: Any = None) -> Tensor:
     """The product of the elements over `dim` (all of them when None)."""
@@ -748,7 +750,7 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
 AminmaxResult = return_type("aminmax", ["min", "max"])
 
 
-@composite(variants="function method out", cost=costs.reduction(2))
+@composite(variants="function method out", cost=costs.reduction(2), node_label="NansumBackward0")
 def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *,
            dtype: Any = None) -> Tensor:
     """The sum over `dim`, counting NaN as zero."""
@@ -806,7 +808,8 @@ def trace(input: Tensor) -> Tensor:
     return sum(input[i, i])
 
 
-@composite(variants="function method inplace out", cost=costs.reduction(4))
+@composite(variants="function method inplace out", cost=costs.reduction(4),
+           node_label="RenormBackward0")
 def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     """Each slice along `dim` (over all the other dimensions) with a `p`-norm above
     `maxnorm` scaled down to norm `maxnorm` (PyTorch's `maxnorm / (norm + 1e-7)`)."""

@@ -64,7 +64,8 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     return out
 
 
-@composite(variants="function method out", cost=costs.reduction(6))
+@composite(variants="function method out", cost=costs.reduction(6),
+           node_label="LogcumsumexpBackward0")
 def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     """`log(cumsum(exp(input), dim))`, computed without overflow."""
     if not input.dtype.is_floating_point:
@@ -108,14 +109,14 @@ def _cum_extreme(op: str, input: Tensor, dim: int) -> tuple[Tensor, Tensor]:
     return gather_in_bounds(input, d, indices), indices
 
 
-@composite(variants="function method", cost=costs.reduction(4))
+@composite(variants="function method", cost=costs.reduction(4), node_label="CummaxBackward0")
 def cummax(input: Tensor, dim: int) -> Any:
     """The running maximum along `dim` and where it was found, as a named (values,
     indices) pair."""
     return CummaxResult(*_cum_extreme("cummax", input, dim))
 
 
-@composite(variants="function method", cost=costs.reduction(4))
+@composite(variants="function method", cost=costs.reduction(4), node_label="CumminBackward0")
 def cummin(input: Tensor, dim: int) -> Any:
     """The running minimum along `dim` and where it was found, as a named (values,
     indices) pair."""
@@ -188,7 +189,14 @@ def _neighbour_sums(op: str, y: Tensor, dim: int) -> tuple[Tensor, int]:
     return narrow(y, d, 1, length - 1) + narrow(y, d, 0, length - 1), d
 
 
-@composite(complex=True, variants="function", cost=costs.reduction(3))
+def _trapezoid_label(y: Tensor, x: Tensor | None = None, **kwargs: Any) -> str:
+    """PyTorch's last step of trapezoid: the division by 2 of the spacings' sum with `x`,
+    else the product with `dx`."""
+    return "DivBackward1" if x is not None else "MulBackward1"
+
+
+@composite(complex=True, variants="function", cost=costs.reduction(3),
+           node_label=_trapezoid_label)
 def trapezoid(y: Tensor, x: Tensor | None = None, *, dx: Any = None, dim: int = -1) -> Tensor:
     """The integral of `y` along `dim` by the trapezoidal rule, at points `x` (or evenly
     spaced `dx` apart, 1 by default)."""
@@ -199,13 +207,16 @@ def trapezoid(y: Tensor, x: Tensor | None = None, *, dx: Any = None, dim: int = 
     return sum_(pairs * _spacing("trapezoid", y, x, dx, d), d) / 2.0
 
 
-@composite(complex=True, variants="function", cost=costs.reduction(3))
+@composite(complex=True, variants="function", cost=costs.reduction(3),
+           node_label=_trapezoid_label)
 def trapz(y: Tensor, x: Tensor | None = None, *, dx: Any = None, dim: int = -1) -> Tensor:
     """`trapezoid` (its older name)."""
     return trapezoid(y, x, dx=dx, dim=dim)
 
 
-@composite(complex=True, variants="function", cost=costs.reduction(3))
+@composite(complex=True, variants="function", cost=costs.reduction(3),
+           node_label=lambda y, x=None, **kwargs:
+           "DivBackward1" if x is not None else "CumsumBackward0")
 def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: Any = None,
                          dim: int = -1) -> Tensor:
     """The running integral of `y` along `dim` by the trapezoidal rule (one element

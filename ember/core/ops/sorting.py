@@ -307,7 +307,9 @@ def _median(op: str, input: Tensor, dim: Any, keepdim: bool, ignore_nan: bool) -
     return result(*_pick(input, x, d, order, pos, keepdim))
 
 
-@composite(variants="function method", cost=costs.reduction(8), grad=Grad(input=_median_grad))
+@composite(variants="function method", cost=costs.reduction(8), grad=Grad(input=_median_grad),
+           node_label=lambda input, dim=None, *args, **kwargs:
+           None if dim is None else "MedianBackward1")
 def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     """The lower median of all elements; with `dim`, a named (values, indices) pair of
     the lower medians along it. NaN propagates: a row with a NaN has median NaN."""
@@ -316,14 +318,15 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
 
 
 @composite(variants="function method", cost=costs.reduction(8),
-           grad=Grad(input=_median_grad))
+           grad=Grad(input=_median_grad), node_label=lambda input, dim=None, *args, **kwargs:
+           None if dim is None else "NanmedianBackward1")
 def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     """`median`, ignoring NaN (NaN only where a row is all NaN)."""
     check_bool("nanmedian", "keepdim", keepdim, 2)
     return _median("nanmedian", input, dim, keepdim, ignore_nan=True)
 
 
-@composite(variants="function method", cost=costs.reduction(10))
+@composite(variants="function method", cost=costs.reduction(10), node_label="ModeBackward0")
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
     """The most frequent value along `dim` (the smallest of those equally frequent) and
     the index of its last occurrence, as a named (values, indices) pair."""
@@ -453,7 +456,7 @@ def _lerp(start: Tensor, end: Tensor, weight: Tensor) -> Tensor:
     return where(weight < 0.5, start + weight * step, end - step * (1 - weight))
 
 
-@composite(variants="function method", cost=costs.reduction(10),
+@composite(variants="function method", node_label="SqueezeBackward4", cost=costs.reduction(10),
            cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def quantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
              interpolation: str = "linear", out: Tensor | None = None) -> Tensor:
@@ -465,7 +468,7 @@ def quantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = Fals
     return _quantile_out("quantile", result, out)
 
 
-@composite(variants="function method", cost=costs.reduction(10),
+@composite(variants="function method", node_label="SqueezeBackward4", cost=costs.reduction(10),
            cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def nanquantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
                 interpolation: str = "linear", out: Tensor | None = None) -> Tensor:
