@@ -7,7 +7,7 @@ from ember.autograd import (
 )
 from ember.autograd.variable import Variable
 from ember.core import engine as _engine
-from ember.core.anomaly_mode import detect_anomaly, set_detect_anomaly
+from ember.autograd.anomaly_mode import detect_anomaly, set_detect_anomaly
 from ember.core.backend import api_name
 from ember.core.engine import queue_callback
 from ember.core.function import Function, FunctionCtx
