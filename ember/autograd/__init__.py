@@ -5,9 +5,9 @@ from ember.autograd import (
     function,  # noqa: F401  (torch.autograd.function.X without an import)
     grad_mode,  # noqa: F401  (torch.autograd.grad_mode.no_grad & co)
 )
+from ember.autograd.anomaly_mode import detect_anomaly, set_detect_anomaly
 from ember.autograd.variable import Variable
 from ember.core import engine as _engine
-from ember.autograd.anomaly_mode import detect_anomaly, set_detect_anomaly
 from ember.core.backend import api_name
 from ember.core.engine import queue_callback
 from ember.core.function import Function, FunctionCtx
