@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from ember.backends.xp.lib import ArrayLib, Kernel
-from ember.core.backend import LinAlgError
+from ember.core.backend import LinAlgError, logical_to_physical_perm
 
 TRSM_BLOCK = 64
 """Rows a triangular solve substitutes one by one before a matrix product updates the
@@ -436,27 +436,5 @@ def _elementwise_layout(output: str, pairs: list[tuple[str, tuple[int, ...]]]) -
             own[c] = 0 if n == 1 and sizes[c] != 1 else step
             step *= n
         strides.append([own.get(c, 0) for c in output])
-    shape = [sizes.get(c, 1) for c in output]
-
-    def should_swap(d0: int, d1: int) -> int:
-        for st in strides:
-            s0, s1 = st[d0], st[d1]
-            if s0 == 0 or s1 == 0:
-                continue
-            if s0 != s1:
-                return -1 if s0 < s1 else 1
-            if shape[d0] > shape[d1]:
-                return 1
-        return 0
-
-    perm = list(range(len(output)))[::-1]  # fastest first
-    for i in range(1, len(perm)):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            cmp = should_swap(perm[d0], perm[d1])
-            if cmp > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif cmp < 0:
-                break
-    return perm[::-1]
+    shape = tuple(sizes.get(c, 1) for c in output)
+    return logical_to_physical_perm(shape, strides)[0]
