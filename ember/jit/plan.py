@@ -83,8 +83,9 @@ def make_plan(tape: Tape, wanted: list[int]) -> Plan:
              for op, kernel, specs, kw, out in tape.steps]
     if os.environ.get("EMBER_COMPILE_PLAN", "1") == "0":  # the tape as recorded
         return Plan(steps, 0, 0, 0)
-    steps, pooled_first = _pool_before_relu(tape, steps, set(wanted))
-    steps, backends = _fuse_chains(tape, steps, list(tape.backends), set(wanted))
+    steps, backends, pooled_first = _pool_before_relu(tape, steps, list(tape.backends),
+                                                      set(wanted))
+    steps, backends = _fuse_chains(tape, steps, backends, set(wanted))
     return _plan_buffers(tape, steps, backends, set(wanted))._replace(
         pooled_first=pooled_first)
 
@@ -148,19 +149,21 @@ def _writes(step: PlanStep) -> bool:
 
 # -- the rewrite: max pooling before ReLU --------------------------------------------------
 
-def _pool_before_relu(tape: Tape, steps: list[PlanStep], wanted: set[int]
-                      ) -> tuple[list[PlanStep], int]:
-    """`steps` with each `relu -> max_pool` pair (and its backward pair) run pool first,
-    where that provably computes the same (see the module's docstring); and how many."""
+def _pool_before_relu(tape: Tape, steps: list[PlanStep], backends: list[Any],
+                      wanted: set[int]) -> tuple[list[PlanStep], list[Any], int]:
+    """`steps` (and their `backends`) with each `relu -> max_pool` pair (and its backward
+    pair) run pool first, where that provably computes the same (see the module's
+    docstring); and how many."""
     done = 0
-    while (rewritten := _pool_one_relu(tape, steps, wanted)) is not None:
-        steps, done = rewritten, done + 1
-    return steps, done
+    while (rewritten := _pool_one_relu(tape, steps, backends, wanted)) is not None:
+        (steps, backends), done = rewritten, done + 1
+    return steps, backends, done
 
 
-def _pool_one_relu(tape: Tape, steps: list[PlanStep], wanted: set[int]
-                   ) -> list[PlanStep] | None:
-    """`steps` with the first pair `_relu_pool_pair` finds rewritten; None if none."""
+def _pool_one_relu(tape: Tape, steps: list[PlanStep], backends: list[Any], wanted: set[int]
+                   ) -> tuple[list[PlanStep], list[Any]] | None:
+    """`steps` and `backends` with the first pair `_relu_pool_pair` finds rewritten; None
+    if none."""
     readers: dict[int, list[int]] = {}  # slot -> the steps that read it
     for n, step in enumerate(steps):
         for kind, value in _specs(step):
@@ -180,10 +183,10 @@ def _pool_one_relu(tape: Tape, steps: list[PlanStep], wanted: set[int]
     kw = {k: v for k, (_, v) in steps[pool].kw.items()}
     pooled = _new_slot(tape, steps[pool].kernel(_buffer(tape, x), **kw)[0],
                        _dtype(tape, (SLOT, activated)))
-    out = list(steps)
-    out[n] = None
-    out[pool] = [steps[pool]._replace(args=(x,), out=(tuple, [pooled, None])),
-                 relu._replace(args=((SLOT, pooled),), out=activated)]
+    out = [[(step, backend)] for step, backend in zip(steps, backends)]
+    out[n] = []
+    out[pool] = [(steps[pool]._replace(args=(x,), out=(tuple, [pooled, None])), backends[pool]),
+                 (relu._replace(args=((SLOT, pooled),), out=activated), backends[n])]
     if pool_bwd is not None:
         # ReLU's backward masks where the pool's result is not positive: read from the
         # pool's result before ReLU, so that the ReLU's result has no reader here (and a
@@ -191,11 +194,13 @@ def _pool_one_relu(tape: Tape, steps: list[PlanStep], wanted: set[int]
         g, _, _, *rest = steps[pool_bwd].args
         masked = _new_slot(tape, steps[relu_bwd].kernel(tape.keep[pooled],
                                                         _buffer(tape, g)), _dtype(tape, g))
-        out[pool_bwd] = steps[relu_bwd]._replace(args=((SLOT, pooled), g), out=masked)
-        out[relu_bwd] = steps[pool_bwd]._replace(args=((SLOT, masked), x, (SLOT, pooled),
-                                                       *rest), out=steps[relu_bwd].out)
-    return [s for entry in out if entry is not None
-            for s in (entry if isinstance(entry, list) else [entry])]
+        out[pool_bwd] = [(steps[relu_bwd]._replace(args=((SLOT, pooled), g), out=masked),
+                          backends[relu_bwd])]
+        out[relu_bwd] = [(steps[pool_bwd]._replace(args=((SLOT, masked), x, (SLOT, pooled),
+                                                         *rest), out=steps[relu_bwd].out),
+                          backends[pool_bwd])]
+    pairs = [pair for entry in out for pair in entry]
+    return [step for step, _ in pairs], [backend for _, backend in pairs]
 
 
 def _relu_pool_pair(tape: Tape, steps: list[PlanStep], n: int,
