@@ -293,8 +293,14 @@ def _print_memory(names: list[str], ember_args: list[str], amp: list[str],
     # its heap's peak, backends/cpu/memory.py, and the sampler would see a flat line)
     env = {"MALLOC_MMAP_THRESHOLD_": str(64 << 10), "MALLOC_TRIM_THRESHOLD_": str(64 << 10),
            "EMBER_CPU_MALLOC": "system"}
-    ours = in_child(__file__, "ember", names, ember_args + ["--memory"], env)
-    theirs = in_child(__file__, "torch", names, amp + ["--memory"], env) if with_torch else {}
+    # each workload in a process of its own: what an earlier workload left in the heap
+    # (its free blocks, its arenas) would otherwise decide what the next one's step costs
+    # (measured: the tiny step rose 28 KiB after the MLP's, 0 KiB alone)
+    ours, theirs = {}, {}
+    for n in names:
+        ours.update(in_child(__file__, "ember", [n], ember_args + ["--memory"], env))
+        if with_torch:
+            theirs.update(in_child(__file__, "torch", [n], amp + ["--memory"], env))
     print("\nPeak memory of one step above the steady state (activations, gradients in "
           "flight, temporaries)")
     print(f"{'workload':44s} {'ember':>11s} {'torch':>11s} {'ember/torch':>12s}  goal")
