@@ -253,7 +253,9 @@ def test_set_printoptions_prints_as_torch(print_options, options):
     torch = print_options
     values = [np.arange(12, dtype=np.float32).reshape(3, 4) / 7,
               np.array([1e-5, 1.0, 3e5], dtype=np.float32),
-              np.arange(2000, dtype=np.float32), np.array([1.5, 300.0], dtype=np.float32)]
+              np.arange(2000, dtype=np.float32), np.array([1.5, 300.0], dtype=np.float32),
+              # no nonzero finite value: `0.`, `-0.`, `nan` whatever sci_mode says
+              np.array([0.0, -0.0, np.nan, -np.inf], np.float32), np.zeros((2, 2), np.float32)]
     ember.set_printoptions(**options)
     torch.set_printoptions(**options)
     for v in values:

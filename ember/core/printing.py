@@ -76,11 +76,11 @@ class _Formatter:
             # PyTorch looks only at nonzero finite values, for the mode and the width
             measured = values[np.isfinite(values) & (values != 0)].astype(np.float64)
             self.int_mode = bool(np.all(measured == np.round(measured)))
-            if measured.size:
+            if measured.size:  # (none: plain `0.`/`nan`, whatever sci_mode says)
                 hi, lo = np.abs(measured).max(), np.abs(measured).min()
                 self.sci = hi / lo > 1000 or hi > 1e8 or (not self.int_mode and lo < 1e-4)
-            if PRINT_OPTIONS.sci_mode is not None:
-                self.sci = PRINT_OPTIONS.sci_mode
+                if PRINT_OPTIONS.sci_mode is not None:
+                    self.sci = PRINT_OPTIONS.sci_mode
         self.width = max((len(self.raw(v)) for v in measured), default=1)
 
     def raw(self, v) -> str:
