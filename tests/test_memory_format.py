@@ -168,3 +168,55 @@ def test_format_rules_match_torch(shape, order, step):
         in_cl = out.is_contiguous(memory_format=torch.channels_last)
         if in_cl != out.is_contiguous():  # (both: a layout that cannot tell them apart)
             assert (suggested is ember.channels_last) == in_cl, (size, strides)
+
+
+# -- results of copies and elementwise ops on views with gaps or broadcast dims ----------
+
+def _view_chain(lib, rng, shape):
+    """A view of an arange of `shape` made by a few random transposes, slices with steps,
+    narrows and expands (the same draws for both libraries)."""
+    x = lib.arange(int(np.prod(shape)), dtype=lib.float32).reshape(shape) - 3
+    for kind in rng.integers(0, 4, 3):
+        nd = x.dim()
+        d = int(rng.integers(nd))
+        if kind == 0 and nd >= 2:
+            x = x.transpose(d, (d + 1) % nd)
+        elif kind == 1 and x.shape[d] > 2:
+            x = x[(slice(None),) * d + (slice(None, None, 2),)]
+        elif kind == 2 and x.shape[d] > 1:
+            x = x.narrow(d, 1, x.shape[d] - 1)
+        else:
+            x = x.unsqueeze(d).expand(*x.shape[:d], 3, *x.shape[d:])
+    return x
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_copies_and_elementwise_results_laid_out_as_torch(seed):
+    """PyTorch's layouts: a copy (`to`, `clone`, `*_like`) keeps dense strides and lays a
+    view with gaps or broadcast dims out densely in its memory order (infer_dense_strides);
+    an elementwise result follows TensorIterator's order, where a broadcast dim says
+    nothing (NumPy would put it outermost). Strides of size-1 dims aside."""
+    checked = []
+    for lib_seed in range(5):
+        shape = tuple(int(n) for n in np.random.default_rng(seed * 5 + lib_seed)
+                      .integers(1, 5, 1 + (seed + lib_seed) % 3))
+        views = [_view_chain(lib, np.random.default_rng(seed * 5 + lib_seed), shape)
+                 for lib in (ember, torch)]
+        if views[0].stride() != views[1].stride():
+            continue  # (a size-1 dim's stride, which ember's views do not always copy)
+        checked.append(views[1].stride())
+        ops = {"double": lambda x: x.double(), "clone": lambda x: x.clone(),
+               "exp": lambda x: x.exp(), "neg": lambda x: -x, "relu": lambda x: x.relu(),
+               "gt": lambda x: x > 0, "flip": lambda x: x.flip(0), "mul": lambda x: x * x}
+        for name, op in ops.items():
+            ours, theirs = op(views[0]), op(views[1])
+            assert tuple(ours.shape) == tuple(theirs.shape)
+            assert ours.is_contiguous() == theirs.is_contiguous(), (name, views[1].stride())
+            assert [s for n, s in zip(ours.shape, ours.stride()) if n > 1] == \
+                [s for n, s in zip(theirs.shape, theirs.stride()) if n > 1], \
+                (name, tuple(theirs.shape), views[1].stride(), theirs.stride(), ours.stride())
+            np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+        assert [s for n, s in zip(views[1].shape, ember.empty_like(views[0]).stride())
+                if n > 1] == [s for n, s in zip(views[1].shape,
+                                                 torch.empty_like(views[1]).stride()) if n > 1]
+    assert checked

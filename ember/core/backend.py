@@ -283,6 +283,17 @@ def logical_to_physical_perm(shape: tuple, strides_of: list[tuple],
     return list(reversed(perm)), ambiguous
 
 
+def dense_strides(shape: tuple, strides: tuple) -> bool:
+    """Whether strides cover the elements with neither gaps nor overlap, in some order of
+    the dims (c10's is_non_overlapping_and_dense): what a PyTorch copy keeps exactly."""
+    expected = 1
+    for st, n in sorted((st, n) for n, st in zip(shape, strides) if n != 1):
+        if st != expected:
+            return False
+        expected *= n
+    return True
+
+
 class ViewNotPossible(RuntimeError):
     """Raised by a `reshape` kernel called with copy=False when the buffer's strides do not
     allow a view; core then copies (`reshape`) or raises (`view`)."""

@@ -126,22 +126,6 @@ def tensor_format(t: Any) -> memory_format:
     return suggest_memory_format(tuple(t.shape), t.stride())
 
 
-def memory_order(t: Any) -> tuple[int, ...] | None:
-    """The dims of a non-contiguous but dense, non-overlapping tensor from the outermost
-    in memory to the innermost (a transposed one's), or None when it is contiguous or has
-    gaps. PyTorch's `empty_like` keeps such a tensor's strides."""
-    if t.numel() == 0 or t.is_contiguous():
-        return None
-    shape, strides = tuple(t.shape), t.stride()
-    dims = sorted((d for d in range(len(shape)) if shape[d] != 1), key=lambda d: -strides[d])
-    expected = 1
-    for d in reversed(dims):
-        if strides[d] != expected:
-            return None
-        expected *= shape[d]
-    return tuple(d for d in range(len(shape)) if shape[d] == 1) + tuple(dims)
-
-
 def in_order(shape: tuple, order: Any, empty: Callable[[tuple], Any]) -> Any:
     """`empty` of `shape` whose dims lie in memory outermost-first in `order`."""
     inverse = [0] * len(order)
@@ -160,13 +144,14 @@ def empty_in_format(shape: tuple, fmt: memory_format, empty: Callable[[tuple], A
 
 def like_layout(t: Any, empty: Callable[[tuple], Any], fmt: Any = None) -> Any:
     """`empty(t.shape)` laid out as PyTorch's `empty_like(t, memory_format=fmt)`: for
-    preserve_format (the default), with `t`'s strides when `t` is dense but not
-    contiguous (a permuted view), else in the format its strides suggest. A fill of it
-    (`uniform_`, `bernoulli_`) then draws in PyTorch's order."""
+    preserve_format (the default), in `t`'s own memory order, whether `t` is dense (a
+    permuted view: its strides) or has gaps or broadcast dims (the dense strides of that
+    order: ATen's `infer_dense_strides`, TensorIterator's sort). A fill of it (`uniform_`,
+    `bernoulli_`) then draws in PyTorch's order."""
     fmt = preserve_format if fmt is None else fmt
     if fmt is preserve_format:
-        order = memory_order(t)
-        if order is not None:
-            return in_order(tuple(t.shape), order, empty)
-        fmt = tensor_format(t)
+        shape = tuple(t.shape)
+        if t.numel() == 0 or row_major(t):
+            return empty(shape)
+        return in_order(shape, logical_to_physical_perm(shape, [t.stride()])[0], empty)
     return empty_in_format(tuple(t.shape), fmt, empty)

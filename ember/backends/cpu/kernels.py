@@ -87,7 +87,7 @@ def _elementwise_kernel(f):
         if out is None:
             first = args[0] if type(args[0]) is ndarray else args[-1]
             # (a row-major first operand, the common case, costs one flag read)
-            if not first.flags.c_contiguous and len(args) == 2 and disordered(args, ndarray):
+            if not first.flags.c_contiguous and disordered(args, ndarray):
                 return _call_elementwise(ordered, args, None)
             if first.dtype is not _BF16 and first.dtype is not _F16:
                 result = f(*args)

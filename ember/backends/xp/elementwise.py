@@ -8,6 +8,7 @@ from ember.backends.xp.lib import (
     OVERLAP,
     ArrayLib,
     Kernel,
+    copy_like,
     disordered,
     in_torch_order,
     torch_layout,
@@ -213,7 +214,9 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             if dtype.name == "bool":  # nonzero: either part
                 return x != 0
             x = x.real  # (core has warned, as PyTorch)
-        return x.astype(lib.dtypes[dtype])
+        if x.flags.c_contiguous:  # (the common case)
+            return x.astype(lib.dtypes[dtype])
+        return copy_like(x, lib.dtypes[dtype], xp)
 
     def shift(left):
         # as PyTorch: a shift by the width of the type or more (or by a negative count)

@@ -19,6 +19,7 @@ from ember.core.backend import (
     FLOAT8_DTYPES,
     LIMITED_DTYPES,
     bfloat16,
+    dense_strides,
     float16,
     float32,
     float64,
@@ -35,13 +36,36 @@ OVERLAP = ("unsupported operation: more than one element of the written-to tenso
 view): raised where `Hooks.read_only` says a buffer must not be written."""
 
 
+def copy_like(x: Any, dtype: Any, xp: Any) -> Any:
+    """`x` copied into `dtype`, laid out as PyTorch's `to` lays out the copy: with `x`'s
+    own strides when they are dense (row-major or a permuted view), else densely in
+    `x`'s memory order as TensorIterator sorts it (ATen's `infer_dense_strides`, where a
+    broadcast dim says nothing; NumPy's `astype` would put it outermost)."""
+    shape, strides = x.shape, tuple(st // x.itemsize for st in x.strides)
+    if dense_strides(shape, strides):
+        return x.astype(dtype)  # (order "K": the same strides)
+    order = logical_to_physical_perm(shape, [strides])[0]  # outermost first
+    out = xp.empty(tuple(shape[d] for d in order), dtype).transpose(
+        tuple(order.index(d) for d in range(x.ndim)))
+    out[...] = x
+    return out
+
+
 def disordered(args: tuple, ndarray: type) -> bool:
     """Whether NumPy (or CuPy) may lay out an elementwise result of `args` otherwise than
     PyTorch does: the first operand an array that is not row-major, and another operand
-    an array too (see `in_torch_order`)."""
+    an array too, or broadcast dims among dims out of row-major order (NumPy's sort
+    moves a dim past a broadcast one, TensorIterator's swaps over it; see
+    `in_torch_order`)."""
     first = args[0]
-    return type(first) is ndarray and first.ndim > 1 and not first.flags.c_contiguous \
-        and any(type(a) is ndarray for a in args[1:])
+    if type(first) is not ndarray or first.ndim < 2 or first.flags.c_contiguous:
+        return False
+    if len(args) > 1 and any(type(a) is ndarray for a in args[1:]):
+        return True
+    if 0 not in first.strides:
+        return False
+    spread = [st for st in first.strides if st]  # (none: a broadcast scalar, ordered)
+    return spread[1:] != [] and spread != sorted(spread, reverse=True)
 
 
 def in_torch_order(f: Kernel, ndarray: type) -> Kernel:
