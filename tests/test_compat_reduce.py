@@ -107,6 +107,28 @@ def test_unstable_sort_orders_ties_as_torchs_cpu_sort(shape, high, descending):
                            stable=True).indices.numpy())
 
 
+@pytest.mark.parametrize("shape, high", [((40,), 3), ((5, 17), 2), ((3, 300), 4),
+                                         ((130, 3), 2), ((2, 2, 33), 3)])
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_orders_ties_as_torchs_cpu_topk(shape, high, largest):
+    """`topk` on the CPU: which of equal keys come first and which make the cut, as
+    PyTorch's std::partial_sort (k * 64 <= n) or std::nth_element + std::sort leave them,
+    and the unsorted order of `sorted=False`; NaN the largest key; along any dim."""
+    rng = np.random.RandomState(sum(shape) + high)
+    for arr in (rng.randint(0, high, shape), rng.randint(0, high, shape).astype(np.float32)):
+        if arr.dtype == np.float32:
+            arr[rng.rand(*shape) < 0.15] = np.nan
+        for dim in range(len(shape)):
+            n = shape[dim]
+            for k in sorted({1, 2, n // 64, n // 3, n - 1, n} - {0}):
+                for in_order in (True, False):
+                    t = torch.topk(torch.from_numpy(arr), k, dim, largest, in_order)
+                    e = ember.topk(ember.tensor(arr), k, dim, largest, in_order)
+                    np.testing.assert_array_equal(e.indices.numpy(), t.indices.numpy())
+                    np.testing.assert_array_equal(e.values.numpy(), t.values.numpy())
+                    assert e.indices.is_contiguous() and t.indices.is_contiguous()
+
+
 def test_sort_result_is_named_and_takes_out():
     r = ember.sort(ember.tensor([3.0, 1.0, 2.0]))
     assert type(r).__name__ == "sort" and r._fields == ("values", "indices")

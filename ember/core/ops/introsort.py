@@ -13,45 +13,52 @@ from __future__ import annotations
 
 THRESHOLD = 16  # libstdc++'s _S_threshold
 
+# the most elements whose equal keys are put in PyTorch's CPU order by emulating its
+# unstable sort and selection on the host (pure Python); larger ones keep the stable order
+TIE_ORDER_LIMIT = 1 << 15
 
-def std_sort_order(keys: list, descending: bool, plain: bool = False) -> list[int]:
-    """The permutation `std::sort` leaves `range(len(keys))` in when sorting the pairs
-    (keys[i], i) by key with ATen's KeyValueCompAsc / KeyValueCompDesc (with `plain`,
-    by `a < b` alone, as ATen's `mode` sorts: a NaN may then lead a partition past the
-    row's end, an IndexError here)."""
-    n = len(keys)
+
+def _comparator(descending: bool, plain: bool = False):
+    """ATen's CPU comparators of (key, index) pairs: KeyValueCompDesc puts NaN above
+    every number, KeyValueCompAsc below (topk's largest/smallest lambdas are the same);
+    `plain` is `a < b` alone."""
     if plain:
-        def comp(a, b):
-            return a < b
-    elif descending:
-        def comp(a, b):
-            return (a != a and b == b) or a > b
-    else:
-        def comp(a, b):
-            return (a == a and b != b) or a < b
-    k = list(keys)
-    ix = list(range(n))
+        return lambda a, b: a < b
+    if descending:
+        return lambda a, b: (a != a and b == b) or a > b
+    return lambda a, b: (a == a and b != b) or a < b
 
-    def swap(i, j):
+
+class _Pairs:
+    """The pairs (keys[i], i) and libstdc++'s algorithms over them (bits/stl_algo.h,
+    stl_heap.h), with `comp` on the keys; `ix` ends as the indices' order."""
+
+    def __init__(self, keys: list, comp) -> None:
+        self.k, self.ix, self.comp = list(keys), list(range(len(keys))), comp
+
+    def swap(self, i: int, j: int) -> None:
+        k, ix = self.k, self.ix
         k[i], k[j] = k[j], k[i]
         ix[i], ix[j] = ix[j], ix[i]
 
-    def move_median_to_first(result, a, b, c):
+    def move_median_to_first(self, result: int, a: int, b: int, c: int) -> None:
+        k, comp = self.k, self.comp
         if comp(k[a], k[b]):
             if comp(k[b], k[c]):
-                swap(result, b)
+                self.swap(result, b)
             elif comp(k[a], k[c]):
-                swap(result, c)
+                self.swap(result, c)
             else:
-                swap(result, a)
+                self.swap(result, a)
         elif comp(k[a], k[c]):
-            swap(result, a)
+            self.swap(result, a)
         elif comp(k[b], k[c]):
-            swap(result, c)
+            self.swap(result, c)
         else:
-            swap(result, b)
+            self.swap(result, b)
 
-    def unguarded_partition(first, last, pivot):
+    def unguarded_partition(self, first: int, last: int, pivot: int) -> int:
+        k, comp = self.k, self.comp
         while True:
             while comp(k[first], k[pivot]):
                 first += 1
@@ -60,10 +67,16 @@ def std_sort_order(keys: list, descending: bool, plain: bool = False) -> list[in
                 last -= 1
             if not first < last:
                 return first
-            swap(first, last)
+            self.swap(first, last)
             first += 1
 
-    def adjust_heap(first, hole, length, value):  # std::__adjust_heap + __push_heap
+    def partition_pivot(self, first: int, last: int) -> int:  # __unguarded_partition_pivot
+        self.move_median_to_first(first, first + 1, first + (last - first) // 2, last - 1)
+        return self.unguarded_partition(first + 1, last, first)
+
+    def adjust_heap(self, first: int, hole: int, length: int, value: tuple) -> None:
+        """std::__adjust_heap (with __push_heap)."""
+        k, ix, comp = self.k, self.ix, self.comp
         vk, vi = value
         top = hole
         second = hole
@@ -84,34 +97,51 @@ def std_sort_order(keys: list, descending: bool, plain: bool = False) -> list[in
             parent = (hole - 1) // 2
         k[first + hole], ix[first + hole] = vk, vi
 
-    def heap_sort(first, last):  # std::__partial_sort(first, last, last)
+    def make_heap(self, first: int, last: int) -> None:
         length = last - first
-        if length >= 2:
-            parent = (length - 2) // 2
-            while True:
-                adjust_heap(first, parent, length, (k[first + parent], ix[first + parent]))
-                if parent == 0:
-                    break
-                parent -= 1
+        if length < 2:
+            return
+        parent = (length - 2) // 2
+        while True:
+            self.adjust_heap(first, parent, length,
+                             (self.k[first + parent], self.ix[first + parent]))
+            if parent == 0:
+                return
+            parent -= 1
+
+    def pop_heap(self, first: int, last: int, result: int) -> None:
+        k, ix = self.k, self.ix
+        value = (k[result], ix[result])
+        k[result], ix[result] = k[first], ix[first]
+        self.adjust_heap(first, 0, last - first, value)
+
+    def sort_heap(self, first: int, last: int) -> None:
         while last - first > 1:
             last -= 1
-            value = (k[last], ix[last])
-            k[last], ix[last] = k[first], ix[first]
-            adjust_heap(first, 0, last - first, value)
+            self.pop_heap(first, last, last)
 
-    def introsort_loop(first, last, depth):
+    def heap_select(self, first: int, middle: int, last: int) -> None:
+        self.make_heap(first, middle)
+        for i in range(middle, last):
+            if self.comp(self.k[i], self.k[first]):
+                self.pop_heap(first, middle, i)
+
+    def partial_sort(self, first: int, middle: int, last: int) -> None:
+        self.heap_select(first, middle, last)
+        self.sort_heap(first, middle)
+
+    def introsort_loop(self, first: int, last: int, depth: int) -> None:
         while last - first > THRESHOLD:
             if depth == 0:
-                heap_sort(first, last)
+                self.partial_sort(first, last, last)
                 return
             depth -= 1
-            mid = first + (last - first) // 2
-            move_median_to_first(first, first + 1, mid, last - 1)
-            cut = unguarded_partition(first + 1, last, first)
-            introsort_loop(cut, last, depth)
+            cut = self.partition_pivot(first, last)
+            self.introsort_loop(cut, last, depth)
             last = cut
 
-    def linear_insert(i):  # std::__unguarded_linear_insert
+    def linear_insert(self, i: int) -> None:  # std::__unguarded_linear_insert
+        k, ix, comp = self.k, self.ix, self.comp
         vk, vi = k[i], ix[i]
         j = i - 1
         while comp(vk, k[j]):
@@ -119,24 +149,72 @@ def std_sort_order(keys: list, descending: bool, plain: bool = False) -> list[in
             j -= 1
         k[j + 1], ix[j + 1] = vk, vi
 
-    def insertion_sort(first, last):  # std::__insertion_sort
+    def insertion_sort(self, first: int, last: int) -> None:  # std::__insertion_sort
+        k, ix = self.k, self.ix
         for i in range(first + 1, last):
-            if comp(k[i], k[first]):
+            if self.comp(k[i], k[first]):
                 vk, vi = k[i], ix[i]
                 k[first + 1:i + 1], ix[first + 1:i + 1] = k[first:i], ix[first:i]
                 k[first], ix[first] = vk, vi
             else:
-                linear_insert(i)
+                self.linear_insert(i)
 
-    if n > 1:
-        introsort_loop(0, n, 2 * (n.bit_length() - 1))
+    def sort(self, first: int, last: int) -> None:  # std::sort
+        n = last - first
+        if n < 2:
+            return
+        self.introsort_loop(first, last, 2 * (n.bit_length() - 1))
         if n > THRESHOLD:
-            insertion_sort(0, THRESHOLD)
-            for i in range(THRESHOLD, n):
-                linear_insert(i)
+            self.insertion_sort(first, first + THRESHOLD)
+            for i in range(first + THRESHOLD, last):
+                self.linear_insert(i)
         else:
-            insertion_sort(0, n)
-    return ix
+            self.insertion_sort(first, last)
+
+    def nth_element(self, first: int, nth: int, last: int) -> None:  # std::__introselect
+        if first == last or nth == last:
+            return
+        depth = 2 * ((last - first).bit_length() - 1)
+        while last - first > 3:
+            if depth == 0:
+                self.heap_select(first, nth + 1, last)
+                self.swap(first, nth)  # the nth key in its place
+                return
+            depth -= 1
+            cut = self.partition_pivot(first, last)
+            if cut <= nth:
+                first = cut
+            else:
+                last = cut
+        self.insertion_sort(first, last)
+
+
+def std_sort_order(keys: list, descending: bool, plain: bool = False) -> list[int]:
+    """The permutation `std::sort` leaves `range(len(keys))` in when sorting the pairs
+    (keys[i], i) by key with ATen's KeyValueCompAsc / KeyValueCompDesc (with `plain`,
+    by `a < b` alone, as ATen's `mode` sorts: a NaN may then lead a partition past the
+    row's end, an IndexError here)."""
+    pairs = _Pairs(keys, _comparator(descending, plain))
+    pairs.sort(0, len(keys))
+    return pairs.ix
+
+
+def std_topk_order(keys: list, k: int, largest: bool, sorted: bool) -> list[int]:  # noqa: A002
+    """The indices ATen's CPU `topk` returns for one row (`topk_impl_loop`): the pairs
+    (key, index) partially sorted by `std::partial_sort` when k * 64 <= the row's
+    length, else split by `std::nth_element` at k - 1 and, with `sorted`, the first
+    k - 1 put in order by `std::sort`; NaN counts as the largest key."""
+    pairs = _Pairs(keys, _comparator(largest))
+    n = len(keys)
+    if k == 0:
+        return []
+    if k * 64 <= n:
+        pairs.partial_sort(0, k, n)
+    else:
+        pairs.nth_element(0, k - 1, n)
+        if sorted:
+            pairs.sort(0, k - 1)
+    return pairs.ix[:k]
 
 
 def quick_select_index(keys: list, k: int) -> int:

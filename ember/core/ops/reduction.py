@@ -24,7 +24,7 @@ from typing import Any
 from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import apply_labelled, record_grad
-from ember.core.creation import arange, zeros
+from ember.core.creation import arange, tensor, zeros
 from ember.core.declare import composite, fused_kernel, primitive, write_out
 from ember.core.dispatch import run, run_fused, user_stacklevel
 from ember.core.errors import (
@@ -39,9 +39,10 @@ from ember.core.graph import record
 from ember.core.host import dtype_arg
 from ember.core.opdef import OPS, Grad, OutMeta, metadata_rule
 from ember.core.opdef import Precision as P
+from ember.core.ops import introsort
 from ember.core.ops.elementwise import conj, maximum, minimum, to_dtype, where
 from ember.core.ops.indexing import SCALAR_TYPE_NAMES, gather_in_bounds, scatter
-from ember.core.ops.shape import expand, reshape, squeeze, unsqueeze
+from ember.core.ops.shape import contiguous, expand, movedim, reshape, squeeze, unsqueeze
 from ember.core.return_types import return_type
 from ember.core.shapes import fmt_shape, normalize_dim, normalize_dims, reduced_shape
 from ember.core.tensor import Tensor
@@ -441,8 +442,8 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
          *, out: Any = None) -> Any:
     """The `k` largest elements along `dim` (smallest with `largest=False`), as a named
     (values, indices) pair, largest first; NaN counts as larger than any number.
-    `sorted=False` may return them in any order (here: still sorted). `out` is an optional
-    (values, indices) pair of tensors to write the result into."""
+    `sorted=False` returns them in the order PyTorch's CPU selection leaves them. `out`
+    is an optional (values, indices) pair of tensors to write the result into."""
     if isinstance(k, bool) or not isinstance(k, int):
         raise TypeError(f"topk(): argument 'k' (position 2) must be int, not "
                         f"{type(k).__name__}")
@@ -456,8 +457,31 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
         idx = run("topk", x, k=k, dim=0, largest=bool(largest))
         return TopkResult(reshape(gather_in_bounds(x, 0, idx), ()) if k else
                           gather_in_bounds(x, 0, idx), reshape(idx, ()) if k else idx)
-    idx = run("topk", input, k=k, dim=d, largest=bool(largest))
+    idx = _topk_indices(input, k, d, bool(largest), bool(sorted))
     return TopkResult(gather_in_bounds(input, d, idx), idx)
+
+
+def _topk_indices(input: Tensor, k: int, d: int, largest: bool, in_order: bool) -> Tensor:
+    """The backend's topk indices, in PyTorch's CPU order where it is not the stable
+    one: which of equal keys come first (and which make the cut), and the unsorted order
+    `sorted=False` leaves (introsort.std_topk_order, emulated on the host for CPU
+    tensors of up to TIE_ORDER_LIMIT elements)."""
+    n = input.shape[d]
+    if input.device.type != "cpu" or not 0 < k <= n or n < 2 or \
+            input.numel() > introsort.TIE_ORDER_LIMIT:
+        return run("topk", input, k=k, dim=d, largest=largest)
+    if in_order:  # one more than asked: equal keys at the cut decide too
+        wide = run("topk", input, k=builtins.min(k + 1, n), dim=d, largest=largest)
+        values = gather_in_bounds(input, d, wide)
+        m = wide.shape[d]
+        a, b = values.narrow(d, 0, m - 1), values.narrow(d, 1, m - 1)
+        if not bool(((a == b) | (a.isnan() & b.isnan())).any()):
+            return wide if m == k else contiguous(wide.narrow(d, 0, k))
+    rows = movedim(input, d, -1)
+    order = [introsort.std_topk_order(row, k, largest, in_order)
+             for row in reshape(rows, (-1, n)).tolist()]
+    idx = tensor(order, dtype=dt.int64, device=input.device)
+    return contiguous(movedim(reshape(idx, tuple(rows.shape[:-1]) + (k,)), -1, d))
 
 
 def _topk_out(input: Tensor, k: int, d: int, largest: bool, out: Any) -> Any:

@@ -40,9 +40,7 @@ NanmedianResult = return_type("nanmedian", ["values", "indices"])
 ModeResult = return_type("mode", ["values", "indices"])
 
 
-# the most elements whose equal keys are put in PyTorch's CPU order by emulating its
-# unstable sort on the host (pure Python); larger sorts keep the stable order
-TIE_ORDER_LIMIT = 1 << 15
+TIE_ORDER_LIMIT = introsort.TIE_ORDER_LIMIT
 
 
 def sorted_indices(x: Tensor, d: int, descending: bool = False,
