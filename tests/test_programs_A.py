@@ -831,6 +831,22 @@ PROGRAMS_W32 = [
 ]
 PROGRAM_SPECS += PROGRAMS_W32
 
+# set AA (session 33): memory-saving training (activation checkpointing, saved-tensor
+# hooks, optimizer in backward), sparse embeddings and recommenders, Transformer-XL,
+# sliding-window attention
+PROGRAMS_AA33 = [
+    Program("checkpoint_memory.py",
+            trends=[Trend(r"accum step +\d+ loss ([\d.]+)", 0.9, 0.3),
+                    Trend(r"in-backward step +\d+ loss ([\d.]+)", 0.8, 0.3)],
+            same=r"(Encoder.*|.*grads bitwise equal.*|kwargs grads .*|reentrant kwargs.*|"
+                 r"checkpoint_sequential .*|selective checkpoint .*|ValueError.*|"
+                 r"RuntimeError.*|packed .*|save_on_cpu .*|saved self .*|  pack .*|"
+                 r"grad via hooks .*|set_to_none.*|hook order .*|grads after hooks .*|"
+                 r"after remove .*)",
+            first=r"accum step +\d+ loss ([\d.]+)", long=True),
+]
+PROGRAM_SPECS += PROGRAMS_AA33
+
 
 def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
     workdir.mkdir()

@@ -1,0 +1,111 @@
+"""The ember behaviours that program set AA (session 33: memory-saving training, sparse
+embeddings, Transformer-XL, sliding-window attention) needed, checked against PyTorch."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import ember  # noqa: E402
+from ember.utils import checkpoint as ecp  # noqa: E402
+
+
+def _error(fn) -> tuple[type, str]:
+    with pytest.raises(Exception) as info:
+        fn()
+    return type(info.value), str(info.value)
+
+
+# -- torch.utils.checkpoint ------------------------------------------------------------
+
+def test_checkpoint_determinism_check_is_validated() -> None:
+    lin_t, lin_e = torch.nn.Linear(2, 2), ember.nn.Linear(2, 2)
+    t = _error(lambda: torch.utils.checkpoint.checkpoint(
+        lin_t, torch.ones(1, 2), use_reentrant=False, determinism_check="bad"))
+    e = _error(lambda: ecp.checkpoint(lin_e, ember.ones(1, 2), use_reentrant=False,
+                                      determinism_check="bad"))
+    assert e == t and t[0] is ValueError
+
+
+def test_checkpoint_sequential_warns_and_checks_keywords() -> None:
+    seq_e = ember.nn.Sequential(ember.nn.Linear(2, 2), ember.nn.ReLU(), ember.nn.Linear(2, 2))
+    x = ember.randn(3, 2, requires_grad=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ecp.checkpoint_sequential(seq_e, 2, x)
+    assert any("checkpoint_sequential: the use_reentrant parameter should be passed"
+               in str(w.message) for w in caught)
+    seq_t = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    t = _error(lambda: torch.utils.checkpoint.checkpoint_sequential(
+        seq_t, 1, torch.ones(1, 2), use_reentrant=False, scale=2))
+    e = _error(lambda: ecp.checkpoint_sequential(seq_e, 1, x, use_reentrant=False, scale=2))
+    assert e == t
+    # preserve_rng_state is taken, not passed on
+    out = ecp.checkpoint_sequential(seq_e, 2, x, use_reentrant=False, preserve_rng_state=False)
+    out.sum().backward()
+    assert x.grad.shape == (3, 2)
+
+
+def test_selective_checkpoint_contexts_give_plain_gradients() -> None:
+    assert [p.name for p in ecp.CheckpointPolicy] == [p.name for p in
+                                                      torch.utils.checkpoint.CheckpointPolicy]
+    assert ecp.CheckpointPolicy.MUST_SAVE.value == 0
+
+    def policy(ctx, op, *args, **kwargs):
+        return ecp.CheckpointPolicy.MUST_SAVE
+
+    ember.manual_seed(0)
+    seq = ember.nn.Sequential(ember.nn.Linear(3, 4), ember.nn.Tanh(), ember.nn.Linear(4, 1))
+    x = ember.randn(5, 3, requires_grad=True)
+    seq(x).sum().backward()
+    plain = [p.grad.clone() for p in seq.parameters()] + [x.grad.clone()]
+    seq.zero_grad()
+    x.grad = None
+    for context in (functools.partial(ecp.create_selective_checkpoint_contexts, policy),
+                    functools.partial(ecp.create_selective_checkpoint_contexts,
+                                      [ember.ops.aten.mm.default])):
+        ecp.checkpoint(seq, x, use_reentrant=False, context_fn=context).sum().backward()
+        got = [p.grad for p in seq.parameters()] + [x.grad]
+        assert all(ember.equal(a, b)
+                   for a, b in zip(got, plain))
+        seq.zero_grad()
+        x.grad = None
+    t = _error(lambda: torch.utils.checkpoint.create_selective_checkpoint_contexts(3))
+    e = _error(lambda: ecp.create_selective_checkpoint_contexts(3))
+    assert e == t and t[0] is TypeError
+
+
+# -- grad_fn._raw_saved_<name>.register_hooks --------------------------------------------
+
+def _raw_saved_story(lib) -> list:
+    log = []
+    x = lib.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    y = x.pow(2)
+    raw = y.grad_fn._raw_saved_self
+    log.append(type(raw).__name__)
+    raw.register_hooks(lambda t: (log.append(("pack", tuple(t.shape))), t * 4)[1],
+                       lambda t: (log.append("unpack"), t / 4)[1])
+    for call in (lambda: raw.register_hooks(lambda t: t, lambda t: t),
+                 lambda: y.grad_fn._raw_saved_exponent,
+                 lambda: raw.register_hooks(1, 2)):
+        kind, msg = _error(call)
+        log.append((kind, msg.split("\n\nInvoked")[0].replace("ember.", "torch.")))
+    y.sum().backward()
+    log.append(x.grad.tolist())
+    log.append(_error(lambda: y.grad_fn._raw_saved_self.register_hooks(lambda t: t,
+                                                                       lambda t: t)))
+    z = x.exp()
+    log.append(type(z.grad_fn._raw_saved_result).__name__)
+    log.append(_error(lambda: lib.cat([x, x]).grad_fn._raw_saved_tensors))
+    return log
+
+
+def test_raw_saved_tensor_register_hooks() -> None:
+    assert _raw_saved_story(ember) == _raw_saved_story(torch)
+    x = ember.ones(2, requires_grad=True)
+    assert repr((x * x).grad_fn._raw_saved_self).startswith(
+        f"<{ember.core.dtype.API_NAME}._C._autograd.SavedTensor object at 0x")
