@@ -109,3 +109,62 @@ def test_raw_saved_tensor_register_hooks() -> None:
     x = ember.ones(2, requires_grad=True)
     assert repr((x * x).grad_fn._raw_saved_self).startswith(
         f"<{ember.core.dtype.API_NAME}._C._autograd.SavedTensor object at 0x")
+
+
+# -- sparse gradients and EmbeddingBag -------------------------------------------------
+
+def _sparse_add_story(lib) -> list:
+    def sp(ix, vals, coalesced=None):
+        return lib.sparse_coo_tensor(lib.tensor([ix]), vals, (6, 2), is_coalesced=coalesced)
+
+    def expanded(n):
+        return lib.ones(1, 2).expand(n, 2)
+
+    def dense(n):
+        return lib.arange(1.0, 2 * n + 1).view(n, 2)
+
+    cases = [(sp([1, 3, 1], dense(3)), sp([0], expanded(1))),   # contiguous: merged
+             (sp([1, 3, 1], expanded(3)), sp([0], dense(1))),   # not: concatenated
+             (sp([1, 3], dense(2), True), sp([0, 2], expanded(2), True)),
+             (sp([1, 3, 1], dense(3)), sp([1, 3, 1], expanded(3))),
+             (sp([1, 3, 1, 2, 0, 4, 5], dense(7)), sp([0, 2, 4, 1, 3, 5], expanded(6))),
+             (sp([], lib.zeros(0, 2)), sp([2, 1], expanded(2)))]
+    log = []
+    for a, b in cases:
+        for r in (a + b, a.add(b, alpha=2), a - b):
+            log.append((r._indices().tolist(), r._values().tolist(), r.is_coalesced(),
+                        r._values().is_contiguous()))
+    return log
+
+
+def test_sparse_add_concatenates_non_contiguous_values() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's sparse-invariants notice
+        assert _sparse_add_story(ember) == _sparse_add_story(torch)
+
+
+def _embedding_accumulation(lib) -> list:
+    lib.manual_seed(0)
+    emb = lib.nn.Embedding(6, 2, sparse=True)
+    log = []
+    for step in range(6):  # the gradient of a sum is expanded: entries concatenate
+        emb(lib.tensor([step % 6, 5 - step % 6, 1])).sum().backward()
+        g = emb.weight.grad
+        log.append((g._indices().tolist(), g.is_coalesced()))
+    emb(lib.tensor([2, 0])).pow(2).sum().backward()  # contiguous: merged
+    log.append(emb.weight.grad._indices().tolist())
+    return log
+
+
+def test_sparse_embedding_gradient_accumulation_order() -> None:
+    assert _embedding_accumulation(ember) == _embedding_accumulation(torch)
+
+
+def test_embedding_bag_first_offset_message() -> None:
+    def call(lib):
+        return lib.nn.functional.embedding_bag(lib.tensor([0, 1, 2]), lib.ones(5, 3),
+                                               lib.tensor([1, 2]), mode="sum")
+
+    t, e = _error(lambda: call(torch)), _error(lambda: call(ember))
+    assert e[0] is t[0] is RuntimeError
+    assert e[1].replace("ember.", "torch.") == t[1]

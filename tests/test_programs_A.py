@@ -844,6 +844,13 @@ PROGRAMS_AA33 = [
                  r"grad via hooks .*|set_to_none.*|hook order .*|grads after hooks .*|"
                  r"after remove .*)",
             first=r"accum step +\d+ loss ([\d.]+)", long=True),
+    Program("sparse_embedding_recsys.py",
+            trends=[Trend(r"epoch +\d+ loss ([\d.]+)", 0.8, 0.3)],
+            same=r"(EmbeddingBag.*|Embedding\(.*|2D input .*|padding mean .*|functional .*|"
+                 r"\w+Error.*|\[ torch.*|is_sparse .*|nnz before .*|coalesced .*|dense equal .*|"
+                 r"micro .*|after many .*|bag grad .*|renormed rows .*|lookup .*|"
+                 r"user grad sparse .*|SparseAdam state .*|    \w+: .*)",
+            first=r"epoch +\d+ loss ([\d.]+)", long=True),
 ]
 PROGRAM_SPECS += PROGRAMS_AA33
 
