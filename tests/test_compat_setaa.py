@@ -168,3 +168,38 @@ def test_embedding_bag_first_offset_message() -> None:
     t, e = _error(lambda: call(torch)), _error(lambda: call(ember))
     assert e[0] is t[0] is RuntimeError
     assert e[1].replace("ember.", "torch.") == t[1]
+
+
+# -- byte masks (Transformer-XL's `torch.triu(...).byte()`) and size arguments ----------
+
+def _byte_mask_story(lib) -> list:
+    scores = lib.arange(6.0).view(2, 3)
+    mask = lib.triu(lib.ones(2, 3), diagonal=1).byte()
+    log = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = lib.where(mask, lib.tensor(-1.0), scores)
+        log.append((out.tolist(), str(out.dtype)))
+        for call in (lambda: scores.masked_select(mask),
+                     lambda: scores.masked_scatter(mask, lib.zeros(6)),
+                     lambda: scores.masked_fill(mask, 0.0)):
+            log.append(_error(call))
+    # (where's warning is PyTorch's TORCH_WARN_ONCE: an earlier test may have had it)
+    log.append([str(w.message).split(" (Triggered")[0] for w in caught
+                if "masked_scatter" in str(w.message)])
+    return log
+
+
+def test_byte_masks_in_where_masked_select_masked_scatter() -> None:
+    assert str(_byte_mask_story(ember)).replace("ember.", "torch.") == \
+        str(_byte_mask_story(torch))
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.empty((4.0, 8)), lambda L: L.zeros([2, 1.5]), lambda L: L.zeros(2, 3, 1.5),
+    lambda L: L.ones(2, "3"), lambda L: L.ones(1.5), lambda L: L.ones(1.5, 2),
+    lambda L: L.full((2.0,), 1.0), lambda L: L.zeros(size=(2, 1.5)),
+    lambda L: L.zeros((True, 2)), lambda L: L.zeros(size={3}), lambda L: L.rand(3, None)])
+def test_size_argument_type_errors(call) -> None:
+    assert _error(lambda: call(ember)) == _error(lambda: call(torch))
+    assert ember.zeros((2, True)).shape == torch.zeros((2, True)).shape  # a later bool is 1

@@ -851,6 +851,12 @@ PROGRAMS_AA33 = [
                  r"micro .*|after many .*|bag grad .*|renormed rows .*|lookup .*|"
                  r"user grad sparse .*|SparseAdam state .*|    \w+: .*)",
             first=r"epoch +\d+ loss ([\d.]+)", long=True),
+    Program("transformer_xl.py",
+            trends=[Trend(r"\| step +\d+ \| lr [\d.e-]+ \| loss +([\d.]+)", 1.0, 0.3)],
+            same=r"(rel_shift .*|pos_emb .*|outer == ger .*|mask .*|bool mask .*|where .*|"
+                 r"\w+Error: .*|crit .*|#params .*|data .*|mems .*|log_prob .*|predict .*|"
+                 r"asm output .*|.*Linear\(.*|.*LayerNorm\(.*|.*Embedding\(.*)",
+            first=r"\| step +\d+ \| lr [\d.e-]+ \| loss +([\d.]+)", long=True),
 ]
 PROGRAM_SPECS += PROGRAMS_AA33
 

@@ -1042,6 +1042,11 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Tensor:
     t = _first_tensor(condition, input, other)
     if not isinstance(condition, Tensor):
         condition = Tensor._from_data(condition, device=t.device)
+    elif condition.dtype is dt.uint8:  # PyTorch still takes a byte mask, with a warning
+        warn_once("where received a uint8 condition tensor. This behavior is deprecated and "
+                  "will be removed in a future version of PyTorch. Use a boolean condition "
+                  "instead.", stacklevel=user_stacklevel())
+        condition = condition.bool()
     input, other = as_operand(input, t), as_operand(other, t)
     common = dt.result_type(operand_tier(input), operand_tier(other))
     if not common.is_floating_point:  # a number outside an integer result's range raises
