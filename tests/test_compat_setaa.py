@@ -203,3 +203,26 @@ def test_byte_masks_in_where_masked_select_masked_scatter() -> None:
 def test_size_argument_type_errors(call) -> None:
     assert _error(lambda: call(ember)) == _error(lambda: call(torch))
     assert ember.zeros((2, True)).shape == torch.zeros((2, True)).shape  # a later bool is 1
+
+
+# -- two numbers to add/sub/mul/div (HF's `torch.div(seq_len, w, rounding_mode="trunc")`) --
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.div(8, 4, rounding_mode="trunc"), lambda L: L.div(-7, 2, rounding_mode="trunc"),
+    lambda L: L.div(7, 2), lambda L: L.div(7.5, 2, rounding_mode="floor"),
+    lambda L: L.floor_divide(-7, 2.0), lambda L: L.true_divide(7, 2), lambda L: L.add(1, 2),
+    lambda L: L.add(1, 2, alpha=3), lambda L: L.sub(1.5, 2, alpha=2), lambda L: L.mul(2, 3.5),
+    lambda L: L.multiply(2, 3), lambda L: L.add(True, True), lambda L: L.mul(1j, 2),
+    lambda L: L.div(True, 2), lambda L: L.div(2 ** 40, 3, rounding_mode="trunc")])
+def test_binary_ops_take_two_numbers(call) -> None:
+    t, e = call(torch), call(ember)
+    assert isinstance(e, ember.Tensor) and e.ndim == 0
+    assert (e.item(), str(e.dtype).split(".")[1]) == (t.item(), str(t.dtype).split(".")[1])
+
+
+def test_two_numbers_stay_refused_elsewhere() -> None:
+    for name in ("remainder", "fmod", "pow", "eq"):
+        with pytest.raises(TypeError):
+            getattr(ember, name)(7, 2)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        ember.div(7, 0, rounding_mode="trunc")

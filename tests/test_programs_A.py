@@ -857,6 +857,12 @@ PROGRAMS_AA33 = [
                  r"\w+Error: .*|crit .*|#params .*|data .*|mems .*|log_prob .*|predict .*|"
                  r"asm output .*|.*Linear\(.*|.*LayerNorm\(.*|.*Embedding\(.*)",
             first=r"\| step +\d+ \| lr [\d.e-]+ \| loss +([\d.]+)", long=True),
+    Program("longformer_sliding_window.py",
+            trends=[Trend(r"step +\d+ loss ([\d.]+)", 0.8, 0.3)],
+            same=r"(chunk .*|unfold .*|onnx chunk .*|pad_and_.*|invalid locations .*|band .*|"
+                 r"context == dense .*|all -inf .*|finfo.*|min-masked .*|local .*|global .*|"
+                 r".*Linear\(.*|.*LayerNorm\(.*|.*Embedding\(.*|parameters .*)",
+            first=r"step +\d+ loss ([\d.]+)", long=True),
 ]
 PROGRAM_SPECS += PROGRAMS_AA33
 

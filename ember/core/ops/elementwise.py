@@ -506,8 +506,12 @@ def binary(name: str, a: Any, b: Any) -> Tensor:
         return out
     ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
     if not ta and not tb:
-        raise TypeError(f"{name}(): expected at least one tensor operand, got "
-                        f"{type(a).__name__} and {type(b).__name__}")
+        if name not in _NUMBERS_AS_TENSORS or not (_is_number(a) and _is_number(b)):
+            raise TypeError(f"{name}(): expected at least one tensor operand, got "
+                            f"{type(a).__name__} and {type(b).__name__}")
+        # PyTorch's parser makes the first number a tensor for these ops (so
+        # `torch.div(seq_len, w, rounding_mode="trunc")` is a 0-d tensor)
+        a, ta = Tensor._from_data(a), True
     # PyTorch's node for each overload: `tensor % tensor` RemainderBackward1, `2 % t` ...
     label = _TENSORS_LABELS.get(name) if ta and tb else \
         _NUMBER_FIRST_LABELS.get(name) if tb else None
@@ -528,6 +532,15 @@ def binary(name: str, a: Any, b: Any) -> Tensor:
         if op.grad is not None:
             record_grad(op, (a, b), _NO_ATTRS, out, label)
     return out
+
+
+# the ops whose operands PyTorch's argument parser takes as numbers too (its
+# should_allow_numbers_as_tensors): two numbers give a 0-d tensor
+_NUMBERS_AS_TENSORS = frozenset({"add", "sub", "mul", "div", "true_divide", "floor_divide"})
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (bool, int, float, complex)) or isinstance(x, numbers.Number)
 
 
 # PyTorch's node names where its overloads differ from the op's default (`<Op>Backward0`,
