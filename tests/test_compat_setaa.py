@@ -226,3 +226,22 @@ def test_two_numbers_stay_refused_elsewhere() -> None:
             getattr(ember, name)(7, 2)
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         ember.div(7, 0, rounding_mode="trunc")
+
+
+def test_checkpoint_helpers_of_hand_written_checkpoints() -> None:
+    """detach_variable / get_device_states / set_device_states (Megatron-style and
+    reversible-network code) and set_checkpoint_debug_enabled."""
+    def story(lib, cp):
+        a = lib.tensor([1.0, 2.0], requires_grad=True)
+        d = cp.detach_variable((a, 3, a * 2))
+        log = [[type(x).__name__ for x in d], d[0].requires_grad, d[2].requires_grad,
+               d[2].grad_fn, d[0] is a, _error(lambda: cp.detach_variable([a])),
+               cp.get_device_states(a, 3, lib.ones(2))]
+        cp.set_device_states([], [])
+        with cp.set_checkpoint_debug_enabled(True):
+            log.append(_error(lambda: cp.checkpoint(lib.sin, a, use_reentrant=False,
+                                                    context_fn=cp.noop_context_fn.__call__)))
+            log.append(tuple(cp.checkpoint(lib.sin, a, use_reentrant=False).shape))
+        return log
+
+    assert story(ember, ecp) == story(torch, torch.utils.checkpoint)

@@ -27,8 +27,9 @@ import ember
 
 __all__ = ["CheckpointError", "CheckpointFunction", "CheckpointPolicy",
            "SelectiveCheckpointContext", "checkpoint", "checkpoint_sequential",
-           "create_selective_checkpoint_contexts", "noop_context_fn",
-           "set_checkpoint_early_stop"]
+           "create_selective_checkpoint_contexts", "detach_variable", "get_device_states",
+           "noop_context_fn", "set_checkpoint_debug_enabled", "set_checkpoint_early_stop",
+           "set_device_states"]
 
 _DEBUG_TIP = """
 Tip: To see a more detailed error message, either pass `debug=True` to
@@ -68,6 +69,51 @@ def set_checkpoint_early_stop(enable: bool) -> Iterator[None]:
         yield
     finally:
         _early_stop = outer
+
+
+_checkpoint_debug_enabled: bool | None = None  # set_checkpoint_debug_enabled's setting
+
+
+@contextlib.contextmanager
+def set_checkpoint_debug_enabled(enabled: bool | None) -> Iterator[None]:
+    """Context manager that sets whether checkpoint should print additional debug
+    information when running (overriding the ``debug`` flag of every call; ``None``
+    defers to it). ember's checkpoint errors carry no operator trace either way."""
+    global _checkpoint_debug_enabled
+    outer, _checkpoint_debug_enabled = _checkpoint_debug_enabled, enabled
+    try:
+        yield
+    finally:
+        _checkpoint_debug_enabled = outer
+
+
+def detach_variable(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The tensors of `inputs` detached, each keeping its ``requires_grad`` (other values
+    as they are): the inputs a hand-written checkpoint reruns its function on."""
+    if not isinstance(inputs, tuple):
+        raise RuntimeError(f"Only tuple of tensors is supported. Got Unsupported input type: "
+                           f"{type(inputs).__name__}")
+    out = []
+    for inp in inputs:
+        if isinstance(inp, ember.Tensor):
+            x = inp.detach()
+            x.requires_grad = inp.requires_grad
+            inp = x
+        out.append(inp)
+    return tuple(out)
+
+
+def get_device_states(*args: Any) -> tuple[list[int], list[Any]]:
+    """The accelerator devices of the tensors among `args` and their generators' states,
+    for `set_device_states` (reversible networks replay dropout with them). CPU tensors
+    add none (the CPU generator is `torch.get_rng_state`'s), and ember's accelerator
+    backends keep generators that cannot be saved, so none is listed."""
+    return [], []
+
+
+def set_device_states(devices: list[int], states: list[Any], *,
+                      device_type: str | None = None) -> None:
+    """Restores what `get_device_states` returned (nothing on ember, see there)."""
 
 
 def noop_context_fn() -> tuple[Any, Any]:
@@ -325,6 +371,9 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
             warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
                           stacklevel=2)
         return CheckpointFunction.apply(function, preserve_rng_state, *args)
+    debugging = _checkpoint_debug_enabled if _checkpoint_debug_enabled is not None else debug
+    if debugging and context_fn is not noop_context_fn:
+        raise ValueError("debug=True is incompatible with non-default context_fn")
     if determinism_check not in _DETERMINISM_CHECKS:
         raise ValueError(f"determinism_check should be one of {list(_DETERMINISM_CHECKS)}, "
                          f"but got {determinism_check}")
