@@ -245,3 +245,35 @@ def test_checkpoint_helpers_of_hand_written_checkpoints() -> None:
         return log
 
     assert story(ember, ecp) == story(torch, torch.utils.checkpoint)
+
+
+# -- the order saved-tensor hooks see (the "Hooks for saved tensors" tutorial's a * b) --
+
+def _rounded(t) -> list:
+    return [round(v, 4) for v in t.flatten().tolist()]  # (exp may differ in its last bit)
+
+
+def _pack_order(lib) -> dict:
+    a = lib.tensor([[1.0, -2.0], [0.5, 3.0]], requires_grad=True)
+    b = lib.tensor([[2.0, 1.0], [-1.0, 4.0]], requires_grad=True)
+    ops = {"mul": lambda: a * b, "div": lambda: a / b, "mm": lambda: a @ b,
+           "pow": lambda: a.detach().abs().requires_grad_() ** b,
+           "maximum": lambda: lib.maximum(a, b), "atan2": lambda: lib.atan2(a, b),
+           "addcmul": lambda: lib.addcmul(a, a, b), "exp": lambda: a.exp()}
+    def hooks(log: list) -> tuple:
+        return (lambda t: (log.append(("pack", _rounded(t))), t)[1],
+                lambda t: (log.append(("unpack", _rounded(t))), t)[1])
+
+    seen = {}
+    for name, make in ops.items():
+        seen[name] = []
+        with lib.autograd.graph.saved_tensors_hooks(*hooks(seen[name])):
+            out = make()
+        out.sum().backward()
+    return seen
+
+
+def test_saved_tensors_are_packed_in_pytorchs_order() -> None:
+    """PyTorch saves a node's inputs sorted by its names (`other` before `self`, `mat2`
+    before `self`), then its result; backward unpacks them in that order."""
+    assert _pack_order(ember) == _pack_order(torch)

@@ -297,6 +297,13 @@ class _Plan:
         self.known = known  # what any formula of the op reads, needed here or not
 
 
+def _save_order(name: str) -> tuple[bool, str]:
+    """PyTorch's order of a node's saved values (what saved-tensor hooks see packed and
+    unpacked): its inputs sorted by PyTorch's names (ember's `input` is its `self`), then
+    the result, saved once computed."""
+    return name == "result", "self" if name == "input" else name
+
+
 def _make_plan(op: Op, needs: tuple[bool, ...]) -> _Plan:
     spec, count = op.grad, len(needs)
     declared = grad_operands(op)
@@ -307,7 +314,7 @@ def _make_plan(op: Op, needs: tuple[bool, ...]) -> _Plan:
     needed = [] if spec.each is not None else \
         [spec.formulas.get(name) if need else None for name, need in zip(names, needs)]
     reads = sorted(set(spec.each.reads) if spec.each is not None else
-                   {r for f in needed if f is not None for r in f.reads})
+                   {r for f in needed if f is not None for r in f.reads}, key=_save_order)
     steps = []
     for name in reads:
         if name in index:

@@ -1263,7 +1263,8 @@ def _addcdiv_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
            inplace_method=_addcmul_inplace, cost=costs.pointwise(3), fused=("opmath_addcmul",))
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """`input + value * tensor1 * tensor2`."""
-    return _opmath("opmath_addcmul", lambda: add(input, mul(mul(tensor1, tensor2), value)),
+    # (tensor2 * tensor1: the product's node then saves tensor1 first, PyTorch's order)
+    return _opmath("opmath_addcmul", lambda: add(input, mul(mul(tensor2, tensor1), value)),
                    input, tensor1, tensor2, python_scalar(value))
 
 
