@@ -277,3 +277,19 @@ def test_saved_tensors_are_packed_in_pytorchs_order() -> None:
     """PyTorch saves a node's inputs sorted by its names (`other` before `self`, `mat2`
     before `self`), then its result; backward unpacks them in that order."""
     assert _pack_order(ember) == _pack_order(torch)
+
+
+@pytest.mark.parametrize("shapes", [((3, 4), (4,)), ((3, 4), (2, 5)), ((2, 3, 4), (3,)),
+                                    ((4,), (3,)), ((3, 4), (3, 1)), ((3, 4), ())])
+def test_linear_bias_shape_errors(shapes) -> None:
+    x, b = shapes
+
+    def call(lib):
+        return tuple(lib.nn.functional.linear(lib.ones(x), lib.ones(5, 4), lib.ones(b)).shape)
+
+    try:
+        expected = call(torch)
+    except RuntimeError as err:
+        assert _error(lambda: call(ember)) == (RuntimeError, str(err))
+    else:
+        assert call(ember) == expected
