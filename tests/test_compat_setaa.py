@@ -293,3 +293,20 @@ def test_linear_bias_shape_errors(shapes) -> None:
         assert _error(lambda: call(ember)) == (RuntimeError, str(err))
     else:
         assert call(ember) == expected
+
+
+@pytest.mark.parametrize("dims", [(0, 3, (4,)), (3, 0, (2,)), (3, 2, (0,)), (0, 3, (2, 2))])
+def test_linear_backward_with_zero_size_features(dims) -> None:
+    """AdaptiveLogSoftmaxWithLoss(div_value=4) makes a tail Linear(8 // 16 = 0, n)."""
+    def run(lib):
+        in_f, out_f, lead = dims
+        layer = lib.nn.Linear(in_f, out_f)
+        x = lib.ones(*lead, in_f, requires_grad=True)
+        out = layer(x)
+        out.sum().backward()
+        return (tuple(out.shape), tuple(layer.weight.grad.shape), tuple(x.grad.shape),
+                layer.bias.grad.tolist())
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Initializing zero-element tensors is a no-op"
+        assert run(ember) == run(torch)
