@@ -854,6 +854,7 @@ PROGRAMS_AA33 = [
     Program("transformer_xl.py",
             trends=[Trend(r"\| step +\d+ \| lr [\d.e-]+ \| loss +([\d.]+)", 1.0, 0.3)],
             same=r"(rel_shift .*|pos_emb .*|outer == ger .*|mask .*|bool mask .*|where .*|"
+                 r"div_value=4 .*|"
                  r"\w+Error: .*|crit .*|#params .*|data .*|mems .*|log_prob .*|predict .*|"
                  r"asm output .*|.*Linear\(.*|.*LayerNorm\(.*|.*Embedding\(.*)",
             first=r"\| step +\d+ \| lr [\d.e-]+ \| loss +([\d.]+)", long=True),

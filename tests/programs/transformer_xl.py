@@ -352,6 +352,13 @@ print("log_prob", log_prob.shape, torch.allclose(log_prob.exp().sum(1), torch.on
 print("predict", pred.shape, pred.dtype, torch.equal(pred, log_prob.argmax(1)))
 print("asm output", out.output.shape, out.loss.dim(), torch.allclose(
     out.output, log_prob.gather(1, data[1:tgt_len + 1].reshape(-1, 1)).squeeze(1)))
+# a large div_value leaves the last tail cluster a zero-width projection (16 // 4**2 = 1,
+# 16 // 4**3 = 0): it still trains
+crit4 = nn.AdaptiveLogSoftmaxWithLoss(16, 60, cutoffs=[10, 20, 40], div_value=4.0)
+print("div_value=4 tails", [tuple(t[0].weight.shape) for t in crit4.tail])
+out4 = crit4(flat, data[1:tgt_len + 1].reshape(-1))
+out4.loss.backward()
+print("div_value=4 grads", [tuple(p.grad.shape) for p in crit4.parameters()])
 try:
     nn.AdaptiveLogSoftmaxWithLoss(16, 60, cutoffs=[30, 10])
 except ValueError as err:
