@@ -388,7 +388,7 @@ def test_item_and_bool_errors():
 
 
 def test_factory_argument_errors():
-    with pytest.raises(TypeError, match="must be a tuple of ints"):
+    with pytest.raises(TypeError, match=r"\(position 1\) must be tuple of ints, not float"):
         ember.zeros(2.5)
     with pytest.raises(RuntimeError, match="negative dimension -2"):
         ember.ones(3, -2)

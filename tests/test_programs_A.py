@@ -831,6 +831,42 @@ PROGRAMS_W32 = [
 ]
 PROGRAM_SPECS += PROGRAMS_W32
 
+# set AA (session 33): memory-saving training (activation checkpointing, saved-tensor
+# hooks, optimizer in backward), sparse embeddings and recommenders, Transformer-XL,
+# sliding-window attention
+PROGRAMS_AA33 = [
+    Program("checkpoint_memory.py",
+            trends=[Trend(r"accum step +\d+ loss ([\d.]+)", 0.9, 0.3),
+                    Trend(r"in-backward step +\d+ loss ([\d.]+)", 0.8, 0.3)],
+            same=r"(Encoder.*|.*grads bitwise equal.*|kwargs grads .*|reentrant kwargs.*|"
+                 r"checkpoint_sequential .*|selective checkpoint .*|ValueError.*|"
+                 r"RuntimeError.*|packed .*|save_on_cpu .*|saved self .*|  pack .*|"
+                 r"grad via hooks .*|set_to_none.*|hook order .*|grads after hooks .*|"
+                 r"after remove .*)",
+            first=r"accum step +\d+ loss ([\d.]+)", long=True),
+    Program("sparse_embedding_recsys.py",
+            trends=[Trend(r"epoch +\d+ loss ([\d.]+)", 0.8, 0.3)],
+            same=r"(EmbeddingBag.*|Embedding\(.*|2D input .*|padding mean .*|functional .*|"
+                 r"\w+Error.*|\[ torch.*|is_sparse .*|nnz before .*|coalesced .*|dense equal .*|"
+                 r"micro .*|after many .*|bag grad .*|renormed rows .*|lookup .*|"
+                 r"user grad sparse .*|SparseAdam state .*|    \w+: .*)",
+            first=r"epoch +\d+ loss ([\d.]+)", long=True),
+    Program("transformer_xl.py",
+            trends=[Trend(r"\| step +\d+ \| lr [\d.e-]+ \| loss +([\d.]+)", 1.0, 0.3)],
+            same=r"(rel_shift .*|pos_emb .*|outer == ger .*|mask .*|bool mask .*|where .*|"
+                 r"div_value=4 .*|"
+                 r"\w+Error: .*|crit .*|#params .*|data .*|mems .*|log_prob .*|predict .*|"
+                 r"asm output .*|.*Linear\(.*|.*LayerNorm\(.*|.*Embedding\(.*)",
+            first=r"\| step +\d+ \| lr [\d.e-]+ \| loss +([\d.]+)", long=True),
+    Program("longformer_sliding_window.py",
+            trends=[Trend(r"step +\d+ loss ([\d.]+)", 0.8, 0.3)],
+            same=r"(chunk .*|unfold .*|onnx chunk .*|pad_and_.*|invalid locations .*|band .*|"
+                 r"context == dense .*|all -inf .*|finfo.*|min-masked .*|local .*|global .*|"
+                 r".*Linear\(.*|.*LayerNorm\(.*|.*Embedding\(.*|parameters .*)",
+            first=r"step +\d+ loss ([\d.]+)", long=True),
+]
+PROGRAM_SPECS += PROGRAMS_AA33
+
 
 def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
     workdir.mkdir()

@@ -202,11 +202,14 @@ class DeclaredNode(Node):
         """PyTorch's `grad_fn._saved_<name>`: a value the node kept for backward, by the
         name its formula reads (`self` is the first operand, `input` here). A saved
         output comes back as a new tensor object on the same data, as PyTorch unpacks it."""
-        if not attr.startswith("_saved_"):  # (before reading a field: copy and pickle ask
-            raise AttributeError(attr)     # for theirs on objects made without __init__)
-        name = attr[len("_saved_"):]
+        raw = attr.startswith("_raw_saved_")
+        if not raw and not attr.startswith("_saved_"):  # (before reading a field: copy and
+            raise AttributeError(attr)     # pickle ask for theirs on objects made without init)
+        name = attr[len("_raw_saved_" if raw else "_saved_"):]
         if name == "self":
             name = "input"
+        if raw:
+            return self._raw_saved(name, attr)
         if name not in self.plan.reads:
             if name in self.plan.known:  # a field of PyTorch's node this node did not need
                 return None
@@ -232,6 +235,14 @@ class DeclaredNode(Node):
             alias._requires_grad = value._requires_grad
             return alias
         return value
+
+    def _raw_saved(self, name: str, attr: str) -> SavedTensor:
+        """PyTorch's `grad_fn._raw_saved_<name>`: the SavedTensor object itself (one
+        tensor; a number, list or unsaved field has none)."""
+        value = self.values[self.plan.reads.index(name)] if name in self.plan.reads else None
+        if type(value) is not _Stored or value.count is not None:
+            raise AttributeError(f"'{self.label}' object has no attribute '{attr}'")
+        return SavedTensor.freed() if self._freed else self._saved[value.index]
 
     def apply(self, grads: list) -> tuple:
         grad = grads[0]
@@ -286,6 +297,13 @@ class _Plan:
         self.known = known  # what any formula of the op reads, needed here or not
 
 
+def _save_order(name: str) -> tuple[bool, str]:
+    """PyTorch's order of a node's saved values (what saved-tensor hooks see packed and
+    unpacked): its inputs sorted by PyTorch's names (ember's `input` is its `self`), then
+    the result, saved once computed."""
+    return name == "result", "self" if name == "input" else name
+
+
 def _make_plan(op: Op, needs: tuple[bool, ...]) -> _Plan:
     spec, count = op.grad, len(needs)
     declared = grad_operands(op)
@@ -296,7 +314,7 @@ def _make_plan(op: Op, needs: tuple[bool, ...]) -> _Plan:
     needed = [] if spec.each is not None else \
         [spec.formulas.get(name) if need else None for name, need in zip(names, needs)]
     reads = sorted(set(spec.each.reads) if spec.each is not None else
-                   {r for f in needed if f is not None for r in f.reads})
+                   {r for f in needed if f is not None for r in f.reads}, key=_save_order)
     steps = []
     for name in reads:
         if name in index:

@@ -66,14 +66,18 @@ def _shape_arg(op: str, size: tuple, dtype: dt.dtype | None = None) -> tuple[int
     also that its storage's byte count fits in 64 bits."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
+    elif size and not isinstance(size[0], (numbers.Integral, Tensor)):  # no sizes as ints
+        if len(size) > 1:
+            raise TypeError(f"{op}() takes 1 positional argument but {len(size)} were given")
+        raise TypeError(f"{op}(): argument 'size' (position 1) must be tuple of ints, not "
+                        f"{type(size[0]).__name__}")
     out = []
-    for s in size:
+    for pos, s in enumerate(size):
         if type(s) is not int:  # (a plain int skips the slower checks of the others)
             if isinstance(s, Tensor):
                 s = int(s)
-            if not isinstance(s, numbers.Integral) or isinstance(s, bool):
-                raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found "
-                                f"element of type {type(s).__name__}")
+            if not isinstance(s, numbers.Integral) or (isinstance(s, bool) and not pos):
+                _bad_size_element(op, pos, s)
         if s < 0:  # PyTorch names no op here
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
                                f"{list(size)}")
@@ -81,6 +85,18 @@ def _shape_arg(op: str, size: tuple, dtype: dt.dtype | None = None) -> tuple[int
     if dtype is not None and math.prod(out) * dtype.itemsize >= 1 << 63:
         raise RuntimeError(f"{op}: Storage size calculation overflowed with sizes={out}")
     return tuple(out)
+
+
+def _bad_size_element(op: str, pos: int, element: Any) -> None:
+    """PyTorch's argument parser's TypeError for a size element that is no int: the first
+    decides whether the argument is a size at all (a bool there is not; later it is 0/1),
+    a later one fails the unpacking (its position counted from 1)."""
+    name = type(element).__name__
+    if not pos:
+        raise TypeError(f"{op}(): argument 'size' (position 1) must be tuple of ints, but "
+                        f"found element of type {name} at pos 0")
+    raise TypeError(f"{op}(): argument 'size' failed to unpack the object at pos {pos + 1} "
+                    f"with error \"type must be tuple of ints,but got {name}\"")
 
 
 def _finish(t: Tensor, requires_grad: bool) -> Tensor:
@@ -166,7 +182,7 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Dev
     d = dtype_arg(dtype, "full") or dt.scalar_dtype(fill_value)
     fill_value = dt.fit_scalar(fill_value, d)
     dev, backend = resolve(device, _nbytes(size, d))
-    t = run_creation("full", dev, backend, shape=_shape_arg("full", tuple(size), d),
+    t = run_creation("full", dev, backend, shape=_shape_arg("full", (tuple(size),), d),
                      fill_value=fill_value, dtype=d)
     return _finish(t, requires_grad)
 

@@ -25,6 +25,12 @@ FREED_MESSAGE = (
     "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
     "backward through the graph a second time or if you need to access saved tensors after "
     "calling backward.")
+# (`register_hooks` on a released saved tensor)
+FREED_SAVED_MESSAGE = (
+    "Calling register_hooks on a saved tensor after it has been freed. Saved intermediate "
+    "values of the graph are freed when you call .backward() or autograd.grad(). Specify "
+    "retain_graph=True if you need to backward through the graph a second time or if you "
+    "need to access saved variables after calling backward.")
 
 
 INFERENCE_SAVED_MESSAGE = (
@@ -82,6 +88,36 @@ class SavedTensor:
             self.tensor, self.creator = _unlinked(tensor), None
         if saves_seen is not None:
             saves_seen.append(self)
+
+    def register_hooks(self, pack_hook: Callable[[Any], Any],
+                       unpack_hook: Callable[[Any], Any]) -> None:
+        """PyTorch's `grad_fn._raw_saved_<name>.register_hooks`: pack the saved tensor now,
+        unpack it when backward reads it (as a `saved_tensors_hooks` pair would have)."""
+        if not (callable(pack_hook) and callable(unpack_hook)):
+            raise TypeError("register_hooks(): incompatible function arguments. The "
+                            "following argument types are supported:\n    1. (self: "
+                            f"{dtype.API_NAME}._C._autograd.SavedTensor, arg0: "
+                            "collections.abc.Callable, arg1: collections.abc.Callable) -> "
+                            f"None\n\nInvoked with: {self!r}, {pack_hook!r}, {unpack_hook!r}")
+        if self.unpack_hook is not None:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have "
+                               "already been set. Hint: only one pair of hooks is allowed at "
+                               "a time.")
+        if self.tensor is None:  # (what `freed` returns)
+            raise RuntimeError(FREED_SAVED_MESSAGE)
+        tensor = self.tensor
+        self.edge = edge_of(tensor) if self.output_nr is None else None
+        self.packed, self.unpack_hook, self.tensor = pack_hook(tensor), unpack_hook, None
+
+    def __repr__(self) -> str:
+        return f"<{dtype.API_NAME}._C._autograd.SavedTensor object at {id(self):#x}>"
+
+    @classmethod
+    def freed(cls) -> SavedTensor:
+        """A saved tensor its node has released (backward ran without retain_graph)."""
+        out = cls.__new__(cls)
+        out.tensor = out.unpack_hook = out.output_nr = None
+        return out
 
     def unpack(self, node: Node) -> Any:
         if self.unpack_hook is not None:

@@ -234,10 +234,26 @@ def add(input: SparseTensor, other: Any, *, alpha: Any = 1) -> SparseTensor:
     _check_same_shape(input, other)
     common = dt.promote_types(input.dtype, other.dtype)
     theirs = (other._vals if alpha == 1 else other._vals * alpha).to(common)
+    if input._nnz() and other._nnz() and not (input._vals.is_contiguous()
+                                              and other._vals.is_contiguous()):
+        return _concatenated(input, input._vals.to(common), other, theirs)
     if _same_indices(input, other):  # PyTorch's merge pairs the entries one to one
         return make(input._ind, input._vals.to(common) + theirs, input._sparse_size,
                     input._coalesced and other._coalesced)
     return merge(input, input._vals.to(common), other, theirs)
+
+
+def _concatenated(a: SparseTensor, a_vals: Tensor, b: SparseTensor,
+                  b_vals: Tensor) -> SparseTensor:
+    """PyTorch's sparse add when either operand's values are not contiguous (the gradient
+    of a `sum` is an expanded tensor): the entry lists concatenated, uncoalesced, and
+    coalesced only once there are more entries than elements (its bound on the growth of
+    an accumulated gradient; the flag still says uncoalesced)."""
+    out = make(cat([a._ind, b._ind], 1), cat([a_vals, b_vals]), a._sparse_size)
+    if out._nnz() > out.numel():
+        out = coalesced(out)
+        out._coalesced = False
+    return out
 
 
 def _check_same_shape(input: SparseTensor, other: SparseTensor) -> None:
@@ -259,10 +275,10 @@ def merge(a: SparseTensor, a_vals: Tensor, b: SparseTensor, b_vals: Tensor) -> S
     order is found on the host from the indices; the values are gathered by an
     index_add, so the result is differentiable in both."""
     flag = a._coalesced and b._coalesced
-    if not b._nnz():
-        return make(a._ind, a_vals, a._sparse_size, a._coalesced)
+    if not b._nnz():  # (a copy in PyTorch: contiguous values)
+        return make(a._ind, a_vals.contiguous(), a._sparse_size, a._coalesced)
     if not a._nnz():
-        return make(b._ind, b_vals, b._sparse_size, b._coalesced)
+        return make(b._ind, b_vals.contiguous(), b._sparse_size, b._coalesced)
     if flag:  # the merge of two sorted unique lists is their coalesced union (no host pass)
         return coalesced(make(cat([a._ind, b._ind], 1), cat([a_vals, b_vals]),
                               a._sparse_size))

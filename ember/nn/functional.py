@@ -1648,7 +1648,7 @@ def _bags(input: Tensor, offsets: Tensor | None, per_sample_weights: Tensor | No
     if starts and starts[0] != 0:
         raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the "
                            f"mini-batch has to start from position 0. However, got "
-                           f"{starts[0]}")
+                           f"{starts[0]}\n[ {ember.core.dtype.API_NAME}.LongTensor{{}} ]")
     if starts and starts[-1] > n:
         raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got "
                            f"offsets[-1] of {starts[-1]}")

@@ -18,14 +18,18 @@ and messages are kept.
 from __future__ import annotations
 
 import contextlib
+import enum
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import ember
 
-__all__ = ["CheckpointError", "CheckpointFunction", "checkpoint", "checkpoint_sequential",
-           "noop_context_fn", "set_checkpoint_early_stop"]
+__all__ = ["CheckpointError", "CheckpointFunction", "CheckpointPolicy",
+           "SelectiveCheckpointContext", "checkpoint", "checkpoint_sequential",
+           "create_selective_checkpoint_contexts", "detach_variable", "get_device_states",
+           "noop_context_fn", "set_checkpoint_debug_enabled", "set_checkpoint_early_stop",
+           "set_device_states"]
 
 _DEBUG_TIP = """
 Tip: To see a more detailed error message, either pass `debug=True` to
@@ -67,9 +71,102 @@ def set_checkpoint_early_stop(enable: bool) -> Iterator[None]:
         _early_stop = outer
 
 
+_checkpoint_debug_enabled: bool | None = None  # set_checkpoint_debug_enabled's setting
+
+
+@contextlib.contextmanager
+def set_checkpoint_debug_enabled(enabled: bool | None) -> Iterator[None]:
+    """Context manager that sets whether checkpoint should print additional debug
+    information when running (overriding the ``debug`` flag of every call; ``None``
+    defers to it). ember's checkpoint errors carry no operator trace either way."""
+    global _checkpoint_debug_enabled
+    outer, _checkpoint_debug_enabled = _checkpoint_debug_enabled, enabled
+    try:
+        yield
+    finally:
+        _checkpoint_debug_enabled = outer
+
+
+def detach_variable(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The tensors of `inputs` detached, each keeping its ``requires_grad`` (other values
+    as they are): the inputs a hand-written checkpoint reruns its function on."""
+    if not isinstance(inputs, tuple):
+        raise RuntimeError(f"Only tuple of tensors is supported. Got Unsupported input type: "
+                           f"{type(inputs).__name__}")
+    out = []
+    for inp in inputs:
+        if isinstance(inp, ember.Tensor):
+            x = inp.detach()
+            x.requires_grad = inp.requires_grad
+            inp = x
+        out.append(inp)
+    return tuple(out)
+
+
+def get_device_states(*args: Any) -> tuple[list[int], list[Any]]:
+    """The accelerator devices of the tensors among `args` and their generators' states,
+    for `set_device_states` (reversible networks replay dropout with them). CPU tensors
+    add none (the CPU generator is `torch.get_rng_state`'s), and ember's accelerator
+    backends keep generators that cannot be saved, so none is listed."""
+    return [], []
+
+
+def set_device_states(devices: list[int], states: list[Any], *,
+                      device_type: str | None = None) -> None:
+    """Restores what `get_device_states` returned (nothing on ember, see there)."""
+
+
 def noop_context_fn() -> tuple[Any, Any]:
     """`checkpoint`'s default `context_fn`: no context around the forward run, none around
     the recomputation."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+class CheckpointPolicy(enum.Enum):
+    """Whether selective checkpointing saves an op's output or recomputes it in backward
+    (``MUST_*`` over ``PREFER_*``: not to be overridden by `torch.compile`)."""
+
+    MUST_SAVE = 0
+    PREFER_SAVE = 1
+    MUST_RECOMPUTE = 2
+    PREFER_RECOMPUTE = 3
+    MUST_CPU_OFFLOAD = 4
+    PREFER_CPU_OFFLOAD = 5
+
+
+class SelectiveCheckpointContext:
+    """Context passed to a selective-checkpointing policy function."""
+
+    def __init__(self, *, is_recompute: bool, op_output: Any = None) -> None:
+        self.is_recompute = is_recompute
+        self.op_output = op_output
+
+
+def create_selective_checkpoint_contexts(policy_fn_or_list: Callable | list,
+                                         allow_cache_entry_mutation: bool = False
+                                         ) -> tuple[Any, Any]:
+    """Helper to avoid recomputing certain ops during activation checkpointing: the
+    ``context_fn`` of a non-reentrant `checkpoint`.
+
+    Args:
+        policy_fn_or_list (Callable or List): a function of (`SelectiveCheckpointContext`,
+            op, args, kwargs) returning a `CheckpointPolicy`, or a list of ops to save.
+        allow_cache_entry_mutation (bool, optional): allow mutating cached tensors.
+
+    Returns:
+        A tuple of two context managers.
+
+    ember has no dispatch below autograd to intercept single ops, so every op is
+    recomputed (what a policy of ``PREFER_RECOMPUTE`` everywhere does): values and
+    gradients are PyTorch's; only the memory the saved ops would have kept differs.
+    """
+    if isinstance(policy_fn_or_list, list):
+        for op in policy_fn_or_list:
+            if not callable(op):
+                raise ValueError(f"Expected op in `op_list` to be an OpOverload but got: {op} "
+                                 f"of type {type(op)}. ")
+    elif not callable(policy_fn_or_list):
+        raise TypeError("policy_fn_or_list must be either a function or a list of ops.")
     return contextlib.nullcontext(), contextlib.nullcontext()
 
 
@@ -221,6 +318,10 @@ class _Frame:
         self.recomputed = dict(enumerate(saved))
 
 
+# the values `determinism_check` takes ("default": shapes, dtypes and devices must match)
+_DETERMINISM_CHECKS = ("default", "none")
+
+
 def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None,
                preserve_rng_state: bool = True, **kwargs: Any) -> Any:
     r"""Checkpoint a model or part of the model: with ``use_reentrant=False`` its activations
@@ -270,6 +371,12 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
             warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
                           stacklevel=2)
         return CheckpointFunction.apply(function, preserve_rng_state, *args)
+    debugging = _checkpoint_debug_enabled if _checkpoint_debug_enabled is not None else debug
+    if debugging and context_fn is not noop_context_fn:
+        raise ValueError("debug=True is incompatible with non-default context_fn")
+    if determinism_check not in _DETERMINISM_CHECKS:
+        raise ValueError(f"determinism_check should be one of {list(_DETERMINISM_CHECKS)}, "
+                         f"but got {determinism_check}")
     if not ember.is_grad_enabled():  # nothing is saved: nothing to recompute
         return function(*args, **kwargs)
     from ember.autograd.graph import saved_tensors_hooks
@@ -290,7 +397,20 @@ def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool |
         segments: Number of chunks to create in the model
         input: A Tensor that is input to :attr:`functions`
         use_reentrant (bool): as in :func:`checkpoint`.
+        preserve_rng_state (bool, optional): as in :func:`checkpoint`. Default: ``True``
     """
+    if use_reentrant is None:
+        warnings.warn(
+            "torch.utils.checkpoint.checkpoint_sequential: the use_reentrant parameter should "
+            "be passed explicitly. In version 2.9 we will raise an exception if use_reentrant "
+            "is not passed. use_reentrant=False is recommended, but if you need to preserve "
+            "the current default behavior, you can pass use_reentrant=True. Refer to docs for "
+            "more details on the differences between the two variants.", stacklevel=2)
+        use_reentrant = True
+    preserve = kwargs.pop("preserve_rng_state", True)
+    if kwargs:  # PyTorch passes no keyword arguments on to the modules
+        raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
+
     def run_function(start, end, functions):
         def forward(input):
             for j in range(start, end + 1):
@@ -305,5 +425,5 @@ def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool |
     for start in range(0, segment_size * (segments - 1), segment_size):
         end = start + segment_size - 1
         input = checkpoint(run_function(start, end, functions), input,
-                           use_reentrant=use_reentrant, **kwargs)
+                           use_reentrant=use_reentrant, preserve_rng_state=preserve)
     return run_function(end + 1, len(functions) - 1, functions)(input)

@@ -506,8 +506,12 @@ def binary(name: str, a: Any, b: Any) -> Tensor:
         return out
     ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
     if not ta and not tb:
-        raise TypeError(f"{name}(): expected at least one tensor operand, got "
-                        f"{type(a).__name__} and {type(b).__name__}")
+        if name not in _NUMBERS_AS_TENSORS or not (_is_number(a) and _is_number(b)):
+            raise TypeError(f"{name}(): expected at least one tensor operand, got "
+                            f"{type(a).__name__} and {type(b).__name__}")
+        # PyTorch's parser makes the first number a tensor for these ops (so
+        # `torch.div(seq_len, w, rounding_mode="trunc")` is a 0-d tensor)
+        a, ta = Tensor._from_data(a), True
     # PyTorch's node for each overload: `tensor % tensor` RemainderBackward1, `2 % t` ...
     label = _TENSORS_LABELS.get(name) if ta and tb else \
         _NUMBER_FIRST_LABELS.get(name) if tb else None
@@ -528,6 +532,15 @@ def binary(name: str, a: Any, b: Any) -> Tensor:
         if op.grad is not None:
             record_grad(op, (a, b), _NO_ATTRS, out, label)
     return out
+
+
+# the ops whose operands PyTorch's argument parser takes as numbers too (its
+# should_allow_numbers_as_tensors): two numbers give a 0-d tensor
+_NUMBERS_AS_TENSORS = frozenset({"add", "sub", "mul", "div", "true_divide", "floor_divide"})
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (bool, int, float, complex)) or isinstance(x, numbers.Number)
 
 
 # PyTorch's node names where its overloads differ from the op's default (`<Op>Backward0`,
@@ -1042,6 +1055,11 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Tensor:
     t = _first_tensor(condition, input, other)
     if not isinstance(condition, Tensor):
         condition = Tensor._from_data(condition, device=t.device)
+    elif condition.dtype is dt.uint8:  # PyTorch still takes a byte mask, with a warning
+        warn_once("where received a uint8 condition tensor. This behavior is deprecated and "
+                  "will be removed in a future version of PyTorch. Use a boolean condition "
+                  "instead.", stacklevel=user_stacklevel())
+        condition = condition.bool()
     input, other = as_operand(input, t), as_operand(other, t)
     common = dt.result_type(operand_tier(input), operand_tier(other))
     if not common.is_floating_point:  # a number outside an integer result's range raises
@@ -1245,7 +1263,8 @@ def _addcdiv_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
            inplace_method=_addcmul_inplace, cost=costs.pointwise(3), fused=("opmath_addcmul",))
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """`input + value * tensor1 * tensor2`."""
-    return _opmath("opmath_addcmul", lambda: add(input, mul(mul(tensor1, tensor2), value)),
+    # (tensor2 * tensor1: the product's node then saves tensor1 first, PyTorch's order)
+    return _opmath("opmath_addcmul", lambda: add(input, mul(mul(tensor2, tensor1), value)),
                    input, tensor1, tensor2, python_scalar(value))
 
 

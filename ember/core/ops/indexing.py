@@ -679,6 +679,8 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
            cost=costs.movement)
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The elements of `input` where `mask` (broadcast) is true, as a 1-D tensor."""
+    if mask.dtype is not dt.bool_:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
     broadcast_shapes("masked_select", tuple(mask.shape), tuple(input.shape))  # (its order)
     input, mask = broadcast_tensors(input, mask)
     if not input.ndim:  # a 1-D result even for 0-d operands, as PyTorch's
@@ -1152,9 +1154,13 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """A copy of `input` with the leading elements of `source`, in order, written where
     `mask` (broadcast to `input`) is true."""
+    if mask.dtype is dt.uint8:  # (PyTorch warns of the deprecation, then refuses it)
+        warnings.warn(f"masked_scatter_ received a mask with dtype {dt.API_NAME}.uint8, this "
+                      f"behavior is now deprecated,please use a mask with dtype "
+                      f"{dt.API_NAME}.bool instead.", UserWarning, stacklevel=user_stacklevel())
     if mask.dtype is not dt.bool_:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
-                           f"dtype {mask.dtype}")
+                           f"dtype {SCALAR_TYPE_NAMES[mask.dtype.name]}")
     if source.dtype is not input.dtype:
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but "
                            f"got{SCALAR_TYPE_NAMES[input.dtype.name]} and "

@@ -92,6 +92,7 @@ from ember.core.ops.linalg import matmul
 from ember.core.ops.shape import (
     cat,
     expand,
+    expanded_shape,
     in_format_of,
     in_memory_format,
     in_suggested_format,
@@ -285,6 +286,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
                            f"{scalar_type_name(input._dtype)} and "
                            f"{scalar_type_name(weight._dtype)}")
+    if bias is not None and len(w_shape) == 2 and bias._data.shape != w_shape[:1]:
+        # PyTorch's addmm expands the bias to the flattened product (rows x out_features)
+        expanded_shape(bias, (math.prod(x_shape[:-1]), w_shape[0]), "linear")
     out = run_fused("linear", input, weight, bias) if len(w_shape) == 2 else None
     if out is None:
         with no_grad():
