@@ -49,10 +49,10 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     def linear_backward(x, w, g, needs=(True, True, True)):
         """Gradients of linear: (g @ w, g2.T @ x2, g2.sum(0)) with leading dims
         flattened (their count given: -1 is ambiguous for a zero-size feature dim)."""
-        rows = math.prod(g.shape[:-1])
-        g2 = g.reshape(rows, g.shape[-1])
+        last = g.shape[-1]
+        g2 = g.reshape(-1, last) if last else g.reshape(math.prod(g.shape[:-1]), 0)
         gx = product(g, w) if needs[0] else None
-        gw = product(g2.T, x.reshape(rows, x.shape[-1])) if needs[1] else None
+        gw = product(g2.T, x.reshape(g2.shape[0], x.shape[-1])) if needs[1] else None
         gb = g2.sum(0, dtype=xp.float32 if g.dtype in low_precision else None).astype(
             g.dtype, copy=False) if len(needs) > 2 and needs[2] else None
         return gx, gw, gb
