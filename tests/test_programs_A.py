@@ -831,6 +831,16 @@ PROGRAMS_W32 = [
 ]
 PROGRAM_SPECS += PROGRAMS_W32
 
+# set Z: library tours as notebooks write them: torch.distributions (families, transforms,
+# kl_divergence, constraints, biject_to, validate_args errors), torch.linalg, torch.fft,
+# RNG and reproducibility (generators, states, fork_rng, nn.init)
+PROGRAMS_Z33 = [
+    Program("distributions_tour.py", trends=[Trend(r"vi step +\d+ loss ([\d.]+)", 0.1, 0.3)],
+            same=r"(?m)^(?!sample values|vi |compose forward|gmm2 |\s).*",
+            first=r"vi step +\d+ loss ([\d.]+)", long=True),
+]
+PROGRAM_SPECS += PROGRAMS_Z33
+
 
 def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
     workdir.mkdir()
