@@ -29,3 +29,71 @@ def test_wishart_rsample_keeps_pytorchs_random_stream():
     np.testing.assert_allclose(got[0][0], got[1][0], rtol=1e-5)
     np.testing.assert_array_equal(got[0][1], got[1][1])
     assert got[0][2] == got[1][2] == ["Singular sample detected."]
+
+
+def _spd(lib, batch):
+    """The same well-conditioned matrices (and SPD ones) in ember and torch."""
+    a = np.random.default_rng(0).standard_normal(batch + (3, 3)).astype(np.float32)
+    a = a + 3 * np.eye(3, dtype=np.float32)
+    return lib.tensor(a), lib.tensor(a @ np.swapaxes(a, -1, -2) + np.eye(3, dtype=np.float32))
+
+
+_LAPACK_RESULTS = {
+    "solve": lambda L, A, S: L.linalg.solve(A, A[..., :2]),
+    "solve vector": lambda L, A, S: L.linalg.solve(A, A[..., 0]),
+    "solve left=False": lambda L, A, S: L.linalg.solve(A, A[..., :2, :], left=False),
+    "inv_ex": lambda L, A, S: L.linalg.inv_ex(A),
+    "cholesky_ex": lambda L, A, S: L.linalg.cholesky_ex(S, upper=True),
+    "cholesky_solve": lambda L, A, S: L.cholesky_solve(A[..., :2], L.linalg.cholesky(S)),
+    "cholesky_inverse": lambda L, A, S: L.cholesky_inverse(L.linalg.cholesky(S)),
+    "qr": lambda L, A, S: L.linalg.qr(A[..., :2]),
+    "qr complete": lambda L, A, S: L.linalg.qr(A[..., :2], mode="complete"),
+    "geqrf": lambda L, A, S: L.geqrf(A),
+    "householder_product": lambda L, A, S: L.linalg.householder_product(*L.geqrf(A)),
+    "ormqr": lambda L, A, S: L.ormqr(*L.geqrf(A), A[..., :2]),
+    "svd": lambda L, A, S: L.linalg.svd(A[..., :2, :], full_matrices=False),
+    "torch.svd": lambda L, A, S: L.svd(A),
+    "eigh": lambda L, A, S: L.linalg.eigh(S),
+    "eig": lambda L, A, S: L.linalg.eig(A),
+    "lu_factor_ex": lambda L, A, S: L.linalg.lu_factor_ex(A),
+    "lu_solve": lambda L, A, S: L.linalg.lu_solve(*L.linalg.lu_factor(A), A[..., :1]),
+    "lu": lambda L, A, S: L.linalg.lu(A),
+    "ldl_factor": lambda L, A, S: L.linalg.ldl_factor(S),
+    "solve_triangular": lambda L, A, S: L.linalg.solve_triangular(A.triu(), A[..., :2],
+                                                                  upper=True),
+    "solve_triangular left=False": lambda L, A, S: L.linalg.solve_triangular(
+        A.triu(), A[..., :2, :], upper=True, left=False),
+    "slogdet": lambda L, A, S: L.linalg.slogdet(A),
+    "lstsq tall": lambda L, A, S: L.linalg.lstsq(A[..., :2], A[..., :1], driver="gelsd"),
+    "lstsq wide": lambda L, A, S: L.linalg.lstsq(A[..., :2, :], A[..., :2, :1]),
+    "pinv": lambda L, A, S: L.linalg.pinv(A),
+}
+
+
+@pytest.mark.parametrize("batch", [(), (2,)], ids=["single", "batched"])
+@pytest.mark.parametrize("name", list(_LAPACK_RESULTS))
+def test_linalg_results_have_pytorchs_strides(name, batch):
+    """PyTorch's LAPACK-backed results are column-major (Fortran) matrices in a dense batch
+    (lstsq's solution: the top of its column-major right-hand side); ember's match, size-1
+    dimensions' strides included, and the values agree."""
+    got = []
+    for lib in (ember, torch):
+        out = _LAPACK_RESULTS[name](lib, *_spd(lib, batch))
+        outs = (out,) if isinstance(out, lib.Tensor) else tuple(out)
+        got.append([(tuple(t.shape), t.stride()) for t in outs])
+        if name not in ("eig", "qr", "qr complete", "svd", "torch.svd", "householder_product"):
+            got[-1].append([t.abs().numpy().round(3).tolist() for t in outs if t.numel()])
+    assert got[0] == got[1]
+
+
+def test_linalg_result_layout_keeps_the_node_name_and_gradient():
+    """The column-major copy shows the op's node, and gradients flow through it."""
+    got = []
+    for lib in (ember, torch):
+        a = lib.tensor([[4.0, 1.0], [1.0, 3.0]], requires_grad=True)
+        inv = lib.linalg.inv(a)
+        x = lib.linalg.solve(a, lib.ones(2, 1))
+        (inv.sum() + x.sum()).backward()
+        got.append((type(inv.grad_fn).__name__, type(x.grad_fn).__name__,
+                    a.grad.numpy().round(5).tolist()))
+    assert got[0] == got[1]

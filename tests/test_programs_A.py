@@ -838,6 +838,10 @@ PROGRAMS_Z33 = [
     Program("distributions_tour.py", trends=[Trend(r"vi step +\d+ loss ([\d.]+)", 0.1, 0.3)],
             same=r"(?m)^(?!sample values|vi |compose forward|gmm2 |\s).*",
             first=r"vi step +\d+ loss ([\d.]+)", long=True),
+    Program("linalg_tour.py", trends=[Trend(r"lsq step +\d+ loss ([\d.]+)", 0.2, 0.3)],
+            same=r"(?m)^(?!svd S|matrix_norm nuc|lsq step|batched det|svdvals|eigvalsh|det |"
+                 r"vector_norm dim|\s).*",
+            first=r"lsq step +\d+ loss ([\d.]+)", long=True),
 ]
 PROGRAM_SPECS += PROGRAMS_Z33
 
