@@ -97,3 +97,34 @@ def test_linalg_result_layout_keeps_the_node_name_and_gradient():
         got.append((type(inv.grad_fn).__name__, type(x.grad_fn).__name__,
                     a.grad.numpy().round(5).tolist()))
     assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("fn", ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2",
+                                "rfft2", "irfft2", "fftn", "rfftn", "irfftn"])
+def test_fft_results_have_pytorchs_strides(fn):
+    """PyTorch's CPU FFT lays its result out with the dimensions not transformed outermost
+    (by the input's strides) and the transformed ones innermost, in the order it takes
+    them: a transform along dimension 0 is not contiguous. ember's match, values too."""
+    a = np.random.default_rng(0).standard_normal((4, 6, 5)).astype(np.float32)
+    got = []
+    for lib in (ember, torch):
+        x = lib.tensor(a)
+        if fn in ("irfft", "hfft", "irfft2", "irfftn"):
+            x = x.to(lib.complex64)
+        f = getattr(lib.fft, fn)
+        outs = [f(x, dim=0), f(x.transpose(0, 2), dim=-1)] if fn[-1] != "2" and fn[-1] != "n" \
+            else [f(x, dim=(0, 1)), f(x, dim=(2, 0)), f(x.permute(1, 2, 0))]
+        got.append([(t.stride(), t.is_contiguous(), t.abs().sum().item()) for t in outs])
+    for (e_stride, e_cont, e_sum), (t_stride, t_cont, t_sum) in zip(*got):
+        assert (e_stride, e_cont) == (t_stride, t_cont)
+        assert e_sum == pytest.approx(t_sum, rel=1e-4)
+
+
+def test_fft_layout_keeps_the_node_name_and_gradient():
+    got = []
+    for lib in (ember, torch):
+        x = lib.tensor(np.arange(12.0, dtype=np.float32).reshape(4, 3), requires_grad=True)
+        y = lib.fft.rfft(x, dim=0)
+        y.abs().sum().backward()
+        got.append((y.grad_fn.name(), y.stride(), x.grad.numpy().round(4).tolist()))
+    assert got[0] == got[1]

@@ -842,6 +842,9 @@ PROGRAMS_Z33 = [
             same=r"(?m)^(?!svd S|matrix_norm nuc|lsq step|batched det|svdvals|eigvalsh|det |"
                  r"vector_norm dim|\s).*",
             first=r"lsq step +\d+ loss ([\d.]+)", long=True),
+    Program("fft_tour.py", trends=[Trend(r"spectral step +\d+ loss ([\d.]+)", 0.8, 0.3)],
+            same=r"(?m)^(?!spectral step|conj |\s).*",
+            first=r"spectral step +\d+ loss ([\d.]+)", long=True),
 ]
 PROGRAM_SPECS += PROGRAMS_Z33
 
