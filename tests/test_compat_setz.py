@@ -128,3 +128,62 @@ def test_fft_layout_keeps_the_node_name_and_gradient():
         y.abs().sum().backward()
         got.append((y.grad_fn.name(), y.stride(), x.grad.numpy().round(4).tolist()))
     assert got[0] == got[1]
+
+
+def test_fork_rng_restores_the_initial_seed():
+    """set_rng_state (and so fork_rng) restores the default generator's seed with its
+    state: torch.initial_seed() reads the default generator."""
+    got = []
+    for lib in (ember, torch):
+        lib.manual_seed(7)
+        with lib.random.fork_rng():
+            lib.manual_seed(999)
+            inner = lib.initial_seed()
+        after_fork = lib.initial_seed()
+        lib.default_generator.manual_seed(5)
+        got.append((inner, after_fork, lib.initial_seed()))
+    assert got[0] == got[1] == (999, 7, 5)
+
+
+def test_sparse_init_draws_its_zero_rows_from_the_global_generator():
+    """nn.init.sparse_(generator=g): the values from g, the zeros' rows from randperm on
+    the global generator (PyTorch's code passes no generator there)."""
+    got = []
+    for lib in (ember, torch):
+        lib.manual_seed(0)
+        g = lib.Generator().manual_seed(3)
+        w = lib.nn.init.sparse_(lib.empty(4, 3), sparsity=0.5, generator=g)
+        got.append((w.numpy().tolist(), lib.rand(2, generator=g).tolist(), lib.rand(2).tolist()))
+    assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.bernoulli(lib.tensor([0.2, 1.5])),
+    lambda lib: lib.bernoulli(lib.tensor([float("nan")])),
+    lambda lib: lib.empty(3).bernoulli_(lib.tensor([-0.5, 0.0, 1.0])),
+    lambda lib: lib.empty(3, dtype=lib.uint8).random_(-1, 5),
+    lambda lib: lib.empty(3, dtype=lib.int8).random_(300),
+    lambda lib: lib.empty(3, dtype=lib.int32).random_(0, 2 ** 40),
+    lambda lib: lib.empty(3, dtype=lib.bool).random_(0, 3),
+    lambda lib: lib.empty(3, dtype=lib.float16).random_(0, 2 ** 20),
+    lambda lib: lib.empty(2).normal_(0.0, -1.0),
+    lambda lib: lib.normal(lib.zeros(2), -1e-7),
+])
+def test_sampler_argument_errors_match(call):
+    """Out-of-range probabilities, random_ bounds beyond the dtype, a negative std: the
+    same RuntimeError, word for word (a C++ double printed as C++ prints it)."""
+    messages = []
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError) as info:
+            call(lib)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+def test_random_within_the_dtype_bounds_still_draws():
+    got = []
+    for lib in (ember, torch):
+        lib.manual_seed(0)
+        got.append((lib.empty(4, dtype=lib.uint8).random_(0, 256).tolist(),
+                    lib.empty(3, dtype=lib.int64).random_(-1, 2 ** 40).tolist()))
+    assert got[0] == got[1]

@@ -845,6 +845,13 @@ PROGRAMS_Z33 = [
     Program("fft_tour.py", trends=[Trend(r"spectral step +\d+ loss ([\d.]+)", 0.8, 0.3)],
             same=r"(?m)^(?!spectral step|conj |\s).*",
             first=r"spectral step +\d+ loss ([\d.]+)", long=True),
+    Program("rng_tour.py", trends=[Trend(r"seeded step +\d+ loss ([\d.]+)", 0.5, 0.3)],
+            same=r"(?m)^(?:manual_seed|initial_seed|randint dtypes|rand scalar|generator manual|"
+                 r"state|two generators|seed\(\)|default_generator|rng state|set_rng_state|"
+                 r"fork_rng restored|torch.random.manual_seed|torch.seed|dropout eval|"
+                 r"orthogonal gain|calculate_gain|fan|gain error|rng error|deterministic|"
+                 r"warn_only|cudnn|runs identical) .*",
+            first=r"seeded step +\d+ loss ([\d.]+)", long=True),
 ]
 PROGRAM_SPECS += PROGRAMS_Z33
 

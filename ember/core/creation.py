@@ -822,23 +822,19 @@ def logspace(start: float, end: float, steps: int, base: float = 10.0, *, dtype:
 
 # -- seeding and generators --------------------------------------------------------------
 
-_seed: int | None = None  # None: the seed drawn at start-up (plugins.registry.startup_seed)
-
-
 def manual_seed(seed: int) -> Generator:
     """Seed the random number generators of every backend (and the default generator)."""
-    global _seed
     seed = int(seed)
     if not -0x8000_0000_0000_0000 <= seed <= 0xFFFF_FFFF_FFFF_FFFF:
         raise RuntimeError("Overflow when unpacking long long")
-    _seed = seed & 0xFFFF_FFFF_FFFF_FFFF
+    seed &= 0xFFFF_FFFF_FFFF_FFFF
     plugins.registry.ensure_loaded()
     for backend in plugins.registry.backends.values():
         try:
-            backend.manual_seed(_seed)
+            backend.manual_seed(seed)
         except Exception:  # noqa: S110 - an unavailable backend has nothing to seed
             pass
-    default_generator.manual_seed(_seed)
+    default_generator.manual_seed(seed)
     return default_generator
 
 
@@ -854,9 +850,10 @@ def _os_seed() -> int:
 
 
 def initial_seed() -> int:
-    """The seed last given to `manual_seed`; before any, the seed drawn from the OS at
-    start-up (different in every process, as PyTorch's)."""
-    return plugins.registry.startup_seed if _seed is None else _seed
+    """The default generator's seed: the one last given to `manual_seed` (or restored
+    with its state by `set_rng_state`, as `fork_rng` does); before any, the seed drawn
+    from the OS at start-up (different in every process, as PyTorch's)."""
+    return default_generator.initial_seed()
 
 
 @dt.printed_in_api("._C")
