@@ -187,3 +187,25 @@ def test_random_within_the_dtype_bounds_still_draws():
         got.append((lib.empty(4, dtype=lib.uint8).random_(0, 256).tolist(),
                     lib.empty(3, dtype=lib.int64).random_(-1, 2 ** 40).tolist()))
     assert got[0] == got[1]
+
+
+_NODE_NAMES = {
+    "householder_product": lambda L, x, t: L.linalg.householder_product(x, t),
+    "orgqr": lambda L, x, t: L.orgqr(x, t),
+    "ormqr": lambda L, x, t: L.ormqr(x, t, L.ones(3, 2)),
+    "solve_triangular left=False": lambda L, x, t: L.linalg.solve_triangular(
+        x[:2], L.ones(1, 2), upper=True, left=False),
+    "triangular_solve": lambda L, x, t: L.triangular_solve(L.ones(2, 1), x[:2]).solution,
+    "ifft of real": lambda L, x, t: L.fft.ifft(x, dim=0),
+    "conj": lambda L, x, t: L.complex(x, x).conj(),
+}
+
+
+@pytest.mark.parametrize("name", list(_NODE_NAMES))
+def test_decomposed_linalg_and_conj_results_show_pytorchs_node(name):
+    got = []
+    for lib in (ember, torch):
+        x = lib.tensor([[4.0, 1.0], [1.0, 3.0], [0.5, 0.2]], requires_grad=True)
+        t = lib.tensor([1.2, 0.8], requires_grad=True)
+        got.append(_NODE_NAMES[name](lib, x, t).grad_fn.name())
+    assert got[0] == got[1]

@@ -134,7 +134,8 @@ def conj_physical(input: Tensor) -> Tensor:
     return _conj_kernel(input)
 
 
-@composite(complex=True, variants="function method", cost=costs.pointwise(1))
+@composite(complex=True, variants="function method", cost=costs.pointwise(1),
+           node_label="ConjBackward0")
 def conj(input: Tensor) -> Tensor:
     """The complex conjugate of `input` (a real tensor: itself). ember conjugates
     eagerly, so the result is a new tensor and `is_conj` is False."""

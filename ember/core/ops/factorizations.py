@@ -441,7 +441,8 @@ def _linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool,
                           A, B, upper=bool(upper), unitriangular=bool(unitriangular))
 
 
-@composite(complex=True, variants="", cost=_matrix_cost(1 / 3))
+@composite(complex=True, variants="", cost=_matrix_cost(1 / 3),
+           node_label="LinalgSolveTriangularBackward0")
 def linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
                             unitriangular: bool = False, out: Any = None) -> Tensor:
     """`linalg.solve_triangular`: the solution X of `A @ X = B` (`X @ A = B` with
@@ -484,7 +485,8 @@ def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bo
                "torch.linalg.solve_triangular(A, B).")
     X = _triangular_solve("triangular_solve", A.mT if transpose else A, input,
                           upper != transpose, True, unitriangular)
-    return TriangularSolveResult(_lapack_layout(X), _relaid(A.clone()))
+    X = relabel(_lapack_layout(X), "TriangularSolveBackward0", (input, A))
+    return TriangularSolveResult(X, _relaid(A.clone()))
 
 
 def _write(name: str, out: Any, result: Tensor) -> Tensor:
@@ -823,7 +825,8 @@ def _householder_checks(op: str, A: Tensor, tau: Tensor) -> None:
                            f"{A.dtype}")
 
 
-@composite(complex=True, variants="", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32,
+           node_label="LinalgHouseholderProductBackward0")
 def linalg_householder_product(A: Tensor, tau: Tensor, *, out: Any = None) -> Tensor:
     """`linalg.householder_product`: the first n columns of the product of the Householder
     reflectors stored in A (m x n, m >= n) and `tau` (geqrf's output gives Q of the QR
@@ -833,13 +836,15 @@ def linalg_householder_product(A: Tensor, tau: Tensor, *, out: Any = None) -> Te
     return result if out is None else _write("linalg.householder_product", out, result)
 
 
-@composite(variants="function method", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
+@composite(variants="function method", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32,
+           node_label="LinalgHouseholderProductBackward0")
 def orgqr(input: Tensor, input2: Tensor) -> Tensor:
     """The Q of geqrf's compact form (`linalg.householder_product`)."""
     return linalg_householder_product(input, input2)
 
 
-@composite(variants="function method", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
+@composite(variants="function method", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32,
+           node_label="OrmqrBackward0")
 def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True,
           transpose: bool = False) -> Tensor:
     """`Q @ input3` for the Q (m x m) of geqrf's compact form `(input, input2)`:
