@@ -209,3 +209,28 @@ def test_decomposed_linalg_and_conj_results_show_pytorchs_node(name):
         t = lib.tensor([1.2, 0.8], requires_grad=True)
         got.append(_NODE_NAMES[name](lib, x, t).grad_fn.name())
     assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"win_length": 20}, {"hop_length": 0}, {"n_fft": 18}, {"onesided": False},
+    {"window": "short"}, {"hop_length": 16, "window": "hann", "center": False},
+])
+def test_istft_errors_name_the_call_as_pytorch(kwargs):
+    """istft's argument errors start with the call as PyTorch's C++ prints it (the complex
+    input's type and shape, every argument), word for word."""
+    signal = np.sin(np.arange(64, dtype=np.float32))
+    messages = []
+    for lib in (ember, torch):
+        spec = lib.stft(lib.tensor(signal), 16, window=lib.hann_window(16), return_complex=True)
+        args = dict(kwargs)
+        n_fft = args.pop("n_fft", 16)
+        if args.get("window") == "short":
+            args["window"] = lib.ones(3)
+        elif args.get("window") == "hann":
+            args["window"] = lib.hann_window(16)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(RuntimeError) as info:
+                lib.istft(spec, n_fft, **args)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
