@@ -235,3 +235,22 @@ def test_istft_errors_name_the_call_as_pytorch(kwargs):
         messages.append(str(info.value))
     # (ember's legacy type names say `ember.` where the torch alias is not in use)
     assert messages[0].replace("ember.FloatTensor", "torch.FloatTensor") == messages[1]
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.tensor(2 ** 63),
+    lambda lib: lib.tensor([[1], [-2 ** 63 - 1]]),
+    lambda lib: lib.tensor([2 ** 63], dtype=lib.int32),
+    lambda lib: lib.tensor([2 ** 64], dtype=lib.uint64),
+    lambda lib: lib.tensor([300], dtype=lib.uint8),
+])
+def test_tensor_of_too_large_python_ints_fails_as_pytorch(call):
+    """A Python int beyond int64 fails as PyTorch unpacks it (ValueError; OverflowError
+    for uint64), before the dtype's own range check (RuntimeError) -- e.g. a DataLoader
+    collating torch.initial_seed() of an unseeded process."""
+    errors = []
+    for lib in (ember, torch):
+        with pytest.raises(Exception) as info:
+            call(lib)
+        errors.append((type(info.value), str(info.value)))
+    assert errors[0] == errors[1]
