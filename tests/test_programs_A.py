@@ -850,7 +850,7 @@ PROGRAMS_Z33 = [
                  r"state|two generators|seed\(\)|default_generator|rng state|set_rng_state|"
                  r"fork_rng restored|torch.random.manual_seed|torch.seed|dropout eval|"
                  r"orthogonal gain|calculate_gain|fan|gain error|rng error|deterministic|"
-                 r"warn_only|cudnn|runs identical) .*",
+                 r"warn_only|cudnn|runs identical|worker batch) .*",
             first=r"seeded step +\d+ loss ([\d.]+)", long=True),
 ]
 PROGRAM_SPECS += PROGRAMS_Z33

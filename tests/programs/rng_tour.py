@@ -5,6 +5,9 @@ rand/randn/randint/randperm/normal/bernoulli/multinomial/poisson and the in-plac
 (exponential_, geometric_, cauchy_, log_normal_, random_, uniform_, normal_), dropout
 masks, the nn.init functions, generator= draws in float64/float16/complex, randint dtypes,
 and torch.use_deterministic_algorithms; then a seeded training run repeated twice."""
+import random
+
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -80,6 +83,31 @@ gen_dl = torch.Generator().manual_seed(0)
 loader = torch.utils.data.DataLoader(list(range(10)), batch_size=4, shuffle=True, generator=gen_dl)
 print("loader order", [b.tolist() for b in loader])
 print("random_split", [list(s) for s in torch.utils.data.random_split(range(8), [5, 3], generator=torch.Generator().manual_seed(42))])
+
+
+
+# the reproducibility docs' DataLoader idiom: seed NumPy and random in each worker
+class NoisyDataset(torch.utils.data.Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        info = torch.utils.data.get_worker_info()
+        return i, int(np.random.randint(1000)), random.randint(0, 1000), info.id, torch.initial_seed()
+
+
+def seed_worker(worker_id):
+    worker_seed = torch.initial_seed() % 2**32
+    np.random.seed(worker_seed)
+    random.seed(worker_seed)
+
+
+g_loader = torch.Generator()
+g_loader.manual_seed(0)
+worker_loader = torch.utils.data.DataLoader(NoisyDataset(), batch_size=2, num_workers=2, shuffle=True,
+                                            worker_init_fn=seed_worker, generator=g_loader)
+for batch in worker_loader:
+    print("worker batch", [t.tolist() for t in batch])
 
 # global state
 torch.manual_seed(7)
