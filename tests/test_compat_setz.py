@@ -254,3 +254,31 @@ def test_tensor_of_too_large_python_ints_fails_as_pytorch(call):
             call(lib)
         errors.append((type(info.value), str(info.value)))
     assert errors[0] == errors[1]
+
+
+_CONJ_BIT = {
+    "conj": lambda z: z.conj(),
+    "clone": lambda z: z.conj().clone(),
+    "index": lambda z: z.conj()[0],
+    "view": lambda z: z.conj().view(2),
+    "product": lambda z: z.conj() * 1,
+    "conj of conj": lambda z: z.conj().conj(),
+    "resolve_conj": lambda z: z.conj().resolve_conj(),
+    "contiguous": lambda z: z.conj().contiguous(),
+    "detach": lambda z: z.conj().detach(),
+    "mH": lambda z: z.unsqueeze(0).mH,
+    "conj_physical": lambda z: z.conj_physical(),
+    "real": lambda z: z.conj().real,
+    "real tensor": lambda z: z.real.conj(),
+}
+
+
+@pytest.mark.parametrize("name", list(_CONJ_BIT))
+def test_is_conj_follows_pytorchs_conjugate_bit(name):
+    """conj() results and their views report the conjugate bit; new results, clones,
+    resolve_conj and conj_physical do not. Values are the conjugates either way."""
+    got = []
+    for lib in (ember, torch):
+        out = _CONJ_BIT[name](lib.tensor([1 + 2j, 3 - 1j]))
+        got.append((out.is_conj(), lib.is_conj(out), out.resolve_conj().tolist()))
+    assert got[0] == got[1]

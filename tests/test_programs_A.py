@@ -843,7 +843,7 @@ PROGRAMS_Z33 = [
                  r"vector_norm dim|\s).*",
             first=r"lsq step +\d+ loss ([\d.]+)", long=True),
     Program("fft_tour.py", trends=[Trend(r"spectral step +\d+ loss ([\d.]+)", 0.8, 0.3)],
-            same=r"(?m)^(?!spectral step|conj |\s).*",
+            same=r"(?m)^(?!spectral step|\s).*",
             first=r"spectral step +\d+ loss ([\d.]+)", long=True),
     Program("rng_tour.py", trends=[Trend(r"seeded step +\d+ loss ([\d.]+)", 0.5, 0.3)],
             same=r"(?m)^(?:manual_seed|initial_seed|randint dtypes|rand scalar|generator manual|"
