@@ -282,3 +282,16 @@ def test_is_conj_follows_pytorchs_conjugate_bit(name):
         out = _CONJ_BIT[name](lib.tensor([1 + 2j, 3 - 1j]))
         got.append((out.is_conj(), lib.is_conj(out), out.resolve_conj().tolist()))
     assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("fresh", [True, False], ids=["empty out", "fitting out"])
+def test_linalg_out_takes_the_result_layout_when_resized(fresh):
+    """An empty `out=` is resized with the result's (column-major) strides; an `out` of
+    the right shape keeps its own, as in PyTorch."""
+    a = np.array([[4.0, 1.0], [1.0, 3.0]], dtype=np.float32)
+    got = []
+    for lib in (ember, torch):
+        out = lib.empty(0) if fresh else lib.empty(2, 2)
+        result = lib.linalg.inv(lib.tensor(a), out=out)
+        got.append((out.stride(), result.stride(), out.numpy().round(5).tolist()))
+    assert got[0] == got[1]

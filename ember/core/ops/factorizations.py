@@ -52,7 +52,7 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import apply_labelled, record_grad
 from ember.core.backend import LinAlgError
-from ember.core.creation import arange, eye, randn, tensor, zeros
+from ember.core.creation import arange, empty_permuted, eye, randn, tensor, zeros
 from ember.core.declare import composite, primitive, write_out
 from ember.core.dispatch import user_stacklevel
 from ember.core.grad_mode import no_grad
@@ -490,6 +490,13 @@ def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bo
 
 
 def _write(name: str, out: Any, result: Tensor) -> Tensor:
+    """`result` written into `out=`; an empty `out` (resized) takes the result's layout
+    (column-major matrices), as PyTorch restrides a resized `out`."""
+    if isinstance(out, Tensor) and out.numel() == 0 and result.numel() and \
+            out._base is None and result.device == out.device:
+        order = sorted(range(result.ndim), key=lambda d: -result.stride(d))
+        out._data = empty_permuted(tuple(result.shape), order, dtype=out.dtype,
+                                   device=out.device)._data
     return write_out(name, out, result)
 
 
