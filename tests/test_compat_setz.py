@@ -295,3 +295,15 @@ def test_linalg_out_takes_the_result_layout_when_resized(fresh):
         result = lib.linalg.inv(lib.tensor(a), out=out)
         got.append((out.stride(), result.stride(), out.numpy().round(5).tolist()))
     assert got[0] == got[1]
+
+
+def test_standard_gamma_shows_atens_node_and_gradient():
+    got = []
+    for lib in (ember, torch):
+        lib.manual_seed(0)
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = lib._standard_gamma(x)
+        y.sum().backward()
+        got.append((type(y.grad_fn).__name__, y.grad_fn.name(), y.tolist(),
+                    x.grad.numpy().round(4).tolist()))
+    assert got[0] == got[1]
