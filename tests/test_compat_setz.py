@@ -307,3 +307,22 @@ def test_standard_gamma_shows_atens_node_and_gradient():
         got.append((type(y.grad_fn).__name__, y.grad_fn.name(), y.tolist(),
                     x.grad.numpy().round(4).tolist()))
     assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.manual_seed(2 ** 64),
+    lambda lib: lib.Generator().manual_seed(-2 ** 63 - 1),
+    lambda lib: lib.set_rng_state(lib.zeros(3, dtype=lib.uint8)),
+    lambda lib: lib.set_rng_state(lib.zeros(5056)),
+    lambda lib: lib.Generator().set_state([1]),
+])
+def test_seed_and_state_errors_match(call):
+    """Seeds beyond 64 bits (ValueError, as the int is unpacked) and bad RNG states: the
+    same error type and words as PyTorch 2.13's."""
+    errors = []
+    for lib in (ember, torch):
+        with pytest.raises(Exception) as info:
+            call(lib)
+        errors.append((type(info.value), str(info.value)))
+    lib.manual_seed(0)
+    assert errors[0] == errors[1]

@@ -826,7 +826,7 @@ def manual_seed(seed: int) -> Generator:
     """Seed the random number generators of every backend (and the default generator)."""
     seed = int(seed)
     if not -0x8000_0000_0000_0000 <= seed <= 0xFFFF_FFFF_FFFF_FFFF:
-        raise RuntimeError("Overflow when unpacking long long")
+        raise ValueError("Overflow when unpacking long long")
     seed &= 0xFFFF_FFFF_FFFF_FFFF
     plugins.registry.ensure_loaded()
     for backend in plugins.registry.backends.values():
@@ -879,7 +879,7 @@ class Generator:
         keeps the whole seed for `initial_seed`)."""
         seed = int(seed)
         if not -0x8000_0000_0000_0000 <= seed <= 0xFFFF_FFFF_FFFF_FFFF:
-            raise RuntimeError("Overflow when unpacking long long")
+            raise ValueError("Overflow when unpacking long long")
         self._engine.manual_seed(seed & 0xFFFF_FFFF_FFFF_FFFF)
         return self
 
@@ -900,9 +900,11 @@ class Generator:
 
     def set_state(self, new_state: Tensor) -> Generator:
         """Restore a state from `get_state` (or from PyTorch's `get_state`)."""
-        if not isinstance(new_state, Tensor) or new_state.dtype is not dt.uint8:
-            got = new_state.dtype if isinstance(new_state, Tensor) else type(new_state).__name__
-            raise TypeError(f"expected a torch.ByteTensor, but got {got}")
+        if not isinstance(new_state, Tensor):
+            raise TypeError(f"expected a torch.ByteTensor, but got "
+                            f"{type(new_state).__name__}")
+        if new_state.dtype is not dt.uint8:
+            raise TypeError("RNG state must be a torch.ByteTensor")
         self._engine.set_state(bytes(new_state.detach().cpu().numpy().reshape(-1)))
         return self
 
