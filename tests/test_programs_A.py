@@ -867,6 +867,30 @@ PROGRAMS_AA33 = [
 ]
 PROGRAM_SPECS += PROGRAMS_AA33
 
+# set Z: library tours as notebooks write them: torch.distributions (families, transforms,
+# kl_divergence, constraints, biject_to, validate_args errors), torch.linalg, torch.fft,
+# RNG and reproducibility (generators, states, fork_rng, nn.init)
+PROGRAMS_Z33 = [
+    Program("distributions_tour.py", trends=[Trend(r"vi step +\d+ loss ([\d.]+)", 0.1, 0.3)],
+            same=r"(?m)^(?!sample values|vi |compose forward|gmm2 |\s).*",
+            first=r"vi step +\d+ loss ([\d.]+)", long=True),
+    Program("linalg_tour.py", trends=[Trend(r"lsq step +\d+ loss ([\d.]+)", 0.2, 0.3)],
+            same=r"(?m)^(?!svd S|matrix_norm nuc|lsq step|batched det|svdvals|eigvalsh|det |"
+                 r"vector_norm dim|\s).*",
+            first=r"lsq step +\d+ loss ([\d.]+)", long=True),
+    Program("fft_tour.py", trends=[Trend(r"spectral step +\d+ loss ([\d.]+)", 0.8, 0.3)],
+            same=r"(?m)^(?!spectral step|\s).*",
+            first=r"spectral step +\d+ loss ([\d.]+)", long=True),
+    Program("rng_tour.py", trends=[Trend(r"seeded step +\d+ loss ([\d.]+)", 0.5, 0.3)],
+            same=r"(?m)^(?:manual_seed|initial_seed|randint dtypes|rand scalar|generator manual|"
+                 r"state|two generators|seed\(\)|default_generator|rng state|set_rng_state|"
+                 r"fork_rng restored|torch.random.manual_seed|torch.seed|dropout eval|"
+                 r"orthogonal gain|calculate_gain|fan|gain error|rng error|deterministic|"
+                 r"warn_only|cudnn|runs identical|worker batch) .*",
+            first=r"seeded step +\d+ loss ([\d.]+)", long=True),
+]
+PROGRAM_SPECS += PROGRAMS_Z33
+
 
 def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
     workdir.mkdir()

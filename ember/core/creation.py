@@ -838,23 +838,19 @@ def logspace(start: float, end: float, steps: int, base: float = 10.0, *, dtype:
 
 # -- seeding and generators --------------------------------------------------------------
 
-_seed: int | None = None  # None: the seed drawn at start-up (plugins.registry.startup_seed)
-
-
 def manual_seed(seed: int) -> Generator:
     """Seed the random number generators of every backend (and the default generator)."""
-    global _seed
     seed = int(seed)
     if not -0x8000_0000_0000_0000 <= seed <= 0xFFFF_FFFF_FFFF_FFFF:
-        raise RuntimeError("Overflow when unpacking long long")
-    _seed = seed & 0xFFFF_FFFF_FFFF_FFFF
+        raise ValueError("Overflow when unpacking long long")
+    seed &= 0xFFFF_FFFF_FFFF_FFFF
     plugins.registry.ensure_loaded()
     for backend in plugins.registry.backends.values():
         try:
-            backend.manual_seed(_seed)
+            backend.manual_seed(seed)
         except Exception:  # noqa: S110 - an unavailable backend has nothing to seed
             pass
-    default_generator.manual_seed(_seed)
+    default_generator.manual_seed(seed)
     return default_generator
 
 
@@ -870,9 +866,10 @@ def _os_seed() -> int:
 
 
 def initial_seed() -> int:
-    """The seed last given to `manual_seed`; before any, the seed drawn from the OS at
-    start-up (different in every process, as PyTorch's)."""
-    return plugins.registry.startup_seed if _seed is None else _seed
+    """The default generator's seed: the one last given to `manual_seed` (or restored
+    with its state by `set_rng_state`, as `fork_rng` does); before any, the seed drawn
+    from the OS at start-up (different in every process, as PyTorch's)."""
+    return default_generator.initial_seed()
 
 
 @dt.printed_in_api("._C")
@@ -898,7 +895,7 @@ class Generator:
         keeps the whole seed for `initial_seed`)."""
         seed = int(seed)
         if not -0x8000_0000_0000_0000 <= seed <= 0xFFFF_FFFF_FFFF_FFFF:
-            raise RuntimeError("Overflow when unpacking long long")
+            raise ValueError("Overflow when unpacking long long")
         self._engine.manual_seed(seed & 0xFFFF_FFFF_FFFF_FFFF)
         return self
 
@@ -919,9 +916,11 @@ class Generator:
 
     def set_state(self, new_state: Tensor) -> Generator:
         """Restore a state from `get_state` (or from PyTorch's `get_state`)."""
-        if not isinstance(new_state, Tensor) or new_state.dtype is not dt.uint8:
-            got = new_state.dtype if isinstance(new_state, Tensor) else type(new_state).__name__
-            raise TypeError(f"expected a torch.ByteTensor, but got {got}")
+        if not isinstance(new_state, Tensor):
+            raise TypeError(f"expected a torch.ByteTensor, but got "
+                            f"{type(new_state).__name__}")
+        if new_state.dtype is not dt.uint8:
+            raise TypeError("RNG state must be a torch.ByteTensor")
         self._engine.set_state(bytes(new_state.detach().cpu().numpy().reshape(-1)))
         return self
 

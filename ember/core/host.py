@@ -166,6 +166,26 @@ def _tensor_scalars(data: Any) -> Any:
     return data
 
 
+def _python_ints(data: Any) -> Any:
+    if isinstance(data, (list, tuple)):
+        for x in data:
+            yield from _python_ints(x)
+    elif isinstance(data, int) and not isinstance(data, bool):
+        yield data
+
+
+def _overflow(data: Any, dtype: dt.dtype) -> Exception:
+    """PyTorch's error for a number that does not fit `dtype`: a Python int beyond int64
+    fails as it is unpacked (uint64 unpacks unsigned), before any dtype's range check."""
+    if dtype is dt.uint64:
+        if any(not 0 <= v < 2 ** 64 for v in _python_ints(data)):
+            return OverflowError("int too big to convert")
+    elif not (dtype.is_floating_point or dtype.is_complex) and any(
+            not -2 ** 63 <= v < 2 ** 63 for v in _python_ints(data)):
+        return ValueError("Overflow when unpacking long long")
+    return RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
+
+
 def to_host(data: Any, dtype: dt.dtype | None) -> tuple[np.ndarray, dt.dtype]:
     """`data` as a new C-contiguous host array of `dtype` (inferred when None)."""
     if is_tensor(data):
@@ -189,9 +209,8 @@ def to_host(data: Any, dtype: dt.dtype | None) -> tuple[np.ndarray, dt.dtype]:
         except ValueError as err:
             raise _ragged(data, dtype) or ValueError(
                 f"tensor(): expected sequences of equal length: {err}") from None
-        except OverflowError:  # PyTorch's error (NumPy raises OverflowError)
-            raise RuntimeError(f"value cannot be converted to type {dtype.name} without "
-                               "overflow") from None
+        except OverflowError:  # PyTorch's errors (NumPy raises OverflowError)
+            raise _overflow(data, dtype) from None
     if dtype in dt.FLOAT8_DTYPES and arr.dtype != numpy_dtype(dtype):
         from ember.core.float8 import to_float8  # (PyTorch's rounding and saturation)
 

@@ -28,6 +28,8 @@ def as_view(out: Tensor, x: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
     `fn(x)` recreates it (so in-place writes through it reach the base's graph)."""
     out._vc = x._vc
     out._view_vc = x._vc[0]
+    if x._conj_view:  # (PyTorch's views keep the conjugate bit)
+        out._conj_view = True
     if x._view_mode is not None:  # a view of such a view is one too (PyTorch's CreationMeta)
         out._view_mode = x._view_mode  # (not `_multi_output`: its own node's output it is)
     elif not state.enabled and x._requires_grad:  # (a detached alias is no differentiable view)

@@ -101,9 +101,8 @@ class MT19937:
     def set_state(self, data: bytes) -> None:
         """Restore a state laid out as `get_state` (and PyTorch) write it."""
         if len(data) != STATE_SIZE:
-            raise RuntimeError(f"Expected either a THGeneratorState of size 5048 or a "
-                               f"CPUGeneratorImplState of size {STATE_SIZE} but found the "
-                               f"input RNG state size to be {len(data)}")
+            raise RuntimeError(f"Expected a CPUGeneratorImplState of size {STATE_SIZE} but "
+                               f"found the input RNG state size to be {len(data)}")
         seed, left, _seeded, nxt = _HEAD.unpack_from(data, 0)
         if left < 1 or left > _N + 1 or nxt > _N:
             raise RuntimeError("The input RNG state is invalid: its position in the "

@@ -68,6 +68,7 @@ class Tensor:
     _grad_acc = None  # the AccumulateGrad node of a leaf that requires grad
     _grad = None
     _base = None  # the tensor whose storage a view shares
+    _conj_view = False  # a conj() result, or a view of one: PyTorch's conjugate bit (is_conj)
     _view_fn = None  # recreates this view from `_base` (for in-place writes through it)
     _view_vc = 0  # the version at which this view's graph node was taken from its base
     _view_mode = None  # "no_grad" / "inference": the view was made with grad mode off;
@@ -843,6 +844,8 @@ class Tensor:
         """A tensor sharing storage with this one, outside the autograd graph."""
         out = Tensor._make(self._data, self._dtype, self._device, self._backend)
         out._vc = self._vc
+        if self._conj_view:
+            out._conj_view = True
         if tracing.active is not None:
             tracing.primitive("alias", (self,), {}, out)
         return out

@@ -79,6 +79,15 @@ class _StandardGamma(Function):
         return grad_output * standard_gamma_grad(alpha, x), None
 
 
+def _aten_node_name(self) -> str:
+    return "StandardGammaBackward0"
+
+
+# torch._standard_gamma is an ATen op: its node is `StandardGammaBackward0`
+_StandardGamma._backward_cls = type("StandardGammaBackward0", (_StandardGamma._backward_cls,),
+                                    {"__slots__": (), "name": _aten_node_name})
+
+
 def standard_gamma(concentration, generator=None):
     """Gamma(concentration, 1) draws, differentiable with respect to `concentration`
     (`torch._standard_gamma`)."""

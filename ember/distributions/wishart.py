@@ -269,9 +269,9 @@ class Wishart(ExponentialFamily):
             max_try_correction = 10
         sample_shape = ember.Size(sample_shape)
         sample = self._bartlett_sampling(sample_shape)
-        # redraw the samples that are not positive definite (PyTorch's check lacks the `~`, so
-        # it redraws valid ones and warns on every call; the draws' law is the same)
-        is_singular = ~self.support.check(sample)
+        # PyTorch's first check lacks the `~`: it flags the *valid* samples, warns and redraws
+        # them. Done the same way, so the random stream (and every later draw) stays PyTorch's.
+        is_singular = self.support.check(sample)
         if self._batch_shape:
             is_singular = is_singular.amax(self._batch_dims)
         if bool(is_singular.any()):

@@ -299,7 +299,8 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01,
     with ember.no_grad():
         tensor.normal_(0, std, generator=generator)
         for col in range(cols):
-            zero_rows = ember.randperm(rows, generator=generator, device=tensor.device)
+            # (PyTorch draws the zeros' rows from the global generator, not `generator`)
+            zero_rows = ember.randperm(rows, device=tensor.device)
             tensor[zero_rows[:num_zeros], col] = 0
     return tensor
 

@@ -134,25 +134,32 @@ def conj_physical(input: Tensor) -> Tensor:
     return _conj_kernel(input)
 
 
-@composite(complex=True, variants="function method", cost=costs.pointwise(1))
+@composite(complex=True, variants="function method", cost=costs.pointwise(1),
+           node_label="ConjBackward0")
 def conj(input: Tensor) -> Tensor:
     """The complex conjugate of `input` (a real tensor: itself). ember conjugates
-    eagerly, so the result is a new tensor and `is_conj` is False."""
+    eagerly (writes into the result do not reach `input`), but the result, and its views,
+    report PyTorch's conjugate bit: `is_conj()` is True until `resolve_conj()`."""
     if not input.dtype.is_complex:
         return input
-    return _conj_kernel(input)
+    out = _conj_kernel(input)
+    if not input._conj_view:  # (the conjugate of a conjugate view has no bit)
+        out._conj_view = True
+    return out
 
 
 @composite(complex=True, variants="function method", cost=costs.view)
 def resolve_conj(input: Tensor) -> Tensor:
-    """`input` with its conjugate bit resolved: ember never sets one, so `input`."""
-    return input
+    """`input` with its conjugate bit resolved: a copy without it where `input` has it
+    (its values are already conjugated), else `input`."""
+    return input.clone() if input._conj_view else input
 
 
 @composite(complex=True, variants="function method", cost=costs.view)
 def is_conj(input: Tensor) -> bool:
-    """Whether `input` is a lazily conjugated view: never in ember (False)."""
-    return False
+    """Whether `input` has the conjugate bit: a complex `conj()` result or a view of
+    one."""
+    return bool(input.dtype.is_complex and input._conj_view)
 
 
 @composite(complex=True, variants="function method", cost=costs.view)

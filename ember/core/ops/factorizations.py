@@ -52,11 +52,12 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import apply_labelled, record_grad
 from ember.core.backend import LinAlgError
-from ember.core.creation import arange, eye, randn, tensor, zeros
+from ember.core.creation import arange, empty_permuted, eye, randn, tensor, zeros
 from ember.core.declare import composite, primitive, write_out
 from ember.core.dispatch import user_stacklevel
 from ember.core.grad_mode import no_grad
 from ember.core.graph import relabel
+from ember.core.memory_format import contiguous_format
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import conj, where
@@ -84,13 +85,53 @@ def _check(op: str, A: Any, *, square: bool = True, name: str = "A") -> None:
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
 
 
-def _split(packed: Tensor, *shapes: tuple[int, ...]) -> list[Tensor]:
-    """The outputs a packed kernel result holds, each (batch..., *shape)."""
+def _dense_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+def _relaid(t: Tensor, matrix: bool | None = None) -> Tensor:
+    """`t` with each matrix column-major (a batch of vectors, with `matrix=False`, dense),
+    in a buffer of its own unless it already is: PyTorch's strides exactly, a size-1
+    dimension's included (which `contiguous()` leaves as they are)."""
+    matrix = t.ndim >= 2 if matrix is None else matrix
+    shape = tuple(t.shape)
+    if not matrix:
+        if tuple(t.stride()) == _dense_strides(shape):
+            return t
+        return t.clone(memory_format=contiguous_format)
+    strides = _dense_strides(shape[:-2] + (shape[-1], shape[-2]))
+    if tuple(t.stride()) == strides[:-2] + (strides[-1], strides[-2]):
+        return t
+    return t.mT.clone(memory_format=contiguous_format).mT
+
+
+def _lapack_layout(t: Tensor) -> Tensor:
+    """`t` laid out as PyTorch's LAPACK-backed ops return their results: each matrix
+    column-major (Fortran order, as LAPACK writes it), the batch dense; a (batch of)
+    vector or scalar dense. Strides are visible (`.stride()`, `.is_contiguous()`)."""
+    out = _relaid(t)
+    label = getattr(t._node, "label", None)
+    if label and out is not t:  # the op's node (`LinalgInvExBackward0`), not the copy's
+        relabel(out, label, (t,))
+    return out
+
+
+def _split(packed: Tensor, *shapes: tuple[int, ...], lapack: bool = False) -> list[Tensor]:
+    """The outputs a packed kernel result holds, each (batch..., *shape); with `lapack`,
+    each in PyTorch's layout (`_lapack_layout`: matrices column-major) rather than a view
+    of the packed buffer."""
     batch = tuple(packed.shape[:-1])
     outs, start = [], 0
     for shape in shapes:
         size = math.prod(shape)
-        outs.append(packed[..., start:start + size].reshape(batch + tuple(shape)))
+        out = packed[..., start:start + size].reshape(batch + tuple(shape))
+        if lapack:
+            out = _relaid(out, len(shape) >= 2)
+        outs.append(out)
         start += size
     label = getattr(packed._node, "label", None)
     if label:  # each output shows the kernel's node (`LinalgQrBackward0`), as PyTorch's
@@ -197,7 +238,7 @@ def _linalg_slogdet(A: Tensor) -> Tensor:
 
 
 def _slogdet_parts(A: Tensor) -> tuple[Tensor, Tensor]:
-    sign, logabsdet = _split(_linalg_slogdet(A), (), ())
+    sign, logabsdet = _split(_linalg_slogdet(A), (), (), lapack=True)
     return sign, (logabsdet.real if A.dtype.is_complex else logabsdet)
 
 
@@ -261,7 +302,7 @@ InvExResult = return_type("linalg_inv_ex", ["inverse", "info"])
 
 def _inv_ex(A: Tensor) -> tuple[Tensor, Tensor]:
     n = A.shape[-1]
-    inverse, info = _split(_linalg_inv_ex(A), (n, n), ())
+    inverse, info = _split(_linalg_inv_ex(A), (n, n), (), lapack=True)
     return inverse, _info(info)
 
 
@@ -346,11 +387,13 @@ def _solve(op: str, A: Tensor, B: Tensor, left: bool, check: bool) -> tuple[Tens
         return X.mT, info
     A, B, vector = _solve_operands(op, A, B)
     X, info = _split(_linalg_solve_ex(A, B), tuple(B.shape[-2:]), ())
+    # (a batch of vectors comes back as the matrix it makes, column-major, as PyTorch's)
+    X = _lapack_layout(X.squeeze(-1) if vector else X)
     info = _info(info)
     if check:  # (PyTorch names this one error torch.linalg.solve, its others linalg.solve)
         _raise_info("torch." + op if op in ("linalg.solve", "linalg.solve_ex") else op, info,
                     "The solver failed because the input matrix is singular.")
-    return (X.squeeze(-1) if vector else X), info
+    return X, info
 
 
 SolveExResult = return_type("linalg_solve_ex", ["result", "info"])
@@ -398,7 +441,8 @@ def _linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool,
                           A, B, upper=bool(upper), unitriangular=bool(unitriangular))
 
 
-@composite(complex=True, variants="", cost=_matrix_cost(1 / 3))
+@composite(complex=True, variants="", cost=_matrix_cost(1 / 3),
+           node_label="LinalgSolveTriangularBackward0")
 def linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
                             unitriangular: bool = False, out: Any = None) -> Tensor:
     """`linalg.solve_triangular`: the solution X of `A @ X = B` (`X @ A = B` with
@@ -412,7 +456,8 @@ def linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = T
         raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the "
                            f"equation {'AX = B' if left else 'XA = B'} "
                            f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
-    X = _triangular_solve("linalg.solve_triangular", A, B, upper, left, unitriangular)
+    X = _lapack_layout(_triangular_solve("linalg.solve_triangular", A, B, upper, left,
+                                         unitriangular))
     return X if out is None else _write("linalg.solve_triangular", out, X)
 
 
@@ -440,10 +485,18 @@ def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bo
                "torch.linalg.solve_triangular(A, B).")
     X = _triangular_solve("triangular_solve", A.mT if transpose else A, input,
                           upper != transpose, True, unitriangular)
-    return TriangularSolveResult(X, A.clone())
+    X = relabel(_lapack_layout(X), "TriangularSolveBackward0", (input, A))
+    return TriangularSolveResult(X, _relaid(A.clone()))
 
 
 def _write(name: str, out: Any, result: Tensor) -> Tensor:
+    """`result` written into `out=`; an empty `out` (resized) takes the result's layout
+    (column-major matrices), as PyTorch restrides a resized `out`."""
+    if isinstance(out, Tensor) and out.numel() == 0 and result.numel() and \
+            out._base is None and result.device == out.device:
+        order = sorted(range(result.ndim), key=lambda d: -result.stride(d))
+        out._data = empty_permuted(tuple(result.shape), order, dtype=out.dtype,
+                                   device=out.device)._data
     return write_out(name, out, result)
 
 
@@ -485,7 +538,7 @@ _NOT_PD = ("The factorization could not be completed because the input is not "
 
 def _cholesky_ex(A: Tensor, upper: bool) -> tuple[Tensor, Tensor]:
     n = A.shape[-1] if A.ndim >= 2 else 0
-    L, info = _split(_linalg_cholesky_ex(A, upper=upper), (n, n), ())
+    L, info = _split(_linalg_cholesky_ex(A, upper=upper), (n, n), (), lapack=True)
     return L, _info(info)
 
 
@@ -547,6 +600,7 @@ def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor
         L = input2.mH if upper else input2
         Y = linalg_solve_triangular(L, input, upper=False)
         X = linalg_solve_triangular(L.mH, Y, upper=True)
+    X = _relaid(X)
     record_grad(OPS["cholesky_solve"], (input, input2), {"upper": upper}, X,
                 "CholeskySolveBackward0")
     return X
@@ -635,7 +689,7 @@ def linalg_qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> Any:
                            "'reduced' (default), 'r', or 'complete'")
     _check("linalg.qr", A, square=False)
     qs, rs = _qr_shapes(tuple(A.shape), mode)
-    Q, R = _split(_linalg_qr(A, mode=mode), qs, rs)
+    Q, R = _split(_linalg_qr(A, mode=mode), qs, rs, lapack=True)
     if mode == "r":
         Q = zeros(0, dtype=A.dtype, device=A.device)
     return QRResult(Q, R)
@@ -682,7 +736,7 @@ def geqrf(input: Tensor) -> Any:
     PyTorch."""
     _check("geqrf", input, square=False)
     m, n = input.shape[-2:]
-    a, tau = _split(_geqrf(input), (m, n), (min(m, n),))
+    a, tau = _split(_geqrf(input), (m, n), (min(m, n),), lapack=True)
     return GeqrfResult(a, tau)
 
 
@@ -778,23 +832,26 @@ def _householder_checks(op: str, A: Tensor, tau: Tensor) -> None:
                            f"{A.dtype}")
 
 
-@composite(complex=True, variants="", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32,
+           node_label="LinalgHouseholderProductBackward0")
 def linalg_householder_product(A: Tensor, tau: Tensor, *, out: Any = None) -> Tensor:
     """`linalg.householder_product`: the first n columns of the product of the Householder
     reflectors stored in A (m x n, m >= n) and `tau` (geqrf's output gives Q of the QR
     decomposition). Differentiable through its parts."""
     _householder_checks("torch.linalg.householder_product", A, tau)
-    result = _householder_columns(A, tau)
+    result = _lapack_layout(_householder_columns(A, tau))
     return result if out is None else _write("linalg.householder_product", out, result)
 
 
-@composite(variants="function method", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
+@composite(variants="function method", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32,
+           node_label="LinalgHouseholderProductBackward0")
 def orgqr(input: Tensor, input2: Tensor) -> Tensor:
     """The Q of geqrf's compact form (`linalg.householder_product`)."""
     return linalg_householder_product(input, input2)
 
 
-@composite(variants="function method", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
+@composite(variants="function method", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32,
+           node_label="OrmqrBackward0")
 def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True,
           transpose: bool = False) -> Tensor:
     """`Q @ input3` for the Q (m x m) of geqrf's compact form `(input, input2)`:
@@ -808,7 +865,7 @@ def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True,
     if input.shape[-2] != m:
         raise RuntimeError(f"torch.ormqr: other.shape[{-2 if left else -1}] must be equal to "
                            f"input.shape[-2]")
-    return _reflect(input, input2, input3, left, transpose)
+    return _lapack_layout(_reflect(input, input2, input3, left, transpose))
 
 
 # -- SVD and the symmetric eigendecomposition -------------------------------------------
@@ -886,7 +943,7 @@ SVDResult = return_type("linalg_svd", ["U", "S", "Vh"])
 def _svd(A: Tensor, full_matrices: bool) -> list[Tensor]:
     _check("linalg.svd", A, square=False)
     U, S, Vh = _split(_linalg_svd(A, full_matrices=full_matrices),
-                      *_svd_shapes(tuple(A.shape), full_matrices))
+                      *_svd_shapes(tuple(A.shape), full_matrices), lapack=True)
     return [U, S.real if S.dtype.is_complex else S, Vh]
 
 
@@ -1019,7 +1076,7 @@ def _eigh(A: Tensor, UPLO: str) -> list[Tensor]:
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     _check("linalg.eigh", A)
     n = A.shape[-1]
-    L, V = _split(_linalg_eigh(A, UPLO=UPLO), (n,), (n, n))
+    L, V = _split(_linalg_eigh(A, UPLO=UPLO), (n,), (n, n), lapack=True)
     return [L.real if L.dtype.is_complex else L, V]
 
 
@@ -1094,7 +1151,7 @@ EigResult = return_type("linalg_eig", ["eigenvalues", "eigenvectors"])
 def _eig(A: Tensor, op: str = "linalg.eig") -> list[Tensor]:
     _eig_check(A, op)
     n = A.shape[-1]
-    return _split(_linalg_eig(A), (n,), (n, n))
+    return _split(_linalg_eig(A), (n,), (n, n), lapack=True)
 
 
 @composite(complex=True, variants="", cost=_matrix_cost(25.0))
@@ -1206,6 +1263,16 @@ def _check_lstsq(A: Tensor, B: Tensor, driver: str | None) -> bool:
     return vector
 
 
+def _lstsq_layout(X: Tensor, m: int) -> Tensor:
+    """X (.., n, k) as PyTorch's lstsq returns it: the first n rows of the column-major
+    (.., max(m, n), k) right-hand side LAPACK overwrote with the solution."""
+    n = X.shape[-2]
+    if m <= n:
+        return _relaid(X)
+    padded = cat([X, X.new_zeros(tuple(X.shape[:-2]) + (m - n, X.shape[-1]))], -2)
+    return _relaid(padded)[..., :n, :]
+
+
 @composite(complex=True, variants="", cost=_matrix_cost(12.0), cpu_precision=P.FLOAT32,
            node_label="LinalgLstsqBackward0")
 def linalg_lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,
@@ -1216,7 +1283,7 @@ def linalg_lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,
     vector = _check_lstsq(A, B, driver)
     Bm = B.unsqueeze(-1) if vector else B
     rtol = rcond if rcond is not None and rcond > 0 else None
-    X = linalg_pinv(A, rtol=rtol) @ Bm
+    X = _lstsq_layout(linalg_pinv(A, rtol=rtol) @ Bm, A.shape[-2])
     if vector:
         X = X.squeeze(-1)
     empty = zeros(0, dtype=A.dtype.to_real(), device=A.device)  # (real, for complex A)
@@ -1285,7 +1352,8 @@ def _lu_factor(op: str, A: Tensor, pivot: bool) -> tuple[Tensor, Tensor, Tensor]
         raise RuntimeError(f"{op}: LU without pivoting is not implemented on the CPU")
     _check(op, A, square=False)
     m, n = A.shape[-2:]
-    LU, pivots, info = _split(_linalg_lu_factor_ex(A), (m, n), (min(m, n),), ())
+    LU, pivots, info = _split(_linalg_lu_factor_ex(A), (m, n), (min(m, n),), (),
+                              lapack=True)
     return LU, pivots.to(dt.int32), info.to(dt.int32)
 
 
@@ -1401,6 +1469,7 @@ def linalg_lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
         Y = linalg_solve_triangular(L, _permute_rows(B, P.argmax(-2)), upper=False,
                                     unitriangular=True)  # P^T @ B
         X = linalg_solve_triangular(U, Y, upper=True)
+    X = _lapack_layout(X)
     return X if out is None else _write("linalg.lu_solve", out, X)
 
 
@@ -1454,7 +1523,8 @@ LDLFactorExResult = return_type("linalg_ldl_factor_ex", ["LD", "pivots", "info"]
 def _ldl_factor(op: str, A: Tensor, hermitian: bool) -> tuple[Tensor, Tensor, Tensor]:
     _ldl_check(op, A)
     n = A.shape[-1]
-    LD, pivots, info = _split(_linalg_ldl_factor_ex(A, hermitian=hermitian), (n, n), (n,), ())
+    LD, pivots, info = _split(_linalg_ldl_factor_ex(A, hermitian=hermitian), (n, n), (n,), (),
+                              lapack=True)
     return LD, _info(pivots), _info(info)
 
 
@@ -1535,6 +1605,7 @@ def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool =
     batch = broadcast_shapes(op, tuple(LD.shape[:-2]), tuple(B.shape[:-2]))
     X = _linalg_ldl_solve(LD.expand(batch + (n, n)), pivots.expand(batch + (n,)),
                           B.expand(batch + tuple(B.shape[-2:])), hermitian=hermitian)
+    X = _lapack_layout(X)
     return X if out is None else _write("linalg.ldl_solve", out, X)
 
 

@@ -26,6 +26,8 @@ from ember.core import dtype as dt
 from ember.core.apply import apply
 from ember.core.creation import arange
 from ember.core.declare import composite, primitive
+from ember.core.graph import relabel
+from ember.core.memory_format import contiguous_format
 from ember.core.opdef import OPS, Cost, Grad, OutMeta
 from ember.core.opdef import Precision as P
 from ember.core.ops.complex import real
@@ -207,23 +209,105 @@ def _many_dims(x: Tensor, s: Sequence[int] | None, dim: Any
     return dims, sizes
 
 
+# -- PyTorch's result layout ----------------------------------------------------------
+# PyTorch's CPU FFT (MKL's `_exec_fft`) returns a transform along a dimension other than the
+# last one strided, not contiguous: the dimensions not transformed outermost, by the input's
+# strides (largest first), then the transformed ones in the order it takes them. Visible in
+# `.stride()` and `.is_contiguous()`, and in what views of the result (`.view`) allow.
+
+
+def _batch_first(ndim: int, dims: Sequence[int]) -> list[int]:
+    """The dimensions, those not in `dims` first, as C++'s std::partition orders them
+    (its swaps decide the order of dimensions with equal strides)."""
+    order, first, last = list(range(ndim)), 0, ndim
+    while True:
+        while first != last and order[first] not in dims:
+            first += 1
+        if first == last:
+            return order[:first]
+        last -= 1
+        while first != last and order[last] in dims:
+            last -= 1
+        if first == last:
+            return order[:first]
+        order[first], order[last] = order[last], order[first]
+        first += 1
+
+
+def _by_stride(strides: Sequence[int], dims: Sequence[int]) -> list[int]:
+    return sorted(dims, key=lambda d: -strides[d])  # (stable, as std::sort's small sort)
+
+
+def _exec_layout(strides: Sequence[int], sizes: Sequence[int], dims: Sequence[int]
+                 ) -> tuple[list[int], tuple[int, ...]]:
+    """The order (outermost first) and strides of `_exec_fft`'s result of `sizes`, from an
+    input of `strides` transformed over `dims` (in the order taken)."""
+    order = _by_stride(strides, _batch_first(len(sizes), dims)) + list(dims)
+    out, step = [0] * len(sizes), 1
+    for d in reversed(order):
+        out[d] = step
+        step *= max(sizes[d], 1)
+    return order, tuple(out)
+
+
+def _pytorch_layout(out: Tensor, in_strides: Sequence[int], dims: Sequence[int],
+                    exclude_last: bool = False) -> Tensor:
+    """`out` (a primitive's result, of an input of `in_strides`) in PyTorch's layout: the
+    transformed `dims` taken by stride (the last one kept last for r2c and c2r)."""
+    taken = _by_stride(in_strides, dims[:-1]) + [dims[-1]] if exclude_last else \
+        _by_stride(in_strides, dims)
+    order, strides = _exec_layout(in_strides, tuple(out.shape), taken)
+    if tuple(out.stride()) == strides:
+        return out
+    back = sorted(range(out.ndim), key=order.__getitem__)
+    result = out.permute(order).clone(memory_format=contiguous_format).permute(back)
+    if tuple(result.stride()) != strides:  # (a size-1 dimension's stride)
+        result = result.as_strided(tuple(out.shape), strides)
+    label = getattr(out._node, "label", None)
+    if label:  # shows the transform's node (`FftC2CBackward0`), not the copy's
+        relabel(result, label, (out,))
+    return result
+
+
+def _c2c(x: Tensor, dims: Sequence[int], mode: int, forward: bool) -> Tensor:
+    return _pytorch_layout(_fft_c2c(x, dims, mode, forward), x.stride(), dims)
+
+
+def _r2c_layout(x: Tensor, dims: Sequence[int], mode: int, onesided: bool) -> Tensor:
+    return _pytorch_layout(_fft_r2c(x, dims, mode, onesided), x.stride(), dims, True)
+
+
+def _c2r_layout(x: Tensor, dims: Sequence[int], mode: int, last: int) -> Tensor:
+    """PyTorch's c2r: a c2c over all but the last of `dims` first, whose layout decides
+    the c2r's."""
+    strides = x.stride()
+    if len(dims) > 1:
+        sizes = tuple(x.shape)
+        strides = _exec_layout(strides, sizes, _by_stride(strides, dims[:-1]))[1]
+    return _pytorch_layout(_fft_c2r(x, dims, mode, last), strides, dims[-1:])
+
+
 # -- the torch.fft functions ----------------------------------------------------------
 
 
 def _c2c_or_r2c(op: str, x: Tensor, dims: tuple, sizes: tuple, norm: str | None,
-                forward: bool) -> Tensor:
+                forward: bool, promote: bool = False) -> Tensor:
+    """A c2c of complex `x`; of real `x`, a two-sided r2c, unless `promote` (PyTorch's
+    n-dimensional transforms make a real input complex first: their result's layout)."""
     x = _resize(_floating(op, x), dims, sizes)
+    if promote:
+        x = _as_complex(x)
     mode = _norm_mode(norm, forward)
     if x.dtype.is_complex:
-        return _fft_c2c(x, dims, mode, forward)
-    out = _fft_r2c(x, dims, mode, False)
+        return _c2c(x, dims, mode, forward)
+    out = _r2c_layout(x, dims, mode, False)
     return out if forward else out.conj()
 
 
 def _r2c(op: str, x: Tensor, dims: tuple, sizes: tuple, norm: str | None,
          forward: bool) -> Tensor:
     x = _resize(_floating(op, x, real_only=True), dims, sizes)
-    out = _fft_r2c(x, dims, _norm_mode(norm, forward), True)
+    out = _r2c_layout(x, dims, _norm_mode(norm, forward), True)
     return out if forward else out.conj()
 
 
@@ -236,7 +320,7 @@ def _c2r(op: str, x: Tensor, dims: tuple, sizes: tuple, norm: str | None,
     x = _resize(x, dims, sizes[:-1] + (last // 2 + 1,))
     if forward:  # hfft: the conjugate's inverse transform, forward-normalized
         x = x.conj()
-    return _fft_c2r(x, dims, _norm_mode(norm, forward), last)
+    return _c2r_layout(x, dims, _norm_mode(norm, forward), last)
 
 
 
@@ -266,7 +350,7 @@ def fft_fft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] =
              norm: str | None = None) -> Tensor:
     """The two-dimensional discrete Fourier transform of `input` over `dim`."""
     dims, sizes = _many_dims(input, s, dim)
-    return _c2c_or_r2c("fft2", input, dims, sizes, norm, True)
+    return _c2c_or_r2c("fft2", input, dims, sizes, norm, True, promote=True)
 
 
 @composite(complex=True, variants="", cost=costs.pointwise(1),
@@ -275,7 +359,7 @@ def fft_ifft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] 
               norm: str | None = None) -> Tensor:
     """The two-dimensional inverse discrete Fourier transform of `input` over `dim`."""
     dims, sizes = _many_dims(input, s, dim)
-    return _c2c_or_r2c("ifft2", input, dims, sizes, norm, False)
+    return _c2c_or_r2c("ifft2", input, dims, sizes, norm, False, promote=True)
 
 
 @composite(complex=True, variants="", cost=costs.pointwise(1),
@@ -285,7 +369,7 @@ def fft_fftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
     """The N-dimensional discrete Fourier transform of `input` (over all dimensions, or
     the last `len(s)`, or `dim`)."""
     dims, sizes = _many_dims(input, s, dim)
-    return _c2c_or_r2c("fftn", input, dims, sizes, norm, True)
+    return _c2c_or_r2c("fftn", input, dims, sizes, norm, True, promote=True)
 
 
 @composite(complex=True, variants="", cost=costs.pointwise(1),
@@ -294,7 +378,7 @@ def fft_ifftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
               norm: str | None = None) -> Tensor:
     """The N-dimensional inverse discrete Fourier transform of `input`."""
     dims, sizes = _many_dims(input, s, dim)
-    return _c2c_or_r2c("ifftn", input, dims, sizes, norm, False)
+    return _c2c_or_r2c("ifftn", input, dims, sizes, norm, False, promote=True)
 
 
 @composite(complex=True, variants="", cost=costs.pointwise(1),
@@ -399,8 +483,8 @@ def _hfftn(op: str, input: Tensor, s: Any, dim: Any, norm: str | None) -> Tensor
     x = _resize(x, dims, sizes[:-1] + (last // 2 + 1,))
     mode = _norm_mode(norm, True)
     if len(dims) > 1:
-        x = _fft_c2c(x, dims[:-1], mode, True)
-    return _fft_c2r(x.conj(), dims[-1:], mode, last)
+        x = _c2c(x, dims[:-1], mode, True)
+    return _c2r_layout(x.conj(), dims[-1:], mode, last)
 
 
 def _ihfftn(op: str, input: Tensor, s: Any, dim: Any, norm: str | None) -> Tensor:
@@ -412,8 +496,8 @@ def _ihfftn(op: str, input: Tensor, s: Any, dim: Any, norm: str | None) -> Tenso
                            f"{dt.SCALAR_TYPE_NAMES[input.dtype.name]}")
     x = _resize(_floating(op, input), dims, sizes)
     mode = _norm_mode(norm, False)
-    out = _fft_r2c(x, dims[-1:], mode, True).conj()
-    return out if len(dims) == 1 else _fft_c2c(out, dims[:-1], mode, False)
+    out = _r2c_layout(x, dims[-1:], mode, True).conj()
+    return out if len(dims) == 1 else _c2c(out, dims[:-1], mode, False)
 
 
 @composite(complex=True, variants="", cost=costs.pointwise(1))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -206,17 +207,16 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
     if not input.dtype.is_complex:
         raise RuntimeError("istft requires a complex-valued input tensor matching the output "
                            "from stft with return_complex=True.")
-    if input.ndim not in (2, 3):
-        raise RuntimeError(f"istft: expected a tensor with 2 or 3 dimensions of complex "
-                           f"values, but got {input.ndim}D")
     hop = n_fft // 4 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
-    if not 0 < win <= n_fft:
-        raise RuntimeError(f"istft: expected 0 < win_length <= n_fft, but got "
-                           f"win_length={win}")
+    fail = _istft_call(input, n_fft, hop, win, window, center, normalized, onesided, length,
+                       return_complex)
+    if input.ndim not in (2, 3):  # (PyTorch counts the dimensions of view_as_real(input))
+        raise fail(f": expected a tensor with 3 or 4 dimensions, but got {input.ndim + 1}")
     if hop <= 0 or hop > win:
-        raise RuntimeError(f"istft: expected 0 < hop_length <= win_length, but got "
-                           f"hop_length={hop}")
+        raise fail(": expected 0 < hop_length <= win_length")
+    if not 0 < win <= n_fft:
+        raise fail(": expected 0 < win_length <= n_fft")
     x = input if input.ndim == 3 else input.unsqueeze(0)
     n_freq, n_frames = x.shape[1], x.shape[2]
     if onesided is None:
@@ -224,20 +224,17 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
     if onesided and return_complex:
         raise RuntimeError("Cannot have onesided output if window or input is complex")
     if onesided and n_fft // 2 + 1 != n_freq:
-        raise RuntimeError(f"istft: expected the frequency dimension (3rd to the last) of "
-                           f"the input tensor to match n_fft / 2 + 1 when onesided=True, but "
-                           f"got {n_freq}")
+        raise fail(f": expected the frequency dimension (3rd to the last) of the input tensor "
+                   f"to match n_fft / 2 + 1 when onesided=True, but got {n_freq}")
     if not onesided and n_freq != n_fft:
-        raise RuntimeError(f"istft: expected the frequency dimension (3rd to the last) of "
-                           f"the input tensor to match n_fft when onesided=False, but got "
-                           f"{n_freq}")
+        raise fail(f": expected the frequency dimension (3rd to the last) of the input tensor "
+                   f"to match n_fft when onesided=False, but got {n_freq}")
     real_dtype = input.dtype.to_real()
     if window is None:
         warnings.warn(_NO_WINDOW, UserWarning, stacklevel=3)
         window = ones(win, dtype=real_dtype, device=input.device)
     elif window.ndim != 1 or window.shape[0] != win:
-        raise RuntimeError("istft: Invalid window shape. window has to be 1D and length of "
-                           "`win_length`")
+        raise fail(": Invalid window shape. window has to be 1D and length of `win_length`")
     if win < n_fft:
         left = (n_fft - win) // 2
         window = constant_pad_nd(window, (left, n_fft - win - left))
@@ -258,14 +255,29 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
     if length is not None:
         end = start + length
     y, envelope = y[:, start:min(end, total)], envelope[:, start:min(end, total)]
-    if bool((envelope.abs() < 1e-11).any()):
-        raise RuntimeError("istft: window overlap add min: the window's overlap-added square "
-                           "is 0 somewhere (choose a window and hop_length that overlap "
-                           "everywhere: the nonzero overlap-add constraint)")
+    if bool((envelope.abs() < 1e-11).any()):  # (the check's bool tensor, printed)
+        raise fail("window overlap add min: 1\n[ CPUBoolType{} ]")
     y = y / envelope
     if length is not None and y.shape[1] < length:
         y = constant_pad_nd(y, (0, length - y.shape[1]))
     return y if input.ndim == 3 else y.squeeze(0)
+
+
+def _istft_call(input: Tensor, n_fft: int, hop: int, win: int, window: Tensor | None,
+                center: bool, normalized: bool, onesided: bool | None, length: int | None,
+                return_complex: bool) -> Callable[[str], RuntimeError]:
+    """How PyTorch's istft names its call in its errors (the complex input's backend type
+    and shape, every argument as C++ prints it), before the message."""
+    def fail(message: str) -> RuntimeError:
+        kind = "ComplexDouble" if input.dtype is dt.complex128 else "ComplexFloat"
+        shown = "None" if window is None else f"{window.type_name()}{{{list(window.shape)}}}"
+        opt = lambda v: "None" if v is None else str(int(v))  # noqa: E731
+        return RuntimeError(
+            f"istft({input.device.type.upper()}{kind}Type{list(input.shape)}, n_fft={n_fft}, "
+            f"hop_length={hop}, win_length={win}, window={shown}, center={int(center)}, "
+            f"normalized={int(normalized)}, onesided={opt(onesided)}, length={opt(length)}, "
+            f"return_complex={int(return_complex)}) {message}")
+    return fail
 
 
 def _overlap_add(frames: Tensor, total: int, n_fft: int, hop: int) -> Tensor:

@@ -46,6 +46,7 @@ from ember.core.ops.shape import cat, expand, squeeze, unsqueeze
 from ember.core.shapes import broadcast_shapes
 from ember.core.storage import cpp_type_name
 from ember.core.tensor import Tensor
+from ember.core.typeinfo import finfo, iinfo
 
 
 @composite(complex=True, variants="function method", cost=costs.creation)
@@ -198,8 +199,8 @@ def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *,
     """Fills this tensor with numbers drawn from N(mean, std²), in place."""
     if not self.dtype.is_complex:
         _check_float("normal", self)
-    if std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    if std < 0:  # (the number as C++ prints a double)
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
     contiguous = self.is_contiguous()
     done = _host_fill(self, "normal_", generator,
                       lambda e, n, d: cpu_random.normal(e, n, d, mean, std, contiguous))
@@ -221,10 +222,19 @@ def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
     return to_dtype(lt(r, probs), input.dtype)
 
 
+def _check_probabilities(p: Tensor) -> None:
+    """PyTorch's CPU kernel's check of a tensor of probabilities (NaN fails it too)."""
+    if p.numel() and not bool(((p >= 0) & (p <= 1)).all().item()):
+        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  "
+                           "(Could this error message be improved?  If so, please report an "
+                           "enhancement request to PyTorch.)")
+
+
 @composite(variants="method", cost=costs.creation)
 def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
     """Fills this tensor with 1 with probability `p` (else 0), in place."""
     if isinstance(p, Tensor):
+        _check_probabilities(p)
         probs = _in_memory_order(self, p) if _on_host(generator, self.device) else None
         done = _host_fill(self, "bernoulli_", generator,
                           lambda e, n, d: cpu_random.bernoulli_tensor(e, probs))
@@ -278,7 +288,7 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[int] | None = None, *
     with no_grad():
         if mean_t and not std_t:
             if std < 0:
-                raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+                raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
             out = normal_(out, 0.0, std, generator=generator)
             return out + mean
         out = normal_(out, 0.0, 1.0, generator=generator)
@@ -361,6 +371,7 @@ def random_(self: Tensor, from_: int | None = None, to: int | None = None, *,
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
                            f"from={low} >= to={high}")
+    _check_random_range(self.dtype, low, high - 1)
     wide = self.dtype.name in WIDE_RANDOM
     done = _host_fill(self, "random_", generator,
                       lambda e, n, d: cpu_random.integers(e, n, low, high, wide))
@@ -368,6 +379,20 @@ def random_(self: Tensor, from_: int | None = None, to: int | None = None, *,
         return done
     return copy_(self, randint(low, high, tuple(self.shape), device=self.device,
                                generator=generator))
+
+
+def _check_random_range(dtype: dt.dtype, low: int, high: int) -> None:
+    """PyTorch's check that `random_`'s bounds fit the dtype (its lowest to its max)."""
+    if dtype is dt.bool_:
+        lowest, largest = 0, 1
+    elif dtype.is_floating_point:
+        largest = finfo(dtype).max
+        lowest = -largest
+    else:
+        lowest, largest = iinfo(dtype).min, iinfo(dtype).max
+    for value, name in ((low, "from"), (high, "to - 1")):
+        if not lowest <= value <= largest:
+            raise RuntimeError(f"{name} is out of bounds for {cpp_type_name(dtype)}")
 
 
 @composite(variants="function method", cost=costs.creation)
