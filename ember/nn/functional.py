@@ -534,6 +534,9 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         if spatial == 1:
             return adaptive_avg_pool1d(input, out_sizes[0])
         return _nnops.adaptive_avg_pool3d(input, tuple(out_sizes))
+    if input.dtype == ember.uint8 and mode in ("bilinear", "bicubic"):
+        return _nnops.kept_format(input, _uint8_resampled(input, out_sizes, scales,
+                                                          bool(align_corners), mode, antialias))
     if antialias:
         return _nnops.kept_format(input, _antialiased(input, out_sizes, scales,
                                                       bool(align_corners), mode))
@@ -636,6 +639,59 @@ def _antialiased(input: Tensor, out_sizes: list[int], scales: list, align_corner
         wt = ember.tensor(w, dtype=input.dtype, device=input.device)
         out = ember.matmul(out.movedim(dim, -1), wt.t()).movedim(-1, dim)
     # ATen writes its result row-major (the height's pass leaves a transposed view here)
+    return in_memory_format(out, ember.contiguous_format)
+
+
+def _plain_weights(out_size: int, in_size: int, scale: float | None, align_corners: bool,
+                   mode: str) -> list[list[float]]:
+    """The `(out_size, in_size)` matrix of bilinear or bicubic interpolation (no
+    antialiasing) along one dimension: each output's taps, those clamped to the border
+    adding up on it."""
+    if mode == "bicubic":
+        idx, wts = _cubic_taps(out_size, in_size, scale, align_corners)
+        taps = [list(zip(i, w)) for i, w in zip(zip(*idx), zip(*wts))]
+    else:
+        lo, hi, w = _interp_source(out_size, in_size, scale, align_corners, mode)
+        taps = [((a, 1.0 - t), (b, t)) for a, b, t in zip(lo, hi, w)]
+    rows = []
+    for row_taps in taps:
+        row = [0.0] * in_size
+        for j, w in row_taps:
+            row[j] += w
+        rows.append(row)
+    return rows
+
+
+def _fixed_point(weights: list[list[float]]) -> tuple[list[list[int]], int]:
+    """`weights` as ATen's uint8 kernels hold them: integers scaled by 2**precision, the
+    largest precision (below 22) at which twice the largest weight stays an int16, each
+    rounded half away from zero."""
+    top = max(max(row) for row in weights)
+    precision = 0
+    while precision < 22 and int(0.5 + top * (1 << (precision + 1))) < (1 << 15):
+        precision += 1
+    unit = 1 << precision
+    return [[int(v * unit - 0.5) if v < 0 else int(v * unit + 0.5) for v in row]
+            for row in weights], precision
+
+
+def _uint8_resampled(input: Tensor, out_sizes: list[int], scales: list, align_corners: bool,
+                     mode: str, antialias: bool) -> Tensor:
+    """bilinear/bicubic interpolation of a uint8 image as ATen computes it: separable
+    passes along the width, then the height (a kept size skipped), each a fixed-point sum
+    with int16 weights, rounded and clamped back to uint8 before the next pass."""
+    weights_of = _aa_weights if antialias else _plain_weights
+    out = input
+    for d in (1, 0):
+        dim = 2 + d
+        if out_sizes[d] == input.shape[dim]:
+            continue
+        fixed, precision = _fixed_point(weights_of(out_sizes[d], input.shape[dim], scales[d],
+                                                   align_corners, mode))
+        wt = ember.tensor(fixed, dtype=ember.int64, device=input.device)
+        acc = ember.matmul(out.movedim(dim, -1).to(ember.int64), wt.t())
+        acc = (acc + (1 << (precision - 1))) >> precision
+        out = acc.clamp(0, 255).to(ember.uint8).movedim(-1, dim)
     return in_memory_format(out, ember.contiguous_format)
 
 

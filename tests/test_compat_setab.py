@@ -1,0 +1,80 @@
+"""PyTorch behaviours the set-AB programs (torchvision-style augmentation kernels, an audio
+front-end, Set Transformer blocks, neural processes) needed, checked against torch itself."""
+
+from __future__ import annotations
+
+import pytest
+
+import ember
+from ember.core import dtype as dt
+
+torch = pytest.importorskip("torch")
+
+
+def _outcome(fn, mod) -> tuple[str, object]:
+    """What `fn(mod)` gives: its value (nested lists for tensors), or its error's type and
+    text."""
+    try:
+        out = fn(mod)
+    except Exception as err:  # noqa: BLE001 (the error is the outcome compared)
+        return type(err).__name__, str(err)
+    if isinstance(out, (torch.Tensor, ember.Tensor)):
+        return "ok", (str(out.dtype), out.tolist())
+    if isinstance(out, (tuple, list)):
+        return "ok", [(str(o.dtype), o.tolist()) if isinstance(o, (torch.Tensor, ember.Tensor))
+                      else o for o in out]
+    return "ok", out
+
+
+def _same(fn) -> None:
+    """`fn` does under ember what it does under torch, as a program run through the alias
+    sees it (ember's printed names are "torch...")."""
+    saved, dt.API_NAME = dt.API_NAME, "torch"
+    try:
+        assert _outcome(fn, ember) == _outcome(fn, torch)
+    finally:
+        dt.API_NAME = saved
+
+
+# -- torch.tensor_split: the keyword of each overload ------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: m.tensor_split(x, indices=(-1,), dim=-3),  # torchvision's mask split
+    lambda m, x: m.tensor_split(x, sections=2, dim=1),
+    lambda m, x: x.tensor_split(indices=[1, 2], dim=2),
+    lambda m, x: m.tensor_split(x, tensor_indices_or_sections=m.tensor(2)),
+    lambda m, x: m.tensor_split(x, 2, -1),
+])
+def test_tensor_split_overload_keywords(call) -> None:
+    _same(lambda m: call(m, m.arange(24.0).reshape(2, 3, 4)))
+
+
+# -- F.interpolate of uint8 images (torchvision's resize of a uint8 tensor) --------------
+
+def _uint8_image(m, channels_last: bool = False):
+    g = torch.Generator().manual_seed(0)
+    arr = (torch.rand(2, 3, 7, 9, generator=g) * 255).round().to(torch.uint8).numpy()
+    x = m.from_numpy(arr.copy())
+    return x.to(memory_format=m.channels_last) if channels_last else x
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("antialias", [False, True])
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("size", [(4, 5), (11, 13), (7, 4), (3, 16)])
+def test_interpolate_uint8_matches_fixed_point(mode, antialias, align_corners, size) -> None:
+    """ATen resamples uint8 in int16 fixed point, rounding to uint8 between the width's and
+    the height's pass: the values agree exactly, not within one."""
+    _same(lambda m: m.nn.functional.interpolate(_uint8_image(m), size=size, mode=mode,
+                                                align_corners=align_corners,
+                                                antialias=antialias))
+
+
+def test_interpolate_uint8_scale_factor_and_channels_last() -> None:
+    def run(m):
+        f = m.nn.functional
+        a = f.interpolate(_uint8_image(m), scale_factor=1.7, mode="bilinear", antialias=True)
+        b = f.interpolate(_uint8_image(m, channels_last=True), scale_factor=0.6,
+                          mode="bicubic")
+        return a, b, a.stride(), b.stride()
+    _same(run)
