@@ -745,6 +745,11 @@ PROGRAMS_AB33 = [
     Program("tv2_augment_kernels.py", same=r"^(?!grid_sample|blur float|affine|hsv|normalize"
             r"|resize \(|aug step)", close=_TV2_CLOSE, skeleton=r"^aug step",
             losses=r"^aug step \d+ loss (?P<loss>[\d.]+) ", factor=1.5, long=True),
+    Program("audio_frontend_specaug.py",
+            same=r"^(?!power spec|magnitude|mel |dB|mfcc|griffinlim spectral|resample|kws)",
+            close=r"^(power spec|magnitude|mel |dB|resample)",
+            skeleton=r"^(mfcc|griffinlim spectral|kws step)",
+            losses=r"^kws step \d+ loss (?P<loss>[\d.]+) ", factor=1.5, long=True),
 ]
 PROGRAMS_B += PROGRAMS_AB33
 
