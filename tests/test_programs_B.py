@@ -750,6 +750,12 @@ PROGRAMS_AB33 = [
             close=r"^(power spec|magnitude|mel |dB|resample)",
             skeleton=r"^(mfcc|griffinlim spectral|kws step)",
             losses=r"^kws step \d+ loss (?P<loss>[\d.]+) ", factor=1.5, long=True),
+    Program("set_transformer_perceiver.py",
+            same=r"^(?!(set|perceiver) step|PMA attention|cross weights|weights head| +\[)",
+            close=r"^PMA attention|^weights head",
+            skeleton=r"^(set|perceiver) step|^cross weights",
+            losses=r"^(?P<tag>set|perceiver) step \d+ loss (?P<loss>[\d.]+) ", factor=1.5,
+            long=True),
 ]
 PROGRAMS_B += PROGRAMS_AB33
 
