@@ -756,6 +756,12 @@ PROGRAMS_AB33 = [
             skeleton=r"^(set|perceiver) step|^cross weights",
             losses=r"^(?P<tag>set|perceiver) step \d+ loss (?P<loss>[\d.]+) ", factor=1.5,
             long=True),
+    Program("neural_process_anp.py",
+            same=r"^(?!(cnp|anp) (step|predictive)|mvn (log_prob|entropy|kl))",
+            close=r"^mvn (log_prob|entropy|kl)",
+            skeleton=r"^(cnp|anp) (step|predictive)",
+            losses=r"^(?P<tag>cnp|anp) step +\d+ loss (?P<loss>[\d.]+)", factor=1.5,
+            long=True),
 ]
 PROGRAMS_B += PROGRAMS_AB33
 
