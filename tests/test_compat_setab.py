@@ -78,3 +78,61 @@ def test_interpolate_uint8_scale_factor_and_channels_last() -> None:
                           mode="bicubic")
         return a, b, a.stride(), b.stride()
     _same(run)
+
+
+def test_interpolate_uint8_lanczos() -> None:
+    _same(lambda m: m.nn.functional.interpolate(_uint8_image(m), size=(4, 13), mode="lanczos",
+                                                antialias=True))
+
+
+# -- dtypes the CPU kernels refuse, named by the kernel (what a resize of an int image or a
+# grid of the wrong precision meets) -------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["int64", "uint8", "bool", "float16"])
+@pytest.mark.parametrize("ndim,mode,antialias", [
+    (3, "nearest", False), (3, "linear", False), (3, "area", False),
+    (4, "nearest-exact", False), (4, "bilinear", False), (4, "bicubic", False),
+    (4, "area", False), (4, "bilinear", True), (4, "bicubic", True), (5, "trilinear", False),
+    (5, "nearest", False), (5, "area", False)])
+def test_interpolate_refuses_dtype_as_its_kernel(dtype, ndim, mode, antialias) -> None:
+    def run(m):
+        x = m.zeros((2, 3, 4, 5, 5)[:ndim], dtype=getattr(m, dtype))
+        scale = 0.5 if antialias else 2
+        return m.nn.functional.interpolate(x, scale_factor=scale, mode=mode,
+                                           antialias=antialias).shape
+    _same(run)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int64", "bool"])
+def test_pooling_refuses_dtype_as_its_kernel(dtype) -> None:
+    def pools(m):
+        f = m.nn.functional
+        x2, x3 = m.zeros(1, 2, 4, 4, dtype=getattr(m, dtype)), m.zeros(1, 2, 4, 4, 4,
+                                                                        dtype=getattr(m, dtype))
+        calls = [lambda: f.adaptive_avg_pool2d(x2, 1), lambda: f.adaptive_avg_pool2d(x2, 2),
+                 lambda: f.adaptive_avg_pool2d(x2.to(memory_format=m.channels_last), 2),
+                 lambda: f.adaptive_avg_pool1d(x2[0], 3), lambda: f.adaptive_avg_pool3d(x3, 2),
+                 lambda: f.avg_pool2d(x2, 2), lambda: f.avg_pool3d(x3, 2),
+                 lambda: f.avg_pool2d(x2.to(memory_format=m.channels_last), 2)]
+        return [_outcome(lambda _, call=call: call().shape, m) for call in calls]
+    saved, dt.API_NAME = dt.API_NAME, "torch"
+    try:
+        assert pools(ember) == pools(torch)
+    finally:
+        dt.API_NAME = saved
+
+
+@pytest.mark.parametrize("dims", [2, 3])
+@pytest.mark.parametrize("dtypes", [("uint8", "float32"), ("int64", "int64"),
+                                    ("float64", "float32"), ("float32", "float64")])
+def test_grid_sample_refuses_dtypes_as_the_cpu_kernel(dims, dtypes) -> None:
+    def run(m):
+        x = m.zeros((1, 2, 3, 4, 4)[:dims + 2], dtype=getattr(m, dtypes[0]))
+        grid = m.zeros((1, 2, 2, 2, 3)[:dims + 1] + (dims,), dtype=getattr(m, dtypes[1]))
+        return m.nn.functional.grid_sample(x, grid, align_corners=False)
+    _same(run)
+
+
+def test_grid_sample_checks_shapes_before_dtypes() -> None:
+    _same(lambda m: m.nn.functional.grid_sample(m.zeros(1, 2, 4, 4, dtype=m.float64),
+                                                m.zeros(2, 2, 2, 2), align_corners=False))

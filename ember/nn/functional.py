@@ -48,6 +48,7 @@ from ember.core.ops.losses import (  # noqa: F401 - the losses are declared in c
 )
 from ember.core.ops.shape import in_format_of, in_memory_format, in_suggested_format
 from ember.core.storage import cpp_type_name as _cpp_type_name
+from ember.core.storage import scalar_type_name as _scalar_type_name
 from ember.core.torch_function import overridable as _overridable
 
 __all__ = [
@@ -528,13 +529,14 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         factors = [float(f) for f in _pair(scale_factor, spatial)]
         out_sizes = [int(math.floor(n * f)) for n, f in zip(in_sizes, factors)]
         scales = [None] * spatial if recompute_scale_factor else factors
+    _refuse_interpolate_dtype(input, mode, antialias)
     if mode == "area":
         if spatial == 2:
             return _nnops.adaptive_avg_pool2d(input, tuple(out_sizes))
         if spatial == 1:
             return adaptive_avg_pool1d(input, out_sizes[0])
         return _nnops.adaptive_avg_pool3d(input, tuple(out_sizes))
-    if input.dtype == ember.uint8 and mode in ("bilinear", "bicubic"):
+    if input.dtype == ember.uint8 and mode in ("bilinear", "bicubic", "lanczos"):
         return _nnops.kept_format(input, _uint8_resampled(input, out_sizes, scales,
                                                           bool(align_corners), mode, antialias))
     if antialias:
@@ -559,6 +561,28 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         wt = ember.tensor(w, dtype=input.dtype, device=input.device).reshape(shape)
         out = a + (b - a) * wt
     return _nnops.kept_format(input, out)  # (PyTorch's upsampling keeps channels_last)
+
+
+def _refuse_interpolate_dtype(input: Tensor, mode: str, antialias: bool) -> None:
+    """PyTorch's CPU kernels' refusal of a dtype they lack, named by the kernel that
+    refuses it: resampling takes float32 and float64, the other floating dtypes unless
+    antialiased, and uint8 for nearest and the 2-D modes (area pooling refuses its own)."""
+    d = input.dtype
+    if mode == "area" or d in (ember.float32, ember.float64) or (
+            d.is_floating_point and not antialias):
+        return
+    nearest = mode.startswith("nearest")
+    if d == ember.uint8 and (nearest or input.ndim == 4):  # (bilinear, bicubic, lanczos)
+        return
+    if antialias:
+        kernel = "compute_index_ranges_weights"
+    elif input.ndim == 4 and mode != "bicubic":
+        kernel = f"upsample_{'nearest' if nearest else 'bilinear'}2d_channels_last"
+    else:
+        kernel = "compute_indices_weights_" + ("nearest" if nearest else
+                                               "cubic" if mode == "bicubic" else "linear")
+    raise NotImplementedError(f'"{kernel}" not implemented for '
+                              f"'{_scalar_type_name(d)}'")
 
 
 def _bicubic(input: Tensor, out_sizes: list[int], scales: list, align_corners: bool) -> Tensor:
@@ -677,7 +701,7 @@ def _fixed_point(weights: list[list[float]]) -> tuple[list[list[int]], int]:
 
 def _uint8_resampled(input: Tensor, out_sizes: list[int], scales: list, align_corners: bool,
                      mode: str, antialias: bool) -> Tensor:
-    """bilinear/bicubic interpolation of a uint8 image as ATen computes it: separable
+    """bilinear/bicubic/lanczos interpolation of a uint8 image as ATen computes it: separable
     passes along the width, then the height (a kept size skipped), each a fixed-point sum
     with int16 weights, rounded and clamped back to uint8 before the next pass."""
     weights_of = _aa_weights if antialias else _plain_weights

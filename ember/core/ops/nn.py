@@ -1368,7 +1368,10 @@ def _avg_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, ceil
     x, unbatched = _batched(input, n, op)
     integral = not x.dtype.is_floating_point
     if integral and x.dtype is not dt.int64:  # PyTorch's CPU kernels: int64 and floats
-        raise NotImplementedError(f'{op}: "avg_pool2d" not implemented for '
+        kernel = "avg_pool3d_out_frame" if n == 3 else "avg_pool2d"
+        if n == 2 and tensor_format(x) is not contiguous_format:
+            kernel += "_channels_last"
+        raise NotImplementedError(f'"{kernel}" not implemented for '
                                   f"'{SCALAR_TYPE_NAMES[x.dtype.name]}'")
     windows, outs, geom = _pool_windows(op, n, x, kernel_size, stride, padding, 1, ceil_mode,
                                         0.0)
@@ -1458,6 +1461,22 @@ def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                                       divisor_override))
 
 
+def _refuse_adaptive_avg_dtype(n: int, x: Tensor, outs: tuple) -> None:
+    """PyTorch's refusal of a non-floating input to adaptive average pooling: pooled to one
+    element it is a mean (which names the dtype it cannot average); to any other size, the
+    CPU kernel's NotImplementedError."""
+    name = SCALAR_TYPE_NAMES.get(x.dtype.name, x.dtype)
+    if all(o == 1 for o in outs):
+        if not x.dtype.is_complex:
+            raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be "
+                               f"either a floating point or complex dtype. Got: {name}")
+        return
+    kernel = "adaptive_avg_pool3d_cpu" if n == 3 else "adaptive_avg_pool2d"
+    if n == 2 and tensor_format(x) is not contiguous_format:
+        kernel += "_channels_last"
+    raise NotImplementedError(f'"{kernel}" not implemented for \'{name}\'')
+
+
 def _adaptive_avg_pool(op: str, n: int, input: Tensor, output_size: Any) -> Tensor:
     x, unbatched = _batched(input, n, op)
     spatial = tuple(x.shape[2:])
@@ -1465,6 +1484,8 @@ def _adaptive_avg_pool(op: str, n: int, input: Tensor, output_size: Any) -> Tens
                  zip(spatial, _tuple(output_size, n, "output_size")
                      if not isinstance(output_size, (tuple, list)) or None not in output_size
                      else output_size))
+    if not x.dtype.is_floating_point:
+        _refuse_adaptive_avg_dtype(n, x, outs)
     if all(s % o == 0 for s, o in zip(spatial, outs)):
         k = tuple(s // o for s, o in zip(spatial, outs))
         out = _avg_pool(op, n, x, k, k, 0, False, True)
@@ -1826,11 +1847,6 @@ def _grid_sample(op: str, input: Tensor, grid: Tensor, interpolation_mode: int,
         raise RuntimeError(f"{op}(): expected 4D or 5D input and grid with same number of "
                            f"dimensions, but got input with sizes {list(input.shape)} and "
                            f"grid with sizes {list(grid.shape)}")
-    if input.dtype is not grid.dtype:
-        raise RuntimeError(f"{op}(): expected input and grid to have same dtype, but input "
-                           f"has {input.dtype} and grid has {grid.dtype}")
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"{op}(): expected a floating-point input, got {input.dtype}")
     if input.shape[0] != grid.shape[0]:
         raise RuntimeError(f"{op}(): expected grid and input to have same batch size, but "
                            f"got input with sizes {list(input.shape)} and grid with sizes "
@@ -1843,6 +1859,15 @@ def _grid_sample(op: str, input: Tensor, grid: Tensor, interpolation_mode: int,
             raise RuntimeError(f"{op}(): expected input to have non-empty spatial "
                                f"dimensions, but input has sizes {list(input.shape)} with "
                                f"dimension {i + 2} being empty")
+    # (the CPU kernel's own refusals, after the shape checks: its dtype dispatch, then its
+    # read of the grid as the input's scalar type)
+    if not input.dtype.is_floating_point:
+        kernel = "grid_sampler_2d_cpu_kernel_impl" if n == 2 else "grid_sampler3d_cpu"
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{SCALAR_TYPE_NAMES[input.dtype.name]}'")
+    if input.dtype is not grid.dtype:
+        raise RuntimeError(f"expected scalar type {SCALAR_TYPE_NAMES[input.dtype.name]} but "
+                           f"found {SCALAR_TYPE_NAMES[grid.dtype.name]}")
     if interpolation_mode not in (0, 1, 2) or padding_mode not in (0, 1, 2):
         raise RuntimeError(f"{op}(): unknown interpolation mode {interpolation_mode} or "
                            f"padding mode {padding_mode}")
