@@ -136,3 +136,13 @@ def test_grid_sample_refuses_dtypes_as_the_cpu_kernel(dims, dtypes) -> None:
 def test_grid_sample_checks_shapes_before_dtypes() -> None:
     _same(lambda m: m.nn.functional.grid_sample(m.zeros(1, 2, 4, 4, dtype=m.float64),
                                                 m.zeros(2, 2, 2, 2), align_corners=False))
+
+
+# -- torch.distributions --------------------------------------------------------------
+
+def test_sample_n_warns_as_torch() -> None:
+    def run(m):
+        with pytest.warns(FutureWarning) as seen:
+            shape = m.distributions.Normal(m.zeros(2), m.ones(2)).sample_n(3).shape
+        return tuple(shape), [str(w.message) for w in seen]
+    assert run(ember) == run(torch)
