@@ -146,3 +146,38 @@ def test_sample_n_warns_as_torch() -> None:
             shape = m.distributions.Normal(m.zeros(2), m.ones(2)).sample_n(3).shape
         return tuple(shape), [str(w.message) for w in seen]
     assert run(ember) == run(torch)
+
+
+# -- nn.MultiheadAttention --------------------------------------------------------------
+
+def _padded_attention(m, heads: int, batch_first: bool, same: bool, training: bool):
+    m.manual_seed(0)
+    mha = m.nn.MultiheadAttention(4, heads, batch_first=batch_first).train(training)
+    x = m.randn(2, 5, 4) if batch_first else m.randn(5, 2, 4)
+    kpm = m.tensor([[False] * 5, [True] * 5])  # the second sequence wholly padded
+    with m.no_grad():
+        out, w = mha(x, x if same else x.clone(), x, key_padding_mask=kpm, need_weights=False)
+    return out.isnan().any(-1), w
+
+
+@pytest.mark.parametrize("heads,batch_first,same,training", [
+    (2, True, True, False),  # PyTorch's fused inference path: NaN for the padded sequence
+    (1, True, True, False), (2, False, True, False), (2, True, False, False),
+    (2, True, True, True)])  # the others: scaled_dot_product_attention's zeros
+def test_mha_fully_padded_sequence_as_the_path_torch_takes(heads, batch_first, same,
+                                                           training) -> None:
+    _same(lambda m: _padded_attention(m, heads, batch_first, same, training))
+
+
+def test_mha_separate_projection_shape_checks() -> None:
+    def run(m):
+        mha = m.nn.MultiheadAttention(6, 3, kdim=4, vdim=5)
+        q, k, v = m.randn(3, 2, 6), m.randn(7, 2, 4), m.randn(7, 2, 5)
+        return [_outcome(lambda _: mha(q, k, v[:, :, :4])[0].shape, m),
+                _outcome(lambda _: mha(q, k[:, :, :3], v)[0].shape, m),
+                _outcome(lambda _: mha(q, k, v)[0].shape, m)]
+    saved, dt.API_NAME = dt.API_NAME, "torch"
+    try:
+        assert run(ember) == run(torch)
+    finally:
+        dt.API_NAME = saved
