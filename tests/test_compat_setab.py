@@ -181,3 +181,26 @@ def test_mha_separate_projection_shape_checks() -> None:
         assert run(ember) == run(torch)
     finally:
         dt.API_NAME = saved
+
+
+def _causal_and_mask(m, math_only: bool = False, **shape):
+    m.manual_seed(0)
+    q, k, v = m.randn(2, 2, 3, 4), m.randn(2, 2, 5, 4), m.randn(2, 2, 5, 4)
+    keep = m.ones(3, 5, dtype=m.bool)
+    keep[1] = False  # a query the mask takes out wholly
+    f = m.nn.functional
+    kwargs = dict(attn_mask=keep, is_causal=True, **shape)
+    if math_only:
+        with m.nn.attention.sdpa_kernel(m.nn.attention.SDPBackend.MATH):
+            return f.scaled_dot_product_attention(q, k, v, **kwargs)
+    if kwargs.pop("unbatched", False):
+        q, k, v = q[0], k[0], v[0]
+    return f.scaled_dot_product_attention(q, k, v, **kwargs).round(decimals=4)
+
+
+@pytest.mark.parametrize("case", [{}, {"dropout_p": 0.5}, {"unbatched": True},
+                                  {"math_only": True}, {"scale": 0.3}])
+def test_sdpa_mask_with_is_causal_as_the_cpu_kernels(case) -> None:
+    """PyTorch's CPU flash kernel (4-D, no dropout) applies both the mask and the causal
+    triangle; its math kernel refuses the pair."""
+    _same(lambda m: _causal_and_mask(m, **case))

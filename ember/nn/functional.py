@@ -1458,7 +1458,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         value = _repeat_heads(value, rep_v)
     scores = ember.matmul(query, key.transpose(-2, -1)) * scale_factor
     if is_causal:
-        if attn_mask is not None:
+        if attn_mask is not None and not _cpu_flash_applies(query, key, value, dropout_p):
+            # (the math kernel's refusal; PyTorch's CPU flash kernel applies both masks)
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not "
                                "be set when is_causal=True")
         causal = ember.ones(length, source, dtype=ember.bool, device=query.device).tril(0)
@@ -1473,6 +1474,14 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)
     return ember.matmul(weights, value)
+
+
+def _cpu_flash_applies(query: Tensor, key: Tensor, value: Tensor, dropout_p: float) -> bool:
+    """Whether PyTorch picks its CPU flash-attention kernel: 4-D inputs of one head size,
+    no dropout, the kernel switched on."""
+    return (query.device.type == "cpu" and _contract.sdp_use("flash")
+            and query.ndim == key.ndim == value.ndim == 4 and dropout_p == 0.0
+            and query.shape[-1] == key.shape[-1] == value.shape[-1])
 
 
 def _safe_softmax(scores: Tensor) -> Tensor:
