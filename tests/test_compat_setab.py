@@ -204,3 +204,46 @@ def test_sdpa_mask_with_is_causal_as_the_cpu_kernels(case) -> None:
     """PyTorch's CPU flash kernel (4-D, no dropout) applies both the mask and the causal
     triangle; its math kernel refuses the pair."""
     _same(lambda m: _causal_and_mask(m, **case))
+
+
+# -- torch.stft / torch.istft: their kernels' errors and warnings ------------------------
+
+@pytest.mark.parametrize("call", [
+    # F.pad's refusals of a signal shorter than the centring pad (viewed as (1, B, L))
+    lambda m: m.stft(m.zeros(2, 100), 256, window=m.hann_window(256), return_complex=True),
+    lambda m: m.stft(m.zeros(100), 256, window=m.hann_window(256), return_complex=True),
+    lambda m: m.stft(m.zeros(100), 256, window=m.hann_window(256), pad_mode="circular",
+                     return_complex=True),
+    lambda m: m.stft(m.zeros(300), 64, window=m.hann_window(64), pad_mode="wrap",
+                     return_complex=True),
+    # the kernel's dtype check, naming the padded signal (C++ type names)
+    lambda m: m.stft(m.zeros(300, dtype=m.int64), 64, window=m.hann_window(64),
+                     return_complex=True),
+    lambda m: m.stft(m.zeros(2, 300, dtype=m.bool), 64, window=m.hann_window(64),
+                     pad_mode="constant", return_complex=True),
+    lambda m: m.stft(m.zeros(2, 300, dtype=m.bfloat16), 64,
+                     window=m.zeros(65, dtype=m.bfloat16), center=False, return_complex=True),
+    # istft's nonzero overlap-add constraint, the call printed
+    lambda m: m.istft(m.ones(65, 19, dtype=m.complex64), 128, 32, window=m.zeros(128)),
+    lambda m: m.istft(m.ones(2, 65, 19, dtype=m.complex128), 128, 32, win_length=64,
+                      window=m.zeros(64, dtype=m.float64), normalized=True, length=500),
+])
+def test_stft_istft_errors(call) -> None:
+    _same(call)
+
+
+def test_istft_warns_when_length_outruns_the_signal() -> None:
+    from ember.core import errors
+
+    def run(m):
+        spec = m.stft(m.arange(600.0).sin(), 128, 32, window=m.hann_window(128),
+                      return_complex=True)
+        m.set_warn_always(True)  # (a warn-once warning: seen here whatever ran before)
+        try:
+            with pytest.warns(UserWarning) as seen:
+                out = m.istft(spec, 128, 32, window=m.hann_window(128), length=700)
+        finally:
+            m.set_warn_always(False)
+        return tuple(out.shape), [str(w.message).split(" (Triggered")[0] for w in seen]
+    assert run(ember) == run(torch)
+    assert not errors._warn_always
