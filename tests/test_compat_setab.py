@@ -247,3 +247,17 @@ def test_istft_warns_when_length_outruns_the_signal() -> None:
         return tuple(out.shape), [str(w.message).split(" (Triggered")[0] for w in seen]
     assert run(ember) == run(torch)
     assert not errors._warn_always
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int64", "bool", "float16"])
+def test_unfold_fold_dtypes(dtype) -> None:
+    def run(m):
+        f, d = m.nn.functional, getattr(m, dtype)
+        return [_outcome(lambda _: f.unfold(m.ones(1, 1, 4, 4, dtype=d), 2).shape, m),
+                _outcome(lambda _: f.fold(m.ones(1, 4, 4, dtype=d), (3, 3), 2).shape, m),
+                _outcome(lambda _: m.nn.Unfold(2)(m.ones(1, 4, 4, dtype=d)).shape, m)]
+    saved, dt.API_NAME = dt.API_NAME, "torch"
+    try:
+        assert run(ember) == run(torch)
+    finally:
+        dt.API_NAME = saved

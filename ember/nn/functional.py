@@ -208,6 +208,15 @@ def _size_at(input: Tensor, dim: int) -> int:
     return input.shape[dim]
 
 
+def _refuse_integral(input: Tensor, kernel: str) -> None:
+    """PyTorch's CPU `kernel` refusing an integer dtype (it takes floating, complex and
+    bool tensors)."""
+    d = input.dtype
+    if not (d.is_floating_point or d.is_complex or d == ember.bool):
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{_scalar_type_name(d)}'")
+
+
 def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
            stride: Any = 1) -> Tensor:
     r"""Extract sliding local blocks: ``(N, C, H, W) -> (N, C*kH*kW, L)`` (im2col); an
@@ -229,6 +238,7 @@ def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
                            f"dilation={dil}, padding={pad}, calculated shape of the array of "
                            f"sliding blocks as {tuple(blocks)}, but its components must be "
                            "at least one.")
+    _refuse_integral(input, "im2col_out_cpu")
     batched = input if input.ndim == 4 else input.unsqueeze(0)
     out = _nnops.im2col(batched, kernel, dil, pad, step)
     return out if input.ndim == 4 else out.squeeze(0)
@@ -264,6 +274,7 @@ def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1,
     if min(blocks) < 1:
         raise RuntimeError(f"{given}calculated shape of the array of sliding blocks as "
                            f"{tuple(blocks)}, which is too small (non-positive)")
+    _refuse_integral(input, "col2im_out_cpu")
     batched = input if len(shape) == 3 else input.unsqueeze(0)
     out = _nnops.col2im(batched, size, kernel, dil, pad, step)
     return out if len(shape) == 3 else out.squeeze(0)
