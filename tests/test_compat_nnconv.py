@@ -157,7 +157,8 @@ def test_conv_errors_name_the_op():
         F.conv_transpose3d(x, ember.zeros(2, 3, 2, 2, 2), stride=1, output_padding=1)
     with pytest.raises(RuntimeError, match=r"channels instead\nconv_transpose1d: "):
         F.conv_transpose1d(ember.zeros(1, 3, 4), ember.zeros(2, 3, 2))
-    with pytest.raises(ValueError, match="padding='same'"):
+    with pytest.raises(RuntimeError, match=r"^padding='same' is not supported for strided "
+                                           r"convolutions\nconv3d: "):  # PyTorch's, then the note
         F.conv3d(x, ember.zeros(3, 2, 2, 2, 2), stride=2, padding="same")
 
 

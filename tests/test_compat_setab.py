@@ -261,3 +261,34 @@ def test_unfold_fold_dtypes(dtype) -> None:
         assert run(ember) == run(torch)
     finally:
         dt.API_NAME = saved
+
+
+# -- convolutions: a weight of another dtype, in the words of the kernel PyTorch picks --
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("fn,x_shape,w_shape,kwargs", [
+    ("conv1d", (2, 1, 50), (3, 1, 9), {}),  # a batch: oneDNN
+    ("conv1d", (1, 1, 50), (3, 1, 9), {}),  # one signal, small kernel: the native kernel
+    ("conv1d", (1, 4, 50), (4, 1, 9), {"groups": 4}),
+    ("conv2d", (2, 3, 8, 8), (4, 3, 1, 1), {}),  # 1x1 on one thread: native
+    ("conv2d", (1, 3, 8, 8), (4, 3, 5, 5), {}),
+    ("conv2d", (3, 8, 8), (4, 3, 3, 3), {}),
+    ("conv2d", (1, 3, 100, 100), (4, 3, 1, 1), {"stride": 2}),
+    ("conv3d", (2, 3, 4, 4, 4), (4, 3, 3, 3, 3), {}),
+    ("conv_transpose1d", (2, 4, 8), (4, 1, 3), {"groups": 2}),
+    ("conv_transpose2d", (1, 4, 8, 8), (4, 2, 3, 3), {})])
+def test_conv_weight_dtype_mismatch(threads, fn, x_shape, w_shape, kwargs) -> None:
+    def run(m):
+        saved = m.get_num_threads()
+        m.set_num_threads(threads)
+        try:
+            return getattr(m.nn.functional, fn)(m.zeros(x_shape),
+                                                m.zeros(w_shape, dtype=m.float64), **kwargs)
+        finally:
+            m.set_num_threads(saved)
+    _same(run)
+
+
+@pytest.mark.parametrize("kwargs", [{"padding": "same", "stride": 2}, {"padding": "full"}])
+def test_functional_conv_padding_string_errors(kwargs) -> None:
+    _same(lambda m: m.nn.functional.conv1d(m.zeros(1, 1, 20), m.zeros(2, 1, 3), **kwargs))

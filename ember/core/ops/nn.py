@@ -105,6 +105,7 @@ from ember.core.ops.shape import (
 from ember.core.shapes import conv_out_size, fmt_shape, normalize_dim, window_count
 from ember.core.storage import cpp_type_name, scalar_type_name
 from ember.core.tensor import Tensor
+from ember.core.threads import get_num_threads
 
 
 def _tuple(value: Any, n: int, name: str) -> tuple[int, ...]:
@@ -666,18 +667,45 @@ def _conv_args_check(op: str, n: int, stride: Any, padding: Any, dilation: Any, 
         refuse("non-positive groups is not supported")
 
 
-def _conv_dtypes(op: str, input: Tensor, weight: Tensor, bias: Tensor | None) -> None:
-    """PyTorch's refusal of operands of two dtypes: the bias's is checked first."""
+def _conv_dtypes(op: str, input: Tensor, weight: Tensor, bias: Tensor | None,
+                 window: tuple = ()) -> None:
+    """PyTorch's refusal of operands of two dtypes: the bias's is checked first; a weight's
+    in the words of the kernel PyTorch picks (`window`: stride, dilation, groups)."""
     if bias is not None and bias._dtype is not input._dtype:
         raise with_context(RuntimeError(
             f"Input type ({cpp_type_name(input._dtype)}) and bias type "
             f"({cpp_type_name(bias._dtype)}) should be the same"),
             f"{op}: input {input._dtype}, bias {bias._dtype}")
     if weight._dtype is not input._dtype:
-        raise with_context(RuntimeError(
-            f"expected scalar type {scalar_type_name(input._dtype)} but found "
-            f"{scalar_type_name(weight._dtype)}"),
-            f"{op}: input {input._dtype}, weight {weight._dtype}")
+        if window and _uses_mkldnn(input, weight, *window):
+            message = (f"Input type ({input.type_name()}) and weight type "
+                       f"({weight.type_name()}) should be the same or input should be a "
+                       f"MKLDNN tensor and weight is a dense tensor")
+        else:
+            message = (f"expected scalar type {scalar_type_name(input._dtype)} but found "
+                       f"{scalar_type_name(weight._dtype)}")
+        raise with_context(RuntimeError(message),
+                           f"{op}: input {input._dtype}, weight {weight._dtype}")
+
+
+def _uses_mkldnn(input: Tensor, weight: Tensor, stride: Any, dilation: Any,
+                 groups: int) -> bool:
+    """Whether PyTorch's CPU convolution of a float32 `input` runs oneDNN (its
+    ConvParams::use_mkldnn, a 1-D convolution seen as 2-D): not for a 1x1 kernel, unstrided
+    and undilated, on a small batch and one thread; then only for groups, kernels over 3x3,
+    a batch or a large input."""
+    if input.device.type != "cpu" or input.dtype is not dt.float32:
+        return False
+    n = weight.ndim - 2
+    shape = tuple(input.shape) if input.ndim == n + 2 else (1,) + tuple(input.shape)
+    kernel = tuple(weight.shape[2:])
+    if n == 1:
+        shape, kernel = shape[:2] + (1,) + shape[2:], (1,) + kernel
+    plain = all(v == 1 for v in _tuple(stride, n, "stride") + _tuple(dilation, n, "dilation"))
+    return ((not plain or shape[0] >= 16 or kernel[-1] != 1 or kernel[-2] != 1
+             or get_num_threads() > 1)
+            and (groups > 1 or (kernel[-1] > 3 and kernel[-2] > 3) or shape[0] > 1
+                 or math.prod(shape[:4]) > 20480))
 
 
 def _same_padding(kernel: tuple, dilation: tuple) -> tuple[tuple, tuple]:
@@ -690,7 +718,7 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
     _conv_args_check(op, n, stride, padding, dilation, groups)
     _same_device(op, input, weight, bias)
     unbatched = _conv_check(op, input, weight, groups, n)
-    _conv_dtypes(op, input, weight, bias)
+    _conv_dtypes(op, input, weight, bias, (stride, dilation, groups))
     if unbatched:
         input = unsqueeze(input, 0)
     kernel = tuple(weight.shape[2:])
@@ -700,8 +728,8 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
             padding = (0,) * n
         elif padding == "same":
             if any(s != 1 for s in stride):
-                raise ValueError(f"{op}: padding='same' is not supported for strided "
-                                 "convolutions")
+                raise with_context(RuntimeError("padding='same' is not supported for strided "
+                                                "convolutions"), f"{op}: stride {stride}")
             left, right = _same_padding(kernel, dilation)
             if left != right:  # uneven: pad the extra element on the right, as PyTorch does
                 warn_once("Using padding='same' with even kernel lengths and odd dilation may "
@@ -713,8 +741,8 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
                 input = constant_pad_nd(input, extra)
             padding = left
         else:
-            raise ValueError(f"{op}: invalid padding string {padding!r}, should be one of "
-                             "'valid' or 'same'")
+            raise with_context(RuntimeError(f"Invalid padding string: '{padding}'"),
+                               f"{op}: padding is 'valid', 'same' or sizes")
     padding = _tuple(padding, n, "padding")
     padded = [input.shape[2 + i] + 2 * padding[i] for i in range(n)]
     spans = [dilation[i] * (kernel[i] - 1) + 1 for i in range(n)]
@@ -911,7 +939,8 @@ def _conv_transpose(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor
             f"input{list(input.shape)} to have {weight.shape[0]} channels, but got "
             f"{input.shape[1]} channels instead"), f"{op}: input of shape "
             f"{tuple(input.shape)}")
-    _conv_dtypes(op, input, weight, None)  # (PyTorch's transposed kernels: the weight's)
+    # (PyTorch's transposed kernels: the weight's)
+    _conv_dtypes(op, input, weight, None, (stride, dilation, groups))
     stride, padding = _tuple(stride, n, "stride"), _tuple(padding, n, "padding")
     dilation = _tuple(dilation, n, "dilation")
     output_padding = _tuple(output_padding, n, "output_padding")
