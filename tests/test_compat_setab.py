@@ -292,3 +292,33 @@ def test_conv_weight_dtype_mismatch(threads, fn, x_shape, w_shape, kwargs) -> No
 @pytest.mark.parametrize("kwargs", [{"padding": "same", "stride": 2}, {"padding": "full"}])
 def test_functional_conv_padding_string_errors(kwargs) -> None:
     _same(lambda m: m.nn.functional.conv1d(m.zeros(1, 1, 20), m.zeros(2, 1, 3), **kwargs))
+
+
+# -- __torch_function__: the function a method call hands over ---------------------------
+
+def test_torch_function_is_handed_the_method_not_the_function() -> None:
+    """torchvision's TVTensor keeps its subclass for `func in {Tensor.clone, Tensor.to,
+    ...}`: a method call hands `Tensor.<name>` even where the function form runs the same
+    code (clone, unsqueeze, masked_fill have no `out=` form)."""
+    def run(m):
+        seen = []
+
+        class Sub(m.Tensor):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                seen.append(func)
+                return super().__torch_function__(func, types, args, kwargs or {})
+
+        x = m.zeros(2, 1).as_subclass(Sub)
+        calls = [(lambda: x.clone(), m.Tensor.clone), (lambda: m.clone(x), m.clone),
+                 (lambda: x.unsqueeze(0), m.Tensor.unsqueeze),
+                 (lambda: m.unsqueeze(x, 0), m.unsqueeze),
+                 (lambda: x.masked_fill(m.ones(2, 1, dtype=m.bool), 1.0),
+                  m.Tensor.masked_fill), (lambda: x.add(1), m.Tensor.add)]
+        out = []
+        for call, want in calls:
+            seen.clear()
+            result = call()
+            out.append((seen[0] is want, type(result).__name__))
+        return out
+    assert run(ember) == run(torch)
