@@ -322,3 +322,19 @@ def test_torch_function_is_handed_the_method_not_the_function() -> None:
             out.append((seen[0] is want, type(result).__name__))
         return out
     assert run(ember) == run(torch)
+
+
+def test_stft_warns_of_no_window_before_its_checks() -> None:
+    def run(m):
+        m.set_warn_always(True)  # (a warn-once warning: seen here whatever ran before)
+        try:
+            with pytest.warns(UserWarning) as seen:
+                outcome = _outcome(lambda _: m.stft(m.zeros(300), 64), m)
+        finally:
+            m.set_warn_always(False)
+        return outcome, [str(w.message).split(" (Triggered")[0] for w in seen]
+    saved, dt.API_NAME = dt.API_NAME, "torch"
+    try:
+        assert run(ember) == run(torch)
+    finally:
+        dt.API_NAME = saved

@@ -140,6 +140,8 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
     `return_complex=True`; PyTorch's real view of it, with the real and imaginary parts
     in a last dimension of size 2, with `return_complex=False` (which warns, as PyTorch's
     does). A complex signal has a two-sided transform."""
+    if window is None:  # (PyTorch's TORCH_WARN_ONCE, its kernel's first act)
+        warn_once(_stft_no_window(), stacklevel=3)
     if return_complex is None:
         if not input.dtype.is_complex:
             raise RuntimeError("stft requires the return_complex parameter be given for real "
@@ -174,9 +176,6 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
     if not 0 < win <= n_fft:
         raise call.error(f"expected 0 < win_length <= n_fft, but got win_length={win}")
     if window is None:
-        if not _STFT_WARNED:  # (PyTorch's TORCH_WARN_ONCE)
-            _STFT_WARNED.append(True)
-            warnings.warn(_stft_no_window(), UserWarning, stacklevel=3)
         window = ones(win, dtype=input.dtype.to_real(), device=input.device)
     elif window.ndim != 1 or window.shape[0] != win:
         raise call.error(f"expected a 1D window tensor of size equal to win_length={win}, "
@@ -204,8 +203,6 @@ def _stft_no_window() -> str:
             f"warning and use a rectangular window, explicitly set `window={api}.ones(n_fft, "
             f"device=<device>)`.")
 
-
-_STFT_WARNED: list[bool] = []
 
 _NO_WINDOW = ("A window was not provided. A rectangular window will be applied.Please provide "
               "the same window used by stft to make the inversion lossless.To suppress this "
