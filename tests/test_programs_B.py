@@ -737,6 +737,34 @@ PROGRAMS_X32 = [
 ]
 PROGRAMS_B += PROGRAMS_X32
 
+# set AB33: image augmentation as torchvision.transforms.v2's tensor kernels (HSV, affine
+# grids, uint8 antialiased resize, blur, erasing), an audio front-end (mel filterbank, STFT,
+# Griffin-Lim, SpecAugment), Set Transformer blocks, neural processes (CNP/ANP)
+_TV2_CLOSE = r"^(grid_sample|blur float|affine|hsv|normalize|resize \()"
+PROGRAMS_AB33 = [
+    Program("tv2_augment_kernels.py", same=r"^(?!grid_sample|blur float|affine|hsv|normalize"
+            r"|resize \(|aug step)", close=_TV2_CLOSE, skeleton=r"^aug step",
+            losses=r"^aug step \d+ loss (?P<loss>[\d.]+) ", factor=1.5, long=True),
+    Program("audio_frontend_specaug.py",
+            same=r"^(?!power spec|magnitude|mel |dB|mfcc|griffinlim spectral|resample|kws)",
+            close=r"^(power spec|magnitude|mel |dB|resample)",
+            skeleton=r"^(mfcc|griffinlim spectral|kws step)",
+            losses=r"^kws step \d+ loss (?P<loss>[\d.]+) ", factor=1.5, long=True),
+    Program("set_transformer_perceiver.py",
+            same=r"^(?!(set|perceiver) step|PMA attention|cross weights|weights head| +\[)",
+            close=r"^PMA attention|^weights head",
+            skeleton=r"^(set|perceiver) step|^cross weights",
+            losses=r"^(?P<tag>set|perceiver) step \d+ loss (?P<loss>[\d.]+) ", factor=1.5,
+            long=True),
+    Program("neural_process_anp.py",
+            same=r"^(?!(cnp|anp) (step|predictive)|mvn (log_prob|entropy|kl))",
+            close=r"^mvn (log_prob|entropy|kl)",
+            skeleton=r"^(cnp|anp) (step|predictive)",
+            losses=r"^(?P<tag>cnp|anp) step +\d+ loss (?P<loss>[\d.]+)", factor=1.5,
+            long=True),
+]
+PROGRAMS_B += PROGRAMS_AB33
+
 
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""

@@ -111,6 +111,14 @@ def alias(public: Callable, name: str) -> Callable:
     return fn
 
 
+def _as_method(fn: Callable) -> Callable:
+    """`fn` in a function object of its own (`__wrapped__`: `fn`)."""
+    @functools.wraps(fn)
+    def method(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+    return method
+
+
 def _entered(op: Op, name: str, fn: Callable, *, method: bool = False) -> Callable:
     """`fn` with the op-entry check: the hooks of ember.core.interpose run first when any
     is installed (autocast, the profiler). A composite not declared `complex` refuses a
@@ -121,6 +129,11 @@ def _entered(op: Op, name: str, fn: Callable, *, method: bool = False) -> Callab
     numpy_names = _numpy_keywords(op.fn)
     code = getattr(_unwrapped(op.fn), "__code__", None)
     takes_input = code is not None and code.co_argcount > 0 and code.co_varnames[0] == "input"
+
+    # what the hooks are handed: for a method, a function object of its own, so that
+    # `__torch_function__` is handed Tensor.<name>, not the function form, even where both
+    # run the same `fn` (ember.core.torch_function.public_of tells them apart by it)
+    hooked = _as_method(fn) if method else fn
 
     @functools.wraps(fn)
     def entered(*args: Any, **kwargs: Any) -> Any:
@@ -134,12 +147,12 @@ def _entered(op: Op, name: str, fn: Callable, *, method: bool = False) -> Callab
                     refuse_complex(op.name, kwargs.values())
             if hook is None:
                 return fn(*args, **kwargs)
-            return hook(op, name, fn, args, kwargs)
+            return hook(op, name, hooked, args, kwargs)
         except MemoryError as err:  # NumPy's, as PyTorch's RuntimeError naming the bytes
             raise host_out_of_memory(op.name, err) from None
         except (AttributeError, TypeError) as err:
             if torch_function.foreign((*args, *kwargs.values())):  # a Tensor-like's call
-                return torch_function.dispatch_op(op, name, args, kwargs, fn)
+                return torch_function.dispatch_op(op, name, args, kwargs, hooked)
             if isinstance(err, ArgumentTypeError):
                 raise err.as_called(op.name, name, args, kwargs, not method) from None
             # `torch.sqrt(2.0)`: PyTorch's TypeError, not a float's

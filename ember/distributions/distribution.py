@@ -130,8 +130,8 @@ class Distribution:
 
     def sample_n(self, n: int):
         """Generates n samples (deprecated in PyTorch: use `.sample((n,))`)."""
-        warnings.warn("sample_n will be deprecated. Use .sample((n,)) instead", UserWarning,
-                      stacklevel=2)
+        warnings.warn("`sample_n(n)` will be deprecated. Use `sample((n,))` instead.",
+                      FutureWarning, stacklevel=2)
         return self.sample(ember.Size((n,)))
 
     def log_prob(self, value):

@@ -48,6 +48,7 @@ from ember.core.ops.losses import (  # noqa: F401 - the losses are declared in c
 )
 from ember.core.ops.shape import in_format_of, in_memory_format, in_suggested_format
 from ember.core.storage import cpp_type_name as _cpp_type_name
+from ember.core.storage import scalar_type_name as _scalar_type_name
 from ember.core.torch_function import overridable as _overridable
 
 __all__ = [
@@ -207,6 +208,15 @@ def _size_at(input: Tensor, dim: int) -> int:
     return input.shape[dim]
 
 
+def _refuse_integral(input: Tensor, kernel: str) -> None:
+    """PyTorch's CPU `kernel` refusing an integer dtype (it takes floating, complex and
+    bool tensors)."""
+    d = input.dtype
+    if not (d.is_floating_point or d.is_complex or d == ember.bool):
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{_scalar_type_name(d)}'")
+
+
 def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
            stride: Any = 1) -> Tensor:
     r"""Extract sliding local blocks: ``(N, C, H, W) -> (N, C*kH*kW, L)`` (im2col); an
@@ -228,6 +238,7 @@ def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
                            f"dilation={dil}, padding={pad}, calculated shape of the array of "
                            f"sliding blocks as {tuple(blocks)}, but its components must be "
                            "at least one.")
+    _refuse_integral(input, "im2col_out_cpu")
     batched = input if input.ndim == 4 else input.unsqueeze(0)
     out = _nnops.im2col(batched, kernel, dil, pad, step)
     return out if input.ndim == 4 else out.squeeze(0)
@@ -263,6 +274,7 @@ def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1,
     if min(blocks) < 1:
         raise RuntimeError(f"{given}calculated shape of the array of sliding blocks as "
                            f"{tuple(blocks)}, which is too small (non-positive)")
+    _refuse_integral(input, "col2im_out_cpu")
     batched = input if len(shape) == 3 else input.unsqueeze(0)
     out = _nnops.col2im(batched, size, kernel, dil, pad, step)
     return out if len(shape) == 3 else out.squeeze(0)
@@ -528,12 +540,16 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         factors = [float(f) for f in _pair(scale_factor, spatial)]
         out_sizes = [int(math.floor(n * f)) for n, f in zip(in_sizes, factors)]
         scales = [None] * spatial if recompute_scale_factor else factors
+    _refuse_interpolate_dtype(input, mode, antialias)
     if mode == "area":
         if spatial == 2:
             return _nnops.adaptive_avg_pool2d(input, tuple(out_sizes))
         if spatial == 1:
             return adaptive_avg_pool1d(input, out_sizes[0])
         return _nnops.adaptive_avg_pool3d(input, tuple(out_sizes))
+    if input.dtype == ember.uint8 and mode in ("bilinear", "bicubic", "lanczos"):
+        return _nnops.kept_format(input, _uint8_resampled(input, out_sizes, scales,
+                                                          bool(align_corners), mode, antialias))
     if antialias:
         return _nnops.kept_format(input, _antialiased(input, out_sizes, scales,
                                                       bool(align_corners), mode))
@@ -556,6 +572,28 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         wt = ember.tensor(w, dtype=input.dtype, device=input.device).reshape(shape)
         out = a + (b - a) * wt
     return _nnops.kept_format(input, out)  # (PyTorch's upsampling keeps channels_last)
+
+
+def _refuse_interpolate_dtype(input: Tensor, mode: str, antialias: bool) -> None:
+    """PyTorch's CPU kernels' refusal of a dtype they lack, named by the kernel that
+    refuses it: resampling takes float32 and float64, the other floating dtypes unless
+    antialiased, and uint8 for nearest and the 2-D modes (area pooling refuses its own)."""
+    d = input.dtype
+    if mode == "area" or d in (ember.float32, ember.float64) or (
+            d.is_floating_point and not antialias):
+        return
+    nearest = mode.startswith("nearest")
+    if d == ember.uint8 and (nearest or input.ndim == 4):  # (bilinear, bicubic, lanczos)
+        return
+    if antialias:
+        kernel = "compute_index_ranges_weights"
+    elif input.ndim == 4 and mode != "bicubic":
+        kernel = f"upsample_{'nearest' if nearest else 'bilinear'}2d_channels_last"
+    else:
+        kernel = "compute_indices_weights_" + ("nearest" if nearest else
+                                               "cubic" if mode == "bicubic" else "linear")
+    raise NotImplementedError(f'"{kernel}" not implemented for '
+                              f"'{_scalar_type_name(d)}'")
 
 
 def _bicubic(input: Tensor, out_sizes: list[int], scales: list, align_corners: bool) -> Tensor:
@@ -636,6 +674,59 @@ def _antialiased(input: Tensor, out_sizes: list[int], scales: list, align_corner
         wt = ember.tensor(w, dtype=input.dtype, device=input.device)
         out = ember.matmul(out.movedim(dim, -1), wt.t()).movedim(-1, dim)
     # ATen writes its result row-major (the height's pass leaves a transposed view here)
+    return in_memory_format(out, ember.contiguous_format)
+
+
+def _plain_weights(out_size: int, in_size: int, scale: float | None, align_corners: bool,
+                   mode: str) -> list[list[float]]:
+    """The `(out_size, in_size)` matrix of bilinear or bicubic interpolation (no
+    antialiasing) along one dimension: each output's taps, those clamped to the border
+    adding up on it."""
+    if mode == "bicubic":
+        idx, wts = _cubic_taps(out_size, in_size, scale, align_corners)
+        taps = [list(zip(i, w)) for i, w in zip(zip(*idx), zip(*wts))]
+    else:
+        lo, hi, w = _interp_source(out_size, in_size, scale, align_corners, mode)
+        taps = [((a, 1.0 - t), (b, t)) for a, b, t in zip(lo, hi, w)]
+    rows = []
+    for row_taps in taps:
+        row = [0.0] * in_size
+        for j, w in row_taps:
+            row[j] += w
+        rows.append(row)
+    return rows
+
+
+def _fixed_point(weights: list[list[float]]) -> tuple[list[list[int]], int]:
+    """`weights` as ATen's uint8 kernels hold them: integers scaled by 2**precision, the
+    largest precision (below 22) at which twice the largest weight stays an int16, each
+    rounded half away from zero."""
+    top = max(max(row) for row in weights)
+    precision = 0
+    while precision < 22 and int(0.5 + top * (1 << (precision + 1))) < (1 << 15):
+        precision += 1
+    unit = 1 << precision
+    return [[int(v * unit - 0.5) if v < 0 else int(v * unit + 0.5) for v in row]
+            for row in weights], precision
+
+
+def _uint8_resampled(input: Tensor, out_sizes: list[int], scales: list, align_corners: bool,
+                     mode: str, antialias: bool) -> Tensor:
+    """bilinear/bicubic/lanczos interpolation of a uint8 image as ATen computes it: separable
+    passes along the width, then the height (a kept size skipped), each a fixed-point sum
+    with int16 weights, rounded and clamped back to uint8 before the next pass."""
+    weights_of = _aa_weights if antialias else _plain_weights
+    out = input
+    for d in (1, 0):
+        dim = 2 + d
+        if out_sizes[d] == input.shape[dim]:
+            continue
+        fixed, precision = _fixed_point(weights_of(out_sizes[d], input.shape[dim], scales[d],
+                                                   align_corners, mode))
+        wt = ember.tensor(fixed, dtype=ember.int64, device=input.device)
+        acc = ember.matmul(out.movedim(dim, -1).to(ember.int64), wt.t())
+        acc = (acc + (1 << (precision - 1))) >> precision
+        out = acc.clamp(0, 255).to(ember.uint8).movedim(-1, dim)
     return in_memory_format(out, ember.contiguous_format)
 
 
@@ -1378,7 +1469,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         value = _repeat_heads(value, rep_v)
     scores = ember.matmul(query, key.transpose(-2, -1)) * scale_factor
     if is_causal:
-        if attn_mask is not None:
+        if attn_mask is not None and not _cpu_flash_applies(query, key, value, dropout_p):
+            # (the math kernel's refusal; PyTorch's CPU flash kernel applies both masks)
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not "
                                "be set when is_causal=True")
         causal = ember.ones(length, source, dtype=ember.bool, device=query.device).tril(0)
@@ -1393,6 +1485,14 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)
     return ember.matmul(weights, value)
+
+
+def _cpu_flash_applies(query: Tensor, key: Tensor, value: Tensor, dropout_p: float) -> bool:
+    """Whether PyTorch picks its CPU flash-attention kernel: 4-D inputs of one head size,
+    no dropout, the kernel switched on."""
+    return (query.device.type == "cpu" and _contract.sdp_use("flash")
+            and query.ndim == key.ndim == value.ndim == 4 and dropout_p == 0.0
+            and query.shape[-1] == key.shape[-1] == value.shape[-1])
 
 
 def _safe_softmax(scores: Tensor) -> Tensor:

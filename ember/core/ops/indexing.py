@@ -838,9 +838,19 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
 
 
 @composite(complex=True, cost=costs.view)
-def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> tuple:
+def tensor_split(input: Tensor, indices_or_sections: Any = None, dim: int = 0, *,
+                 sections: int | None = None, indices: Any = None,
+                 tensor_indices_or_sections: Tensor | None = None) -> tuple:
     """Splits into that many pieces whose sizes differ by at most one, or at the given
-    indices along `dim` (views, as NumPy's array_split)."""
+    indices along `dim` (views, as NumPy's array_split). The split is given by position,
+    or by the keyword of PyTorch's overload that takes it: `sections=`, `indices=`
+    (torchvision's `tensor_split(img, indices=(-1,), dim=-3)`) or
+    `tensor_indices_or_sections=`."""
+    given = [v for v in (indices_or_sections, sections, indices, tensor_indices_or_sections)
+             if v is not None]
+    if len(given) != 1:
+        raise TypeError("tensor_split() received an invalid combination of arguments")
+    indices_or_sections = given[0]
     d = normalize_dim("tensor_split", dim, input.ndim)
     n = input.shape[d]
     if isinstance(indices_or_sections, Tensor):

@@ -106,6 +106,7 @@ from ember.core.ops.shape import (
 from ember.core.shapes import conv_out_size, fmt_shape, normalize_dim, window_count
 from ember.core.storage import cpp_type_name, scalar_type_name
 from ember.core.tensor import Tensor
+from ember.core.threads import get_num_threads
 
 
 def _tuple(value: Any, n: int, name: str) -> tuple[int, ...]:
@@ -670,18 +671,45 @@ def _conv_args_check(op: str, n: int, stride: Any, padding: Any, dilation: Any, 
         refuse("non-positive groups is not supported")
 
 
-def _conv_dtypes(op: str, input: Tensor, weight: Tensor, bias: Tensor | None) -> None:
-    """PyTorch's refusal of operands of two dtypes: the bias's is checked first."""
+def _conv_dtypes(op: str, input: Tensor, weight: Tensor, bias: Tensor | None,
+                 window: tuple = ()) -> None:
+    """PyTorch's refusal of operands of two dtypes: the bias's is checked first; a weight's
+    in the words of the kernel PyTorch picks (`window`: stride, dilation, groups)."""
     if bias is not None and bias._dtype is not input._dtype:
         raise with_context(RuntimeError(
             f"Input type ({cpp_type_name(input._dtype)}) and bias type "
             f"({cpp_type_name(bias._dtype)}) should be the same"),
             f"{op}: input {input._dtype}, bias {bias._dtype}")
     if weight._dtype is not input._dtype:
-        raise with_context(RuntimeError(
-            f"expected scalar type {scalar_type_name(input._dtype)} but found "
-            f"{scalar_type_name(weight._dtype)}"),
-            f"{op}: input {input._dtype}, weight {weight._dtype}")
+        if window and _uses_mkldnn(input, weight, *window):
+            message = (f"Input type ({input.type_name()}) and weight type "
+                       f"({weight.type_name()}) should be the same or input should be a "
+                       f"MKLDNN tensor and weight is a dense tensor")
+        else:
+            message = (f"expected scalar type {scalar_type_name(input._dtype)} but found "
+                       f"{scalar_type_name(weight._dtype)}")
+        raise with_context(RuntimeError(message),
+                           f"{op}: input {input._dtype}, weight {weight._dtype}")
+
+
+def _uses_mkldnn(input: Tensor, weight: Tensor, stride: Any, dilation: Any,
+                 groups: int) -> bool:
+    """Whether PyTorch's CPU convolution of a float32 `input` runs oneDNN (its
+    ConvParams::use_mkldnn, a 1-D convolution seen as 2-D): not for a 1x1 kernel, unstrided
+    and undilated, on a small batch and one thread; then only for groups, kernels over 3x3,
+    a batch or a large input."""
+    if input.device.type != "cpu" or input.dtype is not dt.float32:
+        return False
+    n = weight.ndim - 2
+    shape = tuple(input.shape) if input.ndim == n + 2 else (1,) + tuple(input.shape)
+    kernel = tuple(weight.shape[2:])
+    if n == 1:
+        shape, kernel = shape[:2] + (1,) + shape[2:], (1,) + kernel
+    plain = all(v == 1 for v in _tuple(stride, n, "stride") + _tuple(dilation, n, "dilation"))
+    return ((not plain or shape[0] >= 16 or kernel[-1] != 1 or kernel[-2] != 1
+             or get_num_threads() > 1)
+            and (groups > 1 or (kernel[-1] > 3 and kernel[-2] > 3) or shape[0] > 1
+                 or math.prod(shape[:4]) > 20480))
 
 
 def _same_padding(kernel: tuple, dilation: tuple) -> tuple[tuple, tuple]:
@@ -694,7 +722,7 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
     _conv_args_check(op, n, stride, padding, dilation, groups)
     _same_device(op, input, weight, bias)
     unbatched = _conv_check(op, input, weight, groups, n)
-    _conv_dtypes(op, input, weight, bias)
+    _conv_dtypes(op, input, weight, bias, (stride, dilation, groups))
     if unbatched:
         input = unsqueeze(input, 0)
     kernel = tuple(weight.shape[2:])
@@ -704,8 +732,8 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
             padding = (0,) * n
         elif padding == "same":
             if any(s != 1 for s in stride):
-                raise ValueError(f"{op}: padding='same' is not supported for strided "
-                                 "convolutions")
+                raise with_context(RuntimeError("padding='same' is not supported for strided "
+                                                "convolutions"), f"{op}: stride {stride}")
             left, right = _same_padding(kernel, dilation)
             if left != right:  # uneven: pad the extra element on the right, as PyTorch does
                 warn_once("Using padding='same' with even kernel lengths and odd dilation may "
@@ -717,8 +745,8 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
                 input = constant_pad_nd(input, extra)
             padding = left
         else:
-            raise ValueError(f"{op}: invalid padding string {padding!r}, should be one of "
-                             "'valid' or 'same'")
+            raise with_context(RuntimeError(f"Invalid padding string: '{padding}'"),
+                               f"{op}: padding is 'valid', 'same' or sizes")
     padding = _tuple(padding, n, "padding")
     padded = [input.shape[2 + i] + 2 * padding[i] for i in range(n)]
     spans = [dilation[i] * (kernel[i] - 1) + 1 for i in range(n)]
@@ -915,7 +943,8 @@ def _conv_transpose(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor
             f"input{list(input.shape)} to have {weight.shape[0]} channels, but got "
             f"{input.shape[1]} channels instead"), f"{op}: input of shape "
             f"{tuple(input.shape)}")
-    _conv_dtypes(op, input, weight, None)  # (PyTorch's transposed kernels: the weight's)
+    # (PyTorch's transposed kernels: the weight's)
+    _conv_dtypes(op, input, weight, None, (stride, dilation, groups))
     stride, padding = _tuple(stride, n, "stride"), _tuple(padding, n, "padding")
     dilation = _tuple(dilation, n, "dilation")
     output_padding = _tuple(output_padding, n, "output_padding")
@@ -1372,7 +1401,10 @@ def _avg_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, ceil
     x, unbatched = _batched(input, n, op)
     integral = not x.dtype.is_floating_point
     if integral and x.dtype is not dt.int64:  # PyTorch's CPU kernels: int64 and floats
-        raise NotImplementedError(f'{op}: "avg_pool2d" not implemented for '
+        kernel = "avg_pool3d_out_frame" if n == 3 else "avg_pool2d"
+        if n == 2 and tensor_format(x) is not contiguous_format:
+            kernel += "_channels_last"
+        raise NotImplementedError(f'"{kernel}" not implemented for '
                                   f"'{SCALAR_TYPE_NAMES[x.dtype.name]}'")
     windows, outs, geom = _pool_windows(op, n, x, kernel_size, stride, padding, 1, ceil_mode,
                                         0.0)
@@ -1462,6 +1494,22 @@ def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                                       divisor_override))
 
 
+def _refuse_adaptive_avg_dtype(n: int, x: Tensor, outs: tuple) -> None:
+    """PyTorch's refusal of a non-floating input to adaptive average pooling: pooled to one
+    element it is a mean (which names the dtype it cannot average); to any other size, the
+    CPU kernel's NotImplementedError."""
+    name = SCALAR_TYPE_NAMES.get(x.dtype.name, x.dtype)
+    if all(o == 1 for o in outs):
+        if not x.dtype.is_complex:
+            raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be "
+                               f"either a floating point or complex dtype. Got: {name}")
+        return
+    kernel = "adaptive_avg_pool3d_cpu" if n == 3 else "adaptive_avg_pool2d"
+    if n == 2 and tensor_format(x) is not contiguous_format:
+        kernel += "_channels_last"
+    raise NotImplementedError(f'"{kernel}" not implemented for \'{name}\'')
+
+
 def _adaptive_avg_pool(op: str, n: int, input: Tensor, output_size: Any) -> Tensor:
     x, unbatched = _batched(input, n, op)
     spatial = tuple(x.shape[2:])
@@ -1469,6 +1517,8 @@ def _adaptive_avg_pool(op: str, n: int, input: Tensor, output_size: Any) -> Tens
                  zip(spatial, _tuple(output_size, n, "output_size")
                      if not isinstance(output_size, (tuple, list)) or None not in output_size
                      else output_size))
+    if not x.dtype.is_floating_point:
+        _refuse_adaptive_avg_dtype(n, x, outs)
     if all(s % o == 0 for s, o in zip(spatial, outs)):
         k = tuple(s // o for s, o in zip(spatial, outs))
         out = _avg_pool(op, n, x, k, k, 0, False, True)
@@ -1830,11 +1880,6 @@ def _grid_sample(op: str, input: Tensor, grid: Tensor, interpolation_mode: int,
         raise RuntimeError(f"{op}(): expected 4D or 5D input and grid with same number of "
                            f"dimensions, but got input with sizes {list(input.shape)} and "
                            f"grid with sizes {list(grid.shape)}")
-    if input.dtype is not grid.dtype:
-        raise RuntimeError(f"{op}(): expected input and grid to have same dtype, but input "
-                           f"has {input.dtype} and grid has {grid.dtype}")
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"{op}(): expected a floating-point input, got {input.dtype}")
     if input.shape[0] != grid.shape[0]:
         raise RuntimeError(f"{op}(): expected grid and input to have same batch size, but "
                            f"got input with sizes {list(input.shape)} and grid with sizes "
@@ -1847,6 +1892,15 @@ def _grid_sample(op: str, input: Tensor, grid: Tensor, interpolation_mode: int,
             raise RuntimeError(f"{op}(): expected input to have non-empty spatial "
                                f"dimensions, but input has sizes {list(input.shape)} with "
                                f"dimension {i + 2} being empty")
+    # (the CPU kernel's own refusals, after the shape checks: its dtype dispatch, then its
+    # read of the grid as the input's scalar type)
+    if not input.dtype.is_floating_point:
+        kernel = "grid_sampler_2d_cpu_kernel_impl" if n == 2 else "grid_sampler3d_cpu"
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{SCALAR_TYPE_NAMES[input.dtype.name]}'")
+    if input.dtype is not grid.dtype:
+        raise RuntimeError(f"expected scalar type {SCALAR_TYPE_NAMES[input.dtype.name]} but "
+                           f"found {SCALAR_TYPE_NAMES[grid.dtype.name]}")
     if interpolation_mode not in (0, 1, 2) or padding_mode not in (0, 1, 2):
         raise RuntimeError(f"{op}(): unknown interpolation mode {interpolation_mode} or "
                            f"padding mode {padding_mode}")

@@ -23,7 +23,7 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.creation import arange, full, ones, tensor
 from ember.core.declare import composite
-from ember.core.errors import as_overload_check, invalid_combination
+from ember.core.errors import as_overload_check, invalid_combination, warn_once
 from ember.core.host import dtype_arg
 from ember.core.opdef import Precision as P
 from ember.core.ops import fft
@@ -71,23 +71,44 @@ def _pad_signal(x: Tensor, pad: int, mode: str) -> Tensor:
     if mode == "constant":
         return constant_pad_nd(x, (pad, pad))
     if mode == "reflect":
-        if pad >= n:
-            raise RuntimeError(f"stft: reflect padding of {pad} needs a signal longer than "
-                               f"{pad} samples, got {n} (Padding size should be less than the "
-                               f"corresponding input dimension)")
+        if pad >= n:  # (F.pad's words: PyTorch pads the signal viewed as (1, B, L))
+            shown = [1, x.shape[0] if x.ndim == 2 else 1, n]
+            raise RuntimeError(f"Argument #4: Padding size should be less than the "
+                               f"corresponding input dimension, but got: padding ({pad}, "
+                               f"{pad}) at dimension 2 of input {shown}")
         left, right = x[..., 1:pad + 1].flip(-1), x[..., n - pad - 1:n - 1].flip(-1)
     elif mode == "replicate":
         shape = tuple(x.shape[:-1]) + (pad,)
         left, right = x[..., :1].expand(shape), x[..., n - 1:].expand(shape)
     elif mode == "circular":
         if pad > n:
-            raise RuntimeError(f"stft: circular padding of {pad} needs at least {pad} samples, "
-                               f"got {n}")
+            raise RuntimeError("Padding value causes wrapping around more than once.")
         left, right = x[..., n - pad:], x[..., :pad]
     else:
-        raise NotImplementedError(f"stft: unsupported pad_mode {mode!r} (expected 'constant', "
-                                  f"'reflect', 'replicate' or 'circular')")
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
     return cat([left, x, right], -1)
+
+
+# the dtypes with a legacy tensor type (`torch.FloatTensor`), which Tensor::toString prints;
+# the others print their dispatch key and scalar type (`CPUBoolType`, `CPUComplexFloatType`)
+_LEGACY_TYPES = frozenset({"float32", "float64", "float16", "uint8", "int8", "int16", "int32",
+                           "int64"})
+
+
+def _tensor_string(t: Tensor) -> str:
+    """PyTorch's C++ Tensor::toString(), as its stft/istft errors print a tensor."""
+    if t.dtype.name in _LEGACY_TYPES:
+        return t.type_name()
+    return f"{t.device.type.upper()}{dt.SCALAR_TYPE_NAMES[t.dtype.name]}Type"
+
+
+def _window_string(window: Tensor | None) -> str:
+    return "None" if window is None else f"{_tensor_string(window)}{{{list(window.shape)}}}"
+
+
+def _flag(v: bool | None) -> str:
+    """An optional bool as C++ prints it: None, 0 or 1."""
+    return "None" if v is None else str(int(v))
 
 
 class _StftCall:
@@ -100,13 +121,11 @@ class _StftCall:
 
     def error(self, message: str) -> RuntimeError:
         n_fft, hop, win, window, normalized, onesided, return_complex, align = self.args
-        shown = "None" if window is None else f"{window.type_name()}{{{list(window.shape)}}}"
-        flag = lambda v: "None" if v is None else str(int(v))  # noqa: E731
         return RuntimeError(
-            f"stft({self.signal.type_name()}{list(self.signal.shape)}, n_fft={n_fft}, "
-            f"hop_length={hop}, win_length={win}, window={shown}, "
-            f"normalized={int(normalized)}, onesided={flag(onesided)}, "
-            f"return_complex={int(return_complex)}, align_to_window={flag(align)}) : "
+            f"stft({_tensor_string(self.signal)}{list(self.signal.shape)}, n_fft={n_fft}, "
+            f"hop_length={hop}, win_length={win}, window={_window_string(window)}, "
+            f"normalized={int(normalized)}, onesided={_flag(onesided)}, "
+            f"return_complex={int(return_complex)}, align_to_window={_flag(align)}) : "
             f"{message}")
 
 
@@ -122,6 +141,8 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
     `return_complex=True`; PyTorch's real view of it, with the real and imaginary parts
     in a last dimension of size 2, with `return_complex=False` (which warns, as PyTorch's
     does). A complex signal has a two-sided transform."""
+    if window is None:  # (PyTorch's TORCH_WARN_ONCE, its kernel's first act)
+        warn_once(_stft_no_window(), stacklevel=3)
     if return_complex is None:
         if not input.dtype.is_complex:
             raise RuntimeError("stft requires the return_complex parameter be given for real "
@@ -130,9 +151,6 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
         return_complex = True
     if onesided and input.dtype.is_complex:
         raise RuntimeError("Cannot have onesided output if window or input is complex")
-    if not (input.dtype.is_floating_point or input.dtype.is_complex):
-        raise RuntimeError(f"stft: expected a tensor of floating point values, got "
-                           f"{input.dtype}")
     if align_to_window and center:
         raise RuntimeError("stft: align_to_window should only be set when center = false")
     if align_to_window:
@@ -149,6 +167,8 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
                      onesided, return_complex, align_to_window)
     if input.ndim not in (1, 2):
         raise call.error("expected a 1D or 2D tensor")
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise call.error("expected a tensor of floating point or complex values")
     length = x.shape[-1]
     if not 0 < n_fft <= length:
         raise call.error(f"expected 0 < n_fft < {length}, but got n_fft={n_fft}")
@@ -157,9 +177,6 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
     if not 0 < win <= n_fft:
         raise call.error(f"expected 0 < win_length <= n_fft, but got win_length={win}")
     if window is None:
-        if not _STFT_WARNED:  # (PyTorch's TORCH_WARN_ONCE)
-            _STFT_WARNED.append(True)
-            warnings.warn(_stft_no_window(), UserWarning, stacklevel=3)
         window = ones(win, dtype=input.dtype.to_real(), device=input.device)
     elif window.ndim != 1 or window.shape[0] != win:
         raise call.error(f"expected a 1D window tensor of size equal to win_length={win}, "
@@ -187,8 +204,6 @@ def _stft_no_window() -> str:
             f"warning and use a rectangular window, explicitly set `window={api}.ones(n_fft, "
             f"device=<device>)`.")
 
-
-_STFT_WARNED: list[bool] = []
 
 _NO_WINDOW = ("A window was not provided. A rectangular window will be applied.Please provide "
               "the same window used by stft to make the inversion lossless.To suppress this "
@@ -259,6 +274,9 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
         raise fail("window overlap add min: 1\n[ CPUBoolType{} ]")
     y = y / envelope
     if length is not None and y.shape[1] < length:
+        warn_once("The length of signal is shorter than the length parameter. Result is being "
+                  "padded with zeros in the tail. Please check your center and hop_length "
+                  "settings.", stacklevel=3)
         y = constant_pad_nd(y, (0, length - y.shape[1]))
     return y if input.ndim == 3 else y.squeeze(0)
 
@@ -269,13 +287,11 @@ def _istft_call(input: Tensor, n_fft: int, hop: int, win: int, window: Tensor | 
     """How PyTorch's istft names its call in its errors (the complex input's backend type
     and shape, every argument as C++ prints it), before the message."""
     def fail(message: str) -> RuntimeError:
-        kind = "ComplexDouble" if input.dtype is dt.complex128 else "ComplexFloat"
-        shown = "None" if window is None else f"{window.type_name()}{{{list(window.shape)}}}"
-        opt = lambda v: "None" if v is None else str(int(v))  # noqa: E731
         return RuntimeError(
-            f"istft({input.device.type.upper()}{kind}Type{list(input.shape)}, n_fft={n_fft}, "
-            f"hop_length={hop}, win_length={win}, window={shown}, center={int(center)}, "
-            f"normalized={int(normalized)}, onesided={opt(onesided)}, length={opt(length)}, "
+            f"istft({_tensor_string(input)}{list(input.shape)}, n_fft={n_fft}, "
+            f"hop_length={hop}, win_length={win}, window={_window_string(window)}, "
+            f"center={int(center)}, normalized={int(normalized)}, "
+            f"onesided={_flag(onesided)}, length={length}, "
             f"return_complex={int(return_complex)}) {message}")
     return fail
 

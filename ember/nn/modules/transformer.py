@@ -167,6 +167,22 @@ def _split_heads(t: Tensor, static: Tensor | None, name: str, heads_total: int,
                              f"{static.size(2)}")
     return static
 
+def _in_projection(q: Tensor, k: Tensor, v: Tensor, w_q: Tensor, w_k: Tensor, w_v: Tensor,
+                   b_q: Tensor | None, b_k: Tensor | None,
+                   b_v: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
+    """Query, key and value each projected by its own weight (kdim/vdim attention), after
+    PyTorch's checks of the weights' and biases' shapes."""
+    e_q, e_k, e_v = q.size(-1), k.size(-1), v.size(-1)
+    for what, w, want in (("query", w_q, (e_q, e_q)), ("key", w_k, (e_q, e_k)),
+                          ("value", w_v, (e_q, e_v))):
+        if tuple(w.shape) != want:
+            raise AssertionError(f"expecting {what} weights shape of {want}, but got {w.shape}")
+    for what, b in (("query", b_q), ("key", b_k), ("value", b_v)):
+        if b is not None and tuple(b.shape) != (e_q,):
+            raise AssertionError(f"expecting {what} bias shape of {(e_q,)}, but got {b.shape}")
+    return F.linear(q, w_q, b_q), F.linear(k, w_k, b_k), F.linear(v, w_v, b_v)
+
+
 def multi_head_attention_forward(
         query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
         in_proj_weight: Tensor | None, in_proj_bias: Tensor | None, bias_k: Tensor | None,
@@ -218,13 +234,13 @@ def multi_head_attention_forward(
         if tuple(key.shape[:2]) != tuple(value.shape[:2]):
             raise AssertionError(f"key's sequence and batch dims {key.shape[:2]} do not match "
                                  f"value's {value.shape[:2]}")
-        if q_proj_weight is None or k_proj_weight is None or v_proj_weight is None:
-            raise AssertionError("use_separate_proj_weight is True but q_proj_weight, "
-                                 "k_proj_weight or v_proj_weight is None")
+        for name, w in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
+            if w is None:
+                raise AssertionError(f"use_separate_proj_weight is True but {name}_proj_weight "
+                                     f"is None")
         b_q, b_k, b_v = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
-        q = F.linear(query, q_proj_weight, b_q)
-        k = F.linear(key, k_proj_weight, b_k)
-        v = F.linear(value, v_proj_weight, b_v)
+        q, k, v = _in_projection(query, key, value, q_proj_weight, k_proj_weight,
+                                 v_proj_weight, b_q, b_k, b_v)
     else:
         if tuple(key.shape) != tuple(value.shape):
             raise AssertionError(f"key shape {key.shape} does not match value shape "
@@ -432,6 +448,12 @@ class MultiheadAttention(Module):
             and ``(N, L, S)`` / ``(N, num_heads, L, S)`` or ``None``.
         """
         is_batched = query.dim() == 3
+        if not need_weights and self._takes_fast_path(query, key, value):
+            # PyTorch's fused inference kernel (_native_multi_head_attention) softmaxes a
+            # query whose every key is masked to NaN, as the weighted path does, where its
+            # need_weights=False path (scaled_dot_product_attention) gives zeros
+            return self.forward(query, key, value, key_padding_mask, True, attn_mask,
+                                average_attn_weights, is_causal)[0], None
         key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask",
                                            _none_or_dtype(attn_mask), "attn_mask", query.dtype)
         attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype,
@@ -460,6 +482,24 @@ class MultiheadAttention(Module):
         if self.batch_first and is_batched:
             return attn_output.transpose(1, 0), attn_output_weights
         return attn_output, attn_output_weights
+
+
+    def _takes_fast_path(self, query: Tensor, key: Tensor, value: Tensor) -> bool:
+        """Whether PyTorch's forward would take its fused inference path (its
+        `why_not_fast_path` conditions): batch-first self-attention in inference, packed
+        projections with biases, an even number of heads, no autocast, no gradient."""
+        if not (ember.backends.mha.get_fastpath_enabled() and query.dim() == 3
+                and query is key and key is value and not self.training
+                and self.batch_first and self._qkv_same_embed_dim
+                and self.in_proj_bias is not None and self.num_heads % 2 == 0
+                and self.bias_k is None and self.bias_v is None and not self.add_zero_attn
+                and query.dtype == self.in_proj_weight.dtype
+                and not ember.is_autocast_enabled()):
+            return False
+        tensors = (query, self.in_proj_weight, self.in_proj_bias, self.out_proj.weight,
+                   self.out_proj.bias)
+        return not (ember.is_grad_enabled()
+                    and any(t is not None and t.requires_grad for t in tensors))
 
 
 def _get_activation_fn(activation: str) -> Callable[[Tensor], Tensor]:
