@@ -26,7 +26,7 @@ from ember.core import dtype as dt
 from ember.core.apply import apply_labelled, record_grad
 from ember.core.creation import arange, zeros
 from ember.core.declare import composite, fused_kernel, primitive, write_out
-from ember.core.dispatch import run, run_fused, user_stacklevel
+from ember.core.dispatch import refuse_unsigned, run, run_fused, user_stacklevel
 from ember.core.errors import (
     ArgumentTypeError,
     as_overload_check,
@@ -321,6 +321,7 @@ def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """The maximum over `dim` (all dimensions when empty); the gradient is shared by
     ties."""
     check_bool("amax", "keepdim", keepdim, 2)
+    refuse_unsigned("max_values_cpu", input)
     return _extreme("max", input, _dims_arg("amax", input, dim), keepdim)
 
 
@@ -329,6 +330,7 @@ def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """The minimum over `dim` (all dimensions when empty); the gradient is shared by
     ties."""
     check_bool("amin", "keepdim", keepdim, 2)
+    refuse_unsigned("min_values_cpu", input)
     return _extreme("min", input, _dims_arg("amin", input, dim), keepdim)
 
 
@@ -343,6 +345,7 @@ def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool) -> Any:
         return _extreme(op, input, None, False, "MaxBackward1" if op == "max" else
                         "MinBackward1")
     check_bool(op, "keepdim", keepdim, 2, _max_min_function_error(op))
+    refuse_unsigned(f"{op}_cpu", input)
     d = normalize_dim(op, dim, input.ndim)
     if not input.ndim:  # a 0-d tensor is its own max, at index 0
         flat = _max_min(op, reshape(input, (1,)), 0, False)
@@ -778,6 +781,7 @@ def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> 
     """The minimum and maximum over `dim` (all elements when None), as a named
     (min, max) pair."""
     check_bool("aminmax", "keepdim", keepdim, 0)  # (keyword-only: no position shown)
+    refuse_unsigned("aminmax_cpu", input)
     if dim is None:
         if input.numel() == 0:
             raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as "

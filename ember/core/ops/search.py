@@ -16,6 +16,7 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.creation import full, linspace, ones, zeros
 from ember.core.declare import composite
+from ember.core.dispatch import refuse_unsigned
 from ember.core.grad_mode import no_grad
 from ember.core.ops.elementwise import to_dtype, where
 from ember.core.ops.indexing import (
@@ -243,6 +244,7 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False,
 def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
     """How many times each non-negative integer occurs in the 1-d `input` (the sum of
     `weights` at its occurrences), for 0 to max(input) and at least `minlength` bins."""
+    refuse_unsigned("bincount_cpu", input)
     if input.dtype.is_floating_point or input.dtype is dt.bool_:
         raise NotImplementedError(f"\"bincount_cpu\" not implemented for "
                                   f"'{SCALAR_TYPE_NAMES[input.dtype.name]}'")
