@@ -1,0 +1,125 @@
+"""Round 33 of small PyTorch-compatibility gaps, each checked against torch."""
+
+import pytest
+
+import ember
+from ember.core.dtype import API_NAME
+
+torch = pytest.importorskip("torch")
+
+
+def _raised(fn):
+    with pytest.raises(Exception) as info:
+        fn()
+    return type(info.value), str(info.value)
+
+
+def _outcome(fn):
+    """The error (type, message) `fn` raises, or the dtype name and values it returns."""
+    try:
+        out = fn()
+    except Exception as err:  # noqa: BLE001 - the error is what is compared
+        return type(err), str(err).replace("torch.", API_NAME + ".")
+    if hasattr(out, "dtype"):
+        return str(out.dtype).split(".")[-1], out.tolist()
+    return out
+
+
+def _same(call):
+    """`call(lib)` behaves alike in torch and ember: the same error or the same result."""
+    assert _outcome(lambda: call(ember)) == _outcome(lambda: call(torch))
+
+
+# -- 1. `~` of a floating or complex tensor ---------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "complex64"])
+@pytest.mark.parametrize("form", ["operator", "function", "method"])
+def test_invert_of_a_non_integer_tensor(dtype, form):
+    calls = {"operator": lambda lib: ~lib.ones(3, dtype=getattr(lib, dtype)),
+             "function": lambda lib: lib.bitwise_not(lib.ones(3, dtype=getattr(lib, dtype))),
+             "method": lambda lib: lib.ones(3, dtype=getattr(lib, dtype)).bitwise_not()}
+    kind, _ = _raised(lambda: calls[form](torch))
+    assert kind is (TypeError if form == "operator" else NotImplementedError)
+    _same(calls[form])
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint8", "bool"])
+def test_invert_of_an_integer_tensor(dtype):
+    _same(lambda lib: ~lib.tensor([0, 1, 5], dtype=getattr(lib, dtype)))
+
+
+# -- 2. the "barebones" unsigned dtypes: PyTorch's CPU kernels refuse most arithmetic ---
+
+_UNSIGNED_CALLS = {
+    "add": lambda a: a + 1, "add_tensor": lambda a: a + a, "sub": lambda a: a - a,
+    "rsub": lambda a: 1 - a, "add_": lambda a: a.add_(a), "mul": lambda a: a * 2,
+    "mul_tensor": lambda a: a * a, "div": lambda a: a / a, "floor_divide": lambda a: a // a,
+    "div_trunc": lambda a: a.div(a, rounding_mode="trunc"), "remainder": lambda a: a % a,
+    "fmod": lambda a: a.fmod(2), "pow": lambda a: a ** 2, "square": lambda a: a.square(),
+    "neg": lambda a: -a, "abs": lambda a: a.abs(), "sign": lambda a: a.sign(),
+    "invert": lambda a: ~a, "lshift": lambda a: a << 1, "rshift": lambda a: a >> 1,
+    "bitwise_and": lambda a: a & a, "lt": lambda a: a < a, "gt": lambda a: a > 1,
+    "le": lambda a: a <= a, "ge": lambda a: a >= 1, "eq": lambda a: a == 1,
+    "ne": lambda a: a != a, "logical_not": lambda a: a.logical_not(),
+    "logical_and": lambda a: a.logical_and(a), "maximum": lambda a: a.maximum(a),
+    "clamp": lambda a: a.clamp(0, 1), "clamp_min": lambda a: a.clamp(min=0),
+    "clamp_max": lambda a: a.clamp(max=0), "clamp_tensor": lambda a: a.clamp(a, a),
+    "relu": lambda a: a.relu(), "sum": lambda a: a.sum(), "prod": lambda a: a.prod(),
+    "cumsum": lambda a: a.cumsum(0), "max": lambda a: a.max(), "min": lambda a: a.min(),
+    "max_dim": lambda a: a.max(0), "amax": lambda a: a.amax(), "amin": lambda a: a.amin(0),
+    "aminmax": lambda a: a.aminmax(), "argmax": lambda a: a.argmax(),
+    "argmin": lambda a: a.argmin(), "sort": lambda a: a.sort()[0], "flip": lambda a: a.flip(0),
+    "tril": lambda a: a.view(3, 1).expand(3, 3).tril(), "dot": lambda a: a.dot(a),
+    "mm": lambda a: a.view(3, 1) @ a.view(1, 3), "mv": lambda a: a.view(1, 3) @ a,
+    "bmm": lambda a: a.view(1, 3, 1) @ a.view(1, 1, 3), "bincount": lambda a: a.bincount(),
+    "addcmul": lambda a: a.addcmul(a, a), "signbit": lambda a: a.signbit(),
+    "isclose": lambda a: a.isclose(a), "add_float": lambda a: a + 2.5,
+    "cat": lambda a: a.new_ones(2).to(a.dtype), "where": lambda a: a.where(a == 1, a),
+    "to_float": lambda a: a.float(),
+}
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "uint32", "uint64"])
+def test_unsigned_dtypes_refuse_as_pytorch_kernels_do(dtype):
+    for name, call in _UNSIGNED_CALLS.items():
+        got = _outcome(lambda c=call: c(ember.tensor([1, 2, 3], dtype=getattr(ember, dtype))))
+        want = _outcome(lambda c=call: c(torch.tensor([1, 2, 3], dtype=getattr(torch, dtype))))
+        assert got == want, name
+
+
+def test_unsigned_refusal_leaves_other_dtypes_computing():
+    for dtype in ("int64", "uint8", "float8_e4m3fn"):
+        _same(lambda lib, d=dtype: lib.ones(3, dtype=getattr(lib, d)) + 1)
+
+
+# -- 4. an `out=` view of another shape is resized within its storage -------------------
+
+def _warned_resize(call):
+    def run(lib):
+        with pytest.warns(UserWarning, match="was resized since it had shape"):
+            base, view = call(lib)
+        return view.shape, view.stride(), view.storage_offset(), base.tolist(), view.tolist()
+    return run
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: (lambda c: (c, m.add(m.ones(3), m.ones(3), out=c[1:3])))(m.zeros(5)),
+    lambda m: (lambda c: (c, m.add(m.ones(3), 1, out=c[:, 0])))(m.zeros(4, 4)),
+    lambda m: (lambda c: (c, m.exp(m.zeros(2), out=c[::2])))(m.zeros(6)),
+    lambda m: (lambda c: (c, m.sum(m.ones(3, 4), 0, out=c[:2])))(m.zeros(10)),
+    lambda m: (lambda c: (c, m.amax(m.ones(3, 4), 0, out=c[1:3])))(m.zeros(6)),
+    lambda m: (lambda c: (c, m.mm(m.ones(2, 3), m.ones(3, 2), out=c[:1])))(m.zeros(3, 3)),
+    lambda m: (lambda c: (c, m.mm(m.ones(2, 3), m.ones(3, 2), out=c.t()[:2])))(m.zeros(3, 3)),
+    lambda m: (lambda c: (c, m.matmul(m.ones(2, 3), m.ones(3, 2), out=c[:3])))(m.zeros(9)),
+], ids=["add", "add_strided", "exp", "sum", "amax", "mm", "mm_transposed", "matmul"])
+def test_out_view_of_another_shape_is_resized_in_place(call):
+    got, want = _warned_resize(call)(ember), _warned_resize(call)(torch)
+    assert got[0] == tuple(want[0]) and got[1:] == want[1:]
+
+
+def test_out_view_that_needs_no_resize_keeps_its_strides():
+    def call(m):
+        c = m.zeros(4, 4)
+        v = m.sum(m.ones(3, 4), 0, out=c[:, 0])
+        return v.stride(), c.tolist()
+    assert call(ember) == call(torch)
