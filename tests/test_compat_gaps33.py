@@ -123,3 +123,28 @@ def test_out_view_that_needs_no_resize_keeps_its_strides():
         v = m.sum(m.ones(3, 4), 0, out=c[:, 0])
         return v.stride(), c.tolist()
     assert call(ember) == call(torch)
+
+
+# -- 5. vmap of an autograd.Function in the forward(ctx, ...) style --------------------
+
+def _old_style_function(lib):
+    class Double(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+    return Double
+
+
+def test_vmap_refuses_a_function_without_setup_context():
+    def call(lib):
+        return lib.func.vmap(_old_style_function(lib).apply)(lib.ones(3, 2))
+    assert _outcome(lambda: call(ember)) == _outcome(lambda: call(torch))
+    assert _outcome(lambda: call(torch))[0] is RuntimeError
+
+
+def test_function_without_setup_context_still_runs_outside_vmap():
+    _same(lambda lib: _old_style_function(lib).apply(lib.ones(3)))
