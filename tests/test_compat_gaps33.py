@@ -148,3 +148,36 @@ def test_vmap_refuses_a_function_without_setup_context():
 
 def test_function_without_setup_context_still_runs_outside_vmap():
     _same(lambda lib: _old_style_function(lib).apply(lib.ones(3)))
+
+
+# -- 5. reading a sample's value into Python under vmap ---------------------------------
+
+@pytest.mark.parametrize("body", [
+    lambda lib, r: r.sum().item(),
+    lambda lib, r: float(r.sum()),
+    lambda lib, r: int(r[0]),
+    lambda lib, r: r * 2 if r.sum() > 0 else r,
+    lambda lib, r: r if (r > 100).any() else r * 2,
+    lambda lib, r: r.tolist(),
+    lambda lib, r: r if r.softmax(0)[0] > 0.5 else r,  # (a fused kernel's result)
+    lambda lib, r: r if lib.nn.functional.relu(r - 1).sum() else r,
+], ids=["item", "float", "int", "if", "any", "tolist", "softmax", "relu"])
+def test_vmap_refuses_reading_a_sample_into_python(body):
+    def call(lib):
+        return lib.func.vmap(lambda r: body(lib, r))(lib.arange(6.0).view(3, 2))
+    want = _outcome(lambda: call(torch))
+    assert want[0] is RuntimeError
+    assert _outcome(lambda: call(ember)) == want
+
+
+@pytest.mark.parametrize("body", [
+    lambda lib, r, c: r * c.item(),  # an input passed as it is (in_dims None)
+    lambda lib, r, c: r * lib.tensor(2.0).item(),  # a constant
+    lambda lib, r, c: r * 2 if r.shape[0] > 1 else r,  # shapes are the same for each sample
+    lambda lib, r, c: r[lib.tensor([1, 0])] * 2,  # an op that checks its indices
+], ids=["unmapped", "constant", "shape", "indexing"])
+def test_vmap_reads_values_that_are_not_per_sample(body):
+    def call(lib):
+        return lib.func.vmap(lambda r, c: body(lib, r, c), in_dims=(0, None))(
+            lib.arange(6.0).view(3, 2), lib.tensor(3.0))
+    _same(call)

@@ -473,8 +473,8 @@ def run_fused(name: str, *args: Any, **attrs: Any) -> Any:
     be tensors, lists of tensors (list ops; entries may be None), None, or plain values.
     """
     decl = FUSED[name]
-    if tracing.active is not None or tracing.value_read is not None or (
-            decl.backward and _grad_state.enabled):
+    if tracing.active is not None and tracing.replaying() or \
+            tracing.value_read is not None or (decl.backward and _grad_state.enabled):
         return None  # (a trace or a graph capture records the decomposition)
     if _withheld and name in _withheld.get(threading.get_ident(), ()):
         return None
@@ -521,11 +521,15 @@ def run_fused(name: str, *args: Any, **attrs: Any) -> Any:
                 if isinstance(t, Tensor):
                     t._vc[0] += 1
     if decl.one_like:  # the common case: one output of the first tensor's dtype
-        return Tensor._make(out, first._dtype, first._device, first._backend)
-    if decl.all_like:  # several (gradients ...), some possibly None
+        result = Tensor._make(out, first._dtype, first._device, first._backend)
+    elif decl.all_like:  # several (gradients ...), some possibly None
         d, dev, backend = first._dtype, first._device, first._backend
-        return tuple([None if b is None else Tensor._make(b, d, dev, backend) for b in out])
-    return _wrap_fused(decl.outputs, out, first, args)
+        result = tuple([None if b is None else Tensor._make(b, d, dev, backend) for b in out])
+    else:
+        result = _wrap_fused(decl.outputs, out, first, args)
+    if tracing.active is not None:  # (a recorder that keeps the eager computation: vmap's)
+        tracing.primitive(name, args, attrs, result)
+    return result
 
 
 def _has_tensor(a: list) -> bool:
