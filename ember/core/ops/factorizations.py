@@ -84,19 +84,33 @@ def _check(op: str, A: Any, *, square: bool = True, name: str = "A") -> None:
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
 
 
-def _split(packed: Tensor, *shapes: tuple[int, ...]) -> list[Tensor]:
-    """The outputs a packed kernel result holds, each (batch..., *shape)."""
+def _split(packed: Tensor, *shapes: tuple[int, ...], lapack: bool = False) -> list[Tensor]:
+    """The outputs a packed kernel result holds, each (batch..., *shape); with `lapack`,
+    laid out as PyTorch returns LAPACK's results (`_lapack_layout`)."""
     batch = tuple(packed.shape[:-1])
     outs, start = [], 0
     for shape in shapes:
         size = math.prod(shape)
-        outs.append(packed[..., start:start + size].reshape(batch + tuple(shape)))
+        out = packed[..., start:start + size].reshape(batch + tuple(shape))
+        outs.append(_lapack_layout(out, len(shape)) if lapack else out)
         start += size
     label = getattr(packed._node, "label", None)
     if label:  # each output shows the kernel's node (`LinalgQrBackward0`), as PyTorch's
         for out in outs:
             relabel(out, label, (packed,))
     return outs
+
+
+def _lapack_layout(x: Tensor, dims: int) -> Tensor:
+    """`x` as PyTorch returns a LAPACK result: a matrix (`dims` 2) column-major, as LAPACK
+    writes it (a transposed view of a contiguous buffer: strides (.., 1, rows), the batch
+    outermost), so `x.is_contiguous()` is False and `x.view(-1)` refuses as PyTorch's do;
+    a vector or number contiguous. The values are unchanged."""
+    out = x.mT.contiguous().mT if dims >= 2 else x.contiguous()
+    label = getattr(x._node, "label", None)
+    if label and out is not x:  # (the kernel's node still names it: LinalgInvExBackward0)
+        relabel(out, label, (x,))
+    return out
 
 
 def _info(packed: Tensor) -> Tensor:
@@ -197,7 +211,7 @@ def _linalg_slogdet(A: Tensor) -> Tensor:
 
 
 def _slogdet_parts(A: Tensor) -> tuple[Tensor, Tensor]:
-    sign, logabsdet = _split(_linalg_slogdet(A), (), ())
+    sign, logabsdet = _split(_linalg_slogdet(A), (), (), lapack=True)
     return sign, (logabsdet.real if A.dtype.is_complex else logabsdet)
 
 
@@ -261,7 +275,7 @@ InvExResult = return_type("linalg_inv_ex", ["inverse", "info"])
 
 def _inv_ex(A: Tensor) -> tuple[Tensor, Tensor]:
     n = A.shape[-1]
-    inverse, info = _split(_linalg_inv_ex(A), (n, n), ())
+    inverse, info = _split(_linalg_inv_ex(A), (n, n), (), lapack=True)
     return inverse, _info(info)
 
 
@@ -345,7 +359,7 @@ def _solve(op: str, A: Tensor, B: Tensor, left: bool, check: bool) -> tuple[Tens
         X, info = _solve(op, A.mT, B.mT, True, check)
         return X.mT, info
     A, B, vector = _solve_operands(op, A, B)
-    X, info = _split(_linalg_solve_ex(A, B), tuple(B.shape[-2:]), ())
+    X, info = _split(_linalg_solve_ex(A, B), tuple(B.shape[-2:]), (), lapack=True)
     info = _info(info)
     if check:  # (PyTorch names this one error torch.linalg.solve, its others linalg.solve)
         _raise_info("torch." + op if op in ("linalg.solve", "linalg.solve_ex") else op, info,
@@ -421,7 +435,8 @@ def _triangular_solve(op: str, A: Tensor, B: Tensor, upper: bool, left: bool,
     if not left:  # X A = B  <=>  A^T X^T = B^T, and A^T's other triangle holds A's
         return _triangular_solve(op, A.mT, B.mT, not upper, True, unitriangular).mT
     A, B, _ = _solve_operands(op, A, B, vectors=False)
-    return _linalg_solve_triangular(A, B, upper=upper, unitriangular=unitriangular)
+    return _lapack_layout(_linalg_solve_triangular(A, B, upper=upper,
+                                                   unitriangular=unitriangular), 2)
 
 
 TriangularSolveResult = return_type("triangular_solve", ["solution", "cloned_coefficient"])
@@ -440,7 +455,7 @@ def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bo
                "torch.linalg.solve_triangular(A, B).")
     X = _triangular_solve("triangular_solve", A.mT if transpose else A, input,
                           upper != transpose, True, unitriangular)
-    return TriangularSolveResult(X, A.clone())
+    return TriangularSolveResult(X, _lapack_layout(A.clone(), 2))
 
 
 def _write(name: str, out: Any, result: Tensor) -> Tensor:
@@ -485,7 +500,7 @@ _NOT_PD = ("The factorization could not be completed because the input is not "
 
 def _cholesky_ex(A: Tensor, upper: bool) -> tuple[Tensor, Tensor]:
     n = A.shape[-1] if A.ndim >= 2 else 0
-    L, info = _split(_linalg_cholesky_ex(A, upper=upper), (n, n), ())
+    L, info = _split(_linalg_cholesky_ex(A, upper=upper), (n, n), (), lapack=True)
     return L, _info(info)
 
 
@@ -635,7 +650,7 @@ def linalg_qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> Any:
                            "'reduced' (default), 'r', or 'complete'")
     _check("linalg.qr", A, square=False)
     qs, rs = _qr_shapes(tuple(A.shape), mode)
-    Q, R = _split(_linalg_qr(A, mode=mode), qs, rs)
+    Q, R = _split(_linalg_qr(A, mode=mode), qs, rs, lapack=True)
     if mode == "r":
         Q = zeros(0, dtype=A.dtype, device=A.device)
     return QRResult(Q, R)
@@ -682,7 +697,7 @@ def geqrf(input: Tensor) -> Any:
     PyTorch."""
     _check("geqrf", input, square=False)
     m, n = input.shape[-2:]
-    a, tau = _split(_geqrf(input), (m, n), (min(m, n),))
+    a, tau = _split(_geqrf(input), (m, n), (min(m, n),), lapack=True)
     return GeqrfResult(a, tau)
 
 
@@ -784,7 +799,7 @@ def linalg_householder_product(A: Tensor, tau: Tensor, *, out: Any = None) -> Te
     reflectors stored in A (m x n, m >= n) and `tau` (geqrf's output gives Q of the QR
     decomposition). Differentiable through its parts."""
     _householder_checks("torch.linalg.householder_product", A, tau)
-    result = _householder_columns(A, tau)
+    result = _lapack_layout(_householder_columns(A, tau), 2)
     return result if out is None else _write("linalg.householder_product", out, result)
 
 
@@ -886,7 +901,7 @@ SVDResult = return_type("linalg_svd", ["U", "S", "Vh"])
 def _svd(A: Tensor, full_matrices: bool) -> list[Tensor]:
     _check("linalg.svd", A, square=False)
     U, S, Vh = _split(_linalg_svd(A, full_matrices=full_matrices),
-                      *_svd_shapes(tuple(A.shape), full_matrices))
+                      *_svd_shapes(tuple(A.shape), full_matrices), lapack=True)
     return [U, S.real if S.dtype.is_complex else S, Vh]
 
 
@@ -1019,7 +1034,7 @@ def _eigh(A: Tensor, UPLO: str) -> list[Tensor]:
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     _check("linalg.eigh", A)
     n = A.shape[-1]
-    L, V = _split(_linalg_eigh(A, UPLO=UPLO), (n,), (n, n))
+    L, V = _split(_linalg_eigh(A, UPLO=UPLO), (n,), (n, n), lapack=True)
     return [L.real if L.dtype.is_complex else L, V]
 
 
@@ -1094,7 +1109,7 @@ EigResult = return_type("linalg_eig", ["eigenvalues", "eigenvectors"])
 def _eig(A: Tensor, op: str = "linalg.eig") -> list[Tensor]:
     _eig_check(A, op)
     n = A.shape[-1]
-    return _split(_linalg_eig(A), (n,), (n, n))
+    return _split(_linalg_eig(A), (n,), (n, n), lapack=True)
 
 
 @composite(complex=True, variants="", cost=_matrix_cost(25.0))
@@ -1217,8 +1232,7 @@ def linalg_lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,
     Bm = B.unsqueeze(-1) if vector else B
     rtol = rcond if rcond is not None and rcond > 0 else None
     X = linalg_pinv(A, rtol=rtol) @ Bm
-    if vector:
-        X = X.squeeze(-1)
+    X = X.squeeze(-1) if vector else _lapack_layout(X, 2)
     empty = zeros(0, dtype=A.dtype.to_real(), device=A.device)  # (real, for complex A)
     rank = linalg_matrix_rank(A, rtol=rtol) if driver != "gels" else \
         zeros(0, dtype=dt.int64, device=A.device)
@@ -1285,7 +1299,7 @@ def _lu_factor(op: str, A: Tensor, pivot: bool) -> tuple[Tensor, Tensor, Tensor]
         raise RuntimeError(f"{op}: LU without pivoting is not implemented on the CPU")
     _check(op, A, square=False)
     m, n = A.shape[-2:]
-    LU, pivots, info = _split(_linalg_lu_factor_ex(A), (m, n), (min(m, n),), ())
+    LU, pivots, info = _split(_linalg_lu_factor_ex(A), (m, n), (min(m, n),), (), lapack=True)
     return LU, pivots.to(dt.int32), info.to(dt.int32)
 
 
@@ -1454,7 +1468,8 @@ LDLFactorExResult = return_type("linalg_ldl_factor_ex", ["LD", "pivots", "info"]
 def _ldl_factor(op: str, A: Tensor, hermitian: bool) -> tuple[Tensor, Tensor, Tensor]:
     _ldl_check(op, A)
     n = A.shape[-1]
-    LD, pivots, info = _split(_linalg_ldl_factor_ex(A, hermitian=hermitian), (n, n), (n,), ())
+    LD, pivots, info = _split(_linalg_ldl_factor_ex(A, hermitian=hermitian), (n, n), (n,), (),
+                                 lapack=True)
     return LD, _info(pivots), _info(info)
 
 
