@@ -181,3 +181,99 @@ def test_vmap_reads_values_that_are_not_per_sample(body):
         return lib.func.vmap(lambda r, c: body(lib, r, c), in_dims=(0, None))(
             lib.arange(6.0).view(3, 2), lib.tensor(3.0))
     _same(call)
+
+
+# -- 6. LAPACK results come column-major, as PyTorch returns them -----------------------
+
+def _spd(lib, batch=()):
+    a = lib.tensor([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
+    return a.expand(*batch, 3, 3).contiguous()
+
+
+_LINALG_CALLS = {
+    "inv": lambda lib, A, B: lib.linalg.inv(A),
+    "inv_ex": lambda lib, A, B: lib.linalg.inv_ex(A),
+    "inverse": lambda lib, A, B: lib.inverse(A),
+    "solve": lambda lib, A, B: lib.linalg.solve(A, B),
+    "cholesky": lambda lib, A, B: lib.linalg.cholesky(A),
+    "qr": lambda lib, A, B: lib.linalg.qr(A),
+    "svd": lambda lib, A, B: lib.linalg.svd(A),
+    "torch_svd": lambda lib, A, B: lib.svd(A),
+    "eigh": lambda lib, A, B: lib.linalg.eigh(A),
+    "lu_factor": lambda lib, A, B: lib.linalg.lu_factor(A),
+    "lstsq": lambda lib, A, B: (lib.linalg.lstsq(A, B).solution,),
+    "solve_triangular": lambda lib, A, B: lib.linalg.solve_triangular(A, B, upper=False),
+    "cholesky_solve": lambda lib, A, B: lib.cholesky_solve(B, lib.linalg.cholesky(A)),
+    "geqrf": lambda lib, A, B: lib.geqrf(A),
+    "slogdet": lambda lib, A, B: lib.linalg.slogdet(A),
+    "lu": lambda lib, A, B: lib.linalg.lu(A),
+    "pinv": lambda lib, A, B: lib.linalg.pinv(A),
+}
+
+
+@pytest.mark.parametrize("batch", [(), (2,)], ids=["matrix", "batch"])
+@pytest.mark.parametrize("name", list(_LINALG_CALLS))
+def test_linalg_results_have_pytorch_strides(name, batch):
+    def layout(lib):
+        A = _spd(lib, batch)
+        out = _LINALG_CALLS[name](lib, A, A[..., :2])
+        outs = out if isinstance(out, tuple) else (out,)
+        return [(tuple(t.shape), t.stride(), t.is_contiguous()) for t in outs]
+
+    def values(lib):
+        out = _LINALG_CALLS[name](lib, _spd(lib, batch), _spd(lib, batch)[..., :2])
+        return [t.tolist() for t in (out if isinstance(out, tuple) else (out,))]
+    assert layout(ember) == layout(torch)
+    for got, want in zip(values(ember), values(torch)):
+        assert torch.allclose(torch.tensor(got), torch.tensor(want), atol=1e-5)
+
+
+def test_column_major_results_view_and_copy_as_pytorch():
+    def call(lib):
+        X = lib.linalg.inv(_spd(lib))
+        return _outcome(lambda: X.view(9)), X.contiguous().stride(), X.reshape(9).tolist()
+    got, want = call(ember), call(torch)
+    assert got[0] == want[0] and got[1] == want[1]
+    assert torch.allclose(torch.tensor(got[2]), torch.tensor(want[2]))
+
+
+def test_column_major_results_keep_their_node_names():
+    def names(lib):
+        A = _spd(lib).requires_grad_()
+        return [lib.linalg.inv(A).grad_fn.name(), lib.linalg.cholesky(A).grad_fn.name(),
+                lib.linalg.qr(A).Q.grad_fn.name(), lib.linalg.eigh(A).eigenvectors.grad_fn.name()]
+    assert names(ember) == names(torch)
+
+
+# -- 7. double-backward node names --------------------------------------------------------
+
+_DOUBLE_BACKWARD = {
+    "conv1d": (lambda F, x, w: F.conv1d(x, w), (1, 2, 5), (3, 2, 2)),
+    "conv2d": (lambda F, x, w: F.conv2d(x, w, padding=1, stride=2), (1, 2, 5, 5), (3, 2, 3, 3)),
+    "softmax": (lambda F, x: F.softmax(x, -1) ** 2, (4, 3)),
+    "log_softmax": (lambda F, x: F.log_softmax(x, -1) ** 2, (4, 3)),
+    "gelu": (lambda F, x: F.gelu(x), (4, 3)),
+    "elu": (lambda F, x: F.elu(x), (4, 3)),
+    "sigmoid": (lambda F, x: F.sigmoid(x), (4, 3)),
+    "tanh": (lambda F, x: F.tanh(x), (4, 3)),
+    "softplus": (lambda F, x: F.softplus(x), (4, 3)),
+    "silu": (lambda F, x: F.silu(x), (4, 3)),
+    "mse_loss": (lambda F, x, y: F.mse_loss(x, y), (4, 3), (4, 3)),
+    "smooth_l1_loss": (lambda F, x, y: F.smooth_l1_loss(x, y), (4, 3), (4, 3)),
+    "max_pool1d": (lambda F, x: F.max_pool1d(x, 2), (1, 1, 4)),
+    "max_pool2d": (lambda F, x: F.max_pool2d(x, 2), (1, 1, 4, 4)),
+}
+
+
+@pytest.mark.parametrize("name", list(_DOUBLE_BACKWARD))
+def test_double_backward_node_names(name):
+    fn, *shapes = _DOUBLE_BACKWARD[name]
+
+    def run(lib):
+        gen = lib.Generator().manual_seed(0)
+        xs = [lib.randn(*s, dtype=lib.float64, generator=gen).requires_grad_() for s in shapes]
+        grads = lib.autograd.grad(fn(lib.nn.functional, *xs).sum(), xs, create_graph=True)
+        names = [g.grad_fn.name() if g.grad_fn is not None else None for g in grads]
+        again = lib.autograd.grad(sum(g.sum() for g in grads), xs, allow_unused=True)
+        return names, [None if g is None else round(g.sum().item(), 6) for g in again]
+    assert run(ember) == run(torch)
