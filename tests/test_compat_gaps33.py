@@ -277,3 +277,24 @@ def test_double_backward_node_names(name):
         again = lib.autograd.grad(sum(g.sum() for g in grads), xs, allow_unused=True)
         return names, [None if g is None else round(g.sum().item(), 6) for g in again]
     assert run(ember) == run(torch)
+
+
+# -- 8. set_multithreading_enabled lives at torch.autograd.grad_mode --------------------
+
+def test_set_multithreading_enabled_prints_at_grad_mode():
+    def call(lib):
+        cls = lib.autograd.set_multithreading_enabled
+        assert cls is lib.autograd.grad_mode.set_multithreading_enabled
+        prev = lib.autograd.is_multithreading_enabled()
+        with cls(not prev) as bound:
+            inside = lib.autograd.is_multithreading_enabled()
+
+        @cls(False)
+        def decorated():
+            return lib.autograd.is_multithreading_enabled()
+        cls(prev)
+        out = (repr(cls).replace("torch.", API_NAME + "."), cls.__qualname__, bound, inside,
+               decorated(), lib.autograd.is_multithreading_enabled() == prev)
+        cls(prev)
+        return out
+    assert call(ember) == call(torch)
