@@ -76,6 +76,15 @@ _UNSIGNED_CALLS = {
     "isclose": lambda a: a.isclose(a), "add_float": lambda a: a + 2.5,
     "cat": lambda a: a.new_ones(2).to(a.dtype), "where": lambda a: a.where(a == 1, a),
     "to_float": lambda a: a.float(),
+    "topk": lambda a: a.topk(1)[0], "gather": lambda a: a.gather(0, a.new_zeros(1).long()),
+    "scatter": lambda a: a.scatter(0, a.new_zeros(1).long(), a),
+    "index_select": lambda a: a.index_select(0, a.new_zeros(1).long()),
+    "masked_fill": lambda a: a.masked_fill(a == 1, 0), "median": lambda a: a.median(),
+    "kthvalue": lambda a: a.kthvalue(1)[0], "cummax": lambda a: a.cummax(0)[0],
+    "mode": lambda a: a.mode()[0], "isin": lambda a: a.isin(a),
+    "count_nonzero": lambda a: a.count_nonzero(), "nonzero": lambda a: a.nonzero(),
+    "trace": lambda a: a.view(3, 1).expand(3, 3).trace(), "unique": lambda a: a.unique(),
+    "argsort": lambda a: a.argsort(), "roll": lambda a: a.roll(1),
 }
 
 
@@ -85,6 +94,13 @@ def test_unsigned_dtypes_refuse_as_pytorch_kernels_do(dtype):
         got = _outcome(lambda c=call: c(ember.tensor([1, 2, 3], dtype=getattr(ember, dtype))))
         want = _outcome(lambda c=call: c(torch.tensor([1, 2, 3], dtype=getattr(torch, dtype))))
         assert got == want, name
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "uint64"])
+def test_unsigned_arange_and_searchsorted(dtype):
+    _same(lambda lib: lib.arange(3, dtype=getattr(lib, dtype)))
+    _same(lambda lib: lib.searchsorted(lib.tensor([1, 2], dtype=getattr(lib, dtype)),
+                                       lib.tensor([1], dtype=getattr(lib, dtype))))
 
 
 def test_unsigned_refusal_leaves_other_dtypes_computing():

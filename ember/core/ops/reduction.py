@@ -446,6 +446,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     (values, indices) pair, largest first; NaN counts as larger than any number.
     `sorted=False` may return them in any order (here: still sorted). `out` is an optional
     (values, indices) pair of tensors to write the result into."""
+    refuse_unsigned("topk_cpu", input)
     if isinstance(k, bool) or not isinstance(k, int):
         raise TypeError(f"topk(): argument 'k' (position 2) must be int, not "
                         f"{type(k).__name__}")
@@ -538,6 +539,7 @@ def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noq
 @composite(complex=True, cost=costs.reduction(1))
 def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
     """The number of nonzero elements over `dim`."""
+    refuse_unsigned("nonzero_count_cpu", input)
     return sum(input != 0, dim)
 
 
@@ -804,6 +806,7 @@ def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> 
            cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def trace(input: Tensor) -> Tensor:
     """The sum of the main diagonal of a matrix (int64 for integer matrices)."""
+    refuse_unsigned("trace", input)
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
     if input.dtype is dt.bool_:

@@ -102,6 +102,7 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
     """Where each value of `input` would be inserted into `sorted_sequence` (along its
     last dim) to keep it sorted: before equal boundaries, or after them with
     `right=True` / `side="right"`. `sorter` gives the order of an unsorted sequence."""
+    refuse_unsigned("searchsorted_out_cpu", sorted_sequence)
     if side is not None:
         if side not in ("left", "right"):
             raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but "
@@ -142,6 +143,7 @@ def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False,
         raise TypeError("isin() received an invalid combination of arguments: expected "
                         "at least one tensor")
     like = elements if isinstance(elements, Tensor) else test_elements
+    refuse_unsigned("isin_default_cpu", like)
     if not isinstance(elements, Tensor):
         elements = full((), elements, device=like.device)
     if not isinstance(test_elements, Tensor):
