@@ -25,6 +25,7 @@ in PyTorch (`vmap(grad(loss), in_dims=(None, 0, 0))(params_dict, x, y)`).
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
@@ -444,7 +445,9 @@ class _PerSampleValues:
     replays = False
 
     def __init__(self, samples: list) -> None:
-        self.tensors = {id(t): t for t in samples}  # (held: an id is not reused meanwhile)
+        # by id, held weakly: a tensor's entry goes with it (before its id can be reused)
+        self.tensors: weakref.WeakValueDictionary = weakref.WeakValueDictionary(
+            (id(t), t) for t in samples)
 
     @classmethod
     @contextlib.contextmanager
