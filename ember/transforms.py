@@ -24,9 +24,12 @@ in PyTorch (`vmap(grad(loss), in_dims=(None, 0, 0))(params_dict, x, y)`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import weakref
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
+from ember.core import tracing
 from ember.core.creation import default_generator, vmap_randomness
 from ember.core.engine import grad as _autograd_grad
 from ember.core.grad_mode import enable_grad, is_grad_enabled
@@ -376,7 +379,8 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
         if rule is not None:
             return _vmap_by_rule(rule, VmapInfo(size, randomness), dims, args, kwargs,
                                  out_dims)
-        outputs = _map_samples(func, randomness, size, lambda i: _slice(args, dims, i), kwargs)
+        outputs = _map_samples(func, randomness, size, lambda i: _slice(args, dims, i), kwargs,
+                               args)
         leaves = [_leaves(o) for o in outputs]
         out_leaves = _leaves(out_dims) if not isinstance(out_dims, int) else \
             [out_dims] * len(leaves[0])
@@ -392,10 +396,13 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
 
 
 def _map_samples(func: Callable, randomness: str, size: int, sample: Callable[[int], Any],
-                 kwargs: dict) -> list:
+                 kwargs: dict, args: Any) -> list:
     """`func` of each sample in turn. Random ops inside draw as PyTorch's `randomness`
     says: "error" refuses them, "same" gives every sample the first sample's numbers (the
-    default generator rewound before each), "different" draws on."""
+    default generator rewound before each), "different" draws on. A sample's values may
+    not be read into Python (`_PerSampleValues`); `args`' own tensors (those not mapped)
+    may."""
+    unmapped = {id(t) for t in _leaves(args)}
     vmap_randomness.append(randomness)
     start = default_generator.get_state() if randomness == "same" else None
     try:
@@ -403,10 +410,82 @@ def _map_samples(func: Callable, randomness: str, size: int, sample: Callable[[i
         for i in range(size):
             if start is not None:
                 default_generator.set_state(start)
-            outputs.append(func(*sample(i), **kwargs))
+            args = sample(i)
+            with _PerSampleValues.watching(args, unmapped):
+                outputs.append(func(*args, **kwargs))
         return outputs
     finally:
         vmap_randomness.pop()
+
+
+# PyTorch's refusals to read a batched tensor's value into Python under vmap, by how it is
+# read (ember.core.tracing.note_python_value's names)
+_ITEM_MESSAGE = ("vmap: It looks like you're calling .item() on a Tensor. We don't support "
+                 "vmap over calling .item() on a Tensor, please try to rewrite what you're "
+                 "doing with other operations. If error is occurring somewhere inside PyTorch "
+                 "internals, please file a bug report.")
+_VALUE_READ_MESSAGES = {
+    "item": _ITEM_MESSAGE,
+    "bool": "vmap: It looks like you're attempting to use a Tensor in some data-dependent "
+            "control flow. We don't support that yet, please file an issue at "
+            "https://github.com/pytorch/pytorch/issues .",
+    "tolist": "Cannot access data pointer of Tensor that doesn't have storage",
+}
+
+
+class _PerSampleValues:
+    """Which tensors hold one sample's values while vmap runs the function on it: the
+    sample's slices of the mapped inputs and every tensor an op makes from one. Reading
+    one of them into Python (`.item()`, `if t:`, `.tolist()`) raises PyTorch's error,
+    since PyTorch's batched tensor has no value per sample there; other tensors (a
+    constant, an unmapped input) read as usual. It listens as ember.core.tracing's
+    recorder (every primitive and view reports to it); ember's own checks pause it. It
+    keeps the eager computation (fused kernels, random streams): `replays` is False."""
+
+    replays = False
+
+    def __init__(self, samples: list) -> None:
+        # by id, held weakly: a tensor's entry goes with it (before its id can be reused)
+        self.tensors: weakref.WeakValueDictionary = weakref.WeakValueDictionary(
+            (id(t), t) for t in samples)
+
+    @classmethod
+    @contextlib.contextmanager
+    def watching(cls, args: Any, unmapped: set) -> Iterator[None]:
+        """Watch while the function runs on sample `args` (the ids in `unmapped`: tensors
+        passed as they are, not per sample)."""
+        if tracing.active is not None:  # inside a trace, or an outer vmap that watches
+            yield
+            return
+        recorder = cls([t for t in _leaves(args) if isinstance(t, Tensor) and
+                        id(t) not in unmapped])
+        tracing.python_value_hooks.append(recorder.read)
+        tracing.active = recorder
+        try:
+            yield
+        finally:
+            tracing.active = None
+            tracing.python_value_hooks.remove(recorder.read)
+
+    def primitive(self, op: str, args: tuple, attrs: dict, out: Any) -> None:
+        tensors = self.tensors
+        if any(id(a) in tensors for a in _leaves((args, attrs))):
+            for t in _leaves(out):
+                if isinstance(t, Tensor):
+                    tensors[id(t)] = t
+
+    def read(self, x: Any, how: str) -> None:
+        if id(x) in self.tensors:
+            raise RuntimeError(_VALUE_READ_MESSAGES.get(how, _ITEM_MESSAGE))
+
+    def enter(self, name: str, fn: Callable, args: tuple, kwargs: dict) -> None:
+        return None  # (a composite's scope: its primitives report one by one)
+
+    def exit(self, node: Any, out: Any) -> None:
+        return None
+
+    def abandon(self, node: Any) -> None:
+        return None
 
 
 class VmapInfo(NamedTuple):

@@ -278,8 +278,15 @@ def test_out_view_is_written_through_or_refused():
         m.add(m.ones(3), 1, out=base[:3])
         return base
     same(through)
-    with pytest.raises(RuntimeError, match="a view cannot be resized"):
-        ember.add(ember.ones(3), 1, out=ember.zeros(4)[:2])
+
+    def resized(m):  # a view resized within its storage: PyTorch's resize_ of it
+        base = m.zeros(4)
+        with pytest.warns(UserWarning, match="was resized"):
+            m.add(m.ones(3), 1, out=base[:2])
+        return base
+    same(resized)
+    with pytest.raises(RuntimeError, match="a view's storage cannot be grown"):
+        ember.add(ember.ones(3), 1, out=ember.zeros(2)[:1])
 
 
 @pytest.mark.parametrize("case", [

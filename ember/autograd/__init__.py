@@ -15,8 +15,10 @@ from ember.core.grad_mode import (
     enable_grad,
     enforce_grad_layout_policy,
     inference_mode,
+    is_multithreading_enabled,
     no_grad,
     set_grad_enabled,
+    set_multithreading_enabled,
 )
 from ember.core.graph import Node
 from ember.core.torch_function import overridable as _overridable
@@ -38,33 +40,6 @@ def _is_checkpoint_valid() -> bool:
     checkpoint's inner backward cannot run (PyTorch's private check of the same name)."""
     from ember.core.backend import backward_state
     return backward_state.checkpoint_valid
-
-
-_multithreading = True
-
-
-def is_multithreading_enabled() -> bool:
-    """Whether backward may run its devices' work on threads of their own (a setting ember
-    keeps for PyTorch's API: its engine runs one device's nodes in one thread)."""
-    return _multithreading
-
-
-class set_multithreading_enabled:
-    """Context manager (or function) setting `is_multithreading_enabled`, as PyTorch's."""
-
-    def __init__(self, mode: bool) -> None:
-        global _multithreading
-        self.prev, _multithreading = _multithreading, bool(mode)
-
-    def __enter__(self) -> None:
-        pass
-
-    def __exit__(self, *exc: object) -> None:
-        global _multithreading
-        _multithreading = self.prev
-
-    def clone(self) -> "set_multithreading_enabled":
-        return self.__class__(_multithreading)
 
 
 def __getattr__(name: str):

@@ -7,7 +7,8 @@ from ember.core.grad_mode import (
     inference_mode,
     no_grad,
     set_grad_enabled,
+    set_multithreading_enabled,
 )
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
-           "enforce_grad_layout_policy"]
+           "enforce_grad_layout_policy", "set_multithreading_enabled"]

@@ -236,6 +236,9 @@ def arange(start: Any = None, end: Any = None, step: Any = 1, *, dtype: Any = No
             raise ValueError("step must be nonzero")
         start, end, step = int(start), int(end), int(step)
     dev, backend = resolve(device)
+    if d in dt.LIMITED_DTYPES:  # (PyTorch's arange kernel is not built for uint16/32/64)
+        raise NotImplementedError(f'"arange_{dev.type}" not implemented for '
+                                  f"'{dt.SCALAR_TYPE_NAMES[d.name]}'")
     t = run_creation("arange", dev, backend, start=start, end=end, step=step, dtype=d)
     return _finish(t, requires_grad)
 

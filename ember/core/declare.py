@@ -36,8 +36,8 @@ from ember.core import interpose, torch_function, tracing
 from ember.core.backend import host_out_of_memory
 from ember.core.dispatch import check_castable, refuse_complex, write_into
 from ember.core.dtype import SCALAR_TYPE_NAMES
-from ember.core.errors import ArgumentTypeError
-from ember.core.grad_mode import state
+from ember.core.errors import ArgumentTypeError, with_context
+from ember.core.grad_mode import no_grad, state
 from ember.core.graph import labelled, relabel
 from ember.core.inplace import apply_inplace
 from ember.core.opdef import FusedKernel, Kind, Op, register, register_fused
@@ -372,10 +372,6 @@ def write_out(name: str, out: Tensor, result: Tensor, *, warn_resize: bool = Tru
                            f"but got {out.device}")
     check_castable(f"{name}()", result._dtype, out._dtype)
     if out._data.shape != result._data.shape:
-        if out._base is not None:  # its storage is its base's: a new buffer would cut it off
-            raise RuntimeError(f"{name}(): the out= tensor, a view of another tensor, has "
-                               f"shape {fmt_shape(tuple(out.shape))} but the result has shape "
-                               f"{fmt_shape(tuple(result.shape))}; a view cannot be resized")
         if out.numel() and warn_resize:
             warnings.warn(f"An output with one or more elements was resized since it had "
                           f"shape {fmt_shape(tuple(out.shape))}, which does not match the "
@@ -385,9 +381,28 @@ def write_out(name: str, out: Tensor, result: Tensor, *, warn_resize: bool = Tru
                           "explicitly reuse an out tensor t by resizing it, inplace, to zero "
                           "elements with t.resize_(0).", UserWarning,
                           stacklevel=3)
-        out._data = out._backend.empty(tuple(result.shape), out._dtype,
-                                       out._device.index or 0)
+        if out._base is not None:
+            _resize_view(name, out, tuple(result.shape))
+        else:
+            out._data = out._backend.empty(tuple(result.shape), out._dtype,
+                                           out._device.index or 0)
     return write_into(out, result)
+
+
+def _resize_view(name: str, out: Tensor, shape: tuple[int, ...]) -> None:
+    """PyTorch's resize_ of an `out=` view: it keeps its storage and offset and takes
+    `shape`, contiguous, from there (its other elements in the storage are left alone).
+    PyTorch grows the storage where it is too small; ember's views cannot follow a
+    storage that moves, so that raises."""
+    try:
+        with no_grad():
+            out.set_(out._base, out.storage_offset(), shape)
+    except (RuntimeError, NotImplementedError) as err:
+        raise with_context(RuntimeError(
+            f"{name}(): the out= tensor, a view of another tensor, has shape "
+            f"{fmt_shape(tuple(out.shape))} but the result has shape {fmt_shape(shape)}, "
+            "which its storage cannot hold; a view's storage cannot be grown"), str(err)) \
+            from None
 
 
 # -- in-place variants and operators --------------------------------------------------

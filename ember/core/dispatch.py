@@ -21,11 +21,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from ember.core import dtype as _dt
-from ember.core import plugins, tracing
+from ember.core import float8, plugins, tracing, unsigned
 from ember.core.backend import Backend
 from ember.core.device import device as Device
 from ember.core.errors import warn_once, with_context
-from ember.core.float8 import refusing_kernel
 from ember.core.grad_mode import check_writable
 from ember.core.grad_mode import state as _grad_state
 from ember.core.opdef import FUSED, OPS
@@ -75,9 +74,18 @@ def check_dtype(op: str, backend: Backend, d: _dt.dtype, device: Device) -> None
 
 
 # PyTorch's kernel names where they are not the op's (its "not implemented for" messages
-# name the kernel)
-_KERNEL_NAMES = {"floor_divide": "div_floor", "bitwise_left_shift": "lshift",
-                 "bitwise_right_shift": "rshift"}
+# name the kernel, with the device's suffix: "div_floor_cpu"); None: the kernel is named
+# without a device suffix (pow's message says "pow")
+KERNEL_NAMES: dict[str, str | None] = {
+    "floor_divide": "div_floor", "bitwise_left_shift": "lshift",
+    "bitwise_right_shift": "rshift", "pow": None}
+
+
+def kernel_name(op: str, device: str = "cpu") -> str:
+    """The name PyTorch's messages give op `op`'s kernel on `device` (`"div_floor_cpu"`
+    for floor_divide, `"pow"` for pow; KERNEL_NAMES)."""
+    name = KERNEL_NAMES.get(op, op)
+    return op if name is None else f"{name}_{device}"
 
 
 def not_implemented_for(op: str, x: Any, dtype: Any = None) -> NotImplementedError:
@@ -85,22 +93,39 @@ def not_implemented_for(op: str, x: Any, dtype: Any = None) -> NotImplementedErr
     'ComplexFloat'` (a NotImplementedError, which is a RuntimeError's kin in PyTorch);
     `dtype`: the dtype named, when not tensor `x`'s; `x` a number: the CPU's kernel."""
     device = x._device.type if isinstance(x, Tensor) else "cpu"
-    return NotImplementedError(f'"{_KERNEL_NAMES.get(op, op)}_{device}" not implemented for '
+    return NotImplementedError(f'"{kernel_name(op, device)}" not implemented for '
                                f"'{_dt.SCALAR_TYPE_NAMES[(dtype or x._dtype).name]}'")
 
 
 _FLOAT8 = frozenset(_dt.FLOAT8_DTYPES)
+# the dtypes most of PyTorch's CPU kernels are not built for: float8 and uint16/32/64
+_LIMITED = frozenset(_dt.LIMITED_DTYPES)
+_BAREBONES = _FLOAT8 | _LIMITED
 
 
-def refuse_float8(op: str, args: tuple) -> None:
-    """Raise PyTorch's error when its CPU kernel for primitive `op` refuses the float8
-    operand among `args` (ember.core.float8.REFUSING_KERNELS); asked only when the rule
-    runs (its answer is kept), so other dtypes pay one set lookup there."""
-    kernel = refusing_kernel(op, args)
+def refuse_barebones(op: str, args: tuple, attrs: dict | None = None,
+                     meta: Any = None) -> None:
+    """Raise PyTorch's error when its CPU kernel for primitive `op` refuses the float8 or
+    unsigned (uint16/32/64) operand among `args` (ember.core.float8.REFUSING_KERNELS,
+    ember.core.unsigned.REFUSING_KERNELS); asked only when the rule runs (its answer,
+    `meta`, is kept), so other dtypes pay one set lookup there."""
+    d = next(a._dtype for a in args if isinstance(a, Tensor) and a._dtype in _BAREBONES)
+    if d in _FLOAT8:
+        kernel = float8.refusing_kernel(op, args)
+    else:
+        kernel = unsigned.refuses(op, args, attrs or {}, getattr(meta, "compute", None))
     if kernel is not None:
-        d = next(a._dtype for a in args if isinstance(a, Tensor) and a._dtype in _FLOAT8)
         raise NotImplementedError(f'"{kernel}" not implemented for '
                                   f"'{_dt.SCALAR_TYPE_NAMES[d.name]}'")
+
+
+def refuse_unsigned(kernel: str, x: Tensor) -> None:
+    """Raise PyTorch's error when tensor `x` is uint16/32/64, which its CPU kernel
+    `kernel` (named as its message names it) refuses: for a composite op whose parts
+    would refuse under other names, or compute."""
+    if x._dtype in _LIMITED:
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{_dt.SCALAR_TYPE_NAMES[x._dtype.name]}'")
 
 
 def refuse_complex(op: str, args: Any) -> None:
@@ -126,15 +151,15 @@ def run(op: str, *args: Any, **attrs: Any) -> Tensor:
     answers = decl.rule_answers
     if answers is None:
         meta = decl.rule(*args, **attrs)
-        if first._dtype in _FLOAT8:
-            refuse_float8(op, args)
+        if first._dtype in _BAREBONES:
+            refuse_barebones(op, args, attrs, meta)
     else:
         key = rule_key(args, attrs)
         meta = answers.get(key) if key is not None else None
         if meta is None:
             meta = decl.rule(*args, **attrs)
-            if first._dtype in _FLOAT8:  # (a rule's answer is kept: checked once)
-                refuse_float8(op, args)
+            if first._dtype in _BAREBONES:  # (a rule's answer is kept: checked once)
+                refuse_barebones(op, args, attrs, meta)
             if key is not None and meta is not None:
                 if len(answers) > 1024:  # many distinct calls: start afresh
                     answers.clear()
@@ -276,8 +301,8 @@ def run_binary(op: str, a: Any, b: Any, out: Tensor | None = None) -> Tensor:
         if not OPS[op].complex:
             refuse_complex(op, (a, b))
         meta = OPS[op].rule(a, b)
-        if first._dtype in _FLOAT8:
-            refuse_float8(op, (a, b))
+        if first._dtype in _BAREBONES:
+            refuse_barebones(op, (a, b), None, meta)
         if meta.compute is not None and meta.compute.is_complex and not OPS[op].complex:
             raise not_implemented_for(op, first, meta.compute)  # a Python complex scalar
         check_dtype(op, backend, meta.dtype, first._device)
@@ -448,8 +473,8 @@ def run_fused(name: str, *args: Any, **attrs: Any) -> Any:
     be tensors, lists of tensors (list ops; entries may be None), None, or plain values.
     """
     decl = FUSED[name]
-    if tracing.active is not None or tracing.value_read is not None or (
-            decl.backward and _grad_state.enabled):
+    if tracing.active is not None and tracing.replaying() or \
+            tracing.value_read is not None or (decl.backward and _grad_state.enabled):
         return None  # (a trace or a graph capture records the decomposition)
     if _withheld and name in _withheld.get(threading.get_ident(), ()):
         return None
@@ -482,8 +507,8 @@ def run_fused(name: str, *args: Any, **attrs: Any) -> Any:
             bufs.append(a)
     if first is None or dtype.is_complex:  # (fused kernels compute real formulas only)
         return None
-    if dtype in _FLOAT8:  # (PyTorch's softmax kernel refuses them: so would its parts)
-        refuse_float8(name, args)
+    if dtype in _BAREBONES:  # (PyTorch's softmax kernel refuses them: so would its parts)
+        refuse_barebones(name, args, attrs)
     kernel = first._backend.kernels.get(name)
     if kernel is None:
         return None
@@ -496,11 +521,15 @@ def run_fused(name: str, *args: Any, **attrs: Any) -> Any:
                 if isinstance(t, Tensor):
                     t._vc[0] += 1
     if decl.one_like:  # the common case: one output of the first tensor's dtype
-        return Tensor._make(out, first._dtype, first._device, first._backend)
-    if decl.all_like:  # several (gradients ...), some possibly None
+        result = Tensor._make(out, first._dtype, first._device, first._backend)
+    elif decl.all_like:  # several (gradients ...), some possibly None
         d, dev, backend = first._dtype, first._device, first._backend
-        return tuple([None if b is None else Tensor._make(b, d, dev, backend) for b in out])
-    return _wrap_fused(decl.outputs, out, first, args)
+        result = tuple([None if b is None else Tensor._make(b, d, dev, backend) for b in out])
+    else:
+        result = _wrap_fused(decl.outputs, out, first, args)
+    if tracing.active is not None:  # (a recorder that keeps the eager computation: vmap's)
+        tracing.primitive(name, args, attrs, result)
+    return result
 
 
 def _has_tensor(a: list) -> bool:

@@ -28,6 +28,7 @@ from ember.core.graph import (
     Node,
     edge_of,
     is_tensor,
+    relabel,
 )
 from ember.core.memory_format import contiguous_format, tensor_format
 from ember.core.opdef import OPS
@@ -150,6 +151,32 @@ TIED_TO_INPUT.update(dict.fromkeys((
     "NativeBatchNormBackward0"), False))
 
 
+# The nodes whose gradients PyTorch computes with one backward op of its own (ATen's
+# sigmoid_backward, _softmax_backward_data, convolution_backward ...): under create_graph
+# each gradient shows that op's node, "...BackwardBackward0", where ember's formula ends in
+# some step of its own (a mul, a where). By node: the name, or one per gradient (None: the
+# gradient's own node). Only nodes whose formula makes the gradients the user receives: an
+# op ember decomposes (prelu, avg_pool2d, batch_norm, layer_norm) sends them through the
+# nodes of its parts, which name them.
+DOUBLE_BACKWARD_NAMES: dict[str, str | tuple[str | None, ...]] = {
+    "SoftmaxBackward0": "SoftmaxBackwardDataBackward0",
+    "LogSoftmaxBackward0": "LogSoftmaxBackwardDataBackward0",
+    **{f"{name}Backward0": f"{name}BackwardBackward0" for name in (
+        "Convolution", "Gelu", "Elu", "Sigmoid", "Tanh", "Softplus", "MseLoss",
+        "SmoothL1Loss", "HuberLoss")},
+}
+
+
+def _name_double_backward(node: Node, results: Sequence[Any], grads: Sequence[Any]) -> None:
+    """Give `node`'s gradients, computed under create_graph, PyTorch's node names
+    (DOUBLE_BACKWARD_NAMES); a node a gradient shares with an incoming one keeps its name."""
+    names = DOUBLE_BACKWARD_NAMES[node.name()]
+    for i, g in enumerate(results):
+        label = names if isinstance(names, str) else (names[i] if i < len(names) else None)
+        if label is not None and g is not None:
+            relabel(g, label, grads)
+
+
 def _tied(node: Node, results: tuple) -> tuple:
     """`node`'s gradients (computed under create_graph), the ones that do not require grad
     behind one node with edges to `node`'s inputs, as PyTorch's double-backward node: it
@@ -166,8 +193,11 @@ def _tied(node: Node, results: tuple) -> tuple:
         return tuple(None if m is None else m[1].new_zeros(m[0]) for m in metas)
 
     loose = [g is not None and not g._requires_grad for g in results]
-    tied = FnNode(node.name()[:-1] + "Backward0", back, tuple(node.next_edges),
-                  n_outputs=len(results))
+    # (a node shown as a small graph of PyTorch's, max_pool1d's unsqueeze, 2-D pool and
+    # squeeze: its gradient leaves through the unsqueeze's backward, a squeeze, the name
+    # the node shows)
+    label = node.name() if node.runs_as() != node.name() else node.name()[:-1] + "Backward0"
+    tied = FnNode(label, back, tuple(node.next_edges), n_outputs=len(results))
     tied.attrs["_out_meta"] = [None if m is None else (m[0], m[1].dtype, m[1].device)
                                for m in metas]
     out = []
@@ -279,6 +309,8 @@ def _run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any], retain_gr
                         results = _delayed_errors(node, results)
                     elif node.runs_as() in TIED_TO_INPUT:
                         results = _tied(node, results)
+                    if node.name() in DOUBLE_BACKWARD_NAMES:
+                        _name_double_backward(node, results, grads)
             else:  # nothing reached this node: it sends nothing on
                 results = (None,) * len(node.next_edges)
             if node.post_hooks:  # hook(grad_inputs, grad_outputs); a result replaces them

@@ -12,9 +12,16 @@ import warnings
 from typing import Any
 
 from ember.core import forward_ad as fw
+from ember.core.creation import vmap_randomness
 from ember.core.engine import zeros_for_missing
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import FREED_MESSAGE, Node, SavedTensor, edge_of, is_tensor
+
+# PyTorch's refusal of a Function in the forward(ctx, ...) style under vmap
+_TRANSFORMS_NEED_SETUP_CONTEXT = (
+    "In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, "
+    "jacrev, ...), it must override the setup_context staticmethod. For more details, "
+    "please see https://pytorch.org/docs/main/notes/extending.func.html")
 
 
 class FunctionCtx:
@@ -180,6 +187,8 @@ class Function:
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        if vmap_randomness and cls.setup_context is Function.setup_context:
+            raise RuntimeError(_TRANSFORMS_NEED_SETUP_CONTEXT)
         if cls.setup_context is not Function.setup_context:
             # setup_context sees every input, the defaults of those not given included
             bound = inspect.signature(cls.forward).bind(*args, **kwargs)

@@ -225,6 +225,44 @@ class enforce_grad_layout_policy:  # noqa: N801 - PyTorch's spelling
         return self.__class__(self.mode)
 
 
+_multithreading = [True]  # (one setting for the process, as PyTorch's engine has)
+
+
+def is_multithreading_enabled() -> bool:
+    """Whether backward may run its devices' work on threads of their own (a setting ember
+    keeps for PyTorch's API: its engine runs one device's nodes in one thread)."""
+    return _multithreading[0]
+
+
+class set_multithreading_enabled:  # noqa: N801 - PyTorch's spelling
+    """Context manager (or function, or decorator) setting `is_multithreading_enabled`: it
+    takes effect when the object is made, and leaving the block restores the previous
+    setting, as PyTorch's."""
+
+    def __init__(self, mode: bool) -> None:
+        self.prev = _multithreading[0]
+        _multithreading[0] = bool(mode)
+        self.mode = mode
+
+    def __call__(self, orig_func: Callable) -> Callable:
+        @functools.wraps(orig_func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with self.clone():
+                return orig_func(*args, **kwargs)
+        return wrapper
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: Any) -> None:
+        _multithreading[0] = self.prev
+
+    def clone(self) -> set_multithreading_enabled:
+        """A copy of this object (made anew: it sets the mode again)."""
+        return self.__class__(self.mode)
+
+
 # PyTorch's grad modes live in torch.autograd.grad_mode, and their reprs name it
-for _mode in (no_grad, enable_grad, set_grad_enabled, inference_mode, enforce_grad_layout_policy):
+for _mode in (no_grad, enable_grad, set_grad_enabled, inference_mode, enforce_grad_layout_policy,
+              set_multithreading_enabled):
     _mode.__module__ = "ember.autograd.grad_mode"

@@ -21,6 +21,13 @@ from typing import Any
 active: Any = None
 """The recording tracer (an object with `primitive`, `enter`, `exit` methods), or None."""
 
+
+def replaying() -> bool:
+    """Whether the recording tracer wants what it records replayable (`ember.jit.trace`:
+    the decompositions of fused kernels, random draws as primitives) rather than the eager
+    run's own computation (vmap's watch of per-sample values, whose `replays` is False)."""
+    return active is not None and getattr(active, "replays", True)
+
 tape: Any = None
 """The kernel tape recording for `ember.compile` (an object with `call`, `created` and
 `refuse` methods), or None. Unlike a trace it records what the backends run, fused

@@ -26,7 +26,7 @@ def _host_gamma(alpha, single: bool, generator=None):
     """PyTorch's CPU gamma draws of each shape in `alpha` (row-major order, float64 on
     the host; from `generator`, else the default one), or None where they are drawn on a
     device or recorded by a trace."""
-    if tracing.active is not None or alpha.device.type != "cpu" or \
+    if tracing.replaying() or alpha.device.type != "cpu" or \
             alpha.dtype not in (ember.float32, ember.float64):
         return None
     shapes = np.ascontiguousarray(alpha.detach().numpy()).reshape(-1)

@@ -29,7 +29,9 @@ from ember.core.creation import ones_like, zeros_like
 from ember.core.declare import alias, check_tensor, composite, define, fused_kernel, primitive
 from ember.core.dispatch import (
     check_dtype,
+    kernel_name,
     not_implemented_for,
+    refuse_unsigned,
     run_binary,
     run_fused,
     run_unary_into,
@@ -145,16 +147,16 @@ def _bitwise_not_rule(input):
     return OutMeta(input.shape, input.dtype, None)
 
 
-# PyTorch's CPU kernels that refuse two bool operands, by the name its message gives
-_BOOL_REFUSING_KERNELS = {"pow": "pow", "remainder": "remainder_cpu",
-                          "floor_divide": "div_floor_cpu", "fmod": "fmod_cpu"}
+# the arithmetic whose PyTorch CPU kernels refuse two bool operands
+_BOOL_REFUSING = frozenset({"pow", "remainder", "floor_divide", "fmod"})
 
 
 def bool_operands_refused(op: str) -> NotImplementedError:
     """PyTorch's error for arithmetic `op` on two bool operands, in its kernel's words
-    (`"remainder_cpu" not implemented for 'Bool'`); ember's advice goes in a note."""
+    (`"remainder_cpu" not implemented for 'Bool'`, by dispatch.KERNEL_NAMES); ember's
+    advice goes in a note."""
     return with_context(NotImplementedError(
-        f"\"{_BOOL_REFUSING_KERNELS[op]}\" not implemented for 'Bool'"),
+        f"\"{kernel_name(op)}\" not implemented for 'Bool'"),
         f"{op}: not implemented for two bool operands; convert one to an integer dtype first")
 
 
@@ -166,7 +168,7 @@ def _binary_rule(op: str, kind: str):
         if kind == "arith":
             if op == "sub":
                 _no_bool_sub(operand_tier(input)[0], operand_tier(other)[0])
-            if common is dt.bool_ and op in _BOOL_REFUSING_KERNELS:
+            if common is dt.bool_ and op in _BOOL_REFUSING:
                 raise bool_operands_refused(op)
             return OutMeta(shape, common, common)
         if kind == "float":
@@ -398,7 +400,20 @@ isinf = _unary("isinf", "predicate", None, inplace=False, out=False, complex=Tru
                doc="Tests each element for positive or negative infinity.")
 isfinite = _unary("isfinite", "predicate", None, inplace=False, out=False, complex=True,
                   doc="Tests each element for being finite (neither NaN nor infinite).")
+
+
+def _invert(input: Tensor) -> Tensor:
+    """`~t`: PyTorch's operator refuses a floating or complex tensor itself, a TypeError
+    in its own words, before bitwise_not's kernel would (`torch.bitwise_not` raises the
+    kernel's NotImplementedError)."""
+    if input._dtype.is_floating_point or input._dtype.is_complex:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
+    return apply(OPS["bitwise_not"], input)
+
+
 bitwise_not = _unary("bitwise_not", "bitwise", None, operators="__invert__",
+                     operator_impl=_invert,
                      doc="Computes the bitwise NOT of an integer tensor (logical NOT of a "
                          "bool one).")
 
@@ -911,6 +926,8 @@ def _rounded_div(input: Any, other: Any, rounding_mode: str) -> Tensor:
         if common is dt.bool_:
             raise NotImplementedError("div: rounding_mode='trunc' is not implemented for "
                                       "dtype ember.bool")
+        if common in dt.LIMITED_DTYPES:
+            raise not_implemented_for("div_trunc", input, common)
         # integers, exactly (not through a float quotient): the floor, moved up by one
         # where the quotient is negative and inexact
         q = floor_divide(input, other)
@@ -1011,6 +1028,8 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8
         input = to_dtype(input, dt.get_default_dtype())
     if other.dtype == dt.bool_:
         other = to_dtype(other, dt.get_default_dtype())
+    if input.dtype in dt.LIMITED_DTYPES:  # (PyTorch computes; ember's sub would refuse)
+        input, other = to_dtype(input, dt.float64), to_dtype(other, dt.float64)
     error = (input - other).abs()
     return close.logical_or(error.isfinite().logical_and(error <= other.abs() * rtol + atol))
 
@@ -1115,6 +1134,7 @@ def _clamp_grad(grad, input, min, max):  # noqa: A002
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
     """Clamps every element into [min, max]; either bound may be None or a tensor."""
     if isinstance(min, Tensor) or isinstance(max, Tensor):
+        refuse_unsigned("clamp_cpu", input)
         return _clamp_tensors(input, min, max)
     min, max = _clamp_bounds(input, min, max)  # noqa: A001
     return apply(OPS["clamp"], input, min=min, max=max)
@@ -1263,6 +1283,7 @@ def _addcdiv_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
            inplace_method=_addcmul_inplace, cost=costs.pointwise(3), fused=("opmath_addcmul",))
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """`input + value * tensor1 * tensor2`."""
+    refuse_unsigned("addcmul_cpu_out", input)
     # (tensor2 * tensor1: the product's node then saves tensor1 first, PyTorch's order)
     return _opmath("opmath_addcmul", lambda: add(input, mul(mul(tensor2, tensor1), value)),
                    input, tensor1, tensor2, python_scalar(value))
@@ -1297,6 +1318,7 @@ def square(input: Tensor) -> Tensor:
     """Returns the square of each element (of a bool tensor: as int64, like `pow(x, 2)`)."""
     if input.dtype is dt.bool_:
         input = to_dtype(input, dt.int64)
+    refuse_unsigned("pow", input)  # (PyTorch squares by pow's kernel)
     return mul(input, input)
 
 

@@ -270,7 +270,7 @@ def _signbit(input: Tensor) -> Tensor:
     if input.dtype is dt.bool_:
         return input != input  # never negative
     if not input.dtype.is_floating_point:
-        return input < 0
+        return input != input if input.dtype in dt.LIMITED_DTYPES else input < 0
     return apply(OPS["signbit"], input)
 
 

@@ -37,7 +37,7 @@ from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.creation import arange, full, zeros
 from ember.core.declare import composite, primitive
 from ember.core.determinism import alert_not_deterministic
-from ember.core.dispatch import run, run_inplace, run_view, user_stacklevel
+from ember.core.dispatch import refuse_unsigned, run, run_inplace, run_view, user_stacklevel
 from ember.core.errors import warn_once, with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
@@ -428,6 +428,7 @@ def _gather_grad(grad, index, dim, input_shape):
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Values of `input` along `dim` at `index` (`out[i][j] = input[index[i][j]][j]` for
     dim 0)."""
+    refuse_unsigned("scatter_gather_tensor_cpu", input)
     index = long_index("gather", index)
     d = normalize_dim("gather", dim, input.ndim)
     if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
@@ -494,6 +495,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
             reduce: str | None = None) -> Tensor:
     """A copy of `input` with `src` (or `value`) written along `dim` at `index`;
     `reduce="add"` or `"multiply"` combines them with what is there instead."""
+    refuse_unsigned("scatter_gather_tensor_cpu", input)
     if reduce is not None:
         if reduce not in ("add", "multiply"):
             raise RuntimeError("reduce argument must be either add or multiply.")
@@ -553,6 +555,7 @@ def _index_select_grad(grad, index, dim, input_shape):
            rule=_index_select_rule, cost=costs.movement, grad=Grad(input=_index_select_grad))
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Entries of `input` along `dim` at the 1-D `index`."""
+    refuse_unsigned("index_select", input)
     index = long_index("index_select", index)
     d = normalize_dim("index_select", dim, input.ndim)
     if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
@@ -651,6 +654,7 @@ def _masked_fill_label(input: Any, mask: Any, value: Any) -> str:
            variants="function method inplace", cost=costs.pointwise(1))
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     """A copy of `input` with `value` where `mask` is true."""
+    refuse_unsigned("masked_fill", input)
     if mask.dtype is not dt.bool_:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{cpp_type_name(mask.dtype)}")
@@ -691,6 +695,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
 @primitive(complex=True, rule=_nonzero_rule, cost=costs.movement)
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     """Indices of the non-zero elements, one row per element (or one tensor per dim)."""
+    refuse_unsigned("nonzero_count_cpu", input)
     out = run("nonzero", input)
     if as_tuple:
         if input.ndim == 0:  # PyTorch treats a 0-d tensor as 1-d here

@@ -26,7 +26,7 @@ from ember.core import dtype as dt
 from ember.core.apply import apply_labelled, record_grad
 from ember.core.creation import arange, tensor, zeros
 from ember.core.declare import composite, fused_kernel, primitive, write_out
-from ember.core.dispatch import run, run_fused, user_stacklevel
+from ember.core.dispatch import refuse_unsigned, run, run_fused, user_stacklevel
 from ember.core.errors import (
     ArgumentTypeError,
     as_overload_check,
@@ -322,6 +322,7 @@ def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """The maximum over `dim` (all dimensions when empty); the gradient is shared by
     ties."""
     check_bool("amax", "keepdim", keepdim, 2)
+    refuse_unsigned("max_values_cpu", input)
     return _extreme("max", input, _dims_arg("amax", input, dim), keepdim)
 
 
@@ -330,6 +331,7 @@ def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """The minimum over `dim` (all dimensions when empty); the gradient is shared by
     ties."""
     check_bool("amin", "keepdim", keepdim, 2)
+    refuse_unsigned("min_values_cpu", input)
     return _extreme("min", input, _dims_arg("amin", input, dim), keepdim)
 
 
@@ -344,6 +346,7 @@ def _max_min(op: str, input: Tensor, dim: Any, keepdim: bool) -> Any:
         return _extreme(op, input, None, False, "MaxBackward1" if op == "max" else
                         "MinBackward1")
     check_bool(op, "keepdim", keepdim, 2, _max_min_function_error(op))
+    refuse_unsigned(f"{op}_cpu", input)
     d = normalize_dim(op, dim, input.ndim)
     if not input.ndim:  # a 0-d tensor is its own max, at index 0
         flat = _max_min(op, reshape(input, (1,)), 0, False)
@@ -444,6 +447,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     (values, indices) pair, largest first; NaN counts as larger than any number.
     `sorted=False` returns them in the order PyTorch's CPU selection leaves them. `out`
     is an optional (values, indices) pair of tensors to write the result into."""
+    refuse_unsigned("topk_cpu", input)
     if isinstance(k, bool) or not isinstance(k, int):
         raise TypeError(f"topk(): argument 'k' (position 2) must be int, not "
                         f"{type(k).__name__}")
@@ -559,6 +563,7 @@ def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noq
 @composite(complex=True, cost=costs.reduction(1))
 def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
     """The number of nonzero elements over `dim`."""
+    refuse_unsigned("nonzero_count_cpu", input)
     return sum(input != 0, dim)
 
 
@@ -802,6 +807,7 @@ def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> 
     """The minimum and maximum over `dim` (all elements when None), as a named
     (min, max) pair."""
     check_bool("aminmax", "keepdim", keepdim, 0)  # (keyword-only: no position shown)
+    refuse_unsigned("aminmax_cpu", input)
     if dim is None:
         if input.numel() == 0:
             raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as "
@@ -824,6 +830,7 @@ def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> 
            cpu_precision=P.FLOAT32)  # (PyTorch's CPU autocast: float32)
 def trace(input: Tensor) -> Tensor:
     """The sum of the main diagonal of a matrix (int64 for integer matrices)."""
+    refuse_unsigned("trace", input)
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
     if input.dtype is dt.bool_:

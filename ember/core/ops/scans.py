@@ -16,6 +16,7 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.creation import arange, full
 from ember.core.declare import composite
+from ember.core.dispatch import refuse_unsigned
 from ember.core.grad_mode import no_grad
 from ember.core.host import dtype_arg
 from ember.core.ops.elementwise import logaddexp, to_dtype, where
@@ -113,6 +114,7 @@ def _cum_extreme(op: str, input: Tensor, dim: int) -> tuple[Tensor, Tensor]:
 def cummax(input: Tensor, dim: int) -> Any:
     """The running maximum along `dim` and where it was found, as a named (values,
     indices) pair."""
+    refuse_unsigned("cummax_cpu", input)
     return CummaxResult(*_cum_extreme("cummax", input, dim))
 
 

@@ -16,6 +16,7 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.creation import full, linspace, ones, zeros
 from ember.core.declare import composite
+from ember.core.dispatch import refuse_unsigned
 from ember.core.grad_mode import no_grad
 from ember.core.ops.elementwise import to_dtype, where
 from ember.core.ops.indexing import (
@@ -101,6 +102,7 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
     """Where each value of `input` would be inserted into `sorted_sequence` (along its
     last dim) to keep it sorted: before equal boundaries, or after them with
     `right=True` / `side="right"`. `sorter` gives the order of an unsorted sequence."""
+    refuse_unsigned("searchsorted_out_cpu", sorted_sequence)
     if side is not None:
         if side not in ("left", "right"):
             raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but "
@@ -141,6 +143,7 @@ def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False,
         raise TypeError("isin() received an invalid combination of arguments: expected "
                         "at least one tensor")
     like = elements if isinstance(elements, Tensor) else test_elements
+    refuse_unsigned("isin_default_cpu", like)
     if not isinstance(elements, Tensor):
         elements = full((), elements, device=like.device)
     if not isinstance(test_elements, Tensor):
@@ -243,6 +246,7 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False,
 def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
     """How many times each non-negative integer occurs in the 1-d `input` (the sum of
     `weights` at its occurrences), for 0 to max(input) and at least `minlength` bins."""
+    refuse_unsigned("bincount_cpu", input)
     if input.dtype.is_floating_point or input.dtype is dt.bool_:
         raise NotImplementedError(f"\"bincount_cpu\" not implemented for "
                                   f"'{SCALAR_TYPE_NAMES[input.dtype.name]}'")

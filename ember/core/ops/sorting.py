@@ -17,7 +17,7 @@ from ember.core import dtype as dt
 from ember.core.apply import record_grad
 from ember.core.creation import arange, full, tensor
 from ember.core.declare import composite, write_out
-from ember.core.dispatch import run
+from ember.core.dispatch import refuse_unsigned, run
 from ember.core.errors import as_overload_check, invalid_combination
 from ember.core.grad_mode import no_grad
 from ember.core.opdef import OPS, Grad
@@ -214,6 +214,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,
              out: Any = None) -> Any:
     """The `k`-th smallest value along `dim` (k counts from 1) and its index, as a named
     (values, indices) pair."""
+    refuse_unsigned("kthvalue_cpu", input)
     check_bool("kthvalue", "keepdim", keepdim, 3)
     if out is not None:
         return pair_out("kthvalue", input, out, lambda: kthvalue(input, k, dim, keepdim))
@@ -311,6 +312,7 @@ def _median(op: str, input: Tensor, dim: Any, keepdim: bool, ignore_nan: bool) -
 def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     """The lower median of all elements; with `dim`, a named (values, indices) pair of
     the lower medians along it. NaN propagates: a row with a NaN has median NaN."""
+    refuse_unsigned("median_cpu", input)
     check_bool("median", "keepdim", keepdim, 2)
     return _median("median", input, dim, keepdim, ignore_nan=False)
 
@@ -328,6 +330,7 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> A
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
     """The most frequent value along `dim` (the smallest of those equally frequent) and
     the index of its last occurrence, as a named (values, indices) pair."""
+    refuse_unsigned("mode_cpu", input)
     check_bool("mode", "keepdim", keepdim, 2)
     x, d = _as_row("mode", input, dim)
     _nonempty("mode", x, d)

@@ -118,7 +118,7 @@ def _on_host(generator: Any, device: Any) -> Any:
     """The host generator a random op on `device` draws PyTorch's stream from, or None:
     the op then runs as a composite of the random primitives on the device's generator.
     Also None while `ember.jit.trace` records, so a trace holds replayable primitives."""
-    if tracing.active is not None:
+    if tracing.replaying():
         return None
     return host_generator(generator, device)
 
@@ -301,7 +301,7 @@ def _on_host_only(op: str, self: Tensor, generator: Any,
     """A fill drawn from the host generator on every device (a non-CPU tensor without a
     generator draws from the default generator and receives the values). While a trace
     records: `traced(u)` of a primitive uniform draw `u`, which a trace can replay."""
-    if tracing.active is not None:
+    if tracing.replaying():
         u = rand(tuple(self.shape), dtype=self.dtype, device=self.device, generator=generator)
         return copy_(self, traced(u))
     done = _host_fill(self, op, generator if generator is not None or self.device.type ==
