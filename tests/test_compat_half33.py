@@ -1,0 +1,57 @@
+"""float16 and bfloat16 results bit for bit with PyTorch's CPU kernels, which compute half
+types in float32 ("opmath") and round at their own points: each op on random inputs of a
+few shapes, over the last dim, a non-last dim and the whole tensor, against torch itself."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as EF
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+
+_SHAPES = [(300, 7), (7, 300), (64, 33)]
+_DTYPES = ["float16", "bfloat16"]
+
+# name -> f(lib, F, x, dim): the same call in torch (lib=torch) and in ember; dim None:
+# over the whole tensor where the op takes it
+_OPS = {
+    "mean": lambda lib, F, x, d: x.mean() if d is None else x.mean(d),
+    "var": lambda lib, F, x, d: x.var() if d is None else x.var(d),
+    "std0": lambda lib, F, x, d: x.std(d, correction=0),
+    "var_mean": lambda lib, F, x, d: lib.stack(lib.var_mean(x, d)),
+    "std_mean": lambda lib, F, x, d: lib.stack(lib.std_mean(x, d)),
+    "norm": lambda lib, F, x, d: x.norm(dim=d),
+    "vector_norm3": lambda lib, F, x, d: lib.linalg.vector_norm(x, 3, d),
+    "vector_norm1": lambda lib, F, x, d: lib.linalg.vector_norm(x, 1, d),
+}
+
+
+def _bits(t) -> np.ndarray:
+    """A tensor's values as float32 bit patterns (NaNs alike)."""
+    a = np.asarray(t.detach().float().numpy(), dtype=np.float32)
+    return np.where(np.isnan(a), np.float32("nan"), a).view(np.int32)
+
+
+@pytest.mark.parametrize("dtype", _DTYPES)
+@pytest.mark.parametrize("name", sorted(_OPS))
+def test_half_bit_for_bit(name: str, dtype: str) -> None:
+    fn = _OPS[name]
+    rng = np.random.default_rng(33)
+    for shape in _SHAPES:
+        data = (rng.standard_normal(shape) * 3).astype(np.float32)
+        t = torch.tensor(data).to(getattr(torch, dtype))
+        e = ember.tensor(data).to(getattr(ember, dtype))
+        for d in (1, 0, None):
+            try:
+                want = fn(torch, TF, t, d)
+            except (TypeError, RuntimeError):
+                continue  # (no whole-tensor form)
+            got = fn(ember, EF, e, d)
+            assert str(got.dtype).split(".")[1] == str(want.dtype).split(".")[1]
+            assert tuple(got.shape) == tuple(want.shape)
+            diff = np.mean(_bits(got) != _bits(want))
+            assert diff == 0, f"{name} {dtype} {shape} dim={d}: {diff:.3f} of elements differ"
