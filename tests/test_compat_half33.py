@@ -36,6 +36,28 @@ def _bits(t) -> np.ndarray:
     return np.where(np.isnan(a), np.float32("nan"), a).view(np.int32)
 
 
+_OPS.update({  # softmax family
+    "log_softmax": lambda lib, F, x, d: F.log_softmax(x, 0 if d is None else d),
+    "log_softmax_3d": lambda lib, F, x, d: F.log_softmax(x.reshape(x.shape[0], -1, 1),
+                                                         0 if d is None else d),
+})
+
+
+@pytest.mark.parametrize("dtype", _DTYPES)
+def test_half_log_softmax_backward(dtype: str) -> None:
+    """The gradient too: PyTorch's backward kernel computes in float32, rounded once."""
+    rng = np.random.default_rng(5)
+    for shape in _SHAPES:
+        data, g = (rng.standard_normal(shape) * 3).astype(np.float32), \
+            rng.standard_normal(shape).astype(np.float32)
+        grads = []
+        for lib, F in ((torch, TF), (ember, EF)):
+            x = lib.tensor(data).to(getattr(lib, dtype)).requires_grad_()
+            F.log_softmax(x, 1).backward(lib.tensor(g).to(getattr(lib, dtype)))
+            grads.append(_bits(x.grad))
+        assert np.array_equal(*grads), f"{dtype} {shape}"
+
+
 @pytest.mark.parametrize("dtype", _DTYPES)
 @pytest.mark.parametrize("name", sorted(_OPS))
 def test_half_bit_for_bit(name: str, dtype: str) -> None:

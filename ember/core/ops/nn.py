@@ -1970,6 +1970,15 @@ def _softmax_input(op: str, input: Tensor, dim: int, dtype: Any) -> tuple[Tensor
     return input, d
 
 
+def _log_softmax_grad(grad: Tensor, result: Tensor, dim: int) -> Tensor:
+    """`grad - exp(result) * sum(grad, dim)`; of half-precision tensors in float32, rounded
+    once (PyTorch's CPU backward kernel)."""
+    if grad._dtype in _HALF:
+        return _log_softmax_grad(grad.to(dtype=dt.float32), result.to(dtype=dt.float32),
+                                 dim).to(dtype=grad._dtype)
+    return grad - result.exp() * R.sum(grad, dim, keepdim=True)
+
+
 @composite(traced_as_node=True, precision=P.FLOAT32, cost=costs.reduction(10),
            fused="softmax", grad=Grad(input=lambda grad, result, dim: result * (
                grad - R.sum(grad * result, dim, keepdim=True))))
@@ -1993,25 +2002,39 @@ def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
 
 
 @composite(traced_as_node=True, precision=P.FLOAT32, cost=costs.reduction(10),
-           fused="log_softmax", grad=Grad(input=lambda grad, result, dim: grad - (
-               result.exp() * R.sum(grad, dim, keepdim=True))))
+           fused="log_softmax", grad=Grad(input=_log_softmax_grad))
 def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """`x - logsumexp(x, dim)`, computed stably."""
     input, d = _softmax_input("log_softmax", input, dim, dtype)
-    if input._dtype in _HALF:
-        return log_softmax(input.to(dtype=dt.float32), d).to(dtype=input._dtype)
     if not input.ndim:  # as PyTorch: the one element, as a 1-element vector
         return reshape(log_softmax(reshape(input, (1,)), 0), ())
     if not input.numel():
         return input.clone()
     src = _row_major(input)
-    out = run_fused("log_softmax", src, dim=d)
+    out = _half_log_softmax(src, d) if input._dtype in _HALF else \
+        run_fused("log_softmax", src, dim=d)
     if out is None:
         with no_grad():
             shifted = src - R.amax(src, d, keepdim=True)
             out = shifted - R.sum(shifted.exp(), d, keepdim=True).log()
     record_grad(OPS["log_softmax"], (input,), {"dim": d}, out)
     return out
+
+
+def _half_log_softmax(input: Tensor, dim: int) -> Tensor:
+    """log_softmax of a float16/bfloat16 `input` (row-major) as PyTorch's CPU kernels round
+    it: computed in float32; along the last dim (not another before size-1 dims), its
+    kernel keeps each row's sum of exponentials, and that sum's log, in the input's dtype
+    (its buffers' type), so both are rounded to it before `x - max - log(sum)`."""
+    half = input._dtype
+    with no_grad():
+        x = input.to(dtype=dt.float32)
+        if dim != input.ndim - 1:  # along another dim: rounded once
+            return log_softmax(x, dim).to(dtype=half)
+        shifted = x - R.amax(x, dim, keepdim=True)
+        total = R.sum(shifted.exp(), dim, keepdim=True).to(dtype=half).to(dtype=dt.float32)
+        log_total = total.log().to(dtype=half).to(dtype=dt.float32)
+        return (shifted - log_total).to(dtype=half)
 
 
 fused_kernel("softmax", replaces="softmax", signature="softmax(x, *, dim) -> y",
