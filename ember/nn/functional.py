@@ -1238,7 +1238,7 @@ def tanh(input: Tensor) -> Tensor:
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     r""":math:`\mathrm{clamp}(x/6 + 1/2, 0, 1)` (gradient 1/6 strictly inside)."""
     _nnops.refuse_integer("hardsigmoid_{}", input)
-    fn = lambda x: hardtanh(x / 6.0 + 0.5, 0.0, 1.0)
+    fn = lambda x: _in_float32(x, lambda y: hardtanh(y / 6.0 + 0.5, 0.0, 1.0))
     return _inplace_apply(input, fn) if inplace else fn(input)
 
 
@@ -1250,13 +1250,15 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
         # torch's gradient: 0 for x < -3, 1 for x > 3, (2x + 3) / 6 in [-3, 3]
         mid = x * (x + 3.0) / 6.0
         return ember.where(x <= -3.0, x * 0.0, ember.where(x >= 3.0, x, mid))
-    return _inplace_apply(input, fn) if inplace else fn(input)
+    half = lambda x: _in_float32(x, fn)  # noqa: E731
+    return _inplace_apply(input, half) if inplace else half(input)
 
 
 def logsigmoid(input: Tensor) -> Tensor:
     r""":math:`\log(1 / (1 + e^{-x}))`, computed stably."""
     _nnops.refuse_integer("log_sigmoid_{}", input)
-    return _logsigmoid(input).contiguous()  # (PyTorch's kernel writes a new row-major tensor)
+    # (PyTorch's kernel writes a new row-major tensor)
+    return _in_float32(input, _logsigmoid).contiguous()
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
