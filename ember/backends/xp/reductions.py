@@ -44,11 +44,49 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             return as_array(f(x, axis=dims, keepdims=keepdim), kept)
         return kernel
 
+    def sequential_product(x, axis):
+        """The product along `axis`, each step rounded to x's (half) dtype: the last of
+        the running products (NumPy's half-precision reduce would keep float32)."""
+        return xp.take(xp.cumprod(x, axis=axis, dtype=x.dtype), -1, axis=axis)
+
+    def half_prod(x, dims=None, keepdim=False):
+        """prod of a float16/bfloat16 array as PyTorch's CPU reduction rounds it: each
+        step in the dtype, in order along the dim; where the dim is contiguous in memory
+        (for no dims: all of a row- or column-major array, in memory order) and holds 64
+        or more, its vectorized loop keeps 4 x 16 running products side by side (lane k:
+        elements k, k + 64, ...), multiplies the four 16-lane vectors pairwise, then the
+        16 lanes in order, then the elements left. (AVX2's vector width, as torch's CPU
+        wheels run on most x86 machines.)"""
+        d = 0 if dims is None else dims[0]
+        y = x if dims is not None else \
+            (x.T if x.flags.f_contiguous and not x.flags.c_contiguous else x).reshape(-1)
+        n, lanes = y.shape[d], 64
+        inner = y.strides[d] == y.itemsize
+        y = y.transpose([i for i in range(y.ndim) if i != d] + [d])  # (the dim last)
+        if not inner or n < lanes or not n:
+            out = sequential_product(y, -1) if n else xp.ones(y.shape[:-1], x.dtype)
+        else:
+            body = n // lanes * lanes
+            acc = sequential_product(y[..., :body].reshape(y.shape[:-1] + (-1, 4, 16)), -3)
+            pairs = (acc[..., 0, :] * acc[..., 1, :]) * (acc[..., 2, :] * acc[..., 3, :])
+            out = sequential_product(xp.concatenate([pairs, y[..., body:]], axis=-1), -1)
+        if keepdim:
+            out = out.reshape((1,) * x.ndim if dims is None else x.shape[:d] + (1,) +
+                              x.shape[d + 1:])
+        return as_array(out, keepdim)
+
     def reduction(f):
         def kernel(x, dims=None, keepdim=False):
             return as_array(f(x, axis=dims, keepdims=keepdim),
                             keepdim and not x.flags.c_contiguous)
         return kernel
+
+    float_product = accumulating(multiply_reduce)
+
+    def product(x, dims=None, keepdim=False):
+        if x.dtype in low_precision:
+            return half_prod(x, dims, keepdim)
+        return float_product(x, dims, keepdim)
 
     def arg_reduction(f):
         def kernel(x, dim=None, keepdim=False):
@@ -87,7 +125,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return as_array(xp.take(order, xp.arange(k), axis=dim)).astype(int64, copy=False)
 
     return {
-        "sum": accumulating(add_reduce), "prod": accumulating(multiply_reduce),
+        "sum": accumulating(add_reduce), "prod": product,
         "max": reduction(xp.max), "min": reduction(xp.min), "all": reduction(xp.all),
         "any": reduction(xp.any), "argmax": arg_reduction(xp.argmax),
         "argmin": arg_reduction(xp.argmin), "max_min_dim": max_min_dim, "cumsum": cumsum,
