@@ -65,6 +65,13 @@ _OPS.update({  # products and scans (factors near 1, so the products stay finite
     "logcumsumexp": lambda lib, F, x, d: lib.logcumsumexp(x, d),
 })
 
+_OPS.update({  # pooling: summed and divided in float32, rounded once
+    "avg_pool1d": lambda lib, F, x, d: F.avg_pool1d(x[None], 3),
+    "avg_pool2d": lambda lib, F, x, d: F.avg_pool2d(x[None, None], 3, 2, 1,
+                                                    count_include_pad=False),
+    "adaptive_avg_pool2d": lambda lib, F, x, d: F.adaptive_avg_pool2d(x[None, None], 5),
+})
+
 # ops whose float32 scan runs in another order than PyTorch's (a tree, not in sequence):
 # the float32 values differ in the last bit now and then, which the rounding to the half
 # dtype shows in about 1 element in 1000

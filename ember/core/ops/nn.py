@@ -1364,6 +1364,10 @@ def max_pool1d_with_indices(input: Tensor, kernel_size: Any, stride: Any = (),
 
 def _avg_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, ceil_mode,
               count_include_pad, divisor_override=None):
+    if input._dtype in _HALF:  # PyTorch's: summed and divided in float32, rounded once
+        return R.in_float32(lambda x: _avg_pool(op, n, x, kernel_size, stride, padding,
+                                                ceil_mode, count_include_pad,
+                                                divisor_override), input)
     _features_present(op, n, input)
     x, unbatched = _batched(input, n, op)
     integral = not x.dtype.is_floating_point
@@ -1459,6 +1463,8 @@ def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
 
 
 def _adaptive_avg_pool(op: str, n: int, input: Tensor, output_size: Any) -> Tensor:
+    if input._dtype in _HALF:  # (as _avg_pool: in float32, rounded once)
+        return R.in_float32(lambda x: _adaptive_avg_pool(op, n, x, output_size), input)
     x, unbatched = _batched(input, n, op)
     spatial = tuple(x.shape[2:])
     outs = tuple(s if o is None else o for s, o in
@@ -1468,16 +1474,21 @@ def _adaptive_avg_pool(op: str, n: int, input: Tensor, output_size: Any) -> Tens
     if all(s % o == 0 for s, o in zip(spatial, outs)):
         k = tuple(s // o for s, o in zip(spatial, outs))
         out = _avg_pool(op, n, x, k, k, 0, False, True)
-    else:  # PyTorch's windows: [floor(i*S/O), ceil((i+1)*S/O))
-        out = x
+    else:  # PyTorch's windows: [floor(i*S/O), ceil((i+1)*S/O)); its `sum / kh / kw`
+        out, counts = x, []
         for dim in range(n):
             size, o = spatial[dim], outs[dim]
-            pieces = []
+            pieces, widths = [], []
             for i in range(o):
                 lo, hi = (i * size) // o, -(-((i + 1) * size) // o)
-                pieces.append(R.mean(narrow(out, 2 + dim, lo, hi - lo), 2 + dim,
-                                     keepdim=True))
+                pieces.append(R.sum(narrow(out, 2 + dim, lo, hi - lo), 2 + dim,
+                                    keepdim=True))
+                widths.append(hi - lo)
             out = cat(pieces, 2 + dim)
+            counts.append(tensor(widths, dtype=x.dtype, device=x.device).reshape(
+                (-1,) + (1,) * (n - 1 - dim)))
+        for count in counts:  # (divided dim by dim, as PyTorch's kernel)
+            out = div(out, count)
     return squeeze(out, 0) if unbatched else out
 
 
