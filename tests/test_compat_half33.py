@@ -127,3 +127,16 @@ def test_half_bit_for_bit(name: str, dtype: str) -> None:
             diff = np.mean(_bits(got) != _bits(want))
             assert diff <= _NEARLY.get(name, 0), \
                 f"{name} {dtype} {shape} dim={d}: {diff:.3f} of elements differ"
+
+
+@pytest.mark.parametrize("shape", [(300, 7), (8, 4, 5, 5)])
+def test_half_batch_norm_training_bit_for_bit(shape: tuple) -> None:
+    """float16 batch_norm in training: the batch's mean and 1/std rounded to float16 (its
+    saved statistics, in the parameters' dtype), the normalisation in float32."""
+    data = (np.random.default_rng(7).standard_normal(shape) * 3).astype(np.float32)
+    w = np.random.default_rng(8).standard_normal(shape[1]).astype(np.float32)
+    outs = []
+    for lib, F in ((torch, TF), (ember, EF)):
+        x, weight = (lib.tensor(a).to(lib.float16) for a in (data, w))
+        outs.append(_bits(F.batch_norm(x, None, None, weight, -weight, training=True)))
+    assert np.array_equal(*outs)

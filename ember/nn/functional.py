@@ -765,8 +765,21 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     float32 and the result rounded to its dtype, as PyTorch's.
     """
     if input.dtype in _HALF_FLOATS:
-        return _in_float32(input, lambda x: batch_norm(x, running_mean, running_var, weight,
-                                                       bias, training, momentum, eps))
+        # PyTorch keeps the batch's mean and 1/std in the parameters' dtype: the input's
+        # where there are none or they are half floats too (not under autocast's float32)
+        stats = input.dtype if all(p is None or p.dtype == input.dtype
+                                   for p in (weight, bias)) else None
+        return _in_float32(input, lambda x: _batch_norm(x, running_mean, running_var, weight,
+                                                        bias, training, momentum, eps, stats))
+    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
+                       eps)
+
+
+def _batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+                weight: Tensor | None, bias: Tensor | None, training: bool, momentum: float,
+                eps: float, stats_dtype: Any = None) -> Tensor:
+    """batch_norm's computation; `stats_dtype`: the dtype the batch's mean and 1/std are
+    rounded to before they normalise (PyTorch's saved statistics of a half-float input)."""
     if training:
         _verify_batch_size(input.shape)
     if input.ndim < 2:
@@ -780,7 +793,11 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         mean = input.mean(dims, keepdim=True)
         centered = input - mean
         var = (centered * centered).mean(dims, keepdim=True)
-        out = centered * ember.rsqrt(var + eps)
+        if stats_dtype is None:
+            out = centered * ember.rsqrt(var + eps)
+        else:
+            out = (input - mean.to(stats_dtype).float()) * \
+                ember.rsqrt(var + eps).to(stats_dtype).float()
         if training and running_mean is not None and running_var is not None:
             n = input.numel() // c
             with ember.no_grad():
