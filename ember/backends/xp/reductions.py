@@ -12,13 +12,16 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         # NumPy: the ufuncs' own reduce and accumulate (np.sum's wrapper costs ~6 us more);
         # their IEEE warnings (inf - inf) name this module, which the CPU backend silences
         # as PyTorch is silent, where np.sum's name NumPy's own and reach the user
-        add_reduce, multiply_reduce, add_accumulate = (
-            xp.add.reduce, xp.multiply.reduce, xp.add.accumulate)
+        add_reduce, multiply_reduce, add_accumulate, multiply_accumulate = (
+            xp.add.reduce, xp.multiply.reduce, xp.add.accumulate, xp.multiply.accumulate)
     else:
         add_reduce, multiply_reduce = xp.sum, xp.prod
 
         def add_accumulate(x, axis, dtype=None):
             return xp.cumsum(x, axis=axis, dtype=dtype)
+
+        def multiply_accumulate(x, axis, dtype=None):
+            return xp.cumprod(x, axis=axis, dtype=dtype)
 
     make_array, ascontiguousarray = lib.as_array, xp.ascontiguousarray
 
@@ -47,7 +50,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     def sequential_product(x, axis):
         """The product along `axis`, each step rounded to x's (half) dtype: the last of
         the running products (NumPy's half-precision reduce would keep float32)."""
-        return xp.take(xp.cumprod(x, axis=axis, dtype=x.dtype), -1, axis=axis)
+        return xp.take(multiply_accumulate(x, axis=axis, dtype=x.dtype), -1, axis=axis)
 
     def half_prod(x, dims=None, keepdim=False):
         """prod of a float16/bfloat16 array as PyTorch's CPU reduction rounds it: each
