@@ -36,12 +36,14 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             return ascontiguousarray(result)
         return result.reshape(-1).reshape(result.shape) if kept else result
 
-    def accumulating(f):
+    def accumulating(f, half=None):
         """Sum and product of half-precision values accumulate in float32, as PyTorch
-        does."""
+        does, or by `half(x, dims, keepdim)` where given."""
         def kernel(x, dims=None, keepdim=False):
             kept = keepdim and not x.flags.c_contiguous
             if x.dtype in low_precision:
+                if half is not None:
+                    return half(x, dims, keepdim)
                 return as_array(f(x.astype(float32), axis=dims, keepdims=keepdim)
                                 .astype(x.dtype), kept)
             return as_array(f(x, axis=dims, keepdims=keepdim), kept)
@@ -84,13 +86,6 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
                             keepdim and not x.flags.c_contiguous)
         return kernel
 
-    float_product = accumulating(multiply_reduce)
-
-    def product(x, dims=None, keepdim=False):
-        if x.dtype in low_precision:
-            return half_prod(x, dims, keepdim)
-        return float_product(x, dims, keepdim)
-
     def arg_reduction(f):
         def kernel(x, dim=None, keepdim=False):
             return as_array(f(x, axis=dim, keepdims=keepdim),
@@ -128,7 +123,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return as_array(xp.take(order, xp.arange(k), axis=dim)).astype(int64, copy=False)
 
     return {
-        "sum": accumulating(add_reduce), "prod": product,
+        "sum": accumulating(add_reduce), "prod": accumulating(multiply_reduce, half_prod),
         "max": reduction(xp.max), "min": reduction(xp.min), "all": reduction(xp.all),
         "any": reduction(xp.any), "argmax": arg_reduction(xp.argmax),
         "argmin": arg_reduction(xp.argmin), "max_min_dim": max_min_dim, "cumsum": cumsum,
