@@ -79,6 +79,19 @@ _OPS.update({  # matrix products: in float32, the bias added before the one roun
     "einsum_rows": lambda lib, F, x, d: lib.einsum("ij,ij->i", x, x),
 })
 
+_OPS.update({  # losses: nll_loss's batch sum in the dtype, by its cascade of partial sums
+    "cross_entropy": lambda lib, F, x, d: F.cross_entropy(x, lib.arange(x.shape[0]) %
+                                                          x.shape[1]),
+    "cross_entropy_sum": lambda lib, F, x, d: F.cross_entropy(
+        x, lib.arange(x.shape[0]) % x.shape[1], reduction="sum"),
+    "nll_loss_weighted": lambda lib, F, x, d: F.nll_loss(
+        x, lib.arange(x.shape[0]) % x.shape[1], weight=x[0].abs()),
+    "mse_loss": lambda lib, F, x, d: F.mse_loss(x, x.flip(0)),
+    "l1_loss": lambda lib, F, x, d: F.l1_loss(x, x.flip(0)),
+    "cosine_similarity": lambda lib, F, x, d: F.cosine_similarity(x, x.flip(0), dim=d),
+    "normalize": lambda lib, F, x, d: F.normalize(x, dim=d),
+})
+
 # ops whose float32 scan (or matrix product's sums) runs in another order than PyTorch's
 # (a tree, not in sequence; NumPy's BLAS, not ATen's): the float32 values differ in the
 # last bit now and then, which the rounding to the half dtype shows in about 1 element in
