@@ -1395,6 +1395,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         rep_v = query.shape[-3] // value.shape[-3]
         key = _repeat_heads(key, rep_k)
         value = _repeat_heads(value, rep_v)
+    if query.dtype in _HALF_FLOATS and dropout_p == 0.0 and attn_mask is None:
+        return _half_attention(query, key, value, is_causal, scale_factor)
     scores = ember.matmul(query, key.transpose(-2, -1)) * scale_factor
     if is_causal:
         if attn_mask is not None:
@@ -1412,6 +1414,23 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)
     return ember.matmul(weights, value)
+
+
+def _half_attention(query: Tensor, key: Tensor, value: Tensor, is_causal: bool,
+                    scale: float) -> Tensor:
+    """Attention of half floats as PyTorch's CPU flash kernel rounds it: the scores, their
+    exponentials and the rows' sums in float32; the exponentials rounded to the dtype for
+    the product with `value` (which accumulates in float32), that divided by the sums and
+    rounded once."""
+    q, k, v = query.float(), key.float(), value.float()
+    scores = ember.matmul(q, k.transpose(-2, -1)) * scale
+    if is_causal:
+        causal = ember.ones(q.shape[-2], k.shape[-2], dtype=ember.bool,
+                            device=q.device).tril(0)
+        scores = scores.masked_fill(causal.logical_not(), float("-inf"))
+    e = (scores - scores.amax(-1, keepdim=True)).exp()
+    out = ember.matmul(e.to(query.dtype).float(), v) / e.sum(-1, keepdim=True)
+    return out.to(query.dtype)
 
 
 def _safe_softmax(scores: Tensor) -> Tensor:
