@@ -1395,7 +1395,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         rep_v = query.shape[-3] // value.shape[-3]
         key = _repeat_heads(key, rep_k)
         value = _repeat_heads(value, rep_v)
-    if query.dtype in _HALF_FLOATS and dropout_p == 0.0 and attn_mask is None:
+    if query.dtype in _HALF_FLOATS and dropout_p == 0.0 and attn_mask is None and \
+            query.device.type == "cpu":  # (the CPU kernel's rounding)
         return _half_attention(query, key, value, is_causal, scale_factor)
     scores = ember.matmul(query, key.transpose(-2, -1)) * scale_factor
     if is_causal:
