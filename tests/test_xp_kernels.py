@@ -52,7 +52,7 @@ CPU_ONLY = frozenset({"rand", "randn", "randint", "randperm", "lstm_layer",
 CUPY_NAMES = frozenset("""
     abs add all any arange arccos arcsin arctan arctan2 argmax argmin argsort argwhere array asarray
     ascontiguousarray bitwise_and bitwise_or bitwise_xor broadcast_to ceil clip concatenate
-    copyto cos cumsum divide dot einsum empty_like equal exp expm1 flip float32 float64
+    copyto cos cumprod cumsum divide dot einsum empty_like equal exp expm1 flip float32 float64
     floor floor_divide full greater greater_equal int64 int8 integer invert isfinite isinf
     isnan issubdtype less less_equal lib log log1p log2 logical_and logical_not logical_or
     logical_xor matmul max maximum min minimum multiply ndarray negative nonzero not_equal

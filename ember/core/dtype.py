@@ -140,6 +140,8 @@ COMPLEX_DTYPES: tuple[dtype, ...] = (complex64, complex128)
 """The complex dtypes, which a backend holds only when it says so (`Backend.dtypes`)."""
 EVERY_DTYPE: tuple[dtype, ...] = ALL_DTYPES + COMPLEX_DTYPES
 FLOATING_DTYPES = (float16, bfloat16, float32, float64)
+HALF_DTYPES = (float16, bfloat16)
+"""The half-precision dtypes, which PyTorch's CPU kernels compute in float32 ("opmath")."""
 _REAL_OF = {"complex64": float32, "complex128": float64, "complex32": float16}
 _NAMES = {d.name: d for d in EVERY_DTYPE}
 # PyTorch's aliases

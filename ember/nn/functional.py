@@ -856,8 +856,21 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     float32 and the result rounded to its dtype, as PyTorch's.
     """
     if input.dtype in _HALF_FLOATS:
-        return _in_float32(input, lambda x: batch_norm(x, running_mean, running_var, weight,
-                                                       bias, training, momentum, eps))
+        # PyTorch keeps the batch's mean and 1/std in the parameters' dtype: the input's
+        # where there are none or they are half floats too (not under autocast's float32)
+        stats = input.dtype if all(p is None or p.dtype == input.dtype
+                                   for p in (weight, bias)) else None
+        return _in_float32(input, lambda x: _batch_norm(x, running_mean, running_var, weight,
+                                                        bias, training, momentum, eps, stats))
+    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
+                       eps)
+
+
+def _batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+                weight: Tensor | None, bias: Tensor | None, training: bool, momentum: float,
+                eps: float, stats_dtype: Any = None) -> Tensor:
+    """batch_norm's computation; `stats_dtype`: the dtype the batch's mean and 1/std are
+    rounded to before they normalise (PyTorch's saved statistics of a half-float input)."""
     if training:
         _verify_batch_size(input.shape)
     if input.ndim < 2:
@@ -871,7 +884,11 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         mean = input.mean(dims, keepdim=True)
         centered = input - mean
         var = (centered * centered).mean(dims, keepdim=True)
-        out = centered * ember.rsqrt(var + eps)
+        if stats_dtype is None:
+            out = centered * ember.rsqrt(var + eps)
+        else:
+            out = (input - mean.to(stats_dtype).float()) * \
+                ember.rsqrt(var + eps).to(stats_dtype).float()
         if training and running_mean is not None and running_var is not None:
             n = input.numel() // c
             with ember.no_grad():
@@ -1329,7 +1346,7 @@ def tanh(input: Tensor) -> Tensor:
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     r""":math:`\mathrm{clamp}(x/6 + 1/2, 0, 1)` (gradient 1/6 strictly inside)."""
     _nnops.refuse_integer("hardsigmoid_{}", input)
-    fn = lambda x: hardtanh(x / 6.0 + 0.5, 0.0, 1.0)
+    fn = lambda x: _in_float32(x, lambda y: hardtanh(y / 6.0 + 0.5, 0.0, 1.0))
     return _inplace_apply(input, fn) if inplace else fn(input)
 
 
@@ -1341,13 +1358,15 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
         # torch's gradient: 0 for x < -3, 1 for x > 3, (2x + 3) / 6 in [-3, 3]
         mid = x * (x + 3.0) / 6.0
         return ember.where(x <= -3.0, x * 0.0, ember.where(x >= 3.0, x, mid))
-    return _inplace_apply(input, fn) if inplace else fn(input)
+    half = lambda x: _in_float32(x, fn)  # noqa: E731
+    return _inplace_apply(input, half) if inplace else half(input)
 
 
 def logsigmoid(input: Tensor) -> Tensor:
     r""":math:`\log(1 / (1 + e^{-x}))`, computed stably."""
     _nnops.refuse_integer("log_sigmoid_{}", input)
-    return _logsigmoid(input).contiguous()  # (PyTorch's kernel writes a new row-major tensor)
+    # (PyTorch's kernel writes a new row-major tensor)
+    return _in_float32(input, _logsigmoid).contiguous()
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -1467,6 +1486,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         rep_v = query.shape[-3] // value.shape[-3]
         key = _repeat_heads(key, rep_k)
         value = _repeat_heads(value, rep_v)
+    if query.dtype in _HALF_FLOATS and dropout_p == 0.0 and attn_mask is None and \
+            query.device.type == "cpu":  # (the CPU kernel's rounding)
+        return _half_attention(query, key, value, is_causal, scale_factor)
     scores = ember.matmul(query, key.transpose(-2, -1)) * scale_factor
     if is_causal:
         if attn_mask is not None and not _cpu_flash_applies(query, key, value, dropout_p):
@@ -1493,6 +1515,23 @@ def _cpu_flash_applies(query: Tensor, key: Tensor, value: Tensor, dropout_p: flo
     return (query.device.type == "cpu" and _contract.sdp_use("flash")
             and query.ndim == key.ndim == value.ndim == 4 and dropout_p == 0.0
             and query.shape[-1] == key.shape[-1] == value.shape[-1])
+
+
+def _half_attention(query: Tensor, key: Tensor, value: Tensor, is_causal: bool,
+                    scale: float) -> Tensor:
+    """Attention of half floats as PyTorch's CPU flash kernel rounds it: the scores, their
+    exponentials and the rows' sums in float32; the exponentials rounded to the dtype for
+    the product with `value` (which accumulates in float32), that divided by the sums and
+    rounded once."""
+    q, k, v = query.float(), key.float(), value.float()
+    scores = ember.matmul(q, k.transpose(-2, -1)) * scale
+    if is_causal:
+        causal = ember.ones(q.shape[-2], k.shape[-2], dtype=ember.bool,
+                            device=q.device).tril(0)
+        scores = scores.masked_fill(causal.logical_not(), float("-inf"))
+    e = (scores - scores.amax(-1, keepdim=True)).exp()
+    out = ember.matmul(e.to(query.dtype).float(), v) / e.sum(-1, keepdim=True)
+    return out.to(query.dtype)
 
 
 def _safe_softmax(scores: Tensor) -> Tensor:

@@ -21,6 +21,9 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return as_array(product(a, b)).astype(a.dtype, copy=False)
 
     def einsum(*xs, equation):
+        if xs[0].dtype in low_precision:  # PyTorch's: products in float32, rounded once
+            wide = [x.astype(xp.float32) for x in xs]
+            return einsum(*wide, equation=equation).astype(xs[0].dtype)
         out = as_array(xp.einsum(equation, *xs, optimize=len(xs) > 1))
         order = _einsum_layout(equation, [x.shape for x in xs]) if out.ndim > 1 else None
         if order is None:

@@ -12,13 +12,16 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         # NumPy: the ufuncs' own reduce and accumulate (np.sum's wrapper costs ~6 us more);
         # their IEEE warnings (inf - inf) name this module, which the CPU backend silences
         # as PyTorch is silent, where np.sum's name NumPy's own and reach the user
-        add_reduce, multiply_reduce, add_accumulate = (
-            xp.add.reduce, xp.multiply.reduce, xp.add.accumulate)
+        add_reduce, multiply_reduce, add_accumulate, multiply_accumulate = (
+            xp.add.reduce, xp.multiply.reduce, xp.add.accumulate, xp.multiply.accumulate)
     else:
         add_reduce, multiply_reduce = xp.sum, xp.prod
 
         def add_accumulate(x, axis, dtype=None):
             return xp.cumsum(x, axis=axis, dtype=dtype)
+
+        def multiply_accumulate(x, axis, dtype=None):
+            return xp.cumprod(x, axis=axis, dtype=dtype)
 
     make_array, ascontiguousarray = lib.as_array, xp.ascontiguousarray
 
@@ -33,16 +36,49 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             return ascontiguousarray(result)
         return result.reshape(-1).reshape(result.shape) if kept else result
 
-    def accumulating(f):
+    def accumulating(f, half=None):
         """Sum and product of half-precision values accumulate in float32, as PyTorch
-        does."""
+        does, or by `half(x, dims, keepdim)` where given."""
         def kernel(x, dims=None, keepdim=False):
             kept = keepdim and not x.flags.c_contiguous
             if x.dtype in low_precision:
+                if half is not None:
+                    return half(x, dims, keepdim)
                 return as_array(f(x.astype(float32), axis=dims, keepdims=keepdim)
                                 .astype(x.dtype), kept)
             return as_array(f(x, axis=dims, keepdims=keepdim), kept)
         return kernel
+
+    def sequential_product(x, axis):
+        """The product along `axis`, each step rounded to x's (half) dtype: the last of
+        the running products (NumPy's half-precision reduce would keep float32)."""
+        return xp.take(multiply_accumulate(x, axis=axis, dtype=x.dtype), -1, axis=axis)
+
+    def half_prod(x, dims=None, keepdim=False):
+        """prod of a float16/bfloat16 array as PyTorch's CPU reduction rounds it: each
+        step in the dtype, in order along the dim; where the dim is contiguous in memory
+        (for no dims: all of a row- or column-major array, in memory order) and holds 64
+        or more, its vectorized loop keeps 4 x 16 running products side by side (lane k:
+        elements k, k + 64, ...), multiplies the four 16-lane vectors pairwise, then the
+        16 lanes in order, then the elements left. (AVX2's vector width, as torch's CPU
+        wheels run on most x86 machines.)"""
+        d = 0 if dims is None else dims[0]
+        y = x if dims is not None else \
+            (x.T if x.flags.f_contiguous and not x.flags.c_contiguous else x).reshape(-1)
+        n, lanes = y.shape[d], 64
+        inner = y.strides[d] == y.itemsize
+        y = y.transpose([i for i in range(y.ndim) if i != d] + [d])  # (the dim last)
+        if not inner or n < lanes or not n:
+            out = sequential_product(y, -1) if n else xp.ones(y.shape[:-1], x.dtype)
+        else:
+            body = n // lanes * lanes
+            acc = sequential_product(y[..., :body].reshape(y.shape[:-1] + (-1, 4, 16)), -3)
+            pairs = (acc[..., 0, :] * acc[..., 1, :]) * (acc[..., 2, :] * acc[..., 3, :])
+            out = sequential_product(xp.concatenate([pairs, y[..., body:]], axis=-1), -1)
+        if keepdim:
+            out = out.reshape((1,) * x.ndim if dims is None else x.shape[:d] + (1,) +
+                              x.shape[d + 1:])
+        return as_array(out, keepdim)
 
     def reduction(f):
         def kernel(x, dims=None, keepdim=False):
@@ -87,7 +123,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return as_array(xp.take(order, xp.arange(k), axis=dim)).astype(int64, copy=False)
 
     return {
-        "sum": accumulating(add_reduce), "prod": accumulating(multiply_reduce),
+        "sum": accumulating(add_reduce), "prod": accumulating(multiply_reduce, half_prod),
         "max": reduction(xp.max), "min": reduction(xp.min), "all": reduction(xp.all),
         "any": reduction(xp.any), "argmax": arg_reduction(xp.argmax),
         "argmin": arg_reduction(xp.argmin), "max_min_dim": max_min_dim, "cumsum": cumsum,

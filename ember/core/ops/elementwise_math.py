@@ -386,6 +386,8 @@ def frac(input: Tensor) -> Tensor:
 def sinc(input: Tensor) -> Tensor:
     """The normalized sinc function `sin(pi x) / (pi x)` of each element (1 at 0)."""
     x = _as_float(input)
+    if x._dtype in (dt.float16, dt.bfloat16):  # PyTorch's: in float32, rounded once
+        return to_dtype(sinc(to_dtype(x, dt.float32)), x._dtype)
     zero = x == 0
     # where(zero, ...) twice: the unused branch must not make a 0/0 in the gradient
     px = where(zero, 1.0, x * math.pi)

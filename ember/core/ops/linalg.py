@@ -26,7 +26,7 @@ from ember.core.dispatch import user_stacklevel
 from ember.core.errors import with_context
 from ember.core.opdef import OPS, Cost, Grad, OutMeta, metadata_rule
 from ember.core.opdef import Precision as P
-from ember.core.ops.elementwise import conj
+from ember.core.ops.elementwise import conj, to_dtype
 from ember.core.ops.shape import cat
 from ember.core.shapes import broadcast_shapes, fmt_shape, normalize_dim
 from ember.core.storage import cpp_type_name, scalar_type_name
@@ -293,6 +293,12 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,
     and infinities do not reach the result)."""
     _need_dims("addmm", "mat1", mat1, 2)
     _need_dims("addmm", "mat2", mat2, 2)
+    half = input._dtype
+    if half in dt.HALF_DTYPES and mat1._dtype is half and mat2._dtype is half:
+        # PyTorch's CPU kernel: the product and the sum in float32, rounded once (not the
+        # product rounded, then the sum)
+        wide = [to_dtype(x, dt.float32) for x in (input, mat1, mat2)]
+        return to_dtype(addmm(*wide, beta=beta, alpha=alpha), half)
     return _scaled_sum("addmm", input, matmul(mat1, mat2), beta, alpha)
 
 

@@ -348,6 +348,37 @@ def _index_dtype(target: Tensor, byte: bool) -> Tensor:
                        f"{dt.SCALAR_TYPE_NAMES[target.dtype.name]}")
 
 
+def _in_order(values: list[Tensor]) -> Tensor | None:
+    """The sum of `values` (tensors of one half dtype) added one by one, each sum
+    rounded to the dtype; None for none."""
+    total = None
+    for v in values:
+        total = v if total is None else total + v
+    return total
+
+
+def _half_cascade_sum(values: Tensor) -> Tensor:
+    """The sum of a 1-D float16/bfloat16 tensor as PyTorch's CPU nll_loss adds its batch:
+    in the dtype, rounded at each step, through 8 levels of partial sums. Element 0 goes
+    to the top level; after it, level 0 adds the elements one by one and hands its sum
+    to level 1 every 16 elements, level 1 hands its sum on every 16 hand-ins, and so on;
+    the top level keeps all it gets. The result: the levels' sums added bottom up."""
+    n = values.shape[0]
+    if n == 0:
+        return values.sum()
+    levels: list[Tensor | None] = []
+    pending = values[1:]  # what the current level adds, in order
+    for _ in range(7):
+        full = pending.shape[0] // 16
+        tail = pending[16 * full:]
+        levels.append(_in_order([tail[i] for i in range(tail.shape[0])]))
+        groups = pending[:16 * full].reshape(full, 16)
+        pending = _in_order([groups[:, j] for j in range(16)]) if full else pending[:0]
+    levels.append(_in_order([values[0]] + [pending[i] for i in range(pending.shape[0])]))
+    total = _in_order([v for v in levels if v is not None])
+    return total * 1  # (a new tensor, not a view of `values`)
+
+
 @composite(variants="", precision=P.FLOAT32, cpu_precision=P.FLOAT32,
            cost=costs.reduction(1), grad=Grad("NllLossBackward0", input=_nll_grad))
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -391,10 +422,17 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
             w = valid.to(input.dtype)
         loss = E.where(valid, -picked * w, 0.0)  # an ignored target's NaN input counts 0
         total = w.sum()
-        if reduction == "sum":
-            loss = loss.sum()
-        elif reduction == "mean":
-            loss = loss.sum() / total
+        # PyTorch's half-float sum over a batch: its cascade in the dtype (see
+        # _half_cascade_sum), where no target is ignored (an ignored one moves the steps)
+        cascade = reduction != "none" and input._dtype in dt.HALF_DTYPES and \
+            input.ndim <= 2 and bool(valid.all())
+        if cascade:
+            total = _half_cascade_sum(w.reshape(-1)) if weight is not None else total
+            loss = _half_cascade_sum(loss.reshape(-1))
+        else:
+            loss = loss.sum() if reduction != "none" else loss
+        if reduction == "mean":
+            loss = loss / total
     record_grad(OPS["nll_loss"], (input,), {"class_dim": class_dim, "reduction": reduction,
                                            "safe": safe, "valid": valid, "w": w,
                                            "total": total}, loss,
@@ -474,8 +512,10 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     class_dim = 0 if input.ndim == 1 else 1
     if target.dtype.is_floating_point and target.shape == input.shape:
         return _cross_entropy_prob_target(input, target, weight, reduction, label_smoothing)
+    # (half floats: PyTorch's log_softmax then nll_loss, which round in their own ways)
     if weight is None and label_smoothing == 0.0 and input.ndim == 2 and target.ndim == 1 \
-            and target.shape[0] == input.shape[0] and target.dtype is dt.int64:
+            and target.shape[0] == input.shape[0] and target.dtype is dt.int64 \
+            and input._dtype not in dt.HALF_DTYPES:
         return _cross_entropy_indices(input, target, ignore_index, reduction)
     target = _class_index_target(input, target)
     logp = log_softmax(input, class_dim)

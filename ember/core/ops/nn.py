@@ -1397,6 +1397,10 @@ def max_pool1d_with_indices(input: Tensor, kernel_size: Any, stride: Any = (),
 
 def _avg_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, ceil_mode,
               count_include_pad, divisor_override=None):
+    if input._dtype in _HALF:  # PyTorch's: summed and divided in float32, rounded once
+        return R.in_float32(lambda x: _avg_pool(op, n, x, kernel_size, stride, padding,
+                                                ceil_mode, count_include_pad,
+                                                divisor_override), input)
     _features_present(op, n, input)
     x, unbatched = _batched(input, n, op)
     integral = not x.dtype.is_floating_point
@@ -1511,6 +1515,8 @@ def _refuse_adaptive_avg_dtype(n: int, x: Tensor, outs: tuple) -> None:
 
 
 def _adaptive_avg_pool(op: str, n: int, input: Tensor, output_size: Any) -> Tensor:
+    if input._dtype in _HALF:  # (as _avg_pool: in float32, rounded once)
+        return R.in_float32(lambda x: _adaptive_avg_pool(op, n, x, output_size), input)
     x, unbatched = _batched(input, n, op)
     spatial = tuple(x.shape[2:])
     outs = tuple(s if o is None else o for s, o in
@@ -1522,16 +1528,21 @@ def _adaptive_avg_pool(op: str, n: int, input: Tensor, output_size: Any) -> Tens
     if all(s % o == 0 for s, o in zip(spatial, outs)):
         k = tuple(s // o for s, o in zip(spatial, outs))
         out = _avg_pool(op, n, x, k, k, 0, False, True)
-    else:  # PyTorch's windows: [floor(i*S/O), ceil((i+1)*S/O))
-        out = x
+    else:  # PyTorch's windows: [floor(i*S/O), ceil((i+1)*S/O)); its `sum / kh / kw`
+        out, counts = x, []
         for dim in range(n):
             size, o = spatial[dim], outs[dim]
-            pieces = []
+            pieces, widths = [], []
             for i in range(o):
                 lo, hi = (i * size) // o, -(-((i + 1) * size) // o)
-                pieces.append(R.mean(narrow(out, 2 + dim, lo, hi - lo), 2 + dim,
-                                     keepdim=True))
+                pieces.append(R.sum(narrow(out, 2 + dim, lo, hi - lo), 2 + dim,
+                                    keepdim=True))
+                widths.append(hi - lo)
             out = cat(pieces, 2 + dim)
+            counts.append(tensor(widths, dtype=x.dtype, device=x.device).reshape(
+                (-1,) + (1,) * (n - 1 - dim)))
+        for count in counts:  # (divided dim by dim, as PyTorch's kernel)
+            out = div(out, count)
     return squeeze(out, 0) if unbatched else out
 
 
@@ -2028,6 +2039,15 @@ def _softmax_input(op: str, input: Tensor, dim: int, dtype: Any) -> tuple[Tensor
     return input, d
 
 
+def _log_softmax_grad(grad: Tensor, result: Tensor, dim: int) -> Tensor:
+    """`grad - exp(result) * sum(grad, dim)`; of half-precision tensors in float32, rounded
+    once (PyTorch's CPU backward kernel)."""
+    if grad._dtype in _HALF:
+        return _log_softmax_grad(grad.to(dtype=dt.float32), result.to(dtype=dt.float32),
+                                 dim).to(dtype=grad._dtype)
+    return grad - result.exp() * R.sum(grad, dim, keepdim=True)
+
+
 @composite(traced_as_node=True, precision=P.FLOAT32, cost=costs.reduction(10),
            fused="softmax", grad=Grad(input=lambda grad, result, dim: result * (
                grad - R.sum(grad * result, dim, keepdim=True))))
@@ -2051,25 +2071,39 @@ def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
 
 
 @composite(traced_as_node=True, precision=P.FLOAT32, cost=costs.reduction(10),
-           fused="log_softmax", grad=Grad(input=lambda grad, result, dim: grad - (
-               result.exp() * R.sum(grad, dim, keepdim=True))))
+           fused="log_softmax", grad=Grad(input=_log_softmax_grad))
 def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """`x - logsumexp(x, dim)`, computed stably."""
     input, d = _softmax_input("log_softmax", input, dim, dtype)
-    if input._dtype in _HALF:
-        return log_softmax(input.to(dtype=dt.float32), d).to(dtype=input._dtype)
     if not input.ndim:  # as PyTorch: the one element, as a 1-element vector
         return reshape(log_softmax(reshape(input, (1,)), 0), ())
     if not input.numel():
         return input.clone()
     src = _row_major(input)
-    out = run_fused("log_softmax", src, dim=d)
+    out = _half_log_softmax(src, d) if input._dtype in _HALF else \
+        run_fused("log_softmax", src, dim=d)
     if out is None:
         with no_grad():
             shifted = src - R.amax(src, d, keepdim=True)
             out = shifted - R.sum(shifted.exp(), d, keepdim=True).log()
     record_grad(OPS["log_softmax"], (input,), {"dim": d}, out)
     return out
+
+
+def _half_log_softmax(input: Tensor, dim: int) -> Tensor:
+    """log_softmax of a float16/bfloat16 `input` (row-major) as PyTorch's CPU kernels round
+    it: computed in float32; along the last dim (not another before size-1 dims), its
+    kernel keeps each row's sum of exponentials, and that sum's log, in the input's dtype
+    (its buffers' type), so both are rounded to it before `x - max - log(sum)`."""
+    half = input._dtype
+    with no_grad():
+        x = input.to(dtype=dt.float32)
+        if dim != input.ndim - 1:  # along another dim: rounded once
+            return log_softmax(x, dim).to(dtype=half)
+        shifted = x - R.amax(x, dim, keepdim=True)
+        total = R.sum(shifted.exp(), dim, keepdim=True).to(dtype=half).to(dtype=dt.float32)
+        log_total = total.log().to(dtype=half).to(dtype=dt.float32)
+        return (shifted - log_total).to(dtype=half)
 
 
 fused_kernel("softmax", replaces="softmax", signature="softmax(x, *, dim) -> y",

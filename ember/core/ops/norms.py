@@ -19,6 +19,7 @@ from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import where
 from ember.core.ops.factorizations import _check, _diag, _inv_ex, _matrix_cost, _svd
 from ember.core.ops.linalg import _word, matmul
+from ember.core.ops.reduction import in_float32
 from ember.core.shapes import normalize_dim
 from ember.core.tensor import Tensor
 
@@ -40,6 +41,8 @@ def _float_input(op: str, A: Tensor, dtype: Any) -> Tensor:
 
 
 def _vector_norm(x: Tensor, ord: Any, dims: Any, keepdim: bool) -> Tensor:
+    if x._dtype in dt.HALF_DTYPES and ord not in (math.inf, -math.inf):  # (those: exact)
+        return in_float32(_vector_norm, x, ord, dims, keepdim)
     if ord == 2:
         return x.norm(2, dims, keepdim)
     if ord == math.inf:

@@ -196,6 +196,14 @@ def _cast_first(input: Tensor, dtype: Any, op: str) -> Tensor:
     return input if dtype is None else to_dtype(input, dtype_arg(dtype, op))
 
 
+def in_float32(compute: Callable[..., Tensor], input: Tensor, *args: Any,
+               **kwargs: Any) -> Tensor:
+    """`compute(input, ...)` of a half-precision `input` by PyTorch's CPU rule for its
+    reductions and normalizations ("opmath"): in float32, rounded once to the input's
+    dtype (not rounded after each step, as computing in the half dtype would)."""
+    return to_dtype(compute(to_dtype(input, dt.float32), *args, **kwargs), input._dtype)
+
+
 # -- sum, mean, prod ------------------------------------------------------------------
 
 
@@ -253,7 +261,11 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
     dims = _dims_arg("mean", input, dim)
     n = input.numel() if dims is None else math.prod(input.shape[d] for d in dims)
     with no_grad():  # (the sum primitive itself: `dims` are checked already)
-        out = run("sum", input, dims=dims, keepdim=keepdim) / (n if n else float("nan"))
+        if input._dtype in dt.HALF_DTYPES:  # PyTorch's: the float32 sum's mean, rounded once
+            out = to_dtype(run("sum", to_dtype(input, dt.float32), dims=dims, keepdim=keepdim)
+                           / (n if n else float("nan")), input._dtype)
+        else:
+            out = run("sum", input, dims=dims, keepdim=keepdim) / (n if n else float("nan"))
     record_grad(OPS["mean"], (input,), {"dims": dims, "keepdim": keepdim, "n": n}, out,
                 "MeanBackward1" if dims is not None else "MeanBackward0")
     return out
@@ -625,9 +637,13 @@ _NO_FREEDOM = ("{}(): degrees of freedom is <= 0. Correction should be strictly 
 
 
 def _variance(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: bool,
-              correction: Any) -> Tensor:
-    """var's computation; `op` (var, std, var_mean, std_mean) names it in PyTorch's warning
-    when the correction leaves no degrees of freedom (the result is NaN)."""
+              correction: Any, root: bool = False) -> Tensor:
+    """var's computation (std's with `root`); `op` (var, std, var_mean, std_mean) names it
+    in PyTorch's warning when the correction leaves no degrees of freedom (the result is
+    NaN)."""
+    if input._dtype in dt.HALF_DTYPES:
+        return in_float32(lambda x: _variance(op, x, dim, unbiased, keepdim, correction, root),
+                          input)
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
     if not input._dtype._differentiable:
@@ -644,13 +660,14 @@ def _variance(op: str, input: Tensor, dim: Any, unbiased: bool | None, keepdim: 
         total = sum(centered, dims, keepdim)
     else:
         total = sum(centered * centered, dims, keepdim)
-    return total / (n - correction if n - correction > 0 else float("nan"))
+    variance = total / (n - correction if n - correction > 0 else float("nan"))
+    return _root(variance) if root else variance
 
 
 def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: Any = None) -> Tensor:
     """The standard deviation over `dim` (see `var`)."""
-    return _root(_variance("std", input, dim, unbiased, keepdim, correction))
+    return _variance("std", input, dim, unbiased, keepdim, correction, root=True)
 
 
 _std = std
@@ -684,7 +701,7 @@ def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
 def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
              keepdim: bool = False, *, correction: Any = None) -> tuple:
     """(`std`, `mean`) over `dim`."""
-    return (_root(_variance("std_mean", input, dim, unbiased, keepdim, correction)),
+    return (_variance("std_mean", input, dim, unbiased, keepdim, correction, root=True),
             mean(input, _dims_arg("std_mean", input, dim), keepdim))
 
 
@@ -731,6 +748,8 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
                            f"as input. Got {SCALAR_TYPE_NAMES[input.dtype.name]}")
+    if input._dtype in dt.HALF_DTYPES and (not isinstance(p, str) or p == "fro"):
+        return in_float32(norm, input, p, dim, keepdim)
     dims = _dims_arg("norm", input, dim)
     if p in ("fro", 2, 2.0):
         with no_grad():

@@ -21,6 +21,7 @@ from ember.core.grad_mode import no_grad
 from ember.core.host import dtype_arg
 from ember.core.ops.elementwise import logaddexp, to_dtype, where
 from ember.core.ops.indexing import SCALAR_TYPE_NAMES, gather_in_bounds, narrow
+from ember.core.ops.reduction import in_float32
 from ember.core.ops.reduction import sum as sum_
 from ember.core.ops.shape import cat, reshape
 from ember.core.return_types import return_type
@@ -61,6 +62,8 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     d = _scan_dim("cumprod", input, dim)
     if input.ndim == 0:
         return input.clone()
+    if input._dtype in dt.HALF_DTYPES:  # PyTorch's: in float32, each output rounded
+        return in_float32(cumprod, input, d)
     (out,) = _scan((input,), d, lambda a, b: (a[0] * b[0],))
     return out
 
@@ -75,6 +78,8 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     d = _scan_dim("logcumsumexp", input, dim)
     if input.ndim == 0:
         return input.clone()
+    if input._dtype in dt.HALF_DTYPES:  # (as cumprod)
+        return in_float32(logcumsumexp, input, d)
     (out,) = _scan((input,), d, lambda a, b: (logaddexp(a[0], b[0]),))
     return out
 
