@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import warnings
 
 import numpy as np
@@ -249,63 +248,6 @@ def test_float32(torch, name):
     x = torch.randn(7, 4, 6)
     out = run_and_compare(torch, tm, em, x, rtol=1e-4, atol=1e-5)
     assert out[0].dtype == ember.float32
-
-
-@pytest.mark.parametrize("name", ["LSTM", "GRU"])
-def test_layer_kernels_on_blocks_of_samples(torch, name, monkeypatch):
-    """A float32 batch large enough that the compiled time loops run on blocks of samples
-    side by side (compiled.run_row_blocks), three uneven blocks here, in both directions,
-    from given states: outputs, states and every gradient as PyTorch's."""
-    from ember.backends.cpu import compiled
-
-    if compiled.recurrent_layers(np.dtype(np.float32)) is None:
-        pytest.skip(f"no compiled recurrent layers ({compiled.unavailable})")
-    calls = []
-    run = compiled.run_row_blocks
-    monkeypatch.setattr(compiled, "cpu_threads", lambda: 3)
-    monkeypatch.setattr(compiled, "run_row_blocks",
-                        lambda kernel, rows, work, *args: (calls.append((rows, work)),
-                                                           run(kernel, rows, work, *args)))
-    torch.manual_seed(7)
-    tm, em = make_pair(torch, name, 5, 24, bidirectional=True, batch_first=True,
-                       dtype="float32")
-    x = torch.randn(26, 40, 5)  # 26 samples: blocks of 8, 9 and 9
-    states = tuple(torch.randn(2, 26, 24) for _ in range(2 if name == "LSTM" else 1))
-    run_and_compare(torch, tm, em, x, states if name == "LSTM" else states[0],
-                    rtol=1e-4, atol=1e-5)
-    gates = (4 if name == "LSTM" else 3) * 24
-    assert calls and all(c == (26, 40 * 26 * gates) for c in calls)
-    assert compiled._ROWS_PER_THREAD * 3 <= 26 and 40 * 26 * gates >= compiled._BLOCKS_FROM
-
-
-def _lstm_on_blocks(queue) -> None:
-    ember.manual_seed(0)
-    lstm = nn.LSTM(4, 32)  # 20 steps x 32 samples x 128 gates: enough to share
-    out, _ = lstm(ember.randn(20, 32, 4))
-    out.sum().backward()
-    queue.put(float(lstm.weight_hh_l0.grad.abs().sum()))
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_layer_kernels_on_blocks_after_fork(monkeypatch):
-    """A forked child (a DataLoader worker) runs the blocked time loops on threads of its
-    own: the parent's pool threads did not come with it (a hang, were they used)."""
-    import multiprocessing
-
-    from ember.backends.cpu import compiled
-
-    monkeypatch.setattr(compiled, "cpu_threads", lambda: 2)
-    assert 20 * 32 * 128 >= compiled._BLOCKS_FROM
-    queue = multiprocessing.get_context("fork").Queue()
-    _lstm_on_blocks(queue)  # the parent's pool now exists
-    expected = queue.get(timeout=60)
-    child = multiprocessing.get_context("fork").Process(target=_lstm_on_blocks, args=(queue,))
-    child.start()
-    child.join(timeout=60)
-    if child.is_alive():
-        child.kill()
-        pytest.fail("the forked child hung in the LSTM layer")
-    assert child.exitcode == 0 and queue.get(timeout=10) == expected
 
 
 @pytest.mark.parametrize("use", [[0], [1], [2], [1, 2]],

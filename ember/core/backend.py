@@ -586,14 +586,6 @@ class _BackwardState(threading.local):  # per thread, as each thread runs its ow
 backward_state = _BackwardState()
 
 
-def cpu_threads() -> int:
-    """The threads a CPU kernel may run on: ``torch.get_num_threads()``'s answer (the
-    CPUs this process may use, or what ``set_num_threads``/``OMP_NUM_THREADS`` said)."""
-    from ember.core.threads import get_num_threads
-
-    return get_num_threads()
-
-
 def backward_retains_graph() -> bool:
     """Whether the backward pass running on this thread keeps its graph
     (`retain_graph=True`). A backward kernel that reuses what its forward saved (the CPU's

@@ -37,8 +37,6 @@ from typing import Any
 
 import numpy as np
 
-from ember.core.backend import cpu_threads
-
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
 _FIRST_USE = 1024
@@ -223,55 +221,13 @@ def _try_layers(module: ModuleType, gemm: int, int_kind: np.ndarray) -> None:
         return np.zeros(shape, _F32)
     for reverse in (False, True):
         module.lstm_layer_forward(gemm, int_kind, z(4, 1), z(4), z(1, 1), z(1, 4), z(2, 1),
-                                  z(1, 1), reverse, 0, 1)
+                                  z(1, 1), reverse)
         module.lstm_layer_backward(gemm, int_kind, z(4, 1), z(1, 4), z(2, 1), z(1, 1),
-                                   z(1, 1), z(1, 1), reverse, 0, 1)
+                                   z(1, 1), z(1, 1), reverse)
         module.gru_layer_forward(gemm, int_kind, z(3, 1), z(3), z(3), z(1, 1), z(1, 3),
-                                 z(1, 3), z(1, 1), z(1, 1), reverse, 0, 1)
+                                 z(1, 3), z(1, 1), z(1, 1), reverse)
         module.gru_layer_backward(gemm, int_kind, z(3, 1), z(1, 1), z(1, 3), z(1, 1),
-                                  z(1, 1), z(1, 1), z(1, 1), reverse, 0, 1)
-
-
-# -- a layer's time loop on blocks of samples, side by side -------------------------------
-# Each step of a recurrent layer is one small GEMM and one pass over its gates: too small
-# for the BLAS's own threads (blas.serial_gemms keeps them off), and the steps run in turn.
-# The samples of a batch never meet, though, so threads can each run the whole time loop
-# on a block of them; the kernels release the GIL. One hand-off a layer call (~30 us), not
-# one a step. Measured on a 2-core AMD EPYC (LSTM 32->128, batch 32, 50 steps, the
-# forward loop): 4.8 ms on one thread, 3.4 ms on two.
-
-_ROWS_PER_THREAD = 8   # fewer samples a thread and its share of each GEMM gets too thin
-_BLOCKS_FROM = 1 << 16  # gate elements over all steps: below, the hand-off costs more
-_pool: Any = None
-_pool_for: tuple[int, int] | None = None  # (process id, threads) the pool was made for: a
-                                          # forked child makes its own (the parent's
-                                          # threads did not come with it)
-
-
-def run_row_blocks(kernel: Callable[..., Any], rows: int, work: int, *args: Any) -> None:
-    """``kernel(*args, start, stop)`` over the samples ``0:rows``: in blocks on
-    ``cpu_threads()`` threads (this one among them) when there are enough samples and
-    `work` (elements touched over all steps) to share, else in one call."""
-    global _pool, _pool_for
-    threads = min(cpu_threads(), rows // _ROWS_PER_THREAD) if work >= _BLOCKS_FROM else 1
-    if threads < 2:
-        kernel(*args, 0, rows)
-        return
-    if _pool_for is None or _pool_for[0] != os.getpid() or _pool_for[1] < threads - 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        if _pool is not None and _pool_for[0] == os.getpid():
-            _pool.shutdown(wait=False)  # too few threads: this one replaces it
-        _pool = ThreadPoolExecutor(threads - 1, thread_name_prefix="ember-rows")
-        _pool_for = (os.getpid(), threads - 1)
-    bounds = [rows * p // threads for p in range(threads + 1)]
-    others = [_pool.submit(kernel, *args, bounds[p], bounds[p + 1])
-              for p in range(1, threads)]
-    try:
-        kernel(*args, bounds[0], bounds[1])
-    finally:  # the other blocks write the same arrays: wait for them whatever happened
-        for block in others:
-            block.result()
+                                  z(1, 1), z(1, 1), z(1, 1), reverse)
 
 
 # -- the CNN passes: ReLU, max pooling (numba_conv.py) -----------------------------------

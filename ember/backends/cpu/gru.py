@@ -55,11 +55,10 @@ def gru_layer(x, w_ih, w_hh, b_ih, b_hh, h0, reverse=False, keep=True):
     out = np.empty((x.shape[0], hidden), dt)
     h = np.array(h0, dtype=dt)  # the state, updated in place: h_n at the end
     with blas.serial_gemms(2 * batch * 3 * hidden * hidden):  # each step's GEMM
-        compiled.run_row_blocks(
-            module.gru_layer_forward, batch, acts.size, gemm, int_kind,
-            np.ascontiguousarray(w_hh.T), zeros if b_ih is None else np.ascontiguousarray(b_ih),
-            zeros if b_hh is None else np.ascontiguousarray(b_hh), h,
-            np.empty((batch, 3 * hidden), dt), acts, hns, out, reverse)
+        module.gru_layer_forward(gemm, int_kind, np.ascontiguousarray(w_hh.T),
+                                 zeros if b_ih is None else np.ascontiguousarray(b_ih),
+                                 zeros if b_hh is None else np.ascontiguousarray(b_hh),
+                                 h, np.empty((batch, 3 * hidden), dt), acts, hns, out, reverse)
     saved = _Saved(x=x, w_ih=w_ih, w_hh=w_hh, h0=np.ascontiguousarray(h0, dtype=dt),
                    acts=acts, hns=hns, out=out, reverse=reverse, low=low) if keep else None
     if low is not None:
@@ -94,8 +93,8 @@ def gru_layer_backward(saved, grad_out, grad_hn, needs=(True,) * 6):
         d_rec, s.acts = s.acts, None
         d_in_n, s.hns = s.hns, None
     with blas.serial_gemms(2 * batch * 3 * hidden * hidden):  # each step's GEMM
-        compiled.run_row_blocks(module.gru_layer_backward, batch, d_rec.size, gemm, int_kind,
-                                s.w_hh, s.h0, d_rec, d_in_n, s.out, grad_out, dh, s.reverse)
+        module.gru_layer_backward(gemm, int_kind, s.w_hh, s.h0, d_rec, d_in_n, s.out, grad_out,
+                                  dh, s.reverse)
     h2 = 2 * hidden
     dx = None
     if needs[0]:

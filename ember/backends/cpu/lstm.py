@@ -127,9 +127,8 @@ def _compiled_forward(layers: tuple, x, w_ih, w_hh, bias, h0, c0, reverse, keep,
     cs[c_first] = c0
     out = np.empty((steps * batch, hidden), x.dtype)
     with blas.serial_gemms(2 * batch * 4 * hidden * hidden):  # each step's GEMM
-        compiled.run_row_blocks(module.lstm_layer_forward, batch, acts.size, gemm, int_kind,
-                                np.ascontiguousarray(w_hh.T), np.ascontiguousarray(bias), h0,
-                                acts, cs, out, reverse)
+        module.lstm_layer_forward(gemm, int_kind, np.ascontiguousarray(w_hh.T),
+                                  np.ascontiguousarray(bias), h0, acts, cs, out, reverse)
     last = slice(0, batch) if reverse else slice(steps * batch, None)
     h_n = out[:batch] if reverse else out[(steps - 1) * batch:]
     saved = _SavedCompiled(x=x, w_ih=w_ih, w_hh=w_hh, h0=h0, acts=acts, cs=cs, out=out,
@@ -257,8 +256,7 @@ def _compiled_backward(s: _SavedCompiled, grad_out, grad_hn, grad_cn, needs):
     retained = backward_retains_graph()  # a later backward pass needs the saved gates
     dg = s.acts.copy() if retained else s.acts
     with blas.serial_gemms(2 * batch * 4 * hidden * hidden):  # each step's GEMM
-        compiled.run_row_blocks(module.lstm_layer_backward, batch, dg.size, gemm, int_kind,
-                                s.w_hh, dg, s.cs, grad_out, dh, dc, s.reverse)
+        module.lstm_layer_backward(gemm, int_kind, s.w_hh, dg, s.cs, grad_out, dh, dc, s.reverse)
     if not retained:
         s.acts = s.cs = None
     dx = np.matmul(dg, s.w_ih) if needs[0] else None

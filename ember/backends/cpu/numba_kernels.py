@@ -38,12 +38,11 @@ from numba.extending import intrinsic, overload
 _FASTMATH = {"contract"}
 
 
-def _jit(parallel: bool = False, inline: bool = False, contract: bool = True,
-         nogil: bool = False) -> Callable[[Callable], Any]:
+def _jit(parallel: bool = False, inline: bool = False,
+         contract: bool = True) -> Callable[[Callable], Any]:
     """numba.njit with this module's flags, cached on disk (so a process loads the machine
     code instead of compiling it, ~2 s a kernel) where a cache folder is writable.
-    `contract=False` for a kernel whose roundings must stay apart (no fused multiply-add);
-    `nogil` for one that threads run side by side (compiled.run_row_blocks)."""
+    `contract=False` for a kernel whose roundings must stay apart (no fused multiply-add)."""
     options: dict[str, Any] = dict(fastmath=_FASTMATH if contract else False,
                                    error_model="numpy")
     if inline:  # a scalar helper: inlined into the loops, nothing to cache
@@ -51,9 +50,9 @@ def _jit(parallel: bool = False, inline: bool = False, contract: bool = True,
 
     def decorate(f: Callable) -> Any:
         try:
-            return numba.njit(cache=True, parallel=parallel, nogil=nogil, **options)(f)
+            return numba.njit(cache=True, parallel=parallel, **options)(f)
         except RuntimeError:  # numba: "cannot cache function ...: no locator available"
-            return numba.njit(cache=False, parallel=parallel, nogil=nogil, **options)(f)
+            return numba.njit(cache=False, parallel=parallel, **options)(f)
     return decorate
 
 
@@ -400,13 +399,10 @@ def _address(a):
 # -- the LSTM layer, the whole time loop in one call each way (lstm.py) -------------------
 # PyTorch's layout: rows are (time step, sample) pairs, time-major, in the sequence's own
 # order whatever the direction; gates (i, f, g, o) side by side in each row. float32 only
-# (float64 would call libm's scalar tanh). Each kernel runs the samples `start:stop` of the
-# batch: samples never meet in a recurrent layer, so threads can run the whole time loop
-# on blocks of them side by side, without the GIL (compiled.run_row_blocks).
+# (float64 would call libm's scalar tanh).
 
-@_jit(nogil=True)
-def lstm_layer_forward(gemm, int_kind, w_hh_t, bias, h0, acts, cs, out, reverse, start,
-                       stop):
+@_jit()
+def lstm_layer_forward(gemm, int_kind, w_hh_t, bias, h0, acts, cs, out, reverse):
     """The time loop of an LSTM layer direction. On entry `acts` (T*B, 4H) holds every
     step's input projection ``x @ W_ih^T`` (without bias); each step adds ``h_prev @
     W_hh^T`` with one BLAS call (`w_hh_t`: W_hh^T, (H, 4H) contiguous: OpenBLAS runs this
@@ -429,10 +425,10 @@ def lstm_layer_forward(gemm, int_kind, w_hh_t, bias, h0, acts, cs, out, reverse,
             h_prev = _address(h0)
         else:
             h_prev = _address(out) + ((t + 1) if reverse else (t - 1)) * batch * hidden * size
-        _gemm(gemm, int_kind, _NO_TRANS, _NO_TRANS, stop - start, four_h, hidden, one,
-              h_prev + start * hidden * size, hidden, _address(w_hh_t), four_h, one,
-              _address(acts) + (row + start) * four_h * size, four_h)
-        for n in range(start, stop):
+        _gemm(gemm, int_kind, _NO_TRANS, _NO_TRANS, batch, four_h, hidden, one, h_prev,
+              hidden, _address(w_hh_t), four_h, one, _address(acts) + row * four_h * size,
+              four_h)
+        for n in range(batch):
             r = row + n
             for j in range(hidden):
                 i = half * tanh(half * (acts[r, j] + bias[j])) + half
@@ -448,9 +444,8 @@ def lstm_layer_forward(gemm, int_kind, w_hh_t, bias, h0, acts, cs, out, reverse,
                 out[r, j] = o * tanh(c)
 
 
-@_jit(nogil=True)
-def lstm_layer_backward(gemm, int_kind, w_hh, acts, cs, grad_out, dh, dc, reverse, start,
-                        stop):
+@_jit()
+def lstm_layer_backward(gemm, int_kind, w_hh, acts, cs, grad_out, dh, dc, reverse):
     """The backward time loop of :func:`lstm_layer_forward` (last step first): from the
     output gradient `grad_out` (T*B, H), `dh`/`dc` (B, H) the gradients reaching h_n and
     c_n on entry, replaces every step's activated gates in `acts` (T*B, 4H) by the
@@ -469,7 +464,7 @@ def lstm_layer_backward(gemm, int_kind, w_hh, acts, cs, grad_out, dh, dc, revers
         row = t * batch
         c_prev = (t + 1) * batch if reverse else t * batch
         c_row = t * batch if reverse else (t + 1) * batch
-        for n in range(start, stop):
+        for n in range(batch):
             r = row + n
             for j in range(hidden):
                 i = acts[r, j]
@@ -485,9 +480,9 @@ def lstm_layer_backward(gemm, int_kind, w_hh, acts, cs, grad_out, dh, dc, revers
                 acts[r, 3 * hidden + j] = d_h * tc * (o * (one - o))
                 dc[n, j] = d_c * f
         # the gradient reaching h_{t-1}: this step's gate gradients through W_hh
-        _gemm(gemm, int_kind, _NO_TRANS, _NO_TRANS, stop - start, hidden, four_h, one,
-              _address(acts) + (row + start) * four_h * size, four_h, _address(w_hh), hidden,
-              zero, _address(dh) + start * hidden * size, hidden)
+        _gemm(gemm, int_kind, _NO_TRANS, _NO_TRANS, batch, hidden, four_h, one,
+              _address(acts) + row * four_h * size, four_h, _address(w_hh), hidden,
+              zero, _address(dh), hidden)
 
 
 # -- the GRU layer, the same way (gru.py) -------------------------------------------------
@@ -495,9 +490,8 @@ def lstm_layer_backward(gemm, int_kind, w_hh, acts, cs, grad_out, dh, dc, revers
 # r, z = sigmoid(x W_i^T + b_i + h W_h^T + b_h), n = tanh(x W_in^T + b_in + r (h W_hn^T
 # + b_hn)), h' = n + z (h - n).
 
-@_jit(nogil=True)
-def gru_layer_forward(gemm, int_kind, w_hh_t, b_ih, b_hh, h, hg, acts, hns, out, reverse,
-                      start, stop):
+@_jit()
+def gru_layer_forward(gemm, int_kind, w_hh_t, b_ih, b_hh, h, hg, acts, hns, out, reverse):
     """The time loop of a GRU layer direction. On entry `acts` (T*B, 3H) holds every step's
     ``x @ W_ih^T`` (without bias) and `h` (B, H) the initial state; each step forms
     ``h @ W_hh^T`` into `hg` (B, 3H) with one BLAS call (`w_hh_t`: W_hh^T, (H, 3H)
@@ -510,14 +504,12 @@ def gru_layer_forward(gemm, int_kind, w_hh_t, b_ih, b_hh, h, hg, acts, hns, out,
     one = one_like(acts[0, 0])
     half = one / (one + one)
     zero = one - one
-    size = acts.itemsize
     for s in range(steps):
         t = steps - 1 - s if reverse else s
         row = t * batch
-        _gemm(gemm, int_kind, _NO_TRANS, _NO_TRANS, stop - start, three_h, hidden, one,
-              _address(h) + start * hidden * size, hidden, _address(w_hh_t), three_h, zero,
-              _address(hg) + start * three_h * size, three_h)
-        for n in range(start, stop):
+        _gemm(gemm, int_kind, _NO_TRANS, _NO_TRANS, batch, three_h, hidden, one, _address(h),
+              hidden, _address(w_hh_t), three_h, zero, _address(hg), three_h)
+        for n in range(batch):
             r_ = row + n
             for j in range(hidden):
                 r = half * tanh(half * (acts[r_, j] + b_ih[j] + hg[n, j] + b_hh[j])) + half
@@ -534,9 +526,8 @@ def gru_layer_forward(gemm, int_kind, w_hh_t, b_ih, b_hh, h, hg, acts, hns, out,
                 out[r_, j] = h_new
 
 
-@_jit(nogil=True)
-def gru_layer_backward(gemm, int_kind, w_hh, h0, acts, hns, out, grad_out, dh, reverse,
-                       start, stop):
+@_jit()
+def gru_layer_backward(gemm, int_kind, w_hh, h0, acts, hns, out, grad_out, dh, reverse):
     """The backward time loop of :func:`gru_layer_forward` (last step first): from the
     output gradient `grad_out` (T*B, H) and `dh` (B, H), the gradient reaching h_n on
     entry, overwrites `acts` with the gradients of the recurrent pre-activations (r, z:
@@ -546,14 +537,13 @@ def gru_layer_backward(gemm, int_kind, w_hh, h0, acts, hns, out, grad_out, dh, r
     steps = out.shape[0] // batch
     three_h = 3 * hidden
     one = one_like(acts[0, 0])
-    size = acts.itemsize
     for s in range(steps):
         t = s if reverse else steps - 1 - s
         row = t * batch
         first = s == steps - 1  # the step that started from h0
         prev = h0 if first else out
         prev_row = 0 if first else ((t + 1) * batch if reverse else (t - 1) * batch)
-        for n in range(start, stop):
+        for n in range(batch):
             r_ = row + n
             for j in range(hidden):
                 r = acts[r_, j]
@@ -568,6 +558,6 @@ def gru_layer_backward(gemm, int_kind, w_hh, h0, acts, hns, out, grad_out, dh, r
                 hns[r_, j] = d_n
                 dh[n, j] = d_h * z
         # plus the gradient through W_hh: the recurrent pre-activations' of this step
-        _gemm(gemm, int_kind, _NO_TRANS, _NO_TRANS, stop - start, hidden, three_h, one,
-              _address(acts) + (row + start) * three_h * size, three_h, _address(w_hh),
-              hidden, one, _address(dh) + start * hidden * size, hidden)
+        _gemm(gemm, int_kind, _NO_TRANS, _NO_TRANS, batch, hidden, three_h, one,
+              _address(acts) + row * three_h * acts.itemsize, three_h, _address(w_hh),
+              hidden, one, _address(dh), hidden)
