@@ -66,7 +66,8 @@ def _shape_arg(op: str, size: tuple, dtype: dt.dtype | None = None) -> tuple[int
     also that its storage's byte count fits in 64 bits."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    elif size and not isinstance(size[0], (numbers.Integral, Tensor)):  # no sizes as ints
+    elif size and type(size[0]) is not int and \
+            not isinstance(size[0], (numbers.Integral, Tensor)):  # no sizes as ints
         if len(size) > 1:
             raise TypeError(f"{op}() takes 1 positional argument but {len(size)} were given")
         raise TypeError(f"{op}(): argument 'size' (position 1) must be tuple of ints, not "
