@@ -99,17 +99,18 @@ def test_compat_reports_coverage_per_namespace(tmp_path: Path) -> None:
 
 def test_compat_examples_run_pytorchs_docstrings_under_both(tmp_path: Path) -> None:
     """`ember compat --examples`: these docstrings' examples (seeded random tensors,
-    printed results, a refusal) give PyTorch's output under ember; torch.conj's lazy
-    conjugate view (`is_conj()` True) is a known difference, reported with its example."""
+    printed results, a refusal, the conjugate bit) give PyTorch's output under ember;
+    torch.resolve_neg's negative bit (`is_neg()` True of a conjugate's imaginary part) is
+    a known difference, reported with its example."""
     pytest.importorskip("torch")
     done = ember("compat", "--examples", "--only",
-                 "torch.remainder,torch.round,torch.asarray,torch.nn.Linear,torch.conj",
-                 cwd=tmp_path)
+                 "torch.remainder,torch.round,torch.asarray,torch.nn.Linear,torch.conj,"
+                 "torch.resolve_neg", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0] == ("PyTorch's docstring examples under ember: 4 of 5 docstrings give "
+    assert lines[0] == ("PyTorch's docstring examples under ember: 5 of 6 docstrings give "
                         "PyTorch's results throughout")
-    assert "torch.conj:  >>> y.is_conj()" in lines and "  torch: True" in lines
+    assert "torch.resolve_neg:  >>> z.is_neg()" in lines and "  torch: True" in lines
 
 
 def test_compat_counts_public_names_and_leaves_out_the_excluded_families() -> None:

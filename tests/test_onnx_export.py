@@ -170,7 +170,7 @@ LAYERS = [
     ("adaptive-even", lambda: nn.AdaptiveAvgPool2d((2, 3)), lambda: ember.randn(2, 3, 4, 6),
      "AveragePool"),
     ("adaptive-uneven", lambda: nn.AdaptiveAvgPool2d(3), lambda: ember.randn(2, 3, 5, 7),
-     "ReduceMean"),
+     "ReduceSum"),  # (each window summed, then divided dim by dim, as PyTorch's kernel)
     ("lstm", lambda: nn.LSTM(4, 5, num_layers=2, batch_first=True, bidirectional=True),
      lambda: ember.randn(3, 6, 4), "LSTM"),
     ("lstm-nobias-seqfirst", lambda: nn.LSTM(4, 5, bias=False), lambda: ember.randn(6, 3, 4),

@@ -81,7 +81,8 @@ def _op_in_progress() -> str:
                 return op
             if isinstance(op, Op):
                 return op.name
-            outermost = frame.f_code.co_name
+            if frame.f_code.co_name != "routed":  # (torch_function's wrapper of a method)
+                outermost = frame.f_code.co_name
         elif outermost is not None:  # the user's code (not ember.run's frames below it)
             break
         frame = frame.f_back

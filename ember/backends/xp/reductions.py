@@ -62,6 +62,12 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         elements k, k + 64, ...), multiplies the four 16-lane vectors pairwise, then the
         16 lanes in order, then the elements left. (AVX2's vector width, as torch's CPU
         wheels run on most x86 machines.)"""
+        if dims is not None and len(dims) > 1:  # (no public form: a dim at a time)
+            out = x
+            for d in sorted(dims, reverse=True):
+                out = half_prod(out, (d,), True)
+            return out if keepdim else \
+                out.reshape(tuple(n for i, n in enumerate(x.shape) if i not in dims))
         d = 0 if dims is None else dims[0]
         y = x if dims is not None else \
             (x.T if x.flags.f_contiguous and not x.flags.c_contiguous else x).reshape(-1)
