@@ -1,0 +1,98 @@
+"""Round 34 of small PyTorch-compatibility gaps, each checked against torch."""
+
+import pytest
+
+import ember
+from ember.core.dtype import API_NAME
+
+torch = pytest.importorskip("torch")
+
+
+def _outcome(fn):
+    """The error (type, message) `fn` raises, or the dtype name and values it returns."""
+    try:
+        out = fn()
+    except Exception as err:  # noqa: BLE001 - the error is what is compared
+        return type(err), str(err).replace("torch.", API_NAME + ".")
+    if hasattr(out, "dtype"):
+        return str(out.dtype).split(".")[-1], out.tolist()
+    return out
+
+
+def _same(call):
+    """`call(lib)` behaves alike in torch and ember: the same error or the same result."""
+    assert _outcome(lambda: call(ember)) == _outcome(lambda: call(torch))
+
+
+# -- 1. uint16/32/64: index_put and einsum's batched matmul refuse ----------------------
+
+def _setitem(x, key, value):
+    x[key] = value
+    return x
+
+
+def _vec(lib, dtype, n=4):
+    return lib.arange(n).to(getattr(lib, dtype))
+
+
+_WRITES = {
+    "tensor index": lambda lib, d: _setitem(_vec(lib, d), lib.tensor([1]), 3),
+    "list index": lambda lib, d: _setitem(_vec(lib, d), [1, 2], 3),
+    "int": lambda lib, d: _setitem(_vec(lib, d), 1, 3),
+    "slice": lambda lib, d: _setitem(_vec(lib, d), slice(1, 3), 3),
+    "mask, number": lambda lib, d: _setitem(_vec(lib, d), _vec(lib, d) > 1, 3),
+    "mask, values": lambda lib, d: _setitem(
+        _vec(lib, d), lib.tensor([True, False, True, False]), _vec(lib, d, 2)),
+    "mask after a slice": lambda lib, d: _setitem(
+        _vec(lib, d).reshape(2, 2), (slice(None), lib.tensor([True, False])), 7),
+    "0-d mask": lambda lib, d: _setitem(_vec(lib, d), lib.tensor(True), 3),
+    "index_put_": lambda lib, d: _vec(lib, d).index_put_((lib.tensor([1]),), _vec(lib, d, 1)),
+    "index_put accumulate": lambda lib, d: _vec(lib, d).index_put(
+        (lib.tensor([1]),), _vec(lib, d, 1), accumulate=True),
+    "index_put mask": lambda lib, d: lib.index_put(
+        _vec(lib, d), (lib.tensor([True, False, True, False]),), _vec(lib, d, 1)),
+}
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "uint32", "uint64", "uint8", "int32"])
+@pytest.mark.parametrize("case", list(_WRITES))
+def test_unsigned_index_writes(dtype, case):
+    _same(lambda lib: _WRITES[case](lib, dtype))
+
+
+_EINSUMS = {
+    "dot": ("i,i->", (4,), (4,)),
+    "outer": ("i,j->ij", (2,), (3,)),
+    "product": ("i,i->i", (4,), (4,)),
+    "transpose": ("ij->ji", (2, 2)),
+    "matmul": ("ij,jk->ik", (2, 2), (2, 2)),
+    "implicit": ("ij,jk", (2, 2), (2, 2)),
+    "diagonal": ("ii->i", (2, 2)),
+    "three": ("i,j,j->i", (2,), (3,), (3,)),
+    "ellipsis": ("...i,...i->...", (2, 2), (2, 2)),
+    "size 1 summed": ("ij,jk->ik", (2, 1), (1, 2)),
+    "empty": ("ij,jk->ik", (0, 2), (2, 2)),
+}
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "uint32", "uint64", "int16"])
+@pytest.mark.parametrize("case", list(_EINSUMS))
+def test_unsigned_einsum(dtype, case):
+    equation, *shapes = _EINSUMS[case]
+
+    def call(lib):
+        ops = [lib.arange(_numel(s)).reshape(s).to(getattr(lib, dtype)) for s in shapes]
+        return lib.einsum(equation, *ops)
+    _same(call)
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def test_unsigned_einsum_refuses_before_the_dtypes_are_compared():
+    _same(lambda lib: lib.einsum("i,i->", _vec(lib, "uint32"), lib.arange(4.0)))
+    _same(lambda lib: lib.einsum("i,i->", lib.arange(4.0), _vec(lib, "uint32")))
