@@ -635,6 +635,8 @@ def _scaled(name: str, input: Any, other: Any, alpha: Any) -> Any:
     elif isinstance(alpha, float) and not common._differentiable:
         raise RuntimeError("For integral input tensors, argument alpha must not be a "
                            "floating point number.")
+    elif isinstance(alpha, int) and not common._differentiable:
+        dt.fit_scalar(alpha, common)  # (converted into the integer result's dtype, checked)
     if isinstance(other, numbers.Number) and not isinstance(other, Tensor):
         return other * alpha
     if other.dtype is not common and common._differentiable:
