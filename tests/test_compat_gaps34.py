@@ -190,3 +190,30 @@ def test_bfloat16_cube_keeps_pows_gradient():
         (g,) = lib.autograd.grad((y * y).sum(), x)
         return type(y.grad_fn).__name__, y.tolist(), g.tolist()
     assert grads(ember) == grads(torch)
+
+
+# -- 4. the strides of the dimensions None adds: unsqueeze's, applied left to right -----
+
+_NONE_KEYS = [(None, 1), (None, slice(1, None)), (1, None), (Ellipsis, None, 0), (None, None, 1),
+              (None, 1, None), (slice(None), None, 1), (None, 0, 0), (None, -1),
+              (None, 1, slice(None), None), (slice(None), None, 1, None), (None,), (None, Ellipsis)]
+
+
+@pytest.mark.parametrize("shape", [(3, 2), (2, 3, 4)])
+@pytest.mark.parametrize("key", _NONE_KEYS, ids=repr)
+def test_none_index_strides(shape, key):
+    def view(lib):
+        x = lib.arange(24.0)[:_numel(shape)].reshape(shape)
+        y = x[key]
+        return tuple(y.shape), y.stride(), y.storage_offset(), y.is_contiguous(), y.tolist()
+    assert view(ember) == view(torch)
+
+
+def test_a_none_indexed_view_writes_through():
+    def written(lib):
+        x = lib.arange(6.0).reshape(3, 2)
+        v = x[None, 1]
+        v[0, 0] = 100
+        x[None, 1:] += 1
+        return x.tolist(), v.tolist()
+    assert written(ember) == written(torch)
