@@ -217,3 +217,24 @@ def test_a_none_indexed_view_writes_through():
         x[None, 1:] += 1
         return x.tolist(), v.tolist()
     assert written(ember) == written(torch)
+
+
+# -- 5. torch.return_types: PyTorch's structseq constructor and counts ------------------
+
+def test_return_types_take_one_sequence_and_count_fields():
+    def probe(lib):
+        r = lib.max(lib.tensor([[1.0, 3.0], [2.0, 0.0]]), 1)
+        kind = type(r)
+        made = lib.return_types.max((r.values, r.indices))
+        wrong = _outcome(lambda: lib.return_types.max((1,)))
+        return (kind.n_fields, kind.n_sequence_fields, kind.n_unnamed_fields, len(r),
+                isinstance(r, tuple), repr(made).split(".", 1)[1], wrong)
+    assert probe(ember) == probe(torch)
+
+
+def test_return_types_still_pickle():
+    import pickle
+
+    r = ember.sort(ember.tensor([3, 1, 2]))
+    back = pickle.loads(pickle.dumps(r))
+    assert type(back) is type(r) and back.values.tolist() == [1, 2, 3]
