@@ -560,9 +560,15 @@ def _wrap_fused(kinds: tuple[str, ...], out: Any, first: Tensor, args: tuple) ->
     return wrapped[0] if len(kinds) == 1 else tuple(wrapped)
 
 
+_TWO_63 = 1 << 63
+
+
 def _wrap_int(value: int, dtype: Any) -> Any:
-    """A Python int as the integer `dtype` holds it (wrapping, as a C cast does)."""
-    if not dtype.is_floating_point and dtype.itemsize < 8 and dtype.name != "bool":
+    """A Python int as the integer `dtype` holds it (wrapping, as a C cast does: 2**63
+    into int64 is -2**63); one PyTorch's parser refuses raises (_dt.check_int_arg)."""
+    if not -_TWO_63 <= value < _TWO_63:
+        _dt.check_int_arg(value)
+    if not dtype.is_floating_point and dtype.itemsize <= 8 and dtype.name != "bool":
         bits = 8 * dtype.itemsize
         value &= (1 << bits) - 1
         if dtype.is_signed and value >= 1 << (bits - 1):

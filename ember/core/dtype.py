@@ -359,7 +359,8 @@ def can_cast(from_: dtype, to: dtype) -> bool:
 # PyTorch's C++ names of the dtypes, as its overflow errors print them
 _C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
             "int64": "int64_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-            "float32": "float", "float64": "double"}
+            "float32": "float", "float64": "double", "uint16": "uint16_t", "uint32": "uint32_t",
+            "uint64": "uint64_t"}
 _FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
               "float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308}
 
@@ -367,6 +368,19 @@ _FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
 def c_name(d: dtype) -> str:
     """The C++ type PyTorch's messages name for a dtype (`float`, `int64_t` ...)."""
     return _C_NAMES.get(d.name, d.name)
+
+
+def check_int_arg(value: int) -> int:
+    """`value`, a Python int given as a number argument, when PyTorch's argument parser
+    takes it: from -2**63 up to (not including) 2**64, the top half read as a uint64 (which
+    an int64 computation then wraps). Beyond, its OverflowError, as CPython words it."""
+    if -_TWO_63 <= value < _TWO_64:
+        return value
+    raise OverflowError("can't convert negative int to unsigned" if value < 0 else
+                        "int too big to convert")
+
+
+_TWO_63, _TWO_64 = 1 << 63, 1 << 64
 
 
 def fit_scalar(value: object, to: dtype) -> object:
@@ -382,6 +396,8 @@ def fit_scalar(value: object, to: dtype) -> object:
             raise RuntimeError(f"value cannot be converted to type {_C_NAMES[to.name]} "
                                f"without overflow")
         value = value.real
+    if type(value) is int and not -_TWO_63 <= value < _TWO_64:
+        check_int_arg(value)
     if to is bool_ or isinstance(value, bool) or not isinstance(value, (int, float)) or \
             to.is_complex:
         return value

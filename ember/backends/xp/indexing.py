@@ -29,6 +29,8 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     def getitem(x, *tensors, index, shape=None):
         x, index = _select_ints_first(x, index)
         result = x[_key(index, tensors)]
+        if not tensors and _NONE in index and result.size:
+            return _unsqueeze_strides(xp, x, index, result)
         if not tensors or result.ndim < 2:
             return result
         return _in_index_order(xp, result, x, index, tensors)
@@ -269,6 +271,28 @@ def _broadcast_strides(strides: tuple, shape: tuple, sizes: tuple) -> tuple:
     """An operand's strides as TensorIterator sees them over `shape`: 0 where the operand
     (of `sizes`) has size 1 and `shape` does not."""
     return tuple(0 if n == 1 and m != 1 else st for n, m, st in zip(sizes, shape, strides))
+
+
+_NONE = ("none",)
+
+
+def _unsqueeze_strides(xp: Any, x: Any, index: tuple, result: Any) -> Any:
+    """`result`, the view `x[key]` of a basic key with None, with PyTorch's strides for the
+    dimensions None adds: it applies the key left to right, each None an `unsqueeze` of
+    the tensor so far, whose stride is size * stride of the dimension it goes before (of
+    `x`, as ints and slices further right are not applied yet), or 1 at the end. NumPy
+    gives them 0."""
+    strides = list(result.strides)
+    out_dim = in_dim = 0
+    for entry in index:
+        if entry[0] == "none":
+            strides[out_dim] = x.shape[in_dim] * x.strides[in_dim] if in_dim < x.ndim else \
+                x.itemsize
+            out_dim += 1
+        else:
+            in_dim += 1
+            out_dim += entry[0] != "int"
+    return xp.lib.stride_tricks.as_strided(result, result.shape, tuple(strides))
 
 
 def _select_ints_first(x: Any, index: tuple) -> tuple[Any, tuple]:

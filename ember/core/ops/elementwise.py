@@ -635,6 +635,8 @@ def _scaled(name: str, input: Any, other: Any, alpha: Any) -> Any:
     elif isinstance(alpha, float) and not common._differentiable:
         raise RuntimeError("For integral input tensors, argument alpha must not be a "
                            "floating point number.")
+    elif isinstance(alpha, int) and not common._differentiable:
+        dt.fit_scalar(alpha, common)  # (converted into the integer result's dtype, checked)
     if isinstance(other, numbers.Number) and not isinstance(other, Tensor):
         return other * alpha
     if other.dtype is not common and common._differentiable:
@@ -853,9 +855,28 @@ def _bool_power(input: Any, exponent: Any) -> bool:
     return isinstance(exponent, bool) and isinstance(input, Tensor) and input._dtype is dt.bool_
 
 
+def _stepwise_power(input: Any, exponent: Any) -> bool:
+    """A bfloat16 tensor to the number 3 or -2: PyTorch's CPU kernel multiplies in
+    bfloat16 there (`x * x * x`, `1 / (x * x)`), rounding after each step; any other
+    exponent (a tensor too) it takes to the power in float32, rounded once."""
+    return type(exponent) in (int, float) and (exponent == 3 or exponent == -2) and \
+        isinstance(input, Tensor) and input._dtype is dt.bfloat16
+
+
+def _pow_stepwise(input: Tensor, exponent: Any) -> Tensor:
+    with no_grad():
+        square = mul(input, input)
+        out = mul(square, input) if exponent == 3 else reciprocal(square)
+    record_grad(OPS["pow"], (input, exponent), {}, out)
+    return out
+
+
 def _pow(input: Any, exponent: Any) -> Tensor:
     if _bool_power(input, exponent):  # `b ** True`, `torch.pow(b, False)`
         return input.clone() if exponent else ones_like(input)
+    if type(exponent) in (int, float) and (exponent == 3 or exponent == -2) and \
+            _stepwise_power(input, exponent):  # (inline first: other powers pay no call)
+        return _pow_stepwise(input, exponent)
     if isinstance(exponent, int) and isinstance(input, Tensor) and \
             not input._dtype.is_floating_point:  # PyTorch converts it to input's dtype
         exponent = dt.fit_scalar(exponent, input._dtype)
@@ -867,7 +888,8 @@ _pow_kernel_inplace = _binary_inplace("pow", _pow)
 
 def _pow_inplace(self: Tensor, exponent: Any) -> Tensor:
     """`x.pow_(y)`; `b.pow_(True)` through `_pow` (no kernel takes bool)."""
-    if _bool_power(self, exponent):
+    if _bool_power(self, exponent) or type(exponent) in (int, float) and (
+            exponent == 3 or exponent == -2) and _stepwise_power(self, exponent):
         return apply_inplace(self, lambda old: _pow(old, exponent), exponent, op="pow_")
     return _pow_kernel_inplace(self, exponent)
 

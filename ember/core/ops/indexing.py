@@ -315,6 +315,8 @@ def _write_value(input: Tensor, value: Any, parsed: ParsedIndex, *,
                                "dtype unsigned char")
         if value._dtype is not input._dtype:  # the number masked_fill_ would be given
             dt.fit_scalar(python_scalar(value.item()), input._dtype)
+        if input._dtype in dt.LIMITED_DTYPES:  # (checked here: no call on the hot path)
+            refuse_unsigned("masked_fill", input)
         return to_dtype(reshape(value, ()), input._dtype)
     if parsed.basic:  # PyTorch copies into the view: expand's words
         expanded_shape(value, parsed.shape, "setitem")
@@ -328,8 +330,11 @@ def _write_value(input: Tensor, value: Any, parsed: ParsedIndex, *,
                 f"shape mismatch: value tensor of shape {fmt_shape(tuple(value.shape))} "
                 f"cannot be broadcast to indexing result of shape {fmt_shape(parsed.shape)}"),
                 "setitem (advanced indexing)")
-    if not parsed.basic and value._dtype is not input._dtype:
-        raise _index_put_dtype_error(input, value)
+    if not parsed.basic:
+        if value._dtype is not input._dtype:
+            raise _index_put_dtype_error(input, value)
+        if input._dtype in dt.LIMITED_DTYPES:  # (accumulate too: PyTorch's one kernel)
+            refuse_unsigned("index_put", input)
     return to_dtype(value, input._dtype)
 
 

@@ -22,7 +22,7 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import apply, apply_labelled
 from ember.core.declare import composite, primitive, write_out
-from ember.core.dispatch import user_stacklevel
+from ember.core.dispatch import refuse_unsigned, user_stacklevel
 from ember.core.errors import with_context
 from ember.core.opdef import OPS, Cost, Grad, OutMeta, metadata_rule
 from ember.core.opdef import Precision as P
@@ -714,11 +714,24 @@ def _contraction_dtypes(equation: str, operands: Sequence[Tensor]) -> Sequence[T
         return operands
     shared = any(sum(c in t for t in terms) > 1 for c in summed)
     first = operands[0].dtype
+    if shared and first in dt.LIMITED_DTYPES and _multiplies(terms, operands, summed):
+        refuse_unsigned("bmm", operands[0])  # (before the dtypes are compared, as PyTorch)
     for x in operands[1:]:
         if shared and x.dtype is not first:
             raise RuntimeError(f"expected scalar type {dt.SCALAR_TYPE_NAMES[first.name]} "
                                f"but found {dt.SCALAR_TYPE_NAMES[x.dtype.name]}")
     return operands
+
+
+def _multiplies(terms: Sequence[str], operands: Sequence[Tensor], summed: set) -> bool:
+    """Whether PyTorch's einsum meets a batched matmul: no operand is empty (it returns
+    zeros first) and a summed subscript has a size other than 1 in two operands (a
+    dimension of size 1 is squeezed or summed away before)."""
+    if not all(x.numel() for x in operands):
+        return False
+    wide = [c for term, x in zip(terms, operands) for c, s in set(zip(term, x.shape))
+            if s != 1 and c in summed]
+    return any(wide.count(c) > 1 for c in summed)
 
 
 def _einsum_grads(grad, operands, equation, needs):
