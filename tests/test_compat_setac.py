@@ -1,0 +1,66 @@
+"""PyTorch behaviours the set-AC programs (beam search and sampling decoders, detection
+losses and metrics) needed, checked against torch itself."""
+
+from __future__ import annotations
+
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+
+def _outcome(fn, mod) -> tuple[str, object]:
+    """What `fn(mod)` gives: its value (dtype and nested lists), or its error's type and
+    text."""
+    try:
+        out = fn(mod)
+    except Exception as err:  # noqa: BLE001 (the error is the outcome compared)
+        return type(err).__name__, str(err)
+    return "ok", (str(out.dtype).split(".")[-1], out.tolist())
+
+
+def _same(fn) -> None:
+    assert _outcome(fn, ember) == _outcome(fn, torch)
+
+
+# gather/scatter check the index's shape before its values (a beam search's gather with
+# a 1-d index into 2-d scores names the shape, not an index), and read a 0-d tensor as
+# one element along one dimension, as PyTorch's gather/scatter_shape_check do
+SHAPE_CASES = {
+    "gather ndim": lambda t: t.gather(t.zeros(2, 3), 1, t.tensor([3])),
+    "gather size": lambda t: t.gather(t.zeros(2, 3), 1, t.tensor([[3], [0], [1]])),
+    "gather size dim0": lambda t: t.gather(t.zeros(2, 3), 0, t.tensor([[3, 0, 0, 0]])),
+    "gather 0-d index": lambda t: t.gather(t.tensor([1, 2, 3]), 0, t.tensor(1)),
+    "gather 0-d both": lambda t: t.tensor(1.).gather(0, t.tensor(0)),
+    "gather bad value": lambda t: t.zeros(2, 3).gather(1, t.tensor([[-1]])),
+    "scatter ndim": lambda t: t.zeros(2, 3).scatter(1, t.tensor([3]), t.ones(2, 3)),
+    "scatter value ndim": lambda t: t.zeros(2, 3).scatter(1, t.tensor([3]), 1.0),
+    "scatter size": lambda t: t.zeros(2, 3).scatter(1, t.tensor([[3], [0], [0]]),
+                                                    t.ones(3, 3)),
+    "scatter_add ndim": lambda t: t.zeros(2, 3).scatter_add(1, t.tensor([3]), t.ones(2, 3)),
+    "scatter_reduce ndim": lambda t: t.zeros(2, 3).scatter_reduce(1, t.tensor([3]),
+                                                                  t.ones(2, 3), "sum"),
+    "scatter 0-d index": lambda t: t.zeros(3).scatter(0, t.tensor(1), t.tensor(5.)),
+    "scatter 0-d index value": lambda t: t.zeros(3).scatter(0, t.tensor(1), 5.),
+    "scatter_add 0-d index": lambda t: t.zeros(3).scatter_add(0, t.tensor(2),
+                                                              t.tensor([5., 6.])),
+    "scatter_reduce 0-d index": lambda t: t.zeros(3).scatter_reduce(
+        0, t.tensor(1), t.tensor(5.), "amax", include_self=False),
+}
+
+
+@pytest.mark.parametrize("case", SHAPE_CASES)
+def test_gather_scatter_shape_checks_as_torch(case: str) -> None:
+    _same(SHAPE_CASES[case])
+
+
+def test_gather_scatter_0d_index_grads_as_torch() -> None:
+    grads = []
+    for t in (torch, ember):
+        x = t.tensor([1., 2., 3.], requires_grad=True)
+        (x.gather(0, t.tensor(1)) * 3).backward()
+        s = t.tensor(4., requires_grad=True)
+        t.zeros(3).scatter(0, t.tensor(1), s * 2).sum().backward()
+        grads.append((x.grad.tolist(), s.grad.tolist()))
+    assert grads[1] == grads[0]
