@@ -84,3 +84,27 @@ def test_float32_exp_rounds_as_torch() -> None:
     assert (inplace.numpy() == e_exp).all()
     strided = ember.tensor(values[:6]).view(2, 3).t()
     assert strided.exp().stride() == torch.from_numpy(values[:6]).view(2, 3).t().exp().stride()
+
+
+MESHGRID_CASES = {
+    "dtype before rank": lambda t: t.meshgrid(t.ones(2, 2), t.arange(2), indexing="ij"),
+    "dtype before indexing": lambda t: t.meshgrid(t.ones(2), t.arange(2), indexing="ab"),
+    "indexing before rank": lambda t: t.meshgrid(t.ones(2, 2), t.ones(2), indexing="ab"),
+    "list before indexing": lambda t: t.meshgrid([], indexing="ab"),
+    "later dtype before rank": lambda t: t.meshgrid(t.ones(2), t.ones(2, 2), t.arange(2),
+                                                    indexing="ij"),
+}
+
+
+@pytest.mark.parametrize("case", MESHGRID_CASES)
+def test_meshgrid_checks_in_torch_order(case: str) -> None:
+    """An anchor generator's meshgrid of mixed inputs fails with PyTorch's first error."""
+    _same(lambda t: MESHGRID_CASES[case](t)[0])
+
+
+def test_meshgrid_rank_error_as_torch() -> None:
+    """(PyTorch prints the tensor in ATen's format after "got: "; the text before it.)"""
+    for t in (torch, ember):
+        with pytest.raises(RuntimeError, match=r"^torch.meshgrid: Expected 0D or 1D tensor "
+                                               r"in the tensor list but got: "):
+            t.meshgrid(t.ones(2, 2), t.ones(2), indexing="ij")
