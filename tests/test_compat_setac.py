@@ -108,3 +108,17 @@ def test_meshgrid_rank_error_as_torch() -> None:
         with pytest.raises(RuntimeError, match=r"^torch.meshgrid: Expected 0D or 1D tensor "
                                                r"in the tensor list but got: "):
             t.meshgrid(t.ones(2, 2), t.ones(2), indexing="ij")
+
+
+def test_float32_sigmoid_as_torch() -> None:
+    """A focal loss's sigmoid: PyTorch's 1 / (1 + exp(-x)) bits, and its 0 where exp(-x)
+    overflows (below -88.7), not the denormals of the e / (1 + e) form."""
+    import numpy as np
+
+    extreme = [-100.0, -90.0, -88.5, -20.0, 0.0, 100.0]
+    assert ember.sigmoid(ember.tensor(extreme)).tolist() == \
+        torch.sigmoid(torch.tensor(extreme)).tolist()
+    values = np.random.default_rng(1).uniform(-8, 8, 1000).astype(np.float32)
+    t_sig = torch.sigmoid(torch.from_numpy(values)).numpy()
+    e_sig = ember.sigmoid(ember.tensor(values)).numpy()
+    assert (t_sig != e_sig).mean() < 0.06
