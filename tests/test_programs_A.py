@@ -891,6 +891,28 @@ PROGRAMS_Z33 = [
 ]
 PROGRAM_SPECS += PROGRAMS_Z33
 
+# set AC (session 34): decoding and detection as libraries write them: fairseq /
+# HuggingFace-style beam search (beams flattened into the batch, topk over beam * vocab,
+# eos masking, length penalty, n-best lists), top-k / nucleus sampling with multinomial;
+# RetinaNet targets and COCO-style AP (anchors by meshgrid, BoxCoder, Matcher with
+# low-quality matches, sigmoid focal loss, batched NMS by coordinate offsets, cummax AP);
+# graph pooling (scatter_reduce both include_self ways, index_reduce_, bincount, CSR
+# segment sums, kNN graphs by cdist + topk(largest=False))
+PROGRAMS_AC34 = [
+    Program("beam_search_generate.py", trends=[Trend(r"step +\d+ loss ([\d.]+)", 0.5, 0.3)],
+            same=r"(?m)^(?!step +\d+ loss).*",
+            first=r"step +\d+ loss ([\d.]+)", long=True),
+    Program("retinanet_losses_map.py",
+            trends=[Trend(r"step +\d+ loss ([\d.]+)", 0.6, 0.3)],
+            same=r"(?m)^(?!step +\d+ loss|detections|AP per class).*",
+            first=r"step +\d+ loss ([\d.]+)", long=True),
+    Program("graph_pooling_scatter.py",
+            trends=[Trend(r"step +\d+ loss ([\d.]+)", 0.5, 0.3)],
+            same=r"(?m)^(?!step +\d+ loss).*",
+            first=r"step +\d+ loss ([\d.]+)", long=True),
+]
+PROGRAM_SPECS += PROGRAMS_AC34
+
 
 def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
     workdir.mkdir()

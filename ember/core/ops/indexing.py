@@ -116,21 +116,27 @@ def _check_index_tensor(op: str, index) -> None:
         raise RuntimeError(f"{op}: expected an int64 index tensor, got {index.dtype}")
 
 
+def _check_gather_shape(input_shape: tuple, index_shape: tuple, dim: int) -> None:
+    """PyTorch's gather_shape_check, before any index is read: a 0-d tensor counts as one
+    element along one dimension."""
+    inp, idx = input_shape or (1,), index_shape or (1,)
+    if len(idx) != len(inp):
+        raise with_context(RuntimeError("Index tensor must have the same number of dimensions "
+                                        "as input tensor"),
+                           f"gather: input {fmt_shape(input_shape)}, index "
+                           f"{fmt_shape(index_shape)}")
+    for d in range(len(inp)):
+        if d != dim and idx[d] > inp[d]:
+            raise RuntimeError(f"Size does not match at dimension {d} expected index "
+                               f"{fmt_shape(index_shape)} to be no larger than self "
+                               f"{fmt_shape(input_shape)} apart from dimension {dim}")
+
+
 @metadata_rule
 def _gather_rule(input, index, *, dim):
     _check_index_tensor("gather", index)
-    if not _numel(index.shape):  # PyTorch checks no shape for an empty index
-        return OutMeta(index.shape, input.dtype, None)
-    if index.ndim != input.ndim:
-        raise with_context(RuntimeError("Index tensor must have the same number of dimensions "
-                                        "as input tensor"),
-                           f"gather: input {fmt_shape(input.shape)}, index "
-                           f"{fmt_shape(index.shape)}")
-    for d in range(input.ndim):
-        if d != dim and index.shape[d] > input.shape[d]:
-            raise RuntimeError(f"gather: Size does not match at dimension {d} expected index "
-                               f"{fmt_shape(index.shape)} to be no larger than self "
-                               f"{fmt_shape(input.shape)} apart from dimension {dim}")
+    if _numel(index.shape):  # PyTorch checks no shape for an empty index
+        _check_gather_shape(tuple(input.shape), tuple(index.shape), dim)
     return OutMeta(index.shape, input.dtype, None)
 
 
@@ -141,24 +147,35 @@ def _numel(shape: tuple) -> int:
     return n
 
 
+def _check_scatter_shape(op: str, input_shape: tuple, index_shape: tuple,
+                         src_shape: tuple | None, dim: int) -> None:
+    """PyTorch's scatter_shape_check, before any index is read (`src_shape` None: a
+    scalar value): a 0-d tensor counts as one element along one dimension."""
+    inp, idx = input_shape or (1,), index_shape or (1,)
+    src = None if src_shape is None else src_shape or (1,)
+    for other, name in ((inp, "self"), (src, "src")):
+        if other is not None and len(idx) != len(other):
+            raise with_context(RuntimeError(f"Index tensor must have the same number of "
+                                            f"dimensions as {name} tensor"),
+                               f"{op}: self {fmt_shape(input_shape)}, index "
+                               f"{fmt_shape(index_shape)}, src {src_shape}")
+    for d in range(len(inp)):
+        if (src is not None and idx[d] > src[d]) or (d != dim and idx[d] > inp[d]):
+            tail = ("" if src is None else
+                    f" and to be no larger size than src {fmt_shape(src_shape)}")
+            raise with_context(RuntimeError(
+                f"Expected index {fmt_shape(index_shape)} to be no larger than self "
+                f"{fmt_shape(input_shape)} apart from dimension {dim}{tail}"),
+                f"{op}, along dimension {d}")
+
+
 def _scatter_rule(op: str):
     @metadata_rule
     def rule(input, index, src, *, dim):
         _check_index_tensor(op, index)
         if not _numel(index.shape):  # PyTorch checks no shape for an empty index
             return OutMeta(input.shape, input.dtype, None)
-        for other, name in ((input, "self"), (src, "src")):
-            if index.ndim != other.ndim:
-                raise with_context(RuntimeError(f"Index tensor must have the same number of "
-                                                f"dimensions as {name} tensor"),
-                                   f"{op}: self {fmt_shape(input.shape)}, index "
-                                   f"{fmt_shape(index.shape)}, src {fmt_shape(src.shape)}")
-        for d in range(input.ndim):
-            if index.shape[d] > src.shape[d] or (d != dim and index.shape[d] > input.shape[d]):
-                raise with_context(RuntimeError(
-                    f"Expected index {fmt_shape(index.shape)} to be no larger than self "
-                    f"{fmt_shape(input.shape)} apart from dimension {dim} and to be no larger "
-                    f"size than src {fmt_shape(src.shape)}"), f"{op}, along dimension {d}")
+        _check_scatter_shape(op, tuple(input.shape), tuple(index.shape), tuple(src.shape), dim)
         if src.dtype is not input.dtype:
             raise _scatter_dtype_error()
         return OutMeta(input.shape, input.dtype, None)
@@ -441,7 +458,10 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
                        tuple(index.shape))
     if not index.numel():  # nothing read (and no shape checked), still in the graph
         return reshape(reshape(input, (-1,))[:0], tuple(index.shape))
+    _check_gather_shape(tuple(input.shape), tuple(index.shape), d)
     check_in_range("gather", index, input.shape[d], d)
+    if not index.ndim:  # a 0-d index into a 1-d input: one element, as PyTorch reads it
+        return reshape(apply(OPS["gather"], input, reshape(index, (1,)), dim=d), ())
     return apply(OPS["gather"], input, index, dim=d)
 
 
@@ -520,10 +540,14 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
         raise _scatter_dtype_error()
     if not index.numel():  # nothing written (and no shape checked)
         return input.clone()
+    _check_scatter_shape("scatter", tuple(input.shape), tuple(index.shape),
+                         tuple(src.shape) if isinstance(src, Tensor) else None, d)
     # the indices first, then the value, as PyTorch checks them (a 0-d input: one element)
     check_in_range("scatter", index, input.shape[d] if input.ndim else 1, d)
     if not isinstance(src, Tensor):
         src = full(tuple(index.shape), src, dtype=input.dtype, device=input.device)
+    if input.ndim and not index.ndim:  # a 0-d index into a 1-d input: one element
+        index, src = reshape(index, (1,)), reshape(src, (-1,))[:1]
     if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
         return reshape(scatter(reshape(input, (1,)), 0, reshape(index, (-1,)),
                                reshape(src, (-1,))), ())
@@ -546,7 +570,11 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
         return reshape(scatter_add(reshape(input, (1,)), 0, reshape(index, (-1,)),
                                    reshape(src, (-1,))), ())
+    _check_scatter_shape("scatter_add", tuple(input.shape), tuple(index.shape),
+                         tuple(src.shape), d)
     check_in_range("scatter_add", index, input.shape[d], d)
+    if not index.ndim:  # a 0-d index into a 1-d input: one element, as PyTorch reads it
+        index, src = reshape(index, (1,)), reshape(src, (-1,))[:1]
     return apply(OPS["scatter_add"], input, index, to_dtype(src, input._dtype), dim=d)
 
 
@@ -1122,6 +1150,8 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
         return input.clone()
     # PyTorch's scatter family: a RuntimeError, and no index counts from the end
     check_in_range("scatter_reduce", index, input.shape[d] if input.ndim else 1, d)
+    if input.ndim and not index.ndim:  # a 0-d index into a 1-d input: one element
+        index, src = reshape(index, (1,)), reshape(src, (-1,))[:1]
     with no_grad():
         out = _scatter_reduced(input, d, index, src, _SCATTER_LEGACY.get(reduce, reduce),
                                include_self)

@@ -476,19 +476,21 @@ def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple:
         warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass "
                       "the indexing argument.", UserWarning, stacklevel=3)
         indexing = "ij"
-    if indexing not in ("ij", "xy"):
-        raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but '
-                           f'received: {indexing}')
+    # PyTorch's order of checks: the list, the dtypes and devices, the indexing, the ranks
     if not xs:
         raise RuntimeError("meshgrid expects a non-empty TensorList")
     for x in xs:
-        if x.ndim > 1:
-            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list "
-                               f"but got: {x}")
         if x.dtype is not xs[0].dtype:
             raise RuntimeError("meshgrid expects all tensors to have the same dtype")
         if x.device != xs[0].device:
             raise RuntimeError("meshgrid expects all tensors to have the same device")
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but '
+                           f'received: {indexing}')
+    for x in xs:
+        if x.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list "
+                               f"but got: {x}")
     swap = indexing == "xy" and len(xs) >= 2
     if swap:
         xs[0], xs[1] = xs[1], xs[0]
