@@ -40,6 +40,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _torch_function_watch_off():
+    """A test whose Tensor subclass defines `__torch_function__` turns on ember's override
+    check (for good, as in a program): later tests in the process must not inherit it
+    (their op-entry hooks, method routing and error texts would change)."""
+    yield
+    from ember.core import torch_function
+
+    if torch_function.watching:
+        torch_function.unwatch()
+
+
 @pytest.fixture
 def clean_env(monkeypatch):
     """Clear ember's switches so a test starts from the defaults."""

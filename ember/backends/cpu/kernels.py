@@ -261,8 +261,8 @@ def _exp_rounded_once(exp):
 
     def kernel(x, out=None):
         if type(x) is not np.ndarray or x.dtype != f32 or x.size > _EXP_WIDE_MAX or \
-                (out is not None and not out.flags.writeable):
-            return exp(x, out=out)
+                not x.flags.c_contiguous or (out is not None and not out.flags.writeable):
+            return exp(x, out=out)  # (a view: the kernel lays its result out as PyTorch's)
         wide = exp(x.astype(np.float64))
         if out is None:
             return wide.astype(f32)
@@ -284,7 +284,7 @@ def _sigmoid_as_torch(sigmoid, exp):
 
     def kernel(x, out=None):
         if type(x) is not np.ndarray or x.dtype != f32 or x.size > _EXP_WIDE_MAX or \
-                (out is not None and not out.flags.writeable):
+                not x.flags.c_contiguous or (out is not None and not out.flags.writeable):
             return sigmoid(x, out=out)
         with np.errstate(over="ignore"):
             e = exp(np.negative(x))
