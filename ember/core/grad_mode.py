@@ -191,22 +191,32 @@ class inference_mode(_GradMode):  # noqa: N801
         return super().__exit__(*exc)
 
 
-class enforce_grad_layout_policy:  # noqa: N801 - PyTorch's spelling
-    """Context manager and decorator: whether autograd enforces the gradient layout
-    contract on this thread (a leaf's first `.grad` laid out with the leaf's strides,
-    the default) or, with `enable=False`, keeps a gradient it can take over (one no other
-    tensor holds) in the layout it has. As PyTorch's, the setting takes effect when the
-    object is made, and leaving the block (or a decorated call) restores the previous
-    one."""
+class _SetWhenMade:
+    """A context manager, function and decorator whose setting takes effect when the
+    object is made, as PyTorch's `set_multithreading_enabled` and the grad layout policy:
+    leaving the block (or a decorated call) restores the previous one. Subclasses say
+    where the setting lives (`_read`, `_write`), and whether decorating restores it at
+    once (`_restored_when_decorating`: the setting then holds only while the function
+    runs)."""
 
-    def __init__(self, enable: bool = True) -> None:
-        self.prev = state.layout_enforced
-        state.layout_enforced = bool(enable)
-        self.mode = enable
+    _restored_when_decorating = False
+
+    def __init__(self, mode: bool) -> None:
+        self.prev = self._read()
+        self._write(bool(mode))
+        self.mode = mode
+
+    @staticmethod
+    def _read() -> bool:
+        raise NotImplementedError
+
+    @staticmethod
+    def _write(mode: bool) -> None:
+        raise NotImplementedError
 
     def __call__(self, orig_func: Callable) -> Callable:
-        state.layout_enforced = self.prev  # (decorating: set only while the function runs)
-        import functools
+        if self._restored_when_decorating:
+            self._write(self.prev)
 
         @functools.wraps(orig_func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -218,11 +228,33 @@ class enforce_grad_layout_policy:  # noqa: N801 - PyTorch's spelling
         pass
 
     def __exit__(self, *exc: Any) -> None:
-        state.layout_enforced = self.prev
+        self._write(self.prev)
 
-    def clone(self) -> enforce_grad_layout_policy:
-        """A copy of this object (made anew: it sets the policy again)."""
+    def clone(self) -> _SetWhenMade:
+        """A copy of this object (made anew: it sets the mode again)."""
         return self.__class__(self.mode)
+
+
+class enforce_grad_layout_policy(_SetWhenMade):  # noqa: N801 - PyTorch's spelling
+    """Context manager and decorator: whether autograd enforces the gradient layout
+    contract on this thread (a leaf's first `.grad` laid out with the leaf's strides,
+    the default) or, with `enable=False`, keeps a gradient it can take over (one no other
+    tensor holds) in the layout it has. As PyTorch's, the setting takes effect when the
+    object is made, and leaving the block (or a decorated call) restores the previous
+    one."""
+
+    _restored_when_decorating = True
+
+    def __init__(self, enable: bool = True) -> None:
+        super().__init__(enable)
+
+    @staticmethod
+    def _read() -> bool:
+        return state.layout_enforced
+
+    @staticmethod
+    def _write(mode: bool) -> None:
+        state.layout_enforced = mode
 
 
 _multithreading = [True]  # (one setting for the process, as PyTorch's engine has)
@@ -234,32 +266,21 @@ def is_multithreading_enabled() -> bool:
     return _multithreading[0]
 
 
-class set_multithreading_enabled:  # noqa: N801 - PyTorch's spelling
+class set_multithreading_enabled(_SetWhenMade):  # noqa: N801 - PyTorch's spelling
     """Context manager (or function, or decorator) setting `is_multithreading_enabled`: it
     takes effect when the object is made, and leaving the block restores the previous
-    setting, as PyTorch's."""
+    setting, as PyTorch's (decorating leaves it set, as PyTorch's does too)."""
 
     def __init__(self, mode: bool) -> None:
-        self.prev = _multithreading[0]
-        _multithreading[0] = bool(mode)
-        self.mode = mode
+        super().__init__(mode)
 
-    def __call__(self, orig_func: Callable) -> Callable:
-        @functools.wraps(orig_func)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with self.clone():
-                return orig_func(*args, **kwargs)
-        return wrapper
+    @staticmethod
+    def _read() -> bool:
+        return _multithreading[0]
 
-    def __enter__(self) -> None:
-        pass
-
-    def __exit__(self, *exc: Any) -> None:
-        _multithreading[0] = self.prev
-
-    def clone(self) -> set_multithreading_enabled:
-        """A copy of this object (made anew: it sets the mode again)."""
-        return self.__class__(self.mode)
+    @staticmethod
+    def _write(mode: bool) -> None:
+        _multithreading[0] = mode
 
 
 # PyTorch's grad modes live in torch.autograd.grad_mode, and their reprs name it

@@ -144,27 +144,32 @@ def _call_non_full_hook(hook: Callable, module: Module, grad_input: tuple,
     return hook(module, grad_input, grad_output)
 
 
+def _as_tensors(value: Any) -> tuple | None:
+    """`value` as a tuple of tensors (a lone tensor, or a tuple of them), else None."""
+    if isinstance(value, Tensor):
+        return (value,)
+    if isinstance(value, tuple) and all(isinstance(v, Tensor) for v in value):
+        return value
+    return None
+
+
 def _warn_non_full_backward_hook(inputs: Any, result: Any, grad_fn: Any) -> None:
     """PyTorch's FutureWarnings where a non-full backward hook misses gradients."""
     tail = " Please use register_full_backward_hook to get the documented behavior."
-    if not isinstance(result, Tensor):
-        if not (isinstance(result, tuple) and all(isinstance(r, Tensor) for r in result)):
-            warnings.warn("Using non-full backward hooks on a Module that does not return a "
-                          "single Tensor or a tuple of Tensors is deprecated and will be "
-                          "removed in future versions. This hook will be missing some of the "
-                          "grad_output." + tail, FutureWarning, stacklevel=4)
-            return
-    else:
-        result = (result,)
-    if not isinstance(inputs, Tensor):
-        if not (isinstance(inputs, tuple) and all(isinstance(i, Tensor) for i in inputs)):
-            warnings.warn("Using non-full backward hooks on a Module that does not take as "
-                          "input a single Tensor or a tuple of Tensors is deprecated and will "
-                          "be removed in future versions. This hook will be missing some of "
-                          "the grad_input." + tail, FutureWarning, stacklevel=4)
-            return
-    else:
-        inputs = (inputs,)
+    result = _as_tensors(result)
+    if result is None:
+        warnings.warn("Using non-full backward hooks on a Module that does not return a "
+                      "single Tensor or a tuple of Tensors is deprecated and will be "
+                      "removed in future versions. This hook will be missing some of the "
+                      "grad_output." + tail, FutureWarning, stacklevel=4)
+        return
+    inputs = _as_tensors(inputs)
+    if inputs is None:
+        warnings.warn("Using non-full backward hooks on a Module that does not take as "
+                      "input a single Tensor or a tuple of Tensors is deprecated and will "
+                      "be removed in future versions. This hook will be missing some of "
+                      "the grad_input." + tail, FutureWarning, stacklevel=4)
+        return
     out_grad_fn = {r.grad_fn for r in result if r.grad_fn is not None}
     if not out_grad_fn or (len(out_grad_fn) == 1 and grad_fn not in out_grad_fn):
         warnings.warn("Using a non-full backward hook when outputs are nested in python data "
