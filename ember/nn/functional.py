@@ -19,6 +19,7 @@ from typing import Any
 import ember
 from ember import Tensor
 from ember.core import backend as _contract
+from ember.core import dtype as _dt
 from ember.core import tracing as _tracing
 from ember.core.dispatch import user_stacklevel as _user_stacklevel
 from ember.core.errors import with_context
@@ -46,6 +47,7 @@ from ember.core.ops.losses import (  # noqa: F401 - the losses are declared in c
     soft_margin_loss,
     triplet_margin_loss,
 )
+from ember.core.ops.reduction import in_float32 as _in_float32_core
 from ember.core.ops.shape import in_format_of, in_memory_format, in_suggested_format
 from ember.core.storage import cpp_type_name as _cpp_type_name
 from ember.core.storage import scalar_type_name as _scalar_type_name
@@ -1303,16 +1305,14 @@ def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
     return celu(input, alpha, inplace=True)
 
 
-_HALF_FLOATS = (ember.float16, ember.bfloat16)
+_HALF_FLOATS = _dt.HALF_DTYPES
 
 
 def _in_float32(input: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
-    """fn(input), computed in float32 and rounded once for a half-float input: PyTorch's
-    activations compute in float32 ("opmath"); rounding each step to bfloat16 differs
-    by an ulp in about half the elements."""
-    if input.dtype in _HALF_FLOATS:
-        return fn(input.float()).to(input.dtype)
-    return fn(input)
+    """fn(input), computed in float32 and rounded once for a half-float input (core's
+    `reduction.in_float32`: PyTorch's activations compute in float32, "opmath"; rounding
+    each step to bfloat16 differs by an ulp in about half the elements)."""
+    return _in_float32_core(fn, input) if input.dtype in _HALF_FLOATS else fn(input)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:

@@ -262,8 +262,8 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
     n = input.numel() if dims is None else math.prod(input.shape[d] for d in dims)
     with no_grad():  # (the sum primitive itself: `dims` are checked already)
         if input._dtype in dt.HALF_DTYPES:  # PyTorch's: the float32 sum's mean, rounded once
-            out = to_dtype(run("sum", to_dtype(input, dt.float32), dims=dims, keepdim=keepdim)
-                           / (n if n else float("nan")), input._dtype)
+            out = in_float32(lambda x: run("sum", x, dims=dims, keepdim=keepdim) /
+                             (n if n else float("nan")), input)
         else:
             out = run("sum", input, dims=dims, keepdim=keepdim) / (n if n else float("nan"))
     record_grad(OPS["mean"], (input,), {"dims": dims, "keepdim": keepdim, "n": n}, out,
