@@ -10,6 +10,7 @@ from ember.backends.xp.lib import (
     Kernel,
     copy_like,
     disordered,
+    in_float32,
     in_torch_order,
     torch_layout,
 )
@@ -77,15 +78,6 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
                             args, out)
         return kernel
 
-    def in_float32(f, x, out):
-        """`f(x)` of a half-precision x by PyTorch's rule for its elementwise kernels:
-        computed in float32, rounded once (into `out` where given)."""
-        y = f(x.astype(xp.float32)).astype(x.dtype)
-        if out is None:
-            return y
-        xp.copyto(out, y)
-        return out
-
     def sigmoid(x, out=None):
         # e / (1 + e) with e = exp(-|x|) <= 1: never overflows, and keeps its relative
         # precision for very negative x (the tanh form rounds 0.5 - 0.5 to 0 below -17)
@@ -93,7 +85,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             with quiet():
                 return as_array(xp.reciprocal(xp.add(xp.exp(-x), 1), out=out))
         if x.dtype in low_precision:
-            return in_float32(sigmoid, x, out)
+            return in_float32(xp, sigmoid, x, out=out)
         e = as_array(xp.exp(-xp.abs(x)))
         y = xp.where(x >= 0, x.dtype.type(1), e)
         return as_array(xp.true_divide(y, xp.add(e, 1, out=e), out=out))
@@ -121,7 +113,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 
     def rsqrt(x, out=None):
         if x.dtype in low_precision:  # (the square root not rounded to it first)
-            return in_float32(rsqrt, x, out)
+            return in_float32(xp, rsqrt, x, out=out)
         return xp.reciprocal(xp.sqrt(x, out=out), out=out)
 
     def relu(x, out=None):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ember.backends.xp.lib import ArrayLib, Kernel
+from ember.backends.xp.lib import ArrayLib, Kernel, in_float32
 
 
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
@@ -24,21 +24,21 @@ def _backward_formulas(lib: ArrayLib) -> dict[str, Kernel]:
 
     low_precision = lib.low_precision
 
-    def in_float32(formula):
+    def opmath(formula):
         """Half floats computed in float32 and rounded once, as PyTorch's kernels."""
         def kernel(y, g):
             if y.dtype in low_precision:
-                return formula(y.astype(xp.float32), g.astype(xp.float32)).astype(y.dtype)
+                return in_float32(xp, formula, y, g)
             return formula(y, g)
         return kernel
 
-    @in_float32
+    @opmath
     def tanh_backward(y, g):
         out = xp.multiply(y, y)
         xp.subtract(1, out, out=out)
         return xp.multiply(out, g, out=out)
 
-    @in_float32
+    @opmath
     def sigmoid_backward(y, g):
         out = xp.subtract(1, y)
         out *= y

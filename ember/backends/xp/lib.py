@@ -36,6 +36,17 @@ OVERLAP = ("unsupported operation: more than one element of the written-to tenso
 view): raised where `Hooks.read_only` says a buffer must not be written."""
 
 
+def in_float32(xp: Any, f: Kernel, *arrays: Any, out: Any = None) -> Any:
+    """`f(*arrays)` of half-precision arrays by PyTorch's rule for its CPU kernels
+    ("opmath"): computed in float32, rounded once to the first array's dtype (into `out`
+    where given)."""
+    y = f(*(a.astype(xp.float32) for a in arrays)).astype(arrays[0].dtype)
+    if out is None:
+        return y
+    xp.copyto(out, y)
+    return out
+
+
 def copy_like(x: Any, dtype: Any, xp: Any) -> Any:
     """`x` copied into `dtype`, laid out as PyTorch's `to` lays out the copy: with `x`'s
     own strides when they are dense (row-major or a permuted view), else densely in
