@@ -93,8 +93,14 @@ def not_implemented_for(op: str, x: Any, dtype: Any = None) -> NotImplementedErr
     'ComplexFloat'` (a NotImplementedError, which is a RuntimeError's kin in PyTorch);
     `dtype`: the dtype named, when not tensor `x`'s; `x` a number: the CPU's kernel."""
     device = x._device.type if isinstance(x, Tensor) else "cpu"
-    return NotImplementedError(f'"{kernel_name(op, device)}" not implemented for '
-                               f"'{_dt.SCALAR_TYPE_NAMES[(dtype or x._dtype).name]}'")
+    return kernel_refuses(kernel_name(op, device), dtype or x._dtype)
+
+
+def kernel_refuses(kernel: str, d: _dt.dtype) -> NotImplementedError:
+    """PyTorch's words for its kernel `kernel` (named as its message names it) lacking
+    dtype `d`: `"add_stub" not implemented for 'Float8_e4m3fn'`."""
+    return NotImplementedError(f'"{kernel}" not implemented for '
+                               f"'{_dt.SCALAR_TYPE_NAMES[d.name]}'")
 
 
 _FLOAT8 = frozenset(_dt.FLOAT8_DTYPES)
@@ -115,8 +121,7 @@ def refuse_barebones(op: str, args: tuple, attrs: dict | None = None,
     else:
         kernel = unsigned.refuses(op, args, attrs or {}, getattr(meta, "compute", None))
     if kernel is not None:
-        raise NotImplementedError(f'"{kernel}" not implemented for '
-                                  f"'{_dt.SCALAR_TYPE_NAMES[d.name]}'")
+        raise kernel_refuses(kernel, d)
 
 
 def refuse_unsigned(kernel: str, x: Tensor) -> None:
@@ -124,8 +129,7 @@ def refuse_unsigned(kernel: str, x: Tensor) -> None:
     `kernel` (named as its message names it) refuses: for a composite op whose parts
     would refuse under other names, or compute."""
     if x._dtype in _LIMITED:
-        raise NotImplementedError(f'"{kernel}" not implemented for '
-                                  f"'{_dt.SCALAR_TYPE_NAMES[x._dtype.name]}'")
+        raise kernel_refuses(kernel, x._dtype)
 
 
 def refuse_complex(op: str, args: Any) -> None:
