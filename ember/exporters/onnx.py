@@ -38,6 +38,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import warnings
 from collections.abc import Iterable
 from typing import IO, Any
 
@@ -71,7 +72,7 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 
 __all__ = ["export", "UnsupportedOperatorError", "ExportContext", "SymDim", "converter",
            "register_converter", "unregister_converter", "converters", "DEFAULT_OPSET",
-           "MIN_OPSET", "MAX_OPSET", "EXTERNAL_DATA_THRESHOLD",
+           "MIN_OPSET", "MAX_OPSET", "LEGACY_MIN_OPSET", "EXTERNAL_DATA_THRESHOLD", "is_exporting",
            # helpers for writing converters, defined in onnx_context, importable here as ever
            "Converter", "meta", "numpy_dtype", "onnx_type"]
 
@@ -80,6 +81,8 @@ DEFAULT_OPSET = 17
 MIN_OPSET = 14
 MAX_OPSET = 23
 """The newest opset checked against onnxruntime (1.31 runs opsets up to 23 / IR 11)."""
+LEGACY_MIN_OPSET = 7
+"""torch.onnx.export's lowest opset; asked for, opsets 7 to 13 are written as MIN_OPSET."""
 EXTERNAL_DATA_THRESHOLD = 2_000_000_000
 """Initializers larger than this in total (bytes) are saved as external data: protobuf
 cannot serialize a message of 2 GiB or more. Tests lower it to exercise that path."""
@@ -133,18 +136,36 @@ def _normalize_axes(dynamic_axes: dict | None, inputs: list[str], outputs: list[
 
 def _check_opset(opset: int | None) -> int:
     opset = DEFAULT_OPSET if opset is None else int(opset)
-    if not MIN_OPSET <= opset <= MAX_OPSET:
+    if LEGACY_MIN_OPSET <= opset < MIN_OPSET:
+        # PyTorch's TorchScript exporter still writes these, and programs ask for them;
+        # ember's converters start at MIN_OPSET, which every current runtime reads
+        warnings.warn(f"ember.onnx.export: opset_version {opset} is below the lowest opset "
+                      f"ember writes; the model is exported with opset {MIN_OPSET}",
+                      stacklevel=4)
+        return MIN_OPSET
+    if not LEGACY_MIN_OPSET <= opset <= MAX_OPSET:
         raise ValueError(f"ember.onnx.export: opset_version {opset} is not supported; ember "
                          f"writes opsets {MIN_OPSET} to {MAX_OPSET} (default {DEFAULT_OPSET})")
     return opset
 
 
+_exporting = 0  # how many exports are tracing their model now (is_exporting)
+
+
+def is_exporting() -> bool:
+    """Whether a model is being traced for ONNX export (``torch.onnx.is_in_onnx_export``)."""
+    return _exporting > 0
+
+
 def to_model(model: Any, args: Any, input_names: list[str] | None = None,
              output_names: list[str] | None = None, dynamic_axes: dict | None = None,
              opset_version: int | None = None, export_params: bool = True,
-             do_constant_folding: bool = True) -> Any:
+             do_constant_folding: bool = True, training: str = "eval",
+             keep_initializers_as_inputs: bool = False) -> Any:
     """Trace `model` on `args` and convert it to an `onnx.ModelProto` (not checked or
-    written: see `export`)."""
+    written: see `export`). `training` is "eval", "train" (the modules are put in that
+    mode while tracing) or "preserve"."""
+    global _exporting
     if onnx is None:
         raise ImportError("ember.onnx needs the onnx package: pip install 'ember[onnx]'")
     opset = _check_opset(opset_version)
@@ -156,8 +177,9 @@ def to_model(model: Any, args: Any, input_names: list[str] | None = None,
                             f"{type(x).__name__}")
     is_module = isinstance(model, ember.nn.Module)
     modes = [(m, m.training) for m in model.modules()] if is_module else []
-    if is_module:
-        model.eval()
+    if is_module and training != "preserve":
+        model.train(training == "train")
+    _exporting += 1
     try:
         graph = trace_root(model, inputs, check=True)
         n_out = len(graph.output_values())
@@ -186,6 +208,7 @@ def to_model(model: Any, args: Any, input_names: list[str] | None = None,
         input_axes = {in_names.index(n): spec for n, spec in axes.items() if n in in_names}
         dynamic = analyse(model, inputs, graph, input_axes) if input_axes else DynamicAxes()
     finally:
+        _exporting -= 1
         for m, mode in modes:
             m.training = mode
     ctx = ExportContext(graph, opset, converters(), export_params=export_params,
@@ -225,6 +248,9 @@ def to_model(model: Any, args: Any, input_names: list[str] | None = None,
                      for v, name in zip(out_values, out_names)]
     initializers = [numpy_helper.from_array(arr, name) for name, arr in ctx.initializers.items()
                     if name in used]
+    if keep_initializers_as_inputs:  # listed as graph inputs too (their defaults)
+        graph_inputs += [helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+                         for t in initializers]
     value_info = []
     outputs_of_nodes = {o for node in nodes for o in node.output}
     for name, value in ctx._values.items():
@@ -286,10 +312,11 @@ def export(model: Any, args: Any, f: str | os.PathLike | IO[bytes],
            input_names: list[str] | None = None, output_names: list[str] | None = None,
            dynamic_axes: dict | None = None, opset_version: int | None = None,
            export_params: bool = True, do_constant_folding: bool = True,
-           verbose: bool = False) -> Any:
+           verbose: bool = False, training: str = "eval",
+           keep_initializers_as_inputs: bool = False) -> Any:
     """Export `model` to ONNX: see `ember.onnx.export`."""
     proto = to_model(model, args, input_names, output_names, dynamic_axes, opset_version,
-                     export_params, do_constant_folding)
+                     export_params, do_constant_folding, training, keep_initializers_as_inputs)
     save(proto, f)
     if verbose:
         print(helper.printable_graph(proto.graph))

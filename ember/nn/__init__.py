@@ -7,8 +7,6 @@
     loss = nn.CrossEntropyLoss()(model(x), y)
 """
 
-from importlib.util import find_spec as _find_spec
-
 from ember.core.backend import api_name
 from ember.nn import attention, functional, grad, init, parallel, utils  # noqa: F401
 from ember.nn.containers import (  # noqa: F401
@@ -39,7 +37,25 @@ from ember.nn.modules.loss import *  # noqa: F401, F403
 from ember.nn.modules.normalization import *  # noqa: F401, F403
 from ember.nn.modules.padding import *  # noqa: F401, F403
 from ember.nn.modules.pooling import *  # noqa: F401, F403
+from ember.nn.modules.rnn import (  # noqa: F401
+    GRU,
+    LSTM,
+    RNN,
+    GRUCell,
+    LSTMCell,
+    RNNBase,
+    RNNCell,
+    RNNCellBase,
+)
 from ember.nn.modules.sparse import *  # noqa: F401, F403
+from ember.nn.modules.transformer import (  # noqa: F401
+    MultiheadAttention,
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from ember.nn.parallel import DataParallel  # noqa: F401
 from ember.nn.parameter import (  # noqa: F401
     Buffer,
@@ -47,29 +63,6 @@ from ember.nn.parameter import (  # noqa: F401
     UninitializedBuffer,
     UninitializedParameter,
 )
-
-# The recurrent and attention layers live in their own modules, written separately;
-# they are exported here once they exist (an error inside them is not hidden).
-if _find_spec("ember.nn.modules.rnn") is not None:
-    from ember.nn.modules.rnn import (  # noqa: F401
-        GRU,
-        LSTM,
-        RNN,
-        GRUCell,
-        LSTMCell,
-        RNNBase,
-        RNNCell,
-        RNNCellBase,
-    )
-if _find_spec("ember.nn.modules.transformer") is not None:
-    from ember.nn.modules.transformer import (  # noqa: F401
-        MultiheadAttention,
-        Transformer,
-        TransformerDecoder,
-        TransformerDecoderLayer,
-        TransformerEncoder,
-        TransformerEncoderLayer,
-    )
 
 
 def __getattr__(name: str):
