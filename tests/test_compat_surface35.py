@@ -5,6 +5,7 @@ old opsets, `is_in_onnx_export`)."""
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections import OrderedDict
 
@@ -130,3 +131,63 @@ def test_unsupported_export_arguments_are_refused(argument, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert not ember.onnx.is_in_onnx_export()
+
+
+# -- TorchScript's smaller names (ember runs scripted code eagerly) -----------------------
+
+def test_jit_isinstance_matches_torch():
+    import typing
+
+    cases = [([1, 2], list[int]), ([1, "a"], list[int]), ([], list[str]),
+             ({"a": 1}, dict[str, int]), ({"a": "b"}, dict[str, int]),
+             ((1, "a"), tuple[int, str]), ((1, 2, 3), tuple[int, int]),
+             (None, typing.Optional[int]), (3, typing.Optional[int]),  # noqa: UP045
+             ("x", typing.Union[int, str]), (1.5, typing.Union[int, str]),  # noqa: UP007
+             (None, int | None), ([[1], [2]], list[list[int]]), ([1], typing.List[int])]  # noqa: UP006
+    for obj, kind in cases:
+        assert ember.jit.isinstance(obj, kind) == torch.jit.isinstance(obj, kind), (obj, kind)
+    assert ember.jit.isinstance([ember.ones(1)], list[ember.Tensor])
+    assert not ember.jit.isinstance([1], list[ember.Tensor])
+    for bare in (list, typing.List, dict, typing.Dict, tuple,  # noqa: UP006
+                 typing.Optional, typing.Any):
+        with pytest.raises(Exception) as theirs:
+            torch.jit.isinstance([1], bare)
+        with pytest.raises(type(theirs.value), match=re.escape(str(theirs.value))):
+            ember.jit.isinstance([1], bare)
+
+
+def test_jit_attribute_is_unwrapped_by_script_modules():
+    assert tuple(ember.jit.Attribute(3, int)) == tuple(torch.jit.Attribute(3, int))
+
+    class Scripted(ember.jit.ScriptModule):
+        def __init__(self):
+            super().__init__()
+            self.words = ember.jit.Attribute([], list[str])
+
+    assert Scripted().words == []
+
+    class Plain(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.counts = ember.jit.Attribute({}, dict[str, int])
+
+        def forward(self, x):
+            self.counts["calls"] = self.counts.get("calls", 0) + 1
+            return x
+
+    scripted = ember.jit.script(Plain())
+    scripted(ember.ones(1))
+    assert scripted.counts == {"calls": 1}
+
+
+def test_jit_execution_switches_are_accepted():
+    with ember.jit.optimized_execution(False), ember.jit.fuser("fuser1"):
+        pass
+    assert ember.jit.set_fusion_strategy([("STATIC", 2)]) == \
+        torch.jit.set_fusion_strategy([("STATIC", 2)])
+    torch.jit.set_fusion_strategy([("STATIC", 2), ("DYNAMIC", 10)])  # torch's default back
+    assert ember.jit.onednn_fusion_enabled() is torch.jit.onednn_fusion_enabled() is False
+    double = ember.jit.script_if_tracing(lambda x: x * 2)
+    assert double(ember.ones(2)).tolist() == [2.0, 2.0]
+    assert issubclass(ember.jit.ScriptWarning, Warning)
+    assert issubclass(ember.jit.Error, Exception)

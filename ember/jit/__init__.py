@@ -24,25 +24,35 @@ ember has no TorchScript compiler, and eager code gives the scripted results.
 
 from ember.jit.graph import Graph, Node, Value  # noqa: F401
 from ember.jit.script import (  # noqa: F401
+    Attribute,
+    Error,
     Final,
     Future,
     RecursiveScriptModule,
     ScriptFunction,
     ScriptModule,
+    ScriptWarning,
     annotate,
+    enable_onednn_fusion,
     export,
     fork,
     freeze,
+    fuser,
     ignore,
     interface,
     is_scripting,
     is_tracing,
     load,
+    onednn_fusion_enabled,
     optimize_for_inference,
+    optimized_execution,
     save,
     script,
+    script_if_tracing,
     script_method,
+    set_fusion_strategy,
     unused,
     wait,
 )
+from ember.jit.script import jit_isinstance as isinstance  # noqa: F401, A004 - PyTorch's name
 from ember.jit.tracer import TracedModule, TracerWarning, trace  # noqa: F401

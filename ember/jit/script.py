@@ -14,12 +14,14 @@ compiler (`ignore`, `unused`, `export`, `interface`) leave their function as it 
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import types
+import typing
 import warnings
-from collections.abc import Callable
-from typing import IO, Any, Final, TypeVar
+from collections.abc import Callable, Iterator
+from typing import IO, Any, Final, NamedTuple, TypeVar
 
 import ember
 from ember.core import dtype as dt
@@ -27,9 +29,13 @@ from ember.core import tracing
 
 T = TypeVar("T")
 
-__all__ = ["Final", "RecursiveScriptModule", "ScriptFunction", "ScriptModule", "annotate",
+__all__ = ["Attribute", "Final", "RecursiveScriptModule", "ScriptFunction", "ScriptModule",
+           "annotate",
            "export", "fork", "freeze", "ignore", "interface", "is_scripting", "is_tracing",
-           "load", "optimize_for_inference", "save", "script", "unused", "wait"]
+           "load", "optimize_for_inference", "save", "script", "unused", "wait",
+           "script_if_tracing", "jit_isinstance", "optimized_execution", "fuser",
+           "set_fusion_strategy", "enable_onednn_fusion", "onednn_fusion_enabled", "Error",
+           "ScriptWarning"]
 
 
 def script(obj: Any, optimize: Any = None, _frames_up: int = 0, _rcb: Any = None,
@@ -59,13 +65,28 @@ def script_method(fn: Callable) -> Callable:
     """Mark a method of a :class:`ScriptModule` subclass as scripted (PyTorch's
     ``torch.jit.script_method``, deprecated there). ember runs it eagerly: the method
     itself is returned, after PyTorch's deprecation warning."""
+    # attributed to this file, as PyTorch's is to its own: hidden by the default filters
     warnings.warn("`torch.jit.script_method` is deprecated. Please switch to `torch.compile` "
-                  "or `torch.export`.", DeprecationWarning, stacklevel=2)
+                  "or `torch.export`.", DeprecationWarning, stacklevel=1)
     return fn
+
+
+class Attribute(NamedTuple):
+    """A module attribute with its TorchScript type (``self.names =
+    torch.jit.Attribute([], List[str])``): a :class:`ScriptModule` keeps the value, and
+    :func:`script` unwraps those of the modules it scripts."""
+
+    value: Any
+    type: Any
 
 
 class ScriptModule(ember.nn.Module):
     """The base of scripted modules (PyTorch's ``torch.jit.ScriptModule``)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, Attribute):
+            value = value.value
+        super().__setattr__(name, value)
 
     def save(self, f: str | os.PathLike | IO[bytes], _extra_files: Any = None) -> None:
         """Save this module whole (see :func:`save`)."""
@@ -105,7 +126,7 @@ class RecursiveScriptModule(ScriptModule):
             state["_modules"][name] = None if child is None else cls._from(child, memo)
         for name, value in module.__dict__.items():
             if name not in _MODULE_STATE:
-                state[name] = value
+                state[name] = value.value if isinstance(value, Attribute) else value
         return scripted
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
@@ -206,6 +227,91 @@ ignore = unused = export = interface = _marker
 def annotate(the_type: Any, the_value: T) -> T:
     """The value, unchanged (a type hint for PyTorch's compiler)."""
     return the_value
+
+
+def script_if_tracing(fn: Callable) -> Callable:
+    """`fn` itself: PyTorch scripts it when it is called while tracing, and ember's trace
+    records the path taken, as for any function."""
+    return fn
+
+
+# containers without element types, which PyTorch's jit.isinstance refuses
+_BARE_CONTAINERS = {  # (typing's names are the point here)
+    list: ("list", "list[int]"), typing.List: ("List", "List[int]"),  # noqa: UP006
+    dict: ("dict", "dict[int, int]"), typing.Dict: ("Dict", "Dict[int, int]"),  # noqa: UP006
+    tuple: ("tuple", "tuple[int]"), typing.Tuple: ("Tuple", "Tuple[int]"),  # noqa: UP006
+    typing.Optional: ("Optional", "Optional[int]")}
+
+
+def jit_isinstance(obj: Any, target_type: Any) -> bool:
+    """Whether `obj` is of `target_type`, a class or a typing form with its element types
+    (``List[int]``, ``Dict[str, Tensor]``, ``Tuple[int, str]``, ``Optional[T]``):
+    ``torch.jit.isinstance``."""
+    origin = typing.get_origin(target_type)
+    args = typing.get_args(target_type)
+    bare = _BARE_CONTAINERS.get(target_type)
+    if bare is not None:
+        name, example = bare
+        what = "contained types. Please add contained type" if "Dict" in example.title() \
+            else "a contained type. Please add a contained type"
+        raise RuntimeError(f"Attempted to use {name} without {what}, e.g. {example}")
+    if target_type is None or target_type is type(None):
+        return obj is None
+    if origin is None:
+        return isinstance(obj, target_type)
+    if origin in (typing.Union, types.UnionType):
+        return any(jit_isinstance(obj, arg) for arg in args)
+    if not isinstance(obj, origin):
+        return False
+    if origin is list:
+        return all(jit_isinstance(x, args[0]) for x in obj) if args else True
+    if origin is dict:
+        return all(jit_isinstance(k, args[0]) and jit_isinstance(v, args[1])
+                   for k, v in obj.items()) if args else True
+    if origin is tuple:
+        return not args or (len(args) == len(obj)
+                            and all(jit_isinstance(x, a) for x, a in zip(obj, args)))
+    return True
+
+
+@contextlib.contextmanager
+def optimized_execution(should_optimize: bool) -> Iterator[None]:
+    """Switch TorchScript's graph optimizations (nothing to switch in ember)."""
+    yield
+
+
+@contextlib.contextmanager
+def fuser(name: str) -> Iterator[None]:
+    """Choose TorchScript's fusion backend (``"fuser0"``...; nothing to choose in ember)."""
+    yield
+
+
+def set_fusion_strategy(strategy: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Set TorchScript's specialisation strategy; returns the previous one (PyTorch's
+    default, ``[("STATIC", 2), ("DYNAMIC", 10)]``, as ember has no TorchScript fuser)."""
+    return [("STATIC", 2), ("DYNAMIC", 10)]
+
+
+_onednn_fusion = False
+
+
+def enable_onednn_fusion(enabled: bool) -> None:
+    """Record whether TorchScript's oneDNN fusion is asked for (no effect in ember)."""
+    global _onednn_fusion
+    _onednn_fusion = bool(enabled)
+
+
+def onednn_fusion_enabled() -> bool:
+    """Whether :func:`enable_onednn_fusion` was last called with True."""
+    return _onednn_fusion
+
+
+class Error(Exception):
+    """TorchScript's runtime error (raised by scripted code in PyTorch)."""
+
+
+class ScriptWarning(Warning):
+    """A warning from TorchScript."""
 
 
 @dt.printed_in_api()
