@@ -286,3 +286,31 @@ def test_warnings_are_torchs(monkeypatch: pytest.MonkeyPatch) -> None:
         "implementation that materializes the full scores matrix")
     with pytest.warns(DeprecationWarning, match="_compile flag on create_block_mask"):
         efa.create_block_mask(_causal, 1, 1, 4, 4, device="cpu", _compile=True)
+
+
+def test_attention_gym_helpers_vmap_for_bhqkv_and_block_mask_from_a_mask() -> None:
+    # attention-gym's create_score_mod: scores of the mods mapped over b, h, q, kv
+    from torch._dynamo._trace_wrapped_higher_order_op import (
+        TransformGetItemToIndex as TorchTransform,
+    )
+
+    from ember._dynamo._trace_wrapped_higher_order_op import TransformGetItemToIndex
+
+    (scores,), (tscores,) = _pair((2, 4, 6, 5))
+    results = []
+    for lib, fa, mode, s in ((ember, efa, TransformGetItemToIndex, scores),
+                             (torch, tfa, TorchTransform, tscores)):
+        b, h, m, n = (lib.arange(size) for size in (2, 4, 6, 5))
+        with mode():
+            score = fa._vmap_for_bhqkv(_alibi(lib), prefix=(0,))(s, b, h, m, n)
+            mask = fa._vmap_for_bhqkv(_window, prefix=())(b, h, m, n)
+            grouped = fa._vmap_for_bhqkv(lambda b, h, q, k: h * 10 + q - k, prefix=(),
+                                         group_dim=True)(b, h.view(2, 2), m, n)
+        results.append([_np(score), _np(mask), _np(grouped)])
+        blocks = fa._convert_mask_to_block_mask(mask, 2, 2, separate_full_blocks=True)
+        results[-1].append(fa._create_sparse_block_from_block_mask(blocks, _window, (6, 5),
+                                                                   2, 2))
+    for ours, theirs in zip(results[0][:3], results[1][:3], strict=True):
+        assert ours.shape == theirs.shape
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+    _assert_same_block_mask(results[0][3], results[1][3])

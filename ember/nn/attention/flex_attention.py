@@ -104,6 +104,34 @@ def _get_mod_type(fn: Callable[..., Any]) -> _ModificationType:
         _ModificationType.MASK_MOD
 
 
+def _vmap_for_bhqkv(fn: Callable[..., Any], prefix: tuple[int | None, ...],
+                    suffix: tuple[int | None, ...] = (), out_dims: int | list = 0,
+                    group_dim: bool = False) -> Callable[..., Any]:
+    """`fn` mapped over the batch, head, query and key/value indices, as PyTorch's nested
+    `vmap`s map it: the returned function takes the mapped arguments whole (a prefix such
+    as the (B, H, M, N) scores, marked 0), the four 1-D index tensors (the head one 2-D,
+    (Hkv, G), with `group_dim`) and the unmapped ones (marked None), and returns the
+    (B, H, [G,] M, N) result. ember calls `fn` once on index tensors laid along their own
+    dimensions, which broadcast to the same values for an elementwise `fn`."""
+    if out_dims != 0:
+        raise NotImplementedError("ember maps score_mod/mask_mod with out_dims=0 only")
+
+    def mapped(*args: Any) -> Any:
+        head = len(prefix)
+        b, h, m, n = args[head:head + 4]
+        heads = tuple(h.shape) if group_dim else (h.shape[0],)
+        grid = (b.shape[0], *heads, m.shape[0], n.shape[0])
+        lead = len(grid) - 2
+        b = b.reshape(grid[0], *([1] * (len(grid) - 1)))
+        h = h.reshape(1, *heads, 1, 1)
+        m = m.reshape(*([1] * lead), grid[-2], 1)
+        n = n.reshape(*([1] * (len(grid) - 1)), grid[-1])
+        out = fn(*args[:head], b, h, m, n, *args[head + 4:])
+        return out.expand(grid)
+
+    return mapped
+
+
 def _identity(score: Tensor, batch: Tensor, head: Tensor, token_q: Tensor,
               token_kv: Tensor) -> Tensor:
     return score
@@ -437,15 +465,9 @@ class BlockMask:
                          mask_mod=self.mask_mod, dq_kv_order_spt=self.dq_kv_order_spt)
 
 
-def _index_grids(B: int, H: int, Q_LEN: int, KV_LEN: int,
-                 device: Any) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """The batch, head, query and key/value indices (int64), each along its own one of
-    four dimensions, so that a mod applied to them broadcasts to (B, H, Q_LEN, KV_LEN)."""
-    b = ember.arange(0, B, device=device).view(B, 1, 1, 1)
-    h = ember.arange(0, H, device=device).view(1, H, 1, 1)
-    m = ember.arange(0, Q_LEN, device=device).view(1, 1, Q_LEN, 1)
-    n = ember.arange(0, KV_LEN, device=device).view(1, 1, 1, KV_LEN)
-    return b, h, m, n
+def _indices(*sizes: int, device: Any) -> list[Tensor]:
+    """The batch, head, query and key/value indices (int64 aranges)."""
+    return [ember.arange(0, size, device=device) for size in sizes]
 
 
 def _default_device() -> Any:
@@ -471,12 +493,12 @@ def create_mask(mod_fn: _score_mod_signature | _mask_mod_signature, B: int | Non
     device = _default_device() if device is None else device
     B = 1 if B is None else B
     H = 1 if H is None else H
-    shape = (B, H, Q_LEN, KV_LEN)
-    b, h, m, n = _index_grids(B, H, Q_LEN, KV_LEN, device)
+    b, h, m, n = _indices(B, H, Q_LEN, KV_LEN, device=device)
     if _get_mod_type(mod_fn) == _ModificationType.SCORE_MOD:
-        out = mod_fn(ember.zeros(*shape, device=device), b, h, m, n)
-        return ember.where(ember.isneginf(out), False, True).expand(shape).contiguous()
-    return mod_fn(b, h, m, n).expand(shape).contiguous()
+        score_mod = _vmap_for_bhqkv(mod_fn, prefix=(0,))
+        out = score_mod(ember.zeros(B, H, Q_LEN, KV_LEN, device=device), b, h, m, n)
+        return ember.where(ember.isneginf(out), False, True)
+    return _vmap_for_bhqkv(mod_fn, prefix=())(b, h, m, n).contiguous()
 
 
 def _convert_mask_to_block_mask(mask: Tensor, Q_BLOCK_SIZE: int = _DEFAULT_SPARSE_BLOCK_SIZE,
@@ -549,13 +571,26 @@ def create_block_mask(mask_mod: _mask_mod_signature, B: int | None, H: int | Non
         raise NotImplementedError("create_block_mask(compute_dq_write_order=True) is not "
                                   "supported by ember")
     mask_tensor = create_mask(mask_mod, B, H, Q_LEN, KV_LEN, device)
-    partial, full = _convert_mask_to_block_mask(mask_tensor, Q_BLOCK_SIZE, KV_BLOCK_SIZE,
-                                                separate_full_blocks)
+    blocks = _convert_mask_to_block_mask(mask_tensor, Q_BLOCK_SIZE, KV_BLOCK_SIZE,
+                                         separate_full_blocks)
+    return _create_sparse_block_from_block_mask(blocks, mask_mod, (Q_LEN, KV_LEN),
+                                                Q_BLOCK_SIZE, KV_BLOCK_SIZE)
+
+
+def _create_sparse_block_from_block_mask(block_mask: tuple[Tensor, Tensor | None],
+                                         mask_mod: _mask_mod_signature | None,
+                                         seq_lengths: tuple[int, int],
+                                         Q_BLOCK_SIZE: int = _DEFAULT_SPARSE_BLOCK_SIZE,
+                                         KV_BLOCK_SIZE: int = _DEFAULT_SPARSE_BLOCK_SIZE
+                                         ) -> BlockMask:
+    """The BlockMask of the (partial, full) block pictures of
+    `_convert_mask_to_block_mask`."""
+    partial, full = block_mask
     kv_num, kv_idx = _dense_to_ordered(partial)
     full_num, full_idx = _dense_to_ordered(full) if full is not None else (None, None)
     return BlockMask.from_kv_blocks(kv_num, kv_idx, full_num, full_idx,
                                     BLOCK_SIZE=(Q_BLOCK_SIZE, KV_BLOCK_SIZE),
-                                    mask_mod=mask_mod, seq_lengths=(Q_LEN, KV_LEN))
+                                    mask_mod=mask_mod, seq_lengths=seq_lengths)
 
 
 def _create_empty_block_mask(query: Tensor, key: Tensor) -> BlockMask:
@@ -685,10 +720,11 @@ def _math_attention(query: Tensor, key: Tensor, value: Tensor, score_mod: Callab
     working = ember.float64 if query.dtype is ember.float64 else ember.float32
     scores = ember.matmul(query.to(working), key.to(working).transpose(-2, -1))
     scores = (scores * scale).to(working)
-    b, h, m, n = _index_grids(*scores.shape, device=scores.device)
+    b, h, m, n = _indices(*scores.shape, device=scores.device)
+    score_mod = _vmap_for_bhqkv(score_mod, prefix=(0,))
+    mask_mod = _vmap_for_bhqkv(mask_mod, prefix=())
     neg_inf = ember.tensor(-float("inf"), dtype=working, device=scores.device)
     post = ember.where(mask_mod(b, h, m, n), score_mod(scores, b, h, m, n), neg_inf)
-    post = post.expand(scores.shape)  # (mods that ignore some of their indices)
     logsumexp = post.logsumexp(dim=-1)
     masked_rows = ember.all(post == -float("inf"), dim=-1)
     logsumexp = ember.where(masked_rows, -float("inf"), logsumexp)
