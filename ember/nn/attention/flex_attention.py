@@ -9,7 +9,8 @@ PyTorch runs flex_attention outside `torch.compile` through its unfused referenc
 PyTorch calls the mods through `vmap` over the batch, head, query and key indices; ember
 calls them once, with index tensors that broadcast (`b` of shape (B, 1, 1, 1), `h` of
 (1, H, 1, 1), `q_idx` of (1, 1, L, 1), `kv_idx` of (1, 1, 1, S), all int64), which gives
-the same values for the elementwise functions the mods are. Being made of ember's tensor
+the same values for the elementwise functions the mods are (`_vmap_for_bhqkv`, which
+attention-gym's helpers import, maps them so). Being made of ember's tensor
 ops, the result is differentiable, tensors the mods capture (a learnable bias table)
 included. Like PyTorch's reference path, the output ignores the block tables of the
 `BlockMask` (only its `mask_mod` decides); the tables (`kv_num_blocks`, `kv_indices` ...)
@@ -471,6 +472,8 @@ def _indices(*sizes: int, device: Any) -> list[Tensor]:
 
 
 def _default_device() -> Any:
+    """PyTorch's default for the masks: the accelerator when there is one (so a mask made
+    without `device=` on a GPU machine is on the GPU), else the CPU."""
     return ember.accelerator.current_accelerator() or "cpu"
 
 
