@@ -913,6 +913,18 @@ PROGRAMS_AC34 = [
 ]
 PROGRAM_SPECS += PROGRAMS_AC34
 
+# torch.nn.attention.flex_attention run eagerly, as attention-gym's examples use it: block
+# masks (causal, sliding window, prefix-LM, document masking; and_masks/or_masks), their
+# pictures, sparsity and int32 block tables; ALiBi, soft-capping and relative-position
+# score_mods checked against scaled_dot_product_attention; GQA; logsumexp; a learnable
+# relative-position table captured by the score_mod, trained
+PROGRAMS_FLEX35 = [
+    Program("flex_attention_gym.py", trends=[Trend(r"step +\d+ loss ([\d.]+)", 0.2, 0.3)],
+            same=r"(?m)^(?!step +\d+ loss).*?(?=checksum|$)",
+            first=r"step +\d+ loss ([\d.]+)", long=True),
+]
+PROGRAM_SPECS += PROGRAMS_FLEX35
+
 
 def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
     workdir.mkdir()
