@@ -39,6 +39,7 @@ from ember.core.memory_format import (
     is_contiguous_in,
     like_layout,
     memory_format,
+    plain,
     preserve_format,
     row_major,
     tensor_format,
@@ -639,7 +640,7 @@ def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
     fmt = check_format("clone", memory_format)
     out = apply(OPS["clone"], input)
     if fmt is preserve_format:
-        if input._backend.is_contiguous(input._data):
+        if plain(input):
             return out
     elif fmt is contiguous_format:
         return out
@@ -841,10 +842,16 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                                f"{fmt_shape(shape)} at entry 0 and {fmt_shape(tuple(x.shape))} "
                                f"at entry {i}")
     d = normalize_dim("stack", dim, len(shape) + 1)
-    new = shape[:d] + (1,) + shape[d:]
     with no_grad():  # one node, PyTorch's StackBackward0, with an edge per input
-        out = apply(OPS["cat"], *[_reshape_impl(x, new, False, "unsqueeze") for x in tensors],
-                    dim=d)
+        if d < len(shape):
+            # ATen's stack: cat along `d`, then split `d` by a view, so the result keeps
+            # the inputs' memory format (channels_last stays channels_last)
+            out = run_view("reshape", apply(OPS["cat"], *tensors, dim=d),
+                           shape=shape[:d] + (len(tensors),) + shape[d:], copy=False)
+        else:
+            new = shape + (1,)
+            out = apply(OPS["cat"], *[_reshape_impl(x, new, False, "unsqueeze")
+                                      for x in tensors], dim=d)
     record_grad(OPS["stack"], tensors, {"dim": d}, out)
     return out
 
