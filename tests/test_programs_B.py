@@ -771,6 +771,9 @@ PROGRAMS_B += PROGRAMS_AB33
 PROGRAMS_AE35 = [
     Program("channels_last_tour.py", same=r"^(?!resnet step)",
             losses=r"^resnet step \d+ loss (?P<loss>[\d.]+)", factor=1.5, long=True),
+    Program("timm_zoo_recipe.py", same=r"^(?!\w+ (step|eval) )",
+            skeleton=r"^\w+ eval ",
+            losses=r"^(?P<tag>\w+) step \d+ loss (?P<loss>[\d.]+)", factor=1.5, long=True),
 ]
 PROGRAMS_B += PROGRAMS_AE35
 
