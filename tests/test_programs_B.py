@@ -774,6 +774,11 @@ PROGRAMS_AE35 = [
     Program("timm_zoo_recipe.py", same=r"^(?!\w+ (step|eval) )",
             skeleton=r"^\w+ eval ",
             losses=r"^(?P<tag>\w+) step \d+ loss (?P<loss>[\d.]+)", factor=1.5, long=True),
+    Program("seg_det_heads.py",
+            same=r"^(?!seg step|confusion|roi|identity|nearest|bilinear|bicubic|3d grid| +\[)",
+            close=r"^(roi|identity|nearest|bilinear|bicubic|3d grid| +\[)",
+            skeleton=r"^confusion",
+            losses=r"^seg step \d+ loss (?P<loss>[\d.]+)", factor=1.5, long=True),
 ]
 PROGRAMS_B += PROGRAMS_AE35
 
