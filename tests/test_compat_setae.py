@@ -30,7 +30,13 @@ def _stack(mod, dim):
 # each case: a tensor whose strides (and values) must be PyTorch's
 STRIDE_CASES = {
     # ATen's stack is cat along dim, then a view: channels_last inputs stay channels_last
-    **{f"stack dim {d}": functools.partial(_stack, dim=d) for d in range(4)},
+    **{f"stack dim {d}": functools.partial(_stack, dim=d) for d in range(5)},
+    # unsqueeze's new last dim has stride 1 (a view's reshape: the last dim's stride)
+    "unsqueeze(-1) cl": lambda t: _nhwc(t, 2, 4, 3, 3).unsqueeze(-1),
+    "unsqueeze(2) transposed": lambda t: _nchw(t, 3, 4).t().unsqueeze(2),
+    "view (4, 3, 1) transposed": lambda t: _nchw(t, 3, 4).t().view(4, 3, 1),
+    "unsqueeze(-1) transposed times row": lambda t: _nchw(t, 3, 4).t().unsqueeze(-1) *
+    t.ones(1, 1, 5),
     "stack cl3d": lambda t: t.stack([_nhwc(t, 2, 4, 3, 3).unsqueeze(2).to(
         memory_format=t.channels_last_3d)] * 2, 1),
     # cat keeps a channels-last format only when every input suggests it (c10's rule)
@@ -168,3 +174,36 @@ def test_tuple_out_writes_the_given_tensors() -> None:
     assert got.eigenvalues is a and a.shape == (3,) and b.shape == (3, 3)
     with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
         ember.cummax(_x(ember).requires_grad_(), 1, out=(ember.empty(0), ember.empty(0)))
+
+
+# -- _foreach_norm's dtype= and linalg.vector_norm's dtype checks ------------------------
+
+def _norm_outcome(fn, mod):
+    try:
+        got = fn(mod)
+    except Exception as err:  # noqa: BLE001 (the error is the outcome compared)
+        return type(err).__name__, str(err)
+    return [(str(t.dtype).split(".")[-1], round(t.item(), 4)) for t in got]
+
+
+def _vector_norm_as(t, a, d):
+    return (t.linalg.vector_norm(t.ones(2, dtype=getattr(t, a)), dtype=getattr(t, d)),)
+
+
+NORM_CASES = {
+    "foreach dtype": lambda t: t._foreach_norm([t.ones(3), t.full((2,), 3.)], 2,
+                                               dtype=t.float64),
+    "foreach positional dtype": lambda t: t._foreach_norm([t.ones(3)], 1, t.float64),
+    "foreach complex": lambda t: t._foreach_norm([t.tensor([3 + 4j, 1j])]),
+    "foreach complex dtype": lambda t: t._foreach_norm([t.ones(2, dtype=t.complex64)],
+                                                       dtype=t.complex128),
+    **{f"vector_norm {a} as {d}": functools.partial(_vector_norm_as, a=a, d=d)
+       for a, d in [("float32", "float16"), ("float16", "bfloat16"), ("float32", "complex64"),
+                    ("complex64", "float32"), ("float32", "int64"), ("int64", "float32"),
+                    ("float16", "float32")]},
+}
+
+
+@pytest.mark.parametrize("name", NORM_CASES)
+def test_norm_dtype_as_torch(name: str) -> None:
+    assert _norm_outcome(NORM_CASES[name], ember) == _norm_outcome(NORM_CASES[name], torch)

@@ -374,8 +374,18 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """Inserts a dimension of size 1 at `dim`."""
     d = normalize_dim("unsqueeze", dim, input.ndim + 1)
     shape = tuple(input.shape)
-    return _reshape_impl(input, shape[:d] + (1,) + shape[d:], False, "unsqueeze",
-                         "UnsqueezeBackward0")
+    out = _reshape_impl(input, shape[:d] + (1,) + shape[d:], False, "unsqueeze",
+                        "UnsqueezeBackward0")
+    if d == input.ndim and d and out.stride(-1) != 1:
+        # PyTorch's unsqueeze gives a new last dim stride 1 (a NumPy-like reshape, the last
+        # dim's stride): the same buffer seen with a stride of 0 there, which `stride()`
+        # reports as 1, so a later elementwise op or stack orders dims as PyTorch's
+        kernel = out._backend.kernels.get("strided_view")
+        if kernel is not None:
+            n = out.ndim
+            steps = [tuple(int(i == k) for i in range(n)) for k in range(n - 1)] + [(0,) * n]
+            out._data = kernel(out._data, shape=tuple(out.shape), steps=steps, start=(0,) * n)
+    return out
 
 
 # -- permutations ---------------------------------------------------------------------
@@ -849,9 +859,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
             out = run_view("reshape", apply(OPS["cat"], *tensors, dim=d),
                            shape=shape[:d] + (len(tensors),) + shape[d:], copy=False)
         else:
-            new = shape + (1,)
-            out = apply(OPS["cat"], *[_reshape_impl(x, new, False, "unsqueeze")
-                                      for x in tensors], dim=d)
+            out = apply(OPS["cat"], *[unsqueeze(x, d) for x in tensors], dim=d)
     record_grad(OPS["stack"], tensors, {"dim": d}, out)
     return out
 
