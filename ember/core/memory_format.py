@@ -75,6 +75,22 @@ def is_contiguous_in(shape: tuple, strides: tuple, fmt: memory_format) -> bool:
     return True
 
 
+def in_format_exactly(t: Any, fmt: memory_format) -> bool:
+    """Whether tensor `t` has exactly the strides `empty(t.shape, memory_format=fmt)` has,
+    size-1 dims' included (an (N, C, 1, 1) row-major tensor is channels-last contiguous,
+    but not laid out as a channels-last result)."""
+    if fmt not in _DIM_ORDER:
+        return plain(t)
+    shape, strides = tuple(t.shape), t.stride()
+    rank, order = _DIM_ORDER[fmt]
+    expected = 1
+    for d in order:
+        if strides[d] != expected:
+            return False
+        expected *= max(shape[d], 1)
+    return len(shape) == rank
+
+
 def suggest_memory_format(shape: tuple, strides: tuple) -> memory_format:
     """The format a tensor's strides are like (c10's is_channels_last_strides_2d/3d):
     channels-last when its channel dimension is innermost and the others follow in

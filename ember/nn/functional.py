@@ -24,7 +24,13 @@ from ember.core import tracing as _tracing
 from ember.core.dispatch import user_stacklevel as _user_stacklevel
 from ember.core.errors import with_context
 from ember.core.graph import labelled as _labelled
-from ember.core.memory_format import like_layout, row_major, tensor_format
+from ember.core.memory_format import (
+    contiguous_format,
+    in_format_exactly,
+    like_layout,
+    row_major,
+    tensor_format,
+)
 from ember.core.ops import nn as _nnops
 from ember.core.ops.losses import (  # noqa: F401 - the losses are declared in core
     _legacy_reduction,
@@ -911,9 +917,11 @@ def _in_suggested_format(out: Tensor, input: Tensor) -> Tensor:
     """`out` laid out as PyTorch's CPU batch and instance norm kernels allocate their
     results: in the input's suggested memory format (row-major for a transposed input,
     where the arithmetic above would keep its order)."""
-    if row_major(out):
-        return out
-    return out.contiguous(memory_format=tensor_format(input))
+    fmt = tensor_format(input)
+    if fmt is contiguous_format:
+        return out if row_major(out) else out.contiguous()
+    # (with the format's own strides: ATen's empty_like(input, suggest_memory_format()))
+    return out if in_format_exactly(out, fmt) else out.clone(memory_format=fmt)
 
 
 def instance_norm(input: Tensor, running_mean: Tensor | None = None,

@@ -53,11 +53,12 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     def clone(x):
         return xp.array(x, copy=True, order="C")
 
+    # (row-major, as ATen's: NumPy keeps a transposed or channels-last input's order)
     def tril(x, diagonal=0):
-        return xp.tril(x, diagonal)
+        return xp.ascontiguousarray(xp.tril(x, diagonal))
 
     def triu(x, diagonal=0):
-        return xp.triu(x, diagonal)
+        return xp.ascontiguousarray(xp.triu(x, diagonal))
 
     def cat(*xs, dim):
         out = xp.concatenate(xs, axis=dim)
