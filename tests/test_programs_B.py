@@ -765,6 +765,23 @@ PROGRAMS_AB33 = [
 ]
 PROGRAMS_B += PROGRAMS_AB33
 
+# set AE35: memory layouts (the channels-last tutorial and timm's channels_last recipe:
+# the strides every op gives, a ResNet trained channels-last, channels_last_3d), timm-style
+# models and training pieces
+PROGRAMS_AE35 = [
+    Program("channels_last_tour.py", same=r"^(?!resnet step)",
+            losses=r"^resnet step \d+ loss (?P<loss>[\d.]+)", factor=1.5, long=True),
+    Program("timm_zoo_recipe.py", same=r"^(?!\w+ (step|eval) )",
+            skeleton=r"^\w+ eval ",
+            losses=r"^(?P<tag>\w+) step \d+ loss (?P<loss>[\d.]+)", factor=1.5, long=True),
+    Program("seg_det_heads.py",
+            same=r"^(?!seg step|confusion|roi|identity|nearest|bilinear|bicubic|3d grid| +\[)",
+            close=r"^(roi|identity|nearest|bilinear|bicubic|3d grid| +\[)",
+            skeleton=r"^confusion",
+            losses=r"^seg step \d+ loss (?P<loss>[\d.]+)", factor=1.5, long=True),
+]
+PROGRAMS_B += PROGRAMS_AE35
+
 
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""

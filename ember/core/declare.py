@@ -24,6 +24,7 @@ From the declaration alone (ember.core.opdef.Op) this module makes:
 from __future__ import annotations
 
 import functools
+import inspect
 import numbers
 import types
 import warnings
@@ -32,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.core import dtype as dt
 from ember.core import interpose, torch_function, tracing
 from ember.core.backend import host_out_of_memory
 from ember.core.dispatch import check_castable, refuse_complex, write_into
@@ -40,7 +42,8 @@ from ember.core.errors import ArgumentTypeError, with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import labelled, relabel
 from ember.core.inplace import apply_inplace
-from ember.core.opdef import FusedKernel, Kind, Op, register, register_fused
+from ember.core.opdef import OPS, FusedKernel, Kind, Op, register, register_fused
+from ember.core.return_types import out_type
 from ember.core.shapes import fmt_shape
 from ember.core.tensor import Tensor
 
@@ -315,10 +318,44 @@ def _with_out(op: Op, fn: Callable) -> Callable:
             elif dtype is not out._dtype:
                 raise RuntimeError(OUT_DTYPE_ERRORS[True](dtype, out._dtype))
         result = fn(*args, **kwargs)
+        if isinstance(result, tuple):  # (a named result: max with a dim, cummax, frexp)
+            return write_outs(op.name, out, result)
         if op.exact_out and isinstance(out, Tensor) and out._dtype is not result._dtype:
             raise RuntimeError(OUT_DTYPE_ERRORS[op.exact_out](result._dtype, out._dtype))
         return write_out(op.name, out, result)
     return public
+
+
+def check_outs(name: str, out: Any, n: int) -> None:
+    """PyTorch's argument parser's errors for an `out=` that is no tuple of `n` tensors."""
+    if not isinstance(out, (tuple, list)):
+        raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors, not "
+                        f"{type(out).__name__}")
+    for i, o in enumerate(out):
+        if not isinstance(o, Tensor):
+            # (the position of `out` among the schema's arguments; sort's is its plain
+            # overload's, without `stable`)
+            position = len([p for p in inspect.signature(OPS[name].fn).parameters
+                            if p not in ("out", "stable")])
+            raise TypeError(f"expected Tensor as element {i} in argument {position}, but got "
+                            f"{type(o).__name__}")
+    if len(out) != n:
+        raise TypeError(f"expected tuple of {n} elements but got {len(out)}")
+
+
+def write_outs(name: str, out: Any, result: tuple) -> tuple:
+    """Write the tensors of an op's named result into the `out=` tuple, one each;
+    returned as PyTorch's `<result type>_out` of the out tensors."""
+    check_outs(name, out, len(result))
+    check = _TUPLE_OUT_DTYPE_ERRORS.get(name)
+    order = (1, 0) if name in ("median", "nanmedian") else range(len(result))
+    for i in order:  # (PyTorch wants each out tensor of its result's dtype exactly)
+        if isinstance(out[i], Tensor) and out[i]._dtype is not result[i]._dtype:
+            message = check(i, result[i]._dtype, out[i]._dtype) if check else \
+                OUT_DTYPE_ERRORS[True](result[i]._dtype, out[i]._dtype)
+            raise RuntimeError(message)
+    written = [write_out(name, o, r) for o, r in zip(out, result)]
+    return out_type(type(result))(*written) if hasattr(result, "_fields") else tuple(written)
 
 
 # C++'s names of the dtypes, as PyTorch's matmul family names an `out=` of another dtype
@@ -349,6 +386,36 @@ OUT_DTYPE_ERRORS: dict[Any, Callable[[Any, Any], str]] = {
                                    f"{_scalar(want)} for input's dtype and {_scalar(got)} "
                                    "for out's dtype.",
 }
+
+
+def _median_dtype_error(i: int, want: Any, got: Any) -> str:
+    if i == 1:
+        return (f"Expected tensor for argument #1 'indices' to have scalar type Long; but got "
+                f"{dt.API_NAME}.{_scalar(got)}Tensor instead (while checking arguments for "
+                "median)")
+    return (f"Expected tensor for 'values' to have the same type as tensor for argument #2 "
+            f"'self'; but type {dt.API_NAME}.{_scalar(got)}Tensor does not equal "
+            f"{dt.API_NAME}.{_scalar(want)}Tensor (while checking arguments for median)")
+
+
+# PyTorch's errors for an `out=` tuple tensor of another dtype than the result's, where
+# the op's kernel words it its own way: (result position, its dtype, out's dtype) ->
+# message (the others: OUT_DTYPE_ERRORS[True], structured kernels' words)
+_TUPLE_OUT_DTYPE_ERRORS: dict[str, Callable[[int, Any, Any], str]] = {
+    "kthvalue": lambda i, want, got: "output indices must be of scalar type Long" if i else
+    "output values must be of same type as input",
+    "cummax": lambda i, want, got: f"expected scalar_type {_scalar(want)} but found "
+                                   f"{_scalar(got)}",
+    "mode": lambda i, want, got: f"expected scalar type '{_scalar(want)}' but got "
+                                 f"'{_scalar(got)}' for {('values', 'indices')[i]} output",
+    "median": _median_dtype_error,
+    "frexp": lambda i, want, got: f"{dt.API_NAME}.frexp() expects " + (
+        "exponent to have int dtype" if i else
+        f"mantissa to have dtype {_CPP_TYPES.get(want.name, want.name)}") +
+    f" but got {_CPP_TYPES.get(got.name, got.name)}",
+}
+_TUPLE_OUT_DTYPE_ERRORS.update(cummin=_TUPLE_OUT_DTYPE_ERRORS["cummax"],
+                               nanmedian=_median_dtype_error)
 
 
 def _any_requires_grad(values: Iterable[Any]) -> bool:

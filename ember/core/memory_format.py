@@ -75,6 +75,22 @@ def is_contiguous_in(shape: tuple, strides: tuple, fmt: memory_format) -> bool:
     return True
 
 
+def in_format_exactly(t: Any, fmt: memory_format) -> bool:
+    """Whether tensor `t` has exactly the strides `empty(t.shape, memory_format=fmt)` has,
+    size-1 dims' included (an (N, C, 1, 1) row-major tensor is channels-last contiguous,
+    but not laid out as a channels-last result)."""
+    if fmt not in _DIM_ORDER:
+        return plain(t)
+    shape, strides = tuple(t.shape), t.stride()
+    rank, order = _DIM_ORDER[fmt]
+    expected = 1
+    for d in order:
+        if strides[d] != expected:
+            return False
+        expected *= max(shape[d], 1)
+    return len(shape) == rank
+
+
 def suggest_memory_format(shape: tuple, strides: tuple) -> memory_format:
     """The format a tensor's strides are like (c10's is_channels_last_strides_2d/3d):
     channels-last when its channel dimension is innermost and the others follow in
@@ -119,11 +135,28 @@ def row_major(t: Any) -> bool:
 
 
 def tensor_format(t: Any) -> memory_format:
-    """`suggest_memory_format` of a tensor (contiguous_format at once for a row-major one,
-    the common case)."""
-    if t.ndim not in (4, 5) or row_major(t):
+    """`suggest_memory_format` of a tensor (contiguous_format at once for a row-major one
+    with the row-major strides, the common case: a row-major (C, K, 1, 1) conv weight
+    made channels-last keeps strides that suggest channels_last)."""
+    if t.ndim not in (4, 5):
+        return contiguous_format
+    if plain(t):
         return contiguous_format
     return suggest_memory_format(tuple(t.shape), t.stride())
+
+
+def plain(t: Any) -> bool:
+    """Whether tensor `t` is row-major with the row-major strides, size-1 dims included
+    (a row-major (N, C, 1, 1) made channels-last is not: a copy keeps its strides)."""
+    return row_major(t) and (t.ndim < 2 or t.stride() == _row_major_strides(tuple(t.shape)))
+
+
+def _row_major_strides(shape: tuple) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
 
 
 def in_order(shape: tuple, order: Any, empty: Callable[[tuple], Any]) -> Any:
@@ -151,7 +184,9 @@ def like_layout(t: Any, empty: Callable[[tuple], Any], fmt: Any = None) -> Any:
     fmt = preserve_format if fmt is None else fmt
     if fmt is preserve_format:
         shape = tuple(t.shape)
-        if t.numel() == 0 or row_major(t):
+        # (a row-major tensor whose size-1 dims have other strides, an (N, C, 1, 1)
+        # channels-last one, keeps them: ATen's empty_like copies a dense tensor's strides)
+        if t.numel() == 0 or plain(t):
             return empty(shape)
         return in_order(shape, logical_to_physical_perm(shape, [t.stride()])[0], empty)
     return empty_in_format(tuple(t.shape), fmt, empty)

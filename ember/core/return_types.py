@@ -48,3 +48,11 @@ def return_type(name: str, fields: list[str]) -> type:
                                 "n_sequence_fields": n, "n_unnamed_fields": 0})
     RESULT_TYPES[name] = made
     return made
+
+
+def out_type(result: type) -> type:
+    """The result type PyTorch gives a call of the op with `out=` (`torch.return_types.
+    max_out` for `torch.max(x, 1, out=(v, i))`): `result`'s, named `<name>_out`."""
+    name = result.__name__ + "_out"
+    made = RESULT_TYPES.get(name)
+    return made if made is not None else return_type(name, list(result._fields))

@@ -24,7 +24,13 @@ from ember.core import tracing as _tracing
 from ember.core.dispatch import user_stacklevel as _user_stacklevel
 from ember.core.errors import with_context
 from ember.core.graph import labelled as _labelled
-from ember.core.memory_format import like_layout, row_major, tensor_format
+from ember.core.memory_format import (
+    contiguous_format,
+    in_format_exactly,
+    like_layout,
+    row_major,
+    tensor_format,
+)
 from ember.core.ops import nn as _nnops
 from ember.core.ops.losses import (  # noqa: F401 - the losses are declared in core
     _legacy_reduction,
@@ -555,6 +561,17 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
     if antialias:
         return _nnops.kept_format(input, _antialiased(input, out_sizes, scales,
                                                       bool(align_corners), mode))
+    if input.dtype in _HALF_FLOATS and mode == "bicubic":
+        # PyTorch's CPU kernel: the taps' weights in the input's dtype, the sums in float32
+        # ("opmath"), rounded once
+        return _nnops.kept_format(input, _in_float32(input, lambda x: _bicubic(
+            x, out_sizes, scales, bool(align_corners), weights_dtype=input.dtype)))
+    if input.dtype in _HALF_FLOATS and not mode.startswith("nearest"):
+        # PyTorch's CPU kernels interpolate in float32 ("opmath") and round once
+        return _in_float32(input, lambda x: interpolate(
+            x, out_sizes if size is not None else None,
+            scale_factor if size is None else None, mode, align_corners,
+            recompute_scale_factor, antialias))
     if mode == "bicubic":
         return _nnops.kept_format(input, _bicubic(input, out_sizes, scales,
                                                   bool(align_corners)))
@@ -598,9 +615,11 @@ def _refuse_interpolate_dtype(input: Tensor, mode: str, antialias: bool) -> None
                               f"'{_scalar_type_name(d)}'")
 
 
-def _bicubic(input: Tensor, out_sizes: list[int], scales: list, align_corners: bool) -> Tensor:
+def _bicubic(input: Tensor, out_sizes: list[int], scales: list, align_corners: bool,
+             weights_dtype: Any = None) -> Tensor:
     """Separable bicubic resampling: along the width, then the height (PyTorch's order),
-    each output the sum of 4 weighted taps in tap order."""
+    each output the sum of 4 weighted taps in tap order (the weights rounded to
+    `weights_dtype` where given)."""
     out = input
     for d in (1, 0):
         dim = 2 + d
@@ -609,8 +628,9 @@ def _bicubic(input: Tensor, out_sizes: list[int], scales: list, align_corners: b
         shape[dim] = out_sizes[d]
         total = None
         for i, w in zip(idx, wts):
+            weight = ember.tensor(w, dtype=weights_dtype or input.dtype, device=input.device)
             tap = ember.index_select(out, dim, ember.tensor(i, device=input.device)) * \
-                ember.tensor(w, dtype=input.dtype, device=input.device).reshape(shape)
+                weight.to(input.dtype).reshape(shape)
             total = tap if total is None else total + tap
         out = total
     return out
@@ -911,9 +931,11 @@ def _in_suggested_format(out: Tensor, input: Tensor) -> Tensor:
     """`out` laid out as PyTorch's CPU batch and instance norm kernels allocate their
     results: in the input's suggested memory format (row-major for a transposed input,
     where the arithmetic above would keep its order)."""
-    if row_major(out):
-        return out
-    return out.contiguous(memory_format=tensor_format(input))
+    fmt = tensor_format(input)
+    if fmt is contiguous_format:
+        return out if row_major(out) else out.contiguous()
+    # (with the format's own strides: ATen's empty_like(input, suggest_memory_format()))
+    return out if in_format_exactly(out, fmt) else out.clone(memory_format=fmt)
 
 
 def instance_norm(input: Tensor, running_mean: Tensor | None = None,

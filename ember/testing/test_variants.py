@@ -278,7 +278,25 @@ _OUT_ARGS.update({  # complex numbers: `complex` and `polar` make complex result
     "complex": ("float", lambda lib, x, y: ((x, y), {})),
     "polar": ("float", lambda lib, x, y: ((x.abs(), y), {})),
 })
-_COMPLEX_RESULTS = {"complex", "polar"}
+_COMPLEX_RESULTS = {"complex", "polar", "linalg_eig", "linalg_eigvals"}
+
+
+def _spd(lib: Any, x: Any) -> Any:
+    """A symmetric positive definite 3x3 matrix made of `x`, (3, 4)."""
+    return x @ x.t() + 3 * lib.eye(3, dtype=x.dtype, device=x.device)
+
+
+# ops with a named result (values, indices ...): out= takes a tuple of tensors, one each
+_OUT_ARGS.update({
+    **{name: ("float", lambda lib, x, y: ((x, 1), {})) for name in (
+        "max", "min", "median", "nanmedian", "mode", "cummax", "cummin")},
+    "aminmax": ("float", lambda lib, x, y: ((x,), {"dim": 0, "keepdim": True})),
+    "frexp": ("float", lambda lib, x, y: ((x * 10,), {})),
+    **{name: ("float", lambda lib, x, y: ((_spd(lib, x),), {})) for name in (
+        "linalg_qr", "linalg_eigh", "linalg_eigvalsh", "linalg_eig", "linalg_eigvals",
+        "linalg_lu_factor", "linalg_lu_factor_ex", "lu", "linalg_lu", "linalg_slogdet",
+        "slogdet")},
+})
 _OUT_ARGS.update({  # torch.special's orthogonal polynomials: (x, degree n)
     f"special_{kind}_polynomial_{letter}": ("float", lambda lib, x, y: ((x, 3), {}))
     for kind, letters in (("chebyshev", "tuvw"), ("shifted_chebyshev", "tuvw"),
@@ -288,8 +306,9 @@ _OUT_ARGS.update({  # torch.special's orthogonal polynomials: (x, degree n)
 
 def _function(lib: Any, name: str) -> Callable[..., Any]:
     """`lib`'s public function of op `name` (`special_*` ops live in `lib.special`)."""
-    if name.startswith("special_") and not hasattr(lib, name):
-        return getattr(lib.special, name[len("special_"):])
+    for space in ("special", "linalg"):
+        if name.startswith(space + "_") and not hasattr(lib, name):
+            return getattr(getattr(lib, space), name[len(space) + 1:])
     return getattr(lib, name)
 
 _OUT_OPS = sorted(name for name, op in OPS.items() if "out" in op.variants)
@@ -305,6 +324,9 @@ def test_out_variant(device: ember.device, name: str) -> None:
     args, kwargs = make_args(ember, S.on(device, a), S.on(device, b))
     fn = _function(ember, name)
     want = fn(*args, **kwargs)
+    if isinstance(want, tuple):
+        _check_tuple_out(device, name, fn, args, kwargs, want, make_args)
+        return
     out = ember.empty(0, dtype=want.dtype, device=device)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # resizing an empty out= tensor is silent, as torch
@@ -319,6 +341,30 @@ def test_out_variant(device: ember.device, name: str) -> None:
         t_out = S.torch.empty(0, dtype=getattr(S.torch, want.dtype.name))
         _function(S.torch, name)(*t_args, **t_kwargs, out=t_out)
         S.assert_matches(out, t_out.numpy(), device, what=f"{name}(out=) vs torch")
+
+
+def _check_tuple_out(device: ember.device, name: str, fn: Callable[..., Any], args: tuple,
+                     kwargs: dict, want: tuple, make_args: Callable[..., Any]) -> None:
+    """out= of an op with a named result: a tuple of tensors, each written and returned in
+    PyTorch's `<result>_out` named tuple (its first tensor compared with torch's: the
+    others may differ by a sign, eigenvectors' and the like)."""
+    outs = tuple(ember.empty(0, dtype=w.dtype, device=device) for w in want)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = fn(*args, **kwargs, out=outs)
+    assert all(g is o for g, o in zip(got, outs)), f"{name}(out=) must return the outs"
+    if hasattr(want, "_fields"):
+        assert type(got).__name__ == type(want).__name__ + "_out"
+        assert got._fields == want._fields
+    for o, w in zip(outs, want):
+        S.assert_matches(o, S.host(w), device, dtype=w.dtype, what=f"{name}(out=)")
+    if S.torch is not None:
+        a, b = _INPUTS["float"]
+        t_args, t_kwargs = make_args(S.torch, S.torch.tensor(a), S.torch.tensor(b))
+        t_outs = tuple(S.torch.empty(0, dtype=getattr(S.torch, w.dtype.name)) for w in want)
+        t_got = _function(S.torch, name)(*t_args, **t_kwargs, out=t_outs)
+        assert type(t_got).__name__ == type(got).__name__
+        S.assert_matches(outs[0], t_outs[0].numpy(), device, what=f"{name}(out=) vs torch")
 
 
 def test_out_rules(device: ember.device) -> None:

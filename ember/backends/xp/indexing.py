@@ -56,7 +56,8 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         xp.copyto(dst, src)
 
     def gather(x, index, dim):
-        return xp.take_along_axis(_fit(x, index, dim), index, axis=dim)
+        # (row-major as ATen's, whatever the index's layout: NumPy keeps a transposed one's)
+        return xp.ascontiguousarray(xp.take_along_axis(_fit(x, index, dim), index, axis=dim))
 
     def scatter(x, index, src, dim):
         out = x.copy()

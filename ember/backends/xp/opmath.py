@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.backends.xp.lib import ArrayLib, Kernel
+from ember.backends.xp.lib import ArrayLib, Kernel, disordered, in_torch_order
 from ember.core.backend import float32 as _float32
 
 
@@ -157,7 +157,24 @@ def rules(lib: ArrayLib, silenced: bool = True) -> dict[str, Kernel]:
                 return rule(*args, **kwargs)
         return run
 
-    bare = {"axpy": axpy, "axpy_": axpy_, "addcmul": addcmul, "addcdiv": addcdiv,
-            "lerp": lerp}
+    def laid_out(rule: Kernel) -> Kernel:
+        """`rule` whose result is laid out as TensorIterator lays out a pointwise op's
+        (x's memory order first: a channels-last x keeps its format)."""
+        def first_decides(*args: Any) -> Any:
+            # a row-major x of the result's shape orders it (the fma keeps its first
+            # factor's order, NumPy may keep another operand's)
+            out, x = rule(*args), args[0]
+            if type(out) is ndarray and not out.flags.c_contiguous and \
+                    type(x) is ndarray and x.flags.c_contiguous and x.shape == out.shape:
+                return xp.ascontiguousarray(out)
+            return out
+        ordered = in_torch_order(first_decides, ndarray)
+
+        def run(*args: Any) -> Any:
+            return (ordered if disordered(args, ndarray) else first_decides)(*args)
+        return run
+
+    bare = {"axpy": axpy, "axpy_": axpy_, "addcmul": laid_out(addcmul),
+            "addcdiv": laid_out(addcdiv), "lerp": laid_out(lerp)}
     return {name: quietly(rule) for name, rule in bare.items()} if silenced else bare
 

@@ -53,19 +53,23 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     def clone(x):
         return xp.array(x, copy=True, order="C")
 
+    # (row-major, as ATen's: NumPy keeps a transposed or channels-last input's order)
     def tril(x, diagonal=0):
-        return xp.tril(x, diagonal)
+        return xp.ascontiguousarray(xp.tril(x, diagonal))
 
     def triu(x, diagonal=0):
-        return xp.triu(x, diagonal)
+        return xp.ascontiguousarray(xp.triu(x, diagonal))
 
     def cat(*xs, dim):
         out = xp.concatenate(xs, axis=dim)
-        if out.flags.c_contiguous or all(_channels_last(x) for x in xs):
-            return out
-        # PyTorch's cat is row-major unless every input is channels-last (NumPy keeps a
-        # transposed input's order)
-        return xp.ascontiguousarray(out)
+        order = _channels_last_order(xs)
+        if order is None:  # (PyTorch's cat is row-major unless every input is channels-last)
+            return out if out.flags.c_contiguous else xp.ascontiguousarray(out)
+        # ATen's cat: the inputs' common channels-last format, with its exact strides
+        dense = xp.empty(tuple(out.shape[d] for d in order), out.dtype)
+        dense = dense.transpose(tuple(order.index(d) for d in range(out.ndim)))
+        dense[...] = out
+        return dense
 
     def constant_pad(x, pad, value=0):
         return xp.pad(x, pad, mode="constant", constant_values=value)
@@ -82,9 +86,24 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             "constant_pad": constant_pad}
 
 
-def _channels_last(x) -> bool:
-    """Whether a 4-d or 5-d array lies in memory as NHWC (NDHWC): channels innermost."""
-    if x.ndim not in (4, 5) or x.flags.c_contiguous:
+def _channels_last(shape: tuple, strides: tuple) -> bool:
+    """c10's is_channels_last_strides_2d/3d: whether a 4-d (5-d) array's strides are like
+    NHWC's (NDHWC's): channels innermost, the rest outward in W, H, (D,) N order, a
+    size-1 dim read as lying where the format puts it; N111 and channel stride 0 not."""
+    if len(shape) not in (4, 5) or strides[1] == 0:
         return False
-    strides = x.strides
-    return strides[1] <= min(strides[2:]) and strides[0] >= max(strides[2:])
+    smallest = 0
+    for d in (1, *range(len(shape) - 1, 1, -1), 0):
+        if shape[d] == 0 or strides[d] < smallest or (d == 0 and smallest == strides[1]):
+            return False
+        smallest = strides[d] * max(shape[d], 1)
+    return True
+
+
+def _channels_last_order(xs) -> tuple[int, ...] | None:
+    """The dims outermost first of the channels-last format every array in `xs` suggests
+    (ATen's compute_output_memory_format), or None: row-major."""
+    if xs[0].ndim not in (4, 5) or not all(
+            _channels_last(x.shape, tuple(st // x.itemsize for st in x.strides)) for x in xs):
+        return None
+    return (0, *range(2, xs[0].ndim), 1)

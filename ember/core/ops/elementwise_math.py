@@ -505,7 +505,7 @@ def _powers_of_two(table: Tensor, k: Tensor) -> Tensor:
 frexp_result = return_type("frexp", ["mantissa", "exponent"])
 
 
-@composite(variants="function method", cost=costs.pointwise(8))
+@composite(variants="function method out", cost=costs.pointwise(8))
 def frexp(input: Tensor) -> tuple[Tensor, Tensor]:
     """Splits each element into a mantissa in (-1, -0.5] or [0.5, 1) and an int32
     exponent, `input = mantissa * 2**exponent` (0, inf and NaN have exponent 0)."""

@@ -245,7 +245,7 @@ def _slogdet_parts(A: Tensor) -> tuple[Tensor, Tensor]:
 SlogdetResult = return_type("slogdet", ["sign", "logabsdet"])
 
 
-@composite(complex=True, variants="function method", cost=_matrix_cost(2 / 3))
+@composite(complex=True, variants="function method out", cost=_matrix_cost(2 / 3))
 def slogdet(A: Tensor) -> Any:
     """The sign and the natural log of the absolute value of the determinant, as a named
     pair `(sign, logabsdet)`: `det = sign * exp(logabsdet)` without overflow. For a
@@ -257,7 +257,7 @@ def slogdet(A: Tensor) -> Any:
 LinalgSlogdetResult = return_type("linalg_slogdet", ["sign", "logabsdet"])
 
 
-@composite(complex=True, variants="", cost=_matrix_cost(2 / 3))
+@composite(complex=True, variants="out", cost=_matrix_cost(2 / 3))
 def linalg_slogdet(A: Tensor) -> Any:
     """`linalg.slogdet`: `slogdet`'s pair, as PyTorch's `torch.return_types.linalg_slogdet`
     (`torch.slogdet` returns `torch.return_types.slogdet`)."""
@@ -679,7 +679,7 @@ def _linalg_qr(A: Tensor, *, mode: str = "reduced") -> Tensor:
 QRResult = return_type("linalg_qr", ["Q", "R"])
 
 
-@composite(complex=True, variants="", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="out", cost=_matrix_cost(4 / 3), cpu_precision=P.FLOAT32)
 def linalg_qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> Any:
     """`linalg.qr`: `A = Q @ R` with Q orthonormal columns and R upper triangular, as a
     named pair. `mode`: "reduced" (Q is m x k, R k x n, k = min(m, n)), "complete" (Q is
@@ -1080,14 +1080,14 @@ def _eigh(A: Tensor, UPLO: str) -> list[Tensor]:
     return [L.real if L.dtype.is_complex else L, V]
 
 
-@composite(complex=True, variants="", cost=_matrix_cost(9.0), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="out", cost=_matrix_cost(9.0), cpu_precision=P.FLOAT32)
 def linalg_eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Any:
     """`linalg.eigh`: the eigenvalues (ascending) and orthonormal eigenvectors (columns) of
     a symmetric matrix, reading its lower triangle (`UPLO="U"`: the upper one)."""
     return EighResult(*_eigh(A, UPLO))
 
 
-@composite(complex=True, variants="", cost=_matrix_cost(9.0), cpu_precision=P.FLOAT32)
+@composite(complex=True, variants="out", cost=_matrix_cost(9.0), cpu_precision=P.FLOAT32)
 def linalg_eigvalsh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Tensor:
     """`linalg.eigvalsh`: the eigenvalues of a symmetric matrix, ascending."""
     return _eigh(A, UPLO)[0]
@@ -1154,7 +1154,7 @@ def _eig(A: Tensor, op: str = "linalg.eig") -> list[Tensor]:
     return _split(_linalg_eig(A), (n,), (n, n), lapack=True)
 
 
-@composite(complex=True, variants="", cost=_matrix_cost(25.0))
+@composite(complex=True, variants="out", cost=_matrix_cost(25.0))
 def linalg_eig(A: Tensor, *, out: Any = None) -> Any:
     """`linalg.eig`: the eigenvalues and eigenvectors (unit columns) of a square matrix,
     `A = V diag(L) V^-1`; complex (complex64 for float32, complex128 for float64) even
@@ -1163,7 +1163,7 @@ def linalg_eig(A: Tensor, *, out: Any = None) -> Any:
     return EigResult(*_eig(A))
 
 
-@composite(complex=True, variants="", cost=_matrix_cost(25.0))
+@composite(complex=True, variants="out", cost=_matrix_cost(25.0))
 def linalg_eigvals(A: Tensor, *, out: Any = None) -> Tensor:
     """`linalg.eigvals`: the eigenvalues of a square matrix, complex even for a real A."""
     return _eig(A, "linalg.eigvals")[0]
@@ -1362,7 +1362,7 @@ _LU_SINGULAR = ("U[{info},{info}] is zero and using it on lu_solve would result 
                 "calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
 
 
-@composite(variants="", cost=_matrix_cost(2 / 3))
+@composite(variants="out", cost=_matrix_cost(2 / 3))
 def linalg_lu_factor(A: Tensor, *, pivot: bool = True, out: Any = None) -> Any:
     """`linalg.lu_factor`: the LU factorization with partial pivoting in LAPACK's compact
     form: L (unit diagonal, below it) and U in one matrix, and the 1-based pivots (int32).
@@ -1372,7 +1372,7 @@ def linalg_lu_factor(A: Tensor, *, pivot: bool = True, out: Any = None) -> Any:
     return LUFactorResult(LU, pivots)
 
 
-@composite(variants="", cost=_matrix_cost(2 / 3))
+@composite(variants="out", cost=_matrix_cost(2 / 3))
 def linalg_lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False,
                         out: Any = None) -> Any:
     """`linalg.lu_factor_ex`: `linalg.lu_factor` and LAPACK's info (the first zero
@@ -1396,7 +1396,7 @@ def _permutation(pivots: Tensor, m: int) -> Tensor:
     return tensor(rows, dtype=dt.int64, device=pivots.device).reshape(batch + (m,))
 
 
-@composite(variants="function method", cost=_matrix_cost(2 / 3), cpu_precision=P.FLOAT32)
+@composite(variants="function method out", cost=_matrix_cost(2 / 3), cpu_precision=P.FLOAT32)
 def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out: Any = None) -> Any:
     """The LU factorization in compact form, `(A_LU, pivots)` (with `get_infos`, also the
     int32 infos; singular matrices then do not raise). Deprecated in PyTorch for
@@ -1442,7 +1442,7 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
 LUResult = return_type("linalg_lu", ["P", "L", "U"])
 
 
-@composite(variants="", cost=_matrix_cost(2 / 3), node_label="LinalgLuBackward0")
+@composite(variants="out", cost=_matrix_cost(2 / 3), node_label="LinalgLuBackward0")
 def linalg_lu(A: Tensor, *, pivot: bool = True, out: Any = None) -> Any:
     """`linalg.lu`: `A = P @ L @ U` with partial pivoting, as a named triple."""
     LU, pivots, _ = _lu_factor("linalg.lu", A, pivot)

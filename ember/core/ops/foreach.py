@@ -32,6 +32,7 @@ from ember.core.ops.elementwise import (
     mul,
     sub,
 )
+from ember.core.ops.norms import linalg_vector_norm
 from ember.core.ops.reduction import norm
 from ember.core.tensor import Tensor
 
@@ -264,12 +265,16 @@ for _name in _MORE:
 del _name, _inplace, _op
 
 
-@composite(variants="function", cost=_list_cost)
-def _foreach_norm(self: Sequence[Tensor], ord: float = 2) -> tuple[Tensor, ...]:
-    """The p-norm of each tensor, as a tuple of 0-d tensors."""
+@composite(complex=True, variants="function", cost=_list_cost)
+def _foreach_norm(self: Sequence[Tensor], ord: float = 2,
+                  dtype: Any = None) -> tuple[Tensor, ...]:
+    """The p-norm of each tensor, as a tuple of 0-d tensors (computed in, and of,
+    `dtype` where given: `linalg.vector_norm`'s)."""
     if not self:
         raise _empty_list_error()
     with no_grad():
+        if dtype is not None:
+            return tuple(linalg_vector_norm(x, ord, dtype=dtype) for x in self)
         return tuple(norm(x, ord) for x in self)
 
 

@@ -1223,7 +1223,8 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     k = parsed.shape[0]
     if k > source.numel():
         raise RuntimeError("Number of elements of source < number of ones in mask")
-    return _index_put(input, parsed, reshape(source, (-1,))[:k])
+    # (row-major, as ATen's `self.clone(at::MemoryFormat::Contiguous).masked_scatter_`)
+    return _index_put(input.contiguous(), parsed, reshape(source, (-1,))[:k])
 
 
 @composite(complex=True, variants="function method", cost=costs.movement)

@@ -293,17 +293,26 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,
     and infinities do not reach the result)."""
     _need_dims("addmm", "mat1", mat1, 2)
     _need_dims("addmm", "mat2", mat2, 2)
-    half = input._dtype
-    if half in dt.HALF_DTYPES and mat1._dtype is half and mat2._dtype is half:
-        # PyTorch's CPU kernel: the product and the sum in float32, rounded once (not the
-        # product rounded, then the sum)
-        wide = [to_dtype(x, dt.float32) for x in (input, mat1, mat2)]
-        return to_dtype(addmm(*wide, beta=beta, alpha=alpha), half)
+    once = _rounded_once(addmm, input, mat1, mat2, beta, alpha)
+    if once is not None:
+        return once
     return _scaled_sum("addmm", input, matmul(mat1, mat2), beta, alpha)
 
 
+def _rounded_once(op: Any, input: Tensor, a: Tensor, b: Tensor, beta: Any,
+                  alpha: Any) -> Tensor | None:
+    """`op(input, a, b)` of half-precision tensors as PyTorch's CPU kernels compute it:
+    the product and the sum in float32, rounded once (not the product rounded, then the
+    sum); None for other dtypes."""
+    half = input._dtype
+    if half not in dt.HALF_DTYPES or a._dtype is not half or b._dtype is not half:
+        return None
+    wide = [to_dtype(x, dt.float32) for x in (input, a, b)]
+    return to_dtype(op(*wide, beta=beta, alpha=alpha), half)
+
+
 @composite(complex=True, variants="function method inplace out", exact_out=True,
-           cost=_addmm_cost,
+           cost=_addmm_cost, node_label="AddmvBackward0",
            precision=P.LOWER)
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """`beta * input + alpha * (mat @ vec)` for a matrix `mat` and a vector `vec`."""
@@ -312,6 +321,9 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any 
             return "(" + "x".join(str(n) for n in x.shape) + ")"
         raise RuntimeError(f"size mismatch, got input {sizes(input)}, mat {sizes(mat)}, vec "
                            f"{sizes(vec)}")
+    once = _rounded_once(addmv, input, mat, vec, beta, alpha)
+    if once is not None:
+        return once
     return _scaled_sum("addmv", input, matmul(mat, vec), beta, alpha)
 
 
@@ -340,11 +352,14 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{batch1.shape[0]}, {batch1.shape[2]}] but got: "
                            f"[{batch2.shape[0]}, {batch2.shape[1]}].")
+    once = _rounded_once(baddbmm, input, batch1, batch2, beta, alpha)
+    if once is not None:
+        return once
     return _scaled_sum("baddbmm", input, bmm(batch1, batch2), beta, alpha)
 
 
 @composite(complex=True, variants="function method inplace out", exact_out=True,
-           cost=_addmm_cost,
+           cost=_addmm_cost, node_label="AddbmmBackward0",
            precision=P.LOWER, cpu_precision=P.LOWER)
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
            alpha: Any = 1) -> Tensor:
@@ -359,6 +374,13 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
     if batch2.shape[1] != m:
         raise RuntimeError(f"Incompatible matrix sizes for bmm ({n}x{m} and "
                            f"{batch2.shape[1]}x{batch2.shape[2]})")
+    if b and input._dtype in dt.HALF_DTYPES and batch1._dtype is input._dtype and \
+            batch2._dtype is input._dtype:
+        # PyTorch's CPU kernel: an addmm per batch into the result, each rounded
+        out = input
+        for i in range(b):
+            out = addmm(out, batch1[i], batch2[i], beta=beta if i == 0 else 1, alpha=alpha)
+        return out
     product = matmul(batch1.permute(1, 0, 2).reshape(n, b * m),
                      batch2.reshape(b * m, batch2.shape[2]))
     return _scaled_sum("addbmm", input, product, beta, alpha)

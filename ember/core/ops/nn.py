@@ -35,7 +35,7 @@ from ember.core.apply import DeclaredNode, apply, record_grad
 from ember.core.backend import numpy_dtype
 from ember.core.creation import arange, full, ones, tensor, zeros
 from ember.core.declare import composite, fused_kernel, primitive
-from ember.core.dispatch import device_mismatch, run_fused, user_stacklevel
+from ember.core.dispatch import device_mismatch, run_fused, user_stacklevel, write_into
 from ember.core.errors import warn_once, with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import ShownNode, edge_of, record, shown_as
@@ -719,6 +719,23 @@ def _same_padding(kernel: tuple, dilation: tuple) -> tuple[tuple, tuple]:
 
 def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
           padding: Any, dilation: Any, groups: int) -> Tensor:
+    out = _conv_rounded(op, n, input, weight, bias, stride, padding, dilation, groups)
+    half = input._dtype
+    if bias is None or half not in dt.HALF_DTYPES or weight._dtype is not half or \
+            bias._dtype is not half or tracing.active is not None or tracing.tape is not None:
+        return out
+    # PyTorch's CPU kernel adds the bias to the float32 sums and rounds once, where the
+    # half-precision path rounds the product, then the sum: the values are made PyTorch's
+    # here; the gradients stay the half-precision path's (PyTorch's)
+    with no_grad():
+        wide = [to_dtype(x, dt.float32) for x in (input, weight, bias)]
+        exact = _conv_rounded(op, n, *wide, stride, padding, dilation, groups)
+        write_into(out, to_dtype(exact, half))
+    return out
+
+
+def _conv_rounded(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None,
+                  stride: Any, padding: Any, dilation: Any, groups: int) -> Tensor:
     _conv_args_check(op, n, stride, padding, dilation, groups)
     _same_device(op, input, weight, bias)
     unbatched = _conv_check(op, input, weight, groups, n)

@@ -40,6 +40,23 @@ def _float_input(op: str, A: Tensor, dtype: Any) -> Tensor:
     return A
 
 
+def _check_norm_dtype(op: str, x: Tensor, dtype: Any) -> None:
+    """PyTorch's checks of a norm's `dtype=`: a float or complex input, a float or complex
+    dtype, complex for complex inputs only, and no narrowing of the input's dtype."""
+    _float_input(op, x, None)
+    if not dtype._differentiable:
+        raise RuntimeError(f"{op}: dtype should be floating point or complex, but got "
+                           f"{_word(dtype)}")
+    kind = "complex" if x.dtype.is_complex else "real"
+    if dtype.is_complex != x.dtype.is_complex:
+        raise RuntimeError(f"{op}: dtype should be {kind} for {kind} inputs, but got "
+                           f"{_word(dtype)}")
+    if dt.promote_types(x.dtype, dtype) is not dtype:
+        raise RuntimeError(f"{op}: the dtype of the input ({_word(x.dtype)}) should be "
+                           f"convertible without narrowing to the specified dtype "
+                           f"({_word(dtype)})")
+
+
 def _vector_norm(x: Tensor, ord: Any, dims: Any, keepdim: bool) -> Tensor:
     if x._dtype in dt.HALF_DTYPES and ord not in (math.inf, -math.inf):  # (those: exact)
         return in_float32(_vector_norm, x, ord, dims, keepdim)
@@ -62,6 +79,8 @@ def linalg_vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool =
     """`linalg.vector_norm`: the `ord`-norm of the vectors along `dim` (all elements, as one
     vector, when None): `sum(|x|^ord)^(1/ord)`; `inf`/`-inf` the largest/smallest |x|,
     0 the count of non-zeros. A complex tensor's is that of its magnitudes (real)."""
+    if dtype is not None:
+        _check_norm_dtype("linalg.vector_norm", x, dtype_arg(dtype, "linalg_vector_norm"))
     if x.dtype.is_complex:
         x = x.abs() if dtype is None else x.to(dtype_arg(dtype, "linalg_vector_norm")).abs()
         dtype = None

@@ -25,7 +25,7 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import apply_labelled, record_grad
 from ember.core.creation import arange, tensor, zeros
-from ember.core.declare import composite, fused_kernel, primitive, write_out
+from ember.core.declare import check_outs, composite, fused_kernel, primitive, write_outs
 from ember.core.dispatch import refuse_unsigned, run, run_fused, user_stacklevel
 from ember.core.errors import (
     ArgumentTypeError,
@@ -398,7 +398,7 @@ def _select_back(node: Any, grad: Tensor) -> Tensor:
                    grad)
 
 
-@primitive(rule=_reduction_rule("max"), cost=costs.reduction(1),
+@primitive(rule=_reduction_rule("max"), cost=costs.reduction(1), variants="function method out",
            grad=Grad(input=_extreme_grad), fused=("max_min_dim",))
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
     """The largest element; with `dim`, a (values, indices) pair along it; with a tensor,
@@ -406,7 +406,7 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: 
     return _max_min("max", input, dim, keepdim)
 
 
-@primitive(rule=_reduction_rule("min"), cost=costs.reduction(1),
+@primitive(rule=_reduction_rule("min"), cost=costs.reduction(1), variants="function method out",
            grad=Grad(input=_extreme_grad), fused=("max_min_dim",))
 def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
     """The smallest element; with `dim`, a (values, indices) pair along it; with a tensor,
@@ -507,16 +507,13 @@ def _topk_out(input: Tensor, k: int, d: int, largest: bool, out: Any) -> Any:
 def pair_out(name: str, input: Tensor, out: Any, compute: Any) -> Any:
     """An op with a (values, indices) result, written into `out`, a pair of tensors:
     PyTorch's `out=` for topk, sort, kthvalue and the like."""
-    if not isinstance(out, (tuple, list)) or len(out) != 2:
-        n = len(out) if isinstance(out, (tuple, list)) else 1
-        raise TypeError(f"expected tuple of 2 elements but got {n}")
+    check_outs(name, out, 2)
     if state.enabled and builtins.any(
             isinstance(t, Tensor) and t._requires_grad for t in (input, *out)):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
                            "automatic differentiation, but one of the arguments requires "
                            "grad.")
-    values, indices = result = compute()
-    return type(result)(write_out(name, out[0], values), write_out(name, out[1], indices))
+    return write_outs(name, out, compute())
 
 
 # -- logical --------------------------------------------------------------------------
@@ -821,7 +818,7 @@ def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
     return nansum(input, dim, keepdim) / numbers
 
 
-@composite(variants="function method", cost=costs.reduction(2))
+@composite(variants="function method out", cost=costs.reduction(2))
 def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> Any:
     """The minimum and maximum over `dim` (all elements when None), as a named
     (min, max) pair."""

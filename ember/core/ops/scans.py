@@ -115,7 +115,8 @@ def _cum_extreme(op: str, input: Tensor, dim: int) -> tuple[Tensor, Tensor]:
     return gather_in_bounds(input, d, indices), indices
 
 
-@composite(variants="function method", cost=costs.reduction(4), node_label="CummaxBackward0")
+@composite(variants="function method out", cost=costs.reduction(4),
+           node_label="CummaxBackward0")
 def cummax(input: Tensor, dim: int) -> Any:
     """The running maximum along `dim` and where it was found, as a named (values,
     indices) pair."""
@@ -123,7 +124,8 @@ def cummax(input: Tensor, dim: int) -> Any:
     return CummaxResult(*_cum_extreme("cummax", input, dim))
 
 
-@composite(variants="function method", cost=costs.reduction(4), node_label="CumminBackward0")
+@composite(variants="function method out", cost=costs.reduction(4),
+           node_label="CumminBackward0")
 def cummin(input: Tensor, dim: int) -> Any:
     """The running minimum along `dim` and where it was found, as a named (values,
     indices) pair."""

@@ -39,6 +39,7 @@ from ember.core.memory_format import (
     is_contiguous_in,
     like_layout,
     memory_format,
+    plain,
     preserve_format,
     row_major,
     tensor_format,
@@ -373,8 +374,18 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """Inserts a dimension of size 1 at `dim`."""
     d = normalize_dim("unsqueeze", dim, input.ndim + 1)
     shape = tuple(input.shape)
-    return _reshape_impl(input, shape[:d] + (1,) + shape[d:], False, "unsqueeze",
-                         "UnsqueezeBackward0")
+    out = _reshape_impl(input, shape[:d] + (1,) + shape[d:], False, "unsqueeze",
+                        "UnsqueezeBackward0")
+    if d == input.ndim and d and out.stride(-1) != 1:
+        # PyTorch's unsqueeze gives a new last dim stride 1 (a NumPy-like reshape, the last
+        # dim's stride): the same buffer seen with a stride of 0 there, which `stride()`
+        # reports as 1, so a later elementwise op or stack orders dims as PyTorch's
+        kernel = out._backend.kernels.get("strided_view")
+        if kernel is not None:
+            n = out.ndim
+            steps = [tuple(int(i == k) for i in range(n)) for k in range(n - 1)] + [(0,) * n]
+            out._data = kernel(out._data, shape=tuple(out.shape), steps=steps, start=(0,) * n)
+    return out
 
 
 # -- permutations ---------------------------------------------------------------------
@@ -639,7 +650,7 @@ def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
     fmt = check_format("clone", memory_format)
     out = apply(OPS["clone"], input)
     if fmt is preserve_format:
-        if input._backend.is_contiguous(input._data):
+        if plain(input):
             return out
     elif fmt is contiguous_format:
         return out
@@ -841,10 +852,14 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                                f"{fmt_shape(shape)} at entry 0 and {fmt_shape(tuple(x.shape))} "
                                f"at entry {i}")
     d = normalize_dim("stack", dim, len(shape) + 1)
-    new = shape[:d] + (1,) + shape[d:]
     with no_grad():  # one node, PyTorch's StackBackward0, with an edge per input
-        out = apply(OPS["cat"], *[_reshape_impl(x, new, False, "unsqueeze") for x in tensors],
-                    dim=d)
+        if d < len(shape):
+            # ATen's stack: cat along `d`, then split `d` by a view, so the result keeps
+            # the inputs' memory format (channels_last stays channels_last)
+            out = run_view("reshape", apply(OPS["cat"], *tensors, dim=d),
+                           shape=shape[:d] + (len(tensors),) + shape[d:], copy=False)
+        else:
+            out = apply(OPS["cat"], *[unsqueeze(x, d) for x in tensors], dim=d)
     record_grad(OPS["stack"], tensors, {"dim": d}, out)
     return out
 

@@ -306,7 +306,8 @@ def _median(op: str, input: Tensor, dim: Any, keepdim: bool, ignore_nan: bool) -
     return result(*_pick(input, x, d, order, pos, keepdim))
 
 
-@composite(variants="function method", cost=costs.reduction(8), grad=Grad(input=_median_grad),
+@composite(variants="function method out", cost=costs.reduction(8),
+           grad=Grad(input=_median_grad),
            node_label=lambda input, dim=None, *args, **kwargs:
            None if dim is None else "MedianBackward1")
 def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
@@ -317,7 +318,7 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     return _median("median", input, dim, keepdim, ignore_nan=False)
 
 
-@composite(variants="function method", cost=costs.reduction(8),
+@composite(variants="function method out", cost=costs.reduction(8),
            grad=Grad(input=_median_grad), node_label=lambda input, dim=None, *args, **kwargs:
            None if dim is None else "NanmedianBackward1")
 def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
@@ -326,7 +327,8 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> A
     return _median("nanmedian", input, dim, keepdim, ignore_nan=True)
 
 
-@composite(variants="function method", cost=costs.reduction(10), node_label="ModeBackward0")
+@composite(variants="function method out", cost=costs.reduction(10),
+           node_label="ModeBackward0")
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
     """The most frequent value along `dim` (the smallest of those equally frequent) and
     the index of its last occurrence, as a named (values, indices) pair."""
