@@ -62,7 +62,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 
     def cat(*xs, dim):
         out = xp.concatenate(xs, axis=dim)
-        order = _channels_last_order(xs)
+        order = _channels_last_order(xs) if xs[0].ndim in (4, 5) else None
         if order is None:  # (PyTorch's cat is row-major unless every input is channels-last)
             return out if out.flags.c_contiguous else xp.ascontiguousarray(out)
         # ATen's cat: the inputs' common channels-last format, with its exact strides

@@ -376,7 +376,7 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     shape = tuple(input.shape)
     out = _reshape_impl(input, shape[:d] + (1,) + shape[d:], False, "unsqueeze",
                         "UnsqueezeBackward0")
-    if d == input.ndim and d and out.stride(-1) != 1:
+    if d == len(shape) and d and out.stride(-1) != 1:
         # PyTorch's unsqueeze gives a new last dim stride 1 (a NumPy-like reshape, the last
         # dim's stride): the same buffer seen with a stride of 0 there, which `stride()`
         # reports as 1, so a later elementwise op or stack orders dims as PyTorch's
