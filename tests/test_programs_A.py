@@ -913,6 +913,16 @@ PROGRAMS_AC34 = [
 ]
 PROGRAM_SPECS += PROGRAMS_AC34
 
+# set AD (session 35): HuggingFace-style LLM and encoder-decoder inference: Qwen2 / Gemma2
+# decoders (float32 RMSNorm, rotary buffers, GQA by repeat_kv and SDPA's enable_gqa, soft-capping,
+# sliding windows, dynamic and static key/value caches, greedy and sampled decoding, bfloat16)
+PROGRAMS_AD35 = [
+    Program("qwen2_gemma2_decode.py", trends=[Trend(r"train step +\d+ loss ([\d.]+)", 0.1, 0.3)],
+            same=r"(?m)^(?!.*step \d+ ).*",
+            first=r"train step +\d+ loss ([\d.]+)", long=True),
+]
+PROGRAM_SPECS += PROGRAMS_AD35
+
 
 def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
     workdir.mkdir()

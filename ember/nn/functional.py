@@ -1486,9 +1486,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         rep_v = query.shape[-3] // value.shape[-3]
         key = _repeat_heads(key, rep_k)
         value = _repeat_heads(value, rep_v)
-    if query.dtype in _HALF_FLOATS and dropout_p == 0.0 and attn_mask is None and \
-            query.device.type == "cpu":  # (the CPU kernel's rounding)
-        return _half_attention(query, key, value, is_causal, scale_factor)
+    if query.dtype in _HALF_FLOATS and dropout_p == 0.0 and query.device.type == "cpu" and \
+            (attn_mask is None or _cpu_flash_applies(query, key, value, dropout_p)):
+        return _half_attention(query, key, value, attn_mask, is_causal, scale_factor)
     scores = ember.matmul(query, key.transpose(-2, -1)) * scale_factor
     if is_causal:
         if attn_mask is not None and not _cpu_flash_applies(query, key, value, dropout_p):
@@ -1500,8 +1500,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     if attn_mask is not None:
         if attn_mask.dtype is ember.bool:
             scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
-        else:
-            scores = scores + attn_mask
+        else:  # (added in place: a float32 mask keeps half-float scores' dtype)
+            scores = (scores + attn_mask).to(scores.dtype)
     weights = _safe_softmax(scores) if is_causal or attn_mask is not None else \
         ember.softmax(scores, -1)
     if dropout_p > 0.0:
@@ -1517,20 +1517,27 @@ def _cpu_flash_applies(query: Tensor, key: Tensor, value: Tensor, dropout_p: flo
             and query.shape[-1] == key.shape[-1] == value.shape[-1])
 
 
-def _half_attention(query: Tensor, key: Tensor, value: Tensor, is_causal: bool,
-                    scale: float) -> Tensor:
-    """Attention of half floats as PyTorch's CPU flash kernel rounds it: the scores, their
-    exponentials and the rows' sums in float32; the exponentials rounded to the dtype for
-    the product with `value` (which accumulates in float32), that divided by the sums and
-    rounded once."""
+def _half_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None,
+                    is_causal: bool, scale: float) -> Tensor:
+    """Attention of half floats as PyTorch's CPU flash kernel rounds it: the scores (plus
+    the mask, read as float32), their exponentials and the rows' sums in float32; the
+    exponentials rounded to the dtype for the product with `value` (which accumulates in
+    float32), that divided by the sums and rounded once. A row masked out entirely gives
+    zeros, as the kernel's does."""
     q, k, v = query.float(), key.float(), value.float()
     scores = ember.matmul(q, k.transpose(-2, -1)) * scale
+    if attn_mask is not None:
+        scores = scores.masked_fill(attn_mask.logical_not(), float("-inf")) \
+            if attn_mask.dtype is ember.bool else scores + attn_mask.float()
     if is_causal:
         causal = ember.ones(q.shape[-2], k.shape[-2], dtype=ember.bool,
                             device=q.device).tril(0)
         scores = scores.masked_fill(causal.logical_not(), float("-inf"))
-    e = (scores - scores.amax(-1, keepdim=True)).exp()
-    out = ember.matmul(e.to(query.dtype).float(), v) / e.sum(-1, keepdim=True)
+    top = scores.amax(-1, keepdim=True)
+    empty = top == float("-inf")  # (exp(-inf - -inf) would be NaN)
+    e = (scores - top.masked_fill(empty, 0.0)).exp()
+    out = ember.matmul(e.to(query.dtype).float(), v) / \
+        e.sum(-1, keepdim=True).masked_fill(empty, 1.0)
     return out.to(query.dtype)
 
 

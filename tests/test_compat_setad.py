@@ -1,0 +1,76 @@
+"""PyTorch behaviours the set-AD programs (HuggingFace-style decoder and encoder-decoder
+inference) needed, checked against torch itself."""
+
+from __future__ import annotations
+
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+
+def _pair(make, *shapes, dtype="bfloat16"):
+    """The same seeded random tensors in torch and in ember."""
+    torch.manual_seed(0)
+    ts = [make(torch, s).to(getattr(torch, dtype)) for s in shapes]
+    return ts, [ember.tensor(t.float().numpy()).to(getattr(ember, dtype)) for t in ts]
+
+
+def _equal(e, t) -> None:
+    assert str(e.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
+    assert e.float().tolist() == t.float().tolist()
+
+
+def test_mark_static_address_as_torch() -> None:
+    for mod in (torch, ember):
+        t = mod.zeros(2, 3)
+        mod._dynamo.mark_static_address(t)
+        assert t._dynamo_static_input_type == "unguarded"
+        mod._dynamo.mark_static_address(t, guard=True)
+        assert t._dynamo_static_input_type == "guarded"
+    with pytest.raises(TypeError) as t_err:
+        torch._dynamo.mark_static_address([1])
+    with pytest.raises(TypeError) as e_err:
+        ember._dynamo.mark_static_address([1])
+    assert str(e_err.value) == str(t_err.value)
+
+
+def _masks(mod, dtype):
+    keep = mod.ones(4, 6, dtype=mod.bool).tril(2)
+    keep[1] = False  # a row that attends to nothing
+    additive = mod.zeros(4, 6).masked_fill(keep.logical_not(), mod.finfo(mod.float32).min)
+    return {"bool": keep, "float32": additive, "own dtype": additive.to(dtype)}
+
+
+# a decode step's mask (finfo.min, not -inf) and a padding mask of half-float attention round
+# as PyTorch's CPU flash kernel does: scores and softmax in float32, exponentials rounded for the
+# product with the values; a float32 mask keeps the query's dtype
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("kind", ["bool", "float32", "own dtype"])
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_half_sdpa_with_mask_rounds_as_torch(dtype: str, kind: str, is_causal: bool) -> None:
+    (tq, tk, tv), (eq, ek, ev) = _pair(lambda m, s: m.randn(*s), (2, 4, 4, 8), (2, 2, 6, 8),
+                                       (2, 2, 6, 8), dtype=dtype)
+    outs = []
+    for mod, q, k, v in ((torch, tq, tk, tv), (ember, eq, ek, ev)):
+        mask = _masks(mod, getattr(mod, dtype))[kind]
+        outs.append(mod.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=is_causal, enable_gqa=True))
+    if kind == "bool":  # (an all-False row attends to nothing: zeros, not NaN)
+        assert outs[1][:, :, 1].float().abs().sum().item() == 0.0
+    _equal(outs[1], outs[0])
+
+
+def test_half_sdpa_mask_keeps_gradients() -> None:
+    (tq,), (eq,) = _pair(lambda m, s: m.randn(*s), (1, 2, 3, 4), dtype="float32")
+    grads = []
+    for mod, q in ((torch, tq), (ember, eq)):
+        q = q.bfloat16().requires_grad_()
+        mask = mod.zeros(3, 3, dtype=mod.bfloat16)
+        mask[0, 2] = -10.0
+        mod.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=mask).float().sum() \
+            .backward()
+        grads.append(q.grad)
+    assert str(grads[1].dtype).split(".")[-1] == str(grads[0].dtype).split(".")[-1]
+    assert ember.allclose(grads[1].float(), ember.tensor(grads[0].float().numpy()), atol=0.05)
