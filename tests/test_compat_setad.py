@@ -74,3 +74,36 @@ def test_half_sdpa_mask_keeps_gradients() -> None:
         grads.append(q.grad)
     assert str(grads[1].dtype).split(".")[-1] == str(grads[0].dtype).split(".")[-1]
     assert ember.allclose(grads[1].float(), ember.tensor(grads[0].float().numpy()), atol=0.05)
+
+
+# torch normalises half floats in float32 (eps defaulting to float32's machine epsilon),
+# scales by the weight there and rounds once; a weight of another dtype keeps the input's
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32", "float64"])
+@pytest.mark.parametrize("weight", [None, "bfloat16", "float32"])
+@pytest.mark.parametrize("eps", [None, 1e-6])
+def test_rms_norm_rounds_as_torch(dtype: str, weight: str | None, eps: float | None) -> None:
+    (tx, tw), (ex, ew) = _pair(lambda m, s: m.randn(*s) * 3, (4, 3, 16), (16,),
+                               dtype="float32")
+    outs = []
+    for mod, x, w in ((torch, tx, tw), (ember, ex, ew)):
+        w = None if weight is None else w.to(getattr(mod, weight))
+        outs.append(mod.nn.functional.rms_norm(x.to(getattr(mod, dtype)), (16,), w, eps))
+    if dtype in ("bfloat16", "float16"):
+        _equal(outs[1], outs[0])
+    else:  # (float32 sums in another order: within rounding)
+        assert str(outs[1].dtype).split(".")[-1] == str(outs[0].dtype).split(".")[-1]
+        assert ember.allclose(outs[1].double(), ember.tensor(outs[0].double().numpy()),
+                              rtol=1e-6, atol=1e-6)
+
+
+def test_rms_norm_half_gradients_as_torch() -> None:
+    (tx, tw), (ex, ew) = _pair(lambda m, s: m.randn(*s), (2, 5, 8), (8,))
+    grads = []
+    for mod, x, w in ((torch, tx, tw), (ember, ex, ew)):
+        x, w = x.requires_grad_(), w.requires_grad_()
+        mod.nn.RMSNorm(8)(x)  # the module's default eps
+        mod.nn.functional.rms_norm(x, (8,), w).float().pow(2).sum().backward()
+        grads.append((x.grad, w.grad))
+    for e, t in zip(grads[1], grads[0]):
+        assert str(e.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
+        assert ember.allclose(e.float(), ember.tensor(t.float().numpy()), rtol=0.02, atol=0.02)

@@ -965,8 +965,11 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
 
 def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
              eps: float | None = None) -> Tensor:
-    r"""Root-mean-square normalisation over the last ``len(normalized_shape)`` dims;
-    ``eps`` defaults to the dtype's machine epsilon, as in torch."""
+    r"""Root-mean-square normalisation over the last ``len(normalized_shape)`` dims.
+
+    As in torch, half floats are normalised (and scaled by ``weight``) in float32 and the
+    result rounded once to the input's dtype; ``eps`` defaults to the machine epsilon of
+    that computation dtype (float32's for half floats)."""
     if isinstance(normalized_shape, numbers.Integral):
         normalized_shape = (int(normalized_shape),)
     normalized_shape = tuple(normalized_shape)
@@ -974,12 +977,14 @@ def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | No
         raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input "
                            f"with shape [*, {', '.join(map(str, normalized_shape))}], but got "
                            f"input of size{input.shape}")
+    x = input.float() if input.dtype in _HALF_FLOATS else input
     if eps is None:
-        eps = {ember.float64: 2.220446049250313e-16, ember.float16: 0.0009765625,
-               ember.bfloat16: 0.0078125}.get(input.dtype, 1.1920928955078125e-07)
+        eps = 2.220446049250313e-16 if x.dtype is ember.float64 else 1.1920928955078125e-07
     dims = tuple(range(input.ndim - len(normalized_shape), input.ndim))
-    out = input * ember.rsqrt((input * input).mean(dims, keepdim=True) + eps)
-    return out if weight is None else out * weight
+    out = x * ember.rsqrt((x * x).mean(dims, keepdim=True) + eps)
+    if weight is not None:
+        out = out * weight
+    return out.to(input.dtype)  # (a weight of another dtype does not change the result's)
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
