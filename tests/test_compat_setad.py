@@ -107,3 +107,38 @@ def test_rms_norm_half_gradients_as_torch() -> None:
     for e, t in zip(grads[1], grads[0]):
         assert str(e.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
         assert ember.allclose(e.float(), ember.tensor(t.float().numpy()), rtol=0.02, atol=0.02)
+
+
+# the backward of half-float attention is PyTorch's CPU flash kernel's: from the rows'
+# log-sum-exp, dV with the probabilities rounded, dS rounded before dQ and dK, a GQA
+# group's key/value gradients summed in float32; its node is the kernel's
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("case", ["causal", "bool mask", "float mask", "gqa", "gqa mask"])
+def test_half_sdpa_backward_as_torch(dtype: str, case: str) -> None:
+    kv_heads = 1 if case.startswith("gqa") else 4
+    (tq, tk, tv, tg), (eq, ek, ev, eg) = _pair(
+        lambda m, s: m.randn(*s), (2, 4, 5, 8), (2, kv_heads, 6, 8), (2, kv_heads, 6, 8),
+        (2, 4, 5, 8), dtype=dtype)
+    results = []
+    for mod, q, k, v, g in ((torch, tq, tk, tv, tg), (ember, eq, ek, ev, eg)):
+        q, k, v = (t.clone().requires_grad_() for t in (q, k, v))
+        kwargs = {"enable_gqa": case.startswith("gqa"), "is_causal": case == "causal"}
+        if "mask" in case:
+            masks = _masks(mod, getattr(mod, dtype))
+            # (a float mask over 4 of the 5 query rows, the last row attending to all)
+            kwargs["attn_mask"] = masks["bool"] if case == "bool mask" else \
+                mod.cat([masks["float32"], mod.zeros(1, 6)])
+            if case == "bool mask":
+                kwargs["attn_mask"] = mod.cat([masks["bool"], mod.ones(1, 6, dtype=mod.bool)])
+        out = mod.nn.functional.scaled_dot_product_attention(q, k, v, **kwargs)
+        out.backward(g)
+        results.append((out, q.grad, k.grad, v.grad, type(out.grad_fn).__name__,
+                        len(out.grad_fn.next_functions)))
+    _equal(results[1][0], results[0][0])
+    for e, t in zip(results[1][1:4], results[0][1:4]):
+        if dtype == "bfloat16":
+            _equal(e, t)
+        else:  # (float16's subnormal gradients may differ in their last bit)
+            assert ember.allclose(e.float(), ember.tensor(t.float().numpy()), rtol=1e-3,
+                                  atol=2e-7)
+    assert results[1][4:] == results[0][4:]

@@ -23,6 +23,7 @@ from ember.core import dtype as _dt
 from ember.core import tracing as _tracing
 from ember.core.dispatch import user_stacklevel as _user_stacklevel
 from ember.core.errors import with_context
+from ember.core.function import Function as _Function
 from ember.core.graph import labelled as _labelled
 from ember.core.memory_format import like_layout, row_major, tensor_format
 from ember.core.ops import nn as _nnops
@@ -1486,14 +1487,14 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     _check_sdp_kernel(query, key, value, dropout_p)
     length, source = query.shape[-2], key.shape[-2]
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if query.dtype in _HALF_FLOATS and dropout_p == 0.0 and query.device.type == "cpu" and \
+            (attn_mask is None or _cpu_flash_applies(query, key, value, dropout_p)):
+        return _half_attention(query, key, value, attn_mask, is_causal, scale_factor)
     if enable_gqa:
         rep_k = query.shape[-3] // key.shape[-3]
         rep_v = query.shape[-3] // value.shape[-3]
         key = _repeat_heads(key, rep_k)
         value = _repeat_heads(value, rep_v)
-    if query.dtype in _HALF_FLOATS and dropout_p == 0.0 and query.device.type == "cpu" and \
-            (attn_mask is None or _cpu_flash_applies(query, key, value, dropout_p)):
-        return _half_attention(query, key, value, attn_mask, is_causal, scale_factor)
     scores = ember.matmul(query, key.transpose(-2, -1)) * scale_factor
     if is_causal:
         if attn_mask is not None and not _cpu_flash_applies(query, key, value, dropout_p):
@@ -1524,12 +1525,15 @@ def _cpu_flash_applies(query: Tensor, key: Tensor, value: Tensor, dropout_p: flo
 
 def _half_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None,
                     is_causal: bool, scale: float) -> Tensor:
-    """Attention of half floats as PyTorch's CPU flash kernel rounds it: the scores (plus
-    the mask, read as float32), their exponentials and the rows' sums in float32; the
-    exponentials rounded to the dtype for the product with `value` (which accumulates in
-    float32), that divided by the sums and rounded once. A row masked out entirely gives
-    zeros, as the kernel's does."""
-    q, k, v = query.float(), key.float(), value.float()
+    """Attention of half floats as PyTorch's CPU flash kernel computes it, forward and
+    backward (`_HalfFlashAttention`); `key` and `value` may have fewer heads (GQA)."""
+    return _HalfFlashAttention.apply(query, key, value, attn_mask, is_causal, scale)
+
+
+def _half_scores(q: Tensor, k: Tensor, attn_mask: Tensor | None, is_causal: bool,
+                 scale: float) -> Tensor:
+    """The float32 scores of the flash kernel: `q k^T * scale`, plus the mask (read as
+    float32; a boolean one as 0 / -inf), the causal upper triangle -inf."""
     scores = ember.matmul(q, k.transpose(-2, -1)) * scale
     if attn_mask is not None:
         scores = scores.masked_fill(attn_mask.logical_not(), float("-inf")) \
@@ -1538,12 +1542,86 @@ def _half_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor
         causal = ember.ones(q.shape[-2], k.shape[-2], dtype=ember.bool,
                             device=q.device).tril(0)
         scores = scores.masked_fill(causal.logical_not(), float("-inf"))
-    top = scores.amax(-1, keepdim=True)
-    empty = top == float("-inf")  # (exp(-inf - -inf) would be NaN)
-    e = (scores - top.masked_fill(empty, 0.0)).exp()
-    out = ember.matmul(e.to(query.dtype).float(), v) / \
-        e.sum(-1, keepdim=True).masked_fill(empty, 1.0)
-    return out.to(query.dtype)
+    return scores
+
+
+def _sum_heads(grads: Tensor, heads: int, half: Any) -> Tensor:
+    """The gradient of `_repeat_heads`, rounded to `half`: each key/value head's query-head
+    group added up in order, the sum rounded to `half` after each head (PyTorch's kernel
+    accumulates into the gradient tensor itself)."""
+    n = grads.shape[-3] // heads
+    if n == 1:
+        return grads.to(half)
+    shape = tuple(grads.shape)
+    grouped = grads.reshape(*shape[:-3], heads, n, shape[-2], shape[-1])
+    total = grouped[..., 0, :, :].to(half)
+    for r in range(1, n):
+        total = (total.float() + grouped[..., r, :, :]).to(half)
+    return total
+
+
+class _HalfFlashAttention(_Function):
+    """PyTorch's CPU flash attention of float16/bfloat16 tensors, its rounding included:
+    scores, their softmax statistics and every product accumulated in float32; forward,
+    the exponentials rounded to the dtype for the product with `value` and the output
+    rounded once; backward (from the row's log-sum-exp), `dV = P^T dO` with `P` rounded,
+    `dS = P (dO V^T - rowsum(dO O))` rounded, then `dQ = dS K`, `dK = dS^T Q`, each rounded
+    once (a GQA group's added up head by head). A row masked out entirely gives zeros.
+    (Wider heads and longer rows can differ in the last bits: the kernel's blocked,
+    vectorised arithmetic is not modelled.)"""
+
+    @staticmethod
+    def forward(ctx: Any, query: Tensor, key: Tensor, value: Tensor,
+                attn_mask: Tensor | None, is_causal: bool, scale: float) -> Tensor:
+        half = query.dtype
+        q = query.float()
+        k = _repeat_heads(key.float(), query.shape[-3] // key.shape[-3])
+        v = _repeat_heads(value.float(), query.shape[-3] // value.shape[-3])
+        scores = _half_scores(q, k, attn_mask, is_causal, scale)
+        top = scores.amax(-1, keepdim=True)
+        empty = top == float("-inf")  # (exp(-inf - -inf) would be NaN)
+        top = top.masked_fill(empty, 0.0)
+        e = (scores - top).exp()
+        total = e.sum(-1, keepdim=True).masked_fill(empty, 1.0)
+        out = (ember.matmul(e.to(half).float(), v) / total).to(half)
+        ctx.save_for_backward(query, key, value, out, top + total.log())
+        ctx.attn = (attn_mask, is_causal, scale)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad_out: Tensor) -> tuple:
+        query, key, value, out, lse = ctx.saved_tensors
+        attn_mask, is_causal, scale = ctx.attn
+        half = query.dtype
+        q, do = query.float(), grad_out.to(half).float()
+        k = _repeat_heads(key.float(), query.shape[-3] // key.shape[-3])
+        v = _repeat_heads(value.float(), query.shape[-3] // value.shape[-3])
+        p = (_half_scores(q, k, attn_mask, is_causal, scale) - lse).exp()
+        grad_v = ember.matmul(p.to(half).float().transpose(-2, -1), do)
+        rowdot = (do * out.float()).sum(-1, keepdim=True)
+        ds = (p * (ember.matmul(do, v.transpose(-2, -1)) - rowdot)).to(half).float()
+        grad_q = ember.matmul(ds, k) * scale
+        grad_k = ember.matmul(ds.transpose(-2, -1), q) * scale
+        return (grad_q.to(half), _sum_heads(grad_k, key.shape[-3], half),
+                _sum_heads(grad_v, value.shape[-3], half), None, None, None)
+
+
+class _FlashAttentionNode(_HalfFlashAttention._backward_cls):
+    """The node PyTorch's kernel records: its name, and edges to query, key and value
+    only (the mask and the settings are no inputs of its graph)."""
+
+    __slots__ = ()
+
+    def __init__(self, next_edges: tuple) -> None:
+        super().__init__(next_edges[:3])
+
+    def name(self) -> str:
+        return type(self).__name__
+
+
+_FlashAttentionNode.__name__ = _FlashAttentionNode.__qualname__ = \
+    "ScaledDotProductFlashAttentionForCpuBackward0"
+_HalfFlashAttention._backward_cls = _FlashAttentionNode
 
 
 def _safe_softmax(scores: Tensor) -> Tensor:

@@ -2048,20 +2048,30 @@ def _log_softmax_grad(grad: Tensor, result: Tensor, dim: int) -> Tensor:
     return grad - result.exp() * R.sum(grad, dim, keepdim=True)
 
 
+def _softmax_grad(grad: Tensor, result: Tensor, dim: int) -> Tensor:
+    """`result * (grad - sum(grad * result, dim))`; of half-precision tensors in float32,
+    rounded once (PyTorch's CPU backward kernel)."""
+    if grad._dtype in _HALF:
+        return _softmax_grad(grad.to(dtype=dt.float32), result.to(dtype=dt.float32),
+                             dim).to(dtype=grad._dtype)
+    return result * (grad - R.sum(grad * result, dim, keepdim=True))
+
+
 @composite(traced_as_node=True, precision=P.FLOAT32, cost=costs.reduction(10),
-           fused="softmax", grad=Grad(input=lambda grad, result, dim: result * (
-               grad - R.sum(grad * result, dim, keepdim=True))))
+           fused="softmax", grad=Grad(input=_softmax_grad))
 def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """`exp(x) / sum(exp(x), dim)`, computed stably."""
     input, d = _softmax_input("softmax", input, dim, dtype)
-    if input._dtype in _HALF:  # PyTorch's: computed in float32, rounded once
-        return softmax(input.to(dtype=dt.float32), d).to(dtype=input._dtype)
     if not input.ndim:  # as PyTorch: the one element, as a 1-element vector
         return reshape(softmax(reshape(input, (1,)), 0), ())
     if not input.numel():
         return input.clone()
     src = _row_major(input)
-    out = run_fused("softmax", src, dim=d)
+    if input._dtype in _HALF:  # PyTorch's: computed in float32, rounded once; its
+        with no_grad():  # backward reads the rounded result
+            out = softmax(src.to(dtype=dt.float32), d).to(dtype=input._dtype)
+    else:
+        out = run_fused("softmax", src, dim=d)
     if out is None:
         with no_grad():
             e = (src - R.amax(src, d, keepdim=True)).exp()
