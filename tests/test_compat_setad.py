@@ -142,3 +142,20 @@ def test_half_sdpa_backward_as_torch(dtype: str, case: str) -> None:
             assert ember.allclose(e.float(), ember.tensor(t.float().numpy()), rtol=1e-3,
                                   atol=2e-7)
     assert results[1][4:] == results[0][4:]
+
+
+# half-float softmax: forward in float32 rounded once, and a SoftmaxBackward0 node whose
+# gradient reads the rounded result and is itself computed in float32, rounded once
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("dim", [-1, 0])
+def test_half_softmax_backward_as_torch(dtype: str, dim: int) -> None:
+    (tx, tg), (ex, eg) = _pair(lambda m, s: m.randn(*s) * 2, (16, 7), (16, 7), dtype=dtype)
+    results = []
+    for mod, x, g in ((torch, tx, tg), (ember, ex, eg)):
+        x = x.clone().requires_grad_()
+        out = mod.nn.functional.softmax(x, dim)
+        out.backward(g)
+        results.append((out, x.grad, type(out.grad_fn).__name__))
+    _equal(results[1][0], results[0][0])
+    _equal(results[1][1], results[0][1])
+    assert results[1][2] == results[0][2] == "SoftmaxBackward0"

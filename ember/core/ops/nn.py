@@ -2067,9 +2067,8 @@ def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     if not input.numel():
         return input.clone()
     src = _row_major(input)
-    if input._dtype in _HALF:  # PyTorch's: computed in float32, rounded once; its
-        with no_grad():  # backward reads the rounded result
-            out = softmax(src.to(dtype=dt.float32), d).to(dtype=input._dtype)
+    if input._dtype in _HALF:  # (its backward reads the rounded result)
+        out = _half_softmax(src, d)
     else:
         out = run_fused("softmax", src, dim=d)
     if out is None:
@@ -2098,6 +2097,21 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
             out = shifted - R.sum(shifted.exp(), d, keepdim=True).log()
     record_grad(OPS["log_softmax"], (input,), {"dim": d}, out)
     return out
+
+
+def _half_softmax(input: Tensor, dim: int) -> Tensor:
+    """softmax of a float16/bfloat16 `input` (row-major) as PyTorch's CPU kernels round it:
+    computed in float32 and rounded once along the last dim; along another (even before
+    size-1 dims), its kernel keeps the exponentials in the output's dtype, so each is
+    rounded before its division by the (float32) sum."""
+    half = input._dtype
+    with no_grad():
+        x = input.to(dtype=dt.float32)
+        if dim == input.ndim - 1:
+            return softmax(x, dim).to(dtype=half)
+        e = (x - R.amax(x, dim, keepdim=True)).exp()
+        return (e.to(dtype=half).to(dtype=dt.float32) / R.sum(e, dim, keepdim=True)) \
+            .to(dtype=half)
 
 
 def _half_log_softmax(input: Tensor, dim: int) -> Tensor:
