@@ -2099,19 +2099,32 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     return out
 
 
+_SOFTMAX_LANES = 16  # float32 lanes of PyTorch's vectorised CPU softmax (AVX-512)
+
+
 def _half_softmax(input: Tensor, dim: int) -> Tensor:
     """softmax of a float16/bfloat16 `input` (row-major) as PyTorch's CPU kernels round it:
-    computed in float32 and rounded once along the last dim; along another (even before
-    size-1 dims), its kernel keeps the exponentials in the output's dtype, so each is
-    rounded before its division by the (float32) sum."""
+    computed in float32 and rounded once along the last dim. Along another (even before
+    size-1 dims) its kernel runs across the positions after `dim` in vectors of
+    `_SOFTMAX_LANES`, rounding once; the positions past the last whole vector (all of
+    them when there are fewer) keep their exponentials in the output's dtype, each rounded
+    before its division by the float32 sum. (On one thread: more split the positions
+    among themselves, each share with its own tail.)"""
     half = input._dtype
     with no_grad():
         x = input.to(dtype=dt.float32)
         if dim == input.ndim - 1:
             return softmax(x, dim).to(dtype=half)
         e = (x - R.amax(x, dim, keepdim=True)).exp()
-        return (e.to(dtype=half).to(dtype=dt.float32) / R.sum(e, dim, keepdim=True)) \
-            .to(dtype=half)
+        total = R.sum(e, dim, keepdim=True)
+        once = (e / total).to(dtype=half)
+        inner = math.prod(input.shape[dim + 1:])
+        vectorised = inner // _SOFTMAX_LANES * _SOFTMAX_LANES
+        if vectorised == inner:
+            return once
+        tail = (e.to(dtype=half).to(dtype=dt.float32) / total).to(dtype=half)
+        position = reshape(arange(inner, device=input.device), input.shape[dim + 1:])
+        return where(position < vectorised, once, tail)
 
 
 def _half_log_softmax(input: Tensor, dim: int) -> Tensor:
