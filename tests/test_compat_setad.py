@@ -159,3 +159,48 @@ def test_half_softmax_backward_as_torch(dtype: str, dim: int) -> None:
     _equal(results[1][0], results[0][0])
     _equal(results[1][1], results[0][1])
     assert results[1][2] == results[0][2] == "SoftmaxBackward0"
+
+
+# half-float layer_norm keeps its mean and 1/std in the input's dtype for backward, as
+# PyTorch's CPU kernel does: the input gradient computed from those rounded statistics
+# (bit for bit), the node NativeLayerNormBackward0 with edges to input, weight and bias
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("affine", [True, False])
+def test_half_layer_norm_backward_as_torch(dtype: str, affine: bool) -> None:
+    (tx, tw, tb, tg), (ex, ew, eb, eg) = _pair(
+        lambda m, s: m.randn(*s) * 2 + 1, (12, 3, 4), (3, 4), (3, 4), (12, 3, 4), dtype=dtype)
+    results = []
+    for mod, x, w, b, g in ((torch, tx, tw, tb, tg), (ember, ex, ew, eb, eg)):
+        x, w, b = (t.clone().requires_grad_() for t in (x, w, b))
+        out = mod.nn.functional.layer_norm(x, (3, 4), w if affine else None,
+                                           b if affine else None)
+        out.backward(g)
+        results.append((out, x.grad, w.grad, b.grad, type(out.grad_fn).__name__,
+                        [f is None for f, _ in out.grad_fn.next_functions]))
+    if dtype == "bfloat16":  # (float16's forward may differ in a last bit)
+        _equal(results[1][0], results[0][0])
+    _equal(results[1][1], results[0][1])
+    if affine:  # (PyTorch sums these over the rows in the dtype, per thread)
+        for e, t in zip(results[1][2:4], results[0][2:4]):
+            assert ember.allclose(e.float(), ember.tensor(t.float().numpy()), rtol=0.02,
+                                  atol=0.05)
+    assert results[1][4:] == results[0][4:]
+
+
+def test_half_kernels_under_forward_ad_as_torch() -> None:
+    """Forward-mode AD: PyTorch's flash kernel refuses it (its words); layer_norm's tangent
+    is computed (within bfloat16 rounding of PyTorch's)."""
+    (tx, tt), (ex, et) = _pair(lambda m, s: m.randn(*s), (1, 2, 3, 4), (1, 2, 3, 4))
+    outs = []
+    for mod, x, t in ((torch, tx, tt), (ember, ex, et)):
+        fw = mod.autograd.forward_ad
+        with fw.dual_level():
+            dual = fw.make_dual(x, t)
+            with pytest.raises(NotImplementedError) as err:
+                mod.nn.functional.scaled_dot_product_attention(dual, dual, dual)
+            tangent = fw.unpack_dual(mod.nn.functional.layer_norm(dual, (4,))).tangent
+        outs.append((str(err.value), tangent))
+    assert outs[1][0] == outs[0][0]
+    assert str(outs[1][1].dtype).split(".")[-1] == "bfloat16"
+    assert ember.allclose(outs[1][1].float(), ember.tensor(outs[0][1].float().numpy()),
+                          rtol=0.02, atol=0.02)

@@ -24,6 +24,7 @@ from ember.core import tracing as _tracing
 from ember.core.dispatch import user_stacklevel as _user_stacklevel
 from ember.core.errors import with_context
 from ember.core.function import Function as _Function
+from ember.core.function import as_kernel as _as_kernel
 from ember.core.graph import labelled as _labelled
 from ember.core.memory_format import like_layout, row_major, tensor_format
 from ember.core.ops import nn as _nnops
@@ -1560,6 +1561,7 @@ def _sum_heads(grads: Tensor, heads: int, half: Any) -> Tensor:
     return total
 
 
+@_as_kernel("ScaledDotProductFlashAttentionForCpuBackward0", 3)
 class _HalfFlashAttention(_Function):
     """PyTorch's CPU flash attention of float16/bfloat16 tensors, its rounding included:
     scores, their softmax statistics and every product accumulated in float32; forward,
@@ -1589,6 +1591,15 @@ class _HalfFlashAttention(_Function):
         return out
 
     @staticmethod
+    def jvp(ctx: Any, *tangents: Any) -> Any:
+        raise NotImplementedError(
+            "Trying to use forward AD with _scaled_dot_product_flash_attention_for_cpu that "
+            "does not support it because it has not been implemented yet.\nPlease file an "
+            "issue to PyTorch at https://github.com/pytorch/pytorch/issues/new?template="
+            "feature-request.yml so that we can prioritize its implementation or submit a PR "
+            "adding the implementation to derivatives.yaml")
+
+    @staticmethod
     def backward(ctx: Any, grad_out: Tensor) -> tuple:
         query, key, value, out, lse = ctx.saved_tensors
         attn_mask, is_causal, scale = ctx.attn
@@ -1604,24 +1615,6 @@ class _HalfFlashAttention(_Function):
         grad_k = ember.matmul(ds.transpose(-2, -1), q) * scale
         return (grad_q.to(half), _sum_heads(grad_k, key.shape[-3], half),
                 _sum_heads(grad_v, value.shape[-3], half), None, None, None)
-
-
-class _FlashAttentionNode(_HalfFlashAttention._backward_cls):
-    """The node PyTorch's kernel records: its name, and edges to query, key and value
-    only (the mask and the settings are no inputs of its graph)."""
-
-    __slots__ = ()
-
-    def __init__(self, next_edges: tuple) -> None:
-        super().__init__(next_edges[:3])
-
-    def name(self) -> str:
-        return type(self).__name__
-
-
-_FlashAttentionNode.__name__ = _FlashAttentionNode.__qualname__ = \
-    "ScaledDotProductFlashAttentionForCpuBackward0"
-_HalfFlashAttention._backward_cls = _FlashAttentionNode
 
 
 def _safe_softmax(scores: Tensor) -> Tensor:
