@@ -203,3 +203,23 @@ def test_half_kernels_under_forward_ad_as_torch() -> None:
     assert str(outs[1][1].dtype).split(".")[-1] == "bfloat16"
     assert ember.allclose(outs[1][1].float(), ember.tensor(outs[0][1].float().numpy()),
                           rtol=0.02, atol=0.02)
+
+
+# PyTorch's fused CPU Adam/AdamW reads half-float parameters and states in float32 and
+# writes each back rounded once
+@pytest.mark.parametrize("name", ["Adam", "AdamW"])
+@pytest.mark.parametrize("options", [{}, {"amsgrad": True},
+                                     {"maximize": True, "weight_decay": 0.1}])
+def test_fused_adam_half_params_as_torch(name: str, options: dict) -> None:
+    (tw, tg), (ew, eg) = _pair(lambda m, s: m.randn(*s), (64,), (3, 64))
+    finals = []
+    for mod, w, grads in ((torch, tw, tg), (ember, ew, eg)):
+        param = mod.nn.Parameter(w.clone())
+        opt = getattr(mod.optim, name)([param], lr=1e-2, fused=True, **options)
+        for g in grads:
+            param.grad = g.clone()
+            opt.step()
+        state = opt.state[param]
+        finals.append((param.detach(), state["exp_avg"], state["exp_avg_sq"]))
+    for e, t in zip(finals[1], finals[0]):
+        _equal(e, t)
