@@ -2100,7 +2100,7 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     return out
 
 
-_SOFTMAX_LANES = 16  # float32 lanes of PyTorch's vectorised CPU softmax (AVX-512)
+_SOFTMAX_LANES = 16  # half-float lanes of PyTorch's vectorised CPU softmax (AVX2)
 
 
 def _half_softmax(input: Tensor, dim: int) -> Tensor:
