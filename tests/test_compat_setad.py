@@ -235,3 +235,39 @@ def test_half_rsqrt_as_torch(dtype: str, shape: tuple) -> None:
     _equal(ember.rsqrt(ex), torch.rsqrt(tx))
     tx, ex = tx.clone(), ex.clone()
     _equal(ex.rsqrt_(), tx.rsqrt_())
+
+
+# baddbmm / addmv of half floats (ALiBi attention scores as Bloom and Falcon compute them):
+# the product and the scaled sum in float32, rounded once, as addmm already did
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("alpha,beta", [(1, 1), (0.125, 1.0), (0.5, 0.5)])
+def test_half_baddbmm_addmv_round_once(dtype: str, alpha: float, beta: float) -> None:
+    (ts, ta, tb), (es, ea, eb) = _pair(lambda m, s: m.randn(*s), (2, 4, 5), (2, 4, 16),
+                                       (2, 16, 5), dtype=dtype)
+    _equal(ember.baddbmm(es, ea, eb, alpha=alpha, beta=beta),
+           torch.baddbmm(ts, ta, tb, alpha=alpha, beta=beta))
+    _equal(ember.addmv(es[0, :, 0], ea[0], eb[0, :, 0], alpha=alpha, beta=beta),
+           torch.addmv(ts[0, :, 0], ta[0], tb[0, :, 0], alpha=alpha, beta=beta))
+
+
+def _addmm_family(t, dtypes: str):
+    names = {"h": t.float16, "b": t.bfloat16, "f": t.float32, "d": t.float64}
+    i, a, b = (names[c] for c in dtypes)
+    return {
+        "baddbmm": lambda: t.baddbmm(t.zeros(2, 3, 3, dtype=i), t.zeros(2, 3, 4, dtype=a),
+                                     t.zeros(2, 4, 3, dtype=b)),
+        "addmm": lambda: t.addmm(t.zeros(3, 3, dtype=i), t.zeros(3, 4, dtype=a),
+                                 t.zeros(4, 3, dtype=b)),
+        "addmv": lambda: t.addmv(t.zeros(3, dtype=i), t.zeros(3, 4, dtype=a),
+                                 t.zeros(4, dtype=b)),
+    }
+
+
+@pytest.mark.parametrize("dtypes", ["ffd", "fdf", "dff", "bhh", "fhh", "ffh", "fbf"])
+def test_addmm_family_mixed_dtypes_error_as_torch(dtypes: str) -> None:
+    for name, fn in _addmm_family(torch, dtypes).items():
+        with pytest.raises(RuntimeError) as t_err:
+            fn()
+        with pytest.raises(RuntimeError) as e_err:
+            _addmm_family(ember, dtypes)[name]()
+        assert str(e_err.value) == str(t_err.value), name

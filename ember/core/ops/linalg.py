@@ -293,13 +293,26 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,
     and infinities do not reach the result)."""
     _need_dims("addmm", "mat1", mat1, 2)
     _need_dims("addmm", "mat2", mat2, 2)
+    for name, x in (("self", input), ("mat1", mat1)):  # (PyTorch's order of checks)
+        if x.dtype is not mat2.dtype:
+            raise RuntimeError(f"{name} and mat2 must have the same dtype, but got "
+                               f"{scalar_type_name(x.dtype)} and "
+                               f"{scalar_type_name(mat2.dtype)}")
+    wide = _in_float32(addmm, input, mat1, mat2, beta, alpha)
+    return wide if wide is not None else \
+        _scaled_sum("addmm", input, matmul(mat1, mat2), beta, alpha)
+
+
+def _in_float32(op: Any, input: Tensor, a: Tensor, b: Tensor, beta: Any,
+                alpha: Any) -> Tensor | None:
+    """`op(input, a, b)` of three half-float tensors of one dtype as PyTorch's CPU kernels
+    compute it: the product and the scaled sum in float32, rounded once (not the product
+    rounded, then the sum); None for other operands."""
     half = input._dtype
-    if half in dt.HALF_DTYPES and mat1._dtype is half and mat2._dtype is half:
-        # PyTorch's CPU kernel: the product and the sum in float32, rounded once (not the
-        # product rounded, then the sum)
-        wide = [to_dtype(x, dt.float32) for x in (input, mat1, mat2)]
-        return to_dtype(addmm(*wide, beta=beta, alpha=alpha), half)
-    return _scaled_sum("addmm", input, matmul(mat1, mat2), beta, alpha)
+    if half not in dt.HALF_DTYPES or a._dtype is not half or b._dtype is not half:
+        return None
+    wide = [to_dtype(x, dt.float32) for x in (input, a, b)]
+    return to_dtype(op(*wide, beta=beta, alpha=alpha), half)
 
 
 @composite(complex=True, variants="function method inplace out", exact_out=True,
@@ -312,7 +325,13 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any 
             return "(" + "x".join(str(n) for n in x.shape) + ")"
         raise RuntimeError(f"size mismatch, got input {sizes(input)}, mat {sizes(mat)}, vec "
                            f"{sizes(vec)}")
-    return _scaled_sum("addmv", input, matmul(mat, vec), beta, alpha)
+    if not input.dtype is mat.dtype is vec.dtype:
+        raise RuntimeError("addmv input tensors must have the same dtype, but got " +
+                           ", ".join(scalar_type_name(x.dtype) for x in (input, mat)) +
+                           f", and {scalar_type_name(vec.dtype)}")
+    wide = _in_float32(addmv, input, mat, vec, beta, alpha)
+    return wide if wide is not None else \
+        _scaled_sum("addmv", input, matmul(mat, vec), beta, alpha)
 
 
 @composite(complex=True, variants="function method inplace out", exact_out=True,
@@ -340,7 +359,13 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{batch1.shape[0]}, {batch1.shape[2]}] but got: "
                            f"[{batch2.shape[0]}, {batch2.shape[1]}].")
-    return _scaled_sum("baddbmm", input, bmm(batch1, batch2), beta, alpha)
+    if input.dtype is not batch1.dtype:  # (batch2's is bmm's check)
+        raise RuntimeError(f"Input dtypes must be the same, got: input "
+                           f"{cpp_type_name(input.dtype)}, batch1: {cpp_type_name(batch1.dtype)}"
+                           f", batch2: {cpp_type_name(batch2.dtype)}")
+    wide = _in_float32(baddbmm, input, batch1, batch2, beta, alpha)
+    return wide if wide is not None else \
+        _scaled_sum("baddbmm", input, bmm(batch1, batch2), beta, alpha)
 
 
 @composite(complex=True, variants="function method inplace out", exact_out=True,
