@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import struct
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -557,25 +558,65 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
     if antialias:
         return _nnops.kept_format(input, _antialiased(input, out_sizes, scales,
                                                       bool(align_corners), mode))
+    if input.dtype in _HALF_FLOATS and not mode.startswith("nearest"):
+        # PyTorch's CPU kernels interpolate half floats in float32, rounded once
+        wide = interpolate(input.float(), out_sizes if size is not None else None,
+                           scale_factor if size is None else None, mode, align_corners,
+                           recompute_scale_factor, antialias)
+        return wide.to(input.dtype)
     if mode == "bicubic":
         return _nnops.kept_format(input, _bicubic(input, out_sizes, scales,
                                                   bool(align_corners)))
     out = input
-    for d in range(spatial):
+    # (the last dim first: ATen's nested loops interpolate it innermost)
+    for d in reversed(range(spatial)):
         dim = 2 + d
-        lo, hi, w = _interp_source(out_sizes[d], in_sizes[d], scales[d], bool(align_corners),
-                                   mode)
-        lo_t = ember.tensor(lo, device=input.device)
-        a = ember.index_select(out, dim, lo_t)
-        if mode.startswith("nearest") or all(x == 0.0 for x in w):
-            out = a
+        if mode.startswith("nearest"):
+            lo, _, _ = _interp_source(out_sizes[d], in_sizes[d], scales[d],
+                                      bool(align_corners), mode)
+            out = ember.index_select(out, dim, ember.tensor(lo, device=input.device))
             continue
+        lo, hi, w = _linear_taps(out_sizes[d], in_sizes[d], scales[d], bool(align_corners),
+                                 input.dtype is ember.float64)
+        a = ember.index_select(out, dim, ember.tensor(lo, device=input.device))
         b = ember.index_select(out, dim, ember.tensor(hi, device=input.device))
         shape = [1] * input.ndim
         shape[dim] = out_sizes[d]
-        wt = ember.tensor(w, dtype=input.dtype, device=input.device).reshape(shape)
-        out = a + (b - a) * wt
+        w0, w1 = (ember.tensor(v, dtype=input.dtype, device=input.device).reshape(shape)
+                  for v in zip(*w))
+        if input.dtype is ember.float32:  # ATen's fma(t0, w0, t1 * w1), rounded once
+            out = (a.double() * w0.double() + (b * w1).double()).float()
+        else:
+            out = a * w0 + b * w1
     return _nnops.kept_format(input, out)  # (PyTorch's upsampling keeps channels_last)
+
+
+def _f32(v: float) -> float:
+    """`v` rounded to float32."""
+    return struct.unpack("f", struct.pack("f", v))[0]
+
+
+def _linear_taps(out_size: int, in_size: int, scale: float | None, align_corners: bool,
+                 double: bool) -> tuple[list[int], list[int], list[tuple[float, float]]]:
+    """For each output position along one dimension: the two source indices and their
+    weights, computed as ATen's linear upsampling computes them, in its opmath type
+    (float32, or float64 for double input): `area_pixel_compute_scale`, then
+    `compute_source_index_and_lambda`."""
+    r = (lambda v: v) if double else _f32
+    if align_corners:
+        ratio = r(r(in_size - 1) / r(out_size - 1)) if out_size > 1 else 0.0
+    else:
+        ratio = r(1.0 / scale) if scale else r(r(in_size) / r(out_size))
+    lo, hi, weights = [], [], []
+    for j in range(out_size):
+        real = r(ratio * j) if align_corners else \
+            max(r(r(ratio * r(j + 0.5)) - 0.5), 0.0)
+        i0 = min(int(math.floor(real)), in_size - 1)
+        lam = min(max(r(real - i0), 0.0), 1.0)
+        lo.append(i0)
+        hi.append(i0 + (1 if i0 < in_size - 1 else 0))
+        weights.append((r(1.0 - lam), lam))
+    return lo, hi, weights
 
 
 def _refuse_interpolate_dtype(input: Tensor, mode: str, antialias: bool) -> None:
