@@ -925,6 +925,25 @@ PROGRAMS_FLEX35 = [
 ]
 PROGRAM_SPECS += PROGRAMS_FLEX35
 
+# set AD (session 35): HuggingFace-style LLM and encoder-decoder inference: Qwen2 / Gemma2
+# decoders (float32 RMSNorm, rotary buffers, GQA by repeat_kv and SDPA's enable_gqa, soft-capping,
+# sliding windows, dynamic and static key/value caches, greedy and sampled decoding, bfloat16);
+# BART-style encoder-decoder (4-D additive masks, cross-attention caches, label smoothing,
+# warmup schedules, pad_sequence padding_side); Mixtral / DeepSeek / Qwen2-MoE expert routing
+# (one_hot masks, index_add_, group-limited top-k, sorted dispatch, load-balancing loss)
+PROGRAMS_AD35 = [
+    Program("qwen2_gemma2_decode.py", trends=[Trend(r"train step +\d+ loss ([\d.]+)", 0.1, 0.3)],
+            same=r"(?m)^(?!.*step \d+ ).*",
+            first=r"train step +\d+ loss ([\d.]+)", long=True),
+    Program("bart_seq2seq_cache.py", trends=[Trend(r"step +\d+ loss ([\d.]+)", 0.8, 0.3)],
+            same=r"(?m)^(?!step +\d+ loss|eval loss).*",
+            first=r"step +\d+ loss ([\d.]+)", long=True),
+    Program("mixtral_deepseek_moe.py", trends=[Trend(r"step +\d+ loss ([\d.]+)", 0.6, 0.3)],
+            same=r"(?m)^(?!step +\d+ loss|bias ).*",
+            first=r"step +\d+ loss ([\d.]+)", long=True),
+]
+PROGRAM_SPECS += PROGRAMS_AD35
+
 
 def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
     workdir.mkdir()

@@ -9,11 +9,12 @@ from __future__ import annotations
 from ember._dynamo import config, eval_frame, exc
 from ember._dynamo.eval_frame import OptimizedModule
 from ember.compiler import allow_in_graph, disable, is_compiling, reset
+from ember.core.tensor import Tensor
 from ember.jit.backends import explain, list_backends, lookup_backend, register_backend
 
 __all__ = ["OptimizedModule", "allow_in_graph", "config", "disable", "eval_frame", "exc", "explain",
            "is_compiling", "list_backends", "lookup_backend", "mark_dynamic", "mark_static",
-           "register_backend", "reset"]
+           "mark_static_address", "register_backend", "reset"]
 
 
 def mark_dynamic(t, index, *, min=None, max=None) -> None:  # noqa: A002 - PyTorch's names
@@ -22,3 +23,13 @@ def mark_dynamic(t, index, *, min=None, max=None) -> None:  # noqa: A002 - PyTor
 
 def mark_static(t, index=None) -> None:
     """Accepted: a replay is recorded per shape already."""
+
+
+def mark_static_address(t, guard: bool = False) -> None:
+    """Marks `t`'s address as constant across calls (for CUDA graphs), as PyTorch does: by
+    an attribute on the tensor. A replay reads its inputs where they are, so nothing else
+    is needed.
+    """
+    if not isinstance(t, Tensor):
+        raise TypeError(f"mark_static_address expects a tensor but received {type(t)}")
+    t._dynamo_static_input_type = "guarded" if guard else "unguarded"

@@ -246,3 +246,21 @@ def _set_output_tangents(out: Any, tangents: Any) -> None:
     for o, t in zip(outs, tangents):
         if is_tensor(o) and t is not None:
             fw.set_tangent(o, t)
+
+
+def as_kernel(name: str, n_inputs: int) -> Any:
+    """A class decorator: the Function records the node of the PyTorch kernel it
+    implements, named `name` (`type(grad_fn).__name__` and `grad_fn.name()`), with edges
+    to its first `n_inputs` arguments only (the rest are settings, not graph inputs)."""
+
+    def decorate(cls: type[Function]) -> type[Function]:
+        base = cls._backward_cls
+
+        def __init__(self: Node, next_edges: tuple) -> None:
+            base.__init__(self, next_edges[:n_inputs])
+
+        cls._backward_cls = type(name, (base,), {
+            "__slots__": (), "__init__": __init__, "name": lambda self: name,
+            "__module__": base.__module__})
+        return cls
+    return decorate

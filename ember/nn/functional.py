@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import struct
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -23,6 +24,8 @@ from ember.core import dtype as _dt
 from ember.core import tracing as _tracing
 from ember.core.dispatch import user_stacklevel as _user_stacklevel
 from ember.core.errors import with_context
+from ember.core.function import Function as _Function
+from ember.core.function import as_kernel as _as_kernel
 from ember.core.graph import labelled as _labelled
 from ember.core.memory_format import (
     contiguous_format,
@@ -576,21 +579,55 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         return _nnops.kept_format(input, _bicubic(input, out_sizes, scales,
                                                   bool(align_corners)))
     out = input
-    for d in range(spatial):
+    # (the last dim first: ATen's nested loops interpolate it innermost)
+    for d in reversed(range(spatial)):
         dim = 2 + d
-        lo, hi, w = _interp_source(out_sizes[d], in_sizes[d], scales[d], bool(align_corners),
-                                   mode)
-        lo_t = ember.tensor(lo, device=input.device)
-        a = ember.index_select(out, dim, lo_t)
-        if mode.startswith("nearest") or all(x == 0.0 for x in w):
-            out = a
+        if mode.startswith("nearest"):
+            lo, _, _ = _interp_source(out_sizes[d], in_sizes[d], scales[d],
+                                      bool(align_corners), mode)
+            out = ember.index_select(out, dim, ember.tensor(lo, device=input.device))
             continue
+        lo, hi, w = _linear_taps(out_sizes[d], in_sizes[d], scales[d], bool(align_corners),
+                                 input.dtype is ember.float64)
+        a = ember.index_select(out, dim, ember.tensor(lo, device=input.device))
         b = ember.index_select(out, dim, ember.tensor(hi, device=input.device))
         shape = [1] * input.ndim
         shape[dim] = out_sizes[d]
-        wt = ember.tensor(w, dtype=input.dtype, device=input.device).reshape(shape)
-        out = a + (b - a) * wt
+        w0, w1 = (ember.tensor(v, dtype=input.dtype, device=input.device).reshape(shape)
+                  for v in zip(*w))
+        if input.dtype is ember.float32:  # ATen's fma(t0, w0, t1 * w1), rounded once
+            out = (a.double() * w0.double() + (b * w1).double()).float()
+        else:
+            out = a * w0 + b * w1
     return _nnops.kept_format(input, out)  # (PyTorch's upsampling keeps channels_last)
+
+
+def _f32(v: float) -> float:
+    """`v` rounded to float32."""
+    return struct.unpack("f", struct.pack("f", v))[0]
+
+
+def _linear_taps(out_size: int, in_size: int, scale: float | None, align_corners: bool,
+                 double: bool) -> tuple[list[int], list[int], list[tuple[float, float]]]:
+    """For each output position along one dimension: the two source indices and their
+    weights, computed as ATen's linear upsampling computes them, in its opmath type
+    (float32, or float64 for double input): `area_pixel_compute_scale`, then
+    `compute_source_index_and_lambda`."""
+    r = (lambda v: v) if double else _f32
+    if align_corners:
+        ratio = r(r(in_size - 1) / r(out_size - 1)) if out_size > 1 else 0.0
+    else:
+        ratio = r(1.0 / scale) if scale else r(r(in_size) / r(out_size))
+    lo, hi, weights = [], [], []
+    for j in range(out_size):
+        real = r(ratio * j) if align_corners else \
+            max(r(r(ratio * r(j + 0.5)) - 0.5), 0.0)
+        i0 = min(int(math.floor(real)), in_size - 1)
+        lam = min(max(r(real - i0), 0.0), 1.0)
+        lo.append(i0)
+        hi.append(i0 + (1 if i0 < in_size - 1 else 0))
+        weights.append((r(1.0 - lam), lam))
+    return lo, hi, weights
 
 
 def _refuse_interpolate_dtype(input: Tensor, mode: str, antialias: bool) -> None:
@@ -987,8 +1024,11 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
 
 def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
              eps: float | None = None) -> Tensor:
-    r"""Root-mean-square normalisation over the last ``len(normalized_shape)`` dims;
-    ``eps`` defaults to the dtype's machine epsilon, as in torch."""
+    r"""Root-mean-square normalisation over the last ``len(normalized_shape)`` dims.
+
+    As in torch, half floats are normalised (and scaled by ``weight``) in float32 and the
+    result rounded once to the input's dtype; ``eps`` defaults to the machine epsilon of
+    that computation dtype (float32's for half floats)."""
     if isinstance(normalized_shape, numbers.Integral):
         normalized_shape = (int(normalized_shape),)
     normalized_shape = tuple(normalized_shape)
@@ -996,12 +1036,14 @@ def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | No
         raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input "
                            f"with shape [*, {', '.join(map(str, normalized_shape))}], but got "
                            f"input of size{input.shape}")
+    x = input.float() if input.dtype in _HALF_FLOATS else input
     if eps is None:
-        eps = {ember.float64: 2.220446049250313e-16, ember.float16: 0.0009765625,
-               ember.bfloat16: 0.0078125}.get(input.dtype, 1.1920928955078125e-07)
+        eps = 2.220446049250313e-16 if x.dtype is ember.float64 else 1.1920928955078125e-07
     dims = tuple(range(input.ndim - len(normalized_shape), input.ndim))
-    out = input * ember.rsqrt((input * input).mean(dims, keepdim=True) + eps)
-    return out if weight is None else out * weight
+    out = x * ember.rsqrt((x * x).mean(dims, keepdim=True) + eps)
+    if weight is not None:
+        out = out * weight
+    return out.to(input.dtype)  # (a weight of another dtype does not change the result's)
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
@@ -1503,14 +1545,14 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     _check_sdp_kernel(query, key, value, dropout_p)
     length, source = query.shape[-2], key.shape[-2]
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if query.dtype in _HALF_FLOATS and dropout_p == 0.0 and query.device.type == "cpu" and \
+            (attn_mask is None or _cpu_flash_applies(query, key, value, dropout_p)):
+        return _half_attention(query, key, value, attn_mask, is_causal, scale_factor)
     if enable_gqa:
         rep_k = query.shape[-3] // key.shape[-3]
         rep_v = query.shape[-3] // value.shape[-3]
         key = _repeat_heads(key, rep_k)
         value = _repeat_heads(value, rep_v)
-    if query.dtype in _HALF_FLOATS and dropout_p == 0.0 and attn_mask is None and \
-            query.device.type == "cpu":  # (the CPU kernel's rounding)
-        return _half_attention(query, key, value, is_causal, scale_factor)
     scores = ember.matmul(query, key.transpose(-2, -1)) * scale_factor
     if is_causal:
         if attn_mask is not None and not _cpu_flash_applies(query, key, value, dropout_p):
@@ -1522,8 +1564,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     if attn_mask is not None:
         if attn_mask.dtype is ember.bool:
             scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
-        else:
-            scores = scores + attn_mask
+        else:  # (added in place: a float32 mask keeps half-float scores' dtype)
+            scores = (scores + attn_mask).to(scores.dtype)
     weights = _safe_softmax(scores) if is_causal or attn_mask is not None else \
         ember.softmax(scores, -1)
     if dropout_p > 0.0:
@@ -1539,21 +1581,97 @@ def _cpu_flash_applies(query: Tensor, key: Tensor, value: Tensor, dropout_p: flo
             and query.shape[-1] == key.shape[-1] == value.shape[-1])
 
 
-def _half_attention(query: Tensor, key: Tensor, value: Tensor, is_causal: bool,
-                    scale: float) -> Tensor:
-    """Attention of half floats as PyTorch's CPU flash kernel rounds it: the scores, their
-    exponentials and the rows' sums in float32; the exponentials rounded to the dtype for
-    the product with `value` (which accumulates in float32), that divided by the sums and
-    rounded once."""
-    q, k, v = query.float(), key.float(), value.float()
+def _half_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None,
+                    is_causal: bool, scale: float) -> Tensor:
+    """Attention of half floats as PyTorch's CPU flash kernel computes it, forward and
+    backward (`_HalfFlashAttention`); `key` and `value` may have fewer heads (GQA)."""
+    return _HalfFlashAttention.apply(query, key, value, attn_mask, is_causal, scale)
+
+
+def _half_scores(q: Tensor, k: Tensor, attn_mask: Tensor | None, is_causal: bool,
+                 scale: float) -> Tensor:
+    """The float32 scores of the flash kernel: `q k^T * scale`, plus the mask (read as
+    float32; a boolean one as 0 / -inf), the causal upper triangle -inf."""
     scores = ember.matmul(q, k.transpose(-2, -1)) * scale
+    if attn_mask is not None:
+        scores = scores.masked_fill(attn_mask.logical_not(), float("-inf")) \
+            if attn_mask.dtype is ember.bool else scores + attn_mask.float()
     if is_causal:
         causal = ember.ones(q.shape[-2], k.shape[-2], dtype=ember.bool,
                             device=q.device).tril(0)
         scores = scores.masked_fill(causal.logical_not(), float("-inf"))
-    e = (scores - scores.amax(-1, keepdim=True)).exp()
-    out = ember.matmul(e.to(query.dtype).float(), v) / e.sum(-1, keepdim=True)
-    return out.to(query.dtype)
+    return scores
+
+
+def _sum_heads(grads: Tensor, heads: int, half: Any) -> Tensor:
+    """The gradient of `_repeat_heads`, rounded to `half`: each key/value head's query-head
+    group added up in order, the sum rounded to `half` after each head (PyTorch's kernel
+    accumulates into the gradient tensor itself)."""
+    n = grads.shape[-3] // heads
+    if n == 1:
+        return grads.to(half)
+    shape = tuple(grads.shape)
+    grouped = grads.reshape(*shape[:-3], heads, n, shape[-2], shape[-1])
+    total = grouped[..., 0, :, :].to(half)
+    for r in range(1, n):
+        total = (total.float() + grouped[..., r, :, :]).to(half)
+    return total
+
+
+@_as_kernel("ScaledDotProductFlashAttentionForCpuBackward0", 3)
+class _HalfFlashAttention(_Function):
+    """PyTorch's CPU flash attention of float16/bfloat16 tensors, its rounding included:
+    scores, their softmax statistics and every product accumulated in float32; forward,
+    the exponentials rounded to the dtype for the product with `value` and the output
+    rounded once; backward (from the row's log-sum-exp), `dV = P^T dO` with `P` rounded,
+    `dS = P (dO V^T - rowsum(dO O))` rounded, then `dQ = dS K`, `dK = dS^T Q`, each rounded
+    once (a GQA group's added up head by head). A row masked out entirely gives zeros.
+    (Wider heads and longer rows can differ in the last bits: the kernel's blocked,
+    vectorised arithmetic is not modelled.)"""
+
+    @staticmethod
+    def forward(ctx: Any, query: Tensor, key: Tensor, value: Tensor,
+                attn_mask: Tensor | None, is_causal: bool, scale: float) -> Tensor:
+        half = query.dtype
+        q = query.float()
+        k = _repeat_heads(key.float(), query.shape[-3] // key.shape[-3])
+        v = _repeat_heads(value.float(), query.shape[-3] // value.shape[-3])
+        scores = _half_scores(q, k, attn_mask, is_causal, scale)
+        top = scores.amax(-1, keepdim=True)
+        empty = top == float("-inf")  # (exp(-inf - -inf) would be NaN)
+        top = top.masked_fill(empty, 0.0)
+        e = (scores - top).exp()
+        total = e.sum(-1, keepdim=True).masked_fill(empty, 1.0)
+        out = (ember.matmul(e.to(half).float(), v) / total).to(half)
+        ctx.save_for_backward(query, key, value, out, top + total.log())
+        ctx.attn = (attn_mask, is_causal, scale)
+        return out
+
+    @staticmethod
+    def jvp(ctx: Any, *tangents: Any) -> Any:
+        raise NotImplementedError(
+            "Trying to use forward AD with _scaled_dot_product_flash_attention_for_cpu that "
+            "does not support it because it has not been implemented yet.\nPlease file an "
+            "issue to PyTorch at https://github.com/pytorch/pytorch/issues/new?template="
+            "feature-request.yml so that we can prioritize its implementation or submit a PR "
+            "adding the implementation to derivatives.yaml")
+
+    @staticmethod
+    def backward(ctx: Any, grad_out: Tensor) -> tuple:
+        query, key, value, out, lse = ctx.saved_tensors
+        attn_mask, is_causal, scale = ctx.attn
+        half = query.dtype
+        q, do = query.float(), grad_out.to(half).float()
+        k = _repeat_heads(key.float(), query.shape[-3] // key.shape[-3])
+        v = _repeat_heads(value.float(), query.shape[-3] // value.shape[-3])
+        p = (_half_scores(q, k, attn_mask, is_causal, scale) - lse).exp()
+        grad_v = ember.matmul(p.to(half).float().transpose(-2, -1), do)
+        rowdot = (do * out.float()).sum(-1, keepdim=True)
+        ds = (p * (ember.matmul(do, v.transpose(-2, -1)) - rowdot)).to(half).float()
+        grad_q = ember.matmul(ds, k) * scale
+        grad_k = ember.matmul(ds.transpose(-2, -1), q) * scale
+        return (grad_q.to(half), _sum_heads(grad_k, key.shape[-3], half),
+                _sum_heads(grad_v, value.shape[-3], half), None, None, None)
 
 
 def _safe_softmax(scores: Tensor) -> Tensor:

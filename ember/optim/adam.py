@@ -151,7 +151,11 @@ class Adam(Optimizer):
                         params, grads, exp_avgs, exp_avg_sqs, max_sqs)
                 options = (group["lr"], *group["betas"], group["eps"], group["weight_decay"],
                            amsgrad, group["maximize"], group["decoupled_weight_decay"])
-                if capturable or differentiable:
+                if group["fused"] and not (capturable or differentiable) and \
+                        any(p.dtype in (ember.float16, ember.bfloat16) for p in params):
+                    _adam_fused_half(params, grads, exp_avgs, exp_avg_sqs, max_sqs, counts,
+                                     *options)
+                elif capturable or differentiable:
                     _adam_tensor_steps(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps,
                                        *options, differentiable=differentiable)
                 elif foreach:
@@ -185,6 +189,37 @@ def _adam_single(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tenso
             denom = exp_avg_sq.sqrt()
         denom.div_(bias_correction2_sqrt).add_(eps)  # in place on the fresh temporary
         p.addcdiv_(exp_avg, denom, value=-lr / bias_correction1)
+
+
+def _adam_fused_half(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
+                     exp_avg_sqs: list[Tensor], max_sqs: list[Tensor], steps: list[float],
+                     lr: float, beta1: float, beta2: float, eps: float, weight_decay: float,
+                     amsgrad: bool, maximize: bool, decoupled: bool) -> None:
+    """The update of PyTorch's fused CPU kernel, for groups with half-float tensors: each
+    parameter, gradient and state read in float32, the whole step computed there, and
+    each written back rounded once (the unfused updates round after every op)."""
+    for i, (p, grad, exp_avg, exp_avg_sq) in enumerate(zip(params, grads, exp_avgs,
+                                                           exp_avg_sqs)):
+        step = steps[i]
+        param, g = p.float(), grad.float()
+        if maximize:
+            g = -g
+        if weight_decay:
+            if decoupled:
+                param = param * (1 - lr * weight_decay)
+            else:
+                g = g + param * weight_decay
+        m = exp_avg.float()
+        m = m + (g - m) * (1 - beta1)
+        v = exp_avg_sq.float() * beta2 + (1 - beta2) * g * g
+        second = v
+        if amsgrad:
+            second = ember.maximum(max_sqs[i].float(), v)
+            max_sqs[i].copy_(second)
+        denom = second.sqrt() / (1 - beta2 ** step) ** 0.5 + eps
+        p.copy_(param - (lr / (1 - beta1 ** step)) * m / denom)
+        exp_avg.copy_(m)
+        exp_avg_sq.copy_(v)
 
 
 def _adam_tensor_steps(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],

@@ -112,9 +112,23 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return y
 
     def rsqrt(x, out=None):
-        if x.dtype in low_precision:  # (the square root not rounded to it first)
-            return in_float32(xp, rsqrt, x, out=out)
+        if x.dtype in low_precision:
+            return half_rsqrt(x, out)
         return xp.reciprocal(xp.sqrt(x, out=out), out=out)
+
+    def half_rsqrt(x, out=None):
+        """rsqrt of a float16/bfloat16 array as PyTorch's CPU kernel (AVX2) rounds it: in
+        float32, rounded once, in its vectorised loop (2 x 16 elements at a time); the
+        elements of a row-major array past the last 32 go through its scalar loop, which
+        rounds the square root to the dtype before taking its reciprocal."""
+        tail = x.size % 32 if x.flags.c_contiguous else 0
+        # (read before `out`, which may be `x`, is written)
+        rest = x.reshape(-1)[-tail:].astype(xp.float32) if tail else None
+        y = in_float32(xp, rsqrt, x, out=out)
+        if tail and y.flags.c_contiguous:
+            root = xp.sqrt(rest).astype(x.dtype).astype(xp.float32)
+            y.reshape(-1)[-tail:] = xp.reciprocal(root).astype(x.dtype)
+        return y
 
     def relu(x, out=None):
         return xp.maximum(x, x.dtype.type(0), out=out)

@@ -293,6 +293,11 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,
     and infinities do not reach the result)."""
     _need_dims("addmm", "mat1", mat1, 2)
     _need_dims("addmm", "mat2", mat2, 2)
+    for name, x in (("self", input), ("mat1", mat1)):  # (PyTorch's order of checks)
+        if x.dtype is not mat2.dtype:
+            raise RuntimeError(f"{name} and mat2 must have the same dtype, but got "
+                               f"{scalar_type_name(x.dtype)} and "
+                               f"{scalar_type_name(mat2.dtype)}")
     once = _rounded_once(addmm, input, mat1, mat2, beta, alpha)
     if once is not None:
         return once
@@ -321,6 +326,10 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any 
             return "(" + "x".join(str(n) for n in x.shape) + ")"
         raise RuntimeError(f"size mismatch, got input {sizes(input)}, mat {sizes(mat)}, vec "
                            f"{sizes(vec)}")
+    if not input.dtype is mat.dtype is vec.dtype:
+        raise RuntimeError("addmv input tensors must have the same dtype, but got " +
+                           ", ".join(scalar_type_name(x.dtype) for x in (input, mat)) +
+                           f", and {scalar_type_name(vec.dtype)}")
     once = _rounded_once(addmv, input, mat, vec, beta, alpha)
     if once is not None:
         return once
@@ -352,6 +361,10 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{batch1.shape[0]}, {batch1.shape[2]}] but got: "
                            f"[{batch2.shape[0]}, {batch2.shape[1]}].")
+    if input.dtype is not batch1.dtype:  # (batch2's is bmm's check)
+        raise RuntimeError(f"Input dtypes must be the same, got: input "
+                           f"{cpp_type_name(input.dtype)}, batch1: {cpp_type_name(batch1.dtype)}"
+                           f", batch2: {cpp_type_name(batch2.dtype)}")
     once = _rounded_once(baddbmm, input, batch1, batch2, beta, alpha)
     if once is not None:
         return once

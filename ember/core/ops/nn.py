@@ -37,6 +37,7 @@ from ember.core.creation import arange, full, ones, tensor, zeros
 from ember.core.declare import composite, fused_kernel, primitive
 from ember.core.dispatch import device_mismatch, run_fused, user_stacklevel, write_into
 from ember.core.errors import warn_once, with_context
+from ember.core.function import Function, as_kernel
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import ShownNode, edge_of, record, shown_as
 from ember.core.host import dtype_arg
@@ -2065,20 +2066,29 @@ def _log_softmax_grad(grad: Tensor, result: Tensor, dim: int) -> Tensor:
     return grad - result.exp() * R.sum(grad, dim, keepdim=True)
 
 
+def _softmax_grad(grad: Tensor, result: Tensor, dim: int) -> Tensor:
+    """`result * (grad - sum(grad * result, dim))`; of half-precision tensors in float32,
+    rounded once (PyTorch's CPU backward kernel)."""
+    if grad._dtype in _HALF:
+        return _softmax_grad(grad.to(dtype=dt.float32), result.to(dtype=dt.float32),
+                             dim).to(dtype=grad._dtype)
+    return result * (grad - R.sum(grad * result, dim, keepdim=True))
+
+
 @composite(traced_as_node=True, precision=P.FLOAT32, cost=costs.reduction(10),
-           fused="softmax", grad=Grad(input=lambda grad, result, dim: result * (
-               grad - R.sum(grad * result, dim, keepdim=True))))
+           fused="softmax", grad=Grad(input=_softmax_grad))
 def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """`exp(x) / sum(exp(x), dim)`, computed stably."""
     input, d = _softmax_input("softmax", input, dim, dtype)
-    if input._dtype in _HALF:  # PyTorch's: computed in float32, rounded once
-        return softmax(input.to(dtype=dt.float32), d).to(dtype=input._dtype)
     if not input.ndim:  # as PyTorch: the one element, as a 1-element vector
         return reshape(softmax(reshape(input, (1,)), 0), ())
     if not input.numel():
         return input.clone()
     src = _row_major(input)
-    out = run_fused("softmax", src, dim=d)
+    if input._dtype in _HALF:  # (its backward reads the rounded result)
+        out = _half_softmax(src, d)
+    else:
+        out = run_fused("softmax", src, dim=d)
     if out is None:
         with no_grad():
             e = (src - R.amax(src, d, keepdim=True)).exp()
@@ -2105,6 +2115,34 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
             out = shifted - R.sum(shifted.exp(), d, keepdim=True).log()
     record_grad(OPS["log_softmax"], (input,), {"dim": d}, out)
     return out
+
+
+_SOFTMAX_LANES = 16  # half-float lanes of PyTorch's vectorised CPU softmax (AVX2)
+
+
+def _half_softmax(input: Tensor, dim: int) -> Tensor:
+    """softmax of a float16/bfloat16 `input` (row-major) as PyTorch's CPU kernels round it:
+    computed in float32 and rounded once along the last dim. Along another (even before
+    size-1 dims) its kernel runs across the positions after `dim` in vectors of
+    `_SOFTMAX_LANES`, rounding once; the positions past the last whole vector (all of
+    them when there are fewer) keep their exponentials in the output's dtype, each rounded
+    before its division by the float32 sum. (On one thread: more split the positions
+    among themselves, each share with its own tail.)"""
+    half = input._dtype
+    with no_grad():
+        x = input.to(dtype=dt.float32)
+        if dim == input.ndim - 1:
+            return softmax(x, dim).to(dtype=half)
+        e = (x - R.amax(x, dim, keepdim=True)).exp()
+        total = R.sum(e, dim, keepdim=True)
+        once = (e / total).to(dtype=half)
+        inner = math.prod(input.shape[dim + 1:])
+        vectorised = inner // _SOFTMAX_LANES * _SOFTMAX_LANES
+        if vectorised == inner:
+            return once
+        tail = (e.to(dtype=half).to(dtype=dt.float32) / total).to(dtype=half)
+        position = reshape(arange(inner, device=input.device), input.shape[dim + 1:])
+        return where(position < vectorised, once, tail)
 
 
 def _half_log_softmax(input: Tensor, dim: int) -> Tensor:
@@ -2146,6 +2184,9 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
             f"[*, {', '.join(str(s) for s in shape)}], but got input of size{list(input.shape)}"),
             f"layer_norm: input of shape {tuple(input.shape)} does not end in "
             f"normalized_shape {shape}")
+    if input._dtype in _HALF and all(p is None or p._dtype is input._dtype
+                                     for p in (weight, bias)):
+        return _HalfLayerNorm.apply(input, weight, bias, shape, eps)
     if input._dtype in _HALF:
         # PyTorch computes in float32 and rounds once to the input's dtype (the weights
         # may be float32, as under autocast)
@@ -2163,6 +2204,80 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
     if bias is not None:
         out = add(out, bias)
     return out if row_major(out) else out.contiguous()  # (PyTorch's is row-major)
+
+
+def _layer_norm_stats(x: Tensor, dims: tuple) -> tuple[Tensor, Tensor, Tensor]:
+    """`(x - mean, mean, biased variance)` of float32 `x` over `dims`, computed in the
+    order of `layer_norm`'s own float32 steps."""
+    mean = R.mean(x, dims, keepdim=True)
+    centered = sub(x, mean)
+    return centered, mean, R.mean(mul(centered, centered), dims, keepdim=True)
+
+
+@as_kernel("NativeLayerNormBackward0", 3)
+class _HalfLayerNorm(Function):
+    """layer_norm of float16/bfloat16 tensors (weight and bias of the same dtype) as
+    PyTorch's CPU kernel computes it: normalised in float32 and rounded once; the mean and
+    1/std it keeps for backward rounded to the dtype, and the input gradient computed from
+    those in float32, rounded once. (Its weight and bias gradients, summed over the rows
+    in the dtype and so by thread, are summed here in float32.)"""
+
+    @staticmethod
+    def forward(ctx: Any, input: Tensor, weight: Tensor | None, bias: Tensor | None,
+                shape: tuple, eps: float) -> Tensor:
+        half = input._dtype
+        dims = tuple(range(input.ndim - len(shape), input.ndim))
+        centered, mean, var = _layer_norm_stats(input.to(dtype=dt.float32), dims)
+        rstd = rsqrt(add(var, eps))
+        out = mul(centered, rstd)
+        if weight is not None:
+            out = mul(out, weight.to(dtype=dt.float32))
+        if bias is not None:
+            out = add(out, bias.to(dtype=dt.float32))
+        ctx.save_for_backward(input, weight, mean.to(dtype=half), rstd.to(dtype=half))
+        ctx.dims, ctx.jvp_inputs = dims, (input, weight, eps)  # (references, no copies)
+        out = out.to(dtype=half)
+        return out if row_major(out) else out.contiguous()
+
+    @staticmethod
+    def jvp(ctx: Any, dx: Tensor | None, dw: Tensor | None, db: Tensor | None,
+            *settings: Any) -> Tensor:
+        """The tangent of the output, in float32 from the unrounded statistics, rounded."""
+        input, weight, eps = ctx.jvp_inputs
+        dims = ctx.dims
+        centered, _, var = _layer_norm_stats(input.to(dtype=dt.float32), dims)
+        rstd = rsqrt(add(var, eps))
+        xhat = mul(centered, rstd)
+        out = mul(xhat, 0.0) if dx is None else mul(rstd, sub(
+            sub(dx.to(dtype=dt.float32), R.mean(dx.to(dtype=dt.float32), dims, keepdim=True)),
+            mul(xhat, R.mean(mul(dx.to(dtype=dt.float32), xhat), dims, keepdim=True))))
+        if weight is not None:
+            out = mul(out, weight.to(dtype=dt.float32))
+        if dw is not None:
+            out = add(out, mul(xhat, dw.to(dtype=dt.float32)))
+        if db is not None:
+            out = add(out, db.to(dtype=dt.float32))
+        return out.to(dtype=input._dtype)
+
+    @staticmethod
+    def backward(ctx: Any, grad_out: Tensor) -> tuple:
+        input, weight, mean, rstd = ctx.saved_tensors
+        half, dims = input._dtype, ctx.dims
+        rstd = rstd.to(dtype=dt.float32)
+        xhat = mul(sub(input.to(dtype=dt.float32), mean.to(dtype=dt.float32)), rstd)
+        dy = grad_out.to(dtype=half).to(dtype=dt.float32)
+        dy_w = dy if weight is None else mul(dy, weight.to(dtype=dt.float32))
+        dx = mul(rstd, sub(sub(dy_w, R.mean(dy_w, dims, keepdim=True)),
+                           mul(xhat, R.mean(mul(dy_w, xhat), dims, keepdim=True))))
+        rows = tuple(range(input.ndim - len(dims)))
+
+        def over_rows(t: Tensor) -> Tensor:
+            return (R.sum(t, rows) if rows else t).to(dtype=half)
+
+        need_w, need_b = ctx.needs_input_grad[1:3]
+        dw = over_rows(mul(dy, xhat)) if need_w else None
+        db = over_rows(dy) if need_b else None
+        return dx.to(dtype=half), dw, db, None, None
 
 
 # -- recurrent cells ------------------------------------------------------------------
