@@ -409,6 +409,10 @@ class Backend:
     fusible_ops: frozenset[str] = frozenset()
     """The elementwise ops `fuse_elementwise` can put into one kernel (ember.compile's
     chains are made of these only)."""
+    half_vector_lanes: Callable[[], int] | None = None
+    """float16/bfloat16 elements per SIMD vector of the PyTorch kernels this backend
+    reproduces, where their rounding depends on which elements a vector loop takes (the
+    CPU's: 16 with AVX2, 32 with AVX-512); None: every element is rounded alike."""
 
     def __init__(self) -> None:
         self.kernels: dict[str, Kernel] = {}

@@ -45,6 +45,12 @@ class CPUBackend(Backend):
     supports_out = True
     autocast_dtype = bfloat16  # PyTorch's CPU autocast default
 
+    @staticmethod
+    def half_vector_lanes() -> int:
+        from ember.backends.cpu import blas
+
+        return blas.half_vector_lanes()
+
     def __init__(self) -> None:
         super().__init__()
         from ember.backends.cpu import fusion, gru, kernels, losses, lstm, memory

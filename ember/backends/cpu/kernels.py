@@ -215,6 +215,7 @@ KERNELS: dict[str, Any] = make_kernels(np, hooks=Hooks(
     read_only=_read_only,
     quiet=_quiet(),
     matmul=_matmul,
+    half_vector_lanes=blas.half_vector_lanes,
     axpy=blas.axpy,
     fma=compiled.fma,
     scale_add=compiled.scale_add,

@@ -47,6 +47,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     xp, as_array, quiet, read_only = lib.xp, lib.as_array, lib.quiet, lib.read_only
     ndarray, float64 = xp.ndarray, xp.float64
     low_precision = lib.low_precision
+    half_lanes = lib.hooks.half_vector_lanes
 
     def default_call(f, args, out):
         result = half_by_number(xp, f, args, out, low_precision)
@@ -117,11 +118,11 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         return xp.reciprocal(xp.sqrt(x, out=out), out=out)
 
     def half_rsqrt(x, out=None):
-        """rsqrt of a float16/bfloat16 array as PyTorch's CPU kernel (AVX2) rounds it: in
-        float32, rounded once, in its vectorised loop (2 x 16 elements at a time); the
-        elements of a row-major array past the last 32 go through its scalar loop, which
-        rounds the square root to the dtype before taking its reciprocal."""
-        tail = x.size % 32 if x.flags.c_contiguous else 0
+        """rsqrt of a float16/bfloat16 array as PyTorch's CPU kernel rounds it: in
+        float32, rounded once, in its vectorised loop (two vectors at a time); the
+        elements of a row-major array past the last pair of vectors go through its scalar
+        loop, which rounds the square root to the dtype before taking its reciprocal."""
+        tail = x.size % (2 * half_lanes()) if half_lanes and x.flags.c_contiguous else 0
         # (read before `out`, which may be `x`, is written)
         rest = x.reshape(-1)[-tail:].astype(xp.float32) if tail else None
         y = in_float32(xp, rsqrt, x, out=out)

@@ -153,6 +153,11 @@ class Hooks:
     ufunc and the dtype (scatter_reduce's prod/amax/amin). Where not, the kernels reduce in
     rounds of plain fancy writes. Default: always (NumPy's)."""
 
+    half_vector_lanes: Callable[[], int] | None = None
+    """float16/bfloat16 elements per vector of the PyTorch kernels being reproduced, where
+    their rounding depends on which elements a vector loop takes (`Backend.
+    half_vector_lanes`); default None: every element rounded alike."""
+
     matmul: Callable[[Any, Any], Any] | None = None
     """The matrix product of every kernel that multiplies matrices (matmul, linear, conv
     and their backwards). Default: `xp.matmul`."""

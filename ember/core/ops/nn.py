@@ -2117,17 +2117,14 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     return out
 
 
-_SOFTMAX_LANES = 16  # half-float lanes of PyTorch's vectorised CPU softmax (AVX2)
-
-
 def _half_softmax(input: Tensor, dim: int) -> Tensor:
     """softmax of a float16/bfloat16 `input` (row-major) as PyTorch's CPU kernels round it:
     computed in float32 and rounded once along the last dim. Along another (even before
-    size-1 dims) its kernel runs across the positions after `dim` in vectors of
-    `_SOFTMAX_LANES`, rounding once; the positions past the last whole vector (all of
-    them when there are fewer) keep their exponentials in the output's dtype, each rounded
-    before its division by the float32 sum. (On one thread: more split the positions
-    among themselves, each share with its own tail.)"""
+    size-1 dims) its kernel runs across the positions after `dim` in vectors (of the
+    backend's `half_vector_lanes`), rounding once; the positions past the last whole
+    vector (all of them when there are fewer) keep their exponentials in the output's
+    dtype, each rounded before its division by the float32 sum. (On one thread: more split
+    the positions among themselves, each share with its own tail.)"""
     half = input._dtype
     with no_grad():
         x = input.to(dtype=dt.float32)
@@ -2137,7 +2134,8 @@ def _half_softmax(input: Tensor, dim: int) -> Tensor:
         total = R.sum(e, dim, keepdim=True)
         once = (e / total).to(dtype=half)
         inner = math.prod(input.shape[dim + 1:])
-        vectorised = inner // _SOFTMAX_LANES * _SOFTMAX_LANES
+        lanes = input._backend.half_vector_lanes
+        vectorised = inner if lanes is None else inner // lanes() * lanes()
         if vectorised == inner:
             return once
         tail = (e.to(dtype=half).to(dtype=dt.float32) / total).to(dtype=half)
