@@ -37,7 +37,14 @@ from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.creation import arange, full, zeros
 from ember.core.declare import composite, primitive
 from ember.core.determinism import alert_not_deterministic
-from ember.core.dispatch import refuse_unsigned, run, run_inplace, run_view, user_stacklevel
+from ember.core.dispatch import (
+    kernel_refuses,
+    refuse_unsigned,
+    run,
+    run_inplace,
+    run_view,
+    user_stacklevel,
+)
 from ember.core.errors import warn_once, with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
@@ -1191,8 +1198,7 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     _same_scalar_type("index_reduce_", input, source)
     if input.dtype.is_complex:  # PyTorch's kernels have no complex case
         kernel = "index_func_" if include_self else "index_reduce_func_exclude_input_init"
-        raise NotImplementedError(f'"{kernel}" not implemented for '
-                                  f"'{SCALAR_TYPE_NAMES[input.dtype.name]}'")
+        raise kernel_refuses(kernel, input.dtype)
     check_in_range("index_reduce_", index, input.shape[d] if input.ndim else 1, d,
                    select=True)
     return scatter_reduce(input, d, _along(index, d, tuple(source.shape)), source, reduce,

@@ -22,7 +22,7 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import apply, apply_labelled
 from ember.core.declare import composite, primitive, write_out
-from ember.core.dispatch import refuse_unsigned, user_stacklevel
+from ember.core.dispatch import kernel_refuses, refuse_unsigned, user_stacklevel
 from ember.core.errors import with_context
 from ember.core.opdef import OPS, Cost, Grad, OutMeta, metadata_rule
 from ember.core.opdef import Precision as P
@@ -44,8 +44,6 @@ def _matmul_rule(input, other):
     if a.dtype is not b.dtype:
         raise with_context(RuntimeError(_matmul_dtype_message(a, b)),
                            f"matmul: operands of {a.dtype} and {b.dtype}")
-    if a.dtype is dt.bool_:
-        raise RuntimeError("matmul: not implemented for dtype ember.bool")
     sa = (1,) + a.shape if a.ndim == 1 else a.shape
     sb = b.shape + (1,) if b.ndim == 1 else b.shape
     if sa[-1] != sb[-2]:
@@ -57,7 +55,21 @@ def _matmul_rule(input, other):
         shape = shape[:-2] + shape[-1:]
     if b.ndim == 1:
         shape = shape[:-1]
+    if a.dtype is dt.bool_:
+        _refuse_bool_matmul(a.ndim, b.ndim, sa[-1], shape)
     return OutMeta(shape, a.dtype, None)
+
+
+def _refuse_bool_matmul(a_ndim: int, b_ndim: int, k: int, shape: tuple) -> None:
+    """PyTorch's refusal of bool operands, by the kernel its path reaches (dot, mv or mm
+    of the folded batch, bmm); all but dot return at once (zeros) when there is nothing
+    to sum or no result."""
+    if a_ndim == b_ndim == 1:
+        raise kernel_refuses("dot", dt.bool_)
+    if k and math.prod(shape):
+        kernel = "addmv_impl_cpu" if b_ndim == 1 else \
+            "addmm_impl_cpu_" if b_ndim == 2 else "bmm"
+        raise kernel_refuses(kernel, dt.bool_)
 
 
 def _matmul_dtype_message(a: Tensor, b: Tensor) -> str:

@@ -26,7 +26,7 @@ from ember.core import dtype as dt
 from ember.core.apply import apply_labelled, record_grad
 from ember.core.creation import arange, tensor, zeros
 from ember.core.declare import composite, fused_kernel, primitive, write_out
-from ember.core.dispatch import refuse_unsigned, run, run_fused, user_stacklevel
+from ember.core.dispatch import kernel_refuses, refuse_unsigned, run, run_fused, user_stacklevel
 from ember.core.errors import (
     ArgumentTypeError,
     as_overload_check,
@@ -853,7 +853,7 @@ def trace(input: Tensor) -> Tensor:
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
     if input.dtype is dt.bool_:
-        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
+        raise kernel_refuses("trace", input.dtype)
     i = arange(builtins.min(input.shape), device=input.device)
     return sum(input[i, i])
 

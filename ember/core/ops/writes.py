@@ -32,6 +32,7 @@ from ember.core.creation import (
     tensor,
 )
 from ember.core.declare import composite
+from ember.core.dispatch import kernel_refuses
 from ember.core.grad_mode import no_grad
 from ember.core.graph import relabel
 from ember.core.inplace import apply_inplace
@@ -553,8 +554,7 @@ def poisson(input: Tensor, generator: Any = None) -> Tensor:
     (floating) dtype."""
     from ember.core.ops import elementwise as E
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f'"poisson" not implemented for '
-                                  f"'{SCALAR_TYPE_NAMES.get(input.dtype.name, input.dtype.name)}'")
+        raise kernel_refuses(f"poisson_{input.device.type}", input.dtype)
     with no_grad():
         if input.numel() and bool((input < 0).any().item()):
             raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
