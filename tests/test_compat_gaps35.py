@@ -52,3 +52,40 @@ def test_kernel_refusals(call):
 def test_matmul_of_bool_tensors(shapes):
     a, b = shapes
     _same(lambda lib: lib.ones(*a, dtype=lib.bool) @ lib.ones(*b, dtype=lib.bool))
+
+
+# -- 2. NumPy has no bfloat16 or float8: numpy() and __array__ refuse them ---------------
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn", "float8_e5m2", "uint16",
+                                   "float16"])
+@pytest.mark.parametrize("form", ["numpy", "force", "array", "asarray", "astype", "0-d",
+                                  "in a list"])
+def test_numpy_of_dtypes_numpy_lacks(dtype, form):
+    np = pytest.importorskip("numpy")
+    calls = {"numpy": lambda x: x.numpy(), "force": lambda x: x.numpy(force=True),
+             "array": np.array, "asarray": np.asarray,
+             "astype": lambda x: np.array(x, dtype=np.float32), "0-d": lambda x: np.array(x[0]),
+             "in a list": lambda x: np.array([x])}
+
+    def outcome(lib):
+        x = lib.zeros(3, dtype=getattr(lib, dtype))
+        try:
+            return str(calls[form](x).dtype)
+        except TypeError as err:
+            return str(err)
+    assert outcome(ember) == outcome(torch)
+
+
+def test_numpy_of_a_conjugate_and_a_grad_requiring_bfloat16_tensor():
+    for lib in (ember, torch):
+        c = lib.tensor([1 + 2j]).conj()
+        with pytest.raises(RuntimeError, match=r"^Can't call numpy\(\) on Tensor that has "
+                           r"conjugate bit set. Use tensor.resolve_conj\(\).numpy\(\) instead.$"):
+            c.numpy()
+        assert c.numpy(force=True).tolist() == [1 - 2j]
+        assert c.resolve_conj().numpy().tolist() == [1 - 2j]
+        x = lib.zeros(2, dtype=lib.bfloat16, requires_grad=True)
+        with pytest.raises(RuntimeError, match="requires grad"):
+            x.numpy()
+        with pytest.raises(TypeError, match="^Got unsupported ScalarType BFloat16$"):
+            x.numpy(force=True)

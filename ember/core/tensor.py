@@ -30,6 +30,9 @@ from ember.core.placement import resolve
 from ember.core.printing import tensor_repr
 from ember.core.shapes import normalize_dim
 
+# the dtypes NumPy has no type for: `numpy()` refuses them (PyTorch's TypeError)
+_NUMPY_LESS = frozenset((dt.bfloat16, dt.complex32, *dt.FLOAT8_DTYPES))
+
 _NON_LEAF_GRAD = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
     "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
@@ -676,17 +679,23 @@ class Tensor:
         return host_array(self).tolist()
 
     def numpy(self, *, force: bool = False) -> Any:
-        """A NumPy array of the values; shares memory with a CPU tensor."""
+        """A NumPy array of the values; shares memory with a CPU tensor. `force`: a
+        copy where sharing is impossible (a tensor that requires grad, on another device,
+        or with the conjugate bit)."""
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         if self._device.type != "cpu" and not force:
             raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
                             "Tensor.cpu() to copy the tensor to host memory first.")
-        if self._dtype in dt.FLOAT8_DTYPES and not force:  # (NumPy has no float8)
+        arr = host_array(self)  # (forced, a meta tensor's "no data" error comes first)
+        if self._dtype in _NUMPY_LESS:
             raise TypeError("Got unsupported ScalarType "
                             f"{dt.SCALAR_TYPE_NAMES[self._dtype.name]}")
-        return host_array(self)
+        if self._conj_view and not force and self._dtype.is_complex:
+            raise RuntimeError("Can't call numpy() on Tensor that has conjugate bit set. Use "
+                               "tensor.resolve_conj().numpy() instead.")
+        return arr
 
     def pin_memory(self) -> Tensor:
         """A copy of this CPU tensor in page-locked memory, for asynchronous copies to an
@@ -719,10 +728,7 @@ class Tensor:
     __array_priority__ = 1000
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
-        if self._requires_grad:  # (PyTorch's __array__ is `self.numpy()`)
-            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
-                               "tensor.detach().numpy() instead.")
-        arr = host_array(self)
+        arr = self.numpy()  # (as PyTorch's __array__)
         return arr if dtype is None else arr.astype(dtype)
 
     def __array_wrap__(self, array: Any, context: Any = None, return_scalar: bool = False
