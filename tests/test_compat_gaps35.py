@@ -89,3 +89,25 @@ def test_numpy_of_a_conjugate_and_a_grad_requiring_bfloat16_tensor():
             x.numpy()
         with pytest.raises(TypeError, match="^Got unsupported ScalarType BFloat16$"):
             x.numpy(force=True)
+
+
+# -- 3. the conjugate bit: what it refuses ----------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x: lib.view_as_real(x.conj()),
+    lambda lib, x: lib.view_as_real(x.conj()[1:]),
+    lambda lib, x: lib.view_as_real(x.conj().resolve_conj()),
+    lambda lib, x: lib.view_as_real(x.conj_physical()),
+    lambda lib, x: x.conj().view(lib.float32),
+    lambda lib, x: x.conj().view(lib.complex64),
+    lambda lib, x: x.view(lib.float32),
+    lambda lib, x: x.view(lib.float64),
+    lambda lib, x: x.view(lib.int32),
+    lambda lib, x: x.conj().real,
+    lambda lib, x: x.conj().imag,
+    lambda lib, x: x.conj()[0].imag,
+], ids=["view_as_real", "view_as_real-of-a-view", "resolved", "physical", "view-float32",
+        "view-complex64", "unconjugated-view-float32", "view-float64", "view-int32", "real",
+        "imag", "imag-of-a-view"])
+def test_conjugate_bit_refusals(call):
+    _same(lambda lib: call(lib, lib.tensor([1 + 2j, 3 - 4j])))

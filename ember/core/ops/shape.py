@@ -249,7 +249,7 @@ def _view_dtype_rule(input, *, dtype):
     return OutMeta(shape, dtype, None)
 
 
-@primitive(variants="", rule=_view_dtype_rule, view=True, cost=costs.view)
+@primitive(complex=True, variants="", rule=_view_dtype_rule, view=True, cost=costs.view)
 def view_dtype(input: Tensor, dtype: dt.dtype) -> Tensor:
     """The tensor's memory read as elements of `dtype` (no copy, no autograd). With a
     different element size the last dimension is scaled by the ratio of the sizes.
@@ -289,6 +289,9 @@ def _view_as_dtype(x: Tensor, dtype: Any) -> Tensor:
     if not isinstance(dtype, dt.dtype):
         raise TypeError(f"view(): argument 'dtype' must be torch.dtype, not "
                         f"{type(dtype).__name__}")
+    if x._conj_view and x.dtype.is_complex:  # (PyTorch: whatever the dtype)
+        raise RuntimeError("torch.Tensor.view is not supported for conjugate view tensors "
+                           "when converting to a different dtype.")
     _check_view_dtype(x, dtype)
     out = run("view_dtype", x, dtype=dtype)
     # not an autograd view (PyTorch's view.dtype is not differentiable), but the same
