@@ -111,3 +111,83 @@ def test_numpy_of_a_conjugate_and_a_grad_requiring_bfloat16_tensor():
         "imag", "imag-of-a-view"])
 def test_conjugate_bit_refusals(call):
     _same(lambda lib: call(lib, lib.tensor([1 + 2j, 3 - 4j])))
+
+
+# -- 4. views' strides, size-1 and empty dims included ------------------------------------
+
+def _view_step(x, r):
+    """A random view op (name, args) that applies to tensor `x`."""
+    s, n = list(x.shape), x.dim()
+    if not n:
+        return r.choice([("unsqueeze", (0,)), ("view", (1, 1)), ("expand", (2,))])
+    d = r.randrange(n)
+    perm = list(range(n))
+    r.shuffle(perm)
+    new = list(s)
+    if r.random() < .4:
+        new.insert(r.randrange(n + 1), 1)
+    elif 1 in new and n > 1:
+        new.remove(1)
+    elif n >= 2:
+        i = r.randrange(n - 1)
+        new[i:i + 2] = [new[i] * new[i + 1]]
+    steps = [("unsqueeze", (r.randrange(n + 1),)), ("transpose", (d, r.randrange(n))),
+             ("permute", tuple(perm)), ("squeeze", ()), ("squeeze", (d,)),
+             ("movedim", (d, r.randrange(n))), ("flatten", ()), ("view", tuple(new)),
+             ("reshape", tuple(new)),
+             ("expand", tuple([2] * (r.random() < .3) + [v if v != 1 else r.choice([1, 3])
+                                                         for v in s]))]
+    if s[d]:
+        a = r.randrange(s[d])
+        steps += [("select", (d, a)), ("narrow", (d, a, r.randrange(s[d] - a + 1))),
+                  ("slice", (d, a, r.randrange(a, s[d] + 1), r.choice([1, 2])))]
+    if s[d] in (2, 4, 6):
+        steps.append(("unflatten", (d, (2, s[d] // 2))))
+    if n <= 2:
+        steps.append(("t", ()))
+    return r.choice(steps)
+
+
+def _apply_view(x, op, args):
+    if op == "slice":
+        d, lo, hi, step = args
+        return x[(slice(None),) * d + (slice(lo, hi, step),)]
+    return getattr(x, op)(*args)
+
+
+def test_view_chains_keep_pytorchs_strides():
+    import random
+
+    shapes = [(3, 1, 4), (6,), (4, 1), (2, 3), (1,), (1, 1), (2, 1, 3, 1), (5, 2), (1, 4, 1),
+              ()]
+    for i in range(400):
+        r = random.Random(i)
+        shape = r.choice(shapes)
+        e, t = ember.zeros(shape), torch.zeros(shape)
+        chain = []
+        for _ in range(r.randrange(1, 5)):
+            op, args = _view_step(t, r)
+            chain.append((op, args))
+            try:
+                t = _apply_view(t, op, args)
+            except RuntimeError:
+                with pytest.raises(RuntimeError):
+                    _apply_view(e, op, args)
+                break
+            e = _apply_view(e, op, args)
+        assert (tuple(e.shape), e.stride()) == (tuple(t.shape), t.stride()), chain
+        if t.numel():  # (an empty view's storage offset is not kept)
+            assert e.storage_offset() == t.storage_offset(), chain
+
+
+def test_strides_after_in_place_metadata_changes():
+    for lib in (ember, torch):
+        x = lib.zeros(2, 3).t()
+        y = x.unsqueeze(2)
+        assert y.stride() == (1, 3, 1)
+        y.t_() if y.dim() == 2 else y.transpose_(0, 2)
+        assert y.stride() == (1, 3, 1)[::-1]
+    e = ember.zeros(2, 3).t().unsqueeze(2)
+    for _ in range(40):  # a long chain of views: still PyTorch's strides where replayed
+        e = e.unsqueeze(0).squeeze(0)
+    assert e.stride() == (1, 3, 1)

@@ -29,6 +29,7 @@ from ember.core.host import dtype_arg, host_array, to_host
 from ember.core.placement import resolve
 from ember.core.printing import tensor_repr
 from ember.core.shapes import normalize_dim
+from ember.core.view_strides import view_strides
 
 # the dtypes NumPy has no type for: `numpy()` refuses them (PyTorch's TypeError)
 _NUMPY_LESS = frozenset((dt.bfloat16, dt.complex32, *dt.FLOAT8_DTYPES))
@@ -72,6 +73,8 @@ class Tensor:
     _grad = None
     _base = None  # the tensor whose storage a view shares
     _conj_view = False  # a conj() result, or a view of one: PyTorch's conjugate bit (is_conj)
+    _strides_of = None  # a view's recipe for PyTorch's strides (ember.core.view_strides)
+    _strides_depth = 0  # how many views deep that recipe chain is
     _view_fn = None  # recreates this view from `_base` (for in-place writes through it)
     _view_vc = 0  # the version at which this view's graph node was taken from its base
     _view_mode = None  # "no_grad" / "inference": the view was made with grad mode off;
@@ -359,6 +362,12 @@ class Tensor:
     def stride(self, dim: int | None = None) -> tuple[int, ...] | int:
         """The step, in elements, between neighbours along each dimension (`dim`'s)."""
         shape = self._data.shape
+        if self._strides_of is not None and (1 in shape or 0 in shape):
+            # (size-1 and empty dims address no memory: PyTorch's views choose their strides)
+            strides = view_strides(self)
+            if strides is not None:
+                return strides if dim is None else \
+                    strides[normalize_dim("stride", dim, self.ndim)]
         if 0 in shape:  # NumPy's strides of an empty array are its own; PyTorch's row-major
             strides = [1] * len(shape)
             for d in range(len(shape) - 2, -1, -1):

@@ -75,6 +75,7 @@ from ember.core.ops.shape import (
 from ember.core.shapes import broadcast_shapes, fmt_shape, normalize_dim
 from ember.core.storage import cpp_type_name
 from ember.core.tensor import Tensor
+from ember.core.view_strides import DEPTH, keep_strides
 
 SCALAR_TYPE_NAMES = dt.SCALAR_TYPE_NAMES  # the callers of this module import it from here
 
@@ -237,6 +238,10 @@ def _index(input: Tensor, parsed: ParsedIndex, key: Any, label: str | None = Non
     # a view by ints, slices, None and ...: parse_basic has checked the key
     out = as_view(run_view("getitem", input, index=parsed.spec, shape=parsed.shape), input,
                   lambda b: getitem(b, key))
+    if input._strides_depth >= DEPTH:  # (no deeper chain: its strides, settled)
+        keep_strides(input, input)
+    out._strides_of = (input, input._data, out._data, "index", parsed.spec)
+    out._strides_depth = input._strides_depth + 1
     if state.enabled and input._requires_grad or fw.active:
         record_grad(OPS["getitem"], (input,), {"index": parsed.spec, "shape": parsed.shape},
                     out, label)

@@ -56,6 +56,7 @@ from ember.core.shapes import (
     normalize_dims,
 )
 from ember.core.tensor import Size, Tensor
+from ember.core.view_strides import DEPTH, keep_strides
 
 # -- rules ----------------------------------------------------------------------------
 
@@ -172,6 +173,10 @@ def _plain_alias(x: Tensor, op: str, again: Any, **attrs: Any) -> Tensor | None:
     if kernel is None:
         return None
     out = Tensor._make(kernel(x._data, **attrs), x._dtype, x._device, x._backend)
+    if x._strides_depth >= DEPTH:  # (no deeper chain: its strides, settled)
+        keep_strides(x, x)
+    out._strides_of = (x, x._data, out._data, op, None)
+    out._strides_depth = x._strides_depth + 1
     return as_view(out, x, again)
 
 
@@ -198,6 +203,10 @@ def _reshape_impl(x: Tensor, shape: tuple, must_view: bool, op: str,
         viewed = False
     if viewed:
         as_view(out, x, lambda b: reshape(b, shape))
+        if x._strides_depth >= DEPTH:  # (no deeper chain: its strides, settled)
+            keep_strides(x, x)
+        out._strides_of = (x, x._data, out._data, "reshape", None)
+        out._strides_depth = x._strides_depth + 1
     if state.enabled and x._requires_grad or fw.active:
         record_grad(reshape_op, (x,), {"shape": shape, "copy": not viewed}, out,
                     label or ("ViewBackward0" if viewed else "UnsafeViewBackward0"))
@@ -367,7 +376,12 @@ def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     # squeeze(), squeeze(dim), squeeze(dims)
     label = "SqueezeBackward0" if dim is None else \
         "SqueezeBackward2" if isinstance(dim, (tuple, list)) else "SqueezeBackward1"
-    return _reshape_impl(input, new, True, "squeeze", label)
+    out = _reshape_impl(input, new, True, "squeeze", label)
+    if out._strides_of is not None:  # (the dims kept keep their strides)
+        kept = tuple(i for i, s in enumerate(shape)
+                     if s != 1 or (dim is not None and i not in dims))
+        out._strides_of = (input, input._data, out._data, "keep", kept)
+    return out
 
 
 @composite(complex=True, variants="function method inplace", cost=costs.view,
@@ -376,8 +390,11 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """Inserts a dimension of size 1 at `dim`."""
     d = normalize_dim("unsqueeze", dim, input.ndim + 1)
     shape = tuple(input.shape)
-    return _reshape_impl(input, shape[:d] + (1,) + shape[d:], False, "unsqueeze",
-                         "UnsqueezeBackward0")
+    out = _reshape_impl(input, shape[:d] + (1,) + shape[d:], False, "unsqueeze",
+                        "UnsqueezeBackward0")
+    if out._strides_of is not None:  # (PyTorch's stride for the new dim, not reshape's)
+        out._strides_of = (input, input._data, out._data, "unsqueeze", d)
+    return out
 
 
 # -- permutations ---------------------------------------------------------------------
@@ -386,6 +403,10 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
 def _permute_impl(input: Tensor, dims: tuple, label: str) -> Tensor:
     # (`dims` is a checked permutation: the callers build or check it)
     out = as_view(run_view("permute", input, dims=dims), input, lambda b: permute(b, dims))
+    if input._strides_depth >= DEPTH:  # (no deeper chain: its strides, settled)
+        keep_strides(input, input)
+    out._strides_of = (input, input._data, out._data, "keep", dims)
+    out._strides_depth = input._strides_depth + 1
     if state.enabled and input._requires_grad or fw.active:
         record_grad(OPS["permute"], (input,), {"dims": dims}, out, label)
     return out
@@ -483,6 +504,10 @@ def _expand(input: Tensor, shape: tuple[int, ...]) -> Tensor:
             return out
     out = run_view("expand", input, shape=expanded_shape(input, shape))
     as_view(out, input, lambda b: _expand(b, shape))
+    if input._strides_depth >= DEPTH:  # (no deeper chain: its strides, settled)
+        keep_strides(input, input)
+    out._strides_of = (input, input._data, out._data, "expand", None)
+    out._strides_depth = input._strides_depth + 1
     if state.enabled and input._requires_grad or fw.active:
         record_grad(OPS["expand"], (input,), {"shape": shape}, out)
     return out
