@@ -191,3 +191,30 @@ def test_strides_after_in_place_metadata_changes():
     for _ in range(40):  # a long chain of views: still PyTorch's strides where replayed
         e = e.unsqueeze(0).squeeze(0)
     assert e.stride() == (1, 3, 1)
+
+
+# -- 5. empty tensors: which error comes first ---------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.empty(0, 3).amax(0), lambda lib: lib.empty(0, 3).amin(-2),
+    lambda lib: lib.empty(0, 3).amax((1, 0)), lambda lib: lib.empty(0, 3).amax(),
+    lambda lib: lib.empty(3, 0).amin(1, keepdim=True), lambda lib: lib.empty(0, 3).amax(1),
+    lambda lib: lib.empty(0, 3).max(1).values, lambda lib: lib.empty(0).argmax(),
+    lambda lib: lib.empty(3, 0).softmax(0), lambda lib: lib.empty(0).topk(1).values,
+    lambda lib: lib.cat([lib.empty(0, 3), lib.empty(2, 4)]),
+    lambda lib: lib.empty(0, 4) @ lib.empty(3, 0),
+    lambda lib: lib.zeros(2, 3).select(0, 5), lambda lib: lib.select(lib.zeros(2, 3), 1, -4),
+    lambda lib: lib.empty(0, 3).select(0, 0),
+    lambda lib: lib.dot(lib.empty(2), lib.empty(3)),
+    lambda lib: lib.vdot(lib.empty(2), lib.empty(3)),
+    lambda lib: lib.dot(lib.ones(2, 2), lib.ones(2)),
+])
+def test_errors_on_empty_tensors(call):
+    _same(call)
+
+
+@pytest.mark.parametrize("shape, chunks, dim", [((0,), 2, 0), ((0, 3), 3, 0), ((3, 0), 2, 1),
+                                                ((5,), 3, 0), ((1,), 3, 0)])
+def test_chunk_of_an_empty_dim(shape, chunks, dim):
+    got = [tuple(c.shape) for c in ember.empty(shape).chunk(chunks, dim)]
+    assert got == [tuple(c.shape) for c in torch.empty(shape).chunk(chunks, dim)]

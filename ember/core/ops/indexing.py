@@ -806,6 +806,9 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
     if not input.ndim:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = normalize_dim("select", dim, input.ndim)
+    if not -input.shape[d] <= index < input.shape[d]:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(input.shape)} at dimension {dim}")
     key = (slice(None),) * d + (int(index),)
     return _index(input, parse_basic(input._data.shape, key), key)
 
@@ -883,8 +886,10 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     if not input.ndim:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     d = normalize_dim("chunk", dim, input.ndim)
+    if not input.shape[d]:  # (PyTorch: `chunks` empty pieces)
+        return split(input, [0] * chunks, d)
     step = -(-input.shape[d] // chunks)
-    return split(input, max(step, 1), d)
+    return split(input, step, d)
 
 
 @composite(complex=True, cost=costs.view)

@@ -238,11 +238,11 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
     """The dot product of two 1-D tensors (neither conjugated: `vdot` conjugates the
     first)."""
     if input.ndim != 1 or other.ndim != 1:
-        raise RuntimeError(f"dot: 1D tensors expected, but got {input.ndim}D and "
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and "
                            f"{other.ndim}D tensors")
     _same_dtype("dot", input, other)
     if input.shape[0] != other.shape[0]:
-        raise RuntimeError(f"dot: inconsistent tensor size, expected tensor [{input.shape[0]}] "
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] "
                            f"and src [{other.shape[0]}] to have the same number of elements, "
                            f"but got {input.shape[0]} and {other.shape[0]} elements "
                            f"respectively")
@@ -401,7 +401,7 @@ def vdot(input: Tensor, other: Tensor) -> Tensor:
     if input.shape[0] != other.shape[0]:
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and "
                            f"src [{other.shape[0]}] to have the same number of elements, but "
-                           "got different")
+                           f"got {input.shape[0]} and {other.shape[0]} elements respectively")
     return matmul(conj(input), other)
 
 
