@@ -806,10 +806,11 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
     if not input.ndim:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = normalize_dim("select", dim, input.ndim)
-    if not -input.shape[d] <= index < input.shape[d]:
+    i, n = int(index), input._data.shape[d]
+    if not -n <= i < n:
         raise IndexError(f"select(): index {index} out of range for tensor of size "
                          f"{list(input.shape)} at dimension {dim}")
-    key = (slice(None),) * d + (int(index),)
+    key = (slice(None),) * d + (i,)
     return _index(input, parse_basic(input._data.shape, key), key)
 
 
@@ -886,7 +887,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     if not input.ndim:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     d = normalize_dim("chunk", dim, input.ndim)
-    if not input.shape[d]:  # (PyTorch: `chunks` empty pieces)
+    if not input._data.shape[d]:  # (PyTorch: `chunks` empty pieces)
         return split(input, [0] * chunks, d)
     step = -(-input.shape[d] // chunks)
     return split(input, step, d)

@@ -325,8 +325,6 @@ def _extreme_grad(grad, input, result, dims, keepdim):
 def _nonempty_extreme(op: str, input: Tensor, dim: Any, dims: tuple | None) -> None:
     """PyTorch's refusals of amax/amin over an empty tensor: no dim given, or a given dim
     of size 0 (named as given)."""
-    if input.numel():
-        return
     if dims is None:
         raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() "
                            f"== 0. Specify the reduction dim with the 'dim' argument.")
@@ -350,7 +348,8 @@ def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     check_bool("amax", "keepdim", keepdim, 2)
     refuse_unsigned("max_values_cpu", input)
     dims = _dims_arg("amax", input, dim)
-    _nonempty_extreme("amax", input, dim, dims)
+    if 0 in input._data.shape:
+        _nonempty_extreme("amax", input, dim, dims)
     return _extreme("max", input, dims, keepdim)
 
 
@@ -361,7 +360,8 @@ def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     check_bool("amin", "keepdim", keepdim, 2)
     refuse_unsigned("min_values_cpu", input)
     dims = _dims_arg("amin", input, dim)
-    _nonempty_extreme("amin", input, dim, dims)
+    if 0 in input._data.shape:
+        _nonempty_extreme("amin", input, dim, dims)
     return _extreme("min", input, dims, keepdim)
 
 
