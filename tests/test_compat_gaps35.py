@@ -218,3 +218,9 @@ def test_errors_on_empty_tensors(call):
 def test_chunk_of_an_empty_dim(shape, chunks, dim):
     got = [tuple(c.shape) for c in ember.empty(shape).chunk(chunks, dim)]
     assert got == [tuple(c.shape) for c in torch.empty(shape).chunk(chunks, dim)]
+
+
+@pytest.mark.parametrize("call", [lambda x: x.view(), lambda x: x.reshape(),
+                                  lambda x: x.view(()), lambda x: x.reshape(())])
+def test_view_and_reshape_without_a_shape(call):
+    _same(lambda lib: call(lib.zeros(1)))

@@ -26,7 +26,7 @@ from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.backend import ViewNotPossible, logical_to_physical_perm
 from ember.core.declare import composite, primitive
 from ember.core.dispatch import run, run_inplace, run_view
-from ember.core.errors import with_context
+from ember.core.errors import invalid_combination, with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.host import dtype_arg
 from ember.core.inplace import as_view, metadata_inplace
@@ -220,6 +220,8 @@ def named_view(x: Tensor, shape: tuple, label: str) -> Tensor:
 
 
 def _reshape_method(self: Tensor, *shape: Any, **kwargs: Any) -> Tensor:
+    if not shape and not kwargs:  # (`x.reshape(())` is a shape; `x.reshape()` is none)
+        raise TypeError('reshape() missing 1 required positional arguments: "shape"')
     return _reshape_impl(self, sizes_arg(shape, kwargs, "shape"), False, "reshape")
 
 
@@ -248,6 +250,8 @@ def view(self: Tensor, *shape: Any, **kwargs: Any) -> Tensor:
             "some of the arguments have invalid types: (!str!)\n")
     if not shape and set(kwargs) == {"dtype"}:
         return _view_as_dtype(self, kwargs["dtype"])
+    if not shape and not kwargs:
+        raise invalid_combination("view", "", ("(torch.dtype dtype)", "(tuple of ints size)"))
     return _reshape_impl(self, sizes_arg(shape, kwargs), True, "view")
 
 
