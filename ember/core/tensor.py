@@ -29,7 +29,7 @@ from ember.core.host import dtype_arg, host_array, to_host
 from ember.core.placement import resolve
 from ember.core.printing import tensor_repr
 from ember.core.shapes import normalize_dim
-from ember.core.view_strides import view_strides
+from ember.core.view_strides import view_offset, view_strides
 
 # the dtypes NumPy has no type for: `numpy()` refuses them (PyTorch's TypeError)
 _NUMPY_LESS = frozenset((dt.bfloat16, dt.complex32, *dt.FLOAT8_DTYPES))
@@ -387,6 +387,10 @@ class Tensor:
 
     def storage_offset(self) -> int:
         """Where this tensor's first element lies in its storage, in elements."""
+        if self._strides_of is not None and 0 in self._data.shape:
+            offset = view_offset(self)  # (an empty array keeps no offset)
+            if offset is not None:
+                return offset
         return self._backend.storage_offset(self._data)
 
     def data_ptr(self) -> int:

@@ -9,7 +9,8 @@ argument)`, at most `DEPTH` views deep (`_strides_depth`), so a chain of views n
 keeps more than that many inputs alive. `Tensor.stride()` replays the recipes from the
 first tensor without one, by PyTorch's rules for each view op, when the view has a
 size-1 or a size-0 dim and no recipe along the chain went stale (its input or output
-given other data since, by an in-place metadata op)."""
+given other data since, by an in-place metadata op); `storage_offset()` of an empty view
+likewise."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ def _contiguous(shape: tuple) -> tuple:
 
 def _reshape(shape: tuple, strides: tuple, out: tuple, _: Any) -> tuple | None:
     """ATen's computeStride: the strides of viewing (shape, strides) as `out`."""
+    if not shape:
+        return (1,) * len(out)
     if 0 in shape:
         return strides if shape == out else _contiguous(out)
     new = [0] * len(out)
@@ -94,8 +97,9 @@ RULES: dict[str, Callable[..., tuple | None]] = {
     "index": _index}
 
 
-def view_strides(t: Any) -> tuple | None:
-    """PyTorch's strides of view `t` by its recipes; None where they do not hold."""
+def _replay(t: Any) -> tuple[tuple, int] | None:
+    """(PyTorch's strides, storage offset) of view `t` by its recipes; None where they do
+    not hold."""
     chain, x, strides = [], t, None
     while True:
         rec = x._strides_of
@@ -112,14 +116,31 @@ def view_strides(t: Any) -> tuple | None:
         if not chain:
             return None
         strides = x.stride()
+    offset = x.storage_offset()
     shape = tuple(x._data.shape)
     for rec in reversed(chain):
         out = tuple(rec[2].shape)
+        if rec[3] == "index":  # (each int, and each slice's start, moves the offset)
+            offset += sum(e[1] * strides[d] for d, e in
+                          enumerate(e for e in rec[4] if e[0] != "none"))
         strides = RULES[rec[3]](shape, strides, out, rec[4])
         if strides is None or len(strides) != len(out):
             return None
         shape = out
-    return strides
+    return strides, offset
+
+
+def view_strides(t: Any) -> tuple | None:
+    """PyTorch's strides of view `t` by its recipes; None where they do not hold."""
+    layout = _replay(t)
+    return None if layout is None else layout[0]
+
+
+def view_offset(t: Any) -> int | None:
+    """PyTorch's storage offset of view `t` by its recipes (an empty view's, which a
+    NumPy-like backend does not keep); None where they do not hold."""
+    layout = _replay(t)
+    return None if layout is None else layout[1]
 
 
 def keep_strides(t: Any, view: Any) -> None:
