@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 import ember
-from ember.core import dtype as dt
+from ember.core.dispatch import kernel_refuses
 
 __all__ = ["SobolEngine"]
 
@@ -81,8 +81,7 @@ def _sobol_engine_draw(quasi: ember.Tensor, n: int, sobolstate: ember.Tensor,
     """`n` points after `num_generated`: each XORs the column of the lowest zero bit of
     its index into the running point; (points as `dtype` in [0, 1), the last point)."""
     if dtype not in (ember.float32, ember.float64):
-        raise NotImplementedError('"_sobol_engine_draw" not implemented for '
-                                  f"'{dt.SCALAR_TYPE_NAMES[dtype.name]}'")
+        raise kernel_refuses("_sobol_engine_draw", dtype)
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: "
                            f"[{n}, {dimension}]")

@@ -33,8 +33,8 @@ def both(values, requires_grad=False):
 
 def close(e, t, tol=1e-5):
     assert str(e.dtype).split(".")[1] == str(t.dtype).split(".")[1], (e.dtype, t.dtype)
-    np.testing.assert_allclose(e.detach().numpy(), t.detach().resolve_conj().numpy(), rtol=tol,
-                               atol=tol)
+    np.testing.assert_allclose(e.detach().resolve_conj().numpy(),
+                               t.detach().resolve_conj().numpy(), rtol=tol, atol=tol)
 
 
 # -- dtypes and promotion -------------------------------------------------------------

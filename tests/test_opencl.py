@@ -875,9 +875,9 @@ def test_random_numbers_are_reproducible_and_well_distributed() -> None:
         ember.manual_seed(7)
         a2 = ember.rand(40000, device="opencl", dtype=d)
         b2 = ember.randn(40000, device="opencl", dtype=d)
-        ha, hb = a.cpu().numpy().astype(np.float64), b.cpu().numpy().astype(np.float64)
-        np.testing.assert_array_equal(ha, a2.cpu().numpy().astype(np.float64))
-        np.testing.assert_array_equal(hb, b2.cpu().numpy().astype(np.float64))
+        ha, hb = a.cpu().double().numpy(), b.cpu().double().numpy()
+        np.testing.assert_array_equal(ha, a2.cpu().double().numpy())
+        np.testing.assert_array_equal(hb, b2.cpu().double().numpy())
         assert ha.min() >= 0 and ha.max() < 1 and abs(ha.mean() - 0.5) < 0.01
         assert abs(hb.mean()) < 0.03 and abs(hb.std() - 1) < 0.03
         assert abs(np.mean(np.abs(hb) < 1) - 0.6827) < 0.01  # the normal's shape

@@ -25,7 +25,13 @@ from ember.core import dtype as dt
 from ember.core.backend import numpy_dtype
 from ember.core.declare import composite, define, primitive, write_out
 from ember.core.device import device as Device
-from ember.core.dispatch import check_dtype, run_creation, run_inplace, user_stacklevel
+from ember.core.dispatch import (
+    check_dtype,
+    kernel_refuses,
+    run_creation,
+    run_inplace,
+    user_stacklevel,
+)
 from ember.core.errors import with_context
 from ember.core.host import check_numpy_array, dtype_arg, python_scalar
 from ember.core.memory_format import (
@@ -238,8 +244,7 @@ def arange(start: Any = None, end: Any = None, step: Any = 1, *, dtype: Any = No
         start, end, step = int(start), int(end), int(step)
     dev, backend = resolve(device)
     if d in dt.LIMITED_DTYPES:  # (PyTorch's arange kernel is not built for uint16/32/64)
-        raise NotImplementedError(f'"arange_{dev.type}" not implemented for '
-                                  f"'{dt.SCALAR_TYPE_NAMES[d.name]}'")
+        raise kernel_refuses(f"arange_{dev.type}", d)
     t = run_creation("arange", dev, backend, start=start, end=end, step=step, dtype=d)
     return _finish(t, requires_grad)
 
@@ -319,8 +324,7 @@ def _random(op: str, size: tuple, dtype: Any, device: DeviceLike, requires_grad:
         return _finish(_complex_random(op, size, d, device, generator, draw), requires_grad)
     if op in ("rand", "randn") and (not d.is_floating_point or d in dt.FLOAT8_DTYPES):
         kernel = "check_uniform_bounds" if op == "rand" else "normal_kernel_cpu"
-        raise NotImplementedError(f'"{kernel}" not implemented for '
-                                  f"'{dt.SCALAR_TYPE_NAMES[d.name]}'")
+        raise kernel_refuses(kernel, d)
     dev, backend = resolve(device, _nbytes(size, d))
     shape = _shape_arg(op, size, d)
     host = host_generator(generator, dev)
@@ -423,8 +427,7 @@ def randint(low: int | None = None, high: int | None = None, size: Sequence[int]
                            f"from={low} >= to={high}")
     d = dtype_arg(dtype, "randint") or dt.int64
     if d in dt.FLOAT8_DTYPES:  # (worded as PyTorch's kernel)
-        raise NotImplementedError('"random_update_from_to" not implemented for '
-                                  f"'{dt.SCALAR_TYPE_NAMES[d.name]}'")
+        raise kernel_refuses("random_update_from_to", d)
     wide = d.name in WIDE_RANDOM
 
     def draw(engine: MT19937, n: int, npd: np.dtype) -> np.ndarray:

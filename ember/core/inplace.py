@@ -21,6 +21,7 @@ from ember.core.errors import with_context
 from ember.core.grad_mode import check_writable, no_grad, state
 from ember.core.graph import FnNode, default_label, edge_of
 from ember.core.tensor import Tensor
+from ember.core.view_strides import keep_strides
 
 
 def as_view(out: Tensor, x: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
@@ -219,6 +220,7 @@ def metadata_inplace(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
         if recording(self):
             _check_allowed(self)
         result = fn(self, *args, **kwargs)
+        keep_strides(self, result)
         self._data = result._data
         if result._node is not None:
             self._node, self._output_nr = result._node, result._output_nr

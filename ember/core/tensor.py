@@ -29,6 +29,10 @@ from ember.core.host import dtype_arg, host_array, to_host
 from ember.core.placement import resolve
 from ember.core.printing import tensor_repr
 from ember.core.shapes import normalize_dim
+from ember.core.view_strides import view_offset, view_strides
+
+# the dtypes NumPy has no type for: `numpy()` refuses them (PyTorch's TypeError)
+_NUMPY_LESS = frozenset((dt.bfloat16, dt.complex32, *dt.FLOAT8_DTYPES))
 
 _NON_LEAF_GRAD = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
@@ -69,6 +73,8 @@ class Tensor:
     _grad = None
     _base = None  # the tensor whose storage a view shares
     _conj_view = False  # a conj() result, or a view of one: PyTorch's conjugate bit (is_conj)
+    _strides_of = None  # a view's recipe for PyTorch's strides (ember.core.view_strides)
+    _strides_depth = 0  # how many views deep that recipe chain is
     _view_fn = None  # recreates this view from `_base` (for in-place writes through it)
     _view_vc = 0  # the version at which this view's graph node was taken from its base
     _view_mode = None  # "no_grad" / "inference": the view was made with grad mode off;
@@ -356,10 +362,13 @@ class Tensor:
     def stride(self, dim: int | None = None) -> tuple[int, ...] | int:
         """The step, in elements, between neighbours along each dimension (`dim`'s)."""
         shape = self._data.shape
-        if 0 in shape:  # NumPy's strides of an empty array are its own; PyTorch's row-major
-            strides = [1] * len(shape)
-            for d in range(len(shape) - 2, -1, -1):
-                strides[d] = strides[d + 1] * max(shape[d + 1], 1)
+        if 0 in shape:  # NumPy's strides of an empty array are its own: PyTorch's view's
+            # rules, else row-major
+            strides = view_strides(self) if self._strides_of is not None else None
+            if strides is None:
+                strides = [1] * len(shape)
+                for d in range(len(shape) - 2, -1, -1):
+                    strides[d] = strides[d + 1] * max(shape[d + 1], 1)
             return tuple(strides) if dim is None else \
                 strides[normalize_dim("stride", dim, self.ndim)]
         strides = list(self._backend.strides(self._data))
@@ -368,6 +377,13 @@ class Tensor:
             # in NumPy-like backends; PyTorch gives it unsqueeze's stride
             if shape[d] == 1 and strides[d] == 0:
                 strides[d] = shape[d + 1] * strides[d + 1] if d + 1 < len(strides) else 1
+        if self._strides_of is not None and 1 in shape:
+            # size-1 dims address no memory: a view's are PyTorch's choice, replayed by
+            # its rules (and taken only where they agree with the buffer on every other dim)
+            replayed = view_strides(self)
+            if replayed is not None and all(r == s or n == 1 for r, s, n
+                                            in zip(replayed, strides, shape)):
+                strides = replayed
         strides = tuple(strides)
         if dim is None:
             return strides
@@ -375,6 +391,10 @@ class Tensor:
 
     def storage_offset(self) -> int:
         """Where this tensor's first element lies in its storage, in elements."""
+        if self._strides_of is not None and 0 in self._data.shape:
+            offset = view_offset(self)  # (an empty array keeps no offset)
+            if offset is not None:
+                return offset
         return self._backend.storage_offset(self._data)
 
     def data_ptr(self) -> int:
@@ -676,17 +696,23 @@ class Tensor:
         return host_array(self).tolist()
 
     def numpy(self, *, force: bool = False) -> Any:
-        """A NumPy array of the values; shares memory with a CPU tensor."""
+        """A NumPy array of the values; shares memory with a CPU tensor. `force`: a
+        copy where sharing is impossible (a tensor that requires grad, on another device,
+        or with the conjugate bit)."""
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         if self._device.type != "cpu" and not force:
             raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
                             "Tensor.cpu() to copy the tensor to host memory first.")
-        if self._dtype in dt.FLOAT8_DTYPES and not force:  # (NumPy has no float8)
+        arr = host_array(self)  # (forced, a meta tensor's "no data" error comes first)
+        if self._dtype in _NUMPY_LESS:
             raise TypeError("Got unsupported ScalarType "
                             f"{dt.SCALAR_TYPE_NAMES[self._dtype.name]}")
-        return host_array(self)
+        if self._conj_view and not force and self._dtype.is_complex:
+            raise RuntimeError("Can't call numpy() on Tensor that has conjugate bit set. Use "
+                               "tensor.resolve_conj().numpy() instead.")
+        return arr
 
     def pin_memory(self) -> Tensor:
         """A copy of this CPU tensor in page-locked memory, for asynchronous copies to an
@@ -719,10 +745,7 @@ class Tensor:
     __array_priority__ = 1000
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
-        if self._requires_grad:  # (PyTorch's __array__ is `self.numpy()`)
-            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
-                               "tensor.detach().numpy() instead.")
-        arr = host_array(self)
+        arr = self.numpy()  # (as PyTorch's __array__)
         return arr if dtype is None else arr.astype(dtype)
 
     def __array_wrap__(self, array: Any, context: Any = None, return_scalar: bool = False

@@ -17,6 +17,7 @@ import ember
 from ember.autograd import Function
 from ember.core import cpu_random, tracing
 from ember.core.creation import default_generator, host_random
+from ember.core.host import host_array
 from ember.distributions.implicit_grads import dirichlet_grad, standard_gamma_grad
 
 __all__ = ["sample_dirichlet", "standard_gamma"]
@@ -29,7 +30,7 @@ def _host_gamma(alpha, single: bool, generator=None):
     if tracing.replaying() or alpha.device.type != "cpu" or \
             alpha.dtype not in (ember.float32, ember.float64):
         return None
-    shapes = np.ascontiguousarray(alpha.detach().numpy()).reshape(-1)
+    shapes = np.ascontiguousarray(host_array(alpha.detach())).reshape(-1)
     return cpu_random.gamma((generator or default_generator)._engine, shapes, single)
 
 
@@ -101,7 +102,7 @@ class _Dirichlet(Function):
         if host is not None:  # PyTorch's `_sample_dirichlet`: normalised in float64
             gammas = np.maximum(host, np.finfo(np.float64).tiny).reshape(concentration.shape)
             ratio = (gammas / gammas.sum(-1, keepdims=True)).astype(
-                ember.empty(0, dtype=concentration.dtype).numpy().dtype)
+                host_array(ember.empty(0, dtype=concentration.dtype)).dtype)
             top = np.nextafter(ratio.dtype.type(1), ratio.dtype.type(0))
             x = _from_host(np.clip(ratio, np.finfo(ratio.dtype).tiny, top).reshape(-1),
                            concentration)

@@ -17,6 +17,7 @@ import numpy as np
 import onnx.backend.base as base
 
 import ember
+from ember.core.host import host_array
 from ember.exporters.onnx_import import load
 from ember.exporters.onnx_import_context import from_array, held_numpy
 from ember.exporters.onnx_import_strings import host_strings, is_strings
@@ -64,7 +65,7 @@ class EmberRep(base.BackendRep):
 def _numpy(value: Any) -> Any:
     if isinstance(value, list):
         return [_numpy(v) for v in value]
-    return value.cpu().numpy() if isinstance(value, ember.Tensor) else value
+    return host_array(value) if isinstance(value, ember.Tensor) else value
 
 
 class EmberBackend(base.Backend):

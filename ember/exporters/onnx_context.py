@@ -19,6 +19,7 @@ import numpy as np
 
 import ember
 from ember.core import dtype as dt
+from ember.core.host import host_array
 from ember.jit.graph import Graph, Node, Value
 from ember.jit.tracer import _leaves, _map, _run_primitive
 
@@ -311,7 +312,7 @@ class ExportContext:
         t = self.tensor_of(value)
         if t is None:
             return None
-        array = np.array(t.detach().numpy(force=True), dtype=numpy_dtype(value.dtype),
+        array = np.array(host_array(t.detach()), dtype=numpy_dtype(value.dtype),
                          copy=True)
         self._arrays[id(value)] = array
         return array
@@ -324,7 +325,7 @@ class ExportContext:
             return self.name(value)
         key = ("param", id(tensor))
         if key not in self._cache:
-            self._cache[key] = self.const(np.array(tensor.detach().numpy(force=True)),
+            self._cache[key] = self.const(np.array(host_array(tensor.detach())),
                                           name=name)
         return self._cache[key]
 
@@ -337,7 +338,7 @@ class ExportContext:
         value = self._params.get(id(tensor))
         if value is not None:
             return self.constant(value)
-        return np.array(tensor.detach().numpy(force=True)) if self.export_params else None
+        return np.array(host_array(tensor.detach())) if self.export_params else None
 
     def const(self, array: Any, name: str | None = None, dtype: Any = None) -> str:
         """An initializer holding `array` (small arrays are shared)."""

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 import ember
+from ember.core.host import host_array
 from ember.exporters.onnx_import_context import ImportContext, ember_dtype
 from ember.exporters.onnx_registry import importer
 
@@ -55,7 +56,7 @@ def host_strings(value: Any, what: str = "a string value") -> np.ndarray:
 def _host(x: Any) -> np.ndarray:
     """The values of `x` (an ember tensor or a host value) as a NumPy array."""
     if isinstance(x, ember.Tensor):
-        return x.cpu().numpy()
+        return host_array(x)
     return np.asarray(x)
 
 

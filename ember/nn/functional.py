@@ -22,6 +22,7 @@ from ember import Tensor
 from ember.core import backend as _contract
 from ember.core import dtype as _dt
 from ember.core import tracing as _tracing
+from ember.core.dispatch import kernel_refuses as _kernel_refuses
 from ember.core.dispatch import user_stacklevel as _user_stacklevel
 from ember.core.errors import with_context
 from ember.core.function import Function as _Function
@@ -59,7 +60,6 @@ from ember.core.ops.losses import (  # noqa: F401 - the losses are declared in c
 from ember.core.ops.reduction import in_float32 as _in_float32_core
 from ember.core.ops.shape import in_format_of, in_memory_format, in_suggested_format
 from ember.core.storage import cpp_type_name as _cpp_type_name
-from ember.core.storage import scalar_type_name as _scalar_type_name
 from ember.core.torch_function import overridable as _overridable
 
 __all__ = [
@@ -224,8 +224,7 @@ def _refuse_integral(input: Tensor, kernel: str) -> None:
     bool tensors)."""
     d = input.dtype
     if not (d.is_floating_point or d.is_complex or d == ember.bool):
-        raise NotImplementedError(f'"{kernel}" not implemented for '
-                                  f"'{_scalar_type_name(d)}'")
+        raise _kernel_refuses(kernel, d)
 
 
 def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
@@ -648,8 +647,7 @@ def _refuse_interpolate_dtype(input: Tensor, mode: str, antialias: bool) -> None
     else:
         kernel = "compute_indices_weights_" + ("nearest" if nearest else
                                                "cubic" if mode == "bicubic" else "linear")
-    raise NotImplementedError(f'"{kernel}" not implemented for '
-                              f"'{_scalar_type_name(d)}'")
+    raise _kernel_refuses(kernel, d)
 
 
 def _bicubic(input: Tensor, out_sizes: list[int], scales: list, align_corners: bool,

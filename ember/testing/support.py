@@ -15,6 +15,7 @@ from hypothesis.extra import numpy as hnp
 
 import ember
 from ember.core.backend import numpy_dtype
+from ember.core.host import host_array
 from ember.testing import plugin
 
 BOOL = [ember.bool]
@@ -89,7 +90,9 @@ def on(device: Any, array: Any, dtype: ember.dtype | None = None,
 
 def host(t: ember.Tensor) -> np.ndarray:
     """The values of `t` as a NumPy array (copied to the host)."""
-    return np.asarray(t.detach().to("cpu").numpy())
+    # (host_array, not numpy(): NumPy-less dtypes such as bfloat16 come as ml_dtypes'
+    # types, and a conj() result's values as they are)
+    return host_array(t.detach().to("cpu"))
 
 
 def flushes_float32_subnormals(device: Any) -> bool:

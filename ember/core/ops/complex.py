@@ -44,8 +44,19 @@ def _view_as_real_rule(input):
 def view_as_real(input: Tensor) -> Tensor:
     """A view of complex `input` as a real tensor whose last dimension (of size 2) holds
     each element's real and imaginary parts."""
+    if input._conj_view and input.dtype.is_complex:  # (PyTorch's conjugate bit: its
+        # memory holds the unconjugated values)
+        raise RuntimeError("view_as_real doesn't work on unresolved conjugated tensors.  To "
+                           "resolve the conjugate tensor so you can view it as real, use "
+                           "self.resolve_conj(); however, be warned that the resulting tensor "
+                           "will NOT alias the original.")
+    return _as_real(input)
+
+
+def _as_real(input: Tensor) -> Tensor:
+    """`view_as_real` for `real` and `imag`, which take conjugate views."""
     out = apply(OPS["view_as_real"], input)
-    return as_view(out, input, view_as_real)
+    return as_view(out, input, _as_real)
 
 
 def _check_view_as_complex(x: Tensor) -> None:
@@ -88,7 +99,7 @@ def real(input: Tensor) -> Tensor:
     `input`), or `input` itself when it is real."""
     if not input.dtype.is_complex:
         return input
-    return select(view_as_real(input), -1, 0)
+    return select(_as_real(input), -1, 0)
 
 
 @composite(complex=True, variants="function", cost=costs.view)
@@ -97,7 +108,7 @@ def imag(input: Tensor) -> Tensor:
     `input`)."""
     if not input.dtype.is_complex:
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-    return select(view_as_real(input), -1, 1)
+    return select(_as_real(input), -1, 1)
 
 
 def _real_property(self: Tensor) -> Tensor:

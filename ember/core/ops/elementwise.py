@@ -30,6 +30,7 @@ from ember.core.declare import alias, check_tensor, composite, define, fused_ker
 from ember.core.dispatch import (
     check_dtype,
     kernel_name,
+    kernel_refuses,
     not_implemented_for,
     refuse_unsigned,
     run_binary,
@@ -116,7 +117,7 @@ def _same_dtype_rule(op: str):
                 raise RuntimeError("Boolean inputs not supported for relu")
             if op != "sign":
                 kernel = f"{op}_vml_cpu" if op in _VML_KERNELS else f"{op}_cpu"
-                raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+                raise kernel_refuses(kernel, dt.bool_)
         return OutMeta(input.shape, input.dtype, None)
     return rule
 
@@ -155,8 +156,7 @@ def bool_operands_refused(op: str) -> NotImplementedError:
     """PyTorch's error for arithmetic `op` on two bool operands, in its kernel's words
     (`"remainder_cpu" not implemented for 'Bool'`, by dispatch.KERNEL_NAMES); ember's
     advice goes in a note."""
-    return with_context(NotImplementedError(
-        f"\"{kernel_name(op)}\" not implemented for 'Bool'"),
+    return with_context(kernel_refuses(kernel_name(op), dt.bool_),
         f"{op}: not implemented for two bool operands; convert one to an integer dtype first")
 
 
@@ -460,8 +460,7 @@ def round(input: Tensor, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's
     if decimals == 0:
         return _round(input)
     if not input.dtype._differentiable:  # (PyTorch's overload with decimals: floats only)
-        raise NotImplementedError(f'"round_cpu" not implemented for '
-                                  f"'{dt.SCALAR_TYPE_NAMES[input.dtype.name]}'")
+        raise kernel_refuses("round_cpu", input.dtype)
     # as PyTorch: divide by a power of ten for negative decimals (10 ** -3 is inexact)
     if decimals < 0:
         scale = 10.0 ** -decimals
@@ -945,10 +944,7 @@ def _rounded_div(input: Any, other: Any, rounding_mode: str) -> Tensor:
         common = dt.result_type(operand_tier(input), operand_tier(other))
         if common.is_floating_point:
             return binary("div", input, other).trunc()
-        if common is dt.bool_:
-            raise NotImplementedError("div: rounding_mode='trunc' is not implemented for "
-                                      "dtype ember.bool")
-        if common in dt.LIMITED_DTYPES:
+        if common is dt.bool_ or common in dt.LIMITED_DTYPES:
             raise not_implemented_for("div_trunc", input, common)
         # integers, exactly (not through a float quotient): the floor, moved up by one
         # where the quotient is negative and inexact
@@ -1242,8 +1238,7 @@ def _check_lerp(input: Tensor, end: Any, weight: Any) -> Any:
     if not floating(input._dtype) and not (tensor_weight and not weight.ndim
                                            and floating(weight._dtype)):
         kernel = "lerp_kernel_tensor" if tensor_weight else "lerp_kernel_scalar"
-        raise NotImplementedError(f'"{kernel}" not implemented for '
-                                  f"'{dt.SCALAR_TYPE_NAMES[input._dtype.name]}'")
+        raise kernel_refuses(kernel, input._dtype)
     if not tensor_weight:
         weight = dt.fit_scalar(python_scalar(weight), input._dtype)
     return weight

@@ -54,7 +54,7 @@ from ember.core.apply import apply_labelled, record_grad
 from ember.core.backend import LinAlgError
 from ember.core.creation import arange, empty_permuted, eye, randn, tensor, zeros
 from ember.core.declare import composite, primitive, write_out
-from ember.core.dispatch import user_stacklevel
+from ember.core.dispatch import kernel_refuses, user_stacklevel
 from ember.core.grad_mode import no_grad
 from ember.core.graph import relabel
 from ember.core.memory_format import contiguous_format
@@ -1113,8 +1113,7 @@ def _eig_check(A: Any, op: str = "linalg.eig") -> None:
     if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise RuntimeError(f"Unknown Complex ScalarType for {_word(A.dtype)}")
     if A.dtype in (dt.float16, dt.bfloat16):
-        raise NotImplementedError(f'"linalg_eig_out_cpu" not implemented for '
-                                  f"'{_word(A.dtype)}'")
+        raise kernel_refuses("linalg_eig_out_cpu", A.dtype)
     _check(op, A)
 
 
@@ -1498,8 +1497,7 @@ def lu_solve(input: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
 
 def _ldl_check(op: str, A: Any) -> None:
     if A.dtype in (dt.float16, dt.bfloat16):  # (before _check's LAPACK-precision error)
-        raise NotImplementedError(
-            f"\"ldl_factor_kernel_cpu\" not implemented for '{_word(A.dtype)}'")
+        raise kernel_refuses("ldl_factor_kernel_cpu", A.dtype)
     _check(op, A)
 
 

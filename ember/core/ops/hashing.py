@@ -14,6 +14,7 @@ from typing import Any
 from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.declare import composite
+from ember.core.dispatch import kernel_refuses
 from ember.core.grad_mode import no_grad
 from ember.core.ops.elementwise import bitwise_xor
 from ember.core.shapes import normalize_dims, reduced_shape
@@ -46,8 +47,7 @@ def hash_tensor(input: Tensor, dim: Any = None, *, keepdim: bool = False,
     if mode != 0:
         raise RuntimeError(f"Unknown hash_tensor mode: {mode}")
     if input.dtype.is_complex or input.dtype in dt.LIMITED_DTYPES:
-        raise NotImplementedError(f"\"xor_sum_{input.device.type}\" not implemented for "
-                                  f"'{dt.SCALAR_TYPE_NAMES[input.dtype.name]}'")
+        raise kernel_refuses(f"xor_sum_{input.device.type}", input.dtype)
     if isinstance(dim, (list, tuple)) and len(dim) == 0:
         dim = None
     if dim is None and input.numel() == 0:

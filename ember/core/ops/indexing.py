@@ -37,7 +37,14 @@ from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.creation import arange, full, zeros
 from ember.core.declare import composite, primitive
 from ember.core.determinism import alert_not_deterministic
-from ember.core.dispatch import refuse_unsigned, run, run_inplace, run_view, user_stacklevel
+from ember.core.dispatch import (
+    kernel_refuses,
+    refuse_unsigned,
+    run,
+    run_inplace,
+    run_view,
+    user_stacklevel,
+)
 from ember.core.errors import warn_once, with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import record
@@ -68,6 +75,7 @@ from ember.core.ops.shape import (
 from ember.core.shapes import broadcast_shapes, fmt_shape, normalize_dim
 from ember.core.storage import cpp_type_name
 from ember.core.tensor import Tensor
+from ember.core.view_strides import DEPTH, keep_strides
 
 SCALAR_TYPE_NAMES = dt.SCALAR_TYPE_NAMES  # the callers of this module import it from here
 
@@ -230,6 +238,10 @@ def _index(input: Tensor, parsed: ParsedIndex, key: Any, label: str | None = Non
     # a view by ints, slices, None and ...: parse_basic has checked the key
     out = as_view(run_view("getitem", input, index=parsed.spec, shape=parsed.shape), input,
                   lambda b: getitem(b, key))
+    if input._strides_depth >= DEPTH:  # (no deeper chain: its strides, settled)
+        keep_strides(input, input)
+    out._strides_of = (input, input._data, out._data, "index", parsed.spec)
+    out._strides_depth = input._strides_depth + 1
     if state.enabled and input._requires_grad or fw.active:
         record_grad(OPS["getitem"], (input,), {"index": parsed.spec, "shape": parsed.shape},
                     out, label)
@@ -794,7 +806,11 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
     if not input.ndim:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = normalize_dim("select", dim, input.ndim)
-    key = (slice(None),) * d + (int(index),)
+    i, n = int(index), input._data.shape[d]
+    if not -n <= i < n:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(input.shape)} at dimension {dim}")
+    key = (slice(None),) * d + (i,)
     return _index(input, parse_basic(input._data.shape, key), key)
 
 
@@ -871,8 +887,10 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     if not input.ndim:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     d = normalize_dim("chunk", dim, input.ndim)
+    if not input._data.shape[d]:  # (PyTorch: `chunks` empty pieces)
+        return split(input, [0] * chunks, d)
     step = -(-input.shape[d] // chunks)
-    return split(input, max(step, 1), d)
+    return split(input, step, d)
 
 
 @composite(complex=True, cost=costs.view)
@@ -1191,8 +1209,7 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     _same_scalar_type("index_reduce_", input, source)
     if input.dtype.is_complex:  # PyTorch's kernels have no complex case
         kernel = "index_func_" if include_self else "index_reduce_func_exclude_input_init"
-        raise NotImplementedError(f'"{kernel}" not implemented for '
-                                  f"'{SCALAR_TYPE_NAMES[input.dtype.name]}'")
+        raise kernel_refuses(kernel, input.dtype)
     check_in_range("index_reduce_", index, input.shape[d] if input.ndim else 1, d,
                    select=True)
     return scatter_reduce(input, d, _along(index, d, tuple(source.shape)), source, reduce,

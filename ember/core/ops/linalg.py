@@ -22,7 +22,7 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import apply, apply_labelled
 from ember.core.declare import composite, primitive, write_out
-from ember.core.dispatch import refuse_unsigned, user_stacklevel
+from ember.core.dispatch import kernel_refuses, refuse_unsigned, user_stacklevel
 from ember.core.errors import with_context
 from ember.core.opdef import OPS, Cost, Grad, OutMeta, metadata_rule
 from ember.core.opdef import Precision as P
@@ -44,8 +44,6 @@ def _matmul_rule(input, other):
     if a.dtype is not b.dtype:
         raise with_context(RuntimeError(_matmul_dtype_message(a, b)),
                            f"matmul: operands of {a.dtype} and {b.dtype}")
-    if a.dtype is dt.bool_:
-        raise RuntimeError("matmul: not implemented for dtype ember.bool")
     sa = (1,) + a.shape if a.ndim == 1 else a.shape
     sb = b.shape + (1,) if b.ndim == 1 else b.shape
     if sa[-1] != sb[-2]:
@@ -57,7 +55,21 @@ def _matmul_rule(input, other):
         shape = shape[:-2] + shape[-1:]
     if b.ndim == 1:
         shape = shape[:-1]
+    if a.dtype is dt.bool_:
+        _refuse_bool_matmul(a.ndim, b.ndim, sa[-1], shape)
     return OutMeta(shape, a.dtype, None)
+
+
+def _refuse_bool_matmul(a_ndim: int, b_ndim: int, k: int, shape: tuple) -> None:
+    """PyTorch's refusal of bool operands, by the kernel its path reaches (dot, mv or mm
+    of the folded batch, bmm); all but dot return at once (zeros) when there is nothing
+    to sum or no result."""
+    if a_ndim == b_ndim == 1:
+        raise kernel_refuses("dot", dt.bool_)
+    if k and math.prod(shape):
+        kernel = "addmv_impl_cpu" if b_ndim == 1 else \
+            "addmm_impl_cpu_" if b_ndim == 2 else "bmm"
+        raise kernel_refuses(kernel, dt.bool_)
 
 
 def _matmul_dtype_message(a: Tensor, b: Tensor) -> str:
@@ -226,11 +238,11 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
     """The dot product of two 1-D tensors (neither conjugated: `vdot` conjugates the
     first)."""
     if input.ndim != 1 or other.ndim != 1:
-        raise RuntimeError(f"dot: 1D tensors expected, but got {input.ndim}D and "
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and "
                            f"{other.ndim}D tensors")
     _same_dtype("dot", input, other)
     if input.shape[0] != other.shape[0]:
-        raise RuntimeError(f"dot: inconsistent tensor size, expected tensor [{input.shape[0]}] "
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] "
                            f"and src [{other.shape[0]}] to have the same number of elements, "
                            f"but got {input.shape[0]} and {other.shape[0]} elements "
                            f"respectively")
@@ -424,7 +436,7 @@ def vdot(input: Tensor, other: Tensor) -> Tensor:
     if input.shape[0] != other.shape[0]:
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and "
                            f"src [{other.shape[0]}] to have the same number of elements, but "
-                           "got different")
+                           f"got {input.shape[0]} and {other.shape[0]} elements respectively")
     return matmul(conj(input), other)
 
 

@@ -35,7 +35,13 @@ from ember.core.apply import DeclaredNode, apply, record_grad
 from ember.core.backend import numpy_dtype
 from ember.core.creation import arange, full, ones, tensor, zeros
 from ember.core.declare import composite, fused_kernel, primitive
-from ember.core.dispatch import device_mismatch, run_fused, user_stacklevel, write_into
+from ember.core.dispatch import (
+    device_mismatch,
+    kernel_refuses,
+    run_fused,
+    user_stacklevel,
+    write_into,
+)
 from ember.core.errors import warn_once, with_context
 from ember.core.function import Function, as_kernel
 from ember.core.grad_mode import no_grad, state
@@ -1426,8 +1432,7 @@ def _avg_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, ceil
         kernel = "avg_pool3d_out_frame" if n == 3 else "avg_pool2d"
         if n == 2 and tensor_format(x) is not contiguous_format:
             kernel += "_channels_last"
-        raise NotImplementedError(f'"{kernel}" not implemented for '
-                                  f"'{SCALAR_TYPE_NAMES[x.dtype.name]}'")
+        raise kernel_refuses(kernel, x.dtype)
     windows, outs, geom = _pool_windows(op, n, x, kernel_size, stride, padding, 1, ceil_mode,
                                         0.0)
     kernel, stride_, padding_, _, extra = geom
@@ -1529,7 +1534,7 @@ def _refuse_adaptive_avg_dtype(n: int, x: Tensor, outs: tuple) -> None:
     kernel = "adaptive_avg_pool3d_cpu" if n == 3 else "adaptive_avg_pool2d"
     if n == 2 and tensor_format(x) is not contiguous_format:
         kernel += "_channels_last"
-    raise NotImplementedError(f'"{kernel}" not implemented for \'{name}\'')
+    raise kernel_refuses(kernel, x.dtype)
 
 
 def _adaptive_avg_pool(op: str, n: int, input: Tensor, output_size: Any) -> Tensor:
@@ -1925,8 +1930,7 @@ def _grid_sample(op: str, input: Tensor, grid: Tensor, interpolation_mode: int,
     # read of the grid as the input's scalar type)
     if not input.dtype.is_floating_point:
         kernel = "grid_sampler_2d_cpu_kernel_impl" if n == 2 else "grid_sampler3d_cpu"
-        raise NotImplementedError(f'"{kernel}" not implemented for '
-                                  f"'{SCALAR_TYPE_NAMES[input.dtype.name]}'")
+        raise kernel_refuses(kernel, input.dtype)
     if input.dtype is not grid.dtype:
         raise RuntimeError(f"expected scalar type {SCALAR_TYPE_NAMES[input.dtype.name]} but "
                            f"found {SCALAR_TYPE_NAMES[grid.dtype.name]}")
@@ -2050,9 +2054,7 @@ def _softmax_input(op: str, input: Tensor, dim: int, dtype: Any) -> tuple[Tensor
         # named as PyTorch's CPU kernel is: its own for the last dim
         kernel = f"{op}_lastdim_kernel_impl" if d == input.ndim - 1 or not input.ndim \
             else f"{op}_kernel_impl"
-        raise with_context(NotImplementedError(
-            f'"{kernel}" not implemented for '
-            f"'{SCALAR_TYPE_NAMES.get(input._dtype.name, input._dtype)}'"),
+        raise with_context(kernel_refuses(kernel, input._dtype),
             f"{op}: a {input._dtype} input (pass dtype= for a floating-point result)")
     return input, d
 

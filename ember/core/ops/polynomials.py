@@ -19,6 +19,7 @@ from typing import Any
 from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.declare import composite
+from ember.core.dispatch import kernel_refuses
 from ember.core.errors import invalid_combination
 from ember.core.grad_mode import no_grad
 from ember.core.ops.elementwise import to_dtype, where
@@ -45,8 +46,7 @@ def _operands(op: str, input: Any, n: Any) -> tuple[Tensor, Tensor, Tensor]:
                                   f"{type(input).__name__}, {type(n).__name__}", _SIGNATURES)
     x, degree, like = _float_operands(op, input, n)
     if x.dtype not in (dt.float32, dt.float64):
-        raise NotImplementedError(f'"{op}_{like.device.type}" not implemented for '
-                                  f"'{dt.SCALAR_TYPE_NAMES[x.dtype.name]}'")
+        raise kernel_refuses(f"{op}_{like.device.type}", x.dtype)
     x, degree = broadcast_tensors(x, degree)
     degree = degree.trunc()
     representable = degree.abs() < 2.0 ** 62  # (False for NaN and the infinities)

@@ -26,6 +26,7 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.creation import arange, zeros
 from ember.core.declare import composite
+from ember.core.dispatch import kernel_refuses
 from ember.core.grad_mode import no_grad
 from ember.core.graph import record
 from ember.core.inplace import metadata_inplace
@@ -52,7 +53,6 @@ from ember.core.ops.shape import (
 )
 from ember.core.placement import DeviceLike, resolve
 from ember.core.shapes import fmt_shape, normalize_dim
-from ember.core.storage import scalar_type_name
 from ember.core.tensor import Tensor
 
 _diagonal = diagonal  # `diag`'s parameter is named `diagonal`, as PyTorch's
@@ -574,7 +574,7 @@ def _triangle_indices(op: str, np_fn: Callable, row: int, col: int, offset: int,
                       device: DeviceLike) -> Tensor:
     d = dt.int64 if dtype is None else dtype
     if d not in (dt.int32, dt.int64):
-        raise NotImplementedError(f'"{op}" not implemented for \'{scalar_type_name(d)}\'')
+        raise kernel_refuses(op, d)
     if row < 0:
         raise RuntimeError(f"row must be non-negative, got{row}")
     if col < 0:
@@ -654,8 +654,7 @@ def _by_counts(x: Tensor, counts: Tensor, d: int, output_size: int | None) -> Te
     if counts.ndim != 1:
         raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
     if counts.dtype not in (dt.int32, dt.int64):
-        raise NotImplementedError(f'"repeat_interleave_cpu" not implemented for '
-                                  f"'{scalar_type_name(counts.dtype)}'")
+        raise kernel_refuses("repeat_interleave_cpu", counts.dtype)
     c = np.asarray(counts.tolist(), dtype=np.int64)
     if len(c) != x.shape[d]:
         raise RuntimeError("repeats must have the same size as input along dim, but got "

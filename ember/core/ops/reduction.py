@@ -26,7 +26,7 @@ from ember.core import dtype as dt
 from ember.core.apply import apply_labelled, record_grad
 from ember.core.creation import arange, tensor, zeros
 from ember.core.declare import check_outs, composite, fused_kernel, primitive, write_outs
-from ember.core.dispatch import refuse_unsigned, run, run_fused, user_stacklevel
+from ember.core.dispatch import kernel_refuses, refuse_unsigned, run, run_fused, user_stacklevel
 from ember.core.errors import (
     ArgumentTypeError,
     as_overload_check,
@@ -322,6 +322,18 @@ def _extreme_grad(grad, input, result, dims, keepdim):
     return expand_back(grad, shape, dims, keepdim) * hit / count
 
 
+def _nonempty_extreme(op: str, input: Tensor, dim: Any, dims: tuple | None) -> None:
+    """PyTorch's refusals of amax/amin over an empty tensor: no dim given, or a given dim
+    of size 0 (named as given)."""
+    if dims is None:
+        raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() "
+                           f"== 0. Specify the reduction dim with the 'dim' argument.")
+    given = (dim,) if isinstance(dim, int) else tuple(dim)
+    for g, d in zip(given, dims):
+        if input.shape[d] == 0:
+            raise IndexError(f"{op}(): Expected reduction dim {g} to have non-zero size.")
+
+
 def _extreme(op: str, input: Tensor, dims: tuple | None, keepdim: bool,
              label: str | None = None) -> Tensor:
     return apply_labelled(OPS[op], label or ("AmaxBackward0" if op == "max" else
@@ -335,7 +347,10 @@ def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     ties."""
     check_bool("amax", "keepdim", keepdim, 2)
     refuse_unsigned("max_values_cpu", input)
-    return _extreme("max", input, _dims_arg("amax", input, dim), keepdim)
+    dims = _dims_arg("amax", input, dim)
+    if 0 in input._data.shape:
+        _nonempty_extreme("amax", input, dim, dims)
+    return _extreme("max", input, dims, keepdim)
 
 
 @composite(variants="function method out", exact_out="reduction", cost=costs.reduction(1))
@@ -344,7 +359,10 @@ def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     ties."""
     check_bool("amin", "keepdim", keepdim, 2)
     refuse_unsigned("min_values_cpu", input)
-    return _extreme("min", input, _dims_arg("amin", input, dim), keepdim)
+    dims = _dims_arg("amin", input, dim)
+    if 0 in input._data.shape:
+        _nonempty_extreme("amin", input, dim, dims)
+    return _extreme("min", input, dims, keepdim)
 
 
 MaxResult = return_type("max", ["values", "indices"])
@@ -850,7 +868,7 @@ def trace(input: Tensor) -> Tensor:
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
     if input.dtype is dt.bool_:
-        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
+        raise kernel_refuses("trace", input.dtype)
     i = arange(builtins.min(input.shape), device=input.device)
     return sum(input[i, i])
 

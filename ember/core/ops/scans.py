@@ -16,11 +16,11 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.creation import arange, full
 from ember.core.declare import composite
-from ember.core.dispatch import refuse_unsigned
+from ember.core.dispatch import kernel_refuses, refuse_unsigned
 from ember.core.grad_mode import no_grad
 from ember.core.host import dtype_arg
 from ember.core.ops.elementwise import logaddexp, to_dtype, where
-from ember.core.ops.indexing import SCALAR_TYPE_NAMES, gather_in_bounds, narrow
+from ember.core.ops.indexing import gather_in_bounds, narrow
 from ember.core.ops.reduction import in_float32
 from ember.core.ops.reduction import sum as sum_
 from ember.core.ops.shape import cat, reshape
@@ -73,8 +73,7 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
 def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     """`log(cumsum(exp(input), dim))`, computed without overflow."""
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"\"logcumsumexp_out_cpu\" not implemented for "
-                           f"'{SCALAR_TYPE_NAMES[input.dtype.name]}'")
+        raise kernel_refuses("logcumsumexp_out_cpu", input.dtype)
     d = _scan_dim("logcumsumexp", input, dim)
     if input.ndim == 0:
         return input.clone()

@@ -16,7 +16,7 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.creation import full, linspace, ones, zeros
 from ember.core.declare import composite
-from ember.core.dispatch import refuse_unsigned
+from ember.core.dispatch import kernel_refuses, refuse_unsigned
 from ember.core.grad_mode import no_grad
 from ember.core.ops.elementwise import to_dtype, where
 from ember.core.ops.indexing import (
@@ -248,8 +248,7 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     `weights` at its occurrences), for 0 to max(input) and at least `minlength` bins."""
     refuse_unsigned("bincount_cpu", input)
     if input.dtype.is_floating_point or input.dtype is dt.bool_:
-        raise NotImplementedError(f"\"bincount_cpu\" not implemented for "
-                                  f"'{SCALAR_TYPE_NAMES[input.dtype.name]}'")
+        raise kernel_refuses("bincount_cpu", input.dtype)
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")
     if input.ndim != 1 or (input.numel() and int(amin(input).item()) < 0):
@@ -306,8 +305,7 @@ def histc(input: Tensor, bins: int = 100, min: Any = 0, max: Any = 0) -> Tensor:
     they are equal); values outside are left out."""
     if not input.dtype.is_floating_point:  # (bool meets PyTorch's linspace first)
         kernel = "linspace_cpu" if input.dtype is dt.bool_ else "histogram_cpu"
-        raise NotImplementedError(f"\"{kernel}\" not implemented for "
-                                  f"'{SCALAR_TYPE_NAMES[input.dtype.name]}'")
+        raise kernel_refuses(kernel, input.dtype)
     if bins <= 0:
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for "
                            f"dimension 0")
@@ -324,8 +322,7 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Any = None,  # noqa: A00
     `range` (the data's range by default), or the given increasing edges; with `weight`,
     sums of weights; with `density`, normalized to integrate to 1."""
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"histogramdd\" not implemented for "
-                                  f"'{SCALAR_TYPE_NAMES[input.dtype.name]}'")
+        raise kernel_refuses("histogramdd", input.dtype)
     if weight is not None and tuple(weight.shape) != tuple(input.shape):
         raise RuntimeError("torch.histogram(): if weight tensor is provided it should have "
                            "the same shape as the input tensor excluding its innermost "
@@ -364,8 +361,7 @@ def histogramdd(input: Tensor, bins: Any, *, range: Any = None,  # noqa: A002
     if input.ndim < 2:
         raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"histogramdd\" not implemented for "
-                                  f"'{SCALAR_TYPE_NAMES[input.dtype.name]}'")
+        raise kernel_refuses("histogramdd", input.dtype)
     dims = input.shape[-1]
     bins = [bins] * dims if isinstance(bins, int) else list(bins)
     if len(bins) != dims:

@@ -19,6 +19,7 @@ from ember.core import dtype as dt
 from ember.core.apply import record_grad
 from ember.core.creation import arange, full
 from ember.core.declare import composite
+from ember.core.dispatch import kernel_refuses
 from ember.core.grad_mode import no_grad
 from ember.core.opdef import OPS, Grad
 from ember.core.ops.elementwise import where
@@ -92,9 +93,7 @@ def _check(data: Tensor, reduce: str, lengths: Tensor | None, indices: Tensor | 
         raise RuntimeError(f"segment_reduce(): Expected axis to be the last dimension of "
                            f"{name} but got {axis}.")
     if given.dtype.is_floating_point or given.dtype.is_complex:
-        raise NotImplementedError(
-            f"\"_segment_reduce_{name}_{data.device.type}_kernel1\" not implemented for "
-            f"'{dt.SCALAR_TYPE_NAMES[given.dtype.name]}'")
+        raise kernel_refuses(f"_segment_reduce_{name}_{data.device.type}_kernel1", given.dtype)
     given = given.to(dt.int64)
     if offsets is not None:
         starts, ends = given[..., :-1], given[..., 1:]

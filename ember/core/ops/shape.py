@@ -26,7 +26,7 @@ from ember.core.apply import apply, apply_labelled, record_grad
 from ember.core.backend import ViewNotPossible, logical_to_physical_perm
 from ember.core.declare import composite, primitive
 from ember.core.dispatch import run, run_inplace, run_view
-from ember.core.errors import with_context
+from ember.core.errors import invalid_combination, with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.host import dtype_arg
 from ember.core.inplace import as_view, metadata_inplace
@@ -57,6 +57,7 @@ from ember.core.shapes import (
     normalize_dims,
 )
 from ember.core.tensor import Size, Tensor
+from ember.core.view_strides import DEPTH, keep_strides
 
 # -- rules ----------------------------------------------------------------------------
 
@@ -173,6 +174,10 @@ def _plain_alias(x: Tensor, op: str, again: Any, **attrs: Any) -> Tensor | None:
     if kernel is None:
         return None
     out = Tensor._make(kernel(x._data, **attrs), x._dtype, x._device, x._backend)
+    if x._strides_depth >= DEPTH:  # (no deeper chain: its strides, settled)
+        keep_strides(x, x)
+    out._strides_of = (x, x._data, out._data, op, None)
+    out._strides_depth = x._strides_depth + 1
     return as_view(out, x, again)
 
 
@@ -199,6 +204,10 @@ def _reshape_impl(x: Tensor, shape: tuple, must_view: bool, op: str,
         viewed = False
     if viewed:
         as_view(out, x, lambda b: reshape(b, shape))
+        if x._strides_depth >= DEPTH:  # (no deeper chain: its strides, settled)
+            keep_strides(x, x)
+        out._strides_of = (x, x._data, out._data, "reshape", None)
+        out._strides_depth = x._strides_depth + 1
     if state.enabled and x._requires_grad or fw.active:
         record_grad(reshape_op, (x,), {"shape": shape, "copy": not viewed}, out,
                     label or ("ViewBackward0" if viewed else "UnsafeViewBackward0"))
@@ -212,6 +221,8 @@ def named_view(x: Tensor, shape: tuple, label: str) -> Tensor:
 
 
 def _reshape_method(self: Tensor, *shape: Any, **kwargs: Any) -> Tensor:
+    if not shape and not kwargs:  # (`x.reshape(())` is a shape; `x.reshape()` is none)
+        raise TypeError('reshape() missing 1 required positional arguments: "shape"')
     return _reshape_impl(self, sizes_arg(shape, kwargs, "shape"), False, "reshape")
 
 
@@ -240,6 +251,8 @@ def view(self: Tensor, *shape: Any, **kwargs: Any) -> Tensor:
             "some of the arguments have invalid types: (!str!)\n")
     if not shape and set(kwargs) == {"dtype"}:
         return _view_as_dtype(self, kwargs["dtype"])
+    if not shape and not kwargs:
+        raise invalid_combination("view", "", ("(torch.dtype dtype)", "(tuple of ints size)"))
     return _reshape_impl(self, sizes_arg(shape, kwargs), True, "view")
 
 
@@ -250,7 +263,7 @@ def _view_dtype_rule(input, *, dtype):
     return OutMeta(shape, dtype, None)
 
 
-@primitive(variants="", rule=_view_dtype_rule, view=True, cost=costs.view)
+@primitive(complex=True, variants="", rule=_view_dtype_rule, view=True, cost=costs.view)
 def view_dtype(input: Tensor, dtype: dt.dtype) -> Tensor:
     """The tensor's memory read as elements of `dtype` (no copy, no autograd). With a
     different element size the last dimension is scaled by the ratio of the sizes.
@@ -290,6 +303,9 @@ def _view_as_dtype(x: Tensor, dtype: Any) -> Tensor:
     if not isinstance(dtype, dt.dtype):
         raise TypeError(f"view(): argument 'dtype' must be torch.dtype, not "
                         f"{type(dtype).__name__}")
+    if x._conj_view and x.dtype.is_complex:  # (PyTorch: whatever the dtype)
+        raise RuntimeError("torch.Tensor.view is not supported for conjugate view tensors "
+                           "when converting to a different dtype.")
     _check_view_dtype(x, dtype)
     out = run("view_dtype", x, dtype=dtype)
     # not an autograd view (PyTorch's view.dtype is not differentiable), but the same
@@ -365,7 +381,12 @@ def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     # squeeze(), squeeze(dim), squeeze(dims)
     label = "SqueezeBackward0" if dim is None else \
         "SqueezeBackward2" if isinstance(dim, (tuple, list)) else "SqueezeBackward1"
-    return _reshape_impl(input, new, True, "squeeze", label)
+    out = _reshape_impl(input, new, True, "squeeze", label)
+    if out._strides_of is not None:  # (the dims kept keep their strides)
+        kept = tuple(i for i, s in enumerate(shape)
+                     if s != 1 or (dim is not None and i not in dims))
+        out._strides_of = (input, input._data, out._data, "keep", kept)
+    return out
 
 
 @composite(complex=True, variants="function method inplace", cost=costs.view,
@@ -376,7 +397,7 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     shape = tuple(input.shape)
     out = _reshape_impl(input, shape[:d] + (1,) + shape[d:], False, "unsqueeze",
                         "UnsqueezeBackward0")
-    if d == len(shape) and d and out.stride(-1) != 1:
+    if d == len(shape) and d and out._backend.strides(out._data)[-1] != 1:
         # PyTorch's unsqueeze gives a new last dim stride 1 (a NumPy-like reshape, the last
         # dim's stride): the same buffer seen with a stride of 0 there, which `stride()`
         # reports as 1, so a later elementwise op or stack orders dims as PyTorch's
@@ -385,6 +406,8 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
             n = out.ndim
             steps = [tuple(int(i == k) for i in range(n)) for k in range(n - 1)] + [(0,) * n]
             out._data = kernel(out._data, shape=tuple(out.shape), steps=steps, start=(0,) * n)
+    if out._strides_of is not None:  # (PyTorch's stride for the new dim, not reshape's)
+        out._strides_of = (input, input._data, out._data, "unsqueeze", d)
     return out
 
 
@@ -394,6 +417,10 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
 def _permute_impl(input: Tensor, dims: tuple, label: str) -> Tensor:
     # (`dims` is a checked permutation: the callers build or check it)
     out = as_view(run_view("permute", input, dims=dims), input, lambda b: permute(b, dims))
+    if input._strides_depth >= DEPTH:  # (no deeper chain: its strides, settled)
+        keep_strides(input, input)
+    out._strides_of = (input, input._data, out._data, "keep", dims)
+    out._strides_depth = input._strides_depth + 1
     if state.enabled and input._requires_grad or fw.active:
         record_grad(OPS["permute"], (input,), {"dims": dims}, out, label)
     return out
@@ -491,6 +518,10 @@ def _expand(input: Tensor, shape: tuple[int, ...]) -> Tensor:
             return out
     out = run_view("expand", input, shape=expanded_shape(input, shape))
     as_view(out, input, lambda b: _expand(b, shape))
+    if input._strides_depth >= DEPTH:  # (no deeper chain: its strides, settled)
+        keep_strides(input, input)
+    out._strides_of = (input, input._data, out._data, "expand", None)
+    out._strides_depth = input._strides_depth + 1
     if state.enabled and input._requires_grad or fw.active:
         record_grad(OPS["expand"], (input,), {"shape": shape}, out)
     return out

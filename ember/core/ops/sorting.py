@@ -17,7 +17,7 @@ from ember.core import dtype as dt
 from ember.core.apply import record_grad
 from ember.core.creation import arange, full, tensor
 from ember.core.declare import composite, write_out
-from ember.core.dispatch import refuse_unsigned, run
+from ember.core.dispatch import kernel_refuses, refuse_unsigned, run
 from ember.core.errors import as_overload_check, invalid_combination
 from ember.core.grad_mode import no_grad
 from ember.core.opdef import OPS, Grad
@@ -219,7 +219,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,
     if out is not None:
         return pair_out("kthvalue", input, out, lambda: kthvalue(input, k, dim, keepdim))
     if input.dtype is dt.bool_:
-        raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
+        raise kernel_refuses("kthvalue_cpu", input.dtype)
     x, d = _as_row("kthvalue", input, dim)
     _nonempty("kthvalue", x, d)
     if not 1 <= k <= x.shape[d]:

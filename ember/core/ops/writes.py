@@ -32,8 +32,10 @@ from ember.core.creation import (
     tensor,
 )
 from ember.core.declare import composite
+from ember.core.dispatch import kernel_refuses
 from ember.core.grad_mode import no_grad
 from ember.core.graph import relabel
+from ember.core.host import host_array
 from ember.core.inplace import apply_inplace
 from ember.core.mt19937 import MT19937
 from ember.core.ops.complex import view_as_real
@@ -148,7 +150,7 @@ def _in_memory_order(self: Tensor, values: Tensor) -> np.ndarray:
     """`values` (broadcast to `self`'s shape) as a flat host array in `self`'s memory
     order."""
     order = _memory_order(self)
-    arr = expand(values, tuple(self.shape)).detach().cpu().numpy()
+    arr = host_array(expand(values, tuple(self.shape)).detach())
     return np.ascontiguousarray(arr.transpose(order)).reshape(-1)
 
 
@@ -462,14 +464,14 @@ def _host_multinomial(probs: Tensor, num_samples: int, replacement: bool,
     if not replacement or num_samples == 1:
         # (empty_like: a transposed `probs` draws its exponentials in its memory order)
         q = exponential_(empty_like(probs), 1.0, generator=generator)
-        keys = (probs / q).detach().cpu().numpy()
+        keys = host_array((probs / q).detach())
         if num_samples == 1:
             picks = np.argmax(keys, axis=1)[:, None]
         else:
             picks = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
         return tensor(picks.astype(np.int64), device=probs.device)
     host = host_generator(generator, probs.device)
-    weights = probs.detach().cpu().numpy()
+    weights = host_array(probs.detach())
     acc = np.float32 if weights.dtype.itemsize < 4 else weights.dtype
     cdf = np.cumsum(weights.astype(acc), axis=1)
     cdf = cdf / cdf[:, -1:]
@@ -553,8 +555,7 @@ def poisson(input: Tensor, generator: Any = None) -> Tensor:
     (floating) dtype."""
     from ember.core.ops import elementwise as E
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f'"poisson" not implemented for '
-                                  f"'{SCALAR_TYPE_NAMES.get(input.dtype.name, input.dtype.name)}'")
+        raise kernel_refuses(f"poisson_{input.device.type}", input.dtype)
     with no_grad():
         if input.numel() and bool((input < 0).any().item()):
             raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")

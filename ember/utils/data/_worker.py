@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 import ember
+from ember.core.host import host_array
 
 # How often (seconds) a waiting worker checks that its parent is alive, and a waiting main
 # process checks that its workers are.
@@ -118,7 +119,7 @@ def _rebuild_tensor(array: np.ndarray, device: str, requires_grad: bool) -> embe
 
 
 def _reduce_tensor(t: ember.Tensor) -> tuple:
-    return _rebuild_tensor, (np.asarray(t), str(t.device), t.requires_grad)
+    return _rebuild_tensor, (host_array(t.detach()), str(t.device), t.requires_grad)
 
 
 class _Pickler(pickle.Pickler):

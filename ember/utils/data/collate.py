@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 import ember
+from ember.core.host import host_array
 
 __all__ = ["collate", "default_collate", "default_collate_fn_map", "default_convert"]
 
@@ -151,7 +152,7 @@ def collate_tensor_fn(batch: list, *, collate_fn_map: CollateFnMap | None = None
            and not t.requires_grad and t.shape == shape for t in batch):
         # CPU tensors outside autograd: one host-side np.stack is several times faster
         # than stacking through the op dispatcher, and gives the same tensor
-        return ember.from_numpy(np.stack([t.numpy() for t in batch]))
+        return ember.from_numpy(np.stack([host_array(t) for t in batch]))
     return ember.stack(list(batch), 0)
 
 
