@@ -160,18 +160,18 @@ def rules(lib: ArrayLib, silenced: bool = True) -> dict[str, Kernel]:
     def laid_out(rule: Kernel) -> Kernel:
         """`rule` whose result is laid out as TensorIterator lays out a pointwise op's
         (x's memory order first: a channels-last x keeps its format)."""
-        def first_decides(*args: Any) -> Any:
+        def first_decides(*args: Any, **kwargs: Any) -> Any:
             # a row-major x of the result's shape orders it (the fma keeps its first
             # factor's order, NumPy may keep another operand's)
-            out, x = rule(*args), args[0]
+            out, x = rule(*args, **kwargs), args[0]
             if type(out) is ndarray and not out.flags.c_contiguous and \
                     type(x) is ndarray and x.flags.c_contiguous and x.shape == out.shape:
                 return xp.ascontiguousarray(out)
             return out
         ordered = in_torch_order(first_decides, ndarray)
 
-        def run(*args: Any) -> Any:
-            return (ordered if disordered(args, ndarray) else first_decides)(*args)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            return (ordered if disordered(args, ndarray) else first_decides)(*args, **kwargs)
         return run
 
     bare = {"axpy": axpy, "axpy_": axpy_, "addcmul": laid_out(addcmul),
