@@ -33,10 +33,12 @@ def kmeans_pp_init(x, k, gen):
 def kmeans(x, k, iters=20, seed=0):
     gen = torch.Generator().manual_seed(seed)
     cents = kmeans_pp_init(x, k, gen)
-    for it in range(iters):
+    it = 0
+    for it in range(iters):  # noqa: B007 (the iteration count is printed)
         dist = torch.cdist(x, cents)
         assign = dist.argmin(dim=1)
-        sums = torch.zeros_like(cents).scatter_add_(0, assign.unsqueeze(1).expand(-1, x.shape[1]), x)
+        index = assign.unsqueeze(1).expand(-1, x.shape[1])
+        sums = torch.zeros_like(cents).scatter_add_(0, index, x)
         counts = torch.bincount(assign, minlength=k).clamp_min(1).unsqueeze(1)
         new = sums / counts
         shift = (new - cents).norm(dim=1).sum()
@@ -57,7 +59,8 @@ remap = torch.empty(3, dtype=torch.long)
 remap[order] = torch.arange(3)
 print("kmeans index_add check", torch.zeros(3, 4).index_add_(0, assign, X).shape)
 gen = torch.Generator().manual_seed(1)
-print("multinomial seeds", torch.multinomial(torch.tensor([0.1, 0.2, 0.7]), 6, replacement=True, generator=gen))
+print("multinomial seeds",
+      torch.multinomial(torch.tensor([0.1, 0.2, 0.7]), 6, replacement=True, generator=gen))
 
 # ---------------------------------------------------------------- PCA four ways
 def sign_fix(v):
@@ -70,7 +73,8 @@ def sign_fix(v):
 Xc = X - X.mean(dim=0, keepdim=True)
 C = torch.cov(X.T)
 print("cov", C)
-print("cov correction=0 close", torch.allclose(torch.cov(X.T, correction=0), Xc.T @ Xc / 120, atol=1e-5))
+print("cov correction=0 close",
+      torch.allclose(torch.cov(X.T, correction=0), Xc.T @ Xc / 120, atol=1e-5))
 evals, evecs = torch.linalg.eigh(C)
 evals, evecs = evals.flip(0), evecs.flip(1)
 print("eigh values", evals)
@@ -170,7 +174,8 @@ print("krr pred", pred)
 print("krr err", (pred - torch.sin(xt).squeeze(1)).abs().max().item() < 0.3)
 print("cdist p=1", torch.cdist(xt[:3], xt[:4], p=1))
 print("cdist inf", torch.cdist(X[:2], X[:3], p=float("inf")))
-print("lstsq", torch.linalg.lstsq(torch.cat([xs, torch.ones_like(xs)], 1), ys.unsqueeze(1)).solution.squeeze())
+design = torch.cat([xs, torch.ones_like(xs)], 1)
+print("lstsq", torch.linalg.lstsq(design, ys.unsqueeze(1)).solution.squeeze())
 
 # ---------------------------------------------------------------- k-NN
 perm = torch.randperm(120)
