@@ -798,6 +798,8 @@ PROGRAMS_AF36 = [
                      r"|fill_diag|lbfgs step|tsne step)",
             losses=r"^(?P<tag>lbfgs|tsne) step \d+ \w+ (?P<loss>[\d.]+)", factor=1.5,
             long=True),
+    # every line: the seeded orders, worker seeds and collated batches are torch's exactly
+    Program("loader_reproducibility.py", same=r"^", long=True),
 ]
 PROGRAMS_B += PROGRAMS_AF36
 

@@ -1,0 +1,94 @@
+"""ember behaviours the set-AF36 programs (classic ML in torch, seeded data loading) needed,
+each checked against torch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import ember  # noqa: E402
+from ember.utils import data as edata  # noqa: E402
+
+
+def _raises(make: Any, *args: Any) -> tuple[type, str]:
+    """The type and message of the error `make(*args)` raises."""
+    with pytest.raises(Exception) as info:
+        make(*args)
+    return type(info.value), str(info.value)
+
+
+class _Batched:
+    """A dataset that only answers batched fetches (and counts them)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, i: int) -> int:
+        raise AssertionError("fetched one by one")
+
+    def __getitems__(self, indices: list) -> list:
+        self.calls += 1
+        return [i * 10 for i in indices]
+
+
+@pytest.mark.parametrize("mod", ["torch", "ember"])
+def test_stack_dataset_getitems(mod: str) -> None:
+    data = torch.utils.data if mod == "torch" else edata
+    make = torch.arange if mod == "torch" else ember.arange
+    as_list = (lambda x: x.tolist() if hasattr(x, "tolist") else x)
+    tup = data.StackDataset(make(4), _Batched())
+    got = tup.__getitems__([0, 2])
+    assert [(as_list(a), b) for a, b in got] == [(0, 0), (2, 20)]
+    batched = _Batched()
+    dct = data.StackDataset(x=make(4), y=batched)
+    got = dct.__getitems__([1, 3])
+    assert [(as_list(d["x"]), d["y"]) for d in got] == [(1, 10), (3, 30)]
+    assert batched.calls == 1
+    # the DataLoader fetches a batch through it
+    batches = list(data.DataLoader(data.StackDataset(x=make(4), y=_Batched()), batch_size=3))
+    assert [(b["x"].tolist(), b["y"].tolist()) for b in batches] == [([0, 1, 2], [0, 10, 20]),
+                                                                      ([3], [30])]
+
+
+def test_stack_dataset_errors_match_torch() -> None:
+    for make in (lambda d: d.StackDataset(range(2), a=range(2)),
+                 lambda d: d.StackDataset(range(2), range(3)),
+                 lambda d: d.StackDataset()):
+        assert _raises(make, edata) == _raises(make, torch.utils.data)
+
+    class Short(_Batched):
+        def __getitems__(self, indices: list) -> list:
+            return [0]
+
+    for data in (torch.utils.data, edata):
+        assert _raises(data.StackDataset(Short()).__getitems__, [0, 1]) == (
+            ValueError, "Nested dataset's output size mismatch. Expected 2, got 1")
+
+
+def test_concat_dataset_index_error_matches_torch() -> None:
+    for idx in (3, 7):
+        want = _raises(torch.utils.data.ConcatDataset([range(2), range(1)]).__getitem__, idx)
+        assert _raises(edata.ConcatDataset([range(2), range(1)]).__getitem__, idx) == want
+    assert want == (IndexError, "list index out of range")
+    # iterating by the __getitem__ protocol still stops at the end
+    assert list(edata.ConcatDataset([range(2), range(1)])) == [0, 1, 0]
+
+
+def test_subset_subclass_without_getitems_is_refused() -> None:
+    def subclass(base: type, with_getitems: bool) -> type:
+        body: dict[str, Any] = {"__getitem__": lambda self, i: -1}
+        if with_getitems:
+            body["__getitems__"] = lambda self, idx: [-1 for _ in idx]
+        return type("MySubset", (base,), body)
+
+    want = _raises(lambda: subclass(torch.utils.data.Subset, False)(range(3), [0]))
+    assert want[0] is NotImplementedError
+    assert _raises(lambda: subclass(edata.Subset, False)(range(3), [0])) == want
+    ok = subclass(edata.Subset, True)(range(3), [0, 1])
+    assert [b.tolist() for b in edata.DataLoader(ok, batch_size=2)] == [[-1, -1]]
