@@ -92,3 +92,33 @@ def test_subset_subclass_without_getitems_is_refused() -> None:
     assert _raises(lambda: subclass(edata.Subset, False)(range(3), [0])) == want
     ok = subclass(edata.Subset, True)(range(3), [0, 1])
     assert [b.tolist() for b in edata.DataLoader(ok, batch_size=2)] == [[-1, -1]]
+
+
+def _both(make: Any) -> None:
+    """`make(torch)` and `make(ember)` raise the same error, word for word."""
+    assert _raises(make, ember) == _raises(make, torch)
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.ones(2, 3).cov(fweights=m.ones(1, 3, dtype=m.long)),
+    lambda m: m.cov(m.ones(2, 3), fweights=m.ones(3)),
+    lambda m: m.cov(m.ones(2, 3), fweights=m.ones(3, dtype=m.bool)),
+    lambda m: m.cov(m.ones(2, 3), aweights=m.ones(1, 3)),
+    lambda m: m.cov(m.ones(2, 3), aweights=m.ones(3, dtype=m.long)),
+    lambda m: m.cov(m.ones(2, 3), fweights=m.tensor([1, -1, 1])),
+    lambda m: m.zeros(3).fill_diagonal_(1),
+    lambda m: m.zeros(2, 3, 2).fill_diagonal_(1),
+], ids=["fw-2d", "fw-float", "fw-bool", "aw-2d", "aw-long", "fw-negative",
+        "fill-1d", "fill-unequal"])
+def test_cov_weights_and_fill_diagonal_errors_match_torch(make: Any) -> None:
+    _both(make)
+
+
+def test_cov_integer_weights_still_accepted() -> None:
+    x = [[1.0, 2.0, 4.0], [0.0, 1.0, 1.0]]
+    for dtype in ("uint8", "int32", "int64"):
+        got = ember.cov(ember.tensor(x), fweights=ember.tensor([1, 2, 1],
+                                                                 dtype=getattr(ember, dtype)))
+        want = torch.cov(torch.tensor(x), fweights=torch.tensor([1, 2, 1],
+                                                                 dtype=getattr(torch, dtype)))
+        assert got.flatten().tolist() == pytest.approx(want.flatten().tolist())

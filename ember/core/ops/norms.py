@@ -205,6 +205,16 @@ def linalg_cond(A: Tensor, p: Any = None, *, out: Any = None) -> Tensor:
 # -- statistics and distances ------------------------------------------------------------
 
 
+def _check_cov_weights(name: str, weights: Tensor, kind: str, kind_ok: bool) -> None:
+    """PyTorch's checks of cov's `fweights` / `aweights`: one or fewer dims, then `kind`."""
+    if weights.ndim > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
+                           f"{name} with {weights.ndim} dimensions")
+    if not kind_ok:
+        raise RuntimeError(f"cov(): expected {name} to have {kind} dtype but got {name} with "
+                           f"{dt.SCALAR_TYPE_NAMES.get(weights.dtype.name)} dtype")
+
+
 @composite(variants="function method", cost=costs.matmul,
            cpu_precision=P.LOWER)
 def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
@@ -220,9 +230,9 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     n_obs = x.shape[1]
     w = None
     if fweights is not None:
-        if fweights.ndim > 1 or fweights.dtype.is_floating_point:
-            raise RuntimeError("cov(): expected fweights to have one or fewer dimensions and "
-                               "an integral dtype")
+        _check_cov_weights("fweights", fweights, "integral", not (
+            fweights.dtype.is_floating_point or fweights.dtype.is_complex
+            or fweights.dtype is dt.bool_))
         if fweights.numel() != n_obs:
             raise RuntimeError(f"cov(): expected fweights to have the same numel as there are "
                                f"observations in the input but got {fweights.numel()} != "
@@ -231,9 +241,8 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
             raise RuntimeError("cov(): fweights cannot be negative")
         w = fweights
     if aweights is not None:
-        if aweights.ndim > 1 or not aweights.dtype.is_floating_point:
-            raise RuntimeError("cov(): expected aweights to have one or fewer dimensions and "
-                               "a floating point dtype")
+        _check_cov_weights("aweights", aweights, "floating point",
+                           aweights.dtype.is_floating_point)
         if aweights.numel() != n_obs:
             raise RuntimeError(f"cov(): expected aweights to have the same numel as there are "
                                f"observations in the input but got {aweights.numel()} != "
