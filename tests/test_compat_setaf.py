@@ -122,3 +122,7 @@ def test_cov_integer_weights_still_accepted() -> None:
         want = torch.cov(torch.tensor(x), fweights=torch.tensor([1, 2, 1],
                                                                  dtype=getattr(torch, dtype)))
         assert got.flatten().tolist() == pytest.approx(want.flatten().tolist())
+
+
+def test_cdist_bad_compute_mode_is_a_value_error() -> None:
+    _both(lambda m: m.cdist(m.ones(2, 3), m.ones(2, 3), compute_mode="foo"))

@@ -308,7 +308,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     (.., R, M): (.., P, R), batches broadcast. Computed from the differences in every
     mode (exact where PyTorch's matrix-product route for p=2 rounds)."""
     if compute_mode not in _CDIST_MODES:
-        raise RuntimeError(f"{compute_mode} is not a valid value for compute_mode")
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     for name, x in (("X1", x1), ("X2", x2)):
         if not x.dtype.is_floating_point:
             raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
