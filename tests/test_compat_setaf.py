@@ -126,3 +126,42 @@ def test_cov_integer_weights_still_accepted() -> None:
 
 def test_cdist_bad_compute_mode_is_a_value_error() -> None:
     _both(lambda m: m.cdist(m.ones(2, 3), m.ones(2, 3), compute_mode="foo"))
+
+
+class _LongStream:
+    """An iterable dataset that yields more samples than its __len__ says."""
+
+    def __init__(self, base: type) -> None:
+        self.base = base
+
+    def make(self) -> Any:
+        cls = type("Stream", (self.base,), {"__iter__": lambda self: iter(range(3)),
+                                            "__len__": lambda self: 2})
+        return cls()
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_iterable_length_warning_matches_torch(workers: int) -> None:
+    messages = []
+    for data in (torch.utils.data, edata):
+        dataset = _LongStream(data.IterableDataset).make()
+        loader = data.DataLoader(dataset, batch_size=None, num_workers=workers)
+        assert len(loader) == 2
+        with pytest.warns(UserWarning) as record:
+            list(loader)
+        messages.append([str(w.message).replace(repr(dataset), "<ds>") for w in record
+                         if "Length of IterableDataset" in str(w.message)])
+    assert messages[1] == messages[0] and len(messages[0]) == 1
+
+
+def test_excess_workers_warn_at_construction_and_each_start(monkeypatch: Any) -> None:
+    from ember.utils.data import dataloader as eloader
+
+    monkeypatch.setattr(eloader, "_cpu_count", lambda: 1)
+    with pytest.warns(UserWarning, match="create 2 worker processes") as built:
+        loader = edata.DataLoader(range(4), batch_size=2, num_workers=2)
+    assert built[0].filename == __file__
+    with pytest.warns(UserWarning, match="suggested max number of worker in current system "
+                                         "is 1") as started:
+        iter(loader)._shutdown_workers()
+    assert started[0].filename == __file__
