@@ -165,3 +165,16 @@ def test_excess_workers_warn_at_construction_and_each_start(monkeypatch: Any) ->
                                          "is 1") as started:
         iter(loader)._shutdown_workers()
     assert started[0].filename == __file__
+
+
+def test_sampler_base_takes_no_data_source() -> None:
+    def make(m: Any) -> Any:
+        class Reversed(m.utils.data.Sampler):
+            def __init__(self, n: int) -> None:
+                super().__init__(range(n))  # the pre-2.13 idiom
+
+        return Reversed(3)
+
+    _both(lambda m: m.utils.data.Sampler(range(3)))
+    _both(make)
+    assert list(edata.BatchSampler(edata.SequentialSampler(range(3)), 2, False)) == [[0, 1], [2]]
