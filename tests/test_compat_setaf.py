@@ -178,3 +178,33 @@ def test_sampler_base_takes_no_data_source() -> None:
     _both(lambda m: m.utils.data.Sampler(range(3)))
     _both(make)
     assert list(edata.BatchSampler(edata.SequentialSampler(range(3)), 2, False)) == [[0, 1], [2]]
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.topk(m.ones(3)),
+    lambda m: m.gather(m.ones(3)),
+    lambda m: m.ones(3).logsumexp(),
+    lambda m: m.cumsum(m.ones(3)),
+    lambda m: m.multinomial(m.ones(3)),
+    lambda m: m.ones(3).fill_diagonal_(),
+    lambda m: m.scatter_add(m.ones(3), 0),
+    lambda m: m.ones(3).index_add(0),
+    lambda m: m.cov(),
+    lambda m: m.cdist(m.ones(2, 2)),  # (a Python function in PyTorch: Python's words)
+], ids=["topk", "gather", "logsumexp-method", "cumsum", "multinomial", "fill_diagonal_",
+        "scatter_add", "index_add-method", "cov", "cdist"])
+def test_missing_arguments_in_the_argument_parsers_words(make: Any) -> None:
+    _both(make)
+
+
+def test_a_missing_argument_error_inside_an_op_stays_its_own() -> None:
+    # (an op whose body raises Python's missing-argument TypeError keeps it)
+    from ember.core.declare import _missing_arguments
+
+    def op(input: Any, dim: int) -> None:
+        raise AssertionError
+
+    err = TypeError("op() missing 1 required positional argument: 'dim'")
+    assert _missing_arguments("op", op, err, (1, 2), {}) is None
+    assert str(_missing_arguments("op", op, err, (1,), {})) == (
+        'op() missing 1 required positional arguments: "dim"')
