@@ -208,3 +208,31 @@ def test_a_missing_argument_error_inside_an_op_stays_its_own() -> None:
     assert _missing_arguments("op", op, err, (1, 2), {}) is None
     assert str(_missing_arguments("op", op, err, (1,), {})) == (
         'op() missing 1 required positional arguments: "dim"')
+
+
+_LINALG_DTYPE_CASES = {
+    "eigh": lambda m, a: m.linalg.eigh(a), "eigvalsh": lambda m, a: m.linalg.eigvalsh(a),
+    "cholesky": lambda m, a: m.linalg.cholesky(a), "svd": lambda m, a: m.linalg.svd(a),
+    "svdvals": lambda m, a: m.linalg.svdvals(a), "qr": lambda m, a: m.linalg.qr(a),
+    "det": lambda m, a: m.linalg.det(a), "lu_factor": lambda m, a: m.linalg.lu_factor(a),
+    "lu": lambda m, a: m.linalg.lu(a), "geqrf": lambda m, a: m.geqrf(a),
+    "cond": lambda m, a: m.linalg.cond(a), "svd-legacy": lambda m, a: m.svd(a),
+    "inv": lambda m, a: m.linalg.inv(a), "slogdet": lambda m, a: m.linalg.slogdet(a),
+    "matrix_norm-2": lambda m, a: m.linalg.matrix_norm(a, 2),
+    "matrix_norm-nuc": lambda m, a: m.linalg.norm(a, "nuc"),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int64", "bool"])
+@pytest.mark.parametrize("case", sorted(_LINALG_DTYPE_CASES))
+def test_linalg_dtype_refusals_match_torch(case: str, dtype: str) -> None:
+    run = _LINALG_DTYPE_CASES[case]
+    if case.startswith("matrix_norm") and dtype in ("int64", "bool"):
+        pytest.skip("(checked elsewhere)")
+    _both(lambda m: run(m, m.eye(2).to(getattr(m, dtype))))
+
+
+def test_kernel_refusal_comes_after_the_shape_checks() -> None:
+    _both(lambda m: m.linalg.eigh(m.ones(2, 3, dtype=m.long)))
+    _both(lambda m: m.linalg.cholesky(m.ones(2, 3).half()))
+    _both(lambda m: m.linalg.lu_factor(m.ones(2, 3, dtype=m.long)))

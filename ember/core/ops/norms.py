@@ -112,6 +112,9 @@ def _matrix_norm(A: Tensor, ord: Any, d0: int, d1: int, keepdim: bool) -> Tensor
     if ord == "fro":
         return A.norm(2, (d0, d1), keepdim)
     if ord in ("nuc", 2, -2):
+        if A.dtype in (dt.float16, dt.bfloat16):  # (before the SVD's own refusal)
+            raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got "
+                               f"{_word(A.dtype)}")
         S = _svd(A.movedim((d0, d1), (-2, -1)), False)[1]
         out = S.sum(-1) if ord == "nuc" else S.amax(-1) if ord == 2 else S.amin(-1)
         if keepdim:
@@ -189,7 +192,7 @@ def linalg_cond(A: Tensor, p: Any = None, *, out: Any = None) -> Tensor:
     """`linalg.cond`: the condition number `norm(A, p) * norm(inv(A), p)`; for p None or 2
     (the default) and -2, the ratio of the extreme singular values."""
     if p in (None, 2, -2):
-        _check("linalg.cond", A, square=False)
+        _check("linalg.svd", A, square=False)  # (PyTorch's words: the SVD's)
         S = _svd(A, False)[1]
         result = S[..., 0] / S[..., -1] if p in (None, 2) else S[..., -1] / S[..., 0]
     else:
