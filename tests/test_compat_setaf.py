@@ -236,3 +236,14 @@ def test_kernel_refusal_comes_after_the_shape_checks() -> None:
     _both(lambda m: m.linalg.eigh(m.ones(2, 3, dtype=m.long)))
     _both(lambda m: m.linalg.cholesky(m.ones(2, 3).half()))
     _both(lambda m: m.linalg.lu_factor(m.ones(2, 3, dtype=m.long)))
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.cdist(m.ones(2, 3).half(), m.ones(2, 3).half()),
+    lambda m: m.cdist(m.ones(2, 3).half(), m.ones(2, 3)),
+    lambda m: m.cdist(m.ones(30, 3).bfloat16(), m.ones(30, 3).bfloat16(), p=1),
+    lambda m: m.cdist(m.ones(2, 3).bfloat16(), m.ones(2, 4).bfloat16()),
+    lambda m: m.pdist(m.ones(2, 3).half()),
+], ids=["half", "half-float", "bf16-p1", "bf16-columns", "pdist-half"])
+def test_cdist_pdist_low_precision_refusals_match_torch(make: Any) -> None:
+    _both(make)

@@ -14,6 +14,7 @@ from typing import Any
 from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.declare import composite, write_out
+from ember.core.dispatch import kernel_refuses
 from ember.core.host import dtype_arg
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import where
@@ -319,6 +320,9 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
         if x.ndim < 2:
             raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: "
                                f"{x.ndim}D")
+    if (x1.dtype in (dt.float16, dt.bfloat16) and x1.device.type == "cpu"
+            and x1.shape[-1] == x2.shape[-1]):
+        raise kernel_refuses("cdist", x1.dtype)  # (PyTorch's CPU kernel: float32/64 only)
     if x1.dtype is not x2.dtype:
         raise RuntimeError(f"expected scalar type {_word(x1.dtype)} but found "
                            f"{_word(x2.dtype)}")
