@@ -782,6 +782,27 @@ PROGRAMS_AE35 = [
 ]
 PROGRAMS_B += PROGRAMS_AE35
 
+# set AF36: classic machine learning written in torch (k-means++, PCA four ways, GMM EM,
+# LBFGS logistic regression, kernel ridge, k-NN, t-SNE); data loading as training scripts
+# use it (seeded workers, samplers, sharded iterable datasets, collate functions)
+_CLASSIC_SAME = (r"^(data |kmeans (iterations|sizes|index)|multinomial|cov corr|svd shapes"
+                 r"|pca_lowrank shapes|torch.svd|cholesky |cholesky_ex|lbfgs state|logreg"
+                 r"|krr err|knn (votes|mode|accuracy)|values=tensor\(\[2|indices=tensor\(\[2"
+                 r"|tsne P|tsne clusters|fill_diag)")
+PROGRAMS_AF36 = [
+    Program("classic_ml_torch.py", same=_CLASSIC_SAME,
+            skeleton=r"^(?!data |kmeans (iterations|sizes|index)|multinomial|cov corr"
+                     r"|svd shapes|pca_lowrank shapes|torch.svd|cholesky |cholesky_ex"
+                     r"|lbfgs state|logreg|krr err|knn (votes|mode|accuracy)"
+                     r"|values=tensor\(\[2|indices=tensor\(\[2|tsne P|tsne clusters"
+                     r"|fill_diag|lbfgs step|tsne step)",
+            losses=r"^(?P<tag>lbfgs|tsne) step \d+ \w+ (?P<loss>[\d.]+)", factor=1.5,
+            long=True),
+    # every line: the seeded orders, worker seeds and collated batches are torch's exactly
+    Program("loader_reproducibility.py", same=r"^", long=True),
+]
+PROGRAMS_B += PROGRAMS_AF36
+
 
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
+import re
 import types
 import warnings
 from collections.abc import Callable, Iterable
@@ -158,6 +159,9 @@ def _entered(op: Op, name: str, fn: Callable, *, method: bool = False) -> Callab
                 return torch_function.dispatch_op(op, name, args, kwargs, hooked)
             if isinstance(err, ArgumentTypeError):
                 raise err.as_called(op.name, name, args, kwargs, not method) from None
+            missing = _missing_arguments(name, op.fn, err, args, kwargs)
+            if missing is not None:
+                raise missing from None
             # `torch.sqrt(2.0)`: PyTorch's TypeError, not a float's
             wrong = _input_not_a_tensor(name, args, kwargs) \
                 if takes_input and isinstance(err, AttributeError) else None
@@ -173,6 +177,36 @@ def _entered(op: Op, name: str, fn: Callable, *, method: bool = False) -> Callab
             return sparse_form(*args, **kwargs)
     entered.op_entry = True  # (ember.core.torch_function routes the other Tensor methods)
     return entered
+
+
+# ops that PyTorch writes in Python (torch/functional.py, torch/_tensor.py): Python's own
+# message stays theirs
+_PYTHON_LEVEL = frozenset(
+    "atleast_1d atleast_2d atleast_3d block_diag broadcast_shapes broadcast_tensors "
+    "cartesian_prod cdist chain_matmul einsum istft lu meshgrid norm pca_lowrank split stft "
+    "svd_lowrank tensordot unique unique_consecutive unravel_index unflatten".split())
+_PYTHON_MISSING = re.compile(r"\w+\(\) missing (\d+) required positional arguments?: (.*)$")
+
+
+def _missing_arguments(name: str, fn: Callable | None, err: Exception, args: tuple,
+                       kwargs: dict) -> TypeError | None:
+    """PyTorch's argument parser's TypeError for a call to op `name` that leaves out
+    required arguments (`torch.topk(x)`), in its words: the count, then "argument" with
+    an "s" only for one (python_arg_parser.cpp's missing_args), the names double-quoted.
+    None when `err` is no such error of this very call (one from inside the op)."""
+    found = _PYTHON_MISSING.match(str(err)) if type(err) is TypeError else None
+    if found is None or fn is None or name in _PYTHON_LEVEL:
+        return None
+    try:
+        inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError:
+        count = int(found.group(1))
+        names = ", ".join(f'"{n}"' for n in re.findall(r"'(\w+)'", found.group(2)))
+        return TypeError(f"{name}() missing {count} required positional "
+                         f"argument{'s' if count == 1 else ''}: {names}")
+    except ValueError:  # (no signature to bind to)
+        return None
+    return None  # the call binds: the error is the op's own
 
 
 # PyTorch's argument parser takes NumPy's keyword names for four parameters of every op

@@ -2069,6 +2069,8 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
     if not input.dtype.is_floating_point:
         raise RuntimeError("pdist only supports floating-point dtypes")
+    if input.dtype in (ember.float16, ember.bfloat16) and input.device.type == "cpu":
+        raise _kernel_refuses("pdist", input.dtype)  # (PyTorch's CPU kernel: float32/64 only)
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
     n = input.shape[0]

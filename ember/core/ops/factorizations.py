@@ -54,7 +54,7 @@ from ember.core.apply import apply_labelled, record_grad
 from ember.core.backend import LinAlgError
 from ember.core.creation import arange, empty_permuted, eye, randn, tensor, zeros
 from ember.core.declare import composite, primitive, write_out
-from ember.core.dispatch import kernel_refuses, user_stacklevel
+from ember.core.dispatch import kernel_refuses, not_implemented_for, user_stacklevel
 from ember.core.grad_mode import no_grad
 from ember.core.graph import relabel
 from ember.core.memory_format import contiguous_format
@@ -70,19 +70,33 @@ from ember.core.tensor import Tensor
 # -- checks -----------------------------------------------------------------------------
 
 
+# ops whose dtype PyTorch leaves to its CPU kernel: {op: (kernel, whether the op checks
+# for a floating dtype first)}; the kernel then refuses what is not float32/64 (or
+# complex) as NotImplementedError, after the shape checks
+_CPU_KERNELS = {"linalg.det": ("lu", True), "linalg.cholesky": ("cholesky", True),
+                "linalg.qr": ("geqrf", True), "linalg.svd": ("linalg_svd", True),
+                "geqrf": ("geqrf", False), "linalg.eigh": ("linalg_eigh", False),
+                "linalg.lu_factor": ("lu", False), "linalg.lu_factor_ex": ("lu", False),
+                "linalg.lu": ("lu", False), "lu": ("lu", False)}
+
+
 def _check(op: str, A: Any, *, square: bool = True, name: str = "A") -> None:
     """PyTorch's checks of a matrix operand: at least 2-D, floating (float32 or float64:
     LAPACK has no half precision), square where the op needs it."""
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor {name} must have at least 2 dimensions.")
-    if not A.dtype._differentiable:
+    kernel, typed = _CPU_KERNELS.get(op, (None, True))
+    if typed and not A.dtype._differentiable:
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
                            f"{_word(A.dtype)}")
-    if A.dtype in (dt.float16, dt.bfloat16):
+    if kernel is None and A.dtype in (dt.float16, dt.bfloat16):
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {_word(A.dtype)}")
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{op}: {name} must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    if kernel is not None and (not A.dtype._differentiable
+                               or A.dtype in (dt.float16, dt.bfloat16)):
+        raise not_implemented_for(kernel, A)
 
 
 def _dense_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -753,9 +753,10 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
 def fill_diagonal_(self: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
     """Fills the main diagonal with `fill_value`, in place. A tall matrix's diagonal
     restarts after one skipped row with `wrap=True` (NumPy's and PyTorch's rule)."""
-    if self.ndim < 2 or (self.ndim > 2 and len(set(self.shape)) != 1):
-        raise RuntimeError("fill_diagonal_: dimensions must be larger than 1, and all "
-                           "dimensions of input must be of equal length")
+    if self.ndim < 2:
+        raise RuntimeError("dimensions must larger than 1")  # (PyTorch's words)
+    if self.ndim > 2 and len(set(self.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
     if self.ndim == 2 and wrap and self.shape[0] > self.shape[1] + 1:
         step = self.shape[1] + 1  # the diagonal's stride in the flattened matrix
         flat = arange(0, self.numel(), step, device=self.device)

@@ -14,6 +14,7 @@ from typing import Any
 from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.declare import composite, write_out
+from ember.core.dispatch import kernel_refuses
 from ember.core.host import dtype_arg
 from ember.core.opdef import Precision as P
 from ember.core.ops.elementwise import where
@@ -112,6 +113,9 @@ def _matrix_norm(A: Tensor, ord: Any, d0: int, d1: int, keepdim: bool) -> Tensor
     if ord == "fro":
         return A.norm(2, (d0, d1), keepdim)
     if ord in ("nuc", 2, -2):
+        if A.dtype in (dt.float16, dt.bfloat16):  # (before the SVD's own refusal)
+            raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got "
+                               f"{_word(A.dtype)}")
         S = _svd(A.movedim((d0, d1), (-2, -1)), False)[1]
         out = S.sum(-1) if ord == "nuc" else S.amax(-1) if ord == 2 else S.amin(-1)
         if keepdim:
@@ -189,7 +193,7 @@ def linalg_cond(A: Tensor, p: Any = None, *, out: Any = None) -> Tensor:
     """`linalg.cond`: the condition number `norm(A, p) * norm(inv(A), p)`; for p None or 2
     (the default) and -2, the ratio of the extreme singular values."""
     if p in (None, 2, -2):
-        _check("linalg.cond", A, square=False)
+        _check("linalg.svd", A, square=False)  # (PyTorch's words: the SVD's)
         S = _svd(A, False)[1]
         result = S[..., 0] / S[..., -1] if p in (None, 2) else S[..., -1] / S[..., 0]
     else:
@@ -203,6 +207,16 @@ def linalg_cond(A: Tensor, p: Any = None, *, out: Any = None) -> Tensor:
 
 
 # -- statistics and distances ------------------------------------------------------------
+
+
+def _check_cov_weights(name: str, weights: Tensor, kind: str, kind_ok: bool) -> None:
+    """PyTorch's checks of cov's `fweights` / `aweights`: one or fewer dims, then `kind`."""
+    if weights.ndim > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
+                           f"{name} with {weights.ndim} dimensions")
+    if not kind_ok:
+        raise RuntimeError(f"cov(): expected {name} to have {kind} dtype but got {name} with "
+                           f"{dt.SCALAR_TYPE_NAMES.get(weights.dtype.name)} dtype")
 
 
 @composite(variants="function method", cost=costs.matmul,
@@ -220,9 +234,9 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     n_obs = x.shape[1]
     w = None
     if fweights is not None:
-        if fweights.ndim > 1 or fweights.dtype.is_floating_point:
-            raise RuntimeError("cov(): expected fweights to have one or fewer dimensions and "
-                               "an integral dtype")
+        _check_cov_weights("fweights", fweights, "integral", not (
+            fweights.dtype.is_floating_point or fweights.dtype.is_complex
+            or fweights.dtype is dt.bool_))
         if fweights.numel() != n_obs:
             raise RuntimeError(f"cov(): expected fweights to have the same numel as there are "
                                f"observations in the input but got {fweights.numel()} != "
@@ -231,9 +245,8 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
             raise RuntimeError("cov(): fweights cannot be negative")
         w = fweights
     if aweights is not None:
-        if aweights.ndim > 1 or not aweights.dtype.is_floating_point:
-            raise RuntimeError("cov(): expected aweights to have one or fewer dimensions and "
-                               "a floating point dtype")
+        _check_cov_weights("aweights", aweights, "floating point",
+                           aweights.dtype.is_floating_point)
         if aweights.numel() != n_obs:
             raise RuntimeError(f"cov(): expected aweights to have the same numel as there are "
                                f"observations in the input but got {aweights.numel()} != "
@@ -299,7 +312,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     (.., R, M): (.., P, R), batches broadcast. Computed from the differences in every
     mode (exact where PyTorch's matrix-product route for p=2 rounds)."""
     if compute_mode not in _CDIST_MODES:
-        raise RuntimeError(f"{compute_mode} is not a valid value for compute_mode")
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     for name, x in (("X1", x1), ("X2", x2)):
         if not x.dtype.is_floating_point:
             raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
@@ -307,6 +320,9 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
         if x.ndim < 2:
             raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: "
                                f"{x.ndim}D")
+    if (x1.dtype in (dt.float16, dt.bfloat16) and x1.device.type == "cpu"
+            and x1.shape[-1] == x2.shape[-1]):
+        raise kernel_refuses("cdist", x1.dtype)  # (PyTorch's CPU kernel: float32/64 only)
     if x1.dtype is not x2.dtype:
         raise RuntimeError(f"expected scalar type {_word(x1.dtype)} but found "
                            f"{_word(x2.dtype)}")

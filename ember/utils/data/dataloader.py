@@ -39,7 +39,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 import ember
-from ember.core.backend import api_name
 
 from . import _worker
 from .collate import default_collate, default_convert
@@ -261,6 +260,10 @@ class DataLoader(Generic[T_co]):
 
     def check_worker_number_rationality(self) -> None:
         """Warn when `num_workers` exceeds the CPUs this process may use."""
+        self._check_workers(stacklevel=4)
+
+    def _check_workers(self, stacklevel: int) -> None:
+        # (`stacklevel` points the warning at the user's line that built or iterated us)
         if not self.num_workers:
             return
         cpus = _cpu_count()
@@ -274,12 +277,13 @@ class DataLoader(Generic[T_co]):
                           f"total. {suggestion} Please be aware that excessive worker creation "
                           "might get DataLoader running slow or even freeze, lower the worker "
                           "number to avoid potential slowness/freeze if necessary.",
-                          stacklevel=3)
+                          stacklevel=stacklevel)
 
     # -- iteration ----------------------------------------------------------------------
     def _get_iterator(self) -> _BaseDataLoaderIter:
         if self.num_workers == 0:
             return _SingleProcessDataLoaderIter(self)
+        self._check_workers(stacklevel=4)  # PyTorch warns again at each start of workers
         return _MultiProcessingDataLoaderIter(self)
 
     def __iter__(self) -> _BaseDataLoaderIter:
@@ -370,12 +374,13 @@ class _BaseDataLoaderIter:
         if (self._is_iterable and self._IterableDataset_len_called is not None
                 and self._num_yielded > self._IterableDataset_len_called):
             msg = (f"Length of IterableDataset {self._dataset} was reported to be "
-                   f"{self._IterableDataset_len_called} (when accessing len(dataloader)), but "
-                   f"{self._num_yielded} samples have been fetched. ")
+                   f"{self._IterableDataset_len_called}(when accessing len(dataloader)), but "
+                   f"{self._num_yielded} samples have been fetched. ")  # (PyTorch's words)
             if self._num_workers > 0:
                 msg += ("For multiprocessing data-loading, this could be caused by not properly "
-                        "configuring the IterableDataset replica at each worker (see "
-                        f"{api_name()}.utils.data.get_worker_info).")
+                        "configuring the IterableDataset replica at each worker. Please see "
+                        "https://pytorch.org/docs/stable/data.html"
+                        "#torch.utils.data.IterableDataset for examples.")
             warnings.warn(msg, stacklevel=2)
         return data
 

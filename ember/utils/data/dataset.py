@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 import ember
+from ember.core.errors import with_context
 
 from .sampler import _generator_or_default
 
@@ -101,7 +102,8 @@ class StackDataset(Dataset):
 
     def __init__(self, *args: Dataset, **kwargs: Dataset) -> None:
         if args and kwargs:
-            raise ValueError("Supported either ``tuple``- (via ``args``) or ``dict``- (via "
+            # PyTorch's message, its missing space included
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via "
                              "``kwargs``) like input/output, but both types are given.")
         if not args and not kwargs:
             raise ValueError("At least one dataset should be passed")
@@ -116,8 +118,28 @@ class StackDataset(Dataset):
             return {k: d[index] for k, d in self.datasets.items()}
         return tuple(d[index] for d in self.datasets)
 
+    def __getitems__(self, indices: list) -> list:
+        """The samples at `indices`, fetched in one call from each dataset that batches."""
+        if isinstance(self.datasets, dict):
+            columns = {k: _fetch_many(d, indices) for k, d in self.datasets.items()}
+            return [{k: col[i] for k, col in columns.items()} for i in range(len(indices))]
+        columns_t = [_fetch_many(d, indices) for d in self.datasets]
+        return [tuple(col[i] for col in columns_t) for i in range(len(indices))]
+
     def __len__(self) -> int:
         return self._length
+
+
+def _fetch_many(dataset: Any, indices: list) -> list:
+    """`dataset`'s samples at `indices`: through its ``__getitems__`` where it has one."""
+    getitems = getattr(dataset, "__getitems__", None)
+    if not callable(getitems):
+        return [dataset[i] for i in indices]
+    items = getitems(indices)
+    if len(items) != len(indices):
+        raise ValueError("Nested dataset's output size mismatch."
+                         f" Expected {len(indices)}, got {len(items)}")
+    return items
 
 
 class ConcatDataset(Dataset[T_co]):
@@ -153,8 +175,10 @@ class ConcatDataset(Dataset[T_co]):
                 raise ValueError("absolute value of index should not exceed dataset length")
             idx = len(self) + idx
         if idx >= len(self):
-            raise IndexError(f"index {idx} is out of range for a ConcatDataset of length "
-                             f"{len(self)}")
+            # PyTorch's error is its lookup of the dataset past the last one
+            raise with_context(IndexError("list index out of range"),
+                               f"index {idx} is out of range for a ConcatDataset of length "
+                               f"{len(self)}")
         dataset_idx = bisect.bisect_right(self.cumulative_sizes, idx)
         sample_idx = idx if dataset_idx == 0 else idx - self.cumulative_sizes[dataset_idx - 1]
         return self.datasets[dataset_idx][sample_idx]
@@ -196,6 +220,16 @@ class Subset(Dataset[T_co]):
     def __init__(self, dataset: Dataset[T_co], indices: Sequence[int]) -> None:
         self.dataset = dataset
         self.indices = indices
+        # PyTorch (2.13) refuses a subclass whose __getitem__ the batched fetch would skip
+        if (type(self).__getitem__ is not Subset.__getitem__
+                and type(self).__getitems__ is Subset.__getitems__):
+            raise NotImplementedError(
+                f"{type(self).__name__} overrides __getitem__ but not __getitems__. "
+                "When subclassing Subset and overriding __getitem__, you must also override "
+                "__getitems__ to ensure DataLoader works correctly with your custom logic. "
+                "A simple implementation:\n\n"
+                "def __getitems__(self, indices):\n"
+                "    return [self.__getitem__(idx) for idx in indices]")
 
     def __getitem__(self, idx: Any) -> Any:
         if isinstance(idx, list):
@@ -203,9 +237,6 @@ class Subset(Dataset[T_co]):
         return self.dataset[self.indices[idx]]
 
     def __getitems__(self, indices: list[int]) -> list:
-        # a subclass that overrides __getitem__ must be served through it
-        if type(self).__getitem__ is not Subset.__getitem__:
-            return [self[i] for i in indices]
         getitems = getattr(self.dataset, "__getitems__", None)
         if callable(getitems):
             return getitems([self.indices[i] for i in indices])

@@ -49,11 +49,9 @@ class Sampler(Generic[T_co]):
     """Base class for all samplers.
 
     A subclass provides `__iter__`, yielding dataset indices (or lists of indices for a
-    batch sampler), and may provide `__len__`, which `len(DataLoader)` needs.
+    batch sampler), and may provide `__len__`, which `len(DataLoader)` needs. It takes no
+    constructor arguments (PyTorch 2.13 dropped the old `data_source`).
     """
-
-    def __init__(self, data_source: Sized | None = None) -> None:
-        pass
 
     def __iter__(self) -> Iterator[T_co]:
         raise NotImplementedError
