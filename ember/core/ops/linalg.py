@@ -310,10 +310,16 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,
             raise RuntimeError(f"{name} and mat2 must have the same dtype, but got "
                                f"{scalar_type_name(x.dtype)} and "
                                f"{scalar_type_name(mat2.dtype)}")
-    once = _rounded_once(addmm, input, mat1, mat2, beta, alpha)
-    if once is not None:
-        return once
-    return _scaled_sum("addmm", input, matmul(mat1, mat2), beta, alpha)
+    return _plus_product(addmm, input, mat1, mat2, matmul, beta, alpha)
+
+
+def _plus_product(op: Any, input: Tensor, a: Tensor, b: Tensor, product: Any, beta: Any,
+                  alpha: Any) -> Tensor:
+    """`beta * input + alpha * product(a, b)` for the addmm family's `op`: rounded once for
+    half floats, as PyTorch's CPU kernels."""
+    once = _rounded_once(op, input, a, b, beta, alpha)
+    return once if once is not None else \
+        _scaled_sum(op.__name__, input, product(a, b), beta, alpha)
 
 
 def _rounded_once(op: Any, input: Tensor, a: Tensor, b: Tensor, beta: Any,
@@ -342,10 +348,7 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any 
         raise RuntimeError("addmv input tensors must have the same dtype, but got " +
                            ", ".join(scalar_type_name(x.dtype) for x in (input, mat)) +
                            f", and {scalar_type_name(vec.dtype)}")
-    once = _rounded_once(addmv, input, mat, vec, beta, alpha)
-    if once is not None:
-        return once
-    return _scaled_sum("addmv", input, matmul(mat, vec), beta, alpha)
+    return _plus_product(addmv, input, mat, vec, matmul, beta, alpha)
 
 
 @composite(complex=True, variants="function method inplace out", exact_out=True,
@@ -377,10 +380,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
         raise RuntimeError(f"Input dtypes must be the same, got: input "
                            f"{cpp_type_name(input.dtype)}, batch1: {cpp_type_name(batch1.dtype)}"
                            f", batch2: {cpp_type_name(batch2.dtype)}")
-    once = _rounded_once(baddbmm, input, batch1, batch2, beta, alpha)
-    if once is not None:
-        return once
-    return _scaled_sum("baddbmm", input, bmm(batch1, batch2), beta, alpha)
+    return _plus_product(baddbmm, input, batch1, batch2, bmm, beta, alpha)
 
 
 @composite(complex=True, variants="function method inplace out", exact_out=True,
