@@ -877,7 +877,14 @@ def _split(input: Tensor, split_size_or_sections: Any, dim: int) -> tuple:
     return tuple(out)
 
 
-@composite(complex=True, node_label="SplitBackward0",
+def _chunk_label(input: Any, chunks: Any = 1, dim: int = 0) -> str:
+    # (PyTorch's chunk of an empty dim calls split_with_sizes: `chunks` empty pieces)
+    empty = isinstance(input, Tensor) and input.ndim and \
+        input.shape[normalize_dim("chunk", dim, input.ndim)] == 0
+    return "SplitWithSizesBackward0" if empty else "SplitBackward0"
+
+
+@composite(complex=True, node_label=_chunk_label,
            cost=costs.view)
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     """Splits into `chunks` nearly equal pieces (views)."""
