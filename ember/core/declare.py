@@ -39,7 +39,7 @@ from ember.core import interpose, torch_function, tracing
 from ember.core.backend import host_out_of_memory
 from ember.core.dispatch import check_castable, refuse_complex, write_into
 from ember.core.dtype import SCALAR_TYPE_NAMES
-from ember.core.errors import ArgumentTypeError, with_context
+from ember.core.errors import ArgumentTypeError, invalid_combination, with_context
 from ember.core.grad_mode import no_grad, state
 from ember.core.graph import labelled, relabel
 from ember.core.inplace import apply_inplace
@@ -353,11 +353,38 @@ def _with_out(op: Op, fn: Callable) -> Callable:
                 raise RuntimeError(OUT_DTYPE_ERRORS[True](dtype, out._dtype))
         result = fn(*args, **kwargs)
         if isinstance(result, tuple):  # (a named result: max with a dim, cummax, frexp)
+            if op.name in _TUPLE_OUT_OVERLOADS and not isinstance(out, (tuple, list)):
+                raise _no_overload(op.name, args, kwargs, out)
             return write_outs(op.name, out, result)
         if op.exact_out and isinstance(out, Tensor) and out._dtype is not result._dtype:
             raise RuntimeError(OUT_DTYPE_ERRORS[op.exact_out](result._dtype, out._dtype))
         return write_out(op.name, out, result)
     return public
+
+
+# the ops whose tuple `out=` is one overload of several in PyTorch: an `out=` of another
+# type matches none of them (a single overload's refusal names the argument instead)
+_TUPLE_OUT_OVERLOADS = {
+    "max": ("(Tensor input, *, Tensor out = None)",
+            "(Tensor input, Tensor other, *, Tensor out = None)",
+            "(Tensor input, int dim, bool keepdim = False, *, tuple of Tensors out = None)")}
+_TUPLE_OUT_OVERLOADS["min"] = _TUPLE_OUT_OVERLOADS["max"]  # (sort's: ops.sorting)
+
+
+def _parser_type(value: Any) -> str:
+    """A value's type as PyTorch's argument parser names it in its errors."""
+    if isinstance(value, Tensor):
+        return "Tensor"
+    cls = type(value)
+    return cls.__name__ if cls.__module__ == "builtins" else f"{dt.API_NAME}.{cls.__name__}"
+
+
+def _no_overload(name: str, args: tuple, kwargs: dict, out: Any) -> TypeError:
+    """PyTorch's "invalid combination of arguments" for a call with `out=` (which its
+    parser lists first among the keywords)."""
+    got = [_parser_type(a) for a in args] + [f"out={_parser_type(out)}"] + \
+        [f"{k}={_parser_type(v)}" for k, v in kwargs.items()]
+    return invalid_combination(name, ", ".join(got), _TUPLE_OUT_OVERLOADS[name])
 
 
 def check_outs(name: str, out: Any, n: int) -> None:

@@ -135,6 +135,12 @@ def _sort_overloads(op: str, method: bool) -> Callable[[Callable], Callable]:
                     len(args) == 1 and not kwargs and isinstance(args[0], bool)) or (
                     len(args) == 2 and not kwargs and not isinstance(args[1], bool))):
                 raise _sort_overload_error(op, method, args, kwargs)
+            out = kwargs.get("out")
+            if op == "sort" and out is not None and not isinstance(out, (tuple, list)):
+                # (a lone tensor matches neither overload's tuple; its parser lists out=
+                # first among the keywords)
+                rest = {k: v for k, v in kwargs.items() if k != "out"}
+                raise _sort_overload_error(op, method, args, {"out": out, **rest})
             return fn(input, *args, **kwargs)
         return as_overload_check(checked, fn)
     return wrap
