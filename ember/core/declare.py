@@ -202,6 +202,8 @@ def _missing_arguments(name: str, fn: Callable | None, err: Exception, args: tup
     except TypeError:
         count = int(found.group(1))
         names = ", ".join(f'"{n}"' for n in re.findall(r"'(\w+)'", found.group(2)))
+        if not names:  # (sizes as *args: the op's own check names PyTorch's parameter)
+            return None
         return TypeError(f"{name}() missing {count} required positional "
                          f"argument{'s' if count == 1 else ''}: {names}")
     except ValueError:  # (no signature to bind to)
