@@ -6,6 +6,7 @@ OpenBLAS at the right kernels (see blas.py) before NumPy loads.
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from typing import Any
@@ -47,9 +48,7 @@ class CPUBackend(Backend):
 
     @staticmethod
     def half_vector_lanes() -> int:
-        from ember.backends.cpu import blas
-
-        return blas.half_vector_lanes()
+        return half_vector_lanes()
 
     def __init__(self) -> None:
         super().__init__()
@@ -179,6 +178,14 @@ def get_cpu_capability() -> str:
     if core in ("SkylakeX", "Cooperlake"):
         return "AVX512"
     return "AVX2" if core in ("Haswell", "Zen") else "DEFAULT"
+
+
+@functools.cache
+def half_vector_lanes() -> int:
+    """float16/bfloat16 elements per vector of PyTorch's CPU kernels on this machine
+    (ATen's ``Vectorized<BFloat16>::size()``): 32 where it runs its AVX-512 kernels, else
+    16 (AVX2's, and the 32-byte default's)."""
+    return 32 if get_cpu_capability() == "AVX512" else 16
 
 
 @hookimpl

@@ -153,19 +153,6 @@ def _os_enables_avx512() -> bool:
         return True
 
 
-_half_lanes: int | None = None
-
-
-def half_vector_lanes() -> int:
-    """float16/bfloat16 elements per vector of PyTorch's CPU kernels on this machine
-    (ATen's ``Vectorized<BFloat16>::size()``): 32 where it runs its AVX-512 kernels, else
-    16 (AVX2's, and the 32-byte default's)."""
-    global _half_lanes
-    if _half_lanes is None:
-        _half_lanes = 32 if detect_coretype() in ("SkylakeX", "Cooperlake") else 16
-    return _half_lanes
-
-
 def detect_coretype() -> str | None:
     """Return the best ``OPENBLAS_CORETYPE`` name this CPU and OS can run, or None.
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.backends.cpu import blas, compiled, hide_ieee_warnings
+from ember.backends.cpu import blas, compiled, half_vector_lanes, hide_ieee_warnings
 from ember.backends.xp import Hooks, make_kernels
 from ember.backends.xp.lib import OVERLAP, disordered, in_torch_order
 from ember.backends.xp.opmath import half_by_number
@@ -215,7 +215,7 @@ KERNELS: dict[str, Any] = make_kernels(np, hooks=Hooks(
     read_only=_read_only,
     quiet=_quiet(),
     matmul=_matmul,
-    half_vector_lanes=blas.half_vector_lanes,
+    half_vector_lanes=half_vector_lanes,
     axpy=blas.axpy,
     fma=compiled.fma,
     scale_add=compiled.scale_add,
