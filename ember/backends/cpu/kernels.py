@@ -248,6 +248,14 @@ KERNELS["cast"] = _float8_cast(KERNELS["cast"])
 
 
 _EXP_WIDE_MAX = 1024
+_F32 = np.dtype(np.float32)
+
+
+def _small_float32(x, out) -> bool:
+    """Whether `exp`/`sigmoid` take their PyTorch-rounded path: a row-major float32 array
+    of up to `_EXP_WIDE_MAX` elements, into a writable `out` if any."""
+    return type(x) is np.ndarray and x.dtype == _F32 and x.size <= _EXP_WIDE_MAX and \
+        x.flags.c_contiguous and (out is None or out.flags.writeable)
 
 
 def _exp_rounded_once(exp):
@@ -258,15 +266,12 @@ def _exp_rounded_once(exp):
     elements only: the float64 loop and the two casts cost ~2.5x NumPy's float32 loop
     (~+70 us at 4k elements), a few us below 1k; larger arrays keep the float32 loops
     (and the compiled one, compiled.py)."""
-    f32 = np.dtype(np.float32)
-
     def kernel(x, out=None):
-        if type(x) is not np.ndarray or x.dtype != f32 or x.size > _EXP_WIDE_MAX or \
-                not x.flags.c_contiguous or (out is not None and not out.flags.writeable):
+        if not _small_float32(x, out):
             return exp(x, out=out)  # (a view: the kernel lays its result out as PyTorch's)
         wide = exp(x.astype(np.float64))
         if out is None:
-            return wide.astype(f32)
+            return wide.astype(_F32)
         np.copyto(out, wide, casting="same_kind")
         return out
     kernel.__name__ = kernel.__qualname__ = "exp"
@@ -281,11 +286,8 @@ def _sigmoid_as_torch(sigmoid, exp):
     with `exp` rounded once (above): its bits nearly always, and its 0 below -88.7 where
     exp(-x) overflows (the e / (1 + e) form gives denormals there). Up to `_EXP_WIDE_MAX`
     elements, as `exp`; the compiled loop takes larger arrays (compiled.py)."""
-    f32 = np.dtype(np.float32)
-
     def kernel(x, out=None):
-        if type(x) is not np.ndarray or x.dtype != f32 or x.size > _EXP_WIDE_MAX or \
-                not x.flags.c_contiguous or (out is not None and not out.flags.writeable):
+        if not _small_float32(x, out):
             return sigmoid(x, out=out)
         with np.errstate(over="ignore"):
             e = exp(np.negative(x))
