@@ -2214,6 +2214,14 @@ def _layer_norm_stats(x: Tensor, dims: tuple) -> tuple[Tensor, Tensor, Tensor]:
     return centered, mean, R.mean(mul(centered, centered), dims, keepdim=True)
 
 
+def _through_normalization(v: Tensor, xhat: Tensor, rstd: Tensor, dims: tuple) -> Tensor:
+    """`v` through the Jacobian of `(x - mean) * rstd` over `dims` (symmetric, so one
+    formula serves the backward and the forward-mode tangent): `rstd * (v - mean(v) -
+    xhat * mean(v * xhat))`."""
+    return mul(rstd, sub(sub(v, R.mean(v, dims, keepdim=True)),
+                         mul(xhat, R.mean(mul(v, xhat), dims, keepdim=True))))
+
+
 @as_kernel("NativeLayerNormBackward0", 3)
 class _HalfLayerNorm(Function):
     """layer_norm of float16/bfloat16 tensors (weight and bias of the same dtype) as
@@ -2248,9 +2256,8 @@ class _HalfLayerNorm(Function):
         centered, _, var = _layer_norm_stats(input.to(dtype=dt.float32), dims)
         rstd = rsqrt(add(var, eps))
         xhat = mul(centered, rstd)
-        out = mul(xhat, 0.0) if dx is None else mul(rstd, sub(
-            sub(dx.to(dtype=dt.float32), R.mean(dx.to(dtype=dt.float32), dims, keepdim=True)),
-            mul(xhat, R.mean(mul(dx.to(dtype=dt.float32), xhat), dims, keepdim=True))))
+        out = mul(xhat, 0.0) if dx is None else \
+            _through_normalization(dx.to(dtype=dt.float32), xhat, rstd, dims)
         if weight is not None:
             out = mul(out, weight.to(dtype=dt.float32))
         if dw is not None:
@@ -2267,8 +2274,7 @@ class _HalfLayerNorm(Function):
         xhat = mul(sub(input.to(dtype=dt.float32), mean.to(dtype=dt.float32)), rstd)
         dy = grad_out.to(dtype=half).to(dtype=dt.float32)
         dy_w = dy if weight is None else mul(dy, weight.to(dtype=dt.float32))
-        dx = mul(rstd, sub(sub(dy_w, R.mean(dy_w, dims, keepdim=True)),
-                           mul(xhat, R.mean(mul(dy_w, xhat), dims, keepdim=True))))
+        dx = _through_normalization(dy_w, xhat, rstd, dims)
         rows = tuple(range(input.ndim - len(dims)))
 
         def over_rows(t: Tensor) -> Tensor:
