@@ -486,3 +486,55 @@ def test_generator_is_named_and_printed_as_torchs() -> None:
         twins = (pickle.loads(pickle.dumps(g)), copy.deepcopy(g))
         expected = L.rand(3, generator=g).tolist()
         assert [L.rand(3, generator=t).tolist() for t in twins] == [expected, expected]
+
+
+# -- the compiled transforms (numba, backends/cpu/numba_random.py) ------------------------
+
+@pytest.fixture
+def compiled_random(monkeypatch):
+    """The CPU backend's compiled random transforms, taken from their smallest size on
+    (numba's import is already paid in a test run)."""
+    pytest.importorskip("numba")
+    from ember.backends.cpu import compiled
+    monkeypatch.setattr(compiled, "_RANDOM_FIRST_USE_SECONDS", 0.0)
+    if compiled.random_kernels(compiled._RANDOM_MIN, 1.0) is None:
+        pytest.skip(f"numba is off: {compiled.unavailable}")
+
+
+def _reference(monkeypatch, build):
+    """`build()` drawn with the NumPy reference transforms (no compiled kernel)."""
+    with monkeypatch.context() as m:
+        m.setattr(cpu_random, "_compiled", lambda kernel: None)
+        return build()
+
+
+@pytest.mark.parametrize("expr", [
+    "lib.randn(1024 + 16 * 7 + 5)", "lib.randn(64, 33, dtype=lib.float64)",
+    "lib.empty(4000).normal_(0.5, 0.02)", "lib.empty(2048, dtype=lib.float64).normal_(-3, 7.5)",
+    "lib.empty(3000, dtype=lib.float16).normal_(2, 3)",
+    "lib.empty(3000, dtype=lib.bfloat16).normal_()",
+    "lib.randperm(1024)", "lib.randperm(5003)", "lib.randperm(3000, dtype=lib.int32)",
+    "lib.randn(40, 50).t().contiguous()"])
+def test_compiled_transforms_draw_the_reference_and_pytorchs_numbers(
+        compiled_random, monkeypatch, expr: str) -> None:
+    """Bit for bit: the compiled Box-Muller (hardware fused multiply-adds where PyTorch's
+    AVX2 code has them, libm for float64) and shuffles against the NumPy reference, and
+    against PyTorch from the same seed."""
+    ember.manual_seed(5)
+    reference = _reference(monkeypatch, lambda: eval(expr, {"lib": ember}))
+    ember.manual_seed(5)
+    ours = eval(expr, {"lib": ember})
+    np.testing.assert_array_equal(ours.float().numpy(), reference.float().numpy())
+    torch.manual_seed(5)
+    theirs = eval(expr, {"lib": torch})
+    if "0.02" not in expr:  # (half floats with an inexact std: see the half fills test)
+        np.testing.assert_array_equal(ours.float().numpy(), theirs.float().numpy())
+
+
+def test_compiled_transforms_keep_the_stream_in_step(compiled_random) -> None:
+    """Draws after a compiled one continue PyTorch's stream (the same words consumed)."""
+    seeded(11)
+    ours = [ember.randn(2000), ember.randperm(1500), ember.rand(5), ember.randn(7)]
+    theirs = [torch.randn(2000), torch.randperm(1500), torch.rand(5), torch.randn(7)]
+    for a, b in zip(ours, theirs):
+        same(a, b)

@@ -23,9 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from ember.core import plugins
 from ember.core.mt19937 import MT19937
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_COMPILED_MIN = 1024  # values from which a backend's compiled transform is asked for
 _MASK24, _MASK53 = np.uint32((1 << 24) - 1), np.uint64((1 << 53) - 1)
 
 
@@ -45,6 +47,13 @@ def _libm(fn, x: np.ndarray) -> np.ndarray:
     """`fn` (a `math` function: the C library's, as PyTorch's scalar kernels call it)
     applied to each element of a float64 array."""
     return np.fromiter(map(fn, x.tolist()), dtype=_F64, count=x.size)
+
+
+def _compiled(kernel: str) -> Any:
+    """The CPU backend's compiled version of a transform below (its kernel `kernel`,
+    declared in ember.core.ops), or None. Such a kernel returns None where it does not
+    run (too small to be worth loading its compiler, say), and the NumPy code here runs."""
+    return plugins.get_backend("cpu").kernels.get(kernel)
 
 
 # -- fused multiply-add, as AVX2 code contracts `a * b + c` --------------------------------
@@ -156,6 +165,12 @@ def normal(eng: MT19937, n: int, dtype: np.dtype, mean: float = 0.0, std: float 
 
 def _box_muller_16(u: np.ndarray, dtype: np.dtype, mean: float, std: float) -> np.ndarray:
     """`normal_fill_16` on each block of 16 uniforms: u1 = 1 - first 8, u2 = last 8."""
+    if u.size >= _COMPILED_MIN and (fill := _compiled("pytorch_normal_fill16")) is not None:
+        if dtype not in (_F32, _F64):
+            mean, std = float(dtype.type(mean)), float(dtype.type(std))
+        out = fill(np.ascontiguousarray(u, _F64 if dtype == _F64 else _F32), mean, std)
+        if out is not None:
+            return out.astype(dtype, copy=False)
     blocks = u.reshape(-1, 2, 8)
     u1, u2 = 1 - blocks[:, 0], blocks[:, 1]
     if dtype == _F64:
@@ -290,17 +305,22 @@ def randperm(eng: MT19937, n: int) -> np.ndarray:
     """`randperm(n)`: a forward Fisher-Yates shuffle swapping i with i + word % (n - i),
     as int64 (for n at or above `RANDPERM_SMALL`, PyTorch's inside-out shuffle on
     64-bit words)."""
+    shuffle = _compiled("pytorch_randperm_shuffle") if n >= _COMPILED_MIN else None
     if n < RANDPERM_SMALL:
+        if n <= 1:
+            return np.arange(n, dtype=np.int64)
+        offsets = eng.words(n - 1).astype(np.int64) % np.arange(n, 1, -1, dtype=np.int64)
+        if shuffle is not None and (done := shuffle(offsets, False)) is not None:
+            return done
         perm = list(range(n))
-        if n > 1:
-            offsets = (eng.words(n - 1).astype(np.int64)
-                       % np.arange(n, 1, -1, dtype=np.int64)).tolist()
-            for i, z in enumerate(offsets):  # each swap depends on the ones before
-                j = i + z
-                perm[i], perm[j] = perm[j], perm[i]
+        for i, z in enumerate(offsets.tolist()):  # each swap depends on the ones before
+            j = i + z
+            perm[i], perm[j] = perm[j], perm[i]
         return np.array(perm, dtype=np.int64)
-    perm = np.empty(n, np.int64)
     picks = (eng.words64(n) % np.arange(1, n + 1, dtype=np.uint64)).astype(np.int64)
+    if shuffle is not None and (done := shuffle(picks, True)) is not None:
+        return done
+    perm = np.empty(n, np.int64)
     for i, z in enumerate(picks.tolist()):
         perm[i] = perm[z]
         perm[z] = i

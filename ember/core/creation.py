@@ -23,7 +23,7 @@ from ember.core import costs, grad_mode, interpose, plugins, storage, tracing
 from ember.core import cpu_random as streams
 from ember.core import dtype as dt
 from ember.core.backend import numpy_dtype
-from ember.core.declare import composite, define, primitive, write_out
+from ember.core.declare import composite, define, fused_kernel, primitive, write_out
 from ember.core.device import device as Device
 from ember.core.dispatch import (
     check_dtype,
@@ -436,7 +436,15 @@ def randint(low: int | None = None, high: int | None = None, size: Sequence[int]
                    low=low, high=high)
 
 
-@primitive(variants="function", rule=_randperm_rule, creation=True, cost=costs.creation)
+fused_kernel("pytorch_randperm_shuffle", replaces="randperm", same_dtype=False,
+             signature="pytorch_randperm_shuffle(draws, inside_out) -> permutation or None",
+             doc="PyTorch's CPU Fisher-Yates shuffle of 0 .. n-1 (ember/core/cpu_random.py's "
+                 "reference) from its int64 draws: forward swaps of i and i + draws[i] "
+                 "(n - 1 draws), or inside-out (n draws); None where it does not run.")
+
+
+@primitive(variants="function", rule=_randperm_rule, creation=True, cost=costs.creation,
+           fused=("pytorch_randperm_shuffle",))
 @_accepts_out
 def randperm(n: int, *, dtype: Any = None, device: DeviceLike = None,
              generator: Any = None, requires_grad: bool = False) -> Tensor:

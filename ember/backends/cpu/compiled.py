@@ -422,3 +422,80 @@ def col2im_batch_last(cols, x_shape, kernel_size, dilation, padding, stride, out
     grad = np.empty(tuple(x_shape), cols.dtype)
     return _columns_pass("col2im_batch_last", cols, grad, kernel_size, dilation, padding,
                          stride, outs)
+
+
+# -- PyTorch's random transforms (numba_random.py) ----------------------------------------
+
+# When a random transform runs compiled: once numba is loaded for anything, from
+# _RANDOM_MIN values on; before, only where the NumPy reference would take longer than
+# numba's first use (its import, and on the first compiled call its registries, which
+# import SciPy's linalg: ~1.5 s on a 2-core AMD EPYC). The reference's cost a value,
+# measured there: a float32 normal ~0.35 us, a float64 one ~0.8 us (libm through
+# Python), a randperm swap ~2 us. So a program of small draws never imports numba, and
+# a 40M-value embedding's normal_ takes ~0.1 s instead of ~14 s.
+_RANDOM_MIN = 1024
+_RANDOM_FIRST_USE_SECONDS = 1.5
+_random_module: ModuleType | None = None
+
+
+def random_kernels(size: int, reference_us: float) -> ModuleType | None:
+    """numba_random for a transform of `size` values whose NumPy reference takes
+    `reference_us` microseconds a value; None where that is too small to be worth it, or
+    numba is off, missing or broken."""
+    global _random_module
+    if size < _RANDOM_MIN or _module is None and \
+            size * reference_us * 1e-6 < _RANDOM_FIRST_USE_SECONDS:
+        return None
+    if _random_module is None and kernels() is not None:
+        try:
+            from ember.backends.cpu import numba_random
+        except Exception as e:  # noqa: BLE001 - a broken numba must not break ember
+            _disable(e)
+        else:
+            _random_module = numba_random
+    return _random_module if _module is not None else None
+
+
+def normal_fill16(u: np.ndarray, mean: float, std: float) -> np.ndarray | None:
+    """The `pytorch_normal_fill16` kernel: normals from float32 or float64 uniforms in
+    blocks of 16 (ember/core/cpu_random.py's `_box_muller_16`, compiled), `* std + mean`
+    fused unless std is 1 and mean 0; None where it does not run (the reference runs)."""
+    if type(u) is not np.ndarray or u.dtype not in _FLOATS or u.ndim != 1 or u.size % 16 \
+            or not u.flags.c_contiguous or \
+            (module := random_kernels(u.size, 0.35 if u.dtype == _F32 else 0.8)) is None:
+        return None
+    # each block of 16: u1 = 1 - its first 8, u2 = its last 8; r cos and r sin back there
+    blocks = u.reshape(-1, 2, 8)
+    u1, u2 = (1 - blocks[:, 0]).reshape(-1), np.ascontiguousarray(blocks[:, 1]).reshape(-1)
+    out = np.empty_like(blocks)
+    first, second = np.empty_like(u1), np.empty_like(u1)
+    step = module.box_muller_f32 if u.dtype == _F32 else module.box_muller_f64
+    try:
+        step(u1, u2, u.dtype.type(mean), u.dtype.type(std), not (std == 1 and mean == 0),
+             first, second)
+    except Exception as e:  # noqa: BLE001 - a numba failure: NumPy from now on
+        _disable(e)
+        return None
+    out[:, 0], out[:, 1] = first.reshape(-1, 8), second.reshape(-1, 8)
+    return out.reshape(-1)
+
+
+def randperm_shuffle(draws: np.ndarray, inside_out: bool) -> np.ndarray | None:
+    """The `pytorch_randperm_shuffle` kernel: PyTorch's Fisher-Yates shuffle of
+    0 .. n-1 from its int64 draws (forward swaps of i and i + draws[i], n - 1 draws; or
+    inside-out, n draws); None where it does not run."""
+    n = draws.size + (0 if inside_out else 1)
+    if type(draws) is not np.ndarray or draws.dtype != np.int64 or \
+            (module := random_kernels(n, 2.0)) is None:
+        return None
+    try:
+        if inside_out:
+            perm = np.empty(n, np.int64)
+            module.randperm_inside_out(draws, perm)
+        else:
+            perm = np.arange(n, dtype=np.int64)
+            module.randperm_swaps(draws, perm)
+    except Exception as e:  # noqa: BLE001 - a numba failure: NumPy from now on
+        _disable(e)
+        return None
+    return perm

@@ -227,7 +227,10 @@ KERNELS: dict[str, Any] = make_kernels(np, hooks=Hooks(
     special=lambda: importlib.import_module("scipy.special"),  # (slow to import: on first use)
 ))
 KERNELS.update({"rand": rand, "randn": randn, "randint": randint, "randperm": randperm,
-                "expand": _expand(KERNELS["expand"])})
+                "expand": _expand(KERNELS["expand"]),
+                # PyTorch's random streams (core's NumPy reference) compiled, for large draws
+                "pytorch_normal_fill16": compiled.normal_fill16,
+                "pytorch_randperm_shuffle": compiled.randperm_shuffle})
 
 
 def _float8_cast(cast):

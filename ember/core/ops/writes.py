@@ -31,7 +31,7 @@ from ember.core.creation import (
     randn,
     tensor,
 )
-from ember.core.declare import composite
+from ember.core.declare import composite, fused_kernel
 from ember.core.dispatch import kernel_refuses
 from ember.core.grad_mode import no_grad
 from ember.core.graph import relabel
@@ -195,7 +195,7 @@ def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Any = N
     return apply_inplace(self, lambda old: r * (b - a) + a, op="uniform_")
 
 
-@composite(variants="method", cost=costs.creation)
+@composite(variants="method", cost=costs.creation, fused=("pytorch_normal_fill16",))
 def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *,
             generator: Any = None) -> Tensor:
     """Fills this tensor with numbers drawn from N(mean, std²), in place."""
@@ -210,6 +210,14 @@ def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *,
         return done
     r = randn(tuple(self.shape), dtype=self.dtype, device=self.device, generator=generator)
     return apply_inplace(self, lambda old: r * std + mean, op="normal_")
+
+
+fused_kernel("pytorch_normal_fill16", replaces="normal_", same_dtype=False,
+             signature="pytorch_normal_fill16(uniforms, mean, std) -> normals or None",
+             doc="PyTorch's CPU normal_fill_16 (ember/core/cpu_random.py's NumPy reference) "
+                 "on host arrays: a flat float32 or float64 array of uniforms in blocks of "
+                 "16 to as many normals, or None where the kernel does not run (the "
+                 "reference then does). Drawn by normal_, randn and their kin.")
 
 
 @composite(variants="function method", cost=costs.creation)
