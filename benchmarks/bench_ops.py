@@ -1,7 +1,7 @@
 """Per-op overhead, matmul throughput and a traced forward's replay: ember against
 PyTorch, in one run.
 
-    python benchmarks/bench_ops.py [--only overhead,small,matmul,jit]
+    python benchmarks/bench_ops.py [--only overhead,small,matmul,jit,random]
 
 NumPy is imported *before* ember on purpose: that is the order most scripts use, and the
 one where OpenBLAS has already picked its kernels (see `ember devices` and the README).
@@ -106,6 +106,28 @@ def matmul_rows(n: int = 1024) -> list:
     return [(name + ")", ours, theirs, "<= 1.0x (throughput >= torch)")]
 
 
+# Large random draws, which models' initialisation makes (an embedding's normal_, a data
+# loader's shuffle): ember draws PyTorch's CPU stream, the same numbers from the same seed
+RANDOM_DRAWS = {
+    "randn(4M) float32": lambda m: m.randn(1 << 22),
+    "empty(4M).normal_(0, 0.02)": lambda m: m.empty(1 << 22).normal_(0, 0.02),
+    "randn(2M) float64": lambda m: m.randn(1 << 21, dtype=m.float64),
+    "randperm(1M)": lambda m: m.randperm(1 << 20),
+    "rand(4M) float32": lambda m: m.rand(1 << 22),
+}
+
+
+def random_rows() -> list:
+    """Each draw's time, ember against PyTorch (the first, untimed call loads numba's
+    kernels where ember compiles the transform)."""
+    rows = []
+    for name, draw in RANDOM_DRAWS.items():
+        ours = best_time(lambda draw=draw: draw(ember), 3, repeat=3)
+        other = best_time(lambda draw=draw: draw(torch), 3, repeat=3) if torch else None
+        rows.append((name, ours, other, "-"))
+    return rows
+
+
 def _tiny_mlp(nn):
     return nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 8), nn.Tanh(),
                          nn.Linear(8, 8))
@@ -159,7 +181,7 @@ def main() -> None:
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--only", default="overhead,small,matmul,jit")
+    parser.add_argument("--only", default="overhead,small,matmul,jit,random")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the jit children")
     parser.add_argument("--child", choices=["ember", "torch"], help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -182,6 +204,8 @@ def main() -> None:
     if "small" in only:
         print_table("Small-tensor ops, 8x8 float32 (the fixed cost of each call)",
                     small_op_rows())
+    if "random" in only:
+        print_table("Large random draws, PyTorch's stream", random_rows())
 
 
 if __name__ == "__main__":

@@ -496,8 +496,8 @@ def compiled_random(monkeypatch):
     (numba's import is already paid in a test run)."""
     pytest.importorskip("numba")
     from ember.backends.cpu import compiled
-    monkeypatch.setattr(compiled, "_RANDOM_FIRST_USE_SECONDS", 0.0)
-    if compiled.random_kernels(compiled._RANDOM_MIN, 1.0) is None:
+    monkeypatch.setattr(compiled, "_RANDOM_FIRST_USE", compiled._RANDOM_MIN)
+    if compiled.random_kernels(compiled._RANDOM_MIN) is None:
         pytest.skip(f"numba is off: {compiled.unavailable}")
 
 

@@ -426,25 +426,23 @@ def col2im_batch_last(cols, x_shape, kernel_size, dilation, padding, stride, out
 
 # -- PyTorch's random transforms (numba_random.py) ----------------------------------------
 
-# When a random transform runs compiled: once numba is loaded for anything, from
-# _RANDOM_MIN values on; before, only where the NumPy reference would take longer than
-# numba's first use (its import, and on the first compiled call its registries, which
-# import SciPy's linalg: ~1.5 s on a 2-core AMD EPYC). The reference's cost a value,
-# measured there: a float32 normal ~0.35 us, a float64 one ~0.8 us (libm through
-# Python), a randperm swap ~2 us. So a program of small draws never imports numba, and
-# a 40M-value embedding's normal_ takes ~0.1 s instead of ~14 s.
+# When a random transform runs compiled: from _RANDOM_MIN values on once numba is loaded
+# for anything, from _RANDOM_FIRST_USE on before. The NumPy reference takes ~0.35 us a
+# float32 normal (~60 passes), ~0.8 us a float64 one (libm through Python) and ~2 us a
+# randperm swap (2-core AMD EPYC), so from 64k values on it costs 25-130 ms a call, and
+# numba's first use (~1.5 s: its import, and on the first compiled call its registries,
+# which import SciPy's linalg) is repaid by a few such draws; a 40M-value embedding's
+# normal_ takes ~0.1 s instead of ~14 s. Smaller draws never import numba.
 _RANDOM_MIN = 1024
-_RANDOM_FIRST_USE_SECONDS = 1.5
+_RANDOM_FIRST_USE = 1 << 16
 _random_module: ModuleType | None = None
 
 
-def random_kernels(size: int, reference_us: float) -> ModuleType | None:
-    """numba_random for a transform of `size` values whose NumPy reference takes
-    `reference_us` microseconds a value; None where that is too small to be worth it, or
-    numba is off, missing or broken."""
+def random_kernels(size: int) -> ModuleType | None:
+    """numba_random for a transform of `size` values; None where that is too small to be
+    worth it, or numba is off, missing or broken."""
     global _random_module
-    if size < _RANDOM_MIN or _module is None and \
-            size * reference_us * 1e-6 < _RANDOM_FIRST_USE_SECONDS:
+    if size < (_RANDOM_MIN if _module is not None else _RANDOM_FIRST_USE):
         return None
     if _random_module is None and kernels() is not None:
         try:
@@ -462,22 +460,16 @@ def normal_fill16(u: np.ndarray, mean: float, std: float) -> np.ndarray | None:
     fused unless std is 1 and mean 0; None where it does not run (the reference runs)."""
     if type(u) is not np.ndarray or u.dtype not in _FLOATS or u.ndim != 1 or u.size % 16 \
             or not u.flags.c_contiguous or \
-            (module := random_kernels(u.size, 0.35 if u.dtype == _F32 else 0.8)) is None:
+            (module := random_kernels(u.size)) is None:
         return None
-    # each block of 16: u1 = 1 - its first 8, u2 = its last 8; r cos and r sin back there
-    blocks = u.reshape(-1, 2, 8)
-    u1, u2 = (1 - blocks[:, 0]).reshape(-1), np.ascontiguousarray(blocks[:, 1]).reshape(-1)
-    out = np.empty_like(blocks)
-    first, second = np.empty_like(u1), np.empty_like(u1)
-    step = module.box_muller_f32 if u.dtype == _F32 else module.box_muller_f64
+    out = np.empty_like(u)
     try:
-        step(u1, u2, u.dtype.type(mean), u.dtype.type(std), not (std == 1 and mean == 0),
-             first, second)
+        module.normal_fill16(u, u.dtype.type(mean), u.dtype.type(std),
+                             not (std == 1 and mean == 0), out)
     except Exception as e:  # noqa: BLE001 - a numba failure: NumPy from now on
         _disable(e)
         return None
-    out[:, 0], out[:, 1] = first.reshape(-1, 8), second.reshape(-1, 8)
-    return out.reshape(-1)
+    return out
 
 
 def randperm_shuffle(draws: np.ndarray, inside_out: bool) -> np.ndarray | None:
@@ -486,7 +478,7 @@ def randperm_shuffle(draws: np.ndarray, inside_out: bool) -> np.ndarray | None:
     inside-out, n draws); None where it does not run."""
     n = draws.size + (0 if inside_out else 1)
     if type(draws) is not np.ndarray or draws.dtype != np.int64 or \
-            (module := random_kernels(n, 2.0)) is None:
+            (module := random_kernels(n)) is None:
         return None
     try:
         if inside_out:

@@ -7,7 +7,7 @@ it. The reference spends ~60 NumPy passes on each float32 normal (avx_mathfun's 
 and `sincos` are a dozen fused multiply-adds each, and NumPy has no fused multiply-add,
 so each is emulated in float64 with a halfway check); here each is one instruction.
 
-- ``box_muller_f32``/``box_muller_f64``: the Box-Muller step of `normal_fill_16`, float32
+- ``normal_fill16``: `normal_fill_16` (Box-Muller over blocks of 16 uniforms), float32
   as PyTorch's AVX2 kernel computes it (avx_mathfun's Cephes `log` and `sincos`, with
   the fused multiply-adds GCC contracts), float64 with libm's `log`/`cos`/`sin` (the
   C library's, which numba calls, as Python's `math` and PyTorch's scalar code do).
@@ -29,7 +29,7 @@ import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 
 def _jit(f: Callable) -> Any:
@@ -139,29 +139,63 @@ def _simd_sincos(x):
     return sin, cos
 
 
-@_jit
-def box_muller_f32(u1, u2, mean, std, scaled, first, second):
-    """Box-Muller on float32 uniforms (u1 already 1 - u): `r cos` into `first` and
-    `r sin` into `second`, `* std + mean` fused where `scaled`. One flat loop without
-    branches, which LLVM vectorises as PyTorch's AVX2 loop is."""
-    for i in range(u1.size):
-        radius = np.sqrt(_MINUS_TWO * _simd_log(u1[i]))
-        sin, cos = _simd_sincos(_TWO_PI32 * u2[i])
-        a, b = radius * cos, radius * sin
-        first[i] = _fma(a, std, mean) if scaled else a
-        second[i] = _fma(b, std, mean) if scaled else b
+def _radius_angle(u1, u2):
+    """Box-Muller's radius sqrt(-2 log u1) and angle 2 pi u2, in u1's float type (the
+    overload below: avx_mathfun's float32 log, or libm's in float64)."""
+    raise NotImplementedError
 
 
-@_jit
-def box_muller_f64(u1, u2, mean, std, scaled, first, second):
-    """box_muller_f32 in float64, with libm's log, cos and sin."""
+def _cos_sin(theta):
+    """(cos, sin) of theta in its float type (avx_mathfun's sincos, or libm's)."""
+    raise NotImplementedError
+
+
+@overload(_radius_angle)
+def _radius_angle_by_dtype(u1, u2):
+    if u1 == types.float32:
+        return lambda u1, u2: (np.sqrt(_MINUS_TWO * _simd_log(u1)), _TWO_PI32 * u2)
     two_pi = 2.0 * math.pi
-    for i in range(u1.size):
-        radius = math.sqrt(-2.0 * math.log(u1[i]))
-        theta = two_pi * u2[i]
-        a, b = radius * math.cos(theta), radius * math.sin(theta)
-        first[i] = _fma(a, std, mean) if scaled else a
-        second[i] = _fma(b, std, mean) if scaled else b
+    return lambda u1, u2: (math.sqrt(-2.0 * math.log(u1)), two_pi * u2)
+
+
+@overload(_cos_sin)
+def _cos_sin_by_dtype(theta):
+    if theta == types.float32:
+        def float32(theta):
+            sin, cos = _simd_sincos(theta)
+            return cos, sin
+        return float32
+    return lambda theta: (math.cos(theta), math.sin(theta))
+
+
+_CHUNK = 512  # pairs transformed at a time (their four buffers stay in L1)
+
+
+@_jit
+def normal_fill16(u, mean, std, scaled, out):
+    """`normal_fill_16` on each block of 16 uniforms of `u` (float32 or float64): u1 = 1 -
+    its first 8, u2 = its last 8; `r cos` into the first 8 of `out`'s block, `r sin` into
+    the last 8, `* std + mean` fused where `scaled`. Pairs are gathered a chunk at a time
+    into flat buffers, so the transform is one flat loop without branches, which LLVM
+    vectorises as PyTorch's AVX2 loop is (float64 calls libm, element by element)."""
+    one = u.dtype.type(1)
+    u1, u2 = np.empty(_CHUNK, u.dtype), np.empty(_CHUNK, u.dtype)
+    first, second = np.empty(_CHUNK, u.dtype), np.empty(_CHUNK, u.dtype)
+    pairs = u.size // 2
+    for start in range(0, pairs, _CHUNK):
+        count = min(_CHUNK, pairs - start)
+        for k in range(count):
+            at = ((start + k) >> 3) * 16 + ((start + k) & 7)
+            u1[k], u2[k] = one - u[at], u[at + 8]
+        for k in range(count):
+            radius, theta = _radius_angle(u1[k], u2[k])
+            cos, sin = _cos_sin(theta)
+            a, b = radius * cos, radius * sin
+            first[k] = _fma(a, std, mean) if scaled else a
+            second[k] = _fma(b, std, mean) if scaled else b
+        for k in range(count):
+            at = ((start + k) >> 3) * 16 + ((start + k) & 7)
+            out[at], out[at + 8] = first[k], second[k]
 
 
 @_jit
