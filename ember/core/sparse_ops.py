@@ -11,6 +11,7 @@ the rows of the result.
 
 from __future__ import annotations
 
+import functools
 import numbers
 from typing import Any
 
@@ -19,6 +20,7 @@ from ember.core.creation import tensor, zeros
 from ember.core.grad_mode import no_grad
 from ember.core.graph import record, relabel
 from ember.core.host import dtype_arg
+from ember.core.ops.nn import constant_pad_nd
 from ember.core.ops.shape import cat
 from ember.core.shapes import normalize_dim
 from ember.core.sparse_coo import (
@@ -526,6 +528,46 @@ def index_select(input: SparseTensor, dim: int, index: Tensor) -> SparseTensor:
                 size, False)
 
 
+def sparse_cat(tensors: Any, dim: int = 0) -> SparseTensor:
+    """`torch.cat` of sparse COO tensors (PyTorch's cat_sparse): along a sparse dimension
+    the entry lists joined, each tensor's indices there shifted by the sizes before it;
+    along a dense one the entry lists joined, each tensor's values zero-padded to the
+    joined width. The result is flagged uncoalesced, as PyTorch's."""
+    tensors = list(tensors)
+    for k, x in enumerate(tensors):
+        if not x.is_sparse:
+            raise RuntimeError(f"Concatenating sparse tensors, but a dense tensor was found "
+                               f"at position {k}.")
+    first = tensors[0]
+    d = normalize_dim("cat", dim, first.ndim)
+    for k, x in enumerate(tensors[1:], 1):
+        if x.ndim != first.ndim or x.sparse_dim() != first.sparse_dim() or any(
+                a != b for j, (a, b) in enumerate(zip(x.shape, first.shape)) if j != d):
+            raise RuntimeError(f"All tensors must have the same shape: {list(first.shape)} "
+                               f"(except in the concatenating dimension), but found shape: "
+                               f"{list(x.shape)} at position {k}.")
+    kind = functools.reduce(dt.promote_types, (x.dtype for x in tensors))
+    tensors = [x if x.dtype is kind else x.to(kind) for x in tensors]
+    size = list(first.shape)
+    size[d] = sum(x.shape[d] for x in tensors)
+    n = first.sparse_dim()
+    indices, values, offset = [], [], 0
+    for x in tensors:
+        ind, vals = x._ind, x._vals
+        if d < n:  # shift this tensor's entries along the sparse dimension
+            shift = zeros((n, 1), dtype=ind.dtype, device=ind.device)
+            shift[d] = offset
+            ind = ind + shift
+        else:  # place this tensor's values at its offset of the joined dense dimension
+            vd = d - n + 1
+            pad = [0, 0] * (vals.ndim - 1 - vd) + [offset, size[d] - offset - x.shape[d]]
+            vals = constant_pad_nd(vals, pad)
+        indices.append(ind)
+        values.append(vals)
+        offset += x.shape[d]
+    return make(cat(indices, 1), labelled(cat(values), "CatBackward0"), size, False)
+
+
 def hspmm(mat1: Tensor, mat2: Tensor) -> SparseTensor:
     """The product of a 2-D sparse `mat1` and a dense `mat2` as a hybrid sparse tensor
     (``torch.hspmm``): the rows of `mat1` with entries, each a dense row of the product.
@@ -613,7 +655,8 @@ SparseTensor.matmul = SparseTensor.__matmul__ = _matmul_method
 SparseTensor.function_forms = {
     "t": t, "transpose": transpose, "sum": _sum_method, "clone": SparseTensor.clone,
     "detach": SparseTensor.detach, "neg": neg, "add": add, "sub": sub, "mul": mul,
-    "div": div, "narrow_copy": narrow_copy, "select": select, "index_select": index_select}
+    "div": div, "narrow_copy": narrow_copy, "select": select, "index_select": index_select,
+    "cat": sparse_cat, "concat": sparse_cat, "concatenate": sparse_cat}
 SparseTensor.second_operand_forms = {  # `ember.add(dense, sparse)` & co
     "add": lambda input, other, *, alpha=1: dense_add(input, other, alpha),
     "sub": lambda input, other, *, alpha=1: dense_add(input, other, -alpha),
