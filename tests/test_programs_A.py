@@ -952,6 +952,8 @@ PROGRAMS_AH37 = [
     Program("sparse_tensor_tour.py", trends=[Trend(r"step +\d+ loss ([\d.]+)", 0.5, 0.3)],
             same=r"(?m)^(?!step +\d+ loss).*",
             first=r"step +\d+ loss ([\d.]+)", long=True),
+    # float64 parameters from fixed data, printed to 12 digits: the same text
+    Program("optim_flags_matrix.py", same=r"(?m)^.*", long=True),
 ]
 PROGRAM_SPECS += PROGRAMS_AH37
 
