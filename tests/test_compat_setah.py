@@ -93,3 +93,83 @@ def test_cat_of_sparse_tensors_carries_gradients() -> None:
     assert out.grad_fn.name() == "CatBackward0"
     ember.sparse.sum(out).backward()
     assert v.grad.tolist() == [3.0] * 5
+
+
+def _uncoalesced_pair(requires_grad: bool = False):
+    vt = torch.tensor([0.3, -0.4, 0.5, 0.6, 0.1], requires_grad=requires_grad)
+    ve = ember.tensor([0.3, -0.4, 0.5, 0.6, 0.1], requires_grad=requires_grad)
+    return (torch.sparse_coo_tensor(torch.tensor(IDX), vt, (3, 3)), vt,
+            ember.sparse_coo_tensor(ember.tensor(IDX), ve, (3, 3)), ve)
+
+
+@pytest.mark.parametrize("name", ["abs", "sin", "sqrt", "tanh", "relu", "log1p", "sign",
+                                  "isnan", "signbit", "nan_to_num", "absolute",
+                                  "asin", "erf", "floor", "neg"])
+def test_value_wise_unary_ops_of_coo_tensors(name: str) -> None:
+    t, _, e, _ = _uncoalesced_pair(requires_grad=True)
+    rt, re_ = getattr(torch, name)(t), getattr(ember, name)(e)
+    assert re_.layout is ember.sparse_coo and re_.is_coalesced() == rt.is_coalesced()
+    assert re_._nnz() == rt._nnz() and str(re_.dtype)[6:] == str(rt.dtype)[6:]
+    assert re_.to_dense().flatten().tolist() == pytest.approx(
+        rt.to_dense().flatten().tolist(), abs=1e-6, nan_ok=True)
+    if rt.requires_grad:  # (PyTorch's backward of most of them fails: not compared)
+        assert re_.grad_fn.name() == rt.grad_fn.name()
+    assert getattr(e, name)().to_dense().flatten().tolist() == pytest.approx(
+        getattr(t, name)().to_dense().flatten().tolist(), abs=1e-6, nan_ok=True)
+
+
+def test_value_wise_in_place_and_pow_of_coo_tensors() -> None:
+    t, _, e, _ = _uncoalesced_pair()
+    assert _raised(e.sin_) == _raised(t.sin_)  # "sin_ requires coalesced input"
+    tc, ec = t.coalesce(), e.coalesce()
+    assert ec.abs_() is ec and ec.to_dense().tolist() == tc.abs_().to_dense().tolist()
+    assert e.clone().neg_().to_dense().tolist() == t.clone().neg_().to_dense().tolist()
+    for exponent in (2, 0.5, -1):
+        rt, re_ = t.pow(exponent), e.pow(exponent)
+        assert re_.to_dense().flatten().tolist() == pytest.approx(
+            rt.to_dense().flatten().tolist(), rel=1e-6, nan_ok=True)
+        assert re_.is_coalesced() == rt.is_coalesced()
+    for re_, rt in (((e ** 2), (t ** 2)), (e.square(), t.square())):
+        assert re_.to_dense().flatten().tolist() == pytest.approx(
+            rt.to_dense().flatten().tolist())
+        assert re_.is_coalesced() == rt.is_coalesced() and re_._nnz() == rt._nnz()
+    assert _raised(e.pow, 0) == _raised(t.pow, 0)
+
+
+def test_coo_times_a_broadcast_dense_tensor() -> None:
+    t, vt, e, ve = _uncoalesced_pair(requires_grad=True)
+    for other in ([1.0, 2.0, 3.0], [[1.0], [2.0], [3.0]], [[2.0]]):
+        rt, re_ = t * torch.tensor(other), e * ember.tensor(other)
+        assert re_._nnz() == rt._nnz() and re_.is_coalesced() == rt.is_coalesced()
+        assert re_.to_dense().flatten().tolist() == pytest.approx(
+            rt.to_dense().flatten().tolist())
+    ember.sparse.sum(e * ember.tensor([1.0, 2.0, 3.0])).backward()
+    torch.sparse.sum(t * torch.tensor([1.0, 2.0, 3.0])).backward()
+    assert ve.grad.tolist() == pytest.approx(vt.grad.tolist())
+    assert _raised(lambda: e / ember.ones(3)) == _raised(lambda: t / torch.ones(3))
+    assert _raised(lambda: e / e) == _raised(lambda: t / t)
+
+
+def test_unsqueeze_and_stack_of_coo_tensors() -> None:
+    t, _, e, _ = _uncoalesced_pair()
+    ht = torch.sparse_coo_tensor(torch.tensor([[0, 2]]), torch.ones(2, 2), (3, 2))
+    he = ember.sparse_coo_tensor(ember.tensor([[0, 2]]), ember.ones(2, 2), (3, 2))
+    for (a, b) in ((t, e), (t.coalesce(), e.coalesce()), (ht, he)):
+        for dim in (0, 1, -1):
+            rt, re_ = a.unsqueeze(dim), b.unsqueeze(dim)
+            assert (re_.sparse_dim(), re_.dense_dim()) == (rt.sparse_dim(), rt.dense_dim())
+            _same_sparse(re_, rt)
+    for dim in (0, 1, 2):
+        _same_sparse(ember.stack([e, e.coalesce()], dim), torch.stack([t, t.coalesce()], dim))
+
+
+def test_zeros_like_coalesced_flag_and_refusals_of_coo_tensors() -> None:
+    t, _, e, _ = _uncoalesced_pair()
+    _same_sparse(ember.zeros_like(e), torch.zeros_like(t))
+    assert ember.zeros_like(e, dtype=ember.float64).dtype is ember.float64
+    marked = ember.sparse_coo_tensor(ember.tensor([[0, 1]]), ember.ones(2), (2,))
+    assert marked._coalesced_(True) is marked and marked.is_coalesced()
+    for call in (lambda s: s.mean(), lambda s: s.softmax(0), lambda s: s.log_softmax(0)):
+        assert _raised(call, e)[1].split(". This")[0] == _raised(call, t)[1].split(". This")[0]
+    te, ee = _raised(torch.equal, t, t), _raised(ember.equal, e, e)
+    assert ee[0] is te[0] and te[1].startswith(ee[1])

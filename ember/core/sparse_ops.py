@@ -359,24 +359,99 @@ def mul(input: SparseTensor, other: Any) -> SparseTensor:
     if isinstance(other, Tensor) and other.is_sparse:
         # entries both specify: the dense product, kept where the first has entries
         return mul(input, other.to_dense())
-    if isinstance(other, Tensor) and tuple(other.shape) == tuple(input.shape):
+    if isinstance(other, Tensor) and _broadcasts_to(other.shape, input.shape):
+        # a dense tensor that broadcasts to this one's shape (a row or column of scales):
+        # each entry times the dense element at its place
         n = input.sparse_dim()
-        at = other[tuple(input._ind[d] for d in range(n))]
+        full = other.expand(*input.shape)
+        at = full[tuple(input._ind[d] for d in range(n))]
         return make(input._ind, input._vals * at, input._sparse_size, input._coalesced)
     raise RuntimeError(f"mul: a sparse tensor of size {list(input.shape)} multiplies a "
-                       "number, a 0-d tensor, or a tensor of its own size")
+                       "number, a 0-d tensor, or a tensor that broadcasts to its size")
+
+
+def _broadcasts_to(shape: Any, target: Any) -> bool:
+    if len(shape) > len(target):
+        return False
+    return all(a in (1, b) for a, b in zip(reversed(tuple(shape)), reversed(tuple(target))))
 
 
 def div(input: SparseTensor, other: Any, *, rounding_mode: str | None = None) -> SparseTensor:
     """`input / other` for a scalar (or 0-d tensor) `other`: the values divided."""
-    if not _is_scalar(other):
-        raise unsupported(input, "div.Tensor")
+    _check_divisor(other)
     return make(input._ind, input._vals.div(other, rounding_mode=rounding_mode),
                 input._sparse_size, input._coalesced)
 
 
+def _check_divisor(other: Any) -> None:
+    if not _is_scalar(other):
+        shape = list(other.shape) if isinstance(other, Tensor) else []
+        raise RuntimeError(f"Sparse division requires a scalar or zero-dim dense tensor "
+                           f"divisor (got shape {shape} for divisor)")
+
+
+def _refuse(aten_name: str) -> Any:
+    """PyTorch's refusal of a sparse operand by an op it has no sparse kernel for, under
+    the kernel's name (`mean` runs `aten::mean.dim`, a tensor's `softmax` `_softmax`)."""
+    def refused(input: SparseTensor, *args: Any, **kwargs: Any) -> Any:
+        raise unsupported(input, aten_name)
+    refused.__name__ = aten_name
+    return refused
+
+
+# the dense ops whose refusal PyTorch words with another kernel's name than ember's op's
+_REFUSED = {"mean": _refuse("mean.dim"), "equal": _refuse("equal"),
+            "softmax": _refuse("_softmax"), "log_softmax": _refuse("_log_softmax")}
+
+
 def neg(input: SparseTensor) -> SparseTensor:
     return make(input._ind, -input._vals, input._sparse_size, input._coalesced)
+
+
+# PyTorch's value-wise unary ops of sparse tensors: the f with f(0) == 0, applied to the
+# specified values (of COO tensors: after coalescing, as f(a + b) is not f(a) + f(b));
+# the others (`exp`, `cos`, `sigmoid` ...) refuse a sparse operand
+ZERO_PRESERVING = ("abs", "sin", "sqrt", "tanh", "relu", "log1p", "expm1", "sgn", "sign",
+                   "ceil", "floor", "round", "trunc", "frac", "asin", "asinh", "atan", "atanh",
+                   "tan", "sinh", "erf", "erfinv", "deg2rad", "rad2deg", "isnan", "isinf",
+                   "signbit", "conj_physical")
+_COO_VALUE_WISE = ZERO_PRESERVING + ("square", "nan_to_num", "isneginf", "isposinf")
+# (PyTorch's in-place forms of the first list; `neg_` keeps the entries as they are)
+_COO_VALUE_WISE_INPLACE = tuple(n for n in ZERO_PRESERVING if not n.startswith("is")
+                                and n not in ("signbit", "conj_physical")) + ("nan_to_num",)
+_VALUE_WISE_ALIASES = {"absolute": "abs", "fix": "trunc", "arcsin": "asin",
+                       "arcsinh": "asinh", "arctan": "atan", "arctanh": "atanh"}
+
+
+def _value_wise(name: str) -> Any:
+    def op(input: SparseTensor, *args: Any, **kwargs: Any) -> SparseTensor:
+        s = input.coalesce()
+        return make(s._ind, getattr(s._vals, name)(*args, **kwargs), s._sparse_size, True)
+    op.__name__ = name
+    return op
+
+
+def _value_wise_(name: str) -> Any:
+    def op(input: SparseTensor, *args: Any, **kwargs: Any) -> SparseTensor:
+        if not input._coalesced:
+            raise RuntimeError(f"{name}_ requires coalesced input")
+        getattr(input._vals, name + "_")(*args, **kwargs)
+        input._vc[0] += 1
+        return input
+    op.__name__ = name + "_"
+    return op
+
+
+def pow(input: SparseTensor, exponent: Any) -> SparseTensor:  # noqa: A001 - PyTorch's name
+    """`input ** exponent` for a number `exponent` other than 0 (which would make every
+    unspecified element 1): the coalesced values raised."""
+    if not _is_scalar(exponent):
+        raise unsupported(input, "pow.Tensor_Tensor")
+    if exponent == 0:
+        raise RuntimeError("pow: cannot raise to zeroth power on sparse tensor; it would make "
+                           "the result tensor dense")
+    s = input.coalesce()
+    return make(s._ind, s._vals.pow(exponent), s._sparse_size, True)
 
 
 # -- in place: what optimizers and gradient accumulation write --------------------------
@@ -409,8 +484,7 @@ def mul_(input: SparseTensor, other: Any) -> SparseTensor:
 
 
 def div_(input: SparseTensor, other: Any, *, rounding_mode: str | None = None) -> SparseTensor:
-    if not _is_scalar(other):
-        raise unsupported(input, "div_.Tensor")
+    _check_divisor(other)
     input._vals.div_(other, rounding_mode=rounding_mode)
     input._vc[0] += 1
     return input
@@ -568,6 +642,53 @@ def sparse_cat(tensors: Any, dim: int = 0) -> SparseTensor:
     return make(cat(indices, 1), labelled(cat(values), "CatBackward0"), size, False)
 
 
+def unsqueeze(input: SparseTensor, dim: int) -> SparseTensor:
+    """A dimension of size 1 inserted at `dim`: a sparse one (a row of zeros in the
+    indices) up to the last sparse dimension, else a dense one of the values."""
+    d = normalize_dim("unsqueeze", dim, input.ndim + 1)
+    size = list(input.shape)
+    size.insert(d, 1)
+    n = input.sparse_dim()
+    ind, vals = input._ind, input._vals
+    if d <= n:
+        zero = zeros((1, ind.shape[1]), dtype=ind.dtype, device=ind.device)
+        ind = cat([ind[:d], zero, ind[d:]])
+        return make(ind, labelled(vals, "UnsqueezeBackward0"), size, False)
+    return make(ind, vals.unsqueeze(d - n + 1), size, input._coalesced)
+
+
+def sparse_stack(tensors: Any, dim: int = 0) -> SparseTensor:
+    """`torch.stack` of sparse COO tensors: each unsqueezed at `dim`, then joined."""
+    tensors = list(tensors)
+    d = normalize_dim("stack", dim, tensors[0].ndim + 1)
+    out = sparse_cat([unsqueeze(x, d) if x.is_sparse else x for x in tensors], d)
+    out._vals = labelled(out._vals, "StackBackward0")
+    return out
+
+
+def zeros_like(input: SparseTensor, *, dtype: Any = None, layout: Any = None,
+               device: Any = None, requires_grad: bool = False,
+               memory_format: Any = None) -> Tensor:
+    """`torch.zeros_like` of a sparse tensor: one of its size, sparse and dense dimensions
+    with no entries (dense with `layout=torch.strided`)."""
+    if layout is strided:
+        return input.to_dense().new_zeros(input.shape, dtype=dtype, device=device)\
+            .requires_grad_(requires_grad)
+    kind = dtype_arg(dtype, "zeros_like") or input.dtype
+    place = device if device is not None else input.device
+    n = input.sparse_dim()
+    ind = zeros((n, 0), dtype=dt.int64, device=place)
+    vals = zeros((0, *input.shape[n:]), dtype=kind, device=place)
+    return make(ind, vals.requires_grad_(requires_grad), input.shape, True)
+
+
+def _coalesced_(self: SparseTensor, coalesced: bool) -> SparseTensor:
+    """Marks this tensor coalesced (or not) without checking: PyTorch's promise-keeping
+    `_coalesced_`, for indices known to be sorted and unique."""
+    self._coalesced = bool(coalesced)
+    return self
+
+
 def hspmm(mat1: Tensor, mat2: Tensor) -> SparseTensor:
     """The product of a 2-D sparse `mat1` and a dense `mat2` as a hybrid sparse tensor
     (``torch.hspmm``): the rows of `mat1` with entries, each a dense row of the product.
@@ -645,6 +766,18 @@ SparseTensor.t = t
 SparseTensor.narrow_copy = narrow_copy
 SparseTensor.select = select
 SparseTensor.index_select = index_select
+SparseTensor.unsqueeze = unsqueeze
+SparseTensor._coalesced_ = _coalesced_
+SparseTensor.pow = SparseTensor.__pow__ = _binary(pow)
+_VALUE_WISE_FORMS = {name: _value_wise(name) for name in _COO_VALUE_WISE}
+_VALUE_WISE_FORMS.update({alias: _VALUE_WISE_FORMS[name]
+                          for alias, name in _VALUE_WISE_ALIASES.items()})
+for _name, _op in _VALUE_WISE_FORMS.items():
+    setattr(SparseTensor, _name, _op)
+for _name in _COO_VALUE_WISE_INPLACE:
+    setattr(SparseTensor, _name + "_", _value_wise_(_name))
+SparseTensor.neg_ = SparseTensor.negative_ = lambda self: _replace(self, neg(self))
+SparseTensor.positive = lambda self: self
 SparseTensor.__getitem__ = _getitem
 SparseTensor.T = property(lambda self: t(self))
 SparseTensor.sum = _sum_method
@@ -656,12 +789,15 @@ SparseTensor.function_forms = {
     "t": t, "transpose": transpose, "sum": _sum_method, "clone": SparseTensor.clone,
     "detach": SparseTensor.detach, "neg": neg, "add": add, "sub": sub, "mul": mul,
     "div": div, "narrow_copy": narrow_copy, "select": select, "index_select": index_select,
-    "cat": sparse_cat, "concat": sparse_cat, "concatenate": sparse_cat}
+    "cat": sparse_cat, "concat": sparse_cat, "concatenate": sparse_cat, "stack": sparse_stack,
+    "unsqueeze": unsqueeze, "pow": pow, "zeros_like": zeros_like, "negative": neg,
+    "positive": lambda input: input,
+    **_VALUE_WISE_FORMS, **_REFUSED}
 SparseTensor.second_operand_forms = {  # `ember.add(dense, sparse)` & co
     "add": lambda input, other, *, alpha=1: dense_add(input, other, alpha),
     "sub": lambda input, other, *, alpha=1: dense_add(input, other, -alpha),
     "mul": lambda input, other: mul(other, input),
     "add_": lambda input, other, *, alpha=1: dense_add_(input, other, alpha),
     "sub_": lambda input, other, *, alpha=1: dense_add_(input, other, -alpha)}
-SparseTensor.softmax = lambda self, dim, dtype=None: softmax(self, dim, dtype=dtype)
-SparseTensor.log_softmax = lambda self, dim, dtype=None: log_softmax(self, dim, dtype=dtype)
+for _name, _op in _REFUSED.items():  # (a tensor's softmax refuses it: torch.sparse's
+    setattr(SparseTensor, _name, _op)  # softmax is the sparse one)

@@ -170,6 +170,22 @@ print("cat", torch.cat([a, a], 0))
 print("cat dense dim", torch.cat([hybrid, hybrid], 1).to_dense())
 print("narrow_copy", a.narrow_copy(1, 1, 2).to_dense())
 print("hspmm", torch.hspmm(a, torch.ones(3, 2)))
+print("abs/pow/sqrt", a.abs().pow(2).sqrt().to_dense())
+print("relu", F.relu(-a).coalesce().values(), torch.relu(a).is_coalesced())
+print("value-wise of uncoalesced", s.sin().is_coalesced(), s.sin()._nnz(), s.tanh().values())
+print("row normalised", (a * a.to_dense().sum(1).reciprocal().view(-1, 1)).to_dense())
+print("column scaled", (s * torch.tensor([1.0, 10.0, 100.0])).coalesce().values())
+print("unsqueeze", a.unsqueeze(0).shape, a.unsqueeze(0).sparse_dim())
+print("stack", torch.stack([a, a]).shape, torch.stack([a, a], 2)._indices())
+print("zeros_like", torch.zeros_like(a))
+for name, bad in [("pow 0", lambda: a.pow(0)), ("div dense", lambda: a / torch.ones(3)),
+                  ("in-place uncoalesced", lambda: s.clone().sqrt_()),
+                  ("mean", lambda: a.mean()), ("softmax method", lambda: a.softmax(1))]:
+    try:
+        bad()
+        print(name, "no error")
+    except Exception as err:
+        print(name, type(err).__name__ + ":", str(err).split(". This could")[0])
 print("float64", a.double().dtype, a.to(torch.float64).values().dtype)
 print("type", a.type(), a.is_cuda, a.device)
 
