@@ -173,3 +173,14 @@ def test_zeros_like_coalesced_flag_and_refusals_of_coo_tensors() -> None:
         assert _raised(call, e)[1].split(". This")[0] == _raised(call, t)[1].split(". This")[0]
     te, ee = _raised(torch.equal, t, t), _raised(ember.equal, e, e)
     assert ee[0] is te[0] and te[1].startswith(ee[1])
+
+
+def test_sum_keepdim_of_coo_tensors() -> None:
+    t, e = _pair()
+    ht = torch.sparse_coo_tensor(torch.tensor([[0, 2]]), torch.ones(2, 2), (3, 2))
+    he = ember.sparse_coo_tensor(ember.tensor([[0, 2]]), ember.ones(2, 2), (3, 2))
+    for a, b, dim in ((t, e, 0), (t, e, 1), (t, e, -1), (ht, he, 1)):
+        _same_sparse(b.sum(dim, keepdim=True), a.sum(dim, keepdim=True))
+        _same_sparse(ember.sum(b, dim, keepdim=True), torch.sum(a, dim, keepdim=True))
+    for a, b, dim in ((t, e, (0, 1)), (ht, he, 0)):  # every sparse dimension: dense
+        assert b.sum(dim, keepdim=True).tolist() == a.sum(dim, keepdim=True).tolist()

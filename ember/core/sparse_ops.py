@@ -164,9 +164,11 @@ def sparse_sum(input: Tensor, dim: Any = None, dtype: Any = None) -> Tensor:
 
 def _sum_method(self: SparseTensor, dim: Any = None, keepdim: bool = False,
                 dtype: Any = None) -> Tensor:
-    if keepdim:
-        raise NotImplementedError("sum(keepdim=True) is not supported for sparse tensors")
-    return sparse_sum(self, dim, dtype)
+    out = sparse_sum(self, dim, dtype)
+    if keepdim and dim is not None:  # the summed dimensions back, of size 1
+        for d in _dims(self, dim):
+            out = unsqueeze(out, d) if out.is_sparse else out.unsqueeze(d)
+    return out
 
 
 # -- softmax over the specified entries -------------------------------------------------
