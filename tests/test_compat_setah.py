@@ -184,3 +184,19 @@ def test_sum_keepdim_of_coo_tensors() -> None:
         _same_sparse(ember.sum(b, dim, keepdim=True), torch.sum(a, dim, keepdim=True))
     for a, b, dim in ((t, e, (0, 1)), (ht, he, 0)):  # every sparse dimension: dense
         assert b.sum(dim, keepdim=True).tolist() == a.sum(dim, keepdim=True).tolist()
+
+
+def test_sparse_times_sparse_as_pytorchs_intersection() -> None:
+    b_idx, b_vals = [[0, 2, 1], [2, 2, 0]], [2.0, 3.0, 4.0]
+    for ca in (False, True):
+        for cb in (False, True):
+            t, e = _pair()
+            ut = torch.sparse_coo_tensor(torch.tensor(b_idx), torch.tensor(b_vals), (3, 3))
+            ue = ember.sparse_coo_tensor(ember.tensor(b_idx), ember.tensor(b_vals), (3, 3))
+            t, e = (t.coalesce(), e.coalesce()) if ca else (t, e)
+            ut, ue = (ut.coalesce(), ue.coalesce()) if cb else (ut, ue)
+            _same_sparse(e * ue, t * ut)
+            _same_sparse(ue * e, ut * t)
+    h = ember.sparse_coo_tensor(ember.tensor([[0, 2]]), ember.ones(2, 3), (3, 3))
+    ht = torch.sparse_coo_tensor(torch.tensor([[0, 2]]), torch.ones(2, 3), (3, 3))
+    assert _raised(lambda: e * h) == _raised(lambda: t * ht)

@@ -359,8 +359,7 @@ def mul(input: SparseTensor, other: Any) -> SparseTensor:
     if _is_scalar(other):
         return make(input._ind, input._vals * other, input._sparse_size, input._coalesced)
     if isinstance(other, Tensor) and other.is_sparse:
-        # entries both specify: the dense product, kept where the first has entries
-        return mul(input, other.to_dense())
+        return _sparse_mul(input, other)
     if isinstance(other, Tensor) and _broadcasts_to(other.shape, input.shape):
         # a dense tensor that broadcasts to this one's shape (a row or column of scales):
         # each entry times the dense element at its place
@@ -370,6 +369,34 @@ def mul(input: SparseTensor, other: Any) -> SparseTensor:
         return make(input._ind, input._vals * at, input._sparse_size, input._coalesced)
     raise RuntimeError(f"mul: a sparse tensor of size {list(input.shape)} multiplies a "
                        "number, a 0-d tensor, or a tensor that broadcasts to its size")
+
+
+def _sparse_mul(input: SparseTensor, other: SparseTensor) -> SparseTensor:
+    """`sparse * sparse` as PyTorch's intersection kernel leaves it: of two coalesced
+    tensors, the entries both specify (coalesced); else the entries of the uncoalesced
+    one (of both uncoalesced, the one with fewer), each times the other's sum at its
+    place, zeros kept."""
+    if input.sparse_dim() != other.sparse_dim() or \
+            tuple(input.shape) != tuple(other.shape):
+        raise RuntimeError("sparse_binary_op_intersection_cpu(): expects sparse inputs with "
+                           "equal dimensionality, number of sparse dimensions, and shape of "
+                           "sparse dimensions")
+    both = input._coalesced and other._coalesced
+    if not both and (input._coalesced or (not other._coalesced and
+                                          other._nnz() < input._nnz())):
+        input, other = other, input  # the pattern is `input`'s
+    n = input.sparse_dim()
+    place = tuple(input._ind[d] for d in range(n))
+    at = other.to_dense()[place]
+    if not both:
+        return make(input._ind, labelled(input._vals * at, "MulBackward0"),
+                    input._sparse_size, False)
+    ones = make(other._ind, other._vals.new_ones((other._nnz(),)), other._sparse_size[:n],
+                True)
+    kept = ones.to_dense()[place].nonzero().reshape(-1)
+    return make(input._ind.index_select(1, kept),
+                labelled((input._vals * at).index_select(0, kept), "MulBackward0"),
+                input._sparse_size, True)
 
 
 def _broadcasts_to(shape: Any, target: Any) -> bool:
