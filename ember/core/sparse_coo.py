@@ -61,15 +61,21 @@ def backend_key(t: Tensor) -> str:
     return t._dispatch_key + (kind.upper() if kind in ("cpu", "cuda") else kind.capitalize())
 
 
+def could_not_run(op: str, key: str) -> str:
+    """PyTorch's message for an op without a kernel for the dispatch key `key` (but for the
+    list of the backends that have one, which is its build's)."""
+    return (f"Could not run 'aten::{op}' with arguments from the '{key}' backend. This could "
+            "be because the operator doesn't exist for this backend, or was omitted during "
+            "the selective/custom build process (if using custom build). If you are a "
+            "Facebook employee using PyTorch on mobile, please visit "
+            "https://fburl.com/ptmfixes for possible resolutions.")
+
+
 def unsupported(t: Tensor, op: str) -> NotImplementedError:
     """The error of a dense op given a sparse tensor: PyTorch's words (but for the list of
     the backends that have the op, which is its build's), and ember's hint in a note."""
-    return with_context(NotImplementedError(
-        f"Could not run 'aten::{op}' with arguments from the '{backend_key(t)}' backend. "
-        "This could be because the operator doesn't exist for this backend, or was omitted "
-        "during the selective/custom build process (if using custom build). If you are a "
-        "Facebook employee using PyTorch on mobile, please visit https://fburl.com/ptmfixes "
-        "for possible resolutions."),
+    return with_context(
+        NotImplementedError(could_not_run(op, backend_key(t))),
         f"ember's sparse tensors (layout={t.layout!r}) support {t._supported}; call "
         ".to_dense() first for any other op.")
 

@@ -26,10 +26,13 @@ from ember.core.shapes import normalize_dim
 from ember.core.sparse_coo import (
     SparseTensor,
     coalesced,
+    could_not_run,
     labelled,
     layout_name,
     linear_index,
     make,
+    sparse_coo,
+    sparse_csr,
     unsupported,
 )
 from ember.core.storage import strided
@@ -104,13 +107,38 @@ def mm(mat1: Tensor, mat2: Tensor, reduce: str = "sum") -> Tensor:
     (the gradient where `mat1` has entries).
     """
     if reduce != "sum":
-        raise NotImplementedError(f"torch.sparse.mm: ember supports reduce='sum' only, got "
-                                  f"{reduce!r}")
+        return _mm_reduce(mat1, mat2, reduce)
     if hasattr(mat1, "_sparse_mm"):  # a compressed (CSR, CSC, BSR) matrix
         return mat1._sparse_mm(mat2)
     if not (mat1.is_sparse or mat2.is_sparse):
         return mat1.mm(mat2)
     return sparse_matmul(mat1, mat2, "sparse.mm")
+
+
+def _mm_reduce(mat1: Tensor, mat2: Tensor, reduce: str) -> Tensor:
+    """`torch.sparse.mm(csr, dense, reduce)`: each row of the result the `reduce` ("mean",
+    "amax", "amin") of the row's entries times the dense rows they name; a row without
+    entries is zeros. PyTorch has it for CSR matrices only."""
+    if mat1.layout is strided:
+        raise NotImplementedError(could_not_run("_sparse_mm_reduce_impl",
+                                                mat1.device.type.upper()))
+    if mat1.layout is sparse_coo:
+        raise unsupported(mat1, "_sparse_mm_reduce_impl")
+    if mat1.layout is not sparse_csr:
+        raise RuntimeError(f"sparse_mm_reduce: expect self to be SparseCsr, got "
+                           f"{layout_name(mat1.layout)}")
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, "
+                           f"got {reduce}")
+    if reduce == "prod":
+        raise RuntimeError("sparse_mm_reduce: reduce type of prod has not been enabled.")
+    coo = mat1.to_sparse_coo()
+    rows, cols = coo._ind[0], coo._ind[1]
+    contrib = mat2.index_select(0, cols) * coo._vals.unsqueeze(1)
+    out = zeros((mat1.shape[0], mat2.shape[1]), dtype=contrib.dtype, device=contrib.device)
+    out = out.scatter_reduce(0, rows.unsqueeze(1).expand_as(contrib), contrib, reduce,
+                             include_self=False)
+    return labelled(out, "SparseMmReduceImplBackward0")
 
 
 def spmm(input: Tensor, mat2: Tensor) -> Tensor:

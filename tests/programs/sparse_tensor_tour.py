@@ -52,6 +52,9 @@ print("csr dense", torch.equal(csr.to_dense(), d))
 print("csr matvec", csr @ torch.ones(4))
 print("coo to csr", sp.to_sparse_csr().crow_indices())
 print("csr to coo", csr.to_sparse().indices())
+feat = torch.arange(8.0).view(4, 2)
+for reduce in ("sum", "mean", "amax", "amin"):
+    print("csr mm", reduce, torch.sparse.mm(csr, feat, reduce).tolist())
 
 # --- sparse x dense products and gradients ---
 a = torch.sparse_coo_tensor(i, v, (3, 3)).coalesce()
