@@ -232,3 +232,20 @@ def test_sparse_mm_reduce_refusals() -> None:
             t_err = _raised(torch.sparse.mm, make_t(), torch.ones(3, 2), reduce)
             e_err = _raised(ember.sparse.mm, make_e(), ember.ones(3, 2), reduce)
             assert e_err[0] is t_err[0] and t_err[1].startswith(e_err[1]), (reduce, e_err)
+
+
+def test_bmm_of_a_sparse_batch_and_empty_like() -> None:
+    got = []
+    for lib in (torch, ember):
+        vals = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        s3 = lib.sparse_coo_tensor(lib.tensor([[0, 0, 1], [0, 2, 1], [1, 0, 2]]), vals,
+                                   (2, 3, 3))
+        d = lib.arange(12.0).view(2, 3, 2).requires_grad_()
+        out = lib.bmm(s3, d)
+        out.sum().backward()
+        errors = [_raised(lib.bmm, s3, lib.ones(2, 4, 2)), _raised(lib.bmm, s3, lib.ones(3, 3, 2))]
+        got.append((out.tolist(), out.grad_fn.name(), d.grad.tolist(), vals.grad.tolist(),
+                    [(kind.__name__, msg) for kind, msg in errors]))
+    assert got[1] == got[0]
+    t, e = _pair()
+    _same_sparse(ember.empty_like(e), torch.empty_like(t))

@@ -141,6 +141,27 @@ def _mm_reduce(mat1: Tensor, mat2: Tensor, reduce: str) -> Tensor:
     return labelled(out, "SparseMmReduceImplBackward0")
 
 
+def bmm(input: SparseTensor, mat2: Tensor) -> Tensor:
+    """`torch.bmm` of a 3-D sparse COO batch of matrices and a dense batch: each entry
+    (b, i, j) adds its value times row j of `mat2[b]` into row i of the result's `b`."""
+    if input.sparse_dim() != 3 or input.dense_dim() or mat2.is_sparse or mat2.ndim != 3:
+        raise RuntimeError(f"bmm_sparse: expected a 3-D sparse COO tensor (sparse_dim 3) "
+                           f"and a 3-D dense tensor, got sparse_dim {input.sparse_dim()} and "
+                           f"a {mat2.ndim}-D tensor")
+    batch, rows, inner = input.shape
+    if mat2.shape[0] != batch:
+        raise RuntimeError("bmm_sparse: 'self.size(0)' and 'mat2.size(0)' must match")
+    if mat2.shape[1] != inner:
+        raise RuntimeError("bmm_sparse: 'self.size(2)' and 'mat2.size(1)' must match")
+    b, i, j = input._ind[0], input._ind[1], input._ind[2]
+    cols = mat2.shape[2]
+    contrib = mat2.reshape(batch * inner, cols).index_select(0, b * inner + j) * \
+        input._vals.unsqueeze(1)
+    out = zeros((batch * rows, cols), dtype=contrib.dtype, device=contrib.device)
+    out = out.index_add(0, b * rows + i, contrib).reshape(batch, rows, cols)
+    return labelled(out, "BmmBackward0")
+
+
 def spmm(input: Tensor, mat2: Tensor) -> Tensor:
     """`input @ mat2` where `input` may be sparse (``torch.spmm``, ``torch.mm``'s twin)."""
     return input.mm(mat2)
@@ -824,6 +845,7 @@ SparseTensor.narrow_copy = narrow_copy
 SparseTensor.select = select
 SparseTensor.index_select = index_select
 SparseTensor.unsqueeze = unsqueeze
+SparseTensor.bmm = bmm
 SparseTensor._coalesced_ = _coalesced_
 SparseTensor.pow = SparseTensor.__pow__ = _binary(pow)
 _VALUE_WISE_FORMS = {name: _value_wise(name) for name in _COO_VALUE_WISE}
@@ -847,7 +869,8 @@ SparseTensor.function_forms = {
     "detach": SparseTensor.detach, "neg": neg, "add": add, "sub": sub, "mul": mul,
     "div": div, "narrow_copy": narrow_copy, "select": select, "index_select": index_select,
     "cat": sparse_cat, "concat": sparse_cat, "concatenate": sparse_cat, "stack": sparse_stack,
-    "unsqueeze": unsqueeze, "pow": pow, "zeros_like": zeros_like, "negative": neg,
+    "unsqueeze": unsqueeze, "pow": pow, "zeros_like": zeros_like, "empty_like": zeros_like,
+    "bmm": bmm, "negative": neg,
     "positive": lambda input: input,
     **_VALUE_WISE_FORMS, **_REFUSED}
 SparseTensor.second_operand_forms = {  # `ember.add(dense, sparse)` & co
