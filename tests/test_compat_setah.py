@@ -249,3 +249,8 @@ def test_bmm_of_a_sparse_batch_and_empty_like() -> None:
     assert got[1] == got[0]
     t, e = _pair()
     _same_sparse(ember.empty_like(e), torch.empty_like(t))
+
+
+def test_in_place_op_on_sparse_is_refused_under_its_in_place_name() -> None:
+    t, e = _pair()
+    assert _raised(e.exp_)[1].split(". This")[0] == _raised(t.exp_)[1].split(". This")[0]

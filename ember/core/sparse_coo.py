@@ -89,8 +89,8 @@ def _op_in_progress() -> str:
     while frame is not None:
         if frame.f_code.co_filename.startswith(_EMBER_DIR):
             op = frame.f_locals.get("op")
-            if isinstance(op, str) and op in OPS:
-                return op
+            if isinstance(op, str) and (op in OPS or op[-1:] == "_" and op[:-1] in OPS):
+                return op  # (an in-place op's name, `exp_`, as PyTorch's kernel's)
             if isinstance(op, Op):
                 return op.name
             if frame.f_code.co_name != "routed":  # (torch_function's wrapper of a method)

@@ -181,9 +181,15 @@ print("column scaled", (s * torch.tensor([1.0, 10.0, 100.0])).coalesce().values(
 print("unsqueeze", a.unsqueeze(0).shape, a.unsqueeze(0).sparse_dim())
 print("stack", torch.stack([a, a]).shape, torch.stack([a, a], 2)._indices())
 print("zeros_like", torch.zeros_like(a))
+batch = torch.stack([a, a.t()])
+print("bmm", torch.bmm(batch, torch.ones(2, 3, 2)).tolist())
+print("sum keepdim", a.sum(1, keepdim=True))
+u = torch.sparse_coo_tensor(torch.tensor([[0, 2, 1], [2, 2, 0]]), torch.tensor([2.0, 3.0, 4.0]),
+                            (3, 3)).coalesce()
+print("sparse * sparse", a * u)
 for name, bad in [("pow 0", lambda: a.pow(0)), ("div dense", lambda: a / torch.ones(3)),
                   ("in-place uncoalesced", lambda: s.clone().sqrt_()),
-                  ("mean", lambda: a.mean()), ("softmax method", lambda: a.softmax(1))]:
+                  ("mean", lambda: a.mean()), ("exp_", lambda: a.clone().exp_()), ("softmax method", lambda: a.softmax(1))]:
     try:
         bad()
         print(name, "no error")
