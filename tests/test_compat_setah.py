@@ -103,7 +103,7 @@ def _uncoalesced_pair(requires_grad: bool = False):
 
 
 @pytest.mark.parametrize("name", ["abs", "sin", "sqrt", "tanh", "relu", "log1p", "sign",
-                                  "isnan", "signbit", "nan_to_num", "absolute",
+                                  "isnan", "square", "signbit", "nan_to_num", "absolute",
                                   "asin", "erf", "floor", "neg"])
 def test_value_wise_unary_ops_of_coo_tensors(name: str) -> None:
     t, _, e, _ = _uncoalesced_pair(requires_grad=True)
