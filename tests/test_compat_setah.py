@@ -254,3 +254,12 @@ def test_bmm_of_a_sparse_batch_and_empty_like() -> None:
 def test_in_place_op_on_sparse_is_refused_under_its_in_place_name() -> None:
     t, e = _pair()
     assert _raised(e.exp_)[1].split(". This")[0] == _raised(t.exp_)[1].split(". This")[0]
+
+
+def test_index_reduce_node_is_named_as_pytorchs() -> None:
+    names = []
+    for lib in (torch, ember):
+        src = lib.ones(4, 2, requires_grad=True)
+        out = lib.ones(3, 2).index_reduce(0, lib.tensor([0, 1, 0, 2]), src, "prod")
+        names.append(out.grad_fn.name())
+    assert names[1] == names[0] == "IndexReduceBackward0"
