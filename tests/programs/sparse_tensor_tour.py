@@ -3,10 +3,13 @@ sparse docs, torch_sparse-style helpers), scaled down: torch.sparse_coo_tensor w
 without an explicit size, duplicate indices summed by coalesce(), indices()/values(),
 is_coalesced, to_sparse()/to_dense(), to_sparse_csr() with crow_indices/col_indices,
 torch.sparse.mm / torch.mm / sparse @ dense with gradients to the dense side and to the
-values, torch.sparse.addmm, torch.sparse.sum(dim=), torch.sparse.softmax, message passing
-by index_add_/scatter_reduce_ checked against the sparse-matrix formulation, a two-layer GCN
-trained on a random graph, repr of sparse tensors, layouts, and the errors PyTorch raises for
-operations sparse tensors do not support."""
+values, torch.sparse.mm(csr, x, reduce=) for mean/max aggregation, torch.sparse.addmm,
+torch.sparse.sum(dim=, keepdim), torch.sparse.softmax, value-wise ops (abs, pow, sqrt, relu,
+tanh), row/column scaling by broadcast dense tensors, cat/stack/unsqueeze/bmm of sparse
+tensors, sparse * sparse, message passing by index_add_/scatter_reduce_ checked against the
+sparse-matrix formulation, a two-layer GCN trained on a random graph, sparse embedding
+gradients with SGD and SparseAdam, repr of sparse tensors, layouts, and the errors PyTorch
+raises for operations sparse tensors do not support."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
