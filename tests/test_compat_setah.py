@@ -263,3 +263,17 @@ def test_index_reduce_node_is_named_as_pytorchs() -> None:
         out = lib.ones(3, 2).index_reduce(0, lib.tensor([0, 1, 0, 2]), src, "prod")
         names.append(out.grad_fn.name())
     assert names[1] == names[0] == "IndexReduceBackward0"
+
+
+def test_smm_and_sspaddmm() -> None:
+    got = []
+    for lib in (torch, ember):
+        a = lib.sparse_coo_tensor(lib.tensor(IDX), lib.tensor(VALS), (4, 3))
+        d = lib.arange(6.0).view(3, 2)
+        extra = lib.sparse_coo_tensor(lib.tensor([[0, 2], [1, 0]]), lib.tensor([10.0, 20.0]),
+                                      (4, 2))
+        results = [lib.smm(a, d), a.smm(d), lib.sspaddmm(extra, a, d, beta=0.5, alpha=2.0),
+                   extra.sspaddmm(a, d)]
+        got.append([(r._indices().tolist(), r._values().tolist(), r.is_coalesced())
+                    for r in results] + [_raised(lib.smm, lib.ones(3, 3), d)[1]])
+    assert got[1] == got[0]

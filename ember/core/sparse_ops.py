@@ -16,12 +16,12 @@ import numbers
 from typing import Any
 
 from ember.core import dtype as dt
-from ember.core.creation import tensor, zeros
+from ember.core.creation import arange, tensor, zeros
 from ember.core.grad_mode import no_grad
 from ember.core.graph import record, relabel
 from ember.core.host import dtype_arg
 from ember.core.ops.nn import constant_pad_nd
-from ember.core.ops.shape import cat
+from ember.core.ops.shape import cat, stack
 from ember.core.shapes import normalize_dim
 from ember.core.sparse_coo import (
     SparseTensor,
@@ -783,6 +783,34 @@ def hspmm(mat1: Tensor, mat2: Tensor) -> SparseTensor:
     return make(rows.reshape(1, -1), vals, (s.shape[0], mat2.shape[1]), rows.numel() <= 1)
 
 
+def sspaddmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,
+             alpha: Any = 1) -> SparseTensor:
+    """`beta * input + alpha * (mat1 @ mat2)` as a sparse tensor (``torch.sspaddmm``): the
+    entries of the sparse `input`, then each row of the product where the sparse `mat1`
+    has entries, as a dense row of entries (uncoalesced, as PyTorch's)."""
+    if not getattr(input, "is_sparse", False):
+        raise RuntimeError("tensor.sspaddmm(...) can only be called on sparse tensors")
+    s = mat1.coalesce()
+    rows = s._ind[0].unique(sorted=True)
+    product = _sparse_dense_mm(s, mat2, "sspaddmm").index_select(0, rows)
+    cols = mat2.shape[1]
+    place = stack([rows.repeat_interleave(cols),
+                   arange(cols, device=rows.device).repeat(rows.numel())])
+    return make(cat([input._ind, place], 1),
+                cat([input._vals * beta, product.reshape(-1) * alpha]), input.shape, False)
+
+
+def smm(input: Tensor, mat: Tensor) -> SparseTensor:
+    """The product of a sparse matrix and a dense one as a sparse tensor (``torch.smm``):
+    `sspaddmm` with no entries of its own to add."""
+    if not getattr(input, "is_sparse", False):
+        raise RuntimeError("tensor.sspaddmm(...) can only be called on sparse tensors")
+    empty = make(zeros((2, 0), dtype=dt.int64, device=input.device),
+                 zeros((0,), dtype=input.dtype, device=input.device),
+                 (input.shape[0], mat.shape[1]), True)
+    return sspaddmm(empty, input, mat)
+
+
 def _no_hspmm_derivative(node: Any, grad: Tensor) -> Any:
     raise RuntimeError("derivative for aten::hspmm is not implemented")
 
@@ -846,6 +874,8 @@ SparseTensor.select = select
 SparseTensor.index_select = index_select
 SparseTensor.unsqueeze = unsqueeze
 SparseTensor.bmm = bmm
+SparseTensor.smm = smm
+SparseTensor.sspaddmm = sspaddmm
 SparseTensor._coalesced_ = _coalesced_
 SparseTensor.pow = SparseTensor.__pow__ = _binary(pow)
 _VALUE_WISE_FORMS = {name: _value_wise(name) for name in _COO_VALUE_WISE}
