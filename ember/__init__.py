@@ -710,7 +710,7 @@ from ember.core.sparse_coo import (
     sparse_csc,
     sparse_csr,
 )
-from ember.core.sparse_ops import hspmm, spmm
+from ember.core.sparse_ops import hspmm, smm, spmm, sspaddmm
 from ember.core.storage import TypedStorage, UntypedStorage, layout, strided
 from ember.core.symbolic import (
     SymBool,
@@ -1127,9 +1127,9 @@ __all__ = [
     "segment_reduce", "hash_tensor",
     # (end of the REDUCE family's names)
     # sparse COO tensors
-    "sparse_coo", "sparse_coo_tensor", "spmm", "hspmm", "sparse_csr", "sparse_csc", "sparse_bsr",
-    "sparse_bsc", "sparse_csr_tensor", "sparse_csc_tensor", "sparse_bsr_tensor",
-    "sparse_bsc_tensor", "sparse_compressed_tensor",
+    "sparse_coo", "sparse_coo_tensor", "spmm", "hspmm", "smm", "sspaddmm", "sparse_csr",
+    "sparse_csc", "sparse_bsr", "sparse_bsc", "sparse_csr_tensor", "sparse_csc_tensor",
+    "sparse_bsr_tensor", "sparse_bsc_tensor", "sparse_compressed_tensor",
     # checkpoints, subpackages
     "save", "load", "utils",
 ]

@@ -195,7 +195,8 @@ def test_exported_ops_are_declared():
                "set_default_tensor_type", "set_flush_denormal", "typename", "is_storage",
                # sparse COO and compressed tensors: written with the dense ops
                # (ember.core.sparse_ops, ember.core.sparse_compressed)
-               "sparse_coo_tensor", "spmm", "hspmm", "sparse_csr_tensor", "sparse_csc_tensor",
+               "sparse_coo_tensor", "spmm", "hspmm", "smm", "sspaddmm", "sparse_csr_tensor",
+               "sparse_csc_tensor",
                "sparse_bsr_tensor", "sparse_bsc_tensor", "sparse_compressed_tensor",
                # quantized tensors: written with the dense ops on their integers
                # (ember.core.quantized)

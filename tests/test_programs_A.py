@@ -944,6 +944,19 @@ PROGRAMS_AD35 = [
 ]
 PROGRAM_SPECS += PROGRAMS_AD35
 
+# set AH (session 37): sparse COO and CSR tensors as GNN and recommender code uses them
+# (construction, coalescing, conversions, sparse x dense products and their gradients,
+# sparse.sum/softmax, cat, repr, storage errors, a GCN over a normalised adjacency, sparse
+# embedding gradients with SGD and SparseAdam); every built-in optimizer and lr scheduler
+PROGRAMS_AH37 = [
+    Program("sparse_tensor_tour.py", trends=[Trend(r"step +\d+ loss ([\d.]+)", 0.5, 0.3)],
+            same=r"(?m)^(?!step +\d+ loss).*",
+            first=r"step +\d+ loss ([\d.]+)", long=True),
+    # float64 parameters from fixed data, printed to 12 digits: the same text
+    Program("optim_flags_matrix.py", same=r"(?m)^.*", long=True),
+]
+PROGRAM_SPECS += PROGRAMS_AH37
+
 
 def _start(prog: Program, workdir: Path, alias: bool) -> subprocess.Popen:
     workdir.mkdir()

@@ -73,6 +73,7 @@ class SparseCompressedTensor(SparseLayout):
     __slots__ = ("_cidx", "_pidx", "_layout")
     is_sparse = False  # (PyTorch's `is_sparse` means the COO layout)
     _dispatch_key = "SparseCsr"  # PyTorch's one dispatch key of the compressed layouts
+    _impl_name = "SparseCsrTensorImpl"
 
     @property
     def _supported(self) -> str:  # type: ignore[override]

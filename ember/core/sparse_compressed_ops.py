@@ -39,7 +39,7 @@ from ember.core.sparse_coo import (
     sparse_csr,
     unsupported,
 )
-from ember.core.sparse_ops import _is_scalar, _sparse_dense_mm
+from ember.core.sparse_ops import ZERO_PRESERVING, _is_scalar, _sparse_dense_mm
 from ember.core.sparse_ops import add as coo_add
 from ember.core.storage import strided
 from ember.core.tensor import Tensor
@@ -212,10 +212,7 @@ def neg(input: SparseCompressedTensor) -> SparseCompressedTensor:
 
 # PyTorch's value-wise unary ops of compressed tensors: the f with f(0) == 0, applied to
 # the specified values, the indices kept (others, `exp`, `cos`, `sigmoid` ..., refused)
-_VALUE_WISE = ("abs", "sin", "sqrt", "tanh", "relu", "log1p", "expm1", "sgn", "sign", "ceil",
-               "floor", "round", "trunc", "frac", "asin", "asinh", "atan", "atanh", "tan",
-               "sinh", "erf", "erfinv", "deg2rad", "rad2deg", "isnan", "isinf", "signbit",
-               "conj_physical", "angle")
+_VALUE_WISE = ZERO_PRESERVING + ("angle",)
 _VALUE_WISE_INPLACE = ("abs", "sin", "sqrt", "tanh", "relu", "log1p", "expm1", "sgn", "sign",
                        "ceil", "floor", "round", "trunc", "frac", "asin", "asinh", "atan",
                        "atanh", "tan", "sinh", "erf", "erfinv", "deg2rad", "rad2deg", "neg")

@@ -27,6 +27,7 @@ from typing import Any
 from ember.core import dtype as dt
 from ember.core.creation import tensor as _as_tensor
 from ember.core.creation import zeros
+from ember.core.errors import with_context
 from ember.core.graph import record
 from ember.core.host import dtype_arg
 from ember.core.opdef import OPS, Op
@@ -60,10 +61,21 @@ def backend_key(t: Tensor) -> str:
     return t._dispatch_key + (kind.upper() if kind in ("cpu", "cuda") else kind.capitalize())
 
 
+def could_not_run(op: str, key: str) -> str:
+    """PyTorch's message for an op without a kernel for the dispatch key `key` (but for the
+    list of the backends that have one, which is its build's)."""
+    return (f"Could not run 'aten::{op}' with arguments from the '{key}' backend. This could "
+            "be because the operator doesn't exist for this backend, or was omitted during "
+            "the selective/custom build process (if using custom build). If you are a "
+            "Facebook employee using PyTorch on mobile, please visit "
+            "https://fburl.com/ptmfixes for possible resolutions.")
+
+
 def unsupported(t: Tensor, op: str) -> NotImplementedError:
-    """The error of a dense op given a sparse tensor (PyTorch's words, and ember's hint)."""
-    return NotImplementedError(
-        f"Could not run 'aten::{op}' with arguments from the '{backend_key(t)}' backend: "
+    """The error of a dense op given a sparse tensor: PyTorch's words (but for the list of
+    the backends that have the op, which is its build's), and ember's hint in a note."""
+    return with_context(
+        NotImplementedError(could_not_run(op, backend_key(t))),
         f"ember's sparse tensors (layout={t.layout!r}) support {t._supported}; call "
         ".to_dense() first for any other op.")
 
@@ -77,8 +89,8 @@ def _op_in_progress() -> str:
     while frame is not None:
         if frame.f_code.co_filename.startswith(_EMBER_DIR):
             op = frame.f_locals.get("op")
-            if isinstance(op, str) and op in OPS:
-                return op
+            if isinstance(op, str) and (op in OPS or op[-1:] == "_" and op[:-1] in OPS):
+                return op  # (an in-place op's name, `exp_`, as PyTorch's kernel's)
             if isinstance(op, Op):
                 return op.name
             if frame.f_code.co_name != "routed":  # (torch_function's wrapper of a method)
@@ -99,6 +111,7 @@ class SparseLayout(Tensor):
     __torch_function__ = _disabled_torch_function_impl  # ember's own layout: no overrides
     _dispatch_key = "Sparse"  # PyTorch's dispatch key of the layout, before the device
     _supported = ""  # what ember's tensors of the layout do, for the error of the rest
+    _impl_name = "SparseTensorImpl"  # PyTorch's C++ class of the layout, as errors name it
 
     # -- what dense code reaches for ------------------------------------------------
     @property
@@ -156,6 +169,24 @@ class SparseLayout(Tensor):
     def is_contiguous(self, memory_format: Any = None) -> bool:
         return False
 
+    # -- no strided storage: PyTorch's answers ---------------------------------------
+    def storage_offset(self) -> int:
+        return 0
+
+    def data_ptr(self) -> int:
+        raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
+
+    const_data_ptr = data_ptr
+
+    def untyped_storage(self) -> Any:
+        raise NotImplementedError(f"Cannot access storage of {self._impl_name}")
+
+    def storage(self) -> Any:
+        return self.untyped_storage()
+
+    def storage_type(self) -> Any:
+        return self.untyped_storage()
+
     def requires_grad_(self, requires_grad: bool = True) -> SparseLayout:
         Tensor.requires_grad_(self, requires_grad)
         return self
@@ -188,6 +219,21 @@ class SparseTensor(SparseLayout):
             raise RuntimeError("assigned grad has a different layout than the sparse tensor: "
                                f"expected {sparse_coo!r}, got {value.layout!r}")
         self._vals._grad = None if value is None else value._vals
+
+    def stride(self, dim: int | None = None) -> tuple[int, ...] | int:
+        """PyTorch's strides of a COO tensor: 0 along every dimension (it has no strided
+        buffer)."""
+        if dim is None:
+            return (0,) * self.ndim
+        normalize_dim("stride", dim, self.ndim)
+        return 0
+
+    @property
+    def nbytes(self) -> int:  # type: ignore[override]
+        raise RuntimeError(
+            "nbytes is not defined for sparse tensors.  If you want the size of the "
+            "constituent tensors, add the nbytes of the indices and values.  If you want the "
+            "size of the  equivalent dense tensor, multiply numel() by element_size()")
 
     def sparse_dim(self) -> int:
         """How many leading dimensions are sparse (the rows of `indices`)."""
@@ -387,7 +433,8 @@ def _int_size(size: Any) -> tuple[int, ...]:
                         f"got {type(size).__name__}") from None
 
 
-def sparse_coo_tensor(indices: Any, values: Any = None, size: Sequence[int] | None = None, *,
+def sparse_coo_tensor(indices: Any = None, values: Any = None,
+                      size: Sequence[int] | None = None, *,
                       dtype: Any = None, device: Any = None, pin_memory: bool = False,
                       requires_grad: bool = False, check_invariants: bool | None = None,
                       is_coalesced: bool | None = None) -> SparseTensor:
@@ -407,8 +454,8 @@ def sparse_coo_tensor(indices: Any, values: Any = None, size: Sequence[int] | No
             index would otherwise fail later, in whichever op first reads it).
         is_coalesced (bool, optional): declare the indices sorted and unique.
 
-    `sparse_coo_tensor(size)` is an empty sparse tensor of that size (of the default
-    dtype, or `dtype`).
+    `sparse_coo_tensor(size)` and `sparse_coo_tensor(size=size)` are an empty sparse tensor
+    of that size (of the default dtype, or `dtype`).
 
     Example::
 
@@ -417,8 +464,8 @@ def sparse_coo_tensor(indices: Any, values: Any = None, size: Sequence[int] | No
         tensor([[0., 0., 3.],
                 [4., 0., 5.]])
     """
-    if values is None and size is None:  # sparse_coo_tensor(size): no entries
-        full_size = _int_size(indices)
+    if values is None and (size is None or indices is None):  # (size): no entries
+        full_size = _int_size(indices if size is None else size)
         d = dtype_arg(dtype, "sparse_coo_tensor") or dt.get_default_dtype()
         return sparse_coo_tensor(zeros((len(full_size), 0), dtype=dt.int64, device=device),
                                  zeros((0,), dtype=d, device=device), full_size,

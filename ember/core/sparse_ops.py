@@ -11,23 +11,28 @@ the rows of the result.
 
 from __future__ import annotations
 
+import functools
 import numbers
 from typing import Any
 
 from ember.core import dtype as dt
-from ember.core.creation import tensor, zeros
+from ember.core.creation import arange, tensor, zeros
 from ember.core.grad_mode import no_grad
 from ember.core.graph import record, relabel
 from ember.core.host import dtype_arg
-from ember.core.ops.shape import cat
+from ember.core.ops.nn import constant_pad_nd
+from ember.core.ops.shape import cat, stack
 from ember.core.shapes import normalize_dim
 from ember.core.sparse_coo import (
     SparseTensor,
     coalesced,
+    could_not_run,
     labelled,
     layout_name,
     linear_index,
     make,
+    sparse_coo,
+    sparse_csr,
     unsupported,
 )
 from ember.core.storage import strided
@@ -102,13 +107,59 @@ def mm(mat1: Tensor, mat2: Tensor, reduce: str = "sum") -> Tensor:
     (the gradient where `mat1` has entries).
     """
     if reduce != "sum":
-        raise NotImplementedError(f"torch.sparse.mm: ember supports reduce='sum' only, got "
-                                  f"{reduce!r}")
+        return _mm_reduce(mat1, mat2, reduce)
     if hasattr(mat1, "_sparse_mm"):  # a compressed (CSR, CSC, BSR) matrix
         return mat1._sparse_mm(mat2)
     if not (mat1.is_sparse or mat2.is_sparse):
         return mat1.mm(mat2)
     return sparse_matmul(mat1, mat2, "sparse.mm")
+
+
+def _mm_reduce(mat1: Tensor, mat2: Tensor, reduce: str) -> Tensor:
+    """`torch.sparse.mm(csr, dense, reduce)`: each row of the result the `reduce` ("mean",
+    "amax", "amin") of the row's entries times the dense rows they name; a row without
+    entries is zeros. PyTorch has it for CSR matrices only."""
+    if mat1.layout is strided:
+        raise NotImplementedError(could_not_run("_sparse_mm_reduce_impl",
+                                                mat1.device.type.upper()))
+    if mat1.layout is sparse_coo:
+        raise unsupported(mat1, "_sparse_mm_reduce_impl")
+    if mat1.layout is not sparse_csr:
+        raise RuntimeError(f"sparse_mm_reduce: expect self to be SparseCsr, got "
+                           f"{layout_name(mat1.layout)}")
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, "
+                           f"got {reduce}")
+    if reduce == "prod":
+        raise RuntimeError("sparse_mm_reduce: reduce type of prod has not been enabled.")
+    coo = mat1.to_sparse_coo()
+    rows, cols = coo._ind[0], coo._ind[1]
+    contrib = mat2.index_select(0, cols) * coo._vals.unsqueeze(1)
+    out = zeros((mat1.shape[0], mat2.shape[1]), dtype=contrib.dtype, device=contrib.device)
+    out = out.scatter_reduce(0, rows.unsqueeze(1).expand_as(contrib), contrib, reduce,
+                             include_self=False)
+    return labelled(out, "SparseMmReduceImplBackward0")
+
+
+def bmm(input: SparseTensor, mat2: Tensor) -> Tensor:
+    """`torch.bmm` of a 3-D sparse COO batch of matrices and a dense batch: each entry
+    (b, i, j) adds its value times row j of `mat2[b]` into row i of the result's `b`."""
+    if input.sparse_dim() != 3 or input.dense_dim() or mat2.is_sparse or mat2.ndim != 3:
+        raise RuntimeError(f"bmm_sparse: expected a 3-D sparse COO tensor (sparse_dim 3) "
+                           f"and a 3-D dense tensor, got sparse_dim {input.sparse_dim()} and "
+                           f"a {mat2.ndim}-D tensor")
+    batch, rows, inner = input.shape
+    if mat2.shape[0] != batch:
+        raise RuntimeError("bmm_sparse: 'self.size(0)' and 'mat2.size(0)' must match")
+    if mat2.shape[1] != inner:
+        raise RuntimeError("bmm_sparse: 'self.size(2)' and 'mat2.size(1)' must match")
+    b, i, j = input._ind[0], input._ind[1], input._ind[2]
+    cols = mat2.shape[2]
+    contrib = mat2.reshape(batch * inner, cols).index_select(0, b * inner + j) * \
+        input._vals.unsqueeze(1)
+    out = zeros((batch * rows, cols), dtype=contrib.dtype, device=contrib.device)
+    out = out.index_add(0, b * rows + i, contrib).reshape(batch, rows, cols)
+    return labelled(out, "BmmBackward0")
 
 
 def spmm(input: Tensor, mat2: Tensor) -> Tensor:
@@ -162,9 +213,11 @@ def sparse_sum(input: Tensor, dim: Any = None, dtype: Any = None) -> Tensor:
 
 def _sum_method(self: SparseTensor, dim: Any = None, keepdim: bool = False,
                 dtype: Any = None) -> Tensor:
-    if keepdim:
-        raise NotImplementedError("sum(keepdim=True) is not supported for sparse tensors")
-    return sparse_sum(self, dim, dtype)
+    out = sparse_sum(self, dim, dtype)
+    if keepdim and dim is not None:  # the summed dimensions back, of size 1
+        for d in _dims(self, dim):
+            out = unsqueeze(out, d) if out.is_sparse else out.unsqueeze(d)
+    return out
 
 
 # -- softmax over the specified entries -------------------------------------------------
@@ -355,26 +408,128 @@ def mul(input: SparseTensor, other: Any) -> SparseTensor:
     if _is_scalar(other):
         return make(input._ind, input._vals * other, input._sparse_size, input._coalesced)
     if isinstance(other, Tensor) and other.is_sparse:
-        # entries both specify: the dense product, kept where the first has entries
-        return mul(input, other.to_dense())
-    if isinstance(other, Tensor) and tuple(other.shape) == tuple(input.shape):
+        return _sparse_mul(input, other)
+    if isinstance(other, Tensor) and _broadcasts_to(other.shape, input.shape):
+        # a dense tensor that broadcasts to this one's shape (a row or column of scales):
+        # each entry times the dense element at its place
         n = input.sparse_dim()
-        at = other[tuple(input._ind[d] for d in range(n))]
+        full = other.expand(*input.shape)
+        at = full[tuple(input._ind[d] for d in range(n))]
         return make(input._ind, input._vals * at, input._sparse_size, input._coalesced)
     raise RuntimeError(f"mul: a sparse tensor of size {list(input.shape)} multiplies a "
-                       "number, a 0-d tensor, or a tensor of its own size")
+                       "number, a 0-d tensor, or a tensor that broadcasts to its size")
+
+
+def _sparse_mul(input: SparseTensor, other: SparseTensor) -> SparseTensor:
+    """`sparse * sparse` as PyTorch's intersection kernel leaves it: of two coalesced
+    tensors, the entries both specify (coalesced); else the entries of the uncoalesced
+    one (of both uncoalesced, the one with fewer), each times the other's sum at its
+    place, zeros kept."""
+    if input.sparse_dim() != other.sparse_dim() or \
+            tuple(input.shape) != tuple(other.shape):
+        raise RuntimeError("sparse_binary_op_intersection_cpu(): expects sparse inputs with "
+                           "equal dimensionality, number of sparse dimensions, and shape of "
+                           "sparse dimensions")
+    both = input._coalesced and other._coalesced
+    if not both and (input._coalesced or (not other._coalesced and
+                                          other._nnz() < input._nnz())):
+        input, other = other, input  # the pattern is `input`'s
+    n = input.sparse_dim()
+    place = tuple(input._ind[d] for d in range(n))
+    at = other.to_dense()[place]
+    if not both:
+        return make(input._ind, labelled(input._vals * at, "MulBackward0"),
+                    input._sparse_size, False)
+    ones = make(other._ind, other._vals.new_ones((other._nnz(),)), other._sparse_size[:n],
+                True)
+    kept = ones.to_dense()[place].nonzero().reshape(-1)
+    return make(input._ind.index_select(1, kept),
+                labelled((input._vals * at).index_select(0, kept), "MulBackward0"),
+                input._sparse_size, True)
+
+
+def _broadcasts_to(shape: Any, target: Any) -> bool:
+    if len(shape) > len(target):
+        return False
+    return all(a in (1, b) for a, b in zip(reversed(tuple(shape)), reversed(tuple(target))))
 
 
 def div(input: SparseTensor, other: Any, *, rounding_mode: str | None = None) -> SparseTensor:
     """`input / other` for a scalar (or 0-d tensor) `other`: the values divided."""
-    if not _is_scalar(other):
-        raise unsupported(input, "div.Tensor")
+    _check_divisor(other)
     return make(input._ind, input._vals.div(other, rounding_mode=rounding_mode),
                 input._sparse_size, input._coalesced)
 
 
+def _check_divisor(other: Any) -> None:
+    if not _is_scalar(other):
+        shape = list(other.shape) if isinstance(other, Tensor) else []
+        raise RuntimeError(f"Sparse division requires a scalar or zero-dim dense tensor "
+                           f"divisor (got shape {shape} for divisor)")
+
+
+def _refuse(aten_name: str) -> Any:
+    """PyTorch's refusal of a sparse operand by an op it has no sparse kernel for, under
+    the kernel's name (`mean` runs `aten::mean.dim`, a tensor's `softmax` `_softmax`)."""
+    def refused(input: SparseTensor, *args: Any, **kwargs: Any) -> Any:
+        raise unsupported(input, aten_name)
+    refused.__name__ = aten_name
+    return refused
+
+
+# the dense ops whose refusal PyTorch words with another kernel's name than ember's op's
+_REFUSED = {"mean": _refuse("mean.dim"), "equal": _refuse("equal"),
+            "softmax": _refuse("_softmax"), "log_softmax": _refuse("_log_softmax")}
+
+
 def neg(input: SparseTensor) -> SparseTensor:
     return make(input._ind, -input._vals, input._sparse_size, input._coalesced)
+
+
+# PyTorch's value-wise unary ops of sparse tensors: the f with f(0) == 0, applied to the
+# specified values (of COO tensors: after coalescing, as f(a + b) is not f(a) + f(b));
+# the others (`exp`, `cos`, `sigmoid` ...) refuse a sparse operand
+ZERO_PRESERVING = ("abs", "sin", "sqrt", "tanh", "relu", "log1p", "expm1", "sgn", "sign",
+                   "ceil", "floor", "round", "trunc", "frac", "asin", "asinh", "atan", "atanh",
+                   "tan", "sinh", "erf", "erfinv", "deg2rad", "rad2deg", "isnan", "isinf",
+                   "signbit", "conj_physical")
+_COO_VALUE_WISE = ZERO_PRESERVING + ("square", "nan_to_num", "isneginf", "isposinf")
+# (PyTorch's in-place forms of the first list; `neg_` keeps the entries as they are)
+_COO_VALUE_WISE_INPLACE = tuple(n for n in ZERO_PRESERVING if not n.startswith("is")
+                                and n not in ("signbit", "conj_physical")) + ("nan_to_num",)
+_VALUE_WISE_ALIASES = {"absolute": "abs", "fix": "trunc", "arcsin": "asin",
+                       "arcsinh": "asinh", "arctan": "atan", "arctanh": "atanh"}
+
+
+def _value_wise(name: str) -> Any:
+    def op(input: SparseTensor, *args: Any, **kwargs: Any) -> SparseTensor:
+        s = input.coalesce()
+        return make(s._ind, getattr(s._vals, name)(*args, **kwargs), s._sparse_size, True)
+    op.__name__ = name
+    return op
+
+
+def _value_wise_(name: str) -> Any:
+    def op(input: SparseTensor, *args: Any, **kwargs: Any) -> SparseTensor:
+        if not input._coalesced:
+            raise RuntimeError(f"{name}_ requires coalesced input")
+        getattr(input._vals, name + "_")(*args, **kwargs)
+        input._vc[0] += 1
+        return input
+    op.__name__ = name + "_"
+    return op
+
+
+def pow(input: SparseTensor, exponent: Any) -> SparseTensor:  # noqa: A001 - PyTorch's name
+    """`input ** exponent` for a number `exponent` other than 0 (which would make every
+    unspecified element 1): the coalesced values raised."""
+    if not _is_scalar(exponent):
+        raise unsupported(input, "pow.Tensor_Tensor")
+    if exponent == 0:
+        raise RuntimeError("pow: cannot raise to zeroth power on sparse tensor; it would make "
+                           "the result tensor dense")
+    s = input.coalesce()
+    return make(s._ind, s._vals.pow(exponent), s._sparse_size, True)
 
 
 # -- in place: what optimizers and gradient accumulation write --------------------------
@@ -407,8 +562,7 @@ def mul_(input: SparseTensor, other: Any) -> SparseTensor:
 
 
 def div_(input: SparseTensor, other: Any, *, rounding_mode: str | None = None) -> SparseTensor:
-    if not _is_scalar(other):
-        raise unsupported(input, "div_.Tensor")
+    _check_divisor(other)
     input._vals.div_(other, rounding_mode=rounding_mode)
     input._vc[0] += 1
     return input
@@ -526,6 +680,93 @@ def index_select(input: SparseTensor, dim: int, index: Tensor) -> SparseTensor:
                 size, False)
 
 
+def sparse_cat(tensors: Any, dim: int = 0) -> SparseTensor:
+    """`torch.cat` of sparse COO tensors (PyTorch's cat_sparse): along a sparse dimension
+    the entry lists joined, each tensor's indices there shifted by the sizes before it;
+    along a dense one the entry lists joined, each tensor's values zero-padded to the
+    joined width. The result is flagged uncoalesced, as PyTorch's."""
+    tensors = list(tensors)
+    for k, x in enumerate(tensors):
+        if not x.is_sparse:
+            raise RuntimeError(f"Concatenating sparse tensors, but a dense tensor was found "
+                               f"at position {k}.")
+    first = tensors[0]
+    d = normalize_dim("cat", dim, first.ndim)
+    for k, x in enumerate(tensors[1:], 1):
+        if x.ndim != first.ndim or x.sparse_dim() != first.sparse_dim() or any(
+                a != b for j, (a, b) in enumerate(zip(x.shape, first.shape)) if j != d):
+            raise RuntimeError(f"All tensors must have the same shape: {list(first.shape)} "
+                               f"(except in the concatenating dimension), but found shape: "
+                               f"{list(x.shape)} at position {k}.")
+    kind = functools.reduce(dt.promote_types, (x.dtype for x in tensors))
+    tensors = [x if x.dtype is kind else x.to(kind) for x in tensors]
+    size = list(first.shape)
+    size[d] = sum(x.shape[d] for x in tensors)
+    n = first.sparse_dim()
+    indices, values, offset = [], [], 0
+    for x in tensors:
+        ind, vals = x._ind, x._vals
+        if d < n:  # shift this tensor's entries along the sparse dimension
+            shift = zeros((n, 1), dtype=ind.dtype, device=ind.device)
+            shift[d] = offset
+            ind = ind + shift
+        else:  # place this tensor's values at its offset of the joined dense dimension
+            vd = d - n + 1
+            pad = [0, 0] * (vals.ndim - 1 - vd) + [offset, size[d] - offset - x.shape[d]]
+            vals = constant_pad_nd(vals, pad)
+        indices.append(ind)
+        values.append(vals)
+        offset += x.shape[d]
+    return make(cat(indices, 1), labelled(cat(values), "CatBackward0"), size, False)
+
+
+def unsqueeze(input: SparseTensor, dim: int) -> SparseTensor:
+    """A dimension of size 1 inserted at `dim`: a sparse one (a row of zeros in the
+    indices) up to the last sparse dimension, else a dense one of the values."""
+    d = normalize_dim("unsqueeze", dim, input.ndim + 1)
+    size = list(input.shape)
+    size.insert(d, 1)
+    n = input.sparse_dim()
+    ind, vals = input._ind, input._vals
+    if d <= n:
+        zero = zeros((1, ind.shape[1]), dtype=ind.dtype, device=ind.device)
+        ind = cat([ind[:d], zero, ind[d:]])
+        return make(ind, labelled(vals, "UnsqueezeBackward0"), size, False)
+    return make(ind, vals.unsqueeze(d - n + 1), size, input._coalesced)
+
+
+def sparse_stack(tensors: Any, dim: int = 0) -> SparseTensor:
+    """`torch.stack` of sparse COO tensors: each unsqueezed at `dim`, then joined."""
+    tensors = list(tensors)
+    d = normalize_dim("stack", dim, tensors[0].ndim + 1)
+    out = sparse_cat([unsqueeze(x, d) if x.is_sparse else x for x in tensors], d)
+    out._vals = labelled(out._vals, "StackBackward0")
+    return out
+
+
+def zeros_like(input: SparseTensor, *, dtype: Any = None, layout: Any = None,
+               device: Any = None, requires_grad: bool = False,
+               memory_format: Any = None) -> Tensor:
+    """`torch.zeros_like` of a sparse tensor: one of its size, sparse and dense dimensions
+    with no entries (dense with `layout=torch.strided`)."""
+    if layout is strided:
+        return input.to_dense().new_zeros(input.shape, dtype=dtype, device=device)\
+            .requires_grad_(requires_grad)
+    kind = dtype_arg(dtype, "zeros_like") or input.dtype
+    place = device if device is not None else input.device
+    n = input.sparse_dim()
+    ind = zeros((n, 0), dtype=dt.int64, device=place)
+    vals = zeros((0, *input.shape[n:]), dtype=kind, device=place)
+    return make(ind, vals.requires_grad_(requires_grad), input.shape, True)
+
+
+def _coalesced_(self: SparseTensor, coalesced: bool) -> SparseTensor:
+    """Marks this tensor coalesced (or not) without checking: PyTorch's promise-keeping
+    `_coalesced_`, for indices known to be sorted and unique."""
+    self._coalesced = bool(coalesced)
+    return self
+
+
 def hspmm(mat1: Tensor, mat2: Tensor) -> SparseTensor:
     """The product of a 2-D sparse `mat1` and a dense `mat2` as a hybrid sparse tensor
     (``torch.hspmm``): the rows of `mat1` with entries, each a dense row of the product.
@@ -540,6 +781,34 @@ def hspmm(mat1: Tensor, mat2: Tensor) -> SparseTensor:
     if s.requires_grad or mat2.requires_grad:
         record("NotImplemented", _no_hspmm_derivative, (s._vals, mat2), vals)
     return make(rows.reshape(1, -1), vals, (s.shape[0], mat2.shape[1]), rows.numel() <= 1)
+
+
+def sspaddmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,
+             alpha: Any = 1) -> SparseTensor:
+    """`beta * input + alpha * (mat1 @ mat2)` as a sparse tensor (``torch.sspaddmm``): the
+    entries of the sparse `input`, then each row of the product where the sparse `mat1`
+    has entries, as a dense row of entries (uncoalesced, as PyTorch's)."""
+    if not getattr(input, "is_sparse", False):
+        raise RuntimeError("tensor.sspaddmm(...) can only be called on sparse tensors")
+    s = mat1.coalesce()
+    rows = s._ind[0].unique(sorted=True)
+    product = _sparse_dense_mm(s, mat2, "sspaddmm").index_select(0, rows)
+    cols = mat2.shape[1]
+    place = stack([rows.repeat_interleave(cols),
+                   arange(cols, device=rows.device).repeat(rows.numel())])
+    return make(cat([input._ind, place], 1),
+                cat([input._vals * beta, product.reshape(-1) * alpha]), input.shape, False)
+
+
+def smm(input: Tensor, mat: Tensor) -> SparseTensor:
+    """The product of a sparse matrix and a dense one as a sparse tensor (``torch.smm``):
+    `sspaddmm` with no entries of its own to add."""
+    if not getattr(input, "is_sparse", False):
+        raise RuntimeError("tensor.sspaddmm(...) can only be called on sparse tensors")
+    empty = make(zeros((2, 0), dtype=dt.int64, device=input.device),
+                 zeros((0,), dtype=input.dtype, device=input.device),
+                 (input.shape[0], mat.shape[1]), True)
+    return sspaddmm(empty, input, mat)
 
 
 def _no_hspmm_derivative(node: Any, grad: Tensor) -> Any:
@@ -603,6 +872,21 @@ SparseTensor.t = t
 SparseTensor.narrow_copy = narrow_copy
 SparseTensor.select = select
 SparseTensor.index_select = index_select
+SparseTensor.unsqueeze = unsqueeze
+SparseTensor.bmm = bmm
+SparseTensor.smm = smm
+SparseTensor.sspaddmm = sspaddmm
+SparseTensor._coalesced_ = _coalesced_
+SparseTensor.pow = SparseTensor.__pow__ = _binary(pow)
+_VALUE_WISE_FORMS = {name: _value_wise(name) for name in _COO_VALUE_WISE}
+_VALUE_WISE_FORMS.update({alias: _VALUE_WISE_FORMS[name]
+                          for alias, name in _VALUE_WISE_ALIASES.items()})
+for _name, _op in _VALUE_WISE_FORMS.items():
+    setattr(SparseTensor, _name, _op)
+for _name in _COO_VALUE_WISE_INPLACE:
+    setattr(SparseTensor, _name + "_", _value_wise_(_name))
+SparseTensor.neg_ = SparseTensor.negative_ = lambda self: _replace(self, neg(self))
+SparseTensor.positive = lambda self: self
 SparseTensor.__getitem__ = _getitem
 SparseTensor.T = property(lambda self: t(self))
 SparseTensor.sum = _sum_method
@@ -613,12 +897,17 @@ SparseTensor.matmul = SparseTensor.__matmul__ = _matmul_method
 SparseTensor.function_forms = {
     "t": t, "transpose": transpose, "sum": _sum_method, "clone": SparseTensor.clone,
     "detach": SparseTensor.detach, "neg": neg, "add": add, "sub": sub, "mul": mul,
-    "div": div, "narrow_copy": narrow_copy, "select": select, "index_select": index_select}
+    "div": div, "narrow_copy": narrow_copy, "select": select, "index_select": index_select,
+    "cat": sparse_cat, "concat": sparse_cat, "concatenate": sparse_cat, "stack": sparse_stack,
+    "unsqueeze": unsqueeze, "pow": pow, "zeros_like": zeros_like, "empty_like": zeros_like,
+    "bmm": bmm, "negative": neg,
+    "positive": lambda input: input,
+    **_VALUE_WISE_FORMS, **_REFUSED}
 SparseTensor.second_operand_forms = {  # `ember.add(dense, sparse)` & co
     "add": lambda input, other, *, alpha=1: dense_add(input, other, alpha),
     "sub": lambda input, other, *, alpha=1: dense_add(input, other, -alpha),
     "mul": lambda input, other: mul(other, input),
     "add_": lambda input, other, *, alpha=1: dense_add_(input, other, alpha),
     "sub_": lambda input, other, *, alpha=1: dense_add_(input, other, -alpha)}
-SparseTensor.softmax = lambda self, dim, dtype=None: softmax(self, dim, dtype=dtype)
-SparseTensor.log_softmax = lambda self, dim, dtype=None: log_softmax(self, dim, dtype=dtype)
+for _name, _op in _REFUSED.items():  # (a tensor's softmax refuses it: torch.sparse's
+    setattr(SparseTensor, _name, _op)  # softmax is the sparse one)

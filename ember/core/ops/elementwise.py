@@ -1336,6 +1336,8 @@ def square(input: Tensor) -> Tensor:
     if input.dtype is dt.bool_:
         input = to_dtype(input, dt.int64)
     refuse_unsigned("pow", input)  # (PyTorch squares by pow's kernel)
+    if input.is_sparse:  # a COO tensor's pow: of its coalesced values (x * x keeps entries)
+        return input.pow(2)
     return mul(input, input)
 
 

@@ -1189,7 +1189,8 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
 _INDEX_REDUCE_WARNED: list[bool] = []
 
 
-@composite(complex=True, variants="function method inplace", cost=costs.movement)
+@composite(complex=True, variants="function method inplace", cost=costs.movement,
+           node_label="IndexReduceBackward0")
 def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
                  include_self: bool = True) -> Tensor:
     """A copy of `input` where the slices of `source` along `dim` are reduced into the
