@@ -127,6 +127,37 @@ def backward(op: str, numpy_kernel: Callable[..., Any]) -> Callable[..., Any]:
     return kernel
 
 
+_ERF_COEFFICIENTS: tuple[np.ndarray, ...] | None = None
+
+
+def erf(numpy_kernel: Callable[..., Any]) -> Callable[..., Any]:
+    """The kernel for `erf(x, out=None)`: one compiled pass from _FIRST_USE contiguous
+    float32/float64 elements (NumPy's float32 formula takes ~40 passes in float64, its
+    float64 one a Python call of math.erf per element), else `numpy_kernel`. float32 runs
+    the NumPy kernel's Cephes formula, rounded step by step as it is; float64 libm's erf."""
+    def kernel(x, out=None):
+        global _ERF_COEFFICIENTS
+        if type(x) is np.ndarray and x.dtype in (_F32, _F64) and x.size >= _FIRST_USE and \
+                x.flags.c_contiguous and (module := kernels()) is not None:
+            y = _flat_out(x, out)
+            if y is not None:
+                try:
+                    if x.dtype == _F64:
+                        module.erf_libm(x.reshape(-1), y.reshape(-1))
+                    else:
+                        if _ERF_COEFFICIENTS is None:
+                            from ember.backends.xp import elementwise as xp_elementwise
+                            _ERF_COEFFICIENTS = xp_elementwise.erf_coefficients()
+                        module.erf_cephes(x.reshape(-1), y.reshape(-1), *_ERF_COEFFICIENTS)
+                except Exception as e:  # noqa: BLE001 - a numba failure: NumPy from now on
+                    _disable(e)
+                else:
+                    return y
+        return numpy_kernel(x, out=out)
+    kernel.__name__ = kernel.__qualname__ = "erf"
+    return kernel
+
+
 def _flat32(x: Any, like: np.ndarray) -> np.ndarray | None:
     """`x` as a flat float32 array if it is a contiguous one of `like`'s shape."""
     if type(x) is np.ndarray and x.dtype == _F32 and x.shape == like.shape and \

@@ -298,6 +298,13 @@ def _polynomial(x: Any, coefficients: tuple[float, ...], monic: bool = False) ->
     return y
 
 
+def erf_coefficients() -> tuple[Any, ...]:
+    """The Cephes coefficients of `_erf_polynomial` (T, U, P, Q) as float64 arrays, for
+    the CPU's compiled erf (which must compute exactly this formula)."""
+    import numpy as np
+    return tuple(np.array(c, dtype=np.float64) for c in (_ERF_T, _ERF_U, _ERFC_P, _ERFC_Q))
+
+
 def _erf_polynomial(xp: Any, x: Any) -> Any:
     """erf in float64 (Cephes), returned in x's dtype. |x| is clipped at 6, where erf is
     1.0 in float64, so infinities give +-1 and no overflow warns; NaN stays NaN."""
