@@ -297,6 +297,32 @@ def _sigmoid_as_torch(sigmoid, exp):
 
 
 KERNELS["sigmoid"] = _sigmoid_as_torch(KERNELS["sigmoid"], KERNELS["exp"])
+_SEARCH_ROWS = 64  # the most rows of a batched sequence searched one NumPy call each
+
+
+def _searchsorted(seq, values, right=False):
+    """The fused `searchsorted`: NumPy's binary search, whose order (NaN after every
+    number) is PyTorch's comparisons' where `seq` holds no NaN; None where it does (a NaN
+    boundary makes PyTorch's search follow its own path), for a dtype NumPy does not
+    order as PyTorch does, or for more rows than are worth a Python loop."""
+    if seq.dtype.kind not in "fiu" or values.dtype != seq.dtype or \
+            (seq.dtype.kind == "f" and np.isnan(seq).any()):
+        return None
+    side = "right" if right else "left"
+    if seq.ndim == 1:
+        return np.asarray(np.searchsorted(seq, values, side=side), dtype=np.int64)
+    rows = seq.reshape(-1, seq.shape[-1])
+    if rows.shape[0] > _SEARCH_ROWS:
+        return None
+    flat = values.reshape(rows.shape[0], -1)
+    out = np.empty(flat.shape, dtype=np.int64)
+    for i in range(rows.shape[0]):
+        out[i] = np.searchsorted(rows[i], flat[i], side=side)
+    return out.reshape(values.shape)
+
+
+KERNELS["searchsorted"] = _searchsorted
+
 # numba-compiled loops where they beat NumPy (compiled.py says where; numba loads lazily)
 KERNELS.update({op: compiled.unary(op, KERNELS[op]) for op in ("sigmoid", "tanh", "exp")})
 KERNELS.update({op: compiled.backward(op, KERNELS[op])
