@@ -43,3 +43,57 @@ def test_gelu_exact_large_against_torch() -> None:
     ya.sum().backward()
     yb.sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float32", "float64", "uint8"])
+def test_mode_compiled_sort_matches_torch(dtype: str) -> None:
+    rng = np.random.default_rng(2)
+    cases = [(rng.integers(0, 5, (64, 48)), 1), (rng.integers(0, 3, (40, 70)), 0),
+             (rng.integers(0, 900, (2, 1100)), 1), (rng.integers(0, 2, (3, 20, 30)), 1)]
+    for keys, dim in cases:
+        a = keys.astype(dtype)
+        got = ember.mode(ember.tensor(a), dim)
+        expected = torch.mode(torch.tensor(a), dim)
+        assert got.values.tolist() == expected.values.tolist()
+        assert got.indices.tolist() == expected.indices.tolist()
+
+
+def test_mode_signed_zeros_nan_and_empty_rows() -> None:
+    keys = np.random.default_rng(3).integers(0, 3, (64, 32)).astype(np.float32)
+    keys[::3, 5], keys[1::3, 7] = -0.0, 0.0
+    for a in (keys, np.where(np.arange(32) == 4, np.nan, keys).astype(np.float32)):
+        got, expected = ember.mode(ember.tensor(a), 1), torch.mode(torch.tensor(a), 1)
+        np.testing.assert_array_equal(got.values.numpy(), expected.values.numpy())
+        assert got.indices.tolist() == expected.indices.tolist()
+    empty = np.zeros((1100, 0), np.float32)
+    got, expected = ember.mode(ember.tensor(empty), 0), torch.mode(torch.tensor(empty), 0)
+    assert tuple(got.values.shape) == tuple(expected.values.shape)
+
+
+def test_searchsorted_numpy_path_matches_torch() -> None:
+    rng = np.random.default_rng(4)
+    seq = np.sort(rng.integers(-20, 20, 300)).astype(np.float32)  # ties
+    values = np.concatenate([rng.uniform(-25, 25, 500), seq[:30],
+                             [np.nan, np.inf, -np.inf, 0.0, -0.0]]).astype(np.float32)
+    with_nan = seq.copy()
+    with_nan[-3:] = np.nan  # (the binary search in ember ops then)
+    rows = np.sort(rng.standard_normal((4, 50)), 1)
+    many_rows = np.sort(rng.standard_normal((100, 5)), 1)
+    for right in (False, True):
+        for s, v in ((seq, values), (with_nan, values), (rows, rng.standard_normal((4, 30))),
+                     (many_rows, rng.standard_normal((100, 3))),
+                     (seq.astype(np.int64), values[:500].astype(np.int64)),
+                     (seq[:0], values)):
+            got = ember.searchsorted(ember.tensor(s), ember.tensor(v), right=right)
+            expected = torch.searchsorted(torch.tensor(s), torch.tensor(v), right=right)
+            assert got.tolist() == expected.tolist()
+        shuffled = rng.permutation(seq)
+        sorter = np.argsort(shuffled, kind="stable")
+        got = ember.searchsorted(ember.tensor(shuffled), ember.tensor(values), right=right,
+                                 sorter=ember.tensor(sorter))
+        expected = torch.searchsorted(torch.tensor(shuffled), torch.tensor(values),
+                                      right=right, sorter=torch.tensor(sorter))
+        assert got.tolist() == expected.tolist()
+    finite = values[np.isfinite(values)]
+    assert ember.histc(ember.tensor(finite), 17).tolist() == \
+        torch.histc(torch.tensor(finite), 17).tolist()

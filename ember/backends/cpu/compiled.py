@@ -453,3 +453,44 @@ def col2im_batch_last(cols, x_shape, kernel_size, dilation, padding, stride, out
     grad = np.empty(tuple(x_shape), cols.dtype)
     return _columns_pass("col2im_batch_last", cols, grad, kernel_size, dilation, padding,
                          stride, outs)
+
+
+# -- PyTorch's order of equal keys (numba_sort.py) --------------------------------------
+
+_sort_module: ModuleType | None = None
+_SORT_KEYS = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int8, np.int16, np.int32,
+                                         np.int64, np.uint8))
+
+
+def sort_kernels() -> ModuleType | None:
+    """numba_sort, imported on the first call; None where numba is off, missing or
+    broken (the state `kernels()` keeps)."""
+    global _sort_module
+    if _sort_module is None and kernels() is not None:
+        try:
+            from ember.backends.cpu import numba_sort
+        except Exception as e:  # noqa: BLE001 - a broken numba must not break ember
+            _disable(e)
+        else:
+            _sort_module = numba_sort
+    return _sort_module if _module is not None else None
+
+
+def mode_index(x: np.ndarray, dim: int) -> np.ndarray | None:
+    """The fused `mode_index`: the index ATen's CPU mode picks in each row along `dim`
+    (keepdim-shaped), by the compiled std::sort; None where it does not run (a dtype it
+    does not take, a NaN, fewer than _FIRST_USE elements before numba is loaded: the
+    pure-Python emulation costs less than numba's import there)."""
+    if x.dtype not in _SORT_KEYS or x.shape[dim] == 0 or \
+            (x.size < _FIRST_USE and _sort_module is None) or \
+            (x.dtype.kind == "f" and np.isnan(x).any()) or (module := sort_kernels()) is None:
+        return None
+    moved = np.moveaxis(x, dim, -1)
+    rows = np.ascontiguousarray(moved).reshape(-1, moved.shape[-1])
+    out = np.empty(rows.shape[0], dtype=np.int64)
+    try:
+        module.mode_rows(rows, out)
+    except Exception as e:  # noqa: BLE001 - a numba failure: the emulation from now on
+        _disable(e)
+        return None
+    return np.expand_dims(out.reshape(moved.shape[:-1]), dim)

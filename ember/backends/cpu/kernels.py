@@ -330,3 +330,4 @@ KERNELS.update({op: compiled.backward(op, KERNELS[op])
 KERNELS.update({op: getattr(compiled, op)(KERNELS[op])
                 for op in ("relu", "relu_backward", "max_pool", "max_pool_backward")})
 KERNELS["erf"] = compiled.erf(KERNELS["erf"])
+KERNELS["mode_index"] = compiled.mode_index
