@@ -97,3 +97,24 @@ def test_searchsorted_numpy_path_matches_torch() -> None:
     finite = values[np.isfinite(values)]
     assert ember.histc(ember.tensor(finite), 17).tolist() == \
         torch.histc(torch.tensor(finite), 17).tolist()
+
+
+def test_scatter_add_flat_index_matches_multi_index_add_at_and_torch() -> None:
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((6, 7, 5)).astype(np.float32)
+    index = rng.integers(0, 7, (4, 30, 3))  # repeats: accumulated in order
+    src = (rng.standard_normal((4, 30, 3)) * 1e3).astype(np.float32)
+    src[0, 0, 0], src[1, 1, 1] = np.inf, np.nan
+    got = ember.tensor(x).scatter_add(1, ember.tensor(index), ember.tensor(src)).numpy()
+    expected = x.copy()
+    i, _, k = np.ogrid[:4, :30, :3]
+    np.add.at(expected, (i, index, k), src)  # NumPy's own multi-index add.at
+    np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
+    np.testing.assert_allclose(got, torch.tensor(x).scatter_add(
+        1, torch.tensor(index), torch.tensor(src)).numpy(), rtol=1e-5, atol=1e-3)
+    weight = rng.standard_normal((50, 16)).astype(np.float32)
+    lookups = rng.integers(0, 50, (20, 30))
+    a, b = ember.tensor(weight, requires_grad=True), torch.tensor(weight, requires_grad=True)
+    ember.nn.functional.embedding(ember.tensor(lookups), a, padding_idx=3).pow(2).sum().backward()
+    torch.nn.functional.embedding(torch.tensor(lookups), b, padding_idx=3).pow(2).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-5)

@@ -147,7 +147,8 @@ def erf(numpy_kernel: Callable[..., Any]) -> Callable[..., Any]:
                     else:
                         if _ERF_COEFFICIENTS is None:
                             from ember.backends.xp import elementwise as xp_elementwise
-                            _ERF_COEFFICIENTS = xp_elementwise.erf_coefficients()
+                            _ERF_COEFFICIENTS = tuple(np.array(c, dtype=np.float64) for c
+                                                      in xp_elementwise.erf_coefficients())
                         module.erf_cephes(x.reshape(-1), y.reshape(-1), *_ERF_COEFFICIENTS)
                 except Exception as e:  # noqa: BLE001 - a numba failure: NumPy from now on
                     _disable(e)

@@ -298,11 +298,10 @@ def _polynomial(x: Any, coefficients: tuple[float, ...], monic: bool = False) ->
     return y
 
 
-def erf_coefficients() -> tuple[Any, ...]:
-    """The Cephes coefficients of `_erf_polynomial` (T, U, P, Q) as float64 arrays, for
-    the CPU's compiled erf (which must compute exactly this formula)."""
-    import numpy as np
-    return tuple(np.array(c, dtype=np.float64) for c in (_ERF_T, _ERF_U, _ERFC_P, _ERFC_Q))
+def erf_coefficients() -> tuple[tuple[float, ...], ...]:
+    """The Cephes coefficients of `_erf_polynomial` (T, U, P, Q), for the CPU's compiled
+    erf (which must compute exactly this formula)."""
+    return _ERF_T, _ERF_U, _ERFC_P, _ERFC_Q
 
 
 def _erf_polynomial(xp: Any, x: Any) -> Any:
