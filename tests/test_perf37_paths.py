@@ -118,3 +118,25 @@ def test_scatter_add_flat_index_matches_multi_index_add_at_and_torch() -> None:
     ember.nn.functional.embedding(ember.tensor(lookups), a, padding_idx=3).pow(2).sum().backward()
     torch.nn.functional.embedding(torch.tensor(lookups), b, padding_idx=3).pow(2).sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_index_put_accumulate_flat_index_matches_add_at_and_torch() -> None:
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((20, 30, 8)).astype(np.float32)
+    rows, cols = rng.integers(0, 20, 60), rng.integers(-30, 30, 60)  # repeats, negatives
+    values = (rng.standard_normal((60, 8)) * 1e3).astype(np.float32)
+    values[3, 2], values[5, 1] = np.nan, -np.inf
+    got = ember.tensor(x).index_put_((ember.tensor(rows), ember.tensor(cols)),
+                                     ember.tensor(values), accumulate=True).numpy()
+    expected = x.copy()
+    np.add.at(expected, (rows, cols), values)
+    np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
+    t = torch.tensor(x).index_put_((torch.tensor(rows), torch.tensor(cols)),
+                                   torch.tensor(values), accumulate=True)
+    np.testing.assert_allclose(got, t.numpy(), rtol=1e-5, atol=1e-3)
+    for mode in ("reflect", "replicate", "circular"):  # their backwards accumulate so
+        a = ember.tensor(x[None, :3], requires_grad=True)
+        b = torch.tensor(x[None, :3], requires_grad=True)
+        ember.nn.functional.pad(a, (2, 3, 1, 4), mode=mode).pow(2).sum().backward()
+        torch.nn.functional.pad(b, (2, 3, 1, 4), mode=mode).pow(2).sum().backward()
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-5)
