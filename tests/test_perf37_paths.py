@@ -137,3 +137,18 @@ def test_index_put_accumulate_flat_index_matches_torch() -> None:
         ember.nn.functional.pad(a, (2, 3, 1, 4), mode=mode).pow(2).sum().backward()
         torch.nn.functional.pad(b, (2, 3, 1, 4), mode=mode).pow(2).sum().backward()
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int64", "int16"])
+def test_where_bit_select_matches_torch(dtype: str) -> None:
+    rng = np.random.default_rng(7)
+    a = (rng.standard_normal((70, 90)) * 50).astype(dtype)
+    b = (rng.standard_normal((70, 90)) * 50).astype(dtype)
+    if a.dtype.kind == "f":  # NaN, infinities and signed zeros keep their bits
+        a[0, :5] = [np.nan, -0.0, np.inf, -np.inf, 0.0]
+        b[0, :5] = [-0.0, np.nan, 0.0, np.nan, -0.0]
+    cond = rng.random((70, 90)) > 0.5
+    got = ember.where(ember.tensor(cond), ember.tensor(a), ember.tensor(b)).numpy()
+    expected = torch.where(torch.tensor(cond), torch.tensor(a), torch.tensor(b)).numpy()
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))

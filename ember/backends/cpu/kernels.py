@@ -297,6 +297,36 @@ def _sigmoid_as_torch(sigmoid, exp):
 
 
 KERNELS["sigmoid"] = _sigmoid_as_torch(KERNELS["sigmoid"], KERNELS["exp"])
+_SELECT_MIN = 4096  # elements: below, NumPy's where costs less than the five passes
+_SELECT_BITS = {2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def _bit_select(where):
+    """`where(cond, x, y)` of one-shape row-major arrays of one 2-, 4- or 8-byte dtype as a
+    select of their bits, `((x ^ y) & -cond) ^ y`: five vectorised passes, where NumPy's
+    where branches on each element (~25 ns each on random conditions, ~15x a multiply).
+    The same bits (NaN payloads and signed zeros included)."""
+    def kernel(cond, x, y):
+        if type(x) is np.ndarray and type(y) is np.ndarray and type(cond) is np.ndarray \
+                and x.size >= _SELECT_MIN and x.dtype == y.dtype and \
+                x.dtype.kind in "fiu" and cond.dtype == np.bool_ and \
+                x.shape == y.shape == cond.shape and x.flags.c_contiguous and \
+                y.flags.c_contiguous and cond.flags.c_contiguous and \
+                (bits := _SELECT_BITS.get(x.dtype.itemsize)) is not None:
+            mask = cond.view(np.uint8).astype(bits)
+            np.negative(mask, out=mask)
+            out = np.bitwise_xor(x.view(bits), y.view(bits))
+            out &= mask
+            out ^= y.view(bits)
+            return out.view(x.dtype)
+        return where(cond, x, y)
+    kernel.__name__ = kernel.__qualname__ = "where"
+    return kernel
+
+
+KERNELS["where"] = _bit_select(KERNELS["where"])
+
+
 _SEARCH_ROWS = 64  # the most rows of a batched sequence searched one NumPy call each
 
 
