@@ -132,8 +132,8 @@ def test_index_put_accumulate_flat_index_matches_torch() -> None:
                                    torch.tensor(values), accumulate=True)
     np.testing.assert_allclose(got, t.numpy(), rtol=1e-5, atol=1e-3)
     for mode in ("reflect", "replicate", "circular"):  # their backwards accumulate so
-        a = ember.tensor(x[None, :3], requires_grad=True)
-        b = torch.tensor(x[None, :3], requires_grad=True)
+        a = ember.tensor(x[None], requires_grad=True)  # (1024 elements or more)
+        b = torch.tensor(x[None], requires_grad=True)
         ember.nn.functional.pad(a, (2, 3, 1, 4), mode=mode).pow(2).sum().backward()
         torch.nn.functional.pad(b, (2, 3, 1, 4), mode=mode).pow(2).sum().backward()
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-5)

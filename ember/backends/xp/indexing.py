@@ -34,12 +34,12 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 
     def add_at(x, key, value):
         """`xp.add.at(x, key, value)`; through one flat index where x is a writeable
-        row-major array not much larger than the values (a position array of x's size
-        is made): NumPy's fast 1-d loop, where a key of slices and index arrays takes
-        ~140 ns an element. Repeats of a position add in the same order either way (the
-        index arrays' row-major order)."""
-        if x.flags.c_contiguous and x.flags.writeable and \
-                x.size <= max(_FLAT_AT_SIZE, 8 * getattr(value, "size", 1)):
+        row-major array of 1024 elements or more, not much larger than the values (a
+        position array of x's size is made): NumPy's fast 1-d loop, where a key of
+        slices and index arrays takes ~140 ns an element. Repeats of a position add in
+        the same order either way (the index arrays' row-major order)."""
+        if _FLAT_AT_MIN <= x.size <= max(_FLAT_AT_SIZE, 8 * getattr(value, "size", 1)) and \
+                x.flags.c_contiguous and x.flags.writeable:
             where = xp.arange(x.size).reshape(x.shape)[key]
             xp.add.at(x.reshape(-1), where.reshape(-1),
                       xp.broadcast_to(value, where.shape).reshape(-1))
@@ -108,6 +108,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 
 
 _FLAT_AT_SIZE = 1 << 20  # elements: up to it, a position array costs little beside add.at
+_FLAT_AT_MIN = 1024  # below, making it costs more Python calls than the slow loop saves
 
 
 def along_axis(xp: Any, index: Any, dim: int) -> tuple:
