@@ -44,7 +44,8 @@ SHARED_OPS = frozenset("""
     tanh tanh_backward topk tril triu trunc where
 """.split())
 CPU_ONLY = frozenset({"rand", "randn", "randint", "randperm", "lstm_layer",
-                      "lstm_layer_backward", "gru_layer", "gru_layer_backward"})
+                      "lstm_layer_backward", "gru_layer", "gru_layer_backward",
+                      "searchsorted", "mode_index"})
 
 # Every top-level `xp` name the shared kernels use, checked to exist in CuPy 13.6 and 14.2
 # (hasattr on the installed packages; CuPy imports without a GPU). `errstate` is the one

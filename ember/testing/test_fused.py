@@ -139,6 +139,35 @@ def _max_min_dim(device: ember.device) -> Results:
     return {**outs, "grad": x.grad}
 
 
+def _searchsorted(device: ember.device) -> Results:
+    rng = np.random.default_rng(1)
+    seq = np.sort(rng.integers(-4, 5, 12)).astype(np.float32)  # ties
+    values = np.concatenate([rng.uniform(-6, 6, 9), seq[:4], [np.nan, np.inf, -np.inf]])
+    s, v = S.on(device, seq), S.on(device, values.astype(np.float32))
+    rows = S.on(device, np.sort(_rand(2, 3, 6), 1))
+    shuffled = S.on(device, seq[::-1].copy())
+    sorter = S.on(device, np.argsort(seq[::-1], kind="stable"))
+    return {"left": ember.searchsorted(s, v), "right": ember.searchsorted(s, v, right=True),
+            "rows": ember.searchsorted(rows, S.on(device, _rand(3, 3, 4)), side="right"),
+            "sorter": ember.searchsorted(shuffled, v, sorter=sorter),
+            "bucketize": ember.bucketize(v, s, out_int32=True)}
+
+
+def _mode_index(device: ember.device) -> Results:
+    # enough elements (2048) for a kernel that waits for a size; many ties where the
+    # decomposition emulates PyTorch's CPU order of them (on the CPU), else distinct keys
+    # (elsewhere it keeps a stable order, which a kernel need not)
+    rng = np.random.default_rng(1)
+    keys = rng.integers(0, 4, (32, 64)) if device.type == "cpu" else \
+        np.argsort(rng.random((32, 64)), 1)
+    x = _leaf(device, keys.astype(np.float32))
+    values, indices = ember.mode(x, 1)
+    _backward(values, 2)
+    rows = ember.mode(S.on(device, keys.T.copy()), 0, keepdim=True)
+    return {"values": values, "indices": indices, "grad": x.grad,
+            "int64 values": rows.values, "int64 indices": rows.indices}
+
+
 def _cross_entropy(device: ember.device) -> Results:
     target = S.on(device, np.array([1, -100, 4, 0, 4]))  # one ignored row
     out: Results = {}
@@ -261,6 +290,8 @@ CASES: dict[str, FusedCase] = {
     "max_pool": FusedCase(_max_pool),
     "max_pool_backward": FusedCase(_max_pool),
     "max_min_dim": FusedCase(_max_min_dim),
+    "searchsorted": FusedCase(_searchsorted),
+    "mode_index": FusedCase(_mode_index),
     "softmax": _softmax("softmax"),
     "log_softmax": _softmax("log_softmax"),
     "cross_entropy": FusedCase(_cross_entropy),

@@ -127,6 +127,38 @@ def backward(op: str, numpy_kernel: Callable[..., Any]) -> Callable[..., Any]:
     return kernel
 
 
+_ERF_COEFFICIENTS: tuple[np.ndarray, ...] | None = None
+
+
+def erf(numpy_kernel: Callable[..., Any]) -> Callable[..., Any]:
+    """The kernel for `erf(x, out=None)`: one compiled pass from _FIRST_USE contiguous
+    float32/float64 elements (NumPy's float32 formula takes ~40 passes in float64, its
+    float64 one a Python call of math.erf per element), else `numpy_kernel`. float32 runs
+    the NumPy kernel's Cephes formula, rounded step by step as it is; float64 libm's erf."""
+    def kernel(x, out=None):
+        global _ERF_COEFFICIENTS
+        if type(x) is np.ndarray and x.dtype in (_F32, _F64) and x.size >= _FIRST_USE and \
+                x.flags.c_contiguous and (module := kernels()) is not None:
+            y = _flat_out(x, out)
+            if y is not None:
+                try:
+                    if x.dtype == _F64:
+                        module.erf_libm(x.reshape(-1), y.reshape(-1))
+                    else:
+                        if _ERF_COEFFICIENTS is None:
+                            from ember.backends.xp import elementwise as xp_elementwise
+                            _ERF_COEFFICIENTS = tuple(np.array(c, dtype=np.float64) for c
+                                                      in xp_elementwise.erf_coefficients())
+                        module.erf_cephes(x.reshape(-1), y.reshape(-1), *_ERF_COEFFICIENTS)
+                except Exception as e:  # noqa: BLE001 - a numba failure: NumPy from now on
+                    _disable(e)
+                else:
+                    return y
+        return numpy_kernel(x, out=out)
+    kernel.__name__ = kernel.__qualname__ = "erf"
+    return kernel
+
+
 def _flat32(x: Any, like: np.ndarray) -> np.ndarray | None:
     """`x` as a flat float32 array if it is a contiguous one of `like`'s shape."""
     if type(x) is np.ndarray and x.dtype == _F32 and x.shape == like.shape and \
@@ -491,3 +523,44 @@ def randperm_shuffle(draws: np.ndarray, inside_out: bool) -> np.ndarray | None:
         _disable(e)
         return None
     return perm
+
+
+# -- PyTorch's order of equal keys (numba_sort.py) --------------------------------------
+
+_sort_module: ModuleType | None = None
+_SORT_KEYS = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int8, np.int16, np.int32,
+                                         np.int64, np.uint8))
+
+
+def sort_kernels() -> ModuleType | None:
+    """numba_sort, imported on the first call; None where numba is off, missing or
+    broken (the state `kernels()` keeps)."""
+    global _sort_module
+    if _sort_module is None and kernels() is not None:
+        try:
+            from ember.backends.cpu import numba_sort
+        except Exception as e:  # noqa: BLE001 - a broken numba must not break ember
+            _disable(e)
+        else:
+            _sort_module = numba_sort
+    return _sort_module if _module is not None else None
+
+
+def mode_index(x: np.ndarray, dim: int) -> np.ndarray | None:
+    """The fused `mode_index`: the index ATen's CPU mode picks in each row along `dim`
+    (keepdim-shaped), by the compiled std::sort; None where it does not run (a dtype it
+    does not take, a NaN, fewer than _FIRST_USE elements before numba is loaded: the
+    pure-Python emulation costs less than numba's import there)."""
+    if x.dtype not in _SORT_KEYS or x.shape[dim] == 0 or \
+            (x.size < _FIRST_USE and _sort_module is None) or \
+            (x.dtype.kind == "f" and np.isnan(x).any()) or (module := sort_kernels()) is None:
+        return None
+    moved = np.moveaxis(x, dim, -1)
+    rows = np.ascontiguousarray(moved).reshape(-1, moved.shape[-1])
+    out = np.empty(rows.shape[0], dtype=np.int64)
+    try:
+        module.mode_rows(rows, out)
+    except Exception as e:  # noqa: BLE001 - a numba failure: the emulation from now on
+        _disable(e)
+        return None
+    return np.expand_dims(out.reshape(moved.shape[:-1]), dim)

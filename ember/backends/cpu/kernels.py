@@ -300,9 +300,67 @@ def _sigmoid_as_torch(sigmoid, exp):
 
 
 KERNELS["sigmoid"] = _sigmoid_as_torch(KERNELS["sigmoid"], KERNELS["exp"])
+_SELECT_MIN = 4096  # elements: below, NumPy's where costs less than the five passes
+_SELECT_BITS = {2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def _bit_select(where):
+    """`where(cond, x, y)` of one-shape row-major arrays of one 2-, 4- or 8-byte dtype as a
+    select of their bits, `((x ^ y) & -cond) ^ y`: five vectorised passes, where NumPy's
+    where branches on each element (~25 ns each on random conditions, ~15x a multiply).
+    The same bits (NaN payloads and signed zeros included)."""
+    def kernel(cond, x, y):
+        if type(x) is np.ndarray and type(y) is np.ndarray and type(cond) is np.ndarray \
+                and x.size >= _SELECT_MIN and x.dtype == y.dtype and \
+                x.dtype.kind in "fiu" and cond.dtype == np.bool_ and \
+                x.shape == y.shape == cond.shape and x.flags.c_contiguous and \
+                y.flags.c_contiguous and cond.flags.c_contiguous and \
+                (bits := _SELECT_BITS.get(x.dtype.itemsize)) is not None:
+            mask = cond.view(np.uint8).astype(bits)
+            np.negative(mask, out=mask)
+            out = np.bitwise_xor(x.view(bits), y.view(bits))
+            out &= mask
+            out ^= y.view(bits)
+            return out.view(x.dtype)
+        return where(cond, x, y)
+    kernel.__name__ = kernel.__qualname__ = "where"
+    return kernel
+
+
+KERNELS["where"] = _bit_select(KERNELS["where"])
+
+
+_SEARCH_ROWS = 64  # the most rows of a batched sequence searched one NumPy call each
+
+
+def _searchsorted(seq, values, right=False):
+    """The fused `searchsorted`: NumPy's binary search, whose order (NaN after every
+    number) is PyTorch's comparisons' where `seq` holds no NaN; None where it does (a NaN
+    boundary makes PyTorch's search follow its own path), for a dtype NumPy does not
+    order as PyTorch does, or for more rows than are worth a Python loop."""
+    if seq.dtype.kind not in "fiu" or values.dtype != seq.dtype or \
+            (seq.dtype.kind == "f" and np.isnan(seq).any()):
+        return None
+    side = "right" if right else "left"
+    if seq.ndim == 1:
+        return np.asarray(np.searchsorted(seq, values, side=side), dtype=np.int64)
+    rows = seq.reshape(-1, seq.shape[-1])
+    if rows.shape[0] > _SEARCH_ROWS:
+        return None
+    flat = values.reshape(rows.shape[0], -1)
+    out = np.empty(flat.shape, dtype=np.int64)
+    for i in range(rows.shape[0]):
+        out[i] = np.searchsorted(rows[i], flat[i], side=side)
+    return out.reshape(values.shape)
+
+
+KERNELS["searchsorted"] = _searchsorted
+
 # numba-compiled loops where they beat NumPy (compiled.py says where; numba loads lazily)
 KERNELS.update({op: compiled.unary(op, KERNELS[op]) for op in ("sigmoid", "tanh", "exp")})
 KERNELS.update({op: compiled.backward(op, KERNELS[op])
                 for op in ("tanh_backward", "sigmoid_backward")})
 KERNELS.update({op: getattr(compiled, op)(KERNELS[op])
                 for op in ("relu", "relu_backward", "max_pool", "max_pool_backward")})
+KERNELS["erf"] = compiled.erf(KERNELS["erf"])
+KERNELS["mode_index"] = compiled.mode_index

@@ -320,6 +320,49 @@ UNARY = {"exp": (exp_serial, exp_parallel), "tanh": (tanh_serial, tanh_parallel)
 """op name -> (serial, parallel) kernel `(x, out)` on flat contiguous arrays."""
 
 
+# -- erf: the NumPy kernel's Cephes formula (ember/backends/xp/elementwise.py) in one pass --
+# float32 computes in float64 with each step rounded as NumPy's passes round it (no
+# contraction: a fused multiply-add would round differently); float64 calls libm's erf,
+# as NumPy's float64 kernel (math.erf) does.
+
+@_jit(inline=True, contract=False)
+def _horner(x, c):
+    y = c[0]
+    for j in range(1, len(c)):
+        y = y * x + c[j]
+    return y
+
+
+@_jit(inline=True, contract=False)
+def _monic(x, c):
+    y = x + c[0]
+    for j in range(1, len(c)):
+        y = y * x + c[j]
+    return y
+
+
+@_jit(contract=False)
+def erf_cephes(x, out, t, u, p, q):
+    """out = erf(x) for float32 x, by `_erf_polynomial`'s formula (t, u, p, q its
+    coefficients as float64 arrays)."""
+    for i in range(x.size):
+        v = np.float64(x[i])
+        v = min(max(v, -6.0), 6.0) if v == v else v
+        a = abs(v)
+        z = v * v
+        if a <= 1.0:
+            r = v * _horner(z, t) / _monic(z, u)
+        else:
+            r = math.copysign(1.0 - math.exp(-z) * _horner(a, p) / _monic(a, q), v)
+        out[i] = r
+
+
+@_jit()
+def erf_libm(x, out):
+    for i in range(x.size):
+        out[i] = math.erf(x[i])
+
+
 # -- PyTorch's float32 fused multiply-add (the opmath rules: ember/backends/xp/opmath.py) --
 # float64 holds a product of two float32 exactly, so the sum's one rounding to float32 is
 # the fma's (a contracted float64 fma changes nothing)

@@ -298,6 +298,12 @@ def _polynomial(x: Any, coefficients: tuple[float, ...], monic: bool = False) ->
     return y
 
 
+def erf_coefficients() -> tuple[tuple[float, ...], ...]:
+    """The Cephes coefficients of `_erf_polynomial` (T, U, P, Q), for the CPU's compiled
+    erf (which must compute exactly this formula)."""
+    return _ERF_T, _ERF_U, _ERFC_P, _ERFC_Q
+
+
 def _erf_polynomial(xp: Any, x: Any) -> Any:
     """erf in float64 (Cephes), returned in x's dtype. |x| is clipped at 6, where erf is
     1.0 in float64, so infinities give +-1 and no overflow warns; NaN stays NaN."""

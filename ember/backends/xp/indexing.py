@@ -20,11 +20,31 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         types)."""
         if exact_at(ufunc, out.dtype):
             try:
-                ufunc.at(out, key, values)
+                if len(key) > 1 and out.flags.c_contiguous:
+                    # one flat index: NumPy's fast 1-d loop (with several index arrays it
+                    # takes ~140 ns an element); the same elements in the same order
+                    ufunc.at(out.reshape(-1), _flat_index(xp, key, out.shape, values.shape),
+                             values.reshape(-1))
+                else:
+                    ufunc.at(out, key, values)
                 return
             except (AttributeError, NotImplementedError, TypeError):
                 pass
         _reduce_by_rounds(xp, ufunc, out, key, values)
+
+    def add_at(x, key, value):
+        """`xp.add.at(x, key, value)`; through one flat index where x is a writeable
+        row-major array of 1024 elements or more, not much larger than the values (a
+        position array of x's size is made): NumPy's fast 1-d loop, where a key of
+        slices and index arrays takes ~140 ns an element. Repeats of a position add in
+        the same order either way (the index arrays' row-major order)."""
+        if _FLAT_AT_MIN <= x.size <= max(_FLAT_AT_SIZE, 8 * getattr(value, "size", 1)) and \
+                x.flags.c_contiguous and x.flags.writeable:
+            where = xp.arange(x.size).reshape(x.shape)[key]
+            xp.add.at(x.reshape(-1), where.reshape(-1),
+                      xp.broadcast_to(value, where.shape).reshape(-1))
+        else:
+            xp.add.at(x, key, value)
 
     def getitem(x, *tensors, index, shape=None):
         x, index = _select_ints_first(x, index)
@@ -40,7 +60,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         key = _key(index, tensors)
         try:
             if accumulate and tensors:
-                xp.add.at(x, key[:-1], value)  # unbuffered: repeated indices all add
+                add_at(x, key[:-1], value)  # unbuffered: repeated indices all add
             elif accumulate:
                 x[key] += value
             else:
@@ -87,6 +107,10 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             "index_select": index_select, "nonzero": nonzero}
 
 
+_FLAT_AT_SIZE = 1 << 20  # elements: up to it, a position array costs little beside add.at
+_FLAT_AT_MIN = 1024  # below, making it costs more Python calls than the slow loop saves
+
+
 def along_axis(xp: Any, index: Any, dim: int) -> tuple:
     """The advanced-indexing key that pairs each element of `index` with its own position
     on every dimension but `dim` (what take/put_along_axis index with): `a[key]` reads
@@ -98,14 +122,21 @@ def along_axis(xp: Any, index: Any, dim: int) -> tuple:
                  for d, n in enumerate(index.shape))
 
 
+def _flat_index(xp: Any, key: tuple, shape: tuple, like: tuple) -> Any:
+    """The row-major positions in an array of `shape` that the index arrays `key` (one a
+    dimension) point at, broadcast to `like` and flattened."""
+    flat = 0
+    for k, stride in zip(key, _row_major_strides(shape)):
+        flat = flat + k * stride if stride != 1 else flat + k
+    return xp.broadcast_to(flat, like).reshape(-1)
+
+
 def _reduce_by_rounds(xp: Any, ufunc: Any, out: Any, key: tuple, values: Any) -> None:
     """`ufunc.at(out, key, values)` from fancy reads and writes: each round takes, for
     every target position, the first of its pending values, so no round writes a
     position twice."""
     shape = out.shape
-    flat_target = 0
-    for k, stride in zip(key, _row_major_strides(shape)):
-        flat_target = flat_target + xp.broadcast_to(k, values.shape).ravel() * stride
+    flat_target = _flat_index(xp, key, shape, values.shape)
     flat_values = values.ravel()
     flat_out = out.reshape(-1)
     while flat_target.size:

@@ -15,8 +15,8 @@ from typing import Any
 from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.creation import full, linspace, ones, zeros
-from ember.core.declare import composite
-from ember.core.dispatch import kernel_refuses, refuse_unsigned
+from ember.core.declare import composite, fused_kernel
+from ember.core.dispatch import kernel_refuses, refuse_unsigned, run_fused
 from ember.core.grad_mode import no_grad
 from ember.core.ops.elementwise import to_dtype, where
 from ember.core.ops.indexing import (
@@ -85,17 +85,40 @@ def _search(op: str, seq: Tensor, values: Any, right: bool, out_int32: bool,
                                f"boundary tensor {fmt_shape(seq.shape)}and got sorter tensor "
                                f"{fmt_shape(sorter.shape)}")
     with no_grad():
-        if seq.ndim == 1:
-            out = reshape(_binary_search(seq, reshape(values, (-1,)), right, sorter),
-                          tuple(values.shape))
-        elif values.ndim == 0:
+        if seq.ndim != 1 and values.ndim == 0:
             out = values.long()
         else:
+            out = _fused_search(seq, values, right, sorter)
+        if out is None and seq.ndim == 1:
+            out = reshape(_binary_search(seq, reshape(values, (-1,)), right, sorter),
+                          tuple(values.shape))
+        elif out is None:
             out = _binary_search(seq, values, right, sorter)
     return to_dtype(out, dt.int32) if out_int32 else out
 
 
-@composite(variants="function", cost=costs.reduction(8))
+def _fused_search(seq: Tensor, values: Tensor, right: bool,
+                  sorter: Tensor | None) -> Tensor | None:
+    """The backend's `searchsorted` kernel on the sequence in sorted order, or None (the
+    binary search in ember ops runs then)."""
+    if seq.dtype is not values.dtype or seq.shape[-1] == 0:
+        return None
+    if sorter is not None:
+        seq = gather_in_bounds(seq, seq.ndim - 1, sorter)
+    return run_fused("searchsorted", seq, values, right=right)
+
+
+fused_kernel("searchsorted", replaces="searchsorted", outputs=("int64",),
+             signature="searchsorted(seq, values, *, right) -> indices",
+             doc="For each value, how many elements of the sorted, non-empty `seq` (1-d, or "
+                 "a row per leading index of `values`) come before it: those < it, or <= "
+                 "it with `right`, with PyTorch's comparisons (a NaN value after every "
+                 "element). The kernel may return None for a call it does not run (the "
+                 "CPU's: a NaN in `seq`, where PyTorch's binary search is not a sort's "
+                 "order).")
+
+
+@composite(variants="function", cost=costs.reduction(8), fused=("searchsorted",))
 def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False,
                  right: bool = False, side: str | None = None,
                  sorter: Tensor | None = None) -> Tensor:
@@ -121,7 +144,7 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
     return _search("torch.searchsorted", sorted_sequence, input, right, out_int32, sorter)
 
 
-@composite(variants="function", cost=costs.reduction(8))
+@composite(variants="function", cost=costs.reduction(8), fused=("searchsorted",))
 def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False,
               right: bool = False) -> Tensor:
     """The index of the bucket of each value: `boundaries[i-1] < x <= boundaries[i]`

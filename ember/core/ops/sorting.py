@@ -16,8 +16,8 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.apply import record_grad
 from ember.core.creation import arange, full, tensor
-from ember.core.declare import composite, write_out
-from ember.core.dispatch import kernel_refuses, refuse_unsigned, run
+from ember.core.declare import composite, fused_kernel, write_out
+from ember.core.dispatch import kernel_refuses, refuse_unsigned, run, run_fused
 from ember.core.errors import as_overload_check, invalid_combination
 from ember.core.grad_mode import no_grad
 from ember.core.opdef import OPS, Grad
@@ -334,7 +334,7 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> A
 
 
 @composite(variants="function method out", cost=costs.reduction(10),
-           node_label="ModeBackward0")
+           node_label="ModeBackward0", fused=("mode_index",))
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
     """The most frequent value along `dim` (the smallest of those equally frequent) and
     the index of its last occurrence, as a named (values, indices) pair."""
@@ -345,6 +345,9 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
     n = x.shape[d]
     if x.numel() == 0:
         return ModeResult(*_pick(input, x, d, x.long(), _positions(x, d, 0), keepdim))
+    picked = run_fused("mode_index", x, dim=d)  # (a backend's PyTorch order of ties)
+    if picked is not None:
+        return ModeResult(*_pick(input, x, d, picked, _positions(x, d, 0), keepdim))
     if x.device.type == "cpu" and x.numel() <= TIE_ORDER_LIMIT and not x._dtype.is_complex:
         picked = _aten_mode(x, d)
         if picked is not None:
@@ -364,6 +367,15 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
         # occurrence (a stable order keeps the run in index order)
         pos = (p - run_start).argmax(d, keepdim=True)
     return ModeResult(*_pick(input, x, d, order, pos, keepdim))
+
+
+fused_kernel("mode_index", replaces="mode", outputs=("int64",),
+             signature="mode_index(x, *, dim) -> indices",
+             doc="The index `mode` returns in each row along `dim` (keepdim-shaped), in "
+                 "PyTorch's CPU order of equal keys (see introsort.mode_of_row): the last "
+                 "of the first longest run of equal keys in std::sort's order. The kernel "
+                 "may return None for a call it does not run; `mode` then emulates the sort "
+                 "on the host (up to TIE_ORDER_LIMIT elements) or sorts stably.")
 
 
 def _aten_mode(x: Tensor, d: int) -> Tensor | None:
