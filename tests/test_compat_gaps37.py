@@ -3,6 +3,7 @@
 import pytest
 
 import ember
+from ember.core.dtype import API_NAME
 
 torch = pytest.importorskip("torch")
 from torch_oracle import DEVICES  # noqa: E402
@@ -36,3 +37,48 @@ def test_integer_division_by_zero_only_where_a_divisor_is_read(call, device):
     with ember.device(device):
         ours = _outcome(call, ember)
     assert ours == _outcome(call, torch)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.randn(2, 3, memory_format=lib.channels_last),
+    lambda lib: lib.rand(2, 3, memory_format=lib.channels_last),
+    lambda lib: lib.randint(5, (2, 3), memory_format=lib.channels_last),
+    lambda lib: lib.randint(0, 5, (2, 3), foo=1),
+    lambda lib: lib.randint(5, size=(2, 3), foo=1, bar=2),
+    lambda lib: lib.randint(5, (2, 3), lib.int64),
+    lambda lib: lib.randperm(5, foo=1),
+    lambda lib: lib.randn(2, 3, foo=1, bar=2),
+    lambda lib: lib.randn(size=(2, 3), foo=1),
+    lambda lib: lib.randn(2, 3, size=(2,)),
+    lambda lib: lib.rand((2, 3), 4),
+    lambda lib: lib.randn(),
+    lambda lib: lib.rand(dtype=lib.float32),
+    lambda lib: lib.randn(2, 3, requires_grad=1),
+    lambda lib: lib.randn(2, 3, dtype=5),
+    lambda lib: lib.rand(2, 3, generator=5),
+    lambda lib: lib.randn(2, layout=5),
+    lambda lib: lib.randn(2, pin_memory=1),
+    lambda lib: lib.zeros(2, 3, memory_format=lib.channels_last),
+    lambda lib: lib.full((2, 3), 1.0, foo=1),
+    lambda lib: lib.empty(2, 3, memory_format=lib.channels_last),
+    lambda lib: lib.empty(2, 3, memory_format=lib.preserve_format),
+    lambda lib: lib.zeros(2, 3, size=(2,)),
+], ids=range(23))
+def test_factory_arguments_refused_as_torch(call):
+    """A factory call no overload takes: the random factories (whose generator overloads
+    make PyTorch's parser list them) say "invalid combination of arguments", the others
+    name the argument; the type and the first line as PyTorch's."""
+    kind, text = _outcome(call, torch)
+    assert _outcome(call, ember) == (kind, text.replace("torch.", f"{API_NAME}."))
+
+
+def test_random_factories_take_layout_and_pin_memory_as_torch():
+    generator = ember.Generator().manual_seed(0)
+    ours = ember.randn(2, 3, dtype=ember.float32, generator=generator, out=None,
+                       layout=ember.strided, device="cpu", pin_memory=False,
+                       requires_grad=False)
+    theirs = torch.randn(2, 3, dtype=torch.float32, generator=torch.Generator().manual_seed(0),
+                         out=None, layout=torch.strided, device="cpu", pin_memory=False,
+                         requires_grad=False)
+    assert ours.tolist() == theirs.tolist()
+    assert ember.randint(3, (4,), layout=ember.strided).shape == (4,)
