@@ -82,3 +82,22 @@ def test_random_factories_take_layout_and_pin_memory_as_torch():
                          requires_grad=False)
     assert ours.tolist() == theirs.tolist()
     assert ember.randint(3, (4,), layout=ember.strided).shape == (4,)
+
+
+@pytest.mark.parametrize("shape, dim", [((1, 2, 3), 1), ((2, 3), 1), ((3, 2), 0), ((4,), 0)])
+@pytest.mark.parametrize("index, alpha", [([0, -1], 1), ([5], 2), (("int32", [5]), 1)])
+@pytest.mark.parametrize("device", DEVICES)
+def test_index_add_out_of_range_error_follows_torchs_kernel(shape, dim, index, alpha, device):
+    """PyTorch's CPU index_add adds along the first or last dim through scatter_add (int64
+    indices, alpha 1), which names the bad index (RuntimeError); otherwise slice by slice:
+    "index out of range in self" (IndexError)."""
+    dtype, values = index if isinstance(index[0], str) else ("int64", index)
+
+    def call(lib):
+        x = lib.zeros(shape)
+        i = lib.tensor(values, dtype=getattr(lib, dtype))
+        source = lib.ones(shape[:dim] + (len(values),) + shape[dim + 1:])
+        return x.index_add(dim, i, source, alpha=alpha)
+    with ember.device(device):
+        ours = _outcome(call, ember)
+    assert ours == _outcome(call, torch)
