@@ -101,3 +101,30 @@ def test_index_add_out_of_range_error_follows_torchs_kernel(shape, dim, index, a
     with ember.device(device):
         ours = _outcome(call, ember)
     assert ours == _outcome(call, torch)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.zeros(0).repeat(-2),
+    lambda lib: lib.zeros(0, 2).repeat(-2, 1),
+    lambda lib: lib.zeros(0, 2).repeat(1, -2),
+    lambda lib: lib.zeros(0).repeat(-2, 1),
+    lambda lib: lib.zeros(2).repeat(-2),
+    lambda lib: lib.zeros(0, 2).tile((-1, 2)),
+    lambda lib: lib.zeros(0).narrow(0, 1, -1),
+    lambda lib: lib.zeros(3).narrow(0, 5, -1),
+    lambda lib: lib.zeros(3).narrow(3, 0, -1),
+    lambda lib: lib.zeros(3).narrow(0, 5, 1),
+    lambda lib: lib.zeros(()).narrow(0, 0, -1),
+], ids=range(11))
+def test_negative_repeats_and_lengths_checked_as_torch(call):
+    """repeat checks the sizes it makes (a negative repeat of an empty dim is an empty
+    dim), in PyTorch's words; narrow checks a negative length before the dim and start."""
+    assert _outcome(call, ember) == _outcome(call, torch)
+
+
+def test_negative_repeat_of_an_empty_dim_keeps_the_graph():
+    x = ember.zeros(0, 2, requires_grad=True)
+    out = x.repeat(-3, 2)
+    assert out.shape == (0, 4) and out.grad_fn.name() == "RepeatBackward0"
+    out.sum().backward()
+    assert x.grad.shape == (0, 2)

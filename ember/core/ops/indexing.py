@@ -787,6 +787,8 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """A view of `length` elements of `dim` from `start`."""
     if not input.ndim:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if length < 0:  # (PyTorch checks it before the dim and the start)
+        raise RuntimeError("narrow(): length must be non-negative.")
     d = normalize_dim("narrow", dim, input.ndim)
     size = input.shape[d]
     if not -size <= start <= size:
@@ -795,8 +797,6 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
                            f"narrow: dim {d} of shape {tuple(input.shape)}")
     if start < 0:
         start += size
-    if length < 0:
-        raise RuntimeError("narrow(): length must be non-negative.")
     if start + length > size:
         raise with_context(RuntimeError(f"start ({start}) + length ({length}) exceeds "
                                         f"dimension size ({size})."),
