@@ -10,9 +10,11 @@ from torch_oracle import DEVICES  # noqa: E402
 
 
 def _outcome(call, lib):
-    """`call(lib)`'s result as a list, or its exception's type and first line."""
+    """`call(lib)`'s result (a tensor or a tuple of them) as lists, or its exception's
+    type and first line."""
     try:
-        return call(lib).tolist()
+        out = call(lib)
+        return [t.tolist() for t in out] if isinstance(out, tuple) else out.tolist()
     except Exception as err:  # noqa: BLE001 (any error is compared with PyTorch's)
         return type(err).__name__, str(err).splitlines()[0]
 
@@ -128,3 +130,33 @@ def test_negative_repeat_of_an_empty_dim_keeps_the_graph():
     assert out.shape == (0, 4) and out.grad_fn.name() == "RepeatBackward0"
     out.sum().backward()
     assert x.grad.shape == (0, 2)
+
+
+@pytest.mark.parametrize("call", [
+    lambda F, lib: F.max_pool2d(lib.zeros(0, 1, 1, 1), 2, None, 1, 1),
+    lambda F, lib: F.max_pool2d(lib.zeros(0, 1, 3, 3), 2, None, 1, 1, return_indices=True),
+    lambda F, lib: F.max_pool1d(lib.zeros(0, 1, 3), 2, 1, 1, return_indices=True),
+    lambda F, lib: F.max_pool3d(lib.zeros(0, 1, 1, 1, 1), 2, None, 1),
+    lambda F, lib: F.max_pool2d(lib.arange(-9, 0).reshape(1, 1, 3, 3), 2, None, 1,
+                                return_indices=True),
+    lambda F, lib: F.max_pool3d(lib.full((1, 1, 3, 3, 3), -2 ** 63), 2, None, 1,
+                                return_indices=True),
+    lambda F, lib: F.max_pool1d(lib.tensor([[[-5, -3, -7]]]), 2, None, 1,
+                                return_indices=True),
+    lambda F, lib: F.max_pool1d(lib.zeros(0, 1, 1, dtype=lib.int64), 2, None, 1),
+    lambda F, lib: F.max_pool1d(lib.zeros(1, 3, dtype=lib.int32), 2),
+    lambda F, lib: F.max_pool1d(lib.zeros(1, 1, 3, dtype=lib.bool), 2),
+    lambda F, lib: F.max_pool1d(lib.zeros(1, 1, 3, dtype=lib.uint8), -1),
+    lambda F, lib: lib.nn.MaxPool1d(2)(lib.zeros(1, 1, 4, dtype=lib.int64)),
+], ids=range(12))
+@pytest.mark.parametrize("device", DEVICES)
+def test_max_pool_of_an_empty_batch_and_of_integers_as_torch(call, device):
+    """An empty batch pools to an empty result; integer inputs pad with their least value
+    (not -inf); max_pool1d without indices refuses integers (PyTorch's floating-only
+    max_pool1d_impl kernel)."""
+    def pool(lib):
+        return call(lib.nn.functional, lib)
+    with ember.device(device):
+        ours = _outcome(pool, ember)
+    assert ours == _outcome(pool, torch)
+

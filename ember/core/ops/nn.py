@@ -1106,6 +1106,11 @@ def _max_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, dila
         op = "max_pool1d_with_indices"
     _features_present(op, n, input)
     x, unbatched = _batched(input, n, op)
+    if op == "max_pool1d" and not x._dtype.is_floating_point:
+        # PyTorch's max_pool1d without indices runs a floating-only kernel (after its
+        # argument checks); with indices it runs max_pool2d's, which takes integers
+        _pool_geometry(op, n, x, kernel_size, stride, padding, dilation, ceil_mode)
+        raise kernel_refuses("max_pool1d_impl", x._dtype)
     fused = max_pool_with_indices(op, n, x, kernel_size, stride, padding, dilation, ceil_mode,
                                   return_indices)
     if fused is not None:
@@ -1345,7 +1350,7 @@ def max_pool_with_indices(op: str, n: int, input: Tensor, kernel_size: Any, stri
                     f"MaxPool{n}DWithIndicesBackward0")
     if not return_indices:
         return values, None
-    flat_k = reshape(k_index, tuple(k_index.shape[:2]) + (-1,))
+    flat_k = reshape(k_index, tuple(k_index.shape[:2]) + (math.prod(outs),))
     return values, _pool_indices(flat_k, input, outs, (kernel, stride, padding, dilation,
                                                        extra))
 
