@@ -160,3 +160,24 @@ def test_max_pool_of_an_empty_batch_and_of_integers_as_torch(call, device):
         ours = _outcome(pool, ember)
     assert ours == _outcome(pool, torch)
 
+
+
+_FLOAT_ONLY = ["modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0",
+               "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+               "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "airy_ai", "erfcx", "ndtri",
+               "spherical_bessel_j0", "log_ndtr"]
+
+
+@pytest.mark.parametrize("name", _FLOAT_ONLY)
+def test_special_functions_without_half_precision_kernels_refuse_it(name):
+    """torch.special functions whose CPU kernels are built for float32 and float64 only
+    refuse float16 and bfloat16 (NotImplementedError naming the kernel); i0, i0e, i1, i1e,
+    ndtr and the rest compute them."""
+    for dtype in ("float16", "bfloat16", "float32"):
+        def call(lib, dtype=dtype):
+            return getattr(lib.special, name)(lib.tensor([0.5, 2.0]).to(getattr(lib, dtype)))
+        ours, theirs = _outcome(call, ember), _outcome(call, torch)
+        if theirs[0] == "NotImplementedError":
+            assert ours == theirs
+        else:
+            assert ours == pytest.approx(theirs, rel=1e-6, nan_ok=True)
