@@ -397,11 +397,17 @@ def _random_overloads(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
 
     @functools.wraps(fn)
     def factory(*args: Any, **kwargs: Any) -> Tensor:
-        if kwargs.keys() - known or (sized and not (args or kwargs)) or (sized and args and (
+        if not kwargs:  # (most calls: `randn(2, 3)`)
+            if sized and (not args or len(args) > 1 and isinstance(args[0], (tuple, list))):
+                raise _no_overload(op, args, kwargs)
+            return fn(*args)
+        if kwargs.keys() - known or (sized and args and (
                 "size" in kwargs or len(args) > 1 and isinstance(args[0], (tuple, list)))) \
                 or not _keywords_typed(kwargs):
             raise _no_overload(op, args, kwargs)
-        layout, pin = kwargs.pop("layout", None), kwargs.pop("pin_memory", False)
+        layout, pin = None, False
+        if "layout" in kwargs or "pin_memory" in kwargs:
+            layout, pin = kwargs.pop("layout", None), kwargs.pop("pin_memory", False)
         if layout is not None and layout is not storage.strided:
             raise NotImplementedError(f"{op}(): layout={layout} is not supported; ember's "
                                       f"dense tensors are {storage.strided}")
@@ -416,12 +422,15 @@ def _random_overloads(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
 
 def _keywords_typed(kwargs: dict) -> bool:
     """Whether the keywords the random factories share have the types their overloads
-    take."""
-    return (kwargs.get("requires_grad", False).__class__ is bool
-            and kwargs.get("pin_memory", False).__class__ is bool
-            and isinstance(kwargs.get("generator"), (Generator, type(None)))
-            and isinstance(kwargs.get("layout"), (storage.layout, type(None)))
-            and isinstance(kwargs.get("dtype"), (dt.dtype, type(None))))
+    take (`_KEYWORD_TYPES`; None passes but for the bools)."""
+    for name, value in kwargs.items():
+        kind = _KEYWORD_TYPES.get(name)
+        if kind is bool:
+            if value.__class__ is not bool:
+                return False
+        elif kind is not None and value is not None and not isinstance(value, kind):
+            return False
+    return True
 
 
 @primitive(complex=True, variants="function", rule=_rand_rule, creation=True, cost=costs.creation)
@@ -1014,6 +1023,11 @@ class Generator:
         self.device = Device(state["device"])
         self._engine = MT19937(DEFAULT_SEED)
         self._engine.set_state(state["state"])
+
+
+# the types of the random factories' shared keywords (ember.core.creation._keywords_typed)
+_KEYWORD_TYPES = {"requires_grad": bool, "pin_memory": bool, "generator": Generator,
+                  "layout": storage.layout, "dtype": dt.dtype}
 
 
 def _rebuild_generator(device: str, state: Any) -> Generator:
