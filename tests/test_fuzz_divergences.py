@@ -526,3 +526,15 @@ def test_bessel_i0_and_i1_overflow_where_exp_does(device, dtype):
                     lib.special.modified_bessel_i1(x))
         return lib.i0(x), lib.special.i1(x)
     assert_same(case, device, rtol=2e-2 if dtype in ("bfloat16", "float16") else 1e-5)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gelu_halves_first_near_the_largest_float(device, approximate, dtype):
+    # ATen's x * 0.5 * (1 + erf(x / sqrt 2)): x * (1 + erf) overflows at 3.4e38 (float32).
+    # (No huge negative x: PoCL's float tanh(-inf) is -0.99999994, not -1, so OpenCL's
+    # tanh form gives -1e31 there where PyTorch's gives -0)
+    big = 3.4e38 if dtype == "float32" else 1.7e308
+    assert_same(lambda lib, T: lib.nn.functional.gelu(
+        T([big, 1e38, -2.5, 0.5, INF, NAN], dtype=getattr(lib, dtype)),
+        approximate=approximate), device)

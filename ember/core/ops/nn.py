@@ -453,11 +453,12 @@ def _gelu_grad(grad: Tensor, input: Tensor, approximate: str) -> Tensor:
 @composite(variants="", cost=costs.pointwise(12), grad=Grad("GeluBackward0", input=_gelu_grad))
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """GELU, `x Phi(x)` (`approximate="tanh"`: its tanh approximation), as one node."""
+    # (ATen's order, x * 0.5 first: x * (1 + erf) would overflow near the float's largest)
     if approximate == "none":
-        compute = lambda x: x * (erf(x * _SQRT1_2) + 1.0) * 0.5  # noqa: E731
+        compute = lambda x: x * 0.5 * (erf(x * _SQRT1_2) + 1.0)  # noqa: E731
     elif approximate == "tanh":
-        compute = lambda x: x * (tanh(  # noqa: E731
-            (x + x * x * x * _GELU_KAPPA) * math.sqrt(2.0 / math.pi)) + 1.0) * 0.5
+        compute = lambda x: x * 0.5 * (tanh(  # noqa: E731
+            (x + x * x * x * _GELU_KAPPA) * math.sqrt(2.0 / math.pi)) + 1.0)
     else:
         raise RuntimeError("approximate argument must be either none or tanh.")
     return _activation("gelu", input, compute, {"approximate": approximate})
