@@ -511,3 +511,30 @@ def test_inverse_is_a_solve_against_the_identity(device):
     assert_same(lambda lib, T: lib.linalg.inv_ex(T(A)).inverse, device)
     assert_same(lambda lib, T: lib.linalg.inv_ex(T([[1.0, 2.0], [2.0, 4.0]])), device)
     assert_same(lambda lib, T: lib.linalg.inv(T([[1.0, 2.0], [2.0, 4.0]])), device)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "float64"])
+def test_bessel_i0_and_i1_overflow_where_exp_does(device, dtype):
+    # PyTorch computes i0 and i1 as exp(|x|) times a series, in float32 for float32 and
+    # half precision: infinite from x = 88.7228 (float32's exp overflow), where the exact
+    # values (SciPy's, computed in float64) are still finite; float64's overflow at 709.78
+    def case(lib, T):
+        x = T([88.0, 88.72283172607422, 88.72283935546875, 89.0, -89.0, 700.0, 709.78,
+               709.79, -710.0, INF, -INF, NAN], dtype=getattr(lib, dtype))
+        if dtype in ("float32", "float64"):  # (torch.special's refuse half precision)
+            return (lib.i0(x), lib.special.i1(x), lib.special.modified_bessel_i0(x),
+                    lib.special.modified_bessel_i1(x))
+        return lib.i0(x), lib.special.i1(x)
+    assert_same(case, device, rtol=2e-2 if dtype in ("bfloat16", "float16") else 1e-5)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gelu_halves_first_near_the_largest_float(device, approximate, dtype):
+    # ATen's x * 0.5 * (1 + erf(x / sqrt 2)): x * (1 + erf) overflows at 3.4e38 (float32).
+    # (No huge negative x: PoCL's float tanh(-inf) is -0.99999994, not -1, so OpenCL's
+    # tanh form gives -1e31 there where PyTorch's gives -0)
+    big = 3.4e38 if dtype == "float32" else 1.7e308
+    assert_same(lambda lib, T: lib.nn.functional.gelu(
+        T([big, 1e38, -2.5, 0.5, INF, NAN], dtype=getattr(lib, dtype)),
+        approximate=approximate), device)

@@ -769,9 +769,14 @@ def test_each_factory_takes_size_by_keyword(name):
         assert tuple(make(size=[4]).shape) == (4,)
         assert tuple(make(size=lib.Size([1, 2]), dtype=lib.float64).shape) == (1, 2)
         assert make(size=(2,), dtype=lib.float64).dtype is lib.float64
-    with pytest.raises(TypeError, match=rf"^{name}\(\) got multiple values for argument 'size'$"):
+    # (rand's and randn's generator overloads make PyTorch's parser list them instead)
+    with pytest.raises(TypeError) as t_err:
+        (getattr(torch.zeros(1), name) if name.startswith("new_") else getattr(torch, name))(
+            2, size=(3,))
+    with pytest.raises(TypeError) as e_err:
         (getattr(ember.zeros(1), name) if name.startswith("new_") else getattr(ember, name))(
             2, size=(3,))
+    assert str(e_err.value) == str(t_err.value)
     if name.startswith("new_"):
         with pytest.raises(TypeError) as t_err:
             getattr(torch.zeros(1), name)()

@@ -10,6 +10,7 @@ factories are written with them.
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import numbers
 import os
@@ -32,7 +33,7 @@ from ember.core.dispatch import (
     run_inplace,
     user_stacklevel,
 )
-from ember.core.errors import with_context
+from ember.core.errors import invalid_combination, type_name, with_context
 from ember.core.host import check_numpy_array, dtype_arg, python_scalar
 from ember.core.memory_format import (
     check_format,
@@ -51,7 +52,7 @@ __all__ = ["Generator", "default_generator", "get_default_device", "get_rng_stat
            "initial_seed", "seed", "manual_seed", "set_default_device", "set_rng_state"]
 
 
-def _sizes_given(op: str, sizes: tuple, size: Any = None, required: bool = True) -> tuple:
+def _sizes_given(op: str, sizes: tuple, size: Any = None) -> tuple:
     """The sizes given positionally (`zeros(2, 3)`, `zeros((2, 3))`) or by keyword
     (`zeros(size=(2, 3))`), as PyTorch's argument parser takes them, with its TypeErrors:
     the sizes are required (`zeros(())` is 0-d), and given once."""
@@ -62,7 +63,7 @@ def _sizes_given(op: str, sizes: tuple, size: Any = None, required: bool = True)
             raise TypeError(f"{op}(): argument 'size' must be tuple of ints, not "
                             f"{type(size).__name__}")
         return (tuple(size),)
-    if required and not sizes:
+    if not sizes:
         raise TypeError(f'{op}() missing 1 required positional arguments: "size"')
     return sizes
 
@@ -357,36 +358,105 @@ def _complex_random(op: str, size: tuple, d: dt.dtype, device: DeviceLike, gener
     return view_as_complex(parts)
 
 
+def _overloads(*firsts: str) -> tuple[str, ...]:
+    """A random factory's overloads as PyTorch's argument parser lists them: for each
+    leading parameter list in `firsts`, with a generator and without."""
+    return tuple(f"({first}, *, {gen}Tensor out = None, torch.dtype dtype = None, "
+                 "torch.layout layout = None, torch.device device = None, "
+                 "bool pin_memory = False, bool requires_grad = False)"
+                 for first in firsts for gen in ("torch.Generator generator, ", ""))
+
+
+_RANDOM_OVERLOADS = {"rand": _overloads("tuple of ints size"),
+                     "randn": _overloads("tuple of ints size"),
+                     "randint": _overloads("int high, tuple of ints size",
+                                           "int low, int high, tuple of ints size"),
+                     "randperm": _overloads("int n")}
+
+
+def _no_overload(op: str, args: tuple, kwargs: dict) -> TypeError:
+    """PyTorch's "invalid combination of arguments" for a random factory: its arguments'
+    types, the keywords sorted (each followed by a comma when none is positional, as
+    PyTorch prints them), then the overloads."""
+    keywords = [f"{k}={type_name(kwargs[k])}" for k in sorted(kwargs)]
+    got = ", ".join([type_name(a) for a in args] + keywords)
+    if keywords and not args:
+        got += ", "
+    return invalid_combination(op, got, _RANDOM_OVERLOADS[op])
+
+
+def _random_overloads(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """A random factory refusing, as PyTorch's parser does, the calls that match none of
+    its overloads (a generator and a plain one each): an unknown keyword
+    (`randn(2, 3, memory_format=...)`), a keyword of the wrong type (`requires_grad=1`,
+    `dtype=5`, `generator=5`), sizes given twice or after a tuple, or no argument at all
+    (`randn()`). Other refusals keep their own messages."""
+    op = fn.__name__
+    known = set(inspect.signature(fn).parameters) | {"out", "layout", "pin_memory"}
+    sized = op in ("rand", "randn")
+
+    @functools.wraps(fn)
+    def factory(*args: Any, **kwargs: Any) -> Tensor:
+        if not kwargs:  # (most calls: `randn(2, 3)`)
+            if sized and (not args or len(args) > 1 and isinstance(args[0], (tuple, list))):
+                raise _no_overload(op, args, kwargs)
+            return fn(*args)
+        if kwargs.keys() - known or (sized and args and (
+                "size" in kwargs or len(args) > 1 and isinstance(args[0], (tuple, list)))) \
+                or not _keywords_typed(kwargs):
+            raise _no_overload(op, args, kwargs)
+        layout, pin = None, False
+        if "layout" in kwargs or "pin_memory" in kwargs:
+            layout, pin = kwargs.pop("layout", None), kwargs.pop("pin_memory", False)
+        if layout is not None and layout is not storage.strided:
+            raise NotImplementedError(f"{op}(): layout={layout} is not supported; ember's "
+                                      f"dense tensors are {storage.strided}")
+        out = fn(*args, **kwargs)
+        if pin:
+            from ember.core import pinning
+
+            out = pinning.pin_memory(out, message=pinning.NO_ALLOCATOR)
+        return out
+    return factory
+
+
+def _keywords_typed(kwargs: dict) -> bool:
+    """Whether the keywords the random factories share have the types their overloads
+    take (`_KEYWORD_TYPES`; None passes but for the bools)."""
+    for name, value in kwargs.items():
+        kind = _KEYWORD_TYPES.get(name)
+        if kind is bool:
+            if value.__class__ is not bool:
+                return False
+        elif kind is not None and value is not None and not isinstance(value, kind):
+            return False
+    return True
+
+
 @primitive(complex=True, variants="function", rule=_rand_rule, creation=True, cost=costs.creation)
+@_random_overloads
 @_accepts_out
 def rand(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
          device: DeviceLike = None, requires_grad: bool = False,
          generator: Any = None) -> Tensor:
     """Uniform random numbers in [0, 1), of the sizes given (or `size=`)."""
-    return _random("rand", _sizes_given("rand", sizes, size, required=False), dtype, device,
+    return _random("rand", _sizes_given("rand", sizes, size), dtype, device,
                    requires_grad, generator, streams.uniform)
 
 
 @primitive(complex=True, variants="function", rule=_rand_rule, creation=True, cost=costs.creation)
+@_random_overloads
 @_accepts_out
 def randn(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
           device: DeviceLike = None, requires_grad: bool = False,
           generator: Any = None) -> Tensor:
     """Standard normal random numbers, of the sizes given (or `size=`)."""
-    return _random("randn", _sizes_given("randn", sizes, size, required=False), dtype, device,
+    return _random("randn", _sizes_given("randn", sizes, size), dtype, device,
                    requires_grad, generator, streams.normal)
 
 
 def _is_size(value: Any) -> bool:
     return isinstance(value, (tuple, list)) or hasattr(value, "__len__")
-
-
-_RANDINT_OVERLOADS = "".join(
-    f"\n * ({first}tuple of ints size, *, {gen}Tensor out = None, torch.dtype dtype = None, "
-    "torch.layout layout = None, torch.device device = None, bool pin_memory = False, "
-    "bool requires_grad = False)"
-    for first in ("int high, ", "int low, int high, ")
-    for gen in ("torch.Generator generator, ", ""))
 
 
 def _randint_args(low: Any, high: Any, size: Any) -> tuple[int, int, tuple[int, ...]]:
@@ -402,9 +472,8 @@ def _randint_args(low: Any, high: Any, size: Any) -> tuple[int, int, tuple[int, 
         low, high = None, low
     if size is None or not _is_size(size) or high is None or (
             low is not None and any(isinstance(v, float) for v in (low, high))):
-        got = ", ".join(type(v).__name__ for v in given)
-        raise TypeError(f"randint() received an invalid combination of arguments - got "
-                        f"({got}), but expected one of:{_RANDINT_OVERLOADS}\n")
+        raise invalid_combination("randint", ", ".join(type_name(v) for v in given),
+                                  _RANDOM_OVERLOADS["randint"])
     if isinstance(high, float):
         raise TypeError("randint(): argument 'high' (position 1) must be int, not float")
     return int(low or 0), int(high), tuple(size)
@@ -415,6 +484,7 @@ WIDE_RANDOM = frozenset({"int64", "float64", "float32", "bfloat16"})
 
 
 @primitive(variants="function", rule=_randint_rule, creation=True, cost=costs.creation)
+@_random_overloads
 @_accepts_out
 def randint(low: int | None = None, high: int | None = None, size: Sequence[int] | None = None, *,
             dtype: Any = None, device: DeviceLike = None, generator: Any = None,
@@ -445,6 +515,7 @@ fused_kernel("pytorch_randperm_shuffle", replaces="randperm", same_dtype=False,
 
 @primitive(variants="function", rule=_randperm_rule, creation=True, cost=costs.creation,
            fused=("pytorch_randperm_shuffle",))
+@_random_overloads
 @_accepts_out
 def randperm(n: int, *, dtype: Any = None, device: DeviceLike = None,
              generator: Any = None, requires_grad: bool = False) -> Tensor:
@@ -557,6 +628,8 @@ def empty(*sizes: Any, size: Sequence[int] | None = None, dtype: Any = None,
     check_dtype("empty", backend, d, dev)
     shape = _shape_arg("empty", size, d)
     fmt = check_format("empty", memory_format)
+    if memory_format is preserve_format:  # (a layout to keep needs a tensor to keep it of)
+        raise RuntimeError("unsupported memory format Preserve")
     if fmt is not preserve_format and fmt is not contiguous_format:
         laid = empty_in_format(tuple(shape), fmt, lambda s: empty(s, dtype=d, device=dev))
         return _finish(laid, requires_grad)
@@ -958,6 +1031,11 @@ class Generator:
         self.device = Device(state["device"])
         self._engine = MT19937(DEFAULT_SEED)
         self._engine.set_state(state["state"])
+
+
+# the types of the random factories' shared keywords (ember.core.creation._keywords_typed)
+_KEYWORD_TYPES = {"requires_grad": bool, "pin_memory": bool, "generator": Generator,
+                  "layout": storage.layout, "dtype": dt.dtype}
 
 
 def _rebuild_generator(device: str, state: Any) -> Generator:

@@ -406,22 +406,24 @@ def _binary_kernel(op: str):
         ref = a if type(a) is CLBuffer else b
         dev = ref.dev
         t = ctype(dev, ref.dtype, op)
-        if checked and t.kind in "ui":
-            _check_integer_operand(op, b)
         shape = _broadcast_shape(_shape_of(a), _shape_of(b))
+        if checked and t.kind in "ui":
+            _check_integer_operand(op, b, math.prod(shape))
         out = empty(dev, shape, BOOL if family == "compare" else ref.dtype, op)
         return _ew(family, t, out, [a, b], code)
     kernel.__name__ = op
     return kernel
 
 
-def _check_integer_operand(op: str, b: Any) -> None:
+def _check_integer_operand(op: str, b: Any, count: int) -> None:
     """The CPU backend's errors for integer pow with a negative exponent and integer
-    division by zero (a tensor operand costs a reduction and a read back)."""
+    division by zero (a tensor operand costs a reduction and a read back), given the
+    result's element `count`: PyTorch's division kernel checks only the divisors it reads,
+    none for an empty result."""
     if op == "pow":  # (a tensor of negative exponents is fine: ipow gives PyTorch's values)
         if type(b) is not CLBuffer and b < 0:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
-    else:
+    elif count:
         bad = (b == 0) if type(b) is not CLBuffer else _any_true(
             _binary_kernel("eq")(b, 0))
         if bad:

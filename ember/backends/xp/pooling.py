@@ -26,15 +26,17 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             for view in views[1:]:
                 xp.maximum(best, view, out=best)
             return best, None
-        win = windows(xp, x, kernel_size, dilation, padding, stride, extra, -math.inf)
-        flat = win.reshape(win.shape[:-len(kernel_size)] + (-1,))  # windows last, contiguous
+        win = windows(xp, x, kernel_size, dilation, padding, stride, extra, _lowest(xp, x))
+        # windows last, contiguous (the window's size given: an empty batch has no -1)
+        flat = win.reshape(win.shape[:-len(kernel_size)] + (math.prod(kernel_size),))
         idx = flat.argmax(axis=-1)
         if any(padding) or any(extra):
             # PyTorch never picks padding: where a window's real elements are all -inf, the
             # argmax may have landed on a pad slot; take the window's first real element then
             real = xp.ones((1, 1) + x.shape[2:], dtype=xp.int8)
             real_win = windows(xp, real, kernel_size, dilation, padding, stride, extra, 0)
-            real_flat = real_win.reshape(real_win.shape[:-len(kernel_size)] + (-1,))
+            real_flat = real_win.reshape(real_win.shape[:-len(kernel_size)] +
+                                         (math.prod(kernel_size),))
             first_real = real_flat.argmax(axis=-1)  # (1, 1, *out)
             on_pad = xp.take_along_axis(xp.broadcast_to(real_flat, flat.shape),
                                         idx[..., None], axis=-1)[..., 0] == 0
@@ -119,3 +121,11 @@ def _tiles(x, kernel_size, outs):
 def _tiled(kernel_size, stride, padding, dilation, extra) -> bool:
     return tuple(stride) == tuple(kernel_size) and not any(padding) and not any(extra) \
         and all(d == 1 for d in dilation)
+
+
+def _lowest(xp, x) -> object:
+    """The padding of a max pool: -inf, or an integer dtype's least value (a window of
+    only padding never happens; one whose values are all the least picks a real one)."""
+    if x.dtype.kind in "iu":
+        return xp.iinfo(x.dtype).min
+    return False if x.dtype.kind == "b" else -math.inf

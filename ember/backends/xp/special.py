@@ -39,6 +39,11 @@ _AT_INFINITY = {
     "k0e": (0.0, float("nan")), "k1e": (0.0, float("nan")),
 }
 
+# the SciPy functions PyTorch computes as exp(|x|) times a series (Cephes'), and the
+# least float32 whose exp overflows
+_EXP_OVERFLOWS = {"i0", "i1"}
+_FLOAT32_EXP_OVERFLOW = 88.72283935546875
+
 
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     load = lib.hooks.special
@@ -65,7 +70,10 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
 
         def kernel(x: Any, out: Any = None) -> Any:
             with quiet():
-                y = getattr(load(), name)(computed(x))
+                wide = computed(x)
+                y = getattr(load(), name)(wide)
+                if name in _EXP_OVERFLOWS and wide.dtype != xp.float64:
+                    y = exp_overflow(wide, y, name == "i1")
                 if name == "airy":  # (Ai, Ai', Bi, Bi'): Ai
                     y = y[0]
                 if name == "gammaln":  # PyTorch's lgamma(-inf) is +inf (SciPy's, -inf)
@@ -79,6 +87,13 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
                     y = xp.where(x == xp.inf, at_inf[0], xp.where(x == -xp.inf, at_inf[1], y))
                 return finish(y, x, out)
         return kernel
+
+    def exp_overflow(x: Any, y: Any, odd: bool) -> Any:
+        """PyTorch's float32 i0 and i1 (half precision's too, computed in float32):
+        exp(|x|) times a series, so infinite where float32's exp overflows; SciPy's
+        float32 loops compute in float64 and stay finite there."""
+        big = xp.abs(x) >= _FLOAT32_EXP_OVERFLOW
+        return xp.where(big, xp.copysign(xp.inf, x) if odd else xp.inf, y)
 
     def incomplete_gamma(name: str) -> Kernel:
         lower = name == "gammainc"

@@ -255,6 +255,21 @@ def _zero_grad(grad):
     return grad * 0.0
 
 
+def _full_float_rule(op: str):
+    """"float" for an op whose PyTorch CPU kernel is built for float32 and float64 only
+    (torch.special's Bessel functions, erfcx, ndtri): half precision refused, in its
+    words."""
+    kernel = op.removeprefix("special_") + "_cpu"
+
+    @metadata_rule
+    def rule(input):
+        meta = _float_rule(input)
+        if meta.dtype in (dt.float16, dt.bfloat16):
+            raise kernel_refuses(kernel, meta.dtype)
+        return meta
+    return rule
+
+
 _RULES = {"float": _float_rule, "predicate": _predicate_rule, "bitwise": _bitwise_not_rule,
           "abs": _abs_rule}
 UNARY_BY_RULE: dict[str, list[str]] = {"same": [], "float": [], "predicate": [], "bitwise": []}
@@ -266,12 +281,15 @@ def _unary(name: str, rule: str, grad: Any, doc: str, *, precision: P = P.KEEP,
            out: bool = True, variants: str | None = None, label: str | None = None,
            **fields: Any) -> Any:
     """Declare unary elementwise primitive `name`: `rule` is "same" (the input's dtype),
-    "float" (floating result), "predicate" (bool result) or "bitwise"; `grad` is the
+    "float" (floating result), "full float" (floating, half precision refused),
+    "predicate" (bool result) or "bitwise"; `grad` is the
     formula for the input's gradient (None: not differentiable); with `fused_backward`,
     a backend's `<name>_backward(v, grad)` kernel may replace the formula, `v` being what
     the formula reads ("input" or "result"). `variants`, when given, replaces the
     function, method, in-place and out= variants `inplace` and `out` make. `label`: the
     node's name where PyTorch's differs from the default (Log1PBackward0)."""
+    full_float = rule == "full float"  # (a "float" op refusing half precision)
+    rule = "float" if full_float else rule
     UNARY_BY_RULE["same" if rule == "abs" else rule].append(name)  # (abs: "same" on reals)
     if grad is not None and fused_backward is not None:
         fields["fused"] = (name + "_backward",)
@@ -285,7 +303,8 @@ def _unary(name: str, rule: str, grad: Any, doc: str, *, precision: P = P.KEEP,
 
     def fn(input: Tensor) -> Tensor:
         return apply(op, input)
-    public = define(name, Kind.PRIMITIVE, fn, rule=_RULES.get(rule) or _same_dtype_rule(name),
+    public = define(name, Kind.PRIMITIVE, fn, rule=_full_float_rule(name) if full_float else
+                    _RULES.get(rule) or _same_dtype_rule(name),
                     grad=None if grad is None else Grad(label, input=grad),
                     precision=precision,
                     cost=costs.pointwise(flops), doc=doc,

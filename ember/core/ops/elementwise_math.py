@@ -20,7 +20,7 @@ from ember.core import dtype as dt
 from ember.core.apply import apply, record_grad
 from ember.core.creation import tensor
 from ember.core.declare import alias, check_tensor, composite, define
-from ember.core.dispatch import not_implemented_for
+from ember.core.dispatch import kernel_refuses, not_implemented_for
 from ember.core.grad_mode import no_grad
 from ember.core.host import python_scalar
 from ember.core.inplace import apply_inplace
@@ -82,6 +82,14 @@ def _float_of(d: dt.dtype) -> dt.dtype:
 
 def _as_float(input: Tensor) -> Tensor:
     return input if input.dtype.is_floating_point else to_dtype(input, dt.get_default_dtype())
+
+
+def _full_float(kernel: str, x: Tensor) -> Tensor:
+    """`x`, unless half precision, which PyTorch's CPU kernel `kernel` (float32 and
+    float64 only) refuses."""
+    if x._dtype in (dt.float16, dt.bfloat16):
+        raise kernel_refuses(kernel, x._dtype)
+    return x
 
 
 def _tensor_like(x: Any, like: Tensor, d: dt.dtype) -> Tensor:
@@ -181,13 +189,13 @@ special_i1 = _unary("special_i1", "float", _i1_grad, variants=_SPECIAL, flops=32
 special_i1e = _unary("special_i1e", "float", _i1e_grad, variants=_SPECIAL, flops=32,
                      doc="Computes the exponentially scaled first-order modified Bessel "
                          "function of the first kind: exp(-|x|) * i1(x).")
-special_erfcx = _unary("special_erfcx", "float",
+special_erfcx = _unary("special_erfcx", "full float",
                        lambda grad, input, result: grad * (input * result * 2.0 -
                                                            2.0 / _SQRT_PI),
                        variants=_SPECIAL, flops=32,
                        doc="Computes the scaled complementary error function "
                            "exp(x**2) * erfc(x), without overflow for large x.")
-special_ndtri = _unary("special_ndtri", "float",
+special_ndtri = _unary("special_ndtri", "full float",
                        lambda grad, result: grad * ((result * result * 0.5).exp() *
                                                     math.sqrt(2.0 * math.pi)),
                        variants=_SPECIAL, flops=32,
@@ -197,7 +205,7 @@ special_ndtri = _unary("special_ndtri", "float",
 
 def _bessel(name: str, doc: str) -> Any:
     # (PyTorch declares no derivative for torch.special's Bessel functions)
-    return _unary(name, "float", None, variants=_SPECIAL, flops=32, doc=doc)
+    return _unary(name, "full float", None, variants=_SPECIAL, flops=32, doc=doc)
 
 
 special_bessel_j0 = _bessel("special_bessel_j0", "Computes the Bessel function of the first "
@@ -723,7 +731,7 @@ def special_spherical_bessel_j0(input: Tensor) -> Tensor:
     """The spherical Bessel function of the first kind of order 0: sin(x) / x, 1 at 0
     (not differentiable, as in PyTorch)."""
     with no_grad():
-        x = _as_float(input)
+        x = _full_float("spherical_bessel_j0_cpu", _as_float(input))
         zero = x == 0
         safe = where(zero, 1.0, x)
         out = where(zero, 1.0, sin(safe) / safe)
@@ -743,7 +751,7 @@ def special_ndtr(input: Tensor) -> Tensor:
 @composite(variants="", cost=costs.pointwise(32))
 def special_log_ndtr(input: Tensor) -> Tensor:
     """The log of `ndtr`, accurate far into the lower tail (through `erfcx`)."""
-    x = _as_float(input)
+    x = _full_float("log_ndtr_cpu", _as_float(input))
     lower = x < -1.0
     t = where(lower, x, -1.0) * -_SQRT1_2  # large positive in the tail
     tail = log(special_erfcx(t) * 0.5) - t * t

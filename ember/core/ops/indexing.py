@@ -665,6 +665,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
               alpha: Any = 1) -> Tensor:
     """A copy of `input` with `alpha * source` added at `index` along `dim` (repeats
     accumulate)."""
+    long = isinstance(index, Tensor) and index.dtype is dt.int64
     index = long_index("index_add", index)
     d = normalize_dim("index_add", dim, input.ndim)
     if not input.ndim:  # PyTorch reads a 0-d input as one element along dim 0
@@ -678,9 +679,12 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
     _same_scalar_type("index_add_", input, source)
     if input.ndim > 1 and not input.numel():  # PyTorch's kernel returns at once
         return input.clone()
-    # PyTorch's kernel for 1-d inputs says "index out of range in self" (IndexError); the
-    # one for more dimensions names the first bad index (RuntimeError)
-    check_in_range("index_add_", index, input.shape[d], d, select=input.ndim == 1)
+    # PyTorch's CPU kernel adds along the first or last dim of a tensor of more dims
+    # through scatter_add (for int64 indices and alpha 1), whose error names the first bad
+    # index (RuntimeError); otherwise it adds slice by slice and says "index out of range
+    # in self" (IndexError)
+    scatters = long and alpha == 1 and d in (0, input.ndim - 1) and input.ndim > 1
+    check_in_range("index_add_", index, input.shape[d], d, select=not scatters)
     src = source * alpha if alpha != 1 else source
     shape = [1] * input.ndim
     shape[d] = index.numel()
@@ -783,6 +787,8 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """A view of `length` elements of `dim` from `start`."""
     if not input.ndim:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if length < 0:  # (PyTorch checks it before the dim and the start)
+        raise RuntimeError("narrow(): length must be non-negative.")
     d = normalize_dim("narrow", dim, input.ndim)
     size = input.shape[d]
     if not -size <= start <= size:
@@ -791,8 +797,6 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
                            f"narrow: dim {d} of shape {tuple(input.shape)}")
     if start < 0:
         start += size
-    if length < 0:
-        raise RuntimeError("narrow(): length must be non-negative.")
     if start + length > size:
         raise with_context(RuntimeError(f"start ({start}) + length ({length}) exceeds "
                                         f"dimension size ({size})."),

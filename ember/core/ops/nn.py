@@ -453,11 +453,12 @@ def _gelu_grad(grad: Tensor, input: Tensor, approximate: str) -> Tensor:
 @composite(variants="", cost=costs.pointwise(12), grad=Grad("GeluBackward0", input=_gelu_grad))
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """GELU, `x Phi(x)` (`approximate="tanh"`: its tanh approximation), as one node."""
+    # (ATen's order, x * 0.5 first: x * (1 + erf) would overflow near the float's largest)
     if approximate == "none":
-        compute = lambda x: x * (erf(x * _SQRT1_2) + 1.0) * 0.5  # noqa: E731
+        compute = lambda x: x * 0.5 * (erf(x * _SQRT1_2) + 1.0)  # noqa: E731
     elif approximate == "tanh":
-        compute = lambda x: x * (tanh(  # noqa: E731
-            (x + x * x * x * _GELU_KAPPA) * math.sqrt(2.0 / math.pi)) + 1.0) * 0.5
+        compute = lambda x: x * 0.5 * (tanh(  # noqa: E731
+            (x + x * x * x * _GELU_KAPPA) * math.sqrt(2.0 / math.pi)) + 1.0)
     else:
         raise RuntimeError("approximate argument must be either none or tanh.")
     return _activation("gelu", input, compute, {"approximate": approximate})
@@ -1106,6 +1107,11 @@ def _max_pool(op: str, n: int, input: Tensor, kernel_size, stride, padding, dila
         op = "max_pool1d_with_indices"
     _features_present(op, n, input)
     x, unbatched = _batched(input, n, op)
+    if op == "max_pool1d" and not x._dtype.is_floating_point:
+        # PyTorch's max_pool1d without indices runs a floating-only kernel (after its
+        # argument checks); with indices it runs max_pool2d's, which takes integers
+        _pool_geometry(op, n, x, kernel_size, stride, padding, dilation, ceil_mode)
+        raise kernel_refuses("max_pool1d_impl", x._dtype)
     fused = max_pool_with_indices(op, n, x, kernel_size, stride, padding, dilation, ceil_mode,
                                   return_indices)
     if fused is not None:
@@ -1345,7 +1351,7 @@ def max_pool_with_indices(op: str, n: int, input: Tensor, kernel_size: Any, stri
                     f"MaxPool{n}DWithIndicesBackward0")
     if not return_indices:
         return values, None
-    flat_k = reshape(k_index, tuple(k_index.shape[:2]) + (-1,))
+    flat_k = reshape(k_index, tuple(k_index.shape[:2]) + (math.prod(outs),))
     return values, _pool_indices(flat_k, input, outs, (kernel, stride, padding, dilation,
                                                        extra))
 

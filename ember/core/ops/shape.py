@@ -611,8 +611,11 @@ def repeat(input: Tensor, repeats: Sequence[int]) -> Tensor:
     shape = tuple(x.shape)
     sizes = [r * s for r, s in zip(reps, shape)]
     if any(n < 0 for n in sizes):
-        raise RuntimeError(f"repeat: Trying to create tensor with negative dimension "
-                           f"{next(n for n in sizes if n < 0)}: {sizes}")
+        raise with_context(RuntimeError(f"Trying to create tensor with negative dimension "
+                                        f"{next(n for n in sizes if n < 0)}: {sizes}"),
+                           f"repeat: repeats {list(reps)} of shape {tuple(input.shape)}")
+    # PyTorch checks the sizes only: a negative repeat of an empty dim makes it empty
+    reps = [max(r, 0) if not s else r for r, s in zip(reps, shape)]
     # insert a broadcast axis before each dimension, expand it, and fold it in
     inter = tuple(v for s in shape for v in (1, s))
     target = tuple(v for r, s in zip(reps, shape) for v in (r, s))
