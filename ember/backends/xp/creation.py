@@ -9,10 +9,20 @@ import math
 from ember.backends.xp.lib import ArrayLib, Kernel
 
 
+def _positive_zero(zero: complex) -> bool:
+    """Whether a number equal to 0 has no negative zero in it (-0.0, complex(-0.0, 0)...)."""
+    value = complex(zero)
+    return math.copysign(1, value.real) > 0 and math.copysign(1, value.imag) > 0
+
+
 def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     xp, dtypes = lib.xp, lib.dtypes
 
     def full(shape, fill_value, dtype, device=0):
+        if fill_value == 0 and _positive_zero(fill_value):
+            # zeroed pages from the allocator: no pass over the memory (zeros(256, 256)
+            # 31 -> 4 us; NumPy's `full` writes every element)
+            return xp.zeros(shape, dtype=dtypes[dtype])
         return xp.full(shape, fill_value, dtype=dtypes[dtype])
 
     def arange(start, end, step, dtype, device=0):
