@@ -78,7 +78,9 @@ class _Formatter:
             self.int_mode = bool(np.all(measured == np.round(measured)))
             if measured.size:  # (none: plain `0.`/`nan`, whatever sci_mode says)
                 hi, lo = np.abs(measured).max(), np.abs(measured).min()
-                self.sci = hi / lo > 1000 or hi > 1e8 or (not self.int_mode and lo < 1e-4)
+                with np.errstate(over="ignore"):  # (a subnormal lo: the ratio is inf)
+                    ratio = hi / lo
+                self.sci = ratio > 1000 or hi > 1e8 or (not self.int_mode and lo < 1e-4)
                 if PRINT_OPTIONS.sci_mode is not None:
                     self.sci = PRINT_OPTIONS.sci_mode
         self.width = max((len(self.raw(v)) for v in measured), default=1)
