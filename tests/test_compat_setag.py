@@ -78,3 +78,81 @@ def test_printing_a_subnormal_warns_nothing():
         warnings.simplefilter("error")
         got = str(ember.tensor(values, dtype=ember.float64))
     assert got.replace("ember.", "torch.") == str(torch.tensor(values, dtype=torch.float64))
+
+
+def _outcome(fn, *args, **kwargs):
+    """fn(*args, **kwargs)'s value as a list, or its error as (type name, message)."""
+    try:
+        return fn(*args, **kwargs).tolist()
+    except Exception as e:  # noqa: BLE001 - the error is what is compared
+        return type(e).__name__, str(e).replace("ember.", "torch.")
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "uint32", "uint64", "int8", "int64",
+                                   "bool"])
+@pytest.mark.parametrize("value", [-1, -129, -255, -256, -300, 255, 256, float("nan"), 3.7, -1.0],
+                         ids=repr)
+def test_tensor_of_python_numbers_into_integer_dtypes(dtype, value):
+    """torch.tensor([v], dtype=...): a negative int down to -max wraps into uint8/16/32
+    (-1 is 255), NaN overflows an integer dtype (and is true as a bool), uint64 takes no
+    float and no negative int, in PyTorch's words."""
+    got = _outcome(ember.tensor, [value], dtype=getattr(ember, dtype))
+    want = _outcome(torch.tensor, [value], dtype=getattr(torch, dtype))
+    assert got == want
+
+
+def test_tensor_of_a_range_and_of_bigger_tensors():
+    """A range is a sequence (`tensor(range(3))`, a list of ranges); a tensor of several
+    elements inside a list fails as PyTorch reads a number of the dtype: __index__'s
+    TypeError for an integer dtype, __float__'s ValueError for a floating one."""
+    assert ember.tensor(range(3)).tolist() == torch.tensor(range(3)).tolist()
+    assert ember.tensor([range(2), range(2)]).dtype == ember.int64
+    for data, kw in [(lambda lib: [lib.tensor([1, 2]), 3], {}),
+                     (lambda lib: [lib.tensor([1.5, 2]), 3], {}),
+                     (lambda lib: [lib.tensor([1, 2]), 3], {"dtype": "float16"}),
+                     (lambda lib: [lib.tensor([1, 2]), 3], {"dtype": "bool"})]:
+        outcomes = []
+        for lib in (torch, ember):
+            extra = {k: getattr(lib, v) for k, v in kw.items()}
+            outcomes.append(_outcome(lib.tensor, data(lib), **extra))
+        assert outcomes[1] == outcomes[0]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_one_element_fill_of_half_types_is_unchecked(dtype):
+    """PyTorch fills a single float16/bfloat16 element without its overflow check (1e5
+    becomes inf) but checks a bigger fill; float32 is always checked."""
+    for make in (lambda lib, v: lib.full((1,), v, dtype=getattr(lib, dtype)),
+                 lambda lib, v: lib.full((2,), v, dtype=getattr(lib, dtype)),
+                 lambda lib, v: lib.scalar_tensor(v, dtype=getattr(lib, dtype)),
+                 lambda lib, v: lib.zeros(1, dtype=getattr(lib, dtype)).new_full((1,), v)):
+        for value in (65519.0, 65520.0, 1e5, -1e39, 1e300):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                got = _outcome(make, ember, value)
+            assert got == _outcome(make, torch, value), (value, make)
+
+
+def test_bfloat16_promotes_with_complex_to_complex64():
+    """bfloat16 has float32's range: with a complex operand its result is complex64."""
+    x = ember.tensor([1.0, 2.0], dtype=ember.bfloat16)
+    assert (x * 1j).dtype is ember.complex64
+    assert (x * ember.tensor(1j)).dtype is ember.complex64
+    assert ember.result_type(x, 1j) is ember.complex64
+    assert ember.promote_types(ember.bfloat16, ember.complex64) is ember.complex64
+
+
+_ARANGES = [(0, 5, 0.3), (0, 1, 0.1), (-3, 3, 0.7), (0.1, 50, 0.37), (-1, 1, 1 / 30),
+            (0, 3000, 0.7), (-7, 7, 1 / 3), (3, -3, -0.29), (-5, 5, 0.0777)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_float_arange_is_pytorchs_to_the_bit(dtype):
+    """arange in a floating dtype: PyTorch's CPU kernel's values bit for bit (a fused
+    start + step * i in the accumulate type; its vector loop's elements as the vector's
+    first element plus k * step), bfloat16 included (it was all zeros). (Each has fewer
+    elements than PyTorch's grain size: one thread's range, whatever the thread count.)"""
+    for args in _ARANGES:
+        want = torch.arange(*args, dtype=getattr(torch, dtype)).double().numpy()
+        got = ember.arange(*args, dtype=getattr(ember, dtype)).double().numpy()
+        assert got.tobytes() == want.tobytes(), args

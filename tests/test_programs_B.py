@@ -810,6 +810,8 @@ PROGRAMS_B += PROGRAMS_AF36
 PROGRAMS_AG37 = [
     # every line: printing involves no random stream but randn's, which ember reproduces
     Program("printing_tour.py", same=r"^", long=True),
+    # every line: dtypes, values and error messages are PyTorch's exactly
+    Program("dtype_semantics.py", same=r"^", long=True),
 ]
 PROGRAMS_B += PROGRAMS_AG37
 

@@ -15,16 +15,42 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     def full(shape, fill_value, dtype, device=0):
         return xp.full(shape, fill_value, dtype=dtypes[dtype])
 
+    lanes_of_half = lib.hooks.half_vector_lanes
+
     def arange(start, end, step, dtype, device=0):
-        if dtypes[dtype].kind == "f":
-            # start + i * step, computed in float64 and then cast to the dtype
+        if dtype.is_floating_point:  # (bfloat16's NumPy dtype is no kind "f")
             n = max(0, math.ceil((end - start) / step))
-            return (start + xp.arange(n, dtype=xp.float64) * step).astype(dtypes[dtype])
+            return float_arange(start, step, n, dtypes[dtype])
         if all(isinstance(v, int) for v in (start, end, step)):
             return xp.arange(start, end, step).astype(dtypes[dtype])
         # PyTorch's integer kernel: the count from the numbers as given, the values from
         # the start and the step truncated to integers
         n = max(0, math.ceil((end - start) / step))
         return (int(start) + xp.arange(n, dtype=xp.int64) * int(step)).astype(dtypes[dtype])
+
+    def float_arange(start, step, n, dtype):
+        """PyTorch's CPU arange: `start + step * i` in the accumulate type (float32 for the
+        half types, else float64; the compiler fuses the multiply-add), cast to the dtype.
+        Its vector loop, which takes two vectors at a time and leaves the rest to the
+        plain loop, writes each vector as its first element cast to the dtype, plus
+        `k * step` (k < lanes; fused but for bfloat16)."""
+        if lanes_of_half is None:  # (not PyTorch's CPU kernel: each element alike)
+            return (start + xp.arange(n, dtype=xp.float64) * step).astype(dtype)
+        acc = xp.float32 if dtype.itemsize == 2 else xp.float64
+        wide = xp.float64 if acc is xp.float32 else xp.longdouble  # (for the fused add)
+
+        def fused(k, base):  # base + k * step, rounded once, in the accumulate type
+            return (wide(acc(step)) * k.astype(wide) + base).astype(acc)
+
+        out = fused(xp.arange(n), wide(acc(start)))
+        lanes = lanes_of_half() * 2 // dtype.itemsize
+        vectors = n // (2 * lanes) * (2 * lanes)
+        k = xp.arange(vectors) % lanes
+        first = out[:vectors][xp.arange(vectors) - k].astype(dtype).astype(acc)
+        if dtype.kind != "f":  # bfloat16's vectors round `k * step` first
+            out[:vectors] = first + k.astype(acc) * acc(step)
+        else:
+            out[:vectors] = fused(k, first.astype(wide))
+        return out.astype(dtype)
 
     return {"full": full, "arange": arange}
