@@ -156,3 +156,80 @@ def test_float_arange_is_pytorchs_to_the_bit(dtype):
         want = torch.arange(*args, dtype=getattr(torch, dtype)).double().numpy()
         got = ember.arange(*args, dtype=getattr(ember, dtype)).double().numpy()
         assert got.tobytes() == want.tobytes(), args
+
+
+def _both(fn):
+    """fn(torch) and fn(ember), each as its value (a list) or its error."""
+    def run(lib):
+        try:
+            out = fn(lib)
+            return out.tolist() if hasattr(out, "tolist") else out
+        except Exception as e:  # noqa: BLE001 - the error is what is compared
+            return type(e).__name__, str(e).replace("ember.", "torch.")
+    return run(torch), run(ember)
+
+
+@pytest.mark.parametrize("value", [0.5, 1.5, -1.5, 2, True, 1j], ids=repr)
+@pytest.mark.parametrize("op", ["addcmul", "addcmul_", "addcdiv"])
+@pytest.mark.parametrize("dtype", ["int64", "float32", "bool"])
+def test_addcmul_value_takes_the_tensors_dtype(op, dtype, value):
+    """addcmul's `value` takes no part in the promotion: an integer result truncates it
+    (0.5 is 0), a complex one into a real result overflows; bool has no kernel."""
+    def run(lib):
+        d = getattr(lib, dtype)
+        x, t1, t2 = (lib.tensor([v], dtype=d) for v in (1, 2, 3))
+        if op == "addcmul_":
+            return x.addcmul_(t1, t2, value=value)
+        return getattr(lib, op)(x, t1, t2, value=value)
+    want, got = _both(run)
+    assert got == want
+
+
+@pytest.mark.parametrize("alpha", [1j, 1 + 0j, 2.5, True, 2, False], ids=repr)
+@pytest.mark.parametrize("dtype", ["float32", "int64", "complex64", "bool"])
+@pytest.mark.parametrize("op", ["add", "sub"])
+def test_add_alpha_refusals(op, dtype, alpha):
+    """add/sub's alpha: a float or complex one refused for integer (and bool) results, a
+    complex one for real results, in PyTorch's words."""
+    def run(lib):
+        t = lib.tensor([1], dtype=getattr(lib, dtype))
+        return getattr(lib, op)(t, t, alpha=alpha)
+    want, got = _both(run)
+    assert got == want
+
+
+def test_scalar_conversions_of_complex_tensors_and_number_operands():
+    """float()/int() of a complex tensor: its real part when the imaginary part is zero,
+    else PyTorch's overflow error; a complex tensor is no index; isclose/allclose take a
+    tensor only; dist of integer tensors refuses in norm's words, of mixed ones promotes;
+    three-argument pow is declined."""
+    cases = [lambda lib: float(lib.tensor(1 + 0j)), lambda lib: float(lib.tensor(1 + 1j)),
+             lambda lib: int(lib.tensor(2.7 + 0j)), lambda lib: int(lib.tensor(2.7 + 1j)),
+             lambda lib: [1, 2][lib.tensor(1 + 0j)],
+             lambda lib: lib.isclose(lib.tensor([1]), 1),
+             lambda lib: lib.allclose(lib.tensor([1.0]), 1.0),
+             lambda lib: lib.dist(lib.tensor([3]), lib.tensor([4])),
+             lambda lib: lib.dist(lib.tensor([3.0]), lib.tensor([5])),
+             lambda lib: pow(lib.tensor(2), 3, 5), lambda lib: pow(lib.tensor(2), 3)]
+    for case in cases:
+        want, got = _both(case)
+        assert got == want
+
+
+def test_storages_print_and_read_as_pytorchs():
+    """`t.storage()` is a TypedStorage (an instance of the dtype's legacy class, as PyTorch
+    checks it) printed as one; `t.untyped_storage()` holds, reads and prints bytes."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = [ember.tensor([1.0, 2.5]).storage(), ember.tensor([1, 2]).storage()]
+        want = [torch.tensor([1.0, 2.5]).storage(), torch.tensor([1, 2]).storage()]
+        assert isinstance(got[0], ember.tensor([1.0]).storage_type())
+        assert not isinstance(got[0], ember.tensor([1]).storage_type())
+    for g, w in zip(got, want):
+        assert repr(g).replace("ember.", "torch.") == repr(w)
+        assert type(g).__name__ == type(w).__name__ == "TypedStorage"
+    for make in (lambda lib: lib.tensor([1.0, 2.5]), lambda lib: lib.tensor([True, False]),
+                 lambda lib: lib.tensor([1 + 2j]), lambda lib: lib.arange(6.0).reshape(2, 3).t()):
+        g, w = make(ember).untyped_storage(), make(torch).untyped_storage()
+        assert repr(g).replace("ember.", "torch.") == repr(w)
+        assert g.tolist() == w.tolist() and g[1] == w[1] and len(g) == len(w)

@@ -356,3 +356,30 @@ print("numpy roundtrip", torch.tensor([1, 2], dtype=torch.int16).numpy().dtype,
 print("element_size", [t.element_size() for t in tensors.values()])
 print("is_floating/complex/signed", [t.is_floating_point() for t in tensors.values()],
       [t.is_complex() for t in tensors.values()], [t.dtype.is_signed for t in tensors.values()])
+
+# --- numbers that take no part in promotion: alpha, value; scalar conversions
+print("addcmul int value", torch.addcmul(i64, i64, i64, value=0.5),
+      torch.addcmul(i64, i64, i64, value=1.5), i64.clone().addcmul_(i64, i64, value=-1.5))
+print("addcmul float value", torch.addcmul(f32, f32, f32, value=0.5),
+      torch.addcdiv(f32, f32, f32, value=2))
+attempt("addcmul complex value", lambda: torch.addcmul(f32, f32, f32, value=1j))
+attempt("addcmul bool", lambda: torch.addcmul(b, b, b))
+print("add alpha", torch.add(i64, i64, alpha=3), torch.sub(f32, f32, alpha=0.5),
+      torch.add(b, b, alpha=True), torch.add(c64, c64, alpha=1j))
+attempt("add int alpha float", lambda: torch.add(i64, i64, alpha=0.5))
+attempt("add bool alpha float", lambda: torch.add(b, b, alpha=2.5))
+attempt("add float alpha complex", lambda: torch.add(f32, f32, alpha=1j))
+attempt("add int alpha bool", lambda: torch.add(i64, i64, alpha=True))
+print("float/int of complex", float(torch.tensor(2.5 + 0j)), int(torch.tensor(-2.7 + 0j)),
+      complex(torch.tensor(3)), float(torch.tensor(True)), int(torch.tensor(-3.9)))
+attempt("float of complex", lambda: float(torch.tensor(1 + 1j)))
+attempt("int of complex", lambda: int(torch.tensor(1 + 1j)))
+attempt("index with complex", lambda: [1, 2][torch.tensor(1 + 0j)])
+attempt("index with float", lambda: [1, 2][torch.tensor(1.0)])
+print("index with int tensor", [1, 2][torch.tensor(1)], list(range(torch.tensor(3))))
+attempt("isclose number", lambda: torch.isclose(f32, 1.0))
+attempt("dist int", lambda: torch.dist(i64, i64 + 1))
+print("dist mixed", torch.dist(f32, i64 + 1), torch.dist(f16, f16 * 2, p=1))
+attempt("pow modulo", lambda: pow(torch.tensor(2), 3, 5))
+print("pow builtin", pow(torch.tensor(2), 3), divmod(torch.tensor(7), 2), abs(torch.tensor(-2)),
+      round(torch.tensor(2.567).item(), 2))

@@ -500,3 +500,17 @@ print("float16 range", torch.tensor([65504.0, 6e-8], dtype=torch.float16))
 q2 = torch.zeros(3)
 q2[0] = q * 0 + 1 if False else q[0] * 2
 print("row filled from graph", q2)
+
+# --- storages, as tutorials print them
+import warnings  # noqa: E402
+
+warnings.filterwarnings("ignore", message="TypedStorage is deprecated")
+st = torch.tensor([1.0, 2.5]).storage()
+print(st)
+print(type(st).__name__, st.size(), st.dtype, isinstance(st, torch.tensor([1.0]).storage_type()),
+      torch.tensor([1.0]).storage_type().__name__)
+print(torch.tensor([1.0, 2.5]).untyped_storage())
+print(torch.tensor([1, 2]).storage())
+print(torch.tensor([True, False]).untyped_storage().tolist(), len(torch.ones(3).untyped_storage()))
+print(torch.arange(6.0).reshape(2, 3).t().storage().tolist())
+print(torch.tensor([1.0]).storage_offset(), torch.arange(6.0)[2:].storage_offset())
