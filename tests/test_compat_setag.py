@@ -233,3 +233,19 @@ def test_storages_print_and_read_as_pytorchs():
         g, w = make(ember).untyped_storage(), make(torch).untyped_storage()
         assert repr(g).replace("ember.", "torch.") == repr(w)
         assert g.tolist() == w.tolist() and g[1] == w[1] and len(g) == len(w)
+
+
+def test_printing_with_no_edge_items():
+    """set_printoptions(edgeitems=0): every non-empty tensor shows its size, a summarised
+    one only "[...]", as PyTorch prints them."""
+    try:
+        for lib in (torch, ember):
+            lib.set_printoptions(edgeitems=0, threshold=2)
+        for make in (lambda lib: lib.tensor([1.5, -1e-3, 12345.0]),
+                     lambda lib: lib.tensor([1.0, 2.0]),
+                     lambda lib: lib.arange(20.0).reshape(4, 5), lambda lib: lib.tensor(0.5),
+                     lambda lib: lib.tensor([1, 2, 3], dtype=lib.int8)):
+            assert repr(make(ember)).replace("ember.", "torch.") == repr(make(torch))
+    finally:
+        for lib in (torch, ember):
+            lib.set_printoptions(profile="default")

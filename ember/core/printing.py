@@ -134,8 +134,10 @@ def _format(a: np.ndarray, fmt: _Formatter, indent: int, summarize: bool) -> str
         return fmt(a.item() if fmt.kind != "float" else a.astype(np.float64).item())
     # (a complex element is read as NumPy's complex scalar, which has .real and .imag)
     if a.ndim == 1:
-        # PyTorch's ellipsis element is " ..." (so ",  ..., " in a summarised row)
-        items = [" ..." if isinstance(v, str) else fmt(v) for v in _edge(a, summarize)]
+        # PyTorch's ellipsis element is " ..." (so ",  ..., " in a summarised row), a
+        # lone "..." where no edge item is shown
+        dots = " ..." if PRINT_OPTIONS.edgeitems else "..."
+        items = [dots if isinstance(v, str) else fmt(v) for v in _edge(a, summarize)]
         per_line = max(1, (PRINT_OPTIONS.linewidth - indent) // (fmt.width + 2))
         lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
         return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
@@ -148,7 +150,7 @@ def _format(a: np.ndarray, fmt: _Formatter, indent: int, summarize: bool) -> str
 def _edge(a: np.ndarray, summarize: bool) -> list:
     edge = PRINT_OPTIONS.edgeitems
     if summarize and a.shape[0] > 2 * edge:
-        return list(a[:edge]) + ["..."] + list(a[-edge:])
+        return list(a[:edge]) + ["..."] + (list(a[-edge:]) if edge else [])
     return list(a)
 
 
@@ -191,6 +193,8 @@ def tensor_repr(t) -> str:
             suffix.append(f"dtype={t.dtype!r}")
     else:
         body = tensor_body(t, len(prefix))
+        if not PRINT_OPTIONS.edgeitems:  # (PyTorch's: no edge items, so the shape)
+            suffix.append(f"size={tuple(t.shape)}")
         if t.dtype not in default_dtypes:
             suffix.append(f"dtype={t.dtype!r}")
     if t.grad_fn is not None:

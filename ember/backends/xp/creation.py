@@ -15,7 +15,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     def full(shape, fill_value, dtype, device=0):
         return xp.full(shape, fill_value, dtype=dtypes[dtype])
 
-    lanes_of_half = lib.hooks.half_vector_lanes
+    lanes_of_half, fma64 = lib.hooks.half_vector_lanes, lib.hooks.fma64
 
     def arange(start, end, step, dtype, device=0):
         if dtype.is_floating_point:  # (bfloat16's NumPy dtype is no kind "f")
@@ -37,12 +37,14 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         if lanes_of_half is None:  # (not PyTorch's CPU kernel: each element alike)
             return (start + xp.arange(n, dtype=xp.float64) * step).astype(dtype)
         acc = xp.float32 if dtype.itemsize == 2 else xp.float64
-        wide = xp.float64 if acc is xp.float32 else xp.longdouble  # (for the fused add)
 
         def fused(k, base):  # base + k * step, rounded once, in the accumulate type
-            return (wide(acc(step)) * k.astype(wide) + base).astype(acc)
+            if acc is xp.float32:  # (float64 holds the product exactly)
+                return (xp.float64(acc(step)) * k + base).astype(acc)
+            out = None if fma64 is None else fma64(k.astype(acc), step, base)
+            return k * step + base if out is None else out
 
-        out = fused(xp.arange(n), wide(acc(start)))
+        out = fused(xp.arange(n), acc(start))
         lanes = lanes_of_half() * 2 // dtype.itemsize
         vectors = n // (2 * lanes) * (2 * lanes)
         k = xp.arange(vectors) % lanes
@@ -50,7 +52,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
         if dtype.kind != "f":  # bfloat16's vectors round `k * step` first
             out[:vectors] = first + k.astype(acc) * acc(step)
         else:
-            out[:vectors] = fused(k, first.astype(wide))
+            out[:vectors] = fused(k, first)
         return out.astype(dtype)
 
     return {"full": full, "arange": arange}
