@@ -525,3 +525,4 @@ print(torch.tensor([math.pi, -1e-3, 12345.678]), torch.tensor([1 + 2j, 1e-4 - 3j
 torch.set_printoptions(threshold=1, edgeitems=1)
 print(torch.arange(27).reshape(3, 3, 3))
 torch.set_printoptions(profile="default")
+print("done")
