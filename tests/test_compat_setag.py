@@ -249,3 +249,24 @@ def test_printing_with_no_edge_items():
     finally:
         for lib in (torch, ember):
             lib.set_printoptions(profile="default")
+
+
+def test_whole_tensor_writes_into_the_graph():
+    """`y.copy_(x)` of a leaf x: y's node is PyTorch's CopyBackwards and the gradient
+    reaches x (it took x's place with no node before); zero_ / fill_ of a number / fill_
+    of a tensor / copy_ of a constant name ZeroBackward0 / FillBackward2 / FillBackward3 /
+    CopyBackwards, as printed."""
+    got = []
+    for lib in (torch, ember):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = lib.zeros(2)
+        y.copy_(x)
+        (y * lib.tensor([3.0, 4.0])).sum().backward()
+        names = [repr(y), type(y.grad_fn).__name__, x.grad.tolist()]
+        for method, args in (("zero_", ()), ("fill_", (2.0,)), ("fill_", (lib.tensor(3.0),)),
+                             ("copy_", (lib.ones(2),))):
+            z = x * 1
+            getattr(z, method)(*args)
+            names.append(type(z.grad_fn).__name__)
+        got.append([str(n).replace("ember", "torch") for n in names])
+    assert got[1] == got[0]

@@ -198,7 +198,8 @@ def tensor_repr(t) -> str:
         if t.dtype not in default_dtypes:
             suffix.append(f"dtype={t.dtype!r}")
     if t.grad_fn is not None:
-        suffix.append(f"grad_fn=<{t.grad_fn.name()}>")
+        # (a C++ node's name is printed without its namespace: CopyBackwards)
+        suffix.append(f"grad_fn=<{t.grad_fn.name().rpartition('::')[2]}>")
     elif t.requires_grad:
         suffix.append("requires_grad=True")
     tangent = fw.tangent_of(t)

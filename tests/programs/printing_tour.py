@@ -525,4 +525,16 @@ print(torch.tensor([math.pi, -1e-3, 12345.678]), torch.tensor([1 + 2j, 1e-4 - 3j
 torch.set_printoptions(threshold=1, edgeitems=1)
 print(torch.arange(27).reshape(3, 3, 3))
 torch.set_printoptions(profile="default")
+# --- whole-tensor writes in the graph, as printed
+a = torch.tensor([1.0, 2.0], requires_grad=True)
+buf = torch.zeros(2)
+buf.copy_(a)
+print("copy_ into a buffer", buf)
+(buf * torch.tensor([3.0, 4.0])).sum().backward()
+print("its gradient", a.grad)
+for method, args in (("zero_", ()), ("fill_", (2.0,)), ("fill_", (torch.tensor(3.0),)),
+                     ("copy_", (torch.ones(2),))):
+    z = a * 1
+    getattr(z, method)(*args)
+    print(method, z)
 print("done")
