@@ -803,6 +803,18 @@ PROGRAMS_AF36 = [
 ]
 PROGRAMS_B += PROGRAMS_AF36
 
+# set AG37: printed forms as debugging and teaching scripts print them (every dtype's edge
+# values, summarised and n-d tensors, grad_fn names, set_printoptions, Size/dtype/finfo
+# reprs, nn module and optimizer reprs, f-strings); dtype semantics (type promotion,
+# integer division and overflow, bool arithmetic, reduction dtypes, conversions)
+PROGRAMS_AG37 = [
+    # every line: printing involves no random stream but randn's, which ember reproduces
+    Program("printing_tour.py", same=r"^", long=True),
+    # every line: dtypes, values and error messages are PyTorch's exactly
+    Program("dtype_semantics.py", same=r"^", long=True),
+]
+PROGRAMS_B += PROGRAMS_AG37
+
 
 def _streams_match() -> bool:
     """Whether ember's CPU generator reproduces torch's (then weights and shuffles agree)."""

@@ -188,10 +188,10 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Dev
     fill_value = fill_value.item() if isinstance(fill_value, Tensor) else \
         python_scalar(fill_value)
     d = dtype_arg(dtype, "full") or dt.scalar_dtype(fill_value)
-    fill_value = dt.fit_scalar(fill_value, d)
+    shape = _shape_arg("full", (tuple(size),), d)
+    fill_value = dt.fit_scalar(fill_value, d, single=math.prod(shape) == 1)
     dev, backend = resolve(device, _nbytes(size, d))
-    t = run_creation("full", dev, backend, shape=_shape_arg("full", (tuple(size),), d),
-                     fill_value=fill_value, dtype=d)
+    t = run_creation("full", dev, backend, shape=shape, fill_value=fill_value, dtype=d)
     return _finish(t, requires_grad)
 
 
@@ -773,8 +773,9 @@ def _new(factory: Callable[..., Tensor], doc: str, fill: int | None = None
             # on this tensor's own device (backward's seed, zero gradients): `full` without
             # resolving the device again, which was most of the cost of `new_ones(())`
             d = dtype_arg(dtype, "new_" + name) or self._dtype
-            t = run_creation("full", self._device, self._backend,
-                             shape=_shape_arg(name, size, d), fill_value=dt.fit_scalar(fill, d),
+            shape = _shape_arg(name, size, d)
+            t = run_creation("full", self._device, self._backend, shape=shape,
+                             fill_value=dt.fit_scalar(fill, d, single=math.prod(shape) == 1),
                              dtype=d)
             return _finish(t, requires_grad)
         return factory(*size, dtype=dtype or self.dtype, device=device or self.device,

@@ -593,6 +593,16 @@ def _inplace_operator(method: Callable) -> Callable:
     return inplace
 
 
+def _without_modulus(forward: Callable) -> Callable:
+    """`t ** e` that declines the three-argument `pow(t, e, m)`, as PyTorch's does (Python
+    then raises its TypeError, "unsupported operand type(s) for ** or pow()")."""
+    @functools.wraps(forward)
+    def power(self: Tensor, other: Any, modulo: Any = None) -> Any:
+        return forward(self, other) if modulo is None else NotImplemented
+    power.op_entry = True
+    return power
+
+
 def _operator(op: Op, dunder: str, impl: Callable) -> Callable:
     # (the binary operators check the op-entry hooks inline: `a + b` is the hottest call)
     if dunder in INPLACE:
@@ -630,7 +640,7 @@ def _operator(op: Op, dunder: str, impl: Callable) -> Callable:
             except MemoryError as err:
                 raise host_out_of_memory(op.name, err) from None
         forward.op_entry = True
-        return forward
+        return _without_modulus(forward) if dunder == "__pow__" else forward
     entered = _entered(op, dunder, impl)  # unary operators, __getitem__, __setitem__
     entered.__name__ = dunder  # (as `__torch_function__` sees it: Tensor.__getitem__)
     return entered

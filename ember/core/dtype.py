@@ -100,7 +100,7 @@ class dtype:  # noqa: N801 - PyTorch's spelling
             return self
         if self.name in ("float64",):
             return complex128
-        if self.name == "float32":
+        if self.name in ("float32", "bfloat16"):  # (bfloat16 has float32's range)
             return complex64
         raise TypeError(f"{self.name} has no complex counterpart in ember (no backend holds "
                         "complex32, PyTorch's chalf)")
@@ -381,16 +381,20 @@ def check_int_arg(value: int) -> int:
 
 
 _TWO_63, _TWO_64 = 1 << 63, 1 << 64
+# the magnitudes from which a number rounds to an infinity (max + half an ulp)
+_ROUNDS_TO_INF = {float16: 65520.0, bfloat16: (2 - 2 ** -8) * 2.0 ** 127}
 
 
-def fit_scalar(value: object, to: dtype) -> object:
+def fit_scalar(value: object, to: dtype, single: bool = False) -> object:
     """A Python number written into a tensor of dtype `to` (`fill_`, `full`, `x[i] = v`,
     `masked_fill`), checked as PyTorch's `checked_convert` does: a value outside the
     dtype's range (NaN or an infinity into an integer dtype, 1000 into int8, 1e300 into
     float32) raises instead of wrapping. As in PyTorch, a negative integer down to
     -max wraps into an unsigned dtype (-1 into uint8 is 255), and NaN and the infinities
     fit every floating dtype. A complex number fits a real dtype when its imaginary part
-    is zero (its real part is written). Returns the value to write."""
+    is zero (its real part is written). `single`: the value fills one element, which
+    PyTorch writes into float16 and bfloat16 unchecked (1e5 is inf). Returns the value to
+    write."""
     if isinstance(value, complex) and not to.is_complex and to is not bool_:
         if value.imag:
             raise RuntimeError(f"value cannot be converted to type {_C_NAMES[to.name]} "
@@ -408,6 +412,9 @@ def fit_scalar(value: object, to: dtype) -> object:
     if to in UNHELD_DTYPES:  # (no tensor holds one: the backend refuses it next)
         return value
     if to.is_floating_point:
+        if single and to in _ROUNDS_TO_INF:  # (written as the inf it rounds to)
+            return math.copysign(math.inf, value) if abs(value) >= _ROUNDS_TO_INF[to] \
+                else value
         top = _FLOAT_MAX[to.name]
         fits = math.isinf(value) or math.isnan(value) or -top <= value <= top
     else:

@@ -7,6 +7,7 @@ the Tensor class, which builds tensors from data through it.
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
@@ -154,24 +155,60 @@ def _ragged(data: Any, dtype: dt.dtype) -> Exception | None:
     return walk(data, 0)
 
 
-def _tensor_scalars(data: Any) -> Any:
+def _tensor_scalars(data: Any, dtype: dt.dtype) -> Any:
     """Nested sequences with each tensor in them read as the number it holds, as PyTorch
-    reads them (`tensor([t1, t2])` of one-element tensors is 1-D, whatever their shape)."""
+    reads them (`tensor([t1, t2])` of one-element tensors is 1-D, whatever their shape).
+    A bigger tensor fails as PyTorch's reading of a `dtype` number fails: `__index__`'s
+    TypeError for an integer (or bool) dtype, `__float__`'s ValueError otherwise."""
     if is_tensor(data):
         if data.numel() != 1:
-            raise ValueError("only one element tensors can be converted to Python scalars")
+            if dtype.is_floating_point or dtype.is_complex:
+                raise ValueError("only one element tensors can be converted to Python "
+                                 "scalars")
+            raise TypeError("only integer tensors of a single element can be converted to "
+                            "an index")
         return host_array(data).reshape(())
     if isinstance(data, (list, tuple)):
-        return [_tensor_scalars(x) for x in data]
+        return [_tensor_scalars(x, dtype) for x in data]
     return data
 
 
-def _python_ints(data: Any) -> Any:
+def _python_numbers(data: Any, kind: type) -> Any:
+    """The Python numbers of `kind` (int: not bools) in nested sequences."""
     if isinstance(data, (list, tuple)):
         for x in data:
-            yield from _python_ints(x)
-    elif isinstance(data, int) and not isinstance(data, bool):
+            yield from _python_numbers(x, kind)
+    elif isinstance(data, kind) and not isinstance(data, bool):
         yield data
+
+
+def _python_ints(data: Any) -> Any:
+    return _python_numbers(data, int)
+
+
+def _check_integral_data(data: Any, dtype: dt.dtype) -> Any:
+    """PyTorch's reading of Python numbers into an integer dtype: NaN (or an infinity)
+    overflows; uint64 takes no float and no negative int; a negative int down to -max
+    wraps into uint8/16/32 (-1 is 255), as `checked_convert` lets it. Returns the data as
+    NumPy can convert it (wrapped ints as their int64 array) or None to convert as is."""
+    floats = list(_python_numbers(data, float))
+    if dtype is dt.uint64:
+        if floats:
+            raise TypeError("an integer is required")
+        if any(v < 0 for v in _python_ints(data)):
+            raise OverflowError("can't convert negative int to unsigned")
+        return None
+    if dtype is dt.bool_:  # (NaN is true)
+        return None
+    if any(not math.isfinite(v) for v in floats):
+        raise _overflow(data, dtype)
+    if dtype.is_signed:
+        return None
+    top = (1 << (8 * dtype.itemsize)) - 1
+    ints = list(_python_ints(data))
+    if not any(v < 0 for v in ints) or any(v < -top or v > top for v in ints):
+        return None  # (nothing to wrap, or NumPy's OverflowError words it next)
+    return np.array(data, dtype=np.int64)
 
 
 def _overflow(data: Any, dtype: dt.dtype) -> Exception:
@@ -186,6 +223,16 @@ def _overflow(data: Any, dtype: dt.dtype) -> Exception:
     return RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
 
 
+def _ranges_as_lists(data: Any) -> Any:
+    """`range`s read as the sequences they are (`tensor(range(3))`, a list of ranges), as
+    PyTorch reads any Python sequence."""
+    if isinstance(data, range):
+        return list(data)
+    if isinstance(data, (list, tuple)) and data and isinstance(data[0], range):
+        return [_ranges_as_lists(x) for x in data]
+    return data
+
+
 def to_host(data: Any, dtype: dt.dtype | None) -> tuple[np.ndarray, dt.dtype]:
     """`data` as a new C-contiguous host array of `dtype` (inferred when None)."""
     if is_tensor(data):
@@ -198,14 +245,20 @@ def to_host(data: Any, dtype: dt.dtype | None) -> tuple[np.ndarray, dt.dtype]:
     else:
         if hasattr(data, "__array__") and not isinstance(data, (list, tuple)):
             return to_host(np.asarray(data), dtype)
+        data = _ranges_as_lists(data)
         dtype = dtype or infer_dtype(data)
         if isinstance(data, (list, tuple)) and data and (
                 any(is_tensor(x) for x in data) or isinstance(data[0], (list, tuple))
                 and any(is_tensor(x) for x in data[0])):
-            data = _tensor_scalars(data)
+            data = _tensor_scalars(data, dtype)
+        if not (dtype.is_floating_point or dtype.is_complex):
+            wrapped = _check_integral_data(data, dtype)
+            if wrapped is not None:
+                return wrapped.astype(numpy_dtype(dtype)), dtype
         try:
-            arr = np.array(data, dtype=np.float32 if dtype is dt.bfloat16 else np.float64
-                           if dtype in dt.FLOAT8_DTYPES else numpy_dtype(dtype))
+            with np.errstate(over="ignore"):  # (1e40 into float16: inf, as in PyTorch)
+                arr = np.array(data, dtype=np.float32 if dtype is dt.bfloat16 else
+                               np.float64 if dtype in dt.FLOAT8_DTYPES else numpy_dtype(dtype))
         except ValueError as err:
             raise _ragged(data, dtype) or ValueError(
                 f"tensor(): expected sequences of equal length: {err}") from None

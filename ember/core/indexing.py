@@ -149,6 +149,42 @@ def view_label(key: Any, shape: tuple[int, ...]) -> str:
     return label
 
 
+def write_label(key: Any, shape: tuple[int, ...], value: Any) -> str:
+    """The grad_fn name PyTorch gives `x` after `x[key] = value`: CopySlices when its
+    indexing makes a view to write into (an int or 0-d integer tensor, a slice that is not
+    full, None, a bool scalar), else IndexPutBackward0 for a tensor (or list) index, else
+    that of the write into `x` itself: fill_ of a 0-d value, copy_ of any other."""
+    items = key if type(key) is tuple else (key,)
+    widths = [_width(k) for k in items]
+    dim, advanced = 0, False
+    for k, width in zip(items, widths):
+        if k is Ellipsis:
+            dim += len(shape) - sum(widths)
+        elif k is None or _is_bool_scalar(k) or isinstance(k, numbers.Integral) or (
+                isinstance(k, Tensor) and not k.ndim):
+            return "CopySlices"
+        elif isinstance(k, slice):
+            if not full_slice(k, shape[dim] if dim < len(shape) else 0):
+                return "CopySlices"
+        else:
+            advanced = True
+        dim += width
+    if advanced:
+        return "IndexPutBackward0"
+    value_shape = tuple(value.shape) if isinstance(value, Tensor) else \
+        (() if isinstance(value, (numbers.Number, bool)) else None)
+    return "FillBackward3" if value_shape == () and shape != () else "CopyBackwards"
+
+
+def _width(k: Any) -> int:
+    """The input dimensions an entry of a key consumes (a bool scalar: none)."""
+    if k is None or k is Ellipsis or _is_bool_scalar(k):
+        return 0
+    if isinstance(k, Tensor) and k.dtype in (dt.bool_, dt.uint8):
+        return k.ndim
+    return 1
+
+
 _INDEX_DTYPES = (dt.int64, dt.int32)  # (and the uint8 and bool masks, taken before)
 def parse(x: Tensor, key: Any) -> ParsedIndex:
     fast = parse_basic(x._data.shape, key)

@@ -78,7 +78,9 @@ class _Formatter:
             self.int_mode = bool(np.all(measured == np.round(measured)))
             if measured.size:  # (none: plain `0.`/`nan`, whatever sci_mode says)
                 hi, lo = np.abs(measured).max(), np.abs(measured).min()
-                self.sci = hi / lo > 1000 or hi > 1e8 or (not self.int_mode and lo < 1e-4)
+                with np.errstate(over="ignore"):  # (a subnormal lo: the ratio is inf)
+                    ratio = hi / lo
+                self.sci = ratio > 1000 or hi > 1e8 or (not self.int_mode and lo < 1e-4)
                 if PRINT_OPTIONS.sci_mode is not None:
                     self.sci = PRINT_OPTIONS.sci_mode
         self.width = max((len(self.raw(v)) for v in measured), default=1)
@@ -132,8 +134,10 @@ def _format(a: np.ndarray, fmt: _Formatter, indent: int, summarize: bool) -> str
         return fmt(a.item() if fmt.kind != "float" else a.astype(np.float64).item())
     # (a complex element is read as NumPy's complex scalar, which has .real and .imag)
     if a.ndim == 1:
-        # PyTorch's ellipsis element is " ..." (so ",  ..., " in a summarised row)
-        items = [" ..." if isinstance(v, str) else fmt(v) for v in _edge(a, summarize)]
+        # PyTorch's ellipsis element is " ..." (so ",  ..., " in a summarised row), a
+        # lone "..." where no edge item is shown
+        dots = " ..." if PRINT_OPTIONS.edgeitems else "..."
+        items = [dots if isinstance(v, str) else fmt(v) for v in _edge(a, summarize)]
         per_line = max(1, (PRINT_OPTIONS.linewidth - indent) // (fmt.width + 2))
         lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
         return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
@@ -146,7 +150,7 @@ def _format(a: np.ndarray, fmt: _Formatter, indent: int, summarize: bool) -> str
 def _edge(a: np.ndarray, summarize: bool) -> list:
     edge = PRINT_OPTIONS.edgeitems
     if summarize and a.shape[0] > 2 * edge:
-        return list(a[:edge]) + ["..."] + list(a[-edge:])
+        return list(a[:edge]) + ["..."] + (list(a[-edge:]) if edge else [])
     return list(a)
 
 
@@ -189,10 +193,13 @@ def tensor_repr(t) -> str:
             suffix.append(f"dtype={t.dtype!r}")
     else:
         body = tensor_body(t, len(prefix))
+        if not PRINT_OPTIONS.edgeitems:  # (PyTorch's: no edge items, so the shape)
+            suffix.append(f"size={tuple(t.shape)}")
         if t.dtype not in default_dtypes:
             suffix.append(f"dtype={t.dtype!r}")
     if t.grad_fn is not None:
-        suffix.append(f"grad_fn=<{t.grad_fn.name()}>")
+        # (a C++ node's name is printed without its namespace: CopyBackwards)
+        suffix.append(f"grad_fn=<{t.grad_fn.name().rpartition('::')[2]}>")
     elif t.requires_grad:
         suffix.append("requires_grad=True")
     tangent = fw.tangent_of(t)

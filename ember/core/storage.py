@@ -88,13 +88,37 @@ class TypedStorage:
 
 @dt.printed_in_api(".storage")
 class UntypedStorage(TypedStorage):
-    """The same memory counted in bytes: `size()` and `nbytes()` are byte counts."""
+    """The same memory counted in bytes: `size()` and `nbytes()` are byte counts, its
+    elements (`tolist()`, indexing, its printed form) the bytes."""
+
+    def _flat(self) -> Any:
+        from ember.core.ops.shape import view_dtype  # (ops import this module's users)
+
+        flat = super()._flat()
+        return view_dtype(flat if flat.dtype is not dt.bool_ else flat.to(dt.uint8),
+                          dt.uint8)
 
     def size(self) -> int:
         return self.nbytes()
 
     def nbytes(self) -> int:
         return self._owner.numel() * self._owner.element_size()
+
+    def __repr__(self) -> str:
+        values = "\n".join(f" {v}" for v in self.tolist())
+        return (f"{values}\n[ember.storage.UntypedStorage(device={self.device}) of size "
+                f"{self.size()}]")
+
+
+class _LegacyStorageType(type):
+    """`isinstance(t.storage(), ember.FloatStorage)`: a typed storage of the class's dtype
+    is an instance of it, as in PyTorch (whose `storage()` is a TypedStorage)."""
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        if type.__instancecheck__(cls, instance):
+            return True
+        return type(instance) is TypedStorage and \
+            scalar_type_name(instance.dtype) + "Storage" == cls.__name__
 
 
 _TYPED: dict[str, type] = {}
@@ -137,5 +161,5 @@ def storage_type(d: dt.dtype) -> type:
     """PyTorch's legacy storage class of a dtype (`FloatStorage` ...): a TypedStorage."""
     name = scalar_type_name(d) + "Storage"
     if name not in _TYPED:
-        _TYPED[name] = type(name, (TypedStorage,), {"__module__": "ember"})
+        _TYPED[name] = _LegacyStorageType(name, (TypedStorage,), {"__module__": "ember"})
     return _TYPED[name]

@@ -415,10 +415,10 @@ class Tensor:
 
     def storage(self) -> Any:
         """The memory this tensor shares with its views, as a typed 1-D array."""
-        from ember.core.storage import storage_type, warn_typed_storage_removal
+        from ember.core.storage import TypedStorage, warn_typed_storage_removal
 
         warn_typed_storage_removal(stacklevel=2)
-        return storage_type(self._dtype)(self._storage_owner())
+        return TypedStorage(self._storage_owner())
 
     def storage_type(self) -> type:
         """The class of `storage()` (`ember.FloatStorage` for float32 ...)."""
@@ -778,14 +778,25 @@ class Tensor:
                 warn_once("Converting a tensor with requires_grad=True to a scalar may lead "
                           "to unexpected behavior.\nConsider using tensor.detach() first.",
                           UserWarning, stacklevel=2)
-        return float(self.item())
+        return float(self._real_item("double"))
 
     def __complex__(self) -> complex:
         return complex(self.item())
 
     def __int__(self) -> int:
         self._one_element()
-        return int(self.item())
+        return int(self._real_item("int64_t"))
+
+    def _real_item(self, c_type: str) -> Any:
+        """The element as a real number: a complex one's real part when its imaginary part
+        is zero, else PyTorch's overflow error naming the C++ type converted to."""
+        value = self.item()
+        if isinstance(value, complex):
+            if value.imag:
+                raise RuntimeError(f"value cannot be converted to type {c_type} without "
+                                   "overflow")
+            value = value.real
+        return value
 
     def _check_has_data(self, method: str) -> None:
         """A meta tensor has no values to read (PyTorch's error)."""
@@ -800,7 +811,7 @@ class Tensor:
             raise ValueError("only one element tensors can be converted to Python scalars")
 
     def __index__(self) -> int:
-        if self._dtype.is_floating_point or self.numel() != 1:
+        if self._dtype.is_floating_point or self._dtype.is_complex or self.numel() != 1:
             raise TypeError("only integer tensors of a single element can be converted to an "
                             "index")
         return int(self.item())

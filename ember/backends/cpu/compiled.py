@@ -167,6 +167,17 @@ def _flat32(x: Any, like: np.ndarray) -> np.ndarray | None:
     return None
 
 
+def fma64(a: Any, b: float, c: Any) -> np.ndarray | None:
+    """``a * b + c`` rounded once to float64, through NumPy's longdouble: exact where it
+    has x87's 64-bit significand and the product needs no more (a float64 times an
+    integer below 2**11: arange's); elsewhere within an ulp. None where the longdouble
+    is float64 itself."""
+    if np.finfo(np.longdouble).nmant < 63:
+        return None
+    wide = np.asarray(a, np.longdouble) * np.longdouble(b) + np.asarray(c, np.longdouble)
+    return wide.astype(np.float64)
+
+
 def fma(a: Any, b: Any, c: Any) -> np.ndarray | None:
     """``a * b + c`` rounded once to float32 in one compiled pass (the opmath rules' fma;
     NumPy's emulation takes three passes and a float64 temporary): where a and c are

@@ -218,6 +218,7 @@ KERNELS: dict[str, Any] = make_kernels(np, hooks=Hooks(
     half_vector_lanes=half_vector_lanes,
     axpy=blas.axpy,
     fma=compiled.fma,
+    fma64=compiled.fma64,
     scale_add=compiled.scale_add,
     transpose=blas.transpose,
     conv_columns_bytes=2 << 20,  # (L2-sized chunks; the benchmark CNN's conv2 in 5)

@@ -25,16 +25,44 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
             return xp.zeros(shape, dtype=dtypes[dtype])
         return xp.full(shape, fill_value, dtype=dtypes[dtype])
 
+    lanes_of_half, fma64 = lib.hooks.half_vector_lanes, lib.hooks.fma64
+
     def arange(start, end, step, dtype, device=0):
-        if dtypes[dtype].kind == "f":
-            # start + i * step, computed in float64 and then cast to the dtype
+        if dtype.is_floating_point:  # (bfloat16's NumPy dtype is no kind "f")
             n = max(0, math.ceil((end - start) / step))
-            return (start + xp.arange(n, dtype=xp.float64) * step).astype(dtypes[dtype])
+            return float_arange(start, step, n, dtypes[dtype])
         if all(isinstance(v, int) for v in (start, end, step)):
             return xp.arange(start, end, step).astype(dtypes[dtype])
         # PyTorch's integer kernel: the count from the numbers as given, the values from
         # the start and the step truncated to integers
         n = max(0, math.ceil((end - start) / step))
         return (int(start) + xp.arange(n, dtype=xp.int64) * int(step)).astype(dtypes[dtype])
+
+    def float_arange(start, step, n, dtype):
+        """PyTorch's CPU arange: `start + step * i` in the accumulate type (float32 for the
+        half types, else float64; the compiler fuses the multiply-add), cast to the dtype.
+        Its vector loop, which takes two vectors at a time and leaves the rest to the
+        plain loop, writes each vector as its first element cast to the dtype, plus
+        `k * step` (k < lanes; fused but for bfloat16)."""
+        if lanes_of_half is None:  # (not PyTorch's CPU kernel: each element alike)
+            return (start + xp.arange(n, dtype=xp.float64) * step).astype(dtype)
+        acc = xp.float32 if dtype.itemsize == 2 else xp.float64
+
+        def fused(k, base):  # base + k * step, rounded once, in the accumulate type
+            if acc is xp.float32:  # (float64 holds the product exactly)
+                return (xp.float64(acc(step)) * k + base).astype(acc)
+            out = None if fma64 is None else fma64(k.astype(acc), step, base)
+            return k * step + base if out is None else out
+
+        out = fused(xp.arange(n), acc(start))
+        lanes = lanes_of_half() * 2 // dtype.itemsize
+        vectors = n // (2 * lanes) * (2 * lanes)
+        k = xp.arange(vectors) % lanes
+        first = out[:vectors][xp.arange(vectors) - k].astype(dtype).astype(acc)
+        if dtype.kind != "f":  # bfloat16's vectors round `k * step` first
+            out[:vectors] = first + k.astype(acc) * acc(step)
+        else:
+            out[:vectors] = fused(k, first)
+        return out.astype(dtype)
 
     return {"full": full, "arange": arange}

@@ -171,6 +171,11 @@ class Hooks:
     one too or a number (xp/opmath.py's rules), or None where it does not apply. Default:
     emulated in float64 with `xp`'s ufuncs."""
 
+    fma64: Callable[[Any, float, Any], Any] | None = None
+    """`a * b + c` rounded once to float64, for a float64 array a (small integers: arange's
+    indices), a number b and a float64 array or number c, or None where it does not apply.
+    Default: unfused (NumPy has no float64 fma)."""
+
     scale_add: Callable[[Any, float, Any], bool] | None = None
     """`x = x * scale + y` in place for arrays x and y of one shape, rounded to x's dtype
     after the product and after the sum (PyTorch's `x.mul_(scale).add_(y)`: SGD's

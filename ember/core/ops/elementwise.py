@@ -646,13 +646,16 @@ def _scaled(name: str, input: Any, other: Any, alpha: Any) -> Any:
     if name == "sub":
         _no_bool_sub(a[0], b[0])
     common = dt.result_type(a, b)
+    if isinstance(alpha, (float, complex)) and not common._differentiable:  # (bool too)
+        raise RuntimeError("For integral input tensors, argument alpha must not be a "
+                           "floating point number.")
+    if isinstance(alpha, complex) and not common.is_complex:
+        raise RuntimeError("For non-complex input tensors, argument alpha must not be a "
+                           "complex number.")
     if common is dt.bool_:
         alpha = alpha != 0  # alpha takes the result's dtype
     elif isinstance(alpha, bool):
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
-    elif isinstance(alpha, float) and not common._differentiable:
-        raise RuntimeError("For integral input tensors, argument alpha must not be a "
-                           "floating point number.")
     elif isinstance(alpha, int) and not common._differentiable:
         dt.fit_scalar(alpha, common)  # (converted into the integer result's dtype, checked)
     if isinstance(other, numbers.Number) and not isinstance(other, Tensor):
@@ -1048,6 +1051,8 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8
     `|input - other| <= atol + rtol * |other|`; an infinity is close only to itself, and
     NaN to NaN only with `equal_nan`. With zero tolerances it is `input == other`; bool
     tensors are compared as the default float dtype (PyTorch's rules)."""
+    if not isinstance(other, Tensor):  # (a number: no overload takes one)
+        raise ArgumentTypeError("isclose", "other", 1, "Tensor", other)
     if input.dtype != other.dtype:
         names = dt.SCALAR_TYPE_NAMES
         raise RuntimeError(f"{names.get(input.dtype.name, input.dtype.name)} did not match "
@@ -1075,6 +1080,8 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8,
              equal_nan: bool = False) -> bool:
     """Whether every element of `input` is close to `other` (see `isclose`)."""
+    if not isinstance(other, Tensor):
+        raise ArgumentTypeError("allclose", "other", 1, "Tensor", other)
     return bool(isclose(input, other, rtol, atol, equal_nan).all())
 
 
@@ -1288,8 +1295,22 @@ def _lerp_decomposed(input: Tensor, end: Tensor, weight: Any) -> Tensor:
                  sub(end, mul(diff, rsub(weight, 1))))
 
 
+def _addc_value(op: str, input: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any) -> Any:
+    """PyTorch's `value` of addcmul/addcdiv: no part of the promotion, but a number of the
+    tensors' common dtype, checked as written into it (an integer result truncates 0.5 to
+    0; a complex value into a real one raises). A bool result has no kernel."""
+    common = dt.result_type(operand_tier(input), operand_tier(tensor1), operand_tier(tensor2))
+    if common is dt.bool_:
+        raise kernel_refuses(f"{op}_cpu_out", common)
+    value = dt.fit_scalar(python_scalar(value), common)
+    if isinstance(value, complex) and not common.is_complex:
+        value = value.real
+    return int(value) if not (common.is_floating_point or common.is_complex) else value
+
+
 def _addcmul_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
                      value: Any = 1) -> Tensor:
+    value = _addc_value("addcmul", self, tensor1, tensor2, value)
     if tracked(self, tensor1, tensor2):
         return apply_inplace(self, lambda old: addcmul(old, tensor1, tensor2, value=value),
                              tensor1, tensor2, op="addcmul_")
@@ -1306,6 +1327,7 @@ def _addcdiv_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
         return apply_inplace(self, lambda old: addcdiv(old, tensor1, tensor2, value=value),
                              tensor1, tensor2, op="addcdiv_")
     _no_integer_addcdiv(tensor1, tensor2)
+    value = _addc_value("addcdiv", self, tensor1, tensor2, value)
     done = _opmath_inplace(self, "opmath_addcdiv", tensor1, tensor2, python_scalar(value))
     if done is not None:
         return done
@@ -1320,6 +1342,7 @@ def _addcdiv_inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *,
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """`input + value * tensor1 * tensor2`."""
     refuse_unsigned("addcmul_cpu_out", input)
+    value = _addc_value("addcmul", input, tensor1, tensor2, value)
     # (tensor2 * tensor1: the product's node then saves tensor1 first, PyTorch's order)
     return _opmath("opmath_addcmul", lambda: add(input, mul(mul(tensor2, tensor1), value)),
                    input, tensor1, tensor2, python_scalar(value))
@@ -1330,6 +1353,7 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """`input + value * tensor1 / tensor2`."""
     _no_integer_addcdiv(tensor1, tensor2)
+    value = _addc_value("addcdiv", input, tensor1, tensor2, value)
     # PyTorch's kernel: `input + value * tensor1 / tensor2`, the product first
     return _opmath("opmath_addcdiv", lambda: add(input, div(mul(tensor1, value), tensor2)
                                                  if value != 1 else div(tensor1, tensor2)),

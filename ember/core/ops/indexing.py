@@ -47,7 +47,7 @@ from ember.core.dispatch import (
 )
 from ember.core.errors import warn_once, with_context
 from ember.core.grad_mode import no_grad, state
-from ember.core.graph import record
+from ember.core.graph import record, relabel
 from ember.core.host import python_scalar
 from ember.core.indexing import (
     ParsedIndex,
@@ -58,6 +58,7 @@ from ember.core.indexing import (
     parse_basic,
     unsqueeze_bools,
     view_label,
+    write_label,
 )
 from ember.core.inplace import MULTI_OUTPUT_ERROR, apply_inplace, as_view, multi_output_views
 from ember.core.memory_format import like_layout, row_major
@@ -377,9 +378,10 @@ def setitem(input: Tensor, key: Any, value: Any) -> None:
         return
     if key is True:
         key = None
+    written = key
     x, key = unsqueeze_bools(input, key)  # x: input, or a view of it with unit dimensions
     parsed = parse(x, key)
-    value = _write_value(x, value, parsed)
+    raw, value = value, _write_value(x, value, parsed)
     if not (state.enabled and (input._requires_grad or value._requires_grad
                                or input._view_mode is not None) or fw.active):
         run_inplace("setitem", x, value, *parsed.tensors, index=parsed.spec,
@@ -388,12 +390,18 @@ def setitem(input: Tensor, key: Any, value: Any) -> None:
         return
     if input._view_mode == "multi" and parsed.basic and input._requires_grad and state.enabled:
         _refuse_piece_view_write(x, key)
+    label = write_label(written, tuple(input.shape), raw)
+    if label == "CopySlices" and state.enabled and input._requires_grad and input._node is None:
+        # PyTorch writes through a view its indexing makes: that view's words
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
     if x is input:
-        apply_inplace(input, lambda old: _index_put(old, parsed, value), value, op="setitem")
+        apply_inplace(input, lambda old: _index_put(old, parsed, value, label), value,
+                      op="setitem")
     else:  # written through the unit dimensions, then shaped back
-        apply_inplace(input, lambda old: reshape(
-            _index_put(reshape(old, tuple(x.shape)), parsed, value), tuple(input.shape)),
-            value, op="setitem")
+        apply_inplace(input, lambda old: relabel(reshape(_index_put(
+            reshape(old, tuple(x.shape)), parsed, value), tuple(input.shape)), label,
+            (old, value)), value, op="setitem")
 
 
 def _refuse_piece_view_write(x: Tensor, key: Any) -> None:
@@ -409,14 +417,16 @@ def _refuse_piece_view_write(x: Tensor, key: Any) -> None:
         "Backward")])), f"a view of shape {tuple(x.shape)} indexed by {key!r}")
 
 
-def _index_put(x: Tensor, parsed: ParsedIndex, value: Tensor) -> Tensor:
-    """Out of place: a copy of `x` with `value` written at `parsed`."""
+def _index_put(x: Tensor, parsed: ParsedIndex, value: Tensor,
+               label: str = "IndexPutBackward0") -> Tensor:
+    """Out of place: a copy of `x` with `value` written at `parsed` (its grad_fn named
+    `label`)."""
     out = run("clone", x)
     if not row_major(x):  # (PyTorch's clone keeps a permuted x's strides)
         out = in_layout(out, like_layout(x, empty_of(out)))
     run_inplace("setitem", out, value, *parsed.tensors, index=parsed.spec, accumulate=False)
     if state.enabled and (x._requires_grad or value._requires_grad) or fw.active:
-        record("IndexPutBackward0", _bw_index_put, (x, value), out, parsed=parsed,
+        record(label, _bw_index_put, (x, value), out, parsed=parsed,
                vshape=tuple(value.shape))
     return out
 
@@ -619,7 +629,13 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     return apply(OPS["index_select"], input, index, dim=d)
 
 
-@composite(complex=True, variants="function method inplace", cost=costs.movement)
+def _index_fill_label(input: Tensor, dim: int, index: Tensor, value: Any) -> str:
+    """PyTorch's node for index_fill: overload 0 fills a number, overload 1 a tensor."""
+    return "IndexFillBackward1" if isinstance(value, Tensor) else "IndexFillBackward0"
+
+
+@composite(complex=True, variants="function method inplace", cost=costs.movement,
+           node_label=_index_fill_label)
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     """A copy of `input` with `value` at positions `index` along `dim`."""
     d = normalize_dim("index_fill", dim, input.ndim)

@@ -292,11 +292,12 @@ def corrcoef(input: Tensor) -> Tensor:
 @composite(complex=True, node_label="DistBackward0",
            variants="function method", cost=costs.pointwise(3), precision=P.FLOAT32)
 def dist(input: Tensor, other: Tensor, p: Any = 2) -> Tensor:
-    """The p-norm of `input - other` (broadcast), as a 0-d tensor."""
-    if not (input.dtype._differentiable and other.dtype._differentiable):
-        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
-                           f"as input. Got {_word(input.dtype)}")
-    return linalg_vector_norm(input - other, float(p))
+    """The p-norm of `input - other` (broadcast, promoted), as a 0-d tensor."""
+    difference = input - other
+    if not difference.dtype._differentiable:
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. "
+                           f"Got {_word(difference.dtype)} instead.")
+    return linalg_vector_norm(difference, float(p))
 
 
 _CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",

@@ -33,8 +33,8 @@ from ember.core.creation import (
 )
 from ember.core.declare import composite, fused_kernel
 from ember.core.dispatch import kernel_refuses
-from ember.core.grad_mode import no_grad
-from ember.core.graph import relabel
+from ember.core.grad_mode import no_grad, state
+from ember.core.graph import record, relabel
 from ember.core.host import host_array
 from ember.core.inplace import apply_inplace
 from ember.core.mt19937 import MT19937
@@ -56,9 +56,37 @@ def fill_(input: Tensor, value: Any) -> Tensor:
     """Fills `input` with `value` (a number or a 0-d tensor), in place."""
     if isinstance(value, Tensor):
         _check_fill_value(value)
-        return apply_inplace(input, lambda old: expand(to_dtype(value, input._dtype),
-                                                       tuple(input.shape)), value, op="fill_")
-    return apply_inplace(input, lambda old: full_like(old, value), op="fill_")
+        return _named_write(apply_inplace(input, lambda old: expand(
+            to_dtype(value, input._dtype), tuple(input.shape)), value, op="fill_"),
+            "FillBackward3")
+    return _named_write(apply_inplace(input, lambda old: full_like(old, value), op="fill_"),
+                        "FillBackward2")
+
+
+def _named_write(x: Tensor, label: str) -> Tensor:
+    """`x` after an in-place write of its whole value, its new graph node named as
+    PyTorch's (FillBackward2 for fill_ of a number ...). A view keeps its own node: its
+    base's CopySlices holds the write."""
+    if state.enabled and x._requires_grad and x._view_fn is None:
+        relabel(x, label, ())
+    return x
+
+
+def _copy_backwards() -> str:
+    """PyTorch's copy_ node, a C++ one named in full (under the API's name as run)."""
+    return f"{dt.API_NAME}::autograd::CopyBackwards"
+
+
+def _copied(value: Tensor) -> Tensor:
+    """copy_'s new value; a leaf that requires grad (`y.copy_(x)`, x a leaf) as a tensor of
+    a node of its own, PyTorch's CopyBackwards, else y would take x's place in the graph
+    as it is: no node, no gradient to x. (Another value's node stays y's, so the ops
+    written as a copy into their input keep their nodes' names: ThresholdBackward1.)"""
+    if not (state.enabled and value._requires_grad and value._node is None):
+        return value
+    out = value.detach()
+    record(_copy_backwards(), lambda node, g: g, (value,), out)
+    return out
 
 
 @composite(complex=True, variants="function", cost=costs.creation)
@@ -88,7 +116,7 @@ def _check_fill_value(value: Tensor) -> None:
 @composite(complex=True, variants="function method", cost=costs.creation)
 def zero_(input: Tensor) -> Tensor:
     """Fills `input` with zeros, in place."""
-    return fill_(input, 0)
+    return _named_write(fill_(input, 0), "ZeroBackward0")
 
 
 @composite(complex=True, variants="method", cost=costs.movement)
@@ -99,9 +127,12 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
 
     def compute(old: Tensor) -> Tensor:
         moved = to_dtype(to_device(src, self.device), self._dtype)
-        return expand(moved, tuple(self.shape)) if tuple(moved.shape) != tuple(self.shape) \
-            else moved
-    return apply_inplace(self, compute, src, op="copy_")
+        return _copied(expand(moved, tuple(self.shape))
+                       if tuple(moved.shape) != tuple(self.shape) else moved)
+    out = apply_inplace(self, compute, src, op="copy_")
+    if isinstance(src, Tensor) and src._requires_grad:
+        return out
+    return _named_write(out, _copy_backwards())  # (its node gives `self` zero gradient)
 
 
 # -- random fills ----------------------------------------------------------------------
