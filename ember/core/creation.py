@@ -773,10 +773,9 @@ def _new(factory: Callable[..., Tensor], doc: str, fill: int | None = None
             # on this tensor's own device (backward's seed, zero gradients): `full` without
             # resolving the device again, which was most of the cost of `new_ones(())`
             d = dtype_arg(dtype, "new_" + name) or self._dtype
-            shape = _shape_arg(name, size, d)
-            t = run_creation("full", self._device, self._backend, shape=shape,
-                             fill_value=dt.fit_scalar(fill, d, single=math.prod(shape) == 1),
-                             dtype=d)
+            t = run_creation("full", self._device, self._backend,
+                             shape=_shape_arg(name, size, d), fill_value=dt.fit_scalar(fill, d),
+                             dtype=d)  # (0 and 1 fit every dtype: no overflow to check)
             return _finish(t, requires_grad)
         return factory(*size, dtype=dtype or self.dtype, device=device or self.device,
                        requires_grad=requires_grad)
