@@ -45,7 +45,8 @@ SHARED_OPS = frozenset("""
 """.split())
 CPU_ONLY = frozenset({"rand", "randn", "randint", "randperm", "lstm_layer",
                       "lstm_layer_backward", "gru_layer", "gru_layer_backward",
-                      "searchsorted", "mode_index"})
+                      "searchsorted", "mode_index", "pytorch_normal_fill16",
+                      "pytorch_randperm_shuffle"})
 
 # Every top-level `xp` name the shared kernels use, checked to exist in CuPy 13.6 and 14.2
 # (hasattr on the installed packages; CuPy imports without a GPU). `errstate` is the one
@@ -54,7 +55,7 @@ CUPY_NAMES = frozenset("""
     abs add all any arange arccos arcsin arctan arctan2 argmax argmin argsort argwhere array asarray
     ascontiguousarray bitwise_and bitwise_or bitwise_xor broadcast_to ceil clip concatenate
     copyto cos cumprod cumsum divide dot einsum empty_like equal exp expm1 flip float32 float64
-    floor floor_divide full greater greater_equal int64 int8 integer invert isfinite isinf
+    floor floor_divide full greater greater_equal iinfo int64 int8 integer invert isfinite isinf
     isnan issubdtype less less_equal lib log log1p log2 logical_and logical_not logical_or
     logical_xor matmul max maximum min minimum multiply ndarray negative nonzero not_equal
     ones pad power prod reciprocal remainder reshape result_type round sign sin sqrt

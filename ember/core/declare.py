@@ -280,8 +280,9 @@ def _sparse_form(name: str, args: tuple) -> Callable | None:
     `ember.add(dense, adj)` ... run the sparse tensor's own (ember.core.sparse_ops). Looked
     up only after the refusal, so the dense path pays nothing."""
     forms = getattr(args[0], "function_forms", None) if args else None
-    if forms is None and args and isinstance(args[0], (list, tuple)) and args[0]:
-        forms = getattr(args[0][0], "function_forms", None)  # `ember.cat([sparse, ...])`
+    if forms is None and args and isinstance(args[0], (list, tuple)) and args[0] and \
+            isinstance(args[0][0], Tensor):  # `ember.cat([sparse, ...])` (not an fx Proxy)
+        forms = getattr(args[0][0], "function_forms", None)
     if forms is None and len(args) > 1:  # `ember.add(dense, sparse)`: the second's table
         forms = getattr(args[1], "second_operand_forms", None)
     return None if forms is None else forms.get(name)

@@ -168,6 +168,18 @@ def _mode_index(device: ember.device) -> Results:
             "int64 values": rows.values, "int64 indices": rows.indices}
 
 
+def _random_draws(device: ember.device) -> Results:
+    # PyTorch's CPU streams from one seed, large enough (64k values) for a kernel that
+    # waits for a size: the kernel and the decomposition must draw the same numbers.
+    # Core asks the CPU backend's table for these (host draws), whatever the device
+    if device.type != "cpu":
+        pytest.skip("the random transforms are the CPU backend's (host draws)")
+    ember.manual_seed(0)
+    return {"randn": ember.randn(1 << 16 | 53, device=device),
+            "normal_": ember.empty(1 << 16, dtype=ember.float64, device=device).normal_(1, 3),
+            "randperm": ember.randperm(1 << 16 | 7, device=device)}
+
+
 def _cross_entropy(device: ember.device) -> Results:
     target = S.on(device, np.array([1, -100, 4, 0, 4]))  # one ignored row
     out: Results = {}
@@ -292,6 +304,8 @@ CASES: dict[str, FusedCase] = {
     "max_min_dim": FusedCase(_max_min_dim),
     "searchsorted": FusedCase(_searchsorted),
     "mode_index": FusedCase(_mode_index),
+    "pytorch_normal_fill16": FusedCase(_random_draws),
+    "pytorch_randperm_shuffle": FusedCase(_random_draws),
     "softmax": _softmax("softmax"),
     "log_softmax": _softmax("log_softmax"),
     "cross_entropy": FusedCase(_cross_entropy),

@@ -48,7 +48,7 @@ def kernels(lib: ArrayLib) -> dict[str, Kernel]:
     xp, as_array, quiet, read_only = lib.xp, lib.as_array, lib.quiet, lib.read_only
     ndarray, float64 = xp.ndarray, xp.float64
     low_precision = lib.low_precision
-    real_floats = (xp.dtype(xp.float32), xp.dtype(xp.float64))
+    real_floats = (xp.float32, xp.float64)  # (a dtype equals its scalar type)
     half_lanes = lib.hooks.half_vector_lanes
 
     def default_call(f, args, out):
