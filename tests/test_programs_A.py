@@ -454,7 +454,7 @@ PROGRAMS_I = [
             trends=[Trend(r"epoch \d, loss ([\d.]+)", 0.8, 0.2)], long=True),
     Program("d2l_preliminaries.py", extra=_d2l_estimates_hold),
     Program("d2l_object_detection.py"),
-    Program("d2l_nlp_gan.py"),
+    Program("d2l_nlp_gan.py", long=True),
 ]
 PROGRAM_SPECS += PROGRAMS_I
 
@@ -566,16 +566,18 @@ def _adjoint_is_backprop(t_out: str, e_out: str) -> None:
 
 PROGRAMS_L = [
     Program("speech_ctc.py", trends=[Trend(r"Average loss: ([\d.]+)", 0.5, 0.3)],
-            same=r"(mel filterbank .*)", first=r"\tLoss: ([\d.]+)", extra=_speech_decodes),
+            same=r"(mel filterbank .*)", first=r"\tLoss: ([\d.]+)", extra=_speech_decodes,
+            long=True),
     Program("recsys_ncf_dlrm.py", trends=[Trend(r"BPR loss: ([\d.]+)", 0.7, 0.3),
                                           Trend(r"HR: ([\d.]+)", 1.5, 0.5, rises=True),
                                           Trend(r"it \d+/\d+, loss ([\d.]+)", 0.8, 0.3)],
             same=r"(train interactions .*)", first=r"BPR loss: ([\d.]+)",
-            extra=_recommenders_rank),
+            extra=_recommenders_rank, long=True),
     Program("tcn_forecast.py", trends=[Trend(r"\| train loss ([\d.]+)", 0.5, 0.3),
                                        Trend(r"test RMSE ([\d.]+)", 0.9, 0.5),
                                        Trend(r": train loss ([\d.]+) val", 0.8, 0.3)],
-            same=r"(series .*)", first=r"\| train loss ([\d.]+)", extra=_anomalies_found),
+            same=r"(series .*)", first=r"\| train loss ([\d.]+)", extra=_anomalies_found,
+            long=True),
     Program("neural_ode_hnn.py", trends=[Trend(r"running loss ([\d.]+)", 0.8, 0.3),
                                          Trend(r"HNN step \d+, train_loss ([\d.e+-]+)", 0.1, 0.1)],
             same=r"(true_y .*)", first=r"Total Loss ([\d.]+)", extra=_hnn_conserves_energy,
@@ -590,7 +592,7 @@ PROGRAMS_L = [
             first=r"iter +0 nll/step ([\d.]+)", extra=_kalman_filters, long=True),
     Program("diff_render_spring.py", trends=[Trend(r"image loss ([\d.]+)", 0.01, 0.1),
                                              Trend(r"dist to goal ([\d.]+)", 0.3, 0.3)],
-            same=r"(sprite .*)", first=r"image loss ([\d.]+)", extra=_pose_recovered),
+            same=r"(sprite .*)", first=r"image loss ([\d.]+)", extra=_pose_recovered, long=True),
     Program("sac_continuous.py", trends=[Trend(r"TestEpRet ([-\d.]+)", 0.5, 0.3, rises=True),
                                          Trend(r"LossQ ([\d.]+)", 0.5, 0.3)],
             first=r"LossQ ([\d.]+)", extra=_sac_targets_frozen, long=True),
