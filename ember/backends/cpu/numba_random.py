@@ -31,6 +31,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
+from ember.backends.cpu.numba_kernels import _bits_of_float32, _float32_from_bits
+
 
 def _jit(f: Callable) -> Any:
     """numba.njit, no fastmath, cached on disk where a cache folder is writable."""
@@ -56,23 +58,6 @@ def _fma(typingctx, a, b, c):
     return a(a, b, c), codegen
 
 
-@intrinsic
-def _bits32(typingctx, x):
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(32))
-    return types.int32(types.float32), codegen
-
-
-@intrinsic
-def _float32(typingctx, bits):
-    def codegen(context, builder, signature, args):
-        value = args[0]
-        if value.type.width > 32:  # numba widens int32 arithmetic to int64
-            value = builder.trunc(value, ir.IntType(32))
-        return builder.bitcast(value, ir.FloatType())
-    return types.float32(bits), codegen
-
-
 F = np.float32
 _ZERO, _ONE, _HALF = F(0.0), F(1.0), F(0.5)
 _MIN_NORMAL = F(2.0 ** -126)
@@ -95,8 +80,8 @@ _TWO_PI32 = F(2.0 * math.pi)
 def _simd_log(x):
     """avx_mathfun's `log256_ps` on one float32 x > 0 (cpu_random._simd_log). Written
     without branches or loops, so LLVM vectorises the loop that calls it."""
-    bits = _bits32(max(x, _MIN_NORMAL))
-    m = _float32((bits & 0x807FFFFF) | 0x3F000000)  # in [0.5, 1)
+    bits = _bits_of_float32(max(x, _MIN_NORMAL))
+    m = _float32_from_bits((bits & 0x807FFFFF) | 0x3F000000)  # in [0.5, 1)
     small = m < _SQRT_HALF
     e = F((bits >> 23) - 126) - (_ONE if small else _ZERO)
     m = (m - _ONE) + (m if small else _ZERO)
