@@ -28,6 +28,7 @@ numba).
 
 from __future__ import annotations
 
+import importlib
 import math
 import os
 import warnings
@@ -284,21 +285,24 @@ def _try_layers(module: ModuleType, gemm: int, int_kind: np.ndarray) -> None:
 _CONV_FIRST_USE = 4096
 _CONV_PARALLEL = 1 << 22
 _FLOATS = (_F32, _F64)
-_conv_module: ModuleType | None = None
+_companions: dict[str, ModuleType] = {}
+
+
+def _companion(name: str) -> ModuleType | None:
+    """`ember.backends.cpu.<name>` (a module of numba kernels beside numba_kernels),
+    imported on the first call; None where numba is off, missing or broken (the state
+    `kernels()` keeps)."""
+    if name not in _companions and kernels() is not None:
+        try:
+            _companions[name] = importlib.import_module(f"ember.backends.cpu.{name}")
+        except Exception as e:  # noqa: BLE001 - a broken numba must not break ember
+            _disable(e)
+    return _companions.get(name) if _module is not None else None
 
 
 def conv_kernels() -> ModuleType | None:
-    """numba_conv, imported on the first call; None where numba is off, missing or
-    broken (the state `kernels()` keeps)."""
-    global _conv_module
-    if _conv_module is None and kernels() is not None:
-        try:
-            from ember.backends.cpu import numba_conv
-        except Exception as e:  # noqa: BLE001 - a broken numba must not break ember
-            _disable(e)
-        else:
-            _conv_module = numba_conv
-    return _conv_module if _module is not None else None
+    """numba_conv, imported on the first call (None without numba)."""
+    return _companion("numba_conv")
 
 
 def _qualifies(*arrays: Any, size: int | None = None) -> bool:
@@ -478,23 +482,14 @@ def col2im_batch_last(cols, x_shape, kernel_size, dilation, padding, stride, out
 # normal_ takes ~0.1 s instead of ~14 s. Smaller draws never import numba.
 _RANDOM_MIN = 1024
 _RANDOM_FIRST_USE = 1 << 16
-_random_module: ModuleType | None = None
 
 
 def random_kernels(size: int) -> ModuleType | None:
     """numba_random for a transform of `size` values; None where that is too small to be
     worth it, or numba is off, missing or broken."""
-    global _random_module
     if size < (_RANDOM_MIN if _module is not None else _RANDOM_FIRST_USE):
         return None
-    if _random_module is None and kernels() is not None:
-        try:
-            from ember.backends.cpu import numba_random
-        except Exception as e:  # noqa: BLE001 - a broken numba must not break ember
-            _disable(e)
-        else:
-            _random_module = numba_random
-    return _random_module if _module is not None else None
+    return _companion("numba_random")
 
 
 def normal_fill16(u: np.ndarray, mean: float, std: float) -> np.ndarray | None:
@@ -538,23 +533,13 @@ def randperm_shuffle(draws: np.ndarray, inside_out: bool) -> np.ndarray | None:
 
 # -- PyTorch's order of equal keys (numba_sort.py) --------------------------------------
 
-_sort_module: ModuleType | None = None
 _SORT_KEYS = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int8, np.int16, np.int32,
                                          np.int64, np.uint8))
 
 
 def sort_kernels() -> ModuleType | None:
-    """numba_sort, imported on the first call; None where numba is off, missing or
-    broken (the state `kernels()` keeps)."""
-    global _sort_module
-    if _sort_module is None and kernels() is not None:
-        try:
-            from ember.backends.cpu import numba_sort
-        except Exception as e:  # noqa: BLE001 - a broken numba must not break ember
-            _disable(e)
-        else:
-            _sort_module = numba_sort
-    return _sort_module if _module is not None else None
+    """numba_sort, imported on the first call (None without numba)."""
+    return _companion("numba_sort")
 
 
 def mode_index(x: np.ndarray, dim: int) -> np.ndarray | None:
@@ -563,7 +548,7 @@ def mode_index(x: np.ndarray, dim: int) -> np.ndarray | None:
     does not take, a NaN, fewer than _FIRST_USE elements before numba is loaded: the
     pure-Python emulation costs less than numba's import there)."""
     if x.dtype not in _SORT_KEYS or x.shape[dim] == 0 or \
-            (x.size < _FIRST_USE and _sort_module is None) or \
+            (x.size < _FIRST_USE and "numba_sort" not in _companions) or \
             (x.dtype.kind == "f" and np.isnan(x).any()) or (module := sort_kernels()) is None:
         return None
     moved = np.moveaxis(x, dim, -1)
