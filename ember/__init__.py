@@ -897,7 +897,7 @@ _SUBMODULES = _SUBMODULES | {"multiprocessing"}  # torch.multiprocessing: tensor
 _SUBMODULES = _SUBMODULES | {"func"}  # torch.func.functional_call
 _SUBMODULES = _SUBMODULES | {"signal"}  # torch.signal.windows: SciPy-style windows
 _SUBMODULES = _SUBMODULES | {"sparse"}  # torch.sparse.mm & co (ember.core.sparse_ops)
-_SUBMODULES = _SUBMODULES | {"compiler", "_dynamo"}  # torch.compiler.reset(), OptimizedModule
+_SUBMODULES = _SUBMODULES | {"compiler", "_dynamo", "_inductor"}  # torch.compiler.reset() & co
 _SUBMODULES = _SUBMODULES | {"fft"}  # torch.fft: discrete Fourier transforms
 _SUBMODULES = _SUBMODULES | {"fx"}  # torch.fx: symbolic tracing, Graph, GraphModule
 _SUBMODULES = _SUBMODULES | {"library"}  # torch.library: Python custom operators
@@ -910,6 +910,7 @@ _SUBMODULES = _SUBMODULES | {"export"}  # torch.export: ExportedProgram, save/lo
 _SUBMODULES = _SUBMODULES | {"quasirandom"}  # torch.quasirandom.SobolEngine
 _SUBMODULES = _SUBMODULES | {"functional", "storage"}  # torch.functional, torch.storage
 _SUBMODULES = _SUBMODULES | {"types"}  # torch.types: Device, Number & co
+_SUBMODULES = _SUBMODULES | {"futures", "__future__"}  # torch.futures, torch.__future__
 _FROM_JIT_SCRIPT = {"fork", "wait", "Future"}  # torch.fork & co: TorchScript's futures
 
 

@@ -467,8 +467,8 @@ def stream(stream: Stream | None) -> StreamContext:
 
 
 def __getattr__(name: str):
-    if name == "amp":  # loads on first use, as ember's other subpackages
+    if name in ("amp", "nvtx"):  # load on first use, as ember's other subpackages
         import importlib
 
-        return importlib.import_module("ember.cuda.amp")
+        return importlib.import_module(f"ember.cuda.{name}")
     raise AttributeError(f"module '{api_name()}.cuda' has no attribute {name!r}")

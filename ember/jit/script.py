@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any, Final, NamedTuple, TypeVar
 
 import ember
-from ember.core import dtype as dt
 from ember.core import tracing
+from ember.futures import Future
 
 T = TypeVar("T")
 
@@ -314,26 +314,12 @@ class ScriptWarning(Warning):
     """A warning from TorchScript."""
 
 
-@dt.printed_in_api()
-class Future:
-    """The result of `fork`: the call already ran (ember runs it at once)."""
-
-    def __init__(self, value: Any) -> None:
-        self._value = value
-
-    def wait(self) -> Any:
-        return self._value
-
-    def value(self) -> Any:
-        return self._value
-
-    def done(self) -> bool:
-        return True
-
-
 def fork(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
-    """Run `func(*args, **kwargs)` and return a Future holding its result."""
-    return Future(func(*args, **kwargs))
+    """Run `func(*args, **kwargs)` and return a Future holding its result (ember runs it at
+    once)."""
+    future = Future()
+    future.set_result(func(*args, **kwargs))
+    return future
 
 
 def wait(future: Future) -> Any:

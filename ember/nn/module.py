@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import ember
+import ember.__future__ as _future
 from ember import Tensor
 from ember.autograd import Function
 from ember.core.backend import api_name
@@ -719,15 +720,23 @@ class Module:
         if recurse:
             for module in self.children():
                 module._apply(fn)
-        for param in self._parameters.values():
+        overwrite = _future.get_overwrite_module_params_on_conversion()
+        for key, param in self._parameters.items():
             if param is None:
                 continue
             with ember.no_grad():
                 applied = fn(param)
+            grad = param.grad
+            if overwrite:  # ember.__future__'s switch: new Parameter objects, as torch's
+                new = Parameter(applied, param.requires_grad)
+                self._parameters[key] = new
+                if grad is not None:
+                    with ember.no_grad():
+                        new.grad = fn(grad).requires_grad_(grad.requires_grad)
+                continue
             # in place through `.data`, as torch does: the Parameter object (which an
             # optimizer may already hold) stays the same
             param.data = applied
-            grad = param.grad
             if grad is not None:
                 with ember.no_grad():
                     grad_applied = fn(grad)

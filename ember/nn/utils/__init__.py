@@ -31,9 +31,5 @@ from ember.nn.utils.memory_format import (  # noqa: F401
     convert_conv2d_weight_memory_format,
     convert_conv3d_weight_memory_format,
 )
-from ember.nn.utils.spectral_norm import (  # noqa: F401
-    remove_spectral_norm,
-    remove_weight_norm,
-    spectral_norm,
-    weight_norm,
-)
+from ember.nn.utils.spectral_norm import remove_spectral_norm, spectral_norm  # noqa: F401
+from ember.nn.utils.weight_norm import remove_weight_norm, weight_norm  # noqa: F401

@@ -12,7 +12,6 @@ from ember.core.tensor import Tensor
 from ember.nn import functional as F
 from ember.nn.module import Module
 from ember.nn.utils import parametrize
-from ember.nn.utils.spectral_norm import norm_except_dim
 
 __all__ = ["orthogonal", "spectral_norm", "weight_norm"]
 
@@ -154,7 +153,7 @@ class _WeightNorm(Module):
         return ember._weight_norm(weight_v, weight_g, self.dim)
 
     def right_inverse(self, weight: Tensor) -> tuple[Tensor, Tensor]:
-        return norm_except_dim(weight, 2, self.dim), weight
+        return ember.norm_except_dim(weight, 2, self.dim), weight
 
 
 def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Module:

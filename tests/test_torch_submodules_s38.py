@@ -1,0 +1,172 @@
+"""PyTorch submodules that programs import around their models (torch.futures,
+torch.__future__, torch._inductor.config, torch.cuda.nvtx, torch.nn.utils.weight_norm,
+torch.distributed.elastic's `record`), against PyTorch itself."""
+
+from __future__ import annotations
+
+import importlib
+import json
+
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("name", ["futures", "__future__", "_inductor", "_inductor.config",
+                                  "cuda.nvtx", "nn.utils.weight_norm",
+                                  "distributed.elastic.multiprocessing.errors"])
+def test_the_submodule_imports_with_pytorchs_public_names(name: str) -> None:
+    ours = importlib.import_module(f"ember.{name}")
+    theirs = importlib.import_module(f"torch.{name}")
+    wanted = set(getattr(ours, "__all__", ()))
+    assert wanted <= {n for n in dir(theirs) if not n.startswith("_")}, wanted
+
+
+_INDUCTOR = ["coordinate_descent_tuning", "max_autotune", "max_autotune_gemm_backends",
+             "epilogue_fusion", "freezing", "fx_graph_cache", "shape_padding",
+             "unroll_reductions_threshold", "fallback_random", "cpp_wrapper",
+             "triton.cudagraphs", "triton.unique_kernel_names", "triton.max_tiles",
+             "cpp.threads", "cpp.simdlen", "trace.enabled", "trace.output_code"]
+
+
+def _lookup(module, dotted: str):
+    for part in dotted.split("."):
+        module = getattr(module, part)
+    return module
+
+
+@pytest.mark.parametrize("name", _INDUCTOR)
+def test_inductor_config_defaults_are_pytorchs(name: str) -> None:
+    import torch._inductor.config as theirs
+
+    from ember._inductor import config as ours
+    assert _lookup(ours, name) == _lookup(theirs, name)
+
+
+def test_inductor_config_takes_its_names_and_refuses_others() -> None:
+    from ember._inductor import config
+    old = config.coordinate_descent_tuning, config.triton.unique_kernel_names
+    try:
+        config.coordinate_descent_tuning = True
+        config.triton.unique_kernel_names = False
+        assert ember._inductor.config.coordinate_descent_tuning is True
+        assert config.triton.unique_kernel_names is False
+    finally:
+        config.coordinate_descent_tuning, config.triton.unique_kernel_names = old
+    import torch._inductor.config as theirs
+    for target, mine, name in ((config, theirs, "foo_bar"), (config.triton, theirs.triton, "foo")):
+        with pytest.raises(AttributeError) as ours_error:
+            setattr(target, name, 1)
+        with pytest.raises(AttributeError) as theirs_error:
+            setattr(mine, name, 1)
+        assert str(ours_error.value).replace("ember", "torch") == str(theirs_error.value)
+    with pytest.raises(AttributeError, match="config.cpp.nope does not exist"):
+        config.cpp.nope  # noqa: B018
+
+
+def _future_story(lib) -> list:
+    """What a program observes of a Future's life: completion, chaining, errors."""
+    seen = []
+    f = lib.futures.Future()
+    seen.append(f.done())
+    f.set_result(3)
+    seen += [f.done(), f.wait(), f.value()]
+    try:
+        f.set_result(4)
+    except RuntimeError as e:
+        seen.append(str(e))
+    g = f.then(lambda fut: fut.value() * 2)
+    seen.append(g.wait())
+    seen.append(lib.futures.wait_all([f, g]))
+    seen.append([x.value() for x in lib.futures.collect_all([f, g]).wait()])
+    late = lib.futures.Future()
+    chained = late.then(lambda fut: fut.value() + 1)  # runs when `late` completes
+    seen.append(chained.done())
+    late.set_result(10)
+    seen.append(chained.wait())
+    failed = lib.futures.Future()
+    failed.set_exception(ValueError("boom"))
+    try:
+        failed.wait()
+    except ValueError as e:
+        seen.append(str(e))
+    try:
+        failed.then(lambda fut: fut.value()).wait()
+    except RuntimeError as e:
+        seen.append(str(e).splitlines()[0])
+    seen.append(lib.jit.wait(lib.jit.fork(lambda a: a + 1, 2)))
+    seen.append(str(lib.futures.Future))
+    return seen
+
+
+def test_futures_behave_as_pytorchs() -> None:
+    ours = _future_story(ember)
+    theirs = _future_story(torch)
+    assert [str(x).replace("ember", "torch") for x in ours] == [str(x) for x in theirs]
+    assert ember.jit.Future is ember.futures.Future
+
+
+def test_overwrite_module_params_on_conversion() -> None:
+    from ember import __future__ as future
+    assert not future.get_overwrite_module_params_on_conversion()
+    assert not future.get_swap_module_params_on_conversion()
+    m = ember.nn.Linear(2, 2)
+    kept = m.weight
+    m.double()
+    assert m.weight is kept and m.weight.dtype == ember.float64
+    future.set_overwrite_module_params_on_conversion(True)
+    try:
+        m.weight.grad = ember.ones(2, 2, dtype=ember.float64)
+        m.float()
+    finally:
+        future.set_overwrite_module_params_on_conversion(False)
+    assert m.weight is not kept and isinstance(m.weight, ember.nn.Parameter)
+    assert m.weight.dtype == m.weight.grad.dtype == ember.float32 and m.weight.requires_grad
+    assert kept.dtype == ember.float64  # the old Parameter is left as it was
+
+
+def test_nvtx_without_cuda_raises_pytorchs_error() -> None:
+    if ember.cuda.is_available():
+        assert ember.cuda.nvtx.range_push("a") == 0
+        assert ember.cuda.nvtx.range_pop() == 0
+        return
+    for fn in (lambda: ember.cuda.nvtx.range_push("a"), ember.cuda.nvtx.range_pop,
+               lambda: ember.cuda.nvtx.mark("m")):
+        with pytest.raises(RuntimeError, match="NVTX functions not installed"):
+            fn()
+    with pytest.raises(RuntimeError, match="Are you sure you have a CUDA build"):
+        with ember.cuda.nvtx.range("step {}", 1):
+            pass
+
+
+def test_weight_norm_module_holds_the_old_style_weight_norm() -> None:
+    from ember.nn.utils.weight_norm import WeightNorm, remove_weight_norm, weight_norm
+    with pytest.warns(FutureWarning):
+        m = weight_norm(ember.nn.Linear(3, 2))
+    assert sorted(n for n, _ in m.named_parameters()) == ["bias", "weight_g", "weight_v"]
+    assert any(isinstance(h, WeightNorm) for h in m._forward_pre_hooks.values())
+    remove_weight_norm(m)
+    assert sorted(n for n, _ in m.named_parameters()) == ["bias", "weight"]
+    assert ember.nn.utils.weight_norm is weight_norm
+
+
+def test_record_writes_the_error_file_and_reraises(tmp_path, monkeypatch) -> None:
+    from ember.distributed.elastic.multiprocessing.errors import record
+
+    @record
+    def main(x: int) -> int:
+        """The entry point."""
+        if x < 0:
+            raise ValueError("negative")
+        return 2 * x
+    assert main(2) == 4 and main.__name__ == "main" and main.__doc__ == "The entry point."
+    error_file = tmp_path / "error.json"
+    monkeypatch.setenv("TORCHELASTIC_ERROR_FILE", str(error_file))
+    with pytest.raises(ValueError, match="negative"):
+        main(-1)
+    written = json.loads(error_file.read_text())
+    assert written["message"]["message"] == "ValueError: negative"
+    assert set(written["message"]["extraInfo"]) == {"py_callstack", "timestamp"}
+    assert "raise ValueError" in written["message"]["extraInfo"]["py_callstack"]
