@@ -170,3 +170,33 @@ def test_record_writes_the_error_file_and_reraises(tmp_path, monkeypatch) -> Non
     assert written["message"]["message"] == "ValueError: negative"
     assert set(written["message"]["extraInfo"]) == {"py_callstack", "timestamp"}
     assert "raise ValueError" in written["message"]["extraInfo"]["py_callstack"]
+
+
+_CUDA_WITHOUT_GPU = ["get_rng_state_all()", "set_rng_state_all([])", "get_rng_state()",
+                     "set_rng_state(lib.zeros(8, dtype=lib.uint8))", "memory_cached()",
+                     "max_memory_cached()", "memory_stats_as_nested_dict()", "ipc_collect()",
+                     "set_per_process_memory_fraction(0.5)", "get_per_process_memory_fraction()",
+                     "get_sync_debug_mode()", "set_sync_debug_mode(0)", "is_tf32_supported()",
+                     "has_half", "has_magma", "default_generators", "get_gencode_flags()",
+                     "utilization()", "temperature()", "device_memory_used()"]
+
+
+@pytest.mark.parametrize("call", _CUDA_WITHOUT_GPU)
+def test_cuda_functions_without_a_gpu_answer_as_pytorchs_cpu_build(call: str) -> None:
+    if ember.cuda.is_available() or torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+
+    def outcome(lib):
+        try:
+            return "value", repr(eval(f"lib.cuda.{call}"))  # noqa: S307 - the test's own text
+        except Exception as e:  # noqa: BLE001 - compared with PyTorch's
+            return type(e).__name__, str(e).split("\n")[0]
+    ours, theirs = outcome(ember), outcome(torch)
+    assert ours[0] == theirs[0] and ours[1].replace("ember", "torch") == theirs[1]
+
+
+def test_memory_stats_as_nested_dict_splits_the_names(monkeypatch) -> None:
+    stats = {"allocated_bytes.all.current": 5, "allocated_bytes.all.peak": 7, "num_ooms": 0}
+    monkeypatch.setattr(ember.cuda, "memory_stats", lambda device=None: stats)
+    assert ember.cuda.memory_stats_as_nested_dict() == {
+        "allocated_bytes": {"all": {"current": 5, "peak": 7}}, "num_ooms": 0}

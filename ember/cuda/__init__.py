@@ -38,8 +38,18 @@ __all__ = [
     "max_memory_allocated", "memory_reserved", "max_memory_reserved", "empty_cache",
     "reset_peak_memory_stats", "reset_max_memory_allocated", "mem_get_info", "Stream",
     "Event", "StreamContext", "stream", "current_stream", "default_stream", "set_stream",
-    "is_bf16_supported", "get_arch_list", "OutOfMemoryError", *_CUDA_TYPES,
+    "is_bf16_supported", "get_arch_list", "OutOfMemoryError", "get_rng_state",
+    "get_rng_state_all", "set_rng_state", "set_rng_state_all", "memory_cached",
+    "max_memory_cached", "reset_max_memory_cached", "memory_stats_as_nested_dict",
+    "set_per_process_memory_fraction", "get_per_process_memory_fraction", "ipc_collect",
+    "list_gpu_processes", "is_tf32_supported", "get_gencode_flags", "utilization",
+    "memory_usage", "temperature", "power_draw", "clock_rate", "device_memory_used",
+    "set_sync_debug_mode", "get_sync_debug_mode",
+    *_CUDA_TYPES,
 ]
+
+has_half = True  # PyTorch's build flags: half precision, but no MAGMA
+has_magma = False
 
 _initialized = False
 
@@ -216,6 +226,20 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
     return including_emulation or get_device_capability()[0] >= 8
 
 
+def is_tf32_supported() -> bool:
+    """Whether the current device computes in TF32 (compute capability 8.0 and up);
+    False without CUDA."""
+    if not is_available():
+        return False
+    return get_device_capability() >= (8, 0)
+
+
+def get_gencode_flags() -> str:
+    """The NVCC flags of the architectures compiled in (ember compiles its kernels when
+    first used, for the device at hand: none)."""
+    return ""
+
+
 def get_arch_list() -> list[str]:
     """The architectures ember's CUDA kernels are built for: none ahead of time (CuPy
     compiles each kernel for the device it runs on)."""
@@ -247,6 +271,40 @@ seed_all = seed
 def initial_seed() -> int:
     """The seed the CUDA generators were last given."""
     return _lazy_init().initial_seed()
+
+
+def get_rng_state(device: Any = "cuda") -> Any:
+    """A device's random number generator state, as a uint8 tensor (ember's CUDA
+    generators are CuPy's, whose position cannot be read: the state is the seed they
+    were last given, and :func:`set_rng_state` restarts the streams from it)."""
+    from ember.core.creation import tensor
+    from ember.core.dtype import uint8
+
+    backend = _lazy_init()
+    _check_index(backend, _device_index(device, optional=True))
+    return tensor(list(int(backend.initial_seed()).to_bytes(8, "little")), dtype=uint8)
+
+
+def get_rng_state_all() -> list:
+    """The random number generator states of all CUDA devices (none without CUDA)."""
+    return [get_rng_state(i) for i in range(device_count())]
+
+
+def set_rng_state(new_state: Any, device: Any = "cuda") -> None:
+    """Set a device's random number generator state (one from :func:`get_rng_state`).
+    Without CUDA it does nothing, as PyTorch's CPU build (which defers it to CUDA's
+    initialization, which never comes)."""
+    if not is_available():
+        return
+    backend = _lazy_init()
+    _check_index(backend, _device_index(device, optional=True))
+    backend.manual_seed(int.from_bytes(bytes(new_state.tolist()[:8]), "little"))
+
+
+def set_rng_state_all(new_states: Any) -> None:
+    """Set every device's random number generator state, one state a device."""
+    for index, state in enumerate(new_states):
+        set_rng_state(state, index)
 
 
 def synchronize(device: Any = None) -> None:
@@ -299,6 +357,162 @@ def reset_max_memory_allocated(device: Any = None) -> None:
                   "stats.",
                   FutureWarning, stacklevel=2)
     reset_peak_memory_stats(device)
+
+
+def memory_cached(device: Any = None) -> int:
+    """Deprecated; see :func:`memory_reserved`."""
+    return memory_reserved(device)
+
+
+def max_memory_cached(device: Any = None) -> int:
+    """Deprecated; see :func:`max_memory_reserved`."""
+    return max_memory_reserved(device)
+
+
+def reset_max_memory_cached(device: Any = None) -> None:
+    warnings.warn(f"{api_name()}.cuda.reset_max_memory_cached now calls "
+                  f"{api_name()}.cuda.reset_peak_memory_stats, which resets /all/ peak memory "
+                  "stats.",
+                  FutureWarning, stacklevel=2)
+    reset_peak_memory_stats(device)
+
+
+def memory_stats_as_nested_dict(device: Any = None) -> dict:
+    """:func:`memory_stats` as nested dictionaries, split at the dots of its names
+    (empty before CUDA is initialized)."""
+    nested: dict = {}
+    for name, value in memory_stats(device).items():
+        *path, last = name.split(".")
+        level = nested
+        for part in path:
+            level = level.setdefault(part, {})
+        level[last] = value
+    return nested
+
+
+_memory_fraction: dict[int, float] = {}
+
+
+def set_per_process_memory_fraction(fraction: float, device: Any = None) -> None:
+    """Cap the share of a device's memory this process may take (ember's CUDA backend
+    keeps the cap as a number: CuPy's pool is not limited by it)."""
+    backend = _lazy_init()
+    index = _check_index(backend, _device_index(device, optional=True))
+    if not isinstance(fraction, float):
+        raise TypeError("Invalid type for fraction argument, must be `float`")
+    if not 0 <= fraction <= 1:
+        raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+    _memory_fraction[index] = fraction
+
+
+def get_per_process_memory_fraction(device: Any = None) -> float:
+    """The cap :func:`set_per_process_memory_fraction` set (1.0 by default)."""
+    backend = _lazy_init()
+    return _memory_fraction.get(_check_index(backend, _device_index(device, optional=True)),
+                                1.0)
+
+
+def ipc_collect() -> None:
+    """Free CUDA memory that other processes held through IPC and released (ember shares
+    no CUDA memory between processes: nothing to free)."""
+    _lazy_init()
+
+
+def list_gpu_processes(device: Any = None) -> str:
+    """The processes using a GPU and their memory, read through NVIDIA's management
+    library (`pynvml`, from the nvidia-ml-py package); a line saying why not without it."""
+    try:
+        import pynvml
+    except ModuleNotFoundError:
+        return "pynvml module not found, please install nvidia-ml-py"
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return "cuda driver can't be loaded, is cuda enabled?"
+    index = _device_index(device, optional=True)
+    handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+    lines = [f"GPU:{index}"]
+    procs = pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
+    if not procs:
+        lines.append("no processes are running")
+    for p in procs:
+        lines.append(f"process {p.pid:>10d} uses {p.usedGpuMemory / (1024 * 1024):>12.3f} MB "
+                     f"GPU memory")
+    return "\n".join(lines)
+
+
+_sync_debug_mode = 0
+
+
+def set_sync_debug_mode(debug_mode: int | str) -> None:
+    """Whether to warn (1, "warn") or raise (2, "error") on operations that synchronize
+    with the device; 0 or "default" for neither. ember records the setting: its CUDA
+    backend does not report its synchronizations."""
+    global _sync_debug_mode
+    _lazy_init()
+    if isinstance(debug_mode, str):
+        modes = {"default": 0, "warn": 1, "error": 2}
+        if debug_mode not in modes:
+            raise RuntimeError("invalid value of debug_mode, expected one of `default`, "
+                               "`warn`, `error`")
+        debug_mode = modes[debug_mode]
+    _sync_debug_mode = int(debug_mode)
+
+
+def get_sync_debug_mode() -> int:
+    """The mode :func:`set_sync_debug_mode` set (0 by default)."""
+    _lazy_init()
+    return _sync_debug_mode
+
+
+# -- NVIDIA's management library (pynvml, from the nvidia-ml-py package) ----------------
+
+
+def _nvml_device(device: Any) -> Any:
+    """pynvml's handle of a device; PyTorch's ModuleNotFoundError without pynvml."""
+    try:
+        import pynvml
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError("nvidia-ml-py does not seem to be installed or it can't be "
+                                  "imported.") from None
+    pynvml.nvmlInit()
+    return pynvml, pynvml.nvmlDeviceGetHandleByIndex(_device_index(device, optional=True))
+
+
+def utilization(device: Any = None) -> int:
+    """Percent of the last sample period a kernel ran on the device."""
+    nvml, handle = _nvml_device(device)
+    return nvml.nvmlDeviceGetUtilizationRates(handle).gpu
+
+
+def memory_usage(device: Any = None) -> int:
+    """Percent of the last sample period device memory was read or written."""
+    nvml, handle = _nvml_device(device)
+    return nvml.nvmlDeviceGetUtilizationRates(handle).memory
+
+
+def temperature(device: Any = None) -> int:
+    """The device's temperature in degrees Celsius."""
+    nvml, handle = _nvml_device(device)
+    return nvml.nvmlDeviceGetTemperature(handle, 0)  # NVML_TEMPERATURE_GPU
+
+
+def power_draw(device: Any = None) -> int:
+    """The device's power draw in milliwatts."""
+    nvml, handle = _nvml_device(device)
+    return nvml.nvmlDeviceGetPowerUsage(handle)
+
+
+def clock_rate(device: Any = None) -> int:
+    """The device's streaming multiprocessor clock in MHz."""
+    nvml, handle = _nvml_device(device)
+    return nvml.nvmlDeviceGetClockInfo(handle, 1)  # NVML_CLOCK_SM
+
+
+def device_memory_used(device: Any = None) -> int:
+    """Bytes of device memory in use by all processes, as the driver counts them."""
+    nvml, handle = _nvml_device(device)
+    return nvml.nvmlDeviceGetMemoryInfo(handle).used
 
 
 def empty_cache() -> None:
@@ -471,4 +685,8 @@ def __getattr__(name: str):
         import importlib
 
         return importlib.import_module(f"ember.cuda.{name}")
+    if name == "default_generators":  # one generator a device (none without CUDA)
+        from ember.core.creation import Generator
+
+        return tuple(Generator(f"cuda:{i}") for i in range(device_count()))
     raise AttributeError(f"module '{api_name()}.cuda' has no attribute {name!r}")
