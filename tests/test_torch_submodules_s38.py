@@ -200,3 +200,50 @@ def test_memory_stats_as_nested_dict_splits_the_names(monkeypatch) -> None:
     monkeypatch.setattr(ember.cuda, "memory_stats", lambda device=None: stats)
     assert ember.cuda.memory_stats_as_nested_dict() == {
         "allocated_bytes": {"all": {"current": 5, "peak": 7}}, "num_ooms": 0}
+
+
+_DIST = ["is_gloo_available()", "is_ucc_available()", "is_xccl_available()",
+         "is_backend_available('gloo')", "is_backend_available('nope')",
+         "is_torchelastic_launched()", "get_debug_level()", "DebugLevel.DETAIL",
+         "get_default_backend_for_device('cpu')", "get_default_backend_for_device('cuda')",
+         "get_default_backend_for_device(lib.device('cuda', 1))",
+         "get_default_backend_for_device('meta')", "default_pg_timeout",
+         "supports_complex(lib.distributed.ReduceOp.SUM)",
+         "supports_complex(lib.distributed.ReduceOp.MAX)", "get_pg_count()"]
+
+
+@pytest.mark.parametrize("call", _DIST)
+def test_distributed_queries_answer_as_pytorchs(call: str, monkeypatch) -> None:
+    for name in ("TORCHELASTIC_RUN_ID", "TORCH_DISTRIBUTED_DEBUG"):
+        monkeypatch.delenv(name, raising=False)
+    import torch.distributed  # noqa: F401 - loads the submodule
+
+    import ember.distributed  # noqa: F401
+
+    def outcome(lib):
+        try:
+            return "value", repr(eval(f"lib.distributed.{call}"))  # noqa: S307
+        except Exception as e:  # noqa: BLE001 - compared with PyTorch's
+            return type(e).__name__, str(e)
+    assert outcome(ember) == outcome(torch)
+
+
+def test_ember_run_sets_torchruns_run_variables() -> None:
+    from ember.distributed._rank import set_torchrun_env
+    env = {"PMI_RANK": "1", "PMI_SIZE": "2"}
+    set_torchrun_env(env)
+    assert env["RANK"] == "1" and env["WORLD_SIZE"] == "2"
+    assert env["TORCHELASTIC_RUN_ID"] == "none" and env["TORCHELASTIC_RESTART_COUNT"] == "0"
+
+
+def test_debug_level_from_the_environment(monkeypatch) -> None:
+    from ember.distributed import debug
+    monkeypatch.setenv("TORCH_DISTRIBUTED_DEBUG", "detail")
+    try:
+        debug.set_debug_level_from_env()
+        assert debug.get_debug_level() is debug.DebugLevel.DETAIL
+        monkeypatch.setenv("TORCH_DISTRIBUTED_DEBUG", "LOUD")
+        with pytest.raises(ValueError, match="OFF, INFO, or DETAIL"):
+            debug.set_debug_level_from_env()
+    finally:
+        debug.set_debug_level(debug.DebugLevel.OFF)

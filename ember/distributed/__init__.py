@@ -29,6 +29,12 @@ from ember.distributed.collectives import (
     reduce_scatter_tensor,
     scatter,
 )
+from ember.distributed.debug import (
+    DebugLevel,
+    get_debug_level,
+    set_debug_level,
+    set_debug_level_from_env,
+)
 from ember.distributed.errors import DistBackendError, DistError
 from ember.distributed.objects import (
     all_gather_object,
@@ -37,32 +43,44 @@ from ember.distributed.objects import (
     scatter_object_list,
 )
 from ember.distributed.p2p import P2POp, batch_isend_irecv, irecv, isend, recv, send
+from ember.distributed.process_group import DEFAULT_TIMEOUT as default_pg_timeout
 from ember.distributed.process_group import (
     Backend,
     GroupMember,
     ProcessGroup,
     destroy_process_group,
     get_backend,
+    get_default_backend_for_device,
     get_global_rank,
     get_group_rank,
     get_node_local_rank,
+    get_pg_count,
     get_process_group_ranks,
     get_rank,
     get_world_size,
     group,
     init_process_group,
     is_available,
+    is_backend_available,
+    is_gloo_available,
     is_initialized,
     is_mpi_available,
     is_nccl_available,
+    is_torchelastic_launched,
+    is_ucc_available,
+    is_xccl_available,
     new_group,
 )
-from ember.distributed.reduce_op import ReduceOp
+from ember.distributed.reduce_op import ReduceOp, supports_complex
 from ember.distributed.rendezvous import DistStoreError
 from ember.distributed.work import Work
 
 __all__ = [
     "is_available", "is_initialized", "is_mpi_available", "is_nccl_available",
+    "is_gloo_available", "is_ucc_available", "is_xccl_available", "is_backend_available",
+    "get_default_backend_for_device", "is_torchelastic_launched", "get_pg_count",
+    "supports_complex", "default_pg_timeout", "DebugLevel", "get_debug_level",
+    "set_debug_level", "set_debug_level_from_env",
     "init_process_group", "destroy_process_group", "new_group", "get_rank",
     "get_world_size", "get_backend", "get_process_group_ranks", "get_global_rank",
     "get_group_rank", "get_node_local_rank", "group", "GroupMember", "ProcessGroup",

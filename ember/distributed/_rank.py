@@ -25,12 +25,17 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGHUP)
 
 
 def set_torchrun_env(env: os._Environ | dict) -> None:
-    """RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE from hydra's PMI variables."""
+    """RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE from hydra's PMI variables, and
+    torchrun's TORCHELASTIC_* run variables."""
     for ours, theirs in (("RANK", "PMI_RANK"), ("WORLD_SIZE", "PMI_SIZE"),
                          ("LOCAL_RANK", "MPI_LOCALRANKID"),
                          ("LOCAL_WORLD_SIZE", "MPI_LOCALNRANKS")):
         if theirs in env:
             env[ours] = env[theirs]
+    # torchrun's own (is_torchelastic_launched() reads the run id): one run, no restarts
+    for name, value in (("TORCHELASTIC_RUN_ID", "none"), ("TORCHELASTIC_RESTART_COUNT", "0"),
+                        ("TORCHELASTIC_MAX_RESTARTS", "0")):
+        env.setdefault(name, value)
 
 
 def _record(name: str, text: str) -> None:

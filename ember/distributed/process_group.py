@@ -100,6 +100,47 @@ def is_nccl_available() -> bool:
     return False
 
 
+def is_gloo_available() -> bool:
+    """Whether "gloo" groups can run: ember runs them on MPI, as its CPU backend."""
+    return _mpi.is_available()
+
+
+def is_ucc_available() -> bool:
+    return False
+
+
+def is_xccl_available() -> bool:
+    return False
+
+
+def is_backend_available(backend: str) -> bool:
+    """Whether init_process_group can take `backend` ("gloo", "mpi", "nccl" ...)."""
+    name = str(backend).lower()
+    check = {"mpi": is_mpi_available, "gloo": is_gloo_available, "nccl": is_nccl_available}
+    return check[name]() if name in check else False
+
+
+def get_default_backend_for_device(device: Any) -> str:
+    """The backend PyTorch picks for a device type: "gloo" for the CPU, "nccl" for CUDA."""
+    kind = device if isinstance(device, str) else getattr(device, "type", str(device))
+    kind = kind.split(":")[0].lower()
+    defaults = {"cpu": "gloo", "cuda": "nccl"}
+    if kind not in defaults:
+        raise ValueError(f"Default backend not registered for device : {kind}")
+    return defaults[kind]
+
+
+def is_torchelastic_launched() -> bool:
+    """Whether this process was started by a launcher (torchrun, or `ember run`, which
+    sets torchrun's TORCHELASTIC_RUN_ID)."""
+    return os.getenv("TORCHELASTIC_RUN_ID") is not None
+
+
+def get_pg_count() -> int:
+    """How many process groups exist: the default group and those `new_group` made."""
+    return (WORLD.default is not None) + len(WORLD.groups)
+
+
 def default_group() -> ProcessGroup:
     if WORLD.default is None:
         raise ValueError(NOT_INITIALIZED)

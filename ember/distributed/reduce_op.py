@@ -42,3 +42,10 @@ def as_red_op(op: object, where: str) -> RedOpType:
     if isinstance(op, str) and op.upper() in RedOpType.__members__:
         return RedOpType[op.upper()]
     raise ValueError(f"{where}: op must be an ember.distributed.ReduceOp, got {op!r}")
+
+
+def supports_complex(reduce_op: RedOpType) -> bool:
+    """Whether a reduction can take complex tensors (not MAX, MIN, PRODUCT nor the bitwise
+    ones)."""
+    return reduce_op not in (RedOpType.MAX, RedOpType.MIN, RedOpType.PRODUCT, RedOpType.BAND,
+                             RedOpType.BOR, RedOpType.BXOR)
