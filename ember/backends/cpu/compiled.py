@@ -560,3 +560,14 @@ def mode_index(x: np.ndarray, dim: int) -> np.ndarray | None:
         _disable(e)
         return None
     return np.expand_dims(out.reshape(moved.shape[:-1]), dim)
+
+
+# -- PyTorch's order of additions in sums (numba_sum.py) ---------------------------------
+
+def sum_kernels(size: int) -> ModuleType | None:
+    """numba_sum, for a sum of `size` elements: from _FIRST_USE elements on, or at any
+    size once numba is loaded (below, cascade_sum's NumPy code costs less than numba's
+    import); None without numba."""
+    if size < _FIRST_USE and _module is None:
+        return None
+    return _companion("numba_sum")

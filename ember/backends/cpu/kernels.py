@@ -16,6 +16,7 @@ CPU-only, passed to the shared kernels as hooks or added to the table here:
 - the whole-layer LSTM kernel (lstm.py, registered beside this table);
 - numba-compiled sigmoid, tanh, exp and backward formulas above a size, and the CNN's
   ReLU and max pooling passes (compiled.py);
+- float32/float64 sums (and means) in PyTorch's order of additions (cascade_sum.py);
 - NumPy's RuntimeWarnings on inf and NaN arithmetic, which PyTorch does not give.
 """
 
@@ -28,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.backends.cpu import blas, compiled, half_vector_lanes, hide_ieee_warnings
+from ember.backends.cpu import blas, cascade_sum, compiled, half_vector_lanes, hide_ieee_warnings
 from ember.backends.xp import Hooks, make_kernels
 from ember.backends.xp.lib import OVERLAP, disordered, in_torch_order
 from ember.backends.xp.opmath import half_by_number
@@ -229,6 +230,7 @@ KERNELS: dict[str, Any] = make_kernels(np, hooks=Hooks(
 ))
 KERNELS.update({"rand": rand, "randn": randn, "randint": randint, "randperm": randperm,
                 "expand": _expand(KERNELS["expand"]),
+                "sum": cascade_sum.sum_kernel(KERNELS["sum"]),  # PyTorch's order of adds
                 # PyTorch's random streams (core's NumPy reference) compiled, for large draws
                 "pytorch_normal_fill16": compiled.normal_fill16,
                 "pytorch_randperm_shuffle": compiled.randperm_shuffle})
