@@ -94,3 +94,23 @@ def test_vector_width_follows_aten_cpu_capability(monkeypatch) -> None:
         monkeypatch.setattr(cascade_sum, "_vector_bytes", None)
         assert cascade_sum.vector_bytes() == width
     monkeypatch.setattr(cascade_sum, "_vector_bytes", None)  # (detected again afterwards)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_large_totals_follow_pytorchs_split_among_threads(threads: int) -> None:
+    pytest.importorskip("threadpoolctl")  # (ember.set_num_threads sets NumPy's BLAS by it)
+    before = torch.get_num_threads(), ember.get_num_threads()
+    rng = np.random.default_rng(threads)
+    try:
+        torch.set_num_threads(threads)
+        ember.set_num_threads(threads)
+        for n in (32768, 40000, 100000):
+            for dtype in ("float32", "float64"):
+                x = rng.standard_normal(n).astype(dtype)
+                np.testing.assert_array_equal(ember.tensor(x).sum().numpy(),
+                                              torch.from_numpy(x).sum().numpy())
+                np.testing.assert_array_equal(ember.tensor(x).view(-1, 8).mean().numpy(),
+                                              torch.from_numpy(x).view(-1, 8).mean().numpy())
+    finally:
+        torch.set_num_threads(before[0])
+        ember.set_num_threads(before[1])

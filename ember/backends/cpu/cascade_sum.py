@@ -20,9 +20,10 @@ ceil_log2(n) / 4)), block sums into a second accumulator emptied into a third ev
 blocks, and so on for four levels, which are added up at the end. Each accumulator is a
 sequential float sum, which NumPy's `add.accumulate` (never pairwise) computes exactly.
 
-This path takes C-contiguous float32/float64 arrays of fewer than 32768 elements: above
-that, PyTorch splits the work among its threads (`at::internal::GRAIN_SIZE`), which
-changes the order with the thread count; those keep NumPy's sum, as do other layouts.
+This path takes C-contiguous float32/float64 arrays. From 32768 elements on, PyTorch
+splits the work among its threads (`at::internal::GRAIN_SIZE`), which changes the order
+with the thread count: the sum of all elements follows its split (`threaded_total`);
+sums over some dims of such arrays, and other layouts, keep NumPy's sum.
 The vector width follows the CPU as PyTorch's dispatch does (`ATEN_CPU_CAPABILITY`
 overrides it, as in PyTorch).
 """
@@ -234,15 +235,38 @@ def pytorch_sum(x: np.ndarray, dims: tuple[int, ...]) -> np.ndarray:
     return out.transpose(tuple(range(out.ndim - 1, -1, -1))).reshape(kept).copy(order="C")
 
 
+def threaded_total(flat: np.ndarray) -> np.ndarray:
+    """The sum of a contiguous 1-D array of _SERIAL_MAX elements or more as PyTorch's
+    `two_pass_reduction` adds it: split into one contiguous chunk a thread
+    (`at::parallel_for` with GRAIN_SIZE: ceil(n / threads) elements each), each chunk's
+    inner sum into its own slot of a zeroed buffer of one slot a thread, then the buffer
+    summed. The threads are NumPy's BLAS's (``ember.set_num_threads`` sets them; PyTorch's
+    default, one a CPU, is theirs too)."""
+    ref = blas._numpy_blas()
+    threads = (ref.num_threads() if ref is not None else None) or 1
+    lanes = vector_bytes() // flat.itemsize
+    n = flat.size
+    used = min(threads, -(-n // _SERIAL_MAX))
+    chunk = -(-n // used)
+    slots = np.zeros(threads, flat.dtype)
+    for t in range(used):
+        slots[t] = _contiguous_rows(flat[t * chunk:(t + 1) * chunk].reshape(1, -1), lanes)[0]
+    return _contiguous_rows(slots.reshape(1, -1), lanes)[0]
+
+
 def sum_kernel(shared: Callable[..., Any]) -> Callable[..., Any]:
     """The CPU's `sum(x, dims, keepdim)`: PyTorch's order of additions where
     :func:`pytorch_sum` applies, else `shared` (NumPy's)."""
     def kernel(x, dims=None, keepdim=False):
-        if type(x) is np.ndarray and x.dtype in _FLOATS and 0 < x.size < _SERIAL_MAX and \
-                x.flags.c_contiguous:
+        if type(x) is np.ndarray and x.dtype in _FLOATS and x.size and x.flags.c_contiguous:
             reduce_dims = tuple(range(x.ndim)) if dims is None else \
                 tuple(d % x.ndim for d in dims)
-            out = pytorch_sum(x, reduce_dims)
+            if x.size < _SERIAL_MAX:
+                out = pytorch_sum(x, reduce_dims)
+            elif len(reduce_dims) == x.ndim:
+                out = np.asarray(threaded_total(x.reshape(-1)))
+            else:  # PyTorch splits an output dim among its threads: not emulated
+                return shared(x, dims, keepdim)
             if keepdim:
                 out = out.reshape(tuple(1 if d in reduce_dims else n
                                         for d, n in enumerate(x.shape)))
