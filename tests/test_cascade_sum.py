@@ -114,3 +114,16 @@ def test_large_totals_follow_pytorchs_split_among_threads(threads: int) -> None:
     finally:
         torch.set_num_threads(before[0])
         ember.set_num_threads(before[1])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex64", "float64"])
+def test_cumsum_runs_in_double_as_pytorchs_cpu_kernel(dtype: str) -> None:
+    rng = np.random.default_rng(4)
+    for shape, dim in (((64, 10), 0), ((5, 300), 1), ((3, 4, 50), 2), ((7,), 0)):
+        x = rng.standard_normal(shape) * 100
+        if dtype == "complex64":
+            x = x + 1j * rng.standard_normal(shape)
+        x = x.astype(dtype)
+        ours, theirs = ember.tensor(x).cumsum(dim), torch.from_numpy(x).cumsum(dim)
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+        assert ours.dtype == getattr(ember, dtype) and ours.is_contiguous()

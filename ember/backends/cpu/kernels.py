@@ -236,6 +236,24 @@ KERNELS.update({"rand": rand, "randn": randn, "randint": randint, "randperm": ra
                 "pytorch_randperm_shuffle": compiled.randperm_shuffle})
 
 
+_WIDER_SCAN = {np.dtype(np.float32): np.float64, np.dtype(np.complex64): np.complex128}
+
+
+def _cumsum(shared):
+    """PyTorch's CPU cumsum keeps its running sum in double (complex double) for float32
+    (complex64) and rounds each output to the dtype: so here too (in float32 itself it
+    would round every step)."""
+    def kernel(x, dim):
+        wide = _WIDER_SCAN.get(x.dtype) if type(x) is np.ndarray else None
+        if wide is None:
+            return shared(x, dim)
+        return np.add.accumulate(x, axis=dim, dtype=wide).astype(x.dtype, order="C")
+    return kernel
+
+
+KERNELS["cumsum"] = _cumsum(KERNELS["cumsum"])
+
+
 def _float8_cast(cast):
     """The cast kernel, float8 through float32 as PyTorch converts: into a float8 dtype
     with its rounding and saturation (to_float8), out of one exactly."""
