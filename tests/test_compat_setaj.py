@@ -95,3 +95,95 @@ def test_trapezoid_still_takes_x_or_dx() -> None:
                lambda m: m.cumulative_trapezoid(m.tensor(y), dx=0.5),
                lambda m: m.trapz(m.tensor(y), m.tensor(x))):
         assert fn(ember).tolist() == fn(torch).tolist()
+
+
+# -- functional_variants.py -------------------------------------------------------------
+
+F_CASES = {
+    "pad-mode": lambda m: m.nn.functional.pad(m.ones(1, 1, 3), (1, 1), mode="wrap"),
+    "pad-crop-too-much": lambda m: m.nn.functional.pad(m.ones(1, 3), (-2, -2)),
+    "pad-crop-left": lambda m: m.nn.functional.pad(m.ones(1, 1, 3), (-4, 0)),
+    "interp-negative-scale": lambda m: m.nn.functional.interpolate(m.ones(1, 2, 5, 7),
+                                                                   scale_factor=-1.0),
+    "interp-zero-1d": lambda m: m.nn.functional.interpolate(m.ones(1, 1, 4), size=0),
+    "interp-zero-3d": lambda m: m.nn.functional.interpolate(m.ones(1, 1, 4, 4, 4),
+                                                            size=(0, 1, 2)),
+    "interp-empty-input": lambda m: m.nn.functional.interpolate(m.ones(1, 1, 0, 4),
+                                                                size=(2, 1)),
+    "interp-zero-antialias": lambda m: m.nn.functional.interpolate(
+        m.ones(1, 1, 4, 4), size=(0, 1), mode="bicubic", antialias=True),
+    "ce-probs-ignore": lambda m: m.nn.functional.cross_entropy(m.ones(2, 3), m.ones(2, 3) / 3,
+                                                               ignore_index=0),
+    "ce-int-logits": lambda m: m.nn.functional.cross_entropy(m.ones(2, 3, dtype=m.long),
+                                                             m.tensor([0, 1])),
+    "ce-int-logits-kdim": lambda m: m.nn.functional.cross_entropy(
+        m.ones(2, 3, 2, dtype=m.long), m.zeros(2, 2, dtype=m.long)),
+    "mse-int": lambda m: m.nn.functional.mse_loss(m.ones(2, dtype=m.long),
+                                                  m.ones(2, dtype=m.long)),
+    "mse-bool": lambda m: m.nn.functional.mse_loss(m.ones(2, dtype=m.bool),
+                                                   m.ones(2, dtype=m.bool)),
+    "smooth-l1-int": lambda m: m.nn.functional.smooth_l1_loss(m.ones(2, dtype=m.int32),
+                                                              m.ones(2, dtype=m.int32)),
+    "smooth-l1-int-beta0": lambda m: m.nn.functional.smooth_l1_loss(
+        m.ones(2, dtype=m.long), m.ones(2, dtype=m.long), beta=0.0),
+    "huber-int": lambda m: m.nn.functional.huber_loss(m.ones(2, dtype=m.long),
+                                                      m.ones(2, dtype=m.long)),
+    "huber-int-float": lambda m: m.nn.functional.huber_loss(m.ones(2, dtype=m.long),
+                                                            m.zeros(2)),
+    "triplet-dims": lambda m: m.nn.functional.triplet_margin_loss(m.ones(3), m.ones(2, 3),
+                                                                  m.ones(2, 3)),
+    "cosine-embedding-1d-target": lambda m: m.nn.functional.cosine_embedding_loss(
+        m.ones(1, 4, 5), m.ones(1, 4, 5), m.ones(4)),
+    "cosine-embedding-0d-target": lambda m: m.nn.functional.cosine_embedding_loss(
+        m.ones(2, 3), m.ones(3), m.tensor(1.0)),
+    "cosine-embedding-2d-target": lambda m: m.nn.functional.cosine_embedding_loss(
+        m.ones(2, 3), m.ones(2, 3), m.ones(2, 1)),
+    "cosine-similarity-int": lambda m: m.nn.functional.cosine_similarity(
+        m.ones(3, dtype=m.long), m.ones(3, dtype=m.long), dim=0),
+    "cosine-similarity-bool": lambda m: m.nn.functional.cosine_similarity(
+        m.ones(3, dtype=m.bool), m.ones(3, dtype=m.bool), dim=0),
+    "dropout-int": lambda m: m.nn.functional.dropout(m.ones(4, dtype=m.long), 0.5),
+    "dropout2d-int": lambda m: m.nn.functional.dropout2d(m.ones(1, 2, 2, 2, dtype=m.long), 0.5),
+    "alpha-dropout-int": lambda m: m.nn.functional.alpha_dropout(m.ones(4, dtype=m.long), 0.5,
+                                                                 True),
+}
+
+
+@pytest.mark.parametrize("name", list(F_CASES))
+def test_functional_errors(name: str) -> None:
+    _same_error(F_CASES[name])
+
+
+def test_dropout_refusal_draws_the_noise_first() -> None:
+    """PyTorch draws the noise before refusing an integer input: the stream moves on."""
+    results = []
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        with pytest.raises(RuntimeError):
+            lib.nn.functional.dropout(lib.ones(5, dtype=lib.long), 0.5)
+        results.append(lib.rand(4).tolist())
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m: m.nn.functional.dropout(m.ones(2, dtype=m.long), 1.0),
+    lambda m: m.nn.functional.dropout(m.ones(2, dtype=m.bool), 1.0),
+    lambda m: m.nn.functional.alpha_dropout(m.ones(2, dtype=m.long), 1.0, True),
+    lambda m: m.nn.functional.dropout2d(m.ones(1, 2, 2, 2, dtype=m.long), 1.0),
+], ids=["int", "bool", "alpha", "2d"])
+def test_dropout_everything_keeps_the_dtype(fn) -> None:
+    want, got = fn(torch), fn(ember)
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    assert got.tolist() == want.tolist()
+
+
+def test_gaussian_nll_gradient_flows_through_the_clamp() -> None:
+    """PyTorch clamps var in place under no_grad: a var below eps still gets a gradient."""
+    grads = []
+    for lib in (torch, ember):
+        var = lib.tensor([[0.5, 1e-8], [2.0, 1.0]], requires_grad=True)
+        mu = lib.tensor([[0.1, 1.0], [2.0, -1.0]], requires_grad=True)
+        loss = lib.nn.functional.gaussian_nll_loss(mu, lib.zeros(2, 2), var, full=True)
+        loss.backward()
+        grads.append([loss.item(), *var.grad.flatten().tolist(), *mu.grad.flatten().tolist()])
+    assert grads[1] == pytest.approx(grads[0], rel=1e-5)
