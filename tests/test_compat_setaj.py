@@ -187,3 +187,30 @@ def test_gaussian_nll_gradient_flows_through_the_clamp() -> None:
         loss.backward()
         grads.append([loss.item(), *var.grad.flatten().tolist(), *mu.grad.flatten().tolist()])
     assert grads[1] == pytest.approx(grads[0], rel=1e-5)
+
+
+def _warnings(fn, lib) -> list[tuple[str, str]]:
+    """The (file, message) of each warning `fn(lib)` gives, every time (PyTorch's own
+    "Triggered internally" suffix left out)."""
+    import warnings
+    lib.set_warn_always(True)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fn(lib)
+    finally:
+        lib.set_warn_always(False)
+    return [(w.filename, str(w.message).split(" (Triggered")[0]) for w in caught]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m: m.searchsorted(m.arange(10.0)[::2], m.tensor([3.0])),
+    lambda m: m.searchsorted(m.arange(5.0), m.tensor([[1.0, 2.0], [3.0, 4.0]]).t()),
+    lambda m: m.searchsorted(m.tensor([3.0, 1.0, 2.0]), m.tensor([2.0]),
+                             sorter=m.tensor([1, 9, 2, 9, 0])[::2]),
+    lambda m: m.bucketize(m.tensor([1.0]), m.arange(10.0)[::2]),
+    lambda m: m.nn.functional.upsample(m.ones(1, 1, 2), scale_factor=2),
+], ids=["boundary", "values", "sorter", "bucketize", "upsample"])
+def test_warnings_point_at_the_caller(fn) -> None:
+    got, want = _warnings(fn, ember), _warnings(fn, torch)
+    assert got == want and want and want[0][0] == __file__

@@ -806,7 +806,7 @@ def upsample(input: Tensor, size: Any = None, scale_factor: Any = None,
              mode: str = "nearest", align_corners: bool | None = None) -> Tensor:
     r"""Deprecated alias of :func:`interpolate` (warns as PyTorch does)."""
     warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
-                  "instead.", stacklevel=2)
+                  "instead.", stacklevel=_user_stacklevel())
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 

@@ -16,7 +16,8 @@ from ember.core import costs
 from ember.core import dtype as dt
 from ember.core.creation import full, linspace, ones, zeros
 from ember.core.declare import composite, fused_kernel
-from ember.core.dispatch import kernel_refuses, refuse_unsigned, run_fused
+from ember.core.dispatch import kernel_refuses, refuse_unsigned, run_fused, user_stacklevel
+from ember.core.errors import warn_once
 from ember.core.grad_mode import no_grad
 from ember.core.ops.elementwise import to_dtype, where
 from ember.core.ops.indexing import (
@@ -84,6 +85,13 @@ def _search(op: str, seq: Tensor, values: Any, right: bool, out_int32: bool,
             raise RuntimeError(f"{op}(): boundary and sorter must have the same size, but got "
                                f"boundary tensor {fmt_shape(seq.shape)}and got sorter tensor "
                                f"{fmt_shape(sorter.shape)}")
+    for name, t in (("boundary", seq), ("input value", values), ("sorter", sorter)):
+        if t is not None and not t.is_contiguous():  # (bucketize's words are these too)
+            warn_once(f"torch.searchsorted(): {name} tensor is non-contiguous, this will lower "
+                      "the performance due to extra data copy when converting non-contiguous "
+                      f"tensor to contiguous, please use contiguous {name} tensor if possible. "
+                      "This message will only appear once per program.",
+                      stacklevel=user_stacklevel())
     with no_grad():
         if seq.ndim != 1 and values.ndim == 0:
             out = values.long()
