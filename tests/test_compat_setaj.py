@@ -214,3 +214,16 @@ def _warnings(fn, lib) -> list[tuple[str, str]]:
 def test_warnings_point_at_the_caller(fn) -> None:
     got, want = _warnings(fn, ember), _warnings(fn, torch)
     assert got == want and want and want[0][0] == __file__
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m: m.tensor([1 + 1j, 2 - 1j]).sort(),
+    lambda m: m.tensor([1 + 1j, 2 - 1j]).sort(stable=True),
+    lambda m: m.tensor([1 + 1j, 2 - 1j]).argsort(),
+    lambda m: m.tensor([1 + 1j, 2 - 1j]).msort(),
+    lambda m: m.tensor([1 + 1j, 2 - 1j]).topk(1),
+    lambda m: m.tensor([1 + 1j, 2 - 1j]).unique(),
+    lambda m: m.tensor([1 + 1j, 2 - 1j]).median(),
+], ids=["sort", "sort-stable", "argsort", "msort", "topk", "unique", "median"])
+def test_complex_refusals_in_the_kernels_words(fn) -> None:
+    _same_error(fn)

@@ -5,6 +5,7 @@ unique/unique_consecutive, histc/histogram/bincount, searchsorted/bucketize, ami
 std_mean/var_mean, nansum/nanmean, logsumexp, count_nonzero, all/any, max/min namedtuples,
 diff, trapezoid, renorm, norms, integer reduction dtypes, and the errors PyTorch raises;
 on float, int, bool and half inputs with NaN/inf, ties, empty and 0-d inputs."""
+
 import torch
 
 torch.manual_seed(0)
@@ -92,8 +93,9 @@ q = torch.tensor([0.0, 0.25, 0.5, 0.9, 1.0])
 d = torch.tensor([1.0, 3.0, 2.0, 10.0, 7.0])
 for interp in ("linear", "lower", "higher", "midpoint", "nearest"):
     show(f"quantile {interp}", lambda i=interp: torch.quantile(d, q, interpolation=i))
-    show(f"nanquantile {interp}", lambda i=interp: torch.nanquantile(x, 0.4, dim=1,
-                                                                 interpolation=i))
+    show(
+        f"nanquantile {interp}", lambda i=interp: torch.nanquantile(x, 0.4, dim=1, interpolation=i)
+    )
 show("quantile nan", lambda: torch.quantile(x, 0.5, dim=1, keepdim=True))
 show("quantile dim0", lambda: torch.quantile(x[[0, 2]], q[:2], dim=0))
 show("quantile int", lambda: torch.quantile(xi, 0.5))
@@ -118,10 +120,18 @@ show("unique float nan", lambda: torch.unique(torch.tensor([1.0, nan, 1.0, 0.5])
 show("unique bool", lambda: torch.unique(xb, return_counts=True))
 show("unique empty", lambda: torch.unique(torch.tensor([], dtype=torch.long), return_counts=True))
 show("unique_consecutive", lambda: torch.unique_consecutive(t))
-show("unique_consecutive all", lambda: torch.unique_consecutive(
-    torch.tensor([1, 1, 2, 2, 3, 1, 1, 2]), return_inverse=True, return_counts=True))
-show("unique_consecutive dim", lambda: torch.unique_consecutive(
-    torch.tensor([[1, 1], [1, 1], [2, 0], [1, 1]]), dim=0, return_counts=True))
+show(
+    "unique_consecutive all",
+    lambda: torch.unique_consecutive(
+        torch.tensor([1, 1, 2, 2, 3, 1, 1, 2]), return_inverse=True, return_counts=True
+    ),
+)
+show(
+    "unique_consecutive dim",
+    lambda: torch.unique_consecutive(
+        torch.tensor([[1, 1], [1, 1], [2, 0], [1, 1]]), dim=0, return_counts=True
+    ),
+)
 h = torch.tensor([0.5, 1.5, 1.5, 2.5, 9.0, -1.0, 3.0])
 show("histc", lambda: torch.histc(h, bins=4, min=0, max=3))
 show("histc auto", lambda: torch.histc(h, bins=5))
@@ -129,10 +139,14 @@ show("histc int", lambda: torch.histc(torch.tensor([1, 2, 2]), bins=3))
 show("histogram", lambda: torch.histogram(h, bins=4))
 show("histogram range", lambda: torch.histogram(h, bins=3, range=(0.0, 3.0)))
 show("histogram tensor bins", lambda: torch.histogram(h, torch.tensor([0.0, 1.0, 2.0, 4.0])))
-show("histogram weight", lambda: torch.histogram(h, bins=3, range=(0.0, 3.0),
-                                                   weight=torch.arange(7.0)))
-show("histogram density", lambda: torch.histogram(h, bins=torch.tensor([-1.0, 0.0, 2.0, 9.0]),
-                                                    density=True))
+show(
+    "histogram weight",
+    lambda: torch.histogram(h, bins=3, range=(0.0, 3.0), weight=torch.arange(7.0)),
+)
+show(
+    "histogram density",
+    lambda: torch.histogram(h, bins=torch.tensor([-1.0, 0.0, 2.0, 9.0]), density=True),
+)
 show("bincount", lambda: torch.bincount(t))
 show("bincount minlength", lambda: torch.bincount(t, minlength=10))
 show("bincount weights", lambda: torch.bincount(t, weights=torch.linspace(0, 1, 8)))
@@ -148,8 +162,10 @@ show("searchsorted side", lambda: torch.searchsorted(edges, vals, side="right"))
 unsorted = torch.tensor([5.0, 1.0, 2.0, 0.0, 1.0])
 order = torch.argsort(unsorted, stable=True)
 show("searchsorted sorter", lambda: torch.searchsorted(unsorted, vals, sorter=order))
-show("searchsorted rows", lambda: torch.searchsorted(torch.tensor([[0, 2, 4], [1, 3, 5]]),
-                                                      torch.tensor([[3], [3]])))
+show(
+    "searchsorted rows",
+    lambda: torch.searchsorted(torch.tensor([[0, 2, 4], [1, 3, 5]]), torch.tensor([[3], [3]])),
+)
 show("searchsorted scalar", lambda: torch.searchsorted(edges, 1.0))
 show("searchsorted conflict", lambda: torch.searchsorted(edges, vals, right=False, side="right"))
 show("bucketize", lambda: torch.bucketize(vals, edges))
@@ -214,8 +230,10 @@ print("section calculus")
 w = torch.tensor([1.0, 4.0, 9.0, 16.0, 25.0])
 show("diff", lambda: torch.diff(w))
 show("diff n=2", lambda: torch.diff(w, n=2))
-show("diff prepend",
-     lambda: torch.diff(w, prepend=torch.tensor([0.0]), append=torch.tensor([30.0, 31.0])))
+show(
+    "diff prepend",
+    lambda: torch.diff(w, prepend=torch.tensor([0.0]), append=torch.tensor([30.0, 31.0])),
+)
 show("diff 2d", lambda: torch.diff(xi, dim=0))
 show("diff bool", lambda: torch.diff(torch.tensor([True, False, False, True])))
 show("diff int n=3", lambda: xi.diff(n=3))
@@ -226,8 +244,10 @@ show("trapezoid 2d", lambda: torch.trapezoid(y, dim=0))
 show("trapz", lambda: torch.trapz(w, dx=2.0))
 show("trapezoid int", lambda: torch.trapezoid(torch.tensor([1, 2, 4])))
 show("cumulative_trapezoid", lambda: torch.cumulative_trapezoid(w))
-show("cumulative_trapezoid x", lambda: torch.cumulative_trapezoid(
-    w, x=torch.tensor([0.0, 1.0, 3.0, 4.0, 6.0])))
+show(
+    "cumulative_trapezoid x",
+    lambda: torch.cumulative_trapezoid(w, x=torch.tensor([0.0, 1.0, 3.0, 4.0, 6.0])),
+)
 show("cumulative_trapezoid 2d", lambda: torch.cumulative_trapezoid(y, dx=2.0, dim=1))
 
 # norms
@@ -286,6 +306,8 @@ show("unique dim bad", lambda: torch.unique(m2, dim=2))
 
 # gradients through scans, selections and norms (ties, zeros, NaN, -inf)
 print("section grads")
+
+
 def grad(name, f, *shapes_or_tensors):
     ts = [t.clone().requires_grad_(True) for t in shapes_or_tensors]
     try:
@@ -294,6 +316,7 @@ def grad(name, f, *shapes_or_tensors):
         print(name, "grad", [t.grad for t in ts])
     except Exception as e:  # noqa: BLE001
         print(name, "error", type(e).__name__, str(e).splitlines()[0])
+
 
 a = torch.tensor([[3.0, 1.0, 2.0, 1.0], [0.5, 0.5, -1.0, 4.0]])
 grad("cumsum", lambda t: t.cumsum(1) * torch.arange(4.0), a)
@@ -324,8 +347,12 @@ grad("logsumexp -inf", lambda t: t.logsumexp(1), torch.tensor([[-inf, -inf], [0.
 grad("logsumexp inf", lambda t: t.logsumexp(1), torch.tensor([[inf, 0.0], [1.0, 2.0]]))
 grad("diff", lambda t: t.diff(n=2) ** 2, torch.tensor([1.0, 4.0, 9.0, 16.0]))
 grad("trapezoid", lambda t: torch.trapezoid(t, dx=0.5), torch.tensor([1.0, 4.0, 9.0]))
-grad("trapezoid x", lambda y, x: torch.trapezoid(y, x), torch.tensor([1.0, 4.0, 9.0]),
-     torch.tensor([0.0, 1.0, 3.0]))
+grad(
+    "trapezoid x",
+    lambda y, x: torch.trapezoid(y, x),
+    torch.tensor([1.0, 4.0, 9.0]),
+    torch.tensor([0.0, 1.0, 3.0]),
+)
 grad("cumulative_trapezoid", lambda t: torch.cumulative_trapezoid(t), torch.tensor([1.0, 4.0, 9.0]))
 grad("renorm", lambda t: t.renorm(2, 0, 1.0), a)
 grad("norm zero", lambda t: t.norm(), torch.zeros(3))
@@ -388,8 +415,10 @@ show("half prod", lambda: bf.half().prod())
 show("half nanmean", lambda: torch.nanmean(bf.half()))
 show("half norm inf", lambda: torch.linalg.vector_norm(bf.half(), inf))
 show("half mode", lambda: torch.mode(bf.half()))
-show("half bincount w",
-     lambda: torch.bincount(torch.tensor([0, 1, 1]), weights=torch.ones(3, dtype=torch.float16)))
+show(
+    "half bincount w",
+    lambda: torch.bincount(torch.tensor([0, 1, 1]), weights=torch.ones(3, dtype=torch.float16)),
+)
 show("half searchsorted", lambda: torch.searchsorted(bf.half().sort().values, torch.tensor([0.0])))
 show("int32 cumsum", lambda: torch.tensor([1, 2], dtype=torch.int32).cumsum(0))
 show("uint8 sum", lambda: torch.tensor([200, 100], dtype=torch.uint8).sum())
@@ -398,35 +427,54 @@ show("bool cumprod dtype", lambda: torch.tensor([True, False]).cumprod(0).dtype)
 show("int argmax", lambda: torch.tensor([[1, 5], [5, 1]]).argmax())
 show("std_mean int", lambda: torch.std_mean(torch.tensor([1, 2])))
 show("var_mean bool", lambda: torch.var_mean(torch.tensor([True, False])))
-show("count_nonzero half nan",
-     lambda: torch.count_nonzero(torch.tensor([nan, 0.0, -0.0], dtype=torch.half)))
+show(
+    "count_nonzero half nan",
+    lambda: torch.count_nonzero(torch.tensor([nan, 0.0, -0.0], dtype=torch.half)),
+)
 show("all int dtype", lambda: torch.tensor([1, 2]).all().dtype)
 show("any keepdim", lambda: torch.tensor([[0, 2]], dtype=torch.uint8).any(1, keepdim=True))
 show("all dim uint8", lambda: torch.tensor([[0, 2]], dtype=torch.uint8).all(dim=0))
 show("sum list bool", lambda: torch.tensor([[True, True]]).sum(dim=1, keepdim=True))
-show("mean dim half",
-     lambda: torch.tensor([[1.0, 2.0]], dtype=torch.half).mean(1, dtype=torch.float32))
+show(
+    "mean dim half",
+    lambda: torch.tensor([[1.0, 2.0]], dtype=torch.half).mean(1, dtype=torch.float32),
+)
 show("nansum half", lambda: torch.tensor([nan, 1.0], dtype=torch.half).nansum())
-show("topk sorted False",
-     lambda: torch.topk(torch.arange(10.0), 3, sorted=False).values.sort().values)
+show(
+    "topk sorted False",
+    lambda: torch.topk(torch.arange(10.0), 3, sorted=False).values.sort().values,
+)
 show("sort stable kw only", lambda: torch.sort(torch.tensor([2, 1]), 0, True, stable=True))
 show("argsort stable pos", lambda: torch.argsort(torch.tensor([2, 1, 1]), 0, False, stable=True))
-show("unique return_inverse dim",
-     lambda: torch.tensor([[2, 1], [2, 1], [0, 0]]).unique(dim=0, return_inverse=True))
-show("unique sorted False",
-     lambda: torch.unique(torch.tensor([3, 1, 3]), sorted=False).sort().values)
-show("Tensor.unique_consecutive",
-     lambda: torch.tensor([1, 1, 2]).unique_consecutive(return_counts=True))
-show("histogramdd",
-     lambda: torch.histogramdd(torch.tensor([[0.0, 1.0], [1.0, 0.5], [0.2, 0.2]]), bins=[2, 2]))
-show("histogram out of range",
-     lambda: torch.histogram(torch.tensor([1.0, 2.0]), bins=2, range=(3.0, 1.0)))
+show(
+    "unique return_inverse dim",
+    lambda: torch.tensor([[2, 1], [2, 1], [0, 0]]).unique(dim=0, return_inverse=True),
+)
+show(
+    "unique sorted False", lambda: torch.unique(torch.tensor([3, 1, 3]), sorted=False).sort().values
+)
+show(
+    "Tensor.unique_consecutive",
+    lambda: torch.tensor([1, 1, 2]).unique_consecutive(return_counts=True),
+)
+show(
+    "histogramdd",
+    lambda: torch.histogramdd(torch.tensor([[0.0, 1.0], [1.0, 0.5], [0.2, 0.2]]), bins=[2, 2]),
+)
+show(
+    "histogram out of range",
+    lambda: torch.histogram(torch.tensor([1.0, 2.0]), bins=2, range=(3.0, 1.0)),
+)
 show("bincount 2d", lambda: torch.bincount(torch.tensor([[1]])))
 show("bincount weight len", lambda: torch.bincount(torch.tensor([1, 2]), weights=torch.ones(3)))
-show("searchsorted non-cont",
-     lambda: torch.searchsorted(torch.arange(10.0)[::2], torch.tensor([3.0])))
-show("searchsorted dims mismatch",
-     lambda: torch.searchsorted(torch.tensor([[0, 2]]), torch.tensor([[1], [2]])))
+show(
+    "searchsorted non-cont",
+    lambda: torch.searchsorted(torch.arange(10.0)[::2], torch.tensor([3.0])),
+)
+show(
+    "searchsorted dims mismatch",
+    lambda: torch.searchsorted(torch.tensor([[0, 2]]), torch.tensor([[1], [2]])),
+)
 show("cummax empty", lambda: torch.cummax(torch.empty(0), 0))
 show("cummax 0-d", lambda: torch.cummax(torch.tensor(3.0), 0))
 show("logsumexp 0-d", lambda: torch.logsumexp(torch.tensor(3.0), 0))
@@ -456,12 +504,16 @@ show("cumulative_trapezoid one", lambda: torch.cumulative_trapezoid(torch.tensor
 show("trapezoid both", lambda: torch.trapezoid(torch.ones(3), x=torch.ones(3), dx=1.0))
 print("section errors")
 show("renorm p0", lambda: torch.ones(2, 2).renorm(0, 0, 1.0))
-show("renorm 0d", lambda: torch.tensor(1.).renorm(2, 0, 1.0))
+show("renorm 0d", lambda: torch.tensor(1.0).renorm(2, 0, 1.0))
 show("renorm maxnorm neg", lambda: torch.ones(2, 2).renorm(2, 0, -1.0))
 show("renorm int", lambda: torch.ones(2, 2, dtype=torch.long).renorm(2, 0, 1.0))
 show("renorm dim", lambda: torch.ones(2, 2).renorm(2, 5, 1.0))
-for f in [lambda t: t.norm(0), lambda t: t.norm(p=0, dim=0),
-          lambda t: torch.linalg.norm(t, 0), lambda t: torch.linalg.vector_norm(t, 0, dim=0)]:
+for f in [
+    lambda t: t.norm(0),
+    lambda t: t.norm(p=0, dim=0),
+    lambda t: torch.linalg.norm(t, 0),
+    lambda t: torch.linalg.vector_norm(t, 0, dim=0),
+]:
     t = torch.tensor([1.0, 0.0, 2.0], requires_grad=True)
     o = f(t)
     print("norm 0", o, o.grad_fn.name() if o.grad_fn else None)
@@ -473,13 +525,111 @@ show("vn ord str kw", lambda: torch.linalg.vector_norm(torch.ones(2), "fro"))
 show("vn ord bool", lambda: torch.linalg.vector_norm(torch.ones(2), ord=True))
 show("hist rev", lambda: torch.histogram(torch.tensor([1.0, 2.0]), bins=2, range=(3.0, 1.0)))
 show("histc rev", lambda: torch.histc(torch.tensor([1.0, 2.0]), bins=2, min=3, max=1))
-show("hist nan range",
-     lambda: torch.histogram(torch.tensor([1.0, 2.0]), bins=2, range=(float('nan'), 1.0)))
-show("hist inf data", lambda: torch.histogram(torch.tensor([1.0, float('inf')]), bins=2))
-show("histc inf data", lambda: torch.histc(torch.tensor([1.0, float('inf')]), bins=2))
+show(
+    "hist nan range",
+    lambda: torch.histogram(torch.tensor([1.0, 2.0]), bins=2, range=(float("nan"), 1.0)),
+)
+show("hist inf data", lambda: torch.histogram(torch.tensor([1.0, float("inf")]), bins=2))
+show("histc inf data", lambda: torch.histc(torch.tensor([1.0, float("inf")]), bins=2))
 show("trap both", lambda: torch.trapezoid(torch.ones(3), x=torch.ones(3), dx=1.0))
 show("trap both pos", lambda: torch.trapezoid(torch.ones(3), torch.ones(3), dx=1.0))
 show("ctrap both", lambda: torch.cumulative_trapezoid(torch.ones(3), x=torch.ones(3), dx=1.0))
 show("trapz both", lambda: torch.trapz(torch.ones(3), x=torch.ones(3), dx=1.0))
 show("trap dx tensor", lambda: torch.trapezoid(torch.ones(3), dx=torch.tensor(2.0)))
 show("trap x scalar", lambda: torch.trapezoid(torch.ones(3), 2.0))
+
+# NaN, signed zeros and ties where data code meets them
+print("section nan and ties")
+z = torch.tensor([0.0, -0.0, 1.0, nan, nan, -inf, 1.0])
+show("unique zeros nan", lambda: torch.unique(z, return_counts=True, return_inverse=True))
+show("unique_consecutive nan", lambda: torch.unique_consecutive(z, return_counts=True))
+show("unique dim nan", lambda: torch.unique(torch.tensor([[nan, 1.0], [nan, 1.0]]), dim=0))
+show("histc nan", lambda: torch.histc(torch.tensor([1.0, nan, 2.0]), bins=2, min=0, max=3))
+show(
+    "histogram nan",
+    lambda: torch.histogram(torch.tensor([1.0, nan, 2.0]), bins=2, range=(0.0, 3.0)),
+)
+show("bincount bool", lambda: torch.bincount(torch.tensor([True, False, True])))
+show("bincount uint8", lambda: torch.bincount(torch.tensor([1, 3], dtype=torch.uint8)))
+show(
+    "bincount int weights",
+    lambda: torch.bincount(torch.tensor([1, 3]), weights=torch.tensor([2, 5])),
+)
+show("mode nan", lambda: torch.mode(torch.tensor([nan, nan, 1.0])))
+show("kthvalue nan", lambda: torch.kthvalue(torch.tensor([nan, 2.0, 1.0]), 3))
+show("nanmedian all nan rows", lambda: torch.nanmedian(torch.tensor([[nan, nan], [1.0, nan]]), 1))
+show("quantile nan q", lambda: torch.quantile(torch.tensor([1.0, 2.0]), torch.tensor([nan])))
+show("cummax nan", lambda: torch.cummax(torch.tensor([1.0, nan, 3.0, nan]), 0))
+show("cummin nan", lambda: torch.cummin(torch.tensor([1.0, nan, 0.0]), 0))
+show("logcumsumexp inf", lambda: torch.logcumsumexp(torch.tensor([inf, 0.0, -inf, inf]), 0))
+show("logcumsumexp nan", lambda: torch.logcumsumexp(torch.tensor([0.0, nan, 1.0]), 0))
+show("argmax nan", lambda: torch.argmax(torch.tensor([1.0, nan, 3.0, nan])))
+show("argmin nan", lambda: torch.tensor([[1.0, nan], [0.0, -1.0]]).argmin(1))
+show("max nan dim", lambda: torch.tensor([[1.0, nan], [0.0, -1.0]]).max(1))
+show("aminmax nan", lambda: torch.aminmax(torch.tensor([1.0, nan, -1.0])))
+show("amax nan", lambda: torch.amax(torch.tensor([[1.0, nan], [2.0, 3.0]]), 0))
+t = torch.tensor([[1.0, nan, 3.0], [3.0, 3.0, 1.0]], requires_grad=True)
+t.amax(1).sum().backward()
+show("amax grad nan", lambda: t.grad)
+t2 = torch.tensor([[1.0, nan, 3.0], [3.0, 3.0, 1.0]], requires_grad=True)
+t2.max(1).values.sum().backward()
+show("max grad nan", lambda: t2.grad)
+show("var_mean corr float", lambda: torch.var_mean(torch.tensor([1.0, 2.0, 4.0]), correction=0.5))
+show("std dim one", lambda: torch.tensor([[1.0], [2.0]]).std(1))
+show(
+    "std_mean keepdim",
+    lambda: torch.std_mean(torch.tensor([[1.0, 2.0], [3.0, 5.0]]), 0, keepdim=True, correction=0),
+)
+show("var complex", lambda: torch.tensor([1 + 1j, 2 - 1j]).var())
+show("sort complex", lambda: torch.tensor([1 + 1j, 2 - 1j]).sort())
+show("cumsum complex", lambda: torch.tensor([1 + 1j, 2 - 1j]).cumsum(0))
+show("cumprod complex", lambda: torch.tensor([1 + 1j, 2 - 1j]).cumprod(0))
+show("median half nan", lambda: torch.tensor([1.0, nan, 2.0], dtype=torch.half).median())
+show(
+    "sort bf16 nan",
+    lambda: torch.tensor([1.0, nan, -2.0], dtype=torch.bfloat16).sort(descending=True),
+)
+show("topk int largest False", lambda: torch.tensor([5, 1, 5, 1, 3]).topk(3, largest=False))
+show("topk ties order", lambda: torch.tensor([1.0, 2.0, 2.0, 2.0, 0.0]).topk(2))
+show("kthvalue ties", lambda: torch.tensor([2.0, 1.0, 2.0, 1.0]).kthvalue(2))
+show("median ties index", lambda: torch.tensor([[2.0, 1.0, 2.0, 1.0]]).median(1))
+show("mode ties", lambda: torch.tensor([2, 1, 2, 1]).mode())
+show("count_nonzero empty", lambda: torch.count_nonzero(torch.empty(0, 3), 0))
+show(
+    "logsumexp all -inf keepdim",
+    lambda: torch.logsumexp(torch.full((2, 2), -inf), (0, 1), keepdim=True),
+)
+show(
+    "logsumexp half", lambda: torch.logsumexp(torch.tensor([60000.0, 60000.0], dtype=torch.half), 0)
+)
+show("logsumexp bool", lambda: torch.logsumexp(torch.tensor([True, False]), 0))
+show("cumsum out dtype", lambda: torch.cumsum(torch.tensor([1, 2]), 0, out=torch.empty(2)))
+show(
+    "searchsorted nan",
+    lambda: torch.searchsorted(torch.tensor([1.0, 2.0, nan]), torch.tensor([nan, 3.0])),
+)
+show("bucketize nan", lambda: torch.bucketize(torch.tensor([nan, 1.5]), torch.tensor([1.0, 2.0])))
+show("diff n prepend", lambda: torch.diff(torch.tensor([1, 4, 9]), n=2, prepend=torch.tensor([0])))
+show(
+    "diff float prepend int",
+    lambda: torch.diff(torch.tensor([1.0, 4.0]), prepend=torch.tensor([0])),
+)
+show("renorm zero", lambda: torch.zeros(2, 2).renorm(2, 0, 1.0))
+show("renorm inf", lambda: torch.tensor([[3.0, -4.0], [0.1, 0.2]]).renorm(float("inf"), 0, 1.0))
+show("norm empty", lambda: torch.empty(0).norm())
+show("norm dim empty", lambda: torch.empty(0, 3).norm(dim=0))
+show("vector_norm dtype lower", lambda: torch.linalg.vector_norm(torch.ones(2), dtype=torch.half))
+show("vector_norm dtype int", lambda: torch.linalg.vector_norm(torch.ones(2), dtype=torch.long))
+show("vector_norm out", lambda: torch.linalg.vector_norm(torch.ones(2), out=torch.empty(())))
+show("nansum bool", lambda: torch.nansum(torch.tensor([True, True])))
+show("nansum dtype", lambda: torch.nansum(torch.tensor([1.0, nan]), dtype=torch.float64))
+show("nanmean dtype", lambda: torch.nanmean(torch.tensor([1.0, nan]), dtype=torch.float64))
+show("nanmean keep", lambda: torch.nanmean(torch.tensor([[1.0, nan]]), 1, keepdim=True))
+show("all int8 dim", lambda: torch.tensor([[1, 0]], dtype=torch.int8).all(1))
+show("any float", lambda: torch.tensor([0.0, nan]).any())
+show("all nan", lambda: torch.tensor([nan]).all())
+show("prod int dtype", lambda: torch.tensor([2, 3], dtype=torch.int16).prod(dtype=torch.int8))
+show("sum bool dtype", lambda: torch.tensor([True]).sum(dtype=torch.bool))
+show("mean half keep", lambda: torch.tensor([[65504.0, 65504.0]], dtype=torch.half).mean(1))
+show("sum half overflow", lambda: torch.tensor([65504.0, 65504.0], dtype=torch.half).sum())
+show("cumsum half overflow", lambda: torch.tensor([65504.0, 65504.0], dtype=torch.half).cumsum(0))
