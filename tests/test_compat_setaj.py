@@ -227,3 +227,19 @@ def test_warnings_point_at_the_caller(fn) -> None:
 ], ids=["sort", "sort-stable", "argsort", "msort", "topk", "unique", "median"])
 def test_complex_refusals_in_the_kernels_words(fn) -> None:
     _same_error(fn)
+
+
+def test_copy_slices_node_names_itself_as_pytorch() -> None:
+    """name() is the C++ path, the class and the repr the bare name (circular F.pad's node
+    and any write through a view)."""
+    for lib in (torch, ember):
+        x = lib.ones(1, 1, 3, 3, requires_grad=True)
+        nodes = [lib.nn.functional.pad(x, (1, 1, 1, 1), mode="circular").grad_fn]
+        y = x * 1
+        y[0, 0, 0].mul_(2)
+        nodes.append(y.grad_fn)
+        for node in nodes:
+            assert node.name() == f"{lib.__name__}::autograd::CopySlices"
+            assert type(node).__name__ == "CopySlices"
+            assert repr(node).startswith("<CopySlices object at 0x")
+        assert repr(y).endswith("grad_fn=<CopySlices>)")
